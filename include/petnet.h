@@ -1,0 +1,27 @@
+/*
+  PetNet: deep learning on PETSc.
+
+  How the pieces fit
+  ------------------
+  Layer    one operator y = f(x; theta) of a registered kind (dense, relu, ...). It computes forward, backward
+           (VJP: dx = J^T dy, dtheta += J_theta^T dy) and jvp (dy = J dx + J_theta dtheta) on the local batch.
+  Net      an ordered sequence of layers built from options (-net_layers dense:256,relu,dense:10). It owns
+           the parameters as ONE distributed Vec theta, the workspace of a batch, and the Jacobians as MATSHELLs
+           (NetGetJacobian, NetGetJacobianP): MatMult = JVP, MatMultTranspose = VJP. Those Mats are what
+           TS (TSAdjoint), TAO and SLEPc consume.
+  Loss     a scalar objective of the Net's output and a target (crossentropy, mse, l1), averaged over the
+           global batch, with its gradient and Hessian-vector product.
+
+  Tensors  a batch is a Vec distributed by samples; the local part is [n][h][w][c] (channels last) or [n][f].
+  Parallel every rank computes with a full copy of theta; the broadcast theta -> copies and its adjoint, the
+           sum-reduce of gradients, are one operator (NetGetParameterBroadcast). Results do not depend on the
+           number of ranks beyond round-off.
+  Options  every object reads PETSc options with prefixes: layer i of a Net reads -layer<i>_..., -net_view
+           prints the network, -net_test_jacobian checks its derivatives.
+*/
+#pragma once
+
+#include <petnetsys.h>
+#include <petnetlayer.h>
+#include <petnetnet.h>
+#include <petnetloss.h>

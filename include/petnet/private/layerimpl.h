@@ -1,0 +1,65 @@
+/* Private: the Layer object and the contract every layer kind keeps. */
+#pragma once
+
+#include <petnetnet.h>
+#include <petsc/private/petscimpl.h>
+
+PETSC_EXTERN PetscBool LayerRegisterAllCalled;
+
+/*
+  The kernels work on the LOCAL batch: n samples, sample-major, channels-last.
+    x     [n][in]   layer input  (in  = product of the input shape)
+    y     [n][out]  layer output (out = product of the output shape)
+    theta [p]       this layer's parameters (a slice of the Net's replicated parameter array)
+
+  forward(n, theta, x, y):                          y = f(x; theta); keep what the derivatives need
+  backward(n, theta, x, y, dy, dx, dtheta):         dx  = J_x^T dy      (skip if dx == NULL)
+                                                    dtheta += J_theta^T dy  ACCUMULATES (skip if NULL)
+  jvp(n, theta, x, y, dx, dtheta, dy):              dy  = J_x dx + J_theta dtheta  (NULL means zero)
+
+  backward and jvp are called after forward with the same n, theta, x and y (the linearization point).
+*/
+typedef struct _LayerOps *LayerOps;
+struct _LayerOps {
+  PetscErrorCode (*setfromoptions)(Layer, PetscOptionItems *);
+  PetscErrorCode (*setarguments)(Layer, const char[]); /* the part after "kind:" in -net_layers */
+  PetscErrorCode (*getarguments)(Layer, size_t, char[]);
+  PetscErrorCode (*setup)(Layer); /* from in: set out and nparams */
+  PetscErrorCode (*initialize)(Layer, PetscRandom, PetscScalar *);
+  PetscErrorCode (*forward)(Layer, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *);
+  PetscErrorCode (*backward)(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
+  PetscErrorCode (*jvp)(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *);
+  PetscErrorCode (*view)(Layer, PetscViewer);
+  PetscErrorCode (*reset)(Layer);
+  PetscErrorCode (*destroy)(Layer);
+};
+
+typedef enum {
+  LAYER_PHASE_FORWARD,
+  LAYER_PHASE_BACKWARD,
+  LAYER_PHASE_JVP,
+  LAYER_NUM_PHASES
+} LayerPhase;
+
+struct _p_Layer {
+  PETSCHEADER(struct _LayerOps);
+  PetNetShape   in, out;
+  PetscInt      insize, outsize; /* products of the shapes */
+  PetscInt      nparams;
+  PetscBool     setupcalled;
+  PetscBool     training; /* training mode (dropout active, batchnorm uses batch statistics); set by NetSetTraining() */
+  PetscLogEvent event[LAYER_NUM_PHASES];
+
+  /* Position inside the owning Net (borrowed, not referenced): the Jacobian shells read the Net's workspace. */
+  Net      net;
+  PetscInt index;
+  Mat      J, JP;       /* shells, rebuilt when the batch size changes */
+  Vec      ptheta;      /* distributed Vec of this layer's parameters (column space of JP) */
+  Mat      pbcast;      /* broadcast ptheta -> replicated */
+  Vec      ptheta_rep;  /* replicated copy of ptheta */
+
+  void *data;
+};
+
+PETSC_INTERN PetscErrorCode LayerGetEvents_Private(LayerType, PetscLogEvent[]);
+PETSC_INTERN PetscErrorCode LayerResetJacobians_Private(Layer);

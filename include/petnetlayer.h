@@ -1,0 +1,64 @@
+/* Layer: one operator y = f(x; theta) with its Jacobian (JVP) and adjoint (VJP). */
+#pragma once
+
+#include <petnetsys.h>
+
+typedef struct _p_Layer *Layer;
+typedef struct _p_Net   *Net;
+
+typedef const char *LayerType;
+#define LAYERDENSE     "dense"
+#define LAYERIDENTITY  "identity"
+#define LAYERRELU      "relu"
+#define LAYERLEAKYRELU "leakyrelu"
+#define LAYERTANH      "tanh"
+#define LAYERSIGMOID   "sigmoid"
+#define LAYERGELU      "gelu"
+#define LAYERSOFTPLUS  "softplus"
+
+/* How a dense (or convolution) layer initialises its weights; biases start at zero. */
+typedef enum {
+  LAYER_INIT_KAIMING, /* N(0, 2/fan_in), for ReLU networks (PyTorch: kaiming_normal_) */
+  LAYER_INIT_XAVIER,  /* U(-a, a), a = sqrt(6/(fan_in+fan_out)) (Glorot uniform) */
+  LAYER_INIT_NORMAL,  /* N(0, std^2), std from -<prefix>dense_init_std */
+  LAYER_INIT_ZEROS
+} LayerInitType;
+PETSC_EXTERN const char *const LayerInitTypes[];
+
+PETSC_EXTERN PetscClassId     LAYER_CLASSID;
+PETSC_EXTERN PetscFunctionList LayerList;
+
+PETSC_EXTERN PetscErrorCode LayerCreate(MPI_Comm, Layer *);
+PETSC_EXTERN PetscErrorCode LayerSetType(Layer, LayerType);
+PETSC_EXTERN PetscErrorCode LayerGetType(Layer, LayerType *);
+PETSC_EXTERN PetscErrorCode LayerSetArguments(Layer, const char[]);
+PETSC_EXTERN PetscErrorCode LayerGetSpec(Layer, size_t, char[]);
+PETSC_EXTERN PetscErrorCode LayerSetFromOptions(Layer);
+PETSC_EXTERN PetscErrorCode LayerSetInputShape(Layer, const PetNetShape *);
+PETSC_EXTERN PetscErrorCode LayerGetInputShape(Layer, PetNetShape *);
+PETSC_EXTERN PetscErrorCode LayerGetOutputShape(Layer, PetNetShape *);
+PETSC_EXTERN PetscErrorCode LayerGetNumParameters(Layer, PetscInt *);
+PETSC_EXTERN PetscErrorCode LayerSetUp(Layer);
+PETSC_EXTERN PetscErrorCode LayerView(Layer, PetscViewer);
+PETSC_EXTERN PetscErrorCode LayerReset(Layer);
+PETSC_EXTERN PetscErrorCode LayerDestroy(Layer *);
+PETSC_EXTERN PetscErrorCode LayerRegister(const char[], PetscErrorCode (*)(Layer));
+PETSC_EXTERN PetscErrorCode LayerRegisterAll(void);
+
+/* Array-level kernels over a local batch of n samples (see include/petnet/private/layerimpl.h for the contract). */
+PETSC_EXTERN PetscErrorCode LayerInitializeParameters(Layer, PetscRandom, PetscScalar *);
+PETSC_EXTERN PetscErrorCode LayerForwardArray(Layer, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *);
+PETSC_EXTERN PetscErrorCode LayerBackwardArray(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
+PETSC_EXTERN PetscErrorCode LayerJVPArray(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *);
+
+/* Jacobians of a layer inside its Net, at the Net's last forward pass.
+   LayerGetJacobian:  dX (layer input batch)      -> dY;  MatMultTranspose: dY -> dX.
+   LayerGetJacobianP: dtheta_l (this layer's own parameters, distributed) -> dY; transpose: dY -> dtheta_l.
+   The Mats are owned by the layer: do not destroy them. */
+PETSC_EXTERN PetscErrorCode LayerGetJacobian(Layer, Mat *);
+PETSC_EXTERN PetscErrorCode LayerGetJacobianP(Layer, Mat *);
+
+/* Kind-specific settings */
+PETSC_EXTERN PetscErrorCode LayerDenseSetOutputSize(Layer, PetscInt);
+PETSC_EXTERN PetscErrorCode LayerDenseSetInitialization(Layer, LayerInitType, PetscReal);
+PETSC_EXTERN PetscErrorCode LayerLeakyReLUSetSlope(Layer, PetscReal);

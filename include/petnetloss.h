@@ -1,0 +1,31 @@
+/* Loss: a scalar objective of the network output and a target, averaged over the global batch. */
+#pragma once
+
+#include <petnetsys.h>
+
+typedef struct _p_Loss *Loss;
+
+typedef const char *LossType;
+#define LOSSCROSSENTROPY "crossentropy" /* softmax + negative log-likelihood on integer labels; target: one label per sample */
+#define LOSSMSE          "mse"          /* mean over all entries of (y - t)^2; target: same shape as the output */
+#define LOSSL1           "l1"           /* mean over all entries of |y - t|; target: same shape as the output */
+
+PETSC_EXTERN PetscClassId      LOSS_CLASSID;
+PETSC_EXTERN PetscFunctionList LossList;
+
+PETSC_EXTERN PetscErrorCode LossCreate(MPI_Comm, Loss *);
+PETSC_EXTERN PetscErrorCode LossSetType(Loss, LossType);
+PETSC_EXTERN PetscErrorCode LossGetType(Loss, LossType *);
+PETSC_EXTERN PetscErrorCode LossSetFromOptions(Loss);
+PETSC_EXTERN PetscErrorCode LossSetUp(Loss);
+PETSC_EXTERN PetscErrorCode LossView(Loss, PetscViewer);
+PETSC_EXTERN PetscErrorCode LossDestroy(Loss *);
+PETSC_EXTERN PetscErrorCode LossRegister(const char[], PetscErrorCode (*)(Loss));
+PETSC_EXTERN PetscErrorCode LossRegisterAll(void);
+
+/* f = mean loss over the global batch; dY = df/dY (may be NULL). Y: outputs (sample-major), T: targets. */
+PETSC_EXTERN PetscErrorCode LossEvaluate(Loss, Vec, Vec, PetscReal *, Vec);
+/* HV = (d^2 f / dY^2) V at the last evaluated Y (for Gauss-Newton products). */
+PETSC_EXTERN PetscErrorCode LossHessianMult(Loss, Vec, Vec);
+/* Number of samples of the global batch whose arg-max output equals the integer label in T. */
+PETSC_EXTERN PetscErrorCode LossCountCorrect(Loss, Vec, Vec, PetscInt *);

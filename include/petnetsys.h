@@ -1,0 +1,39 @@
+/* PetNet system: package registration, shapes, version. */
+#pragma once
+
+#include <petscsys.h>
+#include <petscvec.h>
+#include <petscmat.h>
+
+#define PETNET_VERSION_MAJOR 0
+#define PETNET_VERSION_MINOR 1
+
+PETSC_EXTERN PetscErrorCode PetNetInitializePackage(void);
+PETSC_EXTERN PetscErrorCode PetNetFinalizePackage(void);
+
+/*
+  PetNetShape - the shape of ONE sample, channels-last.
+
+  ndim = 1: (f)          flat features
+  ndim = 3: (h, w, c)    an image or grid block; c is the fastest index, as in a DMDA with dof = c
+
+  A batch is a Vec whose local part is n consecutive samples: [n][h][w][c] (or [n][f]).
+*/
+#define PETNET_MAX_DIM 4
+typedef struct {
+  PetscInt ndim;
+  PetscInt dim[PETNET_MAX_DIM];
+} PetNetShape;
+
+PETSC_EXTERN PetscErrorCode PetNetShapeSize(const PetNetShape *, PetscInt *);
+PETSC_EXTERN PetscErrorCode PetNetShapeToString(const PetNetShape *, size_t, char[]);
+PETSC_EXTERN PetscErrorCode PetNetShapeFromString(const char[], PetNetShape *);
+PETSC_EXTERN PetscBool      PetNetShapeEqual(const PetNetShape *, const PetNetShape *);
+
+/* The broadcast of a distributed parameter Vec to a replicated copy on every rank, as one operator.
+   Its transpose is the sum-reduce of per-rank gradients back to the owned slices. */
+PETSC_EXTERN PetscErrorCode PetNetBroadcastCreate(Vec, Mat *, Vec *);
+
+/* Atomic file replacement: write to a temporary name, then rename into place (collective). */
+PETSC_EXTERN PetscErrorCode PetNetTemporaryFileName(MPI_Comm, const char[], size_t, char[]);
+PETSC_EXTERN PetscErrorCode PetNetCommitFile(MPI_Comm, const char[], const char[]);

@@ -1,0 +1,59 @@
+# PetNet makefile: builds lib/libpetnet.so, the examples in bin/, and runs the tests.
+#   make            library and examples
+#   make check      build everything and run the whole test suite (last line: "N passed, N failed")
+#   make bench      throughput benchmarks (PyTorch side by side when python3-torch is installed)
+#   make format-check   clang-format check
+PETSC_DIR  ?= /usr/lib/petsc
+SLEPC_DIR  ?= /usr/lib/slepc
+PETSC_ARCH ?=
+include $(PETSC_DIR)/lib/petsc/conf/petscvariables
+
+CC       = mpicc
+OPT     ?= -O3 -march=x86-64-v2
+CFLAGS  += $(OPT) -g -fPIC -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
+CPPFLAGS = -Iinclude $(PETSC_CC_INCLUDES) -I$(SLEPC_DIR)/include
+PETNET_LIBDIR = $(CURDIR)/lib
+LDLIBS   = -Wl,-rpath,$(PETNET_LIBDIR) -L$(PETNET_LIBDIR) -lpetnet $(PETSC_LIBS_ONLY) -lz -lm
+PETSC_LIBS_ONLY = -Wl,-rpath,$(PETSC_DIR)/lib -L$(PETSC_DIR)/lib -lpetsc_real -L$(SLEPC_DIR)/lib -Wl,-rpath,$(SLEPC_DIR)/lib -lslepc_real -llapack -lblas
+
+LIBSRC   = $(shell find src -name '*.c' | sort)
+LIBOBJ   = $(LIBSRC:%.c=build/%.o)
+HEADERS  = $(shell find include -name '*.h')
+EXAMPLES = $(patsubst examples/%.c,bin/%,$(wildcard examples/*.c))
+TESTS    = $(patsubst tests/%.c,bin/tests/%,$(wildcard tests/*.c))
+
+all: lib/libpetnet.so $(EXAMPLES) $(TESTS)
+
+build/%.o: %.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+lib/libpetnet.so: $(LIBOBJ)
+	@mkdir -p lib
+	$(CC) -shared -o $@ $(LIBOBJ) $(PETSC_LIBS_ONLY) -lz -lm
+
+bin/%: examples/%.c lib/libpetnet.so $(HEADERS)
+	@mkdir -p bin
+	$(CC) $(CPPFLAGS) $(CFLAGS) $< -o $@ $(LDLIBS)
+
+bin/tests/%: tests/%.c lib/libpetnet.so $(HEADERS)
+	@mkdir -p bin/tests
+	$(CC) $(CPPFLAGS) $(CFLAGS) $< -o $@ $(LDLIBS)
+
+check: all
+	@tests/run
+
+bench: all
+	@share/bench/run
+
+format-check:
+	@clang-format --dry-run --Werror $(LIBSRC) $(HEADERS) examples/*.c tests/*.c && echo "format: ok"
+
+format:
+	@clang-format -i $(LIBSRC) $(HEADERS) examples/*.c tests/*.c
+
+clean:
+	rm -rf build lib bin tests/out
+
+.PHONY: all check bench format format-check clean
+.SECONDARY: $(LIBOBJ)

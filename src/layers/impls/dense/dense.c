@@ -1,0 +1,272 @@
+/*
+  dense: y = x W^T + b, one GEMM over the local batch.
+
+    x      [n][in]     row-major (sample-major)
+    W      [out][in]   row-major, as PyTorch's Linear.weight
+    b      [out]
+    y      [n][out]
+    theta  = [W, b]    (out*in + out entries)
+
+  In column-major BLAS terms x is X (in x n), W is Wc = W^T (in x out), y is Y (out x n):
+    forward   Y  = Wc^T X + b 1^T       dgemm('T','N', out, n, in)
+    backward  dX = Wc dY                dgemm('N','N', in, n, out)
+              dWc += X dY^T             dgemm('N','T', in, out, n)    (dW accumulates)
+              db  += dY 1               (sum over samples)
+    jvp       dY = Wc^T dX + dWc^T X + db 1^T
+*/
+#include <petnet/private/layerimpl.h>
+#include <petscblaslapack.h>
+
+typedef struct {
+  PetscInt      nout;
+  LayerInitType init;
+  PetscReal     initstd;
+} Layer_Dense;
+
+static PetscErrorCode LayerSetUp_Dense(Layer layer)
+{
+  Layer_Dense *dense = (Layer_Dense *)layer->data;
+  PetscInt     in;
+
+  PetscFunctionBegin;
+  PetscCheck(dense->nout > 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "dense layer needs its number of outputs: write dense:N in -net_layers or use LayerDenseSetOutputSize()");
+  PetscCall(PetNetShapeSize(&layer->in, &in));
+  layer->out.ndim   = 1;
+  layer->out.dim[0] = dense->nout;
+  layer->nparams    = dense->nout * in + dense->nout;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerInitialize_Dense(Layer layer, PetscRandom rnd, PetscScalar *theta)
+{
+  Layer_Dense *dense = (Layer_Dense *)layer->data;
+  PetscInt     in = layer->insize, out = dense->nout, nw = in * out;
+
+  PetscFunctionBegin;
+  switch (dense->init) {
+  case LAYER_INIT_KAIMING:
+  case LAYER_INIT_NORMAL: {
+    PetscReal std = dense->init == LAYER_INIT_KAIMING ? PetscSqrtReal(2.0 / in) : dense->initstd;
+
+    /* Box-Muller on uniform (0,1] draws */
+    for (PetscInt i = 0; i < nw; i += 2) {
+      PetscReal u1, u2, r;
+
+      PetscCall(PetscRandomGetValueReal(rnd, &u1));
+      PetscCall(PetscRandomGetValueReal(rnd, &u2));
+      r        = PetscSqrtReal(-2.0 * PetscLogReal(1.0 - u1));
+      theta[i] = std * r * PetscCosReal(2.0 * PETSC_PI * u2);
+      if (i + 1 < nw) theta[i + 1] = std * r * PetscSinReal(2.0 * PETSC_PI * u2);
+    }
+  } break;
+  case LAYER_INIT_XAVIER: {
+    PetscReal a = PetscSqrtReal(6.0 / (in + out));
+
+    for (PetscInt i = 0; i < nw; i++) {
+      PetscReal u;
+
+      PetscCall(PetscRandomGetValueReal(rnd, &u));
+      theta[i] = a * (2.0 * u - 1.0);
+    }
+  } break;
+  case LAYER_INIT_ZEROS:
+    PetscCall(PetscArrayzero(theta, nw));
+    break;
+  }
+  PetscCall(PetscArrayzero(theta + nw, out));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerForward_Dense(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
+{
+  PetscInt           in = layer->insize, out = layer->outsize;
+  const PetscScalar *W = theta, *b = theta + in * out, one = 1.0, zero = 0.0;
+  PetscBLASInt       bin, bout, bn;
+
+  PetscFunctionBegin;
+  if (!n) PetscFunctionReturn(0);
+  PetscCall(PetscBLASIntCast(in, &bin));
+  PetscCall(PetscBLASIntCast(out, &bout));
+  PetscCall(PetscBLASIntCast(n, &bn));
+  PetscCallBLAS("BLASgemm", BLASgemm_("T", "N", &bout, &bn, &bin, &one, W, &bin, x, &bin, &zero, y, &bout));
+  for (PetscInt s = 0; s < n; s++)
+    for (PetscInt o = 0; o < out; o++) y[s * out + o] += b[o];
+  PetscCall(PetscLogFlops(2.0 * n * in * out + n * out));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerBackward_Dense(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)
+{
+  PetscInt           in = layer->insize, out = layer->outsize;
+  const PetscScalar *W = theta, one = 1.0, zero = 0.0;
+  PetscBLASInt       bin, bout, bn;
+
+  PetscFunctionBegin;
+  PetscCall(PetscBLASIntCast(in, &bin));
+  PetscCall(PetscBLASIntCast(out, &bout));
+  PetscCall(PetscBLASIntCast(n, &bn));
+  if (dx && n) {
+    PetscCallBLAS("BLASgemm", BLASgemm_("N", "N", &bin, &bn, &bout, &one, W, &bin, dy, &bout, &zero, dx, &bin));
+    PetscCall(PetscLogFlops(2.0 * n * in * out));
+  }
+  if (dtheta && n) {
+    PetscScalar *dW = dtheta, *db = dtheta + in * out;
+
+    PetscCallBLAS("BLASgemm", BLASgemm_("N", "T", &bin, &bout, &bn, &one, x, &bin, dy, &bout, &one, dW, &bin));
+    for (PetscInt s = 0; s < n; s++)
+      for (PetscInt o = 0; o < out; o++) db[o] += dy[s * out + o];
+    PetscCall(PetscLogFlops(2.0 * n * in * out + n * out));
+  }
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerJVP_Dense(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dx, const PetscScalar *dtheta, PetscScalar *dy)
+{
+  PetscInt           in = layer->insize, out = layer->outsize;
+  const PetscScalar *W = theta, one = 1.0, zero = 0.0;
+  PetscBLASInt       bin, bout, bn;
+  PetscScalar        beta = zero;
+
+  PetscFunctionBegin;
+  if (!n) PetscFunctionReturn(0);
+  PetscCall(PetscBLASIntCast(in, &bin));
+  PetscCall(PetscBLASIntCast(out, &bout));
+  PetscCall(PetscBLASIntCast(n, &bn));
+  if (dx) {
+    PetscCallBLAS("BLASgemm", BLASgemm_("T", "N", &bout, &bn, &bin, &one, W, &bin, dx, &bin, &zero, dy, &bout));
+    PetscCall(PetscLogFlops(2.0 * n * in * out));
+    beta = one;
+  }
+  if (dtheta) {
+    const PetscScalar *dW = dtheta, *db = dtheta + in * out;
+
+    PetscCallBLAS("BLASgemm", BLASgemm_("T", "N", &bout, &bn, &bin, &one, dW, &bin, x, &bin, &beta, dy, &bout));
+    for (PetscInt s = 0; s < n; s++)
+      for (PetscInt o = 0; o < out; o++) dy[s * out + o] += db[o];
+    PetscCall(PetscLogFlops(2.0 * n * in * out + 2.0 * n * out));
+  }
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerSetArguments_Dense(Layer layer, const char args[])
+{
+  char *end;
+  long  nout = strtol(args, &end, 10);
+
+  PetscFunctionBegin;
+  PetscCheck(end != args && !*end && nout > 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "dense takes one positive integer, the number of outputs (e.g. dense:128), not \"%s\"", args);
+  PetscCall(LayerDenseSetOutputSize(layer, (PetscInt)nout));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerGetArguments_Dense(Layer layer, size_t len, char args[])
+{
+  Layer_Dense *dense = (Layer_Dense *)layer->data;
+
+  PetscFunctionBegin;
+  PetscCall(PetscSNPrintf(args, len, "%" PetscInt_FMT, dense->nout));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerSetFromOptions_Dense(Layer layer, PetscOptionItems *PetscOptionsObject)
+{
+  Layer_Dense *dense = (Layer_Dense *)layer->data;
+  PetscInt     nout  = dense->nout;
+
+  PetscFunctionBegin;
+  PetscOptionsHeadBegin(PetscOptionsObject, "Dense layer options");
+  PetscCall(PetscOptionsInt("-dense_outputs", "Number of outputs", "LayerDenseSetOutputSize", nout, &nout, NULL));
+  if (nout != dense->nout) PetscCall(LayerDenseSetOutputSize(layer, nout));
+  PetscCall(PetscOptionsEnum("-dense_init", "Weight initialisation", "LayerDenseSetInitialization", LayerInitTypes, (PetscEnum)dense->init, (PetscEnum *)&dense->init, NULL));
+  PetscCall(PetscOptionsReal("-dense_init_std", "Standard deviation for -dense_init normal", "LayerDenseSetInitialization", dense->initstd, &dense->initstd, NULL));
+  PetscCheck(dense->initstd >= 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "-dense_init_std must be non-negative, not %g", (double)dense->initstd);
+  PetscOptionsHeadEnd();
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerView_Dense(Layer layer, PetscViewer viewer)
+{
+  Layer_Dense *dense = (Layer_Dense *)layer->data;
+
+  PetscFunctionBegin;
+  PetscCall(PetscViewerASCIIPrintf(viewer, "outputs %" PetscInt_FMT ", initialisation %s", dense->nout, LayerInitTypes[dense->init]));
+  if (dense->init == LAYER_INIT_NORMAL) PetscCall(PetscViewerASCIIPrintf(viewer, " (std %g)", (double)dense->initstd));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "\n"));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerDestroy_Dense(Layer layer)
+{
+  PetscFunctionBegin;
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerDenseSetOutputSize_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerDenseSetInitialization_C", NULL));
+  PetscCall(PetscFree(layer->data));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerDenseSetOutputSize_Dense(Layer layer, PetscInt nout)
+{
+  Layer_Dense *dense = (Layer_Dense *)layer->data;
+
+  PetscFunctionBegin;
+  PetscCheck(nout > 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "dense layer outputs must be positive, not %" PetscInt_FMT, nout);
+  if (layer->setupcalled && nout != dense->nout) PetscCall(LayerReset(layer));
+  dense->nout = nout;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerDenseSetInitialization_Dense(Layer layer, LayerInitType init, PetscReal std)
+{
+  Layer_Dense *dense = (Layer_Dense *)layer->data;
+
+  PetscFunctionBegin;
+  dense->init    = init;
+  dense->initstd = std;
+  PetscFunctionReturn(0);
+}
+
+/*@
+  LayerDenseSetOutputSize - the number of outputs of a dense layer.
+@*/
+PetscErrorCode LayerDenseSetOutputSize(Layer layer, PetscInt nout)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(layer, LAYER_CLASSID, 1);
+  PetscTryMethod(layer, "LayerDenseSetOutputSize_C", (Layer, PetscInt), (layer, nout));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  LayerDenseSetInitialization - how the weights start (the bias starts at zero); std is used by LAYER_INIT_NORMAL.
+@*/
+PetscErrorCode LayerDenseSetInitialization(Layer layer, LayerInitType init, PetscReal std)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(layer, LAYER_CLASSID, 1);
+  PetscTryMethod(layer, "LayerDenseSetInitialization_C", (Layer, LayerInitType, PetscReal), (layer, init, std));
+  PetscFunctionReturn(0);
+}
+
+PETSC_INTERN PetscErrorCode LayerCreate_Dense(Layer layer)
+{
+  Layer_Dense *dense;
+
+  PetscFunctionBegin;
+  PetscCall(PetscNew(&dense));
+  dense->init               = LAYER_INIT_KAIMING;
+  dense->initstd            = 0.01;
+  layer->data               = dense;
+  layer->ops->setup          = LayerSetUp_Dense;
+  layer->ops->initialize     = LayerInitialize_Dense;
+  layer->ops->forward        = LayerForward_Dense;
+  layer->ops->backward       = LayerBackward_Dense;
+  layer->ops->jvp            = LayerJVP_Dense;
+  layer->ops->setarguments   = LayerSetArguments_Dense;
+  layer->ops->getarguments   = LayerGetArguments_Dense;
+  layer->ops->setfromoptions = LayerSetFromOptions_Dense;
+  layer->ops->view           = LayerView_Dense;
+  layer->ops->destroy        = LayerDestroy_Dense;
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerDenseSetOutputSize_C", LayerDenseSetOutputSize_Dense));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerDenseSetInitialization_C", LayerDenseSetInitialization_Dense));
+  PetscFunctionReturn(0);
+}

@@ -1,0 +1,89 @@
+/* Layer kernels on local arrays, wrapped in one log event per kind and phase (e.g. "dense:Forward"). */
+#include <petnet/private/layerimpl.h>
+
+/* One set of events per layer kind, registered the first time a layer of that kind is made. */
+#define LAYER_MAX_KINDS 64
+static struct {
+  char          kind[64];
+  PetscLogEvent event[LAYER_NUM_PHASES];
+} LayerEvents[LAYER_MAX_KINDS];
+static int LayerNumEventKinds = 0;
+
+PetscErrorCode LayerGetEvents_Private(LayerType type, PetscLogEvent event[])
+{
+  static const char *phase[LAYER_NUM_PHASES] = {"Forward", "Backward", "JVP"};
+  PetscBool          match;
+
+  PetscFunctionBegin;
+  for (int k = 0; k < LayerNumEventKinds; k++) {
+    PetscCall(PetscStrcmp(LayerEvents[k].kind, type, &match));
+    if (match) {
+      for (int p = 0; p < LAYER_NUM_PHASES; p++) event[p] = LayerEvents[k].event[p];
+      PetscFunctionReturn(0);
+    }
+  }
+  PetscCheck(LayerNumEventKinds < LAYER_MAX_KINDS, PETSC_COMM_SELF, PETSC_ERR_SUP, "More than %d layer kinds", LAYER_MAX_KINDS);
+  PetscCall(PetscStrncpy(LayerEvents[LayerNumEventKinds].kind, type, sizeof(LayerEvents[0].kind)));
+  for (int p = 0; p < LAYER_NUM_PHASES; p++) {
+    char name[128];
+
+    PetscCall(PetscSNPrintf(name, sizeof(name), "%s:%s", type, phase[p]));
+    PetscCall(PetscLogEventRegister(name, LAYER_CLASSID, &LayerEvents[LayerNumEventKinds].event[p]));
+    event[p] = LayerEvents[LayerNumEventKinds].event[p];
+  }
+  LayerNumEventKinds++;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode LayerInitializeParameters(Layer layer, PetscRandom rnd, PetscScalar *theta)
+{
+  PetscFunctionBegin;
+  PetscCall(LayerSetUp(layer));
+  if (!layer->nparams) PetscFunctionReturn(0);
+  if (layer->ops->initialize) PetscUseTypeMethod(layer, initialize, rnd, theta);
+  else PetscCall(PetscArrayzero(theta, layer->nparams));
+  PetscFunctionReturn(0);
+}
+
+/*@C
+  LayerForwardArray - y[n][out] = f(x[n][in]; theta) on this rank's n samples.
+@*/
+PetscErrorCode LayerForwardArray(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
+{
+  PetscFunctionBegin;
+  PetscCall(PetscLogEventBegin(layer->event[LAYER_PHASE_FORWARD], layer, 0, 0, 0));
+  PetscUseTypeMethod(layer, forward, n, theta, x, y);
+  PetscCall(PetscLogEventEnd(layer->event[LAYER_PHASE_FORWARD], layer, 0, 0, 0));
+  PetscFunctionReturn(0);
+}
+
+/*@C
+  LayerBackwardArray - dx = J_x^T dy (if dx), dtheta += J_theta^T dy (if dtheta), at the point (theta, x, y).
+@*/
+PetscErrorCode LayerBackwardArray(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)
+{
+  PetscFunctionBegin;
+  if (!layer->nparams) dtheta = NULL;
+  if (!dx && !dtheta) PetscFunctionReturn(0);
+  PetscCall(PetscLogEventBegin(layer->event[LAYER_PHASE_BACKWARD], layer, 0, 0, 0));
+  PetscUseTypeMethod(layer, backward, n, theta, x, y, dy, dx, dtheta);
+  PetscCall(PetscLogEventEnd(layer->event[LAYER_PHASE_BACKWARD], layer, 0, 0, 0));
+  PetscFunctionReturn(0);
+}
+
+/*@C
+  LayerJVPArray - dy = J_x dx + J_theta dtheta at the point (theta, x, y); a NULL dx or dtheta counts as zero.
+@*/
+PetscErrorCode LayerJVPArray(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dx, const PetscScalar *dtheta, PetscScalar *dy)
+{
+  PetscFunctionBegin;
+  if (!layer->nparams) dtheta = NULL;
+  if (!dx && !dtheta) {
+    PetscCall(PetscArrayzero(dy, n * layer->outsize));
+    PetscFunctionReturn(0);
+  }
+  PetscCall(PetscLogEventBegin(layer->event[LAYER_PHASE_JVP], layer, 0, 0, 0));
+  PetscUseTypeMethod(layer, jvp, n, theta, x, y, dx, dtheta, dy);
+  PetscCall(PetscLogEventEnd(layer->event[LAYER_PHASE_JVP], layer, 0, 0, 0));
+  PetscFunctionReturn(0);
+}

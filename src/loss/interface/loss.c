@@ -1,0 +1,227 @@
+/* Loss: lifecycle, registry, and the global mean over the batch. */
+#include <petnet/private/lossimpl.h>
+
+PetscFunctionList LossList              = NULL;
+PetscBool         LossRegisterAllCalled = PETSC_FALSE;
+
+PETSC_INTERN PetscErrorCode LossCreate_CrossEntropy(Loss);
+PETSC_INTERN PetscErrorCode LossCreate_MSE(Loss);
+PETSC_INTERN PetscErrorCode LossCreate_L1(Loss);
+
+PetscErrorCode LossRegisterAll(void)
+{
+  PetscFunctionBegin;
+  if (LossRegisterAllCalled) PetscFunctionReturn(0);
+  LossRegisterAllCalled = PETSC_TRUE;
+  PetscCall(LossRegister(LOSSCROSSENTROPY, LossCreate_CrossEntropy));
+  PetscCall(LossRegister(LOSSMSE, LossCreate_MSE));
+  PetscCall(LossRegister(LOSSL1, LossCreate_L1));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode LossRegister(const char name[], PetscErrorCode (*create)(Loss))
+{
+  PetscFunctionBegin;
+  PetscCall(PetNetInitializePackage());
+  PetscCall(PetscFunctionListAdd(&LossList, name, create));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode LossCreate(MPI_Comm comm, Loss *loss)
+{
+  Loss l;
+
+  PetscFunctionBegin;
+  PetscValidPointer(loss, 2);
+  PetscCall(PetNetInitializePackage());
+  PetscCall(PetscHeaderCreate(l, LOSS_CLASSID, "Loss", "Loss function", "Loss", comm, LossDestroy, LossView));
+  *loss = l;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode LossSetType(Loss loss, LossType type)
+{
+  PetscErrorCode (*create)(Loss);
+  PetscBool match;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(loss, LOSS_CLASSID, 1);
+  PetscCall(PetscObjectTypeCompare((PetscObject)loss, type, &match));
+  if (match) PetscFunctionReturn(0);
+  PetscCall(PetscFunctionListFind(LossList, type, &create));
+  PetscCheck(create, PetscObjectComm((PetscObject)loss), PETSC_ERR_ARG_UNKNOWN_TYPE, "Unknown loss \"%s\": use -loss_type crossentropy, mse or l1, or register your own with LossRegister()", type);
+  PetscTryTypeMethod(loss, destroy);
+  PetscCall(PetscMemzero(loss->ops, sizeof(struct _LossOps)));
+  loss->data        = NULL;
+  loss->setupcalled = PETSC_FALSE;
+  PetscCall(PetscObjectChangeTypeName((PetscObject)loss, type));
+  PetscCall((*create)(loss));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode LossGetType(Loss loss, LossType *type)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(loss, LOSS_CLASSID, 1);
+  *type = ((PetscObject)loss)->type_name;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode LossSetFromOptions(Loss loss)
+{
+  char      type[256];
+  PetscBool flg;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(loss, LOSS_CLASSID, 1);
+  PetscObjectOptionsBegin((PetscObject)loss);
+  PetscCall(PetscOptionsFList("-loss_type", "Loss function", "LossSetType", LossList, ((PetscObject)loss)->type_name ? ((PetscObject)loss)->type_name : LOSSCROSSENTROPY, type, sizeof(type), &flg));
+  if (flg) PetscCall(LossSetType(loss, type));
+  else if (!((PetscObject)loss)->type_name) PetscCall(LossSetType(loss, LOSSCROSSENTROPY));
+  PetscTryTypeMethod(loss, setfromoptions, PetscOptionsObject);
+  PetscCall(PetscObjectProcessOptionsHandlers((PetscObject)loss, PetscOptionsObject));
+  PetscOptionsEnd();
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode LossSetUp(Loss loss)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(loss, LOSS_CLASSID, 1);
+  if (loss->setupcalled) PetscFunctionReturn(0);
+  if (!((PetscObject)loss)->type_name) PetscCall(LossSetType(loss, LOSSCROSSENTROPY));
+  if (!loss->event) {
+    char name[64];
+
+    PetscCall(PetscSNPrintf(name, sizeof(name), "Loss:%s", ((PetscObject)loss)->type_name));
+    PetscCall(PetscLogEventRegister(name, LOSS_CLASSID, &loss->event));
+  }
+  loss->setupcalled = PETSC_TRUE;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode LossView(Loss loss, PetscViewer viewer)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(loss, LOSS_CLASSID, 1);
+  if (!viewer) PetscCall(PetscViewerASCIIGetStdout(PetscObjectComm((PetscObject)loss), &viewer));
+  PetscCall(PetscObjectPrintClassNamePrefixType((PetscObject)loss, viewer));
+  PetscTryTypeMethod(loss, view, viewer);
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode LossDestroy(Loss *loss)
+{
+  PetscFunctionBegin;
+  if (!*loss) PetscFunctionReturn(0);
+  PetscValidHeaderSpecific(*loss, LOSS_CLASSID, 1);
+  if (--((PetscObject)(*loss))->refct > 0) {
+    *loss = NULL;
+    PetscFunctionReturn(0);
+  }
+  PetscCall(VecDestroy(&(*loss)->Y));
+  PetscCall(VecDestroy(&(*loss)->T));
+  PetscTryTypeMethod(*loss, destroy);
+  PetscCall(PetscHeaderDestroy(loss));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  LossEvaluate - f = (1/N) sum of the per-sample (or per-entry) losses over the global batch, and dY = df/dY.
+@*/
+PetscErrorCode LossEvaluate(Loss loss, Vec Y, Vec T, PetscReal *f, Vec dY)
+{
+  PetscInt           ny, nt, Ny, Nt, N;
+  const PetscScalar *y, *t;
+  PetscScalar       *dy = NULL;
+  PetscReal          sum;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(loss, LOSS_CLASSID, 1);
+  PetscValidHeaderSpecific(Y, VEC_CLASSID, 2);
+  PetscValidHeaderSpecific(T, VEC_CLASSID, 3);
+  PetscCall(LossSetUp(loss));
+  PetscCall(VecGetLocalSize(Y, &ny));
+  PetscCall(VecGetLocalSize(T, &nt));
+  PetscCall(VecGetSize(Y, &Ny));
+  PetscCall(VecGetSize(T, &Nt));
+  PetscUseTypeMethod(loss, count, Ny, Nt, &N);
+  PetscCall(PetscLogEventBegin(loss->event, loss, 0, 0, 0));
+  PetscCall(VecGetArrayRead(Y, &y));
+  PetscCall(VecGetArrayRead(T, &t));
+  if (dY) PetscCall(VecGetArrayWrite(dY, &dy));
+  PetscUseTypeMethod(loss, evaluate, ny, y, nt, t, &sum, dy);
+  if (dY) PetscCall(VecRestoreArrayWrite(dY, &dy));
+  PetscCall(VecRestoreArrayRead(T, &t));
+  PetscCall(VecRestoreArrayRead(Y, &y));
+  PetscCall(PetscLogEventEnd(loss->event, loss, 0, 0, 0));
+  PetscCall(MPIU_Allreduce(MPI_IN_PLACE, &sum, 1, MPIU_REAL, MPIU_SUM, PetscObjectComm((PetscObject)loss)));
+  *f = N ? sum / N : 0.0;
+  if (dY && N) PetscCall(VecScale(dY, 1.0 / N));
+  PetscCall(PetscObjectReference((PetscObject)Y));
+  PetscCall(PetscObjectReference((PetscObject)T));
+  PetscCall(VecDestroy(&loss->Y));
+  PetscCall(VecDestroy(&loss->T));
+  loss->Y = Y;
+  loss->T = T;
+  PetscFunctionReturn(0);
+}
+
+/*@
+  LossHessianMult - HV = (d^2 f/dY^2) V at the last LossEvaluate point.
+@*/
+PetscErrorCode LossHessianMult(Loss loss, Vec V, Vec HV)
+{
+  PetscInt           ny, nt, Ny, Nt, N;
+  const PetscScalar *y, *t, *v;
+  PetscScalar       *hv;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(loss, LOSS_CLASSID, 1);
+  PetscCheck(loss->Y, PetscObjectComm((PetscObject)loss), PETSC_ERR_ORDER, "Call LossEvaluate() before LossHessianMult()");
+  PetscCall(VecGetLocalSize(loss->Y, &ny));
+  PetscCall(VecGetLocalSize(loss->T, &nt));
+  PetscCall(VecGetSize(loss->Y, &Ny));
+  PetscCall(VecGetSize(loss->T, &Nt));
+  PetscUseTypeMethod(loss, count, Ny, Nt, &N);
+  PetscCall(VecGetArrayRead(loss->Y, &y));
+  PetscCall(VecGetArrayRead(loss->T, &t));
+  PetscCall(VecGetArrayRead(V, &v));
+  PetscCall(VecGetArrayWrite(HV, &hv));
+  PetscUseTypeMethod(loss, hessmult, ny, y, nt, t, v, hv);
+  PetscCall(VecRestoreArrayWrite(HV, &hv));
+  PetscCall(VecRestoreArrayRead(V, &v));
+  PetscCall(VecRestoreArrayRead(loss->T, &t));
+  PetscCall(VecRestoreArrayRead(loss->Y, &y));
+  if (N) PetscCall(VecScale(HV, 1.0 / N));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  LossCountCorrect - how many samples of the global batch have arg-max output equal to their integer label.
+  Y: [n][classes], T: [n] labels.
+@*/
+PetscErrorCode LossCountCorrect(Loss loss, Vec Y, Vec T, PetscInt *correct)
+{
+  PetscInt           ny, nt, c, count = 0;
+  const PetscScalar *y, *t;
+
+  PetscFunctionBegin;
+  PetscCall(VecGetLocalSize(Y, &ny));
+  PetscCall(VecGetLocalSize(T, &nt));
+  PetscCheck(nt > 0 ? ny % nt == 0 : ny == 0, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "Outputs (%" PetscInt_FMT " local entries) are not a whole number of rows per label (%" PetscInt_FMT " labels)", ny, nt);
+  c = nt ? ny / nt : 0;
+  PetscCall(VecGetArrayRead(Y, &y));
+  PetscCall(VecGetArrayRead(T, &t));
+  for (PetscInt s = 0; s < nt; s++) {
+    PetscInt best = 0;
+
+    for (PetscInt k = 1; k < c; k++)
+      if (PetscRealPart(y[s * c + k]) > PetscRealPart(y[s * c + best])) best = k;
+    if (best == (PetscInt)PetscRealPart(t[s])) count++;
+  }
+  PetscCall(VecRestoreArrayRead(T, &t));
+  PetscCall(VecRestoreArrayRead(Y, &y));
+  PetscCall(MPIU_Allreduce(&count, correct, 1, MPIU_INT, MPI_SUM, PetscObjectComm((PetscObject)loss)));
+  PetscFunctionReturn(0);
+}

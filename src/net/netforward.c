@@ -1,0 +1,248 @@
+/*
+  Forward, backward (VJP) and JVP of a sequential Net over a batch.
+
+    act[0] = X,  act[l+1] = layer_l(act[l]; theta_l),  Y = act[L]
+    backward: dact[L] = dY,  dact[l] = J_l^T dact[l+1],  grad_l += J_theta_l^T dact[l+1]
+    jvp:      dact[0] = dX,  dact[l+1] = J_l dact[l] + J_theta_l dtheta_l
+
+  Every act/dact is a Vec distributed like the batch: n local samples, sample-major.
+*/
+#include <petnet/private/netimpl.h>
+
+/* (Re)build the workspace when the batch layout changes: X must hold a whole number of samples on each rank. */
+PetscErrorCode NetSetUpWorkspace_Private(Net net, Vec X)
+{
+  PetscInt nx, Nx, insize, n, N;
+  MPI_Comm comm = PetscObjectComm((PetscObject)net);
+  char     shape[64];
+
+  PetscFunctionBegin;
+  PetscCall(NetSetUp(net));
+  PetscCall(VecGetLocalSize(X, &nx));
+  PetscCall(VecGetSize(X, &Nx));
+  PetscCall(PetNetShapeSize(&net->in, &insize));
+  PetscCall(PetNetShapeToString(&net->in, sizeof(shape), shape));
+  PetscCheck(nx % insize == 0, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "Input batch has %" PetscInt_FMT " local entries, not a multiple of the sample size %" PetscInt_FMT " (input shape %s): check -net_input_shape against the data", nx, insize, shape);
+  n = nx / insize;
+  N = Nx / insize;
+  if (n == net->nlocal && N == net->nglobal) PetscFunctionReturn(0);
+  PetscCall(NetResetWorkspace_Private(net));
+  PetscCall(PetscMalloc1(net->nlayers + 1, &net->act));
+  PetscCall(PetscMalloc1(net->nlayers + 1, &net->dact));
+  for (PetscInt l = 0; l <= net->nlayers; l++) {
+    PetscInt size = l ? net->layers[l - 1]->outsize : insize;
+
+    PetscCall(VecCreateMPI(comm, n * size, PETSC_DETERMINE, &net->act[l]));
+    PetscCall(VecDuplicate(net->act[l], &net->dact[l]));
+  }
+  net->nlocal  = n;
+  net->nglobal = N;
+  PetscFunctionReturn(0);
+}
+
+/*@
+  NetGetBatchSize - the local and global number of samples of the last batch seen.
+@*/
+PetscErrorCode NetGetBatchSize(Net net, PetscInt *n, PetscInt *N)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(net, NET_CLASSID, 1);
+  if (n) *n = net->nlocal;
+  if (N) *N = net->nglobal;
+  PetscFunctionReturn(0);
+}
+
+/*@
+  NetCreateVecs - input and output batch Vecs for n local samples (either may be NULL).
+@*/
+PetscErrorCode NetCreateVecs(Net net, PetscInt n, Vec *X, Vec *Y)
+{
+  PetscInt    insize, outsize;
+  PetNetShape out;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(net, NET_CLASSID, 1);
+  PetscCall(NetSetUp(net));
+  PetscCall(PetNetShapeSize(&net->in, &insize));
+  PetscCall(NetGetOutputShape(net, &out));
+  PetscCall(PetNetShapeSize(&out, &outsize));
+  if (X) PetscCall(VecCreateMPI(PetscObjectComm((PetscObject)net), n * insize, PETSC_DETERMINE, X));
+  if (Y) PetscCall(VecCreateMPI(PetscObjectComm((PetscObject)net), n * outsize, PETSC_DETERMINE, Y));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetCheckCompatible_Private(Net net, Vec v, PetscInt l, const char name[])
+{
+  PetscInt n, m;
+
+  PetscFunctionBegin;
+  PetscCall(VecGetLocalSize(v, &n));
+  PetscCall(VecGetLocalSize(net->act[l], &m));
+  PetscCheck(n == m, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "%s has %" PetscInt_FMT " local entries, expected %" PetscInt_FMT " (%" PetscInt_FMT " samples of the batch of the last NetForward)", name, n, m, net->nlocal);
+  PetscFunctionReturn(0);
+}
+
+/*@
+  NetForward - Y = f(X; theta). The Net keeps every intermediate (the linearization point for backward, jvp and the
+  Jacobian shells). Y may be NULL.
+@*/
+PetscErrorCode NetForward(Net net, Vec X, Vec Y)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(net, NET_CLASSID, 1);
+  PetscValidHeaderSpecific(X, VEC_CLASSID, 2);
+  PetscCall(NetSetUpWorkspace_Private(net, X));
+  if (Y) PetscCall(NetCheckCompatible_Private(net, Y, net->nlayers, "Output vector"));
+  PetscCall(NetUpdateReplicatedParameters_Private(net));
+  PetscCall(VecCopy(X, net->act[0]));
+  {
+    const PetscScalar *theta;
+
+    PetscCall(VecGetArrayRead(net->theta_rep, &theta));
+    for (PetscInt l = 0; l < net->nlayers; l++) {
+      const PetscScalar *x;
+      PetscScalar       *y;
+
+      PetscCall(VecGetArrayRead(net->act[l], &x));
+      PetscCall(VecGetArrayWrite(net->act[l + 1], &y));
+      PetscCall(LayerForwardArray(net->layers[l], net->nlocal, theta + net->poff[l], x, y));
+      PetscCall(VecRestoreArrayWrite(net->act[l + 1], &y));
+      PetscCall(VecRestoreArrayRead(net->act[l], &x));
+    }
+    PetscCall(VecRestoreArrayRead(net->theta_rep, &theta));
+  }
+  net->forwarded = PETSC_TRUE;
+  if (Y) PetscCall(VecCopy(net->act[net->nlayers], Y));
+  if (net->testjacobian && !net->intest) {
+    net->testjacobian = PETSC_FALSE; /* once */
+    PetscCall(NetTestJacobian(net, X, NULL, NULL, NULL));
+  }
+  PetscFunctionReturn(0);
+}
+
+/* Layer l's backward at the stored point: dx = J^T dy (dx may be NULL), dtheta (replicated array or NULL) += ... */
+PetscErrorCode NetLayerBackward_Private(Net net, PetscInt l, Vec dY, Vec dX, Vec dtheta)
+{
+  const PetscScalar *theta, *x, *y, *dy;
+  PetscScalar       *dx = NULL, *dth = NULL;
+
+  PetscFunctionBegin;
+  PetscCall(VecGetArrayRead(net->theta_rep, &theta));
+  PetscCall(VecGetArrayRead(net->act[l], &x));
+  PetscCall(VecGetArrayRead(net->act[l + 1], &y));
+  PetscCall(VecGetArrayRead(dY, &dy));
+  if (dX) PetscCall(VecGetArrayWrite(dX, &dx));
+  if (dtheta) PetscCall(VecGetArray(dtheta, &dth));
+  PetscCall(LayerBackwardArray(net->layers[l], net->nlocal, theta + net->poff[l], x, y, dy, dx, dth));
+  if (dtheta) PetscCall(VecRestoreArray(dtheta, &dth));
+  if (dX) PetscCall(VecRestoreArrayWrite(dX, &dx));
+  PetscCall(VecRestoreArrayRead(dY, &dy));
+  PetscCall(VecRestoreArrayRead(net->act[l + 1], &y));
+  PetscCall(VecRestoreArrayRead(net->act[l], &x));
+  PetscCall(VecRestoreArrayRead(net->theta_rep, &theta));
+  PetscFunctionReturn(0);
+}
+
+/* Layer l's jvp at the stored point: dy = J dx + J_theta dtheta (dX, dtheta: NULL means zero; dtheta has layer l's size) */
+PetscErrorCode NetLayerJVP_Private(Net net, PetscInt l, Vec dX, Vec dtheta, Vec dY)
+{
+  const PetscScalar *theta, *x, *y, *dx = NULL, *dth = NULL;
+  PetscScalar       *dy;
+
+  PetscFunctionBegin;
+  PetscCall(VecGetArrayRead(net->theta_rep, &theta));
+  PetscCall(VecGetArrayRead(net->act[l], &x));
+  PetscCall(VecGetArrayRead(net->act[l + 1], &y));
+  if (dX) PetscCall(VecGetArrayRead(dX, &dx));
+  if (dtheta) PetscCall(VecGetArrayRead(dtheta, &dth));
+  PetscCall(VecGetArrayWrite(dY, &dy));
+  PetscCall(LayerJVPArray(net->layers[l], net->nlocal, theta + net->poff[l], x, y, dx, dth, dy));
+  PetscCall(VecRestoreArrayWrite(dY, &dy));
+  if (dtheta) PetscCall(VecRestoreArrayRead(dtheta, &dth));
+  if (dX) PetscCall(VecRestoreArrayRead(dX, &dx));
+  PetscCall(VecRestoreArrayRead(net->act[l + 1], &y));
+  PetscCall(VecRestoreArrayRead(net->act[l], &x));
+  PetscCall(VecRestoreArrayRead(net->theta_rep, &theta));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  NetBackward - the VJP at the last forward pass: dX = J_x^T dY (if dX), G += J_theta^T dY (if G; accumulates).
+  G has the layout of the parameter Vec; the per-rank contributions are summed by the broadcast's transpose.
+@*/
+PetscErrorCode NetBackward(Net net, Vec dY, Vec dX, Vec G)
+{
+  const PetscScalar *theta, *x, *y, *dy;
+  PetscScalar       *grad = NULL;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(net, NET_CLASSID, 1);
+  PetscCheck(net->forwarded, PetscObjectComm((PetscObject)net), PETSC_ERR_ORDER, "Call NetForward() before NetBackward()");
+  PetscCall(NetCheckCompatible_Private(net, dY, net->nlayers, "Output cotangent dY"));
+  if (dX) PetscCall(NetCheckCompatible_Private(net, dX, 0, "Input cotangent dX"));
+  PetscCall(VecCopy(dY, net->dact[net->nlayers]));
+  if (G) {
+    PetscCall(VecZeroEntries(net->grad_rep));
+    PetscCall(VecGetArray(net->grad_rep, &grad));
+  }
+  PetscCall(VecGetArrayRead(net->theta_rep, &theta));
+  for (PetscInt l = net->nlayers - 1; l >= 0; l--) {
+    PetscScalar *dx = NULL;
+
+    PetscCall(VecGetArrayRead(net->act[l], &x));
+    PetscCall(VecGetArrayRead(net->act[l + 1], &y));
+    PetscCall(VecGetArrayRead(net->dact[l + 1], &dy));
+    if (l > 0 || dX) PetscCall(VecGetArrayWrite(net->dact[l], &dx));
+    PetscCall(LayerBackwardArray(net->layers[l], net->nlocal, theta + net->poff[l], x, y, dy, dx, grad ? grad + net->poff[l] : NULL));
+    if (dx) PetscCall(VecRestoreArrayWrite(net->dact[l], &dx));
+    PetscCall(VecRestoreArrayRead(net->dact[l + 1], &dy));
+    PetscCall(VecRestoreArrayRead(net->act[l + 1], &y));
+    PetscCall(VecRestoreArrayRead(net->act[l], &x));
+  }
+  PetscCall(VecRestoreArrayRead(net->theta_rep, &theta));
+  if (dX) PetscCall(VecCopy(net->dact[0], dX));
+  if (G) {
+    PetscCall(VecRestoreArray(net->grad_rep, &grad));
+    PetscCall(MatMultTransposeAdd(net->bcast, net->grad_rep, G, G));
+  }
+  PetscFunctionReturn(0);
+}
+
+/*@
+  NetJVP - dY = J_x dX + J_theta dtheta at the last forward pass; dX or dtheta may be NULL (zero).
+@*/
+PetscErrorCode NetJVP(Net net, Vec dX, Vec dtheta, Vec dY)
+{
+  const PetscScalar *theta, *x, *y, *dx, *dth = NULL;
+  PetscScalar       *dy;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(net, NET_CLASSID, 1);
+  PetscCheck(net->forwarded, PetscObjectComm((PetscObject)net), PETSC_ERR_ORDER, "Call NetForward() before NetJVP()");
+  PetscCall(NetCheckCompatible_Private(net, dY, net->nlayers, "Output tangent dY"));
+  if (dX) {
+    PetscCall(NetCheckCompatible_Private(net, dX, 0, "Input tangent dX"));
+    PetscCall(VecCopy(dX, net->dact[0]));
+  }
+  if (dtheta) {
+    PetscCall(MatMult(net->bcast, dtheta, net->dtheta_rep));
+    PetscCall(VecGetArrayRead(net->dtheta_rep, &dth));
+  }
+  PetscCall(VecGetArrayRead(net->theta_rep, &theta));
+  for (PetscInt l = 0; l < net->nlayers; l++) {
+    PetscCall(VecGetArrayRead(net->act[l], &x));
+    PetscCall(VecGetArrayRead(net->act[l + 1], &y));
+    dx = NULL;
+    if (l > 0 || dX) PetscCall(VecGetArrayRead(net->dact[l], &dx));
+    PetscCall(VecGetArrayWrite(net->dact[l + 1], &dy));
+    PetscCall(LayerJVPArray(net->layers[l], net->nlocal, theta + net->poff[l], x, y, dx, dth ? dth + net->poff[l] : NULL, dy));
+    PetscCall(VecRestoreArrayWrite(net->dact[l + 1], &dy));
+    if (dx) PetscCall(VecRestoreArrayRead(net->dact[l], &dx));
+    PetscCall(VecRestoreArrayRead(net->act[l + 1], &y));
+    PetscCall(VecRestoreArrayRead(net->act[l], &x));
+  }
+  PetscCall(VecRestoreArrayRead(net->theta_rep, &theta));
+  if (dtheta) PetscCall(VecRestoreArrayRead(net->dtheta_rep, &dth));
+  PetscCall(VecCopy(net->dact[net->nlayers], dY));
+  PetscFunctionReturn(0);
+}

@@ -1,0 +1,150 @@
+/*
+  Derivative checks on any Net, at a user batch X (-net_test_jacobian runs them at the first forward pass):
+
+    dot-product (adjoint) test   |<J v, w> - <v, J^T w>| / (|J v| |w|)        should be ~1e-15, must be <= 1e-12
+    central finite differences   |(f(x + h v) - f(x - h v)) / 2h - J v| / |J v|      O(h^2) + O(eps/h), ~1e-9
+
+  for the input Jacobian, the parameter Jacobian, and each layer's Jacobians; v, w random in [-1, 1).
+*/
+#include <petnet/private/netimpl.h>
+
+static PetscErrorCode RandomVec_Private(PetscRandom rnd, Vec v)
+{
+  PetscFunctionBegin;
+  PetscCall(VecSetRandom(v, rnd));
+  PetscCall(VecShift(v, -0.5));
+  PetscCall(VecScale(v, 2.0));
+  PetscFunctionReturn(0);
+}
+
+/* |<A v, w> - <v, A^T w>| / (|A v| |w|) */
+static PetscErrorCode DotProductTest_Private(Mat A, PetscRandom rnd, PetscReal *err)
+{
+  Vec         v, w, Av, ATw;
+  PetscScalar a, b;
+  PetscReal   nAv, nw;
+
+  PetscFunctionBegin;
+  PetscCall(MatCreateVecs(A, &v, &w));
+  PetscCall(VecDuplicate(w, &Av));
+  PetscCall(VecDuplicate(v, &ATw));
+  PetscCall(RandomVec_Private(rnd, v));
+  PetscCall(RandomVec_Private(rnd, w));
+  PetscCall(MatMult(A, v, Av));
+  PetscCall(MatMultTranspose(A, w, ATw));
+  PetscCall(VecDot(Av, w, &a));
+  PetscCall(VecDot(v, ATw, &b));
+  PetscCall(VecNorm(Av, NORM_2, &nAv));
+  PetscCall(VecNorm(w, NORM_2, &nw));
+  *err = PetscAbsScalar(a - b) / PetscMax(nAv * nw, PETSC_SMALL);
+  PetscCall(VecDestroy(&v));
+  PetscCall(VecDestroy(&w));
+  PetscCall(VecDestroy(&Av));
+  PetscCall(VecDestroy(&ATw));
+  PetscFunctionReturn(0);
+}
+
+/* |(f(z + h v) - f(z - h v))/2h - Jv| / |Jv| where z is X (wrt = 0) or theta (wrt = 1). Leaves the net forwarded at X. */
+static PetscErrorCode FiniteDifferenceTest_Private(Net net, Vec X, PetscInt wrt, PetscRandom rnd, PetscReal *err)
+{
+  const PetscReal h = 1e-5;
+  Vec             z, v, Jv, Yp, Ym, zsave;
+  PetscReal       nJv, nd;
+
+  PetscFunctionBegin;
+  z = wrt ? net->theta : X;
+  PetscCall(VecDuplicate(z, &v));
+  PetscCall(VecDuplicate(z, &zsave));
+  PetscCall(VecCopy(z, zsave));
+  PetscCall(VecDuplicate(net->act[net->nlayers], &Jv));
+  PetscCall(VecDuplicate(Jv, &Yp));
+  PetscCall(VecDuplicate(Jv, &Ym));
+  PetscCall(RandomVec_Private(rnd, v));
+  PetscCall(NetForward(net, X, NULL));
+  PetscCall(NetJVP(net, wrt ? NULL : v, wrt ? v : NULL, Jv));
+  if (wrt) {
+    PetscCall(VecWAXPY(net->theta, h, v, zsave));
+    PetscCall(NetForward(net, X, Yp));
+    PetscCall(VecWAXPY(net->theta, -h, v, zsave));
+    PetscCall(NetForward(net, X, Ym));
+    PetscCall(VecCopy(zsave, net->theta));
+  } else {
+    Vec Xh;
+
+    PetscCall(VecDuplicate(X, &Xh));
+    PetscCall(VecWAXPY(Xh, h, v, X));
+    PetscCall(NetForward(net, Xh, Yp));
+    PetscCall(VecWAXPY(Xh, -h, v, X));
+    PetscCall(NetForward(net, Xh, Ym));
+    PetscCall(VecDestroy(&Xh));
+  }
+  PetscCall(VecAXPY(Yp, -1.0, Ym));
+  PetscCall(VecAXPY(Jv, -0.5 / h, Yp));
+  PetscCall(VecNorm(Jv, NORM_2, &nd));
+  PetscCall(VecScale(Yp, 0.5 / h));
+  PetscCall(VecNorm(Yp, NORM_2, &nJv));
+  *err = nd / PetscMax(nJv, PETSC_SMALL);
+  PetscCall(NetForward(net, X, NULL));
+  PetscCall(VecDestroy(&v));
+  PetscCall(VecDestroy(&zsave));
+  PetscCall(VecDestroy(&Jv));
+  PetscCall(VecDestroy(&Yp));
+  PetscCall(VecDestroy(&Ym));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  NetTestJacobian - checks every Jacobian of the Net at the batch X and prints the errors to viewer (stdout if NULL).
+  doterr: the worst dot-product error (Net and layers); fderr: the worst finite-difference error (either may be NULL).
+@*/
+PetscErrorCode NetTestJacobian(Net net, Vec X, PetscViewer viewer, PetscReal *doterr, PetscReal *fderr)
+{
+  PetscRandom rnd;
+  Mat         J;
+  PetscReal   e, eJ, eJP, fJ, fJP = 0, worst = 0;
+  PetscBool   saved = net->intest;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(net, NET_CLASSID, 1);
+  PetscValidHeaderSpecific(X, VEC_CLASSID, 2);
+  if (!viewer) PetscCall(PetscViewerASCIIGetStdout(PetscObjectComm((PetscObject)net), &viewer));
+  net->intest = PETSC_TRUE;
+  PetscCall(PetscRandomCreate(PetscObjectComm((PetscObject)net), &rnd));
+  PetscCall(PetscRandomSetSeed(rnd, 42));
+  PetscCall(PetscRandomSeed(rnd));
+  PetscCall(NetForward(net, X, NULL));
+
+  PetscCall(NetGetJacobian(net, &J));
+  PetscCall(DotProductTest_Private(J, rnd, &eJ));
+  PetscCall(NetGetJacobianP(net, &J));
+  PetscCall(DotProductTest_Private(J, rnd, &eJP));
+  worst = PetscMax(eJ, eJP);
+  PetscCall(PetscViewerASCIIPrintf(viewer, "Net Jacobian test (%" PetscInt_FMT " samples)\n", net->nglobal));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "  dot-product |<Jv,w>-<v,J^T w>|/(|Jv||w|): input %.2e, parameters %.2e\n", (double)eJ, (double)eJP));
+  for (PetscInt l = 0; l < net->nlayers; l++) {
+    Layer layer = net->layers[l];
+    char  spec[256];
+
+    PetscCall(LayerGetSpec(layer, sizeof(spec), spec));
+    PetscCall(LayerGetJacobian(layer, &J));
+    PetscCall(DotProductTest_Private(J, rnd, &e));
+    worst = PetscMax(worst, e);
+    PetscCall(PetscViewerASCIIPrintf(viewer, "    layer %" PetscInt_FMT " %-20s input %.2e", l, spec, (double)e));
+    if (layer->nparams) {
+      PetscCall(LayerGetJacobianP(layer, &J));
+      PetscCall(DotProductTest_Private(J, rnd, &e));
+      worst = PetscMax(worst, e);
+      PetscCall(PetscViewerASCIIPrintf(viewer, ", parameters %.2e", (double)e));
+    }
+    PetscCall(PetscViewerASCIIPrintf(viewer, "\n"));
+  }
+  PetscCall(FiniteDifferenceTest_Private(net, X, 0, rnd, &fJ));
+  if (net->nparams) PetscCall(FiniteDifferenceTest_Private(net, X, 1, rnd, &fJP));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "  finite differences |FD - Jv|/|Jv|: input %.2e, parameters %.2e\n", (double)fJ, (double)fJP));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "  %s (dot-product <= 1e-12, finite differences <= 1e-6)\n", worst <= 1e-12 && PetscMax(fJ, fJP) <= 1e-6 ? "PASSED" : "FAILED"));
+  if (doterr) *doterr = worst;
+  if (fderr) *fderr = PetscMax(fJ, fJP);
+  PetscCall(PetscRandomDestroy(&rnd));
+  net->intest = saved;
+  PetscFunctionReturn(0);
+}
