@@ -19,6 +19,15 @@ PETSC_EXTERN PetscBool LayerRegisterAllCalled;
 
   backward and jvp are called after forward with the same n, theta, x and y (the linearization point).
 */
+/* A named tensor of a layer, for saving and for PyTorch state_dict names (key "<layer index>.<name>"). */
+#define LAYER_MAX_TENSORS 8
+typedef struct {
+  char      name[32]; /* state_dict suffix: "weight", "bias", "running_mean", ... */
+  PetscBool buffer;   /* PETSC_FALSE: a slice of the layer's parameters; PETSC_TRUE: a slice of layer->buffers */
+  PetscInt  offset, size;
+  PetscInt  ndim, dims[4]; /* the tensor's shape in PyTorch's layout (the reference script permutes where ours differs) */
+} LayerTensorInfo;
+
 typedef struct _LayerOps *LayerOps;
 struct _LayerOps {
   PetscErrorCode (*setfromoptions)(Layer, PetscOptionItems *);
@@ -29,6 +38,7 @@ struct _LayerOps {
   PetscErrorCode (*forward)(Layer, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *);
   PetscErrorCode (*backward)(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
   PetscErrorCode (*jvp)(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *);
+  PetscErrorCode (*tensors)(Layer, PetscInt *, LayerTensorInfo[]); /* default: one tensor "weight" holding all parameters */
   PetscErrorCode (*view)(Layer, PetscViewer);
   PetscErrorCode (*reset)(Layer);
   PetscErrorCode (*destroy)(Layer);
@@ -46,6 +56,8 @@ struct _p_Layer {
   PetNetShape   in, out;
   PetscInt      insize, outsize; /* products of the shapes */
   PetscInt      nparams;
+  PetscInt      nbuffers; /* non-trainable state saved with the model (e.g. batchnorm running statistics) */
+  PetscScalar  *buffers;  /* allocated and freed by the kind (setup / reset) */
   PetscBool     setupcalled;
   PetscBool     training; /* training mode (dropout active, batchnorm uses batch statistics); set by NetSetTraining() */
   PetscLogEvent event[LAYER_NUM_PHASES];
@@ -61,5 +73,6 @@ struct _p_Layer {
   void *data;
 };
 
+PETSC_EXTERN PetscErrorCode LayerGetTensors(Layer, PetscInt *, LayerTensorInfo[]);
 PETSC_INTERN PetscErrorCode LayerGetEvents_Private(LayerType, PetscLogEvent[]);
 PETSC_INTERN PetscErrorCode LayerResetJacobians_Private(Layer);

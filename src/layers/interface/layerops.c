@@ -87,3 +87,23 @@ PetscErrorCode LayerJVPArray(Layer layer, PetscInt n, const PetscScalar *theta, 
   PetscCall(PetscLogEventEnd(layer->event[LAYER_PHASE_JVP], layer, 0, 0, 0));
   PetscFunctionReturn(0);
 }
+
+/*@C
+  LayerGetTensors - the named tensors of a layer (parameters and buffers), at most LAYER_MAX_TENSORS.
+@*/
+PetscErrorCode LayerGetTensors(Layer layer, PetscInt *n, LayerTensorInfo info[])
+{
+  PetscFunctionBegin;
+  PetscCall(LayerSetUp(layer));
+  *n = 0;
+  if (layer->ops->tensors) PetscUseTypeMethod(layer, tensors, n, info);
+  else if (layer->nparams) {
+    PetscCall(PetscMemzero(&info[0], sizeof(info[0])));
+    PetscCall(PetscStrcpy(info[0].name, "weight"));
+    info[0].size    = layer->nparams;
+    info[0].ndim    = 1;
+    info[0].dims[0] = layer->nparams;
+    *n              = 1;
+  }
+  PetscFunctionReturn(0);
+}

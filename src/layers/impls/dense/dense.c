@@ -148,6 +148,27 @@ static PetscErrorCode LayerJVP_Dense(Layer layer, PetscInt n, const PetscScalar 
   PetscFunctionReturn(0);
 }
 
+/* PyTorch Linear: weight [out][in] (same layout as ours), bias [out] */
+static PetscErrorCode LayerTensors_Dense(Layer layer, PetscInt *n, LayerTensorInfo info[])
+{
+  PetscInt in = layer->insize, out = layer->outsize;
+
+  PetscFunctionBegin;
+  PetscCall(PetscMemzero(info, 2 * sizeof(info[0])));
+  PetscCall(PetscStrcpy(info[0].name, "weight"));
+  info[0].size    = in * out;
+  info[0].ndim    = 2;
+  info[0].dims[0] = out;
+  info[0].dims[1] = in;
+  PetscCall(PetscStrcpy(info[1].name, "bias"));
+  info[1].offset  = in * out;
+  info[1].size    = out;
+  info[1].ndim    = 1;
+  info[1].dims[0] = out;
+  *n              = 2;
+  PetscFunctionReturn(0);
+}
+
 static PetscErrorCode LayerSetArguments_Dense(Layer layer, const char args[])
 {
   char *end;
@@ -261,6 +282,7 @@ PETSC_INTERN PetscErrorCode LayerCreate_Dense(Layer layer)
   layer->ops->forward        = LayerForward_Dense;
   layer->ops->backward       = LayerBackward_Dense;
   layer->ops->jvp            = LayerJVP_Dense;
+  layer->ops->tensors        = LayerTensors_Dense;
   layer->ops->setarguments   = LayerSetArguments_Dense;
   layer->ops->getarguments   = LayerGetArguments_Dense;
   layer->ops->setfromoptions = LayerSetFromOptions_Dense;
