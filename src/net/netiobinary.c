@@ -1,0 +1,112 @@
+/*
+  A Net in a PETSc binary file (big-endian, as every PETSc binary file):
+
+    PetscInt    header[10]       NET_FILE_CLASSID ("PNET"), NET_FILE_VERSION, speclen,
+                                 ndim, dim[0], dim[1], dim[2], dim[3]  (input shape, unused dims 0),
+                                 nparams, nbuffers
+    char        spec[speclen]    the compact layer list of NetGetSpec(), no terminating zero
+    Vec         parameters       VecView(): VEC_FILE_CLASSID, nparams, nparams scalars (any rank count loads it)
+    PetscScalar buffers[nbuffers]  layer by layer, each layer's layer->buffers
+
+  The reader checks the class id, the version and the length of the file against the header before trusting it.
+*/
+#include "netio.h"
+
+#define NET_FILE_HEADER 10
+
+/* Bytes from the viewer's current position to the end of the file, or -1 if unknown (MPI-IO). */
+static PetscErrorCode NetBinaryRemaining_Private(PetscViewer viewer, PetscInt64 *remain)
+{
+  MPI_Comm    comm = PetscObjectComm((PetscObject)viewer);
+  PetscMPIInt rank;
+  PetscBool   mpiio;
+  PetscInt64  r = -1;
+
+  PetscFunctionBegin;
+  PetscCallMPI(MPI_Comm_rank(comm, &rank));
+  PetscCall(PetscViewerBinaryGetUseMPIIO(viewer, &mpiio));
+  if (!mpiio) {
+    int fd;
+
+    PetscCall(PetscViewerBinaryGetDescriptor(viewer, &fd));
+    if (rank == 0) {
+      off_t here, end;
+
+      PetscCall(PetscBinarySeek(fd, 0, PETSC_BINARY_SEEK_CUR, &here));
+      PetscCall(PetscBinarySeek(fd, 0, PETSC_BINARY_SEEK_END, &end));
+      PetscCall(PetscBinarySeek(fd, here, PETSC_BINARY_SEEK_SET, &here));
+      r = (PetscInt64)(end - here);
+    }
+  }
+  PetscCallMPI(MPI_Bcast(&r, 1, MPIU_INT64, 0, comm));
+  *remain = r;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode NetWrite_Binary(Net net, PetscViewer viewer)
+{
+  PetscInt    header[NET_FILE_HEADER] = {NET_FILE_CLASSID, NET_FILE_VERSION};
+  char        spec[NET_MAX_SPEC];
+  size_t      len;
+  const char *file;
+
+  PetscFunctionBegin;
+  PetscCall(NetIOFileName_Private(viewer, &file));
+  PetscCall(NetGetSpec(net, sizeof(spec), spec));
+  PetscCall(PetscStrlen(spec, &len));
+  header[2] = (PetscInt)len;
+  header[3] = net->in.ndim;
+  for (PetscInt d = 0; d < net->in.ndim; d++) header[4 + d] = net->in.dim[d];
+  header[8] = net->nparams;
+  PetscCall(NetIOGetNumBuffers_Private(net, &header[9]));
+  PetscCall(PetscViewerBinaryWrite(viewer, header, NET_FILE_HEADER, PETSC_INT));
+  PetscCall(PetscViewerBinaryWrite(viewer, spec, header[2], PETSC_CHAR));
+  PetscCall(NetIOFailForTesting_Private(net, file));
+  PetscCall(VecView(net->theta, viewer));
+  /* buffers are replicated: rank 0's copy is written */
+  for (PetscInt l = 0; l < net->nlayers; l++)
+    if (net->layers[l]->nbuffers) PetscCall(PetscViewerBinaryWrite(viewer, net->layers[l]->buffers, net->layers[l]->nbuffers, PETSC_SCALAR));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode NetRead_Binary(Net net, PetscViewer viewer)
+{
+  MPI_Comm    comm = PetscObjectComm((PetscObject)net);
+  PetscInt    header[NET_FILE_HEADER];
+  PetscInt64  remain = -1, need;
+  const char *file;
+  char        spec[NET_MAX_SPEC];
+  PetNetShape in;
+
+  PetscFunctionBegin;
+  PetscCall(NetIOFileName_Private(viewer, &file));
+  PetscCall(NetBinaryRemaining_Private(viewer, &remain));
+  PetscCheck(remain < 0 || remain >= (PetscInt64)sizeof(PetscInt), comm, PETSC_ERR_FILE_UNEXPECTED, "%s is not a PetNet model file: it is empty; save the model with NetSave()", file);
+  PetscCall(PetscViewerBinaryRead(viewer, header, 1, NULL, PETSC_INT));
+  PetscCheck(header[0] != VEC_FILE_CLASSID, comm, PETSC_ERR_FILE_UNEXPECTED, "%s is not a PetNet model file but a PETSc Vec (load it with VecLoad()); save models with NetSave()", file);
+  PetscCheck(header[0] == NET_FILE_CLASSID, comm, PETSC_ERR_FILE_UNEXPECTED, "%s is not a PetNet model file: wrong magic number (it does not start with \"PNET\"); give a file written by NetSave()", file);
+  PetscCheck(remain < 0 || remain >= (PetscInt64)sizeof(header), comm, PETSC_ERR_FILE_UNEXPECTED,
+             "%s is truncated: it ends inside the PetNet header (%" PetscInt64_FMT " bytes); the save was interrupted or the copy is incomplete: save the model again", file, remain);
+  PetscCall(PetscViewerBinaryRead(viewer, header + 1, NET_FILE_HEADER - 1, NULL, PETSC_INT));
+  PetscCall(NetIOCheckVersion_Private(net, file, header[1]));
+  PetscCheck(header[2] > 0 && header[2] < NET_MAX_SPEC, comm, PETSC_ERR_FILE_UNEXPECTED, "%s has a corrupt header: layer list length %" PetscInt_FMT " is not in [1, %d); save the model again", file, header[2], NET_MAX_SPEC);
+  PetscCheck(header[3] > 0 && header[3] <= PETNET_MAX_DIM, comm, PETSC_ERR_FILE_UNEXPECTED, "%s has a corrupt header: input shape with %" PetscInt_FMT " dimensions; save the model again", file, header[3]);
+  PetscCheck(header[8] >= 0 && header[9] >= 0, comm, PETSC_ERR_FILE_UNEXPECTED, "%s has a corrupt header: negative parameter or buffer count; save the model again", file);
+  need = (PetscInt64)sizeof(header) + header[2] + 2 * (PetscInt64)sizeof(PetscInt) + ((PetscInt64)header[8] + header[9]) * (PetscInt64)sizeof(PetscScalar);
+  PetscCheck(remain < 0 || remain >= need, comm, PETSC_ERR_FILE_UNEXPECTED,
+             "%s is truncated: its header announces %" PetscInt_FMT " parameters and %" PetscInt_FMT " buffer values (%" PetscInt64_FMT " bytes) but the file holds only %" PetscInt64_FMT
+             " bytes; the save was interrupted or the copy is incomplete: save the model again",
+             file, header[8], header[9], need, remain);
+  PetscCall(PetscViewerBinaryRead(viewer, spec, header[2], NULL, PETSC_CHAR));
+  spec[header[2]] = 0;
+  in.ndim         = header[3];
+  for (PetscInt d = 0; d < PETNET_MAX_DIM; d++) in.dim[d] = d < in.ndim ? header[4 + d] : 0;
+  for (PetscInt d = 0; d < in.ndim; d++) PetscCheck(in.dim[d] > 0, comm, PETSC_ERR_FILE_UNEXPECTED, "%s has a corrupt header: input dimension %" PetscInt_FMT " is %" PetscInt_FMT "; save the model again", file, d, in.dim[d]);
+  PetscCall(NetIOSetArchitecture_Private(net, file, spec, &in));
+  PetscCall(NetIOCheckCounts_Private(net, file, header[8], header[9]));
+  PetscCall(VecLoad(net->theta, viewer));
+  for (PetscInt l = 0; l < net->nlayers; l++)
+    if (net->layers[l]->nbuffers) PetscCall(PetscViewerBinaryRead(viewer, net->layers[l]->buffers, net->layers[l]->nbuffers, NULL, PETSC_SCALAR));
+  net->forwarded = PETSC_FALSE;
+  PetscFunctionReturn(0);
+}
