@@ -1,6 +1,7 @@
 # PetNet makefile: builds lib/libpetnet.so, the examples in bin/, and runs the tests.
 #   make            library and examples
 #   make check      build everything and run the whole test suite (last line: "N passed, N failed")
+#   make fashion    train the MLP on Fashion-MNIST (share/models/mlp.opts) and print the test accuracy
 #   make bench      throughput benchmarks (PyTorch side by side when python3-torch is installed)
 #   make format-check   clang-format check
 PETSC_DIR  ?= /usr/lib/petsc
@@ -18,11 +19,12 @@ PETSC_LIBS_ONLY = -Wl,-rpath,$(PETSC_DIR)/lib -L$(PETSC_DIR)/lib -lpetsc_real -L
 
 LIBSRC   = $(shell find src -name '*.c' | sort)
 LIBOBJ   = $(LIBSRC:%.c=build/%.o)
-HEADERS  = $(shell find include -name '*.h')
+HEADERS  = $(shell find include src -name '*.h')
 EXAMPLES = $(patsubst examples/%.c,bin/%,$(wildcard examples/*.c))
 TESTS    = $(patsubst tests/%.c,bin/tests/%,$(wildcard tests/*.c))
+BENCHES  = $(patsubst bench/%.c,bin/%,$(wildcard bench/*.c))
 
-all: lib/libpetnet.so $(EXAMPLES) $(TESTS)
+all: lib/libpetnet.so $(EXAMPLES) $(TESTS) $(BENCHES)
 
 build/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)
@@ -36,6 +38,10 @@ bin/%: examples/%.c lib/libpetnet.so $(HEADERS)
 	@mkdir -p bin
 	$(CC) $(CPPFLAGS) $(CFLAGS) $< -o $@ $(LDLIBS)
 
+bin/bench_%: bench/bench_%.c lib/libpetnet.so $(HEADERS)
+	@mkdir -p bin
+	$(CC) $(CPPFLAGS) $(CFLAGS) $< -o $@ $(LDLIBS)
+
 bin/tests/%: tests/%.c lib/libpetnet.so $(HEADERS)
 	@mkdir -p bin/tests
 	$(CC) $(CPPFLAGS) $(CFLAGS) $< -o $@ $(LDLIBS)
@@ -43,17 +49,21 @@ bin/tests/%: tests/%.c lib/libpetnet.so $(HEADERS)
 check: all
 	@tests/run
 
+# The main job: train the MLP on the packaged Fashion-MNIST and print the test accuracy
+fashion: all
+	bin/fashion -options_file share/models/mlp.opts $(FASHION_OPTIONS)
+
 bench: all
 	@share/bench/run
 
 format-check:
-	@clang-format --dry-run --Werror $(LIBSRC) $(HEADERS) examples/*.c tests/*.c && echo "format: ok"
+	@clang-format --dry-run --Werror $(LIBSRC) $(HEADERS) examples/*.c tests/*.c bench/*.c && echo "format: ok"
 
 format:
-	@clang-format -i $(LIBSRC) $(HEADERS) examples/*.c tests/*.c
+	@clang-format -i $(LIBSRC) $(HEADERS) examples/*.c tests/*.c bench/*.c
 
 clean:
 	rm -rf build lib bin tests/out
 
-.PHONY: all check bench format format-check clean
+.PHONY: all check fashion bench format format-check clean
 .SECONDARY: $(LIBOBJ)

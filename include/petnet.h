@@ -25,3 +25,4 @@
 #include <petnetlayer.h>
 #include <petnetnet.h>
 #include <petnetloss.h>
+#include <petnetoptim.h>

@@ -1,6 +1,7 @@
 /* Lazy package initialization: class ids, registries, finalizer. Called from every XxxCreate. */
 #include <petnet/private/netimpl.h>
 #include <petnet/private/lossimpl.h>
+#include <petnetoptim.h>
 
 PetscClassId LAYER_CLASSID, NET_CLASSID, LOSS_CLASSID;
 
@@ -34,6 +35,7 @@ PetscErrorCode PetNetInitializePackage(void)
   PetscCall(PetscClassIdRegister("Loss", &LOSS_CLASSID));
   PetscCall(LayerRegisterAll());
   PetscCall(LossRegisterAll());
+  PetscCall(PetNetTaoRegisterAll());
   PetscCall(PetscRegisterFinalize(PetNetFinalizePackage));
   PetscFunctionReturn(0);
 }

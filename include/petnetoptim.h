@@ -1,0 +1,79 @@
+/*
+  PetNet's first-order optimizers, registered as TAO types: sgd, adam, adamw, rmsprop.
+
+  They are ordinary Tao solvers: TaoSetType(tao, TAOADAM) or -tao_type adam, TaoSetSolution, an objective-and-gradient
+  callback, TaoSolve. The update formulas are those of PyTorch's torch.optim.SGD, Adam, AdamW and RMSprop (same
+  order of operations, bias correction, eps placement); tests/test_optim.c checks them against PyTorch to 1e-12.
+
+  One solver iteration k (k = 0, 1, ... within one TaoSolve):
+    1. the update hook set with TaoSetUpdate(tao, hook, ctx) is called with k: a trainer draws mini-batch k here;
+    2. f and g are evaluated at x_k (TaoComputeObjectiveAndGradient): the loss and gradient of that batch;
+    3. Inf or NaN in f or g stops with TAO_DIVERGED_NAN, before x is touched;
+    4. TAO's monitors see (k, f, ||g||, step = learning rate of this update): -tao_monitor line k is f(x_k) of batch k;
+    5. x_{k+1} = update(x_k, g, optimizer state, lr); tao->niter = k + 1;
+    6. TAO's convergence test: -tao_max_it N gives exactly N updates and N batches, -tao_gatol tests ||g|| of the
+       batch just used. (gatol and grtol default to 0 for these types: a stochastic gradient norm is no measure of
+       convergence; set them explicitly to stop on it. There is no limit on function evaluations.)
+
+  Optimizer state (moments) is made by VecDuplicate of the solution, so it is distributed like the parameters.
+  It is allocated once (TaoSetUp) and kept across TaoSolve calls, together with the count of updates applied
+  (PyTorch's state['step'], used by the bias correction and by the learning-rate schedule): calling TaoSolve again
+  continues training. PetNetTaoGetState / PetNetTaoSetStep save and restore it for checkpoints.
+
+  Learning-rate schedules, shared by all four types (t = updates applied so far, lr = the base learning rate):
+    constant   lr
+    step       lr * gamma^floor(t' / S)                                   (-tao_lr_step_size S, -tao_lr_gamma)
+    cosine     lr_min + (lr - lr_min) (1 + cos(pi t' / (T - W))) / 2,     lr_min once t' >= T - W
+               (-tao_lr_cosine_iterations T, default the horizon of PetNetTaoSetLRHorizon
+                                                                          (the Trainer: epochs x batches), else the Tao's max_it; -tao_lr_min)
+    warm-up    lr (t + 1) / W for t < W, then the schedule above with t' = t - W   (-tao_lr_warmup W)
+  T counts the warm-up, so the cosine reaches lr_min after T updates in total.
+
+  Call PetNetInitializePackage() (or create any PetNet object) before TaoSetType/TaoSetFromOptions so the types exist.
+*/
+#pragma once
+
+#include <petsctao.h>
+
+#define TAOSGD     "sgd"
+#define TAOADAM    "adam"
+#define TAOADAMW   "adamw"
+#define TAORMSPROP "rmsprop"
+
+typedef enum { PETNET_LR_CONSTANT, PETNET_LR_STEP, PETNET_LR_COSINE } PetNetLRScheduleType;
+PETSC_EXTERN const char *const PetNetLRScheduleTypes[];
+
+PETSC_EXTERN PetscErrorCode PetNetTaoRegisterAll(void);
+
+/* Shared by sgd, adam, adamw, rmsprop (ignored by other Tao types) */
+PETSC_EXTERN PetscErrorCode PetNetTaoSetLearningRate(Tao, PetscReal);
+PETSC_EXTERN PetscErrorCode PetNetTaoGetLearningRate(Tao, PetscReal *);
+PETSC_EXTERN PetscErrorCode PetNetTaoSetWeightDecay(Tao, PetscReal);
+PETSC_EXTERN PetscErrorCode PetNetTaoSetLRSchedule(Tao, PetNetLRScheduleType);
+PETSC_EXTERN PetscErrorCode PetNetTaoSetLRStep(Tao, PetscInt, PetscReal);
+PETSC_EXTERN PetscErrorCode PetNetTaoSetLRCosine(Tao, PetscInt, PetscReal);
+PETSC_EXTERN PetscErrorCode PetNetTaoSetLRWarmup(Tao, PetscInt);
+PETSC_EXTERN PetscErrorCode PetNetTaoSetLRHorizon(Tao, PetscInt);
+PETSC_EXTERN PetscErrorCode PetNetTaoComputeLearningRate(Tao, PetscInt, PetscReal *);
+
+/* Checkpointing: the state Vecs (named as PyTorch's state keys: momentum_buffer, exp_avg, exp_avg_sq, max_exp_avg_sq,
+   square_avg, grad_avg) are borrowed; write into them to restore. */
+PETSC_EXTERN PetscErrorCode PetNetTaoGetState(Tao, PetscInt *, Vec **, PetscInt *);
+PETSC_EXTERN PetscErrorCode PetNetTaoSetStep(Tao, PetscInt);
+PETSC_EXTERN PetscErrorCode PetNetTaoResetState(Tao);
+
+/* sgd */
+PETSC_EXTERN PetscErrorCode PetNetTaoSGDSetMomentum(Tao, PetscReal);
+PETSC_EXTERN PetscErrorCode PetNetTaoSGDSetDampening(Tao, PetscReal);
+PETSC_EXTERN PetscErrorCode PetNetTaoSGDSetNesterov(Tao, PetscBool);
+
+/* adam and adamw */
+PETSC_EXTERN PetscErrorCode PetNetTaoAdamSetBetas(Tao, PetscReal, PetscReal);
+PETSC_EXTERN PetscErrorCode PetNetTaoAdamSetEpsilon(Tao, PetscReal);
+PETSC_EXTERN PetscErrorCode PetNetTaoAdamSetAMSGrad(Tao, PetscBool);
+
+/* rmsprop */
+PETSC_EXTERN PetscErrorCode PetNetTaoRMSpropSetAlpha(Tao, PetscReal);
+PETSC_EXTERN PetscErrorCode PetNetTaoRMSpropSetEpsilon(Tao, PetscReal);
+PETSC_EXTERN PetscErrorCode PetNetTaoRMSpropSetMomentum(Tao, PetscReal);
+PETSC_EXTERN PetscErrorCode PetNetTaoRMSpropSetCentered(Tao, PetscBool);

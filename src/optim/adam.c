@@ -1,0 +1,235 @@
+/*
+  adam and adamw, as torch.optim.Adam and torch.optim.AdamW. Per entry, at update t = 1, 2, ... (t = step + 1):
+
+    adam:   d = g + wd x                  adamw:  x = x (1 - lr wd),  d = g        (decoupled weight decay)
+    m = beta1 m + (1 - beta1) d
+    v = beta2 v + (1 - beta2) d^2
+    vmax = max(vmax, v)                   (amsgrad only; the denominator then uses vmax)
+    x = x - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
+
+  eps is added after the bias correction of sqrt(v), as PyTorch does.
+  State: exp_avg (m), exp_avg_sq (v), max_exp_avg_sq (vmax, amsgrad only).
+*/
+#include "optimimpl.h"
+
+typedef struct {
+  PetscReal beta1, beta2, eps;
+  PetscBool amsgrad;
+  PetscBool decoupled;  /* adamw */
+  Vec       m, v, vmax; /* borrowed from the Tao_Optim state */
+} Tao_Adam;
+
+static PetscErrorCode TaoOptimCreateState_Adam(Tao tao)
+{
+  Tao_Adam *adam = (Tao_Adam *)((Tao_Optim *)tao->data)->data;
+
+  PetscFunctionBegin;
+  if (!adam->m) PetscCall(TaoOptimGetStateVec_Private(tao, "exp_avg", &adam->m));
+  if (!adam->v) PetscCall(TaoOptimGetStateVec_Private(tao, "exp_avg_sq", &adam->v));
+  if (adam->amsgrad && !adam->vmax) PetscCall(TaoOptimGetStateVec_Private(tao, "max_exp_avg_sq", &adam->vmax));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode TaoOptimUpdate_Adam(Tao tao, PetscReal lr)
+{
+  Tao_Optim         *opt  = (Tao_Optim *)tao->data;
+  Tao_Adam          *adam = (Tao_Adam *)opt->data;
+  const PetscReal    b1 = adam->beta1, b2 = adam->beta2, eps = adam->eps, t = (PetscReal)(opt->step + 1);
+  const PetscReal    stepsize = lr / (1 - PetscPowReal(b1, t)), bc2sqrt = PetscSqrtReal(1 - PetscPowReal(b2, t));
+  const PetscReal    l2 = adam->decoupled ? 0.0 : opt->weightdecay, shrink = adam->decoupled ? 1 - lr * opt->weightdecay : 1.0;
+  const PetscBool    amsgrad = adam->amsgrad;
+  const PetscScalar *g;
+  PetscScalar       *x, *m, *v, *vmax = NULL;
+  PetscInt           n;
+
+  PetscFunctionBegin;
+  PetscCall(VecGetLocalSize(tao->solution, &n));
+  PetscCall(VecGetArray(tao->solution, &x));
+  PetscCall(VecGetArrayRead(tao->gradient, &g));
+  PetscCall(VecGetArray(adam->m, &m));
+  PetscCall(VecGetArray(adam->v, &v));
+  if (amsgrad) PetscCall(VecGetArray(adam->vmax, &vmax));
+  for (PetscInt i = 0; i < n; i++) {
+    PetscScalar d = g[i] + l2 * x[i], vhat;
+
+    x[i] *= shrink;
+    m[i] = b1 * m[i] + (1 - b1) * d;
+    v[i] = b2 * v[i] + (1 - b2) * (d * d);
+    vhat = v[i];
+    if (amsgrad) vhat = vmax[i] = PetscMax(vmax[i], v[i]);
+    x[i] -= stepsize * (m[i] / (PetscSqrtScalar(vhat) / bc2sqrt + eps));
+  }
+  if (amsgrad) PetscCall(VecRestoreArray(adam->vmax, &vmax));
+  PetscCall(VecRestoreArray(adam->v, &v));
+  PetscCall(VecRestoreArray(adam->m, &m));
+  PetscCall(VecRestoreArrayRead(tao->gradient, &g));
+  PetscCall(VecRestoreArray(tao->solution, &x));
+  PetscCall(PetscLogFlops((14.0 + (amsgrad ? 1.0 : 0.0)) * n));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode PetNetTaoAdamSetBetas_Adam(Tao tao, PetscReal beta1, PetscReal beta2)
+{
+  Tao_Adam *adam = (Tao_Adam *)((Tao_Optim *)tao->data)->data;
+
+  PetscFunctionBegin;
+  PetscCheck(beta1 >= 0 && beta1 < 1, PetscObjectComm((PetscObject)tao), PETSC_ERR_ARG_OUTOFRANGE, "beta1 (-tao_%s_beta1) must be in [0, 1), not %g", ((PetscObject)tao)->type_name, (double)beta1);
+  PetscCheck(beta2 >= 0 && beta2 < 1, PetscObjectComm((PetscObject)tao), PETSC_ERR_ARG_OUTOFRANGE, "beta2 (-tao_%s_beta2) must be in [0, 1), not %g", ((PetscObject)tao)->type_name, (double)beta2);
+  adam->beta1 = beta1;
+  adam->beta2 = beta2;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode PetNetTaoAdamSetEpsilon_Adam(Tao tao, PetscReal eps)
+{
+  Tao_Adam *adam = (Tao_Adam *)((Tao_Optim *)tao->data)->data;
+
+  PetscFunctionBegin;
+  PetscCheck(eps >= 0, PetscObjectComm((PetscObject)tao), PETSC_ERR_ARG_OUTOFRANGE, "eps (-tao_%s_eps) must be >= 0, not %g", ((PetscObject)tao)->type_name, (double)eps);
+  adam->eps = eps;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode PetNetTaoAdamSetAMSGrad_Adam(Tao tao, PetscBool amsgrad)
+{
+  PetscFunctionBegin;
+  ((Tao_Adam *)((Tao_Optim *)tao->data)->data)->amsgrad = amsgrad;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode TaoOptimSetFromOptions_Adam(Tao tao, PetscOptionItems *PetscOptionsObject)
+{
+  Tao_Adam *adam  = (Tao_Adam *)((Tao_Optim *)tao->data)->data;
+  PetscReal beta1 = adam->beta1, beta2 = adam->beta2, eps = adam->eps;
+  char      name[64];
+
+  PetscFunctionBegin;
+  PetscCall(TaoOptimOptionName_Private(tao, "beta1", sizeof(name), name));
+  PetscCall(PetscOptionsReal(name, "Decay of the first-moment average", "PetNetTaoAdamSetBetas", beta1, &beta1, NULL));
+  PetscCall(TaoOptimOptionName_Private(tao, "beta2", sizeof(name), name));
+  PetscCall(PetscOptionsReal(name, "Decay of the second-moment average", "PetNetTaoAdamSetBetas", beta2, &beta2, NULL));
+  PetscCall(PetNetTaoAdamSetBetas(tao, beta1, beta2));
+  PetscCall(TaoOptimOptionName_Private(tao, "eps", sizeof(name), name));
+  PetscCall(PetscOptionsReal(name, "Added to the bias-corrected sqrt(v) in the denominator", "PetNetTaoAdamSetEpsilon", eps, &eps, NULL));
+  PetscCall(PetNetTaoAdamSetEpsilon(tao, eps));
+  PetscCall(TaoOptimOptionName_Private(tao, "amsgrad", sizeof(name), name));
+  PetscCall(PetscOptionsBool(name, "Use the running maximum of v (AMSGrad)", "PetNetTaoAdamSetAMSGrad", adam->amsgrad, &adam->amsgrad, NULL));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode TaoOptimView_Adam(Tao tao, PetscViewer viewer)
+{
+  Tao_Adam *adam = (Tao_Adam *)((Tao_Optim *)tao->data)->data;
+
+  PetscFunctionBegin;
+  PetscCall(PetscViewerASCIIPrintf(viewer, "beta1 %g, beta2 %g, eps %g%s%s\n", (double)adam->beta1, (double)adam->beta2, (double)adam->eps, adam->amsgrad ? ", amsgrad" : "", adam->decoupled ? ", decoupled weight decay" : ""));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode TaoOptimDestroy_Adam(Tao tao)
+{
+  Tao_Optim *opt = (Tao_Optim *)tao->data;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoAdamSetBetas_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoAdamSetEpsilon_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoAdamSetAMSGrad_C", NULL));
+  PetscCall(PetscFree(opt->data));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode TaoCreate_AdamKind(Tao tao, PetscBool decoupled)
+{
+  Tao_Optim *opt;
+  Tao_Adam  *adam;
+
+  PetscFunctionBegin;
+  PetscCall(PetscNew(&opt));
+  PetscCall(PetscNew(&adam));
+  adam->beta1             = 0.9;
+  adam->beta2             = 0.999;
+  adam->eps               = 1e-8;
+  adam->decoupled         = decoupled;
+  opt->data               = adam;
+  opt->ops.setfromoptions = TaoOptimSetFromOptions_Adam;
+  opt->ops.view           = TaoOptimView_Adam;
+  opt->ops.createstate    = TaoOptimCreateState_Adam;
+  opt->ops.update         = TaoOptimUpdate_Adam;
+  opt->ops.destroy        = TaoOptimDestroy_Adam;
+  tao->data               = opt;
+  PetscCall(TaoCreate_Optim_Private(tao, 1e-3, decoupled ? 1e-2 : 0.0));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoAdamSetBetas_C", PetNetTaoAdamSetBetas_Adam));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoAdamSetEpsilon_C", PetNetTaoAdamSetEpsilon_Adam));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoAdamSetAMSGrad_C", PetNetTaoAdamSetAMSGrad_Adam));
+  PetscFunctionReturn(0);
+}
+
+/*MC
+  TAOADAM - "adam": Adam as torch.optim.Adam (weight decay as an L2 term added to the gradient).
+
+  Options:
++ -tao_adam_lr <1e-3>          - learning rate
+. -tao_adam_beta1 <0.9>        - decay of the first moment
+. -tao_adam_beta2 <0.999>      - decay of the second moment
+. -tao_adam_eps <1e-8>         - added to the bias-corrected sqrt(v)
+. -tao_adam_amsgrad            - AMSGrad variant
+- -tao_adam_weight_decay <0>   - L2 weight decay added to the gradient
+
+  Level: beginner
+M*/
+PETSC_INTERN PetscErrorCode TaoCreate_Adam(Tao tao)
+{
+  PetscFunctionBegin;
+  PetscCall(TaoCreate_AdamKind(tao, PETSC_FALSE));
+  PetscFunctionReturn(0);
+}
+
+/*MC
+  TAOADAMW - "adamw": AdamW as torch.optim.AdamW, with decoupled weight decay x <- x (1 - lr wd).
+  The same options as adam with the prefix -tao_adamw_; -tao_adamw_weight_decay defaults to 1e-2.
+
+  Level: beginner
+M*/
+PETSC_INTERN PetscErrorCode TaoCreate_AdamW(Tao tao)
+{
+  PetscFunctionBegin;
+  PetscCall(TaoCreate_AdamKind(tao, PETSC_TRUE));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  PetNetTaoAdamSetBetas - the decays of the first and second moments of adam/adamw (-tao_adam_beta1, -tao_adam_beta2).
+@*/
+PetscErrorCode PetNetTaoAdamSetBetas(Tao tao, PetscReal beta1, PetscReal beta2)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(tao, TAO_CLASSID, 1);
+  PetscValidLogicalCollectiveReal(tao, beta1, 2);
+  PetscValidLogicalCollectiveReal(tao, beta2, 3);
+  PetscTryMethod(tao, "PetNetTaoAdamSetBetas_C", (Tao, PetscReal, PetscReal), (tao, beta1, beta2));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  PetNetTaoAdamSetEpsilon - eps of adam/adamw, added to the bias-corrected sqrt(v) (-tao_adam_eps).
+@*/
+PetscErrorCode PetNetTaoAdamSetEpsilon(Tao tao, PetscReal eps)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(tao, TAO_CLASSID, 1);
+  PetscValidLogicalCollectiveReal(tao, eps, 2);
+  PetscTryMethod(tao, "PetNetTaoAdamSetEpsilon_C", (Tao, PetscReal), (tao, eps));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  PetNetTaoAdamSetAMSGrad - the AMSGrad variant of adam/adamw (-tao_adam_amsgrad).
+@*/
+PetscErrorCode PetNetTaoAdamSetAMSGrad(Tao tao, PetscBool amsgrad)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(tao, TAO_CLASSID, 1);
+  PetscValidLogicalCollectiveBool(tao, amsgrad, 2);
+  PetscTryMethod(tao, "PetNetTaoAdamSetAMSGrad_C", (Tao, PetscBool), (tao, amsgrad));
+  PetscFunctionReturn(0);
+}

@@ -1,0 +1,469 @@
+/*
+  The part of PetNet's TAO optimizers that every kind shares: the solver loop, set-up, options, view, the state
+  Vecs and the setters that apply to all kinds. A kind (sgd.c, adam.c, rmsprop.c) fills TaoOptimOps and calls
+  TaoCreate_Optim_Private from its TaoCreate_Xxx.
+*/
+#include "optimimpl.h"
+
+PetscLogEvent TAOOPTIM_Update;
+
+/*
+  One iteration per mini-batch, in this order (see include/petnetoptim.h):
+  update hook (draws batch k) -> f, g at x_k -> Inf/NaN check -> monitor -> x_{k+1} -> niter = k+1 -> convergence test.
+  The loop never evaluates at x_{k+1} before the next hook, so N iterations use exactly N batches.
+*/
+static PetscErrorCode TaoSolve_Optim(Tao tao)
+{
+  Tao_Optim *opt = (Tao_Optim *)tao->data;
+  PetscReal  f, gnorm, lr;
+
+  PetscFunctionBegin;
+  if (tao->XL || tao->XU || tao->ops->computebounds) PetscCall(PetscInfo(tao, "Variable bounds are ignored by the %s optimizer\n", ((PetscObject)tao)->type_name));
+  PetscCall(PetNetLRScheduleCheck(PetscObjectComm((PetscObject)tao), &opt->schedule, TaoOptimHorizon(tao, opt)));
+  if (opt->ops.check) PetscCall(opt->ops.check(tao));
+  PetscCall(opt->ops.createstate(tao));
+  tao->reason = tao->max_it > 0 ? TAO_CONTINUE_ITERATING : TAO_DIVERGED_MAXITS; /* -tao_max_it 0: no update */
+  while (tao->reason == TAO_CONTINUE_ITERATING) {
+    PetscTryTypeMethod(tao, update, tao->niter, tao->user_update);
+    PetscCall(TaoComputeObjectiveAndGradient(tao, tao->solution, &f, tao->gradient));
+    PetscCall(VecNorm(tao->gradient, NORM_2, &gnorm));
+    if (PetscIsInfOrNanReal(f) || PetscIsInfOrNanReal(gnorm)) {
+      PetscCall(PetscInfo(tao, "Objective %g or gradient norm %g is Inf or NaN at iteration %" PetscInt_FMT ": stopping before the update\n", (double)f, (double)gnorm, tao->niter));
+      tao->reason = TAO_DIVERGED_NAN;
+      break;
+    }
+    PetscCall(PetNetLRScheduleEvaluate(&opt->schedule, opt->lr, opt->step, TaoOptimHorizon(tao, opt), &lr));
+    PetscCall(TaoLogConvergenceHistory(tao, f, gnorm, 0.0, tao->ksp_its));
+    PetscCall(TaoMonitor(tao, tao->niter, f, gnorm, 0.0, lr));
+    PetscCall(PetscLogEventBegin(TAOOPTIM_Update, tao, 0, 0, 0));
+    PetscCall(opt->ops.update(tao, lr));
+    PetscCall(PetscLogEventEnd(TAOOPTIM_Update, tao, 0, 0, 0));
+    opt->step++;
+    tao->niter++;
+    PetscUseTypeMethod(tao, convergencetest, tao->cnvP);
+  }
+  PetscFunctionReturn(0);
+}
+
+/* Runs once (TaoSetUp is guarded): the state made here survives later TaoSolve calls. */
+static PetscErrorCode TaoSetUp_Optim(Tao tao)
+{
+  Tao_Optim *opt = (Tao_Optim *)tao->data;
+
+  PetscFunctionBegin;
+  if (!tao->gradient) PetscCall(VecDuplicate(tao->solution, &tao->gradient));
+  PetscCall(opt->ops.createstate(tao));
+  PetscFunctionReturn(0);
+}
+
+/* The state Vec called name (PyTorch's state key), created zero on first request. */
+PetscErrorCode TaoOptimGetStateVec_Private(Tao tao, const char name[], Vec *v)
+{
+  Tao_Optim *opt = (Tao_Optim *)tao->data;
+  PetscBool  same;
+
+  PetscFunctionBegin;
+  for (PetscInt i = 0; i < opt->nstate; i++) {
+    PetscCall(PetscStrcmp(((PetscObject)opt->state[i])->name, name, &same));
+    if (same) {
+      *v = opt->state[i];
+      PetscFunctionReturn(0);
+    }
+  }
+  PetscCheck(opt->nstate < TAOOPTIM_MAX_STATE, PetscObjectComm((PetscObject)tao), PETSC_ERR_PLIB, "More than %d optimizer state vectors", TAOOPTIM_MAX_STATE);
+  PetscCheck(tao->solution, PetscObjectComm((PetscObject)tao), PETSC_ERR_ARG_WRONGSTATE, "Call TaoSetSolution() before setting up the %s optimizer", ((PetscObject)tao)->type_name);
+  PetscCall(VecDuplicate(tao->solution, &opt->state[opt->nstate]));
+  PetscCall(VecZeroEntries(opt->state[opt->nstate]));
+  PetscCall(PetscObjectSetName((PetscObject)opt->state[opt->nstate], name));
+  *v = opt->state[opt->nstate++];
+  PetscFunctionReturn(0);
+}
+
+/* "-tao_<type>_<suffix>", e.g. -tao_adamw_beta1 */
+PetscErrorCode TaoOptimOptionName_Private(Tao tao, const char suffix[], size_t len, char name[])
+{
+  PetscFunctionBegin;
+  PetscCall(PetscSNPrintf(name, len, "-tao_%s_%s", ((PetscObject)tao)->type_name, suffix));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode TaoSetFromOptions_Optim(Tao tao, PetscOptionItems *PetscOptionsObject)
+{
+  Tao_Optim *opt = (Tao_Optim *)tao->data;
+  char       title[64], name[64];
+  PetscReal  lr = opt->lr, wd = opt->weightdecay;
+
+  PetscFunctionBegin;
+  PetscCall(PetscSNPrintf(title, sizeof(title), "PetNet %s optimizer", ((PetscObject)tao)->type_name));
+  PetscOptionsHeadBegin(PetscOptionsObject, title);
+  PetscCall(TaoOptimOptionName_Private(tao, "lr", sizeof(name), name));
+  PetscCall(PetscOptionsReal(name, "Learning rate (before the schedule)", "PetNetTaoSetLearningRate", lr, &lr, NULL));
+  PetscCall(PetNetTaoSetLearningRate(tao, lr));
+  PetscCall(TaoOptimOptionName_Private(tao, "weight_decay", sizeof(name), name));
+  PetscCall(PetscOptionsReal(name, "Weight decay", "PetNetTaoSetWeightDecay", wd, &wd, NULL));
+  PetscCall(PetNetTaoSetWeightDecay(tao, wd));
+  PetscCall(opt->ops.setfromoptions(tao, PetscOptionsObject));
+  PetscOptionsHeadEnd();
+  PetscCall(PetNetLRScheduleSetFromOptions(PetscOptionsObject, &opt->schedule));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode TaoView_Optim(Tao tao, PetscViewer viewer)
+{
+  Tao_Optim *opt = (Tao_Optim *)tao->data;
+  PetscBool  isascii;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectTypeCompare((PetscObject)viewer, PETSCVIEWERASCII, &isascii));
+  if (!isascii) PetscFunctionReturn(0);
+  PetscCall(PetscViewerASCIIPrintf(viewer, "learning rate %g, weight decay %g\n", (double)opt->lr, (double)opt->weightdecay));
+  PetscCall(opt->ops.view(tao, viewer));
+  PetscCall(PetNetLRScheduleView(&opt->schedule, TaoOptimHorizon(tao, opt), viewer));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "updates applied: %" PetscInt_FMT "\n", opt->step));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode TaoDestroy_Optim(Tao tao)
+{
+  Tao_Optim *opt = (Tao_Optim *)tao->data;
+
+  PetscFunctionBegin;
+  PetscCall(opt->ops.destroy(tao));
+  for (PetscInt i = 0; i < opt->nstate; i++) PetscCall(VecDestroy(&opt->state[i]));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoSetLearningRate_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoGetLearningRate_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoSetWeightDecay_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoSetLRSchedule_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoSetLRStep_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoSetLRCosine_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoSetLRWarmup_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoComputeLearningRate_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoGetState_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoSetStep_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoResetState_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoSetLRHorizon_C", NULL));
+  PetscCall(PetscFree(tao->data));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode PetNetTaoSetLearningRate_Optim(Tao tao, PetscReal lr)
+{
+  Tao_Optim *opt = (Tao_Optim *)tao->data;
+
+  PetscFunctionBegin;
+  PetscCheck(lr >= 0, PetscObjectComm((PetscObject)tao), PETSC_ERR_ARG_OUTOFRANGE, "The learning rate (-tao_%s_lr) must be >= 0, not %g", ((PetscObject)tao)->type_name, (double)lr);
+  opt->lr = lr;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode PetNetTaoGetLearningRate_Optim(Tao tao, PetscReal *lr)
+{
+  PetscFunctionBegin;
+  *lr = ((Tao_Optim *)tao->data)->lr;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode PetNetTaoSetWeightDecay_Optim(Tao tao, PetscReal wd)
+{
+  Tao_Optim *opt = (Tao_Optim *)tao->data;
+
+  PetscFunctionBegin;
+  PetscCheck(wd >= 0, PetscObjectComm((PetscObject)tao), PETSC_ERR_ARG_OUTOFRANGE, "The weight decay (-tao_%s_weight_decay) must be >= 0, not %g", ((PetscObject)tao)->type_name, (double)wd);
+  opt->weightdecay = wd;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode PetNetTaoSetLRSchedule_Optim(Tao tao, PetNetLRScheduleType type)
+{
+  PetscFunctionBegin;
+  ((Tao_Optim *)tao->data)->schedule.type = type;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode PetNetTaoSetLRStep_Optim(Tao tao, PetscInt stepsize, PetscReal gamma)
+{
+  Tao_Optim *opt = (Tao_Optim *)tao->data;
+
+  PetscFunctionBegin;
+  PetscCheck(stepsize > 0, PetscObjectComm((PetscObject)tao), PETSC_ERR_ARG_OUTOFRANGE, "The step schedule's period must be > 0, not %" PetscInt_FMT, stepsize);
+  PetscCheck(gamma > 0, PetscObjectComm((PetscObject)tao), PETSC_ERR_ARG_OUTOFRANGE, "The step schedule's factor gamma must be > 0, not %g", (double)gamma);
+  opt->schedule.stepsize = stepsize;
+  opt->schedule.gamma    = gamma;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode PetNetTaoSetLRCosine_Optim(Tao tao, PetscInt its, PetscReal lrmin)
+{
+  Tao_Optim *opt = (Tao_Optim *)tao->data;
+
+  PetscFunctionBegin;
+  if (its == PETSC_DEFAULT || its == PETSC_DECIDE) its = 0;
+  PetscCheck(its >= 0, PetscObjectComm((PetscObject)tao), PETSC_ERR_ARG_OUTOFRANGE, "The cosine schedule's length must be >= 0 (0: the Tao's max_it), not %" PetscInt_FMT, its);
+  PetscCheck(lrmin >= 0, PetscObjectComm((PetscObject)tao), PETSC_ERR_ARG_OUTOFRANGE, "The cosine schedule's final learning rate must be >= 0, not %g", (double)lrmin);
+  opt->schedule.cosineits = its;
+  opt->schedule.lrmin     = lrmin;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode PetNetTaoSetLRWarmup_Optim(Tao tao, PetscInt warmup)
+{
+  PetscFunctionBegin;
+  PetscCheck(warmup >= 0, PetscObjectComm((PetscObject)tao), PETSC_ERR_ARG_OUTOFRANGE, "The warm-up length must be >= 0, not %" PetscInt_FMT, warmup);
+  ((Tao_Optim *)tao->data)->schedule.warmup = warmup;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode PetNetTaoComputeLearningRate_Optim(Tao tao, PetscInt t, PetscReal *lr)
+{
+  Tao_Optim *opt = (Tao_Optim *)tao->data;
+
+  PetscFunctionBegin;
+  PetscCheck(t >= 0, PetscObjectComm((PetscObject)tao), PETSC_ERR_ARG_OUTOFRANGE, "The update index must be >= 0, not %" PetscInt_FMT, t);
+  PetscCall(PetNetLRScheduleCheck(PetscObjectComm((PetscObject)tao), &opt->schedule, TaoOptimHorizon(tao, opt)));
+  PetscCall(PetNetLRScheduleEvaluate(&opt->schedule, opt->lr, t, TaoOptimHorizon(tao, opt), lr));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode PetNetTaoGetState_Optim(Tao tao, PetscInt *nvec, Vec **vecs, PetscInt *step)
+{
+  Tao_Optim *opt = (Tao_Optim *)tao->data;
+
+  PetscFunctionBegin;
+  PetscCall(TaoSetUp(tao));
+  PetscCall(opt->ops.createstate(tao));
+  if (nvec) *nvec = opt->nstate;
+  if (vecs) *vecs = opt->state;
+  if (step) *step = opt->step;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode PetNetTaoSetStep_Optim(Tao tao, PetscInt step)
+{
+  PetscFunctionBegin;
+  PetscCheck(step >= 0, PetscObjectComm((PetscObject)tao), PETSC_ERR_ARG_OUTOFRANGE, "The update count must be >= 0, not %" PetscInt_FMT, step);
+  ((Tao_Optim *)tao->data)->step = step;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode PetNetTaoResetState_Optim(Tao tao)
+{
+  Tao_Optim *opt = (Tao_Optim *)tao->data;
+
+  PetscFunctionBegin;
+  for (PetscInt i = 0; i < opt->nstate; i++) PetscCall(VecZeroEntries(opt->state[i]));
+  opt->step = 0;
+  PetscFunctionReturn(0);
+}
+
+/* Called by TaoCreate_<Kind> after it has filled opt->ops and opt->data; lr and wd are PyTorch's defaults for the kind. */
+static PetscErrorCode PetNetTaoSetLRHorizon_Optim(Tao tao, PetscInt horizon)
+{
+  Tao_Optim *opt = (Tao_Optim *)tao->data;
+
+  PetscFunctionBegin;
+  PetscCheck(horizon >= 0, PetscObjectComm((PetscObject)tao), PETSC_ERR_ARG_OUTOFRANGE, "The schedule horizon must be >= 0 (0: the Tao's max_it), not %" PetscInt_FMT, horizon);
+  opt->horizon = horizon;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode TaoCreate_Optim_Private(Tao tao, PetscReal lr, PetscReal wd)
+{
+  Tao_Optim *opt = (Tao_Optim *)tao->data;
+
+  PetscFunctionBegin;
+  opt->lr          = lr;
+  opt->weightdecay = wd;
+  opt->step        = 0;
+  opt->nstate      = 0;
+  PetscCall(PetNetLRScheduleInitialize(&opt->schedule));
+
+  tao->ops->setup          = TaoSetUp_Optim;
+  tao->ops->solve          = TaoSolve_Optim;
+  tao->ops->view           = TaoView_Optim;
+  tao->ops->setfromoptions = TaoSetFromOptions_Optim;
+  tao->ops->destroy        = TaoDestroy_Optim;
+
+  /* a stochastic gradient norm measures no convergence: stop on iterations unless the user asks */
+  if (!tao->gatol_changed) tao->gatol = 0.0;
+  if (!tao->grtol_changed) tao->grtol = 0.0;
+  if (!tao->max_funcs_changed) tao->max_funcs = -1;
+
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoSetLearningRate_C", PetNetTaoSetLearningRate_Optim));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoGetLearningRate_C", PetNetTaoGetLearningRate_Optim));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoSetWeightDecay_C", PetNetTaoSetWeightDecay_Optim));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoSetLRSchedule_C", PetNetTaoSetLRSchedule_Optim));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoSetLRStep_C", PetNetTaoSetLRStep_Optim));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoSetLRCosine_C", PetNetTaoSetLRCosine_Optim));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoSetLRWarmup_C", PetNetTaoSetLRWarmup_Optim));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoComputeLearningRate_C", PetNetTaoComputeLearningRate_Optim));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoGetState_C", PetNetTaoGetState_Optim));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoSetStep_C", PetNetTaoSetStep_Optim));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoResetState_C", PetNetTaoResetState_Optim));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoSetLRHorizon_C", PetNetTaoSetLRHorizon_Optim));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  PetNetTaoSetLearningRate - the base learning rate of a PetNet optimizer (before the schedule).
+
+  Options: -tao_sgd_lr, -tao_adam_lr, -tao_adamw_lr, -tao_rmsprop_lr. Defaults as PyTorch: 1e-3 (sgd, adam, adamw), 1e-2 (rmsprop).
+@*/
+PetscErrorCode PetNetTaoSetLearningRate(Tao tao, PetscReal lr)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(tao, TAO_CLASSID, 1);
+  PetscValidLogicalCollectiveReal(tao, lr, 2);
+  PetscTryMethod(tao, "PetNetTaoSetLearningRate_C", (Tao, PetscReal), (tao, lr));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  PetNetTaoGetLearningRate - the base learning rate (errors for a Tao type that is not a PetNet optimizer).
+@*/
+PetscErrorCode PetNetTaoGetLearningRate(Tao tao, PetscReal *lr)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(tao, TAO_CLASSID, 1);
+  PetscValidRealPointer(lr, 2);
+  PetscUseMethod(tao, "PetNetTaoGetLearningRate_C", (Tao, PetscReal *), (tao, lr));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  PetNetTaoSetWeightDecay - L2 penalty wd/2 |x|^2 added through the gradient (sgd, adam, rmsprop), or the decoupled
+  decay x <- x (1 - lr wd) of adamw. Options -tao_<type>_weight_decay; default 0, and 1e-2 for adamw (as PyTorch).
+@*/
+PetscErrorCode PetNetTaoSetWeightDecay(Tao tao, PetscReal wd)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(tao, TAO_CLASSID, 1);
+  PetscValidLogicalCollectiveReal(tao, wd, 2);
+  PetscTryMethod(tao, "PetNetTaoSetWeightDecay_C", (Tao, PetscReal), (tao, wd));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  PetNetTaoSetLRSchedule - constant, step or cosine (-tao_lr_schedule); see include/petnetoptim.h for the formulas.
+@*/
+PetscErrorCode PetNetTaoSetLRSchedule(Tao tao, PetNetLRScheduleType type)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(tao, TAO_CLASSID, 1);
+  PetscValidLogicalCollectiveEnum(tao, type, 2);
+  PetscTryMethod(tao, "PetNetTaoSetLRSchedule_C", (Tao, PetNetLRScheduleType), (tao, type));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  PetNetTaoSetLRStep - the step schedule multiplies the learning rate by gamma every stepsize updates
+  (-tao_lr_step_size, -tao_lr_gamma; gamma defaults to 0.1).
+@*/
+PetscErrorCode PetNetTaoSetLRStep(Tao tao, PetscInt stepsize, PetscReal gamma)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(tao, TAO_CLASSID, 1);
+  PetscValidLogicalCollectiveInt(tao, stepsize, 2);
+  PetscValidLogicalCollectiveReal(tao, gamma, 3);
+  PetscTryMethod(tao, "PetNetTaoSetLRStep_C", (Tao, PetscInt, PetscReal), (tao, stepsize, gamma));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  PetNetTaoSetLRCosine - the cosine schedule reaches lrmin after its updates in total, warm-up included
+  (-tao_lr_cosine_iterations, -tao_lr_min); its = 0 or PETSC_DEFAULT means the Tao's max_it.
+@*/
+PetscErrorCode PetNetTaoSetLRCosine(Tao tao, PetscInt its, PetscReal lrmin)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(tao, TAO_CLASSID, 1);
+  PetscValidLogicalCollectiveInt(tao, its, 2);
+  PetscValidLogicalCollectiveReal(tao, lrmin, 3);
+  PetscTryMethod(tao, "PetNetTaoSetLRCosine_C", (Tao, PetscInt, PetscReal), (tao, its, lrmin));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  PetNetTaoSetLRWarmup - linear warm-up over the first warmup updates, lr (t + 1) / warmup, before any schedule
+  (-tao_lr_warmup; 0 = none).
+@*/
+PetscErrorCode PetNetTaoSetLRWarmup(Tao tao, PetscInt warmup)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(tao, TAO_CLASSID, 1);
+  PetscValidLogicalCollectiveInt(tao, warmup, 2);
+  PetscTryMethod(tao, "PetNetTaoSetLRWarmup_C", (Tao, PetscInt), (tao, warmup));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  PetNetTaoComputeLearningRate - the learning rate the optimizer uses for update t (t = 0 is the first update).
+@*/
+PetscErrorCode PetNetTaoComputeLearningRate(Tao tao, PetscInt t, PetscReal *lr)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(tao, TAO_CLASSID, 1);
+  PetscValidRealPointer(lr, 3);
+  PetscUseMethod(tao, "PetNetTaoComputeLearningRate_C", (Tao, PetscInt, PetscReal *), (tao, t, lr));
+  PetscFunctionReturn(0);
+}
+
+/*@C
+  PetNetTaoGetState - the optimizer state for a checkpoint: nvec Vecs (borrowed, distributed like the solution, each
+  named by its PyTorch state key) and the number of updates applied so far. Sets the Tao up if needed (the solution
+  must be set). To restore, get the Vecs of a freshly set-up Tao with the same settings, copy the saved values into
+  them, and call PetNetTaoSetStep(). For a Tao type that is not a PetNet optimizer: no Vecs and step 0.
+  Any output may be NULL.
+@*/
+PetscErrorCode PetNetTaoGetState(Tao tao, PetscInt *nvec, Vec **vecs, PetscInt *step)
+{
+  PetscErrorCode (*f)(Tao, PetscInt *, Vec **, PetscInt *);
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(tao, TAO_CLASSID, 1);
+  PetscCall(PetscObjectQueryFunction((PetscObject)tao, "PetNetTaoGetState_C", &f));
+  if (f)
+    PetscCall((*f)(tao, nvec, vecs, step));
+  else {
+    if (nvec) *nvec = 0;
+    if (vecs) *vecs = NULL;
+    if (step) *step = 0;
+  }
+  PetscFunctionReturn(0);
+}
+
+/*@
+  PetNetTaoSetStep - sets the number of updates already applied (bias correction of adam/adamw, the schedule, and
+  whether sgd's momentum buffer is seeded), to resume from a checkpoint.
+@*/
+PetscErrorCode PetNetTaoSetStep(Tao tao, PetscInt step)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(tao, TAO_CLASSID, 1);
+  PetscValidLogicalCollectiveInt(tao, step, 2);
+  PetscTryMethod(tao, "PetNetTaoSetStep_C", (Tao, PetscInt), (tao, step));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  PetNetTaoResetState - zeroes the moments and the update count: the next TaoSolve starts training afresh.
+@*/
+PetscErrorCode PetNetTaoResetState(Tao tao)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(tao, TAO_CLASSID, 1);
+  PetscTryMethod(tao, "PetNetTaoResetState_C", (Tao), (tao));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  PetNetTaoSetLRHorizon - the number of updates of the whole training (all TaoSolve calls together): the default length
+  of the cosine schedule when -tao_lr_cosine_iterations is not given. A trainer that runs one TaoSolve per epoch sets
+  it to epochs x batches; 0 (the default) means the Tao's max_it.
+@*/
+PetscErrorCode PetNetTaoSetLRHorizon(Tao tao, PetscInt horizon)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(tao, TAO_CLASSID, 1);
+  PetscTryMethod(tao, "PetNetTaoSetLRHorizon_C", (Tao, PetscInt), (tao, horizon));
+  PetscFunctionReturn(0);
+}

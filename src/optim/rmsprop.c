@@ -1,0 +1,226 @@
+/*
+  rmsprop, as torch.optim.RMSprop. Per entry:
+
+    d   = g + wd x
+    s   = alpha s + (1 - alpha) d^2
+    centered:  a = alpha a + (1 - alpha) d,   den = sqrt(s - a^2) + eps
+    otherwise:                                den = sqrt(s) + eps
+    momentum mu > 0:  b = mu b + d / den,  x = x - lr b
+    otherwise:                             x = x - lr d / den
+
+  State: square_avg (s), momentum_buffer (b, with momentum), grad_avg (a, centered); all start at zero.
+*/
+#include "optimimpl.h"
+
+typedef struct {
+  PetscReal alpha, eps, momentum;
+  PetscBool centered;
+  Vec       s, b, a; /* borrowed from the Tao_Optim state */
+} Tao_RMSprop;
+
+static PetscErrorCode TaoOptimCreateState_RMSprop(Tao tao)
+{
+  Tao_RMSprop *rms = (Tao_RMSprop *)((Tao_Optim *)tao->data)->data;
+
+  PetscFunctionBegin;
+  if (!rms->s) PetscCall(TaoOptimGetStateVec_Private(tao, "square_avg", &rms->s));
+  if (rms->momentum > 0 && !rms->b) PetscCall(TaoOptimGetStateVec_Private(tao, "momentum_buffer", &rms->b));
+  if (rms->centered && !rms->a) PetscCall(TaoOptimGetStateVec_Private(tao, "grad_avg", &rms->a));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode TaoOptimUpdate_RMSprop(Tao tao, PetscReal lr)
+{
+  Tao_Optim         *opt = (Tao_Optim *)tao->data;
+  Tao_RMSprop       *rms = (Tao_RMSprop *)opt->data;
+  const PetscReal    wd = opt->weightdecay, alpha = rms->alpha, eps = rms->eps, mu = rms->momentum;
+  const PetscBool    centered = rms->centered, usebuf = mu > 0;
+  const PetscScalar *g;
+  PetscScalar       *x, *s, *b = NULL, *a = NULL;
+  PetscInt           n;
+
+  PetscFunctionBegin;
+  PetscCall(VecGetLocalSize(tao->solution, &n));
+  PetscCall(VecGetArray(tao->solution, &x));
+  PetscCall(VecGetArrayRead(tao->gradient, &g));
+  PetscCall(VecGetArray(rms->s, &s));
+  if (usebuf) PetscCall(VecGetArray(rms->b, &b));
+  if (centered) PetscCall(VecGetArray(rms->a, &a));
+  for (PetscInt i = 0; i < n; i++) {
+    PetscScalar d = g[i] + wd * x[i], den;
+
+    s[i] = alpha * s[i] + (1 - alpha) * (d * d);
+    if (centered) {
+      a[i] = alpha * a[i] + (1 - alpha) * d;
+      den  = PetscSqrtScalar(s[i] - a[i] * a[i]) + eps;
+    } else
+      den = PetscSqrtScalar(s[i]) + eps;
+    if (usebuf) {
+      b[i] = mu * b[i] + d / den;
+      x[i] -= lr * b[i];
+    } else
+      x[i] -= lr * (d / den);
+  }
+  if (centered) PetscCall(VecRestoreArray(rms->a, &a));
+  if (usebuf) PetscCall(VecRestoreArray(rms->b, &b));
+  PetscCall(VecRestoreArray(rms->s, &s));
+  PetscCall(VecRestoreArrayRead(tao->gradient, &g));
+  PetscCall(VecRestoreArray(tao->solution, &x));
+  PetscCall(PetscLogFlops((10.0 + (centered ? 5.0 : 0.0) + (usebuf ? 2.0 : 0.0)) * n));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode PetNetTaoRMSpropSetAlpha_RMSprop(Tao tao, PetscReal alpha)
+{
+  PetscFunctionBegin;
+  PetscCheck(alpha >= 0 && alpha <= 1, PetscObjectComm((PetscObject)tao), PETSC_ERR_ARG_OUTOFRANGE, "The rmsprop smoothing constant (-tao_rmsprop_alpha) must be in [0, 1], not %g", (double)alpha);
+  ((Tao_RMSprop *)((Tao_Optim *)tao->data)->data)->alpha = alpha;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode PetNetTaoRMSpropSetEpsilon_RMSprop(Tao tao, PetscReal eps)
+{
+  PetscFunctionBegin;
+  PetscCheck(eps >= 0, PetscObjectComm((PetscObject)tao), PETSC_ERR_ARG_OUTOFRANGE, "The rmsprop eps (-tao_rmsprop_eps) must be >= 0, not %g", (double)eps);
+  ((Tao_RMSprop *)((Tao_Optim *)tao->data)->data)->eps = eps;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode PetNetTaoRMSpropSetMomentum_RMSprop(Tao tao, PetscReal momentum)
+{
+  PetscFunctionBegin;
+  PetscCheck(momentum >= 0, PetscObjectComm((PetscObject)tao), PETSC_ERR_ARG_OUTOFRANGE, "The rmsprop momentum (-tao_rmsprop_momentum) must be >= 0, not %g", (double)momentum);
+  ((Tao_RMSprop *)((Tao_Optim *)tao->data)->data)->momentum = momentum;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode PetNetTaoRMSpropSetCentered_RMSprop(Tao tao, PetscBool centered)
+{
+  PetscFunctionBegin;
+  ((Tao_RMSprop *)((Tao_Optim *)tao->data)->data)->centered = centered;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode TaoOptimSetFromOptions_RMSprop(Tao tao, PetscOptionItems *PetscOptionsObject)
+{
+  Tao_RMSprop *rms   = (Tao_RMSprop *)((Tao_Optim *)tao->data)->data;
+  PetscReal    alpha = rms->alpha, eps = rms->eps, momentum = rms->momentum;
+
+  PetscFunctionBegin;
+  PetscCall(PetscOptionsReal("-tao_rmsprop_alpha", "Smoothing constant of the squared-gradient average", "PetNetTaoRMSpropSetAlpha", alpha, &alpha, NULL));
+  PetscCall(PetNetTaoRMSpropSetAlpha(tao, alpha));
+  PetscCall(PetscOptionsReal("-tao_rmsprop_eps", "Added to the square root in the denominator", "PetNetTaoRMSpropSetEpsilon", eps, &eps, NULL));
+  PetscCall(PetNetTaoRMSpropSetEpsilon(tao, eps));
+  PetscCall(PetscOptionsReal("-tao_rmsprop_momentum", "Momentum factor (0: none)", "PetNetTaoRMSpropSetMomentum", momentum, &momentum, NULL));
+  PetscCall(PetNetTaoRMSpropSetMomentum(tao, momentum));
+  PetscCall(PetscOptionsBool("-tao_rmsprop_centered", "Normalise by the variance estimate, not the raw second moment", "PetNetTaoRMSpropSetCentered", rms->centered, &rms->centered, NULL));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode TaoOptimView_RMSprop(Tao tao, PetscViewer viewer)
+{
+  Tao_RMSprop *rms = (Tao_RMSprop *)((Tao_Optim *)tao->data)->data;
+
+  PetscFunctionBegin;
+  PetscCall(PetscViewerASCIIPrintf(viewer, "alpha %g, eps %g, momentum %g%s\n", (double)rms->alpha, (double)rms->eps, (double)rms->momentum, rms->centered ? ", centered" : ""));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode TaoOptimDestroy_RMSprop(Tao tao)
+{
+  Tao_Optim *opt = (Tao_Optim *)tao->data;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoRMSpropSetAlpha_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoRMSpropSetEpsilon_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoRMSpropSetMomentum_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoRMSpropSetCentered_C", NULL));
+  PetscCall(PetscFree(opt->data));
+  PetscFunctionReturn(0);
+}
+
+/*MC
+  TAORMSPROP - "rmsprop": RMSprop as torch.optim.RMSprop.
+
+  Options:
++ -tao_rmsprop_lr <1e-2>          - learning rate
+. -tao_rmsprop_alpha <0.99>       - smoothing constant
+. -tao_rmsprop_eps <1e-8>         - added to the square root in the denominator
+. -tao_rmsprop_momentum <0>       - momentum factor
+. -tao_rmsprop_centered           - centered variant
+- -tao_rmsprop_weight_decay <0>   - L2 weight decay added to the gradient
+
+  Level: beginner
+M*/
+PETSC_INTERN PetscErrorCode TaoCreate_RMSprop(Tao tao)
+{
+  Tao_Optim   *opt;
+  Tao_RMSprop *rms;
+
+  PetscFunctionBegin;
+  PetscCall(PetscNew(&opt));
+  PetscCall(PetscNew(&rms));
+  rms->alpha              = 0.99;
+  rms->eps                = 1e-8;
+  opt->data               = rms;
+  opt->ops.setfromoptions = TaoOptimSetFromOptions_RMSprop;
+  opt->ops.view           = TaoOptimView_RMSprop;
+  opt->ops.createstate    = TaoOptimCreateState_RMSprop;
+  opt->ops.update         = TaoOptimUpdate_RMSprop;
+  opt->ops.destroy        = TaoOptimDestroy_RMSprop;
+  tao->data               = opt;
+  PetscCall(TaoCreate_Optim_Private(tao, 1e-2, 0.0));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoRMSpropSetAlpha_C", PetNetTaoRMSpropSetAlpha_RMSprop));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoRMSpropSetEpsilon_C", PetNetTaoRMSpropSetEpsilon_RMSprop));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoRMSpropSetMomentum_C", PetNetTaoRMSpropSetMomentum_RMSprop));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoRMSpropSetCentered_C", PetNetTaoRMSpropSetCentered_RMSprop));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  PetNetTaoRMSpropSetAlpha - smoothing constant of rmsprop's squared-gradient average (-tao_rmsprop_alpha).
+@*/
+PetscErrorCode PetNetTaoRMSpropSetAlpha(Tao tao, PetscReal alpha)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(tao, TAO_CLASSID, 1);
+  PetscValidLogicalCollectiveReal(tao, alpha, 2);
+  PetscTryMethod(tao, "PetNetTaoRMSpropSetAlpha_C", (Tao, PetscReal), (tao, alpha));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  PetNetTaoRMSpropSetEpsilon - eps of rmsprop, added to the square root (-tao_rmsprop_eps).
+@*/
+PetscErrorCode PetNetTaoRMSpropSetEpsilon(Tao tao, PetscReal eps)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(tao, TAO_CLASSID, 1);
+  PetscValidLogicalCollectiveReal(tao, eps, 2);
+  PetscTryMethod(tao, "PetNetTaoRMSpropSetEpsilon_C", (Tao, PetscReal), (tao, eps));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  PetNetTaoRMSpropSetMomentum - momentum factor of rmsprop (-tao_rmsprop_momentum; 0 = none).
+@*/
+PetscErrorCode PetNetTaoRMSpropSetMomentum(Tao tao, PetscReal momentum)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(tao, TAO_CLASSID, 1);
+  PetscValidLogicalCollectiveReal(tao, momentum, 2);
+  PetscTryMethod(tao, "PetNetTaoRMSpropSetMomentum_C", (Tao, PetscReal), (tao, momentum));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  PetNetTaoRMSpropSetCentered - the centered variant of rmsprop (-tao_rmsprop_centered).
+@*/
+PetscErrorCode PetNetTaoRMSpropSetCentered(Tao tao, PetscBool centered)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(tao, TAO_CLASSID, 1);
+  PetscValidLogicalCollectiveBool(tao, centered, 2);
+  PetscTryMethod(tao, "PetNetTaoRMSpropSetCentered_C", (Tao, PetscBool), (tao, centered));
+  PetscFunctionReturn(0);
+}
