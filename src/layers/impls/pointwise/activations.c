@@ -68,7 +68,7 @@ static PetscScalar DGELU(PetscScalar x, PetscScalar y, PetscReal a)
 /* softplus: log(1 + e^x) computed stably, f' = sigmoid(x) */
 static PetscScalar Softplus(PetscScalar x, PetscReal a)
 {
-  return (x > 0 ? x : 0.0) + PetscLogScalar(1.0 + PetscExpScalar(-PetscAbsScalar(x)));
+  return (x > 0 ? x : 0.0) + log1p(PetscExpScalar(-PetscAbsScalar(x)));
 }
 static PetscScalar DSoftplus(PetscScalar x, PetscScalar y, PetscReal a)
 {
