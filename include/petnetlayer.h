@@ -62,3 +62,28 @@ PETSC_EXTERN PetscErrorCode LayerGetJacobianP(Layer, Mat *);
 PETSC_EXTERN PetscErrorCode LayerDenseSetOutputSize(Layer, PetscInt);
 PETSC_EXTERN PetscErrorCode LayerDenseSetInitialization(Layer, LayerInitType, PetscReal);
 PETSC_EXTERN PetscErrorCode LayerLeakyReLUSetSlope(Layer, PetscReal);
+
+/* Convolutional kinds: inputs are (h, w, c) channels-last unless noted */
+#define LAYERCONV2D        "conv2d"        /* conv2d:OUT[:K[:STRIDE[:PAD]]][:dilation=D][:groups=G][:bias=0|1], K as 3 or 3x5 */
+#define LAYERMAXPOOL       "maxpool"       /* maxpool:K[:STRIDE[:PAD]], stride defaults to K */
+#define LAYERAVGPOOL       "avgpool"       /* avgpool:K[:STRIDE[:PAD]], padding counted in the mean (PyTorch's default) */
+#define LAYERGLOBALAVGPOOL "globalavgpool" /* (h, w, c) -> (c) */
+#define LAYERFLATTEN       "flatten"       /* (h, w, c) -> (h*w*c) in channels-last order (PyTorch's flatten of NCHW is (c, h, w)) */
+#define LAYERDROPOUT       "dropout"       /* dropout:P, active in training mode only */
+#define LAYERBATCHNORM     "batchnorm"     /* batchnorm[:MOMENTUM[:EPS]], over the last dimension (channels) */
+
+PETSC_EXTERN PetscErrorCode LayerConv2dSetOutputChannels(Layer, PetscInt);
+PETSC_EXTERN PetscErrorCode LayerConv2dSetKernel(Layer, PetscInt, PetscInt);
+PETSC_EXTERN PetscErrorCode LayerConv2dSetStride(Layer, PetscInt, PetscInt);
+PETSC_EXTERN PetscErrorCode LayerConv2dSetPadding(Layer, PetscInt, PetscInt);
+PETSC_EXTERN PetscErrorCode LayerConv2dSetDilation(Layer, PetscInt, PetscInt);
+PETSC_EXTERN PetscErrorCode LayerConv2dSetGroups(Layer, PetscInt);
+PETSC_EXTERN PetscErrorCode LayerConv2dSetBias(Layer, PetscBool);
+PETSC_EXTERN PetscErrorCode LayerConv2dSetInitialization(Layer, LayerInitType, PetscReal);
+PETSC_EXTERN PetscErrorCode LayerPoolSetKernel(Layer, PetscInt, PetscInt);
+PETSC_EXTERN PetscErrorCode LayerPoolSetStride(Layer, PetscInt, PetscInt);
+PETSC_EXTERN PetscErrorCode LayerPoolSetPadding(Layer, PetscInt, PetscInt);
+PETSC_EXTERN PetscErrorCode LayerDropoutSetProbability(Layer, PetscReal);
+PETSC_EXTERN PetscErrorCode LayerDropoutSetSeed(Layer, PetscInt64);
+PETSC_EXTERN PetscErrorCode LayerBatchNormSetMomentum(Layer, PetscReal);
+PETSC_EXTERN PetscErrorCode LayerBatchNormSetEpsilon(Layer, PetscReal);

@@ -64,7 +64,7 @@ PetscErrorCode LayerBackwardArray(Layer layer, PetscInt n, const PetscScalar *th
 {
   PetscFunctionBegin;
   if (!layer->nparams) dtheta = NULL;
-  if (!dx && !dtheta) PetscFunctionReturn(0);
+  if (!dx && !dtheta && n) PetscFunctionReturn(0); /* a rank with no samples (NULL arrays) still joins collective kernels (batchnorm) */
   PetscCall(PetscLogEventBegin(layer->event[LAYER_PHASE_BACKWARD], layer, 0, 0, 0));
   PetscUseTypeMethod(layer, backward, n, theta, x, y, dy, dx, dtheta);
   PetscCall(PetscLogEventEnd(layer->event[LAYER_PHASE_BACKWARD], layer, 0, 0, 0));
@@ -78,7 +78,7 @@ PetscErrorCode LayerJVPArray(Layer layer, PetscInt n, const PetscScalar *theta, 
 {
   PetscFunctionBegin;
   if (!layer->nparams) dtheta = NULL;
-  if (!dx && !dtheta) {
+  if (!dx && !dtheta && n) { /* a rank with no samples (NULL arrays) still joins collective kernels (batchnorm) */
     PetscCall(PetscArrayzero(dy, n * layer->outsize));
     PetscFunctionReturn(0);
   }

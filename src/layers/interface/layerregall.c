@@ -9,6 +9,13 @@ PETSC_INTERN PetscErrorCode LayerCreate_Tanh(Layer);
 PETSC_INTERN PetscErrorCode LayerCreate_Sigmoid(Layer);
 PETSC_INTERN PetscErrorCode LayerCreate_GELU(Layer);
 PETSC_INTERN PetscErrorCode LayerCreate_Softplus(Layer);
+PETSC_INTERN PetscErrorCode LayerCreate_Conv2d(Layer);
+PETSC_INTERN PetscErrorCode LayerCreate_MaxPool(Layer);
+PETSC_INTERN PetscErrorCode LayerCreate_AvgPool(Layer);
+PETSC_INTERN PetscErrorCode LayerCreate_GlobalAvgPool(Layer);
+PETSC_INTERN PetscErrorCode LayerCreate_Flatten(Layer);
+PETSC_INTERN PetscErrorCode LayerCreate_Dropout(Layer);
+PETSC_INTERN PetscErrorCode LayerCreate_BatchNorm(Layer);
 
 PetscErrorCode LayerRegisterAll(void)
 {
@@ -23,5 +30,12 @@ PetscErrorCode LayerRegisterAll(void)
   PetscCall(LayerRegister(LAYERSIGMOID, LayerCreate_Sigmoid));
   PetscCall(LayerRegister(LAYERGELU, LayerCreate_GELU));
   PetscCall(LayerRegister(LAYERSOFTPLUS, LayerCreate_Softplus));
+  PetscCall(LayerRegister(LAYERCONV2D, LayerCreate_Conv2d));
+  PetscCall(LayerRegister(LAYERMAXPOOL, LayerCreate_MaxPool));
+  PetscCall(LayerRegister(LAYERAVGPOOL, LayerCreate_AvgPool));
+  PetscCall(LayerRegister(LAYERGLOBALAVGPOOL, LayerCreate_GlobalAvgPool));
+  PetscCall(LayerRegister(LAYERFLATTEN, LayerCreate_Flatten));
+  PetscCall(LayerRegister(LAYERDROPOUT, LayerCreate_Dropout));
+  PetscCall(LayerRegister(LAYERBATCHNORM, LayerCreate_BatchNorm));
   PetscFunctionReturn(0);
 }

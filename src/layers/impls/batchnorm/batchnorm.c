@@ -1,0 +1,397 @@
+/*
+  batchnorm: normalisation of each channel (the last dimension) over the batch, as PyTorch's BatchNorm1d/2d.
+
+    x, y    [n][m][C]    m positions per sample: (h, w, c) inputs have m = h w, flat (f) inputs m = 1 and C = f
+    theta   [gamma (C), beta (C)]          ("weight" and "bias"; gamma starts at 1, beta at 0)
+    buffers [running_mean (C), running_var (C)]   (start at 0 and 1)
+
+    y = gamma xhat + beta,  xhat = (x - mu) s,  s = 1 / sqrt(var + eps)
+
+  Training mode: mu and var (biased) are the statistics of the GLOBAL batch, M = N m values per channel, reduced with
+  MPI_Allreduce so that results do not depend on the number of ranks; the running statistics are updated as
+  running = (1 - momentum) running + momentum stat, with the unbiased variance var M / (M - 1) (PyTorch). The update
+  is skipped inside NetTestJacobian(), whose repeated forward passes must not change the model.
+  The Jacobian includes the dependence of mu and var on x (means over the global batch, per channel):
+    jvp       dy = gamma s (dx - mean(dx) - xhat mean(xhat dx)) + dgamma xhat + dbeta
+    backward  dx = gamma s (dy - mean(dy) - xhat mean(xhat dy)),  dgamma += sum dy xhat,  dbeta += sum dy
+  (gamma's and beta's sums are over the local samples: the Net sums the ranks' contributions.)
+  Evaluation mode: mu, var are the running statistics; the layer is affine in x: dx = gamma s dy.
+
+  Training-mode forward, backward and jvp are collective on the layer's communicator.
+*/
+#include <petnet/private/netimpl.h>
+
+typedef struct {
+  PetscReal    momentum, eps;
+  PetscInt     C, m;          /* channels; positions per sample */
+  PetscBool    batchstats;    /* the last forward used batch statistics (training mode) */
+  PetscReal    count;         /* M, the global number of values per channel in the last training forward */
+  PetscScalar *mean, *invstd; /* [C] each: the statistics of the last forward, mu and s */
+  PetscScalar *sums, *coef;   /* [2C+1] reduction buffer; [5C] per-channel terms of the derivatives */
+} Layer_BatchNorm;
+
+static PetscErrorCode LayerSetUp_BatchNorm(Layer layer)
+{
+  Layer_BatchNorm *bn = (Layer_BatchNorm *)layer->data;
+  PetscInt         size;
+
+  PetscFunctionBegin;
+  PetscCall(PetscFree4(bn->mean, bn->invstd, bn->sums, bn->coef));
+  PetscCall(PetscFree(layer->buffers));
+  PetscCall(PetNetShapeSize(&layer->in, &size));
+  bn->C           = layer->in.dim[layer->in.ndim - 1];
+  bn->m           = size / bn->C;
+  layer->nparams  = 2 * bn->C;
+  layer->nbuffers = 2 * bn->C;
+  PetscCall(PetscMalloc4(bn->C, &bn->mean, bn->C, &bn->invstd, 2 * bn->C + 1, &bn->sums, 5 * bn->C, &bn->coef));
+  PetscCall(PetscMalloc1(layer->nbuffers, &layer->buffers));
+  for (PetscInt c = 0; c < bn->C; c++) {
+    layer->buffers[c]         = 0.0;
+    layer->buffers[bn->C + c] = 1.0;
+  }
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerInitialize_BatchNorm(Layer layer, PetscRandom rnd, PetscScalar *theta)
+{
+  Layer_BatchNorm *bn = (Layer_BatchNorm *)layer->data;
+
+  PetscFunctionBegin;
+  for (PetscInt c = 0; c < bn->C; c++) {
+    theta[c]         = 1.0;
+    theta[bn->C + c] = 0.0;
+  }
+  PetscFunctionReturn(0);
+}
+
+/* mean and invstd from the global batch (training) or the running statistics (evaluation) */
+static PetscErrorCode BatchNormStatistics(Layer layer, PetscInt n, const PetscScalar *x)
+{
+  Layer_BatchNorm *bn = (Layer_BatchNorm *)layer->data;
+  const PetscInt   C = bn->C, P = n * bn->m;
+  MPI_Comm         comm = PetscObjectComm((PetscObject)layer);
+  PetscScalar     *sums = bn->sums, *rmean = layer->buffers, *rvar = layer->buffers + C;
+  PetscReal        M;
+
+  PetscFunctionBegin;
+  bn->batchstats = layer->training;
+  if (!bn->batchstats) {
+    for (PetscInt c = 0; c < C; c++) {
+      bn->mean[c]   = rmean[c];
+      bn->invstd[c] = 1.0 / PetscSqrtScalar(rvar[c] + bn->eps);
+    }
+    PetscFunctionReturn(0);
+  }
+  /* two passes (mean, then squared deviations) for accuracy */
+  for (PetscInt c = 0; c <= C; c++) sums[c] = 0.0;
+  for (PetscInt p = 0; p < P; p++)
+    for (PetscInt c = 0; c < C; c++) sums[c] += x[p * C + c];
+  sums[C] = (PetscScalar)P;
+  PetscCall(MPIU_Allreduce(MPI_IN_PLACE, sums, C + 1, MPIU_SCALAR, MPIU_SUM, comm));
+  M = PetscRealPart(sums[C]);
+  PetscCheck(M > 1, comm, PETSC_ERR_ARG_SIZ, "batchnorm in training mode needs more than one value per channel in the batch, but the batch has %g: use a larger batch or NetSetTraining(net, PETSC_FALSE)", (double)M);
+  for (PetscInt c = 0; c < C; c++) bn->mean[c] = sums[c] / M;
+  for (PetscInt c = 0; c < C; c++) sums[c] = 0.0;
+  for (PetscInt p = 0; p < P; p++)
+    for (PetscInt c = 0; c < C; c++) {
+      PetscScalar d = x[p * C + c] - bn->mean[c];
+
+      sums[c] += d * d;
+    }
+  PetscCall(MPIU_Allreduce(MPI_IN_PLACE, sums, C, MPIU_SCALAR, MPIU_SUM, comm));
+  for (PetscInt c = 0; c < C; c++) bn->invstd[c] = 1.0 / PetscSqrtScalar(sums[c] / M + bn->eps);
+  bn->count = M;
+  if (!(layer->net && layer->net->intest)) {
+    for (PetscInt c = 0; c < C; c++) {
+      rmean[c] = (1.0 - bn->momentum) * rmean[c] + bn->momentum * bn->mean[c];
+      rvar[c]  = (1.0 - bn->momentum) * rvar[c] + bn->momentum * sums[c] / (M - 1.0);
+    }
+  }
+  PetscCall(PetscLogFlops(4.0 * P * C + 8.0 * C));
+  PetscFunctionReturn(0);
+}
+
+/* y = gamma (x - mu) s + beta */
+static PetscErrorCode LayerForward_BatchNorm(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
+{
+  Layer_BatchNorm   *bn = (Layer_BatchNorm *)layer->data;
+  const PetscInt     C = bn->C, P = n * bn->m;
+  const PetscScalar *gamma = theta, *beta = theta + C;
+
+  PetscFunctionBegin;
+  PetscCall(BatchNormStatistics(layer, n, x));
+  for (PetscInt p = 0; p < P; p++)
+    for (PetscInt c = 0; c < C; c++) y[p * C + c] = gamma[c] * (x[p * C + c] - bn->mean[c]) * bn->invstd[c] + beta[c];
+  PetscCall(PetscLogFlops(4.0 * P * C));
+  PetscFunctionReturn(0);
+}
+
+/*
+  Per channel, over the local values of v: sums[c] = sum v, sums[C + c] = sum v xhat (the parameter gradient of a
+  cotangent v). Then with batch statistics, means[] = the same sums over the global batch divided by M, which enter the
+  Jacobian through mu and var (zero otherwise). Reduces in training mode even when v is NULL (zeros) so that every
+  rank takes part in the collective.
+*/
+static PetscErrorCode BatchNormSums(Layer layer, PetscInt n, const PetscScalar *x, const PetscScalar *v, PetscScalar *means)
+{
+  Layer_BatchNorm *bn = (Layer_BatchNorm *)layer->data;
+  const PetscInt   C = bn->C, P = n * bn->m;
+  PetscScalar     *sums = bn->sums;
+
+  PetscFunctionBegin;
+  for (PetscInt c = 0; c < 2 * C; c++) sums[c] = 0.0;
+  if (v) {
+    for (PetscInt p = 0; p < P; p++)
+      for (PetscInt c = 0; c < C; c++) {
+        sums[c] += v[p * C + c];
+        sums[C + c] += v[p * C + c] * (x[p * C + c] - bn->mean[c]) * bn->invstd[c];
+      }
+    PetscCall(PetscLogFlops(5.0 * P * C));
+  }
+  for (PetscInt c = 0; c < 2 * C; c++) means[c] = 0.0;
+  if (bn->batchstats) {
+    PetscCall(MPIU_Allreduce(sums, means, 2 * C, MPIU_SCALAR, MPIU_SUM, PetscObjectComm((PetscObject)layer)));
+    for (PetscInt c = 0; c < 2 * C; c++) means[c] /= bn->count;
+  }
+  PetscFunctionReturn(0);
+}
+
+/*
+  out = A v + B xhat + D per channel, xhat = (x - mu) s: the shape of both the backward and the jvp
+  (v may be NULL: A is then ignored)
+*/
+static void BatchNormAffine(const Layer_BatchNorm *bn, PetscInt P, const PetscScalar *x, const PetscScalar *v, const PetscScalar *A, const PetscScalar *B, const PetscScalar *D, PetscScalar *out)
+{
+  const PetscInt C = bn->C;
+
+  if (v) {
+    for (PetscInt p = 0; p < P; p++)
+      for (PetscInt c = 0; c < C; c++) out[p * C + c] = A[c] * v[p * C + c] + B[c] * (x[p * C + c] - bn->mean[c]) * bn->invstd[c] + D[c];
+  } else {
+    for (PetscInt p = 0; p < P; p++)
+      for (PetscInt c = 0; c < C; c++) out[p * C + c] = B[c] * (x[p * C + c] - bn->mean[c]) * bn->invstd[c] + D[c];
+  }
+}
+
+/* dx = gamma s (dy - mean(dy) - xhat mean(xhat dy)) (the means only with batch statistics); dgamma += sum dy xhat, dbeta += sum dy */
+static PetscErrorCode LayerBackward_BatchNorm(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)
+{
+  Layer_BatchNorm   *bn = (Layer_BatchNorm *)layer->data;
+  const PetscInt     C = bn->C, P = n * bn->m;
+  const PetscScalar *gamma = theta;
+  PetscScalar       *means = bn->coef, *A = bn->coef + 2 * C, *B = bn->coef + 3 * C, *D = bn->coef + 4 * C;
+
+  PetscFunctionBegin;
+  PetscCall(BatchNormSums(layer, n, x, dy, means));
+  if (dtheta) {
+    for (PetscInt c = 0; c < C; c++) {
+      dtheta[c] += bn->sums[C + c];
+      dtheta[C + c] += bn->sums[c];
+    }
+  }
+  if (dx) {
+    for (PetscInt c = 0; c < C; c++) {
+      A[c] = gamma[c] * bn->invstd[c];
+      B[c] = -A[c] * means[C + c];
+      D[c] = -A[c] * means[c];
+    }
+    BatchNormAffine(bn, P, x, dy, A, B, D, dx);
+    PetscCall(PetscLogFlops(6.0 * P * C));
+  }
+  PetscFunctionReturn(0);
+}
+
+/* dy = gamma s (dx - mean(dx) - xhat mean(xhat dx)) + dgamma xhat + dbeta */
+static PetscErrorCode LayerJVP_BatchNorm(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dx, const PetscScalar *dtheta, PetscScalar *dy)
+{
+  Layer_BatchNorm   *bn = (Layer_BatchNorm *)layer->data;
+  const PetscInt     C = bn->C, P = n * bn->m;
+  const PetscScalar *gamma = theta;
+  PetscScalar       *means = bn->coef, *A = bn->coef + 2 * C, *B = bn->coef + 3 * C, *D = bn->coef + 4 * C;
+
+  PetscFunctionBegin;
+  PetscCall(BatchNormSums(layer, n, x, dx, means));
+  for (PetscInt c = 0; c < C; c++) {
+    A[c] = gamma[c] * bn->invstd[c];
+    B[c] = (dtheta ? dtheta[c] : 0.0) - (dx ? A[c] * means[C + c] : 0.0);
+    D[c] = (dtheta ? dtheta[C + c] : 0.0) - (dx ? A[c] * means[c] : 0.0);
+  }
+  BatchNormAffine(bn, P, x, dx, A, B, D, dy);
+  PetscCall(PetscLogFlops(6.0 * P * C));
+  PetscFunctionReturn(0);
+}
+
+/* PyTorch BatchNorm: weight, bias [C]; buffers running_mean, running_var [C] (num_batches_tracked is not kept) */
+static PetscErrorCode LayerTensors_BatchNorm(Layer layer, PetscInt *n, LayerTensorInfo info[])
+{
+  Layer_BatchNorm *bn      = (Layer_BatchNorm *)layer->data;
+  const char      *name[4] = {"weight", "bias", "running_mean", "running_var"};
+
+  PetscFunctionBegin;
+  PetscCall(PetscMemzero(info, 4 * sizeof(info[0])));
+  for (PetscInt t = 0; t < 4; t++) {
+    PetscCall(PetscStrcpy(info[t].name, name[t]));
+    info[t].buffer  = (PetscBool)(t >= 2);
+    info[t].offset  = (t % 2) * bn->C;
+    info[t].size    = bn->C;
+    info[t].ndim    = 1;
+    info[t].dims[0] = bn->C;
+  }
+  *n = 4;
+  PetscFunctionReturn(0);
+}
+
+/* [MOMENTUM[:EPS]] */
+static PetscErrorCode LayerSetArguments_BatchNorm(Layer layer, const char args[])
+{
+  char  *end;
+  double momentum = strtod(args, &end), eps;
+
+  PetscFunctionBegin;
+  PetscCheck(end != args && (!*end || *end == ':'), PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "batchnorm takes [MOMENTUM[:EPS]] (e.g. batchnorm:0.1:1e-5), not \"%s\"", args);
+  PetscCall(LayerBatchNormSetMomentum(layer, (PetscReal)momentum));
+  if (*end == ':') {
+    const char *second = end + 1;
+
+    eps = strtod(second, &end);
+    PetscCheck(end != second && !*end, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "batchnorm takes [MOMENTUM[:EPS]] (e.g. batchnorm:0.1:1e-5), not \"%s\"", args);
+    PetscCall(LayerBatchNormSetEpsilon(layer, (PetscReal)eps));
+  }
+  PetscFunctionReturn(0);
+}
+
+/* %g when it reads back exactly, else all the digits */
+static PetscErrorCode BatchNormFormat(PetscReal v, size_t len, char str[])
+{
+  PetscFunctionBegin;
+  PetscCall(PetscSNPrintf(str, len, "%g", (double)v));
+  if (strtod(str, NULL) != (double)v) PetscCall(PetscSNPrintf(str, len, "%.17g", (double)v));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerGetArguments_BatchNorm(Layer layer, size_t len, char args[])
+{
+  Layer_BatchNorm *bn = (Layer_BatchNorm *)layer->data;
+
+  PetscFunctionBegin;
+  if (bn->momentum == 0.1 && bn->eps == 1e-5)
+    args[0] = 0;
+  else {
+    char m[32], e[32];
+
+    PetscCall(BatchNormFormat(bn->momentum, sizeof(m), m));
+    PetscCall(BatchNormFormat(bn->eps, sizeof(e), e));
+    PetscCall(PetscSNPrintf(args, len, "%s:%s", m, e));
+  }
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerSetFromOptions_BatchNorm(Layer layer, PetscOptionItems *PetscOptionsObject)
+{
+  Layer_BatchNorm *bn       = (Layer_BatchNorm *)layer->data;
+  PetscReal        momentum = bn->momentum, eps = bn->eps;
+  PetscBool        set;
+
+  PetscFunctionBegin;
+  PetscOptionsHeadBegin(PetscOptionsObject, "Batch normalisation layer options");
+  PetscCall(PetscOptionsReal("-batchnorm_momentum", "Weight of the batch statistics in the running statistics", "LayerBatchNormSetMomentum", momentum, &momentum, &set));
+  if (set) PetscCall(LayerBatchNormSetMomentum(layer, momentum));
+  PetscCall(PetscOptionsReal("-batchnorm_eps", "Added to the variance before the square root", "LayerBatchNormSetEpsilon", eps, &eps, &set));
+  if (set) PetscCall(LayerBatchNormSetEpsilon(layer, eps));
+  PetscOptionsHeadEnd();
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerView_BatchNorm(Layer layer, PetscViewer viewer)
+{
+  Layer_BatchNorm *bn = (Layer_BatchNorm *)layer->data;
+
+  PetscFunctionBegin;
+  PetscCall(PetscViewerASCIIPrintf(viewer, "momentum %g, eps %g, %s statistics\n", (double)bn->momentum, (double)bn->eps, layer->training ? "batch (training mode)" : "running (evaluation mode)"));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerReset_BatchNorm(Layer layer)
+{
+  Layer_BatchNorm *bn = (Layer_BatchNorm *)layer->data;
+
+  PetscFunctionBegin;
+  PetscCall(PetscFree4(bn->mean, bn->invstd, bn->sums, bn->coef));
+  PetscCall(PetscFree(layer->buffers));
+  layer->nbuffers = 0;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerDestroy_BatchNorm(Layer layer)
+{
+  PetscFunctionBegin;
+  PetscCall(LayerReset_BatchNorm(layer));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerBatchNormSetMomentum_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerBatchNormSetEpsilon_C", NULL));
+  PetscCall(PetscFree(layer->data));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerBatchNormSetMomentum_BatchNorm(Layer layer, PetscReal momentum)
+{
+  PetscFunctionBegin;
+  PetscCheck(momentum >= 0 && momentum <= 1, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "batchnorm momentum must be in [0, 1], not %g", (double)momentum);
+  ((Layer_BatchNorm *)layer->data)->momentum = momentum;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerBatchNormSetEpsilon_BatchNorm(Layer layer, PetscReal eps)
+{
+  PetscFunctionBegin;
+  PetscCheck(eps >= 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "batchnorm eps must be non-negative, not %g", (double)eps);
+  ((Layer_BatchNorm *)layer->data)->eps = eps;
+  PetscFunctionReturn(0);
+}
+
+/*@
+  LayerBatchNormSetMomentum - the weight of each batch in the running statistics (default 0.1, as PyTorch).
+@*/
+PetscErrorCode LayerBatchNormSetMomentum(Layer layer, PetscReal momentum)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(layer, LAYER_CLASSID, 1);
+  PetscTryMethod(layer, "LayerBatchNormSetMomentum_C", (Layer, PetscReal), (layer, momentum));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  LayerBatchNormSetEpsilon - added to the variance before its square root (default 1e-5, as PyTorch).
+@*/
+PetscErrorCode LayerBatchNormSetEpsilon(Layer layer, PetscReal eps)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(layer, LAYER_CLASSID, 1);
+  PetscTryMethod(layer, "LayerBatchNormSetEpsilon_C", (Layer, PetscReal), (layer, eps));
+  PetscFunctionReturn(0);
+}
+
+PETSC_INTERN PetscErrorCode LayerCreate_BatchNorm(Layer layer)
+{
+  Layer_BatchNorm *bn;
+
+  PetscFunctionBegin;
+  PetscCall(PetscNew(&bn));
+  bn->momentum               = 0.1;
+  bn->eps                    = 1e-5;
+  layer->data                = bn;
+  layer->ops->setup          = LayerSetUp_BatchNorm;
+  layer->ops->initialize     = LayerInitialize_BatchNorm;
+  layer->ops->forward        = LayerForward_BatchNorm;
+  layer->ops->backward       = LayerBackward_BatchNorm;
+  layer->ops->jvp            = LayerJVP_BatchNorm;
+  layer->ops->tensors        = LayerTensors_BatchNorm;
+  layer->ops->setarguments   = LayerSetArguments_BatchNorm;
+  layer->ops->getarguments   = LayerGetArguments_BatchNorm;
+  layer->ops->setfromoptions = LayerSetFromOptions_BatchNorm;
+  layer->ops->view           = LayerView_BatchNorm;
+  layer->ops->reset          = LayerReset_BatchNorm;
+  layer->ops->destroy        = LayerDestroy_BatchNorm;
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerBatchNormSetMomentum_C", LayerBatchNormSetMomentum_BatchNorm));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerBatchNormSetEpsilon_C", LayerBatchNormSetEpsilon_BatchNorm));
+  PetscFunctionReturn(0);
+}

@@ -1,0 +1,456 @@
+/* conv2d: settings, shapes, initialisation, PyTorch tensor names (the kernels are in conv2dkernels.c). */
+#include "conv2d.h"
+
+static PetscErrorCode LayerSetUp_Conv2d(Layer layer)
+{
+  Layer_Conv2d *conv = (Layer_Conv2d *)layer->data;
+  LayerWindow  *win  = &conv->win;
+  MPI_Comm      comm = PetscObjectComm((PetscObject)layer);
+
+  PetscFunctionBegin;
+  if (conv->nout <= 0) {
+    const char *prefix;
+
+    PetscCall(PetscObjectGetOptionsPrefix((PetscObject)layer, &prefix));
+    SETERRQ(comm, PETSC_ERR_ARG_WRONG, "conv2d layer %" PetscInt_FMT " has no number of output channels: write conv2d:OUT in -net_layers (e.g. conv2d:32), or give -%sconv2d_outputs OUT, or call LayerConv2dSetOutputChannels()", layer->index,
+            prefix ? prefix : "");
+  }
+  PetscCall(LayerWindowSetUp(layer, win));
+  PetscCall(LayerResetWorkspace_Conv2d(layer));
+  conv->cin = layer->in.dim[2];
+  PetscCheck(conv->cin % conv->groups == 0 && conv->nout % conv->groups == 0, comm, PETSC_ERR_ARG_INCOMP, "conv2d groups (%" PetscInt_FMT ") must divide the input channels (%" PetscInt_FMT ") and the output channels (%" PetscInt_FMT ")",
+             conv->groups, conv->cin, conv->nout);
+  conv->cg          = conv->cin / conv->groups;
+  conv->cog         = conv->nout / conv->groups;
+  conv->kg          = win->k[0] * win->k[1] * conv->cg;
+  conv->ktot        = conv->groups * conv->kg;
+  conv->pixels      = win->out[0] * win->out[1];
+  conv->pointwise   = (PetscBool)(win->k[0] == 1 && win->k[1] == 1 && win->step[0] == 1 && win->step[1] == 1 && win->pad[0] == 0 && win->pad[1] == 0);
+  layer->out.ndim   = 3;
+  layer->out.dim[0] = win->out[0];
+  layer->out.dim[1] = win->out[1];
+  layer->out.dim[2] = conv->nout;
+  layer->nparams    = conv->nout * conv->kg + (conv->bias ? conv->nout : 0);
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerReset_Conv2d(Layer layer)
+{
+  Layer_Conv2d *conv = (Layer_Conv2d *)layer->data;
+
+  PetscFunctionBegin;
+  PetscCall(LayerResetWorkspace_Conv2d(layer));
+  PetscCall(LayerWindowReset(&conv->win));
+  PetscFunctionReturn(0);
+}
+
+/* Weights as PyTorch's kaiming_normal_ / xavier_uniform_ with fan_in = Cg KH KW, fan_out = Cout KH KW; bias zero */
+static PetscErrorCode LayerInitialize_Conv2d(Layer layer, PetscRandom rnd, PetscScalar *theta)
+{
+  Layer_Conv2d *conv   = (Layer_Conv2d *)layer->data;
+  PetscInt      nw     = conv->nout * conv->kg;
+  PetscReal     fanin  = (PetscReal)conv->kg;
+  PetscReal     fanout = (PetscReal)conv->nout * conv->win.k[0] * conv->win.k[1];
+
+  PetscFunctionBegin;
+  switch (conv->init) {
+  case LAYER_INIT_KAIMING:
+  case LAYER_INIT_NORMAL: {
+    PetscReal std = conv->init == LAYER_INIT_KAIMING ? PetscSqrtReal(2.0 / fanin) : conv->initstd;
+
+    for (PetscInt i = 0; i < nw; i += 2) { /* Box-Muller on uniform [0,1) draws */
+      PetscReal u1, u2, r;
+
+      PetscCall(PetscRandomGetValueReal(rnd, &u1));
+      PetscCall(PetscRandomGetValueReal(rnd, &u2));
+      r        = PetscSqrtReal(-2.0 * PetscLogReal(1.0 - u1));
+      theta[i] = std * r * PetscCosReal(2.0 * PETSC_PI * u2);
+      if (i + 1 < nw) theta[i + 1] = std * r * PetscSinReal(2.0 * PETSC_PI * u2);
+    }
+  } break;
+  case LAYER_INIT_XAVIER: {
+    PetscReal a = PetscSqrtReal(6.0 / (fanin + fanout));
+
+    for (PetscInt i = 0; i < nw; i++) {
+      PetscReal u;
+
+      PetscCall(PetscRandomGetValueReal(rnd, &u));
+      theta[i] = a * (2.0 * u - 1.0);
+    }
+  } break;
+  case LAYER_INIT_ZEROS:
+    PetscCall(PetscArrayzero(theta, nw));
+    break;
+  }
+  if (conv->bias) PetscCall(PetscArrayzero(theta + nw, conv->nout));
+  PetscFunctionReturn(0);
+}
+
+/*
+  PyTorch Conv2d: weight [Cout][Cg][KH][KW], bias [Cout]. The shape reported is PyTorch's; the data is stored
+  [Cout][KH][KW][Cg], so torch_weight = ours.reshape(Cout, KH, KW, Cg).permute(0, 3, 1, 2)
+  (share/reference/conv_reference.py does this).
+*/
+static PetscErrorCode LayerTensors_Conv2d(Layer layer, PetscInt *n, LayerTensorInfo info[])
+{
+  Layer_Conv2d *conv = (Layer_Conv2d *)layer->data;
+
+  PetscFunctionBegin;
+  PetscCall(PetscMemzero(info, 2 * sizeof(info[0])));
+  PetscCall(PetscStrcpy(info[0].name, "weight"));
+  info[0].size    = conv->nout * conv->kg;
+  info[0].ndim    = 4;
+  info[0].dims[0] = conv->nout;
+  info[0].dims[1] = conv->cg;
+  info[0].dims[2] = conv->win.k[0];
+  info[0].dims[3] = conv->win.k[1];
+  *n              = 1;
+  if (conv->bias) {
+    PetscCall(PetscStrcpy(info[1].name, "bias"));
+    info[1].offset  = conv->nout * conv->kg;
+    info[1].size    = conv->nout;
+    info[1].ndim    = 1;
+    info[1].dims[0] = conv->nout;
+    *n              = 2;
+  }
+  PetscFunctionReturn(0);
+}
+
+/* OUT[:K[:STRIDE[:PAD]]] then any of dilation=D, groups=G, bias=0|1; K, STRIDE, PAD, D as 3 or 3x5 */
+static PetscErrorCode LayerSetArguments_Conv2d(Layer layer, const char args[])
+{
+  MPI_Comm comm = PetscObjectComm((PetscObject)layer);
+  char     copy[256], *field, *saveptr = NULL;
+  PetscInt npositional = 0, pair[2];
+
+  PetscFunctionBegin;
+  PetscCall(PetscStrncpy(copy, args, sizeof(copy)));
+  for (field = strtok_r(copy, ":", &saveptr); field; field = strtok_r(NULL, ":", &saveptr)) {
+    char *value = strchr(field, '=');
+
+    if (value) {
+      char     *end;
+      long      v;
+      PetscBool isdil, isgroups, isbias;
+
+      *value++ = 0;
+      PetscCall(PetscStrcmp(field, "dilation", &isdil));
+      PetscCall(PetscStrcmp(field, "groups", &isgroups));
+      PetscCall(PetscStrcmp(field, "bias", &isbias));
+      PetscCheck(isdil || isgroups || isbias, comm, PETSC_ERR_ARG_WRONG, "conv2d: unknown setting \"%s\" in \"%s\"; the named settings are dilation=, groups= and bias=", field, args);
+      if (isdil) {
+        PetscCall(LayerWindowParsePair(comm, "The conv2d dilation", value, pair));
+        PetscCall(LayerConv2dSetDilation(layer, pair[0], pair[1]));
+        continue;
+      }
+      v = strtol(value, &end, 10);
+      PetscCheck(end != value && !*end, comm, PETSC_ERR_ARG_WRONG, "conv2d: %s= takes an integer, not \"%s\"", field, value);
+      if (isgroups)
+        PetscCall(LayerConv2dSetGroups(layer, (PetscInt)v));
+      else
+        PetscCall(LayerConv2dSetBias(layer, v ? PETSC_TRUE : PETSC_FALSE));
+      continue;
+    }
+    PetscCheck(npositional < 4, comm, PETSC_ERR_ARG_WRONG, "conv2d takes at most OUT:K:STRIDE:PAD before the named settings (e.g. conv2d:32:3:1:1:groups=2), not \"%s\"", args);
+    if (npositional == 0) {
+      char *end;
+      long  nout = strtol(field, &end, 10);
+
+      PetscCheck(end != field && !*end && nout > 0, comm, PETSC_ERR_ARG_WRONG, "conv2d: the number of output channels must be a positive integer (e.g. conv2d:32), not \"%s\"", field);
+      PetscCall(LayerConv2dSetOutputChannels(layer, (PetscInt)nout));
+    } else {
+      PetscCall(LayerWindowParsePair(comm, npositional == 1 ? "The conv2d kernel" : npositional == 2 ? "The conv2d stride" : "The conv2d padding", field, pair));
+      if (npositional == 1)
+        PetscCall(LayerConv2dSetKernel(layer, pair[0], pair[1]));
+      else if (npositional == 2)
+        PetscCall(LayerConv2dSetStride(layer, pair[0], pair[1]));
+      else
+        PetscCall(LayerConv2dSetPadding(layer, pair[0], pair[1]));
+    }
+    npositional++;
+  }
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerGetArguments_Conv2d(Layer layer, size_t len, char args[])
+{
+  Layer_Conv2d *conv = (Layer_Conv2d *)layer->data;
+  char          k[32], s[32], p[32], d[32];
+  size_t        used;
+
+  PetscFunctionBegin;
+  PetscCall(LayerWindowPairToString(conv->win.k, sizeof(k), k));
+  PetscCall(LayerWindowPairToString(conv->win.stride, sizeof(s), s));
+  PetscCall(LayerWindowPairToString(conv->win.pad, sizeof(p), p));
+  PetscCall(LayerWindowPairToString(conv->win.dilation, sizeof(d), d));
+  PetscCall(PetscSNPrintf(args, len, "%" PetscInt_FMT ":%s:%s:%s", conv->nout, k, s, p));
+  PetscCall(PetscStrlen(args, &used));
+  if (conv->win.dilation[0] != 1 || conv->win.dilation[1] != 1) {
+    PetscCall(PetscSNPrintf(args + used, len - used, ":dilation=%s", d));
+    PetscCall(PetscStrlen(args, &used));
+  }
+  if (conv->groups != 1) {
+    PetscCall(PetscSNPrintf(args + used, len - used, ":groups=%" PetscInt_FMT, conv->groups));
+    PetscCall(PetscStrlen(args, &used));
+  }
+  if (!conv->bias) PetscCall(PetscSNPrintf(args + used, len - used, ":bias=0"));
+  PetscFunctionReturn(0);
+}
+
+/* -conv2d_<name> "A" or "AxB" */
+static PetscErrorCode Conv2dOptionsPair(Layer layer, PetscOptionItems *PetscOptionsObject, const char opt[], const char text[], const char man[], PetscInt pair[2], PetscBool *set)
+{
+  char value[64];
+
+  PetscFunctionBegin;
+  PetscCall(LayerWindowPairToString(pair, sizeof(value), value));
+  PetscCall(PetscOptionsString(opt, text, man, value, value, sizeof(value), set));
+  if (*set) PetscCall(LayerWindowParsePair(PetscObjectComm((PetscObject)layer), opt, value, pair));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerSetFromOptions_Conv2d(Layer layer, PetscOptionItems *PetscOptionsObject)
+{
+  Layer_Conv2d *conv = (Layer_Conv2d *)layer->data;
+  PetscInt      nout = conv->nout, groups = conv->groups, pair[2];
+  PetscBool     bias = conv->bias, set;
+
+  PetscFunctionBegin;
+  PetscOptionsHeadBegin(PetscOptionsObject, "2-D convolution layer options");
+  PetscCall(PetscOptionsInt("-conv2d_outputs", "Number of output channels", "LayerConv2dSetOutputChannels", nout, &nout, &set));
+  if (set) PetscCall(LayerConv2dSetOutputChannels(layer, nout));
+  PetscCall(PetscArraycpy(pair, conv->win.k, 2));
+  PetscCall(Conv2dOptionsPair(layer, PetscOptionsObject, "-conv2d_kernel", "Kernel size, K or KHxKW", "LayerConv2dSetKernel", pair, &set));
+  if (set) PetscCall(LayerConv2dSetKernel(layer, pair[0], pair[1]));
+  PetscCall(PetscArraycpy(pair, conv->win.stride, 2));
+  PetscCall(Conv2dOptionsPair(layer, PetscOptionsObject, "-conv2d_stride", "Stride, S or SHxSW", "LayerConv2dSetStride", pair, &set));
+  if (set) PetscCall(LayerConv2dSetStride(layer, pair[0], pair[1]));
+  PetscCall(PetscArraycpy(pair, conv->win.pad, 2));
+  PetscCall(Conv2dOptionsPair(layer, PetscOptionsObject, "-conv2d_padding", "Zero padding, P or PHxPW", "LayerConv2dSetPadding", pair, &set));
+  if (set) PetscCall(LayerConv2dSetPadding(layer, pair[0], pair[1]));
+  PetscCall(PetscArraycpy(pair, conv->win.dilation, 2));
+  PetscCall(Conv2dOptionsPair(layer, PetscOptionsObject, "-conv2d_dilation", "Dilation, D or DHxDW", "LayerConv2dSetDilation", pair, &set));
+  if (set) PetscCall(LayerConv2dSetDilation(layer, pair[0], pair[1]));
+  PetscCall(PetscOptionsInt("-conv2d_groups", "Number of groups (divides the input and output channels)", "LayerConv2dSetGroups", groups, &groups, &set));
+  if (set) PetscCall(LayerConv2dSetGroups(layer, groups));
+  PetscCall(PetscOptionsBool("-conv2d_bias", "Add a bias per output channel", "LayerConv2dSetBias", bias, &bias, &set));
+  if (set) PetscCall(LayerConv2dSetBias(layer, bias));
+  PetscCall(PetscOptionsEnum("-conv2d_init", "Weight initialisation", "LayerConv2dSetInitialization", LayerInitTypes, (PetscEnum)conv->init, (PetscEnum *)&conv->init, NULL));
+  PetscCall(PetscOptionsReal("-conv2d_init_std", "Standard deviation for -conv2d_init normal", "LayerConv2dSetInitialization", conv->initstd, &conv->initstd, NULL));
+  PetscCheck(conv->initstd >= 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "-conv2d_init_std must be non-negative, not %g", (double)conv->initstd);
+  PetscCall(PetscOptionsReal("-conv2d_max_workspace", "Largest im2col buffer in MB; bigger batches are processed in chunks of samples", "", conv->maxworkspace, &conv->maxworkspace, &set));
+  PetscCheck(conv->maxworkspace > 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "-conv2d_max_workspace must be positive, not %g", (double)conv->maxworkspace);
+  if (set) PetscCall(LayerResetWorkspace_Conv2d(layer));
+  PetscOptionsHeadEnd();
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerView_Conv2d(Layer layer, PetscViewer viewer)
+{
+  Layer_Conv2d      *conv    = (Layer_Conv2d *)layer->data;
+  const LayerWindow *w       = &conv->win;
+  char               std[64] = "";
+
+  PetscFunctionBegin;
+  PetscCall(PetscViewerASCIIPrintf(viewer,
+                                   "outputs %" PetscInt_FMT ", kernel %" PetscInt_FMT "x%" PetscInt_FMT ", stride %" PetscInt_FMT "x%" PetscInt_FMT ", padding %" PetscInt_FMT "x%" PetscInt_FMT ", dilation %" PetscInt_FMT "x%" PetscInt_FMT
+                                   ", groups %" PetscInt_FMT ", %s\n",
+                                   conv->nout, w->k[0], w->k[1], w->stride[0], w->stride[1], w->pad[0], w->pad[1], w->dilation[0], w->dilation[1], conv->groups, conv->bias ? "bias" : "no bias"));
+  if (conv->init == LAYER_INIT_NORMAL) PetscCall(PetscSNPrintf(std, sizeof(std), " (std %g)", (double)conv->initstd));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "initialisation %s%s, im2col %s\n", LayerInitTypes[conv->init], std, layer->setupcalled && conv->pointwise ? "none (1x1)" : "over the whole local batch"));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerDestroy_Conv2d(Layer layer)
+{
+  PetscFunctionBegin;
+  PetscCall(LayerReset_Conv2d(layer));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv2dSetOutputChannels_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv2dSetWindow_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv2dSetGroups_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv2dSetBias_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv2dSetInitialization_C", NULL));
+  PetscCall(PetscFree(layer->data));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerConv2dSetOutputChannels_Conv2d(Layer layer, PetscInt nout)
+{
+  Layer_Conv2d *conv = (Layer_Conv2d *)layer->data;
+
+  PetscFunctionBegin;
+  PetscCheck(nout > 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "conv2d output channels must be positive, not %" PetscInt_FMT, nout);
+  if (layer->setupcalled && nout != conv->nout) PetscCall(LayerReset(layer));
+  conv->nout = nout;
+  PetscFunctionReturn(0);
+}
+
+/* which: 0 kernel, 1 stride, 2 padding, 3 dilation */
+static PetscErrorCode LayerConv2dSetWindow_Conv2d(Layer layer, PetscInt which, PetscInt a, PetscInt b)
+{
+  Layer_Conv2d *conv   = (Layer_Conv2d *)layer->data;
+  PetscInt     *pair   = which == 0 ? conv->win.k : which == 1 ? conv->win.stride : which == 2 ? conv->win.pad : conv->win.dilation;
+  const char   *name[] = {"kernel", "stride", "padding", "dilation"};
+
+  PetscFunctionBegin;
+  PetscCheck(which == 2 ? (a >= 0 && b >= 0) : (a > 0 && b > 0), PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "conv2d %s must be %s, not %" PetscInt_FMT "x%" PetscInt_FMT, name[which], which == 2 ? "non-negative" : "positive", a,
+             b);
+  if (layer->setupcalled && (a != pair[0] || b != pair[1])) PetscCall(LayerReset(layer));
+  pair[0] = a;
+  pair[1] = b;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerConv2dSetGroups_Conv2d(Layer layer, PetscInt groups)
+{
+  Layer_Conv2d *conv = (Layer_Conv2d *)layer->data;
+
+  PetscFunctionBegin;
+  PetscCheck(groups > 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "conv2d groups must be positive, not %" PetscInt_FMT, groups);
+  if (layer->setupcalled && groups != conv->groups) PetscCall(LayerReset(layer));
+  conv->groups = groups;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerConv2dSetBias_Conv2d(Layer layer, PetscBool bias)
+{
+  Layer_Conv2d *conv = (Layer_Conv2d *)layer->data;
+
+  PetscFunctionBegin;
+  if (layer->setupcalled && bias != conv->bias) PetscCall(LayerReset(layer));
+  conv->bias = bias;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerConv2dSetInitialization_Conv2d(Layer layer, LayerInitType init, PetscReal std)
+{
+  Layer_Conv2d *conv = (Layer_Conv2d *)layer->data;
+
+  PetscFunctionBegin;
+  conv->init    = init;
+  conv->initstd = std;
+  PetscFunctionReturn(0);
+}
+
+/*@
+  LayerConv2dSetOutputChannels - the number of output channels of a conv2d layer.
+@*/
+PetscErrorCode LayerConv2dSetOutputChannels(Layer layer, PetscInt nout)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(layer, LAYER_CLASSID, 1);
+  PetscTryMethod(layer, "LayerConv2dSetOutputChannels_C", (Layer, PetscInt), (layer, nout));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  LayerConv2dSetKernel - the kernel size kh x kw of a conv2d layer (default 3x3).
+@*/
+PetscErrorCode LayerConv2dSetKernel(Layer layer, PetscInt kh, PetscInt kw)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(layer, LAYER_CLASSID, 1);
+  PetscTryMethod(layer, "LayerConv2dSetWindow_C", (Layer, PetscInt, PetscInt, PetscInt), (layer, 0, kh, kw));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  LayerConv2dSetStride - the stride of a conv2d layer (default 1x1).
+@*/
+PetscErrorCode LayerConv2dSetStride(Layer layer, PetscInt sh, PetscInt sw)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(layer, LAYER_CLASSID, 1);
+  PetscTryMethod(layer, "LayerConv2dSetWindow_C", (Layer, PetscInt, PetscInt, PetscInt), (layer, 1, sh, sw));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  LayerConv2dSetPadding - the zero padding on each side of a conv2d layer's input (default 0).
+@*/
+PetscErrorCode LayerConv2dSetPadding(Layer layer, PetscInt ph, PetscInt pw)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(layer, LAYER_CLASSID, 1);
+  PetscTryMethod(layer, "LayerConv2dSetWindow_C", (Layer, PetscInt, PetscInt, PetscInt), (layer, 2, ph, pw));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  LayerConv2dSetDilation - the spacing of the kernel taps of a conv2d layer (default 1).
+@*/
+PetscErrorCode LayerConv2dSetDilation(Layer layer, PetscInt dh, PetscInt dw)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(layer, LAYER_CLASSID, 1);
+  PetscTryMethod(layer, "LayerConv2dSetWindow_C", (Layer, PetscInt, PetscInt, PetscInt), (layer, 3, dh, dw));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  LayerConv2dSetGroups - grouped convolution: channels split in groups convolved separately (default 1).
+@*/
+PetscErrorCode LayerConv2dSetGroups(Layer layer, PetscInt groups)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(layer, LAYER_CLASSID, 1);
+  PetscTryMethod(layer, "LayerConv2dSetGroups_C", (Layer, PetscInt), (layer, groups));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  LayerConv2dSetBias - whether a conv2d layer adds a bias per output channel (default PETSC_TRUE).
+@*/
+PetscErrorCode LayerConv2dSetBias(Layer layer, PetscBool bias)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(layer, LAYER_CLASSID, 1);
+  PetscTryMethod(layer, "LayerConv2dSetBias_C", (Layer, PetscBool), (layer, bias));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  LayerConv2dSetInitialization - how the weights start (the bias starts at zero); std is used by LAYER_INIT_NORMAL.
+@*/
+PetscErrorCode LayerConv2dSetInitialization(Layer layer, LayerInitType init, PetscReal std)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(layer, LAYER_CLASSID, 1);
+  PetscTryMethod(layer, "LayerConv2dSetInitialization_C", (Layer, LayerInitType, PetscReal), (layer, init, std));
+  PetscFunctionReturn(0);
+}
+
+PETSC_INTERN PetscErrorCode LayerCreate_Conv2d(Layer layer)
+{
+  Layer_Conv2d *conv;
+
+  PetscFunctionBegin;
+  PetscCall(PetscNew(&conv));
+  conv->win.k[0] = conv->win.k[1] = 3;
+  conv->win.stride[0] = conv->win.stride[1] = 1;
+  conv->win.dilation[0] = conv->win.dilation[1] = 1;
+  conv->groups                                  = 1;
+  conv->bias                                    = PETSC_TRUE;
+  conv->init                                    = LAYER_INIT_KAIMING;
+  conv->initstd                                 = 0.01;
+  conv->maxworkspace                            = 256.0;
+  layer->data                                   = conv;
+  layer->ops->setup                             = LayerSetUp_Conv2d;
+  layer->ops->initialize                        = LayerInitialize_Conv2d;
+  layer->ops->forward                           = LayerForward_Conv2d;
+  layer->ops->backward                          = LayerBackward_Conv2d;
+  layer->ops->jvp                               = LayerJVP_Conv2d;
+  layer->ops->tensors                           = LayerTensors_Conv2d;
+  layer->ops->setarguments                      = LayerSetArguments_Conv2d;
+  layer->ops->getarguments                      = LayerGetArguments_Conv2d;
+  layer->ops->setfromoptions                    = LayerSetFromOptions_Conv2d;
+  layer->ops->view                              = LayerView_Conv2d;
+  layer->ops->reset                             = LayerReset_Conv2d;
+  layer->ops->destroy                           = LayerDestroy_Conv2d;
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv2dSetOutputChannels_C", LayerConv2dSetOutputChannels_Conv2d));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv2dSetWindow_C", LayerConv2dSetWindow_Conv2d));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv2dSetGroups_C", LayerConv2dSetGroups_Conv2d));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv2dSetBias_C", LayerConv2dSetBias_Conv2d));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv2dSetInitialization_C", LayerConv2dSetInitialization_Conv2d));
+  PetscFunctionReturn(0);
+}

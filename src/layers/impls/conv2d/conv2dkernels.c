@@ -1,0 +1,302 @@
+/* conv2d kernels: im2col over the whole local batch, one GEMM per group (layouts in conv2d.h). */
+#include "conv2d.h"
+
+/* The im2col buffer for n samples, allocated when n changes: chunk = the samples that fit in maxworkspace MB (>= 1). */
+static PetscErrorCode Conv2dGetWorkspace(Layer layer, PetscInt n)
+{
+  Layer_Conv2d  *conv = (Layer_Conv2d *)layer->data;
+  PetscLogDouble persample, limit = conv->maxworkspace * 1024.0 * 1024.0;
+
+  PetscFunctionBegin;
+  if (conv->pointwise) {
+    conv->chunk = n;
+    PetscFunctionReturn(0);
+  }
+  if (n == conv->nwork && conv->col) PetscFunctionReturn(0);
+  PetscCall(PetscFree(conv->col));
+  persample   = (PetscLogDouble)conv->pixels * conv->ktot * sizeof(PetscScalar);
+  conv->chunk = (PetscInt)PetscMin((PetscLogDouble)n, PetscMax(1.0, PetscFloorReal(limit / persample)));
+  PetscCall(PetscMalloc1((size_t)conv->chunk * conv->pixels * conv->ktot, &conv->col));
+  conv->nwork = n;
+  conv->colx  = NULL;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode LayerResetWorkspace_Conv2d(Layer layer)
+{
+  Layer_Conv2d *conv = (Layer_Conv2d *)layer->data;
+
+  PetscFunctionBegin;
+  PetscCall(PetscFree(conv->col));
+  conv->nwork = 0;
+  conv->colx  = NULL;
+  PetscFunctionReturn(0);
+}
+
+/*
+  col[p][g][kh][kw][ci] = x[s][ih][iw][g Cg + ci] for the ns samples of x, zero where (ih, iw) is in the padding,
+  with ih = oh sh - ph + kh dh, iw = ow sw - pw + kw dw. Only the valid tap ranges are read (no bounds tests).
+*/
+static void Conv2dIm2Col(const Layer_Conv2d *conv, PetscInt ns, const PetscScalar *x, PetscScalar *col)
+{
+  const LayerWindow *win = &conv->win;
+  const PetscInt     H = win->in[0], W = win->in[1], Ho = win->out[0], Wo = win->out[1], KH = win->k[0], KW = win->k[1];
+  const PetscInt     sh = win->step[0], sw = win->step[1], ph = win->pad[0], pw = win->pad[1], dh = win->dilation[0], dw = win->dilation[1];
+  const PetscInt     cin = conv->cin, cg = conv->cg, G = conv->groups, kg = conv->kg, rowlen = KW * cg;
+  const PetscBool    contiguous = (PetscBool)(G == 1 && dw == 1); /* a kernel row is one run of KW*Cin values of x */
+
+  for (PetscInt s = 0; s < ns; s++) {
+    const PetscScalar *xs = x + (size_t)s * H * W * cin;
+
+    for (PetscInt oh = 0; oh < Ho; oh++) {
+      const PetscInt h0 = win->t0[0][oh], h1 = win->t1[0][oh], ih = oh * sh - ph;
+
+      for (PetscInt ow = 0; ow < Wo; ow++, col += conv->ktot) {
+        const PetscInt w0 = win->t0[1][ow], w1 = win->t1[1][ow], iw = ow * sw - pw;
+
+        for (PetscInt g = 0; g < G; g++) {
+          PetscScalar *c = col + g * kg;
+
+          for (PetscInt kh = 0; kh < KH; kh++, c += rowlen) {
+            const PetscScalar *xr;
+
+            if (kh < h0 || kh >= h1) {
+              for (PetscInt i = 0; i < rowlen; i++) c[i] = 0.0;
+              continue;
+            }
+            xr = xs + (ih + kh * dh) * W * cin + g * cg;
+            for (PetscInt i = 0; i < w0 * cg; i++) c[i] = 0.0;
+            if (contiguous) {
+              const PetscScalar *src = xr + (iw + w0) * cin;
+              PetscScalar       *dst = c + w0 * cg;
+
+              for (PetscInt i = 0; i < (w1 - w0) * cin; i++) dst[i] = src[i];
+            } else {
+              for (PetscInt kw = w0; kw < w1; kw++) {
+                const PetscScalar *src = xr + (iw + kw * dw) * cin;
+                PetscScalar       *dst = c + kw * cg;
+
+                for (PetscInt ci = 0; ci < cg; ci++) dst[ci] = src[ci];
+              }
+            }
+            for (PetscInt i = w1 * cg; i < rowlen; i++) c[i] = 0.0;
+          }
+        }
+      }
+    }
+  }
+}
+
+/* The adjoint of Conv2dIm2Col: dx (ns samples, zeroed here) = sum over the receptive fields of dcol. */
+static void Conv2dCol2Im(const Layer_Conv2d *conv, PetscInt ns, const PetscScalar *col, PetscScalar *dx)
+{
+  const LayerWindow *win = &conv->win;
+  const PetscInt     H = win->in[0], W = win->in[1], Ho = win->out[0], Wo = win->out[1], KW = win->k[1];
+  const PetscInt     sh = win->step[0], sw = win->step[1], ph = win->pad[0], pw = win->pad[1], dh = win->dilation[0], dw = win->dilation[1];
+  const PetscInt     cin = conv->cin, cg = conv->cg, G = conv->groups, kg = conv->kg, rowlen = KW * cg;
+  const PetscBool    contiguous = (PetscBool)(G == 1 && dw == 1);
+
+  for (size_t i = 0; i < (size_t)ns * H * W * cin; i++) dx[i] = 0.0;
+  for (PetscInt s = 0; s < ns; s++) {
+    PetscScalar *dxs = dx + (size_t)s * H * W * cin;
+
+    for (PetscInt oh = 0; oh < Ho; oh++) {
+      const PetscInt h0 = win->t0[0][oh], h1 = win->t1[0][oh], ih = oh * sh - ph;
+
+      for (PetscInt ow = 0; ow < Wo; ow++, col += conv->ktot) {
+        const PetscInt w0 = win->t0[1][ow], w1 = win->t1[1][ow], iw = ow * sw - pw;
+
+        for (PetscInt g = 0; g < G; g++) {
+          for (PetscInt kh = h0; kh < h1; kh++) {
+            const PetscScalar *c  = col + g * kg + kh * rowlen;
+            PetscScalar       *xr = dxs + (ih + kh * dh) * W * cin + g * cg;
+
+            if (contiguous) {
+              const PetscScalar *src = c + w0 * cg;
+              PetscScalar       *dst = xr + (iw + w0) * cin;
+
+              for (PetscInt i = 0; i < (w1 - w0) * cin; i++) dst[i] += src[i];
+            } else {
+              for (PetscInt kw = w0; kw < w1; kw++) {
+                const PetscScalar *src = c + kw * cg;
+                PetscScalar       *dst = xr + (iw + kw * dw) * cin;
+
+                for (PetscInt ci = 0; ci < cg; ci++) dst[ci] += src[ci];
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+/* BLAS sizes of one chunk of P output pixels */
+typedef struct {
+  PetscBLASInt P, cog, kg, ktot, nout;
+} Conv2dBLAS;
+
+static PetscErrorCode Conv2dBLASSizes(const Layer_Conv2d *conv, PetscInt P, Conv2dBLAS *b)
+{
+  PetscFunctionBegin;
+  PetscCall(PetscBLASIntCast(P, &b->P));
+  PetscCall(PetscBLASIntCast(conv->cog, &b->cog));
+  PetscCall(PetscBLASIntCast(conv->kg, &b->kg));
+  PetscCall(PetscBLASIntCast(conv->ktot, &b->ktot));
+  PetscCall(PetscBLASIntCast(conv->nout, &b->nout));
+  PetscFunctionReturn(0);
+}
+
+/* y_g = Wg^T col_g + beta y_g, each group: y is [P][Cout], col [P][G Kg], W [Cout][Kg] */
+static PetscErrorCode Conv2dGemmOutput(const Layer_Conv2d *conv, PetscInt P, const PetscScalar *W, const PetscScalar *col, PetscScalar beta, PetscScalar *y)
+{
+  Conv2dBLAS  b;
+  PetscScalar one = 1.0;
+
+  PetscFunctionBegin;
+  PetscCall(Conv2dBLASSizes(conv, P, &b));
+  for (PetscInt g = 0; g < conv->groups; g++) PetscCallBLAS("BLASgemm", BLASgemm_("T", "N", &b.cog, &b.P, &b.kg, &one, W + g * conv->cog * conv->kg, &b.kg, col + g * conv->kg, &b.ktot, &beta, y + g * conv->cog, &b.nout));
+  PetscFunctionReturn(0);
+}
+
+/* dWg += col_g dy_g^T, each group */
+static PetscErrorCode Conv2dGemmWeights(const Layer_Conv2d *conv, PetscInt P, const PetscScalar *col, const PetscScalar *dy, PetscScalar *dW)
+{
+  Conv2dBLAS  b;
+  PetscScalar one = 1.0;
+
+  PetscFunctionBegin;
+  PetscCall(Conv2dBLASSizes(conv, P, &b));
+  for (PetscInt g = 0; g < conv->groups; g++) PetscCallBLAS("BLASgemm", BLASgemm_("N", "T", &b.kg, &b.cog, &b.P, &one, col + g * conv->kg, &b.ktot, dy + g * conv->cog, &b.nout, &one, dW + g * conv->cog * conv->kg, &b.kg));
+  PetscFunctionReturn(0);
+}
+
+/* dcol_g = Wg dy_g, each group (overwrites dcol) */
+static PetscErrorCode Conv2dGemmInput(const Layer_Conv2d *conv, PetscInt P, const PetscScalar *W, const PetscScalar *dy, PetscScalar *dcol)
+{
+  Conv2dBLAS  b;
+  PetscScalar one = 1.0, zero = 0.0;
+
+  PetscFunctionBegin;
+  PetscCall(Conv2dBLASSizes(conv, P, &b));
+  for (PetscInt g = 0; g < conv->groups; g++) PetscCallBLAS("BLASgemm", BLASgemm_("N", "N", &b.kg, &b.P, &b.cog, &one, W + g * conv->cog * conv->kg, &b.kg, dy + g * conv->cog, &b.nout, &zero, dcol + g * conv->kg, &b.ktot));
+  PetscFunctionReturn(0);
+}
+
+/* col(x) for samples [s0, s0 + ns) of n: x itself (1x1), the col already computed at x, or a fresh im2col
+   (remembered as col(x) when the chunk is the whole batch) */
+static const PetscScalar *Conv2dColumns(Layer_Conv2d *conv, PetscInt s0, PetscInt ns, PetscInt n, const PetscScalar *x, PetscInt insize)
+{
+  if (conv->pointwise) return x + (size_t)s0 * insize;
+  if (conv->colx != x) {
+    Conv2dIm2Col(conv, ns, x + (size_t)s0 * insize, conv->col);
+    conv->colx = ns == n ? x : NULL;
+  }
+  return conv->col;
+}
+
+/* y[p][o] = b[o], the start of the forward GEMM with beta = 1 */
+static void Conv2dFillBias(PetscInt P, PetscInt nout, const PetscScalar *b, PetscScalar *y)
+{
+  for (PetscInt p = 0; p < P; p++, y += nout)
+    for (PetscInt o = 0; o < nout; o++) y[o] = b[o];
+}
+
+/* forward: y = conv(x; W) + b, chunk by chunk of samples; col(x) is kept for backward when one chunk holds the batch */
+PetscErrorCode LayerForward_Conv2d(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
+{
+  Layer_Conv2d      *conv = (Layer_Conv2d *)layer->data;
+  const PetscScalar *W = theta, *b = conv->bias ? theta + conv->nout * conv->kg : NULL;
+
+  PetscFunctionBegin;
+  if (!n) PetscFunctionReturn(0);
+  PetscCall(Conv2dGetWorkspace(layer, n));
+  conv->colx = NULL; /* x may hold new values at the same address */
+  for (PetscInt s0 = 0; s0 < n; s0 += conv->chunk) {
+    PetscInt           ns = PetscMin(conv->chunk, n - s0), P = ns * conv->pixels;
+    const PetscScalar *col = Conv2dColumns(conv, s0, ns, n, x, layer->insize);
+    PetscScalar       *ys  = y + (size_t)s0 * layer->outsize;
+
+    if (b) Conv2dFillBias(P, conv->nout, b, ys);
+    PetscCall(Conv2dGemmOutput(conv, P, W, col, b ? 1.0 : 0.0, ys));
+  }
+  PetscCall(PetscLogFlops(2.0 * n * conv->pixels * conv->kg * conv->nout + (b ? 1.0 * n * conv->pixels * conv->nout : 0.0)));
+  PetscFunctionReturn(0);
+}
+
+/* backward: dW += col(x) dy^T, db += sum_p dy; dx = col2im(W dy) */
+PetscErrorCode LayerBackward_Conv2d(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)
+{
+  Layer_Conv2d      *conv = (Layer_Conv2d *)layer->data;
+  const PetscScalar *W    = theta;
+  PetscInt           nout = conv->nout;
+
+  PetscFunctionBegin;
+  if (!n) PetscFunctionReturn(0);
+  PetscCall(Conv2dGetWorkspace(layer, n));
+  for (PetscInt s0 = 0; s0 < n; s0 += conv->chunk) {
+    PetscInt           ns = PetscMin(conv->chunk, n - s0), P = ns * conv->pixels;
+    const PetscScalar *dys = dy + (size_t)s0 * layer->outsize;
+
+    if (dtheta) {
+      PetscCall(Conv2dGemmWeights(conv, P, Conv2dColumns(conv, s0, ns, n, x, layer->insize), dys, dtheta));
+      if (conv->bias) {
+        PetscScalar *db = dtheta + nout * conv->kg;
+
+        for (PetscInt p = 0; p < P; p++)
+          for (PetscInt o = 0; o < nout; o++) db[o] += dys[p * nout + o];
+      }
+    }
+    if (dx) {
+      PetscScalar *dxs = dx + (size_t)s0 * layer->insize;
+
+      if (conv->pointwise)
+        PetscCall(Conv2dGemmInput(conv, P, W, dys, dxs));
+      else {
+        conv->colx = NULL;
+        PetscCall(Conv2dGemmInput(conv, P, W, dys, conv->col));
+        Conv2dCol2Im(conv, ns, conv->col, dxs);
+      }
+    }
+  }
+  if (dtheta) PetscCall(PetscLogFlops(2.0 * n * conv->pixels * conv->kg * nout + (conv->bias ? 1.0 * n * conv->pixels * nout : 0.0)));
+  if (dx) PetscCall(PetscLogFlops(2.0 * n * conv->pixels * conv->kg * nout + (conv->pointwise ? 0.0 : 1.0 * n * conv->pixels * conv->ktot)));
+  PetscFunctionReturn(0);
+}
+
+/* jvp: dy = conv(dx; W) + conv(x; dW) + db */
+PetscErrorCode LayerJVP_Conv2d(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dx, const PetscScalar *dtheta, PetscScalar *dy)
+{
+  Layer_Conv2d      *conv = (Layer_Conv2d *)layer->data;
+  const PetscScalar *W    = theta;
+  PetscInt           nout = conv->nout;
+
+  PetscFunctionBegin;
+  if (!n) PetscFunctionReturn(0);
+  PetscCall(Conv2dGetWorkspace(layer, n));
+  for (PetscInt s0 = 0; s0 < n; s0 += conv->chunk) {
+    PetscInt     ns = PetscMin(conv->chunk, n - s0), P = ns * conv->pixels;
+    PetscScalar *dys = dy + (size_t)s0 * layer->outsize, beta = 0.0;
+
+    if (dtheta) {
+      if (conv->bias) {
+        Conv2dFillBias(P, nout, dtheta + nout * conv->kg, dys);
+        beta = 1.0;
+      }
+      PetscCall(Conv2dGemmOutput(conv, P, dtheta, Conv2dColumns(conv, s0, ns, n, x, layer->insize), beta, dys));
+      beta = 1.0;
+    }
+    if (dx) {
+      const PetscScalar *col = dx + (size_t)s0 * layer->insize;
+
+      if (!conv->pointwise) {
+        conv->colx = NULL;
+        Conv2dIm2Col(conv, ns, col, conv->col);
+        col = conv->col;
+      }
+      PetscCall(Conv2dGemmOutput(conv, P, W, col, beta, dys));
+    }
+  }
+  PetscCall(PetscLogFlops(2.0 * n * conv->pixels * conv->kg * nout * ((dx ? 1 : 0) + (dtheta ? 1 : 0)) + (dx && dtheta ? 1.0 * n * conv->pixels * nout : 0.0)));
+  PetscFunctionReturn(0);
+}

@@ -1,0 +1,236 @@
+/*
+  dropout: in training mode y = x * mask with mask = 0 (probability p) or 1/(1-p); in evaluation mode y = x.
+
+    x, y, mask   [n][size]      mask saved by forward; backward dx = mask * dy, jvp dy = mask * dx
+
+  The mask is a counter-based random function of (seed, layer index, pass counter, GLOBAL element index): a splitmix64
+  hash rather than a sequential stream, so that
+    - the same global batch gets the same mask on 1, 2 or 4 ranks (results agree across rank counts), and
+    - a pass can be replayed exactly: each training-mode forward pass advances the counter (a fresh mask, as
+      PyTorch draws one per call), except inside NetTestJacobian(), where the counter is held so the repeated
+      forward passes of the finite-difference test all see the mask of the pass being tested.
+  Forward in training mode is collective on the layer's communicator (an MPI_Exscan gives the global offset).
+  Changing the seed (-dropout_seed) changes every mask; the counter restarts at LayerReset().
+*/
+#include <petnet/private/netimpl.h>
+
+typedef struct {
+  PetscReal    p;
+  PetscInt64   seed;
+  PetscInt64   counter; /* training-mode forward passes so far */
+  PetscBool    masked;  /* the last forward applied the mask (training mode): backward and jvp follow it */
+  PetscInt     nwork;
+  PetscScalar *mask;
+} Layer_Dropout;
+
+static inline uint64_t SplitMix64(uint64_t z)
+{
+  z += 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+/* mask[i] for the local entries i of a batch whose first local entry has global index offset */
+static void DropoutDrawMask(PetscReal p, uint64_t key, uint64_t offset, PetscInt N, PetscScalar *mask)
+{
+  const PetscScalar scale = p < 1 ? 1.0 / (1.0 - p) : 0.0;
+
+  for (PetscInt i = 0; i < N; i++) {
+    PetscReal u = (PetscReal)(SplitMix64(key ^ SplitMix64(offset + (uint64_t)i)) >> 11) * 0x1.0p-53; /* uniform [0, 1) */
+
+    mask[i] = u < p ? 0.0 : scale;
+  }
+}
+
+static PetscErrorCode LayerForward_Dropout(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
+{
+  Layer_Dropout *drop   = (Layer_Dropout *)layer->data;
+  const PetscInt N      = n * layer->insize;
+  PetscInt64     nlocal = N, offset = 0;
+  PetscBool      intest = (PetscBool)(layer->net && layer->net->intest);
+  PetscMPIInt    rank;
+  uint64_t       key;
+
+  PetscFunctionBegin;
+  drop->masked = (PetscBool)(layer->training && drop->p > 0);
+  if (!drop->masked) {
+    PetscCall(PetscArraycpy(y, x, N));
+    PetscFunctionReturn(0);
+  }
+  if (n != drop->nwork) {
+    PetscCall(PetscFree(drop->mask));
+    PetscCall(PetscMalloc1(N, &drop->mask));
+    drop->nwork = n;
+  }
+  PetscCallMPI(MPI_Exscan(&nlocal, &offset, 1, MPIU_INT64, MPI_SUM, PetscObjectComm((PetscObject)layer)));
+  PetscCallMPI(MPI_Comm_rank(PetscObjectComm((PetscObject)layer), &rank));
+  if (!rank) offset = 0; /* MPI_Exscan leaves rank 0's result undefined */
+  if (!intest) drop->counter++;
+  key = SplitMix64(SplitMix64(SplitMix64((uint64_t)drop->seed) ^ (uint64_t)layer->index) ^ (uint64_t)drop->counter);
+  DropoutDrawMask(drop->p, key, (uint64_t)offset, N, drop->mask);
+  for (PetscInt i = 0; i < N; i++) y[i] = drop->mask[i] * x[i];
+  PetscCall(PetscLogFlops(1.0 * N));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerBackward_Dropout(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)
+{
+  Layer_Dropout *drop = (Layer_Dropout *)layer->data;
+  const PetscInt N    = n * layer->insize;
+
+  PetscFunctionBegin;
+  if (!dx) PetscFunctionReturn(0);
+  if (!drop->masked) {
+    PetscCall(PetscArraycpy(dx, dy, N));
+    PetscFunctionReturn(0);
+  }
+  PetscCheck(n == drop->nwork, PETSC_COMM_SELF, PETSC_ERR_ORDER, "dropout backward on %" PetscInt_FMT " samples after a forward pass on %" PetscInt_FMT ": call forward first", n, drop->nwork);
+  for (PetscInt i = 0; i < N; i++) dx[i] = drop->mask[i] * dy[i];
+  PetscCall(PetscLogFlops(1.0 * N));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerJVP_Dropout(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dx, const PetscScalar *dtheta, PetscScalar *dy)
+{
+  Layer_Dropout *drop = (Layer_Dropout *)layer->data;
+  const PetscInt N    = n * layer->insize;
+
+  PetscFunctionBegin;
+  if (!drop->masked) {
+    PetscCall(PetscArraycpy(dy, dx, N));
+    PetscFunctionReturn(0);
+  }
+  PetscCheck(n == drop->nwork, PETSC_COMM_SELF, PETSC_ERR_ORDER, "dropout jvp on %" PetscInt_FMT " samples after a forward pass on %" PetscInt_FMT ": call forward first", n, drop->nwork);
+  for (PetscInt i = 0; i < N; i++) dy[i] = drop->mask[i] * dx[i];
+  PetscCall(PetscLogFlops(1.0 * N));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerSetArguments_Dropout(Layer layer, const char args[])
+{
+  char  *end;
+  double p = strtod(args, &end);
+
+  PetscFunctionBegin;
+  PetscCheck(end != args && !*end, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "dropout takes one number, the probability of zeroing an entry (e.g. dropout:0.5), not \"%s\"", args);
+  PetscCall(LayerDropoutSetProbability(layer, (PetscReal)p));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerGetArguments_Dropout(Layer layer, size_t len, char args[])
+{
+  Layer_Dropout *drop = (Layer_Dropout *)layer->data;
+
+  PetscFunctionBegin;
+  PetscCall(PetscSNPrintf(args, len, "%g", (double)drop->p)); /* %g when it reads back exactly, else all the digits */
+  if (strtod(args, NULL) != (double)drop->p) PetscCall(PetscSNPrintf(args, len, "%.17g", (double)drop->p));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerSetFromOptions_Dropout(Layer layer, PetscOptionItems *PetscOptionsObject)
+{
+  Layer_Dropout *drop = (Layer_Dropout *)layer->data;
+  PetscReal      p    = drop->p;
+  PetscInt       seed = (PetscInt)drop->seed;
+  PetscBool      set;
+
+  PetscFunctionBegin;
+  PetscOptionsHeadBegin(PetscOptionsObject, "Dropout layer options");
+  PetscCall(PetscOptionsReal("-dropout_p", "Probability of zeroing an entry in training mode", "LayerDropoutSetProbability", p, &p, &set));
+  if (set) PetscCall(LayerDropoutSetProbability(layer, p));
+  PetscCall(PetscOptionsInt("-dropout_seed", "Seed of the dropout masks", "LayerDropoutSetSeed", seed, &seed, &set));
+  if (set) PetscCall(LayerDropoutSetSeed(layer, seed));
+  PetscOptionsHeadEnd();
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerView_Dropout(Layer layer, PetscViewer viewer)
+{
+  Layer_Dropout *drop = (Layer_Dropout *)layer->data;
+
+  PetscFunctionBegin;
+  PetscCall(PetscViewerASCIIPrintf(viewer, "probability %g, seed %" PetscInt64_FMT ", %s\n", (double)drop->p, drop->seed, layer->training ? "training mode (active)" : "evaluation mode (identity)"));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerReset_Dropout(Layer layer)
+{
+  Layer_Dropout *drop = (Layer_Dropout *)layer->data;
+
+  PetscFunctionBegin;
+  PetscCall(PetscFree(drop->mask));
+  drop->nwork   = 0;
+  drop->counter = 0;
+  drop->masked  = PETSC_FALSE;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerDestroy_Dropout(Layer layer)
+{
+  PetscFunctionBegin;
+  PetscCall(LayerReset_Dropout(layer));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerDropoutSetProbability_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerDropoutSetSeed_C", NULL));
+  PetscCall(PetscFree(layer->data));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerDropoutSetProbability_Dropout(Layer layer, PetscReal p)
+{
+  PetscFunctionBegin;
+  PetscCheck(p >= 0 && p <= 1, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "dropout probability must be in [0, 1], not %g", (double)p);
+  ((Layer_Dropout *)layer->data)->p = p;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerDropoutSetSeed_Dropout(Layer layer, PetscInt64 seed)
+{
+  PetscFunctionBegin;
+  ((Layer_Dropout *)layer->data)->seed = seed;
+  PetscFunctionReturn(0);
+}
+
+/*@
+  LayerDropoutSetProbability - the probability p that a dropout layer zeroes an entry in training mode (default 0.5).
+@*/
+PetscErrorCode LayerDropoutSetProbability(Layer layer, PetscReal p)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(layer, LAYER_CLASSID, 1);
+  PetscTryMethod(layer, "LayerDropoutSetProbability_C", (Layer, PetscReal), (layer, p));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  LayerDropoutSetSeed - the seed of a dropout layer's masks (default 0; the layer's index in its Net is mixed in).
+@*/
+PetscErrorCode LayerDropoutSetSeed(Layer layer, PetscInt64 seed)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(layer, LAYER_CLASSID, 1);
+  PetscTryMethod(layer, "LayerDropoutSetSeed_C", (Layer, PetscInt64), (layer, seed));
+  PetscFunctionReturn(0);
+}
+
+PETSC_INTERN PetscErrorCode LayerCreate_Dropout(Layer layer)
+{
+  Layer_Dropout *drop;
+
+  PetscFunctionBegin;
+  PetscCall(PetscNew(&drop));
+  drop->p                    = 0.5;
+  layer->data                = drop;
+  layer->ops->forward        = LayerForward_Dropout;
+  layer->ops->backward       = LayerBackward_Dropout;
+  layer->ops->jvp            = LayerJVP_Dropout;
+  layer->ops->setarguments   = LayerSetArguments_Dropout;
+  layer->ops->getarguments   = LayerGetArguments_Dropout;
+  layer->ops->setfromoptions = LayerSetFromOptions_Dropout;
+  layer->ops->view           = LayerView_Dropout;
+  layer->ops->reset          = LayerReset_Dropout;
+  layer->ops->destroy        = LayerDestroy_Dropout;
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerDropoutSetProbability_C", LayerDropoutSetProbability_Dropout));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerDropoutSetSeed_C", LayerDropoutSetSeed_Dropout));
+  PetscFunctionReturn(0);
+}

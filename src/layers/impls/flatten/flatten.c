@@ -1,0 +1,47 @@
+/*
+  flatten: (h, w, c) -> (h w c), the identity on the data. Channels-last, so the features come in (h, w, c) order;
+  PyTorch's nn.Flatten on NCHW gives (c, h, w): a dense layer after flatten has its weight columns permuted
+  relative to PyTorch's (share/reference/conv_reference.py shows the permutation).
+
+    forward y = x,  backward dx = dy,  jvp dy = dx
+*/
+#include <petnet/private/layerimpl.h>
+
+static PetscErrorCode LayerSetUp_Flatten(Layer layer)
+{
+  PetscFunctionBegin;
+  layer->out.ndim = 1;
+  PetscCall(PetNetShapeSize(&layer->in, &layer->out.dim[0]));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerForward_Flatten(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
+{
+  PetscFunctionBegin;
+  PetscCall(PetscArraycpy(y, x, (size_t)n * layer->insize));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerBackward_Flatten(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)
+{
+  PetscFunctionBegin;
+  if (dx) PetscCall(PetscArraycpy(dx, dy, (size_t)n * layer->insize));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerJVP_Flatten(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dx, const PetscScalar *dtheta, PetscScalar *dy)
+{
+  PetscFunctionBegin;
+  PetscCall(PetscArraycpy(dy, dx, (size_t)n * layer->insize));
+  PetscFunctionReturn(0);
+}
+
+PETSC_INTERN PetscErrorCode LayerCreate_Flatten(Layer layer)
+{
+  PetscFunctionBegin;
+  layer->ops->setup    = LayerSetUp_Flatten;
+  layer->ops->forward  = LayerForward_Flatten;
+  layer->ops->backward = LayerBackward_Flatten;
+  layer->ops->jvp      = LayerJVP_Flatten;
+  PetscFunctionReturn(0);
+}

@@ -1,0 +1,73 @@
+/*
+  globalavgpool: the mean over all positions of each channel (PyTorch's AdaptiveAvgPool2d(1) followed by flatten).
+
+    x   [n][H][W][C]     y [n][C]     y[s][c] = sum_{h,w} x[s][h][w][c] / (H W)
+    backward  dx[s][h][w][c] = dy[s][c] / (H W)        jvp  dy = the forward map applied to dx
+*/
+#include <petnet/private/layerimpl.h>
+
+static PetscErrorCode LayerSetUp_GlobalAvgPool(Layer layer)
+{
+  char shape[64];
+
+  PetscFunctionBegin;
+  PetscCall(PetNetShapeToString(&layer->in, sizeof(shape), shape));
+  PetscCheck(layer->in.ndim == 3, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_SIZ, "globalavgpool needs an (h, w, c) input, but its input shape is %s", shape);
+  layer->out.ndim   = 1;
+  layer->out.dim[0] = layer->in.dim[2];
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode GlobalAvgPoolApply(Layer layer, PetscInt n, const PetscScalar *x, PetscScalar *y)
+{
+  const PetscInt    C = layer->in.dim[2], HW = layer->in.dim[0] * layer->in.dim[1];
+  const PetscScalar scale = 1.0 / HW;
+
+  PetscFunctionBegin;
+  for (PetscInt s = 0; s < n; s++, y += C) {
+    for (PetscInt c = 0; c < C; c++) y[c] = 0.0;
+    for (PetscInt i = 0; i < HW; i++, x += C)
+      for (PetscInt c = 0; c < C; c++) y[c] += x[c];
+    for (PetscInt c = 0; c < C; c++) y[c] *= scale;
+  }
+  PetscCall(PetscLogFlops(1.0 * n * layer->insize + 1.0 * n * C));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerForward_GlobalAvgPool(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
+{
+  PetscFunctionBegin;
+  PetscCall(GlobalAvgPoolApply(layer, n, x, y));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerBackward_GlobalAvgPool(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)
+{
+  const PetscInt    C = layer->in.dim[2], HW = layer->in.dim[0] * layer->in.dim[1];
+  const PetscScalar scale = 1.0 / HW;
+
+  PetscFunctionBegin;
+  if (!dx) PetscFunctionReturn(0);
+  for (PetscInt s = 0; s < n; s++, dy += C)
+    for (PetscInt i = 0; i < HW; i++, dx += C)
+      for (PetscInt c = 0; c < C; c++) dx[c] = scale * dy[c];
+  PetscCall(PetscLogFlops(1.0 * n * layer->insize));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerJVP_GlobalAvgPool(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dx, const PetscScalar *dtheta, PetscScalar *dy)
+{
+  PetscFunctionBegin;
+  PetscCall(GlobalAvgPoolApply(layer, n, dx, dy));
+  PetscFunctionReturn(0);
+}
+
+PETSC_INTERN PetscErrorCode LayerCreate_GlobalAvgPool(Layer layer)
+{
+  PetscFunctionBegin;
+  layer->ops->setup    = LayerSetUp_GlobalAvgPool;
+  layer->ops->forward  = LayerForward_GlobalAvgPool;
+  layer->ops->backward = LayerBackward_GlobalAvgPool;
+  layer->ops->jvp      = LayerJVP_GlobalAvgPool;
+  PetscFunctionReturn(0);
+}
