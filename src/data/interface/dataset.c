@@ -1,0 +1,479 @@
+/* Dataset: lifecycle, options, settings, queries and viewing. */
+#include <petnet/private/datasetimpl.h>
+
+/*@
+  DatasetCreate - creates a Dataset; pick its kind with DatasetSetType() or -dataset_type.
+@*/
+PetscErrorCode DatasetCreate(MPI_Comm comm, Dataset *dataset)
+{
+  Dataset ds;
+
+  PetscFunctionBegin;
+  PetscValidPointer(dataset, 2);
+  PetscCall(DatasetInitializePackage());
+  PetscCall(PetscHeaderCreate(ds, DATASET_CLASSID, "Dataset", "Source of mini-batches", "Dataset", comm, DatasetDestroy, DatasetView));
+  ds->limit        = PETSC_DETERMINE;
+  ds->batchsize    = 128;
+  ds->shuffle      = PETSC_FALSE;
+  ds->seed         = 0;
+  ds->scale        = 1.0;
+  ds->mean         = 0.0;
+  ds->std          = 1.0;
+  ds->defaultscale = 1.0;
+  ds->nclassesset  = PETSC_DETERMINE;
+  *dataset         = ds;
+  PetscFunctionReturn(0);
+}
+
+/*@C
+  DatasetSetType - sets the kind of source (idx, binary, hdf5, memory, or one added with DatasetRegister()).
+@*/
+PetscErrorCode DatasetSetType(Dataset ds, DatasetType type)
+{
+  PetscErrorCode (*create)(Dataset);
+  PetscBool match;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(ds, DATASET_CLASSID, 1);
+  PetscValidCharPointer(type, 2);
+  PetscCall(PetscObjectTypeCompare((PetscObject)ds, type, &match));
+  if (match) PetscFunctionReturn(0);
+  PetscCall(PetscFunctionListFind(DatasetList, type, &create));
+  PetscCheck(create, PetscObjectComm((PetscObject)ds), PETSC_ERR_ARG_UNKNOWN_TYPE, "Unknown dataset type \"%s\": use -dataset_type idx, binary, hdf5 or memory, or register your own with DatasetRegister()", type);
+  PetscCall(DatasetReset(ds));
+  PetscTryTypeMethod(ds, destroy);
+  PetscCall(PetscMemzero(ds->ops, sizeof(struct _DatasetOps)));
+  ds->data         = NULL;
+  ds->defaultscale = 1.0;
+  PetscCall(PetscObjectChangeTypeName((PetscObject)ds, type));
+  PetscCall((*create)(ds));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode DatasetGetType(Dataset ds, DatasetType *type)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(ds, DATASET_CLASSID, 1);
+  PetscValidPointer(type, 2);
+  *type = ((PetscObject)ds)->type_name;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode DatasetSetOptionsPrefix(Dataset ds, const char prefix[])
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(ds, DATASET_CLASSID, 1);
+  PetscCall(PetscObjectSetOptionsPrefix((PetscObject)ds, prefix));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode DatasetAppendOptionsPrefix(Dataset ds, const char prefix[])
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(ds, DATASET_CLASSID, 1);
+  PetscCall(PetscObjectAppendOptionsPrefix((PetscObject)ds, prefix));
+  PetscFunctionReturn(0);
+}
+
+/* The kind a Dataset gets when none was chosen: a file name picks hdf5 (.h5, .hdf5) or binary, otherwise idx. */
+static PetscErrorCode DatasetDefaultType_Private(Dataset ds, DatasetType *type)
+{
+  PetscBool h5 = PETSC_FALSE, hdf5 = PETSC_FALSE;
+
+  PetscFunctionBegin;
+  *type = DATASETIDX;
+  if (!ds->file) PetscFunctionReturn(0);
+  PetscCall(PetscStrendswith(ds->file, ".h5", &h5));
+  PetscCall(PetscStrendswith(ds->file, ".hdf5", &hdf5));
+  *type = (h5 || hdf5) ? DATASETHDF5 : DATASETBINARY;
+  PetscFunctionReturn(0);
+}
+
+/*@
+  DatasetSetFromOptions - reads -dataset_type, -dataset_limit, -dataset_batch_size, -dataset_shuffle, -dataset_seed,
+  -dataset_scale, -dataset_mean, -dataset_std, -dataset_sample_shape, -dataset_num_classes, -dataset_file and the
+  options of the kind, all with the Dataset's prefix.
+@*/
+PetscErrorCode DatasetSetFromOptions(Dataset ds)
+{
+  char        type[256], file[PETSC_MAX_PATH_LEN], shape[64] = "";
+  DatasetType deftype;
+  PetscInt    limit = ds->limit, bs = ds->batchsize, seed = (PetscInt)ds->seed, nclasses = ds->nclassesset;
+  PetscReal   scale, mean = ds->mean, std = ds->std;
+  PetscBool   flg, shuffle = ds->shuffle, set, sset = PETSC_FALSE, mset = PETSC_FALSE, dset = PETSC_FALSE;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(ds, DATASET_CLASSID, 1);
+  PetscObjectOptionsBegin((PetscObject)ds);
+  PetscCall(PetscOptionsString("-dataset_file", "PETSc binary or HDF5 file holding the inputs and targets", "DatasetFileSetName", ds->file ? ds->file : "", file, sizeof(file), &flg));
+  if (flg) PetscCall(DatasetFileSetName(ds, file));
+  PetscCall(DatasetDefaultType_Private(ds, &deftype));
+  PetscCall(PetscOptionsFList("-dataset_type", "Kind of dataset", "DatasetSetType", DatasetList, ((PetscObject)ds)->type_name ? ((PetscObject)ds)->type_name : deftype, type, sizeof(type), &flg));
+  if (flg)
+    PetscCall(DatasetSetType(ds, type));
+  else if (!((PetscObject)ds)->type_name)
+    PetscCall(DatasetSetType(ds, deftype));
+  scale = ds->scaleset ? ds->scale : ds->defaultscale;
+  PetscCall(PetscOptionsInt("-dataset_limit", "Use only the first N samples of the source (-1: all)", "DatasetSetLimit", limit, &limit, &flg));
+  if (flg) PetscCall(DatasetSetLimit(ds, limit));
+  PetscCall(PetscOptionsInt("-dataset_batch_size", "Global mini-batch size (-1: all samples in one batch)", "DatasetSetBatchSize", bs, &bs, &flg));
+  if (flg) PetscCall(DatasetSetBatchSize(ds, bs));
+  PetscCall(PetscOptionsBool("-dataset_shuffle", "Draw a new sample order every epoch", "DatasetSetShuffle", shuffle, &shuffle, &flg));
+  if (flg) PetscCall(DatasetSetShuffle(ds, shuffle));
+  PetscCall(PetscOptionsInt("-dataset_seed", "Seed of the shuffle (epoch e uses seed + e)", "DatasetSetSeed", seed, &seed, &flg));
+  if (flg) PetscCall(DatasetSetSeed(ds, (unsigned long)seed));
+  PetscCall(PetscOptionsReal("-dataset_scale", "Inputs x -> (scale x - mean) / std (idx default 1/255)", "DatasetSetNormalization", scale, &scale, &sset));
+  PetscCall(PetscOptionsReal("-dataset_mean", "Inputs x -> (scale x - mean) / std", "DatasetSetNormalization", mean, &mean, &mset));
+  PetscCall(PetscOptionsReal("-dataset_std", "Inputs x -> (scale x - mean) / std", "DatasetSetNormalization", std, &std, &dset));
+  if (sset || mset || dset) PetscCall(DatasetSetNormalization(ds, sset ? scale : (ds->scaleset ? ds->scale : PETSC_DEFAULT), mean, std));
+  if (ds->shapeset.ndim) PetscCall(PetNetShapeToString(&ds->shapeset, sizeof(shape), shape));
+  PetscCall(PetscOptionsString("-dataset_sample_shape", "Per-sample input shape, e.g. 784 or 28x28x1 (h x w x c)", "DatasetSetSampleShape", shape, shape, sizeof(shape), &set));
+  if (set) {
+    PetNetShape s;
+
+    PetscCall(PetNetShapeFromString(shape, &s));
+    PetscCall(DatasetSetSampleShape(ds, &s));
+  }
+  PetscCall(PetscOptionsInt("-dataset_num_classes", "Number of classes C (labels checked to lie in [0,C)); 0: regression targets", "DatasetSetNumClasses", nclasses, &nclasses, &flg));
+  if (flg) PetscCall(DatasetSetNumClasses(ds, nclasses));
+  PetscTryTypeMethod(ds, setfromoptions, PetscOptionsObject);
+  PetscCall(PetscObjectProcessOptionsHandlers((PetscObject)ds, PetscOptionsObject));
+  PetscOptionsEnd();
+  PetscFunctionReturn(0);
+}
+
+/*@
+  DatasetSetUp - reads the source (each rank only its share of the samples), normalizes the inputs and finds the
+  number of classes. Idempotent. Shows the Dataset with -dataset_view.
+@*/
+PetscErrorCode DatasetSetUp(Dataset ds)
+{
+  DatasetType type;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(ds, DATASET_CLASSID, 1);
+  if (ds->setupcalled) PetscFunctionReturn(0);
+  if (!((PetscObject)ds)->type_name) {
+    PetscCall(DatasetDefaultType_Private(ds, &type));
+    PetscCall(DatasetSetType(ds, type));
+  }
+  PetscCall(PetscLogEventBegin(DATASET_Read, ds, 0, 0, 0));
+  PetscUseTypeMethod(ds, load);
+  PetscCheck(ds->map && ds->inputs && ds->targets, PetscObjectComm((PetscObject)ds), PETSC_ERR_PLIB, "Dataset kind %s did not load its samples", ((PetscObject)ds)->type_name);
+  PetscCall(DatasetNormalize_Private(ds));
+  PetscCall(DatasetFindClasses_Private(ds));
+  PetscCall(PetscLogEventEnd(DATASET_Read, ds, 0, 0, 0));
+  ds->setupcalled = PETSC_TRUE;
+  PetscCall(DatasetBeginEpoch(ds, 0));
+  PetscCall(DatasetViewFromOptions(ds, NULL, "-dataset_view"));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  DatasetView - prints the kind, source, sizes, batching and normalization.
+@*/
+PetscErrorCode DatasetView(Dataset ds, PetscViewer viewer)
+{
+  PetscBool isascii;
+  char      shape[64];
+  PetscReal scale = ds->scaleset ? ds->scale : ds->defaultscale;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(ds, DATASET_CLASSID, 1);
+  if (!viewer) PetscCall(PetscViewerASCIIGetStdout(PetscObjectComm((PetscObject)ds), &viewer));
+  PetscValidHeaderSpecific(viewer, PETSC_VIEWER_CLASSID, 2);
+  PetscCall(PetscObjectTypeCompare((PetscObject)viewer, PETSCVIEWERASCII, &isascii));
+  if (!isascii) PetscFunctionReturn(0);
+  PetscCall(PetscObjectPrintClassNamePrefixType((PetscObject)ds, viewer));
+  PetscCall(PetscViewerASCIIPushTab(viewer));
+  PetscTryTypeMethod(ds, view, viewer);
+  if (ds->setupcalled) {
+    PetscInt nbatches;
+
+    PetscCall(PetNetShapeToString(&ds->shape, sizeof(shape), shape));
+    PetscCall(DatasetGetNumBatches(ds, &nbatches));
+    if (ds->N < ds->nsource)
+      PetscCall(PetscViewerASCIIPrintf(viewer, "samples: %" PetscInt_FMT " (the first of %" PetscInt_FMT ")\n", ds->N, ds->nsource));
+    else
+      PetscCall(PetscViewerASCIIPrintf(viewer, "samples: %" PetscInt_FMT "\n", ds->N));
+    PetscCall(PetscViewerASCIIPrintf(viewer, "sample shape: %s, target size: %" PetscInt_FMT ", classes: %" PetscInt_FMT "%s\n", shape, ds->tsize, ds->nclasses, ds->nclasses ? "" : " (regression)"));
+    PetscCall(PetscViewerASCIIPrintf(viewer, "batch size: %" PetscInt_FMT " (%" PetscInt_FMT " batches)\n", ds->batchsize > 0 ? PetscMin(ds->batchsize, ds->N) : ds->N, nbatches));
+  } else {
+    if (ds->limit > 0) PetscCall(PetscViewerASCIIPrintf(viewer, "limit: %" PetscInt_FMT " samples\n", ds->limit));
+    if (ds->batchsize > 0)
+      PetscCall(PetscViewerASCIIPrintf(viewer, "batch size: %" PetscInt_FMT "\n", ds->batchsize));
+    else
+      PetscCall(PetscViewerASCIIPrintf(viewer, "batch size: all samples\n"));
+  }
+  if (ds->shuffle)
+    PetscCall(PetscViewerASCIIPrintf(viewer, "shuffle: yes, seed %lu (epoch e uses seed + e)\n", ds->seed));
+  else
+    PetscCall(PetscViewerASCIIPrintf(viewer, "shuffle: no (file order)\n"));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "normalization: x -> (%.6g x - %.6g) / %.6g\n", (double)scale, (double)ds->mean, (double)ds->std));
+  PetscCall(PetscViewerASCIIPopTab(viewer));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode DatasetViewFromOptions(Dataset ds, PetscObject obj, const char name[])
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(ds, DATASET_CLASSID, 1);
+  PetscCall(PetscObjectViewFromOptions((PetscObject)ds, obj, name));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  DatasetReset - frees the samples read by DatasetSetUp() and the batch workspace; the kind and settings stay.
+@*/
+PetscErrorCode DatasetReset(Dataset ds)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(ds, DATASET_CLASSID, 1);
+  PetscCall(DatasetResetBatches_Private(ds));
+  PetscCall(VecDestroy(&ds->inputs));
+  PetscCall(VecDestroy(&ds->targets));
+  PetscCall(PetscLayoutDestroy(&ds->map));
+  PetscCall(PetscFree(ds->order));
+  PetscCall(PetscRandomDestroy(&ds->rand));
+  PetscCall(PetscFree(ds->tsource));
+  ds->N = ds->nsource = ds->F = ds->tsize = ds->nclasses = 0;
+  ds->epoch                                              = 0;
+  ds->setupcalled                                        = PETSC_FALSE;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode DatasetDestroy(Dataset *ds)
+{
+  PetscFunctionBegin;
+  if (!*ds) PetscFunctionReturn(0);
+  PetscValidHeaderSpecific(*ds, DATASET_CLASSID, 1);
+  if (--((PetscObject)(*ds))->refct > 0) {
+    *ds = NULL;
+    PetscFunctionReturn(0);
+  }
+  PetscCall(DatasetReset(*ds));
+  PetscTryTypeMethod(*ds, destroy);
+  PetscCall(PetscFree((*ds)->file));
+  PetscCall(PetscHeaderDestroy(ds));
+  PetscFunctionReturn(0);
+}
+
+/* ---------------------------------------------------------------------------------------------------------------- */
+/* Settings. Those that change what SetUp reads (file, limit, shape, normalization, classes) undo the SetUp. */
+
+/*@C
+  DatasetFileSetName - the PETSc binary or HDF5 file a binary or hdf5 Dataset reads (-dataset_file).
+@*/
+PetscErrorCode DatasetFileSetName(Dataset ds, const char file[])
+{
+  PetscBool same;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(ds, DATASET_CLASSID, 1);
+  PetscValidCharPointer(file, 2);
+  PetscCall(PetscStrcmp(ds->file, file, &same));
+  if (same) PetscFunctionReturn(0);
+  PetscCall(DatasetReset(ds));
+  PetscCall(PetscFree(ds->file));
+  PetscCall(PetscStrallocpy(file, &ds->file));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  DatasetSetLimit - use only the first n samples of the source (PETSC_DETERMINE: all). -dataset_limit n
+@*/
+PetscErrorCode DatasetSetLimit(Dataset ds, PetscInt n)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(ds, DATASET_CLASSID, 1);
+  PetscValidLogicalCollectiveInt(ds, n, 2);
+  if (n < 0) n = PETSC_DETERMINE;
+  PetscCheck(n != 0, PetscObjectComm((PetscObject)ds), PETSC_ERR_ARG_OUTOFRANGE, "The dataset limit must be positive (or -1 for all samples)");
+  if (n == ds->limit) PetscFunctionReturn(0);
+  PetscCall(DatasetReset(ds));
+  ds->limit = n;
+  PetscFunctionReturn(0);
+}
+
+/*@
+  DatasetSetBatchSize - the global mini-batch size (PETSC_DETERMINE: all samples in one batch). -dataset_batch_size B
+@*/
+PetscErrorCode DatasetSetBatchSize(Dataset ds, PetscInt bs)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(ds, DATASET_CLASSID, 1);
+  PetscValidLogicalCollectiveInt(ds, bs, 2);
+  if (bs < 0) bs = PETSC_DETERMINE;
+  PetscCheck(bs != 0, PetscObjectComm((PetscObject)ds), PETSC_ERR_ARG_OUTOFRANGE, "The batch size must be positive (or -1 for all samples in one batch)");
+  if (bs == ds->batchsize) PetscFunctionReturn(0);
+  PetscCall(DatasetResetBatches_Private(ds));
+  ds->batchsize = bs;
+  PetscFunctionReturn(0);
+}
+
+/*@
+  DatasetGetBatchSize - the global batch size of all but the last batch (after DatasetSetUp() when it is "all samples").
+@*/
+PetscErrorCode DatasetGetBatchSize(Dataset ds, PetscInt *bs)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(ds, DATASET_CLASSID, 1);
+  PetscValidIntPointer(bs, 2);
+  *bs = ds->batchsize;
+  if (ds->setupcalled) *bs = ds->batchsize > 0 ? PetscMin(ds->batchsize, ds->N) : ds->N;
+  PetscFunctionReturn(0);
+}
+
+/*@
+  DatasetSetShuffle - draw a new sample order every epoch (-dataset_shuffle). Takes effect at the next DatasetBeginEpoch().
+@*/
+PetscErrorCode DatasetSetShuffle(Dataset ds, PetscBool shuffle)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(ds, DATASET_CLASSID, 1);
+  PetscValidLogicalCollectiveBool(ds, shuffle, 2);
+  ds->shuffle = shuffle;
+  PetscFunctionReturn(0);
+}
+
+/*@
+  DatasetSetSeed - the seed of the shuffle: epoch e uses seed + e (-dataset_seed). Takes effect at the next DatasetBeginEpoch().
+@*/
+PetscErrorCode DatasetSetSeed(Dataset ds, unsigned long seed)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(ds, DATASET_CLASSID, 1);
+  ds->seed = seed;
+  PetscFunctionReturn(0);
+}
+
+/*@
+  DatasetSetNormalization - inputs x -> (scale x - mean) / std. PETSC_DEFAULT for scale keeps the kind's default
+  (1/255 for idx bytes, 1 otherwise). -dataset_scale -dataset_mean -dataset_std
+@*/
+PetscErrorCode DatasetSetNormalization(Dataset ds, PetscReal scale, PetscReal mean, PetscReal std)
+{
+  PetscBool scaleset = (PetscBool)(scale != (PetscReal)PETSC_DEFAULT);
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(ds, DATASET_CLASSID, 1);
+  PetscValidLogicalCollectiveReal(ds, mean, 3);
+  PetscValidLogicalCollectiveReal(ds, std, 4);
+  PetscCheck(std > 0, PetscObjectComm((PetscObject)ds), PETSC_ERR_ARG_OUTOFRANGE, "The normalization std must be positive, not %.6g", (double)std);
+  if (scaleset == ds->scaleset && (!scaleset || scale == ds->scale) && mean == ds->mean && std == ds->std) PetscFunctionReturn(0);
+  PetscCall(DatasetReset(ds));
+  ds->scaleset = scaleset;
+  ds->scale    = scaleset ? scale : 1.0;
+  ds->mean     = mean;
+  ds->std      = std;
+  PetscFunctionReturn(0);
+}
+
+/*@
+  DatasetGetNormalization - the (scale, mean, std) of x -> (scale x - mean) / std in effect.
+@*/
+PetscErrorCode DatasetGetNormalization(Dataset ds, PetscReal *scale, PetscReal *mean, PetscReal *std)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(ds, DATASET_CLASSID, 1);
+  if (scale) *scale = ds->scaleset ? ds->scale : ds->defaultscale;
+  if (mean) *mean = ds->mean;
+  if (std) *std = ds->std;
+  PetscFunctionReturn(0);
+}
+
+/*@
+  DatasetSetSampleShape - the per-sample input shape (channels last). With a source that has a shape (idx images,
+  hdf5 attribute) it must hold as many entries: it reshapes (28x28x1 -> 784). -dataset_sample_shape
+@*/
+PetscErrorCode DatasetSetSampleShape(Dataset ds, const PetNetShape *shape)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(ds, DATASET_CLASSID, 1);
+  PetscValidPointer(shape, 2);
+  if (PetNetShapeEqual(shape, &ds->shapeset)) PetscFunctionReturn(0);
+  PetscCall(DatasetReset(ds));
+  ds->shapeset = *shape;
+  PetscFunctionReturn(0);
+}
+
+/*@
+  DatasetSetNumClasses - declares C classes: every target must then be an integer label in [0, C). C = 0 declares
+  regression targets; PETSC_DETERMINE (the default) infers. -dataset_num_classes
+@*/
+PetscErrorCode DatasetSetNumClasses(Dataset ds, PetscInt nclasses)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(ds, DATASET_CLASSID, 1);
+  PetscValidLogicalCollectiveInt(ds, nclasses, 2);
+  if (nclasses < 0) nclasses = PETSC_DETERMINE;
+  if (nclasses == ds->nclassesset) PetscFunctionReturn(0);
+  PetscCall(DatasetReset(ds));
+  ds->nclassesset = nclasses;
+  PetscFunctionReturn(0);
+}
+
+/* ---------------------------------------------------------------------------------------------------------------- */
+/* Queries */
+
+#define DatasetCheckSetUp(ds, fname) PetscCheck((ds)->setupcalled, PetscObjectComm((PetscObject)(ds)), PETSC_ERR_ORDER, "Call DatasetSetUp() before %s()", fname)
+
+PetscErrorCode DatasetGetSize(Dataset ds, PetscInt *n)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(ds, DATASET_CLASSID, 1);
+  PetscValidIntPointer(n, 2);
+  DatasetCheckSetUp(ds, "DatasetGetSize");
+  *n = ds->N;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode DatasetGetLocalSize(Dataset ds, PetscInt *n)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(ds, DATASET_CLASSID, 1);
+  PetscValidIntPointer(n, 2);
+  DatasetCheckSetUp(ds, "DatasetGetLocalSize");
+  *n = ds->map->n;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode DatasetGetSampleShape(Dataset ds, PetNetShape *shape)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(ds, DATASET_CLASSID, 1);
+  PetscValidPointer(shape, 2);
+  DatasetCheckSetUp(ds, "DatasetGetSampleShape");
+  *shape = ds->shape;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode DatasetGetTargetSize(Dataset ds, PetscInt *tsize)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(ds, DATASET_CLASSID, 1);
+  PetscValidIntPointer(tsize, 2);
+  DatasetCheckSetUp(ds, "DatasetGetTargetSize");
+  *tsize = ds->tsize;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode DatasetGetNumClasses(Dataset ds, PetscInt *nclasses)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(ds, DATASET_CLASSID, 1);
+  PetscValidIntPointer(nclasses, 2);
+  DatasetCheckSetUp(ds, "DatasetGetNumClasses");
+  *nclasses = ds->nclasses;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode DatasetGetNumBatches(Dataset ds, PetscInt *nbatches)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(ds, DATASET_CLASSID, 1);
+  PetscValidIntPointer(nbatches, 2);
+  DatasetCheckSetUp(ds, "DatasetGetNumBatches");
+  *nbatches = ds->batchsize > 0 ? (ds->N + ds->batchsize - 1) / ds->batchsize : 1;
+  PetscFunctionReturn(0);
+}

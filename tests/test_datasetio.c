@@ -1,0 +1,533 @@
+static const char help[] = "Dataset kinds on small synthetic files written here (into -dir, default tests/out), whose every value is a\n"
+                           "known function of (sample, entry):\n"
+                           "  -case idx [-gz]                 IDX images and labels, plain or gzip\n"
+                           "  -case binary [-form mat|vec] [-labels]   PETSc binary: inputs as a Mat N x F or a Vec, then the targets\n"
+                           "  -case hdf5 [-names]             HDF5 datasets inputs/targets (shape from an attribute) or x/y\n"
+                           "  -case memory [-layout decide|rank0]       user Vecs, referenced or copied\n"
+                           "Each checks N, the shape, the classes, every stored sample, and every batch of two shuffled epochs and one\n"
+                           "in file order against the function, and that each epoch visits every sample once.\n"
+                           "  -case error -error missing|magic|truncated|truncatedgz|count|label|type|notargets|hdf5name|shape|vecshape\n"
+                           "                                  writes a bad input and must stop with a clear error.\n";
+
+#include <petnetdataset.h>
+#include <petscviewerhdf5.h>
+#include <zlib.h>
+
+#define NSAMPLES 50
+static char        dir[PETSC_MAX_PATH_LEN] = "tests/out";
+static int         nranks;                      /* in the file names, so runs at different sizes do not collide */
+static PetscBool   regression;                  /* targets of 2 entries instead of labels */
+static PetscInt    idxrows = 4, idxcols = 3;    /* idx samples: 4 x 3 bytes */
+static PetNetShape synthshape = {3, {3, 2, 2}}; /* binary, hdf5, memory samples: 3 x 2 x 2 */
+
+/* ------------------------------------------------------------------------------------------------------------ */
+/* The data: idx bytes, and real values for the other kinds */
+
+static unsigned char IDXByte(PetscInt i, PetscInt j)
+{
+  return (unsigned char)((7 * i + 13 * j + 3) % 256);
+}
+static unsigned char IDXLabel(PetscInt i)
+{
+  return (unsigned char)(i % 10);
+}
+static PetscReal SynthInput(PetscInt i, PetscInt j, PetscInt F)
+{
+  return PetscSinReal(0.37 * (i * F + j) + 0.1) + 1e-3 * i;
+}
+static PetscReal SynthTarget(PetscInt i, PetscInt k)
+{
+  return regression ? PetscCosReal(0.5 * i + k) : (PetscReal)(i % 3);
+}
+
+typedef struct {
+  PetscBool idx;      /* bytes (else synthetic reals) */
+  PetscInt  F, tsize; /* entries per sample and target */
+  PetscReal a, b;     /* the Dataset's normalization x -> a x + b */
+} Truth;
+
+static PetscReal TrueInput(const Truth *tr, PetscInt i, PetscInt j)
+{
+  return tr->a * (tr->idx ? (PetscReal)IDXByte(i, j) : SynthInput(i, j, tr->F)) + tr->b;
+}
+static PetscReal TrueTarget(const Truth *tr, PetscInt i, PetscInt k)
+{
+  return tr->idx ? (PetscReal)IDXLabel(i) : SynthTarget(i, k);
+}
+
+static PetscErrorCode GetTruth(Dataset ds, PetscBool idx, Truth *tr)
+{
+  PetNetShape shape;
+  PetscReal   scale, mean, std;
+
+  PetscFunctionBegin;
+  tr->idx = idx;
+  PetscCall(DatasetGetSampleShape(ds, &shape));
+  PetscCall(PetNetShapeSize(&shape, &tr->F));
+  PetscCall(DatasetGetTargetSize(ds, &tr->tsize));
+  PetscCall(DatasetGetNormalization(ds, &scale, &mean, &std));
+  tr->a = scale / std;
+  tr->b = -mean / std;
+  PetscFunctionReturn(0);
+}
+
+/* X [n][F], T [n][tsize] hold the samples samples[0..n) (local) */
+static PetscErrorCode CheckSamples(const Truth *tr, Vec X, Vec T, PetscInt n, const PetscInt samples[], const char what[])
+{
+  const PetscScalar *x, *t;
+  PetscInt           nx, nt;
+
+  PetscFunctionBegin;
+  PetscCall(VecGetLocalSize(X, &nx));
+  PetscCall(VecGetLocalSize(T, &nt));
+  PetscCheck(nx == n * tr->F && nt == n * tr->tsize, PETSC_COMM_SELF, PETSC_ERR_PLIB, "%s: local sizes %" PetscInt_FMT ", %" PetscInt_FMT " for %" PetscInt_FMT " samples", what, nx, nt, n);
+  PetscCall(VecGetArrayRead(X, &x));
+  PetscCall(VecGetArrayRead(T, &t));
+  for (PetscInt r = 0; r < n; r++) {
+    for (PetscInt j = 0; j < tr->F; j++) {
+      PetscReal want = TrueInput(tr, samples[r], j);
+      PetscCheck(PetscAbsReal(PetscRealPart(x[r * tr->F + j]) - want) <= 1e-14 * (1 + PetscAbsReal(want)), PETSC_COMM_SELF, PETSC_ERR_PLIB, "%s: sample %" PetscInt_FMT " entry %" PetscInt_FMT " is %.17g, expected %.17g", what, samples[r], j,
+                 (double)PetscRealPart(x[r * tr->F + j]), (double)want);
+    }
+    for (PetscInt k = 0; k < tr->tsize; k++)
+      PetscCheck(PetscRealPart(t[r * tr->tsize + k]) == TrueTarget(tr, samples[r], k), PETSC_COMM_SELF, PETSC_ERR_PLIB, "%s: target %" PetscInt_FMT " of sample %" PetscInt_FMT " is %g, expected %g", what, k, samples[r],
+                 (double)PetscRealPart(t[r * tr->tsize + k]), (double)TrueTarget(tr, samples[r], k));
+  }
+  PetscCall(VecRestoreArrayRead(X, &x));
+  PetscCall(VecRestoreArrayRead(T, &t));
+  PetscFunctionReturn(0);
+}
+
+/* The stored samples (DatasetGetAll) are the first N of the source, in file order, split like PETSC_DECIDE */
+static PetscErrorCode CheckAll(Dataset ds, const Truth *tr)
+{
+  Vec      X, T;
+  PetscInt N, n = PETSC_DECIDE, start, *samples;
+
+  PetscFunctionBegin;
+  PetscCall(DatasetGetSize(ds, &N));
+  PetscCall(PetscSplitOwnership(PETSC_COMM_WORLD, &n, &N));
+  PetscCallMPI(MPI_Scan(&n, &start, 1, MPIU_INT, MPI_SUM, PETSC_COMM_WORLD));
+  start -= n;
+  PetscCall(PetscMalloc1(n, &samples));
+  for (PetscInt i = 0; i < n; i++) samples[i] = start + i;
+  PetscCall(DatasetGetAll(ds, &X, &T));
+  PetscCall(CheckSamples(tr, X, T, n, samples, "DatasetGetAll"));
+  PetscCall(PetscFree(samples));
+  PetscFunctionReturn(0);
+}
+
+/* Every batch of the epoch holds the samples DatasetGetBatchIndices names, with the right global size; the epoch
+   visits every sample once; returns how many positions of the order differ from the file order. */
+static PetscErrorCode CheckEpoch(Dataset ds, const Truth *tr, PetscInt epoch, PetscInt *moved)
+{
+  PetscInt N, B, nbatches, *seen, count = 0;
+  Vec      X, T;
+  char     what[64];
+
+  PetscFunctionBegin;
+  PetscCall(DatasetGetSize(ds, &N));
+  PetscCall(DatasetGetBatchSize(ds, &B));
+  PetscCall(DatasetGetNumBatches(ds, &nbatches));
+  PetscCheck(nbatches == (N + B - 1) / B, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%" PetscInt_FMT " batches for N %" PetscInt_FMT " and B %" PetscInt_FMT, nbatches, N, B);
+  PetscCall(PetscCalloc1(N, &seen));
+  PetscCall(DatasetBeginEpoch(ds, epoch));
+  for (PetscInt b = 0; b < nbatches; b++) {
+    const PetscInt *samples;
+    PetscInt        n, nb;
+
+    PetscCall(DatasetGetBatch(ds, b, &X, &T));
+    PetscCall(DatasetGetBatchIndices(ds, b, &n, &samples));
+    PetscCall(VecGetSize(T, &nb));
+    PetscCheck(nb == PetscMin(B, N - b * B) * tr->tsize, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "Batch %" PetscInt_FMT " has %" PetscInt_FMT " target entries", b, nb);
+    PetscCall(PetscSNPrintf(what, sizeof(what), "epoch %" PetscInt_FMT " batch %" PetscInt_FMT, epoch, b));
+    PetscCall(CheckSamples(tr, X, T, n, samples, what));
+    for (PetscInt r = 0; r < n; r++) seen[samples[r]]++;
+  }
+  PetscCall(MPIU_Allreduce(MPI_IN_PLACE, seen, (PetscMPIInt)N, MPIU_INT, MPI_SUM, PETSC_COMM_WORLD));
+  for (PetscInt i = 0; i < N; i++) PetscCheck(seen[i] == 1, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "Epoch %" PetscInt_FMT " used sample %" PetscInt_FMT " %" PetscInt_FMT " times", epoch, i, seen[i]);
+  /* the global order: batch b, rank-major parts; compare with the file order */
+  for (PetscInt b = 0; b < nbatches; b++) {
+    const PetscInt *samples;
+    PetscInt        n, first = 0;
+
+    PetscCall(DatasetGetBatchIndices(ds, b, &n, &samples));
+    PetscCallMPI(MPI_Scan(&n, &first, 1, MPIU_INT, MPI_SUM, PETSC_COMM_WORLD));
+    first -= n;
+    for (PetscInt r = 0; r < n; r++) count += samples[r] != b * B + first + r;
+  }
+  PetscCall(MPIU_Allreduce(&count, moved, 1, MPIU_INT, MPI_SUM, PETSC_COMM_WORLD));
+  PetscCall(PetscFree(seen));
+  PetscFunctionReturn(0);
+}
+
+/* Shared by every kind: sizes, stored samples, two shuffled epochs and one in file order */
+static PetscErrorCode CheckDataset(Dataset ds, PetscBool idx, PetscInt nsource)
+{
+  Truth       tr;
+  PetscInt    N, nclasses, moved[3], limit = PETSC_DETERMINE;
+  PetNetShape shape;
+  char        s[64];
+
+  PetscFunctionBegin;
+  PetscCall(DatasetSetUp(ds));
+  PetscCall(GetTruth(ds, idx, &tr));
+  PetscCall(DatasetGetSize(ds, &N));
+  PetscCall(DatasetGetNumClasses(ds, &nclasses));
+  PetscCall(DatasetGetSampleShape(ds, &shape));
+  PetscCall(PetscOptionsGetInt(NULL, NULL, "-dataset_limit", &limit, NULL));
+  PetscCheck(N == (limit > 0 ? PetscMin(limit, nsource) : nsource), PETSC_COMM_WORLD, PETSC_ERR_PLIB, "N = %" PetscInt_FMT " with limit %" PetscInt_FMT " of %" PetscInt_FMT, N, limit, nsource);
+  PetscCheck(nclasses == (idx ? 10 : regression ? 0 : 3), PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%" PetscInt_FMT " classes", nclasses);
+  PetscCall(CheckAll(ds, &tr));
+  PetscCall(DatasetSetShuffle(ds, PETSC_TRUE));
+  PetscCall(CheckEpoch(ds, &tr, 0, &moved[0]));
+  PetscCall(CheckEpoch(ds, &tr, 1, &moved[1]));
+  PetscCall(DatasetSetShuffle(ds, PETSC_FALSE));
+  PetscCall(CheckEpoch(ds, &tr, 2, &moved[2]));
+  PetscCheck(moved[0] > N / 2 && moved[1] > N / 2 && moved[2] == 0, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "Samples out of file order: %" PetscInt_FMT ", %" PetscInt_FMT " (shuffled), %" PetscInt_FMT " (not)", moved[0], moved[1], moved[2]);
+  PetscCall(PetNetShapeToString(&shape, sizeof(s), s));
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "N %" PetscInt_FMT " shape %s targets %" PetscInt_FMT " classes %" PetscInt_FMT ": all samples, 2 shuffled epochs and 1 in file order exact\n", N, s, tr.tsize, nclasses));
+  PetscFunctionReturn(0);
+}
+
+/* ------------------------------------------------------------------------------------------------------------ */
+/* Writers (rank 0 writes, the others wait) */
+
+static PetscErrorCode WriteIDX(const char path[], PetscBool gz, PetscInt ndims, const PetscInt dims[], PetscInt magicdims, size_t nbytes, const unsigned char data[])
+{
+  PetscMPIInt rank;
+
+  PetscFunctionBegin;
+  PetscCallMPI(MPI_Comm_rank(PETSC_COMM_WORLD, &rank));
+  if (!rank) {
+    gzFile        f            = gzopen(path, gz ? "wb" : "wT");
+    unsigned char head[4 + 16] = {0, 0, 0x08, (unsigned char)magicdims};
+
+    PetscCheck(f, PETSC_COMM_SELF, PETSC_ERR_FILE_OPEN, "Cannot write %s", path);
+    for (PetscInt d = 0; d < ndims; d++)
+      for (int k = 0; k < 4; k++) head[4 + 4 * d + k] = (unsigned char)(dims[d] >> (8 * (3 - k)));
+    PetscCheck(gzwrite(f, head, (unsigned)(4 + 4 * ndims)) == 4 + 4 * ndims && (!nbytes || gzwrite(f, data, (unsigned)nbytes) == (int)nbytes), PETSC_COMM_SELF, PETSC_ERR_FILE_WRITE, "Cannot write %s", path);
+    PetscCheck(gzclose(f) == Z_OK, PETSC_COMM_SELF, PETSC_ERR_FILE_WRITE, "Cannot close %s", path);
+  }
+  PetscCallMPI(MPI_Barrier(PETSC_COMM_WORLD));
+  PetscFunctionReturn(0);
+}
+
+/* images [nimages][rows][cols] (of which only nwritten are written) and labels [nlabels] (label i for sample i) */
+static PetscErrorCode WriteIDXPair(const char name[], PetscBool gz, PetscInt nimages, PetscInt nwritten, PetscInt nlabels, PetscInt badlabel, char images[], char labels[])
+{
+  unsigned char *pix, *lab;
+  PetscInt       dims[3] = {nimages, idxrows, idxcols}, F = idxrows * idxcols;
+
+  PetscFunctionBegin;
+  PetscCall(PetscSNPrintf(images, PETSC_MAX_PATH_LEN, "%s/%s%d-images-idx3-ubyte%s", dir, name, nranks, gz ? ".gz" : ""));
+  PetscCall(PetscSNPrintf(labels, PETSC_MAX_PATH_LEN, "%s/%s%d-labels-idx1-ubyte%s", dir, name, nranks, gz ? ".gz" : ""));
+  PetscCall(PetscMalloc2(nimages * F, &pix, nlabels, &lab));
+  for (PetscInt i = 0; i < nimages; i++)
+    for (PetscInt j = 0; j < F; j++) pix[i * F + j] = IDXByte(i, j);
+  for (PetscInt i = 0; i < nlabels; i++) lab[i] = IDXLabel(i);
+  if (badlabel >= 0) lab[badlabel] = 12;
+  PetscCall(WriteIDX(images, gz, 3, dims, 3, (size_t)(nwritten * F), pix));
+  PetscCall(WriteIDX(labels, gz, 1, &nlabels, 1, (size_t)nlabels, lab));
+  PetscCall(PetscFree2(pix, lab));
+  PetscFunctionReturn(0);
+}
+
+/* The synthetic inputs as a Vec of block size F, split by samples, and the targets */
+static PetscErrorCode CreateSynthVecs(PetscInt N, PetscInt nlocal, Vec *X, Vec *T)
+{
+  PetscInt     F, tsize = regression ? 2 : 1, start;
+  PetscScalar *x, *t;
+
+  PetscFunctionBegin;
+  PetscCall(PetNetShapeSize(&synthshape, &F));
+  PetscCall(VecCreate(PETSC_COMM_WORLD, X));
+  PetscCall(VecSetSizes(*X, nlocal == PETSC_DECIDE ? PETSC_DECIDE : nlocal * F, N * F));
+  PetscCall(VecSetBlockSize(*X, F));
+  PetscCall(VecSetFromOptions(*X));
+  PetscCall(VecGetOwnershipRange(*X, &start, NULL));
+  start /= F;
+  PetscCall(VecGetLocalSize(*X, &nlocal));
+  nlocal /= F;
+  PetscCall(VecCreate(PETSC_COMM_WORLD, T));
+  PetscCall(VecSetSizes(*T, nlocal * tsize, N * tsize));
+  PetscCall(VecSetBlockSize(*T, tsize));
+  PetscCall(VecSetFromOptions(*T));
+  PetscCall(VecGetArrayWrite(*X, &x));
+  PetscCall(VecGetArrayWrite(*T, &t));
+  for (PetscInt i = 0; i < nlocal; i++) {
+    for (PetscInt j = 0; j < F; j++) x[i * F + j] = SynthInput(start + i, j, F);
+    for (PetscInt k = 0; k < tsize; k++) t[i * tsize + k] = SynthTarget(start + i, k);
+  }
+  PetscCall(VecRestoreArrayWrite(*X, &x));
+  PetscCall(VecRestoreArrayWrite(*T, &t));
+  PetscCall(PetscObjectSetName((PetscObject)*X, "inputs"));
+  PetscCall(PetscObjectSetName((PetscObject)*T, "targets"));
+  PetscFunctionReturn(0);
+}
+
+/* form "mat": a dense Mat N x F then the targets; "vec": the inputs Vec then the targets; "none": the Mat only */
+static PetscErrorCode WriteBinary(const char path[], const char form[])
+{
+  PetscViewer viewer;
+  Vec         X, T;
+  PetscInt    F, rstart, rend;
+  PetscBool   ismat, isnone;
+
+  PetscFunctionBegin;
+  PetscCall(PetscStrcmp(form, "mat", &ismat));
+  PetscCall(PetscStrcmp(form, "none", &isnone));
+  PetscCall(CreateSynthVecs(NSAMPLES, PETSC_DECIDE, &X, &T));
+  PetscCall(PetNetShapeSize(&synthshape, &F));
+  PetscCall(PetscViewerCreate(PETSC_COMM_WORLD, &viewer));
+  PetscCall(PetscViewerSetType(viewer, PETSCVIEWERBINARY));
+  PetscCall(PetscViewerFileSetMode(viewer, FILE_MODE_WRITE));
+  PetscCall(PetscViewerBinarySetSkipInfo(viewer, PETSC_TRUE));
+  PetscCall(PetscViewerFileSetName(viewer, path));
+  if (ismat || isnone) {
+    Mat A;
+
+    PetscCall(MatCreateDense(PETSC_COMM_WORLD, PETSC_DECIDE, PETSC_DECIDE, NSAMPLES, F, NULL, &A));
+    PetscCall(MatGetOwnershipRange(A, &rstart, &rend));
+    for (PetscInt i = rstart; i < rend; i++)
+      for (PetscInt j = 0; j < F; j++) PetscCall(MatSetValue(A, i, j, SynthInput(i, j, F), INSERT_VALUES));
+    PetscCall(MatAssemblyBegin(A, MAT_FINAL_ASSEMBLY));
+    PetscCall(MatAssemblyEnd(A, MAT_FINAL_ASSEMBLY));
+    PetscCall(MatView(A, viewer));
+    PetscCall(MatDestroy(&A));
+  } else
+    PetscCall(VecView(X, viewer));
+  if (!isnone) PetscCall(VecView(T, viewer));
+  PetscCall(PetscViewerDestroy(&viewer));
+  PetscCall(VecDestroy(&X));
+  PetscCall(VecDestroy(&T));
+  PetscFunctionReturn(0);
+}
+
+/* datasets "inputs" [N][F] (block size F) with a "sample_shape" attribute and "targets"; and "x" (flat) and "y" */
+static PetscErrorCode WriteHDF5(const char path[])
+{
+  PetscViewer viewer;
+  Vec         X, T, x;
+  char        shape[64];
+
+  PetscFunctionBegin;
+  PetscCall(CreateSynthVecs(NSAMPLES, PETSC_DECIDE, &X, &T));
+  PetscCall(PetscViewerHDF5Open(PETSC_COMM_WORLD, path, FILE_MODE_WRITE, &viewer));
+  PetscCall(VecView(X, viewer));
+  PetscCall(PetNetShapeToString(&synthshape, sizeof(shape), shape));
+  PetscCall(PetscViewerHDF5WriteAttribute(viewer, "inputs", "sample_shape", PETSC_STRING, shape));
+  PetscCall(VecView(T, viewer));
+  PetscCall(VecDuplicate(X, &x)); /* the same values without a block size: a flat dataset */
+  PetscCall(VecCopy(X, x));
+  PetscCall(VecSetBlockSize(x, 1));
+  PetscCall(PetscObjectSetName((PetscObject)x, "x"));
+  PetscCall(VecView(x, viewer));
+  PetscCall(PetscObjectSetName((PetscObject)T, "y"));
+  PetscCall(VecView(T, viewer));
+  PetscCall(PetscViewerDestroy(&viewer));
+  PetscCall(VecDestroy(&x));
+  PetscCall(VecDestroy(&X));
+  PetscCall(VecDestroy(&T));
+  PetscFunctionReturn(0);
+}
+
+/* ------------------------------------------------------------------------------------------------------------ */
+/* Cases */
+
+static PetscErrorCode TestIDX(void)
+{
+  Dataset   ds;
+  PetscBool gz = PETSC_FALSE;
+  char      images[PETSC_MAX_PATH_LEN], labels[PETSC_MAX_PATH_LEN];
+
+  PetscFunctionBegin;
+  PetscCall(PetscOptionsGetBool(NULL, NULL, "-gz", &gz, NULL));
+  PetscCall(WriteIDXPair(gz ? "data_idx_gz" : "data_idx_plain", gz, NSAMPLES, NSAMPLES, NSAMPLES, -1, images, labels));
+  PetscCall(DatasetCreate(PETSC_COMM_WORLD, &ds));
+  PetscCall(DatasetIDXSetFiles(ds, images, labels));
+  PetscCall(DatasetSetFromOptions(ds));
+  PetscCall(CheckDataset(ds, PETSC_TRUE, NSAMPLES));
+  PetscCall(DatasetDestroy(&ds));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode TestBinary(void)
+{
+  Dataset ds;
+  char    form[8] = "mat", path[PETSC_MAX_PATH_LEN];
+
+  PetscFunctionBegin;
+  PetscCall(PetscOptionsGetString(NULL, NULL, "-form", form, sizeof(form), NULL));
+  PetscCall(PetscSNPrintf(path, sizeof(path), "%s/data_binary_%s%d.bin", dir, form, nranks));
+  PetscCall(WriteBinary(path, form));
+  PetscCall(DatasetCreate(PETSC_COMM_WORLD, &ds));
+  PetscCall(DatasetFileSetName(ds, path));
+  PetscCall(DatasetSetFromOptions(ds)); /* the .bin name picks the binary kind */
+  PetscCall(CheckDataset(ds, PETSC_FALSE, NSAMPLES));
+  PetscCall(DatasetDestroy(&ds));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode TestHDF5(void)
+{
+  Dataset   ds;
+  PetscBool names = PETSC_FALSE;
+  char      path[PETSC_MAX_PATH_LEN];
+
+  PetscFunctionBegin;
+  PetscCall(PetscOptionsGetBool(NULL, NULL, "-names", &names, NULL));
+  PetscCall(PetscSNPrintf(path, sizeof(path), "%s/data_hdf5_%d.h5", dir, nranks));
+  PetscCall(WriteHDF5(path));
+  PetscCall(DatasetCreate(PETSC_COMM_WORLD, &ds));
+  PetscCall(DatasetFileSetName(ds, path)); /* the .h5 name picks the hdf5 kind */
+  if (names) {
+    PetscCall(DatasetSetType(ds, DATASETHDF5));
+    PetscCall(DatasetHDF5SetNames(ds, "x", "y"));
+    PetscCall(DatasetSetSampleShape(ds, &synthshape));
+  }
+  PetscCall(DatasetSetFromOptions(ds));
+  PetscCall(CheckDataset(ds, PETSC_FALSE, NSAMPLES));
+  PetscCall(DatasetDestroy(&ds));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode TestMemory(void)
+{
+  Dataset     ds;
+  Vec         X, T, dX, dT;
+  char        layout[16] = "decide";
+  PetscBool   rank0, identity, referenced;
+  PetscMPIInt rank;
+  PetscReal   scale, mean, std, norm0, norm1;
+  PetscInt    N, F, nx, fits, ndecide = PETSC_DECIDE, Nsource = NSAMPLES;
+
+  PetscFunctionBegin;
+  PetscCall(PetNetShapeSize(&synthshape, &F));
+  PetscCallMPI(MPI_Comm_rank(PETSC_COMM_WORLD, &rank));
+  PetscCall(PetscOptionsGetString(NULL, NULL, "-layout", layout, sizeof(layout), NULL));
+  PetscCall(PetscStrcmp(layout, "rank0", &rank0));
+  PetscCall(CreateSynthVecs(NSAMPLES, rank0 ? (rank ? 0 : NSAMPLES) : PETSC_DECIDE, &X, &T));
+  PetscCall(VecNorm(X, NORM_2, &norm0));
+  PetscCall(DatasetCreate(PETSC_COMM_WORLD, &ds));
+  PetscCall(DatasetMemorySetData(ds, &synthshape, X, regression ? 2 : 1, T));
+  PetscCall(DatasetSetFromOptions(ds));
+  PetscCall(CheckDataset(ds, PETSC_FALSE, NSAMPLES));
+  /* referenced exactly when nothing forces a copy: same layout, no limit, identity normalization */
+  PetscCall(DatasetGetAll(ds, &dX, &dT));
+  PetscCall(DatasetGetNormalization(ds, &scale, &mean, &std));
+  identity   = (PetscBool)(scale == 1 && mean == 0 && std == 1);
+  referenced = (PetscBool)(dX == X);
+  PetscCall(DatasetGetSize(ds, &N));
+  PetscCall(PetscSplitOwnership(PETSC_COMM_WORLD, &ndecide, &Nsource));
+  PetscCall(VecGetLocalSize(X, &nx));
+  fits = nx == ndecide * F;
+  PetscCall(MPIU_Allreduce(MPI_IN_PLACE, &fits, 1, MPIU_INT, MPI_MIN, PETSC_COMM_WORLD));
+  PetscCheck(referenced == (PetscBool)(fits && identity && N == NSAMPLES), PETSC_COMM_WORLD, PETSC_ERR_PLIB, "The user Vec was %s", referenced ? "referenced although it had to be copied" : "copied although it could be referenced");
+  PetscCall(VecNorm(X, NORM_2, &norm1));
+  PetscCheck(norm0 == norm1, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "The Dataset modified the user's inputs");
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "user Vecs %s\n", referenced ? "referenced" : "copied"));
+  PetscCall(DatasetDestroy(&ds));
+  PetscCall(VecDestroy(&X));
+  PetscCall(VecDestroy(&T));
+  PetscFunctionReturn(0);
+}
+
+/* Each error case writes a bad input (or gives a bad option) and sets the Dataset up: it must fail with a clear error */
+static PetscErrorCode TestError(void)
+{
+  Dataset   ds;
+  char      error[32] = "", images[PETSC_MAX_PATH_LEN], labels[PETSC_MAX_PATH_LEN], path[PETSC_MAX_PATH_LEN];
+  PetscBool is;
+
+  PetscFunctionBegin;
+  PetscCall(PetscOptionsGetString(NULL, NULL, "-error", error, sizeof(error), NULL));
+  PetscCall(DatasetCreate(PETSC_COMM_WORLD, &ds));
+  PetscCall(PetscStrcmp(error, "missing", &is));
+  if (is) {
+    PetscCall(PetscSNPrintf(images, sizeof(images), "%s/data_missing-images-idx3-ubyte.gz", dir));
+    PetscCall(DatasetIDXSetFiles(ds, images, images));
+  }
+  PetscCall(PetscStrcmp(error, "magic", &is));
+  if (is) { /* a labels file given as the images */
+    PetscCall(WriteIDXPair("data_magic", PETSC_TRUE, 10, 10, 10, -1, images, labels));
+    PetscCall(DatasetIDXSetFiles(ds, labels, labels));
+  }
+  PetscCall(PetscStrcmp(error, "truncated", &is));
+  if (is) { /* the header announces 10 images, the plain file holds 5 */
+    PetscCall(WriteIDXPair("data_truncated", PETSC_FALSE, 10, 5, 10, -1, images, labels));
+    PetscCall(DatasetIDXSetFiles(ds, images, labels));
+  }
+  PetscCall(PetscStrcmp(error, "truncatedgz", &is));
+  if (is) { /* the same, gzip-compressed */
+    PetscCall(WriteIDXPair("data_truncatedgz", PETSC_TRUE, 10, 5, 10, -1, images, labels));
+    PetscCall(DatasetIDXSetFiles(ds, images, labels));
+  }
+  PetscCall(PetscStrcmp(error, "count", &is));
+  if (is) { /* 10 images, 9 labels */
+    PetscCall(WriteIDXPair("data_count", PETSC_TRUE, 10, 10, 9, -1, images, labels));
+    PetscCall(DatasetIDXSetFiles(ds, images, labels));
+  }
+  PetscCall(PetscStrcmp(error, "label", &is));
+  if (is) { /* label 12 at sample 7, with 10 classes declared */
+    PetscCall(WriteIDXPair("data_label", PETSC_TRUE, 10, 10, 10, 7, images, labels));
+    PetscCall(DatasetIDXSetFiles(ds, images, labels));
+    PetscCall(DatasetSetNumClasses(ds, 10));
+  }
+  PetscCall(PetscStrcmp(error, "shape", &is));
+  if (is) { /* 4 x 3 images, -dataset_sample_shape 10x10 */
+    PetNetShape bad = {2, {10, 10}};
+
+    PetscCall(WriteIDXPair("data_shape", PETSC_TRUE, 10, 10, 10, -1, images, labels));
+    PetscCall(DatasetIDXSetFiles(ds, images, labels));
+    PetscCall(DatasetSetSampleShape(ds, &bad));
+  }
+  PetscCall(PetscStrcmp(error, "notargets", &is));
+  if (is) {
+    PetscCall(PetscSNPrintf(path, sizeof(path), "%s/data_notargets%d.bin", dir, nranks));
+    PetscCall(WriteBinary(path, "none"));
+    PetscCall(DatasetFileSetName(ds, path));
+  }
+  PetscCall(PetscStrcmp(error, "vecshape", &is));
+  if (is) { /* inputs stored as a Vec, no sample shape given */
+    PetscCall(PetscSNPrintf(path, sizeof(path), "%s/data_vecshape%d.bin", dir, nranks));
+    PetscCall(WriteBinary(path, "vec"));
+    PetscCall(DatasetFileSetName(ds, path));
+  }
+  PetscCall(PetscStrcmp(error, "hdf5name", &is));
+  if (is) {
+    PetscCall(PetscSNPrintf(path, sizeof(path), "%s/data_hdf5name%d.h5", dir, nranks));
+    PetscCall(WriteHDF5(path));
+    PetscCall(DatasetFileSetName(ds, path));
+    PetscCall(DatasetHDF5SetNames(ds, "pixels", NULL));
+  }
+  PetscCall(DatasetSetFromOptions(ds)); /* error "type" comes from -dataset_type on the command line */
+  PetscCall(DatasetSetUp(ds));
+  PetscCall(DatasetDestroy(&ds));
+  SETERRQ(PETSC_COMM_WORLD, PETSC_ERR_PLIB, "Error case \"%s\" did not fail", error);
+}
+
+int main(int argc, char **argv)
+{
+  char testcase[32] = "idx";
+
+  PetscCall(PetscInitialize(&argc, &argv, NULL, help));
+  PetscCall(PetscOptionsGetString(NULL, NULL, "-case", testcase, sizeof(testcase), NULL));
+  PetscCall(PetscOptionsGetString(NULL, NULL, "-dir", dir, sizeof(dir), NULL));
+  PetscCallMPI(MPI_Comm_size(PETSC_COMM_WORLD, &nranks));
+  PetscCall(PetscOptionsGetBool(NULL, NULL, "-regression", &regression, NULL));
+  if (!strcmp(testcase, "idx"))
+    PetscCall(TestIDX());
+  else if (!strcmp(testcase, "binary"))
+    PetscCall(TestBinary());
+  else if (!strcmp(testcase, "hdf5"))
+    PetscCall(TestHDF5());
+  else if (!strcmp(testcase, "memory"))
+    PetscCall(TestMemory());
+  else if (!strcmp(testcase, "error"))
+    PetscCall(TestError());
+  else
+    SETERRQ(PETSC_COMM_WORLD, PETSC_ERR_ARG_WRONG, "Unknown -case %s", testcase);
+  PetscCall(PetscFinalize());
+  return 0;
+}
