@@ -1,44 +1,5 @@
-/*
-  Elementwise layers, side by side:
-    forward   y[i]  = f(x[i])                     x, y  [n][size]
-    backward  dx[i] = f'(x[i]) dy[i]              (no parameters: nothing accumulates)
-    jvp       dy[i] = f'(x[i]) dx[i]
-*/
+/* Elementwise layers: settings, arguments, options and viewing shared by every kind (the loops are in pointwise.h). */
 #include "pointwise.h"
-
-static PetscErrorCode LayerForward_Pointwise(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
-{
-  Layer_Pointwise *pw = (Layer_Pointwise *)layer->data;
-  const PetscInt   N  = n * layer->insize;
-
-  PetscFunctionBegin;
-  for (PetscInt i = 0; i < N; i++) y[i] = pw->f(x[i], pw->alpha);
-  PetscCall(PetscLogFlops(pw->flops_f * N));
-  PetscFunctionReturn(0);
-}
-
-static PetscErrorCode LayerBackward_Pointwise(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)
-{
-  Layer_Pointwise *pw = (Layer_Pointwise *)layer->data;
-  const PetscInt   N  = n * layer->insize;
-
-  PetscFunctionBegin;
-  if (!dx) PetscFunctionReturn(0);
-  for (PetscInt i = 0; i < N; i++) dx[i] = pw->df(x[i], y[i], pw->alpha) * dy[i];
-  PetscCall(PetscLogFlops((pw->flops_df + 1) * N));
-  PetscFunctionReturn(0);
-}
-
-static PetscErrorCode LayerJVP_Pointwise(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dx, const PetscScalar *dtheta, PetscScalar *dy)
-{
-  Layer_Pointwise *pw = (Layer_Pointwise *)layer->data;
-  const PetscInt   N  = n * layer->insize;
-
-  PetscFunctionBegin;
-  for (PetscInt i = 0; i < N; i++) dy[i] = pw->df(x[i], y[i], pw->alpha) * dx[i];
-  PetscCall(PetscLogFlops((pw->flops_df + 1) * N));
-  PetscFunctionReturn(0);
-}
 
 static PetscErrorCode LayerSetArguments_Pointwise(Layer layer, const char args[])
 {
@@ -101,10 +62,7 @@ PetscErrorCode LayerCreatePointwise_Private(Layer layer, PointwiseFunction f, Po
   pw->flops_f         = flops_f;
   pw->flops_df        = flops_df;
   layer->data         = pw;
-  layer->ops->forward  = LayerForward_Pointwise;
-  layer->ops->backward = LayerBackward_Pointwise;
-  layer->ops->jvp      = LayerJVP_Pointwise;
-  layer->ops->destroy  = LayerDestroy_Pointwise;
+  layer->ops->destroy = LayerDestroy_Pointwise;
   PetscFunctionReturn(0);
 }
 

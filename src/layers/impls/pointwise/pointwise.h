@@ -16,4 +16,71 @@ typedef struct {
 } Layer_Pointwise;
 
 PETSC_INTERN PetscErrorCode LayerCreatePointwise_Private(Layer, PointwiseFunction, PointwiseDerivative, PetscLogDouble, PetscLogDouble);
+
+/*
+  The loops, side by side (x, y, dx, dy: [n][size]; no parameters, nothing accumulates):
+    forward   y[i]  = f(x[i])
+    backward  dx[i] = f'(x[i]) dy[i]
+    jvp       dy[i] = f'(x[i]) dx[i]
+  They are static inline with f and f' as arguments: each kind instantiates them with its own functions
+  (POINTWISE_KERNELS), so the compiler inlines f and f' into the loop instead of calling through a pointer per entry.
+*/
+static inline PetscErrorCode PointwiseForward(Layer layer, PetscInt n, const PetscScalar *x, PetscScalar *y, PointwiseFunction f)
+{
+  Layer_Pointwise *pw = (Layer_Pointwise *)layer->data;
+  const PetscInt   N  = n * layer->insize;
+  const PetscReal  a  = pw->alpha;
+
+  PetscFunctionBegin;
+  for (PetscInt i = 0; i < N; i++) y[i] = f(x[i], a);
+  PetscCall(PetscLogFlops(pw->flops_f * N));
+  PetscFunctionReturn(0);
+}
+
+static inline PetscErrorCode PointwiseBackward(Layer layer, PetscInt n, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dy, PetscScalar *dx, PointwiseDerivative df)
+{
+  Layer_Pointwise *pw = (Layer_Pointwise *)layer->data;
+  const PetscInt   N  = n * layer->insize;
+  const PetscReal  a  = pw->alpha;
+
+  PetscFunctionBegin;
+  if (!dx) PetscFunctionReturn(0);
+  for (PetscInt i = 0; i < N; i++) dx[i] = df(x[i], y[i], a) * dy[i];
+  PetscCall(PetscLogFlops((pw->flops_df + 1) * N));
+  PetscFunctionReturn(0);
+}
+
+static inline PetscErrorCode PointwiseJVP(Layer layer, PetscInt n, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dx, PetscScalar *dy, PointwiseDerivative df)
+{
+  Layer_Pointwise *pw = (Layer_Pointwise *)layer->data;
+  const PetscInt   N  = n * layer->insize;
+  const PetscReal  a  = pw->alpha;
+
+  PetscFunctionBegin;
+  for (PetscInt i = 0; i < N; i++) dy[i] = df(x[i], y[i], a) * dx[i];
+  PetscCall(PetscLogFlops((pw->flops_df + 1) * N));
+  PetscFunctionReturn(0);
+}
+
+/* The three kernels of one kind, with F and DF inlined */
+#define POINTWISE_KERNELS(Kind, F, DF) \
+  static PetscErrorCode LayerForward_##Kind(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y) \
+  { \
+    return PointwiseForward(layer, n, x, y, F); \
+  } \
+  static PetscErrorCode LayerBackward_##Kind(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta) \
+  { \
+    return PointwiseBackward(layer, n, x, y, dy, dx, DF); \
+  } \
+  static PetscErrorCode LayerJVP_##Kind(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dx, const PetscScalar *dtheta, PetscScalar *dy) \
+  { \
+    return PointwiseJVP(layer, n, x, y, dx, dy, DF); \
+  }
+
+#define POINTWISE_SET_KERNELS(layer, Kind) \
+  do { \
+    (layer)->ops->forward  = LayerForward_##Kind; \
+    (layer)->ops->backward = LayerBackward_##Kind; \
+    (layer)->ops->jvp      = LayerJVP_##Kind; \
+  } while (0)
 PETSC_INTERN PetscErrorCode LayerPointwiseSetParameter_Private(Layer, const char[], PetscReal);
