@@ -1,0 +1,44 @@
+static const char help[] = "Measures this machine's dgemm rate (GFLOP/s) through PETSc's BLAS, for the shapes of a training step.\n";
+
+#include <petscsys.h>
+#include <petscblaslapack.h>
+
+/* GFLOP/s of C (m x n) = A^T (k x m)^T B (k x n), repeated until at least 0.5 s have passed */
+static PetscErrorCode Rate(PetscInt m, PetscInt n, PetscInt k, PetscReal *gflops)
+{
+  PetscScalar   *A, *B, *C, one = 1.0, zero = 0.0;
+  PetscBLASInt   bm, bn, bk;
+  PetscLogDouble t0, t1;
+  PetscInt       reps = 0;
+
+  PetscFunctionBegin;
+  PetscCall(PetscMalloc3(m * k, &A, k * n, &B, m * n, &C));
+  for (PetscInt i = 0; i < m * k; i++) A[i] = PetscSinReal(i);
+  for (PetscInt i = 0; i < k * n; i++) B[i] = PetscCosReal(i);
+  PetscCall(PetscBLASIntCast(m, &bm));
+  PetscCall(PetscBLASIntCast(n, &bn));
+  PetscCall(PetscBLASIntCast(k, &bk));
+  PetscCallBLAS("BLASgemm", BLASgemm_("T", "N", &bm, &bn, &bk, &one, A, &bk, B, &bk, &zero, C, &bm));
+  PetscCall(PetscTime(&t0));
+  do {
+    PetscCallBLAS("BLASgemm", BLASgemm_("T", "N", &bm, &bn, &bk, &one, A, &bk, B, &bk, &zero, C, &bm));
+    reps++;
+    PetscCall(PetscTime(&t1));
+  } while (t1 - t0 < 0.5);
+  *gflops = 2.0 * m * n * k * reps / (t1 - t0) / 1e9;
+  PetscCall(PetscFree3(A, B, C));
+  PetscFunctionReturn(0);
+}
+
+int main(int argc, char **argv)
+{
+  PetscReal big, mlp;
+
+  PetscCall(PetscInitialize(&argc, &argv, NULL, help));
+  PetscCall(Rate(1024, 1024, 1024, &big));
+  PetscCall(Rate(256, 128, 784, &mlp));
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "dgemm: %.1f GFLOP/s at 1024^3, %.1f GFLOP/s at the MLP's first layer (256 x 128 x 784)\n", (double)big, (double)mlp));
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "dgemm_gflops=%.2f dgemm_mlp_gflops=%.2f\n", (double)big, (double)mlp));
+  PetscCall(PetscFinalize());
+  return 0;
+}

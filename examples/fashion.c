@@ -1,0 +1,83 @@
+static const char help[] = "Train a network on Fashion-MNIST (the packaged IDX files) and report the test accuracy.\n"
+                           "The model is an options file, e.g. -options_file share/models/mlp.opts. Datasets use prefixes train_ and test_\n"
+                           "(-train_dataset_limit 1000); the Net reads -net_*, the optimizer -tao_*, the Trainer -trainer_*.\n"
+                           "Ends with one line: summary: key=value ...\n";
+
+#include <petnettrainer.h>
+
+int main(int argc, char **argv)
+{
+  MPI_Comm    comm;
+  Dataset     train, test;
+  Net         net;
+  Loss        loss;
+  Trainer     trainer;
+  Tao         tao;
+  TaoType     taotype;
+  char        dir[PETSC_MAX_PATH_LEN] = "/usr/share/datasets/fashion-mnist", model[64] = "model", save[PETSC_MAX_PATH_LEN] = "";
+  PetscInt    epochs, nparams, Ntrain, Ntest;
+  PetscReal   trainloss, testloss, testacc, seconds;
+  PetscMPIInt size;
+
+  PetscCall(PetscInitialize(&argc, &argv, NULL, help));
+  comm = PETSC_COMM_WORLD;
+  PetscCallMPI(MPI_Comm_size(comm, &size));
+  PetscOptionsBegin(comm, NULL, "Fashion-MNIST example", NULL);
+  PetscCall(PetscOptionsString("-fashion_dir", "Folder with the IDX files", NULL, dir, dir, sizeof(dir), NULL));
+  PetscCall(PetscOptionsString("-fashion_model_name", "Name printed in the summary", NULL, model, model, sizeof(model), NULL));
+  PetscCall(PetscOptionsString("-fashion_save", "Save the trained Net to this file (.h5 for HDF5)", "NetSave", save, save, sizeof(save), NULL));
+  PetscOptionsEnd();
+
+  PetscCall(DatasetCreate(comm, &train));
+  PetscCall(PetscObjectSetOptionsPrefix((PetscObject)train, "train_"));
+  PetscCall(DatasetSetType(train, DATASETIDX));
+  {
+    char images[PETSC_MAX_PATH_LEN], labels[PETSC_MAX_PATH_LEN];
+
+    PetscCall(PetscSNPrintf(images, sizeof(images), "%s/train-images-idx3-ubyte.gz", dir));
+    PetscCall(PetscSNPrintf(labels, sizeof(labels), "%s/train-labels-idx1-ubyte.gz", dir));
+    PetscCall(DatasetIDXSetFiles(train, images, labels));
+    PetscCall(DatasetSetShuffle(train, PETSC_TRUE));
+    PetscCall(DatasetSetFromOptions(train));
+
+    PetscCall(DatasetCreate(comm, &test));
+    PetscCall(PetscObjectSetOptionsPrefix((PetscObject)test, "test_"));
+    PetscCall(DatasetSetType(test, DATASETIDX));
+    PetscCall(PetscSNPrintf(images, sizeof(images), "%s/t10k-images-idx3-ubyte.gz", dir));
+    PetscCall(PetscSNPrintf(labels, sizeof(labels), "%s/t10k-labels-idx1-ubyte.gz", dir));
+    PetscCall(DatasetIDXSetFiles(test, images, labels));
+    PetscCall(DatasetSetFromOptions(test));
+  }
+
+  PetscCall(NetCreate(comm, &net));
+  PetscCall(NetSetLayers(net, "dense:256,relu,dense:128,relu,dense:10"));
+  PetscCall(NetSetFromOptions(net));
+  PetscCall(LossCreate(comm, &loss));
+  PetscCall(LossSetType(loss, LOSSCROSSENTROPY));
+  PetscCall(LossSetFromOptions(loss));
+
+  PetscCall(TrainerCreate(comm, &trainer));
+  PetscCall(TrainerSetNet(trainer, net));
+  PetscCall(TrainerSetLoss(trainer, loss));
+  PetscCall(TrainerSetDatasets(trainer, train, test));
+  PetscCall(TrainerSetFromOptions(trainer));
+  PetscCall(TrainerTrain(trainer));
+  PetscCall(TrainerGetResults(trainer, &epochs, &trainloss, &testloss, &testacc, &seconds));
+  if (save[0]) PetscCall(NetSave(net, save));
+
+  PetscCall(TrainerGetTao(trainer, &tao));
+  PetscCall(TaoGetType(tao, &taotype));
+  PetscCall(NetGetNumParameters(net, &nparams));
+  PetscCall(DatasetGetSize(train, &Ntrain));
+  PetscCall(DatasetGetSize(test, &Ntest));
+  PetscCall(PetscPrintf(comm, "summary: model=%s optimizer=%s epochs=%" PetscInt_FMT " params=%" PetscInt_FMT " train_samples=%" PetscInt_FMT " test_samples=%" PetscInt_FMT " ranks=%d train_loss=%.6f test_loss=%.6f test_accuracy=%.4f train_time_s=%.2f\n", model, taotype, epochs, nparams, Ntrain, Ntest, size,
+                        (double)trainloss, (double)testloss, (double)testacc, (double)seconds));
+
+  PetscCall(TrainerDestroy(&trainer));
+  PetscCall(LossDestroy(&loss));
+  PetscCall(NetDestroy(&net));
+  PetscCall(DatasetDestroy(&train));
+  PetscCall(DatasetDestroy(&test));
+  PetscCall(PetscFinalize());
+  return 0;
+}

@@ -1,0 +1,56 @@
+/* Private: the Trainer object. */
+#pragma once
+
+#include <petnettrainer.h>
+#include <petsc/private/petscimpl.h>
+
+struct _TrainerOps {
+  PetscErrorCode (*dummy)(Trainer);
+};
+
+struct _p_Trainer {
+  PETSCHEADER(struct _TrainerOps);
+  Net         net;
+  Loss        loss;
+  Dataset     train, test;
+  Tao         tao;
+  Vec         theta; /* TAO's solution: the Net's parameters are set from it at every evaluation (a line search
+                        evaluates trial points, so the Net's own Vec cannot be the solution) */
+  TrainerMode mode;
+  PetscBool   minibatch; /* resolved mode */
+  PetscBool   setupcalled;
+
+  PetscInt  epochs, epoch;   /* epochs to run; epochs completed */
+  PetscInt  batchsize;       /* -trainer_batch_size, passed to the training Dataset */
+  PetscInt  evalbatchsize;   /* chunk size for evaluation and full-batch objectives */
+  PetscInt  nbatches, ibatch; /* batches per epoch; next batch of this epoch */
+  Vec       X, T, Y, dY;     /* current batch (borrowed from the Dataset), output and its cotangent */
+
+  /* statistics of the running epoch */
+  PetscReal epochloss;
+  PetscInt  epochsamples;
+  PetscBool diverged;
+
+  /* results */
+  PetscReal trainloss, testloss, testacc, traintime;
+  PetscReal besttestloss;
+  PetscInt  patience, badepochs;
+
+  /* checkpoints */
+  char      checkpoint[PETSC_MAX_PATH_LEN], restart[PETSC_MAX_PATH_LEN];
+  PetscInt  checkpointevery;
+  PetscInt  lastcheckpoint;
+
+  /* progress */
+  PetscBool      monitor;
+  PetscReal      progressinterval;
+  PetscLogDouble tepoch, tlastprogress;
+
+  PetscLogEvent event_train, event_eval;
+};
+
+PETSC_INTERN PetscErrorCode TrainerObjectiveMiniBatch_Private(Tao, Vec, PetscReal *, Vec, void *);
+PETSC_INTERN PetscErrorCode TrainerObjectiveFullBatch_Private(Tao, Vec, PetscReal *, Vec, void *);
+PETSC_INTERN PetscErrorCode TrainerNextBatch_Private(Tao, PetscInt, void *);
+PETSC_INTERN PetscErrorCode TrainerEnsureWorkVecs_Private(Trainer, Vec);
+PETSC_INTERN PetscErrorCode TrainerAccumulate_Private(Trainer, Dataset, PetscReal *, Vec, PetscInt *);

@@ -1,0 +1,269 @@
+/* Trainer: lifecycle, options, viewing. */
+#include <petnet/private/trainerimpl.h>
+#include <petnetoptim.h>
+
+PetscClassId      TRAINER_CLASSID;
+const char *const TrainerModes[] = {"auto", "minibatch", "fullbatch", "TrainerMode", "TRAINER_MODE_", NULL};
+
+static PetscBool TrainerPackageInitialized = PETSC_FALSE;
+
+static PetscErrorCode TrainerFinalizePackage(void)
+{
+  PetscFunctionBegin;
+  TrainerPackageInitialized = PETSC_FALSE;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode TrainerInitializePackage(void)
+{
+  PetscFunctionBegin;
+  if (TrainerPackageInitialized) PetscFunctionReturn(0);
+  TrainerPackageInitialized = PETSC_TRUE;
+  PetscCall(PetNetInitializePackage());
+  PetscCall(DatasetInitializePackage());
+  PetscCall(PetscClassIdRegister("Trainer", &TRAINER_CLASSID));
+  PetscCall(PetscRegisterFinalize(TrainerFinalizePackage));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode TrainerCreate(MPI_Comm comm, Trainer *trainer)
+{
+  Trainer tr;
+
+  PetscFunctionBegin;
+  PetscValidPointer(trainer, 2);
+  PetscCall(TrainerInitializePackage());
+  PetscCall(PetscHeaderCreate(tr, TRAINER_CLASSID, "Trainer", "Training driver", "Trainer", comm, TrainerDestroy, TrainerView));
+  tr->epochs           = 10;
+  tr->batchsize        = 0; /* keep the Dataset's */
+  tr->evalbatchsize    = 1000;
+  tr->monitor          = PETSC_TRUE;
+  tr->progressinterval = 10.0;
+  tr->patience         = 0;
+  tr->besttestloss     = PETSC_MAX_REAL;
+  tr->lastcheckpoint   = -1;
+  tr->testloss         = PETSC_MAX_REAL;
+  tr->testacc          = -1;
+  PetscCall(PetscLogEventRegister("TrainerEpoch", TRAINER_CLASSID, &tr->event_train));
+  PetscCall(PetscLogEventRegister("TrainerEvaluate", TRAINER_CLASSID, &tr->event_eval));
+  PetscCall(TaoCreate(comm, &tr->tao));
+  PetscCall(TaoSetType(tr->tao, TAOADAM));
+  *trainer = tr;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode TrainerSetNet(Trainer tr, Net net)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(tr, TRAINER_CLASSID, 1);
+  PetscValidHeaderSpecific(net, NET_CLASSID, 2);
+  PetscCall(PetscObjectReference((PetscObject)net));
+  PetscCall(NetDestroy(&tr->net));
+  tr->net = net;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode TrainerGetNet(Trainer tr, Net *net)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(tr, TRAINER_CLASSID, 1);
+  *net = tr->net;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode TrainerSetLoss(Trainer tr, Loss loss)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(tr, TRAINER_CLASSID, 1);
+  PetscValidHeaderSpecific(loss, LOSS_CLASSID, 2);
+  PetscCall(PetscObjectReference((PetscObject)loss));
+  PetscCall(LossDestroy(&tr->loss));
+  tr->loss = loss;
+  PetscFunctionReturn(0);
+}
+
+/*@
+  TrainerSetDatasets - the training set and the evaluation (test or validation) set; test may be NULL.
+@*/
+PetscErrorCode TrainerSetDatasets(Trainer tr, Dataset train, Dataset test)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(tr, TRAINER_CLASSID, 1);
+  PetscValidHeaderSpecific(train, DATASET_CLASSID, 2);
+  PetscCall(PetscObjectReference((PetscObject)train));
+  if (test) PetscCall(PetscObjectReference((PetscObject)test));
+  PetscCall(DatasetDestroy(&tr->train));
+  PetscCall(DatasetDestroy(&tr->test));
+  tr->train = train;
+  tr->test  = test;
+  PetscFunctionReturn(0);
+}
+
+/*@
+  TrainerGetTao - the TAO solver (borrowed): set its type and options with TaoSetType()/-tao_type.
+@*/
+PetscErrorCode TrainerGetTao(Trainer tr, Tao *tao)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(tr, TRAINER_CLASSID, 1);
+  *tao = tr->tao;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode TrainerSetEpochs(Trainer tr, PetscInt epochs)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(tr, TRAINER_CLASSID, 1);
+  PetscCheck(epochs >= 0, PetscObjectComm((PetscObject)tr), PETSC_ERR_ARG_OUTOFRANGE, "Number of epochs must be >= 0, not %" PetscInt_FMT, epochs);
+  tr->epochs = epochs;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode TrainerSetFromOptions(Trainer tr)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(tr, TRAINER_CLASSID, 1);
+  PetscObjectOptionsBegin((PetscObject)tr);
+  PetscCall(PetscOptionsInt("-trainer_epochs", "Epochs to train (0: set up, evaluate and stop)", "TrainerSetEpochs", tr->epochs, &tr->epochs, NULL));
+  PetscCheck(tr->epochs >= 0, PetscObjectComm((PetscObject)tr), PETSC_ERR_ARG_OUTOFRANGE, "-trainer_epochs must be >= 0, not %" PetscInt_FMT, tr->epochs);
+  PetscCall(PetscOptionsInt("-trainer_batch_size", "Global mini-batch size (sets the training Dataset's batch size)", "DatasetSetBatchSize", tr->batchsize, &tr->batchsize, NULL));
+  PetscCheck(tr->batchsize >= 0, PetscObjectComm((PetscObject)tr), PETSC_ERR_ARG_OUTOFRANGE, "-trainer_batch_size must be positive, not %" PetscInt_FMT, tr->batchsize);
+  PetscCall(PetscOptionsInt("-trainer_eval_batch_size", "Samples per chunk in evaluation and full-batch objectives", "TrainerEvaluate", tr->evalbatchsize, &tr->evalbatchsize, NULL));
+  PetscCheck(tr->evalbatchsize > 0, PetscObjectComm((PetscObject)tr), PETSC_ERR_ARG_OUTOFRANGE, "-trainer_eval_batch_size must be positive, not %" PetscInt_FMT, tr->evalbatchsize);
+  PetscCall(PetscOptionsEnum("-trainer_mode", "minibatch (PetNet's stochastic TAO types), fullbatch (any TAO type), or auto", "TrainerSetFromOptions", TrainerModes, (PetscEnum)tr->mode, (PetscEnum *)&tr->mode, NULL));
+  PetscCall(PetscOptionsInt("-trainer_patience", "Early stopping: stop after this many epochs without a better test loss (0: never)", "TrainerTrain", tr->patience, &tr->patience, NULL));
+  PetscCall(PetscOptionsString("-trainer_checkpoint", "Checkpoint file, written atomically", "TrainerSaveCheckpoint", tr->checkpoint, tr->checkpoint, sizeof(tr->checkpoint), NULL));
+  PetscCall(PetscOptionsInt("-trainer_checkpoint_every", "Write the checkpoint every N epochs (0: only at the end)", "TrainerSaveCheckpoint", tr->checkpointevery, &tr->checkpointevery, NULL));
+  PetscCall(PetscOptionsString("-trainer_restart", "Resume from this checkpoint", "TrainerLoadCheckpoint", tr->restart, tr->restart, sizeof(tr->restart), NULL));
+  PetscCall(PetscOptionsBool("-trainer_monitor", "Print one progress line per epoch", "TrainerTrain", tr->monitor, &tr->monitor, NULL));
+  PetscCall(PetscOptionsReal("-trainer_progress_interval", "Seconds between progress lines within an epoch (0: never)", "TrainerTrain", tr->progressinterval, &tr->progressinterval, NULL));
+  PetscCall(PetscObjectProcessOptionsHandlers((PetscObject)tr, PetscOptionsObject));
+  PetscOptionsEnd();
+  PetscCall(TaoSetFromOptions(tr->tao));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  TrainerSetUp - checks that the pieces fit (data shape vs Net input, classes vs outputs), chooses mini-batch or full-batch
+  mode from the TAO type, and connects the objective to TAO.
+@*/
+PetscErrorCode TrainerSetUp(Trainer tr)
+{
+  PetNetShape sample, netin, out;
+  PetscInt    classes, outsize;
+  MPI_Comm    comm = PetscObjectComm((PetscObject)tr);
+  Vec         theta;
+  char        a[64], b[64];
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(tr, TRAINER_CLASSID, 1);
+  if (tr->setupcalled) PetscFunctionReturn(0);
+  PetscCheck(tr->net && tr->loss && tr->train, comm, PETSC_ERR_ORDER, "Give the Trainer a Net, a Loss and a training Dataset before TrainerSetUp()");
+  if (tr->batchsize) PetscCall(DatasetSetBatchSize(tr->train, tr->batchsize));
+  PetscCall(DatasetSetUp(tr->train));
+  if (tr->test) PetscCall(DatasetSetUp(tr->test));
+  PetscCall(DatasetGetSampleShape(tr->train, &sample));
+  PetscCall(NetGetInputShape(tr->net, &netin));
+  if (!netin.ndim) PetscCall(NetSetInputShape(tr->net, &sample));
+  else {
+    PetscInt n1, n2;
+
+    PetscCall(PetNetShapeSize(&sample, &n1));
+    PetscCall(PetNetShapeSize(&netin, &n2));
+    PetscCall(PetNetShapeToString(&sample, sizeof(a), a));
+    PetscCall(PetNetShapeToString(&netin, sizeof(b), b));
+    PetscCheck(n1 == n2, comm, PETSC_ERR_ARG_INCOMP, "The data samples have shape %s but the Net expects %s: fix -net_input_shape or the data", a, b);
+  }
+  PetscCall(NetSetUp(tr->net));
+  PetscCall(NetGetOutputShape(tr->net, &out));
+  PetscCall(PetNetShapeSize(&out, &outsize));
+  PetscCall(LossSetUp(tr->loss));
+  PetscCall(DatasetGetNumClasses(tr->train, &classes));
+  {
+    PetscBool isce;
+
+    PetscCall(PetscObjectTypeCompare((PetscObject)tr->loss, LOSSCROSSENTROPY, &isce));
+    PetscCheck(!isce || classes <= outsize, comm, PETSC_ERR_ARG_INCOMP, "The training data has %" PetscInt_FMT " classes but the Net has only %" PetscInt_FMT " outputs: make the last layer dense:%" PetscInt_FMT, classes, outsize, classes);
+  }
+  if (tr->mode == TRAINER_MODE_AUTO) {
+    PetscBool stochastic;
+
+    /* PetNet's stochastic types take one mini-batch per iteration; TAO's own types need a deterministic objective */
+    PetscCall(PetscObjectTypeCompareAny((PetscObject)tr->tao, &stochastic, "sgd", "adam", "adamw", "rmsprop", ""));
+    tr->minibatch = stochastic;
+  } else tr->minibatch = tr->mode == TRAINER_MODE_MINIBATCH ? PETSC_TRUE : PETSC_FALSE;
+  PetscCall(NetGetParameters(tr->net, &theta));
+  PetscCall(VecDuplicate(theta, &tr->theta));
+  PetscCall(VecCopy(theta, tr->theta));
+  PetscCall(TaoSetSolution(tr->tao, tr->theta));
+  if (tr->minibatch) {
+    PetscCall(TaoSetObjectiveAndGradient(tr->tao, NULL, TrainerObjectiveMiniBatch_Private, tr));
+    PetscCall(TaoSetUpdate(tr->tao, TrainerNextBatch_Private, tr));
+  } else PetscCall(TaoSetObjectiveAndGradient(tr->tao, NULL, TrainerObjectiveFullBatch_Private, tr));
+  PetscCall(DatasetGetNumBatches(tr->train, &tr->nbatches));
+  /* one TaoSolve per epoch: schedules (cosine) span the whole training, not one epoch */
+  if (tr->minibatch) PetscCall(PetNetTaoSetLRHorizon(tr->tao, tr->epochs * tr->nbatches));
+  tr->setupcalled = PETSC_TRUE;
+  if (tr->restart[0]) PetscCall(TrainerLoadCheckpoint(tr, tr->restart));
+  PetscCall(PetscObjectViewFromOptions((PetscObject)tr, NULL, "-trainer_view"));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode TrainerView(Trainer tr, PetscViewer viewer)
+{
+  PetscBool isascii;
+  TaoType   type;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(tr, TRAINER_CLASSID, 1);
+  if (!viewer) PetscCall(PetscViewerASCIIGetStdout(PetscObjectComm((PetscObject)tr), &viewer));
+  PetscCall(PetscObjectTypeCompare((PetscObject)viewer, PETSCVIEWERASCII, &isascii));
+  if (!isascii) PetscFunctionReturn(0);
+  PetscCall(PetscObjectPrintClassNamePrefixType((PetscObject)tr, viewer));
+  PetscCall(PetscViewerASCIIPushTab(viewer));
+  PetscCall(TaoGetType(tr->tao, &type));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "optimizer %s, %s mode, epochs %" PetscInt_FMT " (completed %" PetscInt_FMT ")\n", type, tr->minibatch ? "minibatch" : "fullbatch", tr->epochs, tr->epoch));
+  if (tr->minibatch) PetscCall(PetscViewerASCIIPrintf(viewer, "%" PetscInt_FMT " batches per epoch\n", tr->nbatches));
+  if (tr->patience) PetscCall(PetscViewerASCIIPrintf(viewer, "early stopping after %" PetscInt_FMT " epochs without improvement of the test loss\n", tr->patience));
+  if (tr->checkpoint[0]) PetscCall(PetscViewerASCIIPrintf(viewer, "checkpoint %s every %" PetscInt_FMT " epochs\n", tr->checkpoint, tr->checkpointevery));
+  if (tr->net) PetscCall(NetView(tr->net, viewer));
+  if (tr->loss) PetscCall(LossView(tr->loss, viewer));
+  if (tr->train) PetscCall(DatasetView(tr->train, viewer));
+  if (tr->test) PetscCall(DatasetView(tr->test, viewer));
+  PetscCall(TaoView(tr->tao, viewer));
+  PetscCall(PetscViewerASCIIPopTab(viewer));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode TrainerDestroy(Trainer *tr)
+{
+  PetscFunctionBegin;
+  if (!*tr) PetscFunctionReturn(0);
+  PetscValidHeaderSpecific(*tr, TRAINER_CLASSID, 1);
+  if (--((PetscObject)(*tr))->refct > 0) {
+    *tr = NULL;
+    PetscFunctionReturn(0);
+  }
+  PetscCall(TaoDestroy(&(*tr)->tao));
+  PetscCall(VecDestroy(&(*tr)->theta));
+  PetscCall(NetDestroy(&(*tr)->net));
+  PetscCall(LossDestroy(&(*tr)->loss));
+  PetscCall(DatasetDestroy(&(*tr)->train));
+  PetscCall(DatasetDestroy(&(*tr)->test));
+  PetscCall(VecDestroy(&(*tr)->Y));
+  PetscCall(VecDestroy(&(*tr)->dY));
+  PetscCall(PetscHeaderDestroy(tr));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode TrainerGetResults(Trainer tr, PetscInt *epochs, PetscReal *trainloss, PetscReal *testloss, PetscReal *testacc, PetscReal *seconds)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(tr, TRAINER_CLASSID, 1);
+  if (epochs) *epochs = tr->epoch;
+  if (trainloss) *trainloss = tr->trainloss;
+  if (testloss) *testloss = tr->testloss;
+  if (testacc) *testacc = tr->testacc;
+  if (seconds) *seconds = tr->traintime;
+  PetscFunctionReturn(0);
+}

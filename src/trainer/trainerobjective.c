@@ -1,0 +1,152 @@
+/*
+  The objective TAO sees.
+
+  minibatch: f(theta) = mean loss over the current mini-batch; TrainerNextBatch_Private (the TaoSetUpdate hook) draws
+             batch k of the epoch's order before iteration k.
+  fullbatch: f(theta) = mean loss over the whole training set, accumulated chunk by chunk:
+             f = sum_c (n_c/N) f_c,  grad = sum_c (n_c/N) grad_c.
+*/
+#include <petnet/private/trainerimpl.h>
+
+/* Output and cotangent Vecs shaped like the Net's output for the batch X (rebuilt only when the batch layout changes) */
+PetscErrorCode TrainerEnsureWorkVecs_Private(Trainer tr, Vec X)
+{
+  PetNetShape in, out;
+  PetscInt    nin, nout, n, N, m = -1, M = -1;
+
+  PetscFunctionBegin;
+  PetscCall(NetGetInputShape(tr->net, &in));
+  PetscCall(NetGetOutputShape(tr->net, &out));
+  PetscCall(PetNetShapeSize(&in, &nin));
+  PetscCall(PetNetShapeSize(&out, &nout));
+  PetscCall(VecGetLocalSize(X, &n));
+  PetscCall(VecGetSize(X, &N));
+  n /= nin;
+  N /= nin;
+  if (tr->Y) {
+    PetscCall(VecGetLocalSize(tr->Y, &m));
+    PetscCall(VecGetSize(tr->Y, &M));
+  }
+  if (m == n * nout && M == N * nout) PetscFunctionReturn(0);
+  PetscCall(VecDestroy(&tr->Y));
+  PetscCall(VecDestroy(&tr->dY));
+  PetscCall(NetCreateVecs(tr->net, n, NULL, &tr->Y));
+  PetscCall(VecDuplicate(tr->Y, &tr->dY));
+  PetscFunctionReturn(0);
+}
+
+/* The TaoSetUpdate hook: draw batch k of this epoch; print a progress line every -trainer_progress_interval seconds. */
+PetscErrorCode TrainerNextBatch_Private(Tao tao, PetscInt it, void *ctx)
+{
+  Trainer        tr = (Trainer)ctx;
+  PetscLogDouble now;
+
+  PetscFunctionBegin;
+  PetscCheck(tr->ibatch < tr->nbatches, PetscObjectComm((PetscObject)tr), PETSC_ERR_PLIB, "Asked for batch %" PetscInt_FMT " of an epoch of %" PetscInt_FMT, tr->ibatch, tr->nbatches);
+  PetscCall(DatasetGetBatch(tr->train, tr->ibatch, &tr->X, &tr->T));
+  tr->ibatch++;
+  if (tr->monitor && tr->progressinterval > 0) {
+    PetscCall(PetscTime(&now));
+    if (now - tr->tlastprogress >= tr->progressinterval) {
+      tr->tlastprogress = now;
+      PetscCall(PetscPrintf(PetscObjectComm((PetscObject)tr), "  epoch %" PetscInt_FMT ": batch %" PetscInt_FMT "/%" PetscInt_FMT " (%.0f%%)  train_loss %.6f  %.1fs\n", tr->epoch + 1, tr->ibatch, tr->nbatches, 100.0 * tr->ibatch / tr->nbatches,
+                             tr->epochsamples ? (double)(tr->epochloss / tr->epochsamples) : 0.0, (double)(now - tr->tepoch)));
+    }
+  }
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode TrainerObjectiveMiniBatch_Private(Tao tao, Vec theta, PetscReal *f, Vec G, void *ctx)
+{
+  Trainer  tr = (Trainer)ctx;
+  PetscInt N, nin;
+  PetNetShape in;
+
+  PetscFunctionBegin;
+  if (!tr->X) PetscCall(TrainerNextBatch_Private(tao, 0, tr));
+  PetscCall(NetSetParameters(tr->net, theta));
+  PetscCall(TrainerEnsureWorkVecs_Private(tr, tr->X));
+  PetscCall(NetForward(tr->net, tr->X, tr->Y));
+  PetscCall(LossEvaluate(tr->loss, tr->Y, tr->T, f, tr->dY));
+  PetscCall(VecZeroEntries(G));
+  PetscCall(NetBackward(tr->net, tr->dY, NULL, G));
+  PetscCall(NetGetInputShape(tr->net, &in));
+  PetscCall(PetNetShapeSize(&in, &nin));
+  PetscCall(VecGetSize(tr->X, &N));
+  N /= nin;
+  if (PetscIsInfOrNanReal(*f)) tr->diverged = PETSC_TRUE;
+  tr->epochloss += *f * N;
+  tr->epochsamples += N;
+  PetscFunctionReturn(0);
+}
+
+/*
+  Mean loss over every sample of ds (file order), and optionally its gradient (G, overwritten) and the number of correct
+  arg-max predictions. Works in chunks of at most evalbatchsize local samples per rank, viewing the Dataset's arrays in
+  place; every rank takes part in every chunk (a rank out of samples passes an empty chunk).
+*/
+PetscErrorCode TrainerAccumulate_Private(Trainer tr, Dataset ds, PetscReal *f, Vec G, PetscInt *correct)
+{
+  MPI_Comm           comm = PetscObjectComm((PetscObject)tr);
+  Vec                Xall, Tall;
+  const PetscScalar *x, *t;
+  PetscInt           nin, tsize, nlocal, nmax, N, nchunks, B = tr->evalbatchsize;
+  PetNetShape        in;
+
+  PetscFunctionBegin;
+  PetscCall(DatasetGetAll(ds, &Xall, &Tall));
+  PetscCall(DatasetGetTargetSize(ds, &tsize));
+  PetscCall(NetGetInputShape(tr->net, &in));
+  PetscCall(PetNetShapeSize(&in, &nin));
+  PetscCall(VecGetLocalSize(Xall, &nlocal));
+  nlocal /= nin;
+  PetscCall(VecGetSize(Xall, &N));
+  N /= nin;
+  PetscCall(MPIU_Allreduce(&nlocal, &nmax, 1, MPIU_INT, MPI_MAX, comm));
+  nchunks = (nmax + B - 1) / B;
+  *f      = 0;
+  if (correct) *correct = 0;
+  if (G) PetscCall(VecZeroEntries(G));
+  PetscCall(VecGetArrayRead(Xall, &x));
+  PetscCall(VecGetArrayRead(Tall, &t));
+  for (PetscInt c = 0; c < nchunks; c++) {
+    PetscInt  start = PetscMin(c * B, nlocal), n = PetscMin(B, nlocal - start), Nc, cc;
+    Vec       X, T;
+    PetscReal fc;
+
+    PetscCall(VecCreateMPIWithArray(comm, 1, n * nin, PETSC_DETERMINE, x + start * nin, &X));
+    PetscCall(VecCreateMPIWithArray(comm, 1, n * tsize, PETSC_DETERMINE, t + start * tsize, &T));
+    PetscCall(VecGetSize(X, &Nc));
+    Nc /= nin;
+    PetscCall(TrainerEnsureWorkVecs_Private(tr, X));
+    PetscCall(NetForward(tr->net, X, tr->Y));
+    PetscCall(LossEvaluate(tr->loss, tr->Y, T, &fc, G ? tr->dY : NULL));
+    *f += fc * Nc / N;
+    if (G) {
+      PetscCall(VecScale(tr->dY, (PetscReal)Nc / N));
+      PetscCall(NetBackward(tr->net, tr->dY, NULL, G));
+    }
+    if (correct) {
+      PetscCall(LossCountCorrect(tr->loss, tr->Y, T, &cc));
+      *correct += cc;
+    }
+    PetscCall(VecDestroy(&X));
+    PetscCall(VecDestroy(&T));
+  }
+  PetscCall(VecRestoreArrayRead(Tall, &t));
+  PetscCall(VecRestoreArrayRead(Xall, &x));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode TrainerObjectiveFullBatch_Private(Tao tao, Vec theta, PetscReal *f, Vec G, void *ctx)
+{
+  Trainer tr = (Trainer)ctx;
+
+  PetscFunctionBegin;
+  PetscCall(NetSetParameters(tr->net, theta));
+  PetscCall(TrainerAccumulate_Private(tr, tr->train, f, G, NULL));
+  if (PetscIsInfOrNanReal(*f)) tr->diverged = PETSC_TRUE;
+  tr->epochloss    = *f;
+  tr->epochsamples = 1;
+  PetscFunctionReturn(0);
+}

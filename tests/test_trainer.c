@@ -1,0 +1,359 @@
+static const char help[] = "Trainer tests on synthetic data held in memory Datasets.\n"
+                           "  -case ranks    : per-iteration losses and final parameters on PETSC_COMM_WORLD equal those of the same\n"
+                           "                   training done alone on PETSC_COMM_SELF (to 1e-12), for a mini-batch and a full-batch optimizer\n"
+                           "  -case restart  : 2 epochs + checkpoint + resume to 4 epochs == 4 uninterrupted epochs (bit for bit)\n"
+                           "  -case gradient : the full-batch objective's gradient against central finite differences (<= 1e-6)\n"
+                           "  -case zero     : -trainer_epochs 0 only evaluates\n"
+                           "  -case early    : early stopping stops before the last epoch on unlearnable test labels\n"
+                           "  -case nan      : a loss that turns NaN in epoch 3 stops training with an error; the checkpoint of epoch 2 stays\n"
+                           "  -case resume   : loads the checkpoint left by -case nan and checks it is the epoch-2 state\n";
+
+#include <petnettrainer.h>
+#include <math.h>
+
+#define NFEAT    5
+#define NCLASS   3
+#define NSAMPLES 100
+
+/* Deterministic synthetic classification data: x_i in [-1,1]^5, label from a fixed linear rule (or scrambled). */
+static PetscErrorCode MakeData(MPI_Comm comm, PetscBool scramble, Dataset *ds)
+{
+  Vec         X, T;
+  PetNetShape shape = {1, {NFEAT}};
+  PetscMPIInt rank;
+
+  PetscFunctionBegin;
+  PetscCallMPI(MPI_Comm_rank(comm, &rank));
+  /* all samples on the first rank; the Dataset redistributes */
+  PetscCall(VecCreateMPI(comm, rank ? 0 : NSAMPLES * NFEAT, PETSC_DETERMINE, &X));
+  PetscCall(VecCreateMPI(comm, rank ? 0 : NSAMPLES, PETSC_DETERMINE, &T));
+  if (!rank) {
+    PetscScalar *x, *t;
+
+    PetscCall(VecGetArray(X, &x));
+    PetscCall(VecGetArray(T, &t));
+    for (PetscInt s = 0; s < NSAMPLES; s++) {
+      PetscReal score[NCLASS] = {0, 0, 0};
+      PetscInt  best          = 0;
+
+      for (PetscInt f = 0; f < NFEAT; f++) x[s * NFEAT + f] = PetscSinReal(1.7 * s + 2.3 * f + 0.1 * s * f);
+      for (PetscInt c = 0; c < NCLASS; c++)
+        for (PetscInt f = 0; f < NFEAT; f++) score[c] += PetscCosReal(c + 3.0 * f) * PetscRealPart(x[s * NFEAT + f]);
+      for (PetscInt c = 1; c < NCLASS; c++)
+        if (score[c] > score[best]) best = c;
+      t[s] = scramble ? (PetscScalar)((s * 7) % NCLASS) : (PetscScalar)best;
+    }
+    PetscCall(VecRestoreArray(X, &x));
+    PetscCall(VecRestoreArray(T, &t));
+  }
+  PetscCall(DatasetCreate(comm, ds));
+  PetscCall(DatasetSetType(*ds, DATASETMEMORY));
+  PetscCall(DatasetMemorySetData(*ds, &shape, X, 1, T));
+  PetscCall(DatasetSetBatchSize(*ds, 16));
+  PetscCall(DatasetSetShuffle(*ds, PETSC_TRUE));
+  PetscCall(DatasetSetSeed(*ds, 3));
+  PetscCall(VecDestroy(&X));
+  PetscCall(VecDestroy(&T));
+  PetscFunctionReturn(0);
+}
+
+typedef struct {
+  PetscInt  n;
+  PetscReal f[1024];
+} History;
+
+static PetscErrorCode RecordLoss(Tao tao, void *ctx)
+{
+  History  *h = (History *)ctx;
+  PetscReal f;
+
+  PetscFunctionBegin;
+  PetscCall(TaoGetSolutionStatus(tao, NULL, &f, NULL, NULL, NULL, NULL));
+  if (h->n < 1024) h->f[h->n++] = f;
+  PetscFunctionReturn(0);
+}
+
+/* A Trainer on comm: Net dense:8,tanh,dense:3 (seed 5), crossentropy, the given TAO type, epochs; prefix for options */
+static PetscErrorCode MakeTrainer(MPI_Comm comm, TaoType type, PetscInt epochs, PetscBool scrambletest, Trainer *tr)
+{
+  Dataset train, test;
+  Net     net;
+  Loss    loss;
+  Tao     tao;
+
+  PetscFunctionBegin;
+  PetscCall(MakeData(comm, PETSC_FALSE, &train));
+  PetscCall(MakeData(comm, scrambletest, &test));
+  PetscCall(NetCreate(comm, &net));
+  PetscCall(NetSetLayers(net, "dense:8,tanh,dense:3"));
+  PetscCall(NetSetSeed(net, 5));
+  PetscCall(LossCreate(comm, &loss));
+  PetscCall(LossSetType(loss, LOSSCROSSENTROPY));
+  PetscCall(TrainerCreate(comm, tr));
+  PetscCall(TrainerSetNet(*tr, net));
+  PetscCall(TrainerSetLoss(*tr, loss));
+  PetscCall(TrainerSetDatasets(*tr, train, test));
+  PetscCall(TrainerSetEpochs(*tr, epochs));
+  PetscCall(TrainerGetTao(*tr, &tao));
+  PetscCall(TaoSetType(tao, type));
+  PetscCall(PetNetTaoSetLearningRate(tao, 0.05));
+  PetscCall(TaoSetMaximumIterations(tao, 6)); /* full-batch types; the mini-batch ones run epochs x batches */
+  PetscCall(TrainerSetFromOptions(*tr));
+  PetscCall(DatasetDestroy(&train));
+  PetscCall(DatasetDestroy(&test));
+  PetscCall(NetDestroy(&net));
+  PetscCall(LossDestroy(&loss));
+  PetscFunctionReturn(0);
+}
+
+/* The Net's parameters gathered on every rank (caller destroys) */
+static PetscErrorCode GatherParameters(Trainer tr, Vec *all)
+{
+  Net        net;
+  Vec        theta;
+  VecScatter sc;
+
+  PetscFunctionBegin;
+  PetscCall(TrainerGetNet(tr, &net));
+  PetscCall(NetGetParameters(net, &theta));
+  PetscCall(VecScatterCreateToAll(theta, &sc, all));
+  PetscCall(VecScatterBegin(sc, theta, *all, INSERT_VALUES, SCATTER_FORWARD));
+  PetscCall(VecScatterEnd(sc, theta, *all, INSERT_VALUES, SCATTER_FORWARD));
+  PetscCall(VecScatterDestroy(&sc));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode RelativeDifference(Vec a, Vec b, PetscReal *d)
+{
+  Vec       w;
+  PetscReal na, nd;
+
+  PetscFunctionBegin;
+  PetscCall(VecDuplicate(a, &w));
+  PetscCall(VecWAXPY(w, -1.0, a, b));
+  PetscCall(VecNorm(w, NORM_INFINITY, &nd));
+  PetscCall(VecNorm(a, NORM_INFINITY, &na));
+  *d = nd / na;
+  PetscCall(VecDestroy(&w));
+  PetscFunctionReturn(0);
+}
+
+/* Train, and return the loss history and the gathered final parameters */
+static PetscErrorCode TrainOn(MPI_Comm comm, TaoType type, PetscInt epochs, History *h, Vec *params)
+{
+  Trainer tr;
+  Tao     tao;
+
+  PetscFunctionBegin;
+  PetscCall(MakeTrainer(comm, type, epochs, PETSC_FALSE, &tr));
+  PetscCall(TrainerGetTao(tr, &tao));
+  h->n = 0;
+  PetscCall(TaoSetMonitor(tao, RecordLoss, h, NULL));
+  PetscCall(TrainerTrain(tr));
+  PetscCall(GatherParameters(tr, params));
+  PetscCall(TrainerDestroy(&tr));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode CaseRanks(void)
+{
+  const TaoType types[] = {TAOADAM, TAOSGD, TAOLMVM};
+
+  PetscFunctionBegin;
+  for (int k = 0; k < 3; k++) {
+    static History hw, hs;
+    Vec            pw, ps;
+    PetscReal      d, worst = 0;
+
+    PetscCall(TrainOn(PETSC_COMM_WORLD, types[k], 2, &hw, &pw));
+    PetscCall(TrainOn(PETSC_COMM_SELF, types[k], 2, &hs, &ps));
+    PetscCheck(hw.n == hs.n && hw.n > 0, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s: %" PetscInt_FMT " iterations on the world communicator, %" PetscInt_FMT " alone", types[k], hw.n, hs.n);
+    for (PetscInt i = 0; i < hw.n; i++) worst = PetscMax(worst, PetscAbsReal(hw.f[i] - hs.f[i]) / PetscAbsReal(hs.f[i]));
+    PetscCall(RelativeDifference(ps, pw, &d));
+    PetscCheck(worst <= 1e-12 && d <= 1e-12, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s: losses differ by %g, parameters by %g (relative) between ranks and one rank", types[k], (double)worst, (double)d);
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%-6s %3" PetscInt_FMT " iterations: same losses and parameters on all ranks as alone (<= 1e-12)\n", types[k], hw.n));
+    PetscCall(VecDestroy(&pw));
+    PetscCall(VecDestroy(&ps));
+  }
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode CaseRestart(void)
+{
+  Trainer   tr;
+  Vec       p4, p22;
+  PetscReal d;
+  PetscBool exists;
+
+  PetscFunctionBegin;
+  PetscCall(MakeTrainer(PETSC_COMM_WORLD, TAOADAM, 4, PETSC_FALSE, &tr));
+  PetscCall(TrainerTrain(tr));
+  PetscCall(GatherParameters(tr, &p4));
+  PetscCall(TrainerDestroy(&tr));
+
+  PetscCall(MakeTrainer(PETSC_COMM_WORLD, TAOADAM, 2, PETSC_FALSE, &tr));
+  PetscCall(TrainerTrain(tr));
+  PetscCall(TrainerSaveCheckpoint(tr, "tests/out/trainer_restart.ckpt"));
+  PetscCall(TrainerDestroy(&tr));
+  PetscCall(PetscTestFile("tests/out/trainer_restart.ckpt", 'r', &exists));
+  PetscCheck(exists, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "checkpoint not written");
+
+  PetscCall(MakeTrainer(PETSC_COMM_WORLD, TAOADAM, 4, PETSC_FALSE, &tr));
+  PetscCall(TrainerLoadCheckpoint(tr, "tests/out/trainer_restart.ckpt"));
+  PetscCall(TrainerTrain(tr));
+  PetscCall(GatherParameters(tr, &p22));
+  PetscCall(TrainerDestroy(&tr));
+  PetscCall(RelativeDifference(p4, p22, &d));
+  PetscCheck(d == 0, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "resumed training differs from uninterrupted training by %g", (double)d);
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "2 epochs + checkpoint + 2 resumed epochs == 4 epochs, bit for bit\n"));
+  PetscCall(VecDestroy(&p4));
+  PetscCall(VecDestroy(&p22));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode CaseGradient(void)
+{
+  Trainer     tr;
+  Tao         tao;
+  Vec         x, g, v, xh;
+  PetscReal   f, fp, fm, h = 1e-6, err;
+  PetscScalar gv;
+  PetscRandom rnd;
+
+  PetscFunctionBegin;
+  PetscCall(MakeTrainer(PETSC_COMM_WORLD, TAOLMVM, 1, PETSC_FALSE, &tr));
+  PetscCall(TrainerSetUp(tr));
+  PetscCall(TrainerGetTao(tr, &tao));
+  PetscCall(TaoGetSolution(tao, &x));
+  PetscCall(VecDuplicate(x, &g));
+  PetscCall(VecDuplicate(x, &v));
+  PetscCall(VecDuplicate(x, &xh));
+  PetscCall(PetscRandomCreate(PETSC_COMM_WORLD, &rnd));
+  PetscCall(PetscRandomSetInterval(rnd, -1, 1));
+  PetscCall(VecSetRandom(v, rnd));
+  PetscCall(TaoComputeObjectiveAndGradient(tao, x, &f, g));
+  PetscCall(VecDot(g, v, &gv));
+  PetscCall(VecWAXPY(xh, h, v, x));
+  PetscCall(TaoComputeObjective(tao, xh, &fp));
+  PetscCall(VecWAXPY(xh, -h, v, x));
+  PetscCall(TaoComputeObjective(tao, xh, &fm));
+  err = PetscAbsReal((fp - fm) / (2 * h) - PetscRealPart(gv)) / PetscAbsReal(PetscRealPart(gv));
+  PetscCheck(err <= 1e-6, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "full-batch gradient: finite-difference error %g", (double)err);
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "full-batch objective: gradient matches central finite differences (<= 1e-6)\n"));
+  PetscCall(PetscRandomDestroy(&rnd));
+  PetscCall(VecDestroy(&g));
+  PetscCall(VecDestroy(&v));
+  PetscCall(VecDestroy(&xh));
+  PetscCall(TrainerDestroy(&tr));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode CaseZero(void)
+{
+  Trainer   tr;
+  PetscInt  epochs;
+  PetscReal trainloss, testloss, acc;
+
+  PetscFunctionBegin;
+  PetscCall(MakeTrainer(PETSC_COMM_WORLD, TAOADAM, 0, PETSC_FALSE, &tr));
+  PetscCall(TrainerTrain(tr));
+  PetscCall(TrainerGetResults(tr, &epochs, &trainloss, &testloss, &acc, NULL));
+  /* train and test sets hold the same samples: the same untrained loss */
+  PetscCheck(epochs == 0 && PetscAbsReal(trainloss - testloss) <= 1e-14 * trainloss && acc >= 0 && acc <= 1, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "-trainer_epochs 0: epochs %" PetscInt_FMT " train %g test %g acc %g", epochs, (double)trainloss, (double)testloss, (double)acc);
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "0 epochs: evaluation only, untrained loss %.6f\n", (double)trainloss));
+  PetscCall(TrainerDestroy(&tr));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode CaseEarly(void)
+{
+  Trainer  tr;
+  PetscInt epochs;
+
+  PetscFunctionBegin;
+  PetscCall(MakeTrainer(PETSC_COMM_WORLD, TAOADAM, 50, PETSC_TRUE, &tr));
+  PetscCall(TrainerTrain(tr));
+  PetscCall(TrainerGetResults(tr, &epochs, NULL, NULL, NULL, NULL));
+  PetscCheck(epochs < 50, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "early stopping did not stop: %" PetscInt_FMT " epochs", epochs);
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "early stopping stopped before the last epoch\n"));
+  PetscCall(TrainerDestroy(&tr));
+  PetscFunctionReturn(0);
+}
+
+/* A loss that is crossentropy until its evaluation number 'nanafter', NaN afterwards: registered like any user loss */
+static PetscInt NaNAfter = 14, Evaluations = 0;
+static PetscErrorCode (*CrossEntropyEvaluate)(Loss, PetscInt, const PetscScalar *, PetscInt, const PetscScalar *, PetscReal *, PetscScalar *);
+
+#include <petnet/private/lossimpl.h>
+static PetscErrorCode LossEvaluate_NaNAfter(Loss loss, PetscInt ny, const PetscScalar *y, PetscInt nt, const PetscScalar *t, PetscReal *sum, PetscScalar *dy)
+{
+  PetscFunctionBegin;
+  PetscCall(CrossEntropyEvaluate(loss, ny, y, nt, t, sum, dy));
+  if (++Evaluations > NaNAfter) *sum = (PetscReal)NAN;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LossCreate_NaNAfter(Loss loss)
+{
+  PetscErrorCode (*create)(Loss);
+
+  PetscFunctionBegin;
+  PetscCall(PetscFunctionListFind(LossList, LOSSCROSSENTROPY, &create));
+  PetscCall((*create)(loss));
+  CrossEntropyEvaluate = loss->ops->evaluate;
+  loss->ops->evaluate  = LossEvaluate_NaNAfter;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode CaseNaN(void)
+{
+  Trainer tr;
+  Loss    loss;
+
+  PetscFunctionBegin;
+  PetscCall(LossRegister("nanafter", LossCreate_NaNAfter));
+  PetscCall(MakeTrainer(PETSC_COMM_WORLD, TAOADAM, 5, PETSC_FALSE, &tr));
+  PetscCall(LossCreate(PETSC_COMM_WORLD, &loss));
+  PetscCall(LossSetType(loss, "nanafter"));
+  PetscCall(TrainerSetLoss(tr, loss));
+  PetscCall(LossDestroy(&loss));
+  /* 7 batches of training + 1 evaluation of the test set per epoch: the 20th evaluation is in epoch 3 */
+  NaNAfter = 19;
+  PetscCall(TrainerTrain(tr));
+  PetscCall(TrainerDestroy(&tr));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode CaseResume(void)
+{
+  Trainer  tr;
+  PetscInt epochs;
+
+  PetscFunctionBegin;
+  PetscCall(MakeTrainer(PETSC_COMM_WORLD, TAOADAM, 2, PETSC_FALSE, &tr));
+  PetscCall(TrainerLoadCheckpoint(tr, "tests/out/trainer_nan.ckpt"));
+  PetscCall(TrainerGetResults(tr, &epochs, NULL, NULL, NULL, NULL));
+  PetscCheck(epochs == 2, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "the kept checkpoint is from epoch %" PetscInt_FMT ", expected 2", epochs);
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "the checkpoint kept after divergence is the state after epoch 2\n"));
+  PetscCall(TrainerDestroy(&tr));
+  PetscFunctionReturn(0);
+}
+
+int main(int argc, char **argv)
+{
+  char      name[64] = "ranks";
+  PetscBool match;
+
+  PetscCall(PetscInitialize(&argc, &argv, NULL, help));
+  PetscCall(PetscOptionsGetString(NULL, NULL, "-case", name, sizeof(name), NULL));
+  if (PetscStrcmp(name, "ranks", &match), match) PetscCall(CaseRanks());
+  else if (PetscStrcmp(name, "restart", &match), match) PetscCall(CaseRestart());
+  else if (PetscStrcmp(name, "gradient", &match), match) PetscCall(CaseGradient());
+  else if (PetscStrcmp(name, "zero", &match), match) PetscCall(CaseZero());
+  else if (PetscStrcmp(name, "early", &match), match) PetscCall(CaseEarly());
+  else if (PetscStrcmp(name, "nan", &match), match) PetscCall(CaseNaN());
+  else if (PetscStrcmp(name, "resume", &match), match) PetscCall(CaseResume());
+  else SETERRQ(PETSC_COMM_WORLD, PETSC_ERR_ARG_UNKNOWN_TYPE, "Unknown -case %s", name);
+  PetscCall(PetscFinalize());
+  return 0;
+}
