@@ -43,7 +43,8 @@ def main():
     torch.set_num_threads(a.threads)
     X = load(f'{a.dir}/train-images-idx3-ubyte.gz', True)[:a.limit]
     y = load(f'{a.dir}/train-labels-idx1-ubyte.gz', False)[:a.limit]
-    flops = 2 * len(y) * (784 * 256 + 256 * 128 + 128 * 10) * 3
+    # same count as share/bench/run: forward, dW, and dX except for the first layer
+    flops = len(y) * (2 * 784 * 256 * 2 + 2 * 256 * 128 * 3 + 2 * 128 * 10 * 3)
     for dtype, name in ((torch.float64, 'float64'), (torch.float32, 'float32')):
         secs, loss = epoch(dtype, X, y, 128)
         print(f'torch_{name}: epoch_s={secs:.3f} samples_per_s={len(y) / secs:.0f} gflops={flops / secs / 1e9:.2f} train_loss={loss:.4f} threads={a.threads}')
