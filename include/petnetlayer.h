@@ -87,3 +87,11 @@ PETSC_EXTERN PetscErrorCode LayerDropoutSetProbability(Layer, PetscReal);
 PETSC_EXTERN PetscErrorCode LayerDropoutSetSeed(Layer, PetscInt64);
 PETSC_EXTERN PetscErrorCode LayerBatchNormSetMomentum(Layer, PetscReal);
 PETSC_EXTERN PetscErrorCode LayerBatchNormSetEpsilon(Layer, PetscReal);
+
+/* Residual block: y = x + F(x), or y = P(x) + F(x) with a projection shortcut P; F and P are layer lists */
+#define LAYERRESIDUAL "residual" /* residual(F) or residual(F|P), e.g. residual(conv2d:16:3:1:1,relu,conv2d:16:3:1:1|conv2d:16:1:1:0) */
+
+PETSC_EXTERN PetscErrorCode LayerResidualSetBranches(Layer, const char[], const char[]);
+PETSC_EXTERN PetscErrorCode LayerResidualGetBranches(Layer, Net *, Net *);
+
+#define LAYERODE "ode" /* ode[:T]: y = u(T), du/dt = f(u) with f an inner Net (-<prefix>ode_net_layers); see petnetts.h */

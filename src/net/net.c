@@ -1,5 +1,6 @@
 /* Net: lifecycle, the layer list, options, viewing. */
 #include <petnet/private/netimpl.h>
+#include <ctype.h>
 
 PetscErrorCode NetCreate(MPI_Comm comm, Net *net)
 {
@@ -118,35 +119,177 @@ static PetscErrorCode NetClearLayers_Private(Net net)
   PetscFunctionReturn(0);
 }
 
+/* "dense, identity, relu, ..." : the registered layer kinds, for error messages */
+static PetscErrorCode NetLayerKinds_Private(size_t len, char kinds[])
+{
+  const char **names;
+  int          n;
+
+  PetscFunctionBegin;
+  kinds[0] = 0;
+  PetscCall(PetscFunctionListGet(LayerList, &names, &n));
+  for (int i = 0; i < n && names[i]; i++) {
+    if (i) PetscCall(PetscStrlcat(kinds, ", ", len));
+    PetscCall(PetscStrlcat(kinds, names[i], len));
+  }
+  PetscCall(PetscFree(names));
+  PetscFunctionReturn(0);
+}
+
+/* strips blanks at both ends, in place */
+static char *NetTrim_Private(char *s)
+{
+  char *end = s + strlen(s);
+
+  while (*s && isspace((unsigned char)*s)) s++;
+  while (end > s && isspace((unsigned char)end[-1])) *--end = 0;
+  return s;
+}
+
+/*
+  Layer lists. Entries are separated by the commas outside parentheses; each entry is
+    kind          e.g. relu
+    kind:args     e.g. dense:128, conv2d:16:3:1:1
+    kind(args)    the same as kind:args, for arguments that hold commas: residual(conv2d:16:3:1:1,relu,conv2d:16:3:1:1)
+  kind:(args) is the same as kind(args): parentheses enclosing all the arguments are dropped (NetGetSpec() writes
+  residual:(...)). The layer receives the text inside the parentheses through LayerSetArguments().
+*/
+
+/* -1 if the parentheses of list balance; else the position of the first ')' without its '(' or of the first '(' never closed */
+static PetscInt NetUnbalancedParenthesis_Private(const char list[])
+{
+  PetscInt depth = 0, open = -1;
+
+  for (PetscInt i = 0; list[i]; i++) {
+    if (list[i] == '(' && depth++ == 0) open = i;
+    if (list[i] == ')' && --depth < 0) return i;
+  }
+  return depth ? open : -1;
+}
+
+/* The position of the ')' matching the '(' at s[0], or -1 */
+static PetscInt NetMatchingParenthesis_Private(const char s[])
+{
+  PetscInt depth = 0;
+
+  for (PetscInt i = 0; s[i]; i++) {
+    if (s[i] == '(') depth++;
+    if (s[i] == ')' && --depth == 0) return i;
+  }
+  return -1;
+}
+
+/*
+  Cuts the layer list at *cursor after its first entry (at the first comma outside parentheses), in place:
+  *entry is that entry and *cursor moves to the next one (NULL after the last). Used by NetSetLayers() and NetLoad().
+*/
+PetscErrorCode NetLayerListNext_Private(char **cursor, char **entry)
+{
+  PetscInt depth = 0;
+  char    *s     = *cursor;
+
+  PetscFunctionBegin;
+  *entry  = s;
+  *cursor = NULL;
+  for (; *s; s++) {
+    if (*s == '(')
+      depth++;
+    else if (*s == ')')
+      depth--;
+    else if (*s == ',' && depth <= 0) {
+      *s      = 0;
+      *cursor = s + 1;
+      break;
+    }
+  }
+  PetscFunctionReturn(0);
+}
+
+/* Splits a trimmed, non-empty entry in place into its kind and its arguments (NULL if none); *why says what is malformed */
+static PetscErrorCode NetLayerEntrySplit_Private(char *entry, char **kind, char **args, const char **why)
+{
+  size_t   k = strcspn(entry, ":(");
+  PetscInt close;
+
+  PetscFunctionBegin;
+  *kind = entry;
+  *args = NULL;
+  *why  = NULL;
+  if (!entry[k]) PetscFunctionReturn(0);
+  if (entry[k] == ':') {
+    entry[k] = 0;
+    *args    = NetTrim_Private(entry + k + 1);
+    close    = (*args)[0] == '(' ? NetMatchingParenthesis_Private(*args) : -1;
+    if (close > 0 && !(*args)[close + 1]) { /* kind:(args) */
+      (*args)[close] = 0;
+      *args          = NetTrim_Private(*args + 1);
+    }
+  } else { /* kind(args) */
+    close = NetMatchingParenthesis_Private(entry + k);
+    if (entry[k + close + 1]) {
+      *why = "text follows the closing parenthesis";
+      PetscFunctionReturn(0);
+    }
+    entry[k + close] = 0;
+    entry[k]         = 0;
+    *args            = NetTrim_Private(entry + k + 1);
+  }
+  *kind = NetTrim_Private(entry);
+  PetscFunctionReturn(0);
+}
+
 /*@C
   NetSetLayers - replaces the layers with a compact list, e.g. "dense:256,relu,dense:128,relu,dense:10".
-  Each entry is kind or kind:args.
+  Each entry is kind, kind:args or kind(args), the last for arguments that hold commas, such as the block of a
+  residual layer: "conv2d:16:3:1:1,relu,residual(conv2d:16:3:1:1,relu,conv2d:16:3:1:1),relu,flatten,dense:10".
+  Kinds are case-insensitive and blanks around entries are ignored.
 @*/
 PetscErrorCode NetSetLayers(Net net, const char list[])
 {
-  char  *copy, *entry, *saveptr = NULL;
-  size_t len;
+  MPI_Comm comm;
+  char    *copy, *entry, *next;
+  size_t   len;
+  PetscInt count = 0, bad;
 
   PetscFunctionBegin;
   PetscValidHeaderSpecific(net, NET_CLASSID, 1);
+  comm = PetscObjectComm((PetscObject)net);
   PetscCall(PetscStrlen(list, &len));
-  PetscCheck(len > 0, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_WRONG, "Empty layer list: give -net_layers such as dense:128,relu,dense:10");
-  PetscCheck(list[0] != ',' && list[len - 1] != ',' && !strstr(list, ",,"), PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_WRONG, "Malformed -net_layers \"%s\": empty entry between commas", list);
+  PetscCheck(len > 0, comm, PETSC_ERR_ARG_WRONG, "Empty layer list: give -net_layers such as dense:128,relu,dense:10");
+  bad = NetUnbalancedParenthesis_Private(list);
+  PetscCheck(bad < 0, comm, PETSC_ERR_ARG_WRONG, "Malformed -net_layers \"%s\": unbalanced parentheses, the '%c' at character %" PetscInt_FMT " has no matching '%c' (a nested layer list is written kind(list), e.g. residual(dense:64,relu,dense:64))",
+             list, list[bad], bad + 1, list[bad] == '(' ? ')' : '(');
   if (net->setupcalled) PetscCall(NetReset(net));
   PetscCall(NetClearLayers_Private(net));
   PetscCall(PetscStrallocpy(list, &copy));
-  for (entry = strtok_r(copy, ",", &saveptr); entry; entry = strtok_r(NULL, ",", &saveptr)) {
-    char          *colon = strchr(entry, ':');
+  for (next = copy; next;) {
+    char       *kind, *args;
+    const char *why;
     PetscErrorCode (*create)(Layer);
 
-    if (colon) *colon = 0;
-    PetscCall(PetscStrtolower(entry));
-    PetscCall(PetscFunctionListFind(LayerList, entry, &create));
-    if (!create) {
+    PetscCall(NetLayerListNext_Private(&next, &entry));
+    count++;
+    kind = NetTrim_Private(entry);
+    if (!kind[0]) {
       PetscCall(PetscFree(copy));
-      SETERRQ(PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_UNKNOWN_TYPE, "Unknown layer kind \"%s\" in -net_layers \"%s\": run with -help to list the kinds", entry, list);
+      SETERRQ(comm, PETSC_ERR_ARG_WRONG, "Malformed -net_layers \"%s\": entry %" PetscInt_FMT " is empty; remove the extra comma (entries are kind or kind:args separated by single commas, e.g. dense:128,relu,dense:10)", list, count);
     }
-    PetscCall(NetAddLayer(net, entry, colon ? colon + 1 : NULL, NULL));
+    PetscCall(NetLayerEntrySplit_Private(kind, &kind, &args, &why));
+    if (why) {
+      PetscCall(PetscFree(copy));
+      SETERRQ(comm, PETSC_ERR_ARG_WRONG, "Malformed -net_layers \"%s\": in entry %" PetscInt_FMT ", %s; write kind(args), then a comma before the next entry", list, count, why);
+    }
+    PetscCall(PetscStrtolower(kind));
+    PetscCall(PetscFunctionListFind(LayerList, kind, &create));
+    if (!create) {
+      char kinds[2048], name[256];
+
+      PetscCall(PetscStrncpy(name, kind, sizeof(name)));
+      PetscCall(PetscFree(copy));
+      PetscCall(NetLayerKinds_Private(sizeof(kinds), kinds));
+      SETERRQ(comm, PETSC_ERR_ARG_UNKNOWN_TYPE, "Unknown layer kind \"%s\" (entry %" PetscInt_FMT " of -net_layers \"%s\"): the registered kinds are %s; register your own with LayerRegister()", name, count, list, kinds);
+    }
+    PetscCall(NetAddLayer(net, kind, args, NULL));
   }
   PetscCall(PetscFree(copy));
   PetscFunctionReturn(0);
@@ -192,12 +335,13 @@ PetscErrorCode NetGetLayer(Net net, PetscInt i, Layer *layer)
 }
 
 /*@
-  NetSetFromOptions - -net_layers, -net_input_shape, -net_seed, -net_test_jacobian, -net_view, then each layer's options.
+  NetSetFromOptions - -net_layers, -net_input_shape, -net_seed, -net_test_jacobian, -net_view, -net_load, then each layer's options.
+  -net_load FILE loads a model saved by NetSave(): its architecture replaces -net_layers and -net_input_shape.
 @*/
 PetscErrorCode NetSetFromOptions(Net net)
 {
-  char      list[4096] = "", shape[256] = "";
-  PetscBool flg;
+  char      list[4096] = "", shape[256] = "", load[PETSC_MAX_PATH_LEN] = "";
+  PetscBool flg, loadflg;
   PetscInt  seed = (PetscInt)net->seed;
 
   PetscFunctionBegin;
@@ -217,9 +361,14 @@ PetscErrorCode NetSetFromOptions(Net net)
   PetscCall(PetscOptionsInt("-net_seed", "Seed of the parameter initialisation", "NetSetSeed", seed, &seed, NULL));
   net->seed = (unsigned long)seed;
   PetscCall(PetscOptionsBool("-net_test_jacobian", "Run dot-product and finite-difference checks of the Jacobians at the first forward pass", "NetTestJacobian", net->testjacobian, &net->testjacobian, NULL));
+  PetscCall(PetscOptionsString("-net_load", "Load architecture and parameters from a file written by NetSave() (replaces -net_layers)", "NetLoad", load, load, sizeof(load), &loadflg));
   PetscCall(PetscObjectProcessOptionsHandlers((PetscObject)net, PetscOptionsObject));
   PetscOptionsEnd();
+  if (loadflg) PetscCall(NetLoad(net, load));
   for (PetscInt l = 0; l < net->nlayers; l++) PetscCall(LayerSetFromOptions(net->layers[l]));
+  /* an option that changed a layer's shape (e.g. -layer0_dense_outputs) reset that layer: lay the Net out anew */
+  for (PetscInt l = 0; l < net->nlayers && net->setupcalled; l++)
+    if (!net->layers[l]->setupcalled) PetscCall(NetReset(net));
   PetscFunctionReturn(0);
 }
 
@@ -269,7 +418,14 @@ PetscErrorCode NetView(Net net, PetscViewer viewer)
   if (!viewer) PetscCall(PetscViewerASCIIGetStdout(PetscObjectComm((PetscObject)net), &viewer));
   PetscCall(PetscObjectTypeCompare((PetscObject)viewer, PETSCVIEWERASCII, &isascii));
   if (!isascii) PetscFunctionReturn(0);
-  PetscCall(PetscObjectPrintClassNamePrefixType((PetscObject)net, viewer));
+  { /* as PetscObjectPrintClassNamePrefixType(), without its "type not yet set": a Net has no type */
+    const char *prefix, *name = ((PetscObject)net)->name;
+    PetscMPIInt size;
+
+    PetscCall(PetscObjectGetOptionsPrefix((PetscObject)net, &prefix));
+    PetscCallMPI(MPI_Comm_size(PetscObjectComm((PetscObject)net), &size));
+    PetscCall(PetscViewerASCIIPrintf(viewer, "Net Object:%s%s%s%s%s %d MPI process%s\n", name ? " " : "", name ? name : "", prefix ? " (" : "", prefix ? prefix : "", prefix ? ")" : "", size, size > 1 ? "es" : ""));
+  }
   PetscCall(PetscViewerASCIIPushTab(viewer));
   PetscCall(PetNetShapeToString(&net->in, sizeof(shape), shape));
   PetscCall(PetscViewerASCIIPrintf(viewer, "%" PetscInt_FMT " layers, input shape %s\n", net->nlayers, net->in.ndim ? shape : "(not set)"));

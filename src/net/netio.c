@@ -203,16 +203,16 @@ PetscErrorCode NetIOCheckVersion_Private(Net net, const char file[], PetscInt ve
 PetscErrorCode NetIOSetArchitecture_Private(Net net, const char file[], const char spec[], const PetNetShape *in)
 {
   MPI_Comm comm = PetscObjectComm((PetscObject)net);
-  char    *copy, *entry, *saveptr = NULL;
+  char    *copy, *entry, *next;
 
   PetscFunctionBegin;
   PetscCheck(spec[0], comm, PETSC_ERR_FILE_UNEXPECTED, "Model file %s has an empty layer list: the file is corrupt; save the model again", file);
   PetscCall(PetscStrallocpy(spec, &copy));
-  for (entry = strtok_r(copy, ",", &saveptr); entry; entry = strtok_r(NULL, ",", &saveptr)) {
-    char *colon = strchr(entry, ':');
+  for (next = copy; next;) {
     PetscErrorCode (*create)(Layer);
 
-    if (colon) *colon = 0;
+    PetscCall(NetLayerListNext_Private(&next, &entry)); /* the top-level entries: kind, kind:args or kind(args) */
+    entry[strcspn(entry, ":(")] = 0;
     PetscCall(PetscStrtolower(entry));
     PetscCall(PetscFunctionListFind(LayerList, entry, &create));
     if (!create) {

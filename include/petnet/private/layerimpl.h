@@ -20,7 +20,7 @@ PETSC_EXTERN PetscBool LayerRegisterAllCalled;
   backward and jvp are called after forward with the same n, theta, x and y (the linearization point).
 */
 /* A named tensor of a layer, for saving and for PyTorch state_dict names (key "<layer index>.<name>"). */
-#define LAYER_MAX_TENSORS 8
+#define LAYER_MAX_TENSORS 64 /* a residual block reports the tensors of all its inner layers */
 typedef struct {
   char      name[32]; /* state_dict suffix: "weight", "bias", "running_mean", ... */
   PetscBool buffer;   /* PETSC_FALSE: a slice of the layer's parameters; PETSC_TRUE: a slice of layer->buffers */

@@ -40,3 +40,4 @@ PETSC_INTERN PetscErrorCode NetResetWorkspace_Private(Net);
 PETSC_INTERN PetscErrorCode NetUpdateReplicatedParameters_Private(Net);
 PETSC_INTERN PetscErrorCode NetLayerJVP_Private(Net, PetscInt, Vec, Vec, Vec);
 PETSC_INTERN PetscErrorCode NetLayerBackward_Private(Net, PetscInt, Vec, Vec, Vec);
+PETSC_INTERN PetscErrorCode NetLayerListNext_Private(char **, char **);
