@@ -98,7 +98,7 @@ PetscErrorCode PetNetLRScheduleView(const PetNetLRSchedule *s, PetscInt maxit, P
     PetscCall(PetscSNPrintf(line + len, sizeof(line) - len, ", times %g every %" PetscInt_FMT " updates", (double)s->gamma, s->stepsize));
     break;
   case PETNET_LR_COSINE:
-    PetscCall(PetscSNPrintf(line + len, sizeof(line) - len, " to %g at update %" PetscInt_FMT "%s", (double)s->lrmin, s->cosineits > 0 ? s->cosineits : maxit, s->cosineits > 0 ? "" : " (the Tao's max_it)"));
+    PetscCall(PetscSNPrintf(line + len, sizeof(line) - len, " to %g at update %" PetscInt_FMT "%s", (double)s->lrmin, s->cosineits > 0 ? s->cosineits : maxit, s->cosineits > 0 ? "" : " (the default length: the whole training, or the Tao's max_it)"));
     break;
   }
   PetscCall(PetscStrlen(line, &len));

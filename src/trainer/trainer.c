@@ -48,6 +48,7 @@ PetscErrorCode TrainerCreate(MPI_Comm comm, Trainer *trainer)
   PetscCall(PetscLogEventRegister("TrainerEvaluate", TRAINER_CLASSID, &tr->event_eval));
   PetscCall(TaoCreate(comm, &tr->tao));
   PetscCall(TaoSetType(tr->tao, TAOADAM));
+  PetscCall(PetscObjectChangeTypeName((PetscObject)tr, "default"));
   *trainer = tr;
   PetscFunctionReturn(0);
 }
