@@ -22,10 +22,21 @@ PetscErrorCode NetSetUpWorkspace_Private(Net net, Vec X)
   PetscCall(VecGetSize(X, &Nx));
   PetscCall(PetNetShapeSize(&net->in, &insize));
   PetscCall(PetNetShapeToString(&net->in, sizeof(shape), shape));
-  PetscCheck(nx % insize == 0, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "Input batch has %" PetscInt_FMT " local entries, not a multiple of the sample size %" PetscInt_FMT " (input shape %s): check -net_input_shape against the data", nx, insize, shape);
+  /* Decided together, since a rank may keep its local size while others change theirs, and the rebuild is collective:
+     flag[0] = a rank whose input is not whole samples (or -1), flag[1] = whether any rank's layout changed. */
+  {
+    PetscMPIInt rank, flag[2];
+
+    PetscCallMPI(MPI_Comm_rank(comm, &rank));
+    flag[0] = nx % insize ? rank : -1;
+    flag[1] = (nx != net->nlocal * insize || Nx != net->nglobal * insize) ? 1 : 0;
+    PetscCall(MPIU_Allreduce(MPI_IN_PLACE, flag, 2, MPI_INT, MPI_MAX, comm));
+    PetscCheck(nx % insize == 0, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "Input batch has %" PetscInt_FMT " local entries on rank %d, not a multiple of the sample size %" PetscInt_FMT " (input shape %s): give every rank whole samples (NetCreateVecs() makes such Vecs), or fix -net_input_shape to match the data", nx, rank, insize, shape);
+    PetscCheck(flag[0] < 0, comm, PETSC_ERR_ARG_SIZ, "Input batch on rank %d does not hold whole samples of size %" PetscInt_FMT " (input shape %s): give every rank whole samples (NetCreateVecs() makes such Vecs), or fix -net_input_shape to match the data", flag[0], insize, shape);
+    if (!flag[1]) PetscFunctionReturn(0); /* the same layout as the last batch: keep the workspace */
+  }
   n = nx / insize;
   N = Nx / insize;
-  if (n == net->nlocal && N == net->nglobal) PetscFunctionReturn(0);
   PetscCall(NetResetWorkspace_Private(net));
   PetscCall(PetscMalloc1(net->nlayers + 1, &net->act));
   PetscCall(PetscMalloc1(net->nlayers + 1, &net->dact));
@@ -68,6 +79,20 @@ PetscErrorCode NetCreateVecs(Net net, PetscInt n, Vec *X, Vec *Y)
   PetscCall(PetNetShapeSize(&out, &outsize));
   if (X) PetscCall(VecCreateMPI(PetscObjectComm((PetscObject)net), n * insize, PETSC_DETERMINE, X));
   if (Y) PetscCall(VecCreateMPI(PetscObjectComm((PetscObject)net), n * outsize, PETSC_DETERMINE, Y));
+  PetscFunctionReturn(0);
+}
+
+/* G (a gradient or a parameter direction) must be laid out like the parameter Vec */
+static PetscErrorCode NetCheckParameterLayout_Private(Net net, Vec G, const char name[])
+{
+  PetscInt n, N, m;
+
+  PetscFunctionBegin;
+  PetscCall(VecGetSize(G, &N));
+  PetscCall(VecGetLocalSize(G, &n));
+  PetscCall(VecGetLocalSize(net->theta, &m));
+  PetscCheck(N == net->nparams, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_SIZ, "%s has %" PetscInt_FMT " entries but the Net has %" PetscInt_FMT " parameters: create it with NetCreateParameterVec()", name, N, net->nparams);
+  PetscCheck(n == m, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "%s has %" PetscInt_FMT " local entries but this rank owns %" PetscInt_FMT " parameters: create it with NetCreateParameterVec()", name, n, m);
   PetscFunctionReturn(0);
 }
 
@@ -177,9 +202,11 @@ PetscErrorCode NetBackward(Net net, Vec dY, Vec dX, Vec G)
 
   PetscFunctionBegin;
   PetscValidHeaderSpecific(net, NET_CLASSID, 1);
-  PetscCheck(net->forwarded, PetscObjectComm((PetscObject)net), PETSC_ERR_ORDER, "Call NetForward() before NetBackward()");
+  PetscValidHeaderSpecific(dY, VEC_CLASSID, 2);
+  PetscCheck(net->forwarded, PetscObjectComm((PetscObject)net), PETSC_ERR_ORDER, "NetBackward() differentiates at the last forward pass, and there is none: call NetForward() on the batch first (NetSetTraining() also clears it)");
   PetscCall(NetCheckCompatible_Private(net, dY, net->nlayers, "Output cotangent dY"));
   if (dX) PetscCall(NetCheckCompatible_Private(net, dX, 0, "Input cotangent dX"));
+  if (G) PetscCall(NetCheckParameterLayout_Private(net, G, "Gradient G"));
   PetscCall(VecCopy(dY, net->dact[net->nlayers]));
   if (G) {
     PetscCall(VecZeroEntries(net->grad_rep));
@@ -218,8 +245,10 @@ PetscErrorCode NetJVP(Net net, Vec dX, Vec dtheta, Vec dY)
 
   PetscFunctionBegin;
   PetscValidHeaderSpecific(net, NET_CLASSID, 1);
-  PetscCheck(net->forwarded, PetscObjectComm((PetscObject)net), PETSC_ERR_ORDER, "Call NetForward() before NetJVP()");
+  PetscValidHeaderSpecific(dY, VEC_CLASSID, 4);
+  PetscCheck(net->forwarded, PetscObjectComm((PetscObject)net), PETSC_ERR_ORDER, "NetJVP() differentiates at the last forward pass, and there is none: call NetForward() on the batch first (NetSetTraining() also clears it)");
   PetscCall(NetCheckCompatible_Private(net, dY, net->nlayers, "Output tangent dY"));
+  if (dtheta) PetscCall(NetCheckParameterLayout_Private(net, dtheta, "Parameter direction dtheta"));
   if (dX) {
     PetscCall(NetCheckCompatible_Private(net, dX, 0, "Input tangent dX"));
     PetscCall(VecCopy(dX, net->dact[0]));

@@ -81,7 +81,8 @@ PetscErrorCode NetGetParameterBroadcast(Net net, Mat *B)
 
 /*@
   NetInitializeParameters - draws the initial parameters from -net_seed. Every rank draws the full vector from the
-  same sequential stream, so the result does not depend on the number of ranks.
+  same sequential stream, so the result does not depend on the number of ranks. The draw goes through a scratch
+  copy (not theta_rep, which still holds the point of the last forward pass for NetBackward and NetJVP).
 @*/
 PetscErrorCode NetInitializeParameters(Net net)
 {
@@ -96,13 +97,13 @@ PetscErrorCode NetInitializeParameters(Net net)
   PetscCall(PetscRandomSetType(rnd, PETSCRAND48));
   PetscCall(PetscRandomSetSeed(rnd, net->seed));
   PetscCall(PetscRandomSeed(rnd));
-  PetscCall(VecGetArrayWrite(net->theta_rep, &rep));
+  PetscCall(VecGetArrayWrite(net->grad_rep, &rep));
   for (PetscInt l = 0; l < net->nlayers; l++) PetscCall(LayerInitializeParameters(net->layers[l], rnd, rep + net->poff[l]));
   PetscCall(VecGetOwnershipRange(net->theta, &rstart, &rend));
   PetscCall(VecGetArrayWrite(net->theta, &theta));
   PetscCall(PetscArraycpy(theta, rep + rstart, rend - rstart));
   PetscCall(VecRestoreArrayWrite(net->theta, &theta));
-  PetscCall(VecRestoreArrayWrite(net->theta_rep, &rep));
+  PetscCall(VecRestoreArrayWrite(net->grad_rep, &rep));
   PetscCall(PetscRandomDestroy(&rnd));
   net->theta_rep_valid = PETSC_FALSE;
   PetscFunctionReturn(0);

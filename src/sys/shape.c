@@ -38,19 +38,20 @@ PetscErrorCode PetNetShapeFromString(const char str[], PetNetShape *s)
 
   PetscFunctionBegin;
   s->ndim = 0;
+  PetscCheck(*p, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONG, "Empty shape: give the per-sample shape as positive integers separated by 'x', e.g. 784 or 28x28x1");
   while (*p) {
     char    *end;
     long int v = strtol(p, &end, 10);
 
-    PetscCheck(end != p && v > 0, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONG, "Malformed shape \"%s\": expected positive integers separated by 'x' or ',' such as 784 or 28x28x1", str);
-    PetscCheck(s->ndim < PETNET_MAX_DIM, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONG, "Shape \"%s\" has more than %d dimensions", str, PETNET_MAX_DIM);
+    PetscCheck(end != p, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONG, "Malformed shape \"%s\": '%c' where a number should be; write positive integers separated by 'x' (or ','), e.g. 784 or 28x28x1", str, *p);
+    PetscCheck(v > 0, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONG, "Malformed shape \"%s\": dimension %ld is not positive; write positive integers separated by 'x' (or ','), e.g. 784 or 28x28x1", str, v);
+    PetscCheck(s->ndim < PETNET_MAX_DIM, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONG, "Shape \"%s\" has more than %d dimensions: a sample is (f) or (h x w x c)", str, PETNET_MAX_DIM);
     s->dim[s->ndim++] = (PetscInt)v;
     p                 = end;
     if (*p == 'x' || *p == ',') {
       p++;
-      PetscCheck(*p, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONG, "Malformed shape \"%s\": trailing separator", str);
-    } else PetscCheck(!*p, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONG, "Malformed shape \"%s\": unexpected character '%c'", str, *p);
+      PetscCheck(*p, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONG, "Malformed shape \"%s\": it ends with a separator; write positive integers separated by 'x' (or ','), e.g. 784 or 28x28x1", str);
+    } else PetscCheck(!*p, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONG, "Malformed shape \"%s\": unexpected character '%c'; write positive integers separated by 'x' (or ','), e.g. 784 or 28x28x1", str, *p);
   }
-  PetscCheck(s->ndim > 0, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONG, "Empty shape: give the per-sample shape, for example 784 or 28x28x1");
   PetscFunctionReturn(0);
 }

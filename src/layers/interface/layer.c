@@ -72,7 +72,7 @@ PetscErrorCode LayerSetArguments(Layer layer, const char args[])
   PetscCall(LayerGetType(layer, &type));
   PetscCheck(type, PetscObjectComm((PetscObject)layer), PETSC_ERR_ORDER, "Call LayerSetType() before LayerSetArguments()");
   if (!args || !args[0]) PetscFunctionReturn(0);
-  PetscCheck(layer->ops->setarguments, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "Layer kind \"%s\" takes no arguments, but \"%s:%s\" was given", type, type, args);
+  PetscCheck(layer->ops->setarguments, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "Layer kind \"%s\" takes no arguments, but \"%s:%s\" was given: write just %s", type, type, args, type);
   PetscUseTypeMethod(layer, setarguments, args);
   PetscFunctionReturn(0);
 }

@@ -11,6 +11,7 @@
 static PetscErrorCode LossCount_CrossEntropy(Loss loss, PetscInt Ny, PetscInt Nt, PetscInt *N)
 {
   PetscFunctionBegin;
+  PetscCheck(Nt > 0 ? Ny % Nt == 0 : Ny == 0, PetscObjectComm((PetscObject)loss), PETSC_ERR_ARG_SIZ, "crossentropy loss: the output has %" PetscInt_FMT " entries, not a whole number of classes for the %" PetscInt_FMT " labels of the target: the target must hold one integer label per sample", Ny, Nt);
   *N = Nt;
   PetscFunctionReturn(0);
 }
@@ -18,12 +19,12 @@ static PetscErrorCode LossCount_CrossEntropy(Loss loss, PetscInt Ny, PetscInt Nt
 static PetscErrorCode CheckLabels_Private(PetscInt ny, PetscInt nt, const PetscScalar *t, PetscInt *c)
 {
   PetscFunctionBegin;
-  PetscCheck(nt > 0 ? ny % nt == 0 : ny == 0, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "crossentropy: %" PetscInt_FMT " local outputs is not a whole number of classes for %" PetscInt_FMT " labels (the target must hold one integer label per sample)", ny, nt);
+  PetscCheck(nt > 0 ? ny % nt == 0 : ny == 0, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "crossentropy loss: %" PetscInt_FMT " local outputs are not a whole number of classes for %" PetscInt_FMT " labels: the target must hold one integer label per sample", ny, nt);
   *c = nt ? ny / nt : 0;
   for (PetscInt s = 0; s < nt; s++) {
     PetscReal l = PetscRealPart(t[s]);
 
-    PetscCheck(l >= 0 && l < *c && l == PetscFloorReal(l), PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "crossentropy: label %g of local sample %" PetscInt_FMT " is not an integer class in [0, %" PetscInt_FMT ")", (double)l, s, *c);
+    PetscCheck(l >= 0 && l < *c && l == PetscFloorReal(l), PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "crossentropy loss: the label of local sample %" PetscInt_FMT " is %g, but labels must be integer class indices in [0, %" PetscInt_FMT ") for an output of %" PetscInt_FMT " classes: fix the targets, or make the last layer's size the number of classes", s, (double)l, *c, *c);
   }
   PetscFunctionReturn(0);
 }

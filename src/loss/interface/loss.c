@@ -126,6 +126,42 @@ PetscErrorCode LossDestroy(Loss *loss)
   PetscFunctionReturn(0);
 }
 
+/* Y and T must be split over the ranks alike: each rank holds whole samples of both, in the same proportion
+   ny/nt = Ny/Nt (1 for mse and l1, the number of classes for crossentropy). Collective, so every rank stops. */
+static PetscErrorCode LossCheckLayout_Private(Loss loss, Vec Y, Vec T)
+{
+  PetscInt ny, nt, Ny, Nt;
+  PetscInt bad[2], gbad[2];
+
+  PetscFunctionBegin;
+  PetscCall(VecGetLocalSize(Y, &ny));
+  PetscCall(VecGetLocalSize(T, &nt));
+  PetscCall(VecGetSize(Y, &Ny));
+  PetscCall(VecGetSize(T, &Nt));
+  bad[0] = ((PetscInt64)ny * Nt != (PetscInt64)nt * Ny) ? 1 : 0;
+  bad[1] = bad[0] ? ny : -1;
+  PetscCall(MPIU_Allreduce(bad, gbad, 2, MPIU_INT, MPI_MAX, PetscObjectComm((PetscObject)loss)));
+  PetscCheck(!gbad[0], PetscObjectComm((PetscObject)loss), PETSC_ERR_ARG_SIZ,
+             "%s loss: the output (%" PetscInt_FMT " entries) and the target (%" PetscInt_FMT " entries) are not split over the ranks alike (a rank holds %" PetscInt_FMT " output entries): give every rank the targets of its own samples, e.g. create the target Vec with the same local number of samples as the Net's batch",
+             ((PetscObject)loss)->type_name, Ny, Nt, gbad[1]);
+  PetscFunctionReturn(0);
+}
+
+/* V must have the layout of the reference Vec Y (output, gradient or direction). */
+static PetscErrorCode LossCheckLike_Private(Loss loss, Vec Y, Vec V, const char name[])
+{
+  PetscInt n, m, N, M;
+
+  PetscFunctionBegin;
+  PetscCall(VecGetLocalSize(Y, &n));
+  PetscCall(VecGetLocalSize(V, &m));
+  PetscCall(VecGetSize(Y, &N));
+  PetscCall(VecGetSize(V, &M));
+  PetscCheck(N == M, PetscObjectComm((PetscObject)loss), PETSC_ERR_ARG_SIZ, "%s loss: the %s has %" PetscInt_FMT " entries but the output has %" PetscInt_FMT ": create it with VecDuplicate() of the output", ((PetscObject)loss)->type_name, name, M, N);
+  PetscCheck(n == m, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "%s loss: the %s has %" PetscInt_FMT " local entries but the output has %" PetscInt_FMT " on this rank: create it with VecDuplicate() of the output", ((PetscObject)loss)->type_name, name, m, n);
+  PetscFunctionReturn(0);
+}
+
 /*@
   LossEvaluate - f = (1/N) sum of the per-sample (or per-entry) losses over the global batch, and dY = df/dY.
 @*/
@@ -146,6 +182,8 @@ PetscErrorCode LossEvaluate(Loss loss, Vec Y, Vec T, PetscReal *f, Vec dY)
   PetscCall(VecGetSize(Y, &Ny));
   PetscCall(VecGetSize(T, &Nt));
   PetscUseTypeMethod(loss, count, Ny, Nt, &N);
+  PetscCall(LossCheckLayout_Private(loss, Y, T));
+  if (dY) PetscCall(LossCheckLike_Private(loss, Y, dY, "gradient dY"));
   PetscCall(PetscLogEventBegin(loss->event, loss, 0, 0, 0));
   PetscCall(VecGetArrayRead(Y, &y));
   PetscCall(VecGetArrayRead(T, &t));
@@ -178,7 +216,11 @@ PetscErrorCode LossHessianMult(Loss loss, Vec V, Vec HV)
 
   PetscFunctionBegin;
   PetscValidHeaderSpecific(loss, LOSS_CLASSID, 1);
-  PetscCheck(loss->Y, PetscObjectComm((PetscObject)loss), PETSC_ERR_ORDER, "Call LossEvaluate() before LossHessianMult()");
+  PetscValidHeaderSpecific(V, VEC_CLASSID, 2);
+  PetscValidHeaderSpecific(HV, VEC_CLASSID, 3);
+  PetscCheck(loss->Y, PetscObjectComm((PetscObject)loss), PETSC_ERR_ORDER, "LossHessianMult() needs the point of a LossEvaluate(): call LossEvaluate() first");
+  PetscCall(LossCheckLike_Private(loss, loss->Y, V, "direction V"));
+  PetscCall(LossCheckLike_Private(loss, loss->Y, HV, "product HV"));
   PetscCall(VecGetLocalSize(loss->Y, &ny));
   PetscCall(VecGetLocalSize(loss->T, &nt));
   PetscCall(VecGetSize(loss->Y, &Ny));
@@ -207,9 +249,13 @@ PetscErrorCode LossCountCorrect(Loss loss, Vec Y, Vec T, PetscInt *correct)
   const PetscScalar *y, *t;
 
   PetscFunctionBegin;
+  PetscValidHeaderSpecific(loss, LOSS_CLASSID, 1);
+  PetscValidHeaderSpecific(Y, VEC_CLASSID, 2);
+  PetscValidHeaderSpecific(T, VEC_CLASSID, 3);
+  PetscCall(LossCheckLayout_Private(loss, Y, T));
   PetscCall(VecGetLocalSize(Y, &ny));
   PetscCall(VecGetLocalSize(T, &nt));
-  PetscCheck(nt > 0 ? ny % nt == 0 : ny == 0, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "Outputs (%" PetscInt_FMT " local entries) are not a whole number of rows per label (%" PetscInt_FMT " labels)", ny, nt);
+  PetscCheck(nt > 0 ? ny % nt == 0 : ny == 0, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "LossCountCorrect: the outputs (%" PetscInt_FMT " local entries) are not a whole number of classes for %" PetscInt_FMT " labels: the target must hold one integer label per sample", ny, nt);
   c = nt ? ny / nt : 0;
   PetscCall(VecGetArrayRead(Y, &y));
   PetscCall(VecGetArrayRead(T, &t));

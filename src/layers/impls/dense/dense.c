@@ -29,7 +29,12 @@ static PetscErrorCode LayerSetUp_Dense(Layer layer)
   PetscInt     in;
 
   PetscFunctionBegin;
-  PetscCheck(dense->nout > 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "dense layer needs its number of outputs: write dense:N in -net_layers or use LayerDenseSetOutputSize()");
+  if (dense->nout <= 0) {
+    const char *prefix;
+
+    PetscCall(PetscObjectGetOptionsPrefix((PetscObject)layer, &prefix));
+    SETERRQ(PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "dense layer %" PetscInt_FMT " has no number of outputs: write dense:N in -net_layers (e.g. dense:128), or give -%sdense_outputs N, or call LayerDenseSetOutputSize()", layer->index, prefix ? prefix : "");
+  }
   PetscCall(PetNetShapeSize(&layer->in, &in));
   layer->out.ndim   = 1;
   layer->out.dim[0] = dense->nout;
@@ -175,7 +180,7 @@ static PetscErrorCode LayerSetArguments_Dense(Layer layer, const char args[])
   long  nout = strtol(args, &end, 10);
 
   PetscFunctionBegin;
-  PetscCheck(end != args && !*end && nout > 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "dense takes one positive integer, the number of outputs (e.g. dense:128), not \"%s\"", args);
+  PetscCheck(end != args && !*end && nout > 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "Malformed \"dense:%s\": dense takes one positive integer, its number of outputs, e.g. dense:128", args);
   PetscCall(LayerDenseSetOutputSize(layer, (PetscInt)nout));
   PetscFunctionReturn(0);
 }

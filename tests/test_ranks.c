@@ -1,0 +1,230 @@
+static const char help[] = "Ranks agree: in one program, the same Net (same seed) is built twice, on PETSC_COMM_SELF with the whole\n"
+                           "global batch and on PETSC_COMM_WORLD with the batch distributed; parameters (exactly), outputs, loss,\n"
+                           "parameter gradient, input gradient and JVP must agree to 1e-12 relative. Batches that split evenly,\n"
+                           "unevenly, with ranks owning no sample, and all on the last rank; the two Nets are reused from batch to\n"
+                           "batch, so the workspace is rebuilt whenever the layout changes (also when only some ranks' shares change).\n";
+
+#include <petnet.h>
+
+typedef struct {
+  const char *layers;
+  PetscInt    insize;
+  LossType    loss;
+} Case;
+
+static const Case cases[] = {
+    {"dense:16,relu,dense:10", 12, LOSSCROSSENTROPY},
+    {"dense:8,tanh,dense:8,gelu,dense:3", 5, LOSSMSE},
+    {"dense:6,sigmoid,dense:4", 3, LOSSL1},
+};
+
+typedef enum {
+  LAYOUT_DECIDE, /* PetscSplitOwnership: as even as possible, the first ranks get the remainder */
+  LAYOUT_SHIFT,  /* as LAYOUT_DECIDE, but rank 1 hands its samples to the last rank (rank 0 keeps its share) */
+  LAYOUT_LAST    /* every sample on the last rank, none elsewhere */
+} Layout;
+static const char *LayoutNames[] = {"split", "rank 1 to the last", "all on the last rank"};
+
+static PetscErrorCode FillFromTable(Vec v, const PetscScalar table[])
+{
+  PetscInt     rstart, rend;
+  PetscScalar *a;
+
+  PetscFunctionBegin;
+  PetscCall(VecGetOwnershipRange(v, &rstart, &rend));
+  PetscCall(VecGetArrayWrite(v, &a));
+  for (PetscInt i = rstart; i < rend; i++) a[i - rstart] = table[i];
+  PetscCall(VecRestoreArrayWrite(v, &a));
+  PetscFunctionReturn(0);
+}
+
+/* |gather(vw) - vs| / |vs|: vw on PETSC_COMM_WORLD, vs its counterpart on PETSC_COMM_SELF (whole vector) */
+static PetscErrorCode RelativeDifference(Vec vw, Vec vs, PetscReal *err)
+{
+  VecScatter         toall;
+  Vec                all;
+  const PetscScalar *a, *b;
+  PetscInt           N, Ns;
+  PetscReal          d = 0, s = 0;
+
+  PetscFunctionBegin;
+  PetscCall(VecGetSize(vw, &N));
+  PetscCall(VecGetSize(vs, &Ns));
+  PetscCheck(N == Ns, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Global sizes differ: %" PetscInt_FMT " on WORLD, %" PetscInt_FMT " on SELF", N, Ns);
+  PetscCall(VecScatterCreateToAll(vw, &toall, &all));
+  PetscCall(VecScatterBegin(toall, vw, all, INSERT_VALUES, SCATTER_FORWARD));
+  PetscCall(VecScatterEnd(toall, vw, all, INSERT_VALUES, SCATTER_FORWARD));
+  PetscCall(VecGetArrayRead(all, &a));
+  PetscCall(VecGetArrayRead(vs, &b));
+  for (PetscInt i = 0; i < N; i++) {
+    d += PetscRealPart((a[i] - b[i]) * PetscConj(a[i] - b[i]));
+    s += PetscRealPart(b[i] * PetscConj(b[i]));
+  }
+  PetscCall(VecRestoreArrayRead(vs, &b));
+  PetscCall(VecRestoreArrayRead(all, &a));
+  *err = s > 0 ? PetscSqrtReal(d / s) : PetscSqrtReal(d);
+  PetscCall(VecScatterDestroy(&toall));
+  PetscCall(VecDestroy(&all));
+  PetscFunctionReturn(0);
+}
+
+/* Everything one side computes: on comm, with nlocal samples of this rank, from the global tables */
+typedef struct {
+  Net       net;
+  Loss      loss;
+  Vec       X, Y, T, dY, G, dX, dtheta, dXdir, JY;
+  PetscReal f;
+} Side;
+
+static PetscErrorCode SideCompute(MPI_Comm comm, const Case *c, PetscInt nlocal, const PetscScalar xtab[], const PetscScalar ttab[], const PetscScalar ptab[], const PetscScalar dxtab[], Side *s)
+{
+  PetNetShape in = {1, {c->insize}}, out;
+  PetscInt    nout;
+  PetscBool   ce;
+
+  PetscFunctionBegin;
+  PetscCall(PetscStrcmp(c->loss, LOSSCROSSENTROPY, &ce));
+  if (!s->net) { /* the first batch of this case; later batches reuse the Net */
+    PetscCall(NetCreate(comm, &s->net));
+    PetscCall(NetSetLayers(s->net, c->layers));
+    PetscCall(NetSetInputShape(s->net, &in));
+    PetscCall(NetSetSeed(s->net, 13));
+    PetscCall(NetSetUp(s->net));
+    PetscCall(LossCreate(comm, &s->loss));
+    PetscCall(LossSetType(s->loss, c->loss));
+  }
+  PetscCall(NetGetOutputShape(s->net, &out));
+  PetscCall(PetNetShapeSize(&out, &nout));
+  PetscCall(NetCreateVecs(s->net, nlocal, &s->X, &s->Y));
+  PetscCall(VecDuplicate(s->Y, &s->dY));
+  PetscCall(VecDuplicate(s->Y, &s->JY));
+  PetscCall(VecDuplicate(s->X, &s->dX));
+  PetscCall(VecDuplicate(s->X, &s->dXdir));
+  PetscCall(VecCreateMPI(comm, ce ? nlocal : nlocal * nout, PETSC_DETERMINE, &s->T));
+  PetscCall(NetCreateParameterVec(s->net, &s->G));
+  PetscCall(VecDuplicate(s->G, &s->dtheta));
+  PetscCall(FillFromTable(s->X, xtab));
+  PetscCall(FillFromTable(s->T, ttab));
+  PetscCall(FillFromTable(s->dtheta, ptab));
+  PetscCall(FillFromTable(s->dXdir, dxtab));
+
+  PetscCall(NetForward(s->net, s->X, s->Y));
+  PetscCall(LossEvaluate(s->loss, s->Y, s->T, &s->f, s->dY));
+  PetscCall(VecZeroEntries(s->G));
+  PetscCall(NetBackward(s->net, s->dY, s->dX, s->G));
+  PetscCall(NetJVP(s->net, s->dXdir, s->dtheta, s->JY));
+  PetscFunctionReturn(0);
+}
+
+/* the batch's Vecs; the Net and Loss stay for the next batch */
+static PetscErrorCode SideDestroyBatch(Side *s)
+{
+  PetscFunctionBegin;
+  PetscCall(VecDestroy(&s->X));
+  PetscCall(VecDestroy(&s->Y));
+  PetscCall(VecDestroy(&s->T));
+  PetscCall(VecDestroy(&s->dY));
+  PetscCall(VecDestroy(&s->G));
+  PetscCall(VecDestroy(&s->dX));
+  PetscCall(VecDestroy(&s->dtheta));
+  PetscCall(VecDestroy(&s->dXdir));
+  PetscCall(VecDestroy(&s->JY));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode SideDestroy(Side *s)
+{
+  PetscFunctionBegin;
+  PetscCall(SideDestroyBatch(s));
+  PetscCall(LossDestroy(&s->loss));
+  PetscCall(NetDestroy(&s->net));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode CheckCase(const Case *c, PetscInt N, Layout layout, Side *s, Side *w)
+{
+  PetscMPIInt  rank, size;
+  PetscInt     n = PETSC_DECIDE, nmin, nmax, P, nout = 16;
+  PetscScalar *xtab, *ttab, *ptab, *dxtab;
+  PetscRandom  rnd;
+  PetscBool    ce;
+  PetscReal    eth, eY, ef, eG, edX, eJ, tol = 1e-12;
+  Vec          thw, ths;
+
+  PetscFunctionBegin;
+  PetscCallMPI(MPI_Comm_rank(PETSC_COMM_WORLD, &rank));
+  PetscCallMPI(MPI_Comm_size(PETSC_COMM_WORLD, &size));
+  PetscCall(PetscStrcmp(c->loss, LOSSCROSSENTROPY, &ce));
+  if (layout == LAYOUT_LAST)
+    n = rank == size - 1 ? N : 0;
+  else {
+    PetscCall(PetscSplitOwnership(PETSC_COMM_WORLD, &n, &N));
+    if (layout == LAYOUT_SHIFT && size > 2) {
+      PetscInt n1 = N / size + (1 < N % size); /* rank 1's share in the split */
+
+      if (rank == 1) n = 0;
+      if (rank == size - 1) n += n1;
+    }
+  }
+  PetscCallMPI(MPI_Allreduce(&n, &nmin, 1, MPIU_INT, MPI_MIN, PETSC_COMM_WORLD));
+  PetscCallMPI(MPI_Allreduce(&n, &nmax, 1, MPIU_INT, MPI_MAX, PETSC_COMM_WORLD));
+
+  /* global tables, identical on every rank: inputs, labels or targets, a parameter direction, an input direction */
+  PetscCall(PetscRandomCreate(PETSC_COMM_SELF, &rnd));
+  PetscCall(PetscRandomSetInterval(rnd, -1.5, 1.5));
+  PetscCall(PetscRandomSetSeed(rnd, 41));
+  PetscCall(PetscRandomSeed(rnd));
+  P = 4096; /* more than any case's parameter count */
+  PetscCall(PetscMalloc4(N * c->insize, &xtab, N * nout, &ttab, P, &ptab, N * c->insize, &dxtab));
+  for (PetscInt i = 0; i < N * c->insize; i++) PetscCall(PetscRandomGetValue(rnd, &xtab[i]));
+  for (PetscInt i = 0; i < N * nout; i++) PetscCall(PetscRandomGetValue(rnd, &ttab[i]));
+  if (ce)
+    for (PetscInt i = 0; i < N; i++) ttab[i] = (PetscScalar)((3 * i + 1) % 4); /* every crossentropy case has >= 4 classes */
+  for (PetscInt i = 0; i < P; i++) PetscCall(PetscRandomGetValue(rnd, &ptab[i]));
+  for (PetscInt i = 0; i < N * c->insize; i++) PetscCall(PetscRandomGetValue(rnd, &dxtab[i]));
+  PetscCall(PetscRandomDestroy(&rnd));
+
+  PetscCall(SideCompute(PETSC_COMM_SELF, c, N, xtab, ttab, ptab, dxtab, s));
+  PetscCall(SideCompute(PETSC_COMM_WORLD, c, n, xtab, ttab, ptab, dxtab, w));
+  PetscCall(NetGetNumParameters(w->net, &P));
+  PetscCheck(P <= 4096, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "Enlarge the parameter direction table");
+
+  PetscCall(NetGetParameters(w->net, &thw));
+  PetscCall(NetGetParameters(s->net, &ths));
+  PetscCall(RelativeDifference(thw, ths, &eth));
+  PetscCall(RelativeDifference(w->Y, s->Y, &eY));
+  ef = PetscAbsReal(w->f - s->f) / PetscAbsReal(s->f);
+  PetscCall(RelativeDifference(w->G, s->G, &eG));
+  PetscCall(RelativeDifference(w->dX, s->dX, &edX));
+  PetscCall(RelativeDifference(w->JY, s->JY, &eJ));
+  PetscCheck(eth == 0, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s: initial parameters differ between WORLD and SELF (relative %g): initialisation depends on the ranks", c->layers, (double)eth);
+  PetscCheck(eY <= tol, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s, %" PetscInt_FMT " samples (%s): outputs differ by %g relative", c->layers, N, LayoutNames[layout], (double)eY);
+  PetscCheck(ef <= tol, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s, %" PetscInt_FMT " samples (%s): loss %.17g on WORLD, %.17g on SELF", c->layers, N, LayoutNames[layout], (double)w->f, (double)s->f);
+  PetscCheck(eG <= tol, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s, %" PetscInt_FMT " samples (%s): parameter gradients differ by %g relative", c->layers, N, LayoutNames[layout], (double)eG);
+  PetscCheck(edX <= tol, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s, %" PetscInt_FMT " samples (%s): input gradients differ by %g relative", c->layers, N, LayoutNames[layout], (double)edX);
+  PetscCheck(eJ <= tol, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s, %" PetscInt_FMT " samples (%s): JVPs differ by %g relative", c->layers, N, LayoutNames[layout], (double)eJ);
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%-34s %-12s %2" PetscInt_FMT " samples, %-20s (%" PetscInt_FMT "..%" PetscInt_FMT " per rank): loss %.10f, outputs, gradients and JVP agree\n", c->layers, c->loss, N, LayoutNames[layout], nmin, nmax,
+                        (double)w->f));
+  PetscCall(PetscInfo(NULL, "%s %" PetscInt_FMT " %s: relative differences Y %g f %g G %g dX %g JVP %g\n", c->layers, N, LayoutNames[layout], (double)eY, (double)ef, (double)eG, (double)edX, (double)eJ));
+  PetscCall(SideDestroyBatch(w));
+  PetscCall(SideDestroyBatch(s));
+  PetscCall(PetscFree4(xtab, ttab, ptab, dxtab));
+  PetscFunctionReturn(0);
+}
+
+int main(int argc, char **argv)
+{
+  const PetscInt sizes[] = {8, 7, 3, 1};
+
+  PetscCall(PetscInitialize(&argc, &argv, NULL, help));
+  for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+    Side s = {0}, w = {0};
+
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+      for (int layout = LAYOUT_DECIDE; layout <= LAYOUT_LAST; layout++) PetscCall(CheckCase(&cases[k], sizes[i], (Layout)layout, &s, &w));
+    PetscCall(SideDestroy(&s));
+    PetscCall(SideDestroy(&w));
+  }
+  PetscCall(PetscFinalize());
+  return 0;
+}
