@@ -5,7 +5,8 @@ static const char help[] = "Bad input must stop with an error that tells the use
                            "  backward_first   NetBackward before any NetForward\n"
                            "  jvp_first        NetJVP before any NetForward\n"
                            "  loss_target      LossEvaluate (mse) with a target of the wrong size\n"
-                           "  grad_layout      NetBackward with a gradient Vec that is not laid out like the parameters\n";
+                           "  grad_layout      NetBackward with a gradient Vec that is not laid out like the parameters\n"
+                           "  input_changed    the input Vec changed between NetForward and NetBackward\n";
 
 #include <petnet.h>
 
@@ -69,6 +70,8 @@ int main(int argc, char **argv)
     PetscCall(VecCreateMPI(PETSC_COMM_WORLD, PETSC_DECIDE, P + 1, &G));
   }
   PetscCall(VecZeroEntries(G));
+  PetscCall(PetscStrcmp(name, "input_changed", &match));
+  if (match) PetscCall(VecScale(X, 2.0)); /* the Net keeps a reference to X as its linearization point */
   PetscCall(NetBackward(net, dY, NULL, G));
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "loss %g: no error\n", (double)f));
 

@@ -119,7 +119,14 @@ PetscErrorCode NetForward(Net net, Vec X, Vec Y)
   PetscCall(NetSetUpWorkspace_Private(net, X));
   if (Y) PetscCall(NetCheckCompatible_Private(net, Y, net->nlayers, "Output vector"));
   PetscCall(NetUpdateReplicatedParameters_Private(net));
-  PetscCall(VecCopy(X, net->act[0]));
+  /* The input is the first layer's linearization point: keep a reference rather than a copy (a copy of a large batch
+     costs as much as a small layer), and check in backward and jvp that nobody changed it in between. */
+  if (X != net->act[0]) {
+    PetscCall(PetscObjectReference((PetscObject)X));
+    PetscCall(VecDestroy(&net->act[0]));
+    net->act[0] = X;
+  }
+  PetscCall(PetscObjectStateGet((PetscObject)X, &net->input_state));
   {
     const PetscScalar *theta;
 
@@ -145,6 +152,17 @@ PetscErrorCode NetForward(Net net, Vec X, Vec Y)
   PetscFunctionReturn(0);
 }
 
+/* The input of the last NetForward must be unchanged: it is the linearization point of the first layer */
+PetscErrorCode NetCheckInputUnchanged_Private(Net net)
+{
+  PetscObjectState state;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectStateGet((PetscObject)net->act[0], &state));
+  PetscCheck(state == net->input_state, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONGSTATE, "The input Vec of the last NetForward() was modified before the derivative was taken: the Net keeps a reference to it (not a copy), so keep it unchanged until NetBackward()/NetJVP(), or call NetForward() again");
+  PetscFunctionReturn(0);
+}
+
 /* Layer l's backward at the stored point: dx = J^T dy (dx may be NULL), dtheta (replicated array or NULL) += ... */
 PetscErrorCode NetLayerBackward_Private(Net net, PetscInt l, Vec dY, Vec dX, Vec dtheta)
 {
@@ -152,6 +170,7 @@ PetscErrorCode NetLayerBackward_Private(Net net, PetscInt l, Vec dY, Vec dX, Vec
   PetscScalar       *dx = NULL, *dth = NULL;
 
   PetscFunctionBegin;
+  if (l == 0) PetscCall(NetCheckInputUnchanged_Private(net));
   PetscCall(VecGetArrayRead(net->theta_rep, &theta));
   PetscCall(VecGetArrayRead(net->act[l], &x));
   PetscCall(VecGetArrayRead(net->act[l + 1], &y));
@@ -175,6 +194,7 @@ PetscErrorCode NetLayerJVP_Private(Net net, PetscInt l, Vec dX, Vec dtheta, Vec 
   PetscScalar       *dy;
 
   PetscFunctionBegin;
+  if (l == 0) PetscCall(NetCheckInputUnchanged_Private(net));
   PetscCall(VecGetArrayRead(net->theta_rep, &theta));
   PetscCall(VecGetArrayRead(net->act[l], &x));
   PetscCall(VecGetArrayRead(net->act[l + 1], &y));
@@ -204,6 +224,7 @@ PetscErrorCode NetBackward(Net net, Vec dY, Vec dX, Vec G)
   PetscValidHeaderSpecific(net, NET_CLASSID, 1);
   PetscValidHeaderSpecific(dY, VEC_CLASSID, 2);
   PetscCheck(net->forwarded, PetscObjectComm((PetscObject)net), PETSC_ERR_ORDER, "NetBackward() differentiates at the last forward pass, and there is none: call NetForward() on the batch first (NetSetTraining() also clears it)");
+  PetscCall(NetCheckInputUnchanged_Private(net));
   PetscCall(NetCheckCompatible_Private(net, dY, net->nlayers, "Output cotangent dY"));
   if (dX) PetscCall(NetCheckCompatible_Private(net, dX, 0, "Input cotangent dX"));
   if (G) PetscCall(NetCheckParameterLayout_Private(net, G, "Gradient G"));
@@ -247,6 +268,7 @@ PetscErrorCode NetJVP(Net net, Vec dX, Vec dtheta, Vec dY)
   PetscValidHeaderSpecific(net, NET_CLASSID, 1);
   PetscValidHeaderSpecific(dY, VEC_CLASSID, 4);
   PetscCheck(net->forwarded, PetscObjectComm((PetscObject)net), PETSC_ERR_ORDER, "NetJVP() differentiates at the last forward pass, and there is none: call NetForward() on the batch first (NetSetTraining() also clears it)");
+  PetscCall(NetCheckInputUnchanged_Private(net));
   PetscCall(NetCheckCompatible_Private(net, dY, net->nlayers, "Output tangent dY"));
   if (dtheta) PetscCall(NetCheckParameterLayout_Private(net, dtheta, "Parameter direction dtheta"));
   if (dX) {

@@ -29,6 +29,7 @@ struct _p_Net {
   PetscInt  nlocal, nglobal;
   Vec      *act, *dact;
   PetscBool forwarded;
+  PetscObjectState input_state; /* act[0] is the caller's input Vec (referenced, not copied): its state at NetForward */
   Mat       J, JP;
 
   PetscBool training; /* see NetSetTraining() */
@@ -37,6 +38,7 @@ struct _p_Net {
 
 PETSC_INTERN PetscErrorCode NetSetUpWorkspace_Private(Net, Vec);
 PETSC_INTERN PetscErrorCode NetResetWorkspace_Private(Net);
+PETSC_INTERN PetscErrorCode NetCheckInputUnchanged_Private(Net);
 PETSC_INTERN PetscErrorCode NetUpdateReplicatedParameters_Private(Net);
 PETSC_INTERN PetscErrorCode NetLayerJVP_Private(Net, PetscInt, Vec, Vec, Vec);
 PETSC_INTERN PetscErrorCode NetLayerBackward_Private(Net, PetscInt, Vec, Vec, Vec);
