@@ -16,6 +16,10 @@
   Parallel every rank computes with a full copy of theta; the broadcast theta -> copies and its adjoint, the
            sum-reduce of gradients, are one operator (NetGetParameterBroadcast). Results do not depend on the
            number of ranks beyond round-off.
+  Dataset  a source of mini-batches (idx, binary, hdf5, memory), sharded over the ranks; Trainer (petnettrainer.h)
+           ties Net, Loss and Datasets to a TAO solver (PetNet's sgd, adam, adamw, rmsprop, or any TAO type).
+  TS       NetTSSetRHS makes a Net the right-hand side of any TS (explicit RK or implicit theta methods) with exact
+           discrete adjoints; the ode layer wraps such a TS as a layer (neural ODEs).
   Options  every object reads PETSc options with prefixes: layer i of a Net reads -layer<i>_..., -net_view
            prints the network, -net_test_jacobian checks its derivatives.
 */
@@ -26,3 +30,5 @@
 #include <petnetnet.h>
 #include <petnetloss.h>
 #include <petnetoptim.h>
+#include <petnetts.h>
+#include <petnetdataset.h>

@@ -2,6 +2,7 @@
 #include <petnet/private/netimpl.h>
 #include <petnet/private/lossimpl.h>
 #include <petnetoptim.h>
+#include <petnetts.h>
 
 PetscClassId LAYER_CLASSID, NET_CLASSID, LOSS_CLASSID;
 
@@ -36,6 +37,7 @@ PetscErrorCode PetNetInitializePackage(void)
   PetscCall(LayerRegisterAll());
   PetscCall(LossRegisterAll());
   PetscCall(PetNetTaoRegisterAll());
+  PetscCall(NetTSRegisterAll());
   PetscCall(PetscRegisterFinalize(PetNetFinalizePackage));
   PetscFunctionReturn(0);
 }

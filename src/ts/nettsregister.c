@@ -1,0 +1,26 @@
+/* Registration of PetNet's TS extensions (called lazily from every entry point of src/ts and the ode layer). */
+#include "nettsimpl.h"
+
+static PetscBool NetTSRegisterAllCalled = PETSC_FALSE;
+
+static PetscErrorCode NetTSFinalize_Private(void)
+{
+  PetscFunctionBegin;
+  NetTSRegisterAllCalled = PETSC_FALSE;
+  PetscFunctionReturn(0);
+}
+
+/*@C
+  NetTSRegisterAll - registers the TSTrajectory type TSTRAJECTORYCHECKPOINT ("checkpoint"). Idempotent; PETSc's own
+  TSTrajectory registry is freed at PetscFinalize(), so the registration is redone after a re-initialization.
+@*/
+PetscErrorCode NetTSRegisterAll(void)
+{
+  PetscFunctionBegin;
+  if (NetTSRegisterAllCalled) PetscFunctionReturn(0);
+  NetTSRegisterAllCalled = PETSC_TRUE;
+  PetscCall(TSInitializePackage()); /* so that PETSc's finalizer frees the TSTrajectory registry we add to */
+  PetscCall(TSTrajectoryRegister(TSTRAJECTORYCHECKPOINT, TSTrajectoryCreate_Checkpoint));
+  PetscCall(PetscRegisterFinalize(NetTSFinalize_Private));
+  PetscFunctionReturn(0);
+}
