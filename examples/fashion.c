@@ -70,8 +70,9 @@ int main(int argc, char **argv)
   PetscCall(NetGetNumParameters(net, &nparams));
   PetscCall(DatasetGetSize(train, &Ntrain));
   PetscCall(DatasetGetSize(test, &Ntest));
-  PetscCall(PetscPrintf(comm, "summary: model=%s optimizer=%s epochs=%" PetscInt_FMT " params=%" PetscInt_FMT " train_samples=%" PetscInt_FMT " test_samples=%" PetscInt_FMT " ranks=%d train_loss=%.6f test_loss=%.6f test_accuracy=%.4f train_time_s=%.2f\n", model, taotype, epochs, nparams, Ntrain, Ntest, size,
-                        (double)trainloss, (double)testloss, (double)testacc, (double)seconds));
+  PetscCall(PetscPrintf(comm,
+                        "summary: model=%s optimizer=%s epochs=%" PetscInt_FMT " params=%" PetscInt_FMT " train_samples=%" PetscInt_FMT " test_samples=%" PetscInt_FMT " ranks=%d train_loss=%.6f test_loss=%.6f test_accuracy=%.4f train_time_s=%.2f\n",
+                        model, taotype, epochs, nparams, Ntrain, Ntest, size, (double)trainloss, (double)testloss, (double)testacc, (double)seconds));
 
   PetscCall(TrainerDestroy(&trainer));
   PetscCall(LossDestroy(&loss));

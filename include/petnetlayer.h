@@ -25,7 +25,7 @@ typedef enum {
 } LayerInitType;
 PETSC_EXTERN const char *const LayerInitTypes[];
 
-PETSC_EXTERN PetscClassId     LAYER_CLASSID;
+PETSC_EXTERN PetscClassId      LAYER_CLASSID;
 PETSC_EXTERN PetscFunctionList LayerList;
 
 PETSC_EXTERN PetscErrorCode LayerCreate(MPI_Comm, Layer *);

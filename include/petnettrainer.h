@@ -12,11 +12,7 @@ typedef struct _p_Trainer *Trainer;
 /* How the objective is presented to TAO:
    minibatch: one TAO iteration per mini-batch (PetNet's sgd, adam, adamw, rmsprop), the batch drawn in TaoSetUpdate;
    fullbatch: the mean loss over the whole training set (any TAO type: lmvm, bncg, bqnls, nls, ...). */
-typedef enum {
-  TRAINER_MODE_AUTO,
-  TRAINER_MODE_MINIBATCH,
-  TRAINER_MODE_FULLBATCH
-} TrainerMode;
+typedef enum { TRAINER_MODE_AUTO, TRAINER_MODE_MINIBATCH, TRAINER_MODE_FULLBATCH } TrainerMode;
 PETSC_EXTERN const char *const TrainerModes[];
 
 PETSC_EXTERN PetscClassId TRAINER_CLASSID;

@@ -4,7 +4,17 @@ static const char help[] = "Derivative tests of every layer kind inside small Ne
 #include <petnet.h>
 
 /* Each entry is a whole Net; activations sit between dense layers so their inputs are generic (away from ReLU's kink). */
-static const char *specs[] = {"dense:5", "dense:5,relu,dense:3", "dense:5,leakyrelu:0.1,dense:3", "dense:5,tanh,dense:3", "dense:5,sigmoid,dense:3", "dense:5,gelu,dense:3", "dense:5,softplus,dense:3", "dense:5,identity,dense:3", "tanh", "relu", "dense:16,relu,dense:8,tanh,dense:4"};
+static const char *specs[] = {"dense:5",
+                              "dense:5,relu,dense:3",
+                              "dense:5,leakyrelu:0.1,dense:3",
+                              "dense:5,tanh,dense:3",
+                              "dense:5,sigmoid,dense:3",
+                              "dense:5,gelu,dense:3",
+                              "dense:5,softplus,dense:3",
+                              "dense:5,identity,dense:3",
+                              "tanh",
+                              "relu",
+                              "dense:16,relu,dense:8,tanh,dense:4"};
 
 int main(int argc, char **argv)
 {

@@ -259,7 +259,8 @@ static PetscErrorCode CaseZero(void)
   PetscCall(TrainerTrain(tr));
   PetscCall(TrainerGetResults(tr, &epochs, &trainloss, &testloss, &acc, NULL));
   /* train and test sets hold the same samples: the same untrained loss */
-  PetscCheck(epochs == 0 && PetscAbsReal(trainloss - testloss) <= 1e-14 * trainloss && acc >= 0 && acc <= 1, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "-trainer_epochs 0: epochs %" PetscInt_FMT " train %g test %g acc %g", epochs, (double)trainloss, (double)testloss, (double)acc);
+  PetscCheck(epochs == 0 && PetscAbsReal(trainloss - testloss) <= 1e-14 * trainloss && acc >= 0 && acc <= 1, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "-trainer_epochs 0: epochs %" PetscInt_FMT " train %g test %g acc %g", epochs, (double)trainloss,
+             (double)testloss, (double)acc);
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "0 epochs: evaluation only, untrained loss %.6f\n", (double)trainloss));
   PetscCall(TrainerDestroy(&tr));
   PetscFunctionReturn(0);
@@ -346,14 +347,22 @@ int main(int argc, char **argv)
 
   PetscCall(PetscInitialize(&argc, &argv, NULL, help));
   PetscCall(PetscOptionsGetString(NULL, NULL, "-case", name, sizeof(name), NULL));
-  if (PetscStrcmp(name, "ranks", &match), match) PetscCall(CaseRanks());
-  else if (PetscStrcmp(name, "restart", &match), match) PetscCall(CaseRestart());
-  else if (PetscStrcmp(name, "gradient", &match), match) PetscCall(CaseGradient());
-  else if (PetscStrcmp(name, "zero", &match), match) PetscCall(CaseZero());
-  else if (PetscStrcmp(name, "early", &match), match) PetscCall(CaseEarly());
-  else if (PetscStrcmp(name, "nan", &match), match) PetscCall(CaseNaN());
-  else if (PetscStrcmp(name, "resume", &match), match) PetscCall(CaseResume());
-  else SETERRQ(PETSC_COMM_WORLD, PETSC_ERR_ARG_UNKNOWN_TYPE, "Unknown -case %s", name);
+  if (PetscStrcmp(name, "ranks", &match), match)
+    PetscCall(CaseRanks());
+  else if (PetscStrcmp(name, "restart", &match), match)
+    PetscCall(CaseRestart());
+  else if (PetscStrcmp(name, "gradient", &match), match)
+    PetscCall(CaseGradient());
+  else if (PetscStrcmp(name, "zero", &match), match)
+    PetscCall(CaseZero());
+  else if (PetscStrcmp(name, "early", &match), match)
+    PetscCall(CaseEarly());
+  else if (PetscStrcmp(name, "nan", &match), match)
+    PetscCall(CaseNaN());
+  else if (PetscStrcmp(name, "resume", &match), match)
+    PetscCall(CaseResume());
+  else
+    SETERRQ(PETSC_COMM_WORLD, PETSC_ERR_ARG_UNKNOWN_TYPE, "Unknown -case %s", name);
   PetscCall(PetscFinalize());
   return 0;
 }

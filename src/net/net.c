@@ -40,8 +40,10 @@ PetscErrorCode NetGetOutputShape(Net net, PetNetShape *out)
   PetscFunctionBegin;
   PetscValidHeaderSpecific(net, NET_CLASSID, 1);
   PetscCall(NetSetUp(net));
-  if (net->nlayers) PetscCall(LayerGetOutputShape(net->layers[net->nlayers - 1], out));
-  else *out = net->in;
+  if (net->nlayers)
+    PetscCall(LayerGetOutputShape(net->layers[net->nlayers - 1], out));
+  else
+    *out = net->in;
   PetscFunctionReturn(0);
 }
 
@@ -103,9 +105,9 @@ PetscErrorCode NetAddLayer(Net net, LayerType type, const char args[], Layer *la
   PetscCall(PetscObjectGetOptionsPrefix((PetscObject)net, &netprefix));
   PetscCall(PetscSNPrintf(prefix, sizeof(prefix), "%slayer%" PetscInt_FMT "_", netprefix ? netprefix : "", net->nlayers));
   PetscCall(PetscObjectSetOptionsPrefix((PetscObject)l, prefix));
-  l->training                  = net->training;
-  l->net                       = net;
-  l->index                     = net->nlayers;
+  l->training                 = net->training;
+  l->net                      = net;
+  l->index                    = net->nlayers;
   net->layers[net->nlayers++] = l;
   if (layer) *layer = l;
   PetscFunctionReturn(0);
@@ -440,7 +442,8 @@ PetscErrorCode NetView(Net net, PetscViewer viewer)
     if (layer->setupcalled) {
       PetscCall(PetNetShapeToString(&layer->out, sizeof(shape), shape));
       PetscCall(PetscViewerASCIIPrintf(viewer, "%5" PetscInt_FMT "  %-24s %-10s %-14s %10" PetscInt_FMT "\n", l, spec, type, shape, layer->nparams));
-    } else PetscCall(PetscViewerASCIIPrintf(viewer, "%5" PetscInt_FMT "  %-24s %-10s %-14s %10s\n", l, spec, type, "?", "?"));
+    } else
+      PetscCall(PetscViewerASCIIPrintf(viewer, "%5" PetscInt_FMT "  %-24s %-10s %-14s %10s\n", l, spec, type, "?", "?"));
   }
   if (net->setupcalled) PetscCall(PetscViewerASCIIPrintf(viewer, "total parameters %" PetscInt_FMT "\n", net->nparams));
   PetscCall(PetscViewerASCIIPopTab(viewer));

@@ -31,8 +31,12 @@ PetscErrorCode NetSetUpWorkspace_Private(Net net, Vec X)
     flag[0] = nx % insize ? rank : -1;
     flag[1] = (nx != net->nlocal * insize || Nx != net->nglobal * insize) ? 1 : 0;
     PetscCall(MPIU_Allreduce(MPI_IN_PLACE, flag, 2, MPI_INT, MPI_MAX, comm));
-    PetscCheck(nx % insize == 0, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "Input batch has %" PetscInt_FMT " local entries on rank %d, not a multiple of the sample size %" PetscInt_FMT " (input shape %s): give every rank whole samples (NetCreateVecs() makes such Vecs), or fix -net_input_shape to match the data", nx, rank, insize, shape);
-    PetscCheck(flag[0] < 0, comm, PETSC_ERR_ARG_SIZ, "Input batch on rank %d does not hold whole samples of size %" PetscInt_FMT " (input shape %s): give every rank whole samples (NetCreateVecs() makes such Vecs), or fix -net_input_shape to match the data", flag[0], insize, shape);
+    PetscCheck(nx % insize == 0, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ,
+               "Input batch has %" PetscInt_FMT " local entries on rank %d, not a multiple of the sample size %" PetscInt_FMT
+               " (input shape %s): give every rank whole samples (NetCreateVecs() makes such Vecs), or fix -net_input_shape to match the data",
+               nx, rank, insize, shape);
+    PetscCheck(flag[0] < 0, comm, PETSC_ERR_ARG_SIZ,
+               "Input batch on rank %d does not hold whole samples of size %" PetscInt_FMT " (input shape %s): give every rank whole samples (NetCreateVecs() makes such Vecs), or fix -net_input_shape to match the data", flag[0], insize, shape);
     if (!flag[1]) PetscFunctionReturn(0); /* the same layout as the last batch: keep the workspace */
   }
   n = nx / insize;
@@ -159,7 +163,8 @@ PetscErrorCode NetCheckInputUnchanged_Private(Net net)
 
   PetscFunctionBegin;
   PetscCall(PetscObjectStateGet((PetscObject)net->act[0], &state));
-  PetscCheck(state == net->input_state, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONGSTATE, "The input Vec of the last NetForward() was modified before the derivative was taken: the Net keeps a reference to it (not a copy), so keep it unchanged until NetBackward()/NetJVP(), or call NetForward() again");
+  PetscCheck(state == net->input_state, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONGSTATE,
+             "The input Vec of the last NetForward() was modified before the derivative was taken: the Net keeps a reference to it (not a copy), so keep it unchanged until NetBackward()/NetJVP(), or call NetForward() again");
   PetscFunctionReturn(0);
 }
 

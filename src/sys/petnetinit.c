@@ -8,7 +8,6 @@ PetscClassId LAYER_CLASSID, NET_CLASSID, LOSS_CLASSID;
 
 static PetscBool PetNetPackageInitialized = PETSC_FALSE;
 
-
 /*@C
   PetNetFinalizePackage - frees the registries; called from PetscFinalize().
 @*/

@@ -51,7 +51,8 @@ PetscErrorCode PetNetShapeFromString(const char str[], PetNetShape *s)
     if (*p == 'x' || *p == ',') {
       p++;
       PetscCheck(*p, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONG, "Malformed shape \"%s\": it ends with a separator; write positive integers separated by 'x' (or ','), e.g. 784 or 28x28x1", str);
-    } else PetscCheck(!*p, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONG, "Malformed shape \"%s\": unexpected character '%c'; write positive integers separated by 'x' (or ','), e.g. 784 or 28x28x1", str, *p);
+    } else
+      PetscCheck(!*p, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONG, "Malformed shape \"%s\": unexpected character '%c'; write positive integers separated by 'x' (or ','), e.g. 784 or 28x28x1", str, *p);
   }
   PetscFunctionReturn(0);
 }

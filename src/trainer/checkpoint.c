@@ -22,7 +22,7 @@ PetscErrorCode TrainerSaveCheckpoint(Trainer tr, const char file[])
   char        tmp[PETSC_MAX_PATH_LEN], spec[4096];
   PetscViewer viewer;
   PetscInt    nstate = 0, step = 0, nparams;
-  Vec        *state  = NULL, theta;
+  Vec        *state = NULL, theta;
   PetscInt    header[8];
   PetscReal   best = tr->besttestloss;
 
@@ -60,7 +60,7 @@ PetscErrorCode TrainerLoadCheckpoint(Trainer tr, const char file[])
   MPI_Comm    comm = PetscObjectComm((PetscObject)tr);
   PetscViewer viewer;
   PetscInt    nstate = 0, step = 0, nparams;
-  Vec        *state  = NULL;
+  Vec        *state = NULL;
   PetscInt    header[8];
   char        spec[4096], saved[4096];
   PetscReal   best;
@@ -82,7 +82,8 @@ PetscErrorCode TrainerLoadCheckpoint(Trainer tr, const char file[])
   PetscCheck(header[7] >= 0 && header[7] < (PetscInt)sizeof(saved), comm, PETSC_ERR_FILE_UNEXPECTED, "Checkpoint %s is corrupt (network description of %" PetscInt_FMT " characters)", file, header[7]);
   PetscCall(PetscViewerBinaryRead(viewer, saved, header[7], NULL, PETSC_CHAR));
   saved[header[7]] = 0;
-  PetscCheck(header[5] == nparams && !strcmp(saved, spec), comm, PETSC_ERR_ARG_INCOMP, "Checkpoint %s holds the network \"%s\" (%" PetscInt_FMT " parameters) but this run builds \"%s\" (%" PetscInt_FMT " parameters): restart with the same model options", file, saved, header[5], spec, nparams);
+  PetscCheck(header[5] == nparams && !strcmp(saved, spec), comm, PETSC_ERR_ARG_INCOMP,
+             "Checkpoint %s holds the network \"%s\" (%" PetscInt_FMT " parameters) but this run builds \"%s\" (%" PetscInt_FMT " parameters): restart with the same model options", file, saved, header[5], spec, nparams);
   PetscCall(PetNetTaoGetState(tr->tao, &nstate, &state, &step));
   PetscCheck(header[4] == nstate, comm, PETSC_ERR_ARG_INCOMP, "Checkpoint %s holds %" PetscInt_FMT " optimizer state vectors but the optimizer in use has %" PetscInt_FMT ": restart with the same -tao_type", file, header[4], nstate);
   PetscCall(PetscViewerBinaryRead(viewer, &best, 1, NULL, PETSC_REAL));

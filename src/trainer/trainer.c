@@ -165,7 +165,8 @@ PetscErrorCode TrainerSetUp(Trainer tr)
   if (tr->test) PetscCall(DatasetSetUp(tr->test));
   PetscCall(DatasetGetSampleShape(tr->train, &sample));
   PetscCall(NetGetInputShape(tr->net, &netin));
-  if (!netin.ndim) PetscCall(NetSetInputShape(tr->net, &sample));
+  if (!netin.ndim)
+    PetscCall(NetSetInputShape(tr->net, &sample));
   else {
     PetscInt n1, n2;
 
@@ -192,7 +193,8 @@ PetscErrorCode TrainerSetUp(Trainer tr)
     /* PetNet's stochastic types take one mini-batch per iteration; TAO's own types need a deterministic objective */
     PetscCall(PetscObjectTypeCompareAny((PetscObject)tr->tao, &stochastic, "sgd", "adam", "adamw", "rmsprop", ""));
     tr->minibatch = stochastic;
-  } else tr->minibatch = tr->mode == TRAINER_MODE_MINIBATCH ? PETSC_TRUE : PETSC_FALSE;
+  } else
+    tr->minibatch = tr->mode == TRAINER_MODE_MINIBATCH ? PETSC_TRUE : PETSC_FALSE;
   PetscCall(NetGetParameters(tr->net, &theta));
   PetscCall(VecDuplicate(theta, &tr->theta));
   PetscCall(VecCopy(theta, tr->theta));
@@ -200,7 +202,8 @@ PetscErrorCode TrainerSetUp(Trainer tr)
   if (tr->minibatch) {
     PetscCall(TaoSetObjectiveAndGradient(tr->tao, NULL, TrainerObjectiveMiniBatch_Private, tr));
     PetscCall(TaoSetUpdate(tr->tao, TrainerNextBatch_Private, tr));
-  } else PetscCall(TaoSetObjectiveAndGradient(tr->tao, NULL, TrainerObjectiveFullBatch_Private, tr));
+  } else
+    PetscCall(TaoSetObjectiveAndGradient(tr->tao, NULL, TrainerObjectiveFullBatch_Private, tr));
   PetscCall(DatasetGetNumBatches(tr->train, &tr->nbatches));
   /* one TaoSolve per epoch: schedules (cosine) span the whole training, not one epoch */
   if (tr->minibatch) PetscCall(PetNetTaoSetLRHorizon(tr->tao, tr->epochs * tr->nbatches));

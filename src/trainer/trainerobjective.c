@@ -50,7 +50,7 @@ PetscErrorCode TrainerNextBatch_Private(Tao tao, PetscInt it, void *ctx)
     if (now - tr->tlastprogress >= tr->progressinterval) {
       tr->tlastprogress = now;
       PetscCall(PetscPrintf(PetscObjectComm((PetscObject)tr), "  epoch %" PetscInt_FMT ": batch %" PetscInt_FMT "/%" PetscInt_FMT " (%.0f%%)  train_loss %.6f  %.1fs\n", tr->epoch + 1, tr->ibatch, tr->nbatches, 100.0 * tr->ibatch / tr->nbatches,
-                             tr->epochsamples ? (double)(tr->epochloss / tr->epochsamples) : 0.0, (double)(now - tr->tepoch)));
+                            tr->epochsamples ? (double)(tr->epochloss / tr->epochsamples) : 0.0, (double)(now - tr->tepoch)));
     }
   }
   PetscFunctionReturn(0);
@@ -58,8 +58,8 @@ PetscErrorCode TrainerNextBatch_Private(Tao tao, PetscInt it, void *ctx)
 
 PetscErrorCode TrainerObjectiveMiniBatch_Private(Tao tao, Vec theta, PetscReal *f, Vec G, void *ctx)
 {
-  Trainer  tr = (Trainer)ctx;
-  PetscInt N, nin;
+  Trainer     tr = (Trainer)ctx;
+  PetscInt    N, nin;
   PetNetShape in;
 
   PetscFunctionBegin;

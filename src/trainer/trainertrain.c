@@ -37,8 +37,11 @@ static PetscErrorCode TrainerCheckDivergence_Private(Trainer tr, PetscInt epoch)
   PetscCall(TaoGetConvergedReason(tr->tao, &reason));
   if (!tr->diverged && reason != TAO_DIVERGED_NAN) PetscFunctionReturn(0);
   if (tr->lastcheckpoint >= 0)
-    SETERRQ(PetscObjectComm((PetscObject)tr), PETSC_ERR_NOT_CONVERGED, "Training diverged: the loss became NaN or Inf in epoch %" PetscInt_FMT ". The last good checkpoint, %s (end of epoch %" PetscInt_FMT "), was kept: resume from it with -trainer_restart %s and a smaller learning rate", epoch + 1, tr->checkpoint, tr->lastcheckpoint, tr->checkpoint);
-  SETERRQ(PetscObjectComm((PetscObject)tr), PETSC_ERR_NOT_CONVERGED, "Training diverged: the loss became NaN or Inf in epoch %" PetscInt_FMT ". Lower the learning rate (e.g. -tao_adam_lr), check the data for NaN, and write checkpoints with -trainer_checkpoint FILE to keep the last good state", epoch + 1);
+    SETERRQ(PetscObjectComm((PetscObject)tr), PETSC_ERR_NOT_CONVERGED,
+            "Training diverged: the loss became NaN or Inf in epoch %" PetscInt_FMT ". The last good checkpoint, %s (end of epoch %" PetscInt_FMT "), was kept: resume from it with -trainer_restart %s and a smaller learning rate", epoch + 1,
+            tr->checkpoint, tr->lastcheckpoint, tr->checkpoint);
+  SETERRQ(PetscObjectComm((PetscObject)tr), PETSC_ERR_NOT_CONVERGED,
+          "Training diverged: the loss became NaN or Inf in epoch %" PetscInt_FMT ". Lower the learning rate (e.g. -tao_adam_lr), check the data for NaN, and write checkpoints with -trainer_checkpoint FILE to keep the last good state", epoch + 1);
 }
 
 static PetscErrorCode TrainerPrintEpoch_Private(Trainer tr, PetscInt epoch, PetscReal seconds, PetscInt samples, PetscLogDouble elapsed)
@@ -91,7 +94,7 @@ PetscErrorCode TrainerTrain(Trainer tr)
     ttrain = t1 - t0;
     PetscCall(TrainerAccumulate_Private(tr, tr->train, &tr->trainloss, NULL, NULL));
     PetscCall(TrainerEvaluateTest_Private(tr));
-    tr->epoch  = tr->epochs;
+    tr->epoch = tr->epochs;
     {
       PetscInt its;
 

@@ -44,12 +44,7 @@ struct _LayerOps {
   PetscErrorCode (*destroy)(Layer);
 };
 
-typedef enum {
-  LAYER_PHASE_FORWARD,
-  LAYER_PHASE_BACKWARD,
-  LAYER_PHASE_JVP,
-  LAYER_NUM_PHASES
-} LayerPhase;
+typedef enum { LAYER_PHASE_FORWARD, LAYER_PHASE_BACKWARD, LAYER_PHASE_JVP, LAYER_NUM_PHASES } LayerPhase;
 
 struct _p_Layer {
   PETSCHEADER(struct _LayerOps);
@@ -65,10 +60,10 @@ struct _p_Layer {
   /* Position inside the owning Net (borrowed, not referenced): the Jacobian shells read the Net's workspace. */
   Net      net;
   PetscInt index;
-  Mat      J, JP;       /* shells, rebuilt when the batch size changes */
-  Vec      ptheta;      /* distributed Vec of this layer's parameters (column space of JP) */
-  Mat      pbcast;      /* broadcast ptheta -> replicated */
-  Vec      ptheta_rep;  /* replicated copy of ptheta */
+  Mat      J, JP;      /* shells, rebuilt when the batch size changes */
+  Vec      ptheta;     /* distributed Vec of this layer's parameters (column space of JP) */
+  Mat      pbcast;     /* broadcast ptheta -> replicated */
+  Vec      ptheta_rep; /* replicated copy of ptheta */
 
   void *data;
 };

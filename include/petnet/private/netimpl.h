@@ -9,12 +9,12 @@ struct _NetOps {
 
 struct _p_Net {
   PETSCHEADER(struct _NetOps);
-  PetNetShape  in;
-  PetscInt     nlayers, maxlayers;
-  Layer       *layers;
-  PetscInt    *poff; /* poff[l] .. poff[l+1]: parameters of layer l */
-  PetscInt     nparams;
-  PetscBool    setupcalled;
+  PetNetShape   in;
+  PetscInt      nlayers, maxlayers;
+  Layer        *layers;
+  PetscInt     *poff; /* poff[l] .. poff[l+1]: parameters of layer l */
+  PetscInt      nparams;
+  PetscBool     setupcalled;
   unsigned long seed;
 
   /* Parameters: theta is distributed (each rank owns a slice); the layers read the replicated copy theta_rep,
@@ -26,11 +26,11 @@ struct _p_Net {
 
   /* Workspace for a batch of nlocal samples on this rank (N in all): act[l] is the input of layer l,
      act[nlayers] the output; dact[l] the tangent or cotangent at the same place. */
-  PetscInt  nlocal, nglobal;
-  Vec      *act, *dact;
-  PetscBool forwarded;
+  PetscInt         nlocal, nglobal;
+  Vec             *act, *dact;
+  PetscBool        forwarded;
   PetscObjectState input_state; /* act[0] is the caller's input Vec (referenced, not copied): its state at NetForward */
-  Mat       J, JP;
+  Mat              J, JP;
 
   PetscBool training; /* see NetSetTraining() */
   PetscBool testjacobian, intest;

@@ -10,21 +10,21 @@ struct _TrainerOps {
 
 struct _p_Trainer {
   PETSCHEADER(struct _TrainerOps);
-  Net         net;
-  Loss        loss;
-  Dataset     train, test;
-  Tao         tao;
-  Vec         theta; /* TAO's solution: the Net's parameters are set from it at every evaluation (a line search
-                        evaluates trial points, so the Net's own Vec cannot be the solution) */
+  Net     net;
+  Loss    loss;
+  Dataset train, test;
+  Tao     tao;
+  Vec     theta; /* TAO's solution: the Net's parameters are set from it at every evaluation (a line search
+                    evaluates trial points, so the Net's own Vec cannot be the solution) */
   TrainerMode mode;
   PetscBool   minibatch; /* resolved mode */
   PetscBool   setupcalled;
 
-  PetscInt  epochs, epoch;   /* epochs to run; epochs completed */
-  PetscInt  batchsize;       /* -trainer_batch_size, passed to the training Dataset */
-  PetscInt  evalbatchsize;   /* chunk size for evaluation and full-batch objectives */
-  PetscInt  nbatches, ibatch; /* batches per epoch; next batch of this epoch */
-  Vec       X, T, Y, dY;     /* current batch (borrowed from the Dataset), output and its cotangent */
+  PetscInt epochs, epoch;    /* epochs to run; epochs completed */
+  PetscInt batchsize;        /* -trainer_batch_size, passed to the training Dataset */
+  PetscInt evalbatchsize;    /* chunk size for evaluation and full-batch objectives */
+  PetscInt nbatches, ibatch; /* batches per epoch; next batch of this epoch */
+  Vec      X, T, Y, dY;      /* current batch (borrowed from the Dataset), output and its cotangent */
 
   /* statistics of the running epoch */
   PetscReal epochloss;
@@ -37,9 +37,9 @@ struct _p_Trainer {
   PetscInt  patience, badepochs;
 
   /* checkpoints */
-  char      checkpoint[PETSC_MAX_PATH_LEN], restart[PETSC_MAX_PATH_LEN];
-  PetscInt  checkpointevery;
-  PetscInt  lastcheckpoint;
+  char     checkpoint[PETSC_MAX_PATH_LEN], restart[PETSC_MAX_PATH_LEN];
+  PetscInt checkpointevery;
+  PetscInt lastcheckpoint;
 
   /* progress */
   PetscBool      monitor;

@@ -88,8 +88,10 @@ PetscErrorCode LayerGetSpec(Layer layer, size_t len, char spec[])
   PetscFunctionBegin;
   PetscCall(LayerGetType(layer, &type));
   PetscTryTypeMethod(layer, getarguments, sizeof(args), args);
-  if (args[0]) PetscCall(PetscSNPrintf(spec, len, "%s:%s", type, args));
-  else PetscCall(PetscStrncpy(spec, type, len));
+  if (args[0])
+    PetscCall(PetscSNPrintf(spec, len, "%s:%s", type, args));
+  else
+    PetscCall(PetscStrncpy(spec, type, len));
   PetscFunctionReturn(0);
 }
 
@@ -157,8 +159,8 @@ PetscErrorCode LayerSetUp(Layer layer)
 
 PetscErrorCode LayerView(Layer layer, PetscViewer viewer)
 {
-  PetscBool   isascii;
-  char        in[64], out[64], spec[256];
+  PetscBool isascii;
+  char      in[64], out[64], spec[256];
 
   PetscFunctionBegin;
   PetscValidHeaderSpecific(layer, LAYER_CLASSID, 1);

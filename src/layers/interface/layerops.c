@@ -40,8 +40,10 @@ PetscErrorCode LayerInitializeParameters(Layer layer, PetscRandom rnd, PetscScal
   PetscFunctionBegin;
   PetscCall(LayerSetUp(layer));
   if (!layer->nparams) PetscFunctionReturn(0);
-  if (layer->ops->initialize) PetscUseTypeMethod(layer, initialize, rnd, theta);
-  else PetscCall(PetscArrayzero(theta, layer->nparams));
+  if (layer->ops->initialize)
+    PetscUseTypeMethod(layer, initialize, rnd, theta);
+  else
+    PetscCall(PetscArrayzero(theta, layer->nparams));
   PetscFunctionReturn(0);
 }
 
@@ -96,7 +98,8 @@ PetscErrorCode LayerGetTensors(Layer layer, PetscInt *n, LayerTensorInfo info[])
   PetscFunctionBegin;
   PetscCall(LayerSetUp(layer));
   *n = 0;
-  if (layer->ops->tensors) PetscUseTypeMethod(layer, tensors, n, info);
+  if (layer->ops->tensors)
+    PetscUseTypeMethod(layer, tensors, n, info);
   else if (layer->nparams) {
     PetscCall(PetscMemzero(&info[0], sizeof(info[0])));
     PetscCall(PetscStrcpy(info[0].name, "weight"));

@@ -11,7 +11,8 @@
 static PetscErrorCode LossCount_CrossEntropy(Loss loss, PetscInt Ny, PetscInt Nt, PetscInt *N)
 {
   PetscFunctionBegin;
-  PetscCheck(Nt > 0 ? Ny % Nt == 0 : Ny == 0, PetscObjectComm((PetscObject)loss), PETSC_ERR_ARG_SIZ, "crossentropy loss: the output has %" PetscInt_FMT " entries, not a whole number of classes for the %" PetscInt_FMT " labels of the target: the target must hold one integer label per sample", Ny, Nt);
+  PetscCheck(Nt > 0 ? Ny % Nt == 0 : Ny == 0, PetscObjectComm((PetscObject)loss), PETSC_ERR_ARG_SIZ,
+             "crossentropy loss: the output has %" PetscInt_FMT " entries, not a whole number of classes for the %" PetscInt_FMT " labels of the target: the target must hold one integer label per sample", Ny, Nt);
   *N = Nt;
   PetscFunctionReturn(0);
 }
@@ -19,12 +20,16 @@ static PetscErrorCode LossCount_CrossEntropy(Loss loss, PetscInt Ny, PetscInt Nt
 static PetscErrorCode CheckLabels_Private(PetscInt ny, PetscInt nt, const PetscScalar *t, PetscInt *c)
 {
   PetscFunctionBegin;
-  PetscCheck(nt > 0 ? ny % nt == 0 : ny == 0, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "crossentropy loss: %" PetscInt_FMT " local outputs are not a whole number of classes for %" PetscInt_FMT " labels: the target must hold one integer label per sample", ny, nt);
+  PetscCheck(nt > 0 ? ny % nt == 0 : ny == 0, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "crossentropy loss: %" PetscInt_FMT " local outputs are not a whole number of classes for %" PetscInt_FMT " labels: the target must hold one integer label per sample",
+             ny, nt);
   *c = nt ? ny / nt : 0;
   for (PetscInt s = 0; s < nt; s++) {
     PetscReal l = PetscRealPart(t[s]);
 
-    PetscCheck(l >= 0 && l < *c && l == PetscFloorReal(l), PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "crossentropy loss: the label of local sample %" PetscInt_FMT " is %g, but labels must be integer class indices in [0, %" PetscInt_FMT ") for an output of %" PetscInt_FMT " classes: fix the targets, or make the last layer's size the number of classes", s, (double)l, *c, *c);
+    PetscCheck(l >= 0 && l < *c && l == PetscFloorReal(l), PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE,
+               "crossentropy loss: the label of local sample %" PetscInt_FMT " is %g, but labels must be integer class indices in [0, %" PetscInt_FMT ") for an output of %" PetscInt_FMT
+               " classes: fix the targets, or make the last layer's size the number of classes",
+               s, (double)l, *c, *c);
   }
   PetscFunctionReturn(0);
 }
@@ -39,7 +44,7 @@ static PetscErrorCode LossEvaluate_CrossEntropy(Loss loss, PetscInt ny, const Pe
   for (PetscInt s = 0; s < nt; s++) {
     const PetscScalar *ys  = y + s * c;
     PetscInt           lbl = (PetscInt)PetscRealPart(t[s]);
-    PetscReal          m   = PetscRealPart(ys[0]), z = 0;
+    PetscReal          m = PetscRealPart(ys[0]), z = 0;
 
     for (PetscInt k = 1; k < c; k++) m = PetscMax(m, PetscRealPart(ys[k]));
     for (PetscInt k = 0; k < c; k++) z += PetscExpReal(PetscRealPart(ys[k]) - m);
@@ -62,7 +67,7 @@ static PetscErrorCode LossHessianMult_CrossEntropy(Loss loss, PetscInt ny, const
   for (PetscInt s = 0; s < nt; s++) {
     const PetscScalar *ys = y + s * c, *vs = v + s * c;
     PetscScalar       *hs = hv + s * c;
-    PetscReal          m  = PetscRealPart(ys[0]), z = 0;
+    PetscReal          m = PetscRealPart(ys[0]), z = 0;
     PetscScalar        pv = 0;
 
     for (PetscInt k = 1; k < c; k++) m = PetscMax(m, PetscRealPart(ys[k]));

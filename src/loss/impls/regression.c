@@ -9,7 +9,8 @@
 static PetscErrorCode LossCount_Entries(Loss loss, PetscInt Ny, PetscInt Nt, PetscInt *N)
 {
   PetscFunctionBegin;
-  PetscCheck(Ny == Nt, PetscObjectComm((PetscObject)loss), PETSC_ERR_ARG_SIZ, "%s loss: the target has %" PetscInt_FMT " entries but the output has %" PetscInt_FMT ": the target must have the output's shape (create it with VecDuplicate() of the Net's output)", ((PetscObject)loss)->type_name, Nt, Ny);
+  PetscCheck(Ny == Nt, PetscObjectComm((PetscObject)loss), PETSC_ERR_ARG_SIZ,
+             "%s loss: the target has %" PetscInt_FMT " entries but the output has %" PetscInt_FMT ": the target must have the output's shape (create it with VecDuplicate() of the Net's output)", ((PetscObject)loss)->type_name, Nt, Ny);
   *N = Ny;
   PetscFunctionReturn(0);
 }

@@ -76,8 +76,10 @@ PetscErrorCode LossSetFromOptions(Loss loss)
   PetscValidHeaderSpecific(loss, LOSS_CLASSID, 1);
   PetscObjectOptionsBegin((PetscObject)loss);
   PetscCall(PetscOptionsFList("-loss_type", "Loss function", "LossSetType", LossList, ((PetscObject)loss)->type_name ? ((PetscObject)loss)->type_name : LOSSCROSSENTROPY, type, sizeof(type), &flg));
-  if (flg) PetscCall(LossSetType(loss, type));
-  else if (!((PetscObject)loss)->type_name) PetscCall(LossSetType(loss, LOSSCROSSENTROPY));
+  if (flg)
+    PetscCall(LossSetType(loss, type));
+  else if (!((PetscObject)loss)->type_name)
+    PetscCall(LossSetType(loss, LOSSCROSSENTROPY));
   PetscTryTypeMethod(loss, setfromoptions, PetscOptionsObject);
   PetscCall(PetscObjectProcessOptionsHandlers((PetscObject)loss, PetscOptionsObject));
   PetscOptionsEnd();
@@ -142,7 +144,8 @@ static PetscErrorCode LossCheckLayout_Private(Loss loss, Vec Y, Vec T)
   bad[1] = bad[0] ? ny : -1;
   PetscCall(MPIU_Allreduce(bad, gbad, 2, MPIU_INT, MPI_MAX, PetscObjectComm((PetscObject)loss)));
   PetscCheck(!gbad[0], PetscObjectComm((PetscObject)loss), PETSC_ERR_ARG_SIZ,
-             "%s loss: the output (%" PetscInt_FMT " entries) and the target (%" PetscInt_FMT " entries) are not split over the ranks alike (a rank holds %" PetscInt_FMT " output entries): give every rank the targets of its own samples, e.g. create the target Vec with the same local number of samples as the Net's batch",
+             "%s loss: the output (%" PetscInt_FMT " entries) and the target (%" PetscInt_FMT " entries) are not split over the ranks alike (a rank holds %" PetscInt_FMT
+             " output entries): give every rank the targets of its own samples, e.g. create the target Vec with the same local number of samples as the Net's batch",
              ((PetscObject)loss)->type_name, Ny, Nt, gbad[1]);
   PetscFunctionReturn(0);
 }
@@ -157,8 +160,10 @@ static PetscErrorCode LossCheckLike_Private(Loss loss, Vec Y, Vec V, const char 
   PetscCall(VecGetLocalSize(V, &m));
   PetscCall(VecGetSize(Y, &N));
   PetscCall(VecGetSize(V, &M));
-  PetscCheck(N == M, PetscObjectComm((PetscObject)loss), PETSC_ERR_ARG_SIZ, "%s loss: the %s has %" PetscInt_FMT " entries but the output has %" PetscInt_FMT ": create it with VecDuplicate() of the output", ((PetscObject)loss)->type_name, name, M, N);
-  PetscCheck(n == m, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "%s loss: the %s has %" PetscInt_FMT " local entries but the output has %" PetscInt_FMT " on this rank: create it with VecDuplicate() of the output", ((PetscObject)loss)->type_name, name, m, n);
+  PetscCheck(N == M, PetscObjectComm((PetscObject)loss), PETSC_ERR_ARG_SIZ, "%s loss: the %s has %" PetscInt_FMT " entries but the output has %" PetscInt_FMT ": create it with VecDuplicate() of the output", ((PetscObject)loss)->type_name, name, M,
+             N);
+  PetscCheck(n == m, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "%s loss: the %s has %" PetscInt_FMT " local entries but the output has %" PetscInt_FMT " on this rank: create it with VecDuplicate() of the output", ((PetscObject)loss)->type_name, name, m,
+             n);
   PetscFunctionReturn(0);
 }
 
@@ -255,7 +260,8 @@ PetscErrorCode LossCountCorrect(Loss loss, Vec Y, Vec T, PetscInt *correct)
   PetscCall(LossCheckLayout_Private(loss, Y, T));
   PetscCall(VecGetLocalSize(Y, &ny));
   PetscCall(VecGetLocalSize(T, &nt));
-  PetscCheck(nt > 0 ? ny % nt == 0 : ny == 0, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "LossCountCorrect: the outputs (%" PetscInt_FMT " local entries) are not a whole number of classes for %" PetscInt_FMT " labels: the target must hold one integer label per sample", ny, nt);
+  PetscCheck(nt > 0 ? ny % nt == 0 : ny == 0, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ,
+             "LossCountCorrect: the outputs (%" PetscInt_FMT " local entries) are not a whole number of classes for %" PetscInt_FMT " labels: the target must hold one integer label per sample", ny, nt);
   c = nt ? ny / nt : 0;
   PetscCall(VecGetArrayRead(Y, &y));
   PetscCall(VecGetArrayRead(T, &t));

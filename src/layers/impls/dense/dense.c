@@ -33,7 +33,8 @@ static PetscErrorCode LayerSetUp_Dense(Layer layer)
     const char *prefix;
 
     PetscCall(PetscObjectGetOptionsPrefix((PetscObject)layer, &prefix));
-    SETERRQ(PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "dense layer %" PetscInt_FMT " has no number of outputs: write dense:N in -net_layers (e.g. dense:128), or give -%sdense_outputs N, or call LayerDenseSetOutputSize()", layer->index, prefix ? prefix : "");
+    SETERRQ(PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "dense layer %" PetscInt_FMT " has no number of outputs: write dense:N in -net_layers (e.g. dense:128), or give -%sdense_outputs N, or call LayerDenseSetOutputSize()",
+            layer->index, prefix ? prefix : "");
   }
   PetscCall(PetNetShapeSize(&layer->in, &in));
   layer->out.ndim   = 1;
@@ -279,9 +280,9 @@ PETSC_INTERN PetscErrorCode LayerCreate_Dense(Layer layer)
 
   PetscFunctionBegin;
   PetscCall(PetscNew(&dense));
-  dense->init               = LAYER_INIT_KAIMING;
-  dense->initstd            = 0.01;
-  layer->data               = dense;
+  dense->init                = LAYER_INIT_KAIMING;
+  dense->initstd             = 0.01;
+  layer->data                = dense;
   layer->ops->setup          = LayerSetUp_Dense;
   layer->ops->initialize     = LayerInitialize_Dense;
   layer->ops->forward        = LayerForward_Dense;

@@ -44,7 +44,8 @@ static inline PetscScalar DTanh(PetscScalar x, PetscScalar y, PetscReal a)
 /* sigmoid: 1/(1+e^-x), f' = y (1 - y); written to never overflow */
 static inline PetscScalar Sigmoid(PetscScalar x, PetscReal a)
 {
-  if (x >= 0) return 1.0 / (1.0 + PetscExpScalar(-x));
+  if (x >= 0)
+    return 1.0 / (1.0 + PetscExpScalar(-x));
   else {
     PetscScalar e = PetscExpScalar(x);
     return e / (1.0 + e);

@@ -5,7 +5,7 @@ static PetscErrorCode LayerSetArguments_Pointwise(Layer layer, const char args[]
 {
   Layer_Pointwise *pw = (Layer_Pointwise *)layer->data;
   char            *end;
-  double           v  = strtod(args, &end);
+  double           v = strtod(args, &end);
 
   PetscFunctionBegin;
   PetscCheck(end != args && !*end, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "%s takes one number, its %s (e.g. %s:0.01), not \"%s\"", ((PetscObject)layer)->type_name, pw->alphaname, ((PetscObject)layer)->type_name, args);

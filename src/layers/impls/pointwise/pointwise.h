@@ -63,24 +63,24 @@ static inline PetscErrorCode PointwiseJVP(Layer layer, PetscInt n, const PetscSc
 }
 
 /* The three kernels of one kind, with F and DF inlined */
-#define POINTWISE_KERNELS(Kind, F, DF) \
-  static PetscErrorCode LayerForward_##Kind(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y) \
-  { \
-    return PointwiseForward(layer, n, x, y, F); \
-  } \
-  static PetscErrorCode LayerBackward_##Kind(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta) \
-  { \
-    return PointwiseBackward(layer, n, x, y, dy, dx, DF); \
-  } \
+#define POINTWISE_KERNELS(Kind, F, DF)                                                                                                                                                                    \
+  static PetscErrorCode LayerForward_##Kind(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)                                                                      \
+  {                                                                                                                                                                                                       \
+    return PointwiseForward(layer, n, x, y, F);                                                                                                                                                           \
+  }                                                                                                                                                                                                       \
+  static PetscErrorCode LayerBackward_##Kind(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)  \
+  {                                                                                                                                                                                                       \
+    return PointwiseBackward(layer, n, x, y, dy, dx, DF);                                                                                                                                                 \
+  }                                                                                                                                                                                                       \
   static PetscErrorCode LayerJVP_##Kind(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dx, const PetscScalar *dtheta, PetscScalar *dy) \
-  { \
-    return PointwiseJVP(layer, n, x, y, dx, dy, DF); \
+  {                                                                                                                                                                                                       \
+    return PointwiseJVP(layer, n, x, y, dx, dy, DF);                                                                                                                                                      \
   }
 
-#define POINTWISE_SET_KERNELS(layer, Kind) \
-  do { \
-    (layer)->ops->forward  = LayerForward_##Kind; \
+#define POINTWISE_SET_KERNELS(layer, Kind)         \
+  do {                                             \
+    (layer)->ops->forward  = LayerForward_##Kind;  \
     (layer)->ops->backward = LayerBackward_##Kind; \
-    (layer)->ops->jvp      = LayerJVP_##Kind; \
+    (layer)->ops->jvp      = LayerJVP_##Kind;      \
   } while (0)
 PETSC_INTERN PetscErrorCode LayerPointwiseSetParameter_Private(Layer, const char[], PetscReal);
