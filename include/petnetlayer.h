@@ -47,6 +47,7 @@ PETSC_EXTERN PetscErrorCode LayerRegisterAll(void);
 
 /* Array-level kernels over a local batch of n samples (see include/petnet/private/layerimpl.h for the contract). */
 PETSC_EXTERN PetscErrorCode LayerInitializeParameters(Layer, PetscRandom, PetscScalar *);
+PETSC_EXTERN PetscErrorCode LayerInitializeWeights(PetscRandom, LayerInitType, PetscReal, PetscReal, PetscReal, PetscInt, PetscScalar[]);
 PETSC_EXTERN PetscErrorCode LayerForwardArray(Layer, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *);
 PETSC_EXTERN PetscErrorCode LayerBackwardArray(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
 PETSC_EXTERN PetscErrorCode LayerJVPArray(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *);

@@ -49,36 +49,7 @@ static PetscErrorCode LayerInitialize_Dense(Layer layer, PetscRandom rnd, PetscS
   PetscInt     in = layer->insize, out = dense->nout, nw = in * out;
 
   PetscFunctionBegin;
-  switch (dense->init) {
-  case LAYER_INIT_KAIMING:
-  case LAYER_INIT_NORMAL: {
-    PetscReal std = dense->init == LAYER_INIT_KAIMING ? PetscSqrtReal(2.0 / in) : dense->initstd;
-
-    /* Box-Muller on uniform (0,1] draws */
-    for (PetscInt i = 0; i < nw; i += 2) {
-      PetscReal u1, u2, r;
-
-      PetscCall(PetscRandomGetValueReal(rnd, &u1));
-      PetscCall(PetscRandomGetValueReal(rnd, &u2));
-      r        = PetscSqrtReal(-2.0 * PetscLogReal(1.0 - u1));
-      theta[i] = std * r * PetscCosReal(2.0 * PETSC_PI * u2);
-      if (i + 1 < nw) theta[i + 1] = std * r * PetscSinReal(2.0 * PETSC_PI * u2);
-    }
-  } break;
-  case LAYER_INIT_XAVIER: {
-    PetscReal a = PetscSqrtReal(6.0 / (in + out));
-
-    for (PetscInt i = 0; i < nw; i++) {
-      PetscReal u;
-
-      PetscCall(PetscRandomGetValueReal(rnd, &u));
-      theta[i] = a * (2.0 * u - 1.0);
-    }
-  } break;
-  case LAYER_INIT_ZEROS:
-    PetscCall(PetscArrayzero(theta, nw));
-    break;
-  }
+  PetscCall(LayerInitializeWeights(rnd, dense->init, dense->initstd, in, out, nw, theta));
   PetscCall(PetscArrayzero(theta + nw, out));
   PetscFunctionReturn(0);
 }
