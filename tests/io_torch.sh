@@ -1,9 +1,89 @@
 #!/bin/sh
-# PyTorch reference check of PetNet's HDF5 model files (suite line io_torch_check, after io_torch_write):
+# PyTorch reference check of PetNet's HDF5 model files (suite line io_torch_check, after the io_torch_*write lines):
 #   1. PyTorch (float64) loads tests/out/io_torch.h5 written by NetSave() and must reproduce PetNet's output
-#      in tests/out/io_torch_data.h5 to 1e-12 relative;
-#   2. a PyTorch model is saved to tests/out/io_from_torch.h5 (+ _data.h5) for io_torch_import_* to load in PetNet.
+#      in tests/out/io_torch_data.h5 to 1e-12 relative; the same for each convolutional model io_torch_<case>.h5
+#      (conv2d, pools, batchnorm, dropout, residual blocks), in evaluation mode and, where PetNet recorded one, a
+#      training-mode pass and the running statistics after it (io_torch_<case>_after.h5);
+#   2. models made in PyTorch (standard modules and petnet_torch.Residual) are saved to tests/out/io_from_torch*.h5
+#      (+ _data.h5, _after.h5) for io_torch_import_* to load in PetNet; each must read back into PyTorch unchanged.
 # Fails (does not skip) without PyTorch or h5py: CI installs python3-torch and python3-h5py.
 # The runner appends PETSc options (-malloc_debug ...): they are ignored.
 cd "$(dirname "$0")/.." || exit 2
-exec /usr/bin/python3 share/python/petnet_torch.py selftest tests/out/io_torch tests/out/io_from_torch
+exec /usr/bin/python3 - <<'EOF'
+import sys
+
+sys.path.insert(0, "share/python")
+import numpy as np
+import torch
+import h5py
+import petnet_torch as pt
+
+nn = torch.nn
+out = "tests/out/"
+ok = pt.selftest(out + "io_torch", out + "io_from_torch")
+
+# 1. PetNet -> PyTorch: the files of the io_torch_<case>_write suite lines
+for case in ("cnn", "convs", "norm", "train", "residual"):
+    ok = pt.check(f"{out}io_torch_{case}.h5", f"{out}io_torch_{case}_data.h5", 1e-12) and ok
+
+# The file holds conv2d weights in PetNet's layout under PyTorch's "shape" attribute: reading the data as that shape
+# (without the bridge's permutation) must give a different network, or the check above could not catch a wrong layout.
+model, shape = pt.load(out + "io_torch_cnn.h5")
+with h5py.File(out + "io_torch_cnn.h5") as f, torch.no_grad():
+    model[3].weight.copy_(torch.from_numpy(f["3.weight"][...].reshape(model[3].weight.shape)))
+with h5py.File(out + "io_torch_cnn_data.h5") as f:
+    x, ref = f["input"][...], f["output"][...]
+naive = pt.relative_error(pt.forward(model, x, shape), ref)
+print(f"{out}io_torch_cnn.h5 read naively (conv2d weight reshaped to its 'shape' attribute): max |diff| / max |y| = {naive:.2e} (must be > 1e-3)")
+ok = ok and naive > 1e-3
+
+# 2. PyTorch -> PetNet: models written as a PyTorch user would, saved with random weights and running statistics
+cases = {
+    "cnn": ((28, 28, 1), False, nn.Sequential(
+        nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(8, 16, 3, padding="same"), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(16 * 7 * 7, 32), nn.ReLU(), nn.Linear(32, 10))),
+    "convs": ((13, 12, 4), False, nn.Sequential(
+        nn.Conv2d(4, 6, 3, stride=2, padding=1), nn.Tanh(), nn.Conv2d(6, 6, 3, padding=2, dilation=2, groups=2), nn.ReLU(),
+        nn.Conv2d(6, 4, (2, 3), padding=(0, 1), bias=False), nn.LeakyReLU(0.1), nn.Conv2d(4, 4, 1, groups=2),
+        nn.MaxPool2d(3, 2, 1), nn.AvgPool2d((2, 1), stride=1, padding=(1, 0)), nn.Flatten(), nn.Linear(48, 5))),
+    "norm": ((9, 9, 3), False, nn.Sequential(
+        nn.Conv2d(3, 6, 3, padding=1), nn.BatchNorm2d(6), nn.ReLU(), nn.AvgPool2d(3, 2, 1), nn.Dropout(0.3), nn.Conv2d(6, 8, 3),
+        nn.BatchNorm2d(8, eps=1e-3, momentum=0.2), nn.GELU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 7),
+        nn.BatchNorm1d(7), nn.Softplus(), nn.Linear(7, 3))),
+    "train": ((6, 6, 2), True, pt.build_sequential(
+        "conv2d:5:3:1:1,batchnorm,relu,avgpool:2,flatten,batchnorm:0.3,leakyrelu:0.05,dense:6,batchnorm,sigmoid,dense:3", (6, 6, 2))),
+    "residual": ((10, 10, 3), True, nn.Sequential(
+        nn.Conv2d(3, 6, 3, padding=1), nn.ReLU(),
+        pt.Residual([nn.Conv2d(6, 6, 3, padding=1), nn.BatchNorm2d(6), nn.ReLU(), nn.Conv2d(6, 6, 3, padding=1)]), nn.ReLU(),
+        pt.Residual([nn.Conv2d(6, 8, 3, 2, 1), nn.ReLU(), nn.Conv2d(8, 8, 3, padding=1)], [nn.Conv2d(6, 8, 1, 2), nn.BatchNorm2d(8)]),
+        pt.Residual([pt.Residual([nn.Conv2d(8, 8, 3, padding=1), nn.Tanh()])]), nn.Flatten(),
+        pt.Residual([nn.BatchNorm1d(200), nn.ReLU()]), nn.Linear(200, 8),
+        pt.Residual([nn.Linear(8, 8), nn.Tanh(), nn.Linear(8, 8)], [nn.Linear(8, 8)]), nn.Identity(),
+        nn.Linear(8, 4))),
+}
+for seed, (case, (shape, train, model)) in enumerate(cases.items()):
+    prefix = f"{out}io_from_torch_{case}"
+    model = pt._randomize(model.double(), seed)
+    pt.export_model(model, shape, prefix + ".h5", prefix + "_data.h5", seed=seed, samples=10, train=train)
+    ok = pt.round_trip(model, shape, prefix + "_again.h5") and ok
+    print(f"{prefix}.h5: '{pt.spec_from_sequential(model)}' on {pt.shape_to_string(shape)}{' (+ training-mode pass)' if train else ''}")
+
+# Models PetNet cannot represent are refused with a message saying what to change, not saved wrong.
+refused = {
+    "Conv2d(padding_mode='reflect')": (nn.Sequential(nn.Conv2d(2, 3, 3, padding=1, padding_mode="reflect")), (5, 5, 2)),
+    "AvgPool2d(count_include_pad=False)": (nn.Sequential(nn.AvgPool2d(3, 2, 1, count_include_pad=False)), (5, 5, 2)),
+    "MaxPool2d(ceil_mode=True)": (nn.Sequential(nn.MaxPool2d(2, ceil_mode=True)), (5, 5, 2)),
+    "Linear on NCHW data": (nn.Sequential(nn.Conv2d(2, 3, 3), nn.Linear(27, 4)), (5, 5, 2)),
+    "BatchNorm1d on (h, w, c)": (nn.Sequential(nn.BatchNorm1d(2)), (5, 5, 2)),
+    "residual: F after flatten, P dense": (nn.Sequential(nn.Flatten(), pt.Residual([nn.ReLU()], [nn.Linear(50, 50)])), (5, 5, 2)),
+    "Conv2d(padding='same') with an even kernel": (nn.Sequential(nn.Conv2d(2, 3, 2, padding="same")), (5, 5, 2)),
+}
+for what, (model, shape) in refused.items():
+    try:
+        pt.save(model.double(), shape, out + "io_from_torch_refused.h5")
+        print(f"{what}: saved, but PetNet has no equivalent")
+        ok = False
+    except ValueError as e:
+        print(f"{what}: refused ({e})")
+sys.exit(0 if ok else 1)
+EOF

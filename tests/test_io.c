@@ -5,7 +5,13 @@ static const char help[] = "Saving and loading a Net (NetSave/NetLoad, binary an
                            "  -case NAME          write a broken model file and load it (must fail): missing, truncated, magic, vecfile,\n"
                            "                      version, kind, count, tensor, h5group\n"
                            "  -torch_export PFX   write PFX.h5 (model) and PFX_data.h5 (input, output) for share/python/petnet_torch.py\n"
-                           "  -torch_import PFX   load PFX.h5 written by PyTorch and check PetNet's output on PFX_data.h5 to 1e-12\n";
+                           "  -torch_import PFX   load PFX.h5 written by PyTorch and check PetNet's output on PFX_data.h5 to 1e-12\n"
+                           "  -torch_export PFX -torch_spec SPEC -torch_shape SHAPE [-torch_train] [-torch_nlocal 4]\n"
+                           "                      any model (conv2d, pools, batchnorm, residual, ...): PFX.h5, and PFX_data.h5 with the input and\n"
+                           "                      PetNet's evaluation-mode output; -torch_train adds one training-mode pass (output_train) and\n"
+                           "                      the model after it (PFX_after.h5, updated running statistics)\n"
+                           "  -torch_import_models PFX1,PFX2,...  each PFXi.h5 written by PyTorch: PetNet's evaluation-mode output on\n"
+                           "                      PFXi_data.h5 to 1e-12, and if recorded the training-mode output and PFXi_after.h5's statistics\n";
 
 #include <petnet.h>
 #include <petnet/private/layerimpl.h>
@@ -563,16 +569,253 @@ static PetscErrorCode TorchImport(const char prefix[])
   PetscFunctionReturn(0);
 }
 
+/*
+  Models of any kinds for the PyTorch bridge: each parameter tensor as a function of the global parameter index,
+  weights scaled by 1.5 / sqrt(fan-in) so that values stay of order one through deep nets; batchnorm scales near 1,
+  running means small and running variances positive. Buffers (replicated) are written on every rank alike.
+*/
+static PetscErrorCode SetTorchModel(Net net)
+{
+  Vec          theta;
+  PetscInt     nl, np, off = 0, rstart, rend;
+  PetscScalar *all, *t;
+
+  PetscFunctionBegin;
+  PetscCall(NetGetParameters(net, &theta));
+  PetscCall(VecGetSize(theta, &np));
+  PetscCall(PetscMalloc1(np, &all));
+  PetscCall(NetGetNumLayers(net, &nl));
+  for (PetscInt l = 0; l < nl; l++) {
+    Layer           layer;
+    LayerTensorInfo info[LAYER_MAX_TENSORS];
+    PetscInt        nt;
+
+    PetscCall(NetGetLayer(net, l, &layer));
+    PetscCall(LayerGetTensors(layer, &nt, info));
+    for (PetscInt k = 0; k < nt; k++) {
+      PetscBool mean, var, weight;
+      PetscInt  fanin = 1;
+
+      PetscCall(PetscStrendswith(info[k].name, "running_mean", &mean));
+      PetscCall(PetscStrendswith(info[k].name, "running_var", &var));
+      PetscCall(PetscStrendswith(info[k].name, "weight", &weight));
+      for (PetscInt d = 1; d < info[k].ndim; d++) fanin *= info[k].dims[d];
+      for (PetscInt i = 0; i < info[k].size; i++) {
+        PetscInt g = off + info[k].offset + i; /* global parameter index */
+
+        if (info[k].buffer)
+          layer->buffers[info[k].offset + i] = var ? 0.6 + 0.3 * PetscSinReal(0.7 * i + l) : mean ? 0.2 * PetscSinReal(0.9 * i + l) : 0.1 * PetscCosReal(0.9 * i);
+        else if (weight && info[k].ndim > 1)
+          all[g] = 1.5 / PetscSqrtReal((PetscReal)fanin) * PetscSinReal(1.3 * g + 0.7);
+        else if (weight)
+          all[g] = 1.0 + 0.3 * PetscSinReal(1.3 * g + 0.7); /* batchnorm scale */
+        else
+          all[g] = 0.3 * PetscSinReal(1.3 * g + 0.7);
+      }
+    }
+    off += layer->nparams;
+  }
+  PetscCheck(off == np, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "the layers' parameters add up to %" PetscInt_FMT ", the Net has %" PetscInt_FMT, off, np);
+  PetscCall(VecGetOwnershipRange(theta, &rstart, &rend));
+  PetscCall(VecGetArrayWrite(theta, &t));
+  PetscCall(PetscArraycpy(t, all + rstart, rend - rstart));
+  PetscCall(VecRestoreArrayWrite(theta, &t));
+  PetscCall(PetscFree(all));
+  PetscFunctionReturn(0);
+}
+
+/*
+  -torch_export PFX -torch_spec SPEC -torch_shape SHAPE: PFX.h5 (the model), PFX_data.h5 (input, PetNet's output in
+  evaluation mode) for share/python/petnet_torch.py check. With -torch_train also output_train (one training-mode pass:
+  batch statistics over the global batch) and PFX_after.h5, the model after that pass (updated running statistics).
+*/
+static PetscErrorCode TorchExportSpec(const char prefix[])
+{
+  Net         net;
+  Vec         X, Y, Yt = NULL;
+  char        file[PETSC_MAX_PATH_LEN], spec[4096], shapestr[64];
+  PetNetShape in, out;
+  PetscInt    nlocal = 4, insize, outsize;
+  PetscBool   train  = PETSC_FALSE, flg;
+  PetscViewer viewer;
+
+  PetscFunctionBegin;
+  PetscCall(PetscOptionsGetString(NULL, NULL, "-torch_spec", spec, sizeof(spec), &flg));
+  PetscCall(PetscOptionsGetString(NULL, NULL, "-torch_shape", shapestr, sizeof(shapestr), &flg));
+  PetscCheck(flg, PETSC_COMM_WORLD, PETSC_ERR_ARG_WRONG, "-torch_spec needs -torch_shape, the per-sample input shape (e.g. 28x28x1)");
+  PetscCall(PetscOptionsGetInt(NULL, NULL, "-torch_nlocal", &nlocal, NULL));
+  PetscCall(PetscOptionsGetBool(NULL, NULL, "-torch_train", &train, NULL));
+  PetscCall(PetNetShapeFromString(shapestr, &in));
+  PetscCall(NetCreate(PETSC_COMM_WORLD, &net));
+  PetscCall(NetSetLayers(net, spec));
+  PetscCall(NetSetInputShape(net, &in));
+  PetscCall(NetSetUp(net));
+  PetscCall(SetTorchModel(net));
+  PetscCall(NetGetOutputShape(net, &out));
+  PetscCall(PetNetShapeSize(&in, &insize));
+  PetscCall(PetNetShapeSize(&out, &outsize));
+  PetscCall(PetscSNPrintf(file, sizeof(file), "%s.h5", prefix));
+  PetscCall(NetSave(net, file));
+  PetscCall(NetSetTraining(net, PETSC_FALSE));
+  PetscCall(Evaluate(net, nlocal, &X, &Y));
+  if (train) {
+    PetscCall(VecDuplicate(Y, &Yt));
+    PetscCall(NetSetTraining(net, PETSC_TRUE));
+    PetscCall(NetForward(net, X, Yt));
+    PetscCall(VecSetBlockSize(Yt, outsize));
+    PetscCall(PetscObjectSetName((PetscObject)Yt, "output_train"));
+  }
+  PetscCall(VecSetBlockSize(X, insize));
+  PetscCall(VecSetBlockSize(Y, outsize));
+  PetscCall(PetscObjectSetName((PetscObject)X, "input"));
+  PetscCall(PetscObjectSetName((PetscObject)Y, "output"));
+  PetscCall(PetscSNPrintf(file, sizeof(file), "%s_data.h5", prefix));
+  PetscCall(PetscViewerHDF5Open(PETSC_COMM_WORLD, file, FILE_MODE_WRITE, &viewer));
+  PetscCall(VecView(X, viewer));
+  PetscCall(VecView(Y, viewer));
+  if (Yt) PetscCall(VecView(Yt, viewer));
+  PetscCall(PetscViewerDestroy(&viewer));
+  if (train) {
+    PetscCall(PetscSNPrintf(file, sizeof(file), "%s_after.h5", prefix));
+    PetscCall(NetSave(net, file));
+  }
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "wrote %s.h5 (%s on %s) and %s_data.h5: input and PetNet's output%s\n", prefix, spec, shapestr, prefix, train ? ", training-mode output, model after that pass" : ""));
+  PetscCall(VecDestroy(&X));
+  PetscCall(VecDestroy(&Y));
+  PetscCall(VecDestroy(&Yt));
+  PetscCall(NetDestroy(&net));
+  PetscFunctionReturn(0);
+}
+
+/* max |Y - Yref| / max |Yref| <= 1e-12, else an error naming what differs */
+static PetscErrorCode TorchCompare(Vec Y, Vec Yref, const char what[], PetscReal *rel)
+{
+  Vec       D;
+  PetscReal err, ref;
+
+  PetscFunctionBegin;
+  PetscCall(VecDuplicate(Y, &D));
+  PetscCall(VecWAXPY(D, -1.0, Yref, Y));
+  PetscCall(VecNorm(D, NORM_INFINITY, &err));
+  PetscCall(VecNorm(Yref, NORM_INFINITY, &ref));
+  PetscCall(VecDestroy(&D));
+  *rel = err / ref;
+  PetscCheck(ref > 0 && err <= 1e-12 * ref, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s: PetNet differs from PyTorch, max |diff| / max |y| = %g > 1e-12", what, (double)(err / ref));
+  PetscFunctionReturn(0);
+}
+
+/*
+  PFX.h5 written by petnet_torch.py: PetNet's evaluation-mode output on PFX_data.h5's input must match PyTorch's to
+  1e-12 relative; if the data holds output_train, so must one training-mode pass, and PetNet's running statistics
+  after it must match those of PFX_after.h5 (PyTorch's model after the same pass).
+*/
+static PetscErrorCode TorchImportModel(const char prefix[])
+{
+  Net         net, after;
+  Vec         X, Yref, Y, Ytref = NULL;
+  char        file[PETSC_MAX_PATH_LEN], spec[4096], what[PETSC_MAX_PATH_LEN + 64];
+  PetscViewer viewer;
+  PetscInt    insize, outsize, nlocal, nl;
+  PetNetShape in, out;
+  PetscBool   has, same;
+  PetscReal   rel, relt, relb = 0;
+  Vec         t1, t2;
+
+  PetscFunctionBegin;
+  PetscCall(PetscSNPrintf(file, sizeof(file), "%s.h5", prefix));
+  PetscCall(NetCreate(PETSC_COMM_WORLD, &net));
+  PetscCall(NetLoad(net, file));
+  PetscCall(NetSetTraining(net, PETSC_FALSE));
+  PetscCall(NetGetSpec(net, sizeof(spec), spec));
+  PetscCall(NetGetInputShape(net, &in));
+  PetscCall(NetGetOutputShape(net, &out));
+  PetscCall(PetNetShapeSize(&in, &insize));
+  PetscCall(PetNetShapeSize(&out, &outsize));
+  PetscCall(PetscSNPrintf(file, sizeof(file), "%s_data.h5", prefix));
+  PetscCall(PetscViewerHDF5Open(PETSC_COMM_WORLD, file, FILE_MODE_READ, &viewer));
+  PetscCall(LoadBatch(viewer, "input", insize, &X));
+  PetscCall(LoadBatch(viewer, "output", outsize, &Yref));
+  PetscCall(PetscViewerHDF5HasDataset(viewer, "output_train", &has));
+  if (has) PetscCall(LoadBatch(viewer, "output_train", outsize, &Ytref));
+  PetscCall(PetscViewerDestroy(&viewer));
+  PetscCall(VecGetLocalSize(X, &nlocal));
+  PetscCall(NetCreateVecs(net, nlocal / insize, NULL, &Y));
+  PetscCall(NetForward(net, X, Y));
+  PetscCall(PetscSNPrintf(what, sizeof(what), "%s.h5 in evaluation mode", prefix));
+  PetscCall(TorchCompare(Y, Yref, what, &rel));
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "PyTorch model %s.h5 (%s): PetNet output matches PyTorch (max |diff| / max |y| = %.1e <= 1e-12)\n", prefix, spec, (double)rel));
+  if (Ytref) {
+    PetscCall(NetSetTraining(net, PETSC_TRUE));
+    PetscCall(NetForward(net, X, Y));
+    PetscCall(PetscSNPrintf(what, sizeof(what), "%s.h5 in training mode", prefix));
+    PetscCall(TorchCompare(Y, Ytref, what, &relt));
+    PetscCall(PetscSNPrintf(file, sizeof(file), "%s_after.h5", prefix));
+    PetscCall(NetCreate(PETSC_COMM_WORLD, &after));
+    PetscCall(NetLoad(after, file));
+    PetscCall(NetGetParameters(net, &t1));
+    PetscCall(NetGetParameters(after, &t2));
+    PetscCall(VecEqual(t1, t2, &same));
+    PetscCheck(same, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s: the parameters differ from PetNet's after a training-mode forward pass (which does not change them)", file);
+    PetscCall(NetGetNumLayers(net, &nl));
+    for (PetscInt l = 0; l < nl; l++) {
+      Layer     a, b;
+      PetscReal err = 0, ref = 0;
+
+      PetscCall(NetGetLayer(net, l, &a));
+      PetscCall(NetGetLayer(after, l, &b));
+      PetscCheck(a->nbuffers == b->nbuffers, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s: layer %" PetscInt_FMT " has %" PetscInt_FMT " buffer values, PetNet's %" PetscInt_FMT, file, l, b->nbuffers, a->nbuffers);
+      for (PetscInt i = 0; i < a->nbuffers; i++) {
+        err = PetscMax(err, PetscAbsScalar(a->buffers[i] - b->buffers[i]));
+        ref = PetscMax(ref, PetscAbsScalar(b->buffers[i]));
+      }
+      PetscCheck(err <= 1e-12 * ref, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s: the running statistics of layer %" PetscInt_FMT " after a training-mode pass differ from PetNet's: max |diff| / max |value| = %g > 1e-12", file, l, (double)(err / ref));
+      if (ref > 0) relb = PetscMax(relb, err / ref);
+    }
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "PyTorch model %s.h5: training-mode pass matches PyTorch (output %.1e, running statistics after it %.1e <= 1e-12)\n", prefix, (double)relt, (double)relb));
+    PetscCall(NetDestroy(&after));
+  }
+  PetscCall(VecDestroy(&X));
+  PetscCall(VecDestroy(&Y));
+  PetscCall(VecDestroy(&Yref));
+  PetscCall(VecDestroy(&Ytref));
+  PetscCall(NetDestroy(&net));
+  PetscFunctionReturn(0);
+}
+
+/* -torch_export PFX -torch_spec ..., or -torch_import_models PFX1,PFX2,... */
+static PetscErrorCode TorchModels(void)
+{
+  char     *prefixes[32], name[PETSC_MAX_PATH_LEN];
+  PetscInt  n = 32;
+  PetscBool flg;
+
+  PetscFunctionBegin;
+  PetscCall(PetscOptionsGetString(NULL, NULL, "-torch_export", name, sizeof(name), &flg));
+  if (flg) PetscCall(TorchExportSpec(name));
+  PetscCall(PetscOptionsGetStringArray(NULL, NULL, "-torch_import_models", prefixes, &n, &flg));
+  if (!flg) n = 0;
+  for (PetscInt i = 0; i < n; i++) {
+    PetscCall(TorchImportModel(prefixes[i]));
+    PetscCall(PetscFree(prefixes[i]));
+  }
+  PetscFunctionReturn(0);
+}
+
 int main(int argc, char **argv)
 {
   char      name[PETSC_MAX_PATH_LEN];
   PetscBool flg;
   ErrorCase c = CASE_MISSING;
+  PetscBool torchspec, torchmodels;
 
   PetscCall(PetscInitialize(&argc, &argv, NULL, help));
   PetscCall(LayerRegister("shift", LayerCreate_Shift));
+  PetscCall(PetscOptionsHasName(NULL, NULL, "-torch_spec", &torchspec));
+  PetscCall(PetscOptionsHasName(NULL, NULL, "-torch_import_models", &torchmodels));
   PetscCall(PetscOptionsGetEnum(NULL, NULL, "-case", ErrorCases, (PetscEnum *)&c, &flg));
-  if (flg)
+  if (torchspec || torchmodels)
+    PetscCall(TorchModels());
+  else if (flg)
     PetscCall(RunErrorCase(c));
   else {
     PetscCall(PetscOptionsGetString(NULL, NULL, "-torch_export", name, sizeof(name), &flg));

@@ -3,31 +3,55 @@
 
 A model file written by NetSave(net, "model.h5") holds
     /petnet          group; attributes version (int), spec (str), input_shape (str), nparams (int), nbuffers (int)
-    /<l>.<name>      one float64 dataset per tensor, flattened row-major, named as the state_dict of an
-                     nn.Sequential ("0.weight", "0.bias", "2.weight", ...); attribute "shape" = "out,in"
-The spec is PetNet's compact layer list (-net_layers), e.g. "dense:64,relu,dense:10"; input_shape is one
-sample's shape, channels last ("784" or "28x28x1"). Inputs are flattened in that (channels-last) order
-before the first layer, so no Flatten module shifts the state_dict indices.
+    /<l>.<name>      one float64 dataset per tensor of layer l, flattened, named as the state_dict of an
+                     nn.Sequential with one module per PetNet layer ("0.weight", "0.bias", "3.running_mean",
+                     "5.res.0.weight", "5.shortcut.0.bias", ...); attribute "shape" = the tensor's PyTorch shape
+The spec is PetNet's compact layer list (-net_layers), e.g. "conv2d:8:3:1:1,relu,maxpool:2,flatten,dense:10";
+input_shape is one sample's shape, channels last ("784" or "28x28x1").
 
-    load(path)                        -> (model, input_shape)   an nn.Sequential in float64 with the weights
+PetNet is channels-last, PyTorch is NCHW. The models this script builds are ordinary PyTorch models: a model for
+(h, w, c) samples takes NCHW batches [n][c][h][w]. The layout differences are handled when a file is read or written,
+nowhere else:
+    conv2d weight   the file holds PetNet's [out][kh][kw][cin/groups] (while its "shape" attribute is PyTorch's
+                    out,cin/groups,kh,kw): torch = file.reshape(out, kh, kw, cg).permute(0, 3, 1, 2)
+    flattened data  PetNet flattens (h, w, c) in that order, PyTorch's nn.Flatten of NCHW in (c, h, w) order. Each
+                    tensor indexed by such features is permuted: the columns of the next dense (Linear) weight, and
+                    the four tensors of a batchnorm (BatchNorm1d) between the flatten and that dense layer.
+                    A dense layer directly on an (h, w, c) input (PetNet flattens implicitly) is a FlattenLinear.
+                    Not handled (refused with a message): a residual block on such features whose F and shortcut
+                    give different orders (e.g. flatten,residual(relu|dense:N)); put a dense layer before the block.
+Every other tensor is stored as in PyTorch. batchnorm's num_batches_tracked is not kept (PetNet does not count).
+
+    load(path)                        -> (model, input_shape)   an nn.Sequential in float64 with the weights, eval mode
     save(model, input_shape, path)    writes a file NetLoad() reads (the spec is derived from the modules)
-    build_sequential(spec, input_shape), spec_from_sequential(model), forward(model, x)
+    build_sequential(spec, input_shape), spec_from_sequential(model), forward(model, x, input_shape)
 
 Command line:
-    petnet_torch.py check MODEL.h5 DATA.h5 [--rtol 1e-12]
-        evaluates the model in PyTorch on DATA's "input" [n][in] and compares with DATA's "output" [n][out]
-    petnet_torch.py export SPEC INPUT_SHAPE MODEL.h5 DATA.h5 [--seed 0] [--samples 10]
+    petnet_torch.py check MODEL.h5 DATA.h5 [--after AFTER.h5] [--rtol 1e-12]
+        evaluates the model in PyTorch (eval mode) on DATA's "input" [n][in] and compares with DATA's "output";
+        if DATA has "output_train": also one training-mode pass (batch statistics) against it, and the model after
+        that pass (running statistics) against AFTER.h5 (default MODEL_after.h5)
+    petnet_torch.py export SPEC INPUT_SHAPE MODEL.h5 DATA.h5 [--seed 0] [--samples 10] [--train]
         a PyTorch model with random weights -> MODEL.h5, and a random input with PyTorch's output -> DATA.h5
+        (--train: also the training-mode output, and the model after that pass in MODEL_after.h5)
     petnet_torch.py selftest PETNET_PREFIX TORCH_PREFIX
         check PETNET_PREFIX.h5 against PETNET_PREFIX_data.h5 (written by PetNet), then export a PyTorch model
         to TORCH_PREFIX.h5 / TORCH_PREFIX_data.h5 and verify that it reads back unchanged (tests/io.suite)
 
-Layer kinds: dense:N -> Linear, relu -> ReLU, leakyrelu:a -> LeakyReLU(a), tanh -> Tanh, sigmoid -> Sigmoid,
-gelu -> GELU (erf form), softplus -> Softplus, identity -> Identity. PyTorch's Softplus returns x itself
-above x = 20, where PetNet keeps log(1 + e^x) (a relative difference below 1e-9 there).
+Layer kinds (PetNet -> PyTorch):
+    dense:N -> Linear (FlattenLinear on an (h, w, c) input), relu -> ReLU, leakyrelu:a -> LeakyReLU(a),
+    tanh -> Tanh, sigmoid -> Sigmoid, gelu -> GELU (erf form), softplus -> Softplus, identity -> Identity,
+    conv2d:OUT[:K[:STRIDE[:PAD]]][:dilation=D][:groups=G][:bias=0] -> Conv2d (K, STRIDE, PAD, D as 3 or 3x5),
+    maxpool:K[:STRIDE[:PAD]] -> MaxPool2d, avgpool:K[:STRIDE[:PAD]] -> AvgPool2d (count_include_pad=True: padded
+    taps count as zeros, the divisor is always kh kw, as PetNet), globalavgpool -> GlobalAvgPool2d (saving also
+    accepts AdaptiveAvgPool2d(1) followed by Flatten), flatten -> Flatten, dropout:P -> Dropout(P),
+    batchnorm[:MOMENTUM[:EPS]] -> BatchNorm2d on (h, w, c), BatchNorm1d on (f), residual(F) / residual(F|P) -> Residual.
+PyTorch's Softplus returns x itself above x = 20, where PetNet keeps log(1 + e^x) (a relative difference below 1e-9
+there). Dropout masks are drawn differently: compare training-mode passes only without dropout.
 Needs PyTorch and h5py (Debian: apt-get install python3-torch python3-h5py).
 """
 import argparse
+import math
 import sys
 
 try:
@@ -39,17 +63,48 @@ except ImportError as e:  # the test suite must fail, not skip, when these are m
 
 FORMAT_VERSION = 1
 GROUP = "petnet"
+nn = torch.nn
 
 ACTIVATIONS = {
-    "relu": torch.nn.ReLU,
-    "tanh": torch.nn.Tanh,
-    "sigmoid": torch.nn.Sigmoid,
-    "gelu": lambda: torch.nn.GELU(approximate="none"),
-    "softplus": torch.nn.Softplus,
-    "identity": torch.nn.Identity,
+    "relu": nn.ReLU,
+    "tanh": nn.Tanh,
+    "sigmoid": nn.Sigmoid,
+    "gelu": lambda: nn.GELU(approximate="none"),
+    "softplus": nn.Softplus,
+    "identity": nn.Identity,
 }
 
 
+# ---------------------------------------------------------------------------------------------- modules PetNet adds
+class Residual(nn.Module):
+    """PetNet's residual(F) (y = x + F(x)) and residual(F|P) (y = P(x) + F(x)); state_dict keys res.<j>.*, shortcut.<j>.*"""
+
+    def __init__(self, res, shortcut=None):
+        super().__init__()
+        self.res = res if isinstance(res, nn.Sequential) else nn.Sequential(*res)
+        if shortcut is not None and not isinstance(shortcut, nn.Sequential):
+            shortcut = nn.Sequential(*shortcut)
+        self.shortcut = shortcut
+
+    def forward(self, x):
+        return self.res(x) + (x if self.shortcut is None else self.shortcut(x))
+
+
+class GlobalAvgPool2d(nn.Module):
+    """PetNet's globalavgpool: [n][c][h][w] -> [n][c], the mean over positions (AdaptiveAvgPool2d(1) + Flatten)."""
+
+    def forward(self, x):
+        return x.mean(dim=(2, 3))
+
+
+class FlattenLinear(nn.Linear):
+    """PetNet's dense layer on an (h, w, c) input: nn.Linear on the NCHW input flattened in PyTorch's (c, h, w) order."""
+
+    def forward(self, x):
+        return nn.functional.linear(x.flatten(1), self.weight, self.bias)
+
+
+# ---------------------------------------------------------------------------------------------- spec text
 def parse_shape(text):
     """'784' or '28x28x1' (PetNetShapeToString) -> (784,) or (28, 28, 1)."""
     return tuple(int(d) for d in text.replace(",", "x").split("x"))
@@ -59,64 +114,453 @@ def shape_to_string(shape):
     return "x".join(str(d) for d in shape)
 
 
-def build_sequential(spec, input_shape):
-    """The nn.Sequential (float64) equivalent to a PetNet layer list on samples of input_shape."""
-    features = int(np.prod(input_shape))
-    modules = []
-    for entry in spec.split(","):
-        kind, _, args = entry.strip().lower().partition(":")
-        if kind == "dense":
-            out = int(args)
-            modules.append(torch.nn.Linear(features, out, dtype=torch.float64))
-            features = out
-        elif kind == "leakyrelu":
-            modules.append(torch.nn.LeakyReLU(float(args) if args else 0.01))
-        elif kind in ACTIVATIONS and not args:
-            modules.append(ACTIVATIONS[kind]())
+def _matching(text, start):
+    """Index of the parenthesis closing the one at text[start], or -1."""
+    depth = 0
+    for i in range(start, len(text)):
+        depth += {"(": 1, ")": -1}.get(text[i], 0)
+        if depth == 0:
+            return i
+    return -1
+
+
+def _split_top(text, sep):
+    """Splits at the separators outside parentheses, as NetSetLayers() does."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if ch == sep and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return parts
+
+
+def _split_entry(entry):
+    """'kind', 'kind:args', 'kind:(args)' or 'kind(args)' -> (kind in lower case, args or '')."""
+    entry = entry.strip()
+    k = min([i for i in (entry.find(":"), entry.find("(")) if i >= 0], default=len(entry))
+    kind, rest = entry[:k].strip().lower(), entry[k:]
+    if rest.startswith(":"):
+        rest = rest[1:].strip()
+        if rest.startswith("(") and _matching(rest, 0) == len(rest) - 1:
+            rest = rest[1:-1]
+    elif rest.startswith("("):
+        if _matching(rest, 0) != len(rest) - 1:
+            raise ValueError(f"malformed layer '{entry}': text follows the closing parenthesis")
+        rest = rest[1:-1]
+    return kind, rest.strip()
+
+
+def _pair(text):
+    """'3' or '3x5' -> (3, 3) or (3, 5)"""
+    a = text.replace(",", "x").split("x")
+    if len(a) not in (1, 2):
+        raise ValueError(f"'{text}' is not an integer or a pair such as 3x5")
+    return (int(a[0]), int(a[-1]))
+
+
+def _pair_text(p):
+    """as LayerWindowPairToString: '3' or '3x5'"""
+    return str(p[0]) if p[0] == p[1] else f"{p[0]}x{p[1]}"
+
+
+def _as_pair(v):
+    return tuple(v) if isinstance(v, (tuple, list)) else (v, v)
+
+
+def _real_text(v):
+    """%g when it reads back exactly, else all the digits (batchnorm and dropout arguments in C)"""
+    text = "%g" % v
+    return text if float(text) == v else "%.17g" % v
+
+
+def _conv_args(args):
+    """conv2d arguments -> dict(out, k, s, p, d, groups, bias)"""
+    c = dict(k=(3, 3), s=(1, 1), p=(0, 0), d=(1, 1), groups=1, bias=True)
+    positional = []
+    for field in args.split(":") if args else []:
+        if "=" in field:
+            key, value = field.split("=", 1)
+            if key == "dilation":
+                c["d"] = _pair(value)
+            elif key == "groups":
+                c["groups"] = int(value)
+            elif key == "bias":
+                c["bias"] = int(value) != 0
+            else:
+                raise ValueError(f"conv2d: unknown setting '{key}' in '{args}'")
         else:
-            raise ValueError(f"layer '{entry}' of '{spec}' has no PyTorch equivalent here: add it to petnet_torch.py")
-    return torch.nn.Sequential(*modules)
+            positional.append(field)
+    if not positional or len(positional) > 4:
+        raise ValueError(f"conv2d takes OUT[:K[:STRIDE[:PAD]]] and named settings, not '{args}'")
+    c["out"] = int(positional[0])
+    for key, value in zip(("k", "s", "p"), positional[1:]):
+        c[key] = _pair(value)
+    return c
+
+
+def _pool_args(args):
+    """pooling arguments K[:STRIDE[:PAD]] -> (k, s, p); stride defaults to the kernel"""
+    fields = args.split(":") if args else ["2"]
+    if len(fields) > 3:
+        raise ValueError(f"pooling takes K[:STRIDE[:PAD]], not '{args}'")
+    k = _pair(fields[0])
+    s = _pair(fields[1]) if len(fields) > 1 else k
+    s = tuple(si if si else ki for si, ki in zip(s, k))  # stride 0 means the kernel
+    p = _pair(fields[2]) if len(fields) > 2 else (0, 0)
+    return k, s, p
+
+
+# ---------------------------------------------------------------------------------------------- PetNet spec -> modules
+def _chw_order(shape):
+    """For the flat features of an (h, w, c) sample in PyTorch's (c, h, w) order: the PetNet (h, w, c) index of each
+    (None when the two orders agree)."""
+    h, w, c = shape
+    if c == 1 or h * w == 1:
+        return None
+    return np.arange(h * w * c).reshape(h, w, c).transpose(2, 0, 1).reshape(-1)
+
+
+def _make_module(kind, args, shape):
+    """The PyTorch module of one PetNet layer whose input has the (PetNet) shape."""
+    features = math.prod(shape)
+    if kind == "dense":
+        if not args.isdigit() or int(args) <= 0:
+            raise ValueError(f"dense takes its number of outputs (dense:N), not '{args}'")
+        return (FlattenLinear if len(shape) == 3 else nn.Linear)(features, int(args), dtype=torch.float64)
+    if kind == "conv2d":
+        c = _conv_args(args)
+        if len(shape) != 3:
+            raise ValueError(f"conv2d:{args} needs an (h, w, c) input, not {shape_to_string(shape)}")
+        return nn.Conv2d(shape[2], c["out"], c["k"], stride=c["s"], padding=c["p"], dilation=c["d"], groups=c["groups"], bias=c["bias"], dtype=torch.float64)
+    if kind in ("maxpool", "avgpool"):
+        k, s, p = _pool_args(args)
+        if kind == "maxpool":
+            return nn.MaxPool2d(k, stride=s, padding=p)
+        return nn.AvgPool2d(k, stride=s, padding=p, count_include_pad=True)
+    if kind == "batchnorm":
+        fields = [float(v) for v in args.split(":")] if args else []
+        momentum = fields[0] if fields else 0.1
+        eps = fields[1] if len(fields) > 1 else 1e-5
+        if len(shape) == 3:
+            return nn.BatchNorm2d(shape[2], eps=eps, momentum=momentum, dtype=torch.float64)
+        if len(shape) == 1:
+            return nn.BatchNorm1d(shape[0], eps=eps, momentum=momentum, dtype=torch.float64)
+        raise ValueError(f"batchnorm on a {shape_to_string(shape)} input has no PyTorch equivalent here (give (f) or (h, w, c))")
+    if kind == "dropout":
+        return nn.Dropout(float(args))
+    if kind == "globalavgpool" and not args:
+        return GlobalAvgPool2d()
+    if kind == "flatten" and not args:
+        return nn.Flatten()
+    if kind == "leakyrelu":
+        return nn.LeakyReLU(float(args) if args else 0.01)
+    if kind in ACTIVATIONS and not args:
+        return ACTIVATIONS[kind]()
+    if kind == "residual":
+        inner = args.strip()
+        if inner.startswith("(") and _matching(inner, 0) == len(inner) - 1:  # residual:((F|P)) as residual:(F|P)
+            inner = inner[1:-1]
+        branches = _split_top(inner, "|")
+        if len(branches) > 2 or not all(b.strip() for b in branches):
+            raise ValueError(f"residual({args}): write residual(F) or residual(F|P) with F and P layer lists")
+        seqs = [_build(b, shape) for b in branches]
+        return Residual(seqs[0], seqs[1] if len(seqs) > 1 else None)
+    raise ValueError(f"layer '{kind}{':' + args if args else ''}' has no PyTorch equivalent here: add it to petnet_torch.py")
+
+
+def _build(spec, input_shape):
+    state = _State(tuple(input_shape))
+    modules = []
+    for entry in _split_top(spec, ","):
+        if not entry.strip():
+            raise ValueError(f"'{spec}' has an empty entry")
+        kind, args = _split_entry(entry)
+        module = _make_module(kind, args, state.shape)
+        modules.append(module)
+        state, _ = _bind(_group_one(module), state)
+    return nn.Sequential(*modules)
+
+
+def build_sequential(spec, input_shape):
+    """The nn.Sequential (float64) equivalent to a PetNet layer list on samples of input_shape (one module a layer)."""
+    model = _build(spec, input_shape)
+    model.petnet_input_shape = tuple(input_shape)
+    return model
+
+
+# ---------------------------------------------------------------------------------------------- modules -> PetNet layers
+def _group(modules):
+    """PetNet layers of a sequence of modules: [(entry, [modules])]; AdaptiveAvgPool2d(1) + Flatten is one globalavgpool."""
+    modules, layers, i = list(modules), [], 0
+    while i < len(modules):
+        m = modules[i]
+        if isinstance(m, nn.AdaptiveAvgPool2d):
+            if _as_pair(m.output_size) != (1, 1) or i + 1 >= len(modules) or not isinstance(modules[i + 1], nn.Flatten):
+                raise ValueError("AdaptiveAvgPool2d is PetNet's globalavgpool only as AdaptiveAvgPool2d(1) followed by Flatten()")
+            layers.append(("globalavgpool", [m, modules[i + 1]]))
+            i += 2
+            continue
+        layers.append(_group_one(m))
+        i += 1
+    return layers
+
+
+def _group_one(m):
+    """(entry, [m]): PetNet's spec entry of one module, in the form NetGetSpec() writes."""
+    if isinstance(m, nn.Linear):
+        if m.bias is None:
+            raise ValueError("PetNet's dense layer has a bias: use Linear(..., bias=True)")
+        return f"dense:{m.out_features}", [m]
+    if isinstance(m, nn.Conv2d):
+        if m.padding_mode != "zeros":
+            raise ValueError(f"PetNet's conv2d pads with zeros, not padding_mode='{m.padding_mode}'")
+        pad = _conv_padding(m)
+        text = f"conv2d:{m.out_channels}:{_pair_text(m.kernel_size)}:{_pair_text(m.stride)}:{_pair_text(pad)}"
+        if _as_pair(m.dilation) != (1, 1):
+            text += f":dilation={_pair_text(m.dilation)}"
+        if m.groups != 1:
+            text += f":groups={m.groups}"
+        if m.bias is None:
+            text += ":bias=0"
+        return text, [m]
+    if isinstance(m, (nn.MaxPool2d, nn.AvgPool2d)):
+        kind = "maxpool" if isinstance(m, nn.MaxPool2d) else "avgpool"
+        if m.ceil_mode:
+            raise ValueError(f"PetNet's {kind} rounds the output size down: use ceil_mode=False")
+        if kind == "maxpool" and (_as_pair(m.dilation) != (1, 1) or m.return_indices):
+            raise ValueError("PetNet's maxpool has no dilation and returns no indices")
+        if kind == "avgpool" and (not m.count_include_pad or m.divisor_override is not None):
+            raise ValueError("PetNet's avgpool counts padded taps (divisor kh kw): use count_include_pad=True, no divisor_override")
+        k, s, p = _as_pair(m.kernel_size), _as_pair(m.stride if m.stride is not None else m.kernel_size), _as_pair(m.padding)
+        if p != (0, 0):
+            return f"{kind}:{_pair_text(k)}:{_pair_text(s)}:{_pair_text(p)}", [m]
+        if s != k:
+            return f"{kind}:{_pair_text(k)}:{_pair_text(s)}", [m]
+        return f"{kind}:{_pair_text(k)}", [m]
+    if isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d)):
+        if not m.affine or not m.track_running_stats or m.momentum is None:
+            raise ValueError("PetNet's batchnorm has weight, bias and running statistics with a momentum: use affine=True, track_running_stats=True, momentum not None")
+        if m.momentum == 0.1 and m.eps == 1e-5:
+            return "batchnorm", [m]
+        return f"batchnorm:{_real_text(m.momentum)}:{_real_text(m.eps)}", [m]
+    if isinstance(m, nn.Dropout):
+        return f"dropout:{_real_text(m.p)}", [m]
+    if isinstance(m, GlobalAvgPool2d):
+        return "globalavgpool", [m]
+    if isinstance(m, nn.Flatten):
+        if m.start_dim != 1 or m.end_dim != -1:
+            raise ValueError("PetNet's flatten keeps the batch dimension only: use Flatten(1, -1)")
+        return "flatten", [m]
+    if isinstance(m, nn.LeakyReLU):
+        return "leakyrelu:%.17g" % m.negative_slope, [m]
+    if isinstance(m, nn.GELU):
+        if m.approximate != "none":
+            raise ValueError("PetNet's gelu is the exact (erf) form: use GELU(approximate='none')")
+        return "gelu", [m]
+    if isinstance(m, nn.Softplus):
+        if m.beta != 1:
+            raise ValueError("PetNet's softplus has beta = 1")
+        return "softplus", [m]
+    names = {nn.ReLU: "relu", nn.Tanh: "tanh", nn.Sigmoid: "sigmoid", nn.Identity: "identity"}
+    if type(m) in names:
+        return names[type(m)], [m]
+    if isinstance(m, Residual):
+        f = ",".join(e for e, _ in _group(m.res))
+        p = "|" + ",".join(e for e, _ in _group(m.shortcut)) if m.shortcut is not None else ""
+        return f"residual:({f}{p})", [m]
+    raise ValueError(f"module {m} has no PetNet layer kind")
+
+
+def _conv_padding(m):
+    if not isinstance(m.padding, str):
+        return _as_pair(m.padding)
+    if m.padding == "valid":
+        return (0, 0)
+    total = [d * (k - 1) for d, k in zip(_as_pair(m.dilation), _as_pair(m.kernel_size))]  # padding='same'
+    if any(t % 2 for t in total):
+        raise ValueError("Conv2d(padding='same') pads unevenly with this kernel: PetNet pads both sides equally, give an explicit padding")
+    return tuple(t // 2 for t in total)
 
 
 def spec_from_sequential(model):
-    """PetNet's compact layer list for an nn.Sequential of the supported modules."""
-    names = {torch.nn.ReLU: "relu", torch.nn.Tanh: "tanh", torch.nn.Sigmoid: "sigmoid", torch.nn.Identity: "identity"}
-    entries = []
-    for m in model:
-        if isinstance(m, torch.nn.Linear):
-            if m.bias is None:
-                raise ValueError("PetNet's dense layer has a bias: use Linear(..., bias=True)")
-            entries.append(f"dense:{m.out_features}")
-        elif isinstance(m, torch.nn.LeakyReLU):
-            entries.append(f"leakyrelu:{m.negative_slope!r}")
-        elif isinstance(m, torch.nn.GELU):
-            if m.approximate != "none":
-                raise ValueError("PetNet's gelu is the exact (erf) form: use GELU(approximate='none')")
-            entries.append("gelu")
-        elif isinstance(m, torch.nn.Softplus):
-            if m.beta != 1:
-                raise ValueError("PetNet's softplus has beta = 1")
-            entries.append("softplus")
-        elif type(m) in names:
-            entries.append(names[type(m)])
+    """PetNet's compact layer list for an nn.Sequential of the supported modules, as NetGetSpec() writes it."""
+    return ",".join(entry for entry, _ in _group(model))
+
+
+# ---------------------------------------------------------------------------------------------- shapes and tensors
+class _State:
+    """What flows between layers: the PetNet shape of a sample, and for flat data the PetNet index of each PyTorch
+    feature (None when both orders agree)."""
+
+    def __init__(self, shape, order=None):
+        self.shape, self.order = tuple(shape), order
+
+    def same_layout(self, other):
+        if self.shape != other.shape:
+            return False
+        if self.order is None or other.order is None:
+            return self.order is None and other.order is None
+        return np.array_equal(self.order, other.order)
+
+
+class _Tensor:
+    """One tensor of the file: its PyTorch tensor, whether it is a buffer, and the maps to and from the file's layout."""
+
+    def __init__(self, name, tensor, buffer=False, pack=None, unpack=None):
+        self.name, self.tensor, self.buffer = name, tensor, buffer
+        self.pack = pack or (lambda t: t.reshape(-1))  # torch tensor -> flat, PetNet's layout
+        self.unpack = unpack or (lambda a, shape=tuple(tensor.shape): a.reshape(shape))  # flat -> torch tensor
+
+
+def _features_tensor(name, t, order, buffer=False):
+    """A tensor indexed by the features of flat data in the state's order (batchnorm on flattened data)."""
+    if order is None:
+        return _Tensor(name, t, buffer)
+    order, inverse = torch.as_tensor(order), torch.as_tensor(np.argsort(order))
+    return _Tensor(name, t, buffer, pack=lambda x: x[inverse], unpack=lambda a: a[order])
+
+
+def _window_out(shape, k, s, p, d, what):
+    h, w = shape[0], shape[1]
+    out = [(n + 2 * pi - di * (ki - 1) - 1) // si + 1 for n, ki, si, pi, di in zip((h, w), k, s, p, d)]
+    if min(out) < 1:
+        raise ValueError(f"{what}: the window is larger than the padded input {shape_to_string(shape)}")
+    return out
+
+
+def _bind(group, state):
+    """One PetNet layer (entry, modules) on input state -> (output state, [_Tensor]) with tensor names relative to it."""
+    entry, modules = group
+    m = modules[0]
+    shape, ndim = state.shape, len(state.shape)
+    if entry == "globalavgpool":
+        if ndim != 3:
+            raise ValueError(f"globalavgpool needs an (h, w, c) input, not {shape_to_string(shape)}")
+        return _State((shape[2],)), []
+    if isinstance(m, nn.Linear):
+        features = math.prod(shape)
+        if m.in_features != features:
+            raise ValueError(f"{entry}: Linear has in_features {m.in_features}, its input {shape_to_string(shape)} has {features}")
+        if ndim == 3:
+            if not isinstance(m, FlattenLinear):
+                raise ValueError(f"{entry}: Linear on NCHW data acts on its last dimension: insert nn.Flatten() before it (or use FlattenLinear)")
+            order = _chw_order(shape)
         else:
-            raise ValueError(f"module {m} has no PetNet layer kind")
-    return ",".join(entries)
+            order = state.order
+        weight = _Tensor("weight", m.weight)
+        if order is not None:  # the columns are features: ours in (h, w, c) order, torch's in (c, h, w)
+            order, inverse = torch.as_tensor(order), torch.as_tensor(np.argsort(order))
+            out = m.out_features
+            weight = _Tensor("weight", m.weight, pack=lambda t: t[:, inverse].reshape(-1), unpack=lambda a: a.reshape(out, -1)[:, order])
+        return _State((m.out_features,)), [weight, _Tensor("bias", m.bias)]
+    if isinstance(m, nn.Conv2d):
+        if ndim != 3 or m.in_channels != shape[2]:
+            raise ValueError(f"{entry}: Conv2d has {m.in_channels} input channels, its input is {shape_to_string(shape)} (h, w, c)")
+        k, s, d = _as_pair(m.kernel_size), _as_pair(m.stride), _as_pair(m.dilation)
+        out = _window_out(shape, k, s, _conv_padding(m), d, entry)
+        cg = m.in_channels // m.groups
+        co = m.out_channels
+        tensors = [_Tensor("weight", m.weight, pack=lambda t: t.permute(0, 2, 3, 1).reshape(-1), unpack=lambda a: a.reshape(co, k[0], k[1], cg).permute(0, 3, 1, 2))]
+        if m.bias is not None:
+            tensors.append(_Tensor("bias", m.bias))
+        return _State((out[0], out[1], co)), tensors
+    if isinstance(m, (nn.MaxPool2d, nn.AvgPool2d)):
+        if ndim != 3:
+            raise ValueError(f"{entry} needs an (h, w, c) input, not {shape_to_string(shape)}")
+        k, s, p = _pool_args(entry.partition(":")[2])
+        if any(2 * pi > ki for pi, ki in zip(p, k)):
+            raise ValueError(f"{entry}: padding more than half the kernel")
+        out = _window_out(shape, k, s, p, (1, 1), entry)
+        return _State((out[0], out[1], shape[2])), []
+    if isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d)):
+        if isinstance(m, nn.BatchNorm2d) != (ndim == 3) or m.num_features != shape[-1] or ndim not in (1, 3):
+            raise ValueError(f"{entry}: {type(m).__name__}({m.num_features}) on a {shape_to_string(shape)} input: PetNet normalises the last dimension, "
+                             "BatchNorm2d on (h, w, c) and BatchNorm1d on (f)")
+        order = state.order if ndim == 1 else None
+        tensors = [_features_tensor("weight", m.weight, order), _features_tensor("bias", m.bias, order),
+                   _features_tensor("running_mean", m.running_mean, order, True), _features_tensor("running_var", m.running_var, order, True)]
+        return state, tensors
+    if isinstance(m, nn.Flatten):
+        if ndim == 3:
+            return _State((math.prod(shape),), _chw_order(shape)), []
+        return _State((math.prod(shape),), state.order if ndim == 1 else None), []
+    if isinstance(m, Residual):
+        tensors, outs = [], []
+        for name, seq in (("res", m.res), ("shortcut", m.shortcut)):
+            if seq is None:
+                outs.append(state)
+                continue
+            out, inner = _bind_list(seq, state)
+            outs.append(out)
+            tensors += [_prefixed(f"{name}.{t.name}", t) for t in inner]
+        if outs[0].shape != outs[1].shape:
+            raise ValueError(f"{entry}: F gives {shape_to_string(outs[0].shape)}, the shortcut {shape_to_string(outs[1].shape)}")
+        if not outs[0].same_layout(outs[1]):
+            raise ValueError(f"{entry}: F and the shortcut give flat features in different orders in PyTorch's layout (one of them is after a "
+                             "flatten of (h, w, c) data, the other after a dense layer): put a dense layer between the flatten and the block")
+        return outs[0], tensors
+    return state, []  # elementwise kinds and dropout
 
 
-def forward(model, x):
-    """x: [n][...] samples, channels last; flattened per sample as PetNet does."""
-    x = torch.as_tensor(x, dtype=torch.float64)
+def _prefixed(name, t):
+    t.name = name
+    return t
+
+
+def _bind_list(modules, state):
+    """All layers of a sequence: (output state, [_Tensor] named '<layer>.<name>')"""
+    tensors = []
+    for i, group in enumerate(_group(modules)):
+        state, inner = _bind(group, state)
+        tensors += [_prefixed(f"{i}.{t.name}", t) for t in inner]
+    return state, tensors
+
+
+def _plan(model, input_shape):
+    return _bind_list(model, _State(tuple(input_shape)))
+
+
+# ---------------------------------------------------------------------------------------------- batches
+def to_torch_batch(x, input_shape):
+    """A PetNet batch (n samples, channels last, any shape holding n * prod(input_shape) values) -> PyTorch's layout."""
+    x = torch.as_tensor(np.asarray(x), dtype=torch.float64)
+    if len(input_shape) == 3:
+        return x.reshape((-1,) + tuple(input_shape)).permute(0, 3, 1, 2).contiguous()
+    return x.reshape(-1, math.prod(input_shape))
+
+
+def from_torch_batch(y, state):
+    """A PyTorch output -> PetNet's [n][out] (channels last, PetNet's feature order)."""
+    if y.dim() == 4:
+        return y.permute(0, 2, 3, 1).reshape(y.shape[0], -1)
+    y = y.reshape(y.shape[0], -1)
+    if state.order is None:
+        return y
+    out = torch.empty_like(y)
+    out[:, torch.as_tensor(state.order)] = y
+    return out
+
+
+def forward(model, x, input_shape=None, train=False):
+    """PetNet's forward pass in PyTorch: x [n][...] samples channels last -> [n][out] in PetNet's layout.
+    train: batch statistics (and running-statistics updates) as PetNet in training mode."""
+    shape = tuple(input_shape or getattr(model, "petnet_input_shape", None) or np.asarray(x).shape[1:])
+    final, _ = _plan(model, shape)
+    model.train(train)
     with torch.no_grad():
-        return model(x.reshape(x.shape[0], -1))
+        y = model(to_torch_batch(x, shape))
+    return from_torch_batch(y, final)
 
 
+# ---------------------------------------------------------------------------------------------- files
 def _text(value):
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def load(path):
-    """Reads a PetNet HDF5 model file: returns (nn.Sequential in float64, input shape tuple)."""
+    """Reads a PetNet HDF5 model file: returns (nn.Sequential in float64, eval mode, input shape tuple)."""
     with h5py.File(path, "r") as f:
         if GROUP not in f:
             raise ValueError(f"{path} is not a PetNet model file: no /{GROUP} group")
@@ -126,27 +570,27 @@ def load(path):
             raise ValueError(f"{path} has format version {version}; this script reads {FORMAT_VERSION}")
         spec, input_shape = _text(attrs["spec"]), parse_shape(_text(attrs["input_shape"]))
         model = build_sequential(spec, input_shape)
-        state = model.state_dict()
-        for name, tensor in state.items():
-            if name not in f:
-                raise KeyError(f"{path} has no dataset '{name}' needed by '{spec}'")
-            data = np.asarray(f[name][...], dtype=np.float64)
-            if data.size != tensor.numel():
-                raise ValueError(f"{path}: '{name}' has {data.size} values, {tuple(tensor.shape)} needs {tensor.numel()}")
-            if "shape" in f[name].attrs and parse_shape(_text(f[name].attrs["shape"])) != tuple(tensor.shape):
-                raise ValueError(f"{path}: '{name}' has shape {_text(f[name].attrs['shape'])}, expected {tuple(tensor.shape)}")
-            state[name] = torch.from_numpy(data.reshape(tensor.shape).copy())
-        model.load_state_dict(state)
+        _, tensors = _plan(model, input_shape)
+        with torch.no_grad():
+            for t in tensors:
+                if t.name not in f:
+                    raise KeyError(f"{path} has no dataset '{t.name}' needed by '{spec}'")
+                data = np.asarray(f[t.name][...], dtype=np.float64).reshape(-1)
+                if data.size != t.tensor.numel():
+                    raise ValueError(f"{path}: '{t.name}' has {data.size} values, {tuple(t.tensor.shape)} needs {t.tensor.numel()}")
+                if "shape" in f[t.name].attrs and parse_shape(_text(f[t.name].attrs["shape"])) != tuple(t.tensor.shape):
+                    raise ValueError(f"{path}: '{t.name}' has shape {_text(f[t.name].attrs['shape'])}, expected {tuple(t.tensor.shape)}")
+                t.tensor.copy_(t.unpack(torch.from_numpy(data.copy())))
+    model.petnet_input_shape = input_shape
     return model.eval(), input_shape
 
 
 def save(model, input_shape, path):
     """Writes an nn.Sequential as a PetNet HDF5 model file (NetLoad() reads it on any number of ranks)."""
     spec = spec_from_sequential(model)
-    state = model.state_dict()
-    buffers = {name for name, _ in model.named_buffers()}
-    nparams = sum(t.numel() for name, t in state.items() if name not in buffers)
-    nbuffers = sum(t.numel() for name, t in state.items() if name in buffers)
+    _, tensors = _plan(model, input_shape)
+    nparams = sum(t.tensor.numel() for t in tensors if not t.buffer)
+    nbuffers = sum(t.tensor.numel() for t in tensors if t.buffer)
     with h5py.File(path, "w") as f:
         group = f.create_group(GROUP)
         # fixed-length strings and 32-bit ints, as PETSc's HDF5 viewer reads them
@@ -155,51 +599,119 @@ def save(model, input_shape, path):
         group.attrs["input_shape"] = np.bytes_(shape_to_string(input_shape))
         group.attrs["nparams"] = np.int32(nparams)
         group.attrs["nbuffers"] = np.int32(nbuffers)
-        for name, tensor in state.items():
-            dataset = f.create_dataset(name, data=tensor.detach().to(torch.float64).reshape(-1).numpy())
-            dataset.attrs["shape"] = np.bytes_(",".join(str(d) for d in tensor.shape))
+        with torch.no_grad():
+            for t in tensors:
+                dataset = f.create_dataset(t.name, data=t.pack(t.tensor.detach().to(torch.float64)).numpy())
+                dataset.attrs["shape"] = np.bytes_(",".join(str(d) for d in t.tensor.shape))
 
 
+def state_arrays(model, input_shape):
+    """{file name: flat array in the file's layout}: what save() would write, for comparisons."""
+    _, tensors = _plan(model, input_shape)
+    with torch.no_grad():
+        return {t.name: t.pack(t.tensor.detach().to(torch.float64)).numpy() for t in tensors}
+
+
+# ---------------------------------------------------------------------------------------------- checks
 def relative_error(y, ref):
-    y, ref = np.asarray(y), np.asarray(ref)
-    return float(np.max(np.abs(y - ref)) / np.max(np.abs(ref)))
+    y, ref = np.asarray(y).reshape(-1), np.asarray(ref).reshape(-1)
+    scale = np.max(np.abs(ref))
+    return float(np.max(np.abs(y - ref)) / scale) if scale > 0 else float(np.max(np.abs(y - ref)))
 
 
-def check(model_path, data_path, rtol):
+def _has_dropout(model):
+    return any(isinstance(m, nn.Dropout) and m.p > 0 for m in model.modules())
+
+
+def check(model_path, data_path, rtol, after_path=None):
+    """PyTorch's outputs on a PetNet model file and its data file (eval mode, and training mode if recorded)."""
     model, input_shape = load(model_path)
     with h5py.File(data_path, "r") as f:
         x, ref = f["input"][...], f["output"][...]
-    n = x.size // int(np.prod(input_shape))
-    y = forward(model, x.reshape((n,) + input_shape)).numpy()
-    err = relative_error(y.reshape(-1), ref.reshape(-1))
-    ok = err <= rtol
-    print(f"{model_path}: PyTorch float64 vs PetNet on {n} samples: max |diff| / max |y| = {err:.3e} ({'<=' if ok else '>'} {rtol:g})")
+        ref_train = f["output_train"][...] if "output_train" in f else None
+    with h5py.File(model_path, "r") as f:
+        spec = _text(f[GROUP].attrs["spec"])
+    n = x.size // math.prod(input_shape)
+    ok = True
+    derived = spec_from_sequential(model)
+    if derived != spec:
+        print(f"{model_path}: the spec derived from the PyTorch modules, '{derived}', differs from the file's '{spec}'")
+        ok = False
+    err = relative_error(forward(model, x, input_shape), ref)
+    good = err <= rtol
+    print(f"{model_path}: '{spec}' on {shape_to_string(input_shape)}: PyTorch float64 vs PetNet on {n} samples: max |diff| / max |y| = {err:.3e} ({'<=' if good else '>'} {rtol:g})")
+    ok = ok and good
+    if ref_train is not None:
+        if _has_dropout(model):
+            raise ValueError(f"{data_path} has a training-mode output, but dropout masks differ between PetNet and PyTorch: record one only without dropout")
+        err = relative_error(forward(model, x, input_shape, train=True), ref_train)
+        after_path = after_path or model_path[:-3] + "_after.h5"
+        after, _ = load(after_path)
+        ours, theirs = state_arrays(model, input_shape), state_arrays(after, input_shape)
+        serr = max(relative_error(ours[k], theirs[k]) for k in ours) if ours else 0.0
+        good = err <= rtol and serr <= rtol
+        print(f"{model_path}: training mode (batch statistics): output max |diff| / max |y| = {err:.3e}, "
+              f"state after the pass vs {after_path}: {serr:.3e} ({'<=' if good else '>'} {rtol:g})")
+        ok = ok and good
     return ok
 
 
-def export(spec, input_shape, model_path, data_path, seed=0, samples=10):
-    torch.manual_seed(seed)
-    model = build_sequential(spec, input_shape).eval()
-    with torch.no_grad():  # biases too, so that loading them is tested
-        for p in model.parameters():
-            p.uniform_(-0.8, 0.8)
-    x = torch.rand((samples,) + tuple(input_shape), dtype=torch.float64) * 3 - 1.5
+def _randomize(model, seed):
+    """Weights, biases and running statistics, uniform (running variances positive), so that loading them is tested."""
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            fan_in = p[0].numel() if p.dim() > 1 else 1
+            scale = 1.5 / math.sqrt(fan_in) if p.dim() > 1 else 0.5
+            p.copy_((torch.rand(p.shape, generator=gen, dtype=torch.float64) * 2 - 1) * scale + (1.0 if name.endswith("weight") and p.dim() == 1 else 0.0))
+        for name, b in model.named_buffers():
+            if name.endswith("running_mean"):
+                b.copy_(torch.rand(b.shape, generator=gen, dtype=torch.float64) * 0.6 - 0.3)
+            elif name.endswith("running_var"):
+                b.copy_(torch.rand(b.shape, generator=gen, dtype=torch.float64) * 0.8 + 0.4)
+    return model
+
+
+def export_model(model, input_shape, model_path, data_path, seed=0, samples=10, train=False):
+    """Saves a PyTorch model, a random input and PyTorch's output (eval mode; with train also one training-mode pass,
+    and the model after it in MODEL_after.h5)."""
+    gen = torch.Generator().manual_seed(seed + 1)
+    x = (torch.rand((samples,) + tuple(input_shape), generator=gen, dtype=torch.float64) * 3 - 1.5).reshape(samples, -1)
     save(model, input_shape, model_path)
     with h5py.File(data_path, "w") as f:
-        f.create_dataset("input", data=x.reshape(samples, -1).numpy())
-        f.create_dataset("output", data=forward(model, x).numpy())
+        f.create_dataset("input", data=x.numpy())
+        f.create_dataset("output", data=forward(model, x, input_shape).numpy())
+        if train:
+            if _has_dropout(model):
+                raise ValueError("dropout masks differ between PetNet and PyTorch: export training-mode outputs only without dropout")
+            f.create_dataset("output_train", data=forward(model, x, input_shape, train=True).numpy())
+    if train:
+        save(model, input_shape, model_path[:-3] + "_after.h5")
+    model.eval()
     return model
+
+
+def export(spec, input_shape, model_path, data_path, seed=0, samples=10, train=False):
+    torch.manual_seed(seed)
+    model = _randomize(build_sequential(spec, input_shape), seed)
+    return export_model(model, input_shape, model_path, data_path, seed, samples, train)
+
+
+def round_trip(model, input_shape, path):
+    """save, load: the same spec and the same tensors bit for bit (printed); returns True if so."""
+    save(model, input_shape, path)
+    again, shape = load(path)
+    a, b = state_arrays(model, input_shape), state_arrays(again, shape)
+    same = shape == tuple(input_shape) and spec_from_sequential(again) == spec_from_sequential(model) and a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
+    print(f"{path}: PyTorch -> HDF5 -> PyTorch round trip of '{spec_from_sequential(model)}' {'exact' if same else 'DIFFERS'}")
+    return same
 
 
 def selftest(petnet_prefix, torch_prefix, rtol=1e-12):
     ok = check(petnet_prefix + ".h5", petnet_prefix + "_data.h5", rtol)
     spec = "dense:9,gelu,dense:7,leakyrelu:0.2,dense:5,softplus,dense:4,sigmoid,dense:4,tanh,dense:3,relu,dense:3,identity,dense:2"
     model = export(spec, (5,), torch_prefix + ".h5", torch_prefix + "_data.h5", seed=3)
-    again, shape = load(torch_prefix + ".h5")
-    same = shape == (5,) and spec_from_sequential(again) == spec and all(
-        torch.equal(a, b) for a, b in zip(model.state_dict().values(), again.state_dict().values()))
-    print(f"{torch_prefix}.h5: PyTorch -> HDF5 -> PyTorch round trip of '{spec}' {'exact' if same else 'DIFFERS'}")
-    return ok and same
+    return round_trip(model, (5,), torch_prefix + "_again.h5") and ok
 
 
 def main():
@@ -208,6 +720,7 @@ def main():
     p = sub.add_parser("check")
     p.add_argument("model")
     p.add_argument("data")
+    p.add_argument("--after")
     p.add_argument("--rtol", type=float, default=1e-12)
     p = sub.add_parser("export")
     p.add_argument("spec")
@@ -216,14 +729,15 @@ def main():
     p.add_argument("data")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--samples", type=int, default=10)
+    p.add_argument("--train", action="store_true")
     p = sub.add_parser("selftest")
     p.add_argument("petnet_prefix")
     p.add_argument("torch_prefix")
     args, _ = parser.parse_known_args()  # the test runner appends PETSc options: ignore them
     if args.command == "check":
-        ok = check(args.model, args.data, args.rtol)
+        ok = check(args.model, args.data, args.rtol, args.after)
     elif args.command == "export":
-        export(args.spec, parse_shape(args.input_shape), args.model, args.data, args.seed, args.samples)
+        export(args.spec, parse_shape(args.input_shape), args.model, args.data, args.seed, args.samples, args.train)
         ok = True
     else:
         ok = selftest(args.petnet_prefix, args.torch_prefix)
