@@ -96,3 +96,5 @@ PETSC_EXTERN PetscErrorCode LayerResidualSetBranches(Layer, const char[], const 
 PETSC_EXTERN PetscErrorCode LayerResidualGetBranches(Layer, Net *, Net *);
 
 #define LAYERODE "ode" /* ode[:T]: y = u(T), du/dt = f(u) with f an inner Net (-<prefix>ode_net_layers); see petnetts.h */
+
+#define LAYERDMCONV2D "dmconv2d" /* dmconv2d:OUT[:K]: convolution on a DMDA-distributed grid (LayerDMConv2dSetDM) or on batches; see petnetdmda.h */

@@ -1,6 +1,35 @@
 /* conv2d: settings, shapes, initialisation, PyTorch tensor names (the kernels are in conv2dkernels.c). */
 #include "conv2d.h"
 
+const char *const Conv2dAlgorithms[] = {"auto", "im2col", "winograd", "Conv2dAlgorithm", "CONV2D_ALGORITHM_", NULL};
+
+/*
+  The algorithms (layouts and costs in conv2d.h):
+    im2col    im2col + GEMM; applies to all
+    winograd  F(2x2, 3x3); applies to 3x3, stride-1, undilated, ungrouped convolutions, elsewhere im2col is used
+  auto takes Winograd where it applies and there are enough input channels for its 16 GEMMs (inner dimension Cin) to
+  be efficient; with 1 to 3 input channels im2col's single GEMM (inner dimension 9 Cin) is faster.
+*/
+static void Conv2dChooseAlgorithm(Layer_Conv2d *conv)
+{
+  const LayerWindow *w        = &conv->win;
+  const PetscBool    winograd = (PetscBool)(w->k[0] == 3 && w->k[1] == 3 && w->step[0] == 1 && w->step[1] == 1 && w->dilation[0] == 1 && w->dilation[1] == 1 && conv->groups == 1);
+
+  switch (conv->algorithm) {
+  case CONV2D_ALGORITHM_IM2COL:
+    conv->winograd = PETSC_FALSE;
+    break;
+  case CONV2D_ALGORITHM_WINOGRAD:
+    conv->winograd = winograd;
+    break;
+  case CONV2D_ALGORITHM_AUTO:
+    conv->winograd = (PetscBool)(winograd && conv->cin >= CONV2D_WINOGRAD_MIN_CHANNELS);
+    break;
+  }
+  /* with few taps, OpenBLAS is much faster on the transposed weight-gradient product (see Conv2dGemmWeights) */
+  conv->dwtransposed = (PetscBool)(!conv->winograd && conv->kg < conv->cog);
+}
+
 static PetscErrorCode LayerSetUp_Conv2d(Layer layer)
 {
   Layer_Conv2d *conv = (Layer_Conv2d *)layer->data;
@@ -26,11 +55,14 @@ static PetscErrorCode LayerSetUp_Conv2d(Layer layer)
   conv->ktot        = conv->groups * conv->kg;
   conv->pixels      = win->out[0] * win->out[1];
   conv->pointwise   = (PetscBool)(win->k[0] == 1 && win->k[1] == 1 && win->step[0] == 1 && win->step[1] == 1 && win->pad[0] == 0 && win->pad[1] == 0);
+  conv->tiles[0]    = (win->out[0] + 1) / 2;
+  conv->tiles[1]    = (win->out[1] + 1) / 2;
   layer->out.ndim   = 3;
   layer->out.dim[0] = win->out[0];
   layer->out.dim[1] = win->out[1];
   layer->out.dim[2] = conv->nout;
   layer->nparams    = conv->nout * conv->kg + (conv->bias ? conv->nout : 0);
+  Conv2dChooseAlgorithm(conv);
   PetscFunctionReturn(0);
 }
 
@@ -211,9 +243,10 @@ static PetscErrorCode Conv2dOptionsPair(Layer layer, PetscOptionItems *PetscOpti
 
 static PetscErrorCode LayerSetFromOptions_Conv2d(Layer layer, PetscOptionItems *PetscOptionsObject)
 {
-  Layer_Conv2d *conv = (Layer_Conv2d *)layer->data;
-  PetscInt      nout = conv->nout, groups = conv->groups, pair[2];
-  PetscBool     bias = conv->bias, set;
+  Layer_Conv2d   *conv = (Layer_Conv2d *)layer->data;
+  PetscInt        nout = conv->nout, groups = conv->groups, pair[2];
+  PetscBool       bias      = conv->bias, set;
+  Conv2dAlgorithm algorithm = conv->algorithm;
 
   PetscFunctionBegin;
   PetscOptionsHeadBegin(PetscOptionsObject, "2-D convolution layer options");
@@ -238,7 +271,12 @@ static PetscErrorCode LayerSetFromOptions_Conv2d(Layer layer, PetscOptionItems *
   PetscCall(PetscOptionsEnum("-conv2d_init", "Weight initialisation", "LayerConv2dSetInitialization", LayerInitTypes, (PetscEnum)conv->init, (PetscEnum *)&conv->init, NULL));
   PetscCall(PetscOptionsReal("-conv2d_init_std", "Standard deviation for -conv2d_init normal", "LayerConv2dSetInitialization", conv->initstd, &conv->initstd, NULL));
   PetscCheck(conv->initstd >= 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "-conv2d_init_std must be non-negative, not %g", (double)conv->initstd);
-  PetscCall(PetscOptionsReal("-conv2d_max_workspace", "Largest im2col buffer in MB; bigger batches are processed in chunks of samples", "", conv->maxworkspace, &conv->maxworkspace, &set));
+  PetscCall(PetscOptionsEnum("-conv2d_algorithm", "auto, im2col, or winograd (F(2x2,3x3) where it applies: 3x3, stride 1, no dilation, one group; im2col elsewhere)", "", Conv2dAlgorithms, (PetscEnum)conv->algorithm, (PetscEnum *)&algorithm, &set));
+  if (set && algorithm != conv->algorithm) {
+    if (layer->setupcalled) PetscCall(LayerReset(layer));
+    conv->algorithm = algorithm;
+  }
+  PetscCall(PetscOptionsReal("-conv2d_max_workspace", "Workspace in MB of one chunk of samples (im2col or Winograd buffers): the batch is processed chunk by chunk", "", conv->maxworkspace, &conv->maxworkspace, &set));
   PetscCheck(conv->maxworkspace > 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "-conv2d_max_workspace must be positive, not %g", (double)conv->maxworkspace);
   if (set) PetscCall(LayerResetWorkspace_Conv2d(layer));
   PetscOptionsHeadEnd();
@@ -257,7 +295,12 @@ static PetscErrorCode LayerView_Conv2d(Layer layer, PetscViewer viewer)
                                    ", groups %" PetscInt_FMT ", %s\n",
                                    conv->nout, w->k[0], w->k[1], w->stride[0], w->stride[1], w->pad[0], w->pad[1], w->dilation[0], w->dilation[1], conv->groups, conv->bias ? "bias" : "no bias"));
   if (conv->init == LAYER_INIT_NORMAL) PetscCall(PetscSNPrintf(std, sizeof(std), " (std %g)", (double)conv->initstd));
-  PetscCall(PetscViewerASCIIPrintf(viewer, "initialisation %s%s, im2col %s\n", LayerInitTypes[conv->init], std, layer->setupcalled && conv->pointwise ? "none (1x1)" : "over the whole local batch"));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "initialisation %s%s, algorithm %s%s, workspace %g MB a chunk of samples\n", LayerInitTypes[conv->init], std, Conv2dAlgorithms[conv->algorithm],
+                                   !layer->setupcalled ? ""
+                                   : conv->winograd    ? " (Winograd F(2x2,3x3))"
+                                   : conv->pointwise   ? " (1x1: GEMM on the input)"
+                                                       : " (im2col + GEMM)",
+                                   (double)conv->maxworkspace));
   PetscFunctionReturn(0);
 }
 
@@ -433,7 +476,8 @@ PETSC_INTERN PetscErrorCode LayerCreate_Conv2d(Layer layer)
   conv->bias                                    = PETSC_TRUE;
   conv->init                                    = LAYER_INIT_KAIMING;
   conv->initstd                                 = 0.01;
-  conv->maxworkspace                            = 256.0;
+  conv->maxworkspace                            = 1.0;
+  conv->algorithm                               = CONV2D_ALGORITHM_AUTO;
   layer->data                                   = conv;
   layer->ops->setup                             = LayerSetUp_Conv2d;
   layer->ops->initialize                        = LayerInitialize_Conv2d;

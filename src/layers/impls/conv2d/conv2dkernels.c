@@ -1,24 +1,42 @@
-/* conv2d kernels: im2col over the whole local batch, one GEMM per group (layouts in conv2d.h). */
+/* conv2d kernels: the workspace, and im2col + one GEMM per group, chunk by chunk of samples (layouts in conv2d.h). */
 #include "conv2d.h"
 
-/* The im2col buffer for n samples, allocated when n changes: chunk = the samples that fit in maxworkspace MB (>= 1). */
-static PetscErrorCode Conv2dGetWorkspace(Layer layer, PetscInt n)
+/*
+  The workspace for batches of n samples: chunk = the samples whose buffers fit in maxworkspace MB (at least 1, at most
+  n), counting the output chunk too since the GEMM writes it. Reallocated only when a chunk needs more samples than the
+  buffers hold (nalloc), so that a smaller last batch or a bigger evaluation batch costs nothing.
+*/
+PetscErrorCode Conv2dGetWorkspace_Private(Layer layer, PetscInt n)
 {
   Layer_Conv2d  *conv = (Layer_Conv2d *)layer->data;
   PetscLogDouble persample, limit = conv->maxworkspace * 1024.0 * 1024.0;
+  PetscInt       chunk, tps = conv->tiles[0] * conv->tiles[1], nw = conv->nout * conv->kg, nu = 16 * conv->nout * conv->cin, nmax = PetscMax(conv->cin, conv->nout);
+  size_t         ncol;
 
   PetscFunctionBegin;
-  if (conv->pointwise) {
-    conv->chunk = n;
+  if (conv->winograd)
+    persample = 16.0 * tps * (conv->cin + conv->nout);
+  else
+    persample = (PetscLogDouble)conv->pixels * ((conv->pointwise ? conv->cin : conv->ktot) + conv->nout);
+  persample *= sizeof(PetscScalar);
+  chunk = (PetscInt)PetscMin((PetscLogDouble)PetscMax(n, 1), PetscMax(1.0, PetscFloorReal(limit / persample)));
+  if (chunk <= conv->nalloc) {
+    if (chunk != conv->chunk) conv->colx = NULL;
+    conv->chunk = chunk;
     PetscFunctionReturn(0);
   }
-  if (n == conv->nwork && conv->col) PetscFunctionReturn(0);
-  PetscCall(PetscFree(conv->col));
-  persample   = (PetscLogDouble)conv->pixels * conv->ktot * sizeof(PetscScalar);
-  conv->chunk = (PetscInt)PetscMin((PetscLogDouble)n, PetscMax(1.0, PetscFloorReal(limit / persample)));
-  PetscCall(PetscMalloc1((size_t)conv->chunk * conv->pixels * conv->ktot, &conv->col));
-  conv->nwork = n;
-  conv->colx  = NULL;
+  PetscCall(LayerResetWorkspace_Conv2d(layer));
+  conv->chunk  = chunk;
+  conv->nalloc = chunk;
+  if (conv->winograd) {
+    ncol = (size_t)chunk * tps * 16 * conv->cin;
+    PetscCall(PetscMalloc5((size_t)chunk * tps * 16 * conv->nout, &conv->wm, nu, &conv->wu, 2 * nu, &conv->wt, nu, &conv->wdt, 2 * nmax, &conv->zeros));
+    PetscCall(PetscArrayzero(conv->zeros, nmax));
+  } else {
+    ncol = conv->pointwise ? 0 : (size_t)chunk * conv->pixels * conv->ktot;
+    PetscCall(PetscMalloc2(2 * nw, &conv->wt, nw, &conv->wdt));
+  }
+  PetscCall(PetscMalloc1(ncol, &conv->col));
   PetscFunctionReturn(0);
 }
 
@@ -28,8 +46,13 @@ PetscErrorCode LayerResetWorkspace_Conv2d(Layer layer)
 
   PetscFunctionBegin;
   PetscCall(PetscFree(conv->col));
-  conv->nwork = 0;
-  conv->colx  = NULL;
+  if (conv->wm)
+    PetscCall(PetscFree5(conv->wm, conv->wu, conv->wt, conv->wdt, conv->zeros));
+  else
+    PetscCall(PetscFree2(conv->wt, conv->wdt));
+  conv->chunk  = 0;
+  conv->nalloc = 0;
+  conv->colx   = NULL;
   PetscFunctionReturn(0);
 }
 
@@ -147,19 +170,30 @@ static PetscErrorCode Conv2dBLASSizes(const Layer_Conv2d *conv, PetscInt P, Conv
   PetscFunctionReturn(0);
 }
 
-/* y_g = Wg^T col_g + beta y_g, each group: y is [P][Cout], col [P][G Kg], W [Cout][Kg] */
-static PetscErrorCode Conv2dGemmOutput(const Layer_Conv2d *conv, PetscInt P, const PetscScalar *W, const PetscScalar *col, PetscScalar beta, PetscScalar *y)
+/* Wt_g = W_g^T for each group: Wt [G][Kg][Cout/G] (column-major Cout/G x Kg, ld Cout/G), so that forward is an 'N','N' GEMM */
+static void Conv2dTransposeWeights(const Layer_Conv2d *conv, const PetscScalar *W, PetscScalar *Wt)
+{
+  for (PetscInt g = 0; g < conv->groups; g++, W += conv->cog * conv->kg, Wt += conv->cog * conv->kg)
+    for (PetscInt o = 0; o < conv->cog; o++)
+      for (PetscInt j = 0; j < conv->kg; j++) Wt[o + conv->cog * j] = W[o * conv->kg + j];
+}
+
+/* y_g = Wt_g col_g + beta y_g, each group: y is [P][Cout], col [P][G Kg] */
+static PetscErrorCode Conv2dGemmOutput(const Layer_Conv2d *conv, PetscInt P, const PetscScalar *Wt, const PetscScalar *col, PetscScalar beta, PetscScalar *y)
 {
   Conv2dBLAS  b;
   PetscScalar one = 1.0;
 
   PetscFunctionBegin;
   PetscCall(Conv2dBLASSizes(conv, P, &b));
-  for (PetscInt g = 0; g < conv->groups; g++) PetscCallBLAS("BLASgemm", BLASgemm_("T", "N", &b.cog, &b.P, &b.kg, &one, W + g * conv->cog * conv->kg, &b.kg, col + g * conv->kg, &b.ktot, &beta, y + g * conv->cog, &b.nout));
+  for (PetscInt g = 0; g < conv->groups; g++) PetscCallBLAS("BLASgemm", BLASgemm_("N", "N", &b.cog, &b.P, &b.kg, &one, Wt + g * conv->cog * conv->kg, &b.cog, col + g * conv->kg, &b.ktot, &beta, y + g * conv->cog, &b.nout));
   PetscFunctionReturn(0);
 }
 
-/* dWg += col_g dy_g^T, each group */
+/*
+  dW_g += col_g dy_g^T, each group. With few taps (Kg < Cout/G, e.g. the first layer on 1-channel images) OpenBLAS is
+  much faster on the transposed product dWt_g += dy_g col_g^T, accumulated in conv->wdt and added by Conv2dAddWeightsTranspose.
+*/
 static PetscErrorCode Conv2dGemmWeights(const Layer_Conv2d *conv, PetscInt P, const PetscScalar *col, const PetscScalar *dy, PetscScalar *dW)
 {
   Conv2dBLAS  b;
@@ -167,11 +201,27 @@ static PetscErrorCode Conv2dGemmWeights(const Layer_Conv2d *conv, PetscInt P, co
 
   PetscFunctionBegin;
   PetscCall(Conv2dBLASSizes(conv, P, &b));
-  for (PetscInt g = 0; g < conv->groups; g++) PetscCallBLAS("BLASgemm", BLASgemm_("N", "T", &b.kg, &b.cog, &b.P, &one, col + g * conv->kg, &b.ktot, dy + g * conv->cog, &b.nout, &one, dW + g * conv->cog * conv->kg, &b.kg));
+  for (PetscInt g = 0; g < conv->groups; g++) {
+    if (conv->dwtransposed)
+      PetscCallBLAS("BLASgemm", BLASgemm_("N", "T", &b.cog, &b.kg, &b.P, &one, dy + g * conv->cog, &b.nout, col + g * conv->kg, &b.ktot, &one, conv->wdt + g * conv->cog * conv->kg, &b.cog));
+    else
+      PetscCallBLAS("BLASgemm", BLASgemm_("N", "T", &b.kg, &b.cog, &b.P, &one, col + g * conv->kg, &b.ktot, dy + g * conv->cog, &b.nout, &one, dW + g * conv->cog * conv->kg, &b.kg));
+  }
   PetscFunctionReturn(0);
 }
 
-/* dcol_g = Wg dy_g, each group (overwrites dcol) */
+/* dW += wdt^T, per group, when the weight gradient was accumulated transposed (conv->dwtransposed) */
+static void Conv2dAddWeightsTranspose(const Layer_Conv2d *conv, PetscScalar *dW)
+{
+  const PetscScalar *dWt = conv->wdt;
+
+  if (!conv->dwtransposed) return;
+  for (PetscInt g = 0; g < conv->groups; g++, dW += conv->cog * conv->kg, dWt += conv->cog * conv->kg)
+    for (PetscInt o = 0; o < conv->cog; o++)
+      for (PetscInt j = 0; j < conv->kg; j++) dW[o * conv->kg + j] += dWt[o + conv->cog * j];
+}
+
+/* dcol_g = W_g dy_g, each group (overwrites dcol) */
 static PetscErrorCode Conv2dGemmInput(const Layer_Conv2d *conv, PetscInt P, const PetscScalar *W, const PetscScalar *dy, PetscScalar *dcol)
 {
   Conv2dBLAS  b;
@@ -210,7 +260,12 @@ PetscErrorCode LayerForward_Conv2d(Layer layer, PetscInt n, const PetscScalar *t
 
   PetscFunctionBegin;
   if (!n) PetscFunctionReturn(0);
-  PetscCall(Conv2dGetWorkspace(layer, n));
+  if (conv->winograd) {
+    PetscCall(Conv2dForward_Winograd(layer, n, theta, x, y));
+    PetscFunctionReturn(0);
+  }
+  PetscCall(Conv2dGetWorkspace_Private(layer, n));
+  Conv2dTransposeWeights(conv, W, conv->wt);
   conv->colx = NULL; /* x may hold new values at the same address */
   for (PetscInt s0 = 0; s0 < n; s0 += conv->chunk) {
     PetscInt           ns = PetscMin(conv->chunk, n - s0), P = ns * conv->pixels;
@@ -218,7 +273,7 @@ PetscErrorCode LayerForward_Conv2d(Layer layer, PetscInt n, const PetscScalar *t
     PetscScalar       *ys  = y + (size_t)s0 * layer->outsize;
 
     if (b) Conv2dFillBias(P, conv->nout, b, ys);
-    PetscCall(Conv2dGemmOutput(conv, P, W, col, b ? 1.0 : 0.0, ys));
+    PetscCall(Conv2dGemmOutput(conv, P, conv->wt, col, b ? 1.0 : 0.0, ys));
   }
   PetscCall(PetscLogFlops(2.0 * n * conv->pixels * conv->kg * conv->nout + (b ? 1.0 * n * conv->pixels * conv->nout : 0.0)));
   PetscFunctionReturn(0);
@@ -233,7 +288,12 @@ PetscErrorCode LayerBackward_Conv2d(Layer layer, PetscInt n, const PetscScalar *
 
   PetscFunctionBegin;
   if (!n) PetscFunctionReturn(0);
-  PetscCall(Conv2dGetWorkspace(layer, n));
+  if (conv->winograd) {
+    PetscCall(Conv2dBackward_Winograd(layer, n, theta, x, dy, dx, dtheta));
+    PetscFunctionReturn(0);
+  }
+  PetscCall(Conv2dGetWorkspace_Private(layer, n));
+  if (dtheta && conv->dwtransposed) PetscCall(PetscArrayzero(conv->wdt, nout * conv->kg));
   for (PetscInt s0 = 0; s0 < n; s0 += conv->chunk) {
     PetscInt           ns = PetscMin(conv->chunk, n - s0), P = ns * conv->pixels;
     const PetscScalar *dys = dy + (size_t)s0 * layer->outsize;
@@ -259,6 +319,7 @@ PetscErrorCode LayerBackward_Conv2d(Layer layer, PetscInt n, const PetscScalar *
       }
     }
   }
+  if (dtheta) Conv2dAddWeightsTranspose(conv, dtheta);
   if (dtheta) PetscCall(PetscLogFlops(2.0 * n * conv->pixels * conv->kg * nout + (conv->bias ? 1.0 * n * conv->pixels * nout : 0.0)));
   if (dx) PetscCall(PetscLogFlops(2.0 * n * conv->pixels * conv->kg * nout + (conv->pointwise ? 0.0 : 1.0 * n * conv->pixels * conv->ktot)));
   PetscFunctionReturn(0);
@@ -273,7 +334,13 @@ PetscErrorCode LayerJVP_Conv2d(Layer layer, PetscInt n, const PetscScalar *theta
 
   PetscFunctionBegin;
   if (!n) PetscFunctionReturn(0);
-  PetscCall(Conv2dGetWorkspace(layer, n));
+  if (conv->winograd) {
+    PetscCall(Conv2dJVP_Winograd(layer, n, theta, x, dx, dtheta, dy));
+    PetscFunctionReturn(0);
+  }
+  PetscCall(Conv2dGetWorkspace_Private(layer, n));
+  if (dtheta) Conv2dTransposeWeights(conv, dtheta, conv->wt);
+  if (dx) Conv2dTransposeWeights(conv, W, conv->wt + nout * conv->kg);
   for (PetscInt s0 = 0; s0 < n; s0 += conv->chunk) {
     PetscInt     ns = PetscMin(conv->chunk, n - s0), P = ns * conv->pixels;
     PetscScalar *dys = dy + (size_t)s0 * layer->outsize, beta = 0.0;
@@ -283,7 +350,7 @@ PetscErrorCode LayerJVP_Conv2d(Layer layer, PetscInt n, const PetscScalar *theta
         Conv2dFillBias(P, nout, dtheta + nout * conv->kg, dys);
         beta = 1.0;
       }
-      PetscCall(Conv2dGemmOutput(conv, P, dtheta, Conv2dColumns(conv, s0, ns, n, x, layer->insize), beta, dys));
+      PetscCall(Conv2dGemmOutput(conv, P, conv->wt, Conv2dColumns(conv, s0, ns, n, x, layer->insize), beta, dys));
       beta = 1.0;
     }
     if (dx) {
@@ -294,7 +361,7 @@ PetscErrorCode LayerJVP_Conv2d(Layer layer, PetscInt n, const PetscScalar *theta
         Conv2dIm2Col(conv, ns, col, conv->col);
         col = conv->col;
       }
-      PetscCall(Conv2dGemmOutput(conv, P, W, col, beta, dys));
+      PetscCall(Conv2dGemmOutput(conv, P, conv->wt + nout * conv->kg, col, beta, dys));
     }
   }
   PetscCall(PetscLogFlops(2.0 * n * conv->pixels * conv->kg * nout * ((dx ? 1 : 0) + (dtheta ? 1 : 0)) + (dx && dtheta ? 1.0 * n * conv->pixels * nout : 0.0)));

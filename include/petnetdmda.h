@@ -1,0 +1,50 @@
+/*
+  Nets on DMDA fields.
+
+  A DMDA global Vec with dof = c is, on each rank, a batch of the rank's grid points with c features: the DMDA's
+  interlaced degrees of freedom are PetNet's channels-last layout. A Net with input shape (c) therefore applies
+  pointwise to the field with no copy (NetForward() keeps a reference to its input), and its output is a field of the
+  same grid with dof = the Net's output size. This is how a simulation adds a learned term N(u; theta) to its own
+  operators, e.g. a diffusion stencil + a learned reaction:
+
+    DMDACreate2d(comm, ..., dof = 2, ..., &da);         the simulation's grid
+    NetDMDASetUp(net, da);                              input shape (2), checked against the Net's layers
+    NetDMDAForward(net, da, U, F);                      F = N(U) at every grid point, no copy of U
+    NetDMDACreateJacobian(net, da, A, &J);              J = A + dN/dU, a MATSHELL: A the simulation's assembled
+                                                        Jacobian (DMCreateMatrix), dN/dU the Net's JVP and VJP
+    NetDMDATSSetRHS(ts, da, net);                       du/dt = N(u) on the grid; NetTSSetUserRHS() adds the
+                                                        simulation's g(u) with its assembled Jacobian, and
+                                                        TSAdjointSolve() gives dL/dtheta (petnetts.h)
+
+  Grid-distributed convolution (a field too large for one rank): the layer kind dmconv2d (LAYERDMCONV2D), e.g.
+  -net_layers dmconv2d:16:3,relu,dmconv2d:2:3 on a DMDA with dof 2. NetDMDASetUp() gives the DMDA to every dmconv2d
+  layer; each rank convolves its block of the grid after a halo exchange with DMGlobalToLocal() (a DMDA like the
+  user's with dof = the layer's input channels, box stencil of the kernel radius), whose adjoint is DMLocalToGlobal()
+  with ADD_VALUES. Without a DMDA the same layer convolves batches of whole (height, width, channels) samples.
+*/
+#pragma once
+
+#include <petnetts.h>
+#include <petscdmda.h>
+
+PETSC_EXTERN PetscErrorCode NetDMDASetUp(Net, DM);
+PETSC_EXTERN PetscErrorCode NetDMDAForward(Net, DM, Vec, Vec);
+PETSC_EXTERN PetscErrorCode NetDMDACreateJacobian(Net, DM, Mat, Mat *);
+PETSC_EXTERN PetscErrorCode NetDMDATSSetRHS(TS, DM, Net);
+
+/* The dmconv2d layer: dmconv2d:OUT[:K], stride 1, output of the input's size (zero padding, or wrap-around on a
+   periodic grid); K odd, as 3 or 3x5 */
+typedef enum {
+  LAYER_DMCONV2D_ALGORITHM_AUTO,   /* taps on blocks whose rows have at least 32 points, else im2col */
+  LAYER_DMCONV2D_ALGORITHM_IM2COL, /* im2col over chunks of rows, one GEMM per chunk */
+  LAYER_DMCONV2D_ALGORITHM_TAPS    /* one GEMM per kernel tap and row, no im2col */
+} LayerDMConv2dAlgorithm;
+PETSC_EXTERN const char *const LayerDMConv2dAlgorithms[];
+
+PETSC_EXTERN PetscErrorCode LayerDMConv2dSetDM(Layer, DM);
+PETSC_EXTERN PetscErrorCode LayerDMConv2dGetDM(Layer, DM *);
+PETSC_EXTERN PetscErrorCode LayerDMConv2dSetOutputChannels(Layer, PetscInt);
+PETSC_EXTERN PetscErrorCode LayerDMConv2dSetKernel(Layer, PetscInt, PetscInt);
+PETSC_EXTERN PetscErrorCode LayerDMConv2dSetBias(Layer, PetscBool);
+PETSC_EXTERN PetscErrorCode LayerDMConv2dSetInitialization(Layer, LayerInitType, PetscReal);
+PETSC_EXTERN PetscErrorCode LayerDMConv2dSetAlgorithm(Layer, LayerDMConv2dAlgorithm);

@@ -1,0 +1,408 @@
+/*
+  Winograd F(2x2, 3x3) for 3x3, stride-1, undilated, ungrouped convolutions (Lavin and Gray, "Fast Algorithms for
+  Convolutional Neural Networks", 2016). A 2x2 output tile y of a channel pair (k, c) is, from the 4x4 input patch d
+  under it and the 3x3 filter g,
+      y = A^T [ (G g G^T) .* (B^T d B) ] A,
+      B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1],  G = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1],  A^T = [1 1 1 0; 0 1 -1 -1]
+  and the sum over c of the 16 products .* is, for each of the 16 positions xi = 4 i + j, one GEMM over all tiles.
+
+  Tiles: TH x TW = ceil(Ho/2) x ceil(Wo/2) per sample; tile (a, b) covers the outputs (2a.., 2b..) and reads the input
+  patch at rows 2a - ph .. 2a - ph + 3, columns 2b - pw .. 2b - pw + 3. Input outside the image is the zero padding;
+  outputs past Ho or Wo (odd sizes) are computed and dropped. For a chunk of T tiles (whole samples):
+    V   [16][T][Cin]     V_xi = (B^T d B)_xi            column-major Cin x T,    ld Cin
+    U   [16][Cout][Cin]  U_xi = (G g G^T)_xi            column-major Cin x Cout, ld Cin
+    Ut  [16][Cin][Cout]  U_xi^T                         column-major Cout x Cin, ld Cout
+    M   [16][T][Cout]    M_xi = Ut_xi V_xi              column-major Cout x T,   ld Cout    dgemm('N','N')
+    y = A^T M A (+ b)
+  backward is the transpose of each step, in reverse:
+    dM = A dy A^T,  db += sum dy
+    dU_xi += V_xi dM_xi^T                               dgemm('N','T'), then dW += G^T dU G
+    dV_xi  = U_xi dM_xi                                 dgemm('N','N'), then dx = sum over the patches of B dV B^T
+  U is kept in both layouts so that both products of the chunk loop are 'N','N' GEMMs (OpenBLAS's fastest for
+  these shapes). Chunks are small (a few samples, -conv2d_max_workspace) so that V and M stay in cache.
+  Every transform works on whole channel vectors (channels-last), so its inner loop runs over contiguous channels.
+*/
+#include "conv2d.h"
+
+/* the 16 input pointers of tile (a, b) of sample xs: the patch rows and columns, or zeros where they fall in the padding */
+static inline void WinogradPatch(const Layer_Conv2d *conv, const PetscScalar *xs, PetscInt a, PetscInt b, const PetscScalar *zeros, const PetscScalar *d[16])
+{
+  const PetscInt H = conv->win.in[0], W = conv->win.in[1], cin = conv->cin;
+
+  for (PetscInt i = 0; i < 4; i++) {
+    const PetscInt ih = 2 * a - conv->win.pad[0] + i;
+
+    for (PetscInt j = 0; j < 4; j++) {
+      const PetscInt iw = 2 * b - conv->win.pad[1] + j;
+
+      d[4 * i + j] = (ih >= 0 && ih < H && iw >= 0 && iw < W) ? xs + ((size_t)ih * W + iw) * cin : zeros;
+    }
+  }
+}
+
+/* the 4 output pointers of tile (a, b) of sample ys, or scratch for outputs past the image (odd Ho or Wo) */
+static inline void WinogradOutputTile(const Layer_Conv2d *conv, PetscScalar *ys, PetscInt a, PetscInt b, PetscScalar *scratch, PetscScalar *out[4])
+{
+  const PetscInt Ho = conv->win.out[0], Wo = conv->win.out[1];
+
+  for (PetscInt i = 0; i < 2; i++)
+    for (PetscInt j = 0; j < 2; j++) out[2 * i + j] = (2 * a + i < Ho && 2 * b + j < Wo) ? ys + ((size_t)(2 * a + i) * Wo + 2 * b + j) * conv->nout : scratch;
+}
+
+/* V = B^T d B for the ns samples of x: V[xi][t][c] */
+CONV2D_SIMD_CLONES static void WinogradInput(const Layer_Conv2d *conv, PetscInt ns, const PetscScalar *x, PetscScalar *V)
+{
+  const PetscInt cin = conv->cin, TH = conv->tiles[0], TW = conv->tiles[1];
+  const size_t   plane = (size_t)ns * TH * TW * cin; /* distance between two xi */
+  PetscInt       t     = 0;
+
+  for (PetscInt s = 0; s < ns; s++) {
+    const PetscScalar *xs = x + (size_t)s * conv->win.in[0] * conv->win.in[1] * cin;
+
+    for (PetscInt a = 0; a < TH; a++) {
+      for (PetscInt b = 0; b < TW; b++, t++) {
+        const PetscScalar          *d[16];
+        PetscScalar *PETSC_RESTRICT v = V + (size_t)t * cin;
+
+        WinogradPatch(conv, xs, a, b, conv->zeros, d);
+#pragma GCC ivdep
+        for (PetscInt c = 0; c < cin; c++) {
+          PetscScalar r[4][4];
+
+          for (PetscInt j = 0; j < 4; j++) { /* B^T d: combine rows */
+            r[0][j] = d[j][c] - d[8 + j][c];
+            r[1][j] = d[4 + j][c] + d[8 + j][c];
+            r[2][j] = d[8 + j][c] - d[4 + j][c];
+            r[3][j] = d[4 + j][c] - d[12 + j][c];
+          }
+          for (PetscInt i = 0; i < 4; i++) { /* (B^T d) B: combine columns */
+            v[(4 * i + 0) * plane + c] = r[i][0] - r[i][2];
+            v[(4 * i + 1) * plane + c] = r[i][1] + r[i][2];
+            v[(4 * i + 2) * plane + c] = r[i][2] - r[i][1];
+            v[(4 * i + 3) * plane + c] = r[i][1] - r[i][3];
+          }
+        }
+      }
+    }
+  }
+}
+
+/* dx = sum over the tiles of B dV B^T added into the tile's patch; dx (ns samples) is zeroed first */
+CONV2D_SIMD_CLONES static void WinogradInputTranspose(const Layer_Conv2d *conv, PetscInt ns, const PetscScalar *dV, PetscScalar *dx)
+{
+  const PetscInt cin = conv->cin, TH = conv->tiles[0], TW = conv->tiles[1], insize = conv->win.in[0] * conv->win.in[1] * cin;
+  const size_t   plane   = (size_t)ns * TH * TW * cin;
+  PetscScalar   *scratch = conv->zeros + PetscMax(conv->cin, conv->nout);
+  PetscInt       t       = 0;
+
+  for (size_t i = 0; i < (size_t)ns * insize; i++) dx[i] = 0.0;
+  for (PetscInt s = 0; s < ns; s++) {
+    PetscScalar *dxs = dx + (size_t)s * insize;
+
+    for (PetscInt a = 0; a < TH; a++) {
+      for (PetscInt b = 0; b < TW; b++, t++) {
+        const PetscScalar *v = dV + (size_t)t * cin;
+        PetscScalar       *d[16];
+
+        /* padding taps go to scratch, whose contents are never read */
+        WinogradPatch(conv, dxs, a, b, scratch, (const PetscScalar **)d);
+#pragma GCC ivdep
+        for (PetscInt c = 0; c < cin; c++) {
+          PetscScalar r[4][4];
+
+          for (PetscInt i = 0; i < 4; i++) { /* dV B^T: combine columns */
+            const PetscScalar v0 = v[(4 * i + 0) * plane + c], v1 = v[(4 * i + 1) * plane + c], v2 = v[(4 * i + 2) * plane + c], v3 = v[(4 * i + 3) * plane + c];
+
+            r[i][0] = v0;
+            r[i][1] = v1 - v2 + v3;
+            r[i][2] = v1 + v2 - v0;
+            r[i][3] = -v3;
+          }
+          for (PetscInt j = 0; j < 4; j++) { /* B (dV B^T): combine rows, add into the patch */
+            d[j][c] += r[0][j];
+            d[4 + j][c] += r[1][j] - r[2][j] + r[3][j];
+            d[8 + j][c] += r[1][j] + r[2][j] - r[0][j];
+            d[12 + j][c] -= r[3][j];
+          }
+        }
+      }
+    }
+  }
+}
+
+/* y (= or +=) A^T M A + b for the ns samples of y; b may be NULL */
+CONV2D_SIMD_CLONES static void WinogradOutput(const Layer_Conv2d *conv, PetscInt ns, const PetscScalar *M, const PetscScalar *bias, PetscBool add, PetscScalar *y)
+{
+  const PetscInt     cout = conv->nout, TH = conv->tiles[0], TW = conv->tiles[1], outsize = conv->pixels * cout;
+  const size_t       plane   = (size_t)ns * TH * TW * cout;
+  const PetscScalar *b       = bias ? bias : conv->zeros;
+  PetscScalar       *scratch = conv->zeros + PetscMax(conv->cin, conv->nout);
+  PetscInt           t       = 0;
+
+  for (PetscInt s = 0; s < ns; s++) {
+    PetscScalar *ys = y + (size_t)s * outsize;
+
+    for (PetscInt a = 0; a < TH; a++) {
+      for (PetscInt bb = 0; bb < TW; bb++, t++) {
+        const PetscScalar *m = M + (size_t)t * cout;
+        PetscScalar       *o[4];
+
+        WinogradOutputTile(conv, ys, a, bb, scratch, o);
+#pragma GCC ivdep
+        for (PetscInt k = 0; k < cout; k++) {
+          PetscScalar r[2][4], y00, y01, y10, y11;
+
+          for (PetscInt j = 0; j < 4; j++) { /* A^T M: combine rows */
+            const PetscScalar m0 = m[(0 + j) * plane + k], m1 = m[(4 + j) * plane + k], m2 = m[(8 + j) * plane + k], m3 = m[(12 + j) * plane + k];
+
+            r[0][j] = m0 + m1 + m2;
+            r[1][j] = m1 - m2 - m3;
+          }
+          y00 = r[0][0] + r[0][1] + r[0][2] + b[k];
+          y01 = r[0][1] - r[0][2] - r[0][3] + b[k];
+          y10 = r[1][0] + r[1][1] + r[1][2] + b[k];
+          y11 = r[1][1] - r[1][2] - r[1][3] + b[k];
+          if (add) {
+            o[0][k] += y00;
+            o[1][k] += y01;
+            o[2][k] += y10;
+            o[3][k] += y11;
+          } else {
+            o[0][k] = y00;
+            o[1][k] = y01;
+            o[2][k] = y10;
+            o[3][k] = y11;
+          }
+        }
+      }
+    }
+  }
+}
+
+/* dM = A dy A^T for the ns samples of dy (outputs past the image count as zero); db += sum of dy if db */
+CONV2D_SIMD_CLONES static void WinogradOutputTranspose(const Layer_Conv2d *conv, PetscInt ns, const PetscScalar *dy, PetscScalar *dM, PetscScalar *db)
+{
+  const PetscInt cout = conv->nout, TH = conv->tiles[0], TW = conv->tiles[1], outsize = conv->pixels * cout;
+  const size_t   plane   = (size_t)ns * TH * TW * cout;
+  PetscScalar   *scratch = conv->zeros + PetscMax(conv->cin, conv->nout), *dbias = db ? db : scratch;
+  PetscInt       t = 0;
+
+  for (PetscInt s = 0; s < ns; s++) {
+    const PetscScalar *dys = dy + (size_t)s * outsize;
+
+    for (PetscInt a = 0; a < TH; a++) {
+      for (PetscInt b = 0; b < TW; b++, t++) {
+        PetscScalar *m = dM + (size_t)t * cout;
+        PetscScalar *e[4];
+
+        /* dy past the image reads zeros: the output pointers of the tile with zeros as the scratch (read only here) */
+        WinogradOutputTile(conv, (PetscScalar *)dys, a, b, conv->zeros, e);
+#pragma GCC ivdep
+        for (PetscInt k = 0; k < cout; k++) {
+          const PetscScalar e00 = e[0][k], e01 = e[1][k], e10 = e[2][k], e11 = e[3][k];
+          const PetscScalar r[4][2] = {{e00, e01}, {e00 + e10, e01 + e11}, {e00 - e10, e01 - e11}, {-e10, -e11}}; /* A dy: rows */
+
+          for (PetscInt i = 0; i < 4; i++) { /* (A dy) A^T: columns */
+            m[(4 * i + 0) * plane + k] = r[i][0];
+            m[(4 * i + 1) * plane + k] = r[i][0] + r[i][1];
+            m[(4 * i + 2) * plane + k] = r[i][0] - r[i][1];
+            m[(4 * i + 3) * plane + k] = -r[i][1];
+          }
+          dbias[k] += e00 + e01 + e10 + e11;
+        }
+      }
+    }
+  }
+}
+
+static const PetscReal WinogradG[4][3] = {{1.0, 0.0, 0.0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0.0, 0.0, 1.0}};
+
+/* U[xi][k][c] = (G g G^T)_xi with g = W[k][:][:][c], and Ut[xi][c][k] the same (if Ut) */
+static void WinogradWeights(const Layer_Conv2d *conv, const PetscScalar *W, PetscScalar *U, PetscScalar *Ut)
+{
+  const PetscInt cin = conv->cin, cout = conv->nout;
+  const size_t   plane = (size_t)cout * cin;
+
+  for (PetscInt k = 0; k < cout; k++) {
+    const PetscScalar *g = W + (size_t)k * 9 * cin;
+
+    for (PetscInt i = 0; i < 4; i++)
+      for (PetscInt j = 0; j < 4; j++) {
+        PetscScalar *u = U + (4 * i + j) * plane + (size_t)k * cin;
+
+        for (PetscInt c = 0; c < cin; c++) u[c] = 0.0;
+        for (PetscInt p = 0; p < 3; p++)
+          for (PetscInt q = 0; q < 3; q++) {
+            const PetscReal gij = WinogradG[i][p] * WinogradG[j][q];
+
+            if (gij == 0.0) continue;
+            for (PetscInt c = 0; c < cin; c++) u[c] += gij * g[(3 * p + q) * cin + c];
+          }
+      }
+  }
+  if (Ut)
+    for (PetscInt xi = 0; xi < 16; xi++)
+      for (PetscInt k = 0; k < cout; k++)
+        for (PetscInt c = 0; c < cin; c++) Ut[xi * plane + (size_t)c * cout + k] = U[xi * plane + (size_t)k * cin + c];
+}
+
+/* dW[k][p][q][c] += sum over xi = (i, j) of G[i][p] G[j][q] dU[xi][k][c]: the transpose of WinogradWeights */
+static void WinogradWeightsTranspose(const Layer_Conv2d *conv, const PetscScalar *dU, PetscScalar *dW)
+{
+  const PetscInt cin = conv->cin, cout = conv->nout;
+  const size_t   plane = (size_t)cout * cin;
+
+  for (PetscInt k = 0; k < cout; k++) {
+    PetscScalar *dg = dW + (size_t)k * 9 * cin;
+
+    for (PetscInt i = 0; i < 4; i++)
+      for (PetscInt j = 0; j < 4; j++) {
+        const PetscScalar *du = dU + (4 * i + j) * plane + (size_t)k * cin;
+
+        for (PetscInt p = 0; p < 3; p++)
+          for (PetscInt q = 0; q < 3; q++) {
+            const PetscReal gij = WinogradG[i][p] * WinogradG[j][q];
+
+            if (gij == 0.0) continue;
+            for (PetscInt c = 0; c < cin; c++) dg[(3 * p + q) * cin + c] += gij * du[c];
+          }
+      }
+  }
+}
+
+/* The 16 GEMMs of one chunk of T tiles; the operand layouts are in the comment at the top */
+typedef enum {
+  WINOGRAD_GEMM_OUTPUT,  /* M_xi = Ut_xi V_xi */
+  WINOGRAD_GEMM_WEIGHTS, /* dU_xi += V_xi dM_xi^T */
+  WINOGRAD_GEMM_INPUT    /* dV_xi = U_xi dM_xi */
+} WinogradGemm;
+
+/* the 16 products of one kind (U is Ut for WINOGRAD_GEMM_OUTPUT); sizes T, Cin, Cout */
+static void WinogradGemmLoop(WinogradGemm which, PetscBLASInt T, PetscBLASInt cin, PetscBLASInt cout, const PetscScalar *U, PetscScalar *V, PetscScalar *M, PetscScalar *dU)
+{
+  const PetscScalar one = 1.0, zero = 0.0;
+  const size_t      vplane = (size_t)T * cin, mplane = (size_t)T * cout, uplane = (size_t)cout * cin;
+
+  for (PetscInt xi = 0; xi < 16; xi++) {
+    switch (which) {
+    case WINOGRAD_GEMM_OUTPUT:
+      BLASgemm_("N", "N", &cout, &T, &cin, &one, U + xi * uplane, &cout, V + xi * vplane, &cin, &zero, M + xi * mplane, &cout);
+      break;
+    case WINOGRAD_GEMM_WEIGHTS:
+      BLASgemm_("N", "T", &cin, &cout, &T, &one, V + xi * vplane, &cin, M + xi * mplane, &cout, &one, dU + xi * uplane, &cin);
+      break;
+    case WINOGRAD_GEMM_INPUT:
+      BLASgemm_("N", "N", &cin, &T, &cout, &one, U + xi * uplane, &cin, M + xi * mplane, &cout, &zero, V + xi * vplane, &cin);
+      break;
+    }
+  }
+}
+
+/* One PetscCallBLAS around the 16 products, so that its memory check (with -malloc_debug) runs once, not 16 times */
+static PetscErrorCode WinogradGemms(const Layer_Conv2d *conv, WinogradGemm which, PetscInt T, const PetscScalar *U, PetscScalar *V, PetscScalar *M, PetscScalar *dU)
+{
+  PetscBLASInt bT, bcin, bcout;
+
+  PetscFunctionBegin;
+  PetscCall(PetscBLASIntCast(T, &bT));
+  PetscCall(PetscBLASIntCast(conv->cin, &bcin));
+  PetscCall(PetscBLASIntCast(conv->nout, &bcout));
+  PetscCallBLAS("BLASgemm", WinogradGemmLoop(which, bT, bcin, bcout, U, V, M, dU));
+  PetscFunctionReturn(0);
+}
+
+/* V(x) of samples [s0, s0 + ns) of n in conv->col: kept from the last forward when one chunk holds the batch */
+static void WinogradColumns(Layer_Conv2d *conv, PetscInt s0, PetscInt ns, PetscInt n, const PetscScalar *x, PetscInt insize)
+{
+  if (conv->colx == x) return;
+  WinogradInput(conv, ns, x + (size_t)s0 * insize, conv->col);
+  conv->colx = ns == n ? x : NULL;
+}
+
+/* flops of one pass of 16 GEMMs over n samples */
+static PetscLogDouble WinogradGemmFlops(const Layer_Conv2d *conv, PetscInt n)
+{
+  return 2.0 * 16 * n * conv->tiles[0] * conv->tiles[1] * conv->cin * conv->nout;
+}
+
+/* y = conv(x; W) + b */
+PetscErrorCode Conv2dForward_Winograd(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
+{
+  Layer_Conv2d      *conv = (Layer_Conv2d *)layer->data;
+  const PetscScalar *b    = conv->bias ? theta + conv->nout * conv->kg : NULL;
+  const PetscInt     tps  = conv->tiles[0] * conv->tiles[1];
+
+  PetscFunctionBegin;
+  PetscCall(Conv2dGetWorkspace_Private(layer, n));
+  WinogradWeights(conv, theta, conv->wu, conv->wt);
+  conv->colx = NULL; /* x may hold new values at the same address */
+  for (PetscInt s0 = 0; s0 < n; s0 += conv->chunk) {
+    const PetscInt ns = PetscMin(conv->chunk, n - s0);
+
+    WinogradColumns(conv, s0, ns, n, x, layer->insize);
+    PetscCall(WinogradGemms(conv, WINOGRAD_GEMM_OUTPUT, ns * tps, conv->wt, conv->col, conv->wm, NULL));
+    WinogradOutput(conv, ns, conv->wm, b, PETSC_FALSE, y + (size_t)s0 * layer->outsize);
+  }
+  PetscCall(PetscLogFlops(WinogradGemmFlops(conv, n)));
+  PetscFunctionReturn(0);
+}
+
+/* dW += (conv in W)^T dy, db += sum dy, dx = (conv in x)^T dy: the transposed steps of forward */
+PetscErrorCode Conv2dBackward_Winograd(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)
+{
+  Layer_Conv2d  *conv = (Layer_Conv2d *)layer->data;
+  const PetscInt tps  = conv->tiles[0] * conv->tiles[1];
+  PetscScalar   *db   = dtheta && conv->bias ? dtheta + conv->nout * conv->kg : NULL;
+
+  PetscFunctionBegin;
+  PetscCall(Conv2dGetWorkspace_Private(layer, n));
+  if (dx) WinogradWeights(conv, theta, conv->wu, NULL);
+  if (dtheta) PetscCall(PetscArrayzero(conv->wdt, 16 * conv->nout * conv->cin));
+  for (PetscInt s0 = 0; s0 < n; s0 += conv->chunk) {
+    const PetscInt ns = PetscMin(conv->chunk, n - s0), T = ns * tps;
+
+    WinogradOutputTranspose(conv, ns, dy + (size_t)s0 * layer->outsize, conv->wm, db);
+    if (dtheta) {
+      WinogradColumns(conv, s0, ns, n, x, layer->insize);
+      PetscCall(WinogradGemms(conv, WINOGRAD_GEMM_WEIGHTS, T, NULL, conv->col, conv->wm, conv->wdt));
+    }
+    if (dx) {
+      conv->colx = NULL; /* dV overwrites V(x) */
+      PetscCall(WinogradGemms(conv, WINOGRAD_GEMM_INPUT, T, conv->wu, conv->col, conv->wm, NULL));
+      WinogradInputTranspose(conv, ns, conv->col, dx + (size_t)s0 * layer->insize);
+    }
+  }
+  if (dtheta) WinogradWeightsTranspose(conv, conv->wdt, dtheta);
+  PetscCall(PetscLogFlops(WinogradGemmFlops(conv, n) * ((dx ? 1 : 0) + (dtheta ? 1 : 0))));
+  PetscFunctionReturn(0);
+}
+
+/* dy = conv(x; dW) + db + conv(dx; W) */
+PetscErrorCode Conv2dJVP_Winograd(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *dx, const PetscScalar *dtheta, PetscScalar *dy)
+{
+  Layer_Conv2d  *conv = (Layer_Conv2d *)layer->data;
+  const PetscInt tps  = conv->tiles[0] * conv->tiles[1];
+
+  PetscFunctionBegin;
+  PetscCall(Conv2dGetWorkspace_Private(layer, n));
+  if (dtheta) WinogradWeights(conv, dtheta, conv->wdt, conv->wt);                         /* conv(x; dW) */
+  if (dx) WinogradWeights(conv, theta, conv->wu, conv->wt + 16 * conv->nout * conv->cin); /* conv(dx; W) */
+  for (PetscInt s0 = 0; s0 < n; s0 += conv->chunk) {
+    const PetscInt ns = PetscMin(conv->chunk, n - s0), T = ns * tps;
+    PetscScalar   *dys = dy + (size_t)s0 * layer->outsize;
+
+    if (dtheta) {
+      WinogradColumns(conv, s0, ns, n, x, layer->insize);
+      PetscCall(WinogradGemms(conv, WINOGRAD_GEMM_OUTPUT, T, conv->wt, conv->col, conv->wm, NULL));
+      WinogradOutput(conv, ns, conv->wm, conv->bias ? dtheta + conv->nout * conv->kg : NULL, PETSC_FALSE, dys);
+    }
+    if (dx) {
+      conv->colx = NULL;
+      WinogradInput(conv, ns, dx + (size_t)s0 * layer->insize, conv->col);
+      PetscCall(WinogradGemms(conv, WINOGRAD_GEMM_OUTPUT, T, conv->wt + 16 * conv->nout * conv->cin, conv->col, conv->wm, NULL));
+      WinogradOutput(conv, ns, conv->wm, NULL, dtheta ? PETSC_TRUE : PETSC_FALSE, dys);
+    }
+  }
+  PetscCall(PetscLogFlops(WinogradGemmFlops(conv, n) * ((dx ? 1 : 0) + (dtheta ? 1 : 0))));
+  PetscFunctionReturn(0);
+}

@@ -1,0 +1,229 @@
+/*
+  A Net applied to a DMDA field (include/petnetdmda.h): pointwise, and through dmconv2d layers, as a convolution.
+
+  The local part of a DMDA global Vec is the rank's block of grid points, [zm][ym][xm][dof] with the dof interlaced:
+  exactly a batch of xm*ym*zm samples of shape (dof), sample-major and channels-last. The functions here only check
+  that the Net and the field agree on that layout and hand the field to the Net; nothing is copied.
+*/
+#include <petnet/private/netimpl.h>
+#include <petnetdmda.h>
+
+static PetscErrorCode NetDMDACheckDM_Private(DM da, PetscInt *dof, PetscInt *npoints)
+{
+  PetscBool isdmda;
+  PetscInt  xm, ym, zm;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(da, DM_CLASSID, 2);
+  PetscCall(PetscObjectTypeCompare((PetscObject)da, DMDA, &isdmda));
+  PetscCheck(isdmda, PetscObjectComm((PetscObject)da), PETSC_ERR_ARG_WRONG, "The DM must be a DMDA (DMDACreate1d/2d/3d): its grid points are the Net's batch");
+  PetscCall(DMDAGetInfo(da, NULL, NULL, NULL, NULL, NULL, NULL, NULL, dof, NULL, NULL, NULL, NULL, NULL));
+  PetscCall(DMDAGetCorners(da, NULL, NULL, NULL, &xm, &ym, &zm));
+  *npoints = xm * ym * zm;
+  PetscFunctionReturn(0);
+}
+
+/*@
+  NetDMDASetUp - prepares a Net to act on the fields of a DMDA, a grid point being a sample: sets the input shape to
+  (dof) unless one is set already (then its size must be dof), gives the DMDA to every dmconv2d layer (grid-distributed
+  convolution, LayerDMConv2dSetDM()), and sets the Net up.
+
+  Input Parameters:
++ net - the Net, with its layers
+- da  - the DMDA; each grid point is a sample with dof features
+@*/
+PetscErrorCode NetDMDASetUp(Net net, DM da)
+{
+  PetscInt    dof, npoints, insize;
+  PetNetShape in;
+  char        shape[64];
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(net, NET_CLASSID, 1);
+  PetscCall(NetDMDACheckDM_Private(da, &dof, &npoints));
+  PetscCall(NetGetInputShape(net, &in));
+  if (!in.ndim) {
+    in.ndim   = 1;
+    in.dim[0] = dof;
+    PetscCall(NetSetInputShape(net, &in));
+  }
+  /* grid-distributed layers convolve this grid; a layer that had another lays the Net out anew */
+  for (PetscInt l = 0; l < net->nlayers; l++) PetscCall(LayerDMConv2dSetDM(net->layers[l], da));
+  for (PetscInt l = 0; l < net->nlayers && net->setupcalled; l++)
+    if (!net->layers[l]->setupcalled) PetscCall(NetReset(net));
+  PetscCall(PetNetShapeSize(&in, &insize));
+  PetscCall(PetNetShapeToString(&in, sizeof(shape), shape));
+  PetscCheck(insize == dof, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_INCOMP,
+             "The Net's input shape %s has %" PetscInt_FMT " entries but the DMDA has dof = %" PetscInt_FMT ": a grid point is one sample, so give the Net input shape %" PetscInt_FMT " (or leave it unset)", shape, insize, dof, dof);
+  PetscCall(NetSetUp(net));
+  PetscFunctionReturn(0);
+}
+
+/* v must be a global Vec of a DMDA whose grid points carry bs entries each */
+static PetscErrorCode NetDMDACheckVec_Private(Vec v, PetscInt npoints, PetscInt bs, const char name[])
+{
+  PetscInt n;
+
+  PetscFunctionBegin;
+  PetscCall(VecGetLocalSize(v, &n));
+  PetscCheck(n == npoints * bs, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ,
+             "%s has %" PetscInt_FMT " local entries but this rank owns %" PetscInt_FMT " grid points of %" PetscInt_FMT " entries: use a global Vec of the DMDA (DMCreateGlobalVector()) with dof = %" PetscInt_FMT, name, n, npoints, bs, bs);
+  PetscFunctionReturn(0);
+}
+
+/*@
+  NetDMDAForward - F = N(U) at every grid point: U is a field of the DMDA (dof = the Net's input size), F a field of
+  the same grid with dof = the Net's output size (the same DMDA when they are equal, else e.g.
+  DMDACreateCompatibleDMDA()). F may be NULL.
+
+  Notes:
+  U is not copied: the Net keeps a reference to it as the linearization point of NetBackward(), NetJVP() and the
+  Jacobian shells, so leave it unchanged until they are done.
+@*/
+PetscErrorCode NetDMDAForward(Net net, DM da, Vec U, Vec F)
+{
+  PetscInt    dof, npoints, outsize;
+  PetNetShape out;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(U, VEC_CLASSID, 3);
+  PetscCall(NetDMDASetUp(net, da));
+  PetscCall(NetDMDACheckDM_Private(da, &dof, &npoints));
+  PetscCall(NetGetOutputShape(net, &out));
+  PetscCall(PetNetShapeSize(&out, &outsize));
+  PetscCall(NetDMDACheckVec_Private(U, npoints, dof, "The field U"));
+  if (F) {
+    PetscValidHeaderSpecific(F, VEC_CLASSID, 4);
+    PetscCall(NetDMDACheckVec_Private(F, npoints, outsize, "The output field F"));
+  }
+  PetscCall(NetForward(net, U, F));
+  PetscFunctionReturn(0);
+}
+
+typedef struct {
+  Net net;
+  Mat A; /* the simulation's part (may be NULL) */
+} NetDMDAJacobian;
+
+/* y = dN/dU x + A x */
+static PetscErrorCode MatMult_NetDMDAJacobian(Mat J, Vec x, Vec y)
+{
+  NetDMDAJacobian *ctx;
+
+  PetscFunctionBegin;
+  PetscCall(MatShellGetContext(J, &ctx));
+  PetscCall(NetJVP(ctx->net, x, NULL, y));
+  if (ctx->A) PetscCall(MatMultAdd(ctx->A, x, y, y));
+  PetscFunctionReturn(0);
+}
+
+/* x = (dN/dU)^T y + A^T y */
+static PetscErrorCode MatMultTranspose_NetDMDAJacobian(Mat J, Vec y, Vec x)
+{
+  NetDMDAJacobian *ctx;
+
+  PetscFunctionBegin;
+  PetscCall(MatShellGetContext(J, &ctx));
+  PetscCall(NetBackward(ctx->net, y, x, NULL));
+  if (ctx->A) PetscCall(MatMultTransposeAdd(ctx->A, y, x, x));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode MatDestroy_NetDMDAJacobian(Mat J)
+{
+  NetDMDAJacobian *ctx;
+
+  PetscFunctionBegin;
+  PetscCall(MatShellGetContext(J, &ctx));
+  PetscCall(NetDestroy(&ctx->net));
+  PetscCall(MatDestroy(&ctx->A));
+  PetscCall(PetscFree(ctx));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  NetDMDACreateJacobian - the Jacobian of G(U) = A U + N(U) with N the Net applied pointwise to the DMDA's fields:
+  J = A + dN/dU, a MATSHELL whose MatMult is A x + the Net's JVP and MatMultTranspose is A^T y + the Net's VJP.
+
+  Input Parameters:
++ net - the Net; J is taken at its last forward pass (NetDMDAForward()), whenever J is applied
+. da  - the DMDA
+- A   - the simulation's own Jacobian (e.g. DMCreateMatrix() with a stencil operator), or NULL for dN/dU alone; its
+        rows must be laid out like N(U) and its columns like U. J keeps a reference, so A may change in between.
+
+  Output Parameter:
+. J - the shell (destroy it with MatDestroy())
+
+  Notes:
+  For Newton on a steady hybrid problem (SNES) or a user implicit TS: A keeps its entries, so it (or a shifted copy)
+  is the preconditioner matrix, while the learned term stays matrix-free. Inside NetTSSetRHS() the TS glue builds the
+  same sum itself (NetTSSetUserRHS()).
+@*/
+PetscErrorCode NetDMDACreateJacobian(Net net, DM da, Mat A, Mat *J)
+{
+  NetDMDAJacobian *ctx;
+  PetscInt         dof, npoints, outsize, m, n, M, N;
+  PetNetShape      out;
+  VecType          vtype;
+  MPI_Comm         comm;
+
+  PetscFunctionBegin;
+  PetscValidPointer(J, 4);
+  PetscCall(NetDMDASetUp(net, da));
+  PetscCall(NetDMDACheckDM_Private(da, &dof, &npoints));
+  comm = PetscObjectComm((PetscObject)net);
+  PetscCall(NetGetOutputShape(net, &out));
+  PetscCall(PetNetShapeSize(&out, &outsize));
+  m = npoints * outsize;
+  n = npoints * dof;
+  PetscCall(MPIU_Allreduce(&m, &M, 1, MPIU_INT, MPI_SUM, comm));
+  PetscCall(MPIU_Allreduce(&n, &N, 1, MPIU_INT, MPI_SUM, comm));
+  if (A) {
+    PetscInt am, an;
+
+    PetscValidHeaderSpecific(A, MAT_CLASSID, 3);
+    PetscCall(MatGetLocalSize(A, &am, &an));
+    PetscCheck(am == m && an == n, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ,
+               "The matrix A is %" PetscInt_FMT " x %" PetscInt_FMT " on this rank but the Net maps %" PetscInt_FMT " local entries to %" PetscInt_FMT ": create it with DMCreateMatrix() on the DMDA (its output must have dof = %" PetscInt_FMT ")", am,
+               an, n, m, dof);
+    PetscCall(PetscObjectReference((PetscObject)A));
+  }
+  PetscCall(PetscNew(&ctx));
+  PetscCall(PetscObjectReference((PetscObject)net));
+  ctx->net = net;
+  ctx->A   = A;
+  PetscCall(MatCreateShell(comm, m, n, M, N, ctx, J));
+  PetscCall(MatShellSetOperation(*J, MATOP_MULT, (void (*)(void))MatMult_NetDMDAJacobian));
+  PetscCall(MatShellSetOperation(*J, MATOP_MULT_TRANSPOSE, (void (*)(void))MatMultTranspose_NetDMDAJacobian));
+  PetscCall(MatShellSetOperation(*J, MATOP_DESTROY, (void (*)(void))MatDestroy_NetDMDAJacobian));
+  PetscCall(DMGetVecType(da, &vtype));
+  PetscCall(MatShellSetVecType(*J, vtype));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  NetDMDATSSetRHS - the Net as the right-hand side of a TS on a DMDA, applied at every grid point: du/dt = N(u; theta).
+  Sets the TS's DM and calls NetTSSetRHS() with the DMDA's layout (see there: set the TS type first).
+
+  Input Parameters:
++ ts  - the TS
+. da  - the DMDA of the state u
+- net - the Net, mapping dof features to dof features
+
+  Notes:
+  Add the simulation's own terms g(t, u) (e.g. diffusion) and their assembled Jacobian with NetTSSetUserRHS(): the TS
+  then integrates du/dt = g(t, u) + N(u) and TSAdjointSolve() differentiates both.
+@*/
+PetscErrorCode NetDMDATSSetRHS(TS ts, DM da, Net net)
+{
+  Vec u;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(ts, TS_CLASSID, 1);
+  PetscCall(NetDMDASetUp(net, da));
+  PetscCall(TSSetDM(ts, da));
+  PetscCall(DMGetGlobalVector(da, &u));
+  PetscCall(NetTSSetRHS(ts, net, u));
+  PetscCall(DMRestoreGlobalVector(da, &u));
+  PetscFunctionReturn(0);
+}
