@@ -157,10 +157,10 @@ static PetscErrorCode TrainOn(MPI_Comm comm, TaoType type, PetscInt epochs, Hist
 
 static PetscErrorCode CaseRanks(void)
 {
-  const TaoType types[] = {TAOADAM, TAOSGD, TAOLMVM};
+  const TaoType types[] = {TAOADAM, TAOSGD, TAOLMVM, TAOBNCG, TAOBQNLS};
 
   PetscFunctionBegin;
-  for (int k = 0; k < 3; k++) {
+  for (int k = 0; k < 5; k++) {
     static History hw, hs;
     Vec            pw, ps;
     PetscReal      d, worst = 0;
