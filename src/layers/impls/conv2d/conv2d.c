@@ -85,35 +85,7 @@ static PetscErrorCode LayerInitialize_Conv2d(Layer layer, PetscRandom rnd, Petsc
   PetscReal     fanout = (PetscReal)conv->nout * conv->win.k[0] * conv->win.k[1];
 
   PetscFunctionBegin;
-  switch (conv->init) {
-  case LAYER_INIT_KAIMING:
-  case LAYER_INIT_NORMAL: {
-    PetscReal std = conv->init == LAYER_INIT_KAIMING ? PetscSqrtReal(2.0 / fanin) : conv->initstd;
-
-    for (PetscInt i = 0; i < nw; i += 2) { /* Box-Muller on uniform [0,1) draws */
-      PetscReal u1, u2, r;
-
-      PetscCall(PetscRandomGetValueReal(rnd, &u1));
-      PetscCall(PetscRandomGetValueReal(rnd, &u2));
-      r        = PetscSqrtReal(-2.0 * PetscLogReal(1.0 - u1));
-      theta[i] = std * r * PetscCosReal(2.0 * PETSC_PI * u2);
-      if (i + 1 < nw) theta[i + 1] = std * r * PetscSinReal(2.0 * PETSC_PI * u2);
-    }
-  } break;
-  case LAYER_INIT_XAVIER: {
-    PetscReal a = PetscSqrtReal(6.0 / (fanin + fanout));
-
-    for (PetscInt i = 0; i < nw; i++) {
-      PetscReal u;
-
-      PetscCall(PetscRandomGetValueReal(rnd, &u));
-      theta[i] = a * (2.0 * u - 1.0);
-    }
-  } break;
-  case LAYER_INIT_ZEROS:
-    PetscCall(PetscArrayzero(theta, nw));
-    break;
-  }
+  PetscCall(LayerInitializeWeights(rnd, conv->init, conv->initstd, fanin, fanout, nw, theta));
   if (conv->bias) PetscCall(PetscArrayzero(theta + nw, conv->nout));
   PetscFunctionReturn(0);
 }
