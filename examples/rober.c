@@ -546,7 +546,7 @@ int main(int argc, char **argv)
   PetscCall(VecDuplicate(pb.y0, &pb.p));
   PetscCall(GenerateData(&pb));
 
-  /* the implicit model, from rates a factor 3 off */
+  /* the implicit model, from rates a factor F off */
   PetscCall(SetLogRates(pb.p, TrueRates, start));
   PetscCall(CreateModelTS(pb.p, tstype, NULL, &pb.ts, &ctx));
   PetscCall(TSSetTimeStep(pb.ts, 1e3)); /* every step is cut to the next grid time */

@@ -202,12 +202,16 @@ static PetscErrorCode MatMultTranspose_CubeP(Mat A, Vec y, Vec g)
 /* The right-hand side N(u^3) for states laid out like u, with its Jacobian shells */
 static PetscErrorCode CubeRHSCreate(Net net, Vec u, CubeRHS **rhs)
 {
-  CubeRHS *ctx;
-  Vec      theta;
-  PetscInt n, N, np, NP;
-  MPI_Comm comm = PetscObjectComm((PetscObject)u);
+  CubeRHS    *ctx;
+  Vec         theta;
+  PetscInt    n, N, np, NP;
+  PetNetShape in, out;
+  MPI_Comm    comm = PetscObjectComm((PetscObject)u);
 
   PetscFunctionBegin;
+  PetscCall(NetGetInputShape(net, &in));
+  PetscCall(NetGetOutputShape(net, &out));
+  PetscCheck(PetNetShapeEqual(&in, &out), comm, PETSC_ERR_ARG_INCOMP, "The right-hand side Net must map its input shape to itself: end -net_layers with dense:2");
   PetscCall(PetscNew(&ctx));
   ctx->net = net;
   PetscCall(VecDuplicate(u, &ctx->cube));
@@ -586,6 +590,14 @@ int main(int argc, char **argv)
   }
   PetscCall(NetSetFromOptions(net));
   PetscCall(NetSetUp(net));
+  {
+    PetNetShape shape;
+    PetscInt    size;
+
+    PetscCall(NetGetInputShape(net, &shape));
+    PetscCall(PetNetShapeSize(&shape, &size));
+    PetscCheck(size == 2, comm, PETSC_ERR_ARG_INCOMP, "The spiral state has 2 features but the Net takes %" PetscInt_FMT ": drop -net_input_shape (or give 2)", size);
+  }
 
   /* the batch: windows split over the ranks by samples */
   s.nlocal = s.batch / size + (rank < s.batch % size ? 1 : 0);
