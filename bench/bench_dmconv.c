@@ -1,10 +1,11 @@
-static const char help[] = "Times the grid-distributed convolution (layer dmconv2d) on one large field: run it on 1 and on 2 ranks.\n"
+static const char help[] = "Times conv2d on a DMDA (grid mode: the convolution of one large distributed field): run it on 1 and on 2 ranks.\n"
                            "  -bench_grid M       an M x M grid (default 1024)\n"
                            "  -bench_channels C   input = output channels (default 8)\n"
-                           "  -bench_kernel K     kernel size (default 3)\n"
+                           "  -bench_kernel K     kernel size, odd (default 3): the layer is conv2d:C:K:1:K/2\n"
                            "  -bench_repeat R     timed repetitions of each phase (default 5)\n"
-                           "Phases: forward (halo exchange + im2col + dgemm), backward (dtheta and dx, with the adjoint halo exchange\n"
-                           "DMLocalToGlobal ADD_VALUES), and the halo exchange alone. Ends with one line: summary: key=value ...\n"
+                           "Phases: forward (halo exchange + im2col or taps + dgemm, -layer0_conv2d_grid_algorithm), backward (dtheta\n"
+                           "and dx, with the adjoint halo exchange DMLocalToGlobal ADD_VALUES), and the halo exchange alone.\n"
+                           "Ends with one line: summary: key=value ...\n"
                            "  e.g. OPENBLAS_NUM_THREADS=1 mpiexec -n 2 bin/bench_dmconv\n";
 
 #include <petnetdmda.h>
@@ -48,7 +49,7 @@ int main(int argc, char **argv)
 
   PetscCall(PetscInitialize(&argc, &argv, NULL, help));
   PetscCallMPI(MPI_Comm_size(PETSC_COMM_WORLD, &size));
-  PetscOptionsBegin(PETSC_COMM_WORLD, NULL, "dmconv2d benchmark", NULL);
+  PetscOptionsBegin(PETSC_COMM_WORLD, NULL, "conv2d grid-mode benchmark", NULL);
   PetscCall(PetscOptionsInt("-bench_grid", "Grid points per direction", NULL, M, &M, NULL));
   PetscCall(PetscOptionsInt("-bench_channels", "Input and output channels", NULL, C, &C, NULL));
   PetscCall(PetscOptionsInt("-bench_kernel", "Kernel size (odd)", NULL, K, &K, NULL));
@@ -58,7 +59,7 @@ int main(int argc, char **argv)
   PetscCall(DMDACreate2d(PETSC_COMM_WORLD, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DMDA_STENCIL_BOX, M, M, PETSC_DECIDE, PETSC_DECIDE, C, K / 2, NULL, NULL, &da));
   PetscCall(DMSetUp(da));
   PetscCall(DMDAGetInfo(da, NULL, NULL, NULL, NULL, &m, &n, NULL, NULL, NULL, NULL, NULL, NULL, NULL));
-  PetscCall(PetscSNPrintf(layers, sizeof(layers), "dmconv2d:%" PetscInt_FMT ":%" PetscInt_FMT, C, K));
+  PetscCall(PetscSNPrintf(layers, sizeof(layers), "conv2d:%" PetscInt_FMT ":%" PetscInt_FMT ":1:%" PetscInt_FMT, C, K, K / 2));
   PetscCall(NetCreate(PETSC_COMM_WORLD, &net));
   PetscCall(NetSetLayers(net, layers));
   PetscCall(NetSetFromOptions(net));
@@ -78,8 +79,9 @@ int main(int argc, char **argv)
   PetscCall(TimePhase(net, da, U, Y, dY, dU, G, 1, repeat, &tb));
   PetscCall(TimePhase(net, da, U, Y, dY, dU, G, 2, repeat, &th));
   flops = 2.0 * M * M * K * K * C * C;
-  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "dmconv2d %" PetscInt_FMT "x%" PetscInt_FMT " grid, %" PetscInt_FMT " -> %" PetscInt_FMT " channels, %" PetscInt_FMT "x%" PetscInt_FMT " kernel on %d rank(s) (%" PetscInt_FMT " x %" PetscInt_FMT " blocks)\n",
-                        M, M, C, C, K, K, size, m, n));
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD,
+                        "conv2d on a DMDA, %" PetscInt_FMT "x%" PetscInt_FMT " grid, %" PetscInt_FMT " -> %" PetscInt_FMT " channels, %" PetscInt_FMT "x%" PetscInt_FMT " kernel on %d rank(s) (%" PetscInt_FMT " x %" PetscInt_FMT " blocks)\n", M, M, C,
+                        C, K, K, size, m, n));
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "  forward  %8.2f ms  %6.2f GFLOP/s\n", 1e3 * (double)tf, (double)(flops / tf / 1e9)));
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "  backward %8.2f ms  %6.2f GFLOP/s (dtheta and dx)\n", 1e3 * (double)tb, (double)(2 * flops / tb / 1e9)));
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "  halo exchange alone (DMGlobalToLocal) %.3f ms\n", 1e3 * (double)th));

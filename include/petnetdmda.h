@@ -16,11 +16,13 @@
                                                         simulation's g(u) with its assembled Jacobian, and
                                                         TSAdjointSolve() gives dL/dtheta (petnetts.h)
 
-  Grid-distributed convolution (a field too large for one rank): the layer kind dmconv2d (LAYERDMCONV2D), e.g.
-  -net_layers dmconv2d:16:3,relu,dmconv2d:2:3 on a DMDA with dof 2. NetDMDASetUp() gives the DMDA to every dmconv2d
-  layer; each rank convolves its block of the grid after a halo exchange with DMGlobalToLocal() (a DMDA like the
-  user's with dof = the layer's input channels, box stencil of the kernel radius), whose adjoint is DMLocalToGlobal()
-  with ADD_VALUES. Without a DMDA the same layer convolves batches of whole (height, width, channels) samples.
+  Grid-distributed convolution (a field too large for one rank): the conv2d layer in grid mode, e.g.
+  -net_layers conv2d:16:3:1:1,relu,conv2d:2:3:1:1 on a DMDA with dof 2. NetDMDASetUp() gives the DMDA to every conv2d
+  layer (LayerConv2dSetDM()); each rank convolves its block of the grid after a halo exchange with DMGlobalToLocal()
+  (a DMDA like the user's with dof = the layer's input channels, box stencil of the kernel radius), whose adjoint is
+  DMLocalToGlobal() with ADD_VALUES. Grid mode keeps the grid: stride 1, dilation 1, groups 1, an odd kernel and
+  padding K/2, written as for batches of (height, width, channels) images; with the same parameters, a model trained
+  on zero-padded images computes the same function on a non-periodic field (a periodic one wraps around).
 */
 #pragma once
 
@@ -32,19 +34,14 @@ PETSC_EXTERN PetscErrorCode NetDMDAForward(Net, DM, Vec, Vec);
 PETSC_EXTERN PetscErrorCode NetDMDACreateJacobian(Net, DM, Mat, Mat *);
 PETSC_EXTERN PetscErrorCode NetDMDATSSetRHS(TS, DM, Net);
 
-/* The dmconv2d layer: dmconv2d:OUT[:K], stride 1, output of the input's size (zero padding, or wrap-around on a
-   periodic grid); K odd, as 3 or 3x5 */
+/* conv2d in grid mode: how each rank convolves its block (-conv2d_grid_algorithm); the results agree to round-off */
 typedef enum {
-  LAYER_DMCONV2D_ALGORITHM_AUTO,   /* taps on blocks whose rows have at least 32 points, else im2col */
-  LAYER_DMCONV2D_ALGORITHM_IM2COL, /* im2col over chunks of rows, one GEMM per chunk */
-  LAYER_DMCONV2D_ALGORITHM_TAPS    /* one GEMM per kernel tap and row, no im2col */
-} LayerDMConv2dAlgorithm;
-PETSC_EXTERN const char *const LayerDMConv2dAlgorithms[];
+  LAYER_CONV2D_GRID_ALGORITHM_AUTO,   /* taps on blocks whose rows have at least 32 points, else im2col */
+  LAYER_CONV2D_GRID_ALGORITHM_IM2COL, /* im2col over chunks of rows, one GEMM per chunk */
+  LAYER_CONV2D_GRID_ALGORITHM_TAPS    /* one GEMM per kernel tap and row, no im2col */
+} LayerConv2dGridAlgorithm;
+PETSC_EXTERN const char *const LayerConv2dGridAlgorithms[];
 
-PETSC_EXTERN PetscErrorCode LayerDMConv2dSetDM(Layer, DM);
-PETSC_EXTERN PetscErrorCode LayerDMConv2dGetDM(Layer, DM *);
-PETSC_EXTERN PetscErrorCode LayerDMConv2dSetOutputChannels(Layer, PetscInt);
-PETSC_EXTERN PetscErrorCode LayerDMConv2dSetKernel(Layer, PetscInt, PetscInt);
-PETSC_EXTERN PetscErrorCode LayerDMConv2dSetBias(Layer, PetscBool);
-PETSC_EXTERN PetscErrorCode LayerDMConv2dSetInitialization(Layer, LayerInitType, PetscReal);
-PETSC_EXTERN PetscErrorCode LayerDMConv2dSetAlgorithm(Layer, LayerDMConv2dAlgorithm);
+PETSC_EXTERN PetscErrorCode LayerConv2dSetDM(Layer, DM);
+PETSC_EXTERN PetscErrorCode LayerConv2dGetDM(Layer, DM *);
+PETSC_EXTERN PetscErrorCode LayerConv2dSetGridAlgorithm(Layer, LayerConv2dGridAlgorithm);

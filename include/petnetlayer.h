@@ -64,7 +64,8 @@ PETSC_EXTERN PetscErrorCode LayerDenseSetOutputSize(Layer, PetscInt);
 PETSC_EXTERN PetscErrorCode LayerDenseSetInitialization(Layer, LayerInitType, PetscReal);
 PETSC_EXTERN PetscErrorCode LayerLeakyReLUSetSlope(Layer, PetscReal);
 
-/* Convolutional kinds: inputs are (h, w, c) channels-last unless noted */
+/* Convolutional kinds: inputs are (h, w, c) channels-last unless noted; conv2d also convolves the fields of a 2-D DMDA,
+   input (c) at each grid point (grid mode: LayerConv2dSetDM() in petnetdmda.h) */
 #define LAYERCONV2D        "conv2d"        /* conv2d:OUT[:K[:STRIDE[:PAD]]][:dilation=D][:groups=G][:bias=0|1], K as 3 or 3x5 */
 #define LAYERMAXPOOL       "maxpool"       /* maxpool:K[:STRIDE[:PAD]], stride defaults to K */
 #define LAYERAVGPOOL       "avgpool"       /* avgpool:K[:STRIDE[:PAD]], padding counted in the mean (PyTorch's default) */
@@ -96,5 +97,3 @@ PETSC_EXTERN PetscErrorCode LayerResidualSetBranches(Layer, const char[], const 
 PETSC_EXTERN PetscErrorCode LayerResidualGetBranches(Layer, Net *, Net *);
 
 #define LAYERODE "ode" /* ode[:T]: y = u(T), du/dt = f(u) with f an inner Net (-<prefix>ode_net_layers); see petnetts.h */
-
-#define LAYERDMCONV2D "dmconv2d" /* dmconv2d:OUT[:K]: convolution on a DMDA-distributed grid (LayerDMConv2dSetDM) or on batches; see petnetdmda.h */

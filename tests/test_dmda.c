@@ -6,12 +6,14 @@ static const char help[] = "Nets on DMDA fields (include/petnetdmda.h).\n"
                            "                  and the preconditioner built from A alone\n"
                            "  -case ts        NetDMDATSSetRHS + NetTSSetUserRHS (diffusion) on a 2-D DMDA: TSAdjointSolve gradients with\n"
                            "                  respect to u0 and theta against finite differences, rk 4 and cn (preconditioned by shift I - A),\n"
-                           "                  a pointwise MLP and a grid-distributed CNN (dmconv2d)\n"
-                           "  -case conv      the dmconv2d layer: grid-distributed on 2-D DMDAs (zero padding, periodic) equal to conv2d (or to itself)\n"
-                           "                  on one rank with the same weights (<= 1e-13), on batches equal to conv2d; dot-product and finite-\n"
-                           "                  difference tests of every Jacobian (NetTestJacobian); -conv_algorithm auto, im2col or taps\n"
+                           "                  a pointwise MLP and a CNN of conv2d layers in grid mode (halo exchanges inside the TS)\n"
+                           "  -case conv      conv2d in grid mode on 2-D DMDAs: derivative tests (NetTestJacobian: dot-product and finite\n"
+                           "                  differences of every Jacobian), then the output against the same parameters on one rank:\n"
+                           "                  zero padding, the same Net back in batch mode on the gathered field as one image (<= 1e-13);\n"
+                           "                  periodic, the same Net on a one-rank DMDA; -conv_grid_algorithm auto, im2col or taps\n"
+                           "  -case view      LayerView of conv2d layers in grid mode\n"
                            "  -case wrongdof  a Net whose input size is not the DMDA's dof (error test)\n"
-                           "  -case badkernel dmconv2d:4:4, an even kernel (error test)\n"
+                           "  -case badconv   -conv_layers SPEC on a 2-D (or -conv_dim 3) DMDA, or (-conv_dim 0) on samples of shape (2) (error tests)\n"
                            "Random fields are drawn in the DMDA's natural ordering: the same on any number of ranks.\n";
 
 #include <petnetdmda.h>
@@ -442,25 +444,24 @@ static PetscErrorCode CheckTS(TSType type, const char layers[])
 
 /* case conv ----------------------------------------------------------------------------------------------------- */
 
-/* *net on comm with the given layers and input shape (NULL: set by NetDMDASetUp(net, da)) */
+/* *net on comm with the given layers and input shape (NULL: set by NetDMDASetUp(net, da)); -conv_grid_algorithm sets
+   the grid algorithm of every conv2d layer, and the layers' own options (-layer<l>_conv2d_grid_algorithm) follow */
 static PetscErrorCode CreateNet(MPI_Comm comm, const char layers[], const char shape[], DM da, Net *net)
 {
+  LayerConv2dGridAlgorithm algorithm = LAYER_CONV2D_GRID_ALGORITHM_AUTO;
+  PetscInt                 nl;
+
   PetscFunctionBegin;
   PetscCall(NetCreate(comm, net));
   PetscCall(NetSetLayers(*net, layers));
   PetscCall(NetSetSeed(*net, 17));
-  {
-    LayerDMConv2dAlgorithm algorithm = LAYER_DMCONV2D_ALGORITHM_AUTO;
-    PetscInt               nl;
+  PetscCall(PetscOptionsGetEnum(NULL, NULL, "-conv_grid_algorithm", LayerConv2dGridAlgorithms, (PetscEnum *)&algorithm, NULL));
+  PetscCall(NetGetNumLayers(*net, &nl));
+  for (PetscInt l = 0; l < nl; l++) {
+    Layer layer;
 
-    PetscCall(PetscOptionsGetEnum(NULL, NULL, "-conv_algorithm", LayerDMConv2dAlgorithms, (PetscEnum *)&algorithm, NULL));
-    PetscCall(NetGetNumLayers(*net, &nl));
-    for (PetscInt l = 0; l < nl; l++) {
-      Layer layer;
-
-      PetscCall(NetGetLayer(*net, l, &layer));
-      PetscCall(LayerDMConv2dSetAlgorithm(layer, algorithm));
-    }
+    PetscCall(NetGetLayer(*net, l, &layer));
+    PetscCall(LayerConv2dSetGridAlgorithm(layer, algorithm));
   }
   if (shape) {
     PetNetShape in;
@@ -468,6 +469,7 @@ static PetscErrorCode CreateNet(MPI_Comm comm, const char layers[], const char s
     PetscCall(PetNetShapeFromString(shape, &in));
     PetscCall(NetSetInputShape(*net, &in));
   }
+  PetscCall(NetSetFromOptions(*net));
   if (da)
     PetscCall(NetDMDASetUp(*net, da));
   else
@@ -500,20 +502,16 @@ static PetscErrorCode CopyParameters(Net src, Net dst)
   PetscFunctionReturn(0);
 }
 
-/* max |a - b| / max |b| */
-static PetscErrorCode MaxRelativeDifference(Vec a, Vec b, PetscReal *d)
+/* max |a - b| / max |b| over the n entries of two arrays */
+static PetscReal MaxRelativeDifference(PetscInt n, const PetscScalar *a, const PetscScalar *b)
 {
-  Vec       diff;
-  PetscReal nb;
+  PetscReal d = 0, nb = 0;
 
-  PetscFunctionBegin;
-  PetscCall(VecDuplicate(a, &diff));
-  PetscCall(VecWAXPY(diff, -1.0, b, a));
-  PetscCall(VecNorm(diff, NORM_INFINITY, d));
-  PetscCall(VecNorm(b, NORM_INFINITY, &nb));
-  *d /= nb;
-  PetscCall(VecDestroy(&diff));
-  PetscFunctionReturn(0);
+  for (PetscInt i = 0; i < n; i++) {
+    d  = PetscMax(d, PetscAbsScalar(a[i] - b[i]));
+    nb = PetscMax(nb, PetscAbsScalar(b[i]));
+  }
+  return nb > 0 ? d / nb : d;
 }
 
 /* Dot-product and finite-difference tests of every Jacobian of net at X (the errors are not printed: they vary by rank) */
@@ -527,22 +525,79 @@ static PetscErrorCode CheckDerivatives(Net net, Vec X, const char what[])
   PetscCall(NetTestJacobian(net, X, viewer, &doterr, &fderr));
   PetscCall(PetscViewerDestroy(&viewer));
   PetscCheck(doterr <= 1e-12 && fderr <= 1e-6, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s: dot-product error %g, finite-difference error %g", what, (double)doterr, (double)fderr);
-  PetscCall(PetscInfo(NULL, "%s: dot-product error %g, finite-difference error %g\n", what, (double)doterr, (double)fderr));
+  PetscCall(PetscInfo(NULL, "conv grid %s: dot-product error %g, finite-difference error %g\n", what, (double)doterr, (double)fderr));
   PetscFunctionReturn(0);
 }
 
 /*
-  A grid-distributed Net on a DMDA of M x N points against the same weights on one rank: either conv2d on the whole
-  (N, M, dof) image (reference = a conv2d spec), or the same dmconv2d Net on a one-rank DMDA (periodic grids); then the
-  derivative tests of the distributed Net.
+  The same Net, back in batch mode (no DMDA, input shape (N, M, dof)) with the same parameters, on the gathered input
+  field Uall as one image on rank 0: its output must be the gathered grid-mode output Yall. *diff: the relative max.
 */
-static PetscErrorCode CheckGridConv(const char layers[], const char reference[], PetscInt M, PetscInt N, PetscInt dof, DMBoundaryType bx, DMBoundaryType by)
+static PetscErrorCode CheckSameNetOnBatch(Net net, PetscInt M, PetscInt N, PetscInt dof, Vec Uall, Vec Yall, PetscReal *diff)
 {
-  DM        da, daself = NULL;
-  Net       net, self;
-  Vec       U, Y, Uall, Yall, Yself;
-  PetscReal diff, nrm;
-  char      shape[64];
+  Vec                theta, saved, X, Y;
+  PetNetShape        in = {3, {N, M, dof}};
+  PetscInt           nl, n, nx, ny;
+  PetscMPIInt        rank;
+  const PetscScalar *u, *ygrid, *ybatch;
+  PetscScalar       *x;
+
+  PetscFunctionBegin;
+  PetscCallMPI(MPI_Comm_rank(PETSC_COMM_WORLD, &rank));
+  PetscCall(NetGetParameters(net, &theta));
+  PetscCall(VecDuplicate(theta, &saved));
+  PetscCall(VecCopy(theta, saved));
+  PetscCall(NetGetNumLayers(net, &nl));
+  for (PetscInt l = 0; l < nl; l++) {
+    Layer     layer;
+    DM        dm;
+    PetscBool isconv;
+
+    PetscCall(NetGetLayer(net, l, &layer));
+    PetscCall(PetscObjectTypeCompare((PetscObject)layer, LAYERCONV2D, &isconv));
+    PetscCall(LayerConv2dGetDM(layer, &dm));
+    PetscCheck(isconv == (dm != NULL), PETSC_COMM_WORLD, PETSC_ERR_PLIB, "Layer %" PetscInt_FMT " (%s) %s a DMDA after NetDMDASetUp()", l, isconv ? "conv2d" : "not conv2d", dm ? "has" : "lacks");
+    PetscCall(LayerConv2dSetDM(layer, NULL));
+  }
+  PetscCall(NetSetInputShape(net, &in)); /* lays the Net out anew (and initialises new parameters) */
+  PetscCall(NetSetUp(net));
+  PetscCall(NetGetParameters(net, &theta));
+  PetscCall(VecCopy(saved, theta));
+  n = rank ? 0 : 1;
+  PetscCall(NetCreateVecs(net, n, &X, &Y));
+  PetscCall(VecGetLocalSize(X, &nx));
+  PetscCall(VecGetArrayRead(Uall, &u));
+  PetscCall(VecGetArrayWrite(X, &x));
+  PetscCall(PetscArraycpy(x, u, nx));
+  PetscCall(VecRestoreArrayWrite(X, &x));
+  PetscCall(VecRestoreArrayRead(Uall, &u));
+  PetscCall(NetForward(net, X, Y));
+  PetscCall(VecGetLocalSize(Y, &ny));
+  PetscCall(VecGetArrayRead(Yall, &ygrid));
+  PetscCall(VecGetArrayRead(Y, &ybatch));
+  *diff = MaxRelativeDifference(ny, ygrid, ybatch);
+  PetscCall(VecRestoreArrayRead(Y, &ybatch));
+  PetscCall(VecRestoreArrayRead(Yall, &ygrid));
+  PetscCallMPI(MPI_Bcast(diff, 1, MPIU_REAL, 0, PETSC_COMM_WORLD));
+  PetscCall(VecDestroy(&X));
+  PetscCall(VecDestroy(&Y));
+  PetscCall(VecDestroy(&saved));
+  PetscFunctionReturn(0);
+}
+
+/*
+  A Net of conv2d layers in grid mode on an M x N DMDA: its derivative tests, then its output against the same
+  parameters on one rank: on a non-periodic grid, the same Net back in batch mode on the gathered field as one
+  zero-padded (N, M, dof) image; on a periodic grid (which batch mode does not have), the same Net on a one-rank DMDA.
+*/
+static PetscErrorCode CheckGridConv(const char layers[], PetscInt M, PetscInt N, PetscInt dof, DMBoundaryType bx, DMBoundaryType by)
+{
+  const PetscBool periodic = (PetscBool)(bx == DM_BOUNDARY_PERIODIC || by == DM_BOUNDARY_PERIODIC);
+  DM              da, dy;
+  Net             net;
+  Vec             U, Y, Uall, Yall;
+  PetscReal       diff, nrm;
+  PetNetShape     out;
 
   PetscFunctionBegin;
   PetscCall(DMDACreate2d(PETSC_COMM_WORLD, bx, by, DMDA_STENCIL_STAR, M, N, PETSC_DECIDE, PETSC_DECIDE, dof, 1, NULL, NULL, &da));
@@ -550,76 +605,104 @@ static PetscErrorCode CheckGridConv(const char layers[], const char reference[],
   PetscCall(CreateNet(PETSC_COMM_WORLD, layers, NULL, da, &net));
   PetscCall(DMCreateGlobalVector(da, &U));
   PetscCall(FillRandomField(da, U, 31));
-  {
-    PetNetShape out;
-    DM          dy;
-
-    PetscCall(NetGetOutputShape(net, &out));
-    PetscCall(DMDACreateCompatibleDMDA(da, out.dim[0], &dy));
-    PetscCall(DMCreateGlobalVector(dy, &Y));
-    PetscCall(NetDMDAForward(net, da, U, Y));
-    PetscCall(GatherNatural(dy, Y, &Yall));
-    PetscCall(DMDestroy(&dy));
-  }
+  PetscCall(NetGetOutputShape(net, &out));
+  PetscCall(DMDACreateCompatibleDMDA(da, out.dim[0], &dy));
+  PetscCall(DMCreateGlobalVector(dy, &Y));
+  PetscCall(NetDMDAForward(net, da, U, Y));
+  PetscCall(GatherNatural(dy, Y, &Yall));
   PetscCall(GatherNatural(da, U, &Uall));
+  PetscCall(CheckDerivatives(net, U, layers));
+  if (!periodic)
+    PetscCall(CheckSameNetOnBatch(net, M, N, dof, Uall, Yall, &diff));
+  else {
+    DM  daself;
+    Net self;
+    Vec Yself;
 
-  /* the one-rank reference on the gathered field */
-  if (reference) {
-    PetscCall(PetscSNPrintf(shape, sizeof(shape), "%" PetscInt_FMT "x%" PetscInt_FMT "x%" PetscInt_FMT, N, M, dof));
-    PetscCall(CreateNet(PETSC_COMM_SELF, reference, shape, NULL, &self));
-  } else {
     PetscCall(DMDACreate2d(PETSC_COMM_SELF, bx, by, DMDA_STENCIL_STAR, M, N, 1, 1, dof, 1, NULL, NULL, &daself));
     PetscCall(DMSetUp(daself));
     PetscCall(CreateNet(PETSC_COMM_SELF, layers, NULL, daself, &self));
+    PetscCall(CopyParameters(net, self));
+    PetscCall(VecDuplicate(Yall, &Yself));
+    PetscCall(NetForward(self, Uall, Yself));
+    {
+      const PetscScalar *a, *b;
+      PetscInt           n;
+
+      PetscCall(VecGetLocalSize(Yall, &n));
+      PetscCall(VecGetArrayRead(Yall, &a));
+      PetscCall(VecGetArrayRead(Yself, &b));
+      diff = MaxRelativeDifference(n, a, b);
+      PetscCall(VecRestoreArrayRead(Yself, &b));
+      PetscCall(VecRestoreArrayRead(Yall, &a));
+    }
+    PetscCall(VecDestroy(&Yself));
+    PetscCall(NetDestroy(&self));
+    PetscCall(DMDestroy(&daself));
   }
-  PetscCall(CopyParameters(net, self));
-  PetscCall(VecDuplicate(Yall, &Yself));
-  PetscCall(NetForward(self, Uall, Yself));
-  PetscCall(MaxRelativeDifference(Yall, Yself, &diff));
-  PetscCheck(diff <= 1e-13, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s on a %" PetscInt_FMT " x %" PetscInt_FMT " DMDA differs from %s on one rank by %g (relative)", layers, M, N, reference ? reference : "itself", (double)diff);
+  PetscCheck(diff <= 1e-13, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s on a %" PetscInt_FMT " x %" PetscInt_FMT " DMDA differs from %s on one rank by %g (relative)", layers, M, N, periodic ? "itself" : "batch mode", (double)diff);
+  PetscCall(PetscInfo(NULL, "conv grid %s: %s differs by %g (relative max)\n", layers, periodic ? "itself on one rank" : "batch mode on one image", (double)diff));
   PetscCall(VecNorm(Yall, NORM_2, &nrm));
-  PetscCall(CheckDerivatives(net, U, layers));
-  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "conv grid %-36s %2" PetscInt_FMT "x%-2" PetscInt_FMT " %-8s |y| = %.10e, equal to %s on one rank, derivatives ok\n", layers, M, N, DMBoundaryTypes[bx], (double)nrm, reference ? reference : "itself"));
-  PetscCall(VecDestroy(&Yself));
-  PetscCall(NetDestroy(&self));
-  PetscCall(DMDestroy(&daself));
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "conv grid %-62s %2" PetscInt_FMT "x%-2" PetscInt_FMT " %-8s |y| = %.10e, equal to %s, derivatives ok\n", layers, M, N, DMBoundaryTypes[bx], (double)nrm,
+                        periodic ? "itself on one rank" : "batch mode on the gathered image"));
   PetscCall(VecDestroy(&Uall));
   PetscCall(VecDestroy(&Yall));
   PetscCall(VecDestroy(&Y));
   PetscCall(VecDestroy(&U));
   PetscCall(NetDestroy(&net));
+  PetscCall(DMDestroy(&dy));
   PetscCall(DMDestroy(&da));
   PetscFunctionReturn(0);
 }
 
-/* The same layer on batches of (H, W, C) samples (no DMDA) against conv2d with the same weights, and its derivatives */
-static PetscErrorCode CheckBatchConv(const char layers[], const char reference[], const char shape[], PetscInt nsamples)
+/* case view: LayerView of conv2d layers in grid mode (the algorithm in use, the DMDA and its ranks) */
+static PetscErrorCode ViewGridConv(void)
 {
-  Net       net, ref;
-  Vec       X, Y, Yref;
-  PetscInt  n = PETSC_DECIDE;
-  PetscReal diff, nrm;
+  DM       da;
+  Net      net;
+  PetscInt nl;
 
   PetscFunctionBegin;
-  PetscCall(CreateNet(PETSC_COMM_WORLD, layers, shape, NULL, &net));
-  PetscCall(CreateNet(PETSC_COMM_WORLD, reference, shape, NULL, &ref));
-  PetscCall(CopyParameters(net, ref));
-  PetscCall(PetscSplitOwnership(PETSC_COMM_WORLD, &n, &nsamples));
-  PetscCall(NetCreateVecs(net, n, &X, &Y));
-  PetscCall(VecDuplicate(Y, &Yref));
-  PetscCall(VecSetRandom(X, NULL));
-  PetscCall(NetForward(net, X, Y));
-  PetscCall(NetForward(ref, X, Yref));
-  PetscCall(MaxRelativeDifference(Y, Yref, &diff));
-  PetscCheck(diff <= 1e-13, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s on batches differs from %s by %g (relative)", layers, reference, (double)diff);
-  PetscCall(CheckDerivatives(net, X, layers));
-  PetscCall(VecNorm(Y, NORM_2, &nrm));
-  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "conv batch %-36s %s x %" PetscInt_FMT ": equal to %s, derivatives ok\n", layers, shape, nsamples, reference));
-  PetscCall(VecDestroy(&X));
-  PetscCall(VecDestroy(&Y));
-  PetscCall(VecDestroy(&Yref));
+  PetscCall(DMDACreate2d(PETSC_COMM_WORLD, DM_BOUNDARY_NONE, DM_BOUNDARY_PERIODIC, DMDA_STENCIL_STAR, 40, 12, PETSC_DECIDE, PETSC_DECIDE, 2, 1, NULL, NULL, &da));
+  PetscCall(DMSetUp(da));
+  PetscCall(CreateNet(PETSC_COMM_WORLD, "conv2d:4:3:1:1,tanh,conv2d:2:5x3:1:2x1:bias=0", NULL, da, &net));
+  PetscCall(NetGetNumLayers(net, &nl));
+  for (PetscInt l = 0; l < nl; l++) {
+    Layer layer;
+
+    PetscCall(NetGetLayer(net, l, &layer));
+    PetscCall(LayerView(layer, PETSC_VIEWER_STDOUT_WORLD));
+  }
   PetscCall(NetDestroy(&net));
-  PetscCall(NetDestroy(&ref));
+  PetscCall(DMDestroy(&da));
+  PetscFunctionReturn(0);
+}
+
+/* case badconv: a Net (-conv_layers) on a DMDA of dimension -conv_dim, or with -conv_dim 0 on samples of shape (2) and
+   no DMDA (error tests) */
+static PetscErrorCode BadConv(void)
+{
+  char     layers[256] = "conv2d:4:3:2:1";
+  PetscInt dim         = 2;
+  DM       da;
+  Net      net;
+
+  PetscFunctionBegin;
+  PetscCall(PetscOptionsGetString(NULL, NULL, "-conv_layers", layers, sizeof(layers), NULL));
+  PetscCall(PetscOptionsGetInt(NULL, NULL, "-conv_dim", &dim, NULL));
+  if (dim == 0) {
+    PetscCall(CreateNet(PETSC_COMM_WORLD, layers, "2", NULL, &net));
+    PetscCall(NetDestroy(&net));
+    PetscFunctionReturn(0);
+  }
+  if (dim == 3)
+    PetscCall(DMDACreate3d(PETSC_COMM_WORLD, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DMDA_STENCIL_STAR, 6, 6, 6, PETSC_DECIDE, PETSC_DECIDE, PETSC_DECIDE, 2, 1, NULL, NULL, NULL, &da));
+  else
+    PetscCall(DMDACreate2d(PETSC_COMM_WORLD, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DMDA_STENCIL_STAR, 8, 8, PETSC_DECIDE, PETSC_DECIDE, 2, 1, NULL, NULL, &da));
+  PetscCall(DMSetUp(da));
+  PetscCall(CreateNet(PETSC_COMM_WORLD, layers, NULL, da, &net));
+  PetscCall(NetDestroy(&net));
+  PetscCall(DMDestroy(&da));
   PetscFunctionReturn(0);
 }
 
@@ -655,24 +738,22 @@ int main(int argc, char **argv)
   else if (!strcmp(testcase, "ts")) {
     PetscCall(CheckTS(TSRK, "dense:5,tanh,dense:2"));
     PetscCall(CheckTS(TSCN, "dense:5,tanh,dense:2"));
-    PetscCall(CheckTS(TSRK, "dmconv2d:4:3,tanh,dmconv2d:2:3")); /* a learned nonlocal term: halo exchanges inside TS */
+    PetscCall(CheckTS(TSRK, "conv2d:4:3:1:1,tanh,conv2d:2:3:1:1")); /* a learned nonlocal term: halo exchanges inside TS */
   } else if (!strcmp(testcase, "conv")) {
-    PetscCall(CheckGridConv("dmconv2d:4:3", "conv2d:4:3:1:1", 17, 13, 3, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE));
-    PetscCall(CheckGridConv("dmconv2d:4:5x3", "conv2d:4:5x3:1:2x1", 17, 13, 3, DM_BOUNDARY_GHOSTED, DM_BOUNDARY_NONE));
-    PetscCall(CheckGridConv("dmconv2d:5:3,tanh,dmconv2d:2:5", "conv2d:5:3:1:1,tanh,conv2d:2:5:1:2", 19, 16, 2, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE));
-    PetscCall(CheckGridConv("dmconv2d:5:3,tanh,dmconv2d:2:3x5", NULL, 19, 16, 2, DM_BOUNDARY_PERIODIC, DM_BOUNDARY_PERIODIC));
-    PetscCall(CheckGridConv("dmconv2d:3:3,dense:4,tanh,dmconv2d:1:3", NULL, 18, 15, 2, DM_BOUNDARY_PERIODIC, DM_BOUNDARY_NONE));
-    PetscCall(CheckBatchConv("dmconv2d:4:3", "conv2d:4:3:1:1", "9x7x3", 5));
-    PetscCall(CheckBatchConv("dmconv2d:5:5x3,relu,dmconv2d:2:3", "conv2d:5:5x3:1:2x1,relu,conv2d:2:3:1:1", "8x10x2", 3));
-  } else if (!strcmp(testcase, "badkernel")) {
-    Net net;
-
-    PetscCall(CreateNet(PETSC_COMM_WORLD, "dmconv2d:4:4", "8x8x1", NULL, &net));
-    PetscCall(NetDestroy(&net));
-  } else if (!strcmp(testcase, "wrongdof"))
+    PetscCall(CheckGridConv("conv2d:4:3:1:1", 17, 13, 3, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE));
+    PetscCall(CheckGridConv("conv2d:4:5x3:1:2x1", 17, 13, 3, DM_BOUNDARY_GHOSTED, DM_BOUNDARY_NONE));
+    PetscCall(CheckGridConv("conv2d:5:3:1:1,tanh,conv2d:2:5:1:2", 19, 16, 2, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE));
+    PetscCall(CheckGridConv("conv2d:6:3:1:1,tanh,conv2d:4:3:1:1:bias=0,tanh,conv2d:2:1:1:0", 18, 14, 2, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE));
+    PetscCall(CheckGridConv("conv2d:5:3:1:1,tanh,conv2d:2:3x5:1:1x2", 19, 16, 2, DM_BOUNDARY_PERIODIC, DM_BOUNDARY_PERIODIC));
+    PetscCall(CheckGridConv("conv2d:3:3:1:1,dense:4,tanh,conv2d:1:3:1:1", 18, 15, 2, DM_BOUNDARY_PERIODIC, DM_BOUNDARY_NONE));
+  } else if (!strcmp(testcase, "view"))
+    PetscCall(ViewGridConv());
+  else if (!strcmp(testcase, "badconv"))
+    PetscCall(BadConv());
+  else if (!strcmp(testcase, "wrongdof"))
     PetscCall(WrongDof());
   else
-    SETERRQ(PETSC_COMM_WORLD, PETSC_ERR_ARG_WRONG, "Unknown -case %s: apply, jacobian, ts, conv, wrongdof or badkernel", testcase);
+    SETERRQ(PETSC_COMM_WORLD, PETSC_ERR_ARG_WRONG, "Unknown -case %s: apply, jacobian, ts, conv, view, wrongdof or badconv", testcase);
   PetscCall(PetscFinalize());
   return 0;
 }

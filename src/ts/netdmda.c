@@ -1,5 +1,6 @@
 /*
-  A Net applied to a DMDA field (include/petnetdmda.h): pointwise, and through dmconv2d layers, as a convolution.
+  A Net applied to a DMDA field (include/petnetdmda.h): pointwise, and through conv2d layers in grid mode, as
+  a convolution.
 
   The local part of a DMDA global Vec is the rank's block of grid points, [zm][ym][xm][dof] with the dof interlaced:
   exactly a batch of xm*ym*zm samples of shape (dof), sample-major and channels-last. The functions here only check
@@ -25,8 +26,8 @@ static PetscErrorCode NetDMDACheckDM_Private(DM da, PetscInt *dof, PetscInt *npo
 
 /*@
   NetDMDASetUp - prepares a Net to act on the fields of a DMDA, a grid point being a sample: sets the input shape to
-  (dof) unless one is set already (then its size must be dof), gives the DMDA to every dmconv2d layer (grid-distributed
-  convolution, LayerDMConv2dSetDM()), and sets the Net up.
+  (dof) unless one is set already (then its size must be dof), gives the DMDA to every conv2d layer (grid mode: a
+  convolution of the distributed field, LayerConv2dSetDM()), and sets the Net up.
 
   Input Parameters:
 + net - the Net, with its layers
@@ -48,7 +49,7 @@ PetscErrorCode NetDMDASetUp(Net net, DM da)
     PetscCall(NetSetInputShape(net, &in));
   }
   /* grid-distributed layers convolve this grid; a layer that had another lays the Net out anew */
-  for (PetscInt l = 0; l < net->nlayers; l++) PetscCall(LayerDMConv2dSetDM(net->layers[l], da));
+  for (PetscInt l = 0; l < net->nlayers; l++) PetscCall(LayerConv2dSetDM(net->layers[l], da));
   for (PetscInt l = 0; l < net->nlayers && net->setupcalled; l++)
     if (!net->layers[l]->setupcalled) PetscCall(NetReset(net));
   PetscCall(PetNetShapeSize(&in, &insize));

@@ -18,7 +18,6 @@ PETSC_INTERN PetscErrorCode LayerCreate_Dropout(Layer);
 PETSC_INTERN PetscErrorCode LayerCreate_BatchNorm(Layer);
 PETSC_INTERN PetscErrorCode LayerCreate_ODE(Layer);
 PETSC_INTERN PetscErrorCode LayerCreate_Residual(Layer);
-PETSC_INTERN PetscErrorCode LayerCreate_DMConv2d(Layer);
 
 PetscErrorCode LayerRegisterAll(void)
 {
@@ -42,6 +41,5 @@ PetscErrorCode LayerRegisterAll(void)
   PetscCall(LayerRegister(LAYERBATCHNORM, LayerCreate_BatchNorm));
   PetscCall(LayerRegister(LAYERODE, LayerCreate_ODE));
   PetscCall(LayerRegister(LAYERRESIDUAL, LayerCreate_Residual));
-  PetscCall(LayerRegister(LAYERDMCONV2D, LayerCreate_DMConv2d));
   PetscFunctionReturn(0);
 }

@@ -1,4 +1,5 @@
-/* conv2d: settings, shapes, initialisation, PyTorch tensor names (the kernels are in conv2dkernels.c). */
+/* conv2d: settings, shapes, initialisation, PyTorch tensor names, and the choice between batch mode (kernels in
+   conv2dkernels.c and winograd.c) and grid mode on a DMDA (grid.c, gridkernels.c). */
 #include "conv2d.h"
 
 const char *const Conv2dAlgorithms[] = {"auto", "im2col", "winograd", "Conv2dAlgorithm", "CONV2D_ALGORITHM_", NULL};
@@ -44,15 +45,31 @@ static PetscErrorCode LayerSetUp_Conv2d(Layer layer)
     SETERRQ(comm, PETSC_ERR_ARG_WRONG, "conv2d layer %" PetscInt_FMT " has no number of output channels: write conv2d:OUT in -net_layers (e.g. conv2d:32), or give -%sconv2d_outputs OUT, or call LayerConv2dSetOutputChannels()", layer->index,
             prefix ? prefix : "");
   }
-  PetscCall(LayerWindowSetUp(layer, win));
   PetscCall(LayerResetWorkspace_Conv2d(layer));
-  conv->cin = layer->in.dim[2];
+  PetscCall(Conv2dGridReset_Private(layer));
+  if (conv->grid.dm)
+    PetscCall(Conv2dGridCheck_Private(layer)); /* grid mode: (Cin) at each point of a DMDA */
+  else {
+    char shape[64];
+
+    PetscCall(PetNetShapeToString(&layer->in, sizeof(shape), shape));
+    PetscCheck(layer->in.ndim != 1, comm, PETSC_ERR_ARG_SIZ,
+               "conv2d layer %" PetscInt_FMT " has input shape %s: it convolves (height, width, channels) samples (give -net_input_shape HxWxC), or the fields of a 2-D DMDA whose grid points are the samples (NetDMDASetUp(), LayerConv2dSetDM())",
+               layer->index, shape);
+    PetscCall(LayerWindowSetUp(layer, win)); /* batch mode: (H, W, Cin) samples */
+  }
+  conv->cin = layer->in.dim[layer->in.ndim - 1];
   PetscCheck(conv->cin % conv->groups == 0 && conv->nout % conv->groups == 0, comm, PETSC_ERR_ARG_INCOMP, "conv2d groups (%" PetscInt_FMT ") must divide the input channels (%" PetscInt_FMT ") and the output channels (%" PetscInt_FMT ")",
              conv->groups, conv->cin, conv->nout);
-  conv->cg          = conv->cin / conv->groups;
-  conv->cog         = conv->nout / conv->groups;
-  conv->kg          = win->k[0] * win->k[1] * conv->cg;
-  conv->ktot        = conv->groups * conv->kg;
+  conv->cg       = conv->cin / conv->groups;
+  conv->cog      = conv->nout / conv->groups;
+  conv->kg       = win->k[0] * win->k[1] * conv->cg;
+  conv->ktot     = conv->groups * conv->kg;
+  layer->nparams = conv->nout * conv->kg + (conv->bias ? conv->nout : 0);
+  if (conv->grid.dm) {
+    PetscCall(Conv2dGridSetUp_Private(layer));
+    PetscFunctionReturn(0);
+  }
   conv->pixels      = win->out[0] * win->out[1];
   conv->pointwise   = (PetscBool)(win->k[0] == 1 && win->k[1] == 1 && win->step[0] == 1 && win->step[1] == 1 && win->pad[0] == 0 && win->pad[1] == 0);
   conv->tiles[0]    = (win->out[0] + 1) / 2;
@@ -61,7 +78,6 @@ static PetscErrorCode LayerSetUp_Conv2d(Layer layer)
   layer->out.dim[0] = win->out[0];
   layer->out.dim[1] = win->out[1];
   layer->out.dim[2] = conv->nout;
-  layer->nparams    = conv->nout * conv->kg + (conv->bias ? conv->nout : 0);
   Conv2dChooseAlgorithm(conv);
   PetscFunctionReturn(0);
 }
@@ -72,7 +88,39 @@ static PetscErrorCode LayerReset_Conv2d(Layer layer)
 
   PetscFunctionBegin;
   PetscCall(LayerResetWorkspace_Conv2d(layer));
+  PetscCall(Conv2dGridReset_Private(layer));
   PetscCall(LayerWindowReset(&conv->win));
+  PetscFunctionReturn(0);
+}
+
+/* The two layouts share the parameters; each has its kernels: grid mode in grid.c, batch mode in conv2dkernels.c */
+static PetscErrorCode LayerForward_Conv2dDispatch(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
+{
+  PetscFunctionBegin;
+  if (((Layer_Conv2d *)layer->data)->grid.dm)
+    PetscCall(Conv2dGridForward_Private(layer, n, theta, x, y));
+  else
+    PetscCall(LayerForward_Conv2d(layer, n, theta, x, y));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerBackward_Conv2dDispatch(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)
+{
+  PetscFunctionBegin;
+  if (((Layer_Conv2d *)layer->data)->grid.dm)
+    PetscCall(Conv2dGridBackward_Private(layer, n, theta, x, dy, dx, dtheta));
+  else
+    PetscCall(LayerBackward_Conv2d(layer, n, theta, x, y, dy, dx, dtheta));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerJVP_Conv2dDispatch(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dx, const PetscScalar *dtheta, PetscScalar *dy)
+{
+  PetscFunctionBegin;
+  if (((Layer_Conv2d *)layer->data)->grid.dm)
+    PetscCall(Conv2dGridJVP_Private(layer, n, theta, x, dx, dtheta, dy));
+  else
+    PetscCall(LayerJVP_Conv2d(layer, n, theta, x, y, dx, dtheta, dy));
   PetscFunctionReturn(0);
 }
 
@@ -215,10 +263,11 @@ static PetscErrorCode Conv2dOptionsPair(Layer layer, PetscOptionItems *PetscOpti
 
 static PetscErrorCode LayerSetFromOptions_Conv2d(Layer layer, PetscOptionItems *PetscOptionsObject)
 {
-  Layer_Conv2d   *conv = (Layer_Conv2d *)layer->data;
-  PetscInt        nout = conv->nout, groups = conv->groups, pair[2];
-  PetscBool       bias      = conv->bias, set;
-  Conv2dAlgorithm algorithm = conv->algorithm;
+  Layer_Conv2d            *conv = (Layer_Conv2d *)layer->data;
+  PetscInt                 nout = conv->nout, groups = conv->groups, pair[2];
+  PetscBool                bias          = conv->bias, set;
+  Conv2dAlgorithm          algorithm     = conv->algorithm;
+  LayerConv2dGridAlgorithm gridalgorithm = conv->grid.algorithm;
 
   PetscFunctionBegin;
   PetscOptionsHeadBegin(PetscOptionsObject, "2-D convolution layer options");
@@ -248,9 +297,15 @@ static PetscErrorCode LayerSetFromOptions_Conv2d(Layer layer, PetscOptionItems *
     if (layer->setupcalled) PetscCall(LayerReset(layer));
     conv->algorithm = algorithm;
   }
-  PetscCall(PetscOptionsReal("-conv2d_max_workspace", "Workspace in MB of one chunk of samples (im2col or Winograd buffers): the batch is processed chunk by chunk", "", conv->maxworkspace, &conv->maxworkspace, &set));
+  PetscCall(PetscOptionsReal("-conv2d_max_workspace", "Workspace in MB of one chunk of samples (im2col or Winograd buffers; on a DMDA, of one chunk of rows): the batch is processed chunk by chunk", "", conv->maxworkspace, &conv->maxworkspace, &set));
   PetscCheck(conv->maxworkspace > 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "-conv2d_max_workspace must be positive, not %g", (double)conv->maxworkspace);
-  if (set) PetscCall(LayerResetWorkspace_Conv2d(layer));
+  if (set) {
+    PetscCall(LayerResetWorkspace_Conv2d(layer));
+    if (conv->grid.dm && layer->setupcalled) PetscCall(LayerReset(layer)); /* grid mode sizes its im2col chunks at set-up */
+  }
+  PetscCall(PetscOptionsEnum("-conv2d_grid_algorithm", "On a DMDA (grid mode): auto, im2col, or taps (one GEMM per kernel tap and row)", "LayerConv2dSetGridAlgorithm", LayerConv2dGridAlgorithms, (PetscEnum)gridalgorithm, (PetscEnum *)&gridalgorithm,
+                             &set));
+  if (set) PetscCall(LayerConv2dSetGridAlgorithm(layer, gridalgorithm));
   PetscOptionsHeadEnd();
   PetscFunctionReturn(0);
 }
@@ -267,7 +322,12 @@ static PetscErrorCode LayerView_Conv2d(Layer layer, PetscViewer viewer)
                                    ", groups %" PetscInt_FMT ", %s\n",
                                    conv->nout, w->k[0], w->k[1], w->stride[0], w->stride[1], w->pad[0], w->pad[1], w->dilation[0], w->dilation[1], conv->groups, conv->bias ? "bias" : "no bias"));
   if (conv->init == LAYER_INIT_NORMAL) PetscCall(PetscSNPrintf(std, sizeof(std), " (std %g)", (double)conv->initstd));
-  PetscCall(PetscViewerASCIIPrintf(viewer, "initialisation %s%s, algorithm %s%s, workspace %g MB a chunk of samples\n", LayerInitTypes[conv->init], std, Conv2dAlgorithms[conv->algorithm],
+  if (conv->grid.dm) {
+    PetscCall(PetscViewerASCIIPrintf(viewer, "initialisation %s%s\n", LayerInitTypes[conv->init], std));
+    PetscCall(Conv2dGridView_Private(layer, viewer));
+    PetscFunctionReturn(0);
+  }
+  PetscCall(PetscViewerASCIIPrintf(viewer, "initialisation %s%s, algorithm %s%s, chunks of samples in %.2f MB of workspace\n", LayerInitTypes[conv->init], std, Conv2dAlgorithms[conv->algorithm],
                                    !layer->setupcalled ? ""
                                    : conv->winograd    ? " (Winograd F(2x2,3x3))"
                                    : conv->pointwise   ? " (1x1: GEMM on the input)"
@@ -280,11 +340,15 @@ static PetscErrorCode LayerDestroy_Conv2d(Layer layer)
 {
   PetscFunctionBegin;
   PetscCall(LayerReset_Conv2d(layer));
+  PetscCall(DMDestroy(&((Layer_Conv2d *)layer->data)->grid.dm));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv2dSetOutputChannels_C", NULL));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv2dSetWindow_C", NULL));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv2dSetGroups_C", NULL));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv2dSetBias_C", NULL));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv2dSetInitialization_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv2dSetDM_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv2dGetDM_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv2dSetGridAlgorithm_C", NULL));
   PetscCall(PetscFree(layer->data));
   PetscFunctionReturn(0);
 }
@@ -453,9 +517,9 @@ PETSC_INTERN PetscErrorCode LayerCreate_Conv2d(Layer layer)
   layer->data                                   = conv;
   layer->ops->setup                             = LayerSetUp_Conv2d;
   layer->ops->initialize                        = LayerInitialize_Conv2d;
-  layer->ops->forward                           = LayerForward_Conv2d;
-  layer->ops->backward                          = LayerBackward_Conv2d;
-  layer->ops->jvp                               = LayerJVP_Conv2d;
+  layer->ops->forward                           = LayerForward_Conv2dDispatch;
+  layer->ops->backward                          = LayerBackward_Conv2dDispatch;
+  layer->ops->jvp                               = LayerJVP_Conv2dDispatch;
   layer->ops->tensors                           = LayerTensors_Conv2d;
   layer->ops->setarguments                      = LayerSetArguments_Conv2d;
   layer->ops->getarguments                      = LayerGetArguments_Conv2d;
@@ -468,5 +532,8 @@ PETSC_INTERN PetscErrorCode LayerCreate_Conv2d(Layer layer)
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv2dSetGroups_C", LayerConv2dSetGroups_Conv2d));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv2dSetBias_C", LayerConv2dSetBias_Conv2d));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv2dSetInitialization_C", LayerConv2dSetInitialization_Conv2d));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv2dSetDM_C", LayerConv2dSetDM_Conv2d));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv2dGetDM_C", LayerConv2dGetDM_Conv2d));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv2dSetGridAlgorithm_C", LayerConv2dSetGridAlgorithm_Conv2d));
   PetscFunctionReturn(0);
 }

@@ -27,10 +27,15 @@
   V and M) fits in -conv2d_max_workspace MB (default 1, about a core's L2 cache), so that each GEMM reads what the
   transform before it just wrote from cache. Backward recomputes
   col(x) (or V(x)) chunk by chunk, except when one chunk holds the whole batch: then forward's is kept.
+
+  Two layouts, one set of parameters: the above is batch mode (batch-distributed: each rank holds whole samples).
+  Given a 2-D DMDA (LayerConv2dSetDM(), NetDMDASetUp()), the layer is in grid mode instead (grid.h): the tensors are
+  fields of the DMDA, a grid point a sample of shape (Cin), convolved after a halo exchange (grid.c, gridkernels.c).
 */
 #pragma once
 
 #include "window.h"
+#include "grid.h"
 #include <petscblaslapack.h>
 
 typedef enum { CONV2D_ALGORITHM_AUTO, CONV2D_ALGORITHM_IM2COL, CONV2D_ALGORITHM_WINOGRAD } Conv2dAlgorithm;
@@ -76,6 +81,8 @@ typedef struct {
                                  im2col dW^T per group when Kg < Cout/G */
   PetscScalar       *zeros;   /* Winograd: max(Cin, Cout) zeros (the padding), and as many scratch entries */
   const PetscScalar *colx;
+
+  Conv2dGrid grid; /* grid mode (grid.dm set): the DMDA, its halo exchange and the block kernels' workspace */
 } Layer_Conv2d;
 
 PETSC_INTERN PetscErrorCode LayerForward_Conv2d(Layer, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *);

@@ -1,0 +1,306 @@
+/* conv2d in grid mode (see grid.h): the requirements, the halo exchange and its adjoint, the layer's operations on the
+   rank's block, and the public functions that give a conv2d layer its DMDA. The block kernels are in gridkernels.c. */
+#include "conv2d.h"
+
+const char *const LayerConv2dGridAlgorithms[] = {"auto", "im2col", "taps", "LayerConv2dGridAlgorithm", "LAYER_CONV2D_GRID_ALGORITHM_", NULL};
+
+/*
+  Grid mode keeps the grid: one output point per input point, each computed from its own neighbourhood. That is the
+  batch layer with stride 1, dilation 1, one group, an odd kernel and "same" padding K/2, written the same way.
+*/
+PetscErrorCode Conv2dGridCheck_Private(Layer layer)
+{
+  Layer_Conv2d      *conv = (Layer_Conv2d *)layer->data;
+  const LayerWindow *w    = &conv->win;
+  MPI_Comm           comm = PetscObjectComm((PetscObject)layer);
+  PetscInt           dim, M, N, k[2], pad[2];
+  PetscBool          isdmda;
+  PetscMPIInt        cmp;
+  char               shape[64], have[256], want[128], kernel[32], padding[32];
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectTypeCompare((PetscObject)conv->grid.dm, DMDA, &isdmda));
+  PetscCheck(isdmda, comm, PETSC_ERR_ARG_WRONG, "conv2d layer %" PetscInt_FMT ": LayerConv2dSetDM() needs a DMDA, not a DM of type %s", layer->index, ((PetscObject)conv->grid.dm)->type_name);
+  PetscCallMPI(MPI_Comm_compare(comm, PetscObjectComm((PetscObject)conv->grid.dm), &cmp));
+  PetscCheck(cmp == MPI_IDENT || cmp == MPI_CONGRUENT, comm, PETSC_ERR_ARG_NOTSAMECOMM, "conv2d layer %" PetscInt_FMT ": the DMDA must live on the Net's communicator", layer->index);
+  PetscCall(DMDAGetInfo(conv->grid.dm, &dim, &M, &N, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL));
+  PetscCheck(dim == 2, comm, PETSC_ERR_ARG_WRONG,
+             "conv2d layer %" PetscInt_FMT " on a DMDA convolves a 2-D grid, but this DMDA is %" PetscInt_FMT "-D: create it with DMDACreate2d() (on 1-D and 3-D DMDAs, use layers that act point by point, such as dense)", layer->index, dim);
+  PetscCall(PetNetShapeToString(&layer->in, sizeof(shape), shape));
+  PetscCheck(layer->in.ndim == 1, comm, PETSC_ERR_ARG_INCOMP,
+             "conv2d layer %" PetscInt_FMT
+             " on a DMDA takes one grid point as a sample: its input shape must be (channels), not %s (NetDMDASetUp() sets the Net's input shape to the DMDA's dof; LayerConv2dSetDM(layer, NULL) returns to (height, width, channels) images)",
+             layer->index, shape);
+  for (int d = 0; d < 2; d++) {
+    k[d]   = w->k[d] % 2 ? w->k[d] : w->k[d] + 1;
+    pad[d] = k[d] / 2;
+  }
+  if (w->k[0] != k[0] || w->k[1] != k[1] || w->pad[0] != pad[0] || w->pad[1] != pad[1] || w->stride[0] != 1 || w->stride[1] != 1 || w->dilation[0] != 1 || w->dilation[1] != 1 || conv->groups != 1) {
+    PetscCall(LayerWindowPairToString(k, sizeof(kernel), kernel));
+    PetscCall(LayerWindowPairToString(pad, sizeof(padding), padding));
+    PetscCall(PetscSNPrintf(want, sizeof(want), "conv2d:%" PetscInt_FMT ":%s:1:%s%s", conv->nout, kernel, padding, conv->bias ? "" : ":bias=0"));
+    PetscCall(LayerGetSpec(layer, sizeof(have), have));
+    SETERRQ(comm, PETSC_ERR_ARG_INCOMP, "conv2d layer %" PetscInt_FMT " on a DMDA keeps the grid: it needs stride 1, dilation 1, groups 1, an odd kernel K and padding K/2 (write %s), not %s", layer->index, want, have);
+  }
+  PetscCheck(w->k[0] <= N && w->k[1] <= M, comm, PETSC_ERR_ARG_OUTOFRANGE, "conv2d layer %" PetscInt_FMT ": the %" PetscInt_FMT "x%" PetscInt_FMT " kernel is larger than the %" PetscInt_FMT " x %" PetscInt_FMT " grid", layer->index, w->k[0], w->k[1],
+             N, M);
+  PetscFunctionReturn(0);
+}
+
+/* The halo exchange's DMDA (the user's grid, boundary types and ownership; dof Cin; box stencil of the kernel radius),
+   this rank's block, and the kernels' workspace. Called after Conv2dGridCheck_Private() and with cin, kg set. */
+PetscErrorCode Conv2dGridSetUp_Private(Layer layer)
+{
+  Layer_Conv2d   *conv = (Layer_Conv2d *)layer->data;
+  Conv2dGrid     *grid = &conv->grid;
+  MPI_Comm        comm = PetscObjectComm((PetscObject)layer);
+  PetscInt        M, N, m, n, xs, ys, xm, ym, gxs, gys, gxm, gym;
+  const PetscInt *lx, *ly;
+  DMBoundaryType  bx, by;
+
+  PetscFunctionBegin;
+  PetscCall(DMDAGetInfo(grid->dm, NULL, &M, &N, NULL, &m, &n, NULL, NULL, NULL, &bx, &by, NULL, NULL));
+  PetscCall(DMDAGetOwnershipRanges(grid->dm, &lx, &ly, NULL));
+  PetscCall(DMDACreate2d(comm, bx, by, DMDA_STENCIL_BOX, M, N, m, n, conv->cin, PetscMax(conv->win.k[0], conv->win.k[1]) / 2, lx, ly, &grid->dmin));
+  PetscCall(DMSetUp(grid->dmin));
+  PetscCall(DMDAGetCorners(grid->dmin, &xs, &ys, NULL, &xm, &ym, NULL));
+  PetscCall(DMDAGetGhostCorners(grid->dmin, &gxs, &gys, NULL, &gxm, &gym, NULL));
+  grid->block = (Conv2dGridBlock){xs, ys, xm, ym, gxs, gys, gxm, gym, M, N, {bx == DM_BOUNDARY_PERIODIC, by == DM_BOUNDARY_PERIODIC}};
+  PetscCall(VecCreateMPIWithArray(comm, conv->cin, xm * ym * conv->cin, PETSC_DECIDE, NULL, &grid->xg));
+  PetscCall(DMCreateLocalVector(grid->dmin, &grid->xl));
+  PetscCall(VecDuplicate(grid->xl, &grid->dl));
+  layer->out.ndim   = 1;
+  layer->out.dim[0] = conv->nout;
+
+  grid->taps = (PetscBool)(grid->algorithm == LAYER_CONV2D_GRID_ALGORITHM_TAPS || (grid->algorithm == LAYER_CONV2D_GRID_ALGORITHM_AUTO && xm >= CONV2D_GRID_TAPS_MIN_WIDTH));
+  if (grid->taps)
+    PetscCall(PetscMalloc1(2 * conv->kg * conv->nout, &grid->wt));
+  else { /* im2col in chunks of rows whose col and output fit in -conv2d_max_workspace MB: the GEMM then reads col from cache */
+    const PetscReal points = conv->maxworkspace * 1024.0 * 1024.0 / (sizeof(PetscScalar) * (conv->kg + conv->nout));
+
+    grid->chunkrows = PetscMax(1, (PetscInt)PetscMin((PetscReal)ym, PetscFloorReal(points / PetscMax(1, xm))));
+    PetscCall(PetscMalloc1(grid->chunkrows * xm * conv->kg, &grid->col));
+  }
+  PetscFunctionReturn(0);
+}
+
+/* Forgets what Conv2dGridSetUp_Private() made; the DMDA and the algorithm stay */
+PetscErrorCode Conv2dGridReset_Private(Layer layer)
+{
+  Conv2dGrid *grid = &((Layer_Conv2d *)layer->data)->grid;
+
+  PetscFunctionBegin;
+  PetscCall(VecDestroy(&grid->xg));
+  PetscCall(VecDestroy(&grid->xl));
+  PetscCall(VecDestroy(&grid->dl));
+  PetscCall(DMDestroy(&grid->dmin));
+  PetscCall(PetscFree(grid->col));
+  PetscCall(PetscFree(grid->wt));
+  grid->taps      = PETSC_FALSE;
+  grid->chunkrows = 0;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode Conv2dGridView_Private(Layer layer, PetscViewer viewer)
+{
+  Conv2dGrid *grid = &((Layer_Conv2d *)layer->data)->grid;
+  PetscInt    M, N, m, n;
+  char        inuse[64] = "";
+
+  PetscFunctionBegin;
+  if (layer->setupcalled && grid->taps)
+    PetscCall(PetscSNPrintf(inuse, sizeof(inuse), " (taps: one GEMM per kernel tap and row)"));
+  else if (layer->setupcalled)
+    PetscCall(PetscSNPrintf(inuse, sizeof(inuse), " (im2col + GEMM on chunks of %" PetscInt_FMT " rows)", grid->chunkrows));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "grid algorithm %s%s\n", LayerConv2dGridAlgorithms[grid->algorithm], inuse));
+  PetscCall(DMDAGetInfo(grid->dm, NULL, &M, &N, NULL, &m, &n, NULL, NULL, NULL, NULL, NULL, NULL, NULL));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "grid-distributed: a %" PetscInt_FMT " x %" PetscInt_FMT " DMDA on %" PetscInt_FMT " x %" PetscInt_FMT " ranks, halo exchange DMGlobalToLocal\n", M, N, m, n));
+  PetscFunctionReturn(0);
+}
+
+/* This rank's n samples must be its points of the DMDA: the local part of one global Vec (a field) */
+static PetscErrorCode Conv2dGridCheckPoints(Layer layer, PetscInt n)
+{
+  const Conv2dGridBlock *bk = &((Layer_Conv2d *)layer->data)->grid.block;
+
+  PetscFunctionBegin;
+  PetscCheck(n == bk->xm * bk->ym, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ,
+             "conv2d layer %" PetscInt_FMT " on a DMDA: this rank holds %" PetscInt_FMT " samples but owns %" PetscInt_FMT " x %" PetscInt_FMT " points of the DMDA: give the Net one global Vec of the DMDA (a field), as NetDMDAForward() does",
+             layer->index, n, bk->xm, bk->ym);
+  PetscFunctionReturn(0);
+}
+
+/* local = the ghosted array of the field whose owned part is the array a: the halo exchange DMGlobalToLocal() */
+static PetscErrorCode Conv2dGridHaloExchange(Conv2dGrid *grid, const PetscScalar *a, Vec local)
+{
+  PetscFunctionBegin;
+  PetscCall(VecPlaceArray(grid->xg, a));
+  PetscCall(DMGlobalToLocalBegin(grid->dmin, grid->xg, INSERT_VALUES, local));
+  PetscCall(DMGlobalToLocalEnd(grid->dmin, grid->xg, INSERT_VALUES, local));
+  PetscCall(VecResetArray(grid->xg));
+  PetscFunctionReturn(0);
+}
+
+/* a = the owned part of the sum of the ghosted contributions in local: its adjoint, DMLocalToGlobal() with ADD_VALUES */
+static PetscErrorCode Conv2dGridHaloAdjoint(Conv2dGrid *grid, Vec local, PetscScalar *a)
+{
+  PetscFunctionBegin;
+  PetscCall(VecPlaceArray(grid->xg, a));
+  PetscCall(VecZeroEntries(grid->xg));
+  PetscCall(DMLocalToGlobalBegin(grid->dmin, local, ADD_VALUES, grid->xg));
+  PetscCall(DMLocalToGlobalEnd(grid->dmin, local, ADD_VALUES, grid->xg));
+  PetscCall(VecResetArray(grid->xg));
+  PetscFunctionReturn(0);
+}
+
+/* y = conv(x) on the rank's block: halo exchange, then the kernels on the ghosted input */
+PetscErrorCode Conv2dGridForward_Private(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
+{
+  Conv2dGrid        *grid = &((Layer_Conv2d *)layer->data)->grid;
+  const PetscScalar *xl;
+
+  PetscFunctionBegin;
+  PetscCall(Conv2dGridCheckPoints(layer, n));
+  PetscCall(Conv2dGridHaloExchange(grid, x, grid->xl));
+  PetscCall(VecGetArrayRead(grid->xl, &xl));
+  if (grid->taps)
+    PetscCall(Conv2dGridForwardTaps_Private(layer, theta, xl, y));
+  else
+    PetscCall(Conv2dGridForwardIm2col_Private(layer, theta, xl, y));
+  PetscCall(VecRestoreArrayRead(grid->xl, &xl));
+  PetscFunctionReturn(0);
+}
+
+/*
+  dx = J_x^T dy, dtheta += J_theta^T dy. dtheta needs the ghosted input (exchanged again: the Net may have run other
+  forward passes since); dx is accumulated in the ghosted array, then summed onto the owners.
+*/
+PetscErrorCode Conv2dGridBackward_Private(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)
+{
+  Conv2dGrid        *grid = &((Layer_Conv2d *)layer->data)->grid;
+  const PetscScalar *xl   = NULL;
+  PetscScalar       *dl   = NULL;
+
+  PetscFunctionBegin;
+  PetscCall(Conv2dGridCheckPoints(layer, n));
+  if (dtheta) {
+    PetscCall(Conv2dGridHaloExchange(grid, x, grid->xl));
+    PetscCall(VecGetArrayRead(grid->xl, &xl));
+  }
+  if (dx) {
+    PetscCall(VecZeroEntries(grid->dl));
+    PetscCall(VecGetArray(grid->dl, &dl));
+  }
+  if (grid->taps)
+    PetscCall(Conv2dGridBackwardTaps_Private(layer, theta, xl, dy, dl, dtheta));
+  else
+    PetscCall(Conv2dGridBackwardIm2col_Private(layer, theta, xl, dy, dl, dtheta));
+  if (dtheta) PetscCall(VecRestoreArrayRead(grid->xl, &xl));
+  if (dx) {
+    PetscCall(VecRestoreArray(grid->dl, &dl));
+    PetscCall(Conv2dGridHaloAdjoint(grid, grid->dl, dx));
+  }
+  PetscFunctionReturn(0);
+}
+
+/* dy = J_x dx + J_theta dtheta: dx is exchanged like the input; dtheta needs the ghosted input */
+PetscErrorCode Conv2dGridJVP_Private(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *dx, const PetscScalar *dtheta, PetscScalar *dy)
+{
+  Conv2dGrid        *grid = &((Layer_Conv2d *)layer->data)->grid;
+  const PetscScalar *xl = NULL, *dl = NULL;
+
+  PetscFunctionBegin;
+  PetscCall(Conv2dGridCheckPoints(layer, n));
+  if (dtheta) {
+    PetscCall(Conv2dGridHaloExchange(grid, x, grid->xl));
+    PetscCall(VecGetArrayRead(grid->xl, &xl));
+  }
+  if (dx) {
+    PetscCall(Conv2dGridHaloExchange(grid, dx, grid->dl));
+    PetscCall(VecGetArrayRead(grid->dl, &dl));
+  }
+  if (grid->taps)
+    PetscCall(Conv2dGridJVPTaps_Private(layer, theta, xl, dl, dtheta, dy));
+  else
+    PetscCall(Conv2dGridJVPIm2col_Private(layer, theta, xl, dl, dtheta, dy));
+  if (dtheta) PetscCall(VecRestoreArrayRead(grid->xl, &xl));
+  if (dx) PetscCall(VecRestoreArrayRead(grid->dl, &dl));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode LayerConv2dSetDM_Conv2d(Layer layer, DM dm)
+{
+  Conv2dGrid *grid = &((Layer_Conv2d *)layer->data)->grid;
+
+  PetscFunctionBegin;
+  if (dm == grid->dm) PetscFunctionReturn(0);
+  if (dm) PetscCall(PetscObjectReference((PetscObject)dm));
+  PetscCall(DMDestroy(&grid->dm));
+  grid->dm = dm;
+  if (layer->setupcalled) PetscCall(LayerReset(layer));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode LayerConv2dGetDM_Conv2d(Layer layer, DM *dm)
+{
+  PetscFunctionBegin;
+  *dm = ((Layer_Conv2d *)layer->data)->grid.dm;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode LayerConv2dSetGridAlgorithm_Conv2d(Layer layer, LayerConv2dGridAlgorithm algorithm)
+{
+  Conv2dGrid *grid = &((Layer_Conv2d *)layer->data)->grid;
+
+  PetscFunctionBegin;
+  if (layer->setupcalled && grid->dm && algorithm != grid->algorithm) PetscCall(LayerReset(layer));
+  grid->algorithm = algorithm;
+  PetscFunctionReturn(0);
+}
+
+/*@
+  LayerConv2dSetDM - puts a conv2d layer in grid mode: its tensors are fields of this 2-D DMDA (each rank its block of
+  grid points, a grid point a sample of shape (channels)), convolved after a halo exchange with DMGlobalToLocal().
+  The layer must keep the grid (stride 1, dilation 1, groups 1, odd kernel K, padding K/2: conv2d:OUT:K:1:K/2) and
+  has the parameters of the same layer on batches of (height, width, channels) images. The DMDA's dof, stencil type
+  and width do not matter (the layer makes its own with dof = its input channels); its grid, boundary types (periodic:
+  wrap around; otherwise zero padding) and ownership ranges do. NULL returns to batch mode. NetDMDASetUp() sets it on
+  every conv2d layer of a Net; other kinds ignore it. The layer keeps a reference.
+
+  Input Parameters:
++ layer - the layer
+- dm    - a 2-D DMDA on the layer's communicator, or NULL
+@*/
+PetscErrorCode LayerConv2dSetDM(Layer layer, DM dm)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(layer, LAYER_CLASSID, 1);
+  if (dm) PetscValidHeaderSpecific(dm, DM_CLASSID, 2);
+  PetscTryMethod(layer, "LayerConv2dSetDM_C", (Layer, DM), (layer, dm));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  LayerConv2dGetDM - the DMDA of a conv2d layer in grid mode (borrowed), or NULL (batch mode, or another kind).
+@*/
+PetscErrorCode LayerConv2dGetDM(Layer layer, DM *dm)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(layer, LAYER_CLASSID, 1);
+  PetscValidPointer(dm, 2);
+  *dm = NULL;
+  PetscTryMethod(layer, "LayerConv2dGetDM_C", (Layer, DM *), (layer, dm));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  LayerConv2dSetGridAlgorithm - how a conv2d layer in grid mode convolves its block (-conv2d_grid_algorithm auto,
+  im2col or taps; see LayerConv2dGridAlgorithm); the results agree to round-off. Batch mode ignores it.
+@*/
+PetscErrorCode LayerConv2dSetGridAlgorithm(Layer layer, LayerConv2dGridAlgorithm algorithm)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(layer, LAYER_CLASSID, 1);
+  PetscTryMethod(layer, "LayerConv2dSetGridAlgorithm_C", (Layer, LayerConv2dGridAlgorithm), (layer, algorithm));
+  PetscFunctionReturn(0);
+}

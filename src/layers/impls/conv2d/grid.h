@@ -1,0 +1,81 @@
+/*
+  conv2d in grid mode: the layer's tensors are fields of a 2-D DMDA (LayerConv2dSetDM(), e.g. by NetDMDASetUp()).
+
+  A field is ONE image distributed over the ranks, each holding its block of grid points; a grid point is a sample,
+  input shape (Cin), output shape (Cout). Grid mode takes the convolutions that keep the grid: stride 1, dilation 1,
+  one group, an odd kernel and padding (KH/2, KW/2), i.e. exactly the batch layer conv2d:OUT:K:1:K/2. Taps outside a
+  non-periodic grid read zero, as the batch layer's zero padding does, so a model trained on (H, W, Cin) images
+  computes the same function on a field; on a periodic grid the taps wrap around.
+
+  The halo exchange is DMGlobalToLocal() on a DMDA like the user's (same grid, boundary types and ownership) with
+  dof Cin and a box stencil of the kernel's radius; its adjoint is DMLocalToGlobal() with ADD_VALUES. The kernels
+  (gridkernels.c) work on the rank's block of output points and the ghosted local array around it:
+
+    x      [gym][gxm][Cin]     the ghosted input (DMDA local array: the block plus the kernel's radius)
+    y      [ym][xm][Cout]      the block's output (the local part of a global Vec, x fastest)
+    W      [Cout][KH][KW][Cin] the batch layer's weights (groups 1): the same theta works in both modes
+    b      [Cout]              (absent with -conv2d_bias 0)
+    theta  = [W, b]
+
+  KH runs along y (rows of the block), KW along x. Two algorithms (-conv2d_grid_algorithm):
+  im2col: over chunks of rows of the block (col and the chunk's output within -conv2d_max_workspace MB), col
+  [P][KH][KW][Cin], then one GEMM per chunk (column-major: col is K x P with K = KH KW Cin, Wc = W^T is K x Cout):
+    forward   y    = Wc^T col(x) + b                         dgemm('T','N')
+    backward  dWc += col(x) dy^T,  db += dy 1               dgemm('N','T')
+              dcol = Wc dy;  dx (ghosted) += col2im(dcol)    dgemm('N','N'), then a scatter-add
+    jvp       dy   = Wc^T col(dx) + dWc^T col(x) + db
+  taps: no im2col; for each row of the block and each kernel tap, the points the tap reaches read a contiguous run of
+  the input, so the tap is one GEMM with its Cin x Cout block of Wc. It moves KH KW times less memory than im2col,
+  which matters with few channels; im2col makes fewer, larger GEMMs, which matters on narrow blocks. auto: taps when
+  the block rows have at least CONV2D_GRID_TAPS_MIN_WIDTH points.
+*/
+#pragma once
+
+#include <petnet/private/layerimpl.h>
+#include <petnetdmda.h>
+
+#define CONV2D_GRID_TAPS_MIN_WIDTH 32
+
+/* This rank's block of output points and the ghosted array around it */
+typedef struct {
+  PetscInt  xs, ys, xm, ym;     /* output points (global grid indices): [xs, xs + xm) x [ys, ys + ym) */
+  PetscInt  gxs, gys, gxm, gym; /* the ghosted array holds the points [gxs, gxs + gxm) x [gys, gys + gym) */
+  PetscInt  M, N;               /* the grid: M points along x (fastest), N along y */
+  PetscBool periodic[2];        /* along x, y: a tap outside the grid wraps (read from the ghosts) or reads zero */
+} Conv2dGridBlock;
+
+typedef struct {
+  DM                       dm;        /* the user's DMDA: grid mode; NULL: batch mode */
+  LayerConv2dGridAlgorithm algorithm; /* as requested */
+
+  /* set up from the input shape and the DMDA */
+  DM              dmin;      /* the halo exchange's DMDA: dof Cin, box stencil of the kernel radius */
+  Conv2dGridBlock block;     /* this rank's block */
+  Vec             xg;        /* a global Vec of dmin whose array is placed (the layer's input or its derivative) */
+  Vec             xl, dl;    /* the ghosted input and the ghosted derivative (jvp's dx, backward's dx) */
+  PetscBool       taps;      /* the tap algorithm is in use (else im2col) */
+  PetscInt        chunkrows; /* im2col: rows of the block per chunk */
+  PetscScalar    *col;       /* im2col: [chunkrows xm][KH][KW][Cin] */
+  PetscScalar    *wt;        /* taps: the weights and a weight direction as [tap][Cin][Cout], twice K Cout */
+} Conv2dGrid;
+
+/* grid.c: requirements, set-up, view, and the layer's forward/backward/jvp on the rank's n grid points */
+PETSC_INTERN PetscErrorCode Conv2dGridCheck_Private(Layer);
+PETSC_INTERN PetscErrorCode Conv2dGridSetUp_Private(Layer);
+PETSC_INTERN PetscErrorCode Conv2dGridReset_Private(Layer);
+PETSC_INTERN PetscErrorCode Conv2dGridView_Private(Layer, PetscViewer);
+PETSC_INTERN PetscErrorCode Conv2dGridForward_Private(Layer, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode Conv2dGridBackward_Private(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode Conv2dGridJVP_Private(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode LayerConv2dSetDM_Conv2d(Layer, DM);
+PETSC_INTERN PetscErrorCode LayerConv2dGetDM_Conv2d(Layer, DM *);
+PETSC_INTERN PetscErrorCode LayerConv2dSetGridAlgorithm_Conv2d(Layer, LayerConv2dGridAlgorithm);
+
+/* gridkernels.c, on the block: forward(theta, x, y), backward(theta, x, dy, dx +=, dtheta +=), jvp(theta, x, dx, dtheta, dy)
+   with x and dx the ghosted arrays */
+PETSC_INTERN PetscErrorCode Conv2dGridForwardIm2col_Private(Layer, const PetscScalar *, const PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode Conv2dGridBackwardIm2col_Private(Layer, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode Conv2dGridJVPIm2col_Private(Layer, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode Conv2dGridForwardTaps_Private(Layer, const PetscScalar *, const PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode Conv2dGridBackwardTaps_Private(Layer, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode Conv2dGridJVPTaps_Private(Layer, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *);

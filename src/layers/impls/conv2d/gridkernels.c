@@ -1,0 +1,310 @@
+/* conv2d grid-mode kernels on the rank's block of output points (layouts in grid.h): im2col over chunks of rows with one
+   GEMM per chunk, or one GEMM per kernel tap and row (the tap algorithm, below). x and dx are ghosted arrays. */
+#include "conv2d.h"
+
+/* Offset in the ghosted array of the point (si, sj), or -1 if the tap falls outside a non-periodic grid (reads zero) */
+static inline PetscInt Conv2dGridSource(const Conv2dGridBlock *bk, PetscInt si, PetscInt sj, PetscInt cin)
+{
+  if (!bk->periodic[0] && (si < 0 || si >= bk->M)) return -1;
+  if (!bk->periodic[1] && (sj < 0 || sj >= bk->N)) return -1;
+  return ((sj - bk->gys) * bk->gxm + (si - bk->gxs)) * cin;
+}
+
+/* col[p][KH][KW][Cin] = the receptive fields of the points of rows [r0, r1) of the block */
+static PetscErrorCode Conv2dGridIm2Col(const Layer_Conv2d *conv, PetscInt r0, PetscInt r1, const PetscScalar *x, PetscScalar *col)
+{
+  const Conv2dGridBlock *bk  = &conv->grid.block;
+  const PetscInt         cin = conv->cin, kh = conv->win.k[0], kw = conv->win.k[1], ry = kh / 2, rx = kw / 2;
+
+  PetscFunctionBegin;
+  for (PetscInt r = r0; r < r1; r++)
+    for (PetscInt q = 0; q < bk->xm; q++) {
+      const PetscInt i = bk->xs + q, j = bk->ys + r;
+
+      for (PetscInt a = 0; a < kh; a++, col += kw * cin) {
+        const PetscInt first = Conv2dGridSource(bk, i - rx, j + a - ry, cin), last = Conv2dGridSource(bk, i + rx, j + a - ry, cin);
+
+        if (first >= 0 && last >= 0)
+          PetscCall(PetscArraycpy(col, x + first, kw * cin)); /* the kernel row is one contiguous run */
+        else
+          for (PetscInt b = 0; b < kw; b++) {
+            const PetscInt src = Conv2dGridSource(bk, i + b - rx, j + a - ry, cin);
+
+            if (src >= 0)
+              PetscCall(PetscArraycpy(col + b * cin, x + src, cin));
+            else
+              PetscCall(PetscArrayzero(col + b * cin, cin));
+          }
+      }
+    }
+  PetscFunctionReturn(0);
+}
+
+/* dx += col2im(col): the transpose of Conv2dGridIm2Col (taps outside a non-periodic grid are dropped) */
+static PetscErrorCode Conv2dGridCol2Im(const Layer_Conv2d *conv, PetscInt r0, PetscInt r1, const PetscScalar *col, PetscScalar *dx)
+{
+  const Conv2dGridBlock *bk  = &conv->grid.block;
+  const PetscInt         cin = conv->cin, kh = conv->win.k[0], kw = conv->win.k[1], ry = kh / 2, rx = kw / 2;
+
+  PetscFunctionBegin;
+  for (PetscInt r = r0; r < r1; r++)
+    for (PetscInt q = 0; q < bk->xm; q++) {
+      const PetscInt i = bk->xs + q, j = bk->ys + r;
+
+      for (PetscInt a = 0; a < kh; a++)
+        for (PetscInt b = 0; b < kw; b++, col += cin) {
+          const PetscInt src = Conv2dGridSource(bk, i + b - rx, j + a - ry, cin);
+
+          if (src >= 0)
+            for (PetscInt c = 0; c < cin; c++) dx[src + c] += col[c];
+        }
+    }
+  PetscFunctionReturn(0);
+}
+
+/* y[p][o] += b[o] for the np points of a chunk */
+static PetscErrorCode Conv2dGridAddBias(PetscInt np, PetscInt nout, const PetscScalar *b, PetscScalar *y)
+{
+  PetscFunctionBegin;
+  for (PetscInt p = 0; p < np; p++)
+    for (PetscInt o = 0; o < nout; o++) y[p * nout + o] += b[o];
+  PetscFunctionReturn(0);
+}
+
+/* y = W * x + b on the block */
+PetscErrorCode Conv2dGridForwardIm2col_Private(Layer layer, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
+{
+  const Layer_Conv2d    *conv = (Layer_Conv2d *)layer->data;
+  const Conv2dGridBlock *bk   = &conv->grid.block;
+  const PetscInt         K = conv->kg, nout = conv->nout, rows = conv->grid.chunkrows;
+  const PetscScalar     *W = theta, one = 1.0, zero = 0.0;
+  PetscScalar           *col = conv->grid.col;
+  PetscBLASInt           bK, bout, bnp;
+
+  PetscFunctionBegin;
+  PetscCall(PetscBLASIntCast(K, &bK));
+  PetscCall(PetscBLASIntCast(nout, &bout));
+  for (PetscInt r0 = 0; r0 < bk->ym; r0 += rows) {
+    const PetscInt r1 = PetscMin(bk->ym, r0 + rows), np = (r1 - r0) * bk->xm;
+    PetscScalar   *yc = y + r0 * bk->xm * nout;
+
+    PetscCall(PetscBLASIntCast(np, &bnp));
+    PetscCall(Conv2dGridIm2Col(conv, r0, r1, x, col));
+    PetscCallBLAS("BLASgemm", BLASgemm_("T", "N", &bout, &bnp, &bK, &one, W, &bK, col, &bK, &zero, yc, &bout));
+    if (conv->bias) PetscCall(Conv2dGridAddBias(np, nout, W + K * nout, yc));
+  }
+  PetscCall(PetscLogFlops(2.0 * bk->xm * bk->ym * K * nout));
+  PetscFunctionReturn(0);
+}
+
+/* dx (ghosted) += J_x^T dy if dx; dtheta += J_theta^T dy if dtheta (then x is needed) */
+PetscErrorCode Conv2dGridBackwardIm2col_Private(Layer layer, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)
+{
+  const Layer_Conv2d    *conv = (Layer_Conv2d *)layer->data;
+  const Conv2dGridBlock *bk   = &conv->grid.block;
+  const PetscInt         K = conv->kg, nout = conv->nout, rows = conv->grid.chunkrows;
+  const PetscScalar     *W = theta, one = 1.0, zero = 0.0;
+  PetscScalar           *col = conv->grid.col;
+  PetscBLASInt           bK, bout, bnp;
+
+  PetscFunctionBegin;
+  PetscCall(PetscBLASIntCast(K, &bK));
+  PetscCall(PetscBLASIntCast(nout, &bout));
+  for (PetscInt r0 = 0; r0 < bk->ym; r0 += rows) {
+    const PetscInt     r1 = PetscMin(bk->ym, r0 + rows), np = (r1 - r0) * bk->xm;
+    const PetscScalar *dyc = dy + r0 * bk->xm * nout;
+
+    PetscCall(PetscBLASIntCast(np, &bnp));
+    if (dtheta) {
+      PetscCall(Conv2dGridIm2Col(conv, r0, r1, x, col));
+      PetscCallBLAS("BLASgemm", BLASgemm_("N", "T", &bK, &bout, &bnp, &one, col, &bK, dyc, &bout, &one, dtheta, &bK));
+      if (conv->bias)
+        for (PetscInt p = 0; p < np; p++)
+          for (PetscInt o = 0; o < nout; o++) dtheta[K * nout + o] += dyc[p * nout + o];
+    }
+    if (dx) {
+      PetscCallBLAS("BLASgemm", BLASgemm_("N", "N", &bK, &bnp, &bout, &one, W, &bK, dyc, &bout, &zero, col, &bK));
+      PetscCall(Conv2dGridCol2Im(conv, r0, r1, col, dx));
+    }
+  }
+  PetscCall(PetscLogFlops(2.0 * bk->xm * bk->ym * K * nout * ((dtheta ? 1 : 0) + (dx ? 1 : 0))));
+  PetscFunctionReturn(0);
+}
+
+/* dy = J_x dx + J_theta dtheta on the block (dx ghosted; either may be NULL; x needed with dtheta) */
+PetscErrorCode Conv2dGridJVPIm2col_Private(Layer layer, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *dx, const PetscScalar *dtheta, PetscScalar *dy)
+{
+  const Layer_Conv2d    *conv = (Layer_Conv2d *)layer->data;
+  const Conv2dGridBlock *bk   = &conv->grid.block;
+  const PetscInt         K = conv->kg, nout = conv->nout, rows = conv->grid.chunkrows;
+  const PetscScalar     *W = theta, one = 1.0, zero = 0.0;
+  PetscScalar           *col = conv->grid.col;
+  PetscBLASInt           bK, bout, bnp;
+
+  PetscFunctionBegin;
+  PetscCall(PetscBLASIntCast(K, &bK));
+  PetscCall(PetscBLASIntCast(nout, &bout));
+  for (PetscInt r0 = 0; r0 < bk->ym; r0 += rows) {
+    const PetscInt r1 = PetscMin(bk->ym, r0 + rows), np = (r1 - r0) * bk->xm;
+    PetscScalar   *dyc  = dy + r0 * bk->xm * nout;
+    PetscScalar    beta = zero;
+
+    PetscCall(PetscBLASIntCast(np, &bnp));
+    if (dx) {
+      PetscCall(Conv2dGridIm2Col(conv, r0, r1, dx, col));
+      PetscCallBLAS("BLASgemm", BLASgemm_("T", "N", &bout, &bnp, &bK, &one, W, &bK, col, &bK, &zero, dyc, &bout));
+      beta = one;
+    }
+    if (dtheta) {
+      PetscCall(Conv2dGridIm2Col(conv, r0, r1, x, col));
+      PetscCallBLAS("BLASgemm", BLASgemm_("T", "N", &bout, &bnp, &bK, &one, dtheta, &bK, col, &bK, &beta, dyc, &bout));
+      if (conv->bias) PetscCall(Conv2dGridAddBias(np, nout, dtheta + K * nout, dyc));
+    }
+    if (!dx && !dtheta) PetscCall(PetscArrayzero(dyc, np * nout));
+  }
+  PetscCall(PetscLogFlops(2.0 * bk->xm * bk->ym * K * nout * ((dtheta ? 1 : 0) + (dx ? 1 : 0))));
+  PetscFunctionReturn(0);
+}
+
+/*
+  The tap algorithm: no im2col. For each row of the block and each kernel tap (a, b), the output points the tap reaches
+  inside the grid read a contiguous run of source points, so the tap is one GEMM with the tap's (Cin x Cout) block of
+  the weights (rows (a KW + b) Cin .. of Wc, leading dimension K):
+    forward   y_row[q0:q1]  += W_ab^T x_src          dgemm('N','N', Cout, nq, Cin) on the transposed copy wt
+    backward  dW_ab         += x_src dy_row^T        dgemm('N','T', Cin, Cout, nq)
+              dx_src        += W_ab dy_row           dgemm('N','N', Cin, nq, Cout)
+  Taps outside a non-periodic grid are skipped (zero padding) by narrowing [q0, q1) or the row.
+*/
+
+/* The points [q0, q1) of block row r that tap (a, b) reaches in the grid, and the offset of the first one's source */
+static inline PetscBool Conv2dGridTapRange(const Layer_Conv2d *conv, PetscInt a, PetscInt b, PetscInt r, PetscInt *q0, PetscInt *q1, PetscInt *src)
+{
+  const Conv2dGridBlock *bk = &conv->grid.block;
+  const PetscInt         rx = conv->win.k[1] / 2, ry = conv->win.k[0] / 2, sj = bk->ys + r + a - ry;
+
+  if (!bk->periodic[1] && (sj < 0 || sj >= bk->N)) return PETSC_FALSE;
+  *q0 = 0;
+  *q1 = bk->xm;
+  if (!bk->periodic[0]) {
+    *q0 = PetscMax(0, rx - b - bk->xs);
+    *q1 = PetscMin(bk->xm, bk->M + rx - b - bk->xs);
+  }
+  if (*q1 <= *q0) return PETSC_FALSE;
+  *src = ((sj - bk->gys) * bk->gxm + (bk->xs + *q0 + b - rx - bk->gxs)) * conv->cin;
+  return PETSC_TRUE;
+}
+
+/* wt[tap][Cin][Cout] (column-major Cout x Cin per tap) = the weights W [Cout][tap Cin], so that the forward GEMMs of the
+   taps are dgemm('N','N'): OpenBLAS runs its transposed-A case at half the speed for these short Cout x Cin blocks */
+static PetscErrorCode Conv2dGridTransposeTaps(const Layer_Conv2d *conv, const PetscScalar *W, PetscScalar *wt)
+{
+  const PetscInt K = conv->kg, nout = conv->nout, cin = conv->cin, ntaps = conv->win.k[0] * conv->win.k[1];
+
+  PetscFunctionBegin;
+  for (PetscInt t = 0; t < ntaps; t++)
+    for (PetscInt c = 0; c < cin; c++)
+      for (PetscInt o = 0; o < nout; o++) wt[(t * cin + c) * nout + o] = W[o * K + t * cin + c];
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode Conv2dGridForwardTaps_Private(Layer layer, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
+{
+  const Layer_Conv2d    *conv = (Layer_Conv2d *)layer->data;
+  const Conv2dGridBlock *bk   = &conv->grid.block;
+  const PetscInt         K = conv->kg, nout = conv->nout, cin = conv->cin, kh = conv->win.k[0], kw = conv->win.k[1];
+  const PetscScalar     *W = theta, one = 1.0;
+  PetscScalar           *wt = conv->grid.wt;
+  PetscBLASInt           bout, bcin, bnq;
+
+  PetscFunctionBegin;
+  PetscCall(PetscBLASIntCast(nout, &bout));
+  PetscCall(PetscBLASIntCast(cin, &bcin));
+  PetscCall(Conv2dGridTransposeTaps(conv, W, wt));
+  for (PetscInt r = 0; r < bk->ym; r++) {
+    PetscScalar *yr = y + r * bk->xm * nout;
+
+    if (conv->bias)
+      for (PetscInt q = 0; q < bk->xm; q++) PetscCall(PetscArraycpy(yr + q * nout, W + K * nout, nout));
+    else
+      PetscCall(PetscArrayzero(yr, bk->xm * nout));
+    for (PetscInt a = 0; a < kh; a++)
+      for (PetscInt b = 0; b < kw; b++) {
+        PetscInt q0, q1, src;
+
+        if (!Conv2dGridTapRange(conv, a, b, r, &q0, &q1, &src)) continue;
+        PetscCall(PetscBLASIntCast(q1 - q0, &bnq));
+        PetscCallBLAS("BLASgemm", BLASgemm_("N", "N", &bout, &bnq, &bcin, &one, wt + (a * kw + b) * cin * nout, &bout, x + src, &bcin, &one, yr + q0 * nout, &bout));
+      }
+  }
+  PetscCall(PetscLogFlops(2.0 * bk->xm * bk->ym * K * nout));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode Conv2dGridBackwardTaps_Private(Layer layer, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)
+{
+  const Layer_Conv2d    *conv = (Layer_Conv2d *)layer->data;
+  const Conv2dGridBlock *bk   = &conv->grid.block;
+  const PetscInt         K = conv->kg, nout = conv->nout, cin = conv->cin, kh = conv->win.k[0], kw = conv->win.k[1];
+  const PetscScalar     *W = theta, one = 1.0;
+  PetscBLASInt           bK, bout, bcin, bnq;
+
+  PetscFunctionBegin;
+  PetscCall(PetscBLASIntCast(K, &bK));
+  PetscCall(PetscBLASIntCast(nout, &bout));
+  PetscCall(PetscBLASIntCast(cin, &bcin));
+  for (PetscInt r = 0; r < bk->ym; r++) {
+    const PetscScalar *dyr = dy + r * bk->xm * nout;
+
+    if (dtheta && conv->bias)
+      for (PetscInt q = 0; q < bk->xm; q++)
+        for (PetscInt o = 0; o < nout; o++) dtheta[K * nout + o] += dyr[q * nout + o];
+    for (PetscInt a = 0; a < kh; a++)
+      for (PetscInt b = 0; b < kw; b++) {
+        const PetscInt tap = (a * kw + b) * cin;
+        PetscInt       q0, q1, src;
+
+        if (!Conv2dGridTapRange(conv, a, b, r, &q0, &q1, &src)) continue;
+        PetscCall(PetscBLASIntCast(q1 - q0, &bnq));
+        if (dtheta) PetscCallBLAS("BLASgemm", BLASgemm_("N", "T", &bcin, &bout, &bnq, &one, x + src, &bcin, dyr + q0 * nout, &bout, &one, dtheta + tap, &bK));
+        if (dx) PetscCallBLAS("BLASgemm", BLASgemm_("N", "N", &bcin, &bnq, &bout, &one, W + tap, &bK, dyr + q0 * nout, &bout, &one, dx + src, &bcin));
+      }
+  }
+  PetscCall(PetscLogFlops(2.0 * bk->xm * bk->ym * K * nout * ((dtheta ? 1 : 0) + (dx ? 1 : 0))));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode Conv2dGridJVPTaps_Private(Layer layer, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *dx, const PetscScalar *dtheta, PetscScalar *dy)
+{
+  const Layer_Conv2d    *conv = (Layer_Conv2d *)layer->data;
+  const Conv2dGridBlock *bk   = &conv->grid.block;
+  const PetscInt         K = conv->kg, nout = conv->nout, cin = conv->cin, kh = conv->win.k[0], kw = conv->win.k[1];
+  const PetscScalar     *W = theta, one = 1.0;
+  PetscScalar           *wt = conv->grid.wt, *dwt = conv->grid.wt + K * nout;
+  PetscBLASInt           bout, bcin, bnq;
+
+  PetscFunctionBegin;
+  PetscCall(PetscBLASIntCast(nout, &bout));
+  PetscCall(PetscBLASIntCast(cin, &bcin));
+  if (dx) PetscCall(Conv2dGridTransposeTaps(conv, W, wt));
+  if (dtheta) PetscCall(Conv2dGridTransposeTaps(conv, dtheta, dwt));
+  for (PetscInt r = 0; r < bk->ym; r++) {
+    PetscScalar *dyr = dy + r * bk->xm * nout;
+
+    if (dtheta && conv->bias)
+      for (PetscInt q = 0; q < bk->xm; q++) PetscCall(PetscArraycpy(dyr + q * nout, dtheta + K * nout, nout));
+    else
+      PetscCall(PetscArrayzero(dyr, bk->xm * nout));
+    for (PetscInt a = 0; a < kh; a++)
+      for (PetscInt b = 0; b < kw; b++) {
+        const PetscInt tap = (a * kw + b) * cin * nout;
+        PetscInt       q0, q1, src;
+
+        if (!Conv2dGridTapRange(conv, a, b, r, &q0, &q1, &src)) continue;
+        PetscCall(PetscBLASIntCast(q1 - q0, &bnq));
+        if (dx) PetscCallBLAS("BLASgemm", BLASgemm_("N", "N", &bout, &bnq, &bcin, &one, wt + tap, &bout, dx + src, &bcin, &one, dyr + q0 * nout, &bout));
+        if (dtheta) PetscCallBLAS("BLASgemm", BLASgemm_("N", "N", &bout, &bnq, &bcin, &one, dwt + tap, &bout, x + src, &bcin, &one, dyr + q0 * nout, &bout));
+      }
+  }
+  PetscCall(PetscLogFlops(2.0 * bk->xm * bk->ym * K * nout * ((dtheta ? 1 : 0) + (dx ? 1 : 0))));
+  PetscFunctionReturn(0);
+}
