@@ -42,6 +42,7 @@ typedef enum {
 } LayerConv2dGridAlgorithm;
 PETSC_EXTERN const char *const LayerConv2dGridAlgorithms[];
 
+PETSC_EXTERN PetscErrorCode NetConv2dSetDM(Net, DM);
 PETSC_EXTERN PetscErrorCode LayerConv2dSetDM(Layer, DM);
 PETSC_EXTERN PetscErrorCode LayerConv2dGetDM(Layer, DM *);
 PETSC_EXTERN PetscErrorCode LayerConv2dSetGridAlgorithm(Layer, LayerConv2dGridAlgorithm);

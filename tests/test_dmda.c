@@ -554,11 +554,11 @@ static PetscErrorCode CheckSameNetOnBatch(Net net, PetscInt M, PetscInt N, Petsc
     PetscBool isconv;
 
     PetscCall(NetGetLayer(net, l, &layer));
-    PetscCall(PetscObjectTypeCompare((PetscObject)layer, LAYERCONV2D, &isconv));
+    PetscCall(PetscObjectTypeCompareAny((PetscObject)layer, &isconv, LAYERCONV2D, LAYERODE, "")); /* ode: for its inner Net */
     PetscCall(LayerConv2dGetDM(layer, &dm));
-    PetscCheck(isconv == (dm != NULL), PETSC_COMM_WORLD, PETSC_ERR_PLIB, "Layer %" PetscInt_FMT " (%s) %s a DMDA after NetDMDASetUp()", l, isconv ? "conv2d" : "not conv2d", dm ? "has" : "lacks");
-    PetscCall(LayerConv2dSetDM(layer, NULL));
+    PetscCheck(isconv == (dm != NULL), PETSC_COMM_WORLD, PETSC_ERR_PLIB, "Layer %" PetscInt_FMT " (%s) %s a DMDA after NetDMDASetUp()", l, isconv ? "conv2d or ode" : "other", dm ? "has" : "lacks");
   }
+  PetscCall(NetConv2dSetDM(net, NULL)); /* every conv2d layer, nested ones too, back to images */
   PetscCall(NetSetInputShape(net, &in)); /* lays the Net out anew (and initialises new parameters) */
   PetscCall(NetSetUp(net));
   PetscCall(NetGetParameters(net, &theta));
@@ -746,6 +746,9 @@ int main(int argc, char **argv)
     PetscCall(CheckGridConv("conv2d:6:3:1:1,tanh,conv2d:4:3:1:1:bias=0,tanh,conv2d:2:1:1:0", 18, 14, 2, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE));
     PetscCall(CheckGridConv("conv2d:5:3:1:1,tanh,conv2d:2:3x5:1:1x2", 19, 16, 2, DM_BOUNDARY_PERIODIC, DM_BOUNDARY_PERIODIC));
     PetscCall(CheckGridConv("conv2d:3:3:1:1,dense:4,tanh,conv2d:1:3:1:1", 18, 15, 2, DM_BOUNDARY_PERIODIC, DM_BOUNDARY_NONE));
+    /* conv2d layers nested in a residual block and in an ODE layer's right-hand side get the DMDA too */
+    PetscCall(CheckGridConv("conv2d:3:3:1:1,residual(conv2d:3:3:1:1,tanh,conv2d:3:3:1:1),tanh,conv2d:2:3:1:1", 17, 14, 2, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE));
+    PetscCall(CheckGridConv("conv2d:3:3:1:1,ode(0.5|conv2d:3:3:1:1,tanh)", 16, 13, 2, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE));
   } else if (!strcmp(testcase, "view"))
     PetscCall(ViewGridConv());
   else if (!strcmp(testcase, "badconv"))

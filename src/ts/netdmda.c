@@ -24,10 +24,59 @@ static PetscErrorCode NetDMDACheckDM_Private(DM da, PetscInt *dof, PetscInt *npo
   PetscFunctionReturn(0);
 }
 
+/* Gives dm to every conv2d layer of net, inside residual blocks and ODE right-hand sides too; *changed: some layer's
+   DM changed (that layer was reset; the caller resets the top-level layer that holds it) */
+static PetscErrorCode NetConv2dSetDM_Private(Net net, DM dm, PetscBool *changed)
+{
+  PetscFunctionBegin;
+  *changed = PETSC_FALSE;
+  for (PetscInt l = 0; l < net->nlayers; l++) {
+    Layer     layer = net->layers[l];
+    Net       inner[2] = {NULL, NULL};
+    DM        old;
+    PetscBool isres, sub;
+
+    PetscCall(LayerConv2dGetDM(layer, &old));
+    PetscCall(LayerConv2dSetDM(layer, dm)); /* conv2d layers, and ode layers, which pass it on to their inner Net */
+    if (old != dm) *changed = PETSC_TRUE;
+    PetscCall(PetscObjectTypeCompare((PetscObject)layer, LAYERRESIDUAL, &isres));
+    if (isres) PetscCall(LayerResidualGetBranches(layer, &inner[0], &inner[1]));
+    for (PetscInt b = 0; b < 2; b++) {
+      if (!inner[b]) continue;
+      PetscCall(NetConv2dSetDM_Private(inner[b], dm, &sub));
+      if (sub && layer->setupcalled) PetscCall(LayerReset(layer));
+      if (sub) *changed = PETSC_TRUE;
+    }
+  }
+  PetscFunctionReturn(0);
+}
+
+/*@
+  NetConv2dSetDM - gives a 2-D DMDA to every conv2d layer of a Net, including those inside residual blocks and ODE
+  layers (grid mode, LayerConv2dSetDM()), or with NULL returns them all to batches of (height, width, channels)
+  images. NetDMDASetUp() calls it. A Net that was set up is laid out anew when a layer changes mode; the parameters
+  keep their layout (the same in both modes) but the caller sets their values again.
+
+  Input Parameters:
++ net - the Net
+- dm  - the DMDA, or NULL
+@*/
+PetscErrorCode NetConv2dSetDM(Net net, DM dm)
+{
+  PetscBool changed;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(net, NET_CLASSID, 1);
+  if (dm) PetscValidHeaderSpecific(dm, DM_CLASSID, 2);
+  PetscCall(NetConv2dSetDM_Private(net, dm, &changed));
+  if (changed && net->setupcalled) PetscCall(NetReset(net));
+  PetscFunctionReturn(0);
+}
+
 /*@
   NetDMDASetUp - prepares a Net to act on the fields of a DMDA, a grid point being a sample: sets the input shape to
-  (dof) unless one is set already (then its size must be dof), gives the DMDA to every conv2d layer (grid mode: a
-  convolution of the distributed field, LayerConv2dSetDM()), and sets the Net up.
+  (dof) unless one is set already (then its size must be dof), gives the DMDA to every conv2d layer, nested ones included (grid mode: a
+  convolution of the distributed field, NetConv2dSetDM()), and sets the Net up.
 
   Input Parameters:
 + net - the Net, with its layers
@@ -48,10 +97,8 @@ PetscErrorCode NetDMDASetUp(Net net, DM da)
     in.dim[0] = dof;
     PetscCall(NetSetInputShape(net, &in));
   }
-  /* grid-distributed layers convolve this grid; a layer that had another lays the Net out anew */
-  for (PetscInt l = 0; l < net->nlayers; l++) PetscCall(LayerConv2dSetDM(net->layers[l], da));
-  for (PetscInt l = 0; l < net->nlayers && net->setupcalled; l++)
-    if (!net->layers[l]->setupcalled) PetscCall(NetReset(net));
+  /* conv2d layers convolve this grid; a layer that had another lays the Net out anew */
+  PetscCall(NetConv2dSetDM(net, da));
   PetscCall(PetNetShapeSize(&in, &insize));
   PetscCall(PetNetShapeToString(&in, sizeof(shape), shape));
   PetscCheck(insize == dof, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_INCOMP,

@@ -265,7 +265,8 @@ PetscErrorCode LayerConv2dSetGridAlgorithm_Conv2d(Layer layer, LayerConv2dGridAl
   has the parameters of the same layer on batches of (height, width, channels) images. The DMDA's dof, stencil type
   and width do not matter (the layer makes its own with dof = its input channels); its grid, boundary types (periodic:
   wrap around; otherwise zero padding) and ownership ranges do. NULL returns to batch mode. NetDMDASetUp() sets it on
-  every conv2d layer of a Net; other kinds ignore it. The layer keeps a reference.
+  every conv2d layer of a Net (NetConv2dSetDM()); an ode layer passes it on to the conv2d layers of its right-hand
+  side; other kinds ignore it. The layer keeps a reference.
 
   Input Parameters:
 + layer - the layer

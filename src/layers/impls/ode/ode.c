@@ -80,6 +80,7 @@ static PetscErrorCode LayerSetUp_ODE(Layer layer)
     PetscCall(PetscSNPrintf(spec, sizeof(spec), "dense:%" PetscInt_FMT ",tanh", layer->in.dim[0]));
     PetscCall(NetSetLayers(ode->net, spec));
   }
+  if (ode->dmset) PetscCall(NetConv2dSetDM(ode->net, ode->dm)); /* the inner conv2d layers convolve the outer Net's grid */
   PetscCall(NetSetUp(ode->net));
   PetscCall(LayerODECheckInnerNet_Private(layer));
   PetscCall(NetTSCheckAdjoint(ode->ts));
@@ -240,6 +241,9 @@ static PetscErrorCode LayerDestroy_ODE(Layer layer)
   PetscCall(NetDestroy(&ode->net));
   PetscCall(PetscFree(ode->times));
   PetscCall(PetscFree(ode->spec));
+  PetscCall(DMDestroy(&ode->dm));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv2dSetDM_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv2dGetDM_C", NULL));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerODESetFinalTime_C", NULL));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerODEGetFinalTime_C", NULL));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerODEGetNet_C", NULL));
@@ -247,6 +251,29 @@ static PetscErrorCode LayerDestroy_ODE(Layer layer)
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerODEGetTimeSteps_C", NULL));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerODESetReplaySteps_C", NULL));
   PetscCall(PetscFree(layer->data));
+  PetscFunctionReturn(0);
+}
+
+/* LayerConv2dSetDM() on an ode layer: its inner conv2d layers get the DMDA when the layer is set up (NetConv2dSetDM()
+   reaches them through this; the inner layers may not exist before set-up) */
+static PetscErrorCode LayerConv2dSetDM_ODE(Layer layer, DM dm)
+{
+  Layer_ODE *ode = (Layer_ODE *)layer->data;
+
+  PetscFunctionBegin;
+  ode->dmset = PETSC_TRUE;
+  if (dm == ode->dm) PetscFunctionReturn(0);
+  if (dm) PetscCall(PetscObjectReference((PetscObject)dm));
+  PetscCall(DMDestroy(&ode->dm));
+  ode->dm = dm;
+  if (layer->setupcalled) PetscCall(LayerReset(layer));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerConv2dGetDM_ODE(Layer layer, DM *dm)
+{
+  PetscFunctionBegin;
+  *dm = ((Layer_ODE *)layer->data)->dm;
   PetscFunctionReturn(0);
 }
 
@@ -370,6 +397,8 @@ PETSC_INTERN PetscErrorCode LayerCreate_ODE(Layer layer)
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerODESetFinalTime_C", LayerODESetFinalTime_ODE));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerODEGetFinalTime_C", LayerODEGetFinalTime_ODE));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerODEGetNet_C", LayerODEGetNet_ODE));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv2dSetDM_C", LayerConv2dSetDM_ODE));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv2dGetDM_C", LayerConv2dGetDM_ODE));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerODEGetTS_C", LayerODEGetTS_ODE));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerODEGetTimeSteps_C", LayerODEGetTimeSteps_ODE));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerODESetReplaySteps_C", LayerODESetReplaySteps_ODE));

@@ -26,6 +26,7 @@
 
 #include <petnet/private/netimpl.h>
 #include <petnetts.h>
+#include <petnetdmda.h>
 #include <petsc/private/tsimpl.h>
 
 typedef struct {
@@ -36,6 +37,8 @@ typedef struct {
   PetscBool configured;  /* the inner objects have their prefixes and options */
   PetscBool replay;      /* user request: forward passes reuse the recorded steps */
   char     *spec;        /* the inner Net's layer list from the compact arguments, applied at set-up */
+  DM        dm;          /* LayerConv2dSetDM() on this layer: the DMDA of the inner conv2d layers, given at set-up */
+  PetscBool dmset;
 
   /* objects for a local batch of n samples (n = -1: none) */
   PetscInt n;
