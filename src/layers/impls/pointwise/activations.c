@@ -1,5 +1,7 @@
 /* The elementwise activations: f and f' for each kind. */
 #include "pointwise.h"
+#include <stdint.h>
+#include <string.h>
 
 /* identity */
 static inline PetscScalar Identity(PetscScalar x, PetscReal a)
@@ -31,10 +33,72 @@ static inline PetscScalar DLeakyReLU(PetscScalar x, PetscScalar y, PetscReal a)
   return x > 0 ? 1.0 : a;
 }
 
-/* tanh: f' = 1 - y^2 */
+/*
+  tanh: f' = 1 - y^2.
+
+  In double precision, computed here rather than by libm: libm's tanh is a call per entry (half the run time of the
+  spiral example), while this is branch-free arithmetic that the compiler inlines and vectorizes. With t = |x|,
+      -2t = k ln2 + r  (|r| <= ln2/2),  s = 2^k,  e^r = (R + r)/(R - r)  with  R = r coth(r/2),
+      tanh t = (1 - s e^r)/(1 + s e^r) = N/D,   N = (1 - s) R - (1 + s) r,   D = (1 + s) R - (1 - s) r.
+  For k = 0, N = -2r exactly, so small t keeps full relative accuracy; for k <= -3 (t > 0.86, tanh t > 0.7) the result
+  is 1 - 2 s (R + r)/D (N = D - 2 s (R + r)), which avoids the rounding of N. R is even in r, with the series
+  r coth(r/2) = 2 + sum_n 2 B_2n r^2n/(2n)!  (Bernoulli numbers),  truncated after r^12 (error < 2^-57 for |r| <= ln2/2).
+  Against long double tanhl: at most 3.7 ulp over 2e7 inputs (libm: 2.2 ulp; tests/test_tanh.c checks <= 4 ulp); tanh t
+  rounds to 1 for t >= 20.
+*/
+#if defined(PETSC_USE_REAL_DOUBLE) && !defined(PETSC_USE_COMPLEX)
+/* mask ? a : b, for a mask of all ones or all zeros: a bitwise select keeps the loop free of branches */
+static inline double SelectDouble(uint64_t mask, double a, double b)
+{
+  uint64_t ia, ib;
+
+  memcpy(&ia, &a, sizeof(ia));
+  memcpy(&ib, &b, sizeof(ib));
+  ia = (ia & mask) | (ib & ~mask);
+  memcpy(&a, &ia, sizeof(a));
+  return a;
+}
+
+static inline double TanhDouble(double x)
+{
+  const double   ln2hi = 0x1.62e42fee00000p-1, ln2lo = 0x1.a39ef35793c76p-33; /* ln2 = ln2hi + ln2lo, k ln2hi exact */
+  const double   invln2 = 0x1.71547652b82fep0, shifter = 0x1.8p52, one = 1.0;
+  const double   t       = PetscAbsReal(x);
+  const uint64_t inrange = -(uint64_t) !(t >= 20.0); /* all ones unless tanh rounds to 1 (NaN stays in range) */
+  double         y, kd, r, z, R, s, D, w;
+  uint64_t       bits, onebits, far;
+
+  y  = -2.0 * SelectDouble(inrange, t, 20.0);
+  kd = y * invln2 + shifter; /* k = round(y / ln2) in the low bits of kd */
+  memcpy(&bits, &kd, sizeof(bits));
+  kd -= shifter;
+  far = -(uint64_t)(kd < -2.5);
+  r   = (y - kd * ln2hi) - kd * ln2lo;
+  memcpy(&onebits, &one, sizeof(onebits));
+  bits = (bits << 52) + onebits; /* s = 2^k: k in the exponent field */
+  memcpy(&s, &bits, sizeof(s));
+  z = r * r;
+  R = -691.0 / 653837184000.0;
+  R = R * z + 1.0 / 23950080.0;
+  R = R * z - 1.0 / 604800.0;
+  R = R * z + 1.0 / 15120.0;
+  R = R * z - 1.0 / 360.0;
+  R = R * z + 1.0 / 6.0;
+  R = 2.0 + R * z;
+  D = (1.0 + s) * R - (1.0 - s) * r;
+  w = SelectDouble(far, 2.0 * s * (R + r), (1.0 - s) * R - (1.0 + s) * r) / D;
+  w = SelectDouble(far, 1.0 - w, w);
+  return copysign(SelectDouble(inrange, w, 1.0), x);
+}
+#endif
+
 static inline PetscScalar Tanh(PetscScalar x, PetscReal a)
 {
+#if defined(PETSC_USE_REAL_DOUBLE) && !defined(PETSC_USE_COMPLEX)
+  return TanhDouble(x);
+#else
   return PetscTanhScalar(x);
+#endif
 }
 static inline PetscScalar DTanh(PetscScalar x, PetscScalar y, PetscReal a)
 {
@@ -79,7 +143,7 @@ static inline PetscScalar DSoftplus(PetscScalar x, PetscScalar y, PetscReal a)
 POINTWISE_KERNELS(Identity, Identity, DIdentity)
 POINTWISE_KERNELS(ReLU, ReLU, DReLU)
 POINTWISE_KERNELS(LeakyReLU, LeakyReLU, DLeakyReLU)
-POINTWISE_KERNELS(Tanh, Tanh, DTanh)
+POINTWISE_KERNELS_CLONED(Tanh, Tanh, DTanh)
 POINTWISE_KERNELS(Sigmoid, Sigmoid, DSigmoid)
 POINTWISE_KERNELS(GELU, GELU, DGELU)
 POINTWISE_KERNELS(Softplus, Softplus, DSoftplus)
