@@ -18,6 +18,16 @@ PetscErrorCode NetSetUpWorkspace_Private(Net net, Vec X)
 
   PetscFunctionBegin;
   PetscCall(NetSetUp(net));
+  /* The fast path, without the reduction below: X has the very layout of the last input (which act[0] keeps alive).
+     Vecs share a PetscLayout only through collective calls (VecDuplicate()), so this holds on every rank or on none,
+     and that layout was checked when it was first seen. */
+  if (net->act && net->act[0]) {
+    PetscLayout map, last;
+
+    PetscCall(VecGetLayout(X, &map));
+    PetscCall(VecGetLayout(net->act[0], &last));
+    if (map == last) PetscFunctionReturn(0);
+  }
   PetscCall(VecGetLocalSize(X, &nx));
   PetscCall(VecGetSize(X, &Nx));
   PetscCall(PetNetShapeSize(&net->in, &insize));

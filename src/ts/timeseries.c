@@ -28,7 +28,90 @@ typedef struct {
   PetscBool first;
 } NetTSSeries;
 
+/*
+  The work space, kept on the TS between calls (a composed container): training calls this once per batch with the same
+  layouts, and creating nobs + 3 Vecs each time costs more than a small Net's forward pass. It is rebuilt when u0 or
+  gradp comes with another layout (compared as PetscLayout objects, which Vecs share only through collective
+  VecDuplicate(), so every rank decides alike) or more observations.
+*/
+typedef struct {
+  NetTSSeries s;
+  PetscInt    maxobs;    /* capacity of s.steps and dldu */
+  Vec         u, lambda; /* in u0's layout */
+  Vec         mu;        /* in gradp's layout (NULL until a parameter gradient is asked for) */
+  Vec        *dldu;
+} NetTSSeriesWork;
+
 static const char NetTSSeriesKey[] = "PetNetTSSeries";
+
+static PetscErrorCode NetTSSeriesWorkDestroy_Private(void *vwork)
+{
+  NetTSSeriesWork *work = (NetTSSeriesWork *)vwork;
+
+  PetscFunctionBegin;
+  PetscCall(VecDestroy(&work->u));
+  PetscCall(VecDestroy(&work->lambda));
+  PetscCall(VecDestroy(&work->mu));
+  if (work->maxobs) PetscCall(VecDestroyVecs(work->maxobs, &work->dldu));
+  PetscCall(PetscFree(work->s.steps));
+  PetscCall(PetscFree(work));
+  PetscFunctionReturn(0);
+}
+
+/* Two Vecs with the same PetscLayout object (both may be NULL) */
+static PetscErrorCode NetTSSameLayout_Private(Vec a, Vec b, PetscBool *same)
+{
+  PetscLayout la, lb;
+
+  PetscFunctionBegin;
+  *same = PETSC_FALSE;
+  if (!a || !b) PetscFunctionReturn(0);
+  PetscCall(VecGetLayout(a, &la));
+  PetscCall(VecGetLayout(b, &lb));
+  *same = la == lb ? PETSC_TRUE : PETSC_FALSE;
+  PetscFunctionReturn(0);
+}
+
+/* The TS's work space, (re)built for u0, nobs and gradp */
+static PetscErrorCode NetTSSeriesGetWork_Private(TS ts, Vec u0, PetscInt nobs, Vec gradp, NetTSSeriesWork **work)
+{
+  PetscContainer   container;
+  NetTSSeriesWork *w = NULL;
+  PetscBool        same;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectQuery((PetscObject)ts, NetTSSeriesKey, (PetscObject *)&container));
+  if (!container) {
+    PetscCall(PetscNew(&w));
+    PetscCall(PetscContainerCreate(PetscObjectComm((PetscObject)ts), &container));
+    PetscCall(PetscContainerSetPointer(container, w));
+    PetscCall(PetscContainerSetUserDestroy(container, NetTSSeriesWorkDestroy_Private));
+    PetscCall(PetscObjectCompose((PetscObject)ts, NetTSSeriesKey, (PetscObject)container));
+    PetscCall(PetscContainerDestroy(&container));
+  } else
+    PetscCall(PetscContainerGetPointer(container, (void **)&w));
+  PetscCall(NetTSSameLayout_Private(w->u, u0, &same));
+  if (!same || nobs > w->maxobs) {
+    PetscCall(VecDestroy(&w->u));
+    PetscCall(VecDestroy(&w->lambda));
+    if (w->maxobs) PetscCall(VecDestroyVecs(w->maxobs, &w->dldu));
+    PetscCall(PetscFree(w->s.steps));
+    w->maxobs = PetscMax(nobs, same ? 2 * w->maxobs : 0);
+    PetscCall(VecDuplicate(u0, &w->u));
+    PetscCall(VecDuplicate(u0, &w->lambda));
+    PetscCall(VecDuplicateVecs(u0, w->maxobs, &w->dldu));
+    PetscCall(PetscMalloc1(w->maxobs, &w->s.steps));
+  }
+  if (gradp) {
+    PetscCall(NetTSSameLayout_Private(w->mu, gradp, &same));
+    if (!same) {
+      PetscCall(VecDestroy(&w->mu));
+      PetscCall(VecDuplicate(gradp, &w->mu));
+    }
+  }
+  *work = w;
+  PetscFunctionReturn(0);
+}
 
 /* t is on the observation time ti: a few ulps of accumulated rounding, relative to the time and to the step */
 static PetscBool NetTSSeriesAt_Private(PetscReal t, PetscReal ti, PetscReal dt)
@@ -52,14 +135,16 @@ static PetscErrorCode NetTSSeriesObserve_Private(TS ts, NetTSSeries *s, Vec u)
 
 static PetscErrorCode NetTSSeriesPreStep_Private(TS ts)
 {
-  PetscContainer container;
-  NetTSSeries   *s;
-  PetscReal      t, dt;
-  Vec            u;
+  PetscContainer   container;
+  NetTSSeriesWork *work;
+  NetTSSeries     *s;
+  PetscReal        t, dt;
+  Vec              u;
 
   PetscFunctionBegin;
   PetscCall(PetscObjectQuery((PetscObject)ts, NetTSSeriesKey, (PetscObject *)&container));
-  PetscCall(PetscContainerGetPointer(container, (void **)&s));
+  PetscCall(PetscContainerGetPointer(container, (void **)&work));
+  s = &work->s;
   if (s->first) PetscCall(TSSetTimeStep(ts, s->dt0));
   s->first = PETSC_FALSE;
   if (s->userprestep) PetscCall((*s->userprestep)(ts));
@@ -101,14 +186,15 @@ static PetscErrorCode NetTSSeriesPreStep_Private(TS ts)
   The TS's time, step number, step size, final time and solution are restored on return; a pre-step hook of the user is
   called first from ours. The trajectory defaults to memory (NetTSSetSaveTrajectory()). With adaptive steps the
   gradient is the exact gradient of the discrete solution for the steps taken (step sizes are not differentiated).
+  The TS keeps a work space (nobs + 3 Vecs) for the next call, until it is destroyed.
 @*/
 PetscErrorCode NetTSTimeSeriesGradient(TS ts, Vec u0, PetscInt nobs, const PetscReal times[], NetTSObservationFn obs, void *ctx, PetscReal *loss, Vec gradu0, Vec gradp)
 {
   MPI_Comm               comm;
-  NetTSSeries            s;
-  PetscContainer         container;
+  NetTSSeriesWork       *work = NULL;
+  NetTSSeries           *s;
   PetscReal              t0, dt0, tmax0, t;
-  PetscInt               maxsteps;
+  PetscInt               maxsteps, *steps;
   TSExactFinalTimeOption eft;
   TSAdapt                adapt;
   TSTrajectory           tj;
@@ -135,16 +221,19 @@ PetscErrorCode NetTSTimeSeriesGradient(TS ts, Vec u0, PetscInt nobs, const Petsc
   if (usave) PetscCall(PetscObjectReference((PetscObject)usave));
 
   /* forward */
-  PetscCall(PetscMemzero(&s, sizeof(s)));
-  s.nobs   = nobs;
-  s.times  = times;
-  s.obs    = obs;
-  s.obsctx = ctx;
+  PetscCall(NetTSSeriesGetWork_Private(ts, u0, nobs, gradp, &work));
+  s     = &work->s;
+  steps = s->steps;
+  PetscCall(PetscMemzero(s, sizeof(*s)));
+  s->steps  = steps;
+  s->dldu   = work->dldu;
+  s->nobs   = nobs;
+  s->times  = times;
+  s->obs    = obs;
+  s->obsctx = ctx;
+  u         = work->u;
   PetscCall(TSGetAdapt(ts, &adapt));
-  PetscCall(PetscObjectTypeCompare((PetscObject)adapt, TSADAPTNONE, &s.fixed));
-  PetscCall(PetscMalloc1(nobs, &s.steps));
-  PetscCall(VecDuplicateVecs(u0, nobs, &s.dldu));
-  PetscCall(VecDuplicate(u0, &u));
+  PetscCall(PetscObjectTypeCompare((PetscObject)adapt, TSADAPTNONE, &s->fixed));
   PetscCall(VecCopy(u0, u));
   PetscCall(NetTSSetSaveTrajectory(ts));
   PetscCall(TSGetTrajectory(ts, &tj));
@@ -152,12 +241,8 @@ PetscErrorCode NetTSTimeSeriesGradient(TS ts, Vec u0, PetscInt nobs, const Petsc
   PetscCall(TSSetStepNumber(ts, 0));
   PetscCall(TSSetMaxTime(ts, times[nobs - 1]));
   PetscCall(TSSetExactFinalTime(ts, TS_EXACTFINALTIME_MATCHSTEP));
-  if (NetTSSeriesAt_Private(t0, times[0], dt0)) PetscCall(NetTSSeriesObserve_Private(ts, &s, u));
-  s.userprestep = ts->prestep;
-  PetscCall(PetscContainerCreate(comm, &container));
-  PetscCall(PetscContainerSetPointer(container, &s));
-  PetscCall(PetscObjectCompose((PetscObject)ts, NetTSSeriesKey, (PetscObject)container));
-  PetscCall(PetscContainerDestroy(&container));
+  if (NetTSSeriesAt_Private(t0, times[0], dt0)) PetscCall(NetTSSeriesObserve_Private(ts, s, u));
+  s->userprestep = ts->prestep;
   PetscCall(TSSetPreStep(ts, NetTSSeriesPreStep_Private));
   /*
     PETSc 3.18's memory trajectory sizes its stack at set-up from (final time - time) / step for fixed steps, and grows
@@ -165,31 +250,30 @@ PetscErrorCode NetTSTimeSeriesGradient(TS ts, Vec u0, PetscInt nobs, const Petsc
     crashes at destruction. The observations add up to nobs steps, so the set-up sees a step small enough to count them:
     the first pre-step puts dt0 back.
   */
-  s.dt0   = dt0;
-  s.first = PETSC_TRUE;
-  if (s.fixed) PetscCall(TSSetTimeStep(ts, (times[nobs - 1] - t0) / (PetscCeilReal((times[nobs - 1] - t0) / dt0) + nobs + 1)));
+  s->dt0   = dt0;
+  s->first = PETSC_TRUE;
+  if (s->fixed) PetscCall(TSSetTimeStep(ts, (times[nobs - 1] - t0) / (PetscCeilReal((times[nobs - 1] - t0) / dt0) + nobs + 1)));
   PetscCall(TSSolve(ts, u));
-  PetscCall(TSSetPreStep(ts, s.userprestep));
-  PetscCall(PetscObjectCompose((PetscObject)ts, NetTSSeriesKey, NULL));
+  PetscCall(TSSetPreStep(ts, s->userprestep));
   PetscCall(TSGetConvergedReason(ts, &reason));
   PetscCall(TSGetTime(ts, &t));
   PetscCheck(reason >= 0, comm, PETSC_ERR_NOT_CONVERGED, "The forward solve failed (%s) at t = %g", TSConvergedReasons[reason], (double)t);
-  if (s.next == nobs - 1 && NetTSSeriesAt_Private(t, times[nobs - 1], dt0)) PetscCall(NetTSSeriesObserve_Private(ts, &s, u));
-  PetscCheck(s.next == nobs, comm, PETSC_ERR_NOT_CONVERGED, "The forward solve stopped at t = %g before the observation time %g: raise -ts_max_steps (now %" PetscInt_FMT ")", (double)t, (double)times[s.next], maxsteps);
+  if (s->next == nobs - 1 && NetTSSeriesAt_Private(t, times[nobs - 1], dt0)) PetscCall(NetTSSeriesObserve_Private(ts, s, u));
+  PetscCheck(s->next == nobs, comm, PETSC_ERR_NOT_CONVERGED, "The forward solve stopped at t = %g before the observation time %g: raise -ts_max_steps (now %" PetscInt_FMT ")", (double)t, (double)times[s->next], maxsteps);
 
   /* backward, segment by segment */
   PetscCall(TSAdjointReset(ts));
-  PetscCall(VecDuplicate(u0, &lambda[0]));
+  lambda[0] = work->lambda;
   PetscCall(VecZeroEntries(lambda[0]));
   if (gradp) {
-    PetscCall(VecDuplicate(gradp, &mu[0]));
+    mu[0] = work->mu;
     PetscCall(VecZeroEntries(mu[0]));
   }
   PetscCall(TSSetCostGradients(ts, 1, lambda, gradp ? mu : NULL));
   for (PetscInt i = nobs - 1; i >= 0; i--) {
-    PetscInt target = i > 0 ? s.steps[i - 1] : 0, nsteps = s.steps[i] - target;
+    PetscInt target = i > 0 ? s->steps[i - 1] : 0, nsteps = s->steps[i] - target;
 
-    PetscCall(VecAXPY(lambda[0], 1.0, s.dldu[i]));
+    PetscCall(VecAXPY(lambda[0], 1.0, s->dldu[i]));
     if (nsteps > 0) {
       PetscCall(TSAdjointSetSteps(ts, nsteps));
       PetscCall(TSAdjointSolve(ts));
@@ -197,7 +281,7 @@ PetscErrorCode NetTSTimeSeriesGradient(TS ts, Vec u0, PetscInt nobs, const Petsc
       PetscCheck(reason >= 0, comm, PETSC_ERR_NOT_CONVERGED, "The adjoint solve failed (%s) in the segment before the observation time %g", TSConvergedReasons[reason], (double)times[i]);
     }
   }
-  if (loss) *loss = s.loss;
+  if (loss) *loss = s->loss;
   if (gradu0) PetscCall(VecCopy(lambda[0], gradu0));
   if (gradp) PetscCall(VecCopy(mu[0], gradp));
   PetscCall(TSAdjointReset(ts));
@@ -210,10 +294,5 @@ PetscErrorCode NetTSTimeSeriesGradient(TS ts, Vec u0, PetscInt nobs, const Petsc
   PetscCall(TSSetExactFinalTime(ts, eft));
   if (usave) PetscCall(TSSetSolution(ts, usave));
   PetscCall(VecDestroy(&usave));
-  PetscCall(VecDestroy(&lambda[0]));
-  PetscCall(VecDestroy(&mu[0]));
-  PetscCall(VecDestroy(&u));
-  PetscCall(VecDestroyVecs(nobs, &s.dldu));
-  PetscCall(PetscFree(s.steps));
   PetscFunctionReturn(0);
 }
