@@ -42,7 +42,7 @@ bin/bench_%: bench/bench_%.c lib/libpetnet.so $(HEADERS)
 	@mkdir -p bin
 	$(CC) $(CPPFLAGS) $(CFLAGS) $< -o $@ $(LDLIBS)
 
-bin/tests/%: tests/%.c lib/libpetnet.so $(HEADERS)
+bin/tests/%: tests/%.c lib/libpetnet.so $(HEADERS) $(wildcard tests/*.h)
 	@mkdir -p bin/tests
 	$(CC) $(CPPFLAGS) $(CFLAGS) $< -o $@ $(LDLIBS)
 
@@ -57,10 +57,10 @@ bench: all
 	@share/bench/run
 
 format-check:
-	@clang-format --dry-run --Werror $(LIBSRC) $(HEADERS) examples/*.c tests/*.c bench/*.c && echo "format: ok"
+	@clang-format --dry-run --Werror $(LIBSRC) $(HEADERS) examples/*.c tests/*.c tests/*.h bench/*.c && echo "format: ok"
 
 format:
-	@clang-format -i $(LIBSRC) $(HEADERS) examples/*.c tests/*.c bench/*.c
+	@clang-format -i $(LIBSRC) $(HEADERS) examples/*.c tests/*.c tests/*.h bench/*.c
 
 clean:
 	rm -rf build lib bin tests/out

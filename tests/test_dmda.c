@@ -17,6 +17,7 @@ static const char help[] = "Nets on DMDA fields (include/petnetdmda.h).\n"
                            "Random fields are drawn in the DMDA's natural ordering: the same on any number of ranks.\n";
 
 #include <petnetdmda.h>
+#include "testutil.h"
 
 /* v (a global Vec of da) = entries of one random stream in the natural ordering: the same field on any number of ranks */
 static PetscErrorCode FillRandomField(DM da, Vec v, unsigned long seed)
@@ -316,42 +317,6 @@ static PetscErrorCode Diffusion(TS ts, PetscReal t, Vec u, Vec G, void *ctx)
   PetscFunctionReturn(0);
 }
 
-/* L = <w, u(T)> and, if lambda, its gradients by TSAdjointSolve */
-static PetscErrorCode SolveTS(TS ts, Vec u0, Vec w, PetscReal *L, Vec lambda, Vec mu)
-{
-  Vec          u;
-  PetscScalar  d;
-  TSTrajectory tj;
-
-  PetscFunctionBegin;
-  PetscCall(VecDuplicate(u0, &u));
-  PetscCall(VecCopy(u0, u));
-  PetscCall(TSGetTrajectory(ts, &tj));
-  PetscCall(TSTrajectoryReset(tj));
-  PetscCall(TSSetTime(ts, 0.0));
-  PetscCall(TSSetStepNumber(ts, 0));
-  PetscCall(TSSetTimeStep(ts, 0.1));
-  PetscCall(TSSolve(ts, u));
-  PetscCall(VecDot(u, w, &d));
-  *L = PetscRealPart(d);
-  if (lambda) {
-    Vec lam[1] = {lambda}, m[1] = {mu};
-
-    PetscCall(VecCopy(w, lambda));
-    PetscCall(VecZeroEntries(mu));
-    PetscCall(TSSetCostGradients(ts, 1, lam, m));
-    PetscCall(TSAdjointSolve(ts));
-    PetscCall(TSAdjointReset(ts));
-  }
-  PetscCall(VecDestroy(&u));
-  PetscFunctionReturn(0);
-}
-
-static PetscReal RelErr(PetscReal a, PetscReal b)
-{
-  return PetscAbsReal(a - b) / PetscMax(PetscAbsReal(b), 1e-12);
-}
-
 static PetscErrorCode CheckTS(TSType type, const char layers[])
 {
   const PetscReal h = 1e-5;
@@ -410,18 +375,18 @@ static PetscErrorCode CheckTS(TSType type, const char layers[])
   PetscCall(NetGetParameters(net, &theta));
   PetscCall(VecCopy(theta, theta0));
 
-  PetscCall(SolveTS(ts, u0, w, &L, lambda, mu));
+  PetscCall(SolveTSLinearFunctional(ts, u0, w, &L, lambda, mu));
   PetscCall(VecDot(lambda, v, &gx));
   PetscCall(VecDot(mu, p, &gp));
   PetscCall(VecWAXPY(uh, h, v, u0));
-  PetscCall(SolveTS(ts, uh, w, &Lp, NULL, NULL));
+  PetscCall(SolveTSLinearFunctional(ts, uh, w, &Lp, NULL, NULL));
   PetscCall(VecWAXPY(uh, -h, v, u0));
-  PetscCall(SolveTS(ts, uh, w, &Lm, NULL, NULL));
+  PetscCall(SolveTSLinearFunctional(ts, uh, w, &Lm, NULL, NULL));
   errx = RelErr((Lp - Lm) / (2 * h), PetscRealPart(gx));
   PetscCall(VecWAXPY(theta, h, p, theta0));
-  PetscCall(SolveTS(ts, u0, w, &Lp, NULL, NULL));
+  PetscCall(SolveTSLinearFunctional(ts, u0, w, &Lp, NULL, NULL));
   PetscCall(VecWAXPY(theta, -h, p, theta0));
-  PetscCall(SolveTS(ts, u0, w, &Lm, NULL, NULL));
+  PetscCall(SolveTSLinearFunctional(ts, u0, w, &Lm, NULL, NULL));
   PetscCall(VecCopy(theta0, theta));
   errp = RelErr((Lp - Lm) / (2 * h), PetscRealPart(gp));
   PetscCheck(errx <= 1e-6 && errp <= 1e-6, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "NetDMDATSSetRHS + diffusion, %s: finite-difference errors %g (state) %g (parameters)", type, (double)errx, (double)errp);
@@ -558,7 +523,7 @@ static PetscErrorCode CheckSameNetOnBatch(Net net, PetscInt M, PetscInt N, Petsc
     PetscCall(LayerConv2dGetDM(layer, &dm));
     PetscCheck(isconv == (dm != NULL), PETSC_COMM_WORLD, PETSC_ERR_PLIB, "Layer %" PetscInt_FMT " (%s) %s a DMDA after NetDMDASetUp()", l, isconv ? "conv2d or ode" : "other", dm ? "has" : "lacks");
   }
-  PetscCall(NetConv2dSetDM(net, NULL)); /* every conv2d layer, nested ones too, back to images */
+  PetscCall(NetConv2dSetDM(net, NULL));  /* every conv2d layer, nested ones too, back to images */
   PetscCall(NetSetInputShape(net, &in)); /* lays the Net out anew (and initialises new parameters) */
   PetscCall(NetSetUp(net));
   PetscCall(NetGetParameters(net, &theta));

@@ -5,6 +5,7 @@ static const char help[] = "Full-loss gradient check: the parameter gradient G o
                            "  -nsamples N   global batch size (default 7, split over the ranks as evenly as possible)\n";
 
 #include <petnet.h>
+#include "testutil.h"
 
 typedef struct {
   const char *layers;
@@ -20,20 +21,6 @@ static const Case cases[] = {
     {"dense:5,softplus,dense:4,leakyrelu:0.1,dense:3", LOSSMSE},
     {"dense:3", LOSSCROSSENTROPY},
 };
-
-/* v[i] = table[i] for the entries this rank owns */
-static PetscErrorCode FillFromTable(Vec v, const PetscScalar table[])
-{
-  PetscInt     rstart, rend;
-  PetscScalar *a;
-
-  PetscFunctionBegin;
-  PetscCall(VecGetOwnershipRange(v, &rstart, &rend));
-  PetscCall(VecGetArrayWrite(v, &a));
-  for (PetscInt i = rstart; i < rend; i++) a[i - rstart] = table[i];
-  PetscCall(VecRestoreArrayWrite(v, &a));
-  PetscFunctionReturn(0);
-}
 
 /* f(theta) for the batch (X, T): the Net's parameters are set to theta first */
 static PetscErrorCode EvaluateLoss(Net net, Loss loss, Vec theta, Vec X, Vec Y, Vec T, PetscReal *f)

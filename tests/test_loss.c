@@ -5,6 +5,7 @@ static const char help[] = "Loss functions: values computed by hand, numerical s
                            "        must fail with a clear error\n";
 
 #include <petnet.h>
+#include "testutil.h"
 
 /* A batch Vec of N samples with c entries each, distributed by samples as a Net's batch ([n][c] locally). */
 static PetscErrorCode CreateBatch(PetscInt N, PetscInt c, Vec *v)
@@ -14,20 +15,6 @@ static PetscErrorCode CreateBatch(PetscInt N, PetscInt c, Vec *v)
   PetscFunctionBegin;
   PetscCall(PetscSplitOwnership(PETSC_COMM_WORLD, &n, &N));
   PetscCall(VecCreateMPI(PETSC_COMM_WORLD, n * c, N * c, v));
-  PetscFunctionReturn(0);
-}
-
-/* v[i] = table[i] for the entries this rank owns (table holds the whole global vector). */
-static PetscErrorCode FillFromTable(Vec v, const PetscScalar table[])
-{
-  PetscInt     rstart, rend;
-  PetscScalar *a;
-
-  PetscFunctionBegin;
-  PetscCall(VecGetOwnershipRange(v, &rstart, &rend));
-  PetscCall(VecGetArrayWrite(v, &a));
-  for (PetscInt i = rstart; i < rend; i++) a[i - rstart] = table[i];
-  PetscCall(VecRestoreArrayWrite(v, &a));
   PetscFunctionReturn(0);
 }
 

@@ -20,6 +20,7 @@ static const char help[] = "Neural ODEs through TSAdjoint.\n"
 
 #include <petnetts.h>
 #include <petscdmda.h>
+#include "testutil.h"
 
 /* v = the entries rstart..rend-1 of one sequential stream: the same global vector on any number of ranks */
 static PetscErrorCode FillRandom(Vec v, unsigned long seed)
@@ -54,11 +55,6 @@ static PetscInt LocalSamples(PetscInt N)
   MPI_Comm_rank(PETSC_COMM_WORLD, &rank);
   MPI_Comm_size(PETSC_COMM_WORLD, &size);
   return N / size + (rank < N % size ? 1 : 0);
-}
-
-static PetscReal RelErr(PetscReal a, PetscReal b)
-{
-  return PetscAbsReal(a - b) / PetscMax(PetscAbsReal(b), 1e-12);
 }
 
 /* ---------------------------------------------------------------------------------------------------------------- */
@@ -260,37 +256,6 @@ static PetscErrorCode CreateTridiagonal(Vec u, Mat *D)
   PetscFunctionReturn(0);
 }
 
-/* L = <w, u(T)> and, if lambda, its gradients by TSAdjointSolve */
-static PetscErrorCode HelperSolve(TS ts, Vec u0, Vec w, PetscReal *L, Vec lambda, Vec mu)
-{
-  Vec          u;
-  PetscScalar  d;
-  TSTrajectory tj;
-
-  PetscFunctionBegin;
-  PetscCall(VecDuplicate(u0, &u));
-  PetscCall(VecCopy(u0, u));
-  PetscCall(TSGetTrajectory(ts, &tj));
-  PetscCall(TSTrajectoryReset(tj)); /* the last solve may not have been followed by an adjoint solve */
-  PetscCall(TSSetTime(ts, 0.0));
-  PetscCall(TSSetStepNumber(ts, 0));
-  PetscCall(TSSetTimeStep(ts, 0.1));
-  PetscCall(TSSolve(ts, u));
-  PetscCall(VecDot(u, w, &d));
-  *L = PetscRealPart(d);
-  if (lambda) {
-    Vec lam[1] = {lambda}, m[1] = {mu};
-
-    PetscCall(VecCopy(w, lambda));
-    PetscCall(VecZeroEntries(mu));
-    PetscCall(TSSetCostGradients(ts, 1, lam, m));
-    PetscCall(TSAdjointSolve(ts));
-    PetscCall(TSAdjointReset(ts));
-  }
-  PetscCall(VecDestroy(&u));
-  PetscFunctionReturn(0);
-}
-
 /*
   A reaction-diffusion system on a periodic 1-D DMDA with dof = 2: du/dt = nu Laplacian(u) + N(u). The DMDA global
   Vec is the Net's batch of grid points (input shape 2), D comes from DMCreateMatrix() and MatSetValuesStencil().
@@ -381,18 +346,18 @@ static PetscErrorCode CheckHelper(const char type[], const char pctype[], PetscI
   PetscCall(NetTSSetSaveTrajectory(ts));
   PetscCall(TSSetFromOptions(ts));
 
-  PetscCall(HelperSolve(ts, u0, w, &L, lambda, mu));
+  PetscCall(SolveTSLinearFunctional(ts, u0, w, &L, lambda, mu));
   PetscCall(VecDot(lambda, v, &gx));
   PetscCall(VecDot(mu, p, &gp));
   PetscCall(VecWAXPY(uh, h, v, u0));
-  PetscCall(HelperSolve(ts, uh, w, &Lp, NULL, NULL));
+  PetscCall(SolveTSLinearFunctional(ts, uh, w, &Lp, NULL, NULL));
   PetscCall(VecWAXPY(uh, -h, v, u0));
-  PetscCall(HelperSolve(ts, uh, w, &Lm, NULL, NULL));
+  PetscCall(SolveTSLinearFunctional(ts, uh, w, &Lm, NULL, NULL));
   errx = RelErr((Lp - Lm) / (2 * h), PetscRealPart(gx));
   PetscCall(VecWAXPY(theta, h, p, theta0));
-  PetscCall(HelperSolve(ts, u0, w, &Lp, NULL, NULL));
+  PetscCall(SolveTSLinearFunctional(ts, u0, w, &Lp, NULL, NULL));
   PetscCall(VecWAXPY(theta, -h, p, theta0));
-  PetscCall(HelperSolve(ts, u0, w, &Lm, NULL, NULL));
+  PetscCall(SolveTSLinearFunctional(ts, u0, w, &Lm, NULL, NULL));
   PetscCall(VecCopy(theta0, theta));
   errp = RelErr((Lp - Lm) / (2 * h), PetscRealPart(gp));
   PetscCheck(errx <= 1e-6 && errp <= 1e-6, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "NetTSSetRHS + user part, %s: finite-difference errors %g (state) %g (parameters)", type, (double)errx, (double)errp);

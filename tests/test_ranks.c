@@ -5,6 +5,7 @@ static const char help[] = "Ranks agree: in one program, the same Net (same seed
                            "batch, so the workspace is rebuilt whenever the layout changes (also when only some ranks' shares change).\n";
 
 #include <petnet.h>
+#include "testutil.h"
 
 typedef struct {
   const char *layers;
@@ -24,19 +25,6 @@ typedef enum {
   LAYOUT_LAST    /* every sample on the last rank, none elsewhere */
 } Layout;
 static const char *LayoutNames[] = {"split", "rank 1 to the last", "all on the last rank"};
-
-static PetscErrorCode FillFromTable(Vec v, const PetscScalar table[])
-{
-  PetscInt     rstart, rend;
-  PetscScalar *a;
-
-  PetscFunctionBegin;
-  PetscCall(VecGetOwnershipRange(v, &rstart, &rend));
-  PetscCall(VecGetArrayWrite(v, &a));
-  for (PetscInt i = rstart; i < rend; i++) a[i - rstart] = table[i];
-  PetscCall(VecRestoreArrayWrite(v, &a));
-  PetscFunctionReturn(0);
-}
 
 /* |gather(vw) - vs| / |vs|: vw on PETSC_COMM_WORLD, vs its counterpart on PETSC_COMM_SELF (whole vector) */
 static PetscErrorCode RelativeDifference(Vec vw, Vec vs, PetscReal *err)

@@ -31,7 +31,7 @@ static PetscErrorCode NetConv2dSetDM_Private(Net net, DM dm, PetscBool *changed)
   PetscFunctionBegin;
   *changed = PETSC_FALSE;
   for (PetscInt l = 0; l < net->nlayers; l++) {
-    Layer     layer = net->layers[l];
+    Layer     layer    = net->layers[l];
     Net       inner[2] = {NULL, NULL};
     DM        old;
     PetscBool isres, sub;
