@@ -6,6 +6,7 @@ static const char help[] = "Tests of the convolutional layer kinds (conv2d, maxp
                            "Options: -nlocal N (samples per rank), -reference FILE, -error_spec LIST (only build that Net: for the error tests).\n";
 
 #include <petnet.h>
+#include "testutil.h"
 
 /* ------------------------------------------------------------------------------------------- 1. Jacobian tests */
 
@@ -52,30 +53,6 @@ static PetscErrorCode CreateNet(MPI_Comm comm, const char spec[], const char sha
   PetscCall(NetSetSeed(*net, 7));
   PetscCall(NetSetFromOptions(*net));
   PetscCall(NetSetUp(*net));
-  PetscFunctionReturn(0);
-}
-
-/* The spec the Net reports rebuilds a Net with the same parameter count and the same spec */
-static PetscErrorCode CheckSpecRoundTrip(Net net)
-{
-  Net         copy;
-  char        spec[1024], again[1024];
-  PetscInt    n1, n2;
-  PetscBool   same;
-  PetNetShape in;
-
-  PetscFunctionBegin;
-  PetscCall(NetGetSpec(net, sizeof(spec), spec));
-  PetscCall(NetGetInputShape(net, &in));
-  PetscCall(NetCreate(PetscObjectComm((PetscObject)net), &copy));
-  PetscCall(NetSetLayers(copy, spec));
-  PetscCall(NetSetInputShape(copy, &in));
-  PetscCall(NetGetNumParameters(net, &n1));
-  PetscCall(NetGetNumParameters(copy, &n2));
-  PetscCall(NetGetSpec(copy, sizeof(again), again));
-  PetscCall(PetscStrcmp(spec, again, &same));
-  PetscCheck(same && n1 == n2, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "spec %s does not round-trip: %s, %" PetscInt_FMT " vs %" PetscInt_FMT " parameters", spec, again, n1, n2);
-  PetscCall(NetDestroy(&copy));
   PetscFunctionReturn(0);
 }
 

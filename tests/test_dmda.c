@@ -325,8 +325,7 @@ static PetscErrorCode CheckTS(TSType type, const char layers[])
   TS              ts;
   DiffusionCtx    user;
   Vec             u0, w, v, p, lambda, mu, theta, theta0, uh;
-  PetscReal       L, Lp, Lm, errx, errp;
-  PetscScalar     gx, gp;
+  PetscReal       L, errx = 0, errp = 0;
   PetscBool       implicit;
 
   PetscFunctionBegin;
@@ -375,20 +374,7 @@ static PetscErrorCode CheckTS(TSType type, const char layers[])
   PetscCall(NetGetParameters(net, &theta));
   PetscCall(VecCopy(theta, theta0));
 
-  PetscCall(SolveTSLinearFunctional(ts, u0, w, &L, lambda, mu));
-  PetscCall(VecDot(lambda, v, &gx));
-  PetscCall(VecDot(mu, p, &gp));
-  PetscCall(VecWAXPY(uh, h, v, u0));
-  PetscCall(SolveTSLinearFunctional(ts, uh, w, &Lp, NULL, NULL));
-  PetscCall(VecWAXPY(uh, -h, v, u0));
-  PetscCall(SolveTSLinearFunctional(ts, uh, w, &Lm, NULL, NULL));
-  errx = RelErr((Lp - Lm) / (2 * h), PetscRealPart(gx));
-  PetscCall(VecWAXPY(theta, h, p, theta0));
-  PetscCall(SolveTSLinearFunctional(ts, u0, w, &Lp, NULL, NULL));
-  PetscCall(VecWAXPY(theta, -h, p, theta0));
-  PetscCall(SolveTSLinearFunctional(ts, u0, w, &Lm, NULL, NULL));
-  PetscCall(VecCopy(theta0, theta));
-  errp = RelErr((Lp - Lm) / (2 * h), PetscRealPart(gp));
+  PetscCall(CheckTSLinearFunctionalFD(ts, u0, w, v, theta, theta0, p, h, lambda, mu, uh, &L, &errx, &errp));
   PetscCheck(errx <= 1e-6 && errp <= 1e-6, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "NetDMDATSSetRHS + diffusion, %s: finite-difference errors %g (state) %g (parameters)", type, (double)errx, (double)errp);
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "ts %-3s %s form, %s: L = %.8e, dL/du0 and dL/dtheta agree with finite differences\n", type, implicit ? "implicit" : "RHS", layers, (double)L));
   PetscCall(PetscInfo(NULL, "ts %s: fd errors %g %g\n", type, (double)errx, (double)errp));

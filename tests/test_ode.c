@@ -292,8 +292,7 @@ static PetscErrorCode CheckHelper(const char type[], const char pctype[], PetscI
   TS              ts;
   UserCtx         user;
   Vec             u0, w, v, p, lambda, mu, theta, theta0, uh;
-  PetscReal       L = 0, Lp = 0, Lm = 0, errx, errp;
-  PetscScalar     gx, gp;
+  PetscReal       L = 0, errx = 0, errp = 0;
   PetscBool       implicit;
 
   PetscFunctionBegin;
@@ -346,20 +345,7 @@ static PetscErrorCode CheckHelper(const char type[], const char pctype[], PetscI
   PetscCall(NetTSSetSaveTrajectory(ts));
   PetscCall(TSSetFromOptions(ts));
 
-  PetscCall(SolveTSLinearFunctional(ts, u0, w, &L, lambda, mu));
-  PetscCall(VecDot(lambda, v, &gx));
-  PetscCall(VecDot(mu, p, &gp));
-  PetscCall(VecWAXPY(uh, h, v, u0));
-  PetscCall(SolveTSLinearFunctional(ts, uh, w, &Lp, NULL, NULL));
-  PetscCall(VecWAXPY(uh, -h, v, u0));
-  PetscCall(SolveTSLinearFunctional(ts, uh, w, &Lm, NULL, NULL));
-  errx = RelErr((Lp - Lm) / (2 * h), PetscRealPart(gx));
-  PetscCall(VecWAXPY(theta, h, p, theta0));
-  PetscCall(SolveTSLinearFunctional(ts, u0, w, &Lp, NULL, NULL));
-  PetscCall(VecWAXPY(theta, -h, p, theta0));
-  PetscCall(SolveTSLinearFunctional(ts, u0, w, &Lm, NULL, NULL));
-  PetscCall(VecCopy(theta0, theta));
-  errp = RelErr((Lp - Lm) / (2 * h), PetscRealPart(gp));
+  PetscCall(CheckTSLinearFunctionalFD(ts, u0, w, v, theta, theta0, p, h, lambda, mu, uh, &L, &errx, &errp));
   PetscCheck(errx <= 1e-6 && errp <= 1e-6, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "NetTSSetRHS + user part, %s: finite-difference errors %g (state) %g (parameters)", type, (double)errx, (double)errp);
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "helper %-6s %-7s %s form%s  L % .8e  fd ok\n", type, implicit ? pctype : "", implicit ? "implicit" : "RHS", dmda ? ", DMDA dof 2" : "", (double)L));
   PetscCall(PetscInfo(NULL, "helper %s: fd errors %g %g\n", type, (double)errx, (double)errp));

@@ -13,6 +13,7 @@ static const char help[] = "Tests of the residual layer kind (y = x + F(x), y = 
 #include <petnet.h>
 #include <petnet/private/layerimpl.h>
 #include <petscviewerhdf5.h>
+#include "testutil.h"
 
 static PetscErrorCode CreateNet(MPI_Comm comm, const char prefix[], const char spec[], const char shape[], Net *net)
 {
@@ -43,30 +44,6 @@ static PetscErrorCode RandomBatch(Net net, PetscInt nlocal, PetscInt seed, Vec *
   PetscCall(PetscRandomSeed(rnd));
   PetscCall(VecSetRandom(*X, rnd));
   PetscCall(PetscRandomDestroy(&rnd));
-  PetscFunctionReturn(0);
-}
-
-/* The spec the Net reports rebuilds a Net with the same spec and the same parameter count */
-static PetscErrorCode CheckSpecRoundTrip(Net net)
-{
-  Net         copy;
-  char        spec[1024], again[1024];
-  PetscInt    n1, n2;
-  PetscBool   same;
-  PetNetShape in;
-
-  PetscFunctionBegin;
-  PetscCall(NetGetSpec(net, sizeof(spec), spec));
-  PetscCall(NetGetInputShape(net, &in));
-  PetscCall(NetCreate(PetscObjectComm((PetscObject)net), &copy));
-  PetscCall(NetSetLayers(copy, spec));
-  PetscCall(NetSetInputShape(copy, &in));
-  PetscCall(NetGetNumParameters(net, &n1));
-  PetscCall(NetGetNumParameters(copy, &n2));
-  PetscCall(NetGetSpec(copy, sizeof(again), again));
-  PetscCall(PetscStrcmp(spec, again, &same));
-  PetscCheck(same && n1 == n2, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "spec %s does not round-trip: %s, %" PetscInt_FMT " vs %" PetscInt_FMT " parameters", spec, again, n1, n2);
-  PetscCall(NetDestroy(&copy));
   PetscFunctionReturn(0);
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <petscts.h>
+#include <petnetnet.h>
 
 /* v[i] = table[i] for the entries this rank owns (table holds the whole global vector) */
 static inline PetscErrorCode FillFromTable(Vec v, const PetscScalar table[])
@@ -54,5 +55,57 @@ static inline PetscErrorCode SolveTSLinearFunctional(TS ts, Vec u0, Vec w, Petsc
     PetscCall(TSAdjointReset(ts));
   }
   PetscCall(VecDestroy(&u));
+  PetscFunctionReturn(0);
+}
+
+/*
+  Central finite differences of L = <w, u(T)> (SolveTSLinearFunctional()) against its TSAdjoint gradients: *errx along
+  the state direction v, *errp along the parameter direction p (theta, the parameters the TS uses, are moved from
+  theta0 and put back). lambda, mu and uh are work Vecs (u0's, theta's and u0's layout); *L the loss at u0.
+*/
+static inline PetscErrorCode CheckTSLinearFunctionalFD(TS ts, Vec u0, Vec w, Vec v, Vec theta, Vec theta0, Vec p, PetscReal h, Vec lambda, Vec mu, Vec uh, PetscReal *L, PetscReal *errx, PetscReal *errp)
+{
+  PetscScalar gx, gp;
+  PetscReal   Lp, Lm;
+
+  PetscFunctionBegin;
+  PetscCall(SolveTSLinearFunctional(ts, u0, w, L, lambda, mu));
+  PetscCall(VecDot(lambda, v, &gx));
+  PetscCall(VecDot(mu, p, &gp));
+  PetscCall(VecWAXPY(uh, h, v, u0));
+  PetscCall(SolveTSLinearFunctional(ts, uh, w, &Lp, NULL, NULL));
+  PetscCall(VecWAXPY(uh, -h, v, u0));
+  PetscCall(SolveTSLinearFunctional(ts, uh, w, &Lm, NULL, NULL));
+  *errx = RelErr((Lp - Lm) / (2 * h), PetscRealPart(gx));
+  PetscCall(VecWAXPY(theta, h, p, theta0));
+  PetscCall(SolveTSLinearFunctional(ts, u0, w, &Lp, NULL, NULL));
+  PetscCall(VecWAXPY(theta, -h, p, theta0));
+  PetscCall(SolveTSLinearFunctional(ts, u0, w, &Lm, NULL, NULL));
+  PetscCall(VecCopy(theta0, theta));
+  *errp = RelErr((Lp - Lm) / (2 * h), PetscRealPart(gp));
+  PetscFunctionReturn(0);
+}
+
+/* The spec the Net reports rebuilds a Net with the same spec and the same parameter count */
+static inline PetscErrorCode CheckSpecRoundTrip(Net net)
+{
+  Net         copy;
+  char        spec[1024], again[1024];
+  PetscInt    n1, n2;
+  PetscBool   same;
+  PetNetShape in;
+
+  PetscFunctionBegin;
+  PetscCall(NetGetSpec(net, sizeof(spec), spec));
+  PetscCall(NetGetInputShape(net, &in));
+  PetscCall(NetCreate(PetscObjectComm((PetscObject)net), &copy));
+  PetscCall(NetSetLayers(copy, spec));
+  PetscCall(NetSetInputShape(copy, &in));
+  PetscCall(NetGetNumParameters(net, &n1));
+  PetscCall(NetGetNumParameters(copy, &n2));
+  PetscCall(NetGetSpec(copy, sizeof(again), again));
+  PetscCall(PetscStrcmp(spec, again, &same));
+  PetscCheck(same && n1 == n2, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "spec %s does not round-trip: %s, %" PetscInt_FMT " vs %" PetscInt_FMT " parameters", spec, again, n1, n2);
+  PetscCall(NetDestroy(&copy));
   PetscFunctionReturn(0);
 }
