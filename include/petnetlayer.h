@@ -4,7 +4,6 @@
 #include <petnetsys.h>
 
 typedef struct _p_Layer *Layer;
-typedef struct _p_Net   *Net;
 
 typedef const char *LayerType;
 #define LAYERDENSE     "dense"
@@ -35,10 +34,15 @@ PETSC_EXTERN PetscErrorCode LayerSetArguments(Layer, const char[]);
 PETSC_EXTERN PetscErrorCode LayerGetSpec(Layer, size_t, char[]);
 PETSC_EXTERN PetscErrorCode LayerSetFromOptions(Layer);
 PETSC_EXTERN PetscErrorCode LayerSetInputShape(Layer, const PetNetShape *);
+PETSC_EXTERN PetscErrorCode LayerSetInputShapes(Layer, PetscInt, const PetNetShape[]);
 PETSC_EXTERN PetscErrorCode LayerGetInputShape(Layer, PetNetShape *);
+PETSC_EXTERN PetscErrorCode LayerGetNumInputs(Layer, PetscInt *, PetscInt *, PetscInt *);
 PETSC_EXTERN PetscErrorCode LayerGetOutputShape(Layer, PetNetShape *);
 PETSC_EXTERN PetscErrorCode LayerGetNumParameters(Layer, PetscInt *);
 PETSC_EXTERN PetscErrorCode LayerSetUp(Layer);
+PETSC_EXTERN PetscErrorCode LayerSetTraining(Layer, PetscBool);
+PETSC_EXTERN PetscErrorCode LayerSetFrozen(Layer, PetscBool);
+PETSC_EXTERN PetscErrorCode LayerSetIndex(Layer, PetscInt);
 PETSC_EXTERN PetscErrorCode LayerView(Layer, PetscViewer);
 PETSC_EXTERN PetscErrorCode LayerReset(Layer);
 PETSC_EXTERN PetscErrorCode LayerDestroy(Layer *);
@@ -51,13 +55,10 @@ PETSC_EXTERN PetscErrorCode LayerInitializeWeights(PetscRandom, LayerInitType, P
 PETSC_EXTERN PetscErrorCode LayerForwardArray(Layer, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *);
 PETSC_EXTERN PetscErrorCode LayerBackwardArray(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
 PETSC_EXTERN PetscErrorCode LayerJVPArray(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *);
-
-/* Jacobians of a layer inside its Net, at the Net's last forward pass.
-   LayerGetJacobian:  dX (layer input batch)      -> dY;  MatMultTranspose: dY -> dX.
-   LayerGetJacobianP: dtheta_l (this layer's own parameters, distributed) -> dY; transpose: dY -> dtheta_l.
-   The Mats are owned by the layer: do not destroy them. */
-PETSC_EXTERN PetscErrorCode LayerGetJacobian(Layer, Mat *);
-PETSC_EXTERN PetscErrorCode LayerGetJacobianP(Layer, Mat *);
+/* The same for any number of inputs (x[k], dx[k]: one array per input) */
+PETSC_EXTERN PetscErrorCode LayerForwardArrays(Layer, PetscInt, const PetscScalar *, const PetscScalar *const[], PetscScalar *);
+PETSC_EXTERN PetscErrorCode LayerBackwardArrays(Layer, PetscInt, const PetscScalar *, const PetscScalar *const[], const PetscScalar *, const PetscScalar *, PetscScalar *const[], PetscScalar *);
+PETSC_EXTERN PetscErrorCode LayerJVPArrays(Layer, PetscInt, const PetscScalar *, const PetscScalar *const[], const PetscScalar *, const PetscScalar *const[], const PetscScalar *, PetscScalar *);
 
 /* Kind-specific settings */
 PETSC_EXTERN PetscErrorCode LayerDenseSetOutputSize(Layer, PetscInt);
@@ -90,10 +91,6 @@ PETSC_EXTERN PetscErrorCode LayerDropoutSetSeed(Layer, PetscInt64);
 PETSC_EXTERN PetscErrorCode LayerBatchNormSetMomentum(Layer, PetscReal);
 PETSC_EXTERN PetscErrorCode LayerBatchNormSetEpsilon(Layer, PetscReal);
 
-/* Residual block: y = x + F(x), or y = P(x) + F(x) with a projection shortcut P; F and P are layer lists */
-#define LAYERRESIDUAL "residual" /* residual(F) or residual(F|P), e.g. residual(conv2d:16:3:1:1,relu,conv2d:16:3:1:1|conv2d:16:1:1:0) */
-
-PETSC_EXTERN PetscErrorCode LayerResidualSetBranches(Layer, const char[], const char[]);
-PETSC_EXTERN PetscErrorCode LayerResidualGetBranches(Layer, Net *, Net *);
-
-#define LAYERODE "ode" /* ode[:T]: y = u(T), du/dt = f(u) with f an inner Net (-<prefix>ode_net_layers); see petnetts.h */
+/* Joins: layers with several inputs, the nodes of a graph where branches meet (NetSetGraph()) */
+#define LAYERADD    "add"    /* y = x_1 + ... + x_k, all inputs of one shape (the join of a residual block) */
+#define LAYERCONCAT "concat" /* y = [x_1, ..., x_k] along the last dimension (channels; U-Net skip connections) */

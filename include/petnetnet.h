@@ -1,7 +1,18 @@
-/* Net: an ordered sequence of layers, its parameters, its Jacobians. */
+/*
+  Net: a directed acyclic graph of layers, its parameters, its Jacobians.
+
+  Written as a chain (NetSetLayers(), -net_layers):  dense:256,relu,residual(dense:256,relu,dense:256),dense:10
+    where residual(F) means y = x + F(x) and residual(F|P) means y = P(x) + F(x), with F and P layer lists.
+  Written as a graph (NetSetGraph(), -net_graph): named nodes and their inputs, "input" being the Net's input,
+    stem = conv2d:8:3:1:1; a = relu; b = conv2d:8:3:1:1 <- a; sum = add <- b, stem; cat = concat <- sum, input; ...
+  Both give the same nodes: layers with one input, and joins (add, concat) with several. A node's output may feed
+  several nodes; the last node is the Net's output.
+*/
 #pragma once
 
 #include <petnetlayer.h>
+
+typedef struct _p_Net *Net;
 
 PETSC_EXTERN PetscClassId NET_CLASSID;
 
@@ -10,9 +21,15 @@ PETSC_EXTERN PetscErrorCode NetSetInputShape(Net, const PetNetShape *);
 PETSC_EXTERN PetscErrorCode NetGetInputShape(Net, PetNetShape *);
 PETSC_EXTERN PetscErrorCode NetGetOutputShape(Net, PetNetShape *);
 PETSC_EXTERN PetscErrorCode NetSetLayers(Net, const char[]);
+PETSC_EXTERN PetscErrorCode NetSetGraph(Net, const char[]);
 PETSC_EXTERN PetscErrorCode NetAddLayer(Net, LayerType, const char[], Layer *);
 PETSC_EXTERN PetscErrorCode NetGetNumLayers(Net, PetscInt *);
 PETSC_EXTERN PetscErrorCode NetGetLayer(Net, PetscInt, Layer *);
+PETSC_EXTERN PetscErrorCode NetGetLayerName(Net, PetscInt, const char **);
+PETSC_EXTERN PetscErrorCode NetGetLayerInputs(Net, PetscInt, PetscInt *, const PetscInt *[]);
+PETSC_EXTERN PetscErrorCode NetSetOptionsPrefix(Net, const char[]);
+PETSC_EXTERN PetscErrorCode NetAppendOptionsPrefix(Net, const char[]);
+PETSC_EXTERN PetscErrorCode NetGetOptionsPrefix(Net, const char *[]);
 PETSC_EXTERN PetscErrorCode NetGetSpec(Net, size_t, char[]);
 PETSC_EXTERN PetscErrorCode NetSetSeed(Net, unsigned long);
 PETSC_EXTERN PetscErrorCode NetSetFromOptions(Net);
@@ -24,7 +41,7 @@ PETSC_EXTERN PetscErrorCode NetViewFromOptions(Net, PetscObject, const char[]);
 PETSC_EXTERN PetscErrorCode NetReset(Net);
 PETSC_EXTERN PetscErrorCode NetDestroy(Net *);
 
-/* Parameters: one flat Vec distributed over the communicator; layer l owns [offset_l, offset_l + p_l). */
+/* Parameters: one flat Vec distributed over the communicator; layer (node) l owns [offset_l, offset_l + p_l). */
 PETSC_EXTERN PetscErrorCode NetGetNumParameters(Net, PetscInt *);
 PETSC_EXTERN PetscErrorCode NetGetParameters(Net, Vec *);
 PETSC_EXTERN PetscErrorCode NetSetParameters(Net, Vec);
@@ -47,6 +64,9 @@ PETSC_EXTERN PetscErrorCode NetJVP(Net, Vec, Vec, Vec);
 /* MATSHELLs at the last forward pass, owned by the Net (do not destroy): MatMult = JVP, MatMultTranspose = VJP. */
 PETSC_EXTERN PetscErrorCode NetGetJacobian(Net, Mat *);
 PETSC_EXTERN PetscErrorCode NetGetJacobianP(Net, Mat *);
+/* The same for layer (node) l alone: its inputs (concatenated, for a join) -> its output; its own parameters -> its output */
+PETSC_EXTERN PetscErrorCode NetGetLayerJacobian(Net, PetscInt, Mat *);
+PETSC_EXTERN PetscErrorCode NetGetLayerJacobianP(Net, PetscInt, Mat *);
 
 /* Derivative checks on the user's own network: dot-product tests and central finite differences. */
 PETSC_EXTERN PetscErrorCode NetTestJacobian(Net, Vec, PetscViewer, PetscReal *, PetscReal *);

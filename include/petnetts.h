@@ -17,7 +17,7 @@
                    tableaus with a zero weight b_i (5dp, 5f, 5bs) whose parameter gradients are wrong.
   NetTSTimeSeriesGradient  L = sum_i l_i(u(t_i)) over observation times: one forward solve that lands on every t_i,
                    then the adjoint segment by segment (TSAdjointSetSteps()), adding dl_i/du to lambda between segments.
-  Layer "ode"      y = u(T), u(0) = x, du/dt = f(u; theta) with f an inner Net (LAYERODE in petnetlayer.h). Compact:
+  Layer "ode"      y = u(T), u(0) = x, du/dt = f(u; theta) with f an inner Net (LAYERODE, registered by the TS package). Compact:
                    ode, ode:T, ode(f) or ode(T|f), e.g. ode(0.5|dense:32,tanh,dense:4); or by options:
                    -<layer prefix>ode_net_layers dense:32,tanh,dense:4   the inner Net (prefix <layer prefix>ode_)
                    -<layer prefix>ode_ts_type rk -<layer prefix>ode_ts_rk_type 4 -<layer prefix>ode_ts_dt 0.1 ...
@@ -31,6 +31,8 @@
 
 #include <petnetnet.h>
 #include <petscts.h>
+
+#define LAYERODE "ode" /* ode[:T]: y = u(T), du/dt = f(u) with f an inner Net (-<prefix>ode_net_layers) */
 
 /* Net as (part of) the right-hand side of a TS */
 PETSC_EXTERN PetscErrorCode NetTSSetRHS(TS, Net, Vec);

@@ -20,6 +20,9 @@ static const Case cases[] = {
     {"dense:7,gelu,dense:5,sigmoid,dense:3", LOSSCROSSENTROPY},
     {"dense:5,softplus,dense:4,leakyrelu:0.1,dense:3", LOSSMSE},
     {"dense:3", LOSSCROSSENTROPY},
+    /* graphs: fan-out of the input and of a node, add and concat joins, a three-way add */
+    {"a = dense:6; b = tanh; c = dense:6; s = add <- c, a; t = concat <- s, input; out = dense:3;", LOSSCROSSENTROPY},
+    {"h = dense:5; p = tanh <- h; q = sigmoid <- h; r = gelu <- h; s = add <- p, q, r; out = dense:4 <- s;", LOSSMSE},
 };
 
 /* f(theta) for the batch (X, T): the Net's parameters are set to theta first */
@@ -48,7 +51,8 @@ static PetscErrorCode CheckCase(const Case *c, PetscInt N)
   PetscFunctionBegin;
   PetscCall(PetscStrcmp(c->loss, LOSSCROSSENTROPY, &ce));
   PetscCall(NetCreate(PETSC_COMM_WORLD, &net));
-  PetscCall(NetSetLayers(net, c->layers));
+  if (strchr(c->layers, ';')) PetscCall(NetSetGraph(net, c->layers)); /* a graph of named nodes */
+  else PetscCall(NetSetLayers(net, c->layers));
   PetscCall(NetSetInputShape(net, &in));
   PetscCall(NetSetSeed(net, 3));
   PetscCall(NetSetFromOptions(net));

@@ -17,6 +17,8 @@ static const Case cases[] = {
     {"dense:16,relu,dense:10", 12, LOSSCROSSENTROPY},
     {"dense:8,tanh,dense:8,gelu,dense:3", 5, LOSSMSE},
     {"dense:6,sigmoid,dense:4", 3, LOSSL1},
+    {"a = dense:6; b = tanh; c = dense:6; s = add <- c, a; t = concat <- s, input; out = dense:10;", 5, LOSSCROSSENTROPY},
+    {"h = dense:5; p = tanh <- h; q = sigmoid <- h; s = add <- p, q, h; out = dense:4 <- s;", 4, LOSSMSE},
 };
 
 typedef enum {
@@ -74,7 +76,8 @@ static PetscErrorCode SideCompute(MPI_Comm comm, const Case *c, PetscInt nlocal,
   PetscCall(PetscStrcmp(c->loss, LOSSCROSSENTROPY, &ce));
   if (!s->net) { /* the first batch of this case; later batches reuse the Net */
     PetscCall(NetCreate(comm, &s->net));
-    PetscCall(NetSetLayers(s->net, c->layers));
+    if (strchr(c->layers, ';')) PetscCall(NetSetGraph(s->net, c->layers)); /* a graph of named nodes */
+    else PetscCall(NetSetLayers(s->net, c->layers));
     PetscCall(NetSetInputShape(s->net, &in));
     PetscCall(NetSetSeed(s->net, 13));
     PetscCall(NetSetUp(s->net));

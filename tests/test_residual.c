@@ -257,38 +257,64 @@ static PetscErrorCode TestOptions(PetscInt nlocal)
 
 /* ------------------------------------------------------------------------------------------------- 5. tensors */
 
-/* Every tensor printed; parameter tensors must tile [0, nparams) and buffer tensors [0, nbuffers) exactly once */
+/* Every tensor of the block of entry 1 (the nodes named 1.*, and the join 1) printed with its offset inside the block;
+   parameter tensors must tile the block's parameters and buffer tensors its buffers exactly once */
 static PetscErrorCode TestTensors(void)
 {
   Net             net;
-  Layer           layer;
   LayerTensorInfo info[LAYER_MAX_TENSORS];
-  PetscInt        nt, *pcount, *bcount;
+  PetscInt        nt, nl, *pcount, *bcount, pstart = -1, pend = 0, np = 0, nb = 0, boff = 0;
 
   PetscFunctionBegin;
   PetscCall(CreateNet(PETSC_COMM_WORLD, NULL, "conv2d:4:3:1:1,residual(conv2d:4:3:1:1:bias=0,batchnorm,relu,residual(conv2d:4:1,batchnorm)|conv2d:4:1,batchnorm)", "6x5x3", &net));
-  PetscCall(NetGetLayer(net, 1, &layer));
-  PetscCall(LayerGetTensors(layer, &nt, info));
-  PetscCall(PetscCalloc2(layer->nparams, &pcount, layer->nbuffers, &bcount));
-  for (PetscInt t = 0; t < nt; t++) {
-    char dims[64] = "";
+  PetscCall(NetGetNumLayers(net, &nl));
+  for (PetscInt pass = 0; pass < 2; pass++) { /* pass 0 sizes the block, pass 1 prints and counts */
+    for (PetscInt l = 0; l < nl; l++) {
+      Layer       layer;
+      const char *name;
+      PetscInt    start, end;
+      PetscBool   inblock;
 
-    for (PetscInt d = 0; d < info[t].ndim; d++) {
-      size_t len;
+      PetscCall(NetGetLayerName(net, l, &name));
+      PetscCall(PetscStrbeginswith(name, "1.", &inblock));
+      if (!inblock && strcmp(name, "1")) continue;
+      PetscCall(NetGetLayer(net, l, &layer));
+      PetscCall(NetGetLayerParameterRange(net, l, &start, &end));
+      if (pass == 0) {
+        if (pstart < 0) pstart = start;
+        pend = end;
+        nb += layer->nbuffers;
+        continue;
+      }
+      PetscCall(LayerGetTensors(layer, &nt, info));
+      for (PetscInt t = 0; t < nt; t++) {
+        char     dims[64] = "", full[128];
+        PetscInt offset   = info[t].offset + (info[t].buffer ? boff : start - pstart);
 
-      PetscCall(PetscStrlen(dims, &len));
-      PetscCall(PetscSNPrintf(dims + len, sizeof(dims) - len, d ? "x%" PetscInt_FMT : "%" PetscInt_FMT, info[t].dims[d]));
+        for (PetscInt d = 0; d < info[t].ndim; d++) {
+          size_t len;
+
+          PetscCall(PetscStrlen(dims, &len));
+          PetscCall(PetscSNPrintf(dims + len, sizeof(dims) - len, d ? "x%" PetscInt_FMT : "%" PetscInt_FMT, info[t].dims[d]));
+        }
+        PetscCall(PetscSNPrintf(full, sizeof(full), "%s.%s", name, info[t].name));
+        PetscCall(PetscPrintf(PETSC_COMM_WORLD, "tensor %-26s %-9s offset %4" PetscInt_FMT " size %4" PetscInt_FMT " shape %s\n", full, info[t].buffer ? "buffer" : "parameter", offset, info[t].size, dims));
+        for (PetscInt i = offset; i < offset + info[t].size; i++) {
+          PetscCheck(i >= 0 && i < (info[t].buffer ? nb : np), PETSC_COMM_WORLD, PETSC_ERR_PLIB, "tensor %s reaches outside its block", full);
+          (info[t].buffer ? bcount : pcount)[i]++;
+        }
+      }
+      boff += layer->nbuffers;
     }
-    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "tensor 1.%-24s %-9s offset %4" PetscInt_FMT " size %4" PetscInt_FMT " shape %s\n", info[t].name, info[t].buffer ? "buffer" : "parameter", info[t].offset, info[t].size, dims));
-    for (PetscInt i = info[t].offset; i < info[t].offset + info[t].size; i++) {
-      PetscCheck(i >= 0 && i < (info[t].buffer ? layer->nbuffers : layer->nparams), PETSC_COMM_WORLD, PETSC_ERR_PLIB, "tensor %s reaches outside its array", info[t].name);
-      (info[t].buffer ? bcount : pcount)[i]++;
+    if (pass == 0) {
+      np = pend - pstart;
+      PetscCall(PetscCalloc2(np, &pcount, nb, &bcount));
     }
   }
-  for (PetscInt i = 0; i < layer->nparams; i++) PetscCheck(pcount[i] == 1, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "parameter %" PetscInt_FMT " is in %" PetscInt_FMT " tensors", i, pcount[i]);
-  for (PetscInt i = 0; i < layer->nbuffers; i++) PetscCheck(bcount[i] == 1, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "buffer value %" PetscInt_FMT " is in %" PetscInt_FMT " tensors", i, bcount[i]);
-  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "tensors: %" PetscInt_FMT " tile %" PetscInt_FMT " parameters and %" PetscInt_FMT " buffer values\n", nt, layer->nparams, layer->nbuffers));
-  PetscCall(LayerView(layer, PETSC_VIEWER_STDOUT_WORLD));
+  for (PetscInt i = 0; i < np; i++) PetscCheck(pcount[i] == 1, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "parameter %" PetscInt_FMT " is in %" PetscInt_FMT " tensors", i, pcount[i]);
+  for (PetscInt i = 0; i < nb; i++) PetscCheck(bcount[i] == 1, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "buffer value %" PetscInt_FMT " is in %" PetscInt_FMT " tensors", i, bcount[i]);
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "tensors: the block tiles %" PetscInt_FMT " parameters and %" PetscInt_FMT " buffer values\n", np, nb));
+  PetscCall(NetView(net, PETSC_VIEWER_STDOUT_WORLD));
   PetscCall(PetscFree2(pcount, bcount));
   PetscCall(NetDestroy(&net));
   PetscFunctionReturn(0);

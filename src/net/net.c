@@ -1,6 +1,7 @@
-/* Net: lifecycle, the layer list, options, viewing. */
+/* Net: lifecycle, options, set-up (shapes and parameters through the graph), viewing. The nodes come from netspec.c. */
 #include <petnet/private/netimpl.h>
-#include <ctype.h>
+
+PETSC_INTERN PetscErrorCode NetDestroyLayers_Private(Net);
 
 PetscErrorCode NetCreate(MPI_Comm comm, Net *net)
 {
@@ -56,7 +57,7 @@ PetscErrorCode NetSetTraining(Net net, PetscBool training)
   PetscFunctionBegin;
   PetscValidHeaderSpecific(net, NET_CLASSID, 1);
   net->training = training;
-  for (PetscInt l = 0; l < net->nlayers; l++) net->layers[l]->training = training;
+  for (PetscInt l = 0; l < net->nlayers; l++) PetscCall(LayerSetTraining(net->layers[l], training));
   net->forwarded = PETSC_FALSE;
   PetscFunctionReturn(0);
 }
@@ -77,248 +78,6 @@ PetscErrorCode NetSetSeed(Net net, unsigned long seed)
   PetscFunctionReturn(0);
 }
 
-/*@C
-  NetAddLayer - appends a layer of the given kind; args are its compact settings ("256" for dense) or NULL.
-  The layer gets the options prefix <net prefix>layer<i>_ and is returned (borrowed) in layer if not NULL.
-@*/
-PetscErrorCode NetAddLayer(Net net, LayerType type, const char args[], Layer *layer)
-{
-  Layer       l;
-  char        prefix[256];
-  const char *netprefix;
-
-  PetscFunctionBegin;
-  PetscValidHeaderSpecific(net, NET_CLASSID, 1);
-  if (net->setupcalled) PetscCall(NetReset(net));
-  if (net->nlayers == net->maxlayers) {
-    Layer *layers;
-
-    net->maxlayers = net->maxlayers ? 2 * net->maxlayers : 8;
-    PetscCall(PetscMalloc1(net->maxlayers, &layers));
-    PetscCall(PetscArraycpy(layers, net->layers, net->nlayers));
-    PetscCall(PetscFree(net->layers));
-    net->layers = layers;
-  }
-  PetscCall(LayerCreate(PetscObjectComm((PetscObject)net), &l));
-  PetscCall(LayerSetType(l, type));
-  PetscCall(LayerSetArguments(l, args));
-  PetscCall(PetscObjectGetOptionsPrefix((PetscObject)net, &netprefix));
-  PetscCall(PetscSNPrintf(prefix, sizeof(prefix), "%slayer%" PetscInt_FMT "_", netprefix ? netprefix : "", net->nlayers));
-  PetscCall(PetscObjectSetOptionsPrefix((PetscObject)l, prefix));
-  l->training                 = net->training;
-  l->net                      = net;
-  l->index                    = net->nlayers;
-  net->layers[net->nlayers++] = l;
-  if (layer) *layer = l;
-  PetscFunctionReturn(0);
-}
-
-static PetscErrorCode NetClearLayers_Private(Net net)
-{
-  PetscFunctionBegin;
-  for (PetscInt l = 0; l < net->nlayers; l++) PetscCall(LayerDestroy(&net->layers[l]));
-  net->nlayers = 0;
-  PetscFunctionReturn(0);
-}
-
-/* "dense, identity, relu, ..." : the registered layer kinds, for error messages */
-static PetscErrorCode NetLayerKinds_Private(size_t len, char kinds[])
-{
-  const char **names;
-  int          n;
-
-  PetscFunctionBegin;
-  kinds[0] = 0;
-  PetscCall(PetscFunctionListGet(LayerList, &names, &n));
-  for (int i = 0; i < n && names[i]; i++) {
-    if (i) PetscCall(PetscStrlcat(kinds, ", ", len));
-    PetscCall(PetscStrlcat(kinds, names[i], len));
-  }
-  PetscCall(PetscFree(names));
-  PetscFunctionReturn(0);
-}
-
-/* strips blanks at both ends, in place */
-static char *NetTrim_Private(char *s)
-{
-  char *end = s + strlen(s);
-
-  while (*s && isspace((unsigned char)*s)) s++;
-  while (end > s && isspace((unsigned char)end[-1])) *--end = 0;
-  return s;
-}
-
-/*
-  Layer lists. Entries are separated by the commas outside parentheses; each entry is
-    kind          e.g. relu
-    kind:args     e.g. dense:128, conv2d:16:3:1:1
-    kind(args)    the same as kind:args, for arguments that hold commas: residual(conv2d:16:3:1:1,relu,conv2d:16:3:1:1)
-  kind:(args) is the same as kind(args): parentheses enclosing all the arguments are dropped (NetGetSpec() writes
-  residual:(...)). The layer receives the text inside the parentheses through LayerSetArguments().
-*/
-
-/* -1 if the parentheses of list balance; else the position of the first ')' without its '(' or of the first '(' never closed */
-static PetscInt NetUnbalancedParenthesis_Private(const char list[])
-{
-  PetscInt depth = 0, open = -1;
-
-  for (PetscInt i = 0; list[i]; i++) {
-    if (list[i] == '(' && depth++ == 0) open = i;
-    if (list[i] == ')' && --depth < 0) return i;
-  }
-  return depth ? open : -1;
-}
-
-/* The position of the ')' matching the '(' at s[0], or -1 */
-static PetscInt NetMatchingParenthesis_Private(const char s[])
-{
-  PetscInt depth = 0;
-
-  for (PetscInt i = 0; s[i]; i++) {
-    if (s[i] == '(') depth++;
-    if (s[i] == ')' && --depth == 0) return i;
-  }
-  return -1;
-}
-
-/*
-  Cuts the layer list at *cursor after its first entry (at the first comma outside parentheses), in place:
-  *entry is that entry and *cursor moves to the next one (NULL after the last). Used by NetSetLayers() and NetLoad().
-*/
-PetscErrorCode NetLayerListNext_Private(char **cursor, char **entry)
-{
-  PetscInt depth = 0;
-  char    *s     = *cursor;
-
-  PetscFunctionBegin;
-  *entry  = s;
-  *cursor = NULL;
-  for (; *s; s++) {
-    if (*s == '(')
-      depth++;
-    else if (*s == ')')
-      depth--;
-    else if (*s == ',' && depth <= 0) {
-      *s      = 0;
-      *cursor = s + 1;
-      break;
-    }
-  }
-  PetscFunctionReturn(0);
-}
-
-/* Splits a trimmed, non-empty entry in place into its kind and its arguments (NULL if none); *why says what is malformed */
-static PetscErrorCode NetLayerEntrySplit_Private(char *entry, char **kind, char **args, const char **why)
-{
-  size_t   k = strcspn(entry, ":(");
-  PetscInt close;
-
-  PetscFunctionBegin;
-  *kind = entry;
-  *args = NULL;
-  *why  = NULL;
-  if (!entry[k]) PetscFunctionReturn(0);
-  if (entry[k] == ':') {
-    entry[k] = 0;
-    *args    = NetTrim_Private(entry + k + 1);
-    close    = (*args)[0] == '(' ? NetMatchingParenthesis_Private(*args) : -1;
-    if (close > 0 && !(*args)[close + 1]) { /* kind:(args) */
-      (*args)[close] = 0;
-      *args          = NetTrim_Private(*args + 1);
-    }
-  } else { /* kind(args) */
-    close = NetMatchingParenthesis_Private(entry + k);
-    if (entry[k + close + 1]) {
-      *why = "text follows the closing parenthesis";
-      PetscFunctionReturn(0);
-    }
-    entry[k + close] = 0;
-    entry[k]         = 0;
-    *args            = NetTrim_Private(entry + k + 1);
-  }
-  *kind = NetTrim_Private(entry);
-  PetscFunctionReturn(0);
-}
-
-/*@C
-  NetSetLayers - replaces the layers with a compact list, e.g. "dense:256,relu,dense:128,relu,dense:10".
-  Each entry is kind, kind:args or kind(args), the last for arguments that hold commas, such as the block of a
-  residual layer: "conv2d:16:3:1:1,relu,residual(conv2d:16:3:1:1,relu,conv2d:16:3:1:1),relu,flatten,dense:10".
-  Kinds are case-insensitive and blanks around entries are ignored.
-@*/
-PetscErrorCode NetSetLayers(Net net, const char list[])
-{
-  MPI_Comm comm;
-  char    *copy, *entry, *next;
-  size_t   len;
-  PetscInt count = 0, bad;
-
-  PetscFunctionBegin;
-  PetscValidHeaderSpecific(net, NET_CLASSID, 1);
-  comm = PetscObjectComm((PetscObject)net);
-  PetscCall(PetscStrlen(list, &len));
-  PetscCheck(len > 0, comm, PETSC_ERR_ARG_WRONG, "Empty layer list: give -net_layers such as dense:128,relu,dense:10");
-  bad = NetUnbalancedParenthesis_Private(list);
-  PetscCheck(bad < 0, comm, PETSC_ERR_ARG_WRONG, "Malformed -net_layers \"%s\": unbalanced parentheses, the '%c' at character %" PetscInt_FMT " has no matching '%c' (a nested layer list is written kind(list), e.g. residual(dense:64,relu,dense:64))",
-             list, list[bad], bad + 1, list[bad] == '(' ? ')' : '(');
-  if (net->setupcalled) PetscCall(NetReset(net));
-  PetscCall(NetClearLayers_Private(net));
-  PetscCall(PetscStrallocpy(list, &copy));
-  for (next = copy; next;) {
-    char       *kind, *args;
-    const char *why;
-    PetscErrorCode (*create)(Layer);
-
-    PetscCall(NetLayerListNext_Private(&next, &entry));
-    count++;
-    kind = NetTrim_Private(entry);
-    if (!kind[0]) {
-      PetscCall(PetscFree(copy));
-      SETERRQ(comm, PETSC_ERR_ARG_WRONG, "Malformed -net_layers \"%s\": entry %" PetscInt_FMT " is empty; remove the extra comma (entries are kind or kind:args separated by single commas, e.g. dense:128,relu,dense:10)", list, count);
-    }
-    PetscCall(NetLayerEntrySplit_Private(kind, &kind, &args, &why));
-    if (why) {
-      PetscCall(PetscFree(copy));
-      SETERRQ(comm, PETSC_ERR_ARG_WRONG, "Malformed -net_layers \"%s\": in entry %" PetscInt_FMT ", %s; write kind(args), then a comma before the next entry", list, count, why);
-    }
-    PetscCall(PetscStrtolower(kind));
-    PetscCall(PetscFunctionListFind(LayerList, kind, &create));
-    if (!create) {
-      char kinds[2048], name[256];
-
-      PetscCall(PetscStrncpy(name, kind, sizeof(name)));
-      PetscCall(PetscFree(copy));
-      PetscCall(NetLayerKinds_Private(sizeof(kinds), kinds));
-      SETERRQ(comm, PETSC_ERR_ARG_UNKNOWN_TYPE, "Unknown layer kind \"%s\" (entry %" PetscInt_FMT " of -net_layers \"%s\"): the registered kinds are %s; register your own with LayerRegister()", name, count, list, kinds);
-    }
-    PetscCall(NetAddLayer(net, kind, args, NULL));
-  }
-  PetscCall(PetscFree(copy));
-  PetscFunctionReturn(0);
-}
-
-/*@C
-  NetGetSpec - the compact layer list that rebuilds this Net with NetSetLayers().
-@*/
-PetscErrorCode NetGetSpec(Net net, size_t len, char spec[])
-{
-  size_t n = 0;
-
-  PetscFunctionBegin;
-  PetscValidHeaderSpecific(net, NET_CLASSID, 1);
-  spec[0] = 0;
-  for (PetscInt l = 0; l < net->nlayers; l++) {
-    char one[256];
-
-    PetscCall(LayerGetSpec(net->layers[l], sizeof(one), one));
-    PetscCheck(n + strlen(one) + 2 < len, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "Layer list longer than %zu characters", len);
-    if (l) spec[n++] = ',';
-    PetscCall(PetscStrcpy(spec + n, one));
-    n += strlen(one);
-  }
-  PetscFunctionReturn(0);
-}
-
 PetscErrorCode NetGetNumLayers(Net net, PetscInt *n)
 {
   PetscFunctionBegin;
@@ -336,23 +95,198 @@ PetscErrorCode NetGetLayer(Net net, PetscInt i, Layer *layer)
   PetscFunctionReturn(0);
 }
 
+/*@C
+  NetGetLayerName - the name of layer (node) i: "3" or "2.res.1" in a layer list, the node's own name in a graph. Its
+  tensors are saved as <name>.weight, ... (PyTorch state_dict keys).
+
+  Not collective
+
+  Input Parameters:
++ net - the Net
+- i   - the node, 0 <= i < NetGetNumLayers()
+
+  Output Parameter:
+. name - the name (borrowed)
+
+  Level: intermediate
+
+.seealso: `NetGetLayer()`, `NetGetLayerInputs()`, `NetSetGraph()`
+@*/
+PetscErrorCode NetGetLayerName(Net net, PetscInt i, const char **name)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(net, NET_CLASSID, 1);
+  PetscCheck(i >= 0 && i < net->nlayers, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_OUTOFRANGE, "Layer %" PetscInt_FMT " does not exist: the Net has %" PetscInt_FMT " layers", i, net->nlayers);
+  *name = net->nodes[i].name;
+  PetscFunctionReturn(0);
+}
+
+/*@C
+  NetGetLayerInputs - where the inputs of layer (node) i come from.
+
+  Not collective
+
+  Input Parameters:
++ net - the Net
+- i   - the node
+
+  Output Parameters:
++ nin - the number of inputs
+- in  - the input nodes (borrowed), each before i; -1 stands for the Net's input
+
+  Level: intermediate
+
+.seealso: `NetGetLayerName()`, `NetSetGraph()`
+@*/
+PetscErrorCode NetGetLayerInputs(Net net, PetscInt i, PetscInt *nin, const PetscInt *in[])
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(net, NET_CLASSID, 1);
+  PetscCheck(i >= 0 && i < net->nlayers, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_OUTOFRANGE, "Layer %" PetscInt_FMT " does not exist: the Net has %" PetscInt_FMT " layers", i, net->nlayers);
+  if (nin) *nin = net->nodes[i].nin;
+  if (in) *in = net->nodes[i].in;
+  PetscFunctionReturn(0);
+}
+
+/* Every layer's prefix is the Net's followed by its node's own */
+static PetscErrorCode NetPrefixLayers_Private(Net net)
+{
+  const char *prefix;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectGetOptionsPrefix((PetscObject)net, &prefix));
+  for (PetscInt k = 0; k < net->nlayers; k++) {
+    PetscCall(PetscObjectSetOptionsPrefix((PetscObject)net->layers[k], prefix));
+    PetscCall(PetscObjectAppendOptionsPrefix((PetscObject)net->layers[k], net->nodes[k].prefix));
+  }
+  PetscFunctionReturn(0);
+}
+
+/*@C
+  NetSetOptionsPrefix - sets the prefix of all the Net's options (-<prefix>net_layers, ...) and of its layers'
+  (-<prefix>layer0_dense_init, ...).
+
+  Logically collective
+
+  Input Parameters:
++ net    - the Net
+- prefix - the prefix, without the leading '-'
+
+  Level: intermediate
+
+.seealso: `NetAppendOptionsPrefix()`, `NetGetOptionsPrefix()`, `NetSetFromOptions()`
+@*/
+PetscErrorCode NetSetOptionsPrefix(Net net, const char prefix[])
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(net, NET_CLASSID, 1);
+  PetscCall(PetscObjectSetOptionsPrefix((PetscObject)net, prefix));
+  PetscCall(NetPrefixLayers_Private(net));
+  PetscFunctionReturn(0);
+}
+
+/*@C
+  NetAppendOptionsPrefix - appends to the prefix of the Net's options and of its layers'.
+
+  Logically collective
+
+  Input Parameters:
++ net    - the Net
+- prefix - the text to append
+
+  Level: intermediate
+
+.seealso: `NetSetOptionsPrefix()`, `NetGetOptionsPrefix()`
+@*/
+PetscErrorCode NetAppendOptionsPrefix(Net net, const char prefix[])
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(net, NET_CLASSID, 1);
+  PetscCall(PetscObjectAppendOptionsPrefix((PetscObject)net, prefix));
+  PetscCall(NetPrefixLayers_Private(net));
+  PetscFunctionReturn(0);
+}
+
+/*@C
+  NetGetOptionsPrefix - the prefix of the Net's options.
+
+  Not collective
+
+  Input Parameter:
+. net - the Net
+
+  Output Parameter:
+. prefix - the prefix (borrowed), or NULL
+
+  Level: intermediate
+
+.seealso: `NetSetOptionsPrefix()`
+@*/
+PetscErrorCode NetGetOptionsPrefix(Net net, const char *prefix[])
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(net, NET_CLASSID, 1);
+  PetscCall(PetscObjectGetOptionsPrefix((PetscObject)net, prefix));
+  PetscFunctionReturn(0);
+}
+
+/* A string option read whole, however long (PetscOptionsString() would cut it at its buffer's size) */
+static PetscErrorCode NetGetLongOption_Private(Net net, const char name[], const char **value, PetscBool *set)
+{
+  const char *prefix;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectGetOptionsPrefix((PetscObject)net, &prefix));
+  PetscCall(PetscOptionsFindPair(((PetscObject)net)->options, prefix, name, value, set));
+  PetscCheck(!*set || (*value && (*value)[0]), PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_WRONG, "Option -%s%s needs a value", prefix ? prefix : "", name + 1);
+  PetscFunctionReturn(0);
+}
+
 /*@
-  NetSetFromOptions - -net_layers, -net_input_shape, -net_seed, -net_test_jacobian, -net_view, -net_load, then each layer's options.
-  -net_load FILE loads a model saved by NetSave(): its architecture replaces -net_layers and -net_input_shape.
+  NetSetFromOptions - reads the Net's options, then each layer's.
+
+  Collective
+
+  Input Parameter:
+. net - the Net
+
+  Options Database Keys:
++ -net_layers <list>         - the layers as a chain, e.g. dense:256,relu,dense:10 (NetSetLayers())
+. -net_graph <graph>         - the layers as a graph of named nodes (NetSetGraph())
+. -net_input_shape <shape>   - the per-sample input shape, channels last: 784 or 28x28x1
+. -net_seed <seed>           - the seed of the parameter initialisation
+. -net_test_jacobian         - dot-product and finite-difference checks at the first forward pass
+. -net_load <file>           - load architecture and parameters saved by NetSave() (replaces -net_layers)
+- -net_view                  - print the Net at set-up
+
+  Level: beginner
+
+.seealso: `NetSetLayers()`, `NetSetGraph()`, `NetSetOptionsPrefix()`, `LayerSetFromOptions()`
 @*/
 PetscErrorCode NetSetFromOptions(Net net)
 {
-  char      list[4096] = "", shape[256] = "", load[PETSC_MAX_PATH_LEN] = "";
-  PetscBool flg, loadflg;
-  PetscInt  seed = (PetscInt)net->seed;
+  char        list[4096] = "", shape[256] = "", load[PETSC_MAX_PATH_LEN] = "";
+  PetscBool   flg, loadflg;
+  PetscInt    seed = (PetscInt)net->seed;
+  const char *value;
 
   PetscFunctionBegin;
   PetscValidHeaderSpecific(net, NET_CLASSID, 1);
-  PetscCall(NetGetSpec(net, sizeof(list), list));
   if (net->in.ndim) PetscCall(PetNetShapeToString(&net->in, sizeof(shape), shape));
   PetscObjectOptionsBegin((PetscObject)net);
-  PetscCall(PetscOptionsString("-net_layers", "Comma-separated layer list, each kind or kind:args (e.g. dense:256,relu,dense:10)", "NetSetLayers", list, list, sizeof(list), &flg));
-  if (flg) PetscCall(NetSetLayers(net, list));
+  /* the lists are read whole: the help string shows at most the buffer, but nothing is ever cut */
+  PetscCall(PetscOptionsString("-net_layers", "Comma-separated layer list, each kind or kind:args (e.g. dense:256,relu,dense:10)", "NetSetLayers", list, list, sizeof(list), NULL));
+  PetscCall(PetscOptionsString("-net_graph", "Graph of named nodes: name = kind:args <- input, ...; (e.g. a = dense:16; b = relu; c = add <- b, a)", "NetSetGraph", list, list, sizeof(list), NULL));
+  {
+    const char *graph;
+    PetscBool   gflg;
+
+    PetscCall(NetGetLongOption_Private(net, "-net_layers", &value, &flg));
+    PetscCall(NetGetLongOption_Private(net, "-net_graph", &graph, &gflg));
+    PetscCheck(!flg || !gflg, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_INCOMP, "Both -net_layers and -net_graph are given: give one (a layer list is a graph whose nodes form a chain)");
+    if (flg) PetscCall(NetSetLayers(net, value));
+    if (gflg) PetscCall(NetSetGraph(net, graph));
+  }
   PetscCall(PetscOptionsString("-net_input_shape", "Per-sample input shape, channels last: 784 or 28x28x1", "NetSetInputShape", shape, shape, sizeof(shape), &flg));
   if (flg) {
     PetNetShape in;
@@ -374,29 +308,122 @@ PetscErrorCode NetSetFromOptions(Net net)
   PetscFunctionReturn(0);
 }
 
+/* A shortcut that maps the shape in to out, for error messages: a strided 1x1 convolution, or a dense layer */
+static PetscErrorCode NetShortcutHint_Private(const PetNetShape *in, const PetNetShape *out, size_t len, char hint[])
+{
+  PetscFunctionBegin;
+  if (in->ndim == 3 && out->ndim == 3) {
+    PetscInt sh = (in->dim[0] + out->dim[0] - 1) / out->dim[0], sw = (in->dim[1] + out->dim[1] - 1) / out->dim[1];
+
+    if (sh == sw) PetscCall(PetscSNPrintf(hint, len, "conv2d:%" PetscInt_FMT ":1:%" PetscInt_FMT ":0", out->dim[2], sh));
+    else PetscCall(PetscSNPrintf(hint, len, "conv2d:%" PetscInt_FMT ":1:%" PetscInt_FMT "x%" PetscInt_FMT ":0", out->dim[2], sh, sw));
+  } else if (out->ndim == 1) PetscCall(PetscSNPrintf(hint, len, "dense:%" PetscInt_FMT, out->dim[0]));
+  else PetscCall(PetscStrncpy(hint, "P", len));
+  PetscFunctionReturn(0);
+}
+
+/* The join k of a residual(F|P) entry: its branches must meet in one shape (in is the shape of the block's input) */
+static PetscErrorCode NetCheckResidualShapes_Private(Net net, PetscInt k, const PetNetShape *in, const PetNetShape shapes[])
+{
+  MPI_Comm    comm = PetscObjectComm((PetscObject)net);
+  PetscBool   shortcut = PETSC_FALSE;
+  const char *prefix;
+  char        sin[64], sf[64], sp[64], spec[4096], hint[64], name[512];
+
+  PetscFunctionBegin;
+  if (PetNetShapeEqual(&shapes[0], &shapes[1])) PetscFunctionReturn(0);
+  for (PetscInt j = 0; j < k; j++) shortcut = (PetscBool)(shortcut || (net->nodes[j].owner == k && net->nodes[j].branch == 1));
+  PetscCall(PetscObjectGetOptionsPrefix((PetscObject)net->layers[k], &prefix));
+  PetscCall(PetscSNPrintf(name, sizeof(name), "residual layer %" PetscInt_FMT " (options prefix -%s)", net->layers[k]->index, prefix ? prefix : ""));
+  {
+    size_t n = 0;
+
+    spec[0] = 0;
+    PetscCall(NetListSpec_Private(net, k, 0, sizeof(spec), spec, &n)); /* F, as NetGetSpec() writes it */
+  }
+  PetscCall(PetNetShapeToString(in, sizeof(sin), sin));
+  PetscCall(PetNetShapeToString(&shapes[0], sizeof(sf), sf));
+  PetscCall(NetShortcutHint_Private(in, &shapes[0], sizeof(hint), hint));
+  PetscCheck(shortcut, comm, PETSC_ERR_ARG_SIZ,
+             "%s: its block F = %s maps the input shape %s to %s, but y = x + F(x) needs F to keep the shape: change F (convolutions with stride 1 and padding K/2 keep it), or add a projection shortcut P after '|' for y = P(x) + F(x), e.g. residual(%s|%s)", name,
+             spec, sin, sf, spec, hint);
+  PetscCall(PetNetShapeToString(&shapes[1], sizeof(sp), sp));
+  SETERRQ(comm, PETSC_ERR_ARG_SIZ, "%s: its block F = %s maps the input shape %s to %s, but its shortcut P maps it to %s: y = P(x) + F(x) needs the same shape from both; change P to give %s, e.g. %s", name, spec, sin, sf, sp, sf, hint);
+}
+
+/* The shape of what node k's input i carries */
+static PetscErrorCode NetInputShape_Private(Net net, PetscInt in, PetNetShape *shape)
+{
+  PetscFunctionBegin;
+  if (in == NET_INPUT) *shape = net->in;
+  else PetscCall(LayerGetOutputShape(net->layers[in], shape));
+  PetscFunctionReturn(0);
+}
+
 /*@
-  NetSetUp - chains the shapes through the layers, lays out the parameters and initialises them. Idempotent.
+  NetSetUp - passes the shapes through the graph, lays out the parameters and initialises them. Idempotent.
+
+  Collective
+
+  Input Parameter:
+. net - the Net, with its layers and input shape
+
+  Level: beginner
+
+  Note:
+  Every node but the last must feed some node: a node whose output nobody uses is an error.
+
+.seealso: `NetSetFromOptions()`, `NetReset()`, `NetInitializeParameters()`
 @*/
 PetscErrorCode NetSetUp(Net net)
 {
-  PetNetShape shape;
+  MPI_Comm     comm;
+  PetNetShape *shapes;
+  PetscInt     maxin = 1;
 
   PetscFunctionBegin;
   PetscValidHeaderSpecific(net, NET_CLASSID, 1);
   if (net->setupcalled) PetscFunctionReturn(0);
-  PetscCheck(net->nlayers > 0, PetscObjectComm((PetscObject)net), PETSC_ERR_ORDER, "The Net has no layers: give -net_layers (e.g. dense:128,relu,dense:10) or call NetSetLayers()");
-  PetscCheck(net->in.ndim > 0, PetscObjectComm((PetscObject)net), PETSC_ERR_ORDER, "The Net has no input shape: give -net_input_shape (e.g. 784 or 28x28x1) or call NetSetInputShape()");
-  PetscCall(PetscMalloc1(net->nlayers + 1, &net->poff));
-  shape        = net->in;
-  net->poff[0] = 0;
-  for (PetscInt l = 0; l < net->nlayers; l++) {
-    PetscCall(LayerSetInputShape(net->layers[l], &shape));
-    PetscCall(LayerSetUp(net->layers[l]));
-    PetscCall(LayerGetOutputShape(net->layers[l], &shape));
-    net->poff[l + 1] = net->poff[l] + net->layers[l]->nparams;
+  comm = PetscObjectComm((PetscObject)net);
+  PetscCheck(net->nlayers > 0, comm, PETSC_ERR_ORDER, "The Net has no layers: give -net_layers (e.g. dense:128,relu,dense:10) or call NetSetLayers()");
+  PetscCheck(net->in.ndim > 0, comm, PETSC_ERR_ORDER, "The Net has no input shape: give -net_input_shape (e.g. 784 or 28x28x1) or call NetSetInputShape()");
+  /* how often each value is used: backward adds up the cotangents of a value used more than once */
+  net->ninputuses = 0;
+  for (PetscInt k = 0; k < net->nlayers; k++) net->nodes[k].nuses = 0;
+  for (PetscInt k = 0; k < net->nlayers; k++) {
+    maxin = PetscMax(maxin, net->nodes[k].nin);
+    for (PetscInt i = 0; i < net->nodes[k].nin; i++) {
+      if (net->nodes[k].in[i] == NET_INPUT) net->ninputuses++;
+      else net->nodes[net->nodes[k].in[i]].nuses++;
+    }
   }
+  net->nodes[net->nlayers - 1].nuses++;
+  for (PetscInt k = 0; k < net->nlayers - 1; k++)
+    PetscCheck(net->nodes[k].nuses, comm, PETSC_ERR_ARG_WRONG, "Node %s (%s) feeds no other node and is not the Net's output (the last node, %s): use it as an input, or remove it", net->nodes[k].name, ((PetscObject)net->layers[k])->type_name, net->nodes[net->nlayers - 1].name);
+  PetscCall(PetscMalloc1(maxin, &shapes));
+  PetscCall(PetscMalloc1(net->nlayers + 1, &net->poff));
+  net->poff[0] = 0;
+  for (PetscInt k = 0; k < net->nlayers; k++) {
+    const NetNode *nd = &net->nodes[k];
+
+    for (PetscInt i = 0; i < nd->nin; i++) PetscCall(NetInputShape_Private(net, nd->in[i], &shapes[i]));
+    if (nd->residual) {
+      PetNetShape in = net->in;
+
+      for (PetscInt j = 0; j < k; j++)
+        if (net->nodes[j].owner == k && net->nodes[j].branch == 0) {
+          PetscCall(NetInputShape_Private(net, net->nodes[j].in[0], &in));
+          break;
+        }
+      PetscCall(NetCheckResidualShapes_Private(net, k, &in, shapes));
+    }
+    PetscCall(LayerSetInputShapes(net->layers[k], nd->nin, shapes));
+    PetscCall(LayerSetUp(net->layers[k]));
+    net->poff[k + 1] = net->poff[k] + net->layers[k]->nparams;
+  }
+  PetscCall(PetscFree(shapes));
   net->nparams = net->poff[net->nlayers];
-  PetscCall(VecCreateMPI(PetscObjectComm((PetscObject)net), PETSC_DECIDE, net->nparams, &net->theta));
+  PetscCall(VecCreateMPI(comm, PETSC_DECIDE, net->nparams, &net->theta));
   PetscCall(PetscObjectSetName((PetscObject)net->theta, "parameters"));
   PetscCall(PetNetBroadcastCreate(net->theta, &net->bcast, &net->theta_rep));
   PetscCall(VecDuplicate(net->theta_rep, &net->grad_rep));
@@ -407,12 +434,34 @@ PetscErrorCode NetSetUp(Net net)
   PetscFunctionReturn(0);
 }
 
+/* PETSC_TRUE if the nodes form a plain chain (each fed by the one before): NetView() then needs no inputs column */
+static PetscBool NetIsChain_Private(Net net)
+{
+  for (PetscInt k = 0; k < net->nlayers; k++)
+    if (net->nodes[k].nin != 1 || net->nodes[k].in[0] != k - 1) return PETSC_FALSE;
+  return PETSC_TRUE;
+}
+
 /*@
-  NetView - a table of the layers: index, spec, kind, output shape, parameters; and the total.
+  NetView - a table of the layers (nodes): index, spec, kind, output shape, parameters, and the total; for a graph also
+  each node's name and inputs.
+
+  Collective
+
+  Input Parameters:
++ net    - the Net
+- viewer - an ASCII viewer, or NULL for standard output
+
+  Options Database Key:
+. -net_view - view at set-up
+
+  Level: beginner
+
+.seealso: `NetViewFromOptions()`, `NetGetSpec()`
 @*/
 PetscErrorCode NetView(Net net, PetscViewer viewer)
 {
-  PetscBool isascii;
+  PetscBool isascii, chain;
   char      shape[64];
 
   PetscFunctionBegin;
@@ -430,20 +479,33 @@ PetscErrorCode NetView(Net net, PetscViewer viewer)
   }
   PetscCall(PetscViewerASCIIPushTab(viewer));
   PetscCall(PetNetShapeToString(&net->in, sizeof(shape), shape));
-  PetscCall(PetscViewerASCIIPrintf(viewer, "%" PetscInt_FMT " layers, input shape %s\n", net->nlayers, net->in.ndim ? shape : "(not set)"));
-  PetscCall(PetscViewerASCIIPrintf(viewer, "%5s  %-24s %-10s %-14s %10s\n", "layer", "spec", "kind", "output", "parameters"));
+  chain = NetIsChain_Private(net);
+  PetscCall(PetscViewerASCIIPrintf(viewer, "%" PetscInt_FMT " layers%s, input shape %s\n", net->nlayers, chain ? "" : " in a graph", net->in.ndim ? shape : "(not set)"));
+  if (chain) PetscCall(PetscViewerASCIIPrintf(viewer, "%5s  %-24s %-10s %-14s %10s\n", "layer", "spec", "kind", "output", "parameters"));
+  else PetscCall(PetscViewerASCIIPrintf(viewer, "%5s  %-14s %-24s %-10s %-26s %-14s %10s\n", "layer", "name", "spec", "kind", "inputs", "output", "parameters"));
   for (PetscInt l = 0; l < net->nlayers; l++) {
     Layer     layer = net->layers[l];
     LayerType type;
-    char      spec[256];
+    char      spec[256], inputs[256] = "", nparams[32] = "?";
 
     PetscCall(LayerGetType(layer, &type));
     PetscCall(LayerGetSpec(layer, sizeof(spec), spec));
+    PetscCall(PetscStrncpy(shape, "?", sizeof(shape)));
     if (layer->setupcalled) {
       PetscCall(PetNetShapeToString(&layer->out, sizeof(shape), shape));
-      PetscCall(PetscViewerASCIIPrintf(viewer, "%5" PetscInt_FMT "  %-24s %-10s %-14s %10" PetscInt_FMT "\n", l, spec, type, shape, layer->nparams));
-    } else
-      PetscCall(PetscViewerASCIIPrintf(viewer, "%5" PetscInt_FMT "  %-24s %-10s %-14s %10s\n", l, spec, type, "?", "?"));
+      PetscCall(PetscSNPrintf(nparams, sizeof(nparams), "%" PetscInt_FMT, layer->nparams));
+    }
+    if (chain) {
+      PetscCall(PetscViewerASCIIPrintf(viewer, "%5" PetscInt_FMT "  %-24s %-10s %-14s %10s\n", l, spec, type, shape, nparams));
+      continue;
+    }
+    for (PetscInt i = 0; i < net->nodes[l].nin; i++) {
+      PetscInt in = net->nodes[l].in[i];
+
+      if (i) PetscCall(PetscStrlcat(inputs, ",", sizeof(inputs)));
+      PetscCall(PetscStrlcat(inputs, in == NET_INPUT ? "input" : net->nodes[in].name, sizeof(inputs)));
+    }
+    PetscCall(PetscViewerASCIIPrintf(viewer, "%5" PetscInt_FMT "  %-14s %-24s %-10s %-26s %-14s %10s\n", l, net->nodes[l].name, spec, type, inputs, shape, nparams));
   }
   if (net->setupcalled) PetscCall(PetscViewerASCIIPrintf(viewer, "total parameters %" PetscInt_FMT "\n", net->nparams));
   PetscCall(PetscViewerASCIIPopTab(viewer));
@@ -465,13 +527,19 @@ PetscErrorCode NetResetWorkspace_Private(Net net)
     for (PetscInt l = 0; l <= net->nlayers; l++) {
       PetscCall(VecDestroy(&net->act[l]));
       PetscCall(VecDestroy(&net->dact[l]));
+      PetscCall(VecDestroy(&net->dsum[l]));
     }
   }
   PetscCall(PetscFree(net->act));
   PetscCall(PetscFree(net->dact));
+  PetscCall(PetscFree(net->dsum));
   PetscCall(MatDestroy(&net->J));
   PetscCall(MatDestroy(&net->JP));
-  for (PetscInt l = 0; l < net->nlayers; l++) PetscCall(LayerResetJacobians_Private(net->layers[l]));
+  if (net->LJ)
+    for (PetscInt l = 0; l < net->nlayers; l++) {
+      PetscCall(MatDestroy(&net->LJ[l]));
+      PetscCall(MatDestroy(&net->LJP[l]));
+    }
   net->nlocal    = -1;
   net->nglobal   = -1;
   net->forwarded = PETSC_FALSE;
@@ -492,6 +560,13 @@ PetscErrorCode NetReset(Net net)
   PetscCall(VecDestroy(&net->dtheta_rep));
   PetscCall(MatDestroy(&net->bcast));
   PetscCall(PetscFree(net->poff));
+  if (net->LJ)
+    for (PetscInt l = 0; l < net->nlayers; l++) {
+      PetscCall(VecDestroy(&net->ltheta[l]));
+      PetscCall(VecDestroy(&net->ltheta_rep[l]));
+      PetscCall(MatDestroy(&net->lbcast[l]));
+    }
+  PetscCall(PetscFree5(net->LJ, net->LJP, net->lbcast, net->ltheta, net->ltheta_rep));
   for (PetscInt l = 0; l < net->nlayers; l++) PetscCall(LayerReset(net->layers[l]));
   net->theta_rep_valid = PETSC_FALSE;
   net->setupcalled     = PETSC_FALSE;
@@ -508,8 +583,7 @@ PetscErrorCode NetDestroy(Net *net)
     PetscFunctionReturn(0);
   }
   PetscCall(NetReset(*net));
-  PetscCall(NetClearLayers_Private(*net));
-  PetscCall(PetscFree((*net)->layers));
+  PetscCall(NetDestroyLayers_Private(*net));
   PetscCall(PetscHeaderDestroy(net));
   PetscFunctionReturn(0);
 }

@@ -1,13 +1,19 @@
 /*
-  Forward, backward (VJP) and JVP of a sequential Net over a batch.
+  Forward, backward (VJP) and JVP of a Net over a batch: the one walk over the graph of layers.
 
-    act[0] = X,  act[l+1] = layer_l(act[l]; theta_l),  Y = act[L]
-    backward: dact[L] = dY,  dact[l] = J_l^T dact[l+1],  grad_l += J_theta_l^T dact[l+1]
-    jvp:      dact[0] = dX,  dact[l+1] = J_l dact[l] + J_theta_l dtheta_l
+    act[0] = X,  act[k+1] = node_k(act[in_k]; theta_k),     Y = act[L]          (nodes in topological order)
+    backward, nodes in reverse:  dact[in] += J_k,in^T dact[k+1]   for each input of node k
+                                 grad_k   += J_theta_k^T dact[k+1]
+    jvp, nodes in order:         dact[k+1] = sum_in J_k,in dact[in] + J_theta_k dtheta_k
 
-  Every act/dact is a Vec distributed like the batch: n local samples, sample-major.
+  A value used by several nodes (fan-out) gets the sum of their cotangents: the first writes dact[v] directly, the
+  others write dsum[v] and add it in. Every act/dact is a Vec distributed like the batch: n local samples,
+  sample-major. A node receives its parameters through NetGetNodeParameters_Private(), the one place that knows
+  where a node's parameters live (today: a slice of the replicated copy theta_rep).
 */
 #include <petnet/private/netimpl.h>
+
+#define NET_MAX_STACK_INPUTS 8 /* joins with more inputs take their pointer arrays from the heap */
 
 /* (Re)build the workspace when the batch layout changes: X must hold a whole number of samples on each rank. */
 PetscErrorCode NetSetUpWorkspace_Private(Net net, Vec X)
@@ -52,13 +58,16 @@ PetscErrorCode NetSetUpWorkspace_Private(Net net, Vec X)
   n = nx / insize;
   N = Nx / insize;
   PetscCall(NetResetWorkspace_Private(net));
-  PetscCall(PetscMalloc1(net->nlayers + 1, &net->act));
-  PetscCall(PetscMalloc1(net->nlayers + 1, &net->dact));
-  for (PetscInt l = 0; l <= net->nlayers; l++) {
-    PetscInt size = l ? net->layers[l - 1]->outsize : insize;
+  PetscCall(PetscCalloc1(net->nlayers + 1, &net->act));
+  PetscCall(PetscCalloc1(net->nlayers + 1, &net->dact));
+  PetscCall(PetscCalloc1(net->nlayers + 1, &net->dsum));
+  for (PetscInt v = 0; v <= net->nlayers; v++) {
+    PetscInt size  = v ? net->layers[v - 1]->outsize : insize;
+    PetscInt nuses = v ? net->nodes[v - 1].nuses : net->ninputuses;
 
-    PetscCall(VecCreateMPI(comm, n * size, PETSC_DETERMINE, &net->act[l]));
-    PetscCall(VecDuplicate(net->act[l], &net->dact[l]));
+    PetscCall(VecCreateMPI(comm, n * size, PETSC_DETERMINE, &net->act[v]));
+    PetscCall(VecDuplicate(net->act[v], &net->dact[v]));
+    if (nuses > 1) PetscCall(VecDuplicate(net->act[v], &net->dsum[v]));
   }
   net->nlocal  = n;
   net->nglobal = N;
@@ -67,6 +76,19 @@ PetscErrorCode NetSetUpWorkspace_Private(Net net, Vec X)
 
 /*@
   NetGetBatchSize - the local and global number of samples of the last batch seen.
+
+  Not collective
+
+  Input Parameter:
+. net - the Net
+
+  Output Parameters:
++ n - the samples on this rank, or NULL (-1 before the first batch)
+- N - the samples on all ranks, or NULL
+
+  Level: intermediate
+
+.seealso: `NetForward()`, `NetCreateVecs()`
 @*/
 PetscErrorCode NetGetBatchSize(Net net, PetscInt *n, PetscInt *N)
 {
@@ -78,7 +100,21 @@ PetscErrorCode NetGetBatchSize(Net net, PetscInt *n, PetscInt *N)
 }
 
 /*@
-  NetCreateVecs - input and output batch Vecs for n local samples (either may be NULL).
+  NetCreateVecs - input and output batch Vecs for n local samples.
+
+  Collective
+
+  Input Parameters:
++ net - the Net
+- n   - the number of samples on this rank
+
+  Output Parameters:
++ X - an input batch, [n][input shape] on this rank, or NULL
+- Y - an output batch, [n][output shape] on this rank, or NULL
+
+  Level: beginner
+
+.seealso: `NetForward()`, `NetCreateParameterVec()`
 @*/
 PetscErrorCode NetCreateVecs(Net net, PetscInt n, Vec *X, Vec *Y)
 {
@@ -121,12 +157,55 @@ static PetscErrorCode NetCheckCompatible_Private(Net net, Vec v, PetscInt l, con
   PetscFunctionReturn(0);
 }
 
+/* Node k's own parameters (or their tangent, cotangent) inside an array laid out like theta_rep: the view a kernel gets */
+PetscErrorCode NetGetNodeParameters_Private(Net net, PetscInt k, const PetscScalar *rep, const PetscScalar **theta)
+{
+  PetscFunctionBegin;
+  *theta = rep ? rep + net->poff[k] : NULL;
+  PetscFunctionReturn(0);
+}
+
+/* The arrays of node k's inputs: x[i] from act[in_i + 1] (read access, restored by NetRestoreInputs_Private()) */
+static PetscErrorCode NetGetInputs_Private(Net net, PetscInt k, Vec *vecs, const PetscScalar *x[])
+{
+  PetscFunctionBegin;
+  for (PetscInt i = 0; i < net->nodes[k].nin; i++) PetscCall(VecGetArrayRead(vecs[net->nodes[k].in[i] + 1], &x[i]));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetRestoreInputs_Private(Net net, PetscInt k, Vec *vecs, const PetscScalar *x[])
+{
+  PetscFunctionBegin;
+  for (PetscInt i = 0; i < net->nodes[k].nin; i++) PetscCall(VecRestoreArrayRead(vecs[net->nodes[k].in[i] + 1], &x[i]));
+  PetscFunctionReturn(0);
+}
+
 /*@
-  NetForward - Y = f(X; theta). The Net keeps every intermediate (the linearization point for backward, jvp and the
-  Jacobian shells). Y may be NULL.
+  NetForward - Y = f(X; theta), keeping every intermediate: the linearization point of NetBackward(), NetJVP() and the
+  Jacobian shells.
+
+  Collective
+
+  Input Parameters:
++ net - the Net
+- X   - the input batch, whole samples on every rank (referenced, not copied: keep it unchanged until the derivatives
+        at this point are taken)
+
+  Output Parameter:
+. Y - the output batch, or NULL
+
+  Options Database Key:
+. -net_test_jacobian - check the Jacobians at the first forward pass (NetTestJacobian())
+
+  Level: beginner
+
+.seealso: `NetBackward()`, `NetJVP()`, `NetGetJacobian()`, `NetCreateVecs()`
 @*/
 PetscErrorCode NetForward(Net net, Vec X, Vec Y)
 {
+  const PetscScalar *stack[NET_MAX_STACK_INPUTS], **x, *theta, *th;
+  PetscInt           maxin = 0;
+
   PetscFunctionBegin;
   PetscValidHeaderSpecific(net, NET_CLASSID, 1);
   PetscValidHeaderSpecific(X, VEC_CLASSID, 2);
@@ -141,22 +220,22 @@ PetscErrorCode NetForward(Net net, Vec X, Vec Y)
     net->act[0] = X;
   }
   PetscCall(PetscObjectStateGet((PetscObject)X, &net->input_state));
-  {
-    const PetscScalar *theta;
+  for (PetscInt k = 0; k < net->nlayers; k++) maxin = PetscMax(maxin, net->nodes[k].nin);
+  x = stack;
+  if (maxin > NET_MAX_STACK_INPUTS) PetscCall(PetscMalloc1(maxin, &x));
+  PetscCall(VecGetArrayRead(net->theta_rep, &theta));
+  for (PetscInt k = 0; k < net->nlayers; k++) {
+    PetscScalar *y;
 
-    PetscCall(VecGetArrayRead(net->theta_rep, &theta));
-    for (PetscInt l = 0; l < net->nlayers; l++) {
-      const PetscScalar *x;
-      PetscScalar       *y;
-
-      PetscCall(VecGetArrayRead(net->act[l], &x));
-      PetscCall(VecGetArrayWrite(net->act[l + 1], &y));
-      PetscCall(LayerForwardArray(net->layers[l], net->nlocal, theta + net->poff[l], x, y));
-      PetscCall(VecRestoreArrayWrite(net->act[l + 1], &y));
-      PetscCall(VecRestoreArrayRead(net->act[l], &x));
-    }
-    PetscCall(VecRestoreArrayRead(net->theta_rep, &theta));
+    PetscCall(NetGetNodeParameters_Private(net, k, theta, &th));
+    PetscCall(NetGetInputs_Private(net, k, net->act, x));
+    PetscCall(VecGetArrayWrite(net->act[k + 1], &y));
+    PetscCall(LayerForwardArrays(net->layers[k], net->nlocal, th, x, y));
+    PetscCall(VecRestoreArrayWrite(net->act[k + 1], &y));
+    PetscCall(NetRestoreInputs_Private(net, k, net->act, x));
   }
+  PetscCall(VecRestoreArrayRead(net->theta_rep, &theta));
+  if (x != stack) PetscCall(PetscFree(x));
   net->forwarded = PETSC_TRUE;
   if (Y) PetscCall(VecCopy(net->act[net->nlayers], Y));
   if (net->testjacobian && !net->intest) {
@@ -178,62 +257,132 @@ PetscErrorCode NetCheckInputUnchanged_Private(Net net)
   PetscFunctionReturn(0);
 }
 
-/* Layer l's backward at the stored point: dx = J^T dy (dx may be NULL), dtheta (replicated array or NULL) += ... */
-PetscErrorCode NetLayerBackward_Private(Net net, PetscInt l, Vec dY, Vec dX, Vec dtheta)
+/*
+  Backward of node k from the cotangent dy of its output: the cotangent of each input i goes to dx[i] (overwritten; NULL
+  to skip it) and dtheta (an array laid out like theta_rep, or NULL) accumulates J_theta^T dy.
+*/
+static PetscErrorCode NetNodeBackwardArrays_Private(Net net, PetscInt k, const PetscScalar *theta, const PetscScalar *dy, PetscScalar *const dx[], const PetscScalar *dtheta)
 {
-  const PetscScalar *theta, *x, *y, *dy;
-  PetscScalar       *dx = NULL, *dth = NULL;
+  const PetscScalar *stack[NET_MAX_STACK_INPUTS], **x = stack, *y, *th, *dth;
 
   PetscFunctionBegin;
-  if (l == 0) PetscCall(NetCheckInputUnchanged_Private(net));
-  PetscCall(VecGetArrayRead(net->theta_rep, &theta));
-  PetscCall(VecGetArrayRead(net->act[l], &x));
-  PetscCall(VecGetArrayRead(net->act[l + 1], &y));
-  PetscCall(VecGetArrayRead(dY, &dy));
-  if (dX) PetscCall(VecGetArrayWrite(dX, &dx));
-  if (dtheta) PetscCall(VecGetArray(dtheta, &dth));
-  PetscCall(LayerBackwardArray(net->layers[l], net->nlocal, theta + net->poff[l], x, y, dy, dx, dth));
-  if (dtheta) PetscCall(VecRestoreArray(dtheta, &dth));
-  if (dX) PetscCall(VecRestoreArrayWrite(dX, &dx));
-  PetscCall(VecRestoreArrayRead(dY, &dy));
-  PetscCall(VecRestoreArrayRead(net->act[l + 1], &y));
-  PetscCall(VecRestoreArrayRead(net->act[l], &x));
-  PetscCall(VecRestoreArrayRead(net->theta_rep, &theta));
+  if (net->nodes[k].nin > NET_MAX_STACK_INPUTS) PetscCall(PetscMalloc1(net->nodes[k].nin, &x));
+  PetscCall(NetGetNodeParameters_Private(net, k, theta, &th));
+  PetscCall(NetGetNodeParameters_Private(net, k, dtheta, &dth));
+  PetscCall(NetGetInputs_Private(net, k, net->act, x));
+  PetscCall(VecGetArrayRead(net->act[k + 1], &y));
+  PetscCall(LayerBackwardArrays(net->layers[k], net->nlocal, th, x, y, dy, dx, (PetscScalar *)dth));
+  PetscCall(VecRestoreArrayRead(net->act[k + 1], &y));
+  PetscCall(NetRestoreInputs_Private(net, k, net->act, x));
+  if (x != stack) PetscCall(PetscFree(x));
   PetscFunctionReturn(0);
 }
 
-/* Layer l's jvp at the stored point: dy = J dx + J_theta dtheta (dX, dtheta: NULL means zero; dtheta has layer l's size) */
-PetscErrorCode NetLayerJVP_Private(Net net, PetscInt l, Vec dX, Vec dtheta, Vec dY)
+/* JVP of node k: dy = sum_i J_i dx[i] + J_theta dtheta (NULL dx[i] or dtheta: zero) */
+static PetscErrorCode NetNodeJVPArrays_Private(Net net, PetscInt k, const PetscScalar *theta, const PetscScalar *const dx[], const PetscScalar *dtheta, PetscScalar *dy)
 {
-  const PetscScalar *theta, *x, *y, *dx = NULL, *dth = NULL;
-  PetscScalar       *dy;
+  const PetscScalar *stack[NET_MAX_STACK_INPUTS], **x = stack, *y, *th, *dth;
 
   PetscFunctionBegin;
-  if (l == 0) PetscCall(NetCheckInputUnchanged_Private(net));
+  if (net->nodes[k].nin > NET_MAX_STACK_INPUTS) PetscCall(PetscMalloc1(net->nodes[k].nin, &x));
+  PetscCall(NetGetNodeParameters_Private(net, k, theta, &th));
+  PetscCall(NetGetNodeParameters_Private(net, k, dtheta, &dth));
+  PetscCall(NetGetInputs_Private(net, k, net->act, x));
+  PetscCall(VecGetArrayRead(net->act[k + 1], &y));
+  PetscCall(LayerJVPArrays(net->layers[k], net->nlocal, th, x, y, dx, dth, dy));
+  PetscCall(VecRestoreArrayRead(net->act[k + 1], &y));
+  PetscCall(NetRestoreInputs_Private(net, k, net->act, x));
+  if (x != stack) PetscCall(PetscFree(x));
+  PetscFunctionReturn(0);
+}
+
+/* The size of node k's inputs put end to end, per sample: the row length of its input Jacobian's column space */
+PetscErrorCode NetNodeInputSize_Private(Net net, PetscInt k, PetscInt *size)
+{
+  PetscFunctionBegin;
+  *size = 0;
+  for (PetscInt i = 0; i < net->nodes[k].nin; i++) *size += net->layers[k]->insizes[i];
+  PetscFunctionReturn(0);
+}
+
+/*
+  Node k alone at the stored point, for its Jacobian shells. dX holds the cotangents of its inputs end to end on each
+  rank (input 0's n samples, then input 1's, ...) or is NULL; dtheta is node k's own block (a replicated Vec of p_k
+  entries, accumulated into) or NULL.
+*/
+PetscErrorCode NetNodeBackward_Private(Net net, PetscInt k, Vec dY, Vec dX, Vec dtheta)
+{
+  const PetscScalar *theta, *dy;
+  PetscScalar       *stack[NET_MAX_STACK_INPUTS], **dx = stack, *base = NULL, *dth = NULL;
+  const PetscInt     nin = net->nodes[k].nin;
+
+  PetscFunctionBegin;
+  PetscCall(NetCheckInputUnchanged_Private(net));
+  if (nin > NET_MAX_STACK_INPUTS) PetscCall(PetscMalloc1(nin, &dx));
+  if (dX) PetscCall(VecGetArrayWrite(dX, &base));
+  for (PetscInt i = 0, off = 0; i < nin; off += net->nlocal * net->layers[k]->insizes[i], i++) dx[i] = base ? base + off : NULL;
+  if (dtheta) PetscCall(VecGetArray(dtheta, &dth));
   PetscCall(VecGetArrayRead(net->theta_rep, &theta));
-  PetscCall(VecGetArrayRead(net->act[l], &x));
-  PetscCall(VecGetArrayRead(net->act[l + 1], &y));
-  if (dX) PetscCall(VecGetArrayRead(dX, &dx));
-  if (dtheta) PetscCall(VecGetArrayRead(dtheta, &dth));
-  PetscCall(VecGetArrayWrite(dY, &dy));
-  PetscCall(LayerJVPArray(net->layers[l], net->nlocal, theta + net->poff[l], x, y, dx, dth, dy));
-  PetscCall(VecRestoreArrayWrite(dY, &dy));
-  if (dtheta) PetscCall(VecRestoreArrayRead(dtheta, &dth));
-  if (dX) PetscCall(VecRestoreArrayRead(dX, &dx));
-  PetscCall(VecRestoreArrayRead(net->act[l + 1], &y));
-  PetscCall(VecRestoreArrayRead(net->act[l], &x));
+  PetscCall(VecGetArrayRead(dY, &dy));
+  /* node k's parameter view on an array that holds only its block: shift it back by the node's offset */
+  PetscCall(NetNodeBackwardArrays_Private(net, k, theta, dy, dx, dth ? dth - net->poff[k] : NULL));
+  PetscCall(VecRestoreArrayRead(dY, &dy));
   PetscCall(VecRestoreArrayRead(net->theta_rep, &theta));
+  if (dtheta) PetscCall(VecRestoreArray(dtheta, &dth));
+  if (dX) PetscCall(VecRestoreArrayWrite(dX, &base));
+  if (dx != stack) PetscCall(PetscFree(dx));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode NetNodeJVP_Private(Net net, PetscInt k, Vec dX, Vec dtheta, Vec dY)
+{
+  const PetscScalar *theta, *stack[NET_MAX_STACK_INPUTS], **dx = stack, *base = NULL, *dth = NULL;
+  PetscScalar       *dy;
+  const PetscInt     nin = net->nodes[k].nin;
+
+  PetscFunctionBegin;
+  PetscCall(NetCheckInputUnchanged_Private(net));
+  if (nin > NET_MAX_STACK_INPUTS) PetscCall(PetscMalloc1(nin, &dx));
+  if (dX) PetscCall(VecGetArrayRead(dX, &base));
+  for (PetscInt i = 0, off = 0; i < nin; off += net->nlocal * net->layers[k]->insizes[i], i++) dx[i] = base ? base + off : NULL;
+  if (dtheta) PetscCall(VecGetArrayRead(dtheta, &dth));
+  PetscCall(VecGetArrayRead(net->theta_rep, &theta));
+  PetscCall(VecGetArrayWrite(dY, &dy));
+  PetscCall(NetNodeJVPArrays_Private(net, k, theta, dx, dth ? dth - net->poff[k] : NULL, dy));
+  PetscCall(VecRestoreArrayWrite(dY, &dy));
+  PetscCall(VecRestoreArrayRead(net->theta_rep, &theta));
+  if (dtheta) PetscCall(VecRestoreArrayRead(dtheta, &dth));
+  if (dX) PetscCall(VecRestoreArrayRead(dX, &base));
+  if (dx != stack) PetscCall(PetscFree(dx));
   PetscFunctionReturn(0);
 }
 
 /*@
-  NetBackward - the VJP at the last forward pass: dX = J_x^T dY (if dX), G += J_theta^T dY (if G; accumulates).
-  G has the layout of the parameter Vec; the per-rank contributions are summed by the broadcast's transpose.
+  NetBackward - the VJP at the last forward pass: dX = J_x^T dY and G += J_theta^T dY.
+
+  Collective
+
+  Input Parameters:
++ net - the Net, after NetForward()
+- dY  - the output cotangent
+
+  Output Parameters:
++ dX - the input cotangent (overwritten), or NULL
+- G  - the gradient, laid out like the parameter Vec, accumulated into (NetBackward() adds; zero it first), or NULL
+
+  Level: beginner
+
+  Note:
+  The per-rank contributions to G are summed by the transpose of the parameter broadcast.
+
+.seealso: `NetForward()`, `NetJVP()`, `NetGetJacobian()`, `NetGetJacobianP()`
 @*/
 PetscErrorCode NetBackward(Net net, Vec dY, Vec dX, Vec G)
 {
-  const PetscScalar *theta, *x, *y, *dy;
-  PetscScalar       *grad = NULL;
+  const PetscScalar *theta;
+  PetscScalar       *grad = NULL, *dstack[NET_MAX_STACK_INPUTS], **dx = dstack;
+  PetscBool         *seeded, *summed;
+  PetscInt           maxin = 0;
 
   PetscFunctionBegin;
   PetscValidHeaderSpecific(net, NET_CLASSID, 1);
@@ -243,26 +392,45 @@ PetscErrorCode NetBackward(Net net, Vec dY, Vec dX, Vec G)
   PetscCall(NetCheckCompatible_Private(net, dY, net->nlayers, "Output cotangent dY"));
   if (dX) PetscCall(NetCheckCompatible_Private(net, dX, 0, "Input cotangent dX"));
   if (G) PetscCall(NetCheckParameterLayout_Private(net, G, "Gradient G"));
+  for (PetscInt k = 0; k < net->nlayers; k++) maxin = PetscMax(maxin, net->nodes[k].nin);
+  if (maxin > NET_MAX_STACK_INPUTS) PetscCall(PetscMalloc1(maxin, &dx));
+  /* seeded[v]: dact[v] holds a first contribution; summed[v]: input i of the node at hand writes dsum[v], to be added */
+  PetscCall(PetscCalloc2(net->nlayers + 1, &seeded, maxin, &summed));
   PetscCall(VecCopy(dY, net->dact[net->nlayers]));
+  seeded[net->nlayers] = PETSC_TRUE;
   if (G) {
     PetscCall(VecZeroEntries(net->grad_rep));
     PetscCall(VecGetArray(net->grad_rep, &grad));
   }
   PetscCall(VecGetArrayRead(net->theta_rep, &theta));
-  for (PetscInt l = net->nlayers - 1; l >= 0; l--) {
-    PetscScalar *dx = NULL;
+  for (PetscInt k = net->nlayers - 1; k >= 0; k--) {
+    const NetNode     *nd = &net->nodes[k];
+    const PetscScalar *dy;
 
-    PetscCall(VecGetArrayRead(net->act[l], &x));
-    PetscCall(VecGetArrayRead(net->act[l + 1], &y));
-    PetscCall(VecGetArrayRead(net->dact[l + 1], &dy));
-    if (l > 0 || dX) PetscCall(VecGetArrayWrite(net->dact[l], &dx));
-    PetscCall(LayerBackwardArray(net->layers[l], net->nlocal, theta + net->poff[l], x, y, dy, dx, grad ? grad + net->poff[l] : NULL));
-    if (dx) PetscCall(VecRestoreArrayWrite(net->dact[l], &dx));
-    PetscCall(VecRestoreArrayRead(net->dact[l + 1], &dy));
-    PetscCall(VecRestoreArrayRead(net->act[l + 1], &y));
-    PetscCall(VecRestoreArrayRead(net->act[l], &x));
+    for (PetscInt i = 0; i < nd->nin; i++) {
+      PetscInt v = nd->in[i] + 1;
+
+      dx[i]     = NULL;
+      summed[i] = PETSC_FALSE;
+      if (v == 0 && !dX) continue; /* the input's cotangent is not asked for */
+      summed[i] = seeded[v];
+      PetscCall(VecGetArrayWrite(summed[i] ? net->dsum[v] : net->dact[v], &dx[i]));
+      seeded[v] = PETSC_TRUE;
+    }
+    PetscCall(VecGetArrayRead(net->dact[k + 1], &dy));
+    PetscCall(NetNodeBackwardArrays_Private(net, k, theta, dy, dx, grad));
+    PetscCall(VecRestoreArrayRead(net->dact[k + 1], &dy));
+    for (PetscInt i = 0; i < nd->nin; i++) {
+      PetscInt v = nd->in[i] + 1;
+
+      if (!dx[i]) continue;
+      PetscCall(VecRestoreArrayWrite(summed[i] ? net->dsum[v] : net->dact[v], &dx[i]));
+      if (summed[i]) PetscCall(VecAXPY(net->dact[v], 1.0, net->dsum[v]));
+    }
   }
   PetscCall(VecRestoreArrayRead(net->theta_rep, &theta));
+  PetscCall(PetscFree2(seeded, summed));
+  if (dx != dstack) PetscCall(PetscFree(dx));
   if (dX) PetscCall(VecCopy(net->dact[0], dX));
   if (G) {
     PetscCall(VecRestoreArray(net->grad_rep, &grad));
@@ -272,12 +440,27 @@ PetscErrorCode NetBackward(Net net, Vec dY, Vec dX, Vec G)
 }
 
 /*@
-  NetJVP - dY = J_x dX + J_theta dtheta at the last forward pass; dX or dtheta may be NULL (zero).
+  NetJVP - the JVP at the last forward pass: dY = J_x dX + J_theta dtheta.
+
+  Collective
+
+  Input Parameters:
++ net    - the Net, after NetForward()
+. dX     - the input tangent, or NULL (zero)
+- dtheta - the parameter tangent, laid out like the parameter Vec, or NULL (zero)
+
+  Output Parameter:
+. dY - the output tangent
+
+  Level: beginner
+
+.seealso: `NetForward()`, `NetBackward()`, `NetGetJacobian()`
 @*/
 PetscErrorCode NetJVP(Net net, Vec dX, Vec dtheta, Vec dY)
 {
-  const PetscScalar *theta, *x, *y, *dx, *dth = NULL;
-  PetscScalar       *dy;
+  const PetscScalar *theta, *dth = NULL, *xstack[NET_MAX_STACK_INPUTS], **dx = xstack;
+  PetscBool         *zero;
+  PetscInt           maxin = 0;
 
   PetscFunctionBegin;
   PetscValidHeaderSpecific(net, NET_CLASSID, 1);
@@ -294,20 +477,33 @@ PetscErrorCode NetJVP(Net net, Vec dX, Vec dtheta, Vec dY)
     PetscCall(MatMult(net->bcast, dtheta, net->dtheta_rep));
     PetscCall(VecGetArrayRead(net->dtheta_rep, &dth));
   }
+  for (PetscInt k = 0; k < net->nlayers; k++) maxin = PetscMax(maxin, net->nodes[k].nin);
+  if (maxin > NET_MAX_STACK_INPUTS) PetscCall(PetscMalloc1(maxin, &dx));
+  /* zero[v]: the tangent of value v is zero (a NULL array for the kernels, no pass over memory) */
+  PetscCall(PetscMalloc1(net->nlayers + 1, &zero));
+  zero[0] = dX ? PETSC_FALSE : PETSC_TRUE;
   PetscCall(VecGetArrayRead(net->theta_rep, &theta));
-  for (PetscInt l = 0; l < net->nlayers; l++) {
-    PetscCall(VecGetArrayRead(net->act[l], &x));
-    PetscCall(VecGetArrayRead(net->act[l + 1], &y));
-    dx = NULL;
-    if (l > 0 || dX) PetscCall(VecGetArrayRead(net->dact[l], &dx));
-    PetscCall(VecGetArrayWrite(net->dact[l + 1], &dy));
-    PetscCall(LayerJVPArray(net->layers[l], net->nlocal, theta + net->poff[l], x, y, dx, dth ? dth + net->poff[l] : NULL, dy));
-    PetscCall(VecRestoreArrayWrite(net->dact[l + 1], &dy));
-    if (dx) PetscCall(VecRestoreArrayRead(net->dact[l], &dx));
-    PetscCall(VecRestoreArrayRead(net->act[l + 1], &y));
-    PetscCall(VecRestoreArrayRead(net->act[l], &x));
+  for (PetscInt k = 0; k < net->nlayers; k++) {
+    const NetNode *nd = &net->nodes[k];
+    PetscScalar   *dy;
+
+    zero[k + 1] = (PetscBool)(!dth || !net->layers[k]->nparams);
+    for (PetscInt i = 0; i < nd->nin; i++) {
+      PetscInt v = nd->in[i] + 1;
+
+      dx[i] = NULL;
+      if (!zero[v]) PetscCall(VecGetArrayRead(net->dact[v], &dx[i]));
+      zero[k + 1] = (PetscBool)(zero[k + 1] && zero[v]);
+    }
+    PetscCall(VecGetArrayWrite(net->dact[k + 1], &dy));
+    PetscCall(NetNodeJVPArrays_Private(net, k, theta, dx, dth, dy));
+    PetscCall(VecRestoreArrayWrite(net->dact[k + 1], &dy));
+    for (PetscInt i = 0; i < nd->nin; i++)
+      if (dx[i]) PetscCall(VecRestoreArrayRead(net->dact[nd->in[i] + 1], &dx[i]));
   }
   PetscCall(VecRestoreArrayRead(net->theta_rep, &theta));
+  PetscCall(PetscFree(zero));
+  if (dx != xstack) PetscCall(PetscFree(dx));
   if (dtheta) PetscCall(VecRestoreArrayRead(net->dtheta_rep, &dth));
   PetscCall(VecCopy(net->dact[net->nlayers], dY));
   PetscFunctionReturn(0);

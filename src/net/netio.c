@@ -199,21 +199,35 @@ PetscErrorCode NetIOCheckVersion_Private(Net net, const char file[], PetscInt ve
   PetscFunctionReturn(0);
 }
 
-/* Rebuilds the layers from the saved list and sets the Net up; checks every kind first so the error names the file. */
+/* Rebuilds the layers from the saved list or graph and sets the Net up; checks every kind first so the error names the file. */
 PetscErrorCode NetIOSetArchitecture_Private(Net net, const char file[], const char spec[], const PetNetShape *in)
 {
-  MPI_Comm comm = PetscObjectComm((PetscObject)net);
-  char    *copy, *entry, *next;
+  MPI_Comm  comm = PetscObjectComm((PetscObject)net);
+  char     *copy, *entry, *next;
+  PetscBool graph = strchr(spec, ';') ? PETSC_TRUE : PETSC_FALSE; /* NetGetSpec() ends every entry of a graph with ';' */
 
   PetscFunctionBegin;
   PetscCheck(spec[0], comm, PETSC_ERR_FILE_UNEXPECTED, "Model file %s has an empty layer list: the file is corrupt; save the model again", file);
   PetscCall(PetscStrallocpy(spec, &copy));
   for (next = copy; next;) {
     PetscErrorCode (*create)(Layer);
+    PetscBool isres;
 
-    PetscCall(NetLayerListNext_Private(&next, &entry)); /* the top-level entries: kind, kind:args or kind(args) */
-    entry[strcspn(entry, ":(")] = 0;
+    if (graph) { /* name = kind... <- inputs; */
+      char *eq;
+
+      entry = next;
+      next  = strchr(next, ';');
+      if (next) *next++ = 0;
+      eq = strchr(entry, '=');
+      if (!eq) continue;
+      entry = eq + 1;
+      while (*entry == ' ') entry++;
+    } else PetscCall(NetLayerListNext_Private(&next, &entry)); /* the top-level entries: kind, kind:args or kind(args) */
+    entry[strcspn(entry, ":( <")] = 0;
     PetscCall(PetscStrtolower(entry));
+    PetscCall(PetscStrcmp(entry, "residual", &isres));
+    if (isres) continue;
     PetscCall(PetscFunctionListFind(LayerList, entry, &create));
     if (!create) {
       char kind[64];
@@ -225,7 +239,8 @@ PetscErrorCode NetIOSetArchitecture_Private(Net net, const char file[], const ch
     }
   }
   PetscCall(PetscFree(copy));
-  PetscCall(NetSetLayers(net, spec));
+  if (graph) PetscCall(NetSetGraph(net, spec));
+  else PetscCall(NetSetLayers(net, spec));
   PetscCall(NetSetInputShape(net, in));
   PetscCall(NetSetUp(net));
   PetscFunctionReturn(0);

@@ -22,10 +22,11 @@
 
 #define NET_HDF5_GROUP "petnet"
 
-static PetscErrorCode NetHDF5TensorName_Private(PetscInt l, const LayerTensorInfo *t, size_t len, char name[])
+/* "<node name>.<tensor>": "0.weight", "2.res.1.running_mean", "stem.bias" (PyTorch state_dict keys) */
+static PetscErrorCode NetHDF5TensorName_Private(Net net, PetscInt l, const LayerTensorInfo *t, size_t len, char name[])
 {
   PetscFunctionBegin;
-  PetscCall(PetscSNPrintf(name, len, "%" PetscInt_FMT ".%s", l, t->name));
+  PetscCall(PetscSNPrintf(name, len, "%s.%s", net->nodes[l].name, t->name));
   PetscFunctionReturn(0);
 }
 
@@ -82,9 +83,9 @@ PetscErrorCode NetWrite_HDF5(Net net, PetscViewer viewer)
 
     PetscCall(LayerGetTensors(layer, &nt, info));
     for (PetscInt t = 0; t < nt; t++) {
-      char name[64];
+      char name[4096];
 
-      PetscCall(NetHDF5TensorName_Private(l, &info[t], sizeof(name), name));
+      PetscCall(NetHDF5TensorName_Private(net, l, &info[t], sizeof(name), name));
       PetscCall(NetHDF5WriteTensor_Private(net, viewer, name, &info[t], info[t].buffer ? layer->buffers + info[t].offset : rep + net->poff[l] + info[t].offset));
     }
   }
@@ -177,9 +178,9 @@ PetscErrorCode NetRead_HDF5(Net net, PetscViewer viewer)
 
     PetscCall(LayerGetTensors(layer, &nt, info));
     for (PetscInt t = 0; t < nt; t++) {
-      char name[64];
+      char name[4096];
 
-      PetscCall(NetHDF5TensorName_Private(l, &info[t], sizeof(name), name));
+      PetscCall(NetHDF5TensorName_Private(net, l, &info[t], sizeof(name), name));
       PetscCall(NetHDF5ReadTensor_Private(net, viewer, file, l, name, &info[t], net->poff[l] + info[t].offset, info[t].buffer ? layer->buffers + info[t].offset : NULL, theta));
     }
   }

@@ -3,10 +3,12 @@
   linearization point of the last NetForward. The shells point at their Net without holding a reference
   (the Net owns them); they are rebuilt when the batch layout changes.
 
-    NetGetJacobian     J   : dX (batch, input shape)  -> dY (batch, output shape)
-    NetGetJacobianP    J_p : dtheta (parameter Vec)   -> dY
-    LayerGetJacobian   J_l : layer l's input          -> layer l's output
-    LayerGetJacobianP  J_pl: layer l's own parameters (a distributed Vec of p_l entries) -> layer l's output
+    NetGetJacobian        J   : dX (batch, input shape)  -> dY (batch, output shape)
+    NetGetJacobianP       J_p : dtheta (parameter Vec)   -> dY
+    NetGetLayerJacobian   J_l : node l's inputs (a join's put end to end on each rank) -> node l's output
+    NetGetLayerJacobianP  J_pl: node l's own parameters (a distributed Vec of p_l entries) -> node l's output
+
+  The per-node shells belong to the Net, like the workspace they read: a Layer knows nothing of the Net it is in.
 */
 #include <petnet/private/netimpl.h>
 
@@ -105,118 +107,165 @@ PetscErrorCode NetGetJacobianP(Net net, Mat *J)
   PetscFunctionReturn(0);
 }
 
+/* The context of a node's shells: the Net and the node */
+typedef struct {
+  Net      net;
+  PetscInt node;
+} NetNodeShell;
+
 static PetscErrorCode MatMult_LayerJacobian(Mat J, Vec dX, Vec dY)
 {
-  Layer layer;
+  NetNodeShell *ctx;
 
   PetscFunctionBegin;
-  PetscCall(MatShellGetContext(J, &layer));
-  PetscCall(NetLayerJVP_Private(layer->net, layer->index, dX, NULL, dY));
+  PetscCall(MatShellGetContext(J, &ctx));
+  PetscCall(NetNodeJVP_Private(ctx->net, ctx->node, dX, NULL, dY));
   PetscFunctionReturn(0);
 }
 
 static PetscErrorCode MatMultTranspose_LayerJacobian(Mat J, Vec dY, Vec dX)
 {
-  Layer layer;
+  NetNodeShell *ctx;
 
   PetscFunctionBegin;
-  PetscCall(MatShellGetContext(J, &layer));
-  PetscCall(NetLayerBackward_Private(layer->net, layer->index, dY, dX, NULL));
+  PetscCall(MatShellGetContext(J, &ctx));
+  PetscCall(NetNodeBackward_Private(ctx->net, ctx->node, dY, dX, NULL));
   PetscFunctionReturn(0);
 }
 
 static PetscErrorCode MatMult_LayerJacobianP(Mat J, Vec dtheta, Vec dY)
 {
-  Layer layer;
+  NetNodeShell *ctx;
+  Net           net;
 
   PetscFunctionBegin;
-  PetscCall(MatShellGetContext(J, &layer));
-  PetscCall(MatMult(layer->pbcast, dtheta, layer->ptheta_rep));
-  PetscCall(NetLayerJVP_Private(layer->net, layer->index, NULL, layer->ptheta_rep, dY));
+  PetscCall(MatShellGetContext(J, &ctx));
+  net = ctx->net;
+  PetscCall(MatMult(net->lbcast[ctx->node], dtheta, net->ltheta_rep[ctx->node]));
+  PetscCall(NetNodeJVP_Private(net, ctx->node, NULL, net->ltheta_rep[ctx->node], dY));
   PetscFunctionReturn(0);
 }
 
 static PetscErrorCode MatMultTranspose_LayerJacobianP(Mat J, Vec dY, Vec G)
 {
-  Layer layer;
+  NetNodeShell *ctx;
+  Net           net;
 
   PetscFunctionBegin;
-  PetscCall(MatShellGetContext(J, &layer));
-  PetscCall(VecZeroEntries(layer->ptheta_rep));
-  PetscCall(NetLayerBackward_Private(layer->net, layer->index, dY, NULL, layer->ptheta_rep));
-  PetscCall(MatMultTranspose(layer->pbcast, layer->ptheta_rep, G));
+  PetscCall(MatShellGetContext(J, &ctx));
+  net = ctx->net;
+  PetscCall(VecZeroEntries(net->ltheta_rep[ctx->node]));
+  PetscCall(NetNodeBackward_Private(net, ctx->node, dY, NULL, net->ltheta_rep[ctx->node]));
+  PetscCall(MatMultTranspose(net->lbcast[ctx->node], net->ltheta_rep[ctx->node], G));
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode LayerResetJacobians_Private(Layer layer)
+static PetscErrorCode MatDestroy_NetNodeShell(Mat J)
 {
+  NetNodeShell *ctx;
+
   PetscFunctionBegin;
-  PetscCall(MatDestroy(&layer->J));
-  PetscCall(MatDestroy(&layer->JP));
+  PetscCall(MatShellGetContext(J, &ctx));
+  PetscCall(PetscFree(ctx));
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode LayerCheckInNet_Private(Layer layer, const char caller[])
+static PetscErrorCode NetNodeShellCreate_Private(Net net, PetscInt l, PetscInt n, PetscInt N, PetscBool params, Mat *J)
+{
+  NetNodeShell *ctx;
+  PetscInt      m, M;
+
+  PetscFunctionBegin;
+  PetscCall(VecGetLocalSize(net->act[l + 1], &m));
+  PetscCall(VecGetSize(net->act[l + 1], &M));
+  PetscCall(PetscNew(&ctx));
+  ctx->net  = net;
+  ctx->node = l;
+  PetscCall(MatCreateShell(PetscObjectComm((PetscObject)net), m, n, M, N, ctx, J));
+  PetscCall(MatShellSetOperation(*J, MATOP_MULT, params ? (void (*)(void))MatMult_LayerJacobianP : (void (*)(void))MatMult_LayerJacobian));
+  PetscCall(MatShellSetOperation(*J, MATOP_MULT_TRANSPOSE, params ? (void (*)(void))MatMultTranspose_LayerJacobianP : (void (*)(void))MatMultTranspose_LayerJacobian));
+  PetscCall(MatShellSetOperation(*J, MATOP_DESTROY, (void (*)(void))MatDestroy_NetNodeShell));
+  PetscCall(MatShellSetVecType(*J, VECMPI));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetCheckLayer_Private(Net net, PetscInt l, const char caller[])
 {
   PetscFunctionBegin;
-  PetscCheck(layer->net, PetscObjectComm((PetscObject)layer), PETSC_ERR_ORDER, "%s() needs a layer inside a Net: the Net holds the linearization point (add the layer with NetAddLayer())", caller);
-  PetscCall(NetCheckForwarded_Private(layer->net, caller));
+  PetscCall(NetCheckForwarded_Private(net, caller));
+  PetscCheck(l >= 0 && l < net->nlayers, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_OUTOFRANGE, "%s(): layer %" PetscInt_FMT " does not exist: the Net has %" PetscInt_FMT " layers", caller, l, net->nlayers);
+  if (!net->LJ) PetscCall(PetscCalloc5(net->nlayers, &net->LJ, net->nlayers, &net->LJP, net->nlayers, &net->lbcast, net->nlayers, &net->ltheta, net->nlayers, &net->ltheta_rep));
   PetscFunctionReturn(0);
 }
 
 /*@
-  LayerGetJacobian - the Jacobian of one layer with respect to its input, at its Net's last forward pass (owned by the layer).
+  NetGetLayerJacobian - the Jacobian of layer (node) l with respect to its input, at the last forward pass.
+
+  Collective
+
+  Input Parameters:
++ net - the Net, after NetForward()
+- l   - the node, 0 <= l < NetGetNumLayers()
+
+  Output Parameter:
+. J - a MATSHELL owned by the Net (do not destroy it): MatMult is the node's JVP, MatMultTranspose its VJP
+
+  Level: intermediate
+
+  Note:
+  The column space of a join's Jacobian (add, concat) holds its inputs end to end on each rank: this rank's part of
+  input 0, then of input 1, ...
+
+.seealso: `NetGetLayerJacobianP()`, `NetGetJacobian()`, `NetTestJacobian()`
 @*/
-PetscErrorCode LayerGetJacobian(Layer layer, Mat *J)
+PetscErrorCode NetGetLayerJacobian(Net net, PetscInt l, Mat *J)
 {
-  Net      net;
-  PetscInt m, n, M, N;
+  PetscInt n, N;
 
   PetscFunctionBegin;
-  PetscValidHeaderSpecific(layer, LAYER_CLASSID, 1);
-  PetscCall(LayerCheckInNet_Private(layer, "LayerGetJacobian"));
-  net = layer->net;
-  if (!layer->J) {
-    PetscCall(VecGetLocalSize(net->act[layer->index + 1], &m));
-    PetscCall(VecGetSize(net->act[layer->index + 1], &M));
-    PetscCall(VecGetLocalSize(net->act[layer->index], &n));
-    PetscCall(VecGetSize(net->act[layer->index], &N));
-    PetscCall(MatCreateShell(PetscObjectComm((PetscObject)layer), m, n, M, N, layer, &layer->J));
-    PetscCall(MatShellSetOperation(layer->J, MATOP_MULT, (void (*)(void))MatMult_LayerJacobian));
-    PetscCall(MatShellSetOperation(layer->J, MATOP_MULT_TRANSPOSE, (void (*)(void))MatMultTranspose_LayerJacobian));
-    PetscCall(MatShellSetVecType(layer->J, VECMPI));
+  PetscValidHeaderSpecific(net, NET_CLASSID, 1);
+  PetscCall(NetCheckLayer_Private(net, l, "NetGetLayerJacobian"));
+  if (!net->LJ[l]) {
+    PetscCall(NetNodeInputSize_Private(net, l, &n));
+    N = n * net->nglobal;
+    PetscCall(NetNodeShellCreate_Private(net, l, n * net->nlocal, N, PETSC_FALSE, &net->LJ[l]));
   }
-  *J = layer->J;
+  *J = net->LJ[l];
   PetscFunctionReturn(0);
 }
 
 /*@
-  LayerGetJacobianP - the Jacobian of one layer with respect to its own parameters (owned by the layer).
-  Its column space is a distributed Vec of the layer's p_l parameters (MatCreateVecs gives one).
+  NetGetLayerJacobianP - the Jacobian of layer (node) l with respect to its own parameters, at the last forward pass.
+
+  Collective
+
+  Input Parameters:
++ net - the Net, after NetForward()
+- l   - the node; it must have parameters
+
+  Output Parameter:
+. J - a MATSHELL owned by the Net; its column space is a distributed Vec of the node's p_l parameters (MatCreateVecs())
+
+  Level: intermediate
+
+.seealso: `NetGetLayerJacobian()`, `NetGetJacobianP()`, `NetGetLayerParameterRange()`
 @*/
-PetscErrorCode LayerGetJacobianP(Layer layer, Mat *J)
+PetscErrorCode NetGetLayerJacobianP(Net net, PetscInt l, Mat *J)
 {
-  Net      net;
-  PetscInt m, M, n;
+  PetscInt n;
 
   PetscFunctionBegin;
-  PetscValidHeaderSpecific(layer, LAYER_CLASSID, 1);
-  PetscCall(LayerCheckInNet_Private(layer, "LayerGetJacobianP"));
-  PetscCheck(layer->nparams > 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "Layer %" PetscInt_FMT " (%s) has no parameters", layer->index, ((PetscObject)layer)->type_name);
-  net = layer->net;
-  if (!layer->ptheta) {
-    PetscCall(VecCreateMPI(PetscObjectComm((PetscObject)layer), PETSC_DECIDE, layer->nparams, &layer->ptheta));
-    PetscCall(PetNetBroadcastCreate(layer->ptheta, &layer->pbcast, &layer->ptheta_rep));
+  PetscValidHeaderSpecific(net, NET_CLASSID, 1);
+  PetscCall(NetCheckLayer_Private(net, l, "NetGetLayerJacobianP"));
+  PetscCheck(net->layers[l]->nparams > 0, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_WRONG, "Layer %" PetscInt_FMT " (%s, %s) has no parameters", l, net->nodes[l].name, ((PetscObject)net->layers[l])->type_name);
+  if (!net->ltheta[l]) {
+    PetscCall(VecCreateMPI(PetscObjectComm((PetscObject)net), PETSC_DECIDE, net->layers[l]->nparams, &net->ltheta[l]));
+    PetscCall(PetNetBroadcastCreate(net->ltheta[l], &net->lbcast[l], &net->ltheta_rep[l]));
   }
-  if (!layer->JP) {
-    PetscCall(VecGetLocalSize(net->act[layer->index + 1], &m));
-    PetscCall(VecGetSize(net->act[layer->index + 1], &M));
-    PetscCall(VecGetLocalSize(layer->ptheta, &n));
-    PetscCall(MatCreateShell(PetscObjectComm((PetscObject)layer), m, n, M, layer->nparams, layer, &layer->JP));
-    PetscCall(MatShellSetOperation(layer->JP, MATOP_MULT, (void (*)(void))MatMult_LayerJacobianP));
-    PetscCall(MatShellSetOperation(layer->JP, MATOP_MULT_TRANSPOSE, (void (*)(void))MatMultTranspose_LayerJacobianP));
-    PetscCall(MatShellSetVecType(layer->JP, VECMPI));
+  if (!net->LJP[l]) {
+    PetscCall(VecGetLocalSize(net->ltheta[l], &n));
+    PetscCall(NetNodeShellCreate_Private(net, l, n, net->layers[l]->nparams, PETSC_TRUE, &net->LJP[l]));
   }
-  *J = layer->JP;
+  *J = net->LJP[l];
   PetscFunctionReturn(0);
 }

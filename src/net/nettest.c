@@ -97,6 +97,16 @@ static PetscErrorCode FiniteDifferenceTest_Private(Net net, Vec X, PetscInt wrt,
   NetTestJacobian - checks every Jacobian of the Net at the batch X and prints the errors to viewer (stdout if NULL).
   doterr: the worst dot-product error (Net and layers); fderr: the worst finite-difference error (either may be NULL).
 @*/
+/* Inside a derivative test every layer is one fixed map (LayerSetFrozen()): dropout repeats its masks, batchnorm keeps
+   its running statistics, an ode layer its steps */
+PetscErrorCode NetSetFrozen_Private(Net net, PetscBool frozen)
+{
+  PetscFunctionBegin;
+  net->intest = frozen;
+  for (PetscInt l = 0; l < net->nlayers; l++) PetscCall(LayerSetFrozen(net->layers[l], frozen));
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode NetTestJacobian(Net net, Vec X, PetscViewer viewer, PetscReal *doterr, PetscReal *fderr)
 {
   PetscRandom rnd;
@@ -108,7 +118,7 @@ PetscErrorCode NetTestJacobian(Net net, Vec X, PetscViewer viewer, PetscReal *do
   PetscValidHeaderSpecific(net, NET_CLASSID, 1);
   PetscValidHeaderSpecific(X, VEC_CLASSID, 2);
   if (!viewer) PetscCall(PetscViewerASCIIGetStdout(PetscObjectComm((PetscObject)net), &viewer));
-  net->intest = PETSC_TRUE;
+  PetscCall(NetSetFrozen_Private(net, PETSC_TRUE));
   PetscCall(PetscRandomCreate(PetscObjectComm((PetscObject)net), &rnd));
   PetscCall(PetscRandomSetSeed(rnd, 42));
   PetscCall(PetscRandomSeed(rnd));
@@ -126,12 +136,12 @@ PetscErrorCode NetTestJacobian(Net net, Vec X, PetscViewer viewer, PetscReal *do
     char  spec[256];
 
     PetscCall(LayerGetSpec(layer, sizeof(spec), spec));
-    PetscCall(LayerGetJacobian(layer, &J));
+    PetscCall(NetGetLayerJacobian(net, l, &J));
     PetscCall(DotProductTest_Private(J, rnd, &e));
     worst = PetscMax(worst, e);
     PetscCall(PetscViewerASCIIPrintf(viewer, "    layer %" PetscInt_FMT " %-20s input %.2e", l, spec, (double)e));
     if (layer->nparams) {
-      PetscCall(LayerGetJacobianP(layer, &J));
+      PetscCall(NetGetLayerJacobianP(net, l, &J));
       PetscCall(DotProductTest_Private(J, rnd, &e));
       worst = PetscMax(worst, e);
       PetscCall(PetscViewerASCIIPrintf(viewer, ", parameters %.2e", (double)e));
@@ -145,6 +155,6 @@ PetscErrorCode NetTestJacobian(Net net, Vec X, PetscViewer viewer, PetscReal *do
   if (doterr) *doterr = worst;
   if (fderr) *fderr = PetscMax(fJ, fJP);
   PetscCall(PetscRandomDestroy(&rnd));
-  net->intest = saved;
+  PetscCall(NetSetFrozen_Private(net, saved));
   PetscFunctionReturn(0);
 }

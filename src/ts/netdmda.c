@@ -24,29 +24,19 @@ static PetscErrorCode NetDMDACheckDM_Private(DM da, PetscInt *dof, PetscInt *npo
   PetscFunctionReturn(0);
 }
 
-/* Gives dm to every conv2d layer of net, inside residual blocks and ODE right-hand sides too; *changed: some layer's
-   DM changed (that layer was reset; the caller resets the top-level layer that holds it) */
+/* Gives dm to every conv2d layer of net (the members of residual blocks are nodes of net too) and to every ode layer,
+   which passes it on to its inner Net; *changed: some layer's DM changed (that layer was reset) */
 static PetscErrorCode NetConv2dSetDM_Private(Net net, DM dm, PetscBool *changed)
 {
   PetscFunctionBegin;
   *changed = PETSC_FALSE;
   for (PetscInt l = 0; l < net->nlayers; l++) {
-    Layer     layer    = net->layers[l];
-    Net       inner[2] = {NULL, NULL};
-    DM        old;
-    PetscBool isres, sub;
+    Layer layer = net->layers[l];
+    DM    old;
 
     PetscCall(LayerConv2dGetDM(layer, &old));
     PetscCall(LayerConv2dSetDM(layer, dm)); /* conv2d layers, and ode layers, which pass it on to their inner Net */
     if (old != dm) *changed = PETSC_TRUE;
-    PetscCall(PetscObjectTypeCompare((PetscObject)layer, LAYERRESIDUAL, &isres));
-    if (isres) PetscCall(LayerResidualGetBranches(layer, &inner[0], &inner[1]));
-    for (PetscInt b = 0; b < 2; b++) {
-      if (!inner[b]) continue;
-      PetscCall(NetConv2dSetDM_Private(inner[b], dm, &sub));
-      if (sub && layer->setupcalled) PetscCall(LayerReset(layer));
-      if (sub) *changed = PETSC_TRUE;
-    }
   }
   PetscFunctionReturn(0);
 }

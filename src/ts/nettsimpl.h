@@ -8,3 +8,4 @@
 /* Explicit TS types integrate du/dt = G(t,u) from the RHS form alone; every other type gets the implicit form. */
 PETSC_INTERN PetscErrorCode NetTSIsExplicitType_Private(TS, PetscBool *);
 PETSC_INTERN PetscErrorCode TSTrajectoryCreate_Checkpoint(TSTrajectory, TS);
+PETSC_INTERN PetscErrorCode LayerCreate_ODE(Layer);

@@ -11,7 +11,7 @@ static PetscErrorCode NetTSFinalize_Private(void)
 }
 
 /*@C
-  NetTSRegisterAll - registers the TSTrajectory type TSTRAJECTORYCHECKPOINT ("checkpoint"). Idempotent; PETSc's own
+  NetTSRegisterAll - registers the TSTrajectory type TSTRAJECTORYCHECKPOINT ("checkpoint") and the layer kind LAYERODE. Idempotent; PETSc's own
   TSTrajectory registry is freed at PetscFinalize(), so the registration is redone after a re-initialization.
 @*/
 PetscErrorCode NetTSRegisterAll(void)
@@ -21,6 +21,7 @@ PetscErrorCode NetTSRegisterAll(void)
   NetTSRegisterAllCalled = PETSC_TRUE;
   PetscCall(TSInitializePackage()); /* so that PETSc's finalizer frees the TSTrajectory registry we add to */
   PetscCall(TSTrajectoryRegister(TSTRAJECTORYCHECKPOINT, TSTrajectoryCreate_Checkpoint));
+  PetscCall(LayerRegister(LAYERODE, LayerCreate_ODE));
   PetscCall(PetscRegisterFinalize(NetTSFinalize_Private));
   PetscFunctionReturn(0);
 }

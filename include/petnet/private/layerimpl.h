@@ -1,7 +1,7 @@
 /* Private: the Layer object and the contract every layer kind keeps. */
 #pragma once
 
-#include <petnetnet.h>
+#include <petnetlayer.h>
 #include <petsc/private/petscimpl.h>
 
 PETSC_EXTERN PetscBool LayerRegisterAllCalled;
@@ -10,7 +10,8 @@ PETSC_EXTERN PetscBool LayerRegisterAllCalled;
   The kernels work on the LOCAL batch: n samples, sample-major, channels-last.
     x     [n][in]   layer input  (in  = product of the input shape)
     y     [n][out]  layer output (out = product of the output shape)
-    theta [p]       this layer's parameters (a slice of the Net's replicated parameter array)
+    theta [p]       this layer's own parameters, as its owner hands them over (a view of the layer's block: the
+                    kernel must not assume anything about the memory around it)
 
   forward(n, theta, x, y):                          y = f(x; theta); keep what the derivatives need
   backward(n, theta, x, y, dy, dx, dtheta):         dx  = J_x^T dy      (skip if dx == NULL)
@@ -18,9 +19,13 @@ PETSC_EXTERN PetscBool LayerRegisterAllCalled;
   jvp(n, theta, x, y, dx, dtheta, dy):              dy  = J_x dx + J_theta dtheta  (NULL means zero)
 
   backward and jvp are called after forward with the same n, theta, x and y (the linearization point).
+
+  Kinds with several inputs (add, concat: nin > 1) implement forwardn/backwardn/jvpn instead, with arrays of the
+  inputs x[k] [n][in_k] and of their (co)tangents dx[k] (a NULL dx[k] is skipped in backward and zero in jvp).
+  A Layer knows nothing of the network it sits in: its owner (a Net) hands it arrays and sets its mode.
 */
 /* A named tensor of a layer, for saving and for PyTorch state_dict names (key "<layer index>.<name>"). */
-#define LAYER_MAX_TENSORS 64 /* a residual block reports the tensors of all its inner layers */
+#define LAYER_MAX_TENSORS 16
 typedef struct {
   char      name[32]; /* state_dict suffix: "weight", "bias", "running_mean", ... */
   PetscBool buffer;   /* PETSC_FALSE: a slice of the layer's parameters; PETSC_TRUE: a slice of layer->buffers */
@@ -38,6 +43,9 @@ struct _LayerOps {
   PetscErrorCode (*forward)(Layer, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *);
   PetscErrorCode (*backward)(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
   PetscErrorCode (*jvp)(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *);
+  PetscErrorCode (*forwardn)(Layer, PetscInt, const PetscScalar *, const PetscScalar *const[], PetscScalar *);
+  PetscErrorCode (*backwardn)(Layer, PetscInt, const PetscScalar *, const PetscScalar *const[], const PetscScalar *, const PetscScalar *, PetscScalar *const[], PetscScalar *);
+  PetscErrorCode (*jvpn)(Layer, PetscInt, const PetscScalar *, const PetscScalar *const[], const PetscScalar *, const PetscScalar *const[], const PetscScalar *, PetscScalar *);
   PetscErrorCode (*tensors)(Layer, PetscInt *, LayerTensorInfo[]); /* default: one tensor "weight" holding all parameters */
   PetscErrorCode (*view)(Layer, PetscViewer);
   PetscErrorCode (*reset)(Layer);
@@ -48,26 +56,26 @@ typedef enum { LAYER_PHASE_FORWARD, LAYER_PHASE_BACKWARD, LAYER_PHASE_JVP, LAYER
 
 struct _p_Layer {
   PETSCHEADER(struct _LayerOps);
-  PetNetShape   in, out;
+  PetNetShape   in, out;         /* in: the (first) input's shape */
   PetscInt      insize, outsize; /* products of the shapes */
+  PetscInt      nin;             /* number of inputs (1 unless the kind takes several) */
+  PetNetShape  *ins;             /* the shapes of all nin inputs (ins[0] = in) */
+  PetscInt     *insizes;
+  PetscInt      mininputs, maxinputs; /* what the kind accepts, set by its create (default 1 and 1) */
   PetscInt      nparams;
   PetscInt      nbuffers; /* non-trainable state saved with the model (e.g. batchnorm running statistics) */
   PetscScalar  *buffers;  /* allocated and freed by the kind (setup / reset) */
   PetscBool     setupcalled;
-  PetscBool     training; /* training mode (dropout active, batchnorm uses batch statistics); set by NetSetTraining() */
+  PetscBool     training; /* training mode (dropout active, batchnorm uses batch statistics); LayerSetTraining() */
+  PetscBool     frozen;   /* derivative-test mode: repeat the last random draws and discretisation, update no running
+                             statistics, so that finite differences see one fixed map; LayerSetFrozen() */
+  PetscInt      index;    /* its position in its owner's layer list (LayerSetIndex()): names it in messages and separates
+                             the random streams of the layers of one network (dropout masks); -1 if none */
   PetscLogEvent event[LAYER_NUM_PHASES];
-
-  /* Position inside the owning Net (borrowed, not referenced): the Jacobian shells read the Net's workspace. */
-  Net      net;
-  PetscInt index;
-  Mat      J, JP;      /* shells, rebuilt when the batch size changes */
-  Vec      ptheta;     /* distributed Vec of this layer's parameters (column space of JP) */
-  Mat      pbcast;     /* broadcast ptheta -> replicated */
-  Vec      ptheta_rep; /* replicated copy of ptheta */
 
   void *data;
 };
 
 PETSC_EXTERN PetscErrorCode LayerGetTensors(Layer, PetscInt *, LayerTensorInfo[]);
 PETSC_INTERN PetscErrorCode LayerGetEvents_Private(LayerType, PetscLogEvent[]);
-PETSC_INTERN PetscErrorCode LayerResetJacobians_Private(Layer);
+

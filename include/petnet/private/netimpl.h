@@ -1,36 +1,69 @@
-/* Private: the Net object. */
+/* Private: the Net object, a directed acyclic graph of layers. */
 #pragma once
 
+#include <petnetnet.h>
 #include <petnet/private/layerimpl.h>
 
-struct _NetOps {
-  PetscErrorCode (*dummy)(Net);
-};
+#define NET_INPUT     (-1) /* the input index of a node fed by the Net's input */
+#define NET_MAX_DEPTH 64   /* residual blocks nest at most this deep in a layer list */
+
+/*
+  A node of the graph: one layer and the nodes its inputs come from. Nodes are stored in topological order (every
+  input of node k is NET_INPUT or a node before k) and the last node is the Net's output.
+
+  A layer list (NetSetLayers()) is a chain; its entry residual(F|P) becomes the nodes of F, those of P and an add node
+  joining them. Names and options prefixes follow the list, so that a list keeps the tensor names and options it had
+  when residual blocks were layers of their own:
+
+    entry 2 = residual(dense:8,relu|dense:8)   nodes  "2.res.0" (-layer2_res_layer0_), "2.res.1", "2.shortcut.0", "2" (add)
+
+  A graph (NetSetGraph()) names its nodes itself ("stem", "skip", ...) with the options prefix <name>_.
+*/
+typedef struct {
+  Layer     layer;
+  char     *name;    /* state_dict module name: "3", "2.res.1", or the graph's own name */
+  char     *prefix;  /* options prefix after the Net's: "layer3_", "layer2_res_layer1_", "stem_" */
+  PetscInt  nin, *in; /* the input nodes (NET_INPUT: the Net's input) */
+  PetscInt  owner;   /* list form: the join node of the residual block whose F or P holds this node, or -1 */
+  PetscInt  branch;  /* ... 0: in F, 1: in P */
+  PetscBool residual; /* list form: this node is the join of a residual(F|P) entry */
+  PetscInt  nuses;   /* edges leaving this node (+1 for the Net's output); set at set-up */
+} NetNode;
 
 struct _p_Net {
-  PETSCHEADER(struct _NetOps);
+  PETSCHEADER(int);
   PetNetShape   in;
-  PetscInt      nlayers, maxlayers;
-  Layer        *layers;
-  PetscInt     *poff; /* poff[l] .. poff[l+1]: parameters of layer l */
+  PetscInt      nlayers, maxlayers; /* the nodes */
+  NetNode      *nodes;
+  Layer        *layers; /* layers[k] = nodes[k].layer */
+  PetscBool     graph;  /* built by NetSetGraph(): NetGetSpec() writes the graph form */
+  PetscInt     *poff;   /* poff[k] .. poff[k+1]: parameters of node k */
   PetscInt      nparams;
+  PetscInt      ninputuses; /* edges leaving the Net's input */
   PetscBool     setupcalled;
   unsigned long seed;
 
   /* Parameters: theta is distributed (each rank owns a slice); the layers read the replicated copy theta_rep,
-     refreshed by the broadcast whenever theta's state changes. grad_rep collects this rank's gradient. */
+     refreshed by the broadcast whenever theta's state changes. grad_rep collects this rank's gradient. The kernels
+     receive each node's block through NetGetNodeParameters_Private(), the one place that knows this layout. */
   Vec              theta, theta_rep, dtheta_rep, grad_rep;
   Mat              bcast;
   PetscObjectState theta_state;
   PetscBool        theta_rep_valid;
 
-  /* Workspace for a batch of nlocal samples on this rank (N in all): act[l] is the input of layer l,
-     act[nlayers] the output; dact[l] the tangent or cotangent at the same place. */
+  /* Workspace for a batch of nlocal samples on this rank (N in all): act[0] is the input, act[k+1] the output of node
+     k; dact[.] the tangent or cotangent at the same place; dsum[.] (NULL unless a value feeds several nodes) the
+     scratch where backward adds up the cotangents of a value used more than once. */
   PetscInt         nlocal, nglobal;
-  Vec             *act, *dact;
+  Vec             *act, *dact, *dsum;
   PetscBool        forwarded;
   PetscObjectState input_state; /* act[0] is the caller's input Vec (referenced, not copied): its state at NetForward */
   Mat              J, JP;
+
+  /* The per-node Jacobian shells (NetGetLayerJacobian(), NetGetLayerJacobianP()) and the distributed Vecs of each
+     node's own parameters with their broadcasts; NULL until asked for */
+  Mat *LJ, *LJP, *lbcast;
+  Vec *ltheta, *ltheta_rep;
 
   PetscBool training; /* see NetSetTraining() */
   PetscBool testjacobian, intest;
@@ -40,6 +73,10 @@ PETSC_INTERN PetscErrorCode NetSetUpWorkspace_Private(Net, Vec);
 PETSC_INTERN PetscErrorCode NetResetWorkspace_Private(Net);
 PETSC_INTERN PetscErrorCode NetCheckInputUnchanged_Private(Net);
 PETSC_INTERN PetscErrorCode NetUpdateReplicatedParameters_Private(Net);
-PETSC_INTERN PetscErrorCode NetLayerJVP_Private(Net, PetscInt, Vec, Vec, Vec);
-PETSC_INTERN PetscErrorCode NetLayerBackward_Private(Net, PetscInt, Vec, Vec, Vec);
+PETSC_INTERN PetscErrorCode NetGetNodeParameters_Private(Net, PetscInt, const PetscScalar *, const PetscScalar **);
+PETSC_INTERN PetscErrorCode NetNodeJVP_Private(Net, PetscInt, Vec, Vec, Vec);
+PETSC_INTERN PetscErrorCode NetNodeBackward_Private(Net, PetscInt, Vec, Vec, Vec);
+PETSC_INTERN PetscErrorCode NetNodeInputSize_Private(Net, PetscInt, PetscInt *);
 PETSC_INTERN PetscErrorCode NetLayerListNext_Private(char **, char **);
+PETSC_INTERN PetscErrorCode NetListSpec_Private(Net, PetscInt, PetscInt, size_t, char[], size_t *);
+PETSC_INTERN PetscErrorCode NetSetFrozen_Private(Net, PetscBool);

@@ -25,8 +25,12 @@ PetscErrorCode LayerCreate(MPI_Comm comm, Layer *layer)
   PetscValidPointer(layer, 2);
   PetscCall(PetNetInitializePackage());
   PetscCall(PetscHeaderCreate(l, LAYER_CLASSID, "Layer", "Neural network layer", "Layer", comm, LayerDestroy, LayerView));
-  l->index = -1;
-  *layer   = l;
+  l->training  = PETSC_TRUE;
+  l->index     = -1;
+  l->nin       = 1;
+  l->mininputs = 1;
+  l->maxinputs = 1;
+  *layer       = l;
   PetscFunctionReturn(0);
 }
 
@@ -46,6 +50,8 @@ PetscErrorCode LayerSetType(Layer layer, LayerType type)
   layer->data        = NULL;
   layer->setupcalled = PETSC_FALSE;
   layer->nparams     = 0;
+  layer->mininputs   = 1;
+  layer->maxinputs   = 1;
   PetscCall(PetscObjectChangeTypeName((PetscObject)layer, type));
   PetscCall(LayerGetEvents_Private(type, layer->event));
   PetscCall((*create)(layer));
@@ -106,12 +112,161 @@ PetscErrorCode LayerSetFromOptions(Layer layer)
   PetscFunctionReturn(0);
 }
 
+/*@
+  LayerSetInputShape - sets the per-sample shape of the layer's (only) input.
+
+  Logically collective
+
+  Input Parameters:
++ layer - the layer
+- in    - the shape of one sample, channels last
+
+  Level: intermediate
+
+  Note:
+  A change of shape resets the layer (LayerSetUp() lays it out anew).
+
+.seealso: `LayerSetInputShapes()`, `LayerGetOutputShape()`, `LayerSetUp()`
+@*/
 PetscErrorCode LayerSetInputShape(Layer layer, const PetNetShape *in)
 {
   PetscFunctionBegin;
+  PetscCall(LayerSetInputShapes(layer, 1, in));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  LayerSetInputShapes - sets the per-sample shapes of the inputs of a layer that takes several (add, concat).
+
+  Logically collective
+
+  Input Parameters:
++ layer - the layer
+. nin   - the number of inputs, within what the kind accepts (LayerGetNumInputs())
+- in    - the nin shapes
+
+  Level: intermediate
+
+.seealso: `LayerSetInputShape()`, `LayerGetNumInputs()`, `NetSetGraph()`
+@*/
+PetscErrorCode LayerSetInputShapes(Layer layer, PetscInt nin, const PetNetShape in[])
+{
+  PetscBool same;
+
+  PetscFunctionBegin;
   PetscValidHeaderSpecific(layer, LAYER_CLASSID, 1);
-  if (layer->setupcalled && !PetNetShapeEqual(&layer->in, in)) PetscCall(LayerReset(layer));
-  layer->in = *in;
+  PetscCheck(((PetscObject)layer)->type_name, PetscObjectComm((PetscObject)layer), PETSC_ERR_ORDER, "Set the layer kind with LayerSetType() before LayerSetInputShapes()");
+  PetscCheck(nin >= layer->mininputs && nin <= layer->maxinputs, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_SIZ, "Layer kind %s takes %s %" PetscInt_FMT " input%s, not %" PetscInt_FMT "%s", ((PetscObject)layer)->type_name,
+             layer->mininputs == layer->maxinputs ? "exactly" : "at least", layer->mininputs, layer->mininputs > 1 ? "s" : "", nin,
+             layer->maxinputs == 1 ? ": give it one input (a join such as add or concat takes several)" : ": give it more inputs");
+  same = (PetscBool)(layer->ins && nin == layer->nin);
+  for (PetscInt k = 0; same && k < nin; k++) same = PetNetShapeEqual(&layer->ins[k], &in[k]);
+  if (same) PetscFunctionReturn(0);
+  if (layer->setupcalled) PetscCall(LayerReset(layer));
+  PetscCall(PetscFree2(layer->ins, layer->insizes));
+  PetscCall(PetscMalloc2(nin, &layer->ins, nin, &layer->insizes));
+  for (PetscInt k = 0; k < nin; k++) {
+    layer->ins[k] = in[k];
+    PetscCall(PetNetShapeSize(&in[k], &layer->insizes[k]));
+  }
+  layer->nin = nin;
+  layer->in  = in[0];
+  PetscFunctionReturn(0);
+}
+
+/*@
+  LayerGetNumInputs - the number of inputs of a layer and the range its kind accepts.
+
+  Not collective
+
+  Input Parameter:
+. layer - the layer
+
+  Output Parameters:
++ nin - the number of inputs set (1 until LayerSetInputShapes() says otherwise), or NULL
+. min - the fewest inputs the kind takes, or NULL
+- max - the most inputs the kind takes, or NULL
+
+  Level: intermediate
+
+.seealso: `LayerSetInputShapes()`
+@*/
+PetscErrorCode LayerGetNumInputs(Layer layer, PetscInt *nin, PetscInt *min, PetscInt *max)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(layer, LAYER_CLASSID, 1);
+  if (nin) *nin = layer->nin;
+  if (min) *min = layer->mininputs;
+  if (max) *max = layer->maxinputs;
+  PetscFunctionReturn(0);
+}
+
+/*@
+  LayerSetTraining - training mode (the default: dropout active, batch normalisation on batch statistics) or evaluation mode.
+
+  Logically collective
+
+  Input Parameters:
++ layer    - the layer
+- training - PETSC_TRUE for training mode
+
+  Level: intermediate
+
+  Note:
+  NetSetTraining() sets the mode of every layer of a Net.
+
+.seealso: `NetSetTraining()`, `LayerSetFrozen()`
+@*/
+PetscErrorCode LayerSetTraining(Layer layer, PetscBool training)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(layer, LAYER_CLASSID, 1);
+  layer->training = training;
+  PetscFunctionReturn(0);
+}
+
+/*@
+  LayerSetFrozen - in frozen mode a layer is one fixed map: it repeats its last random draws (dropout masks) and its
+  last discretisation (an ode layer's steps), and updates no running statistics. Derivative tests use it, so that
+  finite differences differentiate the same map the Jacobian is taken of.
+
+  Logically collective
+
+  Input Parameters:
++ layer  - the layer
+- frozen - PETSC_TRUE to freeze
+
+  Level: developer
+
+.seealso: `NetTestJacobian()`, `LayerSetTraining()`
+@*/
+PetscErrorCode LayerSetFrozen(Layer layer, PetscBool frozen)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(layer, LAYER_CLASSID, 1);
+  layer->frozen = frozen;
+  PetscFunctionReturn(0);
+}
+
+/*@
+  LayerSetIndex - the layer's position in the list that holds it: error messages name the layer by it ("dense layer 2")
+  and it separates the random streams of the layers of one network (dropout masks).
+
+  Logically collective
+
+  Input Parameters:
++ layer - the layer
+- index - its position; a Net gives each layer its position in its (sub)list of -net_layers, or its node index
+
+  Level: developer
+
+.seealso: `LayerDropoutSetSeed()`, `NetAddLayer()`
+@*/
+PetscErrorCode LayerSetIndex(Layer layer, PetscInt index)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(layer, LAYER_CLASSID, 1);
+  layer->index = index;
   PetscFunctionReturn(0);
 }
 
@@ -147,11 +302,11 @@ PetscErrorCode LayerSetUp(Layer layer)
   PetscValidHeaderSpecific(layer, LAYER_CLASSID, 1);
   if (layer->setupcalled) PetscFunctionReturn(0);
   PetscCheck(((PetscObject)layer)->type_name, PetscObjectComm((PetscObject)layer), PETSC_ERR_ORDER, "Set the layer kind with LayerSetType() before LayerSetUp()");
-  PetscCheck(layer->in.ndim > 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ORDER, "Layer %s has no input shape: set -net_input_shape or LayerSetInputShape()", ((PetscObject)layer)->type_name);
+  PetscCheck(layer->ins && layer->in.ndim > 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ORDER, "Layer %s has no input shape: set -net_input_shape or LayerSetInputShape()", ((PetscObject)layer)->type_name);
   layer->out     = layer->in;
   layer->nparams = 0;
+  layer->insize  = layer->insizes[0];
   PetscTryTypeMethod(layer, setup);
-  PetscCall(PetNetShapeSize(&layer->in, &layer->insize));
   PetscCall(PetNetShapeSize(&layer->out, &layer->outsize));
   layer->setupcalled = PETSC_TRUE;
   PetscFunctionReturn(0);
@@ -189,10 +344,6 @@ PetscErrorCode LayerReset(Layer layer)
   PetscFunctionBegin;
   PetscValidHeaderSpecific(layer, LAYER_CLASSID, 1);
   PetscTryTypeMethod(layer, reset);
-  PetscCall(LayerResetJacobians_Private(layer));
-  PetscCall(VecDestroy(&layer->ptheta));
-  PetscCall(VecDestroy(&layer->ptheta_rep));
-  PetscCall(MatDestroy(&layer->pbcast));
   layer->setupcalled = PETSC_FALSE;
   PetscFunctionReturn(0);
 }
@@ -208,6 +359,7 @@ PetscErrorCode LayerDestroy(Layer *layer)
   }
   PetscCall(LayerReset(*layer));
   PetscTryTypeMethod(*layer, destroy);
+  PetscCall(PetscFree2((*layer)->ins, (*layer)->insizes));
   PetscCall(PetscHeaderDestroy(layer));
   PetscFunctionReturn(0);
 }

@@ -90,6 +90,123 @@ PetscErrorCode LayerJVPArray(Layer layer, PetscInt n, const PetscScalar *theta, 
   PetscFunctionReturn(0);
 }
 
+/*
+  The same kernels for any number of inputs: x[k] is input k ([n][in_k]), dx[k] its tangent or cotangent. A layer of
+  one input runs its forward/backward/jvp on x[0]; a join (add, concat) its forwardn/backwardn/jvpn.
+*/
+
+/*@C
+  LayerForwardArrays - y[n][out] = f(x_0, ..., x_{nin-1}; theta) on this rank's n samples.
+
+  Collective (some kinds reduce over the ranks, e.g. batch normalisation)
+
+  Input Parameters:
++ layer - the layer, set up
+. n     - the number of local samples
+. theta - the layer's own parameters (NULL if it has none)
+- x     - the nin input arrays, x[k] of n * (size of input k) entries
+
+  Output Parameter:
+. y - the output array, n * (output size) entries
+
+  Level: developer
+
+.seealso: `LayerForwardArray()`, `LayerBackwardArrays()`, `LayerJVPArrays()`
+@*/
+PetscErrorCode LayerForwardArrays(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *const x[], PetscScalar *y)
+{
+  PetscFunctionBegin;
+  if (!layer->ops->forwardn) {
+    PetscCall(LayerForwardArray(layer, n, theta, x[0], y));
+    PetscFunctionReturn(0);
+  }
+  PetscCall(PetscLogEventBegin(layer->event[LAYER_PHASE_FORWARD], layer, 0, 0, 0));
+  PetscUseTypeMethod(layer, forwardn, n, theta, x, y);
+  PetscCall(PetscLogEventEnd(layer->event[LAYER_PHASE_FORWARD], layer, 0, 0, 0));
+  PetscFunctionReturn(0);
+}
+
+/*@C
+  LayerBackwardArrays - dx[k] = J_k^T dy for every k with dx[k] not NULL; dtheta += J_theta^T dy (if dtheta).
+
+  Collective
+
+  Input Parameters:
++ layer  - the layer, after LayerForwardArrays() at the same point
+. n      - the number of local samples
+. theta  - the layer's own parameters
+. x      - the nin input arrays of the forward pass
+. y      - its output
+- dy     - the output cotangent
+
+  Output Parameters:
++ dx     - the nin input cotangents (overwritten; a NULL entry is skipped)
+- dtheta - the parameter cotangent, accumulated into (NULL: skipped)
+
+  Level: developer
+
+.seealso: `LayerBackwardArray()`, `LayerForwardArrays()`
+@*/
+PetscErrorCode LayerBackwardArrays(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *const x[], const PetscScalar *y, const PetscScalar *dy, PetscScalar *const dx[], PetscScalar *dtheta)
+{
+  PetscBool any = PETSC_FALSE;
+
+  PetscFunctionBegin;
+  if (!layer->ops->backwardn) {
+    PetscCall(LayerBackwardArray(layer, n, theta, x[0], y, dy, dx[0], dtheta));
+    PetscFunctionReturn(0);
+  }
+  if (!layer->nparams) dtheta = NULL;
+  for (PetscInt k = 0; k < layer->nin; k++) any = (PetscBool)(any || dx[k]);
+  if (!any && !dtheta && n) PetscFunctionReturn(0);
+  PetscCall(PetscLogEventBegin(layer->event[LAYER_PHASE_BACKWARD], layer, 0, 0, 0));
+  PetscUseTypeMethod(layer, backwardn, n, theta, x, y, dy, dx, dtheta);
+  PetscCall(PetscLogEventEnd(layer->event[LAYER_PHASE_BACKWARD], layer, 0, 0, 0));
+  PetscFunctionReturn(0);
+}
+
+/*@C
+  LayerJVPArrays - dy = sum_k J_k dx[k] + J_theta dtheta; a NULL dx[k] or dtheta counts as zero.
+
+  Collective
+
+  Input Parameters:
++ layer  - the layer, after LayerForwardArrays() at the same point
+. n      - the number of local samples
+. theta  - the layer's own parameters
+. x      - the nin input arrays of the forward pass
+. y      - its output
+. dx     - the nin input tangents (NULL entries are zero)
+- dtheta - the parameter tangent (NULL: zero)
+
+  Output Parameter:
+. dy - the output tangent
+
+  Level: developer
+
+.seealso: `LayerJVPArray()`, `LayerForwardArrays()`
+@*/
+PetscErrorCode LayerJVPArrays(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *const x[], const PetscScalar *y, const PetscScalar *const dx[], const PetscScalar *dtheta, PetscScalar *dy)
+{
+  PetscBool any = PETSC_FALSE;
+
+  PetscFunctionBegin;
+  if (!layer->ops->jvpn) {
+    PetscCall(LayerJVPArray(layer, n, theta, x[0], y, dx[0], dtheta, dy));
+    PetscFunctionReturn(0);
+  }
+  if (!layer->nparams) dtheta = NULL;
+  for (PetscInt k = 0; k < layer->nin; k++) any = (PetscBool)(any || dx[k]);
+  if (!any && !dtheta && n) {
+    PetscCall(PetscArrayzero(dy, n * layer->outsize));
+    PetscFunctionReturn(0);
+  }
+  PetscCall(PetscLogEventBegin(layer->event[LAYER_PHASE_JVP], layer, 0, 0, 0));
+  PetscUseTypeMethod(layer, jvpn, n, theta, x, y, dx, dtheta, dy);
+  PetscCall(PetscLogEventEnd(layer->event[LAYER_PHASE_JVP], layer, 0, 0, 0));
+  PetscFunctionReturn(0);
+}
+
 /*@C
   LayerGetTensors - the named tensors of a layer (parameters and buffers), at most LAYER_MAX_TENSORS.
 @*/

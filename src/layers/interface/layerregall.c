@@ -16,8 +16,8 @@ PETSC_INTERN PetscErrorCode LayerCreate_GlobalAvgPool(Layer);
 PETSC_INTERN PetscErrorCode LayerCreate_Flatten(Layer);
 PETSC_INTERN PetscErrorCode LayerCreate_Dropout(Layer);
 PETSC_INTERN PetscErrorCode LayerCreate_BatchNorm(Layer);
-PETSC_INTERN PetscErrorCode LayerCreate_ODE(Layer);
-PETSC_INTERN PetscErrorCode LayerCreate_Residual(Layer);
+PETSC_INTERN PetscErrorCode LayerCreate_Add(Layer);
+PETSC_INTERN PetscErrorCode LayerCreate_Concat(Layer);
 
 PetscErrorCode LayerRegisterAll(void)
 {
@@ -39,7 +39,7 @@ PetscErrorCode LayerRegisterAll(void)
   PetscCall(LayerRegister(LAYERFLATTEN, LayerCreate_Flatten));
   PetscCall(LayerRegister(LAYERDROPOUT, LayerCreate_Dropout));
   PetscCall(LayerRegister(LAYERBATCHNORM, LayerCreate_BatchNorm));
-  PetscCall(LayerRegister(LAYERODE, LayerCreate_ODE));
-  PetscCall(LayerRegister(LAYERRESIDUAL, LayerCreate_Residual));
+  PetscCall(LayerRegister(LAYERADD, LayerCreate_Add));
+  PetscCall(LayerRegister(LAYERCONCAT, LayerCreate_Concat));
   PetscFunctionReturn(0);
 }

@@ -101,7 +101,7 @@ static PetscErrorCode BatchNormStatistics(Layer layer, PetscInt n, const PetscSc
   PetscCall(MPIU_Allreduce(MPI_IN_PLACE, sums, C, MPIU_SCALAR, MPIU_SUM, comm));
   for (PetscInt c = 0; c < C; c++) bn->invstd[c] = 1.0 / PetscSqrtScalar(sums[c] / M + bn->eps);
   bn->count = M;
-  if (!(layer->net && layer->net->intest)) {
+  if (!layer->frozen) {
     for (PetscInt c = 0; c < C; c++) {
       rmean[c] = (1.0 - bn->momentum) * rmean[c] + bn->momentum * bn->mean[c];
       rvar[c]  = (1.0 - bn->momentum) * rvar[c] + bn->momentum * sums[c] / (M - 1.0);

@@ -48,7 +48,7 @@ static PetscErrorCode LayerForward_Dropout(Layer layer, PetscInt n, const PetscS
   Layer_Dropout *drop   = (Layer_Dropout *)layer->data;
   const PetscInt N      = n * layer->insize;
   PetscInt64     nlocal = N, offset = 0;
-  PetscBool      intest = (PetscBool)(layer->net && layer->net->intest);
+  PetscBool      intest = layer->frozen;
   PetscMPIInt    rank;
   uint64_t       key;
 

@@ -189,7 +189,7 @@ static PetscBool LayerODEReplay_Private(Layer layer)
 {
   Layer_ODE *ode = (Layer_ODE *)layer->data;
 
-  return (PetscBool)(ode->replay || (layer->net && layer->net->intest));
+  return (PetscBool)(ode->replay || layer->frozen);
 }
 
 /* y[n][size] = u(T) with u(0) = x */

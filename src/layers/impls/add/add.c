@@ -1,0 +1,74 @@
+/*
+  add: the join of branches of one shape,  y = x_1 + ... + x_k  (k >= 2 inputs; the join of a residual block).
+
+    x_i, y   [n][size]   every input has the output's shape
+    forward  y  = sum_i x_i
+    backward dx_i = dy          for every input whose cotangent is asked for
+    jvp      dy = sum_i dx_i    (a NULL dx_i is zero)
+*/
+#include <petnet/private/layerimpl.h>
+
+static PetscErrorCode LayerSetUp_Add(Layer layer)
+{
+  char a[64], b[64];
+
+  PetscFunctionBegin;
+  for (PetscInt k = 1; k < layer->nin; k++) {
+    if (PetNetShapeEqual(&layer->ins[k], &layer->ins[0])) continue;
+    PetscCall(PetNetShapeToString(&layer->ins[0], sizeof(a), a));
+    PetscCall(PetNetShapeToString(&layer->ins[k], sizeof(b), b));
+    SETERRQ(PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_SIZ, "add needs inputs of one shape, but input 1 is %s and input %" PetscInt_FMT " is %s: map one branch to the other's shape (e.g. a 1x1 conv2d or a dense layer), or join with concat", a,
+            k + 1, b);
+  }
+  layer->out = layer->in;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerForward_Add(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *const x[], PetscScalar *y)
+{
+  const PetscInt m = n * layer->outsize;
+
+  PetscFunctionBegin;
+  PetscCall(PetscArraycpy(y, x[0], m));
+  for (PetscInt k = 1; k < layer->nin; k++)
+    for (PetscInt i = 0; i < m; i++) y[i] += x[k][i];
+  PetscCall(PetscLogFlops((layer->nin - 1.0) * m));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerBackward_Add(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *const x[], const PetscScalar *y, const PetscScalar *dy, PetscScalar *const dx[], PetscScalar *dtheta)
+{
+  PetscFunctionBegin;
+  for (PetscInt k = 0; k < layer->nin; k++)
+    if (dx[k]) PetscCall(PetscArraycpy(dx[k], dy, n * layer->outsize));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerJVP_Add(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *const x[], const PetscScalar *y, const PetscScalar *const dx[], const PetscScalar *dtheta, PetscScalar *dy)
+{
+  const PetscInt m     = n * layer->outsize;
+  PetscBool      first = PETSC_TRUE;
+
+  PetscFunctionBegin;
+  for (PetscInt k = 0; k < layer->nin; k++) {
+    if (!dx[k]) continue;
+    if (first) PetscCall(PetscArraycpy(dy, dx[k], m));
+    else
+      for (PetscInt i = 0; i < m; i++) dy[i] += dx[k][i];
+    first = PETSC_FALSE;
+  }
+  if (first) PetscCall(PetscArrayzero(dy, m));
+  PetscFunctionReturn(0);
+}
+
+PETSC_INTERN PetscErrorCode LayerCreate_Add(Layer layer)
+{
+  PetscFunctionBegin;
+  layer->mininputs      = 2;
+  layer->maxinputs      = PETSC_MAX_INT;
+  layer->ops->setup     = LayerSetUp_Add;
+  layer->ops->forwardn  = LayerForward_Add;
+  layer->ops->backwardn = LayerBackward_Add;
+  layer->ops->jvpn      = LayerJVP_Add;
+  PetscFunctionReturn(0);
+}

@@ -1,0 +1,680 @@
+/*
+  The nodes of a Net from text, and back.
+
+  Layer list (NetSetLayers(), -net_layers): entries separated by the commas outside parentheses, each
+    kind          e.g. relu
+    kind:args     e.g. dense:128, conv2d:16:3:1:1
+    kind(args)    the same as kind:args, for arguments that hold commas
+  kind:(args) is the same as kind(args): parentheses enclosing all the arguments are dropped. The entries form a chain.
+  The entry residual(F) or residual(F|P), F and P layer lists, becomes the nodes of F and P and an add node joining
+  them: y = x + F(x) or y = P(x) + F(x). Entry e of a list at path "2.res." is named "2.res.<e>", its options prefix
+  is the list's prefix + "layer<e>_" (so -layer2_res_layer0_dense_init reaches the first layer of block 2's F).
+
+  Graph (NetSetGraph(), -net_graph): entries separated by ';', each
+    name = kind[:args] [<- input, input, ...]
+  name an identifier, each input the name of an earlier node or "input" (the Net's input); without "<-" the node
+  takes the previous node (the Net's input for the first). The options prefix of a node is "<name>_".
+
+  NetGetSpec() writes a list back in normal form (kind:args, residual:(F|P)) and a graph as "name = spec <- inputs;".
+*/
+#include <petnet/private/netimpl.h>
+#include <ctype.h>
+
+#define NET_MAX_NAME 2048
+
+/* strips blanks at both ends, in place */
+static char *NetTrim_Private(char *s)
+{
+  char *end = s + strlen(s);
+
+  while (*s && isspace((unsigned char)*s)) s++;
+  while (end > s && isspace((unsigned char)end[-1])) *--end = 0;
+  return s;
+}
+
+/* -1 if the parentheses of list balance; else the position of the first ')' without its '(' or of the first '(' never closed */
+static PetscInt NetUnbalancedParenthesis_Private(const char list[])
+{
+  PetscInt depth = 0, open = -1;
+
+  for (PetscInt i = 0; list[i]; i++) {
+    if (list[i] == '(' && depth++ == 0) open = i;
+    if (list[i] == ')' && --depth < 0) return i;
+  }
+  return depth ? open : -1;
+}
+
+/* The position of the ')' matching the '(' at s[0], or -1 */
+static PetscInt NetMatchingParenthesis_Private(const char s[])
+{
+  PetscInt depth = 0;
+
+  for (PetscInt i = 0; s[i]; i++) {
+    if (s[i] == '(') depth++;
+    if (s[i] == ')' && --depth == 0) return i;
+  }
+  return -1;
+}
+
+/* Cuts the text at *cursor after its first entry (at the first separator sep outside parentheses), in place: *entry
+   is that entry and *cursor moves to the next one (NULL after the last). */
+static PetscErrorCode NetNextEntry_Private(char **cursor, char sep, char **entry)
+{
+  PetscInt depth = 0;
+  char    *s     = *cursor;
+
+  PetscFunctionBegin;
+  *entry  = s;
+  *cursor = NULL;
+  for (; *s; s++) {
+    if (*s == '(') depth++;
+    else if (*s == ')') depth--;
+    else if (*s == sep && depth <= 0) {
+      *s      = 0;
+      *cursor = s + 1;
+      break;
+    }
+  }
+  PetscFunctionReturn(0);
+}
+
+/* The entries of a layer list, one at a time (also used by the model readers to check the kinds of a file first) */
+PetscErrorCode NetLayerListNext_Private(char **cursor, char **entry)
+{
+  PetscFunctionBegin;
+  PetscCall(NetNextEntry_Private(cursor, ',', entry));
+  PetscFunctionReturn(0);
+}
+
+/* Splits a trimmed, non-empty entry in place into its kind (lower case) and its arguments (NULL if none); *why says what is malformed */
+static PetscErrorCode NetLayerEntrySplit_Private(char *entry, char **kind, char **args, const char **why)
+{
+  size_t   k = strcspn(entry, ":(");
+  PetscInt close;
+
+  PetscFunctionBegin;
+  *kind = entry;
+  *args = NULL;
+  *why  = NULL;
+  if (entry[k] == ':') {
+    entry[k] = 0;
+    *args    = NetTrim_Private(entry + k + 1);
+    close    = (*args)[0] == '(' ? NetMatchingParenthesis_Private(*args) : -1;
+    if (close > 0 && !(*args)[close + 1]) { /* kind:(args) */
+      (*args)[close] = 0;
+      *args          = NetTrim_Private(*args + 1);
+    }
+  } else if (entry[k] == '(') { /* kind(args) */
+    close = NetMatchingParenthesis_Private(entry + k);
+    if (entry[k + close + 1]) {
+      *why = "text follows the closing parenthesis";
+      PetscFunctionReturn(0);
+    }
+    entry[k + close] = 0;
+    entry[k]         = 0;
+    *args            = NetTrim_Private(entry + k + 1);
+  }
+  *kind = NetTrim_Private(entry);
+  PetscCall(PetscStrtolower(*kind));
+  PetscFunctionReturn(0);
+}
+
+/* "dense, identity, relu, ..." : the registered layer kinds, for error messages */
+static PetscErrorCode NetLayerKinds_Private(size_t len, char kinds[])
+{
+  const char **names;
+  int          n;
+
+  PetscFunctionBegin;
+  kinds[0] = 0;
+  PetscCall(PetscFunctionListGet(LayerList, &names, &n));
+  for (int i = 0; i < n && names[i]; i++) {
+    if (i) PetscCall(PetscStrlcat(kinds, ", ", len));
+    PetscCall(PetscStrlcat(kinds, names[i], len));
+  }
+  PetscCall(PetscStrlcat(kinds, "; and residual(F|P) in a layer list", len));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetCheckKind_Private(Net net, const char kind[], const char what[], PetscInt entry, const char whole[])
+{
+  PetscErrorCode (*create)(Layer);
+
+  PetscFunctionBegin;
+  PetscCall(PetscFunctionListFind(LayerList, kind, &create));
+  if (!create) {
+    char kinds[2048];
+
+    PetscCall(NetLayerKinds_Private(sizeof(kinds), kinds));
+    SETERRQ(PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_UNKNOWN_TYPE,
+            "Unknown layer kind \"%s\" (entry %" PetscInt_FMT " of %s \"%s\"): the registered kinds are %s; register your own with LayerRegister() (the ode kind is registered by the TS package: PetNetInitializePackage())", kind, entry, what,
+            whole, kinds);
+  }
+  PetscFunctionReturn(0);
+}
+
+/*
+  Appends one node: a new layer of the given kind and settings, fed by in[0..nin), named name, with options prefix
+  <net prefix><prefix> and position index (LayerSetIndex()). Returns the node's number in *node.
+*/
+static PetscErrorCode NetAppendNode_Private(Net net, LayerType type, const char args[], const char name[], const char prefix[], PetscInt index, PetscInt nin, const PetscInt in[], PetscInt *node)
+{
+  Layer    l;
+  NetNode *nd;
+
+  PetscFunctionBegin;
+  if (net->nlayers == net->maxlayers) {
+    NetNode *nodes;
+    Layer   *layers;
+
+    net->maxlayers = net->maxlayers ? 2 * net->maxlayers : 8;
+    PetscCall(PetscCalloc2(net->maxlayers, &nodes, net->maxlayers, &layers));
+    PetscCall(PetscArraycpy(nodes, net->nodes, net->nlayers));
+    PetscCall(PetscArraycpy(layers, net->layers, net->nlayers));
+    PetscCall(PetscFree2(net->nodes, net->layers));
+    net->nodes  = nodes;
+    net->layers = layers;
+  }
+  for (PetscInt i = 0; i < nin; i++)
+    for (PetscInt j = 0; j < i; j++)
+      PetscCheck(in[i] != in[j], PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_WRONG, "Node %s takes the same input twice: give each input once (to double a value, scale it in the layer before)", name);
+  PetscCall(LayerCreate(PetscObjectComm((PetscObject)net), &l));
+  PetscCall(LayerSetType(l, type));
+  PetscCall(LayerSetArguments(l, args));
+  PetscCall(LayerSetIndex(l, index));
+  PetscCall(LayerSetTraining(l, net->training));
+  nd = &net->nodes[net->nlayers];
+  PetscCall(PetscMemzero(nd, sizeof(*nd)));
+  nd->layer = l;
+  nd->owner = -1;
+  nd->nin   = nin;
+  PetscCall(PetscStrallocpy(name, &nd->name));
+  PetscCall(PetscStrallocpy(prefix, &nd->prefix));
+  PetscCall(PetscMalloc1(nin, &nd->in));
+  PetscCall(PetscArraycpy(nd->in, in, nin));
+  {
+    const char *netprefix;
+    char        full[NET_MAX_NAME];
+
+    PetscCall(PetscObjectGetOptionsPrefix((PetscObject)net, &netprefix));
+    PetscCall(PetscSNPrintf(full, sizeof(full), "%s%s", netprefix ? netprefix : "", prefix));
+    PetscCall(PetscObjectSetOptionsPrefix((PetscObject)l, full));
+  }
+  net->layers[net->nlayers] = l;
+  *node                     = net->nlayers++;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetAppendList_Private(Net, const char[], const char[], PetscInt, const char[], const char[], PetscInt, PetscInt *);
+
+/*
+  residual(F|P) as nodes: F's chain and P's chain from the node `from`, then an add node joining their ends (P's end
+  is `from` itself for the identity shortcut). The add node gets the entry's name and prefix; the members of F and P
+  record it as their owner, so that NetGetSpec() can write the entry back.
+*/
+static PetscErrorCode NetAppendResidual_Private(Net net, const char args[], const char whole[], PetscInt from, const char name[], const char prefix[], PetscInt index, PetscInt depth, PetscInt *join)
+{
+  MPI_Comm  comm = PetscObjectComm((PetscObject)net);
+  char     *copy, *s, *bar = NULL, *F, *P = NULL, path[NET_MAX_NAME], pre[NET_MAX_NAME];
+  PetscInt  nbar = 0, d = 0, start, startP, last[2];
+  PetscBool emptyF, emptyP;
+
+  PetscFunctionBegin;
+  PetscCheck(depth <= NET_MAX_DEPTH, comm, PETSC_ERR_ARG_WRONG, "Residual blocks nest more than %d deep in \"%.200s%s\": flatten the architecture", NET_MAX_DEPTH, whole, strlen(whole) > 200 ? "..." : "");
+  PetscCheck(args && args[0], comm, PETSC_ERR_ARG_WRONG,
+             "residual layer %" PetscInt_FMT " (options prefix -%s) has an empty block: give its layers, residual(F) for y = x + F(x) or residual(F|P) for y = P(x) + F(x), e.g. residual(conv2d:16:3:1:1,relu,conv2d:16:3:1:1)", index, prefix);
+  PetscCall(PetscStrallocpy(args, &copy));
+  s = NetTrim_Private(copy);
+  if (s[0] == '(' && NetMatchingParenthesis_Private(s) == (PetscInt)strlen(s) - 1) { /* (F|P), as NetGetSpec() writes it */
+    s[strlen(s) - 1] = 0;
+    s++;
+  }
+  for (char *c = s; *c; c++) {
+    if (*c == '(') d++;
+    if (*c == ')') d--;
+    if (*c == '|' && d == 0) {
+      nbar++;
+      if (!bar) bar = c;
+    }
+  }
+  if (bar) {
+    *bar = 0;
+    P    = NetTrim_Private(bar + 1);
+  }
+  F      = NetTrim_Private(s);
+  emptyF = (PetscBool)!F[0];
+  emptyP = (PetscBool)(P && !P[0]);
+  if (nbar > 1 || emptyF || emptyP) PetscCall(PetscFree(copy));
+  PetscCheck(nbar <= 1, comm, PETSC_ERR_ARG_WRONG, "residual(%s) has %" PetscInt_FMT " '|': write residual(F) for y = x + F(x), or residual(F|P) for y = P(x) + F(x), with F and P layer lists", args, nbar);
+  PetscCheck(!emptyF, comm, PETSC_ERR_ARG_WRONG, "residual(%s): the block F is empty; give its layers, e.g. residual(conv2d:16:3:1:1,relu,conv2d:16:3:1:1) or residual(conv2d:32:3:2:1,relu,conv2d:32:3:1:1|conv2d:32:1:2:0)", args);
+  PetscCheck(!emptyP, comm, PETSC_ERR_ARG_WRONG, "residual(%s): the shortcut after '|' is empty; give its layers (e.g. conv2d:32:1:2:0), or drop the '|' for the identity shortcut", args);
+  start = net->nlayers;
+  PetscCall(PetscSNPrintf(path, sizeof(path), "%s.res.", name));
+  PetscCall(PetscSNPrintf(pre, sizeof(pre), "%sres_", prefix));
+  PetscCall(NetAppendList_Private(net, F, whole, from, path, pre, depth, &last[0]));
+  startP  = net->nlayers;
+  last[1] = from;
+  if (P) {
+    PetscCall(PetscSNPrintf(path, sizeof(path), "%s.shortcut.", name));
+    PetscCall(PetscSNPrintf(pre, sizeof(pre), "%sshortcut_", prefix));
+    PetscCall(NetAppendList_Private(net, P, whole, from, path, pre, depth, &last[1]));
+  }
+  PetscCall(PetscFree(copy));
+  PetscCall(NetAppendNode_Private(net, LAYERADD, NULL, name, prefix, index, 2, last, join));
+  net->nodes[*join].residual = PETSC_TRUE;
+  for (PetscInt k = start; k < *join; k++) {
+    if (net->nodes[k].owner >= 0) continue; /* a member of a block nested in this one */
+    net->nodes[k].owner  = *join;
+    net->nodes[k].branch = k >= startP ? 1 : 0;
+  }
+  PetscFunctionReturn(0);
+}
+
+/* Appends the entries of a layer list as a chain from node `from`; entry e is named <path>e with prefix <prefix>layer<e>_ */
+static PetscErrorCode NetAppendList_Private(Net net, const char list[], const char whole[], PetscInt from, const char path[], const char prefix[], PetscInt depth, PetscInt *last)
+{
+  MPI_Comm comm = PetscObjectComm((PetscObject)net);
+  char    *copy, *entry, *next;
+  PetscInt e = 0;
+
+  PetscFunctionBegin;
+  PetscCall(PetscStrallocpy(list, &copy));
+  for (next = copy; next; e++) {
+    char       *kind, *args, name[NET_MAX_NAME], pre[NET_MAX_NAME];
+    const char *why;
+    PetscBool   isres;
+
+    PetscCall(NetLayerListNext_Private(&next, &entry));
+    kind = NetTrim_Private(entry);
+    if (!kind[0]) {
+      PetscCall(PetscFree(copy));
+      SETERRQ(comm, PETSC_ERR_ARG_WRONG, "Malformed -net_layers \"%s\": entry %" PetscInt_FMT " is empty; remove the extra comma (entries are kind or kind:args separated by single commas, e.g. dense:128,relu,dense:10)", whole, e + 1);
+    }
+    PetscCall(NetLayerEntrySplit_Private(kind, &kind, &args, &why));
+    if (why) {
+      PetscCall(PetscFree(copy));
+      SETERRQ(comm, PETSC_ERR_ARG_WRONG, "Malformed -net_layers \"%s\": in entry %" PetscInt_FMT ", %s; write kind(args), then a comma before the next entry", whole, e + 1, why);
+    }
+    PetscCall(PetscSNPrintf(name, sizeof(name), "%s%" PetscInt_FMT, path, e));
+    PetscCall(PetscSNPrintf(pre, sizeof(pre), "%slayer%" PetscInt_FMT "_", prefix, e));
+    PetscCall(PetscStrcmp(kind, "residual", &isres));
+    if (isres) PetscCall(NetAppendResidual_Private(net, args, whole, from, name, pre, e, depth + 1, &from));
+    else {
+      PetscCall(NetCheckKind_Private(net, kind, "-net_layers", e + 1, whole));
+      PetscCall(NetAppendNode_Private(net, kind, args, name, pre, e, 1, &from, &from));
+    }
+  }
+  PetscCall(PetscFree(copy));
+  *last = from;
+  PetscFunctionReturn(0);
+}
+
+/* Removes every node */
+static PetscErrorCode NetClearLayers_Private(Net net)
+{
+  PetscFunctionBegin;
+  if (net->setupcalled) PetscCall(NetReset(net));
+  for (PetscInt k = 0; k < net->nlayers; k++) {
+    PetscCall(LayerDestroy(&net->nodes[k].layer));
+    PetscCall(PetscFree(net->nodes[k].name));
+    PetscCall(PetscFree(net->nodes[k].prefix));
+    PetscCall(PetscFree(net->nodes[k].in));
+  }
+  net->nlayers = 0;
+  net->graph   = PETSC_FALSE;
+  PetscFunctionReturn(0);
+}
+
+PETSC_INTERN PetscErrorCode NetDestroyLayers_Private(Net);
+PetscErrorCode              NetDestroyLayers_Private(Net net)
+{
+  PetscFunctionBegin;
+  PetscCall(NetClearLayers_Private(net));
+  PetscCall(PetscFree2(net->nodes, net->layers));
+  net->maxlayers = 0;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetCheckParentheses_Private(Net net, const char what[], const char text[])
+{
+  PetscInt bad = NetUnbalancedParenthesis_Private(text);
+
+  PetscFunctionBegin;
+  PetscCheck(bad < 0, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_WRONG,
+             "Malformed %s \"%s\": unbalanced parentheses, the '%c' at character %" PetscInt_FMT " has no matching '%c' (a nested layer list is written kind(list), e.g. residual(dense:64,relu,dense:64))", what, text, text[bad], bad + 1,
+             text[bad] == '(' ? ')' : '(');
+  PetscFunctionReturn(0);
+}
+
+/*@C
+  NetSetLayers - replaces the layers with a chain given as a compact list.
+
+  Collective
+
+  Input Parameters:
++ net  - the Net
+- list - the layer list, e.g. "dense:256,relu,dense:128,relu,dense:10"
+
+  Options Database Key:
+. -net_layers <list> - the same from the options
+
+  Level: beginner
+
+  Notes:
+  Each entry is kind, kind:args or kind(args), the last for arguments that hold commas, such as the block of a
+  residual entry: "conv2d:16:3:1:1,relu,residual(conv2d:16:3:1:1,relu,conv2d:16:3:1:1),relu,flatten,dense:10".
+  residual(F) is y = x + F(x) and residual(F|P) is y = P(x) + F(x), with F and P layer lists; they become the nodes of
+  F and P and an add node. Kinds are case-insensitive and blanks around entries are ignored. Entry e reads its options
+  with the prefix -layer<e>_ (inside residual block e: -layer<e>_res_layer<i>_ and -layer<e>_shortcut_layer<i>_).
+
+.seealso: `NetSetGraph()`, `NetGetSpec()`, `NetAddLayer()`, `LayerRegister()`
+@*/
+PetscErrorCode NetSetLayers(Net net, const char list[])
+{
+  size_t   len;
+  PetscInt last;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(net, NET_CLASSID, 1);
+  PetscCall(PetscStrlen(list, &len));
+  PetscCheck(len > 0, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_WRONG, "Empty layer list: give -net_layers such as dense:128,relu,dense:10");
+  PetscCall(NetCheckParentheses_Private(net, "-net_layers", list));
+  PetscCall(NetClearLayers_Private(net));
+  PetscCall(NetAppendList_Private(net, list, list, NET_INPUT, "", "", 0, &last));
+  PetscFunctionReturn(0);
+}
+
+/* The node called name among the graph's own nodes (not the members of residual entries); NET_INPUT for "input"; -2 if none */
+static PetscInt NetFindNode_Private(Net net, const char name[])
+{
+  if (!strcmp(name, "input")) return NET_INPUT;
+  for (PetscInt k = 0; k < net->nlayers; k++)
+    if (net->nodes[k].owner < 0 && !strcmp(net->nodes[k].name, name)) return k;
+  return -2;
+}
+
+static PetscBool NetIsIdentifier_Private(const char s[])
+{
+  if (!s[0] || !(isalpha((unsigned char)s[0]) || s[0] == '_')) return PETSC_FALSE;
+  for (const char *c = s; *c; c++)
+    if (!(isalnum((unsigned char)*c) || *c == '_')) return PETSC_FALSE;
+  return PETSC_TRUE;
+}
+
+/*@C
+  NetSetGraph - replaces the layers with a directed acyclic graph of named nodes.
+
+  Collective
+
+  Input Parameters:
++ net   - the Net
+- graph - entries "name = kind[:args] [<- input, ...]" separated by ';'
+
+  Options Database Key:
+. -net_graph <graph> - the same from the options
+
+  Level: beginner
+
+  Notes:
+  Each input is an earlier node's name or "input" (the Net's input); an entry without "<-" takes the previous node (the
+  Net's input for the first). The last node is the Net's output, and every other node must feed some node. Joins take
+  several inputs: add (same shapes) and concat (along channels). A node's output may feed several nodes (the cotangents
+  are added up in backward). Node name reads its options with the prefix -<name>_ and names its tensors <name>.weight, ...
+  An entry may be a residual(F|P) block.
+  Example, a residual block and a U-Net style skip connection:
+.vb
+  -net_graph "stem = conv2d:8:3:1:1; a = relu; b = conv2d:8:3:1:1; sum = add <- b, stem; cat = concat <- sum, input; out = conv2d:1:1"
+.ve
+
+.seealso: `NetSetLayers()`, `NetGetSpec()`, `NetGetLayerInputs()`
+@*/
+PetscErrorCode NetSetGraph(Net net, const char graph[])
+{
+  MPI_Comm comm = PetscObjectComm((PetscObject)net);
+  char    *copy, *entry, *next;
+  PetscInt e = 0, prev = NET_INPUT;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(net, NET_CLASSID, 1);
+  PetscCall(NetCheckParentheses_Private(net, "-net_graph", graph));
+  PetscCall(NetClearLayers_Private(net));
+  net->graph = PETSC_TRUE;
+  PetscCall(PetscStrallocpy(graph, &copy));
+  for (next = copy; next;) {
+    char       *name, *spec, *inputs, *arrow, *eq, *kind, *args;
+    const char *why;
+    PetscInt    nin = 0, *in, node;
+    PetscBool   isres;
+    char        pre[NET_MAX_NAME];
+
+    PetscCall(NetNextEntry_Private(&next, ';', &entry));
+    entry = NetTrim_Private(entry);
+    if (!entry[0]) continue; /* "a = relu;" ends with an empty entry */
+    e++;
+    arrow  = strstr(entry, "<-");
+    inputs = NULL;
+    if (arrow) {
+      *arrow = 0;
+      inputs = NetTrim_Private(arrow + 2);
+    }
+    eq = strchr(entry, '=');
+    if (!eq) {
+      PetscCall(PetscFree(copy));
+      SETERRQ(comm, PETSC_ERR_ARG_WRONG, "Malformed -net_graph \"%s\": entry %" PetscInt_FMT " has no '=': write name = kind:args <- input, ... (e.g. b = conv2d:8:3:1:1 <- a)", graph, e);
+    }
+    *eq  = 0;
+    name = NetTrim_Private(entry);
+    spec = NetTrim_Private(eq + 1);
+    if (!NetIsIdentifier_Private(name) || !strcmp(name, "input") || NetFindNode_Private(net, name) != -2) {
+      char bad[256];
+
+      PetscCall(PetscStrncpy(bad, name, sizeof(bad)));
+      PetscCall(PetscFree(copy));
+      PetscCheck(NetIsIdentifier_Private(bad), comm, PETSC_ERR_ARG_WRONG, "Malformed -net_graph \"%s\": entry %" PetscInt_FMT " is named \"%s\"; a node's name is a letter or '_' followed by letters, digits or '_'", graph, e, bad);
+      SETERRQ(comm, PETSC_ERR_ARG_WRONG, "Malformed -net_graph \"%s\": the name \"%s\" of entry %" PetscInt_FMT " is %s; give each node its own name", graph, bad, e, strcmp(bad, "input") ? "taken by an earlier node" : "reserved for the Net's input");
+    }
+    if (!spec[0]) {
+      PetscCall(PetscFree(copy));
+      SETERRQ(comm, PETSC_ERR_ARG_WRONG, "Malformed -net_graph \"%s\": node %s has no layer; write %s = kind:args", graph, name, name);
+    }
+    /* the inputs */
+    if (inputs) {
+      char *c2, *one, *cur;
+
+      PetscCheck(inputs[0], comm, PETSC_ERR_ARG_WRONG, "Malformed -net_graph \"%s\": node %s has an empty list after '<-'; name its inputs (earlier nodes, or input)", graph, name);
+      for (c2 = inputs, nin = 1; *c2; c2++) nin += *c2 == ',';
+      PetscCall(PetscMalloc1(nin, &in));
+      nin = 0;
+      for (cur = inputs; cur;) {
+        PetscCall(NetNextEntry_Private(&cur, ',', &one));
+        one       = NetTrim_Private(one);
+        in[nin++] = NetFindNode_Private(net, one);
+        if (in[nin - 1] == -2) {
+          char bad[256], nm[256];
+
+          PetscCall(PetscStrncpy(bad, one, sizeof(bad)));
+          PetscCall(PetscStrncpy(nm, name, sizeof(nm)));
+          PetscCall(PetscFree(in));
+          PetscCall(PetscFree(copy));
+          SETERRQ(comm, PETSC_ERR_ARG_WRONG, "Malformed -net_graph \"%s\": node %s takes \"%s\", which is no node defined before it: define every node before the nodes that use it (the Net's input is called input)", graph, nm, bad);
+        }
+      }
+    } else {
+      PetscCall(PetscMalloc1(1, &in));
+      in[nin++] = prev;
+    }
+    PetscCall(NetLayerEntrySplit_Private(spec, &kind, &args, &why));
+    PetscCheck(!why, comm, PETSC_ERR_ARG_WRONG, "Malformed -net_graph \"%s\": in node %s, %s", graph, name, why);
+    PetscCall(PetscSNPrintf(pre, sizeof(pre), "%s_", name));
+    PetscCall(PetscStrcmp(kind, "residual", &isres));
+    if (isres) {
+      PetscCheck(nin == 1, comm, PETSC_ERR_ARG_WRONG, "Malformed -net_graph \"%s\": the residual node %s takes one input, not %" PetscInt_FMT, graph, name, nin);
+      PetscCall(NetAppendResidual_Private(net, args, graph, in[0], name, pre, net->nlayers, 1, &node));
+    } else {
+      PetscCall(NetCheckKind_Private(net, kind, "-net_graph", e, graph));
+      PetscCall(NetAppendNode_Private(net, kind, args, name, pre, net->nlayers, nin, in, &node));
+    }
+    PetscCall(PetscFree(in));
+    prev = node;
+  }
+  PetscCall(PetscFree(copy));
+  PetscCheck(net->nlayers > 0, comm, PETSC_ERR_ARG_WRONG, "Empty -net_graph: give nodes such as \"a = dense:16; b = relu; c = dense:10\"");
+  PetscFunctionReturn(0);
+}
+
+/*@C
+  NetAddLayer - appends a layer to the chain: its input is the last node's output (the Net's input for the first).
+
+  Collective
+
+  Input Parameters:
++ net  - the Net
+. type - the layer kind, e.g. LAYERDENSE, or "residual"
+- args - its compact settings ("256" for dense; "F|P" for residual) or NULL
+
+  Output Parameter:
+. layer - the new layer (borrowed), or NULL; for residual, the add node joining the block
+
+  Level: intermediate
+
+  Note:
+  The layer gets the options prefix <net prefix>layer<e>_, e its position among the chain's entries.
+
+.seealso: `NetSetLayers()`, `NetGetLayer()`
+@*/
+PetscErrorCode NetAddLayer(Net net, LayerType type, const char args[], Layer *layer)
+{
+  PetscInt  e = 0, from = net->nlayers ? net->nlayers - 1 : NET_INPUT, node;
+  char      name[64], pre[64];
+  PetscBool isres;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(net, NET_CLASSID, 1);
+  if (net->setupcalled) PetscCall(NetReset(net));
+  for (PetscInt k = 0; k < net->nlayers; k++) e += net->nodes[k].owner < 0;
+  PetscCall(PetscSNPrintf(name, sizeof(name), net->graph ? "layer%" PetscInt_FMT : "%" PetscInt_FMT, e));
+  PetscCall(PetscSNPrintf(pre, sizeof(pre), "layer%" PetscInt_FMT "_", e));
+  PetscCall(PetscStrcmp(type, "residual", &isres));
+  if (isres) PetscCall(NetAppendResidual_Private(net, args, args ? args : "", from, name, pre, e, 1, &node));
+  else PetscCall(NetAppendNode_Private(net, type, args, name, pre, e, 1, &from, &node));
+  if (layer) *layer = net->layers[node];
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetSpecAppend_Private(size_t len, char spec[], size_t *n, const char s[])
+{
+  size_t l = strlen(s);
+
+  PetscFunctionBegin;
+  PetscCheck(*n + l < len, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "The layer list of this Net is longer than the %zu characters given to NetGetSpec(): pass a larger buffer", len);
+  PetscCall(PetscMemcpy(spec + *n, s, l + 1));
+  *n += l;
+  PetscFunctionReturn(0);
+}
+
+/* Writes the entries whose owner is `owner` (and, inside a block, whose branch is `branch`) as a layer list */
+PetscErrorCode NetListSpec_Private(Net net, PetscInt owner, PetscInt branch, size_t len, char spec[], size_t *n)
+{
+  PetscBool first = PETSC_TRUE;
+
+  PetscFunctionBegin;
+  for (PetscInt k = 0; k < net->nlayers; k++) {
+    const NetNode *nd = &net->nodes[k];
+
+    if (nd->owner != owner || (owner >= 0 && nd->branch != branch)) continue;
+    if (!first) PetscCall(NetSpecAppend_Private(len, spec, n, ","));
+    first = PETSC_FALSE;
+    if (nd->residual) {
+      PetscBool shortcut = PETSC_FALSE;
+
+      for (PetscInt j = 0; j < k; j++) shortcut = (PetscBool)(shortcut || (net->nodes[j].owner == k && net->nodes[j].branch == 1));
+      PetscCall(NetSpecAppend_Private(len, spec, n, "residual:("));
+      PetscCall(NetListSpec_Private(net, k, 0, len, spec, n));
+      if (shortcut) {
+        PetscCall(NetSpecAppend_Private(len, spec, n, "|"));
+        PetscCall(NetListSpec_Private(net, k, 1, len, spec, n));
+      }
+      PetscCall(NetSpecAppend_Private(len, spec, n, ")"));
+    } else {
+      char one[NET_MAX_NAME];
+
+      PetscCall(LayerGetSpec(nd->layer, sizeof(one), one));
+      PetscCall(NetSpecAppend_Private(len, spec, n, one));
+    }
+  }
+  PetscFunctionReturn(0);
+}
+
+/* The name of what feeds input i of node k, in the graph form: the input of a residual entry is that of its first member */
+static const char *NetInputName_Private(Net net, PetscInt in)
+{
+  return in == NET_INPUT ? "input" : net->nodes[in].name;
+}
+
+/*@C
+  NetGetSpec - the text that rebuilds this Net: a layer list for NetSetLayers() or a graph for NetSetGraph().
+
+  Not collective
+
+  Input Parameters:
++ net - the Net
+- len - the size of spec
+
+  Output Parameter:
+. spec - the text; a graph's entries all end with ';', which no layer list holds
+
+  Level: intermediate
+
+.seealso: `NetSetLayers()`, `NetSetGraph()`, `LayerGetSpec()`
+@*/
+PetscErrorCode NetGetSpec(Net net, size_t len, char spec[])
+{
+  size_t n = 0;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(net, NET_CLASSID, 1);
+  spec[0] = 0;
+  if (!net->graph) {
+    PetscCall(NetListSpec_Private(net, -1, 0, len, spec, &n));
+    PetscFunctionReturn(0);
+  }
+  for (PetscInt k = 0; k < net->nlayers; k++) {
+    const NetNode *nd = &net->nodes[k];
+    char           one[NET_MAX_NAME];
+    size_t         m = 0;
+
+    if (nd->owner >= 0) continue;
+    PetscCall(PetscSNPrintf(one, sizeof(one), "%s%s = ", n ? " " : "", nd->name));
+    PetscCall(NetSpecAppend_Private(len, spec, &n, one));
+    if (nd->residual) {
+      PetscInt first = k;
+
+      for (PetscInt j = k - 1; j >= 0; j--)
+        if (net->nodes[j].owner == k && net->nodes[j].branch == 0) first = j;
+      one[0] = 0;
+      PetscCall(NetListSpec_Private(net, k, 0, sizeof(one), one, &m));
+      PetscCall(NetSpecAppend_Private(len, spec, &n, "residual:("));
+      PetscCall(NetSpecAppend_Private(len, spec, &n, one));
+      for (PetscInt j = 0; j < k; j++)
+        if (net->nodes[j].owner == k && net->nodes[j].branch == 1) {
+          m      = 0;
+          one[0] = 0;
+          PetscCall(NetListSpec_Private(net, k, 1, sizeof(one), one, &m));
+          PetscCall(NetSpecAppend_Private(len, spec, &n, "|"));
+          PetscCall(NetSpecAppend_Private(len, spec, &n, one));
+          break;
+        }
+      PetscCall(NetSpecAppend_Private(len, spec, &n, ") <- "));
+      PetscCall(NetSpecAppend_Private(len, spec, &n, NetInputName_Private(net, net->nodes[first].in[0])));
+    } else {
+      PetscCall(LayerGetSpec(nd->layer, sizeof(one), one));
+      PetscCall(NetSpecAppend_Private(len, spec, &n, one));
+      for (PetscInt i = 0; i < nd->nin; i++) {
+        PetscCall(NetSpecAppend_Private(len, spec, &n, i ? ", " : " <- "));
+        PetscCall(NetSpecAppend_Private(len, spec, &n, NetInputName_Private(net, nd->in[i])));
+      }
+    }
+    PetscCall(NetSpecAppend_Private(len, spec, &n, ";"));
+  }
+  PetscFunctionReturn(0);
+}
