@@ -309,9 +309,9 @@ def render_function(f, where, root_rel):
         if see:
             out += ["**See also:** " + linkify(see.replace("`", ""), where), ""]
     if f.source:
-        out += ["Defined in [`%s`](%s/%s#L%d)." % (f.source, root_rel, f.source, f.line), ""]
+        out += ["Defined in [`%s`](%s/%s)." % (f.source, root_rel, f.source), ""]
     if f.problems:
-        out += ["*Manual page incomplete: %s.*" % "; ".join(f.problems), ""]
+        out += ["*Manual page incomplete:* %s." % "; ".join(f.problems).replace("*", "\\*"), ""]
     return out
 
 
@@ -377,7 +377,8 @@ def main():
             print("%-40s %-28s %s" % (f.name, f.source or "-", "ok" if not f.problems else "; ".join(f.problems)))
     if args.check:
         for f in sorted(bad, key=lambda f: (f.source or "", f.line)):
-            print("%s:%d: %s: %s" % (f.source or "include/" + f.header, f.line, f.name, "; ".join(f.problems)))
+            where = "%s:%d" % (f.source, f.line) if f.source else "include/" + f.header
+            print("%s: %s: %s" % (where, f.name, "; ".join(f.problems)))
         print("manual pages: %d of %d public functions complete, %d missing or incomplete" % (len(funcs) - len(bad), len(funcs), len(bad)))
         return 1 if bad else 0
     if not args.list:
