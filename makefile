@@ -4,6 +4,7 @@
 #   make fashion    train the MLP on Fashion-MNIST (share/models/mlp.opts) and print the test accuracy
 #   make bench      throughput benchmarks (PyTorch side by side when python3-torch is installed)
 #   make format-check   clang-format check
+#   make docs       API reference from the manual pages into docs/api/ (share/docs/manpages.py; --check lists missing pages)
 PETSC_DIR  ?= /usr/lib/petsc
 SLEPC_DIR  ?= /usr/lib/slepc
 PETSC_ARCH ?=
@@ -62,8 +63,11 @@ format-check:
 format:
 	@clang-format -i $(LIBSRC) $(HEADERS) examples/*.c tests/*.c tests/*.h bench/*.c
 
+docs:
+	@python3 share/docs/manpages.py
+
 clean:
 	rm -rf build lib bin tests/out
 
-.PHONY: all check fashion bench format format-check clean
+.PHONY: all check fashion bench format format-check docs clean
 .SECONDARY: $(LIBOBJ)

@@ -198,7 +198,22 @@ PETSC_INTERN PetscErrorCode TaoCreate_AdamW(Tao tao)
 }
 
 /*@
-  PetNetTaoAdamSetBetas - the decays of the first and second moments of adam/adamw (-tao_adam_beta1, -tao_adam_beta2).
+  PetNetTaoAdamSetBetas - sets the decays of the first and second moment averages of adam and adamw
+
+  Logically collective on tao
+
+  Input Parameters:
++ tao   - the Tao, of type adam or adamw (other types ignore the call)
+. beta1 - decay of the first moment, in [0, 1)
+- beta2 - decay of the second moment, in [0, 1)
+
+  Options Database Keys:
++ -tao_adam_beta1 <0.9>   - beta1 (-tao_adamw_beta1 for adamw)
+- -tao_adam_beta2 <0.999> - beta2 (-tao_adamw_beta2 for adamw)
+
+  Level: intermediate
+
+.seealso: `TAOADAM`, `TAOADAMW`, `PetNetTaoAdamSetEpsilon()`, `PetNetTaoAdamSetAMSGrad()`
 @*/
 PetscErrorCode PetNetTaoAdamSetBetas(Tao tao, PetscReal beta1, PetscReal beta2)
 {
@@ -211,7 +226,20 @@ PetscErrorCode PetNetTaoAdamSetBetas(Tao tao, PetscReal beta1, PetscReal beta2)
 }
 
 /*@
-  PetNetTaoAdamSetEpsilon - eps of adam/adamw, added to the bias-corrected sqrt(v) (-tao_adam_eps).
+  PetNetTaoAdamSetEpsilon - sets eps of adam and adamw, added to the bias-corrected sqrt(v) in the denominator
+
+  Logically collective on tao
+
+  Input Parameters:
++ tao - the Tao, of type adam or adamw (other types ignore the call)
+- eps - eps, >= 0
+
+  Options Database Key:
+. -tao_adam_eps <1e-8> - eps (-tao_adamw_eps for adamw)
+
+  Level: intermediate
+
+.seealso: `TAOADAM`, `TAOADAMW`, `PetNetTaoAdamSetBetas()`
 @*/
 PetscErrorCode PetNetTaoAdamSetEpsilon(Tao tao, PetscReal eps)
 {
@@ -223,7 +251,20 @@ PetscErrorCode PetNetTaoAdamSetEpsilon(Tao tao, PetscReal eps)
 }
 
 /*@
-  PetNetTaoAdamSetAMSGrad - the AMSGrad variant of adam/adamw (-tao_adam_amsgrad).
+  PetNetTaoAdamSetAMSGrad - turns the AMSGrad variant of adam and adamw on or off
+
+  Logically collective on tao
+
+  Input Parameters:
++ tao     - the Tao, of type adam or adamw (other types ignore the call)
+- amsgrad - `PETSC_TRUE` to divide by the running maximum of v (state Vec max_exp_avg_sq)
+
+  Options Database Key:
+. -tao_adam_amsgrad - AMSGrad (-tao_adamw_amsgrad for adamw)
+
+  Level: intermediate
+
+.seealso: `TAOADAM`, `TAOADAMW`, `PetNetTaoAdamSetBetas()`, `PetNetTaoGetState()`
 @*/
 PetscErrorCode PetNetTaoAdamSetAMSGrad(Tao tao, PetscBool amsgrad)
 {

@@ -255,7 +255,6 @@ static PetscErrorCode PetNetTaoResetState_Optim(Tao tao)
   PetscFunctionReturn(0);
 }
 
-/* Called by TaoCreate_<Kind> after it has filled opt->ops and opt->data; lr and wd are PyTorch's defaults for the kind. */
 static PetscErrorCode PetNetTaoSetLRHorizon_Optim(Tao tao, PetscInt horizon)
 {
   Tao_Optim *opt = (Tao_Optim *)tao->data;
@@ -266,6 +265,7 @@ static PetscErrorCode PetNetTaoSetLRHorizon_Optim(Tao tao, PetscInt horizon)
   PetscFunctionReturn(0);
 }
 
+/* Called by TaoCreate_<Kind> after it has filled opt->ops and opt->data; lr and wd are PyTorch's defaults for the kind. */
 PetscErrorCode TaoCreate_Optim_Private(Tao tao, PetscReal lr, PetscReal wd)
 {
   Tao_Optim *opt = (Tao_Optim *)tao->data;
@@ -304,9 +304,26 @@ PetscErrorCode TaoCreate_Optim_Private(Tao tao, PetscReal lr, PetscReal wd)
 }
 
 /*@
-  PetNetTaoSetLearningRate - the base learning rate of a PetNet optimizer (before the schedule).
+  PetNetTaoSetLearningRate - sets the base learning rate of a PetNet optimizer, before the schedule
 
-  Options: -tao_sgd_lr, -tao_adam_lr, -tao_adamw_lr, -tao_rmsprop_lr. Defaults as PyTorch: 1e-3 (sgd, adam, adamw), 1e-2 (rmsprop).
+  Logically collective on tao
+
+  Input Parameters:
++ tao - the Tao, of type sgd, adam, adamw or rmsprop (other types ignore the call)
+- lr  - the learning rate, >= 0
+
+  Options Database Keys:
++ -tao_sgd_lr <1e-3>     - for sgd
+. -tao_adam_lr <1e-3>    - for adam
+. -tao_adamw_lr <1e-3>   - for adamw
+- -tao_rmsprop_lr <1e-2> - for rmsprop
+
+  Notes:
+  The defaults are PyTorch's. The rate of update t is PetNetTaoComputeLearningRate() of the schedule.
+
+  Level: beginner
+
+.seealso: `PetNetTaoGetLearningRate()`, `PetNetTaoSetLRSchedule()`, `PetNetTaoComputeLearningRate()`, `TAOADAM`
 @*/
 PetscErrorCode PetNetTaoSetLearningRate(Tao tao, PetscReal lr)
 {
@@ -318,7 +335,19 @@ PetscErrorCode PetNetTaoSetLearningRate(Tao tao, PetscReal lr)
 }
 
 /*@
-  PetNetTaoGetLearningRate - the base learning rate (errors for a Tao type that is not a PetNet optimizer).
+  PetNetTaoGetLearningRate - gets the base learning rate of a PetNet optimizer
+
+  Not collective
+
+  Input Parameter:
+. tao - the Tao, of type sgd, adam, adamw or rmsprop (any other type is an error)
+
+  Output Parameter:
+. lr - the learning rate before the schedule
+
+  Level: beginner
+
+.seealso: `PetNetTaoSetLearningRate()`, `PetNetTaoComputeLearningRate()`
 @*/
 PetscErrorCode PetNetTaoGetLearningRate(Tao tao, PetscReal *lr)
 {
@@ -330,8 +359,24 @@ PetscErrorCode PetNetTaoGetLearningRate(Tao tao, PetscReal *lr)
 }
 
 /*@
-  PetNetTaoSetWeightDecay - L2 penalty wd/2 |x|^2 added through the gradient (sgd, adam, rmsprop), or the decoupled
-  decay x <- x (1 - lr wd) of adamw. Options -tao_<type>_weight_decay; default 0, and 1e-2 for adamw (as PyTorch).
+  PetNetTaoSetWeightDecay - sets the weight decay of a PetNet optimizer
+
+  Logically collective on tao
+
+  Input Parameters:
++ tao - the Tao, of type sgd, adam, adamw or rmsprop (other types ignore the call)
+- wd  - the weight decay, >= 0
+
+  Options Database Key:
+. -tao_<type>_weight_decay <wd> - e.g. -tao_adamw_weight_decay; default 0, and 1e-2 for adamw (as PyTorch)
+
+  Notes:
+  sgd, adam and rmsprop add wd x to the gradient (an L2 penalty wd/2 |x|^2); adamw applies the decoupled decay
+  x <- x (1 - lr wd).
+
+  Level: beginner
+
+.seealso: `PetNetTaoSetLearningRate()`, `TAOADAMW`
 @*/
 PetscErrorCode PetNetTaoSetWeightDecay(Tao tao, PetscReal wd)
 {
@@ -343,7 +388,23 @@ PetscErrorCode PetNetTaoSetWeightDecay(Tao tao, PetscReal wd)
 }
 
 /*@
-  PetNetTaoSetLRSchedule - constant, step or cosine (-tao_lr_schedule); see include/petnetoptim.h for the formulas.
+  PetNetTaoSetLRSchedule - sets the learning-rate schedule of a PetNet optimizer
+
+  Logically collective on tao
+
+  Input Parameters:
++ tao  - the Tao, of type sgd, adam, adamw or rmsprop (other types ignore the call)
+- type - `PETNET_LR_CONSTANT`, `PETNET_LR_STEP` or `PETNET_LR_COSINE`
+
+  Options Database Key:
+. -tao_lr_schedule <constant,step,cosine> - the schedule
+
+  Notes:
+  The formulas are at the top of include/petnetoptim.h. A warm-up (PetNetTaoSetLRWarmup()) precedes any schedule.
+
+  Level: intermediate
+
+.seealso: `PetNetTaoSetLRStep()`, `PetNetTaoSetLRCosine()`, `PetNetTaoSetLRWarmup()`, `PetNetTaoComputeLearningRate()`
 @*/
 PetscErrorCode PetNetTaoSetLRSchedule(Tao tao, PetNetLRScheduleType type)
 {
@@ -355,8 +416,26 @@ PetscErrorCode PetNetTaoSetLRSchedule(Tao tao, PetNetLRScheduleType type)
 }
 
 /*@
-  PetNetTaoSetLRStep - the step schedule multiplies the learning rate by gamma every stepsize updates
-  (-tao_lr_step_size, -tao_lr_gamma; gamma defaults to 0.1).
+  PetNetTaoSetLRStep - sets the step schedule: the learning rate is multiplied by gamma every stepsize updates
+
+  Logically collective on tao
+
+  Input Parameters:
++ tao      - the Tao, of type sgd, adam, adamw or rmsprop (other types ignore the call)
+. stepsize - the period in updates, > 0
+- gamma    - the factor, > 0
+
+  Options Database Keys:
++ -tao_lr_step_size <S>  - the period
+- -tao_lr_gamma <0.1>    - the factor
+
+  Notes:
+  lr_t = lr gamma^floor(t' / S), t' the updates after the warm-up (PyTorch's StepLR). Takes effect with
+  PetNetTaoSetLRSchedule(tao, PETNET_LR_STEP).
+
+  Level: intermediate
+
+.seealso: `PetNetTaoSetLRSchedule()`, `PetNetTaoSetLRWarmup()`, `PetNetTaoComputeLearningRate()`
 @*/
 PetscErrorCode PetNetTaoSetLRStep(Tao tao, PetscInt stepsize, PetscReal gamma)
 {
@@ -369,8 +448,27 @@ PetscErrorCode PetNetTaoSetLRStep(Tao tao, PetscInt stepsize, PetscReal gamma)
 }
 
 /*@
-  PetNetTaoSetLRCosine - the cosine schedule reaches lrmin after its updates in total, warm-up included
-  (-tao_lr_cosine_iterations, -tao_lr_min); its = 0 or PETSC_DEFAULT means the Tao's max_it.
+  PetNetTaoSetLRCosine - sets the cosine schedule: the learning rate decays to lrmin after its updates in total
+
+  Logically collective on tao
+
+  Input Parameters:
++ tao   - the Tao, of type sgd, adam, adamw or rmsprop (other types ignore the call)
+. its   - the number of updates, warm-up included; 0, `PETSC_DEFAULT` or `PETSC_DECIDE`: the horizon of
+          PetNetTaoSetLRHorizon(), else the Tao's max_it
+- lrmin - the final learning rate, >= 0
+
+  Options Database Keys:
++ -tao_lr_cosine_iterations <T> - the length
+- -tao_lr_min <0>               - the final learning rate
+
+  Notes:
+  lr_t = lrmin + (lr - lrmin) (1 + cos(pi t' / (T - W))) / 2 with t' = t - W after a warm-up of W updates, and lrmin
+  once t' >= T - W. Takes effect with PetNetTaoSetLRSchedule(tao, PETNET_LR_COSINE).
+
+  Level: intermediate
+
+.seealso: `PetNetTaoSetLRSchedule()`, `PetNetTaoSetLRHorizon()`, `PetNetTaoSetLRWarmup()`, `PetNetTaoComputeLearningRate()`
 @*/
 PetscErrorCode PetNetTaoSetLRCosine(Tao tao, PetscInt its, PetscReal lrmin)
 {
@@ -383,8 +481,23 @@ PetscErrorCode PetNetTaoSetLRCosine(Tao tao, PetscInt its, PetscReal lrmin)
 }
 
 /*@
-  PetNetTaoSetLRWarmup - linear warm-up over the first warmup updates, lr (t + 1) / warmup, before any schedule
-  (-tao_lr_warmup; 0 = none).
+  PetNetTaoSetLRWarmup - sets a linear warm-up of the learning rate, lr (t + 1) / warmup for the first warmup updates
+
+  Logically collective on tao
+
+  Input Parameters:
++ tao    - the Tao, of type sgd, adam, adamw or rmsprop (other types ignore the call)
+- warmup - the number of warm-up updates, >= 0 (0: none)
+
+  Options Database Key:
+. -tao_lr_warmup <0> - the number of warm-up updates
+
+  Notes:
+  After the warm-up the schedule runs on t' = t - warmup.
+
+  Level: intermediate
+
+.seealso: `PetNetTaoSetLRSchedule()`, `PetNetTaoSetLRCosine()`, `PetNetTaoComputeLearningRate()`
 @*/
 PetscErrorCode PetNetTaoSetLRWarmup(Tao tao, PetscInt warmup)
 {
@@ -396,7 +509,23 @@ PetscErrorCode PetNetTaoSetLRWarmup(Tao tao, PetscInt warmup)
 }
 
 /*@
-  PetNetTaoComputeLearningRate - the learning rate the optimizer uses for update t (t = 0 is the first update).
+  PetNetTaoComputeLearningRate - computes the learning rate the optimizer uses for update t
+
+  Collective on tao
+
+  Input Parameters:
++ tao - the Tao, of type sgd, adam, adamw or rmsprop (any other type is an error)
+- t   - the update index, >= 0 (0 is the first update)
+
+  Output Parameter:
+. lr - the learning rate of that update: the base rate, warm-up and schedule applied
+
+  Notes:
+  Checks the schedule's settings first (the same check as TaoSolve()), so an invalid setting is an error here too.
+
+  Level: intermediate
+
+.seealso: `PetNetTaoSetLearningRate()`, `PetNetTaoSetLRSchedule()`, `PetNetTaoSetLRWarmup()`, `PetNetTaoSetLRHorizon()`
 @*/
 PetscErrorCode PetNetTaoComputeLearningRate(Tao tao, PetscInt t, PetscReal *lr)
 {
@@ -408,11 +537,26 @@ PetscErrorCode PetNetTaoComputeLearningRate(Tao tao, PetscInt t, PetscReal *lr)
 }
 
 /*@C
-  PetNetTaoGetState - the optimizer state for a checkpoint: nvec Vecs (borrowed, distributed like the solution, each
-  named by its PyTorch state key) and the number of updates applied so far. Sets the Tao up if needed (the solution
-  must be set). To restore, get the Vecs of a freshly set-up Tao with the same settings, copy the saved values into
-  them, and call PetNetTaoSetStep(). For a Tao type that is not a PetNet optimizer: no Vecs and step 0.
-  Any output may be NULL.
+  PetNetTaoGetState - gets the optimizer state for a checkpoint: the moment Vecs and the number of updates applied
+
+  Collective on tao
+
+  Input Parameter:
+. tao - the Tao; its solution must be set (TaoSetSolution()), it is set up if needed
+
+  Output Parameters:
++ nvec - the number of state Vecs (may be NULL)
+. vecs - the state Vecs, borrowed, distributed like the solution and named by their PyTorch state keys
+         (momentum_buffer, exp_avg, exp_avg_sq, max_exp_avg_sq, square_avg, grad_avg) (may be NULL)
+- step - the number of updates applied so far (may be NULL)
+
+  Notes:
+  To restore, get the Vecs of a freshly set-up Tao with the same settings, copy the saved values into them and call
+  PetNetTaoSetStep(). For a Tao type that is not a PetNet optimizer: no Vecs and step 0.
+
+  Level: advanced
+
+.seealso: `PetNetTaoSetStep()`, `PetNetTaoResetState()`, `TrainerSaveCheckpoint()`, `TrainerLoadCheckpoint()`
 @*/
 PetscErrorCode PetNetTaoGetState(Tao tao, PetscInt *nvec, Vec **vecs, PetscInt *step)
 {
@@ -432,8 +576,21 @@ PetscErrorCode PetNetTaoGetState(Tao tao, PetscInt *nvec, Vec **vecs, PetscInt *
 }
 
 /*@
-  PetNetTaoSetStep - sets the number of updates already applied (bias correction of adam/adamw, the schedule, and
-  whether sgd's momentum buffer is seeded), to resume from a checkpoint.
+  PetNetTaoSetStep - sets the number of updates already applied, to resume from a checkpoint
+
+  Logically collective on tao
+
+  Input Parameters:
++ tao  - the Tao, of type sgd, adam, adamw or rmsprop (other types ignore the call)
+- step - the number of updates, >= 0
+
+  Notes:
+  The count drives the bias correction of adam/adamw, the learning-rate schedule and whether sgd seeds its momentum
+  buffer at the next update (PyTorch's state['step']).
+
+  Level: advanced
+
+.seealso: `PetNetTaoGetState()`, `PetNetTaoResetState()`, `TrainerLoadCheckpoint()`
 @*/
 PetscErrorCode PetNetTaoSetStep(Tao tao, PetscInt step)
 {
@@ -445,7 +602,16 @@ PetscErrorCode PetNetTaoSetStep(Tao tao, PetscInt step)
 }
 
 /*@
-  PetNetTaoResetState - zeroes the moments and the update count: the next TaoSolve starts training afresh.
+  PetNetTaoResetState - zeroes the optimizer's moments and update count, so the next TaoSolve() starts training afresh
+
+  Logically collective on tao
+
+  Input Parameter:
+. tao - the Tao, of type sgd, adam, adamw or rmsprop (other types ignore the call)
+
+  Level: intermediate
+
+.seealso: `PetNetTaoGetState()`, `PetNetTaoSetStep()`
 @*/
 PetscErrorCode PetNetTaoResetState(Tao tao)
 {
@@ -456,9 +622,21 @@ PetscErrorCode PetNetTaoResetState(Tao tao)
 }
 
 /*@
-  PetNetTaoSetLRHorizon - the number of updates of the whole training (all TaoSolve calls together): the default length
-  of the cosine schedule when -tao_lr_cosine_iterations is not given. A trainer that runs one TaoSolve per epoch sets
-  it to epochs x batches; 0 (the default) means the Tao's max_it.
+  PetNetTaoSetLRHorizon - sets the number of updates of the whole training, the default length of the cosine schedule
+
+  Logically collective on tao
+
+  Input Parameters:
++ tao     - the Tao, of type sgd, adam, adamw or rmsprop (other types ignore the call)
+- horizon - the updates of all TaoSolve() calls together, >= 0; 0 (the default) means the Tao's max_it
+
+  Notes:
+  Used when -tao_lr_cosine_iterations is not given. A Trainer, which runs one TaoSolve() per epoch, sets it to
+  epochs x batches.
+
+  Level: developer
+
+.seealso: `PetNetTaoSetLRCosine()`, `PetNetTaoComputeLearningRate()`, `TrainerSetUp()`
 @*/
 PetscErrorCode PetNetTaoSetLRHorizon(Tao tao, PetscInt horizon)
 {

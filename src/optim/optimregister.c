@@ -16,8 +16,17 @@ static PetscErrorCode PetNetTaoFinalize_Private(void)
 }
 
 /*@C
-  PetNetTaoRegisterAll - registers the TAO types sgd, adam, adamw and rmsprop, and the log event of their updates
-  (PetNetOptUpdate). Idempotent.
+  PetNetTaoRegisterAll - registers PetNet's TAO types sgd, adam, adamw and rmsprop, and the log event of their updates
+
+  Not collective
+
+  Notes:
+  Also registers the event PetNetOptUpdate shown by -log_view. Idempotent; called by PetNetInitializePackage(), so
+  creating any PetNet object first makes -tao_type adam work.
+
+  Level: developer
+
+.seealso: `PetNetInitializePackage()`, `TAOSGD`, `TAOADAM`, `TAOADAMW`, `TAORMSPROP`
 @*/
 PetscErrorCode PetNetTaoRegisterAll(void)
 {

@@ -178,7 +178,20 @@ PETSC_INTERN PetscErrorCode TaoCreate_RMSprop(Tao tao)
 }
 
 /*@
-  PetNetTaoRMSpropSetAlpha - smoothing constant of rmsprop's squared-gradient average (-tao_rmsprop_alpha).
+  PetNetTaoRMSpropSetAlpha - sets the smoothing constant of rmsprop's squared-gradient average
+
+  Logically collective on tao
+
+  Input Parameters:
++ tao   - the Tao, of type rmsprop (other types ignore the call)
+- alpha - the smoothing constant, in [0, 1]
+
+  Options Database Key:
+. -tao_rmsprop_alpha <0.99> - the smoothing constant
+
+  Level: intermediate
+
+.seealso: `TAORMSPROP`, `PetNetTaoRMSpropSetEpsilon()`, `PetNetTaoRMSpropSetMomentum()`, `PetNetTaoRMSpropSetCentered()`
 @*/
 PetscErrorCode PetNetTaoRMSpropSetAlpha(Tao tao, PetscReal alpha)
 {
@@ -190,7 +203,20 @@ PetscErrorCode PetNetTaoRMSpropSetAlpha(Tao tao, PetscReal alpha)
 }
 
 /*@
-  PetNetTaoRMSpropSetEpsilon - eps of rmsprop, added to the square root (-tao_rmsprop_eps).
+  PetNetTaoRMSpropSetEpsilon - sets eps of rmsprop, added to the square root in the denominator
+
+  Logically collective on tao
+
+  Input Parameters:
++ tao - the Tao, of type rmsprop (other types ignore the call)
+- eps - eps, >= 0
+
+  Options Database Key:
+. -tao_rmsprop_eps <1e-8> - eps
+
+  Level: intermediate
+
+.seealso: `TAORMSPROP`, `PetNetTaoRMSpropSetAlpha()`
 @*/
 PetscErrorCode PetNetTaoRMSpropSetEpsilon(Tao tao, PetscReal eps)
 {
@@ -202,7 +228,20 @@ PetscErrorCode PetNetTaoRMSpropSetEpsilon(Tao tao, PetscReal eps)
 }
 
 /*@
-  PetNetTaoRMSpropSetMomentum - momentum factor of rmsprop (-tao_rmsprop_momentum; 0 = none).
+  PetNetTaoRMSpropSetMomentum - sets the momentum factor of rmsprop
+
+  Logically collective on tao
+
+  Input Parameters:
++ tao      - the Tao, of type rmsprop (other types ignore the call)
+- momentum - the momentum factor, >= 0 (0: none; > 0 adds the state Vec momentum_buffer)
+
+  Options Database Key:
+. -tao_rmsprop_momentum <0> - the momentum factor
+
+  Level: intermediate
+
+.seealso: `TAORMSPROP`, `PetNetTaoRMSpropSetAlpha()`, `PetNetTaoRMSpropSetCentered()`
 @*/
 PetscErrorCode PetNetTaoRMSpropSetMomentum(Tao tao, PetscReal momentum)
 {
@@ -214,7 +253,20 @@ PetscErrorCode PetNetTaoRMSpropSetMomentum(Tao tao, PetscReal momentum)
 }
 
 /*@
-  PetNetTaoRMSpropSetCentered - the centered variant of rmsprop (-tao_rmsprop_centered).
+  PetNetTaoRMSpropSetCentered - turns the centered variant of rmsprop on or off
+
+  Logically collective on tao
+
+  Input Parameters:
++ tao      - the Tao, of type rmsprop (other types ignore the call)
+- centered - `PETSC_TRUE` to normalise by the variance estimate (state Vec grad_avg) instead of the raw second moment
+
+  Options Database Key:
+. -tao_rmsprop_centered - the centered variant
+
+  Level: intermediate
+
+.seealso: `TAORMSPROP`, `PetNetTaoRMSpropSetAlpha()`, `PetNetTaoRMSpropSetMomentum()`
 @*/
 PetscErrorCode PetNetTaoRMSpropSetCentered(Tao tao, PetscBool centered)
 {

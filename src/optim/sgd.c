@@ -169,7 +169,23 @@ PETSC_INTERN PetscErrorCode TaoCreate_SGD(Tao tao)
 }
 
 /*@
-  PetNetTaoSGDSetMomentum - momentum factor of sgd (-tao_sgd_momentum; 0 = plain SGD).
+  PetNetTaoSGDSetMomentum - sets the momentum factor of sgd
+
+  Logically collective on tao
+
+  Input Parameters:
++ tao      - the Tao, of type sgd (other types ignore the call)
+- momentum - the momentum factor mu, >= 0 (0: plain SGD, no momentum buffer)
+
+  Options Database Key:
+. -tao_sgd_momentum <0> - the momentum factor
+
+  Notes:
+  b = mu b + (1 - dampening) d, seeded with b = d at the first update, as torch.optim.SGD.
+
+  Level: beginner
+
+.seealso: `TAOSGD`, `PetNetTaoSGDSetDampening()`, `PetNetTaoSGDSetNesterov()`, `PetNetTaoSetLearningRate()`
 @*/
 PetscErrorCode PetNetTaoSGDSetMomentum(Tao tao, PetscReal momentum)
 {
@@ -181,7 +197,20 @@ PetscErrorCode PetNetTaoSGDSetMomentum(Tao tao, PetscReal momentum)
 }
 
 /*@
-  PetNetTaoSGDSetDampening - dampening of sgd's momentum, b = mu b + (1 - dampening) d (-tao_sgd_dampening).
+  PetNetTaoSGDSetDampening - sets the dampening of sgd's momentum, b = mu b + (1 - dampening) d
+
+  Logically collective on tao
+
+  Input Parameters:
++ tao       - the Tao, of type sgd (other types ignore the call)
+- dampening - the dampening, in [0, 1]
+
+  Options Database Key:
+. -tao_sgd_dampening <0> - the dampening
+
+  Level: intermediate
+
+.seealso: `TAOSGD`, `PetNetTaoSGDSetMomentum()`, `PetNetTaoSGDSetNesterov()`
 @*/
 PetscErrorCode PetNetTaoSGDSetDampening(Tao tao, PetscReal dampening)
 {
@@ -193,7 +222,23 @@ PetscErrorCode PetNetTaoSGDSetDampening(Tao tao, PetscReal dampening)
 }
 
 /*@
-  PetNetTaoSGDSetNesterov - Nesterov momentum for sgd (-tao_sgd_nesterov).
+  PetNetTaoSGDSetNesterov - turns Nesterov momentum of sgd on or off, d = d + mu b
+
+  Logically collective on tao
+
+  Input Parameters:
++ tao      - the Tao, of type sgd (other types ignore the call)
+- nesterov - `PETSC_TRUE` for Nesterov momentum
+
+  Options Database Key:
+. -tao_sgd_nesterov - Nesterov momentum
+
+  Notes:
+  As in PyTorch, Nesterov momentum needs a momentum > 0 and zero dampening; TaoSolve() refuses other settings.
+
+  Level: intermediate
+
+.seealso: `TAOSGD`, `PetNetTaoSGDSetMomentum()`, `PetNetTaoSGDSetDampening()`
 @*/
 PetscErrorCode PetNetTaoSGDSetNesterov(Tao tao, PetscBool nesterov)
 {

@@ -4,6 +4,27 @@
 #include <stdio.h>
 #include <unistd.h>
 
+/*@C
+  PetNetTemporaryFileName - the temporary name under which a file is written before PetNetCommitFile() renames it
+
+  Collective
+
+  Input Parameters:
++ comm - the communicator of the ranks that write the file
+. name - the final file name
+- len  - the size of tmp
+
+  Output Parameter:
+. tmp - "name.tmpPID" with the process id of rank 0, the same on every rank
+
+  Notes:
+  Write the whole file under tmp, then call PetNetCommitFile(): an interrupted write never replaces a good file with a
+  half-written one.
+
+  Level: developer
+
+.seealso: `PetNetCommitFile()`, `NetSave()`, `TrainerSaveCheckpoint()`
+@*/
 PetscErrorCode PetNetTemporaryFileName(MPI_Comm comm, const char name[], size_t len, char tmp[])
 {
   PetscMPIInt rank;
@@ -17,7 +38,24 @@ PetscErrorCode PetNetTemporaryFileName(MPI_Comm comm, const char name[], size_t 
   PetscFunctionReturn(0);
 }
 
-/* Collective: after every rank has finished writing tmp, rank 0 renames it to name. */
+/*@C
+  PetNetCommitFile - renames a completely written temporary file into place
+
+  Collective
+
+  Input Parameters:
++ comm - the communicator of the ranks that wrote tmp
+. tmp  - the temporary name, from PetNetTemporaryFileName()
+- name - the final file name, replaced atomically if it exists
+
+  Notes:
+  Waits until every rank has finished writing (MPI_Barrier), then rank 0 renames tmp to name. A failed rename is an
+  error on every rank.
+
+  Level: developer
+
+.seealso: `PetNetTemporaryFileName()`, `NetSave()`, `TrainerSaveCheckpoint()`
+@*/
 PetscErrorCode PetNetCommitFile(MPI_Comm comm, const char tmp[], const char name[])
 {
   PetscMPIInt rank;

@@ -59,10 +59,26 @@ static PetscErrorCode MatDestroy_Broadcast(Mat B)
 }
 
 /*@C
-  PetNetBroadcastCreate - the broadcast operator B of a distributed Vec theta to one full copy per rank.
+  PetNetBroadcastCreate - creates the broadcast operator B of a distributed Vec theta to one full copy per rank
 
-  Output: B (MATSHELL, MatMult = broadcast, MatMultTranspose = sum-reduce) and rep, a Vec in B's row space
-  whose local part is this rank's full copy.
+  Collective
+
+  Input Parameter:
+. theta - the distributed Vec (e.g. the parameters of a Net), global size P
+
+  Output Parameters:
++ B   - a MATSHELL of size (P * size) x P: MatMult() gathers theta to every rank (theta_rep = B theta) and
+        MatMultTranspose() sums the per-rank copies back into the owned slices (g = B^T g_rep); MatMultTransposeAdd()
+        accumulates into an existing Vec
+- rep - a Vec in B's row space whose local part (P entries) is this rank's full copy
+
+  Notes:
+  The caller destroys B and rep. Used by the Net for its parameters and by each layer's Jacobian with respect to its
+  own parameters.
+
+  Level: developer
+
+.seealso: `NetGetParameterBroadcast()`, `NetGetParameters()`, `NetBackward()`
 @*/
 PetscErrorCode PetNetBroadcastCreate(Vec theta, Mat *B, Vec *rep)
 {

@@ -1,6 +1,21 @@
 /* PetNetShape: per-sample shapes, channels-last. */
 #include <petnetsys.h>
 
+/*@
+  PetNetShapeSize - the number of entries of one sample of a shape
+
+  Not collective
+
+  Input Parameter:
+. s - the shape
+
+  Output Parameter:
+. size - the product of the dimensions (1 when ndim is 0)
+
+  Level: beginner
+
+.seealso: `PetNetShape`, `PetNetShapeEqual()`, `PetNetShapeToString()`, `PetNetShapeFromString()`
+@*/
 PetscErrorCode PetNetShapeSize(const PetNetShape *s, PetscInt *size)
 {
   PetscFunctionBegin;
@@ -9,6 +24,23 @@ PetscErrorCode PetNetShapeSize(const PetNetShape *s, PetscInt *size)
   PetscFunctionReturn(0);
 }
 
+/*@
+  PetNetShapeEqual - whether two shapes have the same dimensions
+
+  Not collective
+
+  Input Parameters:
++ a - a shape
+- b - another shape
+
+  Notes:
+  Returns `PETSC_TRUE` when both have the same ndim and the same dim[] entries (no PetscErrorCode: usable in
+  PetscCheck()). (784) and (28, 28, 1) are different shapes of the same size.
+
+  Level: beginner
+
+.seealso: `PetNetShape`, `PetNetShapeSize()`
+@*/
 PetscBool PetNetShapeEqual(const PetNetShape *a, const PetNetShape *b)
 {
   if (a->ndim != b->ndim) return PETSC_FALSE;
@@ -17,7 +49,22 @@ PetscBool PetNetShapeEqual(const PetNetShape *a, const PetNetShape *b)
   return PETSC_TRUE;
 }
 
-/* "784" or "28x28x1" (h x w x c) */
+/*@C
+  PetNetShapeToString - writes a shape as text, "784" or "28x28x1" (h x w x c)
+
+  Not collective
+
+  Input Parameters:
++ s   - the shape
+- len - the size of str
+
+  Output Parameter:
+. str - the text, dimensions separated by 'x' (empty when ndim is 0); truncated to len - 1 characters
+
+  Level: beginner
+
+.seealso: `PetNetShape`, `PetNetShapeFromString()`
+@*/
 PetscErrorCode PetNetShapeToString(const PetNetShape *s, size_t len, char str[])
 {
   size_t n = 0;
@@ -31,7 +78,26 @@ PetscErrorCode PetNetShapeToString(const PetNetShape *s, size_t len, char str[])
   PetscFunctionReturn(0);
 }
 
-/* Accepts "784", "28x28x1" or "28,28,1" */
+/*@C
+  PetNetShapeFromString - reads a shape from text: "784", "28x28x1" or "28,28,1"
+
+  Not collective
+
+  Input Parameter:
+. str - positive integers separated by 'x' or ',', at most `PETNET_MAX_DIM` of them
+
+  Output Parameter:
+. s - the shape
+
+  Notes:
+  An empty string, a non-positive or missing dimension, a trailing separator or more than `PETNET_MAX_DIM`
+  dimensions is an error that says what to write instead. The options -dataset_sample_shape and -net_input_shape
+  are read with it.
+
+  Level: beginner
+
+.seealso: `PetNetShape`, `PetNetShapeToString()`, `DatasetSetSampleShape()`, `NetSetInputShape()`
+@*/
 PetscErrorCode PetNetShapeFromString(const char str[], PetNetShape *s)
 {
   const char *p = str;

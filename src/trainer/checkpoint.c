@@ -16,6 +16,27 @@
 #define TRAINER_CHECKPOINT_ID      0x504e4350 /* "PNCP" */
 #define TRAINER_CHECKPOINT_VERSION 1
 
+/*@C
+  TrainerSaveCheckpoint - writes a training checkpoint: parameters, optimizer state, epoch and early-stopping state
+
+  Collective on tr
+
+  Input Parameters:
++ tr   - the Trainer (set up if needed)
+- file - the checkpoint file (PETSc binary), replaced atomically: written under a temporary name, then renamed
+
+  Options Database Keys:
++ -trainer_checkpoint <file>       - TrainerTrain() writes this checkpoint
+- -trainer_checkpoint_every <N>    - every N epochs (0: only at the end)
+
+  Notes:
+  The file also holds the Net's layer list, checked by TrainerLoadCheckpoint(). The data order needs no state: epoch e
+  draws it from (seed, e).
+
+  Level: intermediate
+
+.seealso: `TrainerLoadCheckpoint()`, `TrainerTrain()`, `PetNetTaoGetState()`, `PetNetCommitFile()`
+@*/
 PetscErrorCode TrainerSaveCheckpoint(Trainer tr, const char file[])
 {
   MPI_Comm    comm = PetscObjectComm((PetscObject)tr);
@@ -55,6 +76,27 @@ PetscErrorCode TrainerSaveCheckpoint(Trainer tr, const char file[])
   PetscFunctionReturn(0);
 }
 
+/*@C
+  TrainerLoadCheckpoint - resumes from a training checkpoint written by TrainerSaveCheckpoint()
+
+  Collective on tr
+
+  Input Parameters:
++ tr   - the Trainer (set up if needed), built with the same model and optimizer options as the run that wrote the file
+- file - the checkpoint file
+
+  Options Database Key:
+. -trainer_restart <file> - TrainerSetUp() resumes from this checkpoint
+
+  Notes:
+  Restores the parameters, the optimizer's state Vecs and update count, the epoch and the early-stopping state;
+  TrainerTrain() then runs the remaining epochs and ends with the same weights as an uninterrupted run. A different
+  network (layer list or parameter count) or optimizer state is refused with an error saying what differs.
+
+  Level: intermediate
+
+.seealso: `TrainerSaveCheckpoint()`, `TrainerTrain()`, `PetNetTaoSetStep()`
+@*/
 PetscErrorCode TrainerLoadCheckpoint(Trainer tr, const char file[])
 {
   MPI_Comm    comm = PetscObjectComm((PetscObject)tr);

@@ -2,8 +2,27 @@
 #include <petnet/private/trainerimpl.h>
 
 /*@
-  TrainerEvaluate - mean loss and accuracy (fraction of arg-max predictions equal to the label; -1 for regression data)
-  of the Net on a Dataset, in evaluation mode.
+  TrainerEvaluate - computes the mean loss and the accuracy of the Net on a Dataset, in evaluation mode
+
+  Collective on tr
+
+  Input Parameters:
++ tr - the Trainer (set up if needed)
+- ds - the Dataset (set up if needed), e.g. the test set
+
+  Output Parameters:
++ loss - the mean loss over all samples (may be NULL)
+- acc  - the fraction of samples whose arg-max output equals the label; -1 for regression data (may be NULL)
+
+  Options Database Key:
+. -trainer_eval_batch_size <n> - samples per chunk of the evaluation (read by TrainerSetFromOptions())
+
+  Notes:
+  The Net is put in evaluation mode (dropout off, batchnorm running statistics) and back in its previous mode.
+
+  Level: beginner
+
+.seealso: `TrainerTrain()`, `TrainerGetResults()`, `NetSetTraining()`, `LossCountCorrect()`
 @*/
 PetscErrorCode TrainerEvaluate(Trainer tr, Dataset ds, PetscReal *loss, PetscReal *acc)
 {
@@ -62,8 +81,31 @@ static PetscErrorCode TrainerEvaluateTest_Private(Trainer tr)
 }
 
 /*@
-  TrainerTrain - runs the remaining epochs (all of them, or those after a restart), evaluating on the test set after each.
-  With -trainer_epochs 0 it only sets up and evaluates.
+  TrainerTrain - trains the Net: runs the remaining epochs, evaluating on the test set after each
+
+  Collective on tr
+
+  Input Parameter:
+. tr - the Trainer (set up if needed)
+
+  Options Database Keys:
++ -trainer_epochs <n>               - epochs; 0 only sets up and evaluates
+. -trainer_patience <p>             - stop after p epochs without a better test loss (0: never)
+. -trainer_checkpoint <file>        - write a checkpoint (see -trainer_checkpoint_every) and at the end
+. -trainer_checkpoint_every <N>     - every N epochs
+. -trainer_monitor                  - one progress line per epoch
+- -trainer_progress_interval <s>    - seconds between progress lines within an epoch (0: never)
+
+  Notes:
+  In mini-batch mode each epoch is one TaoSolve() of as many iterations as batches, the batch drawn in the TAO update
+  hook; in full-batch mode one TaoSolve() (-tao_max_it iterations) minimizes the mean training loss. After a restart
+  only the epochs after the checkpoint run. A NaN or Inf loss stops training with an error naming the last good
+  checkpoint, which is kept. The results are available from TrainerGetResults(). The options above are read by
+  TrainerSetFromOptions().
+
+  Level: beginner
+
+.seealso: `TrainerSetUp()`, `TrainerEvaluate()`, `TrainerGetResults()`, `TrainerSaveCheckpoint()`, `TrainerSetEpochs()`
 @*/
 PetscErrorCode TrainerTrain(Trainer tr)
 {

@@ -9,9 +9,24 @@
 #include "nettsimpl.h"
 
 /*@
-  NetTSCheckAdjoint - errors out, naming the option to change, if TSAdjointSolve() on this TS would fail or give wrong
-  gradients in this PETSc: types without an adjoint (everything but rk, theta, beuler, cn), and with PETSc < 3.21.4 RK
-  tableaus with a zero weight (5dp, 5f, 5bs, and the 6vr, 7vr, 8vr tableaus).
+  NetTSCheckAdjoint - errors out, naming the option to change, when TSAdjointSolve() on a TS would fail or give wrong
+  gradients in this PETSc
+
+  Collective on ts
+
+  Input Parameter:
+. ts - the TS, its type set
+
+  Notes:
+  Refused: every type but rk, theta, beuler and cn (euler: use -ts_type rk -ts_rk_type 1fe, the same method with an
+  adjoint); multirate RK; and with PETSc < 3.21.4 RK tableaus with a zero weight b_i that is not the last stage of an
+  FSAL tableau (5dp, 5f, 5bs, 6vr, 7vr, 8vr), whose parameter gradients TSAdjoint gets wrong. The tableau is read, so
+  tableaus registered by the user are checked too. NetTSSetRHS()'s parameter Jacobians and NetTSTimeSeriesGradient()
+  call it, so sensitivity analysis through a Net never silently returns a wrong gradient.
+
+  Level: intermediate
+
+.seealso: `NetTSSetRHS()`, `NetTSSetSaveTrajectory()`, `NetTSTimeSeriesGradient()`
 @*/
 PetscErrorCode NetTSCheckAdjoint(TS ts)
 {
@@ -58,11 +73,26 @@ PetscErrorCode NetTSCheckAdjoint(TS ts)
 }
 
 /*@
-  NetTSSetSaveTrajectory - TSSetSaveTrajectory() with an in-memory trajectory by default (TSTRAJECTORYMEMORY): PETSc's
-  own default (basic) writes TS-data-* folders into the working directory. The trajectory gets the TS's options prefix;
-  -<prefix>ts_trajectory_type still overrides, e.g. with the bounded-memory checkpoint (TSTRAJECTORYCHECKPOINT).
-  TSAdjointSolve() consumes the trajectory; a TSSolve() that is not followed by TSAdjointSolve() leaves its checkpoints
-  behind: call TSTrajectoryReset() (TSGetTrajectory()) before the next TSSolve() in that case.
+  NetTSSetSaveTrajectory - TSSetSaveTrajectory() with an in-memory trajectory by default
+
+  Collective on ts
+
+  Input Parameter:
+. ts - the TS
+
+  Options Database Keys:
++ -ts_trajectory_type <memory,checkpoint,...> - the trajectory type, with the TS's prefix (default memory)
+- -ts_trajectory_max_cps_ram <K>              - the most solutions the checkpoint trajectory keeps
+
+  Notes:
+  PETSc's own default trajectory (basic) writes TS-data-* folders into the working directory; this one is
+  TSTRAJECTORYMEMORY unless a type was set. The trajectory gets the TS's options prefix. TSAdjointSolve() consumes the
+  trajectory; a TSSolve() not followed by TSAdjointSolve() leaves its checkpoints behind: call TSTrajectoryReset()
+  (on TSGetTrajectory()) before the next TSSolve() in that case.
+
+  Level: intermediate
+
+.seealso: `NetTSSetRHS()`, `NetTSCheckAdjoint()`, `TSTRAJECTORYCHECKPOINT`, `TSTrajectoryCheckpointSetMaxCheckpoints()`
 @*/
 PetscErrorCode NetTSSetSaveTrajectory(TS ts)
 {

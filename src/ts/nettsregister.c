@@ -11,8 +11,17 @@ static PetscErrorCode NetTSFinalize_Private(void)
 }
 
 /*@C
-  NetTSRegisterAll - registers the TSTrajectory type TSTRAJECTORYCHECKPOINT ("checkpoint") and the layer kind LAYERODE. Idempotent; PETSc's own
-  TSTrajectory registry is freed at PetscFinalize(), so the registration is redone after a re-initialization.
+  NetTSRegisterAll - registers PetNet's TSTrajectory type TSTRAJECTORYCHECKPOINT ("checkpoint") and the layer kind LAYERODE
+
+  Not collective
+
+  Notes:
+  Idempotent. PETSc frees its TSTrajectory registry at PetscFinalize(), so the registration is redone after a
+  re-initialization. Called by PetNetInitializePackage(), NetTSSetRHS() and NetTSSetSaveTrajectory().
+
+  Level: developer
+
+.seealso: `TSTRAJECTORYCHECKPOINT`, `PetNetInitializePackage()`, `NetTSSetSaveTrajectory()`
 @*/
 PetscErrorCode NetTSRegisterAll(void)
 {

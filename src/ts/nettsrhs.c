@@ -341,6 +341,8 @@ static PetscErrorCode NetTSInstall_Private(TS ts, NetTS *ctx)
 /*@C
   NetTSSetRHS - makes the Net the right-hand side of the TS: du/dt = N(u; theta) (add a user part with NetTSSetUserRHS()).
 
+  Collective on ts
+
   Input Parameters:
 + ts  - the TS; its type decides the form (explicit types: RHS form; others: implicit form F = udot - N(u)), so set the
         type first. Without a type, TSRK is set.
@@ -353,7 +355,13 @@ static PetscErrorCode NetTSInstall_Private(TS ts, NetTS *ctx)
   layout (NetCreateParameterVec()). For TSAdjointSolve() also call NetTSSetSaveTrajectory() before TSSolve().
   Implicit methods solve with the Jacobian shell: its preconditioner is none (a PC that needs matrix entries is replaced,
   unless NetTSSetUserRHS() gives an assembled matrix), and KSP's default rtol (1e-5) limits the accuracy of the
-  adjoint: tighten -ksp_rtol (and -snes_rtol) for exact gradients.
+  adjoint: tighten -ksp_rtol (and -snes_rtol) for exact gradients. A later TSSetFromOptions() whose -ts_type belongs to
+  the other family (explicit vs implicit) is refused with an error: call NetTSSetRHS() again after changing the type.
+
+  Level: beginner
+
+.seealso: `NetTSSetUserRHS()`, `NetTSGetNet()`, `NetTSGetImplicit()`, `NetTSSetSaveTrajectory()`, `NetTSCheckAdjoint()`,
+          `NetTSTimeSeriesGradient()`, `NetDMDATSSetRHS()`, `NetGetJacobian()`, `NetGetJacobianP()`
 @*/
 PetscErrorCode NetTSSetRHS(TS ts, Net net, Vec u)
 {
@@ -420,19 +428,25 @@ PetscErrorCode NetTSSetRHS(TS ts, Net net, Vec u)
 /*@C
   NetTSSetUserRHS - adds the user's part to the right-hand side set by NetTSSetRHS():  du/dt = N(u; theta) + g(t, u).
 
+  Logically collective on ts
+
   Input Parameters:
 + ts   - the TS, after NetTSSetRHS()
 . rhs  - g(ts, t, u, G, ctx): G = g(t, u) (overwrite G)
 . Jg   - a Mat for dg/du (assembled, e.g. from DMCreateMatrix() for a DMDA stencil operator, or a MATSHELL with MatMult
          and MatMultTranspose). The TS keeps a reference.
 . jac  - jac(ts, t, u, Jg, ctx): assembles Jg at (t, u); NULL if Jg is constant
-- ctx  - the user context of rhs and jac
+- uctx - the user context of rhs and jac
 
   Notes:
   The TS gets the sum: its Jacobian shell applies J_N + J_g (and the transpose), so TSAdjointSolve() differentiates the
   whole right-hand side; the parameter Jacobian is the Net's alone (g has no trained parameters). In the implicit form an
   assembled Jg also gives the preconditioner matrix shift I - Jg, so -pc_type ilu, jacobi, mg... precondition the
   stiff user part (e.g. diffusion) while the Net's term stays matrix-free.
+
+  Level: intermediate
+
+.seealso: `NetTSSetRHS()`, `NetDMDACreateJacobian()`, `NetDMDATSSetRHS()`
 @*/
 PetscErrorCode NetTSSetUserRHS(TS ts, PetscErrorCode (*rhs)(TS, PetscReal, Vec, Vec, void *), Mat Jg, PetscErrorCode (*jac)(TS, PetscReal, Vec, Mat, void *), void *uctx)
 {
@@ -463,7 +477,19 @@ PetscErrorCode NetTSSetUserRHS(TS ts, PetscErrorCode (*rhs)(TS, PetscReal, Vec, 
 }
 
 /*@
-  NetTSGetNet - the Net set by NetTSSetRHS() (borrowed).
+  NetTSGetNet - gets the Net that NetTSSetRHS() made the right-hand side of a TS
+
+  Not collective
+
+  Input Parameter:
+. ts - the TS, after NetTSSetRHS() (an error otherwise)
+
+  Output Parameter:
+. net - the Net, borrowed: do not destroy it
+
+  Level: intermediate
+
+.seealso: `NetTSSetRHS()`, `NetTSGetImplicit()`
 @*/
 PetscErrorCode NetTSGetNet(TS ts, Net *net)
 {
@@ -477,7 +503,20 @@ PetscErrorCode NetTSGetNet(TS ts, Net *net)
 }
 
 /*@
-  NetTSGetImplicit - whether NetTSSetRHS() installed the implicit form F = udot - N(u) (PETSC_TRUE) or the RHS form.
+  NetTSGetImplicit - tells which form NetTSSetRHS() installed on a TS
+
+  Not collective
+
+  Input Parameter:
+. ts - the TS, after NetTSSetRHS() (an error otherwise)
+
+  Output Parameter:
+. implicit - `PETSC_TRUE` for the implicit form F = udot - N(u) (IFunction, IJacobian, IJacobianP), `PETSC_FALSE` for
+             the RHS form (RHSFunction, RHSJacobian, RHSJacobianP)
+
+  Level: advanced
+
+.seealso: `NetTSSetRHS()`, `NetTSGetNet()`
 @*/
 PetscErrorCode NetTSGetImplicit(TS ts, PetscBool *implicit)
 {

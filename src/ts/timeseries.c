@@ -168,6 +168,8 @@ static PetscErrorCode NetTSSeriesPreStep_Private(TS ts)
   NetTSTimeSeriesGradient - L = sum_i l_i(u(t_i)) and its gradient with respect to the initial state and the parameters,
   by one forward solve and a segment-by-segment TSAdjointSolve().
 
+  Collective on ts
+
   Input Parameters:
 + ts     - a TS with its right-hand side (e.g. NetTSSetRHS()), type and step size; it starts at its current time t_0
 . u0     - the initial state (not modified)
@@ -186,7 +188,12 @@ static PetscErrorCode NetTSSeriesPreStep_Private(TS ts)
   The TS's time, step number, step size, final time and solution are restored on return; a pre-step hook of the user is
   called first from ours. The trajectory defaults to memory (NetTSSetSaveTrajectory()). With adaptive steps the
   gradient is the exact gradient of the discrete solution for the steps taken (step sizes are not differentiated).
-  The TS keeps a work space (nobs + 3 Vecs) for the next call, until it is destroyed.
+  The TS keeps a work space (nobs + 3 Vecs) for the next call, until it is destroyed. The integrator is checked with
+  NetTSCheckAdjoint() first.
+
+  Level: intermediate
+
+.seealso: `NetTSObservationFn`, `NetTSSetRHS()`, `NetTSSetSaveTrajectory()`, `NetTSCheckAdjoint()`, `NetCreateParameterVec()`
 @*/
 PetscErrorCode NetTSTimeSeriesGradient(TS ts, Vec u0, PetscInt nobs, const PetscReal times[], NetTSObservationFn obs, void *ctx, PetscReal *loss, Vec gradu0, Vec gradp)
 {

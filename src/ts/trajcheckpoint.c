@@ -301,8 +301,25 @@ PetscErrorCode TSTrajectoryCreate_Checkpoint(TSTrajectory tj, TS ts)
 }
 
 /*@
-  TSTrajectoryCheckpointSetMaxCheckpoints - the most solution vectors a TSTRAJECTORYCHECKPOINT keeps in memory at once
-  (-ts_trajectory_max_cps_ram; default 10). Call before the first solve.
+  TSTrajectoryCheckpointSetMaxCheckpoints - sets the most solution vectors a TSTRAJECTORYCHECKPOINT keeps in memory at
+  once
+
+  Logically collective on tj
+
+  Input Parameters:
++ tj - the trajectory (TSGetTrajectory()); other trajectory types ignore the call
+- K  - the number of memory slots, >= 1
+
+  Options Database Key:
+. -ts_trajectory_max_cps_ram <10> - K, with the TS's prefix
+
+  Notes:
+  Call before the first solve. Fewer slots mean more steps recomputed during the adjoint (binomial schedule); the
+  gradients do not change.
+
+  Level: intermediate
+
+.seealso: `TSTRAJECTORYCHECKPOINT`, `TSTrajectoryCheckpointGetStats()`, `NetTSSetSaveTrajectory()`
 @*/
 PetscErrorCode TSTrajectoryCheckpointSetMaxCheckpoints(TSTrajectory tj, PetscInt K)
 {
@@ -313,8 +330,24 @@ PetscErrorCode TSTrajectoryCheckpointSetMaxCheckpoints(TSTrajectory tj, PetscInt
 }
 
 /*@
-  TSTrajectoryCheckpointGetStats - of the last forward and adjoint solve: the most solutions held at once and the number
-  of steps recomputed (both 0 for another trajectory type).
+  TSTrajectoryCheckpointGetStats - gets the statistics of the last forward and adjoint solve of a
+  TSTRAJECTORYCHECKPOINT
+
+  Not collective
+
+  Input Parameter:
+. tj - the trajectory (TSGetTrajectory())
+
+  Output Parameters:
++ maxcps     - the most solutions held at once (may be NULL)
+- recomputed - the number of steps recomputed (may be NULL)
+
+  Notes:
+  Both are 0 for another trajectory type.
+
+  Level: advanced
+
+.seealso: `TSTRAJECTORYCHECKPOINT`, `TSTrajectoryCheckpointSetMaxCheckpoints()`
 @*/
 PetscErrorCode TSTrajectoryCheckpointGetStats(TSTrajectory tj, PetscInt *maxcps, PetscInt *recomputed)
 {

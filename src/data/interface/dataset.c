@@ -2,7 +2,23 @@
 #include <petnet/private/datasetimpl.h>
 
 /*@
-  DatasetCreate - creates a Dataset; pick its kind with DatasetSetType() or -dataset_type.
+  DatasetCreate - creates a Dataset, a source of (input, target) mini-batches sharded over the ranks
+
+  Collective
+
+  Input Parameter:
+. comm - the communicator over which the samples are distributed
+
+  Output Parameter:
+. dataset - the new Dataset: batch size 128, no shuffle, seed 0, no limit, the kind's default normalization
+
+  Notes:
+  Pick its kind with DatasetSetType() or -dataset_type (idx, binary, hdf5, memory); without one, DatasetSetUp() picks
+  hdf5 or binary from the file name (DatasetFileSetName()), else idx.
+
+  Level: beginner
+
+.seealso: `DatasetSetType()`, `DatasetSetFromOptions()`, `DatasetSetUp()`, `DatasetGetBatch()`, `DatasetDestroy()`
 @*/
 PetscErrorCode DatasetCreate(MPI_Comm comm, Dataset *dataset)
 {
@@ -26,7 +42,24 @@ PetscErrorCode DatasetCreate(MPI_Comm comm, Dataset *dataset)
 }
 
 /*@C
-  DatasetSetType - sets the kind of source (idx, binary, hdf5, memory, or one added with DatasetRegister()).
+  DatasetSetType - sets the kind of source of a Dataset
+
+  Collective on ds
+
+  Input Parameters:
++ ds   - the Dataset
+- type - `DATASETIDX`, `DATASETBINARY`, `DATASETHDF5`, `DATASETMEMORY`, or a kind added with DatasetRegister()
+
+  Options Database Key:
+. -dataset_type <idx,binary,hdf5,memory> - the kind
+
+  Notes:
+  Changing the kind frees the data read and the previous kind's settings (idx file names, hdf5 dataset names, user
+  Vecs); the common settings, -dataset_file included, stay.
+
+  Level: beginner
+
+.seealso: `DatasetGetType()`, `DatasetRegister()`, `DatasetCreate()`, `DatasetSetFromOptions()`
 @*/
 PetscErrorCode DatasetSetType(Dataset ds, DatasetType type)
 {
@@ -50,6 +83,21 @@ PetscErrorCode DatasetSetType(Dataset ds, DatasetType type)
   PetscFunctionReturn(0);
 }
 
+/*@C
+  DatasetGetType - gets the kind of source of a Dataset
+
+  Not collective
+
+  Input Parameter:
+. ds - the Dataset
+
+  Output Parameter:
+. type - the kind, NULL when none is set yet
+
+  Level: beginner
+
+.seealso: `DatasetSetType()`
+@*/
 PetscErrorCode DatasetGetType(Dataset ds, DatasetType *type)
 {
   PetscFunctionBegin;
@@ -59,6 +107,19 @@ PetscErrorCode DatasetGetType(Dataset ds, DatasetType *type)
   PetscFunctionReturn(0);
 }
 
+/*@C
+  DatasetSetOptionsPrefix - sets the prefix of all the Dataset's options
+
+  Logically collective on ds
+
+  Input Parameters:
++ ds     - the Dataset
+- prefix - the prefix, e.g. "train_" for -train_dataset_limit (no leading '-')
+
+  Level: intermediate
+
+.seealso: `DatasetAppendOptionsPrefix()`, `DatasetSetFromOptions()`, `TrainerSetDatasets()`
+@*/
 PetscErrorCode DatasetSetOptionsPrefix(Dataset ds, const char prefix[])
 {
   PetscFunctionBegin;
@@ -67,6 +128,19 @@ PetscErrorCode DatasetSetOptionsPrefix(Dataset ds, const char prefix[])
   PetscFunctionReturn(0);
 }
 
+/*@C
+  DatasetAppendOptionsPrefix - appends to the prefix of all the Dataset's options
+
+  Logically collective on ds
+
+  Input Parameters:
++ ds     - the Dataset
+- prefix - the text to append (no leading '-')
+
+  Level: intermediate
+
+.seealso: `DatasetSetOptionsPrefix()`, `DatasetSetFromOptions()`
+@*/
 PetscErrorCode DatasetAppendOptionsPrefix(Dataset ds, const char prefix[])
 {
   PetscFunctionBegin;
@@ -90,9 +164,32 @@ static PetscErrorCode DatasetDefaultType_Private(Dataset ds, DatasetType *type)
 }
 
 /*@
-  DatasetSetFromOptions - reads -dataset_type, -dataset_limit, -dataset_batch_size, -dataset_shuffle, -dataset_seed,
-  -dataset_scale, -dataset_mean, -dataset_std, -dataset_sample_shape, -dataset_num_classes, -dataset_file and the
-  options of the kind, all with the Dataset's prefix.
+  DatasetSetFromOptions - sets the kind and settings of a Dataset from the options database
+
+  Collective on ds
+
+  Input Parameter:
+. ds - the Dataset
+
+  Options Database Keys:
++ -dataset_type <idx,binary,hdf5,memory> - the kind (default: from -dataset_file's name, else idx)
+. -dataset_file <file>               - PETSc binary or HDF5 file (binary and hdf5 kinds)
+. -dataset_limit <n>                 - use only the first n samples (-1: all)
+. -dataset_batch_size <128>          - global mini-batch size (-1: all samples in one batch)
+. -dataset_shuffle                   - draw a new sample order every epoch
+. -dataset_seed <0>                  - seed of the shuffle (epoch e uses seed + e)
+. -dataset_scale <s>                 - inputs x -> (s x - mean) / std (idx default 1/255, else 1)
+. -dataset_mean <0>                  - see -dataset_scale
+. -dataset_std <1>                   - see -dataset_scale
+. -dataset_sample_shape <784|28x28x1> - per-sample input shape, channels last
+- -dataset_num_classes <C>           - labels must be integers in [0, C); 0: regression targets
+
+  Notes:
+  All with the Dataset's prefix; the kind adds its own (-dataset_idx_images, -dataset_hdf5_inputs, ...).
+
+  Level: beginner
+
+.seealso: `DatasetSetType()`, `DatasetSetUp()`, `DatasetSetOptionsPrefix()`, `DatasetView()`
 @*/
 PetscErrorCode DatasetSetFromOptions(Dataset ds)
 {
@@ -143,8 +240,25 @@ PetscErrorCode DatasetSetFromOptions(Dataset ds)
 }
 
 /*@
-  DatasetSetUp - reads the source (each rank only its share of the samples), normalizes the inputs and finds the
-  number of classes. Idempotent. Shows the Dataset with -dataset_view.
+  DatasetSetUp - reads the source, each rank only its share of the samples, normalizes the inputs and finds the
+  number of classes
+
+  Collective on ds
+
+  Input Parameter:
+. ds - the Dataset
+
+  Options Database Key:
+. -dataset_view - prints the Dataset once it is set up
+
+  Notes:
+  Runs once: a later call does nothing until a setting that changes what is read (file, limit, shape, normalization,
+  classes) or DatasetReset() undoes it. Draws the order of epoch 0. The queries (DatasetGetSize(), ...) need it;
+  DatasetGetBatch() calls it.
+
+  Level: beginner
+
+.seealso: `DatasetSetFromOptions()`, `DatasetReset()`, `DatasetGetBatch()`, `DatasetView()`
 @*/
 PetscErrorCode DatasetSetUp(Dataset ds)
 {
@@ -170,7 +284,17 @@ PetscErrorCode DatasetSetUp(Dataset ds)
 }
 
 /*@
-  DatasetView - prints the kind, source, sizes, batching and normalization.
+  DatasetView - prints the kind, source, sizes, batching and normalization of a Dataset
+
+  Collective on ds
+
+  Input Parameters:
++ ds     - the Dataset
+- viewer - an ASCII viewer (NULL: standard output of the Dataset's communicator); other viewers print nothing
+
+  Level: beginner
+
+.seealso: `DatasetViewFromOptions()`, `DatasetSetUp()`
 @*/
 PetscErrorCode DatasetView(Dataset ds, PetscViewer viewer)
 {
@@ -214,6 +338,20 @@ PetscErrorCode DatasetView(Dataset ds, PetscViewer viewer)
   PetscFunctionReturn(0);
 }
 
+/*@C
+  DatasetViewFromOptions - views a Dataset when an option asks for it
+
+  Collective on ds
+
+  Input Parameters:
++ ds   - the Dataset
+. obj  - an object whose prefix is used instead, or NULL
+- name - the option, e.g. "-dataset_view"
+
+  Level: intermediate
+
+.seealso: `DatasetView()`, `PetscObjectViewFromOptions()`
+@*/
 PetscErrorCode DatasetViewFromOptions(Dataset ds, PetscObject obj, const char name[])
 {
   PetscFunctionBegin;
@@ -223,7 +361,20 @@ PetscErrorCode DatasetViewFromOptions(Dataset ds, PetscObject obj, const char na
 }
 
 /*@
-  DatasetReset - frees the samples read by DatasetSetUp() and the batch workspace; the kind and settings stay.
+  DatasetReset - frees the samples read by DatasetSetUp() and the batch workspace; the kind and settings stay
+
+  Collective on ds
+
+  Input Parameter:
+. ds - the Dataset
+
+  Notes:
+  The next DatasetSetUp() reads the source again. Vecs obtained from DatasetGetBatch() or DatasetGetAll() are invalid
+  afterwards.
+
+  Level: intermediate
+
+.seealso: `DatasetSetUp()`, `DatasetDestroy()`
 @*/
 PetscErrorCode DatasetReset(Dataset ds)
 {
@@ -242,6 +393,18 @@ PetscErrorCode DatasetReset(Dataset ds)
   PetscFunctionReturn(0);
 }
 
+/*@
+  DatasetDestroy - destroys a Dataset when its last reference goes
+
+  Collective on ds
+
+  Input Parameter:
+. ds - the Dataset; set to NULL
+
+  Level: beginner
+
+.seealso: `DatasetCreate()`, `DatasetReset()`
+@*/
 PetscErrorCode DatasetDestroy(Dataset *ds)
 {
   PetscFunctionBegin;
@@ -262,7 +425,23 @@ PetscErrorCode DatasetDestroy(Dataset *ds)
 /* Settings. Those that change what SetUp reads (file, limit, shape, normalization, classes) undo the SetUp. */
 
 /*@C
-  DatasetFileSetName - the PETSc binary or HDF5 file a binary or hdf5 Dataset reads (-dataset_file).
+  DatasetFileSetName - sets the PETSc binary or HDF5 file a binary or hdf5 Dataset reads
+
+  Logically collective on ds
+
+  Input Parameters:
++ ds   - the Dataset
+- file - the file name; a Dataset without a kind becomes hdf5 for .h5 and .hdf5 files, else binary
+
+  Options Database Key:
+. -dataset_file <file> - the file
+
+  Notes:
+  A new name undoes DatasetSetUp(). The idx and memory kinds ignore it.
+
+  Level: beginner
+
+.seealso: `DatasetSetType()`, `DatasetHDF5SetNames()`, `DatasetSetFromOptions()`
 @*/
 PetscErrorCode DatasetFileSetName(Dataset ds, const char file[])
 {
@@ -280,7 +459,23 @@ PetscErrorCode DatasetFileSetName(Dataset ds, const char file[])
 }
 
 /*@
-  DatasetSetLimit - use only the first n samples of the source (PETSC_DETERMINE: all). -dataset_limit n
+  DatasetSetLimit - uses only the first n samples of the source
+
+  Logically collective on ds
+
+  Input Parameters:
++ ds - the Dataset
+- n  - the number of samples, > 0; a negative value or `PETSC_DETERMINE` means all
+
+  Options Database Key:
+. -dataset_limit <n> - the limit
+
+  Notes:
+  A new limit undoes DatasetSetUp(); only the samples kept are read.
+
+  Level: beginner
+
+.seealso: `DatasetGetSize()`, `DatasetSetFromOptions()`
 @*/
 PetscErrorCode DatasetSetLimit(Dataset ds, PetscInt n)
 {
@@ -296,7 +491,23 @@ PetscErrorCode DatasetSetLimit(Dataset ds, PetscInt n)
 }
 
 /*@
-  DatasetSetBatchSize - the global mini-batch size (PETSC_DETERMINE: all samples in one batch). -dataset_batch_size B
+  DatasetSetBatchSize - sets the global mini-batch size; the last batch of an epoch may be smaller
+
+  Logically collective on ds
+
+  Input Parameters:
++ ds - the Dataset
+- bs - the batch size, > 0; a negative value or `PETSC_DETERMINE` means one batch of all samples
+
+  Options Database Key:
+. -dataset_batch_size <128> - the batch size
+
+  Notes:
+  Each batch is split over the ranks as PETSC_DECIDE would split it. Frees the batch workspace, not the samples.
+
+  Level: beginner
+
+.seealso: `DatasetGetBatchSize()`, `DatasetGetNumBatches()`, `DatasetGetBatch()`
 @*/
 PetscErrorCode DatasetSetBatchSize(Dataset ds, PetscInt bs)
 {
@@ -312,7 +523,20 @@ PetscErrorCode DatasetSetBatchSize(Dataset ds, PetscInt bs)
 }
 
 /*@
-  DatasetGetBatchSize - the global batch size of all but the last batch (after DatasetSetUp() when it is "all samples").
+  DatasetGetBatchSize - gets the global size of all but the last batch of an epoch
+
+  Not collective
+
+  Input Parameter:
+. ds - the Dataset
+
+  Output Parameter:
+. bs - the batch size; after DatasetSetUp() at most the number of samples, and that number for "all samples"
+       (before it, `PETSC_DETERMINE` for "all samples")
+
+  Level: beginner
+
+.seealso: `DatasetSetBatchSize()`, `DatasetGetNumBatches()`
 @*/
 PetscErrorCode DatasetGetBatchSize(Dataset ds, PetscInt *bs)
 {
@@ -325,7 +549,23 @@ PetscErrorCode DatasetGetBatchSize(Dataset ds, PetscInt *bs)
 }
 
 /*@
-  DatasetSetShuffle - draw a new sample order every epoch (-dataset_shuffle). Takes effect at the next DatasetBeginEpoch().
+  DatasetSetShuffle - draws a new sample order every epoch, or keeps the file order
+
+  Logically collective on ds
+
+  Input Parameters:
++ ds      - the Dataset
+- shuffle - `PETSC_TRUE` to shuffle
+
+  Options Database Key:
+. -dataset_shuffle - shuffle
+
+  Notes:
+  Takes effect at the next DatasetBeginEpoch().
+
+  Level: beginner
+
+.seealso: `DatasetSetSeed()`, `DatasetBeginEpoch()`
 @*/
 PetscErrorCode DatasetSetShuffle(Dataset ds, PetscBool shuffle)
 {
@@ -337,7 +577,23 @@ PetscErrorCode DatasetSetShuffle(Dataset ds, PetscBool shuffle)
 }
 
 /*@
-  DatasetSetSeed - the seed of the shuffle: epoch e uses seed + e (-dataset_seed). Takes effect at the next DatasetBeginEpoch().
+  DatasetSetSeed - sets the seed of the shuffle: epoch e uses seed + e
+
+  Logically collective on ds
+
+  Input Parameters:
++ ds   - the Dataset
+- seed - the seed, the same on every rank
+
+  Options Database Key:
+. -dataset_seed <0> - the seed
+
+  Notes:
+  Takes effect at the next DatasetBeginEpoch().
+
+  Level: intermediate
+
+.seealso: `DatasetSetShuffle()`, `DatasetBeginEpoch()`
 @*/
 PetscErrorCode DatasetSetSeed(Dataset ds, unsigned long seed)
 {
@@ -348,8 +604,27 @@ PetscErrorCode DatasetSetSeed(Dataset ds, unsigned long seed)
 }
 
 /*@
-  DatasetSetNormalization - inputs x -> (scale x - mean) / std. PETSC_DEFAULT for scale keeps the kind's default
-  (1/255 for idx bytes, 1 otherwise). -dataset_scale -dataset_mean -dataset_std
+  DatasetSetNormalization - sets the normalization of the inputs, x -> (scale x - mean) / std
+
+  Logically collective on ds
+
+  Input Parameters:
++ ds    - the Dataset
+. scale - the scale; `PETSC_DEFAULT` keeps the kind's default (1/255 for idx bytes, 1 otherwise)
+. mean  - the mean subtracted after scaling
+- std   - the standard deviation divided by, > 0
+
+  Options Database Keys:
++ -dataset_scale <s>  - the scale
+. -dataset_mean <0>   - the mean
+- -dataset_std <1>    - the standard deviation
+
+  Notes:
+  A change undoes DatasetSetUp().
+
+  Level: beginner
+
+.seealso: `DatasetGetNormalization()`, `DatasetSetFromOptions()`
 @*/
 PetscErrorCode DatasetSetNormalization(Dataset ds, PetscReal scale, PetscReal mean, PetscReal std)
 {
@@ -370,7 +645,21 @@ PetscErrorCode DatasetSetNormalization(Dataset ds, PetscReal scale, PetscReal me
 }
 
 /*@
-  DatasetGetNormalization - the (scale, mean, std) of x -> (scale x - mean) / std in effect.
+  DatasetGetNormalization - gets the normalization x -> (scale x - mean) / std in effect
+
+  Not collective
+
+  Input Parameter:
+. ds - the Dataset
+
+  Output Parameters:
++ scale - the scale, the kind's default unless one was set (may be NULL)
+. mean  - the mean (may be NULL)
+- std   - the standard deviation (may be NULL)
+
+  Level: intermediate
+
+.seealso: `DatasetSetNormalization()`
 @*/
 PetscErrorCode DatasetGetNormalization(Dataset ds, PetscReal *scale, PetscReal *mean, PetscReal *std)
 {
@@ -383,8 +672,24 @@ PetscErrorCode DatasetGetNormalization(Dataset ds, PetscReal *scale, PetscReal *
 }
 
 /*@
-  DatasetSetSampleShape - the per-sample input shape (channels last). With a source that has a shape (idx images,
-  hdf5 attribute) it must hold as many entries: it reshapes (28x28x1 -> 784). -dataset_sample_shape
+  DatasetSetSampleShape - sets the per-sample input shape, channels last
+
+  Logically collective on ds
+
+  Input Parameters:
++ ds    - the Dataset
+- shape - the shape, (f) or (h, w, c)
+
+  Options Database Key:
+. -dataset_sample_shape <784|28x28x1> - the shape
+
+  Notes:
+  With a source that has a shape of its own (idx images, an hdf5 attribute) it must hold as many entries and reshapes
+  (28x28x1 -> 784); it gives a flat source its shape. A change undoes DatasetSetUp().
+
+  Level: intermediate
+
+.seealso: `DatasetGetSampleShape()`, `PetNetShapeFromString()`
 @*/
 PetscErrorCode DatasetSetSampleShape(Dataset ds, const PetNetShape *shape)
 {
@@ -398,8 +703,24 @@ PetscErrorCode DatasetSetSampleShape(Dataset ds, const PetNetShape *shape)
 }
 
 /*@
-  DatasetSetNumClasses - declares C classes: every target must then be an integer label in [0, C). C = 0 declares
-  regression targets; PETSC_DETERMINE (the default) infers. -dataset_num_classes
+  DatasetSetNumClasses - declares the number of classes of the targets
+
+  Logically collective on ds
+
+  Input Parameters:
++ ds       - the Dataset
+- nclasses - C > 0: every target must be one integer label in [0, C) (checked at DatasetSetUp()); 0: regression
+             targets; a negative value or `PETSC_DETERMINE` (the default): inferred
+
+  Options Database Key:
+. -dataset_num_classes <C> - the number of classes
+
+  Notes:
+  Inferred, the number is 1 + the largest label when every target is a single non-negative integer, else 0.
+
+  Level: intermediate
+
+.seealso: `DatasetGetNumClasses()`, `LossCountCorrect()`
 @*/
 PetscErrorCode DatasetSetNumClasses(Dataset ds, PetscInt nclasses)
 {
@@ -418,6 +739,21 @@ PetscErrorCode DatasetSetNumClasses(Dataset ds, PetscInt nclasses)
 
 #define DatasetCheckSetUp(ds, fname) PetscCheck((ds)->setupcalled, PetscObjectComm((PetscObject)(ds)), PETSC_ERR_ORDER, "Call DatasetSetUp() before %s()", fname)
 
+/*@
+  DatasetGetSize - gets the global number of samples, after the limit
+
+  Not collective
+
+  Input Parameter:
+. ds - the Dataset, set up
+
+  Output Parameter:
+. n - the number of samples
+
+  Level: beginner
+
+.seealso: `DatasetGetLocalSize()`, `DatasetSetLimit()`, `DatasetSetUp()`
+@*/
 PetscErrorCode DatasetGetSize(Dataset ds, PetscInt *n)
 {
   PetscFunctionBegin;
@@ -428,6 +764,21 @@ PetscErrorCode DatasetGetSize(Dataset ds, PetscInt *n)
   PetscFunctionReturn(0);
 }
 
+/*@
+  DatasetGetLocalSize - gets the number of samples stored on this rank
+
+  Not collective
+
+  Input Parameter:
+. ds - the Dataset, set up
+
+  Output Parameter:
+. n - this rank's contiguous block of the samples (PETSC_DECIDE split)
+
+  Level: intermediate
+
+.seealso: `DatasetGetSize()`, `DatasetGetAll()`
+@*/
 PetscErrorCode DatasetGetLocalSize(Dataset ds, PetscInt *n)
 {
   PetscFunctionBegin;
@@ -438,6 +789,21 @@ PetscErrorCode DatasetGetLocalSize(Dataset ds, PetscInt *n)
   PetscFunctionReturn(0);
 }
 
+/*@
+  DatasetGetSampleShape - gets the per-sample input shape, channels last
+
+  Not collective
+
+  Input Parameter:
+. ds - the Dataset, set up
+
+  Output Parameter:
+. shape - the shape: the source's, or the one set with DatasetSetSampleShape()
+
+  Level: beginner
+
+.seealso: `DatasetSetSampleShape()`, `NetSetInputShape()`
+@*/
 PetscErrorCode DatasetGetSampleShape(Dataset ds, PetNetShape *shape)
 {
   PetscFunctionBegin;
@@ -448,6 +814,21 @@ PetscErrorCode DatasetGetSampleShape(Dataset ds, PetNetShape *shape)
   PetscFunctionReturn(0);
 }
 
+/*@
+  DatasetGetTargetSize - gets the number of entries of one target
+
+  Not collective
+
+  Input Parameter:
+. ds - the Dataset, set up
+
+  Output Parameter:
+. tsize - entries per target: 1 for class labels
+
+  Level: intermediate
+
+.seealso: `DatasetGetNumClasses()`, `DatasetGetBatch()`
+@*/
 PetscErrorCode DatasetGetTargetSize(Dataset ds, PetscInt *tsize)
 {
   PetscFunctionBegin;
@@ -458,6 +839,22 @@ PetscErrorCode DatasetGetTargetSize(Dataset ds, PetscInt *tsize)
   PetscFunctionReturn(0);
 }
 
+/*@
+  DatasetGetNumClasses - gets the number of classes of the targets
+
+  Not collective
+
+  Input Parameter:
+. ds - the Dataset, set up
+
+  Output Parameter:
+. nclasses - the declared number; else 1 + the largest label when every target is a single non-negative integer;
+             else 0 (regression targets)
+
+  Level: beginner
+
+.seealso: `DatasetSetNumClasses()`, `DatasetGetTargetSize()`
+@*/
 PetscErrorCode DatasetGetNumClasses(Dataset ds, PetscInt *nclasses)
 {
   PetscFunctionBegin;
@@ -468,6 +865,21 @@ PetscErrorCode DatasetGetNumClasses(Dataset ds, PetscInt *nclasses)
   PetscFunctionReturn(0);
 }
 
+/*@
+  DatasetGetNumBatches - gets the number of batches of an epoch
+
+  Not collective
+
+  Input Parameter:
+. ds - the Dataset, set up
+
+  Output Parameter:
+. nbatches - ceil(N / B), 1 when the batch is all samples
+
+  Level: beginner
+
+.seealso: `DatasetGetBatch()`, `DatasetSetBatchSize()`, `DatasetGetSize()`
+@*/
 PetscErrorCode DatasetGetNumBatches(Dataset ds, PetscInt *nbatches)
 {
   PetscFunctionBegin;

@@ -49,9 +49,22 @@ PetscErrorCode DatasetResetBatches_Private(Dataset ds)
 }
 
 /*@
-  DatasetBeginEpoch - draws the sample order of an epoch. With shuffling it is a Fisher-Yates permutation of 0..N-1
-  from a PETSCRAND48 generator seeded with seed + epoch, computed on every rank alike, so the global order does not
-  depend on the number of ranks; without shuffling it is the file order.
+  DatasetBeginEpoch - draws the sample order of an epoch
+
+  Collective on ds
+
+  Input Parameters:
++ ds    - the Dataset (set up if needed)
+- epoch - the epoch number, the same on every rank
+
+  Notes:
+  With shuffling the order is a Fisher-Yates permutation of 0..N-1 from a PETSCRAND48 generator seeded with
+  seed + epoch, computed alike on every rank, so the global order does not depend on the number of ranks; without
+  shuffling it is the file order. Without a call, the order is that of epoch 0.
+
+  Level: beginner
+
+.seealso: `DatasetGetEpoch()`, `DatasetGetBatch()`, `DatasetSetShuffle()`, `DatasetSetSeed()`
 @*/
 PetscErrorCode DatasetBeginEpoch(Dataset ds, PetscInt epoch)
 {
@@ -89,6 +102,21 @@ PetscErrorCode DatasetBeginEpoch(Dataset ds, PetscInt epoch)
   PetscFunctionReturn(0);
 }
 
+/*@
+  DatasetGetEpoch - gets the epoch whose order is in effect
+
+  Not collective
+
+  Input Parameter:
+. ds - the Dataset
+
+  Output Parameter:
+. epoch - the number given to the last DatasetBeginEpoch() (0 after DatasetSetUp())
+
+  Level: intermediate
+
+.seealso: `DatasetBeginEpoch()`
+@*/
 PetscErrorCode DatasetGetEpoch(Dataset ds, PetscInt *epoch)
 {
   PetscFunctionBegin;
@@ -203,8 +231,21 @@ static PetscErrorCode DatasetGetBatchVecs_Private(Dataset ds, PetscInt nb, Petsc
 }
 
 /*@C
-  DatasetGetBatchIndices - the sample numbers (positions in the file) of this rank's part of batch b, in batch order.
-  The array belongs to the Dataset and changes with DatasetBeginEpoch().
+  DatasetGetBatchIndices - gets the sample numbers (positions in the source) of this rank's part of a batch
+
+  Collective on ds
+
+  Input Parameters:
++ ds - the Dataset (set up if needed)
+- b  - the batch, 0 <= b < DatasetGetNumBatches()
+
+  Output Parameters:
++ n       - the number of samples of batch b on this rank (may be NULL)
+- indices - their sample numbers, in batch order (may be NULL); owned by the Dataset, changed by DatasetBeginEpoch()
+
+  Level: advanced
+
+.seealso: `DatasetGetBatch()`, `DatasetBeginEpoch()`
 @*/
 PetscErrorCode DatasetGetBatchIndices(Dataset ds, PetscInt b, PetscInt *n, const PetscInt *indices[])
 {
@@ -220,9 +261,27 @@ PetscErrorCode DatasetGetBatchIndices(Dataset ds, PetscInt b, PetscInt *n, const
 }
 
 /*@
-  DatasetGetBatch - batch b of the current epoch: X [nlocal][sample], T [nlocal][tsize], nlocal this rank's part of
-  the batch. Collective (the first batch of an epoch communicates). The Vecs belong to the Dataset: do not destroy
-  them; they are valid until the next DatasetGetBatch() and reused for every batch of the same size.
+  DatasetGetBatch - gets batch b of the current epoch, this rank's part of it
+
+  Collective on ds
+
+  Input Parameters:
++ ds - the Dataset (set up if needed)
+- b  - the batch, 0 <= b < DatasetGetNumBatches()
+
+  Output Parameters:
++ X - the inputs, local part [nlocal][sample] (may be NULL)
+- T - the targets, local part [nlocal][tsize] (may be NULL)
+
+  Notes:
+  The batch holds samples order[b*B .. min((b+1)*B, N)) of the epoch, split over the ranks as PETSC_DECIDE would
+  split them. The first batch of an epoch fetches, in one communication, every sample this rank will use and another
+  rank stores; later batches only copy. The Vecs belong to the Dataset: do not destroy them; they are valid until the
+  next DatasetGetBatch() and reused for every batch of the same size.
+
+  Level: beginner
+
+.seealso: `DatasetBeginEpoch()`, `DatasetGetNumBatches()`, `DatasetGetBatchIndices()`, `DatasetGetAll()`
 @*/
 PetscErrorCode DatasetGetBatch(Dataset ds, PetscInt b, Vec *X, Vec *T)
 {
@@ -263,8 +322,24 @@ PetscErrorCode DatasetGetBatch(Dataset ds, PetscInt b, Vec *X, Vec *T)
 }
 
 /*@
-  DatasetGetAll - every sample in file order, as one batch split over the ranks like PETSC_DECIDE. The Vecs are the
-  Dataset's storage: do not modify or destroy them.
+  DatasetGetAll - gets every sample, in source order, as one batch
+
+  Collective on ds
+
+  Input Parameter:
+. ds - the Dataset (set up if needed)
+
+  Output Parameters:
++ X - the inputs, local part [nlocal][sample] (may be NULL)
+- T - the targets, local part [nlocal][tsize] (may be NULL)
+
+  Notes:
+  The Vecs are the Dataset's storage, split over the ranks as PETSC_DECIDE splits the samples: do not modify or
+  destroy them. For full-batch training and evaluation.
+
+  Level: intermediate
+
+.seealso: `DatasetGetBatch()`, `DatasetGetLocalSize()`, `TrainerEvaluate()`
 @*/
 PetscErrorCode DatasetGetAll(Dataset ds, Vec *X, Vec *T)
 {

@@ -14,7 +14,16 @@ PETSC_INTERN PetscErrorCode DatasetCreate_HDF5(Dataset);
 PETSC_INTERN PetscErrorCode DatasetCreate_Memory(Dataset);
 
 /*@C
-  DatasetRegisterAll - registers the built-in dataset kinds.
+  DatasetRegisterAll - registers the built-in Dataset kinds idx, binary, hdf5 and memory
+
+  Not collective
+
+  Notes:
+  Idempotent; called by DatasetInitializePackage().
+
+  Level: developer
+
+.seealso: `DatasetRegister()`, `DatasetInitializePackage()`
 @*/
 PetscErrorCode DatasetRegisterAll(void)
 {
@@ -29,7 +38,21 @@ PetscErrorCode DatasetRegisterAll(void)
 }
 
 /*@C
-  DatasetRegister - adds a dataset kind; DatasetSetType(ds, name) then calls create(ds).
+  DatasetRegister - adds a Dataset kind
+
+  Not collective
+
+  Input Parameters:
++ name   - the kind's name, for DatasetSetType() and -dataset_type
+- create - the function that makes a Dataset of that kind: fills its ops (load, ...) and data
+
+  Notes:
+  The private header include/petnet/private/datasetimpl.h gives the contract of the ops; src/data/impls/memory is a
+  short example.
+
+  Level: advanced
+
+.seealso: `DatasetSetType()`, `DatasetRegisterAll()`
 @*/
 PetscErrorCode DatasetRegister(const char name[], PetscErrorCode (*create)(Dataset))
 {
@@ -40,7 +63,16 @@ PetscErrorCode DatasetRegister(const char name[], PetscErrorCode (*create)(Datas
 }
 
 /*@C
-  DatasetFinalizePackage - frees the registry; called from PetscFinalize().
+  DatasetFinalizePackage - frees the registry of Dataset kinds
+
+  Not collective
+
+  Notes:
+  Called from PetscFinalize(), registered by DatasetInitializePackage().
+
+  Level: developer
+
+.seealso: `DatasetInitializePackage()`
 @*/
 PetscErrorCode DatasetFinalizePackage(void)
 {
@@ -52,8 +84,16 @@ PetscErrorCode DatasetFinalizePackage(void)
 }
 
 /*@C
-  DatasetInitializePackage - registers the Dataset class, its log events and kinds. Idempotent; called from
-  DatasetCreate().
+  DatasetInitializePackage - registers the Dataset class, its log events and its kinds
+
+  Not collective
+
+  Notes:
+  Log events DatasetRead, DatasetEpoch and DatasetBatch. Idempotent; called by DatasetCreate() and DatasetRegister().
+
+  Level: developer
+
+.seealso: `DatasetFinalizePackage()`, `DatasetRegisterAll()`, `DatasetCreate()`
 @*/
 PetscErrorCode DatasetInitializePackage(void)
 {

@@ -175,8 +175,27 @@ PETSC_INTERN PetscErrorCode DatasetCreate_HDF5(Dataset ds)
 }
 
 /*@C
-  DatasetHDF5SetNames - the names of the HDF5 datasets holding the inputs and the targets (NULL keeps a name).
-  Makes ds an hdf5 Dataset if it has no kind yet. Options: -dataset_hdf5_inputs, -dataset_hdf5_targets
+  DatasetHDF5SetNames - sets the names of the HDF5 datasets holding the inputs and the targets
+
+  Logically collective on ds
+
+  Input Parameters:
++ ds      - the Dataset; it becomes an hdf5 Dataset if it has no kind yet (other kinds ignore the call)
+. inputs  - the inputs dataset, [N][F], or [N*F] with -dataset_sample_shape (NULL keeps the name; default "inputs")
+- targets - the targets dataset, [N] class labels or [N][tsize] (NULL keeps the name; default "targets")
+
+  Options Database Keys:
++ -dataset_hdf5_inputs <inputs>   - the inputs dataset
+. -dataset_hdf5_targets <targets> - the targets dataset
+- -dataset_hdf5_group </>         - the HDF5 group holding both
+
+  Notes:
+  The file is set with DatasetFileSetName() or -dataset_file. The per-sample shape comes from -dataset_sample_shape,
+  else from a string attribute "sample_shape" of the inputs dataset, else it is flat. A change undoes DatasetSetUp().
+
+  Level: intermediate
+
+.seealso: `DatasetFileSetName()`, `DATASETHDF5`
 @*/
 PetscErrorCode DatasetHDF5SetNames(Dataset ds, const char inputs[], const char targets[])
 {

@@ -197,8 +197,26 @@ PETSC_INTERN PetscErrorCode DatasetCreate_IDX(Dataset ds)
 }
 
 /*@C
-  DatasetIDXSetFiles - the IDX images and labels files (gzip or plain). Makes ds an idx Dataset if it has no kind yet.
-  Options: -dataset_idx_images FILE -dataset_idx_labels FILE
+  DatasetIDXSetFiles - sets the IDX images and labels files an idx Dataset reads
+
+  Logically collective on ds
+
+  Input Parameters:
++ ds     - the Dataset; it becomes an idx Dataset if it has no kind yet (other kinds ignore the call)
+. images - the images file, gzip-compressed or plain: [N][rows][cols] unsigned bytes (also [N][f], [N][h][w][c])
+- labels - the labels file, gzip-compressed or plain: [N] class numbers
+
+  Options Database Keys:
++ -dataset_idx_images <file> - the images file
+- -dataset_idx_labels <file> - the labels file
+
+  Notes:
+  Images become samples of shape rows x cols x 1, scaled by 1/255 unless DatasetSetNormalization() says otherwise.
+  Every rank reads only its block of samples. New names undo DatasetSetUp().
+
+  Level: beginner
+
+.seealso: `DatasetIDXSetDirectory()`, `DATASETIDX`, `DatasetSetNormalization()`, `DatasetSetUp()`
 @*/
 PetscErrorCode DatasetIDXSetFiles(Dataset ds, const char images[], const char labels[])
 {
@@ -210,9 +228,26 @@ PetscErrorCode DatasetIDXSetFiles(Dataset ds, const char images[], const char la
 }
 
 /*@C
-  DatasetIDXSetDirectory - reads DIR/split-images-idx3-ubyte.gz and DIR/split-labels-idx1-ubyte.gz (or the plain
-  files), split "train" or "t10k" as in the MNIST family. Makes ds an idx Dataset if it has no kind yet.
-  Options: -dataset_idx_dir DIR -dataset_idx_split train|t10k
+  DatasetIDXSetDirectory - reads an idx Dataset from a directory of the MNIST family
+
+  Logically collective on ds
+
+  Input Parameters:
++ ds    - the Dataset; it becomes an idx Dataset if it has no kind yet (other kinds ignore the call)
+. dir   - the directory
+- split - the file name prefix, "train" or "t10k"
+
+  Options Database Keys:
++ -dataset_idx_dir <dir>             - the directory
+- -dataset_idx_split <train,t10k>    - the prefix (default train)
+
+  Notes:
+  The files are dir/split-images-idx3-ubyte.gz and dir/split-labels-idx1-ubyte.gz, or the same names without .gz
+  when only the plain files exist.
+
+  Level: beginner
+
+.seealso: `DatasetIDXSetFiles()`, `DATASETIDX`
 @*/
 PetscErrorCode DatasetIDXSetDirectory(Dataset ds, const char dir[], const char split[])
 {

@@ -116,9 +116,25 @@ PETSC_INTERN PetscErrorCode DatasetCreate_Memory(Dataset ds)
 }
 
 /*@
-  DatasetMemorySetData - the samples as user Vecs: X holds N samples of the given shape ([N][sample], N*size entries),
-  T their targets ([N][tsize]). Both are referenced; the Dataset never modifies them (it copies them when it must
-  limit, normalize or redistribute). Makes ds a memory Dataset if it has no kind yet.
+  DatasetMemorySetData - gives a memory Dataset its samples as user Vecs
+
+  Collective on ds
+
+  Input Parameters:
++ ds    - the Dataset; it becomes a memory Dataset if it has no kind yet (other kinds ignore the call)
+. shape - the per-sample input shape, channels last
+. X     - the inputs, N samples sample-major in global order ([N][sample], N * size entries), any parallel layout
+. tsize - the number of entries of one target (1 for class labels)
+- T     - the targets, [N][tsize] in the same order
+
+  Notes:
+  Both Vecs are referenced and never modified: they are used as they are when their layout is the Dataset's
+  (PETSC_DECIDE split of the samples), no limit cuts them and the normalization is the identity; otherwise the
+  Dataset works on a copy. Undoes DatasetSetUp().
+
+  Level: beginner
+
+.seealso: `DATASETMEMORY`, `DatasetSetUp()`, `DatasetGetAll()`
 @*/
 PetscErrorCode DatasetMemorySetData(Dataset ds, const PetNetShape *shape, Vec X, PetscInt tsize, Vec T)
 {
