@@ -3,6 +3,26 @@
 
 PETSC_INTERN PetscErrorCode NetDestroyLayers_Private(Net);
 
+/*@
+  NetCreate - creates a Net, a directed acyclic graph of layers with its parameters and Jacobians
+
+  Collective
+
+  Input Parameter:
+. comm - the communicator over which batches and parameters are distributed
+
+  Output Parameter:
+. net - the new Net: no layers, no input shape, seed 0, training mode
+
+  Notes:
+  Give it layers, as a chain (NetSetLayers(), -net_layers) or as a graph of named nodes (NetSetGraph(), -net_graph),
+  and the shape of one input sample (NetSetInputShape(), -net_input_shape); NetSetUp(), or the first call that needs
+  the layout, lays it out and initialises the parameters.
+
+  Level: beginner
+
+.seealso: `NetSetLayers()`, `NetSetGraph()`, `NetSetInputShape()`, `NetSetFromOptions()`, `NetSetUp()`, `NetDestroy()`
+@*/
 PetscErrorCode NetCreate(MPI_Comm comm, Net *net)
 {
   Net n;
@@ -19,6 +39,26 @@ PetscErrorCode NetCreate(MPI_Comm comm, Net *net)
   PetscFunctionReturn(0);
 }
 
+/*@
+  NetSetInputShape - sets the per-sample shape of the Net's input
+
+  Logically collective
+
+  Input Parameters:
++ net - the Net
+- in  - the shape of one sample, channels last: (f) or (h, w, c)
+
+  Options Database Key:
+. -net_input_shape <shape> - the same from the options, e.g. 784 or 28x28x1 (NetSetFromOptions())
+
+  Notes:
+  A Net set up with another input shape is reset (NetReset()): the next NetSetUp() lays it out anew and draws new
+  parameters. NetDMDASetUp() sets the shape (dof) itself when none is set.
+
+  Level: beginner
+
+.seealso: `NetGetInputShape()`, `NetGetOutputShape()`, `NetSetUp()`, `PetNetShapeFromString()`
+@*/
 PetscErrorCode NetSetInputShape(Net net, const PetNetShape *in)
 {
   PetscFunctionBegin;
@@ -28,6 +68,21 @@ PetscErrorCode NetSetInputShape(Net net, const PetNetShape *in)
   PetscFunctionReturn(0);
 }
 
+/*@
+  NetGetInputShape - gets the per-sample shape of the Net's input
+
+  Not collective
+
+  Input Parameter:
+. net - the Net
+
+  Output Parameter:
+. in - the shape, channels last; ndim is 0 while none is set
+
+  Level: intermediate
+
+.seealso: `NetSetInputShape()`, `NetGetOutputShape()`
+@*/
 PetscErrorCode NetGetInputShape(Net net, PetNetShape *in)
 {
   PetscFunctionBegin;
@@ -36,6 +91,21 @@ PetscErrorCode NetGetInputShape(Net net, PetNetShape *in)
   PetscFunctionReturn(0);
 }
 
+/*@
+  NetGetOutputShape - gets the per-sample shape of the Net's output, that of its last node
+
+  Collective (it sets the Net up if needed)
+
+  Input Parameter:
+. net - the Net, with its layers and input shape
+
+  Output Parameter:
+. out - the output shape, channels last
+
+  Level: intermediate
+
+.seealso: `NetGetInputShape()`, `NetSetUp()`, `NetCreateVecs()`, `LayerGetOutputShape()`
+@*/
 PetscErrorCode NetGetOutputShape(Net net, PetNetShape *out)
 {
   PetscFunctionBegin;
@@ -49,8 +119,23 @@ PetscErrorCode NetGetOutputShape(Net net, PetNetShape *out)
 }
 
 /*@
-  NetSetTraining - training mode (PETSC_TRUE, the default: dropout active, batch normalisation uses batch statistics)
-  or evaluation mode (PETSC_FALSE). The Trainer switches it around evaluations.
+  NetSetTraining - chooses training mode (PETSC_TRUE, the default: dropout active, batch normalisation on batch
+  statistics) or evaluation mode (PETSC_FALSE: dropout is the identity, batch normalisation uses its running
+  statistics). The Trainer switches it around evaluations.
+
+  Logically collective
+
+  Input Parameters:
++ net      - the Net
+- training - PETSC_TRUE for training mode, PETSC_FALSE for evaluation mode
+
+  Notes:
+  Sets the mode of every layer (LayerSetTraining()); an ode layer passes it on to its inner Net. The last forward pass
+  is forgotten: call NetForward() again before NetBackward(), NetJVP() or the Jacobian shells.
+
+  Level: intermediate
+
+.seealso: `NetGetTraining()`, `LayerSetTraining()`, `NetForward()`
 @*/
 PetscErrorCode NetSetTraining(Net net, PetscBool training)
 {
@@ -62,6 +147,21 @@ PetscErrorCode NetSetTraining(Net net, PetscBool training)
   PetscFunctionReturn(0);
 }
 
+/*@
+  NetGetTraining - tells whether the Net is in training mode
+
+  Not collective
+
+  Input Parameter:
+. net - the Net
+
+  Output Parameter:
+. training - PETSC_TRUE in training mode (the default), PETSC_FALSE in evaluation mode
+
+  Level: intermediate
+
+.seealso: `NetSetTraining()`
+@*/
 PetscErrorCode NetGetTraining(Net net, PetscBool *training)
 {
   PetscFunctionBegin;
@@ -70,6 +170,27 @@ PetscErrorCode NetGetTraining(Net net, PetscBool *training)
   PetscFunctionReturn(0);
 }
 
+/*@
+  NetSetSeed - sets the seed of the parameter initialisation
+
+  Logically collective
+
+  Input Parameters:
++ net  - the Net
+- seed - the seed of the sequential random stream from which every rank draws the whole parameter vector (default 0)
+
+  Options Database Key:
+. -net_seed <seed> - the same from the options (NetSetFromOptions())
+
+  Notes:
+  The seed is used by the next NetInitializeParameters(), which NetSetUp() calls: set it before the Net is set up, or
+  call NetInitializeParameters() afterwards. The same seed gives the same parameters on any number of ranks. Dropout
+  masks have their own seed (LayerDropoutSetSeed()).
+
+  Level: intermediate
+
+.seealso: `NetInitializeParameters()`, `NetSetFromOptions()`, `LayerDropoutSetSeed()`
+@*/
 PetscErrorCode NetSetSeed(Net net, unsigned long seed)
 {
   PetscFunctionBegin;
@@ -78,6 +199,22 @@ PetscErrorCode NetSetSeed(Net net, unsigned long seed)
   PetscFunctionReturn(0);
 }
 
+/*@
+  NetGetNumLayers - gets the number of layers, the nodes of the Net's graph
+
+  Not collective
+
+  Input Parameter:
+. net - the Net
+
+  Output Parameter:
+. n - the number of nodes; a residual(F|P) entry of a layer list counts as the nodes of F and P and the add node
+      joining them
+
+  Level: intermediate
+
+.seealso: `NetGetLayer()`, `NetGetLayerName()`, `NetGetLayerInputs()`, `NetSetLayers()`
+@*/
 PetscErrorCode NetGetNumLayers(Net net, PetscInt *n)
 {
   PetscFunctionBegin;
@@ -86,6 +223,27 @@ PetscErrorCode NetGetNumLayers(Net net, PetscInt *n)
   PetscFunctionReturn(0);
 }
 
+/*@
+  NetGetLayer - gets layer (node) i of the Net
+
+  Not collective
+
+  Input Parameters:
++ net - the Net
+- i   - the node, 0 <= i < NetGetNumLayers(); nodes are in topological order and the last is the Net's output
+
+  Output Parameter:
+. layer - the layer (borrowed: the Net destroys it)
+
+  Notes:
+  Use it to change a kind's settings in code (e.g. LayerDenseSetInitialization()) before NetSetUp(). The layer knows
+  nothing of the Net: its parameters are entries NetGetLayerParameterRange() of the Net's parameter Vec, and its
+  Jacobians are the Net's (NetGetLayerJacobian(), NetGetLayerJacobianP()).
+
+  Level: intermediate
+
+.seealso: `NetGetNumLayers()`, `NetGetLayerName()`, `NetGetLayerInputs()`, `NetGetLayerParameterRange()`
+@*/
 PetscErrorCode NetGetLayer(Net net, PetscInt i, Layer *layer)
 {
   PetscFunctionBegin;
@@ -512,6 +670,23 @@ PetscErrorCode NetView(Net net, PetscViewer viewer)
   PetscFunctionReturn(0);
 }
 
+/*@C
+  NetViewFromOptions - views the Net with NetView() if the option name asks for it (PetscObjectViewFromOptions())
+
+  Collective
+
+  Input Parameters:
++ net  - the Net
+. obj  - an object whose options prefix is used, or NULL for the Net's own
+- name - the option, e.g. "-net_view"
+
+  Options Database Key:
+. -net_view [viewer] - NetSetUp() calls NetViewFromOptions(net, NULL, "-net_view")
+
+  Level: intermediate
+
+.seealso: `NetView()`, `NetSetUp()`
+@*/
 PetscErrorCode NetViewFromOptions(Net net, PetscObject obj, const char name[])
 {
   PetscFunctionBegin;
@@ -547,7 +722,23 @@ PetscErrorCode NetResetWorkspace_Private(Net net)
 }
 
 /*@
-  NetReset - frees the parameters and workspace; the layers and settings stay (NetSetUp rebuilds, re-initialising parameters).
+  NetReset - frees the parameters, the batch workspace and the Jacobian shells, and resets every layer; the layers,
+  input shape, options prefix and seed stay. NetSetUp() rebuilds, initialising the parameters anew.
+
+  Collective
+
+  Input Parameter:
+. net - the Net
+
+  Notes:
+  The parameter values are lost, and so are layer buffers such as batchnorm's running statistics: to keep the values,
+  copy the parameter Vec before and give it back with NetSetParameters() after. The Mats from NetGetJacobian() and
+  the other Jacobian getters are destroyed with the rest. Changes of layout reset the Net themselves
+  (NetSetInputShape(), NetConv2dSetDM(), NetSetFromOptions()).
+
+  Level: intermediate
+
+.seealso: `NetSetUp()`, `NetDestroy()`, `LayerReset()`, `NetSetParameters()`
 @*/
 PetscErrorCode NetReset(Net net)
 {
@@ -573,6 +764,18 @@ PetscErrorCode NetReset(Net net)
   PetscFunctionReturn(0);
 }
 
+/*@
+  NetDestroy - destroys a Net, its layers, parameters and Jacobian shells, once its last reference is gone
+
+  Collective
+
+  Input Parameter:
+. net - the Net; set to NULL
+
+  Level: beginner
+
+.seealso: `NetCreate()`, `NetReset()`
+@*/
 PetscErrorCode NetDestroy(Net *net)
 {
   PetscFunctionBegin;

@@ -59,14 +59,25 @@ static PetscErrorCode NetIOAccess_Private(MPI_Comm comm, const char path[], int 
 }
 
 /*@C
-  NetSave - writes the architecture, the parameters and the buffers of a Net to a file, atomically (collective).
+  NetSave - writes the architecture, the parameters and the buffers of a Net to a file, atomically
 
-  ".h5"/".hdf5": HDF5, one dataset per tensor named as PyTorch's nn.Sequential state_dict ("0.weight", "0.bias", ...),
-  the architecture as attributes of the group "petnet" (share/python/petnet_torch.py reads and writes it).
-  Any other name: PETSc binary.
+  Collective
+
+  Input Parameters:
++ net      - the Net (set up if it was not)
+- filename - the file: a name ending in ".h5" or ".hdf5" (any case) is HDF5, any other PETSc binary; its directory
+             must exist and be writable
+
+  Notes:
+  HDF5: one dataset per tensor named as PyTorch's state_dict keys ("0.weight", "0.bias", ..., "<node name>.weight" for
+  a graph), the architecture as attributes of the group "petnet" (share/python/petnet_torch.py reads and writes it).
 
   The file is written under a temporary name and renamed into place once complete: a save that fails or is
-  interrupted leaves any previous file of that name untouched.
+  interrupted leaves any previous file of that name untouched. NetLoad() reads it back, on any number of ranks.
+
+  Level: beginner
+
+.seealso: `NetLoad()`, `NetWrite()`, `NetRead()`, `NetGetSpec()`
 @*/
 PetscErrorCode NetSave(Net net, const char filename[])
 {
@@ -110,7 +121,24 @@ PetscErrorCode NetSave(Net net, const char filename[])
 
 /*@C
   NetLoad - replaces the layers, input shape, parameters and buffers of a Net by those saved in a file by NetSave()
-  (collective). The Net may be freshly created, on any number of ranks; the format follows the file name as in NetSave().
+
+  Collective
+
+  Input Parameters:
++ net      - the Net, e.g. freshly created; its communicator may have any number of ranks
+- filename - the file; as in NetSave(), ".h5" or ".hdf5" is HDF5 and any other name PETSc binary
+
+  Options Database Key:
+. -net_load <file> - NetSetFromOptions() loads the file (in place of -net_layers)
+
+  Notes:
+  The Net is set up when NetLoad() returns, and computes bit for bit what the saved one did. A layer kind the file uses
+  must be registered (LayerRegister()) before loading; an unknown kind, a file from a newer PetNet or counts that do not
+  match the architecture are errors that name the file.
+
+  Level: beginner
+
+.seealso: `NetSave()`, `NetRead()`, `NetSetFromOptions()`
 @*/
 PetscErrorCode NetLoad(Net net, const char filename[])
 {
@@ -134,8 +162,21 @@ PetscErrorCode NetLoad(Net net, const char filename[])
 }
 
 /*@
-  NetWrite - writes the Net (architecture, parameters, buffers) to a binary or HDF5 viewer (collective).
-  NetSave() is the usual entry point; use NetWrite() to put a Net inside a file that holds other objects.
+  NetWrite - writes the Net (architecture, parameters, buffers) to a binary or HDF5 viewer. NetSave() is the usual
+  entry point; use NetWrite() to put a Net inside a file that holds other objects.
+
+  Collective
+
+  Input Parameters:
++ net    - the Net (set up if it was not)
+- viewer - a PETSCVIEWERBINARY or PETSCVIEWERHDF5 viewer on the Net's communicator, open for writing
+
+  Notes:
+  Other viewer types are an error: NetView() prints a text summary.
+
+  Level: intermediate
+
+.seealso: `NetRead()`, `NetSave()`, `NetView()`
 @*/
 PetscErrorCode NetWrite(Net net, PetscViewer viewer)
 {
@@ -158,8 +199,19 @@ PetscErrorCode NetWrite(Net net, PetscViewer viewer)
 }
 
 /*@
-  NetRead - reads a Net written by NetWrite() from a binary or HDF5 viewer (collective), replacing its layers,
-  input shape, parameters and buffers.
+  NetRead - reads a Net written by NetWrite() from a binary or HDF5 viewer, replacing its layers, input shape,
+  parameters and buffers
+
+  Collective
+
+  Input Parameters:
++ net    - the Net
+- viewer - a PETSCVIEWERBINARY or PETSCVIEWERHDF5 viewer on the Net's communicator, open for reading, at the place
+           NetWrite() wrote the Net
+
+  Level: intermediate
+
+.seealso: `NetWrite()`, `NetLoad()`
 @*/
 PetscErrorCode NetRead(Net net, PetscViewer viewer)
 {

@@ -61,7 +61,25 @@ static PetscErrorCode NetCheckForwarded_Private(Net net, const char caller[])
 }
 
 /*@
-  NetGetJacobian - the input Jacobian at the last forward pass, a MATSHELL owned by the Net.
+  NetGetJacobian - the Jacobian of the Net's output with respect to its input at the last forward pass, a MATSHELL
+  owned by the Net
+
+  Collective
+
+  Input Parameter:
+. net - the Net, after NetForward()
+
+  Output Parameter:
+. J - the shell (do not destroy it): MatMult is NetJVP() with no parameter tangent (dY = J dX), MatMultTranspose is
+      NetBackward() with no gradient (dX = J^T dY); rows laid out like the output batch, columns like the input batch
+
+  Notes:
+  J applies at the Net's latest forward pass whenever it is applied, so it follows the Net (e.g. inside a TS). The
+  Net destroys it when the batch layout changes and in NetReset(): get it again after either.
+
+  Level: intermediate
+
+.seealso: `NetGetJacobianP()`, `NetGetLayerJacobian()`, `NetJVP()`, `NetBackward()`, `NetTestJacobian()`
 @*/
 PetscErrorCode NetGetJacobian(Net net, Mat *J)
 {
@@ -85,7 +103,26 @@ PetscErrorCode NetGetJacobian(Net net, Mat *J)
 }
 
 /*@
-  NetGetJacobianP - the parameter Jacobian at the last forward pass, a MATSHELL owned by the Net.
+  NetGetJacobianP - the Jacobian of the Net's output with respect to its parameters at the last forward pass, a
+  MATSHELL owned by the Net
+
+  Collective
+
+  Input Parameter:
+. net - the Net, after NetForward()
+
+  Output Parameter:
+. J - the shell (do not destroy it): MatMult is NetJVP() with no input tangent (dY = J_theta dtheta),
+      MatMultTranspose gives G = J_theta^T dY (overwritten, not accumulated); rows laid out like the output batch,
+      columns like the parameter Vec (NetCreateParameterVec())
+
+  Notes:
+  As for NetGetJacobian(), J applies at the latest forward pass and is rebuilt after a change of batch layout or
+  NetReset(). TSSetRHSJacobianP() and TAO consume it as is.
+
+  Level: intermediate
+
+.seealso: `NetGetJacobian()`, `NetGetLayerJacobianP()`, `NetBackward()`, `NetJVP()`
 @*/
 PetscErrorCode NetGetJacobianP(Net net, Mat *J)
 {

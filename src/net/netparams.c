@@ -5,6 +5,21 @@
 */
 #include <petnet/private/netimpl.h>
 
+/*@
+  NetGetNumParameters - gets the number of parameters of the Net, all layers together
+
+  Collective (it sets the Net up if needed)
+
+  Input Parameter:
+. net - the Net
+
+  Output Parameter:
+. n - the number of parameters, the global size of the parameter Vec
+
+  Level: beginner
+
+.seealso: `NetGetParameters()`, `NetGetLayerParameterRange()`, `LayerGetNumParameters()`
+@*/
 PetscErrorCode NetGetNumParameters(Net net, PetscInt *n)
 {
   PetscFunctionBegin;
@@ -15,7 +30,23 @@ PetscErrorCode NetGetNumParameters(Net net, PetscInt *n)
 }
 
 /*@
-  NetGetParameters - the distributed parameter Vec (borrowed). Changing its values changes the network.
+  NetGetParameters - the distributed parameter Vec of the Net (borrowed). Changing its values changes the network.
+
+  Collective (it sets the Net up if needed)
+
+  Input Parameter:
+. net - the Net
+
+  Output Parameter:
+. theta - the parameter Vec (do not destroy it); layer (node) l owns the entries given by NetGetLayerParameterRange()
+
+  Notes:
+  Every rank computes with a full copy of theta, refreshed by the broadcast whenever theta's object state has changed
+  (any Vec operation on it, VecRestoreArray() included). This is the Vec TAO optimises and TSAdjoint differentiates.
+
+  Level: beginner
+
+.seealso: `NetSetParameters()`, `NetCreateParameterVec()`, `NetGetLayerParameterRange()`, `NetGetParameterBroadcast()`
 @*/
 PetscErrorCode NetGetParameters(Net net, Vec *theta)
 {
@@ -27,7 +58,18 @@ PetscErrorCode NetGetParameters(Net net, Vec *theta)
 }
 
 /*@
-  NetSetParameters - copies theta (same layout as NetCreateParameterVec()) into the network's parameters.
+  NetSetParameters - copies theta into the network's parameters
+
+  Collective (it sets the Net up if needed)
+
+  Input Parameters:
++ net   - the Net
+- theta - the values, laid out like the parameter Vec (NetCreateParameterVec()); the parameter Vec itself is accepted
+          and left as it is
+
+  Level: intermediate
+
+.seealso: `NetGetParameters()`, `NetCreateParameterVec()`, `NetInitializeParameters()`
 @*/
 PetscErrorCode NetSetParameters(Net net, Vec theta)
 {
@@ -44,6 +86,21 @@ PetscErrorCode NetSetParameters(Net net, Vec theta)
   PetscFunctionReturn(0);
 }
 
+/*@
+  NetCreateParameterVec - creates a Vec laid out like the parameter Vec, e.g. for a gradient or a parameter direction
+
+  Collective (it sets the Net up if needed)
+
+  Input Parameter:
+. net - the Net
+
+  Output Parameter:
+. v - the new Vec, its values not set (destroy it with VecDestroy())
+
+  Level: intermediate
+
+.seealso: `NetGetParameters()`, `NetBackward()`, `NetJVP()`, `NetCreateVecs()`
+@*/
 PetscErrorCode NetCreateParameterVec(Net net, Vec *v)
 {
   PetscFunctionBegin;
@@ -54,7 +111,24 @@ PetscErrorCode NetCreateParameterVec(Net net, Vec *v)
 }
 
 /*@
-  NetGetLayerParameterRange - layer l's parameters are entries [start, end) of the parameter Vec.
+  NetGetLayerParameterRange - layer (node) l's parameters are entries [start, end) of the parameter Vec
+
+  Collective (it sets the Net up if needed)
+
+  Input Parameters:
++ net - the Net
+- l   - the node, 0 <= l < NetGetNumLayers()
+
+  Output Parameters:
++ start - the global index of its first parameter, or NULL
+- end   - one past its last (start when it has none), or NULL
+
+  Notes:
+  In that block the layer's kind lays out its tensors (dense: W then b); its kernels receive exactly these entries.
+
+  Level: intermediate
+
+.seealso: `NetGetParameters()`, `NetGetLayer()`, `LayerGetNumParameters()`, `NetGetLayerJacobianP()`
 @*/
 PetscErrorCode NetGetLayerParameterRange(Net net, PetscInt l, PetscInt *start, PetscInt *end)
 {
@@ -68,7 +142,25 @@ PetscErrorCode NetGetLayerParameterRange(Net net, PetscInt l, PetscInt *start, P
 }
 
 /*@
-  NetGetParameterBroadcast - the operator B: theta -> one full copy per rank (MatMultTranspose: sum-reduce). Borrowed.
+  NetGetParameterBroadcast - the operator B: theta -> one full copy per rank (MatMultTranspose: the sum-reduce of
+  per-rank vectors back to the owned slices). Borrowed.
+
+  Collective (it sets the Net up if needed)
+
+  Input Parameter:
+. net - the Net
+
+  Output Parameter:
+. B - the broadcast (do not destroy it), a MATSHELL of size (P * number of ranks) x P for P parameters: columns laid out
+      like the parameter Vec, each rank owning P rows, its full copy
+
+  Notes:
+  The Net refreshes its replicated copy with MatMult(B, ...) and sums the ranks' gradients with MatMultTranspose(B, ...);
+  results do not depend on the number of ranks beyond round-off.
+
+  Level: advanced
+
+.seealso: `NetGetParameters()`, `PetNetBroadcastCreate()`, `NetBackward()`
 @*/
 PetscErrorCode NetGetParameterBroadcast(Net net, Mat *B)
 {
@@ -80,9 +172,25 @@ PetscErrorCode NetGetParameterBroadcast(Net net, Mat *B)
 }
 
 /*@
-  NetInitializeParameters - draws the initial parameters from -net_seed. Every rank draws the full vector from the
+  NetInitializeParameters - draws the initial parameters from the Net's seed. Every rank draws the full vector from the
   same sequential stream, so the result does not depend on the number of ranks. The draw goes through a scratch
-  copy (not theta_rep, which still holds the point of the last forward pass for NetBackward and NetJVP).
+  copy (not the replicated parameters, which still hold the point of the last forward pass for NetBackward() and NetJVP()).
+
+  Collective (it sets the Net up if needed)
+
+  Input Parameter:
+. net - the Net
+
+  Options Database Key:
+. -net_seed <seed> - the seed (NetSetSeed(), NetSetFromOptions())
+
+  Notes:
+  Each node initialises its block in turn (LayerInitializeParameters()). NetSetUp() calls this; call it again to draw
+  anew, e.g. after NetSetSeed().
+
+  Level: intermediate
+
+.seealso: `NetSetSeed()`, `LayerInitializeParameters()`, `LayerDenseSetInitialization()`, `NetSetParameters()`
 @*/
 PetscErrorCode NetInitializeParameters(Net net)
 {

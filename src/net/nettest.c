@@ -93,10 +93,6 @@ static PetscErrorCode FiniteDifferenceTest_Private(Net net, Vec X, PetscInt wrt,
   PetscFunctionReturn(0);
 }
 
-/*@
-  NetTestJacobian - checks every Jacobian of the Net at the batch X and prints the errors to viewer (stdout if NULL).
-  doterr: the worst dot-product error (Net and layers); fderr: the worst finite-difference error (either may be NULL).
-@*/
 /* Inside a derivative test every layer is one fixed map (LayerSetFrozen()): dropout repeats its masks, batchnorm keeps
    its running statistics, an ode layer its steps */
 PetscErrorCode NetSetFrozen_Private(Net net, PetscBool frozen)
@@ -107,6 +103,36 @@ PetscErrorCode NetSetFrozen_Private(Net net, PetscBool frozen)
   PetscFunctionReturn(0);
 }
 
+/*@
+  NetTestJacobian - checks every Jacobian of the Net at the batch X and prints the errors to viewer: dot-product
+  (adjoint) tests of the input and parameter Jacobians of the Net and of each layer, and central finite differences
+  of the Net's
+
+  Collective
+
+  Input Parameters:
++ net    - the Net
+. X      - the input batch to test at
+- viewer - an ASCII viewer, or NULL for standard output
+
+  Output Parameters:
++ doterr - the worst dot-product error |<J v, w> - <v, J^T w>| / (|J v| |w|) over the Net and its layers, or NULL
+- fderr  - the worst finite-difference error |(f(z + h v) - f(z - h v)) / 2h - J v| / |J v| (h = 1e-5, z the input
+           and the parameters), or NULL
+
+  Options Database Key:
+. -net_test_jacobian - run the test at the first forward pass (NetSetFromOptions())
+
+  Notes:
+  PASSED means dot-product errors <= 1e-12 and finite-difference errors <= 1e-6. During the test every layer is frozen
+  (LayerSetFrozen()): dropout repeats its masks, batchnorm leaves its running statistics alone, an ode layer replays
+  its steps, so the finite differences see the map that was differentiated. The directions v, w are random in [-1, 1)
+  from a fixed seed. On return the Net is forwarded at X and its parameters are unchanged.
+
+  Level: intermediate
+
+.seealso: `NetGetJacobian()`, `NetGetJacobianP()`, `NetGetLayerJacobian()`, `NetGetLayerJacobianP()`, `LayerSetFrozen()`
+@*/
 PetscErrorCode NetTestJacobian(Net net, Vec X, PetscViewer viewer, PetscReal *doterr, PetscReal *fderr)
 {
   PetscRandom rnd;

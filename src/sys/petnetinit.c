@@ -9,7 +9,14 @@ PetscClassId LAYER_CLASSID, NET_CLASSID, LOSS_CLASSID;
 static PetscBool PetNetPackageInitialized = PETSC_FALSE;
 
 /*@C
-  PetNetFinalizePackage - frees the registries; called from PetscFinalize().
+  PetNetFinalizePackage - frees the registries of layer kinds and losses, so that a later PetNetInitializePackage()
+  starts afresh; PetscFinalize() calls it (PetNetInitializePackage() registers it with PetscRegisterFinalize())
+
+  Not collective
+
+  Level: developer
+
+.seealso: `PetNetInitializePackage()`, `LayerRegister()`
 @*/
 PetscErrorCode PetNetFinalizePackage(void)
 {
@@ -23,7 +30,17 @@ PetscErrorCode PetNetFinalizePackage(void)
 }
 
 /*@C
-  PetNetInitializePackage - registers the PetNet classes, layer kinds and losses. Idempotent.
+  PetNetInitializePackage - registers the PetNet classes (Layer, Net, Loss), the built-in layer kinds, the losses,
+  PetNet's TAO optimizers and the TS package (the ode layer kind, the checkpoint trajectory). Idempotent.
+
+  Not collective
+
+  Notes:
+  NetCreate(), LayerCreate(), LayerRegister() and the other constructors call it, so a program rarely needs to.
+
+  Level: developer
+
+.seealso: `PetNetFinalizePackage()`, `LayerRegisterAll()`, `PetNetTaoRegisterAll()`, `NetTSRegisterAll()`
 @*/
 PetscErrorCode PetNetInitializePackage(void)
 {

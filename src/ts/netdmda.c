@@ -47,9 +47,19 @@ static PetscErrorCode NetConv2dSetDM_Private(Net net, DM dm, PetscBool *changed)
   images. NetDMDASetUp() calls it. A Net that was set up is laid out anew when a layer changes mode; the parameters
   keep their layout (the same in both modes) but the caller sets their values again.
 
+  Collective
+
   Input Parameters:
 + net - the Net
 - dm  - the DMDA, or NULL
+
+  Notes:
+  The layers that are not conv2d (or ode) are left alone. An ode layer hands the DMDA to the conv2d layers of its inner
+  Net when it is set up.
+
+  Level: intermediate
+
+.seealso: `LayerConv2dSetDM()`, `NetDMDASetUp()`, `NetReset()`, `NetSetParameters()`
 @*/
 PetscErrorCode NetConv2dSetDM(Net net, DM dm)
 {
@@ -68,9 +78,19 @@ PetscErrorCode NetConv2dSetDM(Net net, DM dm)
   (dof) unless one is set already (then its size must be dof), gives the DMDA to every conv2d layer, nested ones included (grid mode: a
   convolution of the distributed field, NetConv2dSetDM()), and sets the Net up.
 
+  Collective
+
   Input Parameters:
 + net - the Net, with its layers
 - da  - the DMDA; each grid point is a sample with dof features
+
+  Notes:
+  NetDMDAForward(), NetDMDACreateJacobian() and NetDMDATSSetRHS() call it; calling it again with the same DMDA
+  changes nothing.
+
+  Level: intermediate
+
+.seealso: `NetDMDAForward()`, `NetConv2dSetDM()`, `NetSetInputShape()`, `NetSetUp()`
 @*/
 PetscErrorCode NetDMDASetUp(Net net, DM da)
 {
@@ -114,9 +134,23 @@ static PetscErrorCode NetDMDACheckVec_Private(Vec v, PetscInt npoints, PetscInt 
   the same grid with dof = the Net's output size (the same DMDA when they are equal, else e.g.
   DMDACreateCompatibleDMDA()). F may be NULL.
 
+  Collective
+
+  Input Parameters:
++ net - the Net
+. da  - the DMDA (NetDMDASetUp() is applied to it)
+- U   - a global Vec of the DMDA
+
+  Output Parameter:
+. F - a global Vec of a DMDA of the same grid with dof = the Net's output size, or NULL
+
   Notes:
   U is not copied: the Net keeps a reference to it as the linearization point of NetBackward(), NetJVP() and the
   Jacobian shells, so leave it unchanged until they are done.
+
+  Level: intermediate
+
+.seealso: `NetDMDASetUp()`, `NetForward()`, `NetDMDACreateJacobian()`
 @*/
 PetscErrorCode NetDMDAForward(Net net, DM da, Vec U, Vec F)
 {
@@ -183,6 +217,8 @@ static PetscErrorCode MatDestroy_NetDMDAJacobian(Mat J)
   NetDMDACreateJacobian - the Jacobian of G(U) = A U + N(U) with N the Net applied pointwise to the DMDA's fields:
   J = A + dN/dU, a MATSHELL whose MatMult is A x + the Net's JVP and MatMultTranspose is A^T y + the Net's VJP.
 
+  Collective
+
   Input Parameters:
 + net - the Net; J is taken at its last forward pass (NetDMDAForward()), whenever J is applied
 . da  - the DMDA
@@ -190,12 +226,16 @@ static PetscErrorCode MatDestroy_NetDMDAJacobian(Mat J)
         rows must be laid out like N(U) and its columns like U. J keeps a reference, so A may change in between.
 
   Output Parameter:
-. J - the shell (destroy it with MatDestroy())
+. J - the shell (destroy it with MatDestroy()); it keeps a reference to the Net
 
   Notes:
   For Newton on a steady hybrid problem (SNES) or a user implicit TS: A keeps its entries, so it (or a shifted copy)
   is the preconditioner matrix, while the learned term stays matrix-free. Inside NetTSSetRHS() the TS glue builds the
   same sum itself (NetTSSetUserRHS()).
+
+  Level: intermediate
+
+.seealso: `NetDMDAForward()`, `NetGetJacobian()`, `NetTSSetUserRHS()`, `NetDMDASetUp()`
 @*/
 PetscErrorCode NetDMDACreateJacobian(Net net, DM da, Mat A, Mat *J)
 {
@@ -243,6 +283,8 @@ PetscErrorCode NetDMDACreateJacobian(Net net, DM da, Mat A, Mat *J)
   NetDMDATSSetRHS - the Net as the right-hand side of a TS on a DMDA, applied at every grid point: du/dt = N(u; theta).
   Sets the TS's DM and calls NetTSSetRHS() with the DMDA's layout (see there: set the TS type first).
 
+  Collective
+
   Input Parameters:
 + ts  - the TS
 . da  - the DMDA of the state u
@@ -251,6 +293,10 @@ PetscErrorCode NetDMDACreateJacobian(Net net, DM da, Mat A, Mat *J)
   Notes:
   Add the simulation's own terms g(t, u) (e.g. diffusion) and their assembled Jacobian with NetTSSetUserRHS(): the TS
   then integrates du/dt = g(t, u) + N(u) and TSAdjointSolve() differentiates both.
+
+  Level: intermediate
+
+.seealso: `NetTSSetRHS()`, `NetTSSetUserRHS()`, `NetDMDASetUp()`, `NetDMDACreateJacobian()`
 @*/
 PetscErrorCode NetDMDATSSetRHS(TS ts, DM da, Net net)
 {

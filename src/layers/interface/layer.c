@@ -7,7 +7,24 @@ PetscBool         LayerRegisterAllCalled = PETSC_FALSE;
 const char *const LayerInitTypes[] = {"kaiming", "xavier", "normal", "zeros", "LayerInitType", "LAYER_INIT_", NULL};
 
 /*@C
-  LayerRegister - adds a layer kind; LayerSetType(layer, name) then calls create(layer).
+  LayerRegister - adds a layer kind: LayerSetType(layer, name) then calls create(layer), and layer lists (-net_layers,
+  -net_graph) know the kind by its name
+
+  Not collective
+
+  Input Parameters:
++ name   - the kind's name, in lower case (layer lists are read case-insensitively), e.g. "mykind" for mykind:args
+- create - the kind's constructor: it fills layer->ops and layer->data, keeping the contract of the kernels stated in
+           include/petnet/private/layerimpl.h
+
+  Notes:
+  Registering a name again replaces its constructor. The built-in kinds are registered by LayerRegisterAll() and the
+  ode kind by the TS package (NetTSRegisterAll()), both from PetNetInitializePackage(). Register a kind before loading
+  a saved Net that uses it (NetLoad()).
+
+  Level: advanced
+
+.seealso: `LayerRegisterAll()`, `LayerSetType()`, `NetSetLayers()`, `NetSetGraph()`, `PetNetInitializePackage()`
 @*/
 PetscErrorCode LayerRegister(const char name[], PetscErrorCode (*create)(Layer))
 {
@@ -17,6 +34,28 @@ PetscErrorCode LayerRegister(const char name[], PetscErrorCode (*create)(Layer))
   PetscFunctionReturn(0);
 }
 
+/*@
+  LayerCreate - creates a Layer, one operator y = f(x; theta) with its Jacobian-vector and vector-Jacobian products;
+  it has no kind yet
+
+  Collective
+
+  Input Parameter:
+. comm - the communicator (that of the Net it will belong to: some kinds, e.g. batchnorm, reduce over it)
+
+  Output Parameter:
+. layer - the new Layer: training mode, one input, index -1
+
+  Notes:
+  A Net creates its own layers (NetSetLayers(), NetSetGraph(), NetAddLayer()). A layer on its own is configured with
+  LayerSetType(), LayerSetArguments() or its kind's setters and LayerSetInputShape(), laid out by LayerSetUp(); its
+  kernels (LayerForwardArray(), ...) then work on arrays the caller owns, its parameter block included. A Layer knows
+  nothing of any Net.
+
+  Level: intermediate
+
+.seealso: `LayerSetType()`, `LayerSetInputShape()`, `LayerSetUp()`, `LayerDestroy()`, `NetAddLayer()`
+@*/
 PetscErrorCode LayerCreate(MPI_Comm comm, Layer *layer)
 {
   Layer l;
@@ -34,6 +73,25 @@ PetscErrorCode LayerCreate(MPI_Comm comm, Layer *layer)
   PetscFunctionReturn(0);
 }
 
+/*@C
+  LayerSetType - sets the kind of a layer
+
+  Collective
+
+  Input Parameters:
++ layer - the layer
+- type  - `LAYERDENSE`, `LAYERRELU`, `LAYERCONV2D`, `LAYERBATCHNORM`, `LAYERADD`, ..., or a kind added with
+          LayerRegister()
+
+  Notes:
+  Setting the kind the layer already has does nothing. Otherwise the previous kind's data and settings are destroyed,
+  the layer is no longer set up, and the new kind starts from its defaults; the input shapes stay. The ode kind
+  (`LAYERODE`) is registered by the TS package (PetNetInitializePackage() does it).
+
+  Level: intermediate
+
+.seealso: `LayerGetType()`, `LayerRegister()`, `LayerSetArguments()`, `LayerCreate()`
+@*/
 PetscErrorCode LayerSetType(Layer layer, LayerType type)
 {
   PetscErrorCode (*create)(Layer);
@@ -58,6 +116,21 @@ PetscErrorCode LayerSetType(Layer layer, LayerType type)
   PetscFunctionReturn(0);
 }
 
+/*@C
+  LayerGetType - gets the kind of a layer
+
+  Not collective
+
+  Input Parameter:
+. layer - the layer
+
+  Output Parameter:
+. type - the kind (borrowed), or NULL when none is set yet
+
+  Level: intermediate
+
+.seealso: `LayerSetType()`, `LayerGetSpec()`
+@*/
 PetscErrorCode LayerGetType(Layer layer, LayerType *type)
 {
   PetscFunctionBegin;
@@ -67,7 +140,23 @@ PetscErrorCode LayerGetType(Layer layer, LayerType *type)
 }
 
 /*@C
-  LayerSetArguments - the compact settings of a kind, the text after "kind:" in -net_layers (e.g. "256" for dense:256).
+  LayerSetArguments - sets a kind's settings from their compact text, the part after "kind:" in -net_layers (e.g.
+  "256" for dense:256)
+
+  Logically collective
+
+  Input Parameters:
++ layer - the layer, its kind set (LayerSetType())
+- args  - the text, e.g. "256" for dense, "0.2" for dropout, "0.1:1e-5" for batchnorm, "0.01" for leakyrelu,
+          "0.5|dense:16,tanh,dense:3" for ode; NULL or "" changes nothing
+
+  Notes:
+  Each kind parses its own text and calls its setters (e.g. LayerDenseSetOutputSize()); malformed text is an error
+  that shows the expected form, and a kind that takes no arguments refuses any. LayerGetSpec() writes the text back.
+
+  Level: intermediate
+
+.seealso: `LayerGetSpec()`, `LayerSetType()`, `LayerSetFromOptions()`, `NetSetLayers()`
 @*/
 PetscErrorCode LayerSetArguments(Layer layer, const char args[])
 {
@@ -84,7 +173,24 @@ PetscErrorCode LayerSetArguments(Layer layer, const char args[])
 }
 
 /*@C
-  LayerGetSpec - "kind" or "kind:args", the text that rebuilds this layer with LayerSetType() and LayerSetArguments().
+  LayerGetSpec - writes "kind" or "kind:args", the text that rebuilds this layer with LayerSetType() and
+  LayerSetArguments()
+
+  Not collective
+
+  Input Parameters:
++ layer - the layer, its kind set
+- len   - the size of spec
+
+  Output Parameter:
+. spec - the text, e.g. "dense:256" or "relu"
+
+  Notes:
+  NetGetSpec() joins the texts of a Net's layers into a layer list or a graph.
+
+  Level: intermediate
+
+.seealso: `LayerSetArguments()`, `LayerGetType()`, `NetGetSpec()`, `LayerView()`
 @*/
 PetscErrorCode LayerGetSpec(Layer layer, size_t len, char spec[])
 {
@@ -101,6 +207,35 @@ PetscErrorCode LayerGetSpec(Layer layer, size_t len, char spec[])
   PetscFunctionReturn(0);
 }
 
+/*@
+  LayerSetFromOptions - reads the options of the layer's kind, with the layer's options prefix
+
+  Collective
+
+  Input Parameter:
+. layer - the layer, its kind set
+
+  Options Database Keys:
++ -dense_outputs <n>                         - a dense layer's number of outputs (LayerDenseSetOutputSize())
+. -dense_init <kaiming,xavier,normal,zeros>  - its weight initialisation (LayerDenseSetInitialization())
+. -dense_init_std <std>                      - the standard deviation of -dense_init normal
+. -leakyrelu_slope <a>                       - the slope of leakyrelu for negative inputs (LayerLeakyReLUSetSlope())
+. -dropout_p <p>                             - the probability of zeroing an entry (LayerDropoutSetProbability())
+. -dropout_seed <seed>                       - the seed of the dropout masks (LayerDropoutSetSeed())
+. -batchnorm_momentum <m>                    - the weight of a batch in the running statistics (LayerBatchNormSetMomentum())
+. -batchnorm_eps <eps>                       - added to the variance (LayerBatchNormSetEpsilon())
+- -ode_replay_steps                          - an ode layer reuses its recorded steps (LayerODESetReplaySteps())
+
+  Notes:
+  Each key takes the layer's prefix, which a Net sets: -layer0_dense_outputs for entry 0 of a layer list,
+  -stem_dense_outputs for the graph node stem (NetSetOptionsPrefix() puts the Net's prefix in front). The conv2d and
+  pooling kinds read their own -conv2d_... and pooling options (see their setters); an ode layer's inner Net and TS read
+  -<prefix>ode_net_... and -<prefix>ode_ts_... when the layer is set up. NetSetFromOptions() calls this for every layer.
+
+  Level: intermediate
+
+.seealso: `NetSetFromOptions()`, `LayerSetArguments()`, `LayerSetType()`
+@*/
 PetscErrorCode LayerSetFromOptions(Layer layer)
 {
   PetscFunctionBegin;
@@ -270,6 +405,21 @@ PetscErrorCode LayerSetIndex(Layer layer, PetscInt index)
   PetscFunctionReturn(0);
 }
 
+/*@
+  LayerGetInputShape - gets the per-sample shape of the layer's input (the first input of a join)
+
+  Not collective
+
+  Input Parameter:
+. layer - the layer
+
+  Output Parameter:
+. in - the shape set by LayerSetInputShape() or LayerSetInputShapes(), channels last; ndim is 0 while none is set
+
+  Level: intermediate
+
+.seealso: `LayerSetInputShape()`, `LayerSetInputShapes()`, `LayerGetOutputShape()`
+@*/
 PetscErrorCode LayerGetInputShape(Layer layer, PetNetShape *in)
 {
   PetscFunctionBegin;
@@ -277,6 +427,21 @@ PetscErrorCode LayerGetInputShape(Layer layer, PetNetShape *in)
   PetscFunctionReturn(0);
 }
 
+/*@
+  LayerGetOutputShape - gets the per-sample shape of the layer's output
+
+  Not collective
+
+  Input Parameter:
+. layer - the layer, set up (LayerSetUp(); an error otherwise)
+
+  Output Parameter:
+. out - the output shape, channels last, as the kind inferred it from the input shape(s)
+
+  Level: intermediate
+
+.seealso: `LayerSetUp()`, `LayerGetInputShape()`, `NetGetOutputShape()`
+@*/
 PetscErrorCode LayerGetOutputShape(Layer layer, PetNetShape *out)
 {
   PetscFunctionBegin;
@@ -285,6 +450,23 @@ PetscErrorCode LayerGetOutputShape(Layer layer, PetNetShape *out)
   PetscFunctionReturn(0);
 }
 
+/*@
+  LayerGetNumParameters - gets the number of trainable parameters of a layer: the length of the block theta its
+  kernels take
+
+  Not collective
+
+  Input Parameter:
+. layer - the layer, set up (LayerSetUp(); an error otherwise)
+
+  Output Parameter:
+. n - the number of parameters (0 for activations, joins, pooling, ...); buffers such as batchnorm's running
+      statistics are not parameters and are not counted
+
+  Level: intermediate
+
+.seealso: `LayerSetUp()`, `LayerInitializeParameters()`, `NetGetLayerParameterRange()`, `NetGetNumParameters()`
+@*/
 PetscErrorCode LayerGetNumParameters(Layer layer, PetscInt *n)
 {
   PetscFunctionBegin;
@@ -294,7 +476,22 @@ PetscErrorCode LayerGetNumParameters(Layer layer, PetscInt *n)
 }
 
 /*@
-  LayerSetUp - infers the output shape and the number of parameters from the input shape. Idempotent.
+  LayerSetUp - infers the output shape and the number of parameters from the input shape(s). Idempotent.
+
+  Collective
+
+  Input Parameter:
+. layer - the layer, its kind and input shape(s) set
+
+  Notes:
+  The kind checks its settings against the input and allocates what it keeps (batchnorm's running statistics start at
+  mean 0 and variance 1); an ode layer sets up its inner Net and TS here, reading their options. A change of input
+  shape, or of a setting that changes the layout (e.g. LayerDenseSetOutputSize()), resets the layer, and the next
+  LayerSetUp() lays it out anew. NetSetUp() sets up every layer of a Net.
+
+  Level: intermediate
+
+.seealso: `LayerSetInputShape()`, `LayerGetOutputShape()`, `LayerGetNumParameters()`, `LayerReset()`, `NetSetUp()`
 @*/
 PetscErrorCode LayerSetUp(Layer layer)
 {
@@ -312,6 +509,20 @@ PetscErrorCode LayerSetUp(Layer layer)
   PetscFunctionReturn(0);
 }
 
+/*@
+  LayerView - prints a layer: its kind and spec, its input and output shapes and number of parameters once it is set
+  up, and its kind's settings
+
+  Collective
+
+  Input Parameters:
++ layer  - the layer
+- viewer - an ASCII viewer, or NULL for standard output on the layer's communicator; other viewer types print nothing
+
+  Level: intermediate
+
+.seealso: `NetView()`, `LayerGetSpec()`, `LayerSetUp()`
+@*/
 PetscErrorCode LayerView(Layer layer, PetscViewer viewer)
 {
   PetscBool isascii;
@@ -337,7 +548,21 @@ PetscErrorCode LayerView(Layer layer, PetscViewer viewer)
 }
 
 /*@
-  LayerReset - forgets the shapes and the workspace; the kind and its settings stay.
+  LayerReset - frees what set-up and the forward passes allocated and marks the layer not set up; the kind, its
+  settings and the input shapes stay
+
+  Collective
+
+  Input Parameter:
+. layer - the layer
+
+  Notes:
+  Buffers go too: batchnorm's running statistics start again from mean 0 and variance 1 at the next LayerSetUp(), and
+  a dropout layer's pass counter restarts. NetReset() resets every layer of a Net.
+
+  Level: intermediate
+
+.seealso: `LayerSetUp()`, `LayerDestroy()`, `NetReset()`
 @*/
 PetscErrorCode LayerReset(Layer layer)
 {
@@ -348,6 +573,21 @@ PetscErrorCode LayerReset(Layer layer)
   PetscFunctionReturn(0);
 }
 
+/*@
+  LayerDestroy - destroys a Layer once its last reference is gone
+
+  Collective
+
+  Input Parameter:
+. layer - the layer; set to NULL
+
+  Notes:
+  The layers of a Net belong to it (NetGetLayer() lends them): NetDestroy() destroys them.
+
+  Level: intermediate
+
+.seealso: `LayerCreate()`, `LayerReset()`, `NetDestroy()`
+@*/
 PetscErrorCode LayerDestroy(Layer *layer)
 {
   PetscFunctionBegin;

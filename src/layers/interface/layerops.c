@@ -35,6 +35,28 @@ PetscErrorCode LayerGetEvents_Private(LayerType type, PetscLogEvent event[])
   PetscFunctionReturn(0);
 }
 
+/*@
+  LayerInitializeParameters - fills a layer's parameter block with its kind's initial values
+
+  Collective (it sets the layer up if needed)
+
+  Input Parameters:
++ layer - the layer
+- rnd   - the random generator to draw from (uniform on [0, 1)); the same sequential stream on every rank gives the
+          same parameters on every rank
+
+  Output Parameter:
+. theta - the layer's parameters, LayerGetNumParameters() entries (untouched if it has none)
+
+  Notes:
+  dense draws its weights as LayerDenseSetInitialization() says (LayerInitializeWeights()) and zeroes its biases;
+  batchnorm starts with gamma = 1 and beta = 0; an ode layer initialises its inner Net's layers in turn from rnd; a kind
+  without an initialisation of its own gets zeros. NetInitializeParameters() calls this for every node in order.
+
+  Level: developer
+
+.seealso: `NetInitializeParameters()`, `LayerInitializeWeights()`, `LayerDenseSetInitialization()`, `LayerGetNumParameters()`
+@*/
 PetscErrorCode LayerInitializeParameters(Layer layer, PetscRandom rnd, PetscScalar *theta)
 {
   PetscFunctionBegin;
@@ -49,6 +71,26 @@ PetscErrorCode LayerInitializeParameters(Layer layer, PetscRandom rnd, PetscScal
 
 /*@C
   LayerForwardArray - y[n][out] = f(x[n][in]; theta) on this rank's n samples.
+
+  Collective (some kinds reduce over the layer's communicator: batchnorm and dropout in training mode, ode)
+
+  Input Parameters:
++ layer - the layer, set up, with one input
+. n     - the number of local samples (a rank with none still calls, with NULL arrays, for the collective kinds)
+. theta - the layer's own parameters, LayerGetNumParameters() entries (NULL if it has none)
+- x     - the input, n * (input size) entries, sample-major and channels last
+
+  Output Parameter:
+. y - the output, n * (output size) entries
+
+  Notes:
+  The kind keeps what its derivatives need: LayerBackwardArray() and LayerJVPArray() follow with the same n, theta, x
+  and y, the linearization point. The call is logged in the event "<kind>:Forward". Joins (add, concat) take
+  LayerForwardArrays().
+
+  Level: developer
+
+.seealso: `LayerBackwardArray()`, `LayerJVPArray()`, `LayerForwardArrays()`, `NetForward()`
 @*/
 PetscErrorCode LayerForwardArray(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
 {
@@ -60,7 +102,32 @@ PetscErrorCode LayerForwardArray(Layer layer, PetscInt n, const PetscScalar *the
 }
 
 /*@C
-  LayerBackwardArray - dx = J_x^T dy (if dx), dtheta += J_theta^T dy (if dtheta), at the point (theta, x, y).
+  LayerBackwardArray - the vector-Jacobian product at the point (theta, x, y): dx = J_x^T dy (if dx),
+  dtheta += J_theta^T dy (if dtheta).
+
+  Collective (some kinds reduce over the layer's communicator, e.g. batchnorm in training mode)
+
+  Input Parameters:
++ layer - the layer, after LayerForwardArray() at this point
+. n     - the number of local samples
+. theta - the layer's own parameters (NULL if it has none)
+. x     - the input of the forward pass
+. y     - its output
+- dy    - the output cotangent, n * (output size) entries
+
+  Output Parameters:
++ dx     - the input cotangent, n * (input size) entries, overwritten; NULL to skip
+- dtheta - the parameter cotangent, LayerGetNumParameters() entries, ACCUMULATED into (zero it first for
+           J_theta^T dy alone); NULL to skip; ignored by a layer without parameters
+
+  Notes:
+  dtheta receives this rank's samples' contribution only: a Net adds up the ranks' contributions with the transpose of
+  its parameter broadcast. With nothing asked for (dx and dtheta NULL) a rank with samples returns at once. Logged in
+  the event "<kind>:Backward".
+
+  Level: developer
+
+.seealso: `LayerForwardArray()`, `LayerJVPArray()`, `LayerBackwardArrays()`, `NetBackward()`
 @*/
 PetscErrorCode LayerBackwardArray(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)
 {
@@ -74,7 +141,29 @@ PetscErrorCode LayerBackwardArray(Layer layer, PetscInt n, const PetscScalar *th
 }
 
 /*@C
-  LayerJVPArray - dy = J_x dx + J_theta dtheta at the point (theta, x, y); a NULL dx or dtheta counts as zero.
+  LayerJVPArray - the Jacobian-vector product at the point (theta, x, y): dy = J_x dx + J_theta dtheta; a NULL dx or
+  dtheta counts as zero.
+
+  Collective (some kinds reduce over the layer's communicator, e.g. batchnorm in training mode)
+
+  Input Parameters:
++ layer  - the layer, after LayerForwardArray() at this point
+. n      - the number of local samples
+. theta  - the layer's own parameters (NULL if it has none)
+. x      - the input of the forward pass
+. y      - its output
+. dx     - the input tangent, n * (input size) entries, or NULL (zero)
+- dtheta - the parameter tangent, LayerGetNumParameters() entries, or NULL (zero)
+
+  Output Parameter:
+. dy - the output tangent, n * (output size) entries, overwritten (zeroed when both tangents are NULL)
+
+  Notes:
+  Logged in the event "<kind>:JVP".
+
+  Level: developer
+
+.seealso: `LayerForwardArray()`, `LayerBackwardArray()`, `LayerJVPArrays()`, `NetJVP()`
 @*/
 PetscErrorCode LayerJVPArray(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dx, const PetscScalar *dtheta, PetscScalar *dy)
 {

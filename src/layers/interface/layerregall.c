@@ -19,6 +19,19 @@ PETSC_INTERN PetscErrorCode LayerCreate_BatchNorm(Layer);
 PETSC_INTERN PetscErrorCode LayerCreate_Add(Layer);
 PETSC_INTERN PetscErrorCode LayerCreate_Concat(Layer);
 
+/*@C
+  LayerRegisterAll - registers the built-in layer kinds: dense, identity, relu, leakyrelu, tanh, sigmoid, gelu,
+  softplus, conv2d, maxpool, avgpool, globalavgpool, flatten, dropout, batchnorm, add and concat. Idempotent.
+
+  Not collective
+
+  Notes:
+  PetNetInitializePackage() calls it. The ode kind belongs to the TS package, which registers it (NetTSRegisterAll()).
+
+  Level: developer
+
+.seealso: `LayerRegister()`, `PetNetInitializePackage()`, `LayerSetType()`
+@*/
 PetscErrorCode LayerRegisterAll(void)
 {
   PetscFunctionBegin;

@@ -408,6 +408,23 @@ PETSC_INTERN PetscErrorCode LayerCreate_ODE(Layer layer)
 /*@
   LayerODESetFinalTime - the final time T of an ode layer (compact: ode:T; option -<prefix>ode_ts_max_time); the first
   step becomes T/10 unless -<prefix>ode_ts_dt says otherwise.
+
+  Logically collective
+
+  Input Parameters:
++ layer - an ode layer (layers of other kinds ignore the call)
+- T     - the final time, > 0 (default 1)
+
+  Options Database Key:
+. -<prefix>ode_ts_max_time <T> - the same from the options, read by the inner TS when the layer is set up
+
+  Notes:
+  The layer reads T and the first step back from its inner TS at set-up, so options given to the inner TS (and
+  changes made through LayerODEGetTS()) take precedence.
+
+  Level: intermediate
+
+.seealso: `LayerODEGetFinalTime()`, `LayerODEGetTS()`, `LayerSetArguments()`
 @*/
 PetscErrorCode LayerODESetFinalTime(Layer layer, PetscReal T)
 {
@@ -417,6 +434,21 @@ PetscErrorCode LayerODESetFinalTime(Layer layer, PetscReal T)
   PetscFunctionReturn(0);
 }
 
+/*@
+  LayerODEGetFinalTime - gets the final time T of an ode layer
+
+  Not collective
+
+  Input Parameter:
+. layer - an ode layer (any other kind is an error)
+
+  Output Parameter:
+. T - the final time: the value set by LayerODESetFinalTime(), or the one read from the inner TS at set-up (default 1)
+
+  Level: intermediate
+
+.seealso: `LayerODESetFinalTime()`, `LayerODEGetTimeSteps()`
+@*/
 PetscErrorCode LayerODEGetFinalTime(Layer layer, PetscReal *T)
 {
   PetscFunctionBegin;
@@ -427,6 +459,24 @@ PetscErrorCode LayerODEGetFinalTime(Layer layer, PetscReal *T)
 
 /*@
   LayerODEGetNet - the inner Net f of an ode layer (borrowed), e.g. to set its layers in code before NetSetUp().
+
+  Not collective
+
+  Input Parameter:
+. layer - an ode layer (any other kind is an error)
+
+  Output Parameter:
+. net - the inner Net (do not destroy it), with the options prefix <layer prefix>ode_
+
+  Notes:
+  At set-up the inner Net's input shape becomes the layer's, and its layers come from the compact ode(f) entry or
+  from -<prefix>ode_net_layers (read when the layer's options are, LayerSetFromOptions()) when either is given,
+  replacing layers set in code; with none at all a flat input of size s gets dense:s,tanh. f must map the input shape to itself and may hold no random or stateful layer (dropout,
+  batchnorm).
+
+  Level: intermediate
+
+.seealso: `LayerODEGetTS()`, `NetSetLayers()`, `LayerSetArguments()`
 @*/
 PetscErrorCode LayerODEGetNet(Layer layer, Net *net)
 {
@@ -438,6 +488,23 @@ PetscErrorCode LayerODEGetNet(Layer layer, Net *net)
 
 /*@
   LayerODEGetTS - the inner TS of an ode layer (borrowed): change its type, step or tolerances before NetSetUp().
+
+  Not collective
+
+  Input Parameter:
+. layer - an ode layer (any other kind is an error)
+
+  Output Parameter:
+. ts - the inner TS (do not destroy it), with the options prefix <layer prefix>ode_
+
+  Notes:
+  Defaults: rk 4 with fixed steps of T/10 (no adaptivity), the trajectory kept in memory; implicit types solve with
+  GMRES on the Jacobian shell without preconditioner, to tight tolerances. Only integrators whose discrete adjoint is
+  right are accepted at set-up (NetTSCheckAdjoint()).
+
+  Level: advanced
+
+.seealso: `LayerODEGetNet()`, `LayerODESetFinalTime()`, `NetTSCheckAdjoint()`
 @*/
 PetscErrorCode LayerODEGetTS(Layer layer, TS *ts)
 {
@@ -450,6 +517,22 @@ PetscErrorCode LayerODEGetTS(Layer layer, TS *ts)
 /*@C
   LayerODEGetTimeSteps - the step sequence of the last recorded forward pass: times[0] = 0 < ... < times[nsteps] = T
   (borrowed; valid until the next recorded forward pass).
+
+  Not collective
+
+  Input Parameter:
+. layer - an ode layer (any other kind is an error)
+
+  Output Parameters:
++ nsteps - the number of steps (0 before the first forward pass), or NULL
+- times  - the nsteps + 1 times (borrowed), or NULL
+
+  Notes:
+  A forward pass that replays the recorded steps (LayerODESetReplaySteps(), NetTestJacobian()) records nothing.
+
+  Level: advanced
+
+.seealso: `LayerODESetReplaySteps()`, `LayerODEGetFinalTime()`
 @*/
 PetscErrorCode LayerODEGetTimeSteps(Layer layer, PetscInt *nsteps, const PetscReal *times[])
 {
@@ -464,6 +547,19 @@ PetscErrorCode LayerODEGetTimeSteps(Layer layer, PetscInt *nsteps, const PetscRe
   instead of choosing their own (-<prefix>ode_replay_steps). With adaptive steps this makes finite differences
   of the layer consistent with its adjoint, which differentiates the map for fixed steps. NetTestJacobian() replays
   automatically.
+
+  Logically collective
+
+  Input Parameters:
++ layer  - an ode layer (layers of other kinds ignore the call)
+- replay - PETSC_TRUE to replay the recorded steps, PETSC_FALSE (the default) to choose them anew in every pass
+
+  Options Database Key:
+. -<prefix>ode_replay_steps - the same from the options (LayerSetFromOptions())
+
+  Level: advanced
+
+.seealso: `LayerODEGetTimeSteps()`, `NetTestJacobian()`, `LayerSetFrozen()`
 @*/
 PetscErrorCode LayerODESetReplaySteps(Layer layer, PetscBool replay)
 {

@@ -350,6 +350,23 @@ static PetscErrorCode LayerBatchNormSetEpsilon_BatchNorm(Layer layer, PetscReal 
 
 /*@
   LayerBatchNormSetMomentum - the weight of each batch in the running statistics (default 0.1, as PyTorch).
+
+  Logically collective
+
+  Input Parameters:
++ layer    - a batchnorm layer (layers of other kinds ignore the call)
+- momentum - the weight, in [0, 1]: running = (1 - momentum) running + momentum (batch statistic)
+
+  Options Database Key:
+. -<prefix>batchnorm_momentum <m> - the same from the options (LayerSetFromOptions())
+
+  Notes:
+  The compact form is batchnorm:MOMENTUM[:EPS]. The running statistics are updated by training-mode forward passes
+  (not in frozen mode, NetTestJacobian()), with the unbiased variance, and used in evaluation mode.
+
+  Level: intermediate
+
+.seealso: `LayerBatchNormSetEpsilon()`, `NetSetTraining()`, `LayerSetArguments()`
 @*/
 PetscErrorCode LayerBatchNormSetMomentum(Layer layer, PetscReal momentum)
 {
@@ -361,6 +378,19 @@ PetscErrorCode LayerBatchNormSetMomentum(Layer layer, PetscReal momentum)
 
 /*@
   LayerBatchNormSetEpsilon - added to the variance before its square root (default 1e-5, as PyTorch).
+
+  Logically collective
+
+  Input Parameters:
++ layer - a batchnorm layer (layers of other kinds ignore the call)
+- eps   - the value, >= 0: xhat = (x - mean) / sqrt(var + eps)
+
+  Options Database Key:
+. -<prefix>batchnorm_eps <eps> - the same from the options (LayerSetFromOptions())
+
+  Level: intermediate
+
+.seealso: `LayerBatchNormSetMomentum()`, `LayerSetArguments()`
 @*/
 PetscErrorCode LayerBatchNormSetEpsilon(Layer layer, PetscReal eps)
 {

@@ -224,7 +224,25 @@ static PetscErrorCode LayerDenseSetInitialization_Dense(Layer layer, LayerInitTy
 }
 
 /*@
-  LayerDenseSetOutputSize - the number of outputs of a dense layer.
+  LayerDenseSetOutputSize - the number of outputs of a dense layer, y = x W^T + b
+
+  Logically collective
+
+  Input Parameters:
++ layer - a dense layer (layers of other kinds ignore the call)
+- nout  - the number of outputs, > 0
+
+  Options Database Key:
+. -<prefix>dense_outputs <n> - the same from the options (LayerSetFromOptions())
+
+  Notes:
+  The compact form is dense:N (LayerSetArguments()). A dense layer needs it: set-up fails without. Changing it on a
+  layer that is set up resets the layer; in a Net that is set up, call NetReset() afterwards (NetSetFromOptions() does
+  so itself for -dense_outputs). The layer's parameters are W, nout x (input size) entries, then b, nout entries.
+
+  Level: beginner
+
+.seealso: `LayerDenseSetInitialization()`, `LayerSetArguments()`, `NetSetLayers()`
 @*/
 PetscErrorCode LayerDenseSetOutputSize(Layer layer, PetscInt nout)
 {
@@ -236,6 +254,25 @@ PetscErrorCode LayerDenseSetOutputSize(Layer layer, PetscInt nout)
 
 /*@
   LayerDenseSetInitialization - how the weights start (the bias starts at zero); std is used by LAYER_INIT_NORMAL.
+
+  Logically collective
+
+  Input Parameters:
++ layer - a dense layer (layers of other kinds ignore the call)
+. init  - `LAYER_INIT_KAIMING` (the default), `LAYER_INIT_XAVIER`, `LAYER_INIT_NORMAL` or `LAYER_INIT_ZEROS`
+- std   - the standard deviation of `LAYER_INIT_NORMAL` (default 0.01)
+
+  Options Database Keys:
++ -<prefix>dense_init <kaiming,xavier,normal,zeros> - the distribution
+- -<prefix>dense_init_std <std>                     - the standard deviation of normal
+
+  Notes:
+  Takes effect at the next initialisation of the parameters (NetSetUp(), NetInitializeParameters()), with fan-in the
+  layer's input size and fan-out its number of outputs (LayerInitializeWeights()).
+
+  Level: intermediate
+
+.seealso: `LayerDenseSetOutputSize()`, `LayerInitializeWeights()`, `NetInitializeParameters()`
 @*/
 PetscErrorCode LayerDenseSetInitialization(Layer layer, LayerInitType init, PetscReal std)
 {

@@ -193,6 +193,22 @@ static PetscErrorCode LayerDropoutSetSeed_Dropout(Layer layer, PetscInt64 seed)
 
 /*@
   LayerDropoutSetProbability - the probability p that a dropout layer zeroes an entry in training mode (default 0.5).
+
+  Logically collective
+
+  Input Parameters:
++ layer - a dropout layer (layers of other kinds ignore the call)
+- p     - the probability, in [0, 1]; kept entries are scaled by 1/(1 - p)
+
+  Options Database Key:
+. -<prefix>dropout_p <p> - the same from the options (LayerSetFromOptions())
+
+  Notes:
+  The compact form is dropout:P. In evaluation mode (NetSetTraining()) the layer is the identity whatever p.
+
+  Level: beginner
+
+.seealso: `LayerDropoutSetSeed()`, `NetSetTraining()`, `LayerSetArguments()`
 @*/
 PetscErrorCode LayerDropoutSetProbability(Layer layer, PetscReal p)
 {
@@ -204,6 +220,24 @@ PetscErrorCode LayerDropoutSetProbability(Layer layer, PetscReal p)
 
 /*@
   LayerDropoutSetSeed - the seed of a dropout layer's masks (default 0; the layer's index in its Net is mixed in).
+
+  Logically collective
+
+  Input Parameters:
++ layer - a dropout layer (layers of other kinds ignore the call)
+- seed  - the seed
+
+  Options Database Key:
+. -<prefix>dropout_seed <seed> - the same from the options (LayerSetFromOptions())
+
+  Notes:
+  A mask is a hash of the seed, the layer index (LayerSetIndex()), a pass counter and the global element index, so the
+  same global batch gets the same mask on any number of ranks. Each training-mode forward pass advances the counter,
+  except in frozen mode (NetTestJacobian()); LayerReset() restarts it.
+
+  Level: intermediate
+
+.seealso: `LayerDropoutSetProbability()`, `LayerSetIndex()`, `NetSetSeed()`
 @*/
 PetscErrorCode LayerDropoutSetSeed(Layer layer, PetscInt64 seed)
 {

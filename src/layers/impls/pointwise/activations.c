@@ -206,7 +206,23 @@ PETSC_INTERN PetscErrorCode LayerCreate_Softplus(Layer layer)
 }
 
 /*@
-  LayerLeakyReLUSetSlope - the slope of a leakyrelu layer for negative inputs.
+  LayerLeakyReLUSetSlope - the slope of a leakyrelu layer for negative inputs: y = x for x > 0, slope x otherwise.
+
+  Logically collective
+
+  Input Parameters:
++ layer - a leakyrelu layer (layers of other kinds ignore the call)
+- slope - the slope (default 0.01, as PyTorch)
+
+  Options Database Key:
+. -<prefix>leakyrelu_slope <a> - the same from the options (LayerSetFromOptions())
+
+  Notes:
+  The compact form is leakyrelu:A.
+
+  Level: intermediate
+
+.seealso: `LayerSetArguments()`, `LayerSetFromOptions()`
 @*/
 PetscErrorCode LayerLeakyReLUSetSlope(Layer layer, PetscReal slope)
 {
