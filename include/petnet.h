@@ -4,11 +4,15 @@
   How the pieces fit
   ------------------
   Layer    one operator y = f(x; theta) of a registered kind (dense, relu, ...). It computes forward, backward
-           (VJP: dx = J^T dy, dtheta += J_theta^T dy) and jvp (dy = J dx + J_theta dtheta) on the local batch.
-  Net      an ordered sequence of layers built from options (-net_layers dense:256,relu,dense:10). It owns
-           the parameters as ONE distributed Vec theta, the workspace of a batch, and the Jacobians as MATSHELLs
-           (NetGetJacobian, NetGetJacobianP): MatMult = JVP, MatMultTranspose = VJP. Those Mats are what
-           TS (TSAdjoint), TAO and SLEPc consume.
+           (VJP: dx = J^T dy, dtheta += J_theta^T dy) and jvp (dy = J dx + J_theta dtheta) on the local batch, on
+           arrays its owner hands it (its own parameter block included); it knows nothing of any Net.
+  Net      a directed acyclic graph of layers built from options: a chain (-net_layers dense:256,relu,dense:10,
+           residual blocks residual(F|P) included) or named nodes with their inputs (-net_graph "a = dense:64;
+           b = relu; s = add <- b, a; ..."), joined by add and concat nodes; one walk over the graph does forward,
+           backward and JVP. It owns the parameters as ONE distributed Vec theta, the workspace of a batch, and
+           the Jacobians as MATSHELLs (NetGetJacobian, NetGetJacobianP, and per node NetGetLayerJacobian,
+           NetGetLayerJacobianP): MatMult = JVP, MatMultTranspose = VJP. Those Mats are what TS (TSAdjoint), TAO
+           and SLEPc consume.
   Loss     a scalar objective of the Net's output and a target (crossentropy, mse, l1), averaged over the
            global batch, with its gradient and Hessian-vector product.
 

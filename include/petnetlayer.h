@@ -2,6 +2,7 @@
 #pragma once
 
 #include <petnetsys.h>
+#include <petscdm.h>
 
 typedef struct _p_Layer *Layer;
 
@@ -83,6 +84,19 @@ PETSC_EXTERN PetscErrorCode LayerConv2dSetDilation(Layer, PetscInt, PetscInt);
 PETSC_EXTERN PetscErrorCode LayerConv2dSetGroups(Layer, PetscInt);
 PETSC_EXTERN PetscErrorCode LayerConv2dSetBias(Layer, PetscBool);
 PETSC_EXTERN PetscErrorCode LayerConv2dSetInitialization(Layer, LayerInitType, PetscReal);
+
+/* conv2d in grid mode: how each rank convolves its block (-conv2d_grid_algorithm); the results agree to round-off */
+typedef enum {
+  LAYER_CONV2D_GRID_ALGORITHM_AUTO,   /* taps on blocks whose rows have at least 32 points, else im2col */
+  LAYER_CONV2D_GRID_ALGORITHM_IM2COL, /* im2col over chunks of rows, one GEMM per chunk */
+  LAYER_CONV2D_GRID_ALGORITHM_TAPS    /* one GEMM per kernel tap and row, no im2col */
+} LayerConv2dGridAlgorithm;
+PETSC_EXTERN const char *const LayerConv2dGridAlgorithms[];
+
+PETSC_EXTERN PetscErrorCode LayerConv2dSetDM(Layer, DM);
+PETSC_EXTERN PetscErrorCode LayerConv2dGetDM(Layer, DM *);
+PETSC_EXTERN PetscErrorCode LayerConv2dSetGridAlgorithm(Layer, LayerConv2dGridAlgorithm);
+
 PETSC_EXTERN PetscErrorCode LayerPoolSetKernel(Layer, PetscInt, PetscInt);
 PETSC_EXTERN PetscErrorCode LayerPoolSetStride(Layer, PetscInt, PetscInt);
 PETSC_EXTERN PetscErrorCode LayerPoolSetPadding(Layer, PetscInt, PetscInt);

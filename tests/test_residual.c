@@ -1,4 +1,4 @@
-static const char help[] = "Tests of the residual layer kind (y = x + F(x), y = P(x) + F(x)):\n"
+static const char help[] = "Tests of residual blocks, residual(F) and residual(F|P) in a layer list (y = x + F(x), y = P(x) + F(x)):\n"
                            "  1. NetTestJacobian on Nets with residual blocks (dense, conv2d, batchnorm, dropout inside; with a shortcut;\n"
                            "     nested): dot-product tests <= 1e-12, finite differences <= 1e-6, training and evaluation mode, and\n"
                            "     the spec of each Net rebuilds it (NetGetSpec -> NetSetLayers);\n"

@@ -541,7 +541,13 @@ PetscErrorCode NetSetUp(Net net)
 
   PetscFunctionBegin;
   PetscValidHeaderSpecific(net, NET_CLASSID, 1);
-  if (net->setupcalled) PetscFunctionReturn(0);
+  if (net->setupcalled) { /* unless a layer was reset since (e.g. LayerDenseSetOutputSize()): then lay the Net out anew */
+    PetscBool stale = PETSC_FALSE;
+
+    for (PetscInt k = 0; k < net->nlayers; k++) stale = (PetscBool)(stale || !net->layers[k]->setupcalled);
+    if (!stale) PetscFunctionReturn(0);
+    PetscCall(NetReset(net));
+  }
   comm = PetscObjectComm((PetscObject)net);
   PetscCheck(net->nlayers > 0, comm, PETSC_ERR_ORDER, "The Net has no layers: give -net_layers (e.g. dense:128,relu,dense:10) or call NetSetLayers()");
   PetscCheck(net->in.ndim > 0, comm, PETSC_ERR_ORDER, "The Net has no input shape: give -net_input_shape (e.g. 784 or 28x28x1) or call NetSetInputShape()");

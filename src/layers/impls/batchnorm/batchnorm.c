@@ -19,7 +19,7 @@
 
   Training-mode forward, backward and jvp are collective on the layer's communicator.
 */
-#include <petnet/private/netimpl.h>
+#include <petnet/private/layerimpl.h>
 
 typedef struct {
   PetscReal    momentum, eps;

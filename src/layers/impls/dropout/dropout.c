@@ -12,7 +12,7 @@
   Forward in training mode is collective on the layer's communicator (an MPI_Exscan gives the global offset).
   Changing the seed (-dropout_seed) changes every mask; the counter restarts at LayerReset().
 */
-#include <petnet/private/netimpl.h>
+#include <petnet/private/layerimpl.h>
 
 typedef struct {
   PetscReal    p;
