@@ -13,6 +13,8 @@ typedef const char *LossType;
 PETSC_EXTERN PetscClassId      LOSS_CLASSID;
 PETSC_EXTERN PetscFunctionList LossList;
 
+PETSC_EXTERN PetscErrorCode LossInitializePackage(void);
+PETSC_EXTERN PetscErrorCode LossFinalizePackage(void);
 PETSC_EXTERN PetscErrorCode LossCreate(MPI_Comm, Loss *);
 PETSC_EXTERN PetscErrorCode LossSetType(Loss, LossType);
 PETSC_EXTERN PetscErrorCode LossGetType(Loss, LossType *);

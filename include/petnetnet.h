@@ -5,6 +5,8 @@
 
 PETSC_EXTERN PetscClassId NET_CLASSID;
 
+PETSC_EXTERN PetscErrorCode NetInitializePackage(void);
+PETSC_EXTERN PetscErrorCode NetFinalizePackage(void);
 PETSC_EXTERN PetscErrorCode NetCreate(MPI_Comm, Net *);
 PETSC_EXTERN PetscErrorCode NetSetInputShape(Net, const PetNetShape *);
 PETSC_EXTERN PetscErrorCode NetGetInputShape(Net, PetNetShape *);

@@ -18,6 +18,7 @@ PETSC_EXTERN const char *const TrainerModes[];
 PETSC_EXTERN PetscClassId TRAINER_CLASSID;
 
 PETSC_EXTERN PetscErrorCode TrainerInitializePackage(void);
+PETSC_EXTERN PetscErrorCode TrainerFinalizePackage(void);
 PETSC_EXTERN PetscErrorCode TrainerCreate(MPI_Comm, Trainer *);
 PETSC_EXTERN PetscErrorCode TrainerSetNet(Trainer, Net);
 PETSC_EXTERN PetscErrorCode TrainerGetNet(Trainer, Net *);

@@ -2,29 +2,7 @@
 #include <petnet/private/trainerimpl.h>
 #include <petnetoptim.h>
 
-PetscClassId      TRAINER_CLASSID;
 const char *const TrainerModes[] = {"auto", "minibatch", "fullbatch", "TrainerMode", "TRAINER_MODE_", NULL};
-
-static PetscBool TrainerPackageInitialized = PETSC_FALSE;
-
-static PetscErrorCode TrainerFinalizePackage(void)
-{
-  PetscFunctionBegin;
-  TrainerPackageInitialized = PETSC_FALSE;
-  PetscFunctionReturn(0);
-}
-
-PetscErrorCode TrainerInitializePackage(void)
-{
-  PetscFunctionBegin;
-  if (TrainerPackageInitialized) PetscFunctionReturn(0);
-  TrainerPackageInitialized = PETSC_TRUE;
-  PetscCall(PetNetInitializePackage());
-  PetscCall(DatasetInitializePackage());
-  PetscCall(PetscClassIdRegister("Trainer", &TRAINER_CLASSID));
-  PetscCall(PetscRegisterFinalize(TrainerFinalizePackage));
-  PetscFunctionReturn(0);
-}
 
 PetscErrorCode TrainerCreate(MPI_Comm comm, Trainer *trainer)
 {
@@ -44,8 +22,6 @@ PetscErrorCode TrainerCreate(MPI_Comm comm, Trainer *trainer)
   tr->lastcheckpoint   = -1;
   tr->testloss         = PETSC_MAX_REAL;
   tr->testacc          = -1;
-  PetscCall(PetscLogEventRegister("TrainerEpoch", TRAINER_CLASSID, &tr->event_train));
-  PetscCall(PetscLogEventRegister("TrainerEvaluate", TRAINER_CLASSID, &tr->event_eval));
   PetscCall(TaoCreate(comm, &tr->tao));
   PetscCall(TaoSetType(tr->tao, TAOADAM));
   PetscCall(PetscObjectChangeTypeName((PetscObject)tr, "default"));

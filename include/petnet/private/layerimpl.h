@@ -69,5 +69,6 @@ struct _p_Layer {
 };
 
 PETSC_EXTERN PetscErrorCode LayerGetTensors(Layer, PetscInt *, LayerTensorInfo[]);
+PETSC_INTERN PetscErrorCode LayerRegisterEvents_Private(LayerType);
 PETSC_INTERN PetscErrorCode LayerGetEvents_Private(LayerType, PetscLogEvent[]);
 PETSC_INTERN PetscErrorCode LayerResetJacobians_Private(Layer);

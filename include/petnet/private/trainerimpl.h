@@ -4,6 +4,8 @@
 #include <petnettrainer.h>
 #include <petsc/private/petscimpl.h>
 
+PETSC_EXTERN PetscLogEvent TRAINER_Epoch, TRAINER_Evaluate;
+
 struct _TrainerOps {
   PetscErrorCode (*dummy)(Trainer);
 };
@@ -45,8 +47,6 @@ struct _p_Trainer {
   PetscBool      monitor;
   PetscReal      progressinterval;
   PetscLogDouble tepoch, tlastprogress;
-
-  PetscLogEvent event_train, event_eval;
 };
 
 PETSC_INTERN PetscErrorCode TrainerObjectiveMiniBatch_Private(Tao, Vec, PetscReal *, Vec, void *);
