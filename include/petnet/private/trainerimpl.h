@@ -6,12 +6,8 @@
 
 PETSC_EXTERN PetscLogEvent TRAINER_Epoch, TRAINER_Evaluate;
 
-struct _TrainerOps {
-  PetscErrorCode (*dummy)(Trainer);
-};
-
 struct _p_Trainer {
-  PETSCHEADER(struct _TrainerOps);
+  PETSCHEADER(int); /* no operations: one kind of Trainer */
   Net     net;
   Loss    loss;
   Dataset train, test;
