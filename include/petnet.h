@@ -33,7 +33,9 @@
 #include <petnetloss.h>
 #include <petnetoptim.h>
 #include <petnetts.h>
+#include <petnetdmda.h>
 #include <petnetdataset.h>
+#include <petnettrainer.h>
 
 /* Every package at once (each XxxCreate() initializes its own package; see src/dlregispetnet.c) */
 PETSC_EXTERN PetscErrorCode PetNetInitializePackage(void);
