@@ -40,6 +40,7 @@ PETSC_EXTERN PetscErrorCode DatasetSetType(Dataset, DatasetType);
 PETSC_EXTERN PetscErrorCode DatasetGetType(Dataset, DatasetType *);
 PETSC_EXTERN PetscErrorCode DatasetSetOptionsPrefix(Dataset, const char[]);
 PETSC_EXTERN PetscErrorCode DatasetAppendOptionsPrefix(Dataset, const char[]);
+PETSC_EXTERN PetscErrorCode DatasetGetOptionsPrefix(Dataset, const char *[]);
 PETSC_EXTERN PetscErrorCode DatasetSetFromOptions(Dataset);
 PETSC_EXTERN PetscErrorCode DatasetSetUp(Dataset); /* reads the data: each rank only its share of the samples */
 PETSC_EXTERN PetscErrorCode DatasetView(Dataset, PetscViewer);

@@ -73,6 +73,72 @@ PetscErrorCode LossGetType(Loss loss, LossType *type)
   PetscFunctionReturn(0);
 }
 
+/*@C
+  LossSetOptionsPrefix - sets the prefix of the Loss's options, e.g. "aux_" for -aux_loss_type.
+
+  Logically collective
+
+  Input Parameters:
++ loss   - the Loss
+- prefix - the prefix (NULL or "" for none); it must not begin with a hyphen
+
+  Level: intermediate
+
+.seealso: `LossAppendOptionsPrefix()`, `LossGetOptionsPrefix()`, `LossSetFromOptions()`
+@*/
+PetscErrorCode LossSetOptionsPrefix(Loss loss, const char prefix[])
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(loss, LOSS_CLASSID, 1);
+  PetscCall(PetscObjectSetOptionsPrefix((PetscObject)loss, prefix));
+  PetscFunctionReturn(0);
+}
+
+/*@C
+  LossAppendOptionsPrefix - appends to the prefix of the Loss's options.
+
+  Logically collective
+
+  Input Parameters:
++ loss   - the Loss
+- prefix - the text to append
+
+  Level: intermediate
+
+.seealso: `LossSetOptionsPrefix()`, `LossGetOptionsPrefix()`
+@*/
+PetscErrorCode LossAppendOptionsPrefix(Loss loss, const char prefix[])
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(loss, LOSS_CLASSID, 1);
+  PetscCall(PetscObjectAppendOptionsPrefix((PetscObject)loss, prefix));
+  PetscFunctionReturn(0);
+}
+
+/*@C
+  LossGetOptionsPrefix - the prefix of the Loss's options.
+
+  Not collective
+
+  Input Parameter:
+. loss - the Loss
+
+  Output Parameter:
+. prefix - the prefix (NULL when none was set); owned by the Loss
+
+  Level: intermediate
+
+.seealso: `LossSetOptionsPrefix()`, `LossAppendOptionsPrefix()`
+@*/
+PetscErrorCode LossGetOptionsPrefix(Loss loss, const char *prefix[])
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(loss, LOSS_CLASSID, 1);
+  PetscValidPointer(prefix, 2);
+  PetscCall(PetscObjectGetOptionsPrefix((PetscObject)loss, prefix));
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode LossSetFromOptions(Loss loss)
 {
   char      type[256];
