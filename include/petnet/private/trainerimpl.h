@@ -8,12 +8,13 @@ PETSC_EXTERN PetscLogEvent TRAINER_Epoch, TRAINER_Evaluate;
 
 struct _p_Trainer {
   PETSCHEADER(int); /* no operations: one kind of Trainer */
-  Net     net;
-  Loss    loss;
-  Dataset train, test;
-  Tao     tao;
-  Vec     theta; /* TAO's solution: the Net's parameters are set from it at every evaluation (a line search
-                    evaluates trial points, so the Net's own Vec cannot be the solution) */
+  Net       net;
+  Loss      loss;
+  Dataset   train, test;
+  PetscBool trainprefixed, testprefixed; /* the Trainer gave the Dataset its prefix ("train_", "test_") */
+  Tao       tao;
+  Vec       theta; /* TAO's solution: the Net's parameters are set from it at every evaluation (a line search
+                      evaluates trial points, so the Net's own Vec cannot be the solution) */
   TrainerMode mode;
   PetscBool   minibatch; /* resolved mode */
   PetscBool   setupcalled;
