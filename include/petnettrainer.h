@@ -11,7 +11,9 @@ typedef struct _p_Trainer *Trainer;
 
 /* How the objective is presented to TAO:
    minibatch: one TAO iteration per mini-batch (PetNet's sgd, adam, adamw, rmsprop), the batch drawn in TaoSetUpdate;
-   fullbatch: the mean loss over the whole training set (any TAO type: lmvm, bncg, bqnls, nls, ...). */
+   fullbatch: the mean loss over the whole training set (TAO's types that need only the gradient: lmvm, blmvm, bqnls,
+              bqnkls, bqnktr, bqnktl, cg, bncg, owlqn, bmrm, nm). The types that need a Hessian (nls, ntr, tron, bnls,
+              ...) or solve other problems (brgn, pounders, the constrained ones) are refused at TrainerSetUp. */
 typedef enum { TRAINER_MODE_AUTO, TRAINER_MODE_MINIBATCH, TRAINER_MODE_FULLBATCH } TrainerMode;
 PETSC_EXTERN const char *const TrainerModes[];
 

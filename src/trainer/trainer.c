@@ -242,6 +242,26 @@ PetscErrorCode TrainerSetFromOptions(Trainer tr)
   PetscFunctionReturn(0);
 }
 
+/* The TAO types that train a Net: PetNet's stochastic ones, and TAO's own that need only the objective and gradient */
+#define TRAINER_TAO_TYPES_THAT_WORK "sgd, adam, adamw, rmsprop (mini-batch) or lmvm, blmvm, bqnls, bqnkls, bqnktr, bqnktl, cg, bncg, owlqn, bmrm, nm (full batch)"
+
+/* Refuses the TAO types that cannot minimise the training loss with what the Trainer gives TAO (objective and gradient) */
+static PetscErrorCode TrainerCheckTaoType_Private(Trainer tr)
+{
+  TaoType   type;
+  PetscBool hessian, other;
+
+  PetscFunctionBegin;
+  PetscCall(TaoGetType(tr->tao, &type));
+  /* Newton, trust-region and interior-point types call the Hessian (TaoSetHessian()), which PetNet does not provide yet */
+  PetscCall(PetscObjectTypeCompareAny((PetscObject)tr->tao, &hessian, TAONLS, TAONTR, TAONTL, TAOTRON, TAOBNLS, TAOBNTR, TAOBNTL, TAOGPCG, TAOBQPIP, TAOIPM, TAOPDIPM, ""));
+  PetscCheck(!hessian, PetscObjectComm((PetscObject)tr), PETSC_ERR_SUP, "TAO type %s needs a Hessian, which the Trainer does not provide: use -tao_type %s", type, TRAINER_TAO_TYPES_THAT_WORK);
+  /* these solve least-squares (residual), constrained or complementarity problems */
+  PetscCall(PetscObjectTypeCompareAny((PetscObject)tr->tao, &other, TAOPOUNDERS, TAOBRGN, TAOLCL, TAOSSILS, TAOSSFLS, TAOASILS, TAOASFLS, TAOADMM, TAOALMM, ""));
+  PetscCheck(!other, PetscObjectComm((PetscObject)tr), PETSC_ERR_SUP, "TAO type %s solves least-squares, constrained or complementarity problems, not the training loss: use -tao_type %s", type, TRAINER_TAO_TYPES_THAT_WORK);
+  PetscFunctionReturn(0);
+}
+
 /*@
   TrainerSetUp - checks that the pieces fit (data shape vs Net input, classes vs outputs), chooses mini-batch or full-batch
   mode from the TAO type, and connects the objective to TAO.
@@ -258,6 +278,7 @@ PetscErrorCode TrainerSetUp(Trainer tr)
   PetscValidHeaderSpecific(tr, TRAINER_CLASSID, 1);
   if (tr->setupcalled) PetscFunctionReturn(0);
   PetscCheck(tr->net && tr->loss && tr->train, comm, PETSC_ERR_ORDER, "Give the Trainer a Net, a Loss and a training Dataset before TrainerSetUp()");
+  PetscCall(TrainerCheckTaoType_Private(tr));
   if (tr->batchsize) PetscCall(DatasetSetBatchSize(tr->train, tr->batchsize));
   PetscCall(DatasetSetUp(tr->train));
   if (tr->test) PetscCall(DatasetSetUp(tr->test));
