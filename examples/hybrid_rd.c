@@ -20,6 +20,7 @@ static const char help[] = "A hybrid reaction-diffusion model: a PDE on a DMDA w
                            "Ends with one line: summary: key=value ...\n";
 
 #include <petnetdmda.h>
+#include <petnetoptim.h>
 #include <petsctao.h>
 
 /*
@@ -417,6 +418,7 @@ int main(int argc, char **argv)
   TaoConvergedReason reason;
 
   PetscCall(PetscInitialize(&argc, &argv, NULL, help));
+  PetscCall(PetNetTaoInitializePackage()); /* PetNet's TAO types (adam, rmsprop, ...) for TaoSetType and -tao_type */
   PetscCallMPI(MPI_Comm_size(PETSC_COMM_WORLD, &size));
   PetscCall(PetscMemzero(&app, sizeof(app)));
   app.M         = 32;

@@ -519,6 +519,7 @@ int main(int argc, char **argv)
   char               tstype[64] = TSCN;
 
   PetscCall(PetscInitialize(&argc, &argv, NULL, help));
+  PetscCall(PetNetTaoInitializePackage()); /* PetNet's TAO types (adam, rmsprop, ...) for TaoSetType and -tao_type */
   PetscCall(PetscMemzero(&pb, sizeof(pb)));
   pb.nobs     = 40;
   pb.substeps = 8;

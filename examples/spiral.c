@@ -554,6 +554,7 @@ int main(int argc, char **argv)
   PetscLogDouble t0, t1, c0, c1;
 
   PetscCall(PetscInitialize(&argc, &argv, NULL, help));
+  PetscCall(PetNetTaoInitializePackage()); /* PetNet's TAO types (adam, rmsprop, ...) for TaoSetType and -tao_type */
   comm = PETSC_COMM_WORLD;
   PetscCallMPI(MPI_Comm_rank(comm, &rank));
   PetscCallMPI(MPI_Comm_size(comm, &size));

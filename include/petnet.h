@@ -24,6 +24,8 @@
            ties Net, Loss and Datasets to a TAO solver (PetNet's sgd, adam, adamw, rmsprop, or any TAO type).
   TS       NetTSSetRHS makes a Net the right-hand side of any TS (explicit RK or implicit theta methods) with exact
            discrete adjoints; the ode layer wraps such a TS as a layer (neural ODEs).
+  Packages each class registers itself (XxxInitializePackage, in its dlregis*.c) when its first object is created;
+           dependencies run one way: sys <- layers <- net <- (loss, ts, optim, data) <- trainer.
   Options  every object reads PETSc options with prefixes: layer i of a Net reads -layer<i>_..., -net_view
            prints the network, -net_test_jacobian checks its derivatives.
 */
@@ -35,4 +37,9 @@
 #include <petnetloss.h>
 #include <petnetoptim.h>
 #include <petnetts.h>
+#include <petnetdmda.h>
 #include <petnetdataset.h>
+#include <petnettrainer.h>
+
+/* Every package at once (each XxxCreate() initializes its own package; see src/dlregispetnet.c) */
+PETSC_EXTERN PetscErrorCode PetNetInitializePackage(void);

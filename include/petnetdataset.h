@@ -11,7 +11,8 @@
   Batch b is the samples perm[b*B .. min((b+1)*B, N)); rank r holds a contiguous part of it, split like
   PETSC_DECIDE splits the batch size. The batch is gathered from the owning ranks with a VecScatter.
 
-  Typical use (a Trainer gives the training set the prefix "train_", so -train_dataset_limit 1000 etc.):
+  Typical use (TrainerSetDatasets() gives a Dataset without a prefix the prefix "train_" or "test_", and
+  TrainerSetFromOptions() reads its options: -train_dataset_limit 1000, -test_dataset_batch_size 500, ...):
     DatasetCreate(comm, &ds); DatasetSetFromOptions(ds); DatasetSetUp(ds);
     for (epoch ...) { DatasetBeginEpoch(ds, epoch); for (b < nbatches) DatasetGetBatch(ds, b, &X, &T); ... }
 */
@@ -40,6 +41,7 @@ PETSC_EXTERN PetscErrorCode DatasetSetType(Dataset, DatasetType);
 PETSC_EXTERN PetscErrorCode DatasetGetType(Dataset, DatasetType *);
 PETSC_EXTERN PetscErrorCode DatasetSetOptionsPrefix(Dataset, const char[]);
 PETSC_EXTERN PetscErrorCode DatasetAppendOptionsPrefix(Dataset, const char[]);
+PETSC_EXTERN PetscErrorCode DatasetGetOptionsPrefix(Dataset, const char *[]);
 PETSC_EXTERN PetscErrorCode DatasetSetFromOptions(Dataset);
 PETSC_EXTERN PetscErrorCode DatasetSetUp(Dataset); /* reads the data: each rank only its share of the samples */
 PETSC_EXTERN PetscErrorCode DatasetView(Dataset, PetscViewer);

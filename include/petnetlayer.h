@@ -28,6 +28,8 @@ PETSC_EXTERN const char *const LayerInitTypes[];
 PETSC_EXTERN PetscClassId      LAYER_CLASSID;
 PETSC_EXTERN PetscFunctionList LayerList;
 
+PETSC_EXTERN PetscErrorCode LayerInitializePackage(void);
+PETSC_EXTERN PetscErrorCode LayerFinalizePackage(void);
 PETSC_EXTERN PetscErrorCode LayerCreate(MPI_Comm, Layer *);
 PETSC_EXTERN PetscErrorCode LayerSetType(Layer, LayerType);
 PETSC_EXTERN PetscErrorCode LayerGetType(Layer, LayerType *);

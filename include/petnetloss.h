@@ -13,9 +13,14 @@ typedef const char *LossType;
 PETSC_EXTERN PetscClassId      LOSS_CLASSID;
 PETSC_EXTERN PetscFunctionList LossList;
 
+PETSC_EXTERN PetscErrorCode LossInitializePackage(void);
+PETSC_EXTERN PetscErrorCode LossFinalizePackage(void);
 PETSC_EXTERN PetscErrorCode LossCreate(MPI_Comm, Loss *);
 PETSC_EXTERN PetscErrorCode LossSetType(Loss, LossType);
 PETSC_EXTERN PetscErrorCode LossGetType(Loss, LossType *);
+PETSC_EXTERN PetscErrorCode LossSetOptionsPrefix(Loss, const char[]);
+PETSC_EXTERN PetscErrorCode LossAppendOptionsPrefix(Loss, const char[]);
+PETSC_EXTERN PetscErrorCode LossGetOptionsPrefix(Loss, const char *[]);
 PETSC_EXTERN PetscErrorCode LossSetFromOptions(Loss);
 PETSC_EXTERN PetscErrorCode LossSetUp(Loss);
 PETSC_EXTERN PetscErrorCode LossView(Loss, PetscViewer);

@@ -16,6 +16,8 @@ typedef struct _p_Net *Net;
 
 PETSC_EXTERN PetscClassId NET_CLASSID;
 
+PETSC_EXTERN PetscErrorCode NetInitializePackage(void);
+PETSC_EXTERN PetscErrorCode NetFinalizePackage(void);
 PETSC_EXTERN PetscErrorCode NetCreate(MPI_Comm, Net *);
 PETSC_EXTERN PetscErrorCode NetSetInputShape(Net, const PetNetShape *);
 PETSC_EXTERN PetscErrorCode NetGetInputShape(Net, PetNetShape *);

@@ -29,7 +29,8 @@
     warm-up    lr (t + 1) / W for t < W, then the schedule above with t' = t - W   (-tao_lr_warmup W)
   T counts the warm-up, so the cosine reaches lr_min after T updates in total.
 
-  Call PetNetInitializePackage() (or create any PetNet object) before TaoSetType/TaoSetFromOptions so the types exist.
+  Call PetNetTaoInitializePackage() (or PetNetInitializePackage(), or create a Trainer) before TaoSetType/TaoSetFromOptions
+  so the types exist.
 */
 #pragma once
 
@@ -43,6 +44,8 @@
 typedef enum { PETNET_LR_CONSTANT, PETNET_LR_STEP, PETNET_LR_COSINE } PetNetLRScheduleType;
 PETSC_EXTERN const char *const PetNetLRScheduleTypes[];
 
+PETSC_EXTERN PetscErrorCode PetNetTaoInitializePackage(void);
+PETSC_EXTERN PetscErrorCode PetNetTaoFinalizePackage(void);
 PETSC_EXTERN PetscErrorCode PetNetTaoRegisterAll(void);
 
 /* Shared by sgd, adam, adamw, rmsprop (ignored by other Tao types) */

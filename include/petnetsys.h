@@ -1,4 +1,4 @@
-/* PetNet system: package registration, shapes, version. */
+/* PetNet system: shapes, version, the parameter broadcast, atomic files. */
 #pragma once
 
 #include <petscsys.h>
@@ -7,9 +7,6 @@
 
 #define PETNET_VERSION_MAJOR 0
 #define PETNET_VERSION_MINOR 1
-
-PETSC_EXTERN PetscErrorCode PetNetInitializePackage(void);
-PETSC_EXTERN PetscErrorCode PetNetFinalizePackage(void);
 
 /*
   PetNetShape - the shape of ONE sample, channels-last.

@@ -61,6 +61,8 @@ PETSC_EXTERN PetscErrorCode LayerODESetReplaySteps(Layer, PetscBool);
 
 /* Bounded-memory checkpointing */
 #define TSTRAJECTORYCHECKPOINT "checkpoint"
+PETSC_EXTERN PetscErrorCode NetTSInitializePackage(void);
+PETSC_EXTERN PetscErrorCode NetTSFinalizePackage(void);
 PETSC_EXTERN PetscErrorCode NetTSRegisterAll(void);
 PETSC_EXTERN PetscErrorCode TSTrajectoryCheckpointSetMaxCheckpoints(TSTrajectory, PetscInt);
 PETSC_EXTERN PetscErrorCode TSTrajectoryCheckpointGetStats(TSTrajectory, PetscInt *, PetscInt *);

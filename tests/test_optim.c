@@ -567,7 +567,7 @@ int main(int argc, char **argv)
   PetscBool fromoptions = PETSC_FALSE;
 
   PetscCall(PetscInitialize(&argc, &argv, NULL, help));
-  PetscCall(PetNetInitializePackage());
+  PetscCall(PetNetTaoInitializePackage());
   PetscCall(PetscOptionsGetString(NULL, NULL, "-case", name, sizeof(name), NULL));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-from_options", &fromoptions, NULL));
   if (name[0]) {

@@ -6,7 +6,10 @@ static const char help[] = "Trainer tests on synthetic data held in memory Datas
                            "  -case zero     : -trainer_epochs 0 only evaluates\n"
                            "  -case early    : early stopping stops before the last epoch on unlearnable test labels\n"
                            "  -case nan      : a loss that turns NaN in epoch 3 stops training with an error; the checkpoint of epoch 2 stays\n"
-                           "  -case resume   : loads the checkpoint left by -case nan and checks it is the epoch-2 state\n";
+                           "  -case resume   : loads the checkpoint left by -case nan and checks it is the epoch-2 state\n"
+                           "  -case prefix   : TrainerSetOptionsPrefix(a_) reaches the Tao and the training Dataset the Trainer named\n"
+                           "                   (a_train_), not a Dataset with its own prefix (mine_); run with -a_tao_type lmvm\n"
+                           "                   -a_trainer_epochs 0 -a_train_dataset_limit 40 -mine_dataset_limit 30\n";
 
 #include <petnettrainer.h>
 #include <math.h>
@@ -340,6 +343,70 @@ static PetscErrorCode CaseResume(void)
   PetscFunctionReturn(0);
 }
 
+/* The prefixes as the suite line sets them: -a_tao_type lmvm -a_trainer_epochs 0 -a_train_dataset_limit 40
+   -mine_dataset_limit 30 */
+static PetscErrorCode CasePrefix(void)
+{
+  MPI_Comm    comm = PETSC_COMM_WORLD;
+  Dataset     train, test;
+  Net         net;
+  Loss        loss;
+  Trainer     tr;
+  Tao         tao;
+  const char *prefix;
+  PetscBool   match;
+  PetscInt    ntrain, ntest, epochs;
+
+  PetscFunctionBegin;
+  PetscCall(MakeData(comm, PETSC_FALSE, &train));
+  PetscCall(MakeData(comm, PETSC_FALSE, &test));
+  PetscCall(DatasetSetOptionsPrefix(test, "mine_"));
+  PetscCall(DatasetSetFromOptions(test));
+  PetscCall(NetCreate(comm, &net));
+  PetscCall(NetSetLayers(net, "dense:8,tanh,dense:3"));
+  PetscCall(LossCreate(comm, &loss));
+  PetscCall(LossSetOptionsPrefix(loss, "b_"));
+  PetscCall(LossAppendOptionsPrefix(loss, "c_"));
+  PetscCall(LossGetOptionsPrefix(loss, &prefix));
+  PetscCall(PetscStrcmp(prefix, "b_c_", &match));
+  PetscCheck(match, comm, PETSC_ERR_PLIB, "Loss prefix %s, expected b_c_", prefix);
+  PetscCall(LossSetFromOptions(loss));
+  PetscCall(TrainerCreate(comm, &tr));
+  PetscCall(TrainerSetNet(tr, net));
+  PetscCall(TrainerSetLoss(tr, loss));
+  PetscCall(TrainerSetDatasets(tr, train, test));
+  PetscCall(TrainerSetOptionsPrefix(tr, "a_")); /* after TrainerSetDatasets: the named Dataset follows */
+  PetscCall(TrainerGetOptionsPrefix(tr, &prefix));
+  PetscCall(PetscStrcmp(prefix, "a_", &match));
+  PetscCheck(match, comm, PETSC_ERR_PLIB, "Trainer prefix %s, expected a_", prefix);
+  PetscCall(TrainerGetTao(tr, &tao));
+  PetscCall(TaoGetOptionsPrefix(tao, &prefix));
+  PetscCall(PetscStrcmp(prefix, "a_", &match));
+  PetscCheck(match, comm, PETSC_ERR_PLIB, "Tao prefix %s, expected a_ (the Trainer's)", prefix);
+  PetscCall(DatasetGetOptionsPrefix(train, &prefix));
+  PetscCall(PetscStrcmp(prefix, "a_train_", &match));
+  PetscCheck(match, comm, PETSC_ERR_PLIB, "training Dataset prefix %s, expected a_train_", prefix);
+  PetscCall(DatasetGetOptionsPrefix(test, &prefix));
+  PetscCall(PetscStrcmp(prefix, "mine_", &match));
+  PetscCheck(match, comm, PETSC_ERR_PLIB, "test Dataset prefix %s, expected its own mine_", prefix);
+  PetscCall(TrainerSetFromOptions(tr));
+  PetscCall(TrainerTrain(tr));
+  PetscCall(PetscObjectTypeCompare((PetscObject)tao, TAOLMVM, &match));
+  PetscCheck(match, comm, PETSC_ERR_PLIB, "-a_tao_type lmvm did not reach the Tao");
+  PetscCall(TrainerGetResults(tr, &epochs, NULL, NULL, NULL, NULL));
+  PetscCheck(epochs == 0, comm, PETSC_ERR_PLIB, "-a_trainer_epochs 0 gave %" PetscInt_FMT " epochs", epochs);
+  PetscCall(DatasetGetSize(train, &ntrain));
+  PetscCall(DatasetGetSize(test, &ntest));
+  PetscCheck(ntrain == 40 && ntest == 30, comm, PETSC_ERR_PLIB, "%" PetscInt_FMT " training and %" PetscInt_FMT " test samples, expected 40 and 30", ntrain, ntest);
+  PetscCall(PetscPrintf(comm, "prefixes: a_ reaches the Tao (lmvm), the Trainer (0 epochs) and its a_train_ Dataset (40 samples); mine_ kept (30)\n"));
+  PetscCall(TrainerDestroy(&tr));
+  PetscCall(DatasetDestroy(&train));
+  PetscCall(DatasetDestroy(&test));
+  PetscCall(NetDestroy(&net));
+  PetscCall(LossDestroy(&loss));
+  PetscFunctionReturn(0);
+}
+
 int main(int argc, char **argv)
 {
   char      name[64] = "ranks";
@@ -361,6 +428,8 @@ int main(int argc, char **argv)
     PetscCall(CaseNaN());
   else if (PetscStrcmp(name, "resume", &match), match)
     PetscCall(CaseResume());
+  else if (PetscStrcmp(name, "prefix", &match), match)
+    PetscCall(CasePrefix());
   else
     SETERRQ(PETSC_COMM_WORLD, PETSC_ERR_ARG_UNKNOWN_TYPE, "Unknown -case %s", name);
   PetscCall(PetscFinalize());

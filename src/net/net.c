@@ -29,7 +29,7 @@ PetscErrorCode NetCreate(MPI_Comm comm, Net *net)
 
   PetscFunctionBegin;
   PetscValidPointer(net, 2);
-  PetscCall(PetNetInitializePackage());
+  PetscCall(NetInitializePackage());
   PetscCall(PetscHeaderCreate(n, NET_CLASSID, "Net", "Neural network", "Net", comm, NetDestroy, NetView));
   n->seed     = 0;
   n->training = PETSC_TRUE;

@@ -2,29 +2,7 @@
 #include <petnet/private/trainerimpl.h>
 #include <petnetoptim.h>
 
-PetscClassId      TRAINER_CLASSID;
 const char *const TrainerModes[] = {"auto", "minibatch", "fullbatch", "TrainerMode", "TRAINER_MODE_", NULL};
-
-static PetscBool TrainerPackageInitialized = PETSC_FALSE;
-
-static PetscErrorCode TrainerFinalizePackage(void)
-{
-  PetscFunctionBegin;
-  TrainerPackageInitialized = PETSC_FALSE;
-  PetscFunctionReturn(0);
-}
-
-PetscErrorCode TrainerInitializePackage(void)
-{
-  PetscFunctionBegin;
-  if (TrainerPackageInitialized) PetscFunctionReturn(0);
-  TrainerPackageInitialized = PETSC_TRUE;
-  PetscCall(PetNetInitializePackage());
-  PetscCall(DatasetInitializePackage());
-  PetscCall(PetscClassIdRegister("Trainer", &TRAINER_CLASSID));
-  PetscCall(PetscRegisterFinalize(TrainerFinalizePackage));
-  PetscFunctionReturn(0);
-}
 
 PetscErrorCode TrainerCreate(MPI_Comm comm, Trainer *trainer)
 {
@@ -44,8 +22,6 @@ PetscErrorCode TrainerCreate(MPI_Comm comm, Trainer *trainer)
   tr->lastcheckpoint   = -1;
   tr->testloss         = PETSC_MAX_REAL;
   tr->testacc          = -1;
-  PetscCall(PetscLogEventRegister("TrainerEpoch", TRAINER_CLASSID, &tr->event_train));
-  PetscCall(PetscLogEventRegister("TrainerEvaluate", TRAINER_CLASSID, &tr->event_eval));
   PetscCall(TaoCreate(comm, &tr->tao));
   PetscCall(TaoSetType(tr->tao, TAOADAM));
   PetscCall(PetscObjectChangeTypeName((PetscObject)tr, "default"));
@@ -83,20 +59,138 @@ PetscErrorCode TrainerSetLoss(Trainer tr, Loss loss)
   PetscFunctionReturn(0);
 }
 
+/* A Dataset given to the Trainer without an options prefix gets the Trainer's prefix followed by "train_" (or
+   "test_"), so that -train_dataset_limit and the like reach it; the Trainer then reads its options in
+   TrainerSetFromOptions(). A Dataset the Trainer named follows later changes of the Trainer's prefix; one with the
+   user's own prefix is left alone. */
+static PetscErrorCode TrainerPrefixDataset_Private(Trainer tr, Dataset ds, const char role[], PetscBool *named)
+{
+  const char *prefix;
+  char        full[256];
+
+  PetscFunctionBegin;
+  if (!ds) PetscFunctionReturn(0);
+  PetscCall(DatasetGetOptionsPrefix(ds, &prefix));
+  if (prefix && prefix[0] && !*named) PetscFunctionReturn(0);
+  PetscCall(PetscObjectGetOptionsPrefix((PetscObject)tr, &prefix));
+  PetscCall(PetscSNPrintf(full, sizeof(full), "%s%s", prefix ? prefix : "", role));
+  PetscCall(DatasetSetOptionsPrefix(ds, full));
+  *named = PETSC_TRUE;
+  PetscFunctionReturn(0);
+}
+
 /*@
-  TrainerSetDatasets - the training set and the evaluation (test or validation) set; test may be NULL.
+  TrainerSetDatasets - the training set and the evaluation (test or validation) set.
+
+  Logically collective
+
+  Input Parameters:
++ tr    - the Trainer
+. train - the training set
+- test  - the evaluation set, or NULL
+
+  Notes:
+  A Dataset without an options prefix gets the Trainer's prefix followed by "train_" (or "test_"), and
+  TrainerSetFromOptions() reads its options: -train_dataset_limit 1000, -test_dataset_limit 500, ... A Dataset with
+  its own prefix keeps it.
+
+  Level: beginner
+
+.seealso: `TrainerSetFromOptions()`, `DatasetSetOptionsPrefix()`, `DatasetSetFromOptions()`
 @*/
 PetscErrorCode TrainerSetDatasets(Trainer tr, Dataset train, Dataset test)
 {
   PetscFunctionBegin;
   PetscValidHeaderSpecific(tr, TRAINER_CLASSID, 1);
   PetscValidHeaderSpecific(train, DATASET_CLASSID, 2);
+  if (test) PetscValidHeaderSpecific(test, DATASET_CLASSID, 3);
   PetscCall(PetscObjectReference((PetscObject)train));
   if (test) PetscCall(PetscObjectReference((PetscObject)test));
   PetscCall(DatasetDestroy(&tr->train));
   PetscCall(DatasetDestroy(&tr->test));
-  tr->train = train;
-  tr->test  = test;
+  tr->train         = train;
+  tr->test          = test;
+  tr->trainprefixed = PETSC_FALSE;
+  tr->testprefixed  = PETSC_FALSE;
+  PetscCall(TrainerPrefixDataset_Private(tr, tr->train, "train_", &tr->trainprefixed));
+  if (tr->test != tr->train) PetscCall(TrainerPrefixDataset_Private(tr, tr->test, "test_", &tr->testprefixed));
+  PetscFunctionReturn(0);
+}
+
+/*@C
+  TrainerSetOptionsPrefix - sets the prefix of the Trainer's options, and passes it to its Tao (as a KSP does to its
+  PC) and to the Datasets the Trainer named: with prefix "a_", -a_trainer_epochs, -a_tao_type, -a_train_dataset_limit.
+
+  Logically collective
+
+  Input Parameters:
++ tr     - the Trainer
+- prefix - the prefix (NULL or "" for none: -trainer_epochs, -tao_type, -train_dataset_limit)
+
+  Notes:
+  The Net and the Loss keep their own prefixes (NetSetOptionsPrefix(), LossSetOptionsPrefix()).
+
+  Level: intermediate
+
+.seealso: `TrainerAppendOptionsPrefix()`, `TrainerGetOptionsPrefix()`, `TrainerSetDatasets()`, `TaoSetOptionsPrefix()`
+@*/
+PetscErrorCode TrainerSetOptionsPrefix(Trainer tr, const char prefix[])
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(tr, TRAINER_CLASSID, 1);
+  PetscCall(PetscObjectSetOptionsPrefix((PetscObject)tr, prefix));
+  PetscCall(TaoSetOptionsPrefix(tr->tao, prefix));
+  if (tr->trainprefixed) PetscCall(TrainerPrefixDataset_Private(tr, tr->train, "train_", &tr->trainprefixed));
+  if (tr->testprefixed) PetscCall(TrainerPrefixDataset_Private(tr, tr->test, "test_", &tr->testprefixed));
+  PetscFunctionReturn(0);
+}
+
+/*@C
+  TrainerAppendOptionsPrefix - appends to the prefix of the Trainer's options, and to that of its Tao and of the
+  Datasets the Trainer named.
+
+  Logically collective
+
+  Input Parameters:
++ tr     - the Trainer
+- prefix - the text to append
+
+  Level: intermediate
+
+.seealso: `TrainerSetOptionsPrefix()`, `TrainerGetOptionsPrefix()`
+@*/
+PetscErrorCode TrainerAppendOptionsPrefix(Trainer tr, const char prefix[])
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(tr, TRAINER_CLASSID, 1);
+  PetscCall(PetscObjectAppendOptionsPrefix((PetscObject)tr, prefix));
+  PetscCall(TaoAppendOptionsPrefix(tr->tao, prefix));
+  if (tr->trainprefixed) PetscCall(TrainerPrefixDataset_Private(tr, tr->train, "train_", &tr->trainprefixed));
+  if (tr->testprefixed) PetscCall(TrainerPrefixDataset_Private(tr, tr->test, "test_", &tr->testprefixed));
+  PetscFunctionReturn(0);
+}
+
+/*@C
+  TrainerGetOptionsPrefix - the prefix of the Trainer's options.
+
+  Not collective
+
+  Input Parameter:
+. tr - the Trainer
+
+  Output Parameter:
+. prefix - the prefix (NULL when none was set); owned by the Trainer
+
+  Level: intermediate
+
+.seealso: `TrainerSetOptionsPrefix()`, `TrainerAppendOptionsPrefix()`
+@*/
+PetscErrorCode TrainerGetOptionsPrefix(Trainer tr, const char *prefix[])
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(tr, TRAINER_CLASSID, 1);
+  PetscValidPointer(prefix, 2);
+  PetscCall(PetscObjectGetOptionsPrefix((PetscObject)tr, prefix));
   PetscFunctionReturn(0);
 }
 
@@ -140,7 +234,31 @@ PetscErrorCode TrainerSetFromOptions(Trainer tr)
   PetscCall(PetscOptionsReal("-trainer_progress_interval", "Seconds between progress lines within an epoch (0: never)", "TrainerTrain", tr->progressinterval, &tr->progressinterval, NULL));
   PetscCall(PetscObjectProcessOptionsHandlers((PetscObject)tr, PetscOptionsObject));
   PetscOptionsEnd();
+  /* the Datasets the Trainer named (TrainerSetDatasets()) read their prefixed options here; the others were
+     configured by their owner */
+  if (tr->trainprefixed) PetscCall(DatasetSetFromOptions(tr->train));
+  if (tr->testprefixed) PetscCall(DatasetSetFromOptions(tr->test));
   PetscCall(TaoSetFromOptions(tr->tao));
+  PetscFunctionReturn(0);
+}
+
+/* The TAO types that train a Net: PetNet's stochastic ones, and TAO's own that need only the objective and gradient */
+#define TRAINER_TAO_TYPES_THAT_WORK "sgd, adam, adamw, rmsprop (mini-batch) or lmvm, blmvm, bqnls, bqnkls, bqnktr, bqnktl, cg, bncg, owlqn, bmrm, nm (full batch)"
+
+/* Refuses the TAO types that cannot minimise the training loss with what the Trainer gives TAO (objective and gradient) */
+static PetscErrorCode TrainerCheckTaoType_Private(Trainer tr)
+{
+  TaoType   type;
+  PetscBool hessian, other;
+
+  PetscFunctionBegin;
+  PetscCall(TaoGetType(tr->tao, &type));
+  /* Newton, trust-region and interior-point types call the Hessian (TaoSetHessian()), which PetNet does not provide yet */
+  PetscCall(PetscObjectTypeCompareAny((PetscObject)tr->tao, &hessian, TAONLS, TAONTR, TAONTL, TAOTRON, TAOBNLS, TAOBNTR, TAOBNTL, TAOGPCG, TAOBQPIP, TAOIPM, TAOPDIPM, ""));
+  PetscCheck(!hessian, PetscObjectComm((PetscObject)tr), PETSC_ERR_SUP, "TAO type %s needs a Hessian, which the Trainer does not provide: use -tao_type %s", type, TRAINER_TAO_TYPES_THAT_WORK);
+  /* these solve least-squares (residual), constrained or complementarity problems */
+  PetscCall(PetscObjectTypeCompareAny((PetscObject)tr->tao, &other, TAOPOUNDERS, TAOBRGN, TAOLCL, TAOSSILS, TAOSSFLS, TAOASILS, TAOASFLS, TAOADMM, TAOALMM, ""));
+  PetscCheck(!other, PetscObjectComm((PetscObject)tr), PETSC_ERR_SUP, "TAO type %s solves least-squares, constrained or complementarity problems, not the training loss: use -tao_type %s", type, TRAINER_TAO_TYPES_THAT_WORK);
   PetscFunctionReturn(0);
 }
 
@@ -160,6 +278,7 @@ PetscErrorCode TrainerSetUp(Trainer tr)
   PetscValidHeaderSpecific(tr, TRAINER_CLASSID, 1);
   if (tr->setupcalled) PetscFunctionReturn(0);
   PetscCheck(tr->net && tr->loss && tr->train, comm, PETSC_ERR_ORDER, "Give the Trainer a Net, a Loss and a training Dataset before TrainerSetUp()");
+  PetscCall(TrainerCheckTaoType_Private(tr));
   if (tr->batchsize) PetscCall(DatasetSetBatchSize(tr->train, tr->batchsize));
   PetscCall(DatasetSetUp(tr->train));
   if (tr->test) PetscCall(DatasetSetUp(tr->test));

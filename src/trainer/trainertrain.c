@@ -35,7 +35,7 @@ PetscErrorCode TrainerEvaluate(Trainer tr, Dataset ds, PetscReal *loss, PetscRea
   PetscValidHeaderSpecific(ds, DATASET_CLASSID, 2);
   PetscCall(TrainerSetUp(tr));
   PetscCall(DatasetSetUp(ds));
-  PetscCall(PetscLogEventBegin(tr->event_eval, tr, 0, 0, 0));
+  PetscCall(PetscLogEventBegin(TRAINER_Evaluate, tr, 0, 0, 0));
   PetscCall(NetGetTraining(tr->net, &training));
   PetscCall(NetSetTraining(tr->net, PETSC_FALSE));
   PetscCall(DatasetGetNumClasses(ds, &classes));
@@ -44,7 +44,7 @@ PetscErrorCode TrainerEvaluate(Trainer tr, Dataset ds, PetscReal *loss, PetscRea
   PetscCall(DatasetGetSize(ds, &N));
   if (loss) *loss = f;
   if (acc) *acc = classes && N ? (PetscReal)correct / N : -1.0;
-  PetscCall(PetscLogEventEnd(tr->event_eval, tr, 0, 0, 0));
+  PetscCall(PetscLogEventEnd(TRAINER_Evaluate, tr, 0, 0, 0));
   PetscFunctionReturn(0);
 }
 
@@ -127,9 +127,9 @@ PetscErrorCode TrainerTrain(Trainer tr)
   if (!tr->minibatch) {
     /* full batch: one TAO solve on the mean training loss; -tao_max_it bounds the iterations */
     tr->diverged = PETSC_FALSE;
-    PetscCall(PetscLogEventBegin(tr->event_train, tr, 0, 0, 0));
+    PetscCall(PetscLogEventBegin(TRAINER_Epoch, tr, 0, 0, 0));
     PetscCall(TaoSolve(tr->tao));
-    PetscCall(PetscLogEventEnd(tr->event_train, tr, 0, 0, 0));
+    PetscCall(PetscLogEventEnd(TRAINER_Epoch, tr, 0, 0, 0));
     PetscCall(TrainerCheckDivergence_Private(tr, 0));
     PetscCall(NetSetParameters(tr->net, tr->theta));
     PetscCall(PetscTime(&t1));
@@ -160,9 +160,9 @@ PetscErrorCode TrainerTrain(Trainer tr)
     tr->epochsamples = 0;
     tr->diverged     = PETSC_FALSE;
     PetscCall(TaoSetMaximumIterations(tr->tao, tr->nbatches));
-    PetscCall(PetscLogEventBegin(tr->event_train, tr, 0, 0, 0));
+    PetscCall(PetscLogEventBegin(TRAINER_Epoch, tr, 0, 0, 0));
     PetscCall(TaoSolve(tr->tao));
-    PetscCall(PetscLogEventEnd(tr->event_train, tr, 0, 0, 0));
+    PetscCall(PetscLogEventEnd(TRAINER_Epoch, tr, 0, 0, 0));
     PetscCall(TrainerCheckDivergence_Private(tr, e));
     PetscCall(NetSetParameters(tr->net, tr->theta));
     PetscCall(PetscTime(&te));

@@ -102,7 +102,7 @@ PetscErrorCode NetTSSetSaveTrajectory(TS ts)
 
   PetscFunctionBegin;
   PetscValidHeaderSpecific(ts, TS_CLASSID, 1);
-  PetscCall(NetTSRegisterAll());
+  PetscCall(NetTSInitializePackage());
   PetscCall(TSSetSaveTrajectory(ts));
   PetscCall(TSGetTrajectory(ts, &tj));
   PetscCall(TSGetOptionsPrefix(ts, &prefix));

@@ -379,7 +379,7 @@ PetscErrorCode NetTSSetRHS(TS ts, Net net, Vec u)
   PetscValidHeaderSpecific(ts, TS_CLASSID, 1);
   PetscValidHeaderSpecific(net, NET_CLASSID, 2);
   comm = PetscObjectComm((PetscObject)ts);
-  PetscCall(NetTSRegisterAll());
+  PetscCall(NetTSInitializePackage());
   if (!u) PetscCall(TSGetSolution(ts, &u));
   PetscCheck(u, comm, PETSC_ERR_ARG_NULL, "NetTSSetRHS() needs a state Vec for the layout: pass one (e.g. the initial condition) or call TSSetSolution() first");
   PetscValidHeaderSpecific(u, VEC_CLASSID, 3);

@@ -77,5 +77,6 @@ struct _p_Layer {
 };
 
 PETSC_EXTERN PetscErrorCode LayerGetTensors(Layer, PetscInt *, LayerTensorInfo[]);
+PETSC_INTERN PetscErrorCode LayerRegisterEvents_Private(LayerType);
 PETSC_INTERN PetscErrorCode LayerGetEvents_Private(LayerType, PetscLogEvent[]);
 

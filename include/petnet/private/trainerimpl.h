@@ -4,18 +4,17 @@
 #include <petnettrainer.h>
 #include <petsc/private/petscimpl.h>
 
-struct _TrainerOps {
-  PetscErrorCode (*dummy)(Trainer);
-};
+PETSC_EXTERN PetscLogEvent TRAINER_Epoch, TRAINER_Evaluate;
 
 struct _p_Trainer {
-  PETSCHEADER(struct _TrainerOps);
-  Net     net;
-  Loss    loss;
-  Dataset train, test;
-  Tao     tao;
-  Vec     theta; /* TAO's solution: the Net's parameters are set from it at every evaluation (a line search
-                    evaluates trial points, so the Net's own Vec cannot be the solution) */
+  PETSCHEADER(int); /* no operations: one kind of Trainer */
+  Net       net;
+  Loss      loss;
+  Dataset   train, test;
+  PetscBool trainprefixed, testprefixed; /* the Trainer gave the Dataset its prefix ("train_", "test_") */
+  Tao       tao;
+  Vec       theta; /* TAO's solution: the Net's parameters are set from it at every evaluation (a line search
+                      evaluates trial points, so the Net's own Vec cannot be the solution) */
   TrainerMode mode;
   PetscBool   minibatch; /* resolved mode */
   PetscBool   setupcalled;
@@ -45,8 +44,6 @@ struct _p_Trainer {
   PetscBool      monitor;
   PetscReal      progressinterval;
   PetscLogDouble tepoch, tlastprogress;
-
-  PetscLogEvent event_train, event_eval;
 };
 
 PETSC_INTERN PetscErrorCode TrainerObjectiveMiniBatch_Private(Tao, Vec, PetscReal *, Vec, void *);

@@ -149,6 +149,30 @@ PetscErrorCode DatasetAppendOptionsPrefix(Dataset ds, const char prefix[])
   PetscFunctionReturn(0);
 }
 
+/*@C
+  DatasetGetOptionsPrefix - the prefix of the Dataset's options ("train_" for -train_dataset_limit).
+
+  Not collective
+
+  Input Parameter:
+. ds - the Dataset
+
+  Output Parameter:
+. prefix - the prefix (NULL when none was set); owned by the Dataset
+
+  Level: intermediate
+
+.seealso: `DatasetSetOptionsPrefix()`, `DatasetAppendOptionsPrefix()`, `TrainerSetDatasets()`
+@*/
+PetscErrorCode DatasetGetOptionsPrefix(Dataset ds, const char *prefix[])
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(ds, DATASET_CLASSID, 1);
+  PetscValidPointer(prefix, 2);
+  PetscCall(PetscObjectGetOptionsPrefix((PetscObject)ds, prefix));
+  PetscFunctionReturn(0);
+}
+
 /* The kind a Dataset gets when none was chosen: a file name picks hdf5 (.h5, .hdf5) or binary, otherwise idx. */
 static PetscErrorCode DatasetDefaultType_Private(Dataset ds, DatasetType *type)
 {

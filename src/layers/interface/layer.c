@@ -29,8 +29,9 @@ const char *const LayerInitTypes[] = {"kaiming", "xavier", "normal", "zeros", "L
 PetscErrorCode LayerRegister(const char name[], PetscErrorCode (*create)(Layer))
 {
   PetscFunctionBegin;
-  PetscCall(PetNetInitializePackage());
+  PetscCall(LayerInitializePackage());
   PetscCall(PetscFunctionListAdd(&LayerList, name, create));
+  PetscCall(LayerRegisterEvents_Private(name));
   PetscFunctionReturn(0);
 }
 
@@ -62,7 +63,7 @@ PetscErrorCode LayerCreate(MPI_Comm comm, Layer *layer)
 
   PetscFunctionBegin;
   PetscValidPointer(layer, 2);
-  PetscCall(PetNetInitializePackage());
+  PetscCall(LayerInitializePackage());
   PetscCall(PetscHeaderCreate(l, LAYER_CLASSID, "Layer", "Neural network layer", "Layer", comm, LayerDestroy, LayerView));
   l->training  = PETSC_TRUE;
   l->index     = -1;

@@ -1,37 +1,33 @@
 /* Layer kernels on local arrays, wrapped in one log event per kind and phase (e.g. "dense:Forward"). */
 #include <petnet/private/layerimpl.h>
 
-/* One set of events per layer kind, registered the first time a layer of that kind is made. */
-#define LAYER_MAX_KINDS 64
-static struct {
-  char          kind[64];
-  PetscLogEvent event[LAYER_NUM_PHASES];
-} LayerEvents[LAYER_MAX_KINDS];
-static int LayerNumEventKinds = 0;
+static const char *const LayerPhaseNames[LAYER_NUM_PHASES] = {"Forward", "Backward", "JVP"};
 
+/* Registers the log events "kind:Forward", "kind:Backward" and "kind:JVP" of a layer kind (from LayerRegister()). */
+PetscErrorCode LayerRegisterEvents_Private(LayerType type)
+{
+  PetscFunctionBegin;
+  for (int p = 0; p < LAYER_NUM_PHASES; p++) {
+    char          name[128];
+    PetscLogEvent event;
+
+    PetscCall(PetscSNPrintf(name, sizeof(name), "%s:%s", type, LayerPhaseNames[p]));
+    PetscCall(PetscLogEventRegister(name, LAYER_CLASSID, &event));
+  }
+  PetscFunctionReturn(0);
+}
+
+/* The log events of a registered layer kind, one per phase (from LayerSetType()). */
 PetscErrorCode LayerGetEvents_Private(LayerType type, PetscLogEvent event[])
 {
-  static const char *phase[LAYER_NUM_PHASES] = {"Forward", "Backward", "JVP"};
-  PetscBool          match;
-
   PetscFunctionBegin;
-  for (int k = 0; k < LayerNumEventKinds; k++) {
-    PetscCall(PetscStrcmp(LayerEvents[k].kind, type, &match));
-    if (match) {
-      for (int p = 0; p < LAYER_NUM_PHASES; p++) event[p] = LayerEvents[k].event[p];
-      PetscFunctionReturn(0);
-    }
-  }
-  PetscCheck(LayerNumEventKinds < LAYER_MAX_KINDS, PETSC_COMM_SELF, PETSC_ERR_SUP, "More than %d layer kinds", LAYER_MAX_KINDS);
-  PetscCall(PetscStrncpy(LayerEvents[LayerNumEventKinds].kind, type, sizeof(LayerEvents[0].kind)));
   for (int p = 0; p < LAYER_NUM_PHASES; p++) {
     char name[128];
 
-    PetscCall(PetscSNPrintf(name, sizeof(name), "%s:%s", type, phase[p]));
-    PetscCall(PetscLogEventRegister(name, LAYER_CLASSID, &LayerEvents[LayerNumEventKinds].event[p]));
-    event[p] = LayerEvents[LayerNumEventKinds].event[p];
+    PetscCall(PetscSNPrintf(name, sizeof(name), "%s:%s", type, LayerPhaseNames[p]));
+    PetscCall(PetscLogEventGetId(name, &event[p]));
+    PetscCheck(event[p] >= 0, PETSC_COMM_SELF, PETSC_ERR_PLIB, "No log event %s: layer kind %s was not registered with LayerRegister()", name, type);
   }
-  LayerNumEventKinds++;
   PetscFunctionReturn(0);
 }
 

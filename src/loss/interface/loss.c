@@ -1,29 +1,29 @@
 /* Loss: lifecycle, registry, and the global mean over the batch. */
 #include <petnet/private/lossimpl.h>
 
-PetscFunctionList LossList              = NULL;
-PetscBool         LossRegisterAllCalled = PETSC_FALSE;
+/*@C
+  LossRegister - adds a loss; LossSetType(loss, name) then calls create(loss). Registers its log event "Loss:name".
 
-PETSC_INTERN PetscErrorCode LossCreate_CrossEntropy(Loss);
-PETSC_INTERN PetscErrorCode LossCreate_MSE(Loss);
-PETSC_INTERN PetscErrorCode LossCreate_L1(Loss);
+  Not collective
 
-PetscErrorCode LossRegisterAll(void)
-{
-  PetscFunctionBegin;
-  if (LossRegisterAllCalled) PetscFunctionReturn(0);
-  LossRegisterAllCalled = PETSC_TRUE;
-  PetscCall(LossRegister(LOSSCROSSENTROPY, LossCreate_CrossEntropy));
-  PetscCall(LossRegister(LOSSMSE, LossCreate_MSE));
-  PetscCall(LossRegister(LOSSL1, LossCreate_L1));
-  PetscFunctionReturn(0);
-}
+  Input Parameters:
++ name   - the name of the loss (-loss_type name)
+- create - the function that fills the ops table and the data of a Loss of this kind
 
+  Level: advanced
+
+.seealso: `LossRegisterAll()`, `LossSetType()`
+@*/
 PetscErrorCode LossRegister(const char name[], PetscErrorCode (*create)(Loss))
 {
+  char          ename[64];
+  PetscLogEvent event;
+
   PetscFunctionBegin;
-  PetscCall(PetNetInitializePackage());
+  PetscCall(LossInitializePackage());
   PetscCall(PetscFunctionListAdd(&LossList, name, create));
+  PetscCall(PetscSNPrintf(ename, sizeof(ename), "Loss:%s", name));
+  PetscCall(PetscLogEventRegister(ename, LOSS_CLASSID, &event));
   PetscFunctionReturn(0);
 }
 
@@ -33,7 +33,7 @@ PetscErrorCode LossCreate(MPI_Comm comm, Loss *loss)
 
   PetscFunctionBegin;
   PetscValidPointer(loss, 2);
-  PetscCall(PetNetInitializePackage());
+  PetscCall(LossInitializePackage());
   PetscCall(PetscHeaderCreate(l, LOSS_CLASSID, "Loss", "Loss function", "Loss", comm, LossDestroy, LossView));
   *loss = l;
   PetscFunctionReturn(0);
@@ -55,6 +55,12 @@ PetscErrorCode LossSetType(Loss loss, LossType type)
   loss->data        = NULL;
   loss->setupcalled = PETSC_FALSE;
   PetscCall(PetscObjectChangeTypeName((PetscObject)loss, type));
+  {
+    char name[64];
+
+    PetscCall(PetscSNPrintf(name, sizeof(name), "Loss:%s", type)); /* registered by LossRegister() */
+    PetscCall(PetscLogEventGetId(name, &loss->event));
+  }
   PetscCall((*create)(loss));
   PetscFunctionReturn(0);
 }
@@ -64,6 +70,72 @@ PetscErrorCode LossGetType(Loss loss, LossType *type)
   PetscFunctionBegin;
   PetscValidHeaderSpecific(loss, LOSS_CLASSID, 1);
   *type = ((PetscObject)loss)->type_name;
+  PetscFunctionReturn(0);
+}
+
+/*@C
+  LossSetOptionsPrefix - sets the prefix of the Loss's options, e.g. "aux_" for -aux_loss_type.
+
+  Logically collective
+
+  Input Parameters:
++ loss   - the Loss
+- prefix - the prefix (NULL or "" for none); it must not begin with a hyphen
+
+  Level: intermediate
+
+.seealso: `LossAppendOptionsPrefix()`, `LossGetOptionsPrefix()`, `LossSetFromOptions()`
+@*/
+PetscErrorCode LossSetOptionsPrefix(Loss loss, const char prefix[])
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(loss, LOSS_CLASSID, 1);
+  PetscCall(PetscObjectSetOptionsPrefix((PetscObject)loss, prefix));
+  PetscFunctionReturn(0);
+}
+
+/*@C
+  LossAppendOptionsPrefix - appends to the prefix of the Loss's options.
+
+  Logically collective
+
+  Input Parameters:
++ loss   - the Loss
+- prefix - the text to append
+
+  Level: intermediate
+
+.seealso: `LossSetOptionsPrefix()`, `LossGetOptionsPrefix()`
+@*/
+PetscErrorCode LossAppendOptionsPrefix(Loss loss, const char prefix[])
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(loss, LOSS_CLASSID, 1);
+  PetscCall(PetscObjectAppendOptionsPrefix((PetscObject)loss, prefix));
+  PetscFunctionReturn(0);
+}
+
+/*@C
+  LossGetOptionsPrefix - the prefix of the Loss's options.
+
+  Not collective
+
+  Input Parameter:
+. loss - the Loss
+
+  Output Parameter:
+. prefix - the prefix (NULL when none was set); owned by the Loss
+
+  Level: intermediate
+
+.seealso: `LossSetOptionsPrefix()`, `LossAppendOptionsPrefix()`
+@*/
+PetscErrorCode LossGetOptionsPrefix(Loss loss, const char *prefix[])
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(loss, LOSS_CLASSID, 1);
+  PetscValidPointer(prefix, 2);
+  PetscCall(PetscObjectGetOptionsPrefix((PetscObject)loss, prefix));
   PetscFunctionReturn(0);
 }
 
@@ -92,12 +164,6 @@ PetscErrorCode LossSetUp(Loss loss)
   PetscValidHeaderSpecific(loss, LOSS_CLASSID, 1);
   if (loss->setupcalled) PetscFunctionReturn(0);
   if (!((PetscObject)loss)->type_name) PetscCall(LossSetType(loss, LOSSCROSSENTROPY));
-  if (!loss->event) {
-    char name[64];
-
-    PetscCall(PetscSNPrintf(name, sizeof(name), "Loss:%s", ((PetscObject)loss)->type_name));
-    PetscCall(PetscLogEventRegister(name, LOSS_CLASSID, &loss->event));
-  }
   loss->setupcalled = PETSC_TRUE;
   PetscFunctionReturn(0);
 }
