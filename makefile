@@ -24,8 +24,9 @@ HEADERS  = $(shell find include src -name '*.h')
 EXAMPLES = $(patsubst examples/%.c,bin/%,$(wildcard examples/*.c))
 TESTS    = $(patsubst tests/%.c,bin/tests/%,$(wildcard tests/*.c))
 BENCHES  = $(patsubst bench/%.c,bin/%,$(wildcard bench/*.c))
+REPLAYS  = $(patsubst fuzz/fuzz_%.c,bin/fuzz/replay_%,$(wildcard fuzz/fuzz_*.c))
 
-all: lib/libpetnet.so $(EXAMPLES) $(TESTS) $(BENCHES)
+all: lib/libpetnet.so $(EXAMPLES) $(TESTS) $(BENCHES) $(REPLAYS)
 
 build/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)
@@ -47,6 +48,11 @@ bin/tests/%: tests/%.c lib/libpetnet.so $(HEADERS) $(wildcard tests/*.h)
 	@mkdir -p bin/tests
 	$(CC) $(CPPFLAGS) $(CFLAGS) $< -o $@ $(LDLIBS)
 
+# A fuzz harness linked with fuzz/replay.c: runs the corpus and the regression inputs of its reader (tests/fuzz.suite)
+bin/fuzz/replay_%: fuzz/fuzz_%.c fuzz/replay.c fuzz/fuzz.h lib/libpetnet.so $(HEADERS)
+	@mkdir -p bin/fuzz
+	$(CC) $(CPPFLAGS) $(CFLAGS) fuzz/replay.c $< -o $@ $(LDLIBS)
+
 check: all
 	@tests/run
 
@@ -58,10 +64,10 @@ bench: all
 	@share/bench/run
 
 format-check:
-	@clang-format --dry-run --Werror $(LIBSRC) $(HEADERS) examples/*.c tests/*.c tests/*.h bench/*.c && echo "format: ok"
+	@clang-format --dry-run --Werror $(LIBSRC) $(HEADERS) examples/*.c tests/*.c tests/*.h bench/*.c fuzz/*.c fuzz/*.h && echo "format: ok"
 
 format:
-	@clang-format -i $(LIBSRC) $(HEADERS) examples/*.c tests/*.c tests/*.h bench/*.c
+	@clang-format -i $(LIBSRC) $(HEADERS) examples/*.c tests/*.c tests/*.h bench/*.c fuzz/*.c fuzz/*.h
 
 docs:
 	@python3 share/docs/manpages.py

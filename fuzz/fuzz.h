@@ -1,0 +1,52 @@
+/*
+  Fuzz harnesses of PetNet's readers. Each fuzz/fuzz_<reader>.c defines
+
+    int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+
+  which hands the bytes to one reader (through a file when the reader reads files: FuzzWriteFile()) and returns 0
+  whether the reader accepts the input or refuses it with a PETSc error. What a harness must never see is a crash, a
+  hang, a leak on the success path or a read out of bounds: those are the bugs. The same harness links with
+
+    - clang -fsanitize=fuzzer,address (make fuzz): libFuzzer explores inputs from fuzz/corpus/<reader>/;
+    - fuzz/replay.c (make check): a plain main() that runs every file of fuzz/corpus/<reader>/ and of
+      fuzz/regress/<reader>/ (inputs that once crashed, kept as regression tests) through the harness.
+
+  PETSc is initialised once (FuzzInitialize()); PETSc errors return to the harness instead of aborting
+  (PetscReturnErrorHandler), so one refused input does not end the run.
+*/
+#pragma once
+
+#include <petnet.h>
+#include <stdint.h>
+#include <unistd.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *, size_t);
+
+/* PETSc up, errors returned quietly; idempotent */
+static inline PetscErrorCode FuzzInitialize(void)
+{
+  static int done = 0;
+
+  if (done) return 0;
+  done = 1;
+  PetscCall(PetscInitializeNoArguments());
+  PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, NULL));
+  PetscCall(PetNetInitializePackage());
+  return 0;
+}
+
+/* Writes the input to a private temporary file whose name ends in suffix (".gz", ".h5", ...): name[] receives it */
+static inline PetscErrorCode FuzzWriteFile(const uint8_t *data, size_t size, const char suffix[], size_t len, char name[])
+{
+  FILE *f;
+
+  PetscCall(PetscSNPrintf(name, len, "/tmp/petnet-fuzz-%d%s", (int)getpid(), suffix));
+  f = fopen(name, "wb");
+  if (!f) return PETSC_ERR_FILE_OPEN;
+  if (size && fwrite(data, 1, size, f) != size) {
+    fclose(f);
+    return PETSC_ERR_FILE_WRITE;
+  }
+  fclose(f);
+  return 0;
+}
