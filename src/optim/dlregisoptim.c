@@ -13,9 +13,16 @@ static PetscBool PetNetTaoRegisterAllCalled  = PETSC_FALSE;
   PetNetTaoRegisterAll - registers the TAO types sgd, adam, adamw and rmsprop. Idempotent; called from
   PetNetTaoInitializePackage().
 
+  Not collective
+
+  Notes:
+  It initializes the package first (PetNetTaoInitializePackage(), and with it TAO's registry) and then adds
+  `TAOSGD`, `TAOADAM`, `TAOADAMW` and `TAORMSPROP` with TaoRegister(), after which TaoSetType() and -tao_type know
+  them.
+
   Level: developer
 
-.seealso: `PetNetTaoInitializePackage()`, `TaoRegister()`
+.seealso: `PetNetTaoInitializePackage()`, `TaoRegister()`, `TaoSetType()`
 @*/
 PetscErrorCode PetNetTaoRegisterAll(void)
 {
@@ -33,9 +40,15 @@ PetscErrorCode PetNetTaoRegisterAll(void)
 /*@C
   PetNetTaoFinalizePackage - forgets the registration (TAO frees its own registry); called from PetscFinalize().
 
+  Not collective
+
+  Notes:
+  So PetNet's TAO types are registered anew after PetscInitialize() is called again. Registered by
+  PetNetTaoInitializePackage() with PetscRegisterFinalize(); you do not call it yourself.
+
   Level: developer
 
-.seealso: `PetNetTaoInitializePackage()`, `PetscFinalize()`
+.seealso: `PetNetTaoInitializePackage()`, `PetNetTaoRegisterAll()`, `PetscFinalize()`
 @*/
 PetscErrorCode PetNetTaoFinalizePackage(void)
 {
@@ -50,9 +63,19 @@ PetscErrorCode PetNetTaoFinalizePackage(void)
   updates, PetNetOptUpdate. Idempotent; called from TrainerCreate(). Call it (or PetNetInitializePackage()) before
   TaoSetType() or TaoSetFromOptions() on a Tao that no Trainer owns.
 
+  Not collective
+
+  Notes:
+  In order: PETSc's TAO package (TaoInitializePackage(), whose registry PETSc's finalizer frees), the log event
+  PetNetOptUpdate of the Tao class, the types (PetNetTaoRegisterAll()) and the finalizer PetNetTaoFinalizePackage().
+  The optimizers need no other PetNet package, so none is initialized first. In the dependency chain
+  sys <- layers <- net <- (loss, ts, optim, data) <- trainer the optim package sits above net, and
+  TrainerInitializePackage() (from TrainerCreate()) initializes it.
+
   Level: intermediate
 
-.seealso: `PetNetTaoRegisterAll()`, `PetNetInitializePackage()`, `TaoSetType()`
+.seealso: `PetNetTaoRegisterAll()`, `PetNetTaoFinalizePackage()`, `PetNetInitializePackage()`,
+          `TrainerInitializePackage()`, `TaoSetType()`
 @*/
 PetscErrorCode PetNetTaoInitializePackage(void)
 {

@@ -8,9 +8,17 @@ static PetscBool LayerPackageInitialized = PETSC_FALSE;
 /*@C
   LayerFinalizePackage - frees the registry of layer kinds; called from PetscFinalize().
 
+  Not collective
+
+  Notes:
+  The registry holds every kind: the built-in ones, the ode kind of the TS package and those added with
+  LayerRegister(). It also forgets that the package and the built-in kinds were registered, so that they are
+  registered anew after PetscInitialize() is called again. Registered by LayerInitializePackage() with
+  PetscRegisterFinalize(); you do not call it yourself.
+
   Level: developer
 
-.seealso: `LayerInitializePackage()`, `PetscFinalize()`
+.seealso: `LayerInitializePackage()`, `LayerRegisterAll()`, `PetscFinalize()`
 @*/
 PetscErrorCode LayerFinalizePackage(void)
 {
@@ -25,9 +33,19 @@ PetscErrorCode LayerFinalizePackage(void)
   LayerInitializePackage - registers the Layer class and the built-in layer kinds, each with its log events
   "kind:Forward", "kind:Backward" and "kind:JVP". Idempotent; called from LayerCreate() and LayerRegister().
 
+  Not collective
+
+  Notes:
+  In order: the class id "Layer", the built-in kinds (LayerRegisterAll()) and the finalizer LayerFinalizePackage().
+  The Layer package is the first above sys in the dependency chain
+  sys <- layers <- net <- (loss, ts, optim, data) <- trainer, so it initializes no other PetNet package;
+  NetInitializePackage() initializes it first. The ode kind is registered later, by the TS package
+  (NetTSRegisterAll()).
+
   Level: developer
 
-.seealso: `LayerRegister()`, `LayerRegisterAll()`, `NetInitializePackage()`, `PetNetInitializePackage()`
+.seealso: `LayerRegister()`, `LayerRegisterAll()`, `LayerFinalizePackage()`, `NetInitializePackage()`,
+          `PetNetInitializePackage()`
 @*/
 PetscErrorCode LayerInitializePackage(void)
 {

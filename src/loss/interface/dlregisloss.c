@@ -15,9 +15,15 @@ PETSC_INTERN PetscErrorCode LossCreate_L1(Loss);
   LossRegisterAll - registers the built-in losses crossentropy, mse and l1. Idempotent; called from
   LossInitializePackage().
 
+  Not collective
+
+  Notes:
+  Each goes through LossRegister(), which also registers its log event ("Loss:crossentropy", "Loss:mse",
+  "Loss:l1"). Register your own losses with LossRegister().
+
   Level: developer
 
-.seealso: `LossRegister()`, `LossInitializePackage()`
+.seealso: `LossRegister()`, `LossInitializePackage()`, `LossSetType()`
 @*/
 PetscErrorCode LossRegisterAll(void)
 {
@@ -33,9 +39,16 @@ PetscErrorCode LossRegisterAll(void)
 /*@C
   LossFinalizePackage - frees the registry of losses; called from PetscFinalize().
 
+  Not collective
+
+  Notes:
+  It also forgets that the package and the built-in losses were registered, so that they are registered anew after
+  PetscInitialize() is called again. Registered by LossInitializePackage() with PetscRegisterFinalize(); you do not
+  call it yourself.
+
   Level: developer
 
-.seealso: `LossInitializePackage()`, `PetscFinalize()`
+.seealso: `LossInitializePackage()`, `LossRegisterAll()`, `PetscFinalize()`
 @*/
 PetscErrorCode LossFinalizePackage(void)
 {
@@ -50,9 +63,18 @@ PetscErrorCode LossFinalizePackage(void)
   LossInitializePackage - registers the Loss class and the built-in losses, each with its log event "Loss:name".
   Idempotent; called from LossCreate() and LossRegister().
 
+  Not collective
+
+  Notes:
+  In order: the class id "Loss", the built-in losses (LossRegisterAll(): crossentropy, mse, l1) and the finalizer
+  LossFinalizePackage(). A Loss works on Vecs only, so no other PetNet package is initialized first. In the
+  dependency chain sys <- layers <- net <- (loss, ts, optim, data) <- trainer the Loss package sits above net, and
+  TrainerInitializePackage() (so PetNetInitializePackage()) initializes it.
+
   Level: developer
 
-.seealso: `LossRegister()`, `LossRegisterAll()`, `PetNetInitializePackage()`
+.seealso: `LossRegister()`, `LossRegisterAll()`, `LossFinalizePackage()`, `TrainerInitializePackage()`,
+          `PetNetInitializePackage()`
 @*/
 PetscErrorCode LossInitializePackage(void)
 {

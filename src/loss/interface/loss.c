@@ -27,6 +27,27 @@ PetscErrorCode LossRegister(const char name[], PetscErrorCode (*create)(Loss))
   PetscFunctionReturn(0);
 }
 
+/*@
+  LossCreate - creates a Loss, a scalar objective f(Y, T) of a network's output Y and a target T, averaged over the
+  global batch; it has no type yet
+
+  Collective
+
+  Input Parameter:
+. comm - the communicator (that of the Net whose output it scores: LossEvaluate() sums over it)
+
+  Output Parameter:
+. loss - the new Loss
+
+  Notes:
+  Choose the loss with LossSetType() or -loss_type (LossSetFromOptions()); LossSetUp(), and so the first
+  LossEvaluate(), makes it `LOSSCROSSENTROPY` when no type was set. Initializes the Loss package
+  (LossInitializePackage()) on first use.
+
+  Level: beginner
+
+.seealso: `LossSetType()`, `LossSetFromOptions()`, `LossEvaluate()`, `LossDestroy()`, `TrainerSetLoss()`
+@*/
 PetscErrorCode LossCreate(MPI_Comm comm, Loss *loss)
 {
   Loss l;
@@ -39,6 +60,25 @@ PetscErrorCode LossCreate(MPI_Comm comm, Loss *loss)
   PetscFunctionReturn(0);
 }
 
+/*@C
+  LossSetType - sets the kind of loss
+
+  Collective
+
+  Input Parameters:
++ loss - the Loss
+- type - `LOSSCROSSENTROPY` (softmax and negative log-likelihood of integer labels), `LOSSMSE` (squared error),
+         `LOSSL1` (absolute error), or a name added with LossRegister()
+
+  Notes:
+  Setting the type the Loss already has does nothing. Otherwise the previous type's data are destroyed, the Loss is
+  no longer set up, and its operations and log event ("Loss:type") are those of the new type. An unknown name is an
+  error (PETSC_ERR_ARG_UNKNOWN_TYPE). The option -loss_type sets it from the command line (LossSetFromOptions()).
+
+  Level: beginner
+
+.seealso: `LossGetType()`, `LossRegister()`, `LossSetFromOptions()`, `LossCreate()`
+@*/
 PetscErrorCode LossSetType(Loss loss, LossType type)
 {
   PetscErrorCode (*create)(Loss);
@@ -65,6 +105,21 @@ PetscErrorCode LossSetType(Loss loss, LossType type)
   PetscFunctionReturn(0);
 }
 
+/*@C
+  LossGetType - gets the kind of loss
+
+  Not collective
+
+  Input Parameter:
+. loss - the Loss
+
+  Output Parameter:
+. type - the name of its type, e.g. `LOSSCROSSENTROPY`; NULL while none is set. Owned by the Loss: do not free it
+
+  Level: intermediate
+
+.seealso: `LossSetType()`, `LossSetFromOptions()`
+@*/
 PetscErrorCode LossGetType(Loss loss, LossType *type)
 {
   PetscFunctionBegin;
@@ -139,6 +194,27 @@ PetscErrorCode LossGetOptionsPrefix(Loss loss, const char *prefix[])
   PetscFunctionReturn(0);
 }
 
+/*@
+  LossSetFromOptions - sets the Loss's type from the options database, and then its type's own options
+
+  Collective
+
+  Input Parameter:
+. loss - the Loss
+
+  Options Database Key:
+. -loss_type <crossentropy,mse,l1> - the loss (LossSetType()); read with the Loss's prefix (LossSetOptionsPrefix()),
+                                     e.g. -aux_loss_type. Without the option the current type stays, and a Loss with
+                                     no type becomes crossentropy
+
+  Notes:
+  Also runs the type's own options (none of the built-in losses has any) and the handlers added with
+  PetscObjectAddOptionsHandler(). A Trainer does not call it for the Loss it is given: call it yourself.
+
+  Level: beginner
+
+.seealso: `LossSetType()`, `LossSetOptionsPrefix()`, `LossCreate()`, `LossSetUp()`
+@*/
 PetscErrorCode LossSetFromOptions(Loss loss)
 {
   char      type[256];
@@ -158,6 +234,22 @@ PetscErrorCode LossSetFromOptions(Loss loss)
   PetscFunctionReturn(0);
 }
 
+/*@
+  LossSetUp - prepares the Loss for LossEvaluate(): gives it the type `LOSSCROSSENTROPY` when none was set. Idempotent.
+
+  Collective
+
+  Input Parameter:
+. loss - the Loss
+
+  Notes:
+  LossEvaluate() and TrainerSetUp() call it, so calling it yourself is optional. LossSetType() with a new type
+  undoes it.
+
+  Level: intermediate
+
+.seealso: `LossCreate()`, `LossSetType()`, `LossSetFromOptions()`, `LossEvaluate()`
+@*/
 PetscErrorCode LossSetUp(Loss loss)
 {
   PetscFunctionBegin;
@@ -168,6 +260,23 @@ PetscErrorCode LossSetUp(Loss loss)
   PetscFunctionReturn(0);
 }
 
+/*@
+  LossView - prints the Loss: its class, options prefix and type, then what its type adds (the built-in losses add
+  nothing)
+
+  Collective
+
+  Input Parameters:
++ loss   - the Loss
+- viewer - an ASCII viewer, or NULL for standard output on the Loss's communicator
+
+  Notes:
+  TrainerView() views the Trainer's Loss with it.
+
+  Level: intermediate
+
+.seealso: `LossCreate()`, `LossSetType()`, `TrainerView()`
+@*/
 PetscErrorCode LossView(Loss loss, PetscViewer viewer)
 {
   PetscFunctionBegin;
@@ -178,6 +287,19 @@ PetscErrorCode LossView(Loss loss, PetscViewer viewer)
   PetscFunctionReturn(0);
 }
 
+/*@
+  LossDestroy - drops a reference to a Loss; with the last one, frees it, its type's data and its references to the
+  output and target of the last LossEvaluate()
+
+  Collective
+
+  Input Parameter:
+. loss - the Loss (NULL is allowed); set to NULL
+
+  Level: beginner
+
+.seealso: `LossCreate()`, `LossEvaluate()`
+@*/
 PetscErrorCode LossDestroy(Loss *loss)
 {
   PetscFunctionBegin;
@@ -235,6 +357,37 @@ static PetscErrorCode LossCheckLike_Private(Loss loss, Vec Y, Vec V, const char 
 
 /*@
   LossEvaluate - f = (1/N) sum of the per-sample (or per-entry) losses over the global batch, and dY = df/dY.
+
+  Collective
+
+  Input Parameters:
++ loss - the Loss (set up here with LossSetUp() if it is not yet: crossentropy when no type was set)
+. Y    - the network's output, sample-major: for crossentropy [samples][classes] logits, for mse and l1 any layout
+         that T shares
+- T    - the target: for crossentropy one integer class label in [0, classes) per sample; for mse and l1 a Vec of
+         Y's shape
+
+  Output Parameters:
++ f  - the mean loss, the same on every rank (0 for an empty batch)
+- dY - NULL, or a Vec laid out like Y (VecDuplicate() of it) that receives the gradient df/dY, scaled by 1/N like f
+
+  Notes:
+  The sum runs over every rank and is divided by the global count N: the number of samples (the size of T) for
+  crossentropy, the number of entries (the size of Y) for mse and l1, as PyTorch's reduction="mean". Per sample s,
+  crossentropy is logsumexp(y_s) - y_s[t_s], with dy_s = (softmax(y_s) - onehot(t_s))/N (the log-sum-exp is shifted
+  by the largest logit, so it never overflows); per entry, mse is (y - t)^2 with dy = 2 (y - t)/N, and l1 is |y - t|
+  with dy = sign(y - t)/N (0 where y = t).
+
+  Y and T must be split over the ranks alike, each rank holding whole samples of both; dY must have Y's global and
+  local sizes. A mismatch, or a crossentropy label that is not an integer in range, is an error naming the sizes or
+  the sample. The work is logged under the type's event "Loss:type".
+
+  The Loss keeps references to Y and T as the point of LossHessianMult(), which reads the values they hold when it
+  is called.
+
+  Level: beginner
+
+.seealso: `LossHessianMult()`, `LossCountCorrect()`, `LossSetType()`, `LossSetUp()`, `NetForward()`, `NetBackward()`
 @*/
 PetscErrorCode LossEvaluate(Loss loss, Vec Y, Vec T, PetscReal *f, Vec dY)
 {
@@ -278,6 +431,28 @@ PetscErrorCode LossEvaluate(Loss loss, Vec Y, Vec T, PetscReal *f, Vec dY)
 
 /*@
   LossHessianMult - HV = (d^2 f/dY^2) V at the last LossEvaluate point.
+
+  Logically collective
+
+  Input Parameters:
++ loss - the Loss, after a LossEvaluate()
+- V    - the direction, laid out like the output Y of the last LossEvaluate()
+
+  Output Parameter:
+. HV - the product, laid out like Y; a different Vec from V
+
+  Notes:
+  The Hessian is that of the mean f, so it carries the same 1/N as LossEvaluate(): for crossentropy, per sample,
+  H_s v = (p .* v - p (p . v))/N with p = softmax(y_s); for mse 2 V/N; for l1 0 (the loss is piecewise linear).
+  It is positive semi-definite for all three, as a Gauss-Newton product J^T H J needs.
+
+  Each rank multiplies its own samples: there is no communication. The point is the Y and T of the last
+  LossEvaluate(), with the values they hold now; calling it before any LossEvaluate() is an error (PETSC_ERR_ORDER),
+  and so are V or HV not laid out like Y.
+
+  Level: advanced
+
+.seealso: `LossEvaluate()`, `NetJVP()`, `NetBackward()`
 @*/
 PetscErrorCode LossHessianMult(Loss loss, Vec V, Vec HV)
 {
@@ -312,7 +487,26 @@ PetscErrorCode LossHessianMult(Loss loss, Vec V, Vec HV)
 
 /*@
   LossCountCorrect - how many samples of the global batch have arg-max output equal to their integer label.
-  Y: [n][classes], T: [n] labels.
+
+  Collective
+
+  Input Parameters:
++ loss - the Loss; only its communicator is used, so it works whatever the Loss's type
+. Y    - the outputs (scores or logits), sample-major: [samples][classes]
+- T    - the targets: one integer label per sample
+
+  Output Parameter:
+. correct - the number of correctly classified samples over every rank, the same on every rank
+
+  Notes:
+  Y and T must be split over the ranks alike, each rank holding whole samples of both; the local size of Y must be a
+  whole number of classes per label. Ties go to the first largest class. Labels are not checked: a label outside
+  [0, classes) is never counted as correct, and a fractional one is truncated. The accuracy is correct divided by the
+  global size of T.
+
+  Level: intermediate
+
+.seealso: `LossEvaluate()`, `TrainerEvaluate()`, `TrainerGetResults()`
 @*/
 PetscErrorCode LossCountCorrect(Loss loss, Vec Y, Vec T, PetscInt *correct)
 {
