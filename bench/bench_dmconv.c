@@ -8,6 +8,7 @@ static const char help[] = "Times conv2d on a DMDA (grid mode: the convolution o
                            "Ends with one line: summary: key=value ...\n"
                            "  e.g. OPENBLAS_NUM_THREADS=1 mpiexec -n 2 bin/bench_dmconv\n";
 
+#include <petnet.h>
 #include <petnetdmda.h>
 
 /* seconds per call of phase p (0 forward, 1 backward, 2 halo exchange), the slowest rank's */
@@ -47,7 +48,7 @@ int main(int argc, char **argv)
   PetscReal   tf, tb, th, flops;
   char        layers[64];
 
-  PetscCall(PetscInitialize(&argc, &argv, NULL, help));
+  PetscCall(PetNetInitialize(&argc, &argv, NULL, help));
   PetscCallMPI(MPI_Comm_size(PETSC_COMM_WORLD, &size));
   PetscOptionsBegin(PETSC_COMM_WORLD, NULL, "conv2d grid-mode benchmark", NULL);
   PetscCall(PetscOptionsInt("-bench_grid", "Grid points per direction", NULL, M, &M, NULL));

@@ -23,6 +23,7 @@ static const char help[] = "Memory and time of TSAdjoint with the store-everythi
   is what the trajectory holds: the stored stages or checkpoints (including the checkpoint trajectory's spare Vecs and
   its one real per step of step times) and their bookkeeping. Reported: the largest over the ranks.
 */
+#include <petnet.h>
 #include <petnetts.h>
 
 typedef struct {
@@ -150,7 +151,7 @@ int main(int argc, char **argv)
   PetscRandom    rnd;
   MPI_Comm       comm;
 
-  PetscCall(PetscInitialize(&argc, &argv, NULL, help));
+  PetscCall(PetNetInitialize(&argc, &argv, NULL, help));
   comm = PETSC_COMM_WORLD;
   PetscCallMPI(MPI_Comm_rank(comm, &rank));
   PetscCallMPI(MPI_Comm_size(comm, &size));

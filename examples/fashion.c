@@ -3,6 +3,7 @@ static const char help[] = "Train a network on Fashion-MNIST (the packaged IDX f
                            "(-train_dataset_limit 1000); the Net reads -net_*, the optimizer -tao_*, the Trainer -trainer_*.\n"
                            "Ends with one line: summary: key=value ...\n";
 
+#include <petnet.h>
 #include <petnettrainer.h>
 
 int main(int argc, char **argv)
@@ -19,7 +20,7 @@ int main(int argc, char **argv)
   PetscReal   trainloss, testloss, testacc, seconds;
   PetscMPIInt size;
 
-  PetscCall(PetscInitialize(&argc, &argv, NULL, help));
+  PetscCall(PetNetInitialize(&argc, &argv, NULL, help));
   comm = PETSC_COMM_WORLD;
   PetscCallMPI(MPI_Comm_size(comm, &size));
   PetscOptionsBegin(comm, NULL, "Fashion-MNIST example", NULL);

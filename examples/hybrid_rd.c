@@ -19,6 +19,7 @@ static const char help[] = "A hybrid reaction-diffusion model: a PDE on a DMDA w
                            "step that divides the snapshot interval), the optimizer -tao_* (default lmvm, 60 iterations).\n"
                            "Ends with one line: summary: key=value ...\n";
 
+#include <petnet.h>
 #include <petnetdmda.h>
 #include <petnetoptim.h>
 #include <petsctao.h>
@@ -417,7 +418,7 @@ int main(int argc, char **argv)
   TaoType            taotype;
   TaoConvergedReason reason;
 
-  PetscCall(PetscInitialize(&argc, &argv, NULL, help));
+  PetscCall(PetNetInitialize(&argc, &argv, NULL, help));
   PetscCall(PetNetTaoInitializePackage()); /* PetNet's TAO types (adam, rmsprop, ...) for TaoSetType and -tao_type */
   PetscCallMPI(MPI_Comm_size(PETSC_COMM_WORLD, &size));
   PetscCall(PetscMemzero(&app, sizeof(app)));

@@ -25,6 +25,7 @@ static const char help[] = "Learn the rate constants of the stiff Robertson kine
   TSAdjoint applies the shells (MatMult, MatMultTranspose) at the state of the last Jacobian request, kept in the
   context. The system has three unknowns: every rank solves it whole (PETSC_COMM_SELF) and rank 0 prints.
 */
+#include <petnet.h>
 #include <petnetts.h>
 #include <petnetoptim.h>
 
@@ -518,7 +519,7 @@ int main(int argc, char **argv)
   PetscLogDouble     t0, t1;
   char               tstype[64] = TSCN;
 
-  PetscCall(PetscInitialize(&argc, &argv, NULL, help));
+  PetscCall(PetNetInitialize(&argc, &argv, NULL, help));
   PetscCall(PetNetTaoInitializePackage()); /* PetNet's TAO types (adam, rmsprop, ...) for TaoSetType and -tao_type */
   PetscCall(PetscMemzero(&pb, sizeof(pb)));
   pb.nobs     = 40;

@@ -35,6 +35,7 @@ static const char help[] = "Neural ODE on the classic spiral: learn du/dt = MLP(
 
   The state Vec is a batch: its local part is n samples of 2 features (sample-major), the Net's batch layout.
 */
+#include <petnet.h>
 #include <petnetts.h>
 #include <petnetloss.h>
 #include <petnetoptim.h>
@@ -553,7 +554,7 @@ int main(int argc, char **argv)
   PetscReal      tend         = 25.0, mae;
   PetscLogDouble t0, t1, c0, c1;
 
-  PetscCall(PetscInitialize(&argc, &argv, NULL, help));
+  PetscCall(PetNetInitialize(&argc, &argv, NULL, help));
   PetscCall(PetNetTaoInitializePackage()); /* PetNet's TAO types (adam, rmsprop, ...) for TaoSetType and -tao_type */
   comm = PETSC_COMM_WORLD;
   PetscCallMPI(MPI_Comm_rank(comm, &rank));

@@ -15,6 +15,7 @@ static const char help[] = "A CNN surrogate of a PETSc KSP solve: learn the map 
                            "KSP and PC: -ksp_type, -pc_type ... (default cg + icc, rtol 1e-10).\n"
                            "Ends with one line: summary: key=value ...\n";
 
+#include <petnet.h>
 #include <petnettrainer.h>
 #include <petscdmda.h>
 #include <petscksp.h>
@@ -246,7 +247,7 @@ int main(int argc, char **argv)
   PetNetShape    shape;
   char           layers[512];
 
-  PetscCall(PetscInitialize(&argc, &argv, NULL, help));
+  PetscCall(PetNetInitialize(&argc, &argv, NULL, help));
   PetscCallMPI(MPI_Comm_size(PETSC_COMM_WORLD, &size));
   PetscOptionsBegin(PETSC_COMM_WORLD, NULL, "CNN surrogate of a KSP solve", NULL);
   PetscCall(PetscOptionsEnum("-surrogate_problem", "The input field: the source f or the coefficient log k", NULL, ProblemTypes, (PetscEnum)problem, (PetscEnum *)&problem, NULL));

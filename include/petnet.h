@@ -43,3 +43,4 @@
 
 /* Every package at once (each XxxCreate() initializes its own package; see src/dlregispetnet.c) */
 PETSC_EXTERN PetscErrorCode PetNetInitializePackage(void);
+PETSC_EXTERN PetscErrorCode PetNetInitialize(int *, char ***, const char[], const char[]);

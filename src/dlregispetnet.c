@@ -28,3 +28,32 @@ PetscErrorCode PetNetInitializePackage(void)
   PetscCall(NetTSInitializePackage());
   PetscFunctionReturn(0);
 }
+
+/*@C
+  PetNetInitialize - initializes PETSc (PetscInitialize()) and every PetNet package (PetNetInitializePackage()), as
+  SlepcInitialize() does for SLEPc; PetscFinalize() ends both.
+
+  Collective on `MPI_COMM_WORLD`
+
+  Input Parameters:
++ argc - the number of command line arguments, or NULL
+. args - the command line arguments, or NULL
+. file - an options file to read, or NULL
+- help - the help message printed by -help, or NULL
+
+  Level: beginner
+
+  Note:
+  A program that creates its objects through XxxCreate() alone may call PetscInitialize(): each class initializes its
+  own package. Kinds that an upper package registers in a lower one's registry (the ode layer kind, from the TS
+  package) are known only once that package is initialized: PetNetInitialize() makes every kind available at once.
+
+.seealso: `PetNetInitializePackage()`, `PetscInitialize()`, `PetscFinalize()`
+@*/
+PetscErrorCode PetNetInitialize(int *argc, char ***args, const char file[], const char help[])
+{
+  PetscFunctionBegin;
+  PetscCall(PetscInitialize(argc, args, file, help));
+  PetscCall(PetNetInitializePackage());
+  PetscFunctionReturn(0);
+}

@@ -202,7 +202,7 @@ int main(int argc, char **argv)
   char      dir[PETSC_MAX_PATH_LEN];
   PetscBool write, check;
 
-  PetscCall(PetscInitialize(&argc, &argv, NULL, help));
+  PetscCall(PetNetInitialize(&argc, &argv, NULL, help));
   PetscCall(PetNetInitializePackage());
   PetscCall(PetscOptionsGetString(NULL, NULL, "-compat_write", dir, sizeof(dir), &write));
   if (!write)

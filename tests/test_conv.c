@@ -312,7 +312,7 @@ int main(int argc, char **argv)
   char      reference[PETSC_MAX_PATH_LEN] = "tests/expected/conv_reference.dat", errspec[256];
   PetscBool errtest;
 
-  PetscCall(PetscInitialize(&argc, &argv, NULL, help));
+  PetscCall(PetNetInitialize(&argc, &argv, NULL, help));
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-nlocal", &nlocal, NULL));
   PetscCall(PetscOptionsGetString(NULL, NULL, "-reference", reference, sizeof(reference), NULL));
   PetscCall(PetscOptionsGetString(NULL, NULL, "-error_spec", errspec, sizeof(errspec), &errtest));

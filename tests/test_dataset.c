@@ -6,6 +6,7 @@ static const char help[] = "Dataset on the packaged Fashion-MNIST IDX files, aga
                            "  -case normalize  the first 2000 t10k images under -dataset_scale/-dataset_mean/-dataset_std (sum and sum of squares)\n"
                            "Dataset options (-dataset_idx_dir, -dataset_limit, ...) come from the command line; -prefix P makes them -P_dataset_...\n";
 
+#include <petnet.h>
 #include <petnetdataset.h>
 
 /* Fashion-MNIST reference values (Python: gzip.open + numpy over the packaged files) */
@@ -231,7 +232,7 @@ int main(int argc, char **argv)
   Dataset ds;
   char    testcase[32] = "fmnist", prefix[32] = "";
 
-  PetscCall(PetscInitialize(&argc, &argv, NULL, help));
+  PetscCall(PetNetInitialize(&argc, &argv, NULL, help));
   PetscCall(PetscOptionsGetString(NULL, NULL, "-case", testcase, sizeof(testcase), NULL));
   PetscCall(PetscOptionsGetString(NULL, NULL, "-prefix", prefix, sizeof(prefix), NULL));
   PetscCall(DatasetCreate(PETSC_COMM_WORLD, &ds));

@@ -9,6 +9,7 @@ static const char help[] = "Dataset kinds on small synthetic files written here 
                            "  -case error -error missing|magic|truncated|truncatedgz|count|label|type|notargets|hdf5name|shape|vecshape\n"
                            "                                  writes a bad input and must stop with a clear error.\n";
 
+#include <petnet.h>
 #include <petnetdataset.h>
 #include <petscviewerhdf5.h>
 #include <zlib.h>
@@ -511,7 +512,7 @@ int main(int argc, char **argv)
 {
   char testcase[32] = "idx";
 
-  PetscCall(PetscInitialize(&argc, &argv, NULL, help));
+  PetscCall(PetNetInitialize(&argc, &argv, NULL, help));
   PetscCall(PetscOptionsGetString(NULL, NULL, "-case", testcase, sizeof(testcase), NULL));
   PetscCall(PetscOptionsGetString(NULL, NULL, "-dir", dir, sizeof(dir), NULL));
   PetscCallMPI(MPI_Comm_size(PETSC_COMM_WORLD, &nranks));

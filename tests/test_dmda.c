@@ -16,6 +16,7 @@ static const char help[] = "Nets on DMDA fields (include/petnetdmda.h).\n"
                            "  -case badconv   -conv_layers SPEC on a 2-D (or -conv_dim 3) DMDA, or (-conv_dim 0) on samples of shape (2) (error tests)\n"
                            "Random fields are drawn in the DMDA's natural ordering: the same on any number of ranks.\n";
 
+#include <petnet.h>
 #include <petnetdmda.h>
 #include "testutil.h"
 
@@ -680,7 +681,7 @@ int main(int argc, char **argv)
 {
   char testcase[32] = "apply";
 
-  PetscCall(PetscInitialize(&argc, &argv, NULL, help));
+  PetscCall(PetNetInitialize(&argc, &argv, NULL, help));
   PetscCall(PetscOptionsGetString(NULL, NULL, "-case", testcase, sizeof(testcase), NULL));
   if (!strcmp(testcase, "apply"))
     PetscCall(CheckApply());

@@ -220,7 +220,7 @@ int main(int argc, char **argv)
 {
   PetscInt N = 7;
 
-  PetscCall(PetscInitialize(&argc, &argv, NULL, help));
+  PetscCall(PetNetInitialize(&argc, &argv, NULL, help));
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-nsamples", &N, NULL));
   for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) PetscCall(CheckCase(&cases[k], N));
   PetscCall(PetscFinalize());

@@ -278,7 +278,7 @@ int main(int argc, char **argv)
   PetscBool errtest;
 
   PetscFunctionBeginUser;
-  PetscCall(PetscInitialize(&argc, &argv, NULL, help));
+  PetscCall(PetNetInitialize(&argc, &argv, NULL, help));
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-nlocal", &nlocal, NULL));
   PetscCall(PetscOptionsGetString(NULL, NULL, "-error_graph", errgraph, sizeof(errgraph), &errtest));
   PetscCall(PetscOptionsGetString(NULL, NULL, "-error_shape", errshape, sizeof(errshape), NULL));

@@ -808,7 +808,7 @@ int main(int argc, char **argv)
   ErrorCase c = CASE_MISSING;
   PetscBool torchspec, torchmodels;
 
-  PetscCall(PetscInitialize(&argc, &argv, NULL, help));
+  PetscCall(PetNetInitialize(&argc, &argv, NULL, help));
   PetscCall(LayerRegister("shift", LayerCreate_Shift));
   PetscCall(PetscOptionsHasName(NULL, NULL, "-torch_spec", &torchspec));
   PetscCall(PetscOptionsHasName(NULL, NULL, "-torch_import_models", &torchmodels));

@@ -21,7 +21,7 @@ int main(int argc, char **argv)
   PetscInt    nlocal = 3;
   PetNetShape in     = {1, {6}};
 
-  PetscCall(PetscInitialize(&argc, &argv, NULL, help));
+  PetscCall(PetNetInitialize(&argc, &argv, NULL, help));
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-nlocal", &nlocal, NULL));
   for (size_t k = 0; k < sizeof(specs) / sizeof(specs[0]); k++) {
     Net         net;

@@ -363,7 +363,7 @@ int main(int argc, char **argv)
   char      name[64] = "";
   PetscBool flg;
 
-  PetscCall(PetscInitialize(&argc, &argv, NULL, help));
+  PetscCall(PetNetInitialize(&argc, &argv, NULL, help));
   PetscCall(PetscOptionsGetString(NULL, NULL, "-case", name, sizeof(name), &flg));
   if (flg)
     PetscCall(RunErrorCase(name));

@@ -22,7 +22,7 @@ int main(int argc, char **argv)
   PetscReal   f;
   PetscBool   match;
 
-  PetscCall(PetscInitialize(&argc, &argv, NULL, help));
+  PetscCall(PetNetInitialize(&argc, &argv, NULL, help));
   PetscCallMPI(MPI_Comm_rank(PETSC_COMM_WORLD, &rank));
   PetscCall(PetscOptionsGetString(NULL, NULL, "-case", name, sizeof(name), NULL));
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-nlocal", &nlocal, NULL));

@@ -322,7 +322,7 @@ int main(int argc, char **argv)
   PetscBool match;
   Net       net = NULL;
 
-  PetscCall(PetscInitialize(&argc, &argv, NULL, help));
+  PetscCall(PetNetInitialize(&argc, &argv, NULL, help));
   PetscCall(PetscOptionsGetString(NULL, NULL, "-check", check, sizeof(check), NULL));
   PetscCall(PetscOptionsGetString(NULL, NULL, "-prefix", prefix, sizeof(prefix), NULL));
   PetscCall(PetscStrcmp(check, "init", &match));

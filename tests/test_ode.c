@@ -18,6 +18,7 @@ static const char help[] = "Neural ODEs through TSAdjoint.\n"
                            "  -config a,b   only these configurations of -case layer (names as printed)\n"
                            "  -nsamples N   global batch (default 4)\n";
 
+#include <petnet.h>
 #include <petnetts.h>
 #include <petscdmda.h>
 #include "testutil.h"
@@ -720,7 +721,7 @@ int main(int argc, char **argv)
   char     testcase[32] = "layer", only[256] = "";
   PetscInt N = 4;
 
-  PetscCall(PetscInitialize(&argc, &argv, NULL, help));
+  PetscCall(PetNetInitialize(&argc, &argv, NULL, help));
   PetscCall(PetscOptionsGetString(NULL, NULL, "-case", testcase, sizeof(testcase), NULL));
   PetscCall(PetscOptionsGetString(NULL, NULL, "-config", only, sizeof(only), NULL));
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-nsamples", &N, NULL));

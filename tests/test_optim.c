@@ -7,6 +7,7 @@ static const char help[] = "PetNet's TAO optimizers (sgd, adam, adamw, rmsprop):
                            "With -case NAME -from_options only that reference case runs, its settings read from the options database.\n";
 
 #include <math.h>
+#include <petnet.h>
 #include <petnetsys.h>
 #include <petnetoptim.h>
 
@@ -566,7 +567,7 @@ int main(int argc, char **argv)
   char      name[64]    = "";
   PetscBool fromoptions = PETSC_FALSE;
 
-  PetscCall(PetscInitialize(&argc, &argv, NULL, help));
+  PetscCall(PetNetInitialize(&argc, &argv, NULL, help));
   PetscCall(PetNetTaoInitializePackage());
   PetscCall(PetscOptionsGetString(NULL, NULL, "-case", name, sizeof(name), NULL));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-from_options", &fromoptions, NULL));

@@ -207,7 +207,7 @@ int main(int argc, char **argv)
 {
   const PetscInt sizes[] = {8, 7, 3, 1};
 
-  PetscCall(PetscInitialize(&argc, &argv, NULL, help));
+  PetscCall(PetNetInitialize(&argc, &argv, NULL, help));
   for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
     Side s = {0}, w = {0};
 

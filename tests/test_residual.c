@@ -444,7 +444,7 @@ int main(int argc, char **argv)
   char      errspec[1024], errshape[64] = "6";
   PetscBool errtest;
 
-  PetscCall(PetscInitialize(&argc, &argv, NULL, help));
+  PetscCall(PetNetInitialize(&argc, &argv, NULL, help));
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-nlocal", &nlocal, NULL));
   PetscCall(PetscOptionsGetString(NULL, NULL, "-error_spec", errspec, sizeof(errspec), &errtest));
   PetscCall(PetscOptionsGetString(NULL, NULL, "-error_shape", errshape, sizeof(errshape), NULL));

@@ -29,7 +29,7 @@ int main(int argc, char **argv)
   MPI_Comm           comm;
   PetscMPIInt        rank, size;
 
-  PetscCall(PetscInitialize(&argc, &argv, NULL, help));
+  PetscCall(PetNetInitialize(&argc, &argv, NULL, help));
   comm = PETSC_COMM_WORLD;
   PetscCallMPI(MPI_Comm_rank(comm, &rank));
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-samples", &n, NULL));

@@ -11,6 +11,7 @@ static const char help[] = "Trainer tests on synthetic data held in memory Datas
                            "                   (a_train_), not a Dataset with its own prefix (mine_); run with -a_tao_type lmvm\n"
                            "                   -a_trainer_epochs 0 -a_train_dataset_limit 40 -mine_dataset_limit 30\n";
 
+#include <petnet.h>
 #include <petnettrainer.h>
 #include <math.h>
 
@@ -412,7 +413,7 @@ int main(int argc, char **argv)
   char      name[64] = "ranks";
   PetscBool match;
 
-  PetscCall(PetscInitialize(&argc, &argv, NULL, help));
+  PetscCall(PetNetInitialize(&argc, &argv, NULL, help));
   PetscCall(PetscOptionsGetString(NULL, NULL, "-case", name, sizeof(name), NULL));
   if (PetscStrcmp(name, "ranks", &match), match)
     PetscCall(CaseRanks());

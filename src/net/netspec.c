@@ -147,7 +147,7 @@ static PetscErrorCode NetCheckKind_Private(Net net, const char kind[], const cha
 
     PetscCall(NetLayerKinds_Private(sizeof(kinds), kinds));
     SETERRQ(PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_UNKNOWN_TYPE,
-            "Unknown layer kind \"%s\" (entry %" PetscInt_FMT " of %s \"%s\"): the registered kinds are %s; register your own with LayerRegister() (the ode kind is registered by the TS package: PetNetInitializePackage())", kind, entry, what,
+            "Unknown layer kind \"%s\" (entry %" PetscInt_FMT " of %s \"%s\"): the registered kinds are %s; register your own with LayerRegister() (the ode kind is registered by the TS package: start with PetNetInitialize(), or call PetNetInitializePackage())", kind, entry, what,
             whole, kinds);
   }
   PetscFunctionReturn(0);

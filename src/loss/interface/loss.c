@@ -465,6 +465,7 @@ PetscErrorCode LossHessianMult(Loss loss, Vec V, Vec HV)
   PetscValidHeaderSpecific(V, VEC_CLASSID, 2);
   PetscValidHeaderSpecific(HV, VEC_CLASSID, 3);
   PetscCheck(loss->Y, PetscObjectComm((PetscObject)loss), PETSC_ERR_ORDER, "LossHessianMult() needs the point of a LossEvaluate(): call LossEvaluate() first");
+  PetscCheck(V != HV, PetscObjectComm((PetscObject)loss), PETSC_ERR_ARG_IDN, "LossHessianMult() needs two different Vecs for V and HV: the kernels read V while they write HV");
   PetscCall(LossCheckLike_Private(loss, loss->Y, V, "direction V"));
   PetscCall(LossCheckLike_Private(loss, loss->Y, HV, "product HV"));
   PetscCall(VecGetLocalSize(loss->Y, &ny));
