@@ -34,7 +34,7 @@
 */
 #pragma once
 
-#include "window.h"
+#include "../pool/window.h"
 #include "grid.h"
 #include <petscblaslapack.h>
 
