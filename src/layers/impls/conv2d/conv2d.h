@@ -19,7 +19,7 @@
   Channels-last makes each kernel row of a receptive field a contiguous run of KW*Cin values (G = 1, no dilation).
   A 1x1, stride-1, unpadded convolution needs no im2col: col is x itself.
 
-  3x3, stride-1, undilated, ungrouped convolutions use Winograd's F(2x2, 3x3) instead (winograd.c): 16 GEMMs of
+  3x3, stride-1, undilated, ungrouped convolutions use Winograd's F(2x2, 3x3) instead (conv2dwinograd.c): 16 GEMMs of
   Cout x Cin x tiles replace the Cout x 9 Cin x pixels one, 2.25 times fewer multiplications, and backward is the exact
   transpose of forward (same transforms, transposed), so the adjoint identity holds to round-off.
 
@@ -29,13 +29,13 @@
   col(x) (or V(x)) chunk by chunk, except when one chunk holds the whole batch: then forward's is kept.
 
   Two layouts, one set of parameters: the above is batch mode (batch-distributed: each rank holds whole samples).
-  Given a 2-D DMDA (LayerConv2dSetDM(), NetDMDASetUp()), the layer is in grid mode instead (grid.h): the tensors are
-  fields of the DMDA, a grid point a sample of shape (Cin), convolved after a halo exchange (grid.c, gridkernels.c).
+  Given a 2-D DMDA (LayerConv2dSetDM(), NetDMDASetUp()), the layer is in grid mode instead (conv2dgrid.h): the tensors are
+  fields of the DMDA, a grid point a sample of shape (Cin), convolved after a halo exchange (conv2dgrid.c, conv2dgridkernels.c).
 */
 #pragma once
 
 #include "../pool/window.h"
-#include "grid.h"
+#include "conv2dgrid.h"
 #include <petscblaslapack.h>
 
 typedef enum { CONV2D_ALGORITHM_AUTO, CONV2D_ALGORITHM_IM2COL, CONV2D_ALGORITHM_WINOGRAD } Conv2dAlgorithm;
@@ -85,11 +85,11 @@ typedef struct {
   Conv2dGrid grid; /* grid mode (grid.dm set): the DMDA, its halo exchange and the block kernels' workspace */
 } Layer_Conv2d;
 
-PETSC_INTERN PetscErrorCode LayerForward_Conv2d(Layer, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *);
-PETSC_INTERN PetscErrorCode LayerBackward_Conv2d(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
-PETSC_INTERN PetscErrorCode LayerJVP_Conv2d(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *);
-PETSC_INTERN PetscErrorCode LayerResetWorkspace_Conv2d(Layer);
-PETSC_INTERN PetscErrorCode Conv2dGetWorkspace_Private(Layer, PetscInt);
+PETSC_INTERN PetscErrorCode Conv2dForward_Batch(Layer, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode Conv2dBackward_Batch(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode Conv2dJVP_Batch(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode Conv2dResetWorkspace_Batch(Layer);
+PETSC_INTERN PetscErrorCode Conv2dGetWorkspace_Batch(Layer, PetscInt);
 
 PETSC_INTERN PetscErrorCode Conv2dForward_Winograd(Layer, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *);
 PETSC_INTERN PetscErrorCode Conv2dBackward_Winograd(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);

@@ -333,7 +333,7 @@ PetscErrorCode Conv2dForward_Winograd(Layer layer, PetscInt n, const PetscScalar
   const PetscInt     tps  = conv->tiles[0] * conv->tiles[1];
 
   PetscFunctionBegin;
-  PetscCall(Conv2dGetWorkspace_Private(layer, n));
+  PetscCall(Conv2dGetWorkspace_Batch(layer, n));
   WinogradWeights(conv, theta, conv->wu, conv->wt);
   conv->colx = NULL; /* x may hold new values at the same address */
   for (PetscInt s0 = 0; s0 < n; s0 += conv->chunk) {
@@ -355,7 +355,7 @@ PetscErrorCode Conv2dBackward_Winograd(Layer layer, PetscInt n, const PetscScala
   PetscScalar   *db   = dtheta && conv->bias ? dtheta + conv->nout * conv->kg : NULL;
 
   PetscFunctionBegin;
-  PetscCall(Conv2dGetWorkspace_Private(layer, n));
+  PetscCall(Conv2dGetWorkspace_Batch(layer, n));
   if (dx) WinogradWeights(conv, theta, conv->wu, NULL);
   if (dtheta) PetscCall(PetscArrayzero(conv->wdt, 16 * conv->nout * conv->cin));
   for (PetscInt s0 = 0; s0 < n; s0 += conv->chunk) {
@@ -384,7 +384,7 @@ PetscErrorCode Conv2dJVP_Winograd(Layer layer, PetscInt n, const PetscScalar *th
   const PetscInt tps  = conv->tiles[0] * conv->tiles[1];
 
   PetscFunctionBegin;
-  PetscCall(Conv2dGetWorkspace_Private(layer, n));
+  PetscCall(Conv2dGetWorkspace_Batch(layer, n));
   if (dtheta) WinogradWeights(conv, dtheta, conv->wdt, conv->wt);                         /* conv(x; dW) */
   if (dx) WinogradWeights(conv, theta, conv->wu, conv->wt + 16 * conv->nout * conv->cin); /* conv(dx; W) */
   for (PetscInt s0 = 0; s0 < n; s0 += conv->chunk) {

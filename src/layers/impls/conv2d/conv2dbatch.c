@@ -6,7 +6,7 @@
   n), counting the output chunk too since the GEMM writes it. Reallocated only when a chunk needs more samples than the
   buffers hold (nalloc), so that a smaller last batch or a bigger evaluation batch costs nothing.
 */
-PetscErrorCode Conv2dGetWorkspace_Private(Layer layer, PetscInt n)
+PetscErrorCode Conv2dGetWorkspace_Batch(Layer layer, PetscInt n)
 {
   Layer_Conv2d  *conv = (Layer_Conv2d *)layer->data;
   PetscLogDouble persample, limit = conv->maxworkspace * 1024.0 * 1024.0;
@@ -25,7 +25,7 @@ PetscErrorCode Conv2dGetWorkspace_Private(Layer layer, PetscInt n)
     conv->chunk = chunk;
     PetscFunctionReturn(0);
   }
-  PetscCall(LayerResetWorkspace_Conv2d(layer));
+  PetscCall(Conv2dResetWorkspace_Batch(layer));
   conv->chunk  = chunk;
   conv->nalloc = chunk;
   if (conv->winograd) {
@@ -40,7 +40,7 @@ PetscErrorCode Conv2dGetWorkspace_Private(Layer layer, PetscInt n)
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode LayerResetWorkspace_Conv2d(Layer layer)
+PetscErrorCode Conv2dResetWorkspace_Batch(Layer layer)
 {
   Layer_Conv2d *conv = (Layer_Conv2d *)layer->data;
 
@@ -253,18 +253,13 @@ static void Conv2dFillBias(PetscInt P, PetscInt nout, const PetscScalar *b, Pets
 }
 
 /* forward: y = conv(x; W) + b, chunk by chunk of samples; col(x) is kept for backward when one chunk holds the batch */
-PetscErrorCode LayerForward_Conv2d(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
+PetscErrorCode Conv2dForward_Batch(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
 {
   Layer_Conv2d      *conv = (Layer_Conv2d *)layer->data;
   const PetscScalar *W = theta, *b = conv->bias ? theta + conv->nout * conv->kg : NULL;
 
   PetscFunctionBegin;
-  if (!n) PetscFunctionReturn(0);
-  if (conv->winograd) {
-    PetscCall(Conv2dForward_Winograd(layer, n, theta, x, y));
-    PetscFunctionReturn(0);
-  }
-  PetscCall(Conv2dGetWorkspace_Private(layer, n));
+  PetscCall(Conv2dGetWorkspace_Batch(layer, n));
   Conv2dTransposeWeights(conv, W, conv->wt);
   conv->colx = NULL; /* x may hold new values at the same address */
   for (PetscInt s0 = 0; s0 < n; s0 += conv->chunk) {
@@ -280,19 +275,14 @@ PetscErrorCode LayerForward_Conv2d(Layer layer, PetscInt n, const PetscScalar *t
 }
 
 /* backward: dW += col(x) dy^T, db += sum_p dy; dx = col2im(W dy) */
-PetscErrorCode LayerBackward_Conv2d(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)
+PetscErrorCode Conv2dBackward_Batch(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)
 {
   Layer_Conv2d      *conv = (Layer_Conv2d *)layer->data;
   const PetscScalar *W    = theta;
   PetscInt           nout = conv->nout;
 
   PetscFunctionBegin;
-  if (!n) PetscFunctionReturn(0);
-  if (conv->winograd) {
-    PetscCall(Conv2dBackward_Winograd(layer, n, theta, x, dy, dx, dtheta));
-    PetscFunctionReturn(0);
-  }
-  PetscCall(Conv2dGetWorkspace_Private(layer, n));
+  PetscCall(Conv2dGetWorkspace_Batch(layer, n));
   if (dtheta && conv->dwtransposed) PetscCall(PetscArrayzero(conv->wdt, nout * conv->kg));
   for (PetscInt s0 = 0; s0 < n; s0 += conv->chunk) {
     PetscInt           ns = PetscMin(conv->chunk, n - s0), P = ns * conv->pixels;
@@ -326,19 +316,14 @@ PetscErrorCode LayerBackward_Conv2d(Layer layer, PetscInt n, const PetscScalar *
 }
 
 /* jvp: dy = conv(dx; W) + conv(x; dW) + db */
-PetscErrorCode LayerJVP_Conv2d(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dx, const PetscScalar *dtheta, PetscScalar *dy)
+PetscErrorCode Conv2dJVP_Batch(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *dx, const PetscScalar *dtheta, PetscScalar *dy)
 {
   Layer_Conv2d      *conv = (Layer_Conv2d *)layer->data;
   const PetscScalar *W    = theta;
   PetscInt           nout = conv->nout;
 
   PetscFunctionBegin;
-  if (!n) PetscFunctionReturn(0);
-  if (conv->winograd) {
-    PetscCall(Conv2dJVP_Winograd(layer, n, theta, x, dx, dtheta, dy));
-    PetscFunctionReturn(0);
-  }
-  PetscCall(Conv2dGetWorkspace_Private(layer, n));
+  PetscCall(Conv2dGetWorkspace_Batch(layer, n));
   if (dtheta) Conv2dTransposeWeights(conv, dtheta, conv->wt);
   if (dx) Conv2dTransposeWeights(conv, W, conv->wt + nout * conv->kg);
   for (PetscInt s0 = 0; s0 < n; s0 += conv->chunk) {

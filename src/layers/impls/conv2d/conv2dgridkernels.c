@@ -1,4 +1,4 @@
-/* conv2d grid-mode kernels on the rank's block of output points (layouts in grid.h): im2col over chunks of rows with one
+/* conv2d grid-mode kernels on the rank's block of output points (layouts in conv2dgrid.h): im2col over chunks of rows with one
    GEMM per chunk, or one GEMM per kernel tap and row (the tap algorithm, below). x and dx are ghosted arrays. */
 #include "conv2d.h"
 
@@ -72,7 +72,7 @@ static PetscErrorCode Conv2dGridAddBias(PetscInt np, PetscInt nout, const PetscS
 }
 
 /* y = W * x + b on the block */
-PetscErrorCode Conv2dGridForwardIm2col_Private(Layer layer, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
+PetscErrorCode Conv2dGridForward_Im2col(Layer layer, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
 {
   const Layer_Conv2d    *conv = (Layer_Conv2d *)layer->data;
   const Conv2dGridBlock *bk   = &conv->grid.block;
@@ -98,7 +98,7 @@ PetscErrorCode Conv2dGridForwardIm2col_Private(Layer layer, const PetscScalar *t
 }
 
 /* dx (ghosted) += J_x^T dy if dx; dtheta += J_theta^T dy if dtheta (then x is needed) */
-PetscErrorCode Conv2dGridBackwardIm2col_Private(Layer layer, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)
+PetscErrorCode Conv2dGridBackward_Im2col(Layer layer, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)
 {
   const Layer_Conv2d    *conv = (Layer_Conv2d *)layer->data;
   const Conv2dGridBlock *bk   = &conv->grid.block;
@@ -132,7 +132,7 @@ PetscErrorCode Conv2dGridBackwardIm2col_Private(Layer layer, const PetscScalar *
 }
 
 /* dy = J_x dx + J_theta dtheta on the block (dx ghosted; either may be NULL; x needed with dtheta) */
-PetscErrorCode Conv2dGridJVPIm2col_Private(Layer layer, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *dx, const PetscScalar *dtheta, PetscScalar *dy)
+PetscErrorCode Conv2dGridJVP_Im2col(Layer layer, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *dx, const PetscScalar *dtheta, PetscScalar *dy)
 {
   const Layer_Conv2d    *conv = (Layer_Conv2d *)layer->data;
   const Conv2dGridBlock *bk   = &conv->grid.block;
@@ -207,7 +207,7 @@ static PetscErrorCode Conv2dGridTransposeTaps(const Layer_Conv2d *conv, const Pe
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode Conv2dGridForwardTaps_Private(Layer layer, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
+PetscErrorCode Conv2dGridForward_Taps(Layer layer, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
 {
   const Layer_Conv2d    *conv = (Layer_Conv2d *)layer->data;
   const Conv2dGridBlock *bk   = &conv->grid.block;
@@ -240,7 +240,7 @@ PetscErrorCode Conv2dGridForwardTaps_Private(Layer layer, const PetscScalar *the
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode Conv2dGridBackwardTaps_Private(Layer layer, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)
+PetscErrorCode Conv2dGridBackward_Taps(Layer layer, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)
 {
   const Layer_Conv2d    *conv = (Layer_Conv2d *)layer->data;
   const Conv2dGridBlock *bk   = &conv->grid.block;
@@ -273,7 +273,7 @@ PetscErrorCode Conv2dGridBackwardTaps_Private(Layer layer, const PetscScalar *th
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode Conv2dGridJVPTaps_Private(Layer layer, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *dx, const PetscScalar *dtheta, PetscScalar *dy)
+PetscErrorCode Conv2dGridJVP_Taps(Layer layer, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *dx, const PetscScalar *dtheta, PetscScalar *dy)
 {
   const Layer_Conv2d    *conv = (Layer_Conv2d *)layer->data;
   const Conv2dGridBlock *bk   = &conv->grid.block;

@@ -1,5 +1,5 @@
-/* conv2d in grid mode (see grid.h): the requirements, the halo exchange and its adjoint, the layer's operations on the
-   rank's block, and the public functions that give a conv2d layer its DMDA. The block kernels are in gridkernels.c. */
+/* conv2d in grid mode (see conv2dgrid.h): the requirements, the halo exchange and its adjoint, the layer's operations on the
+   rank's block, and the public functions that give a conv2d layer its DMDA. The block kernels are in conv2dgridkernels.c. */
 #include "conv2d.h"
 
 const char *const LayerConv2dGridAlgorithms[] = {"auto", "im2col", "taps", "LayerConv2dGridAlgorithm", "LAYER_CONV2D_GRID_ALGORITHM_", NULL};
@@ -8,7 +8,7 @@ const char *const LayerConv2dGridAlgorithms[] = {"auto", "im2col", "taps", "Laye
   Grid mode keeps the grid: one output point per input point, each computed from its own neighbourhood. That is the
   batch layer with stride 1, dilation 1, one group, an odd kernel and "same" padding K/2, written the same way.
 */
-PetscErrorCode Conv2dGridCheck_Private(Layer layer)
+PetscErrorCode Conv2dCheck_Grid(Layer layer)
 {
   Layer_Conv2d      *conv = (Layer_Conv2d *)layer->data;
   const LayerWindow *w    = &conv->win;
@@ -48,8 +48,8 @@ PetscErrorCode Conv2dGridCheck_Private(Layer layer)
 }
 
 /* The halo exchange's DMDA (the user's grid, boundary types and ownership; dof Cin; box stencil of the kernel radius),
-   this rank's block, and the kernels' workspace. Called after Conv2dGridCheck_Private() and with cin, kg set. */
-PetscErrorCode Conv2dGridSetUp_Private(Layer layer)
+   this rank's block, and the kernels' workspace. Called after Conv2dCheck_Grid() and with cin, kg set. */
+PetscErrorCode Conv2dSetUp_Grid(Layer layer)
 {
   Layer_Conv2d   *conv = (Layer_Conv2d *)layer->data;
   Conv2dGrid     *grid = &conv->grid;
@@ -84,8 +84,8 @@ PetscErrorCode Conv2dGridSetUp_Private(Layer layer)
   PetscFunctionReturn(0);
 }
 
-/* Forgets what Conv2dGridSetUp_Private() made; the DMDA and the algorithm stay */
-PetscErrorCode Conv2dGridReset_Private(Layer layer)
+/* Forgets what Conv2dSetUp_Grid() made; the DMDA and the algorithm stay */
+PetscErrorCode Conv2dReset_Grid(Layer layer)
 {
   Conv2dGrid *grid = &((Layer_Conv2d *)layer->data)->grid;
 
@@ -101,7 +101,7 @@ PetscErrorCode Conv2dGridReset_Private(Layer layer)
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode Conv2dGridView_Private(Layer layer, PetscViewer viewer)
+PetscErrorCode Conv2dView_Grid(Layer layer, PetscViewer viewer)
 {
   Conv2dGrid *grid = &((Layer_Conv2d *)layer->data)->grid;
   PetscInt    M, N, m, n;
@@ -154,7 +154,7 @@ static PetscErrorCode Conv2dGridHaloAdjoint(Conv2dGrid *grid, Vec local, PetscSc
 }
 
 /* y = conv(x) on the rank's block: halo exchange, then the kernels on the ghosted input */
-PetscErrorCode Conv2dGridForward_Private(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
+PetscErrorCode Conv2dForward_Grid(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
 {
   Conv2dGrid        *grid = &((Layer_Conv2d *)layer->data)->grid;
   const PetscScalar *xl;
@@ -164,9 +164,9 @@ PetscErrorCode Conv2dGridForward_Private(Layer layer, PetscInt n, const PetscSca
   PetscCall(Conv2dGridHaloExchange(grid, x, grid->xl));
   PetscCall(VecGetArrayRead(grid->xl, &xl));
   if (grid->taps)
-    PetscCall(Conv2dGridForwardTaps_Private(layer, theta, xl, y));
+    PetscCall(Conv2dGridForward_Taps(layer, theta, xl, y));
   else
-    PetscCall(Conv2dGridForwardIm2col_Private(layer, theta, xl, y));
+    PetscCall(Conv2dGridForward_Im2col(layer, theta, xl, y));
   PetscCall(VecRestoreArrayRead(grid->xl, &xl));
   PetscFunctionReturn(0);
 }
@@ -175,7 +175,7 @@ PetscErrorCode Conv2dGridForward_Private(Layer layer, PetscInt n, const PetscSca
   dx = J_x^T dy, dtheta += J_theta^T dy. dtheta needs the ghosted input (exchanged again: the Net may have run other
   forward passes since); dx is accumulated in the ghosted array, then summed onto the owners.
 */
-PetscErrorCode Conv2dGridBackward_Private(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)
+PetscErrorCode Conv2dBackward_Grid(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)
 {
   Conv2dGrid        *grid = &((Layer_Conv2d *)layer->data)->grid;
   const PetscScalar *xl   = NULL;
@@ -192,9 +192,9 @@ PetscErrorCode Conv2dGridBackward_Private(Layer layer, PetscInt n, const PetscSc
     PetscCall(VecGetArray(grid->dl, &dl));
   }
   if (grid->taps)
-    PetscCall(Conv2dGridBackwardTaps_Private(layer, theta, xl, dy, dl, dtheta));
+    PetscCall(Conv2dGridBackward_Taps(layer, theta, xl, dy, dl, dtheta));
   else
-    PetscCall(Conv2dGridBackwardIm2col_Private(layer, theta, xl, dy, dl, dtheta));
+    PetscCall(Conv2dGridBackward_Im2col(layer, theta, xl, dy, dl, dtheta));
   if (dtheta) PetscCall(VecRestoreArrayRead(grid->xl, &xl));
   if (dx) {
     PetscCall(VecRestoreArray(grid->dl, &dl));
@@ -204,7 +204,7 @@ PetscErrorCode Conv2dGridBackward_Private(Layer layer, PetscInt n, const PetscSc
 }
 
 /* dy = J_x dx + J_theta dtheta: dx is exchanged like the input; dtheta needs the ghosted input */
-PetscErrorCode Conv2dGridJVP_Private(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *dx, const PetscScalar *dtheta, PetscScalar *dy)
+PetscErrorCode Conv2dJVP_Grid(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *dx, const PetscScalar *dtheta, PetscScalar *dy)
 {
   Conv2dGrid        *grid = &((Layer_Conv2d *)layer->data)->grid;
   const PetscScalar *xl = NULL, *dl = NULL;
@@ -220,9 +220,9 @@ PetscErrorCode Conv2dGridJVP_Private(Layer layer, PetscInt n, const PetscScalar 
     PetscCall(VecGetArrayRead(grid->dl, &dl));
   }
   if (grid->taps)
-    PetscCall(Conv2dGridJVPTaps_Private(layer, theta, xl, dl, dtheta, dy));
+    PetscCall(Conv2dGridJVP_Taps(layer, theta, xl, dl, dtheta, dy));
   else
-    PetscCall(Conv2dGridJVPIm2col_Private(layer, theta, xl, dl, dtheta, dy));
+    PetscCall(Conv2dGridJVP_Im2col(layer, theta, xl, dl, dtheta, dy));
   if (dtheta) PetscCall(VecRestoreArrayRead(grid->xl, &xl));
   if (dx) PetscCall(VecRestoreArrayRead(grid->dl, &dl));
   PetscFunctionReturn(0);

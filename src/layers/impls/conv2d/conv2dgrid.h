@@ -9,7 +9,7 @@
 
   The halo exchange is DMGlobalToLocal() on a DMDA like the user's (same grid, boundary types and ownership) with
   dof Cin and a box stencil of the kernel's radius; its adjoint is DMLocalToGlobal() with ADD_VALUES. The kernels
-  (gridkernels.c) work on the rank's block of output points and the ghosted local array around it:
+  (conv2dgridkernels.c) work on the rank's block of output points and the ghosted local array around it:
 
     x      [gym][gxm][Cin]     the ghosted input (DMDA local array: the block plus the kernel's radius)
     y      [ym][xm][Cout]      the block's output (the local part of a global Vec, x fastest)
@@ -59,23 +59,23 @@ typedef struct {
   PetscScalar    *wt;        /* taps: the weights and a weight direction as [tap][Cin][Cout], twice K Cout */
 } Conv2dGrid;
 
-/* grid.c: requirements, set-up, view, and the layer's forward/backward/jvp on the rank's n grid points */
-PETSC_INTERN PetscErrorCode Conv2dGridCheck_Private(Layer);
-PETSC_INTERN PetscErrorCode Conv2dGridSetUp_Private(Layer);
-PETSC_INTERN PetscErrorCode Conv2dGridReset_Private(Layer);
-PETSC_INTERN PetscErrorCode Conv2dGridView_Private(Layer, PetscViewer);
-PETSC_INTERN PetscErrorCode Conv2dGridForward_Private(Layer, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *);
-PETSC_INTERN PetscErrorCode Conv2dGridBackward_Private(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
-PETSC_INTERN PetscErrorCode Conv2dGridJVP_Private(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *);
+/* conv2dgrid.c: requirements, set-up, view, and the layer's forward/backward/jvp on the rank's n grid points */
+PETSC_INTERN PetscErrorCode Conv2dCheck_Grid(Layer);
+PETSC_INTERN PetscErrorCode Conv2dSetUp_Grid(Layer);
+PETSC_INTERN PetscErrorCode Conv2dReset_Grid(Layer);
+PETSC_INTERN PetscErrorCode Conv2dView_Grid(Layer, PetscViewer);
+PETSC_INTERN PetscErrorCode Conv2dForward_Grid(Layer, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode Conv2dBackward_Grid(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode Conv2dJVP_Grid(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *);
 PETSC_INTERN PetscErrorCode LayerConv2dSetDM_Conv2d(Layer, DM);
 PETSC_INTERN PetscErrorCode LayerConv2dGetDM_Conv2d(Layer, DM *);
 PETSC_INTERN PetscErrorCode LayerConv2dSetGridAlgorithm_Conv2d(Layer, LayerConv2dGridAlgorithm);
 
-/* gridkernels.c, on the block: forward(theta, x, y), backward(theta, x, dy, dx +=, dtheta +=), jvp(theta, x, dx, dtheta, dy)
+/* conv2dgridkernels.c, on the block: forward(theta, x, y), backward(theta, x, dy, dx +=, dtheta +=), jvp(theta, x, dx, dtheta, dy)
    with x and dx the ghosted arrays */
-PETSC_INTERN PetscErrorCode Conv2dGridForwardIm2col_Private(Layer, const PetscScalar *, const PetscScalar *, PetscScalar *);
-PETSC_INTERN PetscErrorCode Conv2dGridBackwardIm2col_Private(Layer, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
-PETSC_INTERN PetscErrorCode Conv2dGridJVPIm2col_Private(Layer, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *);
-PETSC_INTERN PetscErrorCode Conv2dGridForwardTaps_Private(Layer, const PetscScalar *, const PetscScalar *, PetscScalar *);
-PETSC_INTERN PetscErrorCode Conv2dGridBackwardTaps_Private(Layer, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
-PETSC_INTERN PetscErrorCode Conv2dGridJVPTaps_Private(Layer, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode Conv2dGridForward_Im2col(Layer, const PetscScalar *, const PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode Conv2dGridBackward_Im2col(Layer, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode Conv2dGridJVP_Im2col(Layer, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode Conv2dGridForward_Taps(Layer, const PetscScalar *, const PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode Conv2dGridBackward_Taps(Layer, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode Conv2dGridJVP_Taps(Layer, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *);
