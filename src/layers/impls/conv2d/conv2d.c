@@ -70,6 +70,20 @@ static PetscErrorCode LayerSetUp_Conv2d(Layer layer)
     PetscCall(Conv2dSetUp_Grid(layer));
     PetscFunctionReturn(0);
   }
+  /* im2col reads a sample [H][W][Cin] through the window, taps in the padding reading zero (conv2dim2col.h) */
+  conv->im2col = (Conv2dIm2col){
+      .out      = {win->out[0], win->out[1]},
+      .k        = {win->k[0], win->k[1]},
+      .step     = {win->step[0], win->step[1]},
+      .dilation = {win->dilation[0], win->dilation[1]},
+      .origin   = {-win->pad[0], -win->pad[1]},
+      .ld       = win->in[1] * conv->cin,
+      .cin      = conv->cin,
+      .cg       = conv->cg,
+      .groups   = conv->groups,
+      .t0       = {win->t0[0], win->t0[1]},
+      .t1       = {win->t1[0], win->t1[1]},
+  };
   conv->pixels      = win->out[0] * win->out[1];
   conv->pointwise   = (PetscBool)(win->k[0] == 1 && win->k[1] == 1 && win->step[0] == 1 && win->step[1] == 1 && win->pad[0] == 0 && win->pad[1] == 0);
   conv->tiles[0]    = (win->out[0] + 1) / 2;

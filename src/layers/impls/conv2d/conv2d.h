@@ -35,6 +35,7 @@
 #pragma once
 
 #include "../pool/window.h"
+#include "conv2dim2col.h"
 #include "conv2dgrid.h"
 #include <petscblaslapack.h>
 
@@ -82,7 +83,8 @@ typedef struct {
   PetscScalar       *zeros;   /* Winograd: max(Cin, Cout) zeros (the padding), and as many scratch entries */
   const PetscScalar *colx;
 
-  Conv2dGrid grid; /* grid mode (grid.dm set): the DMDA, its halo exchange and the block kernels' workspace */
+  Conv2dIm2col im2col; /* the im2col geometry of either mode: the batch window, or the grid block */
+  Conv2dGrid   grid;   /* grid mode (grid.dm set): the DMDA, its halo exchange and the block kernels' workspace */
 } Layer_Conv2d;
 
 PETSC_INTERN PetscErrorCode Conv2dForward_Batch(Layer, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *);

@@ -56,102 +56,21 @@ PetscErrorCode Conv2dResetWorkspace_Batch(Layer layer)
   PetscFunctionReturn(0);
 }
 
-/*
-  col[p][g][kh][kw][ci] = x[s][ih][iw][g Cg + ci] for the ns samples of x, zero where (ih, iw) is in the padding,
-  with ih = oh sh - ph + kh dh, iw = ow sw - pw + kw dw. Only the valid tap ranges are read (no bounds tests).
-*/
-static void Conv2dIm2Col(const Layer_Conv2d *conv, PetscInt ns, const PetscScalar *x, PetscScalar *col)
+/* col = im2col(x) of ns samples, sample by sample: col [ns Ho Wo][G Kg] (conv2dim2col.c) */
+static void Conv2dIm2col_Batch(const Layer_Conv2d *conv, PetscInt ns, const PetscScalar *x, PetscScalar *col)
 {
-  const LayerWindow *win = &conv->win;
-  const PetscInt     H = win->in[0], W = win->in[1], Ho = win->out[0], Wo = win->out[1], KH = win->k[0], KW = win->k[1];
-  const PetscInt     sh = win->step[0], sw = win->step[1], ph = win->pad[0], pw = win->pad[1], dh = win->dilation[0], dw = win->dilation[1];
-  const PetscInt     cin = conv->cin, cg = conv->cg, G = conv->groups, kg = conv->kg, rowlen = KW * cg;
-  const PetscBool    contiguous = (PetscBool)(G == 1 && dw == 1); /* a kernel row is one run of KW*Cin values of x */
+  const size_t insize = (size_t)conv->win.in[0] * conv->win.in[1] * conv->cin, colsize = (size_t)conv->pixels * conv->ktot;
 
-  for (PetscInt s = 0; s < ns; s++) {
-    const PetscScalar *xs = x + (size_t)s * H * W * cin;
-
-    for (PetscInt oh = 0; oh < Ho; oh++) {
-      const PetscInt h0 = win->t0[0][oh], h1 = win->t1[0][oh], ih = oh * sh - ph;
-
-      for (PetscInt ow = 0; ow < Wo; ow++, col += conv->ktot) {
-        const PetscInt w0 = win->t0[1][ow], w1 = win->t1[1][ow], iw = ow * sw - pw;
-
-        for (PetscInt g = 0; g < G; g++) {
-          PetscScalar *c = col + g * kg;
-
-          for (PetscInt kh = 0; kh < KH; kh++, c += rowlen) {
-            const PetscScalar *xr;
-
-            if (kh < h0 || kh >= h1) {
-              for (PetscInt i = 0; i < rowlen; i++) c[i] = 0.0;
-              continue;
-            }
-            xr = xs + (ih + kh * dh) * W * cin + g * cg;
-            for (PetscInt i = 0; i < w0 * cg; i++) c[i] = 0.0;
-            if (contiguous) {
-              const PetscScalar *src = xr + (iw + w0) * cin;
-              PetscScalar       *dst = c + w0 * cg;
-
-              for (PetscInt i = 0; i < (w1 - w0) * cin; i++) dst[i] = src[i];
-            } else {
-              for (PetscInt kw = w0; kw < w1; kw++) {
-                const PetscScalar *src = xr + (iw + kw * dw) * cin;
-                PetscScalar       *dst = c + kw * cg;
-
-                for (PetscInt ci = 0; ci < cg; ci++) dst[ci] = src[ci];
-              }
-            }
-            for (PetscInt i = w1 * cg; i < rowlen; i++) c[i] = 0.0;
-          }
-        }
-      }
-    }
-  }
+  for (PetscInt s = 0; s < ns; s++) Conv2dIm2colRows(&conv->im2col, 0, conv->win.out[0], x + s * insize, col + s * colsize);
 }
 
-/* The adjoint of Conv2dIm2Col: dx (ns samples, zeroed here) = sum over the receptive fields of dcol. */
-static void Conv2dCol2Im(const Layer_Conv2d *conv, PetscInt ns, const PetscScalar *col, PetscScalar *dx)
+/* dx = col2im(dcol) of ns samples (dx overwritten): the adjoint of Conv2dIm2col_Batch */
+static void Conv2dCol2im_Batch(const Layer_Conv2d *conv, PetscInt ns, const PetscScalar *col, PetscScalar *dx)
 {
-  const LayerWindow *win = &conv->win;
-  const PetscInt     H = win->in[0], W = win->in[1], Ho = win->out[0], Wo = win->out[1], KW = win->k[1];
-  const PetscInt     sh = win->step[0], sw = win->step[1], ph = win->pad[0], pw = win->pad[1], dh = win->dilation[0], dw = win->dilation[1];
-  const PetscInt     cin = conv->cin, cg = conv->cg, G = conv->groups, kg = conv->kg, rowlen = KW * cg;
-  const PetscBool    contiguous = (PetscBool)(G == 1 && dw == 1);
+  const size_t insize = (size_t)conv->win.in[0] * conv->win.in[1] * conv->cin, colsize = (size_t)conv->pixels * conv->ktot;
 
-  for (size_t i = 0; i < (size_t)ns * H * W * cin; i++) dx[i] = 0.0;
-  for (PetscInt s = 0; s < ns; s++) {
-    PetscScalar *dxs = dx + (size_t)s * H * W * cin;
-
-    for (PetscInt oh = 0; oh < Ho; oh++) {
-      const PetscInt h0 = win->t0[0][oh], h1 = win->t1[0][oh], ih = oh * sh - ph;
-
-      for (PetscInt ow = 0; ow < Wo; ow++, col += conv->ktot) {
-        const PetscInt w0 = win->t0[1][ow], w1 = win->t1[1][ow], iw = ow * sw - pw;
-
-        for (PetscInt g = 0; g < G; g++) {
-          for (PetscInt kh = h0; kh < h1; kh++) {
-            const PetscScalar *c  = col + g * kg + kh * rowlen;
-            PetscScalar       *xr = dxs + (ih + kh * dh) * W * cin + g * cg;
-
-            if (contiguous) {
-              const PetscScalar *src = c + w0 * cg;
-              PetscScalar       *dst = xr + (iw + w0) * cin;
-
-              for (PetscInt i = 0; i < (w1 - w0) * cin; i++) dst[i] += src[i];
-            } else {
-              for (PetscInt kw = w0; kw < w1; kw++) {
-                const PetscScalar *src = c + kw * cg;
-                PetscScalar       *dst = xr + (iw + kw * dw) * cin;
-
-                for (PetscInt ci = 0; ci < cg; ci++) dst[ci] += src[ci];
-              }
-            }
-          }
-        }
-      }
-    }
-  }
+  for (size_t i = 0; i < ns * insize; i++) dx[i] = 0.0;
+  for (PetscInt s = 0; s < ns; s++) Conv2dCol2imRowsAdd(&conv->im2col, 0, conv->win.out[0], col + s * colsize, dx + s * insize);
 }
 
 /* BLAS sizes of one chunk of P output pixels */
@@ -239,7 +158,7 @@ static const PetscScalar *Conv2dColumns(Layer_Conv2d *conv, PetscInt s0, PetscIn
 {
   if (conv->pointwise) return x + (size_t)s0 * insize;
   if (conv->colx != x) {
-    Conv2dIm2Col(conv, ns, x + (size_t)s0 * insize, conv->col);
+    Conv2dIm2col_Batch(conv, ns, x + (size_t)s0 * insize, conv->col);
     conv->colx = ns == n ? x : NULL;
   }
   return conv->col;
@@ -305,7 +224,7 @@ PetscErrorCode Conv2dBackward_Batch(Layer layer, PetscInt n, const PetscScalar *
       else {
         conv->colx = NULL;
         PetscCall(Conv2dGemmInput(conv, P, W, dys, conv->col));
-        Conv2dCol2Im(conv, ns, conv->col, dxs);
+        Conv2dCol2im_Batch(conv, ns, conv->col, dxs);
       }
     }
   }
@@ -343,7 +262,7 @@ PetscErrorCode Conv2dJVP_Batch(Layer layer, PetscInt n, const PetscScalar *theta
 
       if (!conv->pointwise) {
         conv->colx = NULL;
-        Conv2dIm2Col(conv, ns, col, conv->col);
+        Conv2dIm2col_Batch(conv, ns, col, conv->col);
         col = conv->col;
       }
       PetscCall(Conv2dGemmOutput(conv, P, conv->wt + nout * conv->kg, col, beta, dys));

@@ -47,6 +47,43 @@ PetscErrorCode Conv2dCheck_Grid(Layer layer)
   PetscFunctionReturn(0);
 }
 
+/*
+  The im2col geometry of the block (conv2dim2col.h): output point (r, q) of the block, tap (a, b), reads the grid point
+  (xs + q - KW/2 + b, ys + r - KH/2 + a), found in the ghosted array at row ys + r - KH/2 + a - gys, column
+  xs + q - KW/2 + b - gxs. A periodic grid wraps in the ghosts (all taps valid); otherwise taps off the grid read zero.
+*/
+static PetscErrorCode Conv2dGridSetUpIm2col(Layer_Conv2d *conv)
+{
+  Conv2dGrid            *grid = &conv->grid;
+  const Conv2dGridBlock *bk   = &grid->block;
+  const PetscInt         kh = conv->win.k[0], kw = conv->win.k[1], ry = kh / 2, rx = kw / 2;
+
+  PetscFunctionBegin;
+  PetscCall(PetscMalloc4(bk->ym, &grid->t0[0], bk->ym, &grid->t1[0], bk->xm, &grid->t0[1], bk->xm, &grid->t1[1]));
+  for (PetscInt r = 0; r < bk->ym; r++) {
+    grid->t0[0][r] = bk->periodic[1] ? 0 : PetscMax(0, ry - bk->ys - r);
+    grid->t1[0][r] = PetscMax(grid->t0[0][r], bk->periodic[1] ? kh : PetscMin(kh, bk->N + ry - bk->ys - r));
+  }
+  for (PetscInt q = 0; q < bk->xm; q++) {
+    grid->t0[1][q] = bk->periodic[0] ? 0 : PetscMax(0, rx - bk->xs - q);
+    grid->t1[1][q] = PetscMax(grid->t0[1][q], bk->periodic[0] ? kw : PetscMin(kw, bk->M + rx - bk->xs - q));
+  }
+  conv->im2col = (Conv2dIm2col){
+      .out      = {bk->ym, bk->xm},
+      .k        = {kh, kw},
+      .step     = {1, 1},
+      .dilation = {1, 1},
+      .origin   = {bk->ys - bk->gys - ry, bk->xs - bk->gxs - rx},
+      .ld       = bk->gxm * conv->cin,
+      .cin      = conv->cin,
+      .cg       = conv->cin,
+      .groups   = 1,
+      .t0       = {grid->t0[0], grid->t0[1]},
+      .t1       = {grid->t1[0], grid->t1[1]},
+  };
+  PetscFunctionReturn(0);
+}
+
 /* The halo exchange's DMDA (the user's grid, boundary types and ownership; dof Cin; box stencil of the kernel radius),
    this rank's block, and the kernels' workspace. Called after Conv2dCheck_Grid() and with cin, kg set. */
 PetscErrorCode Conv2dSetUp_Grid(Layer layer)
@@ -71,6 +108,7 @@ PetscErrorCode Conv2dSetUp_Grid(Layer layer)
   PetscCall(VecDuplicate(grid->xl, &grid->dl));
   layer->out.ndim   = 1;
   layer->out.dim[0] = conv->nout;
+  PetscCall(Conv2dGridSetUpIm2col(conv));
 
   grid->taps = (PetscBool)(grid->algorithm == LAYER_CONV2D_GRID_ALGORITHM_TAPS || (grid->algorithm == LAYER_CONV2D_GRID_ALGORITHM_AUTO && xm >= CONV2D_GRID_TAPS_MIN_WIDTH));
   if (grid->taps)
@@ -96,6 +134,7 @@ PetscErrorCode Conv2dReset_Grid(Layer layer)
   PetscCall(DMDestroy(&grid->dmin));
   PetscCall(PetscFree(grid->col));
   PetscCall(PetscFree(grid->wt));
+  PetscCall(PetscFree4(grid->t0[0], grid->t1[0], grid->t0[1], grid->t1[1]));
   grid->taps      = PETSC_FALSE;
   grid->chunkrows = 0;
   PetscFunctionReturn(0);

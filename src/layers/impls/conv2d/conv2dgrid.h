@@ -49,14 +49,15 @@ typedef struct {
   LayerConv2dGridAlgorithm algorithm; /* as requested */
 
   /* set up from the input shape and the DMDA */
-  DM              dmin;      /* the halo exchange's DMDA: dof Cin, box stencil of the kernel radius */
-  Conv2dGridBlock block;     /* this rank's block */
-  Vec             xg;        /* a global Vec of dmin whose array is placed (the layer's input or its derivative) */
-  Vec             xl, dl;    /* the ghosted input and the ghosted derivative (jvp's dx, backward's dx) */
-  PetscBool       taps;      /* the tap algorithm is in use (else im2col) */
-  PetscInt        chunkrows; /* im2col: rows of the block per chunk */
-  PetscScalar    *col;       /* im2col: [chunkrows xm][KH][KW][Cin] */
-  PetscScalar    *wt;        /* taps: the weights and a weight direction as [tap][Cin][Cout], twice K Cout */
+  DM              dmin;          /* the halo exchange's DMDA: dof Cin, box stencil of the kernel radius */
+  Conv2dGridBlock block;         /* this rank's block */
+  Vec             xg;            /* a global Vec of dmin whose array is placed (the layer's input or its derivative) */
+  Vec             xl, dl;        /* the ghosted input and the ghosted derivative (jvp's dx, backward's dx) */
+  PetscBool       taps;          /* the tap algorithm is in use (else im2col) */
+  PetscInt        chunkrows;     /* im2col: rows of the block per chunk */
+  PetscScalar    *col;           /* im2col: [chunkrows xm][KH][KW][Cin] */
+  PetscScalar    *wt;            /* taps: the weights and a weight direction as [tap][Cin][Cout], twice K Cout */
+  PetscInt       *t0[2], *t1[2]; /* im2col: the taps inside the grid, [t0, t1), of each block row (0) and column (1) */
 } Conv2dGrid;
 
 /* conv2dgrid.c: requirements, set-up, view, and the layer's forward/backward/jvp on the rank's n grid points */

@@ -2,66 +2,6 @@
    GEMM per chunk, or one GEMM per kernel tap and row (the tap algorithm, below). x and dx are ghosted arrays. */
 #include "conv2d.h"
 
-/* Offset in the ghosted array of the point (si, sj), or -1 if the tap falls outside a non-periodic grid (reads zero) */
-static inline PetscInt Conv2dGridSource(const Conv2dGridBlock *bk, PetscInt si, PetscInt sj, PetscInt cin)
-{
-  if (!bk->periodic[0] && (si < 0 || si >= bk->M)) return -1;
-  if (!bk->periodic[1] && (sj < 0 || sj >= bk->N)) return -1;
-  return ((sj - bk->gys) * bk->gxm + (si - bk->gxs)) * cin;
-}
-
-/* col[p][KH][KW][Cin] = the receptive fields of the points of rows [r0, r1) of the block */
-static PetscErrorCode Conv2dGridIm2Col(const Layer_Conv2d *conv, PetscInt r0, PetscInt r1, const PetscScalar *x, PetscScalar *col)
-{
-  const Conv2dGridBlock *bk  = &conv->grid.block;
-  const PetscInt         cin = conv->cin, kh = conv->win.k[0], kw = conv->win.k[1], ry = kh / 2, rx = kw / 2;
-
-  PetscFunctionBegin;
-  for (PetscInt r = r0; r < r1; r++)
-    for (PetscInt q = 0; q < bk->xm; q++) {
-      const PetscInt i = bk->xs + q, j = bk->ys + r;
-
-      for (PetscInt a = 0; a < kh; a++, col += kw * cin) {
-        const PetscInt first = Conv2dGridSource(bk, i - rx, j + a - ry, cin), last = Conv2dGridSource(bk, i + rx, j + a - ry, cin);
-
-        if (first >= 0 && last >= 0)
-          PetscCall(PetscArraycpy(col, x + first, kw * cin)); /* the kernel row is one contiguous run */
-        else
-          for (PetscInt b = 0; b < kw; b++) {
-            const PetscInt src = Conv2dGridSource(bk, i + b - rx, j + a - ry, cin);
-
-            if (src >= 0)
-              PetscCall(PetscArraycpy(col + b * cin, x + src, cin));
-            else
-              PetscCall(PetscArrayzero(col + b * cin, cin));
-          }
-      }
-    }
-  PetscFunctionReturn(0);
-}
-
-/* dx += col2im(col): the transpose of Conv2dGridIm2Col (taps outside a non-periodic grid are dropped) */
-static PetscErrorCode Conv2dGridCol2Im(const Layer_Conv2d *conv, PetscInt r0, PetscInt r1, const PetscScalar *col, PetscScalar *dx)
-{
-  const Conv2dGridBlock *bk  = &conv->grid.block;
-  const PetscInt         cin = conv->cin, kh = conv->win.k[0], kw = conv->win.k[1], ry = kh / 2, rx = kw / 2;
-
-  PetscFunctionBegin;
-  for (PetscInt r = r0; r < r1; r++)
-    for (PetscInt q = 0; q < bk->xm; q++) {
-      const PetscInt i = bk->xs + q, j = bk->ys + r;
-
-      for (PetscInt a = 0; a < kh; a++)
-        for (PetscInt b = 0; b < kw; b++, col += cin) {
-          const PetscInt src = Conv2dGridSource(bk, i + b - rx, j + a - ry, cin);
-
-          if (src >= 0)
-            for (PetscInt c = 0; c < cin; c++) dx[src + c] += col[c];
-        }
-    }
-  PetscFunctionReturn(0);
-}
-
 /* y[p][o] += b[o] for the np points of a chunk */
 static PetscErrorCode Conv2dGridAddBias(PetscInt np, PetscInt nout, const PetscScalar *b, PetscScalar *y)
 {
@@ -89,7 +29,7 @@ PetscErrorCode Conv2dGridForward_Im2col(Layer layer, const PetscScalar *theta, c
     PetscScalar   *yc = y + r0 * bk->xm * nout;
 
     PetscCall(PetscBLASIntCast(np, &bnp));
-    PetscCall(Conv2dGridIm2Col(conv, r0, r1, x, col));
+    Conv2dIm2colRows(&conv->im2col, r0, r1, x, col);
     PetscCallBLAS("BLASgemm", BLASgemm_("T", "N", &bout, &bnp, &bK, &one, W, &bK, col, &bK, &zero, yc, &bout));
     if (conv->bias) PetscCall(Conv2dGridAddBias(np, nout, W + K * nout, yc));
   }
@@ -116,7 +56,7 @@ PetscErrorCode Conv2dGridBackward_Im2col(Layer layer, const PetscScalar *theta, 
 
     PetscCall(PetscBLASIntCast(np, &bnp));
     if (dtheta) {
-      PetscCall(Conv2dGridIm2Col(conv, r0, r1, x, col));
+      Conv2dIm2colRows(&conv->im2col, r0, r1, x, col);
       PetscCallBLAS("BLASgemm", BLASgemm_("N", "T", &bK, &bout, &bnp, &one, col, &bK, dyc, &bout, &one, dtheta, &bK));
       if (conv->bias)
         for (PetscInt p = 0; p < np; p++)
@@ -124,7 +64,7 @@ PetscErrorCode Conv2dGridBackward_Im2col(Layer layer, const PetscScalar *theta, 
     }
     if (dx) {
       PetscCallBLAS("BLASgemm", BLASgemm_("N", "N", &bK, &bnp, &bout, &one, W, &bK, dyc, &bout, &zero, col, &bK));
-      PetscCall(Conv2dGridCol2Im(conv, r0, r1, col, dx));
+      Conv2dCol2imRowsAdd(&conv->im2col, r0, r1, col, dx);
     }
   }
   PetscCall(PetscLogFlops(2.0 * bk->xm * bk->ym * K * nout * ((dtheta ? 1 : 0) + (dx ? 1 : 0))));
@@ -151,12 +91,12 @@ PetscErrorCode Conv2dGridJVP_Im2col(Layer layer, const PetscScalar *theta, const
 
     PetscCall(PetscBLASIntCast(np, &bnp));
     if (dx) {
-      PetscCall(Conv2dGridIm2Col(conv, r0, r1, dx, col));
+      Conv2dIm2colRows(&conv->im2col, r0, r1, dx, col);
       PetscCallBLAS("BLASgemm", BLASgemm_("T", "N", &bout, &bnp, &bK, &one, W, &bK, col, &bK, &zero, dyc, &bout));
       beta = one;
     }
     if (dtheta) {
-      PetscCall(Conv2dGridIm2Col(conv, r0, r1, x, col));
+      Conv2dIm2colRows(&conv->im2col, r0, r1, x, col);
       PetscCallBLAS("BLASgemm", BLASgemm_("T", "N", &bout, &bnp, &bK, &one, dtheta, &bK, col, &bK, &beta, dyc, &bout));
       if (conv->bias) PetscCall(Conv2dGridAddBias(np, nout, dtheta + K * nout, dyc));
     }
