@@ -57,20 +57,24 @@ PetscErrorCode Conv2dResetWorkspace_Batch(Layer layer)
 }
 
 /* col = im2col(x) of ns samples, sample by sample: col [ns Ho Wo][G Kg] (conv2dim2col.c) */
-static void Conv2dIm2col_Batch(const Layer_Conv2d *conv, PetscInt ns, const PetscScalar *x, PetscScalar *col)
+static PetscErrorCode Conv2dIm2col_Batch(const Layer_Conv2d *conv, PetscInt ns, const PetscScalar *x, PetscScalar *col)
 {
   const size_t insize = (size_t)conv->win.in[0] * conv->win.in[1] * conv->cin, colsize = (size_t)conv->pixels * conv->ktot;
 
-  for (PetscInt s = 0; s < ns; s++) Conv2dIm2colRows(&conv->im2col, 0, conv->win.out[0], x + s * insize, col + s * colsize);
+  PetscFunctionBegin;
+  for (PetscInt s = 0; s < ns; s++) PetscCall(Conv2dIm2colRows(&conv->im2col, 0, conv->win.out[0], x + s * insize, col + s * colsize));
+  PetscFunctionReturn(0);
 }
 
 /* dx = col2im(dcol) of ns samples (dx overwritten): the adjoint of Conv2dIm2col_Batch */
-static void Conv2dCol2im_Batch(const Layer_Conv2d *conv, PetscInt ns, const PetscScalar *col, PetscScalar *dx)
+static PetscErrorCode Conv2dCol2im_Batch(const Layer_Conv2d *conv, PetscInt ns, const PetscScalar *col, PetscScalar *dx)
 {
   const size_t insize = (size_t)conv->win.in[0] * conv->win.in[1] * conv->cin, colsize = (size_t)conv->pixels * conv->ktot;
 
-  for (size_t i = 0; i < ns * insize; i++) dx[i] = 0.0;
-  for (PetscInt s = 0; s < ns; s++) Conv2dCol2imRowsAdd(&conv->im2col, 0, conv->win.out[0], col + s * colsize, dx + s * insize);
+  PetscFunctionBegin;
+  PetscCall(PetscArrayzero(dx, ns * insize));
+  for (PetscInt s = 0; s < ns; s++) PetscCall(Conv2dCol2imRowsAdd(&conv->im2col, 0, conv->win.out[0], col + s * colsize, dx + s * insize));
+  PetscFunctionReturn(0);
 }
 
 /* BLAS sizes of one chunk of P output pixels */
@@ -154,14 +158,19 @@ static PetscErrorCode Conv2dGemmInput(const Layer_Conv2d *conv, PetscInt P, cons
 
 /* col(x) for samples [s0, s0 + ns) of n: x itself (1x1), the col already computed at x, or a fresh im2col
    (remembered as col(x) when the chunk is the whole batch) */
-static const PetscScalar *Conv2dColumns(Layer_Conv2d *conv, PetscInt s0, PetscInt ns, PetscInt n, const PetscScalar *x, PetscInt insize)
+static PetscErrorCode Conv2dColumns(Layer_Conv2d *conv, PetscInt s0, PetscInt ns, PetscInt n, const PetscScalar *x, PetscInt insize, const PetscScalar **col)
 {
-  if (conv->pointwise) return x + (size_t)s0 * insize;
+  PetscFunctionBegin;
+  if (conv->pointwise) {
+    *col = x + (size_t)s0 * insize;
+    PetscFunctionReturn(0);
+  }
   if (conv->colx != x) {
-    Conv2dIm2col_Batch(conv, ns, x + (size_t)s0 * insize, conv->col);
+    PetscCall(Conv2dIm2col_Batch(conv, ns, x + (size_t)s0 * insize, conv->col));
     conv->colx = ns == n ? x : NULL;
   }
-  return conv->col;
+  *col = conv->col;
+  PetscFunctionReturn(0);
 }
 
 /* y[p][o] = b[o], the start of the forward GEMM with beta = 1 */
@@ -183,9 +192,10 @@ PetscErrorCode Conv2dForward_Batch(Layer layer, PetscInt n, const PetscScalar *t
   conv->colx = NULL; /* x may hold new values at the same address */
   for (PetscInt s0 = 0; s0 < n; s0 += conv->chunk) {
     PetscInt           ns = PetscMin(conv->chunk, n - s0), P = ns * conv->pixels;
-    const PetscScalar *col = Conv2dColumns(conv, s0, ns, n, x, layer->insize);
+    const PetscScalar *col = NULL;
     PetscScalar       *ys  = y + (size_t)s0 * layer->outsize;
 
+    PetscCall(Conv2dColumns(conv, s0, ns, n, x, layer->insize, &col));
     if (b) Conv2dFillBias(P, conv->nout, b, ys);
     PetscCall(Conv2dGemmOutput(conv, P, conv->wt, col, b ? 1.0 : 0.0, ys));
   }
@@ -205,10 +215,11 @@ PetscErrorCode Conv2dBackward_Batch(Layer layer, PetscInt n, const PetscScalar *
   if (dtheta && conv->dwtransposed) PetscCall(PetscArrayzero(conv->wdt, nout * conv->kg));
   for (PetscInt s0 = 0; s0 < n; s0 += conv->chunk) {
     PetscInt           ns = PetscMin(conv->chunk, n - s0), P = ns * conv->pixels;
-    const PetscScalar *dys = dy + (size_t)s0 * layer->outsize;
+    const PetscScalar *dys = dy + (size_t)s0 * layer->outsize, *col = NULL;
 
     if (dtheta) {
-      PetscCall(Conv2dGemmWeights(conv, P, Conv2dColumns(conv, s0, ns, n, x, layer->insize), dys, dtheta));
+      PetscCall(Conv2dColumns(conv, s0, ns, n, x, layer->insize, &col));
+      PetscCall(Conv2dGemmWeights(conv, P, col, dys, dtheta));
       if (conv->bias) {
         PetscScalar *db = dtheta + nout * conv->kg;
 
@@ -224,7 +235,7 @@ PetscErrorCode Conv2dBackward_Batch(Layer layer, PetscInt n, const PetscScalar *
       else {
         conv->colx = NULL;
         PetscCall(Conv2dGemmInput(conv, P, W, dys, conv->col));
-        Conv2dCol2im_Batch(conv, ns, conv->col, dxs);
+        PetscCall(Conv2dCol2im_Batch(conv, ns, conv->col, dxs));
       }
     }
   }
@@ -250,11 +261,14 @@ PetscErrorCode Conv2dJVP_Batch(Layer layer, PetscInt n, const PetscScalar *theta
     PetscScalar *dys = dy + (size_t)s0 * layer->outsize, beta = 0.0;
 
     if (dtheta) {
+      const PetscScalar *col = NULL;
+
       if (conv->bias) {
         Conv2dFillBias(P, nout, dtheta + nout * conv->kg, dys);
         beta = 1.0;
       }
-      PetscCall(Conv2dGemmOutput(conv, P, conv->wt, Conv2dColumns(conv, s0, ns, n, x, layer->insize), beta, dys));
+      PetscCall(Conv2dColumns(conv, s0, ns, n, x, layer->insize, &col));
+      PetscCall(Conv2dGemmOutput(conv, P, conv->wt, col, beta, dys));
       beta = 1.0;
     }
     if (dx) {
@@ -262,7 +276,7 @@ PetscErrorCode Conv2dJVP_Batch(Layer layer, PetscInt n, const PetscScalar *theta
 
       if (!conv->pointwise) {
         conv->colx = NULL;
-        Conv2dIm2col_Batch(conv, ns, col, conv->col);
+        PetscCall(Conv2dIm2col_Batch(conv, ns, col, conv->col));
         col = conv->col;
       }
       PetscCall(Conv2dGemmOutput(conv, P, conv->wt + nout * conv->kg, col, beta, dys));

@@ -29,7 +29,7 @@ PetscErrorCode Conv2dGridForward_Im2col(Layer layer, const PetscScalar *theta, c
     PetscScalar   *yc = y + r0 * bk->xm * nout;
 
     PetscCall(PetscBLASIntCast(np, &bnp));
-    Conv2dIm2colRows(&conv->im2col, r0, r1, x, col);
+    PetscCall(Conv2dIm2colRows(&conv->im2col, r0, r1, x, col));
     PetscCallBLAS("BLASgemm", BLASgemm_("T", "N", &bout, &bnp, &bK, &one, W, &bK, col, &bK, &zero, yc, &bout));
     if (conv->bias) PetscCall(Conv2dGridAddBias(np, nout, W + K * nout, yc));
   }
@@ -56,7 +56,7 @@ PetscErrorCode Conv2dGridBackward_Im2col(Layer layer, const PetscScalar *theta, 
 
     PetscCall(PetscBLASIntCast(np, &bnp));
     if (dtheta) {
-      Conv2dIm2colRows(&conv->im2col, r0, r1, x, col);
+      PetscCall(Conv2dIm2colRows(&conv->im2col, r0, r1, x, col));
       PetscCallBLAS("BLASgemm", BLASgemm_("N", "T", &bK, &bout, &bnp, &one, col, &bK, dyc, &bout, &one, dtheta, &bK));
       if (conv->bias)
         for (PetscInt p = 0; p < np; p++)
@@ -64,7 +64,7 @@ PetscErrorCode Conv2dGridBackward_Im2col(Layer layer, const PetscScalar *theta, 
     }
     if (dx) {
       PetscCallBLAS("BLASgemm", BLASgemm_("N", "N", &bK, &bnp, &bout, &one, W, &bK, dyc, &bout, &zero, col, &bK));
-      Conv2dCol2imRowsAdd(&conv->im2col, r0, r1, col, dx);
+      PetscCall(Conv2dCol2imRowsAdd(&conv->im2col, r0, r1, col, dx));
     }
   }
   PetscCall(PetscLogFlops(2.0 * bk->xm * bk->ym * K * nout * ((dtheta ? 1 : 0) + (dx ? 1 : 0))));
@@ -91,12 +91,12 @@ PetscErrorCode Conv2dGridJVP_Im2col(Layer layer, const PetscScalar *theta, const
 
     PetscCall(PetscBLASIntCast(np, &bnp));
     if (dx) {
-      Conv2dIm2colRows(&conv->im2col, r0, r1, dx, col);
+      PetscCall(Conv2dIm2colRows(&conv->im2col, r0, r1, dx, col));
       PetscCallBLAS("BLASgemm", BLASgemm_("T", "N", &bout, &bnp, &bK, &one, W, &bK, col, &bK, &zero, dyc, &bout));
       beta = one;
     }
     if (dtheta) {
-      Conv2dIm2colRows(&conv->im2col, r0, r1, x, col);
+      PetscCall(Conv2dIm2colRows(&conv->im2col, r0, r1, x, col));
       PetscCallBLAS("BLASgemm", BLASgemm_("T", "N", &bout, &bnp, &bK, &one, dtheta, &bK, col, &bK, &beta, dyc, &bout));
       if (conv->bias) PetscCall(Conv2dGridAddBias(np, nout, dtheta + K * nout, dyc));
     }

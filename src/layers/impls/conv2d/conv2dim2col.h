@@ -28,5 +28,5 @@ typedef struct {
   const PetscInt *t0[2], *t1[2]; /* valid taps [t0, t1) of each output row (d = 0) and column (d = 1) */
 } Conv2dIm2col;
 
-PETSC_INTERN void Conv2dIm2colRows(const Conv2dIm2col *, PetscInt, PetscInt, const PetscScalar *, PetscScalar *);
-PETSC_INTERN void Conv2dCol2imRowsAdd(const Conv2dIm2col *, PetscInt, PetscInt, const PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode Conv2dIm2colRows(const Conv2dIm2col *, PetscInt, PetscInt, const PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode Conv2dCol2imRowsAdd(const Conv2dIm2col *, PetscInt, PetscInt, const PetscScalar *, PetscScalar *);
