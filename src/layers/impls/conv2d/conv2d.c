@@ -1,5 +1,12 @@
-/* conv2d: settings, shapes, initialisation, PyTorch tensor names, and the choice between batch mode (kernels in
-   conv2dbatch.c and conv2dwinograd.c) and grid mode on a DMDA (conv2dgrid.c, conv2dgridkernels.c). */
+/*
+  conv2d: settings (OUT[:K[:STRIDE[:PAD]]] and named dilation=, groups=, bias=; -conv2d_* options), set-up of the shapes
+  and of the algorithm, initialisation, PyTorch tensor names, and the layer's operations, which choose between the
+  kernel families (layouts, formulas and the file of each in conv2d.h):
+
+    LayerForward_Conv2d    y = conv(x; W) + b          Conv2dForward_Grid | Conv2dForward_Winograd | Conv2dForward_Batch
+    LayerBackward_Conv2d   dx, dtheta += J^T dy         Conv2dBackward_Grid | ..._Winograd | ..._Batch
+    LayerJVP_Conv2d        dy = J_x dx + J_theta dtheta Conv2dJVP_Grid | ..._Winograd | ..._Batch
+*/
 #include "conv2d.h"
 
 const char *const Conv2dAlgorithms[] = {"auto", "im2col", "winograd", "Conv2dAlgorithm", "CONV2D_ALGORITHM_", NULL};

@@ -1,4 +1,19 @@
-/* conv2d kernels: the workspace, and im2col + one GEMM per group, chunk by chunk of samples (layouts in conv2d.h). */
+/*
+  conv2d in batch mode, im2col + GEMM (x, y, W, b as in conv2d.h), chunk by chunk of ns samples, and the workspace of
+  batch mode (also Winograd's).
+
+    col    [P][G][KH][KW][Cg]   P = ns Ho Wo: row p is the receptive field of pixel p, group by group (conv2dim2col.c)
+    Wt     [G][Kg][Cout/G]      W^T per group (Kg = KH KW Cg), so that forward is an 'N','N' GEMM
+  In column-major BLAS terms col is a (G Kg) x P matrix, y a Cout x P matrix and the weights of group g a Kg x (Cout/G)
+  matrix Wg; one GEMM per group and chunk:
+    forward   y_g    = Wg^T col_g (+ b)          dgemm('N','N') on Wt
+    backward  dWg   += col_g dy_g^T              dgemm('N','T') (as dWg^T += dy_g col_g^T, in wdt, when Kg < Cout/G)
+              db    += sum_p dy
+              dcol_g = Wg dy_g ;  dx = col2im(dcol)   dgemm('N','N'), then the scatter-add of conv2dim2col.c
+    jvp       dy_g   = Wg^T col(dx)_g + dWg^T col(x)_g (+ db)
+  A 1x1, stride-1, unpadded convolution needs no im2col: col is x itself. Backward recomputes col(x) chunk by chunk,
+  except when one chunk holds the whole batch: then forward's is kept (conv->colx).
+*/
 #include "conv2d.h"
 
 /*

@@ -1,5 +1,13 @@
-/* conv2d in grid mode (see conv2dgrid.h): the requirements, the halo exchange and its adjoint, the layer's operations on the
-   rank's block, and the public functions that give a conv2d layer its DMDA. The block kernels are in conv2dgridkernels.c. */
+/*
+  conv2d in grid mode (conv2dgrid.h): the requirements, set-up and view, the layer's operations on the rank's block,
+  and the public functions that give a conv2d layer its DMDA. A field is the local part of a global Vec of the DMDA
+  (x [ym][xm][Cin]); the kernels (conv2dgridkernels.c) read its ghosted copy xl [gym][gxm][Cin].
+
+    forward   xl = DMGlobalToLocal(x);   y = kernels(theta, xl)
+    backward  xl = DMGlobalToLocal(x) (for dtheta);   dl = 0, dl += J_x^T dy, dtheta += J_theta^T dy;
+              dx = DMLocalToGlobal(dl, ADD_VALUES)       (the adjoint of the halo exchange)
+    jvp       dl = DMGlobalToLocal(dx);   dy = J_x dl + J_theta dtheta
+*/
 #include "conv2d.h"
 
 const char *const LayerConv2dGridAlgorithms[] = {"auto", "im2col", "taps", "LayerConv2dGridAlgorithm", "LAYER_CONV2D_GRID_ALGORITHM_", NULL};

@@ -17,17 +17,9 @@
     b      [Cout]              (absent with -conv2d_bias 0)
     theta  = [W, b]
 
-  KH runs along y (rows of the block), KW along x. Two algorithms (-conv2d_grid_algorithm):
-  im2col: over chunks of rows of the block (col and the chunk's output within -conv2d_max_workspace MB), col
-  [P][KH][KW][Cin], then one GEMM per chunk (column-major: col is K x P with K = KH KW Cin, Wc = W^T is K x Cout):
-    forward   y    = Wc^T col(x) + b                         dgemm('T','N')
-    backward  dWc += col(x) dy^T,  db += dy 1               dgemm('N','T')
-              dcol = Wc dy;  dx (ghosted) += col2im(dcol)    dgemm('N','N'), then a scatter-add
-    jvp       dy   = Wc^T col(dx) + dWc^T col(x) + db
-  taps: no im2col; for each row of the block and each kernel tap, the points the tap reaches read a contiguous run of
-  the input, so the tap is one GEMM with its Cin x Cout block of Wc. It moves KH KW times less memory than im2col,
-  which matters with few channels; im2col makes fewer, larger GEMMs, which matters on narrow blocks. auto: taps when
-  the block rows have at least CONV2D_GRID_TAPS_MIN_WIDTH points.
+  KH runs along y (rows of the block), KW along x. Two algorithms (-conv2d_grid_algorithm, conv2dgridkernels.c):
+  im2col (the shared conv2dim2col.c on the ghosted array) + one GEMM per chunk of rows, or taps (one GEMM per kernel tap
+  and row, no im2col); auto takes taps when the block rows have at least CONV2D_GRID_TAPS_MIN_WIDTH points.
 */
 #pragma once
 
@@ -72,8 +64,8 @@ PETSC_INTERN PetscErrorCode LayerConv2dSetDM_Conv2d(Layer, DM);
 PETSC_INTERN PetscErrorCode LayerConv2dGetDM_Conv2d(Layer, DM *);
 PETSC_INTERN PetscErrorCode LayerConv2dSetGridAlgorithm_Conv2d(Layer, LayerConv2dGridAlgorithm);
 
-/* conv2dgridkernels.c, on the block: forward(theta, x, y), backward(theta, x, dy, dx +=, dtheta +=), jvp(theta, x, dx, dtheta, dy)
-   with x and dx the ghosted arrays */
+/* conv2dgridkernels.c, on the block: forward(theta, x, y), backward(theta, x, dy, dx +=, dtheta +=), jvp(theta, x, dx,
+   dtheta, dy) with x and dx the ghosted arrays */
 PETSC_INTERN PetscErrorCode Conv2dGridForward_Im2col(Layer, const PetscScalar *, const PetscScalar *, PetscScalar *);
 PETSC_INTERN PetscErrorCode Conv2dGridBackward_Im2col(Layer, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
 PETSC_INTERN PetscErrorCode Conv2dGridJVP_Im2col(Layer, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *);

@@ -1,5 +1,27 @@
-/* conv2d grid-mode kernels on the rank's block of output points (layouts in conv2dgrid.h): im2col over chunks of rows with one
-   GEMM per chunk, or one GEMM per kernel tap and row (the tap algorithm, below). x and dx are ghosted arrays. */
+/*
+  conv2d in grid mode: the kernels on this rank's block of output points (layouts in conv2dgrid.h)
+
+    x, dx  [gym][gxm][Cin]      the ghosted input and its derivative (dx accumulated, summed on the owners after)
+    y, dy  [ym][xm][Cout]       the block's output
+    W      [Cout][KH][KW][Cin]  as column-major Wc = W^T, K x Cout with K = KH KW Cin;  b [Cout]
+
+  im2col, over chunks of rows (col and the chunk's output within -conv2d_max_workspace MB):
+    col    [P][KH][KW][Cin]     the receptive fields of the chunk's P points (conv2dim2col.c; zero off the grid)
+    forward   y    = Wc^T col(x) + b                        dgemm('T','N')
+    backward  dWc += col(x) dy^T,  db += dy 1               dgemm('N','T')
+              dcol = Wc dy;  dx += col2im(dcol)             dgemm('N','N'), then the scatter-add
+    jvp       dy   = Wc^T col(dx) + dWc^T col(x) + db
+  taps: no im2col. For each row of the block and each kernel tap (a, b), the points the tap reaches inside the grid
+  read a contiguous run of source points, so the tap is one GEMM with the tap's (Cin x Cout) block W_ab of Wc
+  (rows (a KW + b) Cin .., leading dimension K):
+    forward   y_row[q0:q1]  += W_ab^T x_src              dgemm('N','N', Cout, nq, Cin) on the transposed copy wt
+    backward  dW_ab         += x_src dy_row^T            dgemm('N','T', Cin, Cout, nq)
+              dx_src        += W_ab dy_row               dgemm('N','N', Cin, nq, Cout)
+    jvp       dy_row[q0:q1]  = W_ab^T dx_src + dW_ab^T x_src (+ db)
+  Taps outside a non-periodic grid are skipped (zero padding) by narrowing [q0, q1) or the row. Taps move KH KW times
+  less memory than im2col, which matters with few channels; im2col makes fewer, larger GEMMs, which matters on narrow
+  blocks.
+*/
 #include "conv2d.h"
 
 /* y[p][o] += b[o] for the np points of a chunk */
@@ -106,15 +128,7 @@ PetscErrorCode Conv2dGridJVP_Im2col(Layer layer, const PetscScalar *theta, const
   PetscFunctionReturn(0);
 }
 
-/*
-  The tap algorithm: no im2col. For each row of the block and each kernel tap (a, b), the output points the tap reaches
-  inside the grid read a contiguous run of source points, so the tap is one GEMM with the tap's (Cin x Cout) block of
-  the weights (rows (a KW + b) Cin .. of Wc, leading dimension K):
-    forward   y_row[q0:q1]  += W_ab^T x_src          dgemm('N','N', Cout, nq, Cin) on the transposed copy wt
-    backward  dW_ab         += x_src dy_row^T        dgemm('N','T', Cin, Cout, nq)
-              dx_src        += W_ab dy_row           dgemm('N','N', Cin, nq, Cout)
-  Taps outside a non-periodic grid are skipped (zero padding) by narrowing [q0, q1) or the row.
-*/
+/* ---------------------------------------------------------------- taps (see the table above) */
 
 /* The points [q0, q1) of block row r that tap (a, b) reaches in the grid, and the offset of the first one's source */
 static inline PetscBool Conv2dGridTapRange(const Layer_Conv2d *conv, PetscInt a, PetscInt b, PetscInt r, PetscInt *q0, PetscInt *q1, PetscInt *src)

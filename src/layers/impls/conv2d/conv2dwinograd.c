@@ -21,6 +21,9 @@
   U is kept in both layouts so that both products of the chunk loop are 'N','N' GEMMs (OpenBLAS's fastest for
   these shapes). Chunks are small (a few samples, -conv2d_max_workspace) so that V and M stay in cache.
   Every transform works on whole channel vectors (channels-last), so its inner loop runs over contiguous channels.
+  The 16 GEMMs of Cout x Cin x tiles replace im2col's Cout x 9 Cin x pixels one: 2.25 times fewer multiplications; and
+  backward is the exact transpose of forward (same transforms, transposed), so the adjoint identity holds to round-off.
+  The workspace (V, M, U, Ut, dU in chunks of samples) is batch mode's, Conv2dGetWorkspace_Batch() in conv2dbatch.c.
 */
 #include "conv2d.h"
 
