@@ -5,7 +5,7 @@
     x   [n][H][W][C]
     y   [n][Ho][Wo][C]     y[s][oh][ow][c] = sum over the window of x[s][ih][iw][c] / (kh kw)
 */
-#include "../conv2d/window.h"
+#include "../pool/pool.h"
 
 typedef struct {
   LayerWindow win; /* first: the shared pooling settings cast layer->data to LayerWindow */

@@ -1,5 +1,12 @@
-/* conv2d: settings, shapes, initialisation, PyTorch tensor names, and the choice between batch mode (kernels in
-   conv2dkernels.c and winograd.c) and grid mode on a DMDA (grid.c, gridkernels.c). */
+/*
+  conv2d: settings (OUT[:K[:STRIDE[:PAD]]] and named dilation=, groups=, bias=; -conv2d_* options), set-up of the shapes
+  and of the algorithm, initialisation, PyTorch tensor names, and the layer's operations, which choose between the
+  kernel families (layouts, formulas and the file of each in conv2d.h):
+
+    LayerForward_Conv2d    y = conv(x; W) + b          Conv2dForward_Grid | Conv2dForward_Winograd | Conv2dForward_Batch
+    LayerBackward_Conv2d   dx, dtheta += J^T dy         Conv2dBackward_Grid | ..._Winograd | ..._Batch
+    LayerJVP_Conv2d        dy = J_x dx + J_theta dtheta Conv2dJVP_Grid | ..._Winograd | ..._Batch
+*/
 #include "conv2d.h"
 
 const char *const Conv2dAlgorithms[] = {"auto", "im2col", "winograd", "Conv2dAlgorithm", "CONV2D_ALGORITHM_", NULL};
@@ -45,10 +52,10 @@ static PetscErrorCode LayerSetUp_Conv2d(Layer layer)
     SETERRQ(comm, PETSC_ERR_ARG_WRONG, "conv2d layer %" PetscInt_FMT " has no number of output channels: write conv2d:OUT in -net_layers (e.g. conv2d:32), or give -%sconv2d_outputs OUT, or call LayerConv2dSetOutputChannels()", layer->index,
             prefix ? prefix : "");
   }
-  PetscCall(LayerResetWorkspace_Conv2d(layer));
-  PetscCall(Conv2dGridReset_Private(layer));
+  PetscCall(Conv2dResetWorkspace_Batch(layer));
+  PetscCall(Conv2dReset_Grid(layer));
   if (conv->grid.dm)
-    PetscCall(Conv2dGridCheck_Private(layer)); /* grid mode: (Cin) at each point of a DMDA */
+    PetscCall(Conv2dCheck_Grid(layer)); /* grid mode: (Cin) at each point of a DMDA */
   else {
     char shape[64];
 
@@ -67,9 +74,23 @@ static PetscErrorCode LayerSetUp_Conv2d(Layer layer)
   conv->ktot     = conv->groups * conv->kg;
   layer->nparams = conv->nout * conv->kg + (conv->bias ? conv->nout : 0);
   if (conv->grid.dm) {
-    PetscCall(Conv2dGridSetUp_Private(layer));
+    PetscCall(Conv2dSetUp_Grid(layer));
     PetscFunctionReturn(0);
   }
+  /* im2col reads a sample [H][W][Cin] through the window, taps in the padding reading zero (conv2dim2col.h) */
+  conv->im2col = (Conv2dIm2col){
+      .out      = {win->out[0], win->out[1]},
+      .k        = {win->k[0], win->k[1]},
+      .step     = {win->step[0], win->step[1]},
+      .dilation = {win->dilation[0], win->dilation[1]},
+      .origin   = {-win->pad[0], -win->pad[1]},
+      .ld       = win->in[1] * conv->cin,
+      .cin      = conv->cin,
+      .cg       = conv->cg,
+      .groups   = conv->groups,
+      .t0       = {win->t0[0], win->t0[1]},
+      .t1       = {win->t1[0], win->t1[1]},
+  };
   conv->pixels      = win->out[0] * win->out[1];
   conv->pointwise   = (PetscBool)(win->k[0] == 1 && win->k[1] == 1 && win->step[0] == 1 && win->step[1] == 1 && win->pad[0] == 0 && win->pad[1] == 0);
   conv->tiles[0]    = (win->out[0] + 1) / 2;
@@ -87,40 +108,62 @@ static PetscErrorCode LayerReset_Conv2d(Layer layer)
   Layer_Conv2d *conv = (Layer_Conv2d *)layer->data;
 
   PetscFunctionBegin;
-  PetscCall(LayerResetWorkspace_Conv2d(layer));
-  PetscCall(Conv2dGridReset_Private(layer));
+  PetscCall(Conv2dResetWorkspace_Batch(layer));
+  PetscCall(Conv2dReset_Grid(layer));
   PetscCall(LayerWindowReset(&conv->win));
   PetscFunctionReturn(0);
 }
 
-/* The two layouts share the parameters; each has its kernels: grid mode in grid.c, batch mode in conv2dkernels.c */
-static PetscErrorCode LayerForward_Conv2dDispatch(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
+/*
+  The layer's operations choose the kernels: grid mode (conv2dgrid.c: halo exchange, then im2col or taps on the rank's
+  block), or batch mode with Winograd F(2x2, 3x3) (conv2dwinograd.c) or im2col + GEMM (conv2dbatch.c). The three
+  compute the same function of the same theta.
+*/
+static PetscErrorCode LayerForward_Conv2d(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
 {
+  Layer_Conv2d *conv = (Layer_Conv2d *)layer->data;
+
   PetscFunctionBegin;
-  if (((Layer_Conv2d *)layer->data)->grid.dm)
-    PetscCall(Conv2dGridForward_Private(layer, n, theta, x, y));
+  if (conv->grid.dm)
+    PetscCall(Conv2dForward_Grid(layer, n, theta, x, y));
+  else if (!n)
+    PetscFunctionReturn(0);
+  else if (conv->winograd)
+    PetscCall(Conv2dForward_Winograd(layer, n, theta, x, y));
   else
-    PetscCall(LayerForward_Conv2d(layer, n, theta, x, y));
+    PetscCall(Conv2dForward_Batch(layer, n, theta, x, y));
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode LayerBackward_Conv2dDispatch(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)
+static PetscErrorCode LayerBackward_Conv2d(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)
 {
+  Layer_Conv2d *conv = (Layer_Conv2d *)layer->data;
+
   PetscFunctionBegin;
-  if (((Layer_Conv2d *)layer->data)->grid.dm)
-    PetscCall(Conv2dGridBackward_Private(layer, n, theta, x, dy, dx, dtheta));
+  if (conv->grid.dm)
+    PetscCall(Conv2dBackward_Grid(layer, n, theta, x, dy, dx, dtheta));
+  else if (!n)
+    PetscFunctionReturn(0);
+  else if (conv->winograd)
+    PetscCall(Conv2dBackward_Winograd(layer, n, theta, x, dy, dx, dtheta));
   else
-    PetscCall(LayerBackward_Conv2d(layer, n, theta, x, y, dy, dx, dtheta));
+    PetscCall(Conv2dBackward_Batch(layer, n, theta, x, dy, dx, dtheta));
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode LayerJVP_Conv2dDispatch(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dx, const PetscScalar *dtheta, PetscScalar *dy)
+static PetscErrorCode LayerJVP_Conv2d(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dx, const PetscScalar *dtheta, PetscScalar *dy)
 {
+  Layer_Conv2d *conv = (Layer_Conv2d *)layer->data;
+
   PetscFunctionBegin;
-  if (((Layer_Conv2d *)layer->data)->grid.dm)
-    PetscCall(Conv2dGridJVP_Private(layer, n, theta, x, dx, dtheta, dy));
+  if (conv->grid.dm)
+    PetscCall(Conv2dJVP_Grid(layer, n, theta, x, dx, dtheta, dy));
+  else if (!n)
+    PetscFunctionReturn(0);
+  else if (conv->winograd)
+    PetscCall(Conv2dJVP_Winograd(layer, n, theta, x, dx, dtheta, dy));
   else
-    PetscCall(LayerJVP_Conv2d(layer, n, theta, x, y, dx, dtheta, dy));
+    PetscCall(Conv2dJVP_Batch(layer, n, theta, x, dx, dtheta, dy));
   PetscFunctionReturn(0);
 }
 
@@ -300,7 +343,7 @@ static PetscErrorCode LayerSetFromOptions_Conv2d(Layer layer, PetscOptionItems *
   PetscCall(PetscOptionsReal("-conv2d_max_workspace", "Workspace in MB of one chunk of samples (im2col or Winograd buffers; on a DMDA, of one chunk of rows): the batch is processed chunk by chunk", "", conv->maxworkspace, &conv->maxworkspace, &set));
   PetscCheck(conv->maxworkspace > 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "-conv2d_max_workspace must be positive, not %g", (double)conv->maxworkspace);
   if (set) {
-    PetscCall(LayerResetWorkspace_Conv2d(layer));
+    PetscCall(Conv2dResetWorkspace_Batch(layer));
     if (conv->grid.dm && layer->setupcalled) PetscCall(LayerReset(layer)); /* grid mode sizes its im2col chunks at set-up */
   }
   PetscCall(PetscOptionsEnum("-conv2d_grid_algorithm", "On a DMDA (grid mode): auto, im2col, or taps (one GEMM per kernel tap and row)", "LayerConv2dSetGridAlgorithm", LayerConv2dGridAlgorithms, (PetscEnum)gridalgorithm, (PetscEnum *)&gridalgorithm,
@@ -324,7 +367,7 @@ static PetscErrorCode LayerView_Conv2d(Layer layer, PetscViewer viewer)
   if (conv->init == LAYER_INIT_NORMAL) PetscCall(PetscSNPrintf(std, sizeof(std), " (std %g)", (double)conv->initstd));
   if (conv->grid.dm) {
     PetscCall(PetscViewerASCIIPrintf(viewer, "initialisation %s%s\n", LayerInitTypes[conv->init], std));
-    PetscCall(Conv2dGridView_Private(layer, viewer));
+    PetscCall(Conv2dView_Grid(layer, viewer));
     PetscFunctionReturn(0);
   }
   PetscCall(PetscViewerASCIIPrintf(viewer, "initialisation %s%s, algorithm %s%s, chunks of samples in %.2f MB of workspace\n", LayerInitTypes[conv->init], std, Conv2dAlgorithms[conv->algorithm],
@@ -517,9 +560,9 @@ PETSC_INTERN PetscErrorCode LayerCreate_Conv2d(Layer layer)
   layer->data                                   = conv;
   layer->ops->setup                             = LayerSetUp_Conv2d;
   layer->ops->initialize                        = LayerInitialize_Conv2d;
-  layer->ops->forward                           = LayerForward_Conv2dDispatch;
-  layer->ops->backward                          = LayerBackward_Conv2dDispatch;
-  layer->ops->jvp                               = LayerJVP_Conv2dDispatch;
+  layer->ops->forward                           = LayerForward_Conv2d;
+  layer->ops->backward                          = LayerBackward_Conv2d;
+  layer->ops->jvp                               = LayerJVP_Conv2d;
   layer->ops->tensors                           = LayerTensors_Conv2d;
   layer->ops->setarguments                      = LayerSetArguments_Conv2d;
   layer->ops->getarguments                      = LayerGetArguments_Conv2d;

@@ -9,33 +9,34 @@
     b      [Cout]                         (absent with -conv2d_bias 0)
     theta  = [W, b]
 
-  im2col: col [P][G][KH][KW][Cg] with P = ns Ho Wo output pixels of a chunk of ns samples and Kg = KH KW Cg, so that
-  row p of col is the receptive field of pixel p, group by group. In column-major BLAS terms col is a (G Kg) x P
-  matrix, y a Cout x P matrix and the weights of group g a Kg x (Cout/G) matrix Wg; one GEMM per group and chunk:
-    forward   y_g   = Wg^T col_g  (+ b)             dgemm('N','N') on a transposed copy of Wg
-    backward  dWg  += col_g dy_g^T                  dgemm('N','T') (as dWg^T += dy_g col_g^T when Kg < Cout/G)
-              dcol_g = Wg dy_g ;  dx = col2im(dcol) dgemm('N','N') then a scatter-add
-    jvp       dy_g  = Wg^T col(dx)_g + dWg^T col(x)_g (+ db)
-  Channels-last makes each kernel row of a receptive field a contiguous run of KW*Cin values (G = 1, no dilation).
-  A 1x1, stride-1, unpadded convolution needs no im2col: col is x itself.
+    forward   y[s][oh][ow][o]  = b[o] + sum_{kh,kw,c} W[o][kh][kw][c] x[s][oh sh - ph + kh dh][ow sw - pw + kw dw][g Cg + c]
+    backward  dW += the same sum with x against dy,  db += sum over pixels of dy,  dx = its transpose applied to dy
+    jvp       dy = conv(dx; W) + conv(x; dW) + db
 
-  3x3, stride-1, undilated, ungrouped convolutions use Winograd's F(2x2, 3x3) instead (winograd.c): 16 GEMMs of
-  Cout x Cin x tiles replace the Cout x 9 Cin x pixels one, 2.25 times fewer multiplications, and backward is the exact
-  transpose of forward (same transforms, transposed), so the adjoint identity holds to round-off.
+  One set of parameters, two layouts and three kernel families, each in its own file; LayerForward/Backward/JVP_Conv2d
+  (conv2d.c) choose:
+    batch mode (each rank holds whole samples):
+      conv2dbatch.c       im2col + one GEMM per group, chunk by chunk of samples: any kernel, stride, padding, dilation
+      conv2dwinograd.c    Winograd F(2x2, 3x3): 3x3, stride-1, undilated, ungrouped, from CONV2D_WINOGRAD_MIN_CHANNELS
+                          input channels (-conv2d_algorithm auto|im2col|winograd)
+    grid mode (a 2-D DMDA given by LayerConv2dSetDM() or NetDMDASetUp(); conv2dgrid.h): the tensors are fields of the
+    DMDA, a grid point a sample of shape (Cin), convolved on each rank's block after a halo exchange
+      conv2dgrid.c        set-up, the halo exchange and its adjoint, the public LayerConv2dSetDM()
+      conv2dgridkernels.c im2col + GEMM on chunks of rows, or one GEMM per kernel tap and row
+    shared:
+      conv2dim2col.c      im2col and col2im of batch and grid mode, parameterised by the source's origin and strides
+      conv2d.c            settings, options, set-up, initialisation, PyTorch tensor names
+  Sliding-window geometry (kernel, stride, padding, dilation, valid taps) is the pools' LayerWindow (../pool/window.h).
 
-  Cache blocking: the batch is processed in chunks of samples whose workspace (col and the output chunk, or Winograd's
-  V and M) fits in -conv2d_max_workspace MB (default 1, about a core's L2 cache), so that each GEMM reads what the
-  transform before it just wrote from cache. Backward recomputes
-  col(x) (or V(x)) chunk by chunk, except when one chunk holds the whole batch: then forward's is kept.
-
-  Two layouts, one set of parameters: the above is batch mode (batch-distributed: each rank holds whole samples).
-  Given a 2-D DMDA (LayerConv2dSetDM(), NetDMDASetUp()), the layer is in grid mode instead (grid.h): the tensors are
-  fields of the DMDA, a grid point a sample of shape (Cin), convolved after a halo exchange (grid.c, gridkernels.c).
+  Cache blocking: the batch is processed in chunks of samples (grid mode: of rows) whose workspace fits in
+  -conv2d_max_workspace MB (default 1, about a core's L2 cache), so that each GEMM reads what the transform before it
+  just wrote from cache.
 */
 #pragma once
 
-#include "window.h"
-#include "grid.h"
+#include "../pool/window.h"
+#include "conv2dim2col.h"
+#include "conv2dgrid.h"
 #include <petscblaslapack.h>
 
 typedef enum { CONV2D_ALGORITHM_AUTO, CONV2D_ALGORITHM_IM2COL, CONV2D_ALGORITHM_WINOGRAD } Conv2dAlgorithm;
@@ -82,14 +83,15 @@ typedef struct {
   PetscScalar       *zeros;   /* Winograd: max(Cin, Cout) zeros (the padding), and as many scratch entries */
   const PetscScalar *colx;
 
-  Conv2dGrid grid; /* grid mode (grid.dm set): the DMDA, its halo exchange and the block kernels' workspace */
+  Conv2dIm2col im2col; /* the im2col geometry of either mode: the batch window, or the grid block */
+  Conv2dGrid   grid;   /* grid mode (grid.dm set): the DMDA, its halo exchange and the block kernels' workspace */
 } Layer_Conv2d;
 
-PETSC_INTERN PetscErrorCode LayerForward_Conv2d(Layer, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *);
-PETSC_INTERN PetscErrorCode LayerBackward_Conv2d(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
-PETSC_INTERN PetscErrorCode LayerJVP_Conv2d(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *);
-PETSC_INTERN PetscErrorCode LayerResetWorkspace_Conv2d(Layer);
-PETSC_INTERN PetscErrorCode Conv2dGetWorkspace_Private(Layer, PetscInt);
+PETSC_INTERN PetscErrorCode Conv2dForward_Batch(Layer, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode Conv2dBackward_Batch(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode Conv2dJVP_Batch(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode Conv2dResetWorkspace_Batch(Layer);
+PETSC_INTERN PetscErrorCode Conv2dGetWorkspace_Batch(Layer, PetscInt);
 
 PETSC_INTERN PetscErrorCode Conv2dForward_Winograd(Layer, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *);
 PETSC_INTERN PetscErrorCode Conv2dBackward_Winograd(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);

@@ -9,7 +9,7 @@
     backward  dx    = 0;  dx[argmax[j]] += dy[j]      (no parameters)
     jvp       dy[j] = dx[argmax[j]]
 */
-#include "../conv2d/window.h"
+#include "../pool/pool.h"
 
 typedef struct {
   LayerWindow win; /* first: the shared pooling settings cast layer->data to LayerWindow */

@@ -1,5 +1,13 @@
-/* conv2d in grid mode (see grid.h): the requirements, the halo exchange and its adjoint, the layer's operations on the
-   rank's block, and the public functions that give a conv2d layer its DMDA. The block kernels are in gridkernels.c. */
+/*
+  conv2d in grid mode (conv2dgrid.h): the requirements, set-up and view, the layer's operations on the rank's block,
+  and the public functions that give a conv2d layer its DMDA. A field is the local part of a global Vec of the DMDA
+  (x [ym][xm][Cin]); the kernels (conv2dgridkernels.c) read its ghosted copy xl [gym][gxm][Cin].
+
+    forward   xl = DMGlobalToLocal(x);   y = kernels(theta, xl)
+    backward  xl = DMGlobalToLocal(x) (for dtheta);   dl = 0, dl += J_x^T dy, dtheta += J_theta^T dy;
+              dx = DMLocalToGlobal(dl, ADD_VALUES)       (the adjoint of the halo exchange)
+    jvp       dl = DMGlobalToLocal(dx);   dy = J_x dl + J_theta dtheta
+*/
 #include "conv2d.h"
 
 const char *const LayerConv2dGridAlgorithms[] = {"auto", "im2col", "taps", "LayerConv2dGridAlgorithm", "LAYER_CONV2D_GRID_ALGORITHM_", NULL};
@@ -8,7 +16,7 @@ const char *const LayerConv2dGridAlgorithms[] = {"auto", "im2col", "taps", "Laye
   Grid mode keeps the grid: one output point per input point, each computed from its own neighbourhood. That is the
   batch layer with stride 1, dilation 1, one group, an odd kernel and "same" padding K/2, written the same way.
 */
-PetscErrorCode Conv2dGridCheck_Private(Layer layer)
+PetscErrorCode Conv2dCheck_Grid(Layer layer)
 {
   Layer_Conv2d      *conv = (Layer_Conv2d *)layer->data;
   const LayerWindow *w    = &conv->win;
@@ -47,9 +55,46 @@ PetscErrorCode Conv2dGridCheck_Private(Layer layer)
   PetscFunctionReturn(0);
 }
 
+/*
+  The im2col geometry of the block (conv2dim2col.h): output point (r, q) of the block, tap (a, b), reads the grid point
+  (xs + q - KW/2 + b, ys + r - KH/2 + a), found in the ghosted array at row ys + r - KH/2 + a - gys, column
+  xs + q - KW/2 + b - gxs. A periodic grid wraps in the ghosts (all taps valid); otherwise taps off the grid read zero.
+*/
+static PetscErrorCode Conv2dGridSetUpIm2col(Layer_Conv2d *conv)
+{
+  Conv2dGrid            *grid = &conv->grid;
+  const Conv2dGridBlock *bk   = &grid->block;
+  const PetscInt         kh = conv->win.k[0], kw = conv->win.k[1], ry = kh / 2, rx = kw / 2;
+
+  PetscFunctionBegin;
+  PetscCall(PetscMalloc4(bk->ym, &grid->t0[0], bk->ym, &grid->t1[0], bk->xm, &grid->t0[1], bk->xm, &grid->t1[1]));
+  for (PetscInt r = 0; r < bk->ym; r++) {
+    grid->t0[0][r] = bk->periodic[1] ? 0 : PetscMax(0, ry - bk->ys - r);
+    grid->t1[0][r] = PetscMax(grid->t0[0][r], bk->periodic[1] ? kh : PetscMin(kh, bk->N + ry - bk->ys - r));
+  }
+  for (PetscInt q = 0; q < bk->xm; q++) {
+    grid->t0[1][q] = bk->periodic[0] ? 0 : PetscMax(0, rx - bk->xs - q);
+    grid->t1[1][q] = PetscMax(grid->t0[1][q], bk->periodic[0] ? kw : PetscMin(kw, bk->M + rx - bk->xs - q));
+  }
+  conv->im2col = (Conv2dIm2col){
+      .out      = {bk->ym, bk->xm},
+      .k        = {kh, kw},
+      .step     = {1, 1},
+      .dilation = {1, 1},
+      .origin   = {bk->ys - bk->gys - ry, bk->xs - bk->gxs - rx},
+      .ld       = bk->gxm * conv->cin,
+      .cin      = conv->cin,
+      .cg       = conv->cin,
+      .groups   = 1,
+      .t0       = {grid->t0[0], grid->t0[1]},
+      .t1       = {grid->t1[0], grid->t1[1]},
+  };
+  PetscFunctionReturn(0);
+}
+
 /* The halo exchange's DMDA (the user's grid, boundary types and ownership; dof Cin; box stencil of the kernel radius),
-   this rank's block, and the kernels' workspace. Called after Conv2dGridCheck_Private() and with cin, kg set. */
-PetscErrorCode Conv2dGridSetUp_Private(Layer layer)
+   this rank's block, and the kernels' workspace. Called after Conv2dCheck_Grid() and with cin, kg set. */
+PetscErrorCode Conv2dSetUp_Grid(Layer layer)
 {
   Layer_Conv2d   *conv = (Layer_Conv2d *)layer->data;
   Conv2dGrid     *grid = &conv->grid;
@@ -71,6 +116,7 @@ PetscErrorCode Conv2dGridSetUp_Private(Layer layer)
   PetscCall(VecDuplicate(grid->xl, &grid->dl));
   layer->out.ndim   = 1;
   layer->out.dim[0] = conv->nout;
+  PetscCall(Conv2dGridSetUpIm2col(conv));
 
   grid->taps = (PetscBool)(grid->algorithm == LAYER_CONV2D_GRID_ALGORITHM_TAPS || (grid->algorithm == LAYER_CONV2D_GRID_ALGORITHM_AUTO && xm >= CONV2D_GRID_TAPS_MIN_WIDTH));
   if (grid->taps)
@@ -84,8 +130,8 @@ PetscErrorCode Conv2dGridSetUp_Private(Layer layer)
   PetscFunctionReturn(0);
 }
 
-/* Forgets what Conv2dGridSetUp_Private() made; the DMDA and the algorithm stay */
-PetscErrorCode Conv2dGridReset_Private(Layer layer)
+/* Forgets what Conv2dSetUp_Grid() made; the DMDA and the algorithm stay */
+PetscErrorCode Conv2dReset_Grid(Layer layer)
 {
   Conv2dGrid *grid = &((Layer_Conv2d *)layer->data)->grid;
 
@@ -96,12 +142,13 @@ PetscErrorCode Conv2dGridReset_Private(Layer layer)
   PetscCall(DMDestroy(&grid->dmin));
   PetscCall(PetscFree(grid->col));
   PetscCall(PetscFree(grid->wt));
+  PetscCall(PetscFree4(grid->t0[0], grid->t1[0], grid->t0[1], grid->t1[1]));
   grid->taps      = PETSC_FALSE;
   grid->chunkrows = 0;
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode Conv2dGridView_Private(Layer layer, PetscViewer viewer)
+PetscErrorCode Conv2dView_Grid(Layer layer, PetscViewer viewer)
 {
   Conv2dGrid *grid = &((Layer_Conv2d *)layer->data)->grid;
   PetscInt    M, N, m, n;
@@ -154,7 +201,7 @@ static PetscErrorCode Conv2dGridHaloAdjoint(Conv2dGrid *grid, Vec local, PetscSc
 }
 
 /* y = conv(x) on the rank's block: halo exchange, then the kernels on the ghosted input */
-PetscErrorCode Conv2dGridForward_Private(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
+PetscErrorCode Conv2dForward_Grid(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
 {
   Conv2dGrid        *grid = &((Layer_Conv2d *)layer->data)->grid;
   const PetscScalar *xl;
@@ -164,9 +211,9 @@ PetscErrorCode Conv2dGridForward_Private(Layer layer, PetscInt n, const PetscSca
   PetscCall(Conv2dGridHaloExchange(grid, x, grid->xl));
   PetscCall(VecGetArrayRead(grid->xl, &xl));
   if (grid->taps)
-    PetscCall(Conv2dGridForwardTaps_Private(layer, theta, xl, y));
+    PetscCall(Conv2dGridForward_Taps(layer, theta, xl, y));
   else
-    PetscCall(Conv2dGridForwardIm2col_Private(layer, theta, xl, y));
+    PetscCall(Conv2dGridForward_Im2col(layer, theta, xl, y));
   PetscCall(VecRestoreArrayRead(grid->xl, &xl));
   PetscFunctionReturn(0);
 }
@@ -175,7 +222,7 @@ PetscErrorCode Conv2dGridForward_Private(Layer layer, PetscInt n, const PetscSca
   dx = J_x^T dy, dtheta += J_theta^T dy. dtheta needs the ghosted input (exchanged again: the Net may have run other
   forward passes since); dx is accumulated in the ghosted array, then summed onto the owners.
 */
-PetscErrorCode Conv2dGridBackward_Private(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)
+PetscErrorCode Conv2dBackward_Grid(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)
 {
   Conv2dGrid        *grid = &((Layer_Conv2d *)layer->data)->grid;
   const PetscScalar *xl   = NULL;
@@ -192,9 +239,9 @@ PetscErrorCode Conv2dGridBackward_Private(Layer layer, PetscInt n, const PetscSc
     PetscCall(VecGetArray(grid->dl, &dl));
   }
   if (grid->taps)
-    PetscCall(Conv2dGridBackwardTaps_Private(layer, theta, xl, dy, dl, dtheta));
+    PetscCall(Conv2dGridBackward_Taps(layer, theta, xl, dy, dl, dtheta));
   else
-    PetscCall(Conv2dGridBackwardIm2col_Private(layer, theta, xl, dy, dl, dtheta));
+    PetscCall(Conv2dGridBackward_Im2col(layer, theta, xl, dy, dl, dtheta));
   if (dtheta) PetscCall(VecRestoreArrayRead(grid->xl, &xl));
   if (dx) {
     PetscCall(VecRestoreArray(grid->dl, &dl));
@@ -204,7 +251,7 @@ PetscErrorCode Conv2dGridBackward_Private(Layer layer, PetscInt n, const PetscSc
 }
 
 /* dy = J_x dx + J_theta dtheta: dx is exchanged like the input; dtheta needs the ghosted input */
-PetscErrorCode Conv2dGridJVP_Private(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *dx, const PetscScalar *dtheta, PetscScalar *dy)
+PetscErrorCode Conv2dJVP_Grid(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *dx, const PetscScalar *dtheta, PetscScalar *dy)
 {
   Conv2dGrid        *grid = &((Layer_Conv2d *)layer->data)->grid;
   const PetscScalar *xl = NULL, *dl = NULL;
@@ -220,9 +267,9 @@ PetscErrorCode Conv2dGridJVP_Private(Layer layer, PetscInt n, const PetscScalar 
     PetscCall(VecGetArrayRead(grid->dl, &dl));
   }
   if (grid->taps)
-    PetscCall(Conv2dGridJVPTaps_Private(layer, theta, xl, dl, dtheta, dy));
+    PetscCall(Conv2dGridJVP_Taps(layer, theta, xl, dl, dtheta, dy));
   else
-    PetscCall(Conv2dGridJVPIm2col_Private(layer, theta, xl, dl, dtheta, dy));
+    PetscCall(Conv2dGridJVP_Im2col(layer, theta, xl, dl, dtheta, dy));
   if (dtheta) PetscCall(VecRestoreArrayRead(grid->xl, &xl));
   if (dx) PetscCall(VecRestoreArrayRead(grid->dl, &dl));
   PetscFunctionReturn(0);

@@ -21,6 +21,9 @@
   U is kept in both layouts so that both products of the chunk loop are 'N','N' GEMMs (OpenBLAS's fastest for
   these shapes). Chunks are small (a few samples, -conv2d_max_workspace) so that V and M stay in cache.
   Every transform works on whole channel vectors (channels-last), so its inner loop runs over contiguous channels.
+  The 16 GEMMs of Cout x Cin x tiles replace im2col's Cout x 9 Cin x pixels one: 2.25 times fewer multiplications; and
+  backward is the exact transpose of forward (same transforms, transposed), so the adjoint identity holds to round-off.
+  The workspace (V, M, U, Ut, dU in chunks of samples) is batch mode's, Conv2dGetWorkspace_Batch() in conv2dbatch.c.
 */
 #include "conv2d.h"
 
@@ -333,7 +336,7 @@ PetscErrorCode Conv2dForward_Winograd(Layer layer, PetscInt n, const PetscScalar
   const PetscInt     tps  = conv->tiles[0] * conv->tiles[1];
 
   PetscFunctionBegin;
-  PetscCall(Conv2dGetWorkspace_Private(layer, n));
+  PetscCall(Conv2dGetWorkspace_Batch(layer, n));
   WinogradWeights(conv, theta, conv->wu, conv->wt);
   conv->colx = NULL; /* x may hold new values at the same address */
   for (PetscInt s0 = 0; s0 < n; s0 += conv->chunk) {
@@ -355,7 +358,7 @@ PetscErrorCode Conv2dBackward_Winograd(Layer layer, PetscInt n, const PetscScala
   PetscScalar   *db   = dtheta && conv->bias ? dtheta + conv->nout * conv->kg : NULL;
 
   PetscFunctionBegin;
-  PetscCall(Conv2dGetWorkspace_Private(layer, n));
+  PetscCall(Conv2dGetWorkspace_Batch(layer, n));
   if (dx) WinogradWeights(conv, theta, conv->wu, NULL);
   if (dtheta) PetscCall(PetscArrayzero(conv->wdt, 16 * conv->nout * conv->cin));
   for (PetscInt s0 = 0; s0 < n; s0 += conv->chunk) {
@@ -384,7 +387,7 @@ PetscErrorCode Conv2dJVP_Winograd(Layer layer, PetscInt n, const PetscScalar *th
   const PetscInt tps  = conv->tiles[0] * conv->tiles[1];
 
   PetscFunctionBegin;
-  PetscCall(Conv2dGetWorkspace_Private(layer, n));
+  PetscCall(Conv2dGetWorkspace_Batch(layer, n));
   if (dtheta) WinogradWeights(conv, dtheta, conv->wdt, conv->wt);                         /* conv(x; dW) */
   if (dx) WinogradWeights(conv, theta, conv->wu, conv->wt + 16 * conv->nout * conv->cin); /* conv(dx; W) */
   for (PetscInt s0 = 0; s0 < n; s0 += conv->chunk) {

@@ -1,4 +1,19 @@
-/* conv2d kernels: the workspace, and im2col + one GEMM per group, chunk by chunk of samples (layouts in conv2d.h). */
+/*
+  conv2d in batch mode, im2col + GEMM (x, y, W, b as in conv2d.h), chunk by chunk of ns samples, and the workspace of
+  batch mode (also Winograd's).
+
+    col    [P][G][KH][KW][Cg]   P = ns Ho Wo: row p is the receptive field of pixel p, group by group (conv2dim2col.c)
+    Wt     [G][Kg][Cout/G]      W^T per group (Kg = KH KW Cg), so that forward is an 'N','N' GEMM
+  In column-major BLAS terms col is a (G Kg) x P matrix, y a Cout x P matrix and the weights of group g a Kg x (Cout/G)
+  matrix Wg; one GEMM per group and chunk:
+    forward   y_g    = Wg^T col_g (+ b)          dgemm('N','N') on Wt
+    backward  dWg   += col_g dy_g^T              dgemm('N','T') (as dWg^T += dy_g col_g^T, in wdt, when Kg < Cout/G)
+              db    += sum_p dy
+              dcol_g = Wg dy_g ;  dx = col2im(dcol)   dgemm('N','N'), then the scatter-add of conv2dim2col.c
+    jvp       dy_g   = Wg^T col(dx)_g + dWg^T col(x)_g (+ db)
+  A 1x1, stride-1, unpadded convolution needs no im2col: col is x itself. Backward recomputes col(x) chunk by chunk,
+  except when one chunk holds the whole batch: then forward's is kept (conv->colx).
+*/
 #include "conv2d.h"
 
 /*
@@ -6,7 +21,7 @@
   n), counting the output chunk too since the GEMM writes it. Reallocated only when a chunk needs more samples than the
   buffers hold (nalloc), so that a smaller last batch or a bigger evaluation batch costs nothing.
 */
-PetscErrorCode Conv2dGetWorkspace_Private(Layer layer, PetscInt n)
+PetscErrorCode Conv2dGetWorkspace_Batch(Layer layer, PetscInt n)
 {
   Layer_Conv2d  *conv = (Layer_Conv2d *)layer->data;
   PetscLogDouble persample, limit = conv->maxworkspace * 1024.0 * 1024.0;
@@ -25,7 +40,7 @@ PetscErrorCode Conv2dGetWorkspace_Private(Layer layer, PetscInt n)
     conv->chunk = chunk;
     PetscFunctionReturn(0);
   }
-  PetscCall(LayerResetWorkspace_Conv2d(layer));
+  PetscCall(Conv2dResetWorkspace_Batch(layer));
   conv->chunk  = chunk;
   conv->nalloc = chunk;
   if (conv->winograd) {
@@ -40,7 +55,7 @@ PetscErrorCode Conv2dGetWorkspace_Private(Layer layer, PetscInt n)
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode LayerResetWorkspace_Conv2d(Layer layer)
+PetscErrorCode Conv2dResetWorkspace_Batch(Layer layer)
 {
   Layer_Conv2d *conv = (Layer_Conv2d *)layer->data;
 
@@ -56,102 +71,25 @@ PetscErrorCode LayerResetWorkspace_Conv2d(Layer layer)
   PetscFunctionReturn(0);
 }
 
-/*
-  col[p][g][kh][kw][ci] = x[s][ih][iw][g Cg + ci] for the ns samples of x, zero where (ih, iw) is in the padding,
-  with ih = oh sh - ph + kh dh, iw = ow sw - pw + kw dw. Only the valid tap ranges are read (no bounds tests).
-*/
-static void Conv2dIm2Col(const Layer_Conv2d *conv, PetscInt ns, const PetscScalar *x, PetscScalar *col)
+/* col = im2col(x) of ns samples, sample by sample: col [ns Ho Wo][G Kg] (conv2dim2col.c) */
+static PetscErrorCode Conv2dIm2col_Batch(const Layer_Conv2d *conv, PetscInt ns, const PetscScalar *x, PetscScalar *col)
 {
-  const LayerWindow *win = &conv->win;
-  const PetscInt     H = win->in[0], W = win->in[1], Ho = win->out[0], Wo = win->out[1], KH = win->k[0], KW = win->k[1];
-  const PetscInt     sh = win->step[0], sw = win->step[1], ph = win->pad[0], pw = win->pad[1], dh = win->dilation[0], dw = win->dilation[1];
-  const PetscInt     cin = conv->cin, cg = conv->cg, G = conv->groups, kg = conv->kg, rowlen = KW * cg;
-  const PetscBool    contiguous = (PetscBool)(G == 1 && dw == 1); /* a kernel row is one run of KW*Cin values of x */
+  const size_t insize = (size_t)conv->win.in[0] * conv->win.in[1] * conv->cin, colsize = (size_t)conv->pixels * conv->ktot;
 
-  for (PetscInt s = 0; s < ns; s++) {
-    const PetscScalar *xs = x + (size_t)s * H * W * cin;
-
-    for (PetscInt oh = 0; oh < Ho; oh++) {
-      const PetscInt h0 = win->t0[0][oh], h1 = win->t1[0][oh], ih = oh * sh - ph;
-
-      for (PetscInt ow = 0; ow < Wo; ow++, col += conv->ktot) {
-        const PetscInt w0 = win->t0[1][ow], w1 = win->t1[1][ow], iw = ow * sw - pw;
-
-        for (PetscInt g = 0; g < G; g++) {
-          PetscScalar *c = col + g * kg;
-
-          for (PetscInt kh = 0; kh < KH; kh++, c += rowlen) {
-            const PetscScalar *xr;
-
-            if (kh < h0 || kh >= h1) {
-              for (PetscInt i = 0; i < rowlen; i++) c[i] = 0.0;
-              continue;
-            }
-            xr = xs + (ih + kh * dh) * W * cin + g * cg;
-            for (PetscInt i = 0; i < w0 * cg; i++) c[i] = 0.0;
-            if (contiguous) {
-              const PetscScalar *src = xr + (iw + w0) * cin;
-              PetscScalar       *dst = c + w0 * cg;
-
-              for (PetscInt i = 0; i < (w1 - w0) * cin; i++) dst[i] = src[i];
-            } else {
-              for (PetscInt kw = w0; kw < w1; kw++) {
-                const PetscScalar *src = xr + (iw + kw * dw) * cin;
-                PetscScalar       *dst = c + kw * cg;
-
-                for (PetscInt ci = 0; ci < cg; ci++) dst[ci] = src[ci];
-              }
-            }
-            for (PetscInt i = w1 * cg; i < rowlen; i++) c[i] = 0.0;
-          }
-        }
-      }
-    }
-  }
+  PetscFunctionBegin;
+  for (PetscInt s = 0; s < ns; s++) PetscCall(Conv2dIm2colRows(&conv->im2col, 0, conv->win.out[0], x + s * insize, col + s * colsize));
+  PetscFunctionReturn(0);
 }
 
-/* The adjoint of Conv2dIm2Col: dx (ns samples, zeroed here) = sum over the receptive fields of dcol. */
-static void Conv2dCol2Im(const Layer_Conv2d *conv, PetscInt ns, const PetscScalar *col, PetscScalar *dx)
+/* dx = col2im(dcol) of ns samples (dx overwritten): the adjoint of Conv2dIm2col_Batch */
+static PetscErrorCode Conv2dCol2im_Batch(const Layer_Conv2d *conv, PetscInt ns, const PetscScalar *col, PetscScalar *dx)
 {
-  const LayerWindow *win = &conv->win;
-  const PetscInt     H = win->in[0], W = win->in[1], Ho = win->out[0], Wo = win->out[1], KW = win->k[1];
-  const PetscInt     sh = win->step[0], sw = win->step[1], ph = win->pad[0], pw = win->pad[1], dh = win->dilation[0], dw = win->dilation[1];
-  const PetscInt     cin = conv->cin, cg = conv->cg, G = conv->groups, kg = conv->kg, rowlen = KW * cg;
-  const PetscBool    contiguous = (PetscBool)(G == 1 && dw == 1);
+  const size_t insize = (size_t)conv->win.in[0] * conv->win.in[1] * conv->cin, colsize = (size_t)conv->pixels * conv->ktot;
 
-  for (size_t i = 0; i < (size_t)ns * H * W * cin; i++) dx[i] = 0.0;
-  for (PetscInt s = 0; s < ns; s++) {
-    PetscScalar *dxs = dx + (size_t)s * H * W * cin;
-
-    for (PetscInt oh = 0; oh < Ho; oh++) {
-      const PetscInt h0 = win->t0[0][oh], h1 = win->t1[0][oh], ih = oh * sh - ph;
-
-      for (PetscInt ow = 0; ow < Wo; ow++, col += conv->ktot) {
-        const PetscInt w0 = win->t0[1][ow], w1 = win->t1[1][ow], iw = ow * sw - pw;
-
-        for (PetscInt g = 0; g < G; g++) {
-          for (PetscInt kh = h0; kh < h1; kh++) {
-            const PetscScalar *c  = col + g * kg + kh * rowlen;
-            PetscScalar       *xr = dxs + (ih + kh * dh) * W * cin + g * cg;
-
-            if (contiguous) {
-              const PetscScalar *src = c + w0 * cg;
-              PetscScalar       *dst = xr + (iw + w0) * cin;
-
-              for (PetscInt i = 0; i < (w1 - w0) * cin; i++) dst[i] += src[i];
-            } else {
-              for (PetscInt kw = w0; kw < w1; kw++) {
-                const PetscScalar *src = c + kw * cg;
-                PetscScalar       *dst = xr + (iw + kw * dw) * cin;
-
-                for (PetscInt ci = 0; ci < cg; ci++) dst[ci] += src[ci];
-              }
-            }
-          }
-        }
-      }
-    }
-  }
+  PetscFunctionBegin;
+  PetscCall(PetscArrayzero(dx, ns * insize));
+  for (PetscInt s = 0; s < ns; s++) PetscCall(Conv2dCol2imRowsAdd(&conv->im2col, 0, conv->win.out[0], col + s * colsize, dx + s * insize));
+  PetscFunctionReturn(0);
 }
 
 /* BLAS sizes of one chunk of P output pixels */
@@ -235,14 +173,19 @@ static PetscErrorCode Conv2dGemmInput(const Layer_Conv2d *conv, PetscInt P, cons
 
 /* col(x) for samples [s0, s0 + ns) of n: x itself (1x1), the col already computed at x, or a fresh im2col
    (remembered as col(x) when the chunk is the whole batch) */
-static const PetscScalar *Conv2dColumns(Layer_Conv2d *conv, PetscInt s0, PetscInt ns, PetscInt n, const PetscScalar *x, PetscInt insize)
+static PetscErrorCode Conv2dColumns(Layer_Conv2d *conv, PetscInt s0, PetscInt ns, PetscInt n, const PetscScalar *x, PetscInt insize, const PetscScalar **col)
 {
-  if (conv->pointwise) return x + (size_t)s0 * insize;
+  PetscFunctionBegin;
+  if (conv->pointwise) {
+    *col = x + (size_t)s0 * insize;
+    PetscFunctionReturn(0);
+  }
   if (conv->colx != x) {
-    Conv2dIm2Col(conv, ns, x + (size_t)s0 * insize, conv->col);
+    PetscCall(Conv2dIm2col_Batch(conv, ns, x + (size_t)s0 * insize, conv->col));
     conv->colx = ns == n ? x : NULL;
   }
-  return conv->col;
+  *col = conv->col;
+  PetscFunctionReturn(0);
 }
 
 /* y[p][o] = b[o], the start of the forward GEMM with beta = 1 */
@@ -253,25 +196,21 @@ static void Conv2dFillBias(PetscInt P, PetscInt nout, const PetscScalar *b, Pets
 }
 
 /* forward: y = conv(x; W) + b, chunk by chunk of samples; col(x) is kept for backward when one chunk holds the batch */
-PetscErrorCode LayerForward_Conv2d(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
+PetscErrorCode Conv2dForward_Batch(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
 {
   Layer_Conv2d      *conv = (Layer_Conv2d *)layer->data;
   const PetscScalar *W = theta, *b = conv->bias ? theta + conv->nout * conv->kg : NULL;
 
   PetscFunctionBegin;
-  if (!n) PetscFunctionReturn(0);
-  if (conv->winograd) {
-    PetscCall(Conv2dForward_Winograd(layer, n, theta, x, y));
-    PetscFunctionReturn(0);
-  }
-  PetscCall(Conv2dGetWorkspace_Private(layer, n));
+  PetscCall(Conv2dGetWorkspace_Batch(layer, n));
   Conv2dTransposeWeights(conv, W, conv->wt);
   conv->colx = NULL; /* x may hold new values at the same address */
   for (PetscInt s0 = 0; s0 < n; s0 += conv->chunk) {
     PetscInt           ns = PetscMin(conv->chunk, n - s0), P = ns * conv->pixels;
-    const PetscScalar *col = Conv2dColumns(conv, s0, ns, n, x, layer->insize);
+    const PetscScalar *col = NULL;
     PetscScalar       *ys  = y + (size_t)s0 * layer->outsize;
 
+    PetscCall(Conv2dColumns(conv, s0, ns, n, x, layer->insize, &col));
     if (b) Conv2dFillBias(P, conv->nout, b, ys);
     PetscCall(Conv2dGemmOutput(conv, P, conv->wt, col, b ? 1.0 : 0.0, ys));
   }
@@ -280,26 +219,22 @@ PetscErrorCode LayerForward_Conv2d(Layer layer, PetscInt n, const PetscScalar *t
 }
 
 /* backward: dW += col(x) dy^T, db += sum_p dy; dx = col2im(W dy) */
-PetscErrorCode LayerBackward_Conv2d(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)
+PetscErrorCode Conv2dBackward_Batch(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)
 {
   Layer_Conv2d      *conv = (Layer_Conv2d *)layer->data;
   const PetscScalar *W    = theta;
   PetscInt           nout = conv->nout;
 
   PetscFunctionBegin;
-  if (!n) PetscFunctionReturn(0);
-  if (conv->winograd) {
-    PetscCall(Conv2dBackward_Winograd(layer, n, theta, x, dy, dx, dtheta));
-    PetscFunctionReturn(0);
-  }
-  PetscCall(Conv2dGetWorkspace_Private(layer, n));
+  PetscCall(Conv2dGetWorkspace_Batch(layer, n));
   if (dtheta && conv->dwtransposed) PetscCall(PetscArrayzero(conv->wdt, nout * conv->kg));
   for (PetscInt s0 = 0; s0 < n; s0 += conv->chunk) {
     PetscInt           ns = PetscMin(conv->chunk, n - s0), P = ns * conv->pixels;
-    const PetscScalar *dys = dy + (size_t)s0 * layer->outsize;
+    const PetscScalar *dys = dy + (size_t)s0 * layer->outsize, *col = NULL;
 
     if (dtheta) {
-      PetscCall(Conv2dGemmWeights(conv, P, Conv2dColumns(conv, s0, ns, n, x, layer->insize), dys, dtheta));
+      PetscCall(Conv2dColumns(conv, s0, ns, n, x, layer->insize, &col));
+      PetscCall(Conv2dGemmWeights(conv, P, col, dys, dtheta));
       if (conv->bias) {
         PetscScalar *db = dtheta + nout * conv->kg;
 
@@ -315,7 +250,7 @@ PetscErrorCode LayerBackward_Conv2d(Layer layer, PetscInt n, const PetscScalar *
       else {
         conv->colx = NULL;
         PetscCall(Conv2dGemmInput(conv, P, W, dys, conv->col));
-        Conv2dCol2Im(conv, ns, conv->col, dxs);
+        PetscCall(Conv2dCol2im_Batch(conv, ns, conv->col, dxs));
       }
     }
   }
@@ -326,19 +261,14 @@ PetscErrorCode LayerBackward_Conv2d(Layer layer, PetscInt n, const PetscScalar *
 }
 
 /* jvp: dy = conv(dx; W) + conv(x; dW) + db */
-PetscErrorCode LayerJVP_Conv2d(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dx, const PetscScalar *dtheta, PetscScalar *dy)
+PetscErrorCode Conv2dJVP_Batch(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *dx, const PetscScalar *dtheta, PetscScalar *dy)
 {
   Layer_Conv2d      *conv = (Layer_Conv2d *)layer->data;
   const PetscScalar *W    = theta;
   PetscInt           nout = conv->nout;
 
   PetscFunctionBegin;
-  if (!n) PetscFunctionReturn(0);
-  if (conv->winograd) {
-    PetscCall(Conv2dJVP_Winograd(layer, n, theta, x, dx, dtheta, dy));
-    PetscFunctionReturn(0);
-  }
-  PetscCall(Conv2dGetWorkspace_Private(layer, n));
+  PetscCall(Conv2dGetWorkspace_Batch(layer, n));
   if (dtheta) Conv2dTransposeWeights(conv, dtheta, conv->wt);
   if (dx) Conv2dTransposeWeights(conv, W, conv->wt + nout * conv->kg);
   for (PetscInt s0 = 0; s0 < n; s0 += conv->chunk) {
@@ -346,11 +276,14 @@ PetscErrorCode LayerJVP_Conv2d(Layer layer, PetscInt n, const PetscScalar *theta
     PetscScalar *dys = dy + (size_t)s0 * layer->outsize, beta = 0.0;
 
     if (dtheta) {
+      const PetscScalar *col = NULL;
+
       if (conv->bias) {
         Conv2dFillBias(P, nout, dtheta + nout * conv->kg, dys);
         beta = 1.0;
       }
-      PetscCall(Conv2dGemmOutput(conv, P, conv->wt, Conv2dColumns(conv, s0, ns, n, x, layer->insize), beta, dys));
+      PetscCall(Conv2dColumns(conv, s0, ns, n, x, layer->insize, &col));
+      PetscCall(Conv2dGemmOutput(conv, P, conv->wt, col, beta, dys));
       beta = 1.0;
     }
     if (dx) {
@@ -358,7 +291,7 @@ PetscErrorCode LayerJVP_Conv2d(Layer layer, PetscInt n, const PetscScalar *theta
 
       if (!conv->pointwise) {
         conv->colx = NULL;
-        Conv2dIm2Col(conv, ns, col, conv->col);
+        PetscCall(Conv2dIm2col_Batch(conv, ns, col, conv->col));
         col = conv->col;
       }
       PetscCall(Conv2dGemmOutput(conv, P, conv->wt + nout * conv->kg, col, beta, dys));

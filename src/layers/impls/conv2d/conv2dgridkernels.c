@@ -1,66 +1,28 @@
-/* conv2d grid-mode kernels on the rank's block of output points (layouts in grid.h): im2col over chunks of rows with one
-   GEMM per chunk, or one GEMM per kernel tap and row (the tap algorithm, below). x and dx are ghosted arrays. */
+/*
+  conv2d in grid mode: the kernels on this rank's block of output points (layouts in conv2dgrid.h)
+
+    x, dx  [gym][gxm][Cin]      the ghosted input and its derivative (dx accumulated, summed on the owners after)
+    y, dy  [ym][xm][Cout]       the block's output
+    W      [Cout][KH][KW][Cin]  as column-major Wc = W^T, K x Cout with K = KH KW Cin;  b [Cout]
+
+  im2col, over chunks of rows (col and the chunk's output within -conv2d_max_workspace MB):
+    col    [P][KH][KW][Cin]     the receptive fields of the chunk's P points (conv2dim2col.c; zero off the grid)
+    forward   y    = Wc^T col(x) + b                        dgemm('T','N')
+    backward  dWc += col(x) dy^T,  db += dy 1               dgemm('N','T')
+              dcol = Wc dy;  dx += col2im(dcol)             dgemm('N','N'), then the scatter-add
+    jvp       dy   = Wc^T col(dx) + dWc^T col(x) + db
+  taps: no im2col. For each row of the block and each kernel tap (a, b), the points the tap reaches inside the grid
+  read a contiguous run of source points, so the tap is one GEMM with the tap's (Cin x Cout) block W_ab of Wc
+  (rows (a KW + b) Cin .., leading dimension K):
+    forward   y_row[q0:q1]  += W_ab^T x_src              dgemm('N','N', Cout, nq, Cin) on the transposed copy wt
+    backward  dW_ab         += x_src dy_row^T            dgemm('N','T', Cin, Cout, nq)
+              dx_src        += W_ab dy_row               dgemm('N','N', Cin, nq, Cout)
+    jvp       dy_row[q0:q1]  = W_ab^T dx_src + dW_ab^T x_src (+ db)
+  Taps outside a non-periodic grid are skipped (zero padding) by narrowing [q0, q1) or the row. Taps move KH KW times
+  less memory than im2col, which matters with few channels; im2col makes fewer, larger GEMMs, which matters on narrow
+  blocks.
+*/
 #include "conv2d.h"
-
-/* Offset in the ghosted array of the point (si, sj), or -1 if the tap falls outside a non-periodic grid (reads zero) */
-static inline PetscInt Conv2dGridSource(const Conv2dGridBlock *bk, PetscInt si, PetscInt sj, PetscInt cin)
-{
-  if (!bk->periodic[0] && (si < 0 || si >= bk->M)) return -1;
-  if (!bk->periodic[1] && (sj < 0 || sj >= bk->N)) return -1;
-  return ((sj - bk->gys) * bk->gxm + (si - bk->gxs)) * cin;
-}
-
-/* col[p][KH][KW][Cin] = the receptive fields of the points of rows [r0, r1) of the block */
-static PetscErrorCode Conv2dGridIm2Col(const Layer_Conv2d *conv, PetscInt r0, PetscInt r1, const PetscScalar *x, PetscScalar *col)
-{
-  const Conv2dGridBlock *bk  = &conv->grid.block;
-  const PetscInt         cin = conv->cin, kh = conv->win.k[0], kw = conv->win.k[1], ry = kh / 2, rx = kw / 2;
-
-  PetscFunctionBegin;
-  for (PetscInt r = r0; r < r1; r++)
-    for (PetscInt q = 0; q < bk->xm; q++) {
-      const PetscInt i = bk->xs + q, j = bk->ys + r;
-
-      for (PetscInt a = 0; a < kh; a++, col += kw * cin) {
-        const PetscInt first = Conv2dGridSource(bk, i - rx, j + a - ry, cin), last = Conv2dGridSource(bk, i + rx, j + a - ry, cin);
-
-        if (first >= 0 && last >= 0)
-          PetscCall(PetscArraycpy(col, x + first, kw * cin)); /* the kernel row is one contiguous run */
-        else
-          for (PetscInt b = 0; b < kw; b++) {
-            const PetscInt src = Conv2dGridSource(bk, i + b - rx, j + a - ry, cin);
-
-            if (src >= 0)
-              PetscCall(PetscArraycpy(col + b * cin, x + src, cin));
-            else
-              PetscCall(PetscArrayzero(col + b * cin, cin));
-          }
-      }
-    }
-  PetscFunctionReturn(0);
-}
-
-/* dx += col2im(col): the transpose of Conv2dGridIm2Col (taps outside a non-periodic grid are dropped) */
-static PetscErrorCode Conv2dGridCol2Im(const Layer_Conv2d *conv, PetscInt r0, PetscInt r1, const PetscScalar *col, PetscScalar *dx)
-{
-  const Conv2dGridBlock *bk  = &conv->grid.block;
-  const PetscInt         cin = conv->cin, kh = conv->win.k[0], kw = conv->win.k[1], ry = kh / 2, rx = kw / 2;
-
-  PetscFunctionBegin;
-  for (PetscInt r = r0; r < r1; r++)
-    for (PetscInt q = 0; q < bk->xm; q++) {
-      const PetscInt i = bk->xs + q, j = bk->ys + r;
-
-      for (PetscInt a = 0; a < kh; a++)
-        for (PetscInt b = 0; b < kw; b++, col += cin) {
-          const PetscInt src = Conv2dGridSource(bk, i + b - rx, j + a - ry, cin);
-
-          if (src >= 0)
-            for (PetscInt c = 0; c < cin; c++) dx[src + c] += col[c];
-        }
-    }
-  PetscFunctionReturn(0);
-}
 
 /* y[p][o] += b[o] for the np points of a chunk */
 static PetscErrorCode Conv2dGridAddBias(PetscInt np, PetscInt nout, const PetscScalar *b, PetscScalar *y)
@@ -72,7 +34,7 @@ static PetscErrorCode Conv2dGridAddBias(PetscInt np, PetscInt nout, const PetscS
 }
 
 /* y = W * x + b on the block */
-PetscErrorCode Conv2dGridForwardIm2col_Private(Layer layer, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
+PetscErrorCode Conv2dGridForward_Im2col(Layer layer, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
 {
   const Layer_Conv2d    *conv = (Layer_Conv2d *)layer->data;
   const Conv2dGridBlock *bk   = &conv->grid.block;
@@ -89,7 +51,7 @@ PetscErrorCode Conv2dGridForwardIm2col_Private(Layer layer, const PetscScalar *t
     PetscScalar   *yc = y + r0 * bk->xm * nout;
 
     PetscCall(PetscBLASIntCast(np, &bnp));
-    PetscCall(Conv2dGridIm2Col(conv, r0, r1, x, col));
+    PetscCall(Conv2dIm2colRows(&conv->im2col, r0, r1, x, col));
     PetscCallBLAS("BLASgemm", BLASgemm_("T", "N", &bout, &bnp, &bK, &one, W, &bK, col, &bK, &zero, yc, &bout));
     if (conv->bias) PetscCall(Conv2dGridAddBias(np, nout, W + K * nout, yc));
   }
@@ -98,7 +60,7 @@ PetscErrorCode Conv2dGridForwardIm2col_Private(Layer layer, const PetscScalar *t
 }
 
 /* dx (ghosted) += J_x^T dy if dx; dtheta += J_theta^T dy if dtheta (then x is needed) */
-PetscErrorCode Conv2dGridBackwardIm2col_Private(Layer layer, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)
+PetscErrorCode Conv2dGridBackward_Im2col(Layer layer, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)
 {
   const Layer_Conv2d    *conv = (Layer_Conv2d *)layer->data;
   const Conv2dGridBlock *bk   = &conv->grid.block;
@@ -116,7 +78,7 @@ PetscErrorCode Conv2dGridBackwardIm2col_Private(Layer layer, const PetscScalar *
 
     PetscCall(PetscBLASIntCast(np, &bnp));
     if (dtheta) {
-      PetscCall(Conv2dGridIm2Col(conv, r0, r1, x, col));
+      PetscCall(Conv2dIm2colRows(&conv->im2col, r0, r1, x, col));
       PetscCallBLAS("BLASgemm", BLASgemm_("N", "T", &bK, &bout, &bnp, &one, col, &bK, dyc, &bout, &one, dtheta, &bK));
       if (conv->bias)
         for (PetscInt p = 0; p < np; p++)
@@ -124,7 +86,7 @@ PetscErrorCode Conv2dGridBackwardIm2col_Private(Layer layer, const PetscScalar *
     }
     if (dx) {
       PetscCallBLAS("BLASgemm", BLASgemm_("N", "N", &bK, &bnp, &bout, &one, W, &bK, dyc, &bout, &zero, col, &bK));
-      PetscCall(Conv2dGridCol2Im(conv, r0, r1, col, dx));
+      PetscCall(Conv2dCol2imRowsAdd(&conv->im2col, r0, r1, col, dx));
     }
   }
   PetscCall(PetscLogFlops(2.0 * bk->xm * bk->ym * K * nout * ((dtheta ? 1 : 0) + (dx ? 1 : 0))));
@@ -132,7 +94,7 @@ PetscErrorCode Conv2dGridBackwardIm2col_Private(Layer layer, const PetscScalar *
 }
 
 /* dy = J_x dx + J_theta dtheta on the block (dx ghosted; either may be NULL; x needed with dtheta) */
-PetscErrorCode Conv2dGridJVPIm2col_Private(Layer layer, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *dx, const PetscScalar *dtheta, PetscScalar *dy)
+PetscErrorCode Conv2dGridJVP_Im2col(Layer layer, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *dx, const PetscScalar *dtheta, PetscScalar *dy)
 {
   const Layer_Conv2d    *conv = (Layer_Conv2d *)layer->data;
   const Conv2dGridBlock *bk   = &conv->grid.block;
@@ -151,12 +113,12 @@ PetscErrorCode Conv2dGridJVPIm2col_Private(Layer layer, const PetscScalar *theta
 
     PetscCall(PetscBLASIntCast(np, &bnp));
     if (dx) {
-      PetscCall(Conv2dGridIm2Col(conv, r0, r1, dx, col));
+      PetscCall(Conv2dIm2colRows(&conv->im2col, r0, r1, dx, col));
       PetscCallBLAS("BLASgemm", BLASgemm_("T", "N", &bout, &bnp, &bK, &one, W, &bK, col, &bK, &zero, dyc, &bout));
       beta = one;
     }
     if (dtheta) {
-      PetscCall(Conv2dGridIm2Col(conv, r0, r1, x, col));
+      PetscCall(Conv2dIm2colRows(&conv->im2col, r0, r1, x, col));
       PetscCallBLAS("BLASgemm", BLASgemm_("T", "N", &bout, &bnp, &bK, &one, dtheta, &bK, col, &bK, &beta, dyc, &bout));
       if (conv->bias) PetscCall(Conv2dGridAddBias(np, nout, dtheta + K * nout, dyc));
     }
@@ -166,15 +128,7 @@ PetscErrorCode Conv2dGridJVPIm2col_Private(Layer layer, const PetscScalar *theta
   PetscFunctionReturn(0);
 }
 
-/*
-  The tap algorithm: no im2col. For each row of the block and each kernel tap (a, b), the output points the tap reaches
-  inside the grid read a contiguous run of source points, so the tap is one GEMM with the tap's (Cin x Cout) block of
-  the weights (rows (a KW + b) Cin .. of Wc, leading dimension K):
-    forward   y_row[q0:q1]  += W_ab^T x_src          dgemm('N','N', Cout, nq, Cin) on the transposed copy wt
-    backward  dW_ab         += x_src dy_row^T        dgemm('N','T', Cin, Cout, nq)
-              dx_src        += W_ab dy_row           dgemm('N','N', Cin, nq, Cout)
-  Taps outside a non-periodic grid are skipped (zero padding) by narrowing [q0, q1) or the row.
-*/
+/* ---------------------------------------------------------------- taps (see the table above) */
 
 /* The points [q0, q1) of block row r that tap (a, b) reaches in the grid, and the offset of the first one's source */
 static inline PetscBool Conv2dGridTapRange(const Layer_Conv2d *conv, PetscInt a, PetscInt b, PetscInt r, PetscInt *q0, PetscInt *q1, PetscInt *src)
@@ -207,7 +161,7 @@ static PetscErrorCode Conv2dGridTransposeTaps(const Layer_Conv2d *conv, const Pe
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode Conv2dGridForwardTaps_Private(Layer layer, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
+PetscErrorCode Conv2dGridForward_Taps(Layer layer, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
 {
   const Layer_Conv2d    *conv = (Layer_Conv2d *)layer->data;
   const Conv2dGridBlock *bk   = &conv->grid.block;
@@ -240,7 +194,7 @@ PetscErrorCode Conv2dGridForwardTaps_Private(Layer layer, const PetscScalar *the
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode Conv2dGridBackwardTaps_Private(Layer layer, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)
+PetscErrorCode Conv2dGridBackward_Taps(Layer layer, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)
 {
   const Layer_Conv2d    *conv = (Layer_Conv2d *)layer->data;
   const Conv2dGridBlock *bk   = &conv->grid.block;
@@ -273,7 +227,7 @@ PetscErrorCode Conv2dGridBackwardTaps_Private(Layer layer, const PetscScalar *th
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode Conv2dGridJVPTaps_Private(Layer layer, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *dx, const PetscScalar *dtheta, PetscScalar *dy)
+PetscErrorCode Conv2dGridJVP_Taps(Layer layer, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *dx, const PetscScalar *dtheta, PetscScalar *dy)
 {
   const Layer_Conv2d    *conv = (Layer_Conv2d *)layer->data;
   const Conv2dGridBlock *bk   = &conv->grid.block;

@@ -1,5 +1,6 @@
 /*
-  Sliding windows over (h, w, c) channels-last samples, shared by conv2d, maxpool and avgpool.
+  Sliding windows over (h, w, c) channels-last samples: the geometry of maxpool and avgpool (pool.h), which
+  conv2d shares (its batch mode; ../conv2d/conv2d.h).
 
   Along each spatial dimension d (0 = h, 1 = w), output index o reads the input at
       i(o, t) = o * step[d] - pad[d] + t * dilation[d],   t = 0 .. k[d]-1  (the kernel taps)
@@ -23,12 +24,3 @@ PETSC_INTERN PetscErrorCode LayerWindowParsePair(MPI_Comm, const char[], const c
 PETSC_INTERN PetscErrorCode LayerWindowPairToString(const PetscInt[2], size_t, char[]);
 PETSC_INTERN PetscErrorCode LayerWindowSetUp(Layer, LayerWindow *);
 PETSC_INTERN PetscErrorCode LayerWindowReset(LayerWindow *);
-
-/*
-  maxpool and avgpool: data structs that start with a LayerWindow, compact arguments K[:STRIDE[:PAD]],
-  options -<kind>_kernel, -<kind>_stride, -<kind>_padding, and the LayerPoolSet...() setters.
-*/
-PETSC_INTERN PetscErrorCode LayerCreatePool_Private(Layer, size_t);
-PETSC_INTERN PetscErrorCode LayerSetUpPool_Private(Layer);
-PETSC_INTERN PetscErrorCode LayerResetPool_Private(Layer);
-PETSC_INTERN PetscErrorCode LayerDestroyPool_Private(Layer);

@@ -1,0 +1,18 @@
+/*
+  The pooling base class of maxpool and avgpool (pool.c): both are sliding windows (window.h) with the same settings.
+  A pooling kind's data struct starts with a LayerWindow, which the shared code reaches by casting layer->data:
+
+    typedef struct { LayerWindow win; ...the kind's own state... } Layer_MaxPool;
+
+  LayerCreatePool_Private() allocates it (size: the kind's struct) and installs the compact arguments K[:STRIDE[:PAD]],
+  the options -<kind>_kernel, -<kind>_stride, -<kind>_padding, the viewer and the LayerPoolSet...() methods; the kind
+  adds setup = LayerSetUpPool_Private (output (Ho, Wo, C)), its forward/backward/jvp, reset and destroy.
+*/
+#pragma once
+
+#include "window.h"
+
+PETSC_INTERN PetscErrorCode LayerCreatePool_Private(Layer, size_t);
+PETSC_INTERN PetscErrorCode LayerSetUpPool_Private(Layer);
+PETSC_INTERN PetscErrorCode LayerResetPool_Private(Layer);
+PETSC_INTERN PetscErrorCode LayerDestroyPool_Private(Layer);
