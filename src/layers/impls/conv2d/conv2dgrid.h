@@ -24,7 +24,7 @@
 #pragma once
 
 #include <petnet/private/layerimpl.h>
-#include <petnetdmda.h>
+#include <petscdmda.h>
 
 #define CONV2D_GRID_TAPS_MIN_WIDTH 32
 
