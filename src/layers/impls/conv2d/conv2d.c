@@ -455,7 +455,29 @@ static PetscErrorCode LayerConv2dSetInitialization_Conv2d(Layer layer, LayerInit
 }
 
 /*@
-  LayerConv2dSetOutputChannels - the number of output channels of a conv2d layer.
+  LayerConv2dSetOutputChannels - sets the number of output channels of a conv2d layer
+
+  Logically collective
+
+  Input Parameters:
++ layer - a conv2d layer (layers of other kinds ignore the call)
+- nout  - the number of output channels Cout, > 0
+
+  Options Database Key:
+. -<prefix>conv2d_outputs <n> - the same from the options (LayerSetFromOptions())
+
+  Notes:
+  A conv2d layer needs it (there is no default): set-up fails without. The compact form gives it first, conv2d:OUT
+  (LayerSetArguments()). It must be a multiple of the number of groups (LayerConv2dSetGroups()). The output shape is
+  (Ho, Wo, nout) on (H, W, Cin) images, (nout) at each grid point in grid mode (LayerConv2dSetDM()); the parameters are
+  the weights W, nout x KH KW Cin/groups entries stored [Cout][KH][KW][Cg], then the bias, nout entries.
+
+  Changing it on a layer that is set up resets the layer; in a Net that is set up, call NetReset() afterwards
+  (NetSetFromOptions() does so itself when an option changed a layer).
+
+  Level: beginner
+
+.seealso: `LayerConv2dSetKernel()`, `LayerConv2dSetGroups()`, `LayerConv2dSetBias()`, `LayerSetArguments()`, `NetSetLayers()`
 @*/
 PetscErrorCode LayerConv2dSetOutputChannels(Layer layer, PetscInt nout)
 {
@@ -466,7 +488,32 @@ PetscErrorCode LayerConv2dSetOutputChannels(Layer layer, PetscInt nout)
 }
 
 /*@
-  LayerConv2dSetKernel - the kernel size kh x kw of a conv2d layer (default 3x3).
+  LayerConv2dSetKernel - sets the kernel size KH x KW of a conv2d layer (default 3x3)
+
+  Logically collective
+
+  Input Parameters:
++ layer - a conv2d layer (layers of other kinds ignore the call)
+. kh    - the kernel height (along the rows), > 0
+- kw    - the kernel width (along the columns), > 0
+
+  Options Database Key:
+. -<prefix>conv2d_kernel <K or KHxKW> - the same from the options, one value for both dimensions or a pair HxW (LayerSetFromOptions())
+
+  Notes:
+  The compact form is conv2d:OUT:K (K as 3 or 3x5). In batch mode the layer convolves (H, W, Cin) images;
+  a 3x3 kernel with stride 1, dilation 1 and one group is computed by Winograd F(2x2, 3x3) when there are at least
+  4 input channels (-conv2d_algorithm auto, the default), every other case by im2col + GEMM. In grid mode
+  (LayerConv2dSetDM()) the kernel must be odd in both dimensions, with padding KH/2 x KW/2.
+  Along each of the two dimensions the output size is (PyTorch's)
+    out = floor((in + 2 padding - dilation (kernel - 1) - 1) / stride) + 1.
+
+  Changing it on a layer that is set up resets the layer; in a Net that is set up, call NetReset() afterwards
+  (NetSetFromOptions() does so itself when an option changed a layer).
+
+  Level: beginner
+
+.seealso: `LayerConv2dSetStride()`, `LayerConv2dSetPadding()`, `LayerConv2dSetDilation()`, `LayerConv2dSetOutputChannels()`, `LayerSetArguments()`
 @*/
 PetscErrorCode LayerConv2dSetKernel(Layer layer, PetscInt kh, PetscInt kw)
 {
@@ -477,7 +524,30 @@ PetscErrorCode LayerConv2dSetKernel(Layer layer, PetscInt kh, PetscInt kw)
 }
 
 /*@
-  LayerConv2dSetStride - the stride of a conv2d layer (default 1x1).
+  LayerConv2dSetStride - sets the stride SH x SW of a conv2d layer (default 1x1)
+
+  Logically collective
+
+  Input Parameters:
++ layer - a conv2d layer (layers of other kinds ignore the call)
+. sh    - the stride along the rows, > 0
+- sw    - the stride along the columns, > 0
+
+  Options Database Key:
+. -<prefix>conv2d_stride <S or SHxSW> - the same from the options, one value for both dimensions or a pair HxW (LayerSetFromOptions())
+
+  Notes:
+  The compact form is conv2d:OUT:K:STRIDE. A stride other than 1 rules out Winograd (im2col + GEMM is used) and
+  grid mode (LayerConv2dSetDM()), which needs stride 1.
+  Along each of the two dimensions the output size is (PyTorch's)
+    out = floor((in + 2 padding - dilation (kernel - 1) - 1) / stride) + 1.
+
+  Changing it on a layer that is set up resets the layer; in a Net that is set up, call NetReset() afterwards
+  (NetSetFromOptions() does so itself when an option changed a layer).
+
+  Level: intermediate
+
+.seealso: `LayerConv2dSetKernel()`, `LayerConv2dSetPadding()`, `LayerConv2dSetDilation()`, `LayerSetArguments()`
 @*/
 PetscErrorCode LayerConv2dSetStride(Layer layer, PetscInt sh, PetscInt sw)
 {
@@ -488,7 +558,31 @@ PetscErrorCode LayerConv2dSetStride(Layer layer, PetscInt sh, PetscInt sw)
 }
 
 /*@
-  LayerConv2dSetPadding - the zero padding on each side of a conv2d layer's input (default 0).
+  LayerConv2dSetPadding - sets the zero padding PH x PW on each side of a conv2d layer's input (default 0)
+
+  Logically collective
+
+  Input Parameters:
++ layer - a conv2d layer (layers of other kinds ignore the call)
+. ph    - the padding above and below, >= 0
+- pw    - the padding left and right, >= 0
+
+  Options Database Key:
+. -<prefix>conv2d_padding <P or PHxPW> - the same from the options, one value for both dimensions or a pair HxW (LayerSetFromOptions())
+
+  Notes:
+  The compact form is conv2d:OUT:K:STRIDE:PAD. Taps in the padding read zero (PyTorch's padding_mode zeros); with
+  stride 1, dilation 1 and an odd kernel K, padding K/2 keeps the image size. Grid mode (LayerConv2dSetDM()) needs exactly
+  KH/2 x KW/2; there the taps off a non-periodic grid read zero and those off a periodic grid wrap around.
+  Along each of the two dimensions the output size is (PyTorch's)
+    out = floor((in + 2 padding - dilation (kernel - 1) - 1) / stride) + 1.
+
+  Changing it on a layer that is set up resets the layer; in a Net that is set up, call NetReset() afterwards
+  (NetSetFromOptions() does so itself when an option changed a layer).
+
+  Level: intermediate
+
+.seealso: `LayerConv2dSetKernel()`, `LayerConv2dSetStride()`, `LayerConv2dSetDilation()`, `LayerSetArguments()`
 @*/
 PetscErrorCode LayerConv2dSetPadding(Layer layer, PetscInt ph, PetscInt pw)
 {
@@ -499,7 +593,31 @@ PetscErrorCode LayerConv2dSetPadding(Layer layer, PetscInt ph, PetscInt pw)
 }
 
 /*@
-  LayerConv2dSetDilation - the spacing of the kernel taps of a conv2d layer (default 1).
+  LayerConv2dSetDilation - sets the spacing DH x DW of the kernel taps of a conv2d layer (default 1x1)
+
+  Logically collective
+
+  Input Parameters:
++ layer - a conv2d layer (layers of other kinds ignore the call)
+. dh    - the spacing of the taps along the rows, > 0
+- dw    - the spacing of the taps along the columns, > 0
+
+  Options Database Key:
+. -<prefix>conv2d_dilation <D or DHxDW> - the same from the options, one value for both dimensions or a pair HxW (LayerSetFromOptions())
+
+  Notes:
+  The compact form is the named setting dilation=D (e.g. conv2d:32:3:1:2:dilation=2). A kernel of K taps then spans
+  D (K - 1) + 1 input points. A dilation other than 1 rules out Winograd (im2col + GEMM is used) and grid mode
+  (LayerConv2dSetDM()).
+  Along each of the two dimensions the output size is (PyTorch's)
+    out = floor((in + 2 padding - dilation (kernel - 1) - 1) / stride) + 1.
+
+  Changing it on a layer that is set up resets the layer; in a Net that is set up, call NetReset() afterwards
+  (NetSetFromOptions() does so itself when an option changed a layer).
+
+  Level: intermediate
+
+.seealso: `LayerConv2dSetKernel()`, `LayerConv2dSetStride()`, `LayerConv2dSetPadding()`, `LayerSetArguments()`
 @*/
 PetscErrorCode LayerConv2dSetDilation(Layer layer, PetscInt dh, PetscInt dw)
 {
@@ -510,7 +628,29 @@ PetscErrorCode LayerConv2dSetDilation(Layer layer, PetscInt dh, PetscInt dw)
 }
 
 /*@
-  LayerConv2dSetGroups - grouped convolution: channels split in groups convolved separately (default 1).
+  LayerConv2dSetGroups - sets the number of groups of a conv2d layer: grouped convolution (default 1)
+
+  Logically collective
+
+  Input Parameters:
++ layer  - a conv2d layer (layers of other kinds ignore the call)
+- groups - the number of groups G, > 0
+
+  Options Database Key:
+. -<prefix>conv2d_groups <G> - the same from the options (LayerSetFromOptions())
+
+  Notes:
+  The input channels Cin and the output channels Cout are split into G groups of Cin/G and Cout/G; each group of
+  outputs is convolved with its own group of inputs only (PyTorch's groups; G = Cin = Cout is a depthwise convolution).
+  G must divide both, which set-up checks. The weights are Cout x KH KW Cin/G entries. The compact form is the named
+  setting groups=G. More than one group rules out Winograd (im2col + GEMM is used) and grid mode (LayerConv2dSetDM()).
+
+  Changing it on a layer that is set up resets the layer; in a Net that is set up, call NetReset() afterwards
+  (NetSetFromOptions() does so itself when an option changed a layer).
+
+  Level: intermediate
+
+.seealso: `LayerConv2dSetOutputChannels()`, `LayerConv2dSetKernel()`, `LayerSetArguments()`
 @*/
 PetscErrorCode LayerConv2dSetGroups(Layer layer, PetscInt groups)
 {
@@ -521,7 +661,27 @@ PetscErrorCode LayerConv2dSetGroups(Layer layer, PetscInt groups)
 }
 
 /*@
-  LayerConv2dSetBias - whether a conv2d layer adds a bias per output channel (default PETSC_TRUE).
+  LayerConv2dSetBias - sets whether a conv2d layer adds a bias per output channel (default `PETSC_TRUE`)
+
+  Logically collective
+
+  Input Parameters:
++ layer - a conv2d layer (layers of other kinds ignore the call)
+- bias  - `PETSC_TRUE` to add a bias b[Cout] after the convolution, `PETSC_FALSE` for none
+
+  Options Database Key:
+. -<prefix>conv2d_bias <bool> - the same from the options (LayerSetFromOptions())
+
+  Notes:
+  The compact form is the named setting bias=0 or bias=1. The bias, when present, follows the weights in the layer's
+  parameters and starts at zero. A convolution followed by batchnorm usually goes without.
+
+  Changing it on a layer that is set up resets the layer (its number of parameters changes); in a Net that is set up,
+  call NetReset() afterwards (NetSetFromOptions() does so itself when an option changed a layer).
+
+  Level: intermediate
+
+.seealso: `LayerConv2dSetOutputChannels()`, `LayerConv2dSetInitialization()`, `LayerSetArguments()`
 @*/
 PetscErrorCode LayerConv2dSetBias(Layer layer, PetscBool bias)
 {
@@ -532,7 +692,27 @@ PetscErrorCode LayerConv2dSetBias(Layer layer, PetscBool bias)
 }
 
 /*@
-  LayerConv2dSetInitialization - how the weights start (the bias starts at zero); std is used by LAYER_INIT_NORMAL.
+  LayerConv2dSetInitialization - sets how the weights of a conv2d layer start (the bias starts at zero)
+
+  Logically collective
+
+  Input Parameters:
++ layer - a conv2d layer (layers of other kinds ignore the call)
+. init  - `LAYER_INIT_KAIMING` (the default), `LAYER_INIT_XAVIER`, `LAYER_INIT_NORMAL` or `LAYER_INIT_ZEROS`
+- std   - the standard deviation of `LAYER_INIT_NORMAL` (default 0.01)
+
+  Options Database Keys:
++ -<prefix>conv2d_init <kaiming,xavier,normal,zeros> - the distribution
+- -<prefix>conv2d_init_std <std>                     - the standard deviation of normal, >= 0
+
+  Notes:
+  Takes effect at the next initialisation of the parameters (NetSetUp(), NetInitializeParameters()), as PyTorch's
+  kaiming_normal_ / xavier_uniform_ with fan-in Cin/groups KH KW and fan-out Cout KH KW (LayerInitializeWeights()).
+  It does not reset the layer.
+
+  Level: intermediate
+
+.seealso: `LayerConv2dSetOutputChannels()`, `LayerConv2dSetBias()`, `LayerInitializeWeights()`, `NetInitializeParameters()`
 @*/
 PetscErrorCode LayerConv2dSetInitialization(Layer layer, LayerInitType init, PetscReal std)
 {

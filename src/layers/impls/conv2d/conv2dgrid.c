@@ -306,18 +306,34 @@ PetscErrorCode LayerConv2dSetGridAlgorithm_Conv2d(Layer layer, LayerConv2dGridAl
 }
 
 /*@
-  LayerConv2dSetDM - puts a conv2d layer in grid mode: its tensors are fields of this 2-D DMDA (each rank its block of
-  grid points, a grid point a sample of shape (channels)), convolved after a halo exchange with DMGlobalToLocal().
-  The layer must keep the grid (stride 1, dilation 1, groups 1, odd kernel K, padding K/2: conv2d:OUT:K:1:K/2) and
-  has the parameters of the same layer on batches of (height, width, channels) images. The DMDA's dof, stencil type
-  and width do not matter (the layer makes its own with dof = its input channels); its grid, boundary types (periodic:
-  wrap around; otherwise zero padding) and ownership ranges do. NULL returns to batch mode. NetDMDASetUp() sets it on
-  every conv2d layer of a Net (NetConv2dSetDM()); an ode layer passes it on to the conv2d layers of its right-hand
-  side; other kinds ignore it. The layer keeps a reference.
+  LayerConv2dSetDM - puts a conv2d layer in grid mode on a 2-D DMDA, or with NULL returns it to batch mode
+
+  Logically collective
 
   Input Parameters:
-+ layer - the layer
++ layer - the layer: conv2d, or ode (which passes the DMDA on to its inner conv2d layers); other kinds ignore the call
 - dm    - a 2-D DMDA on the layer's communicator, or NULL
+
+  Notes:
+  In grid mode the layer's tensors are fields of this DMDA: each rank holds its block of grid points, a grid point is a
+  sample of shape (channels), and the block is convolved after a halo exchange with DMGlobalToLocal() (backward sums
+  the ghost contributions onto their owners with DMLocalToGlobal(), ADD_VALUES). The input shape of the layer must then
+  be (Cin), and the n samples of each rank its points of the DMDA (the local part of one global Vec).
+
+  The layer must keep the grid: stride 1, dilation 1, one group, an odd kernel K and padding K/2 (conv2d:OUT:K:1:K/2).
+  It then has the parameters of the same layer on batches of (height, width, channels) images, so that weights trained
+  on images apply to fields. The DMDA's dof, stencil type and width do not matter (the layer makes its own DMDA with dof
+  its input channels and a box stencil of the kernel's radius); its grid, boundary types (periodic: the taps wrap
+  around; otherwise zero padding) and ownership ranges do. Set-up checks all of this. How each rank convolves its block
+  is LayerConv2dSetGridAlgorithm().
+
+  NetDMDASetUp() and NetConv2dSetDM() set it on every conv2d layer of a Net. The layer keeps a reference to dm.
+  Giving another DMDA (or NULL) to a layer that is set up resets the layer; in a Net that is set up, call NetReset()
+  afterwards (NetConv2dSetDM() does so).
+
+  Level: intermediate
+
+.seealso: `LayerConv2dGetDM()`, `LayerConv2dSetGridAlgorithm()`, `NetConv2dSetDM()`, `NetDMDASetUp()`, `DMDACreate2d()`
 @*/
 PetscErrorCode LayerConv2dSetDM(Layer layer, DM dm)
 {
@@ -329,7 +345,20 @@ PetscErrorCode LayerConv2dSetDM(Layer layer, DM dm)
 }
 
 /*@
-  LayerConv2dGetDM - the DMDA of a conv2d layer in grid mode (borrowed), or NULL (batch mode, or another kind).
+  LayerConv2dGetDM - gets the DMDA of a conv2d layer in grid mode
+
+  Not collective
+
+  Input Parameter:
+. layer - the layer
+
+  Output Parameter:
+. dm - the DMDA given by LayerConv2dSetDM() (borrowed: do not destroy it), or NULL in batch mode or when the layer is
+       neither conv2d nor ode
+
+  Level: intermediate
+
+.seealso: `LayerConv2dSetDM()`, `NetConv2dSetDM()`, `NetDMDASetUp()`
 @*/
 PetscErrorCode LayerConv2dGetDM(Layer layer, DM *dm)
 {
@@ -342,8 +371,29 @@ PetscErrorCode LayerConv2dGetDM(Layer layer, DM *dm)
 }
 
 /*@
-  LayerConv2dSetGridAlgorithm - how a conv2d layer in grid mode convolves its block (-conv2d_grid_algorithm auto,
-  im2col or taps; see LayerConv2dGridAlgorithm); the results agree to round-off. Batch mode ignores it.
+  LayerConv2dSetGridAlgorithm - sets how a conv2d layer in grid mode convolves its block of the DMDA
+
+  Logically collective
+
+  Input Parameters:
++ layer     - a conv2d layer (layers of other kinds ignore the call)
+- algorithm - `LAYER_CONV2D_GRID_ALGORITHM_AUTO` (the default), `LAYER_CONV2D_GRID_ALGORITHM_IM2COL` or
+              `LAYER_CONV2D_GRID_ALGORITHM_TAPS`
+
+  Options Database Key:
+. -<prefix>conv2d_grid_algorithm <auto,im2col,taps> - the same from the options (LayerSetFromOptions())
+
+  Notes:
+  im2col gathers the ghosted input of chunks of rows of the block (as many as fit in -conv2d_max_workspace MB) and
+  multiplies each chunk with one GEMM; taps does one GEMM per kernel tap and row of the block, with no im2col buffer;
+  auto takes taps when the rows of the rank's block have at least 32 points, else im2col. The results agree to
+  round-off. Batch mode (no DMDA, LayerConv2dSetDM()) ignores it.
+
+  Changing it on a layer in grid mode that is set up resets the layer.
+
+  Level: advanced
+
+.seealso: `LayerConv2dSetDM()`, `LayerConv2dGetDM()`, `NetDMDASetUp()`
 @*/
 PetscErrorCode LayerConv2dSetGridAlgorithm(Layer layer, LayerConv2dGridAlgorithm algorithm)
 {

@@ -198,7 +198,31 @@ PetscErrorCode LayerCreatePool_Private(Layer layer, size_t size)
 }
 
 /*@
-  LayerPoolSetKernel - the window of a maxpool or avgpool layer, kh x kw.
+  LayerPoolSetKernel - sets the window KH x KW of a maxpool or avgpool layer (default 2x2)
+
+  Logically collective
+
+  Input Parameters:
++ layer - a maxpool or avgpool layer (layers of other kinds ignore the call)
+. kh    - the window height, > 0
+- kw    - the window width, > 0
+
+  Options Database Keys:
++ -<prefix>maxpool_kernel <K or KHxKW> - the same from the options for a maxpool layer (LayerSetFromOptions())
+- -<prefix>avgpool_kernel <K or KHxKW> - the same for an avgpool layer
+
+  Notes:
+  The compact form is maxpool:K or avgpool:K (K as 2 or 2x3). maxpool takes the maximum over each window,
+  avgpool the mean. The stride defaults to the kernel size (non-overlapping windows, LayerPoolSetStride()).
+  Along each of the two dimensions the output size is floor((in + 2 padding - kernel) / stride) + 1; the channels
+  are pooled separately, (H, W, C) -> (Ho, Wo, C).
+
+  Calling it on a layer that is set up resets the layer; in a Net that is set up, call NetReset() afterwards
+  (NetSetFromOptions() does so itself when an option changed a layer).
+
+  Level: beginner
+
+.seealso: `LayerPoolSetStride()`, `LayerPoolSetPadding()`, `LayerSetArguments()`, `NetSetLayers()`
 @*/
 PetscErrorCode LayerPoolSetKernel(Layer layer, PetscInt kh, PetscInt kw)
 {
@@ -209,7 +233,31 @@ PetscErrorCode LayerPoolSetKernel(Layer layer, PetscInt kh, PetscInt kw)
 }
 
 /*@
-  LayerPoolSetStride - the stride of a maxpool or avgpool layer (0 means the kernel size, the default).
+  LayerPoolSetStride - sets the stride SH x SW of a maxpool or avgpool layer
+
+  Logically collective
+
+  Input Parameters:
++ layer - a maxpool or avgpool layer (layers of other kinds ignore the call)
+. sh    - the stride along the rows, > 0, or 0 for the kernel height (the default)
+- sw    - the stride along the columns, > 0, or 0 for the kernel width (the default)
+
+  Options Database Keys:
++ -<prefix>maxpool_stride <S or SHxSW> - the same from the options for a maxpool layer (LayerSetFromOptions())
+- -<prefix>avgpool_stride <S or SHxSW> - the same for an avgpool layer
+
+  Notes:
+  The compact form is maxpool:K:STRIDE (or avgpool:K:STRIDE). A stride of 0, the default, means the kernel size, as
+  in PyTorch; the layer's view and its compact form show the stride in effect.
+  Along each of the two dimensions the output size is floor((in + 2 padding - kernel) / stride) + 1; the channels
+  are pooled separately, (H, W, C) -> (Ho, Wo, C).
+
+  Calling it on a layer that is set up resets the layer; in a Net that is set up, call NetReset() afterwards
+  (NetSetFromOptions() does so itself when an option changed a layer).
+
+  Level: intermediate
+
+.seealso: `LayerPoolSetKernel()`, `LayerPoolSetPadding()`, `LayerSetArguments()`
 @*/
 PetscErrorCode LayerPoolSetStride(Layer layer, PetscInt sh, PetscInt sw)
 {
@@ -220,7 +268,33 @@ PetscErrorCode LayerPoolSetStride(Layer layer, PetscInt sh, PetscInt sw)
 }
 
 /*@
-  LayerPoolSetPadding - implicit padding of a maxpool (by -infinity) or avgpool (by zeros, counted in the mean) layer.
+  LayerPoolSetPadding - sets the implicit padding PH x PW on each side of the input of a maxpool or avgpool layer (default 0)
+
+  Logically collective
+
+  Input Parameters:
++ layer - a maxpool or avgpool layer (layers of other kinds ignore the call)
+. ph    - the padding above and below, >= 0
+- pw    - the padding left and right, >= 0
+
+  Options Database Keys:
++ -<prefix>maxpool_padding <P or PHxPW> - the same from the options for a maxpool layer (LayerSetFromOptions())
+- -<prefix>avgpool_padding <P or PHxPW> - the same for an avgpool layer
+
+  Notes:
+  The compact form is maxpool:K:STRIDE:PAD (or avgpool:K:STRIDE:PAD). maxpool pads with -infinity (padded taps never
+  win); avgpool pads with zeros that count in the mean, whose divisor is always KH KW (PyTorch's
+  count_include_pad = True). As in PyTorch the padding may be at most half the kernel, which set-up checks, so that
+  no window lies in the padding only.
+  Along each of the two dimensions the output size is floor((in + 2 padding - kernel) / stride) + 1; the channels
+  are pooled separately, (H, W, C) -> (Ho, Wo, C).
+
+  Calling it on a layer that is set up resets the layer; in a Net that is set up, call NetReset() afterwards
+  (NetSetFromOptions() does so itself when an option changed a layer).
+
+  Level: intermediate
+
+.seealso: `LayerPoolSetKernel()`, `LayerPoolSetStride()`, `LayerSetArguments()`
 @*/
 PetscErrorCode LayerPoolSetPadding(Layer layer, PetscInt ph, PetscInt pw)
 {
