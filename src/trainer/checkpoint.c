@@ -294,6 +294,8 @@ PetscErrorCode TrainerLoadCheckpoint(Trainer tr, const char file[])
   PetscCheck(h[2] >= 0 && h[2] <= tr->epochs, comm, PETSC_ERR_FILE_UNEXPECTED, "Checkpoint %s was written after epoch %" PetscInt_FMT ", outside the 0 to %" PetscInt_FMT " epochs of this run: %s", file, h[2], tr->epochs,
              h[2] < 0 ? "the file is corrupt" : "raise -trainer_epochs to continue it");
   PetscCheck(h[3] >= 0 && h[6] >= 0 && h[6] <= h[2], comm, PETSC_ERR_FILE_UNEXPECTED, "Checkpoint %s is corrupt: optimizer step %" PetscInt_FMT ", %" PetscInt_FMT " epochs without improvement after %" PetscInt_FMT " epochs", file, h[3], h[6], h[2]);
+  PetscCheck((PetscInt64)h[3] + (PetscInt64)(tr->epochs - h[2]) * (tr->minibatch ? tr->nbatches : 1) <= PETSC_MAX_INT, comm, PETSC_ERR_FILE_UNEXPECTED,
+             "Checkpoint %s is corrupt: its optimizer step %" PetscInt_FMT " would overflow in the remaining epochs", file, h[3]);
   PetscCheck(h[4] == nstate, comm, PETSC_ERR_ARG_INCOMP, "Checkpoint %s holds %" PetscInt_FMT " optimizer state vectors but the optimizer in use has %" PetscInt_FMT ": restart with the same -tao_type", file, h[4], nstate);
 
   PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, NULL));
