@@ -323,6 +323,21 @@ static PetscErrorCode TrainerCheckTaoType_Private(Trainer tr)
 /*@
   TrainerSetUp - checks that the pieces fit (data shape vs Net input, classes vs outputs), chooses mini-batch or full-batch
   mode from the TAO type, and connects the objective to TAO.
+
+  Collective on tr
+
+  Input Parameter:
+. tr - the Trainer, with a Net, a Loss and a training Dataset
+
+  Notes:
+  Runs once. In full-batch mode one epoch is one TAO iteration: -trainer_epochs becomes TAO's budget unless the user
+  gave one (-tao_max_it, TaoSetMaximumIterations()), which then counts the epochs. A -trainer_checkpoint file is
+  checked here (a writable directory, a regular file or none; stale temporary files of dead runs removed), so that
+  an unwritable checkpoint is reported before any training. -trainer_restart is loaded last.
+
+  Level: intermediate
+
+.seealso: `TrainerSetFromOptions()`, `TrainerTrain()`, `TrainerLoadCheckpoint()`, `PetNetCheckWritableFile()`
 @*/
 PetscErrorCode TrainerSetUp(Trainer tr)
 {
