@@ -34,3 +34,6 @@ PETSC_EXTERN PetscErrorCode PetNetBroadcastCreate(Vec, Mat *, Vec *);
 /* Atomic file replacement: write to a temporary name, then rename into place (collective). */
 PETSC_EXTERN PetscErrorCode PetNetTemporaryFileName(MPI_Comm, const char[], size_t, char[]);
 PETSC_EXTERN PetscErrorCode PetNetCommitFile(MPI_Comm, const char[], const char[]);
+PETSC_EXTERN PetscErrorCode PetNetRemoveTemporaryFile(const char[]);
+PETSC_EXTERN PetscErrorCode PetNetCheckWritableFile(MPI_Comm, const char[], const char[]);
+PETSC_EXTERN PetscErrorCode PetNetRemoveStaleTemporaryFiles(MPI_Comm, const char[]);

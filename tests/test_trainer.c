@@ -7,6 +7,13 @@ static const char help[] = "Trainer tests on synthetic data held in memory Datas
                            "  -case early    : early stopping stops before the last epoch on unlearnable test labels\n"
                            "  -case nan      : a loss that turns NaN in epoch 3 stops training with an error; the checkpoint of epoch 2 stays\n"
                            "  -case resume   : loads the checkpoint left by -case nan and checks it is the epoch-2 state\n"
+                           "  -case explode  : as nan, but the loss is multiplied by 1e30 (finite): -trainer_divergence_factor catches it\n"
+                           "  -case resume   : with -ckpt FILE, the checkpoint left by -case explode\n"
+                           "  -case evalonly : -trainer_epochs 0 on a Net with batchnorm changes neither the saved model nor the test loss\n"
+                           "  -case fullbatch: lmvm without a TAO budget runs -trainer_epochs iterations (one epoch each); a full-batch\n"
+                           "                   restart runs only the remaining ones; a user -tao_max_it counts the epochs\n"
+                           "  -case corrupt  : -corrupt flip|truncate|epochneg|epochbig|v1 damages a checkpoint (fixing its checksum for\n"
+                           "                   the epoch cases); loading must fail naming the file, except v1 (the old format) which loads\n"
                            "  -case prefix   : TrainerSetOptionsPrefix(a_) reaches the Tao and the training Dataset the Trainer named\n"
                            "                   (a_train_), not a Dataset with its own prefix (mine_); run with -a_tao_type lmvm\n"
                            "                   -a_trainer_epochs 0 -a_train_dataset_limit 40 -mine_dataset_limit 30\n";
@@ -14,6 +21,8 @@ static const char help[] = "Trainer tests on synthetic data held in memory Datas
 #include <petnet.h>
 #include <petnettrainer.h>
 #include <math.h>
+#include <stdio.h>
+#include <zlib.h>
 
 #define NFEAT    5
 #define NCLASS   3
@@ -77,7 +86,10 @@ static PetscErrorCode RecordLoss(Tao tao, void *ctx)
   PetscFunctionReturn(0);
 }
 
-/* A Trainer on comm: Net dense:8,tanh,dense:3 (seed 5), crossentropy, the given TAO type, epochs; prefix for options */
+static const char *Spec     = "dense:8,tanh,dense:3"; /* the Net of MakeTrainer() */
+static PetscBool   SetMaxIt = PETSC_TRUE;             /* MakeTrainer() gives full-batch types a budget of 6 */
+
+/* A Trainer on comm: Net Spec (seed 5), crossentropy, the given TAO type, epochs; prefix for options */
 static PetscErrorCode MakeTrainer(MPI_Comm comm, TaoType type, PetscInt epochs, PetscBool scrambletest, Trainer *tr)
 {
   Dataset train, test;
@@ -89,7 +101,7 @@ static PetscErrorCode MakeTrainer(MPI_Comm comm, TaoType type, PetscInt epochs, 
   PetscCall(MakeData(comm, PETSC_FALSE, &train));
   PetscCall(MakeData(comm, scrambletest, &test));
   PetscCall(NetCreate(comm, &net));
-  PetscCall(NetSetLayers(net, "dense:8,tanh,dense:3"));
+  PetscCall(NetSetLayers(net, Spec));
   PetscCall(NetSetSeed(net, 5));
   PetscCall(LossCreate(comm, &loss));
   PetscCall(LossSetType(loss, LOSSCROSSENTROPY));
@@ -101,7 +113,7 @@ static PetscErrorCode MakeTrainer(MPI_Comm comm, TaoType type, PetscInt epochs, 
   PetscCall(TrainerGetTao(*tr, &tao));
   PetscCall(TaoSetType(tao, type));
   PetscCall(PetNetTaoSetLearningRate(tao, 0.05));
-  PetscCall(TaoSetMaximumIterations(tao, 6)); /* full-batch types; the mini-batch ones run epochs x batches */
+  if (SetMaxIt) PetscCall(TaoSetMaximumIterations(tao, 6)); /* full-batch types; the mini-batch ones run epochs x batches */
   PetscCall(TrainerSetFromOptions(*tr));
   PetscCall(DatasetDestroy(&train));
   PetscCall(DatasetDestroy(&test));
@@ -286,7 +298,8 @@ static PetscErrorCode CaseEarly(void)
 }
 
 /* A loss that is crossentropy until its evaluation number 'nanafter', NaN afterwards: registered like any user loss */
-static PetscInt NaNAfter = 14, Evaluations = 0;
+static PetscInt  NaNAfter = 14, Evaluations = 0;
+static PetscBool Explode = PETSC_FALSE; /* multiply by 1e30 (finite) instead of NaN */
 static PetscErrorCode (*CrossEntropyEvaluate)(Loss, PetscInt, const PetscScalar *, PetscInt, const PetscScalar *, PetscReal *, PetscScalar *);
 
 #include <petnet/private/lossimpl.h>
@@ -294,7 +307,7 @@ static PetscErrorCode LossEvaluate_NaNAfter(Loss loss, PetscInt ny, const PetscS
 {
   PetscFunctionBegin;
   PetscCall(CrossEntropyEvaluate(loss, ny, y, nt, t, sum, dy));
-  if (++Evaluations > NaNAfter) *sum = (PetscReal)NAN;
+  if (++Evaluations > NaNAfter) *sum = Explode ? *sum * 1e30 : (PetscReal)NAN;
   PetscFunctionReturn(0);
 }
 
@@ -333,13 +346,194 @@ static PetscErrorCode CaseResume(void)
 {
   Trainer  tr;
   PetscInt epochs;
+  char     file[PETSC_MAX_PATH_LEN] = "tests/out/trainer_nan.ckpt";
 
   PetscFunctionBegin;
+  PetscCall(PetscOptionsGetString(NULL, NULL, "-ckpt", file, sizeof(file), NULL));
   PetscCall(MakeTrainer(PETSC_COMM_WORLD, TAOADAM, 2, PETSC_FALSE, &tr));
-  PetscCall(TrainerLoadCheckpoint(tr, "tests/out/trainer_nan.ckpt"));
+  PetscCall(TrainerLoadCheckpoint(tr, file));
   PetscCall(TrainerGetResults(tr, &epochs, NULL, NULL, NULL, NULL));
   PetscCheck(epochs == 2, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "the kept checkpoint is from epoch %" PetscInt_FMT ", expected 2", epochs);
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "the checkpoint kept after divergence is the state after epoch 2\n"));
+  PetscCall(TrainerDestroy(&tr));
+  PetscFunctionReturn(0);
+}
+
+/* rank 0 compares two files byte for byte */
+static PetscErrorCode SameFiles(const char a[], const char b[], PetscBool *same)
+{
+  PetscMPIInt rank;
+  int         eq = 0;
+
+  PetscFunctionBegin;
+  PetscCallMPI(MPI_Comm_rank(PETSC_COMM_WORLD, &rank));
+  if (!rank) {
+    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+    int   ca = 0, cb = 0;
+
+    eq = fa && fb;
+    while (eq && (ca = getc(fa)) == (cb = getc(fb)) && ca != EOF) {}
+    eq = eq && ca == cb;
+    if (fa) fclose(fa);
+    if (fb) fclose(fb);
+  }
+  PetscCallMPI(MPI_Bcast(&eq, 1, MPI_INT, 0, PETSC_COMM_WORLD));
+  *same = eq ? PETSC_TRUE : PETSC_FALSE;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode CaseEvalOnly(void)
+{
+  Trainer   tr;
+  Net       net;
+  Dataset   test;
+  PetscReal before, after;
+  PetscBool same;
+
+  PetscFunctionBegin;
+  Spec = "dense:8,batchnorm,tanh,dense:3";
+  PetscCall(MakeTrainer(PETSC_COMM_WORLD, TAOADAM, 0, PETSC_FALSE, &tr));
+  PetscCall(MakeData(PETSC_COMM_WORLD, PETSC_TRUE, &test));
+  PetscCall(TrainerSetUp(tr));
+  PetscCall(TrainerGetNet(tr, &net));
+  PetscCall(NetSave(net, "tests/out/trainer_evalonly_before.bin"));
+  PetscCall(TrainerEvaluate(tr, test, &before, NULL));
+  PetscCall(TrainerTrain(tr));
+  PetscCall(NetSave(net, "tests/out/trainer_evalonly_after.bin"));
+  PetscCall(TrainerEvaluate(tr, test, &after, NULL));
+  PetscCall(SameFiles("tests/out/trainer_evalonly_before.bin", "tests/out/trainer_evalonly_after.bin", &same));
+  PetscCheck(same && before == after, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "-trainer_epochs 0 changed the model: saved files %s, test loss %.17g before, %.17g after", same ? "identical" : "differ", (double)before, (double)after);
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "0 epochs with batchnorm: saved model and test loss (%.6f) unchanged\n", (double)after));
+  PetscCall(DatasetDestroy(&test));
+  PetscCall(TrainerDestroy(&tr));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode CaseFullBatch(void)
+{
+  Trainer   tr;
+  Tao       tao;
+  PetscInt  its, epochs;
+  PetscReal loss0, loss;
+
+  PetscFunctionBegin;
+  SetMaxIt = PETSC_FALSE;
+  /* no -tao_max_it: -trainer_epochs 4 is the budget, not TAO's 2000 */
+  PetscCall(MakeTrainer(PETSC_COMM_WORLD, TAOLMVM, 0, PETSC_FALSE, &tr));
+  PetscCall(TrainerTrain(tr));
+  PetscCall(TrainerGetResults(tr, NULL, &loss0, NULL, NULL, NULL));
+  PetscCall(TrainerDestroy(&tr));
+  PetscCall(MakeTrainer(PETSC_COMM_WORLD, TAOLMVM, 4, PETSC_FALSE, &tr));
+  PetscCall(TrainerTrain(tr));
+  PetscCall(TrainerGetTao(tr, &tao));
+  PetscCall(TaoGetIterationNumber(tao, &its));
+  PetscCall(TrainerGetResults(tr, &epochs, &loss, NULL, NULL, NULL));
+  PetscCheck(its == 4 && epochs == 4 && loss < loss0, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "lmvm, -trainer_epochs 4: %" PetscInt_FMT " iterations, %" PetscInt_FMT " epochs, loss %g from %g", its, epochs, (double)loss, (double)loss0);
+  PetscCall(TrainerDestroy(&tr));
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "full batch: 4 epochs = 4 lmvm iterations, loss %.6f -> %.6f\n", (double)loss0, (double)loss));
+  /* restart after 2 epochs: only the 2 remaining iterations run */
+  PetscCall(MakeTrainer(PETSC_COMM_WORLD, TAOLMVM, 2, PETSC_FALSE, &tr));
+  PetscCall(TrainerTrain(tr));
+  PetscCall(TrainerSaveCheckpoint(tr, "tests/out/trainer_fullbatch.ckpt"));
+  PetscCall(TrainerDestroy(&tr));
+  PetscCall(MakeTrainer(PETSC_COMM_WORLD, TAOLMVM, 4, PETSC_FALSE, &tr));
+  PetscCall(TrainerLoadCheckpoint(tr, "tests/out/trainer_fullbatch.ckpt"));
+  PetscCall(TrainerTrain(tr));
+  PetscCall(TrainerGetTao(tr, &tao));
+  PetscCall(TaoGetIterationNumber(tao, &its));
+  PetscCall(TrainerGetResults(tr, &epochs, NULL, NULL, NULL, NULL));
+  PetscCheck(its == 2 && epochs == 4, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "full-batch restart at epoch 2 of 4: %" PetscInt_FMT " iterations, %" PetscInt_FMT " epochs", its, epochs);
+  PetscCall(TrainerDestroy(&tr));
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "full batch: restart at epoch 2 of 4 runs 2 iterations\n"));
+  /* a budget the user gave (TaoSetMaximumIterations(6)) counts the epochs */
+  SetMaxIt = PETSC_TRUE;
+  PetscCall(MakeTrainer(PETSC_COMM_WORLD, TAOLMVM, 2, PETSC_FALSE, &tr));
+  PetscCall(TrainerTrain(tr));
+  PetscCall(TrainerGetResults(tr, &epochs, NULL, NULL, NULL, NULL));
+  PetscCheck(epochs == 6, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "full batch with a TAO budget of 6: %" PetscInt_FMT " epochs", epochs);
+  PetscCall(TrainerDestroy(&tr));
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "full batch: the user's TAO budget (6) counts the epochs\n"));
+  PetscFunctionReturn(0);
+}
+
+/* Rank 0 rewrites the crc32 trailer of a (version 2) checkpoint after a deliberate change */
+static void FixChecksum(unsigned char *buf, long n)
+{
+  uLong crc = crc32(crc32(0L, Z_NULL, 0), buf, (uInt)(n - 4));
+
+  for (int i = 0; i < 4; i++) buf[n - 4 + i] = (unsigned char)(crc >> (24 - 8 * i));
+}
+
+static void SetHeaderInt(unsigned char *buf, int i, PetscInt v)
+{
+  for (size_t b = 0; b < sizeof(PetscInt); b++) buf[i * sizeof(PetscInt) + b] = (unsigned char)((unsigned long long)v >> (8 * (sizeof(PetscInt) - 1 - b)));
+}
+
+static PetscErrorCode CaseCorrupt(void)
+{
+  Trainer     tr;
+  char        mode[32] = "flip", file[PETSC_MAX_PATH_LEN] = "tests/out/trainer_corrupt.ckpt";
+  PetscMPIInt rank;
+  PetscBool   v1;
+  Vec         saved, loaded;
+  PetscReal   d;
+
+  PetscFunctionBegin;
+  PetscCall(PetscOptionsGetString(NULL, NULL, "-corrupt", mode, sizeof(mode), NULL));
+  PetscCall(PetscOptionsGetString(NULL, NULL, "-ckpt", file, sizeof(file), NULL));
+  PetscCall(PetscStrcmp(mode, "v1", &v1));
+  PetscCall(MakeTrainer(PETSC_COMM_WORLD, TAOADAM, 2, PETSC_FALSE, &tr));
+  PetscCall(TrainerTrain(tr));
+  PetscCall(TrainerSaveCheckpoint(tr, file));
+  PetscCall(GatherParameters(tr, &saved));
+  PetscCall(TrainerDestroy(&tr));
+  PetscCallMPI(MPI_Comm_rank(PETSC_COMM_WORLD, &rank));
+  if (!rank) {
+    FILE          *f = fopen(file, "rb");
+    long           n;
+    unsigned char *buf;
+    PetscBool      match;
+
+    PetscCheck(f, PETSC_COMM_SELF, PETSC_ERR_FILE_OPEN, "cannot open %s", file);
+    fseek(f, 0, SEEK_END);
+    n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    PetscCall(PetscMalloc1(n, &buf));
+    PetscCheck(fread(buf, 1, n, f) == (size_t)n, PETSC_COMM_SELF, PETSC_ERR_FILE_READ, "cannot read %s", file);
+    fclose(f);
+    if (PetscStrcmp(mode, "flip", &match), match)
+      buf[n / 2] ^= 0x10; /* inside the parameters */
+    else if (PetscStrcmp(mode, "truncate", &match), match)
+      n -= 100;
+    else if (PetscStrcmp(mode, "epochneg", &match), match) {
+      SetHeaderInt(buf, 2, -5);
+      FixChecksum(buf, n);
+    } else if (PetscStrcmp(mode, "epochbig", &match), match) {
+      SetHeaderInt(buf, 2, 1000);
+      FixChecksum(buf, n);
+    } else if (v1) { /* version 1: one real after the spec (drop the training-loss reference) and no checksum */
+      long spec = 8 * (long)sizeof(PetscInt), len = 0;
+
+      for (size_t b = 0; b < sizeof(PetscInt); b++) len = (len << 8) | buf[7 * sizeof(PetscInt) + b];
+      SetHeaderInt(buf, 1, 1);
+      memmove(buf + spec + len + sizeof(PetscReal), buf + spec + len + 2 * sizeof(PetscReal), n - (spec + len + 2 * sizeof(PetscReal)));
+      n -= sizeof(PetscReal) + 4;
+    } else
+      SETERRQ(PETSC_COMM_SELF, PETSC_ERR_ARG_WRONG, "unknown -corrupt %s", mode);
+    f = fopen(file, "wb");
+    PetscCheck(f && fwrite(buf, 1, n, f) == (size_t)n, PETSC_COMM_SELF, PETSC_ERR_FILE_WRITE, "cannot write %s", file);
+    fclose(f);
+    PetscCall(PetscFree(buf));
+  }
+  PetscCallMPI(MPI_Barrier(PETSC_COMM_WORLD));
+  PetscCall(MakeTrainer(PETSC_COMM_WORLD, TAOADAM, 4, PETSC_FALSE, &tr));
+  PetscCall(TrainerLoadCheckpoint(tr, file)); /* the error the _error tests expect, except v1 */
+  PetscCall(GatherParameters(tr, &loaded));
+  PetscCall(RelativeDifference(saved, loaded, &d));
+  PetscCheck(d == 0, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "checkpoint %s (%s) loaded parameters differing by %g", file, mode, (double)d);
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "checkpoint %s: the parameters load unchanged\n", mode));
+  PetscCall(VecDestroy(&saved));
+  PetscCall(VecDestroy(&loaded));
   PetscCall(TrainerDestroy(&tr));
   PetscFunctionReturn(0);
 }
@@ -427,6 +621,15 @@ int main(int argc, char **argv)
     PetscCall(CaseEarly());
   else if (PetscStrcmp(name, "nan", &match), match)
     PetscCall(CaseNaN());
+  else if (PetscStrcmp(name, "explode", &match), match) {
+    Explode = PETSC_TRUE;
+    PetscCall(CaseNaN());
+  } else if (PetscStrcmp(name, "evalonly", &match), match)
+    PetscCall(CaseEvalOnly());
+  else if (PetscStrcmp(name, "fullbatch", &match), match)
+    PetscCall(CaseFullBatch());
+  else if (PetscStrcmp(name, "corrupt", &match), match)
+    PetscCall(CaseCorrupt());
   else if (PetscStrcmp(name, "resume", &match), match)
     PetscCall(CaseResume());
   else if (PetscStrcmp(name, "prefix", &match), match)

@@ -1,20 +1,165 @@
 /*
-  Training checkpoints, PETSc binary, written atomically (temporary name, then rename):
+  Training checkpoints, PETSc binary (big-endian), written atomically (temporary name, then rename):
 
     PetscInt header[8] = {TRAINER_CHECKPOINT_ID, version, epoch, optimizer step, number of state Vecs, parameters,
                           epochs without improvement, length of the Net spec}
     char    spec[len]            the Net's layer list (checked on restart)
     real    best test loss
-    Vec     parameters
+    real    best training loss   (version 2: the divergence test's reference)
+    Vec     parameters           (PetscInt classid, PetscInt size, then the values, as VecView() writes them)
     Vec     optimizer state (moments, ...) one after the other
+    uint32  crc32 (zlib) of every byte before it, big-endian (version 2)
+
+  Version 1 (no training-loss reference, no checksum) is still read. Before anything is read with the viewer, rank 0
+  checks the file as bytes: the header's identifier and version, the size the header implies against the real size
+  (a truncated file is named as such) and the checksum; a message is broadcast so that every rank fails together.
 
   The data order of epoch e is drawn from (seed, e), so the epoch number restores the random state of the data.
 */
 #include <petnet/private/trainerimpl.h>
 #include <petnetoptim.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <zlib.h>
 
 #define TRAINER_CHECKPOINT_ID      0x504e4350 /* "PNCP" */
-#define TRAINER_CHECKPOINT_VERSION 1
+#define TRAINER_CHECKPOINT_VERSION 2
+#define TRAINER_CHECKPOINT_SPECMAX 4096
+#define TRAINER_CHECKPOINT_NSTATE  64 /* more optimizer state Vecs than any optimizer has: a corrupt header */
+
+/* The size in bytes of a checkpoint whose header is h (-1 when the header is impossible) */
+static long long TrainerCheckpointSize_Private(const PetscInt h[8])
+{
+  long long isz = (long long)sizeof(PetscInt), vec;
+
+  if (h[4] < 0 || h[4] > TRAINER_CHECKPOINT_NSTATE || h[5] < 0 || h[7] < 0 || h[7] >= TRAINER_CHECKPOINT_SPECMAX) return -1;
+  vec = 2 * isz + (long long)h[5] * (long long)sizeof(PetscScalar);
+  return 8 * isz + h[7] + (h[1] >= 2 ? 2 : 1) * (long long)sizeof(PetscReal) + (1 + h[4]) * vec + (h[1] >= 2 ? 4 : 0);
+}
+
+/* crc32 of the first n bytes of f, from its start */
+static int TrainerFileCRC_Private(FILE *f, long long n, uLong *crc)
+{
+  unsigned char buf[65536];
+
+  *crc = crc32(0L, Z_NULL, 0);
+  if (fseek(f, 0, SEEK_SET)) return 1;
+  while (n > 0) {
+    size_t want = n < (long long)sizeof(buf) ? (size_t)n : sizeof(buf), got = fread(buf, 1, want, f);
+
+    if (got != want) return 1;
+    *crc = crc32(*crc, buf, (uInt)got);
+    n -= (long long)got;
+  }
+  return 0;
+}
+
+/* Rank 0: appends the crc32 of the whole file, big-endian; returns an errno (0: done) */
+static int TrainerAppendChecksum_Private(const char tmp[])
+{
+  FILE         *f = fopen(tmp, "r+b");
+  long long     n;
+  uLong         crc;
+  unsigned char be[4];
+  int           err = 0;
+
+  if (!f) return errno;
+  if (fseek(f, 0, SEEK_END) || (n = ftell(f)) < 0 || TrainerFileCRC_Private(f, n, &crc)) err = errno ? errno : EIO;
+  if (!err) {
+    for (int i = 0; i < 4; i++) be[i] = (unsigned char)(crc >> (24 - 8 * i));
+    if (fseek(f, 0, SEEK_END) || fwrite(be, 1, 4, f) != 4 || fflush(f)) err = errno ? errno : EIO;
+  }
+  if (fclose(f) && !err) err = errno ? errno : EIO;
+  return err;
+}
+
+/*
+  Rank 0: checks the file as bytes and fills h[] from its header; msg[] receives what is wrong ("" when nothing is).
+  Everything the viewer will read afterwards lies inside the file, so a damaged file is refused here with its name.
+*/
+static void TrainerCheckCheckpointFile_Private(const char file[], PetscInt h[8], size_t len, char msg[])
+{
+  FILE         *f = fopen(file, "rb");
+  unsigned char raw[8 * sizeof(PetscInt)], be[4];
+  long long     size, expect;
+  uLong         crc, stored = 0;
+
+  msg[0] = 0;
+  if (!f) {
+    snprintf(msg, len, "Cannot read the checkpoint %s: %s", file, strerror(errno));
+    return;
+  }
+  if (fseek(f, 0, SEEK_END) || (size = ftell(f)) < 0) {
+    snprintf(msg, len, "Cannot read the checkpoint %s: %s", file, strerror(errno));
+    goto done;
+  }
+  if (size < (long long)sizeof(raw) || fseek(f, 0, SEEK_SET) || fread(raw, 1, sizeof(raw), f) != sizeof(raw)) {
+    snprintf(msg, len, "Checkpoint %s is truncated: %lld bytes, fewer than its %d-byte header", file, size, (int)sizeof(raw));
+    goto done;
+  }
+  for (int i = 0; i < 8; i++) {
+    unsigned long long v = 0;
+
+    for (size_t b = 0; b < sizeof(PetscInt); b++) v = (v << 8) | raw[i * sizeof(PetscInt) + b];
+    h[i] = sizeof(PetscInt) == 4 ? (PetscInt)(int32_t)(uint32_t)v : (PetscInt)(int64_t)v;
+  }
+  if (h[0] != TRAINER_CHECKPOINT_ID) {
+    snprintf(msg, len, "%s is not a PetNet training checkpoint (wrong identifier)", file);
+    goto done;
+  }
+  if (h[1] < 1 || h[1] > TRAINER_CHECKPOINT_VERSION) {
+    snprintf(msg, len, "Checkpoint %s has format version %lld; this PetNet reads versions 1 to %d", file, (long long)h[1], TRAINER_CHECKPOINT_VERSION);
+    goto done;
+  }
+  expect = TrainerCheckpointSize_Private(h);
+  if (expect < 0) {
+    snprintf(msg, len, "Checkpoint %s is corrupt: its header is impossible (%lld optimizer state vectors, %lld parameters, a network description of %lld characters)", file, (long long)h[4], (long long)h[5], (long long)h[7]);
+    goto done;
+  }
+  if (size != expect) {
+    snprintf(msg, len, "Checkpoint %s is %s: %lld bytes where its header implies %lld. Restart from another checkpoint or from scratch", file, size < expect ? "truncated" : "corrupt (wrong size)", size, expect);
+    goto done;
+  }
+  if (h[1] >= 2) {
+    if (TrainerFileCRC_Private(f, size - 4, &crc) || fread(be, 1, 4, f) != 4) {
+      snprintf(msg, len, "Cannot read the checkpoint %s: %s", file, strerror(errno));
+      goto done;
+    }
+    for (int i = 0; i < 4; i++) stored = (stored << 8) | be[i];
+    if (stored != crc) snprintf(msg, len, "Checkpoint %s is corrupt: its checksum (crc32 %08lx) does not match its contents (%08lx); the file was damaged after it was written. Restart from another checkpoint or from scratch", file, stored, crc);
+  }
+done:
+  fclose(f);
+}
+
+/* Writes everything but the checksum through an open viewer */
+static PetscErrorCode TrainerWriteCheckpoint_Private(Trainer tr, PetscViewer viewer)
+{
+  PetscInt  nstate = 0, step = 0, nparams, header[8];
+  Vec      *state = NULL;
+  char      spec[TRAINER_CHECKPOINT_SPECMAX];
+  PetscReal best[2] = {tr->besttestloss, tr->besttrainloss};
+
+  PetscFunctionBegin;
+  PetscCall(PetNetTaoGetState(tr->tao, &nstate, &state, &step));
+  PetscCall(NetGetSpec(tr->net, sizeof(spec), spec));
+  PetscCall(NetGetNumParameters(tr->net, &nparams));
+  header[0] = TRAINER_CHECKPOINT_ID;
+  header[1] = TRAINER_CHECKPOINT_VERSION;
+  header[2] = tr->epoch;
+  header[3] = step;
+  header[4] = nstate;
+  header[5] = nparams;
+  header[6] = tr->badepochs;
+  header[7] = (PetscInt)strlen(spec);
+  PetscCall(PetscViewerBinaryWrite(viewer, header, 8, PETSC_INT));
+  PetscCall(PetscViewerBinaryWrite(viewer, spec, header[7], PETSC_CHAR));
+  PetscCall(PetscViewerBinaryWrite(viewer, best, 2, PETSC_REAL));
+  PetscCall(VecView(tr->theta, viewer));
+  for (PetscInt k = 0; k < nstate; k++) PetscCall(VecView(state[k], viewer));
+  PetscFunctionReturn(0);
+}
 
 /*@C
   TrainerSaveCheckpoint - writes a training checkpoint: parameters, optimizer state, epoch and early-stopping state
@@ -30,8 +175,12 @@
 - -trainer_checkpoint_every <N>    - every N epochs (0: only at the end)
 
   Notes:
-  The file also holds the Net's layer list, checked by TrainerLoadCheckpoint(). The data order needs no state: epoch e
-  draws it from (seed, e).
+  The file also holds the Net's layer list, checked by TrainerLoadCheckpoint(), and ends with a crc32 of its contents,
+  verified on load. The data order needs no state: epoch e draws it from (seed, e).
+
+  A write that fails (full disk, quota) removes its temporary file and leaves the previous checkpoint as it was. A file
+  name that exists and is not a regular file (/dev/full, a directory, a link) is refused. The parameters of an epoch
+  that diverged (see TrainerTrain()) are never written.
 
   Level: intermediate
 
@@ -39,40 +188,56 @@
 @*/
 PetscErrorCode TrainerSaveCheckpoint(Trainer tr, const char file[])
 {
-  MPI_Comm    comm = PetscObjectComm((PetscObject)tr);
-  char        tmp[PETSC_MAX_PATH_LEN], spec[4096];
-  PetscViewer viewer;
-  PetscInt    nstate = 0, step = 0, nparams;
-  Vec        *state = NULL, theta;
-  PetscInt    header[8];
-  PetscReal   best = tr->besttestloss;
+  MPI_Comm       comm = PetscObjectComm((PetscObject)tr);
+  char           tmp[PETSC_MAX_PATH_LEN];
+  PetscViewer    viewer = NULL;
+  PetscErrorCode ierr, ierr2;
+  PetscMPIInt    rank;
+  int            err = 0, failed;
+  char          *why = NULL;
 
   PetscFunctionBegin;
   PetscValidHeaderSpecific(tr, TRAINER_CLASSID, 1);
   PetscCall(TrainerSetUp(tr));
-  PetscCall(PetNetTaoGetState(tr->tao, &nstate, &state, &step));
-  PetscCall(NetGetSpec(tr->net, sizeof(spec), spec));
-  PetscCall(NetGetNumParameters(tr->net, &nparams));
-  theta     = tr->theta;
-  header[0] = TRAINER_CHECKPOINT_ID;
-  header[1] = TRAINER_CHECKPOINT_VERSION;
-  header[2] = tr->epoch;
-  header[3] = step;
-  header[4] = nstate;
-  header[5] = nparams;
-  header[6] = tr->badepochs;
-  header[7] = (PetscInt)strlen(spec);
+  PetscCheck(!tr->divergedstate, comm, PETSC_ERR_ARG_WRONGSTATE, "The training diverged in epoch %" PetscInt_FMT ": its parameters are not written to the checkpoint %s", tr->epoch + 1, file);
+  PetscCallMPI(MPI_Comm_rank(comm, &rank));
   PetscCall(PetNetTemporaryFileName(comm, file, sizeof(tmp), tmp));
-  PetscCall(PetscViewerBinaryOpen(comm, tmp, FILE_MODE_WRITE, &viewer));
-  PetscCall(PetscViewerBinarySetSkipInfo(viewer, PETSC_TRUE));
-  PetscCall(PetscViewerBinaryWrite(viewer, header, 8, PETSC_INT));
-  PetscCall(PetscViewerBinaryWrite(viewer, spec, header[7], PETSC_CHAR));
-  PetscCall(PetscViewerBinaryWrite(viewer, &best, 1, PETSC_REAL));
-  PetscCall(VecView(theta, viewer));
-  for (PetscInt k = 0; k < nstate; k++) PetscCall(VecView(state[k], viewer));
-  PetscCall(PetscViewerDestroy(&viewer));
+  /* on an error below, the temporary file goes and the previous checkpoint stays; PETSc's message of the failed write
+     (kept quietly) is quoted in ours, which names the checkpoint */
+  PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, NULL));
+  ierr = PetscViewerBinaryOpen(comm, tmp, FILE_MODE_WRITE, &viewer);
+  if (!ierr) ierr = PetscViewerBinarySetSkipInfo(viewer, PETSC_TRUE);
+  if (!ierr) ierr = TrainerWriteCheckpoint_Private(tr, viewer);
+  ierr2 = PetscViewerDestroy(&viewer);
+  if (!ierr) ierr = ierr2;
+  if (ierr) PetscCall(PetscErrorMessage(ierr, NULL, &why));
+  PetscCall(PetscPopErrorHandler());
+  if (!ierr && rank == 0) err = TrainerAppendChecksum_Private(tmp);
+  failed = ierr || err;
+  PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, comm));
+  if (failed) {
+    PetscCall(PetNetRemoveTemporaryFile(tmp));
+    SETERRQ(comm, PETSC_ERR_FILE_WRITE, "Could not write the checkpoint %s: writing its temporary file %s failed (%s; a full disk or quota?); the temporary file was removed and the previous checkpoint, if any, is unchanged", file, tmp,
+            err ? strerror(err) : (why && why[0] ? why : "a write failed on another rank"));
+  }
   PetscCall(PetNetCommitFile(comm, tmp, file));
   tr->lastcheckpoint = tr->epoch;
+  PetscFunctionReturn(0);
+}
+
+/* Reads what TrainerCheckCheckpointFile_Private() checked, after the header h[] was accepted */
+static PetscErrorCode TrainerReadCheckpoint_Private(Trainer tr, PetscViewer viewer, const PetscInt h[8], PetscInt nstate, Vec state[], PetscReal best[2])
+{
+  PetscInt header[8];
+  char     spec[TRAINER_CHECKPOINT_SPECMAX];
+
+  PetscFunctionBegin;
+  best[1] = PETSC_MAX_REAL; /* version 1 */
+  PetscCall(PetscViewerBinaryRead(viewer, header, 8, NULL, PETSC_INT));
+  PetscCall(PetscViewerBinaryRead(viewer, spec, h[7], NULL, PETSC_CHAR));
+  PetscCall(PetscViewerBinaryRead(viewer, best, h[1] >= 2 ? 2 : 1, NULL, PETSC_REAL));
+  PetscCall(VecLoad(tr->theta, viewer));
+  for (PetscInt k = 0; k < nstate; k++) PetscCall(VecLoad(state[k], viewer));
   PetscFunctionReturn(0);
 }
 
@@ -93,51 +258,81 @@ PetscErrorCode TrainerSaveCheckpoint(Trainer tr, const char file[])
   TrainerTrain() then runs the remaining epochs and ends with the same weights as an uninterrupted run. A different
   network (layer list or parameter count) or optimizer state is refused with an error saying what differs.
 
+  The file is checked before anything is read: a truncated file, a checksum that does not match (a damaged file), an
+  impossible header, or an epoch outside 0..-trainer_epochs are errors naming the file. Version 1 checkpoints (before
+  checksums) are still read, with the size check only.
+
   Level: intermediate
 
 .seealso: `TrainerSaveCheckpoint()`, `TrainerTrain()`, `PetNetTaoSetStep()`
 @*/
 PetscErrorCode TrainerLoadCheckpoint(Trainer tr, const char file[])
 {
-  MPI_Comm    comm = PetscObjectComm((PetscObject)tr);
-  PetscViewer viewer;
-  PetscInt    nstate = 0, step = 0, nparams;
-  Vec        *state = NULL;
-  PetscInt    header[8];
-  char        spec[4096], saved[4096];
-  PetscReal   best;
-  PetscBool   exists;
+  MPI_Comm       comm   = PetscObjectComm((PetscObject)tr);
+  PetscViewer    viewer = NULL;
+  PetscInt       nstate = 0, step = 0, nparams, h[8] = {0};
+  Vec           *state = NULL;
+  char           spec[TRAINER_CHECKPOINT_SPECMAX], saved[TRAINER_CHECKPOINT_SPECMAX], msg[1024];
+  PetscReal      best[2];
+  PetscMPIInt    rank;
+  PetscErrorCode ierr, ierr2;
+  char          *why = NULL;
 
   PetscFunctionBegin;
   PetscValidHeaderSpecific(tr, TRAINER_CLASSID, 1);
   PetscCall(TrainerSetUp(tr));
-  PetscCall(PetscTestFile(file, 'r', &exists));
-  PetscCheck(exists, comm, PETSC_ERR_FILE_OPEN, "Cannot read the checkpoint %s given by -trainer_restart: no such readable file", file);
+  PetscCallMPI(MPI_Comm_rank(comm, &rank));
+  if (rank == 0) TrainerCheckCheckpointFile_Private(file, h, sizeof(msg), msg);
+  PetscCallMPI(MPI_Bcast(msg, sizeof(msg), MPI_CHAR, 0, comm));
+  PetscCheck(!msg[0], comm, PETSC_ERR_FILE_UNEXPECTED, "%s", msg);
+  PetscCallMPI(MPI_Bcast(h, 8, MPIU_INT, 0, comm));
+
   PetscCall(TaoSetUp(tr->tao));
   PetscCall(NetGetSpec(tr->net, sizeof(spec), spec));
   PetscCall(NetGetNumParameters(tr->net, &nparams));
-  PetscCall(PetscViewerBinaryOpen(comm, file, FILE_MODE_READ, &viewer));
-  PetscCall(PetscViewerBinarySetSkipInfo(viewer, PETSC_TRUE));
-  PetscCall(PetscViewerBinaryRead(viewer, header, 8, NULL, PETSC_INT));
-  PetscCheck(header[0] == TRAINER_CHECKPOINT_ID, comm, PETSC_ERR_FILE_UNEXPECTED, "%s is not a PetNet training checkpoint (wrong identifier)", file);
-  PetscCheck(header[1] == TRAINER_CHECKPOINT_VERSION, comm, PETSC_ERR_FILE_UNEXPECTED, "Checkpoint %s has format version %" PetscInt_FMT "; this PetNet reads version %d", file, header[1], TRAINER_CHECKPOINT_VERSION);
-  PetscCheck(header[7] >= 0 && header[7] < (PetscInt)sizeof(saved), comm, PETSC_ERR_FILE_UNEXPECTED, "Checkpoint %s is corrupt (network description of %" PetscInt_FMT " characters)", file, header[7]);
-  PetscCall(PetscViewerBinaryRead(viewer, saved, header[7], NULL, PETSC_CHAR));
-  saved[header[7]] = 0;
-  PetscCheck(header[5] == nparams && !strcmp(saved, spec), comm, PETSC_ERR_ARG_INCOMP,
-             "Checkpoint %s holds the network \"%s\" (%" PetscInt_FMT " parameters) but this run builds \"%s\" (%" PetscInt_FMT " parameters): restart with the same model options", file, saved, header[5], spec, nparams);
   PetscCall(PetNetTaoGetState(tr->tao, &nstate, &state, &step));
-  PetscCheck(header[4] == nstate, comm, PETSC_ERR_ARG_INCOMP, "Checkpoint %s holds %" PetscInt_FMT " optimizer state vectors but the optimizer in use has %" PetscInt_FMT ": restart with the same -tao_type", file, header[4], nstate);
-  PetscCall(PetscViewerBinaryRead(viewer, &best, 1, NULL, PETSC_REAL));
-  PetscCall(VecLoad(tr->theta, viewer));
-  for (PetscInt k = 0; k < nstate; k++) PetscCall(VecLoad(state[k], viewer));
-  PetscCall(PetscViewerDestroy(&viewer));
-  PetscCall(PetNetTaoSetStep(tr->tao, header[3]));
+  PetscCheck(h[2] >= 0 && h[2] <= tr->epochs, comm, PETSC_ERR_FILE_UNEXPECTED, "Checkpoint %s was written after epoch %" PetscInt_FMT ", outside the 0 to %" PetscInt_FMT " epochs of this run: %s", file, h[2], tr->epochs,
+             h[2] < 0 ? "the file is corrupt" : "raise -trainer_epochs to continue it");
+  PetscCheck(h[3] >= 0 && h[6] >= 0 && h[6] <= h[2], comm, PETSC_ERR_FILE_UNEXPECTED, "Checkpoint %s is corrupt: optimizer step %" PetscInt_FMT ", %" PetscInt_FMT " epochs without improvement after %" PetscInt_FMT " epochs", file, h[3], h[6], h[2]);
+  PetscCheck((PetscInt64)h[3] + (PetscInt64)(tr->epochs - h[2]) * (tr->minibatch ? tr->nbatches : 1) <= PETSC_MAX_INT, comm, PETSC_ERR_FILE_UNEXPECTED,
+             "Checkpoint %s is corrupt: its optimizer step %" PetscInt_FMT " would overflow in the remaining epochs", file, h[3]);
+  PetscCheck(h[4] == nstate, comm, PETSC_ERR_ARG_INCOMP, "Checkpoint %s holds %" PetscInt_FMT " optimizer state vectors but the optimizer in use has %" PetscInt_FMT ": restart with the same -tao_type", file, h[4], nstate);
+
+  PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, NULL));
+  ierr = PetscViewerBinaryOpen(comm, file, FILE_MODE_READ, &viewer);
+  if (!ierr) ierr = PetscViewerBinarySetSkipInfo(viewer, PETSC_TRUE);
+  if (!ierr) { /* the layer list first: a different network is reported as such, not as a Vec of the wrong size */
+    PetscInt header[8];
+
+    ierr = PetscViewerBinaryRead(viewer, header, 8, NULL, PETSC_INT);
+    if (!ierr) ierr = PetscViewerBinaryRead(viewer, saved, h[7], NULL, PETSC_CHAR);
+    saved[h[7]] = 0;
+  }
+  ierr2 = PetscViewerDestroy(&viewer);
+  if (!ierr) ierr = ierr2;
+  if (ierr) PetscCall(PetscErrorMessage(ierr, NULL, &why));
+  PetscCall(PetscPopErrorHandler());
+  PetscCheck(!ierr, comm, PETSC_ERR_FILE_READ, "Could not read the checkpoint %s: %s", file, why ? why : "read error");
+  PetscCheck(h[5] == nparams && !strcmp(saved, spec), comm, PETSC_ERR_ARG_INCOMP, "Checkpoint %s holds the network \"%s\" (%" PetscInt_FMT " parameters) but this run builds \"%s\" (%" PetscInt_FMT " parameters): restart with the same model options",
+             file, saved, h[5], spec, nparams);
+
+  PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, NULL));
+  ierr = PetscViewerBinaryOpen(comm, file, FILE_MODE_READ, &viewer);
+  if (!ierr) ierr = PetscViewerBinarySetSkipInfo(viewer, PETSC_TRUE);
+  if (!ierr) ierr = TrainerReadCheckpoint_Private(tr, viewer, h, nstate, state, best);
+  ierr2 = PetscViewerDestroy(&viewer);
+  if (!ierr) ierr = ierr2;
+  if (ierr) PetscCall(PetscErrorMessage(ierr, NULL, &why));
+  PetscCall(PetscPopErrorHandler());
+  PetscCheck(!ierr, comm, PETSC_ERR_FILE_READ, "Could not read the checkpoint %s: %s", file, why ? why : "read error");
+  PetscCheck(!PetscIsNanReal(best[0]) && !PetscIsNanReal(best[1]), comm, PETSC_ERR_FILE_UNEXPECTED, "Checkpoint %s is corrupt: its best losses are NaN", file);
+  PetscCall(PetNetTaoSetStep(tr->tao, h[3]));
   PetscCall(NetSetParameters(tr->net, tr->theta));
-  tr->epoch          = header[2];
-  tr->badepochs      = header[6];
-  tr->besttestloss   = best;
+  tr->epoch          = h[2];
+  tr->badepochs      = h[6];
+  tr->besttestloss   = best[0];
+  tr->besttrainloss  = best[1];
   tr->lastcheckpoint = tr->epoch;
-  PetscCall(PetscInfo(tr, "Resumed from %s at epoch %" PetscInt_FMT ", optimizer step %" PetscInt_FMT "\n", file, tr->epoch, header[3]));
+  PetscCall(PetscInfo(tr, "Resumed from %s (format version %" PetscInt_FMT "%s) at epoch %" PetscInt_FMT ", optimizer step %" PetscInt_FMT "\n", file, h[1], h[1] >= 2 ? ", checksum verified" : ", no checksum", tr->epoch, h[3]));
   PetscFunctionReturn(0);
 }

@@ -1,6 +1,9 @@
 /* Trainer: lifecycle, options, viewing. */
 #include <petnet/private/trainerimpl.h>
+#include <petsc/private/taoimpl.h> /* max_it_changed: did the user set -tao_max_it? */
 #include <petnetoptim.h>
+#include <errno.h>
+#include <stdlib.h>
 
 const char *const TrainerModes[] = {"auto", "minibatch", "fullbatch", "TrainerMode", "TRAINER_MODE_", NULL};
 
@@ -22,6 +25,8 @@ PetscErrorCode TrainerCreate(MPI_Comm comm, Trainer *trainer)
   tr->lastcheckpoint   = -1;
   tr->testloss         = PETSC_MAX_REAL;
   tr->testacc          = -1;
+  tr->divergencefactor = 1e3;
+  tr->besttrainloss    = PETSC_MAX_REAL;
   PetscCall(TaoCreate(comm, &tr->tao));
   PetscCall(TaoSetType(tr->tao, TAOADAM));
   PetscCall(PetscObjectChangeTypeName((PetscObject)tr, "default"));
@@ -214,24 +219,77 @@ PetscErrorCode TrainerSetEpochs(Trainer tr, PetscInt epochs)
   PetscFunctionReturn(0);
 }
 
+/* A count option (-trainer_epochs, ...) read in 64-bit: a value that is not an integer, does not fit a PetscInt or is
+   below min is an error naming the option, instead of being wrapped around (99999999999 -> 1215752191). */
+static PetscErrorCode TrainerOptionsCount_Private(PetscOptionItems *PetscOptionsObject, Trainer tr, const char opt[], const char text[], const char man[], PetscInt min, PetscInt *value)
+{
+  char        buf[64], *end;
+  const char *prefix = PetscOptionsObject->prefix ? PetscOptionsObject->prefix : "";
+  PetscBool   set;
+  long long   v;
+
+  PetscFunctionBegin;
+  PetscCall(PetscSNPrintf(buf, sizeof(buf), "%" PetscInt_FMT, *value));
+  PetscCall(PetscOptionsString(opt, text, man, buf, buf, sizeof(buf), &set));
+  if (!set) PetscFunctionReturn(0);
+  errno = 0;
+  v     = strtoll(buf, &end, 10);
+  PetscCheck(buf[0] && !*end, PetscObjectComm((PetscObject)tr), PETSC_ERR_ARG_WRONG, "-%s%s needs an integer, not \"%s\"", prefix, opt + 1, buf);
+  PetscCheck(errno != ERANGE && v <= PETSC_MAX_INT, PetscObjectComm((PetscObject)tr), PETSC_ERR_ARG_OUTOFRANGE, "-%s%s %s is too large: at most %" PetscInt_FMT, prefix, opt + 1, buf, (PetscInt)PETSC_MAX_INT);
+  PetscCheck(v >= min, PetscObjectComm((PetscObject)tr), PETSC_ERR_ARG_OUTOFRANGE, "-%s%s %s is negative or too small: it must be at least %" PetscInt_FMT, prefix, opt + 1, buf, min);
+  *value = (PetscInt)v;
+  PetscFunctionReturn(0);
+}
+
+/*@
+  TrainerSetFromOptions - reads the Trainer's options, those of the Datasets it named and those of its Tao
+
+  Collective on tr
+
+  Input Parameter:
+. tr - the Trainer
+
+  Options Database Keys:
++ -trainer_epochs <n>                  - epochs (0: set up, evaluate and stop); in full-batch mode one epoch is one TAO
+                                         iteration, and -tao_max_it, when given, overrides it
+. -trainer_batch_size <b>              - global mini-batch size (0: the Dataset's)
+. -trainer_eval_batch_size <n>         - samples per chunk of evaluations and full-batch objectives
+. -trainer_mode <auto,minibatch,fullbatch> - how TAO sees the training loss
+. -trainer_patience <p>                - early stopping after p epochs without a better test loss (0: never)
+. -trainer_divergence_factor <f>       - stop when an epoch's training loss exceeds f times the best so far (0: only NaN/Inf)
+. -trainer_checkpoint <file>           - checkpoint file, written atomically
+. -trainer_checkpoint_every <N>        - every N epochs (0: only at the end)
+. -trainer_restart <file>              - resume from this checkpoint
+. -trainer_monitor                     - one progress line per epoch
+- -trainer_progress_interval <s>       - seconds between progress lines within an epoch (0: never)
+
+  Notes:
+  Counts are read in 64-bit: a negative count or one beyond the PetscInt range is an error naming the option.
+
+  Level: beginner
+
+.seealso: `TrainerSetUp()`, `TrainerTrain()`, `TrainerSetEpochs()`, `TrainerSetOptionsPrefix()`
+@*/
 PetscErrorCode TrainerSetFromOptions(Trainer tr)
 {
+  MPI_Comm comm = PetscObjectComm((PetscObject)tr);
+
   PetscFunctionBegin;
   PetscValidHeaderSpecific(tr, TRAINER_CLASSID, 1);
   PetscObjectOptionsBegin((PetscObject)tr);
-  PetscCall(PetscOptionsInt("-trainer_epochs", "Epochs to train (0: set up, evaluate and stop)", "TrainerSetEpochs", tr->epochs, &tr->epochs, NULL));
-  PetscCheck(tr->epochs >= 0, PetscObjectComm((PetscObject)tr), PETSC_ERR_ARG_OUTOFRANGE, "-trainer_epochs must be >= 0, not %" PetscInt_FMT, tr->epochs);
-  PetscCall(PetscOptionsInt("-trainer_batch_size", "Global mini-batch size (sets the training Dataset's batch size)", "DatasetSetBatchSize", tr->batchsize, &tr->batchsize, NULL));
-  PetscCheck(tr->batchsize >= 0, PetscObjectComm((PetscObject)tr), PETSC_ERR_ARG_OUTOFRANGE, "-trainer_batch_size must be positive, not %" PetscInt_FMT, tr->batchsize);
-  PetscCall(PetscOptionsInt("-trainer_eval_batch_size", "Samples per chunk in evaluation and full-batch objectives", "TrainerEvaluate", tr->evalbatchsize, &tr->evalbatchsize, NULL));
-  PetscCheck(tr->evalbatchsize > 0, PetscObjectComm((PetscObject)tr), PETSC_ERR_ARG_OUTOFRANGE, "-trainer_eval_batch_size must be positive, not %" PetscInt_FMT, tr->evalbatchsize);
+  PetscCall(TrainerOptionsCount_Private(PetscOptionsObject, tr, "-trainer_epochs", "Epochs to train (0: set up, evaluate and stop); full batch: TAO iterations", "TrainerSetEpochs", 0, &tr->epochs));
+  PetscCall(TrainerOptionsCount_Private(PetscOptionsObject, tr, "-trainer_batch_size", "Global mini-batch size (sets the training Dataset's batch size; 0: the Dataset's)", "DatasetSetBatchSize", 0, &tr->batchsize));
+  PetscCall(TrainerOptionsCount_Private(PetscOptionsObject, tr, "-trainer_eval_batch_size", "Samples per chunk in evaluation and full-batch objectives", "TrainerEvaluate", 1, &tr->evalbatchsize));
   PetscCall(PetscOptionsEnum("-trainer_mode", "minibatch (PetNet's stochastic TAO types), fullbatch (any TAO type), or auto", "TrainerSetFromOptions", TrainerModes, (PetscEnum)tr->mode, (PetscEnum *)&tr->mode, NULL));
-  PetscCall(PetscOptionsInt("-trainer_patience", "Early stopping: stop after this many epochs without a better test loss (0: never)", "TrainerTrain", tr->patience, &tr->patience, NULL));
+  PetscCall(TrainerOptionsCount_Private(PetscOptionsObject, tr, "-trainer_patience", "Early stopping: stop after this many epochs without a better test loss (0: never)", "TrainerTrain", 0, &tr->patience));
+  PetscCall(PetscOptionsReal("-trainer_divergence_factor", "Stop with an error when an epoch's training loss exceeds this multiple of the best so far (0: only NaN/Inf)", "TrainerTrain", tr->divergencefactor, &tr->divergencefactor, NULL));
+  PetscCheck(tr->divergencefactor == 0 || tr->divergencefactor > 1, comm, PETSC_ERR_ARG_OUTOFRANGE, "-trainer_divergence_factor %g: give a factor > 1 (e.g. 1e3), or 0 to stop only on NaN or Inf", (double)tr->divergencefactor);
   PetscCall(PetscOptionsString("-trainer_checkpoint", "Checkpoint file, written atomically", "TrainerSaveCheckpoint", tr->checkpoint, tr->checkpoint, sizeof(tr->checkpoint), NULL));
-  PetscCall(PetscOptionsInt("-trainer_checkpoint_every", "Write the checkpoint every N epochs (0: only at the end)", "TrainerSaveCheckpoint", tr->checkpointevery, &tr->checkpointevery, NULL));
+  PetscCall(TrainerOptionsCount_Private(PetscOptionsObject, tr, "-trainer_checkpoint_every", "Write the checkpoint every N epochs (0: only at the end)", "TrainerSaveCheckpoint", 0, &tr->checkpointevery));
   PetscCall(PetscOptionsString("-trainer_restart", "Resume from this checkpoint", "TrainerLoadCheckpoint", tr->restart, tr->restart, sizeof(tr->restart), NULL));
   PetscCall(PetscOptionsBool("-trainer_monitor", "Print one progress line per epoch", "TrainerTrain", tr->monitor, &tr->monitor, NULL));
   PetscCall(PetscOptionsReal("-trainer_progress_interval", "Seconds between progress lines within an epoch (0: never)", "TrainerTrain", tr->progressinterval, &tr->progressinterval, NULL));
+  PetscCheck(tr->progressinterval >= 0, comm, PETSC_ERR_ARG_OUTOFRANGE, "-trainer_progress_interval %g: give a number of seconds >= 0 (0: no progress lines within an epoch)", (double)tr->progressinterval);
   PetscCall(PetscObjectProcessOptionsHandlers((PetscObject)tr, PetscOptionsObject));
   PetscOptionsEnd();
   /* the Datasets the Trainer named (TrainerSetDatasets()) read their prefixed options here; the others were
@@ -265,6 +323,21 @@ static PetscErrorCode TrainerCheckTaoType_Private(Trainer tr)
 /*@
   TrainerSetUp - checks that the pieces fit (data shape vs Net input, classes vs outputs), chooses mini-batch or full-batch
   mode from the TAO type, and connects the objective to TAO.
+
+  Collective on tr
+
+  Input Parameter:
+. tr - the Trainer, with a Net, a Loss and a training Dataset
+
+  Notes:
+  Runs once. In full-batch mode one epoch is one TAO iteration: -trainer_epochs becomes TAO's budget unless the user
+  gave one (-tao_max_it, TaoSetMaximumIterations()), which then counts the epochs. A -trainer_checkpoint file is
+  checked here (a writable directory, a regular file or none; stale temporary files of dead runs removed), so that
+  an unwritable checkpoint is reported before any training. -trainer_restart is loaded last.
+
+  Level: intermediate
+
+.seealso: `TrainerSetFromOptions()`, `TrainerTrain()`, `TrainerLoadCheckpoint()`, `PetNetCheckWritableFile()`
 @*/
 PetscErrorCode TrainerSetUp(Trainer tr)
 {
@@ -324,8 +397,29 @@ PetscErrorCode TrainerSetUp(Trainer tr)
   } else
     PetscCall(TaoSetObjectiveAndGradient(tr->tao, NULL, TrainerObjectiveFullBatch_Private, tr));
   PetscCall(DatasetGetNumBatches(tr->train, &tr->nbatches));
-  /* one TaoSolve per epoch: schedules (cosine) span the whole training, not one epoch */
-  if (tr->minibatch) PetscCall(PetNetTaoSetLRHorizon(tr->tao, tr->epochs * tr->nbatches));
+  if (tr->minibatch) {
+    /* one TaoSolve per epoch: schedules (cosine) span the whole training, not one epoch */
+    PetscInt64 steps = (PetscInt64)tr->epochs * tr->nbatches;
+
+    PetscCheck(steps <= PETSC_MAX_INT, comm, PETSC_ERR_ARG_OUTOFRANGE,
+               "-trainer_epochs %" PetscInt_FMT " x %" PetscInt_FMT " batches per epoch = %" PetscInt64_FMT " optimizer steps, more than %" PetscInt_FMT ": train fewer epochs or use larger batches (-trainer_batch_size)", tr->epochs, tr->nbatches,
+               steps, (PetscInt)PETSC_MAX_INT);
+    PetscCall(PetNetTaoSetLRHorizon(tr->tao, (PetscInt)steps));
+  } else {
+    /* full batch: one epoch is one TAO iteration, so -trainer_epochs is TAO's budget unless the user gave one
+       (-tao_max_it or TaoSetMaximumIterations()), which then counts the epochs */
+    tr->taomaxitset = tr->tao->max_it_changed;
+    if (tr->taomaxitset && tr->epochs > 0 && tr->epochs != tr->tao->max_it) {
+      PetscCall(PetscInfo(tr, "Full batch: -tao_max_it %" PetscInt_FMT " replaces -trainer_epochs %" PetscInt_FMT " (one epoch is one TAO iteration)\n", tr->tao->max_it, tr->epochs));
+      tr->epochs = tr->tao->max_it;
+    }
+    PetscCall(TaoSetMonitor(tr->tao, TrainerFullBatchMonitor_Private, tr, NULL));
+  }
+  if (tr->checkpoint[0]) {
+    /* a checkpoint that cannot be written is reported now, not after the first epoch */
+    PetscCall(PetNetRemoveStaleTemporaryFiles(comm, tr->checkpoint));
+    PetscCall(PetNetCheckWritableFile(comm, tr->checkpoint, "-trainer_checkpoint"));
+  }
   tr->setupcalled = PETSC_TRUE;
   if (tr->restart[0]) PetscCall(TrainerLoadCheckpoint(tr, tr->restart));
   PetscCall(PetscObjectViewFromOptions((PetscObject)tr, NULL, "-trainer_view"));
@@ -346,7 +440,14 @@ PetscErrorCode TrainerView(Trainer tr, PetscViewer viewer)
   PetscCall(PetscViewerASCIIPushTab(viewer));
   PetscCall(TaoGetType(tr->tao, &type));
   PetscCall(PetscViewerASCIIPrintf(viewer, "optimizer %s, %s mode, epochs %" PetscInt_FMT " (completed %" PetscInt_FMT ")\n", type, tr->minibatch ? "minibatch" : "fullbatch", tr->epochs, tr->epoch));
-  if (tr->minibatch) PetscCall(PetscViewerASCIIPrintf(viewer, "%" PetscInt_FMT " batches per epoch\n", tr->nbatches));
+  if (tr->minibatch)
+    PetscCall(PetscViewerASCIIPrintf(viewer, "%" PetscInt_FMT " batches per epoch\n", tr->nbatches));
+  else
+    PetscCall(PetscViewerASCIIPrintf(viewer, "one epoch is one TAO iteration\n"));
+  if (tr->divergencefactor > 0)
+    PetscCall(PetscViewerASCIIPrintf(viewer, "divergence: an epoch's training loss above %g times the best so far, or NaN/Inf\n", (double)tr->divergencefactor));
+  else
+    PetscCall(PetscViewerASCIIPrintf(viewer, "divergence: a NaN or Inf loss\n"));
   if (tr->patience) PetscCall(PetscViewerASCIIPrintf(viewer, "early stopping after %" PetscInt_FMT " epochs without improvement of the test loss\n", tr->patience));
   if (tr->checkpoint[0]) PetscCall(PetscViewerASCIIPrintf(viewer, "checkpoint %s every %" PetscInt_FMT " epochs\n", tr->checkpoint, tr->checkpointevery));
   if (tr->net) PetscCall(NetView(tr->net, viewer));

@@ -74,7 +74,10 @@ PetscErrorCode TrainerObjectiveMiniBatch_Private(Tao tao, Vec theta, PetscReal *
   PetscCall(PetNetShapeSize(&in, &nin));
   PetscCall(VecGetSize(tr->X, &N));
   N /= nin;
-  if (PetscIsInfOrNanReal(*f)) tr->diverged = PETSC_TRUE;
+  if (PetscIsInfOrNanReal(*f))
+    tr->diverged = PETSC_TRUE;
+  else if (tr->besttrainloss == PETSC_MAX_REAL)
+    tr->besttrainloss = *f; /* the divergence test's first reference */
   tr->epochloss += *f * N;
   tr->epochsamples += N;
   PetscFunctionReturn(0);
@@ -145,7 +148,7 @@ PetscErrorCode TrainerObjectiveFullBatch_Private(Tao tao, Vec theta, PetscReal *
   PetscFunctionBegin;
   PetscCall(NetSetParameters(tr->net, theta));
   PetscCall(TrainerAccumulate_Private(tr, tr->train, f, G, NULL));
-  if (PetscIsInfOrNanReal(*f)) tr->diverged = PETSC_TRUE;
+  /* a NaN at a line-search trial point is not divergence: TrainerFullBatchMonitor_Private() judges accepted iterates */
   tr->epochloss    = *f;
   tr->epochsamples = 1;
   PetscFunctionReturn(0);

@@ -48,19 +48,38 @@ PetscErrorCode TrainerEvaluate(Trainer tr, Dataset ds, PetscReal *loss, PetscRea
   PetscFunctionReturn(0);
 }
 
+/*
+  Divergence, checked at the end of every epoch before anything is written: a NaN or Inf loss (in any batch, or TAO's
+  TAO_DIVERGED_NAN), or an epoch's training loss above divergencefactor times the best training loss of the run (the
+  first objective value, then the epochs'). Losses that explode but stay finite (1e21 ... 1e40) are caught by the
+  second test. The diverged state is flagged so that TrainerSaveCheckpoint() never writes it over a good checkpoint.
+*/
 static PetscErrorCode TrainerCheckDivergence_Private(Trainer tr, PetscInt epoch)
 {
+  MPI_Comm           comm = PetscObjectComm((PetscObject)tr);
   TaoConvergedReason reason;
+  PetscReal          ref = PetscMax(tr->besttrainloss, PETSC_SMALL);
+  char               what[256], advice[512];
 
   PetscFunctionBegin;
   PetscCall(TaoGetConvergedReason(tr->tao, &reason));
-  if (!tr->diverged && reason != TAO_DIVERGED_NAN) PetscFunctionReturn(0);
-  if (tr->lastcheckpoint >= 0)
-    SETERRQ(PetscObjectComm((PetscObject)tr), PETSC_ERR_NOT_CONVERGED,
-            "Training diverged: the loss became NaN or Inf in epoch %" PetscInt_FMT ". The last good checkpoint, %s (end of epoch %" PetscInt_FMT "), was kept: resume from it with -trainer_restart %s and a smaller learning rate", epoch + 1,
-            tr->checkpoint, tr->lastcheckpoint, tr->checkpoint);
-  SETERRQ(PetscObjectComm((PetscObject)tr), PETSC_ERR_NOT_CONVERGED,
-          "Training diverged: the loss became NaN or Inf in epoch %" PetscInt_FMT ". Lower the learning rate (e.g. -tao_adam_lr), check the data for NaN, and write checkpoints with -trainer_checkpoint FILE to keep the last good state", epoch + 1);
+  if (tr->diverged || reason == TAO_DIVERGED_NAN || PetscIsInfOrNanReal(tr->trainloss))
+    PetscCall(PetscSNPrintf(what, sizeof(what), "the loss became NaN or Inf in epoch %" PetscInt_FMT, epoch));
+  else if (tr->divergencefactor > 0 && tr->besttrainloss < PETSC_MAX_REAL && tr->trainloss > tr->divergencefactor * ref)
+    PetscCall(PetscSNPrintf(what, sizeof(what), "the training loss of epoch %" PetscInt_FMT ", %g, is more than %g times the best so far, %g (-trainer_divergence_factor)", epoch, (double)tr->trainloss, (double)tr->divergencefactor,
+                            (double)tr->besttrainloss));
+  else {
+    tr->besttrainloss = PetscMin(tr->besttrainloss, tr->trainloss);
+    PetscFunctionReturn(0);
+  }
+  tr->divergedstate = PETSC_TRUE;
+  if (tr->lastcheckpoint >= 0 && tr->checkpoint[0])
+    PetscCall(PetscSNPrintf(advice, sizeof(advice), "The last good checkpoint, %s (end of epoch %" PetscInt_FMT "), was kept: resume from it with -trainer_restart %s and a smaller learning rate", tr->checkpoint, tr->lastcheckpoint, tr->checkpoint));
+  else
+    PetscCall(PetscSNPrintf(advice, sizeof(advice),
+                            "No checkpoint was written before%s%s. Lower the learning rate (e.g. -tao_adam_lr), check the data for NaN, and write checkpoints with -trainer_checkpoint FILE -trainer_checkpoint_every 1 to keep the last good state",
+                            tr->checkpoint[0] ? "; the checkpoint file, untouched, is " : "", tr->checkpoint));
+  SETERRQ(comm, PETSC_ERR_NOT_CONVERGED, "Training diverged: %s. %s", what, advice);
 }
 
 static PetscErrorCode TrainerPrintEpoch_Private(Trainer tr, PetscInt epoch, PetscReal seconds, PetscInt samples, PetscLogDouble elapsed)
@@ -80,6 +99,58 @@ static PetscErrorCode TrainerEvaluateTest_Private(Trainer tr)
   PetscFunctionReturn(0);
 }
 
+/* The end of epoch 'epoch' (1-based), in both modes: divergence check, test evaluation, progress line, checkpoint,
+   early stopping (*stop). The Net holds the epoch's parameters and tr->trainloss its training loss. */
+static PetscErrorCode TrainerEndEpoch_Private(Trainer tr, PetscInt epoch, PetscReal seconds, PetscInt samples, PetscBool *stop)
+{
+  PetscLogDouble now;
+
+  PetscFunctionBegin;
+  *stop = PETSC_FALSE;
+  PetscCall(TrainerCheckDivergence_Private(tr, epoch));
+  tr->epoch = epoch;
+  PetscCall(TrainerEvaluateTest_Private(tr));
+  PetscCall(PetscTime(&now));
+  PetscCall(TrainerPrintEpoch_Private(tr, tr->epoch, seconds, samples, now - tr->tstart));
+  if (tr->checkpoint[0] && tr->checkpointevery > 0 && tr->epoch % tr->checkpointevery == 0) PetscCall(TrainerSaveCheckpoint(tr, tr->checkpoint));
+  if (tr->test && tr->patience > 0) {
+    if (tr->testloss < tr->besttestloss) {
+      tr->besttestloss = tr->testloss;
+      tr->badepochs    = 0;
+    } else if (++tr->badepochs >= tr->patience) {
+      PetscCall(PetscPrintf(PetscObjectComm((PetscObject)tr), "early stopping: the test loss has not improved for %" PetscInt_FMT " epochs (best %.6f)\n", tr->patience, (double)tr->besttestloss));
+      *stop = PETSC_TRUE;
+    }
+  }
+  PetscFunctionReturn(0);
+}
+
+/* Full batch: TAO calls this monitor after every iteration (and once before the first, its == 0); iteration its of
+   the running TaoSolve ends epoch epochstart + its. */
+PetscErrorCode TrainerFullBatchMonitor_Private(Tao tao, void *ctx)
+{
+  Trainer        tr = (Trainer)ctx;
+  PetscInt       its, N;
+  PetscReal      f;
+  PetscLogDouble now;
+  PetscBool      stop;
+
+  PetscFunctionBegin;
+  PetscCall(TaoGetSolutionStatus(tao, &its, &f, NULL, NULL, NULL, NULL));
+  if (its == 0) {
+    if (tr->besttrainloss == PETSC_MAX_REAL && !PetscIsInfOrNanReal(f)) tr->besttrainloss = f;
+    PetscFunctionReturn(0);
+  }
+  PetscCall(NetSetParameters(tr->net, tr->theta)); /* the accepted iterate, not the last trial point */
+  PetscCall(DatasetGetSize(tr->train, &N));
+  PetscCall(PetscTime(&now));
+  tr->trainloss = f;
+  PetscCall(TrainerEndEpoch_Private(tr, tr->epochstart + its, now - tr->tepoch, N, &stop));
+  PetscCall(PetscTime(&tr->tepoch));
+  if (stop) PetscCall(TaoSetConvergedReason(tao, TAO_CONVERGED_USER));
+  PetscFunctionReturn(0);
+}
+
 /*@
   TrainerTrain - trains the Net: runs the remaining epochs, evaluating on the test set after each
 
@@ -91,6 +162,7 @@ static PetscErrorCode TrainerEvaluateTest_Private(Trainer tr)
   Options Database Keys:
 + -trainer_epochs <n>               - epochs; 0 only sets up and evaluates
 . -trainer_patience <p>             - stop after p epochs without a better test loss (0: never)
+. -trainer_divergence_factor <f>    - stop when an epoch's training loss exceeds f times the best so far (0: NaN/Inf only)
 . -trainer_checkpoint <file>        - write a checkpoint (see -trainer_checkpoint_every) and at the end
 . -trainer_checkpoint_every <N>     - every N epochs
 . -trainer_monitor                  - one progress line per epoch
@@ -98,9 +170,15 @@ static PetscErrorCode TrainerEvaluateTest_Private(Trainer tr)
 
   Notes:
   In mini-batch mode each epoch is one TaoSolve() of as many iterations as batches, the batch drawn in the TAO update
-  hook; in full-batch mode one TaoSolve() (-tao_max_it iterations) minimizes the mean training loss. After a restart
-  only the epochs after the checkpoint run. A NaN or Inf loss stops training with an error naming the last good
-  checkpoint, which is kept. The results are available from TrainerGetResults(). The options above are read by
+  hook. In full-batch mode one epoch is one TAO iteration on the mean training loss: a single TaoSolve() runs at most
+  -trainer_epochs iterations (-tao_max_it, when the user gives it, replaces -trainer_epochs), and every iteration ends
+  an epoch as in mini-batch mode (progress line, test evaluation, checkpoint, early stopping). A full-batch restart
+  starts TAO afresh (a quasi-Newton memory is not in the checkpoint). After a restart only the epochs after the
+  checkpoint run.
+
+  A NaN or Inf loss, or an epoch's training loss above -trainer_divergence_factor (default 1e3) times the best so
+  far, stops training with an error naming the last good checkpoint, which is kept: a diverged state is never
+  written. -trainer_epochs 0 evaluates in evaluation mode and changes nothing. The results are available from TrainerGetResults(). The options above are read by
   TrainerSetFromOptions().
 
   Level: beginner
@@ -109,78 +187,60 @@ static PetscErrorCode TrainerEvaluateTest_Private(Trainer tr)
 @*/
 PetscErrorCode TrainerTrain(Trainer tr)
 {
-  MPI_Comm       comm = PetscObjectComm((PetscObject)tr);
-  PetscLogDouble t0, t1, ttrain = 0;
-  PetscInt       N;
+  PetscLogDouble t1, ttrain = 0;
+  PetscBool      stop = PETSC_FALSE;
 
   PetscFunctionBegin;
   PetscValidHeaderSpecific(tr, TRAINER_CLASSID, 1);
   PetscCall(TrainerSetUp(tr));
-  PetscCall(DatasetGetSize(tr->train, &N));
-  PetscCall(PetscTime(&t0));
+  PetscCall(PetscTime(&tr->tstart));
   if (tr->epochs == 0 || tr->epoch >= tr->epochs) {
-    PetscCall(TrainerAccumulate_Private(tr, tr->train, &tr->trainloss, NULL, NULL));
+    /* evaluate only, in evaluation mode: batchnorm's running statistics must not move */
+    PetscCall(TrainerEvaluate(tr, tr->train, &tr->trainloss, NULL));
     PetscCall(TrainerEvaluateTest_Private(tr));
     PetscCall(TrainerPrintEpoch_Private(tr, tr->epoch, 0, 0, 0));
     PetscFunctionReturn(0);
   }
+  tr->divergedstate = PETSC_FALSE;
   if (!tr->minibatch) {
-    /* full batch: one TAO solve on the mean training loss; -tao_max_it bounds the iterations */
-    tr->diverged = PETSC_FALSE;
+    /* full batch: one TaoSolve of at most the remaining epochs' iterations; TrainerFullBatchMonitor_Private() ends
+       every epoch (= iteration) */
+    tr->diverged   = PETSC_FALSE;
+    tr->epochstart = tr->epoch;
+    tr->tepoch     = tr->tstart;
+    PetscCall(TaoSetMaximumIterations(tr->tao, tr->epochs - tr->epoch));
     PetscCall(PetscLogEventBegin(TRAINER_Epoch, tr, 0, 0, 0));
     PetscCall(TaoSolve(tr->tao));
     PetscCall(PetscLogEventEnd(TRAINER_Epoch, tr, 0, 0, 0));
-    PetscCall(TrainerCheckDivergence_Private(tr, 0));
-    PetscCall(NetSetParameters(tr->net, tr->theta));
     PetscCall(PetscTime(&t1));
-    ttrain = t1 - t0;
-    PetscCall(TrainerAccumulate_Private(tr, tr->train, &tr->trainloss, NULL, NULL));
-    PetscCall(TrainerEvaluateTest_Private(tr));
-    tr->epoch = tr->epochs;
-    {
-      PetscInt its;
-
-      PetscCall(TaoGetIterationNumber(tr->tao, &its));
-      PetscCall(PetscTime(&t1));
-      PetscCall(TrainerPrintEpoch_Private(tr, tr->epoch, ttrain, its * N, t1 - t0));
+    ttrain = t1 - tr->tstart;
+    PetscCall(TrainerCheckDivergence_Private(tr, tr->epoch + 1));
+    PetscCall(NetSetParameters(tr->net, tr->theta));
+    if (tr->epoch == tr->epochstart) { /* TAO stopped before its first iteration (converged at the start) */
+      PetscCall(TrainerEvaluate(tr, tr->train, &tr->trainloss, NULL));
+      PetscCall(TrainerEvaluateTest_Private(tr));
     }
-    tr->traintime = ttrain;
-    if (tr->checkpoint[0]) PetscCall(TrainerSaveCheckpoint(tr, tr->checkpoint));
-    PetscFunctionReturn(0);
-  }
-  for (PetscInt e = tr->epoch; e < tr->epochs; e++) {
-    PetscLogDouble ts, te;
+  } else {
+    for (PetscInt e = tr->epoch; e < tr->epochs && !stop; e++) {
+      PetscLogDouble ts, te;
 
-    PetscCall(PetscTime(&ts));
-    tr->tepoch = tr->tlastprogress = ts;
-    PetscCall(DatasetBeginEpoch(tr->train, e));
-    tr->ibatch       = 0;
-    tr->X            = NULL;
-    tr->epochloss    = 0;
-    tr->epochsamples = 0;
-    tr->diverged     = PETSC_FALSE;
-    PetscCall(TaoSetMaximumIterations(tr->tao, tr->nbatches));
-    PetscCall(PetscLogEventBegin(TRAINER_Epoch, tr, 0, 0, 0));
-    PetscCall(TaoSolve(tr->tao));
-    PetscCall(PetscLogEventEnd(TRAINER_Epoch, tr, 0, 0, 0));
-    PetscCall(TrainerCheckDivergence_Private(tr, e));
-    PetscCall(NetSetParameters(tr->net, tr->theta));
-    PetscCall(PetscTime(&te));
-    ttrain += te - ts;
-    tr->trainloss = tr->epochsamples ? tr->epochloss / tr->epochsamples : 0.0;
-    tr->epoch     = e + 1;
-    PetscCall(TrainerEvaluateTest_Private(tr));
-    PetscCall(PetscTime(&t1));
-    PetscCall(TrainerPrintEpoch_Private(tr, tr->epoch, te - ts, tr->epochsamples, t1 - t0));
-    if (tr->checkpoint[0] && tr->checkpointevery > 0 && tr->epoch % tr->checkpointevery == 0) PetscCall(TrainerSaveCheckpoint(tr, tr->checkpoint));
-    if (tr->test && tr->patience > 0) {
-      if (tr->testloss < tr->besttestloss) {
-        tr->besttestloss = tr->testloss;
-        tr->badepochs    = 0;
-      } else if (++tr->badepochs >= tr->patience) {
-        PetscCall(PetscPrintf(comm, "early stopping: the test loss has not improved for %" PetscInt_FMT " epochs (best %.6f)\n", tr->patience, (double)tr->besttestloss));
-        break;
-      }
+      PetscCall(PetscTime(&ts));
+      tr->tepoch = tr->tlastprogress = ts;
+      PetscCall(DatasetBeginEpoch(tr->train, e));
+      tr->ibatch       = 0;
+      tr->X            = NULL;
+      tr->epochloss    = 0;
+      tr->epochsamples = 0;
+      tr->diverged     = PETSC_FALSE;
+      PetscCall(TaoSetMaximumIterations(tr->tao, tr->nbatches));
+      PetscCall(PetscLogEventBegin(TRAINER_Epoch, tr, 0, 0, 0));
+      PetscCall(TaoSolve(tr->tao));
+      PetscCall(PetscLogEventEnd(TRAINER_Epoch, tr, 0, 0, 0));
+      PetscCall(NetSetParameters(tr->net, tr->theta));
+      PetscCall(PetscTime(&te));
+      ttrain += te - ts;
+      tr->trainloss = tr->epochsamples ? tr->epochloss / tr->epochsamples : 0.0;
+      PetscCall(TrainerEndEpoch_Private(tr, e + 1, te - ts, tr->epochsamples, &stop));
     }
   }
   tr->traintime = ttrain;

@@ -28,7 +28,17 @@ struct _p_Trainer {
   /* statistics of the running epoch */
   PetscReal epochloss;
   PetscInt  epochsamples;
-  PetscBool diverged;
+  PetscBool diverged;      /* a loss of this epoch was NaN or Inf */
+  PetscBool divergedstate; /* the parameters are those of a diverged epoch: never written to a checkpoint */
+
+  /* divergence: an epoch's training loss above divergencefactor x besttrainloss (0: only NaN/Inf) */
+  PetscReal divergencefactor;
+  PetscReal besttrainloss; /* smallest training loss of the run: the first objective value, then the epochs' */
+
+  /* full batch: one epoch is one TAO iteration; the budget is -trainer_epochs unless the user set -tao_max_it */
+  PetscBool      taomaxitset;
+  PetscInt       epochstart; /* tr->epoch when the running TaoSolve began */
+  PetscLogDouble tstart;     /* start of the running TrainerTrain() */
 
   /* results */
   PetscReal trainloss, testloss, testacc, traintime;
@@ -51,3 +61,4 @@ PETSC_INTERN PetscErrorCode TrainerObjectiveFullBatch_Private(Tao, Vec, PetscRea
 PETSC_INTERN PetscErrorCode TrainerNextBatch_Private(Tao, PetscInt, void *);
 PETSC_INTERN PetscErrorCode TrainerEnsureWorkVecs_Private(Trainer, Vec);
 PETSC_INTERN PetscErrorCode TrainerAccumulate_Private(Trainer, Dataset, PetscReal *, Vec, PetscInt *);
+PETSC_INTERN PetscErrorCode TrainerFullBatchMonitor_Private(Tao, void *);
