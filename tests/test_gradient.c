@@ -51,8 +51,10 @@ static PetscErrorCode CheckCase(const Case *c, PetscInt N)
   PetscFunctionBegin;
   PetscCall(PetscStrcmp(c->loss, LOSSCROSSENTROPY, &ce));
   PetscCall(NetCreate(PETSC_COMM_WORLD, &net));
-  if (strchr(c->layers, ';')) PetscCall(NetSetGraph(net, c->layers)); /* a graph of named nodes */
-  else PetscCall(NetSetLayers(net, c->layers));
+  if (strchr(c->layers, ';'))
+    PetscCall(NetSetGraph(net, c->layers)); /* a graph of named nodes */
+  else
+    PetscCall(NetSetLayers(net, c->layers));
   PetscCall(NetSetInputShape(net, &in));
   PetscCall(NetSetSeed(net, 3));
   PetscCall(NetSetFromOptions(net));

@@ -21,8 +21,10 @@ static PetscErrorCode CreateNet(MPI_Comm comm, const char spec[], const char sha
   PetscFunctionBegin;
   PetscCall(PetNetShapeFromString(shape, &in));
   PetscCall(NetCreate(comm, net));
-  if (strchr(spec, ';')) PetscCall(NetSetGraph(*net, spec));
-  else PetscCall(NetSetLayers(*net, spec));
+  if (strchr(spec, ';'))
+    PetscCall(NetSetGraph(*net, spec));
+  else
+    PetscCall(NetSetLayers(*net, spec));
   PetscCall(NetSetInputShape(*net, &in));
   PetscCall(NetSetSeed(*net, 5));
   PetscCall(NetSetFromOptions(*net));
@@ -127,14 +129,14 @@ static PetscErrorCode TestJacobians(PetscInt nlocal)
     const char *graph, *shape;
     PetscBool   training;
   } cases[] = {
-    {"a = dense:6; b = tanh; c = dense:6; s = add <- c, a; t = concat <- s, input; out = dense:3;", "5", PETSC_TRUE},
-    {"h = dense:5; p = tanh <- h; q = sigmoid <- h; r = softplus <- h; s = add <- p, q, r; out = dense:2 <- s;", "4", PETSC_TRUE},
-    {"x1 = dense:4 <- input; x2 = dense:3 <- input; x3 = gelu <- input; cat = concat <- x3, x1, x2; bn = batchnorm; d = dropout:0.3; out = dense:2;", "5", PETSC_TRUE},
-    {"x1 = dense:4 <- input; x2 = dense:3 <- input; x3 = gelu <- input; cat = concat <- x3, x1, x2; bn = batchnorm; d = dropout:0.3; out = dense:2;", "5", PETSC_FALSE},
-    /* a small U-Net: down by a strided convolution, back by concatenating the skip with the upsampled (here: same-grid) path */
-    {"e1 = conv2d:3:3:1:1; a1 = tanh; e2 = conv2d:4:3:1:1; a2 = relu; cat = concat <- a2, a1, input; d1 = conv2d:3:3:1:1; bn = batchnorm; a3 = tanh; "
-     "r = residual(conv2d:3:3:1:1,tanh); gap = globalavgpool; out = dense:2;",
-     "6x5x2", PETSC_TRUE},
+      {"a = dense:6; b = tanh; c = dense:6; s = add <- c, a; t = concat <- s, input; out = dense:3;", "5", PETSC_TRUE},
+      {"h = dense:5; p = tanh <- h; q = sigmoid <- h; r = softplus <- h; s = add <- p, q, r; out = dense:2 <- s;", "4", PETSC_TRUE},
+      {"x1 = dense:4 <- input; x2 = dense:3 <- input; x3 = gelu <- input; cat = concat <- x3, x1, x2; bn = batchnorm; d = dropout:0.3; out = dense:2;", "5", PETSC_TRUE},
+      {"x1 = dense:4 <- input; x2 = dense:3 <- input; x3 = gelu <- input; cat = concat <- x3, x1, x2; bn = batchnorm; d = dropout:0.3; out = dense:2;", "5", PETSC_FALSE},
+      /* a small U-Net: down by a strided convolution, back by concatenating the skip with the upsampled (here: same-grid) path */
+      {"e1 = conv2d:3:3:1:1; a1 = tanh; e2 = conv2d:4:3:1:1; a2 = relu; cat = concat <- a2, a1, input; d1 = conv2d:3:3:1:1; bn = batchnorm; a3 = tanh; "
+       "r = residual(conv2d:3:3:1:1,tanh); gap = globalavgpool; out = dense:2;",
+       "6x5x2", PETSC_TRUE},
   };
 
   PetscFunctionBegin;
@@ -273,7 +275,7 @@ static PetscErrorCode TestSaveLoad(PetscInt nlocal)
 
 int main(int argc, char **argv)
 {
-  PetscInt  nlocal = 3;
+  PetscInt  nlocal         = 3;
   char      errgraph[4096] = "", errshape[64] = "4";
   PetscBool errtest;
 

@@ -76,8 +76,10 @@ static PetscErrorCode SideCompute(MPI_Comm comm, const Case *c, PetscInt nlocal,
   PetscCall(PetscStrcmp(c->loss, LOSSCROSSENTROPY, &ce));
   if (!s->net) { /* the first batch of this case; later batches reuse the Net */
     PetscCall(NetCreate(comm, &s->net));
-    if (strchr(c->layers, ';')) PetscCall(NetSetGraph(s->net, c->layers)); /* a graph of named nodes */
-    else PetscCall(NetSetLayers(s->net, c->layers));
+    if (strchr(c->layers, ';'))
+      PetscCall(NetSetGraph(s->net, c->layers)); /* a graph of named nodes */
+    else
+      PetscCall(NetSetLayers(s->net, c->layers));
     PetscCall(NetSetInputShape(s->net, &in));
     PetscCall(NetSetSeed(s->net, 13));
     PetscCall(NetSetUp(s->net));

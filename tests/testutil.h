@@ -99,8 +99,10 @@ static inline PetscErrorCode CheckSpecRoundTrip(Net net)
   PetscCall(NetGetSpec(net, sizeof(spec), spec));
   PetscCall(NetGetInputShape(net, &in));
   PetscCall(NetCreate(PetscObjectComm((PetscObject)net), &copy));
-  if (strchr(spec, ';')) PetscCall(NetSetGraph(copy, spec)); /* NetGetSpec() ends the entries of a graph with ; */
-  else PetscCall(NetSetLayers(copy, spec));
+  if (strchr(spec, ';'))
+    PetscCall(NetSetGraph(copy, spec)); /* NetGetSpec() ends the entries of a graph with ; */
+  else
+    PetscCall(NetSetLayers(copy, spec));
   PetscCall(NetSetInputShape(copy, &in));
   PetscCall(NetGetNumParameters(net, &n1));
   PetscCall(NetGetNumParameters(copy, &n2));

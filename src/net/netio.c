@@ -275,7 +275,8 @@ PetscErrorCode NetIOSetArchitecture_Private(Net net, const char file[], const ch
       if (!eq) continue;
       entry = eq + 1;
       while (*entry == ' ') entry++;
-    } else PetscCall(NetLayerListNext_Private(&next, &entry)); /* the top-level entries: kind, kind:args or kind(args) */
+    } else
+      PetscCall(NetLayerListNext_Private(&next, &entry)); /* the top-level entries: kind, kind:args or kind(args) */
     entry[strcspn(entry, ":( <")] = 0;
     PetscCall(PetscStrtolower(entry));
     PetscCall(PetscStrcmp(entry, "residual", &isres));
@@ -291,8 +292,10 @@ PetscErrorCode NetIOSetArchitecture_Private(Net net, const char file[], const ch
     }
   }
   PetscCall(PetscFree(copy));
-  if (graph) PetscCall(NetSetGraph(net, spec));
-  else PetscCall(NetSetLayers(net, spec));
+  if (graph)
+    PetscCall(NetSetGraph(net, spec));
+  else
+    PetscCall(NetSetLayers(net, spec));
   PetscCall(NetSetInputShape(net, in));
   PetscCall(NetSetUp(net));
   PetscFunctionReturn(0);

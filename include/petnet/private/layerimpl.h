@@ -56,21 +56,21 @@ typedef enum { LAYER_PHASE_FORWARD, LAYER_PHASE_BACKWARD, LAYER_PHASE_JVP, LAYER
 
 struct _p_Layer {
   PETSCHEADER(struct _LayerOps);
-  PetNetShape   in, out;         /* in: the (first) input's shape */
-  PetscInt      insize, outsize; /* products of the shapes */
-  PetscInt      nin;             /* number of inputs (1 unless the kind takes several) */
-  PetNetShape  *ins;             /* the shapes of all nin inputs (ins[0] = in) */
-  PetscInt     *insizes;
-  PetscInt      mininputs, maxinputs; /* what the kind accepts, set by its create (default 1 and 1) */
-  PetscInt      nparams;
-  PetscInt      nbuffers; /* non-trainable state saved with the model (e.g. batchnorm running statistics) */
-  PetscScalar  *buffers;  /* allocated and freed by the kind (setup / reset) */
-  PetscBool     setupcalled;
-  PetscBool     training; /* training mode (dropout active, batchnorm uses batch statistics); LayerSetTraining() */
-  PetscBool     frozen;   /* derivative-test mode: repeat the last random draws and discretisation, update no running
-                             statistics, so that finite differences see one fixed map; LayerSetFrozen() */
-  PetscInt      index;    /* its position in its owner's layer list (LayerSetIndex()): names it in messages and separates
-                             the random streams of the layers of one network (dropout masks); -1 if none */
+  PetNetShape  in, out;         /* in: the (first) input's shape */
+  PetscInt     insize, outsize; /* products of the shapes */
+  PetscInt     nin;             /* number of inputs (1 unless the kind takes several) */
+  PetNetShape *ins;             /* the shapes of all nin inputs (ins[0] = in) */
+  PetscInt    *insizes;
+  PetscInt     mininputs, maxinputs; /* what the kind accepts, set by its create (default 1 and 1) */
+  PetscInt     nparams;
+  PetscInt     nbuffers; /* non-trainable state saved with the model (e.g. batchnorm running statistics) */
+  PetscScalar *buffers;  /* allocated and freed by the kind (setup / reset) */
+  PetscBool    setupcalled;
+  PetscBool    training; /* training mode (dropout active, batchnorm uses batch statistics); LayerSetTraining() */
+  PetscBool    frozen;   /* derivative-test mode: repeat the last random draws and discretisation, update no running
+                            statistics, so that finite differences see one fixed map; LayerSetFrozen() */
+  PetscInt index;        /* its position in its owner's layer list (LayerSetIndex()): names it in messages and separates
+                            the random streams of the layers of one network (dropout masks); -1 if none */
   PetscLogEvent event[LAYER_NUM_PHASES];
 
   void *data;
@@ -79,4 +79,3 @@ struct _p_Layer {
 PETSC_EXTERN PetscErrorCode LayerGetTensors(Layer, PetscInt *, LayerTensorInfo[]);
 PETSC_INTERN PetscErrorCode LayerRegisterEvents_Private(LayerType);
 PETSC_INTERN PetscErrorCode LayerGetEvents_Private(LayerType, PetscLogEvent[]);
-

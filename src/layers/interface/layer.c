@@ -293,8 +293,7 @@ PetscErrorCode LayerSetInputShapes(Layer layer, PetscInt nin, const PetNetShape 
   PetscValidHeaderSpecific(layer, LAYER_CLASSID, 1);
   PetscCheck(((PetscObject)layer)->type_name, PetscObjectComm((PetscObject)layer), PETSC_ERR_ORDER, "Set the layer kind with LayerSetType() before LayerSetInputShapes()");
   PetscCheck(nin >= layer->mininputs && nin <= layer->maxinputs, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_SIZ, "Layer kind %s takes %s %" PetscInt_FMT " input%s, not %" PetscInt_FMT "%s", ((PetscObject)layer)->type_name,
-             layer->mininputs == layer->maxinputs ? "exactly" : "at least", layer->mininputs, layer->mininputs > 1 ? "s" : "", nin,
-             layer->maxinputs == 1 ? ": give it one input (a join such as add or concat takes several)" : ": give it more inputs");
+             layer->mininputs == layer->maxinputs ? "exactly" : "at least", layer->mininputs, layer->mininputs > 1 ? "s" : "", nin, layer->maxinputs == 1 ? ": give it one input (a join such as add or concat takes several)" : ": give it more inputs");
   same = (PetscBool)(layer->ins && nin == layer->nin);
   for (PetscInt k = 0; same && k < nin; k++) same = PetNetShapeEqual(&layer->ins[k], &in[k]);
   if (same) PetscFunctionReturn(0);

@@ -17,8 +17,8 @@ static PetscErrorCode LayerSetUp_Add(Layer layer)
     if (PetNetShapeEqual(&layer->ins[k], &layer->ins[0])) continue;
     PetscCall(PetNetShapeToString(&layer->ins[0], sizeof(a), a));
     PetscCall(PetNetShapeToString(&layer->ins[k], sizeof(b), b));
-    SETERRQ(PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_SIZ, "add needs inputs of one shape, but input 1 is %s and input %" PetscInt_FMT " is %s: map one branch to the other's shape (e.g. a 1x1 conv2d or a dense layer), or join with concat", a,
-            k + 1, b);
+    SETERRQ(PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_SIZ, "add needs inputs of one shape, but input 1 is %s and input %" PetscInt_FMT " is %s: map one branch to the other's shape (e.g. a 1x1 conv2d or a dense layer), or join with concat",
+            a, k + 1, b);
   }
   layer->out = layer->in;
   PetscFunctionReturn(0);
@@ -52,7 +52,8 @@ static PetscErrorCode LayerJVP_Add(Layer layer, PetscInt n, const PetscScalar *t
   PetscFunctionBegin;
   for (PetscInt k = 0; k < layer->nin; k++) {
     if (!dx[k]) continue;
-    if (first) PetscCall(PetscArraycpy(dy, dx[k], m));
+    if (first)
+      PetscCall(PetscArraycpy(dy, dx[k], m));
     else
       for (PetscInt i = 0; i < m; i++) dy[i] += dx[k][i];
     first = PETSC_FALSE;

@@ -24,7 +24,8 @@ static PetscErrorCode LayerSetUp_Concat(Layer layer)
     if (!same) {
       PetscCall(PetNetShapeToString(a, sizeof(sa), sa));
       PetscCall(PetNetShapeToString(b, sizeof(sb), sb));
-      SETERRQ(PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_SIZ, "concat joins along the last dimension (channels), so every other dimension must agree, but input 1 is %s and input %" PetscInt_FMT " is %s: resample one branch (pooling, a strided conv2d) to the other's grid", sa, k + 1, sb);
+      SETERRQ(PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_SIZ,
+              "concat joins along the last dimension (channels), so every other dimension must agree, but input 1 is %s and input %" PetscInt_FMT " is %s: resample one branch (pooling, a strided conv2d) to the other's grid", sa, k + 1, sb);
     }
     layer->out.dim[a->ndim - 1] += b->dim[b->ndim - 1];
   }
@@ -35,8 +36,10 @@ static PetscErrorCode LayerSetUp_Concat(Layer layer)
 static void ConcatCopy(PetscInt P, PetscInt ck, PetscInt C, PetscInt o, const PetscScalar *src, PetscScalar *dst, PetscBool toy)
 {
   for (PetscInt p = 0; p < P; p++) {
-    if (toy) memcpy(dst + p * C + o, src + p * ck, ck * sizeof(PetscScalar));
-    else memcpy(dst + p * ck, src + p * C + o, ck * sizeof(PetscScalar));
+    if (toy)
+      memcpy(dst + p * C + o, src + p * ck, ck * sizeof(PetscScalar));
+    else
+      memcpy(dst + p * ck, src + p * C + o, ck * sizeof(PetscScalar));
   }
 }
 
@@ -67,7 +70,8 @@ static PetscErrorCode LayerJVP_Concat(Layer layer, PetscInt n, const PetscScalar
   for (PetscInt k = 0, o = 0; k < layer->nin; o += layer->ins[k].dim[d], k++) {
     const PetscInt ck = layer->ins[k].dim[d];
 
-    if (dx[k]) ConcatCopy(P, ck, C, o, dx[k], dy, PETSC_TRUE);
+    if (dx[k])
+      ConcatCopy(P, ck, C, o, dx[k], dy, PETSC_TRUE);
     else
       for (PetscInt p = 0; p < P; p++) PetscCall(PetscArrayzero(dy + p * C + o, ck));
   }
