@@ -473,17 +473,21 @@ static PetscErrorCode NetShortcutHint_Private(const PetNetShape *in, const PetNe
   if (in->ndim == 3 && out->ndim == 3) {
     PetscInt sh = (in->dim[0] + out->dim[0] - 1) / out->dim[0], sw = (in->dim[1] + out->dim[1] - 1) / out->dim[1];
 
-    if (sh == sw) PetscCall(PetscSNPrintf(hint, len, "conv2d:%" PetscInt_FMT ":1:%" PetscInt_FMT ":0", out->dim[2], sh));
-    else PetscCall(PetscSNPrintf(hint, len, "conv2d:%" PetscInt_FMT ":1:%" PetscInt_FMT "x%" PetscInt_FMT ":0", out->dim[2], sh, sw));
-  } else if (out->ndim == 1) PetscCall(PetscSNPrintf(hint, len, "dense:%" PetscInt_FMT, out->dim[0]));
-  else PetscCall(PetscStrncpy(hint, "P", len));
+    if (sh == sw)
+      PetscCall(PetscSNPrintf(hint, len, "conv2d:%" PetscInt_FMT ":1:%" PetscInt_FMT ":0", out->dim[2], sh));
+    else
+      PetscCall(PetscSNPrintf(hint, len, "conv2d:%" PetscInt_FMT ":1:%" PetscInt_FMT "x%" PetscInt_FMT ":0", out->dim[2], sh, sw));
+  } else if (out->ndim == 1)
+    PetscCall(PetscSNPrintf(hint, len, "dense:%" PetscInt_FMT, out->dim[0]));
+  else
+    PetscCall(PetscStrncpy(hint, "P", len));
   PetscFunctionReturn(0);
 }
 
 /* The join k of a residual(F|P) entry: its branches must meet in one shape (in is the shape of the block's input) */
 static PetscErrorCode NetCheckResidualShapes_Private(Net net, PetscInt k, const PetNetShape *in, const PetNetShape shapes[])
 {
-  MPI_Comm    comm = PetscObjectComm((PetscObject)net);
+  MPI_Comm    comm     = PetscObjectComm((PetscObject)net);
   PetscBool   shortcut = PETSC_FALSE;
   const char *prefix;
   char        sin[64], sf[64], sp[64], spec[4096], hint[64], name[512];
@@ -502,9 +506,10 @@ static PetscErrorCode NetCheckResidualShapes_Private(Net net, PetscInt k, const 
   PetscCall(PetNetShapeToString(in, sizeof(sin), sin));
   PetscCall(PetNetShapeToString(&shapes[0], sizeof(sf), sf));
   PetscCall(NetShortcutHint_Private(in, &shapes[0], sizeof(hint), hint));
-  PetscCheck(shortcut, comm, PETSC_ERR_ARG_SIZ,
-             "%s: its block F = %s maps the input shape %s to %s, but y = x + F(x) needs F to keep the shape: change F (convolutions with stride 1 and padding K/2 keep it), or add a projection shortcut P after '|' for y = P(x) + F(x), e.g. residual(%s|%s)", name,
-             spec, sin, sf, spec, hint);
+  PetscCheck(
+      shortcut, comm, PETSC_ERR_ARG_SIZ,
+      "%s: its block F = %s maps the input shape %s to %s, but y = x + F(x) needs F to keep the shape: change F (convolutions with stride 1 and padding K/2 keep it), or add a projection shortcut P after '|' for y = P(x) + F(x), e.g. residual(%s|%s)",
+      name, spec, sin, sf, spec, hint);
   PetscCall(PetNetShapeToString(&shapes[1], sizeof(sp), sp));
   SETERRQ(comm, PETSC_ERR_ARG_SIZ, "%s: its block F = %s maps the input shape %s to %s, but its shortcut P maps it to %s: y = P(x) + F(x) needs the same shape from both; change P to give %s, e.g. %s", name, spec, sin, sf, sp, sf, hint);
 }
@@ -513,8 +518,35 @@ static PetscErrorCode NetCheckResidualShapes_Private(Net net, PetscInt k, const 
 static PetscErrorCode NetInputShape_Private(Net net, PetscInt in, PetNetShape *shape)
 {
   PetscFunctionBegin;
-  if (in == NET_INPUT) *shape = net->in;
-  else PetscCall(LayerGetOutputShape(net->layers[in], shape));
+  if (in == NET_INPUT)
+    *shape = net->in;
+  else
+    PetscCall(LayerGetOutputShape(net->layers[in], shape));
+  PetscFunctionReturn(0);
+}
+
+/* Sets up node k from its inputs' shapes (shapes: room for its inputs) and places its parameters after the previous nodes' */
+static PetscErrorCode NetSetUpNode_Private(Net net, PetscInt k, PetNetShape shapes[])
+{
+  MPI_Comm       comm = PetscObjectComm((PetscObject)net);
+  const NetNode *nd   = &net->nodes[k];
+
+  PetscFunctionBegin;
+  for (PetscInt i = 0; i < nd->nin; i++) PetscCall(NetInputShape_Private(net, nd->in[i], &shapes[i]));
+  if (nd->residual) {
+    PetNetShape in = net->in;
+
+    for (PetscInt j = 0; j < k; j++)
+      if (net->nodes[j].owner == k && net->nodes[j].branch == 0) {
+        PetscCall(NetInputShape_Private(net, net->nodes[j].in[0], &in));
+        break;
+      }
+    PetscCall(NetCheckResidualShapes_Private(net, k, &in, shapes));
+  }
+  PetscCall(LayerSetInputShapes(net->layers[k], nd->nin, shapes));
+  PetscCall(LayerSetUp(net->layers[k]));
+  PetscCheck((PetscInt64)net->poff[k] + net->layers[k]->nparams <= PETSC_MAX_INT, comm, PETSC_ERR_ARG_OUTOFRANGE, "The Net would have more than %d parameters, the largest PetscInt, at node %s: make it smaller", PETSC_MAX_INT, net->nodes[k].name);
+  net->poff[k + 1] = net->poff[k] + net->layers[k]->nparams;
   PetscFunctionReturn(0);
 }
 
@@ -557,33 +589,24 @@ PetscErrorCode NetSetUp(Net net)
   for (PetscInt k = 0; k < net->nlayers; k++) {
     maxin = PetscMax(maxin, net->nodes[k].nin);
     for (PetscInt i = 0; i < net->nodes[k].nin; i++) {
-      if (net->nodes[k].in[i] == NET_INPUT) net->ninputuses++;
-      else net->nodes[net->nodes[k].in[i]].nuses++;
+      if (net->nodes[k].in[i] == NET_INPUT)
+        net->ninputuses++;
+      else
+        net->nodes[net->nodes[k].in[i]].nuses++;
     }
   }
   net->nodes[net->nlayers - 1].nuses++;
   for (PetscInt k = 0; k < net->nlayers - 1; k++)
-    PetscCheck(net->nodes[k].nuses, comm, PETSC_ERR_ARG_WRONG, "Node %s (%s) feeds no other node and is not the Net's output (the last node, %s): use it as an input, or remove it", net->nodes[k].name, ((PetscObject)net->layers[k])->type_name, net->nodes[net->nlayers - 1].name);
+    PetscCheck(net->nodes[k].nuses, comm, PETSC_ERR_ARG_WRONG, "Node %s (%s) feeds no other node and is not the Net's output (the last node, %s): use it as an input, or remove it", net->nodes[k].name, ((PetscObject)net->layers[k])->type_name,
+               net->nodes[net->nlayers - 1].name);
   PetscCall(PetscMalloc1(maxin, &shapes));
   PetscCall(PetscMalloc1(net->nlayers + 1, &net->poff));
   net->poff[0] = 0;
   for (PetscInt k = 0; k < net->nlayers; k++) {
-    const NetNode *nd = &net->nodes[k];
+    PetscErrorCode ierr = NetSetUpNode_Private(net, k, shapes);
 
-    for (PetscInt i = 0; i < nd->nin; i++) PetscCall(NetInputShape_Private(net, nd->in[i], &shapes[i]));
-    if (nd->residual) {
-      PetNetShape in = net->in;
-
-      for (PetscInt j = 0; j < k; j++)
-        if (net->nodes[j].owner == k && net->nodes[j].branch == 0) {
-          PetscCall(NetInputShape_Private(net, net->nodes[j].in[0], &in));
-          break;
-        }
-      PetscCall(NetCheckResidualShapes_Private(net, k, &in, shapes));
-    }
-    PetscCall(LayerSetInputShapes(net->layers[k], nd->nin, shapes));
-    PetscCall(LayerSetUp(net->layers[k]));
-    net->poff[k + 1] = net->poff[k] + net->layers[k]->nparams;
+    if (ierr) PetscCall(PetscFree(shapes));
+    PetscCall(ierr);
   }
   PetscCall(PetscFree(shapes));
   net->nparams = net->poff[net->nlayers];
@@ -645,8 +668,10 @@ PetscErrorCode NetView(Net net, PetscViewer viewer)
   PetscCall(PetNetShapeToString(&net->in, sizeof(shape), shape));
   chain = NetIsChain_Private(net);
   PetscCall(PetscViewerASCIIPrintf(viewer, "%" PetscInt_FMT " layers%s, input shape %s\n", net->nlayers, chain ? "" : " in a graph", net->in.ndim ? shape : "(not set)"));
-  if (chain) PetscCall(PetscViewerASCIIPrintf(viewer, "%5s  %-24s %-10s %-14s %10s\n", "layer", "spec", "kind", "output", "parameters"));
-  else PetscCall(PetscViewerASCIIPrintf(viewer, "%5s  %-14s %-24s %-10s %-26s %-14s %10s\n", "layer", "name", "spec", "kind", "inputs", "output", "parameters"));
+  if (chain)
+    PetscCall(PetscViewerASCIIPrintf(viewer, "%5s  %-24s %-10s %-14s %10s\n", "layer", "spec", "kind", "output", "parameters"));
+  else
+    PetscCall(PetscViewerASCIIPrintf(viewer, "%5s  %-14s %-24s %-10s %-26s %-14s %10s\n", "layer", "name", "spec", "kind", "inputs", "output", "parameters"));
   for (PetscInt l = 0; l < net->nlayers; l++) {
     Layer     layer = net->layers[l];
     LayerType type;
