@@ -5,6 +5,16 @@
 #   make bench      throughput benchmarks (PyTorch side by side when python3-torch is installed)
 #   make format-check   clang-format check
 #   make docs       API reference from the manual pages into docs/api/ (share/docs/manpages.py; --check lists missing pages)
+#   make fuzz       fuzz every reader for FUZZ_SECONDS (default 60) each; FUZZ_TARGETS="spec idx" picks some. Every
+#                   fuzz/fuzz_<name>.c becomes bin/fuzz/fuzz_<name>, a libFuzzer binary (clang -fsanitize=fuzzer,address)
+#                   linked with the library's sources compiled with clang -fsanitize=fuzzer-no-link,address into
+#                   build-fuzz/. It starts from fuzz/corpus/<name>/ (the committed seeds, never written) and keeps the
+#                   inputs it finds in build-fuzz/corpus/<name>/; a crash, hang (-timeout=10) or blow-up
+#                   (-rss_limit_mb=4096) is written to fuzz/regress/<name>/ and fails the target: fix the reader, keep
+#                   the input there (make check replays it, tests/fuzz.suite). Needs libclang-rt-14-dev (the target
+#                   says so). Leaks are not checked here (-detect_leaks=0); make check's -malloc_dump does that.
+#   make memcheck   valgrind (share/valgrind/openmpi.supp) on a short MLP and CNN training with save, checkpoint,
+#                   restart and load: no error and nothing definitely or indirectly lost (share/valgrind/memcheck)
 PETSC_DIR  ?= /usr/lib/petsc
 SLEPC_DIR  ?= /usr/lib/slepc
 PETSC_ARCH ?=
@@ -56,6 +66,53 @@ bin/fuzz/replay_%: fuzz/fuzz_%.c fuzz/replay.c fuzz/fuzz.h lib/libpetnet.so $(HE
 check: all
 	@tests/run
 
+# Fuzzing (make fuzz): see the header. The library's objects are instrumented and linked statically into each harness.
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_FLAGS   ?=
+FUZZ_HARNESS  = $(wildcard fuzz/fuzz_*.c)
+FUZZ_TARGETS ?= $(patsubst fuzz/fuzz_%.c,%,$(FUZZ_HARNESS))
+FUZZ_BINS     = $(patsubst fuzz/fuzz_%.c,bin/fuzz/fuzz_%,$(FUZZ_HARNESS))
+FUZZ_OBJ      = $(LIBSRC:%.c=build-fuzz/%.o)
+FUZZ_MPI     := $(wordlist 2,1000,$(shell mpicc -show 2>/dev/null))
+FUZZ_CFLAGS   = -g -O1 -fno-omit-frame-pointer -Wall -Wno-unknown-pragmas -Wno-unused-parameter -Wno-missing-field-initializers
+FUZZ_CPPFLAGS = $(CPPFLAGS) $(filter -I%,$(FUZZ_MPI))
+FUZZ_LDLIBS   = $(PETSC_LIBS_ONLY) $(filter -L%/hdf5/openmpi,$(PETSC_EXTERNAL_LIB_BASIC)) -lhdf5 $(filter-out -I%,$(FUZZ_MPI)) -lz -lm
+FUZZ_ENV      = ASAN_OPTIONS=detect_leaks=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_plm=isolated OMPI_MCA_btl=self OPENBLAS_NUM_THREADS=1
+
+build-fuzz/%.o: %.c $(HEADERS) | fuzz-runtime
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,address -c $< -o $@
+
+bin/fuzz/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz.h $(FUZZ_OBJ) | fuzz-runtime
+	@mkdir -p bin/fuzz
+	$(FUZZ_CC) $(FUZZ_CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer,address $< $(FUZZ_OBJ) -o $@ $(FUZZ_LDLIBS)
+
+# libFuzzer's runtime is in libclang-rt-14-dev, which make check does not need: say how to get it
+fuzz-runtime:
+	@mkdir -p build-fuzz; echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return 0; }' | \
+	  $(FUZZ_CC) -fsanitize=fuzzer,address -x c - -o build-fuzz/probe >/dev/null 2>&1 || \
+	  { echo "make fuzz: $(FUZZ_CC) cannot link libFuzzer (-fsanitize=fuzzer,address): install it with"; \
+	    echo "  sudo apt-get install clang libclang-rt-14-dev"; exit 1; }
+
+fuzz-build: $(FUZZ_BINS)
+
+# Each target in turn, FUZZ_SECONDS each; lists what crashed and fails if anything did
+fuzz: fuzz-build
+	@failed=""; for t in $(FUZZ_TARGETS); do \
+	  mkdir -p build-fuzz/corpus/$$t fuzz/regress/$$t fuzz/corpus/$$t; \
+	  echo "fuzz: $$t for $(FUZZ_SECONDS) s (log build-fuzz/$$t.log)"; \
+	  $(FUZZ_ENV) bin/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -detect_leaks=0 -timeout=10 -rss_limit_mb=4096 \
+	    -artifact_prefix=fuzz/regress/$$t/ $(FUZZ_FLAGS) build-fuzz/corpus/$$t fuzz/corpus/$$t > build-fuzz/$$t.log 2>&1 \
+	    || { failed="$$failed $$t"; grep -E "^(==[0-9]+==ERROR|SUMMARY|artifact_prefix|Test unit written)" build-fuzz/$$t.log; }; \
+	  grep -E "^Done|^#[0-9]+.*(DONE|pulse)" build-fuzz/$$t.log | tail -1; \
+	done; \
+	if [ -n "$$failed" ]; then echo "fuzz: crashes in$$failed: inputs in fuzz/regress/<name>/ (replay: bin/fuzz/fuzz_<name> FILE)"; exit 1; fi; \
+	echo "fuzz: no crash in $(FUZZ_TARGETS)"
+
+memcheck: all
+	@share/valgrind/memcheck
+
 # The main job: train the MLP on the packaged Fashion-MNIST and print the test accuracy
 fashion: all
 	bin/fashion -options_file share/models/mlp.opts $(FASHION_OPTIONS)
@@ -73,7 +130,7 @@ docs:
 	@python3 share/docs/manpages.py
 
 clean:
-	rm -rf build lib bin tests/out
+	rm -rf build build-fuzz lib bin tests/out
 
-.PHONY: all check fashion bench format format-check docs clean
-.SECONDARY: $(LIBOBJ)
+.PHONY: all check fashion bench format format-check docs clean fuzz fuzz-build fuzz-runtime memcheck
+.SECONDARY: $(LIBOBJ) $(FUZZ_OBJ)

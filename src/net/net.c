@@ -525,6 +525,31 @@ static PetscErrorCode NetInputShape_Private(Net net, PetscInt in, PetNetShape *s
   PetscFunctionReturn(0);
 }
 
+/* Sets up node k from its inputs' shapes (shapes: room for its inputs) and places its parameters after the previous nodes' */
+static PetscErrorCode NetSetUpNode_Private(Net net, PetscInt k, PetNetShape shapes[])
+{
+  MPI_Comm       comm = PetscObjectComm((PetscObject)net);
+  const NetNode *nd   = &net->nodes[k];
+
+  PetscFunctionBegin;
+  for (PetscInt i = 0; i < nd->nin; i++) PetscCall(NetInputShape_Private(net, nd->in[i], &shapes[i]));
+  if (nd->residual) {
+    PetNetShape in = net->in;
+
+    for (PetscInt j = 0; j < k; j++)
+      if (net->nodes[j].owner == k && net->nodes[j].branch == 0) {
+        PetscCall(NetInputShape_Private(net, net->nodes[j].in[0], &in));
+        break;
+      }
+    PetscCall(NetCheckResidualShapes_Private(net, k, &in, shapes));
+  }
+  PetscCall(LayerSetInputShapes(net->layers[k], nd->nin, shapes));
+  PetscCall(LayerSetUp(net->layers[k]));
+  PetscCheck((PetscInt64)net->poff[k] + net->layers[k]->nparams <= PETSC_MAX_INT, comm, PETSC_ERR_ARG_OUTOFRANGE, "The Net would have more than %d parameters, the largest PetscInt, at node %s: make it smaller", PETSC_MAX_INT, net->nodes[k].name);
+  net->poff[k + 1] = net->poff[k] + net->layers[k]->nparams;
+  PetscFunctionReturn(0);
+}
+
 /*@
   NetSetUp - passes the shapes through the graph, lays out the parameters and initialises them. Idempotent.
 
@@ -578,22 +603,10 @@ PetscErrorCode NetSetUp(Net net)
   PetscCall(PetscMalloc1(net->nlayers + 1, &net->poff));
   net->poff[0] = 0;
   for (PetscInt k = 0; k < net->nlayers; k++) {
-    const NetNode *nd = &net->nodes[k];
+    PetscErrorCode ierr = NetSetUpNode_Private(net, k, shapes);
 
-    for (PetscInt i = 0; i < nd->nin; i++) PetscCall(NetInputShape_Private(net, nd->in[i], &shapes[i]));
-    if (nd->residual) {
-      PetNetShape in = net->in;
-
-      for (PetscInt j = 0; j < k; j++)
-        if (net->nodes[j].owner == k && net->nodes[j].branch == 0) {
-          PetscCall(NetInputShape_Private(net, net->nodes[j].in[0], &in));
-          break;
-        }
-      PetscCall(NetCheckResidualShapes_Private(net, k, &in, shapes));
-    }
-    PetscCall(LayerSetInputShapes(net->layers[k], nd->nin, shapes));
-    PetscCall(LayerSetUp(net->layers[k]));
-    net->poff[k + 1] = net->poff[k] + net->layers[k]->nparams;
+    if (ierr) PetscCall(PetscFree(shapes));
+    PetscCall(ierr);
   }
   PetscCall(PetscFree(shapes));
   net->nparams = net->poff[net->nlayers];

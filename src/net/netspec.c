@@ -18,9 +18,13 @@
   NetGetSpec() writes a list back in normal form (kind:args, residual:(F|P)) and a graph as "name = spec <- inputs;".
 */
 #include <petnet/private/netimpl.h>
+#include <petsc/private/hashtable.h>
 #include <ctype.h>
 
-#define NET_MAX_NAME 2048
+KHASH_MAP_INIT_STR(NetNames, PetscInt) /* a graph's node names -> nodes, while NetSetGraph() parses it */
+
+#define NET_MAX_NAME  2048
+#define NET_MAX_NODES 10000 /* bounds the work of a hostile spec: name look-ups and set-up are linear in the nodes per node */
 
 /* strips blanks at both ends, in place */
 static char *NetTrim_Private(char *s)
@@ -134,6 +138,7 @@ static PetscErrorCode NetLayerKinds_Private(size_t len, char kinds[])
     if (i) PetscCall(PetscStrlcat(kinds, ", ", len));
     PetscCall(PetscStrlcat(kinds, names[i], len));
   }
+  PetscCall(PetscFree(names));
   PetscCall(PetscStrlcat(kinds, "; and residual(F|P) in a layer list", len));
   PetscFunctionReturn(0);
 }
@@ -162,10 +167,13 @@ static PetscErrorCode NetCheckKind_Private(Net net, const char kind[], const cha
 */
 static PetscErrorCode NetAppendNode_Private(Net net, LayerType type, const char args[], const char name[], const char prefix[], PetscInt index, PetscInt nin, const PetscInt in[], PetscInt *node)
 {
-  Layer    l;
-  NetNode *nd;
+  Layer          l;
+  NetNode       *nd;
+  PetscErrorCode ierr;
 
   PetscFunctionBegin;
+  PetscCheck(net->nlayers < NET_MAX_NODES, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_SIZ, "The Net would have more than %d nodes (at node %s): a layer list or graph this long is refused; group repeated blocks, or use fewer layers",
+             NET_MAX_NODES, name);
   if (net->nlayers == net->maxlayers) {
     NetNode *nodes;
     Layer   *layers;
@@ -178,11 +186,22 @@ static PetscErrorCode NetAppendNode_Private(Net net, LayerType type, const char 
     net->nodes  = nodes;
     net->layers = layers;
   }
-  for (PetscInt i = 0; i < nin; i++)
-    for (PetscInt j = 0; j < i; j++) PetscCheck(in[i] != in[j], PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_WRONG, "Node %s takes the same input twice: give each input once (to double a value, scale it in the layer before)", name);
+  if (nin > 1) { /* sorted, so that a list of a million inputs takes no quadratic time */
+    PetscInt *sorted;
+    PetscBool twice = PETSC_FALSE;
+
+    PetscCall(PetscMalloc1(nin, &sorted));
+    PetscCall(PetscArraycpy(sorted, in, nin));
+    PetscCall(PetscSortInt(nin, sorted));
+    for (PetscInt i = 1; i < nin; i++) twice = (PetscBool)(twice || sorted[i] == sorted[i - 1]);
+    PetscCall(PetscFree(sorted));
+    PetscCheck(!twice, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_WRONG, "Node %s takes the same input twice: give each input once (to double a value, scale it in the layer before)", name);
+  }
   PetscCall(LayerCreate(PetscObjectComm((PetscObject)net), &l));
-  PetscCall(LayerSetType(l, type));
-  PetscCall(LayerSetArguments(l, args));
+  ierr = LayerSetType(l, type);
+  if (!ierr) ierr = LayerSetArguments(l, args);
+  if (ierr) PetscCall(LayerDestroy(&l)); /* malformed arguments: no node */
+  PetscCall(ierr);
   PetscCall(LayerSetIndex(l, index));
   PetscCall(LayerSetTraining(l, net->training));
   nd = &net->nodes[net->nlayers];
@@ -216,10 +235,11 @@ static PetscErrorCode NetAppendList_Private(Net, const char[], const char[], Pet
 */
 static PetscErrorCode NetAppendResidual_Private(Net net, const char args[], const char whole[], PetscInt from, const char name[], const char prefix[], PetscInt index, PetscInt depth, PetscInt *join)
 {
-  MPI_Comm  comm = PetscObjectComm((PetscObject)net);
-  char     *copy, *s, *bar = NULL, *F, *P = NULL, path[NET_MAX_NAME], pre[NET_MAX_NAME];
-  PetscInt  nbar = 0, d = 0, start, startP, last[2];
-  PetscBool emptyF, emptyP;
+  MPI_Comm       comm = PetscObjectComm((PetscObject)net);
+  char          *copy, *s, *bar = NULL, *F, *P = NULL, path[NET_MAX_NAME], pre[NET_MAX_NAME];
+  PetscInt       nbar = 0, d = 0, start, startP, last[2];
+  PetscBool      emptyF, emptyP;
+  PetscErrorCode ierr;
 
   PetscFunctionBegin;
   PetscCheck(depth <= NET_MAX_DEPTH, comm, PETSC_ERR_ARG_WRONG, "Residual blocks nest more than %d deep in \"%.200s%s\": flatten the architecture", NET_MAX_DEPTH, whole, strlen(whole) > 200 ? "..." : "");
@@ -253,15 +273,16 @@ static PetscErrorCode NetAppendResidual_Private(Net net, const char args[], cons
   start = net->nlayers;
   PetscCall(PetscSNPrintf(path, sizeof(path), "%s.res.", name));
   PetscCall(PetscSNPrintf(pre, sizeof(pre), "%sres_", prefix));
-  PetscCall(NetAppendList_Private(net, F, whole, from, path, pre, depth, &last[0]));
+  ierr    = NetAppendList_Private(net, F, whole, from, path, pre, depth, &last[0]);
   startP  = net->nlayers;
   last[1] = from;
-  if (P) {
+  if (!ierr && P) {
     PetscCall(PetscSNPrintf(path, sizeof(path), "%s.shortcut.", name));
     PetscCall(PetscSNPrintf(pre, sizeof(pre), "%sshortcut_", prefix));
-    PetscCall(NetAppendList_Private(net, P, whole, from, path, pre, depth, &last[1]));
+    ierr = NetAppendList_Private(net, P, whole, from, path, pre, depth, &last[1]);
   }
   PetscCall(PetscFree(copy));
+  PetscCall(ierr);
   PetscCall(NetAppendNode_Private(net, LAYERADD, NULL, name, prefix, index, 2, last, join));
   net->nodes[*join].residual = PETSC_TRUE;
   for (PetscInt k = start; k < *join; k++) {
@@ -272,15 +293,14 @@ static PetscErrorCode NetAppendResidual_Private(Net net, const char args[], cons
   PetscFunctionReturn(0);
 }
 
-/* Appends the entries of a layer list as a chain from node `from`; entry e is named <path>e with prefix <prefix>layer<e>_ */
-static PetscErrorCode NetAppendList_Private(Net net, const char list[], const char whole[], PetscInt from, const char path[], const char prefix[], PetscInt depth, PetscInt *last)
+/* The entries of a layer list, parsed from copy (cut up in place; the caller frees it); see NetAppendList_Private() */
+static PetscErrorCode NetAppendEntries_Private(Net net, char copy[], const char whole[], PetscInt from, const char path[], const char prefix[], PetscInt depth, PetscInt *last)
 {
   MPI_Comm comm = PetscObjectComm((PetscObject)net);
-  char    *copy, *entry, *next;
+  char    *entry, *next;
   PetscInt e = 0;
 
   PetscFunctionBegin;
-  PetscCall(PetscStrallocpy(list, &copy));
   for (next = copy; next; e++) {
     char       *kind, *args, name[NET_MAX_NAME], pre[NET_MAX_NAME];
     const char *why;
@@ -288,15 +308,9 @@ static PetscErrorCode NetAppendList_Private(Net net, const char list[], const ch
 
     PetscCall(NetLayerListNext_Private(&next, &entry));
     kind = NetTrim_Private(entry);
-    if (!kind[0]) {
-      PetscCall(PetscFree(copy));
-      SETERRQ(comm, PETSC_ERR_ARG_WRONG, "Malformed -net_layers \"%s\": entry %" PetscInt_FMT " is empty; remove the extra comma (entries are kind or kind:args separated by single commas, e.g. dense:128,relu,dense:10)", whole, e + 1);
-    }
+    PetscCheck(kind[0], comm, PETSC_ERR_ARG_WRONG, "Malformed -net_layers \"%s\": entry %" PetscInt_FMT " is empty; remove the extra comma (entries are kind or kind:args separated by single commas, e.g. dense:128,relu,dense:10)", whole, e + 1);
     PetscCall(NetLayerEntrySplit_Private(kind, &kind, &args, &why));
-    if (why) {
-      PetscCall(PetscFree(copy));
-      SETERRQ(comm, PETSC_ERR_ARG_WRONG, "Malformed -net_layers \"%s\": in entry %" PetscInt_FMT ", %s; write kind(args), then a comma before the next entry", whole, e + 1, why);
-    }
+    PetscCheck(!why, comm, PETSC_ERR_ARG_WRONG, "Malformed -net_layers \"%s\": in entry %" PetscInt_FMT ", %s; write kind(args), then a comma before the next entry", whole, e + 1, why);
     PetscCall(PetscSNPrintf(name, sizeof(name), "%s%" PetscInt_FMT, path, e));
     PetscCall(PetscSNPrintf(pre, sizeof(pre), "%slayer%" PetscInt_FMT "_", prefix, e));
     PetscCall(PetscStrcmp(kind, "residual", &isres));
@@ -307,8 +321,21 @@ static PetscErrorCode NetAppendList_Private(Net net, const char list[], const ch
       PetscCall(NetAppendNode_Private(net, kind, args, name, pre, e, 1, &from, &from));
     }
   }
-  PetscCall(PetscFree(copy));
   *last = from;
+  PetscFunctionReturn(0);
+}
+
+/* Appends the entries of a layer list as a chain from node `from`; entry e is named <path>e with prefix <prefix>layer<e>_ */
+static PetscErrorCode NetAppendList_Private(Net net, const char list[], const char whole[], PetscInt from, const char path[], const char prefix[], PetscInt depth, PetscInt *last)
+{
+  char          *copy;
+  PetscErrorCode ierr;
+
+  PetscFunctionBegin;
+  PetscCall(PetscStrallocpy(list, &copy));
+  ierr = NetAppendEntries_Private(net, copy, whole, from, path, prefix, depth, last);
+  PetscCall(PetscFree(copy));
+  PetscCall(ierr);
   PetscFunctionReturn(0);
 }
 
@@ -387,13 +414,14 @@ PetscErrorCode NetSetLayers(Net net, const char list[])
   PetscFunctionReturn(0);
 }
 
-/* The node called name among the graph's own nodes (not the members of residual entries); NET_INPUT for "input"; -2 if none */
-static PetscInt NetFindNode_Private(Net net, const char name[])
+/* The node called name among the graph's nodes parsed so far (names, a hash table); NET_INPUT for "input"; -2 if none */
+static PetscInt NetFindNode_Private(khash_t(NetNames) * names, const char name[])
 {
+  khiter_t it;
+
   if (!strcmp(name, "input")) return NET_INPUT;
-  for (PetscInt k = 0; k < net->nlayers; k++)
-    if (net->nodes[k].owner < 0 && !strcmp(net->nodes[k].name, name)) return k;
-  return -2;
+  it = kh_get(NetNames, names, name);
+  return it == kh_end(names) ? -2 : kh_val(names, it);
 }
 
 static PetscBool NetIsIdentifier_Private(const char s[])
@@ -402,6 +430,87 @@ static PetscBool NetIsIdentifier_Private(const char s[])
   for (const char *c = s; *c; c++)
     if (!(isalnum((unsigned char)*c) || *c == '_')) return PETSC_FALSE;
   return PETSC_TRUE;
+}
+
+/* The entries of graph, parsed from copy (a copy of graph that this cuts up); *in is the current node's input list and
+   names maps the names (pieces of copy) to the nodes. The caller frees copy, *in and names also when this fails, so the
+   error messages may quote pieces of copy. */
+static PetscErrorCode NetSetGraphEntries_Private(Net net, const char graph[], char copy[], PetscInt **in, khash_t(NetNames) * names)
+{
+  MPI_Comm comm = PetscObjectComm((PetscObject)net);
+  char    *entry, *next;
+  PetscInt e = 0, prev = NET_INPUT;
+
+  PetscFunctionBegin;
+  for (next = copy; next;) {
+    char       *name, *spec, *inputs, *arrow, *eq, *kind, *args;
+    const char *why;
+    PetscInt    nin = 0, node;
+    PetscBool   isres;
+    char        pre[NET_MAX_NAME];
+
+    PetscCall(NetNextEntry_Private(&next, ';', &entry));
+    entry = NetTrim_Private(entry);
+    if (!entry[0]) continue; /* "a = relu;" ends with an empty entry */
+    e++;
+    arrow  = strstr(entry, "<-");
+    inputs = NULL;
+    if (arrow) {
+      *arrow = 0;
+      inputs = NetTrim_Private(arrow + 2);
+    }
+    eq = strchr(entry, '=');
+    PetscCheck(eq, comm, PETSC_ERR_ARG_WRONG, "Malformed -net_graph \"%s\": entry %" PetscInt_FMT " has no '=': write name = kind:args <- input, ... (e.g. b = conv2d:8:3:1:1 <- a)", graph, e);
+    *eq  = 0;
+    name = NetTrim_Private(entry);
+    spec = NetTrim_Private(eq + 1);
+    PetscCheck(NetIsIdentifier_Private(name), comm, PETSC_ERR_ARG_WRONG, "Malformed -net_graph \"%s\": entry %" PetscInt_FMT " is named \"%.255s\"; a node's name is a letter or '_' followed by letters, digits or '_'", graph, e, name);
+    PetscCheck(strcmp(name, "input") && NetFindNode_Private(names, name) == -2, comm, PETSC_ERR_ARG_WRONG, "Malformed -net_graph \"%s\": the name \"%.255s\" of entry %" PetscInt_FMT " is %s; give each node its own name", graph, name, e,
+               strcmp(name, "input") ? "taken by an earlier node" : "reserved for the Net's input");
+    PetscCheck(spec[0], comm, PETSC_ERR_ARG_WRONG, "Malformed -net_graph \"%s\": node %.255s has no layer; write %.255s = kind:args", graph, name, name);
+    /* the inputs */
+    if (inputs) {
+      char *c2, *one, *cur;
+
+      PetscCheck(inputs[0], comm, PETSC_ERR_ARG_WRONG, "Malformed -net_graph \"%s\": node %.255s has an empty list after '<-'; name its inputs (earlier nodes, or input)", graph, name);
+      for (c2 = inputs, nin = 1; *c2; c2++) nin += *c2 == ',';
+      PetscCheck(nin <= (PetscInt)kh_size(names) + 1, comm, PETSC_ERR_ARG_WRONG, "Malformed -net_graph \"%s\": node %.255s takes %" PetscInt_FMT " inputs, but only %" PetscInt_FMT " nodes and input are defined before it: give each input once", graph,
+                 name, nin, (PetscInt)kh_size(names));
+      PetscCall(PetscMalloc1(nin, in));
+      nin = 0;
+      for (cur = inputs; cur;) {
+        PetscCall(NetNextEntry_Private(&cur, ',', &one));
+        one          = NetTrim_Private(one);
+        (*in)[nin++] = NetFindNode_Private(names, one);
+        PetscCheck((*in)[nin - 1] != -2, comm, PETSC_ERR_ARG_WRONG, "Malformed -net_graph \"%s\": node %.255s takes \"%.255s\", which is no node defined before it: define every node before the nodes that use it (the Net's input is called input)",
+                   graph, name, one);
+      }
+    } else {
+      PetscCall(PetscMalloc1(1, in));
+      (*in)[nin++] = prev;
+    }
+    PetscCall(NetLayerEntrySplit_Private(spec, &kind, &args, &why));
+    PetscCheck(!why, comm, PETSC_ERR_ARG_WRONG, "Malformed -net_graph \"%s\": in node %.255s, %s", graph, name, why);
+    PetscCall(PetscSNPrintf(pre, sizeof(pre), "%s_", name));
+    PetscCall(PetscStrcmp(kind, "residual", &isres));
+    if (isres) {
+      PetscCheck(nin == 1, comm, PETSC_ERR_ARG_WRONG, "Malformed -net_graph \"%s\": the residual node %.255s takes one input, not %" PetscInt_FMT, graph, name, nin);
+      PetscCall(NetAppendResidual_Private(net, args, graph, (*in)[0], name, pre, net->nlayers, 1, &node));
+    } else {
+      PetscCall(NetCheckKind_Private(net, kind, "-net_graph", e, graph));
+      PetscCall(NetAppendNode_Private(net, kind, args, name, pre, net->nlayers, nin, *in, &node));
+    }
+    PetscCall(PetscFree(*in));
+    prev = node;
+    {
+      int      ret;
+      khiter_t it = kh_put(NetNames, names, name, &ret);
+
+      PetscCheck(ret >= 0, comm, PETSC_ERR_MEM, "Out of memory for the names of -net_graph");
+      kh_val(names, it) = node;
+    }
+  }
+  PetscFunctionReturn(0);
 }
 
 /*@C
@@ -433,9 +542,10 @@ static PetscBool NetIsIdentifier_Private(const char s[])
 @*/
 PetscErrorCode NetSetGraph(Net net, const char graph[])
 {
-  MPI_Comm comm = PetscObjectComm((PetscObject)net);
-  char    *copy, *entry, *next;
-  PetscInt e = 0, prev = NET_INPUT;
+  char     *copy;
+  PetscInt *in = NULL;
+  khash_t(NetNames) * names;
+  PetscErrorCode ierr;
 
   PetscFunctionBegin;
   PetscValidHeaderSpecific(net, NET_CLASSID, 1);
@@ -443,85 +553,14 @@ PetscErrorCode NetSetGraph(Net net, const char graph[])
   PetscCall(NetClearLayers_Private(net));
   net->graph = PETSC_TRUE;
   PetscCall(PetscStrallocpy(graph, &copy));
-  for (next = copy; next;) {
-    char       *name, *spec, *inputs, *arrow, *eq, *kind, *args;
-    const char *why;
-    PetscInt    nin = 0, *in, node;
-    PetscBool   isres;
-    char        pre[NET_MAX_NAME];
-
-    PetscCall(NetNextEntry_Private(&next, ';', &entry));
-    entry = NetTrim_Private(entry);
-    if (!entry[0]) continue; /* "a = relu;" ends with an empty entry */
-    e++;
-    arrow  = strstr(entry, "<-");
-    inputs = NULL;
-    if (arrow) {
-      *arrow = 0;
-      inputs = NetTrim_Private(arrow + 2);
-    }
-    eq = strchr(entry, '=');
-    if (!eq) {
-      PetscCall(PetscFree(copy));
-      SETERRQ(comm, PETSC_ERR_ARG_WRONG, "Malformed -net_graph \"%s\": entry %" PetscInt_FMT " has no '=': write name = kind:args <- input, ... (e.g. b = conv2d:8:3:1:1 <- a)", graph, e);
-    }
-    *eq  = 0;
-    name = NetTrim_Private(entry);
-    spec = NetTrim_Private(eq + 1);
-    if (!NetIsIdentifier_Private(name) || !strcmp(name, "input") || NetFindNode_Private(net, name) != -2) {
-      char bad[256];
-
-      PetscCall(PetscStrncpy(bad, name, sizeof(bad)));
-      PetscCall(PetscFree(copy));
-      PetscCheck(NetIsIdentifier_Private(bad), comm, PETSC_ERR_ARG_WRONG, "Malformed -net_graph \"%s\": entry %" PetscInt_FMT " is named \"%s\"; a node's name is a letter or '_' followed by letters, digits or '_'", graph, e, bad);
-      SETERRQ(comm, PETSC_ERR_ARG_WRONG, "Malformed -net_graph \"%s\": the name \"%s\" of entry %" PetscInt_FMT " is %s; give each node its own name", graph, bad, e, strcmp(bad, "input") ? "taken by an earlier node" : "reserved for the Net's input");
-    }
-    if (!spec[0]) {
-      PetscCall(PetscFree(copy));
-      SETERRQ(comm, PETSC_ERR_ARG_WRONG, "Malformed -net_graph \"%s\": node %s has no layer; write %s = kind:args", graph, name, name);
-    }
-    /* the inputs */
-    if (inputs) {
-      char *c2, *one, *cur;
-
-      PetscCheck(inputs[0], comm, PETSC_ERR_ARG_WRONG, "Malformed -net_graph \"%s\": node %s has an empty list after '<-'; name its inputs (earlier nodes, or input)", graph, name);
-      for (c2 = inputs, nin = 1; *c2; c2++) nin += *c2 == ',';
-      PetscCall(PetscMalloc1(nin, &in));
-      nin = 0;
-      for (cur = inputs; cur;) {
-        PetscCall(NetNextEntry_Private(&cur, ',', &one));
-        one       = NetTrim_Private(one);
-        in[nin++] = NetFindNode_Private(net, one);
-        if (in[nin - 1] == -2) {
-          char bad[256], nm[256];
-
-          PetscCall(PetscStrncpy(bad, one, sizeof(bad)));
-          PetscCall(PetscStrncpy(nm, name, sizeof(nm)));
-          PetscCall(PetscFree(in));
-          PetscCall(PetscFree(copy));
-          SETERRQ(comm, PETSC_ERR_ARG_WRONG, "Malformed -net_graph \"%s\": node %s takes \"%s\", which is no node defined before it: define every node before the nodes that use it (the Net's input is called input)", graph, nm, bad);
-        }
-      }
-    } else {
-      PetscCall(PetscMalloc1(1, &in));
-      in[nin++] = prev;
-    }
-    PetscCall(NetLayerEntrySplit_Private(spec, &kind, &args, &why));
-    PetscCheck(!why, comm, PETSC_ERR_ARG_WRONG, "Malformed -net_graph \"%s\": in node %s, %s", graph, name, why);
-    PetscCall(PetscSNPrintf(pre, sizeof(pre), "%s_", name));
-    PetscCall(PetscStrcmp(kind, "residual", &isres));
-    if (isres) {
-      PetscCheck(nin == 1, comm, PETSC_ERR_ARG_WRONG, "Malformed -net_graph \"%s\": the residual node %s takes one input, not %" PetscInt_FMT, graph, name, nin);
-      PetscCall(NetAppendResidual_Private(net, args, graph, in[0], name, pre, net->nlayers, 1, &node));
-    } else {
-      PetscCall(NetCheckKind_Private(net, kind, "-net_graph", e, graph));
-      PetscCall(NetAppendNode_Private(net, kind, args, name, pre, net->nlayers, nin, in, &node));
-    }
-    PetscCall(PetscFree(in));
-    prev = node;
-  }
+  names = kh_init(NetNames);
+  PetscCheck(names, PetscObjectComm((PetscObject)net), PETSC_ERR_MEM, "Out of memory for the names of -net_graph");
+  ierr = NetSetGraphEntries_Private(net, graph, copy, &in, names);
+  kh_destroy(NetNames, names);
+  PetscCall(PetscFree(in));
   PetscCall(PetscFree(copy));
-  PetscCheck(net->nlayers > 0, comm, PETSC_ERR_ARG_WRONG, "Empty -net_graph: give nodes such as \"a = dense:16; b = relu; c = dense:10\"");
+  PetscCall(ierr);
+  PetscCheck(net->nlayers > 0, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_WRONG, "Empty -net_graph: give nodes such as \"a = dense:16; b = relu; c = dense:10\"");
   PetscFunctionReturn(0);
 }
 

@@ -18,9 +18,15 @@
 @*/
 PetscErrorCode PetNetShapeSize(const PetNetShape *s, PetscInt *size)
 {
+  PetscInt64 n = 1;
+
   PetscFunctionBegin;
-  *size = 1;
-  for (PetscInt d = 0; d < s->ndim; d++) *size *= s->dim[d];
+  for (PetscInt d = 0; d < s->ndim; d++) {
+    n *= s->dim[d];
+    PetscCheck(n <= PETSC_MAX_INT && n >= -(PetscInt64)PETSC_MAX_INT, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "A sample of shape with dimensions %" PetscInt_FMT " x %" PetscInt_FMT " x ... has more than %d entries, the largest PetscInt",
+               s->dim[0], s->ndim > 1 ? s->dim[1] : 1, PETSC_MAX_INT);
+  }
+  *size = (PetscInt)n;
   PetscFunctionReturn(0);
 }
 

@@ -68,10 +68,13 @@ static PetscErrorCode LayerSetUp_Conv2d(Layer layer)
   conv->cin = layer->in.dim[layer->in.ndim - 1];
   PetscCheck(conv->cin % conv->groups == 0 && conv->nout % conv->groups == 0, comm, PETSC_ERR_ARG_INCOMP, "conv2d groups (%" PetscInt_FMT ") must divide the input channels (%" PetscInt_FMT ") and the output channels (%" PetscInt_FMT ")",
              conv->groups, conv->cin, conv->nout);
-  conv->cg       = conv->cin / conv->groups;
-  conv->cog      = conv->nout / conv->groups;
-  conv->kg       = win->k[0] * win->k[1] * conv->cg;
-  conv->ktot     = conv->groups * conv->kg;
+  conv->cg   = conv->cin / conv->groups;
+  conv->cog  = conv->nout / conv->groups;
+  conv->kg   = win->k[0] * win->k[1] * conv->cg;
+  conv->ktot = conv->groups * conv->kg;
+  PetscCheck((PetscInt64)conv->nout * (win->k[0] * (PetscInt64)win->k[1] * conv->cg + 1) <= PETSC_MAX_INT, comm, PETSC_ERR_ARG_OUTOFRANGE,
+             "conv2d layer %" PetscInt_FMT " (%" PetscInt_FMT " outputs, kernel %" PetscInt_FMT "x%" PetscInt_FMT ", %" PetscInt_FMT " inputs per group) would have more than %d parameters, the largest PetscInt: make it smaller", layer->index,
+             conv->nout, win->k[0], win->k[1], conv->cg, PETSC_MAX_INT);
   layer->nparams = conv->nout * conv->kg + (conv->bias ? conv->nout : 0);
   if (conv->grid.dm) {
     PetscCall(Conv2dSetUp_Grid(layer));
@@ -219,6 +222,7 @@ static PetscErrorCode LayerSetArguments_Conv2d(Layer layer, const char args[])
   PetscInt npositional = 0, pair[2];
 
   PetscFunctionBegin;
+  PetscCheck(strlen(args) < sizeof(copy), comm, PETSC_ERR_ARG_SIZ, "conv2d:%.64s... is longer than %zu characters: give at most OUT:K:STRIDE:PAD and the named settings", args, sizeof(copy) - 1);
   PetscCall(PetscStrncpy(copy, args, sizeof(copy)));
   for (field = strtok_r(copy, ":", &saveptr); field; field = strtok_r(NULL, ":", &saveptr)) {
     char *value = strchr(field, '=');
@@ -239,7 +243,7 @@ static PetscErrorCode LayerSetArguments_Conv2d(Layer layer, const char args[])
         continue;
       }
       v = strtol(value, &end, 10);
-      PetscCheck(end != value && !*end, comm, PETSC_ERR_ARG_WRONG, "conv2d: %s= takes an integer, not \"%s\"", field, value);
+      PetscCheck(end != value && !*end && v >= PETSC_MIN_INT && v <= PETSC_MAX_INT, comm, PETSC_ERR_ARG_WRONG, "conv2d: %s= takes an integer, not \"%s\"", field, value);
       if (isgroups)
         PetscCall(LayerConv2dSetGroups(layer, (PetscInt)v));
       else
@@ -251,7 +255,7 @@ static PetscErrorCode LayerSetArguments_Conv2d(Layer layer, const char args[])
       char *end;
       long  nout = strtol(field, &end, 10);
 
-      PetscCheck(end != field && !*end && nout > 0, comm, PETSC_ERR_ARG_WRONG, "conv2d: the number of output channels must be a positive integer (e.g. conv2d:32), not \"%s\"", field);
+      PetscCheck(end != field && !*end && nout > 0 && nout <= PETSC_MAX_INT, comm, PETSC_ERR_ARG_WRONG, "conv2d: the number of output channels must be a positive integer (e.g. conv2d:32), not \"%s\"", field);
       PetscCall(LayerConv2dSetOutputChannels(layer, (PetscInt)nout));
     } else {
       PetscCall(LayerWindowParsePair(comm, npositional == 1 ? "The conv2d kernel" : npositional == 2 ? "The conv2d stride" : "The conv2d padding", field, pair));

@@ -39,7 +39,10 @@ static PetscErrorCode LayerSetUp_Dense(Layer layer)
   PetscCall(PetNetShapeSize(&layer->in, &in));
   layer->out.ndim   = 1;
   layer->out.dim[0] = dense->nout;
-  layer->nparams    = dense->nout * in + dense->nout;
+  PetscCheck(((PetscInt64)in + 1) * dense->nout <= PETSC_MAX_INT, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE,
+             "dense layer %" PetscInt_FMT " (dense:%" PetscInt_FMT " on %" PetscInt_FMT " inputs) would have %" PetscInt64_FMT " parameters, more than %d, the largest PetscInt: make it smaller", layer->index, dense->nout, in,
+             ((PetscInt64)in + 1) * dense->nout, PETSC_MAX_INT);
+  layer->nparams = dense->nout * in + dense->nout;
   PetscFunctionReturn(0);
 }
 
@@ -153,6 +156,7 @@ static PetscErrorCode LayerSetArguments_Dense(Layer layer, const char args[])
 
   PetscFunctionBegin;
   PetscCheck(end != args && !*end && nout > 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "Malformed \"dense:%s\": dense takes one positive integer, its number of outputs, e.g. dense:128", args);
+  PetscCheck(nout <= PETSC_MAX_INT, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "dense:%s: the number of outputs is more than %d, the largest PetscInt", args, PETSC_MAX_INT);
   PetscCall(LayerDenseSetOutputSize(layer, (PetscInt)nout));
   PetscFunctionReturn(0);
 }

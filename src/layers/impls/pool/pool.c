@@ -57,6 +57,7 @@ static PetscErrorCode LayerSetArguments_Pool(Layer layer, const char args[])
   PetscInt    pair[2], i = 0;
 
   PetscFunctionBegin;
+  PetscCheck(strlen(args) < sizeof(copy), comm, PETSC_ERR_ARG_SIZ, "%s:%.64s... is longer than %zu characters: give at most K:STRIDE:PAD", kind, args, sizeof(copy) - 1);
   PetscCall(PetscStrncpy(copy, args, sizeof(copy)));
   for (field = strtok_r(copy, ":", &saveptr); field; field = strtok_r(NULL, ":", &saveptr), i++) {
     PetscCheck(i < 3, comm, PETSC_ERR_ARG_WRONG, "%s takes at most K:STRIDE:PAD (e.g. %s:3:2:1), not \"%s\"", kind, kind, args);

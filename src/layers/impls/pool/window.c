@@ -18,6 +18,7 @@ PetscErrorCode LayerWindowParsePair(MPI_Comm comm, const char name[], const char
     PetscCheck(end != second, comm, PETSC_ERR_ARG_WRONG, "%s must be an integer or a pair such as 3x5, not \"%s\"", name, str);
   }
   PetscCheck(!*end, comm, PETSC_ERR_ARG_WRONG, "%s must be an integer or a pair such as 3x5, not \"%s\"", name, str);
+  PetscCheck(a >= PETSC_MIN_INT && a <= PETSC_MAX_INT && b >= PETSC_MIN_INT && b <= PETSC_MAX_INT, comm, PETSC_ERR_ARG_OUTOFRANGE, "%s \"%s\" is out of range: at most %d", name, str, PETSC_MAX_INT);
   pair[0] = (PetscInt)a;
   pair[1] = (PetscInt)b;
   PetscFunctionReturn(0);
@@ -50,7 +51,9 @@ PetscErrorCode LayerWindowSetUp(Layer layer, LayerWindow *win)
     win->step[d] = win->stride[d] ? win->stride[d] : win->k[d];
     PetscCheck(win->k[d] > 0 && win->step[d] > 0 && win->dilation[d] > 0 && win->pad[d] >= 0, comm, PETSC_ERR_ARG_OUTOFRANGE, "%s: kernel, stride and dilation must be positive and padding non-negative", kind);
     win->in[d] = layer->in.dim[d];
-    extent     = win->dilation[d] * (win->k[d] - 1) + 1;
+    PetscCheck(win->dilation[d] * (PetscInt64)(win->k[d] - 1) + 1 <= PETSC_MAX_INT && win->in[d] + 2 * (PetscInt64)win->pad[d] <= PETSC_MAX_INT, comm, PETSC_ERR_ARG_OUTOFRANGE,
+               "%s: the window (kernel %" PetscInt_FMT ", dilation %" PetscInt_FMT ", padding %" PetscInt_FMT ") is too large for input %s", kind, win->k[d], win->dilation[d], win->pad[d], shape);
+    extent = win->dilation[d] * (win->k[d] - 1) + 1;
     PetscCheck(win->in[d] + 2 * win->pad[d] >= extent, comm, PETSC_ERR_ARG_SIZ, "%s: the %s window (extent %" PetscInt_FMT ") is larger than the padded input %s: reduce the kernel or dilation, or pad more", kind, d ? "horizontal" : "vertical",
                extent, shape);
     win->out[d] = (win->in[d] + 2 * win->pad[d] - extent) / win->step[d] + 1;
