@@ -36,17 +36,24 @@ PetscErrorCode PetNetInitializePackage(void)
   Collective on `MPI_COMM_WORLD`
 
   Input Parameters:
-+ argc - the number of command line arguments, or NULL
-. args - the command line arguments, or NULL
++ argc - the address of the number of command line arguments (main()'s argc), or NULL
+. args - the address of the command line arguments (main()'s argv), or NULL
 . file - an options file to read, or NULL
 - help - the help message printed by -help, or NULL
 
-  Level: beginner
+  Output Parameters:
++ argc - the number of command line arguments, as PetscInitialize() leaves it
+- args - the command line arguments, as PetscInitialize() leaves them
 
-  Note:
+  Notes:
+  argc and args are passed to PetscInitialize() as they are, and through it to MPI_Init() when MPI is not initialized
+  yet; the MPI implementation may modify them (e.g. remove its own arguments).
+
   A program that creates its objects through XxxCreate() alone may call PetscInitialize(): each class initializes its
   own package. Kinds that an upper package registers in a lower one's registry (the ode layer kind, from the TS
   package) are known only once that package is initialized: PetNetInitialize() makes every kind available at once.
+
+  Level: beginner
 
 .seealso: `PetNetInitializePackage()`, `PetscInitialize()`, `PetscFinalize()`
 @*/

@@ -9,6 +9,12 @@ static PetscBool TrainerPackageInitialized = PETSC_FALSE;
 /*@C
   TrainerFinalizePackage - forgets that the Trainer package was initialized; called from PetscFinalize().
 
+  Not collective
+
+  Notes:
+  TrainerInitializePackage() registers it with PetscRegisterFinalize(), so that a later TrainerInitializePackage()
+  (after PetscFinalize() and PetscInitialize() again) registers the class and its events anew.
+
   Level: developer
 
 .seealso: `TrainerInitializePackage()`, `PetscFinalize()`
@@ -24,10 +30,15 @@ PetscErrorCode TrainerFinalizePackage(void)
   TrainerInitializePackage - registers the Trainer class and its log events (TrainerEpoch, TrainerEvaluate), after the
   packages a Trainer uses: Net, Loss, Dataset and PetNet's TAO types. Idempotent; called from TrainerCreate().
 
+  Not collective
+
+  Notes:
+  Registers TrainerFinalizePackage() to be called by PetscFinalize().
+
   Level: developer
 
 .seealso: `NetInitializePackage()`, `LossInitializePackage()`, `DatasetInitializePackage()`,
-          `PetNetTaoInitializePackage()`, `PetNetInitializePackage()`
+          `PetNetTaoInitializePackage()`, `PetNetInitializePackage()`, `TrainerFinalizePackage()`
 @*/
 PetscErrorCode TrainerInitializePackage(void)
 {

@@ -7,6 +7,29 @@
 
 const char *const TrainerModes[] = {"auto", "minibatch", "fullbatch", "TrainerMode", "TRAINER_MODE_", NULL};
 
+/*@
+  TrainerCreate - creates a Trainer, the driver that trains a Net on a Dataset by minimising a Loss with a TAO solver
+
+  Collective
+
+  Input Parameter:
+. comm - the communicator of the Trainer and of its Tao
+
+  Output Parameter:
+. trainer - the new Trainer: no Net, Loss or Datasets yet; a Tao of type adam; 10 epochs, the Dataset's batch size,
+            evaluation chunks of 1000 samples, mode auto, a progress line per epoch and one every 10 s within an
+            epoch, no early stopping, divergence factor 1e3, no checkpoint
+
+  Notes:
+  Give it a Net (TrainerSetNet()), a Loss (TrainerSetLoss()) and a training Dataset, optionally an evaluation Dataset
+  (TrainerSetDatasets()); read the options with TrainerSetFromOptions(); then TrainerTrain() (which calls
+  TrainerSetUp()) and TrainerGetResults(). Initializes the Trainer package (TrainerInitializePackage()) if needed.
+
+  Level: beginner
+
+.seealso: `TrainerSetNet()`, `TrainerSetLoss()`, `TrainerSetDatasets()`, `TrainerSetFromOptions()`, `TrainerTrain()`,
+          `TrainerGetTao()`, `TrainerDestroy()`
+@*/
 PetscErrorCode TrainerCreate(MPI_Comm comm, Trainer *trainer)
 {
   Trainer tr;
@@ -34,6 +57,24 @@ PetscErrorCode TrainerCreate(MPI_Comm comm, Trainer *trainer)
   PetscFunctionReturn(0);
 }
 
+/*@
+  TrainerSetNet - sets the Net to train
+
+  Logically collective
+
+  Input Parameters:
++ tr  - the Trainer
+- net - the Net; the Trainer takes a reference to it (destroy yours when you no longer need it)
+
+  Notes:
+  Releases the Net set before, if any. Set it before TrainerSetUp(), which runs once: it gives the Net the training
+  data's sample shape when the Net has no input shape, sets the Net up and hands its parameters to TAO. The Net keeps
+  its own options prefix (NetSetOptionsPrefix()).
+
+  Level: beginner
+
+.seealso: `TrainerGetNet()`, `TrainerSetLoss()`, `TrainerSetDatasets()`, `TrainerSetUp()`, `NetCreate()`
+@*/
 PetscErrorCode TrainerSetNet(Trainer tr, Net net)
 {
   PetscFunctionBegin;
@@ -45,6 +86,21 @@ PetscErrorCode TrainerSetNet(Trainer tr, Net net)
   PetscFunctionReturn(0);
 }
 
+/*@
+  TrainerGetNet - gets the Net the Trainer trains
+
+  Not collective
+
+  Input Parameter:
+. tr - the Trainer
+
+  Output Parameter:
+. net - the Net (borrowed: no reference is taken, do not destroy it), or NULL if none was set
+
+  Level: beginner
+
+.seealso: `TrainerSetNet()`, `TrainerGetTao()`
+@*/
 PetscErrorCode TrainerGetNet(Trainer tr, Net *net)
 {
   PetscFunctionBegin;
@@ -53,6 +109,23 @@ PetscErrorCode TrainerGetNet(Trainer tr, Net *net)
   PetscFunctionReturn(0);
 }
 
+/*@
+  TrainerSetLoss - sets the Loss that training minimises and evaluation reports
+
+  Logically collective
+
+  Input Parameters:
++ tr   - the Trainer
+- loss - the Loss; the Trainer takes a reference to it (destroy yours when you no longer need it)
+
+  Notes:
+  Releases the Loss set before, if any. Set it before TrainerSetUp(), which runs once and sets the Loss up. The Loss
+  keeps its own options prefix (LossSetOptionsPrefix()).
+
+  Level: beginner
+
+.seealso: `TrainerSetNet()`, `TrainerSetDatasets()`, `TrainerSetUp()`, `LossCreate()`
+@*/
 PetscErrorCode TrainerSetLoss(Trainer tr, Loss loss)
 {
   PetscFunctionBegin;
@@ -200,7 +273,24 @@ PetscErrorCode TrainerGetOptionsPrefix(Trainer tr, const char *prefix[])
 }
 
 /*@
-  TrainerGetTao - the TAO solver (borrowed): set its type and options with TaoSetType()/-tao_type.
+  TrainerGetTao - gets the TAO solver that minimises the training loss: set its type and options with TaoSetType()/-tao_type
+
+  Not collective
+
+  Input Parameter:
+. tr - the Trainer
+
+  Output Parameter:
+. tao - the Tao (borrowed: no reference is taken, do not destroy it), created by TrainerCreate() with type adam
+
+  Notes:
+  The Tao shares the Trainer's options prefix (TrainerSetOptionsPrefix()), and TrainerSetFromOptions() calls
+  TaoSetFromOptions() on it. TrainerSetUp() refuses the TAO types that need a Hessian or solve other problems, and in
+  mode auto chooses mini-batch mode for PetNet's sgd, adam, adamw and rmsprop, full-batch mode for the others.
+
+  Level: intermediate
+
+.seealso: `TrainerCreate()`, `TrainerSetFromOptions()`, `TrainerSetUp()`, `TaoSetType()`, `TrainerGetNet()`
 @*/
 PetscErrorCode TrainerGetTao(Trainer tr, Tao *tao)
 {
@@ -210,6 +300,28 @@ PetscErrorCode TrainerGetTao(Trainer tr, Tao *tao)
   PetscFunctionReturn(0);
 }
 
+/*@
+  TrainerSetEpochs - sets the number of epochs (passes over the training set) that TrainerTrain() runs
+
+  Logically collective
+
+  Input Parameters:
++ tr     - the Trainer
+- epochs - the total number of epochs, >= 0 (default 10); 0 makes TrainerTrain() only set up and evaluate
+
+  Options Database Key:
+. -trainer_epochs <n> - the same, read by TrainerSetFromOptions()
+
+  Notes:
+  The count includes the epochs completed before a restart (-trainer_restart): TrainerTrain() runs only the remaining
+  ones. In full-batch mode one epoch is one TAO iteration, and -tao_max_it (TaoSetMaximumIterations()), when the user
+  gives it, replaces this count at TrainerSetUp(). In mini-batch mode TrainerSetUp() also makes epochs x batches per
+  epoch the horizon of the learning-rate schedules (PetNetTaoSetLRHorizon()): set the count before it.
+
+  Level: beginner
+
+.seealso: `TrainerSetFromOptions()`, `TrainerTrain()`, `TrainerGetResults()`, `TrainerSetUp()`
+@*/
 PetscErrorCode TrainerSetEpochs(Trainer tr, PetscInt epochs)
 {
   PetscFunctionBegin;
@@ -426,6 +538,26 @@ PetscErrorCode TrainerSetUp(Trainer tr)
   PetscFunctionReturn(0);
 }
 
+/*@
+  TrainerView - prints the Trainer's settings: TAO type, mode, epochs (and how many are completed), batches per epoch,
+  divergence test, early stopping and checkpoint, followed by the views of its Net, Loss, Datasets and Tao
+
+  Collective
+
+  Input Parameters:
++ tr     - the Trainer
+- viewer - an ASCII viewer, or NULL for standard output on the Trainer's communicator; other viewer types print nothing
+
+  Options Database Key:
+. -trainer_view - view at the end of TrainerSetUp()
+
+  Notes:
+  The mode and the batches per epoch are resolved by TrainerSetUp(): view the Trainer after it.
+
+  Level: beginner
+
+.seealso: `TrainerSetUp()`, `TrainerSetFromOptions()`, `NetView()`, `LossView()`, `DatasetView()`, `TaoView()`
+@*/
 PetscErrorCode TrainerView(Trainer tr, PetscViewer viewer)
 {
   PetscBool isascii;
@@ -459,6 +591,22 @@ PetscErrorCode TrainerView(Trainer tr, PetscViewer viewer)
   PetscFunctionReturn(0);
 }
 
+/*@
+  TrainerDestroy - destroys a Trainer once its last reference is gone: its Tao and parameter Vec, and its references to
+  the Net, the Loss and the Datasets
+
+  Collective
+
+  Input Parameter:
+. tr - the Trainer (or a pointer to NULL: nothing is done); set to NULL
+
+  Notes:
+  The Net, the Loss and the Datasets survive while you hold references to them.
+
+  Level: beginner
+
+.seealso: `TrainerCreate()`, `TrainerSetNet()`, `TrainerSetLoss()`, `TrainerSetDatasets()`
+@*/
 PetscErrorCode TrainerDestroy(Trainer *tr)
 {
   PetscFunctionBegin;
@@ -480,6 +628,36 @@ PetscErrorCode TrainerDestroy(Trainer *tr)
   PetscFunctionReturn(0);
 }
 
+/*@
+  TrainerGetResults - gets the results of the last TrainerTrain()
+
+  Not collective
+
+  Input Parameter:
+. tr - the Trainer
+
+  Output Parameters:
++ epochs    - the epochs completed, those before a restart included; fewer than requested after early stopping
+              (may be NULL)
+. trainloss - the training loss of the last epoch: in mini-batch mode the mean loss of its batches, in full-batch mode
+              TAO's objective at the last iterate; with nothing left to train (-trainer_epochs 0, or every epoch done)
+              the mean loss over the training set in evaluation mode (may be NULL)
+. testloss  - the mean loss over the evaluation Dataset at the end of training, PETSC_MAX_REAL without one (may be
+              NULL)
+. testacc   - the accuracy on the evaluation Dataset at the end of training (the fraction of samples whose arg-max
+              output equals the label); -1 without one or for regression data (may be NULL)
+- seconds   - the wall-clock seconds the last TrainerTrain() that ran epochs spent in them, 0 if none ran; in mini-batch
+              mode the epochs' optimisation only, in full-batch mode the whole TaoSolve(), test evaluations and
+              checkpoints included (may be NULL)
+
+  Notes:
+  Before any TrainerTrain() the values are those of a new Trainer: 0 epochs, training loss 0, test loss
+  PETSC_MAX_REAL, accuracy -1, 0 seconds (after TrainerLoadCheckpoint() the epochs are those of the checkpoint).
+
+  Level: beginner
+
+.seealso: `TrainerTrain()`, `TrainerEvaluate()`, `TrainerSetEpochs()`
+@*/
 PetscErrorCode TrainerGetResults(Trainer tr, PetscInt *epochs, PetscReal *trainloss, PetscReal *testloss, PetscReal *testacc, PetscReal *seconds)
 {
   PetscFunctionBegin;
