@@ -8,13 +8,17 @@
 #include "idxfile.h"
 #include <sys/stat.h>
 
-/* zlib's description of the last error on the stream */
+/* zlib's description of the last error on the stream, without the file name it starts with */
 static const char *IDXFileZlibError(IDXFile *f)
 {
   int         err;
   const char *msg = gzerror(f->gz, &err);
+  size_t      len = strlen(f->name);
 
-  return err == Z_ERRNO ? "read error" : msg && msg[0] ? msg : "unknown error";
+  if (err == Z_ERRNO) return "read error";
+  if (!msg || !msg[0]) return "unknown error";
+  if (!strncmp(msg, f->name, len) && msg[len] == ':' && msg[len + 1] == ' ') msg += len + 2;
+  return msg;
 }
 
 static PetscErrorCode IDXFileCompressedLength(IDXFile *f, PetscInt64 *length)
@@ -70,7 +74,7 @@ PetscErrorCode IDXFileOpen(Dataset ds, const char name[], const char what[], Pet
   PetscCheck(f->gz, comm, PETSC_ERR_FILE_OPEN, "Cannot open the %s file \"%s\"", what, name);
   PetscCheck(!gzbuffer(f->gz, 1 << 17), comm, PETSC_ERR_LIB, "zlib: gzbuffer() failed on \"%s\"", name);
   got = gzread(f->gz, head, 4);
-  PetscCheck(got >= 0, comm, PETSC_ERR_FILE_READ, "The %s file \"%s\" is not valid gzip data (zlib: %s): the file is corrupt; give the IDX file, gzip-compressed or plain", what, name, IDXFileZlibError(f));
+  PetscCheck(got >= 0, comm, PETSC_ERR_FILE_READ, "The %s file \"%s\" is corrupt gzip data (zlib: %s): replace the file", what, name, IDXFileZlibError(f));
   PetscCheck(got == 4, comm, PETSC_ERR_FILE_UNEXPECTED, "The %s file \"%s\" is too short to be an IDX file (%d bytes)", what, name, got);
   magic = (unsigned)head[0] << 24 | (unsigned)head[1] << 16 | (unsigned)head[2] << 8 | (unsigned)head[3];
   PetscCheck(head[0] == 0 && head[1] == 0 && head[2] == 0x08 && head[3] >= mindims && head[3] <= maxdims, comm, PETSC_ERR_FILE_UNEXPECTED, "The %s file \"%s\" has the wrong magic number 0x%08x: expected 0x%08x (IDX, unsigned bytes, %d dimensions)%s",
@@ -78,7 +82,7 @@ PetscErrorCode IDXFileOpen(Dataset ds, const char name[], const char what[], Pet
   f->ndims  = head[3];
   f->header = 4 + 4 * f->ndims;
   got       = gzread(f->gz, head + 4, (unsigned)(4 * f->ndims));
-  PetscCheck(got >= 0, comm, PETSC_ERR_FILE_READ, "The %s file \"%s\" is not valid gzip data (zlib: %s): the file is corrupt", what, name, IDXFileZlibError(f));
+  PetscCheck(got >= 0, comm, PETSC_ERR_FILE_READ, "The %s file \"%s\" is corrupt gzip data (zlib: %s): replace the file", what, name, IDXFileZlibError(f));
   PetscCheck(got == 4 * f->ndims, comm, PETSC_ERR_FILE_UNEXPECTED, "The %s file \"%s\" ends inside its header", what, name);
   for (PetscInt d = 0; d < f->ndims; d++) {
     const unsigned char *p = head + 4 + 4 * d;
