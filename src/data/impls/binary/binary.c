@@ -67,14 +67,14 @@ static PetscErrorCode DatasetBinaryReadMat(Dataset ds, PetscViewer viewer, Petsc
 
   PetscFunctionBegin;
   PetscCheck(nz == -1 || (nz >= 0 && nz <= entries), comm, PETSC_ERR_FILE_UNEXPECTED, "The binary file \"%s\" declares a Mat of %" PetscInt_FMT " x %" PetscInt_FMT " with %" PetscInt_FMT " nonzeros: the header is corrupt", ds->file, M, N, nz);
+  nbytes = nz == -1 ? entries * (PetscInt64)sizeof(PetscScalar) : (PetscInt64)M * 4 + (PetscInt64)nz * (4 + (PetscInt64)sizeof(PetscScalar));
+  PetscCall(PetscSNPrintf(what, sizeof(what), "a Mat of %" PetscInt_FMT " x %" PetscInt_FMT " inputs", M, N));
+  PetscCall(DatasetBinaryCheckFits(ds, what, *offset, nbytes, length));
   /* a sparse (AIJ) Mat is expanded to dense storage: refuse one that would grow more than 1024-fold, as a hostile header
      (8 rows of 67 million columns, no nonzeros) would */
   PetscCheck(nz == -1 || entries <= 1024 * (PetscInt64)PetscMax(nz, 1), comm, PETSC_ERR_FILE_UNEXPECTED,
              "The binary file \"%s\" holds a sparse Mat of %" PetscInt_FMT " x %" PetscInt_FMT " with only %" PetscInt_FMT " nonzeros: PetNet stores inputs dense, so write them as a dense Mat (MatConvert() to MATDENSE before MatView())", ds->file, M,
              N, nz);
-  nbytes = nz == -1 ? entries * (PetscInt64)sizeof(PetscScalar) : (PetscInt64)M * 4 + (PetscInt64)nz * (4 + (PetscInt64)sizeof(PetscScalar));
-  PetscCall(PetscSNPrintf(what, sizeof(what), "a Mat of %" PetscInt_FMT " x %" PetscInt_FMT " inputs", M, N));
-  PetscCall(DatasetBinaryCheckFits(ds, what, *offset, nbytes, length));
   PetscCall(DatasetCheckStorage_Private(ds, ds->file, "inputs", entries));
   PetscCall(PetscSplitOwnership(comm, &m, &Mg));
   PetscCall(VecCreateMPI(comm, m * N, PETSC_DETERMINE, xall));
