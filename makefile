@@ -44,7 +44,7 @@ build/%.o: %.c $(HEADERS)
 
 lib/libpetnet.so: $(LIBOBJ)
 	@mkdir -p lib
-	$(CC) -shared -o $@ $(LIBOBJ) $(PETSC_LIBS_ONLY) -lz -lm
+	$(CC) -shared -o $@ $(LIBOBJ) $(PETSC_LIBS_ONLY) $(HDF5_LIB) -lz -lm
 
 bin/%: examples/%.c lib/libpetnet.so $(HEADERS)
 	@mkdir -p bin

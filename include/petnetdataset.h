@@ -74,6 +74,7 @@ PETSC_EXTERN PetscErrorCode DatasetGetSampleShape(Dataset, PetNetShape *); /* pe
 PETSC_EXTERN PetscErrorCode DatasetGetTargetSize(Dataset, PetscInt *);     /* entries per target: 1 for class labels */
 PETSC_EXTERN PetscErrorCode DatasetGetNumClasses(Dataset, PetscInt *);     /* declared, else 1 + largest label when tsize is 1 and all targets are integers >= 0, else 0 */
 PETSC_EXTERN PetscErrorCode DatasetGetNumBatches(Dataset, PetscInt *);
+PETSC_EXTERN PetscErrorCode DatasetCheckLabels(Dataset, PetscInt); /* every target one integer label in [0, C): errors name the file and the sample */
 
 /* Iteration. An epoch is a permutation of the samples drawn from (seed, epoch): the same global order on any number
    of ranks. Batch b is samples perm[b*B .. min((b+1)*B, N)), split over the ranks like PETSC_DECIDE would split them.

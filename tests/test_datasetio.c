@@ -6,13 +6,16 @@ static const char help[] = "Dataset kinds on small synthetic files written here 
                            "  -case memory [-layout decide|rank0]       user Vecs, referenced or copied\n"
                            "Each checks N, the shape, the classes, every stored sample, and every batch of two shuffled epochs and one\n"
                            "in file order against the function, and that each epoch visits every sample once.\n"
-                           "  -case error -error missing|magic|truncated|truncatedgz|count|label|type|notargets|hdf5name|shape|vecshape\n"
+                           "  -case error -error missing|magic|truncated|truncatedgz|count|label|type|notargets|hdf5name|shape|vecshape|\n"
+                           "                     gzcrc|gzheader|gzbomb|binrows|bincols|hdf5rank3|hdf5trunc|label255|labelfrac|targetnan|limit\n"
                            "                                  writes a bad input and must stop with a clear error.\n";
 
 #include <petnet.h>
 #include <petnetdataset.h>
 #include <petscviewerhdf5.h>
+#include <petscdmda.h>
 #include <zlib.h>
+#include <unistd.h>
 
 #define NSAMPLES 50
 static char        dir[PETSC_MAX_PATH_LEN] = "tests/out";
@@ -20,6 +23,8 @@ static int         nranks;                      /* in the file names, so runs at
 static PetscBool   regression;                  /* targets of 2 entries instead of labels */
 static PetscInt    idxrows = 4, idxcols = 3;    /* idx samples: 4 x 3 bytes */
 static PetNetShape synthshape = {3, {3, 2, 2}}; /* binary, hdf5, memory samples: 3 x 2 x 2 */
+static PetscInt    badsample  = -1;             /* >= 0: the synthetic target of this sample is badvalue */
+static PetscReal   badvalue;
 
 /* ------------------------------------------------------------------------------------------------------------ */
 /* The data: idx bytes, and real values for the other kinds */
@@ -38,6 +43,7 @@ static PetscReal SynthInput(PetscInt i, PetscInt j, PetscInt F)
 }
 static PetscReal SynthTarget(PetscInt i, PetscInt k)
 {
+  if (i == badsample) return badvalue;
   return regression ? PetscCosReal(0.5 * i + k) : (PetscReal)(i % 3);
 }
 
@@ -179,6 +185,7 @@ static PetscErrorCode CheckDataset(Dataset ds, PetscBool idx, PetscInt nsource)
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-dataset_limit", &limit, NULL));
   PetscCheck(N == (limit > 0 ? PetscMin(limit, nsource) : nsource), PETSC_COMM_WORLD, PETSC_ERR_PLIB, "N = %" PetscInt_FMT " with limit %" PetscInt_FMT " of %" PetscInt_FMT, N, limit, nsource);
   PetscCheck(nclasses == (idx ? 10 : regression ? 0 : 3), PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%" PetscInt_FMT " classes", nclasses);
+  if (nclasses) PetscCall(DatasetCheckLabels(ds, nclasses)); /* every label a class: must pass */
   PetscCall(CheckAll(ds, &tr));
   PetscCall(DatasetSetShuffle(ds, PETSC_TRUE));
   PetscCall(CheckEpoch(ds, &tr, 0, &moved[0]));
@@ -194,14 +201,14 @@ static PetscErrorCode CheckDataset(Dataset ds, PetscBool idx, PetscInt nsource)
 /* ------------------------------------------------------------------------------------------------------------ */
 /* Writers (rank 0 writes, the others wait) */
 
-static PetscErrorCode WriteIDX(const char path[], PetscBool gz, PetscInt ndims, const PetscInt dims[], PetscInt magicdims, size_t nbytes, const unsigned char data[])
+static PetscErrorCode WriteIDX(const char path[], const char *gz, PetscInt ndims, const PetscInt dims[], PetscInt magicdims, size_t nbytes, const unsigned char data[])
 {
   PetscMPIInt rank;
 
   PetscFunctionBegin;
   PetscCallMPI(MPI_Comm_rank(PETSC_COMM_WORLD, &rank));
   if (!rank) {
-    gzFile        f            = gzopen(path, gz ? "wb" : "wT");
+    gzFile        f            = gzopen(path, gz ? gz : "wT");
     unsigned char head[4 + 16] = {0, 0, 0x08, (unsigned char)magicdims};
 
     PetscCheck(f, PETSC_COMM_SELF, PETSC_ERR_FILE_OPEN, "Cannot write %s", path);
@@ -214,7 +221,11 @@ static PetscErrorCode WriteIDX(const char path[], PetscBool gz, PetscInt ndims, 
   PetscFunctionReturn(0);
 }
 
-/* images [nimages][rows][cols] (of which only nwritten are written) and labels [nlabels] (label i for sample i) */
+static unsigned char labelvalue = 12; /* the bad label WriteIDXPair writes */
+static PetscBool     storedgz   = PETSC_FALSE;
+
+/* images [nimages][rows][cols] (of which only nwritten are written) and labels [nlabels] (label i for sample i, but
+   labelvalue for sample badlabel) */
 static PetscErrorCode WriteIDXPair(const char name[], PetscBool gz, PetscInt nimages, PetscInt nwritten, PetscInt nlabels, PetscInt badlabel, char images[], char labels[])
 {
   unsigned char *pix, *lab;
@@ -223,13 +234,14 @@ static PetscErrorCode WriteIDXPair(const char name[], PetscBool gz, PetscInt nim
   PetscFunctionBegin;
   PetscCall(PetscSNPrintf(images, PETSC_MAX_PATH_LEN, "%s/%s%d-images-idx3-ubyte%s", dir, name, nranks, gz ? ".gz" : ""));
   PetscCall(PetscSNPrintf(labels, PETSC_MAX_PATH_LEN, "%s/%s%d-labels-idx1-ubyte%s", dir, name, nranks, gz ? ".gz" : ""));
-  PetscCall(PetscMalloc2(nimages * F, &pix, nlabels, &lab));
-  for (PetscInt i = 0; i < nimages; i++)
+  PetscCall(PetscMalloc2(nwritten * F, &pix, nlabels, &lab));
+  for (PetscInt i = 0; i < nwritten; i++)
     for (PetscInt j = 0; j < F; j++) pix[i * F + j] = IDXByte(i, j);
   for (PetscInt i = 0; i < nlabels; i++) lab[i] = IDXLabel(i);
-  if (badlabel >= 0) lab[badlabel] = 12;
-  PetscCall(WriteIDX(images, gz, 3, dims, 3, (size_t)(nwritten * F), pix));
-  PetscCall(WriteIDX(labels, gz, 1, &nlabels, 1, (size_t)nlabels, lab));
+  if (badlabel >= 0 && badlabel < nlabels) lab[badlabel] = labelvalue;
+  /* gzip level 0 (stored blocks) for the CRC case: a changed byte is then caught by the CRC alone */
+  PetscCall(WriteIDX(images, gz ? (storedgz ? "wb0" : "wb") : NULL, 3, dims, 3, (size_t)(nwritten * F), pix));
+  PetscCall(WriteIDX(labels, gz ? (storedgz ? "wb0" : "wb") : NULL, 1, &nlabels, 1, (size_t)nlabels, lab));
   PetscCall(PetscFree2(pix, lab));
   PetscFunctionReturn(0);
 }
@@ -333,6 +345,71 @@ static PetscErrorCode WriteHDF5(const char path[])
   PetscFunctionReturn(0);
 }
 
+/* Rank 0 overwrites n bytes at offset of the file (offset < 0: from the end); the others wait */
+static PetscErrorCode PatchFile(const char path[], long offset, const unsigned char bytes[], size_t n)
+{
+  PetscMPIInt rank;
+
+  PetscFunctionBegin;
+  PetscCallMPI(MPI_Comm_rank(PETSC_COMM_WORLD, &rank));
+  if (!rank) {
+    FILE *f = fopen(path, "r+b");
+
+    PetscCheck(f, PETSC_COMM_SELF, PETSC_ERR_FILE_OPEN, "Cannot open %s", path);
+    PetscCheck(!fseek(f, offset, offset < 0 ? SEEK_END : SEEK_SET) && fwrite(bytes, 1, n, f) == n, PETSC_COMM_SELF, PETSC_ERR_FILE_WRITE, "Cannot patch %s", path);
+    fclose(f);
+  }
+  PetscCallMPI(MPI_Barrier(PETSC_COMM_WORLD));
+  PetscFunctionReturn(0);
+}
+
+/* Rank 0 cuts the file to its first fraction of bytes */
+static PetscErrorCode TruncateFile(const char path[], double fraction)
+{
+  PetscMPIInt rank;
+
+  PetscFunctionBegin;
+  PetscCallMPI(MPI_Comm_rank(PETSC_COMM_WORLD, &rank));
+  if (!rank) {
+    FILE *f = fopen(path, "rb");
+    long  n;
+
+    PetscCheck(f, PETSC_COMM_SELF, PETSC_ERR_FILE_OPEN, "Cannot open %s", path);
+    fseek(f, 0, SEEK_END);
+    n = ftell(f);
+    fclose(f);
+    PetscCheck(!truncate(path, (off_t)(n * fraction)), PETSC_COMM_SELF, PETSC_ERR_FILE_WRITE, "Cannot truncate %s", path);
+  }
+  PetscCallMPI(MPI_Barrier(PETSC_COMM_WORLD));
+  PetscFunctionReturn(0);
+}
+
+/* An HDF5 file whose "inputs" are 3-D, [10][4][3] (a DMDA's Vec), with fine "targets" */
+static PetscErrorCode WriteHDF5Rank3(const char path[])
+{
+  PetscViewer viewer;
+  DM          da;
+  Vec         X, T;
+
+  PetscFunctionBegin;
+  PetscCall(DMDACreate3d(PETSC_COMM_WORLD, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DMDA_STENCIL_STAR, 3, 4, 10, PETSC_DECIDE, PETSC_DECIDE, PETSC_DECIDE, 1, 1, NULL, NULL, NULL, &da));
+  PetscCall(DMSetUp(da));
+  PetscCall(DMCreateGlobalVector(da, &X));
+  PetscCall(VecSet(X, 0.5));
+  PetscCall(PetscObjectSetName((PetscObject)X, "inputs"));
+  PetscCall(VecCreateMPI(PETSC_COMM_WORLD, PETSC_DECIDE, 10, &T));
+  PetscCall(VecSet(T, 1.0));
+  PetscCall(PetscObjectSetName((PetscObject)T, "targets"));
+  PetscCall(PetscViewerHDF5Open(PETSC_COMM_WORLD, path, FILE_MODE_WRITE, &viewer));
+  PetscCall(VecView(X, viewer));
+  PetscCall(VecView(T, viewer));
+  PetscCall(PetscViewerDestroy(&viewer));
+  PetscCall(VecDestroy(&X));
+  PetscCall(VecDestroy(&T));
+  PetscCall(DMDestroy(&da));
+  PetscFunctionReturn(0);
+}
+
 /* ------------------------------------------------------------------------------------------------------------ */
 /* Cases */
 
@@ -344,6 +421,7 @@ static PetscErrorCode TestIDX(void)
 
   PetscFunctionBegin;
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-gz", &gz, NULL));
+  PetscCall(PetscOptionsGetBool(NULL, NULL, "-stored", &storedgz, NULL));
   PetscCall(WriteIDXPair(gz ? "data_idx_gz" : "data_idx_plain", gz, NSAMPLES, NSAMPLES, NSAMPLES, -1, images, labels));
   PetscCall(DatasetCreate(PETSC_COMM_WORLD, &ds));
   PetscCall(DatasetIDXSetFiles(ds, images, labels));
@@ -502,8 +580,93 @@ static PetscErrorCode TestError(void)
     PetscCall(DatasetFileSetName(ds, path));
     PetscCall(DatasetHDF5SetNames(ds, "pixels", NULL));
   }
+  PetscCall(PetscStrcmp(error, "gzcrc", &is));
+  if (is) { /* one byte changed in the middle of stored (uncompressed) gzip data: only the CRC-32 can tell */
+    unsigned char byte = 0xA5;
+
+    storedgz = PETSC_TRUE;
+    PetscCall(WriteIDXPair("data_gzcrc", PETSC_TRUE, 100000, 100000, 100000, -1, images, labels)); /* 1.2 MB: more than zlib buffers */
+    PetscCall(PatchFile(images, 18 + 16 + 80000 * idxrows * idxcols, &byte, 1));
+    PetscCall(DatasetIDXSetFiles(ds, images, labels));
+    PetscCall(DatasetSetLimit(ds, 5)); /* only the start is needed: the CRC must still be checked */
+  }
+  PetscCall(PetscStrcmp(error, "gzheader", &is));
+  if (is) { /* the gzip header's compression method byte damaged */
+    unsigned char byte = 0x07;
+
+    PetscCall(WriteIDXPair("data_gzheader", PETSC_TRUE, 10, 10, 10, -1, images, labels));
+    PetscCall(PatchFile(images, 2, &byte, 1));
+    PetscCall(DatasetIDXSetFiles(ds, images, labels));
+  }
+  PetscCall(PetscStrcmp(error, "gzbomb", &is));
+  if (is) { /* a small gzip file whose header claims 100 million images */
+    PetscCall(WriteIDXPair("data_gzbomb", PETSC_TRUE, 100000000, 10, 10, -1, images, labels));
+    PetscCall(DatasetIDXSetFiles(ds, images, labels));
+  }
+  PetscCall(PetscStrcmp(error, "binrows", &is));
+  if (is) { /* a binary file whose Mat header claims 2^31-1 rows */
+    unsigned char rows[4] = {0x7f, 0xff, 0xff, 0xff};
+
+    PetscCall(PetscSNPrintf(path, sizeof(path), "%s/data_binrows%d.bin", dir, nranks));
+    PetscCall(WriteBinary(path, "mat"));
+    PetscCall(PatchFile(path, 4, rows, 4));
+    PetscCall(DatasetFileSetName(ds, path));
+  }
+  PetscCall(PetscStrcmp(error, "bincols", &is));
+  if (is) { /* the Mat's (AIJ format) column index of entry 5 made huge */
+    unsigned char col[4] = {0x7f, 0xff, 0xff, 0xff};
+
+    PetscCall(PetscSNPrintf(path, sizeof(path), "%s/data_bincols%d.bin", dir, nranks));
+    PetscCall(WriteBinary(path, "mat"));
+    PetscCall(PatchFile(path, 16 + 4 * NSAMPLES + 4 * 5, col, 4));
+    PetscCall(DatasetFileSetName(ds, path));
+  }
+  PetscCall(PetscStrcmp(error, "hdf5rank3", &is));
+  if (is) {
+    PetscCall(PetscSNPrintf(path, sizeof(path), "%s/data_hdf5rank3_%d.h5", dir, nranks));
+    PetscCall(WriteHDF5Rank3(path));
+    PetscCall(DatasetFileSetName(ds, path));
+  }
+  PetscCall(PetscStrcmp(error, "hdf5trunc", &is));
+  if (is) {
+    PetscCall(PetscSNPrintf(path, sizeof(path), "%s/data_hdf5trunc%d.h5", dir, nranks));
+    PetscCall(WriteHDF5(path));
+    PetscCall(TruncateFile(path, 0.5));
+    PetscCall(DatasetFileSetName(ds, path));
+  }
+  PetscCall(PetscStrcmp(error, "label255", &is));
+  if (is) { /* label 255 at sample 33, for a Net of 10 classes */
+    labelvalue = 255;
+    PetscCall(WriteIDXPair("data_label255_", PETSC_TRUE, NSAMPLES, NSAMPLES, NSAMPLES, 33, images, labels));
+    PetscCall(DatasetIDXSetFiles(ds, images, labels));
+  }
+  PetscCall(PetscStrcmp(error, "labelfrac", &is));
+  if (is) { /* target 2.5 at sample 17 */
+    badsample = 17;
+    badvalue  = 2.5;
+    PetscCall(PetscSNPrintf(path, sizeof(path), "%s/data_labelfrac%d.bin", dir, nranks));
+    PetscCall(WriteBinary(path, "mat"));
+    PetscCall(DatasetFileSetName(ds, path));
+  }
+  PetscCall(PetscStrcmp(error, "targetnan", &is));
+  if (is) { /* target NaN at sample 23 */
+    badsample = 23;
+    badvalue  = (PetscReal)NAN;
+    PetscCall(PetscSNPrintf(path, sizeof(path), "%s/data_targetnan%d.bin", dir, nranks));
+    PetscCall(WriteBinary(path, "mat"));
+    PetscCall(DatasetFileSetName(ds, path));
+  }
+  PetscCall(PetscStrcmp(error, "limit", &is));
+  if (is) { /* -dataset_limit on the command line */
+    PetscCall(WriteIDXPair("data_limit", PETSC_TRUE, 10, 10, 10, -1, images, labels));
+    PetscCall(DatasetIDXSetFiles(ds, images, labels));
+  }
   PetscCall(DatasetSetFromOptions(ds)); /* error "type" comes from -dataset_type on the command line */
   PetscCall(DatasetSetUp(ds));
+  PetscCall(PetscStrcmp(error, "label255", &is));
+  if (is) PetscCall(DatasetCheckLabels(ds, 10));
+  PetscCall(PetscStrcmp(error, "labelfrac", &is));
+  if (is) PetscCall(DatasetCheckLabels(ds, 3));
   PetscCall(DatasetDestroy(&ds));
   SETERRQ(PETSC_COMM_WORLD, PETSC_ERR_PLIB, "Error case \"%s\" did not fail", error);
 }

@@ -433,7 +433,7 @@ static PetscErrorCode TrainerCheckTaoType_Private(Trainer tr)
 }
 
 /*@
-  TrainerSetUp - checks that the pieces fit (data shape vs Net input, classes vs outputs), chooses mini-batch or full-batch
+  TrainerSetUp - checks that the pieces fit (data shape vs Net input, every label a class of the outputs), chooses mini-batch or full-batch
   mode from the TAO type, and connects the objective to TAO.
 
   Collective on tr
@@ -454,7 +454,7 @@ static PetscErrorCode TrainerCheckTaoType_Private(Trainer tr)
 PetscErrorCode TrainerSetUp(Trainer tr)
 {
   PetNetShape sample, netin, out;
-  PetscInt    classes, outsize;
+  PetscInt    outsize;
   MPI_Comm    comm = PetscObjectComm((PetscObject)tr);
   Vec         theta;
   char        a[64], b[64];
@@ -484,12 +484,12 @@ PetscErrorCode TrainerSetUp(Trainer tr)
   PetscCall(NetGetOutputShape(tr->net, &out));
   PetscCall(PetNetShapeSize(&out, &outsize));
   PetscCall(LossSetUp(tr->loss));
-  PetscCall(DatasetGetNumClasses(tr->train, &classes));
   {
     PetscBool isce;
 
     PetscCall(PetscObjectTypeCompare((PetscObject)tr->loss, LOSSCROSSENTROPY, &isce));
-    PetscCheck(!isce || classes <= outsize, comm, PETSC_ERR_ARG_INCOMP, "The training data has %" PetscInt_FMT " classes but the Net has only %" PetscInt_FMT " outputs: make the last layer dense:%" PetscInt_FMT, classes, outsize, classes);
+    if (isce) PetscCall(DatasetCheckLabels(tr->train, outsize)); /* names the labels' file and the bad sample in it */
+    if (isce && tr->test) PetscCall(DatasetCheckLabels(tr->test, outsize));
   }
   if (tr->mode == TRAINER_MODE_AUTO) {
     PetscBool stochastic;

@@ -86,3 +86,5 @@ PETSC_INTERN PetscErrorCode DatasetNormalize_Private(Dataset);
 PETSC_INTERN PetscErrorCode DatasetFindClasses_Private(Dataset);
 PETSC_INTERN PetscErrorCode DatasetResetBatches_Private(Dataset);
 PETSC_INTERN PetscErrorCode DatasetCheckFile_Private(Dataset, const char[], const char[]);
+PETSC_INTERN PetscErrorCode DatasetCheckStorage_Private(Dataset, const char[], const char[], PetscInt64);
+PETSC_INTERN PetscErrorCode DatasetCheckFinite_Private(Dataset);

@@ -1,5 +1,7 @@
 /* Dataset: lifecycle, options, settings, queries and viewing. */
 #include <petnet/private/datasetimpl.h>
+#include <errno.h>
+#include <stdlib.h>
 
 /*@
   DatasetCreate - creates a Dataset, a source of (input, target) mini-batches sharded over the ranks
@@ -187,6 +189,30 @@ static PetscErrorCode DatasetDefaultType_Private(Dataset ds, DatasetType *type)
   PetscFunctionReturn(0);
 }
 
+/*
+  An integer option read in 64-bit arithmetic: PetscOptionsInt() keeps the low 32 bits of 99999999999, so a count
+  given too large would silently become another count. Named constants (PETSC_DETERMINE, ...) are read as PETSc does.
+*/
+static PetscErrorCode DatasetOptionsInt_Private(PetscOptionItems *PetscOptionsObject, Dataset ds, const char opt[], const char text[], const char man[], PetscInt current, PetscInt *value, PetscBool *set)
+{
+  char        str[64], def[32], *end;
+  long long   v;
+  const char *prefix = ((PetscObject)ds)->prefix ? ((PetscObject)ds)->prefix : "";
+
+  PetscFunctionBegin;
+  PetscCall(PetscSNPrintf(def, sizeof(def), "%" PetscInt_FMT, current));
+  PetscCall(PetscOptionsString(opt, text, man, def, str, sizeof(str), set));
+  if (!*set) PetscFunctionReturn(0);
+  errno = 0;
+  v     = strtoll(str, &end, 10);
+  if (str[0] && !*end) {
+    PetscCheck(!errno && v >= PETSC_MIN_INT && v <= PETSC_MAX_INT, PetscObjectComm((PetscObject)ds), PETSC_ERR_ARG_OUTOFRANGE, "-%s%s %s is out of range: PETSc's integers hold %d..%d", prefix, opt + 1, str, PETSC_MIN_INT, PETSC_MAX_INT);
+    *value = (PetscInt)v;
+  } else
+    PetscCall(PetscOptionsStringToInt(str, value));
+  PetscFunctionReturn(0);
+}
+
 /*@
   DatasetSetFromOptions - sets the kind and settings of a Dataset from the options database
 
@@ -235,13 +261,14 @@ PetscErrorCode DatasetSetFromOptions(Dataset ds)
   else if (!((PetscObject)ds)->type_name)
     PetscCall(DatasetSetType(ds, deftype));
   scale = ds->scaleset ? ds->scale : ds->defaultscale;
-  PetscCall(PetscOptionsInt("-dataset_limit", "Use only the first N samples of the source (-1: all)", "DatasetSetLimit", limit, &limit, &flg));
+  PetscCall(DatasetOptionsInt_Private(PetscOptionsObject, ds, "-dataset_limit", "Use only the first N samples of the source (-1: all)", "DatasetSetLimit", limit, &limit, &flg));
   if (flg) PetscCall(DatasetSetLimit(ds, limit));
-  PetscCall(PetscOptionsInt("-dataset_batch_size", "Global mini-batch size (-1: all samples in one batch)", "DatasetSetBatchSize", bs, &bs, &flg));
+  PetscCall(DatasetOptionsInt_Private(PetscOptionsObject, ds, "-dataset_batch_size", "Global mini-batch size (-1: all samples in one batch)", "DatasetSetBatchSize", bs, &bs, &flg));
   if (flg) PetscCall(DatasetSetBatchSize(ds, bs));
   PetscCall(PetscOptionsBool("-dataset_shuffle", "Draw a new sample order every epoch", "DatasetSetShuffle", shuffle, &shuffle, &flg));
   if (flg) PetscCall(DatasetSetShuffle(ds, shuffle));
-  PetscCall(PetscOptionsInt("-dataset_seed", "Seed of the shuffle (epoch e uses seed + e)", "DatasetSetSeed", seed, &seed, &flg));
+  PetscCall(DatasetOptionsInt_Private(PetscOptionsObject, ds, "-dataset_seed", "Seed of the shuffle (epoch e uses seed + e)", "DatasetSetSeed", seed, &seed, &flg));
+  PetscCheck(!flg || seed >= 0, PetscObjectComm((PetscObject)ds), PETSC_ERR_ARG_OUTOFRANGE, "The shuffle seed (-%sdataset_seed) must be non-negative, not %" PetscInt_FMT, ((PetscObject)ds)->prefix ? ((PetscObject)ds)->prefix : "", seed);
   if (flg) PetscCall(DatasetSetSeed(ds, (unsigned long)seed));
   PetscCall(PetscOptionsReal("-dataset_scale", "Inputs x -> (scale x - mean) / std (idx default 1/255)", "DatasetSetNormalization", scale, &scale, &sset));
   PetscCall(PetscOptionsReal("-dataset_mean", "Inputs x -> (scale x - mean) / std", "DatasetSetNormalization", mean, &mean, &mset));
@@ -255,7 +282,7 @@ PetscErrorCode DatasetSetFromOptions(Dataset ds)
     PetscCall(PetNetShapeFromString(shape, &s));
     PetscCall(DatasetSetSampleShape(ds, &s));
   }
-  PetscCall(PetscOptionsInt("-dataset_num_classes", "Number of classes C (labels checked to lie in [0,C)); 0: regression targets", "DatasetSetNumClasses", nclasses, &nclasses, &flg));
+  PetscCall(DatasetOptionsInt_Private(PetscOptionsObject, ds, "-dataset_num_classes", "Number of classes C (labels checked to lie in [0,C)); 0: regression targets", "DatasetSetNumClasses", nclasses, &nclasses, &flg));
   if (flg) PetscCall(DatasetSetNumClasses(ds, nclasses));
   PetscTryTypeMethod(ds, setfromoptions, PetscOptionsObject);
   PetscCall(PetscObjectProcessOptionsHandlers((PetscObject)ds, PetscOptionsObject));
@@ -298,6 +325,7 @@ PetscErrorCode DatasetSetUp(Dataset ds)
   PetscCall(PetscLogEventBegin(DATASET_Read, ds, 0, 0, 0));
   PetscUseTypeMethod(ds, load);
   PetscCheck(ds->map && ds->inputs && ds->targets, PetscObjectComm((PetscObject)ds), PETSC_ERR_PLIB, "Dataset kind %s did not load its samples", ((PetscObject)ds)->type_name);
+  PetscCall(DatasetCheckFinite_Private(ds));
   PetscCall(DatasetNormalize_Private(ds));
   PetscCall(DatasetFindClasses_Private(ds));
   PetscCall(PetscLogEventEnd(DATASET_Read, ds, 0, 0, 0));
@@ -489,7 +517,7 @@ PetscErrorCode DatasetFileSetName(Dataset ds, const char file[])
 
   Input Parameters:
 + ds - the Dataset
-- n  - the number of samples, > 0; a negative value or `PETSC_DETERMINE` means all
+- n  - the number of samples, > 0; `PETSC_DETERMINE` (-1) means all; other values are refused
 
   Options Database Key:
 . -dataset_limit <n> - the limit
@@ -506,8 +534,8 @@ PetscErrorCode DatasetSetLimit(Dataset ds, PetscInt n)
   PetscFunctionBegin;
   PetscValidHeaderSpecific(ds, DATASET_CLASSID, 1);
   PetscValidLogicalCollectiveInt(ds, n, 2);
-  if (n < 0) n = PETSC_DETERMINE;
-  PetscCheck(n != 0, PetscObjectComm((PetscObject)ds), PETSC_ERR_ARG_OUTOFRANGE, "The dataset limit must be positive (or -1 for all samples)");
+  PetscCheck(n > 0 || n == PETSC_DETERMINE, PetscObjectComm((PetscObject)ds), PETSC_ERR_ARG_OUTOFRANGE, "The dataset limit (-%sdataset_limit) must be a positive number of samples, or -1 for all of them, not %" PetscInt_FMT,
+             ((PetscObject)ds)->prefix ? ((PetscObject)ds)->prefix : "", n);
   if (n == ds->limit) PetscFunctionReturn(0);
   PetscCall(DatasetReset(ds));
   ds->limit = n;
@@ -521,7 +549,7 @@ PetscErrorCode DatasetSetLimit(Dataset ds, PetscInt n)
 
   Input Parameters:
 + ds - the Dataset
-- bs - the batch size, > 0; a negative value or `PETSC_DETERMINE` means one batch of all samples
+- bs - the batch size, > 0; `PETSC_DETERMINE` (-1) means one batch of all samples; other values are refused
 
   Options Database Key:
 . -dataset_batch_size <128> - the batch size
@@ -538,8 +566,8 @@ PetscErrorCode DatasetSetBatchSize(Dataset ds, PetscInt bs)
   PetscFunctionBegin;
   PetscValidHeaderSpecific(ds, DATASET_CLASSID, 1);
   PetscValidLogicalCollectiveInt(ds, bs, 2);
-  if (bs < 0) bs = PETSC_DETERMINE;
-  PetscCheck(bs != 0, PetscObjectComm((PetscObject)ds), PETSC_ERR_ARG_OUTOFRANGE, "The batch size must be positive (or -1 for all samples in one batch)");
+  PetscCheck(bs > 0 || bs == PETSC_DETERMINE, PetscObjectComm((PetscObject)ds), PETSC_ERR_ARG_OUTOFRANGE, "The batch size (-%sdataset_batch_size) must be a positive number of samples, or -1 for all samples in one batch, not %" PetscInt_FMT,
+             ((PetscObject)ds)->prefix ? ((PetscObject)ds)->prefix : "", bs);
   if (bs == ds->batchsize) PetscFunctionReturn(0);
   PetscCall(DatasetResetBatches_Private(ds));
   ds->batchsize = bs;
@@ -734,7 +762,7 @@ PetscErrorCode DatasetSetSampleShape(Dataset ds, const PetNetShape *shape)
   Input Parameters:
 + ds       - the Dataset
 - nclasses - C > 0: every target must be one integer label in [0, C) (checked at DatasetSetUp()); 0: regression
-             targets; a negative value or `PETSC_DETERMINE` (the default): inferred
+             targets; `PETSC_DETERMINE` (-1, the default): inferred; other negative values are refused
 
   Options Database Key:
 . -dataset_num_classes <C> - the number of classes
@@ -751,7 +779,8 @@ PetscErrorCode DatasetSetNumClasses(Dataset ds, PetscInt nclasses)
   PetscFunctionBegin;
   PetscValidHeaderSpecific(ds, DATASET_CLASSID, 1);
   PetscValidLogicalCollectiveInt(ds, nclasses, 2);
-  if (nclasses < 0) nclasses = PETSC_DETERMINE;
+  PetscCheck(nclasses >= 0 || nclasses == PETSC_DETERMINE, PetscObjectComm((PetscObject)ds), PETSC_ERR_ARG_OUTOFRANGE, "The number of classes (-%sdataset_num_classes) must be positive, 0 for regression targets, or -1 to infer it, not %" PetscInt_FMT,
+             ((PetscObject)ds)->prefix ? ((PetscObject)ds)->prefix : "", nclasses);
   if (nclasses == ds->nclassesset) PetscFunctionReturn(0);
   PetscCall(DatasetReset(ds));
   ds->nclassesset = nclasses;

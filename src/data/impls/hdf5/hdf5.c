@@ -5,9 +5,16 @@
     targets (-dataset_hdf5_targets, default "targets"): [N] class labels or [N][tsize].
   The per-sample shape comes from -dataset_sample_shape, else from a string attribute "sample_shape" of the inputs
   dataset (e.g. "28x28x1"), else it is flat (F from the second dimension). -dataset_hdf5_group selects a group.
+
+  Before PETSc's VecLoad() sees the file (it trusts the file: a 3-D dataset corrupts the heap), rank 0 inspects it
+  with the HDF5 library alone: the file opens, each dataset exists, holds numbers, has 1 or 2 nonzero dimensions whose
+  product PETSc can address, and its stored bytes can hold its shape; the "sample_shape" attribute is one string. The
+  verdict is broadcast, so a bad file is one collective error, on every rank at once, that names the file and the
+  dataset.
 */
 #include <petnet/private/datasetimpl.h>
 #include <petscviewerhdf5.h>
+#include <hdf5.h>
 
 typedef struct {
   char *inputs, *targets, *group;
@@ -33,75 +40,242 @@ static PetscErrorCode DatasetHDF5SetNames_HDF5(Dataset ds, const char inputs[], 
   PetscFunctionReturn(0);
 }
 
-/* Loads the dataset called name into a new Vec (PETSc's layout); what ("inputs") is for the error message */
-static PetscErrorCode DatasetHDF5LoadVec(Dataset ds, PetscViewer viewer, const char name[], const char what[], const char option[], Vec *v)
+/* What rank 0 found in the file; broadcast as bytes */
+typedef struct {
+  int      bad;          /* 0: the file can be loaded; else message[] says why */
+  PetscInt ndims[2];     /* inputs, targets */
+  PetscInt dims[2][2];   /* [dataset][dimension] */
+  int      hasshape;     /* the inputs carry a "sample_shape" attribute, in shape[] */
+  char     shape[64];    /* its text */
+  char     message[768]; /* the error, naming the file and the dataset */
+} DatasetHDF5Info;
+
+/* "dataset \"name\"" or "dataset \"group/name\"" into path (for H5Dopen2) */
+static void DatasetHDF5Path(const char group[], const char name[], size_t len, char path[])
 {
-  PetscBool has;
+  if (group && group[0] && strcmp(group, "/"))
+    (void)PetscSNPrintf(path, len, "%s/%s", group, name);
+  else
+    (void)PetscSNPrintf(path, len, "%s", name);
+}
+
+/* The "sample_shape" attribute of did as text: fixed-length or variable-length string, one element */
+static int DatasetHDF5ReadShapeAttribute(hid_t did, const char file[], const char path[], DatasetHDF5Info *info)
+{
+  hid_t    aid, atype, space, memtype = -1;
+  hssize_t npoints;
+  int      bad = 0;
+
+  if (H5Aexists(did, "sample_shape") <= 0) return 0;
+  aid   = H5Aopen(did, "sample_shape", H5P_DEFAULT);
+  atype = aid >= 0 ? H5Aget_type(aid) : -1;
+  space = aid >= 0 ? H5Aget_space(aid) : -1;
+  if (aid < 0 || atype < 0 || space < 0) bad = 1;
+  npoints = bad ? 0 : H5Sget_simple_extent_npoints(space);
+  if (!bad && (H5Tget_class(atype) != H5T_STRING || npoints != 1)) bad = 1;
+  if (!bad && H5Tis_variable_str(atype) > 0) {
+    char *str = NULL;
+
+    memtype = H5Tcopy(H5T_C_S1);
+    if (memtype < 0 || H5Tset_size(memtype, H5T_VARIABLE) < 0 || H5Tset_cset(memtype, H5Tget_cset(atype)) < 0 || H5Aread(aid, memtype, &str) < 0 || !str)
+      bad = 1;
+    else
+      (void)PetscStrncpy(info->shape, str, sizeof(info->shape));
+    if (str) H5free_memory(str);
+  } else if (!bad) {
+    size_t size = H5Tget_size(atype);
+    char   buf[256];
+
+    memtype = H5Tcopy(atype);
+    if (size == 0 || size >= sizeof(buf) || memtype < 0 || H5Aread(aid, memtype, buf) < 0)
+      bad = 1;
+    else {
+      buf[size] = 0;
+      (void)PetscStrncpy(info->shape, buf, sizeof(info->shape));
+    }
+  }
+  if (memtype >= 0) H5Tclose(memtype);
+  if (space >= 0) H5Sclose(space);
+  if (atype >= 0) H5Tclose(atype);
+  if (aid >= 0) H5Aclose(aid);
+  if (bad)
+    (void)PetscSNPrintf(info->message, sizeof(info->message), "The attribute \"sample_shape\" of the dataset \"%s\" in the HDF5 file \"%s\" is not one short string such as \"28x28x1\": fix it, or give -dataset_sample_shape", path, file);
+  else
+    info->hasshape = 1;
+  return bad;
+}
+
+/* Checks dataset k (0 inputs, 1 targets) of the open file; what ("inputs"), option ("-dataset_hdf5_inputs") for messages */
+static int DatasetHDF5InspectDataset(hid_t fid, const char file[], const char group[], const char name[], const char what[], const char option[], int k, DatasetHDF5Info *info)
+{
+  char        path[PETSC_MAX_PATH_LEN], found[128] = "", expected[64];
+  hid_t       did = -1, tid = -1, sid = -1, plist = -1;
+  hsize_t     dims[H5S_MAX_RANK], storage;
+  int         ndims = 0, bad = 0, nfilters = 0;
+  H5T_class_t cls;
+  double      elements = 1, needed;
+
+  DatasetHDF5Path(group, name, sizeof(path), path);
+  (void)PetscSNPrintf(expected, sizeof(expected), "%s", k ? "[N] or [N][tsize]" : "[N][F], or [N*F] with -dataset_sample_shape");
+  if (H5Lexists(fid, path, H5P_DEFAULT) <= 0 || (did = H5Dopen2(fid, path, H5P_DEFAULT)) < 0) {
+    (void)PetscSNPrintf(info->message, sizeof(info->message), "The HDF5 file \"%s\" has no dataset \"%s\" for the %s: name it with %s%s", file, path, what, option, group ? " (and -dataset_hdf5_group)" : "");
+    return 1;
+  }
+  tid = H5Dget_type(did);
+  sid = H5Dget_space(did);
+  cls = tid >= 0 ? H5Tget_class(tid) : H5T_NO_CLASS;
+  if (sid >= 0 && H5Sget_simple_extent_type(sid) == H5S_SIMPLE) ndims = H5Sget_simple_extent_dims(sid, dims, NULL);
+  if (ndims > 0)
+    for (int d = 0; d < ndims; d++) {
+      size_t len = strlen(found);
+
+      (void)PetscSNPrintf(found + len, sizeof(found) - len, "[%llu]", (unsigned long long)dims[d]);
+      elements *= (double)dims[d];
+    }
+  else
+    (void)PetscStrncpy(found, "scalar (no dimensions)", sizeof(found));
+  if (cls != H5T_INTEGER && cls != H5T_FLOAT) {
+    (void)PetscSNPrintf(info->message, sizeof(info->message), "The dataset \"%s\" (%s) in the HDF5 file \"%s\" does not hold numbers (integers or floating point): store the %s as numbers", path, what, file, what);
+    bad = 1;
+  } else if (ndims < 1 || ndims > 2) {
+    (void)PetscSNPrintf(info->message, sizeof(info->message),
+                        "The dataset \"%s\" (%s) in the HDF5 file \"%s\" has shape %s, %d dimensions, but the %s must be %s: reshape it (in h5py: x.reshape(len(x), -1)) and give the sample shape with a \"sample_shape\" attribute such as \"28x28x1\"",
+                        path, what, file, found, ndims, what, expected);
+    bad = 1;
+  } else if (elements == 0) {
+    (void)PetscSNPrintf(info->message, sizeof(info->message), "The dataset \"%s\" (%s) in the HDF5 file \"%s\" has shape %s: it holds no samples", path, what, file, found);
+    bad = 1;
+  } else if (elements > PETSC_MAX_INT) {
+    (void)PetscSNPrintf(info->message, sizeof(info->message), "The dataset \"%s\" (%s) in the HDF5 file \"%s\" has shape %s, %.0f entries: more than PETSc's 32-bit indices address (%d)", path, what, file, found, elements, PETSC_MAX_INT);
+    bad = 1;
+  }
+  if (!bad) {
+    /* the stored bytes must be able to hold the shape: uncompressed, all of it; deflated, at most 1032:1 */
+    plist    = H5Dget_create_plist(did);
+    nfilters = plist >= 0 ? H5Pget_nfilters(plist) : 0;
+    storage  = H5Dget_storage_size(did);
+    needed   = elements * (double)H5Tget_size(tid);
+    if (nfilters ? needed > 1032.0 * (double)storage + 1048576.0 : (double)storage < needed) {
+      (void)PetscSNPrintf(info->message, sizeof(info->message),
+                          "The dataset \"%s\" (%s) in the HDF5 file \"%s\" has shape %s, %.0f bytes, but only %llu bytes of it are stored: the file is truncated or corrupt, or the dataset was never completely written", path, what, file, found,
+                          needed, (unsigned long long)storage);
+      bad = 1;
+    }
+  }
+  if (!bad) {
+    info->ndims[k] = ndims;
+    for (int d = 0; d < ndims; d++) info->dims[k][d] = (PetscInt)dims[d];
+    if (!k) bad = DatasetHDF5ReadShapeAttribute(did, file, path, info);
+  }
+  if (plist >= 0) H5Pclose(plist);
+  if (sid >= 0) H5Sclose(sid);
+  if (tid >= 0) H5Tclose(tid);
+  H5Dclose(did);
+  return bad;
+}
+
+/* Rank 0 inspects the file with the HDF5 library (its error printing off) and broadcasts what it found; collective */
+static PetscErrorCode DatasetHDF5Inspect(Dataset ds, DatasetHDF5Info *info)
+{
+  Dataset_HDF5 *h5   = (Dataset_HDF5 *)ds->data;
+  MPI_Comm      comm = PetscObjectComm((PetscObject)ds);
+  PetscMPIInt   rank;
 
   PetscFunctionBegin;
-  PetscCall(PetscViewerHDF5HasDataset(viewer, name, &has));
-  PetscCheck(has, PetscObjectComm((PetscObject)ds), PETSC_ERR_FILE_UNEXPECTED, "The HDF5 file \"%s\" has no dataset \"%s\" for the %s: name it with %s", ds->file, name, what, option);
+  PetscCall(PetscMemzero(info, sizeof(*info)));
+  PetscCallMPI(MPI_Comm_rank(comm, &rank));
+  if (!rank) {
+    H5E_auto2_t func;
+    void       *data;
+    hid_t       fid;
+
+    H5Eget_auto2(H5E_DEFAULT, &func, &data);
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    fid = H5Fopen(ds->file, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (fid < 0) {
+      info->bad = 1;
+      (void)PetscSNPrintf(info->message, sizeof(info->message), "The file \"%s\" is not a readable HDF5 file: it is truncated or corrupt, or not HDF5 at all", ds->file);
+    } else {
+      info->bad = DatasetHDF5InspectDataset(fid, ds->file, h5->group, h5->inputs, "inputs", "-dataset_hdf5_inputs", 0, info);
+      if (!info->bad) info->bad = DatasetHDF5InspectDataset(fid, ds->file, h5->group, h5->targets, "targets", "-dataset_hdf5_targets", 1, info);
+      H5Fclose(fid);
+    }
+    H5Eset_auto2(H5E_DEFAULT, func, data);
+  }
+  PetscCallMPI(MPI_Bcast(info, sizeof(*info), MPI_BYTE, 0, comm));
+  info->message[sizeof(info->message) - 1] = 0;
+  info->shape[sizeof(info->shape) - 1]     = 0;
+  PetscCheck(!info->bad, comm, PETSC_ERR_FILE_UNEXPECTED, "%s", info->message);
+  PetscFunctionReturn(0);
+}
+
+/* Loads the dataset called name into a new Vec (PETSc's layout); what ("inputs") is for the error message */
+static PetscErrorCode DatasetHDF5LoadVec(Dataset ds, PetscViewer viewer, const char name[], Vec *v)
+{
+  PetscFunctionBegin;
   PetscCall(VecCreate(PetscObjectComm((PetscObject)ds), v));
   PetscCall(PetscObjectSetName((PetscObject)*v, name));
   PetscCall(VecLoad(*v, viewer));
   PetscFunctionReturn(0);
 }
 
-/* The per-sample shape: -dataset_sample_shape, else the "sample_shape" attribute, else flat with the Vec's block size */
-static PetscErrorCode DatasetHDF5SampleShape(Dataset ds, PetscViewer viewer, Vec xall, PetNetShape *shape)
+/* The per-sample shape: -dataset_sample_shape, else the "sample_shape" attribute, else flat: [N][F] gives F, [N] gives 1 */
+static PetscErrorCode DatasetHDF5SampleShape(Dataset ds, const DatasetHDF5Info *info, PetNetShape *shape)
 {
-  Dataset_HDF5 *h5 = (Dataset_HDF5 *)ds->data;
-  PetscBool     has;
-  PetscInt      bs;
-
   PetscFunctionBegin;
-  if (ds->shapeset.ndim) {
+  if (ds->shapeset.ndim)
     *shape = ds->shapeset;
-    PetscFunctionReturn(0);
+  else if (info->hasshape)
+    PetscCall(PetNetShapeFromString(info->shape, shape));
+  else {
+    shape->ndim   = 1;
+    shape->dim[0] = info->ndims[0] == 2 ? info->dims[0][1] : 1;
   }
-  PetscCall(PetscViewerHDF5HasAttribute(viewer, h5->inputs, "sample_shape", &has));
-  if (has) {
-    char *str = NULL;
-
-    PetscCall(PetscViewerHDF5ReadAttribute(viewer, h5->inputs, "sample_shape", PETSC_STRING, NULL, &str));
-    PetscCall(PetNetShapeFromString(str, shape));
-    PetscCall(PetscFree(str));
-    PetscFunctionReturn(0);
-  }
-  PetscCall(VecGetBlockSize(xall, &bs));
-  shape->ndim   = 1;
-  shape->dim[0] = bs;
   PetscFunctionReturn(0);
 }
 
 static PetscErrorCode DatasetLoad_HDF5(Dataset ds)
 {
-  Dataset_HDF5 *h5   = (Dataset_HDF5 *)ds->data;
-  MPI_Comm      comm = PetscObjectComm((PetscObject)ds);
-  PetscViewer   viewer;
-  Vec           xall, tall;
-  PetNetShape   shape;
-  PetscInt      nx, nt, F, N;
-  char          s[64];
+  Dataset_HDF5   *h5   = (Dataset_HDF5 *)ds->data;
+  MPI_Comm        comm = PetscObjectComm((PetscObject)ds);
+  PetscViewer     viewer;
+  Vec             xall = NULL, tall = NULL;
+  PetNetShape     shape;
+  PetscInt        nx, nt, F, N, size;
+  DatasetHDF5Info info;
+  PetscErrorCode  ierr;
+  char            s[64];
 
   PetscFunctionBegin;
   PetscCheck(ds->file, comm, PETSC_ERR_USER_INPUT, "The hdf5 dataset has no file: give -dataset_file FILE or call DatasetFileSetName()");
   PetscCall(DatasetCheckFile_Private(ds, ds->file, "HDF5"));
-  PetscCall(PetscViewerHDF5Open(comm, ds->file, FILE_MODE_READ, &viewer));
-  if (h5->group) PetscCall(PetscViewerHDF5PushGroup(viewer, h5->group));
-  PetscCall(DatasetHDF5LoadVec(ds, viewer, h5->inputs, "inputs", "-dataset_hdf5_inputs", &xall));
-  PetscCall(DatasetHDF5LoadVec(ds, viewer, h5->targets, "targets", "-dataset_hdf5_targets", &tall));
-  PetscCall(DatasetHDF5SampleShape(ds, viewer, xall, &shape));
-  if (h5->group) PetscCall(PetscViewerHDF5PopGroup(viewer));
-  PetscCall(PetscViewerDestroy(&viewer));
-  PetscCall(VecGetSize(xall, &nx));
-  PetscCall(VecGetSize(tall, &nt));
+  PetscCall(DatasetHDF5Inspect(ds, &info));
+  /* the sizes, from the inspected shapes (each product <= PETSC_MAX_INT), before anything is read */
+  nx = info.dims[0][0] * (info.ndims[0] == 2 ? info.dims[0][1] : 1);
+  nt = info.dims[1][0] * (info.ndims[1] == 2 ? info.dims[1][1] : 1);
+  PetscCall(DatasetHDF5SampleShape(ds, &info, &shape));
   PetscCall(PetNetShapeSize(&shape, &F));
   PetscCall(PetNetShapeToString(&shape, sizeof(s), s));
-  PetscCheck(nx % F == 0, comm, PETSC_ERR_FILE_UNEXPECTED, "The inputs \"%s\" in \"%s\" hold %" PetscInt_FMT " entries, not a whole number of samples of shape %s: set -dataset_sample_shape", h5->inputs, ds->file, nx, s);
+  PetscCheck(F > 0 && nx % F == 0, comm, PETSC_ERR_FILE_UNEXPECTED, "The inputs \"%s\" in \"%s\" hold %" PetscInt_FMT " entries, not a whole number of samples of shape %s: set -dataset_sample_shape", h5->inputs, ds->file, nx, s);
   N = nx / F;
-  PetscCheck(N > 0 && nt > 0 && nt % N == 0, comm, PETSC_ERR_FILE_UNEXPECTED, "The targets \"%s\" in \"%s\" hold %" PetscInt_FMT " entries, not a whole number of entries for each of the %" PetscInt_FMT " samples of shape %s", h5->targets, ds->file,
-             nt, N, s);
+  PetscCheck(nt % N == 0, comm, PETSC_ERR_FILE_UNEXPECTED, "The targets \"%s\" in \"%s\" hold %" PetscInt_FMT " entries, not a whole number of entries for each of the %" PetscInt_FMT " samples of shape %s", h5->targets, ds->file, nt, N, s);
+  PetscCall(DatasetCheckStorage_Private(ds, ds->file, "inputs", nx));
+  PetscCall(DatasetCheckStorage_Private(ds, ds->file, "targets", nt));
+
+  PetscCall(PetscViewerHDF5Open(comm, ds->file, FILE_MODE_READ, &viewer));
+  if (h5->group) PetscCall(PetscViewerHDF5PushGroup(viewer, h5->group));
+  ierr = DatasetHDF5LoadVec(ds, viewer, h5->inputs, &xall);
+  if (!ierr) ierr = DatasetHDF5LoadVec(ds, viewer, h5->targets, &tall);
+  PetscCall(PetscViewerDestroy(&viewer)); /* also on error: nothing left open */
+  if (ierr) {
+    PetscCall(VecDestroy(&xall));
+    PetscCall(VecDestroy(&tall));
+  }
+  PetscCall(ierr);
+  PetscCall(VecGetSize(xall, &size));
+  PetscCheck(size == nx, comm, PETSC_ERR_PLIB, "VecLoad() read %" PetscInt_FMT " inputs from \"%s\", not the %" PetscInt_FMT " inspected", size, ds->file, nx);
+  PetscCall(VecGetSize(tall, &size));
+  PetscCheck(size == nt, comm, PETSC_ERR_PLIB, "VecLoad() read %" PetscInt_FMT " targets from \"%s\", not the %" PetscInt_FMT " inspected", size, ds->file, nt);
   PetscCall(PetscFree(ds->tsource));
   PetscCall(PetscStrallocpy(ds->file, &ds->tsource));
   PetscCall(DatasetSetSizes_Private(ds, N, &shape, nt / N));

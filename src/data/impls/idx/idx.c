@@ -91,42 +91,60 @@ static PetscErrorCode DatasetIDXResolveFiles(Dataset ds)
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode DatasetLoad_IDX(Dataset ds)
+/* Reads this rank's samples from the two files, which the caller closes (also on error) */
+static PetscErrorCode DatasetIDXRead(Dataset ds, IDXFile *images, IDXFile *labels)
 {
   Dataset_IDX *idx  = (Dataset_IDX *)ds->data;
   MPI_Comm     comm = PetscObjectComm((PetscObject)ds);
-  IDXFile      images, labels;
   PetNetShape  shape;
   PetscScalar *x, *t;
   PetscBool    xok, tok;
   PetscInt     failed;
+  PetscMPIInt  rank, size;
 
   PetscFunctionBegin;
   PetscCall(DatasetIDXResolveFiles(ds));
-  PetscCall(IDXFileOpen(ds, idx->imagefile, "images", 2, 4, &images));
-  PetscCall(IDXFileOpen(ds, idx->labelfile, "labels", 1, 1, &labels));
-  PetscCheck(images.dims[0] == labels.dims[0], comm, PETSC_ERR_FILE_UNEXPECTED, "The images file \"%s\" holds %" PetscInt_FMT " images but the labels file \"%s\" holds %" PetscInt_FMT " labels: they must match", images.name, images.dims[0],
-             labels.name, labels.dims[0]);
-  shape.ndim = images.ndims - 1;
-  for (PetscInt d = 1; d < images.ndims; d++) shape.dim[d - 1] = images.dims[d];
-  if (images.ndims == 3) shape.dim[shape.ndim++] = 1; /* [rows][cols] -> rows x cols x 1 channel */
+  PetscCall(IDXFileOpen(ds, idx->imagefile, "images", 2, 4, images));
+  PetscCall(IDXFileOpen(ds, idx->labelfile, "labels", 1, 1, labels));
+  PetscCheck(images->dims[0] == labels->dims[0], comm, PETSC_ERR_FILE_UNEXPECTED, "The images file \"%s\" holds %" PetscInt_FMT " images but the labels file \"%s\" holds %" PetscInt_FMT " labels: they must match", images->name, images->dims[0],
+             labels->name, labels->dims[0]);
+  shape.ndim = images->ndims - 1;
+  for (PetscInt d = 1; d < images->ndims; d++) shape.dim[d - 1] = images->dims[d];
+  if (images->ndims == 3) shape.dim[shape.ndim++] = 1; /* [rows][cols] -> rows x cols x 1 channel */
   PetscCall(PetscFree(ds->tsource));
-  PetscCall(PetscStrallocpy(labels.name, &ds->tsource));
-  PetscCall(DatasetSetSizes_Private(ds, images.dims[0], &shape, 1));
+  PetscCall(PetscStrallocpy(labels->name, &ds->tsource));
+  PetscCall(DatasetSetSizes_Private(ds, images->dims[0], &shape, 1));
+  PetscCall(DatasetCheckStorage_Private(ds, images->name, "images", (PetscInt64)ds->N * ds->F));
   PetscCall(DatasetCreateStorage_Private(ds));
 
+  /* the last rank, whose block is the nearest to the end of the files, reads them to the end: CRC checked */
+  PetscCallMPI(MPI_Comm_rank(comm, &rank));
+  PetscCallMPI(MPI_Comm_size(comm, &size));
   PetscCall(VecGetArrayWrite(ds->inputs, &x));
-  PetscCall(IDXFileReadSamples(&images, ds->map->rstart, ds->map->n, x, &xok));
+  PetscCall(IDXFileReadSamples(images, ds->map->rstart, ds->map->n, (PetscBool)(rank == size - 1), x, &xok));
   PetscCall(VecRestoreArrayWrite(ds->inputs, &x));
   PetscCall(VecGetArrayWrite(ds->targets, &t));
-  PetscCall(IDXFileReadSamples(&labels, ds->map->rstart, ds->map->n, t, &tok));
+  PetscCall(IDXFileReadSamples(labels, ds->map->rstart, ds->map->n, (PetscBool)(rank == size - 1), t, &tok));
   PetscCall(VecRestoreArrayWrite(ds->targets, &t));
-  PetscCall(IDXFileClose(&images));
-  PetscCall(IDXFileClose(&labels));
   failed = (xok ? 0 : 1) | (tok ? 0 : 2);
   PetscCall(MPIU_Allreduce(MPI_IN_PLACE, &failed, 1, MPIU_INT, MPI_BOR, comm));
-  PetscCheck(!(failed & 1), comm, PETSC_ERR_FILE_READ, "Reading the images file \"%s\" failed: its compressed data is corrupt or truncated", idx->imagefile);
-  PetscCheck(!(failed & 2), comm, PETSC_ERR_FILE_READ, "Reading the labels file \"%s\" failed: its compressed data is corrupt or truncated", idx->labelfile);
+  PetscCheck(!(failed & 1), comm, PETSC_ERR_FILE_READ, "Reading the images file \"%s\" failed: its compressed data is corrupt or truncated, or fails the gzip CRC-32 check", idx->imagefile);
+  PetscCheck(!(failed & 2), comm, PETSC_ERR_FILE_READ, "Reading the labels file \"%s\" failed: its compressed data is corrupt or truncated, or fails the gzip CRC-32 check", idx->labelfile);
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode DatasetLoad_IDX(Dataset ds)
+{
+  IDXFile        images, labels;
+  PetscErrorCode ierr;
+
+  PetscFunctionBegin;
+  PetscCall(PetscMemzero(&images, sizeof(images)));
+  PetscCall(PetscMemzero(&labels, sizeof(labels)));
+  ierr = DatasetIDXRead(ds, &images, &labels);
+  PetscCall(IDXFileClose(&images)); /* also on error: a refused file leaves nothing open */
+  PetscCall(IDXFileClose(&labels));
+  PetscCall(ierr);
   PetscFunctionReturn(0);
 }
 

@@ -19,5 +19,5 @@ typedef struct {
 } IDXFile;
 
 PETSC_INTERN PetscErrorCode IDXFileOpen(Dataset, const char[], const char[], PetscInt, PetscInt, IDXFile *);
-PETSC_INTERN PetscErrorCode IDXFileReadSamples(IDXFile *, PetscInt, PetscInt, PetscScalar *, PetscBool *);
+PETSC_INTERN PetscErrorCode IDXFileReadSamples(IDXFile *, PetscInt, PetscInt, PetscBool, PetscScalar *, PetscBool *);
 PETSC_INTERN PetscErrorCode IDXFileClose(IDXFile *);

@@ -1,0 +1,120 @@
+#!/usr/bin/python3
+"""Seed corpora of the dataset-reader fuzz harnesses (fuzz/fuzz_idx.c, fuzz_binarydata.c, fuzz_hdf5data.c): a few
+small valid files and truncated or damaged variants, each under 20 KB, written into fuzz/corpus/<name>/.
+Run from the repository root: /usr/bin/python3 fuzz/make_corpus.py (needs python3-numpy and python3-h5py)."""
+import gzip
+import io
+import os
+import struct
+
+import h5py
+import numpy as np
+
+N, ROWS, COLS = 8, 4, 3
+
+
+def out(name, fname, data):
+    os.makedirs(f"fuzz/corpus/{name}", exist_ok=True)
+    assert len(data) < 20000, (fname, len(data))
+    with open(f"fuzz/corpus/{name}/{fname}", "wb") as f:
+        f.write(data)
+
+
+def flip(data, at, value=0xA5):
+    b = bytearray(data)
+    b[at % len(b)] ^= value
+    return bytes(b)
+
+
+# idx: byte 0 options, bytes 1-2 labels length, labels file, images file (fuzz_idx.c)
+def idx(dims, payload):
+    head = bytes([0, 0, 8, len(dims)]) + b"".join(struct.pack(">I", d) for d in dims)
+    return head + payload
+
+
+def idxcase(fname, images, labels, options=0):
+    out("idx", fname, bytes([options]) + struct.pack(">H", len(labels)) + labels + images)
+
+
+pixels = bytes((7 * i + 13) % 256 for i in range(N * ROWS * COLS))
+labels = bytes(i % 10 for i in range(N))
+img, lab = idx([N, ROWS, COLS], pixels), idx([N], labels)
+gz = lambda b, level=9: gzip.compress(b, compresslevel=level, mtime=0)
+idxcase("plain", img, lab)
+idxcase("gzip", gz(img), gz(lab))
+idxcase("gzip_limit1_classes", gz(img), gz(lab), options=1 | 4)
+idxcase("gzip_stored_limit3", gz(img, 0), gz(lab, 0), options=2)
+idxcase("flat_2d", idx([N, ROWS * COLS], pixels), lab)
+idxcase("hwc_4d", idx([N, 2, 2, 3], pixels), lab)
+idxcase("plain_truncated", img[: len(img) // 2], lab)
+idxcase("gzip_truncated", gz(img)[:-9], gz(lab))
+idxcase("gzip_crc", flip(gz(img, 0), len(gz(img, 0)) // 2), gz(lab), options=1)
+idxcase("gzip_header", flip(gz(img), 2), gz(lab))
+idxcase("gzip_isize", flip(gz(img), -1), gz(lab))
+idxcase("bomb_header", gz(idx([100000000, ROWS, COLS], pixels)), gz(lab))
+idxcase("huge_dims", idx([0xFFFFFFFF, 0xFFFF, 0xFFFF], pixels), lab)
+idxcase("count_mismatch", img, idx([N - 1], labels[:-1]))
+idxcase("label255", img, idx([N], labels[:-1] + b"\xff"), options=4)
+idxcase("magic", flip(img, 3, 0x0F), lab)
+idxcase("empty", b"", b"")
+
+# binary: byte 0 options (bit 0: sample shape 2x2x1), then a PETSc binary file (fuzz_binarydata.c)
+MAT, VEC = 1211216, 1211214
+x = np.sin(np.arange(N * 4) * 0.37).reshape(N, 4)
+t = (np.arange(N) % 3).astype(float)
+vec = lambda v: struct.pack(">ii", VEC, len(v)) + np.asarray(v, ">f8").tobytes()
+dense = struct.pack(">iiii", MAT, N, 4, -1) + x.astype(">f8").tobytes()
+aij = (struct.pack(">iiii", MAT, N, 4, N * 4) + np.full(N, 4, ">i4").tobytes() + np.tile(np.arange(4), N).astype(">i4").tobytes()
+       + x.astype(">f8").tobytes())
+
+
+def bincase(fname, data, options=0):
+    out("binarydata", fname, bytes([options]) + data)
+
+
+bincase("dense", dense + vec(t))
+bincase("aij", aij + vec(t), options=2)
+bincase("vec", vec(x.ravel()) + vec(t), options=1)
+bincase("regression", dense + vec(np.cos(np.arange(2 * N))))
+bincase("truncated", (dense + vec(t))[:200])
+bincase("no_targets", dense)
+bincase("huge_rows", struct.pack(">iiii", MAT, 2**31 - 1, 4, -1) + dense[16:] + vec(t))
+bincase("bad_cols", aij[: 16 + 4 * N] + struct.pack(">i", 99) + aij[16 + 4 * N + 4:] + vec(t))
+bincase("bad_rowlens", aij[:16] + struct.pack(">i", -5) + aij[20:] + vec(t))
+bincase("nan_target", dense + vec(np.where(np.arange(N) == 5, np.nan, t)))
+bincase("vec_noshape", vec(x.ravel()) + vec(t))
+bincase("empty", b"")
+
+
+# hdf5: byte 0 options, then the HDF5 file (fuzz_hdf5data.c)
+def h5case(fname, build, options=0):
+    buf = io.BytesIO()
+    with h5py.File(buf, "w", libver="earliest") as f:
+        build(f)
+    out("hdf5data", fname, bytes([options]) + buf.getvalue())
+    return buf.getvalue()
+
+
+def valid(f):
+    f["inputs"] = x
+    f["inputs"].attrs["sample_shape"] = "2x2x1"
+    f["targets"] = t
+
+
+good = h5case("valid", valid)
+h5case("valid_limit", valid, options=1)
+h5case("flat", lambda f: (f.create_dataset("inputs", data=x.ravel()), f.create_dataset("targets", data=t)))
+h5case("int", lambda f: (f.create_dataset("inputs", data=(x * 10).astype(np.int16)), f.create_dataset("targets", data=t.astype(np.uint8))))
+h5case("fixed_string_attr", lambda f: (f.create_dataset("inputs", data=x), f["inputs"].attrs.create("sample_shape", np.bytes_("4")), f.create_dataset("targets", data=t)))
+h5case("numeric_attr", lambda f: (f.create_dataset("inputs", data=x), f["inputs"].attrs.create("sample_shape", [2, 2]), f.create_dataset("targets", data=t)))
+h5case("rank3", lambda f: (f.create_dataset("inputs", data=x.reshape(N, 2, 2)), f.create_dataset("targets", data=t)))
+h5case("targets_rank3", lambda f: (f.create_dataset("inputs", data=x), f.create_dataset("targets", data=np.zeros((N, 1, 1)))))
+h5case("scalar", lambda f: (f.create_dataset("inputs", data=3.0), f.create_dataset("targets", data=t)))
+h5case("strings", lambda f: (f.create_dataset("inputs", data=np.array([b"ab"] * N)), f.create_dataset("targets", data=t)))
+h5case("compressed", lambda f: (f.create_dataset("inputs", data=x, compression="gzip"), f.create_dataset("targets", data=t)))
+h5case("unwritten", lambda f: (f.create_dataset("inputs", shape=(100000, 100)), f.create_dataset("targets", data=t)))
+h5case("group_missing", lambda f: f.create_group("inputs"))
+h5case("empty_dims", lambda f: (f.create_dataset("inputs", shape=(0, 4)), f.create_dataset("targets", shape=(0,))))
+out("hdf5data", "truncated", b"\0" + good[: len(good) // 2])
+out("hdf5data", "flipped", b"\0" + flip(good, len(good) // 3))
+out("hdf5data", "garbage", b"\0" + b"\x89HDF\r\n\x1a\n" + bytes(range(256)) * 4)
