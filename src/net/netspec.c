@@ -20,8 +20,6 @@
 #include <petnet/private/netimpl.h>
 #include <ctype.h>
 
-#define NET_MAX_NAME 2048
-
 /* strips blanks at both ends, in place */
 static char *NetTrim_Private(char *s)
 {

@@ -6,6 +6,7 @@
 
 #define NET_INPUT     (-1) /* the input index of a node fed by the Net's input */
 #define NET_MAX_DEPTH 64   /* residual blocks nest at most this deep in a layer list */
+#define NET_MAX_NAME  2048 /* longest text of one entry (LayerGetSpec()) or node name in NetGetSpec() */
 
 /*
   A node of the graph: one layer and the nodes its inputs come from. Nodes are stored in topological order (every
