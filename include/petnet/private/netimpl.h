@@ -81,3 +81,4 @@ PETSC_INTERN PetscErrorCode NetNodeInputSize_Private(Net, PetscInt, PetscInt *);
 PETSC_INTERN PetscErrorCode NetLayerListNext_Private(char **, char **);
 PETSC_INTERN PetscErrorCode NetListSpec_Private(Net, PetscInt, PetscInt, size_t, char[], size_t *);
 PETSC_INTERN PetscErrorCode NetSetFrozen_Private(Net, PetscBool);
+PETSC_INTERN PetscErrorCode NetCheckMemory_Private(Net, PetscLogDouble, PetscInt, const char[]);
