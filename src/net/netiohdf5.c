@@ -27,6 +27,8 @@
 
 #define NET_HDF5_GROUP     "petnet"
 #define NET_HDF5_MAX_SHAPE 8 /* dimensions a "shape" attribute may list */
+/* HDF5 keeps attributes in the object header, which holds at most 64 KB (less its other messages) */
+#define NET_HDF5_MAX_ATTRIBUTE 60000
 
 /* "256,784": a tensor's dimensions as the attribute "shape" holds them */
 static PetscErrorCode NetHDF5ShapeString_Private(const LayerTensorInfo *t, size_t len, char shape[])
@@ -71,12 +73,16 @@ PetscErrorCode NetWrite_HDF5(Net net, PetscViewer viewer)
 {
   PetscInt           version = NET_FILE_VERSION, nbuffers;
   char              *spec, shape[64];
+  size_t             len;
   const char        *file;
   const PetscScalar *rep;
 
   PetscFunctionBegin;
   PetscCall(NetIOFileName_Private(viewer, &file));
   PetscCall(NetIOGetSpec_Private(net, &spec));
+  PetscCall(PetscStrlen(spec, &len));
+  PetscCheck(len < NET_HDF5_MAX_ATTRIBUTE, PetscObjectComm((PetscObject)net), PETSC_ERR_SUP,
+             "Cannot save the Net to %s: its layer list has %zu characters, more than an HDF5 attribute holds (%d); save it in PETSc binary (a name not ending in .h5), which holds lists of any length", file, len, NET_HDF5_MAX_ATTRIBUTE);
   PetscCall(PetNetShapeToString(&net->in, sizeof(shape), shape));
   PetscCall(NetIOGetNumBuffers_Private(net, &nbuffers));
   PetscCall(PetscViewerHDF5WriteGroup(viewer, NET_HDF5_GROUP));
