@@ -916,14 +916,18 @@ int main(int argc, char **argv)
       PetscCall(TorchExport(name));
     else {
       PetscCall(PetscOptionsGetString(NULL, NULL, "-torch_import", name, sizeof(name), &flg));
-      if (flg) PetscCall(TorchImport(name));
+      if (flg)
+        PetscCall(TorchImport(name));
       else {
         PetscCall(PetscOptionsGetString(NULL, NULL, "-corrupt_base", name, sizeof(name), &flg));
-        if (flg) PetscCall(CorruptBase(name));
+        if (flg)
+          PetscCall(CorruptBase(name));
         else {
           PetscCall(PetscOptionsGetString(NULL, NULL, "-load", name, sizeof(name), &flg));
-          if (flg) PetscCall(LoadOnly(name));
-          else PetscCall(RunRoundTrips());
+          if (flg)
+            PetscCall(LoadOnly(name));
+          else
+            PetscCall(RunRoundTrips());
         }
       }
     }

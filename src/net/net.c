@@ -32,11 +32,12 @@ PetscErrorCode NetCreate(MPI_Comm comm, Net *net)
   PetscValidPointer(net, 2);
   PetscCall(NetInitializePackage());
   PetscCall(PetscHeaderCreate(n, NET_CLASSID, "Net", "Neural network", "Net", comm, NetDestroy, NetView));
-  n->seed     = 0;
-  n->training = PETSC_TRUE;
-  n->nlocal   = -1;
-  n->nglobal  = -1;
-  *net        = n;
+  n->seed        = 0;
+  n->training    = PETSC_TRUE;
+  n->loadnparams = -1;
+  n->nlocal      = -1;
+  n->nglobal     = -1;
+  *net           = n;
   PetscFunctionReturn(0);
 }
 
@@ -474,17 +475,21 @@ static PetscErrorCode NetShortcutHint_Private(const PetNetShape *in, const PetNe
   if (in->ndim == 3 && out->ndim == 3) {
     PetscInt sh = (in->dim[0] + out->dim[0] - 1) / out->dim[0], sw = (in->dim[1] + out->dim[1] - 1) / out->dim[1];
 
-    if (sh == sw) PetscCall(PetscSNPrintf(hint, len, "conv2d:%" PetscInt_FMT ":1:%" PetscInt_FMT ":0", out->dim[2], sh));
-    else PetscCall(PetscSNPrintf(hint, len, "conv2d:%" PetscInt_FMT ":1:%" PetscInt_FMT "x%" PetscInt_FMT ":0", out->dim[2], sh, sw));
-  } else if (out->ndim == 1) PetscCall(PetscSNPrintf(hint, len, "dense:%" PetscInt_FMT, out->dim[0]));
-  else PetscCall(PetscStrncpy(hint, "P", len));
+    if (sh == sw)
+      PetscCall(PetscSNPrintf(hint, len, "conv2d:%" PetscInt_FMT ":1:%" PetscInt_FMT ":0", out->dim[2], sh));
+    else
+      PetscCall(PetscSNPrintf(hint, len, "conv2d:%" PetscInt_FMT ":1:%" PetscInt_FMT "x%" PetscInt_FMT ":0", out->dim[2], sh, sw));
+  } else if (out->ndim == 1)
+    PetscCall(PetscSNPrintf(hint, len, "dense:%" PetscInt_FMT, out->dim[0]));
+  else
+    PetscCall(PetscStrncpy(hint, "P", len));
   PetscFunctionReturn(0);
 }
 
 /* The join k of a residual(F|P) entry: its branches must meet in one shape (in is the shape of the block's input) */
 static PetscErrorCode NetCheckResidualShapes_Private(Net net, PetscInt k, const PetNetShape *in, const PetNetShape shapes[])
 {
-  MPI_Comm    comm = PetscObjectComm((PetscObject)net);
+  MPI_Comm    comm     = PetscObjectComm((PetscObject)net);
   PetscBool   shortcut = PETSC_FALSE;
   const char *prefix;
   char        sin[64], sf[64], sp[64], spec[4096], hint[64], name[512];
@@ -503,9 +508,10 @@ static PetscErrorCode NetCheckResidualShapes_Private(Net net, PetscInt k, const 
   PetscCall(PetNetShapeToString(in, sizeof(sin), sin));
   PetscCall(PetNetShapeToString(&shapes[0], sizeof(sf), sf));
   PetscCall(NetShortcutHint_Private(in, &shapes[0], sizeof(hint), hint));
-  PetscCheck(shortcut, comm, PETSC_ERR_ARG_SIZ,
-             "%s: its block F = %s maps the input shape %s to %s, but y = x + F(x) needs F to keep the shape: change F (convolutions with stride 1 and padding K/2 keep it), or add a projection shortcut P after '|' for y = P(x) + F(x), e.g. residual(%s|%s)", name,
-             spec, sin, sf, spec, hint);
+  PetscCheck(
+      shortcut, comm, PETSC_ERR_ARG_SIZ,
+      "%s: its block F = %s maps the input shape %s to %s, but y = x + F(x) needs F to keep the shape: change F (convolutions with stride 1 and padding K/2 keep it), or add a projection shortcut P after '|' for y = P(x) + F(x), e.g. residual(%s|%s)",
+      name, spec, sin, sf, spec, hint);
   PetscCall(PetNetShapeToString(&shapes[1], sizeof(sp), sp));
   SETERRQ(comm, PETSC_ERR_ARG_SIZ, "%s: its block F = %s maps the input shape %s to %s, but its shortcut P maps it to %s: y = P(x) + F(x) needs the same shape from both; change P to give %s, e.g. %s", name, spec, sin, sf, sp, sf, hint);
 }
@@ -514,8 +520,10 @@ static PetscErrorCode NetCheckResidualShapes_Private(Net net, PetscInt k, const 
 static PetscErrorCode NetInputShape_Private(Net net, PetscInt in, PetNetShape *shape)
 {
   PetscFunctionBegin;
-  if (in == NET_INPUT) *shape = net->in;
-  else PetscCall(LayerGetOutputShape(net->layers[in], shape));
+  if (in == NET_INPUT)
+    *shape = net->in;
+  else
+    PetscCall(LayerGetOutputShape(net->layers[in], shape));
   PetscFunctionReturn(0);
 }
 
@@ -528,12 +536,13 @@ static PetscErrorCode NetCheckLayerSize_Private(Net net, PetscInt k, PetscInt64 
 
   PetscFunctionBegin;
   PetscCall(LayerGetSpec(layer, sizeof(spec), spec));
-  PetscCheck(layer->nparams >= 0 && layer->nbuffers >= 0, comm, PETSC_ERR_ARG_OUTOFRANGE, "Node %s (%s) reports %" PetscInt_FMT " parameters and %" PetscInt_FMT " buffer values: its sizes overflowed; make the layer or its input smaller", net->nodes[k].name, spec,
-             layer->nparams, layer->nbuffers);
+  PetscCheck(layer->nparams >= 0 && layer->nbuffers >= 0, comm, PETSC_ERR_ARG_OUTOFRANGE, "Node %s (%s) reports %" PetscInt_FMT " parameters and %" PetscInt_FMT " buffer values: its sizes overflowed; make the layer or its input smaller",
+             net->nodes[k].name, spec, layer->nparams, layer->nbuffers);
   *total += layer->nparams;
   PetscCheck(*total <= PETSC_MAX_INT, comm, PETSC_ERR_ARG_OUTOFRANGE,
-             "The Net has %" PetscInt64_FMT " parameters up to node %s (%s, %" PetscInt_FMT " of them), more than a PetscInt holds (%" PetscInt_FMT "): make the large layers smaller (fewer outputs of dense layers, fewer channels, pooling before them)", *total,
-             net->nodes[k].name, spec, layer->nparams, (PetscInt)PETSC_MAX_INT);
+             "The Net has %" PetscInt64_FMT " parameters up to node %s (%s, %" PetscInt_FMT " of them), more than a PetscInt holds (%" PetscInt_FMT
+             "): make the large layers smaller (fewer outputs of dense layers, fewer channels, pooling before them)",
+             *total, net->nodes[k].name, spec, layer->nparams, (PetscInt)PETSC_MAX_INT);
   if (layer->nparams > net->layers[*largest]->nparams) *largest = k;
   PetscFunctionReturn(0);
 }
@@ -542,7 +551,7 @@ static PetscErrorCode NetCheckLayerSize_Private(Net net, PetscInt k, PetscInt64 
 static PetscErrorCode NetMemoryLimit_Private(Net net, PetscLogDouble *limit)
 {
   long      pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
-  PetscReal gb    = -1;
+  PetscReal gb = -1;
 
   PetscFunctionBegin;
   *limit = pages > 0 && size > 0 ? (PetscLogDouble)pages * (PetscLogDouble)size : PETSC_MAX_REAL;
@@ -572,8 +581,9 @@ PetscErrorCode NetCheckMemory_Private(Net net, PetscLogDouble bytes, PetscInt la
   PetscCall(MPIU_Allreduce(&local, &most, 1, MPIU_PETSCLOGDOUBLE, MPI_MAX, comm));
   if (most <= limit) PetscFunctionReturn(0);
   PetscCall(LayerGetSpec(net->layers[largest], sizeof(spec), spec));
-  SETERRQ(comm, PETSC_ERR_ARG_OUTOFRANGE, "The Net's %s need %.3g GB on a machine (%d rank(s) on it), more than its %.3g GB of memory (-net_max_memory); the largest node is %s (%s, %" PetscInt_FMT " parameters, output of %" PetscInt_FMT " values per sample): make it smaller%s", what,
-          most / 1e9, nranks, limit / 1e9, net->nodes[largest].name, spec, net->layers[largest]->nparams, net->layers[largest]->outsize, strcmp(what, "parameters") ? ", or use smaller batches (fewer samples per rank)" : "");
+  SETERRQ(comm, PETSC_ERR_ARG_OUTOFRANGE,
+          "The Net's %s need %.3g GB on a machine (%d rank(s) on it), more than its %.3g GB of memory (-net_max_memory); the largest node is %s (%s, %" PetscInt_FMT " parameters, output of %" PetscInt_FMT " values per sample): make it smaller%s",
+          what, most / 1e9, nranks, limit / 1e9, net->nodes[largest].name, spec, net->layers[largest]->nparams, net->layers[largest]->outsize, strcmp(what, "parameters") ? ", or use smaller batches (fewer samples per rank)" : "");
 }
 
 /*@
@@ -624,13 +634,16 @@ PetscErrorCode NetSetUp(Net net)
   for (PetscInt k = 0; k < net->nlayers; k++) {
     maxin = PetscMax(maxin, net->nodes[k].nin);
     for (PetscInt i = 0; i < net->nodes[k].nin; i++) {
-      if (net->nodes[k].in[i] == NET_INPUT) net->ninputuses++;
-      else net->nodes[net->nodes[k].in[i]].nuses++;
+      if (net->nodes[k].in[i] == NET_INPUT)
+        net->ninputuses++;
+      else
+        net->nodes[net->nodes[k].in[i]].nuses++;
     }
   }
   net->nodes[net->nlayers - 1].nuses++;
   for (PetscInt k = 0; k < net->nlayers - 1; k++)
-    PetscCheck(net->nodes[k].nuses, comm, PETSC_ERR_ARG_WRONG, "Node %s (%s) feeds no other node and is not the Net's output (the last node, %s): use it as an input, or remove it", net->nodes[k].name, ((PetscObject)net->layers[k])->type_name, net->nodes[net->nlayers - 1].name);
+    PetscCheck(net->nodes[k].nuses, comm, PETSC_ERR_ARG_WRONG, "Node %s (%s) feeds no other node and is not the Net's output (the last node, %s): use it as an input, or remove it", net->nodes[k].name, ((PetscObject)net->layers[k])->type_name,
+               net->nodes[net->nlayers - 1].name);
   PetscCall(PetscMalloc1(maxin, &shapes));
   PetscCall(PetscMalloc1(net->nlayers + 1, &net->poff));
   net->poff[0] = 0;
@@ -656,6 +669,14 @@ PetscErrorCode NetSetUp(Net net)
   }
   PetscCall(PetscFree(shapes));
   net->nparams = net->poff[net->nlayers];
+  if (net->loadnparams >= 0 && net->loadnparams != net->nparams) {
+    char shape[64];
+
+    PetscCall(PetNetShapeToString(&net->in, sizeof(shape), shape));
+    SETERRQ(comm, PETSC_ERR_FILE_UNEXPECTED,
+            "Model file %s holds %" PetscInt_FMT " parameters, but its architecture \"%.1000s\" on input shape %s has %" PetscInt_FMT ": the file is corrupt or was written by an incompatible PetNet; save the model again", net->loadfile,
+            net->loadnparams, net->loadspec, shape, net->nparams);
+  }
   /* theta (distributed), and on every rank theta_rep, grad_rep and dtheta_rep: refuse before allocating what the machine cannot hold */
   PetscCall(NetCheckMemory_Private(net, 3.0 * sizeof(PetscScalar) * (PetscLogDouble)net->nparams, largest, "parameters"));
   PetscCall(VecCreateMPI(comm, PETSC_DECIDE, net->nparams, &net->theta));
@@ -716,8 +737,10 @@ PetscErrorCode NetView(Net net, PetscViewer viewer)
   PetscCall(PetNetShapeToString(&net->in, sizeof(shape), shape));
   chain = NetIsChain_Private(net);
   PetscCall(PetscViewerASCIIPrintf(viewer, "%" PetscInt_FMT " layers%s, input shape %s\n", net->nlayers, chain ? "" : " in a graph", net->in.ndim ? shape : "(not set)"));
-  if (chain) PetscCall(PetscViewerASCIIPrintf(viewer, "%5s  %-24s %-10s %-14s %10s\n", "layer", "spec", "kind", "output", "parameters"));
-  else PetscCall(PetscViewerASCIIPrintf(viewer, "%5s  %-14s %-24s %-10s %-26s %-14s %10s\n", "layer", "name", "spec", "kind", "inputs", "output", "parameters"));
+  if (chain)
+    PetscCall(PetscViewerASCIIPrintf(viewer, "%5s  %-24s %-10s %-14s %10s\n", "layer", "spec", "kind", "output", "parameters"));
+  else
+    PetscCall(PetscViewerASCIIPrintf(viewer, "%5s  %-14s %-24s %-10s %-26s %-14s %10s\n", "layer", "name", "spec", "kind", "inputs", "output", "parameters"));
   for (PetscInt l = 0; l < net->nlayers; l++) {
     Layer     layer = net->layers[l];
     LayerType type;

@@ -253,11 +253,12 @@ PetscErrorCode NetIOCheckVersion_Private(Net net, const char file[], PetscInt ve
 }
 
 /* Rebuilds the layers from the saved list or graph and sets the Net up; checks every kind first so the error names the file. */
-PetscErrorCode NetIOSetArchitecture_Private(Net net, const char file[], const char spec[], const PetNetShape *in)
+PetscErrorCode NetIOSetArchitecture_Private(Net net, const char file[], const char spec[], const PetNetShape *in, PetscInt nparams)
 {
-  MPI_Comm  comm = PetscObjectComm((PetscObject)net);
-  char     *copy, *entry, *next;
-  PetscBool graph = strchr(spec, ';') ? PETSC_TRUE : PETSC_FALSE; /* NetGetSpec() ends every entry of a graph with ';' */
+  PetscErrorCode ierr;
+  MPI_Comm       comm = PetscObjectComm((PetscObject)net);
+  char          *copy, *entry, *next;
+  PetscBool      graph = strchr(spec, ';') ? PETSC_TRUE : PETSC_FALSE; /* NetGetSpec() ends every entry of a graph with ';' */
 
   PetscFunctionBegin;
   PetscCheck(spec[0], comm, PETSC_ERR_FILE_UNEXPECTED, "Model file %s has an empty layer list: the file is corrupt; save the model again", file);
@@ -276,7 +277,8 @@ PetscErrorCode NetIOSetArchitecture_Private(Net net, const char file[], const ch
       if (!eq) continue;
       entry = eq + 1;
       while (*entry == ' ') entry++;
-    } else PetscCall(NetLayerListNext_Private(&next, &entry)); /* the top-level entries: kind, kind:args or kind(args) */
+    } else
+      PetscCall(NetLayerListNext_Private(&next, &entry)); /* the top-level entries: kind, kind:args or kind(args) */
     entry[strcspn(entry, ":( <")] = 0;
     PetscCall(PetscStrtolower(entry));
     PetscCall(PetscStrcmp(entry, "residual", &isres));
@@ -292,10 +294,18 @@ PetscErrorCode NetIOSetArchitecture_Private(Net net, const char file[], const ch
     }
   }
   PetscCall(PetscFree(copy));
-  if (graph) PetscCall(NetSetGraph(net, spec));
-  else PetscCall(NetSetLayers(net, spec));
+  if (graph)
+    PetscCall(NetSetGraph(net, spec));
+  else
+    PetscCall(NetSetLayers(net, spec));
   PetscCall(NetSetInputShape(net, in));
-  PetscCall(NetSetUp(net));
+  net->loadnparams = nparams; /* a count that does not match is refused before the parameters are allocated */
+  net->loadfile    = file;
+  net->loadspec    = spec;
+  ierr             = NetSetUp(net);
+  net->loadnparams = -1;
+  net->loadfile = net->loadspec = NULL;
+  PetscCall(ierr);
   PetscFunctionReturn(0);
 }
 
@@ -397,8 +407,8 @@ PetscErrorCode NetIOCheckTensor_Private(Net net, const char file[], const char n
   if (hascrc) {
     PetscCall(NetIOChecksum_Private(n, a, &found));
     PetscCheck(found == crc, comm, PETSC_ERR_FILE_UNEXPECTED,
-               "Model file %s is corrupt: tensor \"%s\" (%" PetscInt_FMT " values) does not match its checksum (CRC-32 %08lx recorded, %08lx read); the file was damaged after it was written: use another copy or save the model again",
-               file, name, n, (unsigned long)crc, (unsigned long)found);
+               "Model file %s is corrupt: tensor \"%s\" (%" PetscInt_FMT " values) does not match its checksum (CRC-32 %08lx recorded, %08lx read); the file was damaged after it was written: use another copy or save the model again", file, name, n,
+               (unsigned long)crc, (unsigned long)found);
   }
   for (PetscInt i = 0; i < n; i++)
     PetscCheck(!PetscIsInfOrNanScalar(a[i]), comm, PETSC_ERR_FILE_UNEXPECTED, "Model file %s: tensor \"%s\" holds %s at index %" PetscInt_FMT ": a model with non-finite weights cannot be used; load an earlier (finite) copy of the model", file, name,

@@ -18,7 +18,7 @@ PETSC_INTERN PetscErrorCode NetRead_HDF5(Net, PetscViewer);
 
 PETSC_INTERN PetscErrorCode NetIOFileName_Private(PetscViewer, const char **);
 PETSC_INTERN PetscErrorCode NetIOCheckVersion_Private(Net, const char[], PetscInt);
-PETSC_INTERN PetscErrorCode NetIOSetArchitecture_Private(Net, const char[], const char[], const PetNetShape *);
+PETSC_INTERN PetscErrorCode NetIOSetArchitecture_Private(Net, const char[], const char[], const PetNetShape *, PetscInt);
 PETSC_INTERN PetscErrorCode NetIOCheckCounts_Private(Net, const char[], PetscInt, PetscInt);
 PETSC_INTERN PetscErrorCode NetIOGetNumBuffers_Private(Net, PetscInt *);
 PETSC_INTERN PetscErrorCode NetIOFailForTesting_Private(Net, const char[]);

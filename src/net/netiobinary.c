@@ -139,13 +139,13 @@ PetscErrorCode NetWrite_Binary(Net net, PetscViewer viewer)
 
 PetscErrorCode NetRead_Binary(Net net, PetscViewer viewer)
 {
-  MPI_Comm    comm = PetscObjectComm((PetscObject)net);
-  PetscInt    header[NET_FILE_HEADER];
-  PetscInt64  remain = -1, need;
-  PetscInt    nt = 0, *crc = NULL;
-  const char *file;
-  char       *spec;
-  PetNetShape in;
+  MPI_Comm       comm = PetscObjectComm((PetscObject)net);
+  PetscInt       header[NET_FILE_HEADER];
+  PetscInt64     remain = -1, need;
+  PetscInt       nt = 0, *crc = NULL;
+  const char    *file;
+  char          *spec;
+  PetNetShape    in;
   NetBinaryCheck check;
 
   PetscFunctionBegin;
@@ -174,7 +174,7 @@ PetscErrorCode NetRead_Binary(Net net, PetscViewer viewer)
   in.ndim         = header[3];
   for (PetscInt d = 0; d < PETNET_MAX_DIM; d++) in.dim[d] = d < in.ndim ? header[4 + d] : 0;
   for (PetscInt d = 0; d < in.ndim; d++) PetscCheck(in.dim[d] > 0, comm, PETSC_ERR_FILE_UNEXPECTED, "%s has a corrupt header: input dimension %" PetscInt_FMT " is %" PetscInt_FMT "; save the model again", file, d, in.dim[d]);
-  PetscCall(NetIOSetArchitecture_Private(net, file, spec, &in));
+  PetscCall(NetIOSetArchitecture_Private(net, file, spec, &in, header[8]));
   PetscCall(PetscFree(spec));
   PetscCall(NetIOCheckCounts_Private(net, file, header[8], header[9]));
   PetscCall(VecLoad(net->theta, viewer));
@@ -187,8 +187,8 @@ PetscErrorCode NetRead_Binary(Net net, PetscViewer viewer)
     PetscCall(PetscViewerBinaryRead(viewer, &ntfile, 1, NULL, PETSC_INT));
     PetscCheck(ntfile == nt, comm, PETSC_ERR_FILE_UNEXPECTED, "%s is corrupt: it records checksums of %" PetscInt_FMT " tensors, but its architecture has %" PetscInt_FMT "; save the model again", file, ntfile, nt);
     PetscCall(NetBinaryRemaining_Private(viewer, &remain));
-    PetscCheck(remain < 0 || remain >= nt * (PetscInt64)sizeof(PetscInt), comm, PETSC_ERR_FILE_UNEXPECTED,
-               "%s is truncated: it ends inside the table of tensor checksums; the save was interrupted or the copy is incomplete: save the model again", file);
+    PetscCheck(remain < 0 || remain >= nt * (PetscInt64)sizeof(PetscInt), comm, PETSC_ERR_FILE_UNEXPECTED, "%s is truncated: it ends inside the table of tensor checksums; the save was interrupted or the copy is incomplete: save the model again",
+               file);
     PetscCall(PetscMalloc1(nt, &crc));
     PetscCall(PetscViewerBinaryRead(viewer, crc, nt, NULL, PETSC_INT));
   }

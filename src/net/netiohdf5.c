@@ -179,9 +179,11 @@ static PetscBool NetHDF5ParseShape_Private(const char text[], PetscInt *ndim, Pe
 
     if (end == p || *ndim == NET_HDF5_MAX_SHAPE) return PETSC_FALSE;
     dims[(*ndim)++] = v;
-    for (p = end; *p == ' '; p++) { }
-    if (*p == ',' || *p == 'x') p++;
-    else if (*p) return PETSC_FALSE;
+    for (p = end; *p == ' '; p++) {}
+    if (*p == ',' || *p == 'x')
+      p++;
+    else if (*p)
+      return PETSC_FALSE;
   }
   return PETSC_TRUE;
 }
@@ -215,7 +217,8 @@ static PetscErrorCode NetHDF5ReadTensor_Private(Net net, PetscViewer viewer, con
     PetscCall(PetscStrlen(found, &n));
   }
   PetscCheck(rank == 1 && dims[0] == (hsize_t)t->size, comm, PETSC_ERR_FILE_UNEXPECTED,
-             "%s: dataset \"%s\" has shape %s, but layer %" PetscInt_FMT " (%s) needs its %s flat: 1-D with %" PetscInt_FMT " values (PyTorch shape %s, in the attribute \"shape\"); the tensors do not match the architecture in /%s: write each tensor flattened, as NetSave() and petnet_torch.py do",
+             "%s: dataset \"%s\" has shape %s, but layer %" PetscInt_FMT " (%s) needs its %s flat: 1-D with %" PetscInt_FMT
+             " values (PyTorch shape %s, in the attribute \"shape\"); the tensors do not match the architecture in /%s: write each tensor flattened, as NetSave() and petnet_torch.py do",
              file, name, found, l, spec, t->name, t->size, expect, NET_HDF5_GROUP);
   PetscCheck(cls == H5T_FLOAT, comm, PETSC_ERR_FILE_UNEXPECTED, "%s: dataset \"%s\" does not hold floating-point numbers; write tensors as float64", file, name);
   PetscCall(PetscViewerHDF5HasAttribute(viewer, name, "shape", &has));
@@ -228,8 +231,8 @@ static PetscErrorCode NetHDF5ReadTensor_Private(Net net, PetscViewer viewer, con
     PetscCall(PetscViewerHDF5ReadAttribute(viewer, name, "shape", PETSC_STRING, NULL, &text));
     same = NetHDF5ParseShape_Private(text, &ndim, sdims) && ndim == t->ndim;
     for (PetscInt d = 0; same && d < ndim; d++) same = sdims[d] == t->dims[d] ? PETSC_TRUE : PETSC_FALSE;
-    PetscCheck(same, comm, PETSC_ERR_FILE_UNEXPECTED, "%s: tensor \"%s\" has shape %.64s (attribute \"shape\"), but layer %" PetscInt_FMT " (%s) needs %s: the tensor does not fit the architecture (transposed?); write it in PyTorch's shape %s", file, name, text, l, spec,
-               expect, expect);
+    PetscCheck(same, comm, PETSC_ERR_FILE_UNEXPECTED, "%s: tensor \"%s\" has shape %.64s (attribute \"shape\"), but layer %" PetscInt_FMT " (%s) needs %s: the tensor does not fit the architecture (transposed?); write it in PyTorch's shape %s", file,
+               name, text, l, spec, expect, expect);
     PetscCall(PetscFree(text));
   }
   if (version >= 2) {
@@ -273,7 +276,7 @@ PetscErrorCode NetRead_HDF5(Net net, PetscViewer viewer)
   PetscCall(PetNetShapeFromString(shape, &in));
   PetscCall(PetscFree(shape));
   PetscCall(NetHDF5ReadAttribute_Private(net, viewer, file, "spec", PETSC_STRING, &spec));
-  PetscCall(NetIOSetArchitecture_Private(net, file, spec, &in));
+  PetscCall(NetIOSetArchitecture_Private(net, file, spec, &in, nparams));
   PetscCall(PetscFree(spec));
   PetscCall(NetIOCheckCounts_Private(net, file, nparams, nbuffers));
   PetscCall(VecGetOwnershipRange(net->theta, &rstart, &rend));
@@ -293,7 +296,8 @@ PetscErrorCode NetRead_HDF5(Net net, PetscViewer viewer)
       PetscCall(NetIOTensorName_Private(net, l, &info[t], sizeof(name), name));
       PetscCall(PetscMalloc1(info[t].size, &values));
       PetscCall(NetHDF5ReadTensor_Private(net, viewer, file, version, l, name, &info[t], values));
-      if (info[t].buffer) PetscCall(PetscArraycpy(layer->buffers + info[t].offset, values, info[t].size));
+      if (info[t].buffer)
+        PetscCall(PetscArraycpy(layer->buffers + info[t].offset, values, info[t].size));
       else
         for (PetscInt i = PetscMax(lo, rstart); i < PetscMin(lo + info[t].size, rend); i++) theta[i - rstart] = values[i - lo];
       PetscCall(PetscFree(values));

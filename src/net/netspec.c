@@ -65,8 +65,10 @@ static PetscErrorCode NetNextEntry_Private(char **cursor, char sep, char **entry
   *entry  = s;
   *cursor = NULL;
   for (; *s; s++) {
-    if (*s == '(') depth++;
-    else if (*s == ')') depth--;
+    if (*s == '(')
+      depth++;
+    else if (*s == ')')
+      depth--;
     else if (*s == sep && depth <= 0) {
       *s      = 0;
       *cursor = s + 1;
@@ -145,8 +147,8 @@ static PetscErrorCode NetCheckKind_Private(Net net, const char kind[], const cha
 
     PetscCall(NetLayerKinds_Private(sizeof(kinds), kinds));
     SETERRQ(PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_UNKNOWN_TYPE,
-            "Unknown layer kind \"%s\" (entry %" PetscInt_FMT " of %s \"%s\"): the registered kinds are %s; register your own with LayerRegister() (the ode kind is registered by the TS package: PetNetInitializePackage())", kind, entry, what,
-            whole, kinds);
+            "Unknown layer kind \"%s\" (entry %" PetscInt_FMT " of %s \"%s\"): the registered kinds are %s; register your own with LayerRegister() (the ode kind is registered by the TS package: PetNetInitializePackage())", kind, entry, what, whole,
+            kinds);
   }
   PetscFunctionReturn(0);
 }
@@ -174,8 +176,7 @@ static PetscErrorCode NetAppendNode_Private(Net net, LayerType type, const char 
     net->layers = layers;
   }
   for (PetscInt i = 0; i < nin; i++)
-    for (PetscInt j = 0; j < i; j++)
-      PetscCheck(in[i] != in[j], PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_WRONG, "Node %s takes the same input twice: give each input once (to double a value, scale it in the layer before)", name);
+    for (PetscInt j = 0; j < i; j++) PetscCheck(in[i] != in[j], PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_WRONG, "Node %s takes the same input twice: give each input once (to double a value, scale it in the layer before)", name);
   PetscCall(LayerCreate(PetscObjectComm((PetscObject)net), &l));
   PetscCall(LayerSetType(l, type));
   PetscCall(LayerSetArguments(l, args));
@@ -296,7 +297,8 @@ static PetscErrorCode NetAppendList_Private(Net net, const char list[], const ch
     PetscCall(PetscSNPrintf(name, sizeof(name), "%s%" PetscInt_FMT, path, e));
     PetscCall(PetscSNPrintf(pre, sizeof(pre), "%slayer%" PetscInt_FMT "_", prefix, e));
     PetscCall(PetscStrcmp(kind, "residual", &isres));
-    if (isres) PetscCall(NetAppendResidual_Private(net, args, whole, from, name, pre, e, depth + 1, &from));
+    if (isres)
+      PetscCall(NetAppendResidual_Private(net, args, whole, from, name, pre, e, depth + 1, &from));
     else {
       PetscCall(NetCheckKind_Private(net, kind, "-net_layers", e + 1, whole));
       PetscCall(NetAppendNode_Private(net, kind, args, name, pre, e, 1, &from, &from));
@@ -553,8 +555,10 @@ PetscErrorCode NetAddLayer(Net net, LayerType type, const char args[], Layer *la
   PetscCall(PetscSNPrintf(name, sizeof(name), net->graph ? "layer%" PetscInt_FMT : "%" PetscInt_FMT, e));
   PetscCall(PetscSNPrintf(pre, sizeof(pre), "layer%" PetscInt_FMT "_", e));
   PetscCall(PetscStrcmp(type, "residual", &isres));
-  if (isres) PetscCall(NetAppendResidual_Private(net, args, args ? args : "", from, name, pre, e, 1, &node));
-  else PetscCall(NetAppendNode_Private(net, type, args, name, pre, e, 1, &from, &node));
+  if (isres)
+    PetscCall(NetAppendResidual_Private(net, args, args ? args : "", from, name, pre, e, 1, &node));
+  else
+    PetscCall(NetAppendNode_Private(net, type, args, name, pre, e, 1, &from, &node));
   if (layer) *layer = net->layers[node];
   PetscFunctionReturn(0);
 }

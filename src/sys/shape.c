@@ -31,7 +31,8 @@ PetscErrorCode PetNetShapeSize(const PetNetShape *s, PetscInt *size)
       char str[128];
 
       PetscCall(PetNetShapeToString(s, sizeof(str), str));
-      SETERRQ(PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Shape %s has more than %" PetscInt_FMT " entries per sample, the largest size a PetscInt holds: use smaller samples (or fewer channels), or a PETSc configured --with-64-bit-indices", str, (PetscInt)PETSC_MAX_INT);
+      SETERRQ(PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Shape %s has more than %" PetscInt_FMT " entries per sample, the largest size a PetscInt holds: use smaller samples (or fewer channels), or a PETSc configured --with-64-bit-indices", str,
+              (PetscInt)PETSC_MAX_INT);
     }
   }
   *size = (PetscInt)n;

@@ -22,13 +22,13 @@
 */
 typedef struct {
   Layer     layer;
-  char     *name;    /* state_dict module name: "3", "2.res.1", or the graph's own name */
-  char     *prefix;  /* options prefix after the Net's: "layer3_", "layer2_res_layer1_", "stem_" */
+  char     *name;     /* state_dict module name: "3", "2.res.1", or the graph's own name */
+  char     *prefix;   /* options prefix after the Net's: "layer3_", "layer2_res_layer1_", "stem_" */
   PetscInt  nin, *in; /* the input nodes (NET_INPUT: the Net's input) */
-  PetscInt  owner;   /* list form: the join node of the residual block whose F or P holds this node, or -1 */
-  PetscInt  branch;  /* ... 0: in F, 1: in P */
+  PetscInt  owner;    /* list form: the join node of the residual block whose F or P holds this node, or -1 */
+  PetscInt  branch;   /* ... 0: in F, 1: in P */
   PetscBool residual; /* list form: this node is the join of a residual(F|P) entry */
-  PetscInt  nuses;   /* edges leaving this node (+1 for the Net's output); set at set-up */
+  PetscInt  nuses;    /* edges leaving this node (+1 for the Net's output); set at set-up */
 } NetNode;
 
 struct _p_Net {
@@ -66,8 +66,10 @@ struct _p_Net {
   Mat *LJ, *LJP, *lbcast;
   Vec *ltheta, *ltheta_rep;
 
-  PetscBool training; /* see NetSetTraining() */
-  PetscBool testjacobian, intest;
+  PetscBool   training; /* see NetSetTraining() */
+  PetscBool   testjacobian, intest;
+  PetscInt    loadnparams;         /* >= 0 while a model file is read: the parameter count it declares, checked by NetSetUp() before allocating */
+  const char *loadfile, *loadspec; /* ... and that file's name and layer list, for the error */
 };
 
 PETSC_INTERN PetscErrorCode NetSetUpWorkspace_Private(Net, Vec);
