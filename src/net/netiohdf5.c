@@ -124,7 +124,7 @@ static PetscErrorCode NetHDF5ReadAttribute_Private(Net net, PetscViewer viewer, 
   PetscFunctionReturn(0);
 }
 
-/* Rank, extent and class of dataset name (relative to the viewer's group), without reading it; rank 0 if it cannot be opened */
+/* Rank, extent and class of dataset name (relative to the viewer's group), without reading it; rank 0 if it cannot be opened or its storage does not hold its extent */
 static PetscErrorCode NetHDF5DatasetInfo_Private(PetscViewer viewer, const char name[], int *rank, hsize_t dims[], H5T_class_t *cls)
 {
   hid_t fileid, groupid, dset, space, type;
@@ -142,7 +142,21 @@ static PetscErrorCode NetHDF5DatasetInfo_Private(PetscViewer viewer, const char 
       H5Sclose(space);
     }
     if ((type = H5Dget_type(dset)) >= 0) {
-      *cls = H5Tget_class(type);
+      hid_t   plist = H5Dget_create_plist(dset);
+      hsize_t n     = 1;
+
+      /* only standard IEEE floats: HDF5 1.10 converts exotic float types (odd sizes, precisions) past its buffers */
+      *cls = H5Tequal(type, H5T_IEEE_F64LE) > 0 || H5Tequal(type, H5T_IEEE_F64BE) > 0 || H5Tequal(type, H5T_IEEE_F32LE) > 0 || H5Tequal(type, H5T_IEEE_F32BE) > 0 ? H5T_FLOAT : H5T_NO_CLASS;
+      for (int d = 0; d < *rank; d++) n *= dims[d];
+      /* HDF5 1.10 trusts a compact dataset's header (and a contiguous one's stored size) and reads past its buffer when a
+         damaged file holds less than the extent says (found by fuzzing). NetSave() and petnet_torch.py never write
+         compact datasets: those, and contiguous ones of the wrong stored size, are reported unreadable instead. */
+      if (plist >= 0) {
+        H5D_layout_t layout = H5Pget_layout(plist);
+
+        if (layout == H5D_COMPACT || (layout == H5D_CONTIGUOUS && H5Dget_storage_size(dset) != n * H5Tget_size(type))) *rank = 0;
+        H5Pclose(plist);
+      }
       H5Tclose(type);
     }
     H5Dclose(dset);
@@ -220,7 +234,7 @@ static PetscErrorCode NetHDF5ReadTensor_Private(Net net, PetscViewer viewer, con
              "%s: dataset \"%s\" has shape %s, but layer %" PetscInt_FMT " (%s) needs its %s flat: 1-D with %" PetscInt_FMT
              " values (PyTorch shape %s, in the attribute \"shape\"); the tensors do not match the architecture in /%s: write each tensor flattened, as NetSave() and petnet_torch.py do",
              file, name, found, l, spec, t->name, t->size, expect, NET_HDF5_GROUP);
-  PetscCheck(cls == H5T_FLOAT, comm, PETSC_ERR_FILE_UNEXPECTED, "%s: dataset \"%s\" does not hold floating-point numbers; write tensors as float64", file, name);
+  PetscCheck(cls == H5T_FLOAT, comm, PETSC_ERR_FILE_UNEXPECTED, "%s: dataset \"%s\" does not hold IEEE floating-point numbers (float64 or float32); write tensors as float64", file, name);
   PetscCall(PetscViewerHDF5HasAttribute(viewer, name, "shape", &has));
   if (has) {
     char      *text;
