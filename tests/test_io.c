@@ -4,6 +4,8 @@ static const char help[] = "Saving and loading a Net (NetSave/NetLoad, binary an
                            "give outputs identical bit for bit to the saved one.\n"
                            "  -case NAME          write a broken model file and load it (must fail): missing, truncated, magic, vecfile,\n"
                            "                      version, kind, count, tensor, h5group\n"
+                           "  -corrupt_base PFX   write PFX.h5 and PFX.petnet for tests/io_corrupt.py to damage\n"
+                           "  -load FILE          load FILE (a damaged model file: must fail)\n"
                            "  -torch_export PFX   write PFX.h5 (model) and PFX_data.h5 (input, output) for share/python/petnet_torch.py\n"
                            "  -torch_import PFX   load PFX.h5 written by PyTorch and check PetNet's output on PFX_data.h5 to 1e-12\n"
                            "  -torch_export PFX -torch_spec SPEC -torch_shape SHAPE [-torch_train] [-torch_nlocal 4]\n"
@@ -341,6 +343,65 @@ static PetscErrorCode Embedded(Net good)
   PetscFunctionReturn(0);
 }
 
+/* A graph whose text is longer than the 8192 characters model files once held: saved and loaded whole, not cut */
+static PetscErrorCode LongSpec(const char ext[])
+{
+  const size_t len = 65536;
+  char        *spec, *spec2, file[PETSC_MAX_PATH_LEN];
+  PetNetShape  in = {1, {3}};
+  PetscMPIInt  size;
+  Net          ref, net;
+  Vec          t1, t2, X, Y1, Y2;
+  PetscBool    same;
+  size_t       n;
+
+  PetscFunctionBegin;
+  PetscCallMPI(MPI_Comm_size(PETSC_COMM_WORLD, &size));
+  PetscCall(PetscMalloc2(len, &spec, len, &spec2));
+  spec[0] = 0;
+  for (int i = 0; i < 48; i++) { /* a graph of 48 nodes with names of 200 characters: "n0_000... = dense:3 <- input; ..." */
+    char name[512], prev[512], entry[1200];
+
+    PetscCall(PetscSNPrintf(name, sizeof(name), "n%d_%0*d", i, 200, 0));
+    PetscCall(PetscSNPrintf(entry, sizeof(entry), "%s = %s <- %s; ", name, i % 2 ? "tanh" : "dense:3", i ? prev : "input"));
+    PetscCall(PetscStrlcat(spec, entry, len));
+    PetscCall(PetscStrcpy(prev, name));
+  }
+  PetscCall(PetscStrlen(spec, &n));
+  PetscCheck(n > 8192, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "the long layer list has only %zu characters", n);
+  PetscCall(NetCreate(PETSC_COMM_WORLD, &ref));
+  PetscCall(NetSetGraph(ref, spec));
+  PetscCall(NetSetInputShape(ref, &in));
+  PetscCall(NetSetUp(ref));
+  PetscCall(SetDeterministicModel(ref, 0.6));
+  PetscCall(NetGetSpec(ref, len, spec)); /* the normal form, which the loaded Net must give back */
+  PetscCall(PetscStrlen(spec, &n));
+  PetscCall(PetscSNPrintf(file, sizeof(file), "tests/out/io_%d_longspec%s", size, ext));
+  PetscCall(NetSave(ref, file));
+  PetscCall(NetCreate(PETSC_COMM_WORLD, &net));
+  PetscCall(NetLoad(net, file));
+  PetscCall(NetGetSpec(net, len, spec2));
+  PetscCall(PetscStrcmp(spec, spec2, &same));
+  PetscCheck(same, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s: the loaded layer list differs from the saved one (%zu characters)", file, n);
+  PetscCall(NetGetParameters(ref, &t1));
+  PetscCall(NetGetParameters(net, &t2));
+  PetscCall(VecEqual(t1, t2, &same));
+  PetscCheck(same, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s: loaded parameters differ", file);
+  PetscCall(Evaluate(ref, 2, &X, &Y1));
+  PetscCall(VecDuplicate(Y1, &Y2));
+  PetscCall(NetForward(net, X, Y2));
+  PetscCall(VecEqual(Y1, Y2, &same));
+  PetscCheck(same, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s: loaded Net computes different outputs", file);
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%s: a layer list of %zu characters saved and loaded whole\n", file, n));
+  PetscCall(VecDestroy(&X));
+  PetscCall(VecDestroy(&Y1));
+  PetscCall(VecDestroy(&Y2));
+  PetscCall(NetDestroy(&net));
+  PetscCall(NetDestroy(&ref));
+  PetscCall(PetscFree2(spec, spec2));
+  PetscFunctionReturn(0);
+}
+
 static PetscErrorCode RunRoundTrips(void)
 {
   PetscMPIInt size;
@@ -364,6 +425,8 @@ static PetscErrorCode RunRoundTrips(void)
   PetscCall(PetscSNPrintf(file, sizeof(file), "tests/out/io_%d_model.h5", size));
   PetscCall(LoadFromOptions(net, file));
   PetscCall(Embedded(net));
+  PetscCall(LongSpec(".petnet"));
+  PetscCall(LongSpec(".h5"));
   PetscCall(NetDestroy(&net));
   PetscFunctionReturn(0);
 }
@@ -801,6 +864,36 @@ static PetscErrorCode TorchModels(void)
   PetscFunctionReturn(0);
 }
 
+/* PFX.h5 and PFX.petnet: "dense:6,relu,dense:3" on 12 inputs, the files tests/io_corrupt.py damages */
+static PetscErrorCode CorruptBase(const char pfx[])
+{
+  PetNetShape in = {1, {12}};
+  Net         net;
+  char        file[PETSC_MAX_PATH_LEN];
+
+  PetscFunctionBegin;
+  PetscCall(BuildNet(PETSC_COMM_WORLD, "dense:6,relu,dense:3", &in, 0.6, &net));
+  PetscCall(PetscSNPrintf(file, sizeof(file), "%s.h5", pfx));
+  PetscCall(NetSave(net, file));
+  PetscCall(PetscSNPrintf(file, sizeof(file), "%s.petnet", pfx));
+  PetscCall(NetSave(net, file));
+  PetscCall(NetDestroy(&net));
+  PetscFunctionReturn(0);
+}
+
+/* -load FILE: a damaged model file, which NetLoad() must refuse */
+static PetscErrorCode LoadOnly(const char file[])
+{
+  Net net;
+
+  PetscFunctionBegin;
+  PetscCall(NetCreate(PETSC_COMM_WORLD, &net));
+  PetscCall(NetLoad(net, file));
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%s loaded\n", file));
+  PetscCall(NetDestroy(&net));
+  PetscFunctionReturn(0);
+}
+
 int main(int argc, char **argv)
 {
   char      name[PETSC_MAX_PATH_LEN];
@@ -825,8 +918,18 @@ int main(int argc, char **argv)
       PetscCall(PetscOptionsGetString(NULL, NULL, "-torch_import", name, sizeof(name), &flg));
       if (flg)
         PetscCall(TorchImport(name));
-      else
-        PetscCall(RunRoundTrips());
+      else {
+        PetscCall(PetscOptionsGetString(NULL, NULL, "-corrupt_base", name, sizeof(name), &flg));
+        if (flg)
+          PetscCall(CorruptBase(name));
+        else {
+          PetscCall(PetscOptionsGetString(NULL, NULL, "-load", name, sizeof(name), &flg));
+          if (flg)
+            PetscCall(LoadOnly(name));
+          else
+            PetscCall(RunRoundTrips());
+        }
+      }
     }
   }
   PetscCall(PetscFinalize());

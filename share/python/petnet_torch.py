@@ -5,7 +5,9 @@ A model file written by NetSave(net, "model.h5") holds
     /petnet          group; attributes version (int), spec (str), input_shape (str), nparams (int), nbuffers (int)
     /<l>.<name>      one float64 dataset per tensor of layer l, flattened, named as the state_dict of an
                      nn.Sequential with one module per PetNet layer ("0.weight", "0.bias", "3.running_mean",
-                     "5.res.0.weight", "5.shortcut.0.bias", ...); attribute "shape" = the tensor's PyTorch shape
+                     "5.res.0.weight", "5.shortcut.0.bias", ...); attribute "shape" = the tensor's PyTorch shape,
+                     attribute "crc32" (format version 2) = CRC-32 of the flat values as little-endian float64, 8 hex
+                     digits; load() verifies it (files of version 1 have none)
 The spec is PetNet's compact layer list (-net_layers), e.g. "conv2d:8:3:1:1,relu,maxpool:2,flatten,dense:10";
 input_shape is one sample's shape, channels last ("784" or "28x28x1").
 
@@ -53,6 +55,7 @@ Needs PyTorch and h5py (Debian: apt-get install python3-torch python3-h5py).
 import argparse
 import math
 import sys
+import zlib
 
 try:
     import h5py
@@ -61,7 +64,7 @@ try:
 except ImportError as e:  # the test suite must fail, not skip, when these are missing
     sys.exit(f"petnet_torch.py: {e}: install PyTorch and h5py (Debian: apt-get install python3-torch python3-h5py)")
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 GROUP = "petnet"
 nn = torch.nn
 
@@ -559,6 +562,11 @@ def _text(value):
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
+def checksum(values):
+    """A tensor's "crc32" attribute: CRC-32 of its flat values as little-endian float64, 8 lowercase hex digits."""
+    return f"{zlib.crc32(np.ascontiguousarray(values, dtype='<f8').reshape(-1).tobytes()) & 0xffffffff:08x}"
+
+
 def load(path):
     """Reads a PetNet HDF5 model file: returns (nn.Sequential in float64, eval mode, input shape tuple)."""
     with h5py.File(path, "r") as f:
@@ -580,6 +588,11 @@ def load(path):
                     raise ValueError(f"{path}: '{t.name}' has {data.size} values, {tuple(t.tensor.shape)} needs {t.tensor.numel()}")
                 if "shape" in f[t.name].attrs and parse_shape(_text(f[t.name].attrs["shape"])) != tuple(t.tensor.shape):
                     raise ValueError(f"{path}: '{t.name}' has shape {_text(f[t.name].attrs['shape'])}, expected {tuple(t.tensor.shape)}")
+                if version >= 2:
+                    if "crc32" not in f[t.name].attrs:
+                        raise ValueError(f"{path}: '{t.name}' has no 'crc32' attribute, which files of version {version} carry")
+                    if _text(f[t.name].attrs["crc32"]) != checksum(data):
+                        raise ValueError(f"{path}: '{t.name}' does not match its checksum: the file is corrupt")
                 t.tensor.copy_(t.unpack(torch.from_numpy(data.copy())))
     model.petnet_input_shape = input_shape
     return model.eval(), input_shape
@@ -601,8 +614,10 @@ def save(model, input_shape, path):
         group.attrs["nbuffers"] = np.int32(nbuffers)
         with torch.no_grad():
             for t in tensors:
-                dataset = f.create_dataset(t.name, data=t.pack(t.tensor.detach().to(torch.float64)).numpy())
+                data = t.pack(t.tensor.detach().to(torch.float64)).numpy()
+                dataset = f.create_dataset(t.name, data=data)
                 dataset.attrs["shape"] = np.bytes_(",".join(str(d) for d in t.tensor.shape))
+                dataset.attrs["crc32"] = np.bytes_(checksum(data))
 
 
 def state_arrays(model, input_shape):

@@ -1,5 +1,6 @@
 /* Net: lifecycle, options, set-up (shapes and parameters through the graph), viewing. The nodes come from netspec.c. */
 #include <petnet/private/netimpl.h>
+#include <unistd.h>
 
 PETSC_INTERN PetscErrorCode NetDestroyLayers_Private(Net);
 
@@ -31,11 +32,12 @@ PetscErrorCode NetCreate(MPI_Comm comm, Net *net)
   PetscValidPointer(net, 2);
   PetscCall(NetInitializePackage());
   PetscCall(PetscHeaderCreate(n, NET_CLASSID, "Net", "Neural network", "Net", comm, NetDestroy, NetView));
-  n->seed     = 0;
-  n->training = PETSC_TRUE;
-  n->nlocal   = -1;
-  n->nglobal  = -1;
-  *net        = n;
+  n->seed        = 0;
+  n->training    = PETSC_TRUE;
+  n->loadnparams = -1;
+  n->nlocal      = -1;
+  n->nglobal     = -1;
+  *net           = n;
   PetscFunctionReturn(0);
 }
 
@@ -525,11 +527,29 @@ static PetscErrorCode NetInputShape_Private(Net net, PetscInt in, PetNetShape *s
   PetscFunctionReturn(0);
 }
 
-/* Sets up node k from its inputs' shapes (shapes: room for its inputs) and places its parameters after the previous nodes' */
-static PetscErrorCode NetSetUpNode_Private(Net net, PetscInt k, PetNetShape shapes[])
+static PetscErrorCode NetCheckLayerSize_Private(Net net, PetscInt k, PetscInt64 *total, PetscInt *largest)
 {
-  MPI_Comm       comm = PetscObjectComm((PetscObject)net);
-  const NetNode *nd   = &net->nodes[k];
+  MPI_Comm comm  = PetscObjectComm((PetscObject)net);
+  Layer    layer = net->layers[k];
+  char     spec[256];
+
+  PetscFunctionBegin;
+  PetscCall(LayerGetSpec(layer, sizeof(spec), spec));
+  PetscCheck(layer->nparams >= 0 && layer->nbuffers >= 0, comm, PETSC_ERR_ARG_OUTOFRANGE, "Node %s (%s) reports %" PetscInt_FMT " parameters and %" PetscInt_FMT " buffer values: its sizes overflowed; make the layer or its input smaller",
+             net->nodes[k].name, spec, layer->nparams, layer->nbuffers);
+  *total += layer->nparams;
+  PetscCheck(*total <= PETSC_MAX_INT, comm, PETSC_ERR_ARG_OUTOFRANGE,
+             "The Net has %" PetscInt64_FMT " parameters up to node %s (%s, %" PetscInt_FMT " of them), more than a PetscInt holds (%" PetscInt_FMT
+             "): make the large layers smaller (fewer outputs of dense layers, fewer channels, pooling before them)",
+             *total, net->nodes[k].name, spec, layer->nparams, (PetscInt)PETSC_MAX_INT);
+  if (layer->nparams > net->layers[*largest]->nparams) *largest = k;
+  PetscFunctionReturn(0);
+}
+
+/* Sets up node k from its inputs' shapes (shapes: room for its inputs) and places its parameters after the previous nodes' */
+static PetscErrorCode NetSetUpNode_Private(Net net, PetscInt k, PetNetShape shapes[], PetscInt64 *total, PetscInt *largest)
+{
+  const NetNode *nd = &net->nodes[k];
 
   PetscFunctionBegin;
   for (PetscInt i = 0; i < nd->nin; i++) PetscCall(NetInputShape_Private(net, nd->in[i], &shapes[i]));
@@ -545,9 +565,50 @@ static PetscErrorCode NetSetUpNode_Private(Net net, PetscInt k, PetNetShape shap
   }
   PetscCall(LayerSetInputShapes(net->layers[k], nd->nin, shapes));
   PetscCall(LayerSetUp(net->layers[k]));
-  PetscCheck((PetscInt64)net->poff[k] + net->layers[k]->nparams <= PETSC_MAX_INT, comm, PETSC_ERR_ARG_OUTOFRANGE, "The Net would have more than %d parameters, the largest PetscInt, at node %s: make it smaller", PETSC_MAX_INT, net->nodes[k].name);
-  net->poff[k + 1] = net->poff[k] + net->layers[k]->nparams;
+  PetscCall(NetCheckLayerSize_Private(net, k, total, largest)); /* 64-bit counts, before anything is allocated */
+  net->poff[k + 1] = (PetscInt)*total;
   PetscFunctionReturn(0);
+}
+
+/* After node k's set-up: its parameter count is sane and the running total (64-bit) still fits a PetscInt; largest = the node with the most parameters so far */
+
+/* The memory of this machine: its physical pages, or -net_max_memory <GB> when given */
+static PetscErrorCode NetMemoryLimit_Private(Net net, PetscLogDouble *limit)
+{
+  long      pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+  PetscReal gb = -1;
+
+  PetscFunctionBegin;
+  *limit = pages > 0 && size > 0 ? (PetscLogDouble)pages * (PetscLogDouble)size : PETSC_MAX_REAL;
+  PetscCall(PetscOptionsGetReal(((PetscObject)net)->options, ((PetscObject)net)->prefix, "-net_max_memory", &gb, NULL));
+  if (gb > 0) *limit = gb * 1e9;
+  PetscFunctionReturn(0);
+}
+
+/*
+  Refuses, collectively, to allocate bytes on each rank when the ranks sharing a machine would together need more than
+  its memory (NetMemoryLimit_Private()): a clear error now rather than an out-of-memory error, or swapping, minutes
+  later. largest names the node to shrink.
+*/
+PetscErrorCode NetCheckMemory_Private(Net net, PetscLogDouble bytes, PetscInt largest, const char what[])
+{
+  MPI_Comm       comm = PetscObjectComm((PetscObject)net), node;
+  PetscLogDouble local, most, limit;
+  PetscMPIInt    nranks;
+  char           spec[256];
+
+  PetscFunctionBegin;
+  PetscCall(NetMemoryLimit_Private(net, &limit));
+  PetscCallMPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+  PetscCallMPI(MPI_Comm_size(node, &nranks));
+  PetscCall(MPIU_Allreduce(&bytes, &local, 1, MPIU_PETSCLOGDOUBLE, MPIU_SUM, node));
+  PetscCallMPI(MPI_Comm_free(&node));
+  PetscCall(MPIU_Allreduce(&local, &most, 1, MPIU_PETSCLOGDOUBLE, MPI_MAX, comm));
+  if (most <= limit) PetscFunctionReturn(0);
+  PetscCall(LayerGetSpec(net->layers[largest], sizeof(spec), spec));
+  SETERRQ(comm, PETSC_ERR_ARG_OUTOFRANGE,
+          "The Net's %s need %.3g GB on a machine (%d rank(s) on it), more than its %.3g GB of memory (-net_max_memory); the largest node is %s (%s, %" PetscInt_FMT " parameters, output of %" PetscInt_FMT " values per sample): make it smaller%s",
+          what, most / 1e9, nranks, limit / 1e9, net->nodes[largest].name, spec, net->layers[largest]->nparams, net->layers[largest]->outsize, strcmp(what, "parameters") ? ", or use smaller batches (fewer samples per rank)" : "");
 }
 
 /*@
@@ -558,10 +619,18 @@ static PetscErrorCode NetSetUpNode_Private(Net net, PetscInt k, PetNetShape shap
   Input Parameter:
 . net - the Net, with its layers and input shape
 
+  Options Database Key:
+. -net_max_memory <GB> - the memory a machine offers the Net (default: its physical memory)
+
   Level: beginner
 
-  Note:
+  Notes:
   Every node but the last must feed some node: a node whose output nobody uses is an error.
+
+  Sizes are checked before anything is allocated: every shape, each layer's parameter count and their total must fit
+  a `PetscInt` (computed in 64-bit arithmetic), and the parameters with their replicated copies (and, at the first
+  NetForward() of a batch, the activations) of all ranks on a machine must fit in its memory. An error names the node
+  to make smaller.
 
 .seealso: `NetSetFromOptions()`, `NetReset()`, `NetInitializeParameters()`
 @*/
@@ -569,7 +638,8 @@ PetscErrorCode NetSetUp(Net net)
 {
   MPI_Comm     comm;
   PetNetShape *shapes;
-  PetscInt     maxin = 1;
+  PetscInt     maxin = 1, largest = 0;
+  PetscInt64   total;
 
   PetscFunctionBegin;
   PetscValidHeaderSpecific(net, NET_CLASSID, 1);
@@ -602,14 +672,25 @@ PetscErrorCode NetSetUp(Net net)
   PetscCall(PetscMalloc1(maxin, &shapes));
   PetscCall(PetscMalloc1(net->nlayers + 1, &net->poff));
   net->poff[0] = 0;
+  total        = 0;
   for (PetscInt k = 0; k < net->nlayers; k++) {
-    PetscErrorCode ierr = NetSetUpNode_Private(net, k, shapes);
+    PetscErrorCode ierr = NetSetUpNode_Private(net, k, shapes, &total, &largest);
 
     if (ierr) PetscCall(PetscFree(shapes));
     PetscCall(ierr);
   }
   PetscCall(PetscFree(shapes));
   net->nparams = net->poff[net->nlayers];
+  if (net->loadnparams >= 0 && net->loadnparams != net->nparams) {
+    char shape[64];
+
+    PetscCall(PetNetShapeToString(&net->in, sizeof(shape), shape));
+    SETERRQ(comm, PETSC_ERR_FILE_UNEXPECTED,
+            "Model file %s holds %" PetscInt_FMT " parameters, but its architecture \"%.1000s\" on input shape %s has %" PetscInt_FMT ": the file is corrupt or was written by an incompatible PetNet; save the model again", net->loadfile,
+            net->loadnparams, net->loadspec, shape, net->nparams);
+  }
+  /* theta (distributed), and on every rank theta_rep, grad_rep and dtheta_rep: refuse before allocating what the machine cannot hold */
+  PetscCall(NetCheckMemory_Private(net, 3.0 * sizeof(PetscScalar) * (PetscLogDouble)net->nparams, largest, "parameters"));
   PetscCall(VecCreateMPI(comm, PETSC_DECIDE, net->nparams, &net->theta));
   PetscCall(PetscObjectSetName((PetscObject)net->theta, "parameters"));
   PetscCall(PetNetBroadcastCreate(net->theta, &net->bcast, &net->theta_rep));

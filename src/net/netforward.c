@@ -57,6 +57,23 @@ PetscErrorCode NetSetUpWorkspace_Private(Net net, Vec X)
   }
   n = nx / insize;
   N = Nx / insize;
+  { /* act, dact (and dsum where a value feeds several nodes) for n samples: each must fit a PetscInt, all in memory */
+    PetscInt       largest = 0;
+    PetscLogDouble bytes   = 0;
+
+    PetscInt64 most, entries;
+
+    for (PetscInt k = 0; k < net->nlayers; k++) {
+      if (net->layers[k]->outsize > net->layers[largest]->outsize) largest = k;
+      bytes += (net->nodes[k].nuses > 1 ? 3.0 : 2.0) * sizeof(PetscScalar) * (PetscLogDouble)n * net->layers[k]->outsize;
+    }
+    entries = (PetscInt64)n * net->layers[largest]->outsize;
+    PetscCall(MPIU_Allreduce(&entries, &most, 1, MPIU_INT64, MPI_MAX, comm));
+    PetscCheck(most <= PETSC_MAX_INT, comm, PETSC_ERR_ARG_OUTOFRANGE,
+               "A batch needs %" PetscInt64_FMT " entries on a rank for the output of node %s (%" PetscInt_FMT " per sample), more than a PetscInt holds: use fewer samples per rank (smaller batches, more ranks)", most, net->nodes[largest].name,
+               net->layers[largest]->outsize);
+    PetscCall(NetCheckMemory_Private(net, bytes, largest, "activations for this batch"));
+  }
   PetscCall(NetResetWorkspace_Private(net));
   PetscCall(PetscCalloc1(net->nlayers + 1, &net->act));
   PetscCall(PetscCalloc1(net->nlayers + 1, &net->dact));
@@ -127,6 +144,9 @@ PetscErrorCode NetCreateVecs(Net net, PetscInt n, Vec *X, Vec *Y)
   PetscCall(PetNetShapeSize(&net->in, &insize));
   PetscCall(NetGetOutputShape(net, &out));
   PetscCall(PetNetShapeSize(&out, &outsize));
+  PetscCheck(n >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "NetCreateVecs() needs a number of samples >= 0, not %" PetscInt_FMT, n);
+  PetscCheck((PetscInt64)n * PetscMax(insize, outsize) <= PETSC_MAX_INT, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE,
+             "%" PetscInt_FMT " samples of %" PetscInt_FMT " inputs and %" PetscInt_FMT " outputs need more entries than a PetscInt holds: use fewer samples per rank", n, insize, outsize);
   if (X) PetscCall(VecCreateMPI(PetscObjectComm((PetscObject)net), n * insize, PETSC_DETERMINE, X));
   if (Y) PetscCall(VecCreateMPI(PetscObjectComm((PetscObject)net), n * outsize, PETSC_DETERMINE, Y));
   PetscFunctionReturn(0);

@@ -9,6 +9,7 @@
 */
 #include "netio.h"
 #include <unistd.h>
+#include <zlib.h>
 
 static PetscErrorCode NetIOIsHDF5Name_Private(const char name[], PetscBool *hdf5)
 {
@@ -252,11 +253,12 @@ PetscErrorCode NetIOCheckVersion_Private(Net net, const char file[], PetscInt ve
 }
 
 /* Rebuilds the layers from the saved list or graph and sets the Net up; checks every kind first so the error names the file. */
-PetscErrorCode NetIOSetArchitecture_Private(Net net, const char file[], const char spec[], const PetNetShape *in)
+PetscErrorCode NetIOSetArchitecture_Private(Net net, const char file[], const char spec[], const PetNetShape *in, PetscInt nparams)
 {
-  MPI_Comm  comm = PetscObjectComm((PetscObject)net);
-  char     *copy, *entry, *next;
-  PetscBool graph = strchr(spec, ';') ? PETSC_TRUE : PETSC_FALSE; /* NetGetSpec() ends every entry of a graph with ';' */
+  PetscErrorCode ierr;
+  MPI_Comm       comm = PetscObjectComm((PetscObject)net);
+  char          *copy, *entry, *next;
+  PetscBool      graph = strchr(spec, ';') ? PETSC_TRUE : PETSC_FALSE; /* NetGetSpec() ends every entry of a graph with ';' */
 
   PetscFunctionBegin;
   PetscCheck(spec[0], comm, PETSC_ERR_FILE_UNEXPECTED, "Model file %s has an empty layer list: the file is corrupt; save the model again", file);
@@ -297,7 +299,13 @@ PetscErrorCode NetIOSetArchitecture_Private(Net net, const char file[], const ch
   else
     PetscCall(NetSetLayers(net, spec));
   PetscCall(NetSetInputShape(net, in));
-  PetscCall(NetSetUp(net));
+  net->loadnparams = nparams; /* a count that does not match is refused before the parameters are allocated */
+  net->loadfile    = file;
+  net->loadspec    = spec;
+  ierr             = NetSetUp(net);
+  net->loadnparams = -1;
+  net->loadfile = net->loadspec = NULL;
+  PetscCall(ierr);
   PetscFunctionReturn(0);
 }
 
@@ -314,12 +322,12 @@ PetscErrorCode NetIOCheckCounts_Private(Net net, const char file[], PetscInt npa
 {
   MPI_Comm comm = PetscObjectComm((PetscObject)net);
   PetscInt nb;
-  char     spec[NET_MAX_SPEC], shape[64];
+  char    *spec, shape[64];
 
   PetscFunctionBegin;
   PetscCall(NetIOGetNumBuffers_Private(net, &nb));
   if (nparams == net->nparams && nbuffers == nb) PetscFunctionReturn(0);
-  PetscCall(NetGetSpec(net, sizeof(spec), spec));
+  PetscCall(NetIOGetSpec_Private(net, &spec)); /* not freed: an error follows */
   PetscCall(PetNetShapeToString(&net->in, sizeof(shape), shape));
   PetscCheck(nparams == net->nparams, comm, PETSC_ERR_FILE_UNEXPECTED,
              "Model file %s holds %" PetscInt_FMT " parameters, but its architecture \"%s\" on input shape %s has %" PetscInt_FMT ": the file is corrupt or was written by an incompatible PetNet; save the model again", file, nparams, spec, shape,
@@ -335,5 +343,75 @@ PetscErrorCode NetIOFailForTesting_Private(Net net, const char file[])
   PetscFunctionBegin;
   PetscCall(PetscOptionsGetBool(((PetscObject)net)->options, NULL, "-net_save_fail_for_testing", &fail, NULL));
   PetscCheck(!fail, PetscObjectComm((PetscObject)net), PETSC_ERR_FILE_WRITE, "Write of %s failed on purpose (-net_save_fail_for_testing)", file);
+  PetscFunctionReturn(0);
+}
+
+/* The Net's layer list or graph (NetGetSpec()) in a buffer long enough for any Net: free it with PetscFree(). Each layer
+   writes at most NET_MAX_NAME characters (LayerGetSpec()); names, inputs and the residual(|) syntax add the rest. */
+PetscErrorCode NetIOGetSpec_Private(Net net, char **spec)
+{
+  size_t len = 64;
+
+  PetscFunctionBegin;
+  for (PetscInt k = 0; k < net->nlayers; k++) {
+    len += 2 * NET_MAX_NAME + 32 + strlen(net->nodes[k].name);
+    for (PetscInt i = 0; i < net->nodes[k].nin; i++) len += 4 + (net->nodes[k].in[i] == NET_INPUT ? 5 : strlen(net->nodes[net->nodes[k].in[i]].name));
+  }
+  PetscCall(PetscMalloc1(len, spec));
+  PetscCall(NetGetSpec(net, len, *spec));
+  PetscFunctionReturn(0);
+}
+
+/* "<node name>.<tensor>": "0.weight", "2.res.1.running_mean", "stem.bias" (PyTorch state_dict keys; HDF5 dataset names) */
+PetscErrorCode NetIOTensorName_Private(Net net, PetscInt l, const LayerTensorInfo *t, size_t len, char name[])
+{
+  PetscFunctionBegin;
+  PetscCall(PetscSNPrintf(name, len, "%s.%s", net->nodes[l].name, t->name));
+  PetscFunctionReturn(0);
+}
+
+/*
+  The checksum of a tensor in the model files (version 2): zlib's CRC-32 of its values as IEEE-754 float64 in
+  little-endian byte order, whatever the machine and the file's own byte order. In Python:
+  zlib.crc32(numpy.asarray(values, dtype="<f8").tobytes()).
+*/
+PetscErrorCode NetIOChecksum_Private(PetscInt n, const PetscScalar *a, PetscInt64 *checksum)
+{
+  unsigned char bytes[4096];
+  uLong         crc = crc32(0L, Z_NULL, 0);
+  size_t        m   = 0;
+
+  PetscFunctionBegin;
+  for (PetscInt i = 0; i < n; i++) {
+    double   v = (double)PetscRealPart(a[i]);
+    uint64_t u;
+
+    memcpy(&u, &v, sizeof(u));
+    for (int b = 0; b < 8; b++) bytes[m++] = (unsigned char)(u >> (8 * b));
+    if (m == sizeof(bytes) || i == n - 1) {
+      crc = crc32(crc, bytes, (uInt)m);
+      m   = 0;
+    }
+  }
+  *checksum = (PetscInt64)(crc & 0xffffffffUL);
+  PetscFunctionReturn(0);
+}
+
+/* A tensor just read from a model file: finite values, and the checksum the file recorded for it (if it has one). */
+PetscErrorCode NetIOCheckTensor_Private(Net net, const char file[], const char name[], PetscInt n, const PetscScalar *a, PetscBool hascrc, PetscInt64 crc)
+{
+  MPI_Comm   comm = PetscObjectComm((PetscObject)net);
+  PetscInt64 found;
+
+  PetscFunctionBegin;
+  if (hascrc) {
+    PetscCall(NetIOChecksum_Private(n, a, &found));
+    PetscCheck(found == crc, comm, PETSC_ERR_FILE_UNEXPECTED,
+               "Model file %s is corrupt: tensor \"%s\" (%" PetscInt_FMT " values) does not match its checksum (CRC-32 %08lx recorded, %08lx read); the file was damaged after it was written: use another copy or save the model again", file, name, n,
+               (unsigned long)crc, (unsigned long)found);
+  }
+  for (PetscInt i = 0; i < n; i++)
+    PetscCheck(!PetscIsInfOrNanScalar(a[i]), comm, PETSC_ERR_FILE_UNEXPECTED, "Model file %s: tensor \"%s\" holds %s at index %" PetscInt_FMT ": a model with non-finite weights cannot be used; load an earlier (finite) copy of the model", file, name,
+               PetscIsNanScalar(a[i]) ? "NaN" : "Inf", i);
   PetscFunctionReturn(0);
 }

@@ -5,10 +5,11 @@
 
 /* Binary files start with this class id: the bytes "PNET" (PETSc binary files are big-endian). */
 #define NET_FILE_CLASSID 0x504E4554
-/* Bump when the layout changes; readers refuse versions they do not know. */
-#define NET_FILE_VERSION 1
-/* Longest compact layer list a file may hold. */
-#define NET_MAX_SPEC 8192
+/* Bump when the layout changes; readers refuse versions they do not know.
+   1: no checksums (still read).  2: a CRC-32 of every tensor (NetIOChecksum_Private()), verified on load. */
+#define NET_FILE_VERSION 2
+/* A layer list a binary file holds when its length cannot be checked against the file's (MPI-IO): 16 MB */
+#define NET_MAX_SPEC_UNCHECKED (1 << 24)
 
 PETSC_INTERN PetscErrorCode NetWrite_Binary(Net, PetscViewer);
 PETSC_INTERN PetscErrorCode NetRead_Binary(Net, PetscViewer);
@@ -17,7 +18,11 @@ PETSC_INTERN PetscErrorCode NetRead_HDF5(Net, PetscViewer);
 
 PETSC_INTERN PetscErrorCode NetIOFileName_Private(PetscViewer, const char **);
 PETSC_INTERN PetscErrorCode NetIOCheckVersion_Private(Net, const char[], PetscInt);
-PETSC_INTERN PetscErrorCode NetIOSetArchitecture_Private(Net, const char[], const char[], const PetNetShape *);
+PETSC_INTERN PetscErrorCode NetIOSetArchitecture_Private(Net, const char[], const char[], const PetNetShape *, PetscInt);
 PETSC_INTERN PetscErrorCode NetIOCheckCounts_Private(Net, const char[], PetscInt, PetscInt);
 PETSC_INTERN PetscErrorCode NetIOGetNumBuffers_Private(Net, PetscInt *);
 PETSC_INTERN PetscErrorCode NetIOFailForTesting_Private(Net, const char[]);
+PETSC_INTERN PetscErrorCode NetIOGetSpec_Private(Net, char **);
+PETSC_INTERN PetscErrorCode NetIOTensorName_Private(Net, PetscInt, const LayerTensorInfo *, size_t, char[]);
+PETSC_INTERN PetscErrorCode NetIOChecksum_Private(PetscInt, const PetscScalar *, PetscInt64 *);
+PETSC_INTERN PetscErrorCode NetIOCheckTensor_Private(Net, const char[], const char[], PetscInt, const PetscScalar *, PetscBool, PetscInt64);

@@ -7,8 +7,11 @@
     char        spec[speclen]    the compact layer list of NetGetSpec(), no terminating zero
     Vec         parameters       VecView(): VEC_FILE_CLASSID, nparams, nparams scalars (any rank count loads it)
     PetscScalar buffers[nbuffers]  layer by layer, each layer's layer->buffers
+    PetscInt    ntensors         (version 2) the number of tensors, node by node as LayerGetTensors() lists them
+    PetscInt    crc[ntensors]    (version 2) CRC-32 of each tensor (NetIOChecksum_Private()), as a 32-bit pattern
 
-  The reader checks the class id, the version and the length of the file against the header before trusting it.
+  The reader checks the class id, the version and the length of the file against the header before trusting it, and
+  each tensor against its checksum (files of version 1 have none) and for finite values.
 */
 #include "netio.h"
 
@@ -43,40 +46,107 @@ static PetscErrorCode NetBinaryRemaining_Private(PetscViewer viewer, PetscInt64 
   PetscFunctionReturn(0);
 }
 
+/* The tensors of the Net, node by node, in the order of the checksum table: each one's name and values (replicated) */
+static PetscErrorCode NetBinaryForEachTensor_Private(Net net, PetscErrorCode (*fn)(Net, PetscInt, const char[], PetscInt, const PetscScalar *, void *), void *ctx)
+{
+  const PetscScalar *rep;
+  PetscInt           i = 0;
+
+  PetscFunctionBegin;
+  PetscCall(NetUpdateReplicatedParameters_Private(net));
+  PetscCall(VecGetArrayRead(net->theta_rep, &rep));
+  for (PetscInt l = 0; l < net->nlayers; l++) {
+    Layer           layer = net->layers[l];
+    LayerTensorInfo info[LAYER_MAX_TENSORS];
+    PetscInt        nt;
+
+    PetscCall(LayerGetTensors(layer, &nt, info));
+    for (PetscInt t = 0; t < nt; t++, i++) {
+      char name[4096];
+
+      PetscCall(NetIOTensorName_Private(net, l, &info[t], sizeof(name), name));
+      PetscCall((*fn)(net, i, name, info[t].size, info[t].buffer ? layer->buffers + info[t].offset : rep + net->poff[l] + info[t].offset, ctx));
+    }
+  }
+  PetscCall(VecRestoreArrayRead(net->theta_rep, &rep));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetBinaryCount_Private(Net net, PetscInt i, const char name[], PetscInt n, const PetscScalar *a, void *ctx)
+{
+  PetscFunctionBegin;
+  (*(PetscInt *)ctx)++;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetBinaryChecksum_Private(Net net, PetscInt i, const char name[], PetscInt n, const PetscScalar *a, void *ctx)
+{
+  PetscInt64 crc;
+
+  PetscFunctionBegin;
+  PetscCall(NetIOChecksum_Private(n, a, &crc));
+  ((PetscInt *)ctx)[i] = (PetscInt)(int32_t)(uint32_t)crc;
+  PetscFunctionReturn(0);
+}
+
+typedef struct {
+  const char     *file;
+  const PetscInt *crc; /* NULL: version 1 */
+} NetBinaryCheck;
+
+static PetscErrorCode NetBinaryCheck_Private(Net net, PetscInt i, const char name[], PetscInt n, const PetscScalar *a, void *ctx)
+{
+  NetBinaryCheck *check = (NetBinaryCheck *)ctx;
+
+  PetscFunctionBegin;
+  PetscCall(NetIOCheckTensor_Private(net, check->file, name, n, a, check->crc ? PETSC_TRUE : PETSC_FALSE, check->crc ? (PetscInt64)(uint32_t)check->crc[i] : 0));
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode NetWrite_Binary(Net net, PetscViewer viewer)
 {
   PetscInt    header[NET_FILE_HEADER] = {NET_FILE_CLASSID, NET_FILE_VERSION};
-  char        spec[NET_MAX_SPEC];
+  PetscInt    nt                      = 0, *crc;
+  char       *spec;
   size_t      len;
   const char *file;
 
   PetscFunctionBegin;
   PetscCall(NetIOFileName_Private(viewer, &file));
-  PetscCall(NetGetSpec(net, sizeof(spec), spec));
+  PetscCall(NetIOGetSpec_Private(net, &spec));
   PetscCall(PetscStrlen(spec, &len));
-  header[2] = (PetscInt)len;
+  PetscCall(PetscIntCast((PetscInt64)len, &header[2]));
   header[3] = net->in.ndim;
   for (PetscInt d = 0; d < net->in.ndim; d++) header[4 + d] = net->in.dim[d];
   header[8] = net->nparams;
   PetscCall(NetIOGetNumBuffers_Private(net, &header[9]));
   PetscCall(PetscViewerBinaryWrite(viewer, header, NET_FILE_HEADER, PETSC_INT));
   PetscCall(PetscViewerBinaryWrite(viewer, spec, header[2], PETSC_CHAR));
+  PetscCall(PetscFree(spec));
   PetscCall(NetIOFailForTesting_Private(net, file));
   PetscCall(VecView(net->theta, viewer));
   /* buffers are replicated: rank 0's copy is written */
   for (PetscInt l = 0; l < net->nlayers; l++)
     if (net->layers[l]->nbuffers) PetscCall(PetscViewerBinaryWrite(viewer, net->layers[l]->buffers, net->layers[l]->nbuffers, PETSC_SCALAR));
+  PetscCall(NetBinaryForEachTensor_Private(net, NetBinaryCount_Private, &nt));
+  PetscCall(PetscMalloc1(nt + 1, &crc));
+  crc[0] = nt;
+  PetscCall(NetBinaryForEachTensor_Private(net, NetBinaryChecksum_Private, crc + 1));
+  PetscCall(PetscViewerBinaryWrite(viewer, crc, nt + 1, PETSC_INT));
+  PetscCall(PetscFree(crc));
   PetscFunctionReturn(0);
 }
 
 PetscErrorCode NetRead_Binary(Net net, PetscViewer viewer)
 {
-  MPI_Comm    comm = PetscObjectComm((PetscObject)net);
-  PetscInt    header[NET_FILE_HEADER];
-  PetscInt64  remain = -1, need;
-  const char *file;
-  char        spec[NET_MAX_SPEC];
-  PetNetShape in;
+  MPI_Comm       comm = PetscObjectComm((PetscObject)net);
+  PetscInt       header[NET_FILE_HEADER];
+  PetscInt64     remain = -1, need;
+  PetscInt       nt = 0, *crc = NULL;
+  const char    *file;
+  char          *spec;
+  PetNetShape    in;
+  NetBinaryCheck check;
 
   PetscFunctionBegin;
   PetscCall(NetIOFileName_Private(viewer, &file));
@@ -89,24 +159,43 @@ PetscErrorCode NetRead_Binary(Net net, PetscViewer viewer)
              "%s is truncated: it ends inside the PetNet header (%" PetscInt64_FMT " bytes); the save was interrupted or the copy is incomplete: save the model again", file, remain);
   PetscCall(PetscViewerBinaryRead(viewer, header + 1, NET_FILE_HEADER - 1, NULL, PETSC_INT));
   PetscCall(NetIOCheckVersion_Private(net, file, header[1]));
-  PetscCheck(header[2] > 0 && header[2] < NET_MAX_SPEC, comm, PETSC_ERR_FILE_UNEXPECTED, "%s has a corrupt header: layer list length %" PetscInt_FMT " is not in [1, %d); save the model again", file, header[2], NET_MAX_SPEC);
+  PetscCheck(header[2] > 0 && (remain >= 0 || header[2] < NET_MAX_SPEC_UNCHECKED), comm, PETSC_ERR_FILE_UNEXPECTED, "%s has a corrupt header: layer list length %" PetscInt_FMT " is not positive%s; save the model again", file, header[2],
+             remain >= 0 ? "" : " or too long");
   PetscCheck(header[3] > 0 && header[3] <= PETNET_MAX_DIM, comm, PETSC_ERR_FILE_UNEXPECTED, "%s has a corrupt header: input shape with %" PetscInt_FMT " dimensions; save the model again", file, header[3]);
   PetscCheck(header[8] >= 0 && header[9] >= 0, comm, PETSC_ERR_FILE_UNEXPECTED, "%s has a corrupt header: negative parameter or buffer count; save the model again", file);
-  need = (PetscInt64)sizeof(header) + header[2] + 2 * (PetscInt64)sizeof(PetscInt) + ((PetscInt64)header[8] + header[9]) * (PetscInt64)sizeof(PetscScalar);
+  need = (PetscInt64)sizeof(header) + header[2] + (header[1] >= 2 ? 3 : 2) * (PetscInt64)sizeof(PetscInt) + ((PetscInt64)header[8] + header[9]) * (PetscInt64)sizeof(PetscScalar);
   PetscCheck(remain < 0 || remain >= need, comm, PETSC_ERR_FILE_UNEXPECTED,
              "%s is truncated: its header announces %" PetscInt_FMT " parameters and %" PetscInt_FMT " buffer values (%" PetscInt64_FMT " bytes) but the file holds only %" PetscInt64_FMT
              " bytes; the save was interrupted or the copy is incomplete: save the model again",
              file, header[8], header[9], need, remain);
+  PetscCall(PetscMalloc1(header[2] + 1, &spec));
   PetscCall(PetscViewerBinaryRead(viewer, spec, header[2], NULL, PETSC_CHAR));
   spec[header[2]] = 0;
   in.ndim         = header[3];
   for (PetscInt d = 0; d < PETNET_MAX_DIM; d++) in.dim[d] = d < in.ndim ? header[4 + d] : 0;
   for (PetscInt d = 0; d < in.ndim; d++) PetscCheck(in.dim[d] > 0, comm, PETSC_ERR_FILE_UNEXPECTED, "%s has a corrupt header: input dimension %" PetscInt_FMT " is %" PetscInt_FMT "; save the model again", file, d, in.dim[d]);
-  PetscCall(NetIOSetArchitecture_Private(net, file, spec, &in));
+  PetscCall(NetIOSetArchitecture_Private(net, file, spec, &in, header[8]));
+  PetscCall(PetscFree(spec));
   PetscCall(NetIOCheckCounts_Private(net, file, header[8], header[9]));
   PetscCall(VecLoad(net->theta, viewer));
   for (PetscInt l = 0; l < net->nlayers; l++)
     if (net->layers[l]->nbuffers) PetscCall(PetscViewerBinaryRead(viewer, net->layers[l]->buffers, net->layers[l]->nbuffers, NULL, PETSC_SCALAR));
+  if (header[1] >= 2) { /* the checksum table */
+    PetscInt ntfile;
+
+    PetscCall(NetBinaryForEachTensor_Private(net, NetBinaryCount_Private, &nt));
+    PetscCall(PetscViewerBinaryRead(viewer, &ntfile, 1, NULL, PETSC_INT));
+    PetscCheck(ntfile == nt, comm, PETSC_ERR_FILE_UNEXPECTED, "%s is corrupt: it records checksums of %" PetscInt_FMT " tensors, but its architecture has %" PetscInt_FMT "; save the model again", file, ntfile, nt);
+    PetscCall(NetBinaryRemaining_Private(viewer, &remain));
+    PetscCheck(remain < 0 || remain >= nt * (PetscInt64)sizeof(PetscInt), comm, PETSC_ERR_FILE_UNEXPECTED, "%s is truncated: it ends inside the table of tensor checksums; the save was interrupted or the copy is incomplete: save the model again",
+               file);
+    PetscCall(PetscMalloc1(nt, &crc));
+    PetscCall(PetscViewerBinaryRead(viewer, crc, nt, NULL, PETSC_INT));
+  }
+  check.file = file;
+  check.crc  = crc;
+  PetscCall(NetBinaryForEachTensor_Private(net, NetBinaryCheck_Private, &check));
+  PetscCall(PetscFree(crc));
   net->forwarded = PETSC_FALSE;
   PetscFunctionReturn(0);
 }

@@ -12,6 +12,10 @@
   Output Parameter:
 . size - the product of the dimensions (1 when ndim is 0)
 
+  Note:
+  The product is formed in 64-bit arithmetic: a shape with more entries than a `PetscInt` holds (2^31 - 1 with
+  32-bit indices) is an error, never a wrapped-around size.
+
   Level: beginner
 
 .seealso: `PetNetShape`, `PetNetShapeEqual()`, `PetNetShapeToString()`, `PetNetShapeFromString()`
@@ -23,8 +27,13 @@ PetscErrorCode PetNetShapeSize(const PetNetShape *s, PetscInt *size)
   PetscFunctionBegin;
   for (PetscInt d = 0; d < s->ndim; d++) {
     n *= s->dim[d];
-    PetscCheck(n <= PETSC_MAX_INT && n >= -(PetscInt64)PETSC_MAX_INT, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "A sample of shape with dimensions %" PetscInt_FMT " x %" PetscInt_FMT " x ... has more than %d entries, the largest PetscInt",
-               s->dim[0], s->ndim > 1 ? s->dim[1] : 1, PETSC_MAX_INT);
+    if (n > PETSC_MAX_INT || n < 0) {
+      char str[128];
+
+      PetscCall(PetNetShapeToString(s, sizeof(str), str));
+      SETERRQ(PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Shape %s has more than %" PetscInt_FMT " entries per sample, the largest size a PetscInt holds: use smaller samples (or fewer channels), or a PETSc configured --with-64-bit-indices", str,
+              (PetscInt)PETSC_MAX_INT);
+    }
   }
   *size = (PetscInt)n;
   PetscFunctionReturn(0);

@@ -6,6 +6,7 @@
 
 #define NET_INPUT     (-1) /* the input index of a node fed by the Net's input */
 #define NET_MAX_DEPTH 64   /* residual blocks nest at most this deep in a layer list */
+#define NET_MAX_NAME  2048 /* longest text of one entry (LayerGetSpec()) or node name in NetGetSpec() */
 
 /*
   A node of the graph: one layer and the nodes its inputs come from. Nodes are stored in topological order (every
@@ -65,8 +66,10 @@ struct _p_Net {
   Mat *LJ, *LJP, *lbcast;
   Vec *ltheta, *ltheta_rep;
 
-  PetscBool training; /* see NetSetTraining() */
-  PetscBool testjacobian, intest;
+  PetscBool   training; /* see NetSetTraining() */
+  PetscBool   testjacobian, intest;
+  PetscInt    loadnparams;         /* >= 0 while a model file is read: the parameter count it declares, checked by NetSetUp() before allocating */
+  const char *loadfile, *loadspec; /* ... and that file's name and layer list, for the error */
 };
 
 PETSC_INTERN PetscErrorCode NetSetUpWorkspace_Private(Net, Vec);
@@ -80,3 +83,4 @@ PETSC_INTERN PetscErrorCode NetNodeInputSize_Private(Net, PetscInt, PetscInt *);
 PETSC_INTERN PetscErrorCode NetLayerListNext_Private(char **, char **);
 PETSC_INTERN PetscErrorCode NetListSpec_Private(Net, PetscInt, PetscInt, size_t, char[], size_t *);
 PETSC_INTERN PetscErrorCode NetSetFrozen_Private(Net, PetscBool);
+PETSC_INTERN PetscErrorCode NetCheckMemory_Private(Net, PetscLogDouble, PetscInt, const char[]);

@@ -39,9 +39,11 @@ static PetscErrorCode LayerSetUp_Dense(Layer layer)
   PetscCall(PetNetShapeSize(&layer->in, &in));
   layer->out.ndim   = 1;
   layer->out.dim[0] = dense->nout;
+  /* (in + 1) * out in 64-bit: a count that does not fit a PetscInt is refused here, before anything is allocated */
   PetscCheck(((PetscInt64)in + 1) * dense->nout <= PETSC_MAX_INT, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE,
-             "dense layer %" PetscInt_FMT " (dense:%" PetscInt_FMT " on %" PetscInt_FMT " inputs) would have %" PetscInt64_FMT " parameters, more than %d, the largest PetscInt: make it smaller", layer->index, dense->nout, in,
-             ((PetscInt64)in + 1) * dense->nout, PETSC_MAX_INT);
+             "dense layer %" PetscInt_FMT " (dense:%" PetscInt_FMT " on %" PetscInt_FMT " inputs) would have %" PetscInt64_FMT " parameters, more than a PetscInt holds (%" PetscInt_FMT
+             "): give it fewer outputs, or shrink its input (pooling, smaller layers before it)",
+             layer->index, dense->nout, in, ((PetscInt64)in + 1) * dense->nout, (PetscInt)PETSC_MAX_INT);
   layer->nparams = dense->nout * in + dense->nout;
   PetscFunctionReturn(0);
 }
