@@ -50,3 +50,15 @@ static inline PetscErrorCode FuzzWriteFile(const uint8_t *data, size_t size, con
   fclose(f);
   return 0;
 }
+
+/* The end every dataset harness shares: set up the configured Dataset (ierr: how configuring it went), read its first
+   batch, destroy it. Errors are the expected outcome of most inputs and are dropped. */
+static inline PetscErrorCode FuzzDatasetRead(Dataset *ds, PetscErrorCode ierr)
+{
+  Vec X, T;
+
+  if (!ierr) ierr = DatasetSetUp(*ds);
+  if (!ierr) ierr = DatasetGetBatch(*ds, 0, &X, &T);
+  DatasetDestroy(ds);
+  return ierr;
+}

@@ -19,14 +19,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     if (!ierr) ierr = DatasetFileSetName(ds, file);
     if (!ierr && (data[0] & 1)) ierr = DatasetSetLimit(ds, 2);
-    if (!ierr) ierr = DatasetSetUp(ds);
-    if (!ierr) {
-      Vec X, T;
-
-      ierr = DatasetGetBatch(ds, 0, &X, &T);
-    }
-    (void)ierr;
-    DatasetDestroy(&ds);
+    (void)FuzzDatasetRead(&ds, ierr);
   }
   return 0;
 }
