@@ -1,7 +1,7 @@
 /* Loss: a scalar objective of the network output and a target, averaged over the global batch. */
 #pragma once
 
-#include <petnetsys.h>
+#include <petnetnet.h>
 
 typedef struct _p_Loss *Loss;
 
@@ -34,3 +34,20 @@ PETSC_EXTERN PetscErrorCode LossEvaluate(Loss, Vec, Vec, PetscReal *, Vec);
 PETSC_EXTERN PetscErrorCode LossHessianMult(Loss, Vec, Vec);
 /* Number of samples of the global batch whose arg-max output equals the integer label in T. */
 PETSC_EXTERN PetscErrorCode LossCountCorrect(Loss, Vec, Vec, PetscInt *);
+
+/*
+  Curvature of the mean loss f(theta) = Loss(Net(X; theta), T) over a batch, as a MATSHELL on the parameter layout
+  (NetCreateParameterVec()), at the Net's current parameters:
+    LOSS_HESSIAN_GN     the generalised Gauss-Newton G = J_theta^T (d^2 Loss/dY^2) J_theta (symmetric positive semi-definite)
+    LOSS_HESSIAN_EXACT  the exact Hessian d^2 f/dtheta^2 (forward-over-reverse: NetJVP, NetSecondOrderBackward)
+*/
+typedef enum {
+  LOSS_HESSIAN_GN,
+  LOSS_HESSIAN_EXACT
+} LossHessianType;
+PETSC_EXTERN const char *const LossHessianTypes[];
+
+PETSC_EXTERN PetscErrorCode LossCreateNetHessian(Loss, Net, LossHessianType, Mat *);
+PETSC_EXTERN PetscErrorCode LossNetHessianSetBatch(Mat, Vec, Vec);            /* X, T (referenced) */
+PETSC_EXTERN PetscErrorCode LossNetHessianSetChunkSize(Mat, PetscInt);        /* local samples per pass (default: the whole batch) */
+PETSC_EXTERN PetscErrorCode LossNetHessianGetType(Mat, LossHessianType *);

@@ -20,6 +20,18 @@ PETSC_EXTERN PetscBool LayerRegisterAllCalled;
 
   backward and jvp are called after forward with the same n, theta, x and y (the linearization point).
 
+  sobackward(n, theta, x, y, xdot, thetadot, ydot, dy, dxdot, dthetadot):   the curvature term of the second-order
+                                                    adjoint: the derivative of backward's outputs along the tangent
+                                                    (xdot, thetadot) with the cotangent dy held fixed,
+                        dxdot     += d/de [J_x    (x + e xdot, theta + e thetadot)^T dy]   ACCUMULATES (skip if NULL)
+                        dthetadot += d/de [J_theta(x + e xdot, theta + e thetadot)^T dy]   ACCUMULATES (skip if NULL)
+                    xdot, thetadot may be NULL (zero); ydot = J_x xdot + J_theta thetadot is the JVP's output at the
+                    same point (NULL when both are zero). The full second-order adjoint of the layer is
+                    backward(dydot) + sobackward(dy): the Net adds the two (NetSecondOrderBackward()). Called after
+                    forward (and backward, jvp) at the same point. A kind whose curvature term is identically zero
+                    (linear in (x, theta) together, or piecewise linear: relu, pooling, add, ...) sets sozero instead;
+                    a kind with neither has no exact Hessian-vector products (the Gauss-Newton operator still works).
+
   Kinds with several inputs (add, concat: nin > 1) implement forwardn/backwardn/jvpn instead, with arrays of the
   inputs x[k] [n][in_k] and of their (co)tangents dx[k] (a NULL dx[k] is skipped in backward and zero in jvp).
   A Layer knows nothing of the network it sits in: its owner (a Net) hands it arrays and sets its mode.
@@ -43,6 +55,7 @@ struct _LayerOps {
   PetscErrorCode (*forward)(Layer, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *);
   PetscErrorCode (*backward)(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
   PetscErrorCode (*jvp)(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *);
+  PetscErrorCode (*sobackward)(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
   PetscErrorCode (*forwardn)(Layer, PetscInt, const PetscScalar *, const PetscScalar *const[], PetscScalar *);
   PetscErrorCode (*backwardn)(Layer, PetscInt, const PetscScalar *, const PetscScalar *const[], const PetscScalar *, const PetscScalar *, PetscScalar *const[], PetscScalar *);
   PetscErrorCode (*jvpn)(Layer, PetscInt, const PetscScalar *, const PetscScalar *const[], const PetscScalar *, const PetscScalar *const[], const PetscScalar *, PetscScalar *);
@@ -52,7 +65,7 @@ struct _LayerOps {
   PetscErrorCode (*destroy)(Layer);
 };
 
-typedef enum { LAYER_PHASE_FORWARD, LAYER_PHASE_BACKWARD, LAYER_PHASE_JVP, LAYER_NUM_PHASES } LayerPhase;
+typedef enum { LAYER_PHASE_FORWARD, LAYER_PHASE_BACKWARD, LAYER_PHASE_JVP, LAYER_PHASE_SOBACKWARD, LAYER_NUM_PHASES } LayerPhase;
 
 struct _p_Layer {
   PETSCHEADER(struct _LayerOps);
@@ -63,6 +76,7 @@ struct _p_Layer {
   PetscInt    *insizes;
   PetscInt     mininputs, maxinputs; /* what the kind accepts, set by its create (default 1 and 1) */
   PetscInt     nparams;
+  PetscBool    sozero; /* the second-order adjoint's curvature term is zero (see sobackward above) */
   PetscInt     nbuffers; /* non-trainable state saved with the model (e.g. batchnorm running statistics) */
   PetscScalar *buffers;  /* allocated and freed by the kind (setup / reset) */
   PetscBool    setupcalled;

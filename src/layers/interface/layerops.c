@@ -1,7 +1,7 @@
 /* Layer kernels on local arrays, wrapped in one log event per kind and phase (e.g. "dense:Forward"). */
 #include <petnet/private/layerimpl.h>
 
-static const char *const LayerPhaseNames[LAYER_NUM_PHASES] = {"Forward", "Backward", "JVP"};
+static const char *const LayerPhaseNames[LAYER_NUM_PHASES] = {"Forward", "Backward", "JVP", "SOBackward"};
 
 /* Registers the log events "kind:Forward", "kind:Backward" and "kind:JVP" of a layer kind (from LayerRegister()). */
 PetscErrorCode LayerRegisterEvents_Private(LayerType type)
@@ -133,6 +133,76 @@ PetscErrorCode LayerBackwardArray(Layer layer, PetscInt n, const PetscScalar *th
   PetscCall(PetscLogEventBegin(layer->event[LAYER_PHASE_BACKWARD], layer, 0, 0, 0));
   PetscUseTypeMethod(layer, backward, n, theta, x, y, dy, dx, dtheta);
   PetscCall(PetscLogEventEnd(layer->event[LAYER_PHASE_BACKWARD], layer, 0, 0, 0));
+  PetscFunctionReturn(0);
+}
+
+/*@C
+  LayerSOBackwardArray - the curvature term of the layer's second-order adjoint at the point (theta, x, y): the
+  derivative of LayerBackwardArray()'s outputs along the tangent (xdot, thetadot), with the cotangent dy held fixed.
+
+  Collective (some kinds reduce over the layer's communicator, e.g. batchnorm in training mode)
+
+  Input Parameters:
++ layer    - the layer, after LayerForwardArray() at this point
+. n        - the number of local samples
+. theta    - the layer's own parameters (NULL if it has none)
+. x        - the input of the forward pass
+. y        - its output
+. xdot     - the input tangent, or NULL (zero)
+. thetadot - the parameter tangent, or NULL (zero)
+. ydot     - the output tangent J_x xdot + J_theta thetadot (LayerJVPArray()), or NULL when both tangents are zero
+- dy       - the output cotangent held fixed
+
+  Output Parameters:
++ dxdot     - accumulates d/de [J_x(x + e xdot, theta + e thetadot)^T dy] (NULL: skipped)
+- dthetadot - accumulates d/de [J_theta(x + e xdot, theta + e thetadot)^T dy] (NULL: skipped)
+
+  Notes:
+  The tangent of the whole adjoint (forward-over-reverse) is LayerBackwardArray() of the cotangent's own tangent plus
+  this term; NetSecondOrderBackward() adds the two for every node. A kind whose term is identically zero (linear in
+  (x, theta) together, or piecewise linear) returns at once. Logged in the event "<kind>:SOBackward".
+
+  Level: developer
+
+.seealso: `LayerHasSecondOrder()`, `LayerBackwardArray()`, `LayerJVPArray()`, `NetSecondOrderBackward()`
+@*/
+PetscErrorCode LayerSOBackwardArray(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *thetadot, const PetscScalar *ydot, const PetscScalar *dy, PetscScalar *dxdot, PetscScalar *dthetadot)
+{
+  PetscFunctionBegin;
+  if (layer->sozero) PetscFunctionReturn(0);
+  PetscCheck(layer->ops->sobackward, PetscObjectComm((PetscObject)layer), PETSC_ERR_SUP, "Layer %" PetscInt_FMT " (kind %s) has no second-order kernel, so no exact Hessian-vector products: use the Gauss-Newton operator (-trainer_hessian gn)", layer->index,
+             ((PetscObject)layer)->type_name);
+  if (!layer->nparams) thetadot = dthetadot = NULL;
+  if (!xdot && !thetadot && n) PetscFunctionReturn(0); /* zero tangent: zero term (an empty rank still joins collective kernels) */
+  if (!dxdot && !dthetadot && n) PetscFunctionReturn(0);
+  PetscCall(PetscLogEventBegin(layer->event[LAYER_PHASE_SOBACKWARD], layer, 0, 0, 0));
+  PetscUseTypeMethod(layer, sobackward, n, theta, x, y, xdot, thetadot, ydot, dy, dxdot, dthetadot);
+  PetscCall(PetscLogEventEnd(layer->event[LAYER_PHASE_SOBACKWARD], layer, 0, 0, 0));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  LayerHasSecondOrder - whether the layer's kind computes the curvature term of its second-order adjoint
+  (LayerSOBackwardArray()), which exact Hessian-vector products need
+
+  Not collective
+
+  Input Parameter:
+. layer - the layer
+
+  Output Parameter:
+. has - PETSC_TRUE if it does (or the term is identically zero for the kind)
+
+  Level: developer
+
+.seealso: `LayerSOBackwardArray()`, `NetSecondOrderBackward()`
+@*/
+PetscErrorCode LayerHasSecondOrder(Layer layer, PetscBool *has)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(layer, LAYER_CLASSID, 1);
+  PetscValidBoolPointer(has, 2);
+  *has = (layer->sozero || layer->ops->sobackward) ? PETSC_TRUE : PETSC_FALSE;
   PetscFunctionReturn(0);
 }
 

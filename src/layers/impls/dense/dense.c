@@ -130,6 +130,29 @@ static PetscErrorCode LayerJVP_Dense(Layer layer, PetscInt n, const PetscScalar 
   PetscFunctionReturn(0);
 }
 
+/* sobackward: backward is bilinear in (W, x) and dy: dxdot += Wdot dy, dWdot += xdot dy^T; the bias term is zero */
+static PetscErrorCode LayerSOBackward_Dense(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *thetadot, const PetscScalar *ydot, const PetscScalar *dy, PetscScalar *dxdot, PetscScalar *dthetadot)
+{
+  PetscInt          in = layer->insize, out = layer->outsize;
+  const PetscScalar one = 1.0;
+  PetscBLASInt      bin, bout, bn;
+
+  PetscFunctionBegin;
+  if (!n) PetscFunctionReturn(0);
+  PetscCall(PetscBLASIntCast(in, &bin));
+  PetscCall(PetscBLASIntCast(out, &bout));
+  PetscCall(PetscBLASIntCast(n, &bn));
+  if (dxdot && thetadot) {
+    PetscCallBLAS("BLASgemm", BLASgemm_("N", "N", &bin, &bn, &bout, &one, thetadot, &bin, dy, &bout, &one, dxdot, &bin));
+    PetscCall(PetscLogFlops(2.0 * n * in * out));
+  }
+  if (dthetadot && xdot) {
+    PetscCallBLAS("BLASgemm", BLASgemm_("N", "T", &bin, &bout, &bn, &one, xdot, &bin, dy, &bout, &one, dthetadot, &bin));
+    PetscCall(PetscLogFlops(2.0 * n * in * out));
+  }
+  PetscFunctionReturn(0);
+}
+
 /* PyTorch Linear: weight [out][in] (same layout as ours), bias [out] */
 static PetscErrorCode LayerTensors_Dense(Layer layer, PetscInt *n, LayerTensorInfo info[])
 {
@@ -302,6 +325,7 @@ PETSC_INTERN PetscErrorCode LayerCreate_Dense(Layer layer)
   layer->ops->forward        = LayerForward_Dense;
   layer->ops->backward       = LayerBackward_Dense;
   layer->ops->jvp            = LayerJVP_Dense;
+  layer->ops->sobackward     = LayerSOBackward_Dense;
   layer->ops->tensors        = LayerTensors_Dense;
   layer->ops->setarguments   = LayerSetArguments_Dense;
   layer->ops->getarguments   = LayerGetArguments_Dense;
