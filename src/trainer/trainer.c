@@ -286,7 +286,7 @@ PetscErrorCode TrainerGetOptionsPrefix(Trainer tr, const char *prefix[])
   Notes:
   The Tao shares the Trainer's options prefix (TrainerSetOptionsPrefix()), and TrainerSetFromOptions() calls
   TaoSetFromOptions() on it. TrainerSetUp() refuses the TAO types that need a Hessian or solve other problems, and in
-  mode auto chooses mini-batch mode for PetNet's sgd, adam, adamw and rmsprop, full-batch mode for the others.
+  mode auto chooses mini-batch mode for PetNet's sgd, adam, adamw, rmsprop and kfac, full-batch mode for the others.
 
   Level: intermediate
 
@@ -413,7 +413,7 @@ PetscErrorCode TrainerSetFromOptions(Trainer tr)
 }
 
 /* The TAO types that train a Net: PetNet's stochastic ones, and TAO's own that need only the objective and gradient */
-#define TRAINER_TAO_TYPES_THAT_WORK "sgd, adam, adamw, rmsprop (mini-batch) or lmvm, blmvm, bqnls, bqnkls, bqnktr, bqnktl, cg, bncg, owlqn, bmrm, nm (full batch)"
+#define TRAINER_TAO_TYPES_THAT_WORK "sgd, adam, adamw, rmsprop, kfac (mini-batch) or lmvm, blmvm, bqnls, bqnkls, bqnktr, bqnktl, cg, bncg, owlqn, bmrm, nm (full batch)"
 
 /* Refuses the TAO types that cannot minimise the training loss with what the Trainer gives TAO (objective and gradient) */
 static PetscErrorCode TrainerCheckTaoType_Private(Trainer tr)
@@ -495,7 +495,7 @@ PetscErrorCode TrainerSetUp(Trainer tr)
     PetscBool stochastic;
 
     /* PetNet's stochastic types take one mini-batch per iteration; TAO's own types need a deterministic objective */
-    PetscCall(PetscObjectTypeCompareAny((PetscObject)tr->tao, &stochastic, "sgd", "adam", "adamw", "rmsprop", ""));
+    PetscCall(PetscObjectTypeCompareAny((PetscObject)tr->tao, &stochastic, "sgd", "adam", "adamw", "rmsprop", "kfac", ""));
     tr->minibatch = stochastic;
   } else
     tr->minibatch = tr->mode == TRAINER_MODE_MINIBATCH ? PETSC_TRUE : PETSC_FALSE;
@@ -503,6 +503,7 @@ PetscErrorCode TrainerSetUp(Trainer tr)
   PetscCall(VecDuplicate(theta, &tr->theta));
   PetscCall(VecCopy(theta, tr->theta));
   PetscCall(TaoSetSolution(tr->tao, tr->theta));
+  PetscCall(PetNetTaoKFACSetNet(tr->tao, tr->net)); /* kfac reads its curvature from the Net's passes; other types ignore it */
   if (tr->minibatch) {
     PetscCall(TaoSetObjectiveAndGradient(tr->tao, NULL, TrainerObjectiveMiniBatch_Private, tr));
     PetscCall(TaoSetUpdate(tr->tao, TrainerNextBatch_Private, tr));
