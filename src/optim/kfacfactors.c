@@ -407,16 +407,20 @@ PetscErrorCode PetNetKFACApply(PetNetKFAC kfac, Vec g, Vec y)
   for (PetscInt i = 0; i < kfac->nblocks; i++) {
     const KFACBlock *b  = &kfac->blocks[i];
     const PetscInt   na = b->na, nin = b->nin, nout = b->nout;
-    PetscInt         nr = 0;
+    PetscInt         nr = 0, nw = 0;
     PetscScalar     *M = kfac->work, *Ssel = M + (size_t)na * nout, *T = Ssel + (size_t)nout * nout;
-    PetscBLASInt     bna, bnout, bnr;
+    PetscBLASInt     bna, bnout, bnr, bnw, bnb, ione = 1;
 
-    /* the rows o this rank needs: weights [woff + o nin, woff + (o + 1) nin) or the bias boff + o in [rs, re) */
-    for (PetscInt o = 0; o < nout; o++) {
-      const PetscInt w0 = b->woff + o * nin, w1 = w0 + nin;
+    /* the rows o this rank needs: first those with weights [woff + o nin, woff + (o + 1) nin) in [rs, re), then those
+       of which it owns only the bias boff + o (the biases follow all the weights, so they often sit on another rank) */
+    for (PetscInt pass = 0; pass < 2; pass++)
+      for (PetscInt o = 0; o < nout; o++) {
+        const PetscInt  w0 = b->woff + o * nin, w1 = w0 + nin;
+        const PetscBool w = (PetscBool)(w0 < re && w1 > rs), bo = (PetscBool)(b->bias && b->boff + o >= rs && b->boff + o < re);
 
-      if ((w0 < re && w1 > rs) || (b->bias && b->boff + o >= rs && b->boff + o < re)) kfac->rows[nr++] = o;
-    }
+        if (pass ? (!w && bo) : w) kfac->rows[nr++] = o;
+        if (!pass) nw = nr;
+      }
     if (!nr) continue;
     /* M = G^T: column o holds the weights of row o, then its bias */
     for (PetscInt o = 0; o < nout; o++) {
@@ -427,10 +431,13 @@ PetscErrorCode PetNetKFACApply(PetNetKFAC kfac, Vec g, Vec y)
     PetscCall(PetscBLASIntCast(na, &bna));
     PetscCall(PetscBLASIntCast(nout, &bnout));
     PetscCall(PetscBLASIntCast(nr, &bnr));
-    PetscCallBLAS("BLASgemm", BLASgemm_("N", "N", &bna, &bnr, &bnout, &one, M, &bna, Ssel, &bnout, &zero, T, &bna)); /* T = M S^{-1}(:, rows) */
-    PetscCallBLAS("BLASgemm", BLASgemm_("N", "N", &bna, &bnr, &bna, &one, b->Ainv, &bna, T, &bna, &zero, M, &bna));  /* R = A^{-1} T, in M */
-    PetscCall(PetscLogFlops(2.0 * na * nr * (nout + na)));
-    for (PetscInt j = 0; j < nr; j++) {
+    PetscCall(PetscBLASIntCast(nw, &bnw));
+    PetscCall(PetscBLASIntCast(nr - nw, &bnb));
+    PetscCallBLAS("BLASgemm", BLASgemm_("N", "N", &bna, &bnr, &bnout, &one, M, &bna, Ssel, &bnout, &zero, T, &bna));                                                           /* T = M S^{-1}(:, rows) */
+    if (nw) PetscCallBLAS("BLASgemm", BLASgemm_("N", "N", &bna, &bnw, &bna, &one, b->Ainv, &bna, T, &bna, &zero, M, &bna));                                                    /* R = A^{-1} T, in M */
+    if (nr > nw) PetscCallBLAS("BLASgemv", BLASgemv_("T", &bna, &bnb, &one, T + (size_t)nw * na, &bna, b->Ainv + (size_t)nin * na, &ione, &zero, M + (size_t)nw * na, &ione)); /* bias-only rows: row nin of A^{-1} T */
+    PetscCall(PetscLogFlops(2.0 * na * (nr * nout + nw * na + (nr - nw))));
+    for (PetscInt j = 0; j < nw; j++) {
       const PetscInt     o = kfac->rows[j];
       const PetscScalar *r = M + (size_t)j * na;
 
@@ -441,6 +448,7 @@ PetscErrorCode PetNetKFACApply(PetNetKFAC kfac, Vec g, Vec y)
       }
       if (b->bias && b->boff + o >= rs && b->boff + o < re) ya[b->boff + o - rs] = r[nin];
     }
+    for (PetscInt j = nw; j < nr; j++) ya[b->boff + kfac->rows[j] - rs] = M[(size_t)nw * na + (j - nw)];
   }
   PetscCall(VecRestoreArray(y, &ya));
   PetscCall(VecRestoreArrayRead(kfac->grep, &gr));
