@@ -91,7 +91,7 @@ PETSC_EXTERN PetscErrorCode PetNetTaoRMSpropSetCentered(Tao, PetscBool);
 PETSC_EXTERN PetscErrorCode PetNetTaoKFACSetNet(Tao, Net);
 PETSC_EXTERN PetscErrorCode PetNetTaoKFACSetDamping(Tao, PetscReal);
 PETSC_EXTERN PetscErrorCode PetNetTaoKFACSetStatDecay(Tao, PetscReal);
-PETSC_EXTERN PetscErrorCode PetNetTaoKFACSetInverseEvery(Tao, PetscInt);
+PETSC_EXTERN PetscErrorCode PetNetTaoKFACSetUpdateFrequency(Tao, PetscInt, PetscInt);
 PETSC_EXTERN PetscErrorCode PetNetTaoKFACSetMomentum(Tao, PetscReal);
 PETSC_EXTERN PetscErrorCode PetNetTaoKFACSetKLClip(Tao, PetscReal);
 PETSC_EXTERN PetscErrorCode PetNetTaoKFACSetUncoveredGradient(Tao, PetscBool);

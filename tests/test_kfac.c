@@ -422,7 +422,7 @@ static PetscErrorCode RunKFAC(MPI_Comm comm, PetscInt N, PetscInt n, PetscInt ns
   PetscCall(PetNetTaoKFACSetMomentum(tao, 0.9));
   PetscCall(PetNetTaoKFACSetDamping(tao, 1e-2));
   PetscCall(PetNetTaoKFACSetStatDecay(tao, 0.8));
-  PetscCall(PetNetTaoKFACSetInverseEvery(tao, 2));
+  PetscCall(PetNetTaoKFACSetUpdateFrequency(tao, 1, 2));
   PetscCall(PetNetTaoKFACSetKLClip(tao, 1e-2));
   PetscCall(TaoSetMaximumIterations(tao, nsteps));
   PetscCall(TaoSolve(tao));

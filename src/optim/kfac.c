@@ -3,7 +3,8 @@
   (Martens and Grosse 2015; Grosse and Martens 2016 for convolutions; the factors in kfacfactors.c). Update t, with g
   the gradient of the mini-batch just evaluated, lr the scheduled learning rate, wd the weight decay, mu the momentum:
 
-    A, S  <- decay (A, S) + (1 - decay) (this batch's factors)         every update; the first batch as it is
+    A, S  <- decay (A, S) + (1 - decay) (this batch's factors)         at t = 0, s, 2s, ... (-tao_kfac_stat_every s, default
+                                                                       1: every update); the first batch as it is
     (A + pi sqrt(lambda) I)^{-1}, (S + sqrt(lambda)/pi I)^{-1}         at t = 0, k, 2k, ... (-tao_kfac_inverse_every k)
     p = F^{-1} g                                                       per block S^{-1} G A^{-1}, bias in the last column of G
     p <- nu p,  nu = min(1, sqrt(kappa / (lr^2 |p.g|)))                KL clipping (Ba, Grosse, Martens 2017), kappa > 0
@@ -24,7 +25,7 @@ typedef struct {
   Net        net;
   PetNetKFAC kfac;
   PetscReal  damping, decay, klclip, momentum;
-  PetscInt   inverseevery;
+  PetscInt   statevery, inverseevery;
   PetscBool  uncoveredgradient;
   Vec        buf; /* borrowed from the Tao_Optim state */
   Vec        p;   /* the preconditioned gradient */
@@ -70,7 +71,7 @@ static PetscErrorCode TaoOptimUpdate_KFAC(Tao tao, PetscReal lr)
   PetscInt           n;
 
   PetscFunctionBegin;
-  PetscCall(PetNetKFACUpdateStatistics(kf->kfac));
+  if (kf->kfac->nupdates == 0 || opt->step % kf->statevery == 0) PetscCall(PetNetKFACUpdateStatistics(kf->kfac));
   if (kf->kfac->ninverted < 0 || opt->step % kf->inverseevery == 0) PetscCall(PetNetKFACInvert(kf->kfac));
   PetscCall(PetNetKFACApply(kf->kfac, tao->gradient, kf->p));
   if (kf->klclip > 0 && lr > 0) {
@@ -126,11 +127,17 @@ static PetscErrorCode PetNetTaoKFACSetStatDecay_KFAC(Tao tao, PetscReal decay)
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode PetNetTaoKFACSetInverseEvery_KFAC(Tao tao, PetscInt every)
+static PetscErrorCode PetNetTaoKFACSetUpdateFrequency_KFAC(Tao tao, PetscInt statevery, PetscInt inverseevery)
 {
+  Tao_KFAC *kf = (Tao_KFAC *)((Tao_Optim *)tao->data)->data;
+
   PetscFunctionBegin;
-  PetscCheck(every > 0, PetscObjectComm((PetscObject)tao), PETSC_ERR_ARG_OUTOFRANGE, "-tao_kfac_inverse_every must be > 0 (1: every update), not %" PetscInt_FMT, every);
-  ((Tao_KFAC *)((Tao_Optim *)tao->data)->data)->inverseevery = every;
+  if (statevery == PETSC_DEFAULT) statevery = kf->statevery;
+  if (inverseevery == PETSC_DEFAULT) inverseevery = kf->inverseevery;
+  PetscCheck(statevery > 0, PetscObjectComm((PetscObject)tao), PETSC_ERR_ARG_OUTOFRANGE, "-tao_kfac_stat_every must be > 0 (1: every update), not %" PetscInt_FMT, statevery);
+  PetscCheck(inverseevery > 0, PetscObjectComm((PetscObject)tao), PETSC_ERR_ARG_OUTOFRANGE, "-tao_kfac_inverse_every must be > 0 (1: every update), not %" PetscInt_FMT, inverseevery);
+  kf->statevery    = statevery;
+  kf->inverseevery = inverseevery;
   PetscFunctionReturn(0);
 }
 
@@ -164,7 +171,7 @@ static PetscErrorCode TaoOptimSetFromOptions_KFAC(Tao tao, PetscOptionItems *Pet
 {
   Tao_KFAC *kf      = (Tao_KFAC *)((Tao_Optim *)tao->data)->data;
   PetscReal damping = kf->damping, decay = kf->decay, klclip = kf->klclip, momentum = kf->momentum;
-  PetscInt  every     = kf->inverseevery;
+  PetscInt  statevery = kf->statevery, every = kf->inverseevery;
   PetscBool uncovered = kf->uncoveredgradient;
 
   PetscFunctionBegin;
@@ -172,8 +179,9 @@ static PetscErrorCode TaoOptimSetFromOptions_KFAC(Tao tao, PetscOptionItems *Pet
   PetscCall(PetNetTaoKFACSetDamping(tao, damping));
   PetscCall(PetscOptionsReal("-tao_kfac_stat_decay", "Decay of the running averages of the factors", "PetNetTaoKFACSetStatDecay", decay, &decay, NULL));
   PetscCall(PetNetTaoKFACSetStatDecay(tao, decay));
-  PetscCall(PetscOptionsInt("-tao_kfac_inverse_every", "Recompute the damped inverses every this many updates", "PetNetTaoKFACSetInverseEvery", every, &every, NULL));
-  PetscCall(PetNetTaoKFACSetInverseEvery(tao, every));
+  PetscCall(PetscOptionsInt("-tao_kfac_stat_every", "Fold the factors of the current batch into the averages every this many updates", "PetNetTaoKFACSetUpdateFrequency", statevery, &statevery, NULL));
+  PetscCall(PetscOptionsInt("-tao_kfac_inverse_every", "Recompute the damped inverses every this many updates", "PetNetTaoKFACSetUpdateFrequency", every, &every, NULL));
+  PetscCall(PetNetTaoKFACSetUpdateFrequency(tao, statevery, every));
   PetscCall(PetscOptionsReal("-tao_kfac_momentum", "Momentum factor on the preconditioned direction (0: none)", "PetNetTaoKFACSetMomentum", momentum, &momentum, NULL));
   PetscCall(PetNetTaoKFACSetMomentum(tao, momentum));
   PetscCall(PetscOptionsReal("-tao_kfac_kl_clip", "Scale the step so that lr^2 p.g stays below this (0: no clipping)", "PetNetTaoKFACSetKLClip", klclip, &klclip, NULL));
@@ -189,7 +197,7 @@ static PetscErrorCode TaoOptimView_KFAC(Tao tao, PetscViewer viewer)
   Tao_KFAC *kf = (Tao_KFAC *)((Tao_Optim *)tao->data)->data;
 
   PetscFunctionBegin;
-  PetscCall(PetscViewerASCIIPrintf(viewer, "damping %g, statistics decay %g, inverses every %" PetscInt_FMT " updates\n", (double)kf->damping, (double)kf->decay, kf->inverseevery));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "damping %g, statistics decay %g, statistics every %" PetscInt_FMT " and inverses every %" PetscInt_FMT " updates\n", (double)kf->damping, (double)kf->decay, kf->statevery, kf->inverseevery));
   if (kf->momentum == 0)
     PetscCall(PetscViewerASCIIPrintf(viewer, "momentum: none\n"));
   else
@@ -217,7 +225,7 @@ static PetscErrorCode TaoOptimDestroy_KFAC(Tao tao)
   PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoKFACSetNet_C", NULL));
   PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoKFACSetDamping_C", NULL));
   PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoKFACSetStatDecay_C", NULL));
-  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoKFACSetInverseEvery_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoKFACSetUpdateFrequency_C", NULL));
   PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoKFACSetMomentum_C", NULL));
   PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoKFACSetKLClip_C", NULL));
   PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoKFACSetUncoveredGradient_C", NULL));
@@ -233,6 +241,7 @@ static PetscErrorCode TaoOptimDestroy_KFAC(Tao tao)
 + -tao_kfac_lr <0.1>                 - learning rate (the schedules of -tao_lr_schedule apply)
 . -tao_kfac_damping <1e-3>           - Tikhonov damping lambda, split between the two factors by their trace ratio
 . -tao_kfac_stat_decay <0.95>        - decay of the running averages of the factors
+. -tao_kfac_stat_every <1>          - fold the current batch's factors into the averages every this many updates
 . -tao_kfac_inverse_every <10>       - recompute the damped inverses every this many updates
 . -tao_kfac_momentum <0>             - momentum on the preconditioned direction
 . -tao_kfac_kl_clip <0>              - KL clipping of the step (0: none)
@@ -258,6 +267,7 @@ PETSC_INTERN PetscErrorCode TaoCreate_KFAC(Tao tao)
   PetscCall(PetscNew(&kf));
   kf->damping             = 1e-3;
   kf->decay               = 0.95;
+  kf->statevery           = 1;
   kf->inverseevery        = 10;
   opt->data               = kf;
   opt->ops.setfromoptions = TaoOptimSetFromOptions_KFAC;
@@ -271,7 +281,7 @@ PETSC_INTERN PetscErrorCode TaoCreate_KFAC(Tao tao)
   PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoKFACSetNet_C", PetNetTaoKFACSetNet_KFAC));
   PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoKFACSetDamping_C", PetNetTaoKFACSetDamping_KFAC));
   PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoKFACSetStatDecay_C", PetNetTaoKFACSetStatDecay_KFAC));
-  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoKFACSetInverseEvery_C", PetNetTaoKFACSetInverseEvery_KFAC));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoKFACSetUpdateFrequency_C", PetNetTaoKFACSetUpdateFrequency_KFAC));
   PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoKFACSetMomentum_C", PetNetTaoKFACSetMomentum_KFAC));
   PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoKFACSetKLClip_C", PetNetTaoKFACSetKLClip_KFAC));
   PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoKFACSetUncoveredGradient_C", PetNetTaoKFACSetUncoveredGradient_KFAC));
@@ -326,7 +336,7 @@ PetscErrorCode PetNetTaoKFACSetNet(Tao tao, Net net)
 
   Level: intermediate
 
-.seealso: `TAOKFAC`, `PetNetTaoKFACSetInverseEvery()`, `PetNetTaoKFACSetStatDecay()`
+.seealso: `TAOKFAC`, `PetNetTaoKFACSetUpdateFrequency()`, `PetNetTaoKFACSetStatDecay()`
 @*/
 PetscErrorCode PetNetTaoKFACSetDamping(Tao tao, PetscReal damping)
 {
@@ -351,7 +361,7 @@ PetscErrorCode PetNetTaoKFACSetDamping(Tao tao, PetscReal damping)
 
   Level: intermediate
 
-.seealso: `TAOKFAC`, `PetNetTaoKFACSetDamping()`, `PetNetTaoKFACSetInverseEvery()`
+.seealso: `TAOKFAC`, `PetNetTaoKFACSetDamping()`, `PetNetTaoKFACSetUpdateFrequency()`
 @*/
 PetscErrorCode PetNetTaoKFACSetStatDecay(Tao tao, PetscReal decay)
 {
@@ -363,31 +373,38 @@ PetscErrorCode PetNetTaoKFACSetStatDecay(Tao tao, PetscReal decay)
 }
 
 /*@
-  PetNetTaoKFACSetInverseEvery - sets how often the kfac optimizer recomputes the damped inverses of its factors
+  PetNetTaoKFACSetUpdateFrequency - sets how often the kfac optimizer refreshes the statistics of its factors and
+  recomputes their damped inverses
 
   Logically collective on tao
 
   Input Parameters:
-+ tao   - the Tao, of type kfac (other types ignore the call)
-- every - the period in updates, > 0: the inverses are computed at updates 0, every, 2 every, ...
++ tao          - the Tao, of type kfac (other types ignore the call)
+. statevery    - the period of the statistics in updates, > 0 (`PETSC_DEFAULT`: unchanged): the current batch's factors
+                 are folded into the running averages at updates 0, statevery, 2 statevery, ...
+- inverseevery - the period of the inverses in updates, > 0 (`PETSC_DEFAULT`: unchanged): computed at updates 0,
+                 inverseevery, 2 inverseevery, ...
 
-  Options Database Key:
-. -tao_kfac_inverse_every <10> - the period
+  Options Database Keys:
++ -tao_kfac_stat_every <1>     - the period of the statistics
+- -tao_kfac_inverse_every <10> - the period of the inverses
 
   Notes:
-  The statistics are refreshed at every update; the inverses (a Cholesky factorization per factor, on every rank) cost
-  the cube of the layer widths and are reused in between.
+  The statistics cost about as much as the forward and backward pass of the batch (one symmetric rank-n update per
+  factor and one MPI_Allreduce of the factors); the inverses (a Cholesky factorization per factor, on every rank) cost
+  the cube of the layer widths. Both are reused in between.
 
   Level: intermediate
 
 .seealso: `TAOKFAC`, `PetNetTaoKFACSetDamping()`, `PetNetTaoKFACSetStatDecay()`
 @*/
-PetscErrorCode PetNetTaoKFACSetInverseEvery(Tao tao, PetscInt every)
+PetscErrorCode PetNetTaoKFACSetUpdateFrequency(Tao tao, PetscInt statevery, PetscInt inverseevery)
 {
   PetscFunctionBegin;
   PetscValidHeaderSpecific(tao, TAO_CLASSID, 1);
-  PetscValidLogicalCollectiveInt(tao, every, 2);
-  PetscTryMethod(tao, "PetNetTaoKFACSetInverseEvery_C", (Tao, PetscInt), (tao, every));
+  PetscValidLogicalCollectiveInt(tao, statevery, 2);
+  PetscValidLogicalCollectiveInt(tao, inverseevery, 3);
+  PetscTryMethod(tao, "PetNetTaoKFACSetUpdateFrequency_C", (Tao, PetscInt, PetscInt), (tao, statevery, inverseevery));
   PetscFunctionReturn(0);
 }
 
