@@ -461,7 +461,7 @@ PetscErrorCode PetNetKFACView(PetNetKFAC kfac, PetscViewer viewer)
   Net net = kfac->net;
 
   PetscFunctionBegin;
-  PetscCall(PetscViewerASCIIPrintf(viewer, "K-FAC: damping %g, statistics decay %g, %" PetscInt_FMT " statistics updates\n", (double)kfac->damping, (double)kfac->decay, kfac->nupdates));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "K-FAC factors after %" PetscInt_FMT " statistics updates:\n", kfac->nupdates));
   PetscCall(PetscViewerASCIIPushTab(viewer));
   for (PetscInt i = 0; i < kfac->nblocks; i++) {
     const KFACBlock *b = &kfac->blocks[i];

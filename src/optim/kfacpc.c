@@ -30,6 +30,7 @@ static PetscErrorCode PCView_KFAC(PC pc, PetscViewer viewer)
   PetscCall(PetscObjectTypeCompare((PetscObject)viewer, PETSCVIEWERASCII, &isascii));
   if (!isascii) PetscFunctionReturn(0);
   PetscCall(PCShellGetContext(pc, &kfac));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "damping %g, statistics decay %g\n", (double)kfac->damping, (double)kfac->decay));
   PetscCall(PetNetKFACView(kfac, viewer));
   PetscFunctionReturn(0);
 }
