@@ -5,6 +5,7 @@ static const char help[] = "K-FAC (src/optim/kfac*.c): the blockwise inverse aga
                            "                    and (Sd kron Ad) x = v is solved densely with LAPACK per block: the K-FAC preconditioner's\n"
                            "                    F^{-1} v must agree to 1e-10; one kfac step must be x0 - lr F^{-1} g, and with KL clipping\n"
                            "                    x0 - lr nu F^{-1} g, nu = sqrt(kappa / (lr^2 g.F^{-1} g))\n"
+                           "                    (-samples N: the batch size, default 7; fewer than the ranks leaves some without samples)\n"
                            "  -case ranks     : 6 kfac steps (momentum, weight decay, KL clip, running averages, inverses every 2) on\n"
                            "                    PETSC_COMM_WORLD with the batch split equal the same on PETSC_COMM_SELF to 1e-11\n"
                            "  -case uncovered : kfac on a network with batchnorm must fail naming the layer (an _error test)\n"
@@ -305,6 +306,7 @@ static PetscErrorCode CheckInverse(void)
     PetscScalar *va, *ya, *ga, *yref, *gref, *x0, *x1, *x1ref, gFg = 0;
     PetscReal    err, errstep, errclip, kappa, nu;
 
+    PetscCall(PetscOptionsGetInt(NULL, NULL, "-samples", &N, NULL));
     PetscCall(PetscSplitOwnership(comm, &n, &N));
     PetscCall(ProblemCreate(comm, cases[c].layers, &cases[c].in, 1, N, n, &p));
     PetscCall(NetGetNumParameters(p.net, &nparams));
