@@ -250,8 +250,10 @@ static PetscErrorCode TaoOptimDestroy_KFAC(Tao tao)
 
   Notes:
   Needs the Net whose parameters are the solution (PetNetTaoKFACSetNet(); a Trainer gives it) and an objective that
-  runs NetForward() and NetBackward() of the mean loss of the mini-batch on that Net. Factor statistics are summed over
-  the ranks, so results do not depend on the number of ranks beyond round-off.
+  runs NetForward() and NetBackward() of the mean loss of the mini-batch on that Net, in one pass: a Trainer runs kfac
+  in mini-batch mode (its default for this type); with -trainer_mode fullbatch its objective works in chunks and the
+  statistics would be those of the last chunk. Factor statistics are summed over the ranks, so results do not depend
+  on the number of ranks beyond round-off.
 
   Level: intermediate
 
