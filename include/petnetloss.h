@@ -41,13 +41,10 @@ PETSC_EXTERN PetscErrorCode LossCountCorrect(Loss, Vec, Vec, PetscInt *);
     LOSS_HESSIAN_GN     the generalised Gauss-Newton G = J_theta^T (d^2 Loss/dY^2) J_theta (symmetric positive semi-definite)
     LOSS_HESSIAN_EXACT  the exact Hessian d^2 f/dtheta^2 (forward-over-reverse: NetJVP, NetSecondOrderBackward)
 */
-typedef enum {
-  LOSS_HESSIAN_GN,
-  LOSS_HESSIAN_EXACT
-} LossHessianType;
+typedef enum { LOSS_HESSIAN_GN, LOSS_HESSIAN_EXACT } LossHessianType;
 PETSC_EXTERN const char *const LossHessianTypes[];
 
 PETSC_EXTERN PetscErrorCode LossCreateNetHessian(Loss, Net, LossHessianType, Mat *);
-PETSC_EXTERN PetscErrorCode LossNetHessianSetBatch(Mat, Vec, Vec);            /* X, T (referenced) */
-PETSC_EXTERN PetscErrorCode LossNetHessianSetChunkSize(Mat, PetscInt);        /* local samples per pass (default: the whole batch) */
+PETSC_EXTERN PetscErrorCode LossNetHessianSetBatch(Mat, Vec, Vec);     /* X, T (referenced) */
+PETSC_EXTERN PetscErrorCode LossNetHessianSetChunkSize(Mat, PetscInt); /* local samples per pass (default: the whole batch) */
 PETSC_EXTERN PetscErrorCode LossNetHessianGetType(Mat, LossHessianType *);

@@ -815,8 +815,15 @@ PetscErrorCode NetResetWorkspace_Private(Net net)
       PetscCall(VecDestroy(&net->act[l]));
       PetscCall(VecDestroy(&net->dact[l]));
       PetscCall(VecDestroy(&net->dsum[l]));
+      if (net->bar) PetscCall(VecDestroy(&net->bar[l]));
+      if (net->bard) PetscCall(VecDestroy(&net->bard[l]));
     }
   }
+  PetscCall(PetscFree(net->bar));
+  PetscCall(PetscFree(net->bard));
+  PetscCall(PetscFree(net->tanzero));
+  net->tanvalid = PETSC_FALSE;
+  net->barY     = NULL;
   PetscCall(PetscFree(net->act));
   PetscCall(PetscFree(net->dact));
   PetscCall(PetscFree(net->dsum));

@@ -13,8 +13,6 @@
 */
 #include <petnet/private/netimpl.h>
 
-#define NET_MAX_STACK_INPUTS 8 /* joins with more inputs take their pointer arrays from the heap */
-
 /* (Re)build the workspace when the batch layout changes: X must hold a whole number of samples on each rank. */
 PetscErrorCode NetSetUpWorkspace_Private(Net net, Vec X)
 {
@@ -186,14 +184,14 @@ PetscErrorCode NetGetNodeParameters_Private(Net net, PetscInt k, const PetscScal
 }
 
 /* The arrays of node k's inputs: x[i] from act[in_i + 1] (read access, restored by NetRestoreInputs_Private()) */
-static PetscErrorCode NetGetInputs_Private(Net net, PetscInt k, Vec *vecs, const PetscScalar *x[])
+PetscErrorCode NetGetInputs_Private(Net net, PetscInt k, Vec *vecs, const PetscScalar *x[])
 {
   PetscFunctionBegin;
   for (PetscInt i = 0; i < net->nodes[k].nin; i++) PetscCall(VecGetArrayRead(vecs[net->nodes[k].in[i] + 1], &x[i]));
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode NetRestoreInputs_Private(Net net, PetscInt k, Vec *vecs, const PetscScalar *x[])
+PetscErrorCode NetRestoreInputs_Private(Net net, PetscInt k, Vec *vecs, const PetscScalar *x[])
 {
   PetscFunctionBegin;
   for (PetscInt i = 0; i < net->nodes[k].nin; i++) PetscCall(VecRestoreArrayRead(vecs[net->nodes[k].in[i] + 1], &x[i]));
@@ -257,6 +255,8 @@ PetscErrorCode NetForward(Net net, Vec X, Vec Y)
   PetscCall(VecRestoreArrayRead(net->theta_rep, &theta));
   if (x != stack) PetscCall(PetscFree(x));
   net->forwarded = PETSC_TRUE;
+  net->tanvalid  = PETSC_FALSE;
+  net->nforward++;
   if (Y) PetscCall(VecCopy(net->act[net->nlayers], Y));
   if (net->testjacobian && !net->intest) {
     net->testjacobian = PETSC_FALSE; /* once */
@@ -416,6 +416,7 @@ PetscErrorCode NetBackward(Net net, Vec dY, Vec dX, Vec G)
   if (maxin > NET_MAX_STACK_INPUTS) PetscCall(PetscMalloc1(maxin, &dx));
   /* seeded[v]: dact[v] holds a first contribution; summed[v]: input i of the node at hand writes dsum[v], to be added */
   PetscCall(PetscCalloc2(net->nlayers + 1, &seeded, maxin, &summed));
+  net->tanvalid = PETSC_FALSE; /* dact[] now holds cotangents, not the last JVP's tangents */
   PetscCall(VecCopy(dY, net->dact[net->nlayers]));
   seeded[net->nlayers] = PETSC_TRUE;
   if (G) {
@@ -485,6 +486,7 @@ PetscErrorCode NetJVP(Net net, Vec dX, Vec dtheta, Vec dY)
   PetscFunctionBegin;
   PetscValidHeaderSpecific(net, NET_CLASSID, 1);
   PetscValidHeaderSpecific(dY, VEC_CLASSID, 4);
+  net->tanvalid = PETSC_FALSE;
   PetscCheck(net->forwarded, PetscObjectComm((PetscObject)net), PETSC_ERR_ORDER, "NetJVP() differentiates at the last forward pass, and there is none: call NetForward() on the batch first (NetSetTraining() also clears it)");
   PetscCall(NetCheckInputUnchanged_Private(net));
   PetscCall(NetCheckCompatible_Private(net, dY, net->nlayers, "Output tangent dY"));
@@ -500,7 +502,8 @@ PetscErrorCode NetJVP(Net net, Vec dX, Vec dtheta, Vec dY)
   for (PetscInt k = 0; k < net->nlayers; k++) maxin = PetscMax(maxin, net->nodes[k].nin);
   if (maxin > NET_MAX_STACK_INPUTS) PetscCall(PetscMalloc1(maxin, &dx));
   /* zero[v]: the tangent of value v is zero (a NULL array for the kernels, no pass over memory) */
-  PetscCall(PetscMalloc1(net->nlayers + 1, &zero));
+  if (!net->tanzero) PetscCall(PetscMalloc1(net->nlayers + 1, &net->tanzero));
+  zero    = net->tanzero; /* kept for NetSecondOrderBackward() */
   zero[0] = dX ? PETSC_FALSE : PETSC_TRUE;
   PetscCall(VecGetArrayRead(net->theta_rep, &theta));
   for (PetscInt k = 0; k < net->nlayers; k++) {
@@ -522,9 +525,10 @@ PetscErrorCode NetJVP(Net net, Vec dX, Vec dtheta, Vec dY)
       if (dx[i]) PetscCall(VecRestoreArrayRead(net->dact[nd->in[i] + 1], &dx[i]));
   }
   PetscCall(VecRestoreArrayRead(net->theta_rep, &theta));
-  PetscCall(PetscFree(zero));
   if (dx != xstack) PetscCall(PetscFree(dx));
   if (dtheta) PetscCall(VecRestoreArrayRead(net->dtheta_rep, &dth));
   PetscCall(VecCopy(net->dact[net->nlayers], dY));
+  net->tanvalid  = PETSC_TRUE;
+  net->tandtheta = dtheta ? PETSC_TRUE : PETSC_FALSE;
   PetscFunctionReturn(0);
 }

@@ -41,6 +41,7 @@ PetscErrorCode TrainerCreate(MPI_Comm comm, Trainer *trainer)
   tr->epochs           = 10;
   tr->batchsize        = 0; /* keep the Dataset's */
   tr->evalbatchsize    = 1000;
+  tr->taoits           = -1;
   tr->monitor          = PETSC_TRUE;
   tr->progressinterval = 10.0;
   tr->patience         = 0;
@@ -373,7 +374,13 @@ static PetscErrorCode TrainerOptionsCount_Private(PetscOptionItems *PetscOptions
 . -trainer_checkpoint_every <N>        - every N epochs (0: only at the end)
 . -trainer_restart <file>              - resume from this checkpoint
 . -trainer_monitor                     - one progress line per epoch
-- -trainer_progress_interval <s>       - seconds between progress lines within an epoch (0: never)
+. -trainer_progress_interval <s>       - seconds between progress lines within an epoch (0: never)
+. -trainer_hessian <gn,exact>          - the curvature Newton-type TAO types (nls, ntr, ntl, bnls, bntr, bntl) get:
+                                         Gauss-Newton (default) or the exact Hessian
+. -trainer_hessian_samples <S>         - the Hessian over S training samples drawn afresh at every outer iteration
+                                         (Hessian-free Newton-CG; 0: all samples)
+. -trainer_hessian_chunk <n>           - local samples per pass of a Hessian product (0: all at once)
+- -trainer_hessian_seed <s>            - seed of those draws
 
   Notes:
   Counts are read in 64-bit: a negative count or one beyond the PetscInt range is an error naming the option.
@@ -402,6 +409,10 @@ PetscErrorCode TrainerSetFromOptions(Trainer tr)
   PetscCall(PetscOptionsBool("-trainer_monitor", "Print one progress line per epoch", "TrainerTrain", tr->monitor, &tr->monitor, NULL));
   PetscCall(PetscOptionsReal("-trainer_progress_interval", "Seconds between progress lines within an epoch (0: never)", "TrainerTrain", tr->progressinterval, &tr->progressinterval, NULL));
   PetscCheck(tr->progressinterval >= 0, comm, PETSC_ERR_ARG_OUTOFRANGE, "-trainer_progress_interval %g: give a number of seconds >= 0 (0: no progress lines within an epoch)", (double)tr->progressinterval);
+  PetscCall(PetscOptionsEnum("-trainer_hessian", "Curvature for Newton-type TAO types (nls, ntr, ...): gn (Gauss-Newton) or exact", "LossCreateNetHessian", LossHessianTypes, (PetscEnum)tr->hessiantype, (PetscEnum *)&tr->hessiantype, NULL));
+  PetscCall(TrainerOptionsCount_Private(PetscOptionsObject, tr, "-trainer_hessian_samples", "Hessian over this many training samples, drawn afresh at every outer iteration (0: all)", "TrainerSetFromOptions", 0, &tr->hessiansamples));
+  PetscCall(TrainerOptionsCount_Private(PetscOptionsObject, tr, "-trainer_hessian_chunk", "Local samples per pass of a Hessian product (0: all at once)", "LossNetHessianSetChunkSize", 0, &tr->hessianchunk));
+  PetscCall(TrainerOptionsCount_Private(PetscOptionsObject, tr, "-trainer_hessian_seed", "Seed of the Hessian's sub-samples", "TrainerSetFromOptions", 0, &tr->hessianseed));
   PetscCall(PetscObjectProcessOptionsHandlers((PetscObject)tr, PetscOptionsObject));
   PetscOptionsEnd();
   /* the Datasets the Trainer named (TrainerSetDatasets()) read their prefixed options here; the others were
@@ -412,10 +423,11 @@ PetscErrorCode TrainerSetFromOptions(Trainer tr)
   PetscFunctionReturn(0);
 }
 
-/* The TAO types that train a Net: PetNet's stochastic ones, and TAO's own that need only the objective and gradient */
-#define TRAINER_TAO_TYPES_THAT_WORK "sgd, adam, adamw, rmsprop, kfac (mini-batch) or lmvm, blmvm, bqnls, bqnkls, bqnktr, bqnktl, cg, bncg, owlqn, bmrm, nm (full batch)"
+/* The TAO types that train a Net: PetNet's stochastic ones, TAO's own that need only the objective and gradient, and
+   the Newton-type ones, which get the curvature operator of -trainer_hessian */
+#define TRAINER_TAO_TYPES_THAT_WORK "sgd, adam, adamw, rmsprop, kfac (mini-batch) or lmvm, blmvm, bqnls, bqnkls, bqnktr, bqnktl, cg, bncg, owlqn, bmrm, nm, nls, ntr, ntl, bnls, bntr, bntl (full batch)"
 
-/* Refuses the TAO types that cannot minimise the training loss with what the Trainer gives TAO (objective and gradient) */
+/* Refuses the TAO types that cannot minimise the training loss with what the Trainer gives TAO; notes the Newton ones */
 static PetscErrorCode TrainerCheckTaoType_Private(Trainer tr)
 {
   TaoType   type;
@@ -423,9 +435,12 @@ static PetscErrorCode TrainerCheckTaoType_Private(Trainer tr)
 
   PetscFunctionBegin;
   PetscCall(TaoGetType(tr->tao, &type));
-  /* Newton, trust-region and interior-point types call the Hessian (TaoSetHessian()), which PetNet does not provide yet */
-  PetscCall(PetscObjectTypeCompareAny((PetscObject)tr->tao, &hessian, TAONLS, TAONTR, TAONTL, TAOTRON, TAOBNLS, TAOBNTR, TAOBNTL, TAOGPCG, TAOBQPIP, TAOIPM, TAOPDIPM, ""));
-  PetscCheck(!hessian, PetscObjectComm((PetscObject)tr), PETSC_ERR_SUP, "TAO type %s needs a Hessian, which the Trainer does not provide: use -tao_type %s", type, TRAINER_TAO_TYPES_THAT_WORK);
+  /* Newton and trust-region types call the Hessian (TaoSetHessian()): the Trainer gives them -trainer_hessian's */
+  PetscCall(PetscObjectTypeCompareAny((PetscObject)tr->tao, &tr->needhessian, TAONLS, TAONTR, TAONTL, TAOBNLS, TAOBNTR, TAOBNTL, ""));
+  /* these need a Hessian as an assembled matrix (sub-matrices of it) or solve quadratic, constrained or
+     complementarity problems */
+  PetscCall(PetscObjectTypeCompareAny((PetscObject)tr->tao, &hessian, TAOTRON, TAOGPCG, TAOBQPIP, TAOIPM, TAOPDIPM, ""));
+  PetscCheck(!hessian, PetscObjectComm((PetscObject)tr), PETSC_ERR_SUP, "TAO type %s needs an assembled Hessian or solves a quadratic or constrained problem, and the Trainer's Hessian is a matrix-free operator: use -tao_type %s", type, TRAINER_TAO_TYPES_THAT_WORK);
   /* these solve least-squares (residual), constrained or complementarity problems */
   PetscCall(PetscObjectTypeCompareAny((PetscObject)tr->tao, &other, TAOPOUNDERS, TAOBRGN, TAOLCL, TAOSSILS, TAOSSFLS, TAOASILS, TAOASFLS, TAOADMM, TAOALMM, ""));
   PetscCheck(!other, PetscObjectComm((PetscObject)tr), PETSC_ERR_SUP, "TAO type %s solves least-squares, constrained or complementarity problems, not the training loss: use -tao_type %s", type, TRAINER_TAO_TYPES_THAT_WORK);
@@ -528,6 +543,13 @@ PetscErrorCode TrainerSetUp(Trainer tr)
     }
     PetscCall(TaoSetMonitor(tr->tao, TrainerFullBatchMonitor_Private, tr, NULL));
   }
+  if (tr->needhessian) {
+    TaoType type;
+
+    PetscCall(TaoGetType(tr->tao, &type));
+    PetscCheck(!tr->minibatch, comm, PETSC_ERR_ARG_INCOMP, "TAO type %s is a Newton-type solver of the full-batch loss, and -trainer_mode minibatch gives it a new loss at every iteration: use -trainer_mode fullbatch (or auto), with -trainer_hessian_samples S for a sub-sampled Hessian", type);
+    PetscCall(TrainerSetUpHessian_Private(tr));
+  }
   if (tr->checkpoint[0]) {
     /* a checkpoint that cannot be written is reported now, not after the first epoch */
     PetscCall(PetNetRemoveStaleTemporaryFiles(comm, tr->checkpoint));
@@ -618,6 +640,9 @@ PetscErrorCode TrainerDestroy(Trainer *tr)
     PetscFunctionReturn(0);
   }
   PetscCall(TaoDestroy(&(*tr)->tao));
+  PetscCall(MatDestroy(&(*tr)->H));
+  PetscCall(VecDestroy(&(*tr)->Xh));
+  PetscCall(VecDestroy(&(*tr)->Th));
   PetscCall(VecDestroy(&(*tr)->theta));
   PetscCall(NetDestroy(&(*tr)->net));
   PetscCall(LossDestroy(&(*tr)->loss));

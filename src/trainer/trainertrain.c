@@ -212,6 +212,7 @@ PetscErrorCode TrainerTrain(Trainer tr)
     PetscCall(PetscLogEventBegin(TRAINER_Epoch, tr, 0, 0, 0));
     PetscCall(TaoSolve(tr->tao));
     PetscCall(PetscLogEventEnd(TRAINER_Epoch, tr, 0, 0, 0));
+    PetscCall(TaoGetIterationNumber(tr->tao, &tr->taoits));
     PetscCall(PetscTime(&t1));
     ttrain = t1 - tr->tstart;
     PetscCall(TrainerCheckDivergence_Private(tr, tr->epoch + 1));
@@ -245,5 +246,30 @@ PetscErrorCode TrainerTrain(Trainer tr)
   }
   tr->traintime = ttrain;
   if (tr->checkpoint[0] && tr->lastcheckpoint != tr->epoch) PetscCall(TrainerSaveCheckpoint(tr, tr->checkpoint));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  TrainerGetTaoIterations - the number of TAO iterations of the last TrainerTrain() in full-batch mode
+
+  Not collective
+
+  Input Parameter:
+. tr - the Trainer
+
+  Output Parameter:
+. its - the iterations TAO took (one per epoch; fewer if it converged or stopped early), or -1 in mini-batch mode,
+        where every mini-batch is one iteration, and before any full-batch training
+
+  Level: intermediate
+
+.seealso: `TrainerTrain()`, `TrainerGetResults()`, `TrainerGetTao()`
+@*/
+PetscErrorCode TrainerGetTaoIterations(Trainer tr, PetscInt *its)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(tr, TRAINER_CLASSID, 1);
+  PetscValidIntPointer(its, 2);
+  *its = tr->minibatch ? -1 : tr->taoits;
   PetscFunctionReturn(0);
 }

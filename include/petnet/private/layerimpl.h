@@ -76,7 +76,7 @@ struct _p_Layer {
   PetscInt    *insizes;
   PetscInt     mininputs, maxinputs; /* what the kind accepts, set by its create (default 1 and 1) */
   PetscInt     nparams;
-  PetscBool    sozero; /* the second-order adjoint's curvature term is zero (see sobackward above) */
+  PetscBool    sozero;   /* the second-order adjoint's curvature term is zero (see sobackward above) */
   PetscInt     nbuffers; /* non-trainable state saved with the model (e.g. batchnorm running statistics) */
   PetscScalar *buffers;  /* allocated and freed by the kind (setup / reset) */
   PetscBool    setupcalled;

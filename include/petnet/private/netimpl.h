@@ -4,9 +4,10 @@
 #include <petnetnet.h>
 #include <petnet/private/layerimpl.h>
 
-#define NET_INPUT     (-1) /* the input index of a node fed by the Net's input */
-#define NET_MAX_DEPTH 64   /* residual blocks nest at most this deep in a layer list */
-#define NET_MAX_NAME  2048 /* longest text of one entry (LayerGetSpec()) or node name in NetGetSpec() */
+#define NET_INPUT            (-1) /* the input index of a node fed by the Net's input */
+#define NET_MAX_DEPTH        64   /* residual blocks nest at most this deep in a layer list */
+#define NET_MAX_STACK_INPUTS 8    /* joins with more inputs take their pointer arrays from the heap */
+#define NET_MAX_NAME         2048 /* longest text of one entry (LayerGetSpec()) or node name in NetGetSpec() */
 
 /*
   A node of the graph: one layer and the nodes its inputs come from. Nodes are stored in topological order (every
@@ -60,6 +61,17 @@ struct _p_Net {
   PetscBool        forwarded;
   PetscObjectState input_state; /* act[0] is the caller's input Vec (referenced, not copied): its state at NetForward */
   Mat              J, JP;
+  PetscInt         nforward; /* NetForward() calls so far: tells a cached linearization point from a stale one */
+
+  /* Second order (NetSecondOrderBackward()): the last NetJVP() leaves the tangents in dact[.], tanzero[v] says which
+     are zero, and dtheta_rep holds its parameter direction (tandtheta); bar[.] and bard[.] (allocated on first use)
+     hold the cotangents of dY and their tangents. bar is kept for further products at the same point and the same dY. */
+  PetscBool       *tanzero;
+  PetscBool        tanvalid, tandtheta;
+  Vec             *bar, *bard;
+  Vec              barY;
+  PetscObjectState barYstate;
+  PetscInt         barforward;
 
   /* The per-node Jacobian shells (NetGetLayerJacobian(), NetGetLayerJacobianP()) and the distributed Vecs of each
      node's own parameters with their broadcasts; NULL until asked for */
@@ -77,6 +89,8 @@ PETSC_INTERN PetscErrorCode NetResetWorkspace_Private(Net);
 PETSC_INTERN PetscErrorCode NetCheckInputUnchanged_Private(Net);
 PETSC_INTERN PetscErrorCode NetUpdateReplicatedParameters_Private(Net);
 PETSC_INTERN PetscErrorCode NetGetNodeParameters_Private(Net, PetscInt, const PetscScalar *, const PetscScalar **);
+PETSC_INTERN PetscErrorCode NetGetInputs_Private(Net, PetscInt, Vec *, const PetscScalar *[]);
+PETSC_INTERN PetscErrorCode NetRestoreInputs_Private(Net, PetscInt, Vec *, const PetscScalar *[]);
 PETSC_INTERN PetscErrorCode NetNodeJVP_Private(Net, PetscInt, Vec, Vec, Vec);
 PETSC_INTERN PetscErrorCode NetNodeBackward_Private(Net, PetscInt, Vec, Vec, Vec);
 PETSC_INTERN PetscErrorCode NetNodeInputSize_Private(Net, PetscInt, PetscInt *);

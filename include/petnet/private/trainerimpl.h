@@ -2,6 +2,7 @@
 #pragma once
 
 #include <petnettrainer.h>
+#include <petnetloss.h>
 #include <petsc/private/petscimpl.h>
 
 PETSC_EXTERN PetscLogEvent TRAINER_Epoch, TRAINER_Evaluate;
@@ -38,7 +39,17 @@ struct _p_Trainer {
   /* full batch: one epoch is one TAO iteration; the budget is -trainer_epochs unless the user set -tao_max_it */
   PetscBool      taomaxitset;
   PetscInt       epochstart; /* tr->epoch when the running TaoSolve began */
+  PetscInt       taoits;     /* iterations of the last full-batch TaoSolve (-1: none yet) */
   PetscLogDouble tstart;     /* start of the running TrainerTrain() */
+
+  /* Newton-type TAO types: the curvature operator TAO asks for (trainerhessian.c) */
+  PetscBool       needhessian;    /* the TAO type calls TaoSetHessian()'s callback */
+  LossHessianType hessiantype;    /* -trainer_hessian gn|exact */
+  PetscInt        hessiansamples; /* -trainer_hessian_samples S: a fresh sub-sample per outer iteration (0: all) */
+  PetscInt        hessianchunk;   /* -trainer_hessian_chunk: local samples per pass (0: all at once) */
+  PetscInt        hessianseed, hessianevals;
+  Mat             H;
+  Vec             Xh, Th; /* the current sub-sample */
 
   /* results */
   PetscReal trainloss, testloss, testacc, traintime;
@@ -62,3 +73,4 @@ PETSC_INTERN PetscErrorCode TrainerNextBatch_Private(Tao, PetscInt, void *);
 PETSC_INTERN PetscErrorCode TrainerEnsureWorkVecs_Private(Trainer, Vec);
 PETSC_INTERN PetscErrorCode TrainerAccumulate_Private(Trainer, Dataset, PetscReal *, Vec, PetscInt *);
 PETSC_INTERN PetscErrorCode TrainerFullBatchMonitor_Private(Tao, void *);
+PETSC_INTERN PetscErrorCode TrainerSetUpHessian_Private(Trainer);

@@ -166,12 +166,13 @@ PetscErrorCode LayerBackwardArray(Layer layer, PetscInt n, const PetscScalar *th
 
 .seealso: `LayerHasSecondOrder()`, `LayerBackwardArray()`, `LayerJVPArray()`, `NetSecondOrderBackward()`
 @*/
-PetscErrorCode LayerSOBackwardArray(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *thetadot, const PetscScalar *ydot, const PetscScalar *dy, PetscScalar *dxdot, PetscScalar *dthetadot)
+PetscErrorCode LayerSOBackwardArray(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *thetadot, const PetscScalar *ydot, const PetscScalar *dy,
+                                    PetscScalar *dxdot, PetscScalar *dthetadot)
 {
   PetscFunctionBegin;
   if (layer->sozero) PetscFunctionReturn(0);
-  PetscCheck(layer->ops->sobackward, PetscObjectComm((PetscObject)layer), PETSC_ERR_SUP, "Layer %" PetscInt_FMT " (kind %s) has no second-order kernel, so no exact Hessian-vector products: use the Gauss-Newton operator (-trainer_hessian gn)", layer->index,
-             ((PetscObject)layer)->type_name);
+  PetscCheck(layer->ops->sobackward, PetscObjectComm((PetscObject)layer), PETSC_ERR_SUP, "Layer %" PetscInt_FMT " (kind %s) has no second-order kernel, so no exact Hessian-vector products: use the Gauss-Newton operator (-trainer_hessian gn)",
+             layer->index, ((PetscObject)layer)->type_name);
   if (!layer->nparams) thetadot = dthetadot = NULL;
   if (!xdot && !thetadot && n) PetscFunctionReturn(0); /* zero tangent: zero term (an empty rank still joins collective kernels) */
   if (!dxdot && !dthetadot && n) PetscFunctionReturn(0);
@@ -192,6 +193,11 @@ PetscErrorCode LayerSOBackwardArray(Layer layer, PetscInt n, const PetscScalar *
 
   Output Parameter:
 . has - PETSC_TRUE if it does (or the term is identically zero for the kind)
+
+  Notes:
+  Every built-in kind has it: dense, conv2d (every kernel family and grid mode), tanh, sigmoid, gelu, softplus and
+  batchnorm compute it; identity, relu, leakyrelu, the pools, flatten, dropout, add and concat have a zero term. The ode
+  kind has none (the Gauss-Newton operator needs none).
 
   Level: developer
 

@@ -71,6 +71,6 @@ PETSC_INTERN PetscErrorCode LayerCreate_Add(Layer layer)
   layer->ops->forwardn  = LayerForward_Add;
   layer->ops->backwardn = LayerBackward_Add;
   layer->ops->jvpn      = LayerJVP_Add;
-  layer->sozero = PETSC_TRUE; /* linear (or piecewise linear) in x: no curvature term */
+  layer->sozero         = PETSC_TRUE; /* linear (or piecewise linear) in x: no curvature term */
   PetscFunctionReturn(0);
 }

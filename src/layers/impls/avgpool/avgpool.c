@@ -95,7 +95,7 @@ PETSC_INTERN PetscErrorCode LayerCreate_AvgPool(Layer layer)
   layer->ops->forward  = LayerForward_AvgPool;
   layer->ops->backward = LayerBackward_AvgPool;
   layer->ops->jvp      = LayerJVP_AvgPool;
-  layer->sozero = PETSC_TRUE; /* linear (or piecewise linear) in x: no curvature term */
+  layer->sozero        = PETSC_TRUE; /* linear (or piecewise linear) in x: no curvature term */
   layer->ops->reset    = LayerResetPool_Private;
   layer->ops->destroy  = LayerDestroyPool_Private;
   PetscFunctionReturn(0);

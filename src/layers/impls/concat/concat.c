@@ -87,6 +87,6 @@ PETSC_INTERN PetscErrorCode LayerCreate_Concat(Layer layer)
   layer->ops->forwardn  = LayerForward_Concat;
   layer->ops->backwardn = LayerBackward_Concat;
   layer->ops->jvpn      = LayerJVP_Concat;
-  layer->sozero = PETSC_TRUE; /* linear (or piecewise linear) in x: no curvature term */
+  layer->sozero         = PETSC_TRUE; /* linear (or piecewise linear) in x: no curvature term */
   PetscFunctionReturn(0);
 }

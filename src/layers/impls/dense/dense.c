@@ -131,7 +131,8 @@ static PetscErrorCode LayerJVP_Dense(Layer layer, PetscInt n, const PetscScalar 
 }
 
 /* sobackward: backward is bilinear in (W, x) and dy: dxdot += Wdot dy, dWdot += xdot dy^T; the bias term is zero */
-static PetscErrorCode LayerSOBackward_Dense(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *thetadot, const PetscScalar *ydot, const PetscScalar *dy, PetscScalar *dxdot, PetscScalar *dthetadot)
+static PetscErrorCode LayerSOBackward_Dense(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *thetadot, const PetscScalar *ydot, const PetscScalar *dy,
+                                            PetscScalar *dxdot, PetscScalar *dthetadot)
 {
   PetscInt          in = layer->insize, out = layer->outsize;
   const PetscScalar one = 1.0;

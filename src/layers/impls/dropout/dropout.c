@@ -258,7 +258,7 @@ PETSC_INTERN PetscErrorCode LayerCreate_Dropout(Layer layer)
   layer->ops->forward        = LayerForward_Dropout;
   layer->ops->backward       = LayerBackward_Dropout;
   layer->ops->jvp            = LayerJVP_Dropout;
-  layer->sozero = PETSC_TRUE; /* linear (or piecewise linear) in x: no curvature term */
+  layer->sozero              = PETSC_TRUE; /* linear (or piecewise linear) in x: no curvature term */
   layer->ops->setarguments   = LayerSetArguments_Dropout;
   layer->ops->getarguments   = LayerGetArguments_Dropout;
   layer->ops->setfromoptions = LayerSetFromOptions_Dropout;

@@ -43,6 +43,6 @@ PETSC_INTERN PetscErrorCode LayerCreate_Flatten(Layer layer)
   layer->ops->forward  = LayerForward_Flatten;
   layer->ops->backward = LayerBackward_Flatten;
   layer->ops->jvp      = LayerJVP_Flatten;
-  layer->sozero = PETSC_TRUE; /* linear (or piecewise linear) in x: no curvature term */
+  layer->sozero        = PETSC_TRUE; /* linear (or piecewise linear) in x: no curvature term */
   PetscFunctionReturn(0);
 }

@@ -69,6 +69,6 @@ PETSC_INTERN PetscErrorCode LayerCreate_GlobalAvgPool(Layer layer)
   layer->ops->forward  = LayerForward_GlobalAvgPool;
   layer->ops->backward = LayerBackward_GlobalAvgPool;
   layer->ops->jvp      = LayerJVP_GlobalAvgPool;
-  layer->sozero = PETSC_TRUE; /* linear (or piecewise linear) in x: no curvature term */
+  layer->sozero        = PETSC_TRUE; /* linear (or piecewise linear) in x: no curvature term */
   PetscFunctionReturn(0);
 }

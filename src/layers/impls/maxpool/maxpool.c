@@ -122,7 +122,7 @@ PETSC_INTERN PetscErrorCode LayerCreate_MaxPool(Layer layer)
   layer->ops->forward  = LayerForward_MaxPool;
   layer->ops->backward = LayerBackward_MaxPool;
   layer->ops->jvp      = LayerJVP_MaxPool;
-  layer->sozero = PETSC_TRUE; /* linear (or piecewise linear) in x: no curvature term */
+  layer->sozero        = PETSC_TRUE; /* linear (or piecewise linear) in x: no curvature term */
   layer->ops->reset    = LayerReset_MaxPool;
   layer->ops->destroy  = LayerDestroy_MaxPool;
   PetscFunctionReturn(0);
