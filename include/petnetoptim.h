@@ -97,3 +97,4 @@ PETSC_EXTERN PetscErrorCode PetNetTaoKFACSetKLClip(Tao, PetscReal);
 PETSC_EXTERN PetscErrorCode PetNetTaoKFACSetUncoveredGradient(Tao, PetscBool);
 PETSC_EXTERN PetscErrorCode PetNetPCSetKFAC(PC, Net);
 PETSC_EXTERN PetscErrorCode PetNetPCKFACUpdateStatistics(PC);
+PETSC_EXTERN PetscErrorCode PetNetPCKFACAddStatistics(PC);

@@ -12,8 +12,10 @@
   vec(DW) = sum_t g_t (x) a_t gives E[DW DW^T] ~ T E_t[a a^T] (x) E_t[g g^T], and we put the factor T in S (sum over
   pixels, mean over samples) and keep A a mean over samples and pixels, so that a 1x1 image is exactly a dense layer.
   Each rank sums over its own samples; one MPI_Allreduce adds the packed upper triangles of every factor, so every
-  rank holds the same factors and the result does not depend on the number of ranks beyond round-off. Running
-  averages: F <- decay F + (1 - decay) F_batch, the first batch taken as it is.
+  rank holds the same factors and the result does not depend on the number of ranks beyond round-off. A batch may
+  come in several passes (chunks, PetNetKFACAddStatistics()), each with the cotangents of its own mean: N above is
+  then each pass's size for g and the total for the means. Running averages: F <- decay F + (1 - decay) F_batch, the
+  first batch taken as it is.
 
   Inverses: factored Tikhonov damping (Martens and Grosse 2015, section 6.3),
     (A + pi sqrt(lambda) I)^{-1},  (S + sqrt(lambda) / pi I)^{-1},   pi = sqrt((tr A / na) / (tr S / nout)),
@@ -186,11 +188,11 @@ PetscErrorCode PetNetKFACSetDamping(PetNetKFAC kfac, PetscReal damping)
   PetscFunctionReturn(0);
 }
 
-/* The upper triangle of the n x n column-major matrix F, column by column, into p */
-static void KFACPackUpper(PetscInt n, const PetscScalar *F, PetscScalar *p)
+/* The upper triangle of the n x n column-major matrix F, column by column, into p (add: p += scale F; else p = F) */
+static void KFACPackUpper(PetscInt n, const PetscScalar *F, PetscBool add, PetscReal scale, PetscScalar *p)
 {
   for (PetscInt j = 0; j < n; j++)
-    for (PetscInt i = 0; i <= j; i++) *p++ = F[i + j * n];
+    for (PetscInt i = 0; i <= j; i++, p++) *p = add ? *p + scale * F[i + j * n] : F[i + j * n];
 }
 
 /* F <- w F + scale P, P packed upper, F full symmetric (both triangles written) */
@@ -249,8 +251,9 @@ static PetscErrorCode KFACSumOutputs(PetscInt nout, PetscInt n, const PetscScala
   PetscFunctionReturn(0);
 }
 
-/* This rank's sums for the blocks [b0, b1) of one node, packed into kfac->batch */
-static PetscErrorCode KFACSumNode(PetNetKFAC kfac, PetscInt b0, PetscInt b1)
+/* This rank's sums for the blocks [b0, b1) of one node, packed into kfac->batch (add: added to it, those of S times
+   sscale) */
+static PetscErrorCode KFACSumNode(PetNetKFAC kfac, PetscInt b0, PetscInt b1, PetscBool add, PetscReal sscale)
 {
   Net                net  = kfac->net;
   const PetscInt     node = kfac->blocks[b0].node, n = net->nlocal;
@@ -266,9 +269,9 @@ static PetscErrorCode KFACSumNode(PetNetKFAC kfac, PetscInt b0, PetscInt b1)
     KFACBlock *b = &kfac->blocks[b0];
 
     PetscCall(KFACSumInputs(b->nin, b->bias, n, x, b->nin, 0.0, kfac->full));
-    KFACPackUpper(b->na, kfac->full, kfac->batch + b->aoff);
+    KFACPackUpper(b->na, kfac->full, add, 1.0, kfac->batch + b->aoff);
     PetscCall(KFACSumOutputs(b->nout, n, dy, b->nout, kfac->full));
-    KFACPackUpper(b->nout, kfac->full, kfac->batch + b->soff);
+    KFACPackUpper(b->nout, kfac->full, add, sscale, kfac->batch + b->soff);
   } else { /* conv2d: patches chunk by chunk, the A of each group side by side in full */
     PetscInt G, kg, P, cout = layer->out.dim[2], chunk;
     size_t   off;
@@ -292,14 +295,14 @@ static PetscErrorCode KFACSumNode(PetNetKFAC kfac, PetscInt b0, PetscInt b1)
     for (PetscInt i = b0; i < b1; i++) {
       KFACBlock *b = &kfac->blocks[i];
 
-      KFACPackUpper(b->na, kfac->full + off, kfac->batch + b->aoff);
+      KFACPackUpper(b->na, kfac->full + off, add, 1.0, kfac->batch + b->aoff);
       off += (size_t)b->na * b->na;
     }
     for (PetscInt i = b0; i < b1; i++) {
       KFACBlock *b = &kfac->blocks[i];
 
       PetscCall(KFACSumOutputs(b->nout, n * P, dy + b->group * b->nout, cout, kfac->full));
-      KFACPackUpper(b->nout, kfac->full, kfac->batch + b->soff);
+      KFACPackUpper(b->nout, kfac->full, add, sscale, kfac->batch + b->soff);
     }
   }
   PetscCall(VecRestoreArrayRead(net->dact[node + 1], &dy));
@@ -307,31 +310,56 @@ static PetscErrorCode KFACSumNode(PetNetKFAC kfac, PetscInt b0, PetscInt b1)
   PetscFunctionReturn(0);
 }
 
-/* Folds the factors of the Net's last forward and backward pass (of the mean loss) into the running averages */
-PetscErrorCode PetNetKFACUpdateStatistics(PetNetKFAC kfac)
+/*
+  Adds the sums of the Net's last forward and backward pass (of the mean loss over its Nc samples) to those of the
+  passes since the last update. Each pass's cotangents are those of its own mean, g = Nc dact: the sums of S are
+  scaled by (Nc / N1)^2 relative to the first pass's N1, so that one pass alone is summed exactly as it comes.
+*/
+PetscErrorCode PetNetKFACAddStatistics(PetNetKFAC kfac)
 {
-  Net         net  = kfac->net;
-  MPI_Comm    comm = PetscObjectComm((PetscObject)net);
-  PetscMPIInt count;
-  PetscReal   w = kfac->nupdates ? kfac->decay : 0.0;
+  Net       net  = kfac->net;
+  MPI_Comm  comm = PetscObjectComm((PetscObject)net);
+  PetscBool add  = (PetscBool)(kfac->nsamples > 0);
+  PetscReal sscale;
 
   PetscFunctionBegin;
   PetscCheck(net->forwarded && net->dact, comm, PETSC_ERR_ORDER, "K-FAC takes its statistics from the Net's last NetForward() and NetBackward() of the mean loss, and there is none: the objective must run both on the Net given to K-FAC");
   PetscCheck(net->nglobal > 0, comm, PETSC_ERR_ARG_WRONGSTATE, "K-FAC statistics need a batch of at least one sample");
   PetscCall(PetscLogEventBegin(PETNET_KFACStatistics, 0, 0, 0, 0));
+  if (!add) kfac->nfirst = net->nglobal;
+  sscale = ((PetscReal)net->nglobal * net->nglobal) / ((PetscReal)kfac->nfirst * kfac->nfirst);
   for (PetscInt b0 = 0, b1; b0 < kfac->nblocks; b0 = b1) {
     for (b1 = b0 + 1; b1 < kfac->nblocks && kfac->blocks[b1].node == kfac->blocks[b0].node; b1++) {}
-    PetscCall(KFACSumNode(kfac, b0, b1));
+    PetscCall(KFACSumNode(kfac, b0, b1, add, sscale));
   }
+  kfac->nsamples += net->nglobal;
+  PetscCall(PetscLogEventEnd(PETNET_KFACStatistics, 0, 0, 0, 0));
+  PetscFunctionReturn(0);
+}
+
+/* Adds the last pass (PetNetKFACAddStatistics()) and folds the factors of all passes since the last update into the
+   running averages */
+PetscErrorCode PetNetKFACUpdateStatistics(PetNetKFAC kfac)
+{
+  Net         net  = kfac->net;
+  MPI_Comm    comm = PetscObjectComm((PetscObject)net);
+  PetscMPIInt count;
+  PetscReal   w = kfac->nupdates ? kfac->decay : 0.0, N, Sscale;
+
+  PetscFunctionBegin;
+  PetscCall(PetNetKFACAddStatistics(kfac));
+  PetscCall(PetscLogEventBegin(PETNET_KFACStatistics, 0, 0, 0, 0));
   PetscCall(PetscMPIIntCast(kfac->nbatch, &count));
   PetscCall(MPIU_Allreduce(MPI_IN_PLACE, kfac->batch, count, MPIU_SCALAR, MPIU_SUM, comm));
+  N      = (PetscReal)kfac->nsamples;
+  Sscale = ((PetscReal)kfac->nfirst * kfac->nfirst) / N; /* S = (1/N) sum (N1 dact)(N1 dact)^T over the passes */
   for (PetscInt i = 0; i < kfac->nblocks; i++) {
-    KFACBlock      *b = &kfac->blocks[i];
-    const PetscReal N = (PetscReal)net->nglobal;
+    KFACBlock *b = &kfac->blocks[i];
 
     KFACAverage(b->na, kfac->batch + b->aoff, (1 - w) / (N * b->pixels), w, b->A); /* A: mean over samples and pixels */
-    KFACAverage(b->nout, kfac->batch + b->soff, (1 - w) * N, w, b->S);             /* S = (1/N) sum (N dact)(N dact)^T */
+    KFACAverage(b->nout, kfac->batch + b->soff, (1 - w) * Sscale, w, b->S);
   }
+  kfac->nsamples = 0;
   kfac->nupdates++;
   PetscCall(PetscLogEventEnd(PETNET_KFACStatistics, 0, 0, 0, 0));
   PetscFunctionReturn(0);

@@ -39,6 +39,8 @@ struct _n_PetNetKFAC {
   PetscReal  decay;     /* running average: F <- decay F + (1 - decay) F_batch */
   PetscReal  damping;   /* lambda of the factored Tikhonov damping */
   PetscInt   nupdates;  /* statistics updates so far; the first one replaces the averages */
+  PetscInt   nsamples;  /* samples of the passes added since the last update (0: the next pass starts anew) */
+  PetscInt   nfirst;    /* ... and those of the first of them */
   PetscInt   ninverted; /* the value of nupdates at the last inversion (-1: never) */
 
   PetscScalar *batch; /* this batch's sums, the upper triangles of every factor packed, reduced in one MPI_Allreduce */
@@ -55,6 +57,7 @@ PETSC_INTERN PetscLogEvent PETNET_KFACStatistics, PETNET_KFACInvert, PETNET_KFAC
 PETSC_INTERN PetscErrorCode PetNetKFACCreate(Net, PetscBool, const char[], PetNetKFAC *);
 PETSC_INTERN PetscErrorCode PetNetKFACSetDecay(PetNetKFAC, PetscReal);
 PETSC_INTERN PetscErrorCode PetNetKFACSetDamping(PetNetKFAC, PetscReal);
+PETSC_INTERN PetscErrorCode PetNetKFACAddStatistics(PetNetKFAC);
 PETSC_INTERN PetscErrorCode PetNetKFACUpdateStatistics(PetNetKFAC);
 PETSC_INTERN PetscErrorCode PetNetKFACInvert(PetNetKFAC);
 PETSC_INTERN PetscErrorCode PetNetKFACApply(PetNetKFAC, Vec, Vec);

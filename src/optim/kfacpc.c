@@ -131,7 +131,7 @@ PetscErrorCode PetNetPCSetKFAC(PC pc, Net net)
 
 /*@
   PetNetPCKFACUpdateStatistics - gives the K-FAC preconditioner the factor statistics of the Net's last forward and
-  backward pass
+  backward pass (and of those added before with PetNetPCKFACAddStatistics())
 
   Collective on pc
 
@@ -145,7 +145,7 @@ PetscErrorCode PetNetPCSetKFAC(PC pc, Net net)
 
   Level: intermediate
 
-.seealso: `PetNetPCSetKFAC()`, `NetForward()`, `NetBackward()`
+.seealso: `PetNetPCSetKFAC()`, `PetNetPCKFACAddStatistics()`, `NetForward()`, `NetBackward()`
 @*/
 PetscErrorCode PetNetPCKFACUpdateStatistics(PC pc)
 {
@@ -156,5 +156,35 @@ PetscErrorCode PetNetPCKFACUpdateStatistics(PC pc)
   PetscCall(PCGetKFAC_Private(pc, &kfac));
   PetscCheck(kfac, PetscObjectComm((PetscObject)pc), PETSC_ERR_ARG_WRONG, "The PC is not a K-FAC preconditioner: call PetNetPCSetKFAC() first");
   PetscCall(PetNetKFACUpdateStatistics(kfac));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  PetNetPCKFACAddStatistics - adds the factor statistics of the Net's last forward and backward pass to those of the
+  next PetNetPCKFACUpdateStatistics(), for a batch processed in several passes (chunks)
+
+  Collective on pc
+
+  Input Parameter:
+. pc - a PC made by PetNetPCSetKFAC()
+
+  Notes:
+  For a batch too large for one pass: for every chunk but the last, NetForward(), NetBackward() of the cotangent of the
+  mean loss over that chunk, and this; for the last chunk PetNetPCKFACUpdateStatistics(). The factors are those of the
+  whole batch, as if it had been one pass (each chunk's cotangents are rescaled by its size).
+
+  Level: intermediate
+
+.seealso: `PetNetPCKFACUpdateStatistics()`, `PetNetPCSetKFAC()`
+@*/
+PetscErrorCode PetNetPCKFACAddStatistics(PC pc)
+{
+  PetNetKFAC kfac;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(pc, PC_CLASSID, 1);
+  PetscCall(PCGetKFAC_Private(pc, &kfac));
+  PetscCheck(kfac, PetscObjectComm((PetscObject)pc), PETSC_ERR_ARG_WRONG, "The PC is not a K-FAC preconditioner: call PetNetPCSetKFAC() first");
+  PetscCall(PetNetKFACAddStatistics(kfac));
   PetscFunctionReturn(0);
 }
