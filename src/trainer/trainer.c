@@ -380,7 +380,9 @@ static PetscErrorCode TrainerOptionsCount_Private(PetscOptionItems *PetscOptions
 . -trainer_hessian_samples <S>         - the Hessian over S training samples drawn afresh at every outer iteration
                                          (Hessian-free Newton-CG; 0: all samples)
 . -trainer_hessian_chunk <n>           - local samples per pass of a Hessian product (0: all at once)
-- -trainer_hessian_seed <s>            - seed of those draws
+. -trainer_hessian_seed <s>            - seed of those draws
+- -trainer_hessian_pc <default,kfac>   - kfac: precondition the Newton-CG solves with K-FAC, its statistics taken from
+                                         the Hessian's samples at every outer iteration (PetNetPCSetKFAC())
 
   Notes:
   Counts are read in 64-bit: a negative count or one beyond the PetscInt range is an error naming the option.
@@ -413,6 +415,13 @@ PetscErrorCode TrainerSetFromOptions(Trainer tr)
   PetscCall(TrainerOptionsCount_Private(PetscOptionsObject, tr, "-trainer_hessian_samples", "Hessian over this many training samples, drawn afresh at every outer iteration (0: all)", "TrainerSetFromOptions", 0, &tr->hessiansamples));
   PetscCall(TrainerOptionsCount_Private(PetscOptionsObject, tr, "-trainer_hessian_chunk", "Local samples per pass of a Hessian product (0: all at once)", "LossNetHessianSetChunkSize", 0, &tr->hessianchunk));
   PetscCall(TrainerOptionsCount_Private(PetscOptionsObject, tr, "-trainer_hessian_seed", "Seed of the Hessian's sub-samples", "TrainerSetFromOptions", 0, &tr->hessianseed));
+  {
+    const char *const pcs[] = {"default", "kfac"};
+    PetscInt          pc    = tr->hessiankfac ? 1 : 0;
+
+    PetscCall(PetscOptionsEList("-trainer_hessian_pc", "Preconditioner of the Newton-CG solves: the KSP's own (default) or K-FAC from the Hessian's samples", "PetNetPCSetKFAC", pcs, 2, pcs[pc], &pc, NULL));
+    tr->hessiankfac = pc == 1 ? PETSC_TRUE : PETSC_FALSE;
+  }
   PetscCall(PetscObjectProcessOptionsHandlers((PetscObject)tr, PetscOptionsObject));
   PetscOptionsEnd();
   /* the Datasets the Trainer named (TrainerSetDatasets()) read their prefixed options here; the others were
@@ -543,6 +552,7 @@ PetscErrorCode TrainerSetUp(Trainer tr)
     }
     PetscCall(TaoSetMonitor(tr->tao, TrainerFullBatchMonitor_Private, tr, NULL));
   }
+  PetscCheck(tr->needhessian || !tr->hessiankfac, comm, PETSC_ERR_ARG_INCOMP, "-trainer_hessian_pc kfac preconditions the Newton-type TAO types (nls, ntr, ntl, bnls, bntr, bntl); for K-FAC as the optimizer give -tao_type kfac");
   if (tr->needhessian) {
     TaoType type;
 

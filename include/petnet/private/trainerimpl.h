@@ -48,6 +48,8 @@ struct _p_Trainer {
   PetscInt        hessiansamples; /* -trainer_hessian_samples S: a fresh sub-sample per outer iteration (0: all) */
   PetscInt        hessianchunk;   /* -trainer_hessian_chunk: local samples per pass (0: all at once) */
   PetscInt        hessianseed, hessianevals;
+  PetscBool       hessiankfac; /* -trainer_hessian_pc kfac: K-FAC (PetNetPCSetKFAC()) preconditions the Newton-CG solves */
+  PC              kfacpc;      /* ... that PC (borrowed from the Tao's KSP) */
   Mat             H;
   Vec             Xh, Th; /* the current sub-sample */
 
