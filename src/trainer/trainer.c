@@ -382,6 +382,7 @@ static PetscErrorCode TrainerOptionsCount_Private(PetscOptionItems *PetscOptions
                                          (Hessian-free Newton-CG; 0: all samples)
 . -trainer_hessian_chunk <n>           - local samples per pass of a Hessian product (0: all at once)
 . -trainer_hessian_seed <s>            - seed of those draws
+. -trainer_hessian_damping <lambda>    - Newton steps solve (H + lambda I) p = -g (Tikhonov damping; default 0)
 - -trainer_newton_steps <k>            - mini-batch mode with a Newton-type TAO type: each batch is a TaoSolve() of k
                                          iterations on that batch's loss (sub-sampled Newton-CG; default 1)
 
@@ -415,6 +416,8 @@ PetscErrorCode TrainerSetFromOptions(Trainer tr)
   PetscCall(PetscOptionsEnum("-trainer_hessian", "Curvature for Newton-type TAO types (nls, ntr, ...): gn (Gauss-Newton) or exact", "LossCreateNetHessian", LossHessianTypes, (PetscEnum)tr->hessiantype, (PetscEnum *)&tr->hessiantype, NULL));
   PetscCall(TrainerOptionsCount_Private(PetscOptionsObject, tr, "-trainer_hessian_samples", "Hessian over this many training samples, drawn afresh at every outer iteration (0: all)", "TrainerSetFromOptions", 0, &tr->hessiansamples));
   PetscCall(TrainerOptionsCount_Private(PetscOptionsObject, tr, "-trainer_hessian_chunk", "Local samples per pass of a Hessian product (0: all at once)", "LossNetHessianSetChunkSize", 0, &tr->hessianchunk));
+  PetscCall(PetscOptionsReal("-trainer_hessian_damping", "Damping lambda of the Hessian: Newton steps solve (H + lambda I) p = -g", "LossNetHessianSetDamping", tr->hessiandamping, &tr->hessiandamping, NULL));
+  PetscCheck(tr->hessiandamping >= 0, comm, PETSC_ERR_ARG_OUTOFRANGE, "-trainer_hessian_damping %g: give a damping >= 0 (e.g. 1e-3)", (double)tr->hessiandamping);
   PetscCall(TrainerOptionsCount_Private(PetscOptionsObject, tr, "-trainer_newton_steps", "Mini-batch mode with a Newton-type TAO type: TAO iterations per batch", "TrainerTrain", 1, &tr->newtonsteps));
   PetscCall(TrainerOptionsCount_Private(PetscOptionsObject, tr, "-trainer_hessian_seed", "Seed of the Hessian's sub-samples", "TrainerSetFromOptions", 0, &tr->hessianseed));
   PetscCall(PetscObjectProcessOptionsHandlers((PetscObject)tr, PetscOptionsObject));

@@ -166,6 +166,7 @@ PetscErrorCode TrainerSetUpHessian_Private(Trainer tr)
   PetscFunctionBegin;
   PetscCall(LossCreateNetHessian(tr->loss, tr->net, tr->hessiantype, &tr->H));
   if (tr->hessianchunk > 0) PetscCall(LossNetHessianSetChunkSize(tr->H, tr->hessianchunk));
+  PetscCall(LossNetHessianSetDamping(tr->H, tr->hessiandamping));
   PetscCall(TaoSetHessian(tr->tao, tr->H, tr->H, TrainerHessian_Private, tr));
   { /* the Hessian is matrix-free: nls, ntr and ntl would default to ILU on it, so they get no preconditioner unless
        the options name one (-tao_nls_pc_type lmvm, shell, ...); the bound-constrained types default to LMVM. Newton

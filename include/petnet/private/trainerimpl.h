@@ -49,6 +49,7 @@ struct _p_Trainer {
   PetscInt        hessiansamples; /* -trainer_hessian_samples S: a fresh sub-sample per outer iteration (0: all) */
   PetscInt        hessianchunk;   /* -trainer_hessian_chunk: local samples per pass (0: all at once) */
   PetscInt        hessianseed, hessianevals;
+  PetscReal       hessiandamping; /* -trainer_hessian_damping lambda: H + lambda I */
   PetscInt        newtonsteps; /* mini-batch mode: TAO iterations per batch (-trainer_newton_steps) */
   Mat             H;
   Vec             Xh, Th; /* the current sub-sample */
