@@ -42,6 +42,7 @@ PetscErrorCode TrainerCreate(MPI_Comm comm, Trainer *trainer)
   tr->batchsize        = 0; /* keep the Dataset's */
   tr->evalbatchsize    = 1000;
   tr->taoits           = -1;
+  tr->newtonsteps      = 1;
   tr->monitor          = PETSC_TRUE;
   tr->progressinterval = 10.0;
   tr->patience         = 0;
@@ -381,6 +382,9 @@ static PetscErrorCode TrainerOptionsCount_Private(PetscOptionItems *PetscOptions
                                          (Hessian-free Newton-CG; 0: all samples)
 . -trainer_hessian_chunk <n>           - local samples per pass of a Hessian product (0: all at once)
 . -trainer_hessian_seed <s>            - seed of those draws
+. -trainer_hessian_damping <lambda>    - Newton steps solve (H + lambda I) p = -g (Tikhonov damping; default 0)
+. -trainer_newton_steps <k>            - mini-batch mode with a Newton-type TAO type: each batch is a TaoSolve() of k
+                                         iterations on that batch's loss (sub-sampled Newton-CG; default 1)
 - -trainer_hessian_pc <default,kfac>   - kfac: precondition the Newton-CG solves with K-FAC, its statistics taken from
                                          the Hessian's samples at every outer iteration (PetNetPCSetKFAC())
 
@@ -414,6 +418,9 @@ PetscErrorCode TrainerSetFromOptions(Trainer tr)
   PetscCall(PetscOptionsEnum("-trainer_hessian", "Curvature for Newton-type TAO types (nls, ntr, ...): gn (Gauss-Newton) or exact", "LossCreateNetHessian", LossHessianTypes, (PetscEnum)tr->hessiantype, (PetscEnum *)&tr->hessiantype, NULL));
   PetscCall(TrainerOptionsCount_Private(PetscOptionsObject, tr, "-trainer_hessian_samples", "Hessian over this many training samples, drawn afresh at every outer iteration (0: all)", "TrainerSetFromOptions", 0, &tr->hessiansamples));
   PetscCall(TrainerOptionsCount_Private(PetscOptionsObject, tr, "-trainer_hessian_chunk", "Local samples per pass of a Hessian product (0: all at once)", "LossNetHessianSetChunkSize", 0, &tr->hessianchunk));
+  PetscCall(PetscOptionsReal("-trainer_hessian_damping", "Damping lambda of the Hessian: Newton steps solve (H + lambda I) p = -g", "LossNetHessianSetDamping", tr->hessiandamping, &tr->hessiandamping, NULL));
+  PetscCheck(tr->hessiandamping >= 0, comm, PETSC_ERR_ARG_OUTOFRANGE, "-trainer_hessian_damping %g: give a damping >= 0 (e.g. 1e-3)", (double)tr->hessiandamping);
+  PetscCall(TrainerOptionsCount_Private(PetscOptionsObject, tr, "-trainer_newton_steps", "Mini-batch mode with a Newton-type TAO type: TAO iterations per batch", "TrainerTrain", 1, &tr->newtonsteps));
   PetscCall(TrainerOptionsCount_Private(PetscOptionsObject, tr, "-trainer_hessian_seed", "Seed of the Hessian's sub-samples", "TrainerSetFromOptions", 0, &tr->hessianseed));
   {
     const char *const pcs[] = {"default", "kfac"};
@@ -449,7 +456,8 @@ static PetscErrorCode TrainerCheckTaoType_Private(Trainer tr)
   /* these need a Hessian as an assembled matrix (sub-matrices of it) or solve quadratic, constrained or
      complementarity problems */
   PetscCall(PetscObjectTypeCompareAny((PetscObject)tr->tao, &hessian, TAOTRON, TAOGPCG, TAOBQPIP, TAOIPM, TAOPDIPM, ""));
-  PetscCheck(!hessian, PetscObjectComm((PetscObject)tr), PETSC_ERR_SUP, "TAO type %s needs an assembled Hessian or solves a quadratic or constrained problem, and the Trainer's Hessian is a matrix-free operator: use -tao_type %s", type, TRAINER_TAO_TYPES_THAT_WORK);
+  PetscCheck(!hessian, PetscObjectComm((PetscObject)tr), PETSC_ERR_SUP, "TAO type %s needs an assembled Hessian or solves a quadratic or constrained problem, and the Trainer's Hessian is a matrix-free operator: use -tao_type %s", type,
+             TRAINER_TAO_TYPES_THAT_WORK);
   /* these solve least-squares (residual), constrained or complementarity problems */
   PetscCall(PetscObjectTypeCompareAny((PetscObject)tr->tao, &other, TAOPOUNDERS, TAOBRGN, TAOLCL, TAOSSILS, TAOSSFLS, TAOASILS, TAOASFLS, TAOADMM, TAOALMM, ""));
   PetscCheck(!other, PetscObjectComm((PetscObject)tr), PETSC_ERR_SUP, "TAO type %s solves least-squares, constrained or complementarity problems, not the training loss: use -tao_type %s", type, TRAINER_TAO_TYPES_THAT_WORK);
@@ -530,7 +538,8 @@ PetscErrorCode TrainerSetUp(Trainer tr)
   PetscCall(PetNetTaoKFACSetNet(tr->tao, tr->net)); /* kfac reads its curvature from the Net's passes; other types ignore it */
   if (tr->minibatch) {
     PetscCall(TaoSetObjectiveAndGradient(tr->tao, NULL, TrainerObjectiveMiniBatch_Private, tr));
-    PetscCall(TaoSetUpdate(tr->tao, TrainerNextBatch_Private, tr));
+    /* Newton-type types solve each batch's loss on its own (TrainerTrain()); the others draw a batch per iteration */
+    if (!tr->needhessian) PetscCall(TaoSetUpdate(tr->tao, TrainerNextBatch_Private, tr));
   } else
     PetscCall(TaoSetObjectiveAndGradient(tr->tao, NULL, TrainerObjectiveFullBatch_Private, tr));
   PetscCall(DatasetGetNumBatches(tr->train, &tr->nbatches));
@@ -557,7 +566,6 @@ PetscErrorCode TrainerSetUp(Trainer tr)
     TaoType type;
 
     PetscCall(TaoGetType(tr->tao, &type));
-    PetscCheck(!tr->minibatch, comm, PETSC_ERR_ARG_INCOMP, "TAO type %s is a Newton-type solver of the full-batch loss, and -trainer_mode minibatch gives it a new loss at every iteration: use -trainer_mode fullbatch (or auto), with -trainer_hessian_samples S for a sub-sampled Hessian", type);
     PetscCall(TrainerSetUpHessian_Private(tr));
   }
   if (tr->checkpoint[0]) {

@@ -6,7 +6,7 @@
   sub-sample's). The draw depends only on the seed and the iteration, never on the number of ranks: the chosen global
   sample numbers are sorted and each rank keeps those it holds, so the sub-sample is the same batch in the same order.
   With -trainer_hessian_pc kfac the conjugate-gradient solves are preconditioned by K-FAC (PetNetPCSetKFAC()), whose
-  statistics come from a gradient pass over the same samples at every outer iteration.
+  statistics come from a gradient pass over the Hessian's samples at every outer iteration.
 */
 #include <petnet/private/trainerimpl.h>
 #include <petnetoptim.h>
@@ -89,6 +89,55 @@ static PetscErrorCode TrainerSetSubsample_Private(Trainer tr, PetscInt it)
   PetscFunctionReturn(0);
 }
 
+/*
+  Mini-batch mode: Xh, Th = S samples of the current batch (all of it when S is 0 or larger): those at the global
+  positions floor(i N / S), i < S, of the batch's order, spread over the ranks as the batch is and the same samples
+  whatever the number of ranks.
+*/
+static PetscErrorCode TrainerSetBatchSubsample_Private(Trainer tr)
+{
+  MPI_Comm           comm = PetscObjectComm((PetscObject)tr);
+  const PetscScalar *x, *t;
+  PetscScalar       *xs, *ts;
+  PetscInt           nin, n, nt, rstart, N, S, tsize, first, last;
+  PetNetShape        in;
+
+  PetscFunctionBegin;
+  PetscCall(NetGetInputShape(tr->net, &in));
+  PetscCall(PetNetShapeSize(&in, &nin));
+  PetscCall(VecGetLocalSize(tr->X, &n));
+  PetscCall(VecGetLocalSize(tr->T, &nt));
+  PetscCall(VecGetSize(tr->X, &N));
+  PetscCall(VecGetOwnershipRange(tr->X, &rstart, NULL));
+  n /= nin;
+  N /= nin;
+  rstart /= nin;
+  tsize = n ? nt / n : 0;
+  S     = (tr->hessiansamples > 0 && tr->hessiansamples < N) ? tr->hessiansamples : N;
+  /* the i with rstart <= floor(i N / S) < rstart + n: i in [ceil(rstart S / N), ceil((rstart + n) S / N)) */
+  first = (PetscInt)(((PetscInt64)rstart * S + N - 1) / PetscMax(N, 1));
+  last  = (PetscInt)(((PetscInt64)(rstart + n) * S + N - 1) / PetscMax(N, 1));
+  PetscCall(VecDestroy(&tr->Xh));
+  PetscCall(VecDestroy(&tr->Th));
+  PetscCall(VecCreateMPI(comm, (last - first) * nin, PETSC_DETERMINE, &tr->Xh));
+  PetscCall(VecCreateMPI(comm, (last - first) * tsize, PETSC_DETERMINE, &tr->Th));
+  PetscCall(VecGetArrayRead(tr->X, &x));
+  PetscCall(VecGetArrayRead(tr->T, &t));
+  PetscCall(VecGetArrayWrite(tr->Xh, &xs));
+  PetscCall(VecGetArrayWrite(tr->Th, &ts));
+  for (PetscInt i = first; i < last; i++) {
+    PetscInt s = (PetscInt)((PetscInt64)i * N / S) - rstart;
+
+    PetscCall(PetscArraycpy(xs + (i - first) * nin, x + s * nin, nin));
+    PetscCall(PetscArraycpy(ts + (i - first) * tsize, t + s * tsize, tsize));
+  }
+  PetscCall(VecRestoreArrayWrite(tr->Th, &ts));
+  PetscCall(VecRestoreArrayWrite(tr->Xh, &xs));
+  PetscCall(VecRestoreArrayRead(tr->T, &t));
+  PetscCall(VecRestoreArrayRead(tr->X, &x));
+  PetscFunctionReturn(0);
+}
+
 /* -trainer_hessian_pc kfac: K-FAC's statistics of the Hessian's samples X, T at the current parameters, from forward
    and backward passes of the mean loss in chunks of -trainer_hessian_chunk local samples (all at once without) */
 static PetscErrorCode TrainerKFACStatistics_Private(Trainer tr, Vec X, Vec T)
@@ -141,7 +190,11 @@ static PetscErrorCode TrainerHessian_Private(Tao tao, Vec theta, Mat H, Mat Hpre
   PetscFunctionBegin;
   PetscCall(NetSetParameters(tr->net, theta));
   PetscCall(DatasetGetSize(tr->train, &N));
-  if (tr->hessiansamples > 0 && tr->hessiansamples < N) {
+  if (tr->minibatch) { /* the current batch's loss, or S samples of it */
+    PetscCall(TrainerSetBatchSubsample_Private(tr));
+    PetscCall(LossNetHessianSetBatch(tr->H, tr->Xh, tr->Th));
+    if (tr->kfacpc) PetscCall(TrainerKFACStatistics_Private(tr, tr->Xh, tr->Th));
+  } else if (tr->hessiansamples > 0 && tr->hessiansamples < N) {
     PetscCall(TrainerSetSubsample_Private(tr, tr->hessianevals));
     PetscCall(LossNetHessianSetBatch(tr->H, tr->Xh, tr->Th));
     if (tr->kfacpc) PetscCall(TrainerKFACStatistics_Private(tr, tr->Xh, tr->Th));
@@ -162,9 +215,11 @@ PetscErrorCode TrainerSetUpHessian_Private(Trainer tr)
   PetscFunctionBegin;
   PetscCall(LossCreateNetHessian(tr->loss, tr->net, tr->hessiantype, &tr->H));
   if (tr->hessianchunk > 0) PetscCall(LossNetHessianSetChunkSize(tr->H, tr->hessianchunk));
+  PetscCall(LossNetHessianSetDamping(tr->H, tr->hessiandamping));
   PetscCall(TaoSetHessian(tr->tao, tr->H, tr->H, TrainerHessian_Private, tr));
   { /* the Hessian is matrix-free: nls, ntr and ntl would default to ILU on it, so they get no preconditioner unless
-       the options name one (-tao_nls_pc_type lmvm, shell, ...); the bound-constrained types default to LMVM */
+       the options name one (-tao_nls_pc_type lmvm, shell, ...); the bound-constrained types default to LMVM. Newton
+       steps stop after 100 conjugate-gradient iterations unless the options say otherwise (-tao_nls_ksp_max_it) */
     KSP         ksp;
     PC          pc;
     const char *prefix;
@@ -181,6 +236,11 @@ PetscErrorCode TrainerSetUpHessian_Private(Trainer tr)
       PetscCall(PetscOptionsHasName(((PetscObject)ksp)->options, prefix, "-pc_type", &set));
       PetscCall(KSPGetPC(ksp, &pc));
       if (!set) PetscCall(PCSetType(pc, PCNONE));
+    }
+    if (ksp) { /* a Newton step is a truncated conjugate-gradient solve: KSP's default of 10,000 iterations is no cap */
+      PetscCall(KSPGetOptionsPrefix(ksp, &prefix));
+      PetscCall(PetscOptionsHasName(((PetscObject)ksp)->options, prefix, "-ksp_max_it", &set));
+      if (!set) PetscCall(KSPSetTolerances(ksp, PETSC_DEFAULT, PETSC_DEFAULT, PETSC_DEFAULT, 100));
     }
   }
   PetscFunctionReturn(0);

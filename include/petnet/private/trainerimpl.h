@@ -20,11 +20,12 @@ struct _p_Trainer {
   PetscBool   minibatch; /* resolved mode */
   PetscBool   setupcalled;
 
-  PetscInt epochs, epoch;    /* epochs to run; epochs completed */
-  PetscInt batchsize;        /* -trainer_batch_size, passed to the training Dataset */
-  PetscInt evalbatchsize;    /* chunk size for evaluation and full-batch objectives */
-  PetscInt nbatches, ibatch; /* batches per epoch; next batch of this epoch */
-  Vec      X, T, Y, dY;      /* current batch (borrowed from the Dataset), output and its cotangent */
+  PetscInt  epochs, epoch;    /* epochs to run; epochs completed */
+  PetscInt  batchsize;        /* -trainer_batch_size, passed to the training Dataset */
+  PetscInt  evalbatchsize;    /* chunk size for evaluation and full-batch objectives */
+  PetscInt  nbatches, ibatch; /* batches per epoch; next batch of this epoch */
+  Vec       X, T, Y, dY;      /* current batch (borrowed from the Dataset), output and its cotangent */
+  PetscBool batchcounted;     /* the current batch's loss is in the epoch's statistics */
 
   /* statistics of the running epoch */
   PetscReal epochloss;
@@ -48,8 +49,10 @@ struct _p_Trainer {
   PetscInt        hessiansamples; /* -trainer_hessian_samples S: a fresh sub-sample per outer iteration (0: all) */
   PetscInt        hessianchunk;   /* -trainer_hessian_chunk: local samples per pass (0: all at once) */
   PetscInt        hessianseed, hessianevals;
-  PetscBool       hessiankfac; /* -trainer_hessian_pc kfac: K-FAC (PetNetPCSetKFAC()) preconditions the Newton-CG solves */
-  PC              kfacpc;      /* ... that PC (borrowed from the Tao's KSP) */
+  PetscReal       hessiandamping; /* -trainer_hessian_damping lambda: H + lambda I */
+  PetscInt        newtonsteps;    /* mini-batch mode: TAO iterations per batch (-trainer_newton_steps) */
+  PetscBool       hessiankfac;    /* -trainer_hessian_pc kfac: K-FAC (PetNetPCSetKFAC()) preconditions the Newton-CG solves */
+  PC              kfacpc;         /* ... that PC (borrowed from the Tao's KSP) */
   Mat             H;
   Vec             Xh, Th; /* the current sub-sample */
 
