@@ -1,4 +1,4 @@
-/* The elementwise activations: f and f' for each kind. */
+/* The elementwise activations: f, f' and f'' for each kind. */
 #include "pointwise.h"
 #include <stdint.h>
 #include <string.h>
@@ -104,6 +104,10 @@ static inline PetscScalar DTanh(PetscScalar x, PetscScalar y, PetscReal a)
 {
   return 1.0 - y * y;
 }
+static inline PetscScalar D2Tanh(PetscScalar x, PetscScalar y, PetscReal a)
+{
+  return -2.0 * y * (1.0 - y * y);
+}
 
 /* sigmoid: 1/(1+e^-x), f' = y (1 - y); written to never overflow */
 static inline PetscScalar Sigmoid(PetscScalar x, PetscReal a)
@@ -119,6 +123,10 @@ static inline PetscScalar DSigmoid(PetscScalar x, PetscScalar y, PetscReal a)
 {
   return y * (1.0 - y);
 }
+static inline PetscScalar D2Sigmoid(PetscScalar x, PetscScalar y, PetscReal a)
+{
+  return y * (1.0 - y) * (1.0 - 2.0 * y);
+}
 
 /* gelu (exact, erf form): x Phi(x), f' = Phi(x) + x phi(x) */
 static inline PetscScalar GELU(PetscScalar x, PetscReal a)
@@ -128,6 +136,11 @@ static inline PetscScalar GELU(PetscScalar x, PetscReal a)
 static inline PetscScalar DGELU(PetscScalar x, PetscScalar y, PetscReal a)
 {
   return 0.5 * (1.0 + erf(x / PETSC_SQRT2)) + x * PetscExpScalar(-0.5 * x * x) / PetscSqrtReal(2.0 * PETSC_PI);
+}
+/* f'' = phi(x) (2 - x^2), phi the standard normal density */
+static inline PetscScalar D2GELU(PetscScalar x, PetscScalar y, PetscReal a)
+{
+  return (2.0 - x * x) * PetscExpScalar(-0.5 * x * x) / PetscSqrtReal(2.0 * PETSC_PI);
 }
 
 /* softplus: log(1 + e^x) computed stably, f' = sigmoid(x) */
@@ -139,6 +152,12 @@ static inline PetscScalar DSoftplus(PetscScalar x, PetscScalar y, PetscReal a)
 {
   return Sigmoid(x, a);
 }
+static inline PetscScalar D2Softplus(PetscScalar x, PetscScalar y, PetscReal a)
+{
+  PetscScalar s = Sigmoid(x, a);
+
+  return s * (1.0 - s);
+}
 
 POINTWISE_KERNELS(Identity, Identity, DIdentity)
 POINTWISE_KERNELS(ReLU, ReLU, DReLU)
@@ -147,12 +166,17 @@ POINTWISE_KERNELS_CLONED(Tanh, Tanh, DTanh)
 POINTWISE_KERNELS(Sigmoid, Sigmoid, DSigmoid)
 POINTWISE_KERNELS(GELU, GELU, DGELU)
 POINTWISE_KERNELS(Softplus, Softplus, DSoftplus)
+POINTWISE_SOKERNEL(Tanh, D2Tanh)
+POINTWISE_SOKERNEL(Sigmoid, D2Sigmoid)
+POINTWISE_SOKERNEL(GELU, D2GELU)
+POINTWISE_SOKERNEL(Softplus, D2Softplus)
 
 PETSC_INTERN PetscErrorCode LayerCreate_Identity(Layer layer)
 {
   PetscFunctionBegin;
   PetscCall(LayerCreatePointwise_Private(layer, Identity, DIdentity, 0, 0));
   POINTWISE_SET_KERNELS(layer, Identity);
+  layer->sozero = PETSC_TRUE; /* linear (or piecewise linear) in x: no curvature term */
   PetscFunctionReturn(0);
 }
 
@@ -161,6 +185,7 @@ PETSC_INTERN PetscErrorCode LayerCreate_ReLU(Layer layer)
   PetscFunctionBegin;
   PetscCall(LayerCreatePointwise_Private(layer, ReLU, DReLU, 1, 1));
   POINTWISE_SET_KERNELS(layer, ReLU);
+  layer->sozero = PETSC_TRUE; /* linear (or piecewise linear) in x: no curvature term */
   PetscFunctionReturn(0);
 }
 
@@ -169,6 +194,7 @@ PETSC_INTERN PetscErrorCode LayerCreate_LeakyReLU(Layer layer)
   PetscFunctionBegin;
   PetscCall(LayerCreatePointwise_Private(layer, LeakyReLU, DLeakyReLU, 2, 1));
   POINTWISE_SET_KERNELS(layer, LeakyReLU);
+  layer->sozero = PETSC_TRUE; /* linear (or piecewise linear) in x: no curvature term */
   PetscCall(LayerPointwiseSetParameter_Private(layer, "slope", 0.01));
   PetscFunctionReturn(0);
 }
@@ -178,6 +204,7 @@ PETSC_INTERN PetscErrorCode LayerCreate_Tanh(Layer layer)
   PetscFunctionBegin;
   PetscCall(LayerCreatePointwise_Private(layer, Tanh, DTanh, 20, 2));
   POINTWISE_SET_KERNELS(layer, Tanh);
+  layer->ops->sobackward = LayerSOBackward_Tanh;
   PetscFunctionReturn(0);
 }
 
@@ -186,6 +213,7 @@ PETSC_INTERN PetscErrorCode LayerCreate_Sigmoid(Layer layer)
   PetscFunctionBegin;
   PetscCall(LayerCreatePointwise_Private(layer, Sigmoid, DSigmoid, 20, 2));
   POINTWISE_SET_KERNELS(layer, Sigmoid);
+  layer->ops->sobackward = LayerSOBackward_Sigmoid;
   PetscFunctionReturn(0);
 }
 
@@ -194,6 +222,7 @@ PETSC_INTERN PetscErrorCode LayerCreate_GELU(Layer layer)
   PetscFunctionBegin;
   PetscCall(LayerCreatePointwise_Private(layer, GELU, DGELU, 25, 30));
   POINTWISE_SET_KERNELS(layer, GELU);
+  layer->ops->sobackward = LayerSOBackward_GELU;
   PetscFunctionReturn(0);
 }
 
@@ -202,6 +231,7 @@ PETSC_INTERN PetscErrorCode LayerCreate_Softplus(Layer layer)
   PetscFunctionBegin;
   PetscCall(LayerCreatePointwise_Private(layer, Softplus, DSoftplus, 25, 20));
   POINTWISE_SET_KERNELS(layer, Softplus);
+  layer->ops->sobackward = LayerSOBackward_Softplus;
   PetscFunctionReturn(0);
 }
 

@@ -6,6 +6,8 @@
 /* f(x) and f'(x) given both x and y = f(x) (each kind uses whichever is cheaper). */
 typedef PetscScalar (*PointwiseFunction)(PetscScalar x, PetscReal alpha);
 typedef PetscScalar (*PointwiseDerivative)(PetscScalar x, PetscScalar y, PetscReal alpha);
+/* f''(x), given x and y = f(x); kinds that are piecewise linear (relu, leakyrelu, identity) have none: sozero */
+typedef PetscScalar (*PointwiseSecondDerivative)(PetscScalar x, PetscScalar y, PetscReal alpha);
 
 typedef struct {
   PointwiseFunction   f;
@@ -22,6 +24,7 @@ PETSC_INTERN PetscErrorCode LayerCreatePointwise_Private(Layer, PointwiseFunctio
     forward   y[i]  = f(x[i])
     backward  dx[i] = f'(x[i]) dy[i]
     jvp       dy[i] = f'(x[i]) dx[i]
+    sobackward dxdot[i] += f''(x[i]) xdot[i] dy[i]   (d/de of backward's f'(x + e xdot) dy, dy held fixed)
   They are static inline with f and f' as arguments: each kind instantiates them with its own functions
   (POINTWISE_KERNELS), so the compiler inlines f and f' into the loop instead of calling through a pointer per entry.
 */
@@ -61,6 +64,27 @@ static inline PetscErrorCode PointwiseJVP(Layer layer, PetscInt n, const PetscSc
   PetscCall(PetscLogFlops((pw->flops_df + 1) * N));
   PetscFunctionReturn(0);
 }
+
+static inline PetscErrorCode PointwiseSOBackward(Layer layer, PetscInt n, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *dy, PetscScalar *dxdot, PointwiseSecondDerivative d2f)
+{
+  Layer_Pointwise *pw = (Layer_Pointwise *)layer->data;
+  const PetscInt   N  = n * layer->insize;
+  const PetscReal  a  = pw->alpha;
+
+  PetscFunctionBegin;
+  if (!xdot || !dxdot) PetscFunctionReturn(0);
+  for (PetscInt i = 0; i < N; i++) dxdot[i] += d2f(x[i], y[i], a) * xdot[i] * dy[i];
+  PetscCall(PetscLogFlops((pw->flops_df + 3) * N));
+  PetscFunctionReturn(0);
+}
+
+/* The curvature kernel of a kind with a second derivative D2F (the layer has no parameters: dthetadot stays) */
+#define POINTWISE_SOKERNEL(Kind, D2F)                                                                                                                                                                                                               \
+  static PetscErrorCode LayerSOBackward_##Kind(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *thetadot, const PetscScalar *ydot, const PetscScalar *dy, \
+                                               PetscScalar *dxdot, PetscScalar *dthetadot)                                                                                                                                                          \
+  {                                                                                                                                                                                                                                                 \
+    return PointwiseSOBackward(layer, n, x, y, xdot, dy, dxdot, D2F);                                                                                                                                                                               \
+  }
 
 /*
   The three kernels of one kind, with F and DF inlined. POINTWISE_KERNELS_CLONED also compiles the forward loop for
