@@ -758,14 +758,16 @@ PetscErrorCode SpectrumGetSample_Private(Spectrum sp, PetscInt s, Vec x1)
 
 static PetscErrorCode SpectrumViewDensity_Private(Spectrum sp, PetscViewer viewer)
 {
-  PetscReal lo = PETSC_MAX_REAL, hi = PETSC_MIN_REAL, neg = 0, sigma;
+  PetscReal lo = PETSC_MAX_REAL, hi = PETSC_MIN_REAL, neg = 0, sigma, scale = 0;
 
   PetscFunctionBegin;
   for (PetscInt i = 0; i < sp->ndensity; i++) {
-    lo = PetscMin(lo, sp->nodes[i]);
-    hi = PetscMax(hi, sp->nodes[i]);
-    if (sp->nodes[i] < 0) neg += sp->weights[i];
+    lo    = PetscMin(lo, sp->nodes[i]);
+    hi    = PetscMax(hi, sp->nodes[i]);
+    scale = PetscMax(scale, PetscAbsReal(sp->nodes[i]));
   }
+  for (PetscInt i = 0; i < sp->ndensity; i++) /* nodes of zero eigenvalues come out at +-1e-16 scale: not negative */
+    if (sp->nodes[i] < -1e-10 * scale) neg += sp->weights[i];
   PetscCall(PetscViewerASCIIPrintf(viewer, "density (stochastic Lanczos quadrature, %" PetscInt_FMT " probes x %" PetscInt_FMT " steps, %" PetscInt_FMT " products, %.2f s): support [%.6e, %.6e], mass of negative eigenvalues %.4f, trace %.6e\n",
                                    sp->densityprobes, sp->densitysteps, sp->densityapply, (double)sp->densitytime, (double)lo, (double)hi, (double)neg, (double)sp->densitytrace));
   if (sp->densitygrid > 0) {
@@ -798,8 +800,8 @@ static PetscErrorCode SpectrumViewDensity_Private(Spectrum sp, PetscViewer viewe
 . -spectrum_view - SpectrumViewFromOptions() prints it
 
   Notes:
-  One line per result: the eigenvalues with their relative residuals, the trace, the density's summary (on a grid with
-  -spectrum_density_grid), the input Jacobian's singular values per sample, each weight's singular values, each ode
+  One line per result: the eigenvalues with their relative residuals, the trace, the density's summary (its support,
+  the weight of its nodes below -1e-10 times the largest |node|, its trace; on a grid with -spectrum_density_grid), the input Jacobian's singular values per sample, each weight's singular values, each ode
   layer's stiffness along its trajectory.
 
   Level: beginner

@@ -211,8 +211,12 @@ static PetscErrorCode SpectrumODEAnalyse_Private(Spectrum sp, PetscInt l, Layer 
   PetscCall(PetscMalloc6(nstates, &o->times, nstates, &o->maxre, nstates, &o->minre, nstates, &o->rho, nstates, &o->dt, nstates, &o->ratio));
   PetscCall(PetscMalloc1(nstates, &o->nzero));
   PetscCall(PetscMalloc2(o->size, &wr, o->size, &wi));
+  PetscCheck(nsteps > 0 && times, comm, PETSC_ERR_PLIB, "Ode layer %" PetscInt_FMT " recorded no time step in its forward pass", l);
   PetscCall(TSSetTime(ts, times[0]));
   PetscCall(TSSetStepNumber(ts, 0));
+  PetscCall(TSSetMaxSteps(ts, nsteps));
+  PetscCall(TSSetMaxTime(ts, times[nsteps]));
+  PetscCall(TSSetExactFinalTime(ts, TS_EXACTFINALTIME_MATCHSTEP));
   PetscCall(TSSetSolution(ts, u));
   for (PetscInt k = 0; k <= nsteps && next < nstates; k++) {
     /* state k is analysed when it is the next of nstates evenly spread over 0 .. nsteps */
@@ -340,7 +344,7 @@ PetscErrorCode SpectrumComputeODEStiffness(Spectrum sp, PetscInt *nlayers, Petsc
         warn = PETSC_TRUE;
         PetscCall(PetscPrintf(comm,
                               "WARNING: ode layer %" PetscInt_FMT
-                              " (\"%s\") has a stiff right-hand side: stiffness ratio max|Re l|/min|Re l| = %.3e along the trajectory, above -spectrum_stiffness_warn %g, and its integrator, %s, is explicit: its steps must "
+                              " (\"%s\") has a stiff right-hand side: stiffness ratio max|Re l|/min|Re l| = %.3e along the trajectory, above -spectrum_stiffness_warn %.3e, and its integrator, %s, is explicit: its steps must "
                               "resolve the fastest mode (dt |l|max reaches %.3e). Use an implicit integrator: -%sts_type beuler, cn or theta\n",
                               l, o->name, (double)o->maxratio, (double)sp->stiffwarn, o->integrator, (double)o->maxhrho, o->tsprefix));
       }
