@@ -118,7 +118,7 @@ static PetscErrorCode CheckDense(MPI_Comm comm)
   Spectrum        sp;
   Mat             H;
   Vec             X, T, Y, dY, G, e, He, theta;
-  PetscInt        P, k = 5, nconv, njac = 3, N = 8, m = 400, slqm = 8, slqk = 30, nnodes;
+  PetscInt        P, k = 5, nconv, njac = 3, N = 8, m = 200, slqm = 4, slqk = 20, nnodes;
   PetscScalar    *Hd, *Hfd, *gp, *gm, *A, *work;
   PetscReal      *lam, *eig, *nodes, *weights, smax[3], smin[3], hmax = 0, fderr = 0, symerr = 0, relerr = 0, sverr = 0, trace = 0, hutch, se, slqtrace = 0, slqmax = PETSC_MIN_REAL, h = 1e-5;
   LossHessianType htype;

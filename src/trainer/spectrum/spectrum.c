@@ -758,7 +758,7 @@ PetscErrorCode SpectrumGetSample_Private(Spectrum sp, PetscInt s, Vec x1)
 
 static PetscErrorCode SpectrumViewDensity_Private(Spectrum sp, PetscViewer viewer)
 {
-  PetscReal lo = PETSC_MAX_REAL, hi = PETSC_MIN_REAL, neg = 0, sigma, scale = 0;
+  PetscReal lo = PETSC_MAX_REAL, hi = PETSC_MIN_REAL, neg = 0, pos = 0, sigma, scale = 0;
 
   PetscFunctionBegin;
   for (PetscInt i = 0; i < sp->ndensity; i++) {
@@ -766,10 +766,19 @@ static PetscErrorCode SpectrumViewDensity_Private(Spectrum sp, PetscViewer viewe
     hi    = PetscMax(hi, sp->nodes[i]);
     scale = PetscMax(scale, PetscAbsReal(sp->nodes[i]));
   }
-  for (PetscInt i = 0; i < sp->ndensity; i++) /* nodes of zero eigenvalues come out at +-1e-16 scale: not negative */
-    if (sp->nodes[i] < -1e-10 * scale) neg += sp->weights[i];
-  PetscCall(PetscViewerASCIIPrintf(viewer, "density (stochastic Lanczos quadrature, %" PetscInt_FMT " probes x %" PetscInt_FMT " steps, %" PetscInt_FMT " products, %.2f s): support [%.6e, %.6e], mass of negative eigenvalues %.4f, trace %.6e\n",
-                                   sp->densityprobes, sp->densitysteps, sp->densityapply, (double)sp->densitytime, (double)lo, (double)hi, (double)neg, (double)sp->densitytrace));
+  /* the bulk of a network's Hessian sits near zero, where a few quadrature nodes of either sign stand for it: split the
+     weight into near zero (|node| <= 1e-3 max|node|), clearly negative and clearly positive */
+  for (PetscInt i = 0; i < sp->ndensity; i++) {
+    if (sp->nodes[i] < -1e-3 * scale)
+      neg += sp->weights[i];
+    else if (sp->nodes[i] > 1e-3 * scale)
+      pos += sp->weights[i];
+  }
+  PetscCall(PetscViewerASCIIPrintf(viewer, "density (stochastic Lanczos quadrature, %" PetscInt_FMT " probes x %" PetscInt_FMT " steps, %" PetscInt_FMT " products, %.2f s): support [%.6e, %.6e], trace %.6e\n", sp->densityprobes, sp->densitysteps,
+                                   sp->densityapply, (double)sp->densitytime, (double)lo, (double)hi, (double)sp->densitytrace));
+  PetscCall(PetscViewerASCIIPushTab(viewer));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "weight near zero (|lambda| <= 1e-3 max|lambda|) %.4f, below %.4f, above %.4f\n", (double)PetscMax(1 - neg - pos, 0), (double)neg, (double)pos));
+  PetscCall(PetscViewerASCIIPopTab(viewer));
   if (sp->densitygrid > 0) {
     PetscReal *grid, *dens;
     PetscInt   n = sp->densitygrid;
@@ -801,7 +810,7 @@ static PetscErrorCode SpectrumViewDensity_Private(Spectrum sp, PetscViewer viewe
 
   Notes:
   One line per result: the eigenvalues with their relative residuals, the trace, the density's summary (its support,
-  the weight of its nodes below -1e-10 times the largest |node|, its trace; on a grid with -spectrum_density_grid), the input Jacobian's singular values per sample, each weight's singular values, each ode
+  its trace, the weight of its nodes near zero, below and above; on a grid with -spectrum_density_grid), the input Jacobian's singular values per sample, each weight's singular values, each ode
   layer's stiffness along its trajectory.
 
   Level: beginner
