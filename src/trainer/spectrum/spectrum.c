@@ -831,14 +831,14 @@ PetscErrorCode SpectrumView(Spectrum sp, PetscViewer viewer)
   PetscCall(PetscViewerASCIIPushTab(viewer));
   if (sp->user)
     PetscCall(PetscViewerASCIIPrintf(viewer, "operator: given by SpectrumSetOperator()\n"));
-  else if (sp->loss && sp->X) {
+  else if (sp->net && sp->loss && sp->X) {
     PetscInt    N = 0, n = 0, size;
     PetNetShape shape;
 
     PetscCall(NetGetInputShape(sp->net, &shape));
     PetscCall(PetNetShapeSize(&shape, &size));
     PetscCall(VecGetSize(sp->X, &N));
-    if (sp->net) PetscCall(NetGetNumParameters(sp->net, &n));
+    PetscCall(NetGetNumParameters(sp->net, &n));
     PetscCall(PetscViewerASCIIPrintf(viewer, "operator: %s of the mean loss over %" PetscInt_FMT " samples, %" PetscInt_FMT " parameters\n", sp->htype == LOSS_HESSIAN_EXACT ? "Hessian" : "Gauss-Newton matrix", size ? N / size : 0, n));
   }
   if (sp->neig) {

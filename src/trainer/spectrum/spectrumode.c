@@ -342,11 +342,11 @@ PetscErrorCode SpectrumComputeODEStiffness(Spectrum sp, PetscInt *nlayers, Petsc
       worst = PetscMax(worst, o->maxratio);
       if (o->nstates && !o->implicit && o->maxratio > sp->stiffwarn) {
         warn = PETSC_TRUE;
-        PetscCall(PetscPrintf(comm,
-                              "WARNING: ode layer %" PetscInt_FMT
-                              " (\"%s\") has a stiff right-hand side: stiffness ratio max|Re l|/min|Re l| = %.3e along the trajectory, above -spectrum_stiffness_warn %.3e, and its integrator, %s, is explicit: its steps must "
-                              "resolve the fastest mode (dt |l|max reaches %.3e). Use an implicit integrator: -%sts_type beuler, cn or theta\n",
-                              l, o->name, (double)o->maxratio, (double)sp->stiffwarn, o->integrator, (double)o->maxhrho, o->tsprefix));
+        PetscCall(
+            PetscPrintf(comm,
+                        "WARNING: ode layer %" PetscInt_FMT " (\"%s\") has a stiff right-hand side: stiffness ratio max|Re l|/min|Re l| = %.3e along the trajectory, above -spectrum_stiffness_warn %.3e, and its integrator, %s, is explicit: its step "
+                        "must keep dt |l|max inside its stability region (about 2 to 2.8 for Runge-Kutta methods on the negative real axis; now %.3e) however slow the other modes are. Use an implicit integrator: -%sts_type beuler, cn or theta\n",
+                        l, o->name, (double)o->maxratio, (double)sp->stiffwarn, o->integrator, (double)o->maxhrho, o->tsprefix));
       }
     }
   }
