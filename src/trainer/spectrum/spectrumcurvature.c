@@ -73,6 +73,17 @@ PetscErrorCode SpectrumComputeEigenvalues(Spectrum sp, PetscInt k, PetscInt *nco
   PetscCall(EPSSetOperators(sp->eps, Hc, NULL));
   PetscCall(EPSSetDimensions(sp->eps, k, PETSC_DEFAULT, PETSC_DEFAULT));
   if (sp->fromoptions) PetscCall(EPSSetFromOptions(sp->eps)); /* -spectrum_eps_nev, _ncv, _mpd win */
+  {
+    PetscBool   power;
+    EPSWhich    which;
+    const char *prefix;
+
+    PetscCall(PetscObjectTypeCompare((PetscObject)sp->eps, EPSPOWER, &power));
+    PetscCall(EPSGetWhichEigenpairs(sp->eps, &which));
+    PetscCall(EPSGetOptionsPrefix(sp->eps, &prefix));
+    PetscCheck(!power || which == EPS_LARGEST_MAGNITUDE || which == EPS_TARGET_MAGNITUDE, PetscObjectComm((PetscObject)sp), PETSC_ERR_SUP,
+               "The power method (EPS power) finds the eigenvalues of largest magnitude only: add -%seps_largest_magnitude (they are the largest ones unless the operator has negative eigenvalues of larger magnitude)", prefix ? prefix : "");
+  }
   PetscCall(MatCreateVecs(Hc, &v0, NULL));
   PetscCall(SpectrumRademacher_Private(sp, -1, v0));
   PetscCall(EPSSetInitialSpace(sp->eps, 1, &v0));
