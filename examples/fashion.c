@@ -72,8 +72,15 @@ int main(int argc, char **argv)
   PetscCall(DatasetGetSize(train, &Ntrain));
   PetscCall(DatasetGetSize(test, &Ntest));
   PetscCall(PetscPrintf(comm,
-                        "summary: model=%s optimizer=%s epochs=%" PetscInt_FMT " params=%" PetscInt_FMT " train_samples=%" PetscInt_FMT " test_samples=%" PetscInt_FMT " ranks=%d train_loss=%.6f test_loss=%.6f test_accuracy=%.4f train_time_s=%.2f\n",
+                        "summary: model=%s optimizer=%s epochs=%" PetscInt_FMT " params=%" PetscInt_FMT " train_samples=%" PetscInt_FMT " test_samples=%" PetscInt_FMT " ranks=%d train_loss=%.6f test_loss=%.6f test_accuracy=%.4f train_time_s=%.2f",
                         model, taotype, epochs, nparams, Ntrain, Ntest, size, (double)trainloss, (double)testloss, (double)testacc, (double)seconds));
+  { /* full batch: how many TAO iterations (Newton, quasi-Newton steps) the run took */
+    PetscInt its;
+
+    PetscCall(TrainerGetTaoIterations(trainer, &its));
+    if (its >= 0) PetscCall(PetscPrintf(comm, " tao_iterations=%" PetscInt_FMT, its));
+  }
+  PetscCall(PetscPrintf(comm, "\n"));
 
   PetscCall(TrainerDestroy(&trainer));
   PetscCall(LossDestroy(&loss));

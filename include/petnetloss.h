@@ -48,3 +48,4 @@ PETSC_EXTERN PetscErrorCode LossCreateNetHessian(Loss, Net, LossHessianType, Mat
 PETSC_EXTERN PetscErrorCode LossNetHessianSetBatch(Mat, Vec, Vec);     /* X, T (referenced) */
 PETSC_EXTERN PetscErrorCode LossNetHessianSetChunkSize(Mat, PetscInt); /* local samples per pass (default: the whole batch) */
 PETSC_EXTERN PetscErrorCode LossNetHessianGetType(Mat, LossHessianType *);
+PETSC_EXTERN PetscErrorCode LossNetHessianSetDamping(Mat, PetscReal); /* H + lambda I */

@@ -40,6 +40,7 @@ PETSC_EXTERN PetscErrorCode TrainerDestroy(Trainer *);
 
 /* Results of the last TrainerTrain */
 PETSC_EXTERN PetscErrorCode TrainerGetResults(Trainer, PetscInt *, PetscReal *, PetscReal *, PetscReal *, PetscReal *);
+PETSC_EXTERN PetscErrorCode TrainerGetTaoIterations(Trainer, PetscInt *);
 
 /* Checkpoints: parameters, optimizer state, epoch, data order; written atomically. */
 PETSC_EXTERN PetscErrorCode TrainerSaveCheckpoint(Trainer, const char[]);

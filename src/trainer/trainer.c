@@ -41,6 +41,8 @@ PetscErrorCode TrainerCreate(MPI_Comm comm, Trainer *trainer)
   tr->epochs           = 10;
   tr->batchsize        = 0; /* keep the Dataset's */
   tr->evalbatchsize    = 1000;
+  tr->taoits           = -1;
+  tr->newtonsteps      = 1;
   tr->monitor          = PETSC_TRUE;
   tr->progressinterval = 10.0;
   tr->patience         = 0;
@@ -376,7 +378,16 @@ static PetscErrorCode TrainerOptionsCount_Private(PetscOptionItems *PetscOptions
 . -trainer_monitor                     - one progress line per epoch
 . -trainer_progress_interval <s>       - seconds between progress lines within an epoch (0: never)
 . -trainer_monitor_sharpness <N>       - every N epochs, the largest eigenvalue of the loss's Hessian (0: never)
-- -trainer_sharpness_samples <n>       - ... over the first n training samples (default 512); -trainer_spectrum_* set it up
+. -trainer_sharpness_samples <n>       - ... over the first n training samples (default 512); -trainer_spectrum_* set it up
+. -trainer_hessian <gn,exact>          - the curvature Newton-type TAO types (nls, ntr, ntl, bnls, bntr, bntl) get:
+                                         Gauss-Newton (default) or the exact Hessian
+. -trainer_hessian_samples <S>         - the Hessian over S training samples drawn afresh at every outer iteration
+                                         (Hessian-free Newton-CG; 0: all samples)
+. -trainer_hessian_chunk <n>           - local samples per pass of a Hessian product (0: all at once)
+. -trainer_hessian_seed <s>            - seed of those draws
+. -trainer_hessian_damping <lambda>    - Newton steps solve (H + lambda I) p = -g (Tikhonov damping; default 0)
+- -trainer_newton_steps <k>            - mini-batch mode with a Newton-type TAO type: each batch is a TaoSolve() of k
+                                         iterations on that batch's loss (sub-sampled Newton-CG; default 1)
 
   Notes:
   Counts are read in 64-bit: a negative count or one beyond the PetscInt range is an error naming the option.
@@ -407,6 +418,13 @@ PetscErrorCode TrainerSetFromOptions(Trainer tr)
   PetscCall(TrainerOptionsCount_Private(PetscOptionsObject, tr, "-trainer_monitor_sharpness", "Print the largest Hessian eigenvalue every N epochs (0: never; -trainer_spectrum_* set its Spectrum)", "TrainerTrain", 0, &tr->sharpnessevery));
   PetscCall(TrainerOptionsCount_Private(PetscOptionsObject, tr, "-trainer_sharpness_samples", "Training samples of the sharpness monitor's Hessian", "TrainerTrain", 1, &tr->sharpnesssamples));
   PetscCheck(tr->progressinterval >= 0, comm, PETSC_ERR_ARG_OUTOFRANGE, "-trainer_progress_interval %g: give a number of seconds >= 0 (0: no progress lines within an epoch)", (double)tr->progressinterval);
+  PetscCall(PetscOptionsEnum("-trainer_hessian", "Curvature for Newton-type TAO types (nls, ntr, ...): gn (Gauss-Newton) or exact", "LossCreateNetHessian", LossHessianTypes, (PetscEnum)tr->hessiantype, (PetscEnum *)&tr->hessiantype, NULL));
+  PetscCall(TrainerOptionsCount_Private(PetscOptionsObject, tr, "-trainer_hessian_samples", "Hessian over this many training samples, drawn afresh at every outer iteration (0: all)", "TrainerSetFromOptions", 0, &tr->hessiansamples));
+  PetscCall(TrainerOptionsCount_Private(PetscOptionsObject, tr, "-trainer_hessian_chunk", "Local samples per pass of a Hessian product (0: all at once)", "LossNetHessianSetChunkSize", 0, &tr->hessianchunk));
+  PetscCall(PetscOptionsReal("-trainer_hessian_damping", "Damping lambda of the Hessian: Newton steps solve (H + lambda I) p = -g", "LossNetHessianSetDamping", tr->hessiandamping, &tr->hessiandamping, NULL));
+  PetscCheck(tr->hessiandamping >= 0, comm, PETSC_ERR_ARG_OUTOFRANGE, "-trainer_hessian_damping %g: give a damping >= 0 (e.g. 1e-3)", (double)tr->hessiandamping);
+  PetscCall(TrainerOptionsCount_Private(PetscOptionsObject, tr, "-trainer_newton_steps", "Mini-batch mode with a Newton-type TAO type: TAO iterations per batch", "TrainerTrain", 1, &tr->newtonsteps));
+  PetscCall(TrainerOptionsCount_Private(PetscOptionsObject, tr, "-trainer_hessian_seed", "Seed of the Hessian's sub-samples", "TrainerSetFromOptions", 0, &tr->hessianseed));
   PetscCall(PetscObjectProcessOptionsHandlers((PetscObject)tr, PetscOptionsObject));
   PetscOptionsEnd();
   /* the Datasets the Trainer named (TrainerSetDatasets()) read their prefixed options here; the others were
@@ -417,10 +435,11 @@ PetscErrorCode TrainerSetFromOptions(Trainer tr)
   PetscFunctionReturn(0);
 }
 
-/* The TAO types that train a Net: PetNet's stochastic ones, and TAO's own that need only the objective and gradient */
-#define TRAINER_TAO_TYPES_THAT_WORK "sgd, adam, adamw, rmsprop (mini-batch) or lmvm, blmvm, bqnls, bqnkls, bqnktr, bqnktl, cg, bncg, owlqn, bmrm, nm (full batch)"
+/* The TAO types that train a Net: PetNet's stochastic ones, TAO's own that need only the objective and gradient, and
+   the Newton-type ones, which get the curvature operator of -trainer_hessian */
+#define TRAINER_TAO_TYPES_THAT_WORK "sgd, adam, adamw, rmsprop (mini-batch) or lmvm, blmvm, bqnls, bqnkls, bqnktr, bqnktl, cg, bncg, owlqn, bmrm, nm, nls, ntr, ntl, bnls, bntr, bntl (full batch)"
 
-/* Refuses the TAO types that cannot minimise the training loss with what the Trainer gives TAO (objective and gradient) */
+/* Refuses the TAO types that cannot minimise the training loss with what the Trainer gives TAO; notes the Newton ones */
 static PetscErrorCode TrainerCheckTaoType_Private(Trainer tr)
 {
   TaoType   type;
@@ -428,9 +447,13 @@ static PetscErrorCode TrainerCheckTaoType_Private(Trainer tr)
 
   PetscFunctionBegin;
   PetscCall(TaoGetType(tr->tao, &type));
-  /* Newton, trust-region and interior-point types call the Hessian (TaoSetHessian()), which PetNet does not provide yet */
-  PetscCall(PetscObjectTypeCompareAny((PetscObject)tr->tao, &hessian, TAONLS, TAONTR, TAONTL, TAOTRON, TAOBNLS, TAOBNTR, TAOBNTL, TAOGPCG, TAOBQPIP, TAOIPM, TAOPDIPM, ""));
-  PetscCheck(!hessian, PetscObjectComm((PetscObject)tr), PETSC_ERR_SUP, "TAO type %s needs a Hessian, which the Trainer does not provide: use -tao_type %s", type, TRAINER_TAO_TYPES_THAT_WORK);
+  /* Newton and trust-region types call the Hessian (TaoSetHessian()): the Trainer gives them -trainer_hessian's */
+  PetscCall(PetscObjectTypeCompareAny((PetscObject)tr->tao, &tr->needhessian, TAONLS, TAONTR, TAONTL, TAOBNLS, TAOBNTR, TAOBNTL, ""));
+  /* these need a Hessian as an assembled matrix (sub-matrices of it) or solve quadratic, constrained or
+     complementarity problems */
+  PetscCall(PetscObjectTypeCompareAny((PetscObject)tr->tao, &hessian, TAOTRON, TAOGPCG, TAOBQPIP, TAOIPM, TAOPDIPM, ""));
+  PetscCheck(!hessian, PetscObjectComm((PetscObject)tr), PETSC_ERR_SUP, "TAO type %s needs an assembled Hessian or solves a quadratic or constrained problem, and the Trainer's Hessian is a matrix-free operator: use -tao_type %s", type,
+             TRAINER_TAO_TYPES_THAT_WORK);
   /* these solve least-squares (residual), constrained or complementarity problems */
   PetscCall(PetscObjectTypeCompareAny((PetscObject)tr->tao, &other, TAOPOUNDERS, TAOBRGN, TAOLCL, TAOSSILS, TAOSSFLS, TAOASILS, TAOASFLS, TAOADMM, TAOALMM, ""));
   PetscCheck(!other, PetscObjectComm((PetscObject)tr), PETSC_ERR_SUP, "TAO type %s solves least-squares, constrained or complementarity problems, not the training loss: use -tao_type %s", type, TRAINER_TAO_TYPES_THAT_WORK);
@@ -510,7 +533,8 @@ PetscErrorCode TrainerSetUp(Trainer tr)
   PetscCall(TaoSetSolution(tr->tao, tr->theta));
   if (tr->minibatch) {
     PetscCall(TaoSetObjectiveAndGradient(tr->tao, NULL, TrainerObjectiveMiniBatch_Private, tr));
-    PetscCall(TaoSetUpdate(tr->tao, TrainerNextBatch_Private, tr));
+    /* Newton-type types solve each batch's loss on its own (TrainerTrain()); the others draw a batch per iteration */
+    if (!tr->needhessian) PetscCall(TaoSetUpdate(tr->tao, TrainerNextBatch_Private, tr));
   } else
     PetscCall(TaoSetObjectiveAndGradient(tr->tao, NULL, TrainerObjectiveFullBatch_Private, tr));
   PetscCall(DatasetGetNumBatches(tr->train, &tr->nbatches));
@@ -531,6 +555,12 @@ PetscErrorCode TrainerSetUp(Trainer tr)
       tr->epochs = tr->tao->max_it;
     }
     PetscCall(TaoSetMonitor(tr->tao, TrainerFullBatchMonitor_Private, tr, NULL));
+  }
+  if (tr->needhessian) {
+    TaoType type;
+
+    PetscCall(TaoGetType(tr->tao, &type));
+    PetscCall(TrainerSetUpHessian_Private(tr));
   }
   if (tr->checkpoint[0]) {
     /* a checkpoint that cannot be written is reported now, not after the first epoch */
@@ -622,6 +652,9 @@ PetscErrorCode TrainerDestroy(Trainer *tr)
     PetscFunctionReturn(0);
   }
   PetscCall(TaoDestroy(&(*tr)->tao));
+  PetscCall(MatDestroy(&(*tr)->H));
+  PetscCall(VecDestroy(&(*tr)->Xh));
+  PetscCall(VecDestroy(&(*tr)->Th));
   PetscCall(VecDestroy(&(*tr)->theta));
   PetscCall(NetDestroy(&(*tr)->net));
   PetscCall(LossDestroy(&(*tr)->loss));

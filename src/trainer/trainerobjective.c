@@ -45,6 +45,7 @@ PetscErrorCode TrainerNextBatch_Private(Tao tao, PetscInt it, void *ctx)
   PetscCheck(tr->ibatch < tr->nbatches, PetscObjectComm((PetscObject)tr), PETSC_ERR_PLIB, "Asked for batch %" PetscInt_FMT " of an epoch of %" PetscInt_FMT, tr->ibatch, tr->nbatches);
   PetscCall(DatasetGetBatch(tr->train, tr->ibatch, &tr->X, &tr->T));
   tr->ibatch++;
+  tr->batchcounted = PETSC_FALSE;
   if (tr->monitor && tr->progressinterval > 0) {
     PetscCall(PetscTime(&now));
     if (now - tr->tlastprogress >= tr->progressinterval) {
@@ -78,8 +79,11 @@ PetscErrorCode TrainerObjectiveMiniBatch_Private(Tao tao, Vec theta, PetscReal *
     tr->diverged = PETSC_TRUE;
   else if (tr->besttrainloss == PETSC_MAX_REAL)
     tr->besttrainloss = *f; /* the divergence test's first reference */
-  tr->epochloss += *f * N;
-  tr->epochsamples += N;
+  if (!tr->batchcounted) {  /* the batch's first evaluation (a Newton step evaluates it again in its line search) */
+    tr->epochloss += *f * N;
+    tr->epochsamples += N;
+    tr->batchcounted = PETSC_TRUE;
+  }
   PetscFunctionReturn(0);
 }
 

@@ -171,7 +171,8 @@ PetscErrorCode TrainerFullBatchMonitor_Private(Tao tao, void *ctx)
 
   Notes:
   In mini-batch mode each epoch is one TaoSolve() of as many iterations as batches, the batch drawn in the TAO update
-  hook. In full-batch mode one epoch is one TAO iteration on the mean training loss: a single TaoSolve() runs at most
+  hook; for the Newton-type TAO types (nls, ntr, ...) each batch is a TaoSolve() of its own (-trainer_newton_steps
+  iterations), so that the loss stays fixed during a Newton step. In full-batch mode one epoch is one TAO iteration on the mean training loss: a single TaoSolve() runs at most
   -trainer_epochs iterations (-tao_max_it, when the user gives it, replaces -trainer_epochs), and every iteration ends
   an epoch as in mini-batch mode (progress line, test evaluation, checkpoint, early stopping). A full-batch restart
   starts TAO afresh (a quasi-Newton memory is not in the checkpoint). After a restart only the epochs after the
@@ -213,6 +214,7 @@ PetscErrorCode TrainerTrain(Trainer tr)
     PetscCall(PetscLogEventBegin(TRAINER_Epoch, tr, 0, 0, 0));
     PetscCall(TaoSolve(tr->tao));
     PetscCall(PetscLogEventEnd(TRAINER_Epoch, tr, 0, 0, 0));
+    PetscCall(TaoGetIterationNumber(tr->tao, &tr->taoits));
     PetscCall(PetscTime(&t1));
     ttrain = t1 - tr->tstart;
     PetscCall(TrainerCheckDivergence_Private(tr, tr->epoch + 1));
@@ -233,9 +235,20 @@ PetscErrorCode TrainerTrain(Trainer tr)
       tr->epochloss    = 0;
       tr->epochsamples = 0;
       tr->diverged     = PETSC_FALSE;
-      PetscCall(TaoSetMaximumIterations(tr->tao, tr->nbatches));
       PetscCall(PetscLogEventBegin(TRAINER_Epoch, tr, 0, 0, 0));
-      PetscCall(TaoSolve(tr->tao));
+      if (!tr->needhessian) {
+        PetscCall(TaoSetMaximumIterations(tr->tao, tr->nbatches));
+        PetscCall(TaoSolve(tr->tao));
+      } else {
+        /* Newton-type types: each mini-batch is one TaoSolve() of -trainer_newton_steps iterations on that batch's
+           loss, which stays fixed during the solve (the line search or trust region and the Hessian see one
+           function): sub-sampled Newton-CG */
+        PetscCall(TaoSetMaximumIterations(tr->tao, tr->newtonsteps));
+        for (PetscInt b = 0; b < tr->nbatches && !tr->diverged; b++) {
+          PetscCall(TrainerNextBatch_Private(tr->tao, b, tr));
+          PetscCall(TaoSolve(tr->tao));
+        }
+      }
       PetscCall(PetscLogEventEnd(TRAINER_Epoch, tr, 0, 0, 0));
       PetscCall(NetSetParameters(tr->net, tr->theta));
       PetscCall(PetscTime(&te));
@@ -246,5 +259,30 @@ PetscErrorCode TrainerTrain(Trainer tr)
   }
   tr->traintime = ttrain;
   if (tr->checkpoint[0] && tr->lastcheckpoint != tr->epoch) PetscCall(TrainerSaveCheckpoint(tr, tr->checkpoint));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  TrainerGetTaoIterations - the number of TAO iterations of the last TrainerTrain() in full-batch mode
+
+  Not collective
+
+  Input Parameter:
+. tr - the Trainer
+
+  Output Parameter:
+. its - the iterations TAO took (one per epoch; fewer if it converged or stopped early), or -1 in mini-batch mode,
+        where every mini-batch is one iteration, and before any full-batch training
+
+  Level: intermediate
+
+.seealso: `TrainerTrain()`, `TrainerGetResults()`, `TrainerGetTao()`
+@*/
+PetscErrorCode TrainerGetTaoIterations(Trainer tr, PetscInt *its)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(tr, TRAINER_CLASSID, 1);
+  PetscValidIntPointer(its, 2);
+  *its = tr->minibatch ? -1 : tr->taoits;
   PetscFunctionReturn(0);
 }

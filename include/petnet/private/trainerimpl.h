@@ -2,6 +2,7 @@
 #pragma once
 
 #include <petnettrainer.h>
+#include <petnetloss.h>
 #include <petnetspectrum.h>
 #include <petsc/private/petscimpl.h>
 
@@ -20,11 +21,12 @@ struct _p_Trainer {
   PetscBool   minibatch; /* resolved mode */
   PetscBool   setupcalled;
 
-  PetscInt epochs, epoch;    /* epochs to run; epochs completed */
-  PetscInt batchsize;        /* -trainer_batch_size, passed to the training Dataset */
-  PetscInt evalbatchsize;    /* chunk size for evaluation and full-batch objectives */
-  PetscInt nbatches, ibatch; /* batches per epoch; next batch of this epoch */
-  Vec      X, T, Y, dY;      /* current batch (borrowed from the Dataset), output and its cotangent */
+  PetscInt  epochs, epoch;    /* epochs to run; epochs completed */
+  PetscInt  batchsize;        /* -trainer_batch_size, passed to the training Dataset */
+  PetscInt  evalbatchsize;    /* chunk size for evaluation and full-batch objectives */
+  PetscInt  nbatches, ibatch; /* batches per epoch; next batch of this epoch */
+  Vec       X, T, Y, dY;      /* current batch (borrowed from the Dataset), output and its cotangent */
+  PetscBool batchcounted;     /* the current batch's loss is in the epoch's statistics */
 
   /* statistics of the running epoch */
   PetscReal epochloss;
@@ -39,7 +41,19 @@ struct _p_Trainer {
   /* full batch: one epoch is one TAO iteration; the budget is -trainer_epochs unless the user set -tao_max_it */
   PetscBool      taomaxitset;
   PetscInt       epochstart; /* tr->epoch when the running TaoSolve began */
+  PetscInt       taoits;     /* iterations of the last full-batch TaoSolve (-1: none yet) */
   PetscLogDouble tstart;     /* start of the running TrainerTrain() */
+
+  /* Newton-type TAO types: the curvature operator TAO asks for (trainerhessian.c) */
+  PetscBool       needhessian;    /* the TAO type calls TaoSetHessian()'s callback */
+  LossHessianType hessiantype;    /* -trainer_hessian gn|exact */
+  PetscInt        hessiansamples; /* -trainer_hessian_samples S: a fresh sub-sample per outer iteration (0: all) */
+  PetscInt        hessianchunk;   /* -trainer_hessian_chunk: local samples per pass (0: all at once) */
+  PetscInt        hessianseed, hessianevals;
+  PetscReal       hessiandamping; /* -trainer_hessian_damping lambda: H + lambda I */
+  PetscInt        newtonsteps; /* mini-batch mode: TAO iterations per batch (-trainer_newton_steps) */
+  Mat             H;
+  Vec             Xh, Th; /* the current sub-sample */
 
   /* results */
   PetscReal trainloss, testloss, testacc, traintime;
@@ -67,4 +81,5 @@ PETSC_INTERN PetscErrorCode TrainerNextBatch_Private(Tao, PetscInt, void *);
 PETSC_INTERN PetscErrorCode TrainerEnsureWorkVecs_Private(Trainer, Vec);
 PETSC_INTERN PetscErrorCode TrainerAccumulate_Private(Trainer, Dataset, PetscReal *, Vec, PetscInt *);
 PETSC_INTERN PetscErrorCode TrainerFullBatchMonitor_Private(Tao, void *);
+PETSC_INTERN PetscErrorCode TrainerSetUpHessian_Private(Trainer);
 PETSC_INTERN PetscErrorCode TrainerMonitorSharpness_Private(Trainer, PetscInt);

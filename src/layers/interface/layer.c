@@ -109,6 +109,7 @@ PetscErrorCode LayerSetType(Layer layer, LayerType type)
   layer->data        = NULL;
   layer->setupcalled = PETSC_FALSE;
   layer->nparams     = 0;
+  layer->sozero      = PETSC_FALSE;
   layer->mininputs   = 1;
   layer->maxinputs   = 1;
   PetscCall(PetscObjectChangeTypeName((PetscObject)layer, type));

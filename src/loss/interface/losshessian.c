@@ -22,6 +22,7 @@ typedef struct {
   LossHessianType type;
   Vec             X, T;    /* the batch (referenced) */
   PetscInt        chunk;   /* local samples per pass; PETSC_DETERMINE: the whole local batch */
+  PetscReal       damping; /* lambda of H + lambda I (Tikhonov damping, LossNetHessianSetDamping()) */
   Vec             Y, gY;   /* output and loss gradient of the current chunk */
   Vec             Yd, HYd; /* J v and H_L J v */
   Vec             Xc, Tc;  /* the current chunk: views of X and T */
@@ -145,6 +146,7 @@ static PetscErrorCode LossNetHessianMult_Private(Mat H, Vec v, Vec Hv)
     }
   }
   PetscCall(NetSetFrozen_Private(ctx->net, frozen));
+  if (ctx->damping != 0.0) PetscCall(VecAXPY(Hv, ctx->damping, v));
   PetscFunctionReturn(0);
 }
 
@@ -234,7 +236,6 @@ PetscErrorCode LossCreateNetHessian(Loss loss, Net net, LossHessianType type, Ma
   PetscCall(MatShellSetVecType(*H, VECMPI));
   PetscCall(MatSetOption(*H, MAT_SYMMETRIC, PETSC_TRUE));
   PetscCall(MatSetOption(*H, MAT_SYMMETRY_ETERNAL, PETSC_TRUE));
-  if (type == LOSS_HESSIAN_GN) PetscCall(MatSetOption(*H, MAT_SPD, PETSC_FALSE)); /* semi-definite only */
   PetscCall(PetscObjectCompose((PetscObject)*H, "LossNetHessian", (PetscObject)loss));
   {
     const char *prefix;
@@ -330,5 +331,35 @@ PetscErrorCode LossNetHessianGetType(Mat H, LossHessianType *type)
   PetscCall(LossNetHessianGetContext_Private(H, &ctx));
   PetscValidPointer(type, 2);
   *type = ctx->type;
+  PetscFunctionReturn(0);
+}
+
+/*@
+  LossNetHessianSetDamping - adds lambda I to the Hessian (Tikhonov or Levenberg-Marquardt damping): the product is
+  (H + lambda I) v
+
+  Logically collective on H
+
+  Input Parameters:
++ H      - a Mat from LossCreateNetHessian()
+- lambda - the damping, >= 0 (default 0)
+
+  Notes:
+  Damping makes the Gauss-Newton operator positive definite, so that conjugate gradients on it converge and stay
+  stable in floating point (the Gauss-Newton operator of a softmax output is singular: adding a constant to every
+  class's weights changes nothing), and shortens the steps where the quadratic model is poor.
+
+  Level: intermediate
+
+.seealso: `LossCreateNetHessian()`, `TrainerSetFromOptions()`
+@*/
+PetscErrorCode LossNetHessianSetDamping(Mat H, PetscReal lambda)
+{
+  LossNetHessian *ctx;
+
+  PetscFunctionBegin;
+  PetscCall(LossNetHessianGetContext_Private(H, &ctx));
+  PetscCheck(lambda >= 0, PetscObjectComm((PetscObject)H), PETSC_ERR_ARG_OUTOFRANGE, "The Hessian's damping must be >= 0, not %g", (double)lambda);
+  ctx->damping = lambda;
   PetscFunctionReturn(0);
 }

@@ -14,10 +14,14 @@
   The Jacobian includes the dependence of mu and var on x (means over the global batch, per channel):
     jvp       dy = gamma s (dx - mean(dx) - xhat mean(xhat dx)) + dgamma xhat + dbeta
     backward  dx = gamma s (dy - mean(dy) - xhat mean(xhat dy)),  dgamma += sum dy xhat,  dbeta += sum dy
+    sobackward  (backward differentiated along (xdot, gammadot, betadot), dy fixed; derived beside
+              LayerSOBackward_BatchNorm, with r = mean(xdot), q = mean(xhat xdot) and A, B, D, E per channel)
+              dxdot += A dy + B xhat + D + E xdot,  dgammadot += s (sum dy xdot - r sum dy - q sum dy xhat),  dbetadot += 0
   (gamma's and beta's sums are over the local samples: the Net sums the ranks' contributions.)
-  Evaluation mode: mu, var are the running statistics; the layer is affine in x: dx = gamma s dy.
+  Evaluation mode: mu, var are the running statistics; the layer is affine in x: dx = gamma s dy, and the second-order
+  term is dxdot += gammadot s dy, dgammadot += s sum dy xdot.
 
-  Training-mode forward, backward and jvp are collective on the layer's communicator.
+  Training-mode forward, backward, jvp and sobackward are collective on the layer's communicator.
 */
 #include <petnet/private/layerimpl.h>
 
@@ -27,7 +31,7 @@ typedef struct {
   PetscBool    batchstats;    /* the last forward used batch statistics (training mode) */
   PetscReal    count;         /* M, the global number of values per channel in the last training forward */
   PetscScalar *mean, *invstd; /* [C] each: the statistics of the last forward, mu and s */
-  PetscScalar *sums, *coef;   /* [2C+1] reduction buffer; [5C] per-channel terms of the derivatives */
+  PetscScalar *sums, *coef;   /* [5C+1] reduction buffer; [9C] per-channel terms of the derivatives */
 } Layer_BatchNorm;
 
 static PetscErrorCode LayerSetUp_BatchNorm(Layer layer)
@@ -43,7 +47,7 @@ static PetscErrorCode LayerSetUp_BatchNorm(Layer layer)
   bn->m           = size / bn->C;
   layer->nparams  = 2 * bn->C;
   layer->nbuffers = 2 * bn->C;
-  PetscCall(PetscMalloc4(bn->C, &bn->mean, bn->C, &bn->invstd, 2 * bn->C + 1, &bn->sums, 5 * bn->C, &bn->coef));
+  PetscCall(PetscMalloc4(bn->C, &bn->mean, bn->C, &bn->invstd, 5 * bn->C + 1, &bn->sums, 9 * bn->C, &bn->coef));
   PetscCall(PetscMalloc1(layer->nbuffers, &layer->buffers));
   for (PetscInt c = 0; c < bn->C; c++) {
     layer->buffers[c]         = 0.0;
@@ -218,6 +222,73 @@ static PetscErrorCode LayerJVP_BatchNorm(Layer layer, PetscInt n, const PetscSca
   }
   BatchNormAffine(bn, P, x, dx, A, B, D, dy);
   PetscCall(PetscLogFlops(6.0 * P * C));
+  PetscFunctionReturn(0);
+}
+
+/*
+  sobackward: the derivative of backward along (xdot, gammadot, betadot), dy fixed. Per channel, with means over the
+  global batch  a = mean(dy), b = mean(xhat dy), r = mean(xdot), q = mean(xhat xdot), w = mean(xdot dy)  (training
+  mode; all five are zero in evaluation mode, where mu and s are constants), the pieces move as
+    xhat' = s (xdot - r - xhat q)          (the normalisation's JVP: the same as jvp's)
+    s'    = -s^2 q                         (var' = 2 mean((x - mu) xdot) = 2 q / s)
+    a'    = 0,   b' = mean(xhat' dy) = s (w - r a - q b)
+  so that, differentiating dx = gamma s (dy - a - xhat b), dgamma = sum dy xhat, dbeta = sum dy,
+    dxdot     += (gammadot s + gamma s') (dy - a - xhat b) - gamma s (xhat' b + xhat b')
+               = A dy + B xhat + D + E xdot,   A = s (gammadot - gamma s q),  E = -gamma s^2 b,
+                                               B = -A b + gamma s^2 b q - gamma s b',  D = -A a + gamma s^2 b r
+    dgammadot += sum dy xhat' = s (sum dy xdot - r sum dy - q sum dy xhat)      (over the local samples, as backward)
+    dbetadot  += 0
+  One MPI_Allreduce of the five sums per channel in training mode, made by every rank (a rank without samples, or with
+  a NULL tangent, contributes zeros) whatever the rank is asked for.
+*/
+static PetscErrorCode LayerSOBackward_BatchNorm(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *thetadot, const PetscScalar *ydot, const PetscScalar *dy,
+                                                PetscScalar *dxdot, PetscScalar *dthetadot)
+{
+  Layer_BatchNorm   *bn = (Layer_BatchNorm *)layer->data;
+  const PetscInt     C = bn->C, P = n * bn->m;
+  const PetscScalar *gamma = theta, *gammadot = thetadot;
+  PetscScalar       *sums = bn->sums, *means = bn->coef, *A = bn->coef + 5 * C, *B = bn->coef + 6 * C, *D = bn->coef + 7 * C, *E = bn->coef + 8 * C;
+
+  PetscFunctionBegin;
+  /* local sums [C] each: dy, dy xhat, xdot, xhat xdot, xdot dy */
+  for (PetscInt c = 0; c < 5 * C; c++) sums[c] = 0.0;
+  for (PetscInt p = 0; p < P; p++)
+    for (PetscInt c = 0; c < C; c++) {
+      const PetscScalar xh = (x[p * C + c] - bn->mean[c]) * bn->invstd[c], g = dy[p * C + c];
+
+      sums[c] += g;
+      sums[C + c] += g * xh;
+      if (xdot) {
+        const PetscScalar v = xdot[p * C + c];
+
+        sums[2 * C + c] += v;
+        sums[3 * C + c] += xh * v;
+        sums[4 * C + c] += v * g;
+      }
+    }
+  for (PetscInt c = 0; c < 5 * C; c++) means[c] = 0.0;
+  if (bn->batchstats) {
+    PetscCall(MPIU_Allreduce(sums, means, 5 * C, MPIU_SCALAR, MPIU_SUM, PetscObjectComm((PetscObject)layer)));
+    for (PetscInt c = 0; c < 5 * C; c++) means[c] /= bn->count;
+  }
+  for (PetscInt c = 0; c < C; c++) {
+    const PetscScalar s = bn->invstd[c], a = means[c], b = means[C + c], r = means[2 * C + c], q = means[3 * C + c], w = means[4 * C + c];
+    const PetscScalar gd = gammadot ? gammadot[c] : 0.0, bdot = s * (w - r * a - q * b);
+
+    A[c] = s * (gd - gamma[c] * s * q);
+    E[c] = -gamma[c] * s * s * b;
+    B[c] = -A[c] * b + gamma[c] * s * s * b * q - gamma[c] * s * bdot;
+    D[c] = -A[c] * a + gamma[c] * s * s * b * r;
+    if (dthetadot) dthetadot[c] += s * (sums[4 * C + c] - r * sums[c] - q * sums[C + c]);
+  }
+  if (dxdot) {
+    for (PetscInt p = 0; p < P; p++)
+      for (PetscInt c = 0; c < C; c++) dxdot[p * C + c] += A[c] * dy[p * C + c] + B[c] * (x[p * C + c] - bn->mean[c]) * bn->invstd[c] + D[c];
+    if (xdot)
+      for (PetscInt p = 0; p < P; p++)
+        for (PetscInt c = 0; c < C; c++) dxdot[p * C + c] += E[c] * xdot[p * C + c];
+  }
+  PetscCall(PetscLogFlops((xdot ? 12.0 : 6.0) * P * C + 30.0 * C));
   PetscFunctionReturn(0);
 }
 
@@ -414,6 +485,7 @@ PETSC_INTERN PetscErrorCode LayerCreate_BatchNorm(Layer layer)
   layer->ops->forward        = LayerForward_BatchNorm;
   layer->ops->backward       = LayerBackward_BatchNorm;
   layer->ops->jvp            = LayerJVP_BatchNorm;
+  layer->ops->sobackward     = LayerSOBackward_BatchNorm;
   layer->ops->tensors        = LayerTensors_BatchNorm;
   layer->ops->setarguments   = LayerSetArguments_BatchNorm;
   layer->ops->getarguments   = LayerGetArguments_BatchNorm;

@@ -6,6 +6,8 @@
     LayerForward_Conv2d    y = conv(x; W) + b          Conv2dForward_Grid | Conv2dForward_Winograd | Conv2dForward_Batch
     LayerBackward_Conv2d   dx, dtheta += J^T dy         Conv2dBackward_Grid | ..._Winograd | ..._Batch
     LayerJVP_Conv2d        dy = J_x dx + J_theta dtheta Conv2dJVP_Grid | ..._Winograd | ..._Batch
+    LayerSOBackward_Conv2d dxdot += J_x(Wdot)^T dy,     Conv2dSOBackward_Grid | ..._Winograd | ..._Batch
+                           dWdot += J_W(xdot)^T dy
 */
 #include "conv2d.h"
 
@@ -167,6 +169,29 @@ static PetscErrorCode LayerJVP_Conv2d(Layer layer, PetscInt n, const PetscScalar
     PetscCall(Conv2dJVP_Winograd(layer, n, theta, x, dx, dtheta, dy));
   else
     PetscCall(Conv2dJVP_Batch(layer, n, theta, x, dx, dtheta, dy));
+  PetscFunctionReturn(0);
+}
+
+/*
+  The curvature term: backward is bilinear in (W, x), so its derivative along (xdot, Wdot) is backward's own input part
+  with Wdot for W and weight part with xdot for x; the bias gradient sum dy is constant (no term, dthetadot's bias
+  entries untouched). The kernels write their scratch buffers (im2col/Winograd columns, ghosted arrays) and forget the
+  columns of x kept by forward, so that later backward and jvp calls at the point recompute them.
+*/
+static PetscErrorCode LayerSOBackward_Conv2d(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *thetadot, const PetscScalar *ydot, const PetscScalar *dy,
+                                             PetscScalar *dxdot, PetscScalar *dthetadot)
+{
+  Layer_Conv2d *conv = (Layer_Conv2d *)layer->data;
+
+  PetscFunctionBegin;
+  if (conv->grid.dm)
+    PetscCall(Conv2dSOBackward_Grid(layer, n, xdot, thetadot, dy, dxdot, dthetadot));
+  else if (!n)
+    PetscFunctionReturn(0);
+  else if (conv->winograd)
+    PetscCall(Conv2dSOBackward_Winograd(layer, n, xdot, thetadot, dy, dxdot, dthetadot));
+  else
+    PetscCall(Conv2dSOBackward_Batch(layer, n, xdot, thetadot, dy, dxdot, dthetadot));
   PetscFunctionReturn(0);
 }
 
@@ -747,6 +772,7 @@ PETSC_INTERN PetscErrorCode LayerCreate_Conv2d(Layer layer)
   layer->ops->forward                           = LayerForward_Conv2d;
   layer->ops->backward                          = LayerBackward_Conv2d;
   layer->ops->jvp                               = LayerJVP_Conv2d;
+  layer->ops->sobackward                        = LayerSOBackward_Conv2d;
   layer->ops->tensors                           = LayerTensors_Conv2d;
   layer->ops->setarguments                      = LayerSetArguments_Conv2d;
   layer->ops->getarguments                      = LayerGetArguments_Conv2d;

@@ -12,9 +12,11 @@
     forward   y[s][oh][ow][o]  = b[o] + sum_{kh,kw,c} W[o][kh][kw][c] x[s][oh sh - ph + kh dh][ow sw - pw + kw dw][g Cg + c]
     backward  dW += the same sum with x against dy,  db += sum over pixels of dy,  dx = its transpose applied to dy
     jvp       dy = conv(dx; W) + conv(x; dW) + db
+    sobackward  backward is bilinear in (W, x) and db = sum dy depends on neither, so along (xdot, Wdot, bdot):
+              dWdot += backward's dW with xdot for x,   dxdot += backward's dx with Wdot for W,   dbdot += 0
 
-  One set of parameters, two layouts and three kernel families, each in its own file; LayerForward/Backward/JVP_Conv2d
-  (conv2d.c) choose:
+  One set of parameters, two layouts and three kernel families, each in its own file; LayerForward/Backward/JVP/
+  SOBackward_Conv2d (conv2d.c) choose:
     batch mode (each rank holds whole samples):
       conv2dbatch.c       im2col + one GEMM per group, chunk by chunk of samples: any kernel, stride, padding, dilation
       conv2dwinograd.c    Winograd F(2x2, 3x3): 3x3, stride-1, undilated, ungrouped, from CONV2D_WINOGRAD_MIN_CHANNELS
@@ -90,9 +92,11 @@ typedef struct {
 PETSC_INTERN PetscErrorCode Conv2dForward_Batch(Layer, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *);
 PETSC_INTERN PetscErrorCode Conv2dBackward_Batch(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
 PETSC_INTERN PetscErrorCode Conv2dJVP_Batch(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode Conv2dSOBackward_Batch(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
 PETSC_INTERN PetscErrorCode Conv2dResetWorkspace_Batch(Layer);
 PETSC_INTERN PetscErrorCode Conv2dGetWorkspace_Batch(Layer, PetscInt);
 
 PETSC_INTERN PetscErrorCode Conv2dForward_Winograd(Layer, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *);
 PETSC_INTERN PetscErrorCode Conv2dBackward_Winograd(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
 PETSC_INTERN PetscErrorCode Conv2dJVP_Winograd(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode Conv2dSOBackward_Winograd(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);

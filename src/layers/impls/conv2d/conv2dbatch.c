@@ -11,8 +11,12 @@
               db    += sum_p dy
               dcol_g = Wg dy_g ;  dx = col2im(dcol)   dgemm('N','N'), then the scatter-add of conv2dim2col.c
     jvp       dy_g   = Wg^T col(dx)_g + dWg^T col(x)_g (+ db)
+    sobackward (backward is bilinear in (W, x), and its db is independent of both)
+              dWdotg += col(xdot)_g dy_g^T       backward's weight GEMM with xdot for x
+              dxdot  += col2im(Wdotg dy_g)       backward's input GEMM with Wdot for W, added to dxdot
   A 1x1, stride-1, unpadded convolution needs no im2col: col is x itself. Backward recomputes col(x) chunk by chunk,
-  except when one chunk holds the whole batch: then forward's is kept (conv->colx).
+  except when one chunk holds the whole batch: then forward's is kept (conv->colx). Whatever else writes col (the input
+  GEMM of backward, jvp's col(dx), sobackward's col(xdot)) forgets it.
 */
 #include "conv2d.h"
 
@@ -81,13 +85,13 @@ static PetscErrorCode Conv2dIm2col_Batch(const Layer_Conv2d *conv, PetscInt ns, 
   PetscFunctionReturn(0);
 }
 
-/* dx = col2im(dcol) of ns samples (dx overwritten): the adjoint of Conv2dIm2col_Batch */
-static PetscErrorCode Conv2dCol2im_Batch(const Layer_Conv2d *conv, PetscInt ns, const PetscScalar *col, PetscScalar *dx)
+/* dx = col2im(dcol) of ns samples (dx overwritten, or added to if add): the adjoint of Conv2dIm2col_Batch */
+static PetscErrorCode Conv2dCol2im_Batch(const Layer_Conv2d *conv, PetscInt ns, const PetscScalar *col, PetscBool add, PetscScalar *dx)
 {
   const size_t insize = (size_t)conv->win.in[0] * conv->win.in[1] * conv->cin, colsize = (size_t)conv->pixels * conv->ktot;
 
   PetscFunctionBegin;
-  PetscCall(PetscArrayzero(dx, ns * insize));
+  if (!add) PetscCall(PetscArrayzero(dx, ns * insize));
   for (PetscInt s = 0; s < ns; s++) PetscCall(Conv2dCol2imRowsAdd(&conv->im2col, 0, conv->win.out[0], col + s * colsize, dx + s * insize));
   PetscFunctionReturn(0);
 }
@@ -159,15 +163,15 @@ static void Conv2dAddWeightsTranspose(const Layer_Conv2d *conv, PetscScalar *dW)
       for (PetscInt j = 0; j < conv->kg; j++) dW[o * conv->kg + j] += dWt[o + conv->cog * j];
 }
 
-/* dcol_g = W_g dy_g, each group (overwrites dcol) */
-static PetscErrorCode Conv2dGemmInput(const Layer_Conv2d *conv, PetscInt P, const PetscScalar *W, const PetscScalar *dy, PetscScalar *dcol)
+/* dcol_g = W_g dy_g + beta dcol_g, each group */
+static PetscErrorCode Conv2dGemmInput(const Layer_Conv2d *conv, PetscInt P, const PetscScalar *W, const PetscScalar *dy, PetscScalar beta, PetscScalar *dcol)
 {
   Conv2dBLAS  b;
-  PetscScalar one = 1.0, zero = 0.0;
+  PetscScalar one = 1.0;
 
   PetscFunctionBegin;
   PetscCall(Conv2dBLASSizes(conv, P, &b));
-  for (PetscInt g = 0; g < conv->groups; g++) PetscCallBLAS("BLASgemm", BLASgemm_("N", "N", &b.kg, &b.P, &b.cog, &one, W + g * conv->cog * conv->kg, &b.kg, dy + g * conv->cog, &b.nout, &zero, dcol + g * conv->kg, &b.ktot));
+  for (PetscInt g = 0; g < conv->groups; g++) PetscCallBLAS("BLASgemm", BLASgemm_("N", "N", &b.kg, &b.P, &b.cog, &one, W + g * conv->cog * conv->kg, &b.kg, dy + g * conv->cog, &b.nout, &beta, dcol + g * conv->kg, &b.ktot));
   PetscFunctionReturn(0);
 }
 
@@ -246,11 +250,11 @@ PetscErrorCode Conv2dBackward_Batch(Layer layer, PetscInt n, const PetscScalar *
       PetscScalar *dxs = dx + (size_t)s0 * layer->insize;
 
       if (conv->pointwise)
-        PetscCall(Conv2dGemmInput(conv, P, W, dys, dxs));
+        PetscCall(Conv2dGemmInput(conv, P, W, dys, 0.0, dxs));
       else {
         conv->colx = NULL;
-        PetscCall(Conv2dGemmInput(conv, P, W, dys, conv->col));
-        PetscCall(Conv2dCol2im_Batch(conv, ns, conv->col, dxs));
+        PetscCall(Conv2dGemmInput(conv, P, W, dys, 0.0, conv->col));
+        PetscCall(Conv2dCol2im_Batch(conv, ns, conv->col, PETSC_FALSE, dxs));
       }
     }
   }
@@ -298,5 +302,49 @@ PetscErrorCode Conv2dJVP_Batch(Layer layer, PetscInt n, const PetscScalar *theta
     }
   }
   PetscCall(PetscLogFlops(2.0 * n * conv->pixels * conv->kg * nout * ((dx ? 1 : 0) + (dtheta ? 1 : 0)) + (dx && dtheta ? 1.0 * n * conv->pixels * nout : 0.0)));
+  PetscFunctionReturn(0);
+}
+
+/*
+  sobackward: dWdot += col(xdot) dy^T (if dWdot and xdot), dxdot += col2im(Wdot dy) (if dxdot and Wdot). The bias
+  gradient sum_p dy does not depend on (x, W): its term is zero and dWdot's bias entries are left alone.
+*/
+PetscErrorCode Conv2dSOBackward_Batch(Layer layer, PetscInt n, const PetscScalar *xdot, const PetscScalar *Wdot, const PetscScalar *dy, PetscScalar *dxdot, PetscScalar *dWdot)
+{
+  Layer_Conv2d  *conv = (Layer_Conv2d *)layer->data;
+  const PetscInt nout = conv->nout;
+  PetscBool      doW = (PetscBool)(dWdot && xdot), dox = (PetscBool)(dxdot && Wdot);
+
+  PetscFunctionBegin;
+  PetscCall(Conv2dGetWorkspace_Batch(layer, n));
+  if (doW && conv->dwtransposed) PetscCall(PetscArrayzero(conv->wdt, nout * conv->kg));
+  for (PetscInt s0 = 0; s0 < n; s0 += conv->chunk) {
+    PetscInt           ns = PetscMin(conv->chunk, n - s0), P = ns * conv->pixels;
+    const PetscScalar *dys = dy + (size_t)s0 * layer->outsize;
+
+    if (doW) {
+      const PetscScalar *col = xdot + (size_t)s0 * layer->insize;
+
+      if (!conv->pointwise) {
+        conv->colx = NULL; /* col(xdot) replaces col(x) */
+        PetscCall(Conv2dIm2col_Batch(conv, ns, col, conv->col));
+        col = conv->col;
+      }
+      PetscCall(Conv2dGemmWeights(conv, P, col, dys, dWdot));
+    }
+    if (dox) {
+      PetscScalar *dxs = dxdot + (size_t)s0 * layer->insize;
+
+      if (conv->pointwise)
+        PetscCall(Conv2dGemmInput(conv, P, Wdot, dys, 1.0, dxs));
+      else {
+        conv->colx = NULL;
+        PetscCall(Conv2dGemmInput(conv, P, Wdot, dys, 0.0, conv->col));
+        PetscCall(Conv2dCol2im_Batch(conv, ns, conv->col, PETSC_TRUE, dxs));
+      }
+    }
+  }
+  if (doW) Conv2dAddWeightsTranspose(conv, dWdot);
+  PetscCall(PetscLogFlops(2.0 * n * conv->pixels * conv->kg * nout * ((doW ? 1 : 0) + (dox ? 1 : 0)) + (dox && !conv->pointwise ? 1.0 * n * conv->pixels * conv->ktot : 0.0)));
   PetscFunctionReturn(0);
 }

@@ -7,6 +7,9 @@
     backward  xl = DMGlobalToLocal(x) (for dtheta);   dl = 0, dl += J_x^T dy, dtheta += J_theta^T dy;
               dx = DMLocalToGlobal(dl, ADD_VALUES)       (the adjoint of the halo exchange)
     jvp       dl = DMGlobalToLocal(dx);   dy = J_x dl + J_theta dtheta
+    sobackward  xl = DMGlobalToLocal(xdot);   dWdot += J_W(xl)^T dy                 (backward's weight part at xdot)
+                dl = 0, dl += J_x(Wdot)^T dy;   dxdot += DMLocalToGlobal(dl, ADD_VALUES)   (its input part with Wdot)
+  xl is no cached state: backward and jvp exchange x again.
 */
 #include "conv2d.h"
 
@@ -188,12 +191,13 @@ static PetscErrorCode Conv2dGridHaloExchange(Conv2dGrid *grid, const PetscScalar
   PetscFunctionReturn(0);
 }
 
-/* a = the owned part of the sum of the ghosted contributions in local: its adjoint, DMLocalToGlobal() with ADD_VALUES */
-static PetscErrorCode Conv2dGridHaloAdjoint(Conv2dGrid *grid, Vec local, PetscScalar *a)
+/* a (= or += if add) the owned part of the sum of the ghosted contributions in local: its adjoint, DMLocalToGlobal()
+   with ADD_VALUES */
+static PetscErrorCode Conv2dGridHaloAdjoint(Conv2dGrid *grid, Vec local, PetscBool add, PetscScalar *a)
 {
   PetscFunctionBegin;
   PetscCall(VecPlaceArray(grid->xg, a));
-  PetscCall(VecZeroEntries(grid->xg));
+  if (!add) PetscCall(VecZeroEntries(grid->xg));
   PetscCall(DMLocalToGlobalBegin(grid->dmin, local, ADD_VALUES, grid->xg));
   PetscCall(DMLocalToGlobalEnd(grid->dmin, local, ADD_VALUES, grid->xg));
   PetscCall(VecResetArray(grid->xg));
@@ -224,9 +228,10 @@ PetscErrorCode Conv2dForward_Grid(Layer layer, PetscInt n, const PetscScalar *th
 */
 PetscErrorCode Conv2dBackward_Grid(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)
 {
-  Conv2dGrid        *grid = &((Layer_Conv2d *)layer->data)->grid;
+  Layer_Conv2d      *conv = (Layer_Conv2d *)layer->data;
+  Conv2dGrid        *grid = &conv->grid;
   const PetscScalar *xl   = NULL;
-  PetscScalar       *dl   = NULL;
+  PetscScalar       *dl = NULL, *db = dtheta && conv->bias ? dtheta + conv->nout * conv->kg : NULL;
 
   PetscFunctionBegin;
   PetscCall(Conv2dGridCheckPoints(layer, n));
@@ -239,13 +244,48 @@ PetscErrorCode Conv2dBackward_Grid(Layer layer, PetscInt n, const PetscScalar *t
     PetscCall(VecGetArray(grid->dl, &dl));
   }
   if (grid->taps)
-    PetscCall(Conv2dGridBackward_Taps(layer, theta, xl, dy, dl, dtheta));
+    PetscCall(Conv2dGridBackward_Taps(layer, theta, xl, dy, dl, dtheta, db));
   else
-    PetscCall(Conv2dGridBackward_Im2col(layer, theta, xl, dy, dl, dtheta));
+    PetscCall(Conv2dGridBackward_Im2col(layer, theta, xl, dy, dl, dtheta, db));
   if (dtheta) PetscCall(VecRestoreArrayRead(grid->xl, &xl));
   if (dx) {
     PetscCall(VecRestoreArray(grid->dl, &dl));
-    PetscCall(Conv2dGridHaloAdjoint(grid, grid->dl, dx));
+    PetscCall(Conv2dGridHaloAdjoint(grid, grid->dl, PETSC_FALSE, dx));
+  }
+  PetscFunctionReturn(0);
+}
+
+/* dWdot += J_W(xdot)^T dy (weights only: the bias term is zero), dxdot += J_x(Wdot)^T dy: backward's kernels with the
+   tangents, the ghosted xdot in xl and the input part summed onto the owners' dxdot */
+PetscErrorCode Conv2dSOBackward_Grid(Layer layer, PetscInt n, const PetscScalar *xdot, const PetscScalar *Wdot, const PetscScalar *dy, PetscScalar *dxdot, PetscScalar *dWdot)
+{
+  Conv2dGrid     *grid = &((Layer_Conv2d *)layer->data)->grid;
+  const PetscBool doW = (PetscBool)(dWdot && xdot), dox = (PetscBool)(dxdot && Wdot);
+
+  PetscFunctionBegin;
+  PetscCall(Conv2dGridCheckPoints(layer, n));
+  if (doW) {
+    const PetscScalar *xl;
+
+    PetscCall(Conv2dGridHaloExchange(grid, xdot, grid->xl));
+    PetscCall(VecGetArrayRead(grid->xl, &xl));
+    if (grid->taps)
+      PetscCall(Conv2dGridBackward_Taps(layer, NULL, xl, dy, NULL, dWdot, NULL));
+    else
+      PetscCall(Conv2dGridBackward_Im2col(layer, NULL, xl, dy, NULL, dWdot, NULL));
+    PetscCall(VecRestoreArrayRead(grid->xl, &xl));
+  }
+  if (dox) {
+    PetscScalar *dl;
+
+    PetscCall(VecZeroEntries(grid->dl));
+    PetscCall(VecGetArray(grid->dl, &dl));
+    if (grid->taps)
+      PetscCall(Conv2dGridBackward_Taps(layer, Wdot, NULL, dy, dl, NULL, NULL));
+    else
+      PetscCall(Conv2dGridBackward_Im2col(layer, Wdot, NULL, dy, dl, NULL, NULL));
+    PetscCall(VecRestoreArray(grid->dl, &dl));
+    PetscCall(Conv2dGridHaloAdjoint(grid, grid->dl, PETSC_TRUE, dxdot));
   }
   PetscFunctionReturn(0);
 }

@@ -52,7 +52,7 @@ typedef struct {
   PetscInt       *t0[2], *t1[2]; /* im2col: the taps inside the grid, [t0, t1), of each block row (0) and column (1) */
 } Conv2dGrid;
 
-/* conv2dgrid.c: requirements, set-up, view, and the layer's forward/backward/jvp on the rank's n grid points */
+/* conv2dgrid.c: requirements, set-up, view, and the layer's forward/backward/jvp/sobackward on the rank's n grid points */
 PETSC_INTERN PetscErrorCode Conv2dCheck_Grid(Layer);
 PETSC_INTERN PetscErrorCode Conv2dSetUp_Grid(Layer);
 PETSC_INTERN PetscErrorCode Conv2dReset_Grid(Layer);
@@ -60,15 +60,16 @@ PETSC_INTERN PetscErrorCode Conv2dView_Grid(Layer, PetscViewer);
 PETSC_INTERN PetscErrorCode Conv2dForward_Grid(Layer, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *);
 PETSC_INTERN PetscErrorCode Conv2dBackward_Grid(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
 PETSC_INTERN PetscErrorCode Conv2dJVP_Grid(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode Conv2dSOBackward_Grid(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
 PETSC_INTERN PetscErrorCode LayerConv2dSetDM_Conv2d(Layer, DM);
 PETSC_INTERN PetscErrorCode LayerConv2dGetDM_Conv2d(Layer, DM *);
 PETSC_INTERN PetscErrorCode LayerConv2dSetGridAlgorithm_Conv2d(Layer, LayerConv2dGridAlgorithm);
 
-/* conv2dgridkernels.c, on the block: forward(theta, x, y), backward(theta, x, dy, dx +=, dtheta +=), jvp(theta, x, dx,
-   dtheta, dy) with x and dx the ghosted arrays */
+/* conv2dgridkernels.c, on the block: forward(theta, x, y), backward(W, x, dy, dx +=, dW +=, db +=), jvp(theta, x, dx,
+   dtheta, dy) with x and dx the ghosted arrays (NULL outputs are skipped) */
 PETSC_INTERN PetscErrorCode Conv2dGridForward_Im2col(Layer, const PetscScalar *, const PetscScalar *, PetscScalar *);
-PETSC_INTERN PetscErrorCode Conv2dGridBackward_Im2col(Layer, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode Conv2dGridBackward_Im2col(Layer, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *, PetscScalar *);
 PETSC_INTERN PetscErrorCode Conv2dGridJVP_Im2col(Layer, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *);
 PETSC_INTERN PetscErrorCode Conv2dGridForward_Taps(Layer, const PetscScalar *, const PetscScalar *, PetscScalar *);
-PETSC_INTERN PetscErrorCode Conv2dGridBackward_Taps(Layer, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode Conv2dGridBackward_Taps(Layer, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *, PetscScalar *);
 PETSC_INTERN PetscErrorCode Conv2dGridJVP_Taps(Layer, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *);

@@ -8,7 +8,8 @@
   im2col, over chunks of rows (col and the chunk's output within -conv2d_max_workspace MB):
     col    [P][KH][KW][Cin]     the receptive fields of the chunk's P points (conv2dim2col.c; zero off the grid)
     forward   y    = Wc^T col(x) + b                        dgemm('T','N')
-    backward  dWc += col(x) dy^T,  db += dy 1               dgemm('N','T')
+    backward  dWc += col(x) dy^T,  db += dy 1               dgemm('N','T')   (the weight and bias parts asked for separately:
+                                                                               sobackward takes the first alone, with xdot)
               dcol = Wc dy;  dx += col2im(dcol)             dgemm('N','N'), then the scatter-add
     jvp       dy   = Wc^T col(dx) + dWc^T col(x) + db
   taps: no im2col. For each row of the block and each kernel tap (a, b), the points the tap reaches inside the grid
@@ -59,13 +60,13 @@ PetscErrorCode Conv2dGridForward_Im2col(Layer layer, const PetscScalar *theta, c
   PetscFunctionReturn(0);
 }
 
-/* dx (ghosted) += J_x^T dy if dx; dtheta += J_theta^T dy if dtheta (then x is needed) */
-PetscErrorCode Conv2dGridBackward_Im2col(Layer layer, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)
+/* dx (ghosted) += J_x^T dy if dx; dW += J_W^T dy if dW (then x is needed); db += J_b^T dy if db */
+PetscErrorCode Conv2dGridBackward_Im2col(Layer layer, const PetscScalar *W, const PetscScalar *x, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dW, PetscScalar *db)
 {
   const Layer_Conv2d    *conv = (Layer_Conv2d *)layer->data;
   const Conv2dGridBlock *bk   = &conv->grid.block;
   const PetscInt         K = conv->kg, nout = conv->nout, rows = conv->grid.chunkrows;
-  const PetscScalar     *W = theta, one = 1.0, zero = 0.0;
+  const PetscScalar      one = 1.0, zero = 0.0;
   PetscScalar           *col = conv->grid.col;
   PetscBLASInt           bK, bout, bnp;
 
@@ -77,19 +78,19 @@ PetscErrorCode Conv2dGridBackward_Im2col(Layer layer, const PetscScalar *theta, 
     const PetscScalar *dyc = dy + r0 * bk->xm * nout;
 
     PetscCall(PetscBLASIntCast(np, &bnp));
-    if (dtheta) {
+    if (dW) {
       PetscCall(Conv2dIm2colRows(&conv->im2col, r0, r1, x, col));
-      PetscCallBLAS("BLASgemm", BLASgemm_("N", "T", &bK, &bout, &bnp, &one, col, &bK, dyc, &bout, &one, dtheta, &bK));
-      if (conv->bias)
-        for (PetscInt p = 0; p < np; p++)
-          for (PetscInt o = 0; o < nout; o++) dtheta[K * nout + o] += dyc[p * nout + o];
+      PetscCallBLAS("BLASgemm", BLASgemm_("N", "T", &bK, &bout, &bnp, &one, col, &bK, dyc, &bout, &one, dW, &bK));
     }
+    if (db)
+      for (PetscInt p = 0; p < np; p++)
+        for (PetscInt o = 0; o < nout; o++) db[o] += dyc[p * nout + o];
     if (dx) {
       PetscCallBLAS("BLASgemm", BLASgemm_("N", "N", &bK, &bnp, &bout, &one, W, &bK, dyc, &bout, &zero, col, &bK));
       PetscCall(Conv2dCol2imRowsAdd(&conv->im2col, r0, r1, col, dx));
     }
   }
-  PetscCall(PetscLogFlops(2.0 * bk->xm * bk->ym * K * nout * ((dtheta ? 1 : 0) + (dx ? 1 : 0))));
+  PetscCall(PetscLogFlops(2.0 * bk->xm * bk->ym * K * nout * ((dW ? 1 : 0) + (dx ? 1 : 0))));
   PetscFunctionReturn(0);
 }
 
@@ -194,12 +195,12 @@ PetscErrorCode Conv2dGridForward_Taps(Layer layer, const PetscScalar *theta, con
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode Conv2dGridBackward_Taps(Layer layer, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)
+PetscErrorCode Conv2dGridBackward_Taps(Layer layer, const PetscScalar *W, const PetscScalar *x, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dW, PetscScalar *db)
 {
   const Layer_Conv2d    *conv = (Layer_Conv2d *)layer->data;
   const Conv2dGridBlock *bk   = &conv->grid.block;
   const PetscInt         K = conv->kg, nout = conv->nout, cin = conv->cin, kh = conv->win.k[0], kw = conv->win.k[1];
-  const PetscScalar     *W = theta, one = 1.0;
+  const PetscScalar      one = 1.0;
   PetscBLASInt           bK, bout, bcin, bnq;
 
   PetscFunctionBegin;
@@ -209,9 +210,9 @@ PetscErrorCode Conv2dGridBackward_Taps(Layer layer, const PetscScalar *theta, co
   for (PetscInt r = 0; r < bk->ym; r++) {
     const PetscScalar *dyr = dy + r * bk->xm * nout;
 
-    if (dtheta && conv->bias)
+    if (db)
       for (PetscInt q = 0; q < bk->xm; q++)
-        for (PetscInt o = 0; o < nout; o++) dtheta[K * nout + o] += dyr[q * nout + o];
+        for (PetscInt o = 0; o < nout; o++) db[o] += dyr[q * nout + o];
     for (PetscInt a = 0; a < kh; a++)
       for (PetscInt b = 0; b < kw; b++) {
         const PetscInt tap = (a * kw + b) * cin;
@@ -219,11 +220,11 @@ PetscErrorCode Conv2dGridBackward_Taps(Layer layer, const PetscScalar *theta, co
 
         if (!Conv2dGridTapRange(conv, a, b, r, &q0, &q1, &src)) continue;
         PetscCall(PetscBLASIntCast(q1 - q0, &bnq));
-        if (dtheta) PetscCallBLAS("BLASgemm", BLASgemm_("N", "T", &bcin, &bout, &bnq, &one, x + src, &bcin, dyr + q0 * nout, &bout, &one, dtheta + tap, &bK));
+        if (dW) PetscCallBLAS("BLASgemm", BLASgemm_("N", "T", &bcin, &bout, &bnq, &one, x + src, &bcin, dyr + q0 * nout, &bout, &one, dW + tap, &bK));
         if (dx) PetscCallBLAS("BLASgemm", BLASgemm_("N", "N", &bcin, &bnq, &bout, &one, W + tap, &bK, dyr + q0 * nout, &bout, &one, dx + src, &bcin));
       }
   }
-  PetscCall(PetscLogFlops(2.0 * bk->xm * bk->ym * K * nout * ((dtheta ? 1 : 0) + (dx ? 1 : 0))));
+  PetscCall(PetscLogFlops(2.0 * bk->xm * bk->ym * K * nout * ((dW ? 1 : 0) + (dx ? 1 : 0))));
   PetscFunctionReturn(0);
 }
 

@@ -18,6 +18,9 @@
     dM = A dy A^T,  db += sum dy
     dU_xi += V_xi dM_xi^T                               dgemm('N','T'), then dW += G^T dU G
     dV_xi  = U_xi dM_xi                                 dgemm('N','N'), then dx = sum over the patches of B dV B^T
+  sobackward (backward is bilinear in (W, x); db = sum dy depends on neither): backward's steps with the tangents,
+    dU_xi += V(xdot)_xi dM_xi^T, dWdot += G^T dU G      the weight steps with V(xdot) for V(x)
+    dV_xi  = U(Wdot)_xi dM_xi,   dxdot += B dV B^T      the input steps with U(Wdot) for U(W), added to dxdot
   U is kept in both layouts so that both products of the chunk loop are 'N','N' GEMMs (OpenBLAS's fastest for
   these shapes). Chunks are small (a few samples, -conv2d_max_workspace) so that V and M stay in cache.
   Every transform works on whole channel vectors (channels-last), so its inner loop runs over contiguous channels.
@@ -90,15 +93,16 @@ CONV2D_SIMD_CLONES static void WinogradInput(const Layer_Conv2d *conv, PetscInt 
   }
 }
 
-/* dx = sum over the tiles of B dV B^T added into the tile's patch; dx (ns samples) is zeroed first */
-CONV2D_SIMD_CLONES static void WinogradInputTranspose(const Layer_Conv2d *conv, PetscInt ns, const PetscScalar *dV, PetscScalar *dx)
+/* dx = sum over the tiles of B dV B^T added into the tile's patch; dx (ns samples) is zeroed first unless add */
+CONV2D_SIMD_CLONES static void WinogradInputTranspose(const Layer_Conv2d *conv, PetscInt ns, const PetscScalar *dV, PetscBool add, PetscScalar *dx)
 {
   const PetscInt cin = conv->cin, TH = conv->tiles[0], TW = conv->tiles[1], insize = conv->win.in[0] * conv->win.in[1] * cin;
   const size_t   plane   = (size_t)ns * TH * TW * cin;
   PetscScalar   *scratch = conv->zeros + PetscMax(conv->cin, conv->nout);
   PetscInt       t       = 0;
 
-  for (size_t i = 0; i < (size_t)ns * insize; i++) dx[i] = 0.0;
+  if (!add)
+    for (size_t i = 0; i < (size_t)ns * insize; i++) dx[i] = 0.0;
   for (PetscInt s = 0; s < ns; s++) {
     PetscScalar *dxs = dx + (size_t)s * insize;
 
@@ -372,7 +376,7 @@ PetscErrorCode Conv2dBackward_Winograd(Layer layer, PetscInt n, const PetscScala
     if (dx) {
       conv->colx = NULL; /* dV overwrites V(x) */
       PetscCall(WinogradGemms(conv, WINOGRAD_GEMM_INPUT, T, conv->wu, conv->col, conv->wm, NULL));
-      WinogradInputTranspose(conv, ns, conv->col, dx + (size_t)s0 * layer->insize);
+      WinogradInputTranspose(conv, ns, conv->col, PETSC_FALSE, dx + (size_t)s0 * layer->insize);
     }
   }
   if (dtheta) WinogradWeightsTranspose(conv, conv->wdt, dtheta);
@@ -407,5 +411,35 @@ PetscErrorCode Conv2dJVP_Winograd(Layer layer, PetscInt n, const PetscScalar *th
     }
   }
   PetscCall(PetscLogFlops(WinogradGemmFlops(conv, n) * ((dx ? 1 : 0) + (dtheta ? 1 : 0))));
+  PetscFunctionReturn(0);
+}
+
+/* sobackward: dWdot += (conv in W at xdot)^T dy, dxdot += (conv in x with Wdot)^T dy; no bias term (db = sum dy) */
+PetscErrorCode Conv2dSOBackward_Winograd(Layer layer, PetscInt n, const PetscScalar *xdot, const PetscScalar *Wdot, const PetscScalar *dy, PetscScalar *dxdot, PetscScalar *dWdot)
+{
+  Layer_Conv2d   *conv = (Layer_Conv2d *)layer->data;
+  const PetscInt  tps  = conv->tiles[0] * conv->tiles[1];
+  const PetscBool doW = (PetscBool)(dWdot && xdot), dox = (PetscBool)(dxdot && Wdot);
+
+  PetscFunctionBegin;
+  PetscCall(Conv2dGetWorkspace_Batch(layer, n));
+  if (dox) WinogradWeights(conv, Wdot, conv->wu, NULL);
+  if (doW) PetscCall(PetscArrayzero(conv->wdt, 16 * conv->nout * conv->cin));
+  conv->colx = NULL; /* V(xdot) and dV replace V(x) */
+  for (PetscInt s0 = 0; s0 < n; s0 += conv->chunk) {
+    const PetscInt ns = PetscMin(conv->chunk, n - s0), T = ns * tps;
+
+    WinogradOutputTranspose(conv, ns, dy + (size_t)s0 * layer->outsize, conv->wm, NULL);
+    if (doW) {
+      WinogradInput(conv, ns, xdot + (size_t)s0 * layer->insize, conv->col);
+      PetscCall(WinogradGemms(conv, WINOGRAD_GEMM_WEIGHTS, T, NULL, conv->col, conv->wm, conv->wdt));
+    }
+    if (dox) {
+      PetscCall(WinogradGemms(conv, WINOGRAD_GEMM_INPUT, T, conv->wu, conv->col, conv->wm, NULL));
+      WinogradInputTranspose(conv, ns, conv->col, PETSC_TRUE, dxdot + (size_t)s0 * layer->insize);
+    }
+  }
+  if (doW) WinogradWeightsTranspose(conv, conv->wdt, dWdot);
+  PetscCall(PetscLogFlops(WinogradGemmFlops(conv, n) * ((dox ? 1 : 0) + (doW ? 1 : 0))));
   PetscFunctionReturn(0);
 }

@@ -1,4 +1,4 @@
-/* The elementwise activations: f, f' and f'' for each kind. */
+/* The elementwise activations: f, f' and (for the smooth kinds) f'' for each kind. */
 #include "pointwise.h"
 #include <stdint.h>
 #include <string.h>
@@ -34,7 +34,7 @@ static inline PetscScalar DLeakyReLU(PetscScalar x, PetscScalar y, PetscReal a)
 }
 
 /*
-  tanh: f' = 1 - y^2.
+  tanh: f' = 1 - y^2, f'' = -2 y (1 - y^2).
 
   In double precision, computed here rather than by libm: libm's tanh is a call per entry (half the run time of the
   spiral example), while this is branch-free arithmetic that the compiler inlines and vectorizes. With t = |x|,
@@ -109,7 +109,7 @@ static inline PetscScalar D2Tanh(PetscScalar x, PetscScalar y, PetscReal a)
   return -2.0 * y * (1.0 - y * y);
 }
 
-/* sigmoid: 1/(1+e^-x), f' = y (1 - y); written to never overflow */
+/* sigmoid: 1/(1+e^-x), f' = y (1 - y), f'' = y (1 - y) (1 - 2 y); written to never overflow */
 static inline PetscScalar Sigmoid(PetscScalar x, PetscReal a)
 {
   if (x >= 0)
@@ -128,7 +128,8 @@ static inline PetscScalar D2Sigmoid(PetscScalar x, PetscScalar y, PetscReal a)
   return y * (1.0 - y) * (1.0 - 2.0 * y);
 }
 
-/* gelu (exact, erf form): x Phi(x), f' = Phi(x) + x phi(x) */
+/* gelu (exact, erf form, PyTorch's approximate='none'): x Phi(x), f' = Phi(x) + x phi(x), f'' = (2 - x^2) phi(x)
+   (phi' = -x phi) */
 static inline PetscScalar GELU(PetscScalar x, PetscReal a)
 {
   return 0.5 * x * (1.0 + erf(x / PETSC_SQRT2));
@@ -137,13 +138,13 @@ static inline PetscScalar DGELU(PetscScalar x, PetscScalar y, PetscReal a)
 {
   return 0.5 * (1.0 + erf(x / PETSC_SQRT2)) + x * PetscExpScalar(-0.5 * x * x) / PetscSqrtReal(2.0 * PETSC_PI);
 }
-/* f'' = phi(x) (2 - x^2), phi the standard normal density */
 static inline PetscScalar D2GELU(PetscScalar x, PetscScalar y, PetscReal a)
 {
   return (2.0 - x * x) * PetscExpScalar(-0.5 * x * x) / PetscSqrtReal(2.0 * PETSC_PI);
 }
 
-/* softplus: log(1 + e^x) computed stably, f' = sigmoid(x) */
+/* softplus: log(1 + e^x) computed stably (no beta, no threshold), f' = sigmoid(x), f'' = sigmoid(x) sigmoid(-x): the
+   product of two stable sigmoids keeps its relative accuracy where sigmoid(x) (1 - sigmoid(x)) would round to 0 */
 static inline PetscScalar Softplus(PetscScalar x, PetscReal a)
 {
   return (x > 0 ? x : 0.0) + log1p(PetscExpScalar(-PetscAbsScalar(x)));
@@ -154,9 +155,7 @@ static inline PetscScalar DSoftplus(PetscScalar x, PetscScalar y, PetscReal a)
 }
 static inline PetscScalar D2Softplus(PetscScalar x, PetscScalar y, PetscReal a)
 {
-  PetscScalar s = Sigmoid(x, a);
-
-  return s * (1.0 - s);
+  return Sigmoid(x, a) * Sigmoid(-x, a);
 }
 
 POINTWISE_KERNELS(Identity, Identity, DIdentity)
@@ -176,7 +175,7 @@ PETSC_INTERN PetscErrorCode LayerCreate_Identity(Layer layer)
   PetscFunctionBegin;
   PetscCall(LayerCreatePointwise_Private(layer, Identity, DIdentity, 0, 0));
   POINTWISE_SET_KERNELS(layer, Identity);
-  layer->sozero = PETSC_TRUE; /* linear (or piecewise linear) in x: no curvature term */
+  layer->sozero = PETSC_TRUE; /* piecewise linear: no curvature term */
   PetscFunctionReturn(0);
 }
 
@@ -185,7 +184,7 @@ PETSC_INTERN PetscErrorCode LayerCreate_ReLU(Layer layer)
   PetscFunctionBegin;
   PetscCall(LayerCreatePointwise_Private(layer, ReLU, DReLU, 1, 1));
   POINTWISE_SET_KERNELS(layer, ReLU);
-  layer->sozero = PETSC_TRUE; /* linear (or piecewise linear) in x: no curvature term */
+  layer->sozero = PETSC_TRUE; /* piecewise linear: no curvature term */
   PetscFunctionReturn(0);
 }
 
@@ -194,7 +193,7 @@ PETSC_INTERN PetscErrorCode LayerCreate_LeakyReLU(Layer layer)
   PetscFunctionBegin;
   PetscCall(LayerCreatePointwise_Private(layer, LeakyReLU, DLeakyReLU, 2, 1));
   POINTWISE_SET_KERNELS(layer, LeakyReLU);
-  layer->sozero = PETSC_TRUE; /* linear (or piecewise linear) in x: no curvature term */
+  layer->sozero = PETSC_TRUE; /* piecewise linear: no curvature term */
   PetscCall(LayerPointwiseSetParameter_Private(layer, "slope", 0.01));
   PetscFunctionReturn(0);
 }
@@ -204,7 +203,7 @@ PETSC_INTERN PetscErrorCode LayerCreate_Tanh(Layer layer)
   PetscFunctionBegin;
   PetscCall(LayerCreatePointwise_Private(layer, Tanh, DTanh, 20, 2));
   POINTWISE_SET_KERNELS(layer, Tanh);
-  layer->ops->sobackward = LayerSOBackward_Tanh;
+  POINTWISE_SET_SOKERNEL(layer, Tanh, 3);
   PetscFunctionReturn(0);
 }
 
@@ -213,7 +212,7 @@ PETSC_INTERN PetscErrorCode LayerCreate_Sigmoid(Layer layer)
   PetscFunctionBegin;
   PetscCall(LayerCreatePointwise_Private(layer, Sigmoid, DSigmoid, 20, 2));
   POINTWISE_SET_KERNELS(layer, Sigmoid);
-  layer->ops->sobackward = LayerSOBackward_Sigmoid;
+  POINTWISE_SET_SOKERNEL(layer, Sigmoid, 4);
   PetscFunctionReturn(0);
 }
 
@@ -222,7 +221,7 @@ PETSC_INTERN PetscErrorCode LayerCreate_GELU(Layer layer)
   PetscFunctionBegin;
   PetscCall(LayerCreatePointwise_Private(layer, GELU, DGELU, 25, 30));
   POINTWISE_SET_KERNELS(layer, GELU);
-  layer->ops->sobackward = LayerSOBackward_GELU;
+  POINTWISE_SET_SOKERNEL(layer, GELU, 25);
   PetscFunctionReturn(0);
 }
 
@@ -231,7 +230,7 @@ PETSC_INTERN PetscErrorCode LayerCreate_Softplus(Layer layer)
   PetscFunctionBegin;
   PetscCall(LayerCreatePointwise_Private(layer, Softplus, DSoftplus, 25, 20));
   POINTWISE_SET_KERNELS(layer, Softplus);
-  layer->ops->sobackward = LayerSOBackward_Softplus;
+  POINTWISE_SET_SOKERNEL(layer, Softplus, 40);
   PetscFunctionReturn(0);
 }
 

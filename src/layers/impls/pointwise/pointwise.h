@@ -3,30 +3,30 @@
 
 #include <petnet/private/layerimpl.h>
 
-/* f(x) and f'(x) given both x and y = f(x) (each kind uses whichever is cheaper). */
+/* f(x), and f'(x) and f''(x) given both x and y = f(x) (each kind uses whichever is cheaper). */
 typedef PetscScalar (*PointwiseFunction)(PetscScalar x, PetscReal alpha);
 typedef PetscScalar (*PointwiseDerivative)(PetscScalar x, PetscScalar y, PetscReal alpha);
-/* f''(x), given x and y = f(x); kinds that are piecewise linear (relu, leakyrelu, identity) have none: sozero */
-typedef PetscScalar (*PointwiseSecondDerivative)(PetscScalar x, PetscScalar y, PetscReal alpha);
 
 typedef struct {
   PointwiseFunction   f;
   PointwiseDerivative df;
   PetscReal           alpha; /* a kind's one setting, e.g. the negative slope of leakyrelu */
   const char         *alphaname;
-  PetscLogDouble      flops_f, flops_df;
+  PetscLogDouble      flops_f, flops_df, flops_d2f;
 } Layer_Pointwise;
 
 PETSC_INTERN PetscErrorCode LayerCreatePointwise_Private(Layer, PointwiseFunction, PointwiseDerivative, PetscLogDouble, PetscLogDouble);
 
 /*
-  The loops, side by side (x, y, dx, dy: [n][size]; no parameters, nothing accumulates):
-    forward   y[i]  = f(x[i])
-    backward  dx[i] = f'(x[i]) dy[i]
-    jvp       dy[i] = f'(x[i]) dx[i]
-    sobackward dxdot[i] += f''(x[i]) xdot[i] dy[i]   (d/de of backward's f'(x + e xdot) dy, dy held fixed)
-  They are static inline with f and f' as arguments: each kind instantiates them with its own functions
-  (POINTWISE_KERNELS), so the compiler inlines f and f' into the loop instead of calling through a pointer per entry.
+  The loops, side by side (x, y, dx, dy, xdot, dxdot: [n][size]; no parameters):
+    forward     y[i]      = f(x[i])
+    backward    dx[i]     = f'(x[i]) dy[i]
+    jvp         dy[i]     = f'(x[i]) dx[i]
+    sobackward  dxdot[i] += f''(x[i]) xdot[i] dy[i]     (d/de of backward at x + e xdot, dy fixed; ACCUMULATES)
+  They are static inline with f, f' and f'' as arguments: each kind instantiates them with its own functions
+  (POINTWISE_KERNELS, POINTWISE_SOKERNEL), so the compiler inlines f, f' and f'' into the loop instead of calling
+  through a pointer per entry. The piecewise-linear kinds (identity, relu, leakyrelu) have f'' = 0 away from their kink
+  and no sobackward: they set the layer's sozero.
 */
 static inline PetscErrorCode PointwiseForward(Layer layer, PetscInt n, const PetscScalar *x, PetscScalar *y, PointwiseFunction f)
 {
@@ -65,7 +65,7 @@ static inline PetscErrorCode PointwiseJVP(Layer layer, PetscInt n, const PetscSc
   PetscFunctionReturn(0);
 }
 
-static inline PetscErrorCode PointwiseSOBackward(Layer layer, PetscInt n, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *dy, PetscScalar *dxdot, PointwiseSecondDerivative d2f)
+static inline PetscErrorCode PointwiseSOBackward(Layer layer, PetscInt n, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *dy, PetscScalar *dxdot, PointwiseDerivative d2f)
 {
   Layer_Pointwise *pw = (Layer_Pointwise *)layer->data;
   const PetscInt   N  = n * layer->insize;
@@ -74,17 +74,9 @@ static inline PetscErrorCode PointwiseSOBackward(Layer layer, PetscInt n, const 
   PetscFunctionBegin;
   if (!xdot || !dxdot) PetscFunctionReturn(0);
   for (PetscInt i = 0; i < N; i++) dxdot[i] += d2f(x[i], y[i], a) * xdot[i] * dy[i];
-  PetscCall(PetscLogFlops((pw->flops_df + 3) * N));
+  PetscCall(PetscLogFlops((pw->flops_d2f + 3) * N));
   PetscFunctionReturn(0);
 }
-
-/* The curvature kernel of a kind with a second derivative D2F (the layer has no parameters: dthetadot stays) */
-#define POINTWISE_SOKERNEL(Kind, D2F)                                                                                                                                                                                                               \
-  static PetscErrorCode LayerSOBackward_##Kind(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *thetadot, const PetscScalar *ydot, const PetscScalar *dy, \
-                                               PetscScalar *dxdot, PetscScalar *dthetadot)                                                                                                                                                          \
-  {                                                                                                                                                                                                                                                 \
-    return PointwiseSOBackward(layer, n, x, y, xdot, dy, dxdot, D2F);                                                                                                                                                                               \
-  }
 
 /*
   The three kernels of one kind, with F and DF inlined. POINTWISE_KERNELS_CLONED also compiles the forward loop for
@@ -119,4 +111,19 @@ static inline PetscErrorCode PointwiseSOBackward(Layer layer, PetscInt n, const 
     (layer)->ops->backward = LayerBackward_##Kind; \
     (layer)->ops->jvp      = LayerJVP_##Kind;      \
   } while (0)
+
+/* The second-order kernel of a kind with a curvature term, with D2F = f'' inlined; POINTWISE_SET_SOKERNEL installs it
+   (FLOPS: the flops of one f'') */
+#define POINTWISE_SOKERNEL(Kind, D2F)                                                                                                                                                                                                               \
+  static PetscErrorCode LayerSOBackward_##Kind(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *thetadot, const PetscScalar *ydot, const PetscScalar *dy, \
+                                               PetscScalar *dxdot, PetscScalar *dthetadot)                                                                                                                                                          \
+  {                                                                                                                                                                                                                                                 \
+    return PointwiseSOBackward(layer, n, x, y, xdot, dy, dxdot, D2F);                                                                                                                                                                               \
+  }
+#define POINTWISE_SET_SOKERNEL(layer, Kind, FLOPS)                          \
+  do {                                                                      \
+    (layer)->ops->sobackward                      = LayerSOBackward_##Kind; \
+    ((Layer_Pointwise *)(layer)->data)->flops_d2f = (FLOPS);                \
+  } while (0)
+
 PETSC_INTERN PetscErrorCode LayerPointwiseSetParameter_Private(Layer, const char[], PetscReal);
