@@ -146,6 +146,12 @@ static PetscErrorCode CheckDense(MPI_Comm comm)
   }
   PetscCall(NetSetSeed(net, 1));
   PetscCall(NetSetFromOptions(net)); /* -net_layers, -net_input_shape may replace the tiny network */
+  {
+    PetscBool custom;
+
+    PetscCall(PetscOptionsHasName(NULL, NULL, "-net_layers", &custom));
+    if (custom) PetscCall(PetscStrncpy(kind, "options", sizeof(kind)));
+  }
   PetscCall(NetSetUp(net));
   PetscCall(NetSetTraining(net, PETSC_FALSE));
   PetscCall(NetGetNumParameters(net, &P));
