@@ -51,7 +51,7 @@ struct _p_Trainer {
   PetscInt        hessianchunk;   /* -trainer_hessian_chunk: local samples per pass (0: all at once) */
   PetscInt        hessianseed, hessianevals;
   PetscReal       hessiandamping; /* -trainer_hessian_damping lambda: H + lambda I */
-  PetscInt        newtonsteps; /* mini-batch mode: TAO iterations per batch (-trainer_newton_steps) */
+  PetscInt        newtonsteps;    /* mini-batch mode: TAO iterations per batch (-trainer_newton_steps) */
   Mat             H;
   Vec             Xh, Th; /* the current sub-sample */
 
