@@ -372,15 +372,16 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsString("-spectrum_dir", "Folder with the Fashion-MNIST IDX files", NULL, dir, dir, sizeof(dir), NULL));
   PetscCall(PetscOptionsString("-spectrum_data", "Samples: fashion (the training set) or random", NULL, data, data, sizeof(data), NULL));
   PetscCall(PetscOptionsInt("-spectrum_samples", "Samples of the loss whose curvature is analysed", "SpectrumSetDataset", N, &N, NULL));
-  PetscCall(PetscOptionsInt("-spectrum_k", "Eigenvalues to compute", "SpectrumComputeEigenvalues", k, &k, NULL));
   PetscCall(PetscOptionsBool("-spectrum_eigenvalues", "Compute the top eigenvalues", "SpectrumComputeEigenvalues", doeig, &doeig, NULL));
   PetscCall(PetscOptionsBool("-spectrum_trace", "Compute Hutchinson's trace estimate", "SpectrumComputeTrace", dotrace, &dotrace, NULL));
   PetscCall(PetscOptionsBool("-spectrum_density", "Compute the density (stochastic Lanczos quadrature)", "SpectrumComputeDensity", dodensity, &dodensity, NULL));
   PetscCall(PetscOptionsBool("-spectrum_jacobian", "Compute the input Jacobian's singular values", "SpectrumComputeJacobianSingularValues", dojac, &dojac, NULL));
-  PetscCall(PetscOptionsInt("-spectrum_jacobian_samples", "Samples whose input Jacobian is analysed", "SpectrumComputeJacobianSingularValues", njac, &njac, NULL));
   PetscCall(PetscOptionsBool("-spectrum_weights", "Compute the weights' singular values", "SpectrumComputeWeightSingularValues", doweights, &doweights, NULL));
   PetscCall(PetscOptionsBool("-spectrum_ode", "Compute the ode layers' stiffness", "SpectrumComputeODEStiffness", doode, &doode, NULL));
   PetscOptionsEnd();
+  /* the Spectrum reads (and -help lists) these two; the program sizes its arrays with them */
+  PetscCall(PetscOptionsGetInt(NULL, NULL, "-spectrum_k", &k, NULL));
+  PetscCall(PetscOptionsGetInt(NULL, NULL, "-spectrum_jacobian_samples", &njac, NULL));
   PetscCheck(k >= 1 && k <= 64, comm, PETSC_ERR_ARG_OUTOFRANGE, "-spectrum_k %" PetscInt_FMT ": give 1 to 64", k);
   PetscCheck(njac >= 1 && njac <= 64, comm, PETSC_ERR_ARG_OUTOFRANGE, "-spectrum_jacobian_samples %" PetscInt_FMT ": give 1 to 64", njac);
   if (check) {
