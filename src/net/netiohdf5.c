@@ -40,6 +40,8 @@
 #define NET_HDF5_MAX_ATTRIBUTE 60000
 /* The longest layer list read (bytes with its end): no object header holds a longer attribute */
 #define NET_HDF5_MAX_SPEC 65536
+/* Chunks of a dataset whose stored sizes are checked one by one (each check walks the chunk index) */
+#define NET_HDF5_MAX_CHUNKS 1024
 
 /* "256,784": a tensor's dimensions as the attribute "shape" holds them */
 static PetscErrorCode NetHDF5ShapeString_Private(const LayerTensorInfo *t, size_t len, char shape[])
@@ -277,6 +279,37 @@ static int NetHDF5InspectHeader(hid_t loc, const char file[], NetHDF5Header *h, 
   return bad;
 }
 
+/*
+  Unfiltered chunks each stored at their full size (chunk dimensions times typesize), no more of them than the extent
+  dims[rank] holds; filtered (compressed) chunks are not checked. H5Dget_chunk_info() walks the chunk index up to the
+  chunk asked for, so beyond NET_HDF5_MAX_CHUNKS chunks only their total is checked.
+*/
+static PetscBool NetHDF5ChunksSound(hid_t dset, hid_t plist, int rank, const hsize_t dims[], size_t typesize)
+{
+  hsize_t   chunk[H5S_MAX_RANK], bytes = typesize, nchunks = 0, most = 1;
+  hid_t     space;
+  PetscBool sound;
+
+  if (H5Pget_nfilters(plist) != 0) return PETSC_TRUE;
+  if (H5Pget_chunk(plist, H5S_MAX_RANK, chunk) != rank) return PETSC_FALSE;
+  for (int d = 0; d < rank; d++) {
+    if (!chunk[d]) return PETSC_FALSE;
+    bytes *= chunk[d];
+    most *= (dims[d] + chunk[d] - 1) / chunk[d];
+  }
+  if ((space = H5Dget_space(dset)) < 0) return PETSC_FALSE;
+  sound = H5Dget_num_chunks(dset, space, &nchunks) >= 0 && nchunks <= most && H5Dget_storage_size(dset) == nchunks * bytes ? PETSC_TRUE : PETSC_FALSE;
+  for (hsize_t i = 0; sound && i < PetscMin(nchunks, NET_HDF5_MAX_CHUNKS); i++) {
+    haddr_t  addr;
+    hsize_t  size;
+    unsigned mask;
+
+    sound = H5Dget_chunk_info(dset, space, i, NULL, &mask, &addr, &size) >= 0 && size == bytes ? PETSC_TRUE : PETSC_FALSE;
+  }
+  H5Sclose(space);
+  return sound;
+}
+
 /* Rank, extent and class of dataset dset; rank 0 if its storage does not hold its extent */
 static void NetHDF5DatasetInfo(hid_t dset, int *rank, hsize_t dims[], PetscBool *isfloat)
 {
@@ -297,13 +330,19 @@ static void NetHDF5DatasetInfo(hid_t dset, int *rank, hsize_t dims[], PetscBool 
     /* only standard IEEE floats: HDF5 1.10 converts exotic float types (odd sizes, precisions) past its buffers */
     *isfloat = H5Tequal(type, H5T_IEEE_F64LE) > 0 || H5Tequal(type, H5T_IEEE_F64BE) > 0 || H5Tequal(type, H5T_IEEE_F32LE) > 0 || H5Tequal(type, H5T_IEEE_F32BE) > 0 ? PETSC_TRUE : PETSC_FALSE;
     for (int d = 0; d < *rank; d++) n *= dims[d];
-    /* HDF5 1.10 trusts a compact dataset's header (and a contiguous one's stored size) and reads past its buffer when a
-       damaged file holds less than the extent says (found by fuzzing). NetSave() and petnet_torch.py never write
-       compact datasets: those, and contiguous ones of the wrong stored size, are reported unreadable instead. */
+    /* HDF5 1.10 trusts a dataset's header and chunk index and copies past its buffers when a damaged file stores less
+       than they say: a compact dataset, a contiguous one of the wrong stored size, chunks stored shorter than a chunk
+       (each found by fuzzing). NetSave() and petnet_torch.py write contiguous or chunked datasets, never compact ones:
+       a dataset whose storage does not hold what it claims is reported unreadable instead. */
     if (plist >= 0) {
       H5D_layout_t layout = H5Pget_layout(plist);
+      PetscBool    holds  = PETSC_FALSE; /* compact or virtual */
 
-      if (layout == H5D_COMPACT || (layout == H5D_CONTIGUOUS && H5Dget_storage_size(dset) != n * H5Tget_size(type))) *rank = 0;
+      if (layout == H5D_CONTIGUOUS)
+        holds = H5Dget_storage_size(dset) == n * H5Tget_size(type) ? PETSC_TRUE : PETSC_FALSE;
+      else if (layout == H5D_CHUNKED)
+        holds = NetHDF5ChunksSound(dset, plist, *rank, dims, H5Tget_size(type));
+      if (!holds) *rank = 0;
       H5Pclose(plist);
     }
     H5Tclose(type);
