@@ -13,6 +13,9 @@
 #                   (-rss_limit_mb=4096) is written to fuzz/regress/<name>/ and fails the target: fix the reader, keep
 #                   the input there (make check replays it, tests/fuzz.suite). Needs libclang-rt-14-dev (the target
 #                   says so). Leaks are not checked here (-detect_leaks=0); make check's -malloc_dump does that.
+#                   A request beyond what any machine holds (over 1 TB) returns NULL, as malloc does without
+#                   AddressSanitizer (allocator_may_return_null=1), instead of aborting: HDF5 asks for the sizes a
+#                   damaged header claims and reports the failure.
 #   make memcheck   valgrind (share/valgrind/openmpi.supp) on a short MLP and CNN training with save, checkpoint,
 #                   restart and load: no error and nothing definitely or indirectly lost (share/valgrind/memcheck)
 PETSC_DIR  ?= /usr/lib/petsc
@@ -78,7 +81,7 @@ FUZZ_MPI     := $(wordlist 2,1000,$(shell mpicc -show 2>/dev/null))
 FUZZ_CFLAGS   = -g -O1 -fno-omit-frame-pointer -Wall -Wno-unknown-pragmas -Wno-unused-parameter -Wno-missing-field-initializers
 FUZZ_CPPFLAGS = $(CPPFLAGS) $(filter -I%,$(FUZZ_MPI))
 FUZZ_LDLIBS   = $(PETSC_LIBS_ONLY) $(filter -L%/hdf5/openmpi,$(PETSC_EXTERNAL_LIB_BASIC)) -lhdf5 $(filter-out -I%,$(FUZZ_MPI)) -lz -lm
-FUZZ_ENV      = ASAN_OPTIONS=detect_leaks=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_plm=isolated OMPI_MCA_btl=self OPENBLAS_NUM_THREADS=1
+FUZZ_ENV      = ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_plm=isolated OMPI_MCA_btl=self OPENBLAS_NUM_THREADS=1
 
 build-fuzz/%.o: %.c $(HEADERS) | fuzz-runtime
 	@mkdir -p $(dir $@)

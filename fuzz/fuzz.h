@@ -12,7 +12,8 @@
       fuzz/regress/<reader>/ (inputs that once crashed, kept as regression tests) through the harness.
 
   PETSc is initialised once (FuzzInitialize()); PETSc errors return to the harness instead of aborting
-  (PetscReturnErrorHandler), so one refused input does not end the run.
+  (PetscReturnErrorHandler), so one refused input does not end the run, and signals (SEGV, FPE) go to libFuzzer,
+  not PETSc's handler, so that a crashing input is written to fuzz/regress/<reader>/.
 */
 #pragma once
 
@@ -30,6 +31,7 @@ static inline PetscErrorCode FuzzInitialize(void)
   if (done) return 0;
   done = 1;
   PetscCall(PetscInitializeNoArguments());
+  PetscCall(PetscPopSignalHandler()); /* a crash must reach libFuzzer, which keeps the input; PETSc's handler would abort */
   PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, NULL));
   PetscCall(PetNetInitializePackage());
   return 0;

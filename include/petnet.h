@@ -40,6 +40,7 @@
 #include <petnetdmda.h>
 #include <petnetdataset.h>
 #include <petnettrainer.h>
+#include <petnetspectrum.h>
 
 /* Every package at once (each XxxCreate() initializes its own package; see src/dlregispetnet.c) */
 PETSC_EXTERN PetscErrorCode PetNetInitializePackage(void);

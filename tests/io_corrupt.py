@@ -63,6 +63,42 @@ def deep(f):
 
 h5copy("depth", deep)
 
+# not damaged: the tensors rewritten as h5py may store them, weights in chunks of 5 values (the last one partly
+# filled), biases gzip-compressed: the checks of stored sizes must accept these (io_corrupt_layouts_ok)
+def layouts(f):
+    for name in [k for k in f if k != "petnet"]:
+        data, attrs = f[name][...], dict(f[name].attrs)
+        del f[name]
+        extra = {"chunks": (min(5, len(data)),)} if name.endswith("weight") else {"compression": "gzip"}
+        d = f.create_dataset(name, data=data, **extra)
+        for k, v in attrs.items():
+            d.attrs[k] = v
+
+
+h5copy("layouts", layouts)
+
+# damaged files: cut in half; the superblock's signature overwritten; a tensor missing
+model = open(pfx + ".h5", "rb").read()
+open(pfx + "_truncated.h5", "wb").write(model[: len(model) // 2])
+open(pfx + "_garbled.h5", "wb").write(b"garbage!" + model[8:])
+h5copy("missing", lambda f: f.__delitem__("2.bias"))
+# attributes HDF5 reads through fragile paths: the version as a string, the spec as a variable-length string (h5py's
+# str) whose global-heap object claims a huge size: H5Aread() of that attribute hangs inside HDF5 1.10.8 (h5py too)
+h5copy("attrtype", lambda f: f["petnet"].attrs.__setitem__("version", np.bytes_("2")))
+
+
+def vlen(f):
+    spec = f["petnet"].attrs["spec"].decode()
+    del f["petnet"].attrs["spec"]
+    f["petnet"].attrs["spec"] = spec
+
+
+h5copy("vlen", vlen)
+heap = bytearray(open(f"{pfx}_vlen.h5", "rb").read())
+gcol = heap.find(b"GCOL")  # collection header (16 bytes), then object 1: index, refcount, reserved, size (8 bytes)
+heap[gcol + 24] = 10
+open(f"{pfx}_vlen.h5", "wb").write(heap)
+
 # PETSc binary (big-endian): int32 header[10], spec, Vec (classid, n, n float64), buffers, int32 ntensors, crc[ntensors]
 data = bytearray(open(pfx + ".petnet", "rb").read())
 speclen = struct.unpack(">i", data[8:12])[0]

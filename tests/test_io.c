@@ -1,6 +1,6 @@
 static const char help[] = "Saving and loading a Net (NetSave/NetLoad, binary and HDF5).\n"
                            "Default: round trips on this communicator, files saved on 2 ranks loaded on 1 and on all ranks,\n"
-                           "atomic replacement, -net_load, a Net inside a viewer holding other objects; every loaded Net must\n"
+                           "atomic replacement, -net_load, a Net inside a viewer holding other objects (binary, and an HDF5 group); every loaded Net must\n"
                            "give outputs identical bit for bit to the saved one.\n"
                            "  -case NAME          write a broken model file and load it (must fail): missing, truncated, magic, vecfile,\n"
                            "                      version, kind, count, tensor, h5group\n"
@@ -343,6 +343,58 @@ static PetscErrorCode Embedded(Net good)
   PetscFunctionReturn(0);
 }
 
+/* NetWrite/NetRead in the group /model of an HDF5 file, between two Vecs at the root (NetRead() reads through the
+   viewer's file, on rank 0, from the viewer's current group). */
+static PetscErrorCode EmbeddedHDF5(Net good)
+{
+  char        file[PETSC_MAX_PATH_LEN];
+  PetscMPIInt size;
+  PetscViewer viewer;
+  Vec         a, b, a2, b2;
+  Net         net;
+  PetscBool   same;
+
+  PetscFunctionBegin;
+  PetscCallMPI(MPI_Comm_size(PETSC_COMM_WORLD, &size));
+  PetscCall(PetscSNPrintf(file, sizeof(file), "tests/out/io_%d_embedded.h5", size));
+  PetscCall(VecCreateMPI(PETSC_COMM_WORLD, PETSC_DECIDE, 5, &a));
+  PetscCall(VecCreateMPI(PETSC_COMM_WORLD, PETSC_DECIDE, 9, &b));
+  PetscCall(PetscObjectSetName((PetscObject)a, "a"));
+  PetscCall(PetscObjectSetName((PetscObject)b, "b"));
+  PetscCall(FillByIndex(a, 0.5, 0.0, 1.0));
+  PetscCall(FillByIndex(b, 0.8, 1.0, 2.0));
+  PetscCall(PetscViewerHDF5Open(PETSC_COMM_WORLD, file, FILE_MODE_WRITE, &viewer));
+  PetscCall(VecView(a, viewer));
+  PetscCall(PetscViewerHDF5PushGroup(viewer, "/model"));
+  PetscCall(NetWrite(good, viewer));
+  PetscCall(PetscViewerHDF5PopGroup(viewer));
+  PetscCall(VecView(b, viewer));
+  PetscCall(PetscViewerDestroy(&viewer));
+  PetscCall(VecDuplicate(a, &a2));
+  PetscCall(VecDuplicate(b, &b2));
+  PetscCall(PetscObjectSetName((PetscObject)a2, "a"));
+  PetscCall(PetscObjectSetName((PetscObject)b2, "b"));
+  PetscCall(NetCreate(PETSC_COMM_WORLD, &net));
+  PetscCall(PetscViewerHDF5Open(PETSC_COMM_WORLD, file, FILE_MODE_READ, &viewer));
+  PetscCall(VecLoad(a2, viewer));
+  PetscCall(PetscViewerHDF5PushGroup(viewer, "/model"));
+  PetscCall(NetRead(net, viewer));
+  PetscCall(PetscViewerHDF5PopGroup(viewer));
+  PetscCall(VecLoad(b2, viewer));
+  PetscCall(PetscViewerDestroy(&viewer));
+  PetscCall(VecEqual(a, a2, &same));
+  PetscCheck(same, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "Vec written before the Net reads back differently");
+  PetscCall(VecEqual(b, b2, &same));
+  PetscCheck(same, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "Vec written after the Net reads back differently");
+  PetscCall(CheckSame(good, net, "NetWrite/NetRead in an HDF5 group"));
+  PetscCall(NetDestroy(&net));
+  PetscCall(VecDestroy(&a));
+  PetscCall(VecDestroy(&b));
+  PetscCall(VecDestroy(&a2));
+  PetscCall(VecDestroy(&b2));
+  PetscFunctionReturn(0);
+}
+
 /* A graph whose text is longer than the 8192 characters model files once held: saved and loaded whole, not cut */
 static PetscErrorCode LongSpec(const char ext[])
 {
@@ -425,6 +477,7 @@ static PetscErrorCode RunRoundTrips(void)
   PetscCall(PetscSNPrintf(file, sizeof(file), "tests/out/io_%d_model.h5", size));
   PetscCall(LoadFromOptions(net, file));
   PetscCall(Embedded(net));
+  PetscCall(EmbeddedHDF5(net));
   PetscCall(LongSpec(".petnet"));
   PetscCall(LongSpec(".h5"));
   PetscCall(NetDestroy(&net));

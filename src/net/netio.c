@@ -155,6 +155,10 @@ PetscErrorCode NetLoad(Net net, const char filename[])
   PetscCall(NetIOAccess_Private(comm, filename, R_OK, &ok));
   PetscCheck(ok, comm, PETSC_ERR_FILE_OPEN, "Cannot load the Net: model file %s does not exist or is not readable; check the path (NetSave() writes such files)", filename);
   PetscCall(NetIOIsHDF5Name_Private(filename, &hdf5));
+  if (hdf5) { /* read by rank 0 with serial HDF5 (netiohdf5.c): a bad file ends the job at once, with nothing open in parallel */
+    PetscCall(NetLoad_HDF5(net, filename));
+    PetscFunctionReturn(0);
+  }
   ierr = NetIOOpen_Private(comm, filename, FILE_MODE_READ, hdf5, &viewer);
   if (!ierr) ierr = NetRead(net, viewer);
   PetscCall(PetscViewerDestroy(&viewer));

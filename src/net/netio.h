@@ -15,6 +15,7 @@ PETSC_INTERN PetscErrorCode NetWrite_Binary(Net, PetscViewer);
 PETSC_INTERN PetscErrorCode NetRead_Binary(Net, PetscViewer);
 PETSC_INTERN PetscErrorCode NetWrite_HDF5(Net, PetscViewer);
 PETSC_INTERN PetscErrorCode NetRead_HDF5(Net, PetscViewer);
+PETSC_INTERN PetscErrorCode NetLoad_HDF5(Net, const char[]);
 
 PETSC_INTERN PetscErrorCode NetIOFileName_Private(PetscViewer, const char **);
 PETSC_INTERN PetscErrorCode NetIOCheckVersion_Private(Net, const char[], PetscInt);

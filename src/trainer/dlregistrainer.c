@@ -1,5 +1,6 @@
 /* Trainer package: the class id, the log events, and the finalizer. The Trainer ties together every package below it. */
 #include <petnet/private/trainerimpl.h>
+#include <petnetspectrum.h>
 
 PetscClassId  TRAINER_CLASSID;
 PetscLogEvent TRAINER_Epoch, TRAINER_Evaluate;
@@ -49,6 +50,7 @@ PetscErrorCode TrainerInitializePackage(void)
   PetscCall(LossInitializePackage());
   PetscCall(DatasetInitializePackage());
   PetscCall(PetNetTaoInitializePackage());
+  PetscCall(SpectrumInitializePackage());
   PetscCall(PetscClassIdRegister("Trainer", &TRAINER_CLASSID));
   PetscCall(PetscLogEventRegister("TrainerEpoch", TRAINER_CLASSID, &TRAINER_Epoch));
   PetscCall(PetscLogEventRegister("TrainerEvaluate", TRAINER_CLASSID, &TRAINER_Evaluate));

@@ -52,6 +52,7 @@ PetscErrorCode TrainerCreate(MPI_Comm comm, Trainer *trainer)
   tr->testacc          = -1;
   tr->divergencefactor = 1e3;
   tr->besttrainloss    = PETSC_MAX_REAL;
+  tr->sharpnesssamples = 512;
   PetscCall(TaoCreate(comm, &tr->tao));
   PetscCall(TaoSetType(tr->tao, TAOADAM));
   PetscCall(PetscObjectChangeTypeName((PetscObject)tr, "default"));
@@ -376,6 +377,8 @@ static PetscErrorCode TrainerOptionsCount_Private(PetscOptionItems *PetscOptions
 . -trainer_restart <file>              - resume from this checkpoint
 . -trainer_monitor                     - one progress line per epoch
 . -trainer_progress_interval <s>       - seconds between progress lines within an epoch (0: never)
+. -trainer_monitor_sharpness <N>       - every N epochs, the largest eigenvalue of the loss's Hessian (0: never)
+. -trainer_sharpness_samples <n>       - ... over the first n training samples (default 512); -trainer_spectrum_* set it up
 . -trainer_hessian <gn,exact>          - the curvature Newton-type TAO types (nls, ntr, ntl, bnls, bntr, bntl) get:
                                          Gauss-Newton (default) or the exact Hessian
 . -trainer_hessian_samples <S>         - the Hessian over S training samples drawn afresh at every outer iteration
@@ -414,6 +417,8 @@ PetscErrorCode TrainerSetFromOptions(Trainer tr)
   PetscCall(PetscOptionsString("-trainer_restart", "Resume from this checkpoint", "TrainerLoadCheckpoint", tr->restart, tr->restart, sizeof(tr->restart), NULL));
   PetscCall(PetscOptionsBool("-trainer_monitor", "Print one progress line per epoch", "TrainerTrain", tr->monitor, &tr->monitor, NULL));
   PetscCall(PetscOptionsReal("-trainer_progress_interval", "Seconds between progress lines within an epoch (0: never)", "TrainerTrain", tr->progressinterval, &tr->progressinterval, NULL));
+  PetscCall(TrainerOptionsCount_Private(PetscOptionsObject, tr, "-trainer_monitor_sharpness", "Print the largest Hessian eigenvalue every N epochs (0: never; -trainer_spectrum_* set its Spectrum)", "TrainerTrain", 0, &tr->sharpnessevery));
+  PetscCall(TrainerOptionsCount_Private(PetscOptionsObject, tr, "-trainer_sharpness_samples", "Training samples of the sharpness monitor's Hessian", "TrainerTrain", 1, &tr->sharpnesssamples));
   PetscCheck(tr->progressinterval >= 0, comm, PETSC_ERR_ARG_OUTOFRANGE, "-trainer_progress_interval %g: give a number of seconds >= 0 (0: no progress lines within an epoch)", (double)tr->progressinterval);
   PetscCall(PetscOptionsEnum("-trainer_hessian", "Curvature for Newton-type TAO types (nls, ntr, ...): gn (Gauss-Newton) or exact", "LossCreateNetHessian", LossHessianTypes, (PetscEnum)tr->hessiantype, (PetscEnum *)&tr->hessiantype, NULL));
   PetscCall(TrainerOptionsCount_Private(PetscOptionsObject, tr, "-trainer_hessian_samples", "Hessian over this many training samples, drawn afresh at every outer iteration (0: all)", "TrainerSetFromOptions", 0, &tr->hessiansamples));
@@ -668,6 +673,7 @@ PetscErrorCode TrainerDestroy(Trainer *tr)
   PetscCall(DatasetDestroy(&(*tr)->test));
   PetscCall(VecDestroy(&(*tr)->Y));
   PetscCall(VecDestroy(&(*tr)->dY));
+  PetscCall(SpectrumDestroy(&(*tr)->sharpness));
   PetscCall(PetscHeaderDestroy(tr));
   PetscFunctionReturn(0);
 }

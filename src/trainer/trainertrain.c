@@ -112,6 +112,7 @@ static PetscErrorCode TrainerEndEpoch_Private(Trainer tr, PetscInt epoch, PetscR
   PetscCall(TrainerEvaluateTest_Private(tr));
   PetscCall(PetscTime(&now));
   PetscCall(TrainerPrintEpoch_Private(tr, tr->epoch, seconds, samples, now - tr->tstart));
+  PetscCall(TrainerMonitorSharpness_Private(tr, tr->epoch));
   if (tr->checkpoint[0] && tr->checkpointevery > 0 && tr->epoch % tr->checkpointevery == 0) PetscCall(TrainerSaveCheckpoint(tr, tr->checkpoint));
   if (tr->test && tr->patience > 0) {
     if (tr->testloss < tr->besttestloss) {

@@ -3,6 +3,7 @@
 
 #include <petnettrainer.h>
 #include <petnetloss.h>
+#include <petnetspectrum.h>
 #include <petsc/private/petscimpl.h>
 
 PETSC_EXTERN PetscLogEvent TRAINER_Epoch, TRAINER_Evaluate;
@@ -70,6 +71,10 @@ struct _p_Trainer {
   PetscBool      monitor;
   PetscReal      progressinterval;
   PetscLogDouble tepoch, tlastprogress;
+
+  /* sharpness monitor (trainersharpness.c): every sharpnessevery epochs, on the first sharpnesssamples samples */
+  PetscInt sharpnessevery, sharpnesssamples;
+  Spectrum sharpness;
 };
 
 PETSC_INTERN PetscErrorCode TrainerObjectiveMiniBatch_Private(Tao, Vec, PetscReal *, Vec, void *);
@@ -79,3 +84,4 @@ PETSC_INTERN PetscErrorCode TrainerEnsureWorkVecs_Private(Trainer, Vec);
 PETSC_INTERN PetscErrorCode TrainerAccumulate_Private(Trainer, Dataset, PetscReal *, Vec, PetscInt *);
 PETSC_INTERN PetscErrorCode TrainerFullBatchMonitor_Private(Tao, void *);
 PETSC_INTERN PetscErrorCode TrainerSetUpHessian_Private(Trainer);
+PETSC_INTERN PetscErrorCode TrainerMonitorSharpness_Private(Trainer, PetscInt);
