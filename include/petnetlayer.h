@@ -88,6 +88,8 @@ PETSC_EXTERN PetscErrorCode LayerConv2dSetDilation(Layer, PetscInt, PetscInt);
 PETSC_EXTERN PetscErrorCode LayerConv2dSetGroups(Layer, PetscInt);
 PETSC_EXTERN PetscErrorCode LayerConv2dSetBias(Layer, PetscBool);
 PETSC_EXTERN PetscErrorCode LayerConv2dSetInitialization(Layer, LayerInitType, PetscReal);
+PETSC_EXTERN PetscErrorCode LayerConv2dGetPatchLayout(Layer, PetscInt *, PetscInt *, PetscInt *, PetscBool *); /* groups, KH KW Cin/G, Ho Wo, bias */
+PETSC_EXTERN PetscErrorCode LayerConv2dGetPatches(Layer, PetscInt, const PetscScalar[], PetscScalar[]);        /* im2col: [n Ho Wo][G][KH][KW][Cin/G] */
 
 /* conv2d in grid mode: how each rank convolves its block (-conv2d_grid_algorithm); the results agree to round-off */
 typedef enum {

@@ -1,5 +1,7 @@
 /*
-  PetNet's first-order optimizers, registered as TAO types: sgd, adam, adamw, rmsprop.
+  PetNet's first-order optimizers, registered as TAO types: sgd, adam, adamw, rmsprop; and kfac, natural-gradient
+  descent preconditioned by the Kronecker-factored Fisher of a Net's layers (src/optim/kfac.c), which shares their
+  loop, schedules, weight decay and checkpointed step count.
 
   They are ordinary Tao solvers: TaoSetType(tao, TAOADAM) or -tao_type adam, TaoSetSolution, an objective-and-gradient
   callback, TaoSolve. The update formulas are those of PyTorch's torch.optim.SGD, Adam, AdamW and RMSprop (same
@@ -20,7 +22,7 @@
   (PyTorch's state['step'], used by the bias correction and by the learning-rate schedule): calling TaoSolve again
   continues training. PetNetTaoGetState / PetNetTaoSetStep save and restore it for checkpoints.
 
-  Learning-rate schedules, shared by all four types (t = updates applied so far, lr = the base learning rate):
+  Learning-rate schedules, shared by all five types (t = updates applied so far, lr = the base learning rate):
     constant   lr
     step       lr * gamma^floor(t' / S)                                   (-tao_lr_step_size S, -tao_lr_gamma)
     cosine     lr_min + (lr - lr_min) (1 + cos(pi t' / (T - W))) / 2,     lr_min once t' >= T - W
@@ -35,11 +37,13 @@
 #pragma once
 
 #include <petsctao.h>
+#include <petnetnet.h>
 
 #define TAOSGD     "sgd"
 #define TAOADAM    "adam"
 #define TAOADAMW   "adamw"
 #define TAORMSPROP "rmsprop"
+#define TAOKFAC    "kfac"
 
 typedef enum { PETNET_LR_CONSTANT, PETNET_LR_STEP, PETNET_LR_COSINE } PetNetLRScheduleType;
 PETSC_EXTERN const char *const PetNetLRScheduleTypes[];
@@ -80,3 +84,17 @@ PETSC_EXTERN PetscErrorCode PetNetTaoRMSpropSetAlpha(Tao, PetscReal);
 PETSC_EXTERN PetscErrorCode PetNetTaoRMSpropSetEpsilon(Tao, PetscReal);
 PETSC_EXTERN PetscErrorCode PetNetTaoRMSpropSetMomentum(Tao, PetscReal);
 PETSC_EXTERN PetscErrorCode PetNetTaoRMSpropSetCentered(Tao, PetscBool);
+
+/* kfac: natural-gradient descent with the Kronecker-factored Fisher (K-FAC) of the Net's dense and conv2d layers. It
+   reads the factor statistics from the forward and backward pass of the objective, so it needs that Net (a Trainer
+   gives it). The same inverse is a preconditioner for Krylov solves with the Net's curvature (PetNetPCSetKFAC()). */
+PETSC_EXTERN PetscErrorCode PetNetTaoKFACSetNet(Tao, Net);
+PETSC_EXTERN PetscErrorCode PetNetTaoKFACSetDamping(Tao, PetscReal);
+PETSC_EXTERN PetscErrorCode PetNetTaoKFACSetStatDecay(Tao, PetscReal);
+PETSC_EXTERN PetscErrorCode PetNetTaoKFACSetUpdateFrequency(Tao, PetscInt, PetscInt);
+PETSC_EXTERN PetscErrorCode PetNetTaoKFACSetMomentum(Tao, PetscReal);
+PETSC_EXTERN PetscErrorCode PetNetTaoKFACSetKLClip(Tao, PetscReal);
+PETSC_EXTERN PetscErrorCode PetNetTaoKFACSetUncoveredGradient(Tao, PetscBool);
+PETSC_EXTERN PetscErrorCode PetNetPCSetKFAC(PC, Net);
+PETSC_EXTERN PetscErrorCode PetNetPCKFACUpdateStatistics(PC);
+PETSC_EXTERN PetscErrorCode PetNetPCKFACAddStatistics(PC);

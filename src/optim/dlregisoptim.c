@@ -1,23 +1,25 @@
 /* PetNet's optimizers as TAO types: their registration (one line each), their log event, and the finalizer. */
 #include "optimimpl.h"
+#include "kfacimpl.h"
 
 PETSC_INTERN PetscErrorCode TaoCreate_SGD(Tao);
 PETSC_INTERN PetscErrorCode TaoCreate_Adam(Tao);
 PETSC_INTERN PetscErrorCode TaoCreate_AdamW(Tao);
 PETSC_INTERN PetscErrorCode TaoCreate_RMSprop(Tao);
+PETSC_INTERN PetscErrorCode TaoCreate_KFAC(Tao);
 
 static PetscBool PetNetTaoPackageInitialized = PETSC_FALSE;
 static PetscBool PetNetTaoRegisterAllCalled  = PETSC_FALSE;
 
 /*@C
-  PetNetTaoRegisterAll - registers the TAO types sgd, adam, adamw and rmsprop. Idempotent; called from
+  PetNetTaoRegisterAll - registers the TAO types sgd, adam, adamw, rmsprop and kfac. Idempotent; called from
   PetNetTaoInitializePackage().
 
   Not collective
 
   Notes:
   It initializes the package first (PetNetTaoInitializePackage(), and with it TAO's registry) and then adds
-  `TAOSGD`, `TAOADAM`, `TAOADAMW` and `TAORMSPROP` with TaoRegister(), after which TaoSetType() and -tao_type know
+  `TAOSGD`, `TAOADAM`, `TAOADAMW`, `TAORMSPROP` and `TAOKFAC` with TaoRegister(), after which TaoSetType() and -tao_type know
   them.
 
   Level: developer
@@ -34,6 +36,7 @@ PetscErrorCode PetNetTaoRegisterAll(void)
   PetscCall(TaoRegister(TAOADAM, TaoCreate_Adam));
   PetscCall(TaoRegister(TAOADAMW, TaoCreate_AdamW));
   PetscCall(TaoRegister(TAORMSPROP, TaoCreate_RMSprop));
+  PetscCall(TaoRegister(TAOKFAC, TaoCreate_KFAC));
   PetscFunctionReturn(0);
 }
 
@@ -59,8 +62,8 @@ PetscErrorCode PetNetTaoFinalizePackage(void)
 }
 
 /*@C
-  PetNetTaoInitializePackage - registers PetNet's TAO types (sgd, adam, adamw, rmsprop) and the log event of their
-  updates, PetNetOptUpdate. Idempotent; called from TrainerCreate(). Call it (or PetNetInitializePackage()) before
+  PetNetTaoInitializePackage - registers PetNet's TAO types (sgd, adam, adamw, rmsprop, kfac) and the log events of
+  their updates, PetNetOptUpdate, and of K-FAC's factors (PetNetKFACStats, PetNetKFACInvert, PetNetKFACApply). Idempotent; called from TrainerCreate(). Call it (or PetNetInitializePackage()) before
   TaoSetType() or TaoSetFromOptions() on a Tao that no Trainer owns.
 
   Not collective
@@ -84,6 +87,9 @@ PetscErrorCode PetNetTaoInitializePackage(void)
   PetNetTaoPackageInitialized = PETSC_TRUE;
   PetscCall(TaoInitializePackage()); /* TAO's registry, which PETSc's finalizer frees, must exist before we add to it */
   PetscCall(PetscLogEventRegister("PetNetOptUpdate", TAO_CLASSID, &TAOOPTIM_Update));
+  PetscCall(PetscLogEventRegister("PetNetKFACStats", TAO_CLASSID, &PETNET_KFACStatistics));
+  PetscCall(PetscLogEventRegister("PetNetKFACInvert", TAO_CLASSID, &PETNET_KFACInvert));
+  PetscCall(PetscLogEventRegister("PetNetKFACApply", TAO_CLASSID, &PETNET_KFACApply));
   PetscCall(PetNetTaoRegisterAll());
   PetscCall(PetscRegisterFinalize(PetNetTaoFinalizePackage));
   PetscFunctionReturn(0);

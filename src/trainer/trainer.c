@@ -289,7 +289,7 @@ PetscErrorCode TrainerGetOptionsPrefix(Trainer tr, const char *prefix[])
   Notes:
   The Tao shares the Trainer's options prefix (TrainerSetOptionsPrefix()), and TrainerSetFromOptions() calls
   TaoSetFromOptions() on it. TrainerSetUp() refuses the TAO types that need a Hessian or solve other problems, and in
-  mode auto chooses mini-batch mode for PetNet's sgd, adam, adamw and rmsprop, full-batch mode for the others.
+  mode auto chooses mini-batch mode for PetNet's sgd, adam, adamw, rmsprop and kfac, full-batch mode for the others.
 
   Level: intermediate
 
@@ -386,8 +386,10 @@ static PetscErrorCode TrainerOptionsCount_Private(PetscOptionItems *PetscOptions
 . -trainer_hessian_chunk <n>           - local samples per pass of a Hessian product (0: all at once)
 . -trainer_hessian_seed <s>            - seed of those draws
 . -trainer_hessian_damping <lambda>    - Newton steps solve (H + lambda I) p = -g (Tikhonov damping; default 0)
-- -trainer_newton_steps <k>            - mini-batch mode with a Newton-type TAO type: each batch is a TaoSolve() of k
+. -trainer_newton_steps <k>            - mini-batch mode with a Newton-type TAO type: each batch is a TaoSolve() of k
                                          iterations on that batch's loss (sub-sampled Newton-CG; default 1)
+- -trainer_hessian_pc <default,kfac>   - kfac: precondition the Newton-CG solves with K-FAC, its statistics taken from
+                                         the Hessian's samples at every outer iteration (PetNetPCSetKFAC())
 
   Notes:
   Counts are read in 64-bit: a negative count or one beyond the PetscInt range is an error naming the option.
@@ -425,6 +427,13 @@ PetscErrorCode TrainerSetFromOptions(Trainer tr)
   PetscCheck(tr->hessiandamping >= 0, comm, PETSC_ERR_ARG_OUTOFRANGE, "-trainer_hessian_damping %g: give a damping >= 0 (e.g. 1e-3)", (double)tr->hessiandamping);
   PetscCall(TrainerOptionsCount_Private(PetscOptionsObject, tr, "-trainer_newton_steps", "Mini-batch mode with a Newton-type TAO type: TAO iterations per batch", "TrainerTrain", 1, &tr->newtonsteps));
   PetscCall(TrainerOptionsCount_Private(PetscOptionsObject, tr, "-trainer_hessian_seed", "Seed of the Hessian's sub-samples", "TrainerSetFromOptions", 0, &tr->hessianseed));
+  {
+    const char *const pcs[] = {"default", "kfac"};
+    PetscInt          pc    = tr->hessiankfac ? 1 : 0;
+
+    PetscCall(PetscOptionsEList("-trainer_hessian_pc", "Preconditioner of the Newton-CG solves: the KSP's own (default) or K-FAC from the Hessian's samples", "PetNetPCSetKFAC", pcs, 2, pcs[pc], &pc, NULL));
+    tr->hessiankfac = pc == 1 ? PETSC_TRUE : PETSC_FALSE;
+  }
   PetscCall(PetscObjectProcessOptionsHandlers((PetscObject)tr, PetscOptionsObject));
   PetscOptionsEnd();
   /* the Datasets the Trainer named (TrainerSetDatasets()) read their prefixed options here; the others were
@@ -437,7 +446,7 @@ PetscErrorCode TrainerSetFromOptions(Trainer tr)
 
 /* The TAO types that train a Net: PetNet's stochastic ones, TAO's own that need only the objective and gradient, and
    the Newton-type ones, which get the curvature operator of -trainer_hessian */
-#define TRAINER_TAO_TYPES_THAT_WORK "sgd, adam, adamw, rmsprop (mini-batch) or lmvm, blmvm, bqnls, bqnkls, bqnktr, bqnktl, cg, bncg, owlqn, bmrm, nm, nls, ntr, ntl, bnls, bntr, bntl (full batch)"
+#define TRAINER_TAO_TYPES_THAT_WORK "sgd, adam, adamw, rmsprop, kfac (mini-batch) or lmvm, blmvm, bqnls, bqnkls, bqnktr, bqnktl, cg, bncg, owlqn, bmrm, nm, nls, ntr, ntl, bnls, bntr, bntl (full batch)"
 
 /* Refuses the TAO types that cannot minimise the training loss with what the Trainer gives TAO; notes the Newton ones */
 static PetscErrorCode TrainerCheckTaoType_Private(Trainer tr)
@@ -523,7 +532,7 @@ PetscErrorCode TrainerSetUp(Trainer tr)
     PetscBool stochastic;
 
     /* PetNet's stochastic types take one mini-batch per iteration; TAO's own types need a deterministic objective */
-    PetscCall(PetscObjectTypeCompareAny((PetscObject)tr->tao, &stochastic, "sgd", "adam", "adamw", "rmsprop", ""));
+    PetscCall(PetscObjectTypeCompareAny((PetscObject)tr->tao, &stochastic, "sgd", "adam", "adamw", "rmsprop", "kfac", ""));
     tr->minibatch = stochastic;
   } else
     tr->minibatch = tr->mode == TRAINER_MODE_MINIBATCH ? PETSC_TRUE : PETSC_FALSE;
@@ -531,6 +540,7 @@ PetscErrorCode TrainerSetUp(Trainer tr)
   PetscCall(VecDuplicate(theta, &tr->theta));
   PetscCall(VecCopy(theta, tr->theta));
   PetscCall(TaoSetSolution(tr->tao, tr->theta));
+  PetscCall(PetNetTaoKFACSetNet(tr->tao, tr->net)); /* kfac reads its curvature from the Net's passes; other types ignore it */
   if (tr->minibatch) {
     PetscCall(TaoSetObjectiveAndGradient(tr->tao, NULL, TrainerObjectiveMiniBatch_Private, tr));
     /* Newton-type types solve each batch's loss on its own (TrainerTrain()); the others draw a batch per iteration */
@@ -556,6 +566,7 @@ PetscErrorCode TrainerSetUp(Trainer tr)
     }
     PetscCall(TaoSetMonitor(tr->tao, TrainerFullBatchMonitor_Private, tr, NULL));
   }
+  PetscCheck(tr->needhessian || !tr->hessiankfac, comm, PETSC_ERR_ARG_INCOMP, "-trainer_hessian_pc kfac preconditions the Newton-type TAO types (nls, ntr, ntl, bnls, bntr, bntl); for K-FAC as the optimizer give -tao_type kfac");
   if (tr->needhessian) {
     TaoType type;
 

@@ -5,8 +5,11 @@
   at every outer iteration (Hessian-free Newton-CG, Martens 2010: the gradient is the full one, the curvature a
   sub-sample's). The draw depends only on the seed and the iteration, never on the number of ranks: the chosen global
   sample numbers are sorted and each rank keeps those it holds, so the sub-sample is the same batch in the same order.
+  With -trainer_hessian_pc kfac the conjugate-gradient solves are preconditioned by K-FAC (PetNetPCSetKFAC()), whose
+  statistics come from a gradient pass over the Hessian's samples at every outer iteration.
 */
 #include <petnet/private/trainerimpl.h>
+#include <petnetoptim.h>
 
 /* The S sample numbers of outer iteration `it` out of N, sorted (a partial Fisher-Yates shuffle, the same on every rank) */
 static PetscErrorCode TrainerDrawSubsample_Private(Trainer tr, PetscInt N, PetscInt S, PetscInt it, PetscInt idx[])
@@ -135,6 +138,49 @@ static PetscErrorCode TrainerSetBatchSubsample_Private(Trainer tr)
   PetscFunctionReturn(0);
 }
 
+/* -trainer_hessian_pc kfac: K-FAC's statistics of the Hessian's samples X, T at the current parameters, from forward
+   and backward passes of the mean loss in chunks of -trainer_hessian_chunk local samples (all at once without) */
+static PetscErrorCode TrainerKFACStatistics_Private(Trainer tr, Vec X, Vec T)
+{
+  MPI_Comm           comm = PetscObjectComm((PetscObject)tr);
+  const PetscScalar *x, *t;
+  PetscInt           nin, tsize, nlocal, nmax, B, nchunks;
+  PetNetShape        in;
+
+  PetscFunctionBegin;
+  PetscCall(NetGetInputShape(tr->net, &in));
+  PetscCall(PetNetShapeSize(&in, &nin));
+  PetscCall(DatasetGetTargetSize(tr->train, &tsize));
+  PetscCall(VecGetLocalSize(X, &nlocal));
+  nlocal /= nin;
+  PetscCall(MPIU_Allreduce(&nlocal, &nmax, 1, MPIU_INT, MPI_MAX, comm));
+  B       = tr->hessianchunk > 0 ? tr->hessianchunk : PetscMax(nmax, 1);
+  nchunks = (nmax + B - 1) / B;
+  PetscCall(VecGetArrayRead(X, &x));
+  PetscCall(VecGetArrayRead(T, &t));
+  for (PetscInt c = 0; c < nchunks; c++) {
+    PetscInt  start = PetscMin(c * B, nlocal), n = PetscMin(B, nlocal - start);
+    Vec       Xc, Tc;
+    PetscReal f;
+
+    PetscCall(VecCreateMPIWithArray(comm, 1, n * nin, PETSC_DETERMINE, x + start * nin, &Xc));
+    PetscCall(VecCreateMPIWithArray(comm, 1, n * tsize, PETSC_DETERMINE, t + start * tsize, &Tc));
+    PetscCall(TrainerEnsureWorkVecs_Private(tr, Xc));
+    PetscCall(NetForward(tr->net, Xc, tr->Y));
+    PetscCall(LossEvaluate(tr->loss, tr->Y, Tc, &f, tr->dY));
+    PetscCall(NetBackward(tr->net, tr->dY, NULL, NULL));
+    if (c < nchunks - 1)
+      PetscCall(PetNetPCKFACAddStatistics(tr->kfacpc));
+    else
+      PetscCall(PetNetPCKFACUpdateStatistics(tr->kfacpc));
+    PetscCall(VecDestroy(&Xc));
+    PetscCall(VecDestroy(&Tc));
+  }
+  PetscCall(VecRestoreArrayRead(T, &t));
+  PetscCall(VecRestoreArrayRead(X, &x));
+  PetscFunctionReturn(0);
+}
+
 /* The TaoSetHessian() callback: the curvature at theta (the sub-sample of this outer iteration) */
 static PetscErrorCode TrainerHessian_Private(Tao tao, Vec theta, Mat H, Mat Hpre, void *ctx)
 {
@@ -147,14 +193,17 @@ static PetscErrorCode TrainerHessian_Private(Tao tao, Vec theta, Mat H, Mat Hpre
   if (tr->minibatch) { /* the current batch's loss, or S samples of it */
     PetscCall(TrainerSetBatchSubsample_Private(tr));
     PetscCall(LossNetHessianSetBatch(tr->H, tr->Xh, tr->Th));
+    if (tr->kfacpc) PetscCall(TrainerKFACStatistics_Private(tr, tr->Xh, tr->Th));
   } else if (tr->hessiansamples > 0 && tr->hessiansamples < N) {
     PetscCall(TrainerSetSubsample_Private(tr, tr->hessianevals));
     PetscCall(LossNetHessianSetBatch(tr->H, tr->Xh, tr->Th));
-  } else if (!tr->hessianevals) {
+    if (tr->kfacpc) PetscCall(TrainerKFACStatistics_Private(tr, tr->Xh, tr->Th));
+  } else {
     Vec Xall, Tall;
 
     PetscCall(DatasetGetAll(tr->train, &Xall, &Tall));
-    PetscCall(LossNetHessianSetBatch(tr->H, Xall, Tall));
+    if (!tr->hessianevals) PetscCall(LossNetHessianSetBatch(tr->H, Xall, Tall));
+    if (tr->kfacpc) PetscCall(TrainerKFACStatistics_Private(tr, Xall, Tall));
   }
   tr->hessianevals++;
   PetscFunctionReturn(0);
@@ -178,7 +227,11 @@ PetscErrorCode TrainerSetUpHessian_Private(Trainer tr)
 
     PetscCall(TaoGetKSP(tr->tao, &ksp));
     PetscCall(PetscObjectTypeCompareAny((PetscObject)tr->tao, &bnk, TAOBNLS, TAOBNTR, TAOBNTL, ""));
-    if (ksp && !bnk) {
+    PetscCheck(ksp || !tr->hessiankfac, PetscObjectComm((PetscObject)tr), PETSC_ERR_SUP, "-trainer_hessian_pc kfac preconditions the Krylov solves of a Newton-type TAO type, and this one has no KSP");
+    if (ksp && tr->hessiankfac) { /* K-FAC, its statistics from the Hessian's samples (TrainerHessian_Private()) */
+      PetscCall(KSPGetPC(ksp, &tr->kfacpc));
+      PetscCall(PetNetPCSetKFAC(tr->kfacpc, tr->net));
+    } else if (ksp && !bnk) {
       PetscCall(KSPGetOptionsPrefix(ksp, &prefix));
       PetscCall(PetscOptionsHasName(((PetscObject)ksp)->options, prefix, "-pc_type", &set));
       PetscCall(KSPGetPC(ksp, &pc));

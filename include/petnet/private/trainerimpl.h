@@ -52,6 +52,8 @@ struct _p_Trainer {
   PetscInt        hessianseed, hessianevals;
   PetscReal       hessiandamping; /* -trainer_hessian_damping lambda: H + lambda I */
   PetscInt        newtonsteps;    /* mini-batch mode: TAO iterations per batch (-trainer_newton_steps) */
+  PetscBool       hessiankfac;    /* -trainer_hessian_pc kfac: K-FAC (PetNetPCSetKFAC()) preconditions the Newton-CG solves */
+  PC              kfacpc;         /* ... that PC (borrowed from the Tao's KSP) */
   Mat             H;
   Vec             Xh, Th; /* the current sub-sample */
 

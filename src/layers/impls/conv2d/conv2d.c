@@ -421,6 +421,8 @@ static PetscErrorCode LayerDestroy_Conv2d(Layer layer)
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv2dSetDM_C", NULL));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv2dGetDM_C", NULL));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv2dSetGridAlgorithm_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv2dGetPatchLayout_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv2dGetPatches_C", NULL));
   PetscCall(PetscFree(layer->data));
   PetscFunctionReturn(0);
 }
@@ -788,5 +790,7 @@ PETSC_INTERN PetscErrorCode LayerCreate_Conv2d(Layer layer)
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv2dSetDM_C", LayerConv2dSetDM_Conv2d));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv2dGetDM_C", LayerConv2dGetDM_Conv2d));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv2dSetGridAlgorithm_C", LayerConv2dSetGridAlgorithm_Conv2d));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv2dGetPatchLayout_C", LayerConv2dGetPatchLayout_Conv2d));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv2dGetPatches_C", LayerConv2dGetPatches_Conv2d));
   PetscFunctionReturn(0);
 }

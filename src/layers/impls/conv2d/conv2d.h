@@ -28,6 +28,7 @@
     shared:
       conv2dim2col.c      im2col and col2im of batch and grid mode, parameterised by the source's origin and strides
       conv2d.c            settings, options, set-up, initialisation, PyTorch tensor names
+      conv2dpatches.c     the receptive fields of a batch as a public operation (LayerConv2dGetPatches(), for K-FAC)
   Sliding-window geometry (kernel, stride, padding, dilation, valid taps) is the pools' LayerWindow (../pool/window.h).
 
   Cache blocking: the batch is processed in chunks of samples (grid mode: of rows) whose workspace fits in
@@ -95,6 +96,9 @@ PETSC_INTERN PetscErrorCode Conv2dJVP_Batch(Layer, PetscInt, const PetscScalar *
 PETSC_INTERN PetscErrorCode Conv2dSOBackward_Batch(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
 PETSC_INTERN PetscErrorCode Conv2dResetWorkspace_Batch(Layer);
 PETSC_INTERN PetscErrorCode Conv2dGetWorkspace_Batch(Layer, PetscInt);
+
+PETSC_INTERN PetscErrorCode LayerConv2dGetPatchLayout_Conv2d(Layer, PetscInt *, PetscInt *, PetscInt *, PetscBool *);
+PETSC_INTERN PetscErrorCode LayerConv2dGetPatches_Conv2d(Layer, PetscInt, const PetscScalar *, PetscScalar *);
 
 PETSC_INTERN PetscErrorCode Conv2dForward_Winograd(Layer, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *);
 PETSC_INTERN PetscErrorCode Conv2dBackward_Winograd(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);

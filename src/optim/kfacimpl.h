@@ -1,0 +1,65 @@
+/*
+  Private: the Kronecker-factored approximate curvature (K-FAC) of a Net, shared by the TAO type kfac (kfac.c) and the
+  K-FAC preconditioner (kfacpc.c); the factors and their inverses are in kfacfactors.c.
+
+  A block is the weights of one dense layer, or of one group of a conv2d layer, with their bias: nout rows of nin
+  weights, row o at parameter woff + o nin, its bias at boff + o. Per sample (and, for conv2d, per output pixel) the
+  gradient of the block is g a^T with a the augmented input [x; 1] (na = nin + 1 entries; na = nin without bias) and g
+  the output gradient, so that
+      F = E[vec(g a^T) vec(g a^T)^T] ~ S (x) A      (row-major vec: entry (o, i) at o na + i)
+      A = E[a a^T],  S = E[g g^T]
+  and F^{-1} applied to the block's gradient G (nout x na) is S^{-1} G A^{-1} (see kfacfactors.c for the damping and the
+  scaling of convolutions).
+*/
+#pragma once
+
+#include <petnetoptim.h>
+#include <petnet/private/netimpl.h>
+
+typedef struct {
+  PetscInt     node, group; /* the Net node, and its conv2d group (0 for dense) */
+  PetscInt     nin, nout;   /* weights per row (dense: inputs; conv2d: KH KW Cin/G) and rows (outputs of the group) */
+  PetscInt     na;          /* order of A: nin + 1 with a bias, nin without */
+  PetscInt     pixels;      /* output pixels per sample (conv2d: Ho Wo; dense: 1) */
+  PetscBool    bias;
+  PetscInt     woff, boff; /* parameter index of the block's first weight and of its first bias entry (-1: none) */
+  size_t       aoff, soff; /* where the batch sums of A and S are packed (upper triangles) in PetNetKFAC.batch */
+  PetscScalar *A, *S;      /* running averages, full symmetric, na x na and nout x nout */
+  PetscScalar *Ainv, *Sinv;
+  PetscReal    pi; /* the damping split of the last inversion */
+} KFACBlock;
+
+typedef struct _n_PetNetKFAC *PetNetKFAC;
+struct _n_PetNetKFAC {
+  Net        net; /* referenced */
+  PetscInt   nblocks;
+  KFACBlock *blocks;
+  PetscInt   nuncovered; /* parameterised nodes K-FAC does not cover, stepped along the plain gradient */
+  PetscInt  *uncovered;
+  PetscReal  decay;     /* running average: F <- decay F + (1 - decay) F_batch */
+  PetscReal  damping;   /* lambda of the factored Tikhonov damping */
+  PetscInt   nupdates;  /* statistics updates so far; the first one replaces the averages */
+  PetscInt   nsamples;  /* samples of the passes added since the last update (0: the next pass starts anew) */
+  PetscInt   nfirst;    /* ... and those of the first of them */
+  PetscInt   ninverted; /* the value of nupdates at the last inversion (-1: never) */
+
+  PetscScalar *batch; /* this batch's sums, the upper triangles of every factor packed, reduced in one MPI_Allreduce */
+  size_t       nbatch;
+  PetscScalar *full; /* one factor's batch sums in full storage (the largest) */
+  PetscScalar *work; /* patches of conv2d layers, and the gathered gradient of a block in PetNetKFACApply() */
+  size_t       nwork;
+  PetscInt    *rows; /* PetNetKFACApply(): the rows of a block that hold entries this rank owns */
+  Vec          grep; /* the gradient, replicated on every rank */
+};
+
+PETSC_INTERN PetscLogEvent PETNET_KFACStatistics, PETNET_KFACInvert, PETNET_KFACApply;
+
+PETSC_INTERN PetscErrorCode PetNetKFACCreate(Net, PetscBool, const char[], PetNetKFAC *);
+PETSC_INTERN PetscErrorCode PetNetKFACSetDecay(PetNetKFAC, PetscReal);
+PETSC_INTERN PetscErrorCode PetNetKFACSetDamping(PetNetKFAC, PetscReal);
+PETSC_INTERN PetscErrorCode PetNetKFACAddStatistics(PetNetKFAC);
+PETSC_INTERN PetscErrorCode PetNetKFACUpdateStatistics(PetNetKFAC);
+PETSC_INTERN PetscErrorCode PetNetKFACInvert(PetNetKFAC);
+PETSC_INTERN PetscErrorCode PetNetKFACApply(PetNetKFAC, Vec, Vec);
+PETSC_INTERN PetscErrorCode PetNetKFACView(PetNetKFAC, PetscViewer);
+PETSC_INTERN PetscErrorCode PetNetKFACDestroy(PetNetKFAC *);

@@ -1,0 +1,583 @@
+static const char help[] = "K-FAC (src/optim/kfac*.c): the blockwise inverse against a dense computation, rank invariance, bad input.\n"
+                           "  -case inverse   : on tiny networks (dense, conv2d with groups, padding and stride, no bias, batchnorm left\n"
+                           "                    unpreconditioned), the factors A = E[a a^T], S = E[g g^T] are recomputed here from the\n"
+                           "                    forward and backward pass with naive loops (conv2d patches from the geometry), damped,\n"
+                           "                    and (Sd kron Ad) x = v is solved densely with LAPACK per block: the K-FAC preconditioner's\n"
+                           "                    F^{-1} v must agree to 1e-10; one kfac step must be x0 - lr F^{-1} g, and with KL clipping\n"
+                           "                    x0 - lr nu F^{-1} g, nu = sqrt(kappa / (lr^2 g.F^{-1} g))\n"
+                           "                    (-samples N: the batch size, default 7; fewer than the ranks leaves some without samples)\n"
+                           "                    the same factors from two passes over halves of the batch (PetNetPCKFACAddStatistics())\n"
+                           "                    agree with one pass to 1e-12\n"
+                           "  -case ranks     : 6 kfac steps (momentum, weight decay, KL clip, running averages, inverses every 2) on\n"
+                           "                    PETSC_COMM_WORLD with the batch split equal the same on PETSC_COMM_SELF to 1e-11\n"
+                           "  -case uncovered : kfac on a network with batchnorm must fail naming the layer (an _error test)\n"
+                           "  -case nonet     : kfac without a Net must fail (an _error test)\n";
+
+#include <petnet.h>
+#include <petnetoptim.h>
+#include <petnet/private/netimpl.h> /* the activations and cotangents of the pass, for the reference factors */
+#include <petscblaslapack.h>
+#include "testutil.h"
+
+#define NCLASS 3
+
+typedef struct {
+  const char *layers;
+  PetNetShape in;
+  PetscBool   uncovered; /* has a layer K-FAC does not cover: give -pc_kfac_uncovered_gradient */
+} Case;
+
+static const Case cases[] = {
+    {"dense:4,tanh,dense:3", {1, {5}}, PETSC_FALSE},
+    {"conv2d:4:3:1:1:groups=2,tanh,conv2d:3:2:2:0:bias=0,flatten,dense:3", {3, {5, 5, 2}}, PETSC_FALSE},
+    {"conv2d:2:3:2:1,relu,flatten,dense:3", {3, {4, 5, 1}}, PETSC_FALSE},
+    {"dense:4,batchnorm,tanh,dense:3", {1, {3}}, PETSC_TRUE},
+};
+
+/* Everything of one batch: the Net, the loss and the data, and the objective a Tao sees (NetForward, LossEvaluate,
+   NetBackward of batch ibatch) */
+typedef struct {
+  Net      net;
+  Loss     loss;
+  PetscInt nbatches, ibatch;
+  Vec      X[3], T[3], Y, dY;
+} Problem;
+
+static PetscErrorCode ProblemObjective(Tao tao, Vec x, PetscReal *f, Vec G, void *ctx)
+{
+  Problem *p = (Problem *)ctx;
+
+  PetscFunctionBegin;
+  PetscCall(NetSetParameters(p->net, x));
+  PetscCall(NetForward(p->net, p->X[p->ibatch], p->Y));
+  PetscCall(LossEvaluate(p->loss, p->Y, p->T[p->ibatch], f, p->dY));
+  PetscCall(VecZeroEntries(G));
+  PetscCall(NetBackward(p->net, p->dY, NULL, G));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode ProblemNextBatch(Tao tao, PetscInt it, void *ctx)
+{
+  Problem *p = (Problem *)ctx;
+
+  PetscFunctionBegin;
+  p->ibatch = it % p->nbatches;
+  PetscFunctionReturn(0);
+}
+
+/* nbatches batches of N samples (n on this rank) of the global tables (inputs in [-1.5, 1.5], labels (3i + 1) mod 3) */
+static PetscErrorCode ProblemCreate(MPI_Comm comm, const char layers[], const PetNetShape *in, PetscInt nbatches, PetscInt N, PetscInt n, Problem *p)
+{
+  PetscRandom  rnd;
+  PetscInt     insize;
+  PetscScalar *xtab, *ttab;
+
+  PetscFunctionBegin;
+  PetscCall(PetscMemzero(p, sizeof(*p)));
+  PetscCall(NetCreate(comm, &p->net));
+  PetscCall(NetSetLayers(p->net, layers));
+  PetscCall(NetSetInputShape(p->net, in));
+  PetscCall(NetSetSeed(p->net, 7));
+  PetscCall(NetSetUp(p->net));
+  PetscCall(LossCreate(comm, &p->loss));
+  PetscCall(LossSetType(p->loss, LOSSCROSSENTROPY));
+  PetscCall(PetNetShapeSize(in, &insize));
+  PetscCall(PetscRandomCreate(PETSC_COMM_SELF, &rnd));
+  PetscCall(PetscRandomSetInterval(rnd, -1.5, 1.5));
+  PetscCall(PetscRandomSetSeed(rnd, 23));
+  PetscCall(PetscRandomSeed(rnd));
+  PetscCall(PetscMalloc2(N * insize, &xtab, N, &ttab));
+  p->nbatches = nbatches;
+  for (PetscInt b = 0; b < nbatches; b++) {
+    for (PetscInt i = 0; i < N * insize; i++) PetscCall(PetscRandomGetValue(rnd, &xtab[i]));
+    for (PetscInt i = 0; i < N; i++) ttab[i] = (PetscScalar)((3 * i + 1 + b) % NCLASS);
+    PetscCall(NetCreateVecs(p->net, n, &p->X[b], b ? NULL : &p->Y));
+    PetscCall(VecCreateMPI(comm, n, N, &p->T[b]));
+    PetscCall(FillFromTable(p->X[b], xtab));
+    PetscCall(FillFromTable(p->T[b], ttab));
+  }
+  PetscCall(VecDuplicate(p->Y, &p->dY));
+  PetscCall(PetscFree2(xtab, ttab));
+  PetscCall(PetscRandomDestroy(&rnd));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode ProblemDestroy(Problem *p)
+{
+  PetscFunctionBegin;
+  for (PetscInt b = 0; b < p->nbatches; b++) {
+    PetscCall(VecDestroy(&p->X[b]));
+    PetscCall(VecDestroy(&p->T[b]));
+  }
+  PetscCall(VecDestroy(&p->Y));
+  PetscCall(VecDestroy(&p->dY));
+  PetscCall(LossDestroy(&p->loss));
+  PetscCall(NetDestroy(&p->net));
+  PetscFunctionReturn(0);
+}
+
+/* The whole of v on every rank (a new array) */
+static PetscErrorCode GatherAll(Vec v, PetscScalar **all)
+{
+  VecScatter         sc;
+  Vec                w;
+  const PetscScalar *a;
+  PetscInt           N;
+
+  PetscFunctionBegin;
+  PetscCall(VecScatterCreateToAll(v, &sc, &w));
+  PetscCall(VecScatterBegin(sc, v, w, INSERT_VALUES, SCATTER_FORWARD));
+  PetscCall(VecScatterEnd(sc, v, w, INSERT_VALUES, SCATTER_FORWARD));
+  PetscCall(VecGetSize(w, &N));
+  PetscCall(PetscMalloc1(N, all));
+  PetscCall(VecGetArrayRead(w, &a));
+  PetscCall(PetscArraycpy(*all, a, N));
+  PetscCall(VecRestoreArrayRead(w, &a));
+  PetscCall(VecScatterDestroy(&sc));
+  PetscCall(VecDestroy(&w));
+  PetscFunctionReturn(0);
+}
+
+/* The conv2d geometry, read back from the layer's spec "conv2d:OUT:K:STRIDE:PAD[:groups=G][:bias=0]" */
+typedef struct {
+  PetscInt  cout, k, stride, pad, groups;
+  PetscBool bias;
+} ConvGeometry;
+
+static PetscErrorCode ParseConv(Layer layer, ConvGeometry *g)
+{
+  char  spec[256], *s, *tok;
+  int   field = 0;
+  char *save  = NULL;
+
+  PetscFunctionBegin;
+  PetscCall(LayerGetSpec(layer, sizeof(spec), spec));
+  *g = (ConvGeometry){0, 3, 1, 0, 1, PETSC_TRUE};
+  s  = spec;
+  for (tok = strtok_r(s, ":", &save); tok; tok = strtok_r(NULL, ":", &save), field++) {
+    if (!strncmp(tok, "groups=", 7))
+      g->groups = atoi(tok + 7);
+    else if (!strncmp(tok, "bias=", 5))
+      g->bias = (PetscBool)(atoi(tok + 5) != 0);
+    else if (!strncmp(tok, "dilation=", 9))
+      PetscCheck(atoi(tok + 9) == 1, PETSC_COMM_SELF, PETSC_ERR_SUP, "The reference handles no dilation");
+    else if (field == 1)
+      g->cout = atoi(tok);
+    else if (field == 2)
+      g->k = atoi(tok);
+    else if (field == 3)
+      g->stride = atoi(tok);
+    else if (field == 4)
+      g->pad = atoi(tok);
+  }
+  PetscFunctionReturn(0);
+}
+
+/*
+  The reference F^{-1} v for the blocks of node k, written into y (global arrays): A and S from the gathered input x
+  [N][in] and cotangent dy [N][out] of the pass, by naive loops; damped as K-FAC documents; (Sd kron Ad) z = v solved
+  densely (dgesv) in the row-major (o, i) order, i = nin for the bias.
+*/
+static PetscErrorCode ReferenceNode(Net net, PetscInt k, PetscInt N, const PetscScalar *x, const PetscScalar *dy, PetscReal lambda, const PetscScalar *v, PetscScalar *y)
+{
+  Layer        layer = net->layers[k];
+  PetscBool    isdense;
+  ConvGeometry cg = {0};
+  PetscInt     G, nin, nout, P, H = 1, W = 1, Cin, Ho = 1, Wo = 1, Cout, poff = net->poff[k];
+  PetscBool    bias;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectTypeCompare((PetscObject)layer, LAYERDENSE, &isdense));
+  if (isdense) {
+    G = 1, nin = layer->insize, nout = layer->outsize, P = 1, bias = PETSC_TRUE, Cin = nin, Cout = nout;
+  } else {
+    PetscCall(ParseConv(layer, &cg));
+    H = layer->in.dim[0], W = layer->in.dim[1], Cin = layer->in.dim[2];
+    Ho = layer->out.dim[0], Wo = layer->out.dim[1], Cout = layer->out.dim[2];
+    PetscCheck(Cout == cg.cout, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Spec parsing");
+    G = cg.groups, nin = cg.k * cg.k * Cin / G, nout = Cout / G, P = Ho * Wo, bias = cg.bias;
+  }
+  for (PetscInt g = 0; g < G; g++) {
+    const PetscInt na = nin + (bias ? 1 : 0), nk = na * nout;
+    PetscScalar   *A, *S, *K, *a, *gv, *z;
+    PetscReal      ta = 0, ts = 0, pi;
+    PetscBLASInt   bnk, one   = 1, info, *ipiv;
+
+    PetscCall(PetscCalloc6(na * na, &A, nout * nout, &S, nk * nk, &K, na, &a, nout, &gv, nk, &z));
+    PetscCall(PetscMalloc1(nk, &ipiv));
+    for (PetscInt s = 0; s < N; s++)
+      for (PetscInt oh = 0; oh < Ho; oh++)
+        for (PetscInt ow = 0; ow < Wo; ow++) {
+          const PetscInt p = oh * Wo + ow;
+
+          if (isdense)
+            for (PetscInt i = 0; i < nin; i++) a[i] = x[s * nin + i];
+          else
+            for (PetscInt kh = 0; kh < cg.k; kh++)
+              for (PetscInt kw = 0; kw < cg.k; kw++)
+                for (PetscInt c = 0; c < Cin / G; c++) {
+                  PetscInt ih = oh * cg.stride - cg.pad + kh, iw = ow * cg.stride - cg.pad + kw;
+
+                  a[(kh * cg.k + kw) * (Cin / G) + c] = (ih >= 0 && ih < H && iw >= 0 && iw < W) ? x[((s * H + ih) * W + iw) * Cin + g * (Cin / G) + c] : 0.0;
+                }
+          if (bias) a[nin] = 1.0;
+          for (PetscInt o = 0; o < nout; o++) gv[o] = N * dy[(s * P + p) * Cout + g * nout + o];
+          for (PetscInt i = 0; i < na; i++)
+            for (PetscInt j = 0; j < na; j++) A[i * na + j] += a[i] * a[j] / (N * P);
+          for (PetscInt i = 0; i < nout; i++)
+            for (PetscInt j = 0; j < nout; j++) S[i * nout + j] += gv[i] * gv[j] / N;
+        }
+    for (PetscInt i = 0; i < na; i++) ta += PetscRealPart(A[i * na + i]) / na;
+    for (PetscInt i = 0; i < nout; i++) ts += PetscRealPart(S[i * nout + i]) / nout;
+    pi = PetscSqrtReal(ta / ts);
+    for (PetscInt i = 0; i < na; i++) A[i * na + i] += pi * PetscSqrtReal(lambda);
+    for (PetscInt i = 0; i < nout; i++) S[i * nout + i] += PetscSqrtReal(lambda) / pi;
+    /* K[(o,i), (o',i')] = Sd[o][o'] Ad[i][i'] (symmetric, so row or column major alike) */
+    for (PetscInt o = 0; o < nout; o++)
+      for (PetscInt i = 0; i < na; i++)
+        for (PetscInt o2 = 0; o2 < nout; o2++)
+          for (PetscInt i2 = 0; i2 < na; i2++) K[(o * na + i) * nk + o2 * na + i2] = S[o * nout + o2] * A[i * na + i2];
+    /* right-hand side: v in the (o, i) order; weights of group g: rows g nout .. of W [Cout][nin], bias after W */
+    for (PetscInt o = 0; o < nout; o++) {
+      for (PetscInt i = 0; i < nin; i++) z[o * na + i] = v[poff + (g * nout + o) * nin + i];
+      if (bias) z[o * na + nin] = v[poff + Cout * nin + g * nout + o];
+    }
+    PetscCall(PetscBLASIntCast(nk, &bnk));
+    PetscCallBLAS("LAPACKgesv", LAPACKgesv_(&bnk, &one, K, &bnk, ipiv, z, &bnk, &info));
+    PetscCheck(info == 0, PETSC_COMM_SELF, PETSC_ERR_LIB, "dgesv failed: %d", (int)info);
+    for (PetscInt o = 0; o < nout; o++) {
+      for (PetscInt i = 0; i < nin; i++) y[poff + (g * nout + o) * nin + i] = z[o * na + i];
+      if (bias) y[poff + Cout * nin + g * nout + o] = z[o * na + nin];
+    }
+    PetscCall(PetscFree6(A, S, K, a, gv, z));
+    PetscCall(PetscFree(ipiv));
+  }
+  PetscFunctionReturn(0);
+}
+
+/* |a - b| / |b| over n entries */
+static PetscReal ArrayRelErr(PetscInt n, const PetscScalar *a, const PetscScalar *b)
+{
+  PetscReal d = 0, s = 0;
+
+  for (PetscInt i = 0; i < n; i++) {
+    d += PetscRealPart((a[i] - b[i]) * PetscConj(a[i] - b[i]));
+    s += PetscRealPart(b[i] * PetscConj(b[i]));
+  }
+  return PetscSqrtReal(d / PetscMax(s, 1e-300));
+}
+
+/* One kfac step (lr, damping, optional KL clip) from the point of the pass; returns x1 (global array) */
+static PetscErrorCode KFACOneStep(Problem *p, PetscReal lr, PetscReal lambda, PetscReal klclip, PetscScalar **x1)
+{
+  Tao tao;
+  Vec x;
+
+  PetscFunctionBegin;
+  PetscCall(TaoCreate(PetscObjectComm((PetscObject)p->net), &tao));
+  PetscCall(TaoSetType(tao, TAOKFAC));
+  PetscCall(NetCreateParameterVec(p->net, &x));
+  PetscCall(VecCopy(p->net->theta, x));
+  PetscCall(TaoSetSolution(tao, x));
+  PetscCall(TaoSetObjectiveAndGradient(tao, NULL, ProblemObjective, p));
+  PetscCall(PetNetTaoKFACSetNet(tao, p->net));
+  PetscCall(PetNetTaoSetLearningRate(tao, lr));
+  PetscCall(PetNetTaoKFACSetDamping(tao, lambda));
+  PetscCall(PetNetTaoKFACSetKLClip(tao, klclip));
+  PetscCall(PetNetTaoKFACSetUncoveredGradient(tao, PETSC_TRUE));
+  PetscCall(TaoSetMaximumIterations(tao, 1));
+  PetscCall(TaoSolve(tao));
+  PetscCall(GatherAll(x, x1));
+  PetscCall(VecDestroy(&x));
+  PetscCall(TaoDestroy(&tao));
+  PetscFunctionReturn(0);
+}
+
+/*
+  The statistics of the batch in two passes (each rank's first half of its samples, then the second half; each pass
+  with the cotangents of its own mean loss), PetNetPCKFACAddStatistics() then PetNetPCKFACUpdateStatistics(), must
+  give the preconditioner of the single pass, y1 = F^{-1} v (global array), to 1e-12. Skipped when a pass would be
+  empty on every rank. (Not for batchnorm in training mode, whose output depends on the batch it normalises.)
+*/
+static PetscErrorCode CheckChunks(Problem *p, Vec v, const PetscScalar *y1, PetscInt nparams)
+{
+  MPI_Comm           comm = PetscObjectComm((PetscObject)p->net);
+  PetscInt           nin, n, h[2], H[2];
+  const PetscScalar *x, *t;
+  PC                 pc;
+  Vec                y;
+  PetscScalar       *ya;
+  PetscReal          err;
+
+  PetscFunctionBegin;
+  PetscCall(VecGetLocalSize(p->T[0], &n));
+  PetscCall(VecGetLocalSize(p->X[0], &nin));
+  nin  = n ? nin / n : 0;
+  h[0] = (n + 1) / 2;
+  h[1] = n - h[0];
+  PetscCall(MPIU_Allreduce(h, H, 2, MPIU_INT, MPI_SUM, comm));
+  if (!H[0] || !H[1]) PetscFunctionReturn(0);
+  PetscCall(PCCreate(comm, &pc));
+  PetscCall(PetscOptionsSetValue(NULL, "-pc_kfac_damping", "0.03"));
+  PetscCall(PetNetPCSetKFAC(pc, p->net));
+  PetscCall(PetscOptionsClearValue(NULL, "-pc_kfac_damping"));
+  PetscCall(VecGetArrayRead(p->X[0], &x));
+  PetscCall(VecGetArrayRead(p->T[0], &t));
+  for (PetscInt c = 0, start = 0; c < 2; start += h[c], c++) {
+    Vec       Xc, Tc, Yc, dYc;
+    PetscReal f;
+
+    PetscCall(VecCreateMPIWithArray(comm, 1, h[c] * nin, PETSC_DETERMINE, x + start * nin, &Xc));
+    PetscCall(VecCreateMPIWithArray(comm, 1, h[c], PETSC_DETERMINE, t + start, &Tc));
+    PetscCall(NetCreateVecs(p->net, h[c], NULL, &Yc));
+    PetscCall(VecDuplicate(Yc, &dYc));
+    PetscCall(NetForward(p->net, Xc, Yc));
+    PetscCall(LossEvaluate(p->loss, Yc, Tc, &f, dYc));
+    PetscCall(NetBackward(p->net, dYc, NULL, NULL));
+    if (c == 0)
+      PetscCall(PetNetPCKFACAddStatistics(pc));
+    else
+      PetscCall(PetNetPCKFACUpdateStatistics(pc));
+    PetscCall(VecDestroy(&Xc));
+    PetscCall(VecDestroy(&Tc));
+    PetscCall(VecDestroy(&Yc));
+    PetscCall(VecDestroy(&dYc));
+  }
+  PetscCall(VecRestoreArrayRead(p->T[0], &t));
+  PetscCall(VecRestoreArrayRead(p->X[0], &x));
+  {
+    Mat      M;
+    PetscInt nl;
+
+    PetscCall(VecGetLocalSize(v, &nl));
+    PetscCall(MatCreateShell(comm, nl, nl, nparams, nparams, NULL, &M));
+    PetscCall(PCSetOperators(pc, M, M));
+    PetscCall(MatDestroy(&M));
+  }
+  PetscCall(VecDuplicate(v, &y));
+  PetscCall(PCApply(pc, v, y));
+  PetscCall(GatherAll(y, &ya));
+  err = ArrayRelErr(nparams, ya, y1);
+  PetscCheck(err <= 1e-12, comm, PETSC_ERR_PLIB, "K-FAC statistics in two passes (%" PetscInt_FMT " + %" PetscInt_FMT " samples) give F^{-1} v %g away from those of one pass", H[0], H[1], (double)err);
+  PetscCall(PetscFree(ya));
+  PetscCall(VecDestroy(&y));
+  PetscCall(PCDestroy(&pc));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode CheckInverse(void)
+{
+  const PetscReal lambda = 0.03, lr = 0.5, tol = 1e-10;
+  MPI_Comm        comm = PETSC_COMM_WORLD;
+
+  PetscFunctionBegin;
+  for (size_t c = 0; c < PETSC_STATIC_ARRAY_LENGTH(cases); c++) {
+    Problem      p;
+    PetscInt     N = 7, n = PETSC_DECIDE, nparams;
+    PC           pc;
+    Vec          v, y, G;
+    PetscRandom  rnd;
+    PetscScalar *va, *ya, *ga, *yref, *gref, *x0, *x1, *x1ref, gFg = 0;
+    PetscReal    err, errstep, errclip, kappa, nu;
+
+    PetscCall(PetscOptionsGetInt(NULL, NULL, "-samples", &N, NULL));
+    PetscCall(PetscSplitOwnership(comm, &n, &N));
+    PetscCall(ProblemCreate(comm, cases[c].layers, &cases[c].in, 1, N, n, &p));
+    PetscCall(NetGetNumParameters(p.net, &nparams));
+    PetscCall(NetCreateParameterVec(p.net, &v));
+    PetscCall(VecDuplicate(v, &y));
+    PetscCall(VecDuplicate(v, &G));
+    PetscCall(PetscRandomCreate(comm, &rnd));
+    PetscCall(PetscRandomSetSeed(rnd, 5));
+    PetscCall(PetscRandomSeed(rnd));
+    PetscCall(VecSetRandom(v, rnd));
+    PetscCall(PetscRandomDestroy(&rnd));
+    {
+      Vec       theta;
+      PetscReal f;
+
+      PetscCall(NetGetParameters(p.net, &theta));
+      PetscCall(ProblemObjective(NULL, theta, &f, G, &p)); /* the pass at x0 */
+    }
+
+    /* the preconditioner on v and on the gradient */
+    PetscCall(PCCreate(comm, &pc));
+    if (cases[c].uncovered) PetscCall(PetscOptionsSetValue(NULL, "-pc_kfac_uncovered_gradient", NULL));
+    PetscCall(PetscOptionsSetValue(NULL, "-pc_kfac_damping", "0.03"));
+    PetscCall(PetNetPCSetKFAC(pc, p.net));
+    PetscCall(PetscOptionsClearValue(NULL, "-pc_kfac_damping"));
+    if (cases[c].uncovered) PetscCall(PetscOptionsClearValue(NULL, "-pc_kfac_uncovered_gradient"));
+    PetscCall(PetNetPCKFACUpdateStatistics(pc));
+    { /* PCApply() checks the sizes against an operator: a shell of the parameters' layout */
+      Mat      M;
+      PetscInt nl;
+
+      PetscCall(VecGetLocalSize(v, &nl));
+      PetscCall(MatCreateShell(comm, nl, nl, nparams, nparams, NULL, &M));
+      PetscCall(PCSetOperators(pc, M, M));
+      PetscCall(MatDestroy(&M));
+    }
+    PetscCall(PCApply(pc, v, y));
+    PetscCall(GatherAll(v, &va));
+    PetscCall(GatherAll(y, &ya));
+    PetscCall(GatherAll(G, &ga));
+
+    /* the reference, node by node; parameters of uncovered layers: identity */
+    PetscCall(PetscMalloc2(nparams, &yref, nparams, &gref));
+    PetscCall(PetscArraycpy(yref, va, nparams));
+    PetscCall(PetscArraycpy(gref, ga, nparams));
+    for (PetscInt k = 0; k < p.net->nlayers; k++) {
+      PetscBool    dense, conv;
+      PetscScalar *x, *dy;
+
+      PetscCall(PetscObjectTypeCompare((PetscObject)p.net->layers[k], LAYERDENSE, &dense));
+      PetscCall(PetscObjectTypeCompare((PetscObject)p.net->layers[k], LAYERCONV2D, &conv));
+      if (!dense && !conv) continue;
+      PetscCall(GatherAll(p.net->act[p.net->nodes[k].in[0] + 1], &x));
+      PetscCall(GatherAll(p.net->dact[k + 1], &dy));
+      PetscCall(ReferenceNode(p.net, k, N, x, dy, lambda, va, yref));
+      PetscCall(ReferenceNode(p.net, k, N, x, dy, lambda, ga, gref));
+      PetscCall(PetscFree(x));
+      PetscCall(PetscFree(dy));
+    }
+    err = ArrayRelErr(nparams, ya, yref);
+    PetscCheck(err <= tol, comm, PETSC_ERR_PLIB, "%s: K-FAC F^{-1} v differs from the dense Kronecker solve by %g relative", cases[c].layers, (double)err);
+
+    /* one kfac step: x0 - lr F^{-1} g; with KL clipping at a quarter of the unclipped lr^2 g.F^{-1} g: nu = 1/2 */
+    PetscCall(GatherAll(p.net->theta, &x0));
+    PetscCall(PetscMalloc1(nparams, &x1ref));
+    for (PetscInt i = 0; i < nparams; i++) gFg += ga[i] * gref[i];
+    PetscCall(KFACOneStep(&p, lr, lambda, 0.0, &x1));
+    for (PetscInt i = 0; i < nparams; i++) x1ref[i] = x0[i] - lr * gref[i];
+    errstep = ArrayRelErr(nparams, x1, x1ref);
+    PetscCall(PetscFree(x1));
+    kappa = 0.25 * lr * lr * PetscRealPart(gFg);
+    nu    = PetscSqrtReal(kappa / (lr * lr * PetscRealPart(gFg)));
+    PetscCall(KFACOneStep(&p, lr, lambda, kappa, &x1));
+    for (PetscInt i = 0; i < nparams; i++) x1ref[i] = x0[i] - lr * nu * gref[i];
+    errclip = ArrayRelErr(nparams, x1, x1ref);
+    PetscCheck(errstep <= tol && errclip <= tol, comm, PETSC_ERR_PLIB, "%s: a kfac step differs from x0 - lr F^{-1} g by %g relative (KL-clipped: %g)", cases[c].layers, (double)errstep, (double)errclip);
+    PetscCall(PetscPrintf(comm, "%-70s %3" PetscInt_FMT " parameters: F^{-1} v, kfac step and KL-clipped step (nu = %.2f) agree with the dense Kronecker solve to 1e-10\n", cases[c].layers, nparams, (double)nu));
+    if (!cases[c].uncovered) PetscCall(CheckChunks(&p, v, ya, nparams)); /* batchnorm: a chunk is another function */
+    PetscCall(PetscFree(x1));
+    PetscCall(PetscFree(x0));
+    PetscCall(PetscFree(x1ref));
+    PetscCall(PetscFree2(yref, gref));
+    PetscCall(PetscFree(va));
+    PetscCall(PetscFree(ya));
+    PetscCall(PetscFree(ga));
+    PetscCall(PCDestroy(&pc));
+    PetscCall(VecDestroy(&v));
+    PetscCall(VecDestroy(&y));
+    PetscCall(VecDestroy(&G));
+    PetscCall(ProblemDestroy(&p));
+  }
+  PetscFunctionReturn(0);
+}
+
+/* nsteps kfac steps on comm with n local samples per batch; the final parameters gathered */
+static PetscErrorCode RunKFAC(MPI_Comm comm, PetscInt N, PetscInt n, PetscInt nsteps, PetscScalar **theta, PetscReal *norm)
+{
+  const char *layers = "conv2d:4:3:1:1:groups=2,tanh,conv2d:3:2:2:0,flatten,dense:5,relu,dense:3";
+  PetNetShape in     = {3, {6, 6, 2}};
+  Problem     p;
+  Tao         tao;
+  Vec         x;
+
+  PetscFunctionBegin;
+  PetscCall(ProblemCreate(comm, layers, &in, 3, N, n, &p));
+  PetscCall(TaoCreate(comm, &tao));
+  PetscCall(TaoSetType(tao, TAOKFAC));
+  PetscCall(NetCreateParameterVec(p.net, &x));
+  PetscCall(VecCopy(p.net->theta, x));
+  PetscCall(TaoSetSolution(tao, x));
+  PetscCall(TaoSetObjectiveAndGradient(tao, NULL, ProblemObjective, &p));
+  PetscCall(TaoSetUpdate(tao, ProblemNextBatch, &p));
+  PetscCall(PetNetTaoKFACSetNet(tao, p.net));
+  PetscCall(PetNetTaoSetLearningRate(tao, 0.3));
+  PetscCall(PetNetTaoSetWeightDecay(tao, 1e-3));
+  PetscCall(PetNetTaoKFACSetMomentum(tao, 0.9));
+  PetscCall(PetNetTaoKFACSetDamping(tao, 1e-2));
+  PetscCall(PetNetTaoKFACSetStatDecay(tao, 0.8));
+  PetscCall(PetNetTaoKFACSetUpdateFrequency(tao, 1, 2));
+  PetscCall(PetNetTaoKFACSetKLClip(tao, 1e-2));
+  PetscCall(TaoSetMaximumIterations(tao, nsteps));
+  PetscCall(TaoSolve(tao));
+  PetscCall(VecNorm(x, NORM_2, norm));
+  PetscCall(GatherAll(x, theta));
+  PetscCall(VecDestroy(&x));
+  PetscCall(TaoDestroy(&tao));
+  PetscCall(ProblemDestroy(&p));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode CheckRanks(void)
+{
+  PetscInt     N = 9, n = PETSC_DECIDE, nparams, nsteps = 6;
+  PetscScalar *tw, *ts;
+  PetscReal    nw, ns, err;
+
+  PetscFunctionBegin;
+  PetscCall(PetscSplitOwnership(PETSC_COMM_WORLD, &n, &N));
+  PetscCall(RunKFAC(PETSC_COMM_WORLD, N, n, nsteps, &tw, &nw));
+  PetscCall(RunKFAC(PETSC_COMM_SELF, N, N, nsteps, &ts, &ns));
+  {
+    Problem     p;
+    PetNetShape in = {3, {6, 6, 2}};
+
+    PetscCall(ProblemCreate(PETSC_COMM_SELF, "conv2d:4:3:1:1:groups=2,tanh,conv2d:3:2:2:0,flatten,dense:5,relu,dense:3", &in, 1, 1, 1, &p));
+    PetscCall(NetGetNumParameters(p.net, &nparams));
+    PetscCall(ProblemDestroy(&p));
+  }
+  err = ArrayRelErr(nparams, tw, ts);
+  PetscCheck(err <= 1e-11, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "After %" PetscInt_FMT " kfac steps the parameters on PETSC_COMM_WORLD differ from those on PETSC_COMM_SELF by %g relative", nsteps, (double)err);
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%" PetscInt_FMT " kfac steps, %" PetscInt_FMT " parameters: |theta| = %.10f; the ranks' result equals one rank's to 1e-11\n", nsteps, nparams, (double)nw));
+  PetscCall(PetscFree(tw));
+  PetscCall(PetscFree(ts));
+  PetscFunctionReturn(0);
+}
+
+/* kfac on a network with batchnorm (refused), or without a Net */
+static PetscErrorCode CheckBadInput(PetscBool withnet)
+{
+  PetNetShape in = {1, {4}};
+  Problem     p;
+  Tao         tao;
+  Vec         x;
+  PetscInt    N = 4, n = PETSC_DECIDE;
+
+  PetscFunctionBegin;
+  PetscCall(PetscSplitOwnership(PETSC_COMM_WORLD, &n, &N));
+  PetscCall(ProblemCreate(PETSC_COMM_WORLD, "dense:4,batchnorm,relu,dense:3", &in, 1, N, n, &p));
+  PetscCall(TaoCreate(PETSC_COMM_WORLD, &tao));
+  PetscCall(TaoSetType(tao, TAOKFAC));
+  PetscCall(NetCreateParameterVec(p.net, &x));
+  PetscCall(TaoSetSolution(tao, x));
+  PetscCall(TaoSetObjectiveAndGradient(tao, NULL, ProblemObjective, &p));
+  if (withnet) PetscCall(PetNetTaoKFACSetNet(tao, p.net));
+  PetscCall(TaoSetFromOptions(tao));
+  PetscCall(TaoSolve(tao));
+  PetscCall(VecDestroy(&x));
+  PetscCall(TaoDestroy(&tao));
+  PetscCall(ProblemDestroy(&p));
+  PetscFunctionReturn(0);
+}
+
+int main(int argc, char **argv)
+{
+  char      which[32] = "inverse";
+  PetscBool flg;
+
+  PetscCall(PetNetInitialize(&argc, &argv, NULL, help));
+  PetscCall(PetscOptionsGetString(NULL, NULL, "-case", which, sizeof(which), NULL));
+  PetscCall(PetscStrcmp(which, "inverse", &flg));
+  if (flg) PetscCall(CheckInverse());
+  PetscCall(PetscStrcmp(which, "ranks", &flg));
+  if (flg) PetscCall(CheckRanks());
+  PetscCall(PetscStrcmp(which, "uncovered", &flg));
+  if (flg) PetscCall(CheckBadInput(PETSC_TRUE));
+  PetscCall(PetscStrcmp(which, "nonet", &flg));
+  if (flg) PetscCall(CheckBadInput(PETSC_FALSE));
+  PetscCall(PetscFinalize());
+  return 0;
+}
