@@ -110,6 +110,16 @@ static PetscErrorCode LossNetHessianMult_Private(Mat H, Vec v, Vec Hv)
   PetscCall(MPIU_Allreduce(&nlocal, &nmax, 1, MPIU_INT, MPI_MAX, comm));
   B       = ctx->chunk > 0 ? ctx->chunk : PetscMax(nmax, 1);
   nchunks = (nmax + B - 1) / B;
+  if (nchunks > 1) { /* batch statistics over chunks would make each chunk its own function */
+    for (PetscInt k = 0; k < ctx->net->nlayers; k++) {
+      PetscBool bn;
+
+      PetscCall(PetscObjectTypeCompare((PetscObject)ctx->net->layers[k], LAYERBATCHNORM, &bn));
+      PetscCheck(!bn || !ctx->net->layers[k]->training, comm, PETSC_ERR_SUP,
+                 "Node %s is batchnorm in training mode, which normalises over the whole batch: a Hessian taken in chunks of %" PetscInt_FMT " samples would differentiate another function. Take the batch in one pass (LossNetHessianSetChunkSize(H, PETSC_DETERMINE), -trainer_hessian_chunk 0), fewer samples (-trainer_hessian_samples), or evaluation mode",
+                 ctx->net->nodes[k].name, B);
+    }
+  }
   PetscCall(NetGetParameters(ctx->net, &theta));
   PetscCall(VecZeroEntries(Hv));
   /* one fixed map: dropout repeats its masks and batchnorm leaves its running statistics alone */
