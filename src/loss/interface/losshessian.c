@@ -116,7 +116,8 @@ static PetscErrorCode LossNetHessianMult_Private(Mat H, Vec v, Vec Hv)
 
       PetscCall(PetscObjectTypeCompare((PetscObject)ctx->net->layers[k], LAYERBATCHNORM, &bn));
       PetscCheck(!bn || !ctx->net->layers[k]->training, comm, PETSC_ERR_SUP,
-                 "Node %s is batchnorm in training mode, which normalises over the whole batch: a Hessian taken in chunks of %" PetscInt_FMT " samples would differentiate another function. Take the batch in one pass (LossNetHessianSetChunkSize(H, PETSC_DETERMINE), -trainer_hessian_chunk 0), fewer samples (-trainer_hessian_samples), or evaluation mode",
+                 "Node %s is batchnorm in training mode, which normalises over the whole batch: a Hessian taken in chunks of %" PetscInt_FMT
+                 " samples would differentiate another function. Take the batch in one pass (LossNetHessianSetChunkSize(H, PETSC_DETERMINE), -trainer_hessian_chunk 0), fewer samples (-trainer_hessian_samples), or evaluation mode",
                  ctx->net->nodes[k].name, B);
     }
   }
