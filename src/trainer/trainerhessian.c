@@ -40,10 +40,28 @@ static PetscErrorCode TrainerDrawSubsample_Private(Trainer tr, PetscInt N, Petsc
   PetscFunctionReturn(0);
 }
 
+/* Xh, Th of nlocal samples on this rank, kept from the last call when no rank's size changed (VecCreateMPI() is collective) */
+static PetscErrorCode TrainerEnsureSubsampleVecs_Private(Trainer tr, PetscInt nlocal, PetscInt nin, PetscInt tsize)
+{
+  MPI_Comm    comm = PetscObjectComm((PetscObject)tr);
+  PetscInt    m    = -1;
+  PetscMPIInt change;
+
+  PetscFunctionBegin;
+  if (tr->Xh) PetscCall(VecGetLocalSize(tr->Xh, &m));
+  change = m != nlocal * nin;
+  PetscCall(MPIU_Allreduce(MPI_IN_PLACE, &change, 1, MPI_INT, MPI_MAX, comm));
+  if (!change) PetscFunctionReturn(0);
+  PetscCall(VecDestroy(&tr->Xh));
+  PetscCall(VecDestroy(&tr->Th));
+  PetscCall(VecCreateMPI(comm, nlocal * nin, PETSC_DETERMINE, &tr->Xh));
+  PetscCall(VecCreateMPI(comm, nlocal * tsize, PETSC_DETERMINE, &tr->Th));
+  PetscFunctionReturn(0);
+}
+
 /* Xh, Th = the sub-sample of outer iteration it: each rank copies the chosen samples it holds */
 static PetscErrorCode TrainerSetSubsample_Private(Trainer tr, PetscInt it)
 {
-  MPI_Comm           comm = PetscObjectComm((PetscObject)tr);
   Vec                Xall, Tall;
   const PetscScalar *x, *t;
   PetscScalar       *xs, *ts;
@@ -67,10 +85,7 @@ static PetscErrorCode TrainerSetSubsample_Private(Trainer tr, PetscInt it)
       if (first < 0) first = i;
       nmine++;
     }
-  PetscCall(VecDestroy(&tr->Xh));
-  PetscCall(VecDestroy(&tr->Th));
-  PetscCall(VecCreateMPI(comm, nmine * nin, PETSC_DETERMINE, &tr->Xh));
-  PetscCall(VecCreateMPI(comm, nmine * tsize, PETSC_DETERMINE, &tr->Th));
+  PetscCall(TrainerEnsureSubsampleVecs_Private(tr, nmine, nin, tsize));
   PetscCall(VecGetArrayRead(Xall, &x));
   PetscCall(VecGetArrayRead(Tall, &t));
   PetscCall(VecGetArrayWrite(tr->Xh, &xs));
@@ -96,7 +111,6 @@ static PetscErrorCode TrainerSetSubsample_Private(Trainer tr, PetscInt it)
 */
 static PetscErrorCode TrainerSetBatchSubsample_Private(Trainer tr)
 {
-  MPI_Comm           comm = PetscObjectComm((PetscObject)tr);
   const PetscScalar *x, *t;
   PetscScalar       *xs, *ts;
   PetscInt           nin, n, nt, rstart, N, S, tsize, first, last;
@@ -117,10 +131,7 @@ static PetscErrorCode TrainerSetBatchSubsample_Private(Trainer tr)
   /* the i with rstart <= floor(i N / S) < rstart + n: i in [ceil(rstart S / N), ceil((rstart + n) S / N)) */
   first = (PetscInt)(((PetscInt64)rstart * S + N - 1) / PetscMax(N, 1));
   last  = (PetscInt)(((PetscInt64)(rstart + n) * S + N - 1) / PetscMax(N, 1));
-  PetscCall(VecDestroy(&tr->Xh));
-  PetscCall(VecDestroy(&tr->Th));
-  PetscCall(VecCreateMPI(comm, (last - first) * nin, PETSC_DETERMINE, &tr->Xh));
-  PetscCall(VecCreateMPI(comm, (last - first) * tsize, PETSC_DETERMINE, &tr->Th));
+  PetscCall(TrainerEnsureSubsampleVecs_Private(tr, last - first, nin, tsize));
   PetscCall(VecGetArrayRead(tr->X, &x));
   PetscCall(VecGetArrayRead(tr->T, &t));
   PetscCall(VecGetArrayWrite(tr->Xh, &xs));
@@ -190,9 +201,18 @@ static PetscErrorCode TrainerHessian_Private(Tao tao, Vec theta, Mat H, Mat Hpre
   PetscFunctionBegin;
   PetscCall(NetSetParameters(tr->net, theta));
   PetscCall(DatasetGetSize(tr->train, &N));
-  if (tr->minibatch) { /* the current batch's loss, or S samples of it */
-    PetscCall(TrainerSetBatchSubsample_Private(tr));
-    PetscCall(LossNetHessianSetBatch(tr->H, tr->Xh, tr->Th));
+  if (tr->minibatch) { /* the current batch's loss (the batch itself), or S samples of it */
+    PetscInt    Nb, nin;
+    PetNetShape in;
+
+    PetscCall(NetGetInputShape(tr->net, &in));
+    PetscCall(PetNetShapeSize(&in, &nin));
+    PetscCall(VecGetSize(tr->X, &Nb));
+    if (tr->hessiansamples > 0 && tr->hessiansamples < Nb / nin) {
+      PetscCall(TrainerSetBatchSubsample_Private(tr));
+      PetscCall(LossNetHessianSetBatch(tr->H, tr->Xh, tr->Th));
+    } else
+      PetscCall(LossNetHessianSetBatch(tr->H, tr->X, tr->T));
     if (tr->kfacpc) PetscCall(TrainerKFACStatistics_Private(tr, tr->Xh, tr->Th));
   } else if (tr->hessiansamples > 0 && tr->hessiansamples < N) {
     PetscCall(TrainerSetSubsample_Private(tr, tr->hessianevals));

@@ -175,6 +175,20 @@ static PetscErrorCode Conv2dGemmInput(const Layer_Conv2d *conv, PetscInt P, cons
   PetscFunctionReturn(0);
 }
 
+/* dx = col2im(W dy) for ns samples (P pixels), or dx += it (add): the input part of backward and of sobackward */
+static PetscErrorCode Conv2dInputCotangent_Batch(Layer_Conv2d *conv, PetscInt ns, PetscInt P, const PetscScalar *W, const PetscScalar *dy, PetscBool add, PetscScalar *dx)
+{
+  PetscFunctionBegin;
+  if (conv->pointwise)
+    PetscCall(Conv2dGemmInput(conv, P, W, dy, add ? 1.0 : 0.0, dx));
+  else {
+    conv->colx = NULL; /* the columns now hold W dy, not col(x) */
+    PetscCall(Conv2dGemmInput(conv, P, W, dy, 0.0, conv->col));
+    PetscCall(Conv2dCol2im_Batch(conv, ns, conv->col, add, dx));
+  }
+  PetscFunctionReturn(0);
+}
+
 /* col(x) for samples [s0, s0 + ns) of n: x itself (1x1), the col already computed at x, or a fresh im2col
    (remembered as col(x) when the chunk is the whole batch) */
 static PetscErrorCode Conv2dColumns(Layer_Conv2d *conv, PetscInt s0, PetscInt ns, PetscInt n, const PetscScalar *x, PetscInt insize, const PetscScalar **col)
@@ -246,17 +260,7 @@ PetscErrorCode Conv2dBackward_Batch(Layer layer, PetscInt n, const PetscScalar *
           for (PetscInt o = 0; o < nout; o++) db[o] += dys[p * nout + o];
       }
     }
-    if (dx) {
-      PetscScalar *dxs = dx + (size_t)s0 * layer->insize;
-
-      if (conv->pointwise)
-        PetscCall(Conv2dGemmInput(conv, P, W, dys, 0.0, dxs));
-      else {
-        conv->colx = NULL;
-        PetscCall(Conv2dGemmInput(conv, P, W, dys, 0.0, conv->col));
-        PetscCall(Conv2dCol2im_Batch(conv, ns, conv->col, PETSC_FALSE, dxs));
-      }
-    }
+    if (dx) PetscCall(Conv2dInputCotangent_Batch(conv, ns, P, W, dys, PETSC_FALSE, dx + (size_t)s0 * layer->insize));
   }
   if (dtheta) Conv2dAddWeightsTranspose(conv, dtheta);
   if (dtheta) PetscCall(PetscLogFlops(2.0 * n * conv->pixels * conv->kg * nout + (conv->bias ? 1.0 * n * conv->pixels * nout : 0.0)));
@@ -332,17 +336,7 @@ PetscErrorCode Conv2dSOBackward_Batch(Layer layer, PetscInt n, const PetscScalar
       }
       PetscCall(Conv2dGemmWeights(conv, P, col, dys, dWdot));
     }
-    if (dox) {
-      PetscScalar *dxs = dxdot + (size_t)s0 * layer->insize;
-
-      if (conv->pointwise)
-        PetscCall(Conv2dGemmInput(conv, P, Wdot, dys, 1.0, dxs));
-      else {
-        conv->colx = NULL;
-        PetscCall(Conv2dGemmInput(conv, P, Wdot, dys, 0.0, conv->col));
-        PetscCall(Conv2dCol2im_Batch(conv, ns, conv->col, PETSC_TRUE, dxs));
-      }
-    }
+    if (dox) PetscCall(Conv2dInputCotangent_Batch(conv, ns, P, Wdot, dys, PETSC_TRUE, dxdot + (size_t)s0 * layer->insize));
   }
   if (doW) Conv2dAddWeightsTranspose(conv, dWdot);
   PetscCall(PetscLogFlops(2.0 * n * conv->pixels * conv->kg * nout * ((doW ? 1 : 0) + (dox ? 1 : 0)) + (dox && !conv->pointwise ? 1.0 * n * conv->pixels * conv->ktot : 0.0)));
