@@ -19,6 +19,16 @@ PETSC_EXTERN PetscClassId NET_CLASSID;
 PETSC_EXTERN PetscErrorCode NetInitializePackage(void);
 PETSC_EXTERN PetscErrorCode NetFinalizePackage(void);
 PETSC_EXTERN PetscErrorCode NetCreate(MPI_Comm, Net *);
+
+/* How the parameters and the work of a Net are spread over its ranks (NetSetParallel(), -net_parallel) */
+typedef enum {
+  NET_PARALLEL_REPLICATED, /* data parallel; every rank computes with a full copy of the parameters */
+  NET_PARALLEL_SHARDED,    /* data parallel; each node's parameters gathered just before it runs, gradients reduce-scattered (ZeRO-3) */
+  NET_PARALLEL_MODEL       /* dense and conv2d nodes split over all ranks (model / channel-filter parallel), the rest sharded */
+} NetParallelType;
+PETSC_EXTERN const char *const NetParallelTypes[];
+PETSC_EXTERN PetscErrorCode    NetSetParallel(Net, NetParallelType);
+PETSC_EXTERN PetscErrorCode    NetGetParallel(Net, NetParallelType *);
 PETSC_EXTERN PetscErrorCode NetSetInputShape(Net, const PetNetShape *);
 PETSC_EXTERN PetscErrorCode NetGetInputShape(Net, PetNetShape *);
 PETSC_EXTERN PetscErrorCode NetGetOutputShape(Net, PetNetShape *);

@@ -172,6 +172,78 @@ PetscErrorCode NetGetTraining(Net net, PetscBool *training)
   PetscFunctionReturn(0);
 }
 
+const char *const NetParallelTypes[] = {"replicated", "sharded", "model", "NetParallelType", "NET_PARALLEL_", NULL};
+
+/*@
+  NetSetParallel - chooses how the parameters and the work of the Net are spread over its ranks
+
+  Logically collective
+
+  Input Parameters:
++ net      - the Net
+- parallel - `NET_PARALLEL_REPLICATED` (default): data parallel, every rank computes with a full copy of the
+             parameters (fastest for small models); `NET_PARALLEL_SHARDED`: data parallel, but each node's parameters
+             are gathered just before it runs and its gradient reduce-scattered into the owned slice, so that no rank
+             holds all parameters at once (ZeRO stage 3); `NET_PARALLEL_MODEL`: dense and conv2d nodes are split over
+             all ranks (their weights over a P_out x P_in grid, see LayerSetPartition()), the other nodes sharded
+
+  Options Database Key:
+. -net_parallel <replicated,sharded,model> - the same from the options
+
+  Notes:
+  The results of the three modes agree to round-off. The parameter Vec (NetGetParameters()) is the same distributed
+  Vec in every mode, so optimizers, checkpoints and model files do not change. Changing the mode of a Net that is set
+  up lays it out anew (its parameters are kept).
+
+  Level: intermediate
+
+.seealso: `NetGetParallel()`, `LayerSetPartition()`, `NetGetParameters()`
+@*/
+PetscErrorCode NetSetParallel(Net net, NetParallelType parallel)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(net, NET_CLASSID, 1);
+  PetscValidLogicalCollectiveEnum(net, parallel, 2);
+  PetscCheck(parallel >= NET_PARALLEL_REPLICATED && parallel <= NET_PARALLEL_MODEL, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_OUTOFRANGE, "Unknown parallel mode %d: use replicated, sharded or model", (int)parallel);
+  if (parallel == net->parallel) PetscFunctionReturn(0);
+  net->parallel = parallel;
+  if (net->setupcalled) {
+    Vec keep;
+
+    PetscCall(VecDuplicate(net->theta, &keep));
+    PetscCall(VecCopy(net->theta, keep));
+    PetscCall(NetReset(net));
+    PetscCall(NetSetUp(net));
+    PetscCall(NetSetParameters(net, keep));
+    PetscCall(VecDestroy(&keep));
+  }
+  PetscFunctionReturn(0);
+}
+
+/*@
+  NetGetParallel - how the parameters and the work of the Net are spread over its ranks
+
+  Not collective
+
+  Input Parameter:
+. net - the Net
+
+  Output Parameter:
+. parallel - the mode (see NetSetParallel())
+
+  Level: intermediate
+
+.seealso: `NetSetParallel()`
+@*/
+PetscErrorCode NetGetParallel(Net net, NetParallelType *parallel)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(net, NET_CLASSID, 1);
+  PetscValidPointer(parallel, 2);
+  *parallel = net->parallel;
+  PetscFunctionReturn(0);
+}
+
 /*@
   NetSetSeed - sets the seed of the parameter initialisation
 
@@ -415,6 +487,7 @@ static PetscErrorCode NetGetLongOption_Private(Net net, const char name[], const
 . -net_graph <graph>         - the layers as a graph of named nodes (NetSetGraph())
 . -net_input_shape <shape>   - the per-sample input shape, channels last: 784 or 28x28x1
 . -net_seed <seed>           - the seed of the parameter initialisation
+. -net_parallel <replicated,sharded,model> - how parameters and work are spread over the ranks (NetSetParallel())
 . -net_test_jacobian         - dot-product and finite-difference checks at the first forward pass
 . -net_load <file>           - load architecture and parameters saved by NetSave() (replaces -net_layers)
 - -net_view                  - print the Net at set-up
@@ -456,6 +529,12 @@ PetscErrorCode NetSetFromOptions(Net net)
   }
   PetscCall(PetscOptionsInt("-net_seed", "Seed of the parameter initialisation", "NetSetSeed", seed, &seed, NULL));
   net->seed = (unsigned long)seed;
+  {
+    NetParallelType parallel = net->parallel;
+
+    PetscCall(PetscOptionsEnum("-net_parallel", "How parameters and work are spread over the ranks", "NetSetParallel", NetParallelTypes, (PetscEnum)parallel, (PetscEnum *)&parallel, NULL));
+    PetscCall(NetSetParallel(net, parallel));
+  }
   PetscCall(PetscOptionsBool("-net_test_jacobian", "Run dot-product and finite-difference checks of the Jacobians at the first forward pass", "NetTestJacobian", net->testjacobian, &net->testjacobian, NULL));
   PetscCall(PetscOptionsString("-net_load", "Load architecture and parameters from a file written by NetSave() (replaces -net_layers)", "NetLoad", load, load, sizeof(load), &loadflg));
   PetscCall(PetscObjectProcessOptionsHandlers((PetscObject)net, PetscOptionsObject));

@@ -30,6 +30,19 @@ typedef struct {
   PetscInt  branch;   /* ... 0: in F, 1: in P */
   PetscBool residual; /* list form: this node is the join of a residual(F|P) entry */
   PetscInt  nuses;    /* edges leaving this node (+1 for the Net's output); set at set-up */
+
+  /* Where the node's parameters come from (netparams.c). The kernels receive this rank's nplocal parameters of the
+     node as one array: the entries of theta in the ascending runs [runstart[i], runstart[i] + runlen[i]) put end to
+     end (nruns == 0: the whole block [poff[k], poff[k+1])), and their gradient accumulates into an array laid out the
+     same way. A data-parallel node takes its whole block; a model-parallel node only its own block of it. */
+  PetscInt  nplocal, nruns;
+  PetscInt *runstart, *runlen;
+  void     *pmap; /* the gather / reduce-scatter of these entries (netparams.c); NULL in replicated mode */
+
+  /* Model parallelism (netmodel.c): the node's weights split over a P_out x P_in grid of ranks (partition[0] == 0: the
+     node is data parallel), and the state of that split (layouts, data-movement operators, the local layer) */
+  PetscInt partition[2];
+  void    *mp;
 } NetNode;
 
 struct _p_Net {
@@ -44,6 +57,7 @@ struct _p_Net {
   PetscInt      ninputuses; /* edges leaving the Net's input */
   PetscBool     setupcalled;
   unsigned long seed;
+  NetParallelType parallel; /* replicated, sharded or model (NetSetParallel()) */
 
   /* Parameters: theta is distributed (each rank owns a slice); the layers read the replicated copy theta_rep,
      refreshed by the broadcast whenever theta's state changes. grad_rep collects this rank's gradient. The kernels
@@ -98,3 +112,12 @@ PETSC_INTERN PetscErrorCode NetLayerListNext_Private(char **, char **);
 PETSC_INTERN PetscErrorCode NetListSpec_Private(Net, PetscInt, PetscInt, size_t, char[], size_t *);
 PETSC_INTERN PetscErrorCode NetSetFrozen_Private(Net, PetscBool);
 PETSC_INTERN PetscErrorCode NetCheckMemory_Private(Net, PetscLogDouble, PetscInt, const char[]);
+
+/* Model-parallel nodes (netmodel.c). x, y, dx, dy are sample-split local arrays of n samples like every other node's;
+   th, dth this rank's nplocal parameters of the node (dth accumulates). Collective, in the same order on every rank. */
+PETSC_INTERN PetscErrorCode NetModelSetUpNode_Private(Net, PetscInt);
+PETSC_INTERN PetscErrorCode NetModelDestroyNode_Private(Net, PetscInt);
+PETSC_INTERN PetscErrorCode NetModelForward_Private(Net, PetscInt, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode NetModelBackward_Private(Net, PetscInt, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode NetModelJVP_Private(Net, PetscInt, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode NetModelSOBackward_Private(Net, PetscInt, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
