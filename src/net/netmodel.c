@@ -4,9 +4,11 @@
 */
 #include <petnet/private/netimpl.h>
 
+/* Decides whether node k is model parallel; if so sets its mp, nplocal and runs */
 PetscErrorCode NetModelSetUpNode_Private(Net net, PetscInt k)
 {
   PetscFunctionBegin;
+  if (net->parallel != NET_PARALLEL_MODEL || !net->layers[k]->nparams) PetscFunctionReturn(0);
   SETERRQ(PetscObjectComm((PetscObject)net), PETSC_ERR_SUP, "Node %s: model-parallel layers are not available yet", net->nodes[k].name);
 }
 
@@ -34,7 +36,8 @@ PetscErrorCode NetModelJVP_Private(Net net, PetscInt k, PetscInt n, const PetscS
   SETERRQ(PetscObjectComm((PetscObject)net), PETSC_ERR_SUP, "Node %s: model-parallel layers are not available yet", net->nodes[k].name);
 }
 
-PetscErrorCode NetModelSOBackward_Private(Net net, PetscInt k, PetscInt n, const PetscScalar *th, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *thdot, const PetscScalar *ydot, const PetscScalar *dy, PetscScalar *dxdot, PetscScalar *dthdot)
+PetscErrorCode NetModelSOBackward_Private(Net net, PetscInt k, PetscInt n, const PetscScalar *th, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *thdot, const PetscScalar *ydot, const PetscScalar *dy,
+                                          PetscScalar *dxdot, PetscScalar *dthdot)
 {
   PetscFunctionBegin;
   SETERRQ(PetscObjectComm((PetscObject)net), PETSC_ERR_SUP, "Node %s: model-parallel layers have no exact Hessian-vector products: use the Gauss-Newton operator (-trainer_hessian gn)", net->nodes[k].name);
