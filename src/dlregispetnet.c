@@ -24,6 +24,7 @@
 PetscErrorCode PetNetInitializePackage(void)
 {
   PetscFunctionBegin;
+  PetscCall(PetNetSysInitializePackage());
   PetscCall(TrainerInitializePackage());
   PetscCall(NetTSInitializePackage());
   PetscFunctionReturn(0);
