@@ -21,15 +21,18 @@ static PetscInt Rand(PetscInt n) /* uniform in [0, n) */
   return (PetscInt)(rng_state % (unsigned long long)n);
 }
 
+/* What the random layouts covered (printed, so that a run shows it tested what it claims) */
+static PetscInt nlayouts = 0, nreplicated = 0, nemptyblock = 0, nmultiaxis = 0, nuneven = 0;
+
 /* What the test chose for a layout, kept to compute the expected results independently of the library */
 typedef struct {
   PetscInt     ndim, ngrid;
   PetscInt64   dims[PETNET_LAYOUT_MAX_DIM];
   PetscMPIInt  gdims[PETNET_LAYOUT_MAX_GRID];
-  PetscInt     axis[PETNET_LAYOUT_MAX_DIM];               /* -1: not split */
-  PetscInt64   off[PETNET_LAYOUT_MAX_DIM][8];             /* ownership ranges along axis[d] (<= 6 ranks per axis) */
-  PetscBool    repl[PETNET_LAYOUT_MAX_GRID];              /* a replication axis */
-  PetscBool    replicated;                                /* some replication axis has more than one rank */
+  PetscInt     axis[PETNET_LAYOUT_MAX_DIM];   /* -1: not split */
+  PetscInt64   off[PETNET_LAYOUT_MAX_DIM][8]; /* ownership ranges along axis[d] (<= 6 ranks per axis) */
+  PetscBool    repl[PETNET_LAYOUT_MAX_GRID];  /* a replication axis */
+  PetscBool    replicated;                    /* some replication axis has more than one rank */
   PetNetLayout L;
 } Desc;
 
@@ -175,10 +178,29 @@ static PetscErrorCode RandomLayout(MPI_Comm comm, PetscBool allowrepl, Desc *D)
     PetscCall(PetNetLayoutSetSplit(D->L, d, D->axis[d], sizes));
   }
   PetscCall(PetNetLayoutSetUp(D->L));
+  {
+    PetscInt  naxes = 0;
+    PetscBool empty = PETSC_FALSE, uneven = PETSC_FALSE;
+
+    for (PetscInt a = 0; a < D->ngrid; a++) naxes += D->gdims[a] > 1;
+    for (PetscInt d = 0; d < D->ndim; d++)
+      if (D->axis[d] >= 0)
+        for (PetscInt c = 0; c < D->gdims[D->axis[d]]; c++) {
+          PetscInt64 n = D->off[d][c + 1] - D->off[d][c];
+
+          if (!n) empty = PETSC_TRUE;
+          if (n != D->off[d][1] - D->off[d][0]) uneven = PETSC_TRUE;
+        }
+    nlayouts++;
+    nreplicated += D->replicated;
+    nemptyblock += empty;
+    nuneven += uneven;
+    nmultiaxis += naxes > 1;
+  }
   PetscFunctionReturn(0);
 }
 
-static PetscReal worst = 0; /* the largest dot-product ratio seen */
+static PetscReal worst     = 0; /* the largest dot-product ratio seen */
 static PetscInt  ndottests = 0;
 
 /* |<Ax,y> - <x,A^T y>| <= 1e-13 |Ax||y| over a few random x, y; and the Add variants against MatMult/MatMultTranspose */
@@ -198,6 +220,8 @@ static PetscErrorCode DotTest(const char name[], Mat A, PetscRandom rnd)
 
     PetscCall(VecSetRandom(x, rnd));
     PetscCall(VecSetRandom(y, rnd));
+    PetscCall(VecSetRandom(Ax, rnd)); /* the outputs start as garbage: MatMult must overwrite (or zero) every entry */
+    PetscCall(VecSetRandom(ATy, rnd));
     PetscCall(MatMult(A, x, Ax));
     PetscCall(MatMultTranspose(A, y, ATy));
     PetscCall(VecDot(Ax, y, &d1));
@@ -208,7 +232,8 @@ static PetscErrorCode DotTest(const char name[], Mat A, PetscRandom rnd)
       err   = PetscAbsScalar(d1 - d2) / (nAx * ny);
       worst = PetscMax(worst, err);
       PetscCheck(err <= 1e-13, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s: dot-product test |<Ax,y> - <x,A^T y>|/(|Ax||y|) = %g > 1e-13", name, (double)err);
-    } else PetscCheck(PetscAbsScalar(d2) == 0, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s: A x = 0 but <x, A^T y> = %g", name, (double)PetscRealPart(d2));
+    } else
+      PetscCheck(PetscAbsScalar(d2) == 0, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s: A x = 0 but <x, A^T y> = %g", name, (double)PetscRealPart(d2));
     ndottests++;
   }
   /* MatMultAdd(A, x, z, z) = z + A x, MatMultTransposeAdd(A, y, w, w) = w + A^T y */
@@ -313,6 +338,7 @@ static PetscErrorCode CheckSums(const char name[], const Desc *P, const Desc *T,
     while (Next(P->ndim, start, sz, idx));
   }
   PetscCall(VecRestoreArrayWrite(x, &a));
+  PetscCall(VecSet(y, 42.0));
   PetscCall(MatMult(M, x, y));
   canon = Canonical(T, rank);
   PetscCall(VecGetLocalSize(y, &n));
@@ -352,6 +378,7 @@ static PetscErrorCode CheckRedistribute(const Desc *A, const Desc *B, PetscRando
   PetscCall(PetNetLayoutCreateVec(B->L, &y));
   PetscCall(VecDuplicate(x, &z));
   PetscCall(FillTensor(A, x, PETSC_TRUE));
+  PetscCall(VecSet(y, 42.0));
   PetscCall(MatMult(R, x, y));
   PetscCall(PetNetLayoutGetBlock(B->L, start, size));
   PetscCall(CheckBox("redistribute", B, start, size, y));
@@ -397,6 +424,7 @@ static PetscErrorCode CheckHalo(const Desc *A, PetscRandom rnd)
   }
   PetscCall(MatCreateVecs(H, &x, &y));
   PetscCall(FillTensor(A, x, PETSC_TRUE));
+  PetscCall(VecSet(y, 42.0)); /* the halo's padding must be zeroed, not left as it was */
   PetscCall(MatMult(H, x, y));
   PetscCall(CheckBox("halo", A, blo, ext, y));
   PetscCall(DotTest("halo", H, rnd));
@@ -447,6 +475,7 @@ static PetscErrorCode CheckHaloConv(MPI_Comm comm, const Desc *A, PetscRandom rn
   }
   PetscCall(MatCreateVecs(H, &x, &y));
   PetscCall(FillTensor(A, x, PETSC_TRUE));
+  PetscCall(VecSet(y, 42.0));
   PetscCall(MatMult(H, x, y));
   PetscCall(CheckBox("halo conv", A, blo, ext, y));
   PetscCall(DotTest("halo conv", H, rnd));
@@ -555,7 +584,7 @@ static PetscErrorCode ErrorCase(MPI_Comm comm, const char name[])
   PetscCall(PetscStrcmp(name, "split_count", &is));
   if (is) { /* sizes given for the default 1-D grid, then the grid changed */
     PetscInt64  dims[2] = {2, 8}, sizes[8] = {0};
-    PetscMPIInt g[2]    = {1, size};
+    PetscMPIInt g[2] = {1, size};
 
     sizes[0] = 8;
     PetscCall(PetNetLayoutSetShape(L, 2, dims));
@@ -568,7 +597,8 @@ static PetscErrorCode ErrorCase(MPI_Comm comm, const char name[])
   SETERRQ(comm, PETSC_ERR_USER, "error case %s did not fail", name);
 }
 
-/* A fixed layout, viewed: 8x5x3 on a grid 2 x (size/2) when size is even, dim 0 split unevenly along axis 0 */
+/* Fixed layouts of 8x5x3, viewed: on a grid 2 x (size/2) (size even) dims 0 (5,3) and 1 split, else dim 1 split over
+   all ranks; the sample split with 2 samples a rank; channels split along axis 0 with axis 1 replicating */
 static PetscErrorCode ViewCase(MPI_Comm comm)
 {
   PetscMPIInt  size;
@@ -591,6 +621,18 @@ static PetscErrorCode ViewCase(MPI_Comm comm)
   PetscCall(PetNetLayoutCreateSampleSplit(comm, 3, dims, 2, &S));
   PetscCall(PetNetLayoutView(S, PETSC_VIEWER_STDOUT_(comm)));
   PetscCall(PetNetLayoutDestroy(&L));
+  { /* channels split along axis 0, axis 1 replicating */
+    PetscMPIInt g[2] = {size % 2 ? 1 : 2, size % 2 ? size : size / 2};
+
+    PetscCall(PetNetLayoutCreate(comm, &L));
+    PetscCall(PetscObjectSetName((PetscObject)L, "replicated"));
+    PetscCall(PetNetLayoutSetShape(L, 3, dims));
+    PetscCall(PetNetLayoutSetGrid(L, 2, g));
+    PetscCall(PetNetLayoutSetSplit(L, 2, 0, NULL));
+    PetscCall(PetNetLayoutSetUp(L));
+    PetscCall(PetNetLayoutView(L, NULL));
+    PetscCall(PetNetLayoutDestroy(&L));
+  }
   PetscCall(PetNetLayoutDestroy(&S));
   PetscFunctionReturn(0);
 }
@@ -613,8 +655,10 @@ int main(int argc, char **argv)
     PetscBool view;
 
     PetscCall(PetscStrcmp(name, "view", &view));
-    if (view) PetscCall(ViewCase(PETSC_COMM_WORLD));
-    else PetscCall(ErrorCase(PETSC_COMM_WORLD, name));
+    if (view)
+      PetscCall(ViewCase(PETSC_COMM_WORLD));
+    else
+      PetscCall(ErrorCase(PETSC_COMM_WORLD, name));
     PetscCall(PetscFinalize());
     return 0;
   }
@@ -624,6 +668,8 @@ int main(int argc, char **argv)
   PetscCall(PetscRandomSeed(rnd));
   for (PetscInt t = 0; t < ntrials; t++) PetscCall(Trial(PETSC_COMM_WORLD, rnd));
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%" PetscInt_FMT " random layout pairs on %d ranks: %" PetscInt_FMT " dot-product tests, worst ratio %.3g (bound 1e-13); values, inverses, sums and halos exact\n", ntrials, size, ndottests, (double)worst));
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%" PetscInt_FMT " layouts: %" PetscInt_FMT " replicated, %" PetscInt_FMT " uneven, %" PetscInt_FMT " with an empty block, %" PetscInt_FMT " on a grid with 2+ axes of 2+ ranks\n", nlayouts, nreplicated,
+                        nuneven, nemptyblock, nmultiaxis));
   PetscCall(PetscRandomDestroy(&rnd));
   PetscCall(PetscFinalize());
   return 0;

@@ -54,7 +54,8 @@ PetscErrorCode PetNetHaloCreate(PetNetLayout layout, const PetscInt64 lo[], cons
   PetscValidPointer(H, 4);
   PetscCall(PetNetLayoutCheckSetUp_Private(layout, "PetNetHaloCreate"));
   for (PetscInt d = 0; d < layout->ndim; d++)
-    PetscCheck(lo[d] >= 0 && hi[d] >= 0, PetscObjectComm((PetscObject)layout), PETSC_ERR_ARG_OUTOFRANGE, "PetNetHaloCreate(): the halo of dim %" PetscInt_FMT " is lo %" PetscInt64_FMT ", hi %" PetscInt64_FMT ": give halo widths >= 0", d, lo[d], hi[d]);
+    PetscCheck(lo[d] >= 0 && hi[d] >= 0, PetscObjectComm((PetscObject)layout), PETSC_ERR_ARG_OUTOFRANGE, "PetNetHaloCreate(): the halo of dim %" PetscInt_FMT " is lo %" PetscInt64_FMT ", hi %" PetscInt64_FMT ": give halo widths >= 0", d, lo[d],
+               hi[d]);
   for (PetscInt d = 0; d < layout->ndim; d++) {
     blo[d] = layout->start[d] - lo[d];
     bhi[d] = layout->start[d] + layout->size[d] + hi[d];
@@ -111,14 +112,18 @@ PetscErrorCode PetNetHaloCreateConv(PetNetLayout in, PetNetLayout out, const Pet
     const PetscInt k = kernel ? kernel[d] : 1, s = stride ? stride[d] : 1, p = pad ? pad[d] : 0;
     PetscInt64     expect;
 
-    PetscCheck(k >= 0 && s >= 1 && p >= 0, comm, PETSC_ERR_ARG_OUTOFRANGE, "PetNetHaloCreateConv(): dim %" PetscInt_FMT " has kernel %" PetscInt_FMT ", stride %" PetscInt_FMT ", padding %" PetscInt_FMT ": give kernel >= 1 (0: the dim read whole), stride >= 1 and padding >= 0", d, k, s, p);
+    PetscCheck(k >= 0 && s >= 1 && p >= 0, comm, PETSC_ERR_ARG_OUTOFRANGE,
+               "PetNetHaloCreateConv(): dim %" PetscInt_FMT " has kernel %" PetscInt_FMT ", stride %" PetscInt_FMT ", padding %" PetscInt_FMT ": give kernel >= 1 (0: the dim read whole), stride >= 1 and padding >= 0", d, k, s, p);
     if (k == 0) {
       blo[d] = 0;
       bhi[d] = in->dims[d];
       continue;
     }
     expect = in->dims[d] + 2 * p >= k ? (in->dims[d] + 2 * p - k) / s + 1 : 0; /* no window fits: no output */
-    PetscCheck(out->dims[d] == expect, comm, PETSC_ERR_ARG_INCOMP, "PetNetHaloCreateConv(): along dim %" PetscInt_FMT " a kernel of %" PetscInt_FMT " with stride %" PetscInt_FMT " and padding %" PetscInt_FMT " maps %" PetscInt64_FMT " input entries to %" PetscInt64_FMT ", but `out` has %" PetscInt64_FMT ": give `out` the extent %" PetscInt64_FMT, d, k, s, p, in->dims[d], expect, out->dims[d], expect);
+    PetscCheck(out->dims[d] == expect, comm, PETSC_ERR_ARG_INCOMP,
+               "PetNetHaloCreateConv(): along dim %" PetscInt_FMT " a kernel of %" PetscInt_FMT " with stride %" PetscInt_FMT " and padding %" PetscInt_FMT " maps %" PetscInt64_FMT " input entries to %" PetscInt64_FMT
+               ", but `out` has %" PetscInt64_FMT ": give `out` the extent %" PetscInt64_FMT,
+               d, k, s, p, in->dims[d], expect, out->dims[d], expect);
     blo[d] = out->start[d] * s - p;
     bhi[d] = (out->start[d] + out->size[d] - 1) * s - p + k;
   }

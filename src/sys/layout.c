@@ -89,8 +89,7 @@ PetscErrorCode PetNetLayoutSetShape(PetNetLayout layout, PetscInt ndim, const Pe
   PetscCall(PetNetLayoutCheckNotSetUp(layout, "PetNetLayoutSetShape"));
   PetscCheck(ndim >= 1 && ndim <= PETNET_LAYOUT_MAX_DIM, PetscObjectComm((PetscObject)layout), PETSC_ERR_ARG_OUTOFRANGE, "PetNetLayoutSetShape(): ndim %" PetscInt_FMT " is out of range: a tensor has 1 to %d dims", ndim, PETNET_LAYOUT_MAX_DIM);
   PetscValidPointer(dims, 3);
-  for (PetscInt d = 0; d < ndim; d++)
-    PetscCheck(dims[d] >= 0, PetscObjectComm((PetscObject)layout), PETSC_ERR_ARG_OUTOFRANGE, "PetNetLayoutSetShape(): dim %" PetscInt_FMT " has extent %" PetscInt64_FMT ": give extents >= 0", d, dims[d]);
+  for (PetscInt d = 0; d < ndim; d++) PetscCheck(dims[d] >= 0, PetscObjectComm((PetscObject)layout), PETSC_ERR_ARG_OUTOFRANGE, "PetNetLayoutSetShape(): dim %" PetscInt_FMT " has extent %" PetscInt64_FMT ": give extents >= 0", d, dims[d]);
   for (PetscInt d = ndim; d < PETNET_LAYOUT_MAX_DIM; d++) {
     PetscCall(PetscFree(layout->usersizes[d]));
     layout->splitset[d] = PETSC_FALSE;
@@ -184,13 +183,15 @@ PetscErrorCode PetNetLayoutSetSplit(PetNetLayout layout, PetscInt dim, PetscInt 
   PetscCall(PetNetLayoutCheckNotSetUp(layout, "PetNetLayoutSetSplit"));
   PetscCheck(layout->ndim > 0, PetscObjectComm((PetscObject)layout), PETSC_ERR_ARG_WRONGSTATE, "PetNetLayoutSetSplit() before the shape is known: call PetNetLayoutSetShape() first");
   PetscCheck(dim >= 0 && dim < layout->ndim, PetscObjectComm((PetscObject)layout), PETSC_ERR_ARG_OUTOFRANGE, "PetNetLayoutSetSplit(): dim %" PetscInt_FMT " does not exist: the tensor has dims 0 to %" PetscInt_FMT, dim, layout->ndim - 1);
-  PetscCheck(axis >= -1 && axis < layout->ngrid, PetscObjectComm((PetscObject)layout), PETSC_ERR_ARG_OUTOFRANGE, "PetNetLayoutSetSplit(): grid axis %" PetscInt_FMT " does not exist: the grid has axes 0 to %" PetscInt_FMT " (set it with PetNetLayoutSetGrid() first), or give -1 for a dim not split", axis, layout->ngrid - 1);
+  PetscCheck(axis >= -1 && axis < layout->ngrid, PetscObjectComm((PetscObject)layout), PETSC_ERR_ARG_OUTOFRANGE,
+             "PetNetLayoutSetSplit(): grid axis %" PetscInt_FMT " does not exist: the grid has axes 0 to %" PetscInt_FMT " (set it with PetNetLayoutSetGrid() first), or give -1 for a dim not split", axis, layout->ngrid - 1);
   PetscCall(PetscFree(layout->usersizes[dim]));
   layout->axis[dim]     = axis;
   layout->splitset[dim] = (PetscBool)(axis >= 0);
   if (axis >= 0 && sizes) {
     for (PetscMPIInt c = 0; c < layout->gdims[axis]; c++)
-      PetscCheck(sizes[c] >= 0, PetscObjectComm((PetscObject)layout), PETSC_ERR_ARG_OUTOFRANGE, "PetNetLayoutSetSplit(): the ownership size of dim %" PetscInt_FMT " at coordinate %d of grid axis %" PetscInt_FMT " is %" PetscInt64_FMT ": give sizes >= 0", dim, c, axis, sizes[c]);
+      PetscCheck(sizes[c] >= 0, PetscObjectComm((PetscObject)layout), PETSC_ERR_ARG_OUTOFRANGE,
+                 "PetNetLayoutSetSplit(): the ownership size of dim %" PetscInt_FMT " at coordinate %d of grid axis %" PetscInt_FMT " is %" PetscInt64_FMT ": give sizes >= 0", dim, c, axis, sizes[c]);
     PetscCall(PetscMalloc1(layout->gdims[axis] + 1, &layout->usersizes[dim]));
     layout->usersizes[dim][0] = layout->gdims[axis]; /* how many follow: the grid may change before PetNetLayoutSetUp() */
     PetscCall(PetscArraycpy(layout->usersizes[dim] + 1, sizes, layout->gdims[axis]));
@@ -240,14 +241,23 @@ PetscErrorCode PetNetLayoutSetUp(PetNetLayout layout)
     PetscInt64 sum;
 
     if (a < 0) continue;
-    PetscCheck(a < layout->ngrid, comm, PETSC_ERR_ARG_INCOMP, "dim %" PetscInt_FMT " is split along grid axis %" PetscInt_FMT " but the grid has %" PetscInt_FMT " axes: split it along an axis 0 to %" PetscInt_FMT " or give a grid with more axes (PetNetLayoutSetGrid())", d, a, layout->ngrid, layout->ngrid - 1);
-    PetscCheck(splitter[a] < 0, comm, PETSC_ERR_ARG_INCOMP, "grid axis %" PetscInt_FMT " splits both dim %" PetscInt_FMT " and dim %" PetscInt_FMT ": each grid axis splits at most one dim; split dim %" PetscInt_FMT " along another axis (give the grid one more axis with PetNetLayoutSetGrid()) or leave it whole", a, splitter[a], d, d);
+    PetscCheck(a < layout->ngrid, comm, PETSC_ERR_ARG_INCOMP,
+               "dim %" PetscInt_FMT " is split along grid axis %" PetscInt_FMT " but the grid has %" PetscInt_FMT " axes: split it along an axis 0 to %" PetscInt_FMT " or give a grid with more axes (PetNetLayoutSetGrid())", d, a, layout->ngrid,
+               layout->ngrid - 1);
+    PetscCheck(splitter[a] < 0, comm, PETSC_ERR_ARG_INCOMP,
+               "grid axis %" PetscInt_FMT " splits both dim %" PetscInt_FMT " and dim %" PetscInt_FMT ": each grid axis splits at most one dim; split dim %" PetscInt_FMT
+               " along another axis (give the grid one more axis with PetNetLayoutSetGrid()) or leave it whole",
+               a, splitter[a], d, d);
     splitter[a] = d;
     if (!layout->usersizes[d]) continue;
-    PetscCheck(layout->usersizes[d][0] == layout->gdims[a], comm, PETSC_ERR_ARG_INCOMP, "dim %" PetscInt_FMT " was given %" PetscInt64_FMT " ownership sizes but grid axis %" PetscInt_FMT " has %d ranks: give one size per rank along the axis (set the grid before the split)", d, layout->usersizes[d][0], a, layout->gdims[a]);
+    PetscCheck(layout->usersizes[d][0] == layout->gdims[a], comm, PETSC_ERR_ARG_INCOMP,
+               "dim %" PetscInt_FMT " was given %" PetscInt64_FMT " ownership sizes but grid axis %" PetscInt_FMT " has %d ranks: give one size per rank along the axis (set the grid before the split)", d, layout->usersizes[d][0], a,
+               layout->gdims[a]);
     sum = 0;
     for (PetscMPIInt c = 0; c < layout->gdims[a]; c++) sum += layout->usersizes[d][1 + c];
-    PetscCheck(sum == layout->dims[d], comm, PETSC_ERR_ARG_INCOMP, "ownership sizes along grid axis %" PetscInt_FMT " sum to %" PetscInt64_FMT " but dim %" PetscInt_FMT " has %" PetscInt64_FMT " entries: give sizes summing to %" PetscInt64_FMT " (or NULL for an even split)", a, sum, d, layout->dims[d], layout->dims[d]);
+    PetscCheck(sum == layout->dims[d], comm, PETSC_ERR_ARG_INCOMP,
+               "ownership sizes along grid axis %" PetscInt_FMT " sum to %" PetscInt64_FMT " but dim %" PetscInt_FMT " has %" PetscInt64_FMT " entries: give sizes summing to %" PetscInt64_FMT " (or NULL for an even split)", a, sum, d,
+               layout->dims[d], layout->dims[d]);
   }
   for (PetscInt d = 0; d < layout->ndim; d++) {
     PetscInt64 big = layout->dims[d];
@@ -256,14 +266,18 @@ PetscErrorCode PetNetLayoutSetUp(PetNetLayout layout)
     if (a >= 0 && layout->usersizes[d]) {
       big = 0;
       for (PetscMPIInt c = 0; c < layout->gdims[a]; c++) big = PetscMax(big, layout->usersizes[d][1 + c]);
-    } else if (a >= 0) big = (layout->dims[d] + layout->gdims[a] - 1) / layout->gdims[a];
+    } else if (a >= 0)
+      big = (layout->dims[d] + layout->gdims[a] - 1) / layout->gdims[a];
     maxblock *= (PetscReal)big;
     total *= (PetscReal)layout->dims[d];
   }
   for (PetscInt a = 0; a < layout->ngrid; a++)
     if (splitter[a] < 0) total *= layout->gdims[a];
-  PetscCheck(maxblock <= (PetscReal)PETSC_MAX_INT, comm, PETSC_ERR_ARG_OUTOFRANGE, "the largest block of this layout has %.0f entries, more than a PetscInt holds (%" PetscInt_FMT "): split the tensor over more ranks, or use a PETSc configured --with-64-bit-indices", (double)maxblock, (PetscInt)PETSC_MAX_INT);
-  PetscCheck(total <= (PetscReal)PETSC_MAX_INT, comm, PETSC_ERR_ARG_OUTOFRANGE, "the blocks of this layout (replicas included) have %.0f entries in all, more than a PetscInt holds (%" PetscInt_FMT ") for the Vec's global size: replicate less, or use a PETSc configured --with-64-bit-indices", (double)total, (PetscInt)PETSC_MAX_INT);
+  PetscCheck(maxblock <= (PetscReal)PETSC_MAX_INT, comm, PETSC_ERR_ARG_OUTOFRANGE,
+             "the largest block of this layout has %.0f entries, more than a PetscInt holds (%" PetscInt_FMT "): split the tensor over more ranks, or use a PETSc configured --with-64-bit-indices", (double)maxblock, (PetscInt)PETSC_MAX_INT);
+  PetscCheck(total <= (PetscReal)PETSC_MAX_INT, comm, PETSC_ERR_ARG_OUTOFRANGE,
+             "the blocks of this layout (replicas included) have %.0f entries in all, more than a PetscInt holds (%" PetscInt_FMT ") for the Vec's global size: replicate less, or use a PETSc configured --with-64-bit-indices", (double)total,
+             (PetscInt)PETSC_MAX_INT);
 
   /* grid coordinates of this rank, row-major */
   r = rank;
@@ -286,15 +300,18 @@ PetscErrorCode PetNetLayoutSetUp(PetNetLayout layout)
     for (PetscMPIInt c = 0; c < g; c++) {
       PetscInt64 n;
 
-      if (a < 0) n = layout->dims[d];
-      else if (layout->usersizes[d]) n = layout->usersizes[d][1 + c];
-      else n = layout->dims[d] / g + (c < layout->dims[d] % g ? 1 : 0);
+      if (a < 0)
+        n = layout->dims[d];
+      else if (layout->usersizes[d])
+        n = layout->usersizes[d][1 + c];
+      else
+        n = layout->dims[d] / g + (c < layout->dims[d] % g ? 1 : 0);
       layout->offset[d][c + 1] = layout->offset[d][c] + n;
     }
-    r                 = a >= 0 ? layout->coord[a] : 0;
-    layout->start[d]  = layout->offset[d][r];
-    layout->size[d]   = layout->offset[d][r + 1] - layout->offset[d][r];
-    nlocal           *= layout->size[d];
+    r                = a >= 0 ? layout->coord[a] : 0;
+    layout->start[d] = layout->offset[d][r];
+    layout->size[d]  = layout->offset[d][r + 1] - layout->offset[d][r];
+    nlocal *= layout->size[d];
   }
   layout->nlocal      = (PetscInt)nlocal;
   layout->setupcalled = PETSC_TRUE;
@@ -383,6 +400,20 @@ PetscErrorCode PetNetLayoutCreateVec(PetNetLayout layout, Vec *v)
   PetscFunctionReturn(0);
 }
 
+/* appends to str (of size len) */
+static PetscErrorCode Append(char str[], size_t len, const char fmt[], ...)
+{
+  size_t  n;
+  va_list ap;
+
+  PetscFunctionBegin;
+  PetscCall(PetscStrlen(str, &n));
+  va_start(ap, fmt);
+  PetscCall(PetscVSNPrintf(str + n, len - n, fmt, NULL, ap));
+  va_end(ap);
+  PetscFunctionReturn(0);
+}
+
 /*@C
   PetNetLayoutView - prints a layout: the shape, the grid, how each dim is split, and each rank's block
 
@@ -402,8 +433,8 @@ PetscErrorCode PetNetLayoutCreateVec(PetNetLayout layout, Vec *v)
 PetscErrorCode PetNetLayoutView(PetNetLayout layout, PetscViewer viewer)
 {
   PetscBool   ascii;
-  PetscMPIInt rank;
-  char        str[128];
+  PetscMPIInt rank, size;
+  char        str[128], line[512];
 
   PetscFunctionBegin;
   PetscValidHeaderSpecific(layout, PETNETLAYOUT_CLASSID, 1);
@@ -412,20 +443,22 @@ PetscErrorCode PetNetLayoutView(PetNetLayout layout, PetscViewer viewer)
   PetscCall(PetscObjectTypeCompare((PetscObject)viewer, PETSCVIEWERASCII, &ascii));
   if (!ascii) PetscFunctionReturn(0);
   PetscCallMPI(MPI_Comm_rank(PetscObjectComm((PetscObject)layout), &rank));
-  PetscCall(PetscObjectPrintClassNamePrefixType((PetscObject)layout, viewer));
+  PetscCallMPI(MPI_Comm_size(PetscObjectComm((PetscObject)layout), &size));
+  /* each line is formed in line[] and printed at once: PetscViewerASCIIPrintf() indents every call */
+  PetscCall(PetscViewerASCIIPrintf(viewer, "PetNetLayout Object:%s%s %d MPI process%s\n", ((PetscObject)layout)->name ? " " : "", ((PetscObject)layout)->name ? ((PetscObject)layout)->name : "", size, size > 1 ? "es" : ""));
   PetscCall(PetscViewerASCIIPushTab(viewer));
-  PetscCall(PetscViewerASCIIPrintf(viewer, "shape"));
-  for (PetscInt d = 0; d < layout->ndim; d++) PetscCall(PetscViewerASCIIPrintf(viewer, "%s%" PetscInt64_FMT, d ? "x" : " ", layout->dims[d]));
+  PetscCall(PetscStrcpy(line, "shape "));
+  for (PetscInt d = 0; d < layout->ndim; d++) PetscCall(Append(line, sizeof(line), "%s%" PetscInt64_FMT, d ? "x" : "", layout->dims[d]));
   PetscCall(GridToString(layout->ngrid, layout->gdims, sizeof(str), str));
-  PetscCall(PetscViewerASCIIPrintf(viewer, ", grid %s\n", str));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "%s, grid %s\n", line, str));
   for (PetscInt d = 0; d < layout->ndim; d++) {
     if (layout->axis[d] < 0) continue;
-    PetscCall(PetscViewerASCIIPrintf(viewer, "dim %" PetscInt_FMT " split along grid axis %" PetscInt_FMT, d, layout->axis[d]));
+    PetscCall(PetscSNPrintf(line, sizeof(line), "dim %" PetscInt_FMT " split along grid axis %" PetscInt_FMT, d, layout->axis[d]));
     if (layout->setupcalled) {
-      PetscCall(PetscViewerASCIIPrintf(viewer, ", sizes"));
-      for (PetscMPIInt c = 0; c < layout->gdims[layout->axis[d]]; c++) PetscCall(PetscViewerASCIIPrintf(viewer, "%s%" PetscInt64_FMT, c ? "," : " ", layout->offset[d][c + 1] - layout->offset[d][c]));
+      PetscCall(Append(line, sizeof(line), ", sizes "));
+      for (PetscMPIInt c = 0; c < layout->gdims[layout->axis[d]]; c++) PetscCall(Append(line, sizeof(line), "%s%" PetscInt64_FMT, c ? "," : "", layout->offset[d][c + 1] - layout->offset[d][c]));
     }
-    PetscCall(PetscViewerASCIIPrintf(viewer, "\n"));
+    PetscCall(PetscViewerASCIIPrintf(viewer, "%s\n", line));
   }
   for (PetscInt a = 0; a < layout->ngrid; a++) {
     PetscBool split = PETSC_FALSE;
@@ -435,12 +468,13 @@ PetscErrorCode PetNetLayoutView(PetNetLayout layout, PetscViewer viewer)
     if (!split && layout->gdims[a] > 1) PetscCall(PetscViewerASCIIPrintf(viewer, "grid axis %" PetscInt_FMT " replicates (%d copies)\n", a, layout->gdims[a]));
   }
   if (layout->setupcalled) {
+    PetscCall(PetscSNPrintf(line, sizeof(line), "[%d] coords (", rank));
+    for (PetscInt a = 0; a < layout->ngrid; a++) PetscCall(Append(line, sizeof(line), "%s%d", a ? "," : "", layout->coord[a]));
+    PetscCall(Append(line, sizeof(line), ") block "));
+    for (PetscInt d = 0; d < layout->ndim; d++) PetscCall(Append(line, sizeof(line), "%s[%" PetscInt64_FMT ",%" PetscInt64_FMT ")", d ? " x " : "", layout->start[d], layout->start[d] + layout->size[d]));
+    PetscCall(Append(line, sizeof(line), ", %" PetscInt_FMT " entries%s", layout->nlocal, layout->canonical ? "" : " (replica)"));
     PetscCall(PetscViewerASCIIPushSynchronized(viewer));
-    PetscCall(PetscViewerASCIISynchronizedPrintf(viewer, "[%d] coords (", rank));
-    for (PetscInt a = 0; a < layout->ngrid; a++) PetscCall(PetscViewerASCIISynchronizedPrintf(viewer, "%s%d", a ? "," : "", layout->coord[a]));
-    PetscCall(PetscViewerASCIISynchronizedPrintf(viewer, ") block"));
-    for (PetscInt d = 0; d < layout->ndim; d++) PetscCall(PetscViewerASCIISynchronizedPrintf(viewer, "%s[%" PetscInt64_FMT ",%" PetscInt64_FMT ")", d ? " x " : " ", layout->start[d], layout->start[d] + layout->size[d]));
-    PetscCall(PetscViewerASCIISynchronizedPrintf(viewer, ", %" PetscInt_FMT " entries%s\n", layout->nlocal, layout->canonical ? "" : " (replica)"));
+    PetscCall(PetscViewerASCIISynchronizedPrintf(viewer, "%s\n", line));
     PetscCall(PetscViewerFlush(viewer));
     PetscCall(PetscViewerASCIIPopSynchronized(viewer));
   }
@@ -531,7 +565,7 @@ PetscErrorCode PetNetLayoutCreateSampleSplit(MPI_Comm comm, PetscInt ndim, const
 */
 PetscErrorCode PetNetLayoutCreateBoxSF_Private(PetNetLayout L, const PetscInt64 lo[], const PetscInt64 hi[], PetscSF *sf, PetscInt *boxsize)
 {
-  const PetscInt ndim = L->ndim, last = ndim - 1;
+  const PetscInt ndim = L->ndim, last             = ndim - 1;
   PetscInt64     ext[PETNET_LAYOUT_MAX_DIM], nbox = 1, nvalid = 1, gstride[PETNET_LAYOUT_MAX_GRID], total = 0;
   PetscInt64    *loc[PETNET_LAYOUT_MAX_DIM], *nsz[PETNET_LAYOUT_MAX_DIM], *rk[PETNET_LAYOUT_MAX_DIM];
   PetscInt       idx[PETNET_LAYOUT_MAX_DIM];
@@ -628,6 +662,7 @@ PetscErrorCode PetNetLayoutCheckPair_Private(PetNetLayout a, PetNetLayout b, con
   PetscCall(PetNetLayoutCheckSetUp_Private(b, caller));
   PetscCallMPI(MPI_Comm_compare(PetscObjectComm((PetscObject)a), PetscObjectComm((PetscObject)b), &same));
   PetscCheck(same == MPI_IDENT || same == MPI_CONGRUENT, PetscObjectComm((PetscObject)a), PETSC_ERR_ARG_NOTSAMECOMM, "%s(): the layouts %s and %s live on different communicators: create both on the same one", caller, aname, bname);
-  PetscCheck(a->ndim == b->ndim, PetscObjectComm((PetscObject)a), PETSC_ERR_ARG_INCOMP, "%s(): %s has %" PetscInt_FMT " dims but %s has %" PetscInt_FMT ": give both layouts tensors with the same number of dims", caller, aname, a->ndim, bname, b->ndim);
+  PetscCheck(a->ndim == b->ndim, PetscObjectComm((PetscObject)a), PETSC_ERR_ARG_INCOMP, "%s(): %s has %" PetscInt_FMT " dims but %s has %" PetscInt_FMT ": give both layouts tensors with the same number of dims", caller, aname, a->ndim, bname,
+             b->ndim);
   PetscFunctionReturn(0);
 }

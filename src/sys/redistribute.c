@@ -85,8 +85,10 @@ static PetscErrorCode SFShellApplyGT(SFShell *ctx, Vec x, Vec z, Vec y)
   PetscScalar *r;
 
   PetscFunctionBegin;
-  if (!z) PetscCall(VecZeroEntries(y));
-  else if (z != y) PetscCall(VecCopy(z, y));
+  if (!z)
+    PetscCall(VecZeroEntries(y));
+  else if (z != y)
+    PetscCall(VecCopy(z, y));
   PetscCall(VecGetArray(y, &r));
   PetscCall(SFShellReduce(ctx, x, r));
   PetscCall(VecRestoreArray(y, &r));
@@ -110,9 +112,12 @@ static PetscErrorCode SFShellApply(Mat M, Vec x, Vec z, Vec y, PetscBool transpo
 
   PetscFunctionBegin;
   PetscCall(MatShellGetContext(M, &ctx));
-  if (ctx->kind == SFSHELL_ALLREDUCE) PetscCall(SFShellApplyGGT(ctx, x, z, y));
-  else if ((ctx->kind == SFSHELL_FORWARD) != transpose) PetscCall(SFShellApplyG(ctx, x, z, y));
-  else PetscCall(SFShellApplyGT(ctx, x, z, y));
+  if (ctx->kind == SFSHELL_ALLREDUCE)
+    PetscCall(SFShellApplyGGT(ctx, x, z, y));
+  else if ((ctx->kind == SFSHELL_FORWARD) != transpose)
+    PetscCall(SFShellApplyG(ctx, x, z, y));
+  else
+    PetscCall(SFShellApplyGT(ctx, x, z, y));
   PetscFunctionReturn(0);
 }
 
@@ -195,7 +200,8 @@ static PetscErrorCode CreateBlockSF(PetNetLayout source, PetNetLayout block, Pet
 
   PetscFunctionBegin;
   for (PetscInt d = 0; d < block->ndim; d++) {
-    PetscCheck(source->dims[d] == block->dims[d], PetscObjectComm((PetscObject)source), PETSC_ERR_ARG_INCOMP, "the two layouts differ along dim %" PetscInt_FMT " (%" PetscInt64_FMT " and %" PetscInt64_FMT " entries): data moves only between layouts of the same global shape", d, source->dims[d], block->dims[d]);
+    PetscCheck(source->dims[d] == block->dims[d], PetscObjectComm((PetscObject)source), PETSC_ERR_ARG_INCOMP,
+               "the two layouts differ along dim %" PetscInt_FMT " (%" PetscInt64_FMT " and %" PetscInt64_FMT " entries): data moves only between layouts of the same global shape", d, source->dims[d], block->dims[d]);
   }
   for (PetscInt d = 0; d < block->ndim; d++) {
     lo[d] = block->start[d];
