@@ -1,7 +1,8 @@
 /* The sys package: the class id of PetNetLayout, the one class at this level, and the finalizer. */
 #include <petnet/private/layoutimpl.h>
 
-PetscClassId PETNETLAYOUT_CLASSID;
+PetscClassId  PETNETLAYOUT_CLASSID;
+PetscLogEvent PETNETLAYOUT_Move;
 
 static PetscBool PetNetSysPackageInitialized = PETSC_FALSE;
 
@@ -26,8 +27,8 @@ PetscErrorCode PetNetSysFinalizePackage(void)
 }
 
 /*@C
-  PetNetSysInitializePackage - registers the classes of the sys level (PetNetLayout). Idempotent; called from
-  PetNetLayoutCreate().
+  PetNetSysInitializePackage - registers the classes of the sys level (PetNetLayout) and the log event
+  "PetNetLayoutMove" (every application of a data-movement operator). Idempotent; called from PetNetLayoutCreate().
 
   Not collective
 
@@ -45,6 +46,7 @@ PetscErrorCode PetNetSysInitializePackage(void)
   if (PetNetSysPackageInitialized) PetscFunctionReturn(0);
   PetNetSysPackageInitialized = PETSC_TRUE;
   PetscCall(PetscClassIdRegister("PetNetLayout", &PETNETLAYOUT_CLASSID));
+  PetscCall(PetscLogEventRegister("PetNetLayoutMove", PETNETLAYOUT_CLASSID, &PETNETLAYOUT_Move));
   PetscCall(PetscRegisterFinalize(PetNetSysFinalizePackage));
   PetscFunctionReturn(0);
 }

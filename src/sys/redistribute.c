@@ -112,12 +112,14 @@ static PetscErrorCode SFShellApply(Mat M, Vec x, Vec z, Vec y, PetscBool transpo
 
   PetscFunctionBegin;
   PetscCall(MatShellGetContext(M, &ctx));
+  PetscCall(PetscLogEventBegin(PETNETLAYOUT_Move, M, x, y, 0));
   if (ctx->kind == SFSHELL_ALLREDUCE)
     PetscCall(SFShellApplyGGT(ctx, x, z, y));
   else if ((ctx->kind == SFSHELL_FORWARD) != transpose)
     PetscCall(SFShellApplyG(ctx, x, z, y));
   else
     PetscCall(SFShellApplyGT(ctx, x, z, y));
+  PetscCall(PetscLogEventEnd(PETNETLAYOUT_Move, M, x, y, 0));
   PetscFunctionReturn(0);
 }
 

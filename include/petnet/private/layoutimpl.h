@@ -5,6 +5,9 @@
 #include <petscsf.h>
 #include <petsc/private/petscimpl.h>
 
+/* the log event of every application of a data-movement operator (MatMult and friends of the shells) */
+PETSC_EXTERN PetscLogEvent PETNETLAYOUT_Move;
+
 typedef struct _PetNetLayoutOps *PetNetLayoutOps;
 struct _PetNetLayoutOps {
   PetscErrorCode (*view)(PetNetLayout, PetscViewer);
