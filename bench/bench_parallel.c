@@ -243,7 +243,7 @@ int MPI_Request_free(MPI_Request *req)
 }
 
 /* Collectives, by the convention above */
-static void CommAllreduce(const void *sbuf, int count, MPI_Datatype type, MPI_Comm comm)
+static void CommAllreduce(int count, MPI_Datatype type, MPI_Comm comm)
 {
   int size = CommSize(comm, NULL);
 
@@ -252,13 +252,13 @@ static void CommAllreduce(const void *sbuf, int count, MPI_Datatype type, MPI_Co
 
 int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm)
 {
-  CommAllreduce(sbuf, count, type, comm);
+  CommAllreduce(count, type, comm);
   return PMPI_Allreduce(sbuf, rbuf, count, type, op, comm);
 }
 
 int MPI_Iallreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm, MPI_Request *req)
 {
-  CommAllreduce(sbuf, count, type, comm);
+  CommAllreduce(count, type, comm);
   return PMPI_Iallreduce(sbuf, rbuf, count, type, op, comm, req);
 }
 
