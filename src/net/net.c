@@ -786,8 +786,7 @@ PetscErrorCode NetSetUp(Net net)
   PetscCall(NetSetUpParameterMaps_Private(net));
   if (net->replicated) {
     PetscCall(PetNetBroadcastCreate(net->theta, &net->bcast, &net->theta_rep));
-    PetscCall(VecDuplicate(net->theta_rep, &net->grad_rep));
-    PetscCall(VecDuplicate(net->theta_rep, &net->dtheta_rep));
+    PetscCall(VecDuplicate(net->theta_rep, &net->grad_rep)); /* dtheta_rep: at the first NetJVP() along parameters */
   }
   net->setupcalled = PETSC_TRUE;
   PetscCall(NetInitializeParameters(net));

@@ -495,11 +495,30 @@ PetscErrorCode NetBackward(Net net, Vec dY, Vec dX, Vec G)
       seeded[v] = PETSC_TRUE;
     }
     PetscCall(VecGetArrayRead(net->dact[k + 1], &dy));
-    PetscCall(NetNodeGetParameters_Private(net, k, net->theta, theta, &th));
-    PetscCall(NetNodeGetGradient_Private(net, k, grad, (PetscBool)(G != NULL), &gk));
-    PetscCall(NetNodeBackwardArrays_Private(net, k, th, dy, dx, gk));
-    PetscCall(NetNodeRestoreGradient_Private(net, k, G, &gk));
-    PetscCall(NetNodeRestoreParameters_Private(net, k, &th));
+    if (nd->pmap && !nd->mp && G && net->layers[k]->gradfree) {
+      /* a node that gathers its parameters, of a kind whose parameter gradient does not read them: the input part
+         with the parameters, released before the gradient's buffer is taken (never both at once; none at all when the
+         input's cotangent is not asked for) */
+      PetscBool    anydx                      = PETSC_FALSE;
+      PetscScalar *nodx[NET_MAX_STACK_INPUTS] = {NULL};
+
+      for (PetscInt i = 0; i < nd->nin; i++) anydx = (PetscBool)(anydx || nd->in[i] != NET_INPUT || dX); /* not dx[i]: NULL on a rank without samples */
+      if (anydx) {
+        PetscCall(NetNodeGetParameters_Private(net, k, net->theta, theta, &th));
+        PetscCall(NetNodeBackwardArrays_Private(net, k, th, dy, dx, NULL));
+        PetscCall(NetNodeRestoreParameters_Private(net, k, &th));
+      }
+      PetscCheck(nd->nin <= NET_MAX_STACK_INPUTS, PETSC_COMM_SELF, PETSC_ERR_SUP, "A kind with parameters and more than %d inputs", NET_MAX_STACK_INPUTS);
+      PetscCall(NetNodeGetGradient_Private(net, k, grad, PETSC_TRUE, &gk));
+      PetscCall(NetNodeBackwardArrays_Private(net, k, NULL, dy, nodx, gk));
+      PetscCall(NetNodeRestoreGradient_Private(net, k, G, &gk));
+    } else {
+      PetscCall(NetNodeGetParameters_Private(net, k, net->theta, theta, &th));
+      PetscCall(NetNodeGetGradient_Private(net, k, grad, (PetscBool)(G != NULL), &gk));
+      PetscCall(NetNodeBackwardArrays_Private(net, k, th, dy, dx, gk));
+      PetscCall(NetNodeRestoreGradient_Private(net, k, G, &gk));
+      PetscCall(NetNodeRestoreParameters_Private(net, k, &th));
+    }
     PetscCall(VecRestoreArrayRead(net->dact[k + 1], &dy));
     for (PetscInt i = 0; i < nd->nin; i++) {
       PetscInt v = nd->in[i] + 1;
@@ -556,7 +575,8 @@ PetscErrorCode NetJVP(Net net, Vec dX, Vec dtheta, Vec dY)
     PetscCall(NetCheckCompatible_Private(net, dX, 0, "Input tangent dX"));
     PetscCall(VecCopy(dX, net->dact[0]));
   }
-  if (dtheta && net->dtheta_rep) {
+  if (dtheta && net->theta_rep) {
+    if (!net->dtheta_rep) PetscCall(VecDuplicate(net->theta_rep, &net->dtheta_rep)); /* on the first JVP along parameters */
     PetscCall(MatMult(net->bcast, dtheta, net->dtheta_rep));
     PetscCall(VecGetArrayRead(net->dtheta_rep, &dth));
   }

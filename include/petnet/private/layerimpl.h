@@ -77,6 +77,8 @@ struct _p_Layer {
   PetscInt     mininputs, maxinputs; /* what the kind accepts, set by its create (default 1 and 1) */
   PetscInt     nparams;
   PetscBool    sozero;   /* the second-order adjoint's curvature term is zero (see sobackward above) */
+  PetscBool    gradfree; /* backward's parameter part (dtheta) does not read theta: called with theta == NULL and dx
+                            NULL it must work, so that an owner short of memory can release the parameters first */
   PetscInt     nbuffers; /* non-trainable state saved with the model (e.g. batchnorm running statistics) */
   PetscScalar *buffers;  /* allocated and freed by the kind (setup / reset) */
   PetscBool    setupcalled;

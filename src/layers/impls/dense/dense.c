@@ -325,6 +325,7 @@ PETSC_INTERN PetscErrorCode LayerCreate_Dense(Layer layer)
   layer->ops->initialize     = LayerInitialize_Dense;
   layer->ops->forward        = LayerForward_Dense;
   layer->ops->backward       = LayerBackward_Dense;
+  layer->gradfree            = PETSC_TRUE; /* dW = x^T dy, db = sum dy: W is not read */
   layer->ops->jvp            = LayerJVP_Dense;
   layer->ops->sobackward     = LayerSOBackward_Dense;
   layer->ops->tensors        = LayerTensors_Dense;
