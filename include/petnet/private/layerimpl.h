@@ -85,6 +85,7 @@ struct _p_Layer {
                             statistics, so that finite differences see one fixed map; LayerSetFrozen() */
   PetscInt index;        /* its position in its owner's layer list (LayerSetIndex()): names it in messages and separates
                             the random streams of the layers of one network (dropout masks); -1 if none */
+  PetscInt partition[2]; /* P_out x P_in grid of ranks its weights are split over in a Net (LayerSetPartition()); 0: none */
   PetscLogEvent event[LAYER_NUM_PHASES];
 
   void *data;
