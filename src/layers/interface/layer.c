@@ -197,7 +197,6 @@ PetscErrorCode LayerSetArguments(Layer layer, const char args[])
   /* the generic field partition=PxQ (any kind; the Net checks that the kind supports it), taken out before the kind
      parses the rest. Not inside nested layer lists (an ode's "T|dense:16,tanh"): those are the kind's own text. */
   PetscCall(PetscStrallocpy(args, &copy));
-  len = strlen(copy);
   if (!strpbrk(copy, ",|(")) {
     for (char *start = copy; start && *start;) {
       char *next = strchr(start, ':');
@@ -215,16 +214,19 @@ PetscErrorCode LayerSetArguments(Layer layer, const char args[])
         PetscCall(ierr);
         PetscCall(LayerSetPartition(layer, p[0], p[1]));
         /* cut the field out, with its separator */
-        if (next) PetscCall(PetscArraymove(start, next + 1, strlen(next + 1) + 1));
-        else if (start > copy) start[-1] = 0;
+        if (next) {
+          PetscCall(PetscArraymove(start, next + 1, strlen(next + 1) + 1));
+          continue;
+        }
+        if (start > copy) start[-1] = 0;
         else start[0] = 0;
-        len = strlen(copy);
-        continue;
+        break;
       }
       start = next ? next + 1 : NULL;
     }
   }
   field = copy;
+  len   = strlen(copy);
   if (len) {
     PetscErrorCode ierr = 0;
 
