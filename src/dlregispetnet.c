@@ -10,20 +10,21 @@
 
   Notes:
   The packages depend on each other one way: sys <- layers <- net <- (loss, ts, optim, data) <- trainer. It
-  initializes the top, the Trainer package (TrainerInitializePackage(): Net, and with it Layer, then Loss, Dataset
+  initializes the bottom, sys (PetNetSysInitializePackage(): PetNetLayout), then the top, the Trainer package (TrainerInitializePackage(): Net, and with it Layer, then Loss, Dataset
   and PetNet's TAO types), and then the TS extensions (NetTSInitializePackage()), the one package no Trainer needs.
   The latter registers the ode layer kind, so call this before a layer list (-net_layers, -net_graph) or a saved Net
   that uses ode.
 
   Level: beginner
 
-.seealso: `LayerInitializePackage()`, `NetInitializePackage()`, `LossInitializePackage()`,
+.seealso: `PetNetSysInitializePackage()`, `LayerInitializePackage()`, `NetInitializePackage()`, `LossInitializePackage()`,
           `DatasetInitializePackage()`, `PetNetTaoInitializePackage()`, `NetTSInitializePackage()`,
           `TrainerInitializePackage()`
 @*/
 PetscErrorCode PetNetInitializePackage(void)
 {
   PetscFunctionBegin;
+  PetscCall(PetNetSysInitializePackage());
   PetscCall(TrainerInitializePackage());
   PetscCall(NetTSInitializePackage());
   PetscFunctionReturn(0);

@@ -2,7 +2,10 @@ static const char help[] = "Ranks agree: in one program, the same Net (same seed
                            "global batch and on PETSC_COMM_WORLD with the batch distributed; parameters (exactly), outputs, loss,\n"
                            "parameter gradient, input gradient and JVP must agree to 1e-12 relative. Batches that split evenly,\n"
                            "unevenly, with ranks owning no sample, and all on the last rank; the two Nets are reused from batch to\n"
-                           "batch, so the workspace is rebuilt whenever the layout changes (also when only some ranks' shares change).\n";
+                           "batch, so the workspace is rebuilt whenever the layout changes (also when only some ranks' shares change).\n"
+                           "The second-order adjoint (Hessian-vector product along the JVP's direction) must agree as well.\n"
+                           "Options: -parallel <replicated,sharded,model>: the mode of the WORLD Net (the SELF one is replicated);\n"
+                           "-layers <list> -input_shape <shape> [-loss <type>]: one case of your own instead of the built-in ones.\n";
 
 #include <petnet.h>
 #include "testutil.h"
@@ -11,7 +14,10 @@ typedef struct {
   const char *layers;
   PetscInt    insize;
   LossType    loss;
+  PetNetShape shape; /* ndim 0: {insize} */
 } Case;
+
+static NetParallelType parallel = NET_PARALLEL_REPLICATED; /* the WORLD Net's mode */
 
 static const Case cases[] = {
     {"dense:16,relu,dense:10", 12, LOSSCROSSENTROPY},
@@ -62,8 +68,9 @@ static PetscErrorCode RelativeDifference(Vec vw, Vec vs, PetscReal *err)
 typedef struct {
   Net       net;
   Loss      loss;
-  Vec       X, Y, T, dY, G, dX, dtheta, dXdir, JY;
+  Vec       X, Y, T, dY, G, dX, dtheta, dXdir, JY, Hv;
   PetscReal f;
+  PetscBool so; /* the Net has second-order kernels: Hv holds the second-order adjoint */
 } Side;
 
 static PetscErrorCode SideCompute(MPI_Comm comm, const Case *c, PetscInt nlocal, const PetscScalar xtab[], const PetscScalar ttab[], const PetscScalar ptab[], const PetscScalar dxtab[], Side *s)
@@ -80,8 +87,10 @@ static PetscErrorCode SideCompute(MPI_Comm comm, const Case *c, PetscInt nlocal,
       PetscCall(NetSetGraph(s->net, c->layers)); /* a graph of named nodes */
     else
       PetscCall(NetSetLayers(s->net, c->layers));
+    if (c->shape.ndim) in = c->shape;
     PetscCall(NetSetInputShape(s->net, &in));
     PetscCall(NetSetSeed(s->net, 13));
+    if (comm != PETSC_COMM_SELF) PetscCall(NetSetParallel(s->net, parallel));
     PetscCall(NetSetUp(s->net));
     PetscCall(LossCreate(comm, &s->loss));
     PetscCall(LossSetType(s->loss, c->loss));
@@ -106,6 +115,12 @@ static PetscErrorCode SideCompute(MPI_Comm comm, const Case *c, PetscInt nlocal,
   PetscCall(VecZeroEntries(s->G));
   PetscCall(NetBackward(s->net, s->dY, s->dX, s->G));
   PetscCall(NetJVP(s->net, s->dXdir, s->dtheta, s->JY));
+  PetscCall(NetHasSecondOrder(s->net, &s->so, NULL));
+  if (s->so) { /* along the JVP's direction, with the loss's cotangent held fixed and a zero dYdot */
+    PetscCall(VecDuplicate(s->G, &s->Hv));
+    PetscCall(VecZeroEntries(s->Hv));
+    PetscCall(NetSecondOrderBackward(s->net, s->dY, NULL, NULL, s->Hv));
+  }
   PetscFunctionReturn(0);
 }
 
@@ -122,6 +137,7 @@ static PetscErrorCode SideDestroyBatch(Side *s)
   PetscCall(VecDestroy(&s->dtheta));
   PetscCall(VecDestroy(&s->dXdir));
   PetscCall(VecDestroy(&s->JY));
+  PetscCall(VecDestroy(&s->Hv));
   PetscFunctionReturn(0);
 }
 
@@ -141,7 +157,7 @@ static PetscErrorCode CheckCase(const Case *c, PetscInt N, Layout layout, Side *
   PetscScalar *xtab, *ttab, *ptab, *dxtab;
   PetscRandom  rnd;
   PetscBool    ce;
-  PetscReal    eth, eY, ef, eG, edX, eJ, tol = 1e-12;
+  PetscReal    eth, eY, ef, eG, edX, eJ, eH = 0, tol = 1e-12;
   Vec          thw, ths;
 
   PetscFunctionBegin;
@@ -190,15 +206,17 @@ static PetscErrorCode CheckCase(const Case *c, PetscInt N, Layout layout, Side *
   PetscCall(RelativeDifference(w->G, s->G, &eG));
   PetscCall(RelativeDifference(w->dX, s->dX, &edX));
   PetscCall(RelativeDifference(w->JY, s->JY, &eJ));
+  if (s->so) PetscCall(RelativeDifference(w->Hv, s->Hv, &eH));
   PetscCheck(eth == 0, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s: initial parameters differ between WORLD and SELF (relative %g): initialisation depends on the ranks", c->layers, (double)eth);
   PetscCheck(eY <= tol, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s, %" PetscInt_FMT " samples (%s): outputs differ by %g relative", c->layers, N, LayoutNames[layout], (double)eY);
   PetscCheck(ef <= tol, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s, %" PetscInt_FMT " samples (%s): loss %.17g on WORLD, %.17g on SELF", c->layers, N, LayoutNames[layout], (double)w->f, (double)s->f);
   PetscCheck(eG <= tol, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s, %" PetscInt_FMT " samples (%s): parameter gradients differ by %g relative", c->layers, N, LayoutNames[layout], (double)eG);
   PetscCheck(edX <= tol, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s, %" PetscInt_FMT " samples (%s): input gradients differ by %g relative", c->layers, N, LayoutNames[layout], (double)edX);
   PetscCheck(eJ <= tol, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s, %" PetscInt_FMT " samples (%s): JVPs differ by %g relative", c->layers, N, LayoutNames[layout], (double)eJ);
+  PetscCheck(eH <= tol, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s, %" PetscInt_FMT " samples (%s): second-order adjoints differ by %g relative", c->layers, N, LayoutNames[layout], (double)eH);
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%-34s %-12s %2" PetscInt_FMT " samples, %-20s (%" PetscInt_FMT "..%" PetscInt_FMT " per rank): loss %.10f, outputs, gradients and JVP agree\n", c->layers, c->loss, N, LayoutNames[layout], nmin, nmax,
                         (double)w->f));
-  PetscCall(PetscInfo(NULL, "%s %" PetscInt_FMT " %s: relative differences Y %g f %g G %g dX %g JVP %g\n", c->layers, N, LayoutNames[layout], (double)eY, (double)ef, (double)eG, (double)edX, (double)eJ));
+  PetscCall(PetscInfo(NULL, "%s %" PetscInt_FMT " %s: relative differences Y %g f %g G %g dX %g JVP %g Hv %g\n", c->layers, N, LayoutNames[layout], (double)eY, (double)ef, (double)eG, (double)edX, (double)eJ, (double)eH));
   PetscCall(SideDestroyBatch(w));
   PetscCall(SideDestroyBatch(s));
   PetscCall(PetscFree4(xtab, ttab, ptab, dxtab));
@@ -209,12 +227,27 @@ int main(int argc, char **argv)
 {
   const PetscInt sizes[] = {8, 7, 3, 1};
 
+  char      layers[4096], shape[256], loss[64] = LOSSCROSSENTROPY;
+  PetscBool own, flg;
+  Case      mine = {layers, 0, loss, {0, {0}}};
+
   PetscCall(PetNetInitialize(&argc, &argv, NULL, help));
-  for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+  PetscOptionsBegin(PETSC_COMM_WORLD, NULL, "Ranks agree", NULL);
+  PetscCall(PetscOptionsEnum("-parallel", "Mode of the WORLD Net", "NetSetParallel", NetParallelTypes, (PetscEnum)parallel, (PetscEnum *)&parallel, NULL));
+  PetscCall(PetscOptionsString("-layers", "A case of your own: its layer list", NULL, layers, layers, sizeof(layers), &own));
+  PetscCall(PetscOptionsString("-input_shape", "... its input shape", NULL, "", shape, sizeof(shape), &flg));
+  PetscCall(PetscOptionsString("-loss", "... its loss", NULL, loss, loss, sizeof(loss), NULL));
+  PetscOptionsEnd();
+  if (own) {
+    PetscCheck(flg, PETSC_COMM_WORLD, PETSC_ERR_ARG_WRONG, "-layers needs -input_shape");
+    PetscCall(PetNetShapeFromString(shape, &mine.shape));
+    PetscCall(PetNetShapeSize(&mine.shape, &mine.insize));
+  }
+  for (size_t k = 0; k < (own ? 1 : sizeof(cases) / sizeof(cases[0])); k++) {
     Side s = {0}, w = {0};
 
     for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
-      for (int layout = LAYOUT_DECIDE; layout <= LAYOUT_LAST; layout++) PetscCall(CheckCase(&cases[k], sizes[i], (Layout)layout, &s, &w));
+      for (int layout = LAYOUT_DECIDE; layout <= LAYOUT_LAST; layout++) PetscCall(CheckCase(own ? &mine : &cases[k], sizes[i], (Layout)layout, &s, &w));
     PetscCall(SideDestroy(&s));
     PetscCall(SideDestroy(&w));
   }

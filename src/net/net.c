@@ -768,13 +768,27 @@ PetscErrorCode NetSetUp(Net net)
             "Model file %s holds %" PetscInt_FMT " parameters, but its architecture \"%.1000s\" on input shape %s has %" PetscInt_FMT ": the file is corrupt or was written by an incompatible PetNet; save the model again", net->loadfile,
             net->loadnparams, net->loadspec, shape, net->nparams);
   }
-  /* theta (distributed), and on every rank theta_rep, grad_rep and dtheta_rep: refuse before allocating what the machine cannot hold */
-  PetscCall(NetCheckMemory_Private(net, 3.0 * sizeof(PetscScalar) * (PetscLogDouble)net->nparams, largest, "parameters"));
+  /* replicated: theta (distributed), and on every rank theta_rep, grad_rep and dtheta_rep; otherwise theta and a node's
+     parameters with their gradient at a time. Refuse before allocating what the machine cannot hold. */
+  {
+    PetscMPIInt    size;
+    PetscLogDouble bytes;
+
+    PetscCallMPI(MPI_Comm_size(comm, &size));
+    if (net->parallel == NET_PARALLEL_REPLICATED)
+      bytes = 3.0 * sizeof(PetscScalar) * (PetscLogDouble)net->nparams;
+    else
+      bytes = sizeof(PetscScalar) * ((PetscLogDouble)net->nparams / size + 2.0 * net->layers[largest]->nparams);
+    PetscCall(NetCheckMemory_Private(net, bytes, largest, "parameters"));
+  }
   PetscCall(VecCreateMPI(comm, PETSC_DECIDE, net->nparams, &net->theta));
   PetscCall(PetscObjectSetName((PetscObject)net->theta, "parameters"));
-  PetscCall(PetNetBroadcastCreate(net->theta, &net->bcast, &net->theta_rep));
-  PetscCall(VecDuplicate(net->theta_rep, &net->grad_rep));
-  PetscCall(VecDuplicate(net->theta_rep, &net->dtheta_rep));
+  PetscCall(NetSetUpParameterMaps_Private(net));
+  if (net->replicated) {
+    PetscCall(PetNetBroadcastCreate(net->theta, &net->bcast, &net->theta_rep));
+    PetscCall(VecDuplicate(net->theta_rep, &net->grad_rep));
+    PetscCall(VecDuplicate(net->theta_rep, &net->dtheta_rep));
+  }
   net->setupcalled = PETSC_TRUE;
   PetscCall(NetInitializeParameters(net));
   PetscCall(NetViewFromOptions(net, NULL, "-net_view"));
@@ -902,6 +916,7 @@ PetscErrorCode NetResetWorkspace_Private(Net net)
   PetscCall(PetscFree(net->bar));
   PetscCall(PetscFree(net->bard));
   PetscCall(PetscFree(net->tanzero));
+  PetscCall(VecDestroy(&net->tandthetavec));
   net->tanvalid = PETSC_FALSE;
   net->barY     = NULL;
   PetscCall(PetscFree(net->act));
@@ -944,6 +959,7 @@ PetscErrorCode NetReset(Net net)
   PetscFunctionBegin;
   PetscValidHeaderSpecific(net, NET_CLASSID, 1);
   PetscCall(NetResetWorkspace_Private(net));
+  if (net->poff) PetscCall(NetResetParameterMaps_Private(net));
   PetscCall(VecDestroy(&net->theta));
   PetscCall(VecDestroy(&net->theta_rep));
   PetscCall(VecDestroy(&net->grad_rep));

@@ -8,8 +8,11 @@
 
   A value used by several nodes (fan-out) gets the sum of their cotangents: the first writes dact[v] directly, the
   others write dsum[v] and add it in. Every act/dact is a Vec distributed like the batch: n local samples,
-  sample-major. A node receives its parameters through NetGetNodeParameters_Private(), the one place that knows
-  where a node's parameters live (today: a slice of the replicated copy theta_rep).
+  sample-major. A node receives its parameters through NetNodeGetParameters_Private() and accumulates its gradient
+  through NetNodeGetGradient_Private() (netpmap.c), the one place that knows where a node's parameters live: a slice
+  of the replicated copy theta_rep (replicated mode), or its entries of theta gathered just before the node runs and
+  freed after, the gradient reduce-scattered at once (sharded mode, and model-parallel nodes, which take only their
+  block and run through NetModel*_Private()).
 */
 #include <petnet/private/netimpl.h>
 
@@ -175,14 +178,6 @@ static PetscErrorCode NetCheckCompatible_Private(Net net, Vec v, PetscInt l, con
   PetscFunctionReturn(0);
 }
 
-/* Node k's own parameters (or their tangent, cotangent) inside an array laid out like theta_rep: the view a kernel gets */
-PetscErrorCode NetGetNodeParameters_Private(Net net, PetscInt k, const PetscScalar *rep, const PetscScalar **theta)
-{
-  PetscFunctionBegin;
-  *theta = rep ? rep + net->poff[k] : NULL;
-  PetscFunctionReturn(0);
-}
-
 /* The arrays of node k's inputs: x[i] from act[in_i + 1] (read access, restored by NetRestoreInputs_Private()) */
 PetscErrorCode NetGetInputs_Private(Net net, PetscInt k, Vec *vecs, const PetscScalar *x[])
 {
@@ -230,6 +225,7 @@ PetscErrorCode NetForward(Net net, Vec X, Vec Y)
   PetscCall(NetSetUpWorkspace_Private(net, X));
   if (Y) PetscCall(NetCheckCompatible_Private(net, Y, net->nlayers, "Output vector"));
   PetscCall(NetUpdateReplicatedParameters_Private(net));
+  PetscCall(PetscObjectStateGet((PetscObject)net->theta, &net->theta_fwd_state));
   /* The input is the first layer's linearization point: keep a reference rather than a copy (a copy of a large batch
      costs as much as a small layer), and check in backward and jvp that nobody changed it in between. */
   if (X != net->act[0]) {
@@ -241,18 +237,22 @@ PetscErrorCode NetForward(Net net, Vec X, Vec Y)
   for (PetscInt k = 0; k < net->nlayers; k++) maxin = PetscMax(maxin, net->nodes[k].nin);
   x = stack;
   if (maxin > NET_MAX_STACK_INPUTS) PetscCall(PetscMalloc1(maxin, &x));
-  PetscCall(VecGetArrayRead(net->theta_rep, &theta));
+  PetscCall(NetGetReplicatedArray_Private(net->theta_rep, &theta));
   for (PetscInt k = 0; k < net->nlayers; k++) {
     PetscScalar *y;
 
-    PetscCall(NetGetNodeParameters_Private(net, k, theta, &th));
+    PetscCall(NetNodeGetParameters_Private(net, k, net->theta, theta, &th));
     PetscCall(NetGetInputs_Private(net, k, net->act, x));
     PetscCall(VecGetArrayWrite(net->act[k + 1], &y));
-    PetscCall(LayerForwardArrays(net->layers[k], net->nlocal, th, x, y));
+    if (net->nodes[k].mp)
+      PetscCall(NetModelForward_Private(net, k, net->nlocal, th, x[0], y));
+    else
+      PetscCall(LayerForwardArrays(net->layers[k], net->nlocal, th, x, y));
     PetscCall(VecRestoreArrayWrite(net->act[k + 1], &y));
     PetscCall(NetRestoreInputs_Private(net, k, net->act, x));
+    PetscCall(NetNodeRestoreParameters_Private(net, k, &th));
   }
-  PetscCall(VecRestoreArrayRead(net->theta_rep, &theta));
+  PetscCall(NetRestoreReplicatedArray_Private(net->theta_rep, &theta));
   if (x != stack) PetscCall(PetscFree(x));
   net->forwarded = PETSC_TRUE;
   net->tanvalid  = PETSC_FALSE;
@@ -279,37 +279,40 @@ PetscErrorCode NetCheckInputUnchanged_Private(Net net)
 
 /*
   Backward of node k from the cotangent dy of its output: the cotangent of each input i goes to dx[i] (overwritten; NULL
-  to skip it) and dtheta (an array laid out like theta_rep, or NULL) accumulates J_theta^T dy.
+  to skip it) and dth (the node's gradient array, NetNodeGetGradient_Private(), or NULL) accumulates J_theta^T dy.
+  th: the node's parameters (NetNodeGetParameters_Private()).
 */
-static PetscErrorCode NetNodeBackwardArrays_Private(Net net, PetscInt k, const PetscScalar *theta, const PetscScalar *dy, PetscScalar *const dx[], const PetscScalar *dtheta)
+PetscErrorCode NetNodeBackwardArrays_Private(Net net, PetscInt k, const PetscScalar *th, const PetscScalar *dy, PetscScalar *const dx[], PetscScalar *dth)
 {
-  const PetscScalar *stack[NET_MAX_STACK_INPUTS], **x = stack, *y, *th, *dth;
+  const PetscScalar *stack[NET_MAX_STACK_INPUTS], **x = stack, *y;
 
   PetscFunctionBegin;
   if (net->nodes[k].nin > NET_MAX_STACK_INPUTS) PetscCall(PetscMalloc1(net->nodes[k].nin, &x));
-  PetscCall(NetGetNodeParameters_Private(net, k, theta, &th));
-  PetscCall(NetGetNodeParameters_Private(net, k, dtheta, &dth));
   PetscCall(NetGetInputs_Private(net, k, net->act, x));
   PetscCall(VecGetArrayRead(net->act[k + 1], &y));
-  PetscCall(LayerBackwardArrays(net->layers[k], net->nlocal, th, x, y, dy, dx, (PetscScalar *)dth));
+  if (net->nodes[k].mp)
+    PetscCall(NetModelBackward_Private(net, k, net->nlocal, th, x[0], y, dy, dx[0], dth));
+  else
+    PetscCall(LayerBackwardArrays(net->layers[k], net->nlocal, th, x, y, dy, dx, dth));
   PetscCall(VecRestoreArrayRead(net->act[k + 1], &y));
   PetscCall(NetRestoreInputs_Private(net, k, net->act, x));
   if (x != stack) PetscCall(PetscFree(x));
   PetscFunctionReturn(0);
 }
 
-/* JVP of node k: dy = sum_i J_i dx[i] + J_theta dtheta (NULL dx[i] or dtheta: zero) */
-static PetscErrorCode NetNodeJVPArrays_Private(Net net, PetscInt k, const PetscScalar *theta, const PetscScalar *const dx[], const PetscScalar *dtheta, PetscScalar *dy)
+/* JVP of node k: dy = sum_i J_i dx[i] + J_theta dth (NULL dx[i] or dth: zero); th, dth as the node's kernel takes them */
+static PetscErrorCode NetNodeJVPArrays_Private(Net net, PetscInt k, const PetscScalar *th, const PetscScalar *const dx[], const PetscScalar *dth, PetscScalar *dy)
 {
-  const PetscScalar *stack[NET_MAX_STACK_INPUTS], **x = stack, *y, *th, *dth;
+  const PetscScalar *stack[NET_MAX_STACK_INPUTS], **x = stack, *y;
 
   PetscFunctionBegin;
   if (net->nodes[k].nin > NET_MAX_STACK_INPUTS) PetscCall(PetscMalloc1(net->nodes[k].nin, &x));
-  PetscCall(NetGetNodeParameters_Private(net, k, theta, &th));
-  PetscCall(NetGetNodeParameters_Private(net, k, dtheta, &dth));
   PetscCall(NetGetInputs_Private(net, k, net->act, x));
   PetscCall(VecGetArrayRead(net->act[k + 1], &y));
-  PetscCall(LayerJVPArrays(net->layers[k], net->nlocal, th, x, y, dx, dth, dy));
+  if (net->nodes[k].mp)
+    PetscCall(NetModelJVP_Private(net, k, net->nlocal, th, x[0], y, dx[0], dth, dy));
+  else
+    PetscCall(LayerJVPArrays(net->layers[k], net->nlocal, th, x, y, dx, dth, dy));
   PetscCall(VecRestoreArrayRead(net->act[k + 1], &y));
   PetscCall(NetRestoreInputs_Private(net, k, net->act, x));
   if (x != stack) PetscCall(PetscFree(x));
@@ -326,28 +329,74 @@ PetscErrorCode NetNodeInputSize_Private(Net net, PetscInt k, PetscInt *size)
 }
 
 /*
+  A node's own block (p_k entries, as its per-node Jacobian shells hold it) against the array its kernel takes: the
+  same array, or (a model-parallel node) this rank's runs of it, copied out and added back.
+*/
+static PetscErrorCode NetNodeBlockToKernel_Private(Net net, PetscInt k, const PetscScalar *blk, PetscBool zero, PetscScalar **kth)
+{
+  const NetNode *nd = &net->nodes[k];
+
+  PetscFunctionBegin;
+  *kth = (PetscScalar *)blk;
+  if (!blk || !nd->nruns) PetscFunctionReturn(0);
+  PetscCall(PetscMalloc1(nd->nplocal, kth));
+  for (PetscInt i = 0, o = 0; i < nd->nruns; o += nd->runlen[i], i++) {
+    if (zero)
+      PetscCall(PetscArrayzero(*kth + o, nd->runlen[i]));
+    else
+      PetscCall(PetscArraycpy(*kth + o, blk + nd->runstart[i] - net->poff[k], nd->runlen[i]));
+  }
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetNodeKernelToBlock_Private(Net net, PetscInt k, PetscScalar *blk, PetscBool add, PetscScalar **kth)
+{
+  const NetNode *nd = &net->nodes[k];
+
+  PetscFunctionBegin;
+  if (*kth == blk || !nd->nruns) {
+    *kth = NULL;
+    PetscFunctionReturn(0);
+  }
+  if (add) {
+    for (PetscInt i = 0, o = 0; i < nd->nruns; o += nd->runlen[i], i++) {
+      PetscScalar *t = blk + nd->runstart[i] - net->poff[k];
+
+      for (PetscInt j = 0; j < nd->runlen[i]; j++) t[j] += (*kth)[o + j];
+    }
+  }
+  PetscCall(PetscFree(*kth));
+  PetscFunctionReturn(0);
+}
+
+/*
   Node k alone at the stored point, for its Jacobian shells. dX holds the cotangents of its inputs end to end on each
   rank (input 0's n samples, then input 1's, ...) or is NULL; dtheta is node k's own block (a replicated Vec of p_k
-  entries, accumulated into) or NULL.
+  entries, accumulated into: a model-parallel node adds its own runs, and the shell's sum-reduce over ranks does the
+  rest) or NULL.
 */
 PetscErrorCode NetNodeBackward_Private(Net net, PetscInt k, Vec dY, Vec dX, Vec dtheta)
 {
-  const PetscScalar *theta, *dy;
-  PetscScalar       *stack[NET_MAX_STACK_INPUTS], **dx = stack, *base = NULL, *dth = NULL;
+  const PetscScalar *theta, *dy, *th;
+  PetscScalar       *stack[NET_MAX_STACK_INPUTS], **dx = stack, *base = NULL, *dth = NULL, *kdth;
   const PetscInt     nin = net->nodes[k].nin;
 
   PetscFunctionBegin;
   PetscCall(NetCheckInputUnchanged_Private(net));
+  PetscCall(NetCheckParametersUnchanged_Private(net, "NetGetLayerJacobian"));
   if (nin > NET_MAX_STACK_INPUTS) PetscCall(PetscMalloc1(nin, &dx));
   if (dX) PetscCall(VecGetArrayWrite(dX, &base));
   for (PetscInt i = 0, off = 0; i < nin; off += net->nlocal * net->layers[k]->insizes[i], i++) dx[i] = base ? base + off : NULL;
   if (dtheta) PetscCall(VecGetArray(dtheta, &dth));
-  PetscCall(VecGetArrayRead(net->theta_rep, &theta));
+  PetscCall(NetNodeBlockToKernel_Private(net, k, dth, PETSC_TRUE, &kdth));
+  PetscCall(NetGetReplicatedArray_Private(net->theta_rep, &theta));
+  PetscCall(NetNodeGetParameters_Private(net, k, net->theta, theta, &th));
   PetscCall(VecGetArrayRead(dY, &dy));
-  /* node k's parameter view on an array that holds only its block: shift it back by the node's offset */
-  PetscCall(NetNodeBackwardArrays_Private(net, k, theta, dy, dx, dth ? dth - net->poff[k] : NULL));
+  PetscCall(NetNodeBackwardArrays_Private(net, k, th, dy, dx, kdth));
   PetscCall(VecRestoreArrayRead(dY, &dy));
-  PetscCall(VecRestoreArrayRead(net->theta_rep, &theta));
+  PetscCall(NetNodeRestoreParameters_Private(net, k, &th));
+  PetscCall(NetRestoreReplicatedArray_Private(net->theta_rep, &theta));
+  PetscCall(NetNodeKernelToBlock_Private(net, k, dth, PETSC_TRUE, &kdth));
   if (dtheta) PetscCall(VecRestoreArray(dtheta, &dth));
   if (dX) PetscCall(VecRestoreArrayWrite(dX, &base));
   if (dx != stack) PetscCall(PetscFree(dx));
@@ -356,21 +405,26 @@ PetscErrorCode NetNodeBackward_Private(Net net, PetscInt k, Vec dY, Vec dX, Vec 
 
 PetscErrorCode NetNodeJVP_Private(Net net, PetscInt k, Vec dX, Vec dtheta, Vec dY)
 {
-  const PetscScalar *theta, *stack[NET_MAX_STACK_INPUTS], **dx = stack, *base = NULL, *dth = NULL;
-  PetscScalar       *dy;
+  const PetscScalar *theta, *stack[NET_MAX_STACK_INPUTS], **dx = stack, *base = NULL, *dth = NULL, *th;
+  PetscScalar       *dy, *kdth;
   const PetscInt     nin = net->nodes[k].nin;
 
   PetscFunctionBegin;
   PetscCall(NetCheckInputUnchanged_Private(net));
+  PetscCall(NetCheckParametersUnchanged_Private(net, "NetGetLayerJacobian"));
   if (nin > NET_MAX_STACK_INPUTS) PetscCall(PetscMalloc1(nin, &dx));
   if (dX) PetscCall(VecGetArrayRead(dX, &base));
   for (PetscInt i = 0, off = 0; i < nin; off += net->nlocal * net->layers[k]->insizes[i], i++) dx[i] = base ? base + off : NULL;
   if (dtheta) PetscCall(VecGetArrayRead(dtheta, &dth));
-  PetscCall(VecGetArrayRead(net->theta_rep, &theta));
+  PetscCall(NetNodeBlockToKernel_Private(net, k, dth, PETSC_FALSE, &kdth));
+  PetscCall(NetGetReplicatedArray_Private(net->theta_rep, &theta));
+  PetscCall(NetNodeGetParameters_Private(net, k, net->theta, theta, &th));
   PetscCall(VecGetArrayWrite(dY, &dy));
-  PetscCall(NetNodeJVPArrays_Private(net, k, theta, dx, dth ? dth - net->poff[k] : NULL, dy));
+  PetscCall(NetNodeJVPArrays_Private(net, k, th, dx, kdth, dy));
   PetscCall(VecRestoreArrayWrite(dY, &dy));
-  PetscCall(VecRestoreArrayRead(net->theta_rep, &theta));
+  PetscCall(NetNodeRestoreParameters_Private(net, k, &th));
+  PetscCall(NetRestoreReplicatedArray_Private(net->theta_rep, &theta));
+  PetscCall(NetNodeKernelToBlock_Private(net, k, (PetscScalar *)dth, PETSC_FALSE, &kdth));
   if (dtheta) PetscCall(VecRestoreArrayRead(dtheta, &dth));
   if (dX) PetscCall(VecRestoreArrayRead(dX, &base));
   if (dx != stack) PetscCall(PetscFree(dx));
@@ -409,6 +463,7 @@ PetscErrorCode NetBackward(Net net, Vec dY, Vec dX, Vec G)
   PetscValidHeaderSpecific(dY, VEC_CLASSID, 2);
   PetscCheck(net->forwarded, PetscObjectComm((PetscObject)net), PETSC_ERR_ORDER, "NetBackward() differentiates at the last forward pass, and there is none: call NetForward() on the batch first (NetSetTraining() also clears it)");
   PetscCall(NetCheckInputUnchanged_Private(net));
+  PetscCall(NetCheckParametersUnchanged_Private(net, "NetBackward"));
   PetscCall(NetCheckCompatible_Private(net, dY, net->nlayers, "Output cotangent dY"));
   if (dX) PetscCall(NetCheckCompatible_Private(net, dX, 0, "Input cotangent dX"));
   if (G) PetscCall(NetCheckParameterLayout_Private(net, G, "Gradient G"));
@@ -419,14 +474,15 @@ PetscErrorCode NetBackward(Net net, Vec dY, Vec dX, Vec G)
   net->tanvalid = PETSC_FALSE; /* dact[] now holds cotangents, not the last JVP's tangents */
   PetscCall(VecCopy(dY, net->dact[net->nlayers]));
   seeded[net->nlayers] = PETSC_TRUE;
-  if (G) {
+  if (G && net->grad_rep) {
     PetscCall(VecZeroEntries(net->grad_rep));
     PetscCall(VecGetArray(net->grad_rep, &grad));
   }
-  PetscCall(VecGetArrayRead(net->theta_rep, &theta));
+  PetscCall(NetGetReplicatedArray_Private(net->theta_rep, &theta));
   for (PetscInt k = net->nlayers - 1; k >= 0; k--) {
     const NetNode     *nd = &net->nodes[k];
-    const PetscScalar *dy;
+    const PetscScalar *dy, *th;
+    PetscScalar       *gk;
 
     for (PetscInt i = 0; i < nd->nin; i++) {
       PetscInt v = nd->in[i] + 1;
@@ -439,7 +495,11 @@ PetscErrorCode NetBackward(Net net, Vec dY, Vec dX, Vec G)
       seeded[v] = PETSC_TRUE;
     }
     PetscCall(VecGetArrayRead(net->dact[k + 1], &dy));
-    PetscCall(NetNodeBackwardArrays_Private(net, k, theta, dy, dx, grad));
+    PetscCall(NetNodeGetParameters_Private(net, k, net->theta, theta, &th));
+    PetscCall(NetNodeGetGradient_Private(net, k, grad, (PetscBool)(G != NULL), &gk));
+    PetscCall(NetNodeBackwardArrays_Private(net, k, th, dy, dx, gk));
+    PetscCall(NetNodeRestoreGradient_Private(net, k, G, &gk));
+    PetscCall(NetNodeRestoreParameters_Private(net, k, &th));
     PetscCall(VecRestoreArrayRead(net->dact[k + 1], &dy));
     for (PetscInt i = 0; i < nd->nin; i++) {
       PetscInt v = nd->in[i] + 1;
@@ -449,11 +509,11 @@ PetscErrorCode NetBackward(Net net, Vec dY, Vec dX, Vec G)
       if (summed[i]) PetscCall(VecAXPY(net->dact[v], 1.0, net->dsum[v]));
     }
   }
-  PetscCall(VecRestoreArrayRead(net->theta_rep, &theta));
+  PetscCall(NetRestoreReplicatedArray_Private(net->theta_rep, &theta));
   PetscCall(PetscFree2(seeded, summed));
   if (dx != dstack) PetscCall(PetscFree(dx));
   if (dX) PetscCall(VecCopy(net->dact[0], dX));
-  if (G) {
+  if (grad) {
     PetscCall(VecRestoreArray(net->grad_rep, &grad));
     PetscCall(MatMultTransposeAdd(net->bcast, net->grad_rep, G, G));
   }
@@ -489,28 +549,34 @@ PetscErrorCode NetJVP(Net net, Vec dX, Vec dtheta, Vec dY)
   net->tanvalid = PETSC_FALSE;
   PetscCheck(net->forwarded, PetscObjectComm((PetscObject)net), PETSC_ERR_ORDER, "NetJVP() differentiates at the last forward pass, and there is none: call NetForward() on the batch first (NetSetTraining() also clears it)");
   PetscCall(NetCheckInputUnchanged_Private(net));
+  PetscCall(NetCheckParametersUnchanged_Private(net, "NetJVP"));
   PetscCall(NetCheckCompatible_Private(net, dY, net->nlayers, "Output tangent dY"));
   if (dtheta) PetscCall(NetCheckParameterLayout_Private(net, dtheta, "Parameter direction dtheta"));
   if (dX) {
     PetscCall(NetCheckCompatible_Private(net, dX, 0, "Input tangent dX"));
     PetscCall(VecCopy(dX, net->dact[0]));
   }
-  if (dtheta) {
+  if (dtheta && net->dtheta_rep) {
     PetscCall(MatMult(net->bcast, dtheta, net->dtheta_rep));
     PetscCall(VecGetArrayRead(net->dtheta_rep, &dth));
   }
+  /* the direction of the parameters, kept for NetSecondOrderBackward() (nodes with a map gather it again there) */
+  if (dtheta) PetscCall(PetscObjectReference((PetscObject)dtheta));
+  PetscCall(VecDestroy(&net->tandthetavec));
+  net->tandthetavec = dtheta;
   for (PetscInt k = 0; k < net->nlayers; k++) maxin = PetscMax(maxin, net->nodes[k].nin);
   if (maxin > NET_MAX_STACK_INPUTS) PetscCall(PetscMalloc1(maxin, &dx));
   /* zero[v]: the tangent of value v is zero (a NULL array for the kernels, no pass over memory) */
   if (!net->tanzero) PetscCall(PetscMalloc1(net->nlayers + 1, &net->tanzero));
   zero    = net->tanzero; /* kept for NetSecondOrderBackward() */
   zero[0] = dX ? PETSC_FALSE : PETSC_TRUE;
-  PetscCall(VecGetArrayRead(net->theta_rep, &theta));
+  PetscCall(NetGetReplicatedArray_Private(net->theta_rep, &theta));
   for (PetscInt k = 0; k < net->nlayers; k++) {
-    const NetNode *nd = &net->nodes[k];
-    PetscScalar   *dy;
+    const NetNode     *nd = &net->nodes[k];
+    PetscScalar       *dy;
+    const PetscScalar *th, *dthk;
 
-    zero[k + 1] = (PetscBool)(!dth || !net->layers[k]->nparams);
+    zero[k + 1] = (PetscBool)(!dtheta || !net->layers[k]->nparams);
     for (PetscInt i = 0; i < nd->nin; i++) {
       PetscInt v = nd->in[i] + 1;
 
@@ -519,14 +585,18 @@ PetscErrorCode NetJVP(Net net, Vec dX, Vec dtheta, Vec dY)
       zero[k + 1] = (PetscBool)(zero[k + 1] && zero[v]);
     }
     PetscCall(VecGetArrayWrite(net->dact[k + 1], &dy));
-    PetscCall(NetNodeJVPArrays_Private(net, k, theta, dx, dth, dy));
+    PetscCall(NetNodeGetParameters_Private(net, k, net->theta, theta, &th));
+    PetscCall(NetNodeGetParameters_Private(net, k, dtheta, dth, &dthk));
+    PetscCall(NetNodeJVPArrays_Private(net, k, th, dx, dthk, dy));
+    PetscCall(NetNodeRestoreParameters_Private(net, k, &dthk));
+    PetscCall(NetNodeRestoreParameters_Private(net, k, &th));
     PetscCall(VecRestoreArrayWrite(net->dact[k + 1], &dy));
     for (PetscInt i = 0; i < nd->nin; i++)
       if (dx[i]) PetscCall(VecRestoreArrayRead(net->dact[nd->in[i] + 1], &dx[i]));
   }
-  PetscCall(VecRestoreArrayRead(net->theta_rep, &theta));
+  PetscCall(NetRestoreReplicatedArray_Private(net->theta_rep, &theta));
   if (dx != xstack) PetscCall(PetscFree(dx));
-  if (dtheta) PetscCall(VecRestoreArrayRead(net->dtheta_rep, &dth));
+  if (dth) PetscCall(VecRestoreArrayRead(net->dtheta_rep, &dth));
   PetscCall(VecCopy(net->dact[net->nlayers], dY));
   net->tanvalid  = PETSC_TRUE;
   net->tandtheta = dtheta ? PETSC_TRUE : PETSC_FALSE;

@@ -107,21 +107,24 @@ PetscErrorCode NetWrite_HDF5(Net net, PetscViewer viewer)
   PetscCall(PetscViewerHDF5WriteAttribute(viewer, NET_HDF5_GROUP, "nbuffers", PETSC_INT, &nbuffers));
   PetscCall(NetIOFailForTesting_Private(net, file));
   PetscCall(NetUpdateReplicatedParameters_Private(net));
-  PetscCall(VecGetArrayRead(net->theta_rep, &rep));
+  PetscCall(NetGetReplicatedArray_Private(net->theta_rep, &rep));
   for (PetscInt l = 0; l < net->nlayers; l++) {
-    Layer           layer = net->layers[l];
-    LayerTensorInfo info[LAYER_MAX_TENSORS];
-    PetscInt        nt;
+    Layer              layer = net->layers[l];
+    LayerTensorInfo    info[LAYER_MAX_TENSORS];
+    PetscInt           nt;
+    const PetscScalar *blk;
 
     PetscCall(LayerGetTensors(layer, &nt, info));
+    PetscCall(NetGetNodeBlock_Private(net, l, rep, &blk));
     for (PetscInt t = 0; t < nt; t++) {
       char name[4096];
 
       PetscCall(NetIOTensorName_Private(net, l, &info[t], sizeof(name), name));
-      PetscCall(NetHDF5WriteTensor_Private(net, viewer, name, &info[t], info[t].buffer ? layer->buffers + info[t].offset : rep + net->poff[l] + info[t].offset));
+      PetscCall(NetHDF5WriteTensor_Private(net, viewer, name, &info[t], info[t].buffer ? layer->buffers + info[t].offset : blk + info[t].offset));
     }
+    PetscCall(NetRestoreNodeBlock_Private(net, l, &blk));
   }
-  PetscCall(VecRestoreArrayRead(net->theta_rep, &rep));
+  PetscCall(NetRestoreReplicatedArray_Private(net->theta_rep, &rep));
   PetscFunctionReturn(0);
 }
 

@@ -203,8 +203,7 @@ PetscErrorCode NetModelSetUpNode_Private(Net net, PetscInt k)
     const PetscInt rowlen = taps * nin, nw = nout * rowlen;
     PetscInt       maxruns = mp->oblock * taps + 1, nruns = 0, nplocal = 0;
 
-    PetscCall(PetscMalloc1(maxruns, &nd->runstart));
-    PetscCall(PetscMalloc1(maxruns, &nd->runlen));
+    PetscCall(PetscMalloc2(maxruns, &nd->runstart, maxruns, &nd->runlen));
     for (PetscInt o = mp->ostart; o < mp->ostart + mp->oblock; o++)
       for (PetscInt t = 0; t < taps; t++) {
         PetscInt start = net->poff[k] + o * rowlen + t * nin + mp->istart;
@@ -268,8 +267,7 @@ PetscErrorCode NetModelDestroyNode_Private(Net net, PetscInt k)
   PetscCall(LayerDestroy(&mp->local));
   PetscCall(PetscFree2(mp->osizes, mp->isizes));
   PetscCall(PetscFree(nd->mp));
-  PetscCall(PetscFree(nd->runstart));
-  PetscCall(PetscFree(nd->runlen));
+  PetscCall(PetscFree2(nd->runstart, nd->runlen));
   nd->nruns        = 0;
   nd->nplocal      = 0;
   nd->partition[0] = nd->partition[1] = 0;

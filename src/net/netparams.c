@@ -1,7 +1,8 @@
 /*
   Parameters of a Net: one flat Vec theta, distributed over the communicator, layer l owning the index range
-  [poff[l], poff[l+1]). Each rank computes with a full replicated copy (theta_rep), refreshed by the broadcast
-  whenever theta changes (tracked with the PETSc object state), and returns gradients by the sum-reduce.
+  [poff[l], poff[l+1]). In replicated mode each rank computes with a full replicated copy (theta_rep), refreshed by
+  the broadcast whenever theta changes (tracked with the PETSc object state), and returns gradients by the
+  sum-reduce; in sharded and model modes each node gathers what its kernel needs (netpmap.c).
 */
 #include <petnet/private/netimpl.h>
 
@@ -167,6 +168,8 @@ PetscErrorCode NetGetParameterBroadcast(Net net, Mat *B)
   PetscFunctionBegin;
   PetscValidHeaderSpecific(net, NET_CLASSID, 1);
   PetscCall(NetSetUp(net));
+  PetscCheck(net->bcast, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_WRONGSTATE, "With -net_parallel %s no rank holds a full copy of the parameters, so the Net has no parameter broadcast: use -net_parallel replicated",
+             NetParallelTypes[net->parallel]);
   *B = net->bcast;
   PetscFunctionReturn(0);
 }
@@ -195,8 +198,8 @@ PetscErrorCode NetGetParameterBroadcast(Net net, Mat *B)
 PetscErrorCode NetInitializeParameters(Net net)
 {
   PetscRandom  rnd;
-  PetscScalar *rep, *theta;
-  PetscInt     rstart, rend;
+  PetscScalar *theta, *buf;
+  PetscInt     rstart, rend, most = 0;
 
   PetscFunctionBegin;
   PetscValidHeaderSpecific(net, NET_CLASSID, 1);
@@ -205,13 +208,19 @@ PetscErrorCode NetInitializeParameters(Net net)
   PetscCall(PetscRandomSetType(rnd, PETSCRAND48));
   PetscCall(PetscRandomSetSeed(rnd, net->seed));
   PetscCall(PetscRandomSeed(rnd));
-  PetscCall(VecGetArrayWrite(net->grad_rep, &rep));
-  for (PetscInt l = 0; l < net->nlayers; l++) PetscCall(LayerInitializeParameters(net->layers[l], rnd, rep + net->poff[l]));
   PetscCall(VecGetOwnershipRange(net->theta, &rstart, &rend));
   PetscCall(VecGetArrayWrite(net->theta, &theta));
-  PetscCall(PetscArraycpy(theta, rep + rstart, rend - rstart));
+  /* node by node through a scratch block (one node's parameters, not the whole vector), keeping the owned part */
+  for (PetscInt l = 0; l < net->nlayers; l++) most = PetscMax(most, net->layers[l]->nparams);
+  PetscCall(PetscMalloc1(most, &buf));
+  for (PetscInt l = 0; l < net->nlayers; l++) {
+    PetscInt s = PetscMax(net->poff[l], rstart), e = PetscMin(net->poff[l + 1], rend);
+
+    PetscCall(LayerInitializeParameters(net->layers[l], rnd, buf));
+    if (s < e) PetscCall(PetscArraycpy(theta + s - rstart, buf + s - net->poff[l], e - s));
+  }
+  PetscCall(PetscFree(buf));
   PetscCall(VecRestoreArrayWrite(net->theta, &theta));
-  PetscCall(VecRestoreArrayWrite(net->grad_rep, &rep));
   PetscCall(PetscRandomDestroy(&rnd));
   net->theta_rep_valid = PETSC_FALSE;
   PetscFunctionReturn(0);
@@ -223,6 +232,7 @@ PetscErrorCode NetUpdateReplicatedParameters_Private(Net net)
   PetscObjectState state;
 
   PetscFunctionBegin;
+  if (!net->theta_rep) PetscFunctionReturn(0); /* no node reads a replicated copy */
   PetscCall(PetscObjectStateGet((PetscObject)net->theta, &state));
   if (net->theta_rep_valid && state == net->theta_state) PetscFunctionReturn(0);
   PetscCall(MatMult(net->bcast, net->theta, net->theta_rep));

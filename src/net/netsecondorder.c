@@ -116,50 +116,30 @@ static PetscErrorCode NetCloseInputCotangents_Private(Net net, PetscInt k, Vec *
   PetscFunctionReturn(0);
 }
 
-/* The curvature term of node k into the open input arrays dxd[] and the parameter array hv (layout of theta_rep) */
-static PetscErrorCode NetNodeSOBackward_Private(Net net, PetscInt k, const PetscScalar *theta, const PetscScalar *thetadot, const PetscScalar *dy, PetscScalar *dxd[], PetscScalar *hv)
+/* The curvature term of node k into the open input arrays dxd[] and the node's gradient array hvk; th, thd: the node's
+   parameters and their direction as its kernel takes them */
+static PetscErrorCode NetNodeSOBackward_Private(Net net, PetscInt k, const PetscScalar *th, const PetscScalar *thd, const PetscScalar *dy, PetscScalar *dxd[], PetscScalar *hvk)
 {
   const NetNode     *nd    = &net->nodes[k];
   Layer              layer = net->layers[k];
-  const PetscScalar *x, *xdot = NULL, *y, *ydot = NULL, *th, *thd, *hvk;
+  const PetscScalar *x, *xdot = NULL, *y, *ydot = NULL;
 
   PetscFunctionBegin;
-  if (layer->sozero) PetscFunctionReturn(0);
+  if (layer->sozero && !nd->mp) PetscFunctionReturn(0);
   PetscCheck(nd->nin == 1, PetscObjectComm((PetscObject)net), PETSC_ERR_SUP, "Node %s (layer kind %s) takes %" PetscInt_FMT " inputs and has no second-order kernel for them: use the Gauss-Newton operator", nd->name, ((PetscObject)layer)->type_name,
              nd->nin);
-  PetscCall(NetGetNodeParameters_Private(net, k, theta, &th));
-  PetscCall(NetGetNodeParameters_Private(net, k, thetadot, &thd));
-  PetscCall(NetGetNodeParameters_Private(net, k, hv, &hvk));
   PetscCall(VecGetArrayRead(net->act[nd->in[0] + 1], &x));
   PetscCall(VecGetArrayRead(net->act[k + 1], &y));
   if (!net->tanzero[nd->in[0] + 1]) PetscCall(VecGetArrayRead(net->dact[nd->in[0] + 1], &xdot));
   if (!net->tanzero[k + 1]) PetscCall(VecGetArrayRead(net->dact[k + 1], &ydot));
-  PetscCall(LayerSOBackwardArray(layer, net->nlocal, th, x, y, xdot, thd, ydot, dy, dxd[0], (PetscScalar *)hvk));
+  if (nd->mp)
+    PetscCall(NetModelSOBackward_Private(net, k, net->nlocal, th, x, y, xdot, thd, ydot, dy, dxd[0], hvk));
+  else
+    PetscCall(LayerSOBackwardArray(layer, net->nlocal, th, x, y, xdot, thd, ydot, dy, dxd[0], hvk));
   if (ydot) PetscCall(VecRestoreArrayRead(net->dact[k + 1], &ydot));
   if (xdot) PetscCall(VecRestoreArrayRead(net->dact[nd->in[0] + 1], &xdot));
   PetscCall(VecRestoreArrayRead(net->act[k + 1], &y));
   PetscCall(VecRestoreArrayRead(net->act[nd->in[0] + 1], &x));
-  PetscFunctionReturn(0);
-}
-
-/* Backward of node k from the cotangent dy (a Vec) into the open arrays dx[] and grad (NULL: no parameter part) */
-static PetscErrorCode NetNodeBackwardVec_Private(Net net, PetscInt k, const PetscScalar *theta, Vec dyv, PetscScalar *dx[], PetscScalar *grad)
-{
-  const NetNode     *nd = &net->nodes[k];
-  const PetscScalar *stack[NET_MAX_STACK_INPUTS], **x = stack, *y, *dy, *th, *gk;
-
-  PetscFunctionBegin;
-  if (nd->nin > NET_MAX_STACK_INPUTS) PetscCall(PetscMalloc1(nd->nin, &x));
-  PetscCall(NetGetNodeParameters_Private(net, k, theta, &th));
-  PetscCall(NetGetNodeParameters_Private(net, k, grad, &gk));
-  PetscCall(NetGetInputs_Private(net, k, net->act, x));
-  PetscCall(VecGetArrayRead(net->act[k + 1], &y));
-  PetscCall(VecGetArrayRead(dyv, &dy));
-  PetscCall(LayerBackwardArrays(net->layers[k], net->nlocal, th, x, y, dy, dx, (PetscScalar *)gk));
-  PetscCall(VecRestoreArrayRead(dyv, &dy));
-  PetscCall(VecRestoreArrayRead(net->act[k + 1], &y));
-  PetscCall(NetRestoreInputs_Private(net, k, net->act, x));
-  if (x != stack) PetscCall(PetscFree(x));
   PetscFunctionReturn(0);
 }
 
@@ -193,6 +173,7 @@ PetscErrorCode NetSecondOrderBackward(Net net, Vec dY, Vec dYdot, Vec dXdot, Vec
 {
   const PetscScalar *theta, *thetadot = NULL;
   PetscScalar       *hv = NULL, *stack[NET_MAX_STACK_INPUTS], **dx = stack;
+  Vec                tdir = net->tandtheta ? net->tandthetavec : NULL;
   PetscBool         *seeded, *summed;
   PetscInt           maxin = 0;
   PetscObjectState   state;
@@ -206,6 +187,7 @@ PetscErrorCode NetSecondOrderBackward(Net net, Vec dY, Vec dYdot, Vec dXdot, Vec
              "NetSecondOrderBackward() needs the tangents of a NetJVP() at the last forward pass (and NetBackward() in between overwrites them): call NetJVP() along the direction first");
   PetscCall(NetCheckSecondOrder_Private(net));
   PetscCall(NetCheckInputUnchanged_Private(net));
+  PetscCall(NetCheckParametersUnchanged_Private(net, "NetSecondOrderBackward"));
   {
     PetscInt n, m;
 
@@ -234,40 +216,51 @@ PetscErrorCode NetSecondOrderBackward(Net net, Vec dY, Vec dYdot, Vec dXdot, Vec
   else
     PetscCall(VecZeroEntries(net->bard[net->nlayers]));
   seeded[net->nlayers] = PETSC_TRUE;
-  if (Hv) {
+  if (Hv && net->grad_rep) {
     PetscCall(VecZeroEntries(net->grad_rep));
     PetscCall(VecGetArray(net->grad_rep, &hv));
   }
-  PetscCall(VecGetArrayRead(net->theta_rep, &theta));
-  if (net->tandtheta) PetscCall(VecGetArrayRead(net->dtheta_rep, &thetadot));
+  PetscCall(NetGetReplicatedArray_Private(net->theta_rep, &theta));
+  if (tdir && net->dtheta_rep) PetscCall(VecGetArrayRead(net->dtheta_rep, &thetadot));
   for (PetscInt k = net->nlayers - 1; k >= 0; k--) {
     const NetNode     *nd = &net->nodes[k];
-    const PetscScalar *dy;
+    const PetscScalar *dy, *th, *thd;
+    PetscScalar       *hvk;
 
+    PetscCall(NetNodeGetParameters_Private(net, k, net->theta, theta, &th));
     /* the first-order pass: the cotangents of dY (no parameter part) */
     if (!barcached) {
       PetscCall(NetOpenInputCotangents_Private(net, k, net->bar, PETSC_FALSE, seeded, summed, dx)); /* bar[0] is never read */
-      PetscCall(NetNodeBackwardVec_Private(net, k, theta, net->bar[k + 1], dx, NULL));
+      PetscCall(VecGetArrayRead(net->bar[k + 1], &dy));
+      PetscCall(NetNodeBackwardArrays_Private(net, k, th, dy, dx, NULL));
+      PetscCall(VecRestoreArrayRead(net->bar[k + 1], &dy));
       PetscCall(NetCloseInputCotangents_Private(net, k, net->bar, summed, dx));
     }
     /* its tangent: backward of bard, plus the curvature term along the forward tangents with bar held fixed */
+    PetscCall(NetNodeGetParameters_Private(net, k, tdir, thetadot, &thd));
+    PetscCall(NetNodeGetGradient_Private(net, k, hv, (PetscBool)(Hv != NULL), &hvk));
     PetscCall(NetOpenInputCotangents_Private(net, k, net->bard, (PetscBool)(dXdot != NULL), seeded, summed, dx));
-    PetscCall(NetNodeBackwardVec_Private(net, k, theta, net->bard[k + 1], dx, hv));
+    PetscCall(VecGetArrayRead(net->bard[k + 1], &dy));
+    PetscCall(NetNodeBackwardArrays_Private(net, k, th, dy, dx, hvk));
+    PetscCall(VecRestoreArrayRead(net->bard[k + 1], &dy));
     PetscCall(VecGetArrayRead(net->bar[k + 1], &dy));
-    PetscCall(NetNodeSOBackward_Private(net, k, theta, thetadot, dy, dx, hv));
+    PetscCall(NetNodeSOBackward_Private(net, k, th, thd, dy, dx, hvk));
     PetscCall(VecRestoreArrayRead(net->bar[k + 1], &dy));
     PetscCall(NetCloseInputCotangents_Private(net, k, net->bard, summed, dx));
+    PetscCall(NetNodeRestoreGradient_Private(net, k, Hv, &hvk));
+    PetscCall(NetNodeRestoreParameters_Private(net, k, &thd));
+    PetscCall(NetNodeRestoreParameters_Private(net, k, &th));
     for (PetscInt i = 0; i < nd->nin; i++) seeded[nd->in[i] + 1] = PETSC_TRUE;
   }
   if (thetadot) PetscCall(VecRestoreArrayRead(net->dtheta_rep, &thetadot));
-  PetscCall(VecRestoreArrayRead(net->theta_rep, &theta));
+  PetscCall(NetRestoreReplicatedArray_Private(net->theta_rep, &theta));
   PetscCall(PetscFree2(seeded, summed));
   if (dx != stack) PetscCall(PetscFree(dx));
   net->barY       = dY;
   net->barYstate  = state;
   net->barforward = net->nforward;
   if (dXdot) PetscCall(VecCopy(net->bard[0], dXdot));
-  if (Hv) {
+  if (hv) {
     PetscCall(VecRestoreArray(net->grad_rep, &hv));
     PetscCall(MatMultTransposeAdd(net->bcast, net->grad_rep, Hv, Hv));
   }

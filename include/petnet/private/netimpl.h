@@ -37,7 +37,7 @@ typedef struct {
      same way. A data-parallel node takes its whole block; a model-parallel node only its own block of it. */
   PetscInt  nplocal, nruns;
   PetscInt *runstart, *runlen;
-  void     *pmap; /* the gather / reduce-scatter of these entries (netparams.c); NULL in replicated mode */
+  void     *pmap; /* the gather / reduce-scatter of these entries (netpmap.c); NULL: the node reads theta_rep */
 
   /* Model parallelism (netmodel.c): the node's weights split over a P_out x P_in grid of ranks (partition[0] == 0: the
      node is data parallel), and the state of that split (layouts, data-movement operators, the local layer) */
@@ -47,16 +47,16 @@ typedef struct {
 
 struct _p_Net {
   PETSCHEADER(int);
-  PetNetShape   in;
-  PetscInt      nlayers, maxlayers; /* the nodes */
-  NetNode      *nodes;
-  Layer        *layers; /* layers[k] = nodes[k].layer */
-  PetscBool     graph;  /* built by NetSetGraph(): NetGetSpec() writes the graph form */
-  PetscInt     *poff;   /* poff[k] .. poff[k+1]: parameters of node k */
-  PetscInt      nparams;
-  PetscInt      ninputuses; /* edges leaving the Net's input */
-  PetscBool     setupcalled;
-  unsigned long seed;
+  PetNetShape     in;
+  PetscInt        nlayers, maxlayers; /* the nodes */
+  NetNode        *nodes;
+  Layer          *layers; /* layers[k] = nodes[k].layer */
+  PetscBool       graph;  /* built by NetSetGraph(): NetGetSpec() writes the graph form */
+  PetscInt       *poff;   /* poff[k] .. poff[k+1]: parameters of node k */
+  PetscInt        nparams;
+  PetscInt        ninputuses; /* edges leaving the Net's input */
+  PetscBool       setupcalled;
+  unsigned long   seed;
   NetParallelType parallel; /* replicated, sharded or model (NetSetParallel()) */
 
   /* Parameters: theta is distributed (each rank owns a slice); the layers read the replicated copy theta_rep,
@@ -66,6 +66,10 @@ struct _p_Net {
   Mat              bcast;
   PetscObjectState theta_state;
   PetscBool        theta_rep_valid;
+  PetscBool        replicated;      /* theta_rep, grad_rep and dtheta_rep exist (some node reads them) */
+  PetscBool        gathers;         /* some node gathers its parameters through its map (netpmap.c) */
+  PetscObjectState theta_fwd_state; /* theta's state at the last NetForward(): nodes that gather their parameters
+                                       (sharded, model) gather them again in backward and must see the same point */
 
   /* Workspace for a batch of nlocal samples on this rank (N in all): act[0] is the input, act[k+1] the output of node
      k; dact[.] the tangent or cotangent at the same place; dsum[.] (NULL unless a value feeds several nodes) the
@@ -82,6 +86,7 @@ struct _p_Net {
      hold the cotangents of dY and their tangents. bar is kept for further products at the same point and the same dY. */
   PetscBool       *tanzero;
   PetscBool        tanvalid, tandtheta;
+  Vec              tandthetavec; /* the last NetJVP()'s parameter direction (referenced), for nodes that gather it */
   Vec             *bar, *bard;
   Vec              barY;
   PetscObjectState barYstate;
@@ -102,10 +107,21 @@ PETSC_INTERN PetscErrorCode NetSetUpWorkspace_Private(Net, Vec);
 PETSC_INTERN PetscErrorCode NetResetWorkspace_Private(Net);
 PETSC_INTERN PetscErrorCode NetCheckInputUnchanged_Private(Net);
 PETSC_INTERN PetscErrorCode NetUpdateReplicatedParameters_Private(Net);
-PETSC_INTERN PetscErrorCode NetGetNodeParameters_Private(Net, PetscInt, const PetscScalar *, const PetscScalar **);
+PETSC_INTERN PetscErrorCode NetNodeGetParameters_Private(Net, PetscInt, Vec, const PetscScalar *, const PetscScalar **);
+PETSC_INTERN PetscErrorCode NetNodeRestoreParameters_Private(Net, PetscInt, const PetscScalar **);
+PETSC_INTERN PetscErrorCode NetNodeGetGradient_Private(Net, PetscInt, PetscScalar *, PetscBool, PetscScalar **);
+PETSC_INTERN PetscErrorCode NetNodeRestoreGradient_Private(Net, PetscInt, Vec, PetscScalar **);
+PETSC_INTERN PetscErrorCode NetGetReplicatedArray_Private(Vec, const PetscScalar **);
+PETSC_INTERN PetscErrorCode NetRestoreReplicatedArray_Private(Vec, const PetscScalar **);
+PETSC_INTERN PetscErrorCode NetCheckParametersUnchanged_Private(Net, const char[]);
+PETSC_INTERN PetscErrorCode NetSetUpParameterMaps_Private(Net);
+PETSC_INTERN PetscErrorCode NetResetParameterMaps_Private(Net);
+PETSC_INTERN PetscErrorCode NetGetNodeBlock_Private(Net, PetscInt, const PetscScalar *, const PetscScalar **);
+PETSC_INTERN PetscErrorCode NetRestoreNodeBlock_Private(Net, PetscInt, const PetscScalar **);
 PETSC_INTERN PetscErrorCode NetGetInputs_Private(Net, PetscInt, Vec *, const PetscScalar *[]);
 PETSC_INTERN PetscErrorCode NetRestoreInputs_Private(Net, PetscInt, Vec *, const PetscScalar *[]);
 PETSC_INTERN PetscErrorCode NetNodeJVP_Private(Net, PetscInt, Vec, Vec, Vec);
+PETSC_INTERN PetscErrorCode NetNodeBackwardArrays_Private(Net, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *const[], PetscScalar *);
 PETSC_INTERN PetscErrorCode NetNodeBackward_Private(Net, PetscInt, Vec, Vec, Vec);
 PETSC_INTERN PetscErrorCode NetNodeInputSize_Private(Net, PetscInt, PetscInt *);
 PETSC_INTERN PetscErrorCode NetLayerListNext_Private(char **, char **);
@@ -120,5 +136,6 @@ PETSC_INTERN PetscErrorCode NetModelDestroyNode_Private(Net, PetscInt);
 PETSC_INTERN PetscErrorCode NetModelForward_Private(Net, PetscInt, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *);
 PETSC_INTERN PetscErrorCode NetModelBackward_Private(Net, PetscInt, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
 PETSC_INTERN PetscErrorCode NetModelJVP_Private(Net, PetscInt, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *);
-PETSC_INTERN PetscErrorCode NetModelSOBackward_Private(Net, PetscInt, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode NetModelSOBackward_Private(Net, PetscInt, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *,
+                                                       PetscScalar *);
 PETSC_INTERN PetscErrorCode NetModelViewNode_Private(Net, PetscInt, PetscViewer);
