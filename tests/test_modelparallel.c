@@ -80,7 +80,7 @@ static PetscErrorCode StripPartitions(char spec[])
   while ((p = strstr(spec, ":partition="))) {
     size_t n = 11;
 
-    while (p[n] && p[n] != ',' && p[n] != ')' && p[n] != '|' && p[n] != ':') n++;
+    while (p[n] && !strchr(",)|:; ", p[n])) n++;
     memmove(p, p + n, strlen(p + n) + 1);
   }
   PetscFunctionReturn(0);
@@ -117,8 +117,11 @@ int main(int argc, char **argv)
   for (PetscInt k = 0; k < net->nlayers; k++) nmodel += net->nodes[k].partition[0] > 0 ? 1 : 0;
   PetscCall(PetscPrintf(comm, "model-parallel nodes: %" PetscInt_FMT "\n", nmodel));
   PetscCheck(expect < 0 || nmodel == expect, comm, PETSC_ERR_PLIB, "Expected %" PetscInt_FMT " model-parallel nodes, the Net has %" PetscInt_FMT, expect, nmodel);
-  if (view) PetscCall(NetView(net, NULL));
   PetscCall(NetGetSpec(net, sizeof(spec), spec));
+  if (view) {
+    PetscCall(PetscPrintf(comm, "spec: %s\n", spec));
+    PetscCall(NetView(net, NULL));
+  }
   PetscCall(StripPartitions(spec));
   PetscCall(NetGetInputShape(net, &in));
   PetscCall(NetGetOutputShape(net, &out));
@@ -215,7 +218,8 @@ int main(int argc, char **argv)
       PetscCall(VecDestroy(&Hall));
     }
     if (verbose)
-      PetscCall(PetscPrintf(comm, "batch of %" PetscInt_FMT ": relative differences output %.2e, loss %.2e, gradient %.2e, input cotangent %.2e, jvp %.2e, Hessian-vector %.2e\n", N, (double)d[0], (double)d[1], (double)d[2], (double)d[3], (double)d[4], (double)d[5]));
+      PetscCall(PetscPrintf(comm, "batch of %" PetscInt_FMT ": relative differences output %.2e, loss %.2e, gradient %.2e, input cotangent %.2e, jvp %.2e, Hessian-vector %.2e\n", N, (double)d[0], (double)d[1], (double)d[2], (double)d[3],
+                            (double)d[4], (double)d[5]));
     for (PetscInt i = 0; i < 6; i++) worst = PetscMax(worst, d[i]);
     if (testjac && batch == 0) {
       PetscReal dot, fd;

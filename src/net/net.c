@@ -859,7 +859,8 @@ PetscErrorCode NetView(Net net, PetscViewer viewer)
       PetscCall(PetNetShapeToString(&layer->out, sizeof(shape), shape));
       PetscCall(PetscSNPrintf(nparams, sizeof(nparams), "%" PetscInt_FMT, layer->nparams));
     }
-    if (chain) PetscCall(PetscViewerASCIIPrintf(viewer, "%5" PetscInt_FMT "  %-24s %-10s %-14s %10s\n", l, spec, type, shape, nparams));
+    if (chain)
+      PetscCall(PetscViewerASCIIPrintf(viewer, "%5" PetscInt_FMT "  %-24s %-10s %-14s %10s\n", l, spec, type, shape, nparams));
     else {
       for (PetscInt i = 0; i < net->nodes[l].nin; i++) {
         PetscInt in = net->nodes[l].in[i];

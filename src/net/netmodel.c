@@ -30,15 +30,15 @@
 #include <petnetlayout.h>
 
 typedef struct {
-  Layer      local;                  /* the rank's block: same kind, block sizes, bias only where ci == 0 */
-  PetscInt   pout, pin, co, ci;      /* the grid and this rank's coordinates */
-  PetscInt   ostart, oblock;         /* output (channel) block */
-  PetscInt   istart, iblock;         /* input (channel) block */
-  PetscInt   nout, nin, taps;        /* outputs, inputs (channels), kernel taps KH KW (dense: 1) */
-  PetscInt   xndim, yndim;           /* tensor dims of x and y, samples included */
-  PetscInt64 xdims[4], ydims[4];     /* ... per sample in dims[1..] */
-  PetscInt  *osizes, *isizes;        /* every rank's output and input block along its grid axis */
-  PetscBool  bias;                   /* the layer has a bias */
+  Layer      local;              /* the rank's block: same kind, block sizes, bias only where ci == 0 */
+  PetscInt   pout, pin, co, ci;  /* the grid and this rank's coordinates */
+  PetscInt   ostart, oblock;     /* output (channel) block */
+  PetscInt   istart, iblock;     /* input (channel) block */
+  PetscInt   nout, nin, taps;    /* outputs, inputs (channels), kernel taps KH KW (dense: 1) */
+  PetscInt   xndim, yndim;       /* tensor dims of x and y, samples included */
+  PetscInt64 xdims[4], ydims[4]; /* ... per sample in dims[1..] */
+  PetscInt  *osizes, *isizes;    /* every rank's output and input block along its grid axis */
+  PetscBool  bias;               /* the layer has a bias */
 
   /* for the current batch: every rank's number of samples, the layouts and operators, and the work Vecs */
   PetscMPIInt  size;
@@ -46,12 +46,12 @@ typedef struct {
   PetscInt     N;
   PetNetLayout xss, xmp, ypart, yss;
   Mat          R, S;
-  Vec          xv, yv;         /* sample-split wrappers of the caller's arrays (no storage of their own) */
-  Vec          xtmp;           /* sample-split, with storage: R^T for accumulation */
-  Vec          xmpv, ympv;     /* x' and y' at the last forward (the local linearization point) */
-  Vec          dxmpv, dympv;   /* their (co)tangents */
-  Vec          dxdotmpv;       /* sobackward: the curvature term's input part on the block */
-  PetscBool    xmpvalid;       /* x' and y' hold the last forward of this node on this batch layout */
+  Vec          xv, yv;       /* sample-split wrappers of the caller's arrays (no storage of their own) */
+  Vec          xtmp;         /* sample-split, with storage: R^T for accumulation */
+  Vec          xmpv, ympv;   /* x' and y' at the last forward (the local linearization point) */
+  Vec          dxmpv, dympv; /* their (co)tangents */
+  Vec          dxdotmpv;     /* sobackward: the curvature term's input part on the block */
+  PetscBool    xmpvalid;     /* x' and y' hold the last forward of this node on this batch layout */
 } NetModel;
 
 static const char *NetModelKind_Private(Layer layer)
@@ -128,11 +128,11 @@ PetscErrorCode NetModelSetUpNode_Private(Net net, PetscInt k)
              "Node %s (%s): partition %" PetscInt_FMT "x%" PetscInt_FMT " needs %" PetscInt_FMT " ranks, but the Net runs on %d: write partition=PxQ with P*Q = %d (e.g. partition=%dx1), or run on %" PetscInt_FMT " ranks", nd->name, spec, p[0], p[1],
              p[0] * p[1], size, size, size, p[0] * p[1]);
   PetscCheck(p[0] <= nout, comm, PETSC_ERR_ARG_OUTOFRANGE,
-             "Node %s (%s): partition %" PetscInt_FMT "x%" PetscInt_FMT " splits its %" PetscInt_FMT " output%s %" PetscInt_FMT " ways: give at most %" PetscInt_FMT " parts along the outputs (partition=PxQ with P <= %" PetscInt_FMT ", P*Q = %d)", nd->name,
-             spec, p[0], p[1], nout, isconv ? " channels" : "s", p[0], nout, nout, size);
+             "Node %s (%s): partition %" PetscInt_FMT "x%" PetscInt_FMT " splits its %" PetscInt_FMT " output%s %" PetscInt_FMT " ways: give at most %" PetscInt_FMT " parts along the outputs (partition=PxQ with P <= %" PetscInt_FMT ", P*Q = %d)",
+             nd->name, spec, p[0], p[1], nout, isconv ? " channels" : "s", p[0], nout, nout, size);
   PetscCheck(p[1] <= nin, comm, PETSC_ERR_ARG_OUTOFRANGE,
-             "Node %s (%s): partition %" PetscInt_FMT "x%" PetscInt_FMT " splits its %" PetscInt_FMT " input%s %" PetscInt_FMT " ways: give at most %" PetscInt_FMT " parts along the inputs (partition=PxQ with Q <= %" PetscInt_FMT ", P*Q = %d)", nd->name,
-             spec, p[0], p[1], nin, isconv ? " channels" : "s", p[1], nin, nin, size);
+             "Node %s (%s): partition %" PetscInt_FMT "x%" PetscInt_FMT " splits its %" PetscInt_FMT " input%s %" PetscInt_FMT " ways: give at most %" PetscInt_FMT " parts along the inputs (partition=PxQ with Q <= %" PetscInt_FMT ", P*Q = %d)",
+             nd->name, spec, p[0], p[1], nin, isconv ? " channels" : "s", p[1], nin, nin, size);
   if (isconv) {
     PetscInt  groups, kg, pixels;
     PetscBool bias;
@@ -160,9 +160,9 @@ PetscErrorCode NetModelSetUpNode_Private(Net net, PetscInt k)
   for (PetscInt c = 0, s; c < p[1]; c++) NetModelBlock_Private(nin, p[1], c, &s, &mp->isizes[c]);
   /* tensor shapes, samples first: dense is (N, F) whatever its input's shape; conv2d (N, H, W, C) */
   if (isdense) {
-    mp->xndim    = mp->yndim = 2;
-    mp->xdims[1] = nin;
-    mp->ydims[1] = nout;
+    mp->xndim = mp->yndim = 2;
+    mp->xdims[1]          = nin;
+    mp->ydims[1]          = nout;
   } else {
     mp->xndim = mp->yndim = 4;
     for (PetscInt d = 0; d < 3; d++) {
@@ -208,7 +208,8 @@ PetscErrorCode NetModelSetUpNode_Private(Net net, PetscInt k)
       for (PetscInt t = 0; t < taps; t++) {
         PetscInt start = net->poff[k] + o * rowlen + t * nin + mp->istart;
 
-        if (nruns && nd->runstart[nruns - 1] + nd->runlen[nruns - 1] == start) nd->runlen[nruns - 1] += mp->iblock;
+        if (nruns && nd->runstart[nruns - 1] + nd->runlen[nruns - 1] == start)
+          nd->runlen[nruns - 1] += mp->iblock;
         else {
           nd->runstart[nruns] = start;
           nd->runlen[nruns++] = mp->iblock;
@@ -218,7 +219,8 @@ PetscErrorCode NetModelSetUpNode_Private(Net net, PetscInt k)
     if (mp->bias && mp->ci == 0) {
       PetscInt start = net->poff[k] + nw + mp->ostart;
 
-      if (nd->runstart[nruns - 1] + nd->runlen[nruns - 1] == start) nd->runlen[nruns - 1] += mp->oblock;
+      if (nd->runstart[nruns - 1] + nd->runlen[nruns - 1] == start)
+        nd->runlen[nruns - 1] += mp->oblock;
       else {
         nd->runstart[nruns] = start;
         nd->runlen[nruns++] = mp->oblock;
@@ -334,7 +336,7 @@ static PetscErrorCode NetModelSetUpBatch_Private(Net net, PetscInt k, PetscInt n
   mp->xdims[0] = mp->ydims[0] = N;
   PetscCall(PetNetLayoutCreateSampleSplit(comm, mp->xndim, mp->xdims, n, &mp->xss));
   PetscCall(PetNetLayoutCreateSampleSplit(comm, mp->yndim, mp->ydims, n, &mp->yss));
-  PetscCall(NetModelGridLayout_Private(comm, mp, mp->xndim, mp->xdims, 1, mp->isizes, &mp->xmp));  /* inputs split over P_in, replicated over P_out */
+  PetscCall(NetModelGridLayout_Private(comm, mp, mp->xndim, mp->xdims, 1, mp->isizes, &mp->xmp));   /* inputs split over P_in, replicated over P_out */
   PetscCall(NetModelGridLayout_Private(comm, mp, mp->yndim, mp->ydims, 0, mp->osizes, &mp->ypart)); /* outputs split over P_out, partial over P_in */
   PetscCall(PetNetRedistributeCreate(mp->xss, mp->xmp, &mp->R));
   PetscCall(PetNetSumReduceCreate(mp->ypart, mp->yss, &mp->S));
@@ -355,11 +357,15 @@ static PetscErrorCode NetModelApply_Private(Mat A, PetscBool transpose, Vec w, c
   PetscFunctionBegin;
   PetscCall(VecPlaceArray(w, array));
   if (wisinput) {
-    if (transpose) PetscCall(MatMultTranspose(A, w, other));
-    else PetscCall(MatMult(A, w, other));
+    if (transpose)
+      PetscCall(MatMultTranspose(A, w, other));
+    else
+      PetscCall(MatMult(A, w, other));
   } else {
-    if (transpose) PetscCall(MatMultTranspose(A, other, w));
-    else PetscCall(MatMult(A, other, w));
+    if (transpose)
+      PetscCall(MatMultTranspose(A, other, w));
+    else
+      PetscCall(MatMult(A, other, w));
   }
   PetscCall(VecResetArray(w));
   PetscFunctionReturn(0);
@@ -454,7 +460,8 @@ PetscErrorCode NetModelJVP_Private(Net net, PetscInt k, PetscInt n, const PetscS
     dy' = S^T dy,  xdot' = R xdot;   dxdot' = local term, dthdot += local term;   dxdot += R^T dxdot'
   dense and conv2d ignore ydot (their term is bilinear in (x, W) and dy), so the partial ydot' is not formed.
 */
-PetscErrorCode NetModelSOBackward_Private(Net net, PetscInt k, PetscInt n, const PetscScalar *th, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *thdot, const PetscScalar *ydot, const PetscScalar *dy, PetscScalar *dxdot, PetscScalar *dthdot)
+PetscErrorCode NetModelSOBackward_Private(Net net, PetscInt k, PetscInt n, const PetscScalar *th, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *thdot, const PetscScalar *ydot, const PetscScalar *dy,
+                                          PetscScalar *dxdot, PetscScalar *dthdot)
 {
   NetModel          *mp;
   const PetscScalar *xl, *yl, *dyl, *xdl = NULL;
@@ -505,12 +512,15 @@ PetscErrorCode NetModelViewNode_Private(Net net, PetscInt k, PetscViewer viewer)
   PetscCallMPI(MPI_Comm_rank(PetscObjectComm((PetscObject)net), &rank));
   PetscCall(PetscViewerASCIIPushTab(viewer));
   PetscCall(PetscViewerASCIIPrintf(viewer, "model parallel: weights on a %" PetscInt_FMT "x%" PetscInt_FMT " grid (P_out x P_in)%s\n", mp->pout, mp->pin, net->layers[k]->partition[0] ? "" : ", the -net_parallel model default"));
-  PetscCall(PetscViewerASCIIPrintf(viewer, "in:  sample-split -> %s split %" PetscInt_FMT " way%s, all samples, replicated %" PetscInt_FMT "x (redistribute)\n", mp->taps > 1 || mp->xndim > 2 ? "channels" : "features", mp->pin, mp->pin > 1 ? "s" : "", mp->pout));
-  PetscCall(PetscViewerASCIIPrintf(viewer, "out: sum-reduce over %" PetscInt_FMT " -> sample-split\n", mp->pin));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "in:  sample-split -> all samples, %s split %" PetscInt_FMT " way%s, replicated %" PetscInt_FMT "x (redistribute)\n", mp->xndim > 2 ? "channels" : "features", mp->pin, mp->pin > 1 ? "s" : "", mp->pout));
+  if (mp->pin > 1)
+    PetscCall(PetscViewerASCIIPrintf(viewer, "out: sum-reduce over %" PetscInt_FMT " -> sample-split\n", mp->pin));
+  else
+    PetscCall(PetscViewerASCIIPrintf(viewer, "out: redistribute -> sample-split (no sum: P_in = 1)\n"));
   PetscCall(PetscViewerASCIIPushSynchronized(viewer));
-  PetscCall(PetscViewerASCIISynchronizedPrintf(viewer, "    [%d] (%" PetscInt_FMT ",%" PetscInt_FMT "): W block %" PetscInt_FMT " x %" PetscInt_FMT " (rows %" PetscInt_FMT "..%" PetscInt_FMT ", columns %" PetscInt_FMT "..%" PetscInt_FMT "%s)%s, %" PetscInt_FMT " parameters\n",
-                                               rank, mp->co, mp->ci, mp->oblock, mp->taps * mp->iblock, mp->ostart, mp->ostart + mp->oblock - 1, mp->istart, mp->istart + mp->iblock - 1, mp->taps > 1 ? " of each tap" : "",
-                                               mp->bias && mp->ci == 0 ? " + bias" : "", net->nodes[k].nplocal));
+  PetscCall(PetscViewerASCIISynchronizedPrintf(
+      viewer, "    [%d] (%" PetscInt_FMT ",%" PetscInt_FMT "): W block %" PetscInt_FMT " x %" PetscInt_FMT " (rows %" PetscInt_FMT "..%" PetscInt_FMT ", columns %" PetscInt_FMT "..%" PetscInt_FMT "%s)%s, %" PetscInt_FMT " parameters\n", rank, mp->co,
+      mp->ci, mp->oblock, mp->taps * mp->iblock, mp->ostart, mp->ostart + mp->oblock - 1, mp->istart, mp->istart + mp->iblock - 1, mp->taps > 1 ? " of each tap" : "", mp->bias && mp->ci == 0 ? " + bias" : "", net->nodes[k].nplocal));
   PetscCall(PetscViewerFlush(viewer));
   PetscCall(PetscViewerASCIIPopSynchronized(viewer));
   PetscCall(PetscViewerASCIIPopTab(viewer));

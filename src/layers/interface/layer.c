@@ -141,27 +141,6 @@ PetscErrorCode LayerGetType(Layer layer, LayerType *type)
   PetscFunctionReturn(0);
 }
 
-/*@C
-  LayerSetArguments - sets a kind's settings from their compact text, the part after "kind:" in -net_layers (e.g.
-  "256" for dense:256)
-
-  Logically collective
-
-  Input Parameters:
-+ layer - the layer, its kind set (LayerSetType())
-- args  - the text, e.g. "256" for dense, "0.2" for dropout, "0.1:1e-5" for batchnorm, "0.01" for leakyrelu,
-          "0.5|dense:16,tanh,dense:3" for ode; NULL or "" changes nothing
-
-  Notes:
-  Each kind parses its own text and calls its setters (e.g. LayerDenseSetOutputSize()); malformed text is an error
-  that shows the expected form, and a kind that takes no arguments refuses any. LayerGetSpec() writes the text back.
-  One field is common to every kind and is read here: partition=PxQ (e.g. dense:8192:partition=2x1) calls
-  LayerSetPartition(); it is not looked for inside nested layer lists (the text of an ode layer).
-
-  Level: intermediate
-
-.seealso: `LayerGetSpec()`, `LayerSetType()`, `LayerSetFromOptions()`, `NetSetLayers()`
-@*/
 /* "PxQ" (two positive integers) into p[2]; what names the text in the error */
 static PetscErrorCode LayerParsePartition_Private(Layer layer, const char text[], const char what[], PetscInt p[2])
 {
@@ -183,6 +162,27 @@ static PetscErrorCode LayerParsePartition_Private(Layer layer, const char text[]
   PetscFunctionReturn(0);
 }
 
+/*@C
+  LayerSetArguments - sets a kind's settings from their compact text, the part after "kind:" in -net_layers (e.g.
+  "256" for dense:256)
+
+  Logically collective
+
+  Input Parameters:
++ layer - the layer, its kind set (LayerSetType())
+- args  - the text, e.g. "256" for dense, "0.2" for dropout, "0.1:1e-5" for batchnorm, "0.01" for leakyrelu,
+          "0.5|dense:16,tanh,dense:3" for ode; NULL or "" changes nothing
+
+  Notes:
+  Each kind parses its own text and calls its setters (e.g. LayerDenseSetOutputSize()); malformed text is an error
+  that shows the expected form, and a kind that takes no arguments refuses any. LayerGetSpec() writes the text back.
+  One field is common to every kind and is read here: partition=PxQ (e.g. dense:8192:partition=2x1) calls
+  LayerSetPartition(); it is not looked for inside nested layer lists (the text of an ode layer).
+
+  Level: intermediate
+
+.seealso: `LayerGetSpec()`, `LayerSetType()`, `LayerSetFromOptions()`, `NetSetLayers()`
+@*/
 PetscErrorCode LayerSetArguments(Layer layer, const char args[])
 {
   LayerType type;
@@ -218,8 +218,10 @@ PetscErrorCode LayerSetArguments(Layer layer, const char args[])
           PetscCall(PetscArraymove(start, next + 1, strlen(next + 1) + 1));
           continue;
         }
-        if (start > copy) start[-1] = 0;
-        else start[0] = 0;
+        if (start > copy)
+          start[-1] = 0;
+        else
+          start[0] = 0;
         break;
       }
       start = next ? next + 1 : NULL;
