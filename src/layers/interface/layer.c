@@ -297,6 +297,7 @@ PetscErrorCode LayerGetSpec(Layer layer, size_t len, char spec[])
 + -dense_outputs <n>                         - a dense layer's number of outputs (LayerDenseSetOutputSize())
 . -dense_init <kaiming,xavier,normal,zeros>  - its weight initialisation (LayerDenseSetInitialization())
 . -dense_init_std <std>                      - the standard deviation of -dense_init normal
+. -dense_bias <bool>                         - whether a dense layer adds a bias (LayerDenseSetBias())
 . -leakyrelu_slope <a>                       - the slope of leakyrelu for negative inputs (LayerLeakyReLUSetSlope())
 . -dropout_p <p>                             - the probability of zeroing an entry (LayerDropoutSetProbability())
 . -dropout_seed <seed>                       - the seed of the dropout masks (LayerDropoutSetSeed())
@@ -524,7 +525,10 @@ PetscErrorCode LayerSetIndex(Layer layer, PetscInt index)
 
   A partition is honoured in every parallel mode of the Net (NetSetParallel()): the node is model parallel and the
   other nodes are replicated or sharded. With NET_PARALLEL_MODEL the dense and conv2d nodes without a partition get
-  P_out = the number of ranks, P_in = 1.
+  P_out = the number of ranks, P_in = 1 (the input is only broadcast and the output only gathered, with no sum); a
+  layer with fewer outputs than ranks gets the largest P_out that fits and the rest along its inputs, and one that fits
+  no grid stays data parallel. A model file (NetSave()) keeps the partitions of the layer list: load it on a rank count
+  they fit, or remove them from the list.
 
   Level: intermediate
 
