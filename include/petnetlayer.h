@@ -46,6 +46,8 @@ PETSC_EXTERN PetscErrorCode LayerSetUp(Layer);
 PETSC_EXTERN PetscErrorCode LayerSetTraining(Layer, PetscBool);
 PETSC_EXTERN PetscErrorCode LayerSetFrozen(Layer, PetscBool);
 PETSC_EXTERN PetscErrorCode LayerSetIndex(Layer, PetscInt);
+PETSC_EXTERN PetscErrorCode LayerSetPartition(Layer, PetscInt, PetscInt);
+PETSC_EXTERN PetscErrorCode LayerGetPartition(Layer, PetscInt *, PetscInt *);
 PETSC_EXTERN PetscErrorCode LayerView(Layer, PetscViewer);
 PETSC_EXTERN PetscErrorCode LayerReset(Layer);
 PETSC_EXTERN PetscErrorCode LayerDestroy(Layer *);
@@ -68,6 +70,7 @@ PETSC_EXTERN PetscErrorCode LayerJVPArrays(Layer, PetscInt, const PetscScalar *,
 /* Kind-specific settings */
 PETSC_EXTERN PetscErrorCode LayerDenseSetOutputSize(Layer, PetscInt);
 PETSC_EXTERN PetscErrorCode LayerDenseSetInitialization(Layer, LayerInitType, PetscReal);
+PETSC_EXTERN PetscErrorCode LayerDenseSetBias(Layer, PetscBool);
 PETSC_EXTERN PetscErrorCode LayerLeakyReLUSetSlope(Layer, PetscReal);
 
 /* Convolutional kinds: inputs are (h, w, c) channels-last unless noted; conv2d also convolves the fields of a 2-D DMDA,

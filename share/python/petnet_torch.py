@@ -41,7 +41,7 @@ Command line:
         to TORCH_PREFIX.h5 / TORCH_PREFIX_data.h5 and verify that it reads back unchanged (tests/io.suite)
 
 Layer kinds (PetNet -> PyTorch):
-    dense:N -> Linear (FlattenLinear on an (h, w, c) input), relu -> ReLU, leakyrelu:a -> LeakyReLU(a),
+    dense:N[:bias=0] -> Linear (FlattenLinear on an (h, w, c) input), relu -> ReLU, leakyrelu:a -> LeakyReLU(a),
     tanh -> Tanh, sigmoid -> Sigmoid, gelu -> GELU (erf form), softplus -> Softplus, identity -> Identity,
     conv2d:OUT[:K[:STRIDE[:PAD]]][:dilation=D][:groups=G][:bias=0] -> Conv2d (K, STRIDE, PAD, D as 3 or 3x5),
     maxpool:K[:STRIDE[:PAD]] -> MaxPool2d, avgpool:K[:STRIDE[:PAD]] -> AvgPool2d (count_include_pad=True: padded
@@ -228,10 +228,15 @@ def _chw_order(shape):
 def _make_module(kind, args, shape):
     """The PyTorch module of one PetNet layer whose input has the (PetNet) shape."""
     features = math.prod(shape)
+    if args and "partition=" in args and not any(c in args for c in ",|("):  # how the weights are split over ranks: the same function
+        args = ":".join(f for f in args.split(":") if not f.startswith("partition="))
     if kind == "dense":
+        bias = True
+        if args.endswith(":bias=0") or args.endswith(":bias=1"):
+            args, bias = args[:-7], args.endswith("1")
         if not args.isdigit() or int(args) <= 0:
-            raise ValueError(f"dense takes its number of outputs (dense:N), not '{args}'")
-        return (FlattenLinear if len(shape) == 3 else nn.Linear)(features, int(args), dtype=torch.float64)
+            raise ValueError(f"dense takes its number of outputs (dense:N[:bias=0]), not '{args}'")
+        return (FlattenLinear if len(shape) == 3 else nn.Linear)(features, int(args), bias=bias, dtype=torch.float64)
     if kind == "conv2d":
         c = _conv_args(args)
         if len(shape) != 3:
@@ -313,9 +318,7 @@ def _group(modules):
 def _group_one(m):
     """(entry, [m]): PetNet's spec entry of one module, in the form NetGetSpec() writes."""
     if isinstance(m, nn.Linear):
-        if m.bias is None:
-            raise ValueError("PetNet's dense layer has a bias: use Linear(..., bias=True)")
-        return f"dense:{m.out_features}", [m]
+        return f"dense:{m.out_features}" + ("" if m.bias is not None else ":bias=0"), [m]
     if isinstance(m, nn.Conv2d):
         if m.padding_mode != "zeros":
             raise ValueError(f"PetNet's conv2d pads with zeros, not padding_mode='{m.padding_mode}'")

@@ -804,7 +804,8 @@ static PetscBool NetIsChain_Private(Net net)
 
 /*@
   NetView - a table of the layers (nodes): index, spec, kind, output shape, parameters, and the total; for a graph also
-  each node's name and inputs.
+  each node's name and inputs; for a model-parallel node its grid of ranks, the data movement around it and each
+  rank's block of the weights.
 
   Collective
 
@@ -857,17 +858,18 @@ PetscErrorCode NetView(Net net, PetscViewer viewer)
       PetscCall(PetNetShapeToString(&layer->out, sizeof(shape), shape));
       PetscCall(PetscSNPrintf(nparams, sizeof(nparams), "%" PetscInt_FMT, layer->nparams));
     }
-    if (chain) {
+    if (chain)
       PetscCall(PetscViewerASCIIPrintf(viewer, "%5" PetscInt_FMT "  %-24s %-10s %-14s %10s\n", l, spec, type, shape, nparams));
-      continue;
-    }
-    for (PetscInt i = 0; i < net->nodes[l].nin; i++) {
-      PetscInt in = net->nodes[l].in[i];
+    else {
+      for (PetscInt i = 0; i < net->nodes[l].nin; i++) {
+        PetscInt in = net->nodes[l].in[i];
 
-      if (i) PetscCall(PetscStrlcat(inputs, ",", sizeof(inputs)));
-      PetscCall(PetscStrlcat(inputs, in == NET_INPUT ? "input" : net->nodes[in].name, sizeof(inputs)));
+        if (i) PetscCall(PetscStrlcat(inputs, ",", sizeof(inputs)));
+        PetscCall(PetscStrlcat(inputs, in == NET_INPUT ? "input" : net->nodes[in].name, sizeof(inputs)));
+      }
+      PetscCall(PetscViewerASCIIPrintf(viewer, "%5" PetscInt_FMT "  %-14s %-24s %-10s %-26s %-14s %10s\n", l, net->nodes[l].name, spec, type, inputs, shape, nparams));
     }
-    PetscCall(PetscViewerASCIIPrintf(viewer, "%5" PetscInt_FMT "  %-14s %-24s %-10s %-26s %-14s %10s\n", l, net->nodes[l].name, spec, type, inputs, shape, nparams));
+    if (net->setupcalled) PetscCall(NetModelViewNode_Private(net, l, viewer)); /* a model-parallel node: its grid and blocks */
   }
   if (net->setupcalled) PetscCall(PetscViewerASCIIPrintf(viewer, "total parameters %" PetscInt_FMT "\n", net->nparams));
   PetscCall(PetscViewerASCIIPopTab(viewer));

@@ -1,44 +1,528 @@
 /*
-  Model-parallel nodes: a dense or conv2d node whose weights are split over a P_out x P_in grid of ranks.
-  (Placeholder until the model-parallel layers land: every entry point refuses.)
+  Model-parallel nodes: a dense or conv2d node whose weights are split over a P_out x P_in grid of ranks (DistDL,
+  Hewett and Grady's linear-algebraic model parallelism; LLNL's channel/filter parallelism).
+
+  The rank at grid coordinates (co, ci) (rank = co P_in + ci) holds the block of W whose rows are its output block
+  (dense: outputs; conv2d: output channels) and whose columns are its input block (dense: input features; conv2d: input
+  channels, every kernel tap), and the bias of its output block if ci == 0. Every tensor stays channels-last:
+
+    x   [n][F_in]  or [n][H][W][C_in]      sample-split, as every node's input      (layout xss)
+    x'  [N][in block]                       all N samples, replicated along P_out    (layout xmp)
+    y'  [N][out block]                      partial sums, replicated along P_in      (layout ypart)
+    y   [n][F_out] or [n][Ho][Wo][C_out]   sample-split                              (layout yss)
+
+    forward     x' = R x            y' = f_local(x'; W block, b on ci == 0)    y = S y'
+    backward    dy' = S^T dy        dx', dW += local backward                  dx = R^T dx'
+    jvp         dx' = R dx          dy' = local jvp(dx', dW)                   dy = S dy'
+    sobackward  dy' = S^T dy, xdot' = R xdot, local curvature term,            dxdot += R^T dxdot'
+
+  R = PetNetRedistributeCreate(xss, xmp) copies each entry from its owner to every replica (R^T sums the copies back),
+  S = PetNetSumReduceCreate(ypart, yss) sums the partial outputs over P_in and hands them back split by samples (S^T
+  broadcasts). Both are exact adjoints of each other's transpose, so the derivatives are those of the unsplit layer.
+  The local kernel is a Layer of the same kind with the block sizes, so forward, backward, jvp and sobackward are the
+  layer's own code on the rank's block.
+
+  The node's parameters on a rank are its W block then (ci == 0) its bias block: runs of theta in exactly the order
+  the local layer reads them (NetNode.runstart/runlen). The layouts and operators depend on every rank's number of
+  samples; they are rebuilt when those change (the last, smaller batch of an epoch).
 */
 #include <petnet/private/netimpl.h>
+#include <petnetlayout.h>
 
-/* Decides whether node k is model parallel; if so sets its mp, nplocal and runs */
+typedef struct {
+  Layer      local;              /* the rank's block: same kind, block sizes, bias only where ci == 0 */
+  PetscInt   pout, pin, co, ci;  /* the grid and this rank's coordinates */
+  PetscInt   ostart, oblock;     /* output (channel) block */
+  PetscInt   istart, iblock;     /* input (channel) block */
+  PetscInt   nout, nin, taps;    /* outputs, inputs (channels), kernel taps KH KW (dense: 1) */
+  PetscInt   xndim, yndim;       /* tensor dims of x and y, samples included */
+  PetscInt64 xdims[4], ydims[4]; /* ... per sample in dims[1..] */
+  PetscInt  *osizes, *isizes;    /* every rank's output and input block along its grid axis */
+  PetscBool  bias;               /* the layer has a bias */
+
+  /* for the current batch: every rank's number of samples, the layouts and operators, and the work Vecs */
+  PetscMPIInt  size;
+  PetscInt    *counts; /* samples per rank (size entries); counts == NULL: nothing built */
+  PetscInt     N;
+  PetNetLayout xss, xmp, ypart, yss;
+  Mat          R, S;
+  Vec          xv, yv;       /* sample-split wrappers of the caller's arrays (no storage of their own) */
+  Vec          xtmp;         /* sample-split, with storage: R^T for accumulation */
+  Vec          xmpv, ympv;   /* x' and y' at the last forward (the local linearization point) */
+  Vec          dxmpv, dympv; /* their (co)tangents */
+  Vec          dxdotmpv;     /* sobackward: the curvature term's input part on the block */
+  PetscBool    xmpvalid;     /* x' and y' hold the last forward of this node on this batch layout */
+} NetModel;
+
+static const char *NetModelKind_Private(Layer layer)
+{
+  return ((PetscObject)layer)->type_name;
+}
+
+/* the block of a dimension of m entries split p ways, part c: as even as possible, the first ones one larger */
+static void NetModelBlock_Private(PetscInt m, PetscInt p, PetscInt c, PetscInt *start, PetscInt *size)
+{
+  *size  = m / p + (c < m % p ? 1 : 0);
+  *start = c * (m / p) + PetscMin(c, m % p);
+}
+
+/* The grid of node k: its layer's own partition, or in model mode the default for dense and conv2d (0x0: none) */
+static PetscErrorCode NetModelChoosePartition_Private(Net net, PetscInt k, PetscInt nout, PetscInt nin, PetscInt p[2])
+{
+  Layer       layer = net->layers[k];
+  PetscMPIInt size;
+  PetscBool   isdense, isconv;
+
+  PetscFunctionBegin;
+  PetscCallMPI(MPI_Comm_size(PetscObjectComm((PetscObject)net), &size));
+  PetscCall(PetscObjectTypeCompare((PetscObject)layer, LAYERDENSE, &isdense));
+  PetscCall(PetscObjectTypeCompare((PetscObject)layer, LAYERCONV2D, &isconv));
+  p[0] = layer->partition[0];
+  p[1] = layer->partition[1];
+  if (p[0] > 0 || net->parallel != NET_PARALLEL_MODEL || !(isdense || isconv)) PetscFunctionReturn(0);
+  /* the default: P_out = all ranks, P_in = 1 (the input is only broadcast, the output only gathered: no sum); a layer
+     with fewer outputs than ranks takes the largest P_out that fits, the rest along the inputs; none fits: data parallel */
+  for (PetscMPIInt d = size; d >= 1; d--) {
+    if (size % d || d > nout || size / d > nin) continue;
+    p[0] = d;
+    p[1] = size / d;
+    break;
+  }
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode NetModelSetUpNode_Private(Net net, PetscInt k)
 {
+  NetNode    *nd    = &net->nodes[k];
+  Layer       layer = net->layers[k];
+  MPI_Comm    comm  = PetscObjectComm((PetscObject)net);
+  PetscMPIInt size, rank;
+  PetscBool   isdense, isconv;
+  PetscInt    p[2] = {0, 0}, nout = 0, nin = 0, taps = 1;
+  NetModel   *mp;
+  char        spec[256];
+
   PetscFunctionBegin;
-  if (net->parallel != NET_PARALLEL_MODEL || !net->layers[k]->nparams) PetscFunctionReturn(0);
-  SETERRQ(PetscObjectComm((PetscObject)net), PETSC_ERR_SUP, "Node %s: model-parallel layers are not available yet", net->nodes[k].name);
+  PetscCall(NetModelDestroyNode_Private(net, k));
+  PetscCallMPI(MPI_Comm_size(comm, &size));
+  PetscCallMPI(MPI_Comm_rank(comm, &rank));
+  PetscCall(PetscObjectTypeCompare((PetscObject)layer, LAYERDENSE, &isdense));
+  PetscCall(PetscObjectTypeCompare((PetscObject)layer, LAYERCONV2D, &isconv));
+  PetscCall(LayerGetSpec(layer, sizeof(spec), spec));
+  if (isdense) {
+    nout = layer->outsize;
+    nin  = layer->insize;
+  } else if (isconv) {
+    nout = layer->out.dim[layer->out.ndim - 1];
+    nin  = layer->in.dim[layer->in.ndim - 1];
+  }
+  PetscCall(NetModelChoosePartition_Private(net, k, nout, nin, p));
+  nd->partition[0] = nd->partition[1] = 0;
+  if (p[0] <= 0) PetscFunctionReturn(0); /* data parallel */
+
+  /* what can be split, and how: each error names the node and says what to write instead */
+  PetscCheck(isdense || isconv, comm, PETSC_ERR_SUP,
+             "Node %s (%s) has partition %" PetscInt_FMT "x%" PetscInt_FMT ", but only dense and conv2d layers can split their weights over ranks: remove partition= from its entry (or -%spartition); the Net runs the other kinds data parallel",
+             nd->name, spec, p[0], p[1], nd->prefix);
+  PetscCheck(p[0] * p[1] == size, comm, PETSC_ERR_ARG_INCOMP,
+             "Node %s (%s): partition %" PetscInt_FMT "x%" PetscInt_FMT " needs %" PetscInt_FMT " ranks, but the Net runs on %d: write partition=PxQ with P*Q = %d (e.g. partition=%dx1), or run on %" PetscInt_FMT " ranks", nd->name, spec, p[0], p[1],
+             p[0] * p[1], size, size, size, p[0] * p[1]);
+  PetscCheck(p[0] <= nout, comm, PETSC_ERR_ARG_OUTOFRANGE,
+             "Node %s (%s): partition %" PetscInt_FMT "x%" PetscInt_FMT " splits its %" PetscInt_FMT " output%s %" PetscInt_FMT " ways: give at most %" PetscInt_FMT " parts along the outputs (partition=PxQ with P <= %" PetscInt_FMT ", P*Q = %d)",
+             nd->name, spec, p[0], p[1], nout, isconv ? " channels" : "s", p[0], nout, nout, size);
+  PetscCheck(p[1] <= nin, comm, PETSC_ERR_ARG_OUTOFRANGE,
+             "Node %s (%s): partition %" PetscInt_FMT "x%" PetscInt_FMT " splits its %" PetscInt_FMT " input%s %" PetscInt_FMT " ways: give at most %" PetscInt_FMT " parts along the inputs (partition=PxQ with Q <= %" PetscInt_FMT ", P*Q = %d)",
+             nd->name, spec, p[0], p[1], nin, isconv ? " channels" : "s", p[1], nin, nin, size);
+  if (isconv) {
+    PetscInt  groups, kg, pixels;
+    PetscBool bias;
+
+    PetscCheck(layer->in.ndim == 3, comm, PETSC_ERR_SUP, "Node %s (%s) convolves the fields of a DMDA (grid mode), which already splits the work over ranks: remove its partition (and run the Net replicated or sharded)", nd->name, spec);
+    PetscCall(LayerConv2dGetPatchLayout(layer, &groups, &kg, &pixels, &bias));
+    PetscCheck(groups == 1, comm, PETSC_ERR_SUP, "Node %s (%s) is a grouped convolution (groups=%" PetscInt_FMT "), which model parallelism does not split: remove its partition, or use groups=1", nd->name, spec, groups);
+    taps = kg / nin;
+  }
+
+  PetscCall(PetscNew(&mp));
+  mp->pout = p[0];
+  mp->pin  = p[1];
+  mp->co   = rank / p[1];
+  mp->ci   = rank % p[1];
+  mp->nout = nout;
+  mp->nin  = nin;
+  mp->taps = taps;
+  mp->size = size;
+  mp->bias = (PetscBool)(layer->nparams > nout * taps * nin);
+  NetModelBlock_Private(nout, p[0], mp->co, &mp->ostart, &mp->oblock);
+  NetModelBlock_Private(nin, p[1], mp->ci, &mp->istart, &mp->iblock);
+  PetscCall(PetscMalloc2(p[0], &mp->osizes, p[1], &mp->isizes));
+  for (PetscInt c = 0, s; c < p[0]; c++) NetModelBlock_Private(nout, p[0], c, &s, &mp->osizes[c]);
+  for (PetscInt c = 0, s; c < p[1]; c++) NetModelBlock_Private(nin, p[1], c, &s, &mp->isizes[c]);
+  /* tensor shapes, samples first: dense is (N, F) whatever its input's shape; conv2d (N, H, W, C) */
+  if (isdense) {
+    mp->xndim = mp->yndim = 2;
+    mp->xdims[1]          = nin;
+    mp->ydims[1]          = nout;
+  } else {
+    mp->xndim = mp->yndim = 4;
+    for (PetscInt d = 0; d < 3; d++) {
+      mp->xdims[d + 1] = layer->in.dim[d];
+      mp->ydims[d + 1] = layer->out.dim[d];
+    }
+  }
+  nd->mp = mp; /* from here on, NetModelDestroyNode_Private() frees what follows */
+
+  /* the local layer: the block sizes, the same settings otherwise */
+  {
+    PetNetShape in = layer->in;
+
+    PetscCall(LayerCreate(PETSC_COMM_SELF, &mp->local));
+    PetscCall(LayerSetType(mp->local, NetModelKind_Private(layer)));
+    PetscCall(LayerSetIndex(mp->local, layer->index));
+    if (isdense) {
+      in.ndim   = 1;
+      in.dim[0] = mp->iblock;
+      PetscCall(LayerDenseSetOutputSize(mp->local, mp->oblock));
+      PetscCall(LayerDenseSetBias(mp->local, (PetscBool)(mp->bias && mp->ci == 0)));
+    } else {
+      char args[256] = "";
+
+      PetscTryTypeMethod(layer, getarguments, sizeof(args), args); /* kernel, stride, padding, dilation */
+      PetscCall(LayerSetArguments(mp->local, args));
+      PetscCall(LayerConv2dSetOutputChannels(mp->local, mp->oblock));
+      PetscCall(LayerConv2dSetBias(mp->local, (PetscBool)(mp->bias && mp->ci == 0)));
+      in.dim[in.ndim - 1] = mp->iblock;
+    }
+    PetscCall(LayerSetInputShape(mp->local, &in));
+    PetscCall(LayerSetTraining(mp->local, layer->training));
+    PetscCall(LayerSetUp(mp->local));
+  }
+
+  /* the runs of theta this rank's kernel reads, in its order: W[o][tap][in block] row by row, then b[out block] */
+  {
+    const PetscInt rowlen = taps * nin, nw = nout * rowlen;
+    PetscInt       maxruns = mp->oblock * taps + 1, nruns = 0, nplocal = 0;
+
+    PetscCall(PetscMalloc2(maxruns, &nd->runstart, maxruns, &nd->runlen));
+    for (PetscInt o = mp->ostart; o < mp->ostart + mp->oblock; o++)
+      for (PetscInt t = 0; t < taps; t++) {
+        PetscInt start = net->poff[k] + o * rowlen + t * nin + mp->istart;
+
+        if (nruns && nd->runstart[nruns - 1] + nd->runlen[nruns - 1] == start)
+          nd->runlen[nruns - 1] += mp->iblock;
+        else {
+          nd->runstart[nruns] = start;
+          nd->runlen[nruns++] = mp->iblock;
+        }
+        nplocal += mp->iblock;
+      }
+    if (mp->bias && mp->ci == 0) {
+      PetscInt start = net->poff[k] + nw + mp->ostart;
+
+      if (nd->runstart[nruns - 1] + nd->runlen[nruns - 1] == start)
+        nd->runlen[nruns - 1] += mp->oblock;
+      else {
+        nd->runstart[nruns] = start;
+        nd->runlen[nruns++] = mp->oblock;
+      }
+      nplocal += mp->oblock;
+    }
+    PetscCheck(nplocal == mp->local->nparams, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Node %s: the rank's block has %" PetscInt_FMT " parameters but its local layer %" PetscInt_FMT, nd->name, nplocal, mp->local->nparams);
+    nd->nruns   = nruns;
+    nd->nplocal = nplocal;
+  }
+  nd->partition[0] = p[0];
+  nd->partition[1] = p[1];
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetModelResetBatch_Private(NetModel *mp)
+{
+  PetscFunctionBegin;
+  PetscCall(PetscFree(mp->counts));
+  PetscCall(MatDestroy(&mp->R));
+  PetscCall(MatDestroy(&mp->S));
+  PetscCall(PetNetLayoutDestroy(&mp->xss));
+  PetscCall(PetNetLayoutDestroy(&mp->xmp));
+  PetscCall(PetNetLayoutDestroy(&mp->ypart));
+  PetscCall(PetNetLayoutDestroy(&mp->yss));
+  PetscCall(VecDestroy(&mp->xv));
+  PetscCall(VecDestroy(&mp->yv));
+  PetscCall(VecDestroy(&mp->xtmp));
+  PetscCall(VecDestroy(&mp->xmpv));
+  PetscCall(VecDestroy(&mp->ympv));
+  PetscCall(VecDestroy(&mp->dxmpv));
+  PetscCall(VecDestroy(&mp->dympv));
+  PetscCall(VecDestroy(&mp->dxdotmpv));
+  mp->xmpvalid = PETSC_FALSE;
+  PetscFunctionReturn(0);
 }
 
 PetscErrorCode NetModelDestroyNode_Private(Net net, PetscInt k)
 {
+  NetNode  *nd = &net->nodes[k];
+  NetModel *mp = (NetModel *)nd->mp;
+
   PetscFunctionBegin;
+  if (!mp) PetscFunctionReturn(0);
+  PetscCall(NetModelResetBatch_Private(mp));
+  PetscCall(LayerDestroy(&mp->local));
+  PetscCall(PetscFree2(mp->osizes, mp->isizes));
+  PetscCall(PetscFree(nd->mp));
+  PetscCall(PetscFree2(nd->runstart, nd->runlen));
+  nd->nruns        = 0;
+  nd->nplocal      = 0;
+  nd->partition[0] = nd->partition[1] = 0;
   PetscFunctionReturn(0);
 }
 
+/* A layout of the node's x or y over the grid: dim `dim` (the last) split along grid axis `axis` with `sizes`, samples whole */
+static PetscErrorCode NetModelGridLayout_Private(MPI_Comm comm, NetModel *mp, PetscInt ndim, const PetscInt64 dims[], PetscInt axis, const PetscInt sizes[], PetNetLayout *L)
+{
+  PetscMPIInt gdims[2] = {(PetscMPIInt)mp->pout, (PetscMPIInt)mp->pin};
+  PetscInt64  s64[64], *s = s64;
+  PetscInt    parts = axis ? mp->pin : mp->pout;
+
+  PetscFunctionBegin;
+  if (parts > 64) PetscCall(PetscMalloc1(parts, &s));
+  for (PetscInt c = 0; c < parts; c++) s[c] = sizes[c];
+  PetscCall(PetNetLayoutCreate(comm, L));
+  PetscCall(PetNetLayoutSetShape(*L, ndim, dims));
+  PetscCall(PetNetLayoutSetGrid(*L, 2, gdims));
+  PetscCall(PetNetLayoutSetSplit(*L, ndim - 1, axis, s));
+  PetscCall(PetNetLayoutSetUp(*L));
+  if (s != s64) PetscCall(PetscFree(s));
+  PetscFunctionReturn(0);
+}
+
+/*
+  The layouts, operators and work Vecs for a batch of n samples on this rank (collective: rebuilt when any rank's n
+  changed). want: which optional arrays (NET_MODEL_*) the caller passed; *have: the same decided for all ranks, since a
+  rank without samples may see NULL for an empty array that the others have, and the data movement is collective.
+*/
+enum {
+  NET_MODEL_DX  = 1, /* dx (backward, jvp) or xdot (sobackward) */
+  NET_MODEL_DXD = 2  /* dxdot (sobackward) */
+};
+
+static PetscErrorCode NetModelSetUpBatch_Private(Net net, PetscInt k, PetscInt n, PetscInt want, PetscInt *have)
+{
+  NetModel *mp   = (NetModel *)net->nodes[k].mp;
+  MPI_Comm  comm = PetscObjectComm((PetscObject)net);
+  PetscInt *gathered, *counts, N = 0, xlocal, ylocal, mine[2] = {n, want};
+  PetscBool same;
+
+  PetscFunctionBegin;
+  PetscCheck(mp, comm, PETSC_ERR_PLIB, "Node %s is not set up as a model-parallel node", net->nodes[k].name);
+  PetscCall(PetscMalloc1(2 * mp->size, &gathered));
+  PetscCall(PetscMalloc1(mp->size, &counts));
+  PetscCallMPI(MPI_Allgather(mine, 2, MPIU_INT, gathered, 2, MPIU_INT, comm));
+  if (have) *have = 0;
+  for (PetscMPIInt r = 0; r < mp->size; r++) {
+    counts[r] = gathered[2 * r];
+    if (have && counts[r]) *have |= gathered[2 * r + 1];
+  }
+  PetscCall(PetscFree(gathered));
+  same = (PetscBool)(mp->counts != NULL);
+  for (PetscMPIInt r = 0; r < mp->size && same; r++) same = (PetscBool)(counts[r] == mp->counts[r]);
+  if (same) {
+    PetscCall(PetscFree(counts));
+    PetscFunctionReturn(0);
+  }
+  PetscCall(NetModelResetBatch_Private(mp));
+  mp->counts = counts;
+  for (PetscMPIInt r = 0; r < mp->size; r++) N += counts[r];
+  mp->N        = N;
+  mp->xdims[0] = mp->ydims[0] = N;
+  PetscCall(PetNetLayoutCreateSampleSplit(comm, mp->xndim, mp->xdims, n, &mp->xss));
+  PetscCall(PetNetLayoutCreateSampleSplit(comm, mp->yndim, mp->ydims, n, &mp->yss));
+  PetscCall(NetModelGridLayout_Private(comm, mp, mp->xndim, mp->xdims, 1, mp->isizes, &mp->xmp));   /* inputs split over P_in, replicated over P_out */
+  PetscCall(NetModelGridLayout_Private(comm, mp, mp->yndim, mp->ydims, 0, mp->osizes, &mp->ypart)); /* outputs split over P_out, partial over P_in */
+  PetscCall(PetNetRedistributeCreate(mp->xss, mp->xmp, &mp->R));
+  PetscCall(PetNetSumReduceCreate(mp->ypart, mp->yss, &mp->S));
+  PetscCall(PetNetLayoutGetLocalSize(mp->xss, &xlocal));
+  PetscCall(PetNetLayoutGetLocalSize(mp->yss, &ylocal));
+  PetscCall(VecCreateMPIWithArray(comm, 1, xlocal, PETSC_DECIDE, NULL, &mp->xv));
+  PetscCall(VecCreateMPIWithArray(comm, 1, ylocal, PETSC_DECIDE, NULL, &mp->yv));
+  PetscCall(PetNetLayoutCreateVec(mp->xmp, &mp->xmpv));
+  PetscCall(PetNetLayoutCreateVec(mp->ypart, &mp->ympv));
+  PetscCall(VecDuplicate(mp->xmpv, &mp->dxmpv));
+  PetscCall(VecDuplicate(mp->ympv, &mp->dympv));
+  PetscFunctionReturn(0);
+}
+
+/* dst = R src (forward) or R^T src on the sample-split side, with the caller's array placed in the wrapper w */
+static PetscErrorCode NetModelApply_Private(Mat A, PetscBool transpose, Vec w, const PetscScalar *array, Vec other, PetscBool wisinput)
+{
+  PetscFunctionBegin;
+  PetscCall(VecPlaceArray(w, array));
+  if (wisinput) {
+    if (transpose)
+      PetscCall(MatMultTranspose(A, w, other));
+    else
+      PetscCall(MatMult(A, w, other));
+  } else {
+    if (transpose)
+      PetscCall(MatMultTranspose(A, other, w));
+    else
+      PetscCall(MatMult(A, other, w));
+  }
+  PetscCall(VecResetArray(w));
+  PetscFunctionReturn(0);
+}
+
+/* x' = R x and y' = f_local(x'), the local linearization point, unless the last forward of this batch layout left them */
+static PetscErrorCode NetModelLocalForward_Private(NetModel *mp, const PetscScalar *th, const PetscScalar *x)
+{
+  const PetscScalar *xl;
+  PetscScalar       *yl;
+
+  PetscFunctionBegin;
+  PetscCall(NetModelApply_Private(mp->R, PETSC_FALSE, mp->xv, x, mp->xmpv, PETSC_TRUE));
+  PetscCall(VecGetArrayRead(mp->xmpv, &xl));
+  PetscCall(VecGetArrayWrite(mp->ympv, &yl));
+  PetscCall(LayerForwardArray(mp->local, mp->N, th, xl, yl));
+  PetscCall(VecRestoreArrayWrite(mp->ympv, &yl));
+  PetscCall(VecRestoreArrayRead(mp->xmpv, &xl));
+  mp->xmpvalid = PETSC_TRUE;
+  PetscFunctionReturn(0);
+}
+
+/* forward: y = S f_local(R x) */
 PetscErrorCode NetModelForward_Private(Net net, PetscInt k, PetscInt n, const PetscScalar *th, const PetscScalar *x, PetscScalar *y)
 {
+  NetModel *mp;
+
   PetscFunctionBegin;
-  SETERRQ(PetscObjectComm((PetscObject)net), PETSC_ERR_SUP, "Node %s: model-parallel layers are not available yet", net->nodes[k].name);
+  PetscCall(NetModelSetUpBatch_Private(net, k, n, 0, NULL));
+  mp = (NetModel *)net->nodes[k].mp;
+  PetscCall(NetModelLocalForward_Private(mp, th, x));
+  PetscCall(NetModelApply_Private(mp->S, PETSC_FALSE, mp->yv, y, mp->ympv, PETSC_FALSE));
+  PetscFunctionReturn(0);
 }
 
+/* backward: dy' = S^T dy; dx' = J_local^T dy', dth += local parameter part; dx = R^T dx' */
 PetscErrorCode NetModelBackward_Private(Net net, PetscInt k, PetscInt n, const PetscScalar *th, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dth)
 {
+  NetModel          *mp;
+  const PetscScalar *xl, *yl, *dyl;
+  PetscScalar       *dxl = NULL;
+  PetscInt           have;
+
   PetscFunctionBegin;
-  SETERRQ(PetscObjectComm((PetscObject)net), PETSC_ERR_SUP, "Node %s: model-parallel layers are not available yet", net->nodes[k].name);
+  PetscCall(NetModelSetUpBatch_Private(net, k, n, dx ? NET_MODEL_DX : 0, &have));
+  mp = (NetModel *)net->nodes[k].mp;
+  if (!mp->xmpvalid) PetscCall(NetModelLocalForward_Private(mp, th, x));
+  PetscCall(NetModelApply_Private(mp->S, PETSC_TRUE, mp->yv, dy, mp->dympv, PETSC_TRUE));
+  PetscCall(VecGetArrayRead(mp->xmpv, &xl));
+  PetscCall(VecGetArrayRead(mp->ympv, &yl));
+  PetscCall(VecGetArrayRead(mp->dympv, &dyl));
+  if (have & NET_MODEL_DX) PetscCall(VecGetArrayWrite(mp->dxmpv, &dxl));
+  PetscCall(LayerBackwardArray(mp->local, mp->N, th, xl, yl, dyl, dxl, dth));
+  if (have & NET_MODEL_DX) PetscCall(VecRestoreArrayWrite(mp->dxmpv, &dxl));
+  PetscCall(VecRestoreArrayRead(mp->dympv, &dyl));
+  PetscCall(VecRestoreArrayRead(mp->ympv, &yl));
+  PetscCall(VecRestoreArrayRead(mp->xmpv, &xl));
+  if (have & NET_MODEL_DX) PetscCall(NetModelApply_Private(mp->R, PETSC_TRUE, mp->xv, dx, mp->dxmpv, PETSC_FALSE));
+  PetscFunctionReturn(0);
 }
 
+/* jvp: dx' = R dx; dy' = J_local (dx', dth); dy = S dy' */
 PetscErrorCode NetModelJVP_Private(Net net, PetscInt k, PetscInt n, const PetscScalar *th, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dx, const PetscScalar *dth, PetscScalar *dy)
 {
+  NetModel          *mp;
+  const PetscScalar *xl, *yl, *dxl = NULL;
+  PetscScalar       *dyl;
+  PetscInt           have;
+
   PetscFunctionBegin;
-  SETERRQ(PetscObjectComm((PetscObject)net), PETSC_ERR_SUP, "Node %s: model-parallel layers are not available yet", net->nodes[k].name);
+  PetscCall(NetModelSetUpBatch_Private(net, k, n, dx ? NET_MODEL_DX : 0, &have));
+  mp = (NetModel *)net->nodes[k].mp;
+  if (!mp->xmpvalid) PetscCall(NetModelLocalForward_Private(mp, th, x));
+  if (have & NET_MODEL_DX) {
+    PetscCall(NetModelApply_Private(mp->R, PETSC_FALSE, mp->xv, dx, mp->dxmpv, PETSC_TRUE));
+    PetscCall(VecGetArrayRead(mp->dxmpv, &dxl));
+  }
+  PetscCall(VecGetArrayRead(mp->xmpv, &xl));
+  PetscCall(VecGetArrayRead(mp->ympv, &yl));
+  PetscCall(VecGetArrayWrite(mp->dympv, &dyl));
+  PetscCall(LayerJVPArray(mp->local, mp->N, th, xl, yl, dxl, dth, dyl)); /* zero when both tangents are */
+  PetscCall(VecRestoreArrayWrite(mp->dympv, &dyl));
+  PetscCall(VecRestoreArrayRead(mp->ympv, &yl));
+  PetscCall(VecRestoreArrayRead(mp->xmpv, &xl));
+  if (have & NET_MODEL_DX) PetscCall(VecRestoreArrayRead(mp->dxmpv, &dxl));
+  PetscCall(NetModelApply_Private(mp->S, PETSC_FALSE, mp->yv, dy, mp->dympv, PETSC_FALSE));
+  PetscFunctionReturn(0);
 }
 
+/*
+  sobackward: the curvature term of the local layer with every tensor moved as in backward and jvp:
+    dy' = S^T dy,  xdot' = R xdot;   dxdot' = local term, dthdot += local term;   dxdot += R^T dxdot'
+  dense and conv2d ignore ydot (their term is bilinear in (x, W) and dy), so the partial ydot' is not formed.
+*/
 PetscErrorCode NetModelSOBackward_Private(Net net, PetscInt k, PetscInt n, const PetscScalar *th, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *thdot, const PetscScalar *ydot, const PetscScalar *dy,
                                           PetscScalar *dxdot, PetscScalar *dthdot)
 {
+  NetModel          *mp;
+  const PetscScalar *xl, *yl, *dyl, *xdl = NULL;
+  PetscScalar       *dxdl = NULL;
+  PetscInt           have;
+
   PetscFunctionBegin;
-  SETERRQ(PetscObjectComm((PetscObject)net), PETSC_ERR_SUP, "Node %s: model-parallel layers have no exact Hessian-vector products: use the Gauss-Newton operator (-trainer_hessian gn)", net->nodes[k].name);
+  PetscCall(NetModelSetUpBatch_Private(net, k, n, (xdot ? NET_MODEL_DX : 0) | (dxdot ? NET_MODEL_DXD : 0), &have));
+  mp = (NetModel *)net->nodes[k].mp;
+  if (!mp->xmpvalid) PetscCall(NetModelLocalForward_Private(mp, th, x));
+  if (!mp->dxdotmpv) PetscCall(VecDuplicate(mp->xmpv, &mp->dxdotmpv));
+  if (!mp->xtmp) PetscCall(VecDuplicate(mp->xv, &mp->xtmp)); /* with storage of its own */
+  PetscCall(NetModelApply_Private(mp->S, PETSC_TRUE, mp->yv, dy, mp->dympv, PETSC_TRUE));
+  if (have & NET_MODEL_DX) {
+    PetscCall(NetModelApply_Private(mp->R, PETSC_FALSE, mp->xv, xdot, mp->dxmpv, PETSC_TRUE));
+    PetscCall(VecGetArrayRead(mp->dxmpv, &xdl));
+  }
+  if (have & NET_MODEL_DXD) {
+    PetscCall(VecZeroEntries(mp->dxdotmpv));
+    PetscCall(VecGetArray(mp->dxdotmpv, &dxdl));
+  }
+  PetscCall(VecGetArrayRead(mp->xmpv, &xl));
+  PetscCall(VecGetArrayRead(mp->ympv, &yl));
+  PetscCall(VecGetArrayRead(mp->dympv, &dyl));
+  PetscCall(LayerSOBackwardArray(mp->local, mp->N, th, xl, yl, xdl, thdot, NULL, dyl, dxdl, dthdot));
+  PetscCall(VecRestoreArrayRead(mp->dympv, &dyl));
+  PetscCall(VecRestoreArrayRead(mp->ympv, &yl));
+  PetscCall(VecRestoreArrayRead(mp->xmpv, &xl));
+  if (have & NET_MODEL_DX) PetscCall(VecRestoreArrayRead(mp->dxmpv, &xdl));
+  if (have & NET_MODEL_DXD) {
+    PetscCall(VecRestoreArray(mp->dxdotmpv, &dxdl));
+    PetscCall(MatMultTranspose(mp->R, mp->dxdotmpv, mp->xtmp));
+    PetscCall(VecPlaceArray(mp->xv, dxdot));
+    PetscCall(VecAXPY(mp->xv, 1.0, mp->xtmp));
+    PetscCall(VecResetArray(mp->xv));
+  }
+  PetscFunctionReturn(0);
+}
+
+/* NetView(): the grid of node k, the data movement around it, and each rank's block of W (collective) */
+PetscErrorCode NetModelViewNode_Private(Net net, PetscInt k, PetscViewer viewer)
+{
+  NetModel   *mp = (NetModel *)net->nodes[k].mp;
+  PetscMPIInt rank;
+
+  PetscFunctionBegin;
+  if (!mp) PetscFunctionReturn(0);
+  PetscCallMPI(MPI_Comm_rank(PetscObjectComm((PetscObject)net), &rank));
+  PetscCall(PetscViewerASCIIPushTab(viewer));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "model parallel: weights on a %" PetscInt_FMT "x%" PetscInt_FMT " grid (P_out x P_in)%s\n", mp->pout, mp->pin, net->layers[k]->partition[0] ? "" : ", the -net_parallel model default"));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "in:  sample-split -> all samples, %s split %" PetscInt_FMT " way%s, replicated %" PetscInt_FMT "x (redistribute)\n", mp->xndim > 2 ? "channels" : "features", mp->pin, mp->pin > 1 ? "s" : "", mp->pout));
+  if (mp->pin > 1)
+    PetscCall(PetscViewerASCIIPrintf(viewer, "out: sum-reduce over %" PetscInt_FMT " -> sample-split\n", mp->pin));
+  else
+    PetscCall(PetscViewerASCIIPrintf(viewer, "out: redistribute -> sample-split (no sum: P_in = 1)\n"));
+  PetscCall(PetscViewerASCIIPushSynchronized(viewer));
+  PetscCall(PetscViewerASCIISynchronizedPrintf(
+      viewer, "    [%d] (%" PetscInt_FMT ",%" PetscInt_FMT "): W block %" PetscInt_FMT " x %" PetscInt_FMT " (rows %" PetscInt_FMT "..%" PetscInt_FMT ", columns %" PetscInt_FMT "..%" PetscInt_FMT "%s)%s, %" PetscInt_FMT " parameters\n", rank, mp->co,
+      mp->ci, mp->oblock, mp->taps * mp->iblock, mp->ostart, mp->ostart + mp->oblock - 1, mp->istart, mp->istart + mp->iblock - 1, mp->taps > 1 ? " of each tap" : "", mp->bias && mp->ci == 0 ? " + bias" : "", net->nodes[k].nplocal));
+  PetscCall(PetscViewerFlush(viewer));
+  PetscCall(PetscViewerASCIIPopSynchronized(viewer));
+  PetscCall(PetscViewerASCIIPopTab(viewer));
+  PetscFunctionReturn(0);
 }

@@ -82,11 +82,12 @@ struct _p_Layer {
   PetscInt     nbuffers; /* non-trainable state saved with the model (e.g. batchnorm running statistics) */
   PetscScalar *buffers;  /* allocated and freed by the kind (setup / reset) */
   PetscBool    setupcalled;
-  PetscBool    training; /* training mode (dropout active, batchnorm uses batch statistics); LayerSetTraining() */
-  PetscBool    frozen;   /* derivative-test mode: repeat the last random draws and discretisation, update no running
-                            statistics, so that finite differences see one fixed map; LayerSetFrozen() */
-  PetscInt index;        /* its position in its owner's layer list (LayerSetIndex()): names it in messages and separates
-                            the random streams of the layers of one network (dropout masks); -1 if none */
+  PetscBool    training;      /* training mode (dropout active, batchnorm uses batch statistics); LayerSetTraining() */
+  PetscBool    frozen;        /* derivative-test mode: repeat the last random draws and discretisation, update no running
+                                 statistics, so that finite differences see one fixed map; LayerSetFrozen() */
+  PetscInt index;             /* its position in its owner's layer list (LayerSetIndex()): names it in messages and separates
+                                 the random streams of the layers of one network (dropout masks); -1 if none */
+  PetscInt      partition[2]; /* P_out x P_in grid of ranks its weights are split over in a Net (LayerSetPartition()); 0: none */
   PetscLogEvent event[LAYER_NUM_PHASES];
 
   void *data;

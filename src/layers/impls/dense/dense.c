@@ -3,9 +3,9 @@
 
     x      [n][in]     row-major (sample-major)
     W      [out][in]   row-major, as PyTorch's Linear.weight
-    b      [out]
+    b      [out]       (absent with -dense_bias 0)
     y      [n][out]
-    theta  = [W, b]    (out*in + out entries)
+    theta  = [W, b]    (out*in + out entries; out*in without the bias)
 
   In column-major BLAS terms x is X (in x n), W is Wc = W^T (in x out), y is Y (out x n):
     forward   Y  = Wc^T X + b 1^T       dgemm('T','N', out, n, in)
@@ -19,6 +19,7 @@
 
 typedef struct {
   PetscInt      nout;
+  PetscBool     bias;
   LayerInitType init;
   PetscReal     initstd;
 } Layer_Dense;
@@ -44,7 +45,7 @@ static PetscErrorCode LayerSetUp_Dense(Layer layer)
              "dense layer %" PetscInt_FMT " (dense:%" PetscInt_FMT " on %" PetscInt_FMT " inputs) would have %" PetscInt64_FMT " parameters, more than a PetscInt holds (%" PetscInt_FMT
              "): give it fewer outputs, or shrink its input (pooling, smaller layers before it)",
              layer->index, dense->nout, in, ((PetscInt64)in + 1) * dense->nout, (PetscInt)PETSC_MAX_INT);
-  layer->nparams = dense->nout * in + dense->nout;
+  layer->nparams = dense->nout * in + (dense->bias ? dense->nout : 0);
   PetscFunctionReturn(0);
 }
 
@@ -55,12 +56,13 @@ static PetscErrorCode LayerInitialize_Dense(Layer layer, PetscRandom rnd, PetscS
 
   PetscFunctionBegin;
   PetscCall(LayerInitializeWeights(rnd, dense->init, dense->initstd, in, out, nw, theta));
-  PetscCall(PetscArrayzero(theta + nw, out));
+  if (dense->bias) PetscCall(PetscArrayzero(theta + nw, out));
   PetscFunctionReturn(0);
 }
 
 static PetscErrorCode LayerForward_Dense(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
 {
+  Layer_Dense       *dense = (Layer_Dense *)layer->data;
   PetscInt           in = layer->insize, out = layer->outsize;
   const PetscScalar *W = theta, *b = theta + in * out, one = 1.0, zero = 0.0;
   PetscBLASInt       bin, bout, bn;
@@ -71,14 +73,16 @@ static PetscErrorCode LayerForward_Dense(Layer layer, PetscInt n, const PetscSca
   PetscCall(PetscBLASIntCast(out, &bout));
   PetscCall(PetscBLASIntCast(n, &bn));
   PetscCallBLAS("BLASgemm", BLASgemm_("T", "N", &bout, &bn, &bin, &one, W, &bin, x, &bin, &zero, y, &bout));
-  for (PetscInt s = 0; s < n; s++)
-    for (PetscInt o = 0; o < out; o++) y[s * out + o] += b[o];
+  if (dense->bias)
+    for (PetscInt s = 0; s < n; s++)
+      for (PetscInt o = 0; o < out; o++) y[s * out + o] += b[o];
   PetscCall(PetscLogFlops(2.0 * n * in * out + n * out));
   PetscFunctionReturn(0);
 }
 
 static PetscErrorCode LayerBackward_Dense(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)
 {
+  Layer_Dense       *dense = (Layer_Dense *)layer->data;
   PetscInt           in = layer->insize, out = layer->outsize;
   const PetscScalar *W = theta, one = 1.0, zero = 0.0;
   PetscBLASInt       bin, bout, bn;
@@ -95,8 +99,9 @@ static PetscErrorCode LayerBackward_Dense(Layer layer, PetscInt n, const PetscSc
     PetscScalar *dW = dtheta, *db = dtheta + in * out;
 
     PetscCallBLAS("BLASgemm", BLASgemm_("N", "T", &bin, &bout, &bn, &one, x, &bin, dy, &bout, &one, dW, &bin));
-    for (PetscInt s = 0; s < n; s++)
-      for (PetscInt o = 0; o < out; o++) db[o] += dy[s * out + o];
+    if (dense->bias)
+      for (PetscInt s = 0; s < n; s++)
+        for (PetscInt o = 0; o < out; o++) db[o] += dy[s * out + o];
     PetscCall(PetscLogFlops(2.0 * n * in * out + n * out));
   }
   PetscFunctionReturn(0);
@@ -104,6 +109,7 @@ static PetscErrorCode LayerBackward_Dense(Layer layer, PetscInt n, const PetscSc
 
 static PetscErrorCode LayerJVP_Dense(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dx, const PetscScalar *dtheta, PetscScalar *dy)
 {
+  Layer_Dense       *dense = (Layer_Dense *)layer->data;
   PetscInt           in = layer->insize, out = layer->outsize;
   const PetscScalar *W = theta, one = 1.0, zero = 0.0;
   PetscBLASInt       bin, bout, bn;
@@ -123,8 +129,9 @@ static PetscErrorCode LayerJVP_Dense(Layer layer, PetscInt n, const PetscScalar 
     const PetscScalar *dW = dtheta, *db = dtheta + in * out;
 
     PetscCallBLAS("BLASgemm", BLASgemm_("T", "N", &bout, &bn, &bin, &one, dW, &bin, x, &bin, &beta, dy, &bout));
-    for (PetscInt s = 0; s < n; s++)
-      for (PetscInt o = 0; o < out; o++) dy[s * out + o] += db[o];
+    if (dense->bias)
+      for (PetscInt s = 0; s < n; s++)
+        for (PetscInt o = 0; o < out; o++) dy[s * out + o] += db[o];
     PetscCall(PetscLogFlops(2.0 * n * in * out + 2.0 * n * out));
   }
   PetscFunctionReturn(0);
@@ -157,7 +164,8 @@ static PetscErrorCode LayerSOBackward_Dense(Layer layer, PetscInt n, const Petsc
 /* PyTorch Linear: weight [out][in] (same layout as ours), bias [out] */
 static PetscErrorCode LayerTensors_Dense(Layer layer, PetscInt *n, LayerTensorInfo info[])
 {
-  PetscInt in = layer->insize, out = layer->outsize;
+  Layer_Dense *dense = (Layer_Dense *)layer->data;
+  PetscInt     in = layer->insize, out = layer->outsize;
 
   PetscFunctionBegin;
   PetscCall(PetscMemzero(info, 2 * sizeof(info[0])));
@@ -171,19 +179,27 @@ static PetscErrorCode LayerTensors_Dense(Layer layer, PetscInt *n, LayerTensorIn
   info[1].size    = out;
   info[1].ndim    = 1;
   info[1].dims[0] = out;
-  *n              = 2;
+  *n              = dense->bias ? 2 : 1;
   PetscFunctionReturn(0);
 }
 
+/* N[:bias=0|1] */
 static PetscErrorCode LayerSetArguments_Dense(Layer layer, const char args[])
 {
-  char *end;
-  long  nout = strtol(args, &end, 10);
+  char     *end;
+  long      nout = strtol(args, &end, 10);
+  PetscBool bias = PETSC_TRUE;
 
   PetscFunctionBegin;
-  PetscCheck(end != args && !*end && nout > 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "Malformed \"dense:%s\": dense takes one positive integer, its number of outputs, e.g. dense:128", args);
+  if (end != args && *end == ':') {
+    PetscCheck(!strcmp(end + 1, "bias=0") || !strcmp(end + 1, "bias=1"), PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "Malformed \"dense:%s\": after the number of outputs dense takes only bias=0 or bias=1, e.g. dense:128:bias=0", args);
+    bias = (PetscBool)(end[6] == '1');
+    end += strlen(end);
+  }
+  PetscCheck(end != args && !*end && nout > 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "Malformed \"dense:%s\": dense takes one positive integer, its number of outputs, e.g. dense:128 (and optionally :bias=0)", args);
   PetscCheck(nout <= PETSC_MAX_INT, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "dense:%s: the number of outputs is more than %d, the largest PetscInt", args, PETSC_MAX_INT);
   PetscCall(LayerDenseSetOutputSize(layer, (PetscInt)nout));
+  PetscCall(LayerDenseSetBias(layer, bias));
   PetscFunctionReturn(0);
 }
 
@@ -192,7 +208,7 @@ static PetscErrorCode LayerGetArguments_Dense(Layer layer, size_t len, char args
   Layer_Dense *dense = (Layer_Dense *)layer->data;
 
   PetscFunctionBegin;
-  PetscCall(PetscSNPrintf(args, len, "%" PetscInt_FMT, dense->nout));
+  PetscCall(PetscSNPrintf(args, len, "%" PetscInt_FMT "%s", dense->nout, dense->bias ? "" : ":bias=0"));
   PetscFunctionReturn(0);
 }
 
@@ -200,11 +216,14 @@ static PetscErrorCode LayerSetFromOptions_Dense(Layer layer, PetscOptionItems *P
 {
   Layer_Dense *dense = (Layer_Dense *)layer->data;
   PetscInt     nout  = dense->nout;
+  PetscBool    bias  = dense->bias, set;
 
   PetscFunctionBegin;
   PetscOptionsHeadBegin(PetscOptionsObject, "Dense layer options");
   PetscCall(PetscOptionsInt("-dense_outputs", "Number of outputs", "LayerDenseSetOutputSize", nout, &nout, NULL));
   if (nout != dense->nout) PetscCall(LayerDenseSetOutputSize(layer, nout));
+  PetscCall(PetscOptionsBool("-dense_bias", "Add a bias per output", "LayerDenseSetBias", bias, &bias, &set));
+  if (set) PetscCall(LayerDenseSetBias(layer, bias));
   PetscCall(PetscOptionsEnum("-dense_init", "Weight initialisation", "LayerDenseSetInitialization", LayerInitTypes, (PetscEnum)dense->init, (PetscEnum *)&dense->init, NULL));
   PetscCall(PetscOptionsReal("-dense_init_std", "Standard deviation for -dense_init normal", "LayerDenseSetInitialization", dense->initstd, &dense->initstd, NULL));
   PetscCheck(dense->initstd >= 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "-dense_init_std must be non-negative, not %g", (double)dense->initstd);
@@ -217,7 +236,7 @@ static PetscErrorCode LayerView_Dense(Layer layer, PetscViewer viewer)
   Layer_Dense *dense = (Layer_Dense *)layer->data;
 
   PetscFunctionBegin;
-  PetscCall(PetscViewerASCIIPrintf(viewer, "outputs %" PetscInt_FMT ", initialisation %s", dense->nout, LayerInitTypes[dense->init]));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "outputs %" PetscInt_FMT "%s, initialisation %s", dense->nout, dense->bias ? "" : " (no bias)", LayerInitTypes[dense->init]));
   if (dense->init == LAYER_INIT_NORMAL) PetscCall(PetscViewerASCIIPrintf(viewer, " (std %g)", (double)dense->initstd));
   PetscCall(PetscViewerASCIIPrintf(viewer, "\n"));
   PetscFunctionReturn(0);
@@ -228,6 +247,7 @@ static PetscErrorCode LayerDestroy_Dense(Layer layer)
   PetscFunctionBegin;
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerDenseSetOutputSize_C", NULL));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerDenseSetInitialization_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerDenseSetBias_C", NULL));
   PetscCall(PetscFree(layer->data));
   PetscFunctionReturn(0);
 }
@@ -240,6 +260,16 @@ static PetscErrorCode LayerDenseSetOutputSize_Dense(Layer layer, PetscInt nout)
   PetscCheck(nout > 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "dense layer outputs must be positive, not %" PetscInt_FMT, nout);
   if (layer->setupcalled && nout != dense->nout) PetscCall(LayerReset(layer));
   dense->nout = nout;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerDenseSetBias_Dense(Layer layer, PetscBool bias)
+{
+  Layer_Dense *dense = (Layer_Dense *)layer->data;
+
+  PetscFunctionBegin;
+  if (layer->setupcalled && bias != dense->bias) PetscCall(LayerReset(layer));
+  dense->bias = bias;
   PetscFunctionReturn(0);
 }
 
@@ -312,12 +342,43 @@ PetscErrorCode LayerDenseSetInitialization(Layer layer, LayerInitType init, Pets
   PetscFunctionReturn(0);
 }
 
+/*@
+  LayerDenseSetBias - sets whether a dense layer adds a bias per output (default `PETSC_TRUE`)
+
+  Logically collective
+
+  Input Parameters:
++ layer - a dense layer (layers of other kinds ignore the call)
+- bias  - `PETSC_TRUE` for y = x W^T + b, `PETSC_FALSE` for y = x W^T
+
+  Options Database Key:
+. -<prefix>dense_bias <bool> - the same from the options (LayerSetFromOptions())
+
+  Notes:
+  The compact form is dense:N:bias=0. Without the bias the layer's parameters are W alone. Changing it on a layer that
+  is set up resets the layer. A model-parallel node (LayerSetPartition()) uses it for its blocks: only the ranks of
+  the first input block add the bias.
+
+  Level: intermediate
+
+.seealso: `LayerDenseSetOutputSize()`, `LayerConv2dSetBias()`, `LayerSetArguments()`
+@*/
+PetscErrorCode LayerDenseSetBias(Layer layer, PetscBool bias)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(layer, LAYER_CLASSID, 1);
+  PetscValidLogicalCollectiveBool(layer, bias, 2);
+  PetscTryMethod(layer, "LayerDenseSetBias_C", (Layer, PetscBool), (layer, bias));
+  PetscFunctionReturn(0);
+}
+
 PETSC_INTERN PetscErrorCode LayerCreate_Dense(Layer layer)
 {
   Layer_Dense *dense;
 
   PetscFunctionBegin;
   PetscCall(PetscNew(&dense));
+  dense->bias                = PETSC_TRUE;
   dense->init                = LAYER_INIT_KAIMING;
   dense->initstd             = 0.01;
   layer->data                = dense;
@@ -336,5 +397,6 @@ PETSC_INTERN PetscErrorCode LayerCreate_Dense(Layer layer)
   layer->ops->destroy        = LayerDestroy_Dense;
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerDenseSetOutputSize_C", LayerDenseSetOutputSize_Dense));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerDenseSetInitialization_C", LayerDenseSetInitialization_Dense));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerDenseSetBias_C", LayerDenseSetBias_Dense));
   PetscFunctionReturn(0);
 }
