@@ -17,7 +17,7 @@
 #                   AddressSanitizer (allocator_may_return_null=1), instead of aborting: HDF5 asks for the sizes a
 #                   damaged header claims and reports the failure.
 #   make memcheck   valgrind (share/valgrind/openmpi.supp) on a short MLP and CNN training with save, checkpoint,
-#                   restart and load: no error and nothing definitely or indirectly lost (share/valgrind/memcheck)
+#                   restart and load, second-order and parallel modes: no error and nothing definitely or indirectly lost (share/valgrind/memcheck)
 PETSC_DIR  ?= /usr/lib/petsc
 SLEPC_DIR  ?= /usr/lib/slepc
 PETSC_ARCH ?=

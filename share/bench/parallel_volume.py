@@ -10,8 +10,9 @@ F_0 -> F_1 -> ... -> F_L (relu between them moves nothing), P = sum_k (F_{k-1} F
   replicated  the parameter broadcast theta -> a full copy per rank and the sum-reduce of the gradient copies
               (PetscSF, each entry from/to its owner):                 2 (p-1) 8 P
   sharded     ZeRO-3: each node's parameters gathered to every rank before it runs forward, gathered again for
-              backward (--no-regather: kept from forward), its gradient reduce-scattered to the owners:
-                                                                       3 (p-1) 8 P   (2 (p-1) 8 P without the regather)
+              backward but for the first dense node (its input needs no cotangent and its weight gradient does not
+              read the weights) (--no-regather: kept from forward), its gradient reduce-scattered to the owners:
+                                                                       (p-1) 8 (3P - P_1)   (2 (p-1) 8 P without the regather)
   model       each dense node split over a P_out x P_in grid of all p ranks (rank = i P_in + j holds W[out block i]
               [in block j], and b[out block i] when j = 0); activations stay split by samples between nodes
               (rank r holds n_r of the B samples). Per dense node with F_in -> F_out:
@@ -116,8 +117,9 @@ def volume(mode, layers, B, p, grid, regather, control, aligned=False):
         parts['sum-reduce gradient'] = (p - 1) * SCALAR * P
     elif mode == 'sharded':
         parts['allgather forward'] = (p - 1) * SCALAR * P
-        if regather:
-            parts['allgather backward'] = (p - 1) * SCALAR * P
+        if regather:  # the first dense node is not gathered again: its input needs no cotangent, and a dense
+            # node's weight gradient does not read the weights (Layer.gradfree), so backward does not gather them
+            parts['allgather backward'] = (p - 1) * SCALAR * (P - (layers[0] * layers[1] + layers[1]))
         parts['reduce-scatter gradient'] = (p - 1) * SCALAR * P
     elif mode == 'model':
         pout, pin = grid if grid else (p, 1)
@@ -132,6 +134,9 @@ def volume(mode, layers, B, p, grid, regather, control, aligned=False):
             yout = sum((B - n[i * pin + j]) * outs[i] for i in range(pout) for j in range(pin))
             act += SCALAR * (xin * (2 if k > 0 else 1) + 2 * yout)
         parts['activations'] = act
+        # each call of a model-parallel node (forward and backward of each dense node) first agrees on the ranks' sample
+        # counts and on which optional arrays were passed: an allgather of two 4-byte integers per rank
+        parts['sample counts'] = 2 * (len(layers) - 1) * (p - 1) * 8 * p
         G = 0 if aligned else model_parameter_traffic(layers, p, (pout, pin))
         parts['parameter blocks'] = (3 if regather else 2) * SCALAR * G
     else:
