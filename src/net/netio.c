@@ -363,6 +363,19 @@ PetscErrorCode NetIOGetSpec_Private(Net net, char **spec)
   }
   PetscCall(PetscMalloc1(len, spec));
   PetscCall(NetGetSpec(net, len, *spec));
+  { /* without the partitions (":partition=PxQ"): they belong to the run (its rank count), not to the model */
+    char *r = *spec, *w = *spec;
+
+    while (*r) {
+      if (!strncmp(r, ":partition=", 11)) {
+        r += 11;
+        while ((*r >= '0' && *r <= '9') || *r == 'x') r++;
+        continue;
+      }
+      *w++ = *r++;
+    }
+    *w = 0;
+  }
   PetscFunctionReturn(0);
 }
 

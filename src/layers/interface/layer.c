@@ -527,8 +527,8 @@ PetscErrorCode LayerSetIndex(Layer layer, PetscInt index)
   other nodes are replicated or sharded. With NET_PARALLEL_MODEL the dense and conv2d nodes without a partition get
   P_out = the number of ranks, P_in = 1 (the input is only broadcast and the output only gathered, with no sum); a
   layer with fewer outputs than ranks gets the largest P_out that fits and the rest along its inputs, and one that fits
-  no grid stays data parallel. A model file (NetSave()) keeps the partitions of the layer list: load it on a rank count
-  they fit, or remove them from the list.
+  no grid stays data parallel. A partition is a choice of the run, not of the model: a model file (NetSave()) does not
+  keep it, so that it loads on any number of ranks; give it again (options, NetSetParallel()) when loading.
 
   Level: intermediate
 
