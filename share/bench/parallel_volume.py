@@ -134,9 +134,8 @@ def volume(mode, layers, B, p, grid, regather, control, aligned=False):
             yout = sum((B - n[i * pin + j]) * outs[i] for i in range(pout) for j in range(pin))
             act += SCALAR * (xin * (2 if k > 0 else 1) + 2 * yout)
         parts['activations'] = act
-        # each call of a model-parallel node (forward and backward of each dense node) first agrees on the ranks' sample
-        # counts and on which optional arrays were passed: an allgather of two 4-byte integers per rank
-        parts['sample counts'] = 2 * (len(layers) - 1) * (p - 1) * 8 * p
+        # (the ranks agree on their sample counts once per batch layout, not per step: an allgather of two 4-byte
+        # integers per rank when the layout changes, none in steps of the same batch size)
         G = 0 if aligned else model_parameter_traffic(layers, p, (pout, pin))
         parts['parameter blocks'] = (3 if regather else 2) * SCALAR * G
     else:

@@ -87,7 +87,8 @@ PetscErrorCode NetSetUpWorkspace_Private(Net net, Vec X)
     PetscCall(VecDuplicate(net->act[v], &net->dact[v]));
     if (nuses > 1) PetscCall(VecDuplicate(net->act[v], &net->dsum[v]));
   }
-  net->nlocal  = n;
+  net->nlocal = n;
+  net->batchgen++;
   net->nglobal = N;
   PetscFunctionReturn(0);
 }

@@ -42,7 +42,9 @@ typedef struct {
 
   /* for the current batch: every rank's number of samples, the layouts and operators, and the work Vecs */
   PetscMPIInt  size;
-  PetscInt    *counts; /* samples per rank (size entries); counts == NULL: nothing built */
+  PetscInt    *counts;   /* samples per rank (size entries); counts == NULL: nothing built */
+  PetscInt     batchgen; /* the Net's batch layout (Net.batchgen) the counts were gathered for */
+  PetscInt     nmin;     /* the fewest samples on a rank */
   PetscInt     N;
   PetNetLayout xss, xmp, ypart, yss;
   Mat          R, S;
@@ -314,6 +316,16 @@ static PetscErrorCode NetModelSetUpBatch_Private(Net net, PetscInt k, PetscInt n
 
   PetscFunctionBegin;
   PetscCheck(mp, comm, PETSC_ERR_PLIB, "Node %s is not set up as a model-parallel node", net->nodes[k].name);
+  /* the batch layout the counts were gathered for, with samples on every rank: then every rank's arrays are non-empty
+     and what it passed is what all passed, with no exchange (the common case: every call of a training step) */
+  if (mp->counts && mp->batchgen == net->batchgen && mp->nmin > 0) {
+    PetscMPIInt rank;
+
+    PetscCallMPI(MPI_Comm_rank(comm, &rank));
+    PetscCheck(n == mp->counts[rank], PETSC_COMM_SELF, PETSC_ERR_PLIB, "Node %s called with %" PetscInt_FMT " samples in a batch layout of %" PetscInt_FMT, net->nodes[k].name, n, mp->counts[rank]);
+    if (have) *have = want;
+    PetscFunctionReturn(0);
+  }
   PetscCall(PetscMalloc1(2 * mp->size, &gathered));
   PetscCall(PetscMalloc1(mp->size, &counts));
   PetscCallMPI(MPI_Allgather(mine, 2, MPIU_INT, gathered, 2, MPIU_INT, comm));
@@ -323,6 +335,9 @@ static PetscErrorCode NetModelSetUpBatch_Private(Net net, PetscInt k, PetscInt n
     if (have && counts[r]) *have |= gathered[2 * r + 1];
   }
   PetscCall(PetscFree(gathered));
+  mp->batchgen = net->batchgen;
+  mp->nmin     = n;
+  for (PetscMPIInt r = 0; r < mp->size; r++) mp->nmin = PetscMin(mp->nmin, counts[r]);
   same = (PetscBool)(mp->counts != NULL);
   for (PetscMPIInt r = 0; r < mp->size && same; r++) same = (PetscBool)(counts[r] == mp->counts[r]);
   if (same) {

@@ -75,6 +75,7 @@ struct _p_Net {
      k; dact[.] the tangent or cotangent at the same place; dsum[.] (NULL unless a value feeds several nodes) the
      scratch where backward adds up the cotangents of a value used more than once. */
   PetscInt         nlocal, nglobal;
+  PetscInt         batchgen; /* counts the workspace rebuilds: a node that caches something per batch layout compares it */
   Vec             *act, *dact, *dsum;
   PetscBool        forwarded;
   PetscObjectState input_state; /* act[0] is the caller's input Vec (referenced, not copied): its state at NetForward */
