@@ -9,6 +9,10 @@
   coordinate 0 along every replication axis is the canonical one. A Vec in a layout holds, on each rank, that
   rank's block row-major. Sizes and offsets are 64-bit; a block must fit a PetscInt.
 
+  Two layouts come ready-made: PetNetLayoutCreateSampleSplit() (a batch split by samples, a Net's batch Vec) and
+  PetNetLayoutCreateFromDMDA() (a DMDA global Vec with dof c: the tensor (1, [P,] N, M, c) split along y (and z) and x
+  by the DMDA's ownership ranges on its m x n (x p) grid of ranks).
+
   The operators (MATSHELLs over a PetscSF; MatMult moves data, MatMultTranspose is its exact adjoint):
     PetNetRedistributeCreate(from, to)   y = R x: every entry of to's blocks copied from from's canonical copy
     PetNetSumReduceCreate(partial, to)   y = S x: to's canonical copy gets the sum over partial's replicas
@@ -20,6 +24,7 @@
 
 #include <petscvec.h>
 #include <petscmat.h>
+#include <petscdm.h>
 
 /* The largest number of tensor dims and of grid axes of a layout */
 #define PETNET_LAYOUT_MAX_DIM  5
@@ -43,6 +48,7 @@ PETSC_EXTERN PetscErrorCode PetNetLayoutCreateVec(PetNetLayout, Vec *);
 PETSC_EXTERN PetscErrorCode PetNetLayoutView(PetNetLayout, PetscViewer);
 PETSC_EXTERN PetscErrorCode PetNetLayoutDestroy(PetNetLayout *);
 PETSC_EXTERN PetscErrorCode PetNetLayoutCreateSampleSplit(MPI_Comm, PetscInt, const PetscInt64[], PetscInt, PetNetLayout *);
+PETSC_EXTERN PetscErrorCode PetNetLayoutCreateFromDMDA(DM, PetNetLayout *);
 
 PETSC_EXTERN PetscErrorCode PetNetRedistributeCreate(PetNetLayout, PetNetLayout, Mat *);
 PETSC_EXTERN PetscErrorCode PetNetSumReduceCreate(PetNetLayout, PetNetLayout, Mat *);

@@ -6,9 +6,15 @@ static const char help[] = "PetNetLayout and the data-movement operators (PetNet
                            "where the layout says (values checked exactly, never read from a non-canonical replica); redistribution\n"
                            "followed by its inverse is bitwise the identity; sum-reduce and all-reduce equal direct sums exactly;\n"
                            "every halo box entry is the global tensor's value or 0 for padding.\n"
-                           "Options: -ntrials N (default 25), -seed S, -case NAME (an error case, or view).\n";
+                           "-case dmda: PetNetLayoutCreateFromDMDA() on 1-D, 2-D and 3-D DMDAs, dof 1 and 3, ownership lx/ly/lz (uneven)\n"
+                           "and PETSC_DECIDE: the block is the DMDA's box and the Vecs' local sizes and ranges agree; the field\n"
+                           "f(k,j,i,c) written through DMDAVecGetArrayDOF and redistributed to rank 0 is f at every entry exactly and\n"
+                           "bitwise the DMDA's natural ordering gathered there; dot-product tests; DMDA layout -> channel split -> back is\n"
+                           "bitwise the identity.\n"
+                           "Options: -ntrials N (default 25), -seed S, -case NAME (an error case, view, or dmda).\n";
 
 #include <petnet.h>
+#include <petscdmshell.h>
 
 /* One random sequence, the same on every rank (the layouts must agree across ranks) */
 static unsigned long long rng_state = 88172645463325252ULL;
@@ -594,6 +600,20 @@ static PetscErrorCode ErrorCase(MPI_Comm comm, const char name[])
   }
   PetscCall(PetscStrcmp(name, "no_shape", &is));
   if (is) PetscCall(PetNetLayoutSetUp(L));
+  PetscCall(PetscStrcmp(name, "dmda_type", &is));
+  if (is) { /* a DM that is not a DMDA */
+    DM dm;
+
+    PetscCall(DMShellCreate(comm, &dm));
+    PetscCall(PetNetLayoutCreateFromDMDA(dm, &L2));
+  }
+  PetscCall(PetscStrcmp(name, "dmda_setup", &is));
+  if (is) { /* a DMDA before DMSetUp() */
+    DM da;
+
+    PetscCall(DMDACreate2d(comm, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DMDA_STENCIL_STAR, 8, 8, PETSC_DECIDE, PETSC_DECIDE, 1, 1, NULL, NULL, &da));
+    PetscCall(PetNetLayoutCreateFromDMDA(da, &L2));
+  }
   SETERRQ(comm, PETSC_ERR_USER, "error case %s did not fail", name);
 }
 
@@ -637,13 +657,249 @@ static PetscErrorCode ViewCase(MPI_Comm comm)
   PetscFunctionReturn(0);
 }
 
+/* The DMDA field: f(k, j, i, c) = 1 + c + 4 (i + 64 (j + 64 k)), distinct and exact in double (grids < 64, dof <= 4) */
+static PetscScalar FieldValue(PetscInt k, PetscInt j, PetscInt i, PetscInt c)
+{
+  return (PetscScalar)(1 + c + 4 * (i + 64 * (j + 64 * k)));
+}
+
+/* x (a global Vec of da) = f, written through the DMDA's own global (k, j, i, c) indexing, not the layout's */
+static PetscErrorCode FillDMDAField(DM da, Vec x)
+{
+  PetscInt dim, dof, xs, ys, zs, xm, ym, zm;
+
+  PetscFunctionBegin;
+  PetscCall(DMDAGetInfo(da, &dim, NULL, NULL, NULL, NULL, NULL, NULL, &dof, NULL, NULL, NULL, NULL, NULL));
+  PetscCall(DMDAGetCorners(da, &xs, &ys, &zs, &xm, &ym, &zm));
+  if (dim == 1) {
+    PetscScalar **a;
+
+    PetscCall(DMDAVecGetArrayDOF(da, x, &a));
+    for (PetscInt i = xs; i < xs + xm; i++)
+      for (PetscInt c = 0; c < dof; c++) a[i][c] = FieldValue(0, 0, i, c);
+    PetscCall(DMDAVecRestoreArrayDOF(da, x, &a));
+  } else if (dim == 2) {
+    PetscScalar ***a;
+
+    PetscCall(DMDAVecGetArrayDOF(da, x, &a));
+    for (PetscInt j = ys; j < ys + ym; j++)
+      for (PetscInt i = xs; i < xs + xm; i++)
+        for (PetscInt c = 0; c < dof; c++) a[j][i][c] = FieldValue(0, j, i, c);
+    PetscCall(DMDAVecRestoreArrayDOF(da, x, &a));
+  } else {
+    PetscScalar ****a;
+
+    PetscCall(DMDAVecGetArrayDOF(da, x, &a));
+    for (PetscInt k = zs; k < zs + zm; k++)
+      for (PetscInt j = ys; j < ys + ym; j++)
+        for (PetscInt i = xs; i < xs + xm; i++)
+          for (PetscInt c = 0; c < dof; c++) a[k][j][i][c] = FieldValue(k, j, i, c);
+    PetscCall(DMDAVecRestoreArrayDOF(da, x, &a));
+  }
+  PetscFunctionReturn(0);
+}
+
+/*
+  A DMDA of dimension dim with dof, its ownership either explicit and uneven (the ranks factorised over the axes,
+  starting from x when dof = 1 and from the slowest axis otherwise; per-rank widths 2 to 5) or PETSC_DECIDE
+  (7 x 6 x 5 points). *uneven: some axis has ranges of different widths.
+*/
+static PetscErrorCode CreateDMDA(MPI_Comm comm, PetscInt dim, PetscInt dof, PetscBool given, DM *da, PetscBool *uneven)
+{
+  PetscMPIInt     size;
+  PetscInt        q[3] = {1, 1, 1}, ext[3] = {7, 6, 5}, *l[3] = {NULL, NULL, NULL}, nprime = 0;
+  const PetscInt *range[3];
+  DMBoundaryType  bx = DM_BOUNDARY_NONE;
+
+  PetscFunctionBegin;
+  PetscCallMPI(MPI_Comm_size(comm, &size));
+  if (given) {
+    for (PetscMPIInt r = size, f = 2; r > 1; f++)
+      while (r % f == 0) {
+        PetscInt a = dof == 1 ? nprime % dim : dim - 1 - nprime % dim;
+
+        q[a] *= f;
+        r /= f;
+        nprime++;
+      }
+    for (PetscInt a = 0; a < dim; a++) {
+      PetscCall(PetscMalloc1(q[a], &l[a]));
+      ext[a] = 0;
+      for (PetscInt c = 0; c < q[a]; c++) {
+        l[a][c] = 2 + (5 * c + a + dof) % 4;
+        ext[a] += l[a][c];
+      }
+    }
+  } else
+    for (PetscInt a = 0; a < 3; a++) q[a] = PETSC_DECIDE;
+  if (dim == 1)
+    PetscCall(DMDACreate1d(comm, bx, ext[0], dof, 1, l[0], da));
+  else if (dim == 2)
+    PetscCall(DMDACreate2d(comm, bx, bx, DMDA_STENCIL_BOX, ext[0], ext[1], q[0], q[1], dof, 1, l[0], l[1], da));
+  else
+    PetscCall(DMDACreate3d(comm, bx, bx, bx, DMDA_STENCIL_BOX, ext[0], ext[1], ext[2], q[0], q[1], q[2], dof, 1, l[0], l[1], l[2], da));
+  PetscCall(DMSetUp(*da));
+  for (PetscInt a = 0; a < 3; a++) PetscCall(PetscFree(l[a]));
+  PetscCall(DMDAGetInfo(*da, NULL, NULL, NULL, NULL, &q[0], &q[1], &q[2], NULL, NULL, NULL, NULL, NULL, NULL));
+  PetscCall(DMDAGetOwnershipRanges(*da, &range[0], &range[1], &range[2]));
+  *uneven = PETSC_FALSE;
+  for (PetscInt a = 0; a < dim; a++)
+    for (PetscInt c = 1; c < q[a]; c++)
+      if (range[a][c] != range[a][0]) *uneven = PETSC_TRUE;
+  PetscFunctionReturn(0);
+}
+
+/*
+  PetNetLayoutCreateFromDMDA() on one DMDA: (a) the layout's block is the DMDA's box and a Vec of the layout has the
+  local size and ownership range of the DMDA's global Vec; (b) the field f written through the DMDA's indexing and
+  redistributed to the whole tensor on rank 0 is f at every (k, j, i, c), exactly, and bitwise the DMDA's natural
+  ordering gathered on rank 0; (c) the dot-product test of that operator; (d) to a channel-split layout and back is
+  bitwise the identity (f and random data), with its dot-product test.
+*/
+static PetscErrorCode CheckDMDA(MPI_Comm comm, PetscInt dim, PetscInt dof, PetscBool given, PetscRandom rnd)
+{
+  PetscMPIInt        rank, size;
+  DM                 da;
+  PetNetLayout       L, W, C;
+  PetscInt64         dims[PETNET_LAYOUT_MAX_DIM], start[PETNET_LAYOUT_MAX_DIM], bsize[PETNET_LAYOUT_MAX_DIM], *sizes;
+  PetscInt           ndim, corner[3], width[3], ext[3], q[3], nd, nl, lo[2], llo[2], i = 0;
+  Vec                x, xl, y, natural, gathered, z;
+  VecScatter         tozero;
+  Mat                R, Rc, Rcinv;
+  const PetscScalar *a, *b;
+  PetscBool          uneven = PETSC_FALSE, same;
+
+  PetscFunctionBegin;
+  PetscCallMPI(MPI_Comm_rank(comm, &rank));
+  PetscCallMPI(MPI_Comm_size(comm, &size));
+  PetscCall(CreateDMDA(comm, dim, dof, given, &da, &uneven));
+  PetscCall(DMDAGetInfo(da, NULL, &ext[0], &ext[1], &ext[2], &q[0], &q[1], &q[2], NULL, NULL, NULL, NULL, NULL, NULL));
+  PetscCall(PetNetLayoutCreateFromDMDA(da, &L));
+  ndim = dim + 2;
+
+  /* (a) the block is the DMDA's box, in the layout's dim order (1, [z,] [y,] x, c); the Vecs agree */
+  PetscCall(PetNetLayoutGetBlock(L, start, bsize));
+  PetscCall(DMDAGetCorners(da, &corner[0], &corner[1], &corner[2], &width[0], &width[1], &width[2]));
+  PetscCheck(start[0] == 0 && bsize[0] == 1 && start[ndim - 1] == 0 && bsize[ndim - 1] == dof, PETSC_COMM_SELF, PETSC_ERR_PLIB, "dmda: the block's sample or channel range is not [0,1) x [0,%" PetscInt_FMT ")", dof);
+  for (PetscInt d = 0; d < dim; d++)
+    PetscCheck(start[dim - d] == corner[d] && bsize[dim - d] == width[d], PETSC_COMM_SELF, PETSC_ERR_PLIB,
+               "dmda: along DMDA axis %" PetscInt_FMT " the block is [%" PetscInt64_FMT ", +%" PetscInt64_FMT "), the DMDA box [%" PetscInt_FMT ", +%" PetscInt_FMT ")", d, start[dim - d], bsize[dim - d], corner[d], width[d]);
+  PetscCall(DMCreateGlobalVector(da, &x));
+  PetscCall(PetNetLayoutCreateVec(L, &xl));
+  PetscCall(VecGetLocalSize(x, &nd));
+  PetscCall(VecGetLocalSize(xl, &nl));
+  PetscCall(VecGetOwnershipRange(x, &lo[0], &lo[1]));
+  PetscCall(VecGetOwnershipRange(xl, &llo[0], &llo[1]));
+  PetscCheck(nd == nl && lo[0] == llo[0] && lo[1] == llo[1], PETSC_COMM_SELF, PETSC_ERR_PLIB,
+             "dmda: the DMDA Vec owns [%" PetscInt_FMT ", %" PetscInt_FMT ") (%" PetscInt_FMT " entries), the layout's Vec [%" PetscInt_FMT ", %" PetscInt_FMT ") (%" PetscInt_FMT ")", lo[0], lo[1], nd, llo[0], llo[1], nl);
+  PetscCall(VecDestroy(&xl));
+
+  /* (b) to the whole tensor on rank 0: dim 1 split along the 1-D grid with every entry at coordinate 0 */
+  PetscCall(PetNetLayoutCreate(comm, &W));
+  for (PetscInt d = 0; d < ndim; d++) dims[d] = d == 0 ? 1 : d == ndim - 1 ? dof : ext[dim - d];
+  PetscCall(PetNetLayoutSetShape(W, ndim, dims));
+  PetscCall(PetscCalloc1(size, &sizes));
+  sizes[0] = dims[1];
+  PetscCall(PetNetLayoutSetSplit(W, 1, 0, sizes));
+  PetscCall(PetscFree(sizes));
+  PetscCall(PetNetLayoutSetUp(W));
+  PetscCall(PetNetRedistributeCreate(L, W, &R));
+  PetscCall(MatCreateVecs(R, NULL, &y));
+  PetscCall(FillDMDAField(da, x));
+  PetscCall(VecSet(y, 42.0));
+  PetscCall(MatMult(R, x, y));
+  PetscCall(VecGetLocalSize(y, &nl));
+  PetscCheck(nl == (rank ? 0 : BoxSize(ndim, dims)), PETSC_COMM_SELF, PETSC_ERR_PLIB, "dmda: rank %d holds %" PetscInt_FMT " entries of the whole tensor", rank, nl);
+  PetscCall(VecGetArrayRead(y, &a));
+  if (!rank)
+    for (PetscInt k = 0; k < (dim == 3 ? ext[2] : 1); k++)
+      for (PetscInt j = 0; j < (dim >= 2 ? ext[1] : 1); j++)
+        for (PetscInt ii = 0; ii < ext[0]; ii++)
+          for (PetscInt c = 0; c < dof; c++, i++)
+            PetscCheck(a[i] == FieldValue(k, j, ii, c), PETSC_COMM_SELF, PETSC_ERR_PLIB, "dmda: entry (k, j, i, c) = (%" PetscInt_FMT ", %" PetscInt_FMT ", %" PetscInt_FMT ", %" PetscInt_FMT ") on rank 0 is %g, expected %g", k, j, ii, c,
+                       (double)PetscRealPart(a[i]), (double)PetscRealPart(FieldValue(k, j, ii, c)));
+  /* ... and bitwise the DMDA's own natural ordering gathered on rank 0 */
+  PetscCall(DMDACreateNaturalVector(da, &natural));
+  PetscCall(DMDAGlobalToNaturalBegin(da, x, INSERT_VALUES, natural));
+  PetscCall(DMDAGlobalToNaturalEnd(da, x, INSERT_VALUES, natural));
+  PetscCall(VecScatterCreateToZero(natural, &tozero, &gathered));
+  PetscCall(VecScatterBegin(tozero, natural, gathered, INSERT_VALUES, SCATTER_FORWARD));
+  PetscCall(VecScatterEnd(tozero, natural, gathered, INSERT_VALUES, SCATTER_FORWARD));
+  PetscCall(VecGetArrayRead(gathered, &b));
+  same = PETSC_TRUE;
+  if (!rank) PetscCall(PetscArraycmp(a, b, nl, &same));
+  PetscCheck(same, PETSC_COMM_SELF, PETSC_ERR_PLIB, "dmda: the whole tensor on rank 0 is not the DMDA's natural ordering");
+  PetscCall(VecRestoreArrayRead(gathered, &b));
+  PetscCall(VecRestoreArrayRead(y, &a));
+  PetscCall(VecScatterDestroy(&tozero));
+  PetscCall(VecDestroy(&gathered));
+  PetscCall(VecDestroy(&natural));
+
+  /* (c) */
+  PetscCall(DotTest("dmda -> rank 0", R, rnd));
+
+  /* (d) to the channels split (with y on a second axis when the rank count is even) and back */
+  PetscCall(PetNetLayoutCreate(comm, &C));
+  PetscCall(PetNetLayoutSetShape(C, ndim, dims));
+  if (size % 2 == 0 && size > 2) {
+    PetscMPIInt g[2] = {2, size / 2};
+
+    PetscCall(PetNetLayoutSetGrid(C, 2, g));
+    PetscCall(PetNetLayoutSetSplit(C, 1, 1, NULL));
+  }
+  PetscCall(PetNetLayoutSetSplit(C, ndim - 1, 0, NULL));
+  PetscCall(PetNetLayoutSetUp(C));
+  PetscCall(PetNetRedistributeCreate(L, C, &Rc));
+  PetscCall(PetNetRedistributeCreate(C, L, &Rcinv));
+  PetscCall(MatCreateVecs(Rc, NULL, &xl));
+  PetscCall(VecDuplicate(x, &z));
+  for (PetscInt t = 0; t < 2; t++) {
+    if (t) PetscCall(VecSetRandom(x, rnd));
+    PetscCall(VecSet(z, 42.0));
+    PetscCall(MatMult(Rc, x, xl));
+    PetscCall(MatMult(Rcinv, xl, z));
+    PetscCall(VecEqual(x, z, &same));
+    PetscCheck(same, comm, PETSC_ERR_PLIB, "dmda: DMDA layout -> channel split -> back differs from the identity (%s data)", t ? "random" : "the field f");
+  }
+  PetscCall(DotTest("dmda -> channels", Rc, rnd));
+
+  PetscCall(PetscPrintf(comm, "%" PetscInt_FMT "-D DMDA %" PetscInt_FMT, dim, ext[0]));
+  for (PetscInt d = 1; d < dim; d++) PetscCall(PetscPrintf(comm, "x%" PetscInt_FMT, ext[d]));
+  PetscCall(PetscPrintf(comm, " dof %" PetscInt_FMT " on %" PetscInt_FMT, dof, q[0]));
+  for (PetscInt d = 1; d < dim; d++) PetscCall(PetscPrintf(comm, "x%" PetscInt_FMT, q[d]));
+  PetscCall(PetscPrintf(comm, " ranks (%s, %s ownership): local sizes, the field on rank 0, the natural ordering, the round trip exact\n", given ? "lx/ly/lz" : "PETSC_DECIDE", uneven ? "uneven" : "even"));
+  PetscCall(MatDestroy(&R));
+  PetscCall(MatDestroy(&Rc));
+  PetscCall(MatDestroy(&Rcinv));
+  PetscCall(VecDestroy(&x));
+  PetscCall(VecDestroy(&xl));
+  PetscCall(VecDestroy(&y));
+  PetscCall(VecDestroy(&z));
+  PetscCall(PetNetLayoutDestroy(&L));
+  PetscCall(PetNetLayoutDestroy(&W));
+  PetscCall(PetNetLayoutDestroy(&C));
+  PetscCall(DMDestroy(&da));
+  PetscFunctionReturn(0);
+}
+
+/* -case dmda: every DMDA of CheckDMDA() (1-D, 2-D, 3-D; dof 1 and 3; lx/ly/lz and PETSC_DECIDE) */
+static PetscErrorCode DMDACase(MPI_Comm comm, PetscRandom rnd)
+{
+  PetscFunctionBegin;
+  for (PetscInt dim = 1; dim <= 3; dim++)
+    for (PetscInt dof = 1; dof <= 3; dof += 2)
+      for (PetscInt given = 1; given >= 0; given--) PetscCall(CheckDMDA(comm, dim, dof, (PetscBool)given, rnd));
+  PetscCall(PetscPrintf(comm, "%" PetscInt_FMT " dot-product tests, worst ratio %.3g (bound 1e-13)\n", ndottests, (double)worst));
+  PetscFunctionReturn(0);
+}
+
 int main(int argc, char **argv)
 {
   PetscRandom rnd;
   PetscInt    ntrials = 25, seed = 7;
   PetscMPIInt size;
   char        name[64] = "";
-  PetscBool   hascase;
+  PetscBool   hascase, dmda;
 
   PetscCall(PetNetInitialize(&argc, &argv, NULL, help));
   PetscCallMPI(MPI_Comm_size(PETSC_COMM_WORLD, &size));
@@ -651,7 +907,8 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-seed", &seed, NULL));
   PetscCall(PetscOptionsGetString(NULL, NULL, "-case", name, sizeof(name), &hascase));
   rng_state += (unsigned long long)seed * 0x9E3779B97F4A7C15ULL;
-  if (hascase) {
+  PetscCall(PetscStrcmp(name, "dmda", &dmda));
+  if (hascase && !dmda) {
     PetscBool view;
 
     PetscCall(PetscStrcmp(name, "view", &view));
@@ -666,6 +923,12 @@ int main(int argc, char **argv)
   PetscCall(PetscRandomSetInterval(rnd, -1.0, 1.0));
   PetscCall(PetscRandomSetSeed(rnd, (unsigned long)seed));
   PetscCall(PetscRandomSeed(rnd));
+  if (dmda) {
+    PetscCall(DMDACase(PETSC_COMM_WORLD, rnd));
+    PetscCall(PetscRandomDestroy(&rnd));
+    PetscCall(PetscFinalize());
+    return 0;
+  }
   for (PetscInt t = 0; t < ntrials; t++) PetscCall(Trial(PETSC_COMM_WORLD, rnd));
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%" PetscInt_FMT " random layout pairs on %d ranks: %" PetscInt_FMT " dot-product tests, worst ratio %.3g (bound 1e-13); values, inverses, sums and halos exact\n", ntrials, size, ndottests, (double)worst));
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%" PetscInt_FMT " layouts: %" PetscInt_FMT " replicated, %" PetscInt_FMT " uneven, %" PetscInt_FMT " with an empty block, %" PetscInt_FMT " on a grid with 2+ axes of 2+ ranks\n", nlayouts, nreplicated,
