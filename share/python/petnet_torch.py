@@ -460,7 +460,7 @@ def _bind(group, state):
             order, inverse = torch.as_tensor(order), torch.as_tensor(np.argsort(order))
             out = m.out_features
             weight = _Tensor("weight", m.weight, pack=lambda t: t[:, inverse].reshape(-1), unpack=lambda a: a.reshape(out, -1)[:, order])
-        return _State((m.out_features,)), [weight, _Tensor("bias", m.bias)]
+        return _State((m.out_features,)), [weight] + ([_Tensor("bias", m.bias)] if m.bias is not None else [])
     if isinstance(m, nn.Conv2d):
         if ndim != 3 or m.in_channels != shape[2]:
             raise ValueError(f"{entry}: Conv2d has {m.in_channels} input channels, its input is {shape_to_string(shape)} (h, w, c)")
