@@ -17,9 +17,15 @@
            global batch, with its gradient and Hessian-vector product.
 
   Tensors  a batch is a Vec distributed by samples; the local part is [n][h][w][c] (channels last) or [n][f].
-  Parallel every rank computes with a full copy of theta; the broadcast theta -> copies and its adjoint, the
-           sum-reduce of gradients, are one operator (NetGetParameterBroadcast). Results do not depend on the
-           number of ranks beyond round-off.
+           A PetNetLayout (petnetlayout.h) says how any tensor is split over a Cartesian grid of ranks (samples,
+           space, channels; uneven, or replicated along an axis); every movement of tensor data between layouts is
+           a MATSHELL with its exact adjoint: redistribute, sum-reduce, all-reduce, halo exchange.
+  Parallel -net_parallel replicated: every rank computes with a full copy of theta; the broadcast theta -> copies
+           and its adjoint, the sum-reduce of gradients, are one operator (NetGetParameterBroadcast). sharded: each
+           node's parameters are gathered just before it runs and its gradient reduce-scattered (no full copy
+           anywhere). model: dense and conv2d weights split over a P_out x P_in grid of ranks, the node built from
+           those data-movement operators around its own kernel. Results do not depend on the number of ranks or
+           the mode beyond round-off.
   Dataset  a source of mini-batches (idx, binary, hdf5, memory), sharded over the ranks; Trainer (petnettrainer.h)
            ties Net, Loss and Datasets to a TAO solver (PetNet's sgd, adam, adamw, rmsprop, or any TAO type).
   TS       NetTSSetRHS makes a Net the right-hand side of any TS (explicit RK or implicit theta methods) with exact
