@@ -159,11 +159,52 @@ format:
 docs:
 	@python3 share/docs/manpages.py
 
+# make install PREFIX=... (default /usr/local; DESTDIR for staging): as a PETSc package is installed.
+#   include/                    the public headers; include/petnet/private/ the implementation headers (as PETSc's petsc/private/)
+#   lib/libpetnet.so.X.Y.Z      with soname libpetnet.so.X, and the links libpetnet.so.X and libpetnet.so
+#   lib/pkgconfig/petnet.pc     Requires: PETSc, SLEPc (SLEPc's flags in Cflags/Libs when pkg-config has no SLEPc)
+#   lib/petnet/conf/            petnet_variables and petnet_rules, for makefiles that include PETSc's conf (see README)
+#   share/petnet/               the examples' sources (examples/) and the model files (models/)
+PREFIX  ?= /usr/local
+comma := ,
+DESTDIR ?=
+INSTALL_ROOT = $(DESTDIR)$(PREFIX)
+# SLEPc's pkg-config file, if pkg-config finds it (with SLEPc's own lib/pkgconfig on the path)
+SLEPC_PC := $(shell PKG_CONFIG_PATH=$(SLEPC_LIB_DIR)/pkgconfig:$$PKG_CONFIG_PATH pkg-config --exists SLEPc 2>/dev/null && echo SLEPc)
+
+install: lib/libpetnet.so
+	install -d $(INSTALL_ROOT)/include/petnet/private $(INSTALL_ROOT)/lib/pkgconfig $(INSTALL_ROOT)/lib/petnet/conf \
+	  $(INSTALL_ROOT)/share/petnet/examples $(INSTALL_ROOT)/share/petnet/models
+	install -m 644 include/*.h $(INSTALL_ROOT)/include
+	install -m 644 include/petnet/private/*.h $(INSTALL_ROOT)/include/petnet/private
+	install -m 755 lib/$(PETNET_SHLIB) $(INSTALL_ROOT)/lib
+	ln -sf $(PETNET_SHLIB) $(INSTALL_ROOT)/lib/$(PETNET_SONAME)
+	ln -sf $(PETNET_SHLIB) $(INSTALL_ROOT)/lib/libpetnet.so
+	install -m 644 examples/*.c $(INSTALL_ROOT)/share/petnet/examples
+	install -m 644 share/models/* $(INSTALL_ROOT)/share/petnet/models
+	@echo "write $(INSTALL_ROOT)/lib/pkgconfig/petnet.pc"
+	@{ echo "prefix=$(PREFIX)"; echo 'includedir=$${prefix}/include'; echo 'libdir=$${prefix}/lib'; echo; \
+	  echo "Name: PetNet"; echo "Description: Deep learning on PETSc"; echo "Version: $(PETNET_VERSION)"; \
+	  echo "Requires: PETSc >= 3.18$(if $(SLEPC_PC),$(comma) SLEPc >= 3.18)"; \
+	  echo 'Cflags: -I$${includedir}$(if $(SLEPC_PC),, $(SLEPC_INCLUDE))'; \
+	  echo 'Libs: -L$${libdir} -lpetnet$(if $(SLEPC_PC),, -L$(SLEPC_LIB_DIR) $(filter -lslepc%,$(SLEPC_LIB)))'; \
+	  echo "Libs.private: -lz -lm"; } > $(INSTALL_ROOT)/lib/pkgconfig/petnet.pc
+	@echo "write $(INSTALL_ROOT)/lib/petnet/conf/petnet_variables"
+	@sed -e 's|@PETNET_DIR@|$(PREFIX)|' -e 's|@PETNET_VERSION@|$(PETNET_VERSION)|' -e 's|@SLEPC_DIR@|$(SLEPC_DIR)|' \
+	  share/conf/petnet_variables.in > $(INSTALL_ROOT)/lib/petnet/conf/petnet_variables
+	install -m 644 share/conf/petnet_rules $(INSTALL_ROOT)/lib/petnet/conf
+
+uninstall:
+	rm -f $(addprefix $(INSTALL_ROOT)/include/,$(notdir $(wildcard include/*.h)))
+	rm -rf $(INSTALL_ROOT)/include/petnet $(INSTALL_ROOT)/lib/petnet $(INSTALL_ROOT)/share/petnet
+	rm -f $(INSTALL_ROOT)/lib/$(PETNET_SHLIB) $(INSTALL_ROOT)/lib/$(PETNET_SONAME) $(INSTALL_ROOT)/lib/libpetnet.so \
+	  $(INSTALL_ROOT)/lib/pkgconfig/petnet.pc
+
 clean:
 	rm -rf build build-fuzz lib bin tests/out
 
 # The headers each object and program read (written by -MMD at its last build)
 -include $(shell find build build-fuzz -name '*.d' 2>/dev/null)
 
-.PHONY: all check fashion bench format format-check docs clean fuzz fuzz-build fuzz-runtime memcheck
+.PHONY: all check fashion bench format format-check docs clean install uninstall fuzz fuzz-build fuzz-runtime memcheck
 .SECONDARY: $(LIBOBJ) $(FUZZ_OBJ)
