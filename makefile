@@ -16,6 +16,9 @@
 #                   A request beyond what any machine holds (over 1 TB) returns NULL, as malloc does without
 #                   AddressSanitizer (allocator_may_return_null=1), instead of aborting: HDF5 asks for the sizes a
 #                   damaged header claims and reports the failure.
+#   make install PREFIX=/usr/local   headers, libpetnet.so.X.Y.Z, petnet.pc, lib/petnet/conf/petnet_variables and
+#                   petnet_rules (for makefiles that include PETSc's conf), examples and models in share/petnet; make uninstall
+#   PETSC_DIR, PETSC_ARCH, SLEPC_DIR pick the PETSc and SLEPc (default Debian's /usr/lib/petsc, /usr/lib/slepc)
 #   make memcheck   valgrind (share/valgrind/openmpi.supp) on a short MLP and CNN training with save, checkpoint,
 #                   restart and load, second-order and parallel modes: no error and nothing definitely or indirectly lost (share/valgrind/memcheck)
 PETSC_DIR  ?= /usr/lib/petsc
@@ -151,10 +154,10 @@ bench: all
 	@share/bench/run
 
 format-check:
-	@clang-format --dry-run --Werror $(LIBSRC) $(HEADERS) examples/*.c tests/*.c tests/*.h bench/*.c fuzz/*.c fuzz/*.h && echo "format: ok"
+	@clang-format --dry-run --Werror $(LIBSRC) $(HEADERS) examples/*.c tests/*.c tests/*.h tests/install/*.c bench/*.c fuzz/*.c fuzz/*.h && echo "format: ok"
 
 format:
-	@clang-format -i $(LIBSRC) $(HEADERS) examples/*.c tests/*.c tests/*.h bench/*.c fuzz/*.c fuzz/*.h
+	@clang-format -i $(LIBSRC) $(HEADERS) examples/*.c tests/*.c tests/*.h tests/install/*.c bench/*.c fuzz/*.c fuzz/*.h
 
 docs:
 	@python3 share/docs/manpages.py
