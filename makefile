@@ -16,20 +16,41 @@
 #                   A request beyond what any machine holds (over 1 TB) returns NULL, as malloc does without
 #                   AddressSanitizer (allocator_may_return_null=1), instead of aborting: HDF5 asks for the sizes a
 #                   damaged header claims and reports the failure.
+#   make install PREFIX=/usr/local   headers, libpetnet.so.X.Y.Z, petnet.pc, lib/petnet/conf/petnet_variables and
+#                   petnet_rules (for makefiles that include PETSc's conf), examples and models in share/petnet; make uninstall
+#   PETSC_DIR, PETSC_ARCH, SLEPC_DIR pick the PETSc and SLEPc (default Debian's /usr/lib/petsc, /usr/lib/slepc)
 #   make memcheck   valgrind (share/valgrind/openmpi.supp) on a short MLP and CNN training with save, checkpoint,
 #                   restart and load, second-order and parallel modes: no error and nothing definitely or indirectly lost (share/valgrind/memcheck)
 PETSC_DIR  ?= /usr/lib/petsc
 SLEPC_DIR  ?= /usr/lib/slepc
 PETSC_ARCH ?=
-include $(PETSC_DIR)/lib/petsc/conf/petscvariables
+# PETSc's configuration: a PETSc built in place keeps it under $(PETSC_DIR)/$(PETSC_ARCH), an installed one (Debian's,
+# or configured with --prefix) under $(PETSC_DIR), and ignores PETSC_ARCH (as PETSc's own makefiles do)
+PETSC_CONF := $(firstword $(wildcard $(if $(strip $(PETSC_ARCH)),$(PETSC_DIR)/$(PETSC_ARCH)/lib/petsc/conf/petscvariables) \
+                                     $(PETSC_DIR)/lib/petsc/conf/petscvariables))
+ifeq ($(PETSC_CONF),)
+$(error no PETSc in PETSC_DIR=$(PETSC_DIR) PETSC_ARCH=$(PETSC_ARCH): set them to a configured PETSc (lib/petsc/conf/petscvariables))
+endif
+include $(PETSC_CONF)
+# SLEPc's variables (they include PETSc's conf/variables): SLEPC_INCLUDE, SLEPC_LIB; and PETSc's PETSC_LIB
+include $(SLEPC_DIR)/lib/slepc/conf/slepc_variables
 
 CC       = mpicc
 OPT     ?= -O3 -march=x86-64-v2
 CFLAGS  += $(OPT) -g -fPIC -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
-CPPFLAGS = -Iinclude $(PETSC_CC_INCLUDES) -I$(SLEPC_DIR)/include
+CPPFLAGS = -Iinclude $(SLEPC_INCLUDE) $(PETSC_CC_INCLUDES)
+# Each compile writes the headers it read (-MMD; -MP: a removed header is no error); the .d files are included below
+DEPFLAGS = -MMD -MP
+# The version is defined once, in include/petnetsys.h; the library is lib/libpetnet.so.X.Y.Z with soname libpetnet.so.X
+petnet_version = $(shell sed -n 's/^.define PETNET_VERSION_$(1)  *\([0-9][0-9]*\).*/\1/p' include/petnetsys.h)
+PETNET_VERSION := $(call petnet_version,MAJOR).$(call petnet_version,MINOR).$(call petnet_version,SUBMINOR)
+PETNET_SONAME  := libpetnet.so.$(call petnet_version,MAJOR)
+PETNET_SHLIB   := libpetnet.so.$(PETNET_VERSION)
 PETNET_LIBDIR = $(CURDIR)/lib
-LDLIBS   = -Wl,-rpath,$(PETNET_LIBDIR) -L$(PETNET_LIBDIR) -lpetnet $(PETSC_LIBS_ONLY) -lz -lm
-PETSC_LIBS_ONLY = -Wl,-rpath,$(PETSC_DIR)/lib -L$(PETSC_DIR)/lib -lpetsc_real -L$(SLEPC_DIR)/lib -Wl,-rpath,$(SLEPC_DIR)/lib -lslepc_real -llapack -lblas
+# What libpetnet links: SLEPc's and PETSc's own link lines (with PETSc's external packages: BLAS/LAPACK, HDF5, MPI).
+# SLEPC_LIB ends with PETSC_SNES_LIB, all of PETSc in a single-library PETSc (the default); else PETSC_LIB adds TS and TAO.
+PETNET_EXTERNAL_LIB = $(SLEPC_LIB) $(if $(filter-out $(PETSC_SNES_LIB),$(PETSC_LIB)),$(PETSC_LIB)) $(HDF5_LIB) -lz -lm
+LDLIBS   = -Wl,-rpath,$(PETNET_LIBDIR) -L$(PETNET_LIBDIR) -lpetnet $(PETNET_EXTERNAL_LIB)
 
 LIBSRC   = $(shell find src -name '*.c' | sort)
 LIBOBJ   = $(LIBSRC:%.c=build/%.o)
@@ -41,30 +62,38 @@ REPLAYS  = $(patsubst fuzz/fuzz_%.c,bin/fuzz/replay_%,$(wildcard fuzz/fuzz_*.c))
 
 all: lib/libpetnet.so $(EXAMPLES) $(TESTS) $(BENCHES) $(REPLAYS)
 
-build/%.o: %.c $(HEADERS)
+build/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
 
-lib/libpetnet.so: $(LIBOBJ)
+# The library and its two names: the soname the programs record, and libpetnet.so for -lpetnet
+lib/$(PETNET_SHLIB): $(LIBOBJ)
 	@mkdir -p lib
-	$(CC) -shared -o $@ $(LIBOBJ) $(PETSC_LIBS_ONLY) $(HDF5_LIB) -lz -lm
+	$(CC) -shared -Wl,-soname,$(PETNET_SONAME) -o $@ $(LIBOBJ) $(PETNET_EXTERNAL_LIB)
 
-bin/%: examples/%.c lib/libpetnet.so $(HEADERS)
-	@mkdir -p bin
-	$(CC) $(CPPFLAGS) $(CFLAGS) $< -o $@ $(LDLIBS)
+lib/libpetnet.so: lib/$(PETNET_SHLIB)
+	ln -sf $(PETNET_SHLIB) lib/$(PETNET_SONAME)
+	ln -sf $(PETNET_SHLIB) $@
 
-bin/bench_%: bench/bench_%.c lib/libpetnet.so $(HEADERS)
-	@mkdir -p bin
-	$(CC) $(CPPFLAGS) $(CFLAGS) $< -o $@ $(LDLIBS)
+# Programs compile and link in one step; their header lists go to build/deps/ (BINDEPS)
+BINDEPS = -MMD -MP -MF build/deps/$@.d
+bin/%: examples/%.c lib/libpetnet.so
+	@mkdir -p bin build/deps/bin
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(BINDEPS) $< -o $@ $(LDLIBS)
 
-bin/tests/%: tests/%.c lib/libpetnet.so $(HEADERS) $(wildcard tests/*.h)
-	@mkdir -p bin/tests
-	$(CC) $(CPPFLAGS) $(CFLAGS) $< -o $@ $(LDLIBS)
+bin/bench_%: bench/bench_%.c lib/libpetnet.so
+	@mkdir -p bin build/deps/bin
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(BINDEPS) $< -o $@ $(LDLIBS)
 
-# A fuzz harness linked with fuzz/replay.c: runs the corpus and the regression inputs of its reader (tests/fuzz.suite)
-bin/fuzz/replay_%: fuzz/fuzz_%.c fuzz/replay.c fuzz/fuzz.h lib/libpetnet.so $(HEADERS)
-	@mkdir -p bin/fuzz
-	$(CC) $(CPPFLAGS) $(CFLAGS) fuzz/replay.c $< -o $@ $(LDLIBS)
+bin/tests/%: tests/%.c lib/libpetnet.so
+	@mkdir -p bin/tests build/deps/bin/tests
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(BINDEPS) $< -o $@ $(LDLIBS)
+
+# A fuzz harness linked with fuzz/replay.c: runs the corpus and the regression inputs of its reader (tests/fuzz.suite).
+# The .d file is the harness's (the last source); replay.c includes only fuzz.h, which the harness includes too.
+bin/fuzz/replay_%: fuzz/fuzz_%.c fuzz/replay.c fuzz/fuzz.h lib/libpetnet.so
+	@mkdir -p bin/fuzz build/deps/bin/fuzz
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(BINDEPS) fuzz/replay.c $< -o $@ $(LDLIBS)
 
 check: all
 	@tests/run
@@ -80,16 +109,17 @@ FUZZ_OBJ      = $(LIBSRC:%.c=build-fuzz/%.o)
 FUZZ_MPI     := $(wordlist 2,1000,$(shell mpicc -show 2>/dev/null))
 FUZZ_CFLAGS   = -g -O1 -fno-omit-frame-pointer -Wall -Wno-unknown-pragmas -Wno-unused-parameter -Wno-missing-field-initializers
 FUZZ_CPPFLAGS = $(CPPFLAGS) $(filter -I%,$(FUZZ_MPI))
-FUZZ_LDLIBS   = $(PETSC_LIBS_ONLY) $(filter -L%/hdf5/openmpi,$(PETSC_EXTERNAL_LIB_BASIC)) -lhdf5 $(filter-out -I%,$(FUZZ_MPI)) -lz -lm
+FUZZ_LDLIBS   = $(SLEPC_LIB) $(PETSC_LIB) $(filter -L%/hdf5/openmpi,$(PETSC_EXTERNAL_LIB_BASIC)) -lhdf5 $(filter-out -I%,$(FUZZ_MPI)) -lz -lm
 FUZZ_ENV      = ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_plm=isolated OMPI_MCA_btl=self OPENBLAS_NUM_THREADS=1
 
-build-fuzz/%.o: %.c $(HEADERS) | fuzz-runtime
+build-fuzz/%.o: %.c | fuzz-runtime
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,address -c $< -o $@
+	$(FUZZ_CC) $(FUZZ_CPPFLAGS) $(FUZZ_CFLAGS) $(DEPFLAGS) -fsanitize=fuzzer-no-link,address -c $< -o $@
 
 bin/fuzz/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz.h $(FUZZ_OBJ) | fuzz-runtime
 	@mkdir -p bin/fuzz
-	$(FUZZ_CC) $(FUZZ_CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer,address $< $(FUZZ_OBJ) -o $@ $(FUZZ_LDLIBS)
+	@mkdir -p build-fuzz/deps/bin/fuzz
+	$(FUZZ_CC) $(FUZZ_CPPFLAGS) $(FUZZ_CFLAGS) -MMD -MP -MF build-fuzz/deps/$@.d -fsanitize=fuzzer,address $< $(FUZZ_OBJ) -o $@ $(FUZZ_LDLIBS)
 
 # libFuzzer's runtime is in libclang-rt-14-dev, which make check does not need: say how to get it
 fuzz-runtime:
@@ -124,16 +154,60 @@ bench: all
 	@share/bench/run
 
 format-check:
-	@clang-format --dry-run --Werror $(LIBSRC) $(HEADERS) examples/*.c tests/*.c tests/*.h bench/*.c fuzz/*.c fuzz/*.h && echo "format: ok"
+	@clang-format --dry-run --Werror $(LIBSRC) $(HEADERS) examples/*.c tests/*.c tests/*.h tests/install/*.c bench/*.c fuzz/*.c fuzz/*.h && echo "format: ok"
 
 format:
-	@clang-format -i $(LIBSRC) $(HEADERS) examples/*.c tests/*.c tests/*.h bench/*.c fuzz/*.c fuzz/*.h
+	@clang-format -i $(LIBSRC) $(HEADERS) examples/*.c tests/*.c tests/*.h tests/install/*.c bench/*.c fuzz/*.c fuzz/*.h
 
 docs:
 	@python3 share/docs/manpages.py
 
+# make install PREFIX=... (default /usr/local; DESTDIR for staging): as a PETSc package is installed.
+#   include/                    the public headers; include/petnet/private/ the implementation headers (as PETSc's petsc/private/)
+#   lib/libpetnet.so.X.Y.Z      with soname libpetnet.so.X, and the links libpetnet.so.X and libpetnet.so
+#   lib/pkgconfig/petnet.pc     Requires: PETSc, SLEPc (SLEPc's flags in Cflags/Libs when pkg-config has no SLEPc)
+#   lib/petnet/conf/            petnet_variables and petnet_rules, for makefiles that include PETSc's conf (see README)
+#   share/petnet/               the examples' sources (examples/) and the model files (models/)
+PREFIX  ?= /usr/local
+comma := ,
+DESTDIR ?=
+INSTALL_ROOT = $(DESTDIR)$(PREFIX)
+# SLEPc's pkg-config file, if pkg-config finds it (with SLEPc's own lib/pkgconfig on the path)
+SLEPC_PC := $(shell PKG_CONFIG_PATH=$(SLEPC_LIB_DIR)/pkgconfig:$$PKG_CONFIG_PATH pkg-config --exists SLEPc 2>/dev/null && echo SLEPc)
+
+install: lib/libpetnet.so
+	install -d $(INSTALL_ROOT)/include/petnet/private $(INSTALL_ROOT)/lib/pkgconfig $(INSTALL_ROOT)/lib/petnet/conf \
+	  $(INSTALL_ROOT)/share/petnet/examples $(INSTALL_ROOT)/share/petnet/models
+	install -m 644 include/*.h $(INSTALL_ROOT)/include
+	install -m 644 include/petnet/private/*.h $(INSTALL_ROOT)/include/petnet/private
+	install -m 755 lib/$(PETNET_SHLIB) $(INSTALL_ROOT)/lib
+	ln -sf $(PETNET_SHLIB) $(INSTALL_ROOT)/lib/$(PETNET_SONAME)
+	ln -sf $(PETNET_SHLIB) $(INSTALL_ROOT)/lib/libpetnet.so
+	install -m 644 examples/*.c $(INSTALL_ROOT)/share/petnet/examples
+	install -m 644 share/models/* $(INSTALL_ROOT)/share/petnet/models
+	@echo "write $(INSTALL_ROOT)/lib/pkgconfig/petnet.pc"
+	@{ echo "prefix=$(PREFIX)"; echo 'includedir=$${prefix}/include'; echo 'libdir=$${prefix}/lib'; echo; \
+	  echo "Name: PetNet"; echo "Description: Deep learning on PETSc"; echo "Version: $(PETNET_VERSION)"; \
+	  echo "Requires: PETSc >= 3.18$(if $(SLEPC_PC),$(comma) SLEPc >= 3.18)"; \
+	  echo 'Cflags: -I$${includedir}$(if $(SLEPC_PC),, $(SLEPC_INCLUDE))'; \
+	  echo 'Libs: -L$${libdir} -lpetnet$(if $(SLEPC_PC),, -L$(SLEPC_LIB_DIR) $(filter -lslepc%,$(SLEPC_LIB)))'; \
+	  echo "Libs.private: -lz -lm"; } > $(INSTALL_ROOT)/lib/pkgconfig/petnet.pc
+	@echo "write $(INSTALL_ROOT)/lib/petnet/conf/petnet_variables"
+	@sed -e 's|@PETNET_DIR@|$(PREFIX)|' -e 's|@PETNET_VERSION@|$(PETNET_VERSION)|' -e 's|@SLEPC_DIR@|$(SLEPC_DIR)|' \
+	  share/conf/petnet_variables.in > $(INSTALL_ROOT)/lib/petnet/conf/petnet_variables
+	install -m 644 share/conf/petnet_rules $(INSTALL_ROOT)/lib/petnet/conf
+
+uninstall:
+	rm -f $(addprefix $(INSTALL_ROOT)/include/,$(notdir $(wildcard include/*.h)))
+	rm -rf $(INSTALL_ROOT)/include/petnet $(INSTALL_ROOT)/lib/petnet $(INSTALL_ROOT)/share/petnet
+	rm -f $(INSTALL_ROOT)/lib/$(PETNET_SHLIB) $(INSTALL_ROOT)/lib/$(PETNET_SONAME) $(INSTALL_ROOT)/lib/libpetnet.so \
+	  $(INSTALL_ROOT)/lib/pkgconfig/petnet.pc
+
 clean:
 	rm -rf build build-fuzz lib bin tests/out
 
-.PHONY: all check fashion bench format format-check docs clean fuzz fuzz-build fuzz-runtime memcheck
+# The headers each object and program read (written by -MMD at its last build)
+-include $(shell find build build-fuzz -name '*.d' 2>/dev/null)
+
+.PHONY: all check fashion bench format format-check docs clean install uninstall fuzz fuzz-build fuzz-runtime memcheck
 .SECONDARY: $(LIBOBJ) $(FUZZ_OBJ)

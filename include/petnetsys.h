@@ -5,8 +5,11 @@
 #include <petscvec.h>
 #include <petscmat.h>
 
-#define PETNET_VERSION_MAJOR 0
-#define PETNET_VERSION_MINOR 1
+/* The version, defined here only: the makefile reads it for libpetnet.so.MAJOR.MINOR.SUBMINOR (soname libpetnet.so.MAJOR),
+   petnet.pc and petnet_variables */
+#define PETNET_VERSION_MAJOR    0
+#define PETNET_VERSION_MINOR    1
+#define PETNET_VERSION_SUBMINOR 0
 
 /*
   PetNetShape - the shape of ONE sample, channels-last.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what PetNet needs on Debian bookworm (run as root; does nothing when everything is there).
 set -euo pipefail
-pkgs=(make gcc petsc-dev slepc-dev libopenmpi-dev openmpi-bin libopenblas-dev zlib1g-dev dataset-fashion-mnist
+pkgs=(make gcc pkg-config petsc-dev slepc-dev libopenmpi-dev openmpi-bin libopenblas-dev zlib1g-dev dataset-fashion-mnist
       python3 python3-numpy python3-h5py python3-torch)
 missing=()
 for p in "${pkgs[@]}"; do

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# make install into a temporary prefix, then build tests/install/netforward.c outside the tree against the installed
+# PetNet twice: with pkg-config (petnet.pc) and with a makefile that includes PETSc's conf and PetNet's
+# lib/petnet/conf/petnet_variables + petnet_rules. Each binary runs at 1 and 2 ranks and must print the sum of the
+# outputs that the same formula gives in Python. The prefix and the build directory are removed at the end.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_plm=isolated OMPI_MCA_btl=self,vader
+export OMPI_MCA_rmaps_base_oversubscribe=yes OMPI_MCA_btl_vader_single_copy_mechanism=none OPENBLAS_NUM_THREADS=1
+export PETSC_DIR=${PETSC_DIR:-/usr/lib/petsc}
+prefix=$(mktemp -d) work=$(mktemp -d)
+trap 'rm -rf "$prefix" "$work"' EXIT
+
+make -s install PREFIX="$prefix" > "$work/install.log"
+test -L "$prefix/lib/libpetnet.so" -a -f "$prefix/lib/petnet/conf/petnet_rules" -a -f "$prefix/include/petnet/private/netimpl.h"
+soname=$(readelf -d "$prefix/lib/libpetnet.so" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
+test -L "$prefix/lib/$soname" || { echo "install: no link $soname in $prefix/lib"; exit 1; }
+cp tests/install/netforward.c tests/install/makefile "$work"
+
+# sum over the samples s of 0.3 tanh(0.1 sum_j 0.1 (s+1)(j+1) + 0.1) + 0.1: all parameters 0.1 in dense:3,tanh,dense:1
+expect=$(python3 -c 'import math; print("sum of outputs: %.10f" % sum(0.3 * math.tanh(0.1 * sum(0.1 * (s + 1) * (j + 1) for j in range(4)) + 0.1) + 0.1 for s in range(8)))')
+
+check() { # check LABEL PROGRAM: runs PROGRAM at 1 and 2 ranks, compares its line with $expect
+  for n in 1 2; do
+    out=$(mpiexec -n $n "$2")
+    if [ "$out" != "$expect" ]; then echo "$1, $n rank(s): got '$out', expected '$expect'"; exit 1; fi
+    echo "$1, $n rank(s): $out"
+  done
+}
+
+# 1. pkg-config: rpath-free flags, so the run needs the library path
+export PKG_CONFIG_PATH="$prefix/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+echo "pkg-config petnet: version $(pkg-config --modversion petnet)"
+(cd "$work" && mpicc $(pkg-config --cflags petnet) netforward.c -o netforward_pc $(pkg-config --libs petnet) -Wl,-rpath,"$prefix/lib")
+check "pkg-config" "$work/netforward_pc"
+
+# 2. the conf makefile: "make netforward" through petnet_rules
+make -s -C "$work" PETNET_DIR="$prefix" netforward > "$work/make.log"
+check "petnet_rules" "$work/netforward"
+echo "install: ok"
