@@ -126,9 +126,9 @@ PetscErrorCode NetModelSetUpNode_Private(Net net, PetscInt k)
   PetscCheck(isdense || isconv, comm, PETSC_ERR_SUP,
              "Node %s (%s) has partition %" PetscInt_FMT "x%" PetscInt_FMT ", but only dense and conv2d layers can split their weights over ranks: remove partition= from its entry (or -%spartition); the Net runs the other kinds data parallel",
              nd->name, spec, p[0], p[1], nd->prefix);
-  PetscCheck(p[0] * p[1] == size, comm, PETSC_ERR_ARG_INCOMP,
-             "Node %s (%s): partition %" PetscInt_FMT "x%" PetscInt_FMT " needs %" PetscInt_FMT " ranks, but the Net runs on %d: write partition=PxQ with P*Q = %d (e.g. partition=%dx1), or run on %" PetscInt_FMT " ranks", nd->name, spec, p[0], p[1],
-             p[0] * p[1], size, size, size, p[0] * p[1]);
+  PetscCheck((PetscInt64)p[0] * p[1] == size, comm, PETSC_ERR_ARG_INCOMP, /* in 64 bits: 2147483647x2147483647 must not wrap to 1 */
+             "Node %s (%s): partition %" PetscInt_FMT "x%" PetscInt_FMT " needs %" PetscInt64_FMT " ranks, but the Net runs on %d: write partition=PxQ with P*Q = %d (e.g. partition=%dx1), or run on %" PetscInt64_FMT " ranks", nd->name, spec, p[0],
+             p[1], (PetscInt64)p[0] * p[1], size, size, size, (PetscInt64)p[0] * p[1]);
   PetscCheck(p[0] <= nout, comm, PETSC_ERR_ARG_OUTOFRANGE,
              "Node %s (%s): partition %" PetscInt_FMT "x%" PetscInt_FMT " splits its %" PetscInt_FMT " output%s %" PetscInt_FMT " ways: give at most %" PetscInt_FMT " parts along the outputs (partition=PxQ with P <= %" PetscInt_FMT ", P*Q = %d)",
              nd->name, spec, p[0], p[1], nout, isconv ? " channels" : "s", p[0], nout, nout, size);

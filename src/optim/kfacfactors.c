@@ -68,8 +68,7 @@ PetscErrorCode PetNetKFACCreate(Net net, PetscBool uncoveredgradient, const char
 
     PetscCall(NetGetParallel(net, &parallel));
     PetscCheck(parallel == NET_PARALLEL_REPLICATED && net->theta_rep, PetscObjectComm((PetscObject)net), PETSC_ERR_SUP,
-               "%s: K-FAC keeps its factors and applies them on a full copy of the parameters on every rank, which -net_parallel %s does not have: use -net_parallel replicated, or another optimizer (adam, lmvm, nls)", option,
-               NetParallelTypes[parallel]);
+               "K-FAC keeps its factors and applies them on a full copy of the parameters on every rank, which -net_parallel %s does not have: use -net_parallel replicated, or another optimizer (adam, lmvm, nls)", NetParallelTypes[parallel]);
   }
   PetscCall(PetscNew(&k));
   PetscCall(PetscObjectReference((PetscObject)net));
