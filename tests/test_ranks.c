@@ -5,6 +5,7 @@ static const char help[] = "Ranks agree: in one program, the same Net (same seed
                            "batch, so the workspace is rebuilt whenever the layout changes (also when only some ranks' shares change).\n"
                            "The second-order adjoint (Hessian-vector product along the JVP's direction) must agree as well.\n"
                            "Options: -parallel <replicated,sharded,model>: the mode of the WORLD Net (the SELF one is replicated);\n"
+                           "-toggle: the WORLD Net, once set up, switches between replicated and that mode from batch to batch;\n"
                            "-layers <list> -input_shape <shape> [-loss <type>]: one case of your own instead of the built-in ones.\n";
 
 #include <petnet.h>
@@ -18,6 +19,7 @@ typedef struct {
 } Case;
 
 static NetParallelType parallel = NET_PARALLEL_REPLICATED; /* the WORLD Net's mode */
+static PetscBool       toggle   = PETSC_FALSE;             /* -toggle: the WORLD Net, once set up, alternates between replicated and that mode */
 
 static const Case cases[] = {
     {"dense:16,relu,dense:10", 12, LOSSCROSSENTROPY},
@@ -94,6 +96,11 @@ static PetscErrorCode SideCompute(MPI_Comm comm, const Case *c, PetscInt nlocal,
     PetscCall(NetSetUp(s->net));
     PetscCall(LossCreate(comm, &s->loss));
     PetscCall(LossSetType(s->loss, c->loss));
+  } else if (toggle && comm != PETSC_COMM_SELF) { /* a Net that is set up (and has run) changes its mode */
+    NetParallelType now;
+
+    PetscCall(NetGetParallel(s->net, &now));
+    PetscCall(NetSetParallel(s->net, now == parallel ? NET_PARALLEL_REPLICATED : parallel));
   }
   PetscCall(NetGetOutputShape(s->net, &out));
   PetscCall(PetNetShapeSize(&out, &nout));
@@ -234,6 +241,7 @@ int main(int argc, char **argv)
   PetscCall(PetNetInitialize(&argc, &argv, NULL, help));
   PetscOptionsBegin(PETSC_COMM_WORLD, NULL, "Ranks agree", NULL);
   PetscCall(PetscOptionsEnum("-parallel", "Mode of the WORLD Net", "NetSetParallel", NetParallelTypes, (PetscEnum)parallel, (PetscEnum *)&parallel, NULL));
+  PetscCall(PetscOptionsBool("-toggle", "The WORLD Net alternates between replicated and -parallel from batch to batch", "NetSetParallel", toggle, &toggle, NULL));
   PetscCall(PetscOptionsString("-layers", "A case of your own: its layer list", NULL, layers, layers, sizeof(layers), &own));
   PetscCall(PetscOptionsString("-input_shape", "... its input shape", NULL, "", shape, sizeof(shape), &flg));
   PetscCall(PetscOptionsString("-loss", "... its loss", NULL, loss, loss, sizeof(loss), NULL));

@@ -192,8 +192,9 @@ const char *const NetParallelTypes[] = {"replicated", "sharded", "model", "NetPa
 
   Notes:
   The results of the three modes agree to round-off. The parameter Vec (NetGetParameters()) is the same distributed
-  Vec in every mode, so optimizers, checkpoints and model files do not change. Changing the mode of a Net that is set
-  up lays it out anew (its parameters are kept).
+  Vec in every mode, so optimizers, checkpoints and model files do not change. The mode of a Net that is set up can
+  be changed: its parameters and layer buffers (batchnorm's running statistics) stay, and the next NetForward() reads
+  them the new way.
 
   Level: intermediate
 
@@ -207,15 +208,9 @@ PetscErrorCode NetSetParallel(Net net, NetParallelType parallel)
   PetscCheck(parallel >= NET_PARALLEL_REPLICATED && parallel <= NET_PARALLEL_MODEL, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_OUTOFRANGE, "Unknown parallel mode %d: use replicated, sharded or model", (int)parallel);
   if (parallel == net->parallel) PetscFunctionReturn(0);
   net->parallel = parallel;
-  if (net->setupcalled) {
-    Vec keep;
-
-    PetscCall(VecDuplicate(net->theta, &keep));
-    PetscCall(VecCopy(net->theta, keep));
-    PetscCall(NetReset(net));
-    PetscCall(NetSetUp(net));
-    PetscCall(NetSetParameters(net, keep));
-    PetscCall(VecDestroy(&keep));
+  if (net->setupcalled) { /* the parameters and layer buffers stay; where each node reads them from is laid out anew */
+    PetscCall(NetResetWorkspace_Private(net));
+    PetscCall(NetSetUpParameterMaps_Private(net));
   }
   PetscFunctionReturn(0);
 }
@@ -784,10 +779,6 @@ PetscErrorCode NetSetUp(Net net)
   PetscCall(VecCreateMPI(comm, PETSC_DECIDE, net->nparams, &net->theta));
   PetscCall(PetscObjectSetName((PetscObject)net->theta, "parameters"));
   PetscCall(NetSetUpParameterMaps_Private(net));
-  if (net->replicated) {
-    PetscCall(PetNetBroadcastCreate(net->theta, &net->bcast, &net->theta_rep));
-    PetscCall(VecDuplicate(net->theta_rep, &net->grad_rep)); /* dtheta_rep: at the first NetJVP() along parameters */
-  }
   net->setupcalled = PETSC_TRUE;
   PetscCall(NetInitializeParameters(net));
   PetscCall(NetViewFromOptions(net, NULL, "-net_view"));

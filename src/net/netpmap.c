@@ -23,8 +23,7 @@
 struct _n_NetParamMap {
   MPI_Comm    comm;
   PetscMPIInt size, rank;
-  PetscInt    n;     /* entries this rank receives */
-  PetscInt    nlown; /* local size of the distributed Vec the map was made for */
+  PetscInt    n; /* entries this rank receives */
   PetscBool   whole;
   /* whole: rank q owns counts[q] entries of the run, at displs[q] in it; this rank's piece starts at myoff of its slice */
   PetscMPIInt *counts, *displs;
@@ -61,7 +60,6 @@ PetscErrorCode NetParamMapCreate_Private(Vec v, PetscInt nruns, const PetscInt r
   PetscCallMPI(MPI_Comm_rank(m->comm, &m->rank));
   PetscCall(VecGetOwnershipRange(v, &rstart, &rend));
   PetscCall(VecGetOwnershipRanges(v, &ranges));
-  m->nlown  = rend - rstart;
   m->rstart = rstart;
   if (!nruns) { /* the single run: keep it as a one-run list */
     m->nruns = 1;
@@ -180,15 +178,7 @@ PetscErrorCode NetParamMapDestroy_Private(NetParamMap *map)
   PetscFunctionReturn(0);
 }
 
-/* The number of entries this rank receives */
-PetscErrorCode NetParamMapGetSize_Private(NetParamMap m, PetscInt *n)
-{
-  PetscFunctionBegin;
-  *n = m->n;
-  PetscFunctionReturn(0);
-}
-
-/* buf = G v: this rank's entries of v (buf holds NetParamMapGetSize_Private() values) */
+/* buf = G v: this rank's entries of v (buf holds the sum of the rank's run lengths) */
 PetscErrorCode NetParamMapGather_Private(NetParamMap m, Vec v, PetscScalar buf[])
 {
   const PetscScalar *a;
@@ -250,12 +240,13 @@ PetscErrorCode NetParamMapReduceAdd_Private(NetParamMap m, const PetscScalar buf
 
 /*
   The Net's side: each node with parameters gets a map when it does not read the replicated copy (sharded mode, or a
-  model-parallel node). NetModelSetUpNode_Private() decides first whether the node is model parallel and which runs
+  model-parallel node); the replicated copy, its broadcast and gradient exist when some node reads them. NetModelSetUpNode_Private() decides first whether the node is model parallel and which runs
   its kernel takes.
 */
 PetscErrorCode NetSetUpParameterMaps_Private(Net net)
 {
   PetscFunctionBegin;
+  PetscCall(NetResetParameterMaps_Private(net));                           /* a change of mode lays them out anew */
   net->replicated = (PetscBool)(net->parallel == NET_PARALLEL_REPLICATED); /* the copy exists in this mode, even for a Net without parameters */
   net->gathers    = PETSC_FALSE;
   for (PetscInt k = 0; k < net->nlayers; k++) {
@@ -270,12 +261,21 @@ PetscErrorCode NetSetUpParameterMaps_Private(Net net)
     nd->pmap     = map;
     net->gathers = PETSC_TRUE;
   }
+  if (net->replicated && !net->theta_rep) {
+    PetscCall(PetNetBroadcastCreate(net->theta, &net->bcast, &net->theta_rep));
+    PetscCall(VecDuplicate(net->theta_rep, &net->grad_rep)); /* dtheta_rep: at the first NetJVP() along parameters */
+  }
+  net->theta_rep_valid = PETSC_FALSE;
   PetscFunctionReturn(0);
 }
 
 PetscErrorCode NetResetParameterMaps_Private(Net net)
 {
   PetscFunctionBegin;
+  PetscCall(VecDestroy(&net->theta_rep));
+  PetscCall(VecDestroy(&net->grad_rep));
+  PetscCall(VecDestroy(&net->dtheta_rep));
+  PetscCall(MatDestroy(&net->bcast));
   for (PetscInt k = 0; k < net->nlayers; k++) {
     NetNode    *nd  = &net->nodes[k];
     NetParamMap map = (NetParamMap)nd->pmap;
