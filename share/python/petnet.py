@@ -229,16 +229,20 @@ _C = {
 class Error(PETSc.Error):
     """A PetNet call failed: str() is PETSc's traceback and message, .ierr the PetscErrorCode, .message the message."""
 
-    def __init__(self, ierr, message=""):
+    def __init__(self, ierr, traceback=()):
         PETSc.Error.__init__(self, ierr)
-        self.message = message
+        self._traceback_ = list(traceback)  # this error's own copy: petsc4py's str() reads self._traceback_
+        self.message = self._traceback_[-1] if self._traceback_ else ""
 
 
 def _check(ierr):
     if ierr:
         # petsc4py's error handler (pushed when petsc4py initializes PETSc) keeps the traceback, the message last
+        # (emptied here, so that a later error under another handler cannot show this one's message)
         tb = getattr(PETSc.Error, "_traceback_", None) or []
-        raise Error(ierr, tb[-1] if tb else "")
+        error = Error(ierr, tb)
+        del tb[:]
+        raise error
 
 
 def _s(text):

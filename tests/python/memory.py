@@ -32,7 +32,7 @@ def main():
     trainer.setNet(net)
     trainer.setLoss(loss)
     trainer.setDatasets(train, test)
-    trainer.setFromOptions()  # -tao_type adam -tao_adam_lr 0.05 -trainer_epochs 20 -trainer_batch_size 32 in the suite
+    trainer.setFromOptions()  # -tao_type adam -tao_adam_lr 0.05 -trainer_epochs 8 -trainer_batch_size 64 in the suite
     trainer.setUp()  # sets the Datasets up
     check(train.getType() == "memory" and train.getSize() == 512 and train.getSampleShape() == (2,), "the Dataset")
     X, T = train.getAll()

@@ -66,7 +66,7 @@ def main():
     tao.setObjectiveGradient(objective_gradient, G)
     tao.setSolution(theta)
     tao.setTolerances(gatol=1e-12, grtol=0, gttol=0)
-    tao.setMaximumIterations(300)
+    tao.setMaximumIterations(60)
     tao.solve()
     f = tao.getObjectiveValue()
     check(f < 1e-3 * f0, "TAO lmvm: loss %g from %g" % (f, f0))
