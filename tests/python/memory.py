@@ -35,6 +35,10 @@ def main():
     trainer.setFromOptions()  # -tao_type adam -tao_adam_lr 0.05 -trainer_epochs 8 -trainer_batch_size 64 in the suite
     trainer.setUp()  # sets the Datasets up
     check(train.getType() == "memory" and train.getSize() == 512 and train.getSampleShape() == (2,), "the Dataset")
+    tao, same = trainer.getTao(), trainer.getNet()  # borrowed C objects in new wrappers, one reference each
+    check(tao.getType() == "adam" and same.handle == net.handle and net.getRefCount() == 3, "getTao(), getNet()")
+    del same
+    check(net.getRefCount() == 2, "a wrapper's reference goes with it")
     X, T = train.getAll()
     check(X.getSize() == 1024 and T.getSize() == 512, "getAll(): %d, %d" % (X.getSize(), T.getSize()))
     loss0, acc0 = trainer.evaluate(test)
