@@ -17,7 +17,8 @@
 #                   AddressSanitizer (allocator_may_return_null=1), instead of aborting: HDF5 asks for the sizes a
 #                   damaged header claims and reports the failure.
 #   make install PREFIX=/usr/local   headers, libpetnet.so.X.Y.Z, petnet.pc, lib/petnet/conf/petnet_variables and
-#                   petnet_rules (for makefiles that include PETSc's conf), examples and models in share/petnet; make uninstall
+#                   petnet_rules (for makefiles that include PETSc's conf), examples, models and the Python modules
+#                   (PYTHONPATH=PREFIX/share/petnet/python) in share/petnet; make uninstall
 #   PETSC_DIR, PETSC_ARCH, SLEPC_DIR pick the PETSc and SLEPc (default Debian's /usr/lib/petsc, /usr/lib/slepc)
 #   make memcheck   valgrind (share/valgrind/openmpi.supp) on a short MLP and CNN training with save, checkpoint,
 #                   restart and load, second-order and parallel modes: no error and nothing definitely or indirectly lost (share/valgrind/memcheck)
@@ -168,6 +169,7 @@ docs:
 #   lib/pkgconfig/petnet.pc     Requires: PETSc, SLEPc (SLEPc's flags in Cflags/Libs when pkg-config has no SLEPc)
 #   lib/petnet/conf/            petnet_variables and petnet_rules, for makefiles that include PETSc's conf (see README)
 #   share/petnet/               the examples' sources (examples/) and the model files (models/)
+#   share/petnet/python/        the Python modules (share/python/*.py: petnet, over ../../../lib/libpetnet.so): PYTHONPATH
 PREFIX  ?= /usr/local
 comma := ,
 DESTDIR ?=
@@ -177,7 +179,7 @@ SLEPC_PC := $(shell PKG_CONFIG_PATH=$(SLEPC_LIB_DIR)/pkgconfig:$$PKG_CONFIG_PATH
 
 install: lib/libpetnet.so
 	install -d $(INSTALL_ROOT)/include/petnet/private $(INSTALL_ROOT)/lib/pkgconfig $(INSTALL_ROOT)/lib/petnet/conf \
-	  $(INSTALL_ROOT)/share/petnet/examples $(INSTALL_ROOT)/share/petnet/models
+	  $(INSTALL_ROOT)/share/petnet/examples $(INSTALL_ROOT)/share/petnet/models $(INSTALL_ROOT)/share/petnet/python
 	install -m 644 include/*.h $(INSTALL_ROOT)/include
 	install -m 644 include/petnet/private/*.h $(INSTALL_ROOT)/include/petnet/private
 	install -m 755 lib/$(PETNET_SHLIB) $(INSTALL_ROOT)/lib
@@ -185,6 +187,7 @@ install: lib/libpetnet.so
 	ln -sf $(PETNET_SHLIB) $(INSTALL_ROOT)/lib/libpetnet.so
 	install -m 644 examples/*.c $(INSTALL_ROOT)/share/petnet/examples
 	install -m 644 share/models/* $(INSTALL_ROOT)/share/petnet/models
+	install -m 644 share/python/*.py $(INSTALL_ROOT)/share/petnet/python
 	@echo "write $(INSTALL_ROOT)/lib/pkgconfig/petnet.pc"
 	@{ echo "prefix=$(PREFIX)"; echo 'includedir=$${prefix}/include'; echo 'libdir=$${prefix}/lib'; echo; \
 	  echo "Name: PetNet"; echo "Description: Deep learning on PETSc"; echo "Version: $(PETNET_VERSION)"; \

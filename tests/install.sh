@@ -2,7 +2,9 @@
 # make install into a temporary prefix, then build tests/install/netforward.c outside the tree against the installed
 # PetNet twice: with pkg-config (petnet.pc) and with a makefile that includes PETSc's conf and PetNet's
 # lib/petnet/conf/petnet_variables + petnet_rules. Each binary runs at 1 and 2 ranks and must print the sum of the
-# outputs that the same formula gives in Python. The prefix and the build directory are removed at the end.
+# outputs that the same formula gives in Python; so must tests/install/netforward.py through the installed Python module
+# (PYTHONPATH=PREFIX/share/petnet/python), which must load PREFIX/lib/libpetnet.so. The prefix and the build directory
+# are removed at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_plm=isolated OMPI_MCA_btl=self,vader
@@ -20,9 +22,9 @@ cp tests/install/netforward.c tests/install/makefile "$work"
 # sum over the samples s of 0.3 tanh(0.1 sum_j 0.1 (s+1)(j+1) + 0.1) + 0.1: all parameters 0.1 in dense:3,tanh,dense:1
 expect=$(python3 -c 'import math; print("sum of outputs: %.10f" % sum(0.3 * math.tanh(0.1 * sum(0.1 * (s + 1) * (j + 1) for j in range(4)) + 0.1) + 0.1 for s in range(8)))')
 
-check() { # check LABEL PROGRAM: runs PROGRAM at 1 and 2 ranks, compares its line with $expect
+check() { # check LABEL PROGRAM [ARGS]: runs PROGRAM at 1 and 2 ranks, compares its line with $expect
   for n in 1 2; do
-    out=$(mpiexec -n $n "$2")
+    out=$(mpiexec -n $n "${@:2}")
     if [ "$out" != "$expect" ]; then echo "$1, $n rank(s): got '$out', expected '$expect'"; exit 1; fi
     echo "$1, $n rank(s): $out"
   done
@@ -37,4 +39,9 @@ check "pkg-config" "$work/netforward_pc"
 # 2. the conf makefile: "make netforward" through petnet_rules
 make -s -C "$work" PETNET_DIR="$prefix" netforward > "$work/make.log"
 check "petnet_rules" "$work/netforward"
+
+# 3. the Python module, installed with the library it finds (relative to itself), from outside the tree
+test -f "$prefix/share/petnet/python/petnet.py" || { echo "install: no $prefix/share/petnet/python/petnet.py"; exit 1; }
+cp tests/install/netforward.py "$work"
+(cd "$work" && PYTHONPATH="$prefix/share/petnet/python" PETNET_TEST_PREFIX="$prefix" check "python" /usr/bin/python3 netforward.py)
 echo "install: ok"

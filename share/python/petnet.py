@@ -1,0 +1,739 @@
+"""petnet: PetNet from Python, on petsc4py objects.
+
+    import sys, petsc4py
+    petsc4py.init(sys.argv)              # PETSc's options (-net_layers, -malloc_debug, ...) come from the command line
+    from petsc4py import PETSc
+    import petnet                        # loads libpetnet.so and initializes every PetNet package
+
+    net = petnet.Net().create(PETSc.COMM_WORLD, spec="dense:8,tanh,dense:1", input_shape=(4,))
+    X, Y = net.createVecs(16)            # petsc4py Vecs: 16 samples on this rank
+    net.forward(X, Y)
+    J = net.getJacobianP()               # a petsc4py Mat (MATSHELL): mult = JVP, multTranspose = VJP
+
+Net, Loss, Dataset and Trainer are petsc4py.PETSc.Object subclasses holding the C object: getComm(), getName(),
+view(), getRefCount(), handle, destroy() work as for any petsc4py object, and each method calls the C function of the
+same name (Net.forward -> NetForward) and checks its PetscErrorCode: a nonzero code raises petnet.Error, a
+petsc4py.PETSc.Error whose text is PETSc's traceback and message (its `message` attribute: the message alone).
+
+How handles cross between Python and C (the soundness argument)
+  Python -> C   obj.handle, the address of the C object a petsc4py object holds (Vec, Mat, TAO, and PetNet's own).
+  C -> Python   petsc4py's C API (the capsules in PETSc.__pyx_capi__): PyPetscObject_GetPtr(obj) is the address of
+                the slot where a petsc4py object keeps its C handle (what petsc4py's own create() methods write).
+                  new objects (NetCreate, NetCreateVecs, NetCreateParameterVec): the C function writes the new
+                  handle into the slot of a fresh wrapper, which then owns the one reference;
+                  borrowed objects (NetGetJacobian, NetGetParameters, DatasetGetBatch, TrainerGetTao, ...):
+                  PetscObjectReference() and the handle is put in a fresh wrapper's slot,
+                so every wrapper owns exactly one reference and petsc4py's destroy()/deallocation drops it
+                (PetscObjectDestroy: the class's own XxxDestroy). This is what PyPetscMat_New() does (setref).
+  The Jacobian shells point at their Net without a reference (the Net owns them): the Mats returned here hold the
+  Python Net, so a Jacobian keeps its Net alive; Net.destroy() destroys those wrappers first, after which using them
+  raises petsc4py's "Object is null" error rather than reaching a destroyed Net. A C object that kept the shell on its
+  own (a KSP given it by setOperators) must not outlive the Net, as in C.
+  The library must use the libpetsc that petsc4py loaded: checked at import (PetscInitializeCalled seen through
+  libpetnet must be true).
+
+Finding libpetnet.so: $PETNET_LIB if set; else lib/libpetnet.so next to share/ in the build tree
+(share/python/petnet.py); else PREFIX/lib/libpetnet.so for an installed module (PREFIX/share/petnet/python/petnet.py,
+after make install PREFIX=...; PYTHONPATH=PREFIX/share/petnet/python); else the system's library search path.
+"""
+
+import collections
+import ctypes
+import ctypes.util
+import os
+import sys
+import weakref
+
+import petsc4py
+
+if "petsc4py.PETSc" not in sys.modules:
+    petsc4py.init(sys.argv)
+from petsc4py import PETSc  # noqa: E402
+
+__all__ = ["Error", "Net", "Loss", "Dataset", "Trainer", "Results", "library"]
+
+# ---------------------------------------------------------------------------------------------------------------------
+# The library and the C types
+
+
+def _find_library():
+    env = os.environ.get("PETNET_LIB")
+    if env:
+        return env
+    here = os.path.dirname(os.path.abspath(__file__))
+    for rel in (("..", "..", "lib"), ("..", "..", "..", "lib")):  # build tree share/python; PREFIX/share/petnet/python
+        path = os.path.normpath(os.path.join(here, *rel, "libpetnet.so"))
+        if os.path.exists(path):
+            return path
+    found = ctypes.util.find_library("petnet")
+    if found:
+        return found
+    raise ImportError("petnet: libpetnet.so not found: build PetNet (make), or set PETNET_LIB to the library's path, "
+                      "or install it (make install PREFIX=...) and put PREFIX/share/petnet/python on PYTHONPATH")
+
+
+library = _find_library()
+_lib = ctypes.CDLL(library)
+
+if ctypes.c_int.in_dll(_lib, "PetscInitializeCalled").value != 1:
+    raise ImportError("petnet: %s uses a libpetsc that petsc4py did not initialize (petsc4py %s loads another PETSc): "
+                      "build PetNet against the PETSc petsc4py uses" % (library, petsc4py.__file__))
+if PETSc.ScalarType().dtype.kind == "c":
+    raise ImportError("petnet: PetNet needs a real PETSc; petsc4py uses a complex one")
+
+_Int = {4: ctypes.c_int32, 8: ctypes.c_int64}[PETSc.IntType().itemsize]
+_Real = ctypes.c_double
+_Err = ctypes.c_int
+_Handle = ctypes.c_void_p
+try:  # MPI_Comm: a pointer in Open MPI, an int in MPICH
+    from mpi4py import MPI as _MPI
+
+    _Comm = {4: ctypes.c_int, 8: ctypes.c_void_p}[_MPI._sizeof(_MPI.Comm)]
+except ImportError:
+    _Comm = ctypes.c_void_p
+_MAX_DIM = 4
+
+
+class _Shape(ctypes.Structure):
+    _fields_ = [("ndim", _Int), ("dim", _Int * _MAX_DIM)]
+
+
+# petsc4py's C API through its capsules; PYFUNCTYPE: called with the GIL held, Python errors propagate
+_GetName = ctypes.pythonapi.PyCapsule_GetName
+_GetName.restype, _GetName.argtypes = ctypes.c_char_p, [ctypes.py_object]
+_GetPointer = ctypes.pythonapi.PyCapsule_GetPointer
+_GetPointer.restype, _GetPointer.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+
+
+def _capi(name, restype, *argtypes):
+    capsule = PETSc.__pyx_capi__[name]
+    return ctypes.PYFUNCTYPE(restype, *argtypes)(_GetPointer(capsule, _GetName(capsule)))
+
+
+_ObjectGetPtr = _capi("PyPetscObject_GetPtr", ctypes.c_void_p, ctypes.py_object)  # PetscObject* (the wrapper's slot)
+_CommGet = _capi("PyPetscComm_Get", _Comm, ctypes.py_object)  # MPI_Comm of a petsc4py Comm
+
+
+def _proto(name, *argtypes):
+    f = getattr(_lib, name)
+    f.restype, f.argtypes = _Err, list(argtypes)
+    return f
+
+
+_P, _PP, _I, _PI, _R, _PR, _S, _B = (_Handle, ctypes.POINTER(_Handle), _Int, ctypes.POINTER(_Int), _Real,
+                                     ctypes.POINTER(_Real), ctypes.c_char_p, ctypes.c_int)
+_PS = ctypes.POINTER(_Shape)
+_C = {
+    name: _proto(name, *args)
+    for name, args in {
+        "PetNetInitializePackage": (),
+        "PetscObjectReference": (_P,),
+        "NetCreate": (_Comm, _P),
+        "NetSetLayers": (_P, _S),
+        "NetSetGraph": (_P, _S),
+        "NetGetSpec": (_P, ctypes.c_size_t, ctypes.c_char_p),
+        "NetSetInputShape": (_P, _PS),
+        "NetGetInputShape": (_P, _PS),
+        "NetGetOutputShape": (_P, _PS),
+        "NetSetParallel": (_P, ctypes.c_int),
+        "NetGetParallel": (_P, ctypes.POINTER(ctypes.c_int)),
+        "NetSetOptionsPrefix": (_P, _S),
+        "NetAppendOptionsPrefix": (_P, _S),
+        "NetSetSeed": (_P, ctypes.c_ulong),
+        "NetSetFromOptions": (_P,),
+        "NetSetUp": (_P,),
+        "NetSetTraining": (_P, _B),
+        "NetGetTraining": (_P, ctypes.POINTER(ctypes.c_int)),
+        "NetReset": (_P,),
+        "NetGetNumLayers": (_P, _PI),
+        "NetGetNumParameters": (_P, _PI),
+        "NetGetParameters": (_P, _PP),
+        "NetSetParameters": (_P, _P),
+        "NetCreateParameterVec": (_P, _P),
+        "NetInitializeParameters": (_P,),
+        "NetGetLayerParameterRange": (_P, _I, _PI, _PI),
+        "NetCreateVecs": (_P, _I, _P, _P),
+        "NetGetBatchSize": (_P, _PI, _PI),
+        "NetForward": (_P, _P, _P),
+        "NetBackward": (_P, _P, _P, _P),
+        "NetJVP": (_P, _P, _P, _P),
+        "NetGetJacobian": (_P, _PP),
+        "NetGetJacobianP": (_P, _PP),
+        "NetGetLayerJacobian": (_P, _I, _PP),
+        "NetGetLayerJacobianP": (_P, _I, _PP),
+        "NetTestJacobian": (_P, _P, _P, _PR, _PR),
+        "NetSave": (_P, _S),
+        "NetLoad": (_P, _S),
+        "LossCreate": (_Comm, _P),
+        "LossSetType": (_P, _S),
+        "LossGetType": (_P, ctypes.POINTER(ctypes.c_char_p)),
+        "LossSetOptionsPrefix": (_P, _S),
+        "LossSetFromOptions": (_P,),
+        "LossSetUp": (_P,),
+        "LossEvaluate": (_P, _P, _P, _PR, _P),
+        "LossHessianMult": (_P, _P, _P),
+        "LossCountCorrect": (_P, _P, _P, _PI),
+        "DatasetCreate": (_Comm, _P),
+        "DatasetSetType": (_P, _S),
+        "DatasetGetType": (_P, ctypes.POINTER(ctypes.c_char_p)),
+        "DatasetSetOptionsPrefix": (_P, _S),
+        "DatasetSetFromOptions": (_P,),
+        "DatasetSetUp": (_P,),
+        "DatasetReset": (_P,),
+        "DatasetIDXSetFiles": (_P, _S, _S),
+        "DatasetIDXSetDirectory": (_P, _S, _S),
+        "DatasetFileSetName": (_P, _S),
+        "DatasetHDF5SetNames": (_P, _S, _S),
+        "DatasetMemorySetData": (_P, _PS, _P, _I, _P),
+        "DatasetSetLimit": (_P, _I),
+        "DatasetSetBatchSize": (_P, _I),
+        "DatasetGetBatchSize": (_P, _PI),
+        "DatasetSetShuffle": (_P, _B),
+        "DatasetSetSeed": (_P, ctypes.c_ulong),
+        "DatasetSetNormalization": (_P, _R, _R, _R),
+        "DatasetGetNormalization": (_P, _PR, _PR, _PR),
+        "DatasetSetSampleShape": (_P, _PS),
+        "DatasetSetNumClasses": (_P, _I),
+        "DatasetGetSize": (_P, _PI),
+        "DatasetGetLocalSize": (_P, _PI),
+        "DatasetGetSampleShape": (_P, _PS),
+        "DatasetGetTargetSize": (_P, _PI),
+        "DatasetGetNumClasses": (_P, _PI),
+        "DatasetGetNumBatches": (_P, _PI),
+        "DatasetBeginEpoch": (_P, _I),
+        "DatasetGetBatch": (_P, _I, _PP, _PP),
+        "DatasetGetAll": (_P, _PP, _PP),
+        "TrainerCreate": (_Comm, _P),
+        "TrainerSetNet": (_P, _P),
+        "TrainerGetNet": (_P, _PP),
+        "TrainerSetLoss": (_P, _P),
+        "TrainerSetDatasets": (_P, _P, _P),
+        "TrainerGetTao": (_P, _PP),
+        "TrainerSetEpochs": (_P, _I),
+        "TrainerSetOptionsPrefix": (_P, _S),
+        "TrainerSetFromOptions": (_P,),
+        "TrainerSetUp": (_P,),
+        "TrainerTrain": (_P,),
+        "TrainerEvaluate": (_P, _P, _PR, _PR),
+        "TrainerGetResults": (_P, _PI, _PR, _PR, _PR, _PR),
+        "TrainerGetTaoIterations": (_P, _PI),
+        "TrainerSaveCheckpoint": (_P, _S),
+        "TrainerLoadCheckpoint": (_P, _S),
+    }.items()
+}
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Errors, handles, arguments
+
+
+class Error(PETSc.Error):
+    """A PetNet call failed: str() is PETSc's traceback and message, .ierr the PetscErrorCode, .message the message."""
+
+    def __init__(self, ierr, traceback=()):
+        PETSc.Error.__init__(self, ierr)
+        self._traceback_ = list(traceback)  # this error's own copy: petsc4py's str() reads self._traceback_
+        self.message = self._traceback_[-1] if self._traceback_ else ""
+
+
+def _check(ierr):
+    if ierr:
+        # petsc4py's error handler (pushed when petsc4py initializes PETSc) keeps the traceback, the message last
+        # (emptied here, so that a later error under another handler cannot show this one's message)
+        tb = getattr(PETSc.Error, "_traceback_", None) or []
+        error = Error(ierr, tb)
+        del tb[:]
+        raise error
+
+
+def _s(text):
+    return None if text is None else str(text).encode()
+
+
+def _h(obj):
+    """The C handle of a petsc4py object (or NULL for None)."""
+    return None if obj is None else obj.handle
+
+
+def _comm(comm):
+    """MPI_Comm of None (PETSC_COMM_WORLD), a petsc4py Comm or an mpi4py communicator."""
+    if comm is None:
+        comm = PETSc.COMM_WORLD
+    elif not isinstance(comm, PETSc.Comm):
+        comm = PETSc.Comm(comm)
+    return _CommGet(comm)
+
+
+def _slot(obj):
+    """The address of obj's handle slot; obj must be empty, since the C function writes a new object there."""
+    if obj.handle:
+        raise ValueError("petnet: %s already holds an object; destroy() it first" % type(obj).__name__)
+    return _ObjectGetPtr(obj)
+
+
+def _borrow(cls, handle, **attrs):
+    """A new wrapper of class cls holding its own reference to the borrowed C object handle."""
+    obj = cls()
+    for k, v in attrs.items():
+        setattr(obj, k, v)
+    if handle:
+        _check(_C["PetscObjectReference"](handle))
+        _Handle.from_address(_ObjectGetPtr(obj)).value = handle
+    return obj
+
+
+def _new(cls, create, *args):
+    """A new wrapper whose slot create(*args, slot) fills with a new C object (owned by the wrapper)."""
+    obj = cls()
+    _check(create(*args, _slot(obj)))
+    return obj
+
+
+def _shape(shape):
+    """A PetNetShape from (f,), (h, w, c), an int, or a string "28x28x1"."""
+    if isinstance(shape, str):
+        shape = tuple(int(d) for d in shape.lower().split("x"))
+    elif isinstance(shape, int):
+        shape = (shape,)
+    shape = tuple(int(d) for d in shape)
+    if not 1 <= len(shape) <= _MAX_DIM:
+        raise ValueError("petnet: a sample shape has 1 to %d dimensions (channels last), not %r" % (_MAX_DIM, shape))
+    s = _Shape()
+    s.ndim = len(shape)
+    for i, d in enumerate(shape):
+        s.dim[i] = d
+    return s
+
+
+def _tuple(s):
+    return tuple(s.dim[i] for i in range(s.ndim))
+
+
+def _out(ctype, fn, *args):
+    v = ctype()
+    _check(fn(*args, ctypes.byref(v)))
+    return v.value
+
+
+class _PetNetObject(PETSc.Object):
+    """A PETSc object of one of PetNet's classes: the base of Net, Loss, Dataset and Trainer."""
+
+    _create = None  # the C XxxCreate
+    _prefix = None  # the C XxxSetOptionsPrefix
+
+    def create(self, comm=None):
+        """XxxCreate on comm (None: PETSC_COMM_WORLD; a petsc4py Comm or an mpi4py communicator)."""
+        _check(self._create(_comm(comm), _slot(self)))
+        return self
+
+    def setOptionsPrefix(self, prefix):
+        _check(self._prefix(self.handle, _s(prefix)))
+
+    def _call(self, name, *args):
+        _check(_C[name](self.handle, *args))
+        return self
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Net
+
+_PARALLEL = ["replicated", "sharded", "model"]
+
+
+class _NetMat(PETSc.Mat):
+    """A Jacobian shell of a Net: a petsc4py Mat that keeps its Net alive (the shell points at the Net unreferenced)."""
+
+
+class Net(_PetNetObject):
+    """A PetNet Net: a graph of layers, its parameters (a PETSc Vec) and its Jacobians (PETSc Mats)."""
+
+    _create = _C["NetCreate"]
+    _prefix = _C["NetSetOptionsPrefix"]
+
+    def __init__(self):
+        self._mats = []  # weak references to the Jacobian wrappers handed out (petsc4py Mats are not hashable)
+
+    def create(self, comm=None, spec=None, input_shape=None, prefix=None):
+        """NetCreate; then, if given, the layers (spec: a layer list, or a graph whose entries end with ';'), the input
+        shape ((f,), (h, w, c) or "28x28x1") and the options prefix."""
+        _PetNetObject.create(self, comm)
+        if prefix is not None:
+            self.setOptionsPrefix(prefix)
+        if spec is not None:
+            self.setSpec(spec)
+        if input_shape is not None:
+            self.setInputShape(input_shape)
+        return self
+
+    def destroy(self):
+        """NetDestroy, after destroying the Jacobian Mats handed out (they point at this Net)."""
+        for ref in self._mats:
+            mat = ref()
+            if mat is not None:
+                mat.destroy()
+        self._mats = []
+        return PETSc.Object.destroy(self)
+
+    def setSpec(self, spec):
+        """NetSetGraph for a graph (entries end with ';'), else NetSetLayers."""
+        return self.setGraph(spec) if ";" in spec else self.setLayers(spec)
+
+    def setLayers(self, layers):
+        return self._call("NetSetLayers", _s(layers))
+
+    def setGraph(self, graph):
+        return self._call("NetSetGraph", _s(graph))
+
+    def getSpec(self):
+        buf = ctypes.create_string_buffer(65536)
+        self._call("NetGetSpec", ctypes.sizeof(buf), buf)
+        return buf.value.decode()
+
+    def setInputShape(self, shape):
+        return self._call("NetSetInputShape", ctypes.byref(_shape(shape)))
+
+    def getInputShape(self):
+        s = _Shape()
+        self._call("NetGetInputShape", ctypes.byref(s))
+        return _tuple(s)
+
+    def getOutputShape(self):
+        s = _Shape()
+        self._call("NetGetOutputShape", ctypes.byref(s))
+        return _tuple(s)
+
+    def setParallel(self, mode):
+        """'replicated', 'sharded' or 'model' (-net_parallel)."""
+        return self._call("NetSetParallel", _PARALLEL.index(mode))
+
+    def getParallel(self):
+        return _PARALLEL[_out(ctypes.c_int, _C["NetGetParallel"], self.handle)]
+
+    def appendOptionsPrefix(self, prefix):
+        return self._call("NetAppendOptionsPrefix", _s(prefix))
+
+    def setSeed(self, seed):
+        return self._call("NetSetSeed", seed)
+
+    def setFromOptions(self):
+        return self._call("NetSetFromOptions")
+
+    def setUp(self):
+        return self._call("NetSetUp")
+
+    def setTraining(self, training=True):
+        return self._call("NetSetTraining", bool(training))
+
+    def getTraining(self):
+        return bool(_out(ctypes.c_int, _C["NetGetTraining"], self.handle))
+
+    def reset(self):
+        return self._call("NetReset")
+
+    def getNumLayers(self):
+        return _out(_Int, _C["NetGetNumLayers"], self.handle)
+
+    def getNumParameters(self):
+        return _out(_Int, _C["NetGetNumParameters"], self.handle)
+
+    def getLayerParameterRange(self, layer):
+        lo, hi = _Int(), _Int()
+        self._call("NetGetLayerParameterRange", layer, ctypes.byref(lo), ctypes.byref(hi))
+        return lo.value, hi.value
+
+    def getParameters(self):
+        """The Net's parameter Vec itself (NetGetParameters): changing it changes the network."""
+        return _borrow(PETSc.Vec, _out(_Handle, _C["NetGetParameters"], self.handle))
+
+    def setParameters(self, theta):
+        """Copies theta (laid out like createParameterVec()) into the parameters."""
+        return self._call("NetSetParameters", _h(theta))
+
+    def createParameterVec(self):
+        return _new(PETSc.Vec, _C["NetCreateParameterVec"], self.handle)
+
+    def initializeParameters(self):
+        return self._call("NetInitializeParameters")
+
+    def createVecs(self, nlocal):
+        """(X, Y): an input and an output batch of nlocal samples on this rank (NetCreateVecs)."""
+        X, Y = PETSc.Vec(), PETSc.Vec()
+        self._call("NetCreateVecs", nlocal, _slot(X), _slot(Y))
+        return X, Y
+
+    def getBatchSize(self):
+        """(local, global) number of samples of the last forward pass."""
+        n, N = _Int(), _Int()
+        self._call("NetGetBatchSize", ctypes.byref(n), ctypes.byref(N))
+        return n.value, N.value
+
+    def forward(self, X, Y):
+        """Y = f(X; theta), keeping the linearization point."""
+        return self._call("NetForward", _h(X), _h(Y))
+
+    def backward(self, dY, dX=None, G=None):
+        """dX = J_x^T dY (if dX is given); G += J_theta^T dY (if G is given), at the last forward pass."""
+        return self._call("NetBackward", _h(dY), _h(dX), _h(G))
+
+    def jvp(self, dX, dtheta, dY):
+        """dY = J_x dX + J_theta dtheta (dX or dtheta may be None: zero)."""
+        return self._call("NetJVP", _h(dX), _h(dtheta), _h(dY))
+
+    def _jacobian(self, name, *args):
+        mat = _borrow(_NetMat, _out(_Handle, _C[name], self.handle, *args), _net=self)
+        self._mats = [ref for ref in self._mats if ref() is not None] + [weakref.ref(mat)]
+        return mat
+
+    def getJacobian(self):
+        """d output / d input at the last forward pass: a MATSHELL (mult = JVP, multTranspose = VJP)."""
+        return self._jacobian("NetGetJacobian")
+
+    def getJacobianP(self):
+        """d output / d parameters at the last forward pass: a MATSHELL (multTranspose overwrites, no accumulation)."""
+        return self._jacobian("NetGetJacobianP")
+
+    def getLayerJacobian(self, layer):
+        return self._jacobian("NetGetLayerJacobian", layer)
+
+    def getLayerJacobianP(self, layer):
+        return self._jacobian("NetGetLayerJacobianP", layer)
+
+    def testJacobian(self, X, viewer=None):
+        """NetTestJacobian: (dot-product test error, finite-difference error) at the batch X."""
+        d, f = _Real(), _Real()
+        self._call("NetTestJacobian", _h(X), _h(viewer), ctypes.byref(d), ctypes.byref(f))
+        return d.value, f.value
+
+    def save(self, filename):
+        """NetSave: architecture and parameters; '.h5' is HDF5, any other name PETSc binary."""
+        return self._call("NetSave", _s(filename))
+
+    def load(self, filename):
+        """NetLoad: replaces the layers, input shape and parameters by those of a NetSave() file."""
+        return self._call("NetLoad", _s(filename))
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Loss
+
+
+class Loss(_PetNetObject):
+    """A PetNet Loss: 'crossentropy', 'mse', 'l1'."""
+
+    _create = _C["LossCreate"]
+    _prefix = _C["LossSetOptionsPrefix"]
+
+    def create(self, comm=None, type=None):
+        _PetNetObject.create(self, comm)
+        if type is not None:
+            self.setType(type)
+        return self
+
+    def setType(self, type):
+        return self._call("LossSetType", _s(type))
+
+    def getType(self):
+        t = _out(ctypes.c_char_p, _C["LossGetType"], self.handle)
+        return t.decode() if t else None
+
+    def setFromOptions(self):
+        return self._call("LossSetFromOptions")
+
+    def setUp(self):
+        return self._call("LossSetUp")
+
+    def evaluate(self, Y, T, dY=None):
+        """The mean loss over the global batch; dY = d loss / dY if given."""
+        f = _Real()
+        self._call("LossEvaluate", _h(Y), _h(T), ctypes.byref(f), _h(dY))
+        return f.value
+
+    def hessianMult(self, V, HV):
+        return self._call("LossHessianMult", _h(V), _h(HV))
+
+    def countCorrect(self, Y, T):
+        return _out(_Int, _C["LossCountCorrect"], self.handle, _h(Y), _h(T))
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Dataset
+
+
+class Dataset(_PetNetObject):
+    """A PetNet Dataset: 'idx', 'binary', 'hdf5', 'memory' (petsc4py Vecs)."""
+
+    _create = _C["DatasetCreate"]
+    _prefix = _C["DatasetSetOptionsPrefix"]
+
+    def create(self, comm=None, type=None):
+        _PetNetObject.create(self, comm)
+        if type is not None:
+            self.setType(type)
+        return self
+
+    def setType(self, type):
+        return self._call("DatasetSetType", _s(type))
+
+    def getType(self):
+        t = _out(ctypes.c_char_p, _C["DatasetGetType"], self.handle)
+        return t.decode() if t else None
+
+    def setFromOptions(self):
+        return self._call("DatasetSetFromOptions")
+
+    def setUp(self):
+        return self._call("DatasetSetUp")
+
+    def reset(self):
+        return self._call("DatasetReset")
+
+    def setIDXFiles(self, images, labels):
+        return self._call("DatasetIDXSetFiles", _s(images), _s(labels))
+
+    def setIDXDirectory(self, directory, split):
+        """DIR/split-images-idx3-ubyte[.gz]; split 'train' or 't10k'."""
+        return self._call("DatasetIDXSetDirectory", _s(directory), _s(split))
+
+    def setFile(self, filename):
+        """The file of a binary or hdf5 Dataset."""
+        return self._call("DatasetFileSetName", _s(filename))
+
+    def setHDF5Names(self, inputs, targets):
+        return self._call("DatasetHDF5SetNames", _s(inputs), _s(targets))
+
+    def setMemoryData(self, shape, X, T, tsize=1):
+        """Inputs X ([N][sample], a petsc4py Vec) and targets T ([N][tsize]); both referenced, never modified."""
+        return self._call("DatasetMemorySetData", ctypes.byref(_shape(shape)), _h(X), tsize, _h(T))
+
+    def setLimit(self, limit):
+        return self._call("DatasetSetLimit", limit)
+
+    def setBatchSize(self, batch):
+        return self._call("DatasetSetBatchSize", batch)
+
+    def getBatchSize(self):
+        return _out(_Int, _C["DatasetGetBatchSize"], self.handle)
+
+    def setShuffle(self, shuffle=True):
+        return self._call("DatasetSetShuffle", bool(shuffle))
+
+    def setSeed(self, seed):
+        return self._call("DatasetSetSeed", seed)
+
+    def setNormalization(self, scale, mean, std):
+        """x -> (scale x - mean) / std."""
+        return self._call("DatasetSetNormalization", scale, mean, std)
+
+    def getNormalization(self):
+        s, m, d = _Real(), _Real(), _Real()
+        self._call("DatasetGetNormalization", ctypes.byref(s), ctypes.byref(m), ctypes.byref(d))
+        return s.value, m.value, d.value
+
+    def setSampleShape(self, shape):
+        return self._call("DatasetSetSampleShape", ctypes.byref(_shape(shape)))
+
+    def setNumClasses(self, nclasses):
+        return self._call("DatasetSetNumClasses", nclasses)
+
+    def getSize(self):
+        return _out(_Int, _C["DatasetGetSize"], self.handle)
+
+    def getLocalSize(self):
+        return _out(_Int, _C["DatasetGetLocalSize"], self.handle)
+
+    def getSampleShape(self):
+        s = _Shape()
+        self._call("DatasetGetSampleShape", ctypes.byref(s))
+        return _tuple(s)
+
+    def getTargetSize(self):
+        return _out(_Int, _C["DatasetGetTargetSize"], self.handle)
+
+    def getNumClasses(self):
+        return _out(_Int, _C["DatasetGetNumClasses"], self.handle)
+
+    def getNumBatches(self):
+        return _out(_Int, _C["DatasetGetNumBatches"], self.handle)
+
+    def beginEpoch(self, epoch):
+        return self._call("DatasetBeginEpoch", epoch)
+
+    def getBatch(self, b):
+        """(X, T) of batch b: the Dataset's Vecs, overwritten by the next getBatch()."""
+        X, T = _Handle(), _Handle()
+        self._call("DatasetGetBatch", b, ctypes.byref(X), ctypes.byref(T))
+        return _borrow(PETSc.Vec, X.value), _borrow(PETSc.Vec, T.value)
+
+    def getAll(self):
+        """(X, T): every sample in source order, the Dataset's storage (do not modify)."""
+        X, T = _Handle(), _Handle()
+        self._call("DatasetGetAll", ctypes.byref(X), ctypes.byref(T))
+        return _borrow(PETSc.Vec, X.value), _borrow(PETSc.Vec, T.value)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Trainer
+
+Results = collections.namedtuple("Results", "epochs train_loss test_loss test_accuracy seconds")
+
+
+class Trainer(_PetNetObject):
+    """A PetNet Trainer: a Net, a Loss and Datasets driven by a TAO solver."""
+
+    _create = _C["TrainerCreate"]
+    _prefix = _C["TrainerSetOptionsPrefix"]
+
+    def setNet(self, net):
+        return self._call("TrainerSetNet", _h(net))
+
+    def getNet(self):
+        return _borrow(Net, _out(_Handle, _C["TrainerGetNet"], self.handle))
+
+    def setLoss(self, loss):
+        return self._call("TrainerSetLoss", _h(loss))
+
+    def setDatasets(self, train, test=None):
+        """Datasets without a prefix get "train_" and "test_" (-train_dataset_limit, ...)."""
+        return self._call("TrainerSetDatasets", _h(train), _h(test))
+
+    def getTao(self):
+        """The TAO solver, a petsc4py TAO."""
+        return _borrow(PETSc.TAO, _out(_Handle, _C["TrainerGetTao"], self.handle))
+
+    def setEpochs(self, epochs):
+        return self._call("TrainerSetEpochs", epochs)
+
+    def setFromOptions(self):
+        return self._call("TrainerSetFromOptions")
+
+    def setUp(self):
+        return self._call("TrainerSetUp")
+
+    def train(self):
+        """TrainerTrain; returns getResults()."""
+        self._call("TrainerTrain")
+        return self.getResults()
+
+    def evaluate(self, dataset):
+        """(mean loss, accuracy) of the Net on a Dataset, in evaluation mode; accuracy -1 for regression."""
+        f, a = _Real(), _Real()
+        self._call("TrainerEvaluate", _h(dataset), ctypes.byref(f), ctypes.byref(a))
+        return f.value, a.value
+
+    def getResults(self):
+        """Results(epochs, train_loss, test_loss, test_accuracy, seconds) of the last train()."""
+        e, r = _Int(), [_Real() for _ in range(4)]
+        self._call("TrainerGetResults", ctypes.byref(e), *[ctypes.byref(x) for x in r])
+        return Results(e.value, *[x.value for x in r])
+
+    def getTaoIterations(self):
+        return _out(_Int, _C["TrainerGetTaoIterations"], self.handle)
+
+    def saveCheckpoint(self, filename):
+        return self._call("TrainerSaveCheckpoint", _s(filename))
+
+    def loadCheckpoint(self, filename):
+        return self._call("TrainerLoadCheckpoint", _s(filename))
+
+
+# Every PetNet package (the ode layer kind included), as PetNetInitialize() does after PetscInitialize()
+_check(_C["PetNetInitializePackage"]())
