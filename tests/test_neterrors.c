@@ -6,7 +6,9 @@ static const char help[] = "Bad input must stop with an error that tells the use
                            "  jvp_first        NetJVP before any NetForward\n"
                            "  loss_target      LossEvaluate (mse) with a target of the wrong size\n"
                            "  grad_layout      NetBackward with a gradient Vec that is not laid out like the parameters\n"
-                           "  input_changed    the input Vec changed between NetForward and NetBackward\n";
+                           "  input_changed    the input Vec changed between NetForward and NetBackward\n"
+                           "  jacobian_reset   a Jacobian (and a node's) held past NetReset(), then applied\n"
+                           "  jacobian_held    the same, only released after NetDestroy() (no error, no leak)\n";
 
 #include <petnet.h>
 
@@ -73,6 +75,26 @@ int main(int argc, char **argv)
   PetscCall(PetscStrcmp(name, "input_changed", &match));
   if (match) PetscCall(VecScale(X, 2.0)); /* the Net keeps a reference to X as its linearization point */
   PetscCall(NetBackward(net, dY, NULL, G));
+  {
+    PetscBool reset, held;
+    Mat       J, JL;
+
+    PetscCall(PetscStrcmp(name, "jacobian_reset", &reset));
+    PetscCall(PetscStrcmp(name, "jacobian_held", &held));
+    if (reset || held) {
+      PetscCall(NetGetJacobian(net, &J));
+      PetscCall(NetGetLayerJacobianP(net, 0, &JL));
+      PetscCall(PetscObjectReference((PetscObject)J));
+      PetscCall(PetscObjectReference((PetscObject)JL));
+      PetscCall(NetReset(net));
+      if (reset) PetscCall(MatMult(J, X, Y));
+      if (held) {
+        PetscCall(NetDestroy(&net));
+        PetscCall(MatDestroy(&J));
+        PetscCall(MatDestroy(&JL));
+      }
+    }
+  }
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "loss %g: no error\n", (double)f));
 
   PetscCall(VecDestroy(&X));

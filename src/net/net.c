@@ -913,12 +913,12 @@ PetscErrorCode NetResetWorkspace_Private(Net net)
   PetscCall(PetscFree(net->act));
   PetscCall(PetscFree(net->dact));
   PetscCall(PetscFree(net->dsum));
-  PetscCall(MatDestroy(&net->J));
-  PetscCall(MatDestroy(&net->JP));
+  PetscCall(NetDetachJacobian_Private(&net->J, PETSC_FALSE));
+  PetscCall(NetDetachJacobian_Private(&net->JP, PETSC_FALSE));
   if (net->LJ)
     for (PetscInt l = 0; l < net->nlayers; l++) {
-      PetscCall(MatDestroy(&net->LJ[l]));
-      PetscCall(MatDestroy(&net->LJP[l]));
+      PetscCall(NetDetachJacobian_Private(&net->LJ[l], PETSC_TRUE));
+      PetscCall(NetDetachJacobian_Private(&net->LJP[l], PETSC_TRUE));
     }
   net->nlocal    = -1;
   net->nglobal   = -1;

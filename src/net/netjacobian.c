@@ -9,8 +9,18 @@
     NetGetLayerJacobianP  J_pl: node l's own parameters (a distributed Vec of p_l entries) -> node l's output
 
   The per-node shells belong to the Net, like the workspace they read: a Layer knows nothing of the Net it is in.
+  A shell that someone else still holds (a KSP, a TS, a petsc4py wrapper) when the Net resets or is destroyed is
+  detached (NetDetachJacobian_Private()): it keeps its sizes, and applying it is an error, never a read of a freed Net.
 */
 #include <petnet/private/netimpl.h>
+
+/* A detached shell (its Net reset or destroyed while someone held it) refuses to apply */
+static PetscErrorCode NetCheckAttached_Private(Mat J, Net net)
+{
+  PetscFunctionBegin;
+  PetscCheck(net, PetscObjectComm((PetscObject)J), PETSC_ERR_ARG_WRONGSTATE, "This Jacobian belonged to a Net that was reset or destroyed since NetGetJacobian(): get the Jacobian again from the Net (and set it again in the solver that uses it)");
+  PetscFunctionReturn(0);
+}
 
 static PetscErrorCode MatMult_NetJacobian(Mat J, Vec dX, Vec dY)
 {
@@ -18,6 +28,7 @@ static PetscErrorCode MatMult_NetJacobian(Mat J, Vec dX, Vec dY)
 
   PetscFunctionBegin;
   PetscCall(MatShellGetContext(J, &net));
+  PetscCall(NetCheckAttached_Private(J, net));
   PetscCall(NetJVP(net, dX, NULL, dY));
   PetscFunctionReturn(0);
 }
@@ -28,6 +39,7 @@ static PetscErrorCode MatMultTranspose_NetJacobian(Mat J, Vec dY, Vec dX)
 
   PetscFunctionBegin;
   PetscCall(MatShellGetContext(J, &net));
+  PetscCall(NetCheckAttached_Private(J, net));
   PetscCall(NetBackward(net, dY, dX, NULL));
   PetscFunctionReturn(0);
 }
@@ -38,6 +50,7 @@ static PetscErrorCode MatMult_NetJacobianP(Mat J, Vec dtheta, Vec dY)
 
   PetscFunctionBegin;
   PetscCall(MatShellGetContext(J, &net));
+  PetscCall(NetCheckAttached_Private(J, net));
   PetscCall(NetJVP(net, NULL, dtheta, dY));
   PetscFunctionReturn(0);
 }
@@ -48,6 +61,7 @@ static PetscErrorCode MatMultTranspose_NetJacobianP(Mat J, Vec dY, Vec G)
 
   PetscFunctionBegin;
   PetscCall(MatShellGetContext(J, &net));
+  PetscCall(NetCheckAttached_Private(J, net));
   PetscCall(VecZeroEntries(G));
   PetscCall(NetBackward(net, dY, NULL, G));
   PetscFunctionReturn(0);
@@ -75,7 +89,9 @@ static PetscErrorCode NetCheckForwarded_Private(Net net, const char caller[])
 
   Notes:
   J applies at the Net's latest forward pass whenever it is applied, so it follows the Net (e.g. inside a TS). The
-  Net destroys it when the batch layout changes and in NetReset(): get it again after either.
+  Net destroys it when the batch layout changes and in NetReset(): get it again after either. A solver (or a
+  petsc4py wrapper) that still holds the old shell then holds a detached one: applying it raises an error that says
+  so, never a read of freed memory.
 
   Level: intermediate
 
@@ -156,6 +172,7 @@ static PetscErrorCode MatMult_LayerJacobian(Mat J, Vec dX, Vec dY)
 
   PetscFunctionBegin;
   PetscCall(MatShellGetContext(J, &ctx));
+  PetscCall(NetCheckAttached_Private(J, ctx->net));
   PetscCall(NetNodeJVP_Private(ctx->net, ctx->node, dX, NULL, dY));
   PetscFunctionReturn(0);
 }
@@ -166,6 +183,7 @@ static PetscErrorCode MatMultTranspose_LayerJacobian(Mat J, Vec dY, Vec dX)
 
   PetscFunctionBegin;
   PetscCall(MatShellGetContext(J, &ctx));
+  PetscCall(NetCheckAttached_Private(J, ctx->net));
   PetscCall(NetNodeBackward_Private(ctx->net, ctx->node, dY, dX, NULL));
   PetscFunctionReturn(0);
 }
@@ -177,6 +195,7 @@ static PetscErrorCode MatMult_LayerJacobianP(Mat J, Vec dtheta, Vec dY)
 
   PetscFunctionBegin;
   PetscCall(MatShellGetContext(J, &ctx));
+  PetscCall(NetCheckAttached_Private(J, ctx->net));
   net = ctx->net;
   PetscCall(MatMult(net->lbcast[ctx->node], dtheta, net->ltheta_rep[ctx->node]));
   PetscCall(NetNodeJVP_Private(net, ctx->node, NULL, net->ltheta_rep[ctx->node], dY));
@@ -190,6 +209,7 @@ static PetscErrorCode MatMultTranspose_LayerJacobianP(Mat J, Vec dY, Vec G)
 
   PetscFunctionBegin;
   PetscCall(MatShellGetContext(J, &ctx));
+  PetscCall(NetCheckAttached_Private(J, ctx->net));
   net = ctx->net;
   PetscCall(VecZeroEntries(net->ltheta_rep[ctx->node]));
   PetscCall(NetNodeBackward_Private(net, ctx->node, dY, NULL, net->ltheta_rep[ctx->node]));
@@ -304,5 +324,26 @@ PetscErrorCode NetGetLayerJacobianP(Net net, PetscInt l, Mat *J)
     PetscCall(NetNodeShellCreate_Private(net, l, n, net->layers[l]->nparams, PETSC_TRUE, &net->LJP[l]));
   }
   *J = net->LJP[l];
+  PetscFunctionReturn(0);
+}
+
+/* Drops the Net's reference to one of its shells (node: a per-node shell); a shell still held elsewhere is detached */
+PetscErrorCode NetDetachJacobian_Private(Mat *J, PetscBool node)
+{
+  PetscInt refs;
+
+  PetscFunctionBegin;
+  if (!*J) PetscFunctionReturn(0);
+  PetscCall(PetscObjectGetReference((PetscObject)*J, &refs));
+  if (refs > 1) {
+    if (node) {
+      NetNodeShell *ctx;
+
+      PetscCall(MatShellGetContext(*J, &ctx));
+      ctx->net = NULL;
+    } else
+      PetscCall(MatShellSetContext(*J, NULL));
+  }
+  PetscCall(MatDestroy(J));
   PetscFunctionReturn(0);
 }

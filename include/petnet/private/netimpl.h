@@ -106,6 +106,7 @@ struct _p_Net {
 
 PETSC_INTERN PetscErrorCode NetSetUpWorkspace_Private(Net, Vec);
 PETSC_INTERN PetscErrorCode NetResetWorkspace_Private(Net);
+PETSC_INTERN PetscErrorCode NetDetachJacobian_Private(Mat *, PetscBool);
 PETSC_INTERN PetscErrorCode NetCheckInputUnchanged_Private(Net);
 PETSC_INTERN PetscErrorCode NetUpdateReplicatedParameters_Private(Net);
 PETSC_INTERN PetscErrorCode NetNodeGetParameters_Private(Net, PetscInt, Vec, const PetscScalar *, const PetscScalar **);
