@@ -432,3 +432,23 @@ PetscErrorCode NetIOCheckTensor_Private(Net net, const char file[], const char n
                PetscIsNanScalar(a[i]) ? "NaN" : "Inf", i);
   PetscFunctionReturn(0);
 }
+
+/*
+  The input normalisation a model file records (version 3; older files record none: set = PETSC_FALSE), values =
+  {scale, mean, std}: checked (finite, std > 0) before the Net records it, with an error naming the file.
+*/
+PetscErrorCode NetIOSetNormalization_Private(Net net, const char file[], PetscBool set, const PetscReal values[])
+{
+  MPI_Comm    comm    = PetscObjectComm((PetscObject)net);
+  const char *name[3] = {"scale", "mean", "std"};
+
+  PetscFunctionBegin;
+  net->normset = PETSC_FALSE;
+  if (!set) PetscFunctionReturn(0);
+  for (int k = 0; k < 3; k++)
+    PetscCheck(!PetscIsInfOrNanReal(values[k]), comm, PETSC_ERR_FILE_UNEXPECTED, "Model file %s is corrupt: its input normalisation %s is %s; the file was damaged after it was written: use another copy or save the model again", file, name[k],
+               PetscIsNanReal(values[k]) ? "NaN" : "Inf");
+  PetscCheck(values[2] > 0, comm, PETSC_ERR_FILE_UNEXPECTED, "Model file %s is corrupt: its input normalisation std is %g, not positive; the file was damaged after it was written: use another copy or save the model again", file, (double)values[2]);
+  PetscCall(NetSetInputNormalization(net, values[0], values[1], values[2]));
+  PetscFunctionReturn(0);
+}

@@ -502,6 +502,16 @@ PetscErrorCode TrainerSetUp(Trainer tr)
   PetscCheck(tr->net && tr->loss && tr->train, comm, PETSC_ERR_ORDER, "Give the Trainer a Net, a Loss and a training Dataset before TrainerSetUp()");
   PetscCall(TrainerCheckTaoType_Private(tr));
   if (tr->batchsize) PetscCall(DatasetSetBatchSize(tr->train, tr->batchsize));
+  /* the input normalisation: a Net loaded with one gives it to a training Dataset that sets none; the Net then records
+     the training Dataset's (saved with it), which a test Dataset that sets none takes too */
+  PetscCall(TrainerMatchNormalization_Private(tr, tr->train));
+  {
+    PetscReal scale, mean, std;
+
+    PetscCall(DatasetGetNormalization(tr->train, &scale, &mean, &std));
+    PetscCall(NetSetInputNormalization(tr->net, scale, mean, std));
+  }
+  if (tr->test) PetscCall(TrainerMatchNormalization_Private(tr, tr->test));
   PetscCall(DatasetSetUp(tr->train));
   if (tr->test) PetscCall(DatasetSetUp(tr->test));
   PetscCall(DatasetGetSampleShape(tr->train, &sample));
