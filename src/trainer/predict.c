@@ -12,6 +12,12 @@
 #include <petnet/private/trainerimpl.h>
 #include <petscviewerhdf5.h>
 
+/* An HDF5 call of the writer below: a negative result is an error naming the file */
+#define PREDICT_HDF5(call) \
+  do { \
+    PetscCheck((call) >= 0, comm, PETSC_ERR_LIB, "HDF5 failed (%s) writing %s", #call, file); \
+  } while (0)
+
 /*
   The normalisation of a Dataset evaluated with the Net: a Dataset whose normalisation is not set takes the one the Net
   records (NetGetInputNormalization(): from its training, or from the model file it was loaded from); one that is set
@@ -149,15 +155,35 @@ static PetscErrorCode TrainerSavePredictionsHDF5_Private(Vec Y, const PetscInt l
 {
   MPI_Comm    comm = PetscObjectComm((PetscObject)Y);
   PetscViewer viewer;
-  IS          is;
+  hid_t       fid, space, mem, dset, xfer;
+  hsize_t     N, start, count;
+  PetscInt64  n = nlocal, first = 0, total = 0;
+  int        *l32;
 
   PetscFunctionBegin;
   PetscCall(PetscViewerHDF5Open(comm, file, FILE_MODE_WRITE, &viewer));
   PetscCall(VecView(Y, viewer)); /* "logits": [N][nout] (block size nout) */
-  PetscCall(ISCreateGeneral(comm, nlocal, labels, PETSC_USE_POINTER, &is));
-  PetscCall(PetscObjectSetName((PetscObject)is, "labels"));
-  PetscCall(ISView(is, viewer)); /* "labels": [N] */
-  PetscCall(ISDestroy(&is));
+  /* "labels": [N] 32-bit integers, each rank its hyperslab, one collective write (ISView() would write [N][1]) */
+  PetscCallMPI(MPI_Exscan(&n, &first, 1, MPIU_INT64, MPI_SUM, comm));
+  PetscCallMPI(MPI_Allreduce(&n, &total, 1, MPIU_INT64, MPI_SUM, comm));
+  PetscCall(PetscMalloc1(nlocal + 1, &l32));
+  for (PetscInt i = 0; i < nlocal; i++) l32[i] = (int)labels[i];
+  PetscCall(PetscViewerHDF5GetFileId(viewer, &fid));
+  N     = (hsize_t)total;
+  start = (hsize_t)first;
+  count = (hsize_t)nlocal;
+  PREDICT_HDF5(space = H5Screate_simple(1, &N, NULL));
+  PREDICT_HDF5(dset = H5Dcreate2(fid, "labels", H5T_NATIVE_INT, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+  PREDICT_HDF5(mem = H5Screate_simple(1, &count, NULL));
+  PREDICT_HDF5(H5Sselect_hyperslab(space, H5S_SELECT_SET, &start, NULL, &count, NULL));
+  PREDICT_HDF5(xfer = H5Pcreate(H5P_DATASET_XFER));
+  PREDICT_HDF5(H5Pset_dxpl_mpio(xfer, H5FD_MPIO_COLLECTIVE));
+  PREDICT_HDF5(H5Dwrite(dset, H5T_NATIVE_INT, mem, space, xfer, l32));
+  PREDICT_HDF5(H5Pclose(xfer));
+  PREDICT_HDF5(H5Sclose(mem));
+  PREDICT_HDF5(H5Dclose(dset));
+  PREDICT_HDF5(H5Sclose(space));
+  PetscCall(PetscFree(l32));
   PetscCall(PetscViewerDestroy(&viewer));
   PetscFunctionReturn(0);
 }
