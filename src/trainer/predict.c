@@ -188,32 +188,69 @@ static PetscErrorCode TrainerSavePredictionsHDF5_Private(Vec Y, const PetscInt l
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode TrainerSavePredictionsCSV_Private(Vec Y, const PetscInt labels[], PetscInt nlocal, const char file[])
+/* This rank's lines "index,label,logit,...\n" in one buffer (free with PetscFree()) */
+static PetscErrorCode TrainerPredictionsCSVText_Private(Vec Y, const PetscInt labels[], PetscInt nlocal, char **text, size_t *len)
 {
-  MPI_Comm           comm = PetscObjectComm((PetscObject)Y);
-  PetscViewer        viewer;
   const PetscScalar *y;
   PetscInt           nout, rstart;
+  size_t             cap, n = 0;
 
   PetscFunctionBegin;
   PetscCall(VecGetBlockSize(Y, &nout));
   PetscCall(VecGetOwnershipRange(Y, &rstart, NULL));
   rstart /= nout;
-  PetscCall(PetscViewerASCIIOpen(comm, file, &viewer));
-  PetscCall(PetscViewerASCIIPrintf(viewer, "index,label"));
-  for (PetscInt k = 0; k < nout; k++) PetscCall(PetscViewerASCIIPrintf(viewer, ",logit_%" PetscInt_FMT, k));
-  PetscCall(PetscViewerASCIIPrintf(viewer, "\n"));
-  PetscCall(PetscViewerASCIIPushSynchronized(viewer));
+  cap = (size_t)nlocal * (48 + 26 * (size_t)nout) + 1; /* two integers and nout numbers of at most 25 characters each */
+  PetscCall(PetscMalloc1(cap, text));
   PetscCall(VecGetArrayRead(Y, &y));
   for (PetscInt i = 0; i < nlocal; i++) {
-    PetscCall(PetscViewerASCIISynchronizedPrintf(viewer, "%" PetscInt_FMT ",%" PetscInt_FMT, rstart + i, labels[i]));
-    for (PetscInt k = 0; k < nout; k++) PetscCall(PetscViewerASCIISynchronizedPrintf(viewer, ",%.17g", (double)PetscRealPart(y[i * nout + k])));
-    PetscCall(PetscViewerASCIISynchronizedPrintf(viewer, "\n"));
+    n += (size_t)snprintf(*text + n, cap - n, "%" PetscInt_FMT ",%" PetscInt_FMT, rstart + i, labels[i]);
+    for (PetscInt k = 0; k < nout; k++) n += (size_t)snprintf(*text + n, cap - n, ",%.17g", (double)PetscRealPart(y[i * nout + k]));
+    n += (size_t)snprintf(*text + n, cap - n, "\n");
   }
   PetscCall(VecRestoreArrayRead(Y, &y));
-  PetscCall(PetscViewerFlush(viewer));
-  PetscCall(PetscViewerASCIIPopSynchronized(viewer));
-  PetscCall(PetscViewerDestroy(&viewer));
+  *len = n;
+  PetscFunctionReturn(0);
+}
+
+/* Rank 0 writes the header, then the lines of every rank in rank order (file order), one rank's block at a time */
+static PetscErrorCode TrainerSavePredictionsCSV_Private(Vec Y, const PetscInt labels[], PetscInt nlocal, const char file[])
+{
+  MPI_Comm    comm = PetscObjectComm((PetscObject)Y);
+  PetscMPIInt rank, size;
+  PetscInt    nout;
+  char       *text;
+  size_t      len = 0;
+  FILE       *fp  = NULL;
+
+  PetscFunctionBegin;
+  PetscCallMPI(MPI_Comm_rank(comm, &rank));
+  PetscCallMPI(MPI_Comm_size(comm, &size));
+  PetscCall(VecGetBlockSize(Y, &nout));
+  PetscCall(TrainerPredictionsCSVText_Private(Y, labels, nlocal, &text, &len));
+  PetscCall(PetscFOpen(comm, file, "w", &fp));
+  PetscCall(PetscFPrintf(comm, fp, "index,label"));
+  for (PetscInt k = 0; k < nout; k++) PetscCall(PetscFPrintf(comm, fp, ",logit_%" PetscInt_FMT, k));
+  PetscCall(PetscFPrintf(comm, fp, "\n"));
+  if (!rank) {
+    PetscCheck(fwrite(text, 1, len, fp) == len, PETSC_COMM_SELF, PETSC_ERR_FILE_WRITE, "Cannot write predictions to %s", file);
+    for (PetscMPIInt r = 1; r < size; r++) {
+      PetscInt64 rlen;
+      char      *buf;
+
+      PetscCallMPI(MPI_Recv(&rlen, 1, MPIU_INT64, r, 0, comm, MPI_STATUS_IGNORE));
+      PetscCall(PetscMalloc1(rlen + 1, &buf));
+      for (PetscInt64 off = 0; off < rlen; off += PETSC_MPI_INT_MAX) PetscCallMPI(MPI_Recv(buf + off, (PetscMPIInt)PetscMin(rlen - off, PETSC_MPI_INT_MAX), MPI_CHAR, r, 1, comm, MPI_STATUS_IGNORE));
+      PetscCheck(fwrite(buf, 1, (size_t)rlen, fp) == (size_t)rlen, PETSC_COMM_SELF, PETSC_ERR_FILE_WRITE, "Cannot write predictions to %s", file);
+      PetscCall(PetscFree(buf));
+    }
+  } else {
+    PetscInt64 slen = (PetscInt64)len;
+
+    PetscCallMPI(MPI_Send(&slen, 1, MPIU_INT64, 0, 0, comm));
+    for (PetscInt64 off = 0; off < slen; off += PETSC_MPI_INT_MAX) PetscCallMPI(MPI_Send(text + off, (PetscMPIInt)PetscMin(slen - off, PETSC_MPI_INT_MAX), MPI_CHAR, 0, 1, comm));
+  }
+  PetscCall(PetscFree(text));
+  PetscCall(PetscFClose(comm, fp));
   PetscFunctionReturn(0);
 }
 
