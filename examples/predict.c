@@ -50,14 +50,16 @@ int main(int argc, char **argv)
   PetscCall(TrainerSetFromOptions(trainer)); /* -trainer_eval_batch_size */
 
   if (output[0]) PetscCall(PetNetCheckWritableFile(comm, output, "-predict_output")); /* before the work */
-  PetscCall(PetscTime(&t0)); /* time_s: reading the data, inference, writing the output */
+  PetscCall(PetscTime(&t0));                                                          /* time_s: reading the data, inference, writing the output */
   PetscCall(TrainerPredict(trainer, data, &Y, &testloss, &testacc));
   if (output[0]) PetscCall(TrainerSavePredictions(trainer, Y, output));
   PetscCall(PetscTime(&t1));
   PetscCall(DatasetGetSize(data, &N));
   PetscCall(PetscPrintf(comm, "summary: model=%s samples=%" PetscInt_FMT " ranks=%d", model, N, size));
-  if (testacc >= 0) PetscCall(PetscPrintf(comm, " test_loss=%.6f test_accuracy=%.4f", (double)testloss, (double)testacc));
-  else PetscCall(PetscPrintf(comm, " test_loss=%.6f", (double)testloss));
+  if (testacc >= 0)
+    PetscCall(PetscPrintf(comm, " test_loss=%.6f test_accuracy=%.4f", (double)testloss, (double)testacc));
+  else
+    PetscCall(PetscPrintf(comm, " test_loss=%.6f", (double)testloss));
   PetscCall(PetscPrintf(comm, " time_s=%.3f\n", (double)(t1 - t0)));
 
   PetscCall(VecDestroy(&Y));

@@ -53,7 +53,7 @@ int main(int argc, char **argv)
 {
   MPI_Comm  comm;
   char      kind[32] = "destroy", file[PETSC_MAX_PATH_LEN] = "";
-  PetscReal bad      = -1.0;
+  PetscReal bad = -1.0;
   Net       net;
   Vec       theta, copy;
 
@@ -63,8 +63,8 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsGetString(NULL, NULL, "-net_save", file, sizeof(file), NULL));
   PetscCall(PetscOptionsGetReal(NULL, NULL, "-corrupt_value", &bad, NULL));
   if (!strcmp(kind, "load")) {
-    char     spec[4096];
-    PetscInt n;
+    char      spec[4096];
+    PetscInt  n;
     PetscReal s, m, d;
     PetscBool set;
 
@@ -122,7 +122,8 @@ int main(int argc, char **argv)
       PetscCallMPI(MPI_Barrier(comm));
     }
     PetscCall(CheckLoad(comm, file, copy)); /* must fail */
-  } else SETERRQ(comm, PETSC_ERR_ARG_WRONG, "Unknown -case %s: destroy, changed, corrupt or load", kind);
+  } else
+    SETERRQ(comm, PETSC_ERR_ARG_WRONG, "Unknown -case %s: destroy, changed, corrupt or load", kind);
   PetscCall(VecDestroy(&copy));
   PetscCall(PetscFinalize());
   return 0;

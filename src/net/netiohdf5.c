@@ -525,7 +525,7 @@ static int NetHDF5InspectNormalization(hid_t loc, const char file[], PetscReal n
 {
   const char *name[3] = {"input_scale", "input_mean", "input_std"};
   hid_t       group;
-  int         bad     = 0;
+  int         bad = 0;
 
   *found = 0;
   if ((group = H5Gopen2(loc, NET_HDF5_GROUP, H5P_DEFAULT)) < 0) return 0; /* NetHDF5InspectHeader() reported it */
@@ -540,7 +540,8 @@ static int NetHDF5InspectNormalization(hid_t loc, const char file[], PetscReal n
     space = aid >= 0 ? H5Aget_space(aid) : -1;
     cls   = type >= 0 ? H5Tget_class(type) : H5T_NO_CLASS;
     if (cls != H5T_FLOAT || space < 0 || H5Sget_simple_extent_npoints(space) != 1 || H5Aread(aid, H5T_NATIVE_DOUBLE, &value) < 0)
-      bad = NetHDF5Refuse(v, PETSC_ERR_FILE_UNEXPECTED, "%s: the attribute \"%s\" of group /%s is not one floating-point number: the file is damaged or was not written by NetSave() or petnet_torch.py; save the model again", file, name[k], NET_HDF5_GROUP);
+      bad = NetHDF5Refuse(v, PETSC_ERR_FILE_UNEXPECTED, "%s: the attribute \"%s\" of group /%s is not one floating-point number: the file is damaged or was not written by NetSave() or petnet_torch.py; save the model again", file, name[k],
+                          NET_HDF5_GROUP);
     else {
       norm[k] = (PetscReal)value;
       (*found)++;

@@ -13,8 +13,8 @@
 #include <petscviewerhdf5.h>
 
 /* An HDF5 call of the writer below: a negative result is an error naming the file */
-#define PREDICT_HDF5(call) \
-  do { \
+#define PREDICT_HDF5(call)                                                                    \
+  do {                                                                                        \
     PetscCheck((call) >= 0, comm, PETSC_ERR_LIB, "HDF5 failed (%s) writing %s", #call, file); \
   } while (0)
 
@@ -91,7 +91,8 @@ PetscErrorCode TrainerPredict(Trainer tr, Dataset ds, Vec *Y, PetscReal *loss, P
   PetscCall(DatasetSetUp(ds));
   PetscCall(DatasetGetSampleShape(ds, &sample));
   PetscCall(NetGetInputShape(tr->net, &netin));
-  if (!netin.ndim) PetscCall(NetSetInputShape(tr->net, &sample));
+  if (!netin.ndim)
+    PetscCall(NetSetInputShape(tr->net, &sample));
   else {
     PetscInt n1, n2;
     char     a[64], b[64];
@@ -122,8 +123,10 @@ PetscErrorCode TrainerPredict(Trainer tr, Dataset ds, Vec *Y, PetscReal *loss, P
   PetscCall(DatasetGetSize(ds, &N));
   if (loss) *loss = f;
   if (acc) *acc = classes && N ? (PetscReal)correct / N : -1.0;
-  if (Y) *Y = Yall;
-  else PetscCall(VecDestroy(&Yall));
+  if (Y)
+    *Y = Yall;
+  else
+    PetscCall(VecDestroy(&Yall));
   PetscFunctionReturn(0);
 }
 
@@ -296,8 +299,10 @@ PetscErrorCode TrainerSavePredictions(Trainer tr, Vec Y, const char file[])
   PetscCall(PetNetCheckWritableFile(comm, file, "TrainerSavePredictions() (-predict_output)"));
   PetscCall(TrainerPredictLabels_Private(Y, &nlocal, &labels));
   PetscCall(PetNetTemporaryFileName(comm, file, sizeof(tmp), tmp));
-  if (csv) ierr = TrainerSavePredictionsCSV_Private(Y, labels, nlocal, tmp);
-  else ierr = TrainerSavePredictionsHDF5_Private(Y, labels, nlocal, tmp);
+  if (csv)
+    ierr = TrainerSavePredictionsCSV_Private(Y, labels, nlocal, tmp);
+  else
+    ierr = TrainerSavePredictionsHDF5_Private(Y, labels, nlocal, tmp);
   PetscCall(PetscFree(labels));
   if (ierr) PetscCall(PetNetRemoveTemporaryFile(tmp));
   PetscCall(ierr);
