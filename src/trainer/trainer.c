@@ -484,9 +484,13 @@ static PetscErrorCode TrainerCheckTaoType_Private(Trainer tr)
   checked here (a writable directory, a regular file or none; stale temporary files of dead runs removed), so that
   an unwritable checkpoint is reported before any training. -trainer_restart is loaded last.
 
+  The input normalisation: a training Dataset that sets none takes the one the Net records (a loaded model's); the
+  Net then records the training Dataset's (NetSetInputNormalization(), saved with the model), and a test Dataset
+  that sets none takes it too. A Dataset that sets a different one keeps it, with a warning.
+
   Level: intermediate
 
-.seealso: `TrainerSetFromOptions()`, `TrainerTrain()`, `TrainerLoadCheckpoint()`, `PetNetCheckWritableFile()`
+.seealso: `TrainerSetFromOptions()`, `TrainerTrain()`, `TrainerLoadCheckpoint()`, `PetNetCheckWritableFile()`, `NetSetInputNormalization()`, `TrainerPredict()`
 @*/
 PetscErrorCode TrainerSetUp(Trainer tr)
 {
