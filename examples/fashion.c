@@ -1,6 +1,7 @@
 static const char help[] = "Train a network on Fashion-MNIST (the packaged IDX files) and report the test accuracy.\n"
                            "The model is an options file, e.g. -options_file share/models/mlp.opts. Datasets use prefixes train_ and test_\n"
                            "(-train_dataset_limit 1000); the Net reads -net_*, the optimizer -tao_*, the Trainer -trainer_*.\n"
+                           "-net_save FILE saves the trained Net (.h5: HDF5); bin/predict -net_load FILE evaluates it.\n"
                            "Ends with one line: summary: key=value ...\n";
 
 #include <petnet.h>
@@ -15,7 +16,7 @@ int main(int argc, char **argv)
   Trainer     trainer;
   Tao         tao;
   TaoType     taotype;
-  char        dir[PETSC_MAX_PATH_LEN] = "/usr/share/datasets/fashion-mnist", model[64] = "model", save[PETSC_MAX_PATH_LEN] = "";
+  char        dir[PETSC_MAX_PATH_LEN] = "/usr/share/datasets/fashion-mnist", model[64] = "model";
   PetscInt    epochs, nparams, Ntrain, Ntest;
   PetscReal   trainloss, testloss, testacc, seconds;
   PetscMPIInt size;
@@ -26,7 +27,6 @@ int main(int argc, char **argv)
   PetscOptionsBegin(comm, NULL, "Fashion-MNIST example", NULL);
   PetscCall(PetscOptionsString("-fashion_dir", "Folder with the IDX files", NULL, dir, dir, sizeof(dir), NULL));
   PetscCall(PetscOptionsString("-fashion_model_name", "Name printed in the summary", NULL, model, model, sizeof(model), NULL));
-  PetscCall(PetscOptionsString("-fashion_save", "Save the trained Net to this file (.h5 for HDF5)", "NetSave", save, save, sizeof(save), NULL));
   PetscOptionsEnd();
 
   PetscCall(DatasetCreate(comm, &train));
@@ -64,7 +64,6 @@ int main(int argc, char **argv)
   PetscCall(TrainerSetFromOptions(trainer));
   PetscCall(TrainerTrain(trainer));
   PetscCall(TrainerGetResults(trainer, &epochs, &trainloss, &testloss, &testacc, &seconds));
-  if (save[0]) PetscCall(NetSave(net, save));
 
   PetscCall(TrainerGetTao(trainer, &tao));
   PetscCall(TaoGetType(tao, &taotype));

@@ -1,7 +1,7 @@
 static const char help[] = "Spectra of a network with SLEPc: the top eigenvalues of the loss's Hessian (or Gauss-Newton matrix), its trace\n"
                            "and eigenvalue density, the input Jacobian's and the weights' singular values, the stiffness of ode layers.\n"
                            "  bin/spectrum -spectrum_load model.h5 -spectrum_samples 1000 -spectrum_k 5 -spectrum_hessian exact|gn\n"
-                           "      a saved Net (NetSave(), bin/fashion -fashion_save) on the first training samples of Fashion-MNIST;\n"
+                           "      a saved Net (NetSave(), bin/fashion -net_save) on the first training samples of Fashion-MNIST;\n"
                            "      without -spectrum_load the Net comes from the options (-net_layers ..., -net_seed), and\n"
                            "      -spectrum_data random draws the samples (any input shape, labels in [0, outputs)).\n"
                            "  bin/spectrum -spectrum_check_dense [-spectrum_check_net mlp|conv]\n"

@@ -643,6 +643,7 @@ int main(int argc, char **argv)
   if (iterations > 0) PetscCall(TaoSolve(tao)); /* (a cosine schedule needs at least one update) */
   PetscCall(PetscTime(&t1));
   c1 = CPUSeconds();
+  PetscCall(NetSaveFromOptions(net)); /* -net_save FILE: the trained Net (TAO trained the Net's own parameter Vec) */
   PetscCall(TaoGetIterationNumber(tao, &niter));
   PetscCall(TrajectoryMAE(net, s.nobs, s.dt, s.data, &mae));
   PetscCall(PetscPrintf(comm, "summary: iterations=%" PetscInt_FMT " batch=%" PetscInt_FMT " window=%" PetscInt_FMT " ranks=%d last_batch_loss=%.6f mae=%.6f train_time_s=%.3f train_cpu_s=%.3f\n", niter, s.batch, s.window, size, (double)s.lastloss,

@@ -118,3 +118,27 @@ h5case("empty_dims", lambda f: (f.create_dataset("inputs", shape=(0, 4)), f.crea
 out("hdf5data", "truncated", b"\0" + good[: len(good) // 2])
 out("hdf5data", "flipped", b"\0" + flip(good, len(good) // 3))
 out("hdf5data", "garbage", b"\0" + b"\x89HDF\r\n\x1a\n" + bytes(range(256)) * 4)
+
+# binmodel, format version 3 (src/net/netiobinary.c): the version-2 seed model_ok.petnet (a Net saved by NetSave())
+# with the normalisation block (PetscInt normset, PetscReal scale, mean, std) inserted after the 10-integer header
+v2 = open("fuzz/corpus/binmodel/model_ok.petnet", "rb").read()
+assert v2[:8] == b"PNET\0\0\0\2", "model_ok.petnet is not the version-2 seed"
+
+
+def v3(normset=1, norm=(1 / 255, 0.286, 0.353), flag_raw=None):
+    head = v2[:4] + struct.pack(">i", 3) + v2[8:40]
+    block = (flag_raw if flag_raw is not None else struct.pack(">i", normset)) + struct.pack(">3d", *norm)
+    return head + block + v2[40:]
+
+
+ok3 = v3()
+out("binmodel", "v3_ok.petnet", ok3)
+out("binmodel", "v3_unset.petnet", v3(normset=0, norm=(1, 0, 1)))
+out("binmodel", "v3_flag_bad.petnet", v3(flag_raw=struct.pack(">i", 7)))
+out("binmodel", "v3_std_zero.petnet", v3(norm=(1, 0, 0)))
+out("binmodel", "v3_std_negative.petnet", v3(norm=(1, 0, -1)))
+out("binmodel", "v3_mean_nan.petnet", v3(norm=(1, float("nan"), 1)))
+out("binmodel", "v3_scale_inf.petnet", v3(norm=(float("inf"), 0, 1)))
+out("binmodel", "v3_truncated_50.petnet", ok3[:50])
+out("binmodel", "v3_truncated_68.petnet", ok3[:68])
+out("binmodel", "v3_as_v2.petnet", v2[:4] + struct.pack(">i", 2) + ok3[8:])  # a version-3 body read as version 2

@@ -64,6 +64,7 @@ PETSC_EXTERN PetscErrorCode DatasetSetShuffle(Dataset, PetscBool);              
 PETSC_EXTERN PetscErrorCode DatasetSetSeed(Dataset, unsigned long);                            /* -dataset_seed */
 PETSC_EXTERN PetscErrorCode DatasetSetNormalization(Dataset, PetscReal, PetscReal, PetscReal); /* x -> (scale x - mean)/std: -dataset_scale -dataset_mean -dataset_std */
 PETSC_EXTERN PetscErrorCode DatasetGetNormalization(Dataset, PetscReal *, PetscReal *, PetscReal *);
+PETSC_EXTERN PetscErrorCode DatasetIsNormalizationSet(Dataset, PetscBool *);     /* set by the user (else the kind's default, or the Net's at evaluation) */
 PETSC_EXTERN PetscErrorCode DatasetSetSampleShape(Dataset, const PetNetShape *); /* -dataset_sample_shape 28x28x1: reshape, or give the shape a flat source lacks */
 PETSC_EXTERN PetscErrorCode DatasetSetNumClasses(Dataset, PetscInt);             /* -dataset_num_classes C: labels must be integers in [0, C); 0: regression targets */
 

@@ -35,6 +35,9 @@ PETSC_EXTERN PetscErrorCode TrainerSetFromOptions(Trainer);
 PETSC_EXTERN PetscErrorCode TrainerSetUp(Trainer);
 PETSC_EXTERN PetscErrorCode TrainerTrain(Trainer);
 PETSC_EXTERN PetscErrorCode TrainerEvaluate(Trainer, Dataset, PetscReal *, PetscReal *);
+/* Inference (predict.c): outputs [N][nout] in file order, loss and accuracy; the outputs and labels to .h5 or .csv */
+PETSC_EXTERN PetscErrorCode TrainerPredict(Trainer, Dataset, Vec *, PetscReal *, PetscReal *);
+PETSC_EXTERN PetscErrorCode TrainerSavePredictions(Trainer, Vec, const char[]);
 PETSC_EXTERN PetscErrorCode TrainerView(Trainer, PetscViewer);
 PETSC_EXTERN PetscErrorCode TrainerDestroy(Trainer *);
 

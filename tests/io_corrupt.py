@@ -99,10 +99,12 @@ gcol = heap.find(b"GCOL")  # collection header (16 bytes), then object 1: index,
 heap[gcol + 24] = 10
 open(f"{pfx}_vlen.h5", "wb").write(heap)
 
-# PETSc binary (big-endian): int32 header[10], spec, Vec (classid, n, n float64), buffers, int32 ntensors, crc[ntensors]
+# PETSc binary (big-endian): int32 header[10], (version 3) int32 normset + float64 scale, mean, std, spec, Vec
+# (classid, n, n float64), buffers, int32 ntensors, crc[ntensors]
 data = bytearray(open(pfx + ".petnet", "rb").read())
+hdr = 40 + (4 + 3 * 8 if struct.unpack(">i", data[4:8])[0] >= 3 else 0)  # bytes before the spec
 speclen = struct.unpack(">i", data[8:12])[0]
-theta = 40 + speclen + 8  # first parameter: 0.weight[0]
+theta = hdr + speclen + 8  # first parameter: 0.weight[0]
 flip = bytearray(data)
 flip[theta + 8 * 36 + 6] ^= 0x10
 open(pfx + "_flip.petnet", "wb").write(flip)
@@ -110,11 +112,11 @@ open(pfx + "_flip.petnet", "wb").write(flip)
 nan = bytearray(data)
 nan[theta + 8 * 74 : theta + 8 * 75] = struct.pack(">d", float("nan"))
 bias = np.frombuffer(bytes(nan[theta + 8 * 72 : theta + 8 * 78]), dtype=">f8")
-table = 40 + speclen + 8 + 8 * (6 * 12 + 6 + 3 * 6 + 3) + 4  # after ntensors: crc of 0.weight, 0.bias, ...
+table = hdr + speclen + 8 + 8 * (6 * 12 + 6 + 3 * 6 + 3) + 4  # after ntensors: crc of 0.weight, 0.bias, ...
 nan[table + 4 : table + 8] = struct.pack(">I", int(crc(bias), 16))
 open(pfx + "_nan.petnet", "wb").write(nan)
 # the 10,000-deep spec in a binary file (header length updated, everything after it unchanged)
 spec = nested(10000).encode()
-deep = bytearray(data[:8]) + struct.pack(">i", len(spec)) + data[12:40] + spec + data[40 + speclen :]
+deep = bytearray(data[:8]) + struct.pack(">i", len(spec)) + data[12:hdr] + spec + data[hdr + speclen :]
 open(pfx + "_depth.petnet", "wb").write(deep)
 print(f"{pfx}_*.h5, {pfx}_*.petnet written")

@@ -8,6 +8,8 @@ A model file written by NetSave(net, "model.h5") holds
                      "5.res.0.weight", "5.shortcut.0.bias", ...); attribute "shape" = the tensor's PyTorch shape,
                      attribute "crc32" (format version 2) = CRC-32 of the flat values as little-endian float64, 8 hex
                      digits; load() verifies it (files of version 1 have none)
+                     (format version 3) optional float64 attributes input_scale, input_mean, input_std of /petnet:
+                     the input normalisation x -> (input_scale x - input_mean) / input_std the Net was trained with
 The spec is PetNet's compact layer list (-net_layers), e.g. "conv2d:8:3:1:1,relu,maxpool:2,flatten,dense:10";
 input_shape is one sample's shape, channels last ("784" or "28x28x1").
 
@@ -64,7 +66,7 @@ try:
 except ImportError as e:  # the test suite must fail, not skip, when these are missing
     sys.exit(f"petnet_torch.py: {e}: install PyTorch and h5py (Debian: apt-get install python3-torch python3-h5py)")
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 GROUP = "petnet"
 nn = torch.nn
 

@@ -485,6 +485,7 @@ static PetscErrorCode NetGetLongOption_Private(Net net, const char name[], const
 . -net_parallel <replicated,sharded,model> - how parameters and work are spread over the ranks (NetSetParallel())
 . -net_test_jacobian         - dot-product and finite-difference checks at the first forward pass
 . -net_load <file>           - load architecture and parameters saved by NetSave() (replaces -net_layers)
+. -net_save <file>           - save the final Net there (NetSaveFromOptions(): at the end of TrainerTrain(), or at NetDestroy() at the latest)
 - -net_view                  - print the Net at set-up
 
   Level: beginner
@@ -493,8 +494,8 @@ static PetscErrorCode NetGetLongOption_Private(Net net, const char name[], const
 @*/
 PetscErrorCode NetSetFromOptions(Net net)
 {
-  char        list[4096] = "", shape[256] = "", load[PETSC_MAX_PATH_LEN] = "";
-  PetscBool   flg, loadflg;
+  char        list[4096] = "", shape[256] = "", load[PETSC_MAX_PATH_LEN] = "", save[PETSC_MAX_PATH_LEN] = "";
+  PetscBool   flg, loadflg, saveflg;
   PetscInt    seed = (PetscInt)net->seed;
   const char *value;
 
@@ -532,8 +533,10 @@ PetscErrorCode NetSetFromOptions(Net net)
   }
   PetscCall(PetscOptionsBool("-net_test_jacobian", "Run dot-product and finite-difference checks of the Jacobians at the first forward pass", "NetTestJacobian", net->testjacobian, &net->testjacobian, NULL));
   PetscCall(PetscOptionsString("-net_load", "Load architecture and parameters from a file written by NetSave() (replaces -net_layers)", "NetLoad", load, load, sizeof(load), &loadflg));
+  PetscCall(PetscOptionsString("-net_save", "Save the final Net to this file (.h5: HDF5, else PETSc binary)", "NetSaveFromOptions", save, save, sizeof(save), &saveflg));
   PetscCall(PetscObjectProcessOptionsHandlers((PetscObject)net, PetscOptionsObject));
   PetscOptionsEnd();
+  if (saveflg) PetscCall(NetSetSaveFileFromOptions_Private(net, save));
   if (loadflg) PetscCall(NetLoad(net, load));
   for (PetscInt l = 0; l < net->nlayers; l++) PetscCall(LayerSetFromOptions(net->layers[l]));
   /* an option that changed a layer's shape (e.g. -layer0_dense_outputs) reset that layer: lay the Net out anew */
@@ -978,9 +981,13 @@ PetscErrorCode NetReset(Net net)
   Input Parameter:
 . net - the Net; set to NULL
 
+  Notes:
+  A set-up Net given -net_save FILE whose save has not happened (NetSaveFromOptions(), TrainerTrain()), or whose
+  parameters changed since, is saved to FILE first: a requested save is never silently dropped.
+
   Level: beginner
 
-.seealso: `NetCreate()`, `NetReset()`
+.seealso: `NetCreate()`, `NetReset()`, `NetSaveFromOptions()`
 @*/
 PetscErrorCode NetDestroy(Net *net)
 {
@@ -991,6 +998,7 @@ PetscErrorCode NetDestroy(Net *net)
     *net = NULL;
     PetscFunctionReturn(0);
   }
+  PetscCall(NetSaveAtDestroy_Private(*net));
   PetscCall(NetReset(*net));
   PetscCall(NetDestroyLayers_Private(*net));
   PetscCall(PetscHeaderDestroy(net));

@@ -76,9 +76,13 @@ static PetscErrorCode NetIOAccess_Private(MPI_Comm comm, const char path[], int 
   The file is written under a temporary name and renamed into place once complete: a save that fails or is
   interrupted leaves any previous file of that name untouched. NetLoad() reads it back, on any number of ranks.
 
+  The file also records the input normalisation the Net was trained with, if any (NetSetInputNormalization(); format
+  version 3: in HDF5 the float64 attributes input_scale, input_mean, input_std of "petnet", in PETSc binary a block
+  after the header). Programs save through the option -net_save (NetSaveFromOptions()).
+
   Level: beginner
 
-.seealso: `NetLoad()`, `NetWrite()`, `NetRead()`, `NetGetSpec()`
+.seealso: `NetLoad()`, `NetWrite()`, `NetRead()`, `NetGetSpec()`, `NetSaveFromOptions()`, `NetSetInputNormalization()`
 @*/
 PetscErrorCode NetSave(Net net, const char filename[])
 {
@@ -135,11 +139,13 @@ PetscErrorCode NetSave(Net net, const char filename[])
   Notes:
   The Net is set up when NetLoad() returns, and computes bit for bit what the saved one did. A layer kind the file uses
   must be registered (LayerRegister()) before loading; an unknown kind, a file from a newer PetNet or counts that do not
-  match the architecture are errors that name the file.
+  match the architecture are errors that name the file. The input normalisation the file records (format version 3)
+  becomes the Net's (NetGetInputNormalization()), after a check that its values are finite and its std positive;
+  files of versions 1 and 2 record none.
 
   Level: beginner
 
-.seealso: `NetSave()`, `NetRead()`, `NetSetFromOptions()`
+.seealso: `NetSave()`, `NetRead()`, `NetSetFromOptions()`, `NetGetInputNormalization()`
 @*/
 PetscErrorCode NetLoad(Net net, const char filename[])
 {
@@ -430,5 +436,25 @@ PetscErrorCode NetIOCheckTensor_Private(Net net, const char file[], const char n
   for (PetscInt i = 0; i < n; i++)
     PetscCheck(!PetscIsInfOrNanScalar(a[i]), comm, PETSC_ERR_FILE_UNEXPECTED, "Model file %s: tensor \"%s\" holds %s at index %" PetscInt_FMT ": a model with non-finite weights cannot be used; load an earlier (finite) copy of the model", file, name,
                PetscIsNanScalar(a[i]) ? "NaN" : "Inf", i);
+  PetscFunctionReturn(0);
+}
+
+/*
+  The input normalisation a model file records (version 3; older files record none: set = PETSC_FALSE), values =
+  {scale, mean, std}: checked (finite, std > 0) before the Net records it, with an error naming the file.
+*/
+PetscErrorCode NetIOSetNormalization_Private(Net net, const char file[], PetscBool set, const PetscReal values[])
+{
+  MPI_Comm    comm    = PetscObjectComm((PetscObject)net);
+  const char *name[3] = {"scale", "mean", "std"};
+
+  PetscFunctionBegin;
+  net->normset = PETSC_FALSE;
+  if (!set) PetscFunctionReturn(0);
+  for (int k = 0; k < 3; k++)
+    PetscCheck(!PetscIsInfOrNanReal(values[k]), comm, PETSC_ERR_FILE_UNEXPECTED, "Model file %s is corrupt: its input normalisation %s is %s; the file was damaged after it was written: use another copy or save the model again", file, name[k],
+               PetscIsNanReal(values[k]) ? "NaN" : "Inf");
+  PetscCheck(values[2] > 0, comm, PETSC_ERR_FILE_UNEXPECTED, "Model file %s is corrupt: its input normalisation std is %g, not positive; the file was damaged after it was written: use another copy or save the model again", file, (double)values[2]);
+  PetscCall(NetSetInputNormalization(net, values[0], values[1], values[2]));
   PetscFunctionReturn(0);
 }

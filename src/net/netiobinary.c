@@ -4,6 +4,8 @@
     PetscInt    header[10]       NET_FILE_CLASSID ("PNET"), NET_FILE_VERSION, speclen,
                                  ndim, dim[0], dim[1], dim[2], dim[3]  (input shape, unused dims 0),
                                  nparams, nbuffers
+    PetscInt    normset          (version 3) 1: the Net records its input normalisation, 0: it does not
+    PetscReal   norm[3]          (version 3) scale, mean, std of that normalisation (1, 0, 1 when normset is 0)
     char        spec[speclen]    the compact layer list of NetGetSpec(), no terminating zero
     Vec         parameters       VecView(): VEC_FILE_CLASSID, nparams, nparams scalars (any rank count loads it)
     PetscScalar buffers[nbuffers]  layer by layer, each layer's layer->buffers
@@ -11,11 +13,40 @@
     PetscInt    crc[ntensors]    (version 2) CRC-32 of each tensor (NetIOChecksum_Private()), as a 32-bit pattern
 
   The reader checks the class id, the version and the length of the file against the header before trusting it, and
-  each tensor against its checksum (files of version 1 have none) and for finite values.
+  each tensor against its checksum (files of version 1 have none) and for finite values, and the normalisation
+  (version 3) for finite values and a positive std.
 */
 #include "netio.h"
 
 #define NET_FILE_HEADER 10
+/* Bytes of the normalisation block of version 3 (normset, norm[3]) */
+#define NET_FILE_NORM_BYTES ((PetscInt64)sizeof(PetscInt) + 3 * (PetscInt64)sizeof(PetscReal))
+
+/* Version 3: the input normalisation after the header */
+static PetscErrorCode NetBinaryWriteNormalization_Private(Net net, PetscViewer viewer)
+{
+  PetscInt  set = net->normset ? 1 : 0;
+  PetscReal norm[3];
+
+  PetscFunctionBegin;
+  PetscCall(NetGetInputNormalization(net, NULL, &norm[0], &norm[1], &norm[2]));
+  PetscCall(PetscViewerBinaryWrite(viewer, &set, 1, PETSC_INT));
+  PetscCall(PetscViewerBinaryWrite(viewer, norm, 3, PETSC_REAL));
+  PetscFunctionReturn(0);
+}
+
+/* Version 3: reads the normalisation into set, norm[3] (checked once the Net is built: NetIOSetNormalization_Private()) */
+static PetscErrorCode NetBinaryReadNormalization_Private(Net net, PetscViewer viewer, const char file[], PetscBool *set, PetscReal norm[])
+{
+  PetscInt flag;
+
+  PetscFunctionBegin;
+  PetscCall(PetscViewerBinaryRead(viewer, &flag, 1, NULL, PETSC_INT));
+  PetscCheck(flag == 0 || flag == 1, PetscObjectComm((PetscObject)net), PETSC_ERR_FILE_UNEXPECTED, "%s has a corrupt header: the normalisation flag is %" PetscInt_FMT ", not 0 or 1; save the model again", file, flag);
+  PetscCall(PetscViewerBinaryRead(viewer, norm, 3, NULL, PETSC_REAL));
+  *set = flag ? PETSC_TRUE : PETSC_FALSE;
+  PetscFunctionReturn(0);
+}
 
 /* Bytes from the viewer's current position to the end of the file, or -1 if unknown (MPI-IO). */
 static PetscErrorCode NetBinaryRemaining_Private(PetscViewer viewer, PetscInt64 *remain)
@@ -124,6 +155,7 @@ PetscErrorCode NetWrite_Binary(Net net, PetscViewer viewer)
   header[8] = net->nparams;
   PetscCall(NetIOGetNumBuffers_Private(net, &header[9]));
   PetscCall(PetscViewerBinaryWrite(viewer, header, NET_FILE_HEADER, PETSC_INT));
+  PetscCall(NetBinaryWriteNormalization_Private(net, viewer));
   PetscCall(PetscViewerBinaryWrite(viewer, spec, header[2], PETSC_CHAR));
   PetscCall(PetscFree(spec));
   PetscCall(NetIOFailForTesting_Private(net, file));
@@ -150,6 +182,8 @@ PetscErrorCode NetRead_Binary(Net net, PetscViewer viewer)
   char          *spec;
   PetNetShape    in;
   NetBinaryCheck check;
+  PetscBool      normset = PETSC_FALSE;
+  PetscReal      norm[3] = {1, 0, 1};
 
   PetscFunctionBegin;
   PetscCall(NetIOFileName_Private(viewer, &file));
@@ -166,11 +200,12 @@ PetscErrorCode NetRead_Binary(Net net, PetscViewer viewer)
              remain >= 0 ? "" : " or too long");
   PetscCheck(header[3] > 0 && header[3] <= PETNET_MAX_DIM, comm, PETSC_ERR_FILE_UNEXPECTED, "%s has a corrupt header: input shape with %" PetscInt_FMT " dimensions; save the model again", file, header[3]);
   PetscCheck(header[8] >= 0 && header[9] >= 0, comm, PETSC_ERR_FILE_UNEXPECTED, "%s has a corrupt header: negative parameter or buffer count; save the model again", file);
-  need = (PetscInt64)sizeof(header) + header[2] + (header[1] >= 2 ? 3 : 2) * (PetscInt64)sizeof(PetscInt) + ((PetscInt64)header[8] + header[9]) * (PetscInt64)sizeof(PetscScalar);
+  need = (PetscInt64)sizeof(header) + (header[1] >= 3 ? NET_FILE_NORM_BYTES : 0) + header[2] + (header[1] >= 2 ? 3 : 2) * (PetscInt64)sizeof(PetscInt) + ((PetscInt64)header[8] + header[9]) * (PetscInt64)sizeof(PetscScalar);
   PetscCheck(remain < 0 || remain >= need, comm, PETSC_ERR_FILE_UNEXPECTED,
              "%s is truncated: its header announces %" PetscInt_FMT " parameters and %" PetscInt_FMT " buffer values (%" PetscInt64_FMT " bytes) but the file holds only %" PetscInt64_FMT
              " bytes; the save was interrupted or the copy is incomplete: save the model again",
              file, header[8], header[9], need, remain);
+  if (header[1] >= 3) PetscCall(NetBinaryReadNormalization_Private(net, viewer, file, &normset, norm));
   PetscCall(PetscMalloc1(header[2] + 1, &spec));
   PetscCall(PetscViewerBinaryRead(viewer, spec, header[2], NULL, PETSC_CHAR));
   spec[header[2]] = 0;
@@ -180,6 +215,7 @@ PetscErrorCode NetRead_Binary(Net net, PetscViewer viewer)
   PetscCall(NetIOSetArchitecture_Private(net, file, spec, &in, header[8]));
   PetscCall(PetscFree(spec));
   PetscCall(NetIOCheckCounts_Private(net, file, header[8], header[9]));
+  PetscCall(NetIOSetNormalization_Private(net, file, normset, norm));
   PetscCall(VecLoad(net->theta, viewer));
   for (PetscInt l = 0; l < net->nlayers; l++)
     if (net->layers[l]->nbuffers) PetscCall(PetscViewerBinaryRead(viewer, net->layers[l]->buffers, net->layers[l]->nbuffers, NULL, PETSC_SCALAR));

@@ -2,11 +2,14 @@
   A Net in an HDF5 file, laid out so that PyTorch reads it as an nn.Sequential state_dict:
 
     /petnet                 group with attributes
-                              version      int     NET_FILE_VERSION (2; files of version 1, without checksums, load too)
+                              version      int     NET_FILE_VERSION (3; files of versions 1, without checksums, and 2 load too)
                               spec         string  the compact layer list, e.g. "dense:64,relu,dense:10"
                               input_shape  string  per-sample input shape, channels last, e.g. "784" or "28x28x1"
                               nparams      int     number of parameters
                               nbuffers     int     number of buffer values (e.g. batchnorm running statistics)
+                              input_scale  float64 (optional, version 3) the input normalisation the Net was trained
+                              input_mean   float64   with, x -> (input_scale x - input_mean) / input_std; all three
+                              input_std    float64   or none (none: the Net records none, as files before version 3)
     /<l>.<name>             one float64 dataset per tensor of layer l, 1-D: flattened in row-major order
                             ("0.weight", "0.bias", "2.weight", ...), with string attributes
                               shape        "out,in" : the tensor's PyTorch shape (LayerGetTensors())
@@ -82,6 +85,21 @@ static PetscErrorCode NetHDF5WriteTensor_Private(Net net, PetscViewer viewer, co
   PetscFunctionReturn(0);
 }
 
+/* The input normalisation as the float64 attributes input_scale, input_mean, input_std of /petnet (none if unrecorded) */
+static PetscErrorCode NetHDF5WriteNormalization_Private(Net net, PetscViewer viewer)
+{
+  PetscBool set;
+  PetscReal norm[3];
+
+  PetscFunctionBegin;
+  PetscCall(NetGetInputNormalization(net, &set, &norm[0], &norm[1], &norm[2]));
+  if (!set) PetscFunctionReturn(0);
+  PetscCall(PetscViewerHDF5WriteAttribute(viewer, NET_HDF5_GROUP, "input_scale", PETSC_REAL, &norm[0]));
+  PetscCall(PetscViewerHDF5WriteAttribute(viewer, NET_HDF5_GROUP, "input_mean", PETSC_REAL, &norm[1]));
+  PetscCall(PetscViewerHDF5WriteAttribute(viewer, NET_HDF5_GROUP, "input_std", PETSC_REAL, &norm[2]));
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode NetWrite_HDF5(Net net, PetscViewer viewer)
 {
   PetscInt           version = NET_FILE_VERSION, nbuffers;
@@ -105,6 +123,7 @@ PetscErrorCode NetWrite_HDF5(Net net, PetscViewer viewer)
   PetscCall(PetscViewerHDF5WriteAttribute(viewer, NET_HDF5_GROUP, "input_shape", PETSC_STRING, shape));
   PetscCall(PetscViewerHDF5WriteAttribute(viewer, NET_HDF5_GROUP, "nparams", PETSC_INT, &net->nparams));
   PetscCall(PetscViewerHDF5WriteAttribute(viewer, NET_HDF5_GROUP, "nbuffers", PETSC_INT, &nbuffers));
+  PetscCall(NetHDF5WriteNormalization_Private(net, viewer));
   PetscCall(NetIOFailForTesting_Private(net, file));
   PetscCall(NetUpdateReplicatedParameters_Private(net));
   PetscCall(NetGetReplicatedArray_Private(net->theta_rep, &rep));
@@ -498,6 +517,70 @@ static PetscErrorCode NetHDF5ReadTensors_Private(Net net, hid_t loc, const char 
   PetscFunctionReturn(0);
 }
 
+/*
+  Rank 0: the optional float64 attributes input_scale, input_mean, input_std of /petnet into norm[3]; *found: how many
+  of them the group has (0 or 3 in a sound file). Returns 1 with the verdict if one is not a single number.
+*/
+static int NetHDF5InspectNormalization(hid_t loc, const char file[], PetscReal norm[], int *found, NetHDF5Verdict *v)
+{
+  const char *name[3] = {"input_scale", "input_mean", "input_std"};
+  hid_t       group;
+  int         bad = 0;
+
+  *found = 0;
+  if ((group = H5Gopen2(loc, NET_HDF5_GROUP, H5P_DEFAULT)) < 0) return 0; /* NetHDF5InspectHeader() reported it */
+  for (int k = 0; k < 3 && !bad; k++) {
+    hid_t       aid, type, space;
+    H5T_class_t cls;
+    double      value;
+
+    if (H5Aexists(group, name[k]) <= 0) continue;
+    aid   = H5Aopen(group, name[k], H5P_DEFAULT);
+    type  = aid >= 0 ? H5Aget_type(aid) : -1;
+    space = aid >= 0 ? H5Aget_space(aid) : -1;
+    cls   = type >= 0 ? H5Tget_class(type) : H5T_NO_CLASS;
+    if (cls != H5T_FLOAT || space < 0 || H5Sget_simple_extent_npoints(space) != 1 || H5Aread(aid, H5T_NATIVE_DOUBLE, &value) < 0)
+      bad = NetHDF5Refuse(v, PETSC_ERR_FILE_UNEXPECTED, "%s: the attribute \"%s\" of group /%s is not one floating-point number: the file is damaged or was not written by NetSave() or petnet_torch.py; save the model again", file, name[k],
+                          NET_HDF5_GROUP);
+    else {
+      norm[k] = (PetscReal)value;
+      (*found)++;
+    }
+    if (space >= 0) H5Sclose(space);
+    if (type >= 0) H5Tclose(type);
+    if (aid >= 0) H5Aclose(aid);
+  }
+  H5Gclose(group);
+  if (!bad && *found != 0 && *found != 3)
+    bad = NetHDF5Refuse(v, PETSC_ERR_FILE_UNEXPECTED, "%s: group /%s has %d of the attributes input_scale, input_mean, input_std, which go together: the file is damaged; save the model again", file, NET_HDF5_GROUP, *found);
+  return bad;
+}
+
+/* The input normalisation of the file under loc (rank 0), checked and recorded in the Net on every rank */
+static PetscErrorCode NetHDF5ReadNormalization_Private(Net net, hid_t loc, const char file[])
+{
+  MPI_Comm        comm = PetscObjectComm((PetscObject)net);
+  PetscMPIInt     rank;
+  PetscReal       norm[4] = {1, 0, 1, 0}; /* scale, mean, std, found */
+  int             found   = 0;
+  NetHDF5Verdict *v;
+  PetscErrorCode  ierr;
+
+  PetscFunctionBegin;
+  PetscCallMPI(MPI_Comm_rank(comm, &rank));
+  PetscCall(PetscNew(&v));
+  if (!rank) {
+    (void)NetHDF5InspectNormalization(loc, file, norm, &found, v);
+    norm[3] = (PetscReal)found;
+  }
+  PetscCallMPI(MPI_Bcast(norm, 4, MPIU_REAL, 0, comm));
+  ierr = NetHDF5Verdict_Private(comm, v);
+  PetscCall(PetscFree(v));
+  PetscCall(ierr);
+  PetscCall(NetIOSetNormalization_Private(net, file, norm[3] > 0 ? PETSC_TRUE : PETSC_FALSE, norm));
+  PetscFunctionReturn(0);
+}
+
 /* The Net under loc (a group of an open file on rank 0; unused on the other ranks) */
 static PetscErrorCode NetHDF5Read_Private(Net net, hid_t loc, const char file[])
 {
@@ -530,6 +613,7 @@ static PetscErrorCode NetHDF5Read_Private(Net net, hid_t loc, const char file[])
   PetscCall(PetscFree(v));
   PetscCall(ierr);
   PetscCall(NetIOCheckCounts_Private(net, file, h.nparams, h.nbuffers));
+  PetscCall(NetHDF5ReadNormalization_Private(net, loc, file));
   PetscCall(VecGetArray(net->theta, &theta));
   ierr = NetHDF5ReadTensors_Private(net, loc, file, h.version, theta);
   PetscCall(VecRestoreArray(net->theta, &theta));

@@ -484,9 +484,13 @@ static PetscErrorCode TrainerCheckTaoType_Private(Trainer tr)
   checked here (a writable directory, a regular file or none; stale temporary files of dead runs removed), so that
   an unwritable checkpoint is reported before any training. -trainer_restart is loaded last.
 
+  The input normalisation: a training Dataset that sets none takes the one the Net records (a loaded model's); the
+  Net then records the training Dataset's (NetSetInputNormalization(), saved with the model), and a test Dataset
+  that sets none takes it too. A Dataset that sets a different one keeps it, with a warning.
+
   Level: intermediate
 
-.seealso: `TrainerSetFromOptions()`, `TrainerTrain()`, `TrainerLoadCheckpoint()`, `PetNetCheckWritableFile()`
+.seealso: `TrainerSetFromOptions()`, `TrainerTrain()`, `TrainerLoadCheckpoint()`, `PetNetCheckWritableFile()`, `NetSetInputNormalization()`, `TrainerPredict()`
 @*/
 PetscErrorCode TrainerSetUp(Trainer tr)
 {
@@ -502,6 +506,16 @@ PetscErrorCode TrainerSetUp(Trainer tr)
   PetscCheck(tr->net && tr->loss && tr->train, comm, PETSC_ERR_ORDER, "Give the Trainer a Net, a Loss and a training Dataset before TrainerSetUp()");
   PetscCall(TrainerCheckTaoType_Private(tr));
   if (tr->batchsize) PetscCall(DatasetSetBatchSize(tr->train, tr->batchsize));
+  /* the input normalisation: a Net loaded with one gives it to a training Dataset that sets none; the Net then records
+     the training Dataset's (saved with it), which a test Dataset that sets none takes too */
+  PetscCall(TrainerMatchNormalization_Private(tr, tr->train));
+  {
+    PetscReal scale, mean, std;
+
+    PetscCall(DatasetGetNormalization(tr->train, &scale, &mean, &std));
+    PetscCall(NetSetInputNormalization(tr->net, scale, mean, std));
+  }
+  if (tr->test) PetscCall(TrainerMatchNormalization_Private(tr, tr->test));
   PetscCall(DatasetSetUp(tr->train));
   if (tr->test) PetscCall(DatasetSetUp(tr->test));
   PetscCall(DatasetGetSampleShape(tr->train, &sample));

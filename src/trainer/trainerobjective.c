@@ -88,11 +88,11 @@ PetscErrorCode TrainerObjectiveMiniBatch_Private(Tao tao, Vec theta, PetscReal *
 }
 
 /*
-  Mean loss over every sample of ds (file order), and optionally its gradient (G, overwritten) and the number of correct
-  arg-max predictions. Works in chunks of at most evalbatchsize local samples per rank, viewing the Dataset's arrays in
+  Mean loss over every sample of ds (file order), and optionally its gradient (G, overwritten), the number of correct
+  arg-max predictions and the Net's outputs (Yall: [nlocal][nout], this rank's samples of ds in file order). Works in chunks of at most evalbatchsize local samples per rank, viewing the Dataset's arrays in
   place; every rank takes part in every chunk (a rank out of samples passes an empty chunk).
 */
-PetscErrorCode TrainerAccumulate_Private(Trainer tr, Dataset ds, PetscReal *f, Vec G, PetscInt *correct)
+PetscErrorCode TrainerAccumulate_Private(Trainer tr, Dataset ds, PetscReal *f, Vec G, PetscInt *correct, Vec Yall)
 {
   MPI_Comm           comm = PetscObjectComm((PetscObject)tr);
   Vec                Xall, Tall;
@@ -137,6 +137,18 @@ PetscErrorCode TrainerAccumulate_Private(Trainer tr, Dataset ds, PetscReal *f, V
       PetscCall(LossCountCorrect(tr->loss, tr->Y, T, &cc));
       *correct += cc;
     }
+    if (Yall) {
+      const PetscScalar *y;
+      PetscScalar       *yall;
+      PetscInt           m;
+
+      PetscCall(VecGetLocalSize(tr->Y, &m));
+      PetscCall(VecGetArrayRead(tr->Y, &y));
+      PetscCall(VecGetArray(Yall, &yall));
+      PetscCall(PetscArraycpy(yall + start * (m / PetscMax(n, 1)), y, m));
+      PetscCall(VecRestoreArray(Yall, &yall));
+      PetscCall(VecRestoreArrayRead(tr->Y, &y));
+    }
     PetscCall(VecDestroy(&X));
     PetscCall(VecDestroy(&T));
   }
@@ -151,7 +163,7 @@ PetscErrorCode TrainerObjectiveFullBatch_Private(Tao tao, Vec theta, PetscReal *
 
   PetscFunctionBegin;
   PetscCall(NetSetParameters(tr->net, theta));
-  PetscCall(TrainerAccumulate_Private(tr, tr->train, f, G, NULL));
+  PetscCall(TrainerAccumulate_Private(tr, tr->train, f, G, NULL, NULL));
   /* a NaN at a line-search trial point is not divergence: TrainerFullBatchMonitor_Private() judges accepted iterates */
   tr->epochloss    = *f;
   tr->epochsamples = 1;

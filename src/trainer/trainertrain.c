@@ -18,7 +18,8 @@
 . -trainer_eval_batch_size <n> - samples per chunk of the evaluation (read by TrainerSetFromOptions())
 
   Notes:
-  The Net is put in evaluation mode (dropout off, batchnorm running statistics) and back in its previous mode.
+  The Net is put in evaluation mode (dropout off, batchnorm running statistics) and back in its previous mode. A
+  Dataset whose normalisation is not set takes the Net's (NetGetInputNormalization()), as in TrainerPredict().
 
   Level: beginner
 
@@ -34,12 +35,13 @@ PetscErrorCode TrainerEvaluate(Trainer tr, Dataset ds, PetscReal *loss, PetscRea
   PetscValidHeaderSpecific(tr, TRAINER_CLASSID, 1);
   PetscValidHeaderSpecific(ds, DATASET_CLASSID, 2);
   PetscCall(TrainerSetUp(tr));
+  if (ds != tr->train && ds != tr->test) PetscCall(TrainerMatchNormalization_Private(tr, ds)); /* those two: at TrainerSetUp() */
   PetscCall(DatasetSetUp(ds));
   PetscCall(PetscLogEventBegin(TRAINER_Evaluate, tr, 0, 0, 0));
   PetscCall(NetGetTraining(tr->net, &training));
   PetscCall(NetSetTraining(tr->net, PETSC_FALSE));
   PetscCall(DatasetGetNumClasses(ds, &classes));
-  PetscCall(TrainerAccumulate_Private(tr, ds, &f, NULL, classes ? &correct : NULL));
+  PetscCall(TrainerAccumulate_Private(tr, ds, &f, NULL, classes ? &correct : NULL, NULL));
   PetscCall(NetSetTraining(tr->net, training));
   PetscCall(DatasetGetSize(ds, &N));
   if (loss) *loss = f;
@@ -166,6 +168,7 @@ PetscErrorCode TrainerFullBatchMonitor_Private(Tao tao, void *ctx)
 . -trainer_divergence_factor <f>    - stop when an epoch's training loss exceeds f times the best so far (0: NaN/Inf only)
 . -trainer_checkpoint <file>        - write a checkpoint (see -trainer_checkpoint_every) and at the end
 . -trainer_checkpoint_every <N>     - every N epochs
+. -net_save <file>                  - save the trained Net there when training ends (NetSaveFromOptions())
 . -trainer_monitor                  - one progress line per epoch
 - -trainer_progress_interval <s>    - seconds between progress lines within an epoch (0: never)
 
@@ -201,6 +204,7 @@ PetscErrorCode TrainerTrain(Trainer tr)
     PetscCall(TrainerEvaluate(tr, tr->train, &tr->trainloss, NULL));
     PetscCall(TrainerEvaluateTest_Private(tr));
     PetscCall(TrainerPrintEpoch_Private(tr, tr->epoch, 0, 0, 0));
+    PetscCall(NetSaveFromOptions(tr->net));
     PetscFunctionReturn(0);
   }
   tr->divergedstate = PETSC_FALSE;
@@ -259,6 +263,7 @@ PetscErrorCode TrainerTrain(Trainer tr)
   }
   tr->traintime = ttrain;
   if (tr->checkpoint[0] && tr->lastcheckpoint != tr->epoch) PetscCall(TrainerSaveCheckpoint(tr, tr->checkpoint));
+  PetscCall(NetSaveFromOptions(tr->net)); /* -net_save */
   PetscFunctionReturn(0);
 }
 

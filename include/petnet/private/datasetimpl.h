@@ -44,6 +44,7 @@ struct _p_Dataset {
   PetscReal     scale, mean, std; /* x -> (scale x - mean) / std */
   PetscBool     scaleset;         /* PETSC_FALSE: use the kind's defaultscale (1/255 for idx bytes, 1 otherwise) */
   PetscReal     defaultscale;
+  PetscBool     normset;     /* DatasetSetNormalization() was called (an option -dataset_scale/mean/std was given) */
   PetscInt      nclassesset; /* PETSC_DETERMINE: inferred; 0: regression; C > 0: labels checked to lie in [0, C) */
   PetNetShape   shapeset;    /* ndim 0: the source's shape */
 

@@ -98,6 +98,17 @@ struct _p_Net {
   Mat *LJ, *LJP, *lbcast;
   Vec *ltheta, *ltheta_rep;
 
+  /* The input normalisation x -> (scale x - mean) / std the Net was trained with (NetSetInputNormalization()),
+     recorded in model files; normset PETSC_FALSE: none recorded (files of version < 3 without it) */
+  PetscBool normset;
+  PetscReal normscale, normmean, normstd;
+
+  /* -net_save FILE (netsave.c): the file a program asked for; saved: a NetSave() to it happened, at theta's state
+     savedstate. NetDestroy() saves a set-up Net whose requested save has not happened. */
+  char             savefile[PETSC_MAX_PATH_LEN];
+  PetscBool        saved;
+  PetscObjectState savedstate;
+
   PetscBool   training; /* see NetSetTraining() */
   PetscBool   testjacobian, intest;
   PetscInt    loadnparams;         /* >= 0 while a model file is read: the parameter count it declares, checked by NetSetUp() before allocating */
@@ -130,6 +141,8 @@ PETSC_INTERN PetscErrorCode NetLayerListNext_Private(char **, char **);
 PETSC_INTERN PetscErrorCode NetListSpec_Private(Net, PetscInt, PetscInt, size_t, char[], size_t *);
 PETSC_INTERN PetscErrorCode NetSetFrozen_Private(Net, PetscBool);
 PETSC_INTERN PetscErrorCode NetCheckMemory_Private(Net, PetscLogDouble, PetscInt, const char[]);
+PETSC_INTERN PetscErrorCode NetSetSaveFileFromOptions_Private(Net, const char[]);
+PETSC_INTERN PetscErrorCode NetSaveAtDestroy_Private(Net);
 
 /* Model-parallel nodes (netmodel.c). x, y, dx, dy are sample-split local arrays of n samples like every other node's;
    th, dth this rank's nplocal parameters of the node (dth accumulates). Collective, in the same order on every rank. */

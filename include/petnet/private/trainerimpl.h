@@ -81,7 +81,8 @@ PETSC_INTERN PetscErrorCode TrainerObjectiveMiniBatch_Private(Tao, Vec, PetscRea
 PETSC_INTERN PetscErrorCode TrainerObjectiveFullBatch_Private(Tao, Vec, PetscReal *, Vec, void *);
 PETSC_INTERN PetscErrorCode TrainerNextBatch_Private(Tao, PetscInt, void *);
 PETSC_INTERN PetscErrorCode TrainerEnsureWorkVecs_Private(Trainer, Vec);
-PETSC_INTERN PetscErrorCode TrainerAccumulate_Private(Trainer, Dataset, PetscReal *, Vec, PetscInt *);
+PETSC_INTERN PetscErrorCode TrainerAccumulate_Private(Trainer, Dataset, PetscReal *, Vec, PetscInt *, Vec);
+PETSC_INTERN PetscErrorCode TrainerMatchNormalization_Private(Trainer, Dataset);
 PETSC_INTERN PetscErrorCode TrainerFullBatchMonitor_Private(Tao, void *);
 PETSC_INTERN PetscErrorCode TrainerSetUpHessian_Private(Trainer);
 PETSC_INTERN PetscErrorCode TrainerMonitorSharpness_Private(Trainer, PetscInt);

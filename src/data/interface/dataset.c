@@ -672,11 +672,12 @@ PetscErrorCode DatasetSetSeed(Dataset ds, unsigned long seed)
 - -dataset_std <1>    - the standard deviation
 
   Notes:
-  A change undoes DatasetSetUp().
+  A change undoes DatasetSetUp(). A Dataset whose normalization is not set takes the one a trained or loaded Net
+  records when the Trainer evaluates the Net on it (TrainerEvaluate(), TrainerPredict(); see DatasetIsNormalizationSet()).
 
   Level: beginner
 
-.seealso: `DatasetGetNormalization()`, `DatasetSetFromOptions()`
+.seealso: `DatasetGetNormalization()`, `DatasetIsNormalizationSet()`, `DatasetSetFromOptions()`, `NetSetInputNormalization()`
 @*/
 PetscErrorCode DatasetSetNormalization(Dataset ds, PetscReal scale, PetscReal mean, PetscReal std)
 {
@@ -687,6 +688,7 @@ PetscErrorCode DatasetSetNormalization(Dataset ds, PetscReal scale, PetscReal me
   PetscValidLogicalCollectiveReal(ds, mean, 3);
   PetscValidLogicalCollectiveReal(ds, std, 4);
   PetscCheck(std > 0, PetscObjectComm((PetscObject)ds), PETSC_ERR_ARG_OUTOFRANGE, "The normalization std must be positive, not %.6g", (double)std);
+  ds->normset = PETSC_TRUE;
   if (scaleset == ds->scaleset && (!scaleset || scale == ds->scale) && mean == ds->mean && std == ds->std) PetscFunctionReturn(0);
   PetscCall(DatasetReset(ds));
   ds->scaleset = scaleset;
@@ -940,5 +942,34 @@ PetscErrorCode DatasetGetNumBatches(Dataset ds, PetscInt *nbatches)
   PetscValidIntPointer(nbatches, 2);
   DatasetCheckSetUp(ds, "DatasetGetNumBatches");
   *nbatches = ds->batchsize > 0 ? (ds->N + ds->batchsize - 1) / ds->batchsize : 1;
+  PetscFunctionReturn(0);
+}
+
+/*@
+  DatasetIsNormalizationSet - tells whether the normalization of the inputs was set, by DatasetSetNormalization() or
+  one of the options -dataset_scale, -dataset_mean, -dataset_std
+
+  Not collective
+
+  Input Parameter:
+. ds - the Dataset
+
+  Output Parameter:
+. set - PETSC_TRUE if it was set; PETSC_FALSE if the kind's default is in effect (x -> x / 255 for idx, else x)
+
+  Notes:
+  The Trainer gives a Dataset whose normalization is not set the one the Net was trained with
+  (NetGetInputNormalization()) before evaluating the Net on it.
+
+  Level: intermediate
+
+.seealso: `DatasetSetNormalization()`, `DatasetGetNormalization()`, `NetGetInputNormalization()`, `TrainerPredict()`
+@*/
+PetscErrorCode DatasetIsNormalizationSet(Dataset ds, PetscBool *set)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(ds, DATASET_CLASSID, 1);
+  PetscValidBoolPointer(set, 2);
+  *set = ds->normset;
   PetscFunctionReturn(0);
 }

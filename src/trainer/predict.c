@@ -1,0 +1,311 @@
+/*
+  Inference: a trained or loaded Net evaluated on a Dataset in evaluation mode, its outputs (logits) kept in file order
+  and written with the predicted labels to HDF5 or CSV.
+
+  Outputs: Y is a Vec [N][nout] distributed like the Dataset's samples (rank r holds its samples in file order), block
+  size nout. The predicted label of a sample is the arg-max of its outputs (the first one on ties, as LossCountCorrect()).
+  Files:
+    .h5/.hdf5  datasets "logits" [N][nout] float64 and "labels" [N] integers, written collectively (PetscViewerHDF5)
+    .csv       a header line "index,label,logit_0,...", then one line per sample: index, label, logits (%.17g)
+  Both are written under a temporary name and renamed into place (PetNetCommitFile()).
+*/
+#include <petnet/private/trainerimpl.h>
+#include <petscviewerhdf5.h>
+
+/* An HDF5 call of the writer below: a negative result is an error naming the file */
+#define PREDICT_HDF5(call)                                                                    \
+  do {                                                                                        \
+    PetscCheck((call) >= 0, comm, PETSC_ERR_LIB, "HDF5 failed (%s) writing %s", #call, file); \
+  } while (0)
+
+/*
+  The normalisation of a Dataset evaluated with the Net: a Dataset whose normalisation is not set takes the one the Net
+  records (NetGetInputNormalization(): from its training, or from the model file it was loaded from); one that is set
+  and differs keeps its own, with a warning, since the user asked for it (data stored already normalised, say).
+*/
+PetscErrorCode TrainerMatchNormalization_Private(Trainer tr, Dataset ds)
+{
+  PetscBool   netset, dsset;
+  PetscReal   s, m, d, a, b, c;
+  const char *prefix;
+
+  PetscFunctionBegin;
+  PetscCall(NetGetInputNormalization(tr->net, &netset, &s, &m, &d));
+  if (!netset) PetscFunctionReturn(0);
+  PetscCall(DatasetIsNormalizationSet(ds, &dsset));
+  if (!dsset) {
+    PetscCall(DatasetSetNormalization(ds, s, m, d));
+    PetscFunctionReturn(0);
+  }
+  PetscCall(DatasetGetNormalization(ds, &a, &b, &c));
+  if (a == s && b == m && c == d) PetscFunctionReturn(0);
+  PetscCall(DatasetGetOptionsPrefix(ds, &prefix));
+  PetscCall(PetscPrintf(PetscObjectComm((PetscObject)tr),
+                        "WARNING: the Dataset%s%s normalises its inputs x -> (%g x - %g) / %g, but the Net was trained on x -> (%g x - %g) / %g (recorded in the Net and its model file); its outputs are meaningful only if these "
+                        "inputs are already normalised accordingly. To use the Net's normalisation, drop -%sdataset_scale, -%sdataset_mean and -%sdataset_std\n",
+                        prefix ? " " : "", prefix ? prefix : "", (double)a, (double)b, (double)c, (double)s, (double)m, (double)d, prefix ? prefix : "", prefix ? prefix : "", prefix ? prefix : ""));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  TrainerPredict - evaluates the Trainer's Net on every sample of a Dataset, in evaluation mode: its outputs (logits)
+  in file order and, when the Dataset has class labels, the mean loss and the accuracy
+
+  Collective on tr
+
+  Input Parameters:
++ tr - a Trainer with a Net (e.g. loaded with NetLoad() or -net_load) and a Loss; it needs no training Dataset
+- ds - the Dataset, of any kind (set up if needed)
+
+  Output Parameters:
++ Y    - a new Vec [N][nout] of the outputs, block size nout, distributed as the Dataset's samples in file order
+         (destroy it with VecDestroy()), or NULL if not wanted
+. loss - the mean loss over the samples (may be NULL)
+- acc  - the fraction of samples whose arg-max output is their label, or -1 if the Dataset has no class labels
+         (regression targets) (may be NULL)
+
+  Notes:
+  A Dataset whose normalisation was not set (DatasetIsNormalizationSet()) takes the one the Net records
+  (NetGetInputNormalization(): the training Dataset's, saved in the model file); one set otherwise is kept, with a
+  warning. The Net's input shape, if unset, is the Dataset's. The numbers equal those of TrainerEvaluate() (the same
+  chunks of -trainer_eval_batch_size samples) on any number of ranks.
+
+  Level: beginner
+
+.seealso: `TrainerSavePredictions()`, `TrainerEvaluate()`, `NetLoad()`, `NetSetInputNormalization()`
+@*/
+PetscErrorCode TrainerPredict(Trainer tr, Dataset ds, Vec *Y, PetscReal *loss, PetscReal *acc)
+{
+  MPI_Comm    comm = PetscObjectComm((PetscObject)tr);
+  PetNetShape sample, netin, out;
+  PetscInt    nout, nlocal, classes, correct = 0, N;
+  PetscBool   training, isce;
+  PetscReal   f;
+  Vec         Yall;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(tr, TRAINER_CLASSID, 1);
+  PetscValidHeaderSpecific(ds, DATASET_CLASSID, 2);
+  PetscCheck(tr->net && tr->loss, comm, PETSC_ERR_ORDER, "Give the Trainer a Net (e.g. loaded with NetLoad()) and a Loss before TrainerPredict()");
+  PetscCall(TrainerMatchNormalization_Private(tr, ds));
+  PetscCall(DatasetSetUp(ds));
+  PetscCall(DatasetGetSampleShape(ds, &sample));
+  PetscCall(NetGetInputShape(tr->net, &netin));
+  if (!netin.ndim)
+    PetscCall(NetSetInputShape(tr->net, &sample));
+  else {
+    PetscInt n1, n2;
+    char     a[64], b[64];
+
+    PetscCall(PetNetShapeSize(&sample, &n1));
+    PetscCall(PetNetShapeSize(&netin, &n2));
+    PetscCall(PetNetShapeToString(&sample, sizeof(a), a));
+    PetscCall(PetNetShapeToString(&netin, sizeof(b), b));
+    PetscCheck(n1 == n2, comm, PETSC_ERR_ARG_INCOMP, "The data samples have shape %s but the Net expects %s: give data of the shape the model was trained on", a, b);
+  }
+  PetscCall(NetSetUp(tr->net));
+  PetscCall(LossSetUp(tr->loss));
+  PetscCall(NetGetOutputShape(tr->net, &out));
+  PetscCall(PetNetShapeSize(&out, &nout));
+  PetscCall(DatasetGetNumClasses(ds, &classes));
+  PetscCall(PetscObjectTypeCompare((PetscObject)tr->loss, LOSSCROSSENTROPY, &isce));
+  if (isce) PetscCall(DatasetCheckLabels(ds, nout));
+  PetscCall(DatasetGetLocalSize(ds, &nlocal));
+  PetscCall(VecCreateMPI(comm, nlocal * nout, PETSC_DETERMINE, &Yall));
+  PetscCall(VecSetBlockSize(Yall, nout));
+  PetscCall(PetscObjectSetName((PetscObject)Yall, "logits"));
+  PetscCall(PetscLogEventBegin(TRAINER_Evaluate, tr, 0, 0, 0));
+  PetscCall(NetGetTraining(tr->net, &training));
+  PetscCall(NetSetTraining(tr->net, PETSC_FALSE));
+  PetscCall(TrainerAccumulate_Private(tr, ds, &f, NULL, classes ? &correct : NULL, Yall));
+  PetscCall(NetSetTraining(tr->net, training));
+  PetscCall(PetscLogEventEnd(TRAINER_Evaluate, tr, 0, 0, 0));
+  PetscCall(DatasetGetSize(ds, &N));
+  if (loss) *loss = f;
+  if (acc) *acc = classes && N ? (PetscReal)correct / N : -1.0;
+  if (Y)
+    *Y = Yall;
+  else
+    PetscCall(VecDestroy(&Yall));
+  PetscFunctionReturn(0);
+}
+
+/* This rank's predicted labels: the arg-max of each block of nout outputs (the first on ties) */
+static PetscErrorCode TrainerPredictLabels_Private(Vec Y, PetscInt *nlocal, PetscInt **labels)
+{
+  const PetscScalar *y;
+  PetscInt           n, nout;
+
+  PetscFunctionBegin;
+  PetscCall(VecGetBlockSize(Y, &nout));
+  PetscCall(VecGetLocalSize(Y, &n));
+  n /= nout;
+  PetscCall(PetscMalloc1(n, labels));
+  PetscCall(VecGetArrayRead(Y, &y));
+  for (PetscInt i = 0; i < n; i++) {
+    PetscInt best = 0;
+
+    for (PetscInt k = 1; k < nout; k++)
+      if (PetscRealPart(y[i * nout + k]) > PetscRealPart(y[i * nout + best])) best = k;
+    (*labels)[i] = best;
+  }
+  PetscCall(VecRestoreArrayRead(Y, &y));
+  *nlocal = n;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode TrainerSavePredictionsHDF5_Private(Vec Y, const PetscInt labels[], PetscInt nlocal, const char file[])
+{
+  MPI_Comm    comm = PetscObjectComm((PetscObject)Y);
+  PetscViewer viewer;
+  hid_t       fid, space, mem, dset, xfer;
+  hsize_t     N, start, count;
+  PetscInt64  n = nlocal, first = 0, total = 0;
+  int        *l32;
+
+  PetscFunctionBegin;
+  PetscCall(PetscViewerHDF5Open(comm, file, FILE_MODE_WRITE, &viewer));
+  PetscCall(VecView(Y, viewer)); /* "logits": [N][nout] (block size nout) */
+  /* "labels": [N] 32-bit integers, each rank its hyperslab, one collective write (ISView() would write [N][1]) */
+  PetscCallMPI(MPI_Exscan(&n, &first, 1, MPIU_INT64, MPI_SUM, comm));
+  PetscCallMPI(MPI_Allreduce(&n, &total, 1, MPIU_INT64, MPI_SUM, comm));
+  PetscCall(PetscMalloc1(nlocal + 1, &l32));
+  for (PetscInt i = 0; i < nlocal; i++) l32[i] = (int)labels[i];
+  PetscCall(PetscViewerHDF5GetFileId(viewer, &fid));
+  N     = (hsize_t)total;
+  start = (hsize_t)first;
+  count = (hsize_t)nlocal;
+  PREDICT_HDF5(space = H5Screate_simple(1, &N, NULL));
+  PREDICT_HDF5(dset = H5Dcreate2(fid, "labels", H5T_NATIVE_INT, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+  PREDICT_HDF5(mem = H5Screate_simple(1, &count, NULL));
+  PREDICT_HDF5(H5Sselect_hyperslab(space, H5S_SELECT_SET, &start, NULL, &count, NULL));
+  PREDICT_HDF5(xfer = H5Pcreate(H5P_DATASET_XFER));
+  PREDICT_HDF5(H5Pset_dxpl_mpio(xfer, H5FD_MPIO_COLLECTIVE));
+  PREDICT_HDF5(H5Dwrite(dset, H5T_NATIVE_INT, mem, space, xfer, l32));
+  PREDICT_HDF5(H5Pclose(xfer));
+  PREDICT_HDF5(H5Sclose(mem));
+  PREDICT_HDF5(H5Dclose(dset));
+  PREDICT_HDF5(H5Sclose(space));
+  PetscCall(PetscFree(l32));
+  PetscCall(PetscViewerDestroy(&viewer));
+  PetscFunctionReturn(0);
+}
+
+/* This rank's lines "index,label,logit,...\n" in one buffer (free with PetscFree()) */
+static PetscErrorCode TrainerPredictionsCSVText_Private(Vec Y, const PetscInt labels[], PetscInt nlocal, char **text, size_t *len)
+{
+  const PetscScalar *y;
+  PetscInt           nout, rstart;
+  size_t             cap, n = 0;
+
+  PetscFunctionBegin;
+  PetscCall(VecGetBlockSize(Y, &nout));
+  PetscCall(VecGetOwnershipRange(Y, &rstart, NULL));
+  rstart /= nout;
+  cap = (size_t)nlocal * (48 + 26 * (size_t)nout) + 1; /* two integers and nout numbers of at most 25 characters each */
+  PetscCall(PetscMalloc1(cap, text));
+  PetscCall(VecGetArrayRead(Y, &y));
+  for (PetscInt i = 0; i < nlocal; i++) {
+    n += (size_t)snprintf(*text + n, cap - n, "%" PetscInt_FMT ",%" PetscInt_FMT, rstart + i, labels[i]);
+    for (PetscInt k = 0; k < nout; k++) n += (size_t)snprintf(*text + n, cap - n, ",%.17g", (double)PetscRealPart(y[i * nout + k]));
+    n += (size_t)snprintf(*text + n, cap - n, "\n");
+  }
+  PetscCall(VecRestoreArrayRead(Y, &y));
+  *len = n;
+  PetscFunctionReturn(0);
+}
+
+/* Rank 0 writes the header, then the lines of every rank in rank order (file order), one rank's block at a time */
+static PetscErrorCode TrainerSavePredictionsCSV_Private(Vec Y, const PetscInt labels[], PetscInt nlocal, const char file[])
+{
+  MPI_Comm    comm = PetscObjectComm((PetscObject)Y);
+  PetscMPIInt rank, size;
+  PetscInt    nout;
+  char       *text;
+  size_t      len = 0;
+  FILE       *fp  = NULL;
+
+  PetscFunctionBegin;
+  PetscCallMPI(MPI_Comm_rank(comm, &rank));
+  PetscCallMPI(MPI_Comm_size(comm, &size));
+  PetscCall(VecGetBlockSize(Y, &nout));
+  PetscCall(TrainerPredictionsCSVText_Private(Y, labels, nlocal, &text, &len));
+  PetscCall(PetscFOpen(comm, file, "w", &fp));
+  PetscCall(PetscFPrintf(comm, fp, "index,label"));
+  for (PetscInt k = 0; k < nout; k++) PetscCall(PetscFPrintf(comm, fp, ",logit_%" PetscInt_FMT, k));
+  PetscCall(PetscFPrintf(comm, fp, "\n"));
+  if (!rank) {
+    PetscCheck(fwrite(text, 1, len, fp) == len, PETSC_COMM_SELF, PETSC_ERR_FILE_WRITE, "Cannot write predictions to %s", file);
+    for (PetscMPIInt r = 1; r < size; r++) {
+      PetscInt64 rlen;
+      char      *buf;
+
+      PetscCallMPI(MPI_Recv(&rlen, 1, MPIU_INT64, r, 0, comm, MPI_STATUS_IGNORE));
+      PetscCall(PetscMalloc1(rlen + 1, &buf));
+      for (PetscInt64 off = 0; off < rlen; off += PETSC_MPI_INT_MAX) PetscCallMPI(MPI_Recv(buf + off, (PetscMPIInt)PetscMin(rlen - off, PETSC_MPI_INT_MAX), MPI_CHAR, r, 1, comm, MPI_STATUS_IGNORE));
+      PetscCheck(fwrite(buf, 1, (size_t)rlen, fp) == (size_t)rlen, PETSC_COMM_SELF, PETSC_ERR_FILE_WRITE, "Cannot write predictions to %s", file);
+      PetscCall(PetscFree(buf));
+    }
+  } else {
+    PetscInt64 slen = (PetscInt64)len;
+
+    PetscCallMPI(MPI_Send(&slen, 1, MPIU_INT64, 0, 0, comm));
+    for (PetscInt64 off = 0; off < slen; off += PETSC_MPI_INT_MAX) PetscCallMPI(MPI_Send(text + off, (PetscMPIInt)PetscMin(slen - off, PETSC_MPI_INT_MAX), MPI_CHAR, 0, 1, comm));
+  }
+  PetscCall(PetscFree(text));
+  PetscCall(PetscFClose(comm, fp));
+  PetscFunctionReturn(0);
+}
+
+/*@C
+  TrainerSavePredictions - writes the outputs of TrainerPredict() and the predicted labels (their arg-max) to a file
+
+  Collective on tr
+
+  Input Parameters:
++ tr   - the Trainer
+. Y    - the outputs from TrainerPredict(): [N][nout], block size nout, samples in file order
+- file - the file: ".h5" or ".hdf5" (any case) HDF5, ".csv" comma-separated text
+
+  Notes:
+  HDF5: the datasets "logits" [N][nout] (float64) and "labels" [N] (integers), written collectively by all ranks.
+  CSV: a header line "index,label,logit_0,...,logit_<nout-1>", then one line per sample in file order: its index
+  (0-based, in the Dataset), its label and its outputs (%.17g: read back exactly). Rank 0 writes the lines of every
+  rank in order. Either way the file is written under a temporary name and renamed into place, and its directory is
+  checked first (PetNetCheckWritableFile()).
+
+  Level: beginner
+
+.seealso: `TrainerPredict()`
+@*/
+PetscErrorCode TrainerSavePredictions(Trainer tr, Vec Y, const char file[])
+{
+  MPI_Comm       comm = PetscObjectComm((PetscObject)tr);
+  char           lower[PETSC_MAX_PATH_LEN], tmp[PETSC_MAX_PATH_LEN];
+  PetscBool      h5, hdf5, csv;
+  PetscInt      *labels, nlocal = 0;
+  PetscErrorCode ierr;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(tr, TRAINER_CLASSID, 1);
+  PetscValidHeaderSpecific(Y, VEC_CLASSID, 2);
+  PetscValidCharPointer(file, 3);
+  PetscCall(PetscStrncpy(lower, file, sizeof(lower)));
+  PetscCall(PetscStrtolower(lower));
+  PetscCall(PetscStrendswith(lower, ".h5", &h5));
+  PetscCall(PetscStrendswith(lower, ".hdf5", &hdf5));
+  PetscCall(PetscStrendswith(lower, ".csv", &csv));
+  PetscCheck(h5 || hdf5 || csv, comm, PETSC_ERR_ARG_WRONG, "Cannot write predictions to %s: the name must end in .h5 or .hdf5 (HDF5) or .csv (text)", file);
+  PetscCall(PetNetCheckWritableFile(comm, file, "TrainerSavePredictions() (-predict_output)"));
+  PetscCall(TrainerPredictLabels_Private(Y, &nlocal, &labels));
+  PetscCall(PetNetTemporaryFileName(comm, file, sizeof(tmp), tmp));
+  if (csv)
+    ierr = TrainerSavePredictionsCSV_Private(Y, labels, nlocal, tmp);
+  else
+    ierr = TrainerSavePredictionsHDF5_Private(Y, labels, nlocal, tmp);
+  PetscCall(PetscFree(labels));
+  if (ierr) PetscCall(PetNetRemoveTemporaryFile(tmp));
+  PetscCall(ierr);
+  PetscCall(PetNetCommitFile(comm, tmp, file));
+  PetscFunctionReturn(0);
+}
