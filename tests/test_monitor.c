@@ -47,7 +47,7 @@ int main(int argc, char **argv)
   PetscInt              epochs;
   PetscReal             trainloss, testloss, testacc;
   char                  csvfile[PETSC_MAX_PATH_LEN] = "tests/out/test_monitor.csv";
-  PetscInt              lines = 0, calls;
+  PetscInt              lines                       = 0, calls;
 
   PetscCall(PetscInitialize(&argc, &argv, NULL, help));
   comm = PETSC_COMM_WORLD;
@@ -95,12 +95,12 @@ int main(int argc, char **argv)
   for (PetscInt i = 0; i < user->calls; i++) {
     const TrainerMetrics *m = &user->metrics[i];
 
-    PetscCall(PetscPrintf(comm, "user monitor: epoch %" PetscInt_FMT "/%" PetscInt_FMT " train_loss %.6f test_loss %.6f test_accuracy %.4f learning_rate %.6g samples %" PetscInt_FMT "\n", m->epoch, m->epochs, (double)m->train_loss, (double)m->test_loss,
-                          (double)m->test_accuracy, (double)m->learning_rate, m->samples));
+    PetscCall(PetscPrintf(comm, "user monitor: epoch %" PetscInt_FMT "/%" PetscInt_FMT " train_loss %.6f test_loss %.6f test_accuracy %.4f learning_rate %.6g samples %" PetscInt_FMT "\n", m->epoch, m->epochs, (double)m->train_loss,
+                          (double)m->test_loss, (double)m->test_accuracy, (double)m->learning_rate, m->samples));
   }
   calls = user->calls;
   PetscCall(TrainerDestroy(&tr)); /* destroys the monitors' contexts (user too), and closes the CSV file */
-  { /* the CSV file: a header and one row per epoch, written once (not twice) */
+  {                               /* the CSV file: a header and one row per epoch, written once (not twice) */
     PetscMPIInt rank;
 
     PetscCallMPI(MPI_Comm_rank(comm, &rank));

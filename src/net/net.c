@@ -834,8 +834,8 @@ PetscErrorCode NetView(Net net, PetscViewer viewer)
     /* a binary or HDF5 viewer gets the model itself, as PETSc's objects write themselves to those viewers */
     PetscCall(PetscObjectTypeCompare((PetscObject)viewer, PETSCVIEWERBINARY, &isbinary));
     PetscCall(PetscObjectTypeCompare((PetscObject)viewer, PETSCVIEWERHDF5, &ishdf5));
-    PetscCheck(isbinary || ishdf5, PetscObjectComm((PetscObject)net), PETSC_ERR_SUP, "NetView() cannot write a Net to a %s viewer: use ascii (the table of layers), binary or hdf5 (the model, as NetSave()), e.g. -net_view binary:net.petnet or -net_view hdf5:net.h5",
-               ((PetscObject)viewer)->type_name);
+    PetscCheck(isbinary || ishdf5, PetscObjectComm((PetscObject)net), PETSC_ERR_SUP,
+               "NetView() cannot write a Net to a %s viewer: use ascii (the table of layers), binary or hdf5 (the model, as NetSave()), e.g. -net_view binary:net.petnet or -net_view hdf5:net.h5", ((PetscObject)viewer)->type_name);
     PetscCall(NetWrite(net, viewer));
     PetscFunctionReturn(0);
   }

@@ -425,7 +425,8 @@ PetscErrorCode TrainerSetFromOptions(Trainer tr)
     char      value[PETSC_MAX_PATH_LEN + 64] = "ascii", option[256];
     PetscBool set;
 
-    PetscCall(PetscOptionsString("-trainer_monitor", "Monitors at the end of every epoch: ascii[:file] (progress line), csv[:file] or ascii:file:ascii_csv (metrics), draw (curves), a comma-separated list, or 0", "TrainerMonitorSet", value, value, sizeof(value), &set));
+    PetscCall(PetscOptionsString("-trainer_monitor", "Monitors at the end of every epoch: ascii[:file] (progress line), csv[:file] or ascii:file:ascii_csv (metrics), draw (curves), a comma-separated list, or 0", "TrainerMonitorSet", value, value,
+                                 sizeof(value), &set));
     PetscCall(PetscSNPrintf(option, sizeof(option), "-%strainer_monitor", PetscOptionsObject->prefix ? PetscOptionsObject->prefix : ""));
     if (set) PetscCall(TrainerMonitorSetFromOptions_Private(tr, option, value));
   }

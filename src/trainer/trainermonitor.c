@@ -43,8 +43,9 @@ $ PetscErrorCode monitor(Trainer tr, PetscInt epoch, const TrainerMetrics *metri
 
   Notes:
   Monitors run in the order they were added, after the test evaluation and before the checkpoint of the epoch; at most
-  10. Adding a monitor identical to one already set (same function, context and destroy routine; for the built-in
-  ones the same viewer and format) does nothing. The built-in TrainerMonitorDefault(), TrainerMonitorCSV() and
+  10. Adding a monitor already set (same function, context and destroy routine) does nothing; adding a built-in one
+  with a PetscViewerAndFormat of the same viewer and format as one already set destroys the new context and does
+  nothing else. The built-in TrainerMonitorDefault(), TrainerMonitorCSV() and
   TrainerMonitorDraw() take a PetscViewerAndFormat (PetscViewerAndFormatCreate(), destroyed by
   PetscViewerAndFormatDestroy()). Unless -trainer_monitor is given or TrainerMonitorCancel() called, TrainerSetUp()
   adds TrainerMonitorDefault() on standard output after the monitors set here. The same metrics are available after
@@ -60,12 +61,18 @@ PetscErrorCode TrainerMonitorSet(Trainer tr, PetscErrorCode (*monitor)(Trainer, 
   PetscFunctionBegin;
   PetscValidHeaderSpecific(tr, TRAINER_CLASSID, 1);
   PetscValidFunction(monitor, 2);
+  /* as PetscMonitorCompare(), except that the very same context is left alone (PETSc's would destroy it) */
   for (PetscInt i = 0; i < tr->nmonitors; i++) {
-    PetscBool identical;
+    if (tr->monitor[i] != monitor || tr->monitordestroy[i] != destroy) continue;
+    if (tr->monitorctx[i] == ctx) PetscFunctionReturn(0);
+    if (destroy == (PetscErrorCode(*)(void **))PetscViewerAndFormatDestroy) {
+      PetscViewerAndFormat *old = (PetscViewerAndFormat *)tr->monitorctx[i], *vf = (PetscViewerAndFormat *)ctx;
 
-    /* through void (*)(void), the cast that matches any function type */
-    PetscCall(PetscMonitorCompare((PetscErrorCode(*)(void))(void (*)(void))monitor, ctx, destroy, (PetscErrorCode(*)(void))(void (*)(void))tr->monitor[i], tr->monitorctx[i], tr->monitordestroy[i], &identical));
-    if (identical) PetscFunctionReturn(0);
+      if (old->viewer == vf->viewer && old->format == vf->format) { /* a duplicate: drop the new one */
+        PetscCall(PetscViewerAndFormatDestroy(&vf));
+        PetscFunctionReturn(0);
+      }
+    }
   }
   PetscCheck(tr->nmonitors < TRAINER_MAX_MONITORS, PetscObjectComm((PetscObject)tr), PETSC_ERR_ARG_OUTOFRANGE, "Too many Trainer monitors: at most %d", TRAINER_MAX_MONITORS);
   tr->monitor[tr->nmonitors]        = monitor;
@@ -201,9 +208,11 @@ PetscErrorCode TrainerMonitor_Private(Trainer tr, PetscInt epoch, PetscReal seco
   Input Parameters:
 + tr      - the Trainer
 . epoch   - the epoch just completed
-. metrics - its metrics
-- vf      - an ASCII viewer and format (PetscViewerAndFormatCreate()); with format PETSC_VIEWER_ASCII_CSV the row of
-            TrainerMonitorCSV() is written instead
+- metrics - its metrics
+
+  Output Parameter:
+. vf - an ASCII viewer and format (PetscViewerAndFormatCreate()) that the line is written to; with format
+       PETSC_VIEWER_ASCII_CSV the row of TrainerMonitorCSV() is written instead
 
   Options Database Key:
 . -trainer_monitor [ascii[:file]] - this monitor, on standard output or in a file (the default: on standard output)
@@ -249,8 +258,11 @@ PetscErrorCode TrainerMonitorDefault(Trainer tr, PetscInt epoch, const TrainerMe
   Input Parameters:
 + tr      - the Trainer
 . epoch   - the epoch just completed
-. metrics - its metrics
-- vf      - an ASCII viewer and format (PetscViewerAndFormatCreate()); its data field marks the header as written
+- metrics - its metrics
+
+  Output Parameter:
+. vf - an ASCII viewer and format (PetscViewerAndFormatCreate()) that the row is written to; its data field is set to
+       mark the header as written
 
   Options Database Keys:
 + -trainer_monitor csv[:file]            - this monitor, on standard output or in a file
@@ -295,9 +307,11 @@ PetscErrorCode TrainerMonitorCSV(Trainer tr, PetscInt epoch, const TrainerMetric
   Input Parameters:
 + tr      - the Trainer
 . epoch   - the epoch just completed
-. metrics - its metrics
-- vf      - a draw viewer and format (PetscViewerDrawOpen(), PetscViewerAndFormatCreate()); the line graph is created
-            at the first call in vf->lg and destroyed with vf (PetscViewerAndFormatDestroy())
+- metrics - its metrics
+
+  Output Parameter:
+. vf - a draw viewer and format (PetscViewerDrawOpen(), PetscViewerAndFormatCreate()); the line graph is created at
+       the first call in vf->lg and destroyed with vf (PetscViewerAndFormatDestroy())
 
   Options Database Keys:
 + -trainer_monitor draw - this monitor
@@ -361,8 +375,10 @@ static PetscErrorCode TrainerMonitorOpenASCII_Private(Trainer tr, const char opt
   if (rank == 0) {
     FILE *fp = fopen(file, "a");
 
-    if (!fp) err = errno;
-    else (void)fclose(fp);
+    if (!fp)
+      err = errno;
+    else
+      (void)fclose(fp);
   }
   PetscCallMPI(MPI_Bcast(&err, 1, MPI_INT, 0, comm));
   PetscCheck(!err, comm, PETSC_ERR_FILE_OPEN, "%s: cannot write the monitor file %s: %s; check that its directory exists and is writable", option, file, strerror(err));
@@ -387,7 +403,7 @@ PetscErrorCode TrainerMonitorSetFromOptions_Private(Trainer tr, const char optio
 {
   MPI_Comm          comm = PetscObjectComm((PetscObject)tr);
   const char *const on[] = {"", "1", "true", "yes", "on"}, *const off[] = {"0", "false", "no", "off"};
-  char              list[PETSC_MAX_PATH_LEN + 64], *item, *next;
+  char list[PETSC_MAX_PATH_LEN + 64], *item, *next;
 
   PetscFunctionBegin;
   for (size_t i = 0; i < PETSC_STATIC_ARRAY_LENGTH(off); i++) {
@@ -427,9 +443,10 @@ PetscErrorCode TrainerMonitorSetFromOptions_Private(Trainer tr, const char optio
     PetscCall(PetscStrcmp(item, "ascii", &isascii));
     PetscCall(PetscStrcmp(item, "csv", &iscsv));
     PetscCall(PetscStrcmp(item, "draw", &isdraw));
-    PetscCheck(isascii || iscsv || isdraw, comm, PETSC_ERR_ARG_UNKNOWN_TYPE,
-               "%s %s: unknown monitor \"%s\"; give ascii[:file] (the progress line), csv[:file] or ascii:file:ascii_csv (one row of metrics per epoch), draw (PetscDrawLG curves), a comma-separated list of them (ascii,csv:metrics.csv), or 0 for none",
-               option, value, item);
+    PetscCheck(
+        isascii || iscsv || isdraw, comm, PETSC_ERR_ARG_UNKNOWN_TYPE,
+        "%s %s: unknown monitor \"%s\"; give ascii[:file] (the progress line), csv[:file] or ascii:file:ascii_csv (one row of metrics per epoch), draw (PetscDrawLG curves), a comma-separated list of them (ascii,csv:metrics.csv), or 0 for none",
+        option, value, item);
     PetscCheck(!extra, comm, PETSC_ERR_ARG_WRONG, "%s %s: too many fields in \"%s\"; write ascii[:file[:format]] or csv[:file]", option, value, item);
     PetscCheck(!isdraw || ((!file || !file[0]) && !fmt), comm, PETSC_ERR_ARG_WRONG, "%s %s: draw takes no file; choose where it draws with -draw_type (x, null, image) and write a PNG with -trainer_monitor_plot FILE", option, value);
     PetscCheck(!iscsv || !fmt, comm, PETSC_ERR_ARG_WRONG, "%s %s: csv takes a file only (csv:metrics.csv), not a format", option, value);
@@ -438,7 +455,8 @@ PetscErrorCode TrainerMonitorSetFromOptions_Private(Trainer tr, const char optio
       PetscEnum f;
 
       PetscCall(PetscEnumFind(PetscViewerFormats, fmt, &f, &found));
-      PetscCheck(found && ((PetscViewerFormat)f == PETSC_VIEWER_ASCII_CSV || (PetscViewerFormat)f == PETSC_VIEWER_DEFAULT), comm, PETSC_ERR_ARG_WRONG, "%s %s: format \"%s\" is not one the Trainer's monitor writes; use ascii_csv (or no format for the progress line)", option, value, fmt);
+      PetscCheck(found && ((PetscViewerFormat)f == PETSC_VIEWER_ASCII_CSV || (PetscViewerFormat)f == PETSC_VIEWER_DEFAULT), comm, PETSC_ERR_ARG_WRONG,
+                 "%s %s: format \"%s\" is not one the Trainer's monitor writes; use ascii_csv (or no format for the progress line)", option, value, fmt);
       format = (PetscViewerFormat)f;
     }
     if (isdraw) {
@@ -454,8 +472,10 @@ PetscErrorCode TrainerMonitorSetFromOptions_Private(Trainer tr, const char optio
       PetscCall(TrainerMonitorAdd_Private(tr, TrainerMonitorDraw, viewer, PETSC_VIEWER_DEFAULT));
     } else {
       PetscCall(TrainerMonitorOpenASCII_Private(tr, option, file ? file : "", &viewer));
-      if (iscsv || format == PETSC_VIEWER_ASCII_CSV) PetscCall(TrainerMonitorAdd_Private(tr, TrainerMonitorCSV, viewer, PETSC_VIEWER_ASCII_CSV));
-      else PetscCall(TrainerMonitorAdd_Private(tr, TrainerMonitorDefault, viewer, PETSC_VIEWER_DEFAULT));
+      if (iscsv || format == PETSC_VIEWER_ASCII_CSV)
+        PetscCall(TrainerMonitorAdd_Private(tr, TrainerMonitorCSV, viewer, PETSC_VIEWER_ASCII_CSV));
+      else
+        PetscCall(TrainerMonitorAdd_Private(tr, TrainerMonitorDefault, viewer, PETSC_VIEWER_DEFAULT));
     }
   }
   PetscFunctionReturn(0);

@@ -51,7 +51,7 @@ PetscErrorCode TrainerNextBatch_Private(Tao tao, PetscInt it, void *ctx)
     if (now - tr->tlastprogress >= tr->progressinterval) {
       tr->tlastprogress = now;
       PetscCall(PetscViewerASCIIPrintf(tr->progressviewer, "  epoch %" PetscInt_FMT ": batch %" PetscInt_FMT "/%" PetscInt_FMT " (%.0f%%)  train_loss %.6f  %.1fs\n", tr->epoch + 1, tr->ibatch, tr->nbatches, 100.0 * tr->ibatch / tr->nbatches,
-                            tr->epochsamples ? (double)(tr->epochloss / tr->epochsamples) : 0.0, (double)(now - tr->tepoch)));
+                                       tr->epochsamples ? (double)(tr->epochloss / tr->epochsamples) : 0.0, (double)(now - tr->tepoch)));
     }
   }
   PetscFunctionReturn(0);

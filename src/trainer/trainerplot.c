@@ -30,7 +30,8 @@ PetscErrorCode TrainerPlotCheck_Private(Trainer tr)
   }
   PetscCallMPI(MPI_Bcast(&status, 1, MPI_INT, 0, comm));
   PetscCheck(status == 0, comm, PETSC_ERR_SUP,
-             "-trainer_monitor_plot %s needs gnuplot, but \"%s --version\" failed (exit status %d%s): install it (apt-get install gnuplot-nox), give its path with -trainer_monitor_plot_gnuplot, or write the metrics with -trainer_monitor csv:FILE and plot them yourself",
+             "-trainer_monitor_plot %s needs gnuplot, but \"%s --version\" failed (exit status %d%s): install it (apt-get install gnuplot-nox), give its path with -trainer_monitor_plot_gnuplot, or write the metrics with -trainer_monitor csv:FILE "
+             "and plot them yourself",
              tr->plot, tr->gnuplot, status, status == 127 ? ", program not found" : "");
   PetscFunctionReturn(0);
 }
@@ -84,7 +85,8 @@ PetscErrorCode TrainerPlotCurves(Trainer tr, const char filename[])
 
     PetscCall(PetscSNPrintf(cmd, sizeof(cmd), "'%s'", tr->gnuplot[0] ? tr->gnuplot : "gnuplot"));
     fp = popen(cmd, "w");
-    if (!fp) status = 127;
+    if (!fp)
+      status = 127;
     else {
       fprintf(fp, "set terminal pngcairo size 900,360 font 'sans,10'\nset output '%s'\n", tmp);
       fprintf(fp, "$d << EOD\n");
@@ -98,8 +100,10 @@ PetscErrorCode TrainerPlotCurves(Trainer tr, const char filename[])
       if (tr->history[tr->nhistory - 1].epoch - tr->history[0].epoch <= 20) fprintf(fp, "set xtics 1\n");
       if (hasacc) fprintf(fp, "set multiplot layout 1,2\n");
       fprintf(fp, "set title 'loss'\nset key top right\n");
-      if (hastest) fprintf(fp, "plot $d using 1:2 with linespoints pt 7 lw 2 title 'train', $d using 1:3 with linespoints pt 5 lw 2 title 'test'\n");
-      else fprintf(fp, "plot $d using 1:2 with linespoints pt 7 lw 2 title 'train'\n");
+      if (hastest)
+        fprintf(fp, "plot $d using 1:2 with linespoints pt 7 lw 2 title 'train', $d using 1:3 with linespoints pt 5 lw 2 title 'test'\n");
+      else
+        fprintf(fp, "plot $d using 1:2 with linespoints pt 7 lw 2 title 'train'\n");
       if (hasacc) fprintf(fp, "set title 'test accuracy'\nset key bottom right\nplot $d using 1:4 with linespoints pt 7 lw 2 lc 3 title 'test accuracy'\nunset multiplot\n");
       status = pclose(fp);
       status = status == -1 ? 127 : (WIFEXITED(status) ? WEXITSTATUS(status) : 128);
@@ -107,7 +111,8 @@ PetscErrorCode TrainerPlotCurves(Trainer tr, const char filename[])
     }
   }
   PetscCallMPI(MPI_Bcast(&status, 1, MPI_INT, 0, comm));
-  PetscCheck(status == 0, comm, PETSC_ERR_LIB, "Could not write the training curves to %s (-trainer_monitor_plot): %s exited with status %d (its messages are above); check that it is gnuplot with the pngcairo terminal (Debian's gnuplot-nox)", filename, tr->gnuplot, status);
+  PetscCheck(status == 0, comm, PETSC_ERR_LIB, "Could not write the training curves to %s (-trainer_monitor_plot): %s exited with status %d (its messages are above); check that it is gnuplot with the pngcairo terminal (Debian's gnuplot-nox)",
+             filename, tr->gnuplot, status);
   PetscCall(PetNetCommitFile(comm, tmp, filename));
   PetscFunctionReturn(0);
 }

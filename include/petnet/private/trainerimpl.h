@@ -70,16 +70,16 @@ struct _p_Trainer {
   /* monitors (trainermonitor.c): called in order at the end of every epoch */
 #define TRAINER_MAX_MONITORS 10
   PetscErrorCode (*monitor[TRAINER_MAX_MONITORS])(Trainer, PetscInt, const TrainerMetrics *, void *);
-  void          *monitorctx[TRAINER_MAX_MONITORS];
+  void *monitorctx[TRAINER_MAX_MONITORS];
   PetscErrorCode (*monitordestroy[TRAINER_MAX_MONITORS])(void **);
-  PetscInt       nmonitors;
-  PetscBool      monitordefault;  /* add TrainerMonitorDefault() on stdout at set-up (no -trainer_monitor, no cancel) */
-  PetscViewer    progressviewer;  /* borrowed: the first ascii monitor's viewer, for the lines within an epoch */
-  TrainerMetrics metrics;         /* of the last completed epoch */
+  PetscInt        nmonitors;
+  PetscBool       monitordefault; /* add TrainerMonitorDefault() on stdout at set-up (no -trainer_monitor, no cancel) */
+  PetscViewer     progressviewer; /* borrowed: the first ascii monitor's viewer, for the lines within an epoch */
+  TrainerMetrics  metrics;        /* of the last completed epoch */
   TrainerMetrics *history;        /* every epoch's metrics, for -trainer_monitor_plot */
-  PetscInt       nhistory, maxhistory;
-  char           plot[PETSC_MAX_PATH_LEN];    /* -trainer_monitor_plot: PNG written at the end of TrainerTrain() */
-  char           gnuplot[PETSC_MAX_PATH_LEN]; /* -trainer_monitor_plot_gnuplot: the program */
+  PetscInt        nhistory, maxhistory;
+  char            plot[PETSC_MAX_PATH_LEN];    /* -trainer_monitor_plot: PNG written at the end of TrainerTrain() */
+  char            gnuplot[PETSC_MAX_PATH_LEN]; /* -trainer_monitor_plot_gnuplot: the program */
 
   /* progress */
   PetscReal      progressinterval;
