@@ -48,7 +48,8 @@ $ PetscErrorCode monitor(Trainer tr, PetscInt epoch, const TrainerMetrics *metri
   nothing else. The built-in TrainerMonitorDefault(), TrainerMonitorCSV() and
   TrainerMonitorDraw() take a PetscViewerAndFormat (PetscViewerAndFormatCreate(), destroyed by
   PetscViewerAndFormatDestroy()). Unless -trainer_monitor is given or TrainerMonitorCancel() called, TrainerSetUp()
-  adds TrainerMonitorDefault() on standard output after the monitors set here. The same metrics are available after
+  adds TrainerMonitorDefault() on standard output after the monitors set here. TrainerSetFromOptions() with
+  -trainer_monitor 0 cancels every monitor set before it (TrainerMonitorCancel()): set yours after it to keep them. The same metrics are available after
   training from TrainerGetMetrics().
 
   Level: intermediate
