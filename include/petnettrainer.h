@@ -19,6 +19,23 @@ PETSC_EXTERN const char *const TrainerModes[];
 
 PETSC_EXTERN PetscClassId TRAINER_CLASSID;
 
+/* What a monitor receives at the end of every epoch (TrainerMonitorSet(), TrainerGetMetrics()). In full-batch mode an
+   epoch is one TAO iteration. Unknown values: test_loss PETSC_MAX_REAL and test_accuracy -1 without an evaluation
+   Dataset (accuracy also -1 for regression data), learning_rate NaN when the optimizer has none. */
+typedef struct {
+  PetscInt  epoch;         /* the epoch just completed, 1-based (epochs before a restart counted); 0: evaluation only */
+  PetscInt  epochs;        /* the epochs TrainerTrain() was asked to reach (-trainer_epochs) */
+  PetscReal train_loss;    /* as TrainerGetResults() */
+  PetscReal test_loss;     /* mean loss over the evaluation Dataset after this epoch */
+  PetscReal test_accuracy; /* fraction of evaluation samples whose arg-max output is the label */
+  PetscReal learning_rate; /* PetNet's optimizers: the rate of the epoch's last update (schedule applied); TAO's types:
+                              the last line-search step length */
+  PetscReal epoch_time;    /* seconds of this epoch's optimisation */
+  PetscReal elapsed;       /* seconds since the start of this TrainerTrain() */
+  PetscInt  samples;       /* training samples this epoch processed */
+  PetscReal samples_per_s; /* samples / epoch_time */
+} TrainerMetrics;
+
 PETSC_EXTERN PetscErrorCode TrainerInitializePackage(void);
 PETSC_EXTERN PetscErrorCode TrainerFinalizePackage(void);
 PETSC_EXTERN PetscErrorCode TrainerCreate(MPI_Comm, Trainer *);
@@ -44,6 +61,15 @@ PETSC_EXTERN PetscErrorCode TrainerDestroy(Trainer *);
 /* Results of the last TrainerTrain */
 PETSC_EXTERN PetscErrorCode TrainerGetResults(Trainer, PetscInt *, PetscReal *, PetscReal *, PetscReal *, PetscReal *);
 PETSC_EXTERN PetscErrorCode TrainerGetTaoIterations(Trainer, PetscInt *);
+PETSC_EXTERN PetscErrorCode TrainerGetMetrics(Trainer, TrainerMetrics *);
+
+/* Monitors: called at the end of every epoch (-trainer_monitor ascii|csv|draw[:file], TrainerMonitorSet()) */
+PETSC_EXTERN PetscErrorCode TrainerMonitorSet(Trainer, PetscErrorCode (*)(Trainer, PetscInt, const TrainerMetrics *, void *), void *, PetscErrorCode (*)(void **));
+PETSC_EXTERN PetscErrorCode TrainerMonitorCancel(Trainer);
+PETSC_EXTERN PetscErrorCode TrainerMonitorDefault(Trainer, PetscInt, const TrainerMetrics *, PetscViewerAndFormat *);
+PETSC_EXTERN PetscErrorCode TrainerMonitorCSV(Trainer, PetscInt, const TrainerMetrics *, PetscViewerAndFormat *);
+PETSC_EXTERN PetscErrorCode TrainerMonitorDraw(Trainer, PetscInt, const TrainerMetrics *, PetscViewerAndFormat *);
+PETSC_EXTERN PetscErrorCode TrainerPlotCurves(Trainer, const char[]);
 
 /* Checkpoints: parameters, optimizer state, epoch, data order; written atomically. */
 PETSC_EXTERN PetscErrorCode TrainerSaveCheckpoint(Trainer, const char[]);

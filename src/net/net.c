@@ -486,7 +486,7 @@ static PetscErrorCode NetGetLongOption_Private(Net net, const char name[], const
 . -net_test_jacobian         - dot-product and finite-difference checks at the first forward pass
 . -net_load <file>           - load architecture and parameters saved by NetSave() (replaces -net_layers)
 . -net_save <file>           - save the final Net there (NetSaveFromOptions(): at the end of TrainerTrain(), or at NetDestroy() at the latest)
-- -net_view                  - print the Net at set-up
+- -net_view [viewer]         - view the Net at set-up: the table of layers (ascii), or the model (binary, hdf5)
 
   Level: beginner
 
@@ -799,16 +799,24 @@ static PetscBool NetIsChain_Private(Net net)
 /*@
   NetView - a table of the layers (nodes): index, spec, kind, output shape, parameters, and the total; for a graph also
   each node's name and inputs; for a model-parallel node its grid of ranks, the data movement around it and each
-  rank's block of the weights.
+  rank's block of the weights. A binary or HDF5 viewer gets the model itself (NetWrite()).
 
   Collective
 
   Input Parameters:
 + net    - the Net
-- viewer - an ASCII viewer, or NULL for standard output
+- viewer - an ASCII viewer (the table), a binary or HDF5 viewer (the model, as NetSave() writes it), or NULL for
+           standard output; other viewer types are an error
 
-  Options Database Key:
-. -net_view - view at set-up
+  Options Database Keys:
++ -net_view [ascii,binary,hdf5][:file] - view at set-up (NetSetUp()): the architecture and the initial parameters
+- -trainer_view_net [viewer]           - view the trained Net at the end of TrainerTrain()
+
+  Notes:
+  -net_view binary:net.petnet and -net_view hdf5:net.h5 write what NetSave() writes and NetLoad() (-net_load) reads,
+  at set-up, before any training: the initial parameters (those of -net_load when a model was loaded). The trained
+  model is written by -trainer_view_net binary:trained.petnet (or by NetSave()). Unlike NetSave(), a viewer writes in
+  place, not atomically; a binary viewer from the options also writes its ".info" file.
 
   Level: beginner
 
@@ -823,7 +831,17 @@ PetscErrorCode NetView(Net net, PetscViewer viewer)
   PetscValidHeaderSpecific(net, NET_CLASSID, 1);
   if (!viewer) PetscCall(PetscViewerASCIIGetStdout(PetscObjectComm((PetscObject)net), &viewer));
   PetscCall(PetscObjectTypeCompare((PetscObject)viewer, PETSCVIEWERASCII, &isascii));
-  if (!isascii) PetscFunctionReturn(0);
+  if (!isascii) {
+    PetscBool isbinary, ishdf5;
+
+    /* a binary or HDF5 viewer gets the model itself, as PETSc's objects write themselves to those viewers */
+    PetscCall(PetscObjectTypeCompare((PetscObject)viewer, PETSCVIEWERBINARY, &isbinary));
+    PetscCall(PetscObjectTypeCompare((PetscObject)viewer, PETSCVIEWERHDF5, &ishdf5));
+    PetscCheck(isbinary || ishdf5, PetscObjectComm((PetscObject)net), PETSC_ERR_SUP,
+               "NetView() cannot write a Net to a %s viewer: use ascii (the table of layers), binary or hdf5 (the model, as NetSave()), e.g. -net_view binary:net.petnet or -net_view hdf5:net.h5", ((PetscObject)viewer)->type_name);
+    PetscCall(NetWrite(net, viewer));
+    PetscFunctionReturn(0);
+  }
   { /* as PetscObjectPrintClassNamePrefixType(), without its "type not yet set": a Net has no type */
     const char *prefix, *name = ((PetscObject)net)->name;
     PetscMPIInt size;

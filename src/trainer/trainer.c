@@ -43,7 +43,7 @@ PetscErrorCode TrainerCreate(MPI_Comm comm, Trainer *trainer)
   tr->evalbatchsize    = 1000;
   tr->taoits           = -1;
   tr->newtonsteps      = 1;
-  tr->monitor          = PETSC_TRUE;
+  tr->monitordefault   = PETSC_TRUE;
   tr->progressinterval = 10.0;
   tr->patience         = 0;
   tr->besttestloss     = PETSC_MAX_REAL;
@@ -53,6 +53,7 @@ PetscErrorCode TrainerCreate(MPI_Comm comm, Trainer *trainer)
   tr->divergencefactor = 1e3;
   tr->besttrainloss    = PETSC_MAX_REAL;
   tr->sharpnesssamples = 512;
+  PetscCall(PetscStrncpy(tr->gnuplot, "gnuplot", sizeof(tr->gnuplot)));
   PetscCall(TaoCreate(comm, &tr->tao));
   PetscCall(TaoSetType(tr->tao, TAOADAM));
   PetscCall(PetscObjectChangeTypeName((PetscObject)tr, "default"));
@@ -375,7 +376,12 @@ static PetscErrorCode TrainerOptionsCount_Private(PetscOptionItems *PetscOptions
 . -trainer_checkpoint <file>           - checkpoint file, written atomically
 . -trainer_checkpoint_every <N>        - every N epochs (0: only at the end)
 . -trainer_restart <file>              - resume from this checkpoint
-. -trainer_monitor                     - one progress line per epoch
+. -trainer_monitor [ascii,csv,draw][:file] - monitors at the end of every epoch (default: ascii, the progress line on
+                                         standard output): ascii:file, csv[:file] or ascii:file:ascii_csv (one row of
+                                         metrics per epoch), draw (PetscDrawLG curves), a comma-separated list of them
+                                         (ascii,csv:metrics.csv), or 0 (false, no, off) for none (TrainerMonitorSet())
+. -trainer_monitor_plot <file.png>     - the training curves as a PNG at the end of TrainerTrain() (TrainerPlotCurves())
+. -trainer_monitor_plot_gnuplot <prog> - the gnuplot program that draws it (default gnuplot)
 . -trainer_progress_interval <s>       - seconds between progress lines within an epoch (0: never)
 . -trainer_monitor_sharpness <N>       - every N epochs, the largest eigenvalue of the loss's Hessian (0: never)
 . -trainer_sharpness_samples <n>       - ... over the first n training samples (default 512); -trainer_spectrum_* set it up
@@ -415,7 +421,17 @@ PetscErrorCode TrainerSetFromOptions(Trainer tr)
   PetscCall(PetscOptionsString("-trainer_checkpoint", "Checkpoint file, written atomically", "TrainerSaveCheckpoint", tr->checkpoint, tr->checkpoint, sizeof(tr->checkpoint), NULL));
   PetscCall(TrainerOptionsCount_Private(PetscOptionsObject, tr, "-trainer_checkpoint_every", "Write the checkpoint every N epochs (0: only at the end)", "TrainerSaveCheckpoint", 0, &tr->checkpointevery));
   PetscCall(PetscOptionsString("-trainer_restart", "Resume from this checkpoint", "TrainerLoadCheckpoint", tr->restart, tr->restart, sizeof(tr->restart), NULL));
-  PetscCall(PetscOptionsBool("-trainer_monitor", "Print one progress line per epoch", "TrainerTrain", tr->monitor, &tr->monitor, NULL));
+  {
+    char      value[PETSC_MAX_PATH_LEN + 64] = "ascii", option[256];
+    PetscBool set;
+
+    PetscCall(PetscOptionsString("-trainer_monitor", "Monitors at the end of every epoch: ascii[:file] (progress line), csv[:file] or ascii:file:ascii_csv (metrics), draw (curves), a comma-separated list, or 0", "TrainerMonitorSet", value, value,
+                                 sizeof(value), &set));
+    PetscCall(PetscSNPrintf(option, sizeof(option), "-%strainer_monitor", PetscOptionsObject->prefix ? PetscOptionsObject->prefix : ""));
+    if (set) PetscCall(TrainerMonitorSetFromOptions_Private(tr, option, value));
+  }
+  PetscCall(PetscOptionsString("-trainer_monitor_plot", "Write the training curves to this PNG file at the end of training (gnuplot)", "TrainerPlotCurves", tr->plot, tr->plot, sizeof(tr->plot), NULL));
+  PetscCall(PetscOptionsString("-trainer_monitor_plot_gnuplot", "The gnuplot program of -trainer_monitor_plot", "TrainerPlotCurves", tr->gnuplot, tr->gnuplot, sizeof(tr->gnuplot), NULL));
   PetscCall(PetscOptionsReal("-trainer_progress_interval", "Seconds between progress lines within an epoch (0: never)", "TrainerTrain", tr->progressinterval, &tr->progressinterval, NULL));
   PetscCall(TrainerOptionsCount_Private(PetscOptionsObject, tr, "-trainer_monitor_sharpness", "Print the largest Hessian eigenvalue every N epochs (0: never; -trainer_spectrum_* set its Spectrum)", "TrainerTrain", 0, &tr->sharpnessevery));
   PetscCall(TrainerOptionsCount_Private(PetscOptionsObject, tr, "-trainer_sharpness_samples", "Training samples of the sharpness monitor's Hessian", "TrainerTrain", 1, &tr->sharpnesssamples));
@@ -592,15 +608,19 @@ PetscErrorCode TrainerSetUp(Trainer tr)
     PetscCall(PetNetRemoveStaleTemporaryFiles(comm, tr->checkpoint));
     PetscCall(PetNetCheckWritableFile(comm, tr->checkpoint, "-trainer_checkpoint"));
   }
+  PetscCall(TrainerPlotCheck_Private(tr)); /* a plot that cannot be written is reported now, not after training */
+  PetscCall(TrainerMonitorSetUp_Private(tr));
   tr->setupcalled = PETSC_TRUE;
   if (tr->restart[0]) PetscCall(TrainerLoadCheckpoint(tr, tr->restart));
-  PetscCall(PetscObjectViewFromOptions((PetscObject)tr, NULL, "-trainer_view"));
+  PetscCall(PetscObjectViewFromOptions((PetscObject)tr, NULL, "-trainer_view_pre"));
   PetscFunctionReturn(0);
 }
 
 /*@
   TrainerView - prints the Trainer's settings: TAO type, mode, epochs (and how many are completed), batches per epoch,
-  divergence test, early stopping and checkpoint, followed by the views of its Net, Loss, Datasets and Tao
+  divergence test, early stopping and checkpoint; after TrainerTrain() the final state (epochs run, final losses,
+  accuracy and learning rate, TAO iterations); then the views of its Net, Loss, Datasets and Tao (with TAO's
+  iteration count and convergence reason after training)
 
   Collective
 
@@ -608,8 +628,9 @@ PetscErrorCode TrainerSetUp(Trainer tr)
 + tr     - the Trainer
 - viewer - an ASCII viewer, or NULL for standard output on the Trainer's communicator; other viewer types print nothing
 
-  Options Database Key:
-. -trainer_view - view at the end of TrainerSetUp()
+  Options Database Keys:
++ -trainer_view [viewer]     - view at the end of TrainerTrain(), as PETSc views a solver at the end of a solve
+- -trainer_view_pre [viewer] - view at the end of TrainerSetUp(), before training
 
   Notes:
   The mode and the batches per epoch are resolved by TrainerSetUp(): view the Trainer after it.
@@ -642,6 +663,25 @@ PetscErrorCode TrainerView(Trainer tr, PetscViewer viewer)
     PetscCall(PetscViewerASCIIPrintf(viewer, "divergence: a NaN or Inf loss\n"));
   if (tr->patience) PetscCall(PetscViewerASCIIPrintf(viewer, "early stopping after %" PetscInt_FMT " epochs without improvement of the test loss\n", tr->patience));
   if (tr->checkpoint[0]) PetscCall(PetscViewerASCIIPrintf(viewer, "checkpoint %s every %" PetscInt_FMT " epochs\n", tr->checkpoint, tr->checkpointevery));
+  if (tr->nhistory) { /* after TrainerTrain(): the final state, each line printed at once (the viewer indents every call) */
+    const TrainerMetrics *m = &tr->metrics;
+    char                  line[256], part[128];
+
+    PetscCall(PetscViewerASCIIPrintf(viewer, "trained: %" PetscInt_FMT " epochs completed (%" PetscInt_FMT " monitored), %.2f s\n", tr->epoch, tr->nhistory, (double)tr->traintime));
+    PetscCall(PetscSNPrintf(line, sizeof(line), "final train_loss %.6f", (double)tr->trainloss));
+    if (tr->test) {
+      PetscCall(PetscSNPrintf(part, sizeof(part), "  test_loss %.6f  test_acc %.4f", (double)tr->testloss, (double)tr->testacc));
+      PetscCall(PetscStrlcat(line, part, sizeof(line)));
+    }
+    if (!PetscIsNanReal(m->learning_rate)) {
+      PetscCall(PetscSNPrintf(part, sizeof(part), "  learning_rate %g", (double)m->learning_rate));
+      PetscCall(PetscStrlcat(line, part, sizeof(line)));
+    }
+    PetscCall(PetscViewerASCIIPrintf(viewer, "%s\n", line));
+    if (!tr->minibatch && tr->taoits >= 0) PetscCall(PetscViewerASCIIPrintf(viewer, "full batch: %" PetscInt_FMT " TAO iterations in the last TrainerTrain()\n", tr->taoits));
+  }
+  if (tr->nmonitors) PetscCall(PetscViewerASCIIPrintf(viewer, "%" PetscInt_FMT " monitor%s\n", tr->nmonitors, tr->nmonitors > 1 ? "s" : ""));
+  if (tr->plot[0]) PetscCall(PetscViewerASCIIPrintf(viewer, "training curves to %s (gnuplot: %s)\n", tr->plot, tr->gnuplot));
   if (tr->net) PetscCall(NetView(tr->net, viewer));
   if (tr->loss) PetscCall(LossView(tr->loss, viewer));
   if (tr->train) PetscCall(DatasetView(tr->train, viewer));
@@ -688,6 +728,8 @@ PetscErrorCode TrainerDestroy(Trainer *tr)
   PetscCall(VecDestroy(&(*tr)->Y));
   PetscCall(VecDestroy(&(*tr)->dY));
   PetscCall(SpectrumDestroy(&(*tr)->sharpness));
+  PetscCall(TrainerMonitorDestroy_Private(*tr));
+  PetscCall(PetscFree((*tr)->history));
   PetscCall(PetscHeaderDestroy(tr));
   PetscFunctionReturn(0);
 }

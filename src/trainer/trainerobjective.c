@@ -46,12 +46,12 @@ PetscErrorCode TrainerNextBatch_Private(Tao tao, PetscInt it, void *ctx)
   PetscCall(DatasetGetBatch(tr->train, tr->ibatch, &tr->X, &tr->T));
   tr->ibatch++;
   tr->batchcounted = PETSC_FALSE;
-  if (tr->monitor && tr->progressinterval > 0) {
+  if (tr->progressviewer && tr->progressinterval > 0) {
     PetscCall(PetscTime(&now));
     if (now - tr->tlastprogress >= tr->progressinterval) {
       tr->tlastprogress = now;
-      PetscCall(PetscPrintf(PetscObjectComm((PetscObject)tr), "  epoch %" PetscInt_FMT ": batch %" PetscInt_FMT "/%" PetscInt_FMT " (%.0f%%)  train_loss %.6f  %.1fs\n", tr->epoch + 1, tr->ibatch, tr->nbatches, 100.0 * tr->ibatch / tr->nbatches,
-                            tr->epochsamples ? (double)(tr->epochloss / tr->epochsamples) : 0.0, (double)(now - tr->tepoch)));
+      PetscCall(PetscViewerASCIIPrintf(tr->progressviewer, "  epoch %" PetscInt_FMT ": batch %" PetscInt_FMT "/%" PetscInt_FMT " (%.0f%%)  train_loss %.6f  %.1fs\n", tr->epoch + 1, tr->ibatch, tr->nbatches, 100.0 * tr->ibatch / tr->nbatches,
+                                       tr->epochsamples ? (double)(tr->epochloss / tr->epochsamples) : 0.0, (double)(now - tr->tepoch)));
     }
   }
   PetscFunctionReturn(0);

@@ -84,16 +84,6 @@ static PetscErrorCode TrainerCheckDivergence_Private(Trainer tr, PetscInt epoch)
   SETERRQ(comm, PETSC_ERR_NOT_CONVERGED, "Training diverged: %s. %s", what, advice);
 }
 
-static PetscErrorCode TrainerPrintEpoch_Private(Trainer tr, PetscInt epoch, PetscReal seconds, PetscInt samples, PetscLogDouble elapsed)
-{
-  PetscFunctionBegin;
-  if (!tr->monitor) PetscFunctionReturn(0);
-  PetscCall(PetscPrintf(PetscObjectComm((PetscObject)tr), "epoch %3" PetscInt_FMT "/%" PetscInt_FMT "  train_loss %.6f", epoch, tr->epochs, (double)tr->trainloss));
-  if (tr->test) PetscCall(PetscPrintf(PetscObjectComm((PetscObject)tr), "  test_loss %.6f  test_acc %.4f", (double)tr->testloss, (double)tr->testacc));
-  PetscCall(PetscPrintf(PetscObjectComm((PetscObject)tr), "  samples/s %.0f  elapsed %.2fs\n", seconds > 0 ? samples / seconds : 0.0, (double)elapsed));
-  PetscFunctionReturn(0);
-}
-
 static PetscErrorCode TrainerEvaluateTest_Private(Trainer tr)
 {
   PetscFunctionBegin;
@@ -113,7 +103,7 @@ static PetscErrorCode TrainerEndEpoch_Private(Trainer tr, PetscInt epoch, PetscR
   tr->epoch = epoch;
   PetscCall(TrainerEvaluateTest_Private(tr));
   PetscCall(PetscTime(&now));
-  PetscCall(TrainerPrintEpoch_Private(tr, tr->epoch, seconds, samples, now - tr->tstart));
+  PetscCall(TrainerMonitor_Private(tr, tr->epoch, seconds, samples, now - tr->tstart));
   PetscCall(TrainerMonitorSharpness_Private(tr, tr->epoch));
   if (tr->checkpoint[0] && tr->checkpointevery > 0 && tr->epoch % tr->checkpointevery == 0) PetscCall(TrainerSaveCheckpoint(tr, tr->checkpoint));
   if (tr->test && tr->patience > 0) {
@@ -154,6 +144,17 @@ PetscErrorCode TrainerFullBatchMonitor_Private(Tao tao, void *ctx)
   PetscFunctionReturn(0);
 }
 
+/* The end of TrainerTrain(), as the end of a PETSc solve: the plot, then the views of the final state */
+static PetscErrorCode TrainerEndTrain_Private(Trainer tr)
+{
+  PetscFunctionBegin;
+  PetscCall(NetSaveFromOptions(tr->net)); /* -net_save */
+  if (tr->plot[0]) PetscCall(TrainerPlotCurves(tr, tr->plot));
+  PetscCall(PetscObjectViewFromOptions((PetscObject)tr, NULL, "-trainer_view"));
+  PetscCall(NetViewFromOptions(tr->net, (PetscObject)tr, "-trainer_view_net"));
+  PetscFunctionReturn(0);
+}
+
 /*@
   TrainerTrain - trains the Net: runs the remaining epochs, evaluating on the test set after each
 
@@ -169,8 +170,12 @@ PetscErrorCode TrainerFullBatchMonitor_Private(Tao tao, void *ctx)
 . -trainer_checkpoint <file>        - write a checkpoint (see -trainer_checkpoint_every) and at the end
 . -trainer_checkpoint_every <N>     - every N epochs
 . -net_save <file>                  - save the trained Net there when training ends (NetSaveFromOptions())
-. -trainer_monitor                  - one progress line per epoch
-- -trainer_progress_interval <s>    - seconds between progress lines within an epoch (0: never)
+. -trainer_monitor [ascii,csv,draw][:file] - monitors at the end of every epoch (default: the progress line)
+. -trainer_progress_interval <s>    - seconds between progress lines within an epoch (0: never)
+. -trainer_monitor_plot <file.png>  - the training curves as a PNG at the end (TrainerPlotCurves())
+. -trainer_view [viewer]            - view the Trainer at the end: epochs run, final losses and accuracy, TAO's state
+- -trainer_view_net [viewer]        - view the trained Net at the end: its table (ascii), or the model itself with a
+                                      binary or HDF5 viewer (as NetSave()), e.g. -trainer_view_net binary:trained.petnet
 
   Notes:
   In mini-batch mode each epoch is one TaoSolve() of as many iterations as batches, the batch drawn in the TAO update
@@ -203,8 +208,8 @@ PetscErrorCode TrainerTrain(Trainer tr)
     /* evaluate only, in evaluation mode: batchnorm's running statistics must not move */
     PetscCall(TrainerEvaluate(tr, tr->train, &tr->trainloss, NULL));
     PetscCall(TrainerEvaluateTest_Private(tr));
-    PetscCall(TrainerPrintEpoch_Private(tr, tr->epoch, 0, 0, 0));
-    PetscCall(NetSaveFromOptions(tr->net));
+    PetscCall(TrainerMonitor_Private(tr, tr->epoch, 0, 0, 0));
+    PetscCall(TrainerEndTrain_Private(tr));
     PetscFunctionReturn(0);
   }
   tr->divergedstate = PETSC_FALSE;
@@ -263,7 +268,7 @@ PetscErrorCode TrainerTrain(Trainer tr)
   }
   tr->traintime = ttrain;
   if (tr->checkpoint[0] && tr->lastcheckpoint != tr->epoch) PetscCall(TrainerSaveCheckpoint(tr, tr->checkpoint));
-  PetscCall(NetSaveFromOptions(tr->net)); /* -net_save */
+  PetscCall(TrainerEndTrain_Private(tr));
   PetscFunctionReturn(0);
 }
 

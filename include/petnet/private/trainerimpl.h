@@ -67,8 +67,21 @@ struct _p_Trainer {
   PetscInt checkpointevery;
   PetscInt lastcheckpoint;
 
+  /* monitors (trainermonitor.c): called in order at the end of every epoch */
+#define TRAINER_MAX_MONITORS 10
+  PetscErrorCode (*monitor[TRAINER_MAX_MONITORS])(Trainer, PetscInt, const TrainerMetrics *, void *);
+  void *monitorctx[TRAINER_MAX_MONITORS];
+  PetscErrorCode (*monitordestroy[TRAINER_MAX_MONITORS])(void **);
+  PetscInt        nmonitors;
+  PetscBool       monitordefault; /* add TrainerMonitorDefault() on stdout at set-up (no -trainer_monitor, no cancel) */
+  PetscViewer     progressviewer; /* borrowed: the first ascii monitor's viewer, for the lines within an epoch */
+  TrainerMetrics  metrics;        /* of the last completed epoch */
+  TrainerMetrics *history;        /* every epoch's metrics, for -trainer_monitor_plot */
+  PetscInt        nhistory, maxhistory;
+  char            plot[PETSC_MAX_PATH_LEN];    /* -trainer_monitor_plot: PNG written at the end of TrainerTrain() */
+  char            gnuplot[PETSC_MAX_PATH_LEN]; /* -trainer_monitor_plot_gnuplot: the program */
+
   /* progress */
-  PetscBool      monitor;
   PetscReal      progressinterval;
   PetscLogDouble tepoch, tlastprogress;
 
@@ -86,3 +99,8 @@ PETSC_INTERN PetscErrorCode TrainerMatchNormalization_Private(Trainer, Dataset);
 PETSC_INTERN PetscErrorCode TrainerFullBatchMonitor_Private(Tao, void *);
 PETSC_INTERN PetscErrorCode TrainerSetUpHessian_Private(Trainer);
 PETSC_INTERN PetscErrorCode TrainerMonitorSharpness_Private(Trainer, PetscInt);
+PETSC_INTERN PetscErrorCode TrainerMonitor_Private(Trainer, PetscInt, PetscReal, PetscInt, PetscLogDouble);
+PETSC_INTERN PetscErrorCode TrainerMonitorSetUp_Private(Trainer);
+PETSC_INTERN PetscErrorCode TrainerMonitorSetFromOptions_Private(Trainer, const char[], const char[]);
+PETSC_INTERN PetscErrorCode TrainerMonitorDestroy_Private(Trainer);
+PETSC_INTERN PetscErrorCode TrainerPlotCheck_Private(Trainer);
