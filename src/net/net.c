@@ -35,6 +35,7 @@ PetscErrorCode NetCreate(MPI_Comm comm, Net *net)
   n->seed        = 0;
   n->training    = PETSC_TRUE;
   n->loadnparams = -1;
+  n->maxnparams  = -1;
   n->nlocal      = -1;
   n->nglobal     = -1;
   *net           = n;
@@ -619,6 +620,14 @@ static PetscErrorCode NetCheckLayerSize_Private(Net net, PetscInt k, PetscInt64 
              "The Net has %" PetscInt64_FMT " parameters up to node %s (%s, %" PetscInt_FMT " of them), more than a PetscInt holds (%" PetscInt_FMT
              "): make the large layers smaller (fewer outputs of dense layers, fewer channels, pooling before them)",
              *total, net->nodes[k].name, spec, layer->nparams, (PetscInt)PETSC_MAX_INT);
+  if (net->loadnparams >= 0)
+    PetscCheck(*total <= net->loadnparams, comm, PETSC_ERR_FILE_UNEXPECTED,
+               "Model file %s holds %" PetscInt_FMT " parameters, but its architecture \"%.1000s\" has more (%" PetscInt64_FMT " up to node %s, %s): the file is corrupt or was written by an incompatible PetNet; save the model again", net->loadfile,
+               net->loadnparams, net->loadspec, *total, net->nodes[k].name, spec);
+  if (net->maxnparams >= 0)
+    PetscCheck(*total <= net->maxnparams, comm, PETSC_ERR_FILE_UNEXPECTED,
+               "The inner Net has more parameters (%" PetscInt64_FMT " up to node %s, %s) than the model file being read holds for it (%" PetscInt64_FMT "): the file is corrupt or was written by an incompatible PetNet; save the model again", *total,
+               net->nodes[k].name, spec, net->maxnparams);
   if (layer->nparams > net->layers[*largest]->nparams) *largest = k;
   PetscFunctionReturn(0);
 }
@@ -641,6 +650,13 @@ static PetscErrorCode NetSetUpNode_Private(Net net, PetscInt k, PetNetShape shap
     PetscCall(NetCheckResidualShapes_Private(net, k, &in, shapes));
   }
   PetscCall(LayerSetInputShapes(net->layers[k], nd->nin, shapes));
+  /* while a model file is read, what is left of its parameter count bounds this node (an inner Net checks it) */
+  if (net->loadnparams >= 0)
+    net->layers[k]->maxnparams = net->loadnparams - *total;
+  else if (net->maxnparams >= 0)
+    net->layers[k]->maxnparams = net->maxnparams - *total;
+  else
+    net->layers[k]->maxnparams = -1;
   PetscCall(LayerSetUp(net->layers[k]));
   PetscCall(NetCheckLayerSize_Private(net, k, total, largest)); /* 64-bit counts, before anything is allocated */
   net->poff[k + 1] = (PetscInt)*total;

@@ -79,7 +79,9 @@ struct _p_Layer {
   PetscBool    sozero;   /* the second-order adjoint's curvature term is zero (see sobackward above) */
   PetscBool    gradfree; /* backward's parameter part (dtheta) does not read theta: called with theta == NULL and dx
                             NULL it must work, so that an owner short of memory can release the parameters first */
-  PetscInt     nbuffers; /* non-trainable state saved with the model (e.g. batchnorm running statistics) */
+  PetscInt   nbuffers;   /* non-trainable state saved with the model (e.g. batchnorm running statistics) */
+  PetscInt64 maxnparams; /* -1, or the most parameters the layer may have (set by its Net while a model file is read);
+                            a layer with an inner Net (ode) hands it on, so that the inner Net refuses before allocating */
   PetscScalar *buffers;  /* allocated and freed by the kind (setup / reset) */
   PetscBool    setupcalled;
   PetscBool    training;      /* training mode (dropout active, batchnorm uses batch statistics); LayerSetTraining() */

@@ -113,6 +113,7 @@ struct _p_Net {
   PetscBool   testjacobian, intest;
   PetscInt    loadnparams;         /* >= 0 while a model file is read: the parameter count it declares, checked by NetSetUp() before allocating */
   const char *loadfile, *loadspec; /* ... and that file's name and layer list, for the error */
+  PetscInt64  maxnparams;          /* -1, or the most parameters allowed (an inner Net's share of the file's count) */
 };
 
 PETSC_INTERN PetscErrorCode NetSetUpWorkspace_Private(Net, Vec);

@@ -65,12 +65,13 @@ PetscErrorCode LayerCreate(MPI_Comm comm, Layer *layer)
   PetscValidPointer(layer, 2);
   PetscCall(LayerInitializePackage());
   PetscCall(PetscHeaderCreate(l, LAYER_CLASSID, "Layer", "Neural network layer", "Layer", comm, LayerDestroy, LayerView));
-  l->training  = PETSC_TRUE;
-  l->index     = -1;
-  l->nin       = 1;
-  l->mininputs = 1;
-  l->maxinputs = 1;
-  *layer       = l;
+  l->training   = PETSC_TRUE;
+  l->index      = -1;
+  l->nin        = 1;
+  l->mininputs  = 1;
+  l->maxinputs  = 1;
+  l->maxnparams = -1;
+  *layer        = l;
   PetscFunctionReturn(0);
 }
 

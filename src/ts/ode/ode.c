@@ -81,7 +81,9 @@ static PetscErrorCode LayerSetUp_ODE(Layer layer)
     PetscCall(NetSetLayers(ode->net, spec));
   }
   if (ode->dmset) PetscCall(NetConv2dSetDM(ode->net, ode->dm)); /* the inner conv2d layers convolve the outer Net's grid */
+  ode->net->maxnparams = layer->maxnparams;                     /* a model file being read bounds the inner Net before it allocates */
   PetscCall(NetSetUp(ode->net));
+  ode->net->maxnparams = -1;
   PetscCall(LayerODECheckInnerNet_Private(layer));
   PetscCall(NetTSCheckAdjoint(ode->ts));
   PetscCall(TSGetMaxTime(ode->ts, &ode->T));
