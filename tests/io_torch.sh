@@ -9,10 +9,10 @@
 # Fails (does not skip) without PyTorch or h5py: CI installs python3-torch and python3-h5py.
 # The runner appends PETSc options (-malloc_debug ...): they are ignored.
 cd "$(dirname "$0")/.." || exit 2
-exec /usr/bin/python3 - <<'EOF'
+# petnet_torch is imported as a user would, through PYTHONPATH (README "For PyTorch users")
+PYTHONPATH=share/python exec /usr/bin/python3 - <<'EOF'
 import sys
 
-sys.path.insert(0, "share/python")
 import numpy as np
 import torch
 import h5py
@@ -26,16 +26,19 @@ ok = pt.selftest(out + "io_torch", out + "io_from_torch")
 for case in ("cnn", "convs", "norm", "train", "residual"):
     ok = pt.check(f"{out}io_torch_{case}.h5", f"{out}io_torch_{case}_data.h5", 1e-12) and ok
 
-# The file holds conv2d weights in PetNet's layout under PyTorch's "shape" attribute: reading the data as that shape
-# (without the bridge's permutation) must give a different network, or the check above could not catch a wrong layout.
-model, shape = pt.load(out + "io_torch_cnn.h5")
-with h5py.File(out + "io_torch_cnn.h5") as f, torch.no_grad():
-    model[3].weight.copy_(torch.from_numpy(f["3.weight"][...].reshape(model[3].weight.shape)))
-with h5py.File(out + "io_torch_cnn_data.h5") as f:
-    x, ref = f["input"][...], f["output"][...]
-naive = pt.relative_error(pt.forward(model, x, shape), ref)
-print(f"{out}io_torch_cnn.h5 read naively (conv2d weight reshaped to its 'shape' attribute): max |diff| / max |y| = {naive:.2e} (must be > 1e-3)")
-ok = ok and naive > 1e-3
+# Format version 3 holds every tensor in PyTorch's layout: the file's datasets, as they are, into the state_dict
+# (load_state_dict(strict=True)) give PetNet's outputs. A file of version 2 (PetNet's layout, tests/data/v2/) read the
+# same naive way must give a different network, or this check could not catch a wrong layout.
+for path, data, v3 in ((out + "io_torch_cnn.h5", out + "io_torch_cnn_data.h5", True), ("tests/data/v2/cnn_bn.h5", "tests/data/v2/cnn_bn_data.h5", False)):
+    model, shape = pt.load(path)
+    with h5py.File(path) as f:
+        sd = {k: torch.from_numpy(f[k][...].reshape(v.shape)) for k, v in model.state_dict().items() if k in f}
+    model.load_state_dict(sd, strict=v3)
+    with h5py.File(data) as f:
+        x, ref = f["input"][...], f["output"][...]
+    naive = pt.relative_error(pt.forward(model, x, shape), ref)
+    print(f"{path} read naively (each dataset reshaped to its state_dict entry): max |diff| / max |y| = {naive:.2e} (must be {'<= 1e-12' if v3 else '> 1e-3'})")
+    ok = ok and (naive <= 1e-12 if v3 else naive > 1e-3)
 
 # 2. PyTorch -> PetNet: models written as a PyTorch user would, saved with random weights and running statistics
 cases = {

@@ -6,8 +6,9 @@
 /* Binary files start with this class id: the bytes "PNET" (PETSc binary files are big-endian). */
 #define NET_FILE_CLASSID 0x504E4554
 /* Bump when the layout changes; readers refuse versions they do not know.
-   1: no checksums (still read).  2: a CRC-32 of every tensor (NetIOChecksum_Private()), verified on load. */
-#define NET_FILE_VERSION 2
+   1: no checksums (still read).  2: a CRC-32 of every tensor (NetIOChecksum_Private()), verified on load.
+   3: HDF5 holds every tensor in PyTorch's layout and shape (netiotorch.c) and num_batches_tracked; binary as 2. */
+#define NET_FILE_VERSION 3
 /* A layer list a binary file holds when its length cannot be checked against the file's (MPI-IO): 16 MB */
 #define NET_MAX_SPEC_UNCHECKED (1 << 24)
 
@@ -26,4 +27,7 @@ PETSC_INTERN PetscErrorCode NetIOFailForTesting_Private(Net, const char[]);
 PETSC_INTERN PetscErrorCode NetIOGetSpec_Private(Net, char **);
 PETSC_INTERN PetscErrorCode NetIOTensorName_Private(Net, PetscInt, const LayerTensorInfo *, size_t, char[]);
 PETSC_INTERN PetscErrorCode NetIOChecksum_Private(PetscInt, const PetscScalar *, PetscInt64 *);
+PETSC_INTERN PetscErrorCode NetIOFeatureOrigins_Private(Net, PetscInt **);
+PETSC_INTERN PetscErrorCode NetIOToTorch_Private(const LayerTensorInfo *, const PetscInt[3], const PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode NetIOFromTorch_Private(const LayerTensorInfo *, const PetscInt[3], const PetscScalar *, PetscScalar *);
 PETSC_INTERN PetscErrorCode NetIOCheckTensor_Private(Net, const char[], const char[], PetscInt, const PetscScalar *, PetscBool, PetscInt64);
