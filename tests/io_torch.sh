@@ -64,12 +64,34 @@ cases = {
         pt.Residual([nn.Linear(8, 8), nn.Tanh(), nn.Linear(8, 8)], [nn.Linear(8, 8)]), nn.Identity(),
         nn.Linear(8, 4))),
 }
+
+
+class Module(nn.Module):  # an nn.Module subclass, as PyTorch users write them: torch.fx traces its forward into a chain
+    def __init__(self):
+        super().__init__()
+        self.conv1, self.bn1 = nn.Conv2d(2, 4, 3, padding=1), nn.BatchNorm2d(4)
+        self.pool = nn.MaxPool2d(2)
+        self.fc1, self.fc2 = nn.Linear(4 * 3 * 3, 6), nn.Linear(6, 3)
+
+    def forward(self, x):
+        x = self.pool(torch.relu(self.bn1(self.conv1(x))))
+        return self.fc2(torch.tanh(self.fc1(torch.flatten(x, 1))))
+
+
+cases["module"] = ((6, 6, 2), True, Module())
 for seed, (case, (shape, train, model)) in enumerate(cases.items()):
     prefix = f"{out}io_from_torch_{case}"
     model = pt._randomize(model.double(), seed)
     pt.export_model(model, shape, prefix + ".h5", prefix + "_data.h5", seed=seed, samples=10, train=train)
     ok = pt.round_trip(model, shape, prefix + "_again.h5") and ok
     print(f"{prefix}.h5: '{pt.spec_from_sequential(model)}' on {pt.shape_to_string(shape)}{' (+ training-mode pass)' if train else ''}")
+
+# load_into(): a file into the user's own module, under its own state_dict names
+mine = Module().double()
+pt.load_into(mine, f"{out}io_from_torch_module_after.h5")  # the state after export_model()'s training pass
+same = all(torch.equal(a, b) for a, b in zip(mine.state_dict().values(), cases["module"][2].state_dict().values()))
+print(f"{out}io_from_torch_module_after.h5 loaded into a fresh Module with load_into(): {'the same state_dict' if same else 'DIFFERS'}")
+ok = ok and same
 
 # Models PetNet cannot represent are refused with a message saying what to change, not saved wrong.
 refused = {
@@ -80,6 +102,8 @@ refused = {
     "BatchNorm1d on (h, w, c)": (nn.Sequential(nn.BatchNorm1d(2)), (5, 5, 2)),
     "residual: F after flatten, P dense": (nn.Sequential(nn.Flatten(), pt.Residual([nn.ReLU()], [nn.Linear(50, 50)])), (5, 5, 2)),
     "Conv2d(padding='same') with an even kernel": (nn.Sequential(nn.Conv2d(2, 3, 2, padding="same")), (5, 5, 2)),
+    "a module with a skip connection in its forward": (type("Skip", (nn.Module,), {"__init__": lambda self: (nn.Module.__init__(self), setattr(self, "fc", nn.Linear(4, 4)))[0],
+                                                                                  "forward": lambda self, x: x + self.fc(x)})(), (4,)),
 }
 for what, (model, shape) in refused.items():
     try:

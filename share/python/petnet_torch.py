@@ -846,6 +846,77 @@ def selftest(petnet_prefix, torch_prefix, rtol=1e-12):
     return round_trip(model, (5,), torch_prefix + "_again.h5") and ok
 
 
+def export_onnx(model_path, onnx_path, opset=13, batch=1):
+    """The model of a PetNet HDF5 file as ONNX (torch.onnx.export of the float64 nn.Sequential in evaluation mode; input
+    "input" NCHW [n][c][h][w] or [n][f], float64, n dynamic; output "logits"), checked with onnx.checker. Returns the
+    onnx ModelProto."""
+    import onnx  # Debian: python3-onnx
+
+    model, shape = load(model_path)
+    x = torch.zeros((batch,) + ((shape[2], shape[0], shape[1]) if len(shape) == 3 else tuple(shape)), dtype=torch.float64)
+    torch.onnx.export(model.eval(), x, onnx_path, input_names=["input"], output_names=["logits"], opset_version=opset,
+                      dynamic_axes={"input": {0: "n"}, "logits": {0: "n"}}, do_constant_folding=True)
+    proto = onnx.load(onnx_path)
+    onnx.checker.check_model(proto, full_check=True)
+    return proto
+
+
+def onnx_evaluate(proto, x):
+    """Evaluates an ONNX graph of the ops export_onnx() produces, node by node from the graph's own attributes and
+    initializers (with torch's functional kernels): an independent check of the exported graph where no ONNX runtime
+    is installed (onnxruntime is not in Debian; onnx 1.12 has no onnx.reference). x: the input tensor."""
+    from onnx import numpy_helper
+
+    F = nn.functional
+    env = {t.name: torch.from_numpy(numpy_helper.to_array(t).copy()) for t in proto.graph.initializer}
+    env[proto.graph.input[0].name] = torch.as_tensor(x)
+    for node in proto.graph.node:
+        a = {}
+        for at in node.attribute:
+            a[at.name] = at.i if at.type == at.INT else at.f if at.type == at.FLOAT else list(at.ints) if at.type == at.INTS else \
+                torch.from_numpy(numpy_helper.to_array(at.t).copy()) if at.type == at.TENSOR else at.s
+        i = [env[n] if n else None for n in node.input]
+        op = node.op_type
+        pads = a.get("pads", [0, 0, 0, 0])
+        if op in ("Conv", "MaxPool", "AveragePool") and (pads[0] != pads[2] or pads[1] != pads[3]):
+            raise NotImplementedError(f"onnx_evaluate: {op} with uneven pads {pads}")
+        if op == "Conv":
+            y = F.conv2d(i[0], i[1], i[2] if len(i) > 2 else None, a.get("strides", [1, 1]), pads[:2], a.get("dilations", [1, 1]), a.get("group", 1))
+        elif op == "BatchNormalization":
+            y = F.batch_norm(i[0], i[3], i[4], i[1], i[2], False, 0.0, a.get("epsilon", 1e-5))
+        elif op == "MaxPool":
+            y = F.max_pool2d(i[0], a["kernel_shape"], a.get("strides", a["kernel_shape"]), pads[:2])
+        elif op == "AveragePool":
+            y = F.avg_pool2d(i[0], a["kernel_shape"], a.get("strides", a["kernel_shape"]), pads[:2], count_include_pad=bool(a.get("count_include_pad", 0)))
+        elif op == "Gemm":
+            b = i[1].t() if a.get("transB", 0) else i[1]
+            y = a.get("alpha", 1.0) * (i[0].t() if a.get("transA", 0) else i[0]) @ b + (a.get("beta", 1.0) * i[2] if len(i) > 2 else 0)
+        elif op == "Flatten":
+            y = i[0].flatten(a.get("axis", 1))
+        elif op == "ReduceMean":
+            y = i[0].mean(dim=a["axes"], keepdim=bool(a.get("keepdims", 1)))
+        elif op == "GlobalAveragePool":
+            y = i[0].mean(dim=(2, 3), keepdim=True)
+        elif op == "Constant":
+            y = a["value"]
+        elif op in ("Add", "Mul", "Div", "Sub", "MatMul"):
+            y = {"Add": torch.add, "Mul": torch.mul, "Div": torch.div, "Sub": torch.sub, "MatMul": torch.matmul}[op](i[0], i[1])
+        elif op in ("Relu", "Tanh", "Sigmoid", "Erf", "Softplus", "Identity"):
+            y = {"Relu": torch.relu, "Tanh": torch.tanh, "Sigmoid": torch.sigmoid, "Erf": torch.erf, "Softplus": lambda t: torch.log1p(torch.exp(t)), "Identity": lambda t: t}[op](i[0])
+        elif op == "Pad":
+            if a.get("mode", b"constant") != b"constant":
+                raise NotImplementedError(f"onnx_evaluate: Pad mode {a['mode']}")
+            p, nd = [int(v) for v in (i[1] if len(i) > 1 else a["pads"])], i[0].dim()
+            value = float(i[2]) if len(i) > 2 and i[2] is not None else 0.0
+            y = F.pad(i[0], [p[d + e * nd] for d in reversed(range(nd)) for e in (0, 1)], value=value)
+        elif op == "LeakyRelu":
+            y = F.leaky_relu(i[0], a.get("alpha", 0.01))
+        else:
+            raise NotImplementedError(f"onnx_evaluate: no evaluator for the ONNX op {op}")
+        env[node.output[0]] = y
+    return env[proto.graph.output[0].name]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -862,6 +933,10 @@ def main():
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--samples", type=int, default=10)
     p.add_argument("--train", action="store_true")
+    p = sub.add_parser("onnx")
+    p.add_argument("model")
+    p.add_argument("onnx")
+    p.add_argument("--opset", type=int, default=13)
     p = sub.add_parser("selftest")
     p.add_argument("petnet_prefix")
     p.add_argument("torch_prefix")
@@ -871,6 +946,15 @@ def main():
     elif args.command == "export":
         export(args.spec, parse_shape(args.input_shape), args.model, args.data, args.seed, args.samples, args.train)
         ok = True
+    elif args.command == "onnx":
+        proto = export_onnx(args.model, args.onnx, args.opset)
+        model, shape = load(args.model)
+        x = to_torch_batch(torch.rand((4,) + tuple(shape), generator=torch.Generator().manual_seed(0), dtype=torch.float64) * 2 - 1, shape)
+        with torch.no_grad():
+            err = relative_error(onnx_evaluate(proto, x).numpy(), model(x).numpy())
+        print(f"{args.onnx}: ONNX opset {args.opset}, {len(proto.graph.node)} nodes ({', '.join(sorted({n.op_type for n in proto.graph.node}))}), "
+              f"onnx.checker: ok; the graph evaluated node by node (onnx_evaluate) vs the PyTorch model on 4 random samples: max |diff| / max |y| = {err:.1e} (<= 1e-9)")
+        ok = err <= 1e-9  # ONNX float attributes are float32: LeakyRelu's alpha, BatchNormalization's epsilon
     else:
         ok = selftest(args.petnet_prefix, args.torch_prefix)
     sys.exit(0 if ok else 1)
