@@ -82,8 +82,10 @@ static PetscErrorCode NetHDF5WriteDataset_Private(Net net, PetscViewer viewer, c
   PetscCall(PetscViewerHDF5OpenGroup(viewer, NULL, &fid, &gid));
   space = ndim ? H5Screate_simple(ndim, dims, NULL) : H5Screate(H5S_SCALAR);
   dset  = space >= 0 ? H5Dcreate2(gid, name, filetype, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT) : -1;
-  if (dset < 0) bad = 1;
-  else if (!rank && H5Dwrite(dset, memtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, values) < 0) bad = 1;
+  if (dset < 0)
+    bad = 1;
+  else if (!rank && H5Dwrite(dset, memtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, values) < 0)
+    bad = 1;
   if (dset >= 0) H5Dclose(dset);
   if (space >= 0) H5Sclose(space);
   H5Gclose(gid);
@@ -126,7 +128,7 @@ static PetscErrorCode NetHDF5WriteTensor_Private(Net net, PetscViewer viewer, co
 /* batchnorm's num_batches_tracked, an int64 scalar as in PyTorch's state_dict */
 static PetscErrorCode NetHDF5WriteCount_Private(Net net, PetscViewer viewer, const char name[], PetscInt64 count)
 {
-  long long   value = (long long)count;
+  long long   value  = (long long)count;
   PetscScalar asreal = (PetscScalar)count;
 
   PetscFunctionBegin;
@@ -396,8 +398,10 @@ static void NetHDF5DatasetInfo(hid_t dset, int *rank, hsize_t dims[], PetscBool 
     /* only standard IEEE floats: HDF5 1.10 converts exotic float types (odd sizes, precisions) past its buffers */
     *isfloat = H5Tequal(type, H5T_IEEE_F64LE) > 0 || H5Tequal(type, H5T_IEEE_F64BE) > 0 || H5Tequal(type, H5T_IEEE_F32LE) > 0 || H5Tequal(type, H5T_IEEE_F32BE) > 0 ? PETSC_TRUE : PETSC_FALSE;
     for (int d = 0; d < *rank; d++) { /* in 64 bits: a damaged extent may overflow */
-      if (dims[d] && n > ((hsize_t)-1) / 16 / dims[d]) wraps = PETSC_TRUE;
-      else n *= dims[d];
+      if (dims[d] && n > ((hsize_t)-1) / 16 / dims[d])
+        wraps = PETSC_TRUE;
+      else
+        n *= dims[d];
     }
     /* HDF5 1.10 trusts a dataset's header and chunk index and copies past its buffers when a damaged file stores less
        than they say: a compact dataset, a contiguous one of the wrong stored size, chunks stored shorter than a chunk
@@ -406,9 +410,12 @@ static void NetHDF5DatasetInfo(hid_t dset, int *rank, hsize_t dims[], PetscBool 
     if (plist >= 0) {
       H5D_layout_t layout = H5Pget_layout(plist); /* compact or virtual: not held */
 
-      if (wraps || !*rank) *holds = PETSC_FALSE;
-      else if (layout == H5D_CONTIGUOUS) *holds = H5Dget_storage_size(dset) == n * H5Tget_size(type) ? PETSC_TRUE : PETSC_FALSE;
-      else if (layout == H5D_CHUNKED) *holds = NetHDF5ChunksSound(dset, plist, *rank, dims, H5Tget_size(type));
+      if (wraps || !*rank)
+        *holds = PETSC_FALSE;
+      else if (layout == H5D_CONTIGUOUS)
+        *holds = H5Dget_storage_size(dset) == n * H5Tget_size(type) ? PETSC_TRUE : PETSC_FALSE;
+      else if (layout == H5D_CHUNKED)
+        *holds = NetHDF5ChunksSound(dset, plist, *rank, dims, H5Tget_size(type));
       H5Pclose(plist);
     }
     H5Tclose(type);
@@ -499,7 +506,8 @@ static int NetHDF5InspectTensor(Net net, hid_t loc, const char file[], PetscInt 
     bad = NetHDF5Refuse(v, PETSC_ERR_FILE_UNEXPECTED, "%s: dataset \"%s\" cannot be read (not a simple dataset, or the file is damaged); save the model again", file, name);
   else if (version >= 3 && !same)
     bad = NetHDF5Refuse(v, PETSC_ERR_FILE_UNEXPECTED,
-                        "%s: dataset \"%s\" has shape %s, but layer %" PetscInt_FMT " (%s) needs its %s in PyTorch's shape %s; the tensors do not match the architecture in /%s (transposed, or from another model?): write each tensor as the model's state_dict holds it",
+                        "%s: dataset \"%s\" has shape %s, but layer %" PetscInt_FMT
+                        " (%s) needs its %s in PyTorch's shape %s; the tensors do not match the architecture in /%s (transposed, or from another model?): write each tensor as the model's state_dict holds it",
                         file, name, found, l, spec, t->name, expect, NET_HDF5_GROUP);
   else if (version < 3 && (rank != 1 || dims[0] != (hsize_t)t->size))
     bad = NetHDF5Refuse(v, PETSC_ERR_FILE_UNEXPECTED,
@@ -524,7 +532,7 @@ static int NetHDF5InspectCount(hid_t loc, const char file[], const char name[], 
 {
   hid_t         dset, space, type, plist;
   hssize_t      npoints;
-  size_t        size = 0;
+  size_t        size  = 0;
   long long     value = -1;
   int           bad   = 0, found;
   char          text[128], what[256], *end;
@@ -611,9 +619,12 @@ static PetscErrorCode NetHDF5ReadTensors_Private(Net net, hid_t loc, const char 
       PetscCallMPI(MPI_Bcast(&crc, 1, MPIU_INT64, 0, comm));
       ierr = NetIOCheckTensor_Private(net, file, name, info[t].size, values, version >= 2 ? PETSC_TRUE : PETSC_FALSE, crc);
       if (ierr) break;
-      if (version >= 3) PetscCall(NetIOFromTorch_Private(&info[t], origin + 3 * l, values, ours));
-      else PetscCall(PetscArraycpy(ours, values, info[t].size));
-      if (info[t].buffer) PetscCall(PetscArraycpy(layer->buffers + info[t].offset, ours, info[t].size));
+      if (version >= 3)
+        PetscCall(NetIOFromTorch_Private(&info[t], origin + 3 * l, values, ours));
+      else
+        PetscCall(PetscArraycpy(ours, values, info[t].size));
+      if (info[t].buffer)
+        PetscCall(PetscArraycpy(layer->buffers + info[t].offset, ours, info[t].size));
       else
         for (PetscInt i = PetscMax(lo, rstart); i < PetscMin(lo + info[t].size, rend); i++) theta[i - rstart] = ours[i - lo];
     }

@@ -69,7 +69,8 @@ PetscErrorCode NetIOFeatureOrigins_Private(Net net, PetscInt **origin)
     Layer     layer = nd->layer;
     PetscBool flatten, keeps;
 
-    if (layer->in.ndim == 3) NetIOOrigin_Private(&layer->in, in + 3 * k);
+    if (layer->in.ndim == 3)
+      NetIOOrigin_Private(&layer->in, in + 3 * k);
     else {
       for (PetscInt i = 0; i < nd->nin; i++) {
         PetscInt src = nd->in[i], o[3] = {0, 0, 0};
@@ -78,12 +79,14 @@ PetscErrorCode NetIOFeatureOrigins_Private(Net net, PetscInt **origin)
           for (PetscInt d = 0; d < 3; d++) o[d] = out[3 * src + d];
         if (i == 0)
           for (PetscInt d = 0; d < 3; d++) in[3 * k + d] = o[d];
-        else if (o[0] != in[3 * k] || o[1] != in[3 * k + 1] || o[2] != in[3 * k + 2]) in[3 * k] = in[3 * k + 1] = in[3 * k + 2] = 0;
+        else if (o[0] != in[3 * k] || o[1] != in[3 * k + 1] || o[2] != in[3 * k + 2])
+          in[3 * k] = in[3 * k + 1] = in[3 * k + 2] = 0;
       }
     }
     PetscCall(PetscObjectTypeCompare((PetscObject)layer, LAYERFLATTEN, &flatten));
     PetscCall(NetIOKeepsFeatures_Private(layer, &keeps));
-    if (flatten && layer->in.ndim == 3) NetIOOrigin_Private(&layer->in, out + 3 * k);
+    if (flatten && layer->in.ndim == 3)
+      NetIOOrigin_Private(&layer->in, out + 3 * k);
     else if (keeps)
       for (PetscInt d = 0; d < 3; d++) out[3 * k + d] = in[3 * k + d];
   }
@@ -133,7 +136,8 @@ PetscErrorCode NetIOToTorch_Private(const LayerTensorInfo *t, const PetscInt ori
 
     for (PetscInt r = 0; r < rows; r++)
       for (PetscInt q = 0; q < f; q++) torch[r * f + q] = ours[r * f + NetIOFeature_Private(origin, q)];
-  } else PetscCall(PetscArraycpy(torch, ours, t->size));
+  } else
+    PetscCall(PetscArraycpy(torch, ours, t->size));
   PetscFunctionReturn(0);
 }
 
@@ -165,6 +169,7 @@ PetscErrorCode NetIOFromTorch_Private(const LayerTensorInfo *t, const PetscInt o
 
     for (PetscInt r = 0; r < rows; r++)
       for (PetscInt q = 0; q < f; q++) ours[r * f + NetIOFeature_Private(origin, q)] = torch[r * f + q];
-  } else PetscCall(PetscArraycpy(ours, torch, t->size));
+  } else
+    PetscCall(PetscArraycpy(ours, torch, t->size));
   PetscFunctionReturn(0);
 }
