@@ -1,11 +1,16 @@
 #!/usr/bin/python3
-"""Seed corpora of the dataset-reader fuzz harnesses (fuzz/fuzz_idx.c, fuzz_binarydata.c, fuzz_hdf5data.c): a few
-small valid files and truncated or damaged variants, each under 20 KB, written into fuzz/corpus/<name>/.
-Run from the repository root: /usr/bin/python3 fuzz/make_corpus.py (needs python3-numpy and python3-h5py)."""
+"""Seed corpora of the dataset-reader fuzz harnesses (fuzz/fuzz_idx.c, fuzz_binarydata.c, fuzz_hdf5data.c) and the
+format-version-3 seeds of the HDF5 model reader (fuzz_h5model.c, files v3_*.h5; the older seeds there were saved by
+NetSave() of format version 2): a few small valid files and truncated or damaged variants, each under 20 KB, written
+into fuzz/corpus/<name>/.
+Run from the repository root: /usr/bin/python3 fuzz/make_corpus.py [NAME...] (needs python3-numpy and python3-h5py);
+names (idx, binarydata, hdf5data, h5model) limit it to those corpora."""
 import gzip
 import io
 import os
 import struct
+import sys
+import zlib
 
 import h5py
 import numpy as np
@@ -13,7 +18,12 @@ import numpy as np
 N, ROWS, COLS = 8, 4, 3
 
 
+ONLY = sys.argv[1:]
+
+
 def out(name, fname, data):
+    if ONLY and name not in ONLY:
+        return
     os.makedirs(f"fuzz/corpus/{name}", exist_ok=True)
     assert len(data) < 20000, (fname, len(data))
     with open(f"fuzz/corpus/{name}/{fname}", "wb") as f:
@@ -142,3 +152,64 @@ out("binmodel", "v3_scale_inf.petnet", v3(norm=(float("inf"), 0, 1)))
 out("binmodel", "v3_truncated_50.petnet", ok3[:50])
 out("binmodel", "v3_truncated_68.petnet", ok3[:68])
 out("binmodel", "v3_as_v2.petnet", v2[:4] + struct.pack(">i", 2) + ok3[8:])  # a version-3 body read as version 2
+
+# h5model, format version 3: "conv2d:2:3:1:1,batchnorm,relu,flatten,dense:3" on 4x4x2, every tensor in PyTorch's shape
+# with its crc32, batchnorm's num_batches_tracked an int64 scalar (what NetSave() writes), then damaged variants
+def crc32(values):
+    return np.bytes_(f"{zlib.crc32(np.ascontiguousarray(values, dtype='<f8').tobytes()) & 0xffffffff:08x}")
+
+
+rng = np.random.default_rng(3)
+V3 = {"0.weight": rng.standard_normal((2, 2, 3, 3)), "0.bias": rng.standard_normal(2), "1.weight": 1 + rng.random(2), "1.bias": rng.random(2),
+      "1.running_mean": rng.random(2), "1.running_var": 1 + rng.random(2), "1.num_batches_tracked": np.int64(7),
+      "4.weight": rng.standard_normal((3, 32)), "4.bias": rng.standard_normal(3)}
+
+
+def v3case(fname, tensors=V3, edit=None, version=3):
+    buf = io.BytesIO()
+    with h5py.File(buf, "w", libver="earliest") as f:
+        g = f.create_group("petnet")
+        g.attrs["version"] = np.int32(version)
+        g.attrs["spec"] = np.bytes_("conv2d:2:3:1:1,batchnorm,relu,flatten,dense:3")
+        g.attrs["input_shape"] = np.bytes_("4x4x2")
+        g.attrs["nparams"] = np.int32(36 + 2 + 4 + 96 + 3)
+        g.attrs["nbuffers"] = np.int32(4)
+        for k, v in tensors.items():
+            d = f.create_dataset(k, data=v)
+            if np.ndim(v):
+                d.attrs["shape"] = np.bytes_(",".join(str(n) for n in np.shape(v)))
+            d.attrs["crc32"] = crc32(v)
+        if edit:
+            edit(f)
+    out("h5model", fname, buf.getvalue())
+    return buf.getvalue()
+
+
+def changed(**kw):
+    t = dict(V3)
+    for k, v in kw.items():
+        t[k.replace("_", ".", 1)] = v
+    return t
+
+
+good3 = v3case("v3_ok.h5")
+v3case("v3_no_count.h5", {k: v for k, v in V3.items() if "num_batches" not in k})
+v3case("v3_flat_weight.h5", changed(**{"0_weight": V3["0.weight"].reshape(-1)}))  # version 2's layout in a version-3 file
+v3case("v3_conv_hwc.h5", changed(**{"0_weight": V3["0.weight"].transpose(0, 2, 3, 1).copy()}))  # PetNet's own order
+v3case("v3_dense_transposed.h5", changed(**{"4_weight": V3["4.weight"].T.copy()}))
+v3case("v3_count_float.h5", changed(**{"1_num_batches_tracked": np.float64(7)}))
+v3case("v3_count_negative.h5", changed(**{"1_num_batches_tracked": np.int64(-1)}))
+v3case("v3_count_array.h5", changed(**{"1_num_batches_tracked": np.arange(3)}))
+v3case("v3_count_int8.h5", changed(**{"1_num_batches_tracked": np.int8(7)}))
+v3case("v3_float32.h5", changed(**{"4_weight": V3["4.weight"].astype(np.float32)}))
+v3case("v3_version2.h5", version=2)  # version 2 with 4-D tensors: refused as not flat
+
+
+def huge(f):  # an extent of 2^40 x 2^40 that stores nothing: refused on its dims, before HDF5 is asked about storage
+    del f["4.weight"]
+    f.create_dataset("4.weight", shape=(2**40, 2**40), dtype="<f8", chunks=(1, 1))
+
+
+v3case("v3_huge_extent.h5", edit=huge)
+out("h5model", "v3_truncated.h5", good3[: len(good3) * 2 // 3])
+out("h5model", "v3_flipped.h5", flip(good3, len(good3) // 2))

@@ -113,6 +113,8 @@ PETSC_EXTERN PetscErrorCode LayerDropoutSetProbability(Layer, PetscReal);
 PETSC_EXTERN PetscErrorCode LayerDropoutSetSeed(Layer, PetscInt64);
 PETSC_EXTERN PetscErrorCode LayerBatchNormSetMomentum(Layer, PetscReal);
 PETSC_EXTERN PetscErrorCode LayerBatchNormSetEpsilon(Layer, PetscReal);
+PETSC_EXTERN PetscErrorCode LayerBatchNormGetNumBatchesTracked(Layer, PetscInt64 *);
+PETSC_EXTERN PetscErrorCode LayerBatchNormSetNumBatchesTracked(Layer, PetscInt64);
 
 /* Joins: layers with several inputs, the nodes of a graph where branches meet (NetSetGraph()) */
 #define LAYERADD    "add"    /* y = x_1 + ... + x_k, all inputs of one shape (the join of a residual block) */

@@ -42,19 +42,19 @@ def nested(depth):
 
 
 with h5py.File(pfx + ".h5", "r") as f:
-    w0 = f["0.weight"][...]  # (6 * 12,) flat, shape "6,12"
+    w0 = f["0.weight"][...]  # (6, 12): PyTorch's shape (format version 3)
     b0 = f["0.bias"][...]
 
 # a weight stored 3-D where 6x12 is expected (as 256x28x28 for 784x256), a 3-D bias, a weight stored as its transpose
 h5copy("rank3", lambda f: replace(f, "0.weight", w0.reshape(6, 3, 4)))
 h5copy("bias3", lambda f: replace(f, "0.bias", b0.reshape(1, 2, 3)))
-h5copy("transpose2d", lambda f: replace(f, "0.weight", w0.reshape(6, 12).T.copy()))
-h5copy("transpose", lambda f: replace(f, "0.weight", w0.reshape(6, 12).T.reshape(-1), shape="12,6"))
+h5copy("transpose2d", lambda f: replace(f, "0.weight", w0.T.copy()))
+h5copy("transpose", lambda f: replace(f, "0.weight", w0, shape="12,6"))  # the data right, its "shape" attribute not
 # a NaN weight (with a matching checksum: the values themselves must be refused); an integer dataset
-h5copy("nan", lambda f: replace(f, "2.weight", np.where(np.arange(18) == 7, np.nan, f["2.weight"][...])))
+h5copy("nan", lambda f: replace(f, "2.weight", np.where(np.arange(18).reshape(3, 6) == 7, np.nan, f["2.weight"][...])))
 h5copy("int", lambda f: replace(f, "0.bias", np.arange(6, dtype=np.int32)))
 # one byte flipped in the middle of 0.weight, checksum left as written
-h5copy("flip", lambda f: replace(f, "0.weight", np.frombuffer(bytes(b ^ (0x10 if i == 8 * 36 + 6 else 0) for i, b in enumerate(w0.astype("<f8").tobytes())), dtype="<f8"), checksum=False))
+h5copy("flip", lambda f: replace(f, "0.weight", np.frombuffer(bytes(b ^ (0x10 if i == 8 * 36 + 6 else 0) for i, b in enumerate(w0.astype("<f8").tobytes())), dtype="<f8").reshape(6, 12), checksum=False))
 # a stored architecture nesting thousands of residual blocks (the parser must refuse it, not overflow its stack)
 def deep(f):
     # a new attribute (modify() would keep the old string length); 6,000 deep, as an HDF5 attribute holds at most 64 KB
@@ -63,13 +63,13 @@ def deep(f):
 
 h5copy("depth", deep)
 
-# not damaged: the tensors rewritten as h5py may store them, weights in chunks of 5 values (the last one partly
+# not damaged: the tensors rewritten as h5py may store them, weights in chunks of 2x5 values (the last ones partly
 # filled), biases gzip-compressed: the checks of stored sizes must accept these (io_corrupt_layouts_ok)
 def layouts(f):
     for name in [k for k in f if k != "petnet"]:
         data, attrs = f[name][...], dict(f[name].attrs)
         del f[name]
-        extra = {"chunks": (min(5, len(data)),)} if name.endswith("weight") else {"compression": "gzip"}
+        extra = {"chunks": tuple(min(c, n) for c, n in zip((2, 5), data.shape))} if name.endswith("weight") else {"compression": "gzip"}
         d = f.create_dataset(name, data=data, **extra)
         for k, v in attrs.items():
             d.attrs[k] = v

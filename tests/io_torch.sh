@@ -9,10 +9,10 @@
 # Fails (does not skip) without PyTorch or h5py: CI installs python3-torch and python3-h5py.
 # The runner appends PETSc options (-malloc_debug ...): they are ignored.
 cd "$(dirname "$0")/.." || exit 2
-exec /usr/bin/python3 - <<'EOF'
+# petnet_torch is imported as a user would, through PYTHONPATH (README "For PyTorch users")
+PYTHONPATH=share/python exec /usr/bin/python3 - <<'EOF'
 import sys
 
-sys.path.insert(0, "share/python")
 import numpy as np
 import torch
 import h5py
@@ -26,16 +26,19 @@ ok = pt.selftest(out + "io_torch", out + "io_from_torch")
 for case in ("cnn", "convs", "norm", "train", "residual"):
     ok = pt.check(f"{out}io_torch_{case}.h5", f"{out}io_torch_{case}_data.h5", 1e-12) and ok
 
-# The file holds conv2d weights in PetNet's layout under PyTorch's "shape" attribute: reading the data as that shape
-# (without the bridge's permutation) must give a different network, or the check above could not catch a wrong layout.
-model, shape = pt.load(out + "io_torch_cnn.h5")
-with h5py.File(out + "io_torch_cnn.h5") as f, torch.no_grad():
-    model[3].weight.copy_(torch.from_numpy(f["3.weight"][...].reshape(model[3].weight.shape)))
-with h5py.File(out + "io_torch_cnn_data.h5") as f:
-    x, ref = f["input"][...], f["output"][...]
-naive = pt.relative_error(pt.forward(model, x, shape), ref)
-print(f"{out}io_torch_cnn.h5 read naively (conv2d weight reshaped to its 'shape' attribute): max |diff| / max |y| = {naive:.2e} (must be > 1e-3)")
-ok = ok and naive > 1e-3
+# Format version 3 holds every tensor in PyTorch's layout: the file's datasets, as they are, into the state_dict
+# (load_state_dict(strict=True)) give PetNet's outputs. A file of version 2 (PetNet's layout, tests/data/v2/) read the
+# same naive way must give a different network, or this check could not catch a wrong layout.
+for path, data, v3 in ((out + "io_torch_cnn.h5", out + "io_torch_cnn_data.h5", True), ("tests/data/v2/cnn_bn.h5", "tests/data/v2/cnn_bn_data.h5", False)):
+    model, shape = pt.load(path)
+    with h5py.File(path) as f:
+        sd = {k: torch.from_numpy(f[k][...].reshape(v.shape)) for k, v in model.state_dict().items() if k in f}
+    model.load_state_dict(sd, strict=v3)
+    with h5py.File(data) as f:
+        x, ref = f["input"][...], f["output"][...]
+    naive = pt.relative_error(pt.forward(model, x, shape), ref)
+    print(f"{path} read naively (each dataset reshaped to its state_dict entry): max |diff| / max |y| = {naive:.2e} (must be {'<= 1e-12' if v3 else '> 1e-3'})")
+    ok = ok and (naive <= 1e-12 if v3 else naive > 1e-3)
 
 # 2. PyTorch -> PetNet: models written as a PyTorch user would, saved with random weights and running statistics
 cases = {
@@ -61,12 +64,34 @@ cases = {
         pt.Residual([nn.Linear(8, 8), nn.Tanh(), nn.Linear(8, 8)], [nn.Linear(8, 8)]), nn.Identity(),
         nn.Linear(8, 4))),
 }
+
+
+class Module(nn.Module):  # an nn.Module subclass, as PyTorch users write them: torch.fx traces its forward into a chain
+    def __init__(self):
+        super().__init__()
+        self.conv1, self.bn1 = nn.Conv2d(2, 4, 3, padding=1), nn.BatchNorm2d(4)
+        self.pool = nn.MaxPool2d(2)
+        self.fc1, self.fc2 = nn.Linear(4 * 3 * 3, 6), nn.Linear(6, 3)
+
+    def forward(self, x):
+        x = self.pool(torch.relu(self.bn1(self.conv1(x))))
+        return self.fc2(torch.tanh(self.fc1(torch.flatten(x, 1))))
+
+
+cases["module"] = ((6, 6, 2), True, Module())
 for seed, (case, (shape, train, model)) in enumerate(cases.items()):
     prefix = f"{out}io_from_torch_{case}"
     model = pt._randomize(model.double(), seed)
     pt.export_model(model, shape, prefix + ".h5", prefix + "_data.h5", seed=seed, samples=10, train=train)
     ok = pt.round_trip(model, shape, prefix + "_again.h5") and ok
     print(f"{prefix}.h5: '{pt.spec_from_sequential(model)}' on {pt.shape_to_string(shape)}{' (+ training-mode pass)' if train else ''}")
+
+# load_into(): a file into the user's own module, under its own state_dict names
+mine = Module().double()
+pt.load_into(mine, f"{out}io_from_torch_module_after.h5")  # the state after export_model()'s training pass
+same = all(torch.equal(a, b) for a, b in zip(mine.state_dict().values(), cases["module"][2].state_dict().values()))
+print(f"{out}io_from_torch_module_after.h5 loaded into a fresh Module with load_into(): {'the same state_dict' if same else 'DIFFERS'}")
+ok = ok and same
 
 # Models PetNet cannot represent are refused with a message saying what to change, not saved wrong.
 refused = {
@@ -77,6 +102,8 @@ refused = {
     "BatchNorm1d on (h, w, c)": (nn.Sequential(nn.BatchNorm1d(2)), (5, 5, 2)),
     "residual: F after flatten, P dense": (nn.Sequential(nn.Flatten(), pt.Residual([nn.ReLU()], [nn.Linear(50, 50)])), (5, 5, 2)),
     "Conv2d(padding='same') with an even kernel": (nn.Sequential(nn.Conv2d(2, 3, 2, padding="same")), (5, 5, 2)),
+    "a module with a skip connection in its forward": (type("Skip", (nn.Module,), {"__init__": lambda self: (nn.Module.__init__(self), setattr(self, "fc", nn.Linear(4, 4)))[0],
+                                                                                  "forward": lambda self, x: x + self.fc(x)})(), (4,)),
 }
 for what, (model, shape) in refused.items():
     try:

@@ -853,6 +853,24 @@ static PetscErrorCode TorchImportModel(const char prefix[])
   PetscCall(LoadBatch(viewer, "output", outsize, &Yref));
   PetscCall(PetscViewerHDF5HasDataset(viewer, "output_train", &has));
   if (has) PetscCall(LoadBatch(viewer, "output_train", outsize, &Ytref));
+  PetscCall(PetscViewerHDF5HasAttribute(viewer, "/", "num_batches_tracked", &has));
+  if (has) { /* every batchnorm layer's count, as PyTorch had it (format version 3 keeps it) */
+    PetscInt expect, nbn = 0;
+
+    PetscCall(PetscViewerHDF5ReadAttribute(viewer, "/", "num_batches_tracked", PETSC_INT, NULL, &expect));
+    PetscCall(NetGetNumLayers(net, &nl));
+    for (PetscInt l = 0; l < nl; l++) {
+      Layer      layer;
+      PetscInt64 count;
+
+      PetscCall(NetGetLayer(net, l, &layer));
+      PetscCall(LayerBatchNormGetNumBatchesTracked(layer, &count));
+      if (count < 0) continue;
+      PetscCheck(count == expect, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s.h5: layer %" PetscInt_FMT " has num_batches_tracked %" PetscInt64_FMT " after loading, PyTorch had %" PetscInt_FMT, prefix, l, count, expect);
+      nbn++;
+    }
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "PyTorch model %s.h5: num_batches_tracked %" PetscInt_FMT " in its %" PetscInt_FMT " batchnorm layers, as PyTorch had it\n", prefix, expect, nbn));
+  }
   PetscCall(PetscViewerDestroy(&viewer));
   PetscCall(VecGetLocalSize(X, &nlocal));
   PetscCall(NetCreateVecs(net, nlocal / insize, NULL, &Y));

@@ -1,32 +1,41 @@
 #!/usr/bin/python3
 """PetNet <-> PyTorch: the reference implementation of PetNet's HDF5 model files.
 
-A model file written by NetSave(net, "model.h5") holds
+A model file written by NetSave(net, "model.h5") (format version 3) holds
     /petnet          group; attributes version (int), spec (str), input_shape (str), nparams (int), nbuffers (int)
-    /<l>.<name>      one float64 dataset per tensor of layer l, flattened, named as the state_dict of an
-                     nn.Sequential with one module per PetNet layer ("0.weight", "0.bias", "3.running_mean",
-                     "5.res.0.weight", "5.shortcut.0.bias", ...); attribute "shape" = the tensor's PyTorch shape,
-                     attribute "crc32" (format version 2) = CRC-32 of the flat values as little-endian float64, 8 hex
-                     digits; load() verifies it (files of version 1 have none)
-                     (format version 3) optional float64 attributes input_scale, input_mean, input_std of /petnet:
-                     the input normalisation x -> (input_scale x - input_mean) / input_std the Net was trained with
+    /<l>.<name>      the state_dict of the equivalent nn.Sequential (one module per PetNet layer: "0.weight",
+                     "0.bias", "3.running_mean", "3.num_batches_tracked", "5.res.0.weight", "5.shortcut.0.bias", ...),
+                     each tensor a dataset in PyTorch's shape and layout (float64; num_batches_tracked int64 scalar),
+                     with attributes "shape" (its PyTorch shape, "out,in") and "crc32" (CRC-32 of its values as
+                     little-endian float64, row-major, 8 hex digits); load() verifies it
+So h5py + torch.from_numpy + load_state_dict(strict=True) on the equivalent PyTorch model reproduce PetNet's outputs
+(a dense layer directly on an (h, w, c) input, where PetNet flattens implicitly, is FlattenLinear here, or
+nn.Flatten() followed by nn.Linear in a model of your own).
+Optional float64 attributes input_scale, input_mean, input_std of /petnet (format version 3): the input
+normalisation x -> (input_scale x - input_mean) / input_std the Net was trained with.
 The spec is PetNet's compact layer list (-net_layers), e.g. "conv2d:8:3:1:1,relu,maxpool:2,flatten,dense:10";
 input_shape is one sample's shape, channels last ("784" or "28x28x1").
 
-PetNet is channels-last, PyTorch is NCHW. The models this script builds are ordinary PyTorch models: a model for
-(h, w, c) samples takes NCHW batches [n][c][h][w]. The layout differences are handled when a file is read or written,
-nowhere else:
-    conv2d weight   the file holds PetNet's [out][kh][kw][cin/groups] (while its "shape" attribute is PyTorch's
-                    out,cin/groups,kh,kw): torch = file.reshape(out, kh, kw, cg).permute(0, 3, 1, 2)
+Files of format versions 1 and 2 (PetNet before 2026-11-24) hold every tensor flattened in PetNet's own layout; this
+script still reads them (and writes them with save(..., version=2), for tests):
+    conv2d weight   [out][kh][kw][cin/groups] (while its "shape" attribute is PyTorch's out,cin/groups,kh,kw):
+                    torch = file.reshape(out, kh, kw, cg).permute(0, 3, 1, 2)
     flattened data  PetNet flattens (h, w, c) in that order, PyTorch's nn.Flatten of NCHW in (c, h, w) order. Each
                     tensor indexed by such features is permuted: the columns of the next dense (Linear) weight, and
                     the four tensors of a batchnorm (BatchNorm1d) between the flatten and that dense layer.
-                    A dense layer directly on an (h, w, c) input (PetNet flattens implicitly) is a FlattenLinear.
                     Not handled (refused with a message): a residual block on such features whose F and shortcut
                     give different orders (e.g. flatten,residual(relu|dense:N)); put a dense layer before the block.
-Every other tensor is stored as in PyTorch. batchnorm's num_batches_tracked is not kept (PetNet does not count).
+    num_batches_tracked is not in them (it loads as 0).
+PetNet is channels-last, PyTorch is NCHW: a model for (h, w, c) samples takes NCHW batches [n][c][h][w];
+to_torch_batch() and from_torch_batch() convert batches.
+
+Models: an nn.Sequential, or any nn.Module whose forward is a chain of the supported modules (torch.fx traces it;
+torch.flatten(x, 1) and the functional relu/tanh/sigmoid count as modules), e.g. class Net(nn.Module) with
+conv1, pool, fc1 called in sequence. The file's names are PetNet's ("0.weight", ...); load_into(model, path) loads a
+file into such a model under its own state_dict names.
 
     load(path)                        -> (model, input_shape)   an nn.Sequential in float64 with the weights, eval mode
+    load_into(model, path)            the file's tensors into a model of yours (an nn.Sequential or nn.Module)
     save(model, input_shape, path)    writes a file NetLoad() reads (the spec is derived from the modules)
     build_sequential(spec, input_shape), spec_from_sequential(model), forward(model, x, input_shape)
 
@@ -38,6 +47,8 @@ Command line:
     petnet_torch.py export SPEC INPUT_SHAPE MODEL.h5 DATA.h5 [--seed 0] [--samples 10] [--train]
         a PyTorch model with random weights -> MODEL.h5, and a random input with PyTorch's output -> DATA.h5
         (--train: also the training-mode output, and the model after that pass in MODEL_after.h5)
+    petnet_torch.py onnx MODEL.h5 MODEL.onnx
+        exports the model (evaluation mode, NCHW input) to ONNX with torch.onnx.export, checked by onnx.checker
     petnet_torch.py selftest PETNET_PREFIX TORCH_PREFIX
         check PETNET_PREFIX.h5 against PETNET_PREFIX_data.h5 (written by PetNet), then export a PyTorch model
         to TORCH_PREFIX.h5 / TORCH_PREFIX_data.h5 and verify that it reads back unchanged (tests/io.suite)
@@ -63,10 +74,11 @@ try:
     import h5py
     import numpy as np
     import torch
+    import torch.fx
 except ImportError as e:  # the test suite must fail, not skip, when these are missing
     sys.exit(f"petnet_torch.py: {e}: install PyTorch and h5py (Debian: apt-get install python3-torch python3-h5py)")
 
-FORMAT_VERSION = 3
+FORMAT_VERSION = 3  # written; versions 1, 2 and 3 are read
 GROUP = "petnet"
 nn = torch.nn
 
@@ -301,9 +313,62 @@ def build_sequential(spec, input_shape):
 
 
 # ---------------------------------------------------------------------------------------------- modules -> PetNet layers
+_FUNCTIONS = {"relu": nn.ReLU, "tanh": nn.Tanh, "sigmoid": nn.Sigmoid}
+
+
+class _Tracer(torch.fx.Tracer if hasattr(torch, "fx") else object):
+    """torch.fx's tracer, with the modules this script adds as leaves (it would trace into Residual's addition)."""
+
+    def is_leaf_module(self, m, qualname):
+        return isinstance(m, (Residual, GlobalAvgPool2d, FlattenLinear)) or super().is_leaf_module(m, qualname)
+
+
+def _chain(model):
+    """[(state_dict prefix of the module or None, module)] in the order model's forward calls them: the modules of an
+    nn.Sequential, or of any nn.Module whose forward torch.fx traces into a chain of the supported modules;
+    torch.flatten(x, 1) / x.flatten(1) and the functional relu, tanh, sigmoid become modules."""
+    if isinstance(model, (list, tuple)):
+        return [(None, m) for m in model]
+    if isinstance(model, nn.Sequential):
+        return [(str(i), m) for i, m in enumerate(model)]
+    try:
+        graph = _Tracer().trace(model)
+    except Exception as e:
+        raise ValueError(f"{type(model).__name__}: torch.fx cannot trace its forward ({e}): write the model as an nn.Sequential") from e
+    modules, chain, prev = dict(model.named_modules()), [], None
+    for node in graph.nodes:
+        if node.op == "placeholder":
+            if prev is not None:
+                raise ValueError(f"{type(model).__name__}.forward takes more than one input: PetNet's layer lists take one")
+            prev = node
+            continue
+        if node.op == "output":
+            if node.args[0] is not prev:
+                raise ValueError(f"{type(model).__name__}.forward does not return the end of its chain of layers")
+            break
+        inputs = [a for a in list(node.args) + list(node.kwargs.values()) if isinstance(a, torch.fx.Node)]
+        name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", str(node.target))
+        if inputs != [prev]:
+            raise ValueError(f"{type(model).__name__}.forward is not a chain of layers at '{name}' (several inputs, or a skip connection): "
+                             "write skip connections with petnet_torch.Residual")
+        extra = list(node.args[1:]) + list(node.kwargs.values())
+        if node.op == "call_module":
+            chain.append((node.target, modules[node.target]))
+        elif name == "flatten" and extra in ([1], [1, -1]):
+            chain.append((None, nn.Flatten()))
+        elif name in _FUNCTIONS and not extra:
+            chain.append((None, _FUNCTIONS[name]()))
+        else:
+            raise ValueError(f"{type(model).__name__}.forward calls '{name}', which is not a supported module: use the modules "
+                             "PetNet has (see petnet_torch.py's help), torch.flatten(x, 1), relu, tanh or sigmoid")
+        prev = node
+    return chain
+
+
 def _group(modules):
-    """PetNet layers of a sequence of modules: [(entry, [modules])]; AdaptiveAvgPool2d(1) + Flatten is one globalavgpool."""
-    modules, layers, i = list(modules), [], 0
+    """PetNet layers of a sequence of modules (an nn.Sequential, a list, or an nn.Module whose forward is a chain):
+    [(entry, [modules])]; AdaptiveAvgPool2d(1) + Flatten is one globalavgpool."""
+    modules, layers, i = [m for _, m in _chain(modules)], [], 0
     while i < len(modules):
         m = modules[i]
         if isinstance(m, nn.AdaptiveAvgPool2d):
@@ -414,10 +479,11 @@ class _State:
 
 
 class _Tensor:
-    """One tensor of the file: its PyTorch tensor, whether it is a buffer, and the maps to and from the file's layout."""
+    """One tensor of the file: its PyTorch tensor, whether it is a buffer (counter: an integer, num_batches_tracked, in
+    files of version 3 only), and the maps to and from the layout of files of versions 1 and 2."""
 
-    def __init__(self, name, tensor, buffer=False, pack=None, unpack=None):
-        self.name, self.tensor, self.buffer = name, tensor, buffer
+    def __init__(self, name, tensor, buffer=False, pack=None, unpack=None, counter=False):
+        self.name, self.tensor, self.buffer, self.counter = name, tensor, buffer, counter
         self.pack = pack or (lambda t: t.reshape(-1))  # torch tensor -> flat, PetNet's layout
         self.unpack = unpack or (lambda a, shape=tuple(tensor.shape): a.reshape(shape))  # flat -> torch tensor
 
@@ -488,7 +554,8 @@ def _bind(group, state):
                              "BatchNorm2d on (h, w, c) and BatchNorm1d on (f)")
         order = state.order if ndim == 1 else None
         tensors = [_features_tensor("weight", m.weight, order), _features_tensor("bias", m.bias, order),
-                   _features_tensor("running_mean", m.running_mean, order, True), _features_tensor("running_var", m.running_var, order, True)]
+                   _features_tensor("running_mean", m.running_mean, order, True), _features_tensor("running_var", m.running_var, order, True),
+                   _Tensor("num_batches_tracked", m.num_batches_tracked, True, counter=True)]
         return state, tensors
     if isinstance(m, nn.Flatten):
         if ndim == 3:
@@ -572,64 +639,111 @@ def checksum(values):
     return f"{zlib.crc32(np.ascontiguousarray(values, dtype='<f8').reshape(-1).tobytes()) & 0xffffffff:08x}"
 
 
-def load(path):
-    """Reads a PetNet HDF5 model file: returns (nn.Sequential in float64, eval mode, input shape tuple)."""
-    with h5py.File(path, "r") as f:
-        if GROUP not in f:
-            raise ValueError(f"{path} is not a PetNet model file: no /{GROUP} group")
-        attrs = f[GROUP].attrs
-        version = int(attrs["version"])
-        if version > FORMAT_VERSION:
-            raise ValueError(f"{path} has format version {version}; this script reads {FORMAT_VERSION}")
-        spec, input_shape = _text(attrs["spec"]), parse_shape(_text(attrs["input_shape"]))
-        model = build_sequential(spec, input_shape)
-        _, tensors = _plan(model, input_shape)
-        with torch.no_grad():
-            for t in tensors:
-                if t.name not in f:
-                    raise KeyError(f"{path} has no dataset '{t.name}' needed by '{spec}'")
-                data = np.asarray(f[t.name][...], dtype=np.float64).reshape(-1)
+def _read_header(f, path):
+    if GROUP not in f:
+        raise ValueError(f"{path} is not a PetNet model file: no /{GROUP} group")
+    attrs = f[GROUP].attrs
+    version = int(attrs["version"])
+    if version > FORMAT_VERSION or version < 1:
+        raise ValueError(f"{path} has format version {version}; this script reads 1 to {FORMAT_VERSION}")
+    return version, _text(attrs["spec"]), parse_shape(_text(attrs["input_shape"]))
+
+
+def _read_tensors(f, path, version, tensors, spec):
+    """The file's tensors into the planned ones (their PyTorch tensors), checking shapes and checksums."""
+    with torch.no_grad():
+        for t in tensors:
+            if t.counter:
+                if version >= 3 and t.name in f:
+                    value = np.asarray(f[t.name][...])
+                    if value.shape != () or value.dtype.kind not in "iu":
+                        raise ValueError(f"{path}: '{t.name}' must be one integer, not {value.dtype} of shape {value.shape}")
+                    if _text(f[t.name].attrs.get("crc32", b"")) != checksum(value):
+                        raise ValueError(f"{path}: '{t.name}' does not match its checksum: the file is corrupt")
+                    t.tensor.fill_(int(value))
+                else:
+                    t.tensor.zero_()
+                continue
+            if t.name not in f:
+                raise KeyError(f"{path} has no dataset '{t.name}' needed by '{spec}'")
+            data = np.asarray(f[t.name][...], dtype=np.float64)
+            if version >= 3:
+                if data.shape != tuple(t.tensor.shape):
+                    raise ValueError(f"{path}: '{t.name}' has shape {data.shape}, the model needs {tuple(t.tensor.shape)}")
+            else:
+                data = data.reshape(-1)
                 if data.size != t.tensor.numel():
                     raise ValueError(f"{path}: '{t.name}' has {data.size} values, {tuple(t.tensor.shape)} needs {t.tensor.numel()}")
-                if "shape" in f[t.name].attrs and parse_shape(_text(f[t.name].attrs["shape"])) != tuple(t.tensor.shape):
-                    raise ValueError(f"{path}: '{t.name}' has shape {_text(f[t.name].attrs['shape'])}, expected {tuple(t.tensor.shape)}")
-                if version >= 2:
-                    if "crc32" not in f[t.name].attrs:
-                        raise ValueError(f"{path}: '{t.name}' has no 'crc32' attribute, which files of version {version} carry")
-                    if _text(f[t.name].attrs["crc32"]) != checksum(data):
-                        raise ValueError(f"{path}: '{t.name}' does not match its checksum: the file is corrupt")
-                t.tensor.copy_(t.unpack(torch.from_numpy(data.copy())))
+            if "shape" in f[t.name].attrs and parse_shape(_text(f[t.name].attrs["shape"])) != tuple(t.tensor.shape):
+                raise ValueError(f"{path}: '{t.name}' has shape {_text(f[t.name].attrs['shape'])}, expected {tuple(t.tensor.shape)}")
+            if version >= 2:
+                if "crc32" not in f[t.name].attrs:
+                    raise ValueError(f"{path}: '{t.name}' has no 'crc32' attribute, which files of version {version} carry")
+                if _text(f[t.name].attrs["crc32"]) != checksum(data):
+                    raise ValueError(f"{path}: '{t.name}' does not match its checksum: the file is corrupt")
+            value = torch.from_numpy(data.copy())
+            t.tensor.copy_(value if version >= 3 else t.unpack(value))
+
+
+def load(path):
+    """Reads a PetNet HDF5 model file (format 1, 2 or 3): returns (nn.Sequential in float64, eval mode, input shape tuple)."""
+    with h5py.File(path, "r") as f:
+        version, spec, input_shape = _read_header(f, path)
+        model = build_sequential(spec, input_shape)
+        _, tensors = _plan(model, input_shape)
+        _read_tensors(f, path, version, tensors, spec)
     model.petnet_input_shape = input_shape
     return model.eval(), input_shape
 
 
-def save(model, input_shape, path):
-    """Writes an nn.Sequential as a PetNet HDF5 model file (NetLoad() reads it on any number of ranks)."""
+def load_into(model, path):
+    """Loads a PetNet HDF5 model file into a model of yours (nn.Sequential, or an nn.Module whose forward is a chain of
+    the supported modules) whose layers are those of the file; returns the input shape (h, w, c) or (f,)."""
+    with h5py.File(path, "r") as f:
+        version, spec, input_shape = _read_header(f, path)
+        if spec_from_sequential(model) != spec:
+            raise ValueError(f"{path} holds '{spec}', the model is '{spec_from_sequential(model)}'")
+        _, tensors = _plan(model, input_shape)
+        _read_tensors(f, path, version, tensors, spec)
+    return input_shape
+
+
+def save(model, input_shape, path, version=FORMAT_VERSION):
+    """Writes a model (nn.Sequential, or an nn.Module whose forward is a chain of the supported modules) as a PetNet
+    HDF5 model file, which NetLoad() reads on any number of ranks. version=2 writes the old layout (for tests)."""
+    if version not in (2, 3):
+        raise ValueError(f"save() writes format versions 2 and 3, not {version}")
     spec = spec_from_sequential(model)
     _, tensors = _plan(model, input_shape)
     nparams = sum(t.tensor.numel() for t in tensors if not t.buffer)
-    nbuffers = sum(t.tensor.numel() for t in tensors if t.buffer)
+    nbuffers = sum(t.tensor.numel() for t in tensors if t.buffer and not t.counter)
     with h5py.File(path, "w") as f:
         group = f.create_group(GROUP)
         # fixed-length strings and 32-bit ints, as PETSc's HDF5 viewer reads them
-        group.attrs["version"] = np.int32(FORMAT_VERSION)
+        group.attrs["version"] = np.int32(version)
         group.attrs["spec"] = np.bytes_(spec)
         group.attrs["input_shape"] = np.bytes_(shape_to_string(input_shape))
         group.attrs["nparams"] = np.int32(nparams)
         group.attrs["nbuffers"] = np.int32(nbuffers)
         with torch.no_grad():
             for t in tensors:
-                data = t.pack(t.tensor.detach().to(torch.float64)).numpy()
+                if t.counter:
+                    if version >= 3:
+                        data = np.int64(t.tensor.item())
+                        f.create_dataset(t.name, data=data).attrs["crc32"] = np.bytes_(checksum(data))
+                    continue
+                value = t.tensor.detach().to(torch.float64)
+                data = (value if version >= 3 else t.pack(value)).numpy()
                 dataset = f.create_dataset(t.name, data=data)
                 dataset.attrs["shape"] = np.bytes_(",".join(str(d) for d in t.tensor.shape))
                 dataset.attrs["crc32"] = np.bytes_(checksum(data))
 
 
 def state_arrays(model, input_shape):
-    """{file name: flat array in the file's layout}: what save() would write, for comparisons."""
+    """{file name: array}: what save() would write, for comparisons."""
     _, tensors = _plan(model, input_shape)
     with torch.no_grad():
-        return {t.name: t.pack(t.tensor.detach().to(torch.float64)).numpy() for t in tensors}
+        return {t.name: t.tensor.detach().to(torch.float64).numpy().copy() for t in tensors}
 
 
 # ---------------------------------------------------------------------------------------------- checks
@@ -734,6 +848,77 @@ def selftest(petnet_prefix, torch_prefix, rtol=1e-12):
     return round_trip(model, (5,), torch_prefix + "_again.h5") and ok
 
 
+def export_onnx(model_path, onnx_path, opset=13, batch=1):
+    """The model of a PetNet HDF5 file as ONNX (torch.onnx.export of the float64 nn.Sequential in evaluation mode; input
+    "input" NCHW [n][c][h][w] or [n][f], float64, n dynamic; output "logits"), checked with onnx.checker. Returns the
+    onnx ModelProto."""
+    import onnx  # Debian: python3-onnx
+
+    model, shape = load(model_path)
+    x = torch.zeros((batch,) + ((shape[2], shape[0], shape[1]) if len(shape) == 3 else tuple(shape)), dtype=torch.float64)
+    torch.onnx.export(model.eval(), x, onnx_path, input_names=["input"], output_names=["logits"], opset_version=opset,
+                      dynamic_axes={"input": {0: "n"}, "logits": {0: "n"}}, do_constant_folding=True)
+    proto = onnx.load(onnx_path)
+    onnx.checker.check_model(proto, full_check=True)
+    return proto
+
+
+def onnx_evaluate(proto, x):
+    """Evaluates an ONNX graph of the ops export_onnx() produces, node by node from the graph's own attributes and
+    initializers (with torch's functional kernels): an independent check of the exported graph where no ONNX runtime
+    is installed (onnxruntime is not in Debian; onnx 1.12 has no onnx.reference). x: the input tensor."""
+    from onnx import numpy_helper
+
+    F = nn.functional
+    env = {t.name: torch.from_numpy(numpy_helper.to_array(t).copy()) for t in proto.graph.initializer}
+    env[proto.graph.input[0].name] = torch.as_tensor(x)
+    for node in proto.graph.node:
+        a = {}
+        for at in node.attribute:
+            a[at.name] = at.i if at.type == at.INT else at.f if at.type == at.FLOAT else list(at.ints) if at.type == at.INTS else \
+                torch.from_numpy(numpy_helper.to_array(at.t).copy()) if at.type == at.TENSOR else at.s
+        i = [env[n] if n else None for n in node.input]
+        op = node.op_type
+        pads = a.get("pads", [0, 0, 0, 0])
+        if op in ("Conv", "MaxPool", "AveragePool") and (pads[0] != pads[2] or pads[1] != pads[3]):
+            raise NotImplementedError(f"onnx_evaluate: {op} with uneven pads {pads}")
+        if op == "Conv":
+            y = F.conv2d(i[0], i[1], i[2] if len(i) > 2 else None, a.get("strides", [1, 1]), pads[:2], a.get("dilations", [1, 1]), a.get("group", 1))
+        elif op == "BatchNormalization":
+            y = F.batch_norm(i[0], i[3], i[4], i[1], i[2], False, 0.0, a.get("epsilon", 1e-5))
+        elif op == "MaxPool":
+            y = F.max_pool2d(i[0], a["kernel_shape"], a.get("strides", a["kernel_shape"]), pads[:2])
+        elif op == "AveragePool":
+            y = F.avg_pool2d(i[0], a["kernel_shape"], a.get("strides", a["kernel_shape"]), pads[:2], count_include_pad=bool(a.get("count_include_pad", 0)))
+        elif op == "Gemm":
+            b = i[1].t() if a.get("transB", 0) else i[1]
+            y = a.get("alpha", 1.0) * (i[0].t() if a.get("transA", 0) else i[0]) @ b + (a.get("beta", 1.0) * i[2] if len(i) > 2 else 0)
+        elif op == "Flatten":
+            y = i[0].flatten(a.get("axis", 1))
+        elif op == "ReduceMean":
+            y = i[0].mean(dim=a["axes"], keepdim=bool(a.get("keepdims", 1)))
+        elif op == "GlobalAveragePool":
+            y = i[0].mean(dim=(2, 3), keepdim=True)
+        elif op == "Constant":
+            y = a["value"]
+        elif op in ("Add", "Mul", "Div", "Sub", "MatMul"):
+            y = {"Add": torch.add, "Mul": torch.mul, "Div": torch.div, "Sub": torch.sub, "MatMul": torch.matmul}[op](i[0], i[1])
+        elif op in ("Relu", "Tanh", "Sigmoid", "Erf", "Softplus", "Identity"):
+            y = {"Relu": torch.relu, "Tanh": torch.tanh, "Sigmoid": torch.sigmoid, "Erf": torch.erf, "Softplus": lambda t: torch.log1p(torch.exp(t)), "Identity": lambda t: t}[op](i[0])
+        elif op == "Pad":
+            if a.get("mode", b"constant") != b"constant":
+                raise NotImplementedError(f"onnx_evaluate: Pad mode {a['mode']}")
+            p, nd = [int(v) for v in (i[1] if len(i) > 1 else a["pads"])], i[0].dim()
+            value = float(i[2]) if len(i) > 2 and i[2] is not None else 0.0
+            y = F.pad(i[0], [p[d + e * nd] for d in reversed(range(nd)) for e in (0, 1)], value=value)
+        elif op == "LeakyRelu":
+            y = F.leaky_relu(i[0], a.get("alpha", 0.01))
+        else:
+            raise NotImplementedError(f"onnx_evaluate: no evaluator for the ONNX op {op}")
+        env[node.output[0]] = y
+    return env[proto.graph.output[0].name]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -750,6 +935,10 @@ def main():
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--samples", type=int, default=10)
     p.add_argument("--train", action="store_true")
+    p = sub.add_parser("onnx")
+    p.add_argument("model")
+    p.add_argument("onnx")
+    p.add_argument("--opset", type=int, default=13)
     p = sub.add_parser("selftest")
     p.add_argument("petnet_prefix")
     p.add_argument("torch_prefix")
@@ -759,6 +948,15 @@ def main():
     elif args.command == "export":
         export(args.spec, parse_shape(args.input_shape), args.model, args.data, args.seed, args.samples, args.train)
         ok = True
+    elif args.command == "onnx":
+        proto = export_onnx(args.model, args.onnx, args.opset)
+        model, shape = load(args.model)
+        x = to_torch_batch(torch.rand((4,) + tuple(shape), generator=torch.Generator().manual_seed(0), dtype=torch.float64) * 2 - 1, shape)
+        with torch.no_grad():
+            err = relative_error(onnx_evaluate(proto, x).numpy(), model(x).numpy())
+        print(f"{args.onnx}: ONNX opset {args.opset}, {len(proto.graph.node)} nodes ({', '.join(sorted({n.op_type for n in proto.graph.node}))}), "
+              f"onnx.checker: ok; the graph evaluated node by node (onnx_evaluate) vs the PyTorch model on 4 random samples: max |diff| / max |y| = {err:.1e} (<= 1e-9)")
+        ok = err <= 1e-9  # ONNX float attributes are float32: LeakyRelu's alpha, BatchNormalization's epsilon
     else:
         ok = selftest(args.petnet_prefix, args.torch_prefix)
     sys.exit(0 if ok else 1)

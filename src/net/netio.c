@@ -1,6 +1,6 @@
 /*
   Saving and loading a Net: the architecture (compact layer list + input shape), the parameters and every layer's
-  buffers. The format follows the file name: ".h5" or ".hdf5" is HDF5 (netiohdf5.c, PyTorch state_dict names),
+  buffers. The format follows the file name: ".h5" or ".hdf5" is HDF5 (netiohdf5.c, a PyTorch state_dict),
   anything else PETSc binary (netiobinary.c). NetSave() writes under a temporary name and renames into place, so
   an interrupted save never replaces a good file. A loaded Net computes bit for bit what the saved one did, on any
   number of ranks.
@@ -70,8 +70,11 @@ static PetscErrorCode NetIOAccess_Private(MPI_Comm comm, const char path[], int 
              must exist and be writable
 
   Notes:
-  HDF5: one dataset per tensor named as PyTorch's state_dict keys ("0.weight", "0.bias", ..., "<node name>.weight" for
-  a graph), the architecture as attributes of the group "petnet" (share/python/petnet_torch.py reads and writes it).
+  HDF5 (format version 3): the state_dict of the equivalent PyTorch model, one dataset per tensor named by its key
+  ("0.weight", "0.bias", "1.num_batches_tracked", ..., "<node name>.weight" for a graph) in PyTorch's shape and layout
+  (conv2d weights [out][in/groups][kh][kw], dense columns in PyTorch's (c, h, w) flatten order), so that h5py,
+  torch.from_numpy and load_state_dict(strict=True) reproduce the Net in PyTorch; the architecture as attributes of
+  the group "petnet" (share/python/petnet_torch.py reads and writes it). PETSc binary keeps PetNet's own layout.
 
   The file is written under a temporary name and renamed into place once complete: a save that fails or is
   interrupted leaves any previous file of that name untouched. NetLoad() reads it back, on any number of ranks.

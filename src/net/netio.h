@@ -7,7 +7,8 @@
 #define NET_FILE_CLASSID 0x504E4554
 /* Bump when the layout changes; readers refuse versions they do not know.
    1: no checksums (still read).  2: a CRC-32 of every tensor (NetIOChecksum_Private()), verified on load.
-   3: the input normalisation (scale, mean, std) the Net was trained with (NetSetInputNormalization()). */
+   3: HDF5 holds every tensor in PyTorch's layout and shape (netiotorch.c) and num_batches_tracked; binary keeps
+      PetNet's layout; both record the input normalisation (scale, mean, std) the Net was trained with. */
 #define NET_FILE_VERSION 3
 /* A layer list a binary file holds when its length cannot be checked against the file's (MPI-IO): 16 MB */
 #define NET_MAX_SPEC_UNCHECKED (1 << 24)
@@ -28,4 +29,7 @@ PETSC_INTERN PetscErrorCode NetIOGetSpec_Private(Net, char **);
 PETSC_INTERN PetscErrorCode NetIOTensorName_Private(Net, PetscInt, const LayerTensorInfo *, size_t, char[]);
 PETSC_INTERN PetscErrorCode NetIOChecksum_Private(PetscInt, const PetscScalar *, PetscInt64 *);
 PETSC_INTERN PetscErrorCode NetIOSetNormalization_Private(Net, const char[], PetscBool, const PetscReal[]);
+PETSC_INTERN PetscErrorCode NetIOFeatureOrigins_Private(Net, PetscInt **);
+PETSC_INTERN PetscErrorCode NetIOToTorch_Private(const LayerTensorInfo *, const PetscInt[3], const PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode NetIOFromTorch_Private(const LayerTensorInfo *, const PetscInt[3], const PetscScalar *, PetscScalar *);
 PETSC_INTERN PetscErrorCode NetIOCheckTensor_Private(Net, const char[], const char[], PetscInt, const PetscScalar *, PetscBool, PetscInt64);

@@ -11,6 +11,8 @@
     PetscScalar buffers[nbuffers]  layer by layer, each layer's layer->buffers
     PetscInt    ntensors         (version 2) the number of tensors, node by node as LayerGetTensors() lists them
     PetscInt    crc[ntensors]    (version 2) CRC-32 of each tensor (NetIOChecksum_Private()), as a 32-bit pattern
+  Version 3 has the content of version 2: binary files keep PetNet's own layout (conv2d weights [out][kh][kw][cin],
+  features (h, w, c)) and no num_batches_tracked; only HDF5 files changed to PyTorch's layout (netiohdf5.c).
 
   The reader checks the class id, the version and the length of the file against the header before trusting it, and
   each tensor against its checksum (files of version 1 have none) and for finite values, and the normalisation

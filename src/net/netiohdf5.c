@@ -1,8 +1,9 @@
 /*
-  A Net in an HDF5 file, laid out so that PyTorch reads it as an nn.Sequential state_dict:
+  A Net in an HDF5 file, laid out as the state_dict of the equivalent PyTorch nn.Sequential, so that h5py,
+  torch.from_numpy and load_state_dict(strict=True) give PyTorch the model (format version 3):
 
     /petnet                 group with attributes
-                              version      int     NET_FILE_VERSION (3; files of versions 1, without checksums, and 2 load too)
+                              version      int     NET_FILE_VERSION (3; files of versions 1 and 2 load too)
                               spec         string  the compact layer list, e.g. "dense:64,relu,dense:10"
                               input_shape  string  per-sample input shape, channels last, e.g. "784" or "28x28x1"
                               nparams      int     number of parameters
@@ -10,22 +11,30 @@
                               input_scale  float64 (optional, version 3) the input normalisation the Net was trained
                               input_mean   float64   with, x -> (input_scale x - input_mean) / input_std; all three
                               input_std    float64   or none (none: the Net records none, as files before version 3)
-    /<l>.<name>             one float64 dataset per tensor of layer l, 1-D: flattened in row-major order
-                            ("0.weight", "0.bias", "2.weight", ...), with string attributes
-                              shape        "out,in" : the tensor's PyTorch shape (LayerGetTensors())
-                              crc32        "89abcdef": CRC-32 of the values as little-endian float64 (version 2)
+    /<l>.<name>             one float64 dataset per tensor of layer l ("0.weight", "0.bias", "2.running_mean", ...)
+                            in PyTorch's shape and layout (N-D: conv2d weight [out][in/groups][kh][kw], dense weight
+                            [out][in] with in in PyTorch's flatten order (c, h, w); netiotorch.c converts), with
+                            string attributes
+                              shape        "out,in" : the tensor's PyTorch shape (LayerGetTensors()), as its dims
+                              crc32        "89abcdef": CRC-32 of the stored values (PyTorch's layout, row-major) as
+                                           little-endian float64 (NetIOChecksum_Private())
+    /<l>.num_batches_tracked  int64 scalar of each batchnorm layer (LayerBatchNormGetNumBatchesTracked()), with
+                            "crc32" of its value as float64; optional on reading (0 when absent)
+  Versions 1 and 2 held each tensor as a 1-D dataset in PetNet's layout (conv2d weight [out][kh][kw][in], features
+  after a flatten in (h, w, c) order) under the same "shape" attribute, version 1 without "crc32".
 
-  Paths are relative to the viewer's current group (the root for NetSave()). Every tensor is written as a
-  distributed Vec, so all ranks take part in the collective HDF5 calls; the values come from each rank's
-  replicated copy.
+  Paths are relative to the viewer's current group (the root for NetSave()). All ranks take part in the collective
+  HDF5 calls (creating the datasets and attributes); rank 0 writes the values, from its replicated copy (a sharded or
+  model-parallel node's block is gathered first).
 
   Reading is done by rank 0 alone, with the HDF5 library and no MPI-IO: NetLoad() opens the file with HDF5's default
   (serial) driver, NetRead() reads through the viewer's file on rank 0 only (HDF5 allows reads by one process). Rank 0
   checks everything HDF5 could trip on before reading anything: the file opens, the group and its attributes are
   there, each attribute has the expected class, one element and a bounded size (strings of fixed length only: HDF5
   1.10 can loop forever reading a damaged variable-length string, see fuzz/known-library-hangs/), each tensor is a
-  1-D dataset of IEEE floats whose extent is its size in the architecture and whose storage holds it, and its
-  "shape" attribute is its PyTorch shape (a transposed tensor has the right size, not the right shape). Its verdict
+  dataset of IEEE floats whose rank and every dimension are its PyTorch shape in the architecture (version 3; 1-D of
+  its size in versions 1 and 2, compared before any storage is inspected) and whose storage holds it, and its "shape"
+  attribute is its PyTorch shape (a transposed tensor has the right size, not the right shape). Its verdict
   is broadcast, then the values; every rank checks they are finite and match their checksum. So a damaged file is
   one error raised on every rank at once, with one message naming the file and the tensor, and NetLoad() has no file
   open in parallel: the job ends at once. (When every rank read through MPI-IO, PETSc's error handler kept the ranks
@@ -60,26 +69,41 @@ static PetscErrorCode NetHDF5ShapeString_Private(const LayerTensorInfo *t, size_
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode NetHDF5WriteTensor_Private(Net net, PetscViewer viewer, const char name[], const LayerTensorInfo *t, const PetscScalar *src)
+/* A dataset under the viewer's current group: every rank creates it (collective in parallel HDF5), rank 0 writes the
+   values (independent transfer); ndim 0 is a scalar */
+static PetscErrorCode NetHDF5WriteDataset_Private(Net net, PetscViewer viewer, const char name[], int ndim, const hsize_t dims[], hid_t filetype, hid_t memtype, const void *values)
 {
-  Vec          v;
-  PetscInt     rstart, rend;
-  PetscScalar *a;
-  PetscInt64   crc;
-  char         shape[128], hex[16];
+  MPI_Comm    comm = PetscObjectComm((PetscObject)net);
+  PetscMPIInt rank;
+  hid_t       fid, gid, space, dset;
+  int         bad = 0;
+  const char *file;
 
   PetscFunctionBegin;
-  PetscCall(VecCreateMPI(PetscObjectComm((PetscObject)net), PETSC_DECIDE, t->size, &v));
-  PetscCall(PetscObjectSetName((PetscObject)v, name));
-  PetscCall(VecGetOwnershipRange(v, &rstart, &rend));
-  PetscCall(VecGetArrayWrite(v, &a));
-  PetscCall(PetscArraycpy(a, src + rstart, rend - rstart));
-  PetscCall(VecRestoreArrayWrite(v, &a));
-  PetscCall(VecView(v, viewer));
-  PetscCall(VecDestroy(&v));
-  PetscCall(NetHDF5ShapeString_Private(t, sizeof(shape), shape));
-  PetscCall(PetscViewerHDF5WriteAttribute(viewer, name, "shape", PETSC_STRING, shape));
-  PetscCall(NetIOChecksum_Private(t->size, src, &crc));
+  PetscCallMPI(MPI_Comm_rank(comm, &rank));
+  PetscCall(NetIOFileName_Private(viewer, &file));
+  PetscCall(PetscViewerHDF5OpenGroup(viewer, NULL, &fid, &gid));
+  space = ndim ? H5Screate_simple(ndim, dims, NULL) : H5Screate(H5S_SCALAR);
+  dset  = space >= 0 ? H5Dcreate2(gid, name, filetype, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT) : -1;
+  if (dset < 0)
+    bad = 1;
+  else if (!rank && H5Dwrite(dset, memtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, values) < 0)
+    bad = 1;
+  if (dset >= 0) H5Dclose(dset);
+  if (space >= 0) H5Sclose(space);
+  H5Gclose(gid);
+  PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, comm));
+  PetscCheck(!bad, comm, PETSC_ERR_FILE_WRITE, "Cannot save the Net to %s: HDF5 failed to write dataset \"%s\" (disk full, or quota?)", file, name);
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetHDF5WriteChecksum_Private(PetscViewer viewer, const char name[], PetscInt n, const PetscScalar *values)
+{
+  PetscInt64 crc;
+  char       hex[16];
+
+  PetscFunctionBegin;
+  PetscCall(NetIOChecksum_Private(n, values, &crc));
   PetscCall(PetscSNPrintf(hex, sizeof(hex), "%08lx", (unsigned long)crc));
   PetscCall(PetscViewerHDF5WriteAttribute(viewer, name, "crc32", PETSC_STRING, hex));
   PetscFunctionReturn(0);
@@ -100,6 +124,37 @@ static PetscErrorCode NetHDF5WriteNormalization_Private(Net net, PetscViewer vie
   PetscFunctionReturn(0);
 }
 
+/* Tensor t of a node whose flat input features have this origin, from PetNet's layout src[]: PyTorch's shape and layout */
+static PetscErrorCode NetHDF5WriteTensor_Private(Net net, PetscViewer viewer, const char name[], const LayerTensorInfo *t, const PetscInt origin[3], const PetscScalar *src)
+{
+  PetscScalar *torch;
+  hsize_t      dims[4];
+  char         shape[128];
+
+  PetscFunctionBegin;
+  PetscCall(PetscMalloc1(t->size, &torch));
+  PetscCall(NetIOToTorch_Private(t, origin, src, torch));
+  for (PetscInt d = 0; d < t->ndim; d++) dims[d] = (hsize_t)t->dims[d];
+  PetscCall(NetHDF5WriteDataset_Private(net, viewer, name, (int)t->ndim, dims, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, torch));
+  PetscCall(NetHDF5ShapeString_Private(t, sizeof(shape), shape));
+  PetscCall(PetscViewerHDF5WriteAttribute(viewer, name, "shape", PETSC_STRING, shape));
+  PetscCall(NetHDF5WriteChecksum_Private(viewer, name, t->size, torch));
+  PetscCall(PetscFree(torch));
+  PetscFunctionReturn(0);
+}
+
+/* batchnorm's num_batches_tracked, an int64 scalar as in PyTorch's state_dict */
+static PetscErrorCode NetHDF5WriteCount_Private(Net net, PetscViewer viewer, const char name[], PetscInt64 count)
+{
+  long long   value  = (long long)count;
+  PetscScalar asreal = (PetscScalar)count;
+
+  PetscFunctionBegin;
+  PetscCall(NetHDF5WriteDataset_Private(net, viewer, name, 0, NULL, H5T_STD_I64LE, H5T_NATIVE_LLONG, &value));
+  PetscCall(NetHDF5WriteChecksum_Private(viewer, name, 1, &asreal));
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode NetWrite_HDF5(Net net, PetscViewer viewer)
 {
   PetscInt           version = NET_FILE_VERSION, nbuffers;
@@ -107,6 +162,7 @@ PetscErrorCode NetWrite_HDF5(Net net, PetscViewer viewer)
   size_t             len;
   const char        *file;
   const PetscScalar *rep;
+  PetscInt          *origin;
 
   PetscFunctionBegin;
   PetscCall(NetIOFileName_Private(viewer, &file));
@@ -125,25 +181,32 @@ PetscErrorCode NetWrite_HDF5(Net net, PetscViewer viewer)
   PetscCall(PetscViewerHDF5WriteAttribute(viewer, NET_HDF5_GROUP, "nbuffers", PETSC_INT, &nbuffers));
   PetscCall(NetHDF5WriteNormalization_Private(net, viewer));
   PetscCall(NetIOFailForTesting_Private(net, file));
+  PetscCall(NetIOFeatureOrigins_Private(net, &origin));
   PetscCall(NetUpdateReplicatedParameters_Private(net));
   PetscCall(NetGetReplicatedArray_Private(net->theta_rep, &rep));
   for (PetscInt l = 0; l < net->nlayers; l++) {
     Layer              layer = net->layers[l];
     LayerTensorInfo    info[LAYER_MAX_TENSORS];
     PetscInt           nt;
+    PetscInt64         count;
     const PetscScalar *blk;
+    char               name[4096];
 
     PetscCall(LayerGetTensors(layer, &nt, info));
     PetscCall(NetGetNodeBlock_Private(net, l, rep, &blk));
     for (PetscInt t = 0; t < nt; t++) {
-      char name[4096];
-
       PetscCall(NetIOTensorName_Private(net, l, &info[t], sizeof(name), name));
-      PetscCall(NetHDF5WriteTensor_Private(net, viewer, name, &info[t], info[t].buffer ? layer->buffers + info[t].offset : blk + info[t].offset));
+      PetscCall(NetHDF5WriteTensor_Private(net, viewer, name, &info[t], origin + 3 * l, info[t].buffer ? layer->buffers + info[t].offset : blk + info[t].offset));
     }
     PetscCall(NetRestoreNodeBlock_Private(net, l, &blk));
+    PetscCall(LayerBatchNormGetNumBatchesTracked(layer, &count));
+    if (count >= 0) {
+      PetscCall(PetscSNPrintf(name, sizeof(name), "%s.num_batches_tracked", net->nodes[l].name));
+      PetscCall(NetHDF5WriteCount_Private(net, viewer, name, count));
+    }
   }
   PetscCall(NetRestoreReplicatedArray_Private(net->theta_rep, &rep));
+  PetscCall(PetscFree(origin));
   PetscFunctionReturn(0);
 }
 
@@ -332,13 +395,14 @@ static PetscBool NetHDF5ChunksSound(hid_t dset, hid_t plist, int rank, const hsi
   return sound;
 }
 
-/* Rank, extent and class of dataset dset; rank 0 if its storage does not hold its extent */
-static void NetHDF5DatasetInfo(hid_t dset, int *rank, hsize_t dims[], PetscBool *isfloat)
+/* Rank, extent and class of dataset dset (rank 0: unreadable, or a scalar), and whether its storage holds its extent */
+static void NetHDF5DatasetInfo(hid_t dset, int *rank, hsize_t dims[], PetscBool *isfloat, PetscBool *holds)
 {
   hid_t space, type;
 
   *rank    = 0;
   *isfloat = PETSC_FALSE;
+  *holds   = PETSC_FALSE;
   if ((space = H5Dget_space(dset)) >= 0) {
     int r = H5Sget_simple_extent_ndims(space);
 
@@ -346,25 +410,31 @@ static void NetHDF5DatasetInfo(hid_t dset, int *rank, hsize_t dims[], PetscBool 
     H5Sclose(space);
   }
   if ((type = H5Dget_type(dset)) >= 0) {
-    hid_t   plist = H5Dget_create_plist(dset);
-    hsize_t n     = 1;
+    hid_t     plist = H5Dget_create_plist(dset);
+    hsize_t   n     = 1;
+    PetscBool wraps = PETSC_FALSE;
 
     /* only standard IEEE floats: HDF5 1.10 converts exotic float types (odd sizes, precisions) past its buffers */
     *isfloat = H5Tequal(type, H5T_IEEE_F64LE) > 0 || H5Tequal(type, H5T_IEEE_F64BE) > 0 || H5Tequal(type, H5T_IEEE_F32LE) > 0 || H5Tequal(type, H5T_IEEE_F32BE) > 0 ? PETSC_TRUE : PETSC_FALSE;
-    for (int d = 0; d < *rank; d++) n *= dims[d];
+    for (int d = 0; d < *rank; d++) { /* in 64 bits: a damaged extent may overflow */
+      if (dims[d] && n > ((hsize_t)-1) / 16 / dims[d])
+        wraps = PETSC_TRUE;
+      else
+        n *= dims[d];
+    }
     /* HDF5 1.10 trusts a dataset's header and chunk index and copies past its buffers when a damaged file stores less
        than they say: a compact dataset, a contiguous one of the wrong stored size, chunks stored shorter than a chunk
        (each found by fuzzing). NetSave() and petnet_torch.py write contiguous or chunked datasets, never compact ones:
        a dataset whose storage does not hold what it claims is reported unreadable instead. */
     if (plist >= 0) {
-      H5D_layout_t layout = H5Pget_layout(plist);
-      PetscBool    holds  = PETSC_FALSE; /* compact or virtual */
+      H5D_layout_t layout = H5Pget_layout(plist); /* compact or virtual: not held */
 
-      if (layout == H5D_CONTIGUOUS)
-        holds = H5Dget_storage_size(dset) == n * H5Tget_size(type) ? PETSC_TRUE : PETSC_FALSE;
+      if (wraps || !*rank)
+        *holds = PETSC_FALSE;
+      else if (layout == H5D_CONTIGUOUS)
+        *holds = H5Dget_storage_size(dset) == n * H5Tget_size(type) ? PETSC_TRUE : PETSC_FALSE;
       else if (layout == H5D_CHUNKED)
-        holds = NetHDF5ChunksSound(dset, plist, *rank, dims, H5Tget_size(type));
-      if (!holds) *rank = 0;
+        *holds = NetHDF5ChunksSound(dset, plist, *rank, dims, H5Tget_size(type));
       H5Pclose(plist);
     }
     H5Tclose(type);
@@ -424,8 +494,10 @@ static int NetHDF5InspectTensorAttributes(hid_t dset, const char file[], PetscIn
 }
 
 /*
-  Tensor t of layer l, dataset name under loc: a 1-D dataset of IEEE floats with t->size values whose storage holds
-  them, with sound attributes; its values into values[t->size] and its checksum (version 2) into *crc.
+  Tensor t of layer l, dataset name under loc: a dataset of IEEE floats in t's PyTorch shape (version 3; 1-D with
+  t->size values before) whose storage holds them, with sound attributes; its values, as stored, into values[t->size]
+  and its checksum (version 2 on) into *crc. The extent is compared with the architecture's before the storage is
+  inspected, so every size HDF5 is asked about is one the architecture allows.
 */
 static int NetHDF5InspectTensor(Net net, hid_t loc, const char file[], PetscInt version, PetscInt l, const char name[], const LayerTensorInfo *t, PetscScalar *values, PetscInt64 *crc, NetHDF5Verdict *v)
 {
@@ -433,7 +505,7 @@ static int NetHDF5InspectTensor(Net net, hid_t loc, const char file[], PetscInt 
   hid_t     dset;
   int       rank, bad = 0;
   hsize_t   dims[H5S_MAX_RANK];
-  PetscBool isfloat;
+  PetscBool isfloat, holds, same;
   size_t    n = 0;
 
   (void)LayerGetSpec(net->layers[l], sizeof(spec), spec);
@@ -442,18 +514,27 @@ static int NetHDF5InspectTensor(Net net, hid_t loc, const char file[], PetscInt 
     return NetHDF5Refuse(v, PETSC_ERR_FILE_UNEXPECTED, "%s has no dataset \"%s\" (tensor %s of layer %" PetscInt_FMT ", %s, %" PetscInt_FMT " values): the file is incomplete; write every tensor of the state_dict (NetSave() and petnet_torch.py do)",
                          file, name, t->name, l, spec, t->size);
   if ((dset = H5Dopen2(loc, name, H5P_DEFAULT)) < 0) return NetHDF5Refuse(v, PETSC_ERR_FILE_UNEXPECTED, "%s: dataset \"%s\" cannot be read (not a simple dataset, or the file is damaged); save the model again", file, name);
-  NetHDF5DatasetInfo(dset, &rank, dims, &isfloat);
+  NetHDF5DatasetInfo(dset, &rank, dims, &isfloat, &holds);
   for (int d = 0; d < rank; d++) {
     (void)PetscSNPrintf(found + n, sizeof(found) - n, d ? "x%llu" : "%llu", (unsigned long long)dims[d]);
     n = strlen(found);
   }
+  same = rank == (int)t->ndim ? PETSC_TRUE : PETSC_FALSE;
+  for (int d = 0; same && d < rank; d++) same = dims[d] == (hsize_t)t->dims[d] ? PETSC_TRUE : PETSC_FALSE;
   if (rank == 0)
     bad = NetHDF5Refuse(v, PETSC_ERR_FILE_UNEXPECTED, "%s: dataset \"%s\" cannot be read (not a simple dataset, or the file is damaged); save the model again", file, name);
-  else if (rank != 1 || dims[0] != (hsize_t)t->size)
+  else if (version >= 3 && !same)
+    bad = NetHDF5Refuse(v, PETSC_ERR_FILE_UNEXPECTED,
+                        "%s: dataset \"%s\" has shape %s, but layer %" PetscInt_FMT
+                        " (%s) needs its %s in PyTorch's shape %s; the tensors do not match the architecture in /%s (transposed, or from another model?): write each tensor as the model's state_dict holds it",
+                        file, name, found, l, spec, t->name, expect, NET_HDF5_GROUP);
+  else if (version < 3 && (rank != 1 || dims[0] != (hsize_t)t->size))
     bad = NetHDF5Refuse(v, PETSC_ERR_FILE_UNEXPECTED,
                         "%s: dataset \"%s\" has shape %s, but layer %" PetscInt_FMT " (%s) needs its %s flat: 1-D with %" PetscInt_FMT
                         " values (PyTorch shape %s, in the attribute \"shape\"); the tensors do not match the architecture in /%s: write each tensor flattened, as NetSave() and petnet_torch.py do",
                         file, name, found, l, spec, t->name, t->size, expect, NET_HDF5_GROUP);
+  else if (!holds)
+    bad = NetHDF5Refuse(v, PETSC_ERR_FILE_UNEXPECTED, "%s: dataset \"%s\" cannot be read (its storage does not hold its extent, or it is compact: the file is damaged); save the model again", file, name);
   else if (!isfloat)
     bad = NetHDF5Refuse(v, PETSC_ERR_FILE_UNEXPECTED, "%s: dataset \"%s\" does not hold IEEE floating-point numbers (float64 or float32); write tensors as float64", file, name);
   if (!bad) bad = NetHDF5InspectTensorAttributes(dset, file, version, l, spec, name, t, expect, crc, v);
@@ -462,13 +543,64 @@ static int NetHDF5InspectTensor(Net net, hid_t loc, const char file[], PetscInt 
   return bad;
 }
 
-/* Every tensor into theta (the slice this rank owns) or the layers' buffers: rank 0 reads it, every rank checks it */
+/*
+  A batchnorm's num_batches_tracked (version 3), dataset name under loc: absent (*count = 0), or an int64 scalar (any
+  standard integer of up to 64 bits, one value, contiguous storage that holds it) >= 0 with its "crc32" into *crc.
+*/
+static int NetHDF5InspectCount(hid_t loc, const char file[], const char name[], PetscInt64 *count, PetscInt64 *crc, NetHDF5Verdict *v)
+{
+  hid_t         dset, space, type, plist;
+  hssize_t      npoints;
+  size_t        size  = 0;
+  long long     value = -1;
+  int           bad   = 0, found;
+  char          text[128], what[256], *end;
+  unsigned long sum;
+
+  *count = 0;
+  if (H5Lexists(loc, name, H5P_DEFAULT) <= 0) return 0;
+  if ((dset = H5Dopen2(loc, name, H5P_DEFAULT)) < 0) return NetHDF5Refuse(v, PETSC_ERR_FILE_UNEXPECTED, "%s: dataset \"%s\" cannot be read (not a simple dataset, or the file is damaged); save the model again", file, name);
+  space   = H5Dget_space(dset);
+  type    = H5Dget_type(dset);
+  plist   = H5Dget_create_plist(dset);
+  npoints = space >= 0 ? H5Sget_simple_extent_npoints(space) : -1;
+  if (type >= 0) size = H5Tget_size(type);
+  if (space < 0 || type < 0 || plist < 0 || npoints != 1 || H5Tget_class(type) != H5T_INTEGER || size == 0 || size > sizeof(long long) || H5Tget_precision(type) != 8 * size || H5Tget_offset(type) != 0 || H5Pget_layout(plist) != H5D_CONTIGUOUS ||
+      H5Dget_storage_size(dset) != size)
+    bad = NetHDF5Refuse(v, PETSC_ERR_FILE_UNEXPECTED, "%s: dataset \"%s\" is not one integer (PyTorch's num_batches_tracked is an int64 scalar): the file is damaged; save the model again", file, name);
+  else if (H5Dread(dset, H5T_NATIVE_LLONG, H5S_ALL, H5S_ALL, H5P_DEFAULT, &value) < 0)
+    bad = NetHDF5Refuse(v, PETSC_ERR_FILE_READ, "%s: reading dataset \"%s\" failed in HDF5: the file is damaged; save the model again", file, name);
+  else if (value < 0 || value > ((long long)1 << 53))
+    bad = NetHDF5Refuse(v, PETSC_ERR_FILE_UNEXPECTED, "%s: dataset \"%s\" holds %lld training batches: a count must be in [0, 2^53]; the file is damaged", file, name, value);
+  if (!bad) {
+    found = NetHDF5InspectAttribute(dset, "crc32", H5T_STRING, sizeof(text), text, sizeof(what), what);
+    sum   = found ? 0 : strtoul(text, &end, 16);
+    if (found < 0)
+      bad = NetHDF5Refuse(v, PETSC_ERR_FILE_UNEXPECTED, "%s: tensor \"%s\" has no attribute \"crc32\", which files of format version 3 carry: the file was modified after it was written; save the model again", file, name);
+    else if (found || end == text || *end || sum > 0xffffffffUL)
+      bad = NetHDF5Refuse(v, PETSC_ERR_FILE_UNEXPECTED, "%s: tensor \"%s\" has a malformed attribute \"crc32\" (8 hexadecimal digits expected): the file is corrupt; save the model again", file, name);
+    else {
+      *count = (PetscInt64)value;
+      *crc   = (PetscInt64)sum;
+    }
+  }
+  if (plist >= 0) H5Pclose(plist);
+  if (type >= 0) H5Tclose(type);
+  if (space >= 0) H5Sclose(space);
+  H5Dclose(dset);
+  return bad;
+}
+
+/*
+  Every tensor into theta (the slice this rank owns) or the layers' buffers, and (version 3) batchnorm's counts: rank 0
+  reads each, every rank checks it (checksum over the stored values) and converts it from PyTorch's layout (version 3)
+*/
 static PetscErrorCode NetHDF5ReadTensors_Private(Net net, hid_t loc, const char file[], PetscInt version, PetscScalar *theta)
 {
   MPI_Comm        comm = PetscObjectComm((PetscObject)net);
   PetscMPIInt     rank;
-  PetscInt        rstart, rend, maxsize = 1;
-  PetscScalar    *values;
+  PetscInt        rstart, rend, maxsize = 1, *origin;
+  PetscScalar    *values, *ours;
   NetHDF5Verdict *v;
   PetscErrorCode  ierr = 0;
 
@@ -482,19 +614,20 @@ static PetscErrorCode NetHDF5ReadTensors_Private(Net net, hid_t loc, const char 
     PetscCall(LayerGetTensors(net->layers[l], &nt, info));
     for (PetscInt t = 0; t < nt; t++) maxsize = PetscMax(maxsize, info[t].size);
   }
-  PetscCall(PetscMalloc1(maxsize, &values));
+  PetscCall(NetIOFeatureOrigins_Private(net, &origin));
+  PetscCall(PetscMalloc2(maxsize, &values, maxsize, &ours));
   PetscCall(PetscNew(&v));
   for (PetscInt l = 0; !ierr && l < net->nlayers; l++) {
     Layer           layer = net->layers[l];
     LayerTensorInfo info[LAYER_MAX_TENSORS];
     PetscInt        nt;
+    PetscInt64      count, crc = 0;
+    char            name[4096];
 
     PetscCall(LayerGetTensors(layer, &nt, info));
     for (PetscInt t = 0; !ierr && t < nt; t++) {
-      PetscInt    lo  = net->poff[l] + info[t].offset;
-      PetscInt64  crc = 0;
+      PetscInt    lo = net->poff[l] + info[t].offset;
       PetscMPIInt n;
-      char        name[4096];
 
       PetscCall(NetIOTensorName_Private(net, l, &info[t], sizeof(name), name));
       if (!rank) (void)NetHDF5InspectTensor(net, loc, file, version, l, name, &info[t], values, &crc, v);
@@ -505,14 +638,32 @@ static PetscErrorCode NetHDF5ReadTensors_Private(Net net, hid_t loc, const char 
       PetscCallMPI(MPI_Bcast(&crc, 1, MPIU_INT64, 0, comm));
       ierr = NetIOCheckTensor_Private(net, file, name, info[t].size, values, version >= 2 ? PETSC_TRUE : PETSC_FALSE, crc);
       if (ierr) break;
-      if (info[t].buffer)
-        PetscCall(PetscArraycpy(layer->buffers + info[t].offset, values, info[t].size));
+      if (version >= 3)
+        PetscCall(NetIOFromTorch_Private(&info[t], origin + 3 * l, values, ours));
       else
-        for (PetscInt i = PetscMax(lo, rstart); i < PetscMin(lo + info[t].size, rend); i++) theta[i - rstart] = values[i - lo];
+        PetscCall(PetscArraycpy(ours, values, info[t].size));
+      if (info[t].buffer)
+        PetscCall(PetscArraycpy(layer->buffers + info[t].offset, ours, info[t].size));
+      else
+        for (PetscInt i = PetscMax(lo, rstart); i < PetscMin(lo + info[t].size, rend); i++) theta[i - rstart] = ours[i - lo];
     }
+    PetscCall(LayerBatchNormGetNumBatchesTracked(layer, &count));
+    if (ierr || count < 0 || version < 3) continue;
+    PetscCall(PetscSNPrintf(name, sizeof(name), "%s.num_batches_tracked", net->nodes[l].name));
+    crc = -1; /* stays so when the file has no count */
+    if (!rank) (void)NetHDF5InspectCount(loc, file, name, &count, &crc, v);
+    ierr = NetHDF5Verdict_Private(comm, v);
+    if (ierr) break;
+    PetscCallMPI(MPI_Bcast(&count, 1, MPIU_INT64, 0, comm));
+    PetscCallMPI(MPI_Bcast(&crc, 1, MPIU_INT64, 0, comm));
+    values[0] = (PetscScalar)count;
+    if (crc >= 0) ierr = NetIOCheckTensor_Private(net, file, name, 1, values, PETSC_TRUE, crc);
+    if (ierr) break;
+    PetscCall(LayerBatchNormSetNumBatchesTracked(layer, count));
   }
   PetscCall(PetscFree(v));
-  PetscCall(PetscFree(values));
+  PetscCall(PetscFree2(values, ours));
+  PetscCall(PetscFree(origin));
   PetscCall(ierr);
   PetscFunctionReturn(0);
 }

@@ -38,11 +38,21 @@ PETSC_EXTERN PetscBool LayerRegisterAllCalled;
 */
 /* A named tensor of a layer, for saving and for PyTorch state_dict names (key "<layer index>.<name>"). */
 #define LAYER_MAX_TENSORS 16
+/* How a tensor's values are ordered in PetNet, against PyTorch's order of the same shape dims[] (the model files hold
+   PyTorch's order: src/net/netiotorch.c converts) */
+typedef enum {
+  LAYER_TENSOR_SAME,          /* as in PyTorch */
+  LAYER_TENSOR_CHANNELS_LAST, /* 4-D [d0][d1][d2][d3] held as [d0][d2][d3][d1]: conv2d's [out][kh][kw][cin/groups] */
+  LAYER_TENSOR_FEATURES       /* the last dimension indexes the layer's flat input features (dense weight [out][in],
+                                 batchnorm on (f)): in PetNet's order, which is (h, w, c) where they come from a
+                                 flattened (h, w, c) tensor and PyTorch's nn.Flatten gives (c, h, w); the Net knows */
+} LayerTensorLayout;
 typedef struct {
-  char      name[32]; /* state_dict suffix: "weight", "bias", "running_mean", ... */
-  PetscBool buffer;   /* PETSC_FALSE: a slice of the layer's parameters; PETSC_TRUE: a slice of layer->buffers */
-  PetscInt  offset, size;
-  PetscInt  ndim, dims[4]; /* the tensor's shape in PyTorch's layout (the reference script permutes where ours differs) */
+  char              name[32]; /* state_dict suffix: "weight", "bias", "running_mean", ... */
+  PetscBool         buffer;   /* PETSC_FALSE: a slice of the layer's parameters; PETSC_TRUE: a slice of layer->buffers */
+  PetscInt          offset, size;
+  PetscInt          ndim, dims[4]; /* the tensor's shape in PyTorch's layout */
+  LayerTensorLayout layout;        /* how ours differs (zero, LAYER_TENSOR_SAME, unless the kind says otherwise) */
 } LayerTensorInfo;
 
 typedef struct _LayerOps *LayerOps;

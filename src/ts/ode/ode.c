@@ -121,6 +121,8 @@ static PetscErrorCode LayerTensors_ODE(Layer layer, PetscInt *n, LayerTensorInfo
       info[count] = inner[k];
       PetscCall(PetscSNPrintf(info[count].name, sizeof(info[count].name), "net.%" PetscInt_FMT ".%s", l, inner[k].name));
       info[count].offset += ode->net->poff[l];
+      /* the inner Net's features are the ode layer's, in PetNet's order: PyTorch has no ode layer to agree with */
+      if (info[count].layout == LAYER_TENSOR_FEATURES) info[count].layout = LAYER_TENSOR_SAME;
       count++;
     }
   }

@@ -4,6 +4,8 @@
     x, y    [n][m][C]    m positions per sample: (h, w, c) inputs have m = h w, flat (f) inputs m = 1 and C = f
     theta   [gamma (C), beta (C)]          ("weight" and "bias"; gamma starts at 1, beta at 0)
     buffers [running_mean (C), running_var (C)]   (start at 0 and 1)
+    nbatches  PyTorch's num_batches_tracked: the training-mode passes that updated the running statistics (not a
+              buffer: an integer, saved in HDF5 model files only)
 
     y = gamma xhat + beta,  xhat = (x - mu) s,  s = 1 / sqrt(var + eps)
 
@@ -30,6 +32,7 @@ typedef struct {
   PetscInt     C, m;          /* channels; positions per sample */
   PetscBool    batchstats;    /* the last forward used batch statistics (training mode) */
   PetscReal    count;         /* M, the global number of values per channel in the last training forward */
+  PetscInt64   nbatches;      /* num_batches_tracked */
   PetscScalar *mean, *invstd; /* [C] each: the statistics of the last forward, mu and s */
   PetscScalar *sums, *coef;   /* [5C+1] reduction buffer; [9C] per-channel terms of the derivatives */
 } Layer_BatchNorm;
@@ -49,6 +52,7 @@ static PetscErrorCode LayerSetUp_BatchNorm(Layer layer)
   layer->nbuffers = 2 * bn->C;
   PetscCall(PetscMalloc4(bn->C, &bn->mean, bn->C, &bn->invstd, 5 * bn->C + 1, &bn->sums, 9 * bn->C, &bn->coef));
   PetscCall(PetscMalloc1(layer->nbuffers, &layer->buffers));
+  bn->nbatches = 0;
   for (PetscInt c = 0; c < bn->C; c++) {
     layer->buffers[c]         = 0.0;
     layer->buffers[bn->C + c] = 1.0;
@@ -106,6 +110,7 @@ static PetscErrorCode BatchNormStatistics(Layer layer, PetscInt n, const PetscSc
   for (PetscInt c = 0; c < C; c++) bn->invstd[c] = 1.0 / PetscSqrtScalar(sums[c] / M + bn->eps);
   bn->count = M;
   if (!layer->frozen) {
+    bn->nbatches++;
     for (PetscInt c = 0; c < C; c++) {
       rmean[c] = (1.0 - bn->momentum) * rmean[c] + bn->momentum * bn->mean[c];
       rvar[c]  = (1.0 - bn->momentum) * rvar[c] + bn->momentum * sums[c] / (M - 1.0);
@@ -292,7 +297,8 @@ static PetscErrorCode LayerSOBackward_BatchNorm(Layer layer, PetscInt n, const P
   PetscFunctionReturn(0);
 }
 
-/* PyTorch BatchNorm: weight, bias [C]; buffers running_mean, running_var [C] (num_batches_tracked is not kept) */
+/* PyTorch BatchNorm: weight, bias [C]; buffers running_mean, running_var [C]; indexed by the input's features when it is
+   flat (f), by its channels on (h, w, c). num_batches_tracked: LayerBatchNormGetNumBatchesTracked(). */
 static PetscErrorCode LayerTensors_BatchNorm(Layer layer, PetscInt *n, LayerTensorInfo info[])
 {
   Layer_BatchNorm *bn      = (Layer_BatchNorm *)layer->data;
@@ -307,6 +313,7 @@ static PetscErrorCode LayerTensors_BatchNorm(Layer layer, PetscInt *n, LayerTens
     info[t].size    = bn->C;
     info[t].ndim    = 1;
     info[t].dims[0] = bn->C;
+    info[t].layout  = layer->in.ndim == 1 ? LAYER_TENSOR_FEATURES : LAYER_TENSOR_SAME;
   }
   *n = 4;
   PetscFunctionReturn(0);
@@ -399,6 +406,8 @@ static PetscErrorCode LayerDestroy_BatchNorm(Layer layer)
   PetscCall(LayerReset_BatchNorm(layer));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerBatchNormSetMomentum_C", NULL));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerBatchNormSetEpsilon_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerBatchNormGetNumBatchesTracked_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerBatchNormSetNumBatchesTracked_C", NULL));
   PetscCall(PetscFree(layer->data));
   PetscFunctionReturn(0);
 }
@@ -416,6 +425,77 @@ static PetscErrorCode LayerBatchNormSetEpsilon_BatchNorm(Layer layer, PetscReal 
   PetscFunctionBegin;
   PetscCheck(eps >= 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "batchnorm eps must be non-negative, not %g", (double)eps);
   ((Layer_BatchNorm *)layer->data)->eps = eps;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerBatchNormGetNumBatchesTracked_BatchNorm(Layer layer, PetscInt64 *n)
+{
+  PetscFunctionBegin;
+  *n = ((Layer_BatchNorm *)layer->data)->nbatches;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerBatchNormSetNumBatchesTracked_BatchNorm(Layer layer, PetscInt64 n)
+{
+  PetscFunctionBegin;
+  PetscCheck(n >= 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "batchnorm's count of training batches must be non-negative, not %" PetscInt64_FMT, n);
+  ((Layer_BatchNorm *)layer->data)->nbatches = n;
+  PetscFunctionReturn(0);
+}
+
+/*@
+  LayerBatchNormGetNumBatchesTracked - the number of training-mode forward passes that have updated the running
+  statistics since the layer was set up (PyTorch's num_batches_tracked)
+
+  Not collective
+
+  Input Parameter:
+. layer - a batchnorm layer
+
+  Output Parameter:
+. n - the count; -1 for a layer of another kind
+
+  Notes:
+  Passes in frozen mode (NetTestJacobian()) do not count, as they do not update the statistics. HDF5 model files
+  (NetSave()) keep the count as the int64 scalar "<layer>.num_batches_tracked"; PETSc binary model files and training
+  checkpoints do not (a Net loaded from them starts at 0).
+
+  Level: intermediate
+
+.seealso: `LayerBatchNormSetNumBatchesTracked()`, `NetSetTraining()`, `NetSave()`
+@*/
+PetscErrorCode LayerBatchNormGetNumBatchesTracked(Layer layer, PetscInt64 *n)
+{
+  PetscErrorCode (*f)(Layer, PetscInt64 *);
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(layer, LAYER_CLASSID, 1);
+  PetscValidPointer(n, 2);
+  *n = -1;
+  PetscCall(PetscObjectQueryFunction((PetscObject)layer, "LayerBatchNormGetNumBatchesTracked_C", &f));
+  if (f) PetscCall((*f)(layer, n));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  LayerBatchNormSetNumBatchesTracked - sets the count of training batches (PyTorch's num_batches_tracked), as NetLoad()
+  does from a model file
+
+  Logically collective
+
+  Input Parameters:
++ layer - a batchnorm layer, set up (layers of other kinds ignore the call)
+- n     - the count, >= 0
+
+  Level: advanced
+
+.seealso: `LayerBatchNormGetNumBatchesTracked()`, `NetLoad()`
+@*/
+PetscErrorCode LayerBatchNormSetNumBatchesTracked(Layer layer, PetscInt64 n)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(layer, LAYER_CLASSID, 1);
+  PetscTryMethod(layer, "LayerBatchNormSetNumBatchesTracked_C", (Layer, PetscInt64), (layer, n));
   PetscFunctionReturn(0);
 }
 
@@ -495,5 +575,7 @@ PETSC_INTERN PetscErrorCode LayerCreate_BatchNorm(Layer layer)
   layer->ops->destroy        = LayerDestroy_BatchNorm;
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerBatchNormSetMomentum_C", LayerBatchNormSetMomentum_BatchNorm));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerBatchNormSetEpsilon_C", LayerBatchNormSetEpsilon_BatchNorm));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerBatchNormGetNumBatchesTracked_C", LayerBatchNormGetNumBatchesTracked_BatchNorm));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerBatchNormSetNumBatchesTracked_C", LayerBatchNormSetNumBatchesTracked_BatchNorm));
   PetscFunctionReturn(0);
 }

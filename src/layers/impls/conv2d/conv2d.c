@@ -211,8 +211,8 @@ static PetscErrorCode LayerInitialize_Conv2d(Layer layer, PetscRandom rnd, Petsc
 
 /*
   PyTorch Conv2d: weight [Cout][Cg][KH][KW], bias [Cout]. The shape reported is PyTorch's; the data is stored
-  [Cout][KH][KW][Cg], so torch_weight = ours.reshape(Cout, KH, KW, Cg).permute(0, 3, 1, 2)
-  (share/reference/conv_reference.py does this).
+  [Cout][KH][KW][Cg] (LAYER_TENSOR_CHANNELS_LAST), so torch_weight = ours.reshape(Cout, KH, KW, Cg).permute(0, 3, 1, 2)
+  (share/reference/conv_reference.py does this; the model files hold torch_weight).
 */
 static PetscErrorCode LayerTensors_Conv2d(Layer layer, PetscInt *n, LayerTensorInfo info[])
 {
@@ -227,6 +227,7 @@ static PetscErrorCode LayerTensors_Conv2d(Layer layer, PetscInt *n, LayerTensorI
   info[0].dims[1] = conv->cg;
   info[0].dims[2] = conv->win.k[0];
   info[0].dims[3] = conv->win.k[1];
+  info[0].layout  = LAYER_TENSOR_CHANNELS_LAST;
   *n              = 1;
   if (conv->bias) {
     PetscCall(PetscStrcpy(info[1].name, "bias"));

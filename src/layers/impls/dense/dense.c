@@ -161,7 +161,7 @@ static PetscErrorCode LayerSOBackward_Dense(Layer layer, PetscInt n, const Petsc
   PetscFunctionReturn(0);
 }
 
-/* PyTorch Linear: weight [out][in] (same layout as ours), bias [out] */
+/* PyTorch Linear: weight [out][in] (our layout; the Net permutes in when it comes from a flattened (h, w, c) tensor), bias [out] */
 static PetscErrorCode LayerTensors_Dense(Layer layer, PetscInt *n, LayerTensorInfo info[])
 {
   Layer_Dense *dense = (Layer_Dense *)layer->data;
@@ -174,6 +174,7 @@ static PetscErrorCode LayerTensors_Dense(Layer layer, PetscInt *n, LayerTensorIn
   info[0].ndim    = 2;
   info[0].dims[0] = out;
   info[0].dims[1] = in;
+  info[0].layout  = LAYER_TENSOR_FEATURES;
   PetscCall(PetscStrcpy(info[1].name, "bias"));
   info[1].offset  = in * out;
   info[1].size    = out;

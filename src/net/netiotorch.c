@@ -1,0 +1,175 @@
+/*
+  PyTorch's layout of a Net's tensors, which the HDF5 model files hold from format version 3 on (netiohdf5.c).
+
+  Two things differ between PetNet's parameters and PyTorch's state_dict of the equivalent model:
+
+    conv2d weight   PetNet [out][kh][kw][cin/groups], PyTorch [out][cin/groups][kh][kw] (LAYER_TENSOR_CHANNELS_LAST)
+    flat features   PetNet flattens an (h, w, c) sample in that order; PyTorch's nn.Flatten of NCHW data gives
+                    (c, h, w). A tensor indexed by such features (LAYER_TENSOR_FEATURES: the columns of a dense
+                    weight, the four tensors of a batchnorm on flat data) is permuted:
+                      torch[.., (ci h + hi) w + wi] = ours[.., (hi w + wi) c + ci]
+
+  Which (h, w, c) tensor, if any, a node's flat input features come from is a property of the graph, found here node by
+  node (the origin): the input of a node whose input is (h, w, c) itself (a dense layer flattens implicitly); else the
+  origin of its inputs' output, where a flatten of (h, w, c) sets it, a layer whose tensors all index features one to
+  one (batchnorm on (f)) or that has none and keeps the size (relu, dropout, add, ...) passes it on, and any other
+  layer (dense, ode, concat, globalavgpool, ...) ends it. Inputs whose origins differ (an add of a flattened tensor and
+  a dense layer's output) end it too: PetNet's order is kept there, and such a Net has no PyTorch nn.Sequential
+  equivalent (share/python/petnet_torch.py refuses to build one). The permutation is a bijection fixed by the
+  architecture, so a file read back by PetNet gives the saved Net bit for bit in any case.
+*/
+#include "netio.h"
+
+/* (h, w, c) whose flattening orders differ between PetNet and PyTorch, or zeros */
+static void NetIOOrigin_Private(const PetNetShape *s, PetscInt origin[3])
+{
+  origin[0] = origin[1] = origin[2] = 0;
+  if (s->ndim == 3 && s->dim[2] > 1 && s->dim[0] * s->dim[1] > 1) {
+    for (PetscInt d = 0; d < 3; d++) origin[d] = s->dim[d];
+  }
+}
+
+/* Does the layer map flat features one to one (keeping their order)? */
+static PetscErrorCode NetIOKeepsFeatures_Private(Layer layer, PetscBool *keeps)
+{
+  LayerTensorInfo info[LAYER_MAX_TENSORS];
+  PetscInt        nt;
+
+  PetscFunctionBegin;
+  *keeps = layer->in.ndim == 1 && layer->out.ndim == 1 && layer->insize == layer->outsize ? PETSC_TRUE : PETSC_FALSE;
+  if (!*keeps) PetscFunctionReturn(0);
+  PetscCall(LayerGetTensors(layer, &nt, info));
+  for (PetscInt t = 0; t < nt; t++)
+    if (info[t].layout != LAYER_TENSOR_FEATURES || info[t].ndim != 1) *keeps = PETSC_FALSE;
+  PetscFunctionReturn(0);
+}
+
+/*@C
+  NetIOFeatureOrigins_Private - for every node of a set-up Net, the (h, w, c) shape whose flattening gave the node's
+  flat input features, where PetNet's order of them differs from PyTorch's
+
+  Input Parameter:
+. net - the Net, set up
+
+  Output Parameter:
+. origin - origin[3 k + d], d = 0, 1, 2: h, w, c of node k, or zeros when both orders agree; free with PetscFree()
+
+  Level: developer
+@*/
+PetscErrorCode NetIOFeatureOrigins_Private(Net net, PetscInt **origin)
+{
+  PetscInt *in, *out; /* the origins of each node's input (the result) and of its output */
+
+  PetscFunctionBegin;
+  PetscCall(PetscCalloc1(3 * net->nlayers, origin));
+  PetscCall(PetscCalloc1(3 * net->nlayers, &out));
+  in = *origin;
+  for (PetscInt k = 0; k < net->nlayers; k++) {
+    NetNode  *nd    = &net->nodes[k];
+    Layer     layer = nd->layer;
+    PetscBool flatten, keeps;
+
+    if (layer->in.ndim == 3)
+      NetIOOrigin_Private(&layer->in, in + 3 * k);
+    else {
+      for (PetscInt i = 0; i < nd->nin; i++) {
+        PetscInt src = nd->in[i], o[3] = {0, 0, 0};
+
+        if (src >= 0 && src < k) /* NET_INPUT (the Net's input) has PetNet's and PyTorch's order */
+          for (PetscInt d = 0; d < 3; d++) o[d] = out[3 * src + d];
+        if (i == 0)
+          for (PetscInt d = 0; d < 3; d++) in[3 * k + d] = o[d];
+        else if (o[0] != in[3 * k] || o[1] != in[3 * k + 1] || o[2] != in[3 * k + 2])
+          in[3 * k] = in[3 * k + 1] = in[3 * k + 2] = 0;
+      }
+    }
+    PetscCall(PetscObjectTypeCompare((PetscObject)layer, LAYERFLATTEN, &flatten));
+    PetscCall(NetIOKeepsFeatures_Private(layer, &keeps));
+    if (flatten && layer->in.ndim == 3)
+      NetIOOrigin_Private(&layer->in, out + 3 * k);
+    else if (keeps)
+      for (PetscInt d = 0; d < 3; d++) out[3 * k + d] = in[3 * k + d];
+  }
+  PetscCall(PetscFree(out));
+  PetscFunctionReturn(0);
+}
+
+/* PetNet's index of PyTorch's feature q of an (h, w, c) origin */
+static inline PetscInt NetIOFeature_Private(const PetscInt origin[3], PetscInt q)
+{
+  PetscInt h = origin[0], w = origin[1], c = origin[2], ci = q / (h * w), hi = (q / w) % h, wi = q % w;
+
+  return (hi * w + wi) * c + ci;
+}
+
+/* Does tensor t of a node with this origin need its features permuted? */
+static PetscBool NetIOPermutesFeatures_Private(const LayerTensorInfo *t, const PetscInt origin[3])
+{
+  return t->layout == LAYER_TENSOR_FEATURES && origin[0] && t->ndim >= 1 && t->dims[t->ndim - 1] == origin[0] * origin[1] * origin[2] ? PETSC_TRUE : PETSC_FALSE;
+}
+
+/*@C
+  NetIOToTorch_Private - a tensor's values from PetNet's layout into PyTorch's (row-major in the shape t->dims)
+
+  Input Parameters:
++ t      - the tensor (LayerGetTensors())
+. origin - the (h, w, c) origin of its node's flat input features (NetIOFeatureOrigins_Private()), or zeros
+- ours   - its t->size values as the layer holds them
+
+  Output Parameter:
+. torch - its t->size values in PyTorch's layout (not ours)
+
+  Level: developer
+@*/
+PetscErrorCode NetIOToTorch_Private(const LayerTensorInfo *t, const PetscInt origin[3], const PetscScalar *ours, PetscScalar *torch)
+{
+  PetscFunctionBegin;
+  if (t->layout == LAYER_TENSOR_CHANNELS_LAST && t->ndim == 4) {
+    const PetscInt d0 = t->dims[0], d1 = t->dims[1], d2 = t->dims[2], d3 = t->dims[3];
+
+    for (PetscInt o = 0; o < d0; o++)
+      for (PetscInt g = 0; g < d1; g++)
+        for (PetscInt i = 0; i < d2; i++)
+          for (PetscInt j = 0; j < d3; j++) torch[((o * d1 + g) * d2 + i) * d3 + j] = ours[((o * d2 + i) * d3 + j) * d1 + g];
+  } else if (NetIOPermutesFeatures_Private(t, origin)) {
+    const PetscInt f = t->dims[t->ndim - 1], rows = t->size / f;
+
+    for (PetscInt r = 0; r < rows; r++)
+      for (PetscInt q = 0; q < f; q++) torch[r * f + q] = ours[r * f + NetIOFeature_Private(origin, q)];
+  } else
+    PetscCall(PetscArraycpy(torch, ours, t->size));
+  PetscFunctionReturn(0);
+}
+
+/*@C
+  NetIOFromTorch_Private - the inverse of NetIOToTorch_Private(): PyTorch's layout into PetNet's
+
+  Input Parameters:
++ t      - the tensor
+. origin - the origin of its node's flat input features
+- torch  - its t->size values in PyTorch's layout
+
+  Output Parameter:
+. ours - the values in PetNet's layout (not torch)
+
+  Level: developer
+@*/
+PetscErrorCode NetIOFromTorch_Private(const LayerTensorInfo *t, const PetscInt origin[3], const PetscScalar *torch, PetscScalar *ours)
+{
+  PetscFunctionBegin;
+  if (t->layout == LAYER_TENSOR_CHANNELS_LAST && t->ndim == 4) {
+    const PetscInt d0 = t->dims[0], d1 = t->dims[1], d2 = t->dims[2], d3 = t->dims[3];
+
+    for (PetscInt o = 0; o < d0; o++)
+      for (PetscInt g = 0; g < d1; g++)
+        for (PetscInt i = 0; i < d2; i++)
+          for (PetscInt j = 0; j < d3; j++) ours[((o * d2 + i) * d3 + j) * d1 + g] = torch[((o * d1 + g) * d2 + i) * d3 + j];
+  } else if (NetIOPermutesFeatures_Private(t, origin)) {
+    const PetscInt f = t->dims[t->ndim - 1], rows = t->size / f;
+
+    for (PetscInt r = 0; r < rows; r++)
+      for (PetscInt q = 0; q < f; q++) ours[r * f + NetIOFeature_Private(origin, q)] = torch[r * f + q];
+  } else
+    PetscCall(PetscArraycpy(ours, torch, t->size));
+  PetscFunctionReturn(0);
+}
