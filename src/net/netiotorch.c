@@ -108,6 +108,41 @@ static PetscBool NetIOPermutesFeatures_Private(const LayerTensorInfo *t, const P
   return t->layout == LAYER_TENSOR_FEATURES && origin[0] && t->ndim >= 1 && t->dims[t->ndim - 1] == origin[0] * origin[1] * origin[2] ? PETSC_TRUE : PETSC_FALSE;
 }
 
+/* One loop for both directions: element e of PetNet's layout is element torch(e) of PyTorch's */
+static PetscErrorCode NetIOConvert_Private(const LayerTensorInfo *t, const PetscInt origin[3], PetscBool totorch, const PetscScalar *from, PetscScalar *to)
+{
+  PetscFunctionBegin;
+  if (t->layout == LAYER_TENSOR_CHANNELS_LAST && t->ndim == 4) { /* ours [o][kh][kw][g], PyTorch's [o][g][kh][kw] */
+    const PetscInt d0 = t->dims[0], d1 = t->dims[1], d2 = t->dims[2], d3 = t->dims[3];
+
+    for (PetscInt o = 0; o < d0; o++)
+      for (PetscInt g = 0; g < d1; g++)
+        for (PetscInt i = 0; i < d2; i++)
+          for (PetscInt j = 0; j < d3; j++) {
+            const PetscInt pt = ((o * d1 + g) * d2 + i) * d3 + j, us = ((o * d2 + i) * d3 + j) * d1 + g;
+
+            if (totorch)
+              to[pt] = from[us];
+            else
+              to[us] = from[pt];
+          }
+  } else if (NetIOPermutesFeatures_Private(t, origin)) { /* features in (h, w, c) order here, (c, h, w) in PyTorch */
+    const PetscInt f = t->dims[t->ndim - 1], rows = t->size / f;
+
+    for (PetscInt r = 0; r < rows; r++)
+      for (PetscInt q = 0; q < f; q++) {
+        const PetscInt pt = r * f + q, us = r * f + NetIOFeature_Private(origin, q);
+
+        if (totorch)
+          to[pt] = from[us];
+        else
+          to[us] = from[pt];
+      }
+  } else
+    PetscCall(PetscArraycpy(to, from, t->size));
+  PetscFunctionReturn(0);
+}
+
 /*@C
   NetIOToTorch_Private - a tensor's values from PetNet's layout into PyTorch's (row-major in the shape t->dims)
 
@@ -124,20 +159,7 @@ static PetscBool NetIOPermutesFeatures_Private(const LayerTensorInfo *t, const P
 PetscErrorCode NetIOToTorch_Private(const LayerTensorInfo *t, const PetscInt origin[3], const PetscScalar *ours, PetscScalar *torch)
 {
   PetscFunctionBegin;
-  if (t->layout == LAYER_TENSOR_CHANNELS_LAST && t->ndim == 4) {
-    const PetscInt d0 = t->dims[0], d1 = t->dims[1], d2 = t->dims[2], d3 = t->dims[3];
-
-    for (PetscInt o = 0; o < d0; o++)
-      for (PetscInt g = 0; g < d1; g++)
-        for (PetscInt i = 0; i < d2; i++)
-          for (PetscInt j = 0; j < d3; j++) torch[((o * d1 + g) * d2 + i) * d3 + j] = ours[((o * d2 + i) * d3 + j) * d1 + g];
-  } else if (NetIOPermutesFeatures_Private(t, origin)) {
-    const PetscInt f = t->dims[t->ndim - 1], rows = t->size / f;
-
-    for (PetscInt r = 0; r < rows; r++)
-      for (PetscInt q = 0; q < f; q++) torch[r * f + q] = ours[r * f + NetIOFeature_Private(origin, q)];
-  } else
-    PetscCall(PetscArraycpy(torch, ours, t->size));
+  PetscCall(NetIOConvert_Private(t, origin, PETSC_TRUE, ours, torch));
   PetscFunctionReturn(0);
 }
 
@@ -157,19 +179,6 @@ PetscErrorCode NetIOToTorch_Private(const LayerTensorInfo *t, const PetscInt ori
 PetscErrorCode NetIOFromTorch_Private(const LayerTensorInfo *t, const PetscInt origin[3], const PetscScalar *torch, PetscScalar *ours)
 {
   PetscFunctionBegin;
-  if (t->layout == LAYER_TENSOR_CHANNELS_LAST && t->ndim == 4) {
-    const PetscInt d0 = t->dims[0], d1 = t->dims[1], d2 = t->dims[2], d3 = t->dims[3];
-
-    for (PetscInt o = 0; o < d0; o++)
-      for (PetscInt g = 0; g < d1; g++)
-        for (PetscInt i = 0; i < d2; i++)
-          for (PetscInt j = 0; j < d3; j++) ours[((o * d2 + i) * d3 + j) * d1 + g] = torch[((o * d1 + g) * d2 + i) * d3 + j];
-  } else if (NetIOPermutesFeatures_Private(t, origin)) {
-    const PetscInt f = t->dims[t->ndim - 1], rows = t->size / f;
-
-    for (PetscInt r = 0; r < rows; r++)
-      for (PetscInt q = 0; q < f; q++) ours[r * f + NetIOFeature_Private(origin, q)] = torch[r * f + q];
-  } else
-    PetscCall(PetscArraycpy(ours, torch, t->size));
+  PetscCall(NetIOConvert_Private(t, origin, PETSC_FALSE, torch, ours));
   PetscFunctionReturn(0);
 }
