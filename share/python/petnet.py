@@ -333,6 +333,31 @@ class _PetNetObject(PETSc.Object):
         return self
 
 
+class _TypedObject(_PetNetObject):
+    """A PetNet class with registered types (Loss, Dataset): _cls is its C prefix ("Loss")."""
+
+    _cls = None
+
+    def create(self, comm=None, type=None):
+        _PetNetObject.create(self, comm)
+        if type is not None:
+            self.setType(type)
+        return self
+
+    def setType(self, type):
+        return self._call(self._cls + "SetType", _s(type))
+
+    def getType(self):
+        t = _out(ctypes.c_char_p, _C[self._cls + "GetType"], self.handle)
+        return t.decode() if t else None
+
+    def setFromOptions(self):
+        return self._call(self._cls + "SetFromOptions")
+
+    def setUp(self):
+        return self._call(self._cls + "SetUp")
+
+
 # ---------------------------------------------------------------------------------------------------------------------
 # Net
 
@@ -516,30 +541,12 @@ class Net(_PetNetObject):
 # Loss
 
 
-class Loss(_PetNetObject):
+class Loss(_TypedObject):
     """A PetNet Loss: 'crossentropy', 'mse', 'l1'."""
 
     _create = _C["LossCreate"]
     _prefix = _C["LossSetOptionsPrefix"]
-
-    def create(self, comm=None, type=None):
-        _PetNetObject.create(self, comm)
-        if type is not None:
-            self.setType(type)
-        return self
-
-    def setType(self, type):
-        return self._call("LossSetType", _s(type))
-
-    def getType(self):
-        t = _out(ctypes.c_char_p, _C["LossGetType"], self.handle)
-        return t.decode() if t else None
-
-    def setFromOptions(self):
-        return self._call("LossSetFromOptions")
-
-    def setUp(self):
-        return self._call("LossSetUp")
+    _cls = "Loss"
 
     def evaluate(self, Y, T, dY=None):
         """The mean loss over the global batch; dY = d loss / dY if given."""
@@ -558,30 +565,12 @@ class Loss(_PetNetObject):
 # Dataset
 
 
-class Dataset(_PetNetObject):
+class Dataset(_TypedObject):
     """A PetNet Dataset: 'idx', 'binary', 'hdf5', 'memory' (petsc4py Vecs)."""
 
     _create = _C["DatasetCreate"]
     _prefix = _C["DatasetSetOptionsPrefix"]
-
-    def create(self, comm=None, type=None):
-        _PetNetObject.create(self, comm)
-        if type is not None:
-            self.setType(type)
-        return self
-
-    def setType(self, type):
-        return self._call("DatasetSetType", _s(type))
-
-    def getType(self):
-        t = _out(ctypes.c_char_p, _C["DatasetGetType"], self.handle)
-        return t.decode() if t else None
-
-    def setFromOptions(self):
-        return self._call("DatasetSetFromOptions")
-
-    def setUp(self):
-        return self._call("DatasetSetUp")
+    _cls = "Dataset"
 
     def reset(self):
         return self._call("DatasetReset")
