@@ -163,6 +163,9 @@ _C = {
         "NetGetLayerJacobianP": (_P, _I, _PP),
         "NetTestJacobian": (_P, _P, _P, _PR, _PR),
         "NetSave": (_P, _S),
+        "NetTSSetRHS": (_P, _P, _P),
+        "NetTSSetSaveTrajectory": (_P,),
+        "NetTSCheckAdjoint": (_P,),
         "NetLoad": (_P, _S),
         "LossCreate": (_Comm, _P),
         "LossSetType": (_P, _S),
@@ -722,6 +725,27 @@ class Trainer(_PetNetObject):
 
     def loadCheckpoint(self, filename):
         return self._call("TrainerLoadCheckpoint", _s(filename))
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# A Net in a petsc4py TS
+
+
+def tsSetRHS(ts, net, u=None):
+    """NetTSSetRHS: the Net is the right-hand side of the petsc4py TS, du/dt = N(u; theta) (explicit types: the RHS
+    form; implicit ones: F = udot - N(u) with the Jacobian shells), the parameters NetGetParameters() (the layout of
+    TSSetCostGradients()' mu). Set the TS type first; the TS keeps a reference to the Net."""
+    _check(_C["NetTSSetRHS"](ts.handle, net.handle, _h(u)))
+
+
+def tsSetSaveTrajectory(ts):
+    """NetTSSetSaveTrajectory: what TSAdjointSolve() needs, called before TSSolve()."""
+    _check(_C["NetTSSetSaveTrajectory"](ts.handle))
+
+
+def tsCheckAdjoint(ts):
+    """NetTSCheckAdjoint: refuses the TS types whose discrete adjoint is wrong in this PETSc."""
+    _check(_C["NetTSCheckAdjoint"](ts.handle))
 
 
 # Every PetNet package (the ode layer kind included), as PetNetInitialize() does after PetscInitialize()
