@@ -3,6 +3,7 @@ static const char help[] = "Evaluate a saved model on a dataset: the logits and 
                            "  -predict_output FILE      write logits and labels: .h5 (datasets logits [N][classes], labels [N]) or .csv\n"
                            "  -predict_dataset_type T   idx (default: Fashion-MNIST's t10k split), binary or hdf5 (-predict_dataset_file F)\n"
                            "  -predict_dataset_idx_dir D, -predict_dataset_idx_split train|t10k, -predict_dataset_limit N, ...\n"
+                           "  -predict_dataset_hdf5_targets none   an HDF5 file of inputs only: predictions without loss or accuracy\n"
                            "The inputs are normalised as the model was trained unless -predict_dataset_scale/mean/std say otherwise.\n"
                            "Ends with one line: summary: model=FILE samples=N ranks=R [test_loss=L test_accuracy=A] time_s=T\n";
 
@@ -58,7 +59,7 @@ int main(int argc, char **argv)
   PetscCall(PetscPrintf(comm, "summary: model=%s samples=%" PetscInt_FMT " ranks=%d", model, N, size));
   if (testacc >= 0)
     PetscCall(PetscPrintf(comm, " test_loss=%.6f test_accuracy=%.4f", (double)testloss, (double)testacc));
-  else
+  else if (testloss >= 0) /* no loss: a Dataset of inputs only (-predict_dataset_hdf5_targets none) */
     PetscCall(PetscPrintf(comm, " test_loss=%.6f", (double)testloss));
   PetscCall(PetscPrintf(comm, " time_s=%.3f\n", (double)(t1 - t0)));
 

@@ -25,7 +25,7 @@ typedef struct _p_Dataset *Dataset;
 typedef const char *DatasetType;
 #define DATASETIDX    "idx"    /* MNIST-family IDX files, gzip or plain (-dataset_idx_images, -dataset_idx_labels) */
 #define DATASETBINARY "binary" /* PETSc binary file: a Mat (samples x features) or Vec, then a Vec of targets */
-#define DATASETHDF5   "hdf5"   /* HDF5 datasets "inputs" and "targets" (names selectable) */
+#define DATASETHDF5   "hdf5"   /* HDF5 datasets "inputs" and "targets" (names selectable; targets "none": inputs only) */
 #define DATASETMEMORY "memory" /* user-supplied Vecs */
 
 PETSC_EXTERN PetscClassId      DATASET_CLASSID;
@@ -75,7 +75,8 @@ PETSC_EXTERN PetscErrorCode DatasetGetSampleShape(Dataset, PetNetShape *); /* pe
 PETSC_EXTERN PetscErrorCode DatasetGetTargetSize(Dataset, PetscInt *);     /* entries per target: 1 for class labels */
 PETSC_EXTERN PetscErrorCode DatasetGetNumClasses(Dataset, PetscInt *);     /* declared, else 1 + largest label when tsize is 1 and all targets are integers >= 0, else 0 */
 PETSC_EXTERN PetscErrorCode DatasetGetNumBatches(Dataset, PetscInt *);
-PETSC_EXTERN PetscErrorCode DatasetCheckLabels(Dataset, PetscInt); /* every target one integer label in [0, C): errors name the file and the sample */
+PETSC_EXTERN PetscErrorCode DatasetHasTargets(Dataset, PetscBool *); /* PETSC_FALSE: inputs only (hdf5, -dataset_hdf5_targets none), for inference */
+PETSC_EXTERN PetscErrorCode DatasetCheckLabels(Dataset, PetscInt);   /* every target one integer label in [0, C): errors name the file and the sample */
 
 /* Iteration. An epoch is a permutation of the samples drawn from (seed, epoch): the same global order on any number
    of ranks. Batch b is samples perm[b*B .. min((b+1)*B, N)), split over the ranks like PETSC_DECIDE would split them.

@@ -3,7 +3,8 @@
 
   predict_check.py data OUT.h5 N
       writes the first N images of Fashion-MNIST's t10k split as an HDF5 dataset for DATASETHDF5: "inputs" [N][784]
-      float64 with the raw byte values 0..255 (not normalised) and "targets" [N] the labels.
+      float64 with the raw byte values 0..255 (not normalised) and "targets" [N] the labels; and OUT_inputs.h5 with
+      the same "inputs" only (for -predict_dataset_hdf5_targets none).
   predict_check.py check DIR
       reads, under DIR (tests/out), the outputs of the suite's tests and checks:
       - predict_h5_1.h5: "logits" [N][10] float64 and "labels" [N] integers, labels = arg-max of the logits;
@@ -13,7 +14,9 @@
         summary lines of predict_h5_1, predict_csv_2 and the training run predict_train_1 give the same test_loss and
         test_accuracy (exactly, as printed);
       - predict_hdf5data_2.h5 (an HDF5 dataset of raw bytes, normalised by the model's recorded 1/255): its logits equal
-        the first rows of predict_h5_1.h5 to 1e-12.
+        the first rows of predict_h5_1.h5 to 1e-12;
+      - predict_inputsonly_2.h5 (the same inputs without targets): the same logits and labels, and a summary line
+        without test_loss and test_accuracy.
 """
 import gzip, sys
 import h5py
@@ -48,7 +51,9 @@ def main():
         with h5py.File(out, 'w') as f:
             f['inputs'] = x
             f['targets'] = y
-        print(f'wrote {out}: inputs {x.shape}, targets {y.shape}')
+        with h5py.File(out.replace('.h5', '_inputs.h5'), 'w') as f:
+            f['inputs'] = x
+        print(f'wrote {out}: inputs {x.shape}, targets {y.shape}; and the inputs alone')
         return
     d = sys.argv[2]
     s1, s2, st = summary(f'{d}/predict_h5_1.out'), summary(f'{d}/predict_csv_2.out'), summary(f'{d}/predict_train_1.out')
@@ -84,6 +89,13 @@ def main():
     diff = np.abs(other - logits[:other.shape[0]]).max()
     if diff > 1e-12:
         fail(f'an HDF5 dataset of raw bytes, normalised by the model, gives logits that differ by {diff} from the idx run')
+    with h5py.File(f'{d}/predict_inputsonly_2.h5', 'r') as f:
+        bare, barelabels = f['logits'][:], f['labels'][:]
+    if bare.shape != other.shape or np.abs(bare - other).max() > 1e-12 or not (barelabels == other.argmax(axis=1)).all():
+        fail('a file of inputs only (-predict_dataset_hdf5_targets none) gives other logits or labels than the same inputs with targets')
+    sb = summary(f'{d}/predict_inputsonly_2.out')
+    if 'test_loss' in sb or 'test_accuracy' in sb or int(sb['samples']) != other.shape[0]:
+        fail(f'the summary of a prediction without targets: {sb}')
     print(f'summary: samples={n} accuracy={acc:.4f} csv_h5_max_diff={np.abs(csv[:, 2:] - logits).max():.3g} hdf5data_rows={other.shape[0]} ok=1')
 
 

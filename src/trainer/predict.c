@@ -60,7 +60,7 @@ PetscErrorCode TrainerMatchNormalization_Private(Trainer tr, Dataset ds)
   Output Parameters:
 + Y    - a new Vec [N][nout] of the outputs, block size nout, distributed as the Dataset's samples in file order
          (destroy it with VecDestroy()), or NULL if not wanted
-. loss - the mean loss over the samples (may be NULL)
+. loss - the mean loss over the samples (may be NULL), or -1 if the Dataset has no targets (DatasetHasTargets())
 - acc  - the fraction of samples whose arg-max output is their label, or -1 if the Dataset has no class labels
          (regression targets) (may be NULL)
 
@@ -79,7 +79,7 @@ PetscErrorCode TrainerPredict(Trainer tr, Dataset ds, Vec *Y, PetscReal *loss, P
   MPI_Comm    comm = PetscObjectComm((PetscObject)tr);
   PetNetShape sample, netin, out;
   PetscInt    nout, nlocal, classes, correct = 0, N;
-  PetscBool   training, isce;
+  PetscBool   training, isce, targets;
   PetscReal   f;
   Vec         Yall;
 
@@ -108,8 +108,9 @@ PetscErrorCode TrainerPredict(Trainer tr, Dataset ds, Vec *Y, PetscReal *loss, P
   PetscCall(NetGetOutputShape(tr->net, &out));
   PetscCall(PetNetShapeSize(&out, &nout));
   PetscCall(DatasetGetNumClasses(ds, &classes));
+  PetscCall(DatasetHasTargets(ds, &targets));
   PetscCall(PetscObjectTypeCompare((PetscObject)tr->loss, LOSSCROSSENTROPY, &isce));
-  if (isce) PetscCall(DatasetCheckLabels(ds, nout));
+  if (isce && targets) PetscCall(DatasetCheckLabels(ds, nout));
   PetscCall(DatasetGetLocalSize(ds, &nlocal));
   PetscCall(VecCreateMPI(comm, nlocal * nout, PETSC_DETERMINE, &Yall));
   PetscCall(VecSetBlockSize(Yall, nout));
@@ -121,7 +122,7 @@ PetscErrorCode TrainerPredict(Trainer tr, Dataset ds, Vec *Y, PetscReal *loss, P
   PetscCall(NetSetTraining(tr->net, training));
   PetscCall(PetscLogEventEnd(TRAINER_Evaluate, tr, 0, 0, 0));
   PetscCall(DatasetGetSize(ds, &N));
-  if (loss) *loss = f;
+  if (loss) *loss = targets ? f : -1.0;
   if (acc) *acc = classes && N ? (PetscReal)correct / N : -1.0;
   if (Y)
     *Y = Yall;

@@ -534,6 +534,14 @@ PetscErrorCode TrainerSetUp(Trainer tr)
   if (tr->test) PetscCall(TrainerMatchNormalization_Private(tr, tr->test));
   PetscCall(DatasetSetUp(tr->train));
   if (tr->test) PetscCall(DatasetSetUp(tr->test));
+  for (PetscInt k = 0; k < 2; k++) {
+    Dataset   ds      = k ? tr->test : tr->train;
+    PetscBool targets = PETSC_TRUE;
+
+    if (ds) PetscCall(DatasetHasTargets(ds, &targets));
+    PetscCheck(targets, comm, PETSC_ERR_ARG_WRONG, "The %s Dataset has no targets (-%sdataset_hdf5_targets none): a Dataset of inputs only can be predicted (bin/predict, TrainerPredict()), not trained on or evaluated", k ? "test" : "training",
+               ((PetscObject)ds)->prefix ? ((PetscObject)ds)->prefix : "");
+  }
   PetscCall(DatasetGetSampleShape(tr->train, &sample));
   PetscCall(NetGetInputShape(tr->net, &netin));
   if (!netin.ndim)

@@ -99,8 +99,11 @@ PetscErrorCode TrainerAccumulate_Private(Trainer tr, Dataset ds, PetscReal *f, V
   const PetscScalar *x, *t;
   PetscInt           nin, tsize, nlocal, nmax, N, nchunks, B = tr->evalbatchsize;
   PetNetShape        in;
+  PetscBool          targets;
 
   PetscFunctionBegin;
+  PetscCall(DatasetHasTargets(ds, &targets));
+  PetscCheck(targets || (!G && !correct), comm, PETSC_ERR_ARG_WRONG, "The Dataset has no targets (-dataset_hdf5_targets none): it can only be predicted (bin/predict, TrainerPredict()), not trained on or scored");
   PetscCall(DatasetGetAll(ds, &Xall, &Tall));
   PetscCall(DatasetGetTargetSize(ds, &tsize));
   PetscCall(NetGetInputShape(tr->net, &in));
@@ -127,8 +130,10 @@ PetscErrorCode TrainerAccumulate_Private(Trainer tr, Dataset ds, PetscReal *f, V
     Nc /= nin;
     PetscCall(TrainerEnsureWorkVecs_Private(tr, X));
     PetscCall(NetForward(tr->net, X, tr->Y));
-    PetscCall(LossEvaluate(tr->loss, tr->Y, T, &fc, G ? tr->dY : NULL));
-    *f += fc * Nc / N;
+    if (targets) {
+      PetscCall(LossEvaluate(tr->loss, tr->Y, T, &fc, G ? tr->dY : NULL));
+      *f += fc * Nc / N;
+    }
     if (G) {
       PetscCall(VecScale(tr->dY, (PetscReal)Nc / N));
       PetscCall(NetBackward(tr->net, tr->dY, NULL, G));

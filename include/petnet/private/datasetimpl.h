@@ -50,15 +50,16 @@ struct _p_Dataset {
 
   /* what SetUp found */
   PetscBool   setupcalled;
-  PetscInt    nsource;  /* samples in the source */
-  PetscInt    N;        /* samples used (after the limit) */
-  PetNetShape shape;    /* per-sample input shape */
-  PetscInt    F, tsize; /* entries per sample and per target */
-  PetscInt    nclasses; /* 0: regression targets */
-  char       *tsource;  /* where the targets come from (a file name), for error messages; set by the kind */
-  PetscLayout map;      /* the N samples over the ranks (block size 1, PETSC_DECIDE) */
-  Vec         inputs;   /* [nlocal][F], file order */
-  Vec         targets;  /* [nlocal][tsize], file order */
+  PetscInt    nsource;   /* samples in the source */
+  PetscInt    N;         /* samples used (after the limit) */
+  PetNetShape shape;     /* per-sample input shape */
+  PetscInt    F, tsize;  /* entries per sample and per target */
+  PetscInt    nclasses;  /* 0: regression targets */
+  PetscBool   notargets; /* the source has inputs only (hdf5 with -dataset_hdf5_targets none): targets are zeros, for inference */
+  char       *tsource;   /* where the targets come from (a file name), for error messages; set by the kind */
+  PetscLayout map;       /* the N samples over the ranks (block size 1, PETSC_DECIDE) */
+  Vec         inputs;    /* [nlocal][F], file order */
+  Vec         targets;   /* [nlocal][tsize], file order */
 
   /* iteration */
   PetscInt    epoch;

@@ -327,7 +327,10 @@ PetscErrorCode DatasetSetUp(Dataset ds)
   PetscCheck(ds->map && ds->inputs && ds->targets, PetscObjectComm((PetscObject)ds), PETSC_ERR_PLIB, "Dataset kind %s did not load its samples", ((PetscObject)ds)->type_name);
   PetscCall(DatasetCheckFinite_Private(ds));
   PetscCall(DatasetNormalize_Private(ds));
-  PetscCall(DatasetFindClasses_Private(ds));
+  if (ds->notargets)
+    ds->nclasses = 0;
+  else
+    PetscCall(DatasetFindClasses_Private(ds));
   PetscCall(PetscLogEventEnd(DATASET_Read, ds, 0, 0, 0));
   ds->setupcalled = PETSC_TRUE;
   PetscCall(DatasetBeginEpoch(ds, 0));
@@ -440,6 +443,7 @@ PetscErrorCode DatasetReset(Dataset ds)
   PetscCall(PetscRandomDestroy(&ds->rand));
   PetscCall(PetscFree(ds->tsource));
   ds->N = ds->nsource = ds->F = ds->tsize = ds->nclasses = 0;
+  ds->notargets                                          = PETSC_FALSE;
   ds->epoch                                              = 0;
   ds->setupcalled                                        = PETSC_FALSE;
   PetscFunctionReturn(0);
@@ -917,6 +921,32 @@ PetscErrorCode DatasetGetNumClasses(Dataset ds, PetscInt *nclasses)
   PetscValidIntPointer(nclasses, 2);
   DatasetCheckSetUp(ds, "DatasetGetNumClasses");
   *nclasses = ds->nclasses;
+  PetscFunctionReturn(0);
+}
+
+/*@
+  DatasetHasTargets - whether the Dataset's source has targets (labels or regression values)
+
+  Not collective
+
+  Input Parameter:
+. ds - the Dataset, set up
+
+  Output Parameter:
+. has - PETSC_FALSE for a source of inputs only (an hdf5 Dataset with -dataset_hdf5_targets none), whose targets are
+        zeros: it can be predicted (TrainerPredict()), not trained on or scored
+
+  Level: intermediate
+
+.seealso: `DatasetHDF5SetNames()`, `TrainerPredict()`, `DatasetGetTargetSize()`
+@*/
+PetscErrorCode DatasetHasTargets(Dataset ds, PetscBool *has)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(ds, DATASET_CLASSID, 1);
+  PetscValidBoolPointer(has, 2);
+  DatasetCheckSetUp(ds, "DatasetHasTargets");
+  *has = ds->notargets ? PETSC_FALSE : PETSC_TRUE;
   PetscFunctionReturn(0);
 }
 

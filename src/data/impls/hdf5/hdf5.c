@@ -2,7 +2,8 @@
   hdf5: an HDF5 file (-dataset_file) with two datasets read by VecLoad() through PetscViewerHDF5:
     inputs  (-dataset_hdf5_inputs, default "inputs"):   [N][F] (2-D, as VecView() writes a Vec of block size F), or
                                                         [N*F] with the shape from -dataset_sample_shape;
-    targets (-dataset_hdf5_targets, default "targets"): [N] class labels or [N][tsize].
+    targets (-dataset_hdf5_targets, default "targets"): [N] class labels or [N][tsize]; "none": the file has inputs
+                                                        only, to predict (DatasetHasTargets(), TrainerPredict()).
   The per-sample shape comes from -dataset_sample_shape, else from a string attribute "sample_shape" of the inputs
   dataset (e.g. "28x28x1"), else it is flat (F from the second dimension). -dataset_hdf5_group selects a group.
 
@@ -197,7 +198,7 @@ static PetscErrorCode DatasetHDF5Inspect(Dataset ds, DatasetHDF5Info *info)
       (void)PetscSNPrintf(info->message, sizeof(info->message), "The file \"%s\" is not a readable HDF5 file: it is truncated or corrupt, or not HDF5 at all", ds->file);
     } else {
       info->bad = DatasetHDF5InspectDataset(fid, ds->file, h5->group, h5->inputs, "inputs", "-dataset_hdf5_inputs", 0, info);
-      if (!info->bad) info->bad = DatasetHDF5InspectDataset(fid, ds->file, h5->group, h5->targets, "targets", "-dataset_hdf5_targets", 1, info);
+      if (!info->bad && !ds->notargets) info->bad = DatasetHDF5InspectDataset(fid, ds->file, h5->group, h5->targets, "targets", "-dataset_hdf5_targets", 1, info);
       H5Fclose(fid);
     }
     H5Eset_auto2(H5E_DEFAULT, func, data);
@@ -249,24 +250,27 @@ static PetscErrorCode DatasetLoad_HDF5(Dataset ds)
   PetscFunctionBegin;
   PetscCheck(ds->file, comm, PETSC_ERR_USER_INPUT, "The hdf5 dataset has no file: give -dataset_file FILE or call DatasetFileSetName()");
   PetscCall(DatasetCheckFile_Private(ds, ds->file, "HDF5"));
+  PetscCall(PetscStrcmp(h5->targets, "none", &ds->notargets)); /* inputs only, for inference */
   PetscCall(DatasetHDF5Inspect(ds, &info));
   /* the sizes, from the inspected shapes (each product <= PETSC_MAX_INT), before anything is read */
   nx = info.dims[0][0] * (info.ndims[0] == 2 ? info.dims[0][1] : 1);
-  nt = info.dims[1][0] * (info.ndims[1] == 2 ? info.dims[1][1] : 1);
+  nt = ds->notargets ? 0 : info.dims[1][0] * (info.ndims[1] == 2 ? info.dims[1][1] : 1);
   PetscCall(DatasetHDF5SampleShape(ds, &info, &shape));
   PetscCall(PetNetShapeSize(&shape, &F));
   PetscCall(PetNetShapeToString(&shape, sizeof(s), s));
   PetscCheck(F > 0 && nx % F == 0, comm, PETSC_ERR_FILE_UNEXPECTED, "The inputs \"%s\" in \"%s\" hold %" PetscInt_FMT " entries, not a whole number of samples of shape %s: set -dataset_sample_shape", h5->inputs, ds->file, nx, s);
   N = nx / F;
+  if (ds->notargets) nt = N; /* inputs only: one zero target a sample, which nothing reads */
   PetscCheck(nt % N == 0, comm, PETSC_ERR_FILE_UNEXPECTED, "The targets \"%s\" in \"%s\" hold %" PetscInt_FMT " entries, not a whole number of entries for each of the %" PetscInt_FMT " samples of shape %s", h5->targets, ds->file, nt, N, s);
   PetscCall(DatasetCheckStorage_Private(ds, ds->file, "inputs", nx));
-  PetscCall(DatasetCheckStorage_Private(ds, ds->file, "targets", nt));
+  if (!ds->notargets) PetscCall(DatasetCheckStorage_Private(ds, ds->file, "targets", nt));
 
   PetscCall(PetscViewerHDF5Open(comm, ds->file, FILE_MODE_READ, &viewer));
   if (h5->group) PetscCall(PetscViewerHDF5PushGroup(viewer, h5->group));
   ierr = DatasetHDF5LoadVec(ds, viewer, h5->inputs, &xall);
-  if (!ierr) ierr = DatasetHDF5LoadVec(ds, viewer, h5->targets, &tall);
-  PetscCall(PetscViewerDestroy(&viewer)); /* also on error: nothing left open */
+  if (!ierr && !ds->notargets) ierr = DatasetHDF5LoadVec(ds, viewer, h5->targets, &tall);
+  if (!ierr && ds->notargets) ierr = VecCreateMPI(comm, PETSC_DECIDE, nt, &tall); /* zeros */
+  PetscCall(PetscViewerDestroy(&viewer));                                         /* also on error: nothing left open */
   if (ierr) {
     PetscCall(VecDestroy(&xall));
     PetscCall(VecDestroy(&tall));
