@@ -70,6 +70,12 @@ struct _LayerOps {
   PetscErrorCode (*backwardn)(Layer, PetscInt, const PetscScalar *, const PetscScalar *const[], const PetscScalar *, const PetscScalar *, PetscScalar *const[], PetscScalar *);
   PetscErrorCode (*jvpn)(Layer, PetscInt, const PetscScalar *, const PetscScalar *const[], const PetscScalar *, const PetscScalar *const[], const PetscScalar *, PetscScalar *);
   PetscErrorCode (*tensors)(Layer, PetscInt *, LayerTensorInfo[]); /* default: one tensor "weight" holding all parameters */
+  /* Grid mode (spatial nodes, src/net/netspatial.c). A windowed kind (convolutions, pools) describes its window along
+     each of its nsd spatial dims, slowest first: kernel, step (the stride in effect), padding and dilation; and sets
+     its padding, so that a Net can run a copy of it without padding on a rank's box of the field (the halo supplies
+     what the padding did). NULL: the kind has no window. */
+  PetscErrorCode (*getwindow)(Layer, PetscInt *, PetscInt[], PetscInt[], PetscInt[], PetscInt[]);
+  PetscErrorCode (*setpadding)(Layer, PetscInt, const PetscInt[]);
   PetscErrorCode (*view)(Layer, PetscViewer);
   PetscErrorCode (*reset)(Layer);
   PetscErrorCode (*destroy)(Layer);
@@ -100,6 +106,10 @@ struct _p_Layer {
   PetscInt index;             /* its position in its owner's layer list (LayerSetIndex()): names it in messages and separates
                                  the random streams of the layers of one network (dropout masks); -1 if none */
   PetscInt      partition[2]; /* P_out x P_in grid of ranks its weights are split over in a Net (LayerSetPartition()); 0: none */
+  PetscInt      griddim;      /* 0: batch mode. 2 or 3: the layer is a node of a Net on a 2-D or 3-D grid (netspatial.c), set
+                                 by the Net before LayerSetUp(): a sample is one grid point, its shapes are (channels), and
+                                 the Net does the spatial part (halo exchange, the rank's box, the coarsened grid). A
+                                 windowed kind then sets out = (output channels) and its parameter count from (channels) */
   PetscLogEvent event[LAYER_NUM_PHASES];
 
   void *data;
