@@ -76,6 +76,14 @@ struct _LayerOps {
      what the padding did). NULL: the kind has no window. */
   PetscErrorCode (*getwindow)(Layer, PetscInt *, PetscInt[], PetscInt[], PetscInt[], PetscInt[]);
   PetscErrorCode (*setpadding)(Layer, PetscInt, const PetscInt[]);
+  /* Grid mode for a kind that scales the grid up by an integer factor per spatial dim (upsampling): getscale gives the
+     factors (the output grid is N s, a rank's output block [b s, e s) for its input block [b, e)); gridbox the box of
+     the input grid [ilo, ihi) that the output block [olo, ohi) reads, given the input grid N (global coordinates,
+     slowest first; the box may leave [0, N) where the kind wants the Net's zeros); setgridblock makes a local copy of
+     the layer (batch mode, input shape the box) compute exactly that output block of the global layer. */
+  PetscErrorCode (*getscale)(Layer, PetscInt *, PetscInt[]);
+  PetscErrorCode (*gridbox)(Layer, PetscInt, const PetscInt64[], const PetscInt64[], const PetscInt64[], PetscInt64[], PetscInt64[]);
+  PetscErrorCode (*setgridblock)(Layer, PetscInt, const PetscInt64[], const PetscInt64[], const PetscInt64[], const PetscInt64[], const PetscInt64[]);
   PetscErrorCode (*view)(Layer, PetscViewer);
   PetscErrorCode (*reset)(Layer);
   PetscErrorCode (*destroy)(Layer);
