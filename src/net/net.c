@@ -37,6 +37,8 @@ PetscErrorCode NetCreate(MPI_Comm comm, Net *net)
   n->loadnparams = -1;
   n->maxnparams  = -1;
   n->nlocal      = -1;
+  n->ngroups     = 1;
+  n->gcomm       = MPI_COMM_NULL;
   n->nglobal     = -1;
   *net           = n;
   PetscFunctionReturn(0);
@@ -484,6 +486,7 @@ static PetscErrorCode NetGetLongOption_Private(Net net, const char name[], const
 . -net_input_shape <shape>   - the per-sample input shape, channels last: 784 or 28x28x1
 . -net_seed <seed>           - the seed of the parameter initialisation
 . -net_parallel <replicated,sharded,model> - how parameters and work are spread over the ranks (NetSetParallel())
+. -net_spatial_groups <G> - grid mode: split the ranks into G groups, each holding its own fields (NetSetSpatialGroups())
 . -net_test_jacobian         - dot-product and finite-difference checks at the first forward pass
 . -net_load <file>           - load architecture and parameters saved by NetSave() (replaces -net_layers)
 . -net_save <file>           - save the final Net there (NetSaveFromOptions(): at the end of TrainerTrain(), or at NetDestroy() at the latest)
@@ -531,6 +534,13 @@ PetscErrorCode NetSetFromOptions(Net net)
 
     PetscCall(PetscOptionsEnum("-net_parallel", "How parameters and work are spread over the ranks", "NetSetParallel", NetParallelTypes, (PetscEnum)parallel, (PetscEnum *)&parallel, NULL));
     PetscCall(NetSetParallel(net, parallel));
+  }
+  {
+    PetscInt  groups = net->ngroups;
+    PetscBool flg;
+
+    PetscCall(PetscOptionsInt("-net_spatial_groups", "Grid mode: groups of ranks, each holding its own fields (samples x space)", "NetSetSpatialGroups", groups, &groups, &flg));
+    if (flg) PetscCall(NetSetSpatialGroups(net, groups));
   }
   PetscCall(PetscOptionsBool("-net_test_jacobian", "Run dot-product and finite-difference checks of the Jacobians at the first forward pass", "NetTestJacobian", net->testjacobian, &net->testjacobian, NULL));
   PetscCall(PetscOptionsString("-net_load", "Load architecture and parameters from a file written by NetSave() (replaces -net_layers)", "NetLoad", load, load, sizeof(load), &loadflg));
@@ -657,8 +667,11 @@ static PetscErrorCode NetSetUpNode_Private(Net net, PetscInt k, PetNetShape shap
     net->layers[k]->maxnparams = net->maxnparams - *total;
   else
     net->layers[k]->maxnparams = -1;
+  net->layers[k]->griddim = 0;
+  if (net->vgrid && net->vgrid[nd->in[0] + 1]) PetscCall(DMGetDimension(net->grid, &net->layers[k]->griddim)); /* its input lies on the grid */
   PetscCall(LayerSetUp(net->layers[k]));
-  PetscCall(NetCheckLayerSize_Private(net, k, total, largest)); /* 64-bit counts, before anything is allocated */
+  PetscCall(NetCheckLayerSize_Private(net, k, total, largest));   /* 64-bit counts, before anything is allocated */
+  if (net->vgrid) PetscCall(NetSpatialSetUpNode_Private(net, k)); /* the grid of its output, its box and local copy */
   net->poff[k + 1] = (PetscInt)*total;
   PetscFunctionReturn(0);
 }
@@ -762,6 +775,7 @@ PetscErrorCode NetSetUp(Net net)
   for (PetscInt k = 0; k < net->nlayers - 1; k++)
     PetscCheck(net->nodes[k].nuses, comm, PETSC_ERR_ARG_WRONG, "Node %s (%s) feeds no other node and is not the Net's output (the last node, %s): use it as an input, or remove it", net->nodes[k].name, ((PetscObject)net->layers[k])->type_name,
                net->nodes[net->nlayers - 1].name);
+  PetscCall(NetSpatialSetUpInput_Private(net)); /* grid mode: the input's grid, and the input shape (channels) */
   PetscCall(PetscMalloc1(maxin, &shapes));
   PetscCall(PetscMalloc1(net->nlayers + 1, &net->poff));
   net->poff[0] = 0;
@@ -897,7 +911,8 @@ PetscErrorCode NetView(Net net, PetscViewer viewer)
       }
       PetscCall(PetscViewerASCIIPrintf(viewer, "%5" PetscInt_FMT "  %-14s %-24s %-10s %-26s %-14s %10s\n", l, net->nodes[l].name, spec, type, inputs, shape, nparams));
     }
-    if (net->setupcalled) PetscCall(NetModelViewNode_Private(net, l, viewer)); /* a model-parallel node: its grid and blocks */
+    if (net->setupcalled) PetscCall(NetModelViewNode_Private(net, l, viewer));   /* a model-parallel node: its grid and blocks */
+    if (net->setupcalled) PetscCall(NetSpatialViewNode_Private(net, l, viewer)); /* a spatial node: its grids */
   }
   if (net->setupcalled) PetscCall(PetscViewerASCIIPrintf(viewer, "total parameters %" PetscInt_FMT "\n", net->nparams));
   PetscCall(PetscViewerASCIIPopTab(viewer));
@@ -987,6 +1002,8 @@ PetscErrorCode NetReset(Net net)
   PetscFunctionBegin;
   PetscValidHeaderSpecific(net, NET_CLASSID, 1);
   PetscCall(NetResetWorkspace_Private(net));
+  PetscCall(PetscFree(net->vlocal));
+  PetscCall(NetSpatialReset_Private(net));
   if (net->poff) PetscCall(NetResetParameterMaps_Private(net));
   PetscCall(VecDestroy(&net->theta));
   PetscCall(VecDestroy(&net->theta_rep));
@@ -1034,6 +1051,7 @@ PetscErrorCode NetDestroy(Net *net)
   }
   PetscCall(NetSaveAtDestroy_Private(*net));
   PetscCall(NetReset(*net));
+  PetscCall(NetSpatialDestroy_Private(*net));
   PetscCall(NetDestroyLayers_Private(*net));
   PetscCall(PetscHeaderDestroy(net));
   PetscFunctionReturn(0);

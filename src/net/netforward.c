@@ -16,6 +16,27 @@
 */
 #include <petnet/private/netimpl.h>
 
+/* The samples of every value (counts[0..nlayers]) for n input samples on this rank: n everywhere in batch mode; in grid
+   mode a node that coarsens, refines or leaves the grid changes them (NetSpatialOutputCount_Private()) */
+PetscErrorCode NetValueCounts_Private(Net net, PetscInt n, PetscInt counts[])
+{
+  PetscInt nf;
+
+  PetscFunctionBegin;
+  PetscCall(NetSpatialFields_Private(net, n, &nf)); /* grid mode: the fields of the batch */
+  counts[0] = n;
+  for (PetscInt k = 0; k < net->nlayers; k++) {
+    const NetNode *nd = &net->nodes[k];
+    const PetscInt m  = counts[nd->in[0] + 1];
+
+    for (PetscInt i = 1; i < nd->nin; i++)
+      PetscCheck(counts[nd->in[i] + 1] == m, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Node %s joins values of %" PetscInt_FMT " and %" PetscInt_FMT " samples on this rank: their grids differ", nd->name, m, counts[nd->in[i] + 1]);
+    counts[k + 1] = m;
+    if (nd->sp) PetscCall(NetSpatialOutputCount_Private(net, k, nf, &counts[k + 1]));
+  }
+  PetscFunctionReturn(0);
+}
+
 /* (Re)build the workspace when the batch layout changes: X must hold a whole number of samples on each rank. */
 PetscErrorCode NetSetUpWorkspace_Private(Net net, Vec X)
 {
@@ -58,17 +79,20 @@ PetscErrorCode NetSetUpWorkspace_Private(Net net, Vec X)
   }
   n = nx / insize;
   N = Nx / insize;
-  { /* act, dact (and dsum where a value feeds several nodes) for n samples: each must fit a PetscInt, all in memory */
+  PetscCall(PetscFree(net->vlocal));
+  PetscCall(PetscMalloc1(net->nlayers + 1, &net->vlocal));
+  PetscCall(NetValueCounts_Private(net, n, net->vlocal)); /* n, except in grid mode (netspatial.c) */
+  {                                                       /* act, dact (and dsum where a value feeds several nodes) for n samples: each must fit a PetscInt, all in memory */
     PetscInt       largest = 0;
     PetscLogDouble bytes   = 0;
 
     PetscInt64 most, entries;
 
     for (PetscInt k = 0; k < net->nlayers; k++) {
-      if (net->layers[k]->outsize > net->layers[largest]->outsize) largest = k;
-      bytes += (net->nodes[k].nuses > 1 ? 3.0 : 2.0) * sizeof(PetscScalar) * (PetscLogDouble)n * net->layers[k]->outsize;
+      if ((PetscInt64)net->vlocal[k + 1] * net->layers[k]->outsize > (PetscInt64)net->vlocal[largest + 1] * net->layers[largest]->outsize) largest = k;
+      bytes += (net->nodes[k].nuses > 1 ? 3.0 : 2.0) * sizeof(PetscScalar) * (PetscLogDouble)net->vlocal[k + 1] * net->layers[k]->outsize;
     }
-    entries = (PetscInt64)n * net->layers[largest]->outsize;
+    entries = (PetscInt64)net->vlocal[largest + 1] * net->layers[largest]->outsize;
     PetscCall(MPIU_Allreduce(&entries, &most, 1, MPIU_INT64, MPI_MAX, comm));
     PetscCheck(most <= PETSC_MAX_INT, comm, PETSC_ERR_ARG_OUTOFRANGE,
                "A batch needs %" PetscInt64_FMT " entries on a rank for the output of node %s (%" PetscInt_FMT " per sample), more than a PetscInt holds: use fewer samples per rank (smaller batches, more ranks)", most, net->nodes[largest].name,
@@ -83,7 +107,7 @@ PetscErrorCode NetSetUpWorkspace_Private(Net net, Vec X)
     PetscInt size  = v ? net->layers[v - 1]->outsize : insize;
     PetscInt nuses = v ? net->nodes[v - 1].nuses : net->ninputuses;
 
-    PetscCall(VecCreateMPI(comm, n * size, PETSC_DETERMINE, &net->act[v]));
+    PetscCall(VecCreateMPI(comm, net->vlocal[v] * size, PETSC_DETERMINE, &net->act[v]));
     PetscCall(VecDuplicate(net->act[v], &net->dact[v]));
     if (nuses > 1) PetscCall(VecDuplicate(net->act[v], &net->dsum[v]));
   }
@@ -150,7 +174,14 @@ PetscErrorCode NetCreateVecs(Net net, PetscInt n, Vec *X, Vec *Y)
   PetscCheck((PetscInt64)n * PetscMax(insize, outsize) <= PETSC_MAX_INT, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE,
              "%" PetscInt_FMT " samples of %" PetscInt_FMT " inputs and %" PetscInt_FMT " outputs need more entries than a PetscInt holds: use fewer samples per rank", n, insize, outsize);
   if (X) PetscCall(VecCreateMPI(PetscObjectComm((PetscObject)net), n * insize, PETSC_DETERMINE, X));
-  if (Y) PetscCall(VecCreateMPI(PetscObjectComm((PetscObject)net), n * outsize, PETSC_DETERMINE, Y));
+  if (Y) {
+    PetscInt *counts;
+
+    PetscCall(PetscMalloc1(net->nlayers + 1, &counts));
+    PetscCall(NetValueCounts_Private(net, n, counts)); /* in grid mode the output may have fewer samples than the input */
+    PetscCall(VecCreateMPI(PetscObjectComm((PetscObject)net), counts[net->nlayers] * outsize, PETSC_DETERMINE, Y));
+    PetscCall(PetscFree(counts));
+  }
   PetscFunctionReturn(0);
 }
 
@@ -175,7 +206,7 @@ static PetscErrorCode NetCheckCompatible_Private(Net net, Vec v, PetscInt l, con
   PetscFunctionBegin;
   PetscCall(VecGetLocalSize(v, &n));
   PetscCall(VecGetLocalSize(net->act[l], &m));
-  PetscCheck(n == m, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "%s has %" PetscInt_FMT " local entries, expected %" PetscInt_FMT " (%" PetscInt_FMT " samples of the batch of the last NetForward)", name, n, m, net->nlocal);
+  PetscCheck(n == m, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "%s has %" PetscInt_FMT " local entries, expected %" PetscInt_FMT " (%" PetscInt_FMT " samples of the batch of the last NetForward)", name, n, m, net->vlocal[l]);
   PetscFunctionReturn(0);
 }
 
@@ -246,9 +277,11 @@ PetscErrorCode NetForward(Net net, Vec X, Vec Y)
     PetscCall(NetGetInputs_Private(net, k, net->act, x));
     PetscCall(VecGetArrayWrite(net->act[k + 1], &y));
     if (net->nodes[k].mp)
-      PetscCall(NetModelForward_Private(net, k, net->nlocal, th, x[0], y));
+      PetscCall(NetModelForward_Private(net, k, NetNodeCount(net, k), th, x[0], y));
+    else if (net->nodes[k].sp)
+      PetscCall(NetSpatialForward_Private(net, k, NetNodeCount(net, k), th, x[0], y));
     else
-      PetscCall(LayerForwardArrays(net->layers[k], net->nlocal, th, x, y));
+      PetscCall(LayerForwardArrays(net->layers[k], NetNodeCount(net, k), th, x, y));
     PetscCall(VecRestoreArrayWrite(net->act[k + 1], &y));
     PetscCall(NetRestoreInputs_Private(net, k, net->act, x));
     PetscCall(NetNodeRestoreParameters_Private(net, k, &th));
@@ -292,9 +325,11 @@ PetscErrorCode NetNodeBackwardArrays_Private(Net net, PetscInt k, const PetscSca
   PetscCall(NetGetInputs_Private(net, k, net->act, x));
   PetscCall(VecGetArrayRead(net->act[k + 1], &y));
   if (net->nodes[k].mp)
-    PetscCall(NetModelBackward_Private(net, k, net->nlocal, th, x[0], y, dy, dx[0], dth));
+    PetscCall(NetModelBackward_Private(net, k, NetNodeCount(net, k), th, x[0], y, dy, dx[0], dth));
+  else if (net->nodes[k].sp)
+    PetscCall(NetSpatialBackward_Private(net, k, NetNodeCount(net, k), th, x[0], y, dy, dx[0], dth));
   else
-    PetscCall(LayerBackwardArrays(net->layers[k], net->nlocal, th, x, y, dy, dx, dth));
+    PetscCall(LayerBackwardArrays(net->layers[k], NetNodeCount(net, k), th, x, y, dy, dx, dth));
   PetscCall(VecRestoreArrayRead(net->act[k + 1], &y));
   PetscCall(NetRestoreInputs_Private(net, k, net->act, x));
   if (x != stack) PetscCall(PetscFree(x));
@@ -311,9 +346,11 @@ static PetscErrorCode NetNodeJVPArrays_Private(Net net, PetscInt k, const PetscS
   PetscCall(NetGetInputs_Private(net, k, net->act, x));
   PetscCall(VecGetArrayRead(net->act[k + 1], &y));
   if (net->nodes[k].mp)
-    PetscCall(NetModelJVP_Private(net, k, net->nlocal, th, x[0], y, dx[0], dth, dy));
+    PetscCall(NetModelJVP_Private(net, k, NetNodeCount(net, k), th, x[0], y, dx[0], dth, dy));
+  else if (net->nodes[k].sp)
+    PetscCall(NetSpatialJVP_Private(net, k, NetNodeCount(net, k), th, x[0], y, dx[0], dth, dy));
   else
-    PetscCall(LayerJVPArrays(net->layers[k], net->nlocal, th, x, y, dx, dth, dy));
+    PetscCall(LayerJVPArrays(net->layers[k], NetNodeCount(net, k), th, x, y, dx, dth, dy));
   PetscCall(VecRestoreArrayRead(net->act[k + 1], &y));
   PetscCall(NetRestoreInputs_Private(net, k, net->act, x));
   if (x != stack) PetscCall(PetscFree(x));
@@ -387,7 +424,7 @@ PetscErrorCode NetNodeBackward_Private(Net net, PetscInt k, Vec dY, Vec dX, Vec 
   PetscCall(NetCheckParametersUnchanged_Private(net, "NetGetLayerJacobian"));
   if (nin > NET_MAX_STACK_INPUTS) PetscCall(PetscMalloc1(nin, &dx));
   if (dX) PetscCall(VecGetArrayWrite(dX, &base));
-  for (PetscInt i = 0, off = 0; i < nin; off += net->nlocal * net->layers[k]->insizes[i], i++) dx[i] = base ? base + off : NULL;
+  for (PetscInt i = 0, off = 0; i < nin; off += net->vlocal[net->nodes[k].in[i] + 1] * net->layers[k]->insizes[i], i++) dx[i] = base ? base + off : NULL;
   if (dtheta) PetscCall(VecGetArray(dtheta, &dth));
   PetscCall(NetNodeBlockToKernel_Private(net, k, dth, PETSC_TRUE, &kdth));
   PetscCall(NetGetReplicatedArray_Private(net->theta_rep, &theta));
@@ -415,7 +452,7 @@ PetscErrorCode NetNodeJVP_Private(Net net, PetscInt k, Vec dX, Vec dtheta, Vec d
   PetscCall(NetCheckParametersUnchanged_Private(net, "NetGetLayerJacobian"));
   if (nin > NET_MAX_STACK_INPUTS) PetscCall(PetscMalloc1(nin, &dx));
   if (dX) PetscCall(VecGetArrayRead(dX, &base));
-  for (PetscInt i = 0, off = 0; i < nin; off += net->nlocal * net->layers[k]->insizes[i], i++) dx[i] = base ? base + off : NULL;
+  for (PetscInt i = 0, off = 0; i < nin; off += net->vlocal[net->nodes[k].in[i] + 1] * net->layers[k]->insizes[i], i++) dx[i] = base ? base + off : NULL;
   if (dtheta) PetscCall(VecGetArrayRead(dtheta, &dth));
   PetscCall(NetNodeBlockToKernel_Private(net, k, dth, PETSC_FALSE, &kdth));
   PetscCall(NetGetReplicatedArray_Private(net->theta_rep, &theta));

@@ -283,9 +283,10 @@ PetscErrorCode NetGetLayerJacobian(Net net, PetscInt l, Mat *J)
   PetscValidHeaderSpecific(net, NET_CLASSID, 1);
   PetscCall(NetCheckLayer_Private(net, l, "NetGetLayerJacobian"));
   if (!net->LJ[l]) {
-    PetscCall(NetNodeInputSize_Private(net, l, &n));
-    N = n * net->nglobal;
-    PetscCall(NetNodeShellCreate_Private(net, l, n * net->nlocal, N, PETSC_FALSE, &net->LJ[l]));
+    n = 0; /* the node's inputs end to end on this rank */
+    for (PetscInt i = 0; i < net->nodes[l].nin; i++) n += net->vlocal[net->nodes[l].in[i] + 1] * net->layers[l]->insizes[i];
+    N = PETSC_DETERMINE;
+    PetscCall(NetNodeShellCreate_Private(net, l, n, N, PETSC_FALSE, &net->LJ[l]));
   }
   *J = net->LJ[l];
   PetscFunctionReturn(0);

@@ -125,7 +125,7 @@ static PetscErrorCode NetNodeSOBackward_Private(Net net, PetscInt k, const Petsc
   const PetscScalar *x, *xdot = NULL, *y, *ydot = NULL;
 
   PetscFunctionBegin;
-  if (layer->sozero && !nd->mp) PetscFunctionReturn(0);
+  if (layer->sozero && !nd->mp && !nd->sp) PetscFunctionReturn(0);
   PetscCheck(nd->nin == 1, PetscObjectComm((PetscObject)net), PETSC_ERR_SUP, "Node %s (layer kind %s) takes %" PetscInt_FMT " inputs and has no second-order kernel for them: use the Gauss-Newton operator", nd->name, ((PetscObject)layer)->type_name,
              nd->nin);
   PetscCall(VecGetArrayRead(net->act[nd->in[0] + 1], &x));
@@ -133,9 +133,11 @@ static PetscErrorCode NetNodeSOBackward_Private(Net net, PetscInt k, const Petsc
   if (!net->tanzero[nd->in[0] + 1]) PetscCall(VecGetArrayRead(net->dact[nd->in[0] + 1], &xdot));
   if (!net->tanzero[k + 1]) PetscCall(VecGetArrayRead(net->dact[k + 1], &ydot));
   if (nd->mp)
-    PetscCall(NetModelSOBackward_Private(net, k, net->nlocal, th, x, y, xdot, thd, ydot, dy, dxd[0], hvk));
+    PetscCall(NetModelSOBackward_Private(net, k, NetNodeCount(net, k), th, x, y, xdot, thd, ydot, dy, dxd[0], hvk));
+  else if (nd->sp)
+    PetscCall(NetSpatialSOBackward_Private(net, k, NetNodeCount(net, k), th, x, y, xdot, thd, ydot, dy, dxd[0], hvk));
   else
-    PetscCall(LayerSOBackwardArray(layer, net->nlocal, th, x, y, xdot, thd, ydot, dy, dxd[0], hvk));
+    PetscCall(LayerSOBackwardArray(layer, NetNodeCount(net, k), th, x, y, xdot, thd, ydot, dy, dxd[0], hvk));
   if (ydot) PetscCall(VecRestoreArrayRead(net->dact[k + 1], &ydot));
   if (xdot) PetscCall(VecRestoreArrayRead(net->dact[nd->in[0] + 1], &xdot));
   PetscCall(VecRestoreArrayRead(net->act[k + 1], &y));

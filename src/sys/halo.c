@@ -133,3 +133,50 @@ PetscErrorCode PetNetHaloCreateConv(PetNetLayout in, PetNetLayout out, const Pet
   PetscCall(PetNetSFShellCreate_Private(sf, n, PETSC_FALSE, H));
   PetscFunctionReturn(0);
 }
+
+/*@
+  PetNetHaloCreateBox - the operator H that gathers an arbitrary box of a layout's tensor onto this rank, zero-padded
+  outside the tensor
+
+  Collective
+
+  Input Parameters:
++ layout - the layout, set up
+. lo     - the box's first index along each dim (ndim entries, global coordinates; may be negative)
+- hi     - one past its last index along each dim (hi[d] <= lo[d]: an empty box)
+
+  Output Parameter:
+. H - a MATSHELL with local columns the local size of the layout and local rows the box size, prod_d (hi[d] - lo[d])
+
+  Notes:
+  y = H x: the box row-major (last dim fastest), each entry copied from its owner's canonical copy, 0 outside the
+  tensor. H^T adds every box entry back into its owner. Each rank gives its own box: this is the general form of
+  PetNetHaloCreate() (a block grown by a halo) and PetNetHaloCreateConv() (what a convolution's output block reads),
+  for the reads that are neither, such as an upsampling's.
+
+  Level: intermediate
+
+.seealso: `PetNetHaloCreate()`, `PetNetHaloCreateConv()`, `PetNetRedistributeCreate()`
+@*/
+PetscErrorCode PetNetHaloCreateBox(PetNetLayout layout, const PetscInt64 lo[], const PetscInt64 hi[], Mat *H)
+{
+  PetscInt64 blo[PETNET_LAYOUT_MAX_DIM], bhi[PETNET_LAYOUT_MAX_DIM];
+  PetscBool  empty = PETSC_FALSE;
+  PetscSF    sf;
+  PetscInt   n;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(layout, PETNETLAYOUT_CLASSID, 1);
+  PetscValidPointer(lo, 2);
+  PetscValidPointer(hi, 3);
+  PetscValidPointer(H, 4);
+  PetscCall(PetNetLayoutCheckSetUp_Private(layout, "PetNetHaloCreateBox"));
+  for (PetscInt d = 0; d < layout->ndim; d++) empty = (PetscBool)(empty || hi[d] <= lo[d]);
+  for (PetscInt d = 0; d < layout->ndim; d++) {
+    blo[d] = lo[d];
+    bhi[d] = empty ? lo[d] : hi[d];
+  }
+  PetscCall(PetNetLayoutCreateBoxSF_Private(layout, blo, bhi, &sf, &n));
+  PetscCall(PetNetSFShellCreate_Private(sf, n, PETSC_FALSE, H));
+  PetscFunctionReturn(0);
+}

@@ -43,6 +43,10 @@ typedef struct {
      node is data parallel), and the state of that split (layouts, data-movement operators, the local layer) */
   PetscInt partition[2];
   void    *mp;
+
+  /* Grid mode (netspatial.c): a node whose input lies on the grid and that reads a neighbourhood (a window, an
+     upsampling) or leaves the grid (globalavgpool); NULL for the nodes that act point by point */
+  void *sp;
 } NetNode;
 
 struct _p_Net {
@@ -74,7 +78,10 @@ struct _p_Net {
   /* Workspace for a batch of nlocal samples on this rank (N in all): act[0] is the input, act[k+1] the output of node
      k; dact[.] the tangent or cotangent at the same place; dsum[.] (NULL unless a value feeds several nodes) the
      scratch where backward adds up the cotangents of a value used more than once. */
-  PetscInt         nlocal, nglobal;
+  PetscInt  nlocal, nglobal;
+  PetscInt *vlocal;          /* samples of value v on this rank (nlayers + 1 entries): nlocal for every value, except in
+                                grid mode, where a pooling or upsampling node changes the number of grid points and a
+                                globalavgpool leaves the grid (netspatial.c) */
   PetscInt         batchgen; /* counts the workspace rebuilds: a node that caches something per batch layout compares it */
   Vec             *act, *dact, *dsum;
   PetscBool        forwarded;
@@ -114,6 +121,14 @@ struct _p_Net {
   PetscInt    loadnparams;         /* >= 0 while a model file is read: the parameter count it declares, checked by NetSetUp() before allocating */
   const char *loadfile, *loadspec; /* ... and that file's name and layer list, for the error */
   PetscInt64  maxnparams;          /* -1, or the most parameters allowed (an inner Net's share of the file's count) */
+
+  /* Grid mode (netspatial.c, NetSetGrid()): the Net acts on fields of a 2-D or 3-D DMDA, a sample being a grid point;
+     with G spatial groups (-net_spatial_groups) the communicator is split into G groups of ranks, each holding its own
+     fields on its own copy of the grid (samples x space) */
+  DM       grid;    /* the DMDA on this rank's group (referenced), or NULL: batch mode */
+  PetscInt ngroups; /* the number of spatial groups (1: the whole communicator holds each field) */
+  MPI_Comm gcomm;   /* this rank's group communicator (MPI_COMM_NULL until NetGetSpatialComm()) */
+  void   **vgrid;   /* per value (nlayers + 1): the grid it lies on, or NULL: off the grid */
 };
 
 PETSC_INTERN PetscErrorCode NetSetUpWorkspace_Private(Net, Vec);
@@ -138,6 +153,24 @@ PETSC_INTERN PetscErrorCode NetNodeJVP_Private(Net, PetscInt, Vec, Vec, Vec);
 PETSC_INTERN PetscErrorCode NetNodeBackwardArrays_Private(Net, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *const[], PetscScalar *);
 PETSC_INTERN PetscErrorCode NetNodeBackward_Private(Net, PetscInt, Vec, Vec, Vec);
 PETSC_INTERN PetscErrorCode NetNodeInputSize_Private(Net, PetscInt, PetscInt *);
+PETSC_INTERN PetscErrorCode NetValueCounts_Private(Net, PetscInt, PetscInt[]);
+/* the samples on this rank of node k's (first) input in the current batch */
+static inline PetscInt NetNodeCount(Net net, PetscInt k)
+{
+  return net->vlocal[net->nodes[k].in[0] + 1];
+}
+PETSC_INTERN PetscErrorCode NetSpatialSetUpNode_Private(Net, PetscInt);
+PETSC_INTERN PetscErrorCode NetSpatialSetUpInput_Private(Net);
+PETSC_INTERN PetscErrorCode NetSpatialReset_Private(Net);
+PETSC_INTERN PetscErrorCode NetSpatialDestroy_Private(Net);
+PETSC_INTERN PetscErrorCode NetSpatialOutputCount_Private(Net, PetscInt, PetscInt, PetscInt *);
+PETSC_INTERN PetscErrorCode NetSpatialFields_Private(Net, PetscInt, PetscInt *);
+PETSC_INTERN PetscErrorCode NetSpatialForward_Private(Net, PetscInt, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode NetSpatialBackward_Private(Net, PetscInt, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode NetSpatialJVP_Private(Net, PetscInt, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode NetSpatialSOBackward_Private(Net, PetscInt, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *,
+                                                         PetscScalar *);
+PETSC_INTERN PetscErrorCode NetSpatialViewNode_Private(Net, PetscInt, PetscViewer);
 PETSC_INTERN PetscErrorCode NetLayerListNext_Private(char **, char **);
 PETSC_INTERN PetscErrorCode NetListSpec_Private(Net, PetscInt, PetscInt, size_t, char[], size_t *);
 PETSC_INTERN PetscErrorCode NetSetFrozen_Private(Net, PetscBool);

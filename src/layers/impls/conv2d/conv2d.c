@@ -40,6 +40,30 @@ static void Conv2dChooseAlgorithm(Layer_Conv2d *conv)
   conv->dwtransposed = (PetscBool)(!conv->winograd && conv->kg < conv->cog);
 }
 
+/* grid mode (netspatial.c): the window along (h, w), and a copy without padding */
+static PetscErrorCode LayerGetWindow_Conv2d(Layer layer, PetscInt *nsd, PetscInt k[], PetscInt step[], PetscInt pad[], PetscInt dilation[])
+{
+  Layer_Conv2d *conv = (Layer_Conv2d *)layer->data;
+
+  PetscFunctionBegin;
+  *nsd = 2;
+  for (int d = 0; d < 2; d++) {
+    k[d]        = conv->win.k[d];
+    step[d]     = conv->win.stride[d] ? conv->win.stride[d] : conv->win.k[d];
+    pad[d]      = conv->win.pad[d];
+    dilation[d] = conv->win.dilation[d];
+  }
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerSetPadding_Conv2d(Layer layer, PetscInt nsd, const PetscInt pad[])
+{
+  PetscFunctionBegin;
+  PetscCheck(nsd == 2, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "conv2d pads 2 dims, not %" PetscInt_FMT, nsd);
+  PetscCall(LayerConv2dSetPadding(layer, pad[0], pad[1]));
+  PetscFunctionReturn(0);
+}
+
 static PetscErrorCode LayerSetUp_Conv2d(Layer layer)
 {
   Layer_Conv2d *conv = (Layer_Conv2d *)layer->data;
@@ -58,7 +82,13 @@ static PetscErrorCode LayerSetUp_Conv2d(Layer layer)
   PetscCall(Conv2dReset_Grid(layer));
   if (conv->grid.dm)
     PetscCall(Conv2dCheck_Grid(layer)); /* grid mode: (Cin) at each point of a DMDA */
-  else {
+  else if (layer->griddim) {            /* a node of a Net on a grid (netspatial.c): the Net runs a batch-mode copy on each box */
+    char shape[64];
+
+    PetscCall(PetNetShapeToString(&layer->in, sizeof(shape), shape));
+    PetscCheck(layer->griddim == 2, comm, PETSC_ERR_ARG_INCOMP, "conv2d layer %" PetscInt_FMT " convolves 2-D grids, but the Net's grid is %" PetscInt_FMT "-D: use conv3d on a 3-D DMDA", layer->index, layer->griddim);
+    PetscCheck(layer->in.ndim == 1, comm, PETSC_ERR_ARG_SIZ, "conv2d layer %" PetscInt_FMT " on a grid takes one grid point, (channels), as a sample, not %s", layer->index, shape);
+  } else {
     char shape[64];
 
     PetscCall(PetNetShapeToString(&layer->in, sizeof(shape), shape));
@@ -80,6 +110,11 @@ static PetscErrorCode LayerSetUp_Conv2d(Layer layer)
   layer->nparams = conv->nout * conv->kg + (conv->bias ? conv->nout : 0);
   if (conv->grid.dm) {
     PetscCall(Conv2dSetUp_Grid(layer));
+    PetscFunctionReturn(0);
+  }
+  if (layer->griddim) {
+    layer->out.ndim   = 1;
+    layer->out.dim[0] = conv->nout;
     PetscFunctionReturn(0);
   }
   /* im2col reads a sample [H][W][Cin] through the window, taps in the padding reading zero (conv2dim2col.h) */
@@ -771,6 +806,8 @@ PETSC_INTERN PetscErrorCode LayerCreate_Conv2d(Layer layer)
   conv->algorithm                               = CONV2D_ALGORITHM_AUTO;
   layer->data                                   = conv;
   layer->ops->setup                             = LayerSetUp_Conv2d;
+  layer->ops->getwindow                         = LayerGetWindow_Conv2d;
+  layer->ops->setpadding                        = LayerSetPadding_Conv2d;
   layer->ops->initialize                        = LayerInitialize_Conv2d;
   layer->ops->forward                           = LayerForward_Conv2d;
   layer->ops->backward                          = LayerBackward_Conv2d;

@@ -12,6 +12,11 @@ static PetscErrorCode LayerSetUp_GlobalAvgPool(Layer layer)
 
   PetscFunctionBegin;
   PetscCall(PetNetShapeToString(&layer->in, sizeof(shape), shape));
+  if (layer->griddim) { /* a node of a Net on a grid: the Net sums over the field (netspatial.c) */
+    PetscCheck(layer->in.ndim == 1, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_SIZ, "globalavgpool on a grid takes one grid point, (channels), as a sample, not %s", shape);
+    layer->out = layer->in;
+    PetscFunctionReturn(0);
+  }
   PetscCheck(layer->in.ndim == 3, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_SIZ, "globalavgpool needs an (h, w, c) input, but its input shape is %s", shape);
   layer->out.ndim   = 1;
   layer->out.dim[0] = layer->in.dim[2];

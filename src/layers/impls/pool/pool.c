@@ -142,11 +142,47 @@ static PetscErrorCode LayerView_Pool(Layer layer, PetscViewer viewer)
 }
 
 /* Output shape (ho, wo, c); as PyTorch, padding may be at most half the kernel so that no window is all padding. */
+/* grid mode (netspatial.c): the window along (h, w), and a copy without padding */
+static PetscErrorCode LayerGetWindow_Pool(Layer layer, PetscInt *nsd, PetscInt k[], PetscInt step[], PetscInt pad[], PetscInt dilation[])
+{
+  LayerWindow *win = (LayerWindow *)layer->data;
+
+  PetscFunctionBegin;
+  *nsd = 2;
+  for (int d = 0; d < 2; d++) {
+    k[d]        = win->k[d];
+    step[d]     = win->stride[d] ? win->stride[d] : win->k[d];
+    pad[d]      = win->pad[d];
+    dilation[d] = 1;
+  }
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerSetPadding_Pool(Layer layer, PetscInt nsd, const PetscInt pad[])
+{
+  LayerWindow *win = (LayerWindow *)layer->data;
+
+  PetscFunctionBegin;
+  PetscCheck(nsd == 2, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "%s pads 2 dims, not %" PetscInt_FMT, ((PetscObject)layer)->type_name, nsd);
+  win->pad[0] = pad[0];
+  win->pad[1] = pad[1];
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode LayerSetUpPool_Private(Layer layer)
 {
   LayerWindow *win = (LayerWindow *)layer->data;
 
   PetscFunctionBegin;
+  if (layer->griddim) { /* a node of a Net on a grid: the Net runs a batch-mode copy on each box */
+    char shape[64];
+
+    PetscCall(PetNetShapeToString(&layer->in, sizeof(shape), shape));
+    PetscCheck(layer->griddim == 2 && layer->in.ndim == 1, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_SIZ, "%s on a %" PetscInt_FMT "-D grid: it pools 2-D grids and takes one grid point, (channels), as a sample, not %s",
+               ((PetscObject)layer)->type_name, layer->griddim, shape);
+    layer->out = layer->in;
+    PetscFunctionReturn(0);
+  }
   for (int d = 0; d < 2; d++) {
     PetscCheck(2 * win->pad[d] <= win->k[d], PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "%s: padding %" PetscInt_FMT " is more than half the kernel %" PetscInt_FMT ": reduce -%s_padding", ((PetscObject)layer)->type_name,
                win->pad[d], win->k[d], ((PetscObject)layer)->type_name);
@@ -189,6 +225,8 @@ PetscErrorCode LayerCreatePool_Private(Layer layer, size_t size)
   win->dilation[0] = win->dilation[1] = 1;
   layer->data                         = win;
   layer->ops->setarguments            = LayerSetArguments_Pool;
+  layer->ops->getwindow               = LayerGetWindow_Pool;
+  layer->ops->setpadding              = LayerSetPadding_Pool;
   layer->ops->getarguments            = LayerGetArguments_Pool;
   layer->ops->setfromoptions          = LayerSetFromOptions_Pool;
   layer->ops->view                    = LayerView_Pool;

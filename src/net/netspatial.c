@@ -1,0 +1,881 @@
+/*
+  Grid mode: a Net on the fields of a 2-D or 3-D DMDA (NetSetGrid()), spatially parallel. A sample is one grid point
+  (shape (channels)); a rank holds its block of each of nf fields, [nf][block points][c] with the points in the DMDA's
+  order (x fastest), channels last. Nodes that act point by point (dense, relu, batchnorm, add, concat, ...) need nothing
+  more: their batch is the rank's points (batchnorm's statistics are all-reduced over the Net's communicator, so they
+  cover the whole field). The others are spatial nodes, each a local kernel composed with a data movement:
+
+    window (convolutions, pools)   xb = H x            y = f_local(xb)        the rank's output block from its box
+    scale  (upsampling)            xb = H x            y = f_local(xb)        (the same, with the kind's own box)
+    pool   (globalavgpool)         y = S (sum over the block) / (grid points)  the field leaves the grid
+
+  H = PetNetHaloCreateBox(): the box of the input that this rank's output block reads, gathered from its owners with
+  zeros outside the field (the padding); H^T adds it back (the adjoint of the halo exchange). f_local is a batch-mode
+  copy of the layer without padding whose input is the box and whose output is exactly the block: the layer's own
+  kernels, so forward, backward, jvp and sobackward are those of the unsplit layer:
+
+    backward    dxb = J_local^T dy,  dtheta += local part;   dx = H^T dxb
+    jvp         dxb = H dx;          dy = J_local (dxb, dtheta)
+    sobackward  xdotb = H xdot;      local curvature term;   dxdot += H^T dxdotb
+
+  The coarse grid of a window node keeps the fine grid's ranks: output index o belongs to the rank that owns its
+  window's centre o*s - p + (k - 1)/2 * dilation, so a same convolution keeps the ownership and a stride-2 pooling
+  halves it (blocks may become empty). S sums each rank's partial sums onto rank 0 of the group (S^T broadcasts), so
+  after a globalavgpool the group's first rank holds the group's nf samples and the nodes after it (a dense head) run
+  there as a batch.
+
+  Samples x space (-net_spatial_groups G): the communicator's ranks are split into G groups of consecutive ranks; each
+  group holds its own fields on its own DMDA (same sizes), so a batch of G nf fields is spread over them. The
+  parameters' gradient is the sum over all ranks (the Net's usual reduction) and batchnorm reduces over all groups:
+  the result is that of one rank holding all G nf fields.
+*/
+#include <petnet/private/netimpl.h>
+#include <petnetlayout.h>
+#include <petscdmda.h>
+
+#define NET_GRID_MAX 3
+
+/* A grid a value lies on: its extent, the group's ranks along each dim and their ownership, this rank's block */
+typedef struct {
+  PetscInt    nsd;                 /* spatial dims, slowest first: (y, x) or (z, y, x) */
+  PetscInt64  N[NET_GRID_MAX];     /* extent */
+  PetscMPIInt nr[NET_GRID_MAX];    /* ranks of the group along each dim */
+  PetscInt64 *own[NET_GRID_MAX];   /* ownership sizes along each dim (nr[d] entries) */
+  PetscInt64  lo[NET_GRID_MAX];    /* this rank's block [lo, lo + sz) */
+  PetscInt64  sz[NET_GRID_MAX];    /* ... */
+  PetscInt    npoints;             /* points in the block */
+  PetscMPIInt coord[NET_GRID_MAX]; /* this rank's coordinates in the group's grid of ranks */
+} NetGrid;
+
+typedef enum { NET_SPATIAL_WINDOW, NET_SPATIAL_SCALE, NET_SPATIAL_GLOBAL } NetSpatialKind;
+static const char *const NetSpatialKinds[] = {"window", "upsampling", "global pooling"};
+
+typedef struct {
+  NetSpatialKind kind;
+  NetGrid       *in, *out;                             /* the grids of the input and (window, scale) of the output */
+  PetscInt64     blo[NET_GRID_MAX], bhi[NET_GRID_MAX]; /* the input box this rank's output block reads */
+  PetscInt       cin, cout;
+  Layer          local; /* the batch-mode copy on the box; NULL when this rank's output block is empty */
+  PetscInt       boxsize;
+  PetscInt64     total; /* global pooling: the grid points of the field */
+
+  /* for the current batch (nf fields on the group's ranks) */
+  PetscInt     nf, batchgen;
+  PetNetLayout L;         /* the input tensor (nf, [P,] N, M, c) over the group's ranks */
+  Mat          H;         /* the box gather */
+  Vec          xv, xbox;  /* a wrapper of the caller's input array; the box at the last forward */
+  Vec          dbox;      /* the (co)tangent on the box */
+  PetscBool    xboxvalid; /* xbox holds the box of the last forward on this batch layout */
+  PetscScalar *work;      /* global pooling: nf c partial sums */
+} NetSpatial;
+
+static PetscErrorCode NetGridDestroy_Private(NetGrid **g)
+{
+  PetscFunctionBegin;
+  if (!*g) PetscFunctionReturn(0);
+  for (PetscInt d = 0; d < (*g)->nsd; d++) PetscCall(PetscFree((*g)->own[d]));
+  PetscCall(PetscFree(*g));
+  PetscFunctionReturn(0);
+}
+
+/* a copy of g with the ownership sizes own[d] (or g's when NULL) and the extents N (or g's), and its block */
+static PetscErrorCode NetGridDerive_Private(const NetGrid *g, const PetscInt64 N[], PetscInt64 *const own[], NetGrid **out)
+{
+  NetGrid *h;
+
+  PetscFunctionBegin;
+  PetscCall(PetscNew(&h));
+  h->nsd     = g->nsd;
+  h->npoints = 1;
+  for (PetscInt d = 0; d < g->nsd; d++) {
+    h->N[d]     = N ? N[d] : g->N[d];
+    h->nr[d]    = g->nr[d];
+    h->coord[d] = g->coord[d];
+    PetscCall(PetscMalloc1(g->nr[d], &h->own[d]));
+    PetscCall(PetscArraycpy(h->own[d], own && own[d] ? own[d] : g->own[d], g->nr[d]));
+    h->lo[d] = 0;
+    for (PetscMPIInt c = 0; c < g->coord[d]; c++) h->lo[d] += h->own[d][c];
+    h->sz[d] = h->own[d][g->coord[d]];
+    h->npoints *= (PetscInt)h->sz[d];
+  }
+  *out = h;
+  PetscFunctionReturn(0);
+}
+
+static PetscBool NetGridEqual_Private(const NetGrid *a, const NetGrid *b)
+{
+  if (a->nsd != b->nsd) return PETSC_FALSE;
+  for (PetscInt d = 0; d < a->nsd; d++) {
+    if (a->N[d] != b->N[d]) return PETSC_FALSE;
+    for (PetscMPIInt c = 0; c < a->nr[d]; c++)
+      if (a->own[d][c] != b->own[d][c]) return PETSC_FALSE;
+  }
+  return PETSC_TRUE;
+}
+
+static PetscErrorCode NetGridToString_Private(const NetGrid *g, size_t len, char str[])
+{
+  PetscFunctionBegin;
+  if (g->nsd == 2)
+    PetscCall(PetscSNPrintf(str, len, "%" PetscInt64_FMT "x%" PetscInt64_FMT, g->N[0], g->N[1]));
+  else
+    PetscCall(PetscSNPrintf(str, len, "%" PetscInt64_FMT "x%" PetscInt64_FMT "x%" PetscInt64_FMT, g->N[0], g->N[1], g->N[2]));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  NetSetSpatialGroups - splits the Net's ranks into groups for samples x space parallelism: each group of consecutive
+  ranks holds its own fields on its own copy of the grid (spatial parallelism inside the group), and the groups hold
+  different fields (data parallelism across them)
+
+  Logically collective
+
+  Input Parameters:
++ net     - the Net
+- ngroups - the number of groups; it must divide the number of ranks (1: every field spread over all ranks)
+
+  Options Database Key:
+. -net_spatial_groups <G> - the same from the options
+
+  Notes:
+  Call it before NetGetSpatialComm(): the DMDA given to NetSetGrid() lives on the group's communicator.
+
+  Level: intermediate
+
+.seealso: `NetGetSpatialComm()`, `NetSetGrid()`
+@*/
+PetscErrorCode NetSetSpatialGroups(Net net, PetscInt ngroups)
+{
+  PetscMPIInt size;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(net, NET_CLASSID, 1);
+  PetscCallMPI(MPI_Comm_size(PetscObjectComm((PetscObject)net), &size));
+  PetscCheck(ngroups >= 1 && size % ngroups == 0, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_OUTOFRANGE,
+             "-net_spatial_groups %" PetscInt_FMT " does not divide the %d ranks into equal groups: give a divisor of %d (1: each field spread over all ranks)", ngroups, size, size);
+  PetscCheck(net->gcomm == MPI_COMM_NULL || ngroups == net->ngroups, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_WRONGSTATE,
+             "NetSetSpatialGroups(): the group communicator was already made for %" PetscInt_FMT " groups (NetGetSpatialComm()); set the groups before asking for it", net->ngroups);
+  net->ngroups = ngroups;
+  PetscFunctionReturn(0);
+}
+
+/*@
+  NetGetSpatialComm - the communicator of this rank's spatial group, on which to create the DMDA for NetSetGrid()
+
+  Collective
+
+  Input Parameter:
+. net - the Net
+
+  Output Parameter:
+. comm - the group's communicator (the Net's own when there is one group); owned by the Net, do not free it
+
+  Level: intermediate
+
+.seealso: `NetSetSpatialGroups()`, `NetSetGrid()`
+@*/
+PetscErrorCode NetGetSpatialComm(Net net, MPI_Comm *comm)
+{
+  PetscMPIInt size, rank;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(net, NET_CLASSID, 1);
+  PetscValidPointer(comm, 2);
+  if (net->gcomm == MPI_COMM_NULL) {
+    PetscCallMPI(MPI_Comm_size(PetscObjectComm((PetscObject)net), &size));
+    PetscCallMPI(MPI_Comm_rank(PetscObjectComm((PetscObject)net), &rank));
+    PetscCallMPI(MPI_Comm_split(PetscObjectComm((PetscObject)net), rank / (size / (PetscMPIInt)net->ngroups), rank, &net->gcomm));
+  }
+  *comm = net->gcomm;
+  PetscFunctionReturn(0);
+}
+
+/*@
+  NetSetGrid - puts a Net on the fields of a 2-D or 3-D DMDA (grid mode): a sample is a grid point, the input shape is
+  (dof), convolutions and pools act on the distributed field (each rank computing its block from the box of the input
+  it reads, gathered from the ranks that own it), upsampling refines it, and globalavgpool reduces it to one sample
+  per field
+
+  Collective
+
+  Input Parameters:
++ net - the Net
+- da  - a 2-D or 3-D DMDA on the group communicator (NetGetSpatialComm()), with non-periodic boundaries and dof the
+        input channels; or NULL to return to batch mode
+
+  Notes:
+  An input batch holds, on each rank, its block of nf fields: [nf][block points][dof] with the points in the DMDA's order
+  (a DMDA global Vec is one field). The output holds each field's points on the output grid, or, after a
+  globalavgpool, the group's nf samples on its first rank. Windowed layers keep their batch-mode meaning (kernel,
+  stride, padding, dilation, groups); the output grid of a convolution or pool is split among the ranks that own the
+  centres of the windows. With several groups (NetSetSpatialGroups()) every group gives its own DMDA of the same
+  sizes. A Net that was set up is laid out anew.
+
+  Level: intermediate
+
+.seealso: `NetSetSpatialGroups()`, `NetGetSpatialComm()`, `NetDMDASetUp()`, `PetNetHaloCreateBox()`
+@*/
+PetscErrorCode NetSetGrid(Net net, DM da)
+{
+  MPI_Comm       comm, gcomm;
+  PetscBool      isda;
+  PetscInt       dim, M, N, P, dof;
+  PetscMPIInt    cmp;
+  DMBoundaryType b[3];
+  PetscInt64     mine[4], most[4], least[4];
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(net, NET_CLASSID, 1);
+  comm = PetscObjectComm((PetscObject)net);
+  if (!da) {
+    if (net->grid) {
+      PetscCall(NetReset(net));
+      PetscCall(DMDestroy(&net->grid));
+    }
+    PetscFunctionReturn(0);
+  }
+  PetscValidHeaderSpecific(da, DM_CLASSID, 2);
+  PetscCall(PetscObjectTypeCompare((PetscObject)da, DMDA, &isda));
+  PetscCheck(isda, comm, PETSC_ERR_ARG_WRONG, "NetSetGrid() needs a DMDA (DMDACreate2d() or DMDACreate3d()), not a DM of type %s", ((PetscObject)da)->type_name ? ((PetscObject)da)->type_name : "(not set)");
+  PetscCall(NetGetSpatialComm(net, &gcomm));
+  PetscCallMPI(MPI_Comm_compare(gcomm, PetscObjectComm((PetscObject)da), &cmp));
+  PetscCheck(cmp == MPI_IDENT || cmp == MPI_CONGRUENT, PETSC_COMM_SELF, PETSC_ERR_ARG_NOTSAMECOMM, "NetSetGrid(): the DMDA must live on the communicator of this rank's spatial group (NetGetSpatialComm(); with -net_spatial_groups %" PetscInt_FMT ")",
+             net->ngroups);
+  PetscCall(DMDAGetInfo(da, &dim, &M, &N, &P, NULL, NULL, NULL, &dof, NULL, &b[0], &b[1], &b[2], NULL));
+  PetscCheck(dim == 2 || dim == 3, comm, PETSC_ERR_ARG_WRONG,
+             "NetSetGrid(): the DMDA is %" PetscInt_FMT "-D; grid mode convolves 2-D and 3-D grids (DMDACreate2d(), DMDACreate3d()); a 1-D field is a batch of points: give it as the input without a grid", dim);
+  for (PetscInt a = 0; a < dim; a++)
+    PetscCheck(b[a] != DM_BOUNDARY_PERIODIC && b[a] != DM_BOUNDARY_TWIST && b[a] != DM_BOUNDARY_MIRROR, comm, PETSC_ERR_SUP,
+               "NetSetGrid(): the DMDA's boundary along %c is %s: grid mode pads with zeros as the batch-mode layers do; create the DMDA with DM_BOUNDARY_NONE (for a stride-1 conv2d on a periodic grid use NetDMDASetUp())", "xyz"[a],
+               DMBoundaryTypes[b[a]]);
+  /* every group's grid has the same sizes and dof */
+  mine[0] = dim;
+  mine[1] = M;
+  mine[2] = N;
+  mine[3] = dim == 3 ? P : 1;
+  PetscCall(MPIU_Allreduce(mine, most, 4, MPIU_INT64, MPI_MAX, comm));
+  PetscCall(MPIU_Allreduce(mine, least, 4, MPIU_INT64, MPI_MIN, comm));
+  PetscCheck(most[0] == least[0] && most[1] == least[1] && most[2] == least[2] && most[3] == least[3], comm, PETSC_ERR_ARG_INCOMP, "NetSetGrid(): the spatial groups gave DMDAs of different sizes: every group's grid must have the same sizes");
+  if (net->in.ndim) {
+    char shape[64];
+
+    PetscCall(PetNetShapeToString(&net->in, sizeof(shape), shape));
+    PetscCheck(net->in.ndim == 1 && net->in.dim[0] == dof, comm, PETSC_ERR_ARG_INCOMP,
+               "NetSetGrid(): in grid mode a sample is one grid point, so the input shape must be (dof) = (%" PetscInt_FMT "), not %s: give -net_input_shape %" PetscInt_FMT " or leave it unset", dof, shape, dof);
+  } else {
+    PetNetShape in = {1, {dof}};
+
+    PetscCall(NetSetInputShape(net, &in));
+  }
+  PetscCall(PetscObjectReference((PetscObject)da));
+  if (net->setupcalled) PetscCall(NetReset(net));
+  PetscCall(DMDestroy(&net->grid));
+  net->grid = da;
+  PetscFunctionReturn(0);
+}
+
+/* NetSetUp(): the grid of the Net's input, from the DMDA (vgrid[0]); nothing in batch mode */
+PetscErrorCode NetSpatialSetUpInput_Private(Net net)
+{
+  NetGrid        *g;
+  PetscInt        dim, M[3], m[3], dof;
+  const PetscInt *range[3];
+  PetscMPIInt     grank;
+
+  PetscFunctionBegin;
+  if (!net->grid) PetscFunctionReturn(0);
+  PetscCall(DMDAGetInfo(net->grid, &dim, &M[0], &M[1], &M[2], &m[0], &m[1], &m[2], &dof, NULL, NULL, NULL, NULL, NULL));
+  PetscCheck(net->in.ndim == 1 && net->in.dim[0] == dof, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_INCOMP, "In grid mode the Net's input shape must be (%" PetscInt_FMT "), the DMDA's dof", dof);
+  PetscCall(DMDAGetOwnershipRanges(net->grid, &range[0], &range[1], &range[2]));
+  PetscCallMPI(MPI_Comm_rank(PetscObjectComm((PetscObject)net->grid), &grank));
+  PetscCall(PetscCalloc1(net->nlayers + 1, &net->vgrid));
+  PetscCall(PetscNew(&g));
+  g->nsd     = dim;
+  g->npoints = 1;
+  /* DMDA axis a (0 = x) is spatial dim dim - 1 - a; rank = i + m0 (j + m1 k) */
+  for (PetscInt a = 0, r = grank; a < dim; a++) {
+    const PetscInt d = dim - 1 - a;
+
+    g->N[d]     = M[a];
+    g->nr[d]    = (PetscMPIInt)m[a];
+    g->coord[d] = (PetscMPIInt)(r % m[a]);
+    r /= m[a];
+    PetscCall(PetscMalloc1(m[a], &g->own[d]));
+    for (PetscInt c = 0; c < m[a]; c++) g->own[d][c] = range[a][c];
+  }
+  for (PetscInt d = 0; d < dim; d++) {
+    g->lo[d] = 0;
+    for (PetscMPIInt c = 0; c < g->coord[d]; c++) g->lo[d] += g->own[d][c];
+    g->sz[d] = g->own[d][g->coord[d]];
+    g->npoints *= (PetscInt)g->sz[d];
+  }
+  net->vgrid[0] = g;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetSpatialDestroyNode_Private(Net net, PetscInt k)
+{
+  NetSpatial *sp = (NetSpatial *)net->nodes[k].sp;
+
+  PetscFunctionBegin;
+  if (!sp) PetscFunctionReturn(0);
+  PetscCall(LayerDestroy(&sp->local));
+  PetscCall(PetNetLayoutDestroy(&sp->L));
+  PetscCall(MatDestroy(&sp->H));
+  PetscCall(VecDestroy(&sp->xv));
+  PetscCall(VecDestroy(&sp->xbox));
+  PetscCall(VecDestroy(&sp->dbox));
+  PetscCall(PetscFree(sp->work));
+  PetscCall(PetscFree(net->nodes[k].sp));
+  PetscFunctionReturn(0);
+}
+
+/* NetReset(): the grids of the values and the spatial nodes (the DMDA and the groups stay) */
+PetscErrorCode NetSpatialReset_Private(Net net)
+{
+  PetscFunctionBegin;
+  for (PetscInt k = 0; k < net->nlayers; k++) PetscCall(NetSpatialDestroyNode_Private(net, k));
+  if (net->vgrid)
+    for (PetscInt v = 0; v <= net->nlayers; v++) {
+      NetGrid *g = (NetGrid *)net->vgrid[v];
+
+      PetscCall(NetGridDestroy_Private(&g));
+    }
+  PetscCall(PetscFree(net->vgrid));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode NetSpatialDestroy_Private(Net net)
+{
+  PetscFunctionBegin;
+  PetscCall(DMDestroy(&net->grid));
+  if (net->gcomm != MPI_COMM_NULL) PetscCallMPI(MPI_Comm_free(&net->gcomm));
+  PetscFunctionReturn(0);
+}
+
+/* the ownership of a window's output along one dim: o belongs to the rank owning its window's centre o s + c0 */
+static PetscInt64 NetWindowBoundary_Private(PetscInt64 b, PetscInt64 N, PetscInt64 Nout, PetscInt64 s, PetscInt64 c0)
+{
+  PetscInt64 o;
+
+  if (b <= 0) return 0;
+  if (b >= N) return Nout;
+  o = b - c0 <= 0 ? 0 : (b - c0 + s - 1) / s; /* the first o with o s + c0 >= b */
+  return PetscMin(PetscMax(o, 0), Nout);
+}
+
+/* The local copy of node k's layer: batch mode, input the box, without padding (window) or set to compute this rank's
+   block (scale); its output must be exactly the block */
+static PetscErrorCode NetSpatialCreateLocal_Private(Net net, PetscInt k, NetSpatial *sp)
+{
+  Layer       layer = net->layers[k];
+  PetNetShape in;
+  char        args[256] = "";
+  PetscInt    nsd       = sp->in->nsd;
+
+  PetscFunctionBegin;
+  for (PetscInt d = 0; d < nsd; d++)
+    if (sp->out->sz[d] == 0 || sp->bhi[d] <= sp->blo[d]) PetscFunctionReturn(0); /* an empty block: nothing to compute */
+  PetscCall(LayerCreate(PETSC_COMM_SELF, &sp->local));
+  PetscCall(LayerSetType(sp->local, ((PetscObject)layer)->type_name));
+  PetscCall(LayerSetIndex(sp->local, layer->index));
+  PetscTryTypeMethod(layer, getarguments, sizeof(args), args);
+  PetscCall(LayerSetArguments(sp->local, args));
+  if (sp->kind == NET_SPATIAL_WINDOW) {
+    PetscInt zero[NET_GRID_MAX] = {0, 0, 0};
+
+    PetscUseTypeMethod(sp->local, setpadding, nsd, zero);
+  } else {
+    PetscInt64 olo[NET_GRID_MAX], ohi[NET_GRID_MAX];
+
+    for (PetscInt d = 0; d < nsd; d++) {
+      olo[d] = sp->out->lo[d];
+      ohi[d] = sp->out->lo[d] + sp->out->sz[d];
+    }
+    PetscUseTypeMethod(sp->local, setgridblock, nsd, sp->in->N, sp->blo, sp->bhi, olo, ohi);
+  }
+  in.ndim = nsd + 1;
+  for (PetscInt d = 0; d < nsd; d++) in.dim[d] = (PetscInt)(sp->bhi[d] - sp->blo[d]);
+  in.dim[nsd] = sp->cin;
+  PetscCall(LayerSetInputShape(sp->local, &in));
+  PetscCall(LayerSetTraining(sp->local, layer->training));
+  PetscCall(LayerSetUp(sp->local));
+  {
+    PetscBool ok = (PetscBool)(sp->local->out.ndim == nsd + 1 && sp->local->out.dim[nsd] == sp->cout && sp->local->nparams == layer->nparams);
+
+    for (PetscInt d = 0; d < nsd; d++) ok = (PetscBool)(ok && sp->local->out.dim[d] == sp->out->sz[d]);
+    PetscCheck(ok, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Node %s: the local copy of its layer on the rank's box does not compute the rank's output block", net->nodes[k].name);
+  }
+  PetscFunctionReturn(0);
+}
+
+/*
+  NetSetUp(), after node k's layer is set up (with griddim set when its input lies on the grid): the grid of its output
+  (vgrid[k + 1]), and for a spatial node its box and local copy. Errors name the node and the grid.
+*/
+PetscErrorCode NetSpatialSetUpNode_Private(Net net, PetscInt k)
+{
+  const NetNode *nd    = &net->nodes[k];
+  Layer          layer = net->layers[k];
+  MPI_Comm       comm  = PetscObjectComm((PetscObject)net);
+  NetGrid       *gin = (NetGrid *)net->vgrid[nd->in[0] + 1], *gout = NULL;
+  NetSpatial    *sp;
+  PetscBool      isgap;
+  char           spec[256], grid[64];
+
+  PetscFunctionBegin;
+  PetscCall(LayerGetSpec(layer, sizeof(spec), spec));
+  for (PetscInt i = 1; i < nd->nin; i++) {
+    NetGrid *g = (NetGrid *)net->vgrid[nd->in[i] + 1];
+
+    PetscCheck((!g) == (!gin) && (!g || NetGridEqual_Private(g, gin)), comm, PETSC_ERR_ARG_INCOMP,
+               "Node %s (%s) joins values on different grids (or one on the grid and one off it): in grid mode the inputs of a join must lie on the same grid with the same ownership; give both branches the same strides and pools", nd->name, spec);
+  }
+  PetscCall(PetscObjectTypeCompare((PetscObject)layer, LAYERGLOBALAVGPOOL, &isgap));
+  if (!gin) { /* off the grid: a batch-mode node (the head after a globalavgpool) */
+    PetscCheck(!layer->ops->getwindow && !layer->ops->getscale, comm, PETSC_ERR_ARG_INCOMP, "Node %s (%s) convolves or pools, but its input left the grid at a globalavgpool before it: in grid mode put windowed layers before the globalavgpool",
+               nd->name, spec);
+    PetscFunctionReturn(0);
+  }
+  PetscCall(NetGridToString_Private(gin, sizeof(grid), grid));
+  if (!layer->ops->getwindow && !layer->ops->getscale && !isgap) { /* point by point: the same grid */
+    PetscCall(NetGridDerive_Private(gin, NULL, NULL, &gout));
+    net->vgrid[k + 1] = gout;
+    PetscFunctionReturn(0);
+  }
+  PetscCheck(nd->nin == 1, comm, PETSC_ERR_SUP, "Node %s (%s): a spatial node takes one input", nd->name, spec);
+  PetscCall(PetscNew(&sp));
+  net->nodes[k].sp = sp;
+  sp->in           = gin;
+  sp->cin          = layer->in.dim[layer->in.ndim - 1];
+  sp->cout         = layer->out.dim[layer->out.ndim - 1];
+  if (isgap) {
+    sp->kind  = NET_SPATIAL_GLOBAL;
+    sp->total = 1;
+    for (PetscInt d = 0; d < gin->nsd; d++) sp->total *= gin->N[d];
+    PetscFunctionReturn(0); /* vgrid[k + 1] = NULL: off the grid */
+  }
+  if (layer->ops->getwindow) {
+    PetscInt   nsd = 0, kk[NET_GRID_MAX], s[NET_GRID_MAX], p[NET_GRID_MAX], dil[NET_GRID_MAX];
+    PetscInt64 N[NET_GRID_MAX], *own[NET_GRID_MAX] = {NULL, NULL, NULL};
+
+    sp->kind = NET_SPATIAL_WINDOW;
+    PetscUseTypeMethod(layer, getwindow, &nsd, kk, s, p, dil);
+    PetscCheck(nsd == gin->nsd, comm, PETSC_ERR_ARG_INCOMP,
+               "Node %s (%s) is a %" PetscInt_FMT "-D layer, but the Net's grid is %" PetscInt_FMT "-D (%s): use a %" PetscInt_FMT "-D layer (conv%" PetscInt_FMT "d, or a %" PetscInt_FMT "-D kernel) or a %" PetscInt_FMT "-D DMDA", nd->name, spec,
+               nsd, gin->nsd, grid, gin->nsd, gin->nsd, gin->nsd, nsd);
+    for (PetscInt d = 0; d < nsd; d++) {
+      const PetscInt64 ext = (PetscInt64)dil[d] * (kk[d] - 1) + 1, c0 = -(PetscInt64)p[d] + (PetscInt64)((kk[d] - 1) / 2) * dil[d];
+      PetscInt64       b = 0;
+
+      PetscCheck(gin->N[d] + 2 * (PetscInt64)p[d] >= ext, comm, PETSC_ERR_ARG_SIZ, "Node %s (%s): its window (extent %" PetscInt64_FMT ") is larger than the padded grid %s along dim %" PetscInt_FMT ": reduce the kernel or dilation, or pad more",
+                 nd->name, spec, ext, grid, d);
+      N[d] = (gin->N[d] + 2 * p[d] - ext) / s[d] + 1;
+      PetscCall(PetscMalloc1(gin->nr[d], &own[d]));
+      for (PetscMPIInt c = 0; c < gin->nr[d]; c++) {
+        const PetscInt64 e = b + gin->own[d][c];
+
+        own[d][c] = NetWindowBoundary_Private(e, gin->N[d], N[d], s[d], c0) - NetWindowBoundary_Private(b, gin->N[d], N[d], s[d], c0);
+        b         = e;
+      }
+    }
+    PetscCall(NetGridDerive_Private(gin, N, own, &gout));
+    for (PetscInt d = 0; d < nsd; d++) PetscCall(PetscFree(own[d]));
+    for (PetscInt d = 0; d < nsd; d++) {
+      const PetscInt64 ext = (PetscInt64)dil[d] * (kk[d] - 1) + 1;
+
+      sp->blo[d] = gout->lo[d] * s[d] - p[d];
+      sp->bhi[d] = (gout->lo[d] + gout->sz[d] - 1) * s[d] - p[d] + ext;
+    }
+  } else {
+    PetscInt   nsd = 0, f[NET_GRID_MAX];
+    PetscInt64 N[NET_GRID_MAX], *own[NET_GRID_MAX] = {NULL, NULL, NULL}, olo[NET_GRID_MAX], ohi[NET_GRID_MAX];
+
+    sp->kind = NET_SPATIAL_SCALE;
+    PetscUseTypeMethod(layer, getscale, &nsd, f);
+    PetscCheck(nsd == gin->nsd, comm, PETSC_ERR_ARG_INCOMP, "Node %s (%s) scales %" PetscInt_FMT " dims, but the Net's grid is %" PetscInt_FMT "-D (%s): give %" PetscInt_FMT " factors or a %" PetscInt_FMT "-D DMDA", nd->name, spec, nsd, gin->nsd,
+               grid, gin->nsd, nsd);
+    for (PetscInt d = 0; d < nsd; d++) {
+      N[d] = gin->N[d] * f[d];
+      PetscCall(PetscMalloc1(gin->nr[d], &own[d]));
+      for (PetscMPIInt c = 0; c < gin->nr[d]; c++) own[d][c] = gin->own[d][c] * f[d];
+    }
+    PetscCall(NetGridDerive_Private(gin, N, own, &gout));
+    for (PetscInt d = 0; d < nsd; d++) {
+      PetscCall(PetscFree(own[d]));
+      olo[d] = gout->lo[d];
+      ohi[d] = gout->lo[d] + gout->sz[d];
+    }
+    PetscUseTypeMethod(layer, gridbox, nsd, gin->N, olo, ohi, sp->blo, sp->bhi);
+  }
+  net->vgrid[k + 1] = gout;
+  sp->out           = gout;
+  PetscCall(NetSpatialCreateLocal_Private(net, k, sp));
+  PetscFunctionReturn(0);
+}
+
+/* the samples of node k's output for nf fields on this rank */
+PetscErrorCode NetSpatialOutputCount_Private(Net net, PetscInt k, PetscInt nf, PetscInt *count)
+{
+  NetSpatial *sp = (NetSpatial *)net->nodes[k].sp;
+
+  PetscFunctionBegin;
+  if (sp->kind == NET_SPATIAL_GLOBAL) {
+    PetscMPIInt grank;
+
+    PetscCallMPI(MPI_Comm_rank(net->gcomm, &grank));
+    *count = grank ? 0 : nf;
+  } else {
+    PetscCheck((PetscInt64)nf * sp->out->npoints <= PETSC_MAX_INT, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Node %s: %" PetscInt_FMT " fields of %" PetscInt_FMT " points on this rank are more than a PetscInt holds: use fewer fields per batch",
+               net->nodes[k].name, nf, sp->out->npoints);
+    *count = nf * sp->out->npoints;
+  }
+  PetscFunctionReturn(0);
+}
+
+/* The fields of a batch of n input samples (grid points) on this rank; 0 in batch mode */
+PetscErrorCode NetSpatialFields_Private(Net net, PetscInt n, PetscInt *nf)
+{
+  NetGrid *g;
+
+  PetscFunctionBegin;
+  *nf = 0;
+  if (!net->vgrid) PetscFunctionReturn(0);
+  g = (NetGrid *)net->vgrid[0];
+  PetscCheck(g->npoints > 0 && n % g->npoints == 0, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ,
+             "In grid mode an input batch holds this rank's block of whole fields (%" PetscInt_FMT " points of the DMDA each), but it has %" PetscInt_FMT " points on this rank: give DMDA global Vecs, or nf blocks end to end", g->npoints, n);
+  *nf = n / g->npoints;
+  PetscFunctionReturn(0);
+}
+
+/* The layout of the input for nf fields, the box gather and the work Vecs, rebuilt when the batch layout changes */
+static PetscErrorCode NetSpatialSetUpBatch_Private(Net net, PetscInt k, NetSpatial **out)
+{
+  NetSpatial *sp = (NetSpatial *)net->nodes[k].sp;
+  NetGrid    *g  = sp->in;
+  PetscInt    nf, ndim = g->nsd + 2, nloc;
+  PetscInt64  dims[PETNET_LAYOUT_MAX_DIM], lo[PETNET_LAYOUT_MAX_DIM], hi[PETNET_LAYOUT_MAX_DIM];
+  PetscMPIInt gdims[NET_GRID_MAX];
+
+  PetscFunctionBegin;
+  *out = sp;
+  if (sp->L && sp->batchgen == net->batchgen) PetscFunctionReturn(0);
+  PetscCall(NetSpatialFields_Private(net, net->vlocal[0], &nf));
+  {
+    PetscInt mine = nf, most;
+
+    PetscCall(MPIU_Allreduce(&mine, &most, 1, MPIU_INT, MPI_MAX, net->gcomm));
+    PetscCheck(most == nf, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "In grid mode every rank of a group holds its block of the same fields, but this rank holds %" PetscInt_FMT " and another %" PetscInt_FMT, nf, most);
+  }
+  PetscCall(PetNetLayoutDestroy(&sp->L));
+  PetscCall(MatDestroy(&sp->H));
+  PetscCall(VecDestroy(&sp->xv));
+  PetscCall(VecDestroy(&sp->xbox));
+  PetscCall(VecDestroy(&sp->dbox));
+  PetscCall(PetscFree(sp->work));
+  sp->nf        = nf;
+  sp->batchgen  = net->batchgen;
+  sp->xboxvalid = PETSC_FALSE;
+  if (sp->kind == NET_SPATIAL_GLOBAL) {
+    PetscCall(PetscMalloc1((size_t)nf * sp->cin, &sp->work));
+    PetscFunctionReturn(0);
+  }
+  dims[0] = nf;
+  for (PetscInt d = 0; d < g->nsd; d++) {
+    dims[d + 1] = g->N[d];
+    gdims[d]    = g->nr[d];
+  }
+  dims[ndim - 1] = sp->cin;
+  PetscCall(PetNetLayoutCreate(net->gcomm, &sp->L));
+  PetscCall(PetNetLayoutSetShape(sp->L, ndim, dims));
+  PetscCall(PetNetLayoutSetGrid(sp->L, g->nsd, gdims));
+  for (PetscInt d = 0; d < g->nsd; d++) PetscCall(PetNetLayoutSetSplit(sp->L, d + 1, d, g->own[d]));
+  PetscCall(PetNetLayoutSetUp(sp->L));
+  PetscCall(PetNetLayoutGetLocalSize(sp->L, &nloc));
+  PetscCheck(nloc == nf * g->npoints * sp->cin, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Node %s: the layout of its input does not match the rank's block", net->nodes[k].name);
+  lo[0] = 0;
+  hi[0] = nf;
+  for (PetscInt d = 0; d < g->nsd; d++) {
+    lo[d + 1] = sp->blo[d];
+    hi[d + 1] = sp->local ? sp->bhi[d] : sp->blo[d];
+  }
+  lo[ndim - 1] = 0;
+  hi[ndim - 1] = sp->cin;
+  PetscCall(PetNetHaloCreateBox(sp->L, lo, hi, &sp->H));
+  PetscCall(VecCreateMPIWithArray(net->gcomm, 1, nloc, PETSC_DECIDE, NULL, &sp->xv));
+  PetscCall(MatCreateVecs(sp->H, NULL, &sp->xbox));
+  PetscCall(VecDuplicate(sp->xbox, &sp->dbox));
+  PetscFunctionReturn(0);
+}
+
+/* box = H x (transpose: x = H^T box, or x += H^T box when add) with x the caller's array */
+static PetscErrorCode NetSpatialApply_Private(NetSpatial *sp, PetscBool transpose, PetscBool add, const PetscScalar *x, Vec box)
+{
+  PetscFunctionBegin;
+  PetscCall(VecPlaceArray(sp->xv, x));
+  if (!transpose)
+    PetscCall(MatMult(sp->H, sp->xv, box));
+  else if (add)
+    PetscCall(MatMultTransposeAdd(sp->H, box, sp->xv, sp->xv));
+  else
+    PetscCall(MatMultTranspose(sp->H, box, sp->xv));
+  PetscCall(VecResetArray(sp->xv));
+  PetscFunctionReturn(0);
+}
+
+/* globalavgpool on the grid: y (on the group's first rank) = sum over the field / points; transpose: broadcast */
+static PetscErrorCode NetSpatialPool_Private(Net net, NetSpatial *sp, const PetscScalar *x, PetscScalar *y)
+{
+  const PetscInt    C = sp->cin, np = sp->in->npoints;
+  const PetscScalar scale = 1.0 / (PetscReal)sp->total;
+  PetscMPIInt       grank;
+
+  PetscFunctionBegin;
+  for (PetscInt f = 0; f < sp->nf; f++) {
+    PetscScalar *w = sp->work + f * C;
+
+    for (PetscInt c = 0; c < C; c++) w[c] = 0.0;
+    for (PetscInt i = 0; i < np; i++, x += C)
+      for (PetscInt c = 0; c < C; c++) w[c] += x[c];
+  }
+  PetscCallMPI(MPI_Comm_rank(net->gcomm, &grank));
+  PetscCallMPI(MPI_Reduce(grank ? sp->work : MPI_IN_PLACE, sp->work, (PetscMPIInt)(sp->nf * C), MPIU_SCALAR, MPIU_SUM, 0, net->gcomm));
+  if (!grank)
+    for (PetscInt i = 0; i < sp->nf * C; i++) y[i] = sp->work[i] * scale;
+  PetscCall(PetscLogFlops(1.0 * sp->nf * np * C));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetSpatialPoolTranspose_Private(Net net, NetSpatial *sp, const PetscScalar *dy, PetscScalar *dx, PetscBool add)
+{
+  const PetscInt    C = sp->cin, np = sp->in->npoints;
+  const PetscScalar scale = 1.0 / (PetscReal)sp->total;
+  PetscMPIInt       grank;
+
+  PetscFunctionBegin;
+  PetscCallMPI(MPI_Comm_rank(net->gcomm, &grank));
+  if (!grank) PetscCall(PetscArraycpy(sp->work, dy, sp->nf * C));
+  PetscCallMPI(MPI_Bcast(sp->work, (PetscMPIInt)(sp->nf * C), MPIU_SCALAR, 0, net->gcomm));
+  for (PetscInt f = 0; f < sp->nf; f++) {
+    const PetscScalar *w = sp->work + f * C;
+
+    for (PetscInt i = 0; i < np; i++, dx += C)
+      for (PetscInt c = 0; c < C; c++) dx[c] = (add ? dx[c] : 0.0) + w[c] * scale;
+  }
+  PetscFunctionReturn(0);
+}
+
+/* A NULL array means a zero tangent (or a cotangent not wanted), but an empty block's array may be NULL too: the
+   ranks of the group agree on it, since the data movements are collective */
+static PetscErrorCode NetSpatialAny_Private(Net net, const void *a, PetscBool *any)
+{
+  PetscMPIInt mine = a ? 1 : 0, all;
+
+  PetscFunctionBegin;
+  PetscCall(MPIU_Allreduce(&mine, &all, 1, MPI_INT, MPI_MAX, net->gcomm));
+  *any = all ? PETSC_TRUE : PETSC_FALSE;
+  PetscFunctionReturn(0);
+}
+
+/* the box of x and the local forward, unless the last forward of this batch layout left them */
+static PetscErrorCode NetSpatialLocalForward_Private(NetSpatial *sp, const PetscScalar *th, const PetscScalar *x, PetscScalar *y)
+{
+  const PetscScalar *xb;
+
+  PetscFunctionBegin;
+  PetscCall(NetSpatialApply_Private(sp, PETSC_FALSE, PETSC_FALSE, x, sp->xbox));
+  if (sp->local) {
+    PetscCall(VecGetArrayRead(sp->xbox, &xb));
+    PetscCall(LayerForwardArray(sp->local, sp->nf, th, xb, y));
+    PetscCall(VecRestoreArrayRead(sp->xbox, &xb));
+  }
+  sp->xboxvalid = PETSC_TRUE;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode NetSpatialForward_Private(Net net, PetscInt k, PetscInt n, const PetscScalar *th, const PetscScalar *x, PetscScalar *y)
+{
+  NetSpatial *sp;
+
+  PetscFunctionBegin;
+  PetscCall(NetSpatialSetUpBatch_Private(net, k, &sp));
+  if (sp->kind == NET_SPATIAL_GLOBAL)
+    PetscCall(NetSpatialPool_Private(net, sp, x, y));
+  else {
+    if (sp->local) {
+      sp->local->training = net->layers[k]->training;
+      sp->local->frozen   = net->layers[k]->frozen;
+    }
+    PetscCall(NetSpatialLocalForward_Private(sp, th, x, y));
+  }
+  PetscFunctionReturn(0);
+}
+
+/* The box of the last forward: after a forward of another batch layout (the Jacobian shells at an older point are
+   refused by the Net) it is gathered again; the local layer's own state (argmax of a max pool) is recomputed with it */
+static PetscErrorCode NetSpatialEnsureBox_Private(NetSpatial *sp, const PetscScalar *th, const PetscScalar *x, const PetscScalar *y)
+{
+  PetscFunctionBegin;
+  if (!sp->xboxvalid) PetscCall(NetSpatialLocalForward_Private(sp, th, x, (PetscScalar *)y));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode NetSpatialBackward_Private(Net net, PetscInt k, PetscInt n, const PetscScalar *th, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dth)
+{
+  NetSpatial        *sp;
+  const PetscScalar *xb;
+  PetscScalar       *db = NULL;
+  PetscBool          wantdx;
+
+  PetscFunctionBegin;
+  PetscCall(NetSpatialSetUpBatch_Private(net, k, &sp));
+  PetscCall(NetSpatialAny_Private(net, dx, &wantdx));
+  if (sp->kind == NET_SPATIAL_GLOBAL) {
+    if (wantdx) PetscCall(NetSpatialPoolTranspose_Private(net, sp, dy, dx, PETSC_FALSE));
+    PetscFunctionReturn(0);
+  }
+  PetscCall(NetSpatialEnsureBox_Private(sp, th, x, y));
+  if (sp->local) {
+    PetscCall(VecGetArrayRead(sp->xbox, &xb));
+    if (wantdx) PetscCall(VecGetArrayWrite(sp->dbox, &db));
+    PetscCall(LayerBackwardArray(sp->local, sp->nf, th, xb, y, dy, db, dth));
+    if (wantdx) PetscCall(VecRestoreArrayWrite(sp->dbox, &db));
+    PetscCall(VecRestoreArrayRead(sp->xbox, &xb));
+  }
+  if (wantdx) PetscCall(NetSpatialApply_Private(sp, PETSC_TRUE, PETSC_FALSE, dx, sp->dbox));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode NetSpatialJVP_Private(Net net, PetscInt k, PetscInt n, const PetscScalar *th, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dx, const PetscScalar *dth, PetscScalar *dy)
+{
+  NetSpatial        *sp;
+  const PetscScalar *xb, *db = NULL;
+  PetscBool          hasdx;
+
+  PetscFunctionBegin;
+  PetscCall(NetSpatialSetUpBatch_Private(net, k, &sp));
+  PetscCall(NetSpatialAny_Private(net, dx, &hasdx));
+  if (sp->kind == NET_SPATIAL_GLOBAL) {
+    if (hasdx)
+      PetscCall(NetSpatialPool_Private(net, sp, dx, dy));
+    else {
+      PetscMPIInt grank;
+
+      PetscCallMPI(MPI_Comm_rank(net->gcomm, &grank));
+      if (!grank) PetscCall(PetscArrayzero(dy, sp->nf * sp->cout));
+    }
+    PetscFunctionReturn(0);
+  }
+  PetscCall(NetSpatialEnsureBox_Private(sp, th, x, y));
+  if (hasdx) PetscCall(NetSpatialApply_Private(sp, PETSC_FALSE, PETSC_FALSE, dx, sp->dbox));
+  if (sp->local) {
+    PetscCall(VecGetArrayRead(sp->xbox, &xb));
+    if (hasdx) PetscCall(VecGetArrayRead(sp->dbox, &db));
+    PetscCall(LayerJVPArray(sp->local, sp->nf, th, xb, y, db, dth, dy));
+    if (hasdx) PetscCall(VecRestoreArrayRead(sp->dbox, &db));
+    PetscCall(VecRestoreArrayRead(sp->xbox, &xb));
+  }
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode NetSpatialSOBackward_Private(Net net, PetscInt k, PetscInt n, const PetscScalar *th, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *thd, const PetscScalar *ydot, const PetscScalar *dy,
+                                            PetscScalar *dxd, PetscScalar *hv)
+{
+  NetSpatial        *sp;
+  const PetscScalar *xb, *xdb = NULL;
+  PetscScalar       *dxdb = NULL;
+  Vec                xdotbox, dxdotbox;
+  PetscBool          hasxdot, wantdxd;
+
+  PetscFunctionBegin;
+  PetscCall(NetSpatialSetUpBatch_Private(net, k, &sp));
+  if (sp->kind == NET_SPATIAL_GLOBAL || net->layers[k]->sozero) PetscFunctionReturn(0); /* linear, or piecewise linear */
+  PetscCall(NetSpatialEnsureBox_Private(sp, th, x, y));
+  PetscCall(NetSpatialAny_Private(net, xdot, &hasxdot));
+  PetscCall(NetSpatialAny_Private(net, dxd, &wantdxd));
+  PetscCall(VecDuplicate(sp->xbox, &xdotbox));
+  PetscCall(VecDuplicate(sp->xbox, &dxdotbox));
+  if (hasxdot) PetscCall(NetSpatialApply_Private(sp, PETSC_FALSE, PETSC_FALSE, xdot, xdotbox));
+  if (sp->local) {
+    PetscCall(VecGetArrayRead(sp->xbox, &xb));
+    if (hasxdot) PetscCall(VecGetArrayRead(xdotbox, &xdb));
+    if (wantdxd) {
+      PetscCall(VecZeroEntries(dxdotbox));
+      PetscCall(VecGetArray(dxdotbox, &dxdb));
+    }
+    PetscCall(LayerSOBackwardArray(sp->local, sp->nf, th, xb, y, xdb, thd, ydot, dy, dxdb, hv));
+    if (wantdxd) PetscCall(VecRestoreArray(dxdotbox, &dxdb));
+    if (hasxdot) PetscCall(VecRestoreArrayRead(xdotbox, &xdb));
+    PetscCall(VecRestoreArrayRead(sp->xbox, &xb));
+  } else
+    PetscCall(VecZeroEntries(dxdotbox));
+  if (wantdxd) PetscCall(NetSpatialApply_Private(sp, PETSC_TRUE, PETSC_TRUE, dxd, dxdotbox));
+  PetscCall(VecDestroy(&xdotbox));
+  PetscCall(VecDestroy(&dxdotbox));
+  PetscFunctionReturn(0);
+}
+
+/* NetView(): the grid a spatial node maps from and to, and this rank's box */
+PetscErrorCode NetSpatialViewNode_Private(Net net, PetscInt k, PetscViewer viewer)
+{
+  NetSpatial *sp = (NetSpatial *)net->nodes[k].sp;
+  char        gin[64], gout[64] = "one sample per field";
+
+  PetscFunctionBegin;
+  if (!sp) PetscFunctionReturn(0);
+  PetscCall(NetGridToString_Private(sp->in, sizeof(gin), gin));
+  if (sp->out) PetscCall(NetGridToString_Private(sp->out, sizeof(gout), gout));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "grid mode (%s): %s -> %s\n", NetSpatialKinds[sp->kind], gin, gout));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  NetCreateOutputLayout - the layout of a grid-mode Net's output for nf fields: the tensor (nf, [P,] N, M, c) of the
+  output grid over the ranks of this rank's spatial group, each rank's block being its part of the output Vec
+
+  Collective on the group
+
+  Input Parameters:
++ net - the Net, in grid mode (NetSetGrid()) and set up
+- nf  - the fields per group in the batch
+
+  Output Parameter:
+. layout - the layout (destroy it with PetNetLayoutDestroy()); use it with PetNetRedistributeCreate() to gather the
+           output fields, or PetNetLayoutGetBlock() to know where a rank's entries lie
+
+  Notes:
+  A Net whose output left the grid (a globalavgpool) has none: its output is nf samples on the group's first rank.
+
+  Level: intermediate
+
+.seealso: `NetSetGrid()`, `PetNetLayoutGetBlock()`, `PetNetRedistributeCreate()`
+@*/
+PetscErrorCode NetCreateOutputLayout(Net net, PetscInt nf, PetNetLayout *layout)
+{
+  NetGrid    *g;
+  PetscInt64  dims[PETNET_LAYOUT_MAX_DIM];
+  PetscMPIInt gdims[NET_GRID_MAX];
+  PetNetShape out;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(net, NET_CLASSID, 1);
+  PetscValidPointer(layout, 3);
+  PetscCall(NetSetUp(net));
+  PetscCheck(net->vgrid, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_WRONGSTATE, "NetCreateOutputLayout(): the Net is not in grid mode: call NetSetGrid() first");
+  g = (NetGrid *)net->vgrid[net->nlayers];
+  PetscCheck(g, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_WRONGSTATE, "NetCreateOutputLayout(): the Net's output left the grid (a globalavgpool): it is nf samples on the first rank of each group");
+  PetscCheck(nf >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "NetCreateOutputLayout(): nf must be >= 0, not %" PetscInt_FMT, nf);
+  PetscCall(NetGetOutputShape(net, &out));
+  dims[0] = nf;
+  for (PetscInt d = 0; d < g->nsd; d++) {
+    dims[d + 1] = g->N[d];
+    gdims[d]    = g->nr[d];
+  }
+  dims[g->nsd + 1] = out.dim[0];
+  PetscCall(PetNetLayoutCreate(net->gcomm, layout));
+  PetscCall(PetNetLayoutSetShape(*layout, g->nsd + 2, dims));
+  PetscCall(PetNetLayoutSetGrid(*layout, g->nsd, gdims));
+  for (PetscInt d = 0; d < g->nsd; d++) PetscCall(PetNetLayoutSetSplit(*layout, d + 1, d, g->own[d]));
+  PetscCall(PetNetLayoutSetUp(*layout));
+  PetscFunctionReturn(0);
+}

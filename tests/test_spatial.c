@@ -1,0 +1,375 @@
+static const char help[] = "Grid mode (NetSetGrid(), netspatial.c) against batch mode on the gathered fields:\n"
+                           "  the Net under test (-net_layers from the options) runs on a 2-D or 3-D DMDA over the ranks (or over each of\n"
+                           "  -net_spatial_groups G groups of ranks, each with its own fields); the reference, the same layer list in batch\n"
+                           "  mode with input shape (grid..., c) and the same parameters, runs on each rank alone with all G nf fields. The\n"
+                           "  outputs, the input cotangent, the parameter gradient and a JVP must agree to <= 1e-13 relative (training mode,\n"
+                           "  so batchnorm uses the statistics of all fields).\n"
+                           "Options: -grid HxW or DxHxW (slowest first), -channels C, -nfields nf (per group), -uneven (ownership ranges\n"
+                           "  1, 2, 3, ... in proportion, the last rank the rest), -test_jacobian (NetTestJacobian: dot-product <= 1e-12,\n"
+                           "  finite differences <= 1e-6), -view.\n";
+
+#include <petnet.h>
+#include <petscdmda.h>
+
+/* a deterministic value of field gf at global grid point p, channel c (the same on every rank count) */
+static PetscScalar Table(PetscInt64 gf, PetscInt64 p, PetscInt64 c, PetscInt which)
+{
+  return PetscSinReal(0.37 * p + 1.1 * c + 0.7 * gf + 0.11 * which + 0.1) + 0.25 * PetscCosReal(1.3 * (p % 97) * (which + 1) + 0.5 * c);
+}
+
+/* uneven ownership of n points over m ranks: in proportion to 1, 2, ..., each at least 1 */
+static PetscErrorCode Uneven(PetscInt n, PetscInt m, PetscInt **own)
+{
+  PetscInt left = n, w = m * (m + 1) / 2;
+
+  PetscFunctionBegin;
+  PetscCall(PetscMalloc1(m, own));
+  for (PetscInt i = 0; i < m; i++) {
+    (*own)[i] = i == m - 1 ? left : PetscMax(1, (n * (i + 1)) / w);
+    left -= (*own)[i];
+  }
+  PetscCheck(left >= 0 && (*own)[m - 1] >= 1, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "-uneven: grid too small for %" PetscInt_FMT " ranks", m);
+  PetscFunctionReturn(0);
+}
+
+/* Fill a local array laid out as the block [lo, lo+sz) of the tensor (nf, grid..., c) of group g from Table */
+static PetscErrorCode FillBlock(PetscInt nsd, const PetscInt64 N[], const PetscInt64 lo[], const PetscInt64 sz[], PetscInt g, PetscInt nf, PetscInt C, PetscInt which, PetscScalar *a)
+{
+  PetscInt64 np = 1;
+
+  PetscFunctionBegin;
+  for (PetscInt d = 0; d < nsd; d++) np *= sz[d];
+  for (PetscInt f = 0; f < nf; f++)
+    for (PetscInt64 i = 0; i < np; i++) {
+      PetscInt64 r = i, gp = 0, idx[3];
+
+      for (PetscInt d = nsd - 1; d >= 0; d--) {
+        idx[d] = lo[d] + r % sz[d];
+        r /= sz[d];
+      }
+      for (PetscInt d = 0; d < nsd; d++) gp = gp * N[d] + idx[d];
+      for (PetscInt c = 0; c < C; c++) *a++ = Table(g * nf + f, gp, c, which);
+    }
+  PetscFunctionReturn(0);
+}
+
+/* max over ranks of |a - ref at the block's global positions| and of |ref| */
+static PetscErrorCode CompareBlock(MPI_Comm comm, PetscInt nsd, const PetscInt64 N[], const PetscInt64 lo[], const PetscInt64 sz[], PetscInt g, PetscInt nf, PetscInt C, const PetscScalar *a, Vec ref, PetscReal *rel)
+{
+  const PetscScalar *r;
+  PetscInt64         np = 1, Np = 1;
+  PetscReal          d[2] = {0, 0};
+  PetscInt           M;
+
+  PetscFunctionBegin;
+  for (PetscInt d = 0; d < nsd; d++) {
+    np *= sz[d];
+    Np *= N[d];
+  }
+  PetscCall(VecGetLocalSize(ref, &M));
+  PetscCall(VecGetArrayRead(ref, &r));
+  for (PetscInt i = 0; i < M; i++) d[1] = PetscMax(d[1], PetscAbsScalar(r[i]));
+  for (PetscInt f = 0; f < nf; f++)
+    for (PetscInt64 i = 0; i < np; i++) {
+      PetscInt64 q = i, gp = 0, idx[3];
+
+      for (PetscInt e = nsd - 1; e >= 0; e--) {
+        idx[e] = lo[e] + q % sz[e];
+        q /= sz[e];
+      }
+      for (PetscInt e = 0; e < nsd; e++) gp = gp * N[e] + idx[e];
+      for (PetscInt c = 0; c < C; c++, a++) d[0] = PetscMax(d[0], PetscAbsScalar(*a - r[((g * nf + f) * Np + gp) * C + c]));
+    }
+  PetscCall(VecRestoreArrayRead(ref, &r));
+  PetscCall(MPIU_Allreduce(MPI_IN_PLACE, d, 2, MPIU_REAL, MPIU_MAX, comm));
+  *rel = d[0] / PetscMax(d[1], 1e-300);
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode Check(MPI_Comm comm, const char what[], PetscReal rel, PetscReal tol)
+{
+  PetscFunctionBegin;
+  PetscCall(PetscPrintf(comm, "%-28s %s\n", what, rel <= tol ? "agrees" : "DIFFERS"));
+  PetscCheck(rel <= tol, comm, PETSC_ERR_PLIB, "%s: grid mode differs from batch mode by %g relative (tolerance %g)", what, (double)rel, (double)tol);
+  PetscFunctionReturn(0);
+}
+
+/* the whole parameter-like Vec v on every rank, as a sequential Vec */
+static PetscErrorCode GatherAll(Vec v, Vec *all)
+{
+  VecScatter sc;
+
+  PetscFunctionBegin;
+  PetscCall(VecScatterCreateToAll(v, &sc, all));
+  PetscCall(VecScatterBegin(sc, v, *all, INSERT_VALUES, SCATTER_FORWARD));
+  PetscCall(VecScatterEnd(sc, v, *all, INSERT_VALUES, SCATTER_FORWARD));
+  PetscCall(VecScatterDestroy(&sc));
+  PetscFunctionReturn(0);
+}
+
+int main(int argc, char **argv)
+{
+  MPI_Comm     comm, gcomm;
+  Net          net, ref;
+  DM           da;
+  PetscInt     nsd = 2, C = 2, nf = 1, ngroups = 1, gdim[3] = {8, 8, 8}, n = 3, gm[3], *own[3] = {NULL, NULL, NULL};
+  PetscInt64   N[3], lo[3], sz[3];
+  PetscBool    uneven = PETSC_FALSE, testjac = PETSC_FALSE, view = PETSC_FALSE, ongrid;
+  PetscMPIInt  size, rank, gsize, grank;
+  Vec          X, Y, dY, dX, G, Xr, Yr, dYr, dXr, Gr, theta, thall, dth, dthall, Yd, Ydr;
+  PetNetShape  in, out;
+  PetNetLayout Lout = NULL;
+  PetscReal    rel;
+  char         text[64];
+
+  PetscCall(PetscInitialize(&argc, &argv, NULL, help));
+  PetscCall(PetNetInitializePackage());
+  comm = PETSC_COMM_WORLD;
+  PetscCallMPI(MPI_Comm_size(comm, &size));
+  PetscCallMPI(MPI_Comm_rank(comm, &rank));
+  PetscCall(PetscOptionsGetIntArray(NULL, NULL, "-grid", gdim, &n, NULL));
+  nsd = n;
+  PetscCheck(nsd == 2 || nsd == 3, comm, PETSC_ERR_ARG_WRONG, "-grid HxW or DxHxW");
+  PetscCall(PetscOptionsGetInt(NULL, NULL, "-channels", &C, NULL));
+  PetscCall(PetscOptionsGetInt(NULL, NULL, "-nfields", &nf, NULL));
+  PetscCall(PetscOptionsGetBool(NULL, NULL, "-uneven", &uneven, NULL));
+  PetscCall(PetscOptionsGetBool(NULL, NULL, "-test_jacobian", &testjac, NULL));
+  PetscCall(PetscOptionsGetBool(NULL, NULL, "-view", &view, NULL));
+  PetscCall(PetscOptionsGetInt(NULL, NULL, "-net_spatial_groups", &ngroups, NULL));
+  for (PetscInt d = 0; d < nsd; d++) N[d] = gdim[d];
+
+  /* the Net under test, on the grid */
+  PetscCall(NetCreate(comm, &net));
+  PetscCall(NetSetFromOptions(net));
+  PetscCall(NetGetSpatialComm(net, &gcomm));
+  PetscCallMPI(MPI_Comm_size(gcomm, &gsize));
+  PetscCallMPI(MPI_Comm_rank(gcomm, &grank));
+  if (nsd == 2) {
+    PetscCall(DMDACreate2d(gcomm, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DMDA_STENCIL_BOX, gdim[1], gdim[0], PETSC_DECIDE, PETSC_DECIDE, C, 0, NULL, NULL, &da));
+  } else {
+    PetscCall(DMDACreate3d(gcomm, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DMDA_STENCIL_BOX, gdim[2], gdim[1], gdim[0], PETSC_DECIDE, PETSC_DECIDE, PETSC_DECIDE, C, 0, NULL, NULL, NULL, &da));
+  }
+  if (uneven) { /* the process grid DMDA would choose, with uneven ranges */
+    DM tmp = da;
+
+    PetscCall(DMSetUp(tmp));
+    PetscCall(DMDAGetInfo(tmp, NULL, NULL, NULL, NULL, &gm[0], &gm[1], &gm[2], NULL, NULL, NULL, NULL, NULL, NULL));
+    for (PetscInt a = 0; a < nsd; a++) PetscCall(Uneven(gdim[nsd - 1 - a], gm[a], &own[a]));
+    if (nsd == 2)
+      PetscCall(DMDACreate2d(gcomm, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DMDA_STENCIL_BOX, gdim[1], gdim[0], gm[0], gm[1], C, 0, own[0], own[1], &da));
+    else
+      PetscCall(DMDACreate3d(gcomm, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DMDA_STENCIL_BOX, gdim[2], gdim[1], gdim[0], gm[0], gm[1], gm[2], C, 0, own[0], own[1], own[2], &da));
+    PetscCall(DMDestroy(&tmp));
+    for (PetscInt a = 0; a < nsd; a++) PetscCall(PetscFree(own[a]));
+  }
+  PetscCall(DMSetUp(da));
+  PetscCall(NetSetGrid(net, da));
+  PetscCall(NetSetUp(net));
+  if (view) PetscCall(NetView(net, NULL));
+  PetscCall(NetGetOutputShape(net, &out));
+
+  /* the reference: batch mode, all fields on every rank */
+  in.ndim = nsd + 1;
+  for (PetscInt d = 0; d < nsd; d++) in.dim[d] = gdim[d];
+  in.dim[nsd] = C;
+  PetscCall(NetCreate(PETSC_COMM_SELF, &ref));
+  PetscCall(PetscObjectSetOptionsPrefix((PetscObject)ref, "ref_"));
+  {
+    char layers[4096];
+
+    PetscCall(PetscOptionsGetString(NULL, NULL, "-net_layers", layers, sizeof(layers), NULL));
+    PetscCall(NetSetLayers(ref, layers));
+  }
+  PetscCall(NetSetInputShape(ref, &in));
+  PetscCall(NetSetUp(ref));
+  PetscCall(NetGetParameters(net, &theta));
+  PetscCall(GatherAll(theta, &thall));
+  PetscCall(NetSetParameters(ref, thall));
+
+  /* inputs: this rank's block of its group's nf fields; the reference holds all G nf fields */
+  {
+    PetscInt xs, ys, zs, xm, ym, zm;
+
+    PetscCall(DMDAGetCorners(da, &xs, &ys, &zs, &xm, &ym, &zm));
+    if (nsd == 2) {
+      lo[0] = ys, lo[1] = xs, sz[0] = ym, sz[1] = xm;
+    } else {
+      lo[0] = zs, lo[1] = ys, lo[2] = xs, sz[0] = zm, sz[1] = ym, sz[2] = xm;
+    }
+  }
+  {
+    PetscInt     np = 1, Np = 1;
+    PetscScalar *a;
+    PetscInt64   zero[3] = {0, 0, 0};
+    PetscInt     g       = rank / gsize;
+
+    for (PetscInt d = 0; d < nsd; d++) {
+      np *= sz[d];
+      Np *= gdim[d];
+    }
+    PetscCall(VecCreateMPI(comm, nf * np * C, PETSC_DETERMINE, &X));
+    PetscCall(VecGetArrayWrite(X, &a));
+    PetscCall(FillBlock(nsd, N, lo, sz, g, nf, C, 0, a));
+    PetscCall(VecRestoreArrayWrite(X, &a));
+    PetscCall(VecCreateSeq(PETSC_COMM_SELF, ngroups * nf * Np * C, &Xr));
+    PetscCall(VecGetArrayWrite(Xr, &a));
+    PetscCall(FillBlock(nsd, N, zero, N, 0, ngroups * nf, C, 0, a));
+    PetscCall(VecRestoreArrayWrite(Xr, &a));
+  }
+  {
+    PetscInt np = 1;
+
+    for (PetscInt d = 0; d < nsd; d++) np *= sz[d];
+    PetscCall(NetCreateVecs(net, nf * np, NULL, &Y));
+    PetscCall(NetCreateVecs(ref, ngroups * nf, NULL, &Yr));
+    PetscCall(NetForward(net, X, Y));
+    PetscCall(NetForward(ref, Xr, Yr));
+  }
+  PetscCall(VecDuplicate(Y, &dY));
+  PetscCall(VecDuplicate(Yr, &dYr));
+  PetscCall(VecDuplicate(X, &dX));
+  PetscCall(VecDuplicate(Xr, &dXr));
+  PetscCall(NetCreateParameterVec(net, &G));
+  PetscCall(NetCreateParameterVec(ref, &Gr));
+  PetscCall(VecZeroEntries(G));
+  PetscCall(VecZeroEntries(Gr));
+
+  /* the output, and a cotangent given at the same global positions to both */
+  {
+    PetscErrorCode ierr;
+
+    PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, NULL));
+    ierr = NetCreateOutputLayout(net, nf, &Lout);
+    PetscCall(PetscPopErrorHandler());
+    ongrid = (PetscBool)!ierr;
+  }
+  {
+    const PetscScalar *y;
+    PetscScalar       *a;
+    PetscInt           g = rank / gsize, Co = out.dim[out.ndim - 1];
+    PetscInt64         olo[PETNET_LAYOUT_MAX_DIM], osz[PETNET_LAYOUT_MAX_DIM], ON[3], zero[3] = {0, 0, 0};
+
+    if (ongrid) {
+      PetNetShape rout;
+
+      PetscCall(PetNetLayoutGetBlock(Lout, olo, osz));
+      PetscCall(NetGetOutputShape(ref, &rout));
+      for (PetscInt d = 0; d < nsd; d++) ON[d] = rout.dim[d];
+      PetscCall(VecGetArrayRead(Y, &y));
+      PetscCall(CompareBlock(comm, nsd, ON, olo + 1, osz + 1, g, nf, Co, y, Yr, &rel));
+      PetscCall(VecRestoreArrayRead(Y, &y));
+      PetscCall(VecGetArrayWrite(dY, &a));
+      PetscCall(FillBlock(nsd, ON, olo + 1, osz + 1, g, nf, Co, 1, a));
+      PetscCall(VecRestoreArrayWrite(dY, &a));
+      PetscCall(VecGetArrayWrite(dYr, &a));
+      PetscCall(FillBlock(nsd, ON, zero, ON, 0, ngroups * nf, Co, 1, a));
+      PetscCall(VecRestoreArrayWrite(dYr, &a));
+    } else { /* nf samples of (Co) on the group's first rank */
+      PetscInt64 one[3] = {1, 1, 1}, none[3] = {0, 0, 0};
+
+      PetscCall(VecGetArrayRead(Y, &y));
+      PetscCall(CompareBlock(comm, nsd, one, none, grank ? none : one, g, grank ? 0 : nf, Co, y, Yr, &rel));
+      PetscCall(VecRestoreArrayRead(Y, &y));
+      PetscCall(VecGetArrayWrite(dY, &a));
+      PetscCall(FillBlock(nsd, one, none, one, g, grank ? 0 : nf, Co, 1, a));
+      PetscCall(VecRestoreArrayWrite(dY, &a));
+      PetscCall(VecGetArrayWrite(dYr, &a));
+      PetscCall(FillBlock(nsd, one, none, one, 0, ngroups * nf, Co, 1, a));
+      PetscCall(VecRestoreArrayWrite(dYr, &a));
+    }
+    PetscCall(Check(comm, "forward", rel, 1e-13));
+  }
+
+  /* backward: the input cotangent and the parameter gradient */
+  PetscCall(NetBackward(net, dY, dX, G));
+  PetscCall(NetBackward(ref, dYr, dXr, Gr));
+  {
+    const PetscScalar *a;
+    Vec                Gall;
+
+    PetscCall(VecGetArrayRead(dX, &a));
+    PetscCall(CompareBlock(comm, nsd, N, lo, sz, rank / gsize, nf, C, a, dXr, &rel));
+    PetscCall(VecRestoreArrayRead(dX, &a));
+    PetscCall(Check(comm, "backward: input cotangent", rel, 1e-13));
+    PetscCall(GatherAll(G, &Gall));
+    PetscCall(VecAXPY(Gall, -1.0, Gr));
+    {
+      PetscReal e, r;
+
+      PetscCall(VecNorm(Gall, NORM_INFINITY, &e));
+      PetscCall(VecNorm(Gr, NORM_INFINITY, &r));
+      rel = e / PetscMax(r, 1e-300);
+    }
+    PetscCall(Check(comm, "backward: parameter gradient", rel, 1e-13));
+    PetscCall(VecDestroy(&Gall));
+  }
+
+  /* jvp along (dX, a parameter direction) */
+  PetscCall(VecDuplicate(theta, &dth));
+  {
+    PetscScalar *a;
+    PetscInt     lo0, hi0;
+
+    PetscCall(VecGetOwnershipRange(dth, &lo0, &hi0));
+    PetscCall(VecGetArrayWrite(dth, &a));
+    for (PetscInt i = lo0; i < hi0; i++) a[i - lo0] = Table(0, i, 0, 2);
+    PetscCall(VecRestoreArrayWrite(dth, &a));
+  }
+  PetscCall(GatherAll(dth, &dthall));
+  PetscCall(VecDuplicate(Y, &Yd));
+  PetscCall(VecDuplicate(Yr, &Ydr));
+  PetscCall(NetJVP(net, dX, dth, Yd));
+  PetscCall(NetJVP(ref, dXr, dthall, Ydr));
+  {
+    const PetscScalar *a;
+    PetscInt           Co = out.dim[out.ndim - 1];
+
+    PetscCall(VecGetArrayRead(Yd, &a));
+    if (ongrid) {
+      PetscInt64  olo[PETNET_LAYOUT_MAX_DIM], osz[PETNET_LAYOUT_MAX_DIM], ON[3];
+      PetNetShape rout;
+
+      PetscCall(PetNetLayoutGetBlock(Lout, olo, osz));
+      PetscCall(NetGetOutputShape(ref, &rout));
+      for (PetscInt d = 0; d < nsd; d++) ON[d] = rout.dim[d];
+      PetscCall(CompareBlock(comm, nsd, ON, olo + 1, osz + 1, rank / gsize, nf, Co, a, Ydr, &rel));
+    } else {
+      PetscInt64 one[3] = {1, 1, 1}, none[3] = {0, 0, 0};
+
+      PetscCall(CompareBlock(comm, nsd, one, none, grank ? none : one, rank / gsize, grank ? 0 : nf, Co, a, Ydr, &rel));
+    }
+    PetscCall(VecRestoreArrayRead(Yd, &a));
+    PetscCall(Check(comm, "jvp", rel, 1e-13));
+  }
+  if (testjac) {
+    PetscReal doterr, fderr;
+
+    PetscCall(NetTestJacobian(net, X, NULL, &doterr, &fderr));
+    PetscCall(PetscPrintf(comm, "dot-product tests           %s\nfinite differences          %s\n", doterr <= 1e-12 ? "pass" : "FAIL", fderr <= 1e-6 ? "pass" : "FAIL"));
+    PetscCheck(doterr <= 1e-12 && fderr <= 1e-6, comm, PETSC_ERR_PLIB, "NetTestJacobian: dot-product error %g, finite-difference error %g", (double)doterr, (double)fderr);
+  }
+  PetscCall(PetNetShapeToString(&out, sizeof(text), text));
+  PetscCall(PetscPrintf(comm, "grid mode on %" PetscInt_FMT " group(s) of %d rank(s): output %s per %s\n", ngroups, gsize, text, ongrid ? "grid point" : "field"));
+
+  PetscCall(PetNetLayoutDestroy(&Lout));
+  PetscCall(VecDestroy(&Y));
+  PetscCall(VecDestroy(&Yr));
+  PetscCall(VecDestroy(&Yd));
+  PetscCall(VecDestroy(&Ydr));
+  PetscCall(VecDestroy(&dth));
+  PetscCall(VecDestroy(&dthall));
+  PetscCall(VecDestroy(&thall));
+  PetscCall(VecDestroy(&X));
+  PetscCall(VecDestroy(&Xr));
+  PetscCall(VecDestroy(&dY));
+  PetscCall(VecDestroy(&dYr));
+  PetscCall(VecDestroy(&dX));
+  PetscCall(VecDestroy(&dXr));
+  PetscCall(VecDestroy(&G));
+  PetscCall(VecDestroy(&Gr));
+  PetscCall(NetDestroy(&ref));
+  PetscCall(NetDestroy(&net));
+  PetscCall(DMDestroy(&da));
+  PetscCall(PetscFinalize());
+  return 0;
+}
