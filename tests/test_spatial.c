@@ -6,7 +6,7 @@ static const char help[] = "Grid mode (NetSetGrid(), netspatial.c) against batch
                            "  so batchnorm uses the statistics of all fields).\n"
                            "Options: -grid HxW or DxHxW (slowest first), -channels C, -nfields nf (per group), -uneven (ownership ranges\n"
                            "  1, 2, 3, ... in proportion, the last rank the rest), -test_jacobian (NetTestJacobian: dot-product <= 1e-12,\n"
-                           "  finite differences <= 1e-6), -view.\n";
+                           "  finite differences <= 1e-6), -periodic (a periodic DMDA: refused), -view.\n";
 
 #include <petnet.h>
 #include <petscdmda.h>
@@ -109,18 +109,19 @@ static PetscErrorCode GatherAll(Vec v, Vec *all)
 
 int main(int argc, char **argv)
 {
-  MPI_Comm     comm, gcomm;
-  Net          net, ref;
-  DM           da;
-  PetscInt     nsd = 2, C = 2, nf = 1, ngroups = 1, gdim[3] = {8, 8, 8}, n = 3, gm[3], *own[3] = {NULL, NULL, NULL};
-  PetscInt64   N[3], lo[3], sz[3];
-  PetscBool    uneven = PETSC_FALSE, testjac = PETSC_FALSE, view = PETSC_FALSE, ongrid;
-  PetscMPIInt  size, rank, gsize, grank;
-  Vec          X, Y, dY, dX, G, Xr, Yr, dYr, dXr, Gr, theta, thall, dth, dthall, Yd, Ydr;
-  PetNetShape  in, out;
-  PetNetLayout Lout = NULL;
-  PetscReal    rel;
-  char         text[64];
+  MPI_Comm       comm, gcomm;
+  Net            net, ref;
+  DM             da;
+  PetscInt       nsd = 2, C = 2, nf = 1, ngroups = 1, gdim[3] = {8, 8, 8}, n = 3, gm[3], *own[3] = {NULL, NULL, NULL};
+  PetscInt64     N[3], lo[3], sz[3];
+  PetscBool      uneven = PETSC_FALSE, testjac = PETSC_FALSE, view = PETSC_FALSE, periodic = PETSC_FALSE, ongrid;
+  DMBoundaryType bt;
+  PetscMPIInt    size, rank, gsize, grank;
+  Vec            X, Y, dY, dX, G, Xr, Yr, dYr, dXr, Gr, theta, thall, dth, dthall, Yd, Ydr;
+  PetNetShape    in, out;
+  PetNetLayout   Lout = NULL;
+  PetscReal      rel;
+  char           text[64];
 
   PetscCall(PetscInitialize(&argc, &argv, NULL, help));
   PetscCall(PetNetInitializePackage());
@@ -135,6 +136,8 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-uneven", &uneven, NULL));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-test_jacobian", &testjac, NULL));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-view", &view, NULL));
+  PetscCall(PetscOptionsGetBool(NULL, NULL, "-periodic", &periodic, NULL));
+  bt = periodic ? DM_BOUNDARY_PERIODIC : DM_BOUNDARY_NONE;
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-net_spatial_groups", &ngroups, NULL));
   for (PetscInt d = 0; d < nsd; d++) N[d] = gdim[d];
 
@@ -145,9 +148,9 @@ int main(int argc, char **argv)
   PetscCallMPI(MPI_Comm_size(gcomm, &gsize));
   PetscCallMPI(MPI_Comm_rank(gcomm, &grank));
   if (nsd == 2) {
-    PetscCall(DMDACreate2d(gcomm, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DMDA_STENCIL_BOX, gdim[1], gdim[0], PETSC_DECIDE, PETSC_DECIDE, C, 0, NULL, NULL, &da));
+    PetscCall(DMDACreate2d(gcomm, bt, bt, DMDA_STENCIL_BOX, gdim[1], gdim[0], PETSC_DECIDE, PETSC_DECIDE, C, 0, NULL, NULL, &da));
   } else {
-    PetscCall(DMDACreate3d(gcomm, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DMDA_STENCIL_BOX, gdim[2], gdim[1], gdim[0], PETSC_DECIDE, PETSC_DECIDE, PETSC_DECIDE, C, 0, NULL, NULL, NULL, &da));
+    PetscCall(DMDACreate3d(gcomm, bt, bt, bt, DMDA_STENCIL_BOX, gdim[2], gdim[1], gdim[0], PETSC_DECIDE, PETSC_DECIDE, PETSC_DECIDE, C, 0, NULL, NULL, NULL, &da));
   }
   if (uneven) { /* the process grid DMDA would choose, with uneven ranges */
     DM tmp = da;
@@ -156,9 +159,9 @@ int main(int argc, char **argv)
     PetscCall(DMDAGetInfo(tmp, NULL, NULL, NULL, NULL, &gm[0], &gm[1], &gm[2], NULL, NULL, NULL, NULL, NULL, NULL));
     for (PetscInt a = 0; a < nsd; a++) PetscCall(Uneven(gdim[nsd - 1 - a], gm[a], &own[a]));
     if (nsd == 2)
-      PetscCall(DMDACreate2d(gcomm, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DMDA_STENCIL_BOX, gdim[1], gdim[0], gm[0], gm[1], C, 0, own[0], own[1], &da));
+      PetscCall(DMDACreate2d(gcomm, bt, bt, DMDA_STENCIL_BOX, gdim[1], gdim[0], gm[0], gm[1], C, 0, own[0], own[1], &da));
     else
-      PetscCall(DMDACreate3d(gcomm, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DMDA_STENCIL_BOX, gdim[2], gdim[1], gdim[0], gm[0], gm[1], gm[2], C, 0, own[0], own[1], own[2], &da));
+      PetscCall(DMDACreate3d(gcomm, bt, bt, bt, DMDA_STENCIL_BOX, gdim[2], gdim[1], gdim[0], gm[0], gm[1], gm[2], C, 0, own[0], own[1], own[2], &da));
     PetscCall(DMDestroy(&tmp));
     for (PetscInt a = 0; a < nsd; a++) PetscCall(PetscFree(own[a]));
   }

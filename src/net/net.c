@@ -668,6 +668,7 @@ static PetscErrorCode NetSetUpNode_Private(Net net, PetscInt k, PetNetShape shap
   else
     net->layers[k]->maxnparams = -1;
   net->layers[k]->griddim = 0;
+  if (net->vgrid) PetscCall(NetSpatialCheckNode_Private(net, k));
   if (net->vgrid && net->vgrid[nd->in[0] + 1]) PetscCall(DMGetDimension(net->grid, &net->layers[k]->griddim)); /* its input lies on the grid */
   PetscCall(LayerSetUp(net->layers[k]));
   PetscCall(NetCheckLayerSize_Private(net, k, total, largest));   /* 64-bit counts, before anything is allocated */

@@ -409,6 +409,20 @@ static PetscErrorCode NetSpatialCreateLocal_Private(Net net, PetscInt k, NetSpat
   PetscFunctionReturn(0);
 }
 
+/* NetSetUp(), before node k's layer is set up: a windowed layer after the field left the grid is refused here, with
+   the reason, rather than by the layer (which would see a (channels) input) */
+PetscErrorCode NetSpatialCheckNode_Private(Net net, PetscInt k)
+{
+  const NetNode *nd    = &net->nodes[k];
+  Layer          layer = net->layers[k];
+  char           spec[256];
+
+  PetscFunctionBegin;
+  if (net->vgrid[nd->in[0] + 1] || (!layer->ops->getwindow && !layer->ops->getscale)) PetscFunctionReturn(0);
+  PetscCall(LayerGetSpec(layer, sizeof(spec), spec));
+  SETERRQ(PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_INCOMP, "Node %s (%s) convolves or pools, but its input left the grid at a globalavgpool before it: in grid mode put windowed layers before the globalavgpool", nd->name, spec);
+}
+
 /*
   NetSetUp(), after node k's layer is set up (with griddim set when its input lies on the grid): the grid of its output
   (vgrid[k + 1]), and for a spatial node its box and local copy. Errors name the node and the grid.
@@ -432,11 +446,7 @@ PetscErrorCode NetSpatialSetUpNode_Private(Net net, PetscInt k)
                "Node %s (%s) joins values on different grids (or one on the grid and one off it): in grid mode the inputs of a join must lie on the same grid with the same ownership; give both branches the same strides and pools", nd->name, spec);
   }
   PetscCall(PetscObjectTypeCompare((PetscObject)layer, LAYERGLOBALAVGPOOL, &isgap));
-  if (!gin) { /* off the grid: a batch-mode node (the head after a globalavgpool) */
-    PetscCheck(!layer->ops->getwindow && !layer->ops->getscale, comm, PETSC_ERR_ARG_INCOMP, "Node %s (%s) convolves or pools, but its input left the grid at a globalavgpool before it: in grid mode put windowed layers before the globalavgpool",
-               nd->name, spec);
-    PetscFunctionReturn(0);
-  }
+  if (!gin) PetscFunctionReturn(0); /* off the grid: a batch-mode node (the head after a globalavgpool) */
   PetscCall(NetGridToString_Private(gin, sizeof(grid), grid));
   if (!layer->ops->getwindow && !layer->ops->getscale && !isgap) { /* point by point: the same grid */
     PetscCall(NetGridDerive_Private(gin, NULL, NULL, &gout));

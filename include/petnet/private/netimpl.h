@@ -159,6 +159,7 @@ static inline PetscInt NetNodeCount(Net net, PetscInt k)
 {
   return net->vlocal[net->nodes[k].in[0] + 1];
 }
+PETSC_INTERN PetscErrorCode NetSpatialCheckNode_Private(Net, PetscInt);
 PETSC_INTERN PetscErrorCode NetSpatialSetUpNode_Private(Net, PetscInt);
 PETSC_INTERN PetscErrorCode NetSpatialSetUpInput_Private(Net);
 PETSC_INTERN PetscErrorCode NetSpatialReset_Private(Net);
