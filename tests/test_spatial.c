@@ -6,7 +6,8 @@ static const char help[] = "Grid mode (NetSetGrid(), netspatial.c) against batch
                            "  so batchnorm uses the statistics of all fields).\n"
                            "Options: -grid HxW or DxHxW (slowest first), -channels C, -nfields nf (per group), -uneven (ownership ranges\n"
                            "  1, 2, 3, ... in proportion, the last rank the rest), -test_jacobian (NetTestJacobian: dot-product <= 1e-12,\n"
-                           "  finite differences <= 1e-6), -periodic (a periodic DMDA: refused), -view.\n";
+                           "  finite differences <= 1e-6), -test_secondorder (the exact Hessian-vector product and the input's second-order\n"
+                           "  cotangent agree to <= 1e-12), -periodic (a periodic DMDA: refused), -view.\n";
 
 #include <petnet.h>
 #include <petscdmda.h>
@@ -114,7 +115,7 @@ int main(int argc, char **argv)
   DM             da;
   PetscInt       nsd = 2, C = 2, nf = 1, ngroups = 1, gdim[3] = {8, 8, 8}, n = 3, gm[3], *own[3] = {NULL, NULL, NULL};
   PetscInt64     N[3], lo[3], sz[3];
-  PetscBool      uneven = PETSC_FALSE, testjac = PETSC_FALSE, view = PETSC_FALSE, periodic = PETSC_FALSE, ongrid;
+  PetscBool      uneven = PETSC_FALSE, testjac = PETSC_FALSE, view = PETSC_FALSE, periodic = PETSC_FALSE, testso = PETSC_FALSE, ongrid;
   DMBoundaryType bt;
   PetscMPIInt    size, rank, gsize, grank;
   Vec            X, Y, dY, dX, G, Xr, Yr, dYr, dXr, Gr, theta, thall, dth, dthall, Yd, Ydr;
@@ -137,6 +138,7 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-test_jacobian", &testjac, NULL));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-view", &view, NULL));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-periodic", &periodic, NULL));
+  PetscCall(PetscOptionsGetBool(NULL, NULL, "-test_secondorder", &testso, NULL));
   bt = periodic ? DM_BOUNDARY_PERIODIC : DM_BOUNDARY_NONE;
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-net_spatial_groups", &ngroups, NULL));
   for (PetscInt d = 0; d < nsd; d++) N[d] = gdim[d];
@@ -343,6 +345,34 @@ int main(int argc, char **argv)
     }
     PetscCall(VecRestoreArrayRead(Yd, &a));
     PetscCall(Check(comm, "jvp", rel, 1e-13));
+  }
+  if (testso) { /* the exact Hessian-vector product along the last JVP's tangents, with dY fixed and dYdot = dY */
+    Vec                H, Hr, Hall, dXd, dXdr;
+    const PetscScalar *a;
+    PetscReal          e, r;
+
+    PetscCall(NetCreateParameterVec(net, &H));
+    PetscCall(NetCreateParameterVec(ref, &Hr));
+    PetscCall(VecZeroEntries(H));
+    PetscCall(VecZeroEntries(Hr));
+    PetscCall(VecDuplicate(X, &dXd));
+    PetscCall(VecDuplicate(Xr, &dXdr));
+    PetscCall(NetSecondOrderBackward(net, dY, dY, dXd, H));
+    PetscCall(NetSecondOrderBackward(ref, dYr, dYr, dXdr, Hr));
+    PetscCall(GatherAll(H, &Hall));
+    PetscCall(VecAXPY(Hall, -1.0, Hr));
+    PetscCall(VecNorm(Hall, NORM_INFINITY, &e));
+    PetscCall(VecNorm(Hr, NORM_INFINITY, &r));
+    PetscCall(Check(comm, "Hessian-vector product", e / PetscMax(r, 1e-300), 1e-12));
+    PetscCall(VecGetArrayRead(dXd, &a));
+    PetscCall(CompareBlock(comm, nsd, N, lo, sz, rank / gsize, nf, C, a, dXdr, &rel));
+    PetscCall(VecRestoreArrayRead(dXd, &a));
+    PetscCall(Check(comm, "second order: input", rel, 1e-12));
+    PetscCall(VecDestroy(&Hall));
+    PetscCall(VecDestroy(&H));
+    PetscCall(VecDestroy(&Hr));
+    PetscCall(VecDestroy(&dXd));
+    PetscCall(VecDestroy(&dXdr));
   }
   if (testjac) {
     PetscReal doterr, fderr;
