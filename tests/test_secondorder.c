@@ -66,6 +66,8 @@ static const SOCase socases[] = {
     {"dropout", "0.3", "7", PETSC_FALSE, NULL, SO_BATCH, "dropout evaluation"},
     {"add", NULL, "6x5x3", PETSC_TRUE, NULL, SO_BATCH, "add"},
     {"concat", NULL, "6x5x3", PETSC_TRUE, NULL, SO_BATCH, "concat"},
+    {"upsample", "2x3", "4x3x2", PETSC_TRUE, NULL, SO_BATCH, "upsample nearest"},
+    {"upsample", "3x1x2:linear", "2x3x2x2", PETSC_TRUE, NULL, SO_BATCH, "upsample trilinear"},
 };
 
 /* a[i] uniform on [lo, hi) from rnd */

@@ -18,10 +18,11 @@ PETSC_INTERN PetscErrorCode LayerCreate_Dropout(Layer);
 PETSC_INTERN PetscErrorCode LayerCreate_BatchNorm(Layer);
 PETSC_INTERN PetscErrorCode LayerCreate_Add(Layer);
 PETSC_INTERN PetscErrorCode LayerCreate_Concat(Layer);
+PETSC_INTERN PetscErrorCode LayerCreate_Upsample(Layer);
 
 /*@C
   LayerRegisterAll - registers the built-in layer kinds: dense, identity, relu, leakyrelu, tanh, sigmoid, gelu,
-  softplus, conv2d, maxpool, avgpool, globalavgpool, flatten, dropout, batchnorm, add and concat. Idempotent.
+  softplus, conv2d, maxpool, avgpool, globalavgpool, flatten, dropout, batchnorm, add, concat and upsample. Idempotent.
 
   Not collective
 
@@ -54,5 +55,6 @@ PetscErrorCode LayerRegisterAll(void)
   PetscCall(LayerRegister(LAYERBATCHNORM, LayerCreate_BatchNorm));
   PetscCall(LayerRegister(LAYERADD, LayerCreate_Add));
   PetscCall(LayerRegister(LAYERCONCAT, LayerCreate_Concat));
+  PetscCall(LayerRegister(LAYERUPSAMPLE, LayerCreate_Upsample));
   PetscFunctionReturn(0);
 }
