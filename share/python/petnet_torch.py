@@ -60,7 +60,11 @@ Layer kinds (PetNet -> PyTorch):
     maxpool:K[:STRIDE[:PAD]] -> MaxPool2d, avgpool:K[:STRIDE[:PAD]] -> AvgPool2d (count_include_pad=True: padded
     taps count as zeros, the divisor is always kh kw, as PetNet), globalavgpool -> GlobalAvgPool2d (saving also
     accepts AdaptiveAvgPool2d(1) followed by Flatten), flatten -> Flatten, dropout:P -> Dropout(P),
-    batchnorm[:MOMENTUM[:EPS]] -> BatchNorm2d on (h, w, c), BatchNorm1d on (f), residual(F) / residual(F|P) -> Residual.
+    batchnorm[:MOMENTUM[:EPS]] -> BatchNorm2d on (h, w, c), BatchNorm1d on (f), residual(F) / residual(F|P) -> Residual,
+    upsample:S[:MODE] -> Upsample(scale_factor=S, mode='nearest', or 'bilinear' on (h, w, c) and 'trilinear' on
+    (d, h, w, c) for MODE linear, align_corners=False); S an integer or one per spatial dim (2x3). Saving accepts
+    nn.Upsample and nn.UpsamplingNearest2d with integer factors (not size=, not align_corners=True).
+Samples (d, h, w, c) (NCDHW batches in PyTorch) take upsample and the elementwise kinds only here.
 PyTorch's Softplus returns x itself above x = 20, where PetNet keeps log(1 + e^x) (a relative difference below 1e-9
 there). Dropout masks are drawn differently: compare training-mode passes only without dropout.
 Needs PyTorch and h5py (Debian: apt-get install python3-torch python3-h5py).
@@ -229,6 +233,17 @@ def _pool_args(args):
     return k, s, p
 
 
+def _upsample_args(args):
+    """upsample arguments S[:MODE] -> ([factors], linear); S as 2 or 2x3 (integers), MODE nearest or linear"""
+    fields = args.split(":") if args else ["2"]
+    if len(fields) > 2 or (len(fields) == 2 and fields[1] not in ("nearest", "linear")):
+        raise ValueError(f"upsample takes S[:MODE] with MODE nearest or linear, not '{args}'")
+    factors = [int(f) for f in fields[0].split("x")]
+    if not 1 <= len(factors) <= 3 or min(factors) < 1:
+        raise ValueError(f"upsample: the factors are 1 to 3 positive integers, not '{fields[0]}'")
+    return factors, len(fields) == 2 and fields[1] == "linear"
+
+
 # ---------------------------------------------------------------------------------------------- PetNet spec -> modules
 def _chw_order(shape):
     """For the flat features of an (h, w, c) sample in PyTorch's (c, h, w) order: the PetNet (h, w, c) index of each
@@ -272,6 +287,13 @@ def _make_module(kind, args, shape):
         raise ValueError(f"batchnorm on a {shape_to_string(shape)} input has no PyTorch equivalent here (give (f) or (h, w, c))")
     if kind == "dropout":
         return nn.Dropout(float(args))
+    if kind == "upsample":
+        factors, linear = _upsample_args(args)
+        if len(shape) not in (3, 4) or len(factors) not in (1, len(shape) - 1):
+            raise ValueError(f"upsample:{args} on a {shape_to_string(shape)} input: it upsamples (h, w, c) or (d, h, w, c) samples, one factor or one per spatial dim")
+        factors = factors * (len(shape) - 1) if len(factors) == 1 else factors
+        mode = ("bilinear" if len(shape) == 3 else "trilinear") if linear else "nearest"
+        return nn.Upsample(scale_factor=tuple(float(f) for f in factors), mode=mode, align_corners=False if linear else None)
     if kind == "globalavgpool" and not args:
         return GlobalAvgPool2d()
     if kind == "flatten" and not args:
@@ -420,6 +442,8 @@ def _group_one(m):
         return f"batchnorm:{_real_text(m.momentum)}:{_real_text(m.eps)}", [m]
     if isinstance(m, nn.Dropout):
         return f"dropout:{_real_text(m.p)}", [m]
+    if isinstance(m, nn.Upsample):
+        return _upsample_entry(m), [m]
     if isinstance(m, GlobalAvgPool2d):
         return "globalavgpool", [m]
     if isinstance(m, nn.Flatten):
@@ -444,6 +468,22 @@ def _group_one(m):
         p = "|" + ",".join(e for e, _ in _group(m.shortcut)) if m.shortcut is not None else ""
         return f"residual:({f}{p})", [m]
     raise ValueError(f"module {m} has no PetNet layer kind")
+
+
+def _upsample_entry(m):
+    """upsample:S[:linear] of an nn.Upsample with integer scale factors, as NetGetSpec() writes it"""
+    if m.size is not None or m.scale_factor is None:
+        raise ValueError("PetNet's upsample scales by integer factors: give nn.Upsample a scale_factor, not a size")
+    scale = m.scale_factor if isinstance(m.scale_factor, (tuple, list)) else (m.scale_factor,)
+    if any(float(f) != int(f) or f < 1 for f in scale):
+        raise ValueError(f"PetNet's upsample scales by integer factors, not {m.scale_factor}")
+    if m.mode not in ("nearest", "bilinear", "trilinear"):
+        raise ValueError(f"PetNet's upsample is nearest or linear (bilinear, trilinear), not mode='{m.mode}'")
+    if m.mode != "nearest" and m.align_corners:
+        raise ValueError("PetNet's linear upsample has half-pixel centres: use align_corners=False")
+    factors = [int(f) for f in scale]
+    text = str(factors[0]) if all(f == factors[0] for f in factors) else "x".join(str(f) for f in factors)
+    return f"upsample:{text}" + (":linear" if m.mode != "nearest" else "")
 
 
 def _conv_padding(m):
@@ -509,6 +549,16 @@ def _bind(group, state):
     entry, modules = group
     m = modules[0]
     shape, ndim = state.shape, len(state.shape)
+    if isinstance(m, nn.Upsample):
+        factors, linear = _upsample_args(entry.partition(":")[2])
+        if ndim not in (3, 4) or len(factors) not in (1, ndim - 1):
+            raise ValueError(f"{entry} on a {shape_to_string(shape)} input: it upsamples (h, w, c) or (d, h, w, c) samples, one factor or one per spatial dim")
+        if linear and m.mode != ("bilinear" if ndim == 3 else "trilinear"):
+            raise ValueError(f"{entry}: Upsample(mode='{m.mode}') on a {shape_to_string(shape)} input; linear is mode='{'bilinear' if ndim == 3 else 'trilinear'}' there")
+        factors = factors * (ndim - 1) if len(factors) == 1 else factors
+        return _State(tuple(n * f for n, f in zip(shape[:-1], factors)) + (shape[-1],)), []
+    if ndim == 4 and entry.partition(":")[0] not in ("dropout",) + tuple(ACTIVATIONS) + ("leakyrelu",):
+        raise ValueError(f"{entry} on (d, h, w, c) data {shape_to_string(shape)}: only upsample and the elementwise kinds are mapped to PyTorch here")
     if entry == "globalavgpool":
         if ndim != 3:
             raise ValueError(f"globalavgpool needs an (h, w, c) input, not {shape_to_string(shape)}")
@@ -601,15 +651,16 @@ def _plan(model, input_shape):
 def to_torch_batch(x, input_shape):
     """A PetNet batch (n samples, channels last, any shape holding n * prod(input_shape) values) -> PyTorch's layout."""
     x = torch.as_tensor(np.asarray(x), dtype=torch.float64)
-    if len(input_shape) == 3:
-        return x.reshape((-1,) + tuple(input_shape)).permute(0, 3, 1, 2).contiguous()
+    nd = len(input_shape)
+    if nd >= 3:  # (h, w, c) -> NCHW, (d, h, w, c) -> NCDHW
+        return x.reshape((-1,) + tuple(input_shape)).permute(0, nd, *range(1, nd)).contiguous()
     return x.reshape(-1, math.prod(input_shape))
 
 
 def from_torch_batch(y, state):
     """A PyTorch output -> PetNet's [n][out] (channels last, PetNet's feature order)."""
-    if y.dim() == 4:
-        return y.permute(0, 2, 3, 1).reshape(y.shape[0], -1)
+    if y.dim() >= 4:
+        return y.permute(0, *range(2, y.dim()), 1).reshape(y.shape[0], -1)
     y = y.reshape(y.shape[0], -1)
     if state.order is None:
         return y
@@ -913,10 +964,38 @@ def onnx_evaluate(proto, x):
             y = F.pad(i[0], [p[d + e * nd] for d in reversed(range(nd)) for e in (0, 1)], value=value)
         elif op == "LeakyRelu":
             y = F.leaky_relu(i[0], a.get("alpha", 0.01))
+        elif op == "Resize":
+            y = _onnx_resize(i[0], i[2] if len(i) > 2 else None, i[3] if len(i) > 3 else None, a)
         else:
             raise NotImplementedError(f"onnx_evaluate: no evaluator for the ONNX op {op}")
         env[node.output[0]] = y
     return env[proto.graph.output[0].name]
+
+
+def _onnx_resize(x, scales, sizes, a):
+    """ONNX Resize as its specification defines it, axis by axis (not with PyTorch's interpolate): the modes nearest
+    (coordinate_transformation_mode asymmetric, nearest_mode floor) and linear (half_pixel, neighbours clamped to the
+    edges), which torch.onnx.export gives nn.Upsample"""
+    mode, ctm = a.get("mode", b"nearest"), a.get("coordinate_transformation_mode", b"half_pixel")
+    if mode not in (b"nearest", b"linear") or ctm not in (b"asymmetric", b"half_pixel", b"pytorch_half_pixel") or (mode == b"nearest" and a.get("nearest_mode", b"round_prefer_floor") != b"floor"):
+        raise NotImplementedError(f"onnx_evaluate: Resize with mode {mode}, coordinate_transformation_mode {ctm}, nearest_mode {a.get('nearest_mode')}")
+    y = x
+    for axis in range(2, x.dim()):
+        n = x.shape[axis]
+        s = float(scales[axis]) if scales is not None and scales.numel() else float(sizes[axis]) / n
+        m = int(math.floor(n * s))
+        o = torch.arange(m, dtype=torch.float64)
+        src = o / s if ctm == b"asymmetric" else (o + 0.5) / s - 0.5
+        view = [1] * x.dim()
+        view[axis] = m
+        if mode == b"nearest":
+            y = y.index_select(axis, torch.floor(src).clamp(0, n - 1).long())
+        else:
+            src = src.clamp(0, n - 1)
+            i0 = torch.floor(src).long()
+            w1 = (src - i0).reshape(view)
+            y = y.index_select(axis, i0) * (1 - w1) + y.index_select(axis, (i0 + 1).clamp(max=n - 1)) * w1
+    return y
 
 
 def main():
