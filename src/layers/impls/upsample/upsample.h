@@ -42,12 +42,13 @@ typedef struct {
   PetscInt   nblock;
   PetscInt64 N[UPSAMPLE_MAX_DIM], ilo[UPSAMPLE_MAX_DIM], ihi[UPSAMPLE_MAX_DIM], olo[UPSAMPLE_MAX_DIM], ohi[UPSAMPLE_MAX_DIM];
   /* set up; dims padded to 3 with a leading dim of size 1 for 2-D samples */
-  PetscInt   nsd;                                             /* spatial dims, 2 or 3 */
-  PetscInt   s[UPSAMPLE_MAX_DIM];                             /* the factor along each dim */
-  PetscInt   in[UPSAMPLE_MAX_DIM], out[UPSAMPLE_MAX_DIM];     /* the sample's spatial sizes */
-  PetscInt   C;                                               /* channels */
-  PetscInt  *off0[UPSAMPLE_MAX_DIM], *off1[UPSAMPLE_MAX_DIM]; /* per output index: element offsets of the sources in a sample (nearest: off0) */
-  PetscReal *l0[UPSAMPLE_MAX_DIM], *l1[UPSAMPLE_MAX_DIM];     /* linear: the weights of off0 and off1 */
+  PetscInt     nsd;                                             /* spatial dims, 2 or 3 */
+  PetscInt     s[UPSAMPLE_MAX_DIM];                             /* the factor along each dim */
+  PetscInt     in[UPSAMPLE_MAX_DIM], out[UPSAMPLE_MAX_DIM];     /* the sample's spatial sizes */
+  PetscInt     C;                                               /* channels */
+  PetscInt    *off0[UPSAMPLE_MAX_DIM], *off1[UPSAMPLE_MAX_DIM]; /* per output index: element offsets of the sources in a sample (nearest: off0) */
+  PetscReal   *l0[UPSAMPLE_MAX_DIM], *l1[UPSAMPLE_MAX_DIM];     /* linear: the weights of off0 and off1 */
+  PetscScalar *work;                                            /* linear backward: one input row [W][C] */
 } Layer_Upsample;
 
 PETSC_INTERN void           UpsampleSourceNearest(PetscInt64, PetscInt64, PetscInt, PetscInt64 *);

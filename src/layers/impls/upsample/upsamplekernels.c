@@ -56,6 +56,7 @@ PetscErrorCode UpsampleResetTables(Layer layer)
 
   PetscFunctionBegin;
   for (PetscInt d = 0; d < UPSAMPLE_MAX_DIM; d++) PetscCall(PetscFree4(up->off0[d], up->off1[d], up->l0[d], up->l1[d]));
+  PetscCall(PetscFree(up->work));
   PetscFunctionReturn(0);
 }
 
@@ -102,6 +103,7 @@ PetscErrorCode UpsampleSetUpTables(Layer layer)
       up->l1[d][j]   = l1;
     }
   }
+  if (up->mode == LAYER_UPSAMPLE_LINEAR) PetscCall(PetscMalloc1(up->in[2] * up->C, &up->work));
   PetscFunctionReturn(0);
 }
 
@@ -205,12 +207,12 @@ PetscErrorCode LayerForward_Upsample(Layer layer, PetscInt n, const PetscScalar 
 /*
   dx = U^T dy: each output point adds dy times each of its weights into the points it reads. Nearest: one source,
   weight 1. Linear: the 2^nsd corners, weight the product of the dims' weights (at a clamped edge two corners are the
-  same point and it receives both).
+  same point and it receives both), summed one output row at a time (the w-level first, as the forward pass nests).
 */
 PetscErrorCode LayerBackward_Upsample(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)
 {
   Layer_Upsample *up = (Layer_Upsample *)layer->data;
-  const PetscInt  C = up->C, insize = layer->insize, nd = up->nsd == 3 ? 2 : 1;
+  const PetscInt  C = up->C, insize = layer->insize, nd = up->nsd == 3 ? 2 : 1, row = up->in[2] * C;
 
   PetscFunctionBegin;
   if (!dx) PetscFunctionReturn(0);
@@ -235,6 +237,8 @@ PetscErrorCode LayerBackward_Upsample(Layer layer, PetscInt n, const PetscScalar
     PetscCall(PetscLogFlops(1.0 * n * layer->outsize));
     PetscFunctionReturn(0);
   }
+  /* linear, row by row of the output: the row's w-level scatter into one input row (work, in cache), then that row
+     added into the 2 (2-D) or 4 (3-D) input rows the output row reads, weighted by the product of their weights */
   for (PetscInt s = 0; s < n; s++, dx += insize)
     for (PetscInt od = 0; od < up->out[0]; od++) {
       const PetscInt  doff[2] = {up->off0[0][od], up->off1[0][od]};
@@ -244,23 +248,26 @@ PetscErrorCode LayerBackward_Upsample(Layer layer, PetscInt n, const PetscScalar
         const PetscInt  hoff[2] = {up->off0[1][oh], up->off1[1][oh]};
         const PetscReal lh[2]   = {up->l0[1][oh], up->l1[1][oh]};
 
+        PetscCall(PetscArrayzero(up->work, row));
         for (PetscInt ow = 0; ow < up->out[2]; ow++, dy += C) {
-          const PetscInt  woff[2] = {up->off0[2][ow], up->off1[2][ow]};
-          const PetscReal lw[2]   = {up->l0[2][ow], up->l1[2][ow]};
+          const PetscReal             lw0 = up->l0[2][ow], lw1 = up->l1[2][ow];
+          PetscScalar *PETSC_RESTRICT t0 = up->work + up->off0[2][ow], *PETSC_RESTRICT t1 = up->work + up->off1[2][ow];
+          const PetscScalar *PETSC_RESTRICT g = dy;
 
-          for (PetscInt a = 0; a < nd; a++)
-            for (PetscInt b = 0; b < 2; b++)
-              for (PetscInt e = 0; e < 2; e++) {
-                const PetscReal                   wgt = ld[a] * lh[b] * lw[e];
-                PetscScalar *PETSC_RESTRICT       q   = dx + doff[a] + hoff[b] + woff[e];
-                const PetscScalar *PETSC_RESTRICT g   = dy;
-
-                for (PetscInt c = 0; c < C; c++) q[c] += wgt * g[c];
-              }
+          for (PetscInt c = 0; c < C; c++) t0[c] += lw0 * g[c];
+          for (PetscInt c = 0; c < C; c++) t1[c] += lw1 * g[c];
         }
+        for (PetscInt a = 0; a < nd; a++)
+          for (PetscInt b = 0; b < 2; b++) {
+            const PetscReal                   wgt = ld[a] * lh[b];
+            PetscScalar *PETSC_RESTRICT       q   = dx + doff[a] + hoff[b];
+            const PetscScalar *PETSC_RESTRICT t   = up->work;
+
+            for (PetscInt j = 0; j < row; j++) q[j] += wgt * t[j];
+          }
       }
     }
-  PetscCall(PetscLogFlops(4.0 * nd * n * layer->outsize));
+  PetscCall(PetscLogFlops(4.0 * n * layer->outsize + 4.0 * nd * n * up->out[0] * up->out[1] * row));
   PetscFunctionReturn(0);
 }
 
