@@ -134,3 +134,17 @@ PETSC_EXTERN PetscErrorCode LayerUpsampleSetScale(Layer, PetscInt, const PetscIn
 PETSC_EXTERN PetscErrorCode LayerUpsampleGetScale(Layer, PetscInt *, PetscInt[]);
 PETSC_EXTERN PetscErrorCode LayerUpsampleSetMode(Layer, LayerUpsampleMode);
 PETSC_EXTERN PetscErrorCode LayerUpsampleGetMode(Layer, LayerUpsampleMode *);
+
+/* Transposed convolution (PyTorch's ConvTranspose2d; the adjoint of conv2d's map from its input to its output):
+   (H, W, Cin) -> (Ho, Wo, Cout), Ho = (H - 1) stride - 2 padding + dilation (K - 1) + output_padding + 1 */
+#define LAYERCONVTRANSPOSE2D "convtranspose2d" /* convtranspose2d:OUT[:K[:STRIDE[:PAD]]][:output_padding=P][:dilation=D][:groups=G][:bias=0|1] */
+
+PETSC_EXTERN PetscErrorCode LayerConvTranspose2dSetOutputChannels(Layer, PetscInt);
+PETSC_EXTERN PetscErrorCode LayerConvTranspose2dSetKernel(Layer, PetscInt, PetscInt);
+PETSC_EXTERN PetscErrorCode LayerConvTranspose2dSetStride(Layer, PetscInt, PetscInt);
+PETSC_EXTERN PetscErrorCode LayerConvTranspose2dSetPadding(Layer, PetscInt, PetscInt);
+PETSC_EXTERN PetscErrorCode LayerConvTranspose2dSetOutputPadding(Layer, PetscInt, PetscInt);
+PETSC_EXTERN PetscErrorCode LayerConvTranspose2dSetDilation(Layer, PetscInt, PetscInt);
+PETSC_EXTERN PetscErrorCode LayerConvTranspose2dSetGroups(Layer, PetscInt);
+PETSC_EXTERN PetscErrorCode LayerConvTranspose2dSetBias(Layer, PetscBool);
+PETSC_EXTERN PetscErrorCode LayerConvTranspose2dSetInitialization(Layer, LayerInitType, PetscReal);

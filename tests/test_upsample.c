@@ -1,6 +1,8 @@
-static const char help[] = "Tests of the upsample layer (nearest and linear, 2-D and 3-D samples); the comparison with PyTorch is\n"
-                           "bin/tests/test_conv -pytorch_only -reference tests/expected/upsample_reference.dat:\n"
-                           "  1. NetTestJacobian on Nets with upsample, a U-Net graph among them: dot-product <= 1e-12, finite differences <= 1e-6;\n"
+static const char help[] = "Tests of the upsampling layers, upsample (nearest and linear, 2-D and 3-D samples) and convtranspose2d; the\n"
+                           "comparisons with PyTorch are bin/tests/test_conv -pytorch_only -reference tests/expected/upsample_reference.dat\n"
+                           "(and convtranspose_reference.dat):\n"
+                           "  1. NetTestJacobian on Nets with upsample or convtranspose2d, U-Net graphs among them: dot-product <= 1e-12,\n"
+                           "     finite differences <= 1e-6;\n"
                            "  2. grid blocks: the output grid of an N-grid cut into blocks (even ones, as ranks would own them, and random\n"
                            "     uneven ones); each block computed by a local copy (setgridblock) from the input box gridbox gives equals the\n"
                            "     global layer's output bit for bit, and the blocks' backward passes added into the input equal the global\n"
@@ -49,6 +51,11 @@ static PetscErrorCode TestJacobians(PetscInt nlocal)
       {"upsample:1x2x3", "2x3x2x2"},
       {"upsample:3x1x2:linear", "2x2x3x1"},
       {UNET, "6x6x2"},
+      {"convtranspose2d:3", "4x3x2"},
+      {"convtranspose2d:4:3:2:1:output_padding=1", "3x4x2"},
+      {"convtranspose2d:6:2x3:2x1:1x0:output_padding=1x0:dilation=2:groups=3:bias=0", "3x3x3"},
+      {"conv2d:4:3:2:1,tanh,convtranspose2d:2:2:2", "6x5x2"},
+      {"e1 = conv2d:4:3:1:1; a1 = tanh; d = conv2d:6:3:2:1; a2 = tanh; u = convtranspose2d:4:2:2; cat = concat <- u, a1; out = conv2d:1:1;", "6x6x2"},
   };
 
   PetscFunctionBegin;
@@ -344,7 +351,7 @@ static PetscErrorCode TestGridBlocks(void)
 
 static PetscErrorCode TestSaveLoad(PetscInt nlocal)
 {
-  const char *spec     = "conv2d:3:3:1:1,upsample:2x3:linear,tanh,conv2d:2:3:1:1,upsample:2";
+  const char *spec     = "conv2d:3:3:1:1,upsample:2x3:linear,tanh,convtranspose2d:2:3:2:1:output_padding=1,upsample:2";
   const char *files[2] = {"tests/out/upsample_model.h5", "tests/out/upsample_model.petnet"};
   Net         net;
   Vec         X, Y;

@@ -1,13 +1,15 @@
 #!/usr/bin/python3
-"""PetNet's upsample <-> PyTorch's nn.Upsample through model files (share/python/petnet_torch.py), suite tests/torch.suite:
+"""PetNet's upsample and convtranspose2d <-> PyTorch's nn.Upsample and nn.ConvTranspose2d through model files
+(share/python/petnet_torch.py), suite tests/torch.suite:
 
-1. PetNet -> PyTorch: the files the torch_upsample_write* lines wrote (a CNN with nearest and bilinear upsampling on
-   (h, w, c), and trilinear and nearest on (d, h, w, c)) load as nn.Sequential models with nn.Upsample whose outputs
-   equal PetNet's to 1e-12 (petnet_torch.check), and re-saved by PyTorch they read back unchanged.
+1. PetNet -> PyTorch: the files the torch_*_write* lines wrote (a CNN with nearest and bilinear upsampling on
+   (h, w, c); trilinear and nearest on (d, h, w, c); a CNN with transposed convolutions) load as nn.Sequential models
+   whose outputs equal PetNet's to 1e-12 (petnet_torch.check), and re-saved by PyTorch they read back unchanged.
 2. PyTorch -> PetNet: models written as a PyTorch user would (nn.Upsample(scale_factor=2, mode='bilinear',
-   align_corners=False), nn.UpsamplingNearest2d, (1, 3) factors, an nn.Module subclass traced by torch.fx) are saved
-   with random weights to tests/out/torch_upsample_from*.h5 with their input and output; torch_upsample_import_* load
-   them in PetNet and compare (bin/tests/test_io -torch_import_models).
+   align_corners=False), nn.UpsamplingNearest2d, (1, 3) factors, nn.ConvTranspose2d with stride, padding, output
+   padding and groups, an nn.Module subclass traced by torch.fx) are saved with random weights to
+   tests/out/torch_upsample_from*.h5 with their input and output; torch_upsample_import_* load them in PetNet and
+   compare (bin/tests/test_io -torch_import_models).
 3. What PetNet cannot represent is refused with a message: size=, align_corners=True, a fractional factor, bicubic.
 The runner may append PETSc options: they are ignored."""
 import os
@@ -23,7 +25,7 @@ out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "out") + "/"
 ok = True
 
 # 1. PetNet -> PyTorch
-for case in ("torch_upsample", "torch_upsample3d"):
+for case in ("torch_upsample", "torch_upsample3d", "torch_convtranspose"):
     ok = pt.check(f"{out}{case}.h5", f"{out}{case}_data.h5", 1e-12) and ok
     model, shape = pt.load(f"{out}{case}.h5")
     ok = pt.round_trip(model, shape, f"{out}{case}_again.h5") and ok
@@ -35,7 +37,7 @@ class Decoder(nn.Module):  # a user's nn.Module: torch.fx traces its forward int
         super().__init__()
         self.conv1 = nn.Conv2d(3, 4, 3, padding=1)
         self.up = nn.Upsample(scale_factor=2, mode="bilinear", align_corners=False)
-        self.conv2 = nn.Conv2d(4, 2, 3, padding=1)
+        self.conv2 = nn.ConvTranspose2d(4, 2, 3, stride=2, padding=1, output_padding=1, groups=2)
         self.up2 = nn.UpsamplingNearest2d(scale_factor=3)
 
     def forward(self, x):
@@ -45,8 +47,8 @@ class Decoder(nn.Module):  # a user's nn.Module: torch.fx traces its forward int
 models = {
     "torch_upsample_from": ((5, 4, 2), nn.Sequential(
         nn.Conv2d(2, 4, 3, padding=1), nn.Upsample(scale_factor=2, mode="bilinear", align_corners=False), nn.Tanh(),
-        nn.Conv2d(4, 3, 3, padding=1), nn.Upsample(scale_factor=(1, 3)), nn.Conv2d(3, 2, 3, stride=2), nn.Flatten(),
-        nn.Linear(2 * 4 * 11, 3))),
+        nn.Conv2d(4, 3, 3, padding=1), nn.Upsample(scale_factor=(1, 3)), nn.Conv2d(3, 2, 3, stride=2),
+        nn.ConvTranspose2d(2, 3, (2, 3), stride=(2, 1), padding=(0, 1), bias=False), nn.Flatten(), nn.Linear(3 * 8 * 11, 3))),
     "torch_upsample_from_module": ((3, 3, 3), Decoder()),
 }
 for name, (shape, model) in models.items():

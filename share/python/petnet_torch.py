@@ -61,6 +61,8 @@ Layer kinds (PetNet -> PyTorch):
     taps count as zeros, the divisor is always kh kw, as PetNet), globalavgpool -> GlobalAvgPool2d (saving also
     accepts AdaptiveAvgPool2d(1) followed by Flatten), flatten -> Flatten, dropout:P -> Dropout(P),
     batchnorm[:MOMENTUM[:EPS]] -> BatchNorm2d on (h, w, c), BatchNorm1d on (f), residual(F) / residual(F|P) -> Residual,
+    convtranspose2d:OUT[:K[:STRIDE[:PAD]]][:output_padding=P][:dilation=D][:groups=G][:bias=0] -> ConvTranspose2d
+    (weight [Cin][OUT/G][KH][KW], PetNet's own order [Cin][KH][KW][OUT/G] in files of version 2),
     upsample:S[:MODE] -> Upsample(scale_factor=S, mode='nearest', or 'bilinear' on (h, w, c) and 'trilinear' on
     (d, h, w, c) for MODE linear, align_corners=False); S an integer or one per spatial dim (2x3). Saving accepts
     nn.Upsample and nn.UpsamplingNearest2d with integer factors (not size=, not align_corners=True).
@@ -221,6 +223,15 @@ def _conv_args(args):
     return c
 
 
+def _convt_args(args):
+    """convtranspose2d arguments -> dict(out, k, s, p, op, d, groups, bias)"""
+    fields = args.split(":") if args else []
+    op = [_pair(f.split("=", 1)[1]) for f in fields if f.startswith("output_padding=")]
+    c = _conv_args(":".join(f for f in fields if not f.startswith("output_padding=")))
+    c["op"] = op[-1] if op else (0, 0)
+    return c
+
+
 def _pool_args(args):
     """pooling arguments K[:STRIDE[:PAD]] -> (k, s, p); stride defaults to the kernel"""
     fields = args.split(":") if args else ["2"]
@@ -271,6 +282,11 @@ def _make_module(kind, args, shape):
         if len(shape) != 3:
             raise ValueError(f"conv2d:{args} needs an (h, w, c) input, not {shape_to_string(shape)}")
         return nn.Conv2d(shape[2], c["out"], c["k"], stride=c["s"], padding=c["p"], dilation=c["d"], groups=c["groups"], bias=c["bias"], dtype=torch.float64)
+    if kind == "convtranspose2d":
+        c = _convt_args(args)
+        if len(shape) != 3:
+            raise ValueError(f"convtranspose2d:{args} needs an (h, w, c) input, not {shape_to_string(shape)}")
+        return nn.ConvTranspose2d(shape[2], c["out"], c["k"], stride=c["s"], padding=c["p"], output_padding=c["op"], groups=c["groups"], bias=c["bias"], dilation=c["d"], dtype=torch.float64)
     if kind in ("maxpool", "avgpool"):
         k, s, p = _pool_args(args)
         if kind == "maxpool":
@@ -413,6 +429,19 @@ def _group_one(m):
             raise ValueError(f"PetNet's conv2d pads with zeros, not padding_mode='{m.padding_mode}'")
         pad = _conv_padding(m)
         text = f"conv2d:{m.out_channels}:{_pair_text(m.kernel_size)}:{_pair_text(m.stride)}:{_pair_text(pad)}"
+        if _as_pair(m.dilation) != (1, 1):
+            text += f":dilation={_pair_text(m.dilation)}"
+        if m.groups != 1:
+            text += f":groups={m.groups}"
+        if m.bias is None:
+            text += ":bias=0"
+        return text, [m]
+    if isinstance(m, nn.ConvTranspose2d):
+        if m.padding_mode != "zeros":
+            raise ValueError(f"PetNet's convtranspose2d pads with zeros, not padding_mode='{m.padding_mode}'")
+        text = f"convtranspose2d:{m.out_channels}:{_pair_text(m.kernel_size)}:{_pair_text(m.stride)}:{_pair_text(_as_pair(m.padding))}"
+        if _as_pair(m.output_padding) != (0, 0):
+            text += f":output_padding={_pair_text(_as_pair(m.output_padding))}"
         if _as_pair(m.dilation) != (1, 1):
             text += f":dilation={_pair_text(m.dilation)}"
         if m.groups != 1:
@@ -590,6 +619,18 @@ def _bind(group, state):
         if m.bias is not None:
             tensors.append(_Tensor("bias", m.bias))
         return _State((out[0], out[1], co)), tensors
+    if isinstance(m, nn.ConvTranspose2d):
+        if ndim != 3 or m.in_channels != shape[2]:
+            raise ValueError(f"{entry}: ConvTranspose2d has {m.in_channels} input channels, its input is {shape_to_string(shape)} (h, w, c)")
+        k, s, p, op, d = (_as_pair(v) for v in (m.kernel_size, m.stride, m.padding, m.output_padding, m.dilation))
+        out = [(n - 1) * si - 2 * pi + di * (ki - 1) + oi + 1 for n, ki, si, pi, oi, di in zip(shape[:2], k, s, p, op, d)]
+        if min(out) < 1 or any(oi >= max(si, di) for oi, si, di in zip(op, s, d)):
+            raise ValueError(f"{entry} on {shape_to_string(shape)}: no output, or an output_padding not smaller than the stride or the dilation")
+        cin, cog = m.in_channels, m.out_channels // m.groups
+        tensors = [_Tensor("weight", m.weight, pack=lambda t: t.permute(0, 2, 3, 1).reshape(-1), unpack=lambda a: a.reshape(cin, k[0], k[1], cog).permute(0, 3, 1, 2))]
+        if m.bias is not None:
+            tensors.append(_Tensor("bias", m.bias))
+        return _State((out[0], out[1], m.out_channels)), tensors
     if isinstance(m, (nn.MaxPool2d, nn.AvgPool2d)):
         if ndim != 3:
             raise ValueError(f"{entry} needs an (h, w, c) input, not {shape_to_string(shape)}")
@@ -931,10 +972,14 @@ def onnx_evaluate(proto, x):
         i = [env[n] if n else None for n in node.input]
         op = node.op_type
         pads = a.get("pads", [0, 0, 0, 0])
-        if op in ("Conv", "MaxPool", "AveragePool") and (pads[0] != pads[2] or pads[1] != pads[3]):
+        if op in ("Conv", "ConvTranspose", "MaxPool", "AveragePool") and (pads[0] != pads[2] or pads[1] != pads[3]):
             raise NotImplementedError(f"onnx_evaluate: {op} with uneven pads {pads}")
         if op == "Conv":
             y = F.conv2d(i[0], i[1], i[2] if len(i) > 2 else None, a.get("strides", [1, 1]), pads[:2], a.get("dilations", [1, 1]), a.get("group", 1))
+        elif op == "ConvTranspose":
+            if any(a.get("output_shape", [])) or a.get("auto_pad", b"NOTSET") != b"NOTSET":
+                raise NotImplementedError("onnx_evaluate: ConvTranspose with output_shape or auto_pad")
+            y = F.conv_transpose2d(i[0], i[1], i[2] if len(i) > 2 else None, a.get("strides", [1, 1]), pads[:2], a.get("output_padding", [0, 0]), a.get("group", 1), a.get("dilations", [1, 1]))
         elif op == "BatchNormalization":
             y = F.batch_norm(i[0], i[3], i[4], i[1], i[2], False, 0.0, a.get("epsilon", 1e-5))
         elif op == "MaxPool":

@@ -65,11 +65,11 @@ def from_torch(t):
     return t.permute(0, *range(2, t.dim()), 1).reshape(-1)
 
 
-def run_case(name, spec, shape):
+def run_case(name, spec, shape, builder=Builder):
     big = torch.zeros(1 << 16)
-    npar = Builder(spec, shape, big).offset
+    npar = builder(spec, shape, big).offset
     theta = 0.5 * torch.sin(1.3 * torch.arange(npar) + 0.2)
-    b = Builder(spec, shape, theta)
+    b = builder(spec, shape, theta)
     model = torch.nn.Sequential(*b.modules)
     nin = NGLOBAL * math.prod(shape)
     x = to_torch(torch.sin(0.7 * torch.arange(nin) + 0.3), shape).requires_grad_(True)
