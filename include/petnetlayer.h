@@ -119,3 +119,32 @@ PETSC_EXTERN PetscErrorCode LayerBatchNormSetNumBatchesTracked(Layer, PetscInt64
 /* Joins: layers with several inputs, the nodes of a graph where branches meet (NetSetGraph()) */
 #define LAYERADD    "add"    /* y = x_1 + ... + x_k, all inputs of one shape (the join of a residual block) */
 #define LAYERCONCAT "concat" /* y = [x_1, ..., x_k] along the last dimension (channels; U-Net skip connections) */
+
+/* Upsampling: (h, w, c) -> (h sh, w sw, c) and (d, h, w, c) -> (d sd, h sh, w sw, c) by integer factors, as PyTorch's
+   nn.Upsample(scale_factor=S, mode=..., align_corners=False); also a node of a Net on a 2-D or 3-D grid */
+#define LAYERUPSAMPLE "upsample" /* upsample:S[:MODE], S as 2, 2x3 or 2x2x2, MODE nearest (the default) or linear */
+
+typedef enum {
+  LAYER_UPSAMPLE_NEAREST, /* each output point copies the input point it falls in (PyTorch's mode='nearest') */
+  LAYER_UPSAMPLE_LINEAR   /* bilinear on (h, w, c), trilinear on (d, h, w, c), half-pixel centres, edges clamped */
+} LayerUpsampleMode;
+PETSC_EXTERN const char *const LayerUpsampleModes[];
+
+PETSC_EXTERN PetscErrorCode LayerUpsampleSetScale(Layer, PetscInt, const PetscInt[]);
+PETSC_EXTERN PetscErrorCode LayerUpsampleGetScale(Layer, PetscInt *, PetscInt[]);
+PETSC_EXTERN PetscErrorCode LayerUpsampleSetMode(Layer, LayerUpsampleMode);
+PETSC_EXTERN PetscErrorCode LayerUpsampleGetMode(Layer, LayerUpsampleMode *);
+
+/* Transposed convolution (PyTorch's ConvTranspose2d; the adjoint of conv2d's map from its input to its output):
+   (H, W, Cin) -> (Ho, Wo, Cout), Ho = (H - 1) stride - 2 padding + dilation (K - 1) + output_padding + 1 */
+#define LAYERCONVTRANSPOSE2D "convtranspose2d" /* convtranspose2d:OUT[:K[:STRIDE[:PAD]]][:output_padding=P][:dilation=D][:groups=G][:bias=0|1] */
+
+PETSC_EXTERN PetscErrorCode LayerConvTranspose2dSetOutputChannels(Layer, PetscInt);
+PETSC_EXTERN PetscErrorCode LayerConvTranspose2dSetKernel(Layer, PetscInt, PetscInt);
+PETSC_EXTERN PetscErrorCode LayerConvTranspose2dSetStride(Layer, PetscInt, PetscInt);
+PETSC_EXTERN PetscErrorCode LayerConvTranspose2dSetPadding(Layer, PetscInt, PetscInt);
+PETSC_EXTERN PetscErrorCode LayerConvTranspose2dSetOutputPadding(Layer, PetscInt, PetscInt);
+PETSC_EXTERN PetscErrorCode LayerConvTranspose2dSetDilation(Layer, PetscInt, PetscInt);
+PETSC_EXTERN PetscErrorCode LayerConvTranspose2dSetGroups(Layer, PetscInt);
+PETSC_EXTERN PetscErrorCode LayerConvTranspose2dSetBias(Layer, PetscBool);
+PETSC_EXTERN PetscErrorCode LayerConvTranspose2dSetInitialization(Layer, LayerInitType, PetscReal);

@@ -3,7 +3,8 @@ static const char help[] = "Tests of the convolutional layer kinds (conv2d, maxp
                            "  2. outputs, input and parameter gradients against PyTorch (share/reference/conv_reference.py) to 1e-12;\n"
                            "  3. dropout: rate, scaling, identity in evaluation mode, the same mask on any number of ranks;\n"
                            "  4. a Net with batchnorm and dropout on a batch that leaves the last rank without samples.\n"
-                           "Options: -nlocal N (samples per rank), -reference FILE, -error_spec LIST (only build that Net: for the error tests).\n";
+                           "Options: -nlocal N (samples per rank), -reference FILE, -pytorch_only (only 2., e.g. on another reference file),\n"
+                           "-error_spec LIST (only build that Net: for the error tests).\n";
 
 #include <petnet.h>
 #include "testutil.h"
@@ -310,17 +311,20 @@ int main(int argc, char **argv)
 {
   PetscInt  nlocal                        = 3;
   char      reference[PETSC_MAX_PATH_LEN] = "tests/expected/conv_reference.dat", errspec[256];
-  PetscBool errtest;
+  PetscBool errtest, pytorchonly = PETSC_FALSE;
 
   PetscCall(PetNetInitialize(&argc, &argv, NULL, help));
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-nlocal", &nlocal, NULL));
   PetscCall(PetscOptionsGetString(NULL, NULL, "-reference", reference, sizeof(reference), NULL));
   PetscCall(PetscOptionsGetString(NULL, NULL, "-error_spec", errspec, sizeof(errspec), &errtest));
+  PetscCall(PetscOptionsGetBool(NULL, NULL, "-pytorch_only", &pytorchonly, NULL));
   if (errtest) { /* must fail in NetSetUp with a message naming the problem */
     Net net;
 
     PetscCall(CreateNet(PETSC_COMM_WORLD, errspec, "6x5x3", &net));
     PetscCall(NetDestroy(&net));
+  } else if (pytorchonly) {
+    PetscCall(TestAgainstPyTorch(reference));
   } else {
     PetscCall(TestJacobians(nlocal));
     PetscCall(TestAgainstPyTorch(reference));

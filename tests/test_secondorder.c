@@ -66,6 +66,10 @@ static const SOCase socases[] = {
     {"dropout", "0.3", "7", PETSC_FALSE, NULL, SO_BATCH, "dropout evaluation"},
     {"add", NULL, "6x5x3", PETSC_TRUE, NULL, SO_BATCH, "add"},
     {"concat", NULL, "6x5x3", PETSC_TRUE, NULL, SO_BATCH, "concat"},
+    {"upsample", "2x3", "4x3x2", PETSC_TRUE, NULL, SO_BATCH, "upsample nearest"},
+    {"upsample", "3x1x2:linear", "2x3x2x2", PETSC_TRUE, NULL, SO_BATCH, "upsample trilinear"},
+    {"convtranspose2d", "4:3:2:1:output_padding=1", "4x3x2", PETSC_TRUE, NULL, SO_BATCH, "convtranspose2d strided"},
+    {"convtranspose2d", "6:2:2x1:0:dilation=2:groups=3:bias=0", "3x3x3", PETSC_TRUE, "-convtranspose2d_max_workspace 0.0005", SO_BATCH, "convtranspose2d grouped, chunks"},
 };
 
 /* a[i] uniform on [lo, hi) from rnd */

@@ -60,7 +60,13 @@ Layer kinds (PetNet -> PyTorch):
     maxpool:K[:STRIDE[:PAD]] -> MaxPool2d, avgpool:K[:STRIDE[:PAD]] -> AvgPool2d (count_include_pad=True: padded
     taps count as zeros, the divisor is always kh kw, as PetNet), globalavgpool -> GlobalAvgPool2d (saving also
     accepts AdaptiveAvgPool2d(1) followed by Flatten), flatten -> Flatten, dropout:P -> Dropout(P),
-    batchnorm[:MOMENTUM[:EPS]] -> BatchNorm2d on (h, w, c), BatchNorm1d on (f), residual(F) / residual(F|P) -> Residual.
+    batchnorm[:MOMENTUM[:EPS]] -> BatchNorm2d on (h, w, c), BatchNorm1d on (f), residual(F) / residual(F|P) -> Residual,
+    convtranspose2d:OUT[:K[:STRIDE[:PAD]]][:output_padding=P][:dilation=D][:groups=G][:bias=0] -> ConvTranspose2d
+    (weight [Cin][OUT/G][KH][KW], PetNet's own order [Cin][KH][KW][OUT/G] in files of version 2),
+    upsample:S[:MODE] -> Upsample(scale_factor=S, mode='nearest', or 'bilinear' on (h, w, c) and 'trilinear' on
+    (d, h, w, c) for MODE linear, align_corners=False); S an integer or one per spatial dim (2x3). Saving accepts
+    nn.Upsample and nn.UpsamplingNearest2d with integer factors (not size=, not align_corners=True).
+Samples (d, h, w, c) (NCDHW batches in PyTorch) take upsample and the elementwise kinds only here.
 PyTorch's Softplus returns x itself above x = 20, where PetNet keeps log(1 + e^x) (a relative difference below 1e-9
 there). Dropout masks are drawn differently: compare training-mode passes only without dropout.
 Needs PyTorch and h5py (Debian: apt-get install python3-torch python3-h5py).
@@ -217,6 +223,15 @@ def _conv_args(args):
     return c
 
 
+def _convt_args(args):
+    """convtranspose2d arguments -> dict(out, k, s, p, op, d, groups, bias)"""
+    fields = args.split(":") if args else []
+    op = [_pair(f.split("=", 1)[1]) for f in fields if f.startswith("output_padding=")]
+    c = _conv_args(":".join(f for f in fields if not f.startswith("output_padding=")))
+    c["op"] = op[-1] if op else (0, 0)
+    return c
+
+
 def _pool_args(args):
     """pooling arguments K[:STRIDE[:PAD]] -> (k, s, p); stride defaults to the kernel"""
     fields = args.split(":") if args else ["2"]
@@ -227,6 +242,17 @@ def _pool_args(args):
     s = tuple(si if si else ki for si, ki in zip(s, k))  # stride 0 means the kernel
     p = _pair(fields[2]) if len(fields) > 2 else (0, 0)
     return k, s, p
+
+
+def _upsample_args(args):
+    """upsample arguments S[:MODE] -> ([factors], linear); S as 2 or 2x3 (integers), MODE nearest or linear"""
+    fields = args.split(":") if args else ["2"]
+    if len(fields) > 2 or (len(fields) == 2 and fields[1] not in ("nearest", "linear")):
+        raise ValueError(f"upsample takes S[:MODE] with MODE nearest or linear, not '{args}'")
+    factors = [int(f) for f in fields[0].split("x")]
+    if not 1 <= len(factors) <= 3 or min(factors) < 1:
+        raise ValueError(f"upsample: the factors are 1 to 3 positive integers, not '{fields[0]}'")
+    return factors, len(fields) == 2 and fields[1] == "linear"
 
 
 # ---------------------------------------------------------------------------------------------- PetNet spec -> modules
@@ -256,6 +282,11 @@ def _make_module(kind, args, shape):
         if len(shape) != 3:
             raise ValueError(f"conv2d:{args} needs an (h, w, c) input, not {shape_to_string(shape)}")
         return nn.Conv2d(shape[2], c["out"], c["k"], stride=c["s"], padding=c["p"], dilation=c["d"], groups=c["groups"], bias=c["bias"], dtype=torch.float64)
+    if kind == "convtranspose2d":
+        c = _convt_args(args)
+        if len(shape) != 3:
+            raise ValueError(f"convtranspose2d:{args} needs an (h, w, c) input, not {shape_to_string(shape)}")
+        return nn.ConvTranspose2d(shape[2], c["out"], c["k"], stride=c["s"], padding=c["p"], output_padding=c["op"], groups=c["groups"], bias=c["bias"], dilation=c["d"], dtype=torch.float64)
     if kind in ("maxpool", "avgpool"):
         k, s, p = _pool_args(args)
         if kind == "maxpool":
@@ -272,6 +303,13 @@ def _make_module(kind, args, shape):
         raise ValueError(f"batchnorm on a {shape_to_string(shape)} input has no PyTorch equivalent here (give (f) or (h, w, c))")
     if kind == "dropout":
         return nn.Dropout(float(args))
+    if kind == "upsample":
+        factors, linear = _upsample_args(args)
+        if len(shape) not in (3, 4) or len(factors) not in (1, len(shape) - 1):
+            raise ValueError(f"upsample:{args} on a {shape_to_string(shape)} input: it upsamples (h, w, c) or (d, h, w, c) samples, one factor or one per spatial dim")
+        factors = factors * (len(shape) - 1) if len(factors) == 1 else factors
+        mode = ("bilinear" if len(shape) == 3 else "trilinear") if linear else "nearest"
+        return nn.Upsample(scale_factor=tuple(float(f) for f in factors), mode=mode, align_corners=False if linear else None)
     if kind == "globalavgpool" and not args:
         return GlobalAvgPool2d()
     if kind == "flatten" and not args:
@@ -398,6 +436,19 @@ def _group_one(m):
         if m.bias is None:
             text += ":bias=0"
         return text, [m]
+    if isinstance(m, nn.ConvTranspose2d):
+        if m.padding_mode != "zeros":
+            raise ValueError(f"PetNet's convtranspose2d pads with zeros, not padding_mode='{m.padding_mode}'")
+        text = f"convtranspose2d:{m.out_channels}:{_pair_text(m.kernel_size)}:{_pair_text(m.stride)}:{_pair_text(_as_pair(m.padding))}"
+        if _as_pair(m.output_padding) != (0, 0):
+            text += f":output_padding={_pair_text(_as_pair(m.output_padding))}"
+        if _as_pair(m.dilation) != (1, 1):
+            text += f":dilation={_pair_text(m.dilation)}"
+        if m.groups != 1:
+            text += f":groups={m.groups}"
+        if m.bias is None:
+            text += ":bias=0"
+        return text, [m]
     if isinstance(m, (nn.MaxPool2d, nn.AvgPool2d)):
         kind = "maxpool" if isinstance(m, nn.MaxPool2d) else "avgpool"
         if m.ceil_mode:
@@ -420,6 +471,8 @@ def _group_one(m):
         return f"batchnorm:{_real_text(m.momentum)}:{_real_text(m.eps)}", [m]
     if isinstance(m, nn.Dropout):
         return f"dropout:{_real_text(m.p)}", [m]
+    if isinstance(m, nn.Upsample):
+        return _upsample_entry(m), [m]
     if isinstance(m, GlobalAvgPool2d):
         return "globalavgpool", [m]
     if isinstance(m, nn.Flatten):
@@ -444,6 +497,22 @@ def _group_one(m):
         p = "|" + ",".join(e for e, _ in _group(m.shortcut)) if m.shortcut is not None else ""
         return f"residual:({f}{p})", [m]
     raise ValueError(f"module {m} has no PetNet layer kind")
+
+
+def _upsample_entry(m):
+    """upsample:S[:linear] of an nn.Upsample with integer scale factors, as NetGetSpec() writes it"""
+    if m.size is not None or m.scale_factor is None:
+        raise ValueError("PetNet's upsample scales by integer factors: give nn.Upsample a scale_factor, not a size")
+    scale = m.scale_factor if isinstance(m.scale_factor, (tuple, list)) else (m.scale_factor,)
+    if any(float(f) != int(f) or f < 1 for f in scale):
+        raise ValueError(f"PetNet's upsample scales by integer factors, not {m.scale_factor}")
+    if m.mode not in ("nearest", "bilinear", "trilinear"):
+        raise ValueError(f"PetNet's upsample is nearest or linear (bilinear, trilinear), not mode='{m.mode}'")
+    if m.mode != "nearest" and m.align_corners:
+        raise ValueError("PetNet's linear upsample has half-pixel centres: use align_corners=False")
+    factors = [int(f) for f in scale]
+    text = str(factors[0]) if all(f == factors[0] for f in factors) else "x".join(str(f) for f in factors)
+    return f"upsample:{text}" + (":linear" if m.mode != "nearest" else "")
 
 
 def _conv_padding(m):
@@ -509,6 +578,16 @@ def _bind(group, state):
     entry, modules = group
     m = modules[0]
     shape, ndim = state.shape, len(state.shape)
+    if isinstance(m, nn.Upsample):
+        factors, linear = _upsample_args(entry.partition(":")[2])
+        if ndim not in (3, 4) or len(factors) not in (1, ndim - 1):
+            raise ValueError(f"{entry} on a {shape_to_string(shape)} input: it upsamples (h, w, c) or (d, h, w, c) samples, one factor or one per spatial dim")
+        if linear and m.mode != ("bilinear" if ndim == 3 else "trilinear"):
+            raise ValueError(f"{entry}: Upsample(mode='{m.mode}') on a {shape_to_string(shape)} input; linear is mode='{'bilinear' if ndim == 3 else 'trilinear'}' there")
+        factors = factors * (ndim - 1) if len(factors) == 1 else factors
+        return _State(tuple(n * f for n, f in zip(shape[:-1], factors)) + (shape[-1],)), []
+    if ndim == 4 and entry.partition(":")[0] not in ("dropout",) + tuple(ACTIVATIONS) + ("leakyrelu",):
+        raise ValueError(f"{entry} on (d, h, w, c) data {shape_to_string(shape)}: only upsample and the elementwise kinds are mapped to PyTorch here")
     if entry == "globalavgpool":
         if ndim != 3:
             raise ValueError(f"globalavgpool needs an (h, w, c) input, not {shape_to_string(shape)}")
@@ -540,6 +619,18 @@ def _bind(group, state):
         if m.bias is not None:
             tensors.append(_Tensor("bias", m.bias))
         return _State((out[0], out[1], co)), tensors
+    if isinstance(m, nn.ConvTranspose2d):
+        if ndim != 3 or m.in_channels != shape[2]:
+            raise ValueError(f"{entry}: ConvTranspose2d has {m.in_channels} input channels, its input is {shape_to_string(shape)} (h, w, c)")
+        k, s, p, op, d = (_as_pair(v) for v in (m.kernel_size, m.stride, m.padding, m.output_padding, m.dilation))
+        out = [(n - 1) * si - 2 * pi + di * (ki - 1) + oi + 1 for n, ki, si, pi, oi, di in zip(shape[:2], k, s, p, op, d)]
+        if min(out) < 1 or any(oi >= max(si, di) for oi, si, di in zip(op, s, d)):
+            raise ValueError(f"{entry} on {shape_to_string(shape)}: no output, or an output_padding not smaller than the stride or the dilation")
+        cin, cog = m.in_channels, m.out_channels // m.groups
+        tensors = [_Tensor("weight", m.weight, pack=lambda t: t.permute(0, 2, 3, 1).reshape(-1), unpack=lambda a: a.reshape(cin, k[0], k[1], cog).permute(0, 3, 1, 2))]
+        if m.bias is not None:
+            tensors.append(_Tensor("bias", m.bias))
+        return _State((out[0], out[1], m.out_channels)), tensors
     if isinstance(m, (nn.MaxPool2d, nn.AvgPool2d)):
         if ndim != 3:
             raise ValueError(f"{entry} needs an (h, w, c) input, not {shape_to_string(shape)}")
@@ -601,15 +692,16 @@ def _plan(model, input_shape):
 def to_torch_batch(x, input_shape):
     """A PetNet batch (n samples, channels last, any shape holding n * prod(input_shape) values) -> PyTorch's layout."""
     x = torch.as_tensor(np.asarray(x), dtype=torch.float64)
-    if len(input_shape) == 3:
-        return x.reshape((-1,) + tuple(input_shape)).permute(0, 3, 1, 2).contiguous()
+    nd = len(input_shape)
+    if nd >= 3:  # (h, w, c) -> NCHW, (d, h, w, c) -> NCDHW
+        return x.reshape((-1,) + tuple(input_shape)).permute(0, nd, *range(1, nd)).contiguous()
     return x.reshape(-1, math.prod(input_shape))
 
 
 def from_torch_batch(y, state):
     """A PyTorch output -> PetNet's [n][out] (channels last, PetNet's feature order)."""
-    if y.dim() == 4:
-        return y.permute(0, 2, 3, 1).reshape(y.shape[0], -1)
+    if y.dim() >= 4:
+        return y.permute(0, *range(2, y.dim()), 1).reshape(y.shape[0], -1)
     y = y.reshape(y.shape[0], -1)
     if state.order is None:
         return y
@@ -880,10 +972,14 @@ def onnx_evaluate(proto, x):
         i = [env[n] if n else None for n in node.input]
         op = node.op_type
         pads = a.get("pads", [0, 0, 0, 0])
-        if op in ("Conv", "MaxPool", "AveragePool") and (pads[0] != pads[2] or pads[1] != pads[3]):
+        if op in ("Conv", "ConvTranspose", "MaxPool", "AveragePool") and (pads[0] != pads[2] or pads[1] != pads[3]):
             raise NotImplementedError(f"onnx_evaluate: {op} with uneven pads {pads}")
         if op == "Conv":
             y = F.conv2d(i[0], i[1], i[2] if len(i) > 2 else None, a.get("strides", [1, 1]), pads[:2], a.get("dilations", [1, 1]), a.get("group", 1))
+        elif op == "ConvTranspose":
+            if any(a.get("output_shape", [])) or a.get("auto_pad", b"NOTSET") != b"NOTSET":
+                raise NotImplementedError("onnx_evaluate: ConvTranspose with output_shape or auto_pad")
+            y = F.conv_transpose2d(i[0], i[1], i[2] if len(i) > 2 else None, a.get("strides", [1, 1]), pads[:2], a.get("output_padding", [0, 0]), a.get("group", 1), a.get("dilations", [1, 1]))
         elif op == "BatchNormalization":
             y = F.batch_norm(i[0], i[3], i[4], i[1], i[2], False, 0.0, a.get("epsilon", 1e-5))
         elif op == "MaxPool":
@@ -913,10 +1009,38 @@ def onnx_evaluate(proto, x):
             y = F.pad(i[0], [p[d + e * nd] for d in reversed(range(nd)) for e in (0, 1)], value=value)
         elif op == "LeakyRelu":
             y = F.leaky_relu(i[0], a.get("alpha", 0.01))
+        elif op == "Resize":
+            y = _onnx_resize(i[0], i[2] if len(i) > 2 else None, i[3] if len(i) > 3 else None, a)
         else:
             raise NotImplementedError(f"onnx_evaluate: no evaluator for the ONNX op {op}")
         env[node.output[0]] = y
     return env[proto.graph.output[0].name]
+
+
+def _onnx_resize(x, scales, sizes, a):
+    """ONNX Resize as its specification defines it, axis by axis (not with PyTorch's interpolate): the modes nearest
+    (coordinate_transformation_mode asymmetric, nearest_mode floor) and linear (half_pixel, neighbours clamped to the
+    edges), which torch.onnx.export gives nn.Upsample"""
+    mode, ctm = a.get("mode", b"nearest"), a.get("coordinate_transformation_mode", b"half_pixel")
+    if mode not in (b"nearest", b"linear") or ctm not in (b"asymmetric", b"half_pixel", b"pytorch_half_pixel") or (mode == b"nearest" and a.get("nearest_mode", b"round_prefer_floor") != b"floor"):
+        raise NotImplementedError(f"onnx_evaluate: Resize with mode {mode}, coordinate_transformation_mode {ctm}, nearest_mode {a.get('nearest_mode')}")
+    y = x
+    for axis in range(2, x.dim()):
+        n = x.shape[axis]
+        s = float(scales[axis]) if scales is not None and scales.numel() else float(sizes[axis]) / n
+        m = int(math.floor(n * s))
+        o = torch.arange(m, dtype=torch.float64)
+        src = o / s if ctm == b"asymmetric" else (o + 0.5) / s - 0.5
+        view = [1] * x.dim()
+        view[axis] = m
+        if mode == b"nearest":
+            y = y.index_select(axis, torch.floor(src).clamp(0, n - 1).long())
+        else:
+            src = src.clamp(0, n - 1)
+            i0 = torch.floor(src).long()
+            w1 = (src - i0).reshape(view)
+            y = y.index_select(axis, i0) * (1 - w1) + y.index_select(axis, (i0 + 1).clamp(max=n - 1)) * w1
+    return y
 
 
 def main():

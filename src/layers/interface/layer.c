@@ -309,8 +309,9 @@ PetscErrorCode LayerGetSpec(Layer layer, size_t len, char spec[])
 
   Notes:
   Each key takes the layer's prefix, which a Net sets: -layer0_dense_outputs for entry 0 of a layer list,
-  -stem_dense_outputs for the graph node stem (NetSetOptionsPrefix() puts the Net's prefix in front). The conv2d and
-  pooling kinds read their own -conv2d_... and pooling options (see their setters); an ode layer's inner Net and TS read
+  -stem_dense_outputs for the graph node stem (NetSetOptionsPrefix() puts the Net's prefix in front). The conv2d,
+  convtranspose2d, pooling and upsample kinds read their own -conv2d_..., -convtranspose2d_..., pooling and
+  -upsample_... options (see their setters); an ode layer's inner Net and TS read
   -<prefix>ode_net_... and -<prefix>ode_ts_... when the layer is set up. NetSetFromOptions() calls this for every layer.
 
   Level: intermediate

@@ -18,10 +18,12 @@ PETSC_INTERN PetscErrorCode LayerCreate_Dropout(Layer);
 PETSC_INTERN PetscErrorCode LayerCreate_BatchNorm(Layer);
 PETSC_INTERN PetscErrorCode LayerCreate_Add(Layer);
 PETSC_INTERN PetscErrorCode LayerCreate_Concat(Layer);
+PETSC_INTERN PetscErrorCode LayerCreate_Upsample(Layer);
+PETSC_INTERN PetscErrorCode LayerCreate_ConvTranspose2d(Layer);
 
 /*@C
   LayerRegisterAll - registers the built-in layer kinds: dense, identity, relu, leakyrelu, tanh, sigmoid, gelu,
-  softplus, conv2d, maxpool, avgpool, globalavgpool, flatten, dropout, batchnorm, add and concat. Idempotent.
+  softplus, conv2d, maxpool, avgpool, globalavgpool, flatten, dropout, batchnorm, add, concat, upsample and convtranspose2d. Idempotent.
 
   Not collective
 
@@ -54,5 +56,7 @@ PetscErrorCode LayerRegisterAll(void)
   PetscCall(LayerRegister(LAYERBATCHNORM, LayerCreate_BatchNorm));
   PetscCall(LayerRegister(LAYERADD, LayerCreate_Add));
   PetscCall(LayerRegister(LAYERCONCAT, LayerCreate_Concat));
+  PetscCall(LayerRegister(LAYERUPSAMPLE, LayerCreate_Upsample));
+  PetscCall(LayerRegister(LAYERCONVTRANSPOSE2D, LayerCreate_ConvTranspose2d));
   PetscFunctionReturn(0);
 }
