@@ -1,5 +1,5 @@
 static const char help[] = "Grid mode (NetSetGrid(), netspatial.c) against batch mode on the gathered fields:\n"
-                           "  the Net under test (-net_layers from the options) runs on a 2-D or 3-D DMDA over the ranks (or over each of\n"
+                           "  the Net under test (-net_layers or -net_graph from the options) runs on a 2-D or 3-D DMDA over the ranks (or over each of\n"
                            "  -net_spatial_groups G groups of ranks, each with its own fields); the reference, the same layer list in batch\n"
                            "  mode with input shape (grid..., c) and the same parameters, runs on each rank alone with all G nf fields. The\n"
                            "  outputs, the input cotangent, the parameter gradient and a JVP must agree to <= 1e-13 relative (training mode,\n"
@@ -180,10 +180,16 @@ int main(int argc, char **argv)
   PetscCall(NetCreate(PETSC_COMM_SELF, &ref));
   PetscCall(PetscObjectSetOptionsPrefix((PetscObject)ref, "ref_"));
   {
-    char layers[4096];
+    char      layers[4096];
+    PetscBool graph;
 
-    PetscCall(PetscOptionsGetString(NULL, NULL, "-net_layers", layers, sizeof(layers), NULL));
-    PetscCall(NetSetLayers(ref, layers));
+    PetscCall(PetscOptionsGetString(NULL, NULL, "-net_graph", layers, sizeof(layers), &graph));
+    if (graph)
+      PetscCall(NetSetGraph(ref, layers));
+    else {
+      PetscCall(PetscOptionsGetString(NULL, NULL, "-net_layers", layers, sizeof(layers), NULL));
+      PetscCall(NetSetLayers(ref, layers));
+    }
   }
   PetscCall(NetSetInputShape(ref, &in));
   PetscCall(NetSetUp(ref));

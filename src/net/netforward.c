@@ -29,7 +29,7 @@ PetscErrorCode NetValueCounts_Private(Net net, PetscInt n, PetscInt counts[])
     const NetNode *nd = &net->nodes[k];
     const PetscInt m  = counts[nd->in[0] + 1];
 
-    for (PetscInt i = 1; i < nd->nin; i++)
+    for (PetscInt i = 1; i < nd->nin && !nd->sp; i++) /* a spatial join moves its inputs to the first one's ownership */
       PetscCheck(counts[nd->in[i] + 1] == m, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Node %s joins values of %" PetscInt_FMT " and %" PetscInt_FMT " samples on this rank: their grids differ", nd->name, m, counts[nd->in[i] + 1]);
     counts[k + 1] = m;
     if (nd->sp) PetscCall(NetSpatialOutputCount_Private(net, k, nf, &counts[k + 1]));
@@ -279,7 +279,7 @@ PetscErrorCode NetForward(Net net, Vec X, Vec Y)
     if (net->nodes[k].mp)
       PetscCall(NetModelForward_Private(net, k, NetNodeCount(net, k), th, x[0], y));
     else if (net->nodes[k].sp)
-      PetscCall(NetSpatialForward_Private(net, k, NetNodeCount(net, k), th, x[0], y));
+      PetscCall(NetSpatialForward_Private(net, k, NetNodeCount(net, k), th, x, y));
     else
       PetscCall(LayerForwardArrays(net->layers[k], NetNodeCount(net, k), th, x, y));
     PetscCall(VecRestoreArrayWrite(net->act[k + 1], &y));
@@ -327,7 +327,7 @@ PetscErrorCode NetNodeBackwardArrays_Private(Net net, PetscInt k, const PetscSca
   if (net->nodes[k].mp)
     PetscCall(NetModelBackward_Private(net, k, NetNodeCount(net, k), th, x[0], y, dy, dx[0], dth));
   else if (net->nodes[k].sp)
-    PetscCall(NetSpatialBackward_Private(net, k, NetNodeCount(net, k), th, x[0], y, dy, dx[0], dth));
+    PetscCall(NetSpatialBackward_Private(net, k, NetNodeCount(net, k), th, x, y, dy, dx, dth));
   else
     PetscCall(LayerBackwardArrays(net->layers[k], NetNodeCount(net, k), th, x, y, dy, dx, dth));
   PetscCall(VecRestoreArrayRead(net->act[k + 1], &y));
@@ -348,7 +348,7 @@ static PetscErrorCode NetNodeJVPArrays_Private(Net net, PetscInt k, const PetscS
   if (net->nodes[k].mp)
     PetscCall(NetModelJVP_Private(net, k, NetNodeCount(net, k), th, x[0], y, dx[0], dth, dy));
   else if (net->nodes[k].sp)
-    PetscCall(NetSpatialJVP_Private(net, k, NetNodeCount(net, k), th, x[0], y, dx[0], dth, dy));
+    PetscCall(NetSpatialJVP_Private(net, k, NetNodeCount(net, k), th, x, y, dx, dth, dy));
   else
     PetscCall(LayerJVPArrays(net->layers[k], NetNodeCount(net, k), th, x, y, dx, dth, dy));
   PetscCall(VecRestoreArrayRead(net->act[k + 1], &y));

@@ -125,7 +125,7 @@ static PetscErrorCode NetNodeSOBackward_Private(Net net, PetscInt k, const Petsc
   const PetscScalar *x, *xdot = NULL, *y, *ydot = NULL;
 
   PetscFunctionBegin;
-  if (layer->sozero && !nd->mp && !nd->sp) PetscFunctionReturn(0);
+  if (layer->sozero && !nd->mp && (!nd->sp || nd->nin > 1)) PetscFunctionReturn(0); /* a spatial join (add, concat) is linear too */
   PetscCheck(nd->nin == 1, PetscObjectComm((PetscObject)net), PETSC_ERR_SUP, "Node %s (layer kind %s) takes %" PetscInt_FMT " inputs and has no second-order kernel for them: use the Gauss-Newton operator", nd->name, ((PetscObject)layer)->type_name,
              nd->nin);
   PetscCall(VecGetArrayRead(net->act[nd->in[0] + 1], &x));

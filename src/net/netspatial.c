@@ -47,8 +47,8 @@ typedef struct {
   PetscMPIInt coord[NET_GRID_MAX]; /* this rank's coordinates in the group's grid of ranks */
 } NetGrid;
 
-typedef enum { NET_SPATIAL_WINDOW, NET_SPATIAL_SCALE, NET_SPATIAL_GLOBAL } NetSpatialKind;
-static const char *const NetSpatialKinds[] = {"window", "upsampling", "global pooling"};
+typedef enum { NET_SPATIAL_WINDOW, NET_SPATIAL_SCALE, NET_SPATIAL_GLOBAL, NET_SPATIAL_JOIN } NetSpatialKind;
+static const char *const NetSpatialKinds[] = {"window", "upsampling", "global pooling", "join, repartitioned"};
 
 typedef struct {
   NetSpatialKind kind;
@@ -67,6 +67,13 @@ typedef struct {
   Vec          dbox;      /* the (co)tangent on the box */
   PetscBool    xboxvalid; /* xbox holds the box of the last forward on this batch layout */
   PetscScalar *work;      /* global pooling: nf c partial sums */
+
+  /* a join (add, concat) of values on grids of the same extent but different ownership (a stride-2 pool of an odd block
+     followed by an upsampling): input i > 0 is moved to input 0's ownership, xr[i] = R[i] x[i] (R[i] NULL: it has it) */
+  PetscInt  nin;
+  PetscBool ready; /* the batch layout's operators are built (batchgen) */
+  Mat      *R;
+  Vec      *xw, *xr, *dxr; /* wrappers of input i's array; its repartitioned value and (co)tangent */
 } NetSpatial;
 
 static PetscErrorCode NetGridDestroy_Private(NetGrid **g)
@@ -313,6 +320,19 @@ PetscErrorCode NetSpatialSetUpInput_Private(Net net)
   PetscFunctionReturn(0);
 }
 
+static PetscErrorCode NetSpatialDestroyJoin_Private(NetSpatial *sp)
+{
+  PetscFunctionBegin;
+  for (PetscInt i = 0; sp->R && i < sp->nin; i++) {
+    PetscCall(MatDestroy(&sp->R[i]));
+    PetscCall(VecDestroy(&sp->xw[i]));
+    PetscCall(VecDestroy(&sp->xr[i]));
+    PetscCall(VecDestroy(&sp->dxr[i]));
+  }
+  PetscCall(PetscFree4(sp->R, sp->xw, sp->xr, sp->dxr));
+  PetscFunctionReturn(0);
+}
+
 static PetscErrorCode NetSpatialDestroyNode_Private(Net net, PetscInt k)
 {
   NetSpatial *sp = (NetSpatial *)net->nodes[k].sp;
@@ -326,6 +346,7 @@ static PetscErrorCode NetSpatialDestroyNode_Private(Net net, PetscInt k)
   PetscCall(VecDestroy(&sp->xbox));
   PetscCall(VecDestroy(&sp->dbox));
   PetscCall(PetscFree(sp->work));
+  PetscCall(NetSpatialDestroyJoin_Private(sp));
   PetscCall(PetscFree(net->nodes[k].sp));
   PetscFunctionReturn(0);
 }
@@ -439,11 +460,30 @@ PetscErrorCode NetSpatialSetUpNode_Private(Net net, PetscInt k)
 
   PetscFunctionBegin;
   PetscCall(LayerGetSpec(layer, sizeof(spec), spec));
-  for (PetscInt i = 1; i < nd->nin; i++) {
-    NetGrid *g = (NetGrid *)net->vgrid[nd->in[i] + 1];
+  if (nd->nin > 1) { /* a join: the same grid extent; another ownership is repartitioned to input 0's */
+    PetscBool same = PETSC_TRUE;
 
-    PetscCheck((!g) == (!gin) && (!g || NetGridEqual_Private(g, gin)), comm, PETSC_ERR_ARG_INCOMP,
-               "Node %s (%s) joins values on different grids (or one on the grid and one off it): in grid mode the inputs of a join must lie on the same grid with the same ownership; give both branches the same strides and pools", nd->name, spec);
+    for (PetscInt i = 1; i < nd->nin; i++) {
+      NetGrid  *g   = (NetGrid *)net->vgrid[nd->in[i] + 1];
+      PetscBool ext = (PetscBool)((!g) == (!gin));
+
+      for (PetscInt d = 0; g && gin && ext && d < gin->nsd; d++) ext = (PetscBool)(g->nsd == gin->nsd && g->N[d] == gin->N[d]);
+      PetscCheck(ext, comm, PETSC_ERR_ARG_INCOMP,
+                 "Node %s (%s) joins values on grids of different sizes (or one on the grid and one off it): in grid mode the inputs of a join must lie on grids of the same extent; give both branches the same overall strides, pools and upsamplings",
+                 nd->name, spec);
+      if (g && !NetGridEqual_Private(g, gin)) same = PETSC_FALSE;
+    }
+    if (gin) PetscCall(NetGridDerive_Private(gin, NULL, NULL, &gout));
+    net->vgrid[k + 1] = gout;
+    if (same) PetscFunctionReturn(0); /* point by point */
+    PetscCall(PetscNew(&sp));
+    net->nodes[k].sp = sp;
+    sp->kind         = NET_SPATIAL_JOIN;
+    sp->in           = gin;
+    sp->out          = gout;
+    sp->nin          = nd->nin;
+    PetscCall(PetscCalloc4(nd->nin, &sp->R, nd->nin, &sp->xw, nd->nin, &sp->xr, nd->nin, &sp->dxr));
+    PetscFunctionReturn(0);
   }
   PetscCall(PetscObjectTypeCompare((PetscObject)layer, LAYERGLOBALAVGPOOL, &isgap));
   if (!gin) PetscFunctionReturn(0); /* off the grid: a batch-mode node (the head after a globalavgpool) */
@@ -558,18 +598,64 @@ PetscErrorCode NetSpatialFields_Private(Net net, PetscInt n, PetscInt *nf)
   PetscFunctionReturn(0);
 }
 
+/* The tensor (nf, grid..., c) on grid g over the ranks of the group */
+static PetscErrorCode NetGridCreateLayout_Private(Net net, const NetGrid *g, PetscInt nf, PetscInt c, PetNetLayout *L)
+{
+  PetscInt64  dims[PETNET_LAYOUT_MAX_DIM];
+  PetscMPIInt gdims[NET_GRID_MAX];
+
+  PetscFunctionBegin;
+  dims[0] = nf;
+  for (PetscInt d = 0; d < g->nsd; d++) {
+    dims[d + 1] = g->N[d];
+    gdims[d]    = g->nr[d];
+  }
+  dims[g->nsd + 1] = c;
+  PetscCall(PetNetLayoutCreate(net->gcomm, L));
+  PetscCall(PetNetLayoutSetShape(*L, g->nsd + 2, dims));
+  PetscCall(PetNetLayoutSetGrid(*L, g->nsd, gdims));
+  for (PetscInt d = 0; d < g->nsd; d++) PetscCall(PetNetLayoutSetSplit(*L, d + 1, d, g->own[d]));
+  PetscCall(PetNetLayoutSetUp(*L));
+  PetscFunctionReturn(0);
+}
+
+/* A join's repartitions for nf fields: input i on its grid -> input 0's grid (same extent, other ownership) */
+static PetscErrorCode NetSpatialSetUpJoin_Private(Net net, PetscInt k, NetSpatial *sp)
+{
+  const NetNode *nd = &net->nodes[k];
+
+  PetscFunctionBegin;
+  for (PetscInt i = 1; i < sp->nin; i++) {
+    NetGrid       *g = (NetGrid *)net->vgrid[nd->in[i] + 1];
+    const PetscInt c = net->layers[k]->insizes[i];
+    PetNetLayout   from, to;
+    PetscInt       nloc;
+
+    if (NetGridEqual_Private(g, sp->in)) continue;
+    PetscCall(NetGridCreateLayout_Private(net, g, sp->nf, c, &from));
+    PetscCall(NetGridCreateLayout_Private(net, sp->in, sp->nf, c, &to));
+    PetscCall(PetNetRedistributeCreate(from, to, &sp->R[i]));
+    PetscCall(PetNetLayoutGetLocalSize(from, &nloc));
+    PetscCall(VecCreateMPIWithArray(net->gcomm, 1, nloc, PETSC_DECIDE, NULL, &sp->xw[i]));
+    PetscCall(MatCreateVecs(sp->R[i], NULL, &sp->xr[i]));
+    PetscCall(VecDuplicate(sp->xr[i], &sp->dxr[i]));
+    PetscCall(PetNetLayoutDestroy(&from));
+    PetscCall(PetNetLayoutDestroy(&to));
+  }
+  PetscFunctionReturn(0);
+}
+
 /* The layout of the input for nf fields, the box gather and the work Vecs, rebuilt when the batch layout changes */
 static PetscErrorCode NetSpatialSetUpBatch_Private(Net net, PetscInt k, NetSpatial **out)
 {
   NetSpatial *sp = (NetSpatial *)net->nodes[k].sp;
   NetGrid    *g  = sp->in;
   PetscInt    nf, ndim = g->nsd + 2, nloc;
-  PetscInt64  dims[PETNET_LAYOUT_MAX_DIM], lo[PETNET_LAYOUT_MAX_DIM], hi[PETNET_LAYOUT_MAX_DIM];
-  PetscMPIInt gdims[NET_GRID_MAX];
+  PetscInt64  lo[PETNET_LAYOUT_MAX_DIM], hi[PETNET_LAYOUT_MAX_DIM];
 
   PetscFunctionBegin;
   *out = sp;
-  if (sp->L && sp->batchgen == net->batchgen) PetscFunctionReturn(0);
+  if (sp->ready && sp->batchgen == net->batchgen) PetscFunctionReturn(0);
   PetscCall(NetSpatialFields_Private(net, net->vlocal[0], &nf));
   {
     PetscInt mine = nf, most;
@@ -583,24 +669,25 @@ static PetscErrorCode NetSpatialSetUpBatch_Private(Net net, PetscInt k, NetSpati
   PetscCall(VecDestroy(&sp->xbox));
   PetscCall(VecDestroy(&sp->dbox));
   PetscCall(PetscFree(sp->work));
+  for (PetscInt i = 0; sp->R && i < sp->nin; i++) {
+    PetscCall(MatDestroy(&sp->R[i]));
+    PetscCall(VecDestroy(&sp->xw[i]));
+    PetscCall(VecDestroy(&sp->xr[i]));
+    PetscCall(VecDestroy(&sp->dxr[i]));
+  }
   sp->nf        = nf;
   sp->batchgen  = net->batchgen;
   sp->xboxvalid = PETSC_FALSE;
+  sp->ready     = PETSC_TRUE;
   if (sp->kind == NET_SPATIAL_GLOBAL) {
     PetscCall(PetscMalloc1((size_t)nf * sp->cin, &sp->work));
     PetscFunctionReturn(0);
   }
-  dims[0] = nf;
-  for (PetscInt d = 0; d < g->nsd; d++) {
-    dims[d + 1] = g->N[d];
-    gdims[d]    = g->nr[d];
+  if (sp->kind == NET_SPATIAL_JOIN) {
+    PetscCall(NetSpatialSetUpJoin_Private(net, k, sp));
+    PetscFunctionReturn(0);
   }
-  dims[ndim - 1] = sp->cin;
-  PetscCall(PetNetLayoutCreate(net->gcomm, &sp->L));
-  PetscCall(PetNetLayoutSetShape(sp->L, ndim, dims));
-  PetscCall(PetNetLayoutSetGrid(sp->L, g->nsd, gdims));
-  for (PetscInt d = 0; d < g->nsd; d++) PetscCall(PetNetLayoutSetSplit(sp->L, d + 1, d, g->own[d]));
-  PetscCall(PetNetLayoutSetUp(sp->L));
+  PetscCall(NetGridCreateLayout_Private(net, g, nf, sp->cin, &sp->L));
   PetscCall(PetNetLayoutGetLocalSize(sp->L, &nloc));
   PetscCheck(nloc == nf * g->npoints * sp->cin, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Node %s: the layout of its input does not match the rank's block", net->nodes[k].name);
   lo[0] = 0;
@@ -703,12 +790,99 @@ static PetscErrorCode NetSpatialLocalForward_Private(NetSpatial *sp, const Petsc
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode NetSpatialForward_Private(Net net, PetscInt k, PetscInt n, const PetscScalar *th, const PetscScalar *x, PetscScalar *y)
+/* a join's inputs in input 0's ownership: x[i] itself, or R[i] x[i] (x NULL: every tangent zero) */
+static PetscErrorCode NetSpatialJoinInputs_Private(Net net, NetSpatial *sp, const PetscScalar *const x[], PetscBool tangent, const PetscScalar *xs[])
 {
-  NetSpatial *sp;
+  PetscFunctionBegin;
+  for (PetscInt i = 0; i < sp->nin; i++) {
+    Vec       v = tangent ? sp->dxr[i] : sp->xr[i];
+    PetscBool any;
+
+    xs[i] = x ? x[i] : NULL;
+    if (!sp->R[i]) continue;
+    PetscCall(NetSpatialAny_Private(net, xs[i], &any));
+    if (!any) continue; /* a zero tangent */
+    PetscCall(VecPlaceArray(sp->xw[i], x[i]));
+    PetscCall(MatMult(sp->R[i], sp->xw[i], v));
+    PetscCall(VecResetArray(sp->xw[i]));
+    {
+      const PetscScalar *a;
+
+      PetscCall(VecGetArrayRead(v, &a));
+      xs[i] = a ? a : (const PetscScalar *)sp; /* an empty block: any non-NULL pointer, never read */
+      PetscCall(VecRestoreArrayRead(v, &a));   /* the array stays valid: the Vec owns it */
+    }
+  }
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetSpatialJoinForward_Private(Net net, PetscInt k, NetSpatial *sp, PetscInt n, const PetscScalar *th, const PetscScalar *const x[], PetscScalar *y)
+{
+  const PetscScalar *xs[NET_MAX_STACK_INPUTS];
+
+  PetscFunctionBegin;
+  PetscCheck(sp->nin <= NET_MAX_STACK_INPUTS, PETSC_COMM_SELF, PETSC_ERR_SUP, "Node %s: a repartitioned join takes at most %d inputs", net->nodes[k].name, NET_MAX_STACK_INPUTS);
+  PetscCall(NetSpatialJoinInputs_Private(net, sp, x, PETSC_FALSE, xs));
+  PetscCall(LayerForwardArrays(net->layers[k], n, th, xs, y));
+  PetscFunctionReturn(0);
+}
+
+/* backward: the layer's cotangents in input 0's ownership, moved back with R[i]^T */
+static PetscErrorCode NetSpatialJoinBackward_Private(Net net, PetscInt k, NetSpatial *sp, PetscInt n, const PetscScalar *th, const PetscScalar *const x[], const PetscScalar *y, const PetscScalar *dy, PetscScalar *const dx[], PetscScalar *dth)
+{
+  const PetscScalar *xs[NET_MAX_STACK_INPUTS];
+  PetscScalar       *dxs[NET_MAX_STACK_INPUTS];
+  PetscBool          want[NET_MAX_STACK_INPUTS];
+
+  PetscFunctionBegin;
+  PetscCall(NetSpatialJoinInputs_Private(net, sp, x, PETSC_FALSE, xs));
+  for (PetscInt i = 0; i < sp->nin; i++) {
+    dxs[i]  = dx[i];
+    want[i] = PETSC_FALSE;
+    if (!sp->R[i]) continue;
+    PetscCall(NetSpatialAny_Private(net, dx[i], &want[i]));
+    dxs[i] = NULL;
+    if (want[i]) {
+      PetscScalar *a;
+
+      PetscCall(VecGetArray(sp->dxr[i], &a));
+      dxs[i] = a ? a : (PetscScalar *)sp->dxr; /* an empty block: non-NULL, never written */
+      PetscCall(VecRestoreArray(sp->dxr[i], &a));
+    }
+  }
+  PetscCall(LayerBackwardArrays(net->layers[k], n, th, xs, y, dy, dxs, dth));
+  for (PetscInt i = 0; i < sp->nin; i++) {
+    if (!want[i]) continue;
+    PetscCall(VecPlaceArray(sp->xw[i], dx[i]));
+    PetscCall(MatMultTranspose(sp->R[i], sp->dxr[i], sp->xw[i]));
+    PetscCall(VecResetArray(sp->xw[i]));
+  }
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetSpatialJoinJVP_Private(Net net, PetscInt k, NetSpatial *sp, PetscInt n, const PetscScalar *th, const PetscScalar *const x[], const PetscScalar *y, const PetscScalar *const dx[], const PetscScalar *dth, PetscScalar *dy)
+{
+  const PetscScalar *xs[NET_MAX_STACK_INPUTS], *dxs[NET_MAX_STACK_INPUTS];
+
+  PetscFunctionBegin;
+  PetscCall(NetSpatialJoinInputs_Private(net, sp, x, PETSC_FALSE, xs));
+  PetscCall(NetSpatialJoinInputs_Private(net, sp, dx, PETSC_TRUE, dxs));
+  PetscCall(LayerJVPArrays(net->layers[k], n, th, xs, y, dxs, dth, dy));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode NetSpatialForward_Private(Net net, PetscInt k, PetscInt n, const PetscScalar *th, const PetscScalar *const xin[], PetscScalar *y)
+{
+  NetSpatial        *sp;
+  const PetscScalar *x;
 
   PetscFunctionBegin;
   PetscCall(NetSpatialSetUpBatch_Private(net, k, &sp));
+  if (sp->kind == NET_SPATIAL_JOIN) {
+    PetscCall(NetSpatialJoinForward_Private(net, k, sp, n, th, xin, y));
+    PetscFunctionReturn(0);
+  }
+  x = xin[0];
   if (sp->kind == NET_SPATIAL_GLOBAL)
     PetscCall(NetSpatialPool_Private(net, sp, x, y));
   else {
@@ -730,15 +904,22 @@ static PetscErrorCode NetSpatialEnsureBox_Private(NetSpatial *sp, const PetscSca
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode NetSpatialBackward_Private(Net net, PetscInt k, PetscInt n, const PetscScalar *th, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dth)
+PetscErrorCode NetSpatialBackward_Private(Net net, PetscInt k, PetscInt n, const PetscScalar *th, const PetscScalar *const xin[], const PetscScalar *y, const PetscScalar *dy, PetscScalar *const dxin[], PetscScalar *dth)
 {
   NetSpatial        *sp;
   const PetscScalar *xb;
-  PetscScalar       *db = NULL;
+  PetscScalar       *db = NULL, *dx;
+  const PetscScalar *x;
   PetscBool          wantdx;
 
   PetscFunctionBegin;
   PetscCall(NetSpatialSetUpBatch_Private(net, k, &sp));
+  if (sp->kind == NET_SPATIAL_JOIN) {
+    PetscCall(NetSpatialJoinBackward_Private(net, k, sp, n, th, xin, y, dy, dxin, dth));
+    PetscFunctionReturn(0);
+  }
+  x  = xin[0];
+  dx = dxin[0];
   PetscCall(NetSpatialAny_Private(net, dx, &wantdx));
   if (sp->kind == NET_SPATIAL_GLOBAL) {
     if (wantdx) PetscCall(NetSpatialPoolTranspose_Private(net, sp, dy, dx, PETSC_FALSE));
@@ -756,14 +937,20 @@ PetscErrorCode NetSpatialBackward_Private(Net net, PetscInt k, PetscInt n, const
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode NetSpatialJVP_Private(Net net, PetscInt k, PetscInt n, const PetscScalar *th, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dx, const PetscScalar *dth, PetscScalar *dy)
+PetscErrorCode NetSpatialJVP_Private(Net net, PetscInt k, PetscInt n, const PetscScalar *th, const PetscScalar *const xin[], const PetscScalar *y, const PetscScalar *const dxin[], const PetscScalar *dth, PetscScalar *dy)
 {
   NetSpatial        *sp;
-  const PetscScalar *xb, *db = NULL;
+  const PetscScalar *xb, *db = NULL, *x, *dx;
   PetscBool          hasdx;
 
   PetscFunctionBegin;
   PetscCall(NetSpatialSetUpBatch_Private(net, k, &sp));
+  if (sp->kind == NET_SPATIAL_JOIN) {
+    PetscCall(NetSpatialJoinJVP_Private(net, k, sp, n, th, xin, y, dxin, dth, dy));
+    PetscFunctionReturn(0);
+  }
+  x  = xin[0];
+  dx = dxin ? dxin[0] : NULL;
   PetscCall(NetSpatialAny_Private(net, dx, &hasdx));
   if (sp->kind == NET_SPATIAL_GLOBAL) {
     if (hasdx)

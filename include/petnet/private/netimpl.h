@@ -166,9 +166,9 @@ PETSC_INTERN PetscErrorCode NetSpatialReset_Private(Net);
 PETSC_INTERN PetscErrorCode NetSpatialDestroy_Private(Net);
 PETSC_INTERN PetscErrorCode NetSpatialOutputCount_Private(Net, PetscInt, PetscInt, PetscInt *);
 PETSC_INTERN PetscErrorCode NetSpatialFields_Private(Net, PetscInt, PetscInt *);
-PETSC_INTERN PetscErrorCode NetSpatialForward_Private(Net, PetscInt, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *);
-PETSC_INTERN PetscErrorCode NetSpatialBackward_Private(Net, PetscInt, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
-PETSC_INTERN PetscErrorCode NetSpatialJVP_Private(Net, PetscInt, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode NetSpatialForward_Private(Net, PetscInt, PetscInt, const PetscScalar *, const PetscScalar *const[], PetscScalar *);
+PETSC_INTERN PetscErrorCode NetSpatialBackward_Private(Net, PetscInt, PetscInt, const PetscScalar *, const PetscScalar *const[], const PetscScalar *, const PetscScalar *, PetscScalar *const[], PetscScalar *);
+PETSC_INTERN PetscErrorCode NetSpatialJVP_Private(Net, PetscInt, PetscInt, const PetscScalar *, const PetscScalar *const[], const PetscScalar *, const PetscScalar *const[], const PetscScalar *, PetscScalar *);
 PETSC_INTERN PetscErrorCode NetSpatialSOBackward_Private(Net, PetscInt, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *,
                                                          PetscScalar *);
 PETSC_INTERN PetscErrorCode NetSpatialViewNode_Private(Net, PetscInt, PetscViewer);
