@@ -330,6 +330,38 @@ typedef struct {
   VecScatter    toda; /* slab -> the DMDA's global Vec (SCATTER_REVERSE: back) */
 } Cosmo3dFFT;
 
+/* -log_view: the set-up (plans, scatter), the modes (hashing, filters), the FFTs and the scatter slabs <-> boxes */
+static PetscLogEvent COSMO3D_SetUp, COSMO3D_Modes, COSMO3D_FFT, COSMO3D_Scatter;
+
+static PetscErrorCode Cosmo3dRegisterEvents(void)
+{
+  static PetscBool registered = PETSC_FALSE;
+  PetscClassId     classid;
+
+  PetscFunctionBegin;
+  if (registered) PetscFunctionReturn(0);
+  PetscCall(PetscClassIdRegister("Cosmo3d fields", &classid));
+  PetscCall(PetscLogEventRegister("Cosmo3dSetUp", classid, &COSMO3D_SetUp));
+  PetscCall(PetscLogEventRegister("Cosmo3dModes", classid, &COSMO3D_Modes));
+  PetscCall(PetscLogEventRegister("Cosmo3dFFT", classid, &COSMO3D_FFT));
+  PetscCall(PetscLogEventRegister("Cosmo3dScatter", classid, &COSMO3D_Scatter));
+  registered = PETSC_TRUE;
+  PetscFunctionReturn(0);
+}
+
+/* one real 3-D FFT of V points: about 2.5 V log2(V) flops */
+static PetscErrorCode Cosmo3dExecute(fftw_plan plan, const PetscInt M[3])
+{
+  const PetscReal V = (PetscReal)M[0] * M[1] * M[2];
+
+  PetscFunctionBegin;
+  PetscCall(PetscLogEventBegin(COSMO3D_FFT, 0, 0, 0, 0));
+  fftw_execute(plan);
+  PetscCall(PetscLogFlops(2.5 * V * PetscLog2Real(V)));
+  PetscCall(PetscLogEventEnd(COSMO3D_FFT, 0, 0, 0, 0));
+  PetscFunctionReturn(0);
+}
+
 static PetscErrorCode Cosmo3dFFTDestroy(void *ctx)
 {
   Cosmo3dFFT *f = (Cosmo3dFFT *)ctx;
@@ -361,6 +393,8 @@ static PetscErrorCode Cosmo3dGetFFT(DM da, Vec field, const char func[], Cosmo3d
     PetscInt64 nlocal;
     IS         from, to;
     Vec        global;
+    PetscCall(Cosmo3dRegisterEvents());
+    PetscCall(PetscLogEventBegin(COSMO3D_SetUp, 0, 0, 0, 0));
     PetscCall(PetscNew(&f));
     PetscCall(DMDAGetInfo(da, NULL, &f->M[0], &f->M[1], &f->M[2], NULL, NULL, NULL, &f->dof, NULL, NULL, NULL, NULL, NULL));
     fftw_mpi_init(); /* idempotent */
@@ -396,6 +430,7 @@ static PetscErrorCode Cosmo3dGetFFT(DM da, Vec field, const char func[], Cosmo3d
     PetscCall(ISDestroy(&to));
     PetscCall(VecDestroy(&global));
 
+    PetscCall(PetscLogEventEnd(COSMO3D_SetUp, 0, 0, 0, 0));
     PetscCall(PetscContainerCreate(comm, &container));
     PetscCall(PetscContainerSetPointer(container, f));
     PetscCall(PetscContainerSetUserDestroy(container, Cosmo3dFFTDestroy));
@@ -466,6 +501,7 @@ PetscErrorCode Cosmo3dFieldGenerate(DM da, PetscReal logA, PetscReal n, PetscInt
   real   = (const double *)f->data;
 
   /* base[m] = sqrt(P(|k|)/V) z_m on this rank's half-complex modes, (re, im) interlaced */
+  PetscCall(PetscLogEventBegin(COSMO3D_Modes, 0, 0, 0, 0));
   PetscCall(PetscMalloc1(2 * PetscMax(nmodes, 1), &base));
   for (PetscInt64 i0 = 0, p = 0; i0 < f->local_n0; i0++) {
     const PetscInt64 mz = Cosmo3dSigned(f->local_0_start + i0, f->M[2]);
@@ -504,7 +540,9 @@ PetscErrorCode Cosmo3dFieldGenerate(DM da, PetscReal logA, PetscReal n, PetscInt
         }
       }
     }
-    fftw_execute(f->c2r);
+    PetscCall(PetscLogEventEnd(COSMO3D_Modes, 0, 0, 0, 0));
+    PetscCall(Cosmo3dExecute(f->c2r, f->M));
+    PetscCall(PetscLogEventBegin(COSMO3D_Modes, 0, 0, 0, 0));
     for (PetscInt64 i0 = 0, p = 0; i0 < f->local_n0; i0++)
       for (PetscInt64 i1 = 0; i1 < f->M[1]; i1++)
         for (PetscInt64 i2 = 0; i2 < f->M[0]; i2++, p++) slab[p * f->dof + c] = real[(i0 * f->M[1] + i1) * 2 * nx + i2];
@@ -520,8 +558,11 @@ PetscErrorCode Cosmo3dFieldGenerate(DM da, PetscReal logA, PetscReal n, PetscInt
     for (PetscInt64 p = 0; p < npoints; p++) slab[p * f->dof + 3] = expm1(slab[p * f->dof] - 0.5 * s2);
   }
   PetscCall(VecRestoreArrayWrite(f->slab, &slab));
+  PetscCall(PetscLogEventEnd(COSMO3D_Modes, 0, 0, 0, 0));
+  PetscCall(PetscLogEventBegin(COSMO3D_Scatter, 0, 0, 0, 0));
   PetscCall(VecScatterBegin(f->toda, f->slab, field, INSERT_VALUES, SCATTER_FORWARD));
   PetscCall(VecScatterEnd(f->toda, f->slab, field, INSERT_VALUES, SCATTER_FORWARD));
+  PetscCall(PetscLogEventEnd(COSMO3D_Scatter, 0, 0, 0, 0));
   PetscFunctionReturn(0);
 }
 
@@ -570,14 +611,16 @@ PetscErrorCode Cosmo3dFieldPowerSpectrum(DM da, Vec field, PetscInt channel, Pet
   real  = (double *)f->data;
   modes = (const double *)f->data;
 
+  PetscCall(PetscLogEventBegin(COSMO3D_Scatter, 0, 0, 0, 0));
   PetscCall(VecScatterBegin(f->toda, field, f->slab, INSERT_VALUES, SCATTER_REVERSE));
   PetscCall(VecScatterEnd(f->toda, field, f->slab, INSERT_VALUES, SCATTER_REVERSE));
+  PetscCall(PetscLogEventEnd(COSMO3D_Scatter, 0, 0, 0, 0));
   PetscCall(VecGetArrayRead(f->slab, &slab));
   for (PetscInt64 i0 = 0, p = 0; i0 < f->local_n0; i0++)
     for (PetscInt64 i1 = 0; i1 < f->M[1]; i1++)
       for (PetscInt64 i2 = 0; i2 < f->M[0]; i2++, p++) real[(i0 * f->M[1] + i1) * 2 * nx + i2] = PetscRealPart(slab[p * f->dof + channel]);
   PetscCall(VecRestoreArrayRead(f->slab, &slab));
-  fftw_execute(f->r2c);
+  PetscCall(Cosmo3dExecute(f->r2c, f->M));
 
   /* per shell: sum |F|^2 / V, sum log|k|, count (a half-complex mode 0 < mx < Mx/2 stands for m and -m) */
   PetscCall(PetscCalloc1(3 * nbins, &sums));

@@ -13,7 +13,7 @@
     sigma^2 = (1/V) sum_m P(|k_m|) ~ int d^3k/(2 pi)^3 P(k), and |FFT(delta)_m|^2 / V estimates P(|k_m|).
     A is the power at k = 1 rad/cell (wavelength 2 pi cells): the pivot sits inside the grid's k range on any grid
     (32^3: k from 0.196 to pi), so A and n are both well determined by one field, and sigma^2 depends on n only weakly
-    (A = 1: sigma^2 = 0.25 for n = 1, 0.14 for n = 3 on 32^3).
+    (A = 1 on 32^3: sigma^2 = 0.25 for n = 1, 0.15 for n = 2, 0.16 for n = 3).
   - Only the modes with 0 < |k| < pi are kept: k = 0 is zero (every channel but the lognormal one has mean zero), and
     the Nyquist sphere |k| < pi cuts the cube's corners and every Nyquist plane (the spectrum is isotropic, and no kept
     mode is its own conjugate).
