@@ -484,7 +484,7 @@ PetscErrorCode Cosmo3dFieldGenerate(DM da, PetscReal logA, PetscReal n, PetscInt
   Cosmo3dFFT   *f;
   PetscInt      nx, nchan;
   PetscInt64    nmodes;
-  PetscReal     ampV, *base, *slab, *modes;
+  PetscReal     ampV, *base, *slab, *modes, *wx, *wy, *wz;
   const double *real;
 
   PetscFunctionBegin;
@@ -526,20 +526,25 @@ PetscErrorCode Cosmo3dFieldGenerate(DM da, PetscReal logA, PetscReal n, PetscInt
   /* the channels filtered from delta, one inverse FFT each, into the slab Vec (padded rows of 2 nx reals) */
   nchan = PetscMin(f->dof, 3);
   PetscCall(VecGetArrayWrite(f->slab, &slab));
+  PetscCall(PetscMalloc3(f->M[0], &wx, f->M[1], &wy, f->M[2], &wz));
   for (PetscInt c = 0; c < nchan; c++) {
-    for (PetscInt64 i0 = 0, p = 0; i0 < f->local_n0; i0++) {
-      const PetscInt64 mz = Cosmo3dSigned(f->local_0_start + i0, f->M[2]);
+    /* the Gaussian filter is a product over the axes: exp(-k^2 R^2/2) = wx[mx] wy[my] wz[mz] */
+    const PetscReal R    = c == 0 ? 0.0 : (c == 1 ? COSMO3D_SMOOTHING_R1 : COSMO3D_SMOOTHING_R2);
+    PetscReal      *w[3] = {wx, wy, wz};
 
-      for (PetscInt i1 = 0; i1 < f->M[1]; i1++) {
-        const PetscInt64 my = Cosmo3dSigned(i1, f->M[1]);
+    for (PetscInt d = 0; d < 3; d++)
+      for (PetscInt i = 0; i < f->M[d]; i++) {
+        const PetscReal k = 2 * PETSC_PI * Cosmo3dSigned(i, f->M[d]) / f->M[d];
 
-        for (PetscInt64 mx = 0; mx < nx; mx++, p++) {
-          const PetscReal w = c ? Cosmo3dFilter(c, Cosmo3dK2(f->M, mx, my, mz)) : 1.0;
-
-          modes[2 * p] = w * base[2 * p], modes[2 * p + 1] = w * base[2 * p + 1];
-        }
+        w[d][i] = PetscExpReal(-0.5 * k * k * R * R);
       }
-    }
+    for (PetscInt64 i0 = 0, p = 0; i0 < f->local_n0; i0++)
+      for (PetscInt i1 = 0; i1 < f->M[1]; i1++)
+        for (PetscInt64 mx = 0; mx < nx; mx++, p++) {
+          const PetscReal wm = wz[f->local_0_start + i0] * wy[i1] * wx[mx];
+
+          modes[2 * p] = wm * base[2 * p], modes[2 * p + 1] = wm * base[2 * p + 1];
+        }
     PetscCall(PetscLogEventEnd(COSMO3D_Modes, 0, 0, 0, 0));
     PetscCall(Cosmo3dExecute(f->c2r, f->M));
     PetscCall(PetscLogEventBegin(COSMO3D_Modes, 0, 0, 0, 0));
@@ -548,6 +553,7 @@ PetscErrorCode Cosmo3dFieldGenerate(DM da, PetscReal logA, PetscReal n, PetscInt
         for (PetscInt64 i2 = 0; i2 < f->M[0]; i2++, p++) slab[p * f->dof + c] = real[(i0 * f->M[1] + i1) * 2 * nx + i2];
   }
   PetscCall(PetscFree(base));
+  PetscCall(PetscFree3(wx, wy, wz));
   if (f->dof > 3) { /* the lognormal contrast exp(delta - s^2/2) - 1, s^2 the mean of delta^2 over the whole grid */
     const PetscInt64 npoints = (PetscInt64)f->local_n0 * f->M[1] * f->M[0];
     PetscReal        s2      = 0;
