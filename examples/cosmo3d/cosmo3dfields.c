@@ -216,7 +216,7 @@ PetscErrorCode Cosmo3dFieldVariance(DM da, PetscReal logA, PetscReal n, PetscInt
 {
   const char *func = "Cosmo3dFieldVariance";
   MPI_Comm    comm;
-  PetscInt    M[3], dof;
+  PetscInt    M[3];
   PetscMPIInt rank, size;
   PetscReal   sum = 0;
 
@@ -225,7 +225,7 @@ PetscErrorCode Cosmo3dFieldVariance(DM da, PetscReal logA, PetscReal n, PetscInt
   PetscCall(Cosmo3dCheckDMDA(da, func));
   comm = PetscObjectComm((PetscObject)da);
   PetscCall(Cosmo3dCheckParameters(comm, logA, n, func));
-  PetscCall(DMDAGetInfo(da, NULL, &M[0], &M[1], &M[2], NULL, NULL, NULL, &dof, NULL, NULL, NULL, NULL, NULL));
+  PetscCall(DMDAGetInfo(da, NULL, &M[0], &M[1], &M[2], NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL));
   PetscCheck(channel >= 0 && channel < COSMO3D_MAX_CHANNELS, comm, PETSC_ERR_ARG_OUTOFRANGE, "%s: channel %" PetscInt_FMT " must be in [0, %d)", func, channel, COSMO3D_MAX_CHANNELS);
   PetscCallMPI(MPI_Comm_rank(comm, &rank));
   PetscCallMPI(MPI_Comm_size(comm, &size));
@@ -249,6 +249,20 @@ PetscErrorCode Cosmo3dFieldVariance(DM da, PetscReal logA, PetscReal n, PetscInt
   sum /= (PetscReal)M[0] * M[1] * M[2];
   *variance = channel == 3 ? expm1(sum) : sum;
   PetscFunctionReturn(0);
+}
+
+/* Whittle's -log L of the shells for P(k) = exp(a) k^-b */
+static PetscReal Cosmo3dWhittle(PetscInt nbins, const PetscReal k[], const PetscReal power[], const PetscInt64 count[], PetscReal a, PetscReal b)
+{
+  PetscReal L = 0;
+
+  for (PetscInt j = 0; j < nbins; j++) {
+    if (count[j] <= 0 || k[j] <= 0 || power[j] <= 0) continue;
+    const PetscReal mu = a - b * PetscLogReal(k[j]);
+
+    L += count[j] * (mu + power[j] * PetscExpReal(-mu));
+  }
+  return L;
 }
 
 /*@
@@ -295,9 +309,10 @@ PetscErrorCode Cosmo3dFieldFitPowerLaw(PetscInt nbins, const PetscReal k[], cons
   det = s[0] * s[2] - s[1] * s[1];
   b   = -(s[0] * s[4] - s[1] * s[3]) / det;
   a   = (s[3] + b * s[1]) / s[0];
-  /* Newton on -log L = sum_j c_j (mu_j + y_j e^-mu_j), mu_j = a - b x_j: convex in (a, b) */
+  /* Newton on -log L = sum_j c_j (mu_j + y_j e^-mu_j), mu_j = a - b x_j (convex in (a, b)), halving a step that
+     does not decrease it */
   for (it = 0; it < 100; it++) {
-    PetscReal g[2] = {0, 0}, H[3] = {0, 0, 0}, da, db;
+    PetscReal g[2] = {0, 0}, H[3] = {0, 0, 0}, da, db, t = 1, L0;
 
     for (PetscInt j = 0; j < nbins; j++) {
       if (count[j] <= 0 || k[j] <= 0 || power[j] <= 0) continue;
@@ -309,8 +324,10 @@ PetscErrorCode Cosmo3dFieldFitPowerLaw(PetscInt nbins, const PetscReal k[], cons
     det = H[0] * H[2] - H[1] * H[1];
     da  = -(H[2] * g[0] - H[1] * g[1]) / det;
     db  = -(H[0] * g[1] - H[1] * g[0]) / det;
-    a += da, b += db;
-    if (PetscAbsReal(da) + PetscAbsReal(db) < 1e-13 * (1 + PetscAbsReal(a) + PetscAbsReal(b))) break;
+    L0  = Cosmo3dWhittle(nbins, k, power, count, a, b);
+    while (t > 1e-6 && Cosmo3dWhittle(nbins, k, power, count, a + t * da, b + t * db) > L0) t /= 2;
+    a += t * da, b += t * db;
+    if (PetscAbsReal(t * da) + PetscAbsReal(t * db) < 1e-12 * (1 + PetscAbsReal(a) + PetscAbsReal(b))) break;
   }
   PetscCheck(it < 100 && !PetscIsInfOrNanReal(a + b), PETSC_COMM_SELF, PETSC_ERR_NOT_CONVERGED, "Cosmo3dFieldFitPowerLaw: Newton's method did not converge");
   if (logA) *logA = a;
