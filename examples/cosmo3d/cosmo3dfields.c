@@ -410,13 +410,15 @@ static PetscErrorCode Cosmo3dGetFFT(DM da, Vec field, const char func[], Cosmo3d
     PetscInt64 nlocal;
     IS         from, to;
     Vec        global;
+
     PetscCall(Cosmo3dRegisterEvents());
     PetscCall(PetscLogEventBegin(COSMO3D_SetUp, 0, 0, 0, 0));
     PetscCall(PetscNew(&f));
     PetscCall(DMDAGetInfo(da, NULL, &f->M[0], &f->M[1], &f->M[2], NULL, NULL, NULL, &f->dof, NULL, NULL, NULL, NULL, NULL));
     fftw_mpi_init(); /* idempotent */
     f->alloc_local = fftw_mpi_local_size_3d(f->M[2], f->M[1], f->M[0] / 2 + 1, comm, &f->local_n0, &f->local_0_start);
-    /* sizes in 64 bits before any allocation: the slab's entries must index a PetscInt Vec */
+    /* sizes in 64 bits before any allocation: the slab's entries must index a PetscInt Vec (the DMDA's global size
+       V dof already does, so this guards FFTW's distribution rather than the user's grid) */
     nlocal = (PetscInt64)f->local_n0 * f->M[1] * f->M[0] * f->dof;
     PetscCheck(nlocal <= PETSC_MAX_INT, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "%s: a slab of %" PetscInt64_FMT " entries does not fit a PetscInt; use more ranks or a smaller grid", func, nlocal);
     PetscCheck((size_t)PetscMax(f->alloc_local, 1) <= SIZE_MAX / sizeof(fftw_complex), PETSC_COMM_SELF, PETSC_ERR_MEM, "%s: FFTW asks for %" PetscInt64_FMT " complex entries", func, (PetscInt64)f->alloc_local);
@@ -455,13 +457,13 @@ static PetscErrorCode Cosmo3dGetFFT(DM da, Vec field, const char func[], Cosmo3d
     PetscCall(PetscContainerDestroy(&container));
   }
   if (field) {
-    PetscInt xm, ym, zm, n, nlocal;
+    PetscInt  xm, ym, zm, n, nlocal;
+    PetscBool ok;
 
     PetscCall(DMDAGetCorners(da, NULL, NULL, NULL, &xm, &ym, &zm));
     PetscCall(VecGetSize(field, &n));
     PetscCall(VecGetLocalSize(field, &nlocal));
-    PetscBool ok = (PetscBool)(n == f->M[0] * f->M[1] * f->M[2] * f->dof && nlocal == xm * ym * zm * f->dof);
-
+    ok = (PetscBool)(n == f->M[0] * f->M[1] * f->M[2] * f->dof && nlocal == xm * ym * zm * f->dof);
     PetscCall(MPIU_Allreduce(MPI_IN_PLACE, &ok, 1, MPIU_BOOL, MPI_LAND, comm));
     PetscCheck(ok, comm, PETSC_ERR_ARG_INCOMP, "%s: the field Vec (size %" PetscInt_FMT ", %" PetscInt_FMT " here) is not a global Vec of the DMDA (size %" PetscInt_FMT ", %" PetscInt_FMT " here): create it with DMCreateGlobalVector()", func, n,
                nlocal, f->M[0] * f->M[1] * f->M[2] * f->dof, xm * ym * zm * f->dof);
