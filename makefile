@@ -76,11 +76,17 @@ lib/libpetnet.so: lib/$(PETNET_SHLIB)
 	ln -sf $(PETNET_SHLIB) lib/$(PETNET_SONAME)
 	ln -sf $(PETNET_SHLIB) $@
 
-# Programs compile and link in one step; their header lists go to build/deps/ (BINDEPS)
+# Programs compile and link in one step; their header lists go to build/deps/ (BINDEPS). An example may have modules:
+# examples/NAME/*.c (their headers beside them) compile to build/examples/NAME/*.o and link into bin/NAME (the list
+# depends on the program's name: secondary expansion); a test that uses them names their objects as prerequisites
+# (below), and every object among a program's prerequisites is linked into it.
+.SECONDEXPANSION:
+example_modules = $(patsubst %.c,build/%.o,$(wildcard examples/$(1)/*.c))
+EXAMPLE_MODULE_OBJ = $(patsubst %.c,build/%.o,$(wildcard examples/*/*.c))
 BINDEPS = -MMD -MP -MF build/deps/$@.d
-bin/%: examples/%.c lib/libpetnet.so
+bin/%: examples/%.c $$(call example_modules,$$*) lib/libpetnet.so
 	@mkdir -p bin build/deps/bin
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(BINDEPS) $< -o $@ $(LDLIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(BINDEPS) $< $(filter %.o,$^) -o $@ $(LDLIBS)
 
 bin/bench_%: bench/bench_%.c lib/libpetnet.so
 	@mkdir -p bin build/deps/bin
@@ -88,7 +94,12 @@ bin/bench_%: bench/bench_%.c lib/libpetnet.so
 
 bin/tests/%: tests/%.c lib/libpetnet.so
 	@mkdir -p bin/tests build/deps/bin/tests
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(BINDEPS) $< -o $@ $(LDLIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(BINDEPS) $< $(filter %.o,$^) -o $@ $(LDLIBS)
+
+# bin/cosmo3d's fields (examples/cosmo3d/cosmo3dfields.c) are generated with FFTW's MPI transforms: PETSc's FFTW_LIB
+# (empty when PETSc was configured without FFTW; the module then refuses to run and says so)
+bin/tests/test_cosmo3dfields: $(call example_modules,cosmo3d)
+bin/cosmo3d bin/tests/test_cosmo3dfields: LDLIBS += $(FFTW_LIB)
 
 # A fuzz harness linked with fuzz/replay.c: runs the corpus and the regression inputs of its reader (tests/fuzz.suite).
 # The .d file is the harness's (the last source); replay.c includes only fuzz.h, which the harness includes too.
@@ -155,10 +166,10 @@ bench: all
 	@share/bench/run
 
 format-check:
-	@clang-format --dry-run --Werror $(LIBSRC) $(HEADERS) examples/*.c tests/*.c tests/*.h tests/install/*.c bench/*.c fuzz/*.c fuzz/*.h && echo "format: ok"
+	@clang-format --dry-run --Werror $(LIBSRC) $(HEADERS) examples/*.c $(wildcard examples/*/*.[ch]) tests/*.c tests/*.h tests/install/*.c bench/*.c fuzz/*.c fuzz/*.h && echo "format: ok"
 
 format:
-	@clang-format -i $(LIBSRC) $(HEADERS) examples/*.c tests/*.c tests/*.h tests/install/*.c bench/*.c fuzz/*.c fuzz/*.h
+	@clang-format -i $(LIBSRC) $(HEADERS) examples/*.c $(wildcard examples/*/*.[ch]) tests/*.c tests/*.h tests/install/*.c bench/*.c fuzz/*.c fuzz/*.h
 
 docs:
 	@python3 share/docs/manpages.py
@@ -186,6 +197,8 @@ install: lib/libpetnet.so
 	ln -sf $(PETNET_SHLIB) $(INSTALL_ROOT)/lib/$(PETNET_SONAME)
 	ln -sf $(PETNET_SHLIB) $(INSTALL_ROOT)/lib/libpetnet.so
 	install -m 644 examples/*.c $(INSTALL_ROOT)/share/petnet/examples
+	for d in $(sort $(patsubst %/,%,$(dir $(wildcard examples/*/*.c)))); do \
+	  install -d $(INSTALL_ROOT)/share/petnet/$$d && install -m 644 $$d/*.[ch] $(INSTALL_ROOT)/share/petnet/$$d || exit 1; done
 	install -m 644 share/models/* $(INSTALL_ROOT)/share/petnet/models
 	install -m 644 share/python/*.py $(INSTALL_ROOT)/share/petnet/python
 	@echo "write $(INSTALL_ROOT)/lib/pkgconfig/petnet.pc"
@@ -213,4 +226,4 @@ clean:
 -include $(shell find build build-fuzz -name '*.d' 2>/dev/null)
 
 .PHONY: all check fashion bench format format-check docs clean install uninstall fuzz fuzz-build fuzz-runtime memcheck
-.SECONDARY: $(LIBOBJ) $(FUZZ_OBJ)
+.SECONDARY: $(LIBOBJ) $(FUZZ_OBJ) $(EXAMPLE_MODULE_OBJ)
