@@ -1,7 +1,15 @@
-static const char help[] = "A CosmoFlow-like 3-D regression (issue 12): learn (log A, n) from a Gaussian random field with P(k) = A k^-n.\n"
-                           "This is the data side: it draws the samples, generates their fields on a periodic N^3 DMDA spread over the\n"
-                           "ranks (examples/cosmo3d/cosmo3dfields.h: units, normalisation, channels), and measures the classical estimate\n"
-                           "of (log A, n), a maximum-likelihood fit of each field's power spectrum: the accuracy a network should approach.\n"
+static const char help[] = "A CosmoFlow-like 3-D regression: learn (log A, n) from a Gaussian random field with P(k) = A k^-n.\n"
+                           "-cosmo3d_mode train (default): a 3-D CNN in grid mode (NetSetGrid(): each field spread over the ranks of a\n"
+                           "spatial group, -net_spatial_groups G groups data parallel; -net_layers to change it) is trained with Adam on\n"
+                           "fields drawn on the fly and measured on held-out fields (examples/cosmo3d/cosmo3dtrain.c):\n"
+                           "  -cosmo3d_iterations K          training steps (default 600)\n"
+                           "  -cosmo3d_batch B               fields per group in a step (default 8)\n"
+                           "  -cosmo3d_test T                held-out fields (default 64)\n"
+                           "  -cosmo3d_train_monitor M       print the loss every M steps\n"
+                           "  ends with: summary: grid= ranks= rel_error= rel_error_A= rel_error_n= train_time_s= step_time_s= peak_mem_per_rank_mb= ...\n"
+                           "-cosmo3d_mode data: the data side alone: draws the samples, generates their fields on a periodic N^3 DMDA spread\n"
+                           "over the ranks (examples/cosmo3d/cosmo3dfields.h: units, normalisation, channels), and measures the classical\n"
+                           "estimate of (log A, n), a maximum-likelihood fit of each field's power spectrum: the accuracy a network should approach.\n"
                            "  -cosmo3d_grid N                edge of the grid (default 32)\n"
                            "  -cosmo3d_channels C            1 to 4: delta, delta smoothed at R = 1 and 2 cells, lognormal (default 4)\n"
                            "  -cosmo3d_samples S             fields to generate (default 16)\n"
@@ -12,11 +20,15 @@ static const char help[] = "A CosmoFlow-like 3-D regression (issue 12): learn (l
                            "  -cosmo3d_baseline <bool>       fit each field's spectrum (default true)\n"
                            "  -cosmo3d_monitor               print each sample\n"
                            "Relative errors: |A_fit/A - 1| = |exp(logA_fit - logA) - 1| and |n_fit - n| / n, averaged over the samples.\n"
-                           "Ends with one line: fields: key=value ...\n";
+                           "The data mode ends with one line: fields: key=value ...\n";
 
 #include <petscdmda.h>
 #include <petsctime.h>
 #include "cosmo3d/cosmo3dfields.h"
+#include "cosmo3d/cosmo3dtrain.h"
+
+typedef enum { COSMO3D_TRAIN, COSMO3D_DATA } Cosmo3dMode;
+static const char *const Cosmo3dModes[] = {"train", "data", "Cosmo3dMode", "COSMO3D_", NULL};
 
 int main(int argc, char **argv)
 {
@@ -29,8 +41,11 @@ int main(int argc, char **argv)
   PetscReal     *k, *power;
   PetscInt64    *count;
   PetscLogDouble t0, t1;
+  Cosmo3dMode    mode       = COSMO3D_TRAIN;
+  PetscInt       iterations = 600, batch = 8, test = 64, tmonitor = 0;
 
   PetscCall(PetscInitialize(&argc, &argv, NULL, help));
+  PetscCall(PetNetInitializePackage());
   PetscCallMPI(MPI_Comm_size(PETSC_COMM_WORLD, &size));
   PetscOptionsBegin(PETSC_COMM_WORLD, NULL, "CosmoFlow-like 3-D regression: the data", NULL);
   PetscCall(PetscOptionsInt("-cosmo3d_grid", "edge of the grid", NULL, N, &N, NULL));
@@ -44,6 +59,11 @@ int main(int argc, char **argv)
   PetscCheck(!set || two == 2, PETSC_COMM_WORLD, PETSC_ERR_ARG_WRONG, "-cosmo3d_n_range takes two numbers lo,hi, not %" PetscInt_FMT, two);
   PetscCall(PetscOptionsBool("-cosmo3d_baseline", "fit each field's spectrum", NULL, baseline, &baseline, NULL));
   PetscCall(PetscOptionsBool("-cosmo3d_monitor", "print each sample", NULL, monitor, &monitor, NULL));
+  PetscCall(PetscOptionsEnum("-cosmo3d_mode", "train the network, or the data side alone", NULL, Cosmo3dModes, (PetscEnum)mode, (PetscEnum *)&mode, NULL));
+  PetscCall(PetscOptionsInt("-cosmo3d_iterations", "training steps", NULL, iterations, &iterations, NULL));
+  PetscCall(PetscOptionsInt("-cosmo3d_batch", "fields per spatial group in a step", NULL, batch, &batch, NULL));
+  PetscCall(PetscOptionsInt("-cosmo3d_test", "held-out fields", NULL, test, &test, NULL));
+  PetscCall(PetscOptionsInt("-cosmo3d_train_monitor", "print the loss every this many steps", NULL, tmonitor, &tmonitor, NULL));
   PetscOptionsEnd();
   PetscCheck(N >= 4, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "-cosmo3d_grid %" PetscInt_FMT ": the grid's edge must be at least 4", N);
   PetscCheck(channels >= 1 && channels <= COSMO3D_MAX_CHANNELS, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "-cosmo3d_channels %" PetscInt_FMT " must be 1 to %d (delta, smoothed at R = 1 and 2 cells, lognormal)", channels, COSMO3D_MAX_CHANNELS);
@@ -53,6 +73,21 @@ int main(int argc, char **argv)
   PetscCheck(nrange[0] <= nrange[1] && nrange[0] >= COSMO3D_N_MIN && nrange[1] <= COSMO3D_N_MAX, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "-cosmo3d_n_range %g,%g must be lo <= hi inside [%.1f, %.1f]", (double)nrange[0], (double)nrange[1],
              (double)COSMO3D_N_MIN, (double)COSMO3D_N_MAX);
 
+  if (mode == COSMO3D_TRAIN) {
+    Cosmo3dTrainOptions opt = {N, channels, batch, iterations, test, tmonitor, seed, {logArange[0], logArange[1]}, {nrange[0], nrange[1]}};
+    Cosmo3dTrainResults res;
+
+    PetscCheck(iterations >= 1 && batch >= 1 && test >= 1, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "-cosmo3d_iterations %" PetscInt_FMT ", -cosmo3d_batch %" PetscInt_FMT " and -cosmo3d_test %" PetscInt_FMT " must be >= 1", iterations, batch,
+               test);
+    PetscCall(Cosmo3dTrain(&opt, &res));
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD,
+                          "summary: grid=%" PetscInt_FMT " channels=%" PetscInt_FMT " ranks=%d groups=%d params=%" PetscInt_FMT " iterations=%" PetscInt_FMT " batch=%" PetscInt_FMT " test=%" PetscInt_FMT
+                          " rel_error=%.4f rel_error_A=%.4f rel_error_n=%.4f train_loss=%.4e train_time_s=%.1f step_time_s=%.4f peak_mem_per_rank_mb=%.1f\n",
+                          N, channels, size, res.ngroups, res.nparams, res.iterations, batch * res.ngroups, test, (double)PetscMax(res.errA, res.errn), (double)res.errA, (double)res.errn, (double)res.train_loss, (double)res.train_time,
+                          (double)res.step_time, (double)res.peak_mem_mb));
+    PetscCall(PetscFinalize());
+    return 0;
+  }
   PetscCall(DMDACreate3d(PETSC_COMM_WORLD, DM_BOUNDARY_PERIODIC, DM_BOUNDARY_PERIODIC, DM_BOUNDARY_PERIODIC, DMDA_STENCIL_BOX, N, N, N, PETSC_DECIDE, PETSC_DECIDE, PETSC_DECIDE, channels, 1, NULL, NULL, NULL, &da));
   PetscCall(DMSetFromOptions(da));
   PetscCall(DMSetUp(da));
