@@ -282,8 +282,8 @@ PetscErrorCode LayerConvSetUpChannels_Private(Layer layer)
 
   PetscFunctionBegin;
   conv->cin = layer->in.dim[layer->in.ndim - 1];
-  PetscCheck(conv->cin % conv->groups == 0 && conv->nout % conv->groups == 0, comm, PETSC_ERR_ARG_INCOMP, "%s groups (%" PetscInt_FMT ") must divide the input channels (%" PetscInt_FMT ") and the output channels (%" PetscInt_FMT ")", kind,
-             conv->groups, conv->cin, conv->nout);
+  PetscCheck(conv->cin % conv->groups == 0 && conv->nout % conv->groups == 0, comm, PETSC_ERR_ARG_INCOMP, "%s layer %" PetscInt_FMT ": groups (%" PetscInt_FMT ") must divide the input channels (%" PetscInt_FMT ") and the output channels (%" PetscInt_FMT ")", kind,
+             layer->index, conv->groups, conv->cin, conv->nout);
   conv->cg  = conv->cin / conv->groups;
   conv->cog = conv->nout / conv->groups;
   for (PetscInt d = 0; d < conv->nsd; d++) taps *= conv->win.k[d];

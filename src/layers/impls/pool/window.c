@@ -128,8 +128,8 @@ PetscErrorCode LayerWindowSetUp(Layer layer, LayerWindow *win, PetscInt nsd, con
     PetscCheck(win->in[d] + 2 * (PetscInt64)win->pad[d] <= PETSC_MAX_INT, comm, PETSC_ERR_ARG_OUTOFRANGE, "%s: the window (kernel %" PetscInt_FMT ", dilation %" PetscInt_FMT ", padding %" PetscInt_FMT ") is too large for input %s", kind, win->k[d],
                win->dilation[d], win->pad[d], shape);
     extent = win->dilation[d] * (win->k[d] - 1) + 1;
-    PetscCheck(win->in[d] + 2 * win->pad[d] >= extent, comm, PETSC_ERR_ARG_SIZ, "%s: the %s window (extent %" PetscInt_FMT ") is larger than the padded input %s: reduce the kernel or dilation, or pad more", kind, LayerWindowDimName(nsd, d), extent,
-               shape);
+    PetscCheck(win->in[d] + 2 * win->pad[d] >= extent, comm, PETSC_ERR_ARG_SIZ, "%s layer %" PetscInt_FMT ": the %s window (extent %" PetscInt_FMT ") is larger than the padded input %s: reduce the kernel or dilation, or pad more", kind, layer->index,
+               LayerWindowDimName(nsd, d), extent, shape);
     win->out[d] = (win->in[d] + 2 * win->pad[d] - extent) / win->step[d] + 1;
     PetscCall(PetscMalloc2(win->out[d], &win->t0[d], win->out[d], &win->t1[d]));
     for (PetscInt o = 0; o < win->out[d]; o++) {
