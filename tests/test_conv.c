@@ -410,8 +410,8 @@ static PetscErrorCode TestGridHooks(void)
     PetscCall(LayerGetNumParameters(node, &nn));
     PetscCall(LayerGetOutputShape(batch, &in));
     PetscCall(LayerGetOutputShape(node, &out));
-    PetscCheck(nb == nn && out.ndim == 1 && out.dim[0] == in.dim[in.ndim - 1], PETSC_COMM_SELF, PETSC_ERR_PLIB, "%s on a %" PetscInt_FMT "-D grid: %" PetscInt_FMT " parameters (batch mode %" PetscInt_FMT "), output of %" PetscInt_FMT " dims", g->spec,
-               g->griddim, nn, nb, out.ndim);
+    PetscCheck(nb == nn && out.ndim == 1 && out.dim[0] == in.dim[in.ndim - 1], PETSC_COMM_SELF, PETSC_ERR_PLIB, "%s on a %" PetscInt_FMT "-D grid: %" PetscInt_FMT " parameters (batch mode %" PetscInt_FMT "), output of %" PetscInt_FMT " dims",
+               g->spec, g->griddim, nn, nb, out.ndim);
     PetscCall((*node->ops->getwindow)(node, &nsd, k, step, pad, dil));
     PetscCheck(nsd == g->nsd, PETSC_COMM_SELF, PETSC_ERR_PLIB, "%s: getwindow gives %" PetscInt_FMT " dims, not %" PetscInt_FMT, g->spec, nsd, g->nsd);
     for (PetscInt d = 0; d < nsd; d++)

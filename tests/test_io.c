@@ -785,7 +785,8 @@ static PetscErrorCode TorchExportSpec(const char prefix[])
     if (k) {
       PetscCall(PetscSNPrintf(other, sizeof(other), "%s.petnet", prefix));
       PetscCall(NetSave(net, other));
-    } else PetscCall(PetscStrncpy(other, file, sizeof(other)));
+    } else
+      PetscCall(PetscStrncpy(other, file, sizeof(other)));
     PetscCall(NetCreate(PETSC_COMM_WORLD, &again));
     PetscCall(NetLoad(again, other));
     PetscCall(NetSetTraining(again, PETSC_FALSE));

@@ -55,7 +55,7 @@ typedef struct {
   PetscBool         buffer;   /* PETSC_FALSE: a slice of the layer's parameters; PETSC_TRUE: a slice of layer->buffers */
   PetscInt          offset, size;
   PetscInt          ndim, dims[LAYER_TENSOR_MAX_DIM]; /* the tensor's shape in PyTorch's layout */
-  LayerTensorLayout layout;        /* how ours differs (zero, LAYER_TENSOR_SAME, unless the kind says otherwise) */
+  LayerTensorLayout layout;                           /* how ours differs (zero, LAYER_TENSOR_SAME, unless the kind says otherwise) */
 } LayerTensorInfo;
 
 typedef struct _LayerOps *LayerOps;
@@ -103,16 +103,16 @@ struct _p_Layer {
                             a layer with an inner Net (ode) hands it on, so that the inner Net refuses before allocating */
   PetscScalar *buffers;  /* allocated and freed by the kind (setup / reset) */
   PetscBool    setupcalled;
-  PetscBool    training;      /* training mode (dropout active, batchnorm uses batch statistics); LayerSetTraining() */
-  PetscBool    frozen;        /* derivative-test mode: repeat the last random draws and discretisation, update no running
-                                 statistics, so that finite differences see one fixed map; LayerSetFrozen() */
-  PetscInt index;             /* its position in its owner's layer list (LayerSetIndex()): names it in messages and separates
-                                 the random streams of the layers of one network (dropout masks); -1 if none */
-  PetscInt      partition[2]; /* P_out x P_in grid of ranks its weights are split over in a Net (LayerSetPartition()); 0: none */
-  PetscInt      griddim;      /* 0: batch mode. 2 or 3: the layer is a node of a Net on a 2-D or 3-D grid (netspatial.c), set
-                                 by the Net before LayerSetUp(): a sample is one grid point, its shapes are (channels), and
-                                 the Net does the spatial part (halo exchange, the rank's box, the coarsened grid). A
-                                 windowed kind then sets out = (output channels) and its parameter count from (channels) */
+  PetscBool    training; /* training mode (dropout active, batchnorm uses batch statistics); LayerSetTraining() */
+  PetscBool    frozen;   /* derivative-test mode: repeat the last random draws and discretisation, update no running
+                            statistics, so that finite differences see one fixed map; LayerSetFrozen() */
+  PetscInt index;        /* its position in its owner's layer list (LayerSetIndex()): names it in messages and separates
+                            the random streams of the layers of one network (dropout masks); -1 if none */
+  PetscInt partition[2]; /* P_out x P_in grid of ranks its weights are split over in a Net (LayerSetPartition()); 0: none */
+  PetscInt griddim;      /* 0: batch mode. 2 or 3: the layer is a node of a Net on a 2-D or 3-D grid (netspatial.c), set
+                            by the Net before LayerSetUp(): a sample is one grid point, its shapes are (channels), and
+                            the Net does the spatial part (halo exchange, the rank's box, the coarsened grid). A
+                            windowed kind then sets out = (output channels) and its parameter count from (channels) */
   PetscLogEvent event[LAYER_NUM_PHASES];
 
   void *data;

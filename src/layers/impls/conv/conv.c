@@ -236,7 +236,8 @@ PetscErrorCode LayerSetFromOptionsConv_Private(Layer layer, PetscOptionItems *Pe
   PetscCall(PetscOptionsReal(opt, text, man, conv->initstd, &conv->initstd, NULL));
   PetscCheck(conv->initstd >= 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "%s must be non-negative, not %g", opt, (double)conv->initstd);
   PetscCall(PetscSNPrintf(opt, sizeof(opt), "-%s_max_workspace", kind));
-  PetscCall(PetscOptionsReal(opt, "Workspace in MB of one chunk of output rows (im2col buffers; conv2d: also Winograd's and, on a DMDA, of one chunk of rows): the batch is processed chunk by chunk", "", conv->maxworkspace, &conv->maxworkspace, workspace));
+  PetscCall(
+      PetscOptionsReal(opt, "Workspace in MB of one chunk of output rows (im2col buffers; conv2d: also Winograd's and, on a DMDA, of one chunk of rows): the batch is processed chunk by chunk", "", conv->maxworkspace, &conv->maxworkspace, workspace));
   PetscCheck(conv->maxworkspace > 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "%s must be positive, not %g", opt, (double)conv->maxworkspace);
   if (*workspace) PetscCall(ConvResetWorkspace_Batch(layer));
   PetscFunctionReturn(0);
@@ -267,8 +268,8 @@ PetscErrorCode LayerConvCheckOutputs_Private(Layer layer)
   PetscFunctionBegin;
   if (conv->nout > 0) PetscFunctionReturn(0);
   PetscCall(PetscObjectGetOptionsPrefix((PetscObject)layer, &prefix));
-  SETERRQ(PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "%s layer %" PetscInt_FMT " has no number of output channels: write %s:OUT in -net_layers (e.g. %s:32), or give -%s%s_outputs OUT, or call LayerConv%sSetOutputChannels()", kind, layer->index, kind,
-          kind, prefix ? prefix : "", kind, ConvDims(conv));
+  SETERRQ(PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "%s layer %" PetscInt_FMT " has no number of output channels: write %s:OUT in -net_layers (e.g. %s:32), or give -%s%s_outputs OUT, or call LayerConv%sSetOutputChannels()", kind,
+          layer->index, kind, kind, prefix ? prefix : "", kind, ConvDims(conv));
 }
 
 /* From the input channels (the last dim of the input shape) and the window's kernel: the groups and the parameter count */
@@ -282,14 +283,15 @@ PetscErrorCode LayerConvSetUpChannels_Private(Layer layer)
 
   PetscFunctionBegin;
   conv->cin = layer->in.dim[layer->in.ndim - 1];
-  PetscCheck(conv->cin % conv->groups == 0 && conv->nout % conv->groups == 0, comm, PETSC_ERR_ARG_INCOMP, "%s layer %" PetscInt_FMT ": groups (%" PetscInt_FMT ") must divide the input channels (%" PetscInt_FMT ") and the output channels (%" PetscInt_FMT ")", kind,
-             layer->index, conv->groups, conv->cin, conv->nout);
+  PetscCheck(conv->cin % conv->groups == 0 && conv->nout % conv->groups == 0, comm, PETSC_ERR_ARG_INCOMP,
+             "%s layer %" PetscInt_FMT ": groups (%" PetscInt_FMT ") must divide the input channels (%" PetscInt_FMT ") and the output channels (%" PetscInt_FMT ")", kind, layer->index, conv->groups, conv->cin, conv->nout);
   conv->cg  = conv->cin / conv->groups;
   conv->cog = conv->nout / conv->groups;
   for (PetscInt d = 0; d < conv->nsd; d++) taps *= conv->win.k[d];
   PetscCall(ConvFullString(conv->win.k, conv->nsd, sizeof(k), k));
   PetscCheck((PetscInt64)conv->nout * (taps * conv->cg + 1) <= PETSC_MAX_INT, comm, PETSC_ERR_ARG_OUTOFRANGE,
-             "%s layer %" PetscInt_FMT " (%" PetscInt_FMT " outputs, kernel %s, %" PetscInt_FMT " inputs per group) would have more than %d parameters, the largest PetscInt: make it smaller", kind, layer->index, conv->nout, k, conv->cg, PETSC_MAX_INT);
+             "%s layer %" PetscInt_FMT " (%" PetscInt_FMT " outputs, kernel %s, %" PetscInt_FMT " inputs per group) would have more than %d parameters, the largest PetscInt: make it smaller", kind, layer->index, conv->nout, k, conv->cg,
+             PETSC_MAX_INT);
   conv->kg       = (PetscInt)taps * conv->cg;
   conv->ktot     = conv->groups * conv->kg;
   layer->nparams = conv->nout * conv->kg + (conv->bias ? conv->nout : 0);
@@ -302,12 +304,12 @@ PetscErrorCode LayerConvSetUpChannels_Private(Layer layer)
 */
 PetscErrorCode LayerSetUpConv_Private(Layer layer)
 {
-  LayerConv  *conv = (LayerConv *)layer->data;
-  LayerWindow *win  = &conv->win;
-  MPI_Comm     comm = PetscObjectComm((PetscObject)layer);
-  const char  *kind = ((PetscObject)layer)->type_name;
-  const PetscInt nsd = conv->nsd;
-  char         shape[64];
+  LayerConv     *conv = (LayerConv *)layer->data;
+  LayerWindow   *win  = &conv->win;
+  MPI_Comm       comm = PetscObjectComm((PetscObject)layer);
+  const char    *kind = ((PetscObject)layer)->type_name;
+  const PetscInt nsd  = conv->nsd;
+  char           shape[64];
 
   PetscFunctionBegin;
   PetscCall(LayerConvCheckOutputs_Private(layer));
@@ -409,8 +411,8 @@ static PetscErrorCode LayerSetPadding_Conv(Layer layer, PetscInt nsd, const Pets
   LayerConv *conv = (LayerConv *)layer->data;
 
   PetscFunctionBegin;
-  PetscCheck(nsd == conv->nsd, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_INCOMP, "%s layer %" PetscInt_FMT " has %" PetscInt_FMT " spatial dims, not %" PetscInt_FMT ": give its padding along each of them", ((PetscObject)layer)->type_name, layer->index,
-             conv->nsd, nsd);
+  PetscCheck(nsd == conv->nsd, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_INCOMP, "%s layer %" PetscInt_FMT " has %" PetscInt_FMT " spatial dims, not %" PetscInt_FMT ": give its padding along each of them", ((PetscObject)layer)->type_name,
+             layer->index, conv->nsd, nsd);
   PetscCall(LayerConvSetWindow_Conv(layer, LAYER_WINDOW_PADDING, nsd, pad));
   PetscFunctionReturn(0);
 }

@@ -19,7 +19,7 @@ PetscErrorCode ConvGetWorkspace_Batch(Layer layer, PetscInt n)
 {
   LayerConv     *conv = (LayerConv *)layer->data;
   const PetscInt Wo = conv->im2col.out[2], nw = conv->nout * conv->kg;
-  PetscLogDouble perrow, limit = conv->maxworkspace * 1024.0 * 1024.0, fit;
+  PetscLogDouble perrow, limit                = conv->maxworkspace * 1024.0 * 1024.0, fit;
   PetscInt       chunk;
 
   PetscFunctionBegin;
@@ -56,7 +56,7 @@ PetscErrorCode ConvResetWorkspace_Batch(Layer layer)
 /* col = im2col(x) of the batch's output rows [R0, R1): col [(R1 - R0) Wo][G Kg] (convim2col.c) */
 static PetscErrorCode ConvIm2col_Batch(const LayerConv *conv, PetscInt insize, PetscInt R0, PetscInt R1, const PetscScalar *x, PetscScalar *col)
 {
-  const PetscInt rows = conv->rows;
+  const PetscInt rows    = conv->rows;
   const size_t   rowsize = (size_t)conv->im2col.out[2] * conv->ktot;
 
   PetscFunctionBegin;
@@ -72,7 +72,7 @@ static PetscErrorCode ConvIm2col_Batch(const LayerConv *conv, PetscInt insize, P
 /* dx += col2im(dcol) of the batch's output rows [R0, R1): the adjoint of ConvIm2col_Batch */
 static PetscErrorCode ConvCol2imAdd_Batch(const LayerConv *conv, PetscInt insize, PetscInt R0, PetscInt R1, const PetscScalar *col, PetscScalar *dx)
 {
-  const PetscInt rows = conv->rows;
+  const PetscInt rows    = conv->rows;
   const size_t   rowsize = (size_t)conv->im2col.out[2] * conv->ktot;
 
   PetscFunctionBegin;

@@ -196,13 +196,15 @@ static PetscErrorCode LayerView_Conv2d(Layer layer, PetscViewer viewer)
   if (conv->base.init == LAYER_INIT_NORMAL) PetscCall(PetscSNPrintf(std, sizeof(std), " (std %g)", (double)conv->base.initstd));
   if (conv->grid.dm || (layer->setupcalled && layer->griddim)) {
     PetscCall(PetscViewerASCIIPrintf(viewer, "initialisation %s%s\n", LayerInitTypes[conv->base.init], std));
-    if (conv->grid.dm) PetscCall(Conv2dView_Grid(layer, viewer));
-    else PetscCall(PetscViewerASCIIPrintf(viewer, "a node of a %" PetscInt_FMT "-D grid: (channels) -> (output channels)\n", layer->griddim));
+    if (conv->grid.dm)
+      PetscCall(Conv2dView_Grid(layer, viewer));
+    else
+      PetscCall(PetscViewerASCIIPrintf(viewer, "a node of a %" PetscInt_FMT "-D grid: (channels) -> (output channels)\n", layer->griddim));
     PetscFunctionReturn(0);
   }
   PetscCall(PetscViewerASCIIPrintf(viewer, "initialisation %s%s, algorithm %s%s, chunks of samples in %.2f MB of workspace\n", LayerInitTypes[conv->base.init], std, Conv2dAlgorithms[conv->algorithm],
-                                   !layer->setupcalled ? ""
-                                   : conv->wg.on       ? " (Winograd F(2x2,3x3))"
+                                   !layer->setupcalled    ? ""
+                                   : conv->wg.on          ? " (Winograd F(2x2,3x3))"
                                    : conv->base.pointwise ? " (1x1: GEMM on the input)"
                                                           : " (im2col + GEMM)",
                                    (double)conv->base.maxworkspace));

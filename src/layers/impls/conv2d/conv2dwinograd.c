@@ -37,10 +37,10 @@
 */
 PetscErrorCode Conv2dGetWorkspace_Winograd(Layer layer, PetscInt n)
 {
-  Layer_Conv2d  *conv = (Layer_Conv2d *)layer->data;
-  Conv2dWinograd *wg  = &conv->wg;
-  PetscLogDouble persample, limit = conv->base.maxworkspace * 1024.0 * 1024.0;
-  PetscInt       chunk, tps = wg->tiles[0] * wg->tiles[1], nu = 16 * conv->base.nout * conv->base.cin, nmax = PetscMax(conv->base.cin, conv->base.nout);
+  Layer_Conv2d   *conv = (Layer_Conv2d *)layer->data;
+  Conv2dWinograd *wg   = &conv->wg;
+  PetscLogDouble  persample, limit = conv->base.maxworkspace * 1024.0 * 1024.0;
+  PetscInt        chunk, tps = wg->tiles[0] * wg->tiles[1], nu = 16 * conv->base.nout * conv->base.cin, nmax = PetscMax(conv->base.cin, conv->base.nout);
 
   PetscFunctionBegin;
   persample = 16.0 * tps * (conv->base.cin + conv->base.nout) * sizeof(PetscScalar);
@@ -432,7 +432,7 @@ PetscErrorCode Conv2dJVP_Winograd(Layer layer, PetscInt n, const PetscScalar *th
 
   PetscFunctionBegin;
   PetscCall(Conv2dGetWorkspace_Winograd(layer, n));
-  if (dtheta) WinogradWeights(conv, dtheta, conv->wg.dU, conv->wg.Ut);                         /* conv(x; dW) */
+  if (dtheta) WinogradWeights(conv, dtheta, conv->wg.dU, conv->wg.Ut);                                   /* conv(x; dW) */
   if (dx) WinogradWeights(conv, theta, conv->wg.U, conv->wg.Ut + 16 * conv->base.nout * conv->base.cin); /* conv(dx; W) */
   for (PetscInt s0 = 0; s0 < n; s0 += conv->wg.chunk) {
     const PetscInt ns = PetscMin(conv->wg.chunk, n - s0), T = ns * tps;

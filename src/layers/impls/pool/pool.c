@@ -41,7 +41,7 @@ static PetscErrorCode LayerSetArguments_Pool(Layer layer, const char args[])
   MPI_Comm    comm = PetscObjectComm((PetscObject)layer);
   const char *kind = ((PetscObject)layer)->type_name;
   char        copy[256], *field, *saveptr = NULL;
-  PetscInt    v[3], n, i = 0;
+  PetscInt    v[3], n, i                  = 0;
 
   PetscFunctionBegin;
   PetscCheck(strlen(args) < sizeof(copy), comm, PETSC_ERR_ARG_SIZ, "%s:%.64s... is longer than %zu characters: give at most K:STRIDE:PAD", kind, args, sizeof(copy) - 1);
@@ -164,13 +164,11 @@ PetscErrorCode LayerSetUpPool_Private(Layer layer)
     PetscCheck(layer->in.ndim == 1, comm, PETSC_ERR_ARG_SIZ, "%s layer %" PetscInt_FMT " is a node of a %" PetscInt_FMT "-D grid, whose points are the samples: its input shape must be (channels), not %s", kind, layer->index, layer->griddim, shape);
     nsd = layer->griddim;
   } else {
-    PetscCheck(layer->in.ndim == 3 || layer->in.ndim == 4, comm, PETSC_ERR_ARG_SIZ, "%s layer %" PetscInt_FMT " needs an (h, w, c) or (d, h, w, c) input, but its input shape is %s: give -net_input_shape HxWxC or DxHxWxC (e.g. 28x28x1 or 16x32x32x4)", kind,
-               layer->index, shape);
+    PetscCheck(layer->in.ndim == 3 || layer->in.ndim == 4, comm, PETSC_ERR_ARG_SIZ, "%s layer %" PetscInt_FMT " needs an (h, w, c) or (d, h, w, c) input, but its input shape is %s: give -net_input_shape HxWxC or DxHxWxC (e.g. 28x28x1 or 16x32x32x4)",
+               kind, layer->index, shape);
     nsd = layer->in.ndim - 1;
   }
-  for (int d = 0; d < nsd; d++) {
-    PetscCheck(2 * win->pad[d] <= win->k[d], comm, PETSC_ERR_ARG_OUTOFRANGE, "%s: padding %" PetscInt_FMT " is more than half the kernel %" PetscInt_FMT ": reduce -%s_padding", kind, win->pad[d], win->k[d], kind);
-  }
+  for (int d = 0; d < nsd; d++) { PetscCheck(2 * win->pad[d] <= win->k[d], comm, PETSC_ERR_ARG_OUTOFRANGE, "%s: padding %" PetscInt_FMT " is more than half the kernel %" PetscInt_FMT ": reduce -%s_padding", kind, win->pad[d], win->k[d], kind); }
   PetscCall(LayerWindowSetUp(layer, win, nsd, layer->griddim ? NULL : layer->in.dim));
   if (layer->griddim) PetscFunctionReturn(0); /* out = in = (channels) */
   layer->out.ndim = nsd + 1;

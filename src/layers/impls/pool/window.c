@@ -71,8 +71,8 @@ PetscInt *LayerWindowGetSetting(LayerWindow *win, LayerWindowSetting which)
 PetscErrorCode LayerWindowSet(Layer layer, LayerWindow *win, LayerWindowSetting which, PetscInt n, const PetscInt v[])
 {
   const char *kind = ((PetscObject)layer)->type_name;
-  PetscInt   *s    = LayerWindowGetSetting(win, which), lo = which == LAYER_WINDOW_KERNEL || which == LAYER_WINDOW_DILATION ? 1 : 0;
-  PetscBool   changed, same = PETSC_TRUE;
+  PetscInt   *s = LayerWindowGetSetting(win, which), lo = which == LAYER_WINDOW_KERNEL || which == LAYER_WINDOW_DILATION ? 1 : 0;
+  PetscBool   changed, same                             = PETSC_TRUE;
   char        str[64];
 
   PetscFunctionBegin;
@@ -83,7 +83,10 @@ PetscErrorCode LayerWindowSet(Layer layer, LayerWindow *win, LayerWindowSetting 
   PetscCall(LayerWindowToString(v, n, sizeof(str), str));
   for (PetscInt d = 0; d < n; d++)
     PetscCheck(v[d] >= lo, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "%s %s must be %s, not %s", kind, LayerWindowSettingNames[which],
-               which == LAYER_WINDOW_STRIDE ? "positive (or 0 for the kernel size)" : lo ? "positive" : "non-negative", str);
+               which == LAYER_WINDOW_STRIDE ? "positive (or 0 for the kernel size)"
+               : lo                         ? "positive"
+                                            : "non-negative",
+               str);
   for (PetscInt d = 0; d < 3; d++) changed = (PetscBool)(changed || s[d] != v[n == 1 ? 0 : PetscMin(d, n - 1)]);
   if (layer->setupcalled && changed) PetscCall(LayerReset(layer));
   for (PetscInt d = 0; d < 3; d++) s[d] = v[n == 1 ? 0 : PetscMin(d, n - 1)];
@@ -111,8 +114,10 @@ PetscErrorCode LayerWindowSetUp(Layer layer, LayerWindow *win, PetscInt nsd, con
 
     if (win->given[w] <= 1 || win->given[w] == nsd) continue;
     PetscCall(LayerWindowToString(s, win->given[w], sizeof(value), value));
-    if (in) PetscCall(PetscSNPrintf(form, sizeof(form), ", but its input %s is %s", shape, nsd == 3 ? "(d, h, w, c)" : "(h, w, c)"));
-    else PetscCall(PetscSNPrintf(form, sizeof(form), ", but it is a node of a %" PetscInt_FMT "-D grid", nsd));
+    if (in)
+      PetscCall(PetscSNPrintf(form, sizeof(form), ", but its input %s is %s", shape, nsd == 3 ? "(d, h, w, c)" : "(h, w, c)"));
+    else
+      PetscCall(PetscSNPrintf(form, sizeof(form), ", but it is a node of a %" PetscInt_FMT "-D grid", nsd));
     SETERRQ(comm, PETSC_ERR_ARG_INCOMP, "%s layer %" PetscInt_FMT ": its %s %s has %" PetscInt_FMT " values%s: give one value for every dim or %s (e.g. %s)", kind, layer->index, LayerWindowSettingNames[w], value, win->given[w], form,
             nsd == 3 ? "DxHxW" : "HxW", nsd == 3 ? "3 or 3x3x5" : "3 or 3x5");
   }
@@ -177,9 +182,9 @@ void LayerWindowGetVolume(const LayerWindow *win, LayerWindowVolume *v)
 
   for (PetscInt d = 0; d < lead; d++) {
     v->in[d] = v->out[d] = v->k[d] = v->step[d] = v->dilation[d] = 1;
-    v->pad[d]                                                     = 0;
-    v->t0[d]                                                      = &zero;
-    v->t1[d]                                                      = &one;
+    v->pad[d]                                                    = 0;
+    v->t0[d]                                                     = &zero;
+    v->t1[d]                                                     = &one;
   }
   for (PetscInt d = lead; d < 3; d++) {
     v->in[d]       = win->in[d - lead];

@@ -24,12 +24,7 @@
 
 #define LAYER_WINDOW_MAX_DIM 3
 
-typedef enum {
-  LAYER_WINDOW_KERNEL,
-  LAYER_WINDOW_STRIDE,
-  LAYER_WINDOW_PADDING,
-  LAYER_WINDOW_DILATION
-} LayerWindowSetting;
+typedef enum { LAYER_WINDOW_KERNEL, LAYER_WINDOW_STRIDE, LAYER_WINDOW_PADDING, LAYER_WINDOW_DILATION } LayerWindowSetting;
 
 typedef struct {
   PetscInt  k[3], stride[3], pad[3], dilation[3]; /* stride 0 means "equal to the kernel" (the pools' default) */
