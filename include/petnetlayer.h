@@ -80,7 +80,7 @@ PETSC_EXTERN PetscErrorCode LayerLeakyReLUSetSlope(Layer, PetscReal);
 #define LAYERMAXPOOL       "maxpool"       /* maxpool:K[:STRIDE[:PAD]], stride defaults to K; K as 2, 2x3 or 2x3x3; 2-D or 3-D by the input */
 #define LAYERAVGPOOL       "avgpool"       /* avgpool:K[:STRIDE[:PAD]], padding counted in the mean (PyTorch's default) */
 #define LAYERGLOBALAVGPOOL "globalavgpool" /* (h, w, c) or (d, h, w, c) -> (c) */
-#define LAYERFLATTEN       "flatten"       /* (h, w, c) -> (h*w*c) in channels-last order (PyTorch's flatten of NCHW is (c, h, w)) */
+#define LAYERFLATTEN       "flatten"       /* (h, w, c) -> (h*w*c), (d, h, w, c) -> (d*h*w*c), channels-last order (PyTorch's flatten of NCHW is (c, h, w)) */
 #define LAYERDROPOUT       "dropout"       /* dropout:P, active in training mode only */
 #define LAYERBATCHNORM     "batchnorm"     /* batchnorm[:MOMENTUM[:EPS]], over the last dimension (channels) */
 

@@ -419,6 +419,16 @@ static PetscErrorCode TestGridHooks(void)
                  "%s: getwindow dim %" PetscInt_FMT ": kernel %" PetscInt_FMT " step %" PetscInt_FMT " padding %" PetscInt_FMT " dilation %" PetscInt_FMT, g->spec, d, k[d], step[d], pad[d], dil[d]);
     PetscCall((*batch->ops->getwindow)(batch, &nsd, k, step, pad, dil));
     PetscCheck(nsd == in.ndim - 1, PETSC_COMM_SELF, PETSC_ERR_PLIB, "%s: getwindow of the batch-mode layer gives %" PetscInt_FMT " dims", g->spec, nsd);
+    { /* a node of a grid is not run itself (its Net runs a batch-mode copy on the rank's box): forward refuses */
+      PetscScalar *theta, *x, *y;
+
+      PetscCall(PetscCalloc3(PetscMax(nn, 1), &theta, 16, &x, 16, &y));
+      PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, NULL));
+      ierr = LayerForwardArray(node, 1, theta, x, y);
+      PetscCall(PetscPopErrorHandler());
+      PetscCheck(ierr == PETSC_ERR_ORDER, PETSC_COMM_SELF, PETSC_ERR_PLIB, "%s: the forward pass of a node of a grid gave error %d, not PETSC_ERR_ORDER", g->spec, (int)ierr);
+      PetscCall(PetscFree3(theta, x, y));
+    }
     PetscCall(LayerDestroy(&node));
 
     /* the unpadded copy on the zero-padded input: the same output (maxpool pads with -infinity, not zeros) */

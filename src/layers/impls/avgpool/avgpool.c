@@ -18,6 +18,7 @@ static PetscErrorCode AvgPoolApply(Layer layer, PetscInt n, PetscBool adjoint, c
   LayerWindowVolume v;
 
   PetscFunctionBegin;
+  PetscCall(LayerPoolCheckRunnable_Private(layer));
   LayerWindowGetVolume(&((Layer_AvgPool *)layer->data)->win, &v);
   {
     const PetscInt    D = v.in[0], H = v.in[1], W = v.in[2], C = layer->in.dim[layer->in.ndim - 1];

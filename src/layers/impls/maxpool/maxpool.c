@@ -25,6 +25,7 @@ static PetscErrorCode LayerForward_MaxPool(Layer layer, PetscInt n, const PetscS
   PetscInt         *argmax;
 
   PetscFunctionBegin;
+  PetscCall(LayerPoolCheckRunnable_Private(layer));
   LayerWindowGetVolume(&pool->win, &v);
   if (n != pool->nwork) {
     PetscCall(PetscFree(pool->argmax));

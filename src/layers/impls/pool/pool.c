@@ -177,6 +177,15 @@ PetscErrorCode LayerSetUpPool_Private(Layer layer)
   PetscFunctionReturn(0);
 }
 
+/* A node of a grid (layer->griddim) is never run: its Net runs a batch-mode copy on the rank's box */
+PetscErrorCode LayerPoolCheckRunnable_Private(Layer layer)
+{
+  PetscFunctionBegin;
+  PetscCheck(!layer->griddim, PETSC_COMM_SELF, PETSC_ERR_ORDER, "%s layer %" PetscInt_FMT " is a node of a %" PetscInt_FMT "-D grid: its Net runs it on the rank's box, not the layer itself", ((PetscObject)layer)->type_name, layer->index,
+             layer->griddim);
+  PetscFunctionReturn(0);
+}
+
 /* Grid mode (layerimpl.h): the window of the set-up layer, nsd dims slowest first */
 static PetscErrorCode LayerGetWindow_Pool(Layer layer, PetscInt *nsd, PetscInt k[], PetscInt step[], PetscInt pad[], PetscInt dilation[])
 {

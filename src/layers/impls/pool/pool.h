@@ -16,5 +16,6 @@
 
 PETSC_INTERN PetscErrorCode LayerCreatePool_Private(Layer, size_t);
 PETSC_INTERN PetscErrorCode LayerSetUpPool_Private(Layer);
+PETSC_INTERN PetscErrorCode LayerPoolCheckRunnable_Private(Layer);
 PETSC_INTERN PetscErrorCode LayerResetPool_Private(Layer);
 PETSC_INTERN PetscErrorCode LayerDestroyPool_Private(Layer);
