@@ -198,7 +198,7 @@ static PetscErrorCode ConvOptionsWindow(Layer layer, PetscOptionItems *PetscOpti
 PetscErrorCode LayerSetFromOptionsConv_Private(Layer layer, PetscOptionItems *PetscOptionsObject, PetscBool *workspace)
 {
   LayerConv  *conv = (LayerConv *)layer->data;
-  const char *kind = ((PetscObject)layer)->type_name, *dims = ConvDims(conv), *form = conv->nsd == 3 ? "DxHxW" : "HxW";
+  const char *kind = ((PetscObject)layer)->type_name, *dims = ConvDims(conv);
   PetscInt    nout = conv->nout, groups = conv->groups;
   PetscBool   bias = conv->bias, set;
   char        opt[64], text[128], man[64];
@@ -208,16 +208,16 @@ PetscErrorCode LayerSetFromOptionsConv_Private(Layer layer, PetscOptionItems *Pe
   PetscCall(PetscSNPrintf(man, sizeof(man), "LayerConv%sSetOutputChannels", dims));
   PetscCall(PetscOptionsInt(opt, "Number of output channels", man, nout, &nout, &set));
   if (set) PetscCall(LayerConvSetOutputChannels_Conv(layer, nout));
-  PetscCall(PetscSNPrintf(text, sizeof(text), "Kernel size, K or K%s", form));
+  PetscCall(PetscSNPrintf(text, sizeof(text), "Kernel size, K or %s", conv->nsd == 3 ? "KDxKHxKW" : "KHxKW"));
   PetscCall(PetscSNPrintf(man, sizeof(man), "LayerConv%sSetKernel", dims));
   PetscCall(ConvOptionsWindow(layer, PetscOptionsObject, LAYER_WINDOW_KERNEL, text, man));
-  PetscCall(PetscSNPrintf(text, sizeof(text), "Stride, S or S%s", form));
+  PetscCall(PetscSNPrintf(text, sizeof(text), "Stride, S or %s", conv->nsd == 3 ? "SDxSHxSW" : "SHxSW"));
   PetscCall(PetscSNPrintf(man, sizeof(man), "LayerConv%sSetStride", dims));
   PetscCall(ConvOptionsWindow(layer, PetscOptionsObject, LAYER_WINDOW_STRIDE, text, man));
-  PetscCall(PetscSNPrintf(text, sizeof(text), "Zero padding, P or P%s", form));
+  PetscCall(PetscSNPrintf(text, sizeof(text), "Zero padding, P or %s", conv->nsd == 3 ? "PDxPHxPW" : "PHxPW"));
   PetscCall(PetscSNPrintf(man, sizeof(man), "LayerConv%sSetPadding", dims));
   PetscCall(ConvOptionsWindow(layer, PetscOptionsObject, LAYER_WINDOW_PADDING, text, man));
-  PetscCall(PetscSNPrintf(text, sizeof(text), "Dilation, D or D%s", form));
+  PetscCall(PetscSNPrintf(text, sizeof(text), "Dilation, D or %s", conv->nsd == 3 ? "DDxDHxDW" : "DHxDW"));
   PetscCall(PetscSNPrintf(man, sizeof(man), "LayerConv%sSetDilation", dims));
   PetscCall(ConvOptionsWindow(layer, PetscOptionsObject, LAYER_WINDOW_DILATION, text, man));
   PetscCall(PetscSNPrintf(opt, sizeof(opt), "-%s_groups", kind));
