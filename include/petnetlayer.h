@@ -73,13 +73,14 @@ PETSC_EXTERN PetscErrorCode LayerDenseSetInitialization(Layer, LayerInitType, Pe
 PETSC_EXTERN PetscErrorCode LayerDenseSetBias(Layer, PetscBool);
 PETSC_EXTERN PetscErrorCode LayerLeakyReLUSetSlope(Layer, PetscReal);
 
-/* Convolutional kinds: inputs are (h, w, c) channels-last unless noted; conv2d also convolves the fields of a 2-D DMDA,
-   input (c) at each grid point (grid mode: LayerConv2dSetDM() in petnetdmda.h) */
-#define LAYERCONV2D        "conv2d"        /* conv2d:OUT[:K[:STRIDE[:PAD]]][:dilation=D][:groups=G][:bias=0|1], K as 3 or 3x5 */
-#define LAYERMAXPOOL       "maxpool"       /* maxpool:K[:STRIDE[:PAD]], stride defaults to K */
+/* Convolutional kinds: inputs are (h, w, c) channels-last unless noted, (d, h, w, c) for conv3d and 3-D pools; conv2d
+   also convolves the fields of a 2-D DMDA, input (c) at each grid point (grid mode: LayerConv2dSetDM() in petnetdmda.h) */
+#define LAYERCONV2D        "conv2d"        /* conv2d:OUT[:K[:STRIDE[:PAD[:D[:G]]]]][:dilation=D][:groups=G][:bias=0|1], K as 3 or 3x5 */
+#define LAYERCONV3D        "conv3d"        /* conv3d:OUT[:K[:STRIDE[:PAD[:D[:G]]]]][:dilation=D][:groups=G][:bias=0|1], K as 3 or 3x3x5, on (d, h, w, c) */
+#define LAYERMAXPOOL       "maxpool"       /* maxpool:K[:STRIDE[:PAD]], stride defaults to K; K as 2, 2x3 or 2x3x3; 2-D or 3-D by the input */
 #define LAYERAVGPOOL       "avgpool"       /* avgpool:K[:STRIDE[:PAD]], padding counted in the mean (PyTorch's default) */
-#define LAYERGLOBALAVGPOOL "globalavgpool" /* (h, w, c) -> (c) */
-#define LAYERFLATTEN       "flatten"       /* (h, w, c) -> (h*w*c) in channels-last order (PyTorch's flatten of NCHW is (c, h, w)) */
+#define LAYERGLOBALAVGPOOL "globalavgpool" /* (h, w, c) or (d, h, w, c) -> (c) */
+#define LAYERFLATTEN       "flatten"       /* (h, w, c) -> (h*w*c), (d, h, w, c) -> (d*h*w*c), channels-last order (PyTorch's flatten of NCHW is (c, h, w)) */
 #define LAYERDROPOUT       "dropout"       /* dropout:P, active in training mode only */
 #define LAYERBATCHNORM     "batchnorm"     /* batchnorm[:MOMENTUM[:EPS]], over the last dimension (channels) */
 
@@ -93,6 +94,15 @@ PETSC_EXTERN PetscErrorCode LayerConv2dSetBias(Layer, PetscBool);
 PETSC_EXTERN PetscErrorCode LayerConv2dSetInitialization(Layer, LayerInitType, PetscReal);
 PETSC_EXTERN PetscErrorCode LayerConv2dGetPatchLayout(Layer, PetscInt *, PetscInt *, PetscInt *, PetscBool *); /* groups, KH KW Cin/G, Ho Wo, bias */
 PETSC_EXTERN PetscErrorCode LayerConv2dGetPatches(Layer, PetscInt, const PetscScalar[], PetscScalar[]);        /* im2col: [n Ho Wo][G][KH][KW][Cin/G] */
+
+PETSC_EXTERN PetscErrorCode LayerConv3dSetOutputChannels(Layer, PetscInt);
+PETSC_EXTERN PetscErrorCode LayerConv3dSetKernel(Layer, PetscInt, PetscInt, PetscInt);
+PETSC_EXTERN PetscErrorCode LayerConv3dSetStride(Layer, PetscInt, PetscInt, PetscInt);
+PETSC_EXTERN PetscErrorCode LayerConv3dSetPadding(Layer, PetscInt, PetscInt, PetscInt);
+PETSC_EXTERN PetscErrorCode LayerConv3dSetDilation(Layer, PetscInt, PetscInt, PetscInt);
+PETSC_EXTERN PetscErrorCode LayerConv3dSetGroups(Layer, PetscInt);
+PETSC_EXTERN PetscErrorCode LayerConv3dSetBias(Layer, PetscBool);
+PETSC_EXTERN PetscErrorCode LayerConv3dSetInitialization(Layer, LayerInitType, PetscReal);
 
 /* conv2d in grid mode: how each rank convolves its block (-conv2d_grid_algorithm); the results agree to round-off */
 typedef enum {
@@ -109,6 +119,9 @@ PETSC_EXTERN PetscErrorCode LayerConv2dSetGridAlgorithm(Layer, LayerConv2dGridAl
 PETSC_EXTERN PetscErrorCode LayerPoolSetKernel(Layer, PetscInt, PetscInt);
 PETSC_EXTERN PetscErrorCode LayerPoolSetStride(Layer, PetscInt, PetscInt);
 PETSC_EXTERN PetscErrorCode LayerPoolSetPadding(Layer, PetscInt, PetscInt);
+PETSC_EXTERN PetscErrorCode LayerPoolSetKernel3d(Layer, PetscInt, PetscInt, PetscInt);
+PETSC_EXTERN PetscErrorCode LayerPoolSetStride3d(Layer, PetscInt, PetscInt, PetscInt);
+PETSC_EXTERN PetscErrorCode LayerPoolSetPadding3d(Layer, PetscInt, PetscInt, PetscInt);
 PETSC_EXTERN PetscErrorCode LayerDropoutSetProbability(Layer, PetscReal);
 PETSC_EXTERN PetscErrorCode LayerDropoutSetSeed(Layer, PetscInt64);
 PETSC_EXTERN PetscErrorCode LayerBatchNormSetMomentum(Layer, PetscReal);

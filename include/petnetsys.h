@@ -14,10 +14,11 @@
 /*
   PetNetShape - the shape of ONE sample, channels-last.
 
-  ndim = 1: (f)          flat features
-  ndim = 3: (h, w, c)    an image or grid block; c is the fastest index, as in a DMDA with dof = c
+  ndim = 1: (f)             flat features
+  ndim = 3: (h, w, c)       an image or grid block; c is the fastest index, as in a DMDA with dof = c
+  ndim = 4: (d, h, w, c)    a volume (conv3d, 3-D pooling); d is the slowest index, text "DxHxWxC"
 
-  A batch is a Vec whose local part is n consecutive samples: [n][h][w][c] (or [n][f]).
+  A batch is a Vec whose local part is n consecutive samples: [n][h][w][c] (or [n][f], [n][d][h][w][c]).
 */
 #define PETNET_MAX_DIM 4
 typedef struct {

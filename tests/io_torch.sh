@@ -2,7 +2,7 @@
 # PyTorch reference check of PetNet's HDF5 model files (suite line io_torch_check, after the io_torch_*write lines):
 #   1. PyTorch (float64) loads tests/out/io_torch.h5 written by NetSave() and must reproduce PetNet's output
 #      in tests/out/io_torch_data.h5 to 1e-12 relative; the same for each convolutional model io_torch_<case>.h5
-#      (conv2d, pools, batchnorm, dropout, residual blocks), in evaluation mode and, where PetNet recorded one, a
+#      (conv2d, conv3d, 2-D and 3-D pools, batchnorm, dropout, residual blocks), in evaluation mode and, where PetNet recorded one, a
 #      training-mode pass and the running statistics after it (io_torch_<case>_after.h5);
 #   2. models made in PyTorch (standard modules and petnet_torch.Residual) are saved to tests/out/io_from_torch*.h5
 #      (+ _data.h5, _after.h5) for io_torch_import_* to load in PetNet; each must read back into PyTorch unchanged.
@@ -23,7 +23,7 @@ out = "tests/out/"
 ok = pt.selftest(out + "io_torch", out + "io_from_torch")
 
 # 1. PetNet -> PyTorch: the files of the io_torch_<case>_write suite lines
-for case in ("cnn", "convs", "norm", "train", "residual"):
+for case in ("cnn", "convs", "norm", "train", "residual", "cnn3d", "cnn3d_gap"):
     ok = pt.check(f"{out}io_torch_{case}.h5", f"{out}io_torch_{case}_data.h5", 1e-12) and ok
 
 # Format version 3 holds every tensor in PyTorch's layout: the file's datasets, as they are, into the state_dict
@@ -79,6 +79,14 @@ class Module(nn.Module):  # an nn.Module subclass, as PyTorch users write them: 
 
 
 cases["module"] = ((6, 6, 2), True, Module())
+# volumes (d, h, w, c): Conv3d (padding='same', strided, anisotropic, dilated, grouped, no bias), BatchNorm3d, MaxPool3d,
+# AvgPool3d with padding, AdaptiveAvgPool3d(1) + Flatten, and a Linear after a flattened volume ((c, d, h, w) order)
+cases["cnn3d"] = ((5, 6, 4, 2), True, nn.Sequential(
+    nn.Conv3d(2, 4, 3, padding="same"), nn.BatchNorm3d(4), nn.ReLU(), nn.MaxPool3d(2, 1, 1),
+    nn.Conv3d(4, 6, (3, 1, 2), stride=(2, 1, 1), padding=(1, 0, 1), dilation=(1, 1, 2), groups=2, bias=False), nn.Tanh(),
+    nn.AvgPool3d((2, 2, 1), stride=1, padding=(1, 0, 0)), nn.Flatten(), nn.Linear(6 * 5 * 6 * 4, 5)))
+cases["gap3d"] = ((4, 4, 4, 3), False, nn.Sequential(
+    nn.Conv3d(3, 6, 3, stride=2, padding=1), nn.BatchNorm3d(6, eps=1e-3, momentum=0.2), nn.GELU(), nn.AdaptiveAvgPool3d(1), nn.Flatten(), nn.Linear(6, 3)))
 for seed, (case, (shape, train, model)) in enumerate(cases.items()):
     prefix = f"{out}io_from_torch_{case}"
     model = pt._randomize(model.double(), seed)
@@ -102,6 +110,10 @@ refused = {
     "BatchNorm1d on (h, w, c)": (nn.Sequential(nn.BatchNorm1d(2)), (5, 5, 2)),
     "residual: F after flatten, P dense": (nn.Sequential(nn.Flatten(), pt.Residual([nn.ReLU()], [nn.Linear(50, 50)])), (5, 5, 2)),
     "Conv2d(padding='same') with an even kernel": (nn.Sequential(nn.Conv2d(2, 3, 2, padding="same")), (5, 5, 2)),
+    "Conv3d(padding_mode='circular')": (nn.Sequential(nn.Conv3d(2, 3, 3, padding=1, padding_mode="circular")), (5, 5, 5, 2)),
+    "Conv3d on (h, w, c)": (nn.Sequential(nn.Conv3d(2, 3, 1)), (5, 5, 2)),
+    "BatchNorm2d on (d, h, w, c)": (nn.Sequential(nn.BatchNorm2d(2)), (3, 5, 5, 2)),
+    "MaxPool3d(ceil_mode=True)": (nn.Sequential(nn.MaxPool3d(2, ceil_mode=True)), (5, 5, 5, 2)),
     "a module with a skip connection in its forward": (type("Skip", (nn.Module,), {"__init__": lambda self: (nn.Module.__init__(self), setattr(self, "fc", nn.Linear(4, 4)))[0],
                                                                                   "forward": lambda self, x: x + self.fc(x)})(), (4,)),
 }

@@ -1,12 +1,15 @@
-static const char help[] = "Tests of the convolutional layer kinds (conv2d, maxpool, avgpool, globalavgpool, flatten, dropout, batchnorm):\n"
+static const char help[] = "Tests of the convolutional layer kinds (conv2d, conv3d, maxpool, avgpool, globalavgpool, flatten, dropout, batchnorm):\n"
                            "  1. NetTestJacobian on small Nets: dot-product tests <= 1e-12, finite differences <= 1e-6, training and evaluation mode;\n"
                            "  2. outputs, input and parameter gradients against PyTorch (share/reference/conv_reference.py) to 1e-12;\n"
                            "  3. dropout: rate, scaling, identity in evaluation mode, the same mask on any number of ranks;\n"
-                           "  4. a Net with batchnorm and dropout on a batch that leaves the last rank without samples.\n"
-                           "Options: -nlocal N (samples per rank), -reference FILE, -pytorch_only (only 2., e.g. on another reference file),\n"
-                           "-error_spec LIST (only build that Net: for the error tests).\n";
+                           "  4. a Net with batchnorm and dropout on a batch that leaves the last rank without samples;\n"
+                           "  5. with -dims 3, instead: 1. and 2. for conv3d and 3-D pooling on (d, h, w, c) volumes, and the grid-mode hooks of\n"
+                           "     the windowed kinds (griddim set-up, getwindow, setpadding: an unpadded copy on the zero-padded input is the layer).\n"
+                           "Options: -nlocal N (samples per rank), -dims 2|3, -reference FILE, -pytorch_only (only 2., e.g. on another reference\n"
+                           "file), -error_spec LIST and -error_shape SHAPE (only build that Net: for the error tests).\n";
 
 #include <petnet.h>
+#include <petnet/private/layerimpl.h>
 #include "testutil.h"
 
 /* ------------------------------------------------------------------------------------------- 1. Jacobian tests */
@@ -57,17 +60,44 @@ static PetscErrorCode CreateNet(MPI_Comm comm, const char spec[], const char sha
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode TestJacobians(PetscInt nlocal)
+/* 3-D: conv3d (strided, padded, anisotropic, dilated and grouped, positional D:G, no bias, 1x1x1) and 3-D pools on a
+   4x5x4x2 volume, and small 3-D CNNs */
+static const JacobianCase jcases3d[] = {
+    {"conv3d:3", PETSC_TRUE},
+    {"conv3d:4:3:2:1", PETSC_TRUE},
+    {"conv3d:4:2x3x2:1x2x1:1x0x1:bias=0", PETSC_TRUE},
+    {"conv3d:4:3:1:2:2:2", PETSC_TRUE},
+    {"conv3d:4:2:2x1x1:0:dilation=1x2x1:groups=2:bias=0", PETSC_TRUE},
+    {"conv3d:3:1", PETSC_TRUE},
+    {"conv3d:4:1:2", PETSC_TRUE},
+    {"maxpool:2", PETSC_TRUE},
+    {"maxpool:3:2:1", PETSC_TRUE},
+    {"maxpool:2x1x2:1", PETSC_TRUE},
+    {"avgpool:2", PETSC_TRUE},
+    {"avgpool:3:2:1", PETSC_TRUE},
+    {"avgpool:2x2x1:1:1x1x0", PETSC_TRUE},
+    {"globalavgpool,dense:3", PETSC_TRUE},
+    {"flatten,dense:3", PETSC_TRUE},
+    {"batchnorm", PETSC_TRUE},
+    {"conv3d:4:3:1:1,batchnorm,relu,maxpool:2,globalavgpool,dense:3", PETSC_TRUE},
+    {"conv3d:4:3:1:1,batchnorm,tanh,avgpool:2:1,flatten,dense:3", PETSC_FALSE},
+};
+
+static PetscErrorCode TestJacobians(PetscInt nlocal, PetscInt dims)
 {
+  const JacobianCase *cases  = dims == 3 ? jcases3d : jcases;
+  const size_t        ncases = dims == 3 ? sizeof(jcases3d) / sizeof(jcases3d[0]) : sizeof(jcases) / sizeof(jcases[0]);
+  const char         *shape  = dims == 3 ? "4x5x4x2" : "6x5x3";
+
   PetscFunctionBegin;
-  for (size_t k = 0; k < sizeof(jcases) / sizeof(jcases[0]); k++) {
+  for (size_t k = 0; k < ncases; k++) {
     Net         net;
     Vec         X;
     PetscRandom rnd;
     PetscReal   dot, fd;
     PetscViewer quiet;
 
-    PetscCall(CreateNet(PETSC_COMM_WORLD, jcases[k].spec, "6x5x3", &net));
+    PetscCall(CreateNet(PETSC_COMM_WORLD, cases[k].spec, shape, &net));
     PetscCall(CheckSpecRoundTrip(net));
     PetscCall(NetCreateVecs(net, nlocal, &X, NULL));
     PetscCall(PetscRandomCreate(PETSC_COMM_WORLD, &rnd));
@@ -75,7 +105,7 @@ static PetscErrorCode TestJacobians(PetscInt nlocal)
     PetscCall(PetscRandomSetSeed(rnd, 11));
     PetscCall(PetscRandomSeed(rnd));
     PetscCall(VecSetRandom(X, rnd));
-    if (!jcases[k].training) { /* evaluation mode after two training passes: non-trivial running statistics */
+    if (!cases[k].training) { /* evaluation mode after two training passes: non-trivial running statistics */
       PetscCall(NetForward(net, X, NULL));
       PetscCall(VecScale(X, 0.5));
       PetscCall(VecShift(X, 0.3));
@@ -85,9 +115,9 @@ static PetscErrorCode TestJacobians(PetscInt nlocal)
     PetscCall(PetscViewerASCIIOpen(PETSC_COMM_WORLD, "/dev/null", &quiet));
     PetscCall(NetTestJacobian(net, X, quiet, &dot, &fd));
     PetscCall(PetscViewerDestroy(&quiet));
-    PetscCheck(dot <= 1e-12, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s: dot-product test error %g > 1e-12", jcases[k].spec, (double)dot);
-    PetscCheck(fd <= 1e-6, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s: finite-difference error %g > 1e-6", jcases[k].spec, (double)fd);
-    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "jacobian %-40s %-10s dot-product ok, finite differences ok\n", jcases[k].spec, jcases[k].training ? "training" : "evaluation"));
+    PetscCheck(dot <= 1e-12, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s: dot-product test error %g > 1e-12", cases[k].spec, (double)dot);
+    PetscCheck(fd <= 1e-6, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s: finite-difference error %g > 1e-6", cases[k].spec, (double)fd);
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "jacobian %-40s %-10s dot-product ok, finite differences ok\n", cases[k].spec, cases[k].training ? "training" : "evaluation"));
     PetscCall(VecDestroy(&X));
     PetscCall(PetscRandomDestroy(&rnd));
     PetscCall(NetDestroy(&net));
@@ -307,26 +337,189 @@ static PetscErrorCode TestDropout(PetscInt nlocal)
   PetscFunctionReturn(0);
 }
 
+/* ------------------------------------------------------------------------------- 5. grid-mode hooks (3-D) */
+
+static PetscErrorCode CreateLayer(const char spec[], const char shape[], PetscInt griddim, Layer *layer)
+{
+  char        kind[32], *colon;
+  PetNetShape in;
+
+  PetscFunctionBegin;
+  PetscCall(PetscStrncpy(kind, spec, sizeof(kind)));
+  colon = strchr(kind, ':');
+  if (colon) *colon = 0;
+  PetscCall(PetNetShapeFromString(shape, &in));
+  PetscCall(LayerCreate(PETSC_COMM_SELF, layer));
+  PetscCall(LayerSetType(*layer, kind));
+  if (colon) PetscCall(LayerSetArguments(*layer, strchr(spec, ':') + 1));
+  PetscCall(LayerSetIndex(*layer, 0));
+  (*layer)->griddim = griddim; /* set by a Net on a grid before set-up (layerimpl.h) */
+  PetscCall(LayerSetInputShape(*layer, &in));
+  PetscCall(LayerSetUp(*layer));
+  PetscFunctionReturn(0);
+}
+
+typedef struct {
+  const char *spec, *shape; /* a batch-mode layer and a sample shape */
+  PetscInt    griddim, nsd, k[3], step[3], pad[3], dilation[3];
+} GridCase;
+
+static const GridCase gcases[] = {
+    {"conv2d:5:3:2:1", "6x5x4", 2, 2, {3, 3}, {2, 2}, {1, 1}, {1, 1}},
+    {"conv3d:5:3x3x1:1:1x1x0:dilation=2x1x1", "6x5x4x4", 3, 3, {3, 3, 1}, {1, 1, 1}, {1, 1, 0}, {2, 1, 1}},
+    {"conv3d:6:3:2:1:1:2:bias=0", "5x5x4x4", 3, 3, {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1}},
+    {"maxpool:3:2:1", "5x5x4x4", 3, 3, {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1}},
+    {"avgpool:2x3:1x2", "6x5x4", 2, 2, {2, 3}, {1, 2}, {0, 0}, {1, 1}},
+    {"avgpool:2", "6x5x4", 3, 3, {2, 2, 2}, {2, 2, 2}, {0, 0, 0}, {1, 1, 1}},
+};
+
+/* The error of set-up (or 0): the layer is destroyed either way */
+static PetscErrorCode SetUpError(const char spec[], const char shape[], PetscInt griddim, PetscErrorCode *ierr)
+{
+  Layer layer = NULL;
+
+  PetscFunctionBegin;
+  PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, NULL));
+  *ierr = CreateLayer(spec, shape, griddim, &layer);
+  PetscCall(PetscPopErrorHandler());
+  PetscCall(LayerDestroy(&layer));
+  PetscFunctionReturn(0);
+}
+
+/*
+  A node of a grid (griddim) is (channels) -> (output channels) with the parameters of the batch-mode layer, and
+  describes its window (getwindow); a copy with its padding set to zero (setpadding), run on the input zero-padded by
+  hand, is the layer (conv2d, conv3d, avgpool: its padding counts as zeros). Wrong dims are refused.
+*/
+static PetscErrorCode TestGridHooks(void)
+{
+  PetscFunctionBegin;
+  for (size_t c = 0; c < sizeof(gcases) / sizeof(gcases[0]); c++) {
+    const GridCase *g = &gcases[c];
+    Layer           batch, node;
+    PetNetShape     in, out;
+    PetscInt        nb, nn, nsd, k[3], step[3], pad[3], dil[3];
+    char            channels[16];
+    PetscErrorCode  ierr = 0;
+
+    PetscCall(CreateLayer(g->spec, g->shape, 0, &batch));
+    PetscCall(LayerGetInputShape(batch, &in));
+    PetscCall(PetscSNPrintf(channels, sizeof(channels), "%" PetscInt_FMT, in.dim[in.ndim - 1]));
+    PetscCall(CreateLayer(g->spec, channels, g->griddim, &node));
+    PetscCall(LayerGetNumParameters(batch, &nb));
+    PetscCall(LayerGetNumParameters(node, &nn));
+    PetscCall(LayerGetOutputShape(batch, &in));
+    PetscCall(LayerGetOutputShape(node, &out));
+    PetscCheck(nb == nn && out.ndim == 1 && out.dim[0] == in.dim[in.ndim - 1], PETSC_COMM_SELF, PETSC_ERR_PLIB, "%s on a %" PetscInt_FMT "-D grid: %" PetscInt_FMT " parameters (batch mode %" PetscInt_FMT "), output of %" PetscInt_FMT " dims",
+               g->spec, g->griddim, nn, nb, out.ndim);
+    PetscCall((*node->ops->getwindow)(node, &nsd, k, step, pad, dil));
+    PetscCheck(nsd == g->nsd, PETSC_COMM_SELF, PETSC_ERR_PLIB, "%s: getwindow gives %" PetscInt_FMT " dims, not %" PetscInt_FMT, g->spec, nsd, g->nsd);
+    for (PetscInt d = 0; d < nsd; d++)
+      PetscCheck(k[d] == g->k[d] && step[d] == g->step[d] && pad[d] == g->pad[d] && dil[d] == g->dilation[d], PETSC_COMM_SELF, PETSC_ERR_PLIB,
+                 "%s: getwindow dim %" PetscInt_FMT ": kernel %" PetscInt_FMT " step %" PetscInt_FMT " padding %" PetscInt_FMT " dilation %" PetscInt_FMT, g->spec, d, k[d], step[d], pad[d], dil[d]);
+    PetscCall((*batch->ops->getwindow)(batch, &nsd, k, step, pad, dil));
+    PetscCheck(nsd == in.ndim - 1, PETSC_COMM_SELF, PETSC_ERR_PLIB, "%s: getwindow of the batch-mode layer gives %" PetscInt_FMT " dims", g->spec, nsd);
+    { /* a node of a grid is not run itself (its Net runs a batch-mode copy on the rank's box): forward refuses */
+      PetscScalar *theta, *x, *y;
+
+      PetscCall(PetscCalloc3(PetscMax(nn, 1), &theta, 16, &x, 16, &y));
+      PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, NULL));
+      ierr = LayerForwardArray(node, 1, theta, x, y);
+      PetscCall(PetscPopErrorHandler());
+      PetscCheck(ierr == PETSC_ERR_ORDER, PETSC_COMM_SELF, PETSC_ERR_PLIB, "%s: the forward pass of a node of a grid gave error %d, not PETSC_ERR_ORDER", g->spec, (int)ierr);
+      PetscCall(PetscFree3(theta, x, y));
+    }
+    PetscCall(LayerDestroy(&node));
+
+    /* the unpadded copy on the zero-padded input: the same output (maxpool pads with -infinity, not zeros) */
+    if (!strstr(g->spec, "maxpool") && nsd == g->nsd) {
+      Layer        copy;
+      PetNetShape  xin, pin;
+      PetscInt     np, nx, npx, ny, ny2, zero[3] = {0, 0, 0}, n = 2;
+      PetscScalar *theta, *x, *xp, *y, *y2;
+      PetscReal    diff = 0;
+      char         padded[64];
+
+      PetscCall(LayerGetInputShape(batch, &xin));
+      pin = xin;
+      for (PetscInt d = 0; d < nsd; d++) pin.dim[d] += 2 * pad[d];
+      PetscCall(PetNetShapeToString(&pin, sizeof(padded), padded));
+      PetscCall(CreateLayer(g->spec, padded, 0, &copy));
+      PetscCall(LayerReset(copy));
+      PetscCall((*copy->ops->setpadding)(copy, nsd, zero));
+      PetscCall(LayerSetUp(copy));
+      PetscCall(LayerGetNumParameters(copy, &np));
+      PetscCall(PetNetShapeSize(&xin, &nx));
+      PetscCall(PetNetShapeSize(&pin, &npx));
+      PetscCall(LayerGetOutputShape(batch, &out));
+      PetscCall(PetNetShapeSize(&out, &ny));
+      PetscCall(LayerGetOutputShape(copy, &out));
+      PetscCall(PetNetShapeSize(&out, &ny2));
+      PetscCheck(ny == ny2, PETSC_COMM_SELF, PETSC_ERR_PLIB, "%s: the unpadded copy on %s gives %" PetscInt_FMT " outputs, the layer %" PetscInt_FMT, g->spec, padded, ny2, ny);
+      PetscCall(PetscMalloc5(PetscMax(np, 1), &theta, n * nx, &x, n * npx, &xp, n * ny, &y, n * ny, &y2));
+      for (PetscInt i = 0; i < np; i++) theta[i] = PetscSinReal(1.3 * i + 0.2);
+      for (PetscInt i = 0; i < n * nx; i++) x[i] = PetscCosReal(0.7 * i + 0.3);
+      PetscCall(PetscArrayzero(xp, n * npx));
+      { /* xp = x zero-padded by pad[] along each spatial dim (a 2-D shape has depth 1) */
+        const PetscInt lead = 3 - nsd, C = xin.dim[nsd];
+        PetscInt       D[3] = {1, 1, 1}, P[3] = {0, 0, 0}, Dp[3];
+
+        for (PetscInt d = 0; d < nsd; d++) {
+          D[lead + d] = xin.dim[d];
+          P[lead + d] = pad[d];
+        }
+        for (PetscInt d = 0; d < 3; d++) Dp[d] = D[d] + 2 * P[d];
+        for (PetscInt s = 0; s < n; s++)
+          for (PetscInt a = 0; a < D[0]; a++)
+            for (PetscInt b = 0; b < D[1]; b++)
+              for (PetscInt e = 0; e < D[2]; e++)
+                for (PetscInt ch = 0; ch < C; ch++) xp[(((s * Dp[0] + a + P[0]) * Dp[1] + b + P[1]) * Dp[2] + e + P[2]) * C + ch] = x[(((s * D[0] + a) * D[1] + b) * D[2] + e) * C + ch];
+      }
+      PetscCall(LayerForwardArray(batch, n, theta, x, y));
+      PetscCall(LayerForwardArray(copy, n, theta, xp, y2));
+      for (PetscInt i = 0; i < n * ny; i++) diff = PetscMax(diff, PetscAbsScalar(y[i] - y2[i]));
+      PetscCheck(diff <= 1e-14, PETSC_COMM_SELF, PETSC_ERR_PLIB, "%s: the unpadded copy on the zero-padded input differs by %g", g->spec, (double)diff);
+      PetscCall(PetscFree5(theta, x, xp, y, y2));
+      PetscCall(LayerDestroy(&copy));
+    }
+    PetscCall(LayerDestroy(&batch));
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "grid     %-40s node of a %" PetscInt_FMT "-D grid: (c) -> (c'), window, padding ok\n", g->spec, g->griddim));
+    /* on a grid of the other dimension: refused by conv2d (3-D) and conv3d (2-D), and by a pool whose settings have a
+       value per dim; a pool whose settings hold along every dim pools either grid */
+    PetscCall(SetUpError(g->spec, channels, g->griddim == 2 ? 3 : 2, &ierr));
+    PetscCheck(!ierr == (strstr(g->spec, "pool") && !strchr(strchr(g->spec, ':'), 'x')), PETSC_COMM_SELF, PETSC_ERR_PLIB, "%s: %s as a node of a %" PetscInt_FMT "-D grid", g->spec, ierr ? "refused" : "accepted", g->griddim == 2 ? 3 : 2);
+  }
+  PetscFunctionReturn(0);
+}
+
 int main(int argc, char **argv)
 {
-  PetscInt  nlocal                        = 3;
-  char      reference[PETSC_MAX_PATH_LEN] = "tests/expected/conv_reference.dat", errspec[256];
+  PetscInt  nlocal = 3, dims = 2;
+  char      reference[PETSC_MAX_PATH_LEN] = "", errspec[256], errshape[64] = "6x5x3";
   PetscBool errtest, pytorchonly = PETSC_FALSE;
 
   PetscCall(PetNetInitialize(&argc, &argv, NULL, help));
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-nlocal", &nlocal, NULL));
+  PetscCall(PetscOptionsGetInt(NULL, NULL, "-dims", &dims, NULL));
+  PetscCheck(dims == 2 || dims == 3, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "-dims must be 2 or 3, not %" PetscInt_FMT, dims);
+  PetscCall(PetscStrcpy(reference, dims == 3 ? "tests/expected/conv3d_reference.dat" : "tests/expected/conv_reference.dat"));
   PetscCall(PetscOptionsGetString(NULL, NULL, "-reference", reference, sizeof(reference), NULL));
   PetscCall(PetscOptionsGetString(NULL, NULL, "-error_spec", errspec, sizeof(errspec), &errtest));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-pytorch_only", &pytorchonly, NULL));
+  PetscCall(PetscOptionsGetString(NULL, NULL, "-error_shape", errshape, sizeof(errshape), NULL));
   if (errtest) { /* must fail in NetSetUp with a message naming the problem */
     Net net;
 
-    PetscCall(CreateNet(PETSC_COMM_WORLD, errspec, "6x5x3", &net));
+    PetscCall(CreateNet(PETSC_COMM_WORLD, errspec, errshape, &net));
     PetscCall(NetDestroy(&net));
   } else if (pytorchonly) {
     PetscCall(TestAgainstPyTorch(reference));
+  } else if (dims == 3) {
+    PetscCall(TestJacobians(nlocal, 3));
+    PetscCall(TestAgainstPyTorch(reference));
+    PetscCall(TestGridHooks());
   } else {
-    PetscCall(TestJacobians(nlocal));
+    PetscCall(TestJacobians(nlocal, 2));
     PetscCall(TestAgainstPyTorch(reference));
     PetscCall(TestDropout(nlocal));
     PetscCall(TestEmptyRank(nlocal));

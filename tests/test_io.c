@@ -11,7 +11,8 @@ static const char help[] = "Saving and loading a Net (NetSave/NetLoad, binary an
                            "  -torch_export PFX -torch_spec SPEC -torch_shape SHAPE [-torch_train] [-torch_nlocal 4]\n"
                            "                      any model (conv2d, pools, batchnorm, residual, ...): PFX.h5, and PFX_data.h5 with the input and\n"
                            "                      PetNet's evaluation-mode output; -torch_train adds one training-mode pass (output_train) and\n"
-                           "                      the model after it (PFX_after.h5, updated running statistics)\n"
+                           "                      the model after it (PFX_after.h5, updated running statistics); -torch_roundtrip first\n"
+                           "                      reads PFX.h5 (and PFX.petnet, binary) back: the same Net bit for bit\n"
                            "  -torch_import_models PFX1,PFX2,...  each PFXi.h5 written by PyTorch: PetNet's evaluation-mode output on\n"
                            "                      PFXi_data.h5 to 1e-12, and if recorded the training-mode output and PFXi_after.h5's statistics\n";
 
@@ -744,6 +745,8 @@ static PetscErrorCode SetTorchModel(Net net)
   -torch_export PFX -torch_spec SPEC -torch_shape SHAPE: PFX.h5 (the model), PFX_data.h5 (input, PetNet's output in
   evaluation mode) for share/python/petnet_torch.py check. With -torch_train also output_train (one training-mode pass:
   batch statistics over the global batch) and PFX_after.h5, the model after that pass (updated running statistics).
+  With -torch_roundtrip PFX.h5, and PFX.petnet (binary) written for the purpose, are read back first and must give the
+  Net bit for bit (CheckSame()).
 */
 static PetscErrorCode TorchExportSpec(const char prefix[])
 {
@@ -752,7 +755,7 @@ static PetscErrorCode TorchExportSpec(const char prefix[])
   char        file[PETSC_MAX_PATH_LEN], spec[4096], shapestr[64];
   PetNetShape in, out;
   PetscInt    nlocal = 4, insize, outsize;
-  PetscBool   train  = PETSC_FALSE, flg;
+  PetscBool   train = PETSC_FALSE, roundtrip = PETSC_FALSE, flg;
   PetscViewer viewer;
 
   PetscFunctionBegin;
@@ -773,6 +776,24 @@ static PetscErrorCode TorchExportSpec(const char prefix[])
   PetscCall(PetscSNPrintf(file, sizeof(file), "%s.h5", prefix));
   PetscCall(NetSave(net, file));
   PetscCall(NetSetTraining(net, PETSC_FALSE));
+  PetscCall(PetscOptionsGetBool(NULL, NULL, "-torch_roundtrip", &roundtrip, NULL));
+  for (PetscInt k = 0; roundtrip && k < 2; k++) { /* the file read back (PFX.h5, then PFX.petnet) is the Net: parameters,
+                                                     buffers, outputs bit for bit (evaluation mode: no statistics move) */
+    Net  again;
+    char what[PETSC_MAX_PATH_LEN + 32], other[PETSC_MAX_PATH_LEN];
+
+    if (k) {
+      PetscCall(PetscSNPrintf(other, sizeof(other), "%s.petnet", prefix));
+      PetscCall(NetSave(net, other));
+    } else
+      PetscCall(PetscStrncpy(other, file, sizeof(other)));
+    PetscCall(NetCreate(PETSC_COMM_WORLD, &again));
+    PetscCall(NetLoad(again, other));
+    PetscCall(NetSetTraining(again, PETSC_FALSE));
+    PetscCall(PetscSNPrintf(what, sizeof(what), "%s round trip of %s", k ? "binary" : "HDF5", other));
+    PetscCall(CheckSame(net, again, what));
+    PetscCall(NetDestroy(&again));
+  }
   PetscCall(Evaluate(net, nlocal, &X, &Y));
   if (train) {
     PetscCall(VecDuplicate(Y, &Yt));

@@ -292,7 +292,7 @@ def _new(cls, create, *args):
 
 
 def _shape(shape):
-    """A PetNetShape from (f,), (h, w, c), an int, or a string "28x28x1"."""
+    """A PetNetShape from (f,), (h, w, c), (d, h, w, c), an int, or a string "28x28x1"."""
     if isinstance(shape, str):
         shape = tuple(int(d) for d in shape.lower().split("x"))
     elif isinstance(shape, int):
@@ -382,7 +382,7 @@ class Net(_PetNetObject):
 
     def create(self, comm=None, spec=None, input_shape=None, prefix=None):
         """NetCreate; then, if given, the layers (spec: a layer list, or a graph whose entries end with ';'), the input
-        shape ((f,), (h, w, c) or "28x28x1") and the options prefix."""
+        shape ((f,), (h, w, c), (d, h, w, c) or "28x28x1") and the options prefix."""
         _PetNetObject.create(self, comm)
         if prefix is not None:
             self.setOptionsPrefix(prefix)

@@ -9,12 +9,12 @@ A model file written by NetSave(net, "model.h5") (format version 3) holds
                      with attributes "shape" (its PyTorch shape, "out,in") and "crc32" (CRC-32 of its values as
                      little-endian float64, row-major, 8 hex digits); load() verifies it
 So h5py + torch.from_numpy + load_state_dict(strict=True) on the equivalent PyTorch model reproduce PetNet's outputs
-(a dense layer directly on an (h, w, c) input, where PetNet flattens implicitly, is FlattenLinear here, or
-nn.Flatten() followed by nn.Linear in a model of your own).
+(a dense layer directly on an (h, w, c) or (d, h, w, c) input, where PetNet flattens implicitly, is FlattenLinear
+here, or nn.Flatten() followed by nn.Linear in a model of your own).
 Optional float64 attributes input_scale, input_mean, input_std of /petnet (format version 3): the input
 normalisation x -> (input_scale x - input_mean) / input_std the Net was trained with.
 The spec is PetNet's compact layer list (-net_layers), e.g. "conv2d:8:3:1:1,relu,maxpool:2,flatten,dense:10";
-input_shape is one sample's shape, channels last ("784" or "28x28x1").
+input_shape is one sample's shape, channels last ("784", "28x28x1" or, for volumes, "16x32x32x4").
 
 Files of format versions 1 and 2 (PetNet before 2026-11-24) hold every tensor flattened in PetNet's own layout; this
 script still reads them (and writes them with save(..., version=2), for tests):
@@ -26,8 +26,10 @@ script still reads them (and writes them with save(..., version=2), for tests):
                     Not handled (refused with a message): a residual block on such features whose F and shortcut
                     give different orders (e.g. flatten,residual(relu|dense:N)); put a dense layer before the block.
     num_batches_tracked is not in them (it loads as 0).
-PetNet is channels-last, PyTorch is NCHW: a model for (h, w, c) samples takes NCHW batches [n][c][h][w];
-to_torch_batch() and from_torch_batch() convert batches.
+PetNet is channels-last, PyTorch is NCHW: a model for (h, w, c) samples takes NCHW batches [n][c][h][w], one for
+(d, h, w, c) volumes NCDHW batches [n][c][d][h][w]; to_torch_batch() and from_torch_batch() convert batches. In model
+files conv3d weights are PyTorch's [out][cin/groups][kd][kh][kw], and the features of a flattened volume come in
+PyTorch's (c, d, h, w) order, as those of a flattened image in (c, h, w) order.
 
 Models: an nn.Sequential, or any nn.Module whose forward is a chain of the supported modules (torch.fx traces it;
 torch.flatten(x, 1) and the functional relu/tanh/sigmoid count as modules), e.g. class Net(nn.Module) with
@@ -54,19 +56,22 @@ Command line:
         to TORCH_PREFIX.h5 / TORCH_PREFIX_data.h5 and verify that it reads back unchanged (tests/io.suite)
 
 Layer kinds (PetNet -> PyTorch):
-    dense:N[:bias=0] -> Linear (FlattenLinear on an (h, w, c) input), relu -> ReLU, leakyrelu:a -> LeakyReLU(a),
-    tanh -> Tanh, sigmoid -> Sigmoid, gelu -> GELU (erf form), softplus -> Softplus, identity -> Identity,
-    conv2d:OUT[:K[:STRIDE[:PAD]]][:dilation=D][:groups=G][:bias=0] -> Conv2d (K, STRIDE, PAD, D as 3 or 3x5),
-    maxpool:K[:STRIDE[:PAD]] -> MaxPool2d, avgpool:K[:STRIDE[:PAD]] -> AvgPool2d (count_include_pad=True: padded
-    taps count as zeros, the divisor is always kh kw, as PetNet), globalavgpool -> GlobalAvgPool2d (saving also
-    accepts AdaptiveAvgPool2d(1) followed by Flatten), flatten -> Flatten, dropout:P -> Dropout(P),
-    batchnorm[:MOMENTUM[:EPS]] -> BatchNorm2d on (h, w, c), BatchNorm1d on (f), residual(F) / residual(F|P) -> Residual,
+    dense:N[:bias=0] -> Linear (FlattenLinear on an (h, w, c) or (d, h, w, c) input), relu -> ReLU,
+    leakyrelu:a -> LeakyReLU(a), tanh -> Tanh, sigmoid -> Sigmoid, gelu -> GELU (erf form), softplus -> Softplus,
+    identity -> Identity,
+    conv2d:OUT[:K[:STRIDE[:PAD[:D[:G]]]]][:dilation=D][:groups=G][:bias=0] -> Conv2d (K, STRIDE, PAD, D as 3 or 3x5),
+    conv3d:OUT[:K[:STRIDE[:PAD[:D[:G]]]]][:dilation=D][:groups=G][:bias=0] -> Conv3d (K, STRIDE, PAD, D as 3 or 3x3x5),
+    maxpool:K[:STRIDE[:PAD]] -> MaxPool2d on (h, w, c), MaxPool3d on (d, h, w, c); avgpool:K[:STRIDE[:PAD]] ->
+    AvgPool2d / AvgPool3d (count_include_pad=True: padded taps count as zeros, the divisor is always the window's
+    size, as PetNet), globalavgpool -> GlobalAvgPool (saving also accepts AdaptiveAvgPool2d(1) or
+    AdaptiveAvgPool3d(1) followed by Flatten), flatten -> Flatten, dropout:P -> Dropout(P),
+    batchnorm[:MOMENTUM[:EPS]] -> BatchNorm3d on (d, h, w, c), BatchNorm2d on (h, w, c), BatchNorm1d on (f),
+    residual(F) / residual(F|P) -> Residual,
     convtranspose2d:OUT[:K[:STRIDE[:PAD]]][:output_padding=P][:dilation=D][:groups=G][:bias=0] -> ConvTranspose2d
     (weight [Cin][OUT/G][KH][KW], PetNet's own order [Cin][KH][KW][OUT/G] in files of version 2),
     upsample:S[:MODE] -> Upsample(scale_factor=S, mode='nearest', or 'bilinear' on (h, w, c) and 'trilinear' on
     (d, h, w, c) for MODE linear, align_corners=False); S an integer or one per spatial dim (2x3). Saving accepts
     nn.Upsample and nn.UpsamplingNearest2d with integer factors (not size=, not align_corners=True).
-Samples (d, h, w, c) (NCDHW batches in PyTorch) take upsample and the elementwise kinds only here.
 PyTorch's Softplus returns x itself above x = 20, where PetNet keeps log(1 + e^x) (a relative difference below 1e-9
 there). Dropout masks are drawn differently: compare training-mode passes only without dropout.
 Needs PyTorch and h5py (Debian: apt-get install python3-torch python3-h5py).
@@ -113,15 +118,20 @@ class Residual(nn.Module):
         return self.res(x) + (x if self.shortcut is None else self.shortcut(x))
 
 
-class GlobalAvgPool2d(nn.Module):
-    """PetNet's globalavgpool: [n][c][h][w] -> [n][c], the mean over positions (AdaptiveAvgPool2d(1) + Flatten)."""
+class GlobalAvgPool(nn.Module):
+    """PetNet's globalavgpool: [n][c][h][w] or [n][c][d][h][w] -> [n][c], the mean over positions
+    (AdaptiveAvgPool2d(1) or AdaptiveAvgPool3d(1), then Flatten)."""
 
     def forward(self, x):
-        return x.mean(dim=(2, 3))
+        return x.mean(dim=tuple(range(2, x.dim())))
+
+
+GlobalAvgPool2d = GlobalAvgPool  # its name before volumes
 
 
 class FlattenLinear(nn.Linear):
-    """PetNet's dense layer on an (h, w, c) input: nn.Linear on the NCHW input flattened in PyTorch's (c, h, w) order."""
+    """PetNet's dense layer on an (h, w, c) or (d, h, w, c) input: nn.Linear on the NCHW (NCDHW) input flattened in
+    PyTorch's (c, h, w) ((c, d, h, w)) order."""
 
     def forward(self, x):
         return nn.functional.linear(x.flatten(1), self.weight, self.bias)
@@ -175,21 +185,30 @@ def _split_entry(entry):
     return kind, rest.strip()
 
 
+def _tuple(text, n=2):
+    """'3', '3x5' or '2x3x3' -> n values: (3,) * n, or the n values given (one per spatial dim)"""
+    a = text.replace(",", "x").split("x")
+    if len(a) not in (1, n):
+        raise ValueError(f"'{text}' is not an integer or {'a pair such as 3x5' if n == 2 else 'a triple such as 3x3x5'}")
+    return tuple(int(v) for v in (a * n if len(a) == 1 else a))
+
+
 def _pair(text):
     """'3' or '3x5' -> (3, 3) or (3, 5)"""
-    a = text.replace(",", "x").split("x")
-    if len(a) not in (1, 2):
-        raise ValueError(f"'{text}' is not an integer or a pair such as 3x5")
-    return (int(a[0]), int(a[-1]))
+    return _tuple(text, 2)
 
 
 def _pair_text(p):
-    """as LayerWindowPairToString: '3' or '3x5'"""
-    return str(p[0]) if p[0] == p[1] else f"{p[0]}x{p[1]}"
+    """as LayerWindowToString: '3' when all values are equal, else '3x5' or '2x3x3'"""
+    return str(p[0]) if all(v == p[0] for v in p) else "x".join(str(v) for v in p)
+
+
+def _as_tuple(v, n=2):
+    return tuple(v) if isinstance(v, (tuple, list)) else (v,) * n
 
 
 def _as_pair(v):
-    return tuple(v) if isinstance(v, (tuple, list)) else (v, v)
+    return _as_tuple(v, 2)
 
 
 def _real_text(v):
@@ -198,28 +217,32 @@ def _real_text(v):
     return text if float(text) == v else "%.17g" % v
 
 
-def _conv_args(args):
-    """conv2d arguments -> dict(out, k, s, p, d, groups, bias)"""
-    c = dict(k=(3, 3), s=(1, 1), p=(0, 0), d=(1, 1), groups=1, bias=True)
+def _conv_args(args, nsd=2):
+    """conv2d (nsd 2) or conv3d (nsd 3) arguments OUT[:K[:STRIDE[:PAD[:D[:G]]]]] and the named settings
+    -> dict(out, k, s, p, d, groups, bias), k, s, p, d with nsd values"""
+    kind = f"conv{nsd}d"
+    c = dict(k=(3,) * nsd, s=(1,) * nsd, p=(0,) * nsd, d=(1,) * nsd, groups=1, bias=True)
     positional = []
     for field in args.split(":") if args else []:
         if "=" in field:
             key, value = field.split("=", 1)
             if key == "dilation":
-                c["d"] = _pair(value)
+                c["d"] = _tuple(value, nsd)
             elif key == "groups":
                 c["groups"] = int(value)
             elif key == "bias":
                 c["bias"] = int(value) != 0
             else:
-                raise ValueError(f"conv2d: unknown setting '{key}' in '{args}'")
+                raise ValueError(f"{kind}: unknown setting '{key}' in '{args}'")
         else:
             positional.append(field)
-    if not positional or len(positional) > 4:
-        raise ValueError(f"conv2d takes OUT[:K[:STRIDE[:PAD]]] and named settings, not '{args}'")
+    if not positional or len(positional) > 6:
+        raise ValueError(f"{kind} takes OUT[:K[:STRIDE[:PAD[:D[:G]]]]] and named settings, not '{args}'")
     c["out"] = int(positional[0])
-    for key, value in zip(("k", "s", "p"), positional[1:]):
-        c[key] = _pair(value)
+    for key, value in zip(("k", "s", "p", "d"), positional[1:5]):
+        c[key] = _tuple(value, nsd)
+    if len(positional) > 5:
+        c["groups"] = int(positional[5])
     return c
 
 
@@ -232,15 +255,15 @@ def _convt_args(args):
     return c
 
 
-def _pool_args(args):
-    """pooling arguments K[:STRIDE[:PAD]] -> (k, s, p); stride defaults to the kernel"""
+def _pool_args(args, nsd=2):
+    """pooling arguments K[:STRIDE[:PAD]] on nsd spatial dims -> (k, s, p); stride defaults to the kernel"""
     fields = args.split(":") if args else ["2"]
     if len(fields) > 3:
         raise ValueError(f"pooling takes K[:STRIDE[:PAD]], not '{args}'")
-    k = _pair(fields[0])
-    s = _pair(fields[1]) if len(fields) > 1 else k
+    k = _tuple(fields[0], nsd)
+    s = _tuple(fields[1], nsd) if len(fields) > 1 else k
     s = tuple(si if si else ki for si, ki in zip(s, k))  # stride 0 means the kernel
-    p = _pair(fields[2]) if len(fields) > 2 else (0, 0)
+    p = _tuple(fields[2], nsd) if len(fields) > 2 else (0,) * nsd
     return k, s, p
 
 
@@ -257,12 +280,18 @@ def _upsample_args(args):
 
 # ---------------------------------------------------------------------------------------------- PetNet spec -> modules
 def _chw_order(shape):
-    """For the flat features of an (h, w, c) sample in PyTorch's (c, h, w) order: the PetNet (h, w, c) index of each
-    (None when the two orders agree)."""
-    h, w, c = shape
-    if c == 1 or h * w == 1:
+    """For the flat features of an (h, w, c) or (d, h, w, c) sample in PyTorch's (c, h, w) or (c, d, h, w) order: the
+    PetNet (channels-last) index of each (None when the two orders agree)."""
+    *spatial, c = shape
+    if c == 1 or math.prod(spatial) == 1:
         return None
-    return np.arange(h * w * c).reshape(h, w, c).transpose(2, 0, 1).reshape(-1)
+    nsd = len(spatial)
+    return np.arange(math.prod(shape)).reshape(shape).transpose(nsd, *range(nsd)).reshape(-1)
+
+
+def _spatial(shape):
+    """Is it an image or a volume, (h, w, c) or (d, h, w, c)?"""
+    return len(shape) in (3, 4)
 
 
 def _make_module(kind, args, shape):
@@ -276,31 +305,35 @@ def _make_module(kind, args, shape):
             args, bias = args[:-7], args.endswith("1")
         if not args.isdigit() or int(args) <= 0:
             raise ValueError(f"dense takes its number of outputs (dense:N[:bias=0]), not '{args}'")
-        return (FlattenLinear if len(shape) == 3 else nn.Linear)(features, int(args), bias=bias, dtype=torch.float64)
-    if kind == "conv2d":
-        c = _conv_args(args)
-        if len(shape) != 3:
-            raise ValueError(f"conv2d:{args} needs an (h, w, c) input, not {shape_to_string(shape)}")
-        return nn.Conv2d(shape[2], c["out"], c["k"], stride=c["s"], padding=c["p"], dilation=c["d"], groups=c["groups"], bias=c["bias"], dtype=torch.float64)
+        return (FlattenLinear if _spatial(shape) else nn.Linear)(features, int(args), bias=bias, dtype=torch.float64)
+    if kind in ("conv2d", "conv3d"):
+        nsd = 2 if kind == "conv2d" else 3
+        c = _conv_args(args, nsd)
+        if len(shape) != nsd + 1:
+            raise ValueError(f"{kind}:{args} needs an {'(h, w, c)' if nsd == 2 else '(d, h, w, c)'} input, not {shape_to_string(shape)}")
+        module = nn.Conv2d if nsd == 2 else nn.Conv3d
+        return module(shape[-1], c["out"], c["k"], stride=c["s"], padding=c["p"], dilation=c["d"], groups=c["groups"], bias=c["bias"], dtype=torch.float64)
     if kind == "convtranspose2d":
         c = _convt_args(args)
         if len(shape) != 3:
             raise ValueError(f"convtranspose2d:{args} needs an (h, w, c) input, not {shape_to_string(shape)}")
         return nn.ConvTranspose2d(shape[2], c["out"], c["k"], stride=c["s"], padding=c["p"], output_padding=c["op"], groups=c["groups"], bias=c["bias"], dilation=c["d"], dtype=torch.float64)
     if kind in ("maxpool", "avgpool"):
-        k, s, p = _pool_args(args)
+        if not _spatial(shape):
+            raise ValueError(f"{kind}:{args} needs an (h, w, c) or (d, h, w, c) input, not {shape_to_string(shape)}")
+        nsd = len(shape) - 1
+        k, s, p = _pool_args(args, nsd)
         if kind == "maxpool":
-            return nn.MaxPool2d(k, stride=s, padding=p)
-        return nn.AvgPool2d(k, stride=s, padding=p, count_include_pad=True)
+            return (nn.MaxPool2d if nsd == 2 else nn.MaxPool3d)(k, stride=s, padding=p)
+        return (nn.AvgPool2d if nsd == 2 else nn.AvgPool3d)(k, stride=s, padding=p, count_include_pad=True)
     if kind == "batchnorm":
         fields = [float(v) for v in args.split(":")] if args else []
         momentum = fields[0] if fields else 0.1
         eps = fields[1] if len(fields) > 1 else 1e-5
-        if len(shape) == 3:
-            return nn.BatchNorm2d(shape[2], eps=eps, momentum=momentum, dtype=torch.float64)
-        if len(shape) == 1:
-            return nn.BatchNorm1d(shape[0], eps=eps, momentum=momentum, dtype=torch.float64)
-        raise ValueError(f"batchnorm on a {shape_to_string(shape)} input has no PyTorch equivalent here (give (f) or (h, w, c))")
+        module = {1: nn.BatchNorm1d, 3: nn.BatchNorm2d, 4: nn.BatchNorm3d}.get(len(shape))
+        if module is None:
+            raise ValueError(f"batchnorm on a {shape_to_string(shape)} input has no PyTorch equivalent here (give (f), (h, w, c) or (d, h, w, c))")
+        return module(shape[-1], eps=eps, momentum=momentum, dtype=torch.float64)
     if kind == "dropout":
         return nn.Dropout(float(args))
     if kind == "upsample":
@@ -311,7 +344,7 @@ def _make_module(kind, args, shape):
         mode = ("bilinear" if len(shape) == 3 else "trilinear") if linear else "nearest"
         return nn.Upsample(scale_factor=tuple(float(f) for f in factors), mode=mode, align_corners=False if linear else None)
     if kind == "globalavgpool" and not args:
-        return GlobalAvgPool2d()
+        return GlobalAvgPool()
     if kind == "flatten" and not args:
         return nn.Flatten()
     if kind == "leakyrelu":
@@ -358,7 +391,7 @@ class _Tracer(torch.fx.Tracer if hasattr(torch, "fx") else object):
     """torch.fx's tracer, with the modules this script adds as leaves (it would trace into Residual's addition)."""
 
     def is_leaf_module(self, m, qualname):
-        return isinstance(m, (Residual, GlobalAvgPool2d, FlattenLinear)) or super().is_leaf_module(m, qualname)
+        return isinstance(m, (Residual, GlobalAvgPool, FlattenLinear)) or super().is_leaf_module(m, qualname)
 
 
 def _chain(model):
@@ -405,13 +438,14 @@ def _chain(model):
 
 def _group(modules):
     """PetNet layers of a sequence of modules (an nn.Sequential, a list, or an nn.Module whose forward is a chain):
-    [(entry, [modules])]; AdaptiveAvgPool2d(1) + Flatten is one globalavgpool."""
+    [(entry, [modules])]; AdaptiveAvgPool2d(1) (or 3d) + Flatten is one globalavgpool."""
     modules, layers, i = [m for _, m in _chain(modules)], [], 0
     while i < len(modules):
         m = modules[i]
-        if isinstance(m, nn.AdaptiveAvgPool2d):
-            if _as_pair(m.output_size) != (1, 1) or i + 1 >= len(modules) or not isinstance(modules[i + 1], nn.Flatten):
-                raise ValueError("AdaptiveAvgPool2d is PetNet's globalavgpool only as AdaptiveAvgPool2d(1) followed by Flatten()")
+        if isinstance(m, (nn.AdaptiveAvgPool2d, nn.AdaptiveAvgPool3d)):
+            name, nsd = type(m).__name__, 2 if isinstance(m, nn.AdaptiveAvgPool2d) else 3
+            if _as_tuple(m.output_size, nsd) != (1,) * nsd or i + 1 >= len(modules) or not isinstance(modules[i + 1], nn.Flatten):
+                raise ValueError(f"{name} is PetNet's globalavgpool only as {name}(1) followed by Flatten()")
             layers.append(("globalavgpool", [m, modules[i + 1]]))
             i += 2
             continue
@@ -424,13 +458,15 @@ def _group_one(m):
     """(entry, [m]): PetNet's spec entry of one module, in the form NetGetSpec() writes."""
     if isinstance(m, nn.Linear):
         return f"dense:{m.out_features}" + ("" if m.bias is not None else ":bias=0"), [m]
-    if isinstance(m, nn.Conv2d):
+    if isinstance(m, (nn.Conv2d, nn.Conv3d)):
+        nsd = 2 if isinstance(m, nn.Conv2d) else 3
+        kind = f"conv{nsd}d"
         if m.padding_mode != "zeros":
-            raise ValueError(f"PetNet's conv2d pads with zeros, not padding_mode='{m.padding_mode}'")
+            raise ValueError(f"PetNet's {kind} pads with zeros, not padding_mode='{m.padding_mode}'")
         pad = _conv_padding(m)
-        text = f"conv2d:{m.out_channels}:{_pair_text(m.kernel_size)}:{_pair_text(m.stride)}:{_pair_text(pad)}"
-        if _as_pair(m.dilation) != (1, 1):
-            text += f":dilation={_pair_text(m.dilation)}"
+        text = f"{kind}:{m.out_channels}:{_pair_text(_as_tuple(m.kernel_size, nsd))}:{_pair_text(_as_tuple(m.stride, nsd))}:{_pair_text(pad)}"
+        if _as_tuple(m.dilation, nsd) != (1,) * nsd:
+            text += f":dilation={_pair_text(_as_tuple(m.dilation, nsd))}"
         if m.groups != 1:
             text += f":groups={m.groups}"
         if m.bias is None:
@@ -449,21 +485,23 @@ def _group_one(m):
         if m.bias is None:
             text += ":bias=0"
         return text, [m]
-    if isinstance(m, (nn.MaxPool2d, nn.AvgPool2d)):
-        kind = "maxpool" if isinstance(m, nn.MaxPool2d) else "avgpool"
+    if isinstance(m, (nn.MaxPool2d, nn.AvgPool2d, nn.MaxPool3d, nn.AvgPool3d)):
+        kind = "maxpool" if isinstance(m, (nn.MaxPool2d, nn.MaxPool3d)) else "avgpool"
+        nsd = 2 if isinstance(m, (nn.MaxPool2d, nn.AvgPool2d)) else 3
         if m.ceil_mode:
             raise ValueError(f"PetNet's {kind} rounds the output size down: use ceil_mode=False")
-        if kind == "maxpool" and (_as_pair(m.dilation) != (1, 1) or m.return_indices):
+        if kind == "maxpool" and (_as_tuple(m.dilation, nsd) != (1,) * nsd or m.return_indices):
             raise ValueError("PetNet's maxpool has no dilation and returns no indices")
         if kind == "avgpool" and (not m.count_include_pad or m.divisor_override is not None):
-            raise ValueError("PetNet's avgpool counts padded taps (divisor kh kw): use count_include_pad=True, no divisor_override")
-        k, s, p = _as_pair(m.kernel_size), _as_pair(m.stride if m.stride is not None else m.kernel_size), _as_pair(m.padding)
-        if p != (0, 0):
+            raise ValueError("PetNet's avgpool counts padded taps (divisor the window's size): use count_include_pad=True, no divisor_override")
+        k = _as_tuple(m.kernel_size, nsd)
+        s, p = _as_tuple(m.stride if m.stride is not None else m.kernel_size, nsd), _as_tuple(m.padding, nsd)
+        if p != (0,) * nsd:
             return f"{kind}:{_pair_text(k)}:{_pair_text(s)}:{_pair_text(p)}", [m]
         if s != k:
             return f"{kind}:{_pair_text(k)}:{_pair_text(s)}", [m]
         return f"{kind}:{_pair_text(k)}", [m]
-    if isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d)):
+    if isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)):
         if not m.affine or not m.track_running_stats or m.momentum is None:
             raise ValueError("PetNet's batchnorm has weight, bias and running statistics with a momentum: use affine=True, track_running_stats=True, momentum not None")
         if m.momentum == 0.1 and m.eps == 1e-5:
@@ -473,7 +511,7 @@ def _group_one(m):
         return f"dropout:{_real_text(m.p)}", [m]
     if isinstance(m, nn.Upsample):
         return _upsample_entry(m), [m]
-    if isinstance(m, GlobalAvgPool2d):
+    if isinstance(m, GlobalAvgPool):
         return "globalavgpool", [m]
     if isinstance(m, nn.Flatten):
         if m.start_dim != 1 or m.end_dim != -1:
@@ -516,13 +554,14 @@ def _upsample_entry(m):
 
 
 def _conv_padding(m):
+    nsd = 2 if isinstance(m, nn.Conv2d) else 3
     if not isinstance(m.padding, str):
-        return _as_pair(m.padding)
+        return _as_tuple(m.padding, nsd)
     if m.padding == "valid":
-        return (0, 0)
-    total = [d * (k - 1) for d, k in zip(_as_pair(m.dilation), _as_pair(m.kernel_size))]  # padding='same'
+        return (0,) * nsd
+    total = [d * (k - 1) for d, k in zip(_as_tuple(m.dilation, nsd), _as_tuple(m.kernel_size, nsd))]  # padding='same'
     if any(t % 2 for t in total):
-        raise ValueError("Conv2d(padding='same') pads unevenly with this kernel: PetNet pads both sides equally, give an explicit padding")
+        raise ValueError(f"{type(m).__name__}(padding='same') pads unevenly with this kernel: PetNet pads both sides equally, give an explicit padding")
     return tuple(t // 2 for t in total)
 
 
@@ -566,8 +605,7 @@ def _features_tensor(name, t, order, buffer=False):
 
 
 def _window_out(shape, k, s, p, d, what):
-    h, w = shape[0], shape[1]
-    out = [(n + 2 * pi - di * (ki - 1) - 1) // si + 1 for n, ki, si, pi, di in zip((h, w), k, s, p, d)]
+    out = [(n + 2 * pi - di * (ki - 1) - 1) // si + 1 for n, ki, si, pi, di in zip(shape[:-1], k, s, p, d)]
     if min(out) < 1:
         raise ValueError(f"{what}: the window is larger than the padded input {shape_to_string(shape)}")
     return out
@@ -586,17 +624,15 @@ def _bind(group, state):
             raise ValueError(f"{entry}: Upsample(mode='{m.mode}') on a {shape_to_string(shape)} input; linear is mode='{'bilinear' if ndim == 3 else 'trilinear'}' there")
         factors = factors * (ndim - 1) if len(factors) == 1 else factors
         return _State(tuple(n * f for n, f in zip(shape[:-1], factors)) + (shape[-1],)), []
-    if ndim == 4 and entry.partition(":")[0] not in ("dropout",) + tuple(ACTIVATIONS) + ("leakyrelu",):
-        raise ValueError(f"{entry} on (d, h, w, c) data {shape_to_string(shape)}: only upsample and the elementwise kinds are mapped to PyTorch here")
     if entry == "globalavgpool":
-        if ndim != 3:
-            raise ValueError(f"globalavgpool needs an (h, w, c) input, not {shape_to_string(shape)}")
-        return _State((shape[2],)), []
+        if not _spatial(shape):
+            raise ValueError(f"globalavgpool needs an (h, w, c) or (d, h, w, c) input, not {shape_to_string(shape)}")
+        return _State((shape[-1],)), []
     if isinstance(m, nn.Linear):
         features = math.prod(shape)
         if m.in_features != features:
             raise ValueError(f"{entry}: Linear has in_features {m.in_features}, its input {shape_to_string(shape)} has {features}")
-        if ndim == 3:
+        if _spatial(shape):
             if not isinstance(m, FlattenLinear):
                 raise ValueError(f"{entry}: Linear on NCHW data acts on its last dimension: insert nn.Flatten() before it (or use FlattenLinear)")
             order = _chw_order(shape)
@@ -608,17 +644,19 @@ def _bind(group, state):
             out = m.out_features
             weight = _Tensor("weight", m.weight, pack=lambda t: t[:, inverse].reshape(-1), unpack=lambda a: a.reshape(out, -1)[:, order])
         return _State((m.out_features,)), [weight] + ([_Tensor("bias", m.bias)] if m.bias is not None else [])
-    if isinstance(m, nn.Conv2d):
-        if ndim != 3 or m.in_channels != shape[2]:
-            raise ValueError(f"{entry}: Conv2d has {m.in_channels} input channels, its input is {shape_to_string(shape)} (h, w, c)")
-        k, s, d = _as_pair(m.kernel_size), _as_pair(m.stride), _as_pair(m.dilation)
+    if isinstance(m, (nn.Conv2d, nn.Conv3d)):
+        nsd = 2 if isinstance(m, nn.Conv2d) else 3
+        if ndim != nsd + 1 or m.in_channels != shape[-1]:
+            raise ValueError(f"{entry}: {type(m).__name__} needs an {'(h, w, c)' if nsd == 2 else '(d, h, w, c)'} input with {m.in_channels} channels, not {shape_to_string(shape)}")
+        k, s, d = _as_tuple(m.kernel_size, nsd), _as_tuple(m.stride, nsd), _as_tuple(m.dilation, nsd)
         out = _window_out(shape, k, s, _conv_padding(m), d, entry)
         cg = m.in_channels // m.groups
         co = m.out_channels
-        tensors = [_Tensor("weight", m.weight, pack=lambda t: t.permute(0, 2, 3, 1).reshape(-1), unpack=lambda a: a.reshape(co, k[0], k[1], cg).permute(0, 3, 1, 2))]
+        last, first = (0,) + tuple(range(2, nsd + 2)) + (1,), (0, nsd + 1) + tuple(range(1, nsd + 1))  # [co][cg][k...] <-> [co][k...][cg]
+        tensors = [_Tensor("weight", m.weight, pack=lambda t: t.permute(*last).reshape(-1), unpack=lambda a: a.reshape(co, *k, cg).permute(*first))]
         if m.bias is not None:
             tensors.append(_Tensor("bias", m.bias))
-        return _State((out[0], out[1], co)), tensors
+        return _State(tuple(out) + (co,)), tensors
     if isinstance(m, nn.ConvTranspose2d):
         if ndim != 3 or m.in_channels != shape[2]:
             raise ValueError(f"{entry}: ConvTranspose2d has {m.in_channels} input channels, its input is {shape_to_string(shape)} (h, w, c)")
@@ -631,25 +669,27 @@ def _bind(group, state):
         if m.bias is not None:
             tensors.append(_Tensor("bias", m.bias))
         return _State((out[0], out[1], m.out_channels)), tensors
-    if isinstance(m, (nn.MaxPool2d, nn.AvgPool2d)):
-        if ndim != 3:
-            raise ValueError(f"{entry} needs an (h, w, c) input, not {shape_to_string(shape)}")
-        k, s, p = _pool_args(entry.partition(":")[2])
+    if isinstance(m, (nn.MaxPool2d, nn.AvgPool2d, nn.MaxPool3d, nn.AvgPool3d)):
+        nsd = 2 if isinstance(m, (nn.MaxPool2d, nn.AvgPool2d)) else 3
+        if ndim != nsd + 1:
+            raise ValueError(f"{entry}: {type(m).__name__} needs an {'(h, w, c)' if nsd == 2 else '(d, h, w, c)'} input, not {shape_to_string(shape)}")
+        k, s, p = _pool_args(entry.partition(":")[2], nsd)
         if any(2 * pi > ki for pi, ki in zip(p, k)):
             raise ValueError(f"{entry}: padding more than half the kernel")
-        out = _window_out(shape, k, s, p, (1, 1), entry)
-        return _State((out[0], out[1], shape[2])), []
-    if isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d)):
-        if isinstance(m, nn.BatchNorm2d) != (ndim == 3) or m.num_features != shape[-1] or ndim not in (1, 3):
+        out = _window_out(shape, k, s, p, (1,) * nsd, entry)
+        return _State(tuple(out) + (shape[-1],)), []
+    if isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)):
+        wants = {nn.BatchNorm1d: 1, nn.BatchNorm2d: 3, nn.BatchNorm3d: 4}[type(m)]
+        if ndim != wants or m.num_features != shape[-1]:
             raise ValueError(f"{entry}: {type(m).__name__}({m.num_features}) on a {shape_to_string(shape)} input: PetNet normalises the last dimension, "
-                             "BatchNorm2d on (h, w, c) and BatchNorm1d on (f)")
+                             "BatchNorm3d on (d, h, w, c), BatchNorm2d on (h, w, c) and BatchNorm1d on (f)")
         order = state.order if ndim == 1 else None
         tensors = [_features_tensor("weight", m.weight, order), _features_tensor("bias", m.bias, order),
                    _features_tensor("running_mean", m.running_mean, order, True), _features_tensor("running_var", m.running_var, order, True),
                    _Tensor("num_batches_tracked", m.num_batches_tracked, True, counter=True)]
         return state, tensors
     if isinstance(m, nn.Flatten):
-        if ndim == 3:
+        if _spatial(shape):
             return _State((math.prod(shape),), _chw_order(shape)), []
         return _State((math.prod(shape),), state.order if ndim == 1 else None), []
     if isinstance(m, Residual):
@@ -665,7 +705,7 @@ def _bind(group, state):
             raise ValueError(f"{entry}: F gives {shape_to_string(outs[0].shape)}, the shortcut {shape_to_string(outs[1].shape)}")
         if not outs[0].same_layout(outs[1]):
             raise ValueError(f"{entry}: F and the shortcut give flat features in different orders in PyTorch's layout (one of them is after a "
-                             "flatten of (h, w, c) data, the other after a dense layer): put a dense layer between the flatten and the block")
+                             "flatten of (h, w, c) or (d, h, w, c) data, the other after a dense layer): put a dense layer between the flatten and the block")
         return outs[0], tensors
     return state, []  # elementwise kinds and dropout
 
@@ -947,7 +987,7 @@ def export_onnx(model_path, onnx_path, opset=13, batch=1):
     import onnx  # Debian: python3-onnx
 
     model, shape = load(model_path)
-    x = torch.zeros((batch,) + ((shape[2], shape[0], shape[1]) if len(shape) == 3 else tuple(shape)), dtype=torch.float64)
+    x = torch.zeros((batch,) + ((shape[-1],) + tuple(shape[:-1]) if _spatial(shape) else tuple(shape)), dtype=torch.float64)
     torch.onnx.export(model.eval(), x, onnx_path, input_names=["input"], output_names=["logits"], opset_version=opset,
                       dynamic_axes={"input": {0: "n"}, "logits": {0: "n"}}, do_constant_folding=True)
     proto = onnx.load(onnx_path)
@@ -971,11 +1011,13 @@ def onnx_evaluate(proto, x):
                 torch.from_numpy(numpy_helper.to_array(at.t).copy()) if at.type == at.TENSOR else at.s
         i = [env[n] if n else None for n in node.input]
         op = node.op_type
-        pads = a.get("pads", [0, 0, 0, 0])
-        if op in ("Conv", "ConvTranspose", "MaxPool", "AveragePool") and (pads[0] != pads[2] or pads[1] != pads[3]):
+        nsd = i[0].dim() - 2 if i and i[0] is not None else 2  # spatial dims of an NCHW (2) or NCDHW (3) tensor
+        pads = a.get("pads", [0] * 2 * nsd)
+        if op in ("Conv", "ConvTranspose", "MaxPool", "AveragePool") and pads[:nsd] != pads[nsd:]:
             raise NotImplementedError(f"onnx_evaluate: {op} with uneven pads {pads}")
         if op == "Conv":
-            y = F.conv2d(i[0], i[1], i[2] if len(i) > 2 else None, a.get("strides", [1, 1]), pads[:2], a.get("dilations", [1, 1]), a.get("group", 1))
+            conv = F.conv2d if nsd == 2 else F.conv3d
+            y = conv(i[0], i[1], i[2] if len(i) > 2 else None, a.get("strides", [1] * nsd), pads[:nsd], a.get("dilations", [1] * nsd), a.get("group", 1))
         elif op == "ConvTranspose":
             if any(a.get("output_shape", [])) or a.get("auto_pad", b"NOTSET") != b"NOTSET":
                 raise NotImplementedError("onnx_evaluate: ConvTranspose with output_shape or auto_pad")
@@ -983,9 +1025,10 @@ def onnx_evaluate(proto, x):
         elif op == "BatchNormalization":
             y = F.batch_norm(i[0], i[3], i[4], i[1], i[2], False, 0.0, a.get("epsilon", 1e-5))
         elif op == "MaxPool":
-            y = F.max_pool2d(i[0], a["kernel_shape"], a.get("strides", a["kernel_shape"]), pads[:2])
+            y = (F.max_pool2d if nsd == 2 else F.max_pool3d)(i[0], a["kernel_shape"], a.get("strides", a["kernel_shape"]), pads[:nsd])
         elif op == "AveragePool":
-            y = F.avg_pool2d(i[0], a["kernel_shape"], a.get("strides", a["kernel_shape"]), pads[:2], count_include_pad=bool(a.get("count_include_pad", 0)))
+            pool = F.avg_pool2d if nsd == 2 else F.avg_pool3d
+            y = pool(i[0], a["kernel_shape"], a.get("strides", a["kernel_shape"]), pads[:nsd], count_include_pad=bool(a.get("count_include_pad", 0)))
         elif op == "Gemm":
             b = i[1].t() if a.get("transB", 0) else i[1]
             y = a.get("alpha", 1.0) * (i[0].t() if a.get("transA", 0) else i[0]) @ b + (a.get("beta", 1.0) * i[2] if len(i) > 2 else 0)
@@ -994,7 +1037,7 @@ def onnx_evaluate(proto, x):
         elif op == "ReduceMean":
             y = i[0].mean(dim=a["axes"], keepdim=bool(a.get("keepdims", 1)))
         elif op == "GlobalAveragePool":
-            y = i[0].mean(dim=(2, 3), keepdim=True)
+            y = i[0].mean(dim=tuple(range(2, i[0].dim())), keepdim=True)
         elif op == "Constant":
             y = a["value"]
         elif op in ("Add", "Mul", "Div", "Sub", "MatMul"):

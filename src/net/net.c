@@ -51,10 +51,10 @@ PetscErrorCode NetCreate(MPI_Comm comm, Net *net)
 
   Input Parameters:
 + net - the Net
-- in  - the shape of one sample, channels last: (f) or (h, w, c)
+- in  - the shape of one sample, channels last: (f), (h, w, c) or (d, h, w, c)
 
   Options Database Key:
-. -net_input_shape <shape> - the same from the options, e.g. 784 or 28x28x1 (NetSetFromOptions())
+. -net_input_shape <shape> - the same from the options, e.g. 784, 28x28x1 or 16x32x32x4 (NetSetFromOptions())
 
   Notes:
   A Net set up with another input shape is reset (NetReset()): the next NetSetUp() lays it out anew and draws new
@@ -483,7 +483,7 @@ static PetscErrorCode NetGetLongOption_Private(Net net, const char name[], const
   Options Database Keys:
 + -net_layers <list>         - the layers as a chain, e.g. dense:256,relu,dense:10 (NetSetLayers())
 . -net_graph <graph>         - the layers as a graph of named nodes (NetSetGraph())
-. -net_input_shape <shape>   - the per-sample input shape, channels last: 784 or 28x28x1
+. -net_input_shape <shape>   - the per-sample input shape, channels last: 784, 28x28x1 (HxWxC) or 16x32x32x4 (DxHxWxC)
 . -net_seed <seed>           - the seed of the parameter initialisation
 . -net_parallel <replicated,sharded,model> - how parameters and work are spread over the ranks (NetSetParallel())
 . -net_spatial_groups <G> - grid mode: split the ranks into G groups, each holding its own fields (NetSetSpatialGroups())
@@ -520,7 +520,7 @@ PetscErrorCode NetSetFromOptions(Net net)
     if (flg) PetscCall(NetSetLayers(net, value));
     if (gflg) PetscCall(NetSetGraph(net, graph));
   }
-  PetscCall(PetscOptionsString("-net_input_shape", "Per-sample input shape, channels last: 784 or 28x28x1", "NetSetInputShape", shape, shape, sizeof(shape), &flg));
+  PetscCall(PetscOptionsString("-net_input_shape", "Per-sample input shape, channels last: 784, 28x28x1 (HxWxC) or 16x32x32x4 (DxHxWxC)", "NetSetInputShape", shape, shape, sizeof(shape), &flg));
   if (flg) {
     PetNetShape in;
 
@@ -567,6 +567,14 @@ static PetscErrorCode NetShortcutHint_Private(const PetNetShape *in, const PetNe
       PetscCall(PetscSNPrintf(hint, len, "conv2d:%" PetscInt_FMT ":1:%" PetscInt_FMT ":0", out->dim[2], sh));
     else
       PetscCall(PetscSNPrintf(hint, len, "conv2d:%" PetscInt_FMT ":1:%" PetscInt_FMT "x%" PetscInt_FMT ":0", out->dim[2], sh, sw));
+  } else if (in->ndim == 4 && out->ndim == 4) {
+    PetscInt s[3];
+
+    for (PetscInt d = 0; d < 3; d++) s[d] = (in->dim[d] + out->dim[d] - 1) / out->dim[d];
+    if (s[0] == s[1] && s[1] == s[2])
+      PetscCall(PetscSNPrintf(hint, len, "conv3d:%" PetscInt_FMT ":1:%" PetscInt_FMT ":0", out->dim[3], s[0]));
+    else
+      PetscCall(PetscSNPrintf(hint, len, "conv3d:%" PetscInt_FMT ":1:%" PetscInt_FMT "x%" PetscInt_FMT "x%" PetscInt_FMT ":0", out->dim[3], s[0], s[1], s[2]));
   } else if (out->ndim == 1)
     PetscCall(PetscSNPrintf(hint, len, "dense:%" PetscInt_FMT, out->dim[0]));
   else

@@ -30,6 +30,6 @@ PETSC_INTERN PetscErrorCode NetIOTensorName_Private(Net, PetscInt, const LayerTe
 PETSC_INTERN PetscErrorCode NetIOChecksum_Private(PetscInt, const PetscScalar *, PetscInt64 *);
 PETSC_INTERN PetscErrorCode NetIOSetNormalization_Private(Net, const char[], PetscBool, const PetscReal[]);
 PETSC_INTERN PetscErrorCode NetIOFeatureOrigins_Private(Net, PetscInt **);
-PETSC_INTERN PetscErrorCode NetIOToTorch_Private(const LayerTensorInfo *, const PetscInt[3], const PetscScalar *, PetscScalar *);
-PETSC_INTERN PetscErrorCode NetIOFromTorch_Private(const LayerTensorInfo *, const PetscInt[3], const PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode NetIOToTorch_Private(const LayerTensorInfo *, const PetscInt[2], const PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode NetIOFromTorch_Private(const LayerTensorInfo *, const PetscInt[2], const PetscScalar *, PetscScalar *);
 PETSC_INTERN PetscErrorCode NetIOCheckTensor_Private(Net, const char[], const char[], PetscInt, const PetscScalar *, PetscBool, PetscInt64);

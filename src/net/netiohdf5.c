@@ -125,10 +125,10 @@ static PetscErrorCode NetHDF5WriteNormalization_Private(Net net, PetscViewer vie
 }
 
 /* Tensor t of a node whose flat input features have this origin, from PetNet's layout src[]: PyTorch's shape and layout */
-static PetscErrorCode NetHDF5WriteTensor_Private(Net net, PetscViewer viewer, const char name[], const LayerTensorInfo *t, const PetscInt origin[3], const PetscScalar *src)
+static PetscErrorCode NetHDF5WriteTensor_Private(Net net, PetscViewer viewer, const char name[], const LayerTensorInfo *t, const PetscInt origin[2], const PetscScalar *src)
 {
   PetscScalar *torch;
-  hsize_t      dims[4];
+  hsize_t      dims[5];
   char         shape[128];
 
   PetscFunctionBegin;
@@ -196,7 +196,7 @@ PetscErrorCode NetWrite_HDF5(Net net, PetscViewer viewer)
     PetscCall(NetGetNodeBlock_Private(net, l, rep, &blk));
     for (PetscInt t = 0; t < nt; t++) {
       PetscCall(NetIOTensorName_Private(net, l, &info[t], sizeof(name), name));
-      PetscCall(NetHDF5WriteTensor_Private(net, viewer, name, &info[t], origin + 3 * l, info[t].buffer ? layer->buffers + info[t].offset : blk + info[t].offset));
+      PetscCall(NetHDF5WriteTensor_Private(net, viewer, name, &info[t], origin + 2 * l, info[t].buffer ? layer->buffers + info[t].offset : blk + info[t].offset));
     }
     PetscCall(NetRestoreNodeBlock_Private(net, l, &blk));
     PetscCall(LayerBatchNormGetNumBatchesTracked(layer, &count));
@@ -639,7 +639,7 @@ static PetscErrorCode NetHDF5ReadTensors_Private(Net net, hid_t loc, const char 
       ierr = NetIOCheckTensor_Private(net, file, name, info[t].size, values, version >= 2 ? PETSC_TRUE : PETSC_FALSE, crc);
       if (ierr) break;
       if (version >= 3)
-        PetscCall(NetIOFromTorch_Private(&info[t], origin + 3 * l, values, ours));
+        PetscCall(NetIOFromTorch_Private(&info[t], origin + 2 * l, values, ours));
       else
         PetscCall(PetscArraycpy(ours, values, info[t].size));
       if (info[t].buffer)

@@ -3,15 +3,19 @@
 
   Two things differ between PetNet's parameters and PyTorch's state_dict of the equivalent model:
 
-    conv2d weight   PetNet [out][kh][kw][cin/groups], PyTorch [out][cin/groups][kh][kw] (LAYER_TENSOR_CHANNELS_LAST)
+    conv weights    PetNet [out][kh][kw][cin/groups], PyTorch [out][cin/groups][kh][kw] (conv2d), and
+                    PetNet [out][kd][kh][kw][cin/groups], PyTorch [out][cin/groups][kd][kh][kw] (conv3d):
+                    LAYER_TENSOR_CHANNELS_LAST, the second dim of PyTorch's shape moved last
     flat features   PetNet flattens an (h, w, c) sample in that order; PyTorch's nn.Flatten of NCHW data gives
-                    (c, h, w). A tensor indexed by such features (LAYER_TENSOR_FEATURES: the columns of a dense
-                    weight, the four tensors of a batchnorm on flat data) is permuted:
-                      torch[.., (ci h + hi) w + wi] = ours[.., (hi w + wi) c + ci]
+                    (c, h, w); the same for (d, h, w, c) and NCDHW's (c, d, h, w). With S = h w (or d h w) positions
+                    p, a tensor indexed by such features (LAYER_TENSOR_FEATURES: the columns of a dense weight, the
+                    four tensors of a batchnorm on flat data) is permuted:
+                      torch[.., ci S + p] = ours[.., p c + ci]
 
-  Which (h, w, c) tensor, if any, a node's flat input features come from is a property of the graph, found here node by
-  node (the origin): the input of a node whose input is (h, w, c) itself (a dense layer flattens implicitly); else the
-  origin of its inputs' output, where a flatten of (h, w, c) sets it, a layer whose tensors all index features one to
+  Which (h, w, c) or (d, h, w, c) tensor, if any, a node's flat input features come from is a property of the graph,
+  found here node by node (the origin, kept as its positions S and channels c): the input of a node whose input is
+  (h, w, c) or (d, h, w, c) itself (a dense layer flattens implicitly); else the
+  origin of its inputs' output, where a flatten of such a tensor sets it, a layer whose tensors all index features one to
   one (batchnorm on (f)) or that has none and keeps the size (relu, dropout, add, ...) passes it on, and any other
   layer (dense, ode, concat, globalavgpool, ...) ends it. Inputs whose origins differ (an add of a flattened tensor and
   a dense layer's output) end it too: PetNet's order is kept there, and such a Net has no PyTorch nn.Sequential
@@ -20,12 +24,24 @@
 */
 #include "netio.h"
 
-/* (h, w, c) whose flattening orders differ between PetNet and PyTorch, or zeros */
-static void NetIOOrigin_Private(const PetNetShape *s, PetscInt origin[3])
+/* Is the shape an image or a volume, (h, w, c) or (d, h, w, c)? */
+static PetscBool NetIOSpatial_Private(const PetNetShape *s)
 {
-  origin[0] = origin[1] = origin[2] = 0;
-  if (s->ndim == 3 && s->dim[2] > 1 && s->dim[0] * s->dim[1] > 1) {
-    for (PetscInt d = 0; d < 3; d++) origin[d] = s->dim[d];
+  return s->ndim == 3 || s->ndim == 4 ? PETSC_TRUE : PETSC_FALSE;
+}
+
+/* The positions S and channels c of an (h, w, c) or (d, h, w, c) shape whose flattening orders differ between PetNet
+   and PyTorch (S > 1 and c > 1), or zeros */
+static void NetIOOrigin_Private(const PetNetShape *s, PetscInt origin[2])
+{
+  PetscInt64 S = 1;
+
+  origin[0] = origin[1] = 0;
+  if (!NetIOSpatial_Private(s)) return;
+  for (PetscInt d = 0; d < s->ndim - 1; d++) S *= s->dim[d];
+  if (S > 1 && s->dim[s->ndim - 1] > 1) {
+    origin[0] = (PetscInt)S; /* S c is a sample's size, a PetscInt */
+    origin[1] = s->dim[s->ndim - 1];
   }
 }
 
@@ -45,14 +61,15 @@ static PetscErrorCode NetIOKeepsFeatures_Private(Layer layer, PetscBool *keeps)
 }
 
 /*@C
-  NetIOFeatureOrigins_Private - for every node of a set-up Net, the (h, w, c) shape whose flattening gave the node's
-  flat input features, where PetNet's order of them differs from PyTorch's
+  NetIOFeatureOrigins_Private - for every node of a set-up Net, the (h, w, c) or (d, h, w, c) shape whose flattening
+  gave the node's flat input features, where PetNet's order of them differs from PyTorch's
 
   Input Parameter:
 . net - the Net, set up
 
   Output Parameter:
-. origin - origin[3 k + d], d = 0, 1, 2: h, w, c of node k, or zeros when both orders agree; free with PetscFree()
+. origin - origin[2 k], origin[2 k + 1]: the positions S (h w, or d h w) and the channels c of node k's origin, or
+           zeros when both orders agree; free with PetscFree()
 
   Level: developer
 @*/
@@ -61,71 +78,78 @@ PetscErrorCode NetIOFeatureOrigins_Private(Net net, PetscInt **origin)
   PetscInt *in, *out; /* the origins of each node's input (the result) and of its output */
 
   PetscFunctionBegin;
-  PetscCall(PetscCalloc1(3 * net->nlayers, origin));
-  PetscCall(PetscCalloc1(3 * net->nlayers, &out));
+  PetscCall(PetscCalloc1(2 * net->nlayers, origin));
+  PetscCall(PetscCalloc1(2 * net->nlayers, &out));
   in = *origin;
   for (PetscInt k = 0; k < net->nlayers; k++) {
     NetNode  *nd    = &net->nodes[k];
     Layer     layer = nd->layer;
     PetscBool flatten, keeps;
 
-    if (layer->in.ndim == 3)
-      NetIOOrigin_Private(&layer->in, in + 3 * k);
+    if (NetIOSpatial_Private(&layer->in))
+      NetIOOrigin_Private(&layer->in, in + 2 * k);
     else {
       for (PetscInt i = 0; i < nd->nin; i++) {
-        PetscInt src = nd->in[i], o[3] = {0, 0, 0};
+        PetscInt src = nd->in[i], o[2] = {0, 0};
 
-        if (src >= 0 && src < k) /* NET_INPUT (the Net's input) has PetNet's and PyTorch's order */
-          for (PetscInt d = 0; d < 3; d++) o[d] = out[3 * src + d];
-        if (i == 0)
-          for (PetscInt d = 0; d < 3; d++) in[3 * k + d] = o[d];
-        else if (o[0] != in[3 * k] || o[1] != in[3 * k + 1] || o[2] != in[3 * k + 2])
-          in[3 * k] = in[3 * k + 1] = in[3 * k + 2] = 0;
+        if (src >= 0 && src < k) { /* NET_INPUT (the Net's input) has PetNet's and PyTorch's order */
+          o[0] = out[2 * src];
+          o[1] = out[2 * src + 1];
+        }
+        if (i == 0) {
+          in[2 * k]     = o[0];
+          in[2 * k + 1] = o[1];
+        } else if (o[0] != in[2 * k] || o[1] != in[2 * k + 1])
+          in[2 * k] = in[2 * k + 1] = 0;
       }
     }
     PetscCall(PetscObjectTypeCompare((PetscObject)layer, LAYERFLATTEN, &flatten));
     PetscCall(NetIOKeepsFeatures_Private(layer, &keeps));
-    if (flatten && layer->in.ndim == 3)
-      NetIOOrigin_Private(&layer->in, out + 3 * k);
-    else if (keeps)
-      for (PetscInt d = 0; d < 3; d++) out[3 * k + d] = in[3 * k + d];
+    if (flatten && NetIOSpatial_Private(&layer->in))
+      NetIOOrigin_Private(&layer->in, out + 2 * k);
+    else if (keeps) {
+      out[2 * k]     = in[2 * k];
+      out[2 * k + 1] = in[2 * k + 1];
+    }
   }
   PetscCall(PetscFree(out));
   PetscFunctionReturn(0);
 }
 
-/* PetNet's index of PyTorch's feature q of an (h, w, c) origin */
-static inline PetscInt NetIOFeature_Private(const PetscInt origin[3], PetscInt q)
+/* PetNet's index of PyTorch's feature q = ci S + p of an origin of S positions p and c channels ci */
+static inline PetscInt NetIOFeature_Private(const PetscInt origin[2], PetscInt q)
 {
-  PetscInt h = origin[0], w = origin[1], c = origin[2], ci = q / (h * w), hi = (q / w) % h, wi = q % w;
+  const PetscInt S = origin[0], c = origin[1];
 
-  return (hi * w + wi) * c + ci;
+  return (q % S) * c + q / S;
 }
 
 /* Does tensor t of a node with this origin need its features permuted? */
-static PetscBool NetIOPermutesFeatures_Private(const LayerTensorInfo *t, const PetscInt origin[3])
+static PetscBool NetIOPermutesFeatures_Private(const LayerTensorInfo *t, const PetscInt origin[2])
 {
-  return t->layout == LAYER_TENSOR_FEATURES && origin[0] && t->ndim >= 1 && t->dims[t->ndim - 1] == origin[0] * origin[1] * origin[2] ? PETSC_TRUE : PETSC_FALSE;
+  return t->layout == LAYER_TENSOR_FEATURES && origin[0] && t->ndim >= 1 && t->dims[t->ndim - 1] == origin[0] * origin[1] ? PETSC_TRUE : PETSC_FALSE;
 }
 
 /* One loop for both directions: element e of PetNet's layout is element torch(e) of PyTorch's */
-static PetscErrorCode NetIOConvert_Private(const LayerTensorInfo *t, const PetscInt origin[3], PetscBool totorch, const PetscScalar *from, PetscScalar *to)
+static PetscErrorCode NetIOConvert_Private(const LayerTensorInfo *t, const PetscInt origin[2], PetscBool totorch, const PetscScalar *from, PetscScalar *to)
 {
   PetscFunctionBegin;
-  if (t->layout == LAYER_TENSOR_CHANNELS_LAST && t->ndim == 4) { /* ours [o][kh][kw][g], PyTorch's [o][g][kh][kw] */
-    const PetscInt d0 = t->dims[0], d1 = t->dims[1], d2 = t->dims[2], d3 = t->dims[3];
+  if (t->layout == LAYER_TENSOR_CHANNELS_LAST && t->ndim >= 3) {
+    /* ours [o][k...][g], PyTorch's [o][g][k...]: k... the kernel's K = dims[2] ... dims[ndim-1] taps (kh kw, or kd kh kw) */
+    const PetscInt d0 = t->dims[0], g1 = t->dims[1];
+    PetscInt       K = 1;
 
+    for (PetscInt d = 2; d < t->ndim; d++) K *= t->dims[d];
     for (PetscInt o = 0; o < d0; o++)
-      for (PetscInt g = 0; g < d1; g++)
-        for (PetscInt i = 0; i < d2; i++)
-          for (PetscInt j = 0; j < d3; j++) {
-            const PetscInt pt = ((o * d1 + g) * d2 + i) * d3 + j, us = ((o * d2 + i) * d3 + j) * d1 + g;
+      for (PetscInt g = 0; g < g1; g++)
+        for (PetscInt k = 0; k < K; k++) {
+          const PetscInt pt = (o * g1 + g) * K + k, us = (o * K + k) * g1 + g;
 
-            if (totorch)
-              to[pt] = from[us];
-            else
-              to[us] = from[pt];
-          }
+          if (totorch)
+            to[pt] = from[us];
+          else
+            to[us] = from[pt];
+        }
   } else if (NetIOPermutesFeatures_Private(t, origin)) { /* features in (h, w, c) order here, (c, h, w) in PyTorch */
     const PetscInt f = t->dims[t->ndim - 1], rows = t->size / f;
 
@@ -148,7 +172,7 @@ static PetscErrorCode NetIOConvert_Private(const LayerTensorInfo *t, const Petsc
 
   Input Parameters:
 + t      - the tensor (LayerGetTensors())
-. origin - the (h, w, c) origin of its node's flat input features (NetIOFeatureOrigins_Private()), or zeros
+. origin - the origin (positions, channels) of its node's flat input features (NetIOFeatureOrigins_Private()), or zeros
 - ours   - its t->size values as the layer holds them
 
   Output Parameter:
@@ -156,7 +180,7 @@ static PetscErrorCode NetIOConvert_Private(const LayerTensorInfo *t, const Petsc
 
   Level: developer
 @*/
-PetscErrorCode NetIOToTorch_Private(const LayerTensorInfo *t, const PetscInt origin[3], const PetscScalar *ours, PetscScalar *torch)
+PetscErrorCode NetIOToTorch_Private(const LayerTensorInfo *t, const PetscInt origin[2], const PetscScalar *ours, PetscScalar *torch)
 {
   PetscFunctionBegin;
   PetscCall(NetIOConvert_Private(t, origin, PETSC_TRUE, ours, torch));
@@ -176,7 +200,7 @@ PetscErrorCode NetIOToTorch_Private(const LayerTensorInfo *t, const PetscInt ori
 
   Level: developer
 @*/
-PetscErrorCode NetIOFromTorch_Private(const LayerTensorInfo *t, const PetscInt origin[3], const PetscScalar *torch, PetscScalar *ours)
+PetscErrorCode NetIOFromTorch_Private(const LayerTensorInfo *t, const PetscInt origin[2], const PetscScalar *torch, PetscScalar *ours)
 {
   PetscFunctionBegin;
   PetscCall(NetIOConvert_Private(t, origin, PETSC_FALSE, torch, ours));

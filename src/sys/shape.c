@@ -65,7 +65,7 @@ PetscBool PetNetShapeEqual(const PetNetShape *a, const PetNetShape *b)
 }
 
 /*@C
-  PetNetShapeToString - writes a shape as text, "784" or "28x28x1" (h x w x c)
+  PetNetShapeToString - writes a shape as text, "784", "28x28x1" (h x w x c) or "16x32x32x4" (d x h x w x c)
 
   Not collective
 
@@ -94,7 +94,7 @@ PetscErrorCode PetNetShapeToString(const PetNetShape *s, size_t len, char str[])
 }
 
 /*@C
-  PetNetShapeFromString - reads a shape from text: "784", "28x28x1" or "28,28,1"
+  PetNetShapeFromString - reads a shape from text: "784", "28x28x1", "28,28,1" or "16x32x32x4"
 
   Not collective
 
@@ -107,7 +107,7 @@ PetscErrorCode PetNetShapeToString(const PetNetShape *s, size_t len, char str[])
   Notes:
   An empty string, a non-positive or missing dimension, a trailing separator or more than `PETNET_MAX_DIM`
   dimensions is an error that says what to write instead. The options -dataset_sample_shape and -net_input_shape
-  are read with it.
+  are read with it. The layers know three kinds of sample: (f), (h, w, c) and (d, h, w, c), channels last.
 
   Level: beginner
 
@@ -126,7 +126,7 @@ PetscErrorCode PetNetShapeFromString(const char str[], PetNetShape *s)
 
     PetscCheck(end != p, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONG, "Malformed shape \"%s\": '%c' where a number should be; write positive integers separated by 'x' (or ','), e.g. 784 or 28x28x1", str, *p);
     PetscCheck(v > 0, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONG, "Malformed shape \"%s\": dimension %ld is not positive; write positive integers separated by 'x' (or ','), e.g. 784 or 28x28x1", str, v);
-    PetscCheck(s->ndim < PETNET_MAX_DIM, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONG, "Shape \"%s\" has more than %d dimensions: a sample is (f) or (h x w x c)", str, PETNET_MAX_DIM);
+    PetscCheck(s->ndim < PETNET_MAX_DIM, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONG, "Shape \"%s\" has more than %d dimensions: a sample is (f), (h x w x c) or (d x h x w x c)", str, PETNET_MAX_DIM);
     s->dim[s->ndim++] = (PetscInt)v;
     p                 = end;
     if (*p == 'x' || *p == ',') {

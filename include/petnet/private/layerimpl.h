@@ -37,22 +37,25 @@ PETSC_EXTERN PetscBool LayerRegisterAllCalled;
   A Layer knows nothing of the network it sits in: its owner (a Net) hands it arrays and sets its mode.
 */
 /* A named tensor of a layer, for saving and for PyTorch state_dict names (key "<layer index>.<name>"). */
-#define LAYER_MAX_TENSORS 16
+#define LAYER_MAX_TENSORS    16
+#define LAYER_TENSOR_MAX_DIM 5 /* conv3d's weight [out][cin/groups][kd][kh][kw] */
 /* How a tensor's values are ordered in PetNet, against PyTorch's order of the same shape dims[] (the model files hold
    PyTorch's order: src/net/netiotorch.c converts) */
 typedef enum {
   LAYER_TENSOR_SAME,          /* as in PyTorch */
-  LAYER_TENSOR_CHANNELS_LAST, /* 4-D [d0][d1][d2][d3] held as [d0][d2][d3][d1]: conv2d's [out][kh][kw][cin/groups] */
+  LAYER_TENSOR_CHANNELS_LAST, /* [d0][d1][d2]...[dk] held as [d0][d2]...[dk][d1] (the second dim moved last): conv2d's
+                                 [out][kh][kw][cin/groups] (4-D) and conv3d's [out][kd][kh][kw][cin/groups] (5-D) */
   LAYER_TENSOR_FEATURES       /* the last dimension indexes the layer's flat input features (dense weight [out][in],
                                  batchnorm on (f)): in PetNet's order, which is (h, w, c) where they come from a
-                                 flattened (h, w, c) tensor and PyTorch's nn.Flatten gives (c, h, w); the Net knows */
+                                 flattened (h, w, c) tensor and PyTorch's nn.Flatten gives (c, h, w) (the same for
+                                 (d, h, w, c) and (c, d, h, w)); the Net knows */
 } LayerTensorLayout;
 typedef struct {
   char              name[32]; /* state_dict suffix: "weight", "bias", "running_mean", ... */
   PetscBool         buffer;   /* PETSC_FALSE: a slice of the layer's parameters; PETSC_TRUE: a slice of layer->buffers */
   PetscInt          offset, size;
-  PetscInt          ndim, dims[4]; /* the tensor's shape in PyTorch's layout */
-  LayerTensorLayout layout;        /* how ours differs (zero, LAYER_TENSOR_SAME, unless the kind says otherwise) */
+  PetscInt          ndim, dims[LAYER_TENSOR_MAX_DIM]; /* the tensor's shape in PyTorch's layout */
+  LayerTensorLayout layout;                           /* how ours differs (zero, LAYER_TENSOR_SAME, unless the kind says otherwise) */
 } LayerTensorInfo;
 
 typedef struct _LayerOps *LayerOps;

@@ -275,7 +275,7 @@ PetscErrorCode DatasetSetFromOptions(Dataset ds)
   PetscCall(PetscOptionsReal("-dataset_std", "Inputs x -> (scale x - mean) / std", "DatasetSetNormalization", std, &std, &dset));
   if (sset || mset || dset) PetscCall(DatasetSetNormalization(ds, sset ? scale : (ds->scaleset ? ds->scale : PETSC_DEFAULT), mean, std));
   if (ds->shapeset.ndim) PetscCall(PetNetShapeToString(&ds->shapeset, sizeof(shape), shape));
-  PetscCall(PetscOptionsString("-dataset_sample_shape", "Per-sample input shape, e.g. 784 or 28x28x1 (h x w x c)", "DatasetSetSampleShape", shape, shape, sizeof(shape), &set));
+  PetscCall(PetscOptionsString("-dataset_sample_shape", "Per-sample input shape, e.g. 784, 28x28x1 (h x w x c) or 16x32x32x4 (d x h x w x c)", "DatasetSetSampleShape", shape, shape, sizeof(shape), &set));
   if (set) {
     PetNetShape s;
 
@@ -736,7 +736,7 @@ PetscErrorCode DatasetGetNormalization(Dataset ds, PetscReal *scale, PetscReal *
 
   Input Parameters:
 + ds    - the Dataset
-- shape - the shape, (f) or (h, w, c)
+- shape - the shape, (f), (h, w, c) or (d, h, w, c)
 
   Options Database Key:
 . -dataset_sample_shape <784|28x28x1> - the shape

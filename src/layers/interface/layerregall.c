@@ -10,6 +10,7 @@ PETSC_INTERN PetscErrorCode LayerCreate_Sigmoid(Layer);
 PETSC_INTERN PetscErrorCode LayerCreate_GELU(Layer);
 PETSC_INTERN PetscErrorCode LayerCreate_Softplus(Layer);
 PETSC_INTERN PetscErrorCode LayerCreate_Conv2d(Layer);
+PETSC_INTERN PetscErrorCode LayerCreate_Conv3d(Layer);
 PETSC_INTERN PetscErrorCode LayerCreate_MaxPool(Layer);
 PETSC_INTERN PetscErrorCode LayerCreate_AvgPool(Layer);
 PETSC_INTERN PetscErrorCode LayerCreate_GlobalAvgPool(Layer);
@@ -23,7 +24,8 @@ PETSC_INTERN PetscErrorCode LayerCreate_ConvTranspose2d(Layer);
 
 /*@C
   LayerRegisterAll - registers the built-in layer kinds: dense, identity, relu, leakyrelu, tanh, sigmoid, gelu,
-  softplus, conv2d, maxpool, avgpool, globalavgpool, flatten, dropout, batchnorm, add, concat, upsample and convtranspose2d. Idempotent.
+  softplus, conv2d, conv3d, maxpool, avgpool, globalavgpool, flatten, dropout, batchnorm, add, concat, upsample and
+  convtranspose2d. Idempotent.
 
   Not collective
 
@@ -48,6 +50,7 @@ PetscErrorCode LayerRegisterAll(void)
   PetscCall(LayerRegister(LAYERGELU, LayerCreate_GELU));
   PetscCall(LayerRegister(LAYERSOFTPLUS, LayerCreate_Softplus));
   PetscCall(LayerRegister(LAYERCONV2D, LayerCreate_Conv2d));
+  PetscCall(LayerRegister(LAYERCONV3D, LayerCreate_Conv3d));
   PetscCall(LayerRegister(LAYERMAXPOOL, LayerCreate_MaxPool));
   PetscCall(LayerRegister(LAYERAVGPOOL, LayerCreate_AvgPool));
   PetscCall(LayerRegister(LAYERGLOBALAVGPOOL, LayerCreate_GlobalAvgPool));

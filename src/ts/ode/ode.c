@@ -75,8 +75,8 @@ static PetscErrorCode LayerSetUp_ODE(Layer layer)
   if (!ode->net->nlayers) {
     char spec[64];
 
-    PetscCheck(layer->in.ndim == 1, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "An ode layer on (h, w, c) samples has no default right-hand side: give -%sode_net_layers (e.g. conv2d:%" PetscInt_FMT ":3:1:1,tanh)",
-               ((PetscObject)layer)->prefix ? ((PetscObject)layer)->prefix : "", layer->in.dim[2]);
+    PetscCheck(layer->in.ndim == 1, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "An ode layer on %s samples has no default right-hand side: give -%sode_net_layers (e.g. %s:%" PetscInt_FMT ":3:1:1,tanh)",
+               layer->in.ndim == 4 ? "(d, h, w, c)" : "(h, w, c)", ((PetscObject)layer)->prefix ? ((PetscObject)layer)->prefix : "", layer->in.ndim == 4 ? "conv3d" : "conv2d", layer->in.dim[layer->in.ndim - 1]);
     PetscCall(PetscSNPrintf(spec, sizeof(spec), "dense:%" PetscInt_FMT ",tanh", layer->in.dim[0]));
     PetscCall(NetSetLayers(ode->net, spec));
   }

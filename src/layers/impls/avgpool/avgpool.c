@@ -1,9 +1,10 @@
 /*
-  avgpool: the mean over each kh x kw window, per channel (PyTorch's AvgPool2d with count_include_pad = True:
-  padded taps count as zeros, the divisor is always kh kw). A linear map A, so jvp = A dx and backward = A^T dy.
+  avgpool: the mean over each window, per channel (PyTorch's AvgPool2d on (h, w, c) samples, AvgPool3d on (d, h, w, c)
+  ones, with count_include_pad = True: padded taps count as zeros, the divisor is always the window's size kd kh kw).
+  A linear map A, so jvp = A dx and backward = A^T dy. The window is seen as a volume (a 2-D one has depth 1, window.h).
 
-    x   [n][H][W][C]
-    y   [n][Ho][Wo][C]     y[s][oh][ow][c] = sum over the window of x[s][ih][iw][c] / (kh kw)
+    x   [n][D][H][W][C]
+    y   [n][Do][Ho][Wo][C]     y[s][od][oh][ow][c] = sum over the window of x[s][id][ih][iw][c] / (kd kh kw)
 */
 #include "../pool/pool.h"
 
@@ -11,79 +12,79 @@ typedef struct {
   LayerWindow win; /* first: the shared pooling settings cast layer->data to LayerWindow */
 } Layer_AvgPool;
 
-/* y = A x */
-static PetscErrorCode AvgPoolApply(Layer layer, PetscInt n, const PetscScalar *x, PetscScalar *y)
+/* y = A x (forward = false), or x += A^T y (the adjoint; x zeroed first by the caller) */
+static PetscErrorCode AvgPoolApply(Layer layer, PetscInt n, PetscBool adjoint, const PetscScalar *xin, PetscScalar *xout, const PetscScalar *yin, PetscScalar *yout)
 {
-  const LayerWindow *win = &((Layer_AvgPool *)layer->data)->win;
-  const PetscInt     H = win->in[0], W = win->in[1], Ho = win->out[0], Wo = win->out[1], C = layer->in.dim[2];
-  const PetscInt     sh = win->step[0], sw = win->step[1], ph = win->pad[0], pw = win->pad[1];
-  const PetscScalar  scale = 1.0 / (win->k[0] * win->k[1]);
+  LayerWindowVolume v;
 
   PetscFunctionBegin;
-  for (PetscInt s = 0; s < n; s++) {
-    for (PetscInt oh = 0; oh < Ho; oh++) {
-      const PetscInt h0 = win->t0[0][oh], h1 = win->t1[0][oh], ih = oh * sh - ph;
+  PetscCall(LayerPoolCheckRunnable_Private(layer));
+  LayerWindowGetVolume(&((Layer_AvgPool *)layer->data)->win, &v);
+  {
+    const PetscInt    D = v.in[0], H = v.in[1], W = v.in[2], C = layer->in.dim[layer->in.ndim - 1];
+    const PetscScalar scale = 1.0 / (v.k[0] * v.k[1] * v.k[2]);
 
-      for (PetscInt ow = 0; ow < Wo; ow++, y += C) {
-        const PetscInt w0 = win->t0[1][ow], w1 = win->t1[1][ow], iw = ow * sw - pw;
+    for (PetscInt s = 0; s < n; s++) {
+      for (PetscInt od = 0; od < v.out[0]; od++) {
+        const PetscInt d0 = v.t0[0][od], d1 = v.t1[0][od], id = od * v.step[0] - v.pad[0];
 
-        for (PetscInt c = 0; c < C; c++) y[c] = 0.0;
-        for (PetscInt kh = h0; kh < h1; kh++) {
-          const PetscScalar *xr = x + ((s * H + ih + kh) * W + iw + w0) * C;
+        for (PetscInt oh = 0; oh < v.out[1]; oh++) {
+          const PetscInt h0 = v.t0[1][oh], h1 = v.t1[1][oh], ih = oh * v.step[1] - v.pad[1];
 
-          for (PetscInt i = 0; i < (w1 - w0) * C; i += C)
-            for (PetscInt c = 0; c < C; c++) y[c] += xr[i + c];
+          for (PetscInt ow = 0; ow < v.out[2]; ow++) {
+            const PetscInt w0 = v.t0[2][ow], w1 = v.t1[2][ow], iw = ow * v.step[2] - v.pad[2];
+
+            if (!adjoint) {
+              for (PetscInt c = 0; c < C; c++) yout[c] = 0.0;
+              for (PetscInt kd = d0; kd < d1; kd++)
+                for (PetscInt kh = h0; kh < h1; kh++) {
+                  const PetscScalar *xr = xin + (((s * D + id + kd) * H + ih + kh) * W + iw + w0) * C;
+
+                  for (PetscInt i = 0; i < (w1 - w0) * C; i += C)
+                    for (PetscInt c = 0; c < C; c++) yout[c] += xr[i + c];
+                }
+              for (PetscInt c = 0; c < C; c++) yout[c] *= scale;
+              yout += C;
+            } else {
+              for (PetscInt kd = d0; kd < d1; kd++)
+                for (PetscInt kh = h0; kh < h1; kh++) {
+                  PetscScalar *xr = xout + (((s * D + id + kd) * H + ih + kh) * W + iw + w0) * C;
+
+                  for (PetscInt i = 0; i < (w1 - w0) * C; i += C)
+                    for (PetscInt c = 0; c < C; c++) xr[i + c] += scale * yin[c];
+                }
+              yin += C;
+            }
+          }
         }
-        for (PetscInt c = 0; c < C; c++) y[c] *= scale;
       }
     }
   }
-  PetscCall(PetscLogFlops(1.0 * n * layer->outsize * (win->k[0] * win->k[1] + 1)));
+  PetscCall(PetscLogFlops((adjoint ? 2.0 : 1.0) * n * layer->outsize * (v.k[0] * v.k[1] * v.k[2] + (adjoint ? 0 : 1))));
   PetscFunctionReturn(0);
 }
 
 static PetscErrorCode LayerForward_AvgPool(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
 {
   PetscFunctionBegin;
-  PetscCall(AvgPoolApply(layer, n, x, y));
+  PetscCall(AvgPoolApply(layer, n, PETSC_FALSE, x, NULL, NULL, y));
   PetscFunctionReturn(0);
 }
 
 /* dx = A^T dy: each output's cotangent spread evenly over its window */
 static PetscErrorCode LayerBackward_AvgPool(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)
 {
-  const LayerWindow *win = &((Layer_AvgPool *)layer->data)->win;
-  const PetscInt     H = win->in[0], W = win->in[1], Ho = win->out[0], Wo = win->out[1], C = layer->in.dim[2];
-  const PetscInt     sh = win->step[0], sw = win->step[1], ph = win->pad[0], pw = win->pad[1];
-  const PetscScalar  scale = 1.0 / (win->k[0] * win->k[1]);
-
   PetscFunctionBegin;
   if (!dx) PetscFunctionReturn(0);
   PetscCall(PetscArrayzero(dx, (size_t)n * layer->insize));
-  for (PetscInt s = 0; s < n; s++) {
-    for (PetscInt oh = 0; oh < Ho; oh++) {
-      const PetscInt h0 = win->t0[0][oh], h1 = win->t1[0][oh], ih = oh * sh - ph;
-
-      for (PetscInt ow = 0; ow < Wo; ow++, dy += C) {
-        const PetscInt w0 = win->t0[1][ow], w1 = win->t1[1][ow], iw = ow * sw - pw;
-
-        for (PetscInt kh = h0; kh < h1; kh++) {
-          PetscScalar *xr = dx + ((s * H + ih + kh) * W + iw + w0) * C;
-
-          for (PetscInt i = 0; i < (w1 - w0) * C; i += C)
-            for (PetscInt c = 0; c < C; c++) xr[i + c] += scale * dy[c];
-        }
-      }
-    }
-  }
-  PetscCall(PetscLogFlops(2.0 * n * layer->outsize * win->k[0] * win->k[1]));
+  PetscCall(AvgPoolApply(layer, n, PETSC_TRUE, NULL, dx, dy, NULL));
   PetscFunctionReturn(0);
 }
 
 static PetscErrorCode LayerJVP_AvgPool(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dx, const PetscScalar *dtheta, PetscScalar *dy)
 {
   PetscFunctionBegin;
-  PetscCall(AvgPoolApply(layer, n, dx, dy));
+  PetscCall(AvgPoolApply(layer, n, PETSC_FALSE, dx, NULL, NULL, dy));
   PetscFunctionReturn(0);
 }
 

@@ -1,7 +1,8 @@
 /*
-  batchnorm: normalisation of each channel (the last dimension) over the batch, as PyTorch's BatchNorm1d/2d.
+  batchnorm: normalisation of each channel (the last dimension) over the batch, as PyTorch's BatchNorm1d/2d/3d.
 
-    x, y    [n][m][C]    m positions per sample: (h, w, c) inputs have m = h w, flat (f) inputs m = 1 and C = f
+    x, y    [n][m][C]    m positions per sample: (h, w, c) inputs have m = h w, (d, h, w, c) inputs m = d h w, flat (f)
+                         inputs m = 1 and C = f
     theta   [gamma (C), beta (C)]          ("weight" and "bias"; gamma starts at 1, beta at 0)
     buffers [running_mean (C), running_var (C)]   (start at 0 and 1)
     nbatches  PyTorch's num_batches_tracked: the training-mode passes that updated the running statistics (not a

@@ -1,24 +1,15 @@
 /*
-  conv2d: a 2-D convolution (cross-correlation, as PyTorch's Conv2d) on channels-last samples.
+  conv2d: a 2-D convolution (cross-correlation, as PyTorch's Conv2d) on channels-last samples. The layouts, formulas and
+  settings are those of the convolution base it shares with conv3d (../conv/conv.h), with nsd = 2:
 
-    x      [n][H][W][Cin]                 layer input
-    y      [n][Ho][Wo][Cout]              layer output
-    W      [Cout][KH][KW][Cg]             Cg = Cin / G input channels per group (G groups); output channel o is in
-                                          group o / (Cout / G). PyTorch stores [Cout][Cg][KH][KW]: the tensors()
-                                          shape is PyTorch's, the data is ours (torch = ours.permute(0, 3, 1, 2)).
-    b      [Cout]                         (absent with -conv2d_bias 0)
-    theta  = [W, b]
+    x      [n][H][W][Cin]        y  [n][Ho][Wo][Cout]
+    W      [Cout][KH][KW][Cg]    PyTorch [Cout][Cg][KH][KW] (torch = ours.permute(0, 3, 1, 2))
+    b      [Cout]                theta = [W, b]
 
-    forward   y[s][oh][ow][o]  = b[o] + sum_{kh,kw,c} W[o][kh][kw][c] x[s][oh sh - ph + kh dh][ow sw - pw + kw dw][g Cg + c]
-    backward  dW += the same sum with x against dy,  db += sum over pixels of dy,  dx = its transpose applied to dy
-    jvp       dy = conv(dx; W) + conv(x; dW) + db
-    sobackward  backward is bilinear in (W, x) and db = sum dy depends on neither, so along (xdot, Wdot, bdot):
-              dWdot += backward's dW with xdot for x,   dxdot += backward's dx with Wdot for W,   dbdot += 0
-
-  One set of parameters, two layouts and three kernel families, each in its own file; LayerForward/Backward/JVP/
-  SOBackward_Conv2d (conv2d.c) choose:
+  One set of parameters, two layouts and three kernel families; LayerForward/Backward/JVP/SOBackward_Conv2d (conv2d.c)
+  choose:
     batch mode (each rank holds whole samples):
-      conv2dbatch.c       im2col + one GEMM per group, chunk by chunk of samples: any kernel, stride, padding, dilation
+      ../conv/convbatch.c im2col + one GEMM per group, chunk by chunk of output rows: any kernel, stride, padding, dilation
       conv2dwinograd.c    Winograd F(2x2, 3x3): 3x3, stride-1, undilated, ungrouped, from CONV2D_WINOGRAD_MIN_CHANNELS
                           input channels (-conv2d_algorithm auto|im2col|winograd)
     grid mode (a 2-D DMDA given by LayerConv2dSetDM() or NetDMDASetUp(); conv2dgrid.h): the tensors are fields of the
@@ -26,21 +17,20 @@
       conv2dgrid.c        set-up, the halo exchange and its adjoint, the public LayerConv2dSetDM()
       conv2dgridkernels.c im2col + GEMM on chunks of rows, or one GEMM per kernel tap and row
     shared:
-      conv2dim2col.c      im2col and col2im of batch and grid mode, parameterised by the source's origin and strides
-      conv2d.c            settings, options, set-up, initialisation, PyTorch tensor names
+      ../conv/convim2col.c im2col and col2im of batch and grid mode, parameterised by the source's origin and strides
+      ../conv/conv.c      settings, options, set-up of batch mode, initialisation, PyTorch tensor names
+      conv2d.c            the kind: its algorithm, set-up of the modes, public setters
       conv2dpatches.c     the receptive fields of a batch as a public operation (LayerConv2dGetPatches(), for K-FAC)
-  Sliding-window geometry (kernel, stride, padding, dilation, valid taps) is the pools' LayerWindow (../pool/window.h).
+  (grid mode on a DMDA is conv2d's own; a node of a Net on a grid, layer->griddim, is the base's: (Cin) -> (Cout).)
 
-  Cache blocking: the batch is processed in chunks of samples (grid mode: of rows) whose workspace fits in
-  -conv2d_max_workspace MB (default 1, about a core's L2 cache), so that each GEMM reads what the transform before it
-  just wrote from cache.
+  Cache blocking: the batch is processed in chunks (of output rows for im2col, of samples for Winograd, of block rows in
+  grid mode) whose workspace fits in -conv2d_max_workspace MB (default 1, about a core's L2 cache), so that each GEMM
+  reads what the transform before it just wrote from cache.
 */
 #pragma once
 
-#include "../pool/window.h"
-#include "conv2dim2col.h"
+#include "../conv/conv.h"
 #include "conv2dgrid.h"
-#include <petscblaslapack.h>
 
 typedef enum { CONV2D_ALGORITHM_AUTO, CONV2D_ALGORITHM_IM2COL, CONV2D_ALGORITHM_WINOGRAD } Conv2dAlgorithm;
 PETSC_INTERN const char *const Conv2dAlgorithms[];
@@ -57,45 +47,27 @@ PETSC_INTERN const char *const Conv2dAlgorithms[];
 #define CONV2D_SIMD_CLONES
 #endif
 
+/* Winograd F(2x2, 3x3)'s workspace, for nalloc samples (layouts in conv2dwinograd.c) */
 typedef struct {
-  LayerWindow     win;    /* kernel, stride, padding, dilation; valid tap ranges */
-  PetscInt        nout;   /* Cout */
-  PetscInt        groups; /* G */
-  PetscBool       bias;
-  LayerInitType   init;
-  PetscReal       initstd;
-  PetscReal       maxworkspace; /* MB: the workspace of one chunk of samples (cache blocking) */
-  Conv2dAlgorithm algorithm;    /* as requested; auto picks Winograd where it applies */
+  PetscBool          on;            /* F(2x2, 3x3) in use */
+  PetscInt           tiles[2];      /* 2x2 output tiles per sample along h and w */
+  PetscInt           nalloc, chunk; /* samples the buffers hold, samples per chunk of the current batch */
+  PetscScalar       *V;             /* [16][chunk tiles][Cin]; V(x) of the last forward when Vx == x */
+  PetscScalar       *M;             /* [16][chunk tiles][Cout] */
+  PetscScalar       *U;             /* [16][Cout][Cin] */
+  PetscScalar       *Ut;            /* [16][Cin][Cout], twice (jvp needs those of W and dW) */
+  PetscScalar       *dU;            /* the weight-gradient GEMM's accumulator [16][Cout][Cin] */
+  PetscScalar       *zeros;         /* max(Cin, Cout) zeros (the padding), and as many scratch entries */
+  const PetscScalar *Vx;
+} Conv2dWinograd;
 
-  /* set up from the input shape */
-  PetscInt  cin, cg, cog, kg, ktot, pixels; /* Cin, Cin/G, Cout/G, KH KW Cg, G Kg, Ho Wo */
-  PetscBool pointwise;                      /* 1x1, stride 1, no padding: col = x */
-  PetscBool winograd;                       /* F(2x2, 3x3) in use */
-  PetscBool dwtransposed;                   /* the weight gradient is accumulated transposed, in wdt */
-  PetscInt  tiles[2];                       /* Winograd: 2x2 output tiles per sample along h and w */
-
-  /* workspace for nalloc samples; col holds im2col(x) (or V(x)) of the last forward when colx == x */
-  PetscInt     nalloc, chunk; /* samples the buffers hold, samples per chunk of the current batch */
-  PetscScalar *col;           /* im2col: [chunk P][G Kg];  Winograd: V [16][chunk tiles][Cin] */
-  PetscScalar *wm;            /* Winograd: M [16][chunk tiles][Cout] */
-  PetscScalar *wu;            /* Winograd: U [16][Cout][Cin] */
-  PetscScalar *wt;            /* the weights as the forward GEMM reads them, twice (jvp needs those of W and dW):
-                                 Winograd Ut [16][Cin][Cout]; im2col W^T per group [G][Kg][Cout/G] */
-  PetscScalar *wdt;           /* the weight-gradient GEMM's accumulator: Winograd dU [16][Cout][Cin];
-                                 im2col dW^T per group when Kg < Cout/G */
-  PetscScalar       *zeros;   /* Winograd: max(Cin, Cout) zeros (the padding), and as many scratch entries */
-  const PetscScalar *colx;
-
-  Conv2dIm2col im2col; /* the im2col geometry of either mode: the batch window, or the grid block */
-  Conv2dGrid   grid;   /* grid mode (grid.dm set): the DMDA, its halo exchange and the block kernels' workspace */
+typedef struct {
+  LayerConv       base;      /* first: the shared convolution code casts layer->data to LayerConv (../conv/conv.h) */
+  Conv2dAlgorithm algorithm; /* as requested; auto picks Winograd where it applies */
+  Conv2dWinograd  wg;        /* batch mode with Winograd */
+  Conv2dGrid      grid;      /* grid mode (grid.dm set): the DMDA, its halo exchange and the block kernels' workspace;
+                                base.im2col then holds the block's geometry */
 } Layer_Conv2d;
-
-PETSC_INTERN PetscErrorCode Conv2dForward_Batch(Layer, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *);
-PETSC_INTERN PetscErrorCode Conv2dBackward_Batch(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
-PETSC_INTERN PetscErrorCode Conv2dJVP_Batch(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *);
-PETSC_INTERN PetscErrorCode Conv2dSOBackward_Batch(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
-PETSC_INTERN PetscErrorCode Conv2dResetWorkspace_Batch(Layer);
-PETSC_INTERN PetscErrorCode Conv2dGetWorkspace_Batch(Layer, PetscInt);
 
 PETSC_INTERN PetscErrorCode LayerConv2dGetPatchLayout_Conv2d(Layer, PetscInt *, PetscInt *, PetscInt *, PetscBool *);
 PETSC_INTERN PetscErrorCode LayerConv2dGetPatches_Conv2d(Layer, PetscInt, const PetscScalar *, PetscScalar *);
@@ -104,3 +76,5 @@ PETSC_INTERN PetscErrorCode Conv2dForward_Winograd(Layer, PetscInt, const PetscS
 PETSC_INTERN PetscErrorCode Conv2dBackward_Winograd(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
 PETSC_INTERN PetscErrorCode Conv2dJVP_Winograd(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *);
 PETSC_INTERN PetscErrorCode Conv2dSOBackward_Winograd(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode Conv2dGetWorkspace_Winograd(Layer, PetscInt);
+PETSC_INTERN PetscErrorCode Conv2dResetWorkspace_Winograd(Layer);

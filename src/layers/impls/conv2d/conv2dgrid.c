@@ -22,7 +22,7 @@ const char *const LayerConv2dGridAlgorithms[] = {"auto", "im2col", "taps", "Laye
 PetscErrorCode Conv2dCheck_Grid(Layer layer)
 {
   Layer_Conv2d      *conv = (Layer_Conv2d *)layer->data;
-  const LayerWindow *w    = &conv->win;
+  const LayerWindow *w    = &conv->base.win;
   MPI_Comm           comm = PetscObjectComm((PetscObject)layer);
   PetscInt           dim, M, N, k[2], pad[2];
   PetscBool          isdmda;
@@ -46,10 +46,10 @@ PetscErrorCode Conv2dCheck_Grid(Layer layer)
     k[d]   = w->k[d] % 2 ? w->k[d] : w->k[d] + 1;
     pad[d] = k[d] / 2;
   }
-  if (w->k[0] != k[0] || w->k[1] != k[1] || w->pad[0] != pad[0] || w->pad[1] != pad[1] || w->stride[0] != 1 || w->stride[1] != 1 || w->dilation[0] != 1 || w->dilation[1] != 1 || conv->groups != 1) {
-    PetscCall(LayerWindowPairToString(k, sizeof(kernel), kernel));
-    PetscCall(LayerWindowPairToString(pad, sizeof(padding), padding));
-    PetscCall(PetscSNPrintf(want, sizeof(want), "conv2d:%" PetscInt_FMT ":%s:1:%s%s", conv->nout, kernel, padding, conv->bias ? "" : ":bias=0"));
+  if (w->k[0] != k[0] || w->k[1] != k[1] || w->pad[0] != pad[0] || w->pad[1] != pad[1] || w->stride[0] != 1 || w->stride[1] != 1 || w->dilation[0] != 1 || w->dilation[1] != 1 || conv->base.groups != 1) {
+    PetscCall(LayerWindowToString(k, 2, sizeof(kernel), kernel));
+    PetscCall(LayerWindowToString(pad, 2, sizeof(padding), padding));
+    PetscCall(PetscSNPrintf(want, sizeof(want), "conv2d:%" PetscInt_FMT ":%s:1:%s%s", conv->base.nout, kernel, padding, conv->base.bias ? "" : ":bias=0"));
     PetscCall(LayerGetSpec(layer, sizeof(have), have));
     SETERRQ(comm, PETSC_ERR_ARG_INCOMP, "conv2d layer %" PetscInt_FMT " on a DMDA keeps the grid: it needs stride 1, dilation 1, groups 1, an odd kernel K and padding K/2 (write %s), not %s", layer->index, want, have);
   }
@@ -59,7 +59,7 @@ PetscErrorCode Conv2dCheck_Grid(Layer layer)
 }
 
 /*
-  The im2col geometry of the block (conv2dim2col.h): output point (r, q) of the block, tap (a, b), reads the grid point
+  The im2col geometry of the block (../conv/convim2col.h, a 2-D one: depth 1): output point (r, q) of the block, tap (a, b), reads the grid point
   (xs + q - KW/2 + b, ys + r - KH/2 + a), found in the ghosted array at row ys + r - KH/2 + a - gys, column
   xs + q - KW/2 + b - gxs. A periodic grid wraps in the ghosts (all taps valid); otherwise taps off the grid read zero.
 */
@@ -67,7 +67,7 @@ static PetscErrorCode Conv2dGridSetUpIm2col(Layer_Conv2d *conv)
 {
   Conv2dGrid            *grid = &conv->grid;
   const Conv2dGridBlock *bk   = &grid->block;
-  const PetscInt         kh = conv->win.k[0], kw = conv->win.k[1], ry = kh / 2, rx = kw / 2;
+  const PetscInt         kh = conv->base.win.k[0], kw = conv->base.win.k[1], ry = kh / 2, rx = kw / 2;
 
   PetscFunctionBegin;
   PetscCall(PetscMalloc4(bk->ym, &grid->t0[0], bk->ym, &grid->t1[0], bk->xm, &grid->t0[1], bk->xm, &grid->t1[1]));
@@ -79,19 +79,20 @@ static PetscErrorCode Conv2dGridSetUpIm2col(Layer_Conv2d *conv)
     grid->t0[1][q] = bk->periodic[0] ? 0 : PetscMax(0, rx - bk->xs - q);
     grid->t1[1][q] = PetscMax(grid->t0[1][q], bk->periodic[0] ? kw : PetscMin(kw, bk->M + rx - bk->xs - q));
   }
-  conv->im2col = (Conv2dIm2col){
-      .out      = {bk->ym, bk->xm},
-      .k        = {kh, kw},
-      .step     = {1, 1},
-      .dilation = {1, 1},
-      .origin   = {bk->ys - bk->gys - ry, bk->xs - bk->gxs - rx},
-      .ld       = bk->gxm * conv->cin,
-      .cin      = conv->cin,
-      .cg       = conv->cin,
+  conv->base.im2col = (ConvIm2col){
+      .out      = {1, bk->ym, bk->xm},
+      .k        = {1, kh, kw},
+      .step     = {1, 1, 1},
+      .dilation = {1, 1, 1},
+      .origin   = {0, bk->ys - bk->gys - ry, bk->xs - bk->gxs - rx},
+      .ld       = {0, bk->gxm * conv->base.cin},
+      .cin      = conv->base.cin,
+      .cg       = conv->base.cin,
       .groups   = 1,
-      .t0       = {grid->t0[0], grid->t0[1]},
-      .t1       = {grid->t1[0], grid->t1[1]},
+      .t0       = {NULL, grid->t0[0], grid->t0[1]},
+      .t1       = {NULL, grid->t1[0], grid->t1[1]},
   };
+  ConvIm2colSetFlatDepth(&conv->base.im2col);
   PetscFunctionReturn(0);
 }
 
@@ -109,26 +110,26 @@ PetscErrorCode Conv2dSetUp_Grid(Layer layer)
   PetscFunctionBegin;
   PetscCall(DMDAGetInfo(grid->dm, NULL, &M, &N, NULL, &m, &n, NULL, NULL, NULL, &bx, &by, NULL, NULL));
   PetscCall(DMDAGetOwnershipRanges(grid->dm, &lx, &ly, NULL));
-  PetscCall(DMDACreate2d(comm, bx, by, DMDA_STENCIL_BOX, M, N, m, n, conv->cin, PetscMax(conv->win.k[0], conv->win.k[1]) / 2, lx, ly, &grid->dmin));
+  PetscCall(DMDACreate2d(comm, bx, by, DMDA_STENCIL_BOX, M, N, m, n, conv->base.cin, PetscMax(conv->base.win.k[0], conv->base.win.k[1]) / 2, lx, ly, &grid->dmin));
   PetscCall(DMSetUp(grid->dmin));
   PetscCall(DMDAGetCorners(grid->dmin, &xs, &ys, NULL, &xm, &ym, NULL));
   PetscCall(DMDAGetGhostCorners(grid->dmin, &gxs, &gys, NULL, &gxm, &gym, NULL));
   grid->block = (Conv2dGridBlock){xs, ys, xm, ym, gxs, gys, gxm, gym, M, N, {bx == DM_BOUNDARY_PERIODIC, by == DM_BOUNDARY_PERIODIC}};
-  PetscCall(VecCreateMPIWithArray(comm, conv->cin, xm * ym * conv->cin, PETSC_DECIDE, NULL, &grid->xg));
+  PetscCall(VecCreateMPIWithArray(comm, conv->base.cin, xm * ym * conv->base.cin, PETSC_DECIDE, NULL, &grid->xg));
   PetscCall(DMCreateLocalVector(grid->dmin, &grid->xl));
   PetscCall(VecDuplicate(grid->xl, &grid->dl));
   layer->out.ndim   = 1;
-  layer->out.dim[0] = conv->nout;
+  layer->out.dim[0] = conv->base.nout;
   PetscCall(Conv2dGridSetUpIm2col(conv));
 
   grid->taps = (PetscBool)(grid->algorithm == LAYER_CONV2D_GRID_ALGORITHM_TAPS || (grid->algorithm == LAYER_CONV2D_GRID_ALGORITHM_AUTO && xm >= CONV2D_GRID_TAPS_MIN_WIDTH));
   if (grid->taps)
-    PetscCall(PetscMalloc1(2 * conv->kg * conv->nout, &grid->wt));
+    PetscCall(PetscMalloc1(2 * conv->base.kg * conv->base.nout, &grid->wt));
   else { /* im2col in chunks of rows whose col and output fit in -conv2d_max_workspace MB: the GEMM then reads col from cache */
-    const PetscReal points = conv->maxworkspace * 1024.0 * 1024.0 / (sizeof(PetscScalar) * (conv->kg + conv->nout));
+    const PetscReal points = conv->base.maxworkspace * 1024.0 * 1024.0 / (sizeof(PetscScalar) * (conv->base.kg + conv->base.nout));
 
     grid->chunkrows = PetscMax(1, (PetscInt)PetscMin((PetscReal)ym, PetscFloorReal(points / PetscMax(1, xm))));
-    PetscCall(PetscMalloc1(grid->chunkrows * xm * conv->kg, &grid->col));
+    PetscCall(PetscMalloc1(grid->chunkrows * xm * conv->base.kg, &grid->col));
   }
   PetscFunctionReturn(0);
 }
@@ -231,7 +232,7 @@ PetscErrorCode Conv2dBackward_Grid(Layer layer, PetscInt n, const PetscScalar *t
   Layer_Conv2d      *conv = (Layer_Conv2d *)layer->data;
   Conv2dGrid        *grid = &conv->grid;
   const PetscScalar *xl   = NULL;
-  PetscScalar       *dl = NULL, *db = dtheta && conv->bias ? dtheta + conv->nout * conv->kg : NULL;
+  PetscScalar       *dl = NULL, *db = dtheta && conv->base.bias ? dtheta + conv->base.nout * conv->base.kg : NULL;
 
   PetscFunctionBegin;
   PetscCall(Conv2dGridCheckPoints(layer, n));

@@ -6,7 +6,7 @@
     W      [Cout][KH][KW][Cin]  as column-major Wc = W^T, K x Cout with K = KH KW Cin;  b [Cout]
 
   im2col, over chunks of rows (col and the chunk's output within -conv2d_max_workspace MB):
-    col    [P][KH][KW][Cin]     the receptive fields of the chunk's P points (conv2dim2col.c; zero off the grid)
+    col    [P][KH][KW][Cin]     the receptive fields of the chunk's P points (../conv/convim2col.c; zero off the grid)
     forward   y    = Wc^T col(x) + b                        dgemm('T','N')
     backward  dWc += col(x) dy^T,  db += dy 1               dgemm('N','T')   (the weight and bias parts asked for separately:
                                                                                sobackward takes the first alone, with xdot)
@@ -39,7 +39,7 @@ PetscErrorCode Conv2dGridForward_Im2col(Layer layer, const PetscScalar *theta, c
 {
   const Layer_Conv2d    *conv = (Layer_Conv2d *)layer->data;
   const Conv2dGridBlock *bk   = &conv->grid.block;
-  const PetscInt         K = conv->kg, nout = conv->nout, rows = conv->grid.chunkrows;
+  const PetscInt         K = conv->base.kg, nout = conv->base.nout, rows = conv->grid.chunkrows;
   const PetscScalar     *W = theta, one = 1.0, zero = 0.0;
   PetscScalar           *col = conv->grid.col;
   PetscBLASInt           bK, bout, bnp;
@@ -52,9 +52,9 @@ PetscErrorCode Conv2dGridForward_Im2col(Layer layer, const PetscScalar *theta, c
     PetscScalar   *yc = y + r0 * bk->xm * nout;
 
     PetscCall(PetscBLASIntCast(np, &bnp));
-    PetscCall(Conv2dIm2colRows(&conv->im2col, r0, r1, x, col));
+    PetscCall(ConvIm2colRows(&conv->base.im2col, r0, r1, x, col));
     PetscCallBLAS("BLASgemm", BLASgemm_("T", "N", &bout, &bnp, &bK, &one, W, &bK, col, &bK, &zero, yc, &bout));
-    if (conv->bias) PetscCall(Conv2dGridAddBias(np, nout, W + K * nout, yc));
+    if (conv->base.bias) PetscCall(Conv2dGridAddBias(np, nout, W + K * nout, yc));
   }
   PetscCall(PetscLogFlops(2.0 * bk->xm * bk->ym * K * nout));
   PetscFunctionReturn(0);
@@ -65,7 +65,7 @@ PetscErrorCode Conv2dGridBackward_Im2col(Layer layer, const PetscScalar *W, cons
 {
   const Layer_Conv2d    *conv = (Layer_Conv2d *)layer->data;
   const Conv2dGridBlock *bk   = &conv->grid.block;
-  const PetscInt         K = conv->kg, nout = conv->nout, rows = conv->grid.chunkrows;
+  const PetscInt         K = conv->base.kg, nout = conv->base.nout, rows = conv->grid.chunkrows;
   const PetscScalar      one = 1.0, zero = 0.0;
   PetscScalar           *col = conv->grid.col;
   PetscBLASInt           bK, bout, bnp;
@@ -79,7 +79,7 @@ PetscErrorCode Conv2dGridBackward_Im2col(Layer layer, const PetscScalar *W, cons
 
     PetscCall(PetscBLASIntCast(np, &bnp));
     if (dW) {
-      PetscCall(Conv2dIm2colRows(&conv->im2col, r0, r1, x, col));
+      PetscCall(ConvIm2colRows(&conv->base.im2col, r0, r1, x, col));
       PetscCallBLAS("BLASgemm", BLASgemm_("N", "T", &bK, &bout, &bnp, &one, col, &bK, dyc, &bout, &one, dW, &bK));
     }
     if (db)
@@ -87,7 +87,7 @@ PetscErrorCode Conv2dGridBackward_Im2col(Layer layer, const PetscScalar *W, cons
         for (PetscInt o = 0; o < nout; o++) db[o] += dyc[p * nout + o];
     if (dx) {
       PetscCallBLAS("BLASgemm", BLASgemm_("N", "N", &bK, &bnp, &bout, &one, W, &bK, dyc, &bout, &zero, col, &bK));
-      PetscCall(Conv2dCol2imRowsAdd(&conv->im2col, r0, r1, col, dx));
+      PetscCall(ConvCol2imRowsAdd(&conv->base.im2col, r0, r1, col, dx));
     }
   }
   PetscCall(PetscLogFlops(2.0 * bk->xm * bk->ym * K * nout * ((dW ? 1 : 0) + (dx ? 1 : 0))));
@@ -99,7 +99,7 @@ PetscErrorCode Conv2dGridJVP_Im2col(Layer layer, const PetscScalar *theta, const
 {
   const Layer_Conv2d    *conv = (Layer_Conv2d *)layer->data;
   const Conv2dGridBlock *bk   = &conv->grid.block;
-  const PetscInt         K = conv->kg, nout = conv->nout, rows = conv->grid.chunkrows;
+  const PetscInt         K = conv->base.kg, nout = conv->base.nout, rows = conv->grid.chunkrows;
   const PetscScalar     *W = theta, one = 1.0, zero = 0.0;
   PetscScalar           *col = conv->grid.col;
   PetscBLASInt           bK, bout, bnp;
@@ -114,14 +114,14 @@ PetscErrorCode Conv2dGridJVP_Im2col(Layer layer, const PetscScalar *theta, const
 
     PetscCall(PetscBLASIntCast(np, &bnp));
     if (dx) {
-      PetscCall(Conv2dIm2colRows(&conv->im2col, r0, r1, dx, col));
+      PetscCall(ConvIm2colRows(&conv->base.im2col, r0, r1, dx, col));
       PetscCallBLAS("BLASgemm", BLASgemm_("T", "N", &bout, &bnp, &bK, &one, W, &bK, col, &bK, &zero, dyc, &bout));
       beta = one;
     }
     if (dtheta) {
-      PetscCall(Conv2dIm2colRows(&conv->im2col, r0, r1, x, col));
+      PetscCall(ConvIm2colRows(&conv->base.im2col, r0, r1, x, col));
       PetscCallBLAS("BLASgemm", BLASgemm_("T", "N", &bout, &bnp, &bK, &one, dtheta, &bK, col, &bK, &beta, dyc, &bout));
-      if (conv->bias) PetscCall(Conv2dGridAddBias(np, nout, dtheta + K * nout, dyc));
+      if (conv->base.bias) PetscCall(Conv2dGridAddBias(np, nout, dtheta + K * nout, dyc));
     }
     if (!dx && !dtheta) PetscCall(PetscArrayzero(dyc, np * nout));
   }
@@ -135,7 +135,7 @@ PetscErrorCode Conv2dGridJVP_Im2col(Layer layer, const PetscScalar *theta, const
 static inline PetscBool Conv2dGridTapRange(const Layer_Conv2d *conv, PetscInt a, PetscInt b, PetscInt r, PetscInt *q0, PetscInt *q1, PetscInt *src)
 {
   const Conv2dGridBlock *bk = &conv->grid.block;
-  const PetscInt         rx = conv->win.k[1] / 2, ry = conv->win.k[0] / 2, sj = bk->ys + r + a - ry;
+  const PetscInt         rx = conv->base.win.k[1] / 2, ry = conv->base.win.k[0] / 2, sj = bk->ys + r + a - ry;
 
   if (!bk->periodic[1] && (sj < 0 || sj >= bk->N)) return PETSC_FALSE;
   *q0 = 0;
@@ -145,7 +145,7 @@ static inline PetscBool Conv2dGridTapRange(const Layer_Conv2d *conv, PetscInt a,
     *q1 = PetscMin(bk->xm, bk->M + rx - b - bk->xs);
   }
   if (*q1 <= *q0) return PETSC_FALSE;
-  *src = ((sj - bk->gys) * bk->gxm + (bk->xs + *q0 + b - rx - bk->gxs)) * conv->cin;
+  *src = ((sj - bk->gys) * bk->gxm + (bk->xs + *q0 + b - rx - bk->gxs)) * conv->base.cin;
   return PETSC_TRUE;
 }
 
@@ -153,7 +153,7 @@ static inline PetscBool Conv2dGridTapRange(const Layer_Conv2d *conv, PetscInt a,
    taps are dgemm('N','N'): OpenBLAS runs its transposed-A case at half the speed for these short Cout x Cin blocks */
 static PetscErrorCode Conv2dGridTransposeTaps(const Layer_Conv2d *conv, const PetscScalar *W, PetscScalar *wt)
 {
-  const PetscInt K = conv->kg, nout = conv->nout, cin = conv->cin, ntaps = conv->win.k[0] * conv->win.k[1];
+  const PetscInt K = conv->base.kg, nout = conv->base.nout, cin = conv->base.cin, ntaps = conv->base.win.k[0] * conv->base.win.k[1];
 
   PetscFunctionBegin;
   for (PetscInt t = 0; t < ntaps; t++)
@@ -166,7 +166,7 @@ PetscErrorCode Conv2dGridForward_Taps(Layer layer, const PetscScalar *theta, con
 {
   const Layer_Conv2d    *conv = (Layer_Conv2d *)layer->data;
   const Conv2dGridBlock *bk   = &conv->grid.block;
-  const PetscInt         K = conv->kg, nout = conv->nout, cin = conv->cin, kh = conv->win.k[0], kw = conv->win.k[1];
+  const PetscInt         K = conv->base.kg, nout = conv->base.nout, cin = conv->base.cin, kh = conv->base.win.k[0], kw = conv->base.win.k[1];
   const PetscScalar     *W = theta, one = 1.0;
   PetscScalar           *wt = conv->grid.wt;
   PetscBLASInt           bout, bcin, bnq;
@@ -178,7 +178,7 @@ PetscErrorCode Conv2dGridForward_Taps(Layer layer, const PetscScalar *theta, con
   for (PetscInt r = 0; r < bk->ym; r++) {
     PetscScalar *yr = y + r * bk->xm * nout;
 
-    if (conv->bias)
+    if (conv->base.bias)
       for (PetscInt q = 0; q < bk->xm; q++) PetscCall(PetscArraycpy(yr + q * nout, W + K * nout, nout));
     else
       PetscCall(PetscArrayzero(yr, bk->xm * nout));
@@ -199,7 +199,7 @@ PetscErrorCode Conv2dGridBackward_Taps(Layer layer, const PetscScalar *W, const 
 {
   const Layer_Conv2d    *conv = (Layer_Conv2d *)layer->data;
   const Conv2dGridBlock *bk   = &conv->grid.block;
-  const PetscInt         K = conv->kg, nout = conv->nout, cin = conv->cin, kh = conv->win.k[0], kw = conv->win.k[1];
+  const PetscInt         K = conv->base.kg, nout = conv->base.nout, cin = conv->base.cin, kh = conv->base.win.k[0], kw = conv->base.win.k[1];
   const PetscScalar      one = 1.0;
   PetscBLASInt           bK, bout, bcin, bnq;
 
@@ -232,7 +232,7 @@ PetscErrorCode Conv2dGridJVP_Taps(Layer layer, const PetscScalar *theta, const P
 {
   const Layer_Conv2d    *conv = (Layer_Conv2d *)layer->data;
   const Conv2dGridBlock *bk   = &conv->grid.block;
-  const PetscInt         K = conv->kg, nout = conv->nout, cin = conv->cin, kh = conv->win.k[0], kw = conv->win.k[1];
+  const PetscInt         K = conv->base.kg, nout = conv->base.nout, cin = conv->base.cin, kh = conv->base.win.k[0], kw = conv->base.win.k[1];
   const PetscScalar     *W = theta, one = 1.0;
   PetscScalar           *wt = conv->grid.wt, *dwt = conv->grid.wt + K * nout;
   PetscBLASInt           bout, bcin, bnq;
@@ -245,7 +245,7 @@ PetscErrorCode Conv2dGridJVP_Taps(Layer layer, const PetscScalar *theta, const P
   for (PetscInt r = 0; r < bk->ym; r++) {
     PetscScalar *dyr = dy + r * bk->xm * nout;
 
-    if (dtheta && conv->bias)
+    if (dtheta && conv->base.bias)
       for (PetscInt q = 0; q < bk->xm; q++) PetscCall(PetscArraycpy(dyr + q * nout, dtheta + K * nout, nout));
     else
       PetscCall(PetscArrayzero(dyr, bk->xm * nout));

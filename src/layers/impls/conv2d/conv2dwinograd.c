@@ -26,20 +26,60 @@
   Every transform works on whole channel vectors (channels-last), so its inner loop runs over contiguous channels.
   The 16 GEMMs of Cout x Cin x tiles replace im2col's Cout x 9 Cin x pixels one: 2.25 times fewer multiplications; and
   backward is the exact transpose of forward (same transforms, transposed), so the adjoint identity holds to round-off.
-  The workspace (V, M, U, Ut, dU in chunks of samples) is batch mode's, Conv2dGetWorkspace_Batch() in conv2dbatch.c.
+  The workspace (V, M, U, Ut, dU in chunks of samples, conv->wg) is Conv2dGetWorkspace_Winograd()'s, below.
 */
 #include "conv2d.h"
+
+/*
+  The workspace for batches of n samples: chunk = the samples whose V and M fit in maxworkspace MB (at least 1, at
+  most n). Reallocated only when a chunk needs more samples than the buffers hold (nalloc), so that a smaller last batch
+  or a bigger evaluation batch costs nothing.
+*/
+PetscErrorCode Conv2dGetWorkspace_Winograd(Layer layer, PetscInt n)
+{
+  Layer_Conv2d   *conv = (Layer_Conv2d *)layer->data;
+  Conv2dWinograd *wg   = &conv->wg;
+  PetscLogDouble  persample, limit = conv->base.maxworkspace * 1024.0 * 1024.0;
+  PetscInt        chunk, tps = wg->tiles[0] * wg->tiles[1], nu = 16 * conv->base.nout * conv->base.cin, nmax = PetscMax(conv->base.cin, conv->base.nout);
+
+  PetscFunctionBegin;
+  persample = 16.0 * tps * (conv->base.cin + conv->base.nout) * sizeof(PetscScalar);
+  chunk     = (PetscInt)PetscMin((PetscLogDouble)PetscMax(n, 1), PetscMax(1.0, PetscFloorReal(limit / persample)));
+  if (chunk <= wg->nalloc) {
+    if (chunk != wg->chunk) wg->Vx = NULL;
+    wg->chunk = chunk;
+    PetscFunctionReturn(0);
+  }
+  PetscCall(Conv2dResetWorkspace_Winograd(layer));
+  wg->chunk  = chunk;
+  wg->nalloc = chunk;
+  PetscCall(PetscMalloc6((size_t)chunk * tps * 16 * conv->base.cin, &wg->V, (size_t)chunk * tps * 16 * conv->base.nout, &wg->M, nu, &wg->U, 2 * nu, &wg->Ut, nu, &wg->dU, 2 * nmax, &wg->zeros));
+  PetscCall(PetscArrayzero(wg->zeros, nmax));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode Conv2dResetWorkspace_Winograd(Layer layer)
+{
+  Conv2dWinograd *wg = &((Layer_Conv2d *)layer->data)->wg;
+
+  PetscFunctionBegin;
+  PetscCall(PetscFree6(wg->V, wg->M, wg->U, wg->Ut, wg->dU, wg->zeros));
+  wg->chunk  = 0;
+  wg->nalloc = 0;
+  wg->Vx     = NULL;
+  PetscFunctionReturn(0);
+}
 
 /* the 16 input pointers of tile (a, b) of sample xs: the patch rows and columns, or zeros where they fall in the padding */
 static inline void WinogradPatch(const Layer_Conv2d *conv, const PetscScalar *xs, PetscInt a, PetscInt b, const PetscScalar *zeros, const PetscScalar *d[16])
 {
-  const PetscInt H = conv->win.in[0], W = conv->win.in[1], cin = conv->cin;
+  const PetscInt H = conv->base.win.in[0], W = conv->base.win.in[1], cin = conv->base.cin;
 
   for (PetscInt i = 0; i < 4; i++) {
-    const PetscInt ih = 2 * a - conv->win.pad[0] + i;
+    const PetscInt ih = 2 * a - conv->base.win.pad[0] + i;
 
     for (PetscInt j = 0; j < 4; j++) {
-      const PetscInt iw = 2 * b - conv->win.pad[1] + j;
+      const PetscInt iw = 2 * b - conv->base.win.pad[1] + j;
 
       d[4 * i + j] = (ih >= 0 && ih < H && iw >= 0 && iw < W) ? xs + ((size_t)ih * W + iw) * cin : zeros;
     }
@@ -49,28 +89,28 @@ static inline void WinogradPatch(const Layer_Conv2d *conv, const PetscScalar *xs
 /* the 4 output pointers of tile (a, b) of sample ys, or scratch for outputs past the image (odd Ho or Wo) */
 static inline void WinogradOutputTile(const Layer_Conv2d *conv, PetscScalar *ys, PetscInt a, PetscInt b, PetscScalar *scratch, PetscScalar *out[4])
 {
-  const PetscInt Ho = conv->win.out[0], Wo = conv->win.out[1];
+  const PetscInt Ho = conv->base.win.out[0], Wo = conv->base.win.out[1];
 
   for (PetscInt i = 0; i < 2; i++)
-    for (PetscInt j = 0; j < 2; j++) out[2 * i + j] = (2 * a + i < Ho && 2 * b + j < Wo) ? ys + ((size_t)(2 * a + i) * Wo + 2 * b + j) * conv->nout : scratch;
+    for (PetscInt j = 0; j < 2; j++) out[2 * i + j] = (2 * a + i < Ho && 2 * b + j < Wo) ? ys + ((size_t)(2 * a + i) * Wo + 2 * b + j) * conv->base.nout : scratch;
 }
 
 /* V = B^T d B for the ns samples of x: V[xi][t][c] */
 CONV2D_SIMD_CLONES static void WinogradInput(const Layer_Conv2d *conv, PetscInt ns, const PetscScalar *x, PetscScalar *V)
 {
-  const PetscInt cin = conv->cin, TH = conv->tiles[0], TW = conv->tiles[1];
+  const PetscInt cin = conv->base.cin, TH = conv->wg.tiles[0], TW = conv->wg.tiles[1];
   const size_t   plane = (size_t)ns * TH * TW * cin; /* distance between two xi */
   PetscInt       t     = 0;
 
   for (PetscInt s = 0; s < ns; s++) {
-    const PetscScalar *xs = x + (size_t)s * conv->win.in[0] * conv->win.in[1] * cin;
+    const PetscScalar *xs = x + (size_t)s * conv->base.win.in[0] * conv->base.win.in[1] * cin;
 
     for (PetscInt a = 0; a < TH; a++) {
       for (PetscInt b = 0; b < TW; b++, t++) {
         const PetscScalar          *d[16];
         PetscScalar *PETSC_RESTRICT v = V + (size_t)t * cin;
 
-        WinogradPatch(conv, xs, a, b, conv->zeros, d);
+        WinogradPatch(conv, xs, a, b, conv->wg.zeros, d);
 #pragma GCC ivdep
         for (PetscInt c = 0; c < cin; c++) {
           PetscScalar r[4][4];
@@ -96,9 +136,9 @@ CONV2D_SIMD_CLONES static void WinogradInput(const Layer_Conv2d *conv, PetscInt 
 /* dx = sum over the tiles of B dV B^T added into the tile's patch; dx (ns samples) is zeroed first unless add */
 CONV2D_SIMD_CLONES static void WinogradInputTranspose(const Layer_Conv2d *conv, PetscInt ns, const PetscScalar *dV, PetscBool add, PetscScalar *dx)
 {
-  const PetscInt cin = conv->cin, TH = conv->tiles[0], TW = conv->tiles[1], insize = conv->win.in[0] * conv->win.in[1] * cin;
+  const PetscInt cin = conv->base.cin, TH = conv->wg.tiles[0], TW = conv->wg.tiles[1], insize = conv->base.win.in[0] * conv->base.win.in[1] * cin;
   const size_t   plane   = (size_t)ns * TH * TW * cin;
-  PetscScalar   *scratch = conv->zeros + PetscMax(conv->cin, conv->nout);
+  PetscScalar   *scratch = conv->wg.zeros + PetscMax(conv->base.cin, conv->base.nout);
   PetscInt       t       = 0;
 
   if (!add)
@@ -140,10 +180,10 @@ CONV2D_SIMD_CLONES static void WinogradInputTranspose(const Layer_Conv2d *conv, 
 /* y (= or +=) A^T M A + b for the ns samples of y; b may be NULL */
 CONV2D_SIMD_CLONES static void WinogradOutput(const Layer_Conv2d *conv, PetscInt ns, const PetscScalar *M, const PetscScalar *bias, PetscBool add, PetscScalar *y)
 {
-  const PetscInt     cout = conv->nout, TH = conv->tiles[0], TW = conv->tiles[1], outsize = conv->pixels * cout;
+  const PetscInt     cout = conv->base.nout, TH = conv->wg.tiles[0], TW = conv->wg.tiles[1], outsize = conv->base.pixels * cout;
   const size_t       plane   = (size_t)ns * TH * TW * cout;
-  const PetscScalar *b       = bias ? bias : conv->zeros;
-  PetscScalar       *scratch = conv->zeros + PetscMax(conv->cin, conv->nout);
+  const PetscScalar *b       = bias ? bias : conv->wg.zeros;
+  PetscScalar       *scratch = conv->wg.zeros + PetscMax(conv->base.cin, conv->base.nout);
   PetscInt           t       = 0;
 
   for (PetscInt s = 0; s < ns; s++) {
@@ -189,9 +229,9 @@ CONV2D_SIMD_CLONES static void WinogradOutput(const Layer_Conv2d *conv, PetscInt
 /* dM = A dy A^T for the ns samples of dy (outputs past the image count as zero); db += sum of dy if db */
 CONV2D_SIMD_CLONES static void WinogradOutputTranspose(const Layer_Conv2d *conv, PetscInt ns, const PetscScalar *dy, PetscScalar *dM, PetscScalar *db)
 {
-  const PetscInt cout = conv->nout, TH = conv->tiles[0], TW = conv->tiles[1], outsize = conv->pixels * cout;
+  const PetscInt cout = conv->base.nout, TH = conv->wg.tiles[0], TW = conv->wg.tiles[1], outsize = conv->base.pixels * cout;
   const size_t   plane   = (size_t)ns * TH * TW * cout;
-  PetscScalar   *scratch = conv->zeros + PetscMax(conv->cin, conv->nout), *dbias = db ? db : scratch;
+  PetscScalar   *scratch = conv->wg.zeros + PetscMax(conv->base.cin, conv->base.nout), *dbias = db ? db : scratch;
   PetscInt       t = 0;
 
   for (PetscInt s = 0; s < ns; s++) {
@@ -203,7 +243,7 @@ CONV2D_SIMD_CLONES static void WinogradOutputTranspose(const Layer_Conv2d *conv,
         PetscScalar *e[4];
 
         /* dy past the image reads zeros: the output pointers of the tile with zeros as the scratch (read only here) */
-        WinogradOutputTile(conv, (PetscScalar *)dys, a, b, conv->zeros, e);
+        WinogradOutputTile(conv, (PetscScalar *)dys, a, b, conv->wg.zeros, e);
 #pragma GCC ivdep
         for (PetscInt k = 0; k < cout; k++) {
           const PetscScalar e00 = e[0][k], e01 = e[1][k], e10 = e[2][k], e11 = e[3][k];
@@ -227,7 +267,7 @@ static const PetscReal WinogradG[4][3] = {{1.0, 0.0, 0.0}, {0.5, 0.5, 0.5}, {0.5
 /* U[xi][k][c] = (G g G^T)_xi with g = W[k][:][:][c], and Ut[xi][c][k] the same (if Ut) */
 static void WinogradWeights(const Layer_Conv2d *conv, const PetscScalar *W, PetscScalar *U, PetscScalar *Ut)
 {
-  const PetscInt cin = conv->cin, cout = conv->nout;
+  const PetscInt cin = conv->base.cin, cout = conv->base.nout;
   const size_t   plane = (size_t)cout * cin;
 
   for (PetscInt k = 0; k < cout; k++) {
@@ -256,7 +296,7 @@ static void WinogradWeights(const Layer_Conv2d *conv, const PetscScalar *W, Pets
 /* dW[k][p][q][c] += sum over xi = (i, j) of G[i][p] G[j][q] dU[xi][k][c]: the transpose of WinogradWeights */
 static void WinogradWeightsTranspose(const Layer_Conv2d *conv, const PetscScalar *dU, PetscScalar *dW)
 {
-  const PetscInt cin = conv->cin, cout = conv->nout;
+  const PetscInt cin = conv->base.cin, cout = conv->base.nout;
   const size_t   plane = (size_t)cout * cin;
 
   for (PetscInt k = 0; k < cout; k++) {
@@ -312,43 +352,43 @@ static PetscErrorCode WinogradGemms(const Layer_Conv2d *conv, WinogradGemm which
 
   PetscFunctionBegin;
   PetscCall(PetscBLASIntCast(T, &bT));
-  PetscCall(PetscBLASIntCast(conv->cin, &bcin));
-  PetscCall(PetscBLASIntCast(conv->nout, &bcout));
+  PetscCall(PetscBLASIntCast(conv->base.cin, &bcin));
+  PetscCall(PetscBLASIntCast(conv->base.nout, &bcout));
   PetscCallBLAS("BLASgemm", WinogradGemmLoop(which, bT, bcin, bcout, U, V, M, dU));
   PetscFunctionReturn(0);
 }
 
-/* V(x) of samples [s0, s0 + ns) of n in conv->col: kept from the last forward when one chunk holds the batch */
+/* V(x) of samples [s0, s0 + ns) of n in conv->wg.V: kept from the last forward when one chunk holds the batch */
 static void WinogradColumns(Layer_Conv2d *conv, PetscInt s0, PetscInt ns, PetscInt n, const PetscScalar *x, PetscInt insize)
 {
-  if (conv->colx == x) return;
-  WinogradInput(conv, ns, x + (size_t)s0 * insize, conv->col);
-  conv->colx = ns == n ? x : NULL;
+  if (conv->wg.Vx == x) return;
+  WinogradInput(conv, ns, x + (size_t)s0 * insize, conv->wg.V);
+  conv->wg.Vx = ns == n ? x : NULL;
 }
 
 /* flops of one pass of 16 GEMMs over n samples */
 static PetscLogDouble WinogradGemmFlops(const Layer_Conv2d *conv, PetscInt n)
 {
-  return 2.0 * 16 * n * conv->tiles[0] * conv->tiles[1] * conv->cin * conv->nout;
+  return 2.0 * 16 * n * conv->wg.tiles[0] * conv->wg.tiles[1] * conv->base.cin * conv->base.nout;
 }
 
 /* y = conv(x; W) + b */
 PetscErrorCode Conv2dForward_Winograd(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
 {
   Layer_Conv2d      *conv = (Layer_Conv2d *)layer->data;
-  const PetscScalar *b    = conv->bias ? theta + conv->nout * conv->kg : NULL;
-  const PetscInt     tps  = conv->tiles[0] * conv->tiles[1];
+  const PetscScalar *b    = conv->base.bias ? theta + conv->base.nout * conv->base.kg : NULL;
+  const PetscInt     tps  = conv->wg.tiles[0] * conv->wg.tiles[1];
 
   PetscFunctionBegin;
-  PetscCall(Conv2dGetWorkspace_Batch(layer, n));
-  WinogradWeights(conv, theta, conv->wu, conv->wt);
-  conv->colx = NULL; /* x may hold new values at the same address */
-  for (PetscInt s0 = 0; s0 < n; s0 += conv->chunk) {
-    const PetscInt ns = PetscMin(conv->chunk, n - s0);
+  PetscCall(Conv2dGetWorkspace_Winograd(layer, n));
+  WinogradWeights(conv, theta, conv->wg.U, conv->wg.Ut);
+  conv->wg.Vx = NULL; /* x may hold new values at the same address */
+  for (PetscInt s0 = 0; s0 < n; s0 += conv->wg.chunk) {
+    const PetscInt ns = PetscMin(conv->wg.chunk, n - s0);
 
     WinogradColumns(conv, s0, ns, n, x, layer->insize);
-    PetscCall(WinogradGemms(conv, WINOGRAD_GEMM_OUTPUT, ns * tps, conv->wt, conv->col, conv->wm, NULL));
-    WinogradOutput(conv, ns, conv->wm, b, PETSC_FALSE, y + (size_t)s0 * layer->outsize);
+    PetscCall(WinogradGemms(conv, WINOGRAD_GEMM_OUTPUT, ns * tps, conv->wg.Ut, conv->wg.V, conv->wg.M, NULL));
+    WinogradOutput(conv, ns, conv->wg.M, b, PETSC_FALSE, y + (size_t)s0 * layer->outsize);
   }
   PetscCall(PetscLogFlops(WinogradGemmFlops(conv, n)));
   PetscFunctionReturn(0);
@@ -358,28 +398,28 @@ PetscErrorCode Conv2dForward_Winograd(Layer layer, PetscInt n, const PetscScalar
 PetscErrorCode Conv2dBackward_Winograd(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)
 {
   Layer_Conv2d  *conv = (Layer_Conv2d *)layer->data;
-  const PetscInt tps  = conv->tiles[0] * conv->tiles[1];
-  PetscScalar   *db   = dtheta && conv->bias ? dtheta + conv->nout * conv->kg : NULL;
+  const PetscInt tps  = conv->wg.tiles[0] * conv->wg.tiles[1];
+  PetscScalar   *db   = dtheta && conv->base.bias ? dtheta + conv->base.nout * conv->base.kg : NULL;
 
   PetscFunctionBegin;
-  PetscCall(Conv2dGetWorkspace_Batch(layer, n));
-  if (dx) WinogradWeights(conv, theta, conv->wu, NULL);
-  if (dtheta) PetscCall(PetscArrayzero(conv->wdt, 16 * conv->nout * conv->cin));
-  for (PetscInt s0 = 0; s0 < n; s0 += conv->chunk) {
-    const PetscInt ns = PetscMin(conv->chunk, n - s0), T = ns * tps;
+  PetscCall(Conv2dGetWorkspace_Winograd(layer, n));
+  if (dx) WinogradWeights(conv, theta, conv->wg.U, NULL);
+  if (dtheta) PetscCall(PetscArrayzero(conv->wg.dU, 16 * conv->base.nout * conv->base.cin));
+  for (PetscInt s0 = 0; s0 < n; s0 += conv->wg.chunk) {
+    const PetscInt ns = PetscMin(conv->wg.chunk, n - s0), T = ns * tps;
 
-    WinogradOutputTranspose(conv, ns, dy + (size_t)s0 * layer->outsize, conv->wm, db);
+    WinogradOutputTranspose(conv, ns, dy + (size_t)s0 * layer->outsize, conv->wg.M, db);
     if (dtheta) {
       WinogradColumns(conv, s0, ns, n, x, layer->insize);
-      PetscCall(WinogradGemms(conv, WINOGRAD_GEMM_WEIGHTS, T, NULL, conv->col, conv->wm, conv->wdt));
+      PetscCall(WinogradGemms(conv, WINOGRAD_GEMM_WEIGHTS, T, NULL, conv->wg.V, conv->wg.M, conv->wg.dU));
     }
     if (dx) {
-      conv->colx = NULL; /* dV overwrites V(x) */
-      PetscCall(WinogradGemms(conv, WINOGRAD_GEMM_INPUT, T, conv->wu, conv->col, conv->wm, NULL));
-      WinogradInputTranspose(conv, ns, conv->col, PETSC_FALSE, dx + (size_t)s0 * layer->insize);
+      conv->wg.Vx = NULL; /* dV overwrites V(x) */
+      PetscCall(WinogradGemms(conv, WINOGRAD_GEMM_INPUT, T, conv->wg.U, conv->wg.V, conv->wg.M, NULL));
+      WinogradInputTranspose(conv, ns, conv->wg.V, PETSC_FALSE, dx + (size_t)s0 * layer->insize);
     }
   }
-  if (dtheta) WinogradWeightsTranspose(conv, conv->wdt, dtheta);
+  if (dtheta) WinogradWeightsTranspose(conv, conv->wg.dU, dtheta);
   PetscCall(PetscLogFlops(WinogradGemmFlops(conv, n) * ((dx ? 1 : 0) + (dtheta ? 1 : 0))));
   PetscFunctionReturn(0);
 }
@@ -388,26 +428,26 @@ PetscErrorCode Conv2dBackward_Winograd(Layer layer, PetscInt n, const PetscScala
 PetscErrorCode Conv2dJVP_Winograd(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *dx, const PetscScalar *dtheta, PetscScalar *dy)
 {
   Layer_Conv2d  *conv = (Layer_Conv2d *)layer->data;
-  const PetscInt tps  = conv->tiles[0] * conv->tiles[1];
+  const PetscInt tps  = conv->wg.tiles[0] * conv->wg.tiles[1];
 
   PetscFunctionBegin;
-  PetscCall(Conv2dGetWorkspace_Batch(layer, n));
-  if (dtheta) WinogradWeights(conv, dtheta, conv->wdt, conv->wt);                         /* conv(x; dW) */
-  if (dx) WinogradWeights(conv, theta, conv->wu, conv->wt + 16 * conv->nout * conv->cin); /* conv(dx; W) */
-  for (PetscInt s0 = 0; s0 < n; s0 += conv->chunk) {
-    const PetscInt ns = PetscMin(conv->chunk, n - s0), T = ns * tps;
+  PetscCall(Conv2dGetWorkspace_Winograd(layer, n));
+  if (dtheta) WinogradWeights(conv, dtheta, conv->wg.dU, conv->wg.Ut);                                   /* conv(x; dW) */
+  if (dx) WinogradWeights(conv, theta, conv->wg.U, conv->wg.Ut + 16 * conv->base.nout * conv->base.cin); /* conv(dx; W) */
+  for (PetscInt s0 = 0; s0 < n; s0 += conv->wg.chunk) {
+    const PetscInt ns = PetscMin(conv->wg.chunk, n - s0), T = ns * tps;
     PetscScalar   *dys = dy + (size_t)s0 * layer->outsize;
 
     if (dtheta) {
       WinogradColumns(conv, s0, ns, n, x, layer->insize);
-      PetscCall(WinogradGemms(conv, WINOGRAD_GEMM_OUTPUT, T, conv->wt, conv->col, conv->wm, NULL));
-      WinogradOutput(conv, ns, conv->wm, conv->bias ? dtheta + conv->nout * conv->kg : NULL, PETSC_FALSE, dys);
+      PetscCall(WinogradGemms(conv, WINOGRAD_GEMM_OUTPUT, T, conv->wg.Ut, conv->wg.V, conv->wg.M, NULL));
+      WinogradOutput(conv, ns, conv->wg.M, conv->base.bias ? dtheta + conv->base.nout * conv->base.kg : NULL, PETSC_FALSE, dys);
     }
     if (dx) {
-      conv->colx = NULL;
-      WinogradInput(conv, ns, dx + (size_t)s0 * layer->insize, conv->col);
-      PetscCall(WinogradGemms(conv, WINOGRAD_GEMM_OUTPUT, T, conv->wt + 16 * conv->nout * conv->cin, conv->col, conv->wm, NULL));
-      WinogradOutput(conv, ns, conv->wm, NULL, dtheta ? PETSC_TRUE : PETSC_FALSE, dys);
+      conv->wg.Vx = NULL;
+      WinogradInput(conv, ns, dx + (size_t)s0 * layer->insize, conv->wg.V);
+      PetscCall(WinogradGemms(conv, WINOGRAD_GEMM_OUTPUT, T, conv->wg.Ut + 16 * conv->base.nout * conv->base.cin, conv->wg.V, conv->wg.M, NULL));
+      WinogradOutput(conv, ns, conv->wg.M, NULL, dtheta ? PETSC_TRUE : PETSC_FALSE, dys);
     }
   }
   PetscCall(PetscLogFlops(WinogradGemmFlops(conv, n) * ((dx ? 1 : 0) + (dtheta ? 1 : 0))));
@@ -418,28 +458,28 @@ PetscErrorCode Conv2dJVP_Winograd(Layer layer, PetscInt n, const PetscScalar *th
 PetscErrorCode Conv2dSOBackward_Winograd(Layer layer, PetscInt n, const PetscScalar *xdot, const PetscScalar *Wdot, const PetscScalar *dy, PetscScalar *dxdot, PetscScalar *dWdot)
 {
   Layer_Conv2d   *conv = (Layer_Conv2d *)layer->data;
-  const PetscInt  tps  = conv->tiles[0] * conv->tiles[1];
+  const PetscInt  tps  = conv->wg.tiles[0] * conv->wg.tiles[1];
   const PetscBool doW = (PetscBool)(dWdot && xdot), dox = (PetscBool)(dxdot && Wdot);
 
   PetscFunctionBegin;
-  PetscCall(Conv2dGetWorkspace_Batch(layer, n));
-  if (dox) WinogradWeights(conv, Wdot, conv->wu, NULL);
-  if (doW) PetscCall(PetscArrayzero(conv->wdt, 16 * conv->nout * conv->cin));
-  conv->colx = NULL; /* V(xdot) and dV replace V(x) */
-  for (PetscInt s0 = 0; s0 < n; s0 += conv->chunk) {
-    const PetscInt ns = PetscMin(conv->chunk, n - s0), T = ns * tps;
+  PetscCall(Conv2dGetWorkspace_Winograd(layer, n));
+  if (dox) WinogradWeights(conv, Wdot, conv->wg.U, NULL);
+  if (doW) PetscCall(PetscArrayzero(conv->wg.dU, 16 * conv->base.nout * conv->base.cin));
+  conv->wg.Vx = NULL; /* V(xdot) and dV replace V(x) */
+  for (PetscInt s0 = 0; s0 < n; s0 += conv->wg.chunk) {
+    const PetscInt ns = PetscMin(conv->wg.chunk, n - s0), T = ns * tps;
 
-    WinogradOutputTranspose(conv, ns, dy + (size_t)s0 * layer->outsize, conv->wm, NULL);
+    WinogradOutputTranspose(conv, ns, dy + (size_t)s0 * layer->outsize, conv->wg.M, NULL);
     if (doW) {
-      WinogradInput(conv, ns, xdot + (size_t)s0 * layer->insize, conv->col);
-      PetscCall(WinogradGemms(conv, WINOGRAD_GEMM_WEIGHTS, T, NULL, conv->col, conv->wm, conv->wdt));
+      WinogradInput(conv, ns, xdot + (size_t)s0 * layer->insize, conv->wg.V);
+      PetscCall(WinogradGemms(conv, WINOGRAD_GEMM_WEIGHTS, T, NULL, conv->wg.V, conv->wg.M, conv->wg.dU));
     }
     if (dox) {
-      PetscCall(WinogradGemms(conv, WINOGRAD_GEMM_INPUT, T, conv->wu, conv->col, conv->wm, NULL));
-      WinogradInputTranspose(conv, ns, conv->col, PETSC_TRUE, dxdot + (size_t)s0 * layer->insize);
+      PetscCall(WinogradGemms(conv, WINOGRAD_GEMM_INPUT, T, conv->wg.U, conv->wg.V, conv->wg.M, NULL));
+      WinogradInputTranspose(conv, ns, conv->wg.V, PETSC_TRUE, dxdot + (size_t)s0 * layer->insize);
     }
   }
-  if (doW) WinogradWeightsTranspose(conv, conv->wdt, dWdot);
+  if (doW) WinogradWeightsTranspose(conv, conv->wg.dU, dWdot);
   PetscCall(PetscLogFlops(WinogradGemmFlops(conv, n) * ((dox ? 1 : 0) + (doW ? 1 : 0))));
   PetscFunctionReturn(0);
 }

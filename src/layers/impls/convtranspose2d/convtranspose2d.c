@@ -1,10 +1,29 @@
 /*
   convtranspose2d: settings (OUT[:K[:STRIDE[:PAD]]] and named output_padding=, dilation=, groups=, bias=;
-  -convtranspose2d_* options), set-up of the shapes and of conv2d's im2col geometry, initialisation, PyTorch tensor
+  -convtranspose2d_* options), set-up of the shapes and of the convolutions' im2col geometry, initialisation, PyTorch tensor
   names, the layer's operations and the public setters. Layouts, formulas and kernels: convtranspose2d.h and
   convtranspose2dkernels.c.
 */
 #include "convtranspose2d.h"
+
+/* a pair setting of a 2-D window ("3", "3x5"), through the shared window parser */
+static PetscErrorCode CTParsePair(MPI_Comm comm, const char name[], const char str[], PetscInt pair[2])
+{
+  PetscInt v[3] = {0, 0, 0}, n = 0;
+
+  PetscFunctionBegin;
+  PetscCall(LayerWindowParse(comm, name, str, 2, v, &n));
+  pair[0] = v[0];
+  pair[1] = v[1];
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode CTPairToString(const PetscInt pair[2], size_t len, char str[])
+{
+  PetscFunctionBegin;
+  PetscCall(LayerWindowToString(pair, 2, len, str));
+  PetscFunctionReturn(0);
+}
 #include "../pool/window.h"
 
 static const char *const CTWindowNames[] = {"kernel", "stride", "padding", "output padding", "dilation"};
@@ -88,19 +107,20 @@ static PetscErrorCode LayerSetUp_ConvTranspose2d(Layer layer)
   PetscCheck(nparams <= PETSC_MAX_INT && (PetscInt64)ct->in[0] * ct->in[1] * ct->k[0] * ct->k[1] * ct->nout <= PETSC_MAX_INT, comm, PETSC_ERR_ARG_OUTOFRANGE,
              "convtranspose2d layer %" PetscInt_FMT " (%" PetscInt_FMT " outputs, kernel %" PetscInt_FMT "x%" PetscInt_FMT ") on input %s is larger than the largest PetscInt: make it smaller", layer->index, ct->nout, ct->k[0], ct->k[1], shape);
   layer->nparams = (PetscInt)nparams;
-  ct->geom       = (Conv2dIm2col){
-            .out      = {ct->in[0], ct->in[1]},
-            .k        = {ct->k[0], ct->k[1]},
-            .step     = {ct->stride[0], ct->stride[1]},
-            .dilation = {ct->dilation[0], ct->dilation[1]},
-            .origin   = {-ct->pad[0], -ct->pad[1]},
-            .ld       = ct->out[1] * ct->nout,
+  ct->geom       = (ConvIm2col){
+            .out      = {1, ct->in[0], ct->in[1]},
+            .k        = {1, ct->k[0], ct->k[1]},
+            .step     = {1, ct->stride[0], ct->stride[1]},
+            .dilation = {1, ct->dilation[0], ct->dilation[1]},
+            .origin   = {0, -ct->pad[0], -ct->pad[1]},
+            .ld       = {0, ct->out[1] * ct->nout},
             .cin      = ct->nout,
             .cg       = ct->cog,
             .groups   = ct->groups,
-            .t0       = {ct->t0[0], ct->t0[1]},
-            .t1       = {ct->t1[0], ct->t1[1]},
+            .t0       = {NULL, ct->t0[0], ct->t0[1]},
+            .t1       = {NULL, ct->t1[0], ct->t1[1]},
   };
+  ConvIm2colSetFlatDepth(&ct->geom);
   chunk     = PetscFloorReal(ct->maxworkspace * 1024 * 1024 / ((PetscReal)ct->in[0] * ct->in[1] * ct->ktot * sizeof(PetscScalar)));
   ct->chunk = (PetscInt)PetscMax(1.0, PetscMin(chunk, 1024.0));
   PetscCall(PetscMalloc1((size_t)ct->chunk * ct->in[0] * ct->in[1] * ct->ktot, &ct->col));
@@ -247,7 +267,7 @@ static PetscErrorCode LayerSetArguments_ConvTranspose2d(Layer layer, const char 
 {
   MPI_Comm comm = PetscObjectComm((PetscObject)layer);
   char     copy[256], *field, *saveptr = NULL;
-  PetscInt npositional = 0, pair[2];
+  PetscInt npositional = 0, pair[2] = {0, 0};
 
   PetscFunctionBegin;
   PetscCheck(strlen(args) < sizeof(copy), comm, PETSC_ERR_ARG_SIZ, "convtranspose2d:%.64s... is longer than %zu characters: give at most OUT:K:STRIDE:PAD and the named settings", args, sizeof(copy) - 1);
@@ -267,7 +287,7 @@ static PetscErrorCode LayerSetArguments_ConvTranspose2d(Layer layer, const char 
       PetscCall(PetscStrcmp(field, "bias", &isbias));
       PetscCheck(isoutpad || isdil || isgroups || isbias, comm, PETSC_ERR_ARG_WRONG, "convtranspose2d: unknown setting \"%s\" in \"%s\"; the named settings are output_padding=, dilation=, groups= and bias=", field, args);
       if (isoutpad || isdil) {
-        PetscCall(LayerWindowParsePair(comm, isoutpad ? "The convtranspose2d output_padding" : "The convtranspose2d dilation", value, pair));
+        PetscCall(CTParsePair(comm, isoutpad ? "The convtranspose2d output_padding" : "The convtranspose2d dilation", value, pair));
         PetscCall(LayerConvTranspose2dSetWindow_ConvTranspose2d(layer, isoutpad ? 3 : 4, pair[0], pair[1]));
         continue;
       }
@@ -287,7 +307,7 @@ static PetscErrorCode LayerSetArguments_ConvTranspose2d(Layer layer, const char 
       PetscCheck(end != field && !*end && nout > 0 && nout <= PETSC_MAX_INT, comm, PETSC_ERR_ARG_WRONG, "convtranspose2d: the number of output channels must be a positive integer (e.g. convtranspose2d:16), not \"%s\"", field);
       PetscCall(LayerConvTranspose2dSetOutputChannels_ConvTranspose2d(layer, (PetscInt)nout));
     } else {
-      PetscCall(LayerWindowParsePair(comm, npositional == 1 ? "The convtranspose2d kernel" : npositional == 2 ? "The convtranspose2d stride" : "The convtranspose2d padding", field, pair));
+      PetscCall(CTParsePair(comm, npositional == 1 ? "The convtranspose2d kernel" : npositional == 2 ? "The convtranspose2d stride" : "The convtranspose2d padding", field, pair));
       PetscCall(LayerConvTranspose2dSetWindow_ConvTranspose2d(layer, npositional - 1, pair[0], pair[1]));
     }
     npositional++;
@@ -302,17 +322,17 @@ static PetscErrorCode LayerGetArguments_ConvTranspose2d(Layer layer, size_t len,
   size_t                 used;
 
   PetscFunctionBegin;
-  PetscCall(LayerWindowPairToString(ct->k, sizeof(k), k));
-  PetscCall(LayerWindowPairToString(ct->stride, sizeof(s), s));
-  PetscCall(LayerWindowPairToString(ct->pad, sizeof(p), p));
+  PetscCall(CTPairToString(ct->k, sizeof(k), k));
+  PetscCall(CTPairToString(ct->stride, sizeof(s), s));
+  PetscCall(CTPairToString(ct->pad, sizeof(p), p));
   PetscCall(PetscSNPrintf(args, len, "%" PetscInt_FMT ":%s:%s:%s", ct->nout, k, s, p));
   if (ct->outpad[0] || ct->outpad[1]) {
-    PetscCall(LayerWindowPairToString(ct->outpad, sizeof(text), text));
+    PetscCall(CTPairToString(ct->outpad, sizeof(text), text));
     PetscCall(PetscStrlen(args, &used));
     PetscCall(PetscSNPrintf(args + used, len - used, ":output_padding=%s", text));
   }
   if (ct->dilation[0] != 1 || ct->dilation[1] != 1) {
-    PetscCall(LayerWindowPairToString(ct->dilation, sizeof(text), text));
+    PetscCall(CTPairToString(ct->dilation, sizeof(text), text));
     PetscCall(PetscStrlen(args, &used));
     PetscCall(PetscSNPrintf(args + used, len - used, ":dilation=%s", text));
   }
@@ -340,14 +360,14 @@ static PetscErrorCode LayerSetFromOptions_ConvTranspose2d(Layer layer, PetscOpti
   PetscCall(PetscOptionsInt("-convtranspose2d_outputs", "Number of output channels", "LayerConvTranspose2dSetOutputChannels", nout, &nout, &set));
   if (set) PetscCall(LayerConvTranspose2dSetOutputChannels_ConvTranspose2d(layer, nout));
   for (PetscInt w = 0; w < 5; w++) {
-    PetscInt pair[2];
+    PetscInt pair[2] = {0, 0};
     char     value[64], text[96];
 
-    PetscCall(LayerWindowPairToString(CTWindowPair(ct, w), sizeof(value), value));
+    PetscCall(CTPairToString(CTWindowPair(ct, w), sizeof(value), value));
     PetscCall(PetscSNPrintf(text, sizeof(text), "The %s, one value or a pair HxW", CTWindowNames[w]));
     PetscCall(PetscOptionsString(opts[w], text, mans[w], value, value, sizeof(value), &set));
     if (set) {
-      PetscCall(LayerWindowParsePair(PetscObjectComm((PetscObject)layer), opts[w], value, pair));
+      PetscCall(CTParsePair(PetscObjectComm((PetscObject)layer), opts[w], value, pair));
       PetscCall(LayerConvTranspose2dSetWindow_ConvTranspose2d(layer, w, pair[0], pair[1]));
     }
   }

@@ -21,7 +21,7 @@
 
   In column-major BLAS terms, for a chunk of P input pixels: x is Cin x P (ld Cin), the weights of group g a Kg x Cig
   matrix Wg (Kg = KH KW Cog, ld Kg, at W + g Cig Kg), and col = [P][G][KH][KW][Cog] a (G Kg) x P matrix whose rows
-  g Kg .. are group g's; conv2d's im2col geometry (../conv2d/conv2dim2col.h) reads the big image dy through the window
+  g Kg .. are group g's; the convolutions' im2col geometry (../conv/convim2col.h) reads the big image dy through the window
   of each input pixel (its "output pixel" there), col2im is its adjoint:
     forward   col_g = Wg x_g                      dgemm('N','N'),  y = col2im(col) (+ b)
     backward  dcol = im2col(dy);  dx_g = Wg^T dcol_g  dgemm('T','N'),  dWg += dcol_g x_g^T  dgemm('N','T'),  db += sum dy
@@ -30,7 +30,7 @@
 */
 #pragma once
 
-#include "../conv2d/conv2dim2col.h"
+#include "../conv/convim2col.h"
 #include <petnet/private/layerimpl.h>
 #include <petscblaslapack.h>
 
@@ -47,7 +47,7 @@ typedef struct {
   PetscInt     cin, cig, cog, kg, ktot; /* Cin, Cin/G, Cout/G, KH KW Cog, G Kg */
   PetscInt     in[2], out[2];           /* H, W and Ho, Wo */
   PetscInt    *t0[2], *t1[2];           /* valid taps of each input row (0) and column (1) into the output */
-  Conv2dIm2col geom;                    /* conv2d's im2col geometry on the output image, "output pixels" the input's */
+  ConvIm2col   geom;                    /* conv2d's im2col geometry on the output image, "output pixels" the input's */
   PetscInt     chunk;                   /* samples per chunk */
   PetscScalar *col;                     /* [chunk H W][G Kg] */
 } Layer_ConvTranspose2d;

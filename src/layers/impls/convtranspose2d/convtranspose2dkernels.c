@@ -66,7 +66,7 @@ static PetscErrorCode CTCol2im(const Layer_ConvTranspose2d *ct, PetscInt ns, Pet
 
   PetscFunctionBegin;
   PetscCall(PetscArrayzero(y, (size_t)ns * outsize));
-  for (PetscInt s = 0; s < ns; s++) PetscCall(Conv2dCol2imRowsAdd(&ct->geom, 0, ct->in[0], col + s * colsize, y + (size_t)s * outsize));
+  for (PetscInt s = 0; s < ns; s++) PetscCall(ConvCol2imRowsAdd(&ct->geom, 0, ct->in[0], col + s * colsize, y + (size_t)s * outsize));
   if (b)
     for (PetscInt p = 0; p < ns * ct->out[0] * ct->out[1]; p++, y += C)
       for (PetscInt c = 0; c < C; c++) y[c] += b[c];
@@ -80,7 +80,7 @@ static PetscErrorCode CTIm2col(const Layer_ConvTranspose2d *ct, PetscInt ns, Pet
   const size_t colsize = (size_t)ct->in[0] * ct->in[1] * ct->ktot;
 
   PetscFunctionBegin;
-  for (PetscInt s = 0; s < ns; s++) PetscCall(Conv2dIm2colRows(&ct->geom, 0, ct->in[0], dy + (size_t)s * outsize, col + s * colsize));
+  for (PetscInt s = 0; s < ns; s++) PetscCall(ConvIm2colRows(&ct->geom, 0, ct->in[0], dy + (size_t)s * outsize, col + s * colsize));
   PetscFunctionReturn(0);
 }
 

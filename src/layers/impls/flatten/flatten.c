@@ -1,7 +1,8 @@
 /*
-  flatten: (h, w, c) -> (h w c), the identity on the data. Channels-last, so the features come in (h, w, c) order;
-  PyTorch's nn.Flatten on NCHW gives (c, h, w): a dense layer after flatten has its weight columns permuted
-  relative to PyTorch's (share/reference/conv_reference.py shows the permutation).
+  flatten: (h, w, c) -> (h w c), or (d, h, w, c) -> (d h w c), the identity on the data. Channels-last, so the
+  features come in (h, w, c) order; PyTorch's nn.Flatten on NCHW gives (c, h, w) (on NCDHW (c, d, h, w)): a dense layer
+  after flatten has its weight columns permuted relative to PyTorch's (share/reference/conv_reference.py shows the
+  permutation; model files hold PyTorch's, src/net/netiotorch.c).
 
     forward y = x,  backward dx = dy,  jvp dy = dx
 */

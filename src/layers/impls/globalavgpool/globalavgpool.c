@@ -1,8 +1,10 @@
 /*
-  globalavgpool: the mean over all positions of each channel (PyTorch's AdaptiveAvgPool2d(1) followed by flatten).
+  globalavgpool: the mean over all positions of each channel (PyTorch's AdaptiveAvgPool2d(1), or AdaptiveAvgPool3d(1)
+  on volumes, followed by flatten).
 
-    x   [n][H][W][C]     y [n][C]     y[s][c] = sum_{h,w} x[s][h][w][c] / (H W)
-    backward  dx[s][h][w][c] = dy[s][c] / (H W)        jvp  dy = the forward map applied to dx
+    x   [n][S][C]     S = H W positions of an (h, w, c) sample, D H W of a (d, h, w, c) one
+    y   [n][C]        y[s][c] = sum_p x[s][p][c] / S
+    backward  dx[s][p][c] = dy[s][c] / S        jvp  dy = the forward map applied to dx
 */
 #include <petnet/private/layerimpl.h>
 
@@ -17,15 +19,16 @@ static PetscErrorCode LayerSetUp_GlobalAvgPool(Layer layer)
     layer->out = layer->in;
     PetscFunctionReturn(0);
   }
-  PetscCheck(layer->in.ndim == 3, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_SIZ, "globalavgpool needs an (h, w, c) input, but its input shape is %s", shape);
+  PetscCheck(layer->in.ndim == 3 || layer->in.ndim == 4, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_SIZ,
+             "globalavgpool layer %" PetscInt_FMT " needs an (h, w, c) or (d, h, w, c) input, but its input shape is %s: give -net_input_shape HxWxC or DxHxWxC, or put it after a convolution", layer->index, shape);
   layer->out.ndim   = 1;
-  layer->out.dim[0] = layer->in.dim[2];
+  layer->out.dim[0] = layer->in.dim[layer->in.ndim - 1];
   PetscFunctionReturn(0);
 }
 
 static PetscErrorCode GlobalAvgPoolApply(Layer layer, PetscInt n, const PetscScalar *x, PetscScalar *y)
 {
-  const PetscInt    C = layer->in.dim[2], HW = layer->in.dim[0] * layer->in.dim[1];
+  const PetscInt    C = layer->outsize, HW = layer->insize / C;
   const PetscScalar scale = 1.0 / HW;
 
   PetscFunctionBegin;
@@ -48,7 +51,7 @@ static PetscErrorCode LayerForward_GlobalAvgPool(Layer layer, PetscInt n, const 
 
 static PetscErrorCode LayerBackward_GlobalAvgPool(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)
 {
-  const PetscInt    C = layer->in.dim[2], HW = layer->in.dim[0] * layer->in.dim[1];
+  const PetscInt    C = layer->outsize, HW = layer->insize / C;
   const PetscScalar scale = 1.0 / HW;
 
   PetscFunctionBegin;

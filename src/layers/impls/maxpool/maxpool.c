@@ -1,9 +1,10 @@
 /*
-  maxpool: the maximum over each kh x kw window, per channel (PyTorch's MaxPool2d; padding acts as -infinity).
+  maxpool: the maximum over each window, per channel (PyTorch's MaxPool2d on (h, w, c) samples, MaxPool3d on
+  (d, h, w, c) ones; padding acts as -infinity). The window is seen as a volume (a 2-D one has depth 1, window.h).
 
-    x       [n][H][W][C]
-    y       [n][Ho][Wo][C]
-    argmax  [n][Ho][Wo][C]   index into x of the maximum, saved by forward (the first maximum in window order on ties)
+    x       [n][D][H][W][C]
+    y       [n][Do][Ho][Wo][C]
+    argmax  [n][Do][Ho][Wo][C]   index into x of the maximum, saved by forward (the first maximum in window order on ties)
 
     forward   y[j]  = x[argmax[j]]
     backward  dx    = 0;  dx[argmax[j]] += dy[j]      (no parameters)
@@ -19,52 +20,62 @@ typedef struct {
 
 static PetscErrorCode LayerForward_MaxPool(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
 {
-  Layer_MaxPool     *pool = (Layer_MaxPool *)layer->data;
-  const LayerWindow *win  = &pool->win;
-  const PetscInt     H = win->in[0], W = win->in[1], Ho = win->out[0], Wo = win->out[1], C = layer->in.dim[2];
-  const PetscInt     sh = win->step[0], sw = win->step[1], ph = win->pad[0], pw = win->pad[1];
-  PetscInt          *argmax;
+  Layer_MaxPool    *pool = (Layer_MaxPool *)layer->data;
+  LayerWindowVolume v;
+  PetscInt         *argmax;
 
   PetscFunctionBegin;
+  PetscCall(LayerPoolCheckRunnable_Private(layer));
+  LayerWindowGetVolume(&pool->win, &v);
   if (n != pool->nwork) {
     PetscCall(PetscFree(pool->argmax));
     PetscCall(PetscMalloc1((size_t)n * layer->outsize, &pool->argmax));
     pool->nwork = n;
   }
   argmax = pool->argmax;
-  for (PetscInt s = 0; s < n; s++) {
-    for (PetscInt oh = 0; oh < Ho; oh++) {
-      const PetscInt h0 = win->t0[0][oh], h1 = win->t1[0][oh], ih = oh * sh - ph;
+  {
+    const PetscInt D = v.in[0], H = v.in[1], W = v.in[2], C = layer->in.dim[layer->in.ndim - 1];
 
-      for (PetscInt ow = 0; ow < Wo; ow++, y += C, argmax += C) {
-        const PetscInt w0 = win->t0[1][ow], w1 = win->t1[1][ow], iw = ow * sw - pw;
-        const PetscInt first = ((s * H + ih + h0) * W + iw + w0) * C;
+    for (PetscInt s = 0; s < n; s++) {
+      for (PetscInt od = 0; od < v.out[0]; od++) {
+        const PetscInt d0 = v.t0[0][od], d1 = v.t1[0][od], id = od * v.step[0] - v.pad[0];
 
-        /* no window is all padding (padding <= kernel/2), so the first valid tap starts the maximum */
-        for (PetscInt c = 0; c < C; c++) {
-          y[c]      = x[first + c];
-          argmax[c] = first + c;
-        }
-        for (PetscInt kh = h0; kh < h1; kh++) {
-          for (PetscInt kw = (kh == h0 ? w0 + 1 : w0); kw < w1; kw++) {
-            const PetscInt                    off = ((s * H + ih + kh) * W + iw + kw) * C;
-            const PetscScalar *PETSC_RESTRICT xt  = x + off;
-            PetscScalar *PETSC_RESTRICT       yt  = y;
-            PetscInt *PETSC_RESTRICT          at  = argmax;
+        for (PetscInt oh = 0; oh < v.out[1]; oh++) {
+          const PetscInt h0 = v.t0[1][oh], h1 = v.t1[1][oh], ih = oh * v.step[1] - v.pad[1];
 
-            for (PetscInt c = 0; c < C; c++) { /* branch-free with a bit mask, so that it vectorizes */
-              const PetscScalar v = xt[c], cur = yt[c];
-              const PetscInt    more = -(PetscInt)(v > cur);
+          for (PetscInt ow = 0; ow < v.out[2]; ow++, y += C, argmax += C) {
+            const PetscInt w0 = v.t0[2][ow], w1 = v.t1[2][ow], iw = ow * v.step[2] - v.pad[2];
+            const PetscInt first = (((s * D + id + d0) * H + ih + h0) * W + iw + w0) * C;
 
-              yt[c] = v > cur ? v : cur;
-              at[c] = (at[c] & ~more) | ((off + c) & more);
+            /* no window is all padding (padding <= kernel/2), so the first valid tap starts the maximum */
+            for (PetscInt c = 0; c < C; c++) {
+              y[c]      = x[first + c];
+              argmax[c] = first + c;
+            }
+            for (PetscInt kd = d0; kd < d1; kd++) {
+              for (PetscInt kh = h0; kh < h1; kh++) {
+                for (PetscInt kw = (kd == d0 && kh == h0 ? w0 + 1 : w0); kw < w1; kw++) {
+                  const PetscInt                    off = (((s * D + id + kd) * H + ih + kh) * W + iw + kw) * C;
+                  const PetscScalar *PETSC_RESTRICT xt  = x + off;
+                  PetscScalar *PETSC_RESTRICT       yt  = y;
+                  PetscInt *PETSC_RESTRICT          at  = argmax;
+
+                  for (PetscInt c = 0; c < C; c++) { /* branch-free with a bit mask, so that it vectorizes */
+                    const PetscScalar val = xt[c], cur = yt[c];
+                    const PetscInt    more = -(PetscInt)(val > cur);
+
+                    yt[c] = val > cur ? val : cur;
+                    at[c] = (at[c] & ~more) | ((off + c) & more);
+                  }
+                }
+              }
             }
           }
         }
       }
     }
   }
-  PetscCall(PetscLogFlops(1.0 * n * layer->outsize * win->k[0] * win->k[1]));
+  PetscCall(PetscLogFlops(1.0 * n * layer->outsize * v.k[0] * v.k[1] * v.k[2]));
   PetscFunctionReturn(0);
 }
 

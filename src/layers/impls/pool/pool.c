@@ -1,73 +1,55 @@
 /*
   The pooling base shared by maxpool and avgpool (layout of the kinds in pool.h): compact arguments K[:STRIDE[:PAD]], options
-  -<kind>_kernel, -<kind>_stride, -<kind>_padding, the viewer, set-up of the (Ho, Wo, C) output shape, and the public
-  LayerPoolSet...() setters. Each kind's data struct starts with a LayerWindow (window.h), so the shared code casts
+  -<kind>_kernel, -<kind>_stride, -<kind>_padding, the viewer, set-up of the (Ho, Wo, C) or (Do, Ho, Wo, C) output
+  shape, the grid-mode ops getwindow and setpadding, and the public LayerPoolSet...() setters. Each kind's data struct starts with a LayerWindow (window.h), so the shared code casts
   layer->data to it; the kinds add their forward/backward/jvp.
 */
 #include "pool.h"
 
-/* stride 0 means "equal to the kernel" (PyTorch's default) */
-static void PoolResolveStride(const LayerWindow *win, PetscInt stride[2])
+/* The stride in effect (0 means "equal to the kernel", PyTorch's default) and how many values it has */
+static void PoolResolveStride(const LayerWindow *win, PetscInt stride[3], PetscInt *n)
 {
-  for (int d = 0; d < 2; d++) stride[d] = win->stride[d] ? win->stride[d] : win->k[d];
+  PetscBool zero = PETSC_FALSE;
+
+  for (int d = 0; d < 3; d++) {
+    stride[d] = win->stride[d] ? win->stride[d] : win->k[d];
+    zero      = (PetscBool)(zero || !win->stride[d]);
+  }
+  *n = zero ? PetscMax(win->given[LAYER_WINDOW_KERNEL], win->given[LAYER_WINDOW_STRIDE]) : win->given[LAYER_WINDOW_STRIDE];
 }
 
-static PetscErrorCode LayerPoolSetKernel_Pool(Layer layer, PetscInt kh, PetscInt kw)
+/* The dims a view shows: those of the set-up window, else as many as the settings give (at least 2) */
+static PetscInt PoolViewDims(const LayerWindow *win)
 {
-  LayerWindow *win = (LayerWindow *)layer->data;
+  PetscInt n = 2;
 
+  for (int w = 0; w < 3; w++) n = PetscMax(n, win->given[w]);
+  return win->nsd ? win->nsd : n;
+}
+
+/* which: LAYER_WINDOW_KERNEL, _STRIDE or _PADDING; n values in v (1: the same along every spatial dim) */
+static PetscErrorCode LayerPoolSetWindow_Pool(Layer layer, LayerWindowSetting which, PetscInt n, const PetscInt v[])
+{
   PetscFunctionBegin;
-  PetscCheck(kh > 0 && kw > 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "%s kernel must be positive, not %" PetscInt_FMT "x%" PetscInt_FMT, ((PetscObject)layer)->type_name, kh, kw);
-  if (layer->setupcalled) PetscCall(LayerReset(layer));
-  win->k[0] = kh;
-  win->k[1] = kw;
+  PetscCall(LayerWindowSet(layer, (LayerWindow *)layer->data, which, n, v));
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode LayerPoolSetStride_Pool(Layer layer, PetscInt sh, PetscInt sw)
-{
-  LayerWindow *win = (LayerWindow *)layer->data;
-
-  PetscFunctionBegin;
-  PetscCheck(sh >= 0 && sw >= 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "%s stride must be positive (or 0 for the kernel size), not %" PetscInt_FMT "x%" PetscInt_FMT, ((PetscObject)layer)->type_name, sh, sw);
-  if (layer->setupcalled) PetscCall(LayerReset(layer));
-  win->stride[0] = sh;
-  win->stride[1] = sw;
-  PetscFunctionReturn(0);
-}
-
-static PetscErrorCode LayerPoolSetPadding_Pool(Layer layer, PetscInt ph, PetscInt pw)
-{
-  LayerWindow *win = (LayerWindow *)layer->data;
-
-  PetscFunctionBegin;
-  PetscCheck(ph >= 0 && pw >= 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "%s padding must be non-negative, not %" PetscInt_FMT "x%" PetscInt_FMT, ((PetscObject)layer)->type_name, ph, pw);
-  if (layer->setupcalled) PetscCall(LayerReset(layer));
-  win->pad[0] = ph;
-  win->pad[1] = pw;
-  PetscFunctionReturn(0);
-}
-
-/* K[:STRIDE[:PAD]], each an integer or a pair HxW */
+/* K[:STRIDE[:PAD]], each an integer, a pair HxW or a triple DxHxW */
 static PetscErrorCode LayerSetArguments_Pool(Layer layer, const char args[])
 {
   MPI_Comm    comm = PetscObjectComm((PetscObject)layer);
   const char *kind = ((PetscObject)layer)->type_name;
   char        copy[256], *field, *saveptr = NULL;
-  PetscInt    pair[2], i = 0;
+  PetscInt    v[3], n, i                  = 0;
 
   PetscFunctionBegin;
   PetscCheck(strlen(args) < sizeof(copy), comm, PETSC_ERR_ARG_SIZ, "%s:%.64s... is longer than %zu characters: give at most K:STRIDE:PAD", kind, args, sizeof(copy) - 1);
   PetscCall(PetscStrncpy(copy, args, sizeof(copy)));
   for (field = strtok_r(copy, ":", &saveptr); field; field = strtok_r(NULL, ":", &saveptr), i++) {
     PetscCheck(i < 3, comm, PETSC_ERR_ARG_WRONG, "%s takes at most K:STRIDE:PAD (e.g. %s:3:2:1), not \"%s\"", kind, kind, args);
-    PetscCall(LayerWindowParsePair(comm, i == 0 ? "The pooling kernel" : i == 1 ? "The pooling stride" : "The pooling padding", field, pair));
-    if (i == 0)
-      PetscCall(LayerPoolSetKernel_Pool(layer, pair[0], pair[1]));
-    else if (i == 1)
-      PetscCall(LayerPoolSetStride_Pool(layer, pair[0], pair[1]));
-    else
-      PetscCall(LayerPoolSetPadding_Pool(layer, pair[0], pair[1]));
+    PetscCall(LayerWindowParse(comm, i == 0 ? "The pooling kernel" : i == 1 ? "The pooling stride" : "The pooling padding", field, 0, v, &n));
+    PetscCall(LayerPoolSetWindow_Pool(layer, i == 0 ? LAYER_WINDOW_KERNEL : i == 1 ? LAYER_WINDOW_STRIDE : LAYER_WINDOW_PADDING, n, v));
   }
   PetscFunctionReturn(0);
 }
@@ -75,17 +57,22 @@ static PetscErrorCode LayerSetArguments_Pool(Layer layer, const char args[])
 static PetscErrorCode LayerGetArguments_Pool(Layer layer, size_t len, char args[])
 {
   LayerWindow *win = (LayerWindow *)layer->data;
-  PetscInt     stride[2];
+  PetscInt     stride[3], ns;
+  PetscBool    padded = PETSC_FALSE, strided = PETSC_FALSE;
   char         k[32], s[32], p[32];
 
   PetscFunctionBegin;
-  PoolResolveStride(win, stride);
-  PetscCall(LayerWindowPairToString(win->k, sizeof(k), k));
-  PetscCall(LayerWindowPairToString(stride, sizeof(s), s));
-  PetscCall(LayerWindowPairToString(win->pad, sizeof(p), p));
-  if (win->pad[0] || win->pad[1])
+  PoolResolveStride(win, stride, &ns);
+  for (int d = 0; d < 3; d++) {
+    padded  = (PetscBool)(padded || win->pad[d]);
+    strided = (PetscBool)(strided || stride[d] != win->k[d]);
+  }
+  PetscCall(LayerWindowToString(win->k, win->given[LAYER_WINDOW_KERNEL], sizeof(k), k));
+  PetscCall(LayerWindowToString(stride, ns, sizeof(s), s));
+  PetscCall(LayerWindowToString(win->pad, win->given[LAYER_WINDOW_PADDING], sizeof(p), p));
+  if (padded)
     PetscCall(PetscSNPrintf(args, len, "%s:%s:%s", k, s, p));
-  else if (stride[0] != win->k[0] || stride[1] != win->k[1])
+  else if (strided)
     PetscCall(PetscSNPrintf(args, len, "%s:%s", k, s));
   else
     PetscCall(PetscSNPrintf(args, len, "%s", k));
@@ -97,102 +84,124 @@ static PetscErrorCode LayerSetFromOptions_Pool(Layer layer, PetscOptionItems *Pe
   LayerWindow *win  = (LayerWindow *)layer->data;
   const char  *kind = ((PetscObject)layer)->type_name;
   MPI_Comm     comm = PetscObjectComm((PetscObject)layer);
-  PetscInt     stride[2], pair[2];
+  PetscInt     stride[3], ns, v[3], n;
   char         opt[64], value[64];
   PetscBool    flg;
 
   PetscFunctionBegin;
-  PoolResolveStride(win, stride);
+  PoolResolveStride(win, stride, &ns);
   PetscOptionsHeadBegin(PetscOptionsObject, "Pooling layer options");
   PetscCall(PetscSNPrintf(opt, sizeof(opt), "-%s_kernel", kind));
-  PetscCall(LayerWindowPairToString(win->k, sizeof(value), value));
-  PetscCall(PetscOptionsString(opt, "Window size, K or KHxKW", "LayerPoolSetKernel", value, value, sizeof(value), &flg));
+  PetscCall(LayerWindowToString(win->k, win->given[LAYER_WINDOW_KERNEL], sizeof(value), value));
+  PetscCall(PetscOptionsString(opt, "Window size, K, KHxKW or KDxKHxKW", "LayerPoolSetKernel", value, value, sizeof(value), &flg));
   if (flg) {
-    PetscCall(LayerWindowParsePair(comm, opt, value, pair));
-    PetscCall(LayerPoolSetKernel_Pool(layer, pair[0], pair[1]));
+    PetscCall(LayerWindowParse(comm, opt, value, 0, v, &n));
+    PetscCall(LayerPoolSetWindow_Pool(layer, LAYER_WINDOW_KERNEL, n, v));
   }
   PetscCall(PetscSNPrintf(opt, sizeof(opt), "-%s_stride", kind));
-  PetscCall(LayerWindowPairToString(stride, sizeof(value), value));
-  PetscCall(PetscOptionsString(opt, "Stride, S or SHxSW (default: the kernel size)", "LayerPoolSetStride", value, value, sizeof(value), &flg));
+  PetscCall(LayerWindowToString(stride, ns, sizeof(value), value));
+  PetscCall(PetscOptionsString(opt, "Stride, S, SHxSW or SDxSHxSW (default: the kernel size)", "LayerPoolSetStride", value, value, sizeof(value), &flg));
   if (flg) {
-    PetscCall(LayerWindowParsePair(comm, opt, value, pair));
-    PetscCall(LayerPoolSetStride_Pool(layer, pair[0], pair[1]));
+    PetscCall(LayerWindowParse(comm, opt, value, 0, v, &n));
+    PetscCall(LayerPoolSetWindow_Pool(layer, LAYER_WINDOW_STRIDE, n, v));
   }
   PetscCall(PetscSNPrintf(opt, sizeof(opt), "-%s_padding", kind));
-  PetscCall(LayerWindowPairToString(win->pad, sizeof(value), value));
-  PetscCall(PetscOptionsString(opt, "Padding, P or PHxPW (at most half the kernel)", "LayerPoolSetPadding", value, value, sizeof(value), &flg));
+  PetscCall(LayerWindowToString(win->pad, win->given[LAYER_WINDOW_PADDING], sizeof(value), value));
+  PetscCall(PetscOptionsString(opt, "Padding, P, PHxPW or PDxPHxPW (at most half the kernel)", "LayerPoolSetPadding", value, value, sizeof(value), &flg));
   if (flg) {
-    PetscCall(LayerWindowParsePair(comm, opt, value, pair));
-    PetscCall(LayerPoolSetPadding_Pool(layer, pair[0], pair[1]));
+    PetscCall(LayerWindowParse(comm, opt, value, 0, v, &n));
+    PetscCall(LayerPoolSetWindow_Pool(layer, LAYER_WINDOW_PADDING, n, v));
   }
   PetscOptionsHeadEnd();
+  PetscFunctionReturn(0);
+}
+
+/* "2x2" or "2x2x2": all nsd entries, as the view shows them */
+static PetscErrorCode PoolFullString(const PetscInt v[], PetscInt nsd, size_t len, char str[])
+{
+  size_t used = 0;
+
+  PetscFunctionBegin;
+  str[0] = 0;
+  for (PetscInt d = 0; d < nsd; d++) {
+    PetscCall(PetscSNPrintf(str + used, len - used, d ? "x%" PetscInt_FMT : "%" PetscInt_FMT, v[d]));
+    PetscCall(PetscStrlen(str, &used));
+  }
   PetscFunctionReturn(0);
 }
 
 static PetscErrorCode LayerView_Pool(Layer layer, PetscViewer viewer)
 {
   LayerWindow *win = (LayerWindow *)layer->data;
-  PetscInt     stride[2];
+  PetscInt     stride[3], ns, nsd = PoolViewDims(win);
+  char         k[64], s[64], p[64];
 
   PetscFunctionBegin;
-  PoolResolveStride(win, stride);
-  PetscCall(
-      PetscViewerASCIIPrintf(viewer, "kernel %" PetscInt_FMT "x%" PetscInt_FMT ", stride %" PetscInt_FMT "x%" PetscInt_FMT ", padding %" PetscInt_FMT "x%" PetscInt_FMT "\n", win->k[0], win->k[1], stride[0], stride[1], win->pad[0], win->pad[1]));
+  PoolResolveStride(win, stride, &ns);
+  PetscCall(PoolFullString(win->k, nsd, sizeof(k), k));
+  PetscCall(PoolFullString(stride, nsd, sizeof(s), s));
+  PetscCall(PoolFullString(win->pad, nsd, sizeof(p), p));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "kernel %s, stride %s, padding %s%s\n", k, s, p, layer->setupcalled && layer->griddim ? " (a node of a grid: pools the field)" : ""));
   PetscFunctionReturn(0);
 }
 
-/* Output shape (ho, wo, c); as PyTorch, padding may be at most half the kernel so that no window is all padding. */
-/* grid mode (netspatial.c): the window along (h, w), and a copy without padding */
+/*
+  Output shape (ho, wo, c) or (do, ho, wo, c); as PyTorch, padding may be at most half the kernel so that no window is
+  all padding. On a node of a grid (layer->griddim 2 or 3) the input is (c) and so is the output: the Net pools the field.
+*/
+PetscErrorCode LayerSetUpPool_Private(Layer layer)
+{
+  LayerWindow *win  = (LayerWindow *)layer->data;
+  MPI_Comm     comm = PetscObjectComm((PetscObject)layer);
+  const char  *kind = ((PetscObject)layer)->type_name;
+  PetscInt     nsd;
+  char         shape[64];
+
+  PetscFunctionBegin;
+  PetscCall(PetNetShapeToString(&layer->in, sizeof(shape), shape));
+  if (layer->griddim) {
+    PetscCheck(layer->griddim == 2 || layer->griddim == 3, comm, PETSC_ERR_ARG_OUTOFRANGE, "%s layer %" PetscInt_FMT " is a node of a %" PetscInt_FMT "-D grid: pooling works on 2-D and 3-D grids", kind, layer->index, layer->griddim);
+    PetscCheck(layer->in.ndim == 1, comm, PETSC_ERR_ARG_SIZ, "%s layer %" PetscInt_FMT " is a node of a %" PetscInt_FMT "-D grid, whose points are the samples: its input shape must be (channels), not %s", kind, layer->index, layer->griddim, shape);
+    nsd = layer->griddim;
+  } else {
+    PetscCheck(layer->in.ndim == 3 || layer->in.ndim == 4, comm, PETSC_ERR_ARG_SIZ, "%s layer %" PetscInt_FMT " needs an (h, w, c) or (d, h, w, c) input, but its input shape is %s: give -net_input_shape HxWxC or DxHxWxC (e.g. 28x28x1 or 16x32x32x4)",
+               kind, layer->index, shape);
+    nsd = layer->in.ndim - 1;
+  }
+  for (int d = 0; d < nsd; d++) { PetscCheck(2 * win->pad[d] <= win->k[d], comm, PETSC_ERR_ARG_OUTOFRANGE, "%s: padding %" PetscInt_FMT " is more than half the kernel %" PetscInt_FMT ": reduce -%s_padding", kind, win->pad[d], win->k[d], kind); }
+  PetscCall(LayerWindowSetUp(layer, win, nsd, layer->griddim ? NULL : layer->in.dim));
+  if (layer->griddim) PetscFunctionReturn(0); /* out = in = (channels) */
+  layer->out.ndim = nsd + 1;
+  for (int d = 0; d < nsd; d++) layer->out.dim[d] = win->out[d];
+  layer->out.dim[nsd] = layer->in.dim[nsd];
+  PetscFunctionReturn(0);
+}
+
+/* A node of a grid (layer->griddim) is never run: its Net runs a batch-mode copy on the rank's box */
+PetscErrorCode LayerPoolCheckRunnable_Private(Layer layer)
+{
+  PetscFunctionBegin;
+  PetscCheck(!layer->griddim, PETSC_COMM_SELF, PETSC_ERR_ORDER, "%s layer %" PetscInt_FMT " is a node of a %" PetscInt_FMT "-D grid: its Net runs it on the rank's box, not the layer itself", ((PetscObject)layer)->type_name, layer->index,
+             layer->griddim);
+  PetscFunctionReturn(0);
+}
+
+/* Grid mode (layerimpl.h): the window of the set-up layer, nsd dims slowest first */
 static PetscErrorCode LayerGetWindow_Pool(Layer layer, PetscInt *nsd, PetscInt k[], PetscInt step[], PetscInt pad[], PetscInt dilation[])
 {
-  LayerWindow *win = (LayerWindow *)layer->data;
-
   PetscFunctionBegin;
-  *nsd = 2;
-  for (int d = 0; d < 2; d++) {
-    k[d]        = win->k[d];
-    step[d]     = win->stride[d] ? win->stride[d] : win->k[d];
-    pad[d]      = win->pad[d];
-    dilation[d] = 1;
-  }
+  PetscCall(LayerWindowGetWindow(layer, (LayerWindow *)layer->data, 0, nsd, k, step, pad, dilation));
   PetscFunctionReturn(0);
 }
 
+/* Grid mode: the padding of nsd dims (a Net's copy of the layer on a rank's box pads nothing: the halo does) */
 static PetscErrorCode LayerSetPadding_Pool(Layer layer, PetscInt nsd, const PetscInt pad[])
 {
   LayerWindow *win = (LayerWindow *)layer->data;
 
   PetscFunctionBegin;
-  PetscCheck(nsd == 2, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "%s pads 2 dims, not %" PetscInt_FMT, ((PetscObject)layer)->type_name, nsd);
-  win->pad[0] = pad[0];
-  win->pad[1] = pad[1];
-  PetscFunctionReturn(0);
-}
-
-PetscErrorCode LayerSetUpPool_Private(Layer layer)
-{
-  LayerWindow *win = (LayerWindow *)layer->data;
-
-  PetscFunctionBegin;
-  if (layer->griddim) { /* a node of a Net on a grid: the Net runs a batch-mode copy on each box */
-    char shape[64];
-
-    PetscCall(PetNetShapeToString(&layer->in, sizeof(shape), shape));
-    PetscCheck(layer->griddim == 2 && layer->in.ndim == 1, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_SIZ, "%s on a %" PetscInt_FMT "-D grid: it pools 2-D grids and takes one grid point, (channels), as a sample, not %s",
-               ((PetscObject)layer)->type_name, layer->griddim, shape);
-    layer->out = layer->in;
-    PetscFunctionReturn(0);
-  }
-  for (int d = 0; d < 2; d++) {
-    PetscCheck(2 * win->pad[d] <= win->k[d], PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "%s: padding %" PetscInt_FMT " is more than half the kernel %" PetscInt_FMT ": reduce -%s_padding", ((PetscObject)layer)->type_name,
-               win->pad[d], win->k[d], ((PetscObject)layer)->type_name);
-    win->dilation[d] = 1;
-  }
-  PetscCall(LayerWindowSetUp(layer, win));
-  layer->out.ndim   = 3;
-  layer->out.dim[0] = win->out[0];
-  layer->out.dim[1] = win->out[1];
-  layer->out.dim[2] = layer->in.dim[2];
+  PetscCheck(nsd == 2 || nsd == 3, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "%s layer %" PetscInt_FMT ": padding of %" PetscInt_FMT " dims; pooling has 2 or 3", ((PetscObject)layer)->type_name, layer->index, nsd);
+  PetscCall(LayerWindowSet(layer, win, LAYER_WINDOW_PADDING, nsd, pad));
   PetscFunctionReturn(0);
 }
 
@@ -206,38 +215,37 @@ PetscErrorCode LayerResetPool_Private(Layer layer)
 PetscErrorCode LayerDestroyPool_Private(Layer layer)
 {
   PetscFunctionBegin;
-  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerPoolSetKernel_C", NULL));
-  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerPoolSetStride_C", NULL));
-  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerPoolSetPadding_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerPoolSetWindow_C", NULL));
   PetscCall(LayerWindowReset((LayerWindow *)layer->data));
   PetscCall(PetscFree(layer->data));
   PetscFunctionReturn(0);
 }
 
-/* size: the kind's data struct, which starts with a LayerWindow. Default window 2x2, stride = kernel, no padding. */
+/* size: the kind's data struct, which starts with a LayerWindow. Default window 2 along every dim, stride = kernel, no padding. */
 PetscErrorCode LayerCreatePool_Private(Layer layer, size_t size)
 {
   LayerWindow *win;
 
   PetscFunctionBegin;
   PetscCall(PetscCalloc(size, &win));
-  win->k[0] = win->k[1] = 2;
-  win->dilation[0] = win->dilation[1] = 1;
-  layer->data                         = win;
-  layer->ops->setarguments            = LayerSetArguments_Pool;
-  layer->ops->getwindow               = LayerGetWindow_Pool;
-  layer->ops->setpadding              = LayerSetPadding_Pool;
-  layer->ops->getarguments            = LayerGetArguments_Pool;
-  layer->ops->setfromoptions          = LayerSetFromOptions_Pool;
-  layer->ops->view                    = LayerView_Pool;
-  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerPoolSetKernel_C", LayerPoolSetKernel_Pool));
-  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerPoolSetStride_C", LayerPoolSetStride_Pool));
-  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerPoolSetPadding_C", LayerPoolSetPadding_Pool));
+  for (int d = 0; d < 3; d++) {
+    win->k[d]        = 2;
+    win->dilation[d] = 1;
+  }
+  for (int w = 0; w < 4; w++) win->given[w] = 1;
+  layer->data                = win;
+  layer->ops->setarguments   = LayerSetArguments_Pool;
+  layer->ops->getarguments   = LayerGetArguments_Pool;
+  layer->ops->setfromoptions = LayerSetFromOptions_Pool;
+  layer->ops->view           = LayerView_Pool;
+  layer->ops->getwindow      = LayerGetWindow_Pool;
+  layer->ops->setpadding     = LayerSetPadding_Pool;
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerPoolSetWindow_C", LayerPoolSetWindow_Pool));
   PetscFunctionReturn(0);
 }
 
 /*@
-  LayerPoolSetKernel - sets the window KH x KW of a maxpool or avgpool layer (default 2x2)
+  LayerPoolSetKernel - sets the window KH x KW of a maxpool or avgpool layer on (h, w, c) samples (default 2 along every dim)
 
   Logically collective
 
@@ -247,32 +255,36 @@ PetscErrorCode LayerCreatePool_Private(Layer layer, size_t size)
 - kw    - the window width, > 0
 
   Options Database Keys:
-+ -<prefix>maxpool_kernel <K or KHxKW> - the same from the options for a maxpool layer (LayerSetFromOptions())
-- -<prefix>avgpool_kernel <K or KHxKW> - the same for an avgpool layer
++ -<prefix>maxpool_kernel <K, KHxKW or KDxKHxKW> - the same from the options for a maxpool layer (LayerSetFromOptions())
+- -<prefix>avgpool_kernel <K, KHxKW or KDxKHxKW> - the same for an avgpool layer
 
   Notes:
-  The compact form is maxpool:K or avgpool:K (K as 2 or 2x3). maxpool takes the maximum over each window,
+  The compact form is maxpool:K or avgpool:K (K as 2, 2x3 or 2x3x3). maxpool takes the maximum over each window,
   avgpool the mean. The stride defaults to the kernel size (non-overlapping windows, LayerPoolSetStride()).
-  Along each of the two dimensions the output size is floor((in + 2 padding - kernel) / stride) + 1; the channels
-  are pooled separately, (H, W, C) -> (Ho, Wo, C).
+  Along each spatial dimension the output size is floor((in + 2 padding - kernel) / stride) + 1; the channels
+  are pooled separately, (H, W, C) -> (Ho, Wo, C) and (D, H, W, C) -> (Do, Ho, Wo, C). A pool takes its spatial
+  dimensions from its input: a setting with one value (or equal values, kh = kw) holds along every dimension, one
+  with a value per dimension must match the input's (LayerPoolSetKernel3d() for volumes).
 
   Calling it on a layer that is set up resets the layer; in a Net that is set up, call NetReset() afterwards
   (NetSetFromOptions() does so itself when an option changed a layer).
 
   Level: beginner
 
-.seealso: `LayerPoolSetStride()`, `LayerPoolSetPadding()`, `LayerSetArguments()`, `NetSetLayers()`
+.seealso: `LayerPoolSetKernel3d()`, `LayerPoolSetStride()`, `LayerPoolSetPadding()`, `LayerSetArguments()`, `NetSetLayers()`
 @*/
 PetscErrorCode LayerPoolSetKernel(Layer layer, PetscInt kh, PetscInt kw)
 {
+  const PetscInt v[2] = {kh, kw};
+
   PetscFunctionBegin;
   PetscValidHeaderSpecific(layer, LAYER_CLASSID, 1);
-  PetscTryMethod(layer, "LayerPoolSetKernel_C", (Layer, PetscInt, PetscInt), (layer, kh, kw));
+  PetscTryMethod(layer, "LayerPoolSetWindow_C", (Layer, LayerWindowSetting, PetscInt, const PetscInt[]), (layer, LAYER_WINDOW_KERNEL, 2, v));
   PetscFunctionReturn(0);
 }
 
 /*@
-  LayerPoolSetStride - sets the stride SH x SW of a maxpool or avgpool layer
+  LayerPoolSetStride - sets the stride SH x SW of a maxpool or avgpool layer on (h, w, c) samples
 
   Logically collective
 
@@ -282,32 +294,34 @@ PetscErrorCode LayerPoolSetKernel(Layer layer, PetscInt kh, PetscInt kw)
 - sw    - the stride along the columns, > 0, or 0 for the kernel width (the default)
 
   Options Database Keys:
-+ -<prefix>maxpool_stride <S or SHxSW> - the same from the options for a maxpool layer (LayerSetFromOptions())
-- -<prefix>avgpool_stride <S or SHxSW> - the same for an avgpool layer
++ -<prefix>maxpool_stride <S, SHxSW or SDxSHxSW> - the same from the options for a maxpool layer (LayerSetFromOptions())
+- -<prefix>avgpool_stride <S, SHxSW or SDxSHxSW> - the same for an avgpool layer
 
   Notes:
   The compact form is maxpool:K:STRIDE (or avgpool:K:STRIDE). A stride of 0, the default, means the kernel size, as
   in PyTorch; the layer's view and its compact form show the stride in effect.
-  Along each of the two dimensions the output size is floor((in + 2 padding - kernel) / stride) + 1; the channels
-  are pooled separately, (H, W, C) -> (Ho, Wo, C).
+  Along each spatial dimension the output size is floor((in + 2 padding - kernel) / stride) + 1; the channels
+  are pooled separately, (H, W, C) -> (Ho, Wo, C). LayerPoolSetStride3d() sets the stride of a 3-D pool.
 
   Calling it on a layer that is set up resets the layer; in a Net that is set up, call NetReset() afterwards
   (NetSetFromOptions() does so itself when an option changed a layer).
 
   Level: intermediate
 
-.seealso: `LayerPoolSetKernel()`, `LayerPoolSetPadding()`, `LayerSetArguments()`
+.seealso: `LayerPoolSetStride3d()`, `LayerPoolSetKernel()`, `LayerPoolSetPadding()`, `LayerSetArguments()`
 @*/
 PetscErrorCode LayerPoolSetStride(Layer layer, PetscInt sh, PetscInt sw)
 {
+  const PetscInt v[2] = {sh, sw};
+
   PetscFunctionBegin;
   PetscValidHeaderSpecific(layer, LAYER_CLASSID, 1);
-  PetscTryMethod(layer, "LayerPoolSetStride_C", (Layer, PetscInt, PetscInt), (layer, sh, sw));
+  PetscTryMethod(layer, "LayerPoolSetWindow_C", (Layer, LayerWindowSetting, PetscInt, const PetscInt[]), (layer, LAYER_WINDOW_STRIDE, 2, v));
   PetscFunctionReturn(0);
 }
 
 /*@
-  LayerPoolSetPadding - sets the implicit padding PH x PW on each side of the input of a maxpool or avgpool layer (default 0)
+  LayerPoolSetPadding - sets the implicit padding PH x PW on each side of the input of a maxpool or avgpool layer on (h, w, c) samples (default 0)
 
   Logically collective
 
@@ -317,28 +331,131 @@ PetscErrorCode LayerPoolSetStride(Layer layer, PetscInt sh, PetscInt sw)
 - pw    - the padding left and right, >= 0
 
   Options Database Keys:
-+ -<prefix>maxpool_padding <P or PHxPW> - the same from the options for a maxpool layer (LayerSetFromOptions())
-- -<prefix>avgpool_padding <P or PHxPW> - the same for an avgpool layer
++ -<prefix>maxpool_padding <P, PHxPW or PDxPHxPW> - the same from the options for a maxpool layer (LayerSetFromOptions())
+- -<prefix>avgpool_padding <P, PHxPW or PDxPHxPW> - the same for an avgpool layer
 
   Notes:
   The compact form is maxpool:K:STRIDE:PAD (or avgpool:K:STRIDE:PAD). maxpool pads with -infinity (padded taps never
-  win); avgpool pads with zeros that count in the mean, whose divisor is always KH KW (PyTorch's
-  count_include_pad = True). As in PyTorch the padding may be at most half the kernel, which set-up checks, so that
-  no window lies in the padding only.
-  Along each of the two dimensions the output size is floor((in + 2 padding - kernel) / stride) + 1; the channels
-  are pooled separately, (H, W, C) -> (Ho, Wo, C).
+  win); avgpool pads with zeros that count in the mean, whose divisor is always the window's size KH KW (KD KH KW)
+  (PyTorch's count_include_pad = True). As in PyTorch the padding may be at most half the kernel, which set-up checks,
+  so that no window lies in the padding only.
+  Along each spatial dimension the output size is floor((in + 2 padding - kernel) / stride) + 1; the channels
+  are pooled separately, (H, W, C) -> (Ho, Wo, C). LayerPoolSetPadding3d() sets the padding of a 3-D pool.
 
   Calling it on a layer that is set up resets the layer; in a Net that is set up, call NetReset() afterwards
   (NetSetFromOptions() does so itself when an option changed a layer).
 
   Level: intermediate
 
-.seealso: `LayerPoolSetKernel()`, `LayerPoolSetStride()`, `LayerSetArguments()`
+.seealso: `LayerPoolSetPadding3d()`, `LayerPoolSetKernel()`, `LayerPoolSetStride()`, `LayerSetArguments()`
 @*/
 PetscErrorCode LayerPoolSetPadding(Layer layer, PetscInt ph, PetscInt pw)
 {
+  const PetscInt v[2] = {ph, pw};
+
   PetscFunctionBegin;
   PetscValidHeaderSpecific(layer, LAYER_CLASSID, 1);
-  PetscTryMethod(layer, "LayerPoolSetPadding_C", (Layer, PetscInt, PetscInt), (layer, ph, pw));
+  PetscTryMethod(layer, "LayerPoolSetWindow_C", (Layer, LayerWindowSetting, PetscInt, const PetscInt[]), (layer, LAYER_WINDOW_PADDING, 2, v));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  LayerPoolSetKernel3d - sets the window KD x KH x KW of a maxpool or avgpool layer on (d, h, w, c) samples: 3-D pooling
+
+  Logically collective
+
+  Input Parameters:
++ layer - a maxpool or avgpool layer (layers of other kinds ignore the call)
+. kd    - the window depth, > 0
+. kh    - the window height, > 0
+- kw    - the window width, > 0
+
+  Options Database Keys:
++ -<prefix>maxpool_kernel <K or KDxKHxKW> - the same from the options for a maxpool layer (LayerSetFromOptions())
+- -<prefix>avgpool_kernel <K or KDxKHxKW> - the same for an avgpool layer
+
+  Notes:
+  The compact form is maxpool:KDxKHxKW (e.g. maxpool:2x2x1); maxpool:2 pools 2 x 2 x 2 windows of a volume. The pools
+  are PyTorch's MaxPool3d and AvgPool3d (count_include_pad = True): (D, H, W, C) -> (Do, Ho, Wo, C), each output size
+  floor((in + 2 padding - kernel) / stride) + 1. Set-up refuses a window of three values on (h, w, c) samples.
+
+  Calling it on a layer that is set up resets the layer; in a Net that is set up, call NetReset() afterwards.
+
+  Level: intermediate
+
+.seealso: `LayerPoolSetKernel()`, `LayerPoolSetStride3d()`, `LayerPoolSetPadding3d()`, `LayerSetArguments()`
+@*/
+PetscErrorCode LayerPoolSetKernel3d(Layer layer, PetscInt kd, PetscInt kh, PetscInt kw)
+{
+  const PetscInt v[3] = {kd, kh, kw};
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(layer, LAYER_CLASSID, 1);
+  PetscTryMethod(layer, "LayerPoolSetWindow_C", (Layer, LayerWindowSetting, PetscInt, const PetscInt[]), (layer, LAYER_WINDOW_KERNEL, 3, v));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  LayerPoolSetStride3d - sets the stride SD x SH x SW of a maxpool or avgpool layer on (d, h, w, c) samples
+
+  Logically collective
+
+  Input Parameters:
++ layer - a maxpool or avgpool layer (layers of other kinds ignore the call)
+. sd    - the stride along the depth, > 0, or 0 for the kernel's (the default)
+. sh    - the stride along the rows, > 0, or 0 for the kernel's
+- sw    - the stride along the columns, > 0, or 0 for the kernel's
+
+  Options Database Keys:
++ -<prefix>maxpool_stride <S or SDxSHxSW> - the same from the options for a maxpool layer (LayerSetFromOptions())
+- -<prefix>avgpool_stride <S or SDxSHxSW> - the same for an avgpool layer
+
+  Notes:
+  The compact form is maxpool:K:STRIDE (or avgpool:K:STRIDE), e.g. maxpool:3:2x2x1.
+
+  Level: intermediate
+
+.seealso: `LayerPoolSetKernel3d()`, `LayerPoolSetPadding3d()`, `LayerPoolSetStride()`
+@*/
+PetscErrorCode LayerPoolSetStride3d(Layer layer, PetscInt sd, PetscInt sh, PetscInt sw)
+{
+  const PetscInt v[3] = {sd, sh, sw};
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(layer, LAYER_CLASSID, 1);
+  PetscTryMethod(layer, "LayerPoolSetWindow_C", (Layer, LayerWindowSetting, PetscInt, const PetscInt[]), (layer, LAYER_WINDOW_STRIDE, 3, v));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  LayerPoolSetPadding3d - sets the implicit padding PD x PH x PW on each side of the input of a maxpool or avgpool layer on (d, h, w, c) samples
+
+  Logically collective
+
+  Input Parameters:
++ layer - a maxpool or avgpool layer (layers of other kinds ignore the call)
+. pd    - the padding in front and behind, >= 0
+. ph    - the padding above and below, >= 0
+- pw    - the padding left and right, >= 0
+
+  Options Database Keys:
++ -<prefix>maxpool_padding <P or PDxPHxPW> - the same from the options for a maxpool layer (LayerSetFromOptions())
+- -<prefix>avgpool_padding <P or PDxPHxPW> - the same for an avgpool layer
+
+  Notes:
+  The compact form is maxpool:K:STRIDE:PAD (or avgpool:K:STRIDE:PAD). As in 2-D, maxpool pads with -infinity, avgpool
+  with zeros counted in the mean (divisor KD KH KW), and the padding may be at most half the kernel along each dim.
+
+  Level: intermediate
+
+.seealso: `LayerPoolSetKernel3d()`, `LayerPoolSetStride3d()`, `LayerPoolSetPadding()`
+@*/
+PetscErrorCode LayerPoolSetPadding3d(Layer layer, PetscInt pd, PetscInt ph, PetscInt pw)
+{
+  const PetscInt v[3] = {pd, ph, pw};
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(layer, LAYER_CLASSID, 1);
+  PetscTryMethod(layer, "LayerPoolSetWindow_C", (Layer, LayerWindowSetting, PetscInt, const PetscInt[]), (layer, LAYER_WINDOW_PADDING, 3, v));
   PetscFunctionReturn(0);
 }

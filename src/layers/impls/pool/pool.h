@@ -5,8 +5,10 @@
     typedef struct { LayerWindow win; ...the kind's own state... } Layer_MaxPool;
 
   LayerCreatePool_Private() allocates it (size: the kind's struct) and installs the compact arguments K[:STRIDE[:PAD]],
-  the options -<kind>_kernel, -<kind>_stride, -<kind>_padding, the viewer and the LayerPoolSet...() methods; the kind
-  adds setup = LayerSetUpPool_Private (output (Ho, Wo, C)), its forward/backward/jvp, reset and destroy.
+  the options -<kind>_kernel, -<kind>_stride, -<kind>_padding, the viewer, the LayerPoolSet...() methods and the
+  grid-mode ops getwindow and setpadding; the kind adds setup = LayerSetUpPool_Private (output (Ho, Wo, C) or
+  (Do, Ho, Wo, C), or (C) on a node of a grid), its forward/backward/jvp, reset and destroy. The kernels loop over the
+  window as a volume (LayerWindowGetVolume()): one loop nest for 2-D and 3-D pooling.
 */
 #pragma once
 
@@ -14,5 +16,6 @@
 
 PETSC_INTERN PetscErrorCode LayerCreatePool_Private(Layer, size_t);
 PETSC_INTERN PetscErrorCode LayerSetUpPool_Private(Layer);
+PETSC_INTERN PetscErrorCode LayerPoolCheckRunnable_Private(Layer);
 PETSC_INTERN PetscErrorCode LayerResetPool_Private(Layer);
 PETSC_INTERN PetscErrorCode LayerDestroyPool_Private(Layer);

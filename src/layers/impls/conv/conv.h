@@ -1,0 +1,91 @@
+/*
+  The convolution base shared by conv2d and conv3d (as ../pool/ is that of maxpool and avgpool): a convolution
+  (cross-correlation, as PyTorch's Conv2d and Conv3d) on channels-last samples with nsd = 2 or 3 spatial dims.
+
+    x      [n][D][H][W][Cin]              layer input (no D in 2-D)
+    y      [n][Do][Ho][Wo][Cout]          layer output
+    W      [Cout][KD][KH][KW][Cg]         Cg = Cin / G input channels per group (G groups); output channel o is in
+                                          group o / (Cout / G). PyTorch stores [Cout][Cg][KD][KH][KW]: the tensors()
+                                          shape is PyTorch's, the data is ours (LAYER_TENSOR_CHANNELS_LAST).
+    b      [Cout]                         (absent with bias=0)
+    theta  = [W, b]
+
+    forward   y[s][p][o] = b[o] + sum_{taps t, c} W[o][t][c] x[s][i(p, t)][g Cg + c]   (i: the window, ../pool/window.h)
+    backward  dW += the same sum with x against dy,  db += sum over points of dy,  dx = its transpose applied to dy
+    jvp       dy = conv(dx; W) + conv(x; dW) + db
+    sobackward  backward is bilinear in (W, x) and db = sum dy depends on neither, so along (xdot, Wdot, bdot):
+              dWdot += backward's dW with xdot for x,   dxdot += backward's dx with Wdot for W,   dbdot += 0
+
+  Each kind's data struct starts with a LayerConv, which the shared code reaches by casting layer->data:
+
+    typedef struct { LayerConv base; ...the kind's own state (conv2d: Winograd, grid mode on a DMDA)... } Layer_Conv2d;
+
+  LayerCreateConv_Private() allocates it and installs the compact arguments OUT[:K[:STRIDE[:PAD[:D[:G]]]]] with the
+  named settings dilation=, groups=, bias=, initialisation, the PyTorch tensors, the grid-mode ops getwindow and
+  setpadding, and the kind's LayerConv<N>dSet...() methods; the kind adds its set-up (LayerSetUpConv_Private() does
+  batch mode and nodes of a grid), options (LayerSetFromOptionsConv_Private() and its own), view, operations, reset
+  and destroy.
+
+  Batch mode, im2col + GEMM (convbatch.c, with the N-d im2col of convim2col.c), chunk by chunk of output rows:
+    col    [P][G][KD][KH][KW][Cg]   P = the output points of a chunk: row p is the receptive field of point p
+    Wt     [G][Kg][Cout/G]          W^T per group (Kg = KD KH KW Cg), so that forward is an 'N','N' GEMM
+  In column-major BLAS terms col is a (G Kg) x P matrix, y a Cout x P matrix and the weights of group g a Kg x (Cout/G)
+  matrix Wg; one GEMM per group and chunk:
+    forward   y_g    = Wg^T col_g (+ b)          dgemm('N','N') on Wt
+    backward  dWg   += col_g dy_g^T              dgemm('N','T') (as dWg^T += dy_g col_g^T, in wdt, when Kg < Cout/G)
+              db    += sum_p dy
+              dcol_g = Wg dy_g ;  dx = col2im(dcol)   dgemm('N','N'), then the scatter-add of convim2col.c
+    jvp       dy_g   = Wg^T col(dx)_g + dWg^T col(x)_g (+ db)
+    sobackward  dWdotg += col(xdot)_g dy_g^T ;  dxdot += col2im(Wdotg dy_g)
+  Cache blocking: a chunk is as many output rows (the Wo points of one (od, oh)) as fit with their columns and outputs
+  in -conv<N>d_max_workspace MB (default 1, about a core's L2 cache): whole samples when one sample fits, else part of
+  a sample, so that the column buffer stays bounded whatever the size of a sample (a 32^3 volume has 32768 points).
+*/
+#pragma once
+
+#include "../pool/window.h"
+#include "convim2col.h"
+#include <petscblaslapack.h>
+
+typedef struct {
+  LayerWindow   win;    /* kernel, stride, padding, dilation; valid tap ranges */
+  PetscInt      nsd;    /* spatial dims: 2 (conv2d) or 3 (conv3d) */
+  PetscInt      nout;   /* Cout */
+  PetscInt      groups; /* G */
+  PetscBool     bias;
+  LayerInitType init;
+  PetscReal     initstd;
+  PetscReal     maxworkspace; /* MB: the workspace of one chunk of rows (cache blocking) */
+
+  /* set up from the input shape */
+  PetscInt  cin, cg, cog, kg, ktot; /* Cin, Cin/G, Cout/G, taps Cg, G Kg */
+  PetscInt  pixels, rows;           /* output points and output rows (Do Ho) of a sample */
+  PetscBool pointwise;              /* 1x1(x1), stride 1, no padding: col = x */
+  PetscBool dwtransposed;           /* the weight gradient is accumulated transposed, in wdt */
+
+  /* batch-mode workspace for nalloc rows; col holds im2col(x) of the last forward when colx == x */
+  PetscInt           nalloc, chunk; /* rows the buffers hold, rows per chunk of the current batch */
+  PetscScalar       *col;           /* [chunk Wo][G Kg] */
+  PetscScalar       *wt;            /* W^T per group [G][Kg][Cout/G], twice (jvp needs those of W and dW) */
+  PetscScalar       *wdt;           /* dW^T per group, the weight-gradient GEMM's accumulator when Kg < Cout/G */
+  const PetscScalar *colx;
+  ConvIm2col         im2col; /* the geometry of batch mode (conv2d's grid mode sets its block's) */
+} LayerConv;
+
+/* conv.c: the settings, set-up and the layer's common operations */
+PETSC_INTERN PetscErrorCode LayerCreateConv_Private(Layer, size_t, PetscInt);
+PETSC_INTERN PetscErrorCode LayerSetFromOptionsConv_Private(Layer, PetscOptionItems *, PetscBool *);
+PETSC_INTERN PetscErrorCode LayerViewConv_Private(Layer, PetscViewer);
+PETSC_INTERN PetscErrorCode LayerConvCheckOutputs_Private(Layer);
+PETSC_INTERN PetscErrorCode LayerConvSetUpChannels_Private(Layer);
+PETSC_INTERN PetscErrorCode LayerSetUpConv_Private(Layer);
+PETSC_INTERN PetscErrorCode LayerResetConv_Private(Layer);
+PETSC_INTERN PetscErrorCode LayerDestroyConv_Private(Layer);
+
+/* convbatch.c: batch mode, im2col + GEMM */
+PETSC_INTERN PetscErrorCode ConvForward_Batch(Layer, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode ConvBackward_Batch(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode ConvJVP_Batch(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode ConvSOBackward_Batch(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode ConvGetWorkspace_Batch(Layer, PetscInt);
+PETSC_INTERN PetscErrorCode ConvResetWorkspace_Batch(Layer);
