@@ -2,9 +2,9 @@ static const char help[] = "A CosmoFlow-like 3-D regression: learn (log A, n) fr
                            "-cosmo3d_mode train (default): a 3-D CNN in grid mode (NetSetGrid(): each field spread over the ranks of a\n"
                            "spatial group, -net_spatial_groups G groups data parallel; -net_layers to change it) is trained with Adam on\n"
                            "fields drawn on the fly and measured on held-out fields (examples/cosmo3d/cosmo3dtrain.c):\n"
-                           "  -cosmo3d_iterations K          training steps (default 600)\n"
+                           "  -cosmo3d_iterations K          training steps (default 1000)\n"
                            "  -cosmo3d_batch B               fields per group in a step (default 8)\n"
-                           "  -cosmo3d_test T                held-out fields (default 64)\n"
+                           "  -cosmo3d_test T                held-out fields (default 128)\n"
                            "  -cosmo3d_train_monitor M       print the loss every M steps\n"
                            "  ends with: summary: grid= ranks= rel_error= rel_error_A= rel_error_n= train_time_s= step_time_s= peak_mem_per_rank_mb= ...\n"
                            "-cosmo3d_mode data: the data side alone: draws the samples, generates their fields on a periodic N^3 DMDA spread\n"
@@ -42,7 +42,7 @@ int main(int argc, char **argv)
   PetscInt64    *count;
   PetscLogDouble t0, t1;
   Cosmo3dMode    mode       = COSMO3D_TRAIN;
-  PetscInt       iterations = 600, batch = 8, test = 64, tmonitor = 0;
+  PetscInt       iterations = 1000, batch = 8, test = 128, tmonitor = 0;
 
   PetscCall(PetscInitialize(&argc, &argv, NULL, help));
   PetscCall(PetNetInitializePackage());

@@ -19,7 +19,6 @@
     PetNetAllReduceCreate(L)             y = A x: every replica gets the sum over the replicas (A = A^T)
     PetNetHaloCreate(L, lo, hi)          y = H x: this rank's block grown by lo/hi per dim, zero outside the tensor
     PetNetHaloCreateConv(in, out, ...)   y = H x: the box of in that this rank's block of out reads in a convolution
-    PetNetHaloCreateBox(L, lo, hi)       y = H x: any box of the tensor, zero outside it
 */
 #pragma once
 
@@ -56,4 +55,3 @@ PETSC_EXTERN PetscErrorCode PetNetSumReduceCreate(PetNetLayout, PetNetLayout, Ma
 PETSC_EXTERN PetscErrorCode PetNetAllReduceCreate(PetNetLayout, Mat *);
 PETSC_EXTERN PetscErrorCode PetNetHaloCreate(PetNetLayout, const PetscInt64[], const PetscInt64[], Mat *);
 PETSC_EXTERN PetscErrorCode PetNetHaloCreateConv(PetNetLayout, PetNetLayout, const PetscInt[], const PetscInt[], const PetscInt[], Mat *);
-PETSC_EXTERN PetscErrorCode PetNetHaloCreateBox(PetNetLayout, const PetscInt64[], const PetscInt64[], Mat *);

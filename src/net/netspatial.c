@@ -9,8 +9,8 @@
     scale  (upsampling)            xb = H x            y = f_local(xb)        (the same, with the kind's own box)
     pool   (globalavgpool)         y = S (sum over the block) / (grid points)  the field leaves the grid
 
-  H = PetNetHaloCreateBox(): the box of the input that this rank's output block reads, gathered from its owners with
-  zeros outside the field (the padding); H^T adds it back (the adjoint of the halo exchange). f_local is a batch-mode
+  H, the halo exchange: the box of the input that this rank's output block reads, gathered from its owners with zeros
+  outside the field (the padding; NetSpatialSetUpHalo_Private()); H^T adds it back (the adjoint of the halo exchange). f_local is a batch-mode
   copy of the layer without padding whose input is the box and whose output is exactly the block: the layer's own
   kernels, so forward, backward, jvp and sobackward are those of the unsplit layer:
 
@@ -30,10 +30,12 @@
   the result is that of one rank holding all G nf fields.
 */
 #include <petnet/private/netimpl.h>
-#include <petnetlayout.h>
+#include <petnet/private/layoutimpl.h>
 #include <petscdmda.h>
 
 #define NET_GRID_MAX 3
+
+static PetscLogEvent NET_SPATIAL_HALO = 0; /* the halo exchanges of the spatial nodes (registered at the first set-up) */
 
 /* A grid a value lies on: its extent, the group's ranks along each dim and their ownership, this rank's block */
 typedef struct {
@@ -61,12 +63,15 @@ typedef struct {
 
   /* for the current batch (nf fields on the group's ranks) */
   PetscInt     nf, batchgen;
-  PetNetLayout L;         /* the input tensor (nf, [P,] N, M, c) over the group's ranks */
-  Mat          H;         /* the box gather */
-  Vec          xv, xbox;  /* a wrapper of the caller's input array; the box at the last forward */
-  Vec          dbox;      /* the (co)tangent on the box */
-  PetscBool    xboxvalid; /* xbox holds the box of the last forward on this batch layout */
-  PetscScalar *work;      /* global pooling: nf c partial sums */
+  PetNetLayout L;             /* the input tensor (nf, [P,] N, M, c) over the group's ranks */
+  PetscSF      sf;            /* the box's entries owned by other ranks of the group (leaves: their places in the box) */
+  PetscInt     nruns, runlen; /* the box's entries this rank owns: nruns runs of runlen contiguous values ... */
+  PetscInt    *xoff, *boff;   /* ... starting at xoff[r] in the rank's block and at boff[r] in the box */
+  PetscBool    padded;        /* some box entries lie outside the field (zero) */
+  Vec          xbox;          /* the box at the last forward */
+  Vec          dbox;          /* the (co)tangent on the box */
+  PetscBool    xboxvalid;     /* xbox holds the box of the last forward on this batch layout */
+  PetscScalar *work;          /* global pooling: nf c partial sums */
 
   /* a join (add, concat) of values on grids of the same extent but different ownership (a stride-2 pool of an odd block
      followed by an upsampling): input i > 0 is moved to input 0's ownership, xr[i] = R[i] x[i] (R[i] NULL: it has it) */
@@ -75,6 +80,8 @@ typedef struct {
   Mat      *R;
   Vec      *xw, *xr, *dxr; /* wrappers of input i's array; its repartitioned value and (co)tangent */
 } NetSpatial;
+
+static PetscErrorCode NetSpatialSetUpHalo_Private(NetSpatial *, const PetscInt64[], const PetscInt64[]);
 
 static PetscErrorCode NetGridDestroy_Private(NetGrid **g)
 {
@@ -220,7 +227,7 @@ PetscErrorCode NetGetSpatialComm(Net net, MPI_Comm *comm)
 
   Level: intermediate
 
-.seealso: `NetSetSpatialGroups()`, `NetGetSpatialComm()`, `NetDMDASetUp()`, `PetNetHaloCreateBox()`
+.seealso: `NetSetSpatialGroups()`, `NetGetSpatialComm()`, `NetDMDASetUp()`, `NetCreateOutputLayout()`
 @*/
 PetscErrorCode NetSetGrid(Net net, DM da)
 {
@@ -291,6 +298,7 @@ PetscErrorCode NetSpatialSetUpInput_Private(Net net)
 
   PetscFunctionBegin;
   if (!net->grid) PetscFunctionReturn(0);
+  if (!NET_SPATIAL_HALO) PetscCall(PetscLogEventRegister("NetSpatialHalo", NET_CLASSID, &NET_SPATIAL_HALO));
   PetscCall(DMDAGetInfo(net->grid, &dim, &M[0], &M[1], &M[2], &m[0], &m[1], &m[2], &dof, NULL, NULL, NULL, NULL, NULL));
   PetscCheck(net->in.ndim == 1 && net->in.dim[0] == dof, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_INCOMP, "In grid mode the Net's input shape must be (%" PetscInt_FMT "), the DMDA's dof", dof);
   PetscCall(DMDAGetOwnershipRanges(net->grid, &range[0], &range[1], &range[2]));
@@ -341,8 +349,8 @@ static PetscErrorCode NetSpatialDestroyNode_Private(Net net, PetscInt k)
   if (!sp) PetscFunctionReturn(0);
   PetscCall(LayerDestroy(&sp->local));
   PetscCall(PetNetLayoutDestroy(&sp->L));
-  PetscCall(MatDestroy(&sp->H));
-  PetscCall(VecDestroy(&sp->xv));
+  PetscCall(PetscSFDestroy(&sp->sf));
+  PetscCall(PetscFree2(sp->xoff, sp->boff));
   PetscCall(VecDestroy(&sp->xbox));
   PetscCall(VecDestroy(&sp->dbox));
   PetscCall(PetscFree(sp->work));
@@ -664,8 +672,8 @@ static PetscErrorCode NetSpatialSetUpBatch_Private(Net net, PetscInt k, NetSpati
     PetscCheck(most == nf, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "In grid mode every rank of a group holds its block of the same fields, but this rank holds %" PetscInt_FMT " and another %" PetscInt_FMT, nf, most);
   }
   PetscCall(PetNetLayoutDestroy(&sp->L));
-  PetscCall(MatDestroy(&sp->H));
-  PetscCall(VecDestroy(&sp->xv));
+  PetscCall(PetscSFDestroy(&sp->sf));
+  PetscCall(PetscFree2(sp->xoff, sp->boff));
   PetscCall(VecDestroy(&sp->xbox));
   PetscCall(VecDestroy(&sp->dbox));
   PetscCall(PetscFree(sp->work));
@@ -698,25 +706,117 @@ static PetscErrorCode NetSpatialSetUpBatch_Private(Net net, PetscInt k, NetSpati
   }
   lo[ndim - 1] = 0;
   hi[ndim - 1] = sp->cin;
-  PetscCall(PetNetHaloCreateBox(sp->L, lo, hi, &sp->H));
-  PetscCall(VecCreateMPIWithArray(net->gcomm, 1, nloc, PETSC_DECIDE, NULL, &sp->xv));
-  PetscCall(MatCreateVecs(sp->H, NULL, &sp->xbox));
+  PetscCall(NetSpatialSetUpHalo_Private(sp, lo, hi));
   PetscCall(VecDuplicate(sp->xbox, &sp->dbox));
   PetscFunctionReturn(0);
 }
 
-/* box = H x (transpose: x = H^T box, or x += H^T box when add) with x the caller's array */
+/*
+  The halo exchange of a spatial node: the box [lo, hi) of the input (nf, grid..., c) that this rank's output block
+  reads. The entries this rank owns are copied in runs (rows of the block: x extent times channels, contiguous in both);
+  the others come from their owners through a PetscSF of those entries alone (leaves: their places in the box), started
+  before the local copy and finished after it; entries outside the field stay zero (the padding). The transpose adds
+  every box entry back into its owner: the local runs directly, the others by PetscSFReduce with MPI_SUM.
+*/
+static PetscErrorCode NetSpatialSetUpHalo_Private(NetSpatial *sp, const PetscInt64 lo[], const PetscInt64 hi[])
+{
+  const PetscInt     ndim = sp->in->nsd + 2;
+  PetscInt64         start[PETNET_LAYOUT_MAX_DIM], size[PETNET_LAYOUT_MAX_DIM], ilo[PETNET_LAYOUT_MAX_DIM], ihi[PETNET_LAYOUT_MAX_DIM], nruns = 1;
+  PetscSF            all;
+  PetscInt           nbox, nroots, nleaves, nremote = 0, *rlocal;
+  const PetscInt    *ilocal;
+  const PetscSFNode *iremote;
+  PetscSFNode       *rremote;
+  PetscMPIInt        rank;
+  MPI_Comm           comm;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectGetComm((PetscObject)sp->L, &comm));
+  PetscCallMPI(MPI_Comm_rank(comm, &rank));
+  PetscCall(PetNetLayoutCreateBoxSF_Private(sp->L, lo, hi, &all, &nbox));
+  PetscCall(PetscSFGetGraph(all, &nroots, &nleaves, &ilocal, &iremote));
+  for (PetscInt l = 0; l < nleaves; l++)
+    if (iremote[l].rank != rank) nremote++;
+  PetscCall(PetscMalloc1(nremote, &rlocal));
+  PetscCall(PetscMalloc1(nremote, &rremote));
+  for (PetscInt l = 0, r = 0; l < nleaves; l++)
+    if (iremote[l].rank != rank) {
+      rlocal[r]  = ilocal ? ilocal[l] : l;
+      rremote[r] = iremote[l];
+      r++;
+    }
+  sp->padded = (PetscBool)(nleaves < nbox);
+  PetscCall(PetscSFDestroy(&all));
+  PetscCall(PetscSFCreate(comm, &sp->sf));
+  PetscCall(PetscSFSetGraph(sp->sf, nroots, nremote, rlocal, PETSC_OWN_POINTER, rremote, PETSC_OWN_POINTER));
+  PetscCall(PetscSFSetUp(sp->sf));
+  /* the local runs: the box and the block intersected; the last two dims (x, channels) are whole rows */
+  PetscCall(PetNetLayoutGetBlock(sp->L, start, size));
+  for (PetscInt d = 0; d < ndim; d++) {
+    ilo[d] = PetscMax(lo[d], start[d]);
+    ihi[d] = PetscMin(hi[d], start[d] + size[d]);
+    if (ihi[d] <= ilo[d]) nruns = 0;
+  }
+  PetscCheck(!nruns || (ilo[ndim - 1] == 0 && ihi[ndim - 1] == hi[ndim - 1] && size[ndim - 1] == hi[ndim - 1]), PETSC_COMM_SELF, PETSC_ERR_PLIB, "the box and the block must hold every channel");
+  for (PetscInt d = 0; nruns && d < ndim - 2; d++) nruns *= ihi[d] - ilo[d];
+  sp->nruns  = (PetscInt)nruns;
+  sp->runlen = nruns ? (PetscInt)((ihi[ndim - 2] - ilo[ndim - 2]) * size[ndim - 1]) : 0;
+  PetscCall(PetscMalloc2(sp->nruns, &sp->xoff, sp->nruns, &sp->boff));
+  for (PetscInt r = 0; r < sp->nruns; r++) {
+    PetscInt64 q = r, idx[PETNET_LAYOUT_MAX_DIM], xo = 0, bo = 0;
+
+    for (PetscInt d = ndim - 3; d >= 0; d--) {
+      idx[d] = ilo[d] + q % (ihi[d] - ilo[d]);
+      q /= ihi[d] - ilo[d];
+    }
+    idx[ndim - 2] = ilo[ndim - 2];
+    idx[ndim - 1] = 0;
+    for (PetscInt d = 0; d < ndim; d++) {
+      xo = xo * size[d] + (idx[d] - start[d]);
+      bo = bo * (hi[d] - lo[d]) + (idx[d] - lo[d]);
+    }
+    sp->xoff[r] = (PetscInt)xo;
+    sp->boff[r] = (PetscInt)bo;
+  }
+  PetscCall(VecCreateSeq(PETSC_COMM_SELF, nbox, &sp->xbox));
+  PetscFunctionReturn(0);
+}
+
+/* box = the halo exchange of x; transpose: x = (or += when add) the box's entries added into their owners */
 static PetscErrorCode NetSpatialApply_Private(NetSpatial *sp, PetscBool transpose, PetscBool add, const PetscScalar *x, Vec box)
 {
   PetscFunctionBegin;
-  PetscCall(VecPlaceArray(sp->xv, x));
-  if (!transpose)
-    PetscCall(MatMult(sp->H, sp->xv, box));
-  else if (add)
-    PetscCall(MatMultTransposeAdd(sp->H, box, sp->xv, sp->xv));
-  else
-    PetscCall(MatMultTranspose(sp->H, box, sp->xv));
-  PetscCall(VecResetArray(sp->xv));
+  PetscCall(PetscLogEventBegin(NET_SPATIAL_HALO, 0, 0, 0, 0));
+  if (!transpose) {
+    PetscScalar *b;
+
+    if (sp->padded) PetscCall(VecZeroEntries(box)); /* the padding (the box Vecs also hold cotangents, written whole) */
+    PetscCall(VecGetArray(box, &b));
+    PetscCall(PetscSFBcastBegin(sp->sf, MPIU_SCALAR, x, b, MPI_REPLACE));
+    for (PetscInt r = 0; r < sp->nruns; r++) PetscCall(PetscArraycpy(b + sp->boff[r], x + sp->xoff[r], sp->runlen));
+    PetscCall(PetscSFBcastEnd(sp->sf, MPIU_SCALAR, x, b, MPI_REPLACE));
+    PetscCall(VecRestoreArray(box, &b));
+  } else {
+    const PetscScalar *b;
+    PetscScalar       *y = (PetscScalar *)x;
+    PetscInt           n;
+
+    PetscCall(VecGetArrayRead(box, &b));
+    if (!add) {
+      PetscCall(PetscSFGetGraph(sp->sf, &n, NULL, NULL, NULL));
+      PetscCall(PetscArrayzero(y, n));
+    }
+    PetscCall(PetscSFReduceBegin(sp->sf, MPIU_SCALAR, b, y, MPI_SUM));
+    for (PetscInt r = 0; r < sp->nruns; r++) {
+      PetscScalar       *t = y + sp->xoff[r];
+      const PetscScalar *u = b + sp->boff[r];
+
+      for (PetscInt i = 0; i < sp->runlen; i++) t[i] += u[i];
+    }
+    PetscCall(PetscSFReduceEnd(sp->sf, MPIU_SCALAR, b, y, MPI_SUM));
+    PetscCall(VecRestoreArrayRead(box, &b));
+  }
+  PetscCall(PetscLogEventEnd(NET_SPATIAL_HALO, 0, 0, 0, 0));
   PetscFunctionReturn(0);
 }
 
