@@ -121,6 +121,8 @@ int main(int argc, char **argv)
   Vec            X, Y, dY, dX, G, Xr, Yr, dYr, dXr, Gr, theta, thall, dth, dthall, Yd, Ydr;
   PetNetShape    in, out;
   PetNetLayout   Lout = NULL;
+  PetscInt64     ON[3], olo[3], osz[3]; /* the output grid and this rank's block of it */
+  PetscInt       g, Co, onf;
   PetscReal      rel;
   char           text[64];
 
@@ -254,41 +256,45 @@ int main(int argc, char **argv)
     PetscCall(PetscPopErrorHandler());
     ongrid = (PetscBool)!ierr;
   }
+  /* where this rank's output entries lie: its block of the output grid, or (off the grid) the group's nf samples on
+     its first rank, as a 1 x 1 x 1 grid */
+  g  = rank / gsize;
+  Co = out.dim[out.ndim - 1];
+  if (ongrid) {
+    PetNetShape rout;
+    PetscInt64  blo[PETNET_LAYOUT_MAX_DIM], bsz[PETNET_LAYOUT_MAX_DIM];
+
+    PetscCall(PetNetLayoutGetBlock(Lout, blo, bsz));
+    PetscCall(NetGetOutputShape(ref, &rout));
+    for (PetscInt d = 0; d < nsd; d++) {
+      ON[d]  = rout.dim[d];
+      olo[d] = blo[d + 1];
+      osz[d] = bsz[d + 1];
+    }
+    onf = nf;
+  } else {
+    for (PetscInt d = 0; d < nsd; d++) {
+      ON[d]  = 1;
+      olo[d] = 0;
+      osz[d] = grank ? 0 : 1;
+    }
+    onf = grank ? 0 : nf;
+  }
   {
     const PetscScalar *y;
     PetscScalar       *a;
-    PetscInt           g = rank / gsize, Co = out.dim[out.ndim - 1];
-    PetscInt64         olo[PETNET_LAYOUT_MAX_DIM], osz[PETNET_LAYOUT_MAX_DIM], ON[3], zero[3] = {0, 0, 0};
+    PetscInt64         zero[3] = {0, 0, 0};
 
-    if (ongrid) {
-      PetNetShape rout;
-
-      PetscCall(PetNetLayoutGetBlock(Lout, olo, osz));
-      PetscCall(NetGetOutputShape(ref, &rout));
-      for (PetscInt d = 0; d < nsd; d++) ON[d] = rout.dim[d];
-      PetscCall(VecGetArrayRead(Y, &y));
-      PetscCall(CompareBlock(comm, nsd, ON, olo + 1, osz + 1, g, nf, Co, y, Yr, &rel));
-      PetscCall(VecRestoreArrayRead(Y, &y));
-      PetscCall(VecGetArrayWrite(dY, &a));
-      PetscCall(FillBlock(nsd, ON, olo + 1, osz + 1, g, nf, Co, 1, a));
-      PetscCall(VecRestoreArrayWrite(dY, &a));
-      PetscCall(VecGetArrayWrite(dYr, &a));
-      PetscCall(FillBlock(nsd, ON, zero, ON, 0, ngroups * nf, Co, 1, a));
-      PetscCall(VecRestoreArrayWrite(dYr, &a));
-    } else { /* nf samples of (Co) on the group's first rank */
-      PetscInt64 one[3] = {1, 1, 1}, none[3] = {0, 0, 0};
-
-      PetscCall(VecGetArrayRead(Y, &y));
-      PetscCall(CompareBlock(comm, nsd, one, none, grank ? none : one, g, grank ? 0 : nf, Co, y, Yr, &rel));
-      PetscCall(VecRestoreArrayRead(Y, &y));
-      PetscCall(VecGetArrayWrite(dY, &a));
-      PetscCall(FillBlock(nsd, one, none, one, g, grank ? 0 : nf, Co, 1, a));
-      PetscCall(VecRestoreArrayWrite(dY, &a));
-      PetscCall(VecGetArrayWrite(dYr, &a));
-      PetscCall(FillBlock(nsd, one, none, one, 0, ngroups * nf, Co, 1, a));
-      PetscCall(VecRestoreArrayWrite(dYr, &a));
-    }
+    PetscCall(VecGetArrayRead(Y, &y));
+    PetscCall(CompareBlock(comm, nsd, ON, olo, osz, g, onf, Co, y, Yr, &rel));
+    PetscCall(VecRestoreArrayRead(Y, &y));
     PetscCall(Check(comm, "forward", rel, 1e-13));
+    PetscCall(VecGetArrayWrite(dY, &a)); /* a cotangent given at the same global positions to both */
+    PetscCall(FillBlock(nsd, ON, olo, osz, g, onf, Co, 1, a));
+    PetscCall(VecRestoreArrayWrite(dY, &a));
+    PetscCall(VecGetArrayWrite(dYr, &a));
+    PetscCall(FillBlock(nsd, ON, zero, ON, 0, ngroups * nf, Co, 1, a));
+    PetscCall(VecRestoreArrayWrite(dYr, &a));
   }
 
   /* backward: the input cotangent and the parameter gradient */
@@ -333,22 +339,9 @@ int main(int argc, char **argv)
   PetscCall(NetJVP(ref, dXr, dthall, Ydr));
   {
     const PetscScalar *a;
-    PetscInt           Co = out.dim[out.ndim - 1];
 
     PetscCall(VecGetArrayRead(Yd, &a));
-    if (ongrid) {
-      PetscInt64  olo[PETNET_LAYOUT_MAX_DIM], osz[PETNET_LAYOUT_MAX_DIM], ON[3];
-      PetNetShape rout;
-
-      PetscCall(PetNetLayoutGetBlock(Lout, olo, osz));
-      PetscCall(NetGetOutputShape(ref, &rout));
-      for (PetscInt d = 0; d < nsd; d++) ON[d] = rout.dim[d];
-      PetscCall(CompareBlock(comm, nsd, ON, olo + 1, osz + 1, rank / gsize, nf, Co, a, Ydr, &rel));
-    } else {
-      PetscInt64 one[3] = {1, 1, 1}, none[3] = {0, 0, 0};
-
-      PetscCall(CompareBlock(comm, nsd, one, none, grank ? none : one, rank / gsize, grank ? 0 : nf, Co, a, Ydr, &rel));
-    }
+    PetscCall(CompareBlock(comm, nsd, ON, olo, osz, g, onf, Co, a, Ydr, &rel));
     PetscCall(VecRestoreArrayRead(Yd, &a));
     PetscCall(Check(comm, "jvp", rel, 1e-13));
   }
