@@ -38,6 +38,7 @@ PetscErrorCode NetCreate(MPI_Comm comm, Net *net)
   n->maxnparams  = -1;
   n->nlocal      = -1;
   n->ngroups     = 1;
+  n->spoverlap   = PETSC_TRUE;
   n->gcomm       = MPI_COMM_NULL;
   n->nglobal     = -1;
   *net           = n;
@@ -487,6 +488,7 @@ static PetscErrorCode NetGetLongOption_Private(Net net, const char name[], const
 . -net_seed <seed>           - the seed of the parameter initialisation
 . -net_parallel <replicated,sharded,model> - how parameters and work are spread over the ranks (NetSetParallel())
 . -net_spatial_groups <G> - grid mode: split the ranks into G groups, each holding its own fields (NetSetSpatialGroups())
+. -net_spatial_overlap <bool> - grid mode: overlap the halo exchanges with computation (NetSetSpatialOverlap())
 . -net_test_jacobian         - dot-product and finite-difference checks at the first forward pass
 . -net_load <file>           - load architecture and parameters saved by NetSave() (replaces -net_layers)
 . -net_save <file>           - save the final Net there (NetSaveFromOptions(): at the end of TrainerTrain(), or at NetDestroy() at the latest)
@@ -541,6 +543,12 @@ PetscErrorCode NetSetFromOptions(Net net)
 
     PetscCall(PetscOptionsInt("-net_spatial_groups", "Grid mode: groups of ranks, each holding its own fields (samples x space)", "NetSetSpatialGroups", groups, &groups, &flg));
     if (flg) PetscCall(NetSetSpatialGroups(net, groups));
+  }
+  {
+    PetscBool overlap = net->spoverlap;
+
+    PetscCall(PetscOptionsBool("-net_spatial_overlap", "Grid mode: overlap the halo exchanges with computation", "NetSetSpatialOverlap", overlap, &overlap, NULL));
+    PetscCall(NetSetSpatialOverlap(net, overlap));
   }
   PetscCall(PetscOptionsBool("-net_test_jacobian", "Run dot-product and finite-difference checks of the Jacobians at the first forward pass", "NetTestJacobian", net->testjacobian, &net->testjacobian, NULL));
   PetscCall(PetscOptionsString("-net_load", "Load architecture and parameters from a file written by NetSave() (replaces -net_layers)", "NetLoad", load, load, sizeof(load), &loadflg));

@@ -24,6 +24,12 @@
   after a globalavgpool the group's first rank holds the group's nf samples and the nodes after it (a dense head) run
   there as a batch.
 
+  Overlap (-net_spatial_overlap, NetSetSpatialOverlap()): a convolution or average pooling starts its halo exchange,
+  computes its whole block on the box whose halo has not arrived (right in the interior, whose windows read only the
+  rank's own points and the padding), finishes the exchange, and computes the boundary layer again on the complete box
+  in slabs (NetSpatialSetUpParts_Private()), overwriting what the first pass got wrong there; the layer then forgets
+  what its first pass kept (conv's columns), so backward, jvp and sobackward read the complete box.
+
   Samples x space (-net_spatial_groups G): the communicator's ranks are split into G groups of consecutive ranks; each
   group holds its own fields on its own DMDA (same sizes), so a batch of G nf fields is spread over them. The
   parameters' gradient is the sum over all ranks (the Net's usual reduction) and batchnorm reduces over all groups:
@@ -49,6 +55,13 @@ typedef struct {
   PetscMPIInt coord[NET_GRID_MAX]; /* this rank's coordinates in the group's grid of ranks */
 } NetGrid;
 
+/* A slab of a window node's output block computed on its own after the halo arrived (an overlapped exchange) */
+typedef struct {
+  PetscInt64 olo[NET_GRID_MAX], osz[NET_GRID_MAX]; /* its outputs: offset in the rank's output block, sizes */
+  PetscInt64 ilo[NET_GRID_MAX], isz[NET_GRID_MAX]; /* the input they read: offset in the rank's box, sizes */
+  Layer      local;                                /* the batch-mode copy on that input */
+} NetSpatialPart;
+
 typedef enum { NET_SPATIAL_WINDOW, NET_SPATIAL_SCALE, NET_SPATIAL_GLOBAL, NET_SPATIAL_JOIN } NetSpatialKind;
 static const char *const NetSpatialKinds[] = {"window", "upsampling", "global pooling", "join, repartitioned"};
 
@@ -58,13 +71,18 @@ typedef struct {
   PetscInt64     blo[NET_GRID_MAX], bhi[NET_GRID_MAX]; /* the input box this rank's output block reads */
   PetscInt       cin, cout;
   Layer          local; /* the batch-mode copy on the box; NULL when this rank's output block is empty */
-  PetscInt       boxsize;
+  PetscInt       npart; /* an overlapped halo exchange: the slabs of the boundary layer (0: exchange, then compute) */
+  NetSpatialPart part[2 * NET_GRID_MAX];
   PetscInt64     total; /* global pooling: the grid points of the field */
 
   /* for the current batch (nf fields on the group's ranks) */
   PetscInt     nf, batchgen;
   PetNetLayout L;             /* the input tensor (nf, [P,] N, M, c) over the group's ranks */
-  PetscSF      sf;            /* the box's entries owned by other ranks of the group (leaves: their places in the box) */
+  PetscSF      sf;            /* the box's entries owned by other ranks of the group (leaves: halo[]) */
+  PetscInt     nremote;       /* ... their number, */
+  PetscInt    *rlocal;        /* ... their places in the box */
+  PetscScalar *halo;          /* ... and their values (received apart, so a first pass can read the box meanwhile) */
+  PetscScalar *pin, *pout;    /* overlap: a slab's input and output for nf fields (the largest slab's sizes) */
   PetscInt     nruns, runlen; /* the box's entries this rank owns: nruns runs of runlen contiguous values ... */
   PetscInt    *xoff, *boff;   /* ... starting at xoff[r] in the rank's block and at boff[r] in the box */
   PetscBool    padded;        /* some box entries lie outside the field (zero) */
@@ -170,6 +188,41 @@ PetscErrorCode NetSetSpatialGroups(Net net, PetscInt ngroups)
   PetscCheck(net->gcomm == MPI_COMM_NULL || ngroups == net->ngroups, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_WRONGSTATE,
              "NetSetSpatialGroups(): the group communicator was already made for %" PetscInt_FMT " groups (NetGetSpatialComm()); set the groups before asking for it", net->ngroups);
   net->ngroups = ngroups;
+  PetscFunctionReturn(0);
+}
+
+/*@
+  NetSetSpatialOverlap - in grid mode, overlap the halo exchange of each convolution and average pooling with its
+  computation
+
+  Logically collective
+
+  Input Parameters:
++ net     - the Net
+- overlap - PETSC_TRUE (the default) or PETSC_FALSE
+
+  Options Database Key:
+. -net_spatial_overlap <bool> - the same from the options
+
+  Notes:
+  Overlapped, a node starts its halo exchange, computes its whole output block on the box whose halo has not arrived
+  (correct in the interior, whose windows read only the rank's own points), finishes the exchange, and computes the
+  boundary layer again in up to 2 d slabs on the complete box. The boundary layer is computed twice (for a block of n
+  points a side and a window of extent k, about (k - 1)/n more work per split dim); in exchange, a rank waits for its
+  neighbours only after its interior. Results equal the unoverlapped ones to round-off. Max pooling keeps the maxima's
+  places from its forward and is never overlapped. Takes effect at the next NetSetUp().
+
+  Level: advanced
+
+.seealso: `NetSetGrid()`, `NetSetSpatialGroups()`
+@*/
+PetscErrorCode NetSetSpatialOverlap(Net net, PetscBool overlap)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(net, NET_CLASSID, 1);
+  PetscValidLogicalCollectiveBool(net, overlap, 2);
+  if (overlap != net->spoverlap && net->setupcalled) PetscCall(NetReset(net));
+  net->spoverlap = overlap;
   PetscFunctionReturn(0);
 }
 
@@ -348,8 +401,11 @@ static PetscErrorCode NetSpatialDestroyNode_Private(Net net, PetscInt k)
   PetscFunctionBegin;
   if (!sp) PetscFunctionReturn(0);
   PetscCall(LayerDestroy(&sp->local));
+  for (PetscInt i = 0; i < sp->npart; i++) PetscCall(LayerDestroy(&sp->part[i].local));
   PetscCall(PetNetLayoutDestroy(&sp->L));
   PetscCall(PetscSFDestroy(&sp->sf));
+  PetscCall(PetscFree2(sp->rlocal, sp->halo));
+  PetscCall(PetscFree2(sp->pin, sp->pout));
   PetscCall(PetscFree2(sp->xoff, sp->boff));
   PetscCall(VecDestroy(&sp->xbox));
   PetscCall(VecDestroy(&sp->dbox));
@@ -393,9 +449,9 @@ static PetscInt64 NetWindowBoundary_Private(PetscInt64 b, PetscInt64 N, PetscInt
   return PetscMin(PetscMax(o, 0), Nout);
 }
 
-/* The local copy of node k's layer: batch mode, input the box, without padding (window) or set to compute this rank's
-   block (scale); its output must be exactly the block */
-static PetscErrorCode NetSpatialCreateLocal_Private(Net net, PetscInt k, NetSpatial *sp)
+/* A local copy of node k's layer: batch mode on an input box of sizes isz (x nf fields), without padding (window) or
+   set to compute this rank's block (scale); its output must have the sizes osz. NULL when there is nothing to compute. */
+static PetscErrorCode NetSpatialCreateLocal_Private(Net net, PetscInt k, NetSpatial *sp, const PetscInt64 isz[], const PetscInt64 osz[], Layer *local)
 {
   Layer       layer = net->layers[k];
   PetNetShape in;
@@ -403,17 +459,18 @@ static PetscErrorCode NetSpatialCreateLocal_Private(Net net, PetscInt k, NetSpat
   PetscInt    nsd       = sp->in->nsd;
 
   PetscFunctionBegin;
+  *local = NULL;
   for (PetscInt d = 0; d < nsd; d++)
-    if (sp->out->sz[d] == 0 || sp->bhi[d] <= sp->blo[d]) PetscFunctionReturn(0); /* an empty block: nothing to compute */
-  PetscCall(LayerCreate(PETSC_COMM_SELF, &sp->local));
-  PetscCall(LayerSetType(sp->local, ((PetscObject)layer)->type_name));
-  PetscCall(LayerSetIndex(sp->local, layer->index));
+    if (osz[d] <= 0 || isz[d] <= 0) PetscFunctionReturn(0); /* an empty block: nothing to compute */
+  PetscCall(LayerCreate(PETSC_COMM_SELF, local));
+  PetscCall(LayerSetType(*local, ((PetscObject)layer)->type_name));
+  PetscCall(LayerSetIndex(*local, layer->index));
   PetscTryTypeMethod(layer, getarguments, sizeof(args), args);
-  PetscCall(LayerSetArguments(sp->local, args));
+  PetscCall(LayerSetArguments(*local, args));
   if (sp->kind == NET_SPATIAL_WINDOW) {
     PetscInt zero[NET_GRID_MAX] = {0, 0, 0};
 
-    PetscUseTypeMethod(sp->local, setpadding, nsd, zero);
+    PetscUseTypeMethod(*local, setpadding, nsd, zero);
   } else {
     PetscInt64 olo[NET_GRID_MAX], ohi[NET_GRID_MAX];
 
@@ -421,20 +478,81 @@ static PetscErrorCode NetSpatialCreateLocal_Private(Net net, PetscInt k, NetSpat
       olo[d] = sp->out->lo[d];
       ohi[d] = sp->out->lo[d] + sp->out->sz[d];
     }
-    PetscUseTypeMethod(sp->local, setgridblock, nsd, sp->in->N, sp->blo, sp->bhi, olo, ohi);
+    PetscUseTypeMethod(*local, setgridblock, nsd, sp->in->N, sp->blo, sp->bhi, olo, ohi);
   }
   in.ndim = nsd + 1;
-  for (PetscInt d = 0; d < nsd; d++) in.dim[d] = (PetscInt)(sp->bhi[d] - sp->blo[d]);
+  for (PetscInt d = 0; d < nsd; d++) in.dim[d] = (PetscInt)isz[d];
   in.dim[nsd] = sp->cin;
-  PetscCall(LayerSetInputShape(sp->local, &in));
-  PetscCall(LayerSetTraining(sp->local, layer->training));
-  PetscCall(LayerSetUp(sp->local));
+  PetscCall(LayerSetInputShape(*local, &in));
+  PetscCall(LayerSetTraining(*local, layer->training));
+  PetscCall(LayerSetUp(*local));
   {
-    PetscBool ok = (PetscBool)(sp->local->out.ndim == nsd + 1 && sp->local->out.dim[nsd] == sp->cout && sp->local->nparams == layer->nparams);
+    PetscBool ok = (PetscBool)((*local)->out.ndim == nsd + 1 && (*local)->out.dim[nsd] == sp->cout && (*local)->nparams == layer->nparams);
 
-    for (PetscInt d = 0; d < nsd; d++) ok = (PetscBool)(ok && sp->local->out.dim[d] == sp->out->sz[d]);
+    for (PetscInt d = 0; d < nsd; d++) ok = (PetscBool)(ok && (*local)->out.dim[d] == osz[d]);
     PetscCheck(ok, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Node %s: the local copy of its layer on the rank's box does not compute the rank's output block", net->nodes[k].name);
   }
+  PetscFunctionReturn(0);
+}
+
+/* floor(a / b) for b > 0 and any a */
+static PetscInt64 NetFloorDiv_Private(PetscInt64 a, PetscInt64 b)
+{
+  return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+
+/*
+  An overlapped halo exchange of window node k (NetSetSpatialOverlap()). The interior of the rank's output block is the
+  outputs whose windows read only what the rank has before the halo arrives: its own points and the padding beyond the
+  field's edges. Along dim d that is [ilo, ihi) with
+      ilo = max(olo, ceil((lo + p) / s))           unless the block starts at the field's edge (lo = 0)
+      ihi = min(ohi, floor((hi + p - ext) / s) + 1)  unless it ends there (hi = N)
+  for the rank's input block [lo, hi), window extent ext, stride s, padding p. The rest, the boundary layer, is cut
+  into up to 2 nsd slabs, peeled one dim at a time: slab (d, below/above) lies inside the interior along the dims
+  before d, below or above it along d, and anywhere in the block along the dims after d. Each slab gets its own copy of
+  the layer on the input its outputs read. No slabs (no overlap) when the interior is empty or is the whole block.
+*/
+static PetscErrorCode NetSpatialSetUpParts_Private(Net net, PetscInt k, NetSpatial *sp, const PetscInt kk[], const PetscInt s[], const PetscInt p[], const PetscInt dil[])
+{
+  const NetGrid *gin = sp->in, *gout = sp->out;
+  const PetscInt nsd = gin->nsd;
+  PetscInt64     olo[NET_GRID_MAX], ohi[NET_GRID_MAX], ilo[NET_GRID_MAX], ihi[NET_GRID_MAX], ext[NET_GRID_MAX];
+  PetscBool      whole = PETSC_TRUE;
+
+  PetscFunctionBegin;
+  for (PetscInt d = 0; d < nsd; d++) {
+    ext[d] = (PetscInt64)dil[d] * (kk[d] - 1) + 1;
+    olo[d] = ilo[d] = gout->lo[d];
+    ohi[d] = ihi[d] = gout->lo[d] + gout->sz[d];
+    if (gin->lo[d] > 0) ilo[d] = PetscMax(ilo[d], -NetFloorDiv_Private(-(gin->lo[d] + p[d]), s[d]));
+    if (gin->lo[d] + gin->sz[d] < gin->N[d]) ihi[d] = PetscMin(ihi[d], NetFloorDiv_Private(gin->lo[d] + gin->sz[d] + p[d] - ext[d], s[d]) + 1);
+    if (ihi[d] <= ilo[d]) PetscFunctionReturn(0); /* no interior */
+    if (ilo[d] != olo[d] || ihi[d] != ohi[d]) whole = PETSC_FALSE;
+  }
+  if (whole) PetscFunctionReturn(0); /* no halo */
+  for (PetscInt d = 0; d < nsd; d++)
+    for (PetscInt side = 0; side < 2; side++) {
+      NetSpatialPart *pt = &sp->part[sp->npart];
+      PetscInt64      lo[NET_GRID_MAX], hi[NET_GRID_MAX];
+
+      for (PetscInt e = 0; e < nsd; e++) {
+        lo[e] = e < d ? ilo[e] : olo[e];
+        hi[e] = e < d ? ihi[e] : ohi[e];
+      }
+      if (side == 0)
+        hi[d] = ilo[d];
+      else
+        lo[d] = ihi[d];
+      if (hi[d] <= lo[d]) continue;
+      for (PetscInt e = 0; e < nsd; e++) {
+        pt->olo[e] = lo[e] - gout->lo[e];
+        pt->osz[e] = hi[e] - lo[e];
+        pt->ilo[e] = lo[e] * s[e] - p[e] - sp->blo[e];
+        pt->isz[e] = (hi[e] - 1 - lo[e]) * s[e] + ext[e];
+      }
+      PetscCall(NetSpatialCreateLocal_Private(net, k, sp, pt->isz, pt->osz, &pt->local));
+      sp->npart++;
+    }
   PetscFunctionReturn(0);
 }
 
@@ -465,6 +583,7 @@ PetscErrorCode NetSpatialSetUpNode_Private(Net net, PetscInt k)
   NetSpatial    *sp;
   PetscBool      isgap;
   char           spec[256], grid[64];
+  PetscInt       wk[NET_GRID_MAX], ws[NET_GRID_MAX], wp[NET_GRID_MAX], wdil[NET_GRID_MAX]; /* a window's kernel, stride, padding, dilation */
 
   PetscFunctionBegin;
   PetscCall(LayerGetSpec(layer, sizeof(spec), spec));
@@ -514,7 +633,7 @@ PetscErrorCode NetSpatialSetUpNode_Private(Net net, PetscInt k)
     PetscFunctionReturn(0); /* vgrid[k + 1] = NULL: off the grid */
   }
   if (layer->ops->getwindow) {
-    PetscInt   nsd = 0, kk[NET_GRID_MAX], s[NET_GRID_MAX], p[NET_GRID_MAX], dil[NET_GRID_MAX];
+    PetscInt   nsd = 0, *kk = wk, *s = ws, *p = wp, *dil = wdil;
     PetscInt64 N[NET_GRID_MAX], *own[NET_GRID_MAX] = {NULL, NULL, NULL};
 
     sp->kind = NET_SPATIAL_WINDOW;
@@ -568,7 +687,13 @@ PetscErrorCode NetSpatialSetUpNode_Private(Net net, PetscInt k)
   }
   net->vgrid[k + 1] = gout;
   sp->out           = gout;
-  PetscCall(NetSpatialCreateLocal_Private(net, k, sp));
+  {
+    PetscInt64 isz[NET_GRID_MAX];
+
+    for (PetscInt d = 0; d < gin->nsd; d++) isz[d] = sp->bhi[d] - sp->blo[d];
+    PetscCall(NetSpatialCreateLocal_Private(net, k, sp, isz, gout->sz, &sp->local));
+  }
+  if (sp->kind == NET_SPATIAL_WINDOW && net->spoverlap && layer->ops->forget && sp->local) PetscCall(NetSpatialSetUpParts_Private(net, k, sp, wk, ws, wp, wdil));
   PetscFunctionReturn(0);
 }
 
@@ -673,6 +798,8 @@ static PetscErrorCode NetSpatialSetUpBatch_Private(Net net, PetscInt k, NetSpati
   }
   PetscCall(PetNetLayoutDestroy(&sp->L));
   PetscCall(PetscSFDestroy(&sp->sf));
+  PetscCall(PetscFree2(sp->rlocal, sp->halo));
+  PetscCall(PetscFree2(sp->pin, sp->pout));
   PetscCall(PetscFree2(sp->xoff, sp->boff));
   PetscCall(VecDestroy(&sp->xbox));
   PetscCall(VecDestroy(&sp->dbox));
@@ -708,22 +835,38 @@ static PetscErrorCode NetSpatialSetUpBatch_Private(Net net, PetscInt k, NetSpati
   hi[ndim - 1] = sp->cin;
   PetscCall(NetSpatialSetUpHalo_Private(sp, lo, hi));
   PetscCall(VecDuplicate(sp->xbox, &sp->dbox));
+  if (sp->npart) {
+    PetscInt64 in = 0, out = 0;
+
+    for (PetscInt i = 0; i < sp->npart; i++) {
+      PetscInt64 a = nf * sp->cin, b = nf * sp->cout;
+
+      for (PetscInt d = 0; d < g->nsd; d++) {
+        a *= sp->part[i].isz[d];
+        b *= sp->part[i].osz[d];
+      }
+      in  = PetscMax(in, a);
+      out = PetscMax(out, b);
+    }
+    PetscCall(PetscMalloc2(in, &sp->pin, out, &sp->pout));
+  }
   PetscFunctionReturn(0);
 }
 
 /*
   The halo exchange of a spatial node: the box [lo, hi) of the input (nf, grid..., c) that this rank's output block
   reads. The entries this rank owns are copied in runs (rows of the block: x extent times channels, contiguous in both);
-  the others come from their owners through a PetscSF of those entries alone (leaves: their places in the box), started
-  before the local copy and finished after it; entries outside the field stay zero (the padding). The transpose adds
-  every box entry back into its owner: the local runs directly, the others by PetscSFReduce with MPI_SUM.
+  the others come from their owners through a PetscSF of those entries alone into halo[], started before the local copy
+  and finished after it, then put in their places rlocal[] of the box; entries outside the field stay zero (the
+  padding). The transpose adds every box entry back into its owner: the local runs directly, the others by
+  PetscSFReduce with MPI_SUM.
 */
 static PetscErrorCode NetSpatialSetUpHalo_Private(NetSpatial *sp, const PetscInt64 lo[], const PetscInt64 hi[])
 {
   const PetscInt     ndim = sp->in->nsd + 2;
   PetscInt64         start[PETNET_LAYOUT_MAX_DIM], size[PETNET_LAYOUT_MAX_DIM], ilo[PETNET_LAYOUT_MAX_DIM], ihi[PETNET_LAYOUT_MAX_DIM], nruns = 1;
   PetscSF            all;
-  PetscInt           nbox, nroots, nleaves, nremote = 0, *rlocal;
+  PetscInt           nbox, nroots, nleaves, nremote = 0;
   const PetscInt    *ilocal;
   const PetscSFNode *iremote;
   PetscSFNode       *rremote;
@@ -737,18 +880,19 @@ static PetscErrorCode NetSpatialSetUpHalo_Private(NetSpatial *sp, const PetscInt
   PetscCall(PetscSFGetGraph(all, &nroots, &nleaves, &ilocal, &iremote));
   for (PetscInt l = 0; l < nleaves; l++)
     if (iremote[l].rank != rank) nremote++;
-  PetscCall(PetscMalloc1(nremote, &rlocal));
+  PetscCall(PetscMalloc2(nremote, &sp->rlocal, nremote, &sp->halo));
   PetscCall(PetscMalloc1(nremote, &rremote));
   for (PetscInt l = 0, r = 0; l < nleaves; l++)
     if (iremote[l].rank != rank) {
-      rlocal[r]  = ilocal ? ilocal[l] : l;
-      rremote[r] = iremote[l];
+      sp->rlocal[r] = ilocal ? ilocal[l] : l;
+      rremote[r]    = iremote[l];
       r++;
     }
   sp->padded = (PetscBool)(nleaves < nbox);
   PetscCall(PetscSFDestroy(&all));
   PetscCall(PetscSFCreate(comm, &sp->sf));
-  PetscCall(PetscSFSetGraph(sp->sf, nroots, nremote, rlocal, PETSC_OWN_POINTER, rremote, PETSC_OWN_POINTER));
+  PetscCall(PetscSFSetGraph(sp->sf, nroots, nremote, NULL, PETSC_OWN_POINTER, rremote, PETSC_OWN_POINTER));
+  sp->nremote = nremote;
   PetscCall(PetscSFSetUp(sp->sf));
   /* the local runs: the box and the block intersected; the last two dims (x, channels) are whole rows */
   PetscCall(PetNetLayoutGetBlock(sp->L, start, size));
@@ -782,41 +926,90 @@ static PetscErrorCode NetSpatialSetUpHalo_Private(NetSpatial *sp, const PetscInt
   PetscFunctionReturn(0);
 }
 
+/* the halo exchange into the box b, in two halves: between them the box holds the rank's own entries and the padding */
+static PetscErrorCode NetSpatialGatherBegin_Private(NetSpatial *sp, const PetscScalar *x, PetscScalar *b)
+{
+  PetscFunctionBegin;
+  PetscCall(PetscLogEventBegin(NET_SPATIAL_HALO, 0, 0, 0, 0));
+  PetscCall(PetscSFBcastBegin(sp->sf, MPIU_SCALAR, x, sp->halo, MPI_REPLACE));
+  for (PetscInt r = 0; r < sp->nruns; r++) PetscCall(PetscArraycpy(b + sp->boff[r], x + sp->xoff[r], sp->runlen));
+  PetscCall(PetscLogEventEnd(NET_SPATIAL_HALO, 0, 0, 0, 0));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetSpatialGatherEnd_Private(NetSpatial *sp, const PetscScalar *x, PetscScalar *b)
+{
+  PetscFunctionBegin;
+  PetscCall(PetscLogEventBegin(NET_SPATIAL_HALO, 0, 0, 0, 0));
+  PetscCall(PetscSFBcastEnd(sp->sf, MPIU_SCALAR, x, sp->halo, MPI_REPLACE));
+  for (PetscInt i = 0; i < sp->nremote; i++) b[sp->rlocal[i]] = sp->halo[i];
+  PetscCall(PetscLogEventEnd(NET_SPATIAL_HALO, 0, 0, 0, 0));
+  PetscFunctionReturn(0);
+}
+
 /* box = the halo exchange of x; transpose: x = (or += when add) the box's entries added into their owners */
 static PetscErrorCode NetSpatialApply_Private(NetSpatial *sp, PetscBool transpose, PetscBool add, const PetscScalar *x, Vec box)
 {
   PetscFunctionBegin;
-  PetscCall(PetscLogEventBegin(NET_SPATIAL_HALO, 0, 0, 0, 0));
   if (!transpose) {
     PetscScalar *b;
 
     if (sp->padded) PetscCall(VecZeroEntries(box)); /* the padding (the box Vecs also hold cotangents, written whole) */
     PetscCall(VecGetArray(box, &b));
-    PetscCall(PetscSFBcastBegin(sp->sf, MPIU_SCALAR, x, b, MPI_REPLACE));
-    for (PetscInt r = 0; r < sp->nruns; r++) PetscCall(PetscArraycpy(b + sp->boff[r], x + sp->xoff[r], sp->runlen));
-    PetscCall(PetscSFBcastEnd(sp->sf, MPIU_SCALAR, x, b, MPI_REPLACE));
+    PetscCall(NetSpatialGatherBegin_Private(sp, x, b));
+    PetscCall(NetSpatialGatherEnd_Private(sp, x, b));
     PetscCall(VecRestoreArray(box, &b));
   } else {
     const PetscScalar *b;
     PetscScalar       *y = (PetscScalar *)x;
     PetscInt           n;
 
+    PetscCall(PetscLogEventBegin(NET_SPATIAL_HALO, 0, 0, 0, 0));
     PetscCall(VecGetArrayRead(box, &b));
     if (!add) {
       PetscCall(PetscSFGetGraph(sp->sf, &n, NULL, NULL, NULL));
       PetscCall(PetscArrayzero(y, n));
     }
-    PetscCall(PetscSFReduceBegin(sp->sf, MPIU_SCALAR, b, y, MPI_SUM));
+    for (PetscInt i = 0; i < sp->nremote; i++) sp->halo[i] = b[sp->rlocal[i]];
+    PetscCall(PetscSFReduceBegin(sp->sf, MPIU_SCALAR, sp->halo, y, MPI_SUM));
     for (PetscInt r = 0; r < sp->nruns; r++) {
       PetscScalar       *t = y + sp->xoff[r];
       const PetscScalar *u = b + sp->boff[r];
 
       for (PetscInt i = 0; i < sp->runlen; i++) t[i] += u[i];
     }
-    PetscCall(PetscSFReduceEnd(sp->sf, MPIU_SCALAR, b, y, MPI_SUM));
+    PetscCall(PetscSFReduceEnd(sp->sf, MPIU_SCALAR, sp->halo, y, MPI_SUM));
     PetscCall(VecRestoreArrayRead(box, &b));
+    PetscCall(PetscLogEventEnd(NET_SPATIAL_HALO, 0, 0, 0, 0));
   }
-  PetscCall(PetscLogEventEnd(NET_SPATIAL_HALO, 0, 0, 0, 0));
+  PetscFunctionReturn(0);
+}
+
+/*
+  Copy between a slab's dense array a (nf, sz..., c) and the sub-box at offset off of a box b (nf, big..., c): a = the
+  sub-box (insert false) or the sub-box = a (insert true). Rows along the fastest dim are contiguous in both.
+*/
+static PetscErrorCode NetBoxCopy_Private(PetscInt nsd, PetscInt nf, PetscInt c, const PetscInt64 big[], const PetscInt64 off[], const PetscInt64 sz[], PetscBool insert, PetscScalar *b, PetscScalar *a)
+{
+  const PetscInt64 len  = sz[nsd - 1] * c;
+  PetscInt64       rows = nf;
+
+  PetscFunctionBegin;
+  for (PetscInt d = 0; d < nsd - 1; d++) rows *= sz[d];
+  for (PetscInt64 r = 0; r < rows; r++) {
+    PetscInt64 q = r, idx[NET_GRID_MAX] = {0, 0, 0}, o;
+
+    for (PetscInt d = nsd - 2; d >= 0; d--) {
+      idx[d] = q % sz[d];
+      q /= sz[d];
+    }
+    o = q; /* the field */
+    for (PetscInt d = 0; d < nsd; d++) o = o * big[d] + idx[d] + off[d];
+    if (insert)
+      PetscCall(PetscArraycpy(b + o * c, a + r * len, len));
+    else
+      PetscCall(PetscArraycpy(a + r * len, b + o * c, len));
+  }
   PetscFunctionReturn(0);
 }
 
@@ -874,18 +1067,40 @@ static PetscErrorCode NetSpatialAny_Private(Net net, const void *a, PetscBool *a
   PetscFunctionReturn(0);
 }
 
-/* the box of x and the local forward, unless the last forward of this batch layout left them */
+/*
+  The box of x and the local forward. Overlapped (slabs): the whole block is computed while the halo is in flight (the
+  interior right; the boundary layer from the halo of an earlier forward, or zeros), then each slab of the boundary
+  layer again on the complete box, and the copy forgets what its first pass kept.
+*/
 static PetscErrorCode NetSpatialLocalForward_Private(NetSpatial *sp, const PetscScalar *th, const PetscScalar *x, PetscScalar *y)
 {
-  const PetscScalar *xb;
+  PetscScalar   *b;
+  const PetscInt nsd = sp->in->nsd;
 
   PetscFunctionBegin;
-  PetscCall(NetSpatialApply_Private(sp, PETSC_FALSE, PETSC_FALSE, x, sp->xbox));
-  if (sp->local) {
-    PetscCall(VecGetArrayRead(sp->xbox, &xb));
-    PetscCall(LayerForwardArray(sp->local, sp->nf, th, xb, y));
-    PetscCall(VecRestoreArrayRead(sp->xbox, &xb));
-  }
+  if (sp->padded) PetscCall(VecZeroEntries(sp->xbox)); /* the padding */
+  PetscCall(VecGetArray(sp->xbox, &b));
+  PetscCall(NetSpatialGatherBegin_Private(sp, x, b));
+  if (sp->npart) PetscCall(LayerForwardArray(sp->local, sp->nf, th, b, y));
+  PetscCall(NetSpatialGatherEnd_Private(sp, x, b));
+  if (sp->npart) {
+    PetscInt64 box[NET_GRID_MAX];
+
+    for (PetscInt d = 0; d < nsd; d++) box[d] = sp->bhi[d] - sp->blo[d];
+    for (PetscInt i = 0; i < sp->npart; i++) {
+      NetSpatialPart *pt = &sp->part[i];
+
+      pt->local->training = sp->local->training;
+      pt->local->frozen   = sp->local->frozen;
+      PetscCall(NetBoxCopy_Private(nsd, sp->nf, sp->cin, box, pt->ilo, pt->isz, PETSC_FALSE, b, sp->pin));
+      PetscCall(LayerForwardArray(pt->local, sp->nf, th, sp->pin, sp->pout));
+      PetscCall(NetBoxCopy_Private(nsd, sp->nf, sp->cout, sp->out->sz, pt->olo, pt->osz, PETSC_TRUE, y, sp->pout));
+      PetscUseTypeMethod(pt->local, forget);
+    }
+    PetscUseTypeMethod(sp->local, forget);
+  } else if (sp->local)
+    PetscCall(LayerForwardArray(sp->local, sp->nf, th, b, y));
+  PetscCall(VecRestoreArray(sp->xbox, &b));
   sp->xboxvalid = PETSC_TRUE;
   PetscFunctionReturn(0);
 }
@@ -1123,6 +1338,7 @@ PetscErrorCode NetSpatialViewNode_Private(Net net, PetscInt k, PetscViewer viewe
   PetscCall(NetGridToString_Private(sp->in, sizeof(gin), gin));
   if (sp->out) PetscCall(NetGridToString_Private(sp->out, sizeof(gout), gout));
   PetscCall(PetscViewerASCIIPrintf(viewer, "grid mode (%s): %s -> %s\n", NetSpatialKinds[sp->kind], gin, gout));
+  if (sp->npart) PetscCall(PetscViewerASCIIPrintf(viewer, "halo exchange overlapped with the interior; the boundary layer in %" PetscInt_FMT " slabs (on rank 0)\n", sp->npart));
   PetscFunctionReturn(0);
 }
 

@@ -79,6 +79,11 @@ struct _LayerOps {
      what the padding did). NULL: the kind has no window. */
   PetscErrorCode (*getwindow)(Layer, PetscInt *, PetscInt[], PetscInt[], PetscInt[], PetscInt[]);
   PetscErrorCode (*setpadding)(Layer, PetscInt, const PetscInt[]);
+  /* forget: the input of the last forward changes in place (the halo of an overlapped exchange arrives after a first
+     pass): drop whatever forward kept of it (conv's cached columns), so that backward and jvp read the input again. A
+     windowed kind that sets it lets the Net overlap its halo exchange with computation; NULL: its forward keeps state
+     that cannot be dropped (maxpool's argmax), so the Net exchanges the halo first. */
+  PetscErrorCode (*forget)(Layer);
   /* Grid mode for a kind that scales the grid up by an integer factor per spatial dim (upsampling): getscale gives the
      factors (the output grid is N s, a rank's output block [b s, e s) for its input block [b, e)); gridbox the box of
      the input grid [ilo, ihi) that the output block [olo, ohi) reads, given the input grid N (global coordinates,

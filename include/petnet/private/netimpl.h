@@ -125,10 +125,11 @@ struct _p_Net {
   /* Grid mode (netspatial.c, NetSetGrid()): the Net acts on fields of a 2-D or 3-D DMDA, a sample being a grid point;
      with G spatial groups (-net_spatial_groups) the communicator is split into G groups of ranks, each holding its own
      fields on its own copy of the grid (samples x space) */
-  DM       grid;    /* the DMDA on this rank's group (referenced), or NULL: batch mode */
-  PetscInt ngroups; /* the number of spatial groups (1: the whole communicator holds each field) */
-  MPI_Comm gcomm;   /* this rank's group communicator (MPI_COMM_NULL until NetGetSpatialComm()) */
-  void   **vgrid;   /* per value (nlayers + 1): the grid it lies on, or NULL: off the grid */
+  DM        grid;      /* the DMDA on this rank's group (referenced), or NULL: batch mode */
+  PetscInt  ngroups;   /* the number of spatial groups (1: the whole communicator holds each field) */
+  PetscBool spoverlap; /* overlap the halo exchanges with computation (NetSetSpatialOverlap()) */
+  MPI_Comm  gcomm;     /* this rank's group communicator (MPI_COMM_NULL until NetGetSpatialComm()) */
+  void    **vgrid;     /* per value (nlayers + 1): the grid it lies on, or NULL: off the grid */
 };
 
 PETSC_INTERN PetscErrorCode NetSetUpWorkspace_Private(Net, Vec);

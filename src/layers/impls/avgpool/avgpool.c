@@ -88,6 +88,13 @@ static PetscErrorCode LayerJVP_AvgPool(Layer layer, PetscInt n, const PetscScala
   PetscFunctionReturn(0);
 }
 
+/* Grid mode, an overlapped halo exchange: forward keeps nothing of its input */
+static PetscErrorCode LayerForget_AvgPool(Layer layer)
+{
+  PetscFunctionBegin;
+  PetscFunctionReturn(0);
+}
+
 PETSC_INTERN PetscErrorCode LayerCreate_AvgPool(Layer layer)
 {
   PetscFunctionBegin;
@@ -96,6 +103,7 @@ PETSC_INTERN PetscErrorCode LayerCreate_AvgPool(Layer layer)
   layer->ops->forward  = LayerForward_AvgPool;
   layer->ops->backward = LayerBackward_AvgPool;
   layer->ops->jvp      = LayerJVP_AvgPool;
+  layer->ops->forget   = LayerForget_AvgPool;
   layer->sozero        = PETSC_TRUE; /* linear (or piecewise linear) in x: no curvature term */
   layer->ops->reset    = LayerResetPool_Private;
   layer->ops->destroy  = LayerDestroyPool_Private;

@@ -417,6 +417,14 @@ static PetscErrorCode LayerSetPadding_Conv(Layer layer, PetscInt nsd, const Pets
   PetscFunctionReturn(0);
 }
 
+/* Grid mode, an overlapped halo exchange: the box changed after forward, so backward recomputes its columns */
+static PetscErrorCode LayerForget_Conv(Layer layer)
+{
+  PetscFunctionBegin;
+  ((LayerConv *)layer->data)->colx = NULL;
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode LayerResetConv_Private(Layer layer)
 {
   PetscFunctionBegin;
@@ -483,6 +491,7 @@ PetscErrorCode LayerCreateConv_Private(Layer layer, size_t size, PetscInt nsd)
   layer->ops->getarguments = LayerGetArguments_Conv;
   layer->ops->getwindow    = LayerGetWindow_Conv;
   layer->ops->setpadding   = LayerSetPadding_Conv;
+  layer->ops->forget       = LayerForget_Conv;
   PetscCall(ConvComposeAll(layer, PETSC_TRUE));
   PetscFunctionReturn(0);
 }

@@ -502,6 +502,18 @@ PetscErrorCode LayerConv2dSetInitialization(Layer layer, LayerInitType init, Pet
   PetscFunctionReturn(0);
 }
 
+/* Grid mode, an overlapped halo exchange: the box changed after forward, so backward recomputes im2col's columns
+   and Winograd's V(x) */
+static PetscErrorCode LayerForget_Conv2d(Layer layer)
+{
+  Layer_Conv2d *conv = (Layer_Conv2d *)layer->data;
+
+  PetscFunctionBegin;
+  conv->base.colx = NULL;
+  conv->wg.Vx     = NULL;
+  PetscFunctionReturn(0);
+}
+
 PETSC_INTERN PetscErrorCode LayerCreate_Conv2d(Layer layer)
 {
   Layer_Conv2d *conv;
@@ -518,6 +530,7 @@ PETSC_INTERN PetscErrorCode LayerCreate_Conv2d(Layer layer)
   layer->ops->setfromoptions = LayerSetFromOptions_Conv2d;
   layer->ops->view           = LayerView_Conv2d;
   layer->ops->reset          = LayerReset_Conv2d;
+  layer->ops->forget         = LayerForget_Conv2d;
   layer->ops->destroy        = LayerDestroy_Conv2d;
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv2dSetDM_C", LayerConv2dSetDM_Conv2d));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv2dGetDM_C", LayerConv2dGetDM_Conv2d));
