@@ -18,6 +18,10 @@ static const char help[] = "A CNN surrogate of a PETSc KSP solve: learn the map 
 #include <petnet.h>
 #include <petnettrainer.h>
 #include "surrogate/problem.h"
+#include "surrogate/unet.h"
+
+typedef enum { SURROGATE_MODEL_CNN, SURROGATE_MODEL_UNET } SurrogateModelType;
+static const char *const SurrogateModelTypes[] = {"cnn", "unet", "SurrogateModelType", "SURROGATE_MODEL_", NULL};
 
 /* X, T: samples first .. first + N - 1, split over the ranks as the Dataset splits them (PETSC_DECIDE) */
 static PetscErrorCode MakeSamples(SurrogateSolver *sv, PetscInt first, PetscInt N, Vec *X, Vec *T, PetscLogDouble *seconds)
@@ -75,6 +79,8 @@ int main(int argc, char **argv)
 {
   SurrogateSolver      sv;
   SurrogateProblemType problem = SURROGATE_PROBLEM_SOURCE;
+  SurrogateModelType   model   = SURROGATE_MODEL_CNN;
+  SurrogateUNetOptions uopt    = {.nf = 4, .epochs = 10, .lr = 2e-3, .coordinates = PETSC_FALSE, .monitor = PETSC_FALSE};
   PetscInt             n = 32, K = 4, Ntrain = 384, Ntest = 64, epochs, nparams, nlocal;
   PetscMPIInt          size;
   Vec                  Xtrain, Ttrain, Xtest, Ttest, Ytest;
@@ -91,15 +97,35 @@ int main(int argc, char **argv)
 
   PetscCall(PetNetInitialize(&argc, &argv, NULL, help));
   PetscCallMPI(MPI_Comm_size(PETSC_COMM_WORLD, &size));
-  PetscOptionsBegin(PETSC_COMM_WORLD, NULL, "CNN surrogate of a KSP solve", NULL);
+  PetscOptionsBegin(PETSC_COMM_WORLD, NULL, "Surrogate of a KSP solve", NULL);
+  PetscCall(PetscOptionsEnum("-surrogate_model", "The network: a CNN with a dense head, or a U-Net on the distributed field", NULL, SurrogateModelTypes, (PetscEnum)model, (PetscEnum *)&model, NULL));
+  if (model == SURROGATE_MODEL_UNET) n = 256, Ntrain = 128, Ntest = 16;
   PetscCall(PetscOptionsEnum("-surrogate_problem", "The input field: the source f or the coefficient log k", NULL, SurrogateProblemTypes, (PetscEnum)problem, (PetscEnum *)&problem, NULL));
   PetscCall(PetscOptionsInt("-surrogate_grid", "Interior points per direction", NULL, n, &n, NULL));
   PetscCall(PetscOptionsInt("-surrogate_modes", "Sine modes per direction of the random fields", NULL, K, &K, NULL));
   PetscCall(PetscOptionsInt("-surrogate_train", "Training samples", NULL, Ntrain, &Ntrain, NULL));
   PetscCall(PetscOptionsInt("-surrogate_test", "Held-out samples", NULL, Ntest, &Ntest, NULL));
+  if (model == SURROGATE_MODEL_UNET) {
+    PetscCall(PetscOptionsInt("-surrogate_batch", "unet: fields per mini-batch", NULL, uopt.nf, &uopt.nf, NULL));
+    PetscCall(PetscOptionsInt("-surrogate_epochs", "unet: passes over the training fields", NULL, uopt.epochs, &uopt.epochs, NULL));
+    PetscCall(PetscOptionsReal("-surrogate_lr", "unet: adam's learning rate (cosine decay to 0)", NULL, uopt.lr, &uopt.lr, NULL));
+    PetscCall(PetscOptionsBool("-surrogate_coordinates", "unet: the points' x and y as two more input channels", NULL, uopt.coordinates, &uopt.coordinates, NULL));
+    PetscCall(PetscOptionsBool("-surrogate_monitor", "unet: a line per epoch (training and held-out loss, held-out error)", NULL, uopt.monitor, &uopt.monitor, NULL));
+  }
   PetscOptionsEnd();
-  PetscCheck(n >= 8 && n % 8 == 0, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "-surrogate_grid %" PetscInt_FMT ": give a multiple of 8 (the CNN pools three times), at least 8", n);
   PetscCheck(K >= 1 && Ntrain >= 1 && Ntest >= 1, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "Give -surrogate_modes, -surrogate_train and -surrogate_test >= 1");
+  if (model == SURROGATE_MODEL_UNET) {
+    PetscCheck(n >= 1, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "-surrogate_grid %" PetscInt_FMT " must be positive", n);
+    uopt.problem = problem;
+    uopt.n       = n;
+    uopt.K       = K;
+    uopt.Ntrain  = Ntrain;
+    uopt.Ntest   = Ntest;
+    PetscCall(SurrogateUNetRun(&uopt));
+    PetscCall(PetscFinalize());
+    return 0;
+  }
+  PetscCheck(n >= 8 && n % 8 == 0, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "-surrogate_grid %" PetscInt_FMT ": give a multiple of 8 (the CNN pools three times), at least 8", n);
 
   /* data: KSP solves, each rank its own samples; the test samples follow the training ones */
   PetscCall(SurrogateSolverCreate(PETSC_COMM_SELF, problem, n, K, &sv));

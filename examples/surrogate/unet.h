@@ -1,0 +1,22 @@
+/*
+  bin/surrogate -surrogate_model unet: a U-Net in grid mode (NetSetGrid()) on the n x n field of a DMDA split over all
+  ranks, trained on KSP solutions (problem.h) with PetNet's adam through a Tao of its own (unet.c).
+*/
+#pragma once
+
+#include "problem.h"
+
+/* The default U-Net's total stride: a stride-4 and three stride-2 down-samplings (the grid must be a multiple of it) */
+#define SURROGATE_UNET_STRIDE 32
+
+typedef struct {
+  SurrogateProblemType problem;
+  PetscInt             n, K, Ntrain, Ntest;
+  PetscInt             nf;          /* fields per mini-batch (every rank holds its block of each) */
+  PetscInt             epochs;      /* passes over the training fields */
+  PetscReal            lr;          /* adam's learning rate, with a cosine decay over the training */
+  PetscBool            coordinates; /* add the points' x and y as input channels */
+  PetscBool            monitor;     /* a line per epoch: training and held-out loss */
+} SurrogateUNetOptions;
+
+PetscErrorCode SurrogateUNetRun(const SurrogateUNetOptions *);
