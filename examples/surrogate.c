@@ -128,7 +128,7 @@ int main(int argc, char **argv)
   PetscCheck(n >= 8 && n % 8 == 0, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "-surrogate_grid %" PetscInt_FMT ": give a multiple of 8 (the CNN pools three times), at least 8", n);
 
   /* data: KSP solves, each rank its own samples; the test samples follow the training ones */
-  PetscCall(SurrogateSolverCreate(PETSC_COMM_SELF, problem, n, K, &sv));
+  PetscCall(SurrogateSolverCreate(PETSC_COMM_SELF, problem, n, K, NULL, &sv));
   PetscCall(PetscTime(&t0));
   PetscCall(MakeSamples(&sv, 0, Ntrain, &Xtrain, &Ttrain, &tksp));
   PetscCall(PetscTime(&t1));

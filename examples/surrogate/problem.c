@@ -91,9 +91,10 @@ static PetscErrorCode AssembleOperator(SurrogateSolver *sv)
 
 /*
   SurrogateSolverCreate - the n x n problem on a DMDA over comm (PETSC_COMM_SELF: one rank solves the whole sample),
-  with its KSP: cg + icc on one rank, cg + bjacobi on several, rtol 1e-10, then -ksp_* and -pc_* from the options
+  with its KSP: cg with the preconditioner pctype (NULL: icc on one rank, bjacobi on several), rtol 1e-10, then
+  -ksp_* and -pc_* from the options
 */
-PetscErrorCode SurrogateSolverCreate(MPI_Comm comm, SurrogateProblemType problem, PetscInt n, PetscInt K, SurrogateSolver *sv)
+PetscErrorCode SurrogateSolverCreate(MPI_Comm comm, SurrogateProblemType problem, PetscInt n, PetscInt K, PCType pctype, SurrogateSolver *sv)
 {
   PetscMPIInt size;
   PC          pc;
@@ -113,7 +114,7 @@ PetscErrorCode SurrogateSolverCreate(MPI_Comm comm, SurrogateProblemType problem
   PetscCall(KSPCreate(comm, &sv->ksp));
   PetscCall(KSPSetType(sv->ksp, KSPCG));
   PetscCall(KSPGetPC(sv->ksp, &pc));
-  PetscCall(PCSetType(pc, size == 1 ? PCICC : PCBJACOBI));
+  PetscCall(PCSetType(pc, pctype ? pctype : (size == 1 ? PCICC : PCBJACOBI)));
   PetscCall(KSPSetTolerances(sv->ksp, 1e-10, 1e-50, PETSC_DEFAULT, 10000));
   PetscCall(KSPSetFromOptions(sv->ksp));
   if (problem == SURROGATE_PROBLEM_SOURCE) PetscCall(AssembleOperator(sv));

@@ -26,6 +26,6 @@ typedef struct {
   Vec                  b, u, logk; /* logk: the coefficient problem's input with its ghost points (a local Vec) */
 } SurrogateSolver;
 
-PetscErrorCode SurrogateSolverCreate(MPI_Comm, SurrogateProblemType, PetscInt, PetscInt, SurrogateSolver *);
+PetscErrorCode SurrogateSolverCreate(MPI_Comm, SurrogateProblemType, PetscInt, PetscInt, PCType, SurrogateSolver *);
 PetscErrorCode SurrogateSolverSolve(SurrogateSolver *, PetscInt, PetscScalar[], PetscScalar[], PetscLogDouble *);
 PetscErrorCode SurrogateSolverDestroy(SurrogateSolver *);

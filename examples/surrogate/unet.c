@@ -371,7 +371,7 @@ PetscErrorCode SurrogateUNetRun(const SurrogateUNetOptions *opt)
   PetscCheck(gsize == size, u.comm, PETSC_ERR_ARG_WRONG, "-surrogate_model unet spreads every field over all %d ranks: drop -net_spatial_groups", size);
 
   /* the grid: the solver's DMDA, and the Net's with the same ownership and the input channels as dof */
-  PetscCall(SurrogateSolverCreate(gcomm, opt->problem, opt->n, opt->K, &sv));
+  PetscCall(SurrogateSolverCreate(gcomm, opt->problem, opt->n, opt->K, SURROGATE_UNET_PC, &sv));
   PetscCall(DMDAGetInfo(sv.da, NULL, NULL, NULL, NULL, &m, &p, NULL, NULL, NULL, NULL, NULL, NULL, NULL));
   PetscCall(DMDAGetOwnershipRanges(sv.da, &lx, &ly, NULL));
   PetscCall(DMDACreate2d(gcomm, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DMDA_STENCIL_BOX, opt->n, opt->n, m, p, u.cin, 0, lx, ly, &da));

@@ -9,6 +9,13 @@
 /* The default U-Net's total stride: a stride-4 and three stride-2 down-samplings (the grid must be a multiple of it) */
 #define SURROGATE_UNET_STRIDE 32
 
+/* The KSP's preconditioner on the large grid: algebraic multigrid (BoomerAMG when PETSc has hypre, else GAMG) */
+#if defined(PETSC_HAVE_HYPRE)
+#define SURROGATE_UNET_PC PCHYPRE
+#else
+#define SURROGATE_UNET_PC PCGAMG
+#endif
+
 typedef struct {
   SurrogateProblemType problem;
   PetscInt             n, K, Ntrain, Ntest;
