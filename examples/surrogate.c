@@ -80,7 +80,7 @@ int main(int argc, char **argv)
   SurrogateSolver      sv;
   SurrogateProblemType problem = SURROGATE_PROBLEM_SOURCE;
   SurrogateModelType   model   = SURROGATE_MODEL_CNN;
-  SurrogateUNetOptions uopt    = {.nf = 4, .epochs = 10, .lr = 2e-3, .coordinates = PETSC_FALSE, .monitor = PETSC_FALSE};
+  SurrogateUNetOptions uopt    = {.nf = SURROGATE_UNET_BATCH, .epochs = SURROGATE_UNET_EPOCHS, .lr = SURROGATE_UNET_LR, .coordinates = PETSC_FALSE, .monitor = PETSC_FALSE};
   PetscInt             n = 32, K = 4, Ntrain = 384, Ntest = 64, epochs, nparams, nlocal;
   PetscMPIInt          size;
   Vec                  Xtrain, Ttrain, Xtest, Ttest, Ytest;
@@ -99,7 +99,12 @@ int main(int argc, char **argv)
   PetscCallMPI(MPI_Comm_size(PETSC_COMM_WORLD, &size));
   PetscOptionsBegin(PETSC_COMM_WORLD, NULL, "Surrogate of a KSP solve", NULL);
   PetscCall(PetscOptionsEnum("-surrogate_model", "The network: a CNN with a dense head, or a U-Net on the distributed field", NULL, SurrogateModelTypes, (PetscEnum)model, (PetscEnum *)&model, NULL));
-  if (model == SURROGATE_MODEL_UNET) n = 256, Ntrain = 128, Ntest = 16;
+  if (model == SURROGATE_MODEL_UNET) { /* its own defaults: issue 12's coefficient problem on a large grid */
+    problem = SURROGATE_PROBLEM_COEFFICIENT;
+    n       = SURROGATE_UNET_GRID;
+    Ntrain  = SURROGATE_UNET_TRAIN;
+    Ntest   = SURROGATE_UNET_TEST;
+  }
   PetscCall(PetscOptionsEnum("-surrogate_problem", "The input field: the source f or the coefficient log k", NULL, SurrogateProblemTypes, (PetscEnum)problem, (PetscEnum *)&problem, NULL));
   PetscCall(PetscOptionsInt("-surrogate_grid", "Interior points per direction", NULL, n, &n, NULL));
   PetscCall(PetscOptionsInt("-surrogate_modes", "Sine modes per direction of the random fields", NULL, K, &K, NULL));

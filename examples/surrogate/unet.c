@@ -249,7 +249,7 @@ static PetscErrorCode UNetCreateNet(UNet *u, DM da, PetNetLayout *lout)
   PetscFunctionBegin;
   PetscCall(NetSetGrid(u->net, da));
   PetscCall(UNetSetInitialization(u->net));
-  PetscCall(NetSetUp(u->net));
+  PetscCall(NetSetUp(u->net)); /* a -net_graph whose joins meet grids of different sizes is refused here, naming the node */
   PetscCall(NetGetOutputShape(u->net, &out));
   PetscCall(PetNetShapeToString(&out, sizeof(text), text));
   PetscCheck(out.ndim == 1 && out.dim[0] == 1, u->comm, PETSC_ERR_ARG_INCOMP,
