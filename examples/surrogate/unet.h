@@ -10,11 +10,11 @@
 #define SURROGATE_UNET_STRIDE 32
 
 /* The defaults of -surrogate_grid, _train, _test, _batch, _epochs and _lr with -surrogate_model unet */
-#define SURROGATE_UNET_GRID   128
-#define SURROGATE_UNET_TRAIN  256
+#define SURROGATE_UNET_GRID   256
+#define SURROGATE_UNET_TRAIN  512
 #define SURROGATE_UNET_TEST   32
 #define SURROGATE_UNET_BATCH  2
-#define SURROGATE_UNET_EPOCHS 48
+#define SURROGATE_UNET_EPOCHS 36
 #define SURROGATE_UNET_LR     2e-3
 
 /* The KSP's preconditioner on the large grid: algebraic multigrid (BoomerAMG when PETSc has hypre, else GAMG) */
