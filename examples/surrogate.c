@@ -1,184 +1,42 @@
-static const char help[] = "A CNN surrogate of a PETSc KSP solve: learn the map from a field to the solution of a 2-D elliptic problem.\n"
+static const char help[] = "A surrogate of a PETSc KSP solve: learn the map from a field to the solution of a 2-D elliptic problem.\n"
                            "Problem on the unit square, u = 0 on the boundary, n x n interior points (5-point finite differences, KSP):\n"
                            "  -surrogate_problem source       -div(k grad u) = f, k(x,y) = 1 + 0.5 sin(2 pi x) cos(2 pi y) fixed; input f\n"
-                           "                                   (a random sine series), output u   (default)\n"
-                           "  -surrogate_problem coefficient  -div(k grad u) = 1, input log k (a random sine series), output u\n"
-                           "Data: -surrogate_train N and -surrogate_test M samples (default 384 and 64), each solved by KSP; every rank draws\n"
-                           "and solves its own samples (sample s is drawn from seed s: the same data on any number of ranks). Inputs and\n"
-                           "targets are each scaled by one constant (their RMS over the training samples).\n"
-                           "Model: a small CNN on (n, n, 1) ending in a dense layer with n^2 outputs (-net_layers; Glorot-uniform weights),\n"
-                           "trained by the Trainer, batch-distributed over the samples (-tao_*, -trainer_*; default adam, lr 2e-3 with a\n"
-                           "cosine decay, batch 16, 50 epochs). Reports the mean relative L2 error on the held-out samples and the time per\n"
-                           "sample of the surrogate (NetForward on the test batch) against the KSP solve it replaces. Other options:\n"
-                           "  -surrogate_grid n   interior points per direction, a multiple of 8 (default 32)\n"
-                           "  -surrogate_modes K  sine modes per direction of the random fields (default 4)\n"
-                           "KSP and PC: -ksp_type, -pc_type ... (default cg + icc, rtol 1e-10).\n"
+                           "                                   (a random sine series), output u   (the cnn's default)\n"
+                           "  -surrogate_problem coefficient  -div(k grad u) = 1, input log k (a random sine series), output u (the unet's default)\n"
+                           "  -surrogate_modes K              sine modes per direction of the random fields (default 4)\n"
+                           "Sample s is drawn from seed s: the same data on any number of ranks. Inputs and targets are each scaled by one\n"
+                           "constant (their RMS over the training samples). Reports the mean relative L2 error on the held-out samples and the\n"
+                           "time per sample of the surrogate (NetForward) against the KSP solve it replaces.\n"
+                           "-surrogate_model cnn (default): a small CNN on (n, n, 1) ending in a dense layer with n^2 outputs (-net_layers;\n"
+                           "  Glorot-uniform weights), trained by the Trainer, batch-distributed over the samples (-tao_*, -trainer_*; default\n"
+                           "  adam, lr 2e-3 with a cosine decay, batch 16, 50 epochs). Every rank solves its own samples on one rank.\n"
+                           "  -surrogate_grid n  a multiple of 8 (default 32); -surrogate_train N, -surrogate_test M (default 384 and 64)\n"
+                           "  KSP: cg + icc, rtol 1e-10 (-ksp_*, -pc_*)\n"
+                           "-surrogate_model unet: a U-Net in grid mode on the n x n field of a DMDA split over all ranks (spatial\n"
+                           "  parallelism; examples/surrogate/unet.c): the KSP solves each sample on that DMDA, the Net holds each rank's block\n"
+                           "  of every field; default -net_graph: stride-4 and stride-2 convolutions down to n/32, linear upsampling back, skips\n"
+                           "  by concatenation (give your own with -net_graph). MSE over the grid points, adam with a cosine decay, one TAO\n"
+                           "  iteration per mini-batch (-tao_* for the rest).\n"
+                           "  -surrogate_grid n       a multiple of 32 for the default U-Net (default 256)\n"
+                           "  -surrogate_train N      training fields (default 512); -surrogate_test M held-out fields (default 32)\n"
+                           "  -surrogate_batch nf     fields per mini-batch, the same on every rank (default 2)\n"
+                           "  -surrogate_epochs E     passes over the training fields (default 36)\n"
+                           "  -surrogate_lr lr        adam's learning rate (default 2e-3)\n"
+                           "  -surrogate_coordinates  the points' x and y as two more input channels\n"
+                           "  -surrogate_monitor      a line per epoch: training and held-out loss, held-out error\n"
+                           "  KSP: cg + algebraic multigrid (BoomerAMG, or GAMG without hypre), rtol 1e-10 (-ksp_*, -pc_*)\n"
                            "Ends with one line: summary: key=value ...\n";
 
 #include <petnet.h>
 #include <petnettrainer.h>
-#include <petscdmda.h>
-#include <petscksp.h>
+#include "surrogate/problem.h"
+#include "surrogate/unet.h"
 
-typedef enum { PROBLEM_SOURCE, PROBLEM_COEFFICIENT } ProblemType;
-static const char *const ProblemTypes[] = {"source", "coefficient", "ProblemType", "PROBLEM_", NULL};
-
-typedef struct {
-  ProblemType problem;
-  PetscInt    n, K;
-  DM          da; /* one sample's grid, on PETSC_COMM_SELF */
-  Mat         A;
-  KSP         ksp;
-  Vec         b, u;
-} Solver;
-
-/* field[j][i] = sum_{k,l <= K} a_kl sin(k pi x) sin(l pi y) / sqrt(k^2 + l^2), a_kl uniform in [-1, 1] from seed */
-static PetscErrorCode RandomField(Solver *sv, unsigned long seed, PetscScalar field[])
-{
-  const PetscInt n = sv->n, K = sv->K;
-  PetscReal     *a;
-  PetscRandom    rnd;
-
-  PetscFunctionBegin;
-  PetscCall(PetscMalloc1(K * K, &a));
-  PetscCall(PetscRandomCreate(PETSC_COMM_SELF, &rnd));
-  PetscCall(PetscRandomSetType(rnd, PETSCRAND48));
-  PetscCall(PetscRandomSetInterval(rnd, -1.0, 1.0));
-  PetscCall(PetscRandomSetSeed(rnd, 7919 + seed));
-  PetscCall(PetscRandomSeed(rnd));
-  for (PetscInt m = 0; m < K * K; m++) PetscCall(PetscRandomGetValueReal(rnd, &a[m]));
-  PetscCall(PetscRandomDestroy(&rnd));
-  for (PetscInt j = 0; j < n; j++)
-    for (PetscInt i = 0; i < n; i++) {
-      const PetscReal x = (i + 1.0) / (n + 1), y = (j + 1.0) / (n + 1);
-      PetscReal       s = 0.0;
-
-      for (PetscInt k = 1; k <= K; k++)
-        for (PetscInt l = 1; l <= K; l++) s += a[(k - 1) * K + l - 1] * PetscSinReal(k * PETSC_PI * x) * PetscSinReal(l * PETSC_PI * y) / PetscSqrtReal((PetscReal)(k * k + l * l));
-      field[j * n + i] = s;
-    }
-  PetscCall(PetscFree(a));
-  PetscFunctionReturn(0);
-}
-
-/* A = -div(k grad .) on the interior points, with k at the cell faces as the mean of its values at the two points */
-static PetscErrorCode AssembleOperator(Solver *sv, PetscScalar (*coef)(Solver *, const PetscScalar *, PetscInt, PetscInt), const PetscScalar *logk)
-{
-  const PetscInt  n  = sv->n;
-  const PetscReal h2 = 1.0 / ((n + 1.0) * (n + 1.0));
-
-  PetscFunctionBegin;
-  PetscCall(MatZeroEntries(sv->A));
-  for (PetscInt j = 0; j < n; j++)
-    for (PetscInt i = 0; i < n; i++) {
-      const PetscScalar kc = coef(sv, logk, i, j);
-      const PetscScalar kw = 0.5 * (kc + coef(sv, logk, i - 1, j)), ke = 0.5 * (kc + coef(sv, logk, i + 1, j));
-      const PetscScalar ks = 0.5 * (kc + coef(sv, logk, i, j - 1)), kn = 0.5 * (kc + coef(sv, logk, i, j + 1));
-      MatStencil        row = {.j = j, .i = i}, col[5];
-      PetscScalar       v[5];
-      PetscInt          c = 0;
-
-      col[c].j = j, col[c].i = i, v[c++] = (kw + ke + ks + kn) / h2;
-      if (i > 0) col[c].j = j, col[c].i = i - 1, v[c++] = -kw / h2;
-      if (i < n - 1) col[c].j = j, col[c].i = i + 1, v[c++] = -ke / h2;
-      if (j > 0) col[c].j = j - 1, col[c].i = i, v[c++] = -ks / h2;
-      if (j < n - 1) col[c].j = j + 1, col[c].i = i, v[c++] = -kn / h2;
-      PetscCall(MatSetValuesStencil(sv->A, 1, &row, c, col, v, INSERT_VALUES));
-    }
-  PetscCall(MatAssemblyBegin(sv->A, MAT_FINAL_ASSEMBLY));
-  PetscCall(MatAssemblyEnd(sv->A, MAT_FINAL_ASSEMBLY));
-  PetscCall(KSPSetOperators(sv->ksp, sv->A, sv->A));
-  PetscFunctionReturn(0);
-}
-
-/* the fixed coefficient of the source problem, at point (i, j) (boundary points included) */
-static PetscScalar FixedCoefficient(Solver *sv, const PetscScalar *unused, PetscInt i, PetscInt j)
-{
-  const PetscReal x = (i + 1.0) / (sv->n + 1), y = (j + 1.0) / (sv->n + 1);
-
-  return 1.0 + 0.5 * PetscSinReal(2 * PETSC_PI * x) * PetscCosReal(2 * PETSC_PI * y);
-}
-
-/* the random coefficient exp(log k) of the coefficient problem; at the boundary, that of the nearest interior point */
-static PetscScalar RandomCoefficient(Solver *sv, const PetscScalar *logk, PetscInt i, PetscInt j)
-{
-  const PetscInt n = sv->n;
-
-  i = PetscMax(0, PetscMin(n - 1, i));
-  j = PetscMax(0, PetscMin(n - 1, j));
-  return PetscExpScalar(logk[j * n + i]);
-}
-
-static PetscErrorCode SolverCreate(ProblemType problem, PetscInt n, PetscInt K, Solver *sv)
-{
-  PetscFunctionBegin;
-  sv->problem = problem;
-  sv->n       = n;
-  sv->K       = K;
-  PetscCall(DMDACreate2d(PETSC_COMM_SELF, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DMDA_STENCIL_STAR, n, n, 1, 1, 1, 1, NULL, NULL, &sv->da));
-  PetscCall(DMSetUp(sv->da));
-  PetscCall(DMCreateMatrix(sv->da, &sv->A));
-  PetscCall(DMCreateGlobalVector(sv->da, &sv->b));
-  PetscCall(VecDuplicate(sv->b, &sv->u));
-  PetscCall(KSPCreate(PETSC_COMM_SELF, &sv->ksp));
-  PetscCall(KSPSetType(sv->ksp, KSPCG));
-  {
-    PC pc;
-
-    PetscCall(KSPGetPC(sv->ksp, &pc));
-    PetscCall(PCSetType(pc, PCICC));
-  }
-  PetscCall(KSPSetTolerances(sv->ksp, 1e-10, 1e-50, PETSC_DEFAULT, 10000));
-  PetscCall(KSPSetFromOptions(sv->ksp));
-  if (problem == PROBLEM_SOURCE) PetscCall(AssembleOperator(sv, FixedCoefficient, NULL));
-  PetscFunctionReturn(0);
-}
-
-static PetscErrorCode SolverDestroy(Solver *sv)
-{
-  PetscFunctionBegin;
-  PetscCall(KSPDestroy(&sv->ksp));
-  PetscCall(VecDestroy(&sv->b));
-  PetscCall(VecDestroy(&sv->u));
-  PetscCall(MatDestroy(&sv->A));
-  PetscCall(DMDestroy(&sv->da));
-  PetscFunctionReturn(0);
-}
-
-/* input x (n^2) of sample s, and its solution y (n^2) by KSP; *seconds += the time of the solve (set-up included) */
-static PetscErrorCode SolveSample(Solver *sv, PetscInt s, PetscScalar x[], PetscScalar y[], PetscLogDouble *seconds)
-{
-  const PetscInt     n = sv->n;
-  PetscLogDouble     t0, t1;
-  KSPConvergedReason reason;
-  const PetscScalar *u;
-
-  PetscFunctionBegin;
-  PetscCall(RandomField(sv, (unsigned long)s, x));
-  PetscCall(PetscTime(&t0));
-  if (sv->problem == PROBLEM_SOURCE) {
-    PetscScalar *b;
-
-    PetscCall(VecGetArrayWrite(sv->b, &b));
-    PetscCall(PetscArraycpy(b, x, n * n));
-    PetscCall(VecRestoreArrayWrite(sv->b, &b));
-  } else {
-    PetscCall(AssembleOperator(sv, RandomCoefficient, x));
-    PetscCall(VecSet(sv->b, 1.0));
-  }
-  PetscCall(KSPSolve(sv->ksp, sv->b, sv->u));
-  PetscCall(PetscTime(&t1));
-  *seconds += t1 - t0;
-  PetscCall(KSPGetConvergedReason(sv->ksp, &reason));
-  PetscCheck(reason > 0, PETSC_COMM_SELF, PETSC_ERR_NOT_CONVERGED, "The KSP solve of sample %" PetscInt_FMT " failed (%s): check -ksp_type and -pc_type", s, KSPConvergedReasons[reason]);
-  PetscCall(VecGetArrayRead(sv->u, &u));
-  PetscCall(PetscArraycpy(y, u, n * n));
-  PetscCall(VecRestoreArrayRead(sv->u, &u));
-  PetscFunctionReturn(0);
-}
+typedef enum { SURROGATE_MODEL_CNN, SURROGATE_MODEL_UNET } SurrogateModelType;
+static const char *const SurrogateModelTypes[] = {"cnn", "unet", "SurrogateModelType", "SURROGATE_MODEL_", NULL};
 
 /* X, T: samples first .. first + N - 1, split over the ranks as the Dataset splits them (PETSC_DECIDE) */
-static PetscErrorCode MakeSamples(Solver *sv, PetscInt first, PetscInt N, Vec *X, Vec *T, PetscLogDouble *seconds)
+static PetscErrorCode MakeSamples(SurrogateSolver *sv, PetscInt first, PetscInt N, Vec *X, Vec *T, PetscLogDouble *seconds)
 {
   const PetscInt n2     = sv->n * sv->n;
   PetscInt       nlocal = PETSC_DECIDE, start;
@@ -193,7 +51,7 @@ static PetscErrorCode MakeSamples(Solver *sv, PetscInt first, PetscInt N, Vec *X
   PetscCall(VecGetArrayWrite(*X, &x));
   PetscCall(VecGetArrayWrite(*T, &y));
   *seconds = 0;
-  for (PetscInt s = 0; s < nlocal; s++) PetscCall(SolveSample(sv, first + start + s, x + s * n2, y + s * n2, seconds));
+  for (PetscInt s = 0; s < nlocal; s++) PetscCall(SurrogateSolverSolve(sv, first + start + s, x + s * n2, y + s * n2, seconds));
   PetscCall(VecRestoreArrayWrite(*T, &y));
   PetscCall(VecRestoreArrayWrite(*X, &x));
   PetscFunctionReturn(0);
@@ -231,36 +89,63 @@ static PetscErrorCode MeanRelativeError(Vec Y, Vec T, PetscInt n2, PetscReal *er
 
 int main(int argc, char **argv)
 {
-  Solver         sv;
-  ProblemType    problem = PROBLEM_SOURCE;
-  PetscInt       n = 32, K = 4, Ntrain = 384, Ntest = 64, epochs, nparams, nlocal;
-  PetscMPIInt    size;
-  Vec            Xtrain, Ttrain, Xtest, Ttest, Ytest;
-  PetscReal      scale, trainloss, testloss, testacc, seconds, err, errtrain;
-  PetscLogDouble tdata, tksp, t0, t1, tnet;
-  Dataset        train, test;
-  Net            net;
-  Loss           loss;
-  Trainer        trainer;
-  Tao            tao;
-  TaoType        taotype;
-  PetNetShape    shape;
-  char           layers[512];
+  SurrogateSolver      sv;
+  SurrogateProblemType problem = SURROGATE_PROBLEM_SOURCE;
+  SurrogateModelType   model   = SURROGATE_MODEL_CNN;
+  SurrogateUNetOptions uopt    = {.nf = SURROGATE_UNET_BATCH, .epochs = SURROGATE_UNET_EPOCHS, .lr = SURROGATE_UNET_LR, .coordinates = PETSC_FALSE, .monitor = PETSC_FALSE};
+  PetscInt             n = 32, K = 4, Ntrain = 384, Ntest = 64, epochs, nparams, nlocal;
+  PetscMPIInt          size;
+  Vec                  Xtrain, Ttrain, Xtest, Ttest, Ytest;
+  PetscReal            scale, trainloss, testloss, testacc, seconds, err, errtrain;
+  PetscLogDouble       tdata, tksp, t0, t1, tnet;
+  Dataset              train, test;
+  Net                  net;
+  Loss                 loss;
+  Trainer              trainer;
+  Tao                  tao;
+  TaoType              taotype;
+  PetNetShape          shape;
+  char                 layers[512];
 
   PetscCall(PetNetInitialize(&argc, &argv, NULL, help));
   PetscCallMPI(MPI_Comm_size(PETSC_COMM_WORLD, &size));
-  PetscOptionsBegin(PETSC_COMM_WORLD, NULL, "CNN surrogate of a KSP solve", NULL);
-  PetscCall(PetscOptionsEnum("-surrogate_problem", "The input field: the source f or the coefficient log k", NULL, ProblemTypes, (PetscEnum)problem, (PetscEnum *)&problem, NULL));
+  PetscOptionsBegin(PETSC_COMM_WORLD, NULL, "Surrogate of a KSP solve", NULL);
+  PetscCall(PetscOptionsEnum("-surrogate_model", "The network: a CNN with a dense head, or a U-Net on the distributed field", NULL, SurrogateModelTypes, (PetscEnum)model, (PetscEnum *)&model, NULL));
+  if (model == SURROGATE_MODEL_UNET) { /* its own defaults: issue 12's coefficient problem on a large grid */
+    problem = SURROGATE_PROBLEM_COEFFICIENT;
+    n       = SURROGATE_UNET_GRID;
+    Ntrain  = SURROGATE_UNET_TRAIN;
+    Ntest   = SURROGATE_UNET_TEST;
+  }
+  PetscCall(PetscOptionsEnum("-surrogate_problem", "The input field: the source f or the coefficient log k", NULL, SurrogateProblemTypes, (PetscEnum)problem, (PetscEnum *)&problem, NULL));
   PetscCall(PetscOptionsInt("-surrogate_grid", "Interior points per direction", NULL, n, &n, NULL));
   PetscCall(PetscOptionsInt("-surrogate_modes", "Sine modes per direction of the random fields", NULL, K, &K, NULL));
   PetscCall(PetscOptionsInt("-surrogate_train", "Training samples", NULL, Ntrain, &Ntrain, NULL));
   PetscCall(PetscOptionsInt("-surrogate_test", "Held-out samples", NULL, Ntest, &Ntest, NULL));
+  if (model == SURROGATE_MODEL_UNET) {
+    PetscCall(PetscOptionsInt("-surrogate_batch", "unet: fields per mini-batch", NULL, uopt.nf, &uopt.nf, NULL));
+    PetscCall(PetscOptionsInt("-surrogate_epochs", "unet: passes over the training fields", NULL, uopt.epochs, &uopt.epochs, NULL));
+    PetscCall(PetscOptionsReal("-surrogate_lr", "unet: adam's learning rate (cosine decay to 0)", NULL, uopt.lr, &uopt.lr, NULL));
+    PetscCall(PetscOptionsBool("-surrogate_coordinates", "unet: the points' x and y as two more input channels", NULL, uopt.coordinates, &uopt.coordinates, NULL));
+    PetscCall(PetscOptionsBool("-surrogate_monitor", "unet: a line per epoch (training and held-out loss, held-out error)", NULL, uopt.monitor, &uopt.monitor, NULL));
+  }
   PetscOptionsEnd();
-  PetscCheck(n >= 8 && n % 8 == 0, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "-surrogate_grid %" PetscInt_FMT ": give a multiple of 8 (the CNN pools three times), at least 8", n);
   PetscCheck(K >= 1 && Ntrain >= 1 && Ntest >= 1, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "Give -surrogate_modes, -surrogate_train and -surrogate_test >= 1");
+  if (model == SURROGATE_MODEL_UNET) {
+    PetscCheck(n >= 1, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "-surrogate_grid %" PetscInt_FMT " must be positive", n);
+    uopt.problem = problem;
+    uopt.n       = n;
+    uopt.K       = K;
+    uopt.Ntrain  = Ntrain;
+    uopt.Ntest   = Ntest;
+    PetscCall(SurrogateUNetRun(&uopt));
+    PetscCall(PetscFinalize());
+    return 0;
+  }
+  PetscCheck(n >= 8 && n % 8 == 0, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "-surrogate_grid %" PetscInt_FMT ": give a multiple of 8 (the CNN pools three times), at least 8", n);
 
   /* data: KSP solves, each rank its own samples; the test samples follow the training ones */
-  PetscCall(SolverCreate(problem, n, K, &sv));
+  PetscCall(SurrogateSolverCreate(PETSC_COMM_SELF, problem, n, K, NULL, &sv));
   PetscCall(PetscTime(&t0));
   PetscCall(MakeSamples(&sv, 0, Ntrain, &Xtrain, &Ttrain, &tksp));
   PetscCall(PetscTime(&t1));
@@ -365,7 +250,7 @@ int main(int argc, char **argv)
   PetscCall(PetscPrintf(PETSC_COMM_WORLD,
                         "summary: model=surrogate_%s grid=%" PetscInt_FMT "x%" PetscInt_FMT " ranks=%d params=%" PetscInt_FMT " train_samples=%" PetscInt_FMT " test_samples=%" PetscInt_FMT " optimizer=%s epochs=%" PetscInt_FMT
                         " train_loss=%.6e test_loss=%.6e rel_error=%.6e rel_error_train=%.6e train_time_s=%.2f data_time_s=%.2f ksp_ms_per_sample=%.4f surrogate_ms_per_sample=%.4f\n",
-                        ProblemTypes[problem], n, n, size, nparams, Ntrain, Ntest, taotype, epochs, (double)trainloss, (double)testloss, (double)err, (double)errtrain, (double)seconds, (double)tdata, 1e3 * tksp / Ntest, 1e3 * tnet / Ntest));
+                        SurrogateProblemTypes[problem], n, n, size, nparams, Ntrain, Ntest, taotype, epochs, (double)trainloss, (double)testloss, (double)err, (double)errtrain, (double)seconds, (double)tdata, 1e3 * tksp / Ntest, 1e3 * tnet / Ntest));
 
   PetscCall(TrainerDestroy(&trainer));
   PetscCall(LossDestroy(&loss));
@@ -376,7 +261,7 @@ int main(int argc, char **argv)
   PetscCall(VecDestroy(&Ttrain));
   PetscCall(VecDestroy(&Xtest));
   PetscCall(VecDestroy(&Ttest));
-  PetscCall(SolverDestroy(&sv));
+  PetscCall(SurrogateSolverDestroy(&sv));
   PetscCall(PetscFinalize());
   return 0;
 }
