@@ -41,7 +41,8 @@
 
 #define NET_GRID_MAX 3
 
-static PetscLogEvent NET_SPATIAL_HALO = 0; /* the halo exchanges of the spatial nodes (registered at the first set-up) */
+static PetscLogEvent NET_SPATIAL_HALO      = 0; /* the halo exchanges of the spatial nodes (registered at the first set-up) */
+static PetscLogEvent NET_SPATIAL_HALO_WAIT = 0; /* ... the part of them spent waiting for the neighbours' messages */
 
 /* A grid a value lies on: its extent, the group's ranks along each dim and their ownership, this rank's block */
 typedef struct {
@@ -352,6 +353,7 @@ PetscErrorCode NetSpatialSetUpInput_Private(Net net)
   PetscFunctionBegin;
   if (!net->grid) PetscFunctionReturn(0);
   if (!NET_SPATIAL_HALO) PetscCall(PetscLogEventRegister("NetSpatialHalo", NET_CLASSID, &NET_SPATIAL_HALO));
+  if (!NET_SPATIAL_HALO_WAIT) PetscCall(PetscLogEventRegister("NetSpatialHaloWait", NET_CLASSID, &NET_SPATIAL_HALO_WAIT));
   PetscCall(DMDAGetInfo(net->grid, &dim, &M[0], &M[1], &M[2], &m[0], &m[1], &m[2], &dof, NULL, NULL, NULL, NULL, NULL));
   PetscCheck(net->in.ndim == 1 && net->in.dim[0] == dof, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_INCOMP, "In grid mode the Net's input shape must be (%" PetscInt_FMT "), the DMDA's dof", dof);
   PetscCall(DMDAGetOwnershipRanges(net->grid, &range[0], &range[1], &range[2]));
@@ -941,7 +943,9 @@ static PetscErrorCode NetSpatialGatherEnd_Private(NetSpatial *sp, const PetscSca
 {
   PetscFunctionBegin;
   PetscCall(PetscLogEventBegin(NET_SPATIAL_HALO, 0, 0, 0, 0));
+  PetscCall(PetscLogEventBegin(NET_SPATIAL_HALO_WAIT, 0, 0, 0, 0));
   PetscCall(PetscSFBcastEnd(sp->sf, MPIU_SCALAR, x, sp->halo, MPI_REPLACE));
+  PetscCall(PetscLogEventEnd(NET_SPATIAL_HALO_WAIT, 0, 0, 0, 0));
   for (PetscInt i = 0; i < sp->nremote; i++) b[sp->rlocal[i]] = sp->halo[i];
   PetscCall(PetscLogEventEnd(NET_SPATIAL_HALO, 0, 0, 0, 0));
   PetscFunctionReturn(0);
@@ -978,7 +982,9 @@ static PetscErrorCode NetSpatialApply_Private(NetSpatial *sp, PetscBool transpos
 
       for (PetscInt i = 0; i < sp->runlen; i++) t[i] += u[i];
     }
+    PetscCall(PetscLogEventBegin(NET_SPATIAL_HALO_WAIT, 0, 0, 0, 0));
     PetscCall(PetscSFReduceEnd(sp->sf, MPIU_SCALAR, sp->halo, y, MPI_SUM));
+    PetscCall(PetscLogEventEnd(NET_SPATIAL_HALO_WAIT, 0, 0, 0, 0));
     PetscCall(VecRestoreArrayRead(box, &b));
     PetscCall(PetscLogEventEnd(NET_SPATIAL_HALO, 0, 0, 0, 0));
   }
