@@ -93,7 +93,7 @@ static PetscErrorCode GraphPrepare(Layer layer, PetscInt n)
   Layer_Graph     *g    = (Layer_Graph *)layer->data;
   MPI_Comm         comm = PetscObjectComm((PetscObject)layer);
   PetscObjectState state;
-  PetscMPIInt      rank, flags[2], all[2];
+  PetscMPIInt      rank, size, flags[2], all[2];
   PetscInt         m, in = layer->insize;
   char             name[300];
 
@@ -101,19 +101,20 @@ static PetscErrorCode GraphPrepare(Layer layer, PetscInt n)
   PetscCall(GraphName(layer, sizeof(name), name));
   PetscCheck(g->A, comm, PETSC_ERR_ORDER, "%s has no operator: give it the graph's sparse matrix with LayerGraphSetOperator(layer, A), or NetSetGraphOperator(net, A) for every graph layer of a Net, before the forward pass", name);
   PetscCallMPI(MPI_Comm_rank(comm, &rank));
+  PetscCallMPI(MPI_Comm_size(comm, &size));
   PetscCall(MatGetLocalSize(g->A, &m, NULL));
   PetscCall(PetscObjectStateGet((PetscObject)g->A, &state));
-  flags[0] = n != m ? rank + 1 : 0;
+  flags[0] = n != m ? size - rank : 0; /* the largest names the lowest rank */
   flags[1] = (!g->maij || state != g->astate) ? 1 : 0;
   PetscCall(MPIU_Allreduce(flags, all, 2, MPI_INT, MPI_MAX, comm));
   if (all[0]) {
     PetscInt nm[2] = {n, m};
 
-    PetscCallMPI(MPI_Bcast(nm, 2, MPIU_INT, all[0] - 1, comm));
+    PetscCallMPI(MPI_Bcast(nm, 2, MPIU_INT, size - all[0], comm));
     SETERRQ(comm, PETSC_ERR_ARG_SIZ,
             "%s: the local batch on rank %d has %" PetscInt_FMT " samples, but the layer's operator A has %" PetscInt_FMT
             " local rows there: a graph layer's samples are the nodes of A, so the Net's input must be laid out like A's rows on every rank (NetCreateVecs(net, m, ...) with m from MatGetLocalSize(A, &m, NULL)); mini-batches or chunks of the nodes cannot be used",
-            name, all[0] - 1, nm[0], nm[1]);
+            name, size - all[0], nm[0], nm[1]);
   }
   if (all[1]) {
     PetscCall(GraphResetOperatorState(layer));
@@ -516,8 +517,21 @@ static PetscErrorCode LayerGraphSetOperator_Graph(Layer layer, Mat A)
   PetscCall(MatGetSize(A, &M, &N));
   PetscCall(MatGetLocalSize(A, &m, &nl));
   PetscCheck(M == N, comm, PETSC_ERR_ARG_SIZ, "LayerGraphSetOperator(): %s needs a square operator (nodes to nodes), not %" PetscInt_FMT " x %" PetscInt_FMT, name, M, N);
-  PetscCheck(m == nl, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "LayerGraphSetOperator(): %s: the operator's rows and columns must be split alike over the ranks (the input and output of the layer are the same nodes), but this rank has %" PetscInt_FMT " rows and %" PetscInt_FMT " columns: create A with equal local row and column sizes",
-             name, m, nl);
+  { /* collectively, naming the first rank where they differ */
+    PetscMPIInt rank, size, bad;
+
+    PetscCallMPI(MPI_Comm_rank(comm, &rank));
+    PetscCallMPI(MPI_Comm_size(comm, &size));
+    bad = m != nl ? size - rank : 0;
+    PetscCall(MPIU_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, comm));
+    if (bad) {
+      PetscInt mn[2] = {m, nl};
+
+      PetscCallMPI(MPI_Bcast(mn, 2, MPIU_INT, size - bad, comm));
+      SETERRQ(comm, PETSC_ERR_ARG_SIZ, "LayerGraphSetOperator(): %s: the operator's rows and columns must be split alike over the ranks (the layer's input and output are the same nodes), but rank %d has %" PetscInt_FMT " rows and %" PetscInt_FMT " columns: create A with equal local row and column sizes",
+              name, size - bad, mn[0], mn[1]);
+    }
+  }
   PetscCall(PetscObjectReference((PetscObject)A));
   PetscCall(GraphResetOperatorState(layer));
   PetscCall(MatDestroy(&g->A));
