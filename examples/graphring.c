@@ -86,9 +86,9 @@ int main(int argc, char **argv)
     for (PetscInt c = 0; c < C; c++) x[(u - rs) * C + c] = PetscSinReal(2 * PETSC_PI * (c + 1) * u / ctx.N + c);
   PetscCall(VecRestoreArrayWrite(ctx.X, &x));
   {
-    Mat          A2;
-    Vec          AAX;
-    PetscScalar *t;
+    Mat                A2;
+    Vec                AAX;
+    PetscScalar       *t;
     const PetscScalar *a;
 
     PetscCall(MatCreateMAIJ(A, C, &A2)); /* A on [node][channel] data, as the layers apply it */

@@ -391,7 +391,7 @@ static PetscErrorCode RunError(const char error[], const Graph *g)
 int main(int argc, char **argv)
 {
   MPI_Comm     comm;
-  Graph        g = {6, 5, 30, 3};
+  Graph        g       = {6, 5, 30, 3};
   PetscInt     dims[2] = {6, 5}, nd = 2, P, nout, mloc, *perm, *pinv, a = 7;
   PetscScalar *ref[R_NUM];
   char         error[64] = "";

@@ -113,7 +113,8 @@ static PetscErrorCode GraphPrepare(Layer layer, PetscInt n)
     PetscCallMPI(MPI_Bcast(nm, 2, MPIU_INT, size - all[0], comm));
     SETERRQ(comm, PETSC_ERR_ARG_SIZ,
             "%s: the local batch on rank %d has %" PetscInt_FMT " samples, but the layer's operator A has %" PetscInt_FMT
-            " local rows there: a graph layer's samples are the nodes of A, so the Net's input must be laid out like A's rows on every rank (NetCreateVecs(net, m, ...) with m from MatGetLocalSize(A, &m, NULL)); mini-batches or chunks of the nodes cannot be used",
+            " local rows there: a graph layer's samples are the nodes of A, so the Net's input must be laid out like A's rows on every rank (NetCreateVecs(net, m, ...) with m from MatGetLocalSize(A, &m, NULL)); mini-batches or chunks of the nodes "
+            "cannot be used",
             name, size - all[0], nm[0], nm[1]);
   }
   if (all[1]) {
@@ -133,9 +134,9 @@ static PetscErrorCode GraphPrepare(Layer layer, PetscInt n)
 */
 static PetscErrorCode GraphAgree(Layer layer, const char what[], PetscInt nflags, PetscBool flags[])
 {
-  Layer_Graph     *g    = (Layer_Graph *)layer->data;
-  MPI_Comm         comm = PetscObjectComm((PetscObject)layer);
-  PetscObjectState state = 0;
+  Layer_Graph     *g      = (Layer_Graph *)layer->data;
+  MPI_Comm         comm   = PetscObjectComm((PetscObject)layer);
+  PetscObjectState state  = 0;
   PetscMPIInt      loc[4] = {0, 0, 0, 0}, all[4];
   char             name[300];
 
@@ -156,18 +157,22 @@ static PetscErrorCode GraphAgree(Layer layer, const char what[], PetscInt nflags
 /* out = A in (trans: A^T in), or out += ... (add), on [m][in] arrays; collective */
 static PetscErrorCode GraphApply(Layer layer, PetscBool trans, PetscBool add, const PetscScalar *in, PetscScalar *out)
 {
-  Layer_Graph *g = (Layer_Graph *)layer->data;
+  Layer_Graph *g   = (Layer_Graph *)layer->data;
   Vec          vin = trans ? g->vr : g->vc, vout = trans ? g->vc : g->vr;
 
   PetscFunctionBegin;
   PetscCall(VecPlaceArray(vin, in));
   PetscCall(VecPlaceArray(vout, out));
   if (trans) {
-    if (add) PetscCall(MatMultTransposeAdd(g->maij, vin, vout, vout));
-    else PetscCall(MatMultTranspose(g->maij, vin, vout));
+    if (add)
+      PetscCall(MatMultTransposeAdd(g->maij, vin, vout, vout));
+    else
+      PetscCall(MatMultTranspose(g->maij, vin, vout));
   } else {
-    if (add) PetscCall(MatMultAdd(g->maij, vin, vout, vout));
-    else PetscCall(MatMult(g->maij, vin, vout));
+    if (add)
+      PetscCall(MatMultAdd(g->maij, vin, vout, vout));
+    else
+      PetscCall(MatMult(g->maij, vin, vout));
   }
   PetscCall(VecResetArray(vin));
   PetscCall(VecResetArray(vout));
@@ -186,8 +191,10 @@ static PetscErrorCode GraphGemm(Layer layer, const char *trans, PetscInt m, cons
   PetscCall(PetscBLASIntCast(layer->insize, &bin));
   PetscCall(PetscBLASIntCast(g->nout, &bout));
   PetscCall(PetscBLASIntCast(m, &bm));
-  if (trans[0] == 'T') PetscCallBLAS("BLASgemm", BLASgemm_("T", "N", &bout, &bm, &bin, &one, W, &bin, B, &bin, &beta, C, &bout));
-  else PetscCallBLAS("BLASgemm", BLASgemm_("N", "N", &bin, &bm, &bout, &one, W, &bin, B, &bout, &beta, C, &bin));
+  if (trans[0] == 'T')
+    PetscCallBLAS("BLASgemm", BLASgemm_("T", "N", &bout, &bm, &bin, &one, W, &bin, B, &bin, &beta, C, &bout));
+  else
+    PetscCallBLAS("BLASgemm", BLASgemm_("N", "N", &bin, &bm, &bout, &one, W, &bin, B, &bout, &beta, C, &bin));
   PetscCall(PetscLogFlops(2.0 * m * layer->insize * g->nout));
   PetscFunctionReturn(0);
 }
@@ -236,13 +243,13 @@ static PetscErrorCode LayerSetUp_Graph(Layer layer)
   }
   PetscCall(GraphName(layer, sizeof(name), name));
   PetscCheck(!layer->griddim, PetscObjectComm((PetscObject)layer), PETSC_ERR_SUP,
-             "%s is in a Net on a grid (NetSetGrid()): a graph layer's samples are the nodes of its sparse operator, not grid points; for a DMDA field assemble the grid's stencil as an AIJ Mat (DMCreateMatrix()) and use the Net in batch mode",
-             name);
+             "%s is in a Net on a grid (NetSetGrid()): a graph layer's samples are the nodes of its sparse operator, not grid points; for a DMDA field assemble the grid's stencil as an AIJ Mat (DMCreateMatrix()) and use the Net in batch mode", name);
   PetscCheck(!layer->partition[0], PetscObjectComm((PetscObject)layer), PETSC_ERR_SUP, "%s cannot have its weights split over ranks (partition=): only dense and conv2d layers can; remove the partition", name);
   PetscCall(PetNetShapeSize(&layer->in, &in));
   layer->out.ndim   = 1;
   layer->out.dim[0] = g->nout;
-  PetscCheck(((PetscInt64)in * (g->self ? 2 : 1) + 1) * g->nout <= PETSC_MAX_INT, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "%s on %" PetscInt_FMT " input features would have more parameters than a PetscInt holds: give it fewer channels", name, in);
+  PetscCheck(((PetscInt64)in * (g->self ? 2 : 1) + 1) * g->nout <= PETSC_MAX_INT, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE,
+             "%s on %" PetscInt_FMT " input features would have more parameters than a PetscInt holds: give it fewer channels", name, in);
   layer->nparams = (g->self ? 2 : 1) * g->nout * in + (g->bias ? g->nout : 0);
   PetscFunctionReturn(0);
 }
@@ -343,8 +350,10 @@ static PetscErrorCode LayerSOBackward_Graph(Layer layer, PetscInt n, const Petsc
   PetscCall(GraphAgree(layer, "second-order adjoint", 2, want));
   GraphOffsets(layer, &ws, &wn, &b);
   if (want[0]) {
-    if (dxdot && thetadot) PetscCall(GraphGemm(layer, "N", n, thetadot + wn, dy, 0.0, g->t));
-    else PetscCall(PetscArrayzero(g->t, n * layer->insize));
+    if (dxdot && thetadot)
+      PetscCall(GraphGemm(layer, "N", n, thetadot + wn, dy, 0.0, g->t));
+    else
+      PetscCall(PetscArrayzero(g->t, n * layer->insize));
     PetscCall(GraphApply(layer, PETSC_TRUE, PETSC_TRUE, g->t, dxdot ? dxdot : g->s));
     if (g->self && dxdot && thetadot) PetscCall(GraphGemm(layer, "N", n, thetadot + ws, dy, 1.0, dxdot));
   }
@@ -362,7 +371,7 @@ static PetscErrorCode LayerSOBackward_Graph(Layer layer, PetscInt n, const Petsc
 /* PyTorch Geometric's names: GCNConv lin.weight, bias; SAGEConv lin_r.weight (the node), lin_l.weight, lin_l.bias */
 static PetscErrorCode LayerTensors_Graph(Layer layer, PetscInt *n, LayerTensorInfo info[])
 {
-  Layer_Graph *g = (Layer_Graph *)layer->data;
+  Layer_Graph *g  = (Layer_Graph *)layer->data;
   PetscInt     in = layer->insize, out = g->nout, ws, wn, b, k = 0;
 
   PetscFunctionBegin;
@@ -370,9 +379,9 @@ static PetscErrorCode LayerTensors_Graph(Layer layer, PetscInt *n, LayerTensorIn
   PetscCall(PetscMemzero(info, 3 * sizeof(info[0])));
   if (g->self) {
     PetscCall(PetscStrcpy(info[k].name, "lin_r.weight"));
-    info[k].offset = ws;
-    info[k].size   = in * out;
-    info[k].ndim   = 2;
+    info[k].offset  = ws;
+    info[k].size    = in * out;
+    info[k].ndim    = 2;
     info[k].dims[0] = out;
     info[k].dims[1] = in;
     info[k].layout  = LAYER_TENSOR_FEATURES;
@@ -420,11 +429,13 @@ static PetscErrorCode LayerSetArguments_Graph(Layer layer, const char args[])
 
   PetscFunctionBegin;
   if (end != args && *end == ':') {
-    PetscCheck(!strcmp(end + 1, "bias=0") || !strcmp(end + 1, "bias=1"), PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "Malformed \"%s:%s\": after the number of output channels %s takes only bias=0 or bias=1, e.g. %s:16:bias=0", kind, args, kind, kind);
+    PetscCheck(!strcmp(end + 1, "bias=0") || !strcmp(end + 1, "bias=1"), PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "Malformed \"%s:%s\": after the number of output channels %s takes only bias=0 or bias=1, e.g. %s:16:bias=0", kind,
+               args, kind, kind);
     bias = (PetscBool)(end[6] == '1');
     end += strlen(end);
   }
-  PetscCheck(end != args && !*end && nout > 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "Malformed \"%s:%s\": %s takes one positive integer, its number of output channels per node, e.g. %s:16 (and optionally :bias=0)", kind, args, kind, kind);
+  PetscCheck(end != args && !*end && nout > 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "Malformed \"%s:%s\": %s takes one positive integer, its number of output channels per node, e.g. %s:16 (and optionally :bias=0)", kind, args,
+             kind, kind);
   PetscCheck(nout <= PETSC_MAX_INT, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "%s:%s: the number of output channels is more than %d, the largest PetscInt", kind, args, PETSC_MAX_INT);
   PetscCall(GraphSetOutputs(layer, (PetscInt)nout, bias));
   PetscFunctionReturn(0);
@@ -464,15 +475,16 @@ static PetscErrorCode LayerView_Graph(Layer layer, PetscViewer viewer)
   PetscFunctionBegin;
   PetscCall(PetscViewerASCIIPrintf(viewer, "output channels %" PetscInt_FMT "%s, initialisation %s, ", g->nout, g->bias ? "" : " (no bias)", LayerInitTypes[g->init]));
   if (g->A) {
-    PetscInt    M, N;
-    MatType     type;
-    MatInfo     info;
+    PetscInt M, N;
+    MatType  type;
+    MatInfo  info;
 
     PetscCall(MatGetSize(g->A, &M, &N));
     PetscCall(MatGetType(g->A, &type));
     PetscCall(MatGetInfo(g->A, MAT_GLOBAL_SUM, &info));
     PetscCall(PetscViewerASCIIPrintf(viewer, "operator %" PetscInt_FMT " x %" PetscInt_FMT " %s (%.0f nonzeros)\n", M, N, type, (double)info.nz_used));
-  } else PetscCall(PetscViewerASCIIPrintf(viewer, "no operator (LayerGraphSetOperator())\n"));
+  } else
+    PetscCall(PetscViewerASCIIPrintf(viewer, "no operator (LayerGraphSetOperator())\n"));
   PetscFunctionReturn(0);
 }
 
@@ -498,7 +510,7 @@ static PetscErrorCode LayerDestroy_Graph(Layer layer)
 
 static PetscErrorCode LayerGraphSetOperator_Graph(Layer layer, Mat A)
 {
-  Layer_Graph *g = (Layer_Graph *)layer->data;
+  Layer_Graph *g    = (Layer_Graph *)layer->data;
   MPI_Comm     comm = PetscObjectComm((PetscObject)layer);
   PetscMPIInt  cmp;
   PetscBool    aij, assembled;
@@ -528,7 +540,9 @@ static PetscErrorCode LayerGraphSetOperator_Graph(Layer layer, Mat A)
       PetscInt mn[2] = {m, nl};
 
       PetscCallMPI(MPI_Bcast(mn, 2, MPIU_INT, size - bad, comm));
-      SETERRQ(comm, PETSC_ERR_ARG_SIZ, "LayerGraphSetOperator(): %s: the operator's rows and columns must be split alike over the ranks (the layer's input and output are the same nodes), but rank %d has %" PetscInt_FMT " rows and %" PetscInt_FMT " columns: create A with equal local row and column sizes",
+      SETERRQ(comm, PETSC_ERR_ARG_SIZ,
+              "LayerGraphSetOperator(): %s: the operator's rows and columns must be split alike over the ranks (the layer's input and output are the same nodes), but rank %d has %" PetscInt_FMT " rows and %" PetscInt_FMT
+              " columns: create A with equal local row and column sizes",
               name, size - bad, mn[0], mn[1]);
     }
   }
