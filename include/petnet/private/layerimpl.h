@@ -106,6 +106,8 @@ struct _p_Layer {
   PetscBool    sozero;   /* the second-order adjoint's curvature term is zero (see sobackward above) */
   PetscBool    gradfree; /* backward's parameter part (dtheta) does not read theta: called with theta == NULL and dx
                             NULL it must work, so that an owner short of memory can release the parameters first */
+  PetscBool coupled;     /* at the last forward pass, one sample's output depended on other samples (graph layers; batchnorm
+                            on batch statistics): the Jacobian is not block diagonal by sample (NetGetJacobian()'s diagonal) */
   PetscBool collective;  /* the kernels communicate over the layer's communicator (graph layers: their operator's MatMult),
                             so every rank enters every call, even one asked for nothing (dx, dtheta NULL): the kind itself
                             agrees with the other ranks on what to compute (a rank without samples cannot tell from its

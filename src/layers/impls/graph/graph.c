@@ -633,6 +633,7 @@ static PetscErrorCode LayerCreate_Graph(Layer layer, PetscBool self)
   g->initstd                 = 0.01;
   layer->data                = g;
   layer->collective          = PETSC_TRUE;
+  layer->coupled             = PETSC_TRUE; /* a node's output reads its neighbours */
   layer->gradfree            = PETSC_TRUE; /* dWn = Z^T dY, dWs = X^T dY, db = sum dY: theta is not read */
   layer->ops->setup          = LayerSetUp_Graph;
   layer->ops->initialize     = LayerInitialize_Graph;
