@@ -161,3 +161,12 @@ PETSC_EXTERN PetscErrorCode LayerConvTranspose2dSetDilation(Layer, PetscInt, Pet
 PETSC_EXTERN PetscErrorCode LayerConvTranspose2dSetGroups(Layer, PetscInt);
 PETSC_EXTERN PetscErrorCode LayerConvTranspose2dSetBias(Layer, PetscBool);
 PETSC_EXTERN PetscErrorCode LayerConvTranspose2dSetInitialization(Layer, LayerInitType, PetscReal);
+
+/* Graph layers: a sample is a node of a graph, its features channels-last, and the layer mixes nodes through the user's
+   sparse operator A (an assembled MATSEQAIJ/MATMPIAIJ, rows = nodes, LayerGraphSetOperator()), applied by MatMult of
+   MatCreateMAIJ(A, channels); the local batch on each rank is exactly A's local rows */
+#define LAYERGCN  "gcn"  /* gcn:C[:bias=0|1]    Y = A X Wn^T + b            (PyTorch Geometric's GCNConv with A given) */
+#define LAYERSAGE "sage" /* sage:C[:bias=0|1]   Y = X Ws^T + (A X) Wn^T + b (SAGEConv, with the aggregation A X) */
+
+PETSC_EXTERN PetscErrorCode LayerGraphSetOperator(Layer, Mat);
+PETSC_EXTERN PetscErrorCode LayerGraphGetOperator(Layer, Mat *);

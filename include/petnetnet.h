@@ -70,6 +70,8 @@ PETSC_EXTERN PetscErrorCode NetGetParameterBroadcast(Net, Mat *);
 
 /* Batches: sample-major Vecs; nlocal samples on this rank. */
 PETSC_EXTERN PetscErrorCode NetCreateVecs(Net, PetscInt, Vec *, Vec *);
+/* Graph layers (gcn, sage): their sparse operator, rows = nodes = the samples (LayerGraphSetOperator()) */
+PETSC_EXTERN PetscErrorCode NetSetGraphOperator(Net, Mat);
 PETSC_EXTERN PetscErrorCode NetGetBatchSize(Net, PetscInt *, PetscInt *);
 
 /* Y = f(X; theta), keeping the linearization point. */

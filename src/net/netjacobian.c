@@ -74,6 +74,62 @@ static PetscErrorCode NetCheckForwarded_Private(Net net, const char caller[])
   PetscFunctionReturn(0);
 }
 
+/*
+  The diagonal of J for a pointwise Net, one whose samples do not interact (no graph layer, no batchnorm on batch
+  statistics, no windowed node of grid mode): J is then block diagonal, one (out x in) block per sample, and with
+  in == out = c the c JVPs along E_j (1 at channel j of every sample, 0 elsewhere) give column j of every block at once:
+  diag[s][j] = (J E_j)[s][j]. Preconditioners that need the diagonal (-pc_type jacobi) then take J, or a sum that
+  contains it (a simulation's assembled Jacobian plus J in a MATCOMPOSITE).
+*/
+static PetscErrorCode MatGetDiagonal_NetJacobian(Mat J, Vec D)
+{
+  Net                net;
+  PetscInt           c, cout, n;
+  PetNetShape        out;
+  Vec                E, T;
+  PetscScalar       *e, *d;
+  const PetscScalar *t;
+
+  PetscFunctionBegin;
+  PetscCall(MatShellGetContext(J, &net));
+  PetscCall(NetCheckAttached_Private(J, net));
+  PetscCall(NetCheckForwarded_Private(net, "MatGetDiagonal"));
+  PetscCall(PetNetShapeSize(&net->in, &c));
+  PetscCall(NetGetOutputShape(net, &out));
+  PetscCall(PetNetShapeSize(&out, &cout));
+  PetscCheck(c == cout && net->vlocal[0] == net->vlocal[net->nlayers], PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_WRONG,
+             "MatGetDiagonal() of the Net's Jacobian: each sample has %" PetscInt_FMT " inputs and %" PetscInt_FMT
+             " outputs; a diagonal needs a Net that maps a sample's features to as many (a pointwise term of a PDE: as many outputs as the field's dof)",
+             c, cout);
+  for (PetscInt k = 0; k < net->nlayers; k++) {
+    char spec[256];
+
+    if (!net->layers[k]->coupled && !net->nodes[k].sp) continue;
+    PetscCall(LayerGetSpec(net->layers[k], sizeof(spec), spec));
+    SETERRQ(PetscObjectComm((PetscObject)net), PETSC_ERR_SUP,
+            "MatGetDiagonal() of the Net's Jacobian: node %s (%s) makes each sample's output depend on other samples (%s), so the Jacobian is not block diagonal and its diagonal is not computed by probing; use a preconditioner that needs only "
+            "MatMult (-pc_type none, or a preconditioner of your simulation's own Jacobian)",
+            net->nodes[k].name, spec, net->nodes[k].sp ? "a window of grid points" : "its neighbours through a graph operator, or batch statistics");
+  }
+  PetscCall(VecDuplicate(net->act[0], &E));
+  PetscCall(VecDuplicate(net->act[net->nlayers], &T));
+  PetscCall(VecGetLocalSize(E, &n));
+  for (PetscInt j = 0; j < c; j++) {
+    PetscCall(VecGetArrayWrite(E, &e));
+    for (PetscInt i = 0; i < n; i++) e[i] = (i % c == j) ? 1.0 : 0.0;
+    PetscCall(VecRestoreArrayWrite(E, &e));
+    PetscCall(NetJVP(net, E, NULL, T));
+    PetscCall(VecGetArrayRead(T, &t));
+    PetscCall(VecGetArray(D, &d));
+    for (PetscInt i = j; i < n; i += c) d[i] = t[i];
+    PetscCall(VecRestoreArray(D, &d));
+    PetscCall(VecRestoreArrayRead(T, &t));
+  }
+  PetscCall(VecDestroy(&E));
+  PetscCall(VecDestroy(&T));
+  PetscFunctionReturn(0);
+}
+
 /*@
   NetGetJacobian - the Jacobian of the Net's output with respect to its input at the last forward pass, a MATSHELL
   owned by the Net
@@ -92,6 +148,10 @@ static PetscErrorCode NetCheckForwarded_Private(Net net, const char caller[])
   Net destroys it when the batch layout changes and in NetReset(): get it again after either. A solver (or a
   petsc4py wrapper) that still holds the old shell then holds a detached one: applying it raises an error that says
   so, never a read of freed memory.
+
+  For a pointwise Net (its samples do not interact: no graph layer, no batchnorm in training mode, no windowed node of
+  grid mode) with as many outputs as inputs per sample, such as a learned term of a PDE applied at each grid point,
+  MatGetDiagonal() works too (c JVPs for c features per sample), so -pc_type jacobi takes J, or a sum that contains it.
 
   Level: intermediate
 
@@ -112,6 +172,7 @@ PetscErrorCode NetGetJacobian(Net net, Mat *J)
     PetscCall(MatCreateShell(PetscObjectComm((PetscObject)net), m, n, M, N, net, &net->J));
     PetscCall(MatShellSetOperation(net->J, MATOP_MULT, (void (*)(void))MatMult_NetJacobian));
     PetscCall(MatShellSetOperation(net->J, MATOP_MULT_TRANSPOSE, (void (*)(void))MatMultTranspose_NetJacobian));
+    PetscCall(MatShellSetOperation(net->J, MATOP_GET_DIAGONAL, (void (*)(void))MatGetDiagonal_NetJacobian));
     PetscCall(MatShellSetVecType(net->J, VECMPI));
   }
   *J = net->J;

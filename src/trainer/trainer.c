@@ -574,6 +574,26 @@ PetscErrorCode TrainerSetUp(Trainer tr)
     tr->minibatch = stochastic;
   } else
     tr->minibatch = tr->mode == TRAINER_MODE_MINIBATCH ? PETSC_TRUE : PETSC_FALSE;
+  if (tr->minibatch) { /* a graph layer's samples are the nodes of its operator, all of them, in its row order */
+    PetscInt nl;
+
+    PetscCall(NetGetNumLayers(tr->net, &nl));
+    for (PetscInt k = 0; k < nl; k++) {
+      Layer layer;
+      PetscErrorCode (*graph)(Layer, Mat *) = NULL;
+      char spec[256];
+
+      PetscCall(NetGetLayer(tr->net, k, &layer));
+      PetscCall(PetscObjectQueryFunction((PetscObject)layer, "LayerGraphGetOperator_C", &graph));
+      if (!graph) continue;
+      PetscCall(LayerGetSpec(layer, sizeof(spec), spec));
+      SETERRQ(comm, PETSC_ERR_SUP,
+              "Layer %" PetscInt_FMT
+              " of the Net (%s) is a graph layer: its samples are the nodes of its sparse operator, all of them in the operator's row order, which shuffled mini-batches are not. Train it full batch (-trainer_mode fullbatch, or a TAO type such as "
+              "lmvm; with the Dataset's samples in the operator's row order, split over the ranks like its rows, and -trainer_eval_batch_size at least the nodes of a rank), or in a loop of your own (examples/graphring.c)",
+              k, spec);
+    }
+  }
   PetscCall(NetGetParameters(tr->net, &theta));
   PetscCall(VecDuplicate(theta, &tr->theta));
   PetscCall(VecCopy(theta, tr->theta));

@@ -111,6 +111,12 @@ struct _p_Layer {
   PetscBool    sozero;   /* the second-order adjoint's curvature term is zero (see sobackward above) */
   PetscBool    gradfree; /* backward's parameter part (dtheta) does not read theta: called with theta == NULL and dx
                             NULL it must work, so that an owner short of memory can release the parameters first */
+  PetscBool coupled;     /* at the last forward pass, one sample's output depended on other samples (graph layers; batchnorm
+                            on batch statistics): the Jacobian is not block diagonal by sample (NetGetJacobian()'s diagonal) */
+  PetscBool collective;  /* the kernels communicate over the layer's communicator (graph layers: their operator's MatMult),
+                            so every rank enters every call, even one asked for nothing (dx, dtheta NULL): the kind itself
+                            agrees with the other ranks on what to compute (a rank without samples cannot tell from its
+                            NULL arrays) */
   PetscInt   nbuffers;   /* non-trainable state saved with the model (e.g. batchnorm running statistics) */
   PetscInt64 maxnparams; /* -1, or the most parameters the layer may have (set by its Net while a model file is read);
                             a layer with an inner Net (ode) hands it on, so that the inner Net refuses before allocating */

@@ -129,7 +129,7 @@ PetscErrorCode LayerBackwardArray(Layer layer, PetscInt n, const PetscScalar *th
 {
   PetscFunctionBegin;
   if (!layer->nparams) dtheta = NULL;
-  if (!dx && !dtheta && n) PetscFunctionReturn(0); /* a rank with no samples (NULL arrays) still joins collective kernels (batchnorm) */
+  if (!dx && !dtheta && n && !layer->collective) PetscFunctionReturn(0); /* a rank with no samples (NULL arrays) still joins collective kernels (batchnorm) */
   PetscCall(PetscLogEventBegin(layer->event[LAYER_PHASE_BACKWARD], layer, 0, 0, 0));
   PetscUseTypeMethod(layer, backward, n, theta, x, y, dy, dx, dtheta);
   PetscCall(PetscLogEventEnd(layer->event[LAYER_PHASE_BACKWARD], layer, 0, 0, 0));
@@ -174,8 +174,8 @@ PetscErrorCode LayerSOBackwardArray(Layer layer, PetscInt n, const PetscScalar *
   PetscCheck(layer->ops->sobackward, PetscObjectComm((PetscObject)layer), PETSC_ERR_SUP, "Layer %" PetscInt_FMT " (kind %s) has no second-order kernel, so no exact Hessian-vector products: use the Gauss-Newton operator (-trainer_hessian gn)",
              layer->index, ((PetscObject)layer)->type_name);
   if (!layer->nparams) thetadot = dthetadot = NULL;
-  if (!xdot && !thetadot && n) PetscFunctionReturn(0); /* zero tangent: zero term (an empty rank still joins collective kernels) */
-  if (!dxdot && !dthetadot && n) PetscFunctionReturn(0);
+  if (!xdot && !thetadot && n && !layer->collective) PetscFunctionReturn(0); /* zero tangent: zero term (an empty rank still joins collective kernels) */
+  if (!dxdot && !dthetadot && n && !layer->collective) PetscFunctionReturn(0);
   PetscCall(PetscLogEventBegin(layer->event[LAYER_PHASE_SOBACKWARD], layer, 0, 0, 0));
   PetscUseTypeMethod(layer, sobackward, n, theta, x, y, xdot, thetadot, ydot, dy, dxdot, dthetadot);
   PetscCall(PetscLogEventEnd(layer->event[LAYER_PHASE_SOBACKWARD], layer, 0, 0, 0));
@@ -195,7 +195,7 @@ PetscErrorCode LayerSOBackwardArray(Layer layer, PetscInt n, const PetscScalar *
 . has - PETSC_TRUE if it does (or the term is identically zero for the kind)
 
   Notes:
-  Every built-in kind has it: dense, conv2d (every kernel family and grid mode), tanh, sigmoid, gelu, softplus and
+  Every built-in kind has it: dense, conv2d (every kernel family and grid mode), gcn, sage, tanh, sigmoid, gelu, softplus and
   batchnorm compute it; identity, relu, leakyrelu, the pools, flatten, dropout, add and concat have a zero term. The ode
   kind has none (the Gauss-Newton operator needs none).
 
@@ -241,7 +241,7 @@ PetscErrorCode LayerJVPArray(Layer layer, PetscInt n, const PetscScalar *theta, 
 {
   PetscFunctionBegin;
   if (!layer->nparams) dtheta = NULL;
-  if (!dx && !dtheta && n) { /* a rank with no samples (NULL arrays) still joins collective kernels (batchnorm) */
+  if (!dx && !dtheta && n && !layer->collective) { /* a rank with no samples (NULL arrays) still joins collective kernels (batchnorm) */
     PetscCall(PetscArrayzero(dy, n * layer->outsize));
     PetscFunctionReturn(0);
   }

@@ -21,11 +21,13 @@ PETSC_INTERN PetscErrorCode LayerCreate_Add(Layer);
 PETSC_INTERN PetscErrorCode LayerCreate_Concat(Layer);
 PETSC_INTERN PetscErrorCode LayerCreate_Upsample(Layer);
 PETSC_INTERN PetscErrorCode LayerCreate_ConvTranspose2d(Layer);
+PETSC_INTERN PetscErrorCode LayerCreate_GCN(Layer);
+PETSC_INTERN PetscErrorCode LayerCreate_SAGE(Layer);
 
 /*@C
   LayerRegisterAll - registers the built-in layer kinds: dense, identity, relu, leakyrelu, tanh, sigmoid, gelu,
-  softplus, conv2d, conv3d, maxpool, avgpool, globalavgpool, flatten, dropout, batchnorm, add, concat, upsample and
-  convtranspose2d. Idempotent.
+  softplus, conv2d, conv3d, maxpool, avgpool, globalavgpool, flatten, dropout, batchnorm, add, concat, upsample,
+  convtranspose2d and the graph layers gcn and sage. Idempotent.
 
   Not collective
 
@@ -61,5 +63,7 @@ PetscErrorCode LayerRegisterAll(void)
   PetscCall(LayerRegister(LAYERCONCAT, LayerCreate_Concat));
   PetscCall(LayerRegister(LAYERUPSAMPLE, LayerCreate_Upsample));
   PetscCall(LayerRegister(LAYERCONVTRANSPOSE2D, LayerCreate_ConvTranspose2d));
+  PetscCall(LayerRegister(LAYERGCN, LayerCreate_GCN));
+  PetscCall(LayerRegister(LAYERSAGE, LayerCreate_SAGE));
   PetscFunctionReturn(0);
 }

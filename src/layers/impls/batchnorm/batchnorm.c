@@ -84,6 +84,7 @@ static PetscErrorCode BatchNormStatistics(Layer layer, PetscInt n, const PetscSc
 
   PetscFunctionBegin;
   bn->batchstats = layer->training;
+  layer->coupled = bn->batchstats; /* the batch's mean and variance enter every sample's output */
   if (!bn->batchstats) {
     for (PetscInt c = 0; c < C; c++) {
       bn->mean[c]   = rmean[c];
