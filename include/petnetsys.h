@@ -41,6 +41,7 @@ PETSC_EXTERN PetscErrorCode PetNetCommitFile(MPI_Comm, const char[], const char[
 PETSC_EXTERN PetscErrorCode PetNetRemoveTemporaryFile(const char[]);
 PETSC_EXTERN PetscErrorCode PetNetCheckWritableFile(MPI_Comm, const char[], const char[]);
 PETSC_EXTERN PetscErrorCode PetNetRemoveStaleTemporaryFiles(MPI_Comm, const char[]);
+PETSC_EXTERN PetscErrorCode PetNetCheckHDF5File(MPI_Comm, const char[], const char[], PetscBool);
 
 /* Distributed tensors: layouts over a grid of ranks, and the data movements between them as operators */
 #include <petnetlayout.h>

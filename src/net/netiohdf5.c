@@ -792,6 +792,7 @@ PetscErrorCode NetLoad_HDF5(Net net, const char file[])
   PetscErrorCode  ierr;
 
   PetscFunctionBegin;
+  PetscCall(PetNetCheckHDF5File(comm, file, "Model file", PETSC_FALSE)); /* HDF5 itself may crash or hang on damaged headers */
   PetscCallMPI(MPI_Comm_rank(comm, &rank));
   PetscCall(PetscNew(&v));
   if (!rank) {

@@ -184,6 +184,7 @@ static PetscErrorCode DatasetHDF5Inspect(Dataset ds, DatasetHDF5Info *info)
 
   PetscFunctionBegin;
   PetscCall(PetscMemzero(info, sizeof(*info)));
+  PetscCall(PetNetCheckHDF5File(comm, ds->file, "Dataset file", PETSC_TRUE)); /* HDF5 itself may crash or hang on damaged headers */
   PetscCallMPI(MPI_Comm_rank(comm, &rank));
   if (!rank) {
     H5E_auto2_t func;
