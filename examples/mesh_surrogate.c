@@ -261,7 +261,8 @@ int main(int argc, char **argv)
   PetscCall(VecCopy(Utrain, ctx.train.T));
   PetscCall(VecScale(ctx.train.T, 1 / scale));
   PetscCall(VecDuplicate(ctx.train.Y, &ctx.R));
-  PetscCall(PetscPrintf(comm, "mesh: %" PetscInt_FMT " vertices, %d ranks; samples: %" PetscInt_FMT " training, %" PetscInt_FMT " held out; rms u %.6e; features %" PetscInt_FMT "; parameters %" PetscInt_FMT "\n", mp.N, size, ntrain, ntest, (double)scale, 4 + 2 * L, P));
+  PetscCall(PetscPrintf(comm, "mesh: %" PetscInt_FMT " vertices, %d ranks; samples: %" PetscInt_FMT " training, %" PetscInt_FMT " held out; rms u %.6e; features %" PetscInt_FMT "; parameters %" PetscInt_FMT "\n", mp.N, size, ntrain, ntest,
+                        (double)scale, 4 + 2 * L, P));
 
   /* Full-batch training on the stacked training set */
   PetscCall(NetGetParameters(ctx.net, &p));
@@ -314,7 +315,10 @@ int main(int argc, char **argv)
 
   PetscCall(PetscPrintf(comm, "training: %" PetscInt_FMT " iterations, loss %.6e -> %.6e, relative error %.4e (training), %.4e (held out)\n", its, (double)f0, (double)f, (double)errtrain, (double)errtest));
   PetscCall(PetscPrintf(comm, "time: solve %.3f ms/sample (assembly + KSP), surrogate %.3f ms/sample (features + forward, %" PetscInt_FMT " samples at once), training %.2f s\n", 1e3 * tsolve / (ntrain + ntest), 1e3 * tinfer / ntest, ntest, ttrain));
-  PetscCall(PetscPrintf(comm, "summary: example=mesh_surrogate ranks=%d nodes=%" PetscInt_FMT " train=%" PetscInt_FMT " test=%" PetscInt_FMT " params=%" PetscInt_FMT " iterations=%" PetscInt_FMT " loss=%.4e rel_error=%.4e rel_error_train=%.4e train_time_s=%.2f solve_time_ms=%.3f infer_time_ms=%.3f\n", size, mp.N, ntrain, ntest, P, its, (double)f, (double)errtest, (double)errtrain, ttrain, 1e3 * tsolve / (ntrain + ntest), 1e3 * tinfer / ntest));
+  PetscCall(PetscPrintf(comm,
+                        "summary: example=mesh_surrogate ranks=%d nodes=%" PetscInt_FMT " train=%" PetscInt_FMT " test=%" PetscInt_FMT " params=%" PetscInt_FMT " iterations=%" PetscInt_FMT
+                        " loss=%.4e rel_error=%.4e rel_error_train=%.4e train_time_s=%.2f solve_time_ms=%.3f infer_time_ms=%.3f\n",
+                        size, mp.N, ntrain, ntest, P, its, (double)f, (double)errtest, (double)errtrain, ttrain, 1e3 * tsolve / (ntrain + ntest), 1e3 * tinfer / ntest));
 
   PetscCall(TaoDestroy(&tao));
   PetscCall(VecDestroy(&theta));

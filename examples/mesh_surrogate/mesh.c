@@ -41,7 +41,7 @@ static PetscReal Series(PetscInt K, const PetscReal c[], PetscReal x, PetscReal 
 /* P1 on the triangle (x0, x1, x2): Ke = k area grad phi_i . grad phi_j, returns the area */
 static PetscReal ElementStiffness(const PetscScalar x[6], PetscReal k, PetscScalar Ke[9])
 {
-  const PetscReal det = (x[2] - x[0]) * (x[5] - x[1]) - (x[4] - x[0]) * (x[3] - x[1]);
+  const PetscReal det   = (x[2] - x[0]) * (x[5] - x[1]) - (x[4] - x[0]) * (x[3] - x[1]);
   const PetscReal gx[3] = {(x[3] - x[5]) / det, (x[5] - x[1]) / det, (x[1] - x[3]) / det};
   const PetscReal gy[3] = {(x[4] - x[2]) / det, (x[0] - x[4]) / det, (x[2] - x[0]) / det};
   const PetscReal area  = 0.5 * PetscAbsReal(det);
@@ -65,7 +65,7 @@ static PetscErrorCode Assemble(MeshProblem *mp, const PetscReal ca[], const Pets
   PetscCall(MatZeroEntries(mp->A));
   PetscCall(VecZeroEntries(mp->bl));
   for (PetscInt c = mp->cStart; c < mp->cEnd; c++) {
-    PetscScalar *x = NULL, Ke[9], fe[3], ones[9];
+    PetscScalar *x    = NULL, Ke[9], fe[3], ones[9];
     PetscReal    kbar = 0, area;
     PetscInt     n;
 
