@@ -5,10 +5,10 @@ static const char help[] = "A graph-network surrogate of a finite-element solve 
                            "features: log k, f, x, y and, for multiscale information, G^(4^j) log k and G^(4^j) (f/k) for j = 1..L. The Net's\n"
                            "output v gives u = scale sin(pi x) sin(pi y) v (zero on the boundary). Training: full batch of all training\n"
                            "samples at once (S copies of G side by side as one operator) by TAO (default lmvm).\n"
-                           "Options: -mesh_faces N (default 16: 2 N^2 triangles before -dm_refine), -mesh_train S (64), -mesh_test S (16),\n"
+                           "Options: -mesh_faces N (default 16: 2 N^2 triangles before -dm_refine), -mesh_train S (160), -mesh_test S (16),\n"
                            "  -mesh_modes K (4 cosine modes per direction), -mesh_sigma (0.5: std of log k), -mesh_f_amplitude (0.5),\n"
                            "  -mesh_multiscale L (4), -mesh_monitor N (print the loss every N iterations, 0: never), -net_layers (default\n"
-                           "  dense:32,tanh,sage:32,tanh,sage:32,tanh,sage:32,tanh,dense:1), -tao_* (default lmvm, 400 iterations),\n"
+                           "  dense:32,tanh,sage:32,tanh,sage:32,tanh,sage:32,tanh,dense:1), -tao_* (default lmvm, 600 iterations),\n"
                            "  -solve_ksp_* -solve_pc_* (default cg + BoomerAMG, rtol 1e-12), -dm_refine and other -dm_ options.\n"
                            "Ends with one line: summary: key=value ...\n";
 
@@ -206,7 +206,7 @@ int main(int argc, char **argv)
   SampleSet      test;
   Tao            tao;
   Vec            theta, Utrain, Utest, p;
-  PetscInt       faces = 16, K = 4, L = 4, ntrain = 64, ntest = 16, its, P, nout;
+  PetscInt       faces = 16, K = 4, L = 4, ntrain = 160, ntest = 16, its, P, nout;
   PetscReal      sigma = 0.5, famp = 0.5, scale, f0, f, errtrain, errtest;
   PetscLogDouble tsolve = 0, t0, t1, ttrain, tinfer;
   PetscBool      set;
@@ -270,7 +270,7 @@ int main(int argc, char **argv)
   PetscCall(VecCopy(p, theta));
   PetscCall(TaoCreate(comm, &tao));
   PetscCall(TaoSetType(tao, TAOLMVM));
-  PetscCall(TaoSetMaximumIterations(tao, 400));
+  PetscCall(TaoSetMaximumIterations(tao, 600));
   PetscCall(TaoSetMaximumFunctionEvaluations(tao, 100000));
   PetscCall(TaoSetTolerances(tao, 0, 0, 0));
   PetscCall(TaoSetSolution(tao, theta));
