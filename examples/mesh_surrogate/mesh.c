@@ -92,7 +92,7 @@ static PetscErrorCode Assemble(MeshProblem *mp, const PetscReal ca[], const Pets
 /*
   An unstructured triangulation of the unit square on rank 0 (Debian's PETSc has no 2-D mesh generator, so no simplex
   DMPlexCreateBoxMesh()): an n x n grid of squares, each cut along a diagonal drawn at random, and the interior vertices
-  moved at random by up to 0.3 h in each direction (seeded: the same mesh on every run). Vertex degrees range from 3 to 8.
+  moved at random by up to 0.3 h in each direction (seeded: the same mesh on every run). Vertex degrees range from 2 to 8.
 */
 static PetscErrorCode CreateTriangulation(MPI_Comm comm, PetscInt n, DM *dm)
 {
@@ -198,13 +198,12 @@ PetscErrorCode MeshProblemCreate(MPI_Comm comm, PetscInt faces, PetscInt K, Pets
     PetscCall(DMGetLocalSection(cdm, &csec));
     PetscCall(DMGetCoordinatesLocal(mp->dm, &coords));
     PetscCall(VecGetArrayRead(coords, &x));
-    PetscCall(PetscMalloc3(mp->vEnd - mp->vStart, &mp->local, 2 * mp->m, &mp->xy, mp->m, &mp->bnd));
+    PetscCall(PetscMalloc2(2 * mp->m, &mp->xy, mp->m, &mp->bnd));
     for (PetscInt v = mp->vStart; v < mp->vEnd; v++) {
       PetscInt g, off;
 
       PetscCall(PetscSectionGetOffset(gsec, v, &g));
-      mp->local[v - mp->vStart] = g >= 0 ? g - mp->rstart : -1;
-      if (g < 0) continue;
+      if (g < 0) continue; /* a ghost */
       PetscCall(PetscSectionGetOffset(csec, v, &off));
       mp->xy[2 * (g - mp->rstart)]     = PetscRealPart(x[off]);
       mp->xy[2 * (g - mp->rstart) + 1] = PetscRealPart(x[off + 1]);
@@ -291,7 +290,7 @@ PetscErrorCode MeshProblemDestroy(MeshProblem *mp)
   PetscCall(VecDestroy(&mp->b));
   PetscCall(VecDestroy(&mp->bl));
   PetscCall(VecDestroy(&mp->u));
-  PetscCall(PetscFree3(mp->local, mp->xy, mp->bnd));
+  PetscCall(PetscFree2(mp->xy, mp->bnd));
   PetscCall(DMDestroy(&mp->dm));
   PetscFunctionReturn(0);
 }

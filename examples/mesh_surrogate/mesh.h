@@ -21,7 +21,6 @@ typedef struct {
   DM         dm;
   PetscInt   vStart, vEnd, cStart, cEnd;
   PetscInt   m, N, rstart; /* owned vertices, all vertices, first global row */
-  PetscInt  *local;        /* [vEnd - vStart]: the owned row (0..m-1) of a local vertex, -1 for a ghost */
   PetscReal *xy;           /* [m][2]: coordinates of the owned vertices, in row order */
   PetscInt   nbnd, *bnd;   /* the owned boundary vertices' global rows */
   PetscInt   K;            /* modes per direction of the random fields */
