@@ -86,6 +86,7 @@ PETSC_EXTERN PetscErrorCode NetJVP(Net, Vec, Vec, Vec);
 PETSC_EXTERN PetscErrorCode NetSecondOrderBackward(Net, Vec, Vec, Vec, Vec); /* dY, dYdot, dXdot (or NULL), Hv (accumulated) */
 PETSC_EXTERN PetscErrorCode NetHasSecondOrder(Net, PetscBool *, PetscInt *); /* every node has a second-order kernel; else the first that has none */
 PETSC_EXTERN PetscErrorCode NetGetJacobian(Net, Mat *);
+PETSC_EXTERN PetscErrorCode NetCreateJacobianBlockDiagonal(Net, Mat *);
 PETSC_EXTERN PetscErrorCode NetGetJacobianP(Net, Mat *);
 /* The same for layer (node) l alone: its inputs (concatenated, for a join) -> its output; its own parameters -> its output */
 PETSC_EXTERN PetscErrorCode NetGetLayerJacobian(Net, PetscInt, Mat *);

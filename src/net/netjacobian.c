@@ -75,58 +75,127 @@ static PetscErrorCode NetCheckForwarded_Private(Net net, const char caller[])
 }
 
 /*
-  The diagonal of J for a pointwise Net, one whose samples do not interact (no graph layer, no batchnorm on batch
-  statistics, no windowed node of grid mode): J is then block diagonal, one (out x in) block per sample, and with
-  in == out = c the c JVPs along E_j (1 at channel j of every sample, 0 elsewhere) give column j of every block at once:
-  diag[s][j] = (J E_j)[s][j]. Preconditioners that need the diagonal (-pc_type jacobi) then take J, or a sum that
-  contains it (a simulation's assembled Jacobian plus J in a MATCOMPOSITE).
+  The diagonal blocks of J for a pointwise Net, one whose samples do not interact (no graph layer, no batchnorm on batch
+  statistics, no windowed node of grid mode): J is then block diagonal, one (c x c) block per sample when in == out = c,
+  and the c JVPs along E_j (1 at channel j of every sample, 0 elsewhere) give column j of every block at once:
+  blocks[s][i][j] = (J E_j)[s][i] (row-major blocks, ns samples on this rank). Caller names the function for errors.
 */
-static PetscErrorCode MatGetDiagonal_NetJacobian(Mat J, Vec D)
+static PetscErrorCode NetJacobianBlocks_Private(Net net, const char caller[], PetscInt *c_, PetscInt *ns, PetscScalar **blocks)
 {
-  Net                net;
   PetscInt           c, cout, n;
   PetNetShape        out;
   Vec                E, T;
-  PetscScalar       *e, *d;
+  PetscScalar       *e, *B;
   const PetscScalar *t;
 
   PetscFunctionBegin;
-  PetscCall(MatShellGetContext(J, &net));
-  PetscCall(NetCheckAttached_Private(J, net));
-  PetscCall(NetCheckForwarded_Private(net, "MatGetDiagonal"));
+  PetscCall(NetCheckForwarded_Private(net, caller));
   PetscCall(PetNetShapeSize(&net->in, &c));
   PetscCall(NetGetOutputShape(net, &out));
   PetscCall(PetNetShapeSize(&out, &cout));
   PetscCheck(c == cout && net->vlocal[0] == net->vlocal[net->nlayers], PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_WRONG,
-             "MatGetDiagonal() of the Net's Jacobian: each sample has %" PetscInt_FMT " inputs and %" PetscInt_FMT
-             " outputs; a diagonal needs a Net that maps a sample's features to as many (a pointwise term of a PDE: as many outputs as the field's dof)",
-             c, cout);
+             "%s of the Net's Jacobian: each sample has %" PetscInt_FMT " inputs and %" PetscInt_FMT " outputs; diagonal blocks need a Net that maps a sample's features to as many (a pointwise term of a PDE: as many outputs as the field's dof)",
+             caller, c, cout);
   for (PetscInt k = 0; k < net->nlayers; k++) {
     char spec[256];
 
     if (!net->layers[k]->coupled && !net->nodes[k].sp) continue;
     PetscCall(LayerGetSpec(net->layers[k], sizeof(spec), spec));
     SETERRQ(PetscObjectComm((PetscObject)net), PETSC_ERR_SUP,
-            "MatGetDiagonal() of the Net's Jacobian: node %s (%s) makes each sample's output depend on other samples (%s), so the Jacobian is not block diagonal and its diagonal is not computed by probing; use a preconditioner that needs only "
+            "%s of the Net's Jacobian: node %s (%s) makes each sample's output depend on other samples (%s), so the Jacobian is not block diagonal and its diagonal is not computed by probing; use a preconditioner that needs only "
             "MatMult (-pc_type none, or a preconditioner of your simulation's own Jacobian)",
-            net->nodes[k].name, spec, net->nodes[k].sp ? "a window of grid points" : "its neighbours through a graph operator, or batch statistics");
+            caller, net->nodes[k].name, spec, net->nodes[k].sp ? "a window of grid points" : "its neighbours through a graph operator, or batch statistics");
   }
   PetscCall(VecDuplicate(net->act[0], &E));
   PetscCall(VecDuplicate(net->act[net->nlayers], &T));
   PetscCall(VecGetLocalSize(E, &n));
+  PetscCall(PetscMalloc1((size_t)n * c, &B));
   for (PetscInt j = 0; j < c; j++) {
     PetscCall(VecGetArrayWrite(E, &e));
     for (PetscInt i = 0; i < n; i++) e[i] = (i % c == j) ? 1.0 : 0.0;
     PetscCall(VecRestoreArrayWrite(E, &e));
     PetscCall(NetJVP(net, E, NULL, T));
     PetscCall(VecGetArrayRead(T, &t));
-    PetscCall(VecGetArray(D, &d));
-    for (PetscInt i = j; i < n; i += c) d[i] = t[i];
-    PetscCall(VecRestoreArray(D, &d));
+    for (PetscInt s = 0; s < n / c; s++)
+      for (PetscInt i = 0; i < c; i++) B[(s * c + i) * c + j] = t[s * c + i];
     PetscCall(VecRestoreArrayRead(T, &t));
   }
   PetscCall(VecDestroy(&E));
   PetscCall(VecDestroy(&T));
+  *c_     = c;
+  *ns     = n / c;
+  *blocks = B;
+  PetscFunctionReturn(0);
+}
+
+/* The diagonal of J for a pointwise Net (its blocks' diagonals), so that -pc_type jacobi takes J, or a sum that
+   contains it (a simulation's assembled Jacobian plus J in a MATCOMPOSITE) */
+static PetscErrorCode MatGetDiagonal_NetJacobian(Mat J, Vec D)
+{
+  Net          net;
+  PetscInt     c, ns;
+  PetscScalar *B, *d;
+
+  PetscFunctionBegin;
+  PetscCall(MatShellGetContext(J, &net));
+  PetscCall(NetCheckAttached_Private(J, net));
+  PetscCall(NetJacobianBlocks_Private(net, "MatGetDiagonal()", &c, &ns, &B));
+  PetscCall(VecGetArrayWrite(D, &d));
+  for (PetscInt s = 0; s < ns; s++)
+    for (PetscInt i = 0; i < c; i++) d[s * c + i] = B[(s * c + i) * c + i];
+  PetscCall(VecRestoreArrayWrite(D, &d));
+  PetscCall(PetscFree(B));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  NetCreateJacobianBlockDiagonal - the Jacobian of a pointwise Net at the last forward pass, assembled: a MATBAIJ of
+  block size c with one c x c block per sample on the diagonal
+
+  Collective
+
+  Input Parameter:
+. net - the Net, after NetForward(); its samples must not interact and have as many outputs as inputs (c)
+
+  Output Parameter:
+. B - the assembled Jacobian (destroy it with MatDestroy()); its rows are laid out like the Net's input Vec
+
+  Notes:
+  For a Net used as a pointwise term of a PDE (a learned reaction or closure at each grid point or mesh node), the
+  Jacobian of the term is block diagonal, and this is it, exactly (c JVPs). Add it to the simulation's assembled
+  Jacobian (MatAXPY() with DIFFERENT_NONZERO_PATTERN, or SUBSET_NONZERO_PATTERN when the simulation's matrix already
+  holds the blocks) to get an assembled preconditioning matrix on which any PETSc preconditioner works (ILU, AMG,
+  direct), while the operator stays the exact sum of the simulation's matrix and NetGetJacobian()'s shell. The shell
+  itself supports MatGetDiagonal() (-pc_type jacobi).
+
+  Level: intermediate
+
+.seealso: `NetGetJacobian()`, `NetJVP()`, `MatAXPY()`
+@*/
+PetscErrorCode NetCreateJacobianBlockDiagonal(Net net, Mat *B)
+{
+  PetscInt     c, ns, n, N, rstart;
+  PetscScalar *blocks;
+  MPI_Comm     comm;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(net, NET_CLASSID, 1);
+  PetscValidPointer(B, 2);
+  comm = PetscObjectComm((PetscObject)net);
+  PetscCall(NetJacobianBlocks_Private(net, "NetCreateJacobianBlockDiagonal()", &c, &ns, &blocks));
+  PetscCall(VecGetLocalSize(net->act[0], &n));
+  PetscCall(VecGetSize(net->act[0], &N));
+  PetscCall(VecGetOwnershipRange(net->act[0], &rstart, NULL));
+  PetscCall(MatCreateBAIJ(comm, c, n, n, N, N, 1, NULL, 0, NULL, B));
+  PetscCall(MatSetOption(*B, MAT_ROW_ORIENTED, PETSC_TRUE));
+  for (PetscInt s = 0; s < ns; s++) {
+    const PetscInt row = rstart / c + s;
+
+    PetscCall(MatSetValuesBlocked(*B, 1, &row, 1, &row, blocks + (size_t)s * c * c, INSERT_VALUES));
+  }
+  PetscCall(MatAssemblyBegin(*B, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatAssemblyEnd(*B, MAT_FINAL_ASSEMBLY));
+  PetscCall(PetscFree(blocks));
   PetscFunctionReturn(0);
 }
 
