@@ -154,11 +154,11 @@ static PetscErrorCode GridCreate(AppCtx *app, PetscInt P, Grid *grid)
 
     PetscCall(MatGetRow(app->L, i, &nc, &cols, NULL));
     for (PetscInt j = 0; j < nc; j++) nd += cols[j] >= rs && cols[j] < re;
-    PetscCall(MatRestoreRow(app->L, i, &nc, &cols, NULL));
     for (PetscInt d = 0; d < bs; d++) {
       dnz[bs * (i - rs) + d] = nd;
       onz[bs * (i - rs) + d] = nc - nd;
     }
+    PetscCall(MatRestoreRow(app->L, i, &nc, &cols, NULL)); /* sets nc to 0 */
   }
   PetscCall(MatCreateAIJ(PETSC_COMM_WORLD, bs * (re - rs), bs * (re - rs), PETSC_DETERMINE, PETSC_DETERMINE, 0, dnz, 0, onz, &grid->A));
   PetscCall(PetscFree2(dnz, onz));
