@@ -17,6 +17,7 @@ static const char help[] = "A hybrid reaction-diffusion model on an unstructured
                            "  -rd_train N            training trajectories (default 4); one more is held out\n"
                            "  -rd_amplitude A        size of the random initial conditions (default 0.5)\n"
                            "  -rd_Du, -rd_Dv, -rd_k  the true model's coefficients (default 1e-3, 5e-3, 5e-3)\n"
+                           "  -rd_test_jacobian      check the coupled Jacobian and the parameter Jacobian (dot-product, finite differences)\n"
                            "  -rd_monitor K          print the loss every K iterations (default 10; 0: never)\n"
                            "The MLP is -net_layers (default dense:16,tanh,dense:2), the integrator -ts_* (default rk 4 with the largest stable\n"
                            "step that divides the snapshot interval), the optimizer -tao_* (default lmvm, 60 iterations).\n"
@@ -39,7 +40,7 @@ typedef struct {
   PetscReal   amplitude; /* of the random initial conditions */
   PetscReal   T, dt;     /* dt: the default step, stable for rk 4, a whole number of steps per snapshot interval */
   PetscInt    nobs, ntrain;
-  PetscBool   shooting;
+  PetscBool   shooting, testjac;
   PetscInt    monitor;
   MeshProblem mp; /* the distributed mesh, one dof per vertex: its stiffness K (k = 1) and lumped mass */
   Mat         L;  /* -M^-1 K: the lumped-mass P1 Laplacian on one scalar field (rows of the DM's global section) */
@@ -508,6 +509,103 @@ static PetscErrorCode TrajectoryError(AppCtx *app, Grid *grid, TS truets, TS ts,
   PetscFunctionReturn(0);
 }
 
+/*
+  -rd_test_jacobian: checks the coupled right-hand side Jacobian J = A + J_N (the assembled diffusion plus the Net's
+  shell, as the TS receives it) at the training start state u, for random v, w:
+    adjoint  |<J v, w> - <v, J^T w>| / (|J v| |w|)
+    finite   |J v - (G(u + h v) - G(u - h v)) / (2 h)| / |J v|,  G the TS right-hand side, h = 1e-6
+  and the parameter Jacobian J_theta the same way (G as a function of theta).
+*/
+static PetscErrorCode TestJacobian(Fit *fit)
+{
+  TS          ts = fit->ts;
+  Mat         J, JP;
+  Vec         u = fit->start, v, w, Jv, JTw, up, Gp, Gm, theta, p, q, JTq;
+  PetscRandom rnd;
+  PetscScalar a, b;
+  PetscReal   nJv, nw, nd, adj, fd, adjp, fdp;
+  const PetscReal h = 1e-6;
+
+  PetscFunctionBegin;
+  PetscCall(PetscRandomCreate(PETSC_COMM_WORLD, &rnd));
+  PetscCall(PetscRandomSetInterval(rnd, -1.0, 1.0));
+  PetscCall(PetscRandomSetSeed(rnd, 5));
+  PetscCall(PetscRandomSeed(rnd));
+  PetscCall(VecDuplicate(u, &v));
+  PetscCall(VecDuplicate(u, &w));
+  PetscCall(VecDuplicate(u, &Jv));
+  PetscCall(VecDuplicate(u, &JTw));
+  PetscCall(VecDuplicate(u, &up));
+  PetscCall(VecDuplicate(u, &Gp));
+  PetscCall(VecDuplicate(u, &Gm));
+  PetscCall(VecSetRandom(v, rnd));
+  PetscCall(VecSetRandom(w, rnd));
+  PetscCall(TSSetUp(ts));
+  PetscCall(TSGetRHSJacobian(ts, &J, NULL, NULL, NULL));
+  PetscCall(TSComputeRHSJacobian(ts, 0.0, u, J, J));
+  PetscCall(MatMult(J, v, Jv));
+  PetscCall(MatMultTranspose(J, w, JTw));
+  PetscCall(VecDot(Jv, w, &a));
+  PetscCall(VecDot(v, JTw, &b));
+  PetscCall(VecNorm(Jv, NORM_2, &nJv));
+  PetscCall(VecNorm(w, NORM_2, &nw));
+  adj = PetscAbsScalar(a - b) / (nJv * nw);
+  PetscCall(VecWAXPY(up, h, v, u));
+  PetscCall(TSComputeRHSFunction(ts, 0.0, up, Gp));
+  PetscCall(VecWAXPY(up, -h, v, u));
+  PetscCall(TSComputeRHSFunction(ts, 0.0, up, Gm));
+  PetscCall(VecAXPY(Gp, -1.0, Gm));
+  PetscCall(VecScale(Gp, 0.5 / h));
+  PetscCall(TSComputeRHSJacobian(ts, 0.0, u, J, J));
+  PetscCall(MatMult(J, v, Jv));
+  PetscCall(VecAXPY(Gp, -1.0, Jv));
+  PetscCall(VecNorm(Gp, NORM_2, &nd));
+  fd = nd / nJv;
+
+  /* the parameter Jacobian: dG/dtheta p against central differences in theta; adjoint with q */
+  PetscCall(NetGetParameters(fit->net, &theta));
+  PetscCall(VecDuplicate(theta, &p));
+  PetscCall(VecDuplicate(theta, &JTq));
+  PetscCall(VecDuplicate(u, &q));
+  PetscCall(VecSetRandom(p, rnd));
+  PetscCall(VecSetRandom(q, rnd));
+  PetscCall(TSGetRHSJacobianP(ts, &JP, NULL, NULL));
+  PetscCall(TSComputeRHSJacobianP(ts, 0.0, u, JP));
+  PetscCall(MatMult(JP, p, Jv));
+  PetscCall(MatMultTranspose(JP, q, JTq));
+  PetscCall(VecDot(Jv, q, &a));
+  PetscCall(VecDot(p, JTq, &b));
+  PetscCall(VecNorm(Jv, NORM_2, &nJv));
+  PetscCall(VecNorm(q, NORM_2, &nw));
+  adjp = PetscAbsScalar(a - b) / (nJv * nw);
+  PetscCall(VecAXPY(theta, h, p));
+  PetscCall(TSComputeRHSFunction(ts, 0.0, u, Gp));
+  PetscCall(VecAXPY(theta, -2 * h, p));
+  PetscCall(TSComputeRHSFunction(ts, 0.0, u, Gm));
+  PetscCall(VecAXPY(theta, h, p));
+  PetscCall(VecAXPY(Gp, -1.0, Gm));
+  PetscCall(VecScale(Gp, 0.5 / h));
+  PetscCall(TSComputeRHSJacobianP(ts, 0.0, u, JP));
+  PetscCall(MatMult(JP, p, Jv));
+  PetscCall(VecAXPY(Gp, -1.0, Jv));
+  PetscCall(VecNorm(Gp, NORM_2, &nd));
+  fdp = nd / nJv;
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "jacobian test: adjoint %.1e, finite difference %.1e; parameter jacobian: adjoint %.1e, finite difference %.1e\n", (double)adj, (double)fd, (double)adjp, (double)fdp));
+  PetscCheck(adj < 1e-12 && fd < 1e-6 && adjp < 1e-12 && fdp < 1e-6, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "The coupled Jacobian failed its test (bounds: adjoint 1e-12, finite difference 1e-6)");
+  PetscCall(VecDestroy(&p));
+  PetscCall(VecDestroy(&q));
+  PetscCall(VecDestroy(&JTq));
+  PetscCall(VecDestroy(&v));
+  PetscCall(VecDestroy(&w));
+  PetscCall(VecDestroy(&Jv));
+  PetscCall(VecDestroy(&JTw));
+  PetscCall(VecDestroy(&up));
+  PetscCall(VecDestroy(&Gp));
+  PetscCall(VecDestroy(&Gm));
+  PetscCall(PetscRandomDestroy(&rnd));
+  PetscFunctionReturn(0);
+}
+
 int main(int argc, char **argv)
 {
   AppCtx             app;
@@ -548,6 +646,7 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsReal("-rd_Dv", "Diffusivity of v", NULL, app.Dv, &app.Dv, NULL));
   PetscCall(PetscOptionsReal("-rd_k", "Constant k of the reaction", NULL, app.k, &app.k, NULL));
   PetscCall(PetscOptionsBool("-rd_shooting", "Fit every snapshot interval from the observed snapshot (multiple shooting) instead of whole trajectories", NULL, app.shooting, &app.shooting, NULL));
+  PetscCall(PetscOptionsBool("-rd_test_jacobian", "Check the coupled Jacobian (diffusion + Net shell) and the parameter Jacobian: dot-product and finite-difference tests", NULL, app.testjac, &app.testjac, NULL));
   PetscCall(PetscOptionsInt("-rd_monitor", "Print the loss every K iterations (0: never)", NULL, app.monitor, &app.monitor, NULL));
   PetscOptionsEnd();
   PetscCheck(app.faces >= 2, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "-mesh_faces %" PetscInt_FMT ": the triangulation needs at least 2 squares per side", app.faces);
@@ -584,6 +683,8 @@ int main(int argc, char **argv)
   PetscCall(CreateHybridTS(&grid, net, &ts));
   PetscCall(TrajectoryError(&app, &grid, truets, ts, app.ntrain, &err0, NULL));
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "mesh: %" PetscInt_FMT " vertices, %d ranks; dt %.4e (|L| <= %.4e); %" PetscInt_FMT " parameters\n", app.mp.N, size, (double)app.dt, (double)bound, nparams));
+
+  if (app.testjac) PetscCall(TestJacobian(&fit));
 
   /* train theta through TSAdjointSolve and TAO */
   PetscCall(TaoCreate(PETSC_COMM_WORLD, &tao));
