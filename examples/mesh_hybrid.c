@@ -9,12 +9,13 @@ static const char help[] = "A hybrid reaction-diffusion model on an unstructured
                            "Loss: mean squared misfit at the snapshot times, each snapshot interval integrated from the observed snapshot\n"
                            "(multiple shooting; -rd_shooting 0: whole trajectories). Gradient: NetTSTimeSeriesGradient (TSSolve, then\n"
                            "TSAdjointSolve); the TS Jacobian is the assembled diffusion + the Net's Jacobian shell. Optimizer: any TAO type\n"
-                           "(default lmvm). Reports the relative L2 error, over all snapshots, of the learned model's trajectory from a held-out\n"
-                           "initial condition (integrated from u(0) alone). Options:\n"
+                           "(default lmvm). Reports the relative L2 error, over all snapshots, of the learned model's trajectories from held-out\n"
+                           "initial conditions (integrated from u(0) alone). Options:\n"
                            "  -mesh_faces N          squares per side of the triangulation, 2 triangles each (default 16), then -dm_refine\n"
                            "  -rd_final_time T       length of a trajectory (default 2.5)\n"
                            "  -rd_snapshots S        snapshots per trajectory, evenly spaced in (0, T] (default 5)\n"
-                           "  -rd_train N            training trajectories (default 4); one more is held out\n"
+                           "  -rd_train N            training trajectories (default 4)\n"
+                           "  -rd_test N             held-out trajectories (default 4), from initial conditions the training never sees\n"
                            "  -rd_amplitude A        size of the random initial conditions (default 0.5)\n"
                            "  -rd_Du, -rd_Dv, -rd_k  the true model's coefficients (default 1e-3, 5e-3, 5e-3)\n"
                            "  -rd_test_jacobian      check the coupled Jacobian and the parameter Jacobian (dot-product, finite differences)\n"
@@ -39,7 +40,7 @@ typedef struct {
   PetscReal   Du, Dv, k;
   PetscReal   amplitude; /* of the random initial conditions */
   PetscReal   T, dt;     /* dt: the default step, stable for rk 4, a whole number of steps per snapshot interval */
-  PetscInt    nobs, ntrain;
+  PetscInt    nobs, ntrain, ntest;
   PetscBool   shooting, testjac;
   PetscInt    monitor;
   MeshProblem mp; /* the distributed mesh, one dof per vertex: its stiffness K (k = 1) and lumped mass */
@@ -474,17 +475,22 @@ static PetscErrorCode Monitor(Tao tao, void *ctx)
   PetscFunctionReturn(0);
 }
 
-/* The relative L2 error, over all snapshots, of the trajectory of ts from the initial condition of trajectory traj */
-static PetscErrorCode TrajectoryError(AppCtx *app, Grid *grid, TS truets, TS ts, PetscInt traj, PetscReal *err, PetscReal *seconds)
+/*
+  The relative L2 error, over all snapshots and all copies of the grid, of the trajectories of ts from the initial
+  conditions of trajectories first, first + 1, ... (one per copy, all integrated together)
+*/
+static PetscErrorCode TrajectoryError(AppCtx *app, Grid *grid, TS truets, TS ts, PetscInt first, PetscReal *err, PetscReal *seconds)
 {
   PetscReal *times, num = 0.0, den = 0.0, t0, t1;
   Vec        u0, *truth, *model;
+  PetscInt  *traj;
 
   PetscFunctionBegin;
-  PetscCall(PetscMalloc1(app->nobs, &times));
+  PetscCall(PetscMalloc2(app->nobs, &times, grid->P, &traj));
+  for (PetscInt s = 0; s < grid->P; s++) traj[s] = first + s;
   for (PetscInt i = 0; i < app->nobs; i++) times[i] = app->T * (i + 1) / app->nobs;
   PetscCall(DMCreateGlobalVector(grid->dm, &u0));
-  PetscCall(InitialConditions(grid, &traj, u0));
+  PetscCall(InitialConditions(grid, traj, u0));
   PetscCall(VecDuplicateVecs(u0, app->nobs, &truth));
   PetscCall(VecDuplicateVecs(u0, app->nobs, &model));
   PetscCall(Simulate(truets, u0, app->nobs, times, truth));
@@ -505,7 +511,7 @@ static PetscErrorCode TrajectoryError(AppCtx *app, Grid *grid, TS truets, TS ts,
   PetscCall(VecDestroyVecs(app->nobs, &model));
   PetscCall(VecDestroyVecs(app->nobs, &truth));
   PetscCall(VecDestroy(&u0));
-  PetscCall(PetscFree(times));
+  PetscCall(PetscFree2(times, traj));
   PetscFunctionReturn(0);
 }
 
@@ -609,10 +615,10 @@ static PetscErrorCode TestJacobian(Fit *fit)
 int main(int argc, char **argv)
 {
   AppCtx             app;
-  Grid               grid; /* one simulation, for evaluation */
+  Grid               grid, gridtrain; /* the held-out trajectories, and training trajectory 0, for evaluation */
   Fit                fit;
   Net                net;
-  TS                 truets, ts;
+  TS                 truets, ts, truetrain, tstrain;
   Tao                tao;
   Vec                x, theta;
   PetscReal          err0, errtrain, err, loss, t0, t1, tsolve, bound;
@@ -634,6 +640,7 @@ int main(int argc, char **argv)
   app.T         = 2.5;
   app.nobs      = 5;
   app.ntrain    = 4;
+  app.ntest     = 4;
   app.shooting  = PETSC_TRUE;
   app.monitor   = 10;
   PetscOptionsBegin(PETSC_COMM_WORLD, NULL, "Hybrid reaction-diffusion example on a DMPlex mesh", NULL);
@@ -641,6 +648,7 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsReal("-rd_final_time", "Length of a trajectory", NULL, app.T, &app.T, NULL));
   PetscCall(PetscOptionsInt("-rd_snapshots", "Snapshots per trajectory", NULL, app.nobs, &app.nobs, NULL));
   PetscCall(PetscOptionsInt("-rd_train", "Training trajectories", NULL, app.ntrain, &app.ntrain, NULL));
+  PetscCall(PetscOptionsInt("-rd_test", "Held-out trajectories", NULL, app.ntest, &app.ntest, NULL));
   PetscCall(PetscOptionsReal("-rd_amplitude", "Size of the random initial conditions", NULL, app.amplitude, &app.amplitude, NULL));
   PetscCall(PetscOptionsReal("-rd_Du", "Diffusivity of u", NULL, app.Du, &app.Du, NULL));
   PetscCall(PetscOptionsReal("-rd_Dv", "Diffusivity of v", NULL, app.Dv, &app.Dv, NULL));
@@ -650,7 +658,7 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsInt("-rd_monitor", "Print the loss every K iterations (0: never)", NULL, app.monitor, &app.monitor, NULL));
   PetscOptionsEnd();
   PetscCheck(app.faces >= 2, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "-mesh_faces %" PetscInt_FMT ": the triangulation needs at least 2 squares per side", app.faces);
-  PetscCheck(app.nobs >= 1 && app.ntrain >= 1 && app.T > 0, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "Give -rd_snapshots >= 1, -rd_train >= 1 and -rd_final_time > 0");
+  PetscCheck(app.nobs >= 1 && app.ntrain >= 1 && app.ntest >= 1 && app.T > 0, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "Give -rd_snapshots >= 1, -rd_train >= 1, -rd_test >= 1 and -rd_final_time > 0");
   PetscCheck(app.Du >= 0 && app.Dv >= 0, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "-rd_Du %g and -rd_Dv %g: diffusivities must be >= 0", (double)app.Du, (double)app.Dv);
   PetscCall(MeshCreate(&app));
   PetscCall(LaplacianBound(app.L, &bound));
@@ -677,10 +685,14 @@ int main(int argc, char **argv)
   PetscCall(NetSetUp(net));
   PetscCall(FitCreate(&app, net, &fit));
   PetscCall(NetGetNumParameters(net, &nparams));
-  PetscCall(GridCreate(&app, 1, &grid));
+  PetscCall(GridCreate(&app, app.ntest, &grid));
   PetscCall(CreateTS(&grid, PETSC_FALSE, &truets));
   PetscCall(TSSetRHSFunction(truets, NULL, TrueRHS, &grid));
   PetscCall(CreateHybridTS(&grid, net, &ts));
+  PetscCall(GridCreate(&app, 1, &gridtrain));
+  PetscCall(CreateTS(&gridtrain, PETSC_FALSE, &truetrain));
+  PetscCall(TSSetRHSFunction(truetrain, NULL, TrueRHS, &gridtrain));
+  PetscCall(CreateHybridTS(&gridtrain, net, &tstrain));
   PetscCall(TrajectoryError(&app, &grid, truets, ts, app.ntrain, &err0, NULL));
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "mesh: %" PetscInt_FMT " vertices, %d ranks; dt %.4e (|L| <= %.4e); %" PetscInt_FMT " parameters\n", app.mp.N, size, (double)app.dt, (double)bound, nparams));
 
@@ -713,19 +725,22 @@ int main(int argc, char **argv)
   PetscCall(VecCopy(x, theta));
 
   /* the learned model from the held-out initial condition (and from a training one) */
-  PetscCall(TrajectoryError(&app, &grid, truets, ts, 0, &errtrain, NULL));
+  PetscCall(TrajectoryError(&app, &gridtrain, truetrain, tstrain, 0, &errtrain, NULL));
   PetscCall(TrajectoryError(&app, &grid, truets, ts, app.ntrain, &err, &tsolve));
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "TAO %s: %" PetscInt_FMT " iterations, %s\n", taotype, its, TaoConvergedReasons[reason]));
-  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "relative L2 error of the trajectory: held-out %.6e (untrained model %.6e), training trajectory 0 %.6e\n", (double)err, (double)err0, (double)errtrain));
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "relative L2 error of the trajectories: held-out (%" PetscInt_FMT " initial conditions) %.6e (untrained model %.6e), training trajectory 0 %.6e\n", app.ntest, (double)err, (double)err0, (double)errtrain));
   PetscCall(PetscPrintf(PETSC_COMM_WORLD,
-                        "summary: model=mesh_hybrid_fhn ranks=%d nodes=%" PetscInt_FMT " params=%" PetscInt_FMT " trajectories=%" PetscInt_FMT " snapshots=%" PetscInt_FMT " optimizer=%s iterations=%" PetscInt_FMT
+                        "summary: model=mesh_hybrid_fhn ranks=%d nodes=%" PetscInt_FMT " params=%" PetscInt_FMT " trajectories=%" PetscInt_FMT " test=%" PetscInt_FMT " snapshots=%" PetscInt_FMT " optimizer=%s iterations=%" PetscInt_FMT
                         " loss=%.6e rel_error=%.6e rel_error_untrained=%.6e train_time_s=%.2f solve_time_s=%.4f\n",
-                        size, app.mp.N, nparams, app.ntrain, app.nobs, taotype, its, (double)loss, (double)err, (double)err0, (double)(t1 - t0), (double)tsolve));
+                        size, app.mp.N, nparams, app.ntrain, app.ntest, app.nobs, taotype, its, (double)loss, (double)err, (double)err0, (double)(t1 - t0), (double)tsolve));
 
   PetscCall(TaoDestroy(&tao));
   PetscCall(VecDestroy(&x));
   PetscCall(TSDestroy(&ts));
   PetscCall(TSDestroy(&truets));
+  PetscCall(TSDestroy(&tstrain));
+  PetscCall(TSDestroy(&truetrain));
+  PetscCall(GridDestroy(&gridtrain));
   PetscCall(GridDestroy(&grid));
   PetscCall(FitDestroy(&fit));
   PetscCall(NetDestroy(&net));
