@@ -524,12 +524,12 @@ static PetscErrorCode TrajectoryError(AppCtx *app, Grid *grid, TS truets, TS ts,
 */
 static PetscErrorCode TestJacobian(Fit *fit)
 {
-  TS          ts = fit->ts;
-  Mat         J, JP;
-  Vec         u = fit->start, v, w, Jv, JTw, up, Gp, Gm, theta, p, q, JTq;
-  PetscRandom rnd;
-  PetscScalar a, b;
-  PetscReal   nJv, nw, nd, adj, fd, adjp, fdp;
+  TS              ts = fit->ts;
+  Mat             J, JP;
+  Vec             u = fit->start, v, w, Jv, JTw, up, Gp, Gm, theta, p, q, JTq;
+  PetscRandom     rnd;
+  PetscScalar     a, b;
+  PetscReal       nJv, nw, nd, adj, fd, adjp, fdp;
   const PetscReal h = 1e-6;
 
   PetscFunctionBegin;
