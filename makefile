@@ -100,8 +100,10 @@ bin/tests/%: tests/%.c lib/libpetnet.so
 # (empty when PETSc was configured without FFTW; the module then refuses to run and says so)
 bin/tests/test_cosmo3dfields: $(call example_modules,cosmo3d)
 bin/cosmo3d bin/tests/test_cosmo3dfields: LDLIBS += $(FFTW_LIB)
-# bin/mesh_hybrid reuses bin/mesh_surrogate's mesh and P1 assembly (examples/mesh_surrogate/mesh.c)
-bin/mesh_hybrid: $(call example_modules,mesh_surrogate)
+# bin/mesh_hybrid reuses bin/mesh_surrogate's mesh and P1 assembly (examples/mesh_surrogate/mesh.c); it and
+# bin/hybrid_rd share their training machinery (examples/hybrid/fit.c)
+bin/mesh_hybrid: $(call example_modules,mesh_surrogate) $(call example_modules,hybrid)
+bin/hybrid_rd: $(call example_modules,hybrid)
 
 # A fuzz harness linked with fuzz/replay.c: runs the corpus and the regression inputs of its reader (tests/fuzz.suite).
 # The .d file is the harness's (the last source); replay.c includes only fuzz.h, which the harness includes too.

@@ -23,60 +23,38 @@ static const char help[] = "A hybrid reaction-diffusion model: a PDE on a DMDA w
 #include <petnetdmda.h>
 #include <petnetoptim.h>
 #include <petsctao.h>
+#include "hybrid/fit.h"
 
 /*
-  Every simulation here runs on a 3-D DMDA of M x M x P points: P independent copies of the 2-D problem, one per z
-  slice (the stencil couples no slices). Training integrates all its segments as ONE such system: one TS, one
-  NetTSTimeSeriesGradient per gradient, and a Net batch of P M^2 grid points rather than P small ones.
+  Every simulation here runs on a 3-D DMDA of M x M x P points (dof 2: u, v): P independent copies of the 2-D problem,
+  one per z slice (the stencil couples no slices). The training machinery is examples/hybrid/fit.c; this file gives it
+  the grid (HybridGridOps).
 */
 typedef struct {
-  PetscInt  M;
-  PetscReal Du, Dv, k;
-  PetscReal amplitude; /* of the random initial conditions */
-  PetscReal T, dt;     /* dt: the default step, stable for rk 4, a whole number of steps per snapshot interval */
-  PetscInt  nobs, ntrain;
-  PetscBool shooting;
-  PetscInt  monitor;
+  HybridProblem hp; /* the settings shared with examples/hybrid/fit.c; hp.ctx is this AppCtx */
+  PetscInt      M;
 } AppCtx;
 
-/* One batch of P simulations: its grid, its diffusion operator, and (for the true model) the reaction constant */
-typedef struct {
-  AppCtx *app;
-  DM      da;
-  Mat     A; /* Du Lap u, Dv Lap v in every slice (5-point, periodic) */
-} Grid;
-
-/* What the training fits: each slice starts at start and is observed at the times fit[] against target[] */
-typedef struct {
-  AppCtx    *app;
-  Grid       grid;
-  TS         ts;
-  Net        net;
-  Vec        start, *target, grad;
-  PetscInt   nfit;
-  PetscReal *fit;
-  PetscReal  weight; /* 1 / (entries of start x nfit): the loss is half the mean squared misfit */
-} Fit;
-
-static PetscErrorCode GridCreate(AppCtx *app, PetscInt P, Grid *grid)
+/* The DMDA of P slices and A = Du Lap u, Dv Lap v in every slice (5-point, periodic) */
+static PetscErrorCode GridCreate(HybridGrid *grid)
 {
-  const PetscReal h = 2.0 / app->M;
+  AppCtx         *app = (AppCtx *)grid->problem->ctx;
+  const PetscReal h   = 2.0 / app->M;
   PetscInt        xs, ys, zs, xm, ym, zm;
 
   PetscFunctionBegin;
-  grid->app = app;
-  PetscCall(DMDACreate3d(PETSC_COMM_WORLD, DM_BOUNDARY_PERIODIC, DM_BOUNDARY_PERIODIC, DM_BOUNDARY_NONE, DMDA_STENCIL_STAR, app->M, app->M, P, PETSC_DECIDE, PETSC_DECIDE, PETSC_DECIDE, 2, 1, NULL, NULL, NULL, &grid->da));
-  PetscCall(DMSetUp(grid->da));
-  PetscCall(DMDASetFieldName(grid->da, 0, "u"));
-  PetscCall(DMDASetFieldName(grid->da, 1, "v"));
+  PetscCall(DMDACreate3d(PETSC_COMM_WORLD, DM_BOUNDARY_PERIODIC, DM_BOUNDARY_PERIODIC, DM_BOUNDARY_NONE, DMDA_STENCIL_STAR, app->M, app->M, grid->P, PETSC_DECIDE, PETSC_DECIDE, PETSC_DECIDE, 2, 1, NULL, NULL, NULL, &grid->dm));
+  PetscCall(DMSetUp(grid->dm));
+  PetscCall(DMDASetFieldName(grid->dm, 0, "u"));
+  PetscCall(DMDASetFieldName(grid->dm, 1, "v"));
   /* row (i, j, s, c) = D_c (u(i-1,j) + u(i+1,j) + u(i,j-1) + u(i,j+1) - 4 u(i,j)) / h^2 in slice s */
-  PetscCall(DMCreateMatrix(grid->da, &grid->A));
-  PetscCall(DMDAGetCorners(grid->da, &xs, &ys, &zs, &xm, &ym, &zm));
+  PetscCall(DMCreateMatrix(grid->dm, &grid->A));
+  PetscCall(DMDAGetCorners(grid->dm, &xs, &ys, &zs, &xm, &ym, &zm));
   for (PetscInt s = zs; s < zs + zm; s++)
     for (PetscInt j = ys; j < ys + ym; j++)
       for (PetscInt i = xs; i < xs + xm; i++)
         for (PetscInt c = 0; c < 2; c++) {
-          const PetscReal D      = (c == 0 ? app->Du : app->Dv) / (h * h);
+          const PetscReal D      = (c == 0 ? app->hp.Du : app->hp.Dv) / (h * h);
           MatStencil      row    = {.k = s, .j = j, .i = i, .c = c};
           MatStencil      col[5] = {{.k = s, .j = j - 1, .i = i, .c = c}, {.k = s, .j = j, .i = i - 1, .c = c}, {.k = s, .j = j, .i = i, .c = c}, {.k = s, .j = j, .i = i + 1, .c = c}, {.k = s, .j = j + 1, .i = i, .c = c}};
           PetscScalar     v[5]   = {D, D, -4 * D, D, D};
@@ -88,57 +66,16 @@ static PetscErrorCode GridCreate(AppCtx *app, PetscInt P, Grid *grid)
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode GridDestroy(Grid *grid)
-{
-  PetscFunctionBegin;
-  PetscCall(MatDestroy(&grid->A));
-  PetscCall(DMDestroy(&grid->da));
-  PetscFunctionReturn(0);
-}
-
-/* The true model: F = A U + R(U) with R the FitzHugh-Nagumo reaction, pointwise on the local block */
-static PetscErrorCode TrueRHS(TS ts, PetscReal t, Vec U, Vec F, void *ctx)
-{
-  Grid              *grid = (Grid *)ctx;
-  const PetscReal    k    = grid->app->k;
-  const PetscScalar *u;
-  PetscScalar       *f;
-  PetscInt           n;
-
-  PetscFunctionBegin;
-  PetscCall(MatMult(grid->A, U, F));
-  PetscCall(VecGetLocalSize(U, &n));
-  PetscCall(VecGetArrayRead(U, &u));
-  PetscCall(VecGetArray(F, &f));
-  for (PetscInt p = 0; p < n / 2; p++) {
-    const PetscScalar a = u[2 * p], b = u[2 * p + 1];
-
-    f[2 * p] += a - a * a * a - k - b;
-    f[2 * p + 1] += a - b;
-  }
-  PetscCall(VecRestoreArray(F, &f));
-  PetscCall(VecRestoreArrayRead(U, &u));
-  PetscFunctionReturn(0);
-}
-
-/* The hybrid model's own part: g(u) = A u (the Net adds the learned reaction) */
-static PetscErrorCode DiffusionRHS(TS ts, PetscReal t, Vec U, Vec G, void *ctx)
-{
-  PetscFunctionBegin;
-  PetscCall(MatMult(((Grid *)ctx)->A, U, G));
-  PetscFunctionReturn(0);
-}
-
 /*
   Slice s of U gets the initial condition of trajectory traj[s]: each component is
     amplitude sum_{|kx|,|ky| <= 2} (a cos(pi (kx x + ky y)) + b sin(pi (kx x + ky y))) / (1 + kx^2 + ky^2)
   (a standard deviation of about the amplitude), a, b uniform in [-1, 1] from a stream seeded by the trajectory number
   and evaluated at the global grid coordinates: the same field on any number of ranks.
 */
-static PetscErrorCode InitialConditions(Grid *grid, const PetscInt traj[], Vec U)
+static PetscErrorCode InitialConditions(HybridGrid *grid, const PetscInt traj[], Vec U)
 {
   const PetscInt  K = 2, nk = 2 * K + 1;
-  AppCtx         *app = grid->app;
+  AppCtx         *app = (AppCtx *)grid->problem->ctx;
   PetscInt        xs, ys, zs, xm, ym, zm;
   PetscScalar ****u;
   PetscRandom     rnd;
@@ -147,8 +84,8 @@ static PetscErrorCode InitialConditions(Grid *grid, const PetscInt traj[], Vec U
   PetscCall(PetscRandomCreate(PETSC_COMM_SELF, &rnd));
   PetscCall(PetscRandomSetType(rnd, PETSCRAND48));
   PetscCall(PetscRandomSetInterval(rnd, -1.0, 1.0));
-  PetscCall(DMDAGetCorners(grid->da, &xs, &ys, &zs, &xm, &ym, &zm));
-  PetscCall(DMDAVecGetArrayDOFWrite(grid->da, U, &u));
+  PetscCall(DMDAGetCorners(grid->dm, &xs, &ys, &zs, &xm, &ym, &zm));
+  PetscCall(DMDAVecGetArrayDOFWrite(grid->dm, U, &u));
   for (PetscInt s = zs; s < zs + zm; s++) {
     PetscReal coef[2][5][5][2];
 
@@ -171,24 +108,24 @@ static PetscErrorCode InitialConditions(Grid *grid, const PetscInt traj[], Vec U
 
               sum += (coef[c][a][b][0] * PetscCosReal(phase) + coef[c][a][b][1] * PetscSinReal(phase)) / (1.0 + kx * kx + ky * ky);
             }
-          u[s][j][i][c] = app->amplitude * sum;
+          u[s][j][i][c] = app->hp.amplitude * sum;
         }
       }
   }
-  PetscCall(DMDAVecRestoreArrayDOFWrite(grid->da, U, &u));
+  PetscCall(DMDAVecRestoreArrayDOFWrite(grid->dm, U, &u));
   PetscCall(PetscRandomDestroy(&rnd));
   PetscFunctionReturn(0);
 }
 
 /* dst = src on the slices s with pick[s] (same grid) */
-static PetscErrorCode CopySlices(Grid *grid, const PetscBool pick[], Vec src, Vec dst)
+static PetscErrorCode CopySlices(HybridGrid *grid, const PetscBool pick[], Vec src, Vec dst)
 {
   PetscInt           zs, zm, slice;
   const PetscScalar *x;
   PetscScalar       *y;
 
   PetscFunctionBegin;
-  PetscCall(DMDAGetCorners(grid->da, NULL, NULL, &zs, NULL, NULL, &zm));
+  PetscCall(DMDAGetCorners(grid->dm, NULL, NULL, &zs, NULL, NULL, &zm));
   PetscCall(VecGetLocalSize(src, &slice));
   slice /= zm; /* a rank's block holds whole slices' worth of its x-y block: [z][y][x][c] */
   PetscCall(VecGetArrayRead(src, &x));
@@ -200,219 +137,26 @@ static PetscErrorCode CopySlices(Grid *grid, const PetscBool pick[], Vec src, Ve
   PetscFunctionReturn(0);
 }
 
-/*
-  A TS with this example's integrator defaults (rk 4, app->dt), overridable by -ts_*. The true model's TS gets no DM:
-  a TS keeps its right-hand side in its DM, so two TS on one DM would share it.
-*/
-static PetscErrorCode CreateTS(Grid *grid, PetscBool usedm, TS *ts)
+/* The Net as the right-hand side: the DMDA field with dof 2 is the Net's batch (no copy) */
+static PetscErrorCode SetNetRHS(HybridGrid *grid, Net net, TS ts)
 {
   PetscFunctionBegin;
-  PetscCall(TSCreate(PETSC_COMM_WORLD, ts));
-  if (usedm) PetscCall(TSSetDM(*ts, grid->da));
-  PetscCall(TSSetType(*ts, TSRK));
-  PetscCall(TSRKSetType(*ts, TSRK4));
-  PetscCall(TSSetTimeStep(*ts, grid->app->dt));
-  PetscCall(TSSetMaxSteps(*ts, 100000));
-  PetscCall(TSSetExactFinalTime(*ts, TS_EXACTFINALTIME_MATCHSTEP));
-  PetscCall(TSSetFromOptions(*ts));
+  PetscCall(NetDMDATSSetRHS(ts, grid->dm, net));
   PetscFunctionReturn(0);
 }
 
-/* The hybrid model on a grid: du/dt = A u + N(u; theta), the Net applied at every grid point */
-static PetscErrorCode CreateHybridTS(Grid *grid, Net net, TS *ts)
-{
-  PetscFunctionBegin;
-  PetscCall(CreateTS(grid, PETSC_TRUE, ts));
-  PetscCall(NetDMDATSSetRHS(*ts, grid->da, net));
-  PetscCall(NetTSSetUserRHS(*ts, DiffusionRHS, grid->A, NULL, grid));
-  PetscFunctionReturn(0);
-}
-
-/* snap[i] = u(times[i]) from u(0) = u0 (i < nobs), one TSSolve per interval; the TS saves no trajectory */
-static PetscErrorCode Simulate(TS ts, Vec u0, PetscInt nobs, const PetscReal times[], Vec snap[])
-{
-  Vec       u;
-  PetscReal dt;
-
-  PetscFunctionBegin;
-  PetscCall(TSGetTimeStep(ts, &dt));
-  PetscCall(VecDuplicate(u0, &u));
-  PetscCall(VecCopy(u0, u));
-  PetscCall(TSSetTime(ts, 0.0));
-  PetscCall(TSSetStepNumber(ts, 0));
-  for (PetscInt i = 0; i < nobs; i++) {
-    PetscCall(TSSetMaxTime(ts, times[i]));
-    PetscCall(TSSolve(ts, u));
-    PetscCall(VecCopy(u, snap[i]));
-  }
-  PetscCall(TSSetTime(ts, 0.0));
-  PetscCall(TSSetStepNumber(ts, 0));
-  PetscCall(TSSetTimeStep(ts, dt));
-  PetscCall(VecDestroy(&u));
-  PetscFunctionReturn(0);
-}
-
-/*
-  The training problem. Multiple shooting: slice (s, i), s < ntrain, i < nobs, starts at the true state of trajectory
-  s at t_i (t_0 = 0) and is observed once, after one snapshot interval, against the true state at t_{i+1}. Whole
-  trajectories: slice s starts at the initial condition and is observed at every snapshot time. The truth comes from
-  the true model on the same grid (all slices of a trajectory integrated together).
-*/
-static PetscErrorCode FitCreate(AppCtx *app, Net net, Fit *fit)
-{
-  const PetscInt P = app->shooting ? app->ntrain * app->nobs : app->ntrain;
-  PetscInt      *traj, N;
-  PetscReal     *times;
-  TS             truets;
-  Vec            u, *snap;
-
-  PetscFunctionBegin;
-  fit->app = app;
-  fit->net = net;
-  PetscCall(GridCreate(app, P, &fit->grid));
-  PetscCall(PetscMalloc2(P, &traj, app->nobs, &times));
-  for (PetscInt s = 0; s < P; s++) traj[s] = app->shooting ? s / app->nobs : s;
-  for (PetscInt i = 0; i < app->nobs; i++) times[i] = app->T * (i + 1) / app->nobs;
-  PetscCall(DMCreateGlobalVector(fit->grid.da, &fit->start));
-  PetscCall(VecDuplicate(fit->start, &u));
-  PetscCall(InitialConditions(&fit->grid, traj, u));
-  PetscCall(CreateTS(&fit->grid, PETSC_FALSE, &truets));
-  PetscCall(TSSetRHSFunction(truets, NULL, TrueRHS, &fit->grid));
-  PetscCall(VecDuplicateVecs(u, app->nobs, &snap));
-  PetscCall(Simulate(truets, u, app->nobs, times, snap));
-  if (app->shooting) {
-    PetscBool *pick;
-
-    fit->nfit = 1;
-    PetscCall(PetscMalloc1(1, &fit->fit));
-    fit->fit[0] = app->T / app->nobs;
-    PetscCall(VecDuplicateVecs(u, 1, &fit->target));
-    PetscCall(PetscMalloc1(P, &pick));
-    for (PetscInt i = 0; i <= app->nobs; i++) { /* slices (s, i) start at t_i; slices (s, i - 1) end there */
-      Vec ui = i ? snap[i - 1] : u;
-
-      for (PetscInt s = 0; s < P; s++) pick[s] = s % app->nobs == i ? PETSC_TRUE : PETSC_FALSE;
-      PetscCall(CopySlices(&fit->grid, pick, ui, fit->start));
-      for (PetscInt s = 0; s < P; s++) pick[s] = s % app->nobs == i - 1 ? PETSC_TRUE : PETSC_FALSE;
-      PetscCall(CopySlices(&fit->grid, pick, ui, fit->target[0]));
-    }
-    PetscCall(PetscFree(pick));
-  } else {
-    fit->nfit = app->nobs;
-    PetscCall(PetscMalloc1(app->nobs, &fit->fit));
-    PetscCall(PetscArraycpy(fit->fit, times, app->nobs));
-    PetscCall(VecCopy(u, fit->start));
-    PetscCall(VecDuplicateVecs(u, app->nobs, &fit->target));
-    for (PetscInt i = 0; i < app->nobs; i++) PetscCall(VecCopy(snap[i], fit->target[i]));
-  }
-  PetscCall(VecGetSize(fit->start, &N));
-  fit->weight = 1.0 / ((PetscReal)N * fit->nfit);
-  PetscCall(CreateHybridTS(&fit->grid, net, &fit->ts));
-  PetscCall(NetTSSetSaveTrajectory(fit->ts));
-  PetscCall(NetCreateParameterVec(net, &fit->grad));
-  PetscCall(VecDestroyVecs(app->nobs, &snap));
-  PetscCall(VecDestroy(&u));
-  PetscCall(TSDestroy(&truets));
-  PetscCall(PetscFree2(traj, times));
-  PetscFunctionReturn(0);
-}
-
-static PetscErrorCode FitDestroy(Fit *fit)
-{
-  PetscFunctionBegin;
-  PetscCall(TSDestroy(&fit->ts));
-  PetscCall(VecDestroy(&fit->grad));
-  PetscCall(VecDestroyVecs(fit->nfit, &fit->target));
-  PetscCall(VecDestroy(&fit->start));
-  PetscCall(PetscFree(fit->fit));
-  PetscCall(GridDestroy(&fit->grid));
-  PetscFunctionReturn(0);
-}
-
-/* l_i = weight/2 |u - target_i|^2 */
-static PetscErrorCode Observe(TS ts, PetscInt i, PetscReal t, Vec u, PetscReal *l, Vec dldu, void *ctx)
-{
-  Fit      *fit = (Fit *)ctx;
-  PetscReal nrm;
-
-  PetscFunctionBegin;
-  PetscCall(VecWAXPY(dldu, -1.0, fit->target[i], u));
-  PetscCall(VecNorm(dldu, NORM_2, &nrm));
-  *l = 0.5 * fit->weight * nrm * nrm;
-  PetscCall(VecScale(dldu, fit->weight));
-  PetscFunctionReturn(0);
-}
-
-/* f = the misfit of all training slices, g = df/dtheta: one forward solve and one adjoint solve */
-static PetscErrorCode FormFunctionGradient(Tao tao, Vec x, PetscReal *f, Vec g, void *ctx)
-{
-  Fit *fit = (Fit *)ctx;
-  Vec  theta;
-
-  PetscFunctionBegin;
-  PetscCall(NetGetParameters(fit->net, &theta));
-  PetscCall(VecCopy(x, theta));
-  PetscCall(NetTSTimeSeriesGradient(fit->ts, fit->start, fit->nfit, fit->fit, Observe, fit, f, NULL, g));
-  PetscFunctionReturn(0);
-}
-
-static PetscErrorCode Monitor(Tao tao, void *ctx)
-{
-  Fit      *fit = (Fit *)ctx;
-  PetscInt  it;
-  PetscReal f, gnorm;
-
-  PetscFunctionBegin;
-  PetscCall(TaoGetSolutionStatus(tao, &it, &f, &gnorm, NULL, NULL, NULL));
-  if (fit->app->monitor > 0 && it % fit->app->monitor == 0) PetscCall(PetscPrintf(PETSC_COMM_WORLD, "iteration %4" PetscInt_FMT "  loss %.6e  |grad| %.3e\n", it, (double)f, (double)gnorm));
-  PetscFunctionReturn(0);
-}
-
-/* The relative L2 error, over all snapshots, of the trajectory of ts from the initial condition of trajectory traj */
-static PetscErrorCode TrajectoryError(AppCtx *app, Grid *grid, TS truets, TS ts, PetscInt traj, PetscReal *err, PetscReal *seconds)
-{
-  PetscReal *times, num = 0.0, den = 0.0, t0, t1;
-  Vec        u0, *truth, *model;
-
-  PetscFunctionBegin;
-  PetscCall(PetscMalloc1(app->nobs, &times));
-  for (PetscInt i = 0; i < app->nobs; i++) times[i] = app->T * (i + 1) / app->nobs;
-  PetscCall(DMCreateGlobalVector(grid->da, &u0));
-  PetscCall(InitialConditions(grid, &traj, u0));
-  PetscCall(VecDuplicateVecs(u0, app->nobs, &truth));
-  PetscCall(VecDuplicateVecs(u0, app->nobs, &model));
-  PetscCall(Simulate(truets, u0, app->nobs, times, truth));
-  PetscCall(PetscTime(&t0));
-  PetscCall(Simulate(ts, u0, app->nobs, times, model));
-  PetscCall(PetscTime(&t1));
-  for (PetscInt i = 0; i < app->nobs; i++) {
-    PetscReal d, n;
-
-    PetscCall(VecNorm(truth[i], NORM_2, &n));
-    PetscCall(VecAXPY(model[i], -1.0, truth[i]));
-    PetscCall(VecNorm(model[i], NORM_2, &d));
-    num += d * d;
-    den += n * n;
-  }
-  *err = PetscSqrtReal(num / den);
-  if (seconds) *seconds = t1 - t0;
-  PetscCall(VecDestroyVecs(app->nobs, &model));
-  PetscCall(VecDestroyVecs(app->nobs, &truth));
-  PetscCall(VecDestroy(&u0));
-  PetscCall(PetscFree(times));
-  PetscFunctionReturn(0);
-}
+static const HybridGridOps GridOps = {GridCreate, InitialConditions, CopySlices, SetNetRHS};
 
 int main(int argc, char **argv)
 {
   AppCtx             app;
-  Grid               grid; /* one simulation, for evaluation */
-  Fit                fit;
+  HybridProblem     *hp = &app.hp;
+  HybridGrid         grid; /* one simulation, for evaluation */
+  HybridFit          fit;
   Net                net;
   TS                 truets, ts;
   Tao                tao;
-  Vec                x, theta;
-  PetscReal          err0, errtrain, err, loss, t0, t1, tsolve;
+  PetscReal          err0, errtrain, err, loss, ttrain, tsolve;
   PetscInt           nparams, its;
   PetscMPIInt        size;
   TaoType            taotype;
@@ -423,34 +167,36 @@ int main(int argc, char **argv)
   PetscCallMPI(MPI_Comm_size(PETSC_COMM_WORLD, &size));
   PetscCall(PetscMemzero(&app, sizeof(app)));
   app.M         = 32;
-  app.Du        = 1e-3;
-  app.Dv        = 5e-3;
-  app.k         = 5e-3;
-  app.amplitude = 0.5;
-  app.T         = 2.5;
-  app.nobs      = 5;
-  app.ntrain    = 4;
-  app.shooting  = PETSC_TRUE;
-  app.monitor   = 10;
+  hp->Du        = 1e-3;
+  hp->Dv        = 5e-3;
+  hp->k         = 5e-3;
+  hp->amplitude = 0.5;
+  hp->T         = 2.5;
+  hp->nobs      = 5;
+  hp->ntrain    = 4;
+  hp->shooting  = PETSC_TRUE;
+  hp->monitor   = 10;
+  hp->ops       = &GridOps;
+  hp->ctx       = &app;
   PetscOptionsBegin(PETSC_COMM_WORLD, NULL, "Hybrid reaction-diffusion example", NULL);
   PetscCall(PetscOptionsInt("-rd_grid", "Grid points per direction", NULL, app.M, &app.M, NULL));
-  PetscCall(PetscOptionsReal("-rd_final_time", "Length of a trajectory", NULL, app.T, &app.T, NULL));
-  PetscCall(PetscOptionsInt("-rd_snapshots", "Snapshots per trajectory", NULL, app.nobs, &app.nobs, NULL));
-  PetscCall(PetscOptionsInt("-rd_train", "Training trajectories", NULL, app.ntrain, &app.ntrain, NULL));
-  PetscCall(PetscOptionsReal("-rd_amplitude", "Size of the random initial conditions", NULL, app.amplitude, &app.amplitude, NULL));
-  PetscCall(PetscOptionsReal("-rd_Du", "Diffusivity of u", NULL, app.Du, &app.Du, NULL));
-  PetscCall(PetscOptionsReal("-rd_Dv", "Diffusivity of v", NULL, app.Dv, &app.Dv, NULL));
-  PetscCall(PetscOptionsReal("-rd_k", "Constant k of the reaction", NULL, app.k, &app.k, NULL));
-  PetscCall(PetscOptionsBool("-rd_shooting", "Fit every snapshot interval from the observed snapshot (multiple shooting) instead of whole trajectories", NULL, app.shooting, &app.shooting, NULL));
-  PetscCall(PetscOptionsInt("-rd_monitor", "Print the loss every K iterations (0: never)", NULL, app.monitor, &app.monitor, NULL));
+  PetscCall(PetscOptionsReal("-rd_final_time", "Length of a trajectory", NULL, hp->T, &hp->T, NULL));
+  PetscCall(PetscOptionsInt("-rd_snapshots", "Snapshots per trajectory", NULL, hp->nobs, &hp->nobs, NULL));
+  PetscCall(PetscOptionsInt("-rd_train", "Training trajectories", NULL, hp->ntrain, &hp->ntrain, NULL));
+  PetscCall(PetscOptionsReal("-rd_amplitude", "Size of the random initial conditions", NULL, hp->amplitude, &hp->amplitude, NULL));
+  PetscCall(PetscOptionsReal("-rd_Du", "Diffusivity of u", NULL, hp->Du, &hp->Du, NULL));
+  PetscCall(PetscOptionsReal("-rd_Dv", "Diffusivity of v", NULL, hp->Dv, &hp->Dv, NULL));
+  PetscCall(PetscOptionsReal("-rd_k", "Constant k of the reaction", NULL, hp->k, &hp->k, NULL));
+  PetscCall(PetscOptionsBool("-rd_shooting", "Fit every snapshot interval from the observed snapshot (multiple shooting) instead of whole trajectories", NULL, hp->shooting, &hp->shooting, NULL));
+  PetscCall(PetscOptionsInt("-rd_monitor", "Print the loss every K iterations (0: never)", NULL, hp->monitor, &hp->monitor, NULL));
   PetscOptionsEnd();
   PetscCheck(app.M >= 8, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "-rd_grid %" PetscInt_FMT " is too coarse: give at least 8", app.M);
-  PetscCheck(app.nobs >= 1 && app.ntrain >= 1 && app.T > 0, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "Give -rd_snapshots >= 1, -rd_train >= 1 and -rd_final_time > 0");
+  PetscCheck(hp->nobs >= 1 && hp->ntrain >= 1 && hp->T > 0, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "Give -rd_snapshots >= 1, -rd_train >= 1 and -rd_final_time > 0");
   {
     /* explicit rk 4 is stable for dt |lambda| <= 2.78: |lambda| up to 8 max(Du, Dv) / h^2 from diffusion, about 3 from the reaction */
-    const PetscReal h = 2.0 / app.M, dtmax = 2.5 / (8 * PetscMax(app.Du, app.Dv) / (h * h) + 3), interval = app.T / app.nobs;
+    const PetscReal h = 2.0 / app.M, dtmax = 2.5 / (8 * PetscMax(hp->Du, hp->Dv) / (h * h) + 3), interval = hp->T / hp->nobs;
 
-    app.dt = interval / PetscCeilReal(interval / dtmax);
+    hp->dt = interval / PetscCeilReal(interval / dtmax);
   }
 
   /* the MLP reaction term, the training problem, and a single simulation for evaluation */
@@ -458,56 +204,33 @@ int main(int argc, char **argv)
   PetscCall(NetSetLayers(net, "dense:16,tanh,dense:2"));
   PetscCall(NetSetSeed(net, 7));
   PetscCall(NetSetFromOptions(net));
-  PetscCall(FitCreate(&app, net, &fit));
+  PetscCall(HybridFitCreate(hp, net, &fit));
   PetscCall(NetGetNumParameters(net, &nparams));
-  PetscCall(GridCreate(&app, 1, &grid));
-  PetscCall(CreateTS(&grid, PETSC_FALSE, &truets));
-  PetscCall(TSSetRHSFunction(truets, NULL, TrueRHS, &grid));
-  PetscCall(CreateHybridTS(&grid, net, &ts));
-  PetscCall(TrajectoryError(&app, &grid, truets, ts, app.ntrain, &err0, NULL));
+  PetscCall(HybridGridCreate(hp, 1, &grid));
+  PetscCall(HybridCreateTrueTS(&grid, &truets));
+  PetscCall(HybridCreateTS(&grid, net, &ts));
+  PetscCall(HybridTrajectoryError(&grid, truets, ts, hp->ntrain, &err0, NULL));
 
   /* train theta through TSAdjointSolve and TAO */
-  PetscCall(TaoCreate(PETSC_COMM_WORLD, &tao));
-  PetscCall(TaoSetType(tao, TAOLMVM));
-  PetscCall(TaoSetMaximumIterations(tao, 60));
-  PetscCall(TaoSetTolerances(tao, 1e-12, 0.0, 0.0));
-  {
-    PetscBool set;
-
-    /* lmvm keeps 20 curvature pairs here rather than PETSc's 5: about half the iterations for this fit */
-    PetscCall(PetscOptionsHasName(NULL, NULL, "-tao_lmvm_mat_lmvm_hist_size", &set));
-    if (!set) PetscCall(PetscOptionsSetValue(NULL, "-tao_lmvm_mat_lmvm_hist_size", "20"));
-  }
-  PetscCall(NetGetParameters(net, &theta));
-  PetscCall(VecDuplicate(theta, &x));
-  PetscCall(VecCopy(theta, x));
-  PetscCall(TaoSetSolution(tao, x));
-  PetscCall(TaoSetObjectiveAndGradient(tao, NULL, FormFunctionGradient, &fit));
-  PetscCall(TaoSetMonitor(tao, Monitor, &fit, NULL));
-  PetscCall(TaoSetFromOptions(tao));
-  PetscCall(PetscTime(&t0));
-  PetscCall(TaoSolve(tao));
-  PetscCall(PetscTime(&t1));
+  PetscCall(HybridFitTrain(&fit, &tao, &ttrain));
   PetscCall(TaoGetSolutionStatus(tao, &its, &loss, NULL, NULL, NULL, &reason));
   PetscCall(TaoGetType(tao, &taotype));
-  PetscCall(VecCopy(x, theta));
 
   /* the learned model from the held-out initial condition (and from a training one) */
-  PetscCall(TrajectoryError(&app, &grid, truets, ts, 0, &errtrain, NULL));
-  PetscCall(TrajectoryError(&app, &grid, truets, ts, app.ntrain, &err, &tsolve));
+  PetscCall(HybridTrajectoryError(&grid, truets, ts, 0, &errtrain, NULL));
+  PetscCall(HybridTrajectoryError(&grid, truets, ts, hp->ntrain, &err, &tsolve));
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "TAO %s: %" PetscInt_FMT " iterations, %s\n", taotype, its, TaoConvergedReasons[reason]));
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "relative L2 error of the trajectory: held-out %.6e (untrained model %.6e), training trajectory 0 %.6e\n", (double)err, (double)err0, (double)errtrain));
   PetscCall(PetscPrintf(PETSC_COMM_WORLD,
                         "summary: model=hybrid_fhn grid=%" PetscInt_FMT "x%" PetscInt_FMT " ranks=%d params=%" PetscInt_FMT " trajectories=%" PetscInt_FMT " snapshots=%" PetscInt_FMT " optimizer=%s iterations=%" PetscInt_FMT
                         " loss=%.6e rel_error=%.6e rel_error_untrained=%.6e train_time_s=%.2f solve_time_s=%.4f\n",
-                        app.M, app.M, size, nparams, app.ntrain, app.nobs, taotype, its, (double)loss, (double)err, (double)err0, (double)(t1 - t0), (double)tsolve));
+                        app.M, app.M, size, nparams, hp->ntrain, hp->nobs, taotype, its, (double)loss, (double)err, (double)err0, (double)ttrain, (double)tsolve));
 
   PetscCall(TaoDestroy(&tao));
-  PetscCall(VecDestroy(&x));
   PetscCall(TSDestroy(&ts));
   PetscCall(TSDestroy(&truets));
-  PetscCall(GridDestroy(&grid));
-  PetscCall(FitDestroy(&fit));
+  PetscCall(HybridGridDestroy(&grid));
+  PetscCall(HybridFitDestroy(&fit));
   PetscCall(NetDestroy(&net));
   PetscCall(PetscFinalize());
   return 0;
