@@ -29,43 +29,21 @@ static const char help[] = "A hybrid reaction-diffusion model on an unstructured
 #include <petsctao.h>
 #include <petsctime.h>
 #include "mesh_surrogate/mesh.h"
+#include "hybrid/fit.h"
 
 /*
   Every simulation here is P independent copies of the problem on one mesh (the diffusion couples no copies): a DM
-  with 2 P dofs per vertex, [vertex][copy][u, v] on each rank. Training integrates all its segments as ONE such system:
-  one TS, one NetTSTimeSeriesGradient per gradient, and a Net batch of P x (owned vertices) samples of shape (2).
+  with 2 P dofs per vertex, [vertex][copy][u, v] on each rank; the Net's batch is P x (owned vertices) samples of shape
+  (2). The training machinery is examples/hybrid/fit.c; this file gives it the grid (HybridGridOps).
 */
 typedef struct {
-  PetscInt    faces;
-  PetscReal   Du, Dv, k;
-  PetscReal   amplitude; /* of the random initial conditions */
-  PetscReal   T, dt;     /* dt: the default step, stable for rk 4, a whole number of steps per snapshot interval */
-  PetscInt    nobs, ntrain, ntest;
-  PetscBool   shooting, testjac;
-  PetscInt    monitor;
-  MeshProblem mp; /* the distributed mesh, one dof per vertex: its stiffness K (k = 1) and lumped mass */
-  Mat         L;  /* -M^-1 K: the lumped-mass P1 Laplacian on one scalar field (rows of the DM's global section) */
+  HybridProblem hp; /* the settings shared with examples/hybrid/fit.c; hp.ctx is this AppCtx */
+  PetscInt      faces;
+  PetscInt      ntest;
+  PetscBool     testjac;
+  MeshProblem   mp; /* the distributed mesh, one dof per vertex: its stiffness K (k = 1) and lumped mass */
+  Mat           L;  /* -M^-1 K: the lumped-mass P1 Laplacian on one scalar field (rows of the DM's global section) */
 } AppCtx;
-
-/* One batch of P simulations: its DM (2 P dofs per vertex) and its diffusion operator */
-typedef struct {
-  AppCtx  *app;
-  PetscInt P;
-  DM       dm;
-  Mat      A; /* Du L u, Dv L v in every copy */
-} Grid;
-
-/* What the training fits: each copy starts at start and is observed at the times fit[] against target[] */
-typedef struct {
-  AppCtx    *app;
-  Grid       grid;
-  TS         ts;
-  Net        net;
-  Vec        start, *target, grad;
-  PetscInt   nfit;
-  PetscReal *fit;
-  PetscReal  weight; /* 1 / (entries of start x nfit): the loss is half the mean squared misfit */
-} Fit;
 
 /* The mesh and the scalar Laplacian L = -M^-1 K (no-flux boundary: the rows of K sum to zero) */
 static PetscErrorCode MeshCreate(AppCtx *app)
@@ -120,16 +98,15 @@ static PetscErrorCode LaplacianBound(Mat L, PetscReal *bound)
   order as the scalar one, so dof (vertex g, copy s, field c) is global row 2 P g + 2 s + c, g the vertex's row of L.
   A = L (x) I_P (x) diag(Du, Dv) assembled on those rows.
 */
-static PetscErrorCode GridCreate(AppCtx *app, PetscInt P, Grid *grid)
+static PetscErrorCode GridCreate(HybridGrid *grid)
 {
-  const PetscInt bs = 2 * P;
-  MeshProblem   *mp = &app->mp;
+  AppCtx        *app = (AppCtx *)grid->problem->ctx;
+  const PetscInt bs  = 2 * grid->P;
+  MeshProblem   *mp  = &app->mp;
   PetscSection   sec, gsec, gsec1;
   PetscInt       pStart, pEnd, rs, re, *dnz, *onz;
 
   PetscFunctionBegin;
-  grid->app = app;
-  grid->P   = P;
   PetscCall(DMClone(mp->dm, &grid->dm));
   PetscCall(DMPlexGetChart(grid->dm, &pStart, &pEnd));
   PetscCall(PetscSectionCreate(PETSC_COMM_WORLD, &sec));
@@ -173,7 +150,7 @@ static PetscErrorCode GridCreate(AppCtx *app, PetscInt P, Grid *grid)
     PetscCall(MatGetRow(app->L, i, &nc, &cols, &vals));
     PetscCall(PetscMalloc2(nc, &bcols, nc, &bvals));
     for (PetscInt d = 0; d < bs; d++) {
-      const PetscReal D   = d % 2 ? app->Dv : app->Du;
+      const PetscReal D   = d % 2 ? app->hp.Dv : app->hp.Du;
       PetscInt        row = bs * i + d;
 
       for (PetscInt j = 0; j < nc; j++) {
@@ -190,57 +167,16 @@ static PetscErrorCode GridCreate(AppCtx *app, PetscInt P, Grid *grid)
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode GridDestroy(Grid *grid)
-{
-  PetscFunctionBegin;
-  PetscCall(MatDestroy(&grid->A));
-  PetscCall(DMDestroy(&grid->dm));
-  PetscFunctionReturn(0);
-}
-
-/* The true model: F = A U + R(U) with R the FitzHugh-Nagumo reaction, pointwise on the local block */
-static PetscErrorCode TrueRHS(TS ts, PetscReal t, Vec U, Vec F, void *ctx)
-{
-  Grid              *grid = (Grid *)ctx;
-  const PetscReal    k    = grid->app->k;
-  const PetscScalar *u;
-  PetscScalar       *f;
-  PetscInt           n;
-
-  PetscFunctionBegin;
-  PetscCall(MatMult(grid->A, U, F));
-  PetscCall(VecGetLocalSize(U, &n));
-  PetscCall(VecGetArrayRead(U, &u));
-  PetscCall(VecGetArray(F, &f));
-  for (PetscInt p = 0; p < n / 2; p++) {
-    const PetscScalar a = u[2 * p], b = u[2 * p + 1];
-
-    f[2 * p] += a - a * a * a - k - b;
-    f[2 * p + 1] += a - b;
-  }
-  PetscCall(VecRestoreArray(F, &f));
-  PetscCall(VecRestoreArrayRead(U, &u));
-  PetscFunctionReturn(0);
-}
-
-/* The hybrid model's own part: g(u) = A u (the Net adds the learned reaction) */
-static PetscErrorCode DiffusionRHS(TS ts, PetscReal t, Vec U, Vec G, void *ctx)
-{
-  PetscFunctionBegin;
-  PetscCall(MatMult(((Grid *)ctx)->A, U, G));
-  PetscFunctionReturn(0);
-}
-
 /*
   Copy s of U gets the initial condition of trajectory traj[s]: each component is, with (x', y') = (2x - 1, 2y - 1),
     amplitude sum_{|kx|,|ky| <= 2} (a cos(pi (kx x' + ky y')) + b sin(pi (kx x' + ky y'))) / (1 + kx^2 + ky^2)
   (bin/hybrid_rd's fields on [-1,1]^2 mapped to the unit square), a, b uniform in [-1, 1] from a stream seeded by the
   trajectory number, evaluated at the vertices' coordinates: the same field on any number of ranks and any partition.
 */
-static PetscErrorCode InitialConditions(Grid *grid, const PetscInt traj[], Vec U)
+static PetscErrorCode InitialConditions(HybridGrid *grid, const PetscInt traj[], Vec U)
 {
   const PetscInt K = 2, nk = 2 * K + 1, P = grid->P;
-  AppCtx        *app = grid->app;
+  AppCtx        *app = (AppCtx *)grid->problem->ctx;
   PetscScalar   *u;
   PetscRandom    rnd;
 
@@ -270,7 +206,7 @@ static PetscErrorCode InitialConditions(Grid *grid, const PetscInt traj[], Vec U
 
             sum += (coef[c][a][b][0] * PetscCosReal(phase) + coef[c][a][b][1] * PetscSinReal(phase)) / (1.0 + kx * kx + ky * ky);
           }
-        u[2 * (P * i + s) + c] = app->amplitude * sum;
+        u[2 * (P * i + s) + c] = app->hp.amplitude * sum;
       }
     }
   }
@@ -280,16 +216,17 @@ static PetscErrorCode InitialConditions(Grid *grid, const PetscInt traj[], Vec U
 }
 
 /* dst = src on the copies s with pick[s] (same grid; [vertex][copy][u, v]) */
-static PetscErrorCode CopySlices(Grid *grid, const PetscBool pick[], Vec src, Vec dst)
+static PetscErrorCode CopySlices(HybridGrid *grid, const PetscBool pick[], Vec src, Vec dst)
 {
-  const PetscInt     P = grid->P;
+  const PetscInt     P   = grid->P;
+  AppCtx            *app = (AppCtx *)grid->problem->ctx;
   const PetscScalar *x;
   PetscScalar       *y;
 
   PetscFunctionBegin;
   PetscCall(VecGetArrayRead(src, &x));
   PetscCall(VecGetArray(dst, &y));
-  for (PetscInt i = 0; i < grid->app->mp.m; i++)
+  for (PetscInt i = 0; i < app->mp.m; i++)
     for (PetscInt s = 0; s < P; s++)
       if (pick[s]) {
         y[2 * (P * i + s)]     = x[2 * (P * i + s)];
@@ -300,220 +237,19 @@ static PetscErrorCode CopySlices(Grid *grid, const PetscBool pick[], Vec src, Ve
   PetscFunctionReturn(0);
 }
 
-/*
-  A TS with this example's integrator defaults (rk 4, app->dt), overridable by -ts_*. The true model's TS gets no DM:
-  a TS keeps its right-hand side in its DM, so two TS on one DM would share it.
-*/
-static PetscErrorCode CreateTS(Grid *grid, PetscBool usedm, TS *ts)
-{
-  PetscFunctionBegin;
-  PetscCall(TSCreate(PETSC_COMM_WORLD, ts));
-  if (usedm) PetscCall(TSSetDM(*ts, grid->dm));
-  PetscCall(TSSetType(*ts, TSRK));
-  PetscCall(TSRKSetType(*ts, TSRK4));
-  PetscCall(TSSetTimeStep(*ts, grid->app->dt));
-  PetscCall(TSSetMaxSteps(*ts, 100000));
-  PetscCall(TSSetExactFinalTime(*ts, TS_EXACTFINALTIME_MATCHSTEP));
-  PetscCall(TSSetFromOptions(*ts));
-  PetscFunctionReturn(0);
-}
-
-/*
-  The hybrid model on a grid: du/dt = A u + N(u; theta), the Net applied at every vertex of every copy (the DM's global
-  Vec is a batch of samples of shape (2)). The TS's Jacobian is the shell J_N + A, its parameter Jacobian J_theta N.
-*/
-static PetscErrorCode CreateHybridTS(Grid *grid, Net net, TS *ts)
+/* The Net as the right-hand side: the DM's global Vec is a batch of samples of shape (2), one per vertex and copy */
+static PetscErrorCode SetNetRHS(HybridGrid *grid, Net net, TS ts)
 {
   Vec u;
 
   PetscFunctionBegin;
-  PetscCall(CreateTS(grid, PETSC_TRUE, ts));
   PetscCall(DMGetGlobalVector(grid->dm, &u));
-  PetscCall(NetTSSetRHS(*ts, net, u));
+  PetscCall(NetTSSetRHS(ts, net, u));
   PetscCall(DMRestoreGlobalVector(grid->dm, &u));
-  PetscCall(NetTSSetUserRHS(*ts, DiffusionRHS, grid->A, NULL, grid));
   PetscFunctionReturn(0);
 }
 
-/* snap[i] = u(times[i]) from u(0) = u0 (i < nobs), one TSSolve per interval; the TS saves no trajectory */
-static PetscErrorCode Simulate(TS ts, Vec u0, PetscInt nobs, const PetscReal times[], Vec snap[])
-{
-  Vec       u;
-  PetscReal dt;
-
-  PetscFunctionBegin;
-  PetscCall(TSGetTimeStep(ts, &dt));
-  PetscCall(VecDuplicate(u0, &u));
-  PetscCall(VecCopy(u0, u));
-  PetscCall(TSSetTime(ts, 0.0));
-  PetscCall(TSSetStepNumber(ts, 0));
-  for (PetscInt i = 0; i < nobs; i++) {
-    PetscCall(TSSetMaxTime(ts, times[i]));
-    PetscCall(TSSolve(ts, u));
-    PetscCall(VecCopy(u, snap[i]));
-  }
-  PetscCall(TSSetTime(ts, 0.0));
-  PetscCall(TSSetStepNumber(ts, 0));
-  PetscCall(TSSetTimeStep(ts, dt));
-  PetscCall(VecDestroy(&u));
-  PetscFunctionReturn(0);
-}
-
-/*
-  The training problem. Multiple shooting: copy (s, i), s < ntrain, i < nobs, starts at the true state of trajectory
-  s at t_i (t_0 = 0) and is observed once, after one snapshot interval, against the true state at t_{i+1}. Whole
-  trajectories: copy s starts at the initial condition and is observed at every snapshot time. The truth comes from
-  the true model on the same grid (all copies of a trajectory integrated together).
-*/
-static PetscErrorCode FitCreate(AppCtx *app, Net net, Fit *fit)
-{
-  const PetscInt P = app->shooting ? app->ntrain * app->nobs : app->ntrain;
-  PetscInt      *traj, N;
-  PetscReal     *times;
-  TS             truets;
-  Vec            u, *snap;
-
-  PetscFunctionBegin;
-  fit->app = app;
-  fit->net = net;
-  PetscCall(GridCreate(app, P, &fit->grid));
-  PetscCall(PetscMalloc2(P, &traj, app->nobs, &times));
-  for (PetscInt s = 0; s < P; s++) traj[s] = app->shooting ? s / app->nobs : s;
-  for (PetscInt i = 0; i < app->nobs; i++) times[i] = app->T * (i + 1) / app->nobs;
-  PetscCall(DMCreateGlobalVector(fit->grid.dm, &fit->start));
-  PetscCall(VecDuplicate(fit->start, &u));
-  PetscCall(InitialConditions(&fit->grid, traj, u));
-  PetscCall(CreateTS(&fit->grid, PETSC_FALSE, &truets));
-  PetscCall(TSSetRHSFunction(truets, NULL, TrueRHS, &fit->grid));
-  PetscCall(VecDuplicateVecs(u, app->nobs, &snap));
-  PetscCall(Simulate(truets, u, app->nobs, times, snap));
-  if (app->shooting) {
-    PetscBool *pick;
-
-    fit->nfit = 1;
-    PetscCall(PetscMalloc1(1, &fit->fit));
-    fit->fit[0] = app->T / app->nobs;
-    PetscCall(VecDuplicateVecs(u, 1, &fit->target));
-    PetscCall(PetscMalloc1(P, &pick));
-    for (PetscInt i = 0; i <= app->nobs; i++) { /* copies (s, i) start at t_i; copies (s, i - 1) end there */
-      Vec ui = i ? snap[i - 1] : u;
-
-      for (PetscInt s = 0; s < P; s++) pick[s] = s % app->nobs == i ? PETSC_TRUE : PETSC_FALSE;
-      PetscCall(CopySlices(&fit->grid, pick, ui, fit->start));
-      for (PetscInt s = 0; s < P; s++) pick[s] = s % app->nobs == i - 1 ? PETSC_TRUE : PETSC_FALSE;
-      PetscCall(CopySlices(&fit->grid, pick, ui, fit->target[0]));
-    }
-    PetscCall(PetscFree(pick));
-  } else {
-    fit->nfit = app->nobs;
-    PetscCall(PetscMalloc1(app->nobs, &fit->fit));
-    PetscCall(PetscArraycpy(fit->fit, times, app->nobs));
-    PetscCall(VecCopy(u, fit->start));
-    PetscCall(VecDuplicateVecs(u, app->nobs, &fit->target));
-    for (PetscInt i = 0; i < app->nobs; i++) PetscCall(VecCopy(snap[i], fit->target[i]));
-  }
-  PetscCall(VecGetSize(fit->start, &N));
-  fit->weight = 1.0 / ((PetscReal)N * fit->nfit);
-  PetscCall(CreateHybridTS(&fit->grid, net, &fit->ts));
-  PetscCall(NetTSSetSaveTrajectory(fit->ts));
-  PetscCall(NetCreateParameterVec(net, &fit->grad));
-  PetscCall(VecDestroyVecs(app->nobs, &snap));
-  PetscCall(VecDestroy(&u));
-  PetscCall(TSDestroy(&truets));
-  PetscCall(PetscFree2(traj, times));
-  PetscFunctionReturn(0);
-}
-
-static PetscErrorCode FitDestroy(Fit *fit)
-{
-  PetscFunctionBegin;
-  PetscCall(TSDestroy(&fit->ts));
-  PetscCall(VecDestroy(&fit->grad));
-  PetscCall(VecDestroyVecs(fit->nfit, &fit->target));
-  PetscCall(VecDestroy(&fit->start));
-  PetscCall(PetscFree(fit->fit));
-  PetscCall(GridDestroy(&fit->grid));
-  PetscFunctionReturn(0);
-}
-
-/* l_i = weight/2 |u - target_i|^2 */
-static PetscErrorCode Observe(TS ts, PetscInt i, PetscReal t, Vec u, PetscReal *l, Vec dldu, void *ctx)
-{
-  Fit      *fit = (Fit *)ctx;
-  PetscReal nrm;
-
-  PetscFunctionBegin;
-  PetscCall(VecWAXPY(dldu, -1.0, fit->target[i], u));
-  PetscCall(VecNorm(dldu, NORM_2, &nrm));
-  *l = 0.5 * fit->weight * nrm * nrm;
-  PetscCall(VecScale(dldu, fit->weight));
-  PetscFunctionReturn(0);
-}
-
-/* f = the misfit of all training copies, g = df/dtheta: one forward solve and one adjoint solve */
-static PetscErrorCode FormFunctionGradient(Tao tao, Vec x, PetscReal *f, Vec g, void *ctx)
-{
-  Fit *fit = (Fit *)ctx;
-  Vec  theta;
-
-  PetscFunctionBegin;
-  PetscCall(NetGetParameters(fit->net, &theta));
-  PetscCall(VecCopy(x, theta));
-  PetscCall(NetTSTimeSeriesGradient(fit->ts, fit->start, fit->nfit, fit->fit, Observe, fit, f, NULL, g));
-  PetscFunctionReturn(0);
-}
-
-static PetscErrorCode Monitor(Tao tao, void *ctx)
-{
-  Fit      *fit = (Fit *)ctx;
-  PetscInt  it;
-  PetscReal f, gnorm;
-
-  PetscFunctionBegin;
-  PetscCall(TaoGetSolutionStatus(tao, &it, &f, &gnorm, NULL, NULL, NULL));
-  if (fit->app->monitor > 0 && it % fit->app->monitor == 0) PetscCall(PetscPrintf(PETSC_COMM_WORLD, "iteration %4" PetscInt_FMT "  loss %.6e  |grad| %.3e\n", it, (double)f, (double)gnorm));
-  PetscFunctionReturn(0);
-}
-
-/*
-  The relative L2 error, over all snapshots and all copies of the grid, of the trajectories of ts from the initial
-  conditions of trajectories first, first + 1, ... (one per copy, all integrated together)
-*/
-static PetscErrorCode TrajectoryError(AppCtx *app, Grid *grid, TS truets, TS ts, PetscInt first, PetscReal *err, PetscReal *seconds)
-{
-  PetscReal *times, num = 0.0, den = 0.0, t0, t1;
-  Vec        u0, *truth, *model;
-  PetscInt  *traj;
-
-  PetscFunctionBegin;
-  PetscCall(PetscMalloc2(app->nobs, &times, grid->P, &traj));
-  for (PetscInt s = 0; s < grid->P; s++) traj[s] = first + s;
-  for (PetscInt i = 0; i < app->nobs; i++) times[i] = app->T * (i + 1) / app->nobs;
-  PetscCall(DMCreateGlobalVector(grid->dm, &u0));
-  PetscCall(InitialConditions(grid, traj, u0));
-  PetscCall(VecDuplicateVecs(u0, app->nobs, &truth));
-  PetscCall(VecDuplicateVecs(u0, app->nobs, &model));
-  PetscCall(Simulate(truets, u0, app->nobs, times, truth));
-  PetscCall(PetscTime(&t0));
-  PetscCall(Simulate(ts, u0, app->nobs, times, model));
-  PetscCall(PetscTime(&t1));
-  for (PetscInt i = 0; i < app->nobs; i++) {
-    PetscReal d, n;
-
-    PetscCall(VecNorm(truth[i], NORM_2, &n));
-    PetscCall(VecAXPY(model[i], -1.0, truth[i]));
-    PetscCall(VecNorm(model[i], NORM_2, &d));
-    num += d * d;
-    den += n * n;
-  }
-  *err = PetscSqrtReal(num / den);
-  if (seconds) *seconds = t1 - t0;
-  PetscCall(VecDestroyVecs(app->nobs, &model));
-  PetscCall(VecDestroyVecs(app->nobs, &truth));
-  PetscCall(VecDestroy(&u0));
-  PetscCall(PetscFree2(times, traj));
-  PetscFunctionReturn(0);
-}
+static const HybridGridOps GridOps = {GridCreate, InitialConditions, CopySlices, SetNetRHS};
 
 /*
   -rd_test_jacobian: checks the coupled right-hand side Jacobian J = A + J_N (the assembled diffusion plus the Net's
@@ -522,7 +258,7 @@ static PetscErrorCode TrajectoryError(AppCtx *app, Grid *grid, TS truets, TS ts,
     finite   |J v - (G(u + h v) - G(u - h v)) / (2 h)| / |J v|,  G the TS right-hand side, h = 1e-6
   and the parameter Jacobian J_theta the same way (G as a function of theta).
 */
-static PetscErrorCode TestJacobian(Fit *fit)
+static PetscErrorCode TestJacobian(HybridFit *fit)
 {
   TS              ts = fit->ts;
   Mat             J, JP;
@@ -615,13 +351,13 @@ static PetscErrorCode TestJacobian(Fit *fit)
 int main(int argc, char **argv)
 {
   AppCtx             app;
-  Grid               grid, gridtrain; /* the held-out trajectories, and training trajectory 0, for evaluation */
-  Fit                fit;
+  HybridProblem     *hp = &app.hp;
+  HybridGrid         grid, gridtrain; /* the held-out trajectories, and training trajectory 0, for evaluation */
+  HybridFit          fit;
   Net                net;
   TS                 truets, ts, truetrain, tstrain;
   Tao                tao;
-  Vec                x, theta;
-  PetscReal          err0, errtrain, err, loss, t0, t1, tsolve, bound;
+  PetscReal          err0, errtrain, err, loss, ttrain, tsolve, bound;
   PetscInt           nparams, its, insize;
   PetscMPIInt        size;
   TaoType            taotype;
@@ -633,40 +369,42 @@ int main(int argc, char **argv)
   PetscCallMPI(MPI_Comm_size(PETSC_COMM_WORLD, &size));
   PetscCall(PetscMemzero(&app, sizeof(app)));
   app.faces     = 16;
-  app.Du        = 1e-3;
-  app.Dv        = 5e-3;
-  app.k         = 5e-3;
-  app.amplitude = 0.5;
-  app.T         = 2.5;
-  app.nobs      = 5;
-  app.ntrain    = 4;
   app.ntest     = 4;
-  app.shooting  = PETSC_TRUE;
-  app.monitor   = 10;
+  hp->Du        = 1e-3;
+  hp->Dv        = 5e-3;
+  hp->k         = 5e-3;
+  hp->amplitude = 0.5;
+  hp->T         = 2.5;
+  hp->nobs      = 5;
+  hp->ntrain    = 4;
+  hp->shooting  = PETSC_TRUE;
+  hp->monitor   = 10;
+  hp->ops       = &GridOps;
+  hp->ctx       = &app;
   PetscOptionsBegin(PETSC_COMM_WORLD, NULL, "Hybrid reaction-diffusion example on a DMPlex mesh", NULL);
   PetscCall(PetscOptionsInt("-mesh_faces", "Squares per side of the triangulation (2 triangles each) before -dm_refine", NULL, app.faces, &app.faces, NULL));
-  PetscCall(PetscOptionsReal("-rd_final_time", "Length of a trajectory", NULL, app.T, &app.T, NULL));
-  PetscCall(PetscOptionsInt("-rd_snapshots", "Snapshots per trajectory", NULL, app.nobs, &app.nobs, NULL));
-  PetscCall(PetscOptionsInt("-rd_train", "Training trajectories", NULL, app.ntrain, &app.ntrain, NULL));
+  PetscCall(PetscOptionsReal("-rd_final_time", "Length of a trajectory", NULL, hp->T, &hp->T, NULL));
+  PetscCall(PetscOptionsInt("-rd_snapshots", "Snapshots per trajectory", NULL, hp->nobs, &hp->nobs, NULL));
+  PetscCall(PetscOptionsInt("-rd_train", "Training trajectories", NULL, hp->ntrain, &hp->ntrain, NULL));
   PetscCall(PetscOptionsInt("-rd_test", "Held-out trajectories", NULL, app.ntest, &app.ntest, NULL));
-  PetscCall(PetscOptionsReal("-rd_amplitude", "Size of the random initial conditions", NULL, app.amplitude, &app.amplitude, NULL));
-  PetscCall(PetscOptionsReal("-rd_Du", "Diffusivity of u", NULL, app.Du, &app.Du, NULL));
-  PetscCall(PetscOptionsReal("-rd_Dv", "Diffusivity of v", NULL, app.Dv, &app.Dv, NULL));
-  PetscCall(PetscOptionsReal("-rd_k", "Constant k of the reaction", NULL, app.k, &app.k, NULL));
-  PetscCall(PetscOptionsBool("-rd_shooting", "Fit every snapshot interval from the observed snapshot (multiple shooting) instead of whole trajectories", NULL, app.shooting, &app.shooting, NULL));
+  PetscCall(PetscOptionsReal("-rd_amplitude", "Size of the random initial conditions", NULL, hp->amplitude, &hp->amplitude, NULL));
+  PetscCall(PetscOptionsReal("-rd_Du", "Diffusivity of u", NULL, hp->Du, &hp->Du, NULL));
+  PetscCall(PetscOptionsReal("-rd_Dv", "Diffusivity of v", NULL, hp->Dv, &hp->Dv, NULL));
+  PetscCall(PetscOptionsReal("-rd_k", "Constant k of the reaction", NULL, hp->k, &hp->k, NULL));
+  PetscCall(PetscOptionsBool("-rd_shooting", "Fit every snapshot interval from the observed snapshot (multiple shooting) instead of whole trajectories", NULL, hp->shooting, &hp->shooting, NULL));
   PetscCall(PetscOptionsBool("-rd_test_jacobian", "Check the coupled Jacobian (diffusion + Net shell) and the parameter Jacobian: dot-product and finite-difference tests", NULL, app.testjac, &app.testjac, NULL));
-  PetscCall(PetscOptionsInt("-rd_monitor", "Print the loss every K iterations (0: never)", NULL, app.monitor, &app.monitor, NULL));
+  PetscCall(PetscOptionsInt("-rd_monitor", "Print the loss every K iterations (0: never)", NULL, hp->monitor, &hp->monitor, NULL));
   PetscOptionsEnd();
   PetscCheck(app.faces >= 2, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "-mesh_faces %" PetscInt_FMT ": the triangulation needs at least 2 squares per side", app.faces);
-  PetscCheck(app.nobs >= 1 && app.ntrain >= 1 && app.ntest >= 1 && app.T > 0, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "Give -rd_snapshots >= 1, -rd_train >= 1, -rd_test >= 1 and -rd_final_time > 0");
-  PetscCheck(app.Du >= 0 && app.Dv >= 0, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "-rd_Du %g and -rd_Dv %g: diffusivities must be >= 0", (double)app.Du, (double)app.Dv);
+  PetscCheck(hp->nobs >= 1 && hp->ntrain >= 1 && app.ntest >= 1 && hp->T > 0, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "Give -rd_snapshots >= 1, -rd_train >= 1, -rd_test >= 1 and -rd_final_time > 0");
+  PetscCheck(hp->Du >= 0 && hp->Dv >= 0, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "-rd_Du %g and -rd_Dv %g: diffusivities must be >= 0", (double)hp->Du, (double)hp->Dv);
   PetscCall(MeshCreate(&app));
   PetscCall(LaplacianBound(app.L, &bound));
   {
     /* explicit rk 4 is stable for dt |lambda| <= 2.78: |lambda| up to max(Du, Dv) |L| from diffusion, about 3 from the reaction */
-    const PetscReal dtmax = 2.5 / (PetscMax(app.Du, app.Dv) * bound + 3), interval = app.T / app.nobs;
+    const PetscReal dtmax = 2.5 / (PetscMax(hp->Du, hp->Dv) * bound + 3), interval = hp->T / hp->nobs;
 
-    app.dt = interval / PetscCeilReal(interval / dtmax);
+    hp->dt = interval / PetscCeilReal(interval / dtmax);
   }
 
   /* the MLP reaction term (a vertex is a sample of shape (2)), the training problem, a single simulation for evaluation */
@@ -683,66 +421,42 @@ int main(int argc, char **argv)
   PetscCall(PetNetShapeSize(&in, &insize));
   PetscCheck(insize == 2, PETSC_COMM_WORLD, PETSC_ERR_ARG_INCOMP, "The Net's input has %" PetscInt_FMT " entries, but a vertex carries 2 (u, v): give the Net input shape 2 (or leave it unset)", insize);
   PetscCall(NetSetUp(net));
-  PetscCall(FitCreate(&app, net, &fit));
+  PetscCall(HybridFitCreate(hp, net, &fit));
   PetscCall(NetGetNumParameters(net, &nparams));
-  PetscCall(GridCreate(&app, app.ntest, &grid));
-  PetscCall(CreateTS(&grid, PETSC_FALSE, &truets));
-  PetscCall(TSSetRHSFunction(truets, NULL, TrueRHS, &grid));
-  PetscCall(CreateHybridTS(&grid, net, &ts));
-  PetscCall(GridCreate(&app, 1, &gridtrain));
-  PetscCall(CreateTS(&gridtrain, PETSC_FALSE, &truetrain));
-  PetscCall(TSSetRHSFunction(truetrain, NULL, TrueRHS, &gridtrain));
-  PetscCall(CreateHybridTS(&gridtrain, net, &tstrain));
-  PetscCall(TrajectoryError(&app, &grid, truets, ts, app.ntrain, &err0, NULL));
-  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "mesh: %" PetscInt_FMT " vertices, %d ranks; dt %.4e (|L| <= %.4e); %" PetscInt_FMT " parameters\n", app.mp.N, size, (double)app.dt, (double)bound, nparams));
+  PetscCall(HybridGridCreate(hp, app.ntest, &grid));
+  PetscCall(HybridCreateTrueTS(&grid, &truets));
+  PetscCall(HybridCreateTS(&grid, net, &ts));
+  PetscCall(HybridGridCreate(hp, 1, &gridtrain));
+  PetscCall(HybridCreateTrueTS(&gridtrain, &truetrain));
+  PetscCall(HybridCreateTS(&gridtrain, net, &tstrain));
+  PetscCall(HybridTrajectoryError(&grid, truets, ts, hp->ntrain, &err0, NULL));
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "mesh: %" PetscInt_FMT " vertices, %d ranks; dt %.4e (|L| <= %.4e); %" PetscInt_FMT " parameters\n", app.mp.N, size, (double)hp->dt, (double)bound, nparams));
 
   if (app.testjac) PetscCall(TestJacobian(&fit));
 
   /* train theta through TSAdjointSolve and TAO */
-  PetscCall(TaoCreate(PETSC_COMM_WORLD, &tao));
-  PetscCall(TaoSetType(tao, TAOLMVM));
-  PetscCall(TaoSetMaximumIterations(tao, 60));
-  PetscCall(TaoSetTolerances(tao, 1e-12, 0.0, 0.0));
-  {
-    PetscBool set;
-
-    /* lmvm keeps 20 curvature pairs here rather than PETSc's 5 (as bin/hybrid_rd) */
-    PetscCall(PetscOptionsHasName(NULL, NULL, "-tao_lmvm_mat_lmvm_hist_size", &set));
-    if (!set) PetscCall(PetscOptionsSetValue(NULL, "-tao_lmvm_mat_lmvm_hist_size", "20"));
-  }
-  PetscCall(NetGetParameters(net, &theta));
-  PetscCall(VecDuplicate(theta, &x));
-  PetscCall(VecCopy(theta, x));
-  PetscCall(TaoSetSolution(tao, x));
-  PetscCall(TaoSetObjectiveAndGradient(tao, NULL, FormFunctionGradient, &fit));
-  PetscCall(TaoSetMonitor(tao, Monitor, &fit, NULL));
-  PetscCall(TaoSetFromOptions(tao));
-  PetscCall(PetscTime(&t0));
-  PetscCall(TaoSolve(tao));
-  PetscCall(PetscTime(&t1));
+  PetscCall(HybridFitTrain(&fit, &tao, &ttrain));
   PetscCall(TaoGetSolutionStatus(tao, &its, &loss, NULL, NULL, NULL, &reason));
   PetscCall(TaoGetType(tao, &taotype));
-  PetscCall(VecCopy(x, theta));
 
-  /* the learned model from the held-out initial condition (and from a training one) */
-  PetscCall(TrajectoryError(&app, &gridtrain, truetrain, tstrain, 0, &errtrain, NULL));
-  PetscCall(TrajectoryError(&app, &grid, truets, ts, app.ntrain, &err, &tsolve));
+  /* the learned model from the held-out initial conditions (and from a training one) */
+  PetscCall(HybridTrajectoryError(&gridtrain, truetrain, tstrain, 0, &errtrain, NULL));
+  PetscCall(HybridTrajectoryError(&grid, truets, ts, hp->ntrain, &err, &tsolve));
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "TAO %s: %" PetscInt_FMT " iterations, %s\n", taotype, its, TaoConvergedReasons[reason]));
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "relative L2 error of the trajectories: held-out (%" PetscInt_FMT " initial conditions) %.6e (untrained model %.6e), training trajectory 0 %.6e\n", app.ntest, (double)err, (double)err0, (double)errtrain));
   PetscCall(PetscPrintf(PETSC_COMM_WORLD,
                         "summary: model=mesh_hybrid_fhn ranks=%d nodes=%" PetscInt_FMT " params=%" PetscInt_FMT " trajectories=%" PetscInt_FMT " test=%" PetscInt_FMT " snapshots=%" PetscInt_FMT " optimizer=%s iterations=%" PetscInt_FMT
                         " loss=%.6e rel_error=%.6e rel_error_untrained=%.6e train_time_s=%.2f solve_time_s=%.4f\n",
-                        size, app.mp.N, nparams, app.ntrain, app.ntest, app.nobs, taotype, its, (double)loss, (double)err, (double)err0, (double)(t1 - t0), (double)tsolve));
+                        size, app.mp.N, nparams, hp->ntrain, app.ntest, hp->nobs, taotype, its, (double)loss, (double)err, (double)err0, (double)ttrain, (double)tsolve));
 
   PetscCall(TaoDestroy(&tao));
-  PetscCall(VecDestroy(&x));
   PetscCall(TSDestroy(&ts));
   PetscCall(TSDestroy(&truets));
   PetscCall(TSDestroy(&tstrain));
   PetscCall(TSDestroy(&truetrain));
-  PetscCall(GridDestroy(&gridtrain));
-  PetscCall(GridDestroy(&grid));
-  PetscCall(FitDestroy(&fit));
+  PetscCall(HybridGridDestroy(&gridtrain));
+  PetscCall(HybridGridDestroy(&grid));
+  PetscCall(HybridFitDestroy(&fit));
   PetscCall(NetDestroy(&net));
   PetscCall(MeshDestroy(&app));
   PetscCall(PetscFinalize());

@@ -21,10 +21,10 @@ typedef struct _HybridGrid HybridGrid;
 
 /* What a program implements for its grid; each gets the HybridGrid with problem, P and ctx set */
 typedef struct {
-  PetscErrorCode (*create)(HybridGrid *);                                /* set dm (2 P dofs per point) and A */
+  PetscErrorCode (*create)(HybridGrid *);                                   /* set dm (2 P dofs per point) and A */
   PetscErrorCode (*initialconditions)(HybridGrid *, const PetscInt[], Vec); /* copy s of U: trajectory traj[s] */
   PetscErrorCode (*copyslices)(HybridGrid *, const PetscBool[], Vec, Vec);  /* dst = src on the copies s with pick[s] */
-  PetscErrorCode (*setnetrhs)(HybridGrid *, Net, TS);                      /* the Net as the TS's right-hand side */
+  PetscErrorCode (*setnetrhs)(HybridGrid *, Net, TS);                       /* the Net as the TS's right-hand side */
 } HybridGridOps;
 
 /* The settings both programs share, and the program's grid implementation */
