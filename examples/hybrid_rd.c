@@ -166,37 +166,18 @@ int main(int argc, char **argv)
   PetscCall(PetNetTaoInitializePackage()); /* PetNet's TAO types (adam, rmsprop, ...) for TaoSetType and -tao_type */
   PetscCallMPI(MPI_Comm_size(PETSC_COMM_WORLD, &size));
   PetscCall(PetscMemzero(&app, sizeof(app)));
-  app.M         = 32;
-  hp->Du        = 1e-3;
-  hp->Dv        = 5e-3;
-  hp->k         = 5e-3;
-  hp->amplitude = 0.5;
-  hp->T         = 2.5;
-  hp->nobs      = 5;
-  hp->ntrain    = 4;
-  hp->shooting  = PETSC_TRUE;
-  hp->monitor   = 10;
-  hp->ops       = &GridOps;
-  hp->ctx       = &app;
+  app.M = 32;
+  PetscCall(HybridProblemSetDefaults(hp, &GridOps, &app));
   PetscOptionsBegin(PETSC_COMM_WORLD, NULL, "Hybrid reaction-diffusion example", NULL);
   PetscCall(PetscOptionsInt("-rd_grid", "Grid points per direction", NULL, app.M, &app.M, NULL));
-  PetscCall(PetscOptionsReal("-rd_final_time", "Length of a trajectory", NULL, hp->T, &hp->T, NULL));
-  PetscCall(PetscOptionsInt("-rd_snapshots", "Snapshots per trajectory", NULL, hp->nobs, &hp->nobs, NULL));
-  PetscCall(PetscOptionsInt("-rd_train", "Training trajectories", NULL, hp->ntrain, &hp->ntrain, NULL));
-  PetscCall(PetscOptionsReal("-rd_amplitude", "Size of the random initial conditions", NULL, hp->amplitude, &hp->amplitude, NULL));
-  PetscCall(PetscOptionsReal("-rd_Du", "Diffusivity of u", NULL, hp->Du, &hp->Du, NULL));
-  PetscCall(PetscOptionsReal("-rd_Dv", "Diffusivity of v", NULL, hp->Dv, &hp->Dv, NULL));
-  PetscCall(PetscOptionsReal("-rd_k", "Constant k of the reaction", NULL, hp->k, &hp->k, NULL));
-  PetscCall(PetscOptionsBool("-rd_shooting", "Fit every snapshot interval from the observed snapshot (multiple shooting) instead of whole trajectories", NULL, hp->shooting, &hp->shooting, NULL));
-  PetscCall(PetscOptionsInt("-rd_monitor", "Print the loss every K iterations (0: never)", NULL, hp->monitor, &hp->monitor, NULL));
+  PetscCall(HybridProblemSetFromOptions(PetscOptionsObject, hp));
   PetscOptionsEnd();
   PetscCheck(app.M >= 8, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "-rd_grid %" PetscInt_FMT " is too coarse: give at least 8", app.M);
   PetscCheck(hp->nobs >= 1 && hp->ntrain >= 1 && hp->T > 0, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "Give -rd_snapshots >= 1, -rd_train >= 1 and -rd_final_time > 0");
   {
-    /* explicit rk 4 is stable for dt |lambda| <= 2.78: |lambda| up to 8 max(Du, Dv) / h^2 from diffusion, about 3 from the reaction */
-    const PetscReal h = 2.0 / app.M, dtmax = 2.5 / (8 * PetscMax(hp->Du, hp->Dv) / (h * h) + 3), interval = hp->T / hp->nobs;
+    const PetscReal h = 2.0 / app.M;
 
-    hp->dt = interval / PetscCeilReal(interval / dtmax);
+    PetscCall(HybridProblemSetTimeStep(hp, 8 * PetscMax(hp->Du, hp->Dv) / (h * h))); /* the 5-point Laplacian's bound */
   }
 
   /* the MLP reaction term, the training problem, and a single simulation for evaluation */

@@ -27,7 +27,6 @@ static const char help[] = "A hybrid reaction-diffusion model on an unstructured
 #include <petnet.h>
 #include <petnetoptim.h>
 #include <petsctao.h>
-#include <petsctime.h>
 #include "mesh_surrogate/mesh.h"
 #include "hybrid/fit.h"
 
@@ -368,44 +367,21 @@ int main(int argc, char **argv)
   PetscCall(PetNetTaoInitializePackage()); /* PetNet's TAO types (adam, rmsprop, ...) for TaoSetType and -tao_type */
   PetscCallMPI(MPI_Comm_size(PETSC_COMM_WORLD, &size));
   PetscCall(PetscMemzero(&app, sizeof(app)));
-  app.faces     = 16;
-  app.ntest     = 4;
-  hp->Du        = 1e-3;
-  hp->Dv        = 5e-3;
-  hp->k         = 5e-3;
-  hp->amplitude = 0.5;
-  hp->T         = 2.5;
-  hp->nobs      = 5;
-  hp->ntrain    = 4;
-  hp->shooting  = PETSC_TRUE;
-  hp->monitor   = 10;
-  hp->ops       = &GridOps;
-  hp->ctx       = &app;
+  app.faces = 16;
+  app.ntest = 4;
+  PetscCall(HybridProblemSetDefaults(hp, &GridOps, &app));
   PetscOptionsBegin(PETSC_COMM_WORLD, NULL, "Hybrid reaction-diffusion example on a DMPlex mesh", NULL);
   PetscCall(PetscOptionsInt("-mesh_faces", "Squares per side of the triangulation (2 triangles each) before -dm_refine", NULL, app.faces, &app.faces, NULL));
-  PetscCall(PetscOptionsReal("-rd_final_time", "Length of a trajectory", NULL, hp->T, &hp->T, NULL));
-  PetscCall(PetscOptionsInt("-rd_snapshots", "Snapshots per trajectory", NULL, hp->nobs, &hp->nobs, NULL));
-  PetscCall(PetscOptionsInt("-rd_train", "Training trajectories", NULL, hp->ntrain, &hp->ntrain, NULL));
+  PetscCall(HybridProblemSetFromOptions(PetscOptionsObject, hp));
   PetscCall(PetscOptionsInt("-rd_test", "Held-out trajectories", NULL, app.ntest, &app.ntest, NULL));
-  PetscCall(PetscOptionsReal("-rd_amplitude", "Size of the random initial conditions", NULL, hp->amplitude, &hp->amplitude, NULL));
-  PetscCall(PetscOptionsReal("-rd_Du", "Diffusivity of u", NULL, hp->Du, &hp->Du, NULL));
-  PetscCall(PetscOptionsReal("-rd_Dv", "Diffusivity of v", NULL, hp->Dv, &hp->Dv, NULL));
-  PetscCall(PetscOptionsReal("-rd_k", "Constant k of the reaction", NULL, hp->k, &hp->k, NULL));
-  PetscCall(PetscOptionsBool("-rd_shooting", "Fit every snapshot interval from the observed snapshot (multiple shooting) instead of whole trajectories", NULL, hp->shooting, &hp->shooting, NULL));
   PetscCall(PetscOptionsBool("-rd_test_jacobian", "Check the coupled Jacobian (diffusion + Net shell) and the parameter Jacobian: dot-product and finite-difference tests", NULL, app.testjac, &app.testjac, NULL));
-  PetscCall(PetscOptionsInt("-rd_monitor", "Print the loss every K iterations (0: never)", NULL, hp->monitor, &hp->monitor, NULL));
   PetscOptionsEnd();
   PetscCheck(app.faces >= 2, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "-mesh_faces %" PetscInt_FMT ": the triangulation needs at least 2 squares per side", app.faces);
   PetscCheck(hp->nobs >= 1 && hp->ntrain >= 1 && app.ntest >= 1 && hp->T > 0, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "Give -rd_snapshots >= 1, -rd_train >= 1, -rd_test >= 1 and -rd_final_time > 0");
   PetscCheck(hp->Du >= 0 && hp->Dv >= 0, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "-rd_Du %g and -rd_Dv %g: diffusivities must be >= 0", (double)hp->Du, (double)hp->Dv);
   PetscCall(MeshCreate(&app));
   PetscCall(LaplacianBound(app.L, &bound));
-  {
-    /* explicit rk 4 is stable for dt |lambda| <= 2.78: |lambda| up to max(Du, Dv) |L| from diffusion, about 3 from the reaction */
-    const PetscReal dtmax = 2.5 / (PetscMax(hp->Du, hp->Dv) * bound + 3), interval = hp->T / hp->nobs;
-
-    hp->dt = interval / PetscCeilReal(interval / dtmax);
-  }
+  PetscCall(HybridProblemSetTimeStep(hp, PetscMax(hp->Du, hp->Dv) * bound));
 
   /* the MLP reaction term (a vertex is a sample of shape (2)), the training problem, a single simulation for evaluation */
   PetscCall(NetCreate(PETSC_COMM_WORLD, &net));

@@ -2,6 +2,59 @@
 #include <petsctime.h>
 #include "fit.h"
 
+/*
+  The defaults both programs start from: FitzHugh-Nagumo as in PDEBench's 2-D diffusion-reaction problem (Du 1e-3,
+  Dv 5e-3, k 5e-3), random initial conditions of size 0.5, 4 training trajectories of 5 snapshots over T = 2.5, fitted
+  by multiple shooting, the loss printed every 10 iterations. ops and ctx: the program's grid.
+*/
+PetscErrorCode HybridProblemSetDefaults(HybridProblem *hp, const HybridGridOps *ops, void *ctx)
+{
+  PetscFunctionBegin;
+  PetscCall(PetscMemzero(hp, sizeof(*hp)));
+  hp->Du        = 1e-3;
+  hp->Dv        = 5e-3;
+  hp->k         = 5e-3;
+  hp->amplitude = 0.5;
+  hp->T         = 2.5;
+  hp->nobs      = 5;
+  hp->ntrain    = 4;
+  hp->shooting  = PETSC_TRUE;
+  hp->monitor   = 10;
+  hp->ops       = ops;
+  hp->ctx       = ctx;
+  PetscFunctionReturn(0);
+}
+
+/* The shared -rd_* options; call it inside the program's PetscOptionsBegin/PetscOptionsEnd block */
+PetscErrorCode HybridProblemSetFromOptions(PetscOptionItems *PetscOptionsObject, HybridProblem *hp)
+{
+  PetscFunctionBegin;
+  PetscCall(PetscOptionsReal("-rd_final_time", "Length of a trajectory", NULL, hp->T, &hp->T, NULL));
+  PetscCall(PetscOptionsInt("-rd_snapshots", "Snapshots per trajectory", NULL, hp->nobs, &hp->nobs, NULL));
+  PetscCall(PetscOptionsInt("-rd_train", "Training trajectories", NULL, hp->ntrain, &hp->ntrain, NULL));
+  PetscCall(PetscOptionsReal("-rd_amplitude", "Size of the random initial conditions", NULL, hp->amplitude, &hp->amplitude, NULL));
+  PetscCall(PetscOptionsReal("-rd_Du", "Diffusivity of u", NULL, hp->Du, &hp->Du, NULL));
+  PetscCall(PetscOptionsReal("-rd_Dv", "Diffusivity of v", NULL, hp->Dv, &hp->Dv, NULL));
+  PetscCall(PetscOptionsReal("-rd_k", "Constant k of the reaction", NULL, hp->k, &hp->k, NULL));
+  PetscCall(PetscOptionsBool("-rd_shooting", "Fit every snapshot interval from the observed snapshot (multiple shooting) instead of whole trajectories", NULL, hp->shooting, &hp->shooting, NULL));
+  PetscCall(PetscOptionsInt("-rd_monitor", "Print the loss every K iterations (0: never)", NULL, hp->monitor, &hp->monitor, NULL));
+  PetscFunctionReturn(0);
+}
+
+/*
+  The default time step: explicit rk 4 is stable for dt |lambda| <= 2.78, |lambda| up to diffusion (a bound on the
+  spectral radius of the grid's A) plus about 3 from the reaction; the largest such step with a whole number of steps
+  per snapshot interval.
+*/
+PetscErrorCode HybridProblemSetTimeStep(HybridProblem *hp, PetscReal diffusion)
+{
+  const PetscReal dtmax = 2.5 / (diffusion + 3), interval = hp->T / hp->nobs;
+
+  PetscFunctionBegin;
+  hp->dt = interval / PetscCeilReal(interval / dtmax);
+  PetscFunctionReturn(0);
+}
+
 /* A grid of P copies: the common fields, then the program's create (dm, A) */
 PetscErrorCode HybridGridCreate(HybridProblem *hp, PetscInt P, HybridGrid *grid)
 {

@@ -59,6 +59,9 @@ typedef struct {
   PetscReal      weight; /* 1 / (entries of start x nfit): the loss is half the mean squared misfit */
 } HybridFit;
 
+PetscErrorCode HybridProblemSetDefaults(HybridProblem *, const HybridGridOps *, void *);
+PetscErrorCode HybridProblemSetFromOptions(PetscOptionItems *, HybridProblem *);
+PetscErrorCode HybridProblemSetTimeStep(HybridProblem *, PetscReal);
 PetscErrorCode HybridGridCreate(HybridProblem *, PetscInt, HybridGrid *);
 PetscErrorCode HybridGridDestroy(HybridGrid *);
 PetscErrorCode HybridCreateTrueTS(HybridGrid *, TS *);
