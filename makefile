@@ -38,7 +38,11 @@ include $(SLEPC_DIR)/lib/slepc/conf/slepc_variables
 
 CC       = mpicc
 OPT     ?= -O3 -march=x86-64-v2
-CFLAGS  += $(OPT) -g -fPIC -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
+# OpenMP: the layers' loops run on the threads of one process (-net_threads; src/sys/threads.c). The library links
+# libgomp (recorded as a NEEDED library of libpetnet.so, so programs linking -lpetnet need no flag); OPENMP= builds
+# without (one thread, the pragmas ignored).
+OPENMP  ?= -fopenmp
+CFLAGS  += $(OPT) -g -fPIC -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wno-unknown-pragmas $(OPENMP)
 CPPFLAGS = -Iinclude $(SLEPC_INCLUDE) $(PETSC_CC_INCLUDES)
 # Each compile writes the headers it read (-MMD; -MP: a removed header is no error); the .d files are included below
 DEPFLAGS = -MMD -MP
@@ -70,7 +74,7 @@ build/%.o: %.c
 # The library and its two names: the soname the programs record, and libpetnet.so for -lpetnet
 lib/$(PETNET_SHLIB): $(LIBOBJ)
 	@mkdir -p lib
-	$(CC) -shared -Wl,-soname,$(PETNET_SONAME) -o $@ $(LIBOBJ) $(PETNET_EXTERNAL_LIB)
+	$(CC) -shared $(OPENMP) -Wl,-soname,$(PETNET_SONAME) -o $@ $(LIBOBJ) $(PETNET_EXTERNAL_LIB)
 
 lib/libpetnet.so: lib/$(PETNET_SHLIB)
 	ln -sf $(PETNET_SHLIB) lib/$(PETNET_SONAME)

@@ -42,5 +42,9 @@ PETSC_EXTERN PetscErrorCode PetNetRemoveTemporaryFile(const char[]);
 PETSC_EXTERN PetscErrorCode PetNetCheckWritableFile(MPI_Comm, const char[], const char[]);
 PETSC_EXTERN PetscErrorCode PetNetRemoveStaleTemporaryFiles(MPI_Comm, const char[]);
 
+/* Threads of one process (OpenMP): -net_threads */
+PETSC_EXTERN PetscErrorCode PetNetSetNumThreads(PetscInt);
+PETSC_EXTERN PetscErrorCode PetNetGetNumThreads(PetscInt *);
+
 /* Distributed tensors: layouts over a grid of ranks, and the data movements between them as operators */
 #include <petnetlayout.h>
