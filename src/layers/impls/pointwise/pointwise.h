@@ -23,11 +23,15 @@ PETSC_INTERN PetscErrorCode LayerCreatePointwise_Private(Layer, PointwiseFunctio
     backward    dx[i]     = f'(x[i]) dy[i]
     jvp         dy[i]     = f'(x[i]) dx[i]
     sobackward  dxdot[i] += f''(x[i]) xdot[i] dy[i]     (d/de of backward at x + e xdot, dy fixed; ACCUMULATES)
+  Each loop runs over its entries on PetNet's threads (blocks of entries, elementwise: the same bits for any number of
+  threads) when there are more than POINTWISE_THREAD_MIN of them.
   They are static inline with f, f' and f'' as arguments: each kind instantiates them with its own functions
   (POINTWISE_KERNELS, POINTWISE_SOKERNEL), so the compiler inlines f, f' and f'' into the loop instead of calling
   through a pointer per entry. The piecewise-linear kinds (identity, relu, leakyrelu) have f'' = 0 away from their kink
   and no sobackward: they set the layer's sozero.
 */
+#define POINTWISE_THREAD_MIN 32768
+
 static inline PetscErrorCode PointwiseForward(Layer layer, PetscInt n, const PetscScalar *x, PetscScalar *y, PointwiseFunction f)
 {
   Layer_Pointwise *pw = (Layer_Pointwise *)layer->data;
@@ -35,6 +39,7 @@ static inline PetscErrorCode PointwiseForward(Layer layer, PetscInt n, const Pet
   const PetscReal  a  = pw->alpha;
 
   PetscFunctionBegin;
+#pragma omp parallel for simd num_threads(PetNetThreads()) schedule(static) if (N > POINTWISE_THREAD_MIN)
   for (PetscInt i = 0; i < N; i++) y[i] = f(x[i], a);
   PetscCall(PetscLogFlops(pw->flops_f * N));
   PetscFunctionReturn(0);
@@ -48,6 +53,7 @@ static inline PetscErrorCode PointwiseBackward(Layer layer, PetscInt n, const Pe
 
   PetscFunctionBegin;
   if (!dx) PetscFunctionReturn(0);
+#pragma omp parallel for simd num_threads(PetNetThreads()) schedule(static) if (N > POINTWISE_THREAD_MIN)
   for (PetscInt i = 0; i < N; i++) dx[i] = df(x[i], y[i], a) * dy[i];
   PetscCall(PetscLogFlops((pw->flops_df + 1) * N));
   PetscFunctionReturn(0);
@@ -60,6 +66,7 @@ static inline PetscErrorCode PointwiseJVP(Layer layer, PetscInt n, const PetscSc
   const PetscReal  a  = pw->alpha;
 
   PetscFunctionBegin;
+#pragma omp parallel for simd num_threads(PetNetThreads()) schedule(static) if (N > POINTWISE_THREAD_MIN)
   for (PetscInt i = 0; i < N; i++) dy[i] = df(x[i], y[i], a) * dx[i];
   PetscCall(PetscLogFlops((pw->flops_df + 1) * N));
   PetscFunctionReturn(0);
@@ -73,6 +80,7 @@ static inline PetscErrorCode PointwiseSOBackward(Layer layer, PetscInt n, const 
 
   PetscFunctionBegin;
   if (!xdot || !dxdot) PetscFunctionReturn(0);
+#pragma omp parallel for simd num_threads(PetNetThreads()) schedule(static) if (N > POINTWISE_THREAD_MIN)
   for (PetscInt i = 0; i < N; i++) dxdot[i] += d2f(x[i], y[i], a) * xdot[i] * dy[i];
   PetscCall(PetscLogFlops((pw->flops_d2f + 3) * N));
   PetscFunctionReturn(0);
