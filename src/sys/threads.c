@@ -8,10 +8,11 @@
     the node (OMPI_COMM_WORLD_LOCAL_SIZE from Open MPI's mpiexec, MPI_LOCALNRANKS from MPICH's), at least 1: one process
     alone uses every core, 2 ranks on 2 cores one thread each. Under a launcher that says neither, a run on several
     ranks takes 1 thread per rank.
-  With more than one PetNet thread, OpenBLAS is told to use one thread (openblas_set_num_threads(), found with dlsym:
-  another BLAS has no such function and is left alone): each of PetNet's threads calls it on its own part of the work,
-  and a GEMM split by OpenBLAS would give another summation order and oversubscribe the cores. With one PetNet thread,
-  OpenBLAS gets back its own setting (OPENBLAS_NUM_THREADS, else all cores).
+  Once PetNet's count is set, OpenBLAS is told to use one thread (openblas_set_num_threads(), found with dlsym: another
+  BLAS has no such function and is left alone), whatever the count: each of PetNet's threads calls it on its own part
+  of the work, in parts that do not depend on the thread count. OpenBLAS's own threads would oversubscribe the cores
+  and, measured here, change the last bits of a GEMM (its threaded GEMM blocks differently), so that 1 PetNet thread
+  with an OpenBLAS on 2 threads would not give the bits of 2 PetNet threads.
 */
 #include <petnet/private/threadsimpl.h>
 #include <petnetsys.h>
@@ -21,17 +22,11 @@
 int PetNetThreads_Private = 1;
 
 static PetscBool PetNetThreadsSet = PETSC_FALSE; /* PetNetSetNumThreads() was called (or the default applied) */
-static int       PetNetBLASThreads = 0;          /* OpenBLAS's own setting, before PetNet changed it (0: not read) */
 
 /* OpenBLAS's thread control, or NULL for another BLAS */
 static void (*PetNetOpenBLASSetThreads(void))(int)
 {
   return (void (*)(int))dlsym(RTLD_DEFAULT, "openblas_set_num_threads");
-}
-
-static int (*PetNetOpenBLASGetThreads(void))(void)
-{
-  return (int (*)(void))dlsym(RTLD_DEFAULT, "openblas_get_num_threads");
 }
 
 /* The default count: OMP_NUM_THREADS, else the cores of this process over the ranks on its node */
@@ -74,8 +69,8 @@ static PetscErrorCode PetNetDefaultThreads(PetscInt *nthreads)
   part order: results are the same bits whatever the number of threads.
 
   The default is OMP_NUM_THREADS if set, else the cores of the process divided by the MPI ranks on its node (so a single
-  process uses every core, and 2 ranks on 2 cores use one thread each). With more than one thread OpenBLAS runs
-  single-threaded inside each of PetNet's threads; with one, it keeps its own setting (OPENBLAS_NUM_THREADS).
+  process uses every core, and 2 ranks on 2 cores use one thread each). OpenBLAS is set to one thread (PetNet's
+  threads call it on their parts of the work; OPENBLAS_NUM_THREADS no longer matters once this was called).
 
   The setting is the process's, shared by every Net. Without OpenMP (a compiler without -fopenmp) PetNet always uses one
   thread and this records nothing else.
@@ -87,7 +82,6 @@ static PetscErrorCode PetNetDefaultThreads(PetscInt *nthreads)
 PetscErrorCode PetNetSetNumThreads(PetscInt nthreads)
 {
   void (*blasset)(int) = PetNetOpenBLASSetThreads();
-  int (*blasget)(void) = PetNetOpenBLASGetThreads();
 
   PetscFunctionBegin;
   if (nthreads == PETSC_DECIDE || nthreads == PETSC_DEFAULT) PetscCall(PetNetDefaultThreads(&nthreads));
@@ -95,8 +89,7 @@ PetscErrorCode PetNetSetNumThreads(PetscInt nthreads)
 #if !defined(_OPENMP)
   nthreads = 1;
 #endif
-  if (blasget && !PetNetBLASThreads) PetNetBLASThreads = blasget();
-  if (blasset && PetNetBLASThreads) blasset(nthreads > 1 ? 1 : PetNetBLASThreads);
+  if (blasset) blasset(1);
   PetNetThreads_Private = (int)nthreads;
   PetNetThreadsSet      = PETSC_TRUE;
   PetscFunctionReturn(0);
