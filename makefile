@@ -2,7 +2,8 @@
 #   make            library and examples
 #   make check      build everything and run the whole test suite (last line: "N passed, N failed")
 #   make fashion    train the MLP on Fashion-MNIST (share/models/mlp.opts) and print the test accuracy
-#   make bench      throughput benchmarks (PyTorch side by side when python3-torch is installed)
+#   make bench      throughput benchmarks (PyTorch side by side when python3-torch is installed); BENCH_ONLY="mlp cnn"
+#                   picks sections, BENCH_REPEAT=N keeps the best of N runs, CNN_BENCH_LIMIT=10000 a shorter CNN epoch
 #   make format-check   clang-format check
 #   make docs       API reference from the manual pages into docs/api/ (share/docs/manpages.py; --check lists missing pages)
 #   make fuzz       fuzz every reader for FUZZ_SECONDS (default 60) each; FUZZ_TARGETS="spec idx" picks some. Every

@@ -24,10 +24,10 @@ static const struct {
   const char *spec, *shape;
   PetscInt    batchfactor;
 } Nets[] = {
-  {"conv2d:8:3:1:1,batchnorm,relu,maxpool:2,conv2d:16:3:1:1,batchnorm,relu,maxpool:2,flatten,dropout:0.3,dense:32,relu,dense:10", "28x28x1", 1},
-  {"conv2d:6:3:2:1,conv2d:6:1,tanh,conv2d:4:3:1:0:groups=2,relu,flatten,dense:5",                                                   "12x12x3", 1},
-  {"conv3d:4:3:1:1,relu,maxpool:2,flatten,dense:5",                                                                                   "6x6x6x2", 1},
-  {"dense:128,relu,batchnorm,dense:48,tanh,dense:10",                                                                                 "784",     32},
+    {"conv2d:8:3:1:1,batchnorm,relu,maxpool:2,conv2d:16:3:1:1,batchnorm,relu,maxpool:2,flatten,dropout:0.3,dense:32,relu,dense:10", "28x28x1", 1},
+    {"conv2d:6:3:2:1,conv2d:6:1,tanh,conv2d:4:3:1:0:groups=2,relu,flatten,dense:5", "12x12x3", 1},
+    {"conv3d:4:3:1:1,relu,maxpool:2,flatten,dense:5", "6x6x6x2", 1},
+    {"dense:128,relu,batchnorm,dense:48,tanh,dense:10", "784", 32},
 };
 
 /* the largest |a - b| over the entries (0 when both are NULL) */
@@ -103,7 +103,8 @@ static PetscErrorCode LayerResults(const char *spec, const char *shape, PetscInt
     PetscCall(VecDuplicate(theta, &res[5]));
     PetscCall(VecZeroEntries(res[5]));
     PetscCall(NetSecondOrderBackward(net, dY, NULL, res[4], res[5]));
-  } else res[4] = res[5] = NULL;
+  } else
+    res[4] = res[5] = NULL;
   PetscCall(VecDuplicate(theta, &res[6]));
   PetscCall(VecCopy(theta, res[6]));
   PetscCall(VecDestroy(&X));
@@ -203,7 +204,8 @@ static PetscErrorCode TestTraining(void)
   PetscCall(TrainResults(2, &p2, &l2, &a2));
   PetscCall(MaxDifference(p1, p2, &d));
   PetscCall(VecNorm(p1, NORM_INFINITY, &norm));
-  PetscCheck(d == 0 && l1 == l2 && a1 == a2, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "training at 2 threads differs from 1 thread: parameters by %g, loss %.17g against %.17g, accuracy %.17g against %.17g", (double)d, (double)l1, (double)l2, (double)a1, (double)a2);
+  PetscCheck(d == 0 && l1 == l2 && a1 == a2, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "training at 2 threads differs from 1 thread: parameters by %g, loss %.17g against %.17g, accuracy %.17g against %.17g", (double)d, (double)l1, (double)l2, (double)a1,
+             (double)a2);
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "training at 1 and 2 threads: train_loss %.6f and %.6f, test_accuracy %.4f and %.4f, parameters (max %.3f) differ by at most %g\n", (double)l1, (double)l2, (double)a1, (double)a2, (double)norm, (double)d));
   PetscCall(VecDestroy(&p1));
   PetscCall(VecDestroy(&p2));
@@ -220,8 +222,10 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-threads_batch", &n, NULL));
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-threads_max", &tmax, NULL));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-threads_train", &train, NULL));
-  if (train) PetscCall(TestTraining());
-  else PetscCall(TestLayers(n, tmax));
+  if (train)
+    PetscCall(TestTraining());
+  else
+    PetscCall(TestLayers(n, tmax));
   PetscCall(PetscFinalize());
   return 0;
 }

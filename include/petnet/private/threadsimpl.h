@@ -60,14 +60,14 @@ static inline void PetNetThreadsSetError(PetscErrorCode *err, PetscErrorCode ier
 {
   if (ierr) {
 #if defined(_OPENMP)
-  #pragma omp critical(petnet_thread_error)
+#pragma omp critical(petnet_thread_error)
 #endif
     if (!*err) *err = ierr;
   }
 }
 
 /* after a region: raise the error one of its threads met (where: the kernel, for the message) */
-#define PetNetThreadsCheck(err, where) \
-  do { \
+#define PetNetThreadsCheck(err, where)                                                                              \
+  do {                                                                                                              \
     PetscCheck(!(err), PETSC_COMM_SELF, PETSC_ERR_LIB, "%s failed in a thread (error code %d)", where, (int)(err)); \
   } while (0)

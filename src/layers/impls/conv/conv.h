@@ -71,14 +71,14 @@ typedef struct {
 
   /* batch-mode workspace for nalloc rows and nthreads threads; col (thread 0's) holds im2col(x) of the last forward
      when colx == x */
-  PetscInt           nalloc, chunk; /* rows the buffers hold, rows per chunk of the current batch */
-  PetscInt           nthreads;      /* threads the column buffers serve */
-  size_t             colsize;       /* scalars of one thread's column buffer */
-  PetscScalar       *col;           /* [threads][chunk Wo][G Kg] */
-  PetscScalar       *wt;            /* W^T per group [G][Kg][Cout/G], twice (jvp needs those of W and dW) */
-  PetscScalar       *dwpart;        /* [PETNET_THREAD_PARTS][Cout Kg]: each part's weight gradient (dW^T per group when
-                                       dwtransposed), added in part order */
-  PetscScalar       *dbpart;        /* [PETNET_THREAD_PARTS][Cout]: each part's bias gradient */
+  PetscInt     nalloc, chunk; /* rows the buffers hold, rows per chunk of the current batch */
+  PetscInt     nthreads;      /* threads the column buffers serve */
+  size_t       colsize;       /* scalars of one thread's column buffer */
+  PetscScalar *col;           /* [threads][chunk Wo][G Kg] */
+  PetscScalar *wt;            /* W^T per group [G][Kg][Cout/G], twice (jvp needs those of W and dW) */
+  PetscScalar *dwpart;        /* [PETNET_THREAD_PARTS][Cout Kg]: each part's weight gradient (dW^T per group when
+                                 dwtransposed), added in part order */
+  PetscScalar       *dbpart;  /* [PETNET_THREAD_PARTS][Cout]: each part's bias gradient */
   const PetscScalar *colx;
   ConvIm2col         im2col; /* the geometry of batch mode (conv2d's grid mode sets its block's) */
 } LayerConv;

@@ -20,7 +20,7 @@ PetscErrorCode ConvGetWorkspace_Batch(Layer layer, PetscInt n)
 {
   LayerConv     *conv = (LayerConv *)layer->data;
   const PetscInt Wo = conv->im2col.out[2], nw = conv->nout * conv->kg, nthreads = PetNetThreads();
-  PetscLogDouble perrow, limit                                                    = conv->maxworkspace * 1024.0 * 1024.0, fit;
+  PetscLogDouble perrow, limit = conv->maxworkspace * 1024.0 * 1024.0, fit;
   PetscInt       chunk;
 
   PetscFunctionBegin;
@@ -279,7 +279,8 @@ static void ConvAddParts(const LayerConv *conv, PetscInt nparts, PetscBool bias,
   for (PetscInt p = 0; p < nparts; p++) {
     const PetscScalar *acc = conv->dwpart + (size_t)p * nw;
 
-    if (conv->dwtransposed) ConvAddWeightsTranspose(conv, acc, dtheta);
+    if (conv->dwtransposed)
+      ConvAddWeightsTranspose(conv, acc, dtheta);
     else
       for (PetscInt i = 0; i < nw; i++) dtheta[i] += acc[i];
     if (bias)
@@ -366,8 +367,10 @@ PetscErrorCode ConvJVP_Batch(Layer layer, PetscInt n, const PetscScalar *theta, 
     if (dx && !ierr) {
       const PetscScalar *col = buf;
 
-      if (conv->pointwise) col = dx + (size_t)R0 * Wo * conv->cin;
-      else ierr = ConvIm2col_Batch(conv, layer->insize, R0, R1, dx, buf);
+      if (conv->pointwise)
+        col = dx + (size_t)R0 * Wo * conv->cin;
+      else
+        ierr = ConvIm2col_Batch(conv, layer->insize, R0, R1, dx, buf);
       if (!ierr) ierr = ConvGemmOutput(conv, P, conv->wt + nout * conv->kg, col, beta, dys);
     }
     PetNetThreadsSetError(&err, ierr);
@@ -408,8 +411,10 @@ PetscErrorCode ConvSOBackward_Batch(Layer layer, PetscInt n, const PetscScalar *
       if (doW) {
         const PetscScalar *col = buf;
 
-        if (conv->pointwise) col = xdot + (size_t)R0 * Wo * conv->cin;
-        else ierr = ConvIm2col_Batch(conv, layer->insize, R0, R1, xdot, buf);
+        if (conv->pointwise)
+          col = xdot + (size_t)R0 * Wo * conv->cin;
+        else
+          ierr = ConvIm2col_Batch(conv, layer->insize, R0, R1, xdot, buf);
         if (!ierr) ierr = ConvGemmWeights(conv, P, col, dys, acc);
       }
       if (dox && !ierr) ierr = ConvInputCotangent_Batch(conv, layer->insize, R0, R1, P, Wdot, dys, PETSC_TRUE, buf, dxdot);

@@ -86,8 +86,8 @@ typedef struct {
 
 static inline WinogradThread WinogradThreadBuffers(const Layer_Conv2d *conv)
 {
-  const Conv2dWinograd *wg = &conv->wg;
-  const int             t  = PetNetThreadId();
+  const Conv2dWinograd *wg   = &conv->wg;
+  const int             t    = PetNetThreadId();
   const PetscInt        nmax = PetscMax(conv->base.cin, conv->base.nout);
   WinogradThread        b;
 
@@ -420,7 +420,7 @@ PetscErrorCode Conv2dForward_Winograd(Layer layer, PetscInt n, const PetscScalar
 #pragma omp parallel for num_threads(PetNetThreads()) schedule(dynamic, 1) if (nchunks > 1)
   for (PetscInt c = 0; c < nchunks; c++) {
     const PetscInt       s0 = c * conv->wg.chunk, ns = PetscMin(conv->wg.chunk, n - s0);
-    const WinogradThread t  = WinogradThreadBuffers(conv);
+    const WinogradThread t = WinogradThreadBuffers(conv);
 
     WinogradColumns(conv, s0, ns, n, x, layer->insize, t.V);
     PetNetThreadsSetError(&err, WinogradGemms(conv, WINOGRAD_GEMM_OUTPUT, ns * tps, conv->wg.Ut, t.V, t.M, NULL));
@@ -473,7 +473,7 @@ PetscErrorCode Conv2dBackward_Winograd(Layer layer, PetscInt n, const PetscScala
   if (nparts > 1 || n > conv->wg.chunk) conv->wg.Vx = NULL;
 #pragma omp parallel for num_threads(PetNetThreads()) schedule(dynamic, 1) if (nparts > 1)
   for (PetscInt p = 0; p < nparts; p++) {
-    const WinogradThread t = WinogradThreadBuffers(conv);
+    const WinogradThread t  = WinogradThreadBuffers(conv);
     PetscScalar         *dU = NULL, *dbp = NULL;
     PetscInt             s0, s1;
     PetscErrorCode       ierr = 0;
@@ -513,15 +513,15 @@ PetscErrorCode Conv2dJVP_Winograd(Layer layer, PetscInt n, const PetscScalar *th
 
   PetscFunctionBegin;
   PetscCall(Conv2dGetWorkspace_Winograd(layer, n));
-  if (dtheta) WinogradWeights(conv, dtheta, dUw, conv->wg.Ut);                                            /* conv(x; dW) */
+  if (dtheta) WinogradWeights(conv, dtheta, dUw, conv->wg.Ut);                                           /* conv(x; dW) */
   if (dx) WinogradWeights(conv, theta, conv->wg.U, conv->wg.Ut + 16 * conv->base.nout * conv->base.cin); /* conv(dx; W) */
   nchunks = (n + conv->wg.chunk - 1) / conv->wg.chunk;
   if (nchunks > 1) conv->wg.Vx = NULL;
 #pragma omp parallel for num_threads(PetNetThreads()) schedule(dynamic, 1) if (nchunks > 1)
   for (PetscInt c = 0; c < nchunks; c++) {
     const PetscInt       s0 = c * conv->wg.chunk, ns = PetscMin(conv->wg.chunk, n - s0), T = ns * tps;
-    const WinogradThread t   = WinogradThreadBuffers(conv);
-    PetscScalar         *dys = dy + (size_t)s0 * layer->outsize;
+    const WinogradThread t    = WinogradThreadBuffers(conv);
+    PetscScalar         *dys  = dy + (size_t)s0 * layer->outsize;
     PetscErrorCode       ierr = 0;
 
     if (dtheta) {
@@ -559,7 +559,7 @@ PetscErrorCode Conv2dSOBackward_Winograd(Layer layer, PetscInt n, const PetscSca
   conv->wg.Vx = NULL; /* V(xdot) and dV replace V(x) */
 #pragma omp parallel for num_threads(PetNetThreads()) schedule(dynamic, 1) if (nparts > 1)
   for (PetscInt p = 0; p < nparts; p++) {
-    const WinogradThread t = WinogradThreadBuffers(conv);
+    const WinogradThread t  = WinogradThreadBuffers(conv);
     PetscScalar         *dU = NULL, *dbp = NULL;
     PetscInt             s0, s1;
     PetscErrorCode       ierr = 0;

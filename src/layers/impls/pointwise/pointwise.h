@@ -56,20 +56,20 @@ static inline void PointwiseSOBackward(PetscInt i0, PetscInt i1, PetscReal a, co
 }
 
 /* CALL on the blocks [i0, i1) of the N entries: on PetNet's threads when there are several */
-#define POINTWISE_BLOCKS(N, CALL) \
-  do { \
-    const PetscInt nblocks_ = PetNetThreadParts((N), POINTWISE_BLOCK); \
-    if (nblocks_ == 1) { \
-      const PetscInt i0 = 0, i1 = (N); \
-      CALL; \
-    } else { \
+#define POINTWISE_BLOCKS(N, CALL)                                                                                          \
+  do {                                                                                                                     \
+    const PetscInt nblocks_ = PetNetThreadParts((N), POINTWISE_BLOCK);                                                     \
+    if (nblocks_ == 1) {                                                                                                   \
+      const PetscInt i0 = 0, i1 = (N);                                                                                     \
+      CALL;                                                                                                                \
+    } else {                                                                                                               \
       _Pragma("omp parallel for num_threads(PetNetThreads()) schedule(static)") for (PetscInt b_ = 0; b_ < nblocks_; b_++) \
-      { \
-        PetscInt i0, i1; \
-        PetNetThreadPart((N), nblocks_, b_, &i0, &i1); \
-        CALL; \
-      } \
-    } \
+      {                                                                                                                    \
+        PetscInt i0, i1;                                                                                                   \
+        PetNetThreadPart((N), nblocks_, b_, &i0, &i1);                                                                     \
+        CALL;                                                                                                              \
+      }                                                                                                                    \
+    }                                                                                                                      \
   } while (0)
 
 /*
@@ -85,34 +85,34 @@ static inline void PointwiseSOBackward(PetscInt i0, PetscInt i1, PetscReal a, co
 #endif
 #define POINTWISE_KERNELS(Kind, F, DF)        POINTWISE_KERNELS_ATTR(Kind, F, DF, )
 #define POINTWISE_KERNELS_CLONED(Kind, F, DF) POINTWISE_KERNELS_ATTR(Kind, F, DF, POINTWISE_TARGET_CLONES)
-#define POINTWISE_KERNELS_ATTR(Kind, F, DF, FORWARD_ATTRIBUTE) \
-  static FORWARD_ATTRIBUTE PetscErrorCode LayerForward_##Kind(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y) \
-  { \
-    Layer_Pointwise *pw = (Layer_Pointwise *)layer->data; \
-    const PetscInt   N  = n * layer->insize; \
-    const PetscReal  a  = pw->alpha; \
-\
-    POINTWISE_BLOCKS(N, PointwiseForward(i0, i1, a, x, y, F)); \
-    return PetscLogFlops(pw->flops_f * N); \
-  } \
-  static PetscErrorCode LayerBackward_##Kind(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta) \
-  { \
-    Layer_Pointwise *pw = (Layer_Pointwise *)layer->data; \
-    const PetscInt   N  = n * layer->insize; \
-    const PetscReal  a  = pw->alpha; \
-\
-    if (!dx) return 0; \
-    POINTWISE_BLOCKS(N, PointwiseBackward(i0, i1, a, x, y, dy, dx, DF)); \
-    return PetscLogFlops((pw->flops_df + 1) * N); \
-  } \
+#define POINTWISE_KERNELS_ATTR(Kind, F, DF, FORWARD_ATTRIBUTE)                                                                                                                                            \
+  static FORWARD_ATTRIBUTE PetscErrorCode LayerForward_##Kind(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)                                                    \
+  {                                                                                                                                                                                                       \
+    Layer_Pointwise *pw = (Layer_Pointwise *)layer->data;                                                                                                                                                 \
+    const PetscInt   N  = n * layer->insize;                                                                                                                                                              \
+    const PetscReal  a  = pw->alpha;                                                                                                                                                                      \
+                                                                                                                                                                                                          \
+    POINTWISE_BLOCKS(N, PointwiseForward(i0, i1, a, x, y, F));                                                                                                                                            \
+    return PetscLogFlops(pw->flops_f * N);                                                                                                                                                                \
+  }                                                                                                                                                                                                       \
+  static PetscErrorCode LayerBackward_##Kind(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)  \
+  {                                                                                                                                                                                                       \
+    Layer_Pointwise *pw = (Layer_Pointwise *)layer->data;                                                                                                                                                 \
+    const PetscInt   N  = n * layer->insize;                                                                                                                                                              \
+    const PetscReal  a  = pw->alpha;                                                                                                                                                                      \
+                                                                                                                                                                                                          \
+    if (!dx) return 0;                                                                                                                                                                                    \
+    POINTWISE_BLOCKS(N, PointwiseBackward(i0, i1, a, x, y, dy, dx, DF));                                                                                                                                  \
+    return PetscLogFlops((pw->flops_df + 1) * N);                                                                                                                                                         \
+  }                                                                                                                                                                                                       \
   static PetscErrorCode LayerJVP_##Kind(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dx, const PetscScalar *dtheta, PetscScalar *dy) \
-  { \
-    Layer_Pointwise *pw = (Layer_Pointwise *)layer->data; \
-    const PetscInt   N  = n * layer->insize; \
-    const PetscReal  a  = pw->alpha; \
-\
-    POINTWISE_BLOCKS(N, PointwiseJVP(i0, i1, a, x, y, dx, dy, DF)); \
-    return PetscLogFlops((pw->flops_df + 1) * N); \
+  {                                                                                                                                                                                                       \
+    Layer_Pointwise *pw = (Layer_Pointwise *)layer->data;                                                                                                                                                 \
+    const PetscInt   N  = n * layer->insize;                                                                                                                                                              \
+    const PetscReal  a  = pw->alpha;                                                                                                                                                                      \
+                                                                                                                                                                                                          \
+    POINTWISE_BLOCKS(N, PointwiseJVP(i0, i1, a, x, y, dx, dy, DF));                                                                                                                                       \
+    return PetscLogFlops((pw->flops_df + 1) * N);                                                                                                                                                         \
   }
 
 #define POINTWISE_SET_KERNELS(layer, Kind)         \
@@ -124,17 +124,17 @@ static inline void PointwiseSOBackward(PetscInt i0, PetscInt i1, PetscReal a, co
 
 /* The second-order kernel of a kind with a curvature term, with D2F = f'' inlined; POINTWISE_SET_SOKERNEL installs it
    (FLOPS: the flops of one f'') */
-#define POINTWISE_SOKERNEL(Kind, D2F) \
+#define POINTWISE_SOKERNEL(Kind, D2F)                                                                                                                                                                                                               \
   static PetscErrorCode LayerSOBackward_##Kind(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *thetadot, const PetscScalar *ydot, const PetscScalar *dy, \
-                                               PetscScalar *dxdot, PetscScalar *dthetadot) \
-  { \
-    Layer_Pointwise *pw = (Layer_Pointwise *)layer->data; \
-    const PetscInt   N  = n * layer->insize; \
-    const PetscReal  a  = pw->alpha; \
-\
-    if (!xdot || !dxdot) return 0; \
-    POINTWISE_BLOCKS(N, PointwiseSOBackward(i0, i1, a, x, y, xdot, dy, dxdot, D2F)); \
-    return PetscLogFlops((pw->flops_d2f + 3) * N); \
+                                               PetscScalar *dxdot, PetscScalar *dthetadot)                                                                                                                                                          \
+  {                                                                                                                                                                                                                                                 \
+    Layer_Pointwise *pw = (Layer_Pointwise *)layer->data;                                                                                                                                                                                           \
+    const PetscInt   N  = n * layer->insize;                                                                                                                                                                                                        \
+    const PetscReal  a  = pw->alpha;                                                                                                                                                                                                                \
+                                                                                                                                                                                                                                                    \
+    if (!xdot || !dxdot) return 0;                                                                                                                                                                                                                  \
+    POINTWISE_BLOCKS(N, PointwiseSOBackward(i0, i1, a, x, y, xdot, dy, dxdot, D2F));                                                                                                                                                                \
+    return PetscLogFlops((pw->flops_d2f + 3) * N);                                                                                                                                                                                                  \
   }
 #define POINTWISE_SET_SOKERNEL(layer, Kind, FLOPS)                          \
   do {                                                                      \
