@@ -32,22 +32,23 @@ static void (*PetNetOpenBLASSetThreads(void))(int)
 /* The default count: OMP_NUM_THREADS, else the cores of this process over the ranks on its node */
 static PetscErrorCode PetNetDefaultThreads(PetscInt *nthreads)
 {
-  const char *env;
-  PetscInt    local = 0;
-  PetscMPIInt size;
-
   PetscFunctionBegin;
   *nthreads = 1;
 #if defined(_OPENMP)
-  env = getenv("OMP_NUM_THREADS");
-  if (env && atoi(env) > 0) {
-    *nthreads = atoi(env);
-    PetscFunctionReturn(0);
+  {
+    const char *env = getenv("OMP_NUM_THREADS");
+    PetscInt    local = 0;
+    PetscMPIInt size;
+
+    if (env && atoi(env) > 0) {
+      *nthreads = atoi(env);
+      PetscFunctionReturn(0);
+    }
+    if ((env = getenv("OMPI_COMM_WORLD_LOCAL_SIZE")) || (env = getenv("MPI_LOCALNRANKS"))) local = atoi(env);
+    PetscCallMPI(MPI_Comm_size(PETSC_COMM_WORLD, &size));
+    if (local <= 0) local = size > 1 ? omp_get_num_procs() : 1; /* unknown layout on several ranks: 1 thread each */
+    *nthreads = PetscMax(1, omp_get_num_procs() / PetscMax(local, 1));
   }
-  if ((env = getenv("OMPI_COMM_WORLD_LOCAL_SIZE")) || (env = getenv("MPI_LOCALNRANKS"))) local = atoi(env);
-  PetscCallMPI(MPI_Comm_size(PETSC_COMM_WORLD, &size));
-  if (local <= 0) local = size > 1 ? omp_get_num_procs() : 1; /* unknown layout on several ranks: 1 thread each */
-  *nthreads = PetscMax(1, omp_get_num_procs() / PetscMax(local, 1));
 #endif
   PetscFunctionReturn(0);
 }

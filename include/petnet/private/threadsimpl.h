@@ -22,8 +22,9 @@
 /* the most parts a batch is cut into: up to this many threads share a layer's work */
 #define PETNET_THREAD_PARTS 8
 
-/* the threads PetNet's loops use (PetNetSetNumThreads(); 1 before any is set and without OpenMP) */
-PETSC_INTERN int PetNetThreads_Private;
+/* the threads PetNet's loops use (PetNetSetNumThreads(); 1 before any is set and without OpenMP); exported so that a
+   layer kind outside the library can use PetNetThreads() too */
+PETSC_EXTERN int PetNetThreads_Private;
 
 static inline int PetNetThreads(void)
 {
