@@ -8,6 +8,10 @@
   (weight gradients, batch statistics), each part accumulates into its own buffer and the buffers are summed in part
   order after the loop, by one thread. So a run with 1 thread computes exactly what a run with 2 or 8 threads computes.
 
+  Loops over parts are scheduled dynamically (schedule(dynamic, 1)) and elementwise loops guided, never statically:
+  on a machine shared with other jobs a thread may lose its core in the middle of a loop, and the others then take
+  the parts it has not started. The parts, not the schedule, fix the results.
+
   Inside a parallel region call no PETSc function that may log, allocate or raise an error (PetscCall, PetscMalloc,
   PetscLogFlops): the kernels there are plain loops and BLAS calls; the region records an error code, and the caller
   checks it after the region (PetNetThreadsCheck()).

@@ -63,7 +63,7 @@ static void BatchNormPartSums(Layer_BatchNorm *bn, BatchNormSumKind kind, PetscI
   const PetscInt C = bn->C, nterms = kind == BATCHNORM_SUM_SECOND ? 5 : kind == BATCHNORM_SUM_V ? 2 : 1;
   const PetscInt nparts = PetNetThreadParts(P, PetscMax(1, BATCHNORM_PART_VALUES / PetscMax(C, 1)));
 
-#pragma omp parallel for num_threads(PetNetThreads()) schedule(static) if (nparts > 1)
+#pragma omp parallel for num_threads(PetNetThreads()) schedule(dynamic, 1) if (nparts > 1)
   for (PetscInt part = 0; part < nparts; part++) {
     PetscScalar *ps = bn->partsums + (size_t)part * 5 * C;
     PetscInt     p0, p1;
@@ -197,7 +197,7 @@ static PetscErrorCode LayerForward_BatchNorm(Layer layer, PetscInt n, const Pets
 
   PetscFunctionBegin;
   PetscCall(BatchNormStatistics(layer, n, x));
-#pragma omp parallel for num_threads(PetNetThreads()) schedule(static) if ((PetscLogDouble)P * C > BATCHNORM_PART_VALUES)
+#pragma omp parallel for num_threads(PetNetThreads()) schedule(guided) if ((PetscLogDouble)P * C > BATCHNORM_PART_VALUES)
   for (PetscInt p = 0; p < P; p++)
     for (PetscInt c = 0; c < C; c++) y[(size_t)p * C + c] = gamma[c] * (x[(size_t)p * C + c] - bn->mean[c]) * bn->invstd[c] + beta[c];
   PetscCall(PetscLogFlops(4.0 * P * C));
@@ -239,11 +239,11 @@ static void BatchNormAffine(const Layer_BatchNorm *bn, PetscInt P, const PetscSc
   const PetscInt C = bn->C;
 
   if (v) {
-#pragma omp parallel for num_threads(PetNetThreads()) schedule(static) if ((PetscLogDouble)P * C > BATCHNORM_PART_VALUES)
+#pragma omp parallel for num_threads(PetNetThreads()) schedule(guided) if ((PetscLogDouble)P * C > BATCHNORM_PART_VALUES)
     for (PetscInt p = 0; p < P; p++)
       for (PetscInt c = 0; c < C; c++) out[(size_t)p * C + c] = A[c] * v[(size_t)p * C + c] + B[c] * (x[(size_t)p * C + c] - bn->mean[c]) * bn->invstd[c] + D[c];
   } else {
-#pragma omp parallel for num_threads(PetNetThreads()) schedule(static) if ((PetscLogDouble)P * C > BATCHNORM_PART_VALUES)
+#pragma omp parallel for num_threads(PetNetThreads()) schedule(guided) if ((PetscLogDouble)P * C > BATCHNORM_PART_VALUES)
     for (PetscInt p = 0; p < P; p++)
       for (PetscInt c = 0; c < C; c++) out[(size_t)p * C + c] = B[c] * (x[(size_t)p * C + c] - bn->mean[c]) * bn->invstd[c] + D[c];
   }
@@ -341,11 +341,11 @@ static PetscErrorCode LayerSOBackward_BatchNorm(Layer layer, PetscInt n, const P
     if (dthetadot) dthetadot[c] += s * (sums[4 * C + c] - r * sums[c] - q * sums[C + c]);
   }
   if (dxdot) {
-#pragma omp parallel for num_threads(PetNetThreads()) schedule(static) if ((PetscLogDouble)P * C > BATCHNORM_PART_VALUES)
+#pragma omp parallel for num_threads(PetNetThreads()) schedule(guided) if ((PetscLogDouble)P * C > BATCHNORM_PART_VALUES)
     for (PetscInt p = 0; p < P; p++)
       for (PetscInt c = 0; c < C; c++) dxdot[(size_t)p * C + c] += A[c] * dy[(size_t)p * C + c] + B[c] * (x[(size_t)p * C + c] - bn->mean[c]) * bn->invstd[c] + D[c];
     if (xdot) {
-#pragma omp parallel for num_threads(PetNetThreads()) schedule(static) if ((PetscLogDouble)P * C > BATCHNORM_PART_VALUES)
+#pragma omp parallel for num_threads(PetNetThreads()) schedule(guided) if ((PetscLogDouble)P * C > BATCHNORM_PART_VALUES)
       for (PetscInt p = 0; p < P; p++)
         for (PetscInt c = 0; c < C; c++) dxdot[(size_t)p * C + c] += E[c] * xdot[(size_t)p * C + c];
     }

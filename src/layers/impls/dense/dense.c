@@ -88,7 +88,7 @@ static PetscErrorCode DenseGemm(const char *ta, const char *tb, PetscInt m, Pets
   PetscCall(PetscBLASIntCast(lda, &blda));
   PetscCall(PetscBLASIntCast(ldb, &bldb));
   PetscCall(PetscBLASIntCast(ldc, &bldc));
-#pragma omp parallel for num_threads(PetNetThreads()) schedule(static) if (nparts > 1)
+#pragma omp parallel for num_threads(PetNetThreads()) schedule(dynamic, 1) if (nparts > 1)
   for (PetscInt p = 0; p < nparts; p++) {
     PetscInt           j0, j1;
     PetscBLASInt       pm = bm, pn = bn;
@@ -113,7 +113,7 @@ static PetscErrorCode DenseGemm(const char *ta, const char *tb, PetscInt m, Pets
 /* y[s][o] += b[o] (scale times b), samples in parallel */
 static void DenseAddBias(PetscInt n, PetscInt out, const PetscScalar *b, PetscScalar *y)
 {
-#pragma omp parallel for num_threads(PetNetThreads()) schedule(static) if ((PetscLogDouble)n * out > 65536)
+#pragma omp parallel for num_threads(PetNetThreads()) schedule(guided) if ((PetscLogDouble)n * out > 65536)
   for (PetscInt s = 0; s < n; s++)
     for (PetscInt o = 0; o < out; o++) y[(size_t)s * out + o] += b[o];
 }

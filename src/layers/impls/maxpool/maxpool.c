@@ -39,7 +39,7 @@ static PetscErrorCode LayerForward_MaxPool(Layer layer, PetscInt n, const PetscS
   {
     const PetscInt D = v.in[0], H = v.in[1], W = v.in[2], C = layer->in.dim[layer->in.ndim - 1], outsize = layer->outsize;
 
-#pragma omp parallel for num_threads(PetNetThreads()) schedule(static) if (n > 1 && n * outsize > 4096)
+#pragma omp parallel for num_threads(PetNetThreads()) schedule(guided) if (n > 1 && n * outsize > 4096)
     for (PetscInt s = 0; s < n; s++) {
       PetscScalar *ys = y + (size_t)s * outsize;
       PetscInt    *as = argmax + (size_t)s * outsize;
@@ -94,7 +94,7 @@ static PetscErrorCode LayerBackward_MaxPool(Layer layer, PetscInt n, const Petsc
   PetscFunctionBegin;
   if (!dx) PetscFunctionReturn(0);
   PetscCheck(n == pool->nwork, PETSC_COMM_SELF, PETSC_ERR_ORDER, "maxpool backward on %" PetscInt_FMT " samples after a forward pass on %" PetscInt_FMT ": call forward first", n, pool->nwork);
-#pragma omp parallel for num_threads(PetNetThreads()) schedule(static) if (n > 1 && N > 4096)
+#pragma omp parallel for num_threads(PetNetThreads()) schedule(guided) if (n > 1 && N > 4096)
   for (PetscInt s = 0; s < n; s++) {
     const PetscInt *am = pool->argmax;
 
@@ -112,7 +112,7 @@ static PetscErrorCode LayerJVP_MaxPool(Layer layer, PetscInt n, const PetscScala
 
   PetscFunctionBegin;
   PetscCheck(n == pool->nwork, PETSC_COMM_SELF, PETSC_ERR_ORDER, "maxpool jvp on %" PetscInt_FMT " samples after a forward pass on %" PetscInt_FMT ": call forward first", n, pool->nwork);
-#pragma omp parallel for num_threads(PetNetThreads()) schedule(static) if (N > 4096)
+#pragma omp parallel for num_threads(PetNetThreads()) schedule(guided) if (N > 4096)
   for (PetscInt j = 0; j < N; j++) dy[j] = dx[pool->argmax[j]];
   PetscFunctionReturn(0);
 }

@@ -63,7 +63,7 @@ static inline void PointwiseSOBackward(PetscInt i0, PetscInt i1, PetscReal a, co
       const PetscInt i0 = 0, i1 = (N);                                                                                     \
       CALL;                                                                                                                \
     } else {                                                                                                               \
-      _Pragma("omp parallel for num_threads(PetNetThreads()) schedule(static)") for (PetscInt b_ = 0; b_ < nblocks_; b_++) \
+      _Pragma("omp parallel for num_threads(PetNetThreads()) schedule(dynamic, 1)") for (PetscInt b_ = 0; b_ < nblocks_; b_++) \
       {                                                                                                                    \
         PetscInt i0, i1;                                                                                                   \
         PetNetThreadPart((N), nblocks_, b_, &i0, &i1);                                                                     \
