@@ -36,7 +36,7 @@ static PetscErrorCode PetNetDefaultThreads(PetscInt *nthreads)
   *nthreads = 1;
 #if defined(_OPENMP)
   {
-    const char *env = getenv("OMP_NUM_THREADS");
+    const char *env   = getenv("OMP_NUM_THREADS");
     PetscInt    local = 0;
     PetscMPIInt size;
 

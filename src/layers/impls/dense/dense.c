@@ -110,7 +110,7 @@ static PetscErrorCode DenseGemm(const char *ta, const char *tb, PetscInt m, Pets
   PetscFunctionReturn(0);
 }
 
-/* y[s][o] += b[o] (scale times b), samples in parallel */
+/* y[s][o] += b[o], samples in parallel */
 static void DenseAddBias(PetscInt n, PetscInt out, const PetscScalar *b, PetscScalar *y)
 {
 #pragma omp parallel for num_threads(PetNetThreads()) schedule(guided) if ((PetscLogDouble)n * out > 65536)
