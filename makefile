@@ -2,7 +2,8 @@
 #   make            library and examples
 #   make check      build everything and run the whole test suite (last line: "N passed, N failed")
 #   make fashion    train the MLP on Fashion-MNIST (share/models/mlp.opts) and print the test accuracy
-#   make bench      throughput benchmarks (PyTorch side by side when python3-torch is installed)
+#   make bench      throughput benchmarks (PyTorch side by side when python3-torch is installed); BENCH_ONLY="mlp cnn"
+#                   picks sections, BENCH_REPEAT=N keeps the best of N runs, CNN_BENCH_LIMIT=10000 a shorter CNN epoch
 #   make format-check   clang-format check
 #   make docs       API reference from the manual pages into docs/api/ (share/docs/manpages.py; --check lists missing pages)
 #   make fuzz       fuzz every reader for FUZZ_SECONDS (default 60) each; FUZZ_TARGETS="spec idx" picks some. Every
@@ -38,7 +39,11 @@ include $(SLEPC_DIR)/lib/slepc/conf/slepc_variables
 
 CC       = mpicc
 OPT     ?= -O3 -march=x86-64-v2
-CFLAGS  += $(OPT) -g -fPIC -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
+# OpenMP: the layers' loops run on the threads of one process (-net_threads; src/sys/threads.c). The library links
+# libgomp (recorded as a NEEDED library of libpetnet.so, so programs linking -lpetnet need no flag); OPENMP= builds
+# without (one thread, the pragmas ignored).
+OPENMP  ?= -fopenmp
+CFLAGS  += $(OPT) -g -fPIC -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wno-unknown-pragmas $(OPENMP)
 CPPFLAGS = -Iinclude $(SLEPC_INCLUDE) $(PETSC_CC_INCLUDES)
 # Each compile writes the headers it read (-MMD; -MP: a removed header is no error); the .d files are included below
 DEPFLAGS = -MMD -MP
@@ -70,7 +75,7 @@ build/%.o: %.c
 # The library and its two names: the soname the programs record, and libpetnet.so for -lpetnet
 lib/$(PETNET_SHLIB): $(LIBOBJ)
 	@mkdir -p lib
-	$(CC) -shared -Wl,-soname,$(PETNET_SONAME) -o $@ $(LIBOBJ) $(PETNET_EXTERNAL_LIB)
+	$(CC) -shared $(OPENMP) -Wl,-soname,$(PETNET_SONAME) -o $@ $(LIBOBJ) $(PETNET_EXTERNAL_LIB)
 
 lib/libpetnet.so: lib/$(PETNET_SHLIB)
 	ln -sf $(PETNET_SHLIB) lib/$(PETNET_SONAME)

@@ -79,6 +79,12 @@ int main(int argc, char **argv)
     PetscCall(TrainerGetTaoIterations(trainer, &its));
     if (its >= 0) PetscCall(PetscPrintf(comm, " tao_iterations=%" PetscInt_FMT, its));
   }
+  { /* the threads of each process (-net_threads) */
+    PetscInt nthreads;
+
+    PetscCall(PetNetGetNumThreads(&nthreads));
+    PetscCall(PetscPrintf(comm, " threads=%" PetscInt_FMT, nthreads));
+  }
   PetscCall(PetscPrintf(comm, "\n"));
 
   PetscCall(TrainerDestroy(&trainer));

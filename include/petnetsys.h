@@ -43,5 +43,9 @@ PETSC_EXTERN PetscErrorCode PetNetCheckWritableFile(MPI_Comm, const char[], cons
 PETSC_EXTERN PetscErrorCode PetNetRemoveStaleTemporaryFiles(MPI_Comm, const char[]);
 PETSC_EXTERN PetscErrorCode PetNetCheckHDF5File(MPI_Comm, const char[], const char[], PetscBool);
 
+/* Threads of one process (OpenMP): -net_threads */
+PETSC_EXTERN PetscErrorCode PetNetSetNumThreads(PetscInt);
+PETSC_EXTERN PetscErrorCode PetNetGetNumThreads(PetscInt *);
+
 /* Distributed tensors: layouts over a grid of ranks, and the data movements between them as operators */
 #include <petnetlayout.h>

@@ -127,6 +127,8 @@ _C = {
     name: _proto(name, *args)
     for name, args in {
         "PetNetInitializePackage": (),
+        "PetNetSetNumThreads": (_I,),
+        "PetNetGetNumThreads": (_PI,),
         "PetscObjectReference": (_P,),
         "NetCreate": (_Comm, _P),
         "NetSetLayers": (_P, _S),
@@ -725,6 +727,22 @@ class Trainer(_PetNetObject):
 
     def loadCheckpoint(self, filename):
         return self._call("TrainerLoadCheckpoint", _s(filename))
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Threads of this process
+
+
+def setNumThreads(nthreads):
+    """PetNetSetNumThreads: the threads of this process for the layers' loops (-net_threads); results do not depend
+    on the number."""
+    _check(_C["PetNetSetNumThreads"](nthreads))
+
+
+def getNumThreads():
+    """PetNetGetNumThreads: the threads of this process (the default, OMP_NUM_THREADS or the cores over the ranks on
+    the node, until set)."""
+    return _out(_Int, _C["PetNetGetNumThreads"])
 
 
 # ---------------------------------------------------------------------------------------------------------------------

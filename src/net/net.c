@@ -489,6 +489,7 @@ static PetscErrorCode NetGetLongOption_Private(Net net, const char name[], const
 . -net_parallel <replicated,sharded,model> - how parameters and work are spread over the ranks (NetSetParallel())
 . -net_spatial_groups <G> - grid mode: split the ranks into G groups, each holding its own fields (NetSetSpatialGroups())
 . -net_spatial_overlap <bool> - grid mode: overlap the halo exchanges with computation (NetSetSpatialOverlap())
+. -net_threads <n>           - threads of this process for the layers' loops (PetNetSetNumThreads(); default OMP_NUM_THREADS, else the cores over the ranks on the node)
 . -net_test_jacobian         - dot-product and finite-difference checks at the first forward pass
 . -net_load <file>           - load architecture and parameters saved by NetSave() (replaces -net_layers)
 . -net_save <file>           - save the final Net there (NetSaveFromOptions(): at the end of TrainerTrain(), or at NetDestroy() at the latest)
@@ -549,6 +550,14 @@ PetscErrorCode NetSetFromOptions(Net net)
 
     PetscCall(PetscOptionsBool("-net_spatial_overlap", "Grid mode: overlap the halo exchanges with computation", "NetSetSpatialOverlap", overlap, &overlap, NULL));
     PetscCall(NetSetSpatialOverlap(net, overlap));
+  }
+  {
+    PetscInt  nthreads;
+    PetscBool flg;
+
+    PetscCall(PetNetGetNumThreads(&nthreads));
+    PetscCall(PetscOptionsInt("-net_threads", "Threads of this process for the layers' loops (the process's setting, shared by every Net; results do not depend on it)", "PetNetSetNumThreads", nthreads, &nthreads, &flg));
+    if (flg) PetscCall(PetNetSetNumThreads(nthreads));
   }
   PetscCall(PetscOptionsBool("-net_test_jacobian", "Run dot-product and finite-difference checks of the Jacobians at the first forward pass", "NetTestJacobian", net->testjacobian, &net->testjacobian, NULL));
   PetscCall(PetscOptionsString("-net_load", "Load architecture and parameters from a file written by NetSave() (replaces -net_layers)", "NetLoad", load, load, sizeof(load), &loadflg));

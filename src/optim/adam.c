@@ -49,6 +49,7 @@ static PetscErrorCode TaoOptimUpdate_Adam(Tao tao, PetscReal lr)
   PetscCall(VecGetArray(adam->m, &m));
   PetscCall(VecGetArray(adam->v, &v));
   if (amsgrad) PetscCall(VecGetArray(adam->vmax, &vmax));
+#pragma omp parallel for num_threads(PetNetThreads()) schedule(guided) if (n > OPTIM_THREAD_MIN)
   for (PetscInt i = 0; i < n; i++) {
     PetscScalar d = g[i] + l2 * x[i], vhat;
 

@@ -6,6 +6,10 @@
 
 #include <petnetoptim.h>
 #include <petsc/private/taoimpl.h>
+#include <petnet/private/threadsimpl.h>
+
+/* entries above which an update runs on PetNet's threads (elementwise: the same bits for any number of threads) */
+#define OPTIM_THREAD_MIN 32768
 
 /* The learning-rate schedule (schedule.c); see include/petnetoptim.h for the formulas. */
 typedef struct {

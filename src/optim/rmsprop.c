@@ -46,6 +46,7 @@ static PetscErrorCode TaoOptimUpdate_RMSprop(Tao tao, PetscReal lr)
   PetscCall(VecGetArray(rms->s, &s));
   if (usebuf) PetscCall(VecGetArray(rms->b, &b));
   if (centered) PetscCall(VecGetArray(rms->a, &a));
+#pragma omp parallel for num_threads(PetNetThreads()) schedule(guided) if (n > OPTIM_THREAD_MIN)
   for (PetscInt i = 0; i < n; i++) {
     PetscScalar d = g[i] + wd * x[i], den;
 

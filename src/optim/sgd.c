@@ -52,6 +52,7 @@ static PetscErrorCode TaoOptimUpdate_SGD(Tao tao, PetscReal lr)
   PetscCall(VecGetArray(tao->solution, &x));
   PetscCall(VecGetArrayRead(tao->gradient, &g));
   if (usebuf) PetscCall(VecGetArray(sgd->buf, &b));
+#pragma omp parallel for num_threads(PetNetThreads()) schedule(guided) if (n > OPTIM_THREAD_MIN)
   for (PetscInt i = 0; i < n; i++) {
     PetscScalar d = g[i] + wd * x[i];
 

@@ -3,6 +3,7 @@
 
 #include <petnetlayer.h>
 #include <petsc/private/petscimpl.h>
+#include <petnet/private/threadsimpl.h>
 
 PETSC_EXTERN PetscBool LayerRegisterAllCalled;
 

@@ -25,6 +25,10 @@
   term is dxdot += gammadot s dy, dgammadot += s sum dy xdot.
 
   Training-mode forward, backward, jvp and sobackward are collective on the layer's communicator.
+
+  Threads: the positions [0, n m) are cut into parts that depend on n m and C only (PetNetThreadParts()); each part
+  sums its values into its own row of partsums, and the rows are added in part order (BatchNormPartSums), so that the
+  statistics are the same bits for any number of threads. The elementwise passes run over positions in parallel.
 */
 #include <petnet/private/layerimpl.h>
 
@@ -36,7 +40,78 @@ typedef struct {
   PetscInt64   nbatches;      /* num_batches_tracked */
   PetscScalar *mean, *invstd; /* [C] each: the statistics of the last forward, mu and s */
   PetscScalar *sums, *coef;   /* [5C+1] reduction buffer; [9C] per-channel terms of the derivatives */
+  PetscScalar *partsums;      /* [PETNET_THREAD_PARTS][5C]: each part's sums (threads) */
 } Layer_BatchNorm;
+
+/* values (positions x channels) per part of the sums, and below which the elementwise passes run on one thread */
+#define BATCHNORM_PART_VALUES 16384
+
+/* What BatchNormPartSums sums per channel, over the positions */
+typedef enum {
+  BATCHNORM_SUM_X,     /* x */
+  BATCHNORM_SUM_DEV2,  /* (x - mean)^2 */
+  BATCHNORM_SUM_V,     /* v, v xhat */
+  BATCHNORM_SUM_SECOND /* dy (in v), dy xhat, and with xdot: xdot, xhat xdot, xdot dy (sobackward) */
+} BatchNormSumKind;
+
+/*
+  sums[k C + c] = the sums of kind over the P positions (1, 2 or 5 terms per channel), each part of the positions into
+  its own row of bn->partsums, the rows then added in part order: the same bits for any number of threads
+*/
+static void BatchNormPartSums(Layer_BatchNorm *bn, BatchNormSumKind kind, PetscInt P, const PetscScalar *x, const PetscScalar *v, const PetscScalar *xdot, PetscScalar *sums)
+{
+  const PetscInt C = bn->C, nterms = kind == BATCHNORM_SUM_SECOND ? 5 : kind == BATCHNORM_SUM_V ? 2 : 1;
+  const PetscInt nparts = PetNetThreadParts(P, PetscMax(1, BATCHNORM_PART_VALUES / PetscMax(C, 1)));
+
+#pragma omp parallel for num_threads(PetNetThreads()) schedule(dynamic, 1) if (nparts > 1)
+  for (PetscInt part = 0; part < nparts; part++) {
+    PetscScalar *ps = bn->partsums + (size_t)part * 5 * C;
+    PetscInt     p0, p1;
+
+    PetNetThreadPart(P, nparts, part, &p0, &p1);
+    for (PetscInt c = 0; c < nterms * C; c++) ps[c] = 0.0;
+    for (PetscInt p = p0; p < p1; p++) {
+      const PetscScalar *xp = x + (size_t)p * C;
+
+      switch (kind) {
+      case BATCHNORM_SUM_X:
+        for (PetscInt c = 0; c < C; c++) ps[c] += xp[c];
+        break;
+      case BATCHNORM_SUM_DEV2:
+        for (PetscInt c = 0; c < C; c++) {
+          PetscScalar d = xp[c] - bn->mean[c];
+
+          ps[c] += d * d;
+        }
+        break;
+      case BATCHNORM_SUM_V:
+        for (PetscInt c = 0; c < C; c++) {
+          ps[c] += v[(size_t)p * C + c];
+          ps[C + c] += v[(size_t)p * C + c] * (xp[c] - bn->mean[c]) * bn->invstd[c];
+        }
+        break;
+      case BATCHNORM_SUM_SECOND:
+        for (PetscInt c = 0; c < C; c++) {
+          const PetscScalar xh = (xp[c] - bn->mean[c]) * bn->invstd[c], g = v[(size_t)p * C + c];
+
+          ps[c] += g;
+          ps[C + c] += g * xh;
+          if (xdot) {
+            const PetscScalar t = xdot[(size_t)p * C + c];
+
+            ps[2 * C + c] += t;
+            ps[3 * C + c] += xh * t;
+            ps[4 * C + c] += t * g;
+          }
+        }
+        break;
+      }
+    }
+  }
+  for (PetscInt c = 0; c < nterms * C; c++) sums[c] = bn->partsums[c];
+  for (PetscInt part = 1; part < nparts; part++)
+    for (PetscInt c = 0; c < nterms * C; c++) sums[c] += bn->partsums[(size_t)part * 5 * C + c];
+}
 
 static PetscErrorCode LayerSetUp_BatchNorm(Layer layer)
 {
@@ -44,14 +119,14 @@ static PetscErrorCode LayerSetUp_BatchNorm(Layer layer)
   PetscInt         size;
 
   PetscFunctionBegin;
-  PetscCall(PetscFree4(bn->mean, bn->invstd, bn->sums, bn->coef));
+  PetscCall(PetscFree5(bn->mean, bn->invstd, bn->sums, bn->coef, bn->partsums));
   PetscCall(PetscFree(layer->buffers));
   PetscCall(PetNetShapeSize(&layer->in, &size));
   bn->C           = layer->in.dim[layer->in.ndim - 1];
   bn->m           = size / bn->C;
   layer->nparams  = 2 * bn->C;
   layer->nbuffers = 2 * bn->C;
-  PetscCall(PetscMalloc4(bn->C, &bn->mean, bn->C, &bn->invstd, 5 * bn->C + 1, &bn->sums, 9 * bn->C, &bn->coef));
+  PetscCall(PetscMalloc5(bn->C, &bn->mean, bn->C, &bn->invstd, 5 * bn->C + 1, &bn->sums, 9 * bn->C, &bn->coef, PETNET_THREAD_PARTS * 5 * bn->C, &bn->partsums));
   PetscCall(PetscMalloc1(layer->nbuffers, &layer->buffers));
   bn->nbatches = 0;
   for (PetscInt c = 0; c < bn->C; c++) {
@@ -93,21 +168,13 @@ static PetscErrorCode BatchNormStatistics(Layer layer, PetscInt n, const PetscSc
     PetscFunctionReturn(0);
   }
   /* two passes (mean, then squared deviations) for accuracy */
-  for (PetscInt c = 0; c <= C; c++) sums[c] = 0.0;
-  for (PetscInt p = 0; p < P; p++)
-    for (PetscInt c = 0; c < C; c++) sums[c] += x[p * C + c];
+  BatchNormPartSums(bn, BATCHNORM_SUM_X, P, x, NULL, NULL, sums);
   sums[C] = (PetscScalar)P;
   PetscCall(MPIU_Allreduce(MPI_IN_PLACE, sums, C + 1, MPIU_SCALAR, MPIU_SUM, comm));
   M = PetscRealPart(sums[C]);
   PetscCheck(M > 1, comm, PETSC_ERR_ARG_SIZ, "batchnorm in training mode needs more than one value per channel in the batch, but the batch has %g: use a larger batch or NetSetTraining(net, PETSC_FALSE)", (double)M);
   for (PetscInt c = 0; c < C; c++) bn->mean[c] = sums[c] / M;
-  for (PetscInt c = 0; c < C; c++) sums[c] = 0.0;
-  for (PetscInt p = 0; p < P; p++)
-    for (PetscInt c = 0; c < C; c++) {
-      PetscScalar d = x[p * C + c] - bn->mean[c];
-
-      sums[c] += d * d;
-    }
+  BatchNormPartSums(bn, BATCHNORM_SUM_DEV2, P, x, NULL, NULL, sums);
   PetscCall(MPIU_Allreduce(MPI_IN_PLACE, sums, C, MPIU_SCALAR, MPIU_SUM, comm));
   for (PetscInt c = 0; c < C; c++) bn->invstd[c] = 1.0 / PetscSqrtScalar(sums[c] / M + bn->eps);
   bn->count = M;
@@ -131,8 +198,9 @@ static PetscErrorCode LayerForward_BatchNorm(Layer layer, PetscInt n, const Pets
 
   PetscFunctionBegin;
   PetscCall(BatchNormStatistics(layer, n, x));
+#pragma omp parallel for num_threads(PetNetThreads()) schedule(guided) if ((PetscLogDouble)P * C > BATCHNORM_PART_VALUES)
   for (PetscInt p = 0; p < P; p++)
-    for (PetscInt c = 0; c < C; c++) y[p * C + c] = gamma[c] * (x[p * C + c] - bn->mean[c]) * bn->invstd[c] + beta[c];
+    for (PetscInt c = 0; c < C; c++) y[(size_t)p * C + c] = gamma[c] * (x[(size_t)p * C + c] - bn->mean[c]) * bn->invstd[c] + beta[c];
   PetscCall(PetscLogFlops(4.0 * P * C));
   PetscFunctionReturn(0);
 }
@@ -152,11 +220,7 @@ static PetscErrorCode BatchNormSums(Layer layer, PetscInt n, const PetscScalar *
   PetscFunctionBegin;
   for (PetscInt c = 0; c < 2 * C; c++) sums[c] = 0.0;
   if (v) {
-    for (PetscInt p = 0; p < P; p++)
-      for (PetscInt c = 0; c < C; c++) {
-        sums[c] += v[p * C + c];
-        sums[C + c] += v[p * C + c] * (x[p * C + c] - bn->mean[c]) * bn->invstd[c];
-      }
+    BatchNormPartSums(bn, BATCHNORM_SUM_V, P, x, v, NULL, sums);
     PetscCall(PetscLogFlops(5.0 * P * C));
   }
   for (PetscInt c = 0; c < 2 * C; c++) means[c] = 0.0;
@@ -176,11 +240,13 @@ static void BatchNormAffine(const Layer_BatchNorm *bn, PetscInt P, const PetscSc
   const PetscInt C = bn->C;
 
   if (v) {
+#pragma omp parallel for num_threads(PetNetThreads()) schedule(guided) if ((PetscLogDouble)P * C > BATCHNORM_PART_VALUES)
     for (PetscInt p = 0; p < P; p++)
-      for (PetscInt c = 0; c < C; c++) out[p * C + c] = A[c] * v[p * C + c] + B[c] * (x[p * C + c] - bn->mean[c]) * bn->invstd[c] + D[c];
+      for (PetscInt c = 0; c < C; c++) out[(size_t)p * C + c] = A[c] * v[(size_t)p * C + c] + B[c] * (x[(size_t)p * C + c] - bn->mean[c]) * bn->invstd[c] + D[c];
   } else {
+#pragma omp parallel for num_threads(PetNetThreads()) schedule(guided) if ((PetscLogDouble)P * C > BATCHNORM_PART_VALUES)
     for (PetscInt p = 0; p < P; p++)
-      for (PetscInt c = 0; c < C; c++) out[p * C + c] = B[c] * (x[p * C + c] - bn->mean[c]) * bn->invstd[c] + D[c];
+      for (PetscInt c = 0; c < C; c++) out[(size_t)p * C + c] = B[c] * (x[(size_t)p * C + c] - bn->mean[c]) * bn->invstd[c] + D[c];
   }
 }
 
@@ -259,20 +325,7 @@ static PetscErrorCode LayerSOBackward_BatchNorm(Layer layer, PetscInt n, const P
   PetscFunctionBegin;
   /* local sums [C] each: dy, dy xhat, xdot, xhat xdot, xdot dy */
   for (PetscInt c = 0; c < 5 * C; c++) sums[c] = 0.0;
-  for (PetscInt p = 0; p < P; p++)
-    for (PetscInt c = 0; c < C; c++) {
-      const PetscScalar xh = (x[p * C + c] - bn->mean[c]) * bn->invstd[c], g = dy[p * C + c];
-
-      sums[c] += g;
-      sums[C + c] += g * xh;
-      if (xdot) {
-        const PetscScalar v = xdot[p * C + c];
-
-        sums[2 * C + c] += v;
-        sums[3 * C + c] += xh * v;
-        sums[4 * C + c] += v * g;
-      }
-    }
+  BatchNormPartSums(bn, BATCHNORM_SUM_SECOND, P, x, dy, xdot, sums);
   for (PetscInt c = 0; c < 5 * C; c++) means[c] = 0.0;
   if (bn->batchstats) {
     PetscCall(MPIU_Allreduce(sums, means, 5 * C, MPIU_SCALAR, MPIU_SUM, PetscObjectComm((PetscObject)layer)));
@@ -289,11 +342,14 @@ static PetscErrorCode LayerSOBackward_BatchNorm(Layer layer, PetscInt n, const P
     if (dthetadot) dthetadot[c] += s * (sums[4 * C + c] - r * sums[c] - q * sums[C + c]);
   }
   if (dxdot) {
+#pragma omp parallel for num_threads(PetNetThreads()) schedule(guided) if ((PetscLogDouble)P * C > BATCHNORM_PART_VALUES)
     for (PetscInt p = 0; p < P; p++)
-      for (PetscInt c = 0; c < C; c++) dxdot[p * C + c] += A[c] * dy[p * C + c] + B[c] * (x[p * C + c] - bn->mean[c]) * bn->invstd[c] + D[c];
-    if (xdot)
+      for (PetscInt c = 0; c < C; c++) dxdot[(size_t)p * C + c] += A[c] * dy[(size_t)p * C + c] + B[c] * (x[(size_t)p * C + c] - bn->mean[c]) * bn->invstd[c] + D[c];
+    if (xdot) {
+#pragma omp parallel for num_threads(PetNetThreads()) schedule(guided) if ((PetscLogDouble)P * C > BATCHNORM_PART_VALUES)
       for (PetscInt p = 0; p < P; p++)
-        for (PetscInt c = 0; c < C; c++) dxdot[p * C + c] += E[c] * xdot[p * C + c];
+        for (PetscInt c = 0; c < C; c++) dxdot[(size_t)p * C + c] += E[c] * xdot[(size_t)p * C + c];
+    }
   }
   PetscCall(PetscLogFlops((xdot ? 12.0 : 6.0) * P * C + 30.0 * C));
   PetscFunctionReturn(0);
@@ -396,7 +452,7 @@ static PetscErrorCode LayerReset_BatchNorm(Layer layer)
   Layer_BatchNorm *bn = (Layer_BatchNorm *)layer->data;
 
   PetscFunctionBegin;
-  PetscCall(PetscFree4(bn->mean, bn->invstd, bn->sums, bn->coef));
+  PetscCall(PetscFree5(bn->mean, bn->invstd, bn->sums, bn->coef, bn->partsums));
   PetscCall(PetscFree(layer->buffers));
   layer->nbuffers = 0;
   PetscFunctionReturn(0);

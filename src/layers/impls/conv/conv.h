@@ -40,11 +40,17 @@
   Cache blocking: a chunk is as many output rows (the Wo points of one (od, oh)) as fit with their columns and outputs
   in -conv<N>d_max_workspace MB (default 1, about a core's L2 cache): whole samples when one sample fits, else part of
   a sample, so that the column buffer stays bounded whatever the size of a sample (a 32^3 volume has 32768 points).
+  Threads (../../../../include/petnet/private/threadsimpl.h): forward and jvp run their chunks in parallel, each thread
+  with its own column buffer; backward and sobackward cut the batch into parts of whole samples (PetNetThreadParts():
+  a number that depends on the batch size only), each part running its chunks in order and adding its weight and bias
+  gradients into its own buffer (dwpart, dbpart), summed in part order at the end; the parts' input gradients are
+  disjoint samples. The results are the same bits for any number of threads.
 */
 #pragma once
 
 #include "../pool/window.h"
 #include "convim2col.h"
+#include <petnet/private/threadsimpl.h>
 #include <petscblaslapack.h>
 
 typedef struct {
@@ -63,11 +69,16 @@ typedef struct {
   PetscBool pointwise;              /* 1x1(x1), stride 1, no padding: col = x */
   PetscBool dwtransposed;           /* the weight gradient is accumulated transposed, in wdt */
 
-  /* batch-mode workspace for nalloc rows; col holds im2col(x) of the last forward when colx == x */
-  PetscInt           nalloc, chunk; /* rows the buffers hold, rows per chunk of the current batch */
-  PetscScalar       *col;           /* [chunk Wo][G Kg] */
-  PetscScalar       *wt;            /* W^T per group [G][Kg][Cout/G], twice (jvp needs those of W and dW) */
-  PetscScalar       *wdt;           /* dW^T per group, the weight-gradient GEMM's accumulator when Kg < Cout/G */
+  /* batch-mode workspace for nalloc rows and nthreads threads; col (thread 0's) holds im2col(x) of the last forward
+     when colx == x */
+  PetscInt     nalloc, chunk; /* rows the buffers hold, rows per chunk of the current batch */
+  PetscInt     nthreads;      /* threads the column buffers serve */
+  size_t       colsize;       /* scalars of one thread's column buffer */
+  PetscScalar *col;           /* [threads][chunk Wo][G Kg] */
+  PetscScalar *wt;            /* W^T per group [G][Kg][Cout/G], twice (jvp needs those of W and dW) */
+  PetscScalar *dwpart;        /* [PETNET_THREAD_PARTS][Cout Kg]: each part's weight gradient (dW^T per group when
+                                 dwtransposed), added in part order */
+  PetscScalar       *dbpart;  /* [PETNET_THREAD_PARTS][Cout]: each part's bias gradient */
   const PetscScalar *colx;
   ConvIm2col         im2col; /* the geometry of batch mode (conv2d's grid mode sets its block's) */
 } LayerConv;

@@ -12,14 +12,15 @@
 
 /*
   The workspace for batches of n samples: chunk = the output rows whose columns and outputs fit in maxworkspace MB (at
-  least 1); as many whole samples as fit (at most n) when one sample does. Reallocated only when a chunk needs more rows
-  than the buffers hold (nalloc), so that a smaller last batch or a bigger evaluation batch costs nothing.
+  least 1); as many whole samples as fit (at most n) when one sample does. One column buffer per thread. Reallocated
+  only when a chunk needs more rows than the buffers hold (nalloc) or there are more threads, so that a smaller last
+  batch or a bigger evaluation batch costs nothing.
 */
 PetscErrorCode ConvGetWorkspace_Batch(Layer layer, PetscInt n)
 {
   LayerConv     *conv = (LayerConv *)layer->data;
-  const PetscInt Wo = conv->im2col.out[2], nw = conv->nout * conv->kg;
-  PetscLogDouble perrow, limit                = conv->maxworkspace * 1024.0 * 1024.0, fit;
+  const PetscInt Wo = conv->im2col.out[2], nw = conv->nout * conv->kg, nthreads = PetNetThreads();
+  PetscLogDouble perrow, limit = conv->maxworkspace * 1024.0 * 1024.0, fit;
   PetscInt       chunk;
 
   PetscFunctionBegin;
@@ -29,15 +30,17 @@ PetscErrorCode ConvGetWorkspace_Batch(Layer layer, PetscInt n)
     chunk = conv->rows * (PetscInt)PetscMin((PetscLogDouble)PetscMax(n, 1), PetscFloorReal(fit / conv->rows));
   else
     chunk = (PetscInt)fit;
-  if (chunk <= conv->nalloc) {
+  if (chunk <= conv->nalloc && nthreads <= conv->nthreads) {
     if (chunk != conv->chunk) conv->colx = NULL;
     conv->chunk = chunk;
     PetscFunctionReturn(0);
   }
   PetscCall(ConvResetWorkspace_Batch(layer));
-  conv->chunk  = chunk;
-  conv->nalloc = chunk;
-  PetscCall(PetscMalloc3(conv->pointwise ? 0 : (size_t)chunk * Wo * conv->ktot, &conv->col, 2 * nw, &conv->wt, nw, &conv->wdt));
+  conv->chunk    = chunk;
+  conv->nalloc   = chunk;
+  conv->nthreads = nthreads;
+  conv->colsize  = conv->pointwise ? 0 : (size_t)chunk * Wo * conv->ktot;
+  PetscCall(PetscMalloc4(nthreads * conv->colsize, &conv->col, 2 * nw, &conv->wt, PETNET_THREAD_PARTS * nw, &conv->dwpart, PETNET_THREAD_PARTS * conv->nout, &conv->dbpart));
   PetscFunctionReturn(0);
 }
 
@@ -46,10 +49,12 @@ PetscErrorCode ConvResetWorkspace_Batch(Layer layer)
   LayerConv *conv = (LayerConv *)layer->data;
 
   PetscFunctionBegin;
-  PetscCall(PetscFree3(conv->col, conv->wt, conv->wdt));
-  conv->chunk  = 0;
-  conv->nalloc = 0;
-  conv->colx   = NULL;
+  PetscCall(PetscFree4(conv->col, conv->wt, conv->dwpart, conv->dbpart));
+  conv->chunk    = 0;
+  conv->nalloc   = 0;
+  conv->nthreads = 0;
+  conv->colsize  = 0;
+  conv->colx     = NULL;
   PetscFunctionReturn(0);
 }
 
@@ -122,10 +127,11 @@ static PetscErrorCode ConvGemmOutput(const LayerConv *conv, PetscInt P, const Pe
 }
 
 /*
-  dW_g += col_g dy_g^T, each group. With few taps (Kg < Cout/G, e.g. the first layer on 1-channel images) OpenBLAS is
-  much faster on the transposed product dWt_g += dy_g col_g^T, accumulated in conv->wdt and added by ConvAddWeightsTranspose.
+  acc_g += col_g dy_g^T, each group: acc is dW. With few taps (Kg < Cout/G, e.g. the first layer on 1-channel images)
+  OpenBLAS is much faster on the transposed product dWt_g += dy_g col_g^T: then acc is dW^T per group (conv->dwpart),
+  added into dW by ConvAddWeightsTranspose.
 */
-static PetscErrorCode ConvGemmWeights(const LayerConv *conv, PetscInt P, const PetscScalar *col, const PetscScalar *dy, PetscScalar *dW)
+static PetscErrorCode ConvGemmWeights(const LayerConv *conv, PetscInt P, const PetscScalar *col, const PetscScalar *dy, PetscScalar *acc)
 {
   ConvBLAS    b;
   PetscScalar one = 1.0;
@@ -134,19 +140,16 @@ static PetscErrorCode ConvGemmWeights(const LayerConv *conv, PetscInt P, const P
   PetscCall(ConvBLASSizes(conv, P, &b));
   for (PetscInt g = 0; g < conv->groups; g++) {
     if (conv->dwtransposed)
-      PetscCallBLAS("BLASgemm", BLASgemm_("N", "T", &b.cog, &b.kg, &b.P, &one, dy + g * conv->cog, &b.nout, col + g * conv->kg, &b.ktot, &one, conv->wdt + g * conv->cog * conv->kg, &b.cog));
+      PetscCallBLAS("BLASgemm", BLASgemm_("N", "T", &b.cog, &b.kg, &b.P, &one, dy + g * conv->cog, &b.nout, col + g * conv->kg, &b.ktot, &one, acc + g * conv->cog * conv->kg, &b.cog));
     else
-      PetscCallBLAS("BLASgemm", BLASgemm_("N", "T", &b.kg, &b.cog, &b.P, &one, col + g * conv->kg, &b.ktot, dy + g * conv->cog, &b.nout, &one, dW + g * conv->cog * conv->kg, &b.kg));
+      PetscCallBLAS("BLASgemm", BLASgemm_("N", "T", &b.kg, &b.cog, &b.P, &one, col + g * conv->kg, &b.ktot, dy + g * conv->cog, &b.nout, &one, acc + g * conv->cog * conv->kg, &b.kg));
   }
   PetscFunctionReturn(0);
 }
 
-/* dW += wdt^T, per group, when the weight gradient was accumulated transposed (conv->dwtransposed) */
-static void ConvAddWeightsTranspose(const LayerConv *conv, PetscScalar *dW)
+/* dW += dWt^T, per group: a weight gradient accumulated transposed (conv->dwtransposed) */
+static void ConvAddWeightsTranspose(const LayerConv *conv, const PetscScalar *dWt, PetscScalar *dW)
 {
-  const PetscScalar *dWt = conv->wdt;
-
-  if (!conv->dwtransposed) return;
   for (PetscInt g = 0; g < conv->groups; g++, dW += conv->cog * conv->kg, dWt += conv->cog * conv->kg)
     for (PetscInt o = 0; o < conv->cog; o++)
       for (PetscInt j = 0; j < conv->kg; j++) dW[o * conv->kg + j] += dWt[o + conv->cog * j];
@@ -165,38 +168,49 @@ static PetscErrorCode ConvGemmInput(const LayerConv *conv, PetscInt P, const Pet
 }
 
 /*
-  dx += col2im(W dy) for the rows [R0, R1) (P points), the input part of backward and of sobackward; dx is the whole
-  batch's, zeroed by the caller where backward overwrites it (rows of different chunks add into the same input points).
-  1x1: dx's rows are the output's, written (add false) or added to by the GEMM itself.
+  dx += col2im(W dy) for the rows [R0, R1) (P points), the input part of backward and of sobackward, through the
+  thread's column buffer buf; dx is the whole batch's, zeroed by the caller where backward overwrites it (rows of
+  different chunks of a sample add into the same input points). 1x1: dx's rows are the output's, written (add false)
+  or added to by the GEMM itself. The caller forgets col(x) (conv->colx) after its loop.
 */
-static PetscErrorCode ConvInputCotangent_Batch(LayerConv *conv, PetscInt insize, PetscInt R0, PetscInt R1, PetscInt P, const PetscScalar *W, const PetscScalar *dy, PetscBool add, PetscScalar *dx)
+static PetscErrorCode ConvInputCotangent_Batch(const LayerConv *conv, PetscInt insize, PetscInt R0, PetscInt R1, PetscInt P, const PetscScalar *W, const PetscScalar *dy, PetscBool add, PetscScalar *buf, PetscScalar *dx)
 {
   PetscFunctionBegin;
   if (conv->pointwise)
     PetscCall(ConvGemmInput(conv, P, W, dy, add ? 1.0 : 0.0, dx + (size_t)R0 * conv->im2col.out[2] * conv->cin));
   else {
-    conv->colx = NULL; /* the columns now hold W dy, not col(x) */
-    PetscCall(ConvGemmInput(conv, P, W, dy, 0.0, conv->col));
-    PetscCall(ConvCol2imAdd_Batch(conv, insize, R0, R1, conv->col, dx));
+    PetscCall(ConvGemmInput(conv, P, W, dy, 0.0, buf));
+    PetscCall(ConvCol2imAdd_Batch(conv, insize, R0, R1, buf, dx));
   }
   PetscFunctionReturn(0);
 }
 
-/* col(x) for the rows [R0, R1) of a batch of R rows: x itself (1x1), the col already computed at x, or a fresh im2col
-   (remembered as col(x) when the chunk is the whole batch) */
-static PetscErrorCode ConvColumns(LayerConv *conv, PetscInt insize, PetscInt R0, PetscInt R1, PetscInt R, const PetscScalar *x, const PetscScalar **col)
+/*
+  col(x) for the rows [R0, R1) of a batch of R rows into the thread's buffer buf: x itself (1x1), the col already
+  computed at x, or a fresh im2col. Only a chunk that is the whole batch (which runs alone, in thread 0's buffer)
+  reads or records conv->colx; the callers of a loop of several chunks forget it before the loop.
+*/
+static PetscErrorCode ConvColumns(LayerConv *conv, PetscInt insize, PetscInt R0, PetscInt R1, PetscInt R, const PetscScalar *x, PetscScalar *buf, const PetscScalar **col)
 {
+  const PetscBool whole = (PetscBool)(R0 == 0 && R1 == R && buf == conv->col);
+
   PetscFunctionBegin;
   if (conv->pointwise) {
     *col = x + (size_t)R0 * conv->im2col.out[2] * conv->cin;
     PetscFunctionReturn(0);
   }
-  if (conv->colx != x) {
-    PetscCall(ConvIm2col_Batch(conv, insize, R0, R1, x, conv->col));
-    conv->colx = R0 == 0 && R1 == R ? x : NULL;
+  if (!whole || conv->colx != x) {
+    PetscCall(ConvIm2col_Batch(conv, insize, R0, R1, x, buf));
+    if (whole) conv->colx = x;
   }
-  *col = conv->col;
+  *col = buf;
   PetscFunctionReturn(0);
+}
+
+/* the column buffer of the calling thread */
+static inline PetscScalar *ConvThreadBuffer(const LayerConv *conv)
+{
+  return conv->col + (size_t)PetNetThreadId() * conv->colsize;
 }
 
 /* y[p][o] = b[o], the start of the forward GEMM with beta = 1 */
@@ -206,77 +220,138 @@ static void ConvFillBias(PetscInt P, PetscInt nout, const PetscScalar *b, PetscS
     for (PetscInt o = 0; o < nout; o++) y[o] = b[o];
 }
 
-/* forward: y = conv(x; W) + b, chunk by chunk of rows; col(x) is kept for backward when one chunk holds the batch */
+/* forward: y = conv(x; W) + b, the chunks of rows in parallel; col(x) is kept for backward when one chunk holds the batch */
 PetscErrorCode ConvForward_Batch(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
 {
   LayerConv         *conv = (LayerConv *)layer->data;
   const PetscScalar *W = theta, *b = conv->bias ? theta + conv->nout * conv->kg : NULL;
-  const PetscInt     R = n * conv->rows, Wo = conv->im2col.out[2];
+  PetscInt           R = n * conv->rows, Wo = conv->im2col.out[2], nchunks;
+  PetscErrorCode     err = 0;
 
   PetscFunctionBegin;
   PetscCall(ConvGetWorkspace_Batch(layer, n));
   ConvTransposeWeights(conv, W, conv->wt);
   conv->colx = NULL; /* x may hold new values at the same address */
-  for (PetscInt R0 = 0; R0 < R; R0 += conv->chunk) {
-    PetscInt           R1 = PetscMin(R0 + conv->chunk, R), P = (R1 - R0) * Wo;
+  nchunks    = (R + conv->chunk - 1) / conv->chunk;
+#pragma omp parallel for num_threads(PetNetThreads()) schedule(dynamic, 1) if (nchunks > 1)
+  for (PetscInt c = 0; c < nchunks; c++) {
+    PetscInt           R0 = c * conv->chunk, R1 = PetscMin(R0 + conv->chunk, R), P = (R1 - R0) * Wo;
     const PetscScalar *col = NULL;
     PetscScalar       *ys  = y + (size_t)R0 * Wo * conv->nout;
+    PetscErrorCode     ierr;
 
-    PetscCall(ConvColumns(conv, layer->insize, R0, R1, R, x, &col));
+    ierr = ConvColumns(conv, layer->insize, R0, R1, R, x, ConvThreadBuffer(conv), &col);
     if (b) ConvFillBias(P, conv->nout, b, ys);
-    PetscCall(ConvGemmOutput(conv, P, conv->wt, col, b ? 1.0 : 0.0, ys));
+    if (!ierr) ierr = ConvGemmOutput(conv, P, conv->wt, col, b ? 1.0 : 0.0, ys);
+    PetNetThreadsSetError(&err, ierr);
   }
+  PetNetThreadsCheck(err, "conv forward");
   PetscCall(PetscLogFlops(2.0 * n * conv->pixels * conv->kg * conv->nout + (b ? 1.0 * n * conv->pixels * conv->nout : 0.0)));
   PetscFunctionReturn(0);
 }
 
-/* backward: dW += col(x) dy^T, db += sum_p dy; dx = col2im(W dy) */
+/*
+  The gradients' accumulators of part p of nparts: with one part and dW's own layout, dtheta itself (dW and db); else
+  the part's buffers, zeroed here and added by ConvAddParts
+*/
+static void ConvPartAccumulators(const LayerConv *conv, PetscInt nparts, PetscInt p, PetscScalar *dtheta, PetscScalar **acc, PetscScalar **db)
+{
+  const PetscInt nw = conv->nout * conv->kg;
+
+  if (nparts == 1 && !conv->dwtransposed) {
+    *acc = dtheta;
+    *db  = conv->bias ? dtheta + nw : NULL;
+    return;
+  }
+  *acc = conv->dwpart + (size_t)p * nw;
+  *db  = conv->bias ? conv->dbpart + (size_t)p * conv->nout : NULL;
+  for (PetscInt i = 0; i < nw; i++) (*acc)[i] = 0.0;
+  if (*db)
+    for (PetscInt o = 0; o < conv->nout; o++) (*db)[o] = 0.0;
+}
+
+/* dtheta += the parts' gradients, in part order (nothing when the single part accumulated into dtheta); bias: add db */
+static void ConvAddParts(const LayerConv *conv, PetscInt nparts, PetscBool bias, PetscScalar *dtheta)
+{
+  const PetscInt nw = conv->nout * conv->kg;
+
+  if (nparts == 1 && !conv->dwtransposed) return;
+  for (PetscInt p = 0; p < nparts; p++) {
+    const PetscScalar *acc = conv->dwpart + (size_t)p * nw;
+
+    if (conv->dwtransposed)
+      ConvAddWeightsTranspose(conv, acc, dtheta);
+    else
+      for (PetscInt i = 0; i < nw; i++) dtheta[i] += acc[i];
+    if (bias)
+      for (PetscInt o = 0; o < conv->nout; o++) dtheta[nw + o] += conv->dbpart[(size_t)p * conv->nout + o];
+  }
+}
+
+/* backward: dW += col(x) dy^T, db += sum_p dy; dx = col2im(W dy): parts of whole samples in parallel, chunks in order */
 PetscErrorCode ConvBackward_Batch(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)
 {
   LayerConv         *conv = (LayerConv *)layer->data;
   const PetscScalar *W    = theta;
-  const PetscInt     nout = conv->nout, R = n * conv->rows, Wo = conv->im2col.out[2];
+  const PetscInt     nout = conv->nout, rows = conv->rows, R = n * rows, Wo = conv->im2col.out[2], nparts = PetNetThreadParts(n, 1);
+  PetscErrorCode     err = 0;
 
   PetscFunctionBegin;
   PetscCall(ConvGetWorkspace_Batch(layer, n));
-  if (dtheta && conv->dwtransposed) PetscCall(PetscArrayzero(conv->wdt, nout * conv->kg));
-  if (dx && !conv->pointwise) PetscCall(PetscArrayzero(dx, (size_t)n * layer->insize));
-  for (PetscInt R0 = 0; R0 < R; R0 += conv->chunk) {
-    PetscInt           R1 = PetscMin(R0 + conv->chunk, R), P = (R1 - R0) * Wo;
-    const PetscScalar *dys = dy + (size_t)R0 * Wo * nout, *col = NULL;
+  if (nparts > 1 || R > conv->chunk) conv->colx = NULL;
+#pragma omp parallel for num_threads(PetNetThreads()) schedule(dynamic, 1) if (nparts > 1)
+  for (PetscInt p = 0; p < nparts; p++) {
+    PetscInt       s0, s1;
+    PetscScalar   *buf = ConvThreadBuffer(conv), *acc = NULL, *db = NULL;
+    PetscErrorCode ierr = 0;
 
-    if (dtheta) {
-      PetscCall(ConvColumns(conv, layer->insize, R0, R1, R, x, &col));
-      PetscCall(ConvGemmWeights(conv, P, col, dys, dtheta));
-      if (conv->bias) {
-        PetscScalar *db = dtheta + nout * conv->kg;
+    PetNetThreadPart(n, nparts, p, &s0, &s1);
+    if (dtheta) ConvPartAccumulators(conv, nparts, p, dtheta, &acc, &db);
+    if (dx && !conv->pointwise)
+      for (size_t i = (size_t)s0 * layer->insize; i < (size_t)s1 * layer->insize; i++) dx[i] = 0.0;
+    for (PetscInt R0 = s0 * rows; R0 < s1 * rows && !ierr; R0 += conv->chunk) {
+      PetscInt           R1 = PetscMin(R0 + conv->chunk, s1 * rows), P = (R1 - R0) * Wo;
+      const PetscScalar *dys = dy + (size_t)R0 * Wo * nout, *col = NULL;
 
-        for (PetscInt p = 0; p < P; p++)
-          for (PetscInt o = 0; o < nout; o++) db[o] += dys[p * nout + o];
+      if (dtheta) {
+        ierr = ConvColumns(conv, layer->insize, R0, R1, R, x, buf, &col);
+        if (!ierr) ierr = ConvGemmWeights(conv, P, col, dys, acc);
+        if (db)
+          for (PetscInt q = 0; q < P; q++)
+            for (PetscInt o = 0; o < nout; o++) db[o] += dys[q * nout + o];
       }
+      if (dx && !ierr) ierr = ConvInputCotangent_Batch(conv, layer->insize, R0, R1, P, W, dys, PETSC_FALSE, buf, dx);
     }
-    if (dx) PetscCall(ConvInputCotangent_Batch(conv, layer->insize, R0, R1, P, W, dys, PETSC_FALSE, dx));
+    PetNetThreadsSetError(&err, ierr);
   }
-  if (dtheta) ConvAddWeightsTranspose(conv, dtheta);
+  PetNetThreadsCheck(err, "conv backward");
+  if (dx && !conv->pointwise) conv->colx = NULL; /* the columns now hold W dy, not col(x) */
+  if (dtheta) ConvAddParts(conv, nparts, conv->bias, dtheta);
   if (dtheta) PetscCall(PetscLogFlops(2.0 * n * conv->pixels * conv->kg * nout + (conv->bias ? 1.0 * n * conv->pixels * nout : 0.0)));
   if (dx) PetscCall(PetscLogFlops(2.0 * n * conv->pixels * conv->kg * nout + (conv->pointwise ? 0.0 : 1.0 * n * conv->pixels * conv->ktot)));
   PetscFunctionReturn(0);
 }
 
-/* jvp: dy = conv(dx; W) + conv(x; dW) + db */
+/* jvp: dy = conv(dx; W) + conv(x; dW) + db, the chunks in parallel */
 PetscErrorCode ConvJVP_Batch(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *dx, const PetscScalar *dtheta, PetscScalar *dy)
 {
   LayerConv         *conv = (LayerConv *)layer->data;
   const PetscScalar *W    = theta;
   const PetscInt     nout = conv->nout, R = n * conv->rows, Wo = conv->im2col.out[2];
+  PetscInt           nchunks;
+  PetscErrorCode     err = 0;
 
   PetscFunctionBegin;
   PetscCall(ConvGetWorkspace_Batch(layer, n));
   if (dtheta) ConvTransposeWeights(conv, dtheta, conv->wt);
   if (dx) ConvTransposeWeights(conv, W, conv->wt + nout * conv->kg);
-  for (PetscInt R0 = 0; R0 < R; R0 += conv->chunk) {
-    PetscInt     R1 = PetscMin(R0 + conv->chunk, R), P = (R1 - R0) * Wo;
-    PetscScalar *dys = dy + (size_t)R0 * Wo * nout, beta = 0.0;
+  nchunks = (R + conv->chunk - 1) / conv->chunk;
+  if (nchunks > 1) conv->colx = NULL;
+#pragma omp parallel for num_threads(PetNetThreads()) schedule(dynamic, 1) if (nchunks > 1)
+  for (PetscInt c = 0; c < nchunks; c++) {
+    PetscInt       R0 = c * conv->chunk, R1 = PetscMin(R0 + conv->chunk, R), P = (R1 - R0) * Wo;
+    PetscScalar   *dys = dy + (size_t)R0 * Wo * nout, beta = 0.0, *buf = ConvThreadBuffer(conv);
+    PetscErrorCode ierr = 0;
 
     if (dtheta) {
       const PetscScalar *col = NULL;
@@ -285,59 +360,69 @@ PetscErrorCode ConvJVP_Batch(Layer layer, PetscInt n, const PetscScalar *theta, 
         ConvFillBias(P, nout, dtheta + nout * conv->kg, dys);
         beta = 1.0;
       }
-      PetscCall(ConvColumns(conv, layer->insize, R0, R1, R, x, &col));
-      PetscCall(ConvGemmOutput(conv, P, conv->wt, col, beta, dys));
+      ierr = ConvColumns(conv, layer->insize, R0, R1, R, x, buf, &col);
+      if (!ierr) ierr = ConvGemmOutput(conv, P, conv->wt, col, beta, dys);
       beta = 1.0;
     }
-    if (dx) {
-      const PetscScalar *col = NULL;
+    if (dx && !ierr) {
+      const PetscScalar *col = buf;
 
       if (conv->pointwise)
         col = dx + (size_t)R0 * Wo * conv->cin;
-      else {
-        conv->colx = NULL;
-        PetscCall(ConvIm2col_Batch(conv, layer->insize, R0, R1, dx, conv->col));
-        col = conv->col;
-      }
-      PetscCall(ConvGemmOutput(conv, P, conv->wt + nout * conv->kg, col, beta, dys));
+      else
+        ierr = ConvIm2col_Batch(conv, layer->insize, R0, R1, dx, buf);
+      if (!ierr) ierr = ConvGemmOutput(conv, P, conv->wt + nout * conv->kg, col, beta, dys);
     }
+    PetNetThreadsSetError(&err, ierr);
   }
+  PetNetThreadsCheck(err, "conv jvp");
+  if (dx && !conv->pointwise) conv->colx = NULL; /* the columns now hold col(dx) */
   PetscCall(PetscLogFlops(2.0 * n * conv->pixels * conv->kg * nout * ((dx ? 1 : 0) + (dtheta ? 1 : 0)) + (dx && dtheta ? 1.0 * n * conv->pixels * nout : 0.0)));
   PetscFunctionReturn(0);
 }
 
 /*
-  sobackward: dWdot += col(xdot) dy^T (if dWdot and xdot), dxdot += col2im(Wdot dy) (if dxdot and Wdot). The bias
-  gradient sum_p dy does not depend on (x, W): its term is zero and dWdot's bias entries are left alone.
+  sobackward: dWdot += col(xdot) dy^T (if dWdot and xdot), dxdot += col2im(Wdot dy) (if dxdot and Wdot), parts of
+  whole samples in parallel as in backward. The bias gradient sum_p dy does not depend on (x, W): its term is zero and
+  dWdot's bias entries are left alone.
 */
 PetscErrorCode ConvSOBackward_Batch(Layer layer, PetscInt n, const PetscScalar *xdot, const PetscScalar *Wdot, const PetscScalar *dy, PetscScalar *dxdot, PetscScalar *dWdot)
 {
   LayerConv     *conv = (LayerConv *)layer->data;
-  const PetscInt nout = conv->nout, R = n * conv->rows, Wo = conv->im2col.out[2];
+  const PetscInt nout = conv->nout, rows = conv->rows, Wo = conv->im2col.out[2], nparts = PetNetThreadParts(n, 1);
   PetscBool      doW = (PetscBool)(dWdot && xdot), dox = (PetscBool)(dxdot && Wdot);
+  PetscErrorCode err = 0;
 
   PetscFunctionBegin;
   PetscCall(ConvGetWorkspace_Batch(layer, n));
-  if (doW && conv->dwtransposed) PetscCall(PetscArrayzero(conv->wdt, nout * conv->kg));
-  for (PetscInt R0 = 0; R0 < R; R0 += conv->chunk) {
-    PetscInt           R1 = PetscMin(R0 + conv->chunk, R), P = (R1 - R0) * Wo;
-    const PetscScalar *dys = dy + (size_t)R0 * Wo * nout;
+  if (!conv->pointwise) conv->colx = NULL; /* col(xdot) and W dy replace col(x) */
+#pragma omp parallel for num_threads(PetNetThreads()) schedule(dynamic, 1) if (nparts > 1)
+  for (PetscInt p = 0; p < nparts; p++) {
+    PetscInt       s0, s1;
+    PetscScalar   *buf = ConvThreadBuffer(conv), *acc = NULL, *db = NULL;
+    PetscErrorCode ierr = 0;
 
-    if (doW) {
-      const PetscScalar *col = NULL;
+    PetNetThreadPart(n, nparts, p, &s0, &s1);
+    if (doW) ConvPartAccumulators(conv, nparts, p, dWdot, &acc, &db);
+    for (PetscInt R0 = s0 * rows; R0 < s1 * rows && !ierr; R0 += conv->chunk) {
+      PetscInt           R1 = PetscMin(R0 + conv->chunk, s1 * rows), P = (R1 - R0) * Wo;
+      const PetscScalar *dys = dy + (size_t)R0 * Wo * nout;
 
-      if (conv->pointwise)
-        col = xdot + (size_t)R0 * Wo * conv->cin;
-      else {
-        conv->colx = NULL; /* col(xdot) replaces col(x) */
-        PetscCall(ConvIm2col_Batch(conv, layer->insize, R0, R1, xdot, conv->col));
-        col = conv->col;
+      if (doW) {
+        const PetscScalar *col = buf;
+
+        if (conv->pointwise)
+          col = xdot + (size_t)R0 * Wo * conv->cin;
+        else
+          ierr = ConvIm2col_Batch(conv, layer->insize, R0, R1, xdot, buf);
+        if (!ierr) ierr = ConvGemmWeights(conv, P, col, dys, acc);
       }
-      PetscCall(ConvGemmWeights(conv, P, col, dys, dWdot));
+      if (dox && !ierr) ierr = ConvInputCotangent_Batch(conv, layer->insize, R0, R1, P, Wdot, dys, PETSC_TRUE, buf, dxdot);
     }
-    if (dox) PetscCall(ConvInputCotangent_Batch(conv, layer->insize, R0, R1, P, Wdot, dys, PETSC_TRUE, dxdot));
+    PetNetThreadsSetError(&err, ierr);
   }
-  if (doW) ConvAddWeightsTranspose(conv, dWdot);
+  PetNetThreadsCheck(err, "conv sobackward");
+  if (doW) ConvAddParts(conv, nparts, PETSC_FALSE, dWdot);
   PetscCall(PetscLogFlops(2.0 * n * conv->pixels * conv->kg * nout * ((doW ? 1 : 0) + (dox ? 1 : 0)) + (dox && !conv->pointwise ? 1.0 * n * conv->pixels * conv->ktot : 0.0)));
   PetscFunctionReturn(0);
 }

@@ -47,17 +47,20 @@ PETSC_INTERN const char *const Conv2dAlgorithms[];
 #define CONV2D_SIMD_CLONES
 #endif
 
-/* Winograd F(2x2, 3x3)'s workspace, for nalloc samples (layouts in conv2dwinograd.c) */
+/* Winograd F(2x2, 3x3)'s workspace, for nalloc samples and nthreads threads (layouts in conv2dwinograd.c) */
 typedef struct {
   PetscBool          on;            /* F(2x2, 3x3) in use */
   PetscInt           tiles[2];      /* 2x2 output tiles per sample along h and w */
   PetscInt           nalloc, chunk; /* samples the buffers hold, samples per chunk of the current batch */
-  PetscScalar       *V;             /* [16][chunk tiles][Cin]; V(x) of the last forward when Vx == x */
-  PetscScalar       *M;             /* [16][chunk tiles][Cout] */
+  PetscInt           nthreads;      /* threads the per-thread buffers serve */
+  size_t             vsize, msize;  /* scalars of one thread's V and M */
+  PetscScalar       *V;             /* [threads][16][chunk tiles][Cin]; thread 0's is V(x) of the last forward when Vx == x */
+  PetscScalar       *M;             /* [threads][16][chunk tiles][Cout] */
   PetscScalar       *U;             /* [16][Cout][Cin] */
   PetscScalar       *Ut;            /* [16][Cin][Cout], twice (jvp needs those of W and dW) */
-  PetscScalar       *dU;            /* the weight-gradient GEMM's accumulator [16][Cout][Cin] */
-  PetscScalar       *zeros;         /* max(Cin, Cout) zeros (the padding), and as many scratch entries */
+  PetscScalar       *dU;            /* the weight-gradient GEMMs' accumulators [PETNET_THREAD_PARTS][16][Cout][Cin], one per part */
+  PetscScalar       *dbpart;        /* [PETNET_THREAD_PARTS][Cout]: each part's bias gradient */
+  PetscScalar       *zeros;         /* max(Cin, Cout) zeros (the padding), then as many scratch entries per thread */
   const PetscScalar *Vx;
 } Conv2dWinograd;
 

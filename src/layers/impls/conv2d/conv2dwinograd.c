@@ -27,6 +27,11 @@
   The 16 GEMMs of Cout x Cin x tiles replace im2col's Cout x 9 Cin x pixels one: 2.25 times fewer multiplications; and
   backward is the exact transpose of forward (same transforms, transposed), so the adjoint identity holds to round-off.
   The workspace (V, M, U, Ut, dU in chunks of samples, conv->wg) is Conv2dGetWorkspace_Winograd()'s, below.
+
+  Threads (../../../../include/petnet/private/threadsimpl.h): forward and jvp run their chunks in parallel, each
+  thread with its own V, M and scratch; backward and sobackward cut the batch into parts of whole samples
+  (PetNetThreadParts(n, 1)), each part running its chunks in order into its own dU and bias sums, which are added in
+  part order at the end. The results are the same bits for any number of threads.
 */
 #include "conv2d.h"
 
@@ -40,20 +45,23 @@ PetscErrorCode Conv2dGetWorkspace_Winograd(Layer layer, PetscInt n)
   Layer_Conv2d   *conv = (Layer_Conv2d *)layer->data;
   Conv2dWinograd *wg   = &conv->wg;
   PetscLogDouble  persample, limit = conv->base.maxworkspace * 1024.0 * 1024.0;
-  PetscInt        chunk, tps = wg->tiles[0] * wg->tiles[1], nu = 16 * conv->base.nout * conv->base.cin, nmax = PetscMax(conv->base.cin, conv->base.nout);
+  PetscInt        chunk, tps = wg->tiles[0] * wg->tiles[1], nu = 16 * conv->base.nout * conv->base.cin, nmax = PetscMax(conv->base.cin, conv->base.nout), nthreads = PetNetThreads();
 
   PetscFunctionBegin;
   persample = 16.0 * tps * (conv->base.cin + conv->base.nout) * sizeof(PetscScalar);
   chunk     = (PetscInt)PetscMin((PetscLogDouble)PetscMax(n, 1), PetscMax(1.0, PetscFloorReal(limit / persample)));
-  if (chunk <= wg->nalloc) {
+  if (chunk <= wg->nalloc && nthreads <= wg->nthreads) {
     if (chunk != wg->chunk) wg->Vx = NULL;
     wg->chunk = chunk;
     PetscFunctionReturn(0);
   }
   PetscCall(Conv2dResetWorkspace_Winograd(layer));
-  wg->chunk  = chunk;
-  wg->nalloc = chunk;
-  PetscCall(PetscMalloc6((size_t)chunk * tps * 16 * conv->base.cin, &wg->V, (size_t)chunk * tps * 16 * conv->base.nout, &wg->M, nu, &wg->U, 2 * nu, &wg->Ut, nu, &wg->dU, 2 * nmax, &wg->zeros));
+  wg->chunk    = chunk;
+  wg->nalloc   = chunk;
+  wg->nthreads = nthreads;
+  wg->vsize    = (size_t)chunk * tps * 16 * conv->base.cin;
+  wg->msize    = (size_t)chunk * tps * 16 * conv->base.nout;
+  PetscCall(PetscMalloc7(nthreads * wg->vsize, &wg->V, nthreads * wg->msize, &wg->M, nu, &wg->U, 2 * nu, &wg->Ut, PETNET_THREAD_PARTS * nu, &wg->dU, (1 + nthreads) * nmax, &wg->zeros, PETNET_THREAD_PARTS * conv->base.nout, &wg->dbpart));
   PetscCall(PetscArrayzero(wg->zeros, nmax));
   PetscFunctionReturn(0);
 }
@@ -63,11 +71,30 @@ PetscErrorCode Conv2dResetWorkspace_Winograd(Layer layer)
   Conv2dWinograd *wg = &((Layer_Conv2d *)layer->data)->wg;
 
   PetscFunctionBegin;
-  PetscCall(PetscFree6(wg->V, wg->M, wg->U, wg->Ut, wg->dU, wg->zeros));
-  wg->chunk  = 0;
-  wg->nalloc = 0;
-  wg->Vx     = NULL;
+  PetscCall(PetscFree7(wg->V, wg->M, wg->U, wg->Ut, wg->dU, wg->zeros, wg->dbpart));
+  wg->chunk    = 0;
+  wg->nalloc   = 0;
+  wg->nthreads = 0;
+  wg->Vx       = NULL;
   PetscFunctionReturn(0);
+}
+
+/* The calling thread's buffers: V, M and scratch (max(Cin, Cout) entries written but never read) */
+typedef struct {
+  PetscScalar *V, *M, *scratch;
+} WinogradThread;
+
+static inline WinogradThread WinogradThreadBuffers(const Layer_Conv2d *conv)
+{
+  const Conv2dWinograd *wg   = &conv->wg;
+  const int             t    = PetNetThreadId();
+  const PetscInt        nmax = PetscMax(conv->base.cin, conv->base.nout);
+  WinogradThread        b;
+
+  b.V       = wg->V + (size_t)t * wg->vsize;
+  b.M       = wg->M + (size_t)t * wg->msize;
+  b.scratch = wg->zeros + (size_t)(1 + t) * nmax;
+  return b;
 }
 
 /* the 16 input pointers of tile (a, b) of sample xs: the patch rows and columns, or zeros where they fall in the padding */
@@ -133,13 +160,13 @@ CONV2D_SIMD_CLONES static void WinogradInput(const Layer_Conv2d *conv, PetscInt 
   }
 }
 
-/* dx = sum over the tiles of B dV B^T added into the tile's patch; dx (ns samples) is zeroed first unless add */
-CONV2D_SIMD_CLONES static void WinogradInputTranspose(const Layer_Conv2d *conv, PetscInt ns, const PetscScalar *dV, PetscBool add, PetscScalar *dx)
+/* dx = sum over the tiles of B dV B^T added into the tile's patch; dx (ns samples) is zeroed first unless add; scratch:
+   the thread's */
+CONV2D_SIMD_CLONES static void WinogradInputTranspose(const Layer_Conv2d *conv, PetscInt ns, const PetscScalar *dV, PetscBool add, PetscScalar *scratch, PetscScalar *dx)
 {
   const PetscInt cin = conv->base.cin, TH = conv->wg.tiles[0], TW = conv->wg.tiles[1], insize = conv->base.win.in[0] * conv->base.win.in[1] * cin;
-  const size_t   plane   = (size_t)ns * TH * TW * cin;
-  PetscScalar   *scratch = conv->wg.zeros + PetscMax(conv->base.cin, conv->base.nout);
-  PetscInt       t       = 0;
+  const size_t   plane = (size_t)ns * TH * TW * cin;
+  PetscInt       t     = 0;
 
   if (!add)
     for (size_t i = 0; i < (size_t)ns * insize; i++) dx[i] = 0.0;
@@ -177,14 +204,13 @@ CONV2D_SIMD_CLONES static void WinogradInputTranspose(const Layer_Conv2d *conv, 
   }
 }
 
-/* y (= or +=) A^T M A + b for the ns samples of y; b may be NULL */
-CONV2D_SIMD_CLONES static void WinogradOutput(const Layer_Conv2d *conv, PetscInt ns, const PetscScalar *M, const PetscScalar *bias, PetscBool add, PetscScalar *y)
+/* y (= or +=) A^T M A + b for the ns samples of y; b may be NULL; scratch: the thread's */
+CONV2D_SIMD_CLONES static void WinogradOutput(const Layer_Conv2d *conv, PetscInt ns, const PetscScalar *M, const PetscScalar *bias, PetscBool add, PetscScalar *scratch, PetscScalar *y)
 {
   const PetscInt     cout = conv->base.nout, TH = conv->wg.tiles[0], TW = conv->wg.tiles[1], outsize = conv->base.pixels * cout;
-  const size_t       plane   = (size_t)ns * TH * TW * cout;
-  const PetscScalar *b       = bias ? bias : conv->wg.zeros;
-  PetscScalar       *scratch = conv->wg.zeros + PetscMax(conv->base.cin, conv->base.nout);
-  PetscInt           t       = 0;
+  const size_t       plane = (size_t)ns * TH * TW * cout;
+  const PetscScalar *b     = bias ? bias : conv->wg.zeros;
+  PetscInt           t     = 0;
 
   for (PetscInt s = 0; s < ns; s++) {
     PetscScalar *ys = y + (size_t)s * outsize;
@@ -226,13 +252,13 @@ CONV2D_SIMD_CLONES static void WinogradOutput(const Layer_Conv2d *conv, PetscInt
   }
 }
 
-/* dM = A dy A^T for the ns samples of dy (outputs past the image count as zero); db += sum of dy if db */
-CONV2D_SIMD_CLONES static void WinogradOutputTranspose(const Layer_Conv2d *conv, PetscInt ns, const PetscScalar *dy, PetscScalar *dM, PetscScalar *db)
+/* dM = A dy A^T for the ns samples of dy (outputs past the image count as zero); db += sum of dy if db; scratch: the thread's */
+CONV2D_SIMD_CLONES static void WinogradOutputTranspose(const Layer_Conv2d *conv, PetscInt ns, const PetscScalar *dy, PetscScalar *dM, PetscScalar *scratch, PetscScalar *db)
 {
   const PetscInt cout = conv->base.nout, TH = conv->wg.tiles[0], TW = conv->wg.tiles[1], outsize = conv->base.pixels * cout;
-  const size_t   plane   = (size_t)ns * TH * TW * cout;
-  PetscScalar   *scratch = conv->wg.zeros + PetscMax(conv->base.cin, conv->base.nout), *dbias = db ? db : scratch;
-  PetscInt       t = 0;
+  const size_t   plane = (size_t)ns * TH * TW * cout;
+  PetscScalar   *dbias = db ? db : scratch;
+  PetscInt       t     = 0;
 
   for (PetscInt s = 0; s < ns; s++) {
     const PetscScalar *dys = dy + (size_t)s * outsize;
@@ -358,128 +384,205 @@ static PetscErrorCode WinogradGemms(const Layer_Conv2d *conv, WinogradGemm which
   PetscFunctionReturn(0);
 }
 
-/* V(x) of samples [s0, s0 + ns) of n in conv->wg.V: kept from the last forward when one chunk holds the batch */
-static void WinogradColumns(Layer_Conv2d *conv, PetscInt s0, PetscInt ns, PetscInt n, const PetscScalar *x, PetscInt insize)
-{
-  if (conv->wg.Vx == x) return;
-  WinogradInput(conv, ns, x + (size_t)s0 * insize, conv->wg.V);
-  conv->wg.Vx = ns == n ? x : NULL;
-}
-
 /* flops of one pass of 16 GEMMs over n samples */
 static PetscLogDouble WinogradGemmFlops(const Layer_Conv2d *conv, PetscInt n)
 {
   return 2.0 * 16 * n * conv->wg.tiles[0] * conv->wg.tiles[1] * conv->base.cin * conv->base.nout;
 }
 
-/* y = conv(x; W) + b */
+/*
+  V(x) of samples [s0, s0 + ns) of n into the thread's V: kept from the last forward in thread 0's V when one chunk
+  holds the batch (that chunk runs alone, on thread 0); the callers of a loop of several chunks forget Vx before it
+*/
+static void WinogradColumns(Layer_Conv2d *conv, PetscInt s0, PetscInt ns, PetscInt n, const PetscScalar *x, PetscInt insize, PetscScalar *V)
+{
+  const PetscBool whole = (PetscBool)(ns == n && V == conv->wg.V);
+
+  if (whole && conv->wg.Vx == x) return;
+  WinogradInput(conv, ns, x + (size_t)s0 * insize, V);
+  if (whole) conv->wg.Vx = x;
+}
+
+/* y = conv(x; W) + b, the chunks of samples in parallel */
 PetscErrorCode Conv2dForward_Winograd(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
 {
   Layer_Conv2d      *conv = (Layer_Conv2d *)layer->data;
   const PetscScalar *b    = conv->base.bias ? theta + conv->base.nout * conv->base.kg : NULL;
   const PetscInt     tps  = conv->wg.tiles[0] * conv->wg.tiles[1];
+  PetscInt           nchunks;
+  PetscErrorCode     err = 0;
 
   PetscFunctionBegin;
   PetscCall(Conv2dGetWorkspace_Winograd(layer, n));
   WinogradWeights(conv, theta, conv->wg.U, conv->wg.Ut);
   conv->wg.Vx = NULL; /* x may hold new values at the same address */
-  for (PetscInt s0 = 0; s0 < n; s0 += conv->wg.chunk) {
-    const PetscInt ns = PetscMin(conv->wg.chunk, n - s0);
+  nchunks     = (n + conv->wg.chunk - 1) / conv->wg.chunk;
+#pragma omp parallel for num_threads(PetNetThreads()) schedule(dynamic, 1) if (nchunks > 1)
+  for (PetscInt c = 0; c < nchunks; c++) {
+    const PetscInt       s0 = c * conv->wg.chunk, ns = PetscMin(conv->wg.chunk, n - s0);
+    const WinogradThread t = WinogradThreadBuffers(conv);
 
-    WinogradColumns(conv, s0, ns, n, x, layer->insize);
-    PetscCall(WinogradGemms(conv, WINOGRAD_GEMM_OUTPUT, ns * tps, conv->wg.Ut, conv->wg.V, conv->wg.M, NULL));
-    WinogradOutput(conv, ns, conv->wg.M, b, PETSC_FALSE, y + (size_t)s0 * layer->outsize);
+    WinogradColumns(conv, s0, ns, n, x, layer->insize, t.V);
+    PetNetThreadsSetError(&err, WinogradGemms(conv, WINOGRAD_GEMM_OUTPUT, ns * tps, conv->wg.Ut, t.V, t.M, NULL));
+    WinogradOutput(conv, ns, t.M, b, PETSC_FALSE, t.scratch, y + (size_t)s0 * layer->outsize);
   }
+  PetNetThreadsCheck(err, "conv2d winograd forward");
   PetscCall(PetscLogFlops(WinogradGemmFlops(conv, n)));
   PetscFunctionReturn(0);
 }
 
-/* dW += (conv in W)^T dy, db += sum dy, dx = (conv in x)^T dy: the transposed steps of forward */
+/*
+  The accumulators of part p of nparts: dU_p (zeroed) and the bias sums (db itself with one part, else the part's
+  zeroed sums; NULL without db)
+*/
+static void WinogradPartAccumulators(Layer_Conv2d *conv, PetscInt nparts, PetscInt p, PetscScalar *db, PetscScalar **dU, PetscScalar **dbp)
+{
+  const size_t nu = (size_t)16 * conv->base.nout * conv->base.cin;
+
+  *dU = conv->wg.dU + p * nu;
+  for (size_t i = 0; i < nu; i++) (*dU)[i] = 0.0;
+  *dbp = db && nparts > 1 ? conv->wg.dbpart + (size_t)p * conv->base.nout : db;
+  if (*dbp && nparts > 1)
+    for (PetscInt o = 0; o < conv->base.nout; o++) (*dbp)[o] = 0.0;
+}
+
+/* dW += G^T (dU_0 + dU_1 + ...) G and db += the parts' bias sums, in part order (dU_0 accumulates the others) */
+static void WinogradAddParts(Layer_Conv2d *conv, PetscInt nparts, PetscScalar *dW, PetscScalar *db)
+{
+  const size_t nu = (size_t)16 * conv->base.nout * conv->base.cin;
+
+  for (PetscInt p = 1; p < nparts; p++)
+    for (size_t i = 0; i < nu; i++) conv->wg.dU[i] += conv->wg.dU[p * nu + i];
+  WinogradWeightsTranspose(conv, conv->wg.dU, dW);
+  if (db && nparts > 1)
+    for (PetscInt p = 0; p < nparts; p++)
+      for (PetscInt o = 0; o < conv->base.nout; o++) db[o] += conv->wg.dbpart[(size_t)p * conv->base.nout + o];
+}
+
+/* dW += (conv in W)^T dy, db += sum dy, dx = (conv in x)^T dy: the transposed steps of forward, parts of samples in parallel */
 PetscErrorCode Conv2dBackward_Winograd(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)
 {
   Layer_Conv2d  *conv = (Layer_Conv2d *)layer->data;
-  const PetscInt tps  = conv->wg.tiles[0] * conv->wg.tiles[1];
-  PetscScalar   *db   = dtheta && conv->base.bias ? dtheta + conv->base.nout * conv->base.kg : NULL;
+  const PetscInt tps = conv->wg.tiles[0] * conv->wg.tiles[1], nparts = PetNetThreadParts(n, 1);
+  PetscScalar   *db  = dtheta && conv->base.bias ? dtheta + conv->base.nout * conv->base.kg : NULL;
+  PetscErrorCode err = 0;
 
   PetscFunctionBegin;
   PetscCall(Conv2dGetWorkspace_Winograd(layer, n));
   if (dx) WinogradWeights(conv, theta, conv->wg.U, NULL);
-  if (dtheta) PetscCall(PetscArrayzero(conv->wg.dU, 16 * conv->base.nout * conv->base.cin));
-  for (PetscInt s0 = 0; s0 < n; s0 += conv->wg.chunk) {
-    const PetscInt ns = PetscMin(conv->wg.chunk, n - s0), T = ns * tps;
+  if (nparts > 1 || n > conv->wg.chunk) conv->wg.Vx = NULL;
+#pragma omp parallel for num_threads(PetNetThreads()) schedule(dynamic, 1) if (nparts > 1)
+  for (PetscInt p = 0; p < nparts; p++) {
+    const WinogradThread t  = WinogradThreadBuffers(conv);
+    PetscScalar         *dU = NULL, *dbp = NULL;
+    PetscInt             s0, s1;
+    PetscErrorCode       ierr = 0;
 
-    WinogradOutputTranspose(conv, ns, dy + (size_t)s0 * layer->outsize, conv->wg.M, db);
-    if (dtheta) {
-      WinogradColumns(conv, s0, ns, n, x, layer->insize);
-      PetscCall(WinogradGemms(conv, WINOGRAD_GEMM_WEIGHTS, T, NULL, conv->wg.V, conv->wg.M, conv->wg.dU));
+    PetNetThreadPart(n, nparts, p, &s0, &s1);
+    if (dtheta) WinogradPartAccumulators(conv, nparts, p, db, &dU, &dbp);
+    for (PetscInt c0 = s0; c0 < s1 && !ierr; c0 += conv->wg.chunk) {
+      const PetscInt ns = PetscMin(conv->wg.chunk, s1 - c0), T = ns * tps;
+
+      WinogradOutputTranspose(conv, ns, dy + (size_t)c0 * layer->outsize, t.M, t.scratch, dbp);
+      if (dtheta) {
+        WinogradColumns(conv, c0, ns, n, x, layer->insize, t.V);
+        ierr = WinogradGemms(conv, WINOGRAD_GEMM_WEIGHTS, T, NULL, t.V, t.M, dU);
+      }
+      if (dx && !ierr) {
+        ierr = WinogradGemms(conv, WINOGRAD_GEMM_INPUT, T, conv->wg.U, t.V, t.M, NULL); /* dV overwrites V(x) */
+        WinogradInputTranspose(conv, ns, t.V, PETSC_FALSE, t.scratch, dx + (size_t)c0 * layer->insize);
+      }
     }
-    if (dx) {
-      conv->wg.Vx = NULL; /* dV overwrites V(x) */
-      PetscCall(WinogradGemms(conv, WINOGRAD_GEMM_INPUT, T, conv->wg.U, conv->wg.V, conv->wg.M, NULL));
-      WinogradInputTranspose(conv, ns, conv->wg.V, PETSC_FALSE, dx + (size_t)s0 * layer->insize);
-    }
+    PetNetThreadsSetError(&err, ierr);
   }
-  if (dtheta) WinogradWeightsTranspose(conv, conv->wg.dU, dtheta);
+  PetNetThreadsCheck(err, "conv2d winograd backward");
+  if (dx) conv->wg.Vx = NULL;
+  if (dtheta) WinogradAddParts(conv, nparts, dtheta, db);
   PetscCall(PetscLogFlops(WinogradGemmFlops(conv, n) * ((dx ? 1 : 0) + (dtheta ? 1 : 0))));
   PetscFunctionReturn(0);
 }
 
-/* dy = conv(x; dW) + db + conv(dx; W) */
+/* dy = conv(x; dW) + db + conv(dx; W), the chunks in parallel */
 PetscErrorCode Conv2dJVP_Winograd(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *dx, const PetscScalar *dtheta, PetscScalar *dy)
 {
   Layer_Conv2d  *conv = (Layer_Conv2d *)layer->data;
   const PetscInt tps  = conv->wg.tiles[0] * conv->wg.tiles[1];
+  PetscScalar   *dUw  = conv->wg.dU; /* U(dW): the first part's accumulator is free outside backward */
+  PetscInt       nchunks;
+  PetscErrorCode err = 0;
 
   PetscFunctionBegin;
   PetscCall(Conv2dGetWorkspace_Winograd(layer, n));
-  if (dtheta) WinogradWeights(conv, dtheta, conv->wg.dU, conv->wg.Ut);                                   /* conv(x; dW) */
+  if (dtheta) WinogradWeights(conv, dtheta, dUw, conv->wg.Ut);                                           /* conv(x; dW) */
   if (dx) WinogradWeights(conv, theta, conv->wg.U, conv->wg.Ut + 16 * conv->base.nout * conv->base.cin); /* conv(dx; W) */
-  for (PetscInt s0 = 0; s0 < n; s0 += conv->wg.chunk) {
-    const PetscInt ns = PetscMin(conv->wg.chunk, n - s0), T = ns * tps;
-    PetscScalar   *dys = dy + (size_t)s0 * layer->outsize;
+  nchunks = (n + conv->wg.chunk - 1) / conv->wg.chunk;
+  if (nchunks > 1) conv->wg.Vx = NULL;
+#pragma omp parallel for num_threads(PetNetThreads()) schedule(dynamic, 1) if (nchunks > 1)
+  for (PetscInt c = 0; c < nchunks; c++) {
+    const PetscInt       s0 = c * conv->wg.chunk, ns = PetscMin(conv->wg.chunk, n - s0), T = ns * tps;
+    const WinogradThread t    = WinogradThreadBuffers(conv);
+    PetscScalar         *dys  = dy + (size_t)s0 * layer->outsize;
+    PetscErrorCode       ierr = 0;
 
     if (dtheta) {
-      WinogradColumns(conv, s0, ns, n, x, layer->insize);
-      PetscCall(WinogradGemms(conv, WINOGRAD_GEMM_OUTPUT, T, conv->wg.Ut, conv->wg.V, conv->wg.M, NULL));
-      WinogradOutput(conv, ns, conv->wg.M, conv->base.bias ? dtheta + conv->base.nout * conv->base.kg : NULL, PETSC_FALSE, dys);
+      WinogradColumns(conv, s0, ns, n, x, layer->insize, t.V);
+      ierr = WinogradGemms(conv, WINOGRAD_GEMM_OUTPUT, T, conv->wg.Ut, t.V, t.M, NULL);
+      WinogradOutput(conv, ns, t.M, conv->base.bias ? dtheta + conv->base.nout * conv->base.kg : NULL, PETSC_FALSE, t.scratch, dys);
     }
-    if (dx) {
-      conv->wg.Vx = NULL;
-      WinogradInput(conv, ns, dx + (size_t)s0 * layer->insize, conv->wg.V);
-      PetscCall(WinogradGemms(conv, WINOGRAD_GEMM_OUTPUT, T, conv->wg.Ut + 16 * conv->base.nout * conv->base.cin, conv->wg.V, conv->wg.M, NULL));
-      WinogradOutput(conv, ns, conv->wg.M, NULL, dtheta ? PETSC_TRUE : PETSC_FALSE, dys);
+    if (dx && !ierr) {
+      WinogradInput(conv, ns, dx + (size_t)s0 * layer->insize, t.V);
+      ierr = WinogradGemms(conv, WINOGRAD_GEMM_OUTPUT, T, conv->wg.Ut + 16 * conv->base.nout * conv->base.cin, t.V, t.M, NULL);
+      WinogradOutput(conv, ns, t.M, NULL, dtheta ? PETSC_TRUE : PETSC_FALSE, t.scratch, dys);
     }
+    PetNetThreadsSetError(&err, ierr);
   }
+  PetNetThreadsCheck(err, "conv2d winograd jvp");
+  if (dx) conv->wg.Vx = NULL;
   PetscCall(PetscLogFlops(WinogradGemmFlops(conv, n) * ((dx ? 1 : 0) + (dtheta ? 1 : 0))));
   PetscFunctionReturn(0);
 }
 
-/* sobackward: dWdot += (conv in W at xdot)^T dy, dxdot += (conv in x with Wdot)^T dy; no bias term (db = sum dy) */
+/*
+  sobackward: dWdot += (conv in W at xdot)^T dy, dxdot += (conv in x with Wdot)^T dy, parts of samples in parallel as
+  in backward; no bias term (db = sum dy)
+*/
 PetscErrorCode Conv2dSOBackward_Winograd(Layer layer, PetscInt n, const PetscScalar *xdot, const PetscScalar *Wdot, const PetscScalar *dy, PetscScalar *dxdot, PetscScalar *dWdot)
 {
   Layer_Conv2d   *conv = (Layer_Conv2d *)layer->data;
-  const PetscInt  tps  = conv->wg.tiles[0] * conv->wg.tiles[1];
+  const PetscInt  tps = conv->wg.tiles[0] * conv->wg.tiles[1], nparts = PetNetThreadParts(n, 1);
   const PetscBool doW = (PetscBool)(dWdot && xdot), dox = (PetscBool)(dxdot && Wdot);
+  PetscErrorCode  err = 0;
 
   PetscFunctionBegin;
   PetscCall(Conv2dGetWorkspace_Winograd(layer, n));
   if (dox) WinogradWeights(conv, Wdot, conv->wg.U, NULL);
-  if (doW) PetscCall(PetscArrayzero(conv->wg.dU, 16 * conv->base.nout * conv->base.cin));
   conv->wg.Vx = NULL; /* V(xdot) and dV replace V(x) */
-  for (PetscInt s0 = 0; s0 < n; s0 += conv->wg.chunk) {
-    const PetscInt ns = PetscMin(conv->wg.chunk, n - s0), T = ns * tps;
+#pragma omp parallel for num_threads(PetNetThreads()) schedule(dynamic, 1) if (nparts > 1)
+  for (PetscInt p = 0; p < nparts; p++) {
+    const WinogradThread t  = WinogradThreadBuffers(conv);
+    PetscScalar         *dU = NULL, *dbp = NULL;
+    PetscInt             s0, s1;
+    PetscErrorCode       ierr = 0;
 
-    WinogradOutputTranspose(conv, ns, dy + (size_t)s0 * layer->outsize, conv->wg.M, NULL);
-    if (doW) {
-      WinogradInput(conv, ns, xdot + (size_t)s0 * layer->insize, conv->wg.V);
-      PetscCall(WinogradGemms(conv, WINOGRAD_GEMM_WEIGHTS, T, NULL, conv->wg.V, conv->wg.M, conv->wg.dU));
+    PetNetThreadPart(n, nparts, p, &s0, &s1);
+    if (doW) WinogradPartAccumulators(conv, nparts, p, NULL, &dU, &dbp);
+    for (PetscInt c0 = s0; c0 < s1 && !ierr; c0 += conv->wg.chunk) {
+      const PetscInt ns = PetscMin(conv->wg.chunk, s1 - c0), T = ns * tps;
+
+      WinogradOutputTranspose(conv, ns, dy + (size_t)c0 * layer->outsize, t.M, t.scratch, NULL);
+      if (doW) {
+        WinogradInput(conv, ns, xdot + (size_t)c0 * layer->insize, t.V);
+        ierr = WinogradGemms(conv, WINOGRAD_GEMM_WEIGHTS, T, NULL, t.V, t.M, dU);
+      }
+      if (dox && !ierr) {
+        ierr = WinogradGemms(conv, WINOGRAD_GEMM_INPUT, T, conv->wg.U, t.V, t.M, NULL);
+        WinogradInputTranspose(conv, ns, t.V, PETSC_TRUE, t.scratch, dxdot + (size_t)c0 * layer->insize);
+      }
     }
-    if (dox) {
-      PetscCall(WinogradGemms(conv, WINOGRAD_GEMM_INPUT, T, conv->wg.U, conv->wg.V, conv->wg.M, NULL));
-      WinogradInputTranspose(conv, ns, conv->wg.V, PETSC_TRUE, dxdot + (size_t)s0 * layer->insize);
-    }
+    PetNetThreadsSetError(&err, ierr);
   }
-  if (doW) WinogradWeightsTranspose(conv, conv->wg.dU, dWdot);
+  PetNetThreadsCheck(err, "conv2d winograd sobackward");
+  if (doW) WinogradAddParts(conv, nparts, dWdot, NULL);
   PetscCall(PetscLogFlops(WinogradGemmFlops(conv, n) * ((dox ? 1 : 0) + (doW ? 1 : 0))));
   PetscFunctionReturn(0);
 }

@@ -13,6 +13,10 @@
               dWc += X dY^T             dgemm('N','T', in, out, n)    (dW accumulates)
               db  += dY 1               (sum over samples)
     jvp       dY = Wc^T dX + dWc^T X + db 1^T
+
+  Threads: each GEMM is cut into parts along the larger of its two outer dimensions (DenseGemm): one GEMM per part,
+  single-threaded BLAS inside each thread. The parts depend only on the sizes, and no part sums into another's
+  entries (the inner dimension is never cut), so the results are the same bits for any number of threads.
 */
 #include <petnet/private/layerimpl.h>
 #include <petscblaslapack.h>
@@ -60,22 +64,70 @@ static PetscErrorCode LayerInitialize_Dense(Layer layer, PetscRandom rnd, PetscS
   PetscFunctionReturn(0);
 }
 
+/* flops of a GEMM below which it is not cut: a part's GEMM should outweigh packing its operands */
+#define DENSE_PART_FLOPS 4.0e6
+
+/*
+  C = op(A) op(B) + beta C (column-major, as BLAS; op(A) m x k, op(B) k x n), cut into parts of rows of C (when m > n:
+  the rows of op(A)) or of columns (the columns of op(B)), at least 16 each and DENSE_PART_FLOPS of work, run on
+  PetNet's threads; one GEMM per part
+*/
+static PetscErrorCode DenseGemm(const char *ta, const char *tb, PetscInt m, PetscInt n, PetscInt k, const PetscScalar *A, PetscInt lda, const PetscScalar *B, PetscInt ldb, PetscScalar beta, PetscScalar *C, PetscInt ldc)
+{
+  const PetscBool   splitm = (PetscBool)(m > n);
+  const PetscInt    dim = splitm ? m : n, other = splitm ? n : m;
+  const PetscInt    minsize = PetscMax(16, (PetscInt)PetscCeilReal(DENSE_PART_FLOPS / (2.0 * PetscMax(other, 1) * PetscMax(k, 1)))), nparts = PetNetThreadParts(dim, minsize);
+  const PetscScalar one = 1.0;
+  PetscBLASInt      bm, bn, bk, blda, bldb, bldc;
+
+  PetscFunctionBegin;
+  if (!m || !n) PetscFunctionReturn(0);
+  PetscCall(PetscBLASIntCast(m, &bm));
+  PetscCall(PetscBLASIntCast(n, &bn));
+  PetscCall(PetscBLASIntCast(k, &bk));
+  PetscCall(PetscBLASIntCast(lda, &blda));
+  PetscCall(PetscBLASIntCast(ldb, &bldb));
+  PetscCall(PetscBLASIntCast(ldc, &bldc));
+#pragma omp parallel for num_threads(PetNetThreads()) schedule(dynamic, 1) if (nparts > 1)
+  for (PetscInt p = 0; p < nparts; p++) {
+    PetscInt           j0, j1;
+    PetscBLASInt       pm = bm, pn = bn;
+    const PetscScalar *Ap = A, *Bp = B;
+    PetscScalar       *Cp = C;
+
+    PetNetThreadPart(dim, nparts, p, &j0, &j1);
+    if (splitm) {
+      pm = (PetscBLASInt)(j1 - j0);
+      Ap = ta[0] == 'N' ? A + j0 : A + (size_t)j0 * lda;
+      Cp = C + j0;
+    } else {
+      pn = (PetscBLASInt)(j1 - j0);
+      Bp = tb[0] == 'N' ? B + (size_t)j0 * ldb : B + j0;
+      Cp = C + (size_t)j0 * ldc;
+    }
+    BLASgemm_(ta, tb, &pm, &pn, &bk, &one, Ap, &blda, Bp, &bldb, &beta, Cp, &bldc);
+  }
+  PetscFunctionReturn(0);
+}
+
+/* y[s][o] += b[o], samples in parallel */
+static void DenseAddBias(PetscInt n, PetscInt out, const PetscScalar *b, PetscScalar *y)
+{
+#pragma omp parallel for num_threads(PetNetThreads()) schedule(guided) if ((PetscLogDouble)n * out > 65536)
+  for (PetscInt s = 0; s < n; s++)
+    for (PetscInt o = 0; o < out; o++) y[(size_t)s * out + o] += b[o];
+}
+
 static PetscErrorCode LayerForward_Dense(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
 {
   Layer_Dense       *dense = (Layer_Dense *)layer->data;
   PetscInt           in = layer->insize, out = layer->outsize;
-  const PetscScalar *W = theta, *b = theta + in * out, one = 1.0, zero = 0.0;
-  PetscBLASInt       bin, bout, bn;
+  const PetscScalar *W = theta, *b = theta + in * out;
 
   PetscFunctionBegin;
   if (!n) PetscFunctionReturn(0);
-  PetscCall(PetscBLASIntCast(in, &bin));
-  PetscCall(PetscBLASIntCast(out, &bout));
-  PetscCall(PetscBLASIntCast(n, &bn));
-  PetscCallBLAS("BLASgemm", BLASgemm_("T", "N", &bout, &bn, &bin, &one, W, &bin, x, &bin, &zero, y, &bout));
-  if (dense->bias)
-    for (PetscInt s = 0; s < n; s++)
-      for (PetscInt o = 0; o < out; o++) y[s * out + o] += b[o];
+  PetscCall(DenseGemm("T", "N", out, n, in, W, in, x, in, 0.0, y, out));
+  if (dense->bias) DenseAddBias(n, out, b, y);
   PetscCall(PetscLogFlops(2.0 * n * in * out + n * out));
   PetscFunctionReturn(0);
 }
@@ -84,21 +136,17 @@ static PetscErrorCode LayerBackward_Dense(Layer layer, PetscInt n, const PetscSc
 {
   Layer_Dense       *dense = (Layer_Dense *)layer->data;
   PetscInt           in = layer->insize, out = layer->outsize;
-  const PetscScalar *W = theta, one = 1.0, zero = 0.0;
-  PetscBLASInt       bin, bout, bn;
+  const PetscScalar *W = theta;
 
   PetscFunctionBegin;
-  PetscCall(PetscBLASIntCast(in, &bin));
-  PetscCall(PetscBLASIntCast(out, &bout));
-  PetscCall(PetscBLASIntCast(n, &bn));
   if (dx && n) {
-    PetscCallBLAS("BLASgemm", BLASgemm_("N", "N", &bin, &bn, &bout, &one, W, &bin, dy, &bout, &zero, dx, &bin));
+    PetscCall(DenseGemm("N", "N", in, n, out, W, in, dy, out, 0.0, dx, in));
     PetscCall(PetscLogFlops(2.0 * n * in * out));
   }
   if (dtheta && n) {
     PetscScalar *dW = dtheta, *db = dtheta + in * out;
 
-    PetscCallBLAS("BLASgemm", BLASgemm_("N", "T", &bin, &bout, &bn, &one, x, &bin, dy, &bout, &one, dW, &bin));
+    PetscCall(DenseGemm("N", "T", in, out, n, x, in, dy, out, 1.0, dW, in));
     if (dense->bias)
       for (PetscInt s = 0; s < n; s++)
         for (PetscInt o = 0; o < out; o++) db[o] += dy[s * out + o];
@@ -111,27 +159,21 @@ static PetscErrorCode LayerJVP_Dense(Layer layer, PetscInt n, const PetscScalar 
 {
   Layer_Dense       *dense = (Layer_Dense *)layer->data;
   PetscInt           in = layer->insize, out = layer->outsize;
-  const PetscScalar *W = theta, one = 1.0, zero = 0.0;
-  PetscBLASInt       bin, bout, bn;
-  PetscScalar        beta = zero;
+  const PetscScalar *W    = theta;
+  PetscScalar        beta = 0.0;
 
   PetscFunctionBegin;
   if (!n) PetscFunctionReturn(0);
-  PetscCall(PetscBLASIntCast(in, &bin));
-  PetscCall(PetscBLASIntCast(out, &bout));
-  PetscCall(PetscBLASIntCast(n, &bn));
   if (dx) {
-    PetscCallBLAS("BLASgemm", BLASgemm_("T", "N", &bout, &bn, &bin, &one, W, &bin, dx, &bin, &zero, dy, &bout));
+    PetscCall(DenseGemm("T", "N", out, n, in, W, in, dx, in, 0.0, dy, out));
     PetscCall(PetscLogFlops(2.0 * n * in * out));
-    beta = one;
+    beta = 1.0;
   }
   if (dtheta) {
     const PetscScalar *dW = dtheta, *db = dtheta + in * out;
 
-    PetscCallBLAS("BLASgemm", BLASgemm_("T", "N", &bout, &bn, &bin, &one, dW, &bin, x, &bin, &beta, dy, &bout));
-    if (dense->bias)
-      for (PetscInt s = 0; s < n; s++)
-        for (PetscInt o = 0; o < out; o++) dy[s * out + o] += db[o];
+    PetscCall(DenseGemm("T", "N", out, n, in, dW, in, x, in, beta, dy, out));
+    if (dense->bias) DenseAddBias(n, out, db, dy);
     PetscCall(PetscLogFlops(2.0 * n * in * out + 2.0 * n * out));
   }
   PetscFunctionReturn(0);
@@ -141,21 +183,16 @@ static PetscErrorCode LayerJVP_Dense(Layer layer, PetscInt n, const PetscScalar 
 static PetscErrorCode LayerSOBackward_Dense(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *thetadot, const PetscScalar *ydot, const PetscScalar *dy,
                                             PetscScalar *dxdot, PetscScalar *dthetadot)
 {
-  PetscInt          in = layer->insize, out = layer->outsize;
-  const PetscScalar one = 1.0;
-  PetscBLASInt      bin, bout, bn;
+  PetscInt in = layer->insize, out = layer->outsize;
 
   PetscFunctionBegin;
   if (!n) PetscFunctionReturn(0);
-  PetscCall(PetscBLASIntCast(in, &bin));
-  PetscCall(PetscBLASIntCast(out, &bout));
-  PetscCall(PetscBLASIntCast(n, &bn));
   if (dxdot && thetadot) {
-    PetscCallBLAS("BLASgemm", BLASgemm_("N", "N", &bin, &bn, &bout, &one, thetadot, &bin, dy, &bout, &one, dxdot, &bin));
+    PetscCall(DenseGemm("N", "N", in, n, out, thetadot, in, dy, out, 1.0, dxdot, in));
     PetscCall(PetscLogFlops(2.0 * n * in * out));
   }
   if (dthetadot && xdot) {
-    PetscCallBLAS("BLASgemm", BLASgemm_("N", "T", &bin, &bout, &bn, &one, xdot, &bin, dy, &bout, &one, dthetadot, &bin));
+    PetscCall(DenseGemm("N", "T", in, out, n, xdot, in, dy, out, 1.0, dthetadot, in));
     PetscCall(PetscLogFlops(2.0 * n * in * out));
   }
   PetscFunctionReturn(0);

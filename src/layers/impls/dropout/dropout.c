@@ -31,11 +31,15 @@ static inline uint64_t SplitMix64(uint64_t z)
   return z ^ (z >> 31);
 }
 
+/* entries above which the loops run on PetNet's threads (each entry's mask is a function of its index alone) */
+#define DROPOUT_THREAD_MIN 32768
+
 /* mask[i] for the local entries i of a batch whose first local entry has global index offset */
 static void DropoutDrawMask(PetscReal p, uint64_t key, uint64_t offset, PetscInt N, PetscScalar *mask)
 {
   const PetscScalar scale = p < 1 ? 1.0 / (1.0 - p) : 0.0;
 
+#pragma omp parallel for simd num_threads(PetNetThreads()) schedule(guided) if (N > DROPOUT_THREAD_MIN)
   for (PetscInt i = 0; i < N; i++) {
     PetscReal u = (PetscReal)(SplitMix64(key ^ SplitMix64(offset + (uint64_t)i)) >> 11) * 0x1.0p-53; /* uniform [0, 1) */
 
@@ -69,6 +73,7 @@ static PetscErrorCode LayerForward_Dropout(Layer layer, PetscInt n, const PetscS
   if (!intest) drop->counter++;
   key = SplitMix64(SplitMix64(SplitMix64((uint64_t)drop->seed) ^ (uint64_t)layer->index) ^ (uint64_t)drop->counter);
   DropoutDrawMask(drop->p, key, (uint64_t)offset, N, drop->mask);
+#pragma omp parallel for simd num_threads(PetNetThreads()) schedule(guided) if (N > DROPOUT_THREAD_MIN)
   for (PetscInt i = 0; i < N; i++) y[i] = drop->mask[i] * x[i];
   PetscCall(PetscLogFlops(1.0 * N));
   PetscFunctionReturn(0);
@@ -86,6 +91,7 @@ static PetscErrorCode LayerBackward_Dropout(Layer layer, PetscInt n, const Petsc
     PetscFunctionReturn(0);
   }
   PetscCheck(n == drop->nwork, PETSC_COMM_SELF, PETSC_ERR_ORDER, "dropout backward on %" PetscInt_FMT " samples after a forward pass on %" PetscInt_FMT ": call forward first", n, drop->nwork);
+#pragma omp parallel for simd num_threads(PetNetThreads()) schedule(guided) if (N > DROPOUT_THREAD_MIN)
   for (PetscInt i = 0; i < N; i++) dx[i] = drop->mask[i] * dy[i];
   PetscCall(PetscLogFlops(1.0 * N));
   PetscFunctionReturn(0);
@@ -102,6 +108,7 @@ static PetscErrorCode LayerJVP_Dropout(Layer layer, PetscInt n, const PetscScala
     PetscFunctionReturn(0);
   }
   PetscCheck(n == drop->nwork, PETSC_COMM_SELF, PETSC_ERR_ORDER, "dropout jvp on %" PetscInt_FMT " samples after a forward pass on %" PetscInt_FMT ": call forward first", n, drop->nwork);
+#pragma omp parallel for simd num_threads(PetNetThreads()) schedule(guided) if (N > DROPOUT_THREAD_MIN)
   for (PetscInt i = 0; i < N; i++) dy[i] = drop->mask[i] * dx[i];
   PetscCall(PetscLogFlops(1.0 * N));
   PetscFunctionReturn(0);

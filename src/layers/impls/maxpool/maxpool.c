@@ -9,6 +9,9 @@
     forward   y[j]  = x[argmax[j]]
     backward  dx    = 0;  dx[argmax[j]] += dy[j]      (no parameters)
     jvp       dy[j] = dx[argmax[j]]
+
+  Threads: samples in parallel (a window lies in one sample: backward's scatter-add of a sample touches only its own
+  dx, in the same order whatever the thread count).
 */
 #include "../pool/pool.h"
 
@@ -34,31 +37,35 @@ static PetscErrorCode LayerForward_MaxPool(Layer layer, PetscInt n, const PetscS
   }
   argmax = pool->argmax;
   {
-    const PetscInt D = v.in[0], H = v.in[1], W = v.in[2], C = layer->in.dim[layer->in.ndim - 1];
+    const PetscInt D = v.in[0], H = v.in[1], W = v.in[2], C = layer->in.dim[layer->in.ndim - 1], outsize = layer->outsize;
 
+#pragma omp parallel for num_threads(PetNetThreads()) schedule(guided) if (n > 1 && n * outsize > 4096)
     for (PetscInt s = 0; s < n; s++) {
+      PetscScalar *ys = y + (size_t)s * outsize;
+      PetscInt    *as = argmax + (size_t)s * outsize;
+
       for (PetscInt od = 0; od < v.out[0]; od++) {
         const PetscInt d0 = v.t0[0][od], d1 = v.t1[0][od], id = od * v.step[0] - v.pad[0];
 
         for (PetscInt oh = 0; oh < v.out[1]; oh++) {
           const PetscInt h0 = v.t0[1][oh], h1 = v.t1[1][oh], ih = oh * v.step[1] - v.pad[1];
 
-          for (PetscInt ow = 0; ow < v.out[2]; ow++, y += C, argmax += C) {
+          for (PetscInt ow = 0; ow < v.out[2]; ow++, ys += C, as += C) {
             const PetscInt w0 = v.t0[2][ow], w1 = v.t1[2][ow], iw = ow * v.step[2] - v.pad[2];
             const PetscInt first = (((s * D + id + d0) * H + ih + h0) * W + iw + w0) * C;
 
             /* no window is all padding (padding <= kernel/2), so the first valid tap starts the maximum */
             for (PetscInt c = 0; c < C; c++) {
-              y[c]      = x[first + c];
-              argmax[c] = first + c;
+              ys[c] = x[first + c];
+              as[c] = first + c;
             }
             for (PetscInt kd = d0; kd < d1; kd++) {
               for (PetscInt kh = h0; kh < h1; kh++) {
                 for (PetscInt kw = (kd == d0 && kh == h0 ? w0 + 1 : w0); kw < w1; kw++) {
                   const PetscInt                    off = (((s * D + id + kd) * H + ih + kh) * W + iw + kw) * C;
                   const PetscScalar *PETSC_RESTRICT xt  = x + off;
-                  PetscScalar *PETSC_RESTRICT       yt  = y;
-                  PetscInt *PETSC_RESTRICT          at  = argmax;
+                  PetscScalar *PETSC_RESTRICT       yt  = ys;
+                  PetscInt *PETSC_RESTRICT          at  = as;
 
                   for (PetscInt c = 0; c < C; c++) { /* branch-free with a bit mask, so that it vectorizes */
                     const PetscScalar val = xt[c], cur = yt[c];
@@ -87,8 +94,13 @@ static PetscErrorCode LayerBackward_MaxPool(Layer layer, PetscInt n, const Petsc
   PetscFunctionBegin;
   if (!dx) PetscFunctionReturn(0);
   PetscCheck(n == pool->nwork, PETSC_COMM_SELF, PETSC_ERR_ORDER, "maxpool backward on %" PetscInt_FMT " samples after a forward pass on %" PetscInt_FMT ": call forward first", n, pool->nwork);
-  PetscCall(PetscArrayzero(dx, (size_t)n * layer->insize));
-  for (PetscInt j = 0; j < N; j++) dx[pool->argmax[j]] += dy[j];
+#pragma omp parallel for num_threads(PetNetThreads()) schedule(guided) if (n > 1 && N > 4096)
+  for (PetscInt s = 0; s < n; s++) {
+    const PetscInt *am = pool->argmax;
+
+    for (size_t i = (size_t)s * layer->insize; i < (size_t)(s + 1) * layer->insize; i++) dx[i] = 0.0;
+    for (PetscInt j = s * layer->outsize; j < (s + 1) * layer->outsize; j++) dx[am[j]] += dy[j];
+  }
   PetscCall(PetscLogFlops(1.0 * N));
   PetscFunctionReturn(0);
 }
@@ -100,6 +112,7 @@ static PetscErrorCode LayerJVP_MaxPool(Layer layer, PetscInt n, const PetscScala
 
   PetscFunctionBegin;
   PetscCheck(n == pool->nwork, PETSC_COMM_SELF, PETSC_ERR_ORDER, "maxpool jvp on %" PetscInt_FMT " samples after a forward pass on %" PetscInt_FMT ": call forward first", n, pool->nwork);
+#pragma omp parallel for num_threads(PetNetThreads()) schedule(guided) if (N > 4096)
   for (PetscInt j = 0; j < N; j++) dy[j] = dx[pool->argmax[j]];
   PetscFunctionReturn(0);
 }

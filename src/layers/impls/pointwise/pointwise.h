@@ -18,7 +18,7 @@ typedef struct {
 PETSC_INTERN PetscErrorCode LayerCreatePointwise_Private(Layer, PointwiseFunction, PointwiseDerivative, PetscLogDouble, PetscLogDouble);
 
 /*
-  The loops, side by side (x, y, dx, dy, xdot, dxdot: [n][size]; no parameters):
+  The loops, side by side (x, y, dx, dy, xdot, dxdot: [n][size]; no parameters), on the entries [i0, i1):
     forward     y[i]      = f(x[i])
     backward    dx[i]     = f'(x[i]) dy[i]
     jvp         dy[i]     = f'(x[i]) dx[i]
@@ -27,56 +27,50 @@ PETSC_INTERN PetscErrorCode LayerCreatePointwise_Private(Layer, PointwiseFunctio
   (POINTWISE_KERNELS, POINTWISE_SOKERNEL), so the compiler inlines f, f' and f'' into the loop instead of calling
   through a pointer per entry. The piecewise-linear kinds (identity, relu, leakyrelu) have f'' = 0 away from their kink
   and no sobackward: they set the layer's sozero.
+
+  Threads: POINTWISE_BLOCKS cuts the entries into blocks (of at least POINTWISE_BLOCK entries) run on PetNet's threads;
+  elementwise, so the same bits for any number of threads. The parallel loop is written in each kind's kernel, where f
+  is a function's name (in a loop of the inline functions, OpenMP's outlined body would call f through a pointer), and
+  one block runs without a parallel region (so that a cloned kernel keeps its AVX2 loop).
 */
-static inline PetscErrorCode PointwiseForward(Layer layer, PetscInt n, const PetscScalar *x, PetscScalar *y, PointwiseFunction f)
-{
-  Layer_Pointwise *pw = (Layer_Pointwise *)layer->data;
-  const PetscInt   N  = n * layer->insize;
-  const PetscReal  a  = pw->alpha;
+#define POINTWISE_BLOCK 16384
 
-  PetscFunctionBegin;
-  for (PetscInt i = 0; i < N; i++) y[i] = f(x[i], a);
-  PetscCall(PetscLogFlops(pw->flops_f * N));
-  PetscFunctionReturn(0);
+static inline void PointwiseForward(PetscInt i0, PetscInt i1, PetscReal a, const PetscScalar *x, PetscScalar *y, PointwiseFunction f)
+{
+  for (PetscInt i = i0; i < i1; i++) y[i] = f(x[i], a);
 }
 
-static inline PetscErrorCode PointwiseBackward(Layer layer, PetscInt n, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dy, PetscScalar *dx, PointwiseDerivative df)
+static inline void PointwiseBackward(PetscInt i0, PetscInt i1, PetscReal a, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dy, PetscScalar *dx, PointwiseDerivative df)
 {
-  Layer_Pointwise *pw = (Layer_Pointwise *)layer->data;
-  const PetscInt   N  = n * layer->insize;
-  const PetscReal  a  = pw->alpha;
-
-  PetscFunctionBegin;
-  if (!dx) PetscFunctionReturn(0);
-  for (PetscInt i = 0; i < N; i++) dx[i] = df(x[i], y[i], a) * dy[i];
-  PetscCall(PetscLogFlops((pw->flops_df + 1) * N));
-  PetscFunctionReturn(0);
+  for (PetscInt i = i0; i < i1; i++) dx[i] = df(x[i], y[i], a) * dy[i];
 }
 
-static inline PetscErrorCode PointwiseJVP(Layer layer, PetscInt n, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dx, PetscScalar *dy, PointwiseDerivative df)
+static inline void PointwiseJVP(PetscInt i0, PetscInt i1, PetscReal a, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dx, PetscScalar *dy, PointwiseDerivative df)
 {
-  Layer_Pointwise *pw = (Layer_Pointwise *)layer->data;
-  const PetscInt   N  = n * layer->insize;
-  const PetscReal  a  = pw->alpha;
-
-  PetscFunctionBegin;
-  for (PetscInt i = 0; i < N; i++) dy[i] = df(x[i], y[i], a) * dx[i];
-  PetscCall(PetscLogFlops((pw->flops_df + 1) * N));
-  PetscFunctionReturn(0);
+  for (PetscInt i = i0; i < i1; i++) dy[i] = df(x[i], y[i], a) * dx[i];
 }
 
-static inline PetscErrorCode PointwiseSOBackward(Layer layer, PetscInt n, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *dy, PetscScalar *dxdot, PointwiseDerivative d2f)
+static inline void PointwiseSOBackward(PetscInt i0, PetscInt i1, PetscReal a, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *dy, PetscScalar *dxdot, PointwiseDerivative d2f)
 {
-  Layer_Pointwise *pw = (Layer_Pointwise *)layer->data;
-  const PetscInt   N  = n * layer->insize;
-  const PetscReal  a  = pw->alpha;
-
-  PetscFunctionBegin;
-  if (!xdot || !dxdot) PetscFunctionReturn(0);
-  for (PetscInt i = 0; i < N; i++) dxdot[i] += d2f(x[i], y[i], a) * xdot[i] * dy[i];
-  PetscCall(PetscLogFlops((pw->flops_d2f + 3) * N));
-  PetscFunctionReturn(0);
+  for (PetscInt i = i0; i < i1; i++) dxdot[i] += d2f(x[i], y[i], a) * xdot[i] * dy[i];
 }
+
+/* CALL on the blocks [i0, i1) of the N entries: on PetNet's threads when there are several */
+#define POINTWISE_BLOCKS(N, CALL)                                                                                              \
+  do {                                                                                                                         \
+    const PetscInt nblocks_ = PetNetThreadParts((N), POINTWISE_BLOCK);                                                         \
+    if (nblocks_ == 1) {                                                                                                       \
+      const PetscInt i0 = 0, i1 = (N);                                                                                         \
+      CALL;                                                                                                                    \
+    } else {                                                                                                                   \
+      _Pragma("omp parallel for num_threads(PetNetThreads()) schedule(dynamic, 1)") for (PetscInt b_ = 0; b_ < nblocks_; b_++) \
+      {                                                                                                                        \
+        PetscInt i0, i1;                                                                                                       \
+        PetNetThreadPart((N), nblocks_, b_, &i0, &i1);                                                                         \
+        CALL;                                                                                                                  \
+      }                                                                                                                        \
+    }                                                                                                                          \
+  } while (0)
 
 /*
   The three kernels of one kind, with F and DF inlined. POINTWISE_KERNELS_CLONED also compiles the forward loop for
@@ -94,15 +88,31 @@ static inline PetscErrorCode PointwiseSOBackward(Layer layer, PetscInt n, const 
 #define POINTWISE_KERNELS_ATTR(Kind, F, DF, FORWARD_ATTRIBUTE)                                                                                                                                            \
   static FORWARD_ATTRIBUTE PetscErrorCode LayerForward_##Kind(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)                                                    \
   {                                                                                                                                                                                                       \
-    return PointwiseForward(layer, n, x, y, F);                                                                                                                                                           \
+    Layer_Pointwise *pw = (Layer_Pointwise *)layer->data;                                                                                                                                                 \
+    const PetscInt   N  = n * layer->insize;                                                                                                                                                              \
+    const PetscReal  a  = pw->alpha;                                                                                                                                                                      \
+                                                                                                                                                                                                          \
+    POINTWISE_BLOCKS(N, PointwiseForward(i0, i1, a, x, y, F));                                                                                                                                            \
+    return PetscLogFlops(pw->flops_f * N);                                                                                                                                                                \
   }                                                                                                                                                                                                       \
   static PetscErrorCode LayerBackward_##Kind(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)  \
   {                                                                                                                                                                                                       \
-    return PointwiseBackward(layer, n, x, y, dy, dx, DF);                                                                                                                                                 \
+    Layer_Pointwise *pw = (Layer_Pointwise *)layer->data;                                                                                                                                                 \
+    const PetscInt   N  = n * layer->insize;                                                                                                                                                              \
+    const PetscReal  a  = pw->alpha;                                                                                                                                                                      \
+                                                                                                                                                                                                          \
+    if (!dx) return 0;                                                                                                                                                                                    \
+    POINTWISE_BLOCKS(N, PointwiseBackward(i0, i1, a, x, y, dy, dx, DF));                                                                                                                                  \
+    return PetscLogFlops((pw->flops_df + 1) * N);                                                                                                                                                         \
   }                                                                                                                                                                                                       \
   static PetscErrorCode LayerJVP_##Kind(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dx, const PetscScalar *dtheta, PetscScalar *dy) \
   {                                                                                                                                                                                                       \
-    return PointwiseJVP(layer, n, x, y, dx, dy, DF);                                                                                                                                                      \
+    Layer_Pointwise *pw = (Layer_Pointwise *)layer->data;                                                                                                                                                 \
+    const PetscInt   N  = n * layer->insize;                                                                                                                                                              \
+    const PetscReal  a  = pw->alpha;                                                                                                                                                                      \
+                                                                                                                                                                                                          \
+    POINTWISE_BLOCKS(N, PointwiseJVP(i0, i1, a, x, y, dx, dy, DF));                                                                                                                                       \
+    return PetscLogFlops((pw->flops_df + 1) * N);                                                                                                                                                         \
   }
 
 #define POINTWISE_SET_KERNELS(layer, Kind)         \
@@ -118,7 +128,13 @@ static inline PetscErrorCode PointwiseSOBackward(Layer layer, PetscInt n, const 
   static PetscErrorCode LayerSOBackward_##Kind(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *thetadot, const PetscScalar *ydot, const PetscScalar *dy, \
                                                PetscScalar *dxdot, PetscScalar *dthetadot)                                                                                                                                                          \
   {                                                                                                                                                                                                                                                 \
-    return PointwiseSOBackward(layer, n, x, y, xdot, dy, dxdot, D2F);                                                                                                                                                                               \
+    Layer_Pointwise *pw = (Layer_Pointwise *)layer->data;                                                                                                                                                                                           \
+    const PetscInt   N  = n * layer->insize;                                                                                                                                                                                                        \
+    const PetscReal  a  = pw->alpha;                                                                                                                                                                                                                \
+                                                                                                                                                                                                                                                    \
+    if (!xdot || !dxdot) return 0;                                                                                                                                                                                                                  \
+    POINTWISE_BLOCKS(N, PointwiseSOBackward(i0, i1, a, x, y, xdot, dy, dxdot, D2F));                                                                                                                                                                \
+    return PetscLogFlops((pw->flops_d2f + 3) * N);                                                                                                                                                                                                  \
   }
 #define POINTWISE_SET_SOKERNEL(layer, Kind, FLOPS)                          \
   do {                                                                      \
