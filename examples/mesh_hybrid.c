@@ -376,7 +376,6 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsInt("-rd_test", "Held-out trajectories", NULL, app.ntest, &app.ntest, NULL));
   PetscCall(PetscOptionsBool("-rd_test_jacobian", "Check the coupled Jacobian (diffusion + Net shell) and the parameter Jacobian: dot-product and finite-difference tests", NULL, app.testjac, &app.testjac, NULL));
   PetscOptionsEnd();
-  PetscCheck(app.faces >= 2, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "-mesh_faces %" PetscInt_FMT ": the triangulation needs at least 2 squares per side", app.faces);
   PetscCheck(hp->nobs >= 1 && hp->ntrain >= 1 && app.ntest >= 1 && hp->T > 0, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "Give -rd_snapshots >= 1, -rd_train >= 1, -rd_test >= 1 and -rd_final_time > 0");
   PetscCheck(hp->Du >= 0 && hp->Dv >= 0, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "-rd_Du %g and -rd_Dv %g: diffusivities must be >= 0", (double)hp->Du, (double)hp->Dv);
   PetscCall(MeshCreate(&app));

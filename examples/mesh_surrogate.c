@@ -229,7 +229,6 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsInt("-mesh_multiscale", "Multiscale levels L: features G^(4^j) log k, G^(4^j) (f/k), j = 1..L", NULL, L, &L, NULL));
   PetscCall(PetscOptionsInt("-mesh_monitor", "Print the training loss every N iterations (0: never)", NULL, ctx.monitor, &ctx.monitor, NULL));
   PetscOptionsEnd();
-  PetscCheck(faces >= 2, comm, PETSC_ERR_ARG_OUTOFRANGE, "-mesh_faces %" PetscInt_FMT ": the triangulation needs at least 2 squares per side", faces);
   PetscCheck(ntrain >= 1 && ntest >= 1, comm, PETSC_ERR_ARG_OUTOFRANGE, "-mesh_train %" PetscInt_FMT " and -mesh_test %" PetscInt_FMT " must both be at least 1", ntrain, ntest);
   PetscCheck(K >= 1 && K <= 16, comm, PETSC_ERR_ARG_OUTOFRANGE, "-mesh_modes %" PetscInt_FMT " must be in 1..16", K);
   PetscCheck(sigma >= 0 && famp >= 0 && famp < 1, comm, PETSC_ERR_ARG_OUTOFRANGE, "-mesh_sigma %g must be >= 0 and -mesh_f_amplitude %g in [0, 1)", (double)sigma, (double)famp);

@@ -94,6 +94,8 @@ static PetscErrorCode Assemble(MeshProblem *mp, const PetscReal ca[], const Pets
   DMPlexCreateBoxMesh()): an n x n grid of squares, each cut along a diagonal drawn at random, and the interior vertices
   moved at random by up to 0.3 h in each direction (seeded: the same mesh on every run). Vertex degrees range from 2 to 8.
 */
+#define MESH_MAX_FACES 4096 /* 33.5 million triangles */
+
 static PetscErrorCode CreateTriangulation(MPI_Comm comm, PetscInt n, DM *dm)
 {
   PetscMPIInt rank;
@@ -102,6 +104,9 @@ static PetscErrorCode CreateTriangulation(MPI_Comm comm, PetscInt n, DM *dm)
   PetscRandom rnd;
 
   PetscFunctionBegin;
+  /* rank 0 builds the whole triangulation before it is distributed: bound it (and its 3 x 2 n^2 cell entries) first */
+  PetscCheck(n >= 2, comm, PETSC_ERR_ARG_OUTOFRANGE, "-mesh_faces %" PetscInt_FMT ": the triangulation needs at least 2 squares per side", n);
+  PetscCheck(n <= MESH_MAX_FACES, comm, PETSC_ERR_ARG_OUTOFRANGE, "-mesh_faces %" PetscInt_FMT ": at most %d squares per side are built (on one rank, before distribution); refine further with -dm_refine", n, MESH_MAX_FACES);
   PetscCallMPI(MPI_Comm_rank(comm, &rank));
   if (rank == 0) {
     const PetscReal h = 1.0 / n;
