@@ -19,6 +19,8 @@
 
 #include <petnet.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *, size_t);
@@ -37,12 +39,28 @@ static inline PetscErrorCode FuzzInitialize(void)
   return 0;
 }
 
-/* Writes the input to a private temporary file whose name ends in suffix (".gz", ".h5", ...): name[] receives it */
+/* The temporary files of this process (one per suffix; a harness writes at most a few), removed at exit */
+static char fuzz_tmpfiles[8][PETSC_MAX_PATH_LEN];
+
+static inline void FuzzRemoveFiles(void)
+{
+  for (int i = 0; i < 8; i++)
+    if (fuzz_tmpfiles[i][0]) (void)unlink(fuzz_tmpfiles[i]);
+}
+
+/* Writes the input to a private temporary file whose name ends in suffix (".gz", ".h5", ...): name[] receives it. The
+   file is removed when the process exits. */
 static inline PetscErrorCode FuzzWriteFile(const uint8_t *data, size_t size, const char suffix[], size_t len, char name[])
 {
   FILE *f;
+  int   i;
 
   PetscCall(PetscSNPrintf(name, len, "/tmp/petnet-fuzz-%d%s", (int)getpid(), suffix));
+  for (i = 0; i < 8 && fuzz_tmpfiles[i][0] && strcmp(fuzz_tmpfiles[i], name); i++) {}
+  if (i < 8 && !fuzz_tmpfiles[i][0]) {
+    if (i == 0) (void)atexit(FuzzRemoveFiles);
+    PetscCall(PetscStrncpy(fuzz_tmpfiles[i], name, sizeof(fuzz_tmpfiles[i])));
+  }
   f = fopen(name, "wb");
   if (!f) return PETSC_ERR_FILE_OPEN;
   if (size && fwrite(data, 1, size, f) != size) {
