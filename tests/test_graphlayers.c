@@ -5,8 +5,9 @@ static const char help[] = "Graph layers (gcn, sage) on a distributed sparse ope
                            "  product) must equal those of the same Net on one rank with a MATSEQAIJ (to <= 1e-12 relative), the renumbered run\n"
                            "  permuted alike. Then NetTestJacobian (dot products <= 1e-12, finite differences <= 1e-6) and central differences\n"
                            "  of the backward pass against the second-order adjoint (<= 1e-6).\n"
-                           "Options: -grid W,H (default 6,5), -channels C (default 3), -error nooperator|size|type|changed|square (stop with\n"
-                           "  that error).\n";
+                           "Options: -grid W,H (default 6,5), -channels C (default 3), -copies k (also run k copies of every node, [node][copy],\n"
+                           "  against one copy on A (x) I_k), -error nooperator|size|copies|type|changed|square (stop with that\n"
+                           "  error).\n";
 
 #include <petnet.h>
 #include "testutil.h"
@@ -187,8 +188,9 @@ typedef struct {
   Vec X, Y, dY, dX, G, dXdir, dthdir, Yj, dXdot, Hv;
 } Run;
 
-/* Runs the Net on operator A (node of row r: pinv[r]) and fills run's Vecs */
-static PetscErrorCode RunNet(Net net, Mat A, const Graph *g, PetscInt P, const PetscInt pinv[], Run *run)
+/* Runs the Net on operator A (node of row r: pinv[r]), k copies of each node ([node][copy]: sample k r + s gets the
+   tables' row k r + s), and fills run's Vecs */
+static PetscErrorCode RunNet(Net net, Mat A, const Graph *g, PetscInt P, const PetscInt pinv[], PetscInt k, Run *run)
 {
   PetscInt    m, rs, re, nout;
   PetNetShape out;
@@ -199,7 +201,7 @@ static PetscErrorCode RunNet(Net net, Mat A, const Graph *g, PetscInt P, const P
   PetscCall(MatGetLocalSize(A, &m, NULL));
   PetscCall(MatGetOwnershipRange(A, &rs, &re));
   PetscCall(NetSetGraphOperator(net, A));
-  PetscCall(NetCreateVecs(net, m, &run->X, &run->Y));
+  PetscCall(NetCreateVecs(net, k * m, &run->X, &run->Y));
   PetscCall(VecDuplicate(run->Y, &run->dY));
   PetscCall(VecDuplicate(run->Y, &run->Yj));
   PetscCall(VecDuplicate(run->X, &run->dX));
@@ -208,9 +210,9 @@ static PetscErrorCode RunNet(Net net, Mat A, const Graph *g, PetscInt P, const P
   PetscCall(NetCreateParameterVec(net, &run->G));
   PetscCall(NetCreateParameterVec(net, &run->Hv));
   PetscCall(ParameterDirection(net, P, &run->dthdir));
-  PetscCall(FillNodes(run->X, rs, g->C, pinv, 0));
-  PetscCall(FillNodes(run->dY, rs, nout, pinv, 1));
-  PetscCall(FillNodes(run->dXdir, rs, g->C, pinv, 2));
+  PetscCall(FillNodes(run->X, k * rs, g->C, pinv, 0));
+  PetscCall(FillNodes(run->dY, k * rs, nout, pinv, 1));
+  PetscCall(FillNodes(run->dXdir, k * rs, g->C, pinv, 2));
   PetscCall(NetForward(net, run->X, run->Y));
   PetscCall(VecZeroEntries(run->G));
   PetscCall(NetBackward(net, run->dY, run->dX, run->G));
@@ -226,6 +228,79 @@ static PetscErrorCode DestroyRun(Run *run)
 
   PetscFunctionBegin;
   for (size_t i = 0; i < sizeof(*run) / sizeof(Vec); i++) PetscCall(VecDestroy(&v[i]));
+  PetscFunctionReturn(0);
+}
+
+/* Ak = A (x) I_k: row k r + s holds row r of A on the columns k c + s */
+static PetscErrorCode KronIdentity(Mat A, PetscInt k, Mat *Ak)
+{
+  PetscInt m, M, rs, re;
+
+  PetscFunctionBegin;
+  PetscCall(MatGetLocalSize(A, &m, NULL));
+  PetscCall(MatGetSize(A, &M, NULL));
+  PetscCall(MatGetOwnershipRange(A, &rs, &re));
+  PetscCall(MatCreateAIJ(PetscObjectComm((PetscObject)A), k * m, k * m, k * M, k * M, 5, NULL, 4, NULL, Ak));
+  for (PetscInt r = rs; r < re; r++) {
+    const PetscInt    *cols;
+    const PetscScalar *vals;
+    PetscInt           nc, kc[5];
+
+    PetscCall(MatGetRow(A, r, &nc, &cols, &vals));
+    for (PetscInt s = 0; s < k; s++) {
+      PetscInt row = k * r + s;
+
+      for (PetscInt e = 0; e < nc; e++) kc[e] = k * cols[e] + s;
+      PetscCall(MatSetValues(*Ak, 1, &row, nc, kc, vals, INSERT_VALUES));
+    }
+    PetscCall(MatRestoreRow(A, r, &nc, &cols, &vals));
+  }
+  PetscCall(MatAssemblyBegin(*Ak, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatAssemblyEnd(*Ak, MAT_FINAL_ASSEMBLY));
+  PetscFunctionReturn(0);
+}
+
+/* k copies of every node on A against one copy on A (x) I_k: every result of the runs equal to <= 1e-13 relative */
+static PetscErrorCode CompareCopies(MPI_Comm comm, Net net, const Graph *g, PetscInt P, PetscInt k)
+{
+  Mat       A, Ak;
+  Run       rk, r1;
+  PetscInt  mloc;
+  PetscReal worst = 0;
+
+  PetscFunctionBegin;
+  PetscCall(LocalRows(comm, g->N, 1, &mloc));
+  PetscCall(BuildOperator(comm, g, mloc, NULL, NULL, &A));
+  PetscCall(KronIdentity(A, k, &Ak));
+  PetscCall(RunNet(net, Ak, g, P, NULL, 1, &r1));
+  PetscCall(RunNet(net, A, g, P, NULL, k, &rk));
+  for (size_t i = 0; i < sizeof(rk) / sizeof(Vec); i++) {
+    Vec       a = ((Vec *)&rk)[i], b = ((Vec *)&r1)[i];
+    PetscReal nd, nb;
+
+    PetscCall(VecAXPY(a, -1.0, b));
+    PetscCall(VecNorm(a, NORM_INFINITY, &nd));
+    PetscCall(VecNorm(b, NORM_INFINITY, &nb));
+    worst = PetscMax(worst, nd / PetscMax(nb, PETSC_SMALL));
+  }
+  PetscCheck(worst <= 1e-13, comm, PETSC_ERR_PLIB, "%" PetscInt_FMT " copies of each node on A differ from A (x) I_k by %g (> 1e-13)", k, (double)worst);
+  PetscCall(PetscPrintf(comm, "%" PetscInt_FMT " copies of each node ([node][copy]) equal one copy on A (x) I_k: all results to <= 1e-13\n", k));
+  { /* and the Jacobian shells with copies (the input rebuilt: the comparison above overwrote rk's Vecs) */
+    PetscReal   doterr, fderr;
+    PetscViewer quiet;
+
+    PetscCall(DestroyRun(&rk));
+    PetscCall(RunNet(net, A, g, P, NULL, k, &rk));
+    PetscCall(PetscViewerASCIIOpen(comm, "/dev/null", &quiet));
+    PetscCall(NetTestJacobian(net, rk.X, quiet, &doterr, &fderr));
+    PetscCall(PetscViewerDestroy(&quiet));
+    PetscCheck(doterr <= 1e-12 && fderr <= 1e-6, comm, PETSC_ERR_PLIB, "NetTestJacobian with %" PetscInt_FMT " copies: dot-product error %g (<= 1e-12), finite differences %g (<= 1e-6)", k, (double)doterr, (double)fderr);
+    PetscCall(PetscPrintf(comm, "NetTestJacobian with %" PetscInt_FMT " copies of each node: dot products <= 1e-12, finite differences <= 1e-6\n", k));
+  }
+  PetscCall(DestroyRun(&rk));
+  PetscCall(DestroyRun(&r1));
+  PetscCall(MatDestroy(&Ak));
+  PetscCall(MatDestroy(&A));
   PetscFunctionReturn(0);
 }
 
@@ -377,6 +452,8 @@ static PetscErrorCode RunError(const char error[], const Graph *g)
   PetscCall(PetscStrcmp(error, "size", &is));
   /* size: a batch that is not A's rows (rank 0 one node more, the last rank one less: the same global count on 2+ ranks) */
   if (is) m += (rank == 0) - (rank == size - 1) + (size == 1);
+  PetscCall(PetscStrcmp(error, "copies", &is));
+  if (is) m *= rank == 0 ? 2 : 3; /* copies: 2 copies of each node on rank 0, 3 on the others */
   PetscCall(NetCreateVecs(net, m, &X, &Y));
   PetscCall(FillNodes(X, 0, g->C, NULL, 0));
   PetscCall(NetForward(net, X, Y));
@@ -392,7 +469,7 @@ int main(int argc, char **argv)
 {
   MPI_Comm     comm;
   Graph        g       = {6, 5, 30, 3};
-  PetscInt     dims[2] = {6, 5}, nd = 2, P, nout, mloc, *perm, *pinv, a = 7;
+  PetscInt     dims[2] = {6, 5}, nd = 2, P, nout, mloc, *perm, *pinv, a = 7, copies = 1;
   PetscScalar *ref[R_NUM];
   char         error[64] = "";
   PetscBool    flg;
@@ -411,6 +488,7 @@ int main(int argc, char **argv)
   g.H = !flg || nd > 1 ? dims[1] : 1;
   g.N = g.W * g.H;
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-channels", &g.C, NULL));
+  PetscCall(PetscOptionsGetInt(NULL, NULL, "-copies", &copies, NULL));
   PetscCall(PetscOptionsGetString(NULL, NULL, "-error", error, sizeof(error), &flg));
   if (flg) PetscCall(RunError(error, &g));
 
@@ -419,7 +497,7 @@ int main(int argc, char **argv)
   PetscCall(NetGetNumParameters(seq, &P));
   PetscCall(SetParameters(seq, P));
   PetscCall(BuildOperator(PETSC_COMM_SELF, &g, g.N, NULL, NULL, &A));
-  PetscCall(RunNet(seq, A, &g, P, NULL, &run));
+  PetscCall(RunNet(seq, A, &g, P, NULL, 1, &run));
   PetscCall(GatherAll(run.Y, &ref[R_Y]));
   PetscCall(GatherAll(run.dX, &ref[R_DX]));
   PetscCall(GatherAll(run.G, &ref[R_G]));
@@ -442,7 +520,7 @@ int main(int argc, char **argv)
     if (mode == 3 && size == 1) continue;
     PetscCall(LocalRows(comm, g.N, mode, &mloc));
     PetscCall(BuildOperator(comm, &g, mloc, NULL, NULL, &A));
-    PetscCall(RunNet(net, A, &g, P, NULL, &run));
+    PetscCall(RunNet(net, A, &g, P, NULL, 1, &run));
     PetscCall(PetscSNPrintf(what, sizeof(what), "%d rank(s), %s", size, names[mode]));
     PetscCall(CompareRun(comm, what, A, &g, nout, NULL, &run, ref));
     PetscCall(DestroyRun(&run));
@@ -458,7 +536,7 @@ int main(int argc, char **argv)
   }
   PetscCall(LocalRows(comm, g.N, 1, &mloc));
   PetscCall(BuildOperator(comm, &g, mloc, perm, pinv, &A));
-  PetscCall(RunNet(net, A, &g, P, pinv, &run));
+  PetscCall(RunNet(net, A, &g, P, pinv, 1, &run));
   PetscCall(CompareRun(comm, "renumbered nodes", A, &g, nout, pinv, &run, ref));
   PetscCall(DestroyRun(&run));
   PetscCall(MatDestroy(&A));
@@ -471,7 +549,7 @@ int main(int argc, char **argv)
 
     PetscCall(LocalRows(comm, g.N, 0, &mloc));
     PetscCall(BuildOperator(comm, &g, mloc, NULL, NULL, &A));
-    PetscCall(RunNet(net, A, &g, P, NULL, &run));
+    PetscCall(RunNet(net, A, &g, P, NULL, 1, &run));
     PetscCall(PetscViewerASCIIOpen(comm, "/dev/null", &quiet));
     PetscCall(NetTestJacobian(net, run.X, quiet, &doterr, &fderr));
     PetscCall(PetscViewerDestroy(&quiet));
@@ -483,6 +561,7 @@ int main(int argc, char **argv)
     PetscCall(DestroyRun(&run));
     PetscCall(MatDestroy(&A));
   }
+  if (copies > 1) PetscCall(CompareCopies(comm, net, &g, P, copies));
   for (PetscInt r = 0; r < R_NUM; r++) PetscCall(PetscFree(ref[r]));
   PetscCall(NetDestroy(&net));
   PetscCall(PetscFinalize());

@@ -6,15 +6,17 @@
     sage:C   Y = X Ws^T + (A X) Wn^T + b        (SAGEConv: "lin_r.weight" on the node, "lin_l.weight" and "lin_l.bias"
                                                  on the aggregation A X)
 
-  Layout: a sample is a node, its features channels-last, and the local batch is exactly A's local rows, in A's order:
-    x      [m][in]      m = A's local rows on this rank (the input's features, flattened)
-    y      [m][out]
+  Layout: a sample is a node, its features channels-last, and the local batch is A's local rows, in A's order, or k
+  copies of each node ([node][copy], e.g. k independent simulations on one mesh; the same k on every rank):
+    x      [m][k][in]   m = A's local rows on this rank (the input's features, flattened); n = k m samples
+    y      [m][k][out]
     Ws, Wn [out][in]    row-major, as PyTorch's Linear.weight
     theta  = [Ws, Wn, b] for sage, [Wn, b] for gcn (b absent with :bias=0)
-  A acts on [node][channel] data directly through MATMAIJ (MatCreateMAIJ(A, in)): Z = A X is one MatMult of the
-  interlaced vector, its ghost exchange A's own VecScatter, and A^T one MatMultTranspose (the reverse scatter, adding).
+  A acts on [node][copy][channel] data directly through MATMAIJ (MatCreateMAIJ(A, k in)): Z = A X is one MatMult of
+  the interlaced vector, its ghost exchange A's own VecScatter, and A^T one MatMultTranspose (the reverse scatter,
+  adding). The copies never mix: A (x) I_k.
 
-  In column-major BLAS terms (as dense.c) X and Z are (in x m), Wc = W^T (in x out), Y (out x m):
+  In column-major BLAS terms (as dense.c) X and Z are (in x n), Wc = W^T (in x out), Y (out x n):
     forward   Z  = A X                       MatMult, kept for the derivatives
               Y  = Wnc^T Z [+ Wsc^T X] + b 1^T          dgemm('T','N', out, m, in)
     backward  T  = Wnc dY                    dgemm('N','N', in, m, out)
@@ -43,8 +45,8 @@ typedef struct {
   Mat              maij;      /* A on [node][in] data; made at the first forward, again when A changes */
   PetscObjectState astate;    /* A's state when maij was made */
   Vec              vc, vr;    /* arrays placed in maij's column and row layouts */
-  PetscInt         m;         /* A's local rows: the local batch */
-  PetscScalar     *z, *t, *s; /* [m][in]: A X of the last forward; scratch */
+  PetscInt         m, k, n;   /* A's local rows, the copies of each node, the local batch n = k m */
+  PetscScalar     *z, *t, *s; /* [n][in]: A X of the last forward; scratch */
   PetscBool        forwarded; /* z belongs to the current operator */
 } Layer_Graph;
 
@@ -80,21 +82,24 @@ static PetscErrorCode GraphResetOperatorState(Layer layer)
   PetscCall(VecDestroy(&g->vr));
   PetscCall(PetscFree3(g->z, g->t, g->s));
   g->m         = 0;
+  g->k         = 0;
+  g->n         = 0;
   g->forwarded = PETSC_FALSE;
   PetscFunctionReturn(0);
 }
 
 /*
-  At forward: the operator exists, the local batch n is A's local rows on every rank (one collective check that names
-  the first rank that differs), and maij is current (made again when A's state moved: new values, or a new pattern).
+  At forward: the operator exists, the local batch n is k times A's local rows m with the same k on every rank (one
+  collective check that names the first rank that differs), and maij is current (made again when A's state moved, new
+  values or a new pattern, or when k changed).
 */
 static PetscErrorCode GraphPrepare(Layer layer, PetscInt n)
 {
   Layer_Graph     *g    = (Layer_Graph *)layer->data;
   MPI_Comm         comm = PetscObjectComm((PetscObject)layer);
   PetscObjectState state;
-  PetscMPIInt      rank, size, flags[2], all[2];
-  PetscInt         m, in = layer->insize;
+  PetscMPIInt      rank, size;
+  PetscInt         m, k, in = layer->insize, flags[4], all[4];
   char             name[300];
 
   PetscFunctionBegin;
@@ -104,25 +109,33 @@ static PetscErrorCode GraphPrepare(Layer layer, PetscInt n)
   PetscCallMPI(MPI_Comm_size(comm, &size));
   PetscCall(MatGetLocalSize(g->A, &m, NULL));
   PetscCall(PetscObjectStateGet((PetscObject)g->A, &state));
-  flags[0] = n != m ? size - rank : 0; /* the largest names the lowest rank */
-  flags[1] = (!g->maij || state != g->astate) ? 1 : 0;
-  PetscCall(MPIU_Allreduce(flags, all, 2, MPI_INT, MPI_MAX, comm));
+  k        = m ? n / m : 0; /* a rank without nodes cannot tell k */
+  flags[0] = (m ? (n % m || !k) : n) ? size - rank : 0; /* the largest names the lowest rank */
+  flags[1] = k;
+  flags[2] = m ? -k : PETSC_MIN_INT;
+  flags[3] = (!g->maij || state != g->astate) ? 1 : 0;
+  PetscCall(MPIU_Allreduce(flags, all, 4, MPIU_INT, MPI_MAX, comm));
   if (all[0]) {
     PetscInt nm[2] = {n, m};
 
-    PetscCallMPI(MPI_Bcast(nm, 2, MPIU_INT, size - all[0], comm));
+    PetscCallMPI(MPI_Bcast(nm, 2, MPIU_INT, (PetscMPIInt)(size - all[0]), comm));
     SETERRQ(comm, PETSC_ERR_ARG_SIZ,
             "%s: the local batch on rank %d has %" PetscInt_FMT " samples, but the layer's operator A has %" PetscInt_FMT
-            " local rows there: a graph layer's samples are the nodes of A, so the Net's input must be laid out like A's rows on every rank (NetCreateVecs(net, m, ...) with m from MatGetLocalSize(A, &m, NULL)); mini-batches or chunks of the nodes "
+            " local rows there: a graph layer's samples are the nodes of A (or k copies of each, [node][copy]), so the Net's input must be laid out like A's rows on every rank (NetCreateVecs(net, m, ...) with m from MatGetLocalSize(A, &m, NULL), or k m); mini-batches or chunks of the nodes "
             "cannot be used",
-            name, size - all[0], nm[0], nm[1]);
+            name, (int)(size - all[0]), nm[0], nm[1]);
   }
-  if (all[1]) {
+  k = all[1] ? all[1] : 1;
+  PetscCheck(all[1] == -all[2] || !all[1], comm, PETSC_ERR_ARG_SIZ, "%s: the local batches hold %" PetscInt_FMT " copies of each node of the operator A on some ranks and %" PetscInt_FMT " on others: give every rank the same number of copies per node", name, -all[2], all[1]);
+  PetscCheck((PetscInt64)n * in <= PETSC_MAX_INT, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "%s: a local batch of %" PetscInt_FMT " samples of %" PetscInt_FMT " features is more than a PetscInt indexes: use more ranks", name, n, in);
+  if (all[3] || k != g->k) {
     PetscCall(GraphResetOperatorState(layer));
-    PetscCall(MatCreateMAIJ(g->A, in, &g->maij));
+    PetscCall(MatCreateMAIJ(g->A, k * in, &g->maij));
     PetscCall(MatCreateVecs(g->maij, &g->vc, &g->vr));
-    PetscCall(PetscMalloc3(m * in, &g->z, m * in, &g->t, m * in, &g->s));
+    PetscCall(PetscMalloc3(n * in, &g->z, n * in, &g->t, n * in, &g->s));
     g->m = m;
+    g->k = k;
+    g->n = n;
     PetscCall(PetscObjectStateGet((PetscObject)g->A, &g->astate));
   }
   PetscFunctionReturn(0);
@@ -132,7 +145,7 @@ static PetscErrorCode GraphPrepare(Layer layer, PetscInt n)
   Derivatives: after a forward with the current operator. flags[] (local requests, e.g. "dx wanted") become the
   requests of any rank, in the same MPI_Allreduce that checks A is unchanged on every rank.
 */
-static PetscErrorCode GraphAgree(Layer layer, const char what[], PetscInt nflags, PetscBool flags[])
+static PetscErrorCode GraphAgree(Layer layer, PetscInt n, const char what[], PetscInt nflags, PetscBool flags[])
 {
   Layer_Graph     *g      = (Layer_Graph *)layer->data;
   MPI_Comm         comm   = PetscObjectComm((PetscObject)layer);
@@ -142,13 +155,13 @@ static PetscErrorCode GraphAgree(Layer layer, const char what[], PetscInt nflags
 
   PetscFunctionBegin;
   if (g->A) PetscCall(PetscObjectStateGet((PetscObject)g->A, &state));
-  loc[0] = (!g->forwarded || !g->A || state != g->astate) ? 1 : 0;
+  loc[0] = (!g->forwarded || !g->A || state != g->astate || n != g->n) ? 1 : 0;
   for (PetscInt i = 0; i < nflags; i++) loc[i + 1] = flags[i] ? 1 : 0;
   PetscCall(MPIU_Allreduce(loc, all, (PetscMPIInt)(nflags + 1), MPI_INT, MPI_MAX, comm));
   if (all[0]) {
     PetscCall(GraphName(layer, sizeof(name), name));
     SETERRQ(comm, PETSC_ERR_ORDER, "%s: its %s is taken at the last forward pass, but %s: call the forward pass again", name, what,
-            !g->A ? "it has no operator" : (g->forwarded ? "its operator A changed since (new values or a new operator)" : "there is none with its current operator"));
+            !g->A ? "it has no operator" : (!g->forwarded ? "there is none with its current operator" : (n != g->n ? "that pass had a different batch" : "its operator A changed since (new values or a new operator)")));
   }
   for (PetscInt i = 0; i < nflags; i++) flags[i] = all[i + 1] ? PETSC_TRUE : PETSC_FALSE;
   PetscFunctionReturn(0);
@@ -293,7 +306,7 @@ static PetscErrorCode LayerBackward_Graph(Layer layer, PetscInt n, const PetscSc
   PetscInt     ws, wn, b;
 
   PetscFunctionBegin;
-  PetscCall(GraphAgree(layer, "backward pass", 1, want));
+  PetscCall(GraphAgree(layer, n, "backward pass", 1, want));
   GraphOffsets(layer, &ws, &wn, &b);
   if (want[0]) { /* some rank wants dx: all apply A^T (a rank that does not writes to scratch) */
     PetscCall(GraphGemm(layer, "N", n, theta + wn, dy, 0.0, g->t));
@@ -319,7 +332,7 @@ static PetscErrorCode LayerJVP_Graph(Layer layer, PetscInt n, const PetscScalar 
   PetscInt     ws, wn, b;
 
   PetscFunctionBegin;
-  PetscCall(GraphAgree(layer, "Jacobian-vector product", 1, want));
+  PetscCall(GraphAgree(layer, n, "Jacobian-vector product", 1, want));
   GraphOffsets(layer, &ws, &wn, &b);
   if (want[0]) { /* a rank without a tangent applies A to zeros */
     if (!dx) PetscCall(PetscArrayzero(g->s, n * layer->insize));
@@ -347,7 +360,7 @@ static PetscErrorCode LayerSOBackward_Graph(Layer layer, PetscInt n, const Petsc
   PetscInt     ws, wn, b;
 
   PetscFunctionBegin;
-  PetscCall(GraphAgree(layer, "second-order adjoint", 2, want));
+  PetscCall(GraphAgree(layer, n, "second-order adjoint", 2, want));
   GraphOffsets(layer, &ws, &wn, &b);
   if (want[0]) {
     if (dxdot && thetadot)
