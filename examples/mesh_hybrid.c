@@ -20,7 +20,8 @@ static const char help[] = "A hybrid reaction-diffusion model on an unstructured
                            "  -rd_Du, -rd_Dv, -rd_k  the true model's coefficients (default 1e-3, 5e-3, 5e-3)\n"
                            "  -rd_test_jacobian      check the coupled Jacobian and the parameter Jacobian (dot-product, finite differences)\n"
                            "  -rd_monitor K          print the loss every K iterations (default 10; 0: never)\n"
-                           "The MLP is -net_layers (default dense:16,tanh,dense:2), the integrator -ts_* (default rk 4 with the largest stable\n"
+                           "The MLP is -net_layers (default dense:16,tanh,dense:2; with graph layers, e.g. sage:16,tanh,dense:2, a non-local\n"
+                           "term on the mesh's vertex graph), the integrator -ts_* (default rk 4 with the largest stable\n"
                            "step that divides the snapshot interval), the optimizer -tao_* (default lmvm, 60 iterations).\n"
                            "Ends with one line: summary: key=value ...\n";
 
@@ -251,6 +252,29 @@ static PetscErrorCode SetNetRHS(HybridGrid *grid, Net net, TS ts)
 static const HybridGridOps GridOps = {GridCreate, InitialConditions, CopySlices, SetNetRHS};
 
 /*
+  A Net with graph layers (e.g. -net_layers sage:16,tanh,dense:2) mixes neighbouring vertices through the mesh's graph
+  operator G (the normalised vertex adjacency, on L's rows): a non-local learned term. Each simulation's P copies are
+  the Net's samples in [vertex][copy] order, which the graph layers apply as G (x) I_P.
+*/
+static PetscErrorCode SetGraphOperator(AppCtx *app, Net net)
+{
+  PetscInt nl, ngraph = 0;
+
+  PetscFunctionBegin;
+  PetscCall(NetGetNumLayers(net, &nl));
+  for (PetscInt k = 0; k < nl; k++) {
+    Layer     layer;
+    PetscBool isgraph;
+
+    PetscCall(NetGetLayer(net, k, &layer));
+    PetscCall(PetscObjectTypeCompareAny((PetscObject)layer, &isgraph, "gcn", "sage", ""));
+    ngraph += isgraph;
+  }
+  if (ngraph) PetscCall(NetSetGraphOperator(net, app->mp.G));
+  PetscFunctionReturn(0);
+}
+
+/*
   -rd_test_jacobian: checks the coupled right-hand side Jacobian J = A + J_N (the assembled diffusion plus the Net's
   shell, as the TS receives it) at the training start state u, for random v, w:
     adjoint  |<J v, w> - <v, J^T w>| / (|J v| |w|)
@@ -396,6 +420,7 @@ int main(int argc, char **argv)
   PetscCall(PetNetShapeSize(&in, &insize));
   PetscCheck(insize == 2, PETSC_COMM_WORLD, PETSC_ERR_ARG_INCOMP, "The Net's input has %" PetscInt_FMT " entries, but a vertex carries 2 (u, v): give the Net input shape 2 (or leave it unset)", insize);
   PetscCall(NetSetUp(net));
+  PetscCall(SetGraphOperator(&app, net));
   PetscCall(HybridFitCreate(hp, net, &fit));
   PetscCall(NetGetNumParameters(net, &nparams));
   PetscCall(HybridGridCreate(hp, app.ntest, &grid));

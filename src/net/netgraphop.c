@@ -13,7 +13,8 @@
 
   Notes:
   A is referenced by each graph layer, not copied. The Net's samples are then the nodes of A: create the batch with
-  NetCreateVecs(net, m, &X, &Y), m from MatGetLocalSize(A, &m, NULL), node i's features being sample i. A graph layer
+  NetCreateVecs(net, m, &X, &Y), m from MatGetLocalSize(A, &m, NULL), node i's features being sample i (or k copies of
+  every node, NetCreateVecs(net, k m, ...) in [node][copy] order, the same k on every rank: A (x) I_k). A graph layer
   couples its samples, so such a Net takes the whole graph at once, laid out like A's rows: a batch split into
   mini-batches or chunks (the Trainer's mini-batch mode, -trainer_eval_batch_size below a rank's node count,
   -trainer_hessian_chunk) does not match A's rows and is refused with an error naming both sizes.
