@@ -109,7 +109,7 @@ static PetscErrorCode GraphPrepare(Layer layer, PetscInt n)
   PetscCallMPI(MPI_Comm_size(comm, &size));
   PetscCall(MatGetLocalSize(g->A, &m, NULL));
   PetscCall(PetscObjectStateGet((PetscObject)g->A, &state));
-  k        = m ? n / m : 0; /* a rank without nodes cannot tell k */
+  k        = m ? n / m : 0;                             /* a rank without nodes cannot tell k */
   flags[0] = (m ? (n % m || !k) : n) ? size - rank : 0; /* the largest names the lowest rank */
   flags[1] = k;
   flags[2] = m ? -k : PETSC_MIN_INT;
@@ -121,12 +121,14 @@ static PetscErrorCode GraphPrepare(Layer layer, PetscInt n)
     PetscCallMPI(MPI_Bcast(nm, 2, MPIU_INT, (PetscMPIInt)(size - all[0]), comm));
     SETERRQ(comm, PETSC_ERR_ARG_SIZ,
             "%s: the local batch on rank %d has %" PetscInt_FMT " samples, but the layer's operator A has %" PetscInt_FMT
-            " local rows there: a graph layer's samples are the nodes of A (or k copies of each, [node][copy]), so the Net's input must be laid out like A's rows on every rank (NetCreateVecs(net, m, ...) with m from MatGetLocalSize(A, &m, NULL), or k m); mini-batches or chunks of the nodes "
+            " local rows there: a graph layer's samples are the nodes of A (or k copies of each, [node][copy]), so the Net's input must be laid out like A's rows on every rank (NetCreateVecs(net, m, ...) with m from MatGetLocalSize(A, &m, NULL), or "
+            "k m); mini-batches or chunks of the nodes "
             "cannot be used",
             name, (int)(size - all[0]), nm[0], nm[1]);
   }
   k = all[1] ? all[1] : 1;
-  PetscCheck(all[1] == -all[2] || !all[1], comm, PETSC_ERR_ARG_SIZ, "%s: the local batches hold %" PetscInt_FMT " copies of each node of the operator A on some ranks and %" PetscInt_FMT " on others: give every rank the same number of copies per node", name, -all[2], all[1]);
+  PetscCheck(all[1] == -all[2] || !all[1], comm, PETSC_ERR_ARG_SIZ,
+             "%s: the local batches hold %" PetscInt_FMT " copies of each node of the operator A on some ranks and %" PetscInt_FMT " on others: give every rank the same number of copies per node", name, -all[2], all[1]);
   PetscCheck((PetscInt64)n * in <= PETSC_MAX_INT, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "%s: a local batch of %" PetscInt_FMT " samples of %" PetscInt_FMT " features is more than a PetscInt indexes: use more ranks", name, n, in);
   if (all[3] || k != g->k) {
     PetscCall(GraphResetOperatorState(layer));
