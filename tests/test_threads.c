@@ -18,8 +18,9 @@
 */
 #include <petnet.h>
 
-/* the Nets, their input shapes and a factor on the batch: the MLP's 8 n samples cut its GEMMs, activations and batch
-   statistics into several parts (each part needs some work: see dense.c, pointwise.h, batchnorm.c) */
+/* the Nets, their input shapes and a factor on the batch: the MLP's 32 n samples cut its GEMMs, activations and batch
+   statistics into several parts (each part needs some work: see dense.c, pointwise.h, batchnorm.c), and the last
+   Net's 16 n its pooling, upsampling and transposed convolution */
 static const struct {
   const char *spec, *shape;
   PetscInt    batchfactor;
@@ -28,6 +29,7 @@ static const struct {
     {"conv2d:6:3:2:1,conv2d:6:1,tanh,conv2d:4:3:1:0:groups=2,relu,flatten,dense:5", "12x12x3", 1},
     {"conv3d:4:3:1:1,relu,maxpool:2,flatten,dense:5", "6x6x6x2", 1},
     {"dense:128,relu,batchnorm,dense:48,tanh,dense:10", "784", 32},
+    {"conv2d:4:3:1:1,avgpool:2,upsample:2:linear,convtranspose2d:3:2:2:0,relu,upsample:2,avgpool:4,flatten,dense:5", "12x12x2", 16},
 };
 
 /* the largest |a - b| over the entries (0 when both are NULL) */

@@ -24,7 +24,14 @@ static PetscErrorCode AvgPoolApply(Layer layer, PetscInt n, PetscBool adjoint, c
     const PetscInt    D = v.in[0], H = v.in[1], W = v.in[2], C = layer->in.dim[layer->in.ndim - 1];
     const PetscScalar scale = 1.0 / (v.k[0] * v.k[1] * v.k[2]);
 
+    const PetscInt nout = v.out[0] * v.out[1] * v.out[2] * C;
+
+    /* samples on threads: each sample's sums are the same with any number of threads */
+#pragma omp parallel for num_threads(PetNetThreads()) schedule(static) if (n > 1 && (PetscLogDouble)n * nout > 4096)
     for (PetscInt s = 0; s < n; s++) {
+      PetscScalar       *ys = adjoint ? NULL : yout + s * nout;
+      const PetscScalar *yi = adjoint ? yin + s * nout : NULL;
+
       for (PetscInt od = 0; od < v.out[0]; od++) {
         const PetscInt d0 = v.t0[0][od], d1 = v.t1[0][od], id = od * v.step[0] - v.pad[0];
 
@@ -35,25 +42,25 @@ static PetscErrorCode AvgPoolApply(Layer layer, PetscInt n, PetscBool adjoint, c
             const PetscInt w0 = v.t0[2][ow], w1 = v.t1[2][ow], iw = ow * v.step[2] - v.pad[2];
 
             if (!adjoint) {
-              for (PetscInt c = 0; c < C; c++) yout[c] = 0.0;
+              for (PetscInt c = 0; c < C; c++) ys[c] = 0.0;
               for (PetscInt kd = d0; kd < d1; kd++)
                 for (PetscInt kh = h0; kh < h1; kh++) {
                   const PetscScalar *xr = xin + (((s * D + id + kd) * H + ih + kh) * W + iw + w0) * C;
 
                   for (PetscInt i = 0; i < (w1 - w0) * C; i += C)
-                    for (PetscInt c = 0; c < C; c++) yout[c] += xr[i + c];
+                    for (PetscInt c = 0; c < C; c++) ys[c] += xr[i + c];
                 }
-              for (PetscInt c = 0; c < C; c++) yout[c] *= scale;
-              yout += C;
+              for (PetscInt c = 0; c < C; c++) ys[c] *= scale;
+              ys += C;
             } else {
               for (PetscInt kd = d0; kd < d1; kd++)
                 for (PetscInt kh = h0; kh < h1; kh++) {
                   PetscScalar *xr = xout + (((s * D + id + kd) * H + ih + kh) * W + iw + w0) * C;
 
                   for (PetscInt i = 0; i < (w1 - w0) * C; i += C)
-                    for (PetscInt c = 0; c < C; c++) xr[i + c] += scale * yin[c];
+                    for (PetscInt c = 0; c < C; c++) xr[i + c] += scale * yi[c];
                 }
-              yin += C;
+              yi += C;
             }
           }
         }

@@ -42,6 +42,7 @@ static PetscErrorCode ConvTranspose2dReset(Layer layer)
   PetscFunctionBegin;
   for (int d = 0; d < 2; d++) PetscCall(PetscFree2(ct->t0[d], ct->t1[d]));
   PetscCall(PetscFree(ct->col));
+  PetscCall(PetscFree(ct->dwpart));
   ct->chunk = 0;
   PetscFunctionReturn(0);
 }
@@ -124,6 +125,7 @@ static PetscErrorCode LayerSetUp_ConvTranspose2d(Layer layer)
   chunk     = PetscFloorReal(ct->maxworkspace * 1024 * 1024 / ((PetscReal)ct->in[0] * ct->in[1] * ct->ktot * sizeof(PetscScalar)));
   ct->chunk = (PetscInt)PetscMax(1.0, PetscMin(chunk, 1024.0));
   PetscCall(PetscMalloc1((size_t)ct->chunk * ct->in[0] * ct->in[1] * ct->ktot, &ct->col));
+  PetscCall(PetscMalloc1((size_t)PETNET_THREAD_PARTS * (ct->cin * ct->kg + ct->nout), &ct->dwpart));
   layer->out.dim[0] = ct->out[0];
   layer->out.dim[1] = ct->out[1];
   layer->out.dim[2] = ct->nout;

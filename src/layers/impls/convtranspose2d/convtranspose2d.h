@@ -49,7 +49,8 @@ typedef struct {
   PetscInt    *t0[2], *t1[2];           /* valid taps of each input row (0) and column (1) into the output */
   ConvIm2col   geom;                    /* conv2d's im2col geometry on the output image, "output pixels" the input's */
   PetscInt     chunk;                   /* samples per chunk */
-  PetscScalar *col;                     /* [chunk H W][G Kg] */
+  PetscScalar *col;                     /* [chunk H W][G Kg], shared by the thread parts */
+  PetscScalar *dwpart;                  /* [PETNET_THREAD_PARTS][Cin Kg + Cout]: the parts' weight and bias gradients */
 } Layer_ConvTranspose2d;
 
 PETSC_INTERN PetscErrorCode ConvTranspose2dForward(Layer, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *);

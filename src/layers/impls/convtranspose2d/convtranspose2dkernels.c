@@ -1,6 +1,8 @@
 /*
   convtranspose2d's kernels, chunk by chunk of samples: one GEMM per group, then col2im (forward, jvp), or im2col then
   GEMMs (backward, sobackward). Layouts and the BLAS mapping in convtranspose2d.h.
+  Threads: the batch is cut into parts (CTParts: from the sizes alone), each with its own share of the columns and,
+  for the weight gradients, its own accumulators added in part order, so the results are the same at any thread count.
 */
 #include "convtranspose2d.h"
 
@@ -28,7 +30,6 @@ static PetscErrorCode CTGemmColumns(const Layer_ConvTranspose2d *ct, PetscInt P,
   PetscFunctionBegin;
   PetscCall(CTBLASSizes(ct, P, &b));
   for (PetscInt g = 0; g < ct->groups; g++) PetscCallBLAS("BLASgemm", BLASgemm_("N", "N", &b.kg, &b.P, &b.cig, &one, W + g * ct->cig * ct->kg, &b.kg, x + g * ct->cig, &b.cin, &beta, col + g * ct->kg, &b.ktot));
-  PetscCall(PetscLogFlops(2.0 * P * ct->kg * ct->cin));
   PetscFunctionReturn(0);
 }
 
@@ -41,7 +42,6 @@ static PetscErrorCode CTGemmInput(const Layer_ConvTranspose2d *ct, PetscInt P, c
   PetscFunctionBegin;
   PetscCall(CTBLASSizes(ct, P, &b));
   for (PetscInt g = 0; g < ct->groups; g++) PetscCallBLAS("BLASgemm", BLASgemm_("T", "N", &b.cig, &b.P, &b.kg, &one, W + g * ct->cig * ct->kg, &b.kg, dcol + g * ct->kg, &b.ktot, &beta, dx + g * ct->cig, &b.cin));
-  PetscCall(PetscLogFlops(2.0 * P * ct->kg * ct->cin));
   PetscFunctionReturn(0);
 }
 
@@ -54,7 +54,6 @@ static PetscErrorCode CTGemmWeights(const Layer_ConvTranspose2d *ct, PetscInt P,
   PetscFunctionBegin;
   PetscCall(CTBLASSizes(ct, P, &b));
   for (PetscInt g = 0; g < ct->groups; g++) PetscCallBLAS("BLASgemm", BLASgemm_("N", "T", &b.kg, &b.cig, &b.P, &one, dcol + g * ct->kg, &b.ktot, x + g * ct->cig, &b.cin, &one, dW + g * ct->cig * ct->kg, &b.kg));
-  PetscCall(PetscLogFlops(2.0 * P * ct->kg * ct->cin));
   PetscFunctionReturn(0);
 }
 
@@ -70,7 +69,6 @@ static PetscErrorCode CTCol2im(const Layer_ConvTranspose2d *ct, PetscInt ns, Pet
   if (b)
     for (PetscInt p = 0; p < ns * ct->out[0] * ct->out[1]; p++, y += C)
       for (PetscInt c = 0; c < C; c++) y[c] += b[c];
-  PetscCall(PetscLogFlops(1.0 * ns * (colsize + (b ? outsize : 0))));
   PetscFunctionReturn(0);
 }
 
@@ -84,79 +82,151 @@ static PetscErrorCode CTIm2col(const Layer_ConvTranspose2d *ct, PetscInt ns, Pet
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode ConvTranspose2dForward(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
+/* the parts of a batch of n samples, and the samples per chunk of a part (the parts share the chunk's columns) */
+static void CTParts(const Layer_ConvTranspose2d *ct, PetscInt n, PetscInt *nparts, PetscInt *pc)
+{
+  *nparts = PetscMin(PetNetThreadParts(n, 1), ct->chunk);
+  *pc     = ct->chunk / *nparts;
+}
+
+/* the columns of part p */
+static PetscScalar *CTPartColumns(const Layer_ConvTranspose2d *ct, PetscInt p, PetscInt pc)
+{
+  return ct->col + (size_t)p * pc * ct->in[0] * ct->in[1] * ct->ktot;
+}
+
+/*
+  The weight (and bias) accumulators of part p: dtheta itself with one part; else the part's own, zeroed, added into
+  dtheta afterwards by CTAddParts
+*/
+static PetscScalar *CTPartAccumulators(const Layer_ConvTranspose2d *ct, PetscInt nparts, PetscInt p, PetscInt nacc, PetscScalar *dtheta)
+{
+  PetscScalar *acc;
+
+  if (nparts == 1) return dtheta;
+  acc = ct->dwpart + (size_t)p * nacc;
+  for (PetscInt i = 0; i < nacc; i++) acc[i] = 0.0;
+  return acc;
+}
+
+static void CTAddParts(const Layer_ConvTranspose2d *ct, PetscInt nparts, PetscInt nacc, PetscScalar *dtheta)
+{
+  if (nparts == 1) return;
+  for (PetscInt p = 0; p < nparts; p++)
+    for (PetscInt i = 0; i < nacc; i++) dtheta[i] += ct->dwpart[(size_t)p * nacc + i];
+}
+
+/* y = col2im(W x) + b (forward), or dy = col2im(W dx + dW x) + db (jvp: W2 = dW, x2 = x, either term optional) */
+static PetscErrorCode CTColumnsToImage(Layer layer, PetscInt n, const PetscScalar *W1, const PetscScalar *x1, const PetscScalar *W2, const PetscScalar *x2, const PetscScalar *b, PetscScalar *y)
 {
   Layer_ConvTranspose2d *ct  = (Layer_ConvTranspose2d *)layer->data;
-  const PetscInt         pix = ct->in[0] * ct->in[1], nw = ct->cin * ct->kg;
+  const PetscInt         pix = ct->in[0] * ct->in[1];
+  PetscInt               nparts, pc;
+  PetscErrorCode         err = 0;
 
   PetscFunctionBegin;
-  for (PetscInt s0 = 0; s0 < n; s0 += ct->chunk) {
-    const PetscInt ns = PetscMin(ct->chunk, n - s0);
+  CTParts(ct, n, &nparts, &pc);
+#pragma omp parallel for num_threads(PetNetThreads()) schedule(dynamic, 1) if (nparts > 1)
+  for (PetscInt p = 0; p < nparts; p++) {
+    PetscScalar   *col = CTPartColumns(ct, p, pc);
+    PetscInt       s0, s1;
+    PetscErrorCode ierr = 0;
 
-    PetscCall(CTGemmColumns(ct, ns * pix, theta, x + (size_t)s0 * layer->insize, 0.0, ct->col));
-    PetscCall(CTCol2im(ct, ns, layer->outsize, ct->col, ct->bias ? theta + nw : NULL, y + (size_t)s0 * layer->outsize));
+    PetNetThreadPart(n, nparts, p, &s0, &s1);
+    for (PetscInt a = s0; a < s1 && !ierr; a += pc) {
+      const PetscInt ns = PetscMin(pc, s1 - a);
+
+      if (W1) ierr = CTGemmColumns(ct, ns * pix, W1, x1 + (size_t)a * layer->insize, 0.0, col);
+      if (W2 && !ierr) ierr = CTGemmColumns(ct, ns * pix, W2, x2 + (size_t)a * layer->insize, W1 ? 1.0 : 0.0, col);
+      if (!ierr) ierr = CTCol2im(ct, ns, layer->outsize, col, b, y + (size_t)a * layer->outsize);
+    }
+    PetNetThreadsSetError(&err, ierr);
   }
+  PetNetThreadsCheck(err, "convtranspose2d");
+  PetscCall(PetscLogFlops(((W1 ? 2.0 : 0.0) + (W2 ? 2.0 : 0.0)) * n * pix * ct->kg * ct->cin + 1.0 * n * ((PetscReal)pix * ct->ktot + (b ? layer->outsize : 0))));
+  PetscFunctionReturn(0);
+}
+
+/*
+  From im2col(dy): dx = W^T dcol (beta 0, backward) or dx += (sobackward), and dW += dcol xw^T (xw = x or xdot); db += sum dy
+  (dbias). Parts of samples on threads, the weight sums per part then in part order.
+*/
+static PetscErrorCode CTImageToColumns(Layer layer, PetscInt n, const PetscScalar *dy, const PetscScalar *W, PetscScalar beta, PetscScalar *dx, const PetscScalar *xw, PetscBool dbias, PetscScalar *dtheta)
+{
+  Layer_ConvTranspose2d *ct  = (Layer_ConvTranspose2d *)layer->data;
+  const PetscInt         pix = ct->in[0] * ct->in[1], nw = ct->cin * ct->kg, C = ct->nout, nacc = nw + (dbias ? C : 0);
+  PetscInt               nparts, pc;
+  PetscErrorCode         err = 0;
+
+  PetscFunctionBegin;
+  CTParts(ct, n, &nparts, &pc);
+#pragma omp parallel for num_threads(PetNetThreads()) schedule(dynamic, 1) if (nparts > 1)
+  for (PetscInt p = 0; p < nparts; p++) {
+    PetscScalar   *col = CTPartColumns(ct, p, pc), *acc = dtheta ? CTPartAccumulators(ct, nparts, p, nacc, dtheta) : NULL;
+    PetscInt       s0, s1;
+    PetscErrorCode ierr = 0;
+
+    PetNetThreadPart(n, nparts, p, &s0, &s1);
+    for (PetscInt a = s0; a < s1 && !ierr; a += pc) {
+      const PetscInt ns = PetscMin(pc, s1 - a);
+
+      ierr = CTIm2col(ct, ns, layer->outsize, dy + (size_t)a * layer->outsize, col);
+      if (dx && !ierr) ierr = CTGemmInput(ct, ns * pix, W, col, beta, dx + (size_t)a * layer->insize);
+      if (acc && !ierr) ierr = CTGemmWeights(ct, ns * pix, col, xw + (size_t)a * layer->insize, acc);
+    }
+    if (acc && dbias) {
+      const PetscScalar *g = dy + (size_t)s0 * layer->outsize;
+
+      for (PetscInt q = 0; q < (s1 - s0) * ct->out[0] * ct->out[1]; q++, g += C)
+        for (PetscInt c = 0; c < C; c++) acc[nw + c] += g[c];
+    }
+    PetNetThreadsSetError(&err, ierr);
+  }
+  PetNetThreadsCheck(err, "convtranspose2d");
+  if (dtheta) CTAddParts(ct, nparts, nacc, dtheta);
+  PetscCall(PetscLogFlops(((dx ? 2.0 : 0.0) + (dtheta ? 2.0 : 0.0)) * n * pix * ct->kg * ct->cin + (dbias ? 1.0 * n * layer->outsize : 0.0)));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode ConvTranspose2dForward(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
+{
+  Layer_ConvTranspose2d *ct = (Layer_ConvTranspose2d *)layer->data;
+
+  PetscFunctionBegin;
+  PetscCall(CTColumnsToImage(layer, n, theta, x, NULL, NULL, ct->bias ? theta + ct->cin * ct->kg : NULL, y));
   PetscFunctionReturn(0);
 }
 
 PetscErrorCode ConvTranspose2dBackward(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)
 {
-  Layer_ConvTranspose2d *ct  = (Layer_ConvTranspose2d *)layer->data;
-  const PetscInt         pix = ct->in[0] * ct->in[1], nw = ct->cin * ct->kg, C = ct->nout;
+  Layer_ConvTranspose2d *ct = (Layer_ConvTranspose2d *)layer->data;
 
   PetscFunctionBegin;
-  for (PetscInt s0 = 0; s0 < n; s0 += ct->chunk) {
-    const PetscInt ns = PetscMin(ct->chunk, n - s0);
-
-    PetscCall(CTIm2col(ct, ns, layer->outsize, dy + (size_t)s0 * layer->outsize, ct->col));
-    if (dx) PetscCall(CTGemmInput(ct, ns * pix, theta, ct->col, 0.0, dx + (size_t)s0 * layer->insize));
-    if (dtheta) PetscCall(CTGemmWeights(ct, ns * pix, ct->col, x + (size_t)s0 * layer->insize, dtheta));
-  }
-  if (dtheta && ct->bias) {
-    PetscScalar *db = dtheta + nw;
-
-    for (PetscInt p = 0; p < n * ct->out[0] * ct->out[1]; p++, dy += C)
-      for (PetscInt c = 0; c < C; c++) db[c] += dy[c];
-    PetscCall(PetscLogFlops(1.0 * n * layer->outsize));
-  }
+  if (!dx && !dtheta) PetscFunctionReturn(0);
+  PetscCall(CTImageToColumns(layer, n, dy, theta, 0.0, dx, x, (PetscBool)(dtheta && ct->bias), dtheta));
   PetscFunctionReturn(0);
 }
 
 PetscErrorCode ConvTranspose2dJVP(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *dx, const PetscScalar *dtheta, PetscScalar *dy)
 {
-  Layer_ConvTranspose2d *ct  = (Layer_ConvTranspose2d *)layer->data;
-  const PetscInt         pix = ct->in[0] * ct->in[1], nw = ct->cin * ct->kg;
+  Layer_ConvTranspose2d *ct = (Layer_ConvTranspose2d *)layer->data;
 
   PetscFunctionBegin;
   if (!dx && !dtheta) {
     PetscCall(PetscArrayzero(dy, (size_t)n * layer->outsize));
     PetscFunctionReturn(0);
   }
-  for (PetscInt s0 = 0; s0 < n; s0 += ct->chunk) {
-    const PetscInt ns = PetscMin(ct->chunk, n - s0);
-
-    if (dx) PetscCall(CTGemmColumns(ct, ns * pix, theta, dx + (size_t)s0 * layer->insize, 0.0, ct->col));
-    if (dtheta) PetscCall(CTGemmColumns(ct, ns * pix, dtheta, x + (size_t)s0 * layer->insize, dx ? 1.0 : 0.0, ct->col));
-    PetscCall(CTCol2im(ct, ns, layer->outsize, ct->col, dtheta && ct->bias ? dtheta + nw : NULL, dy + (size_t)s0 * layer->outsize));
-  }
+  PetscCall(CTColumnsToImage(layer, n, dx ? theta : NULL, dx, dtheta, x, dtheta && ct->bias ? dtheta + ct->cin * ct->kg : NULL, dy));
   PetscFunctionReturn(0);
 }
 
 /* dxdot += conv2d(dy; Wdot) and dWdot += the weight sums of dy with xdot: backward's parts with Wdot for W, xdot for x */
 PetscErrorCode ConvTranspose2dSOBackward(Layer layer, PetscInt n, const PetscScalar *xdot, const PetscScalar *thetadot, const PetscScalar *dy, PetscScalar *dxdot, PetscScalar *dthetadot)
 {
-  Layer_ConvTranspose2d *ct    = (Layer_ConvTranspose2d *)layer->data;
-  const PetscInt         pix   = ct->in[0] * ct->in[1];
-  const PetscBool        input = (PetscBool)(dxdot && thetadot), weights = (PetscBool)(dthetadot && xdot);
+  const PetscBool input = (PetscBool)(dxdot && thetadot), weights = (PetscBool)(dthetadot && xdot);
 
   PetscFunctionBegin;
   if (!input && !weights) PetscFunctionReturn(0);
-  for (PetscInt s0 = 0; s0 < n; s0 += ct->chunk) {
-    const PetscInt ns = PetscMin(ct->chunk, n - s0);
-
-    PetscCall(CTIm2col(ct, ns, layer->outsize, dy + (size_t)s0 * layer->outsize, ct->col));
-    if (input) PetscCall(CTGemmInput(ct, ns * pix, thetadot, ct->col, 1.0, dxdot + (size_t)s0 * layer->insize));
-    if (weights) PetscCall(CTGemmWeights(ct, ns * pix, ct->col, xdot + (size_t)s0 * layer->insize, dthetadot));
-  }
+  PetscCall(CTImageToColumns(layer, n, dy, thetadot, 1.0, input ? dxdot : NULL, xdot, PETSC_FALSE, weights ? dthetadot : NULL));
   PetscFunctionReturn(0);
 }

@@ -48,7 +48,7 @@ typedef struct {
   PetscInt     C;                                               /* channels */
   PetscInt    *off0[UPSAMPLE_MAX_DIM], *off1[UPSAMPLE_MAX_DIM]; /* per output index: element offsets of the sources in a sample (nearest: off0) */
   PetscReal   *l0[UPSAMPLE_MAX_DIM], *l1[UPSAMPLE_MAX_DIM];     /* linear: the weights of off0 and off1 */
-  PetscScalar *work;                                            /* linear backward: one input row [W][C] */
+  PetscScalar *work;                                            /* linear backward: one input row [W][C] per thread part */
 } Layer_Upsample;
 
 PETSC_INTERN void           UpsampleSourceNearest(PetscInt64, PetscInt64, PetscInt, PetscInt64 *);

@@ -103,7 +103,7 @@ PetscErrorCode UpsampleSetUpTables(Layer layer)
       up->l1[d][j]   = l1;
     }
   }
-  if (up->mode == LAYER_UPSAMPLE_LINEAR) PetscCall(PetscMalloc1(up->in[2] * up->C, &up->work));
+  if (up->mode == LAYER_UPSAMPLE_LINEAR) PetscCall(PetscMalloc1(PETNET_THREAD_PARTS * up->in[2] * up->C, &up->work)); /* a row per thread part */
   PetscFunctionReturn(0);
 }
 
@@ -177,23 +177,38 @@ static void UpsampleTrilinear(const Layer_Upsample *up, PetscInt n, PetscInt ins
     }
 }
 
-/* y = U x in the layer's mode; flops logged */
+/* Samples per thread part: at least about 32K output values each */
+static PetscInt UpsampleParts(Layer layer, PetscInt n)
+{
+  return PetNetThreadParts(n, PetscMax(1, 32768 / PetscMax(1, layer->outsize)));
+}
+
+/* y = U x in the layer's mode, parts of the batch on threads (a sample's values do not depend on the parts); flops logged */
 static PetscErrorCode UpsampleApply(Layer layer, PetscInt n, const PetscScalar *x, PetscScalar *y)
 {
-  Layer_Upsample *up = (Layer_Upsample *)layer->data;
+  Layer_Upsample *up     = (Layer_Upsample *)layer->data;
+  const PetscInt  nparts = UpsampleParts(layer, n);
 
   PetscFunctionBegin;
   PetscCheck(!layer->griddim, PETSC_COMM_SELF, PETSC_ERR_ORDER, "upsample layer %" PetscInt_FMT " is a node of a Net on a %" PetscInt_FMT "-D grid: its Net runs local copies of it on each rank's block (setgridblock), not the node itself",
              layer->index, layer->griddim);
-  if (up->mode == LAYER_UPSAMPLE_NEAREST)
-    UpsampleNearest(up, n, layer->insize, x, y);
-  else if (up->nsd == 2) {
-    UpsampleBilinear(up, n, layer->insize, x, y);
-    PetscCall(PetscLogFlops(9.0 * n * layer->outsize));
-  } else {
-    UpsampleTrilinear(up, n, layer->insize, x, y);
-    PetscCall(PetscLogFlops(21.0 * n * layer->outsize));
+#pragma omp parallel for num_threads(PetNetThreads()) schedule(static) if (nparts > 1)
+  for (PetscInt i = 0; i < nparts; i++) {
+    PetscInt           s0, s1;
+    const PetscScalar *xp;
+    PetscScalar       *yp;
+
+    PetNetThreadPart(n, nparts, i, &s0, &s1);
+    xp = x + (size_t)s0 * layer->insize;
+    yp = y + (size_t)s0 * layer->outsize;
+    if (up->mode == LAYER_UPSAMPLE_NEAREST)
+      UpsampleNearest(up, s1 - s0, layer->insize, xp, yp);
+    else if (up->nsd == 2)
+      UpsampleBilinear(up, s1 - s0, layer->insize, xp, yp);
+    else
+      UpsampleTrilinear(up, s1 - s0, layer->insize, xp, yp);
   }
+  if (up->mode != LAYER_UPSAMPLE_NEAREST) PetscCall(PetscLogFlops((up->nsd == 2 ? 9.0 : 21.0) * n * layer->outsize));
   PetscFunctionReturn(0);
 }
 
@@ -209,15 +224,10 @@ PetscErrorCode LayerForward_Upsample(Layer layer, PetscInt n, const PetscScalar 
   weight 1. Linear: the 2^nsd corners, weight the product of the dims' weights (at a clamped edge two corners are the
   same point and it receives both), summed one output row at a time (the w-level first, as the forward pass nests).
 */
-PetscErrorCode LayerBackward_Upsample(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)
+static void UpsampleBackwardPart(const Layer_Upsample *up, PetscInt n, PetscInt insize, const PetscScalar *dy, PetscScalar *dx, PetscScalar *work)
 {
-  Layer_Upsample *up = (Layer_Upsample *)layer->data;
-  const PetscInt  C = up->C, insize = layer->insize, nd = up->nsd == 3 ? 2 : 1, row = up->in[2] * C;
+  const PetscInt C = up->C, nd = up->nsd == 3 ? 2 : 1, row = up->in[2] * C;
 
-  PetscFunctionBegin;
-  if (!dx) PetscFunctionReturn(0);
-  PetscCheck(!layer->griddim, PETSC_COMM_SELF, PETSC_ERR_ORDER, "upsample layer %" PetscInt_FMT " is a node of a Net on a grid: its Net runs local copies of it on each rank's block (setgridblock), not the node itself", layer->index);
-  PetscCall(PetscArrayzero(dx, (size_t)n * insize));
   if (up->mode == LAYER_UPSAMPLE_NEAREST) {
     for (PetscInt s = 0; s < n; s++, dx += insize)
       for (PetscInt od = 0; od < up->out[0]; od++) {
@@ -234,8 +244,7 @@ PetscErrorCode LayerBackward_Upsample(Layer layer, PetscInt n, const PetscScalar
           }
         }
       }
-    PetscCall(PetscLogFlops(1.0 * n * layer->outsize));
-    PetscFunctionReturn(0);
+    return;
   }
   /* linear, row by row of the output: the row's w-level scatter into one input row (work, in cache), then that row
      added into the 2 (2-D) or 4 (3-D) input rows the output row reads, weighted by the product of their weights */
@@ -248,10 +257,10 @@ PetscErrorCode LayerBackward_Upsample(Layer layer, PetscInt n, const PetscScalar
         const PetscInt  hoff[2] = {up->off0[1][oh], up->off1[1][oh]};
         const PetscReal lh[2]   = {up->l0[1][oh], up->l1[1][oh]};
 
-        PetscCall(PetscArrayzero(up->work, row));
+        for (PetscInt j = 0; j < row; j++) work[j] = 0.0;
         for (PetscInt ow = 0; ow < up->out[2]; ow++, dy += C) {
           const PetscReal             lw0 = up->l0[2][ow], lw1 = up->l1[2][ow];
-          PetscScalar *PETSC_RESTRICT t0 = up->work + up->off0[2][ow], *PETSC_RESTRICT t1 = up->work + up->off1[2][ow];
+          PetscScalar *PETSC_RESTRICT t0 = work + up->off0[2][ow], *PETSC_RESTRICT t1 = work + up->off1[2][ow];
           const PetscScalar *PETSC_RESTRICT g = dy;
 
           for (PetscInt c = 0; c < C; c++) t0[c] += lw0 * g[c];
@@ -261,13 +270,40 @@ PetscErrorCode LayerBackward_Upsample(Layer layer, PetscInt n, const PetscScalar
           for (PetscInt b = 0; b < 2; b++) {
             const PetscReal                   wgt = ld[a] * lh[b];
             PetscScalar *PETSC_RESTRICT       q   = dx + doff[a] + hoff[b];
-            const PetscScalar *PETSC_RESTRICT t   = up->work;
+            const PetscScalar *PETSC_RESTRICT t   = work;
 
             for (PetscInt j = 0; j < row; j++) q[j] += wgt * t[j];
           }
       }
     }
-  PetscCall(PetscLogFlops(4.0 * n * layer->outsize + 4.0 * nd * n * up->out[0] * up->out[1] * row));
+}
+
+/*
+  dx = U^T dy: each output point adds dy times each of its weights into the points it reads. Nearest: one source,
+  weight 1. Linear: the 2^nsd corners, weight the product of the dims' weights (at a clamped edge two corners are the
+  same point and it receives both), summed one output row at a time (the w-level first, as the forward pass nests).
+  Parts of the batch on threads, each with its own row of work.
+*/
+PetscErrorCode LayerBackward_Upsample(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)
+{
+  Layer_Upsample *up     = (Layer_Upsample *)layer->data;
+  const PetscInt  insize = layer->insize, nd = up->nsd == 3 ? 2 : 1, row = up->in[2] * up->C, nparts = UpsampleParts(layer, n);
+
+  PetscFunctionBegin;
+  if (!dx) PetscFunctionReturn(0);
+  PetscCheck(!layer->griddim, PETSC_COMM_SELF, PETSC_ERR_ORDER, "upsample layer %" PetscInt_FMT " is a node of a Net on a grid: its Net runs local copies of it on each rank's block (setgridblock), not the node itself", layer->index);
+  PetscCall(PetscArrayzero(dx, (size_t)n * insize));
+#pragma omp parallel for num_threads(PetNetThreads()) schedule(static) if (nparts > 1)
+  for (PetscInt i = 0; i < nparts; i++) {
+    PetscInt s0, s1;
+
+    PetNetThreadPart(n, nparts, i, &s0, &s1);
+    UpsampleBackwardPart(up, s1 - s0, insize, dy + (size_t)s0 * layer->outsize, dx + (size_t)s0 * insize, up->work ? up->work + i * row : NULL);
+  }
+  if (up->mode == LAYER_UPSAMPLE_NEAREST)
+    PetscCall(PetscLogFlops(1.0 * n * layer->outsize));
+  else
+    PetscCall(PetscLogFlops(4.0 * n * layer->outsize + 4.0 * nd * n * up->out[0] * up->out[1] * row));
   PetscFunctionReturn(0);
 }
 
