@@ -5,7 +5,7 @@ static const char help[] = "Graph layers (gcn, sage) on a distributed sparse ope
                            "  product) must equal those of the same Net on one rank with a MATSEQAIJ (to <= 1e-12 relative), the renumbered run\n"
                            "  permuted alike. Then NetTestJacobian (dot products <= 1e-12, finite differences <= 1e-6) and central differences\n"
                            "  of the backward pass against the second-order adjoint (<= 1e-6).\n"
-                           "Options: -grid W,H (default 6,5), -channels C (default 3), -error nooperator|size|type|changed|square (stop with\n"
+                           "Options: -grid W,H (default 6,5), -channels C (default 3), -error nooperator|size|count|type|changed|square (stop with\n"
                            "  that error).\n";
 
 #include <petnet.h>
@@ -377,6 +377,8 @@ static PetscErrorCode RunError(const char error[], const Graph *g)
   PetscCall(PetscStrcmp(error, "size", &is));
   /* size: a batch that is not A's rows (rank 0 one node more, the last rank one less: the same global count on 2+ ranks) */
   if (is) m += (rank == 0) - (rank == size - 1) + (size == 1);
+  PetscCall(PetscStrcmp(error, "count", &is));
+  if (is) m += rank == 0; /* count: one node more in all than A has */
   PetscCall(NetCreateVecs(net, m, &X, &Y));
   PetscCall(FillNodes(X, 0, g->C, NULL, 0));
   PetscCall(NetForward(net, X, Y));
