@@ -333,7 +333,7 @@ static PetscErrorCode TestJacobian(HybridFit *fit)
   PetscCall(VecAXPY(Gp, -1.0, Jv));
   PetscCall(VecNorm(Gp, NORM_2, &nd));
   fdp = nd / nJv;
-  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "jacobian test: adjoint %.1e, finite difference %.1e; parameter jacobian: adjoint %.1e, finite difference %.1e\n", (double)adj, (double)fd, (double)adjp, (double)fdp));
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "jacobian test: adjoint %.1e, finite difference %.1e, parameter jacobian: adjoint %.1e, finite difference %.1e\n", (double)adj, (double)fd, (double)adjp, (double)fdp));
   PetscCheck(adj < 1e-12 && fd < 1e-6 && adjp < 1e-12 && fdp < 1e-6, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "The coupled Jacobian failed its test (bounds: adjoint 1e-12, finite difference 1e-6)");
   PetscCall(VecDestroy(&p));
   PetscCall(VecDestroy(&q));

@@ -133,7 +133,8 @@ int main(int argc, char **argv)
   if (!set) {
     PetscCall(PetscStrallocpy("simple", &parts[0]));
     PetscCall(PetscStrallocpy("ptscotch", &parts[1]));
-  } else PetscCheck(nparts == 2, comm, PETSC_ERR_ARG_WRONG, "-partitioners takes two partitioner types, e.g. simple,ptscotch");
+  } else
+    PetscCheck(nparts == 2, comm, PETSC_ERR_ARG_WRONG, "-partitioners takes two partitioner types, e.g. simple,ptscotch");
 
   PetscCall(NetCreate(comm, &net));
   PetscCall(PetscOptionsHasName(NULL, NULL, "-net_layers", &set));
@@ -159,7 +160,8 @@ int main(int argc, char **argv)
     for (PetscInt i = 0; i < run[0].N; i++) {
       const PetscReal *a = run[0].rec + i * st, *b = run[1].rec + i * st;
 
-      PetscCheck(a[0] == b[0] && a[1] == b[1], PETSC_COMM_SELF, PETSC_ERR_PLIB, "Vertex %" PetscInt_FMT " in (x, y) order is at (%g, %g) under %s but (%g, %g) under %s: the two meshes differ", i, (double)a[0], (double)a[1], parts[0], (double)b[0], (double)b[1], parts[1]);
+      PetscCheck(a[0] == b[0] && a[1] == b[1], PETSC_COMM_SELF, PETSC_ERR_PLIB, "Vertex %" PetscInt_FMT " in (x, y) order is at (%g, %g) under %s but (%g, %g) under %s: the two meshes differ", i, (double)a[0], (double)a[1], parts[0], (double)b[0],
+                 (double)b[1], parts[1]);
       for (PetscInt c = 2; c < nr; c++) {
         const PetscInt w = c < 2 + nout ? 0 : 1; /* outputs, input cotangents */
 
@@ -182,8 +184,8 @@ int main(int argc, char **argv)
       PetscCall(PetscPrintf(PETSC_COMM_SELF, "vertex (%.6f, %.6f): Y[0] %.10e dX[0] %.10e\n", (double)a[0], (double)a[1], (double)a[2], (double)a[2 + nout]));
     }
   PetscCheck(size == 1 || moved > 0, comm, PETSC_ERR_PLIB, "The partitioners %s and %s gave the same partition on %d ranks: the comparison proves nothing", parts[0], parts[1], size);
-  PetscCheck(dmax[0] <= 1e-12 * amax[0] && dmax[1] <= 1e-12 * amax[1] && dg <= 1e-12 * ng, comm, PETSC_ERR_PLIB, "The two partitions give different results: outputs %g, input cotangents %g, parameter gradient %g (relative; bound 1e-12)", (double)(dmax[0] / amax[0]),
-             (double)(dmax[1] / amax[1]), (double)(dg / ng));
+  PetscCheck(dmax[0] <= 1e-12 * amax[0] && dmax[1] <= 1e-12 * amax[1] && dg <= 1e-12 * ng, comm, PETSC_ERR_PLIB, "The two partitions give different results: outputs %g, input cotangents %g, parameter gradient %g (relative; bound 1e-12)",
+             (double)(dmax[0] / amax[0]), (double)(dmax[1] / amax[1]), (double)(dg / ng));
   PetscCall(PetscPrintf(comm, "the two partitions agree to 1e-12 relative: outputs, input cotangents, parameter gradient\n"));
 
   for (PetscInt k = 0; k < 2; k++) {

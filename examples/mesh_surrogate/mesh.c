@@ -186,16 +186,17 @@ static PetscBool MshNextLine(MshScan *s)
 static PetscBool MshExpectLine(MshScan *s, const char sec[])
 {
   if (MshNextLine(s)) return PETSC_TRUE;
-  if (!*s->msg)
-    PetscCallAbort(PETSC_COMM_SELF, PetscSNPrintf(s->msg, s->len, "-mesh_file %s ends (or has an overlong line) at line %lld, inside its %s section: the file is truncated or corrupt; write it again with Gmsh", s->file, s->line, sec));
+  if (!*s->msg) PetscCallAbort(PETSC_COMM_SELF, PetscSNPrintf(s->msg, s->len, "-mesh_file %s ends (or has an overlong line) at line %lld, inside its %s section: the file is truncated or corrupt; write it again with Gmsh", s->file, s->line, sec));
   return PETSC_FALSE;
 }
 
 static PetscBool MshComplain(MshScan *s, const char what[])
 {
   if (*s->msg) return PETSC_FALSE;
-  if (s->partial) PetscCallAbort(PETSC_COMM_SELF, PetscSNPrintf(s->msg, s->len, "-mesh_file %s ends in the middle of line %lld: the file is truncated; write it again with Gmsh", s->file, s->line));
-  else PetscCallAbort(PETSC_COMM_SELF, PetscSNPrintf(s->msg, s->len, "-mesh_file %s, line %lld: %s", s->file, s->line, what));
+  if (s->partial)
+    PetscCallAbort(PETSC_COMM_SELF, PetscSNPrintf(s->msg, s->len, "-mesh_file %s ends in the middle of line %lld: the file is truncated; write it again with Gmsh", s->file, s->line));
+  else
+    PetscCallAbort(PETSC_COMM_SELF, PetscSNPrintf(s->msg, s->len, "-mesh_file %s, line %lld: %s", s->file, s->line, what));
   return PETSC_FALSE;
 }
 
@@ -262,8 +263,11 @@ static PetscBool MshCheckElementType(MshScan *s, long long t)
   char        what[512];
 
   if (MshElementNodes(t, &name)) return PETSC_TRUE;
-  PetscCallAbort(PETSC_COMM_SELF, PetscSNPrintf(what, sizeof(what),
-                                                "Gmsh element type %lld (%s): bin/mesh_surrogate and bin/mesh_hybrid need a 2-D mesh of 3-node triangles (with points and lines on its boundary only); mesh the surface with triangles (no Recombine, Mesh.ElementOrder 1)", t, name));
+  PetscCallAbort(
+      PETSC_COMM_SELF,
+      PetscSNPrintf(what, sizeof(what),
+                    "Gmsh element type %lld (%s): bin/mesh_surrogate and bin/mesh_hybrid need a 2-D mesh of 3-node triangles (with points and lines on its boundary only); mesh the surface with triangles (no Recombine, Mesh.ElementOrder 1)", t,
+                    name));
   return MshComplain(s, what);
 }
 
@@ -295,7 +299,8 @@ static PetscBool MshScanNodes41(MshScan *s, long long *nv, long long *minTag, lo
   if (h[1] > MESH_MAX_FILE_VERTICES) return MshComplain(s, "more nodes than the at most 16777216 read here (on one rank, before distribution)");
   for (long long blk = 0; blk < h[0]; blk++) {
     if (!MshExpectLine(s, "$Nodes")) return PETSC_FALSE;
-    if (!MshReadInts(s->buf, 4, b, PETSC_TRUE) || b[3] < 0 || b[3] > h[1] - seen) return MshComplain(s, "expected a node block header 'entityDim entityTag parametric numNodesInBlock' with at most the nodes the $Nodes header announced: the file is corrupt");
+    if (!MshReadInts(s->buf, 4, b, PETSC_TRUE) || b[3] < 0 || b[3] > h[1] - seen)
+      return MshComplain(s, "expected a node block header 'entityDim entityTag parametric numNodesInBlock' with at most the nodes the $Nodes header announced: the file is corrupt");
     if (b[2]) return MshComplain(s, "parametric nodes are not read here: save the mesh without Mesh.SaveParametric");
     for (long long i = 0; i < b[3]; i++) {
       long long tag;
@@ -327,7 +332,8 @@ static PetscBool MshScanElements41(MshScan *s, long long minTag, long long maxTa
     PetscInt    nn;
 
     if (!MshExpectLine(s, "$Elements")) return PETSC_FALSE;
-    if (!MshReadInts(s->buf, 4, b, PETSC_TRUE) || b[3] < 0 || b[3] > h[1] - seen) return MshComplain(s, "expected an element block header 'entityDim entityTag elementType numElementsInBlock' with at most the elements the $Elements header announced: the file is corrupt");
+    if (!MshReadInts(s->buf, 4, b, PETSC_TRUE) || b[3] < 0 || b[3] > h[1] - seen)
+      return MshComplain(s, "expected an element block header 'entityDim entityTag elementType numElementsInBlock' with at most the elements the $Elements header announced: the file is corrupt");
     if (!MshCheckElementType(s, b[2])) return PETSC_FALSE;
     nn = MshElementNodes(b[2], &name);
     for (long long i = 0; i < b[3]; i++) {
@@ -402,14 +408,13 @@ static void MshScanFile(MshScan *s, long long *nv, long long *nc)
   int       ftype = -1, dsize = 0;
 
   *nv = *nc = 0;
-  s->fp = fopen(s->file, "r");
+  s->fp     = fopen(s->file, "r");
   if (!s->fp) {
     PetscCallAbort(PETSC_COMM_SELF, PetscSNPrintf(s->msg, s->len, "-mesh_file %s: cannot open it (%s): give the path of a Gmsh .msh file, e.g. share/meshes/lshape.msh", s->file, strerror(errno)));
     return;
   }
   if (!MshNextLine(s) || strcmp(s->buf, "$MeshFormat")) {
-    PetscCallAbort(PETSC_COMM_SELF,
-                   PetscSNPrintf(s->msg, s->len, "-mesh_file %s is not a Gmsh mesh: its first line is not $MeshFormat; give an ASCII .msh written by Gmsh (gmsh -2 -format msh41 domain.geo), e.g. share/meshes/lshape.msh", s->file));
+    PetscCallAbort(PETSC_COMM_SELF, PetscSNPrintf(s->msg, s->len, "-mesh_file %s is not a Gmsh mesh: its first line is not $MeshFormat; give an ASCII .msh written by Gmsh (gmsh -2 -format msh41 domain.geo), e.g. share/meshes/lshape.msh", s->file));
     goto done;
   }
   if (!MshNextLine(s) || sscanf(s->buf, "%63s %d %d", version, &ftype, &dsize) != 3) {
@@ -475,7 +480,7 @@ static PetscErrorCode CreateFromGmsh(MPI_Comm comm, const char file[], DM *dm)
 {
   PetscMPIInt rank;
   char        msg[PETSC_MAX_PATH_LEN + 1024] = "";
-  long long   counts[2] = {0, 0};
+  long long   counts[2]                      = {0, 0};
   PetscInt    dim, cStart, cEnd;
 
   PetscFunctionBegin;
@@ -526,8 +531,10 @@ PetscErrorCode MeshProblemCreate(MPI_Comm comm, const char file[], PetscInt face
   mp->sigma    = sigma;
   mp->famp     = famp;
   mp->fromfile = (PetscBool)(file && file[0]);
-  if (mp->fromfile) PetscCall(CreateFromGmsh(comm, file, &mp->dm));
-  else PetscCall(CreateTriangulation(comm, faces, &mp->dm));
+  if (mp->fromfile)
+    PetscCall(CreateFromGmsh(comm, file, &mp->dm));
+  else
+    PetscCall(CreateTriangulation(comm, faces, &mp->dm));
   PetscCall(DMCreateLabel(mp->dm, "mesh_boundary"));
   PetscCall(DMGetLabel(mp->dm, "mesh_boundary", &bndlabel));
   PetscCall(DMPlexMarkBoundaryFaces(mp->dm, 1, bndlabel));
