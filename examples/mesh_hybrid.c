@@ -1,6 +1,6 @@
 static const char help[] = "A hybrid reaction-diffusion model on an unstructured mesh: FitzHugh-Nagumo on a triangular DMPlex whose reaction term\n"
                            "is a small MLP applied at every vertex, trained through TSAdjointSolve and TAO (the DMPlex counterpart of bin/hybrid_rd).\n"
-                           "True model on the unit square (no-flux boundary), P1 elements with a lumped mass matrix M and stiffness K:\n"
+                           "True model on the unit square or a Gmsh mesh's domain (no-flux boundary), P1 elements with a lumped mass matrix M and stiffness K:\n"
                            "    u_t = -Du M^-1 K u + u - u^3 - k - v,    v_t = -Dv M^-1 K v + u - v\n"
                            "Mesh: the perturbed triangulation of bin/mesh_surrogate (examples/mesh_surrogate/mesh.c), distributed by PETSc's\n"
                            "partitioner; (u, v) are 2 dofs per vertex, the diffusion an assembled MPIAIJ on the DM's global layout.\n"
