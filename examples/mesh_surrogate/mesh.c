@@ -478,10 +478,11 @@ done:
 /* The triangulation in a Gmsh file: checked on rank 0 (MshScanFile), then read by PETSc on rank 0 */
 static PetscErrorCode CreateFromGmsh(MPI_Comm comm, const char file[], DM *dm)
 {
-  PetscMPIInt rank;
-  char        msg[PETSC_MAX_PATH_LEN + 1024] = "";
-  long long   counts[2]                      = {0, 0};
-  PetscInt    dim, cStart, cEnd;
+  PetscMPIInt    rank;
+  char           msg[PETSC_MAX_PATH_LEN + 1024] = "";
+  long long      counts[2]                      = {0, 0};
+  PetscInt       dim, cStart, cEnd, nontri = 0;
+  DMPolytopeType bad = DM_POLYTOPE_TRIANGLE;
 
   PetscFunctionBegin;
   PetscCallMPI(MPI_Comm_rank(comm, &rank));
@@ -500,12 +501,17 @@ static PetscErrorCode CreateFromGmsh(MPI_Comm comm, const char file[], DM *dm)
   PetscCall(DMGetDimension(*dm, &dim));
   PetscCheck(dim == 2, comm, PETSC_ERR_FILE_UNEXPECTED, "-mesh_file %s: PETSc read a mesh of dimension %" PetscInt_FMT ", not 2", file, dim);
   PetscCall(DMPlexGetHeightStratum(*dm, 0, &cStart, &cEnd));
-  for (PetscInt c = cStart; c < cEnd; c++) {
+  for (PetscInt c = cStart; c < cEnd; c++) { /* the scan let only triangles through: PETSc must agree (all ranks stop together) */
     DMPolytopeType ct;
 
     PetscCall(DMPlexGetCellType(*dm, c, &ct));
-    PetscCheck(ct == DM_POLYTOPE_TRIANGLE, PETSC_COMM_SELF, PETSC_ERR_FILE_UNEXPECTED, "-mesh_file %s: cell %" PetscInt_FMT " is a %s, not a triangle", file, c, DMPolytopeTypes[ct]);
+    if (ct != DM_POLYTOPE_TRIANGLE) {
+      nontri++;
+      bad = ct;
+    }
   }
+  PetscCall(MPIU_Allreduce(MPI_IN_PLACE, &nontri, 1, MPIU_INT, MPI_SUM, comm));
+  PetscCheck(!nontri, comm, PETSC_ERR_FILE_UNEXPECTED, "-mesh_file %s: PETSc read %" PetscInt_FMT " cells that are not triangles (one a %s on rank 0)", file, nontri, DMPolytopeTypes[bad]);
   PetscFunctionReturn(0);
 }
 
