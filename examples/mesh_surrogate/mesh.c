@@ -190,6 +190,17 @@ static PetscBool MshExpectLine(MshScan *s, const char sec[])
   return PETSC_FALSE;
 }
 
+static PetscBool MshComplain(MshScan *, const char[]);
+
+/* A count from the file above the bound read here: say both */
+static PetscBool MshComplainCount(MshScan *s, const char what[], long long n, long long max)
+{
+  char msg[256];
+
+  PetscCallAbort(PETSC_COMM_SELF, PetscSNPrintf(msg, sizeof(msg), "the file announces %lld %s, more than the at most %lld read here (on one rank, before distribution): use a coarser mesh and -dm_refine", n, what, max));
+  return MshComplain(s, msg);
+}
+
 static PetscBool MshComplain(MshScan *s, const char what[])
 {
   if (*s->msg) return PETSC_FALSE;
@@ -296,7 +307,7 @@ static PetscBool MshScanNodes41(MshScan *s, long long *nv, long long *minTag, lo
   *nv     = h[1];
   *minTag = h[2];
   *maxTag = h[3];
-  if (h[1] > MESH_MAX_FILE_VERTICES) return MshComplain(s, "more nodes than the at most 16777216 read here (on one rank, before distribution)");
+  if (h[1] > MESH_MAX_FILE_VERTICES) return MshComplainCount(s, "nodes", h[1], MESH_MAX_FILE_VERTICES);
   for (long long blk = 0; blk < h[0]; blk++) {
     if (!MshExpectLine(s, "$Nodes")) return PETSC_FALSE;
     if (!MshReadInts(s->buf, 4, b, PETSC_TRUE) || b[3] < 0 || b[3] > h[1] - seen)
@@ -326,7 +337,7 @@ static PetscBool MshScanElements41(MshScan *s, long long minTag, long long maxTa
 
   if (!MshExpectLine(s, "$Elements")) return PETSC_FALSE;
   if (!MshReadInts(s->buf, 4, h, PETSC_TRUE) || h[0] < 0 || h[1] < 0) return MshComplain(s, "expected the $Elements header 'numEntityBlocks numElements minElementTag maxElementTag': the file is corrupt");
-  if (h[1] > 4 * (long long)MESH_MAX_FILE_VERTICES) return MshComplain(s, "more elements than the at most 67108864 read here (on one rank, before distribution)");
+  if (h[1] > 4 * (long long)MESH_MAX_FILE_VERTICES) return MshComplainCount(s, "elements", h[1], 4 * (long long)MESH_MAX_FILE_VERTICES);
   for (long long blk = 0; blk < h[0]; blk++) {
     const char *name;
     PetscInt    nn;
@@ -359,7 +370,7 @@ static PetscBool MshScanNodes22(MshScan *s, long long *nv, long long *maxTag)
 
   if (!MshExpectLine(s, "$Nodes")) return PETSC_FALSE;
   if (!MshReadInts(s->buf, 1, &n, PETSC_TRUE) || n < 0) return MshComplain(s, "expected the number of nodes after $Nodes: the file is corrupt");
-  if (n > MESH_MAX_FILE_VERTICES) return MshComplain(s, "more nodes than the at most 16777216 read here (on one rank, before distribution)");
+  if (n > MESH_MAX_FILE_VERTICES) return MshComplainCount(s, "nodes", n, MESH_MAX_FILE_VERTICES);
   *nv     = n;
   *maxTag = 0;
   for (long long i = 0; i < n; i++) {
@@ -380,7 +391,7 @@ static PetscBool MshScanElements22(MshScan *s, long long maxTag, long long *nc)
 
   if (!MshExpectLine(s, "$Elements")) return PETSC_FALSE;
   if (!MshReadInts(s->buf, 1, &n, PETSC_TRUE) || n < 0) return MshComplain(s, "expected the number of elements after $Elements: the file is corrupt");
-  if (n > 4 * (long long)MESH_MAX_FILE_VERTICES) return MshComplain(s, "more elements than the at most 67108864 read here (on one rank, before distribution)");
+  if (n > 4 * (long long)MESH_MAX_FILE_VERTICES) return MshComplainCount(s, "elements", n, 4 * (long long)MESH_MAX_FILE_VERTICES);
   for (long long i = 0; i < n; i++) {
     const char *name;
     PetscInt    nn;
