@@ -1,6 +1,6 @@
 static const char help[] = "A hybrid reaction-diffusion model on an unstructured mesh: FitzHugh-Nagumo on a triangular DMPlex whose reaction term\n"
                            "is a small MLP applied at every vertex, trained through TSAdjointSolve and TAO (the DMPlex counterpart of bin/hybrid_rd).\n"
-                           "True model on the unit square (no-flux boundary), P1 elements with a lumped mass matrix M and stiffness K:\n"
+                           "True model on the unit square or a Gmsh mesh's domain (no-flux boundary), P1 elements with a lumped mass matrix M and stiffness K:\n"
                            "    u_t = -Du M^-1 K u + u - u^3 - k - v,    v_t = -Dv M^-1 K v + u - v\n"
                            "Mesh: the perturbed triangulation of bin/mesh_surrogate (examples/mesh_surrogate/mesh.c), distributed by PETSc's\n"
                            "partitioner; (u, v) are 2 dofs per vertex, the diffusion an assembled MPIAIJ on the DM's global layout.\n"
@@ -12,6 +12,7 @@ static const char help[] = "A hybrid reaction-diffusion model on an unstructured
                            "(default lmvm). Reports the relative L2 error, over all snapshots, of the learned model's trajectories from held-out\n"
                            "initial conditions (integrated from u(0) alone). Options:\n"
                            "  -mesh_faces N          squares per side of the triangulation, 2 triangles each (default 16), then -dm_refine\n"
+                           "  -mesh_file F           a 2-D triangular Gmsh mesh instead (ASCII .msh 2.2 or 4.1; e.g. share/meshes/lshape.msh)\n"
                            "  -rd_final_time T       length of a trajectory (default 2.5)\n"
                            "  -rd_snapshots S        snapshots per trajectory, evenly spaced in (0, T] (default 5)\n"
                            "  -rd_train N            training trajectories (default 4)\n"
@@ -39,6 +40,7 @@ static const char help[] = "A hybrid reaction-diffusion model on an unstructured
 typedef struct {
   HybridProblem hp; /* the settings shared with examples/hybrid/fit.c; hp.ctx is this AppCtx */
   PetscInt      faces;
+  char          file[PETSC_MAX_PATH_LEN]; /* -mesh_file: a Gmsh mesh instead of the built-in square */
   PetscInt      ntest;
   PetscBool     testjac;
   MeshProblem   mp; /* the distributed mesh, one dof per vertex: its stiffness K (k = 1) and lumped mass */
@@ -52,7 +54,7 @@ static PetscErrorCode MeshCreate(AppCtx *app)
 
   PetscFunctionBegin;
   /* K = 1 mode, sigma = 0, famp = 0: the stiffness with k = 1 and the load with f = 1, i.e. the lumped mass */
-  PetscCall(MeshProblemCreate(PETSC_COMM_WORLD, app->faces, 1, 0.0, 0.0, &app->mp));
+  PetscCall(MeshProblemCreate(PETSC_COMM_WORLD, app->file, app->faces, 1, 0.0, 0.0, &app->mp));
   PetscCall(MatDuplicate(app->mp.A, MAT_COPY_VALUES, &app->L));
   PetscCall(VecDuplicate(app->mp.b, &mass));
   PetscCall(VecCopy(app->mp.b, mass));
@@ -355,7 +357,7 @@ static PetscErrorCode TestJacobian(HybridFit *fit)
   PetscCall(VecAXPY(Gp, -1.0, Jv));
   PetscCall(VecNorm(Gp, NORM_2, &nd));
   fdp = nd / nJv;
-  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "jacobian test: adjoint %.1e, finite difference %.1e; parameter jacobian: adjoint %.1e, finite difference %.1e\n", (double)adj, (double)fd, (double)adjp, (double)fdp));
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "jacobian test: adjoint %.1e, finite difference %.1e, parameter jacobian: adjoint %.1e, finite difference %.1e\n", (double)adj, (double)fd, (double)adjp, (double)fdp));
   PetscCheck(adj < 1e-12 && fd < 1e-6 && adjp < 1e-12 && fdp < 1e-6, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "The coupled Jacobian failed its test (bounds: adjoint 1e-12, finite difference 1e-6)");
   PetscCall(VecDestroy(&p));
   PetscCall(VecDestroy(&q));
@@ -396,6 +398,7 @@ int main(int argc, char **argv)
   PetscCall(HybridProblemSetDefaults(hp, &GridOps, &app));
   PetscOptionsBegin(PETSC_COMM_WORLD, NULL, "Hybrid reaction-diffusion example on a DMPlex mesh", NULL);
   PetscCall(PetscOptionsInt("-mesh_faces", "Squares per side of the triangulation (2 triangles each) before -dm_refine", NULL, app.faces, &app.faces, NULL));
+  PetscCall(PetscOptionsString("-mesh_file", "A 2-D triangular Gmsh mesh (ASCII .msh 2.2 or 4.1) instead of the built-in square", NULL, app.file, app.file, sizeof(app.file), NULL));
   PetscCall(HybridProblemSetFromOptions(PetscOptionsObject, hp));
   PetscCall(PetscOptionsInt("-rd_test", "Held-out trajectories", NULL, app.ntest, &app.ntest, NULL));
   PetscCall(PetscOptionsBool("-rd_test_jacobian", "Check the coupled Jacobian (diffusion + Net shell) and the parameter Jacobian: dot-product and finite-difference tests", NULL, app.testjac, &app.testjac, NULL));
@@ -430,6 +433,7 @@ int main(int argc, char **argv)
   PetscCall(HybridCreateTrueTS(&gridtrain, &truetrain));
   PetscCall(HybridCreateTS(&gridtrain, net, &tstrain));
   PetscCall(HybridTrajectoryError(&grid, truets, ts, hp->ntrain, &err0, NULL));
+  if (app.file[0]) PetscCall(PetscPrintf(PETSC_COMM_WORLD, "mesh file %s: %" PetscInt_FMT " triangles\n", app.file, app.mp.ncells));
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "mesh: %" PetscInt_FMT " vertices, %d ranks; dt %.4e (|L| <= %.4e); %" PetscInt_FMT " parameters\n", app.mp.N, size, (double)hp->dt, (double)bound, nparams));
 
   if (app.testjac) PetscCall(TestJacobian(&fit));

@@ -1,15 +1,17 @@
-static const char help[] = "A graph-network surrogate of a finite-element solve on an unstructured mesh: -div(k grad u) = f on the unit square,\n"
-                           "u = 0 on the boundary, P1 elements on a triangular DMPlex mesh distributed by PETSc's partitioner, k = exp(a)\n"
+static const char help[] = "A graph-network surrogate of a finite-element solve on an unstructured mesh: -div(k grad u) = f on the unit square\n"
+                           "(or the domain of a Gmsh file), u = 0 on the boundary, P1 elements on a triangular DMPlex mesh distributed by PETSc's partitioner, k = exp(a)\n"
                            "and f = 1 + famp b with a, b random smooth fields (sample s from seed s). The nodes of the graph are the mesh\n"
                            "vertices, its operator G = D^-1/2 (Adj + I) D^-1/2 an MPIAIJ with the rows of the DM's global section. Node\n"
                            "features: log k, f, x, y and, for multiscale information, G^(4^j) log k and G^(4^j) (f/k) for j = 1..L. The Net's\n"
-                           "output v gives u = scale sin(pi x) sin(pi y) v (zero on the boundary). Training: full batch of all training\n"
+                           "output v gives u = scale w v, w = sin(pi x) sin(pi y) (a file: the torsion function, -lap w = 1, scaled to max 1) zero\n"
+                           "on the boundary. Training: full batch of all training\n"
                            "samples at once (S copies of G side by side as one operator) by TAO (default lmvm).\n"
-                           "Options: -mesh_faces N (default 16: 2 N^2 triangles before -dm_refine), -mesh_train S (160), -mesh_test S (16),\n"
+                           "Options: -mesh_faces N (default 16: 2 N^2 triangles before -dm_refine), -mesh_file F (a 2-D triangular Gmsh mesh, ASCII\n"
+                           "  .msh 2.2 or 4.1, instead; e.g. share/meshes/lshape.msh), -mesh_train S (160), -mesh_test S (16),\n"
                            "  -mesh_modes K (4 cosine modes per direction), -mesh_sigma (0.5: std of log k), -mesh_f_amplitude (0.5),\n"
                            "  -mesh_multiscale L (4), -mesh_monitor N (print the loss every N iterations, 0: never), -net_layers (default\n"
                            "  dense:32,tanh,sage:32,tanh,sage:32,tanh,sage:32,tanh,dense:1), -tao_* (default lmvm, 600 iterations),\n"
-                           "  -solve_ksp_* -solve_pc_* (default cg + BoomerAMG, rtol 1e-12), -dm_refine and other -dm_ options.\n"
+                           "  -solve_ksp_* -solve_pc_* (default cg + BoomerAMG, rtol 1e-12), -petscpartitioner_type, -dm_refine, other -dm_ options.\n"
                            "Ends with one line: summary: key=value ...\n";
 
 #include <petnet.h>
@@ -129,8 +131,8 @@ static PetscErrorCode Features(MeshProblem *mp, PetscInt L, SampleSet *set, cons
   PetscFunctionReturn(0);
 }
 
-/* Draw samples first .. first + S - 1: solve each (solve time added to *tsolve) and build the stacked set */
-static PetscErrorCode SampleSetCreate(MeshProblem *mp, Net net, PetscInt L, PetscInt first, PetscInt S, SampleSet *set, Vec U, PetscLogDouble *tsolve)
+/* Draw samples first .. first + S - 1: solve each (solve time added to *tsolve) and build the stacked set; wv[m] the boundary weight */
+static PetscErrorCode SampleSetCreate(MeshProblem *mp, Net net, PetscInt L, const PetscScalar wv[], PetscInt first, PetscInt S, SampleSet *set, Vec U, PetscLogDouble *tsolve)
 {
   const PetscInt m = mp->m;
   PetscScalar   *x, *u, *logk, *f;
@@ -151,7 +153,7 @@ static PetscErrorCode SampleSetCreate(MeshProblem *mp, Net net, PetscInt L, Pets
     PetscCall(MeshProblemSolve(mp, first + s, logk + s * m, f + s * m, u + s * m));
     PetscCall(PetscTime(&t1));
     *tsolve += t1 - t0;
-    for (PetscInt i = 0; i < m; i++) set->w[s * m + i] = PetscSinReal(PETSC_PI * mp->xy[2 * i]) * PetscSinReal(PETSC_PI * mp->xy[2 * i + 1]);
+    PetscCall(PetscArraycpy(set->w + s * m, wv, m));
   }
   PetscCall(VecRestoreArrayWrite(U, &u));
   PetscCall(VecGetArrayWrite(set->X, &x));
@@ -211,6 +213,8 @@ int main(int argc, char **argv)
   PetscLogDouble tsolve = 0, t0, t1, ttrain, tinfer;
   PetscBool      set;
   PetNetShape    in;
+  PetscScalar   *wv;
+  char           file[PETSC_MAX_PATH_LEN] = "";
   PetscMPIInt    size;
   MPI_Comm       comm;
 
@@ -221,6 +225,7 @@ int main(int argc, char **argv)
   ctx.monitor = 0;
   PetscOptionsBegin(comm, NULL, "Mesh surrogate options", NULL);
   PetscCall(PetscOptionsInt("-mesh_faces", "Squares per side of the triangulation (2 triangles each) before -dm_refine", NULL, faces, &faces, NULL));
+  PetscCall(PetscOptionsString("-mesh_file", "A 2-D triangular Gmsh mesh (ASCII .msh 2.2 or 4.1) instead of the built-in square", NULL, file, file, sizeof(file), NULL));
   PetscCall(PetscOptionsInt("-mesh_train", "Training samples", NULL, ntrain, &ntrain, NULL));
   PetscCall(PetscOptionsInt("-mesh_test", "Held-out samples", NULL, ntest, &ntest, NULL));
   PetscCall(PetscOptionsInt("-mesh_modes", "Cosine modes per direction of the random fields", NULL, K, &K, NULL));
@@ -234,8 +239,10 @@ int main(int argc, char **argv)
   PetscCheck(sigma >= 0 && famp >= 0 && famp < 1, comm, PETSC_ERR_ARG_OUTOFRANGE, "-mesh_sigma %g must be >= 0 and -mesh_f_amplitude %g in [0, 1)", (double)sigma, (double)famp);
   PetscCheck(L >= 0 && L <= 8, comm, PETSC_ERR_ARG_OUTOFRANGE, "-mesh_multiscale %" PetscInt_FMT " must be in 0..8 (level j smooths over 4^j hops)", L);
 
-  PetscCall(MeshProblemCreate(comm, faces, K, sigma, famp, &mp));
+  PetscCall(MeshProblemCreate(comm, file, faces, K, sigma, famp, &mp));
   ctx.N = mp.N;
+  PetscCall(PetscMalloc1(mp.m, &wv));
+  PetscCall(MeshProblemBoundaryWeight(&mp, wv));
 
   /* The Net: a node is a sample with 4 + 2 L features; one output channel */
   PetscCall(NetCreate(comm, &ctx.net));
@@ -251,8 +258,8 @@ int main(int argc, char **argv)
   /* Data: training samples 0 .. ntrain - 1, held-out ntrain .. ntrain + ntest - 1 */
   PetscCall(VecCreateMPI(comm, ntrain * mp.m, PETSC_DETERMINE, &Utrain));
   PetscCall(VecCreateMPI(comm, ntest * mp.m, PETSC_DETERMINE, &Utest));
-  PetscCall(SampleSetCreate(&mp, ctx.net, L, ntrain, ntest, &test, Utest, &tsolve));
-  PetscCall(SampleSetCreate(&mp, ctx.net, L, 0, ntrain, &ctx.train, Utrain, &tsolve));
+  PetscCall(SampleSetCreate(&mp, ctx.net, L, wv, ntrain, ntest, &test, Utest, &tsolve));
+  PetscCall(SampleSetCreate(&mp, ctx.net, L, wv, 0, ntrain, &ctx.train, Utrain, &tsolve));
   PetscCall(VecGetSize(ctx.train.Y, &nout));
   PetscCheck(nout == ntrain * mp.N, comm, PETSC_ERR_ARG_WRONG, "The Net must give 1 feature per node (last layer dense:1, gcn:1 or sage:1), not %" PetscInt_FMT, nout / (ntrain * mp.N));
   PetscCall(VecNorm(Utrain, NORM_2, &scale));
@@ -260,6 +267,7 @@ int main(int argc, char **argv)
   PetscCall(VecCopy(Utrain, ctx.train.T));
   PetscCall(VecScale(ctx.train.T, 1 / scale));
   PetscCall(VecDuplicate(ctx.train.Y, &ctx.R));
+  if (file[0]) PetscCall(PetscPrintf(comm, "mesh file %s: %" PetscInt_FMT " triangles\n", file, mp.ncells));
   PetscCall(PetscPrintf(comm, "mesh: %" PetscInt_FMT " vertices, %d ranks; samples: %" PetscInt_FMT " training, %" PetscInt_FMT " held out; rms u %.6e; features %" PetscInt_FMT "; parameters %" PetscInt_FMT "\n", mp.N, size, ntrain, ntest,
                         (double)scale, 4 + 2 * L, P));
 
@@ -327,6 +335,7 @@ int main(int argc, char **argv)
   PetscCall(SampleSetDestroy(&ctx.train));
   PetscCall(SampleSetDestroy(&test));
   PetscCall(NetDestroy(&ctx.net));
+  PetscCall(PetscFree(wv));
   PetscCall(MeshProblemDestroy(&mp));
   PetscCall(PetscFinalize());
   return 0;

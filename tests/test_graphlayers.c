@@ -6,8 +6,8 @@ static const char help[] = "Graph layers (gcn, sage) on a distributed sparse ope
                            "  permuted alike. Then NetTestJacobian (dot products <= 1e-12, finite differences <= 1e-6) and central differences\n"
                            "  of the backward pass against the second-order adjoint (<= 1e-6).\n"
                            "Options: -grid W,H (default 6,5), -channels C (default 3), -copies k (also run k copies of every node, [node][copy],\n"
-                           "  against one copy on A (x) I_k), -error nooperator|size|copies|type|changed|square (stop with that\n"
-                           "  error).\n";
+                           "  against one copy on A (x) I_k), -error nooperator|size|count|copies|type|changed|square (stop with\n"
+                           "  that error).\n";
 
 #include <petnet.h>
 #include "testutil.h"
@@ -452,6 +452,8 @@ static PetscErrorCode RunError(const char error[], const Graph *g)
   PetscCall(PetscStrcmp(error, "size", &is));
   /* size: a batch that is not A's rows (rank 0 one node more, the last rank one less: the same global count on 2+ ranks) */
   if (is) m += (rank == 0) - (rank == size - 1) + (size == 1);
+  PetscCall(PetscStrcmp(error, "count", &is));
+  if (is) m += rank == 0; /* count: one node more in all than A has */
   PetscCall(PetscStrcmp(error, "copies", &is));
   if (is) m *= rank == 0 ? 2 : 3; /* copies: 2 copies of each node on rank 0, 3 on the others */
   PetscCall(NetCreateVecs(net, m, &X, &Y));

@@ -1,6 +1,7 @@
 /*
-  The data of bin/mesh_surrogate: -div(k grad u) = f on the unit square, u = 0 on the boundary, on an unstructured
-  triangular mesh (a DMPlex distributed by PETSc's partitioner), P1 finite elements assembled with DMPlex closures.
+  The data of bin/mesh_surrogate: -div(k grad u) = f on the unit square (built in) or on the 2-D domain of a Gmsh file
+  (-mesh_file, e.g. share/meshes/lshape.msh), u = 0 on the whole boundary, on an unstructured triangular mesh (a DMPlex
+  distributed by PETSc's partitioner), P1 finite elements assembled with DMPlex closures.
 
     k(x,y) = exp(a(x,y))     a = sigma * sum_{p,q<K} xi_pq cos(p pi x) cos(q pi y) / (1 + p^2 + q^2), normalised
     f(x,y) = 1 + famp * b(x,y)  b the same kind of series with its own coefficients
@@ -21,8 +22,11 @@ typedef struct {
   DM         dm;
   PetscInt   vStart, vEnd, cStart, cEnd;
   PetscInt   m, N, rstart; /* owned vertices, all vertices, first global row */
+  PetscInt   ncells;       /* all triangles (no overlap: each on one rank) */
   PetscReal *xy;           /* [m][2]: coordinates of the owned vertices, in row order */
   PetscInt   nbnd, *bnd;   /* the owned boundary vertices' global rows */
+  PetscBool *onbnd;        /* [m]: owned vertex i on the boundary */
+  PetscBool  fromfile;     /* read from a Gmsh file (else the built-in square) */
   PetscInt   K;            /* modes per direction of the random fields */
   PetscReal  sigma, famp;  /* standard deviation of log k; amplitude of f's variation */
   Mat        A, G;         /* stiffness with the boundary rows and columns replaced by the identity; graph operator */
@@ -30,7 +34,8 @@ typedef struct {
   KSP        ksp;
 } MeshProblem;
 
-PetscErrorCode MeshProblemCreate(MPI_Comm, PetscInt, PetscInt, PetscReal, PetscReal, MeshProblem *);
+PetscErrorCode MeshProblemCreate(MPI_Comm, const char[], PetscInt, PetscInt, PetscReal, PetscReal, MeshProblem *);
+PetscErrorCode MeshProblemBoundaryWeight(MeshProblem *, PetscScalar[]);
 PetscErrorCode MeshProblemSolve(MeshProblem *, PetscInt, PetscScalar[], PetscScalar[], PetscScalar[]);
 PetscErrorCode MeshProblemDestroy(MeshProblem *);
 PetscErrorCode MeshStackOperator(Mat, PetscInt, Mat *);

@@ -116,15 +116,17 @@ static PetscErrorCode GraphPrepare(Layer layer, PetscInt n)
   flags[3] = (!g->maij || state != g->astate) ? 1 : 0;
   PetscCall(MPIU_Allreduce(flags, all, 4, MPIU_INT, MPI_MAX, comm));
   if (all[0]) {
-    PetscInt nm[2] = {n, m};
+    PetscInt nm[2] = {n, m}, nall, M;
 
     PetscCallMPI(MPI_Bcast(nm, 2, MPIU_INT, (PetscMPIInt)(size - all[0]), comm));
+    PetscCall(MPIU_Allreduce(&n, &nall, 1, MPIU_INT, MPI_SUM, comm)); /* and the totals: a wrong node count, or only a wrong layout */
+    PetscCall(MatGetSize(g->A, &M, NULL));
     SETERRQ(comm, PETSC_ERR_ARG_SIZ,
-            "%s: the local batch on rank %d has %" PetscInt_FMT " samples, but the layer's operator A has %" PetscInt_FMT
-            " local rows there: a graph layer's samples are the nodes of A (or k copies of each, [node][copy]), so the Net's input must be laid out like A's rows on every rank (NetCreateVecs(net, m, ...) with m from MatGetLocalSize(A, &m, NULL), or "
-            "k m); mini-batches or chunks of the nodes "
+            "%s: the local batch on rank %d has %" PetscInt_FMT " samples, but the layer's operator A has %" PetscInt_FMT " local rows there (in all: %" PetscInt_FMT " samples, %" PetscInt_FMT
+            " nodes of A): a graph layer's samples are the nodes of A (or k copies of each, [node][copy]), so the Net's input must be laid out like A's rows on every rank (NetCreateVecs(net, m, ...) with m from MatGetLocalSize(A, &m, NULL), or k "
+            "m); mini-batches or chunks of the nodes "
             "cannot be used",
-            name, (int)(size - all[0]), nm[0], nm[1]);
+            name, (int)(size - all[0]), nm[0], nm[1], nall, M);
   }
   k = all[1] ? all[1] : 1;
   PetscCheck(all[1] == -all[2] || !all[1], comm, PETSC_ERR_ARG_SIZ,
