@@ -590,6 +590,9 @@ int main(int argc, char **argv)
     PetscCall(NetGetLayer(net, l, &layer));
     PetscCall(LayerDenseSetInitialization(layer, LAYER_INIT_NORMAL, 0.1)); /* ignored by the other kinds */
   }
+  /* The adjoint asks for the Jacobian at every stage state of the forward solve: the Net hands back those forward
+     passes instead of running them again (4 stages a step with rk 4 at the spacing; -net_forward_cache N, 0: off) */
+  PetscCall(NetSetForwardCache(net, 4 * s.window));
   PetscCall(NetSetFromOptions(net));
   PetscCall(NetSetUp(net));
   {
