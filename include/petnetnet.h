@@ -51,6 +51,7 @@ PETSC_EXTERN PetscErrorCode NetGetOptionsPrefix(Net, const char *[]);
 PETSC_EXTERN PetscErrorCode NetGetSpec(Net, size_t, char[]);
 PETSC_EXTERN PetscErrorCode NetSetSeed(Net, unsigned long);
 PETSC_EXTERN PetscErrorCode NetSetForwardCache(Net, PetscInt);
+PETSC_EXTERN PetscErrorCode NetGetForwardCacheSize(Net, PetscInt *);
 PETSC_EXTERN PetscErrorCode NetGetForwardCacheStats(Net, PetscInt *, PetscInt *);
 PETSC_EXTERN PetscErrorCode NetSetFromOptions(Net);
 PETSC_EXTERN PetscErrorCode NetSetUp(Net);

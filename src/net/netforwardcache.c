@@ -97,13 +97,14 @@ static PetscErrorCode NetForwardCacheCheck(Net net)
   MPI_Comm comm = PetscObjectComm((PetscObject)net);
 
   PetscFunctionBegin;
-  PetscCheck(net->parallel == NET_PARALLEL_REPLICATED && !net->gathers && !net->grid, comm, PETSC_ERR_SUP, "The forward cache (-net_forward_cache) needs replicated parameters and batch mode (each rank decides alone whether it has seen an input): drop -net_forward_cache, or -net_parallel and the grid");
+  PetscCheck(net->parallel == NET_PARALLEL_REPLICATED && !net->gathers && !net->grid, comm, PETSC_ERR_SUP,
+             "The forward cache (-net_forward_cache) needs replicated parameters and batch mode (each rank decides alone whether it has seen an input): drop -net_forward_cache, or -net_parallel and the grid");
   for (PetscInt k = 0; k < net->nlayers; k++) {
     Layer layer = net->layers[k];
 
     PetscCheck(layer->actonly && !layer->collective && !net->nodes[k].mp && !net->nodes[k].sp, comm, PETSC_ERR_SUP,
-               "The forward cache (-net_forward_cache) hands back earlier forward passes, but node %s (%s) keeps state of its own or communicates in forward: drop -net_forward_cache (it serves Nets of dense and elementwise layers)", net->nodes[k].name,
-               ((PetscObject)layer)->type_name);
+               "The forward cache (-net_forward_cache) hands back earlier forward passes, but node %s (%s) keeps state of its own or communicates in forward: drop -net_forward_cache (it serves Nets of dense and elementwise layers)",
+               net->nodes[k].name, ((PetscObject)layer)->type_name);
   }
   PetscFunctionReturn(0);
 }
@@ -137,7 +138,7 @@ PetscErrorCode NetForwardCacheLookup_Private(Net net, Vec X, PetscBool *hit)
     fc->next     = 0;
   }
   PetscCall(VecGetArrayRead(X, &x));
-  hash = NetForwardCacheHash(n, x);
+  hash         = NetForwardCacheHash(n, x);
   fc->lasthash = hash;
   if (fc->cur.valid && fc->cur.hash == hash && fc->cur.theta == net->theta_fwd_state && fc->thetaid == thetaid) PetscCall(PetscMemcmp(fc->cur.input, x, n * sizeof(PetscScalar), hit));
   for (PetscInt i = 0; i < fc->nslots && !*hit; i++) { /* newest first: an adjoint walks the passes backwards */
@@ -259,6 +260,30 @@ PetscErrorCode NetSetForwardCache(Net net, PetscInt nslots)
   fc->nslots   = nslots;
   fc->batchgen = -1;
   net->fcache  = fc;
+  PetscFunctionReturn(0);
+}
+
+/*@
+  NetGetForwardCacheSize - the earlier forward passes a Net keeps (NetSetForwardCache())
+
+  Not collective
+
+  Input Parameter:
+. net - the Net
+
+  Output Parameter:
+. nslots - the passes kept besides the current one (0: no cache)
+
+  Level: advanced
+
+.seealso: `NetSetForwardCache()`, `NetGetForwardCacheStats()`
+@*/
+PetscErrorCode NetGetForwardCacheSize(Net net, PetscInt *nslots)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(net, NET_CLASSID, 1);
+  PetscValidIntPointer(nslots, 2);
+  *nslots = net->fcachesize;
   PetscFunctionReturn(0);
 }
 

@@ -87,7 +87,7 @@ struct _p_Net {
   PetscBool        forwarded;
   PetscObjectState input_state; /* act[0] is the caller's input Vec (referenced, not copied): its state at NetForward */
   Mat              J, JP;
-  PetscInt         nforward; /* NetForward() calls so far: tells a cached linearization point from a stale one */
+  PetscInt         nforward;   /* NetForward() calls so far: tells a cached linearization point from a stale one */
   PetscInt         fcachesize; /* NetSetForwardCache(): earlier forward passes kept (0: none) */
   void            *fcache;     /* ... and their activations, by input (netforwardcache.c) */
 

@@ -131,7 +131,8 @@ static inline void DenseGemmSmallInnerT(const PetscInt K, PetscBool transb, Pets
 #else
 #define DENSE_TARGET_CLONES
 #endif
-static DENSE_TARGET_CLONES void DenseGemmSmall(PetscBool transa, PetscBool transb, PetscInt m, PetscInt n, PetscInt k, const PetscScalar *restrict A, PetscInt lda, const PetscScalar *restrict B, PetscInt ldb, PetscScalar beta, PetscScalar *restrict C, PetscInt ldc)
+static DENSE_TARGET_CLONES void DenseGemmSmall(PetscBool transa, PetscBool transb, PetscInt m, PetscInt n, PetscInt k, const PetscScalar *restrict A, PetscInt lda, const PetscScalar *restrict B, PetscInt ldb, PetscScalar beta,
+                                               PetscScalar *restrict C, PetscInt ldc)
 {
   if (!transa) {
     switch (m) {
@@ -158,8 +159,8 @@ static DENSE_TARGET_CLONES void DenseGemmSmall(PetscBool transa, PetscBool trans
       else if (beta != 1.0)
         for (PetscInt i = 0; i < m; i++) c[i] *= beta;
       for (PetscInt l = 0; l < k; l++) {
-        const PetscScalar           blj = DenseOpB(transb, B, ldb, l, j);
-        const PetscScalar *restrict a   = A + (size_t)l * lda;
+        const PetscScalar blj         = DenseOpB(transb, B, ldb, l, j);
+        const PetscScalar *restrict a = A + (size_t)l * lda;
 
         for (PetscInt i = 0; i < m; i++) c[i] += a[i] * blj;
       }
@@ -184,9 +185,9 @@ static DENSE_TARGET_CLONES void DenseGemmSmall(PetscBool transa, PetscBool trans
   }
   for (PetscInt j = 0; j < n; j++) {
     for (PetscInt i = 0; i < m; i++) {
-      const PetscScalar *restrict a      = A + (size_t)i * lda;
-      PetscScalar                 acc[4] = {0.0, 0.0, 0.0, 0.0};
-      PetscInt                    l      = 0;
+      const PetscScalar *restrict a = A + (size_t)i * lda;
+      PetscScalar acc[4]            = {0.0, 0.0, 0.0, 0.0};
+      PetscInt    l                 = 0;
 
       if (!transb) {
         const PetscScalar *restrict b = B + (size_t)j * ldb;
