@@ -490,6 +490,7 @@ static PetscErrorCode NetGetLongOption_Private(Net net, const char name[], const
 . -net_spatial_groups <G> - grid mode: split the ranks into G groups, each holding its own fields (NetSetSpatialGroups())
 . -net_spatial_overlap <bool> - grid mode: overlap the halo exchanges with computation (NetSetSpatialOverlap())
 . -net_threads <n>           - threads of this process for the layers' loops (PetNetSetNumThreads(); default OMP_NUM_THREADS, else the cores over the ranks on the node)
+. -net_forward_cache <n>     - keep the last n forward passes, handed back at an input seen before (NetSetForwardCache())
 . -net_test_jacobian         - dot-product and finite-difference checks at the first forward pass
 . -net_load <file>           - load architecture and parameters saved by NetSave() (replaces -net_layers)
 . -net_save <file>           - save the final Net there (NetSaveFromOptions(): at the end of TrainerTrain(), or at NetDestroy() at the latest)
@@ -558,6 +559,12 @@ PetscErrorCode NetSetFromOptions(Net net)
     PetscCall(PetNetGetNumThreads(&nthreads));
     PetscCall(PetscOptionsInt("-net_threads", "Threads of this process for the layers' loops (the process's setting, shared by every Net; results do not depend on it)", "PetNetSetNumThreads", nthreads, &nthreads, &flg));
     if (flg) PetscCall(PetNetSetNumThreads(nthreads));
+  }
+  {
+    PetscInt nslots = net->fcachesize;
+
+    PetscCall(PetscOptionsInt("-net_forward_cache", "Earlier forward passes kept, handed back at an input seen before (0: none)", "NetSetForwardCache", nslots, &nslots, NULL));
+    PetscCall(NetSetForwardCache(net, nslots));
   }
   PetscCall(PetscOptionsBool("-net_test_jacobian", "Run dot-product and finite-difference checks of the Jacobians at the first forward pass", "NetTestJacobian", net->testjacobian, &net->testjacobian, NULL));
   PetscCall(PetscOptionsString("-net_load", "Load architecture and parameters from a file written by NetSave() (replaces -net_layers)", "NetLoad", load, load, sizeof(load), &loadflg));
@@ -973,6 +980,7 @@ PetscErrorCode NetViewFromOptions(Net net, PetscObject obj, const char name[])
 PetscErrorCode NetResetWorkspace_Private(Net net)
 {
   PetscFunctionBegin;
+  PetscCall(NetForwardCacheReset_Private(net));
   if (net->act) {
     for (PetscInt l = 0; l <= net->nlayers; l++) {
       PetscCall(VecDestroy(&net->act[l]));
@@ -1077,6 +1085,7 @@ PetscErrorCode NetDestroy(Net *net)
   }
   PetscCall(NetSaveAtDestroy_Private(*net));
   PetscCall(NetReset(*net));
+  PetscCall(NetForwardCacheDestroy_Private(*net));
   PetscCall(NetSpatialDestroy_Private(*net));
   PetscCall(NetDestroyLayers_Private(*net));
   PetscCall(PetscHeaderDestroy(net));

@@ -250,6 +250,7 @@ PetscErrorCode NetForward(Net net, Vec X, Vec Y)
 {
   const PetscScalar *stack[NET_MAX_STACK_INPUTS], **x, *theta, *th;
   PetscInt           maxin = 0;
+  PetscBool          hit   = PETSC_FALSE;
 
   PetscFunctionBegin;
   PetscValidHeaderSpecific(net, NET_CLASSID, 1);
@@ -266,28 +267,32 @@ PetscErrorCode NetForward(Net net, Vec X, Vec Y)
     net->act[0] = X;
   }
   PetscCall(PetscObjectStateGet((PetscObject)X, &net->input_state));
-  for (PetscInt k = 0; k < net->nlayers; k++) maxin = PetscMax(maxin, net->nodes[k].nin);
-  x = stack;
-  if (maxin > NET_MAX_STACK_INPUTS) PetscCall(PetscMalloc1(maxin, &x));
-  PetscCall(NetGetReplicatedArray_Private(net->theta_rep, &theta));
-  for (PetscInt k = 0; k < net->nlayers; k++) {
-    PetscScalar *y;
+  if (net->fcache) PetscCall(NetForwardCacheLookup_Private(net, X, &hit)); /* NetSetForwardCache(): this input and these parameters seen before? */
+  if (!hit) {
+    for (PetscInt k = 0; k < net->nlayers; k++) maxin = PetscMax(maxin, net->nodes[k].nin);
+    x = stack;
+    if (maxin > NET_MAX_STACK_INPUTS) PetscCall(PetscMalloc1(maxin, &x));
+    PetscCall(NetGetReplicatedArray_Private(net->theta_rep, &theta));
+    for (PetscInt k = 0; k < net->nlayers; k++) {
+      PetscScalar *y;
 
-    PetscCall(NetNodeGetParameters_Private(net, k, net->theta, theta, &th));
-    PetscCall(NetGetInputs_Private(net, k, net->act, x));
-    PetscCall(VecGetArrayWrite(net->act[k + 1], &y));
-    if (net->nodes[k].mp)
-      PetscCall(NetModelForward_Private(net, k, NetNodeCount(net, k), th, x[0], y));
-    else if (net->nodes[k].sp)
-      PetscCall(NetSpatialForward_Private(net, k, NetNodeCount(net, k), th, x, y));
-    else
-      PetscCall(LayerForwardArrays(net->layers[k], NetNodeCount(net, k), th, x, y));
-    PetscCall(VecRestoreArrayWrite(net->act[k + 1], &y));
-    PetscCall(NetRestoreInputs_Private(net, k, net->act, x));
-    PetscCall(NetNodeRestoreParameters_Private(net, k, &th));
+      PetscCall(NetNodeGetParameters_Private(net, k, net->theta, theta, &th));
+      PetscCall(NetGetInputs_Private(net, k, net->act, x));
+      PetscCall(VecGetArrayWrite(net->act[k + 1], &y));
+      if (net->nodes[k].mp)
+        PetscCall(NetModelForward_Private(net, k, NetNodeCount(net, k), th, x[0], y));
+      else if (net->nodes[k].sp)
+        PetscCall(NetSpatialForward_Private(net, k, NetNodeCount(net, k), th, x, y));
+      else
+        PetscCall(LayerForwardArrays(net->layers[k], NetNodeCount(net, k), th, x, y));
+      PetscCall(VecRestoreArrayWrite(net->act[k + 1], &y));
+      PetscCall(NetRestoreInputs_Private(net, k, net->act, x));
+      PetscCall(NetNodeRestoreParameters_Private(net, k, &th));
+    }
+    PetscCall(NetRestoreReplicatedArray_Private(net->theta_rep, &theta));
+    if (x != stack) PetscCall(PetscFree(x));
+    if (net->fcache) PetscCall(NetForwardCacheRecord_Private(net, X));
   }
-  PetscCall(NetRestoreReplicatedArray_Private(net->theta_rep, &theta));
-  if (x != stack) PetscCall(PetscFree(x));
   net->forwarded = PETSC_TRUE;
   net->tanvalid  = PETSC_FALSE;
   net->nforward++;

@@ -118,6 +118,8 @@ struct _p_Layer {
                             so every rank enters every call, even one asked for nothing (dx, dtheta NULL): the kind itself
                             agrees with the other ranks on what to compute (a rank without samples cannot tell from its
                             NULL arrays) */
+  PetscBool actonly;     /* the kernels read nothing of a forward pass but its input and output arrays (no masks,
+                            statistics or buffers of the kind's own): NetSetForwardCache() may hand an earlier pass back */
   PetscInt   nbuffers;   /* non-trainable state saved with the model (e.g. batchnorm running statistics) */
   PetscInt64 maxnparams; /* -1, or the most parameters the layer may have (set by its Net while a model file is read);
                             a layer with an inner Net (ode) hands it on, so that the inner Net refuses before allocating */

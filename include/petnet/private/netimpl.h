@@ -87,7 +87,9 @@ struct _p_Net {
   PetscBool        forwarded;
   PetscObjectState input_state; /* act[0] is the caller's input Vec (referenced, not copied): its state at NetForward */
   Mat              J, JP;
-  PetscInt         nforward; /* NetForward() calls so far: tells a cached linearization point from a stale one */
+  PetscInt         nforward;   /* NetForward() calls so far: tells a cached linearization point from a stale one */
+  PetscInt         fcachesize; /* NetSetForwardCache(): earlier forward passes kept (0: none) */
+  void            *fcache;     /* ... and their activations, by input (netforwardcache.c) */
 
   /* Second order (NetSecondOrderBackward()): the last NetJVP() leaves the tangents in dact[.], tanzero[v] says which
      are zero, and dtheta_rep holds its parameter direction (tandtheta); bar[.] and bard[.] (allocated on first use)
@@ -134,6 +136,10 @@ struct _p_Net {
 
 PETSC_INTERN PetscErrorCode NetSetUpWorkspace_Private(Net, Vec);
 PETSC_INTERN PetscErrorCode NetResetWorkspace_Private(Net);
+PETSC_INTERN PetscErrorCode NetForwardCacheLookup_Private(Net, Vec, PetscBool *);
+PETSC_INTERN PetscErrorCode NetForwardCacheRecord_Private(Net, Vec);
+PETSC_INTERN PetscErrorCode NetForwardCacheReset_Private(Net);
+PETSC_INTERN PetscErrorCode NetForwardCacheDestroy_Private(Net);
 PETSC_INTERN PetscErrorCode NetDetachJacobian_Private(Mat *, PetscBool);
 PETSC_INTERN PetscErrorCode NetCheckInputUnchanged_Private(Net);
 PETSC_INTERN PetscErrorCode NetUpdateReplicatedParameters_Private(Net);

@@ -17,6 +17,10 @@
   Threads: each GEMM is cut into parts along the larger of its two outer dimensions (DenseGemm): one GEMM per part,
   single-threaded BLAS inside each thread. The parts depend only on the sizes, and no part sums into another's
   entries (the inner dimension is never cut), so the results are the same bits for any number of threads.
+
+  Small GEMMs (m n k <= DENSE_SMALL_GEMM multiply-adds, e.g. the 20 x 2 by 2 x 50 products of the spiral's neural ODE)
+  run as plain loops (DenseGemmSmall) and without a parallel region: there BLAS's call, argument checks and operand
+  packing, and OpenMP's team set-up, cost more than the arithmetic. Which path a GEMM takes depends only on its sizes.
 */
 #include <petnet/private/layerimpl.h>
 #include <petscblaslapack.h>
@@ -67,6 +71,136 @@ static PetscErrorCode LayerInitialize_Dense(Layer layer, PetscRandom rnd, PetscS
 /* flops of a GEMM below which it is not cut: a part's GEMM should outweigh packing its operands */
 #define DENSE_PART_FLOPS 4.0e6
 
+/* at most this many multiply-adds (m n k): plain loops instead of BLAS */
+#define DENSE_SMALL_GEMM 32768
+
+/* entry (l, j) of op(B) */
+static inline PetscScalar DenseOpB(PetscBool transb, const PetscScalar *B, PetscInt ldb, PetscInt l, PetscInt j)
+{
+  return transb ? B[j + (size_t)l * ldb] : B[l + (size_t)j * ldb];
+}
+
+/* c = beta c + s (beta = 0: c is not read, as in BLAS) */
+static inline PetscScalar DenseBetaAdd(PetscScalar beta, PetscScalar c, PetscScalar s)
+{
+  return beta == 0.0 ? s : beta * c + s;
+}
+
+/* op(A) = A with M <= 4 rows (M a constant once inlined): each column of C is summed in registers */
+static inline void DenseGemmSmallRowsN(const PetscInt M, PetscBool transb, PetscInt n, PetscInt k, const PetscScalar *restrict A, PetscInt lda, const PetscScalar *restrict B, PetscInt ldb, PetscScalar beta, PetscScalar *restrict C, PetscInt ldc)
+{
+  for (PetscInt j = 0; j < n; j++) {
+    PetscScalar acc[4] = {0.0, 0.0, 0.0, 0.0};
+
+    for (PetscInt l = 0; l < k; l++) {
+      const PetscScalar blj = DenseOpB(transb, B, ldb, l, j);
+
+      for (PetscInt i = 0; i < M; i++) acc[i] += A[i + (size_t)l * lda] * blj;
+    }
+    for (PetscInt i = 0; i < M; i++) C[i + (size_t)j * ldc] = DenseBetaAdd(beta, C[i + (size_t)j * ldc], acc[i]);
+  }
+}
+
+/* op(A) = A^T with an inner dimension K <= 4 (a constant once inlined): column j of op(B) is held in registers */
+static inline void DenseGemmSmallInnerT(const PetscInt K, PetscBool transb, PetscInt m, PetscInt n, const PetscScalar *restrict A, PetscInt lda, const PetscScalar *restrict B, PetscInt ldb, PetscScalar beta, PetscScalar *restrict C, PetscInt ldc)
+{
+  for (PetscInt j = 0; j < n; j++) {
+    PetscScalar b[4];
+
+    for (PetscInt l = 0; l < K; l++) b[l] = DenseOpB(transb, B, ldb, l, j);
+    for (PetscInt i = 0; i < m; i++) {
+      PetscScalar sum = 0.0;
+
+      for (PetscInt l = 0; l < K; l++) sum += A[l + (size_t)i * lda] * b[l];
+      C[i + (size_t)j * ldc] = DenseBetaAdd(beta, C[i + (size_t)j * ldc], sum);
+    }
+  }
+}
+
+/*
+  C = op(A) op(B) + beta C as BLAS's dgemm with alpha = 1 (column-major; op(A) m x k, op(B) k x n; beta = 0: C is not
+  read), in loops the compiler unrolls and vectorizes:
+    op(A) = A      column j of C gathers the columns of A (axpy over the contiguous rows; in registers when m <= 4)
+    op(A) = A^T    C(i, j) is the dot product of columns i of A and j of op(B), in four partial sums (a fixed order)
+                   (column j of op(B) in registers when k <= 4)
+  Compiled also for AVX2 (4 doubles a vector instead of 2), picked at load time on CPUs that have it, as the pointwise
+  kernels are: AVX2 without FMA rounds every operation as the baseline code does, the same bits on any CPU.
+*/
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define DENSE_TARGET_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define DENSE_TARGET_CLONES
+#endif
+static DENSE_TARGET_CLONES void DenseGemmSmall(PetscBool transa, PetscBool transb, PetscInt m, PetscInt n, PetscInt k, const PetscScalar *restrict A, PetscInt lda, const PetscScalar *restrict B, PetscInt ldb, PetscScalar beta,
+                                               PetscScalar *restrict C, PetscInt ldc)
+{
+  if (!transa) {
+    switch (m) {
+    case 1:
+      DenseGemmSmallRowsN(1, transb, n, k, A, lda, B, ldb, beta, C, ldc);
+      return;
+    case 2:
+      DenseGemmSmallRowsN(2, transb, n, k, A, lda, B, ldb, beta, C, ldc);
+      return;
+    case 3:
+      DenseGemmSmallRowsN(3, transb, n, k, A, lda, B, ldb, beta, C, ldc);
+      return;
+    case 4:
+      DenseGemmSmallRowsN(4, transb, n, k, A, lda, B, ldb, beta, C, ldc);
+      return;
+    default:
+      break;
+    }
+    for (PetscInt j = 0; j < n; j++) {
+      PetscScalar *restrict c = C + (size_t)j * ldc;
+
+      if (beta == 0.0)
+        for (PetscInt i = 0; i < m; i++) c[i] = 0.0;
+      else if (beta != 1.0)
+        for (PetscInt i = 0; i < m; i++) c[i] *= beta;
+      for (PetscInt l = 0; l < k; l++) {
+        const PetscScalar blj         = DenseOpB(transb, B, ldb, l, j);
+        const PetscScalar *restrict a = A + (size_t)l * lda;
+
+        for (PetscInt i = 0; i < m; i++) c[i] += a[i] * blj;
+      }
+    }
+    return;
+  }
+  switch (k) {
+  case 1:
+    DenseGemmSmallInnerT(1, transb, m, n, A, lda, B, ldb, beta, C, ldc);
+    return;
+  case 2:
+    DenseGemmSmallInnerT(2, transb, m, n, A, lda, B, ldb, beta, C, ldc);
+    return;
+  case 3:
+    DenseGemmSmallInnerT(3, transb, m, n, A, lda, B, ldb, beta, C, ldc);
+    return;
+  case 4:
+    DenseGemmSmallInnerT(4, transb, m, n, A, lda, B, ldb, beta, C, ldc);
+    return;
+  default:
+    break;
+  }
+  for (PetscInt j = 0; j < n; j++) {
+    for (PetscInt i = 0; i < m; i++) {
+      const PetscScalar *restrict a = A + (size_t)i * lda;
+      PetscScalar acc[4]            = {0.0, 0.0, 0.0, 0.0};
+      PetscInt    l                 = 0;
+
+      if (!transb) {
+        const PetscScalar *restrict b = B + (size_t)j * ldb;
+
+        for (; l + 4 <= k; l += 4)
+          for (PetscInt q = 0; q < 4; q++) acc[q] += a[l + q] * b[l + q];
+      }
+      for (; l < k; l++) acc[0] += a[l] * DenseOpB(transb, B, ldb, l, j);
+      C[i + (size_t)j * ldc] = DenseBetaAdd(beta, C[i + (size_t)j * ldc], (acc[0] + acc[1]) + (acc[2] + acc[3]));
+    }
+  }
+}
+
 /*
   C = op(A) op(B) + beta C (column-major, as BLAS; op(A) m x k, op(B) k x n), cut into parts of rows of C (when m > n:
   the rows of op(A)) or of columns (the columns of op(B)), at least 16 each and DENSE_PART_FLOPS of work, run on
@@ -82,13 +216,21 @@ static PetscErrorCode DenseGemm(const char *ta, const char *tb, PetscInt m, Pets
 
   PetscFunctionBegin;
   if (!m || !n) PetscFunctionReturn(0);
+  if ((PetscLogDouble)m * n * k <= DENSE_SMALL_GEMM) {
+    DenseGemmSmall((PetscBool)(ta[0] != 'N'), (PetscBool)(tb[0] != 'N'), m, n, k, A, lda, B, ldb, beta, C, ldc);
+    PetscFunctionReturn(0);
+  }
   PetscCall(PetscBLASIntCast(m, &bm));
   PetscCall(PetscBLASIntCast(n, &bn));
   PetscCall(PetscBLASIntCast(k, &bk));
   PetscCall(PetscBLASIntCast(lda, &blda));
   PetscCall(PetscBLASIntCast(ldb, &bldb));
   PetscCall(PetscBLASIntCast(ldc, &bldc));
-#pragma omp parallel for num_threads(PetNetThreads()) schedule(dynamic, 1) if (nparts > 1)
+  if (nparts == 1) { /* no parallel region: an if(0) region still sets up a team */
+    BLASgemm_(ta, tb, &bm, &bn, &bk, &one, A, &blda, B, &bldb, &beta, C, &bldc);
+    PetscFunctionReturn(0);
+  }
+#pragma omp parallel for num_threads(PetNetThreads()) schedule(dynamic, 1)
   for (PetscInt p = 0; p < nparts; p++) {
     PetscInt           j0, j1;
     PetscBLASInt       pm = bm, pn = bn;
@@ -110,10 +252,15 @@ static PetscErrorCode DenseGemm(const char *ta, const char *tb, PetscInt m, Pets
   PetscFunctionReturn(0);
 }
 
-/* y[s][o] += b[o], samples in parallel */
+/* y[s][o] += b[o], samples in parallel (a small batch without a parallel region: even an if(0) region sets up a team) */
 static void DenseAddBias(PetscInt n, PetscInt out, const PetscScalar *b, PetscScalar *y)
 {
-#pragma omp parallel for num_threads(PetNetThreads()) schedule(guided) if ((PetscLogDouble)n * out > 65536)
+  if ((PetscLogDouble)n * out <= 65536) {
+    for (PetscInt s = 0; s < n; s++)
+      for (PetscInt o = 0; o < out; o++) y[(size_t)s * out + o] += b[o];
+    return;
+  }
+#pragma omp parallel for num_threads(PetNetThreads()) schedule(guided)
   for (PetscInt s = 0; s < n; s++)
     for (PetscInt o = 0; o < out; o++) y[(size_t)s * out + o] += b[o];
 }
@@ -425,6 +572,7 @@ PETSC_INTERN PetscErrorCode LayerCreate_Dense(Layer layer)
   layer->ops->forward        = LayerForward_Dense;
   layer->ops->backward       = LayerBackward_Dense;
   layer->gradfree            = PETSC_TRUE; /* dW = x^T dy, db = sum dy: W is not read */
+  layer->actonly             = PETSC_TRUE; /* backward and jvp read x (and theta) alone */
   layer->ops->jvp            = LayerJVP_Dense;
   layer->ops->sobackward     = LayerSOBackward_Dense;
   layer->ops->tensors        = LayerTensors_Dense;

@@ -63,6 +63,7 @@ PetscErrorCode LayerCreatePointwise_Private(Layer layer, PointwiseFunction f, Po
   pw->flops_df        = flops_df;
   layer->data         = pw;
   layer->ops->destroy = LayerDestroy_Pointwise;
+  layer->actonly      = PETSC_TRUE; /* f, f', f'' read x and y alone */
   PetscFunctionReturn(0);
 }
 
