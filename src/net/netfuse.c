@@ -79,7 +79,7 @@ PetscErrorCode NetFuseWorkspace_Private(Net net)
 /* NetView(): under an activation node, where its passes went */
 PetscErrorCode NetFuseViewNode_Private(Net net, PetscInt k, PetscViewer viewer)
 {
-  const NetNode *nd = &net->nodes[k];
+  const NetNode *nd       = &net->nodes[k];
   char           fwd[128] = "", bwd[128] = "";
 
   PetscFunctionBegin;

@@ -159,7 +159,7 @@ static PetscErrorCode LayerForward_Dense(Layer layer, PetscInt n, const PetscSca
   PetscInt           in = layer->insize, out = layer->outsize;
   const PetscScalar *W = theta, *b = theta + in * out;
 
-  DenseEpilogue      ep    = {layer, dense->bias ? b : NULL, (PetscBool)(layer->fuseact != NULL), NULL};
+  DenseEpilogue ep = {layer, dense->bias ? b : NULL, (PetscBool)(layer->fuseact != NULL), NULL};
 
   PetscFunctionBegin;
   if (!n) PetscFunctionReturn(0);

@@ -149,7 +149,7 @@ PETSC_INTERN PetscErrorCode LayerCreate_MaxPool(Layer layer)
   PetscCall(LayerCreatePool_Private(layer, sizeof(Layer_MaxPool)));
   layer->ops->setup    = LayerSetUpPool_Private;
   layer->ops->forward  = LayerForward_MaxPool;
-  layer->fusebackward = PETSC_TRUE; /* applies a fused activation's derivative to each sample of dx (layerimpl.h) */
+  layer->fusebackward  = PETSC_TRUE; /* applies a fused activation's derivative to each sample of dx (layerimpl.h) */
   layer->ops->backward = LayerBackward_MaxPool;
   layer->ops->jvp      = LayerJVP_MaxPool;
   layer->sozero        = PETSC_TRUE; /* linear (or piecewise linear) in x: no curvature term */
