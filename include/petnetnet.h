@@ -57,6 +57,8 @@ PETSC_EXTERN PetscErrorCode NetSetFromOptions(Net);
 PETSC_EXTERN PetscErrorCode NetSetUp(Net);
 PETSC_EXTERN PetscErrorCode NetSetTraining(Net, PetscBool);
 PETSC_EXTERN PetscErrorCode NetGetTraining(Net, PetscBool *);
+PETSC_EXTERN PetscErrorCode NetSetFusion(Net, PetscBool);
+PETSC_EXTERN PetscErrorCode NetGetFusion(Net, PetscBool *);
 PETSC_EXTERN PetscErrorCode NetView(Net, PetscViewer);
 PETSC_EXTERN PetscErrorCode NetViewFromOptions(Net, PetscObject, const char[]);
 PETSC_EXTERN PetscErrorCode NetReset(Net);

@@ -12,9 +12,16 @@
   The chunking of the convolutions comes from the options (e.g. -layer0_conv2d_max_workspace 1e-3: chunks of part of a
   sample).
 
+  Fusion (netfuse.c, with -threads_fuse): the same Nets also run with every pass on its own (NetSetFusion(net, PETSC_FALSE)) at 1 thread;
+  the fused results at every thread count must agree with them to 1e-13 relative (they are the same operations: in
+  practice the same bits), and at 1 thread NetTestJacobian() checks the fused Net's Jacobians (dot-product errors
+  <= 1e-12; the finite differences, which cross kinks of relu and maxpool on random inputs, no worse than unfused).
+    -threads_fuse        run these comparisons (default: only the thread counts, the Nets fused as by default)
+
   Training (-threads_train): train the Net of the options (-net_layers, -tao_type, -trainer_batch_size, ...) on the
   first -train_dataset_limit images of the Fashion-MNIST test split at 1 and at 2 threads; the final parameters, the
-  training loss and the test accuracy must be the same bits.
+  training loss and the test accuracy must be the same bits. With -threads_fuse also with separate passes at 1
+  thread: parameters and loss within 1e-13 relative, the same accuracy.
 */
 #include <petnet.h>
 
@@ -30,6 +37,8 @@ static const struct {
     {"conv3d:4:3:1:1,relu,maxpool:2,flatten,dense:5", "6x6x6x2", 1},
     {"dense:128,relu,batchnorm,dense:48,tanh,dense:10", "784", 32},
     {"conv2d:4:3:1:1,avgpool:2,upsample:2:linear,convtranspose2d:3:2:2:0,relu,upsample:2,avgpool:4,flatten,dense:5", "12x12x2", 16},
+    {"dense:16,relu,residual(dense:16,relu,dense:16),relu,dense:16,relu,dense:4", "8", 4},
+    {"conv2d:4:3:1:1,relu,residual(conv2d:4:3:1:1,batchnorm,relu,conv2d:4:3:1:1),relu,maxpool:2,flatten,dense:5", "8x8x2", 1},
 };
 
 /* the largest |a - b| over the entries (0 when both are NULL) */
@@ -59,8 +68,9 @@ static PetscErrorCode RandomVec(Vec v, PetscRandom rnd)
   PetscFunctionReturn(0);
 }
 
-/* a fresh Net from spec at nthreads threads: the results of forward, backward, jvp and the second-order backward */
-static PetscErrorCode LayerResults(const char *spec, const char *shape, PetscInt n, PetscInt nthreads, Vec res[NRESULTS])
+/* a fresh Net from spec at nthreads threads, fused or not: the results of forward, backward, jvp and the second-order
+   backward; with test, also its Jacobian test's worst errors (dot-product, finite differences) */
+static PetscErrorCode LayerResults(const char *spec, const char *shape, PetscInt n, PetscInt nthreads, PetscBool fuse, Vec res[NRESULTS], PetscReal *doterr, PetscReal *fderr)
 {
   MPI_Comm    comm = PETSC_COMM_WORLD;
   Net         net;
@@ -78,6 +88,7 @@ static PetscErrorCode LayerResults(const char *spec, const char *shape, PetscInt
   PetscCall(NetSetInputShape(net, &in));
   PetscCall(NetSetSeed(net, 7));
   PetscCall(NetSetFromOptions(net));
+  PetscCall(NetSetFusion(net, fuse));
   PetscCall(NetSetTraining(net, PETSC_TRUE));
   PetscCall(NetSetUp(net));
   PetscCall(PetscRandomCreate(comm, &rnd));
@@ -109,6 +120,13 @@ static PetscErrorCode LayerResults(const char *spec, const char *shape, PetscInt
     res[4] = res[5] = NULL;
   PetscCall(VecDuplicate(theta, &res[6]));
   PetscCall(VecCopy(theta, res[6]));
+  if (doterr) {
+    PetscViewer quiet; /* the errors are asserted by the caller; the table would only repeat them */
+
+    PetscCall(PetscViewerASCIIOpen(comm, "/dev/null", &quiet));
+    PetscCall(NetTestJacobian(net, X, quiet, doterr, fderr));
+    PetscCall(PetscViewerDestroy(&quiet));
+  }
   PetscCall(VecDestroy(&X));
   PetscCall(VecDestroy(&dY));
   PetscCall(VecDestroy(&dXt));
@@ -118,18 +136,46 @@ static PetscErrorCode LayerResults(const char *spec, const char *shape, PetscInt
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode TestLayers(PetscInt n, PetscInt tmax)
+/* |a - b|_inf / |a|_inf (0 when both are NULL or zero) */
+static PetscErrorCode RelativeDifference(Vec a, Vec b, PetscReal *rel)
+{
+  PetscReal d, norm = 0;
+
+  PetscFunctionBegin;
+  PetscCall(MaxDifference(a, b, &d));
+  if (a) PetscCall(VecNorm(a, NORM_INFINITY, &norm));
+  *rel = norm > 0 ? d / norm : d;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode TestLayers(PetscInt n, PetscInt tmax, PetscBool fusecmp)
 {
   PetscFunctionBegin;
   for (size_t k = 0; k < sizeof(Nets) / sizeof(Nets[0]); k++) {
-    Vec       ref[NRESULTS], other[NRESULTS];
-    PetscReal worst = 0;
+    Vec       ref[NRESULTS], other[NRESULTS], sep[NRESULTS];
+    PetscReal worst = 0, fused = 0, doterr = 0, fderr = 0, sdoterr = 0, sfderr = 0;
 
     const PetscInt ns = n * Nets[k].batchfactor;
 
-    PetscCall(LayerResults(Nets[k].spec, Nets[k].shape, ns, 1, ref));
+    /* every pass on its own against the fused passes (at every thread count below) */
+    PetscCall(LayerResults(Nets[k].spec, Nets[k].shape, ns, 1, PETSC_TRUE, ref, fusecmp ? &doterr : NULL, &fderr));
+    if (fusecmp)
+      PetscCall(LayerResults(Nets[k].spec, Nets[k].shape, ns, 1, PETSC_FALSE, sep, &sdoterr, &sfderr));
+    else
+      for (PetscInt r = 0; r < NRESULTS; r++) sep[r] = NULL;
+    /* the dot-product tests hold exactly; the finite differences cross the kinks of relu and maxpool on these random
+       inputs (errors up to 1e-2), and must find the fused Net no worse than the separate one */
+    PetscCheck(doterr <= 1e-12 && fderr <= PetscMax(1e-6, sfderr * (1 + 1e-6)), PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s on %s, fused: Jacobian test errors %g (dot product, <= 1e-12) and %g (finite differences; separate passes: %g)", Nets[k].spec,
+               Nets[k].shape, (double)doterr, (double)fderr, (double)sfderr);
+    for (PetscInt r = 0; r < NRESULTS; r++) {
+      PetscReal d;
+
+      PetscCall(RelativeDifference(sep[r], ref[r], &d));
+      PetscCheck(d <= 1e-13, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s on %s: %s fused differs from separate passes by %g relative", Nets[k].spec, Nets[k].shape, ResultNames[r], (double)d);
+      fused = PetscMax(fused, d);
+    }
     for (PetscInt t = 2; t <= tmax; t++) {
-      PetscCall(LayerResults(Nets[k].spec, Nets[k].shape, ns, t, other));
+      PetscCall(LayerResults(Nets[k].spec, Nets[k].shape, ns, t, PETSC_TRUE, other, NULL, NULL));
       for (PetscInt r = 0; r < NRESULTS; r++) {
         PetscReal d;
 
@@ -139,14 +185,20 @@ static PetscErrorCode TestLayers(PetscInt n, PetscInt tmax)
         PetscCall(VecDestroy(&other[r]));
       }
     }
-    for (PetscInt r = 0; r < NRESULTS; r++) PetscCall(VecDestroy(&ref[r]));
+    for (PetscInt r = 0; r < NRESULTS; r++) {
+      PetscCall(VecDestroy(&ref[r]));
+      PetscCall(VecDestroy(&sep[r]));
+    }
     PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%s (%s, %" PetscInt_FMT " samples): forward, backward, jvp, second order at 2 to %" PetscInt_FMT " threads against 1: max difference %g\n", Nets[k].spec, Nets[k].shape, ns, tmax, (double)worst));
+    if (fusecmp)
+      PetscCall(
+          PetscPrintf(PETSC_COMM_WORLD, "  fused against separate passes: max relative difference %g; Jacobian test fused: dot product %.0e, finite differences %.1e (separate: %.1e)\n", (double)fused, (double)doterr, (double)fderr, (double)sfderr));
   }
   PetscFunctionReturn(0);
 }
 
 /* train the Net of the options on the test split's first images at nthreads threads: parameters, loss and accuracy */
-static PetscErrorCode TrainResults(PetscInt nthreads, Vec *params, PetscReal *trainloss, PetscReal *testacc)
+static PetscErrorCode TrainResults(PetscInt nthreads, PetscBool fuse, Vec *params, PetscReal *trainloss, PetscReal *testacc)
 {
   MPI_Comm  comm = PETSC_COMM_WORLD;
   Dataset   train, test;
@@ -175,6 +227,7 @@ static PetscErrorCode TrainResults(PetscInt nthreads, Vec *params, PetscReal *tr
   PetscCall(DatasetSetFromOptions(test));
   PetscCall(NetCreate(comm, &net));
   PetscCall(NetSetFromOptions(net));
+  PetscCall(NetSetFusion(net, fuse));
   PetscCall(LossCreate(comm, &loss));
   PetscCall(LossSetType(loss, LOSSCROSSENTROPY));
   PetscCall(LossSetFromOptions(loss));
@@ -196,14 +249,22 @@ static PetscErrorCode TrainResults(PetscInt nthreads, Vec *params, PetscReal *tr
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode TestTraining(void)
+static PetscErrorCode TestTraining(PetscBool fusecmp)
 {
-  Vec       p1, p2;
-  PetscReal l1, l2, a1, a2, d, norm;
+  Vec       p1, p2, ps;
+  PetscReal l1, l2, ls, a1, a2, as, d, norm;
 
   PetscFunctionBegin;
-  PetscCall(TrainResults(1, &p1, &l1, &a1));
-  PetscCall(TrainResults(2, &p2, &l2, &a2));
+  PetscCall(TrainResults(1, PETSC_TRUE, &p1, &l1, &a1));
+  PetscCall(TrainResults(2, PETSC_TRUE, &p2, &l2, &a2));
+  if (fusecmp) {
+    PetscCall(TrainResults(1, PETSC_FALSE, &ps, &ls, &as)); /* every pass on its own */
+    PetscCall(RelativeDifference(ps, p1, &d));
+    PetscCheck(d <= 1e-13 && PetscAbsReal(ls - l1) <= 1e-13 * PetscAbsReal(ls) && as == a1, PETSC_COMM_WORLD, PETSC_ERR_PLIB,
+               "training with fused passes differs from separate ones: parameters by %g relative, loss %.17g against %.17g, accuracy %.17g against %.17g", (double)d, (double)l1, (double)ls, (double)a1, (double)as);
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "training fused against separate passes at 1 thread: parameters differ by %g relative\n", (double)d));
+    PetscCall(VecDestroy(&ps));
+  }
   PetscCall(MaxDifference(p1, p2, &d));
   PetscCall(VecNorm(p1, NORM_INFINITY, &norm));
   PetscCheck(d == 0 && l1 == l2 && a1 == a2, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "training at 2 threads differs from 1 thread: parameters by %g, loss %.17g against %.17g, accuracy %.17g against %.17g", (double)d, (double)l1, (double)l2, (double)a1,
@@ -217,17 +278,18 @@ static PetscErrorCode TestTraining(void)
 int main(int argc, char **argv)
 {
   PetscInt  n = 20, tmax = 3;
-  PetscBool train = PETSC_FALSE;
+  PetscBool train = PETSC_FALSE, fusecmp = PETSC_FALSE;
 
   PetscFunctionBeginUser;
   PetscCall(PetscInitialize(&argc, &argv, NULL, NULL));
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-threads_batch", &n, NULL));
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-threads_max", &tmax, NULL));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-threads_train", &train, NULL));
+  PetscCall(PetscOptionsGetBool(NULL, NULL, "-threads_fuse", &fusecmp, NULL));
   if (train)
-    PetscCall(TestTraining());
+    PetscCall(TestTraining(fusecmp));
   else
-    PetscCall(TestLayers(n, tmax));
+    PetscCall(TestLayers(n, tmax, fusecmp));
   PetscCall(PetscFinalize());
   return 0;
 }

@@ -34,6 +34,7 @@ PetscErrorCode NetCreate(MPI_Comm comm, Net *net)
   PetscCall(PetscHeaderCreate(n, NET_CLASSID, "Net", "Neural network", "Net", comm, NetDestroy, NetView));
   n->seed        = 0;
   n->training    = PETSC_TRUE;
+  n->fuse        = PETSC_TRUE;
   n->loadnparams = -1;
   n->maxnparams  = -1;
   n->nlocal      = -1;
@@ -566,6 +567,12 @@ PetscErrorCode NetSetFromOptions(Net net)
     PetscCall(PetscOptionsInt("-net_forward_cache", "Earlier forward passes kept, handed back at an input seen before (0: none)", "NetSetForwardCache", nslots, &nslots, NULL));
     PetscCall(NetSetForwardCache(net, nslots));
   }
+  {
+    PetscBool fuse = net->fuse;
+
+    PetscCall(PetscOptionsBool("-net_fuse", "Fuse activations into the passes of their neighbours (the same results; false: every pass on its own)", "NetSetFusion", fuse, &fuse, NULL));
+    PetscCall(NetSetFusion(net, fuse));
+  }
   PetscCall(PetscOptionsBool("-net_test_jacobian", "Run dot-product and finite-difference checks of the Jacobians at the first forward pass", "NetTestJacobian", net->testjacobian, &net->testjacobian, NULL));
   PetscCall(PetscOptionsString("-net_load", "Load architecture and parameters from a file written by NetSave() (replaces -net_layers)", "NetLoad", load, load, sizeof(load), &loadflg));
   PetscCall(PetscOptionsString("-net_save", "Save the final Net to this file (.h5: HDF5, else PETSc binary)", "NetSaveFromOptions", save, save, sizeof(save), &saveflg));
@@ -845,6 +852,7 @@ PetscErrorCode NetSetUp(Net net)
   PetscCall(VecCreateMPI(comm, PETSC_DECIDE, net->nparams, &net->theta));
   PetscCall(PetscObjectSetName((PetscObject)net->theta, "parameters"));
   PetscCall(NetSetUpParameterMaps_Private(net));
+  PetscCall(NetSetUpFusion_Private(net));
   net->setupcalled = PETSC_TRUE;
   PetscCall(NetInitializeParameters(net));
   PetscCall(NetViewFromOptions(net, NULL, "-net_view"));
@@ -946,6 +954,7 @@ PetscErrorCode NetView(Net net, PetscViewer viewer)
     }
     if (net->setupcalled) PetscCall(NetModelViewNode_Private(net, l, viewer));   /* a model-parallel node: its grid and blocks */
     if (net->setupcalled) PetscCall(NetSpatialViewNode_Private(net, l, viewer)); /* a spatial node: its grids */
+    if (net->setupcalled) PetscCall(NetFuseViewNode_Private(net, l, viewer));    /* an activation fused into its neighbours */
   }
   if (net->setupcalled) PetscCall(PetscViewerASCIIPrintf(viewer, "total parameters %" PetscInt_FMT "\n", net->nparams));
   PetscCall(PetscViewerASCIIPopTab(viewer));

@@ -111,6 +111,7 @@ PetscErrorCode NetSetUpWorkspace_Private(Net net, Vec X)
     PetscCall(VecDuplicate(net->act[v], &net->dact[v]));
     if (nuses > 1) PetscCall(VecDuplicate(net->act[v], &net->dsum[v]));
   }
+  PetscCall(NetFuseWorkspace_Private(net)); /* an activation fused into its producer shares the producer's value */
   net->nlocal = n;
   net->batchgen++;
   net->nglobal = N;
@@ -276,6 +277,7 @@ PetscErrorCode NetForward(Net net, Vec X, Vec Y)
     for (PetscInt k = 0; k < net->nlayers; k++) {
       PetscScalar *y;
 
+      if (net->nodes[k].fusedinto >= 0) continue; /* an activation its producer applied (netfuse.c): the same Vec */
       PetscCall(NetNodeGetParameters_Private(net, k, net->theta, theta, &th));
       PetscCall(NetGetInputs_Private(net, k, net->act, x));
       PetscCall(VecGetArrayWrite(net->act[k + 1], &y));
@@ -283,8 +285,11 @@ PetscErrorCode NetForward(Net net, Vec X, Vec Y)
         PetscCall(NetModelForward_Private(net, k, NetNodeCount(net, k), th, x[0], y));
       else if (net->nodes[k].sp)
         PetscCall(NetSpatialForward_Private(net, k, NetNodeCount(net, k), th, x, y));
-      else
+      else {
+        net->layers[k]->fuseact = net->nodes[k].fuseact >= 0 ? net->layers[net->nodes[k].fuseact] : NULL;
         PetscCall(LayerForwardArrays(net->layers[k], NetNodeCount(net, k), th, x, y));
+        net->layers[k]->fuseact = NULL;
+      }
       PetscCall(VecRestoreArrayWrite(net->act[k + 1], &y));
       PetscCall(NetRestoreInputs_Private(net, k, net->act, x));
       PetscCall(NetNodeRestoreParameters_Private(net, k, &th));
@@ -527,8 +532,9 @@ PetscErrorCode NetBackward(Net net, Vec dY, Vec dX, Vec G)
     const PetscScalar *dy, *th;
     PetscScalar       *gk;
 
+    if (nd->fusedback >= 0) continue; /* an activation whose consumer did its backward (netfuse.c) */
     for (PetscInt i = 0; i < nd->nin; i++) {
-      PetscInt v = nd->in[i] + 1;
+      PetscInt v = NetBackwardTarget(net, k, i); /* the input, or the input of a fused activation before node k */
 
       dx[i]     = NULL;
       summed[i] = PETSC_FALSE;
@@ -538,6 +544,7 @@ PetscErrorCode NetBackward(Net net, Vec dY, Vec dX, Vec G)
       seeded[v] = PETSC_TRUE;
     }
     PetscCall(VecGetArrayRead(net->dact[k + 1], &dy));
+    net->layers[k]->fusemask = nd->fusemask >= 0 ? net->layers[nd->fusemask] : NULL; /* dx = f'(x) J^T dy in its pass */
     if (nd->pmap && !nd->mp && G && net->layers[k]->gradfree) {
       /* a node that gathers its parameters, of a kind whose parameter gradient does not read them: the input part
          with the parameters, released before the gradient's buffer is taken (never both at once; none at all when the
@@ -545,7 +552,7 @@ PetscErrorCode NetBackward(Net net, Vec dY, Vec dX, Vec G)
       PetscBool    anydx                      = PETSC_FALSE;
       PetscScalar *nodx[NET_MAX_STACK_INPUTS] = {NULL};
 
-      for (PetscInt i = 0; i < nd->nin; i++) anydx = (PetscBool)(anydx || nd->in[i] != NET_INPUT || dX); /* not dx[i]: NULL on a rank without samples */
+      for (PetscInt i = 0; i < nd->nin; i++) anydx = (PetscBool)(anydx || NetBackwardTarget(net, k, i) || dX); /* not dx[i]: NULL on a rank without samples */
       if (anydx) {
         PetscCall(NetNodeGetParameters_Private(net, k, net->theta, theta, &th));
         PetscCall(NetNodeBackwardArrays_Private(net, k, th, dy, dx, NULL));
@@ -562,9 +569,10 @@ PetscErrorCode NetBackward(Net net, Vec dY, Vec dX, Vec G)
       PetscCall(NetNodeRestoreGradient_Private(net, k, G, &gk));
       PetscCall(NetNodeRestoreParameters_Private(net, k, &th));
     }
+    net->layers[k]->fusemask = NULL;
     PetscCall(VecRestoreArrayRead(net->dact[k + 1], &dy));
     for (PetscInt i = 0; i < nd->nin; i++) {
-      PetscInt v = nd->in[i] + 1;
+      PetscInt v = NetBackwardTarget(net, k, i);
 
       if (!dx[i]) continue;
       PetscCall(VecRestoreArrayWrite(summed[i] ? net->dsum[v] : net->dact[v], &dx[i]));

@@ -181,7 +181,15 @@ PetscErrorCode NetForwardCacheLookup_Private(Net net, Vec X, PetscBool *hit)
 
     if (!e->act) {
       PetscCall(PetscCalloc1(net->nlayers + 1, &e->act));
-      for (PetscInt v = 1; v <= net->nlayers; v++) PetscCall(VecDuplicate(net->act[v], &e->act[v]));
+      for (PetscInt v = 1; v <= net->nlayers; v++) {
+        const PetscInt p = net->nodes[v - 1].fusedinto;
+
+        if (p >= 0) { /* an activation fused into its producer (netfuse.c) shares its Vec in every slot, as in act[] */
+          PetscCall(PetscObjectReference((PetscObject)e->act[p + 1]));
+          e->act[v] = e->act[p + 1];
+        } else
+          PetscCall(VecDuplicate(net->act[v], &e->act[v]));
+      }
     }
     for (PetscInt v = 1; v <= net->nlayers; v++) {
       Vec tmp     = net->act[v];

@@ -93,6 +93,13 @@ struct _LayerOps {
   PetscErrorCode (*getscale)(Layer, PetscInt *, PetscInt[]);
   PetscErrorCode (*gridbox)(Layer, PetscInt, const PetscInt64[], const PetscInt64[], const PetscInt64[], PetscInt64[], PetscInt64[]);
   PetscErrorCode (*setgridblock)(Layer, PetscInt, const PetscInt64[], const PetscInt64[], const PetscInt64[], const PetscInt64[], const PetscInt64[]);
+  /* Fused activation (an owner applies an activation inside a neighbour's pass over memory, Layer.fuseact/fusemask
+     below). A kind sets both when it may be fused: activate(N, y) y = f(y) in place, activatemask(N, y, d)
+     d = f'(y) d in place, on N entries, in the calling thread (they run inside a neighbour's parallel parts), with the
+     same arithmetic as its forward and backward, so that fusing changes no bit. It promises that its derivatives at x
+     and at f(x) agree and f(f(x)) = f(x) (relu): its node may then read its output where its input was. */
+  PetscErrorCode (*activate)(Layer, PetscInt, PetscScalar *);
+  PetscErrorCode (*activatemask)(Layer, PetscInt, const PetscScalar *, PetscScalar *);
   PetscErrorCode (*view)(Layer, PetscViewer);
   PetscErrorCode (*reset)(Layer);
   PetscErrorCode (*destroy)(Layer);
@@ -137,9 +144,27 @@ struct _p_Layer {
                             windowed kind then sets out = (output channels) and its parameter count from (channels) */
   PetscLogEvent event[LAYER_NUM_PHASES];
 
+  /* Fusion (set by the owner around one call, NULL otherwise; src/net/netfuse.c). fuseact: forward applies that
+     activation layer's activate() to its output in its own output pass (y = f(conv(x) + b)), when the kind has set
+     fuseforward. fusemask: backward multiplies dx by that activation's derivative at this layer's input x (the
+     activation's output) in its own output pass (dx = f'(x) J^T dy), when the kind has set fusebackward. */
+  PetscBool fuseforward, fusebackward;
+  Layer     fuseact, fusemask;
+
   void *data;
 };
 
 PETSC_EXTERN PetscErrorCode LayerGetTensors(Layer, PetscInt *, LayerTensorInfo[]);
 PETSC_INTERN PetscErrorCode LayerRegisterEvents_Private(LayerType);
 PETSC_INTERN PetscErrorCode LayerGetEvents_Private(LayerType, PetscLogEvent[]);
+
+/* y[0..N) = f(y) in place if the owner fused an activation into this layer's forward (LayerFusedMask: dx = f'(x) dx
+   into its backward); in the calling thread, for a block of the output the kernel has just written */
+static inline PetscErrorCode LayerFusedActivate(Layer layer, PetscInt N, PetscScalar *y)
+{
+  return layer->fuseact ? layer->fuseact->ops->activate(layer->fuseact, N, y) : 0;
+}
+static inline PetscErrorCode LayerFusedMask(Layer layer, PetscInt N, const PetscScalar *x, PetscScalar *dx)
+{
+  return layer->fusemask ? layer->fusemask->ops->activatemask(layer->fusemask, N, x, dx) : 0;
+}

@@ -47,6 +47,12 @@ typedef struct {
   /* Grid mode (netspatial.c): a node whose input lies on the grid and that reads a neighbourhood (a window, an
      upsampling) or leaves the grid (globalavgpool); NULL for the nodes that act point by point */
   void *sp;
+
+  /* Fusion (netfuse.c), decided at set-up, -1 where none: fuseact, the activation node this node applies in its forward
+     output pass (this node's output value then holds the activation's output, and the activation's value is the same
+     Vec); fusemask, the activation node whose derivative this node applies to its dx (its backward writes the
+     activation's input cotangent). fusedinto and fusedback: the other end, on the activation node. */
+  PetscInt fuseact, fusemask, fusedinto, fusedback;
 } NetNode;
 
 struct _p_Net {
@@ -118,6 +124,7 @@ struct _p_Net {
   PetscBool        saved;
   PetscObjectState savedstate;
 
+  PetscBool   fuse;     /* fuse activations into neighbouring passes (NetSetFusion(), -net_fuse) */
   PetscBool   training; /* see NetSetTraining() */
   PetscBool   testjacobian, intest;
   PetscInt    loadnparams;         /* >= 0 while a model file is read: the parameter count it declares, checked by NetSetUp() before allocating */
@@ -179,6 +186,17 @@ PETSC_INTERN PetscErrorCode NetSpatialJVP_Private(Net, PetscInt, PetscInt, const
 PETSC_INTERN PetscErrorCode NetSpatialSOBackward_Private(Net, PetscInt, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *,
                                                          PetscScalar *);
 PETSC_INTERN PetscErrorCode NetSpatialViewNode_Private(Net, PetscInt, PetscViewer);
+PETSC_INTERN PetscErrorCode NetSetUpFusion_Private(Net);
+PETSC_INTERN PetscErrorCode NetFuseWorkspace_Private(Net);
+PETSC_INTERN PetscErrorCode NetFuseViewNode_Private(Net, PetscInt, PetscViewer);
+/* the value that receives the cotangent of node k's input i in NetBackward(): the input itself, or, when node k applies
+   the derivative of the activation that makes that input (fusemask), the activation's own input */
+static inline PetscInt NetBackwardTarget(Net net, PetscInt k, PetscInt i)
+{
+  const NetNode *nd = &net->nodes[k];
+
+  return (nd->fusemask >= 0 ? net->nodes[nd->fusemask].in[0] : nd->in[i]) + 1;
+}
 PETSC_INTERN PetscErrorCode NetLayerListNext_Private(char **, char **);
 PETSC_INTERN PetscErrorCode NetListSpec_Private(Net, PetscInt, PetscInt, size_t, char[], size_t *);
 PETSC_INTERN PetscErrorCode NetSetFrozen_Private(Net, PetscBool);

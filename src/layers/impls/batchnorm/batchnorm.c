@@ -189,18 +189,28 @@ static PetscErrorCode BatchNormStatistics(Layer layer, PetscInt n, const PetscSc
   PetscFunctionReturn(0);
 }
 
-/* y = gamma (x - mu) s + beta */
+/* positions per block of forward's output pass: a fused activation runs on each block just written, in cache */
+#define BATCHNORM_BLOCK_POSITIONS 64
+
+/* y = gamma (x - mu) s + beta, then (in the same pass, block by block) an activation its owner fused after it */
 static PetscErrorCode LayerForward_BatchNorm(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
 {
   Layer_BatchNorm   *bn = (Layer_BatchNorm *)layer->data;
-  const PetscInt     C = bn->C, P = n * bn->m;
+  const PetscInt     C = bn->C, P = n * bn->m, nblocks = (P + BATCHNORM_BLOCK_POSITIONS - 1) / BATCHNORM_BLOCK_POSITIONS;
   const PetscScalar *gamma = theta, *beta = theta + C;
+  PetscErrorCode     err = 0;
 
   PetscFunctionBegin;
   PetscCall(BatchNormStatistics(layer, n, x));
 #pragma omp parallel for num_threads(PetNetThreads()) schedule(guided) if ((PetscLogDouble)P * C > BATCHNORM_PART_VALUES)
-  for (PetscInt p = 0; p < P; p++)
-    for (PetscInt c = 0; c < C; c++) y[(size_t)p * C + c] = gamma[c] * (x[(size_t)p * C + c] - bn->mean[c]) * bn->invstd[c] + beta[c];
+  for (PetscInt k = 0; k < nblocks; k++) {
+    const PetscInt p0 = k * BATCHNORM_BLOCK_POSITIONS, p1 = PetscMin(p0 + BATCHNORM_BLOCK_POSITIONS, P);
+
+    for (PetscInt p = p0; p < p1; p++)
+      for (PetscInt c = 0; c < C; c++) y[(size_t)p * C + c] = gamma[c] * (x[(size_t)p * C + c] - bn->mean[c]) * bn->invstd[c] + beta[c];
+    PetNetThreadsSetError(&err, LayerFusedActivate(layer, (p1 - p0) * C, y + (size_t)p0 * C));
+  }
+  PetNetThreadsCheck(err, "batchnorm forward");
   PetscCall(PetscLogFlops(4.0 * P * C));
   PetscFunctionReturn(0);
 }
@@ -621,6 +631,7 @@ PETSC_INTERN PetscErrorCode LayerCreate_BatchNorm(Layer layer)
   layer->ops->setup          = LayerSetUp_BatchNorm;
   layer->ops->initialize     = LayerInitialize_BatchNorm;
   layer->ops->forward        = LayerForward_BatchNorm;
+  layer->fuseforward         = PETSC_TRUE; /* applies a fused activation in its output pass (layerimpl.h) */
   layer->ops->backward       = LayerBackward_BatchNorm;
   layer->ops->jvp            = LayerJVP_BatchNorm;
   layer->ops->sobackward     = LayerSOBackward_BatchNorm;

@@ -243,6 +243,7 @@ PetscErrorCode ConvForward_Batch(Layer layer, PetscInt n, const PetscScalar *the
     ierr = ConvColumns(conv, layer->insize, R0, R1, R, x, ConvThreadBuffer(conv), &col);
     if (b) ConvFillBias(P, conv->nout, b, ys);
     if (!ierr) ierr = ConvGemmOutput(conv, P, conv->wt, col, b ? 1.0 : 0.0, ys);
+    if (!ierr) ierr = LayerFusedActivate(layer, P * conv->nout, ys); /* an activation its owner fused, while the chunk is in cache */
     PetNetThreadsSetError(&err, ierr);
   }
   PetNetThreadsCheck(err, "conv forward");

@@ -91,9 +91,10 @@ static PetscErrorCode LayerForward_Conv2d(Layer layer, PetscInt n, const PetscSc
 
   PetscFunctionBegin;
   PetscCall(Conv2dCheckRunnable(layer));
-  if (conv->grid.dm)
+  if (conv->grid.dm) {
     PetscCall(Conv2dForward_Grid(layer, n, theta, x, y));
-  else if (!n)
+    PetscCall(LayerFusedActivate(layer, n * layer->outsize, y)); /* a pass of its own here (owners fuse none in grid mode) */
+  } else if (!n)
     PetscFunctionReturn(0);
   else if (conv->wg.on)
     PetscCall(Conv2dForward_Winograd(layer, n, theta, x, y));
@@ -524,6 +525,7 @@ PETSC_INTERN PetscErrorCode LayerCreate_Conv2d(Layer layer)
   conv->algorithm            = CONV2D_ALGORITHM_AUTO;
   layer->ops->setup          = LayerSetUp_Conv2d;
   layer->ops->forward        = LayerForward_Conv2d;
+  layer->fuseforward         = PETSC_TRUE; /* applies a fused activation to each chunk of its output (layerimpl.h) */
   layer->ops->backward       = LayerBackward_Conv2d;
   layer->ops->jvp            = LayerJVP_Conv2d;
   layer->ops->sobackward     = LayerSOBackward_Conv2d;

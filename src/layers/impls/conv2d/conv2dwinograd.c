@@ -425,6 +425,7 @@ PetscErrorCode Conv2dForward_Winograd(Layer layer, PetscInt n, const PetscScalar
     WinogradColumns(conv, s0, ns, n, x, layer->insize, t.V);
     PetNetThreadsSetError(&err, WinogradGemms(conv, WINOGRAD_GEMM_OUTPUT, ns * tps, conv->wg.Ut, t.V, t.M, NULL));
     WinogradOutput(conv, ns, t.M, b, PETSC_FALSE, t.scratch, y + (size_t)s0 * layer->outsize);
+    PetNetThreadsSetError(&err, LayerFusedActivate(layer, ns * layer->outsize, y + (size_t)s0 * layer->outsize)); /* while the chunk is in cache */
   }
   PetNetThreadsCheck(err, "conv2d winograd forward");
   PetscCall(PetscLogFlops(WinogradGemmFlops(conv, n)));

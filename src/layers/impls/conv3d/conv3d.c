@@ -371,6 +371,7 @@ PETSC_INTERN PetscErrorCode LayerCreate_Conv3d(Layer layer)
   PetscCall(LayerCreateConv_Private(layer, sizeof(Layer_Conv3d), 3));
   layer->ops->setup          = LayerSetUp_Conv3d;
   layer->ops->forward        = LayerForward_Conv3d;
+  layer->fuseforward         = PETSC_TRUE; /* ConvForward_Batch applies a fused activation to each chunk (layerimpl.h) */
   layer->ops->backward       = LayerBackward_Conv3d;
   layer->ops->jvp            = LayerJVP_Conv3d;
   layer->ops->sobackward     = LayerSOBackward_Conv3d;

@@ -14,6 +14,11 @@
               db  += dY 1               (sum over samples)
     jvp       dY = Wc^T dX + dWc^T X + db 1^T
 
+  Output passes: forward adds the bias to each GEMM part's block of Y while it is in cache, and applies there the
+  activation its owner fused after it (layer->fuseact: Y = f(Wc^T X + b 1^T)); backward multiplies each part's block
+  of dX by the derivative of an activation fused before it (layer->fusemask: dX = f'(X) Wc dY). The same operations in
+  the same order as the separate passes, so the same bits.
+
   Threads: each GEMM is cut into parts along the larger of its two outer dimensions (DenseGemm): one GEMM per part,
   single-threaded BLAS inside each thread. The parts depend only on the sizes, and no part sums into another's
   entries (the inner dimension is never cut), so the results are the same bits for any number of threads.
@@ -202,22 +207,51 @@ static DENSE_TARGET_CLONES void DenseGemmSmall(PetscBool transa, PetscBool trans
 }
 
 /*
+  What a GEMM's part does to its block of C (columns of m entries, ldc apart) while the block is in cache: the output
+  pass of forward (C += b 1^T, then the fused activation of the layer, LayerFusedActivate()) and of backward (C *= f'(ref),
+  the fused activation's derivative at the layer's input ref, laid out like C; LayerFusedMask())
+*/
+typedef struct {
+  Layer              layer;
+  const PetscScalar *bias; /* [m] or NULL */
+  PetscBool          activate;
+  const PetscScalar *ref; /* the mask's reference (x, ldc apart), or NULL: no mask */
+} DenseEpilogue;
+
+static PetscErrorCode DenseEpilogueApply(const DenseEpilogue *ep, PetscInt i0, PetscInt i1, PetscInt j0, PetscInt j1, PetscScalar *C, PetscInt ldc)
+{
+  PetscErrorCode ierr = 0;
+
+  for (PetscInt j = j0; j < j1 && !ierr; j++) { /* in a thread: no PetscCall, the error goes back to the caller */
+    PetscScalar *c = C + (size_t)j * ldc + i0;
+
+    if (ep->bias)
+      for (PetscInt i = i0; i < i1; i++) c[i - i0] += ep->bias[i];
+    if (ep->activate) ierr = LayerFusedActivate(ep->layer, i1 - i0, c);
+    if (ep->ref && !ierr) ierr = LayerFusedMask(ep->layer, i1 - i0, ep->ref + (size_t)j * ldc + i0, c);
+  }
+  return ierr;
+}
+
+/*
   C = op(A) op(B) + beta C (column-major, as BLAS; op(A) m x k, op(B) k x n), cut into parts of rows of C (when m > n:
   the rows of op(A)) or of columns (the columns of op(B)), at least 16 each and DENSE_PART_FLOPS of work, run on
-  PetNet's threads; one GEMM per part
+  PetNet's threads; one GEMM per part, followed by the epilogue ep (or NULL) on the part's block of C
 */
-static PetscErrorCode DenseGemm(const char *ta, const char *tb, PetscInt m, PetscInt n, PetscInt k, const PetscScalar *A, PetscInt lda, const PetscScalar *B, PetscInt ldb, PetscScalar beta, PetscScalar *C, PetscInt ldc)
+static PetscErrorCode DenseGemm(const char *ta, const char *tb, PetscInt m, PetscInt n, PetscInt k, const PetscScalar *A, PetscInt lda, const PetscScalar *B, PetscInt ldb, PetscScalar beta, PetscScalar *C, PetscInt ldc, const DenseEpilogue *ep)
 {
   const PetscBool   splitm = (PetscBool)(m > n);
   const PetscInt    dim = splitm ? m : n, other = splitm ? n : m;
   const PetscInt    minsize = PetscMax(16, (PetscInt)PetscCeilReal(DENSE_PART_FLOPS / (2.0 * PetscMax(other, 1) * PetscMax(k, 1)))), nparts = PetNetThreadParts(dim, minsize);
   const PetscScalar one = 1.0;
   PetscBLASInt      bm, bn, bk, blda, bldb, bldc;
+  PetscErrorCode    err = 0;
 
   PetscFunctionBegin;
   if (!m || !n) PetscFunctionReturn(0);
   if ((PetscLogDouble)m * n * k <= DENSE_SMALL_GEMM) {
     DenseGemmSmall((PetscBool)(ta[0] != 'N'), (PetscBool)(tb[0] != 'N'), m, n, k, A, lda, B, ldb, beta, C, ldc);
+    if (ep) PetscCall(DenseEpilogueApply(ep, 0, m, 0, n, C, ldc));
     PetscFunctionReturn(0);
   }
   PetscCall(PetscBLASIntCast(m, &bm));
@@ -228,6 +262,7 @@ static PetscErrorCode DenseGemm(const char *ta, const char *tb, PetscInt m, Pets
   PetscCall(PetscBLASIntCast(ldc, &bldc));
   if (nparts == 1) { /* no parallel region: an if(0) region still sets up a team */
     BLASgemm_(ta, tb, &bm, &bn, &bk, &one, A, &blda, B, &bldb, &beta, C, &bldc);
+    if (ep) PetscCall(DenseEpilogueApply(ep, 0, m, 0, n, C, ldc));
     PetscFunctionReturn(0);
   }
 #pragma omp parallel for num_threads(PetNetThreads()) schedule(dynamic, 1)
@@ -248,7 +283,9 @@ static PetscErrorCode DenseGemm(const char *ta, const char *tb, PetscInt m, Pets
       Cp = C + (size_t)j0 * ldc;
     }
     BLASgemm_(ta, tb, &pm, &pn, &bk, &one, Ap, &blda, Bp, &bldb, &beta, Cp, &bldc);
+    if (ep) PetNetThreadsSetError(&err, splitm ? DenseEpilogueApply(ep, j0, j1, 0, n, C, ldc) : DenseEpilogueApply(ep, 0, m, j0, j1, C, ldc));
   }
+  PetNetThreadsCheck(err, "dense output pass");
   PetscFunctionReturn(0);
 }
 
@@ -271,10 +308,12 @@ static PetscErrorCode LayerForward_Dense(Layer layer, PetscInt n, const PetscSca
   PetscInt           in = layer->insize, out = layer->outsize;
   const PetscScalar *W = theta, *b = theta + in * out;
 
+  DenseEpilogue ep = {layer, dense->bias ? b : NULL, (PetscBool)(layer->fuseact != NULL), NULL};
+
   PetscFunctionBegin;
   if (!n) PetscFunctionReturn(0);
-  PetscCall(DenseGemm("T", "N", out, n, in, W, in, x, in, 0.0, y, out));
-  if (dense->bias) DenseAddBias(n, out, b, y);
+  /* the bias (and a fused activation) in the GEMM's output pass, part by part while the part is in cache */
+  PetscCall(DenseGemm("T", "N", out, n, in, W, in, x, in, 0.0, y, out, ep.bias || ep.activate ? &ep : NULL));
   PetscCall(PetscLogFlops(2.0 * n * in * out + n * out));
   PetscFunctionReturn(0);
 }
@@ -287,13 +326,15 @@ static PetscErrorCode LayerBackward_Dense(Layer layer, PetscInt n, const PetscSc
 
   PetscFunctionBegin;
   if (dx && n) {
-    PetscCall(DenseGemm("N", "N", in, n, out, W, in, dy, out, 0.0, dx, in));
+    DenseEpilogue ep = {layer, NULL, PETSC_FALSE, x}; /* a fused activation before this layer: dx = f'(x) W^T dy */
+
+    PetscCall(DenseGemm("N", "N", in, n, out, W, in, dy, out, 0.0, dx, in, layer->fusemask ? &ep : NULL));
     PetscCall(PetscLogFlops(2.0 * n * in * out));
   }
   if (dtheta && n) {
     PetscScalar *dW = dtheta, *db = dtheta + in * out;
 
-    PetscCall(DenseGemm("N", "T", in, out, n, x, in, dy, out, 1.0, dW, in));
+    PetscCall(DenseGemm("N", "T", in, out, n, x, in, dy, out, 1.0, dW, in, NULL));
     if (dense->bias)
       for (PetscInt s = 0; s < n; s++)
         for (PetscInt o = 0; o < out; o++) db[o] += dy[s * out + o];
@@ -312,14 +353,14 @@ static PetscErrorCode LayerJVP_Dense(Layer layer, PetscInt n, const PetscScalar 
   PetscFunctionBegin;
   if (!n) PetscFunctionReturn(0);
   if (dx) {
-    PetscCall(DenseGemm("T", "N", out, n, in, W, in, dx, in, 0.0, dy, out));
+    PetscCall(DenseGemm("T", "N", out, n, in, W, in, dx, in, 0.0, dy, out, NULL));
     PetscCall(PetscLogFlops(2.0 * n * in * out));
     beta = 1.0;
   }
   if (dtheta) {
     const PetscScalar *dW = dtheta, *db = dtheta + in * out;
 
-    PetscCall(DenseGemm("T", "N", out, n, in, dW, in, x, in, beta, dy, out));
+    PetscCall(DenseGemm("T", "N", out, n, in, dW, in, x, in, beta, dy, out, NULL));
     if (dense->bias) DenseAddBias(n, out, db, dy);
     PetscCall(PetscLogFlops(2.0 * n * in * out + 2.0 * n * out));
   }
@@ -335,11 +376,11 @@ static PetscErrorCode LayerSOBackward_Dense(Layer layer, PetscInt n, const Petsc
   PetscFunctionBegin;
   if (!n) PetscFunctionReturn(0);
   if (dxdot && thetadot) {
-    PetscCall(DenseGemm("N", "N", in, n, out, thetadot, in, dy, out, 1.0, dxdot, in));
+    PetscCall(DenseGemm("N", "N", in, n, out, thetadot, in, dy, out, 1.0, dxdot, in, NULL));
     PetscCall(PetscLogFlops(2.0 * n * in * out));
   }
   if (dthetadot && xdot) {
-    PetscCall(DenseGemm("N", "T", in, out, n, xdot, in, dy, out, 1.0, dthetadot, in));
+    PetscCall(DenseGemm("N", "T", in, out, n, xdot, in, dy, out, 1.0, dthetadot, in, NULL));
     PetscCall(PetscLogFlops(2.0 * n * in * out));
   }
   PetscFunctionReturn(0);
@@ -573,6 +614,8 @@ PETSC_INTERN PetscErrorCode LayerCreate_Dense(Layer layer)
   layer->ops->backward       = LayerBackward_Dense;
   layer->gradfree            = PETSC_TRUE; /* dW = x^T dy, db = sum dy: W is not read */
   layer->actonly             = PETSC_TRUE; /* backward and jvp read x (and theta) alone */
+  layer->fuseforward         = PETSC_TRUE; /* an activation after it in forward's output pass, one before it in dx's */
+  layer->fusebackward        = PETSC_TRUE;
   layer->ops->jvp            = LayerJVP_Dense;
   layer->ops->sobackward     = LayerSOBackward_Dense;
   layer->ops->tensors        = LayerTensors_Dense;

@@ -7,7 +7,8 @@
     argmax  [n][Do][Ho][Wo][C]   index into x of the maximum, saved by forward (the first maximum in window order on ties)
 
     forward   y[j]  = x[argmax[j]]
-    backward  dx    = 0;  dx[argmax[j]] += dy[j]      (no parameters)
+    backward  dx    = 0;  dx[argmax[j]] += dy[j]      (no parameters); then dx = f'(x) dx per sample, in cache, when its
+              owner fused the activation f before it (relu -> maxpool: relu's backward pass is gone)
     jvp       dy[j] = dx[argmax[j]]
 
   Threads: samples in parallel (a window lies in one sample: backward's scatter-add of a sample touches only its own
@@ -90,6 +91,7 @@ static PetscErrorCode LayerBackward_MaxPool(Layer layer, PetscInt n, const Petsc
 {
   Layer_MaxPool *pool = (Layer_MaxPool *)layer->data;
   const PetscInt N    = n * layer->outsize;
+  PetscErrorCode err  = 0;
 
   PetscFunctionBegin;
   if (!dx) PetscFunctionReturn(0);
@@ -100,7 +102,10 @@ static PetscErrorCode LayerBackward_MaxPool(Layer layer, PetscInt n, const Petsc
 
     for (size_t i = (size_t)s * layer->insize; i < (size_t)(s + 1) * layer->insize; i++) dx[i] = 0.0;
     for (PetscInt j = s * layer->outsize; j < (s + 1) * layer->outsize; j++) dx[am[j]] += dy[j];
+    /* an activation its owner fused before it (relu -> maxpool): dx = f'(x) dx on the sample just written */
+    PetNetThreadsSetError(&err, LayerFusedMask(layer, layer->insize, x + (size_t)s * layer->insize, dx + (size_t)s * layer->insize));
   }
+  PetNetThreadsCheck(err, "maxpool backward");
   PetscCall(PetscLogFlops(1.0 * N));
   PetscFunctionReturn(0);
 }
@@ -144,6 +149,7 @@ PETSC_INTERN PetscErrorCode LayerCreate_MaxPool(Layer layer)
   PetscCall(LayerCreatePool_Private(layer, sizeof(Layer_MaxPool)));
   layer->ops->setup    = LayerSetUpPool_Private;
   layer->ops->forward  = LayerForward_MaxPool;
+  layer->fusebackward  = PETSC_TRUE; /* applies a fused activation's derivative to each sample of dx (layerimpl.h) */
   layer->ops->backward = LayerBackward_MaxPool;
   layer->ops->jvp      = LayerJVP_MaxPool;
   layer->sozero        = PETSC_TRUE; /* linear (or piecewise linear) in x: no curvature term */

@@ -179,12 +179,28 @@ PETSC_INTERN PetscErrorCode LayerCreate_Identity(Layer layer)
   PetscFunctionReturn(0);
 }
 
+/* relu fused into a neighbour's pass (layerimpl.h): relu(relu(x)) = relu(x) and relu'(relu(x)) = relu'(x) (both 1 where
+   x > 0, 0 elsewhere), so its node may read its output for its input; the same expressions as forward and backward */
+static PetscErrorCode LayerActivate_ReLU(Layer layer, PetscInt N, PetscScalar *y)
+{
+  for (PetscInt i = 0; i < N; i++) y[i] = ReLU(y[i], 0);
+  return 0;
+}
+
+static PetscErrorCode LayerActivateMask_ReLU(Layer layer, PetscInt N, const PetscScalar *y, PetscScalar *d)
+{
+  for (PetscInt i = 0; i < N; i++) d[i] = DReLU(y[i], y[i], 0) * d[i];
+  return 0;
+}
+
 PETSC_INTERN PetscErrorCode LayerCreate_ReLU(Layer layer)
 {
   PetscFunctionBegin;
   PetscCall(LayerCreatePointwise_Private(layer, ReLU, DReLU, 1, 1));
   POINTWISE_SET_KERNELS(layer, ReLU);
-  layer->sozero = PETSC_TRUE; /* piecewise linear: no curvature term */
+  layer->sozero            = PETSC_TRUE; /* piecewise linear: no curvature term */
+  layer->ops->activate     = LayerActivate_ReLU;
+  layer->ops->activatemask = LayerActivateMask_ReLU;
   PetscFunctionReturn(0);
 }
 
