@@ -149,6 +149,8 @@ static PetscErrorCode HDF5CheckRun(const char file[], const char what[], PetscBo
     }
     (void)nanosleep(&pause, NULL);
   }
+  PetscCall(PetscTime(&now));
+  PetscCall(PetscInfo(NULL, "%s %s: HDF5 check by %s took %.3f s\n", what, file, program, (double)(now - start)));
   if (WIFSIGNALED(status))
     PetscCall(PetscSNPrintf(msg, len,
                             "%s %s is damaged: the HDF5 library crashed (signal %d, %s) reading its object headers (attributes, dataset descriptions) in a checking process, so the file was not opened here; HDF5 1.10 reads past its buffers on some "

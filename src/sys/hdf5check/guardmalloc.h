@@ -7,4 +7,5 @@ typedef struct {
   long peaklive;  /* most guarded blocks alive at once */
 } GuardStats;
 
+void GuardEnable(long); /* from now on, guard at most that many live blocks (-1: as many as the kernel allows) */
 void GuardGetStats(GuardStats *);
