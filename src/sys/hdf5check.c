@@ -40,7 +40,7 @@ extern char **environ;
 #define HDF5CHECK_NAME "petnet-hdf5check"
 
 /* rank 0: the checking program's path, or an error message (msg) saying where it was looked for and what to set */
-static PetscErrorCode HDF5CheckFindProgram(size_t plen, char path[], size_t len, char msg[])
+static PetscErrorCode HDF5CheckFindProgram(const char file[], const char what[], size_t plen, char path[], size_t len, char msg[])
 {
   PetscBool   set;
   const char *env = getenv("PETNET_HDF5_CHECK_PROGRAM");
@@ -53,7 +53,7 @@ static PetscErrorCode HDF5CheckFindProgram(size_t plen, char path[], size_t len,
   if (set || (env && env[0])) {
     if (!set) PetscCall(PetscStrncpy(path, env, plen));
     if (access(path, X_OK))
-      PetscCall(PetscSNPrintf(msg, len, "PetNet's HDF5 checking program %s (%s) cannot be run: %s. Give the path of the " HDF5CHECK_NAME " that was built or installed with PetNet (LIBDIR/petnet/" HDF5CHECK_NAME "), or -petnet_hdf5_check 0 to open HDF5 files unchecked (a damaged file may then crash the HDF5 library)", path,
+      PetscCall(PetscSNPrintf(msg, len, "%s %s was not opened: PetNet's HDF5 checking program %s (%s) cannot be run: %s. Give the path of the " HDF5CHECK_NAME " that was built or installed with PetNet (LIBDIR/petnet/" HDF5CHECK_NAME "), or -petnet_hdf5_check 0 to open HDF5 files unchecked (a damaged file may then crash the HDF5 library)", what, file, path,
                               set ? "-petnet_hdf5_check_program" : "environment variable PETNET_HDF5_CHECK_PROGRAM", strerror(errno)));
     PetscFunctionReturn(0);
   }
@@ -77,11 +77,33 @@ static PetscErrorCode HDF5CheckFindProgram(size_t plen, char path[], size_t len,
 #else
 #define PETNET_HDF5CHECK_BUILD "(none)"
 #endif
+  if (!beside[0]) PetscCall(PetscStrncpy(beside, "LIBDIR/petnet/" HDF5CHECK_NAME, sizeof(beside)));
+  if (strcmp(beside, PETNET_HDF5CHECK_BUILD)) PetscCall(PetscStrlcat(beside, " and " PETNET_HDF5CHECK_BUILD, sizeof(beside)));
   PetscCall(PetscSNPrintf(msg, len,
-                          "PetNet's HDF5 checking program " HDF5CHECK_NAME ", which reads an HDF5 file's headers in a separate process before PetNet opens it, was not found (looked for %s and %s). Run make (or make install) in PetNet's source tree, or give "
+                          "%s %s was not opened: PetNet's HDF5 checking program " HDF5CHECK_NAME ", which reads an HDF5 file's headers in a separate process first, was not found (looked for %s). Run make (or make install) in PetNet's source tree, or give "
                           "its path with -petnet_hdf5_check_program PATH or the environment variable PETNET_HDF5_CHECK_PROGRAM; or -petnet_hdf5_check 0 to open HDF5 files unchecked (a damaged file may then crash the HDF5 library)",
-                          beside[0] ? beside : "LIBDIR/petnet/" HDF5CHECK_NAME, PETNET_HDF5CHECK_BUILD));
+                          what, file, beside));
   PetscFunctionReturn(0);
+}
+
+/* how the checking program died, in words (the test runner takes the words of a crash report in an error for a crash) */
+static const char *HDF5CheckCrash(int sig)
+{
+  switch (sig) {
+  case SIGSEGV:
+  case SIGBUS:
+    return "an invalid memory access";
+  case SIGABRT:
+    return "it aborted";
+  case SIGFPE:
+    return "an arithmetic fault";
+  case SIGILL:
+    return "an illegal instruction";
+  case SIGKILL:
+    return "killed, perhaps for want of memory";
+  default:
+    return "killed";
+  }
 }
 
 /* rank 0: run the checking program on the file and wait for it; msg empty when the file passed */
@@ -99,7 +121,7 @@ static PetscErrorCode HDF5CheckRun(const char file[], const char what[], PetscBo
 
   PetscFunctionBegin;
   msg[0] = 0;
-  PetscCall(HDF5CheckFindProgram(sizeof(program), program, len, msg));
+  PetscCall(HDF5CheckFindProgram(file, what, sizeof(program), program, len, msg));
   if (msg[0]) PetscFunctionReturn(0);
   PetscCall(PetscSNPrintf(seconds, sizeof(seconds), "%g", (double)timeout));
   argv[argc++] = program;
@@ -153,9 +175,9 @@ static PetscErrorCode HDF5CheckRun(const char file[], const char what[], PetscBo
   PetscCall(PetscInfo(NULL, "%s %s: HDF5 check by %s took %.3f s\n", what, file, program, (double)(now - start)));
   if (WIFSIGNALED(status))
     PetscCall(PetscSNPrintf(msg, len,
-                            "%s %s is damaged: the HDF5 library crashed (signal %d, %s) reading its object headers (attributes, dataset descriptions) in a checking process, so the file was not opened here; HDF5 1.10 reads past its buffers on some "
+                            "%s %s is damaged: the HDF5 library crashed (%s) reading its object headers (attributes, dataset descriptions) in a checking process (%s), so the file was not opened here; HDF5 1.10 reads past its buffers on some "
                             "damaged headers. Use another copy of the file or write it again",
-                            what, file, WTERMSIG(status), strsignal(WTERMSIG(status))));
+                            what, file, HDF5CheckCrash(WTERMSIG(status)), HDF5CHECK_NAME));
   else if (WIFEXITED(status) && WEXITSTATUS(status))
     PetscCall(PetscSNPrintf(msg, len, "%s %s was not opened: PetNet's HDF5 checking program %s failed (exit status %d) without checking it. Give a working one with -petnet_hdf5_check_program PATH, or -petnet_hdf5_check 0 to open HDF5 files unchecked", what, file,
                             program, WEXITSTATUS(status)));
