@@ -53,15 +53,17 @@ static PetscErrorCode HDF5CheckFindProgram(const char file[], const char what[],
   if (set || (env && env[0])) {
     if (!set) PetscCall(PetscStrncpy(path, env, plen));
     if (access(path, X_OK))
-      PetscCall(PetscSNPrintf(msg, len, "%s %s was not opened: PetNet's HDF5 checking program %s (%s) cannot be run: %s. Give the path of the " HDF5CHECK_NAME " that was built or installed with PetNet (LIBDIR/petnet/" HDF5CHECK_NAME "), or -petnet_hdf5_check 0 to open HDF5 files unchecked (a damaged file may then crash the HDF5 library)", what, file, path,
-                              set ? "-petnet_hdf5_check_program" : "environment variable PETNET_HDF5_CHECK_PROGRAM", strerror(errno)));
+      PetscCall(PetscSNPrintf(msg, len,
+                              "%s %s was not opened: PetNet's HDF5 checking program %s (%s) cannot be run: %s. Give the path of the " HDF5CHECK_NAME " that was built or installed with PetNet (LIBDIR/petnet/" HDF5CHECK_NAME
+                              "), or -petnet_hdf5_check 0 to open HDF5 files unchecked (a damaged file may then crash the HDF5 library)",
+                              what, file, path, set ? "-petnet_hdf5_check_program" : "environment variable PETNET_HDF5_CHECK_PROGRAM", strerror(errno)));
     PetscFunctionReturn(0);
   }
   if (dladdr((void *)PetNetCheckHDF5File, &info) && info.dli_fname && strchr(info.dli_fname, '/')) {
     char *slash;
 
     PetscCall(PetscStrncpy(beside, info.dli_fname, sizeof(beside)));
-    slash = strrchr(beside, '/');
+    slash    = strrchr(beside, '/');
     slash[1] = 0;
     PetscCall(PetscStrlcat(beside, "petnet/" HDF5CHECK_NAME, sizeof(beside)));
     if (!access(beside, X_OK)) {
@@ -80,7 +82,8 @@ static PetscErrorCode HDF5CheckFindProgram(const char file[], const char what[],
   if (!beside[0]) PetscCall(PetscStrncpy(beside, "LIBDIR/petnet/" HDF5CHECK_NAME, sizeof(beside)));
   if (strcmp(beside, PETNET_HDF5CHECK_BUILD)) PetscCall(PetscStrlcat(beside, " and " PETNET_HDF5CHECK_BUILD, sizeof(beside)));
   PetscCall(PetscSNPrintf(msg, len,
-                          "%s %s was not opened: PetNet's HDF5 checking program " HDF5CHECK_NAME ", which reads an HDF5 file's headers in a separate process first, was not found (looked for %s). Run make (or make install) in PetNet's source tree, or give "
+                          "%s %s was not opened: PetNet's HDF5 checking program " HDF5CHECK_NAME
+                          ", which reads an HDF5 file's headers in a separate process first, was not found (looked for %s). Run make (or make install) in PetNet's source tree, or give "
                           "its path with -petnet_hdf5_check_program PATH or the environment variable PETNET_HDF5_CHECK_PROGRAM; or -petnet_hdf5_check 0 to open HDF5 files unchecked (a damaged file may then crash the HDF5 library)",
                           what, file, beside));
   PetscFunctionReturn(0);
@@ -147,7 +150,8 @@ static PetscErrorCode HDF5CheckRun(const char file[], const char what[], PetscBo
   (void)posix_spawn_file_actions_destroy(&actions);
   (void)posix_spawnattr_destroy(&attr);
   if (err) {
-    PetscCall(PetscSNPrintf(msg, len, "%s %s was not opened: PetNet's HDF5 checking program %s could not be started (%s). Give a working one with -petnet_hdf5_check_program PATH, or -petnet_hdf5_check 0 to open HDF5 files unchecked", what, file, program, strerror(err)));
+    PetscCall(PetscSNPrintf(msg, len, "%s %s was not opened: PetNet's HDF5 checking program %s could not be started (%s). Give a working one with -petnet_hdf5_check_program PATH, or -petnet_hdf5_check 0 to open HDF5 files unchecked", what, file,
+                            program, strerror(err)));
     PetscFunctionReturn(0);
   }
   PetscCall(PetscTime(&start));
@@ -179,8 +183,9 @@ static PetscErrorCode HDF5CheckRun(const char file[], const char what[], PetscBo
                             "damaged headers. Use another copy of the file or write it again",
                             what, file, HDF5CheckCrash(WTERMSIG(status)), HDF5CHECK_NAME));
   else if (WIFEXITED(status) && WEXITSTATUS(status))
-    PetscCall(PetscSNPrintf(msg, len, "%s %s was not opened: PetNet's HDF5 checking program %s failed (exit status %d) without checking it. Give a working one with -petnet_hdf5_check_program PATH, or -petnet_hdf5_check 0 to open HDF5 files unchecked", what, file,
-                            program, WEXITSTATUS(status)));
+    PetscCall(PetscSNPrintf(msg, len,
+                            "%s %s was not opened: PetNet's HDF5 checking program %s failed (exit status %d) without checking it. Give a working one with -petnet_hdf5_check_program PATH, or -petnet_hdf5_check 0 to open HDF5 files unchecked", what,
+                            file, program, WEXITSTATUS(status)));
   PetscFunctionReturn(0);
 }
 

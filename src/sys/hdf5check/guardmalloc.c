@@ -61,7 +61,7 @@ typedef struct {
 static struct {
   char         *base, *end, *next; /* the reserved region and its unused part */
   size_t        page;
-  long          live, maxlive; /* guarded blocks alive, and how many may be (from vm.max_map_count) */
+  long          live, maxlive;        /* guarded blocks alive, and how many may be (from vm.max_map_count) */
   int           initialized, enabled; /* enabled: GuardEnable() was called */
   volatile char lock;
   GuardStats    stats;
@@ -71,7 +71,7 @@ static struct {
 
 static void GuardLock(void)
 {
-  while (__atomic_test_and_set(&guard.lock, __ATOMIC_ACQUIRE)) { }
+  while (__atomic_test_and_set(&guard.lock, __ATOMIC_ACQUIRE)) {}
 }
 
 static void GuardUnlock(void)
@@ -83,7 +83,7 @@ static void GuardUnlock(void)
 static long GuardMaxMapCount(void)
 {
   char buf[32];
-  long n = 0;
+  long n  = 0;
   int  fd = open("/proc/sys/vm/max_map_count", O_RDONLY | O_CLOEXEC);
 
   if (fd < 0) return 65530;
@@ -97,7 +97,7 @@ static long GuardMaxMapCount(void)
 static void GuardInitialize(void)
 {
   guard.initialized = 1;
-  guard.page  = (size_t)sysconf(_SC_PAGESIZE);
+  guard.page        = (size_t)sysconf(_SC_PAGESIZE);
   /* each live block splits the region into two more mappings; keep 4096 for the libraries' own (files, stacks) */
   guard.maxlive = (GuardMaxMapCount() - 4096) / 2;
   for (size_t size = (size_t)1 << 40; size >= ((size_t)256 << 20); size /= 2) {
@@ -145,8 +145,10 @@ static void *GuardAllocate(size_t n, size_t align)
     GuardUnlock();
     return NULL;
   }
-  if (reused) guard.nready[pages]--;
-  else guard.next += (pages + GUARD_PAGES) * guard.page; /* the pages after the block stay PROT_NONE: the guard */
+  if (reused)
+    guard.nready[pages]--;
+  else
+    guard.next += (pages + GUARD_PAGES) * guard.page; /* the pages after the block stay PROT_NONE: the guard */
   guard.live++;
   guard.stats.guarded++;
   if (guard.live > guard.stats.peaklive) guard.stats.peaklive = guard.live;
@@ -205,8 +207,10 @@ void *malloc(size_t n)
 void free(void *p)
 {
   if (!p) return;
-  if (GuardOwns(p)) GuardRelease(p);
-  else __libc_free(p);
+  if (GuardOwns(p))
+    GuardRelease(p);
+  else
+    __libc_free(p);
 }
 
 void *calloc(size_t n, size_t size)

@@ -41,7 +41,7 @@ typedef struct {
 static herr_t CheckAttribute(hid_t loc, const char *name, const H5A_info_t *info, void *ctx)
 {
   const Walk *walk = (const Walk *)ctx;
-  hid_t       a    = H5Aopen(loc, name, H5P_DEFAULT), t = -1, mt = -1, s = -1;
+  hid_t       a = H5Aopen(loc, name, H5P_DEFAULT), t = -1, mt = -1, s = -1;
   hssize_t    n;
   size_t      sz;
 
@@ -117,39 +117,46 @@ static int SelfTest(const char what[])
   volatile size_t n = strcmp(what, "overread") ? 100000 : 96, at = n; /* 96: a multiple of 16, the block ends at its guard page */
   volatile char  *p = (volatile char *)malloc(n), c = 0;
 
-  if (!strcmp(what, "overread")) c = p[at];
+  if (!strcmp(what, "overread"))
+    c = p[at];
   else if (!strcmp(what, "useafterfree")) {
     volatile uintptr_t addr = (uintptr_t)p; /* read back after the free through an integer (-Wuse-after-free) */
 
     free((void *)p);
     c = *(volatile char *)addr;
-  } else return 2;
+  } else
+    return 2;
   (void)c;
   return 0; /* did not fault: the guard is broken */
 }
 
 int main(int argc, char **argv)
 {
-  const int  signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGALRM};
-  Walk       walk      = {0, 0, 0};
-  double     timeout   = 0;
-  int        verbose   = 0;
-  long       maxguarded = -1;
-  const char *file     = NULL;
-  sigset_t   none;
-  hid_t      fapl, fid;
+  const int   signals[]  = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGALRM};
+  Walk        walk       = {0, 0, 0};
+  double      timeout    = 0;
+  int         verbose    = 0;
+  long        maxguarded = -1;
+  const char *file       = NULL;
+  sigset_t    none;
+  hid_t       fapl, fid;
 
   for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "-vlen")) walk.vlen = 1;
-    else if (!strcmp(argv[i], "-verbose")) verbose = 1;
-    else if (!strcmp(argv[i], "-timeout") && i + 1 < argc) timeout = atof(argv[++i]);
-    else if (!strcmp(argv[i], "-max_guarded") && i + 1 < argc) maxguarded = atol(argv[++i]); /* tests the fallback */
+    if (!strcmp(argv[i], "-vlen"))
+      walk.vlen = 1;
+    else if (!strcmp(argv[i], "-verbose"))
+      verbose = 1;
+    else if (!strcmp(argv[i], "-timeout") && i + 1 < argc)
+      timeout = atof(argv[++i]);
+    else if (!strcmp(argv[i], "-max_guarded") && i + 1 < argc)
+      maxguarded = atol(argv[++i]); /* tests the fallback */
     else if (!strcmp(argv[i], "-selftest") && i + 1 < argc) {
       GuardEnable(-1);
       return SelfTest(argv[++i]);
-    }
-    else if (argv[i][0] != '-' && !file) file = argv[i];
-    else file = NULL, i = argc;
+    } else if (argv[i][0] != '-' && !file)
+      file = argv[i];
+    else
+      file = NULL, i = argc;
   }
   if (!file) {
     fprintf(stderr, "usage: %s [-vlen] [-timeout SECONDS] [-verbose] [-max_guarded N] FILE\n", argv[0]);
@@ -186,8 +193,8 @@ int main(int argc, char **argv)
     GuardStats stats;
 
     GuardGetStats(&stats);
-    fprintf(stderr, "petnet-hdf5check: %s: %s, %ld objects visited; %ld allocations guarded, %ld unguarded, at most %ld guarded blocks alive\n", file, fid >= 0 ? "walked" : "not an HDF5 file HDF5 can open", walk.objects, stats.guarded, stats.unguarded,
-            stats.peaklive);
+    fprintf(stderr, "petnet-hdf5check: %s: %s, %ld objects visited; %ld allocations guarded, %ld unguarded, at most %ld guarded blocks alive\n", file, fid >= 0 ? "walked" : "not an HDF5 file HDF5 can open", walk.objects, stats.guarded,
+            stats.unguarded, stats.peaklive);
   }
   /* never H5close(): Debian's HDF5 is the parallel build, and nothing here initialised MPI */
   (void)fflush(stderr);
