@@ -212,26 +212,6 @@ PetscErrorCode NetWrite(Net net, PetscViewer viewer)
   PetscFunctionReturn(0);
 }
 
-/*@
-  NetRead - reads a Net written by NetWrite() from a binary or HDF5 viewer, replacing its layers, input shape,
-  parameters and buffers
-
-  Collective
-
-  Input Parameters:
-+ net    - the Net
-- viewer - a PETSCVIEWERBINARY or PETSCVIEWERHDF5 viewer on the Net's communicator, open for reading, at the place
-           NetWrite() wrote the Net
-
-  Notes:
-  A damaged or mismatched file is one error, raised on every rank at once, printed by rank 0. The other ranks return
-  it without PETSc's usual 10 s pause, so a caller that closes its viewer (collectively) before passing the error on
-  ends the job at once.
-
-  Level: intermediate
-
-.seealso: `NetWrite()`, `NetLoad()`
-@*/
 /* The error handler of the ranks other than 0 while NetRead() reads. Every error of a read is raised on the Net's
    communicator by all ranks at once (what rank 0 read, or its verdict, is broadcast first), and rank 0 prints it.
    PETSc's traceback handler would keep this rank asleep for 10 s (counting on rank 0's MPI_Abort), while the caller,
@@ -261,6 +241,26 @@ static PetscErrorCode NetReadErrorHandler(MPI_Comm comm, int line, const char *f
   return PetscTraceBackErrorHandler(comm, line, fun, file, n, p, mess, ctx);
 }
 
+/*@
+  NetRead - reads a Net written by NetWrite() from a binary or HDF5 viewer, replacing its layers, input shape,
+  parameters and buffers
+
+  Collective
+
+  Input Parameters:
++ net    - the Net
+- viewer - a PETSCVIEWERBINARY or PETSCVIEWERHDF5 viewer on the Net's communicator, open for reading, at the place
+           NetWrite() wrote the Net
+
+  Notes:
+  A damaged or mismatched file is one error, raised on every rank at once, printed by rank 0. The other ranks return
+  it without PETSc's usual 10 s pause, so a caller that closes its viewer (collectively) before passing the error on
+  ends the job at once.
+
+  Level: intermediate
+
+.seealso: `NetWrite()`, `NetLoad()`
+@*/
 PetscErrorCode NetRead(Net net, PetscViewer viewer)
 {
   PetscBool      isbinary, ishdf5;
