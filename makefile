@@ -17,9 +17,10 @@
 #                   A request beyond what any machine holds (over 1 TB) returns NULL, as malloc does without
 #                   AddressSanitizer (allocator_may_return_null=1), instead of aborting: HDF5 asks for the sizes a
 #                   damaged header claims and reports the failure.
-#   make install PREFIX=/usr/local   headers, libpetnet.so.X.Y.Z, lib/petnet/petnet-hdf5check, petnet.pc, lib/petnet/conf/petnet_variables and
-#                   petnet_rules (for makefiles that include PETSc's conf), examples, models and the Python modules
-#                   (PYTHONPATH=PREFIX/share/petnet/python) in share/petnet; make uninstall
+#   make install PREFIX=/usr/local   headers, libpetnet.so.X.Y.Z, lib/petnet/petnet-hdf5check (the HDF5 file check),
+#                   petnet.pc, lib/petnet/conf/petnet_variables and petnet_rules (for makefiles that include PETSc's
+#                   conf), examples, models and the Python modules (PYTHONPATH=PREFIX/share/petnet/python) in
+#                   share/petnet; make uninstall
 #   PETSC_DIR, PETSC_ARCH, SLEPC_DIR pick the PETSc and SLEPc (default Debian's /usr/lib/petsc, /usr/lib/slepc)
 #   make memcheck   valgrind (share/valgrind/openmpi.supp) on a short MLP and CNN training with save, checkpoint,
 #                   restart and load, second-order and parallel modes: no error and nothing definitely or indirectly lost (share/valgrind/memcheck)
@@ -65,7 +66,8 @@ HEADERS  = $(shell find include src -name '*.h')
 EXAMPLES = $(patsubst examples/%.c,bin/%,$(wildcard examples/*.c))
 TESTS    = $(patsubst tests/%.c,bin/tests/%,$(wildcard tests/*.c))
 BENCHES  = $(patsubst bench/%.c,bin/%,$(wildcard bench/*.c))
-HDF5CHECK = lib/petnet/petnet-hdf5check
+# the HDF5 file check (below): only with a PETSc that has HDF5
+HDF5CHECK = $(if $(strip $(HDF5_LIB)),lib/petnet/petnet-hdf5check)
 REPLAYS  = $(patsubst fuzz/fuzz_%.c,bin/fuzz/replay_%,$(wildcard fuzz/fuzz_*.c))
 
 all: lib/libpetnet.so $(HDF5CHECK) $(EXAMPLES) $(TESTS) $(BENCHES) $(REPLAYS)
@@ -86,10 +88,10 @@ lib/libpetnet.so: lib/$(PETNET_SHLIB) $(HDF5CHECK)
 # petnet-hdf5check (src/sys/hdf5check/): the program PetNetCheckHDF5File() runs to walk an HDF5 file's headers under a
 # guard-page allocator. It links HDF5 alone (PETSc's HDF5 and its MPI, never initialised) and lives beside the library
 # in lib/petnet/, where the library finds it (the folder of the libpetnet.so it was loaded from, then this build's).
-$(HDF5CHECK): src/sys/hdf5check/petnet-hdf5check.c src/sys/hdf5check/guardmalloc.c
+lib/petnet/petnet-hdf5check: src/sys/hdf5check/petnet-hdf5check.c src/sys/hdf5check/guardmalloc.c
 	@mkdir -p lib/petnet build/deps/lib/petnet
 	$(CC) $(HDF5_INCLUDE) $(filter-out $(OPENMP),$(CFLAGS)) $(BINDEPS) $(filter %.c,$^) -o $@ $(HDF5_LIB)
-build/src/sys/hdf5check.o: CPPFLAGS += -DPETNET_HDF5CHECK_BUILD='"$(CURDIR)/$(HDF5CHECK)"'
+build/src/sys/hdf5check.o: CPPFLAGS += -DPETNET_HDF5CHECK_BUILD='"$(CURDIR)/lib/petnet/petnet-hdf5check"'
 
 # Programs compile and link in one step; their header lists go to build/deps/ (BINDEPS). An example may have modules:
 # examples/NAME/*.c (their headers beside them) compile to build/examples/NAME/*.o and link into bin/NAME (the list
@@ -137,7 +139,7 @@ FUZZ_HARNESS  = $(wildcard fuzz/fuzz_*.c)
 FUZZ_TARGETS ?= $(patsubst fuzz/fuzz_%.c,%,$(FUZZ_HARNESS))
 FUZZ_BINS     = $(patsubst fuzz/fuzz_%.c,bin/fuzz/fuzz_%,$(FUZZ_HARNESS))
 FUZZ_OBJ      = $(LIBSRC:%.c=build-fuzz/%.o)
-build-fuzz/src/sys/hdf5check.o: FUZZ_CPPFLAGS += -DPETNET_HDF5CHECK_BUILD='"$(CURDIR)/$(HDF5CHECK)"'
+build-fuzz/src/sys/hdf5check.o: FUZZ_CPPFLAGS += -DPETNET_HDF5CHECK_BUILD='"$(CURDIR)/lib/petnet/petnet-hdf5check"'
 FUZZ_MPI     := $(wordlist 2,1000,$(shell mpicc -show 2>/dev/null))
 FUZZ_CFLAGS   = -g -O1 -fno-omit-frame-pointer -Wall -Wno-unknown-pragmas -Wno-unused-parameter -Wno-missing-field-initializers
 FUZZ_CPPFLAGS = $(CPPFLAGS) $(filter -I%,$(FUZZ_MPI))
@@ -215,7 +217,7 @@ install: lib/libpetnet.so
 	install -m 644 include/*.h $(INSTALL_ROOT)/include
 	install -m 644 include/petnet/private/*.h $(INSTALL_ROOT)/include/petnet/private
 	install -m 755 lib/$(PETNET_SHLIB) $(INSTALL_ROOT)/lib
-	install -m 755 $(HDF5CHECK) $(INSTALL_ROOT)/lib/petnet
+	$(if $(HDF5CHECK),install -m 755 $(HDF5CHECK) $(INSTALL_ROOT)/lib/petnet)
 	ln -sf $(PETNET_SHLIB) $(INSTALL_ROOT)/lib/$(PETNET_SONAME)
 	ln -sf $(PETNET_SHLIB) $(INSTALL_ROOT)/lib/libpetnet.so
 	install -m 644 examples/*.c $(INSTALL_ROOT)/share/petnet/examples

@@ -5,8 +5,9 @@
   size and checksum they read, but these happen while HDF5 decodes an object header, before any value reaches PetNet.
   So before a reader opens a file, rank 0 runs petnet-hdf5check (src/sys/hdf5check/), a program that walks every
   object header of the file the way a reader would (every group and dataset, every attribute read whole, each
-  dataset's type, extent, layout and chunk index) under a guard-page allocator: every buffer HDF5 allocates ends
-  where an inaccessible page begins, so a read past one faults there for certain, whatever the memory layout. If the
+  dataset's type, extent, layout and chunk index) under a guard-page allocator: every buffer HDF5 allocates for the
+  file ends where 64 KB of inaccessible pages begin, so a read past one faults there, whatever the memory layout
+  (src/sys/hdf5check/guardmalloc.c: what it does not catch). If the
   program dies (a signal) or does not finish in time, the file is refused with an error that names it; if it
   finishes, the reader goes on and reports any ordinary damage itself.
 

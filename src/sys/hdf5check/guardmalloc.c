@@ -12,16 +12,16 @@
                                 ^ p = guard - round(n), aligned: 16 bytes for n >= 16 (less for smaller n,
                                   which no object of a larger alignment fits into), or the caller's alignment
 
-  The 16 bytes before p (hdr) hold the block's start and page count. free() of a block of more than 4 pages (16 KB)
-  makes it PROT_NONE and gives its pages back (its addresses are never reused: a use after free faults). A smaller
-  block is kept, accessible, for the next allocation of as many pages, whose end is placed at the guard again: over-reads
-  are still caught, a use after free of a small block is not. Protecting every freed block made the walk of a model
-  file 4 times slower (56 ms against 13 ms, 5400 allocations: two protection changes of the mappings each).
-  A block of n bytes, n not a multiple of
-  16, ends 16 - n % 16 bytes before its guard page (malloc's 16-byte alignment); a read that stops in those bytes does
-  not fault. Guarding starts when the program calls GuardEnable() (after the HDF5 library's own start-up, which
-  reads no file: some 3000 allocations fewer); until then, and for the C library's own start-up, blocks come from
-  the C library's allocator.
+  The 16 bytes before p (hdr) hold the block's start and page count. A block of n bytes, n not a multiple of 16, ends
+  16 - n % 16 bytes before its guard (malloc's 16-byte alignment): a read that stops in those bytes does not fault.
+  Guarding starts when the program calls GuardEnable(), after the HDF5 library's own start-up (which reads no file:
+  some 3000 allocations fewer); until then blocks come from the C library's allocator.
+
+  free() of a block of more than 4 pages (16 KB) makes it PROT_NONE and gives its pages back (its addresses are never
+  reused: a use after free faults). A smaller block is kept, accessible, for the next allocation of as many pages,
+  whose end is placed at the guard again: over-reads are still caught, a use after free of a small block is not.
+  Protecting every freed block made the walk of a model file 4 times slower (56 ms against 13 ms for 5,400
+  allocations: each costs two changes of the process's mappings, which dominate).
 
   Fallback: every live block costs the kernel about two memory mappings (vm.max_map_count, 65530 by default) and at
   least one page. When a block cannot be guarded (the mapping count is near its limit, mprotect() refuses, or the

@@ -14,9 +14,10 @@
 
   Exit status: 0 when the walk finished (a file HDF5 cannot open included), 2 for a usage error. A crash is a signal.
   HDF5 1.10.8 reads past its buffers on some damaged attribute messages; whether that faults depends on what lies
-  past the buffer, so the program allocates through a guard-page allocator (guardmalloc.c): every block ends where an
-  inaccessible page begins, and the first byte read past it faults. It links HDF5 alone (the same library as PETSc),
-  makes no MPI call and never initialises PETSc.
+  past the buffer, so the program allocates through a guard-page allocator (guardmalloc.c): once the file is opened,
+  every block ends where 64 KB of inaccessible pages begin (its size rounded up to 16 bytes), and a read past it
+  faults. -max_guarded N guards at most N blocks at once (the fallback a file too large for vm.max_map_count takes;
+  for tests). It links HDF5 alone (the same library as PETSc), makes no MPI call and never initialises PETSc.
 */
 #include <hdf5.h>
 #include <signal.h>
