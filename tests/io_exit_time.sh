@@ -11,7 +11,8 @@ limit=${LIMIT:-5}
 status=0
 # each: NAME FILE [OPTIONS]; after the HDF5 files NetLoad() reads, NetRead() from the caller's own viewer, which the
 # caller closes (collectively) before passing the error on (-load_read): a verdict of rank 0 (a tensor missing) and a
-# checksum every rank checks, in HDF5 and in PETSc binary through MPI-IO; and NetLoad() of a binary file through MPI-IO.
+# checksum every rank checks, in HDF5 and in PETSc binary through MPI-IO (NetLoad() of a binary file with
+# -viewer_binary_mpiio takes the same path).
 # Each took 10.6-11.8 s before NetRead() kept the ranks other than 0 out of PETSc's 10 s pause.
 cases=()
 for name in truncated garbled missing rank3 bias3 transpose2d transpose int nan flip attrtype vlen depth; do
@@ -19,8 +20,7 @@ for name in truncated garbled missing rank3 bias3 transpose2d transpose int nan 
 done
 cases+=("NetRead missing.h5|tests/out/io_corrupt_missing.h5|-load_read"
         "NetRead flip.h5|tests/out/io_corrupt_flip.h5|-load_read"
-        "NetRead flip.petnet MPI-IO|tests/out/io_corrupt_flip.petnet|-load_read -viewer_binary_mpiio"
-        "NetLoad flip.petnet MPI-IO|tests/out/io_corrupt_flip.petnet|-viewer_binary_mpiio")
+        "NetRead flip.petnet MPI-IO|tests/out/io_corrupt_flip.petnet|-load_read -viewer_binary_mpiio")
 for c in "${cases[@]}"; do
   IFS='|' read -r label file options <<< "$c"
   log="tests/out/io_corrupt_exit_time_${label//[ .]/_}.log"
