@@ -17,9 +17,10 @@
 #                   A request beyond what any machine holds (over 1 TB) returns NULL, as malloc does without
 #                   AddressSanitizer (allocator_may_return_null=1), instead of aborting: HDF5 asks for the sizes a
 #                   damaged header claims and reports the failure.
-#   make install PREFIX=/usr/local   headers, libpetnet.so.X.Y.Z, petnet.pc, lib/petnet/conf/petnet_variables and
-#                   petnet_rules (for makefiles that include PETSc's conf), examples, models and the Python modules
-#                   (PYTHONPATH=PREFIX/share/petnet/python) in share/petnet; make uninstall
+#   make install PREFIX=/usr/local   headers, libpetnet.so.X.Y.Z, lib/petnet/petnet-hdf5check (the HDF5 file check),
+#                   petnet.pc, lib/petnet/conf/petnet_variables and petnet_rules (for makefiles that include PETSc's
+#                   conf), examples, models and the Python modules (PYTHONPATH=PREFIX/share/petnet/python) in
+#                   share/petnet; make uninstall
 #   PETSC_DIR, PETSC_ARCH, SLEPC_DIR pick the PETSc and SLEPc (default Debian's /usr/lib/petsc, /usr/lib/slepc)
 #   make memcheck   valgrind (share/valgrind/openmpi.supp) on a short MLP and CNN training with save, checkpoint,
 #                   restart and load, second-order and parallel modes: no error and nothing definitely or indirectly lost (share/valgrind/memcheck)
@@ -58,15 +59,18 @@ PETNET_LIBDIR = $(CURDIR)/lib
 PETNET_EXTERNAL_LIB = $(SLEPC_LIB) $(if $(filter-out $(PETSC_SNES_LIB),$(PETSC_LIB)),$(PETSC_LIB)) $(HDF5_LIB) -lz -lm
 LDLIBS   = -Wl,-rpath,$(PETNET_LIBDIR) -L$(PETNET_LIBDIR) -lpetnet $(PETNET_EXTERNAL_LIB)
 
-LIBSRC   = $(shell find src -name '*.c' | sort)
+# src/sys/hdf5check/ is not the library's: it is petnet-hdf5check, the program PetNetCheckHDF5File() runs (below)
+LIBSRC   = $(shell find src -name '*.c' -not -path 'src/sys/hdf5check/*' | sort)
 LIBOBJ   = $(LIBSRC:%.c=build/%.o)
 HEADERS  = $(shell find include src -name '*.h')
 EXAMPLES = $(patsubst examples/%.c,bin/%,$(wildcard examples/*.c))
 TESTS    = $(patsubst tests/%.c,bin/tests/%,$(wildcard tests/*.c))
 BENCHES  = $(patsubst bench/%.c,bin/%,$(wildcard bench/*.c))
+# the HDF5 file check (below): only with a PETSc that has HDF5
+HDF5CHECK = $(if $(strip $(HDF5_LIB)),lib/petnet/petnet-hdf5check)
 REPLAYS  = $(patsubst fuzz/fuzz_%.c,bin/fuzz/replay_%,$(wildcard fuzz/fuzz_*.c))
 
-all: lib/libpetnet.so $(EXAMPLES) $(TESTS) $(BENCHES) $(REPLAYS)
+all: lib/libpetnet.so $(HDF5CHECK) $(EXAMPLES) $(TESTS) $(BENCHES) $(REPLAYS)
 
 build/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -77,9 +81,17 @@ lib/$(PETNET_SHLIB): $(LIBOBJ)
 	@mkdir -p lib
 	$(CC) -shared $(OPENMP) -Wl,-soname,$(PETNET_SONAME) -o $@ $(LIBOBJ) $(PETNET_EXTERNAL_LIB)
 
-lib/libpetnet.so: lib/$(PETNET_SHLIB)
+lib/libpetnet.so: lib/$(PETNET_SHLIB) $(HDF5CHECK)
 	ln -sf $(PETNET_SHLIB) lib/$(PETNET_SONAME)
 	ln -sf $(PETNET_SHLIB) $@
+
+# petnet-hdf5check (src/sys/hdf5check/): the program PetNetCheckHDF5File() runs to walk an HDF5 file's headers under a
+# guard-page allocator. It links HDF5 alone (PETSc's HDF5 and its MPI, never initialised) and lives beside the library
+# in lib/petnet/, where the library finds it (the folder of the libpetnet.so it was loaded from, then this build's).
+lib/petnet/petnet-hdf5check: src/sys/hdf5check/petnet-hdf5check.c src/sys/hdf5check/guardmalloc.c
+	@mkdir -p lib/petnet build/deps/lib/petnet
+	$(CC) $(HDF5_INCLUDE) $(filter-out $(OPENMP),$(CFLAGS)) $(BINDEPS) $(filter %.c,$^) -o $@ $(HDF5_LIB)
+build/src/sys/hdf5check.o: CPPFLAGS += -DPETNET_HDF5CHECK_BUILD='"$(CURDIR)/lib/petnet/petnet-hdf5check"'
 
 # Programs compile and link in one step; their header lists go to build/deps/ (BINDEPS). An example may have modules:
 # examples/NAME/*.c (their headers beside them) compile to build/examples/NAME/*.o and link into bin/NAME (the list
@@ -128,6 +140,7 @@ FUZZ_HARNESS  = $(wildcard fuzz/fuzz_*.c)
 FUZZ_TARGETS ?= $(patsubst fuzz/fuzz_%.c,%,$(FUZZ_HARNESS))
 FUZZ_BINS     = $(patsubst fuzz/fuzz_%.c,bin/fuzz/fuzz_%,$(FUZZ_HARNESS))
 FUZZ_OBJ      = $(LIBSRC:%.c=build-fuzz/%.o)
+build-fuzz/src/sys/hdf5check.o: FUZZ_CPPFLAGS += -DPETNET_HDF5CHECK_BUILD='"$(CURDIR)/lib/petnet/petnet-hdf5check"'
 FUZZ_MPI     := $(wordlist 2,1000,$(shell mpicc -show 2>/dev/null))
 FUZZ_CFLAGS   = -g -O1 -fno-omit-frame-pointer -Wall -Wno-unknown-pragmas -Wno-unused-parameter -Wno-missing-field-initializers
 FUZZ_CPPFLAGS = $(CPPFLAGS) $(filter -I%,$(FUZZ_MPI))
@@ -138,7 +151,7 @@ build-fuzz/%.o: %.c | fuzz-runtime
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CPPFLAGS) $(FUZZ_CFLAGS) $(DEPFLAGS) -fsanitize=fuzzer-no-link,address -c $< -o $@
 
-bin/fuzz/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz.h $(FUZZ_OBJ) | fuzz-runtime
+bin/fuzz/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz.h $(FUZZ_OBJ) $(HDF5CHECK) | fuzz-runtime
 	@mkdir -p bin/fuzz
 	@mkdir -p build-fuzz/deps/bin/fuzz
 	$(FUZZ_CC) $(FUZZ_CPPFLAGS) $(FUZZ_CFLAGS) -MMD -MP -MF build-fuzz/deps/$@.d -fsanitize=fuzzer,address $< $(FUZZ_OBJ) -o $@ $(FUZZ_LDLIBS)
@@ -176,10 +189,10 @@ bench: all
 	@share/bench/run
 
 format-check:
-	@clang-format --dry-run --Werror $(LIBSRC) $(HEADERS) examples/*.c $(wildcard examples/*/*.[ch]) tests/*.c tests/*.h tests/install/*.c bench/*.c fuzz/*.c fuzz/*.h && echo "format: ok"
+	@clang-format --dry-run --Werror $(LIBSRC) src/sys/hdf5check/*.c $(HEADERS) examples/*.c $(wildcard examples/*/*.[ch]) tests/*.c tests/*.h tests/install/*.c bench/*.c fuzz/*.c fuzz/*.h && echo "format: ok"
 
 format:
-	@clang-format -i $(LIBSRC) $(HEADERS) examples/*.c $(wildcard examples/*/*.[ch]) tests/*.c tests/*.h tests/install/*.c bench/*.c fuzz/*.c fuzz/*.h
+	@clang-format -i $(LIBSRC) src/sys/hdf5check/*.c $(HEADERS) examples/*.c $(wildcard examples/*/*.[ch]) tests/*.c tests/*.h tests/install/*.c bench/*.c fuzz/*.c fuzz/*.h
 
 docs:
 	@python3 share/docs/manpages.py
@@ -188,6 +201,7 @@ docs:
 #   include/                    the public headers; include/petnet/private/ the implementation headers (as PETSc's petsc/private/)
 #   lib/libpetnet.so.X.Y.Z      with soname libpetnet.so.X, and the links libpetnet.so.X and libpetnet.so
 #   lib/pkgconfig/petnet.pc     Requires: PETSc, SLEPc (SLEPc's flags in Cflags/Libs when pkg-config has no SLEPc)
+#   lib/petnet/petnet-hdf5check the HDF5 header check PetNetCheckHDF5File() runs (found beside the library)
 #   lib/petnet/conf/            petnet_variables and petnet_rules, for makefiles that include PETSc's conf (see README)
 #   share/petnet/               the examples' sources (examples/) and the model files (models/)
 #   share/petnet/python/        the Python modules (share/python/*.py: petnet, over ../../../lib/libpetnet.so): PYTHONPATH
@@ -204,6 +218,7 @@ install: lib/libpetnet.so
 	install -m 644 include/*.h $(INSTALL_ROOT)/include
 	install -m 644 include/petnet/private/*.h $(INSTALL_ROOT)/include/petnet/private
 	install -m 755 lib/$(PETNET_SHLIB) $(INSTALL_ROOT)/lib
+	$(if $(HDF5CHECK),install -m 755 $(HDF5CHECK) $(INSTALL_ROOT)/lib/petnet)
 	ln -sf $(PETNET_SHLIB) $(INSTALL_ROOT)/lib/$(PETNET_SONAME)
 	ln -sf $(PETNET_SHLIB) $(INSTALL_ROOT)/lib/libpetnet.so
 	install -m 644 examples/*.c $(INSTALL_ROOT)/share/petnet/examples

@@ -4,7 +4,9 @@
 # lib/petnet/conf/petnet_variables + petnet_rules. Each binary runs at 1 and 2 ranks and must print the sum of the
 # outputs that the same formula gives in Python; so must tests/install/netforward.py through the installed Python module
 # (PYTHONPATH=PREFIX/share/petnet/python), which must load PREFIX/lib/libpetnet.so. The prefix and the build directory
-# are removed at the end.
+# are removed at the end. Last, the installed library must check HDF5 files with the installed
+# PREFIX/lib/petnet/petnet-hdf5check (found beside itself, not in the build tree): a valid model loads, the damaged file
+# of io_h5overread_error is refused.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_plm=isolated OMPI_MCA_btl=self,vader
@@ -15,6 +17,7 @@ trap 'rm -rf "$prefix" "$work"' EXIT
 
 make -s install PREFIX="$prefix" > "$work/install.log"
 test -L "$prefix/lib/libpetnet.so" -a -f "$prefix/lib/petnet/conf/petnet_rules" -a -f "$prefix/include/petnet/private/netimpl.h"
+test -x "$prefix/lib/petnet/petnet-hdf5check" || { echo "install: no $prefix/lib/petnet/petnet-hdf5check"; exit 1; }
 soname=$(readelf -d "$prefix/lib/libpetnet.so" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
 test -L "$prefix/lib/$soname" || { echo "install: no link $soname in $prefix/lib"; exit 1; }
 cp tests/install/netforward.c tests/install/makefile "$work"
@@ -44,4 +47,28 @@ check "petnet_rules" "$work/netforward"
 test -f "$prefix/share/petnet/python/petnet.py" || { echo "install: no $prefix/share/petnet/python/petnet.py"; exit 1; }
 cp tests/install/netforward.py "$work"
 (cd "$work" && PYTHONPATH="$prefix/share/petnet/python" PETNET_TEST_PREFIX="$prefix" check "python" /usr/bin/python3 netforward.py)
+# 4. the HDF5 check: the installed library runs the installed program, found beside itself (-info names the program)
+cat > "$work/h5check.py" << 'EOF'
+import sys
+import petsc4py
+petsc4py.init(sys.argv)
+import petnet  # noqa: E402
+net = petnet.Net().create()
+net.load(sys.argv[-2])  # a valid model
+net.destroy()
+try:
+    petnet.Net().create().load(sys.argv[-1])  # HDF5 1.10.8 reads past its buffer on this one
+    raise SystemExit("install: the damaged HDF5 file loaded")
+except petnet.Error as e:
+    print("refused:", "damaged" in str(e))
+EOF
+here=$PWD
+out=$(cd "$work" && PYTHONPATH="$prefix/share/petnet/python" /usr/bin/python3 h5check.py -info :sys "$here/fuzz/corpus/h5model/model_ok.h5" "$here/tests/data/h5model_attribute_overread.h5" 2>&1)
+n=$(grep -c "HDF5 check by $prefix/lib/petnet/petnet-hdf5check" <<< "$out" || true)
+if ! grep -q "refused: True" <<< "$out" || [ "$n" != 2 ]; then
+  echo "install: the HDF5 check did not run $prefix/lib/petnet/petnet-hdf5check on both files, or loaded the damaged one:"
+  grep -v "^\[0\] <sys> Petsc" <<< "$out"
+  exit 1
+fi
+echo "HDF5 check: $prefix/lib/petnet/petnet-hdf5check ran on both files, the damaged one refused"
 echo "install: ok"

@@ -5,7 +5,7 @@ static const char help[] = "Saving and loading a Net (NetSave/NetLoad, binary an
                            "  -case NAME          write a broken model file and load it (must fail): missing, truncated, magic, vecfile,\n"
                            "                      version, kind, count, tensor, h5group\n"
                            "  -corrupt_base PFX   write PFX.h5 and PFX.petnet for tests/io_corrupt.py to damage\n"
-                           "  -load FILE          load FILE (a damaged model file: must fail)\n"
+                           "  -load FILE          load FILE (a damaged model file: must fail); -load_read: with NetRead() from a viewer\n"
                            "  -torch_export PFX   write PFX.h5 (model) and PFX_data.h5 (input, output) for share/python/petnet_torch.py\n"
                            "  -torch_import PFX   load PFX.h5 written by PyTorch and check PetNet's output on PFX_data.h5 to 1e-12\n"
                            "  -torch_export PFX -torch_spec SPEC -torch_shape SHAPE [-torch_train] [-torch_nlocal 4]\n"
@@ -973,14 +973,33 @@ static PetscErrorCode CorruptBase(const char pfx[])
   PetscFunctionReturn(0);
 }
 
-/* -load FILE: a damaged model file, which NetLoad() must refuse */
+/* -load FILE: a damaged model file, which NetLoad() must refuse; with -load_read, NetRead() from the caller's own viewer
+   (HDF5 for a name ending in .h5, else binary), which the caller closes (collectively) before it raises the error, as a
+   program that cleans up would */
 static PetscErrorCode LoadOnly(const char file[])
 {
-  Net net;
+  Net       net;
+  PetscBool read = PETSC_FALSE;
 
   PetscFunctionBegin;
+  PetscCall(PetscOptionsGetBool(NULL, NULL, "-load_read", &read, NULL));
   PetscCall(NetCreate(PETSC_COMM_WORLD, &net));
-  PetscCall(NetLoad(net, file));
+  if (read) {
+    PetscViewer    viewer;
+    PetscErrorCode ierr;
+
+    PetscBool hdf5;
+
+    PetscCall(PetscStrendswith(file, ".h5", &hdf5));
+    if (hdf5)
+      PetscCall(PetscViewerHDF5Open(PETSC_COMM_WORLD, file, FILE_MODE_READ, &viewer));
+    else
+      PetscCall(PetscViewerBinaryOpen(PETSC_COMM_WORLD, file, FILE_MODE_READ, &viewer));
+    ierr = NetRead(net, viewer);
+    PetscCall(PetscViewerDestroy(&viewer));
+    PetscCall(ierr);
+  } else
+    PetscCall(NetLoad(net, file));
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%s loaded\n", file));
   PetscCall(NetDestroy(&net));
   PetscFunctionReturn(0);

@@ -212,6 +212,35 @@ PetscErrorCode NetWrite(Net net, PetscViewer viewer)
   PetscFunctionReturn(0);
 }
 
+/* The error handler of the ranks other than 0 while NetRead() reads. Every error of a read is raised on the Net's
+   communicator by all ranks at once (what rank 0 read, or its verdict, is broadcast first), and rank 0 prints it.
+   PETSc's traceback handler would keep this rank asleep for 10 s (counting on rank 0's MPI_Abort), while the caller,
+   unwinding, may first close its viewer collectively (H5Fclose, or MPI_File_close with -viewer_binary_mpiio, waits
+   for every rank): the job would take 10 s to end. So here such an error is recorded as PETSc's handler records an
+   error of this rank alone, without printing it (rank 0 does), and the traceback lines of its way up the reader are
+   quiet too; those of NetRead() and its callers follow as usual. An error of this rank alone (PETSC_COMM_SELF:
+   memory) is printed as usual. */
+static PetscBool netReadCollectiveError; /* the error being raised was raised on a communicator of several ranks */
+
+static PetscErrorCode NetReadErrorHandler(MPI_Comm comm, int line, const char *fun, const char *file, PetscErrorCode n, PetscErrorType p, const char *mess, void *ctx)
+{
+  if (p == PETSC_ERROR_INITIAL) {
+    PetscMPIInt size = 1;
+
+    if (comm != PETSC_COMM_SELF) (void)MPI_Comm_size(comm, &size);
+    netReadCollectiveError = (PetscBool)(size > 1);
+    if (netReadCollectiveError) {
+      PetscErrorCode (*print)(const char[], ...) = PetscErrorPrintf;
+
+      PetscErrorPrintf = PetscErrorPrintfNone; /* the handler records the error (the callers' traceback lines follow it) */
+      (void)PetscTraceBackErrorHandler(PETSC_COMM_SELF, line, fun, file, n, p, mess, ctx);
+      PetscErrorPrintf = print;
+    }
+  }
+  if (netReadCollectiveError) return n;
+  return PetscTraceBackErrorHandler(comm, line, fun, file, n, p, mess, ctx);
+}
+
 /*@
   NetRead - reads a Net written by NetWrite() from a binary or HDF5 viewer, replacing its layers, input shape,
   parameters and buffers
@@ -223,13 +252,20 @@ PetscErrorCode NetWrite(Net net, PetscViewer viewer)
 - viewer - a PETSCVIEWERBINARY or PETSCVIEWERHDF5 viewer on the Net's communicator, open for reading, at the place
            NetWrite() wrote the Net
 
+  Notes:
+  A damaged or mismatched file is one error, raised on every rank at once, printed by rank 0. The other ranks return
+  it without PETSc's usual 10 s pause, so a caller that closes its viewer (collectively) before passing the error on
+  ends the job at once.
+
   Level: intermediate
 
 .seealso: `NetWrite()`, `NetLoad()`
 @*/
 PetscErrorCode NetRead(Net net, PetscViewer viewer)
 {
-  PetscBool isbinary, ishdf5;
+  PetscBool      isbinary, ishdf5;
+  PetscMPIInt    rank;
+  PetscErrorCode ierr;
 
   PetscFunctionBegin;
   PetscValidHeaderSpecific(net, NET_CLASSID, 1);
@@ -237,12 +273,15 @@ PetscErrorCode NetRead(Net net, PetscViewer viewer)
   PetscCheckSameComm(net, 1, viewer, 2);
   PetscCall(PetscObjectTypeCompare((PetscObject)viewer, PETSCVIEWERBINARY, &isbinary));
   PetscCall(PetscObjectTypeCompare((PetscObject)viewer, PETSCVIEWERHDF5, &ishdf5));
-  if (isbinary)
-    PetscCall(NetRead_Binary(net, viewer));
-  else if (ishdf5)
-    PetscCall(NetRead_HDF5(net, viewer));
-  else
-    SETERRQ(PetscObjectComm((PetscObject)net), PETSC_ERR_SUP, "NetRead() needs a binary or HDF5 viewer, not %s", ((PetscObject)viewer)->type_name);
+  PetscCheck(isbinary || ishdf5, PetscObjectComm((PetscObject)net), PETSC_ERR_SUP, "NetRead() needs a binary or HDF5 viewer, not %s", ((PetscObject)viewer)->type_name);
+  PetscCallMPI(MPI_Comm_rank(PetscObjectComm((PetscObject)net), &rank));
+  if (rank) { /* a damaged file must end the job at once, also when the caller closes its viewer first */
+    netReadCollectiveError = PETSC_FALSE;
+    PetscCall(PetscPushErrorHandler(NetReadErrorHandler, NULL));
+  }
+  ierr = isbinary ? NetRead_Binary(net, viewer) : NetRead_HDF5(net, viewer);
+  if (rank) PetscCall(PetscPopErrorHandler());
+  PetscCall(ierr);
   PetscFunctionReturn(0);
 }
 

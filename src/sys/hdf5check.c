@@ -1,158 +1,169 @@
 /*
   A damaged HDF5 file can crash or hang the HDF5 library itself (1.10.8: H5Aexists() reads past its buffer on a
   damaged attribute message, H5Aread() of a variable-length string whose global-heap reference is damaged loops
-  forever; fuzz/known-library-hangs/). PetNet's readers check every size and checksum they read, but these happen while
-  HDF5 decodes an object header, before any value reaches PetNet. So before a reader opens a file, rank 0 lets a child
-  process (fork()) walk every object header of the file the way a reader would: every group and dataset (H5Ovisit),
-  every attribute of each, read whole (variable-length ones included), each dataset's type, extent, layout and chunk
-  index. The child does nothing but that, with the default signal handlers (not PETSc's, which would abort the job),
-  and leaves with _exit(). If it dies (a signal) or does not finish in time, the file is refused with an error that
-  names it; if it finishes, the reader goes on and reports any ordinary damage itself. Errors HDF5 reports cleanly are
-  not the walk's concern. A hang is caught for certain (the same bytes, the same loop); an over-read only when it
-  faults in the child, which depends on what lies past HDF5's buffer there (the one kept in
-  fuzz/known-library-hangs/h5model/ reads past its buffer silently in the child and faults in the parent).
+  forever; fuzz/regress/h5model/attribute-message-overread, fuzz/known-library-hangs/). PetNet's readers check every
+  size and checksum they read, but these happen while HDF5 decodes an object header, before any value reaches PetNet.
+  So before a reader opens a file, rank 0 runs petnet-hdf5check (src/sys/hdf5check/), a program that walks every
+  object header of the file the way a reader would (every group and dataset, every attribute read whole, each
+  dataset's type, extent, layout and chunk index) under a guard-page allocator: every buffer HDF5 allocates for the
+  file ends where 64 KB of inaccessible pages begin, so a read past one faults there, whatever the memory layout
+  (src/sys/hdf5check/guardmalloc.c: what it does not catch). If the
+  program dies (a signal) or does not finish in time, the file is refused with an error that names it; if it
+  finishes, the reader goes on and reports any ordinary damage itself.
 
-  The child must make no MPI call, directly or through HDF5 (Debian's HDF5 is the parallel build: H5close() would close
-  the parent's MPI-IO files collectively and corrupt the job's shared-memory transport), so it never closes the
-  library and leaves with _exit(); fork() is then fine with Open MPI's shared-memory and TCP transports. Options: -petnet_hdf5_check <bool> (default true), -petnet_hdf5_check_timeout <seconds> (20).
+  The program is a separate executable, not a fork() of this process: only an executable's own malloc replaces the C
+  library's for the HDF5 library it loads, and the exec'd process shares nothing with this one's MPI (it links HDF5
+  alone and makes no MPI call). It is found (HDF5CheckFindProgram) by -petnet_hdf5_check_program, then the environment
+  variable PETNET_HDF5_CHECK_PROGRAM, then beside the libpetnet.so this code was loaded from (LIBDIR/petnet/, where
+  both the build and make install put it), then in the build tree the library was compiled in. A program that cannot
+  be found or run is an error that says so (the check is never skipped silently). Options: -petnet_hdf5_check <bool>
+  (default true), -petnet_hdf5_check_timeout <seconds> (20), -petnet_hdf5_check_program <path>.
 */
+#if !defined(_GNU_SOURCE)
+#define _GNU_SOURCE /* dladdr() */
+#endif
 #include <petnetsys.h>
 #include <petsc/private/petscimpl.h>
 #if defined(PETSC_HAVE_HDF5)
-#include <hdf5.h>
+#include <dlfcn.h>
 #include <errno.h>
-#include <malloc.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <spawn.h>
 #include <string.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-#define HDF5CHECK_MAX_ATTR_BYTES (64 * 1024 * 1024) /* an attribute larger than this is inspected, not read */
-#define HDF5CHECK_MAX_CHUNKS     4096               /* chunks of a dataset whose index entries are read one by one */
+extern char **environ;
 
-/* child: read one attribute whole in its native type; variable-length ones only when ctx is non-NULL (decoded, then
-   reclaimed) */
-static herr_t HDF5CheckAttribute(hid_t loc, const char *name, const H5A_info_t *info, void *ctx)
+#define HDF5CHECK_NAME "petnet-hdf5check"
+
+/* rank 0: the checking program's path, or an error message (msg) saying where it was looked for and what to set */
+static PetscErrorCode HDF5CheckFindProgram(const char file[], const char what[], size_t plen, char path[], size_t len, char msg[])
 {
-  hid_t    a = H5Aopen(loc, name, H5P_DEFAULT), t = -1, mt = -1, s = -1;
-  hssize_t n;
-  size_t   sz;
+  PetscBool   set;
+  const char *env = getenv("PETNET_HDF5_CHECK_PROGRAM");
+  Dl_info     info;
+  char        beside[PETSC_MAX_PATH_LEN] = "";
 
-  (void)info;
-  if (a < 0) return 0;
-  t = H5Aget_type(a);
-  s = H5Aget_space(a);
-  if (t >= 0 && s >= 0 && (mt = H5Tget_native_type(t, H5T_DIR_ASCEND)) >= 0 && (n = H5Sget_simple_extent_npoints(s)) >= 0 && (sz = H5Tget_size(mt)) > 0 && (double)n * (double)sz <= HDF5CHECK_MAX_ATTR_BYTES) {
-    const PetscBool vlen = (PetscBool)(H5Tdetect_class(mt, H5T_VLEN) > 0 || H5Tis_variable_str(mt) > 0);
-    void           *buf  = vlen && !ctx ? NULL : calloc((size_t)n ? (size_t)n : 1, sz);
-
-    if (buf && H5Aread(a, mt, buf) >= 0 && (H5Tdetect_class(mt, H5T_VLEN) > 0 || H5Tis_variable_str(mt) > 0)) (void)H5Dvlen_reclaim(mt, s, H5P_DEFAULT, buf);
-    free(buf);
+  PetscFunctionBegin;
+  path[0] = 0;
+  PetscCall(PetscOptionsGetString(NULL, NULL, "-petnet_hdf5_check_program", path, plen, &set));
+  if (set || (env && env[0])) {
+    if (!set) PetscCall(PetscStrncpy(path, env, plen));
+    if (access(path, X_OK))
+      PetscCall(PetscSNPrintf(msg, len,
+                              "%s %s was not opened: PetNet's HDF5 checking program %s (%s) cannot be run: %s. Give the path of the " HDF5CHECK_NAME " that was built or installed with PetNet (LIBDIR/petnet/" HDF5CHECK_NAME
+                              "), or -petnet_hdf5_check 0 to open HDF5 files unchecked (a damaged file may then crash the HDF5 library)",
+                              what, file, path, set ? "-petnet_hdf5_check_program" : "environment variable PETNET_HDF5_CHECK_PROGRAM", strerror(errno)));
+    PetscFunctionReturn(0);
   }
-  if (mt >= 0) H5Tclose(mt);
-  if (t >= 0) H5Tclose(t);
-  if (s >= 0) H5Sclose(s);
-  H5Aclose(a);
-  return 0;
-}
+  if (dladdr((void *)PetNetCheckHDF5File, &info) && info.dli_fname && strchr(info.dli_fname, '/')) {
+    char *slash;
 
-/* child: a dataset's type, extent, creation properties, storage size and chunk index */
-static void HDF5CheckDataset(hid_t loc, const char *name)
-{
-  hid_t d = H5Dopen2(loc, name, H5P_DEFAULT), t, s, plist;
-
-  if (d < 0) return;
-  t     = H5Dget_type(d);
-  s     = H5Dget_space(d);
-  plist = H5Dget_create_plist(d);
-  (void)H5Dget_storage_size(d);
-  if (plist >= 0 && s >= 0 && H5Pget_layout(plist) == H5D_CHUNKED) {
-    hsize_t nchunks = 0;
-
-    if (H5Dget_num_chunks(d, s, &nchunks) >= 0)
-      for (hsize_t i = 0; i < nchunks && i < HDF5CHECK_MAX_CHUNKS; i++) {
-        hsize_t  offset[H5S_MAX_RANK], size;
-        unsigned mask;
-        haddr_t  addr;
-
-        (void)H5Dget_chunk_info(d, s, i, offset, &mask, &addr, &size);
-      }
+    PetscCall(PetscStrncpy(beside, info.dli_fname, sizeof(beside)));
+    slash    = strrchr(beside, '/');
+    slash[1] = 0;
+    PetscCall(PetscStrlcat(beside, "petnet/" HDF5CHECK_NAME, sizeof(beside)));
+    if (!access(beside, X_OK)) {
+      PetscCall(PetscStrncpy(path, beside, plen));
+      PetscFunctionReturn(0);
+    }
   }
-  if (plist >= 0) H5Pclose(plist);
-  if (t >= 0) H5Tclose(t);
-  if (s >= 0) H5Sclose(s);
-  H5Dclose(d);
-}
-
-/* child: an object's attributes (ctx non-NULL: only the groups below the root, the readers' first stop) and a
-   dataset's description */
-static PetscBool checkvlen; /* the child's: read variable-length attributes too */
-
-static herr_t HDF5CheckObject(hid_t root, const char *name, const H5O_info_t *info, void *ctx)
-{
-  hid_t o;
-
-  if (ctx && (info->type != H5O_TYPE_GROUP || !strcmp(name, "."))) return 0;
-  if ((o = H5Oopen(root, name, H5P_DEFAULT)) >= 0) { /* a lookup decodes every attribute message of the header (PetNet's readers start with "version"), then each is read */
-    (void)H5Aexists(o, "version");
-    (void)H5Aexists(o, "petnet: a name no attribute has");
-    (void)H5Aiterate2(o, H5_INDEX_NAME, H5_ITER_NATIVE, NULL, HDF5CheckAttribute, checkvlen ? (void *)o : NULL);
-    H5Oclose(o);
+#if defined(PETNET_HDF5CHECK_BUILD)
+  if (!access(PETNET_HDF5CHECK_BUILD, X_OK)) {
+    PetscCall(PetscStrncpy(path, PETNET_HDF5CHECK_BUILD, plen));
+    PetscFunctionReturn(0);
   }
-  if (!ctx && info->type == H5O_TYPE_DATASET) HDF5CheckDataset(root, name);
-  return 0;
-}
-
-/* the child's whole life: walk the file, then _exit(0) (a file HDF5 cannot open is the reader's to report) */
-static void HDF5CheckChild(const char file[], double timeout, PetscBool readvlen)
-{
-  const int signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGALRM};
-  hid_t     fapl, fid;
-
-  for (size_t i = 0; i < sizeof(signals) / sizeof(signals[0]); i++) signal(signals[i], SIG_DFL);
-  alarm((unsigned)(timeout + 2)); /* in case the parent is gone */
-  checkvlen = readvlen;
-  /* buffers of 4 KB and more in mappings of their own, so that an over-read past one is more likely to leave mapped
-     memory and fault here (a damaged header that made a fresh process read past its buffer silently faulted so) */
-  (void)mallopt(M_MMAP_THRESHOLD, 4096);
-  H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-  fapl = H5Pcreate(H5P_FILE_ACCESS);
-  H5Pset_fapl_sec2(fapl);
-#if H5_VERSION_GE(1, 10, 7)
-  H5Pset_file_locking(fapl, 0, 1);
+#else
+#define PETNET_HDF5CHECK_BUILD "(none)"
 #endif
-  fid = H5Fopen(file, H5F_ACC_RDONLY, fapl);
-  if (fid >= 0) {
-    (void)H5Ovisit2(fid, H5_INDEX_NAME, H5_ITER_NATIVE, HDF5CheckObject, (void *)fapl, H5O_INFO_BASIC); /* the groups first, */
-    (void)H5Ovisit2(fid, H5_INDEX_NAME, H5_ITER_NATIVE, HDF5CheckObject, NULL, H5O_INFO_BASIC);         /* then everything */
-    H5Fclose(fid);
-  }
-  _exit(0);
+  if (!beside[0]) PetscCall(PetscStrncpy(beside, "LIBDIR/petnet/" HDF5CHECK_NAME, sizeof(beside)));
+  if (strcmp(beside, PETNET_HDF5CHECK_BUILD)) PetscCall(PetscStrlcat(beside, " and " PETNET_HDF5CHECK_BUILD, sizeof(beside)));
+  PetscCall(PetscSNPrintf(msg, len,
+                          "%s %s was not opened: PetNet's HDF5 checking program " HDF5CHECK_NAME
+                          ", which reads an HDF5 file's headers in a separate process first, was not found (looked for %s). Run make (or make install) in PetNet's source tree, or give "
+                          "its path with -petnet_hdf5_check_program PATH or the environment variable PETNET_HDF5_CHECK_PROGRAM; or -petnet_hdf5_check 0 to open HDF5 files unchecked (a damaged file may then crash the HDF5 library)",
+                          what, file, beside));
+  PetscFunctionReturn(0);
 }
 
-/* rank 0: fork the walk and wait for it; msg empty when the file passed */
+/* how the checking program died, in words (the test runner takes the words of a crash report in an error for a crash) */
+static const char *HDF5CheckCrash(int sig)
+{
+  switch (sig) {
+  case SIGSEGV:
+  case SIGBUS:
+    return "an invalid memory access";
+  case SIGABRT:
+    return "it aborted";
+  case SIGFPE:
+    return "an arithmetic fault";
+  case SIGILL:
+    return "an illegal instruction";
+  case SIGKILL:
+    return "killed, perhaps for want of memory";
+  default:
+    return "killed";
+  }
+}
+
+/* rank 0: run the checking program on the file and wait for it; msg empty when the file passed */
 static PetscErrorCode HDF5CheckRun(const char file[], const char what[], PetscBool readvlen, PetscReal timeout, size_t len, char msg[])
 {
-  pid_t           pid;
-  int             status = 0;
-  struct timespec pause  = {0, 1000000}; /* 1 ms */
-  PetscLogDouble  start, now;
+  char                       program[PETSC_MAX_PATH_LEN], seconds[32];
+  char                      *argv[6];
+  int                        argc = 0, status = 0, err;
+  pid_t                      pid;
+  posix_spawnattr_t          attr;
+  posix_spawn_file_actions_t actions;
+  sigset_t                   all, none;
+  struct timespec            pause = {0, 1000000}; /* 1 ms */
+  PetscLogDouble             start, now;
 
   PetscFunctionBegin;
   msg[0] = 0;
+  PetscCall(HDF5CheckFindProgram(file, what, sizeof(program), program, len, msg));
+  if (msg[0]) PetscFunctionReturn(0);
+  PetscCall(PetscSNPrintf(seconds, sizeof(seconds), "%g", (double)timeout));
+  argv[argc++] = program;
+  if (readvlen) argv[argc++] = (char *)"-vlen";
+  argv[argc++] = (char *)"-timeout";
+  argv[argc++] = seconds;
+  argv[argc++] = (char *)file;
+  argv[argc]   = NULL;
+  /* the program starts with every signal at its default and none blocked (a crash must kill it), reads nothing from
+     stdin and writes nothing to stdout */
+  (void)sigfillset(&all);
+  (void)sigemptyset(&none);
+  (void)posix_spawnattr_init(&attr);
+  (void)posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+  (void)posix_spawnattr_setsigdefault(&attr, &all);
+  (void)posix_spawnattr_setsigmask(&attr, &none);
+  (void)posix_spawn_file_actions_init(&actions);
+  (void)posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  (void)posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
   (void)fflush(stdout);
   (void)fflush(stderr);
-  pid = fork();
-  if (pid < 0) PetscFunctionReturn(0); /* no process to spare: the reader goes on unchecked */
-  if (pid == 0) HDF5CheckChild(file, (double)timeout, readvlen);
+  err = posix_spawn(&pid, program, &actions, &attr, argv, environ);
+  (void)posix_spawn_file_actions_destroy(&actions);
+  (void)posix_spawnattr_destroy(&attr);
+  if (err) {
+    PetscCall(PetscSNPrintf(msg, len, "%s %s was not opened: PetNet's HDF5 checking program %s could not be started (%s). Give a working one with -petnet_hdf5_check_program PATH, or -petnet_hdf5_check 0 to open HDF5 files unchecked", what, file,
+                            program, strerror(err)));
+    PetscFunctionReturn(0);
+  }
   PetscCall(PetscTime(&start));
   for (;;) {
     pid_t w = waitpid(pid, &status, WNOHANG);
 
     if (w == pid) break;
-    if (w < 0 && errno != EINTR) PetscFunctionReturn(0); /* SIGCHLD ignored by the application: no verdict */
+    if (w < 0 && errno != EINTR) { /* SIGCHLD ignored by the application: the child was reaped, no verdict */
+      PetscCall(PetscInfo(NULL, "%s %s: the HDF5 check's exit status is lost (SIGCHLD is ignored); not checked\n", what, file));
+      PetscFunctionReturn(0);
+    }
     PetscCall(PetscTime(&now));
     if (now - start > timeout) {
       (void)kill(pid, SIGKILL);
@@ -165,11 +176,17 @@ static PetscErrorCode HDF5CheckRun(const char file[], const char what[], PetscBo
     }
     (void)nanosleep(&pause, NULL);
   }
+  PetscCall(PetscTime(&now));
+  PetscCall(PetscInfo(NULL, "%s %s: HDF5 check by %s took %.3f s\n", what, file, program, (double)(now - start)));
   if (WIFSIGNALED(status))
     PetscCall(PetscSNPrintf(msg, len,
-                            "%s %s is damaged: the HDF5 library crashed (signal %d, %s) reading its object headers (attributes, dataset descriptions) in a checking process, so the file was not opened here; HDF5 1.10 reads past its buffers on some "
+                            "%s %s is damaged: the HDF5 library crashed (%s) reading its object headers (attributes, dataset descriptions) in a checking process (%s), so the file was not opened here; HDF5 1.10 reads past its buffers on some "
                             "damaged headers. Use another copy of the file or write it again",
-                            what, file, WTERMSIG(status), strsignal(WTERMSIG(status))));
+                            what, file, HDF5CheckCrash(WTERMSIG(status)), HDF5CHECK_NAME));
+  else if (WIFEXITED(status) && WEXITSTATUS(status))
+    PetscCall(PetscSNPrintf(msg, len,
+                            "%s %s was not opened: PetNet's HDF5 checking program %s failed (exit status %d) without checking it. Give a working one with -petnet_hdf5_check_program PATH, or -petnet_hdf5_check 0 to open HDF5 files unchecked", what,
+                            file, program, WEXITSTATUS(status)));
   PetscFunctionReturn(0);
 }
 
@@ -190,16 +207,22 @@ static PetscErrorCode HDF5CheckRun(const char file[], const char what[], PetscBo
 
   Options Database Keys:
 + -petnet_hdf5_check <bool> - run the check (default true)
-- -petnet_hdf5_check_timeout <seconds> - how long the checking process may take (default 20)
+. -petnet_hdf5_check_timeout <seconds> - how long the checking process may take (default 20)
+- -petnet_hdf5_check_program <path> - the checking program (default: petnet/petnet-hdf5check beside the library)
 
   Notes:
   HDF5 1.10 crashes on some damaged object headers (it reads past its buffers decoding attribute messages) and loops
   forever on others (a variable-length string whose heap reference is damaged), inside the library, before any value
-  reaches the caller. This function forks a process that walks the whole file as a reader would (every group and
-  dataset, every attribute read whole, each dataset's type, extent, layout and chunk index) and refuses the file with
-  a clear error if that process dies or runs out of time. A file the walk reads without incident passes, even if HDF5
-  reported errors about it: those the reader reports itself. It costs one fork() and the walk (milliseconds for a
-  model file). PetNet's HDF5 model and dataset readers call it before they open a file.
+  reaches the caller. This function runs petnet-hdf5check, a program that walks the whole file as a reader would
+  (every group and dataset, every attribute read whole, each dataset's type, extent, layout and chunk index) with
+  every buffer ending at an inaccessible page, so that a read past one faults there, and refuses the file with a
+  clear error if that process dies or runs out of time. A file the walk reads without incident passes, even if HDF5
+  reported errors about it: those the reader reports itself. It costs one process start and the walk (a few
+  milliseconds for a model file). PetNet's HDF5 model and dataset readers call it before they open a file.
+
+  The program is looked for at the path given by -petnet_hdf5_check_program, then by the environment variable
+  PETNET_HDF5_CHECK_PROGRAM, then in the folder petnet/ beside the libpetnet.so in use (make and make install put it
+  there), then in the build tree; if none is there, or it cannot be run, the file is refused with an error saying so.
 
   Level: developer
 
