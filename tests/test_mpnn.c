@@ -6,7 +6,8 @@ static const char help[] = "The mesh message-passing layer (mpnn) on a DMPlex: a
                            "  those of the same Net on one rank with the whole mesh (to <= 1e-12 relative), compared in the natural vertex\n"
                            "  order (a vertex is known by its grid position). Then NetTestJacobian (dot products <= 1e-12, finite differences\n"
                            "  <= 1e-6) and central differences of the backward pass against the second-order adjoint (<= 1e-6).\n"
-                           "Options: -faces n (default 5), -channels C (default 3), -error nodm|size|coords|sf|comm|dim|interp (stop with that\n"
+                           "Options: -faces n (default 5), -channels C (default 3), -chunk k (the Net over all ranks passes k messages per GEMM,\n"
+                           "  the reference 512), -error nodm|size|coords|sf|comm|dim|interp (stop with that\n"
                            "  error).\n";
 
 #include <petnet.h>
@@ -459,7 +460,7 @@ int main(int argc, char **argv)
 {
   MPI_Comm     comm;
   Mesh         g = {5, 36, 3};
-  PetscInt     P, nout, *perm, a = 7;
+  PetscInt     P, nout, *perm, a = 7, chunk;
   PetscScalar *ref[R_NUM];
   char         error[64] = "";
   PetscBool    flg;
@@ -502,6 +503,16 @@ int main(int argc, char **argv)
   while (GCD(a, g.N) != 1) a++; /* u -> a u + 3 mod N is then a bijection */
   PetscCall(PetscMalloc1(g.N, &perm));
   for (PetscInt u = 0; u < g.N; u++) perm[u] = (a * u + 3) % g.N;
+  PetscCall(PetscOptionsGetInt(NULL, NULL, "-chunk", &chunk, &flg));
+  if (flg) { /* the Net over all ranks cuts its edge loops into chunks of that many messages (the reference: 512) */
+    char opt[64], val[32];
+
+    PetscCall(PetscSNPrintf(val, sizeof(val), "%" PetscInt_FMT, chunk));
+    for (PetscInt k = 0; k < 8; k++) {
+      PetscCall(PetscSNPrintf(opt, sizeof(opt), "-layer%" PetscInt_FMT "_mpnn_chunk", k));
+      PetscCall(PetscOptionsSetValue(NULL, opt, val));
+    }
+  }
   PetscCall(CreateNet(comm, &g, &net));
   PetscCall(SetParameters(net, P));
   for (PetscInt mode = 0; mode < 4; mode++) {

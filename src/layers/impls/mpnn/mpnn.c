@@ -19,7 +19,8 @@
   dof = H for the aggregate), so that the DM's point SF is the ghost exchange. Every rank computes the edges it owns
   (the depth-1 points that are not leaves of the point SF), whose vertices its local mesh holds, owned or ghost:
     forward   x_l = G2L(x)                                 DMGlobalToLocal, INSERT_VALUES (ghost update)
-              per chunk of messages: U = [x_s; x_r; g] (ein x k), Z = Wec^T U + be     dgemm('T','N', H, k, ein)
+              per chunk of k messages (-mpnn_chunk, 512): U = [x_s; x_r; g] (ein x k), Z = Wec^T U + be
+                                                           dgemm('T','N', H, k, ein)
               a_l[r] += tanh(Z)                            scatter by receiver
               a = L2G(a_l)                                 DMLocalToGlobal, ADD_VALUES
               Y = Wnx^T X + Wna^T A + bn                   dgemm('T','N', C, n, in) and (C, n, H)
@@ -44,10 +45,9 @@
 #include <petscsf.h>
 #include <petscblaslapack.h>
 
-#define MPNN_CHUNK 512 /* messages per GEMM: bounds the scratch, keeps each GEMM large */
-
 typedef struct {
   PetscInt      nout, hidden, dim; /* C, H (0: C), D */
+  PetscInt      chunk;             /* messages per GEMM (-mpnn_chunk): bounds the scratch, keeps each GEMM large */
   LayerInitType init;
   PetscReal     initstd;
 
@@ -239,7 +239,7 @@ static PetscErrorCode MpnnBuild(Layer layer)
   PetscCall(VecRestoreArrayRead(coords, &xc));
   PetscCall(PetscFree(leaf));
   PetscCall(PetscMalloc5(mp->nmsg * H, &mp->z, mp->n * H, &mp->a, mp->n * in, &mp->sx, mp->n * H, &mp->sa, mp->n * H, &mp->sa2));
-  PetscCall(PetscMalloc4(MPNN_CHUNK * ein, &mp->u, MPNN_CHUNK * ein, &mp->du, MPNN_CHUNK * H, &mp->w, MPNN_CHUNK * H, &mp->w2));
+  PetscCall(PetscMalloc4(mp->chunk * ein, &mp->u, mp->chunk * ein, &mp->du, mp->chunk * H, &mp->w, mp->chunk * H, &mp->w2));
   mp->ready = PETSC_TRUE;
   PetscFunctionReturn(0);
 }
@@ -469,8 +469,8 @@ static PetscErrorCode LayerForward_Mpnn(Layer layer, PetscInt n, const PetscScal
   PetscCall(VecZeroEntries(mp->al));
   PetscCall(VecGetArrayRead(mp->xl, &xl));
   PetscCall(VecGetArray(mp->al, &al));
-  for (PetscInt k0 = 0; k0 < mp->nmsg; k0 += MPNN_CHUNK) {
-    const PetscInt cnt = PetscMin(MPNN_CHUNK, mp->nmsg - k0);
+  for (PetscInt k0 = 0; k0 < mp->nmsg; k0 += mp->chunk) {
+    const PetscInt cnt = PetscMin(mp->chunk, mp->nmsg - k0);
     PetscScalar   *Z   = mp->z + k0 * H;
 
     MpnnGather(layer, k0, cnt, xl, PETSC_TRUE, mp->u);
@@ -504,8 +504,8 @@ static PetscErrorCode MpnnEdgeBackward(Layer layer, const PetscScalar *We, const
 
   PetscFunctionBegin;
   PetscCall(VecGetArrayRead(mp->xl, &xl));
-  for (PetscInt k0 = 0; k0 < mp->nmsg; k0 += MPNN_CHUNK) {
-    const PetscInt     cnt = PetscMin(MPNN_CHUNK, mp->nmsg - k0);
+  for (PetscInt k0 = 0; k0 < mp->nmsg; k0 += mp->chunk) {
+    const PetscInt     cnt = PetscMin(mp->chunk, mp->nmsg - k0);
     const PetscScalar *Z   = mp->z + k0 * H;
     PetscScalar       *dZ  = mp->w;
 
@@ -578,8 +578,8 @@ static PetscErrorCode MpnnEdgeTangent(Layer layer, const PetscScalar *We, const 
 
   PetscFunctionBegin;
   PetscCall(VecGetArrayRead(mp->xl, &xl));
-  for (PetscInt k0 = 0; k0 < mp->nmsg; k0 += MPNN_CHUNK) {
-    const PetscInt     cnt  = PetscMin(MPNN_CHUNK, mp->nmsg - k0);
+  for (PetscInt k0 = 0; k0 < mp->nmsg; k0 += mp->chunk) {
+    const PetscInt     cnt  = PetscMin(mp->chunk, mp->nmsg - k0);
     const PetscScalar *Z    = mp->z + k0 * H;
     PetscScalar       *dZ   = zdot ? zdot + k0 * H : mp->w;
     PetscScalar        beta = 0.0;
@@ -730,8 +730,8 @@ static PetscErrorCode LayerSOBackward_Mpnn(Layer layer, PetscInt n, const PetscS
     /* the We dZdot and U dZdot^T parts */
     PetscCall(MpnnEdgeBackward(layer, theta + we, dal, MpnnSOExtra, &so, dthetadot ? dthetadot + we : NULL, dthetadot ? dthetadot + be : NULL, want[2] ? dxla : NULL));
     /* the Wedot dZ and Udot dZ^T parts: dZ = tanh'(Z) .* dal[r] again, chunk by chunk */
-    for (PetscInt k0 = 0; k0 < mp->nmsg; k0 += MPNN_CHUNK) {
-      const PetscInt     cnt = PetscMin(MPNN_CHUNK, mp->nmsg - k0);
+    for (PetscInt k0 = 0; k0 < mp->nmsg; k0 += mp->chunk) {
+      const PetscInt     cnt = PetscMin(mp->chunk, mp->nmsg - k0);
       const PetscScalar *Z   = mp->z + k0 * H;
       PetscScalar       *dZ  = mp->w;
 
@@ -851,7 +851,7 @@ static PetscErrorCode LayerGetArguments_Mpnn(Layer layer, size_t len, char args[
 static PetscErrorCode LayerSetFromOptions_Mpnn(Layer layer, PetscOptionItems *PetscOptionsObject)
 {
   Layer_Mpnn *mp   = (Layer_Mpnn *)layer->data;
-  PetscInt    nout = mp->nout, hidden = mp->hidden, dim = mp->dim;
+  PetscInt    nout = mp->nout, hidden = mp->hidden, dim = mp->dim, chunk = mp->chunk;
 
   PetscFunctionBegin;
   PetscOptionsHeadBegin(PetscOptionsObject, "Mesh message-passing layer options (mpnn)");
@@ -859,6 +859,10 @@ static PetscErrorCode LayerSetFromOptions_Mpnn(Layer layer, PetscOptionItems *Pe
   PetscCall(PetscOptionsInt("-mpnn_hidden", "Message channels (0: as many as the outputs)", "LayerSetArguments", hidden, &hidden, NULL));
   PetscCall(PetscOptionsInt("-mpnn_dim", "Coordinate dimension of the mesh (edge geometry: D + 1 values)", "LayerSetArguments", dim, &dim, NULL));
   if (nout != mp->nout || hidden != mp->hidden || dim != mp->dim) PetscCall(MpnnSetSizes(layer, nout, hidden, dim));
+  PetscCall(PetscOptionsInt("-mpnn_chunk", "Messages per GEMM of the edge loop", "LayerSetFromOptions", chunk, &chunk, NULL));
+  PetscCheck(chunk > 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "-mpnn_chunk must be positive, not %" PetscInt_FMT, chunk);
+  if (chunk != mp->chunk) PetscCall(MpnnResetMeshState(layer)); /* the scratch is sized by it */
+  mp->chunk = chunk;
   PetscCall(PetscOptionsEnum("-mpnn_init", "Weight initialisation", "LayerInitializeWeights", LayerInitTypes, (PetscEnum)mp->init, (PetscEnum *)&mp->init, NULL));
   PetscCall(PetscOptionsReal("-mpnn_init_std", "Standard deviation for -mpnn_init normal", "LayerInitializeWeights", mp->initstd, &mp->initstd, NULL));
   PetscCheck(mp->initstd >= 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "-mpnn_init_std must be non-negative, not %g", (double)mp->initstd);
@@ -1039,6 +1043,7 @@ PETSC_INTERN PetscErrorCode LayerCreate_Mpnn(Layer layer)
   PetscFunctionBegin;
   PetscCall(PetscNew(&mp));
   mp->dim                    = 2;
+  mp->chunk                  = 512;
   mp->init                   = LAYER_INIT_XAVIER;
   mp->initstd                = 0.01;
   layer->data                = mp;
