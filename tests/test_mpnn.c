@@ -6,7 +6,8 @@ static const char help[] = "The mesh message-passing layer (mpnn) on a DMPlex: a
                            "  those of the same Net on one rank with the whole mesh (to <= 1e-12 relative), compared in the natural vertex\n"
                            "  order (a vertex is known by its grid position). Then NetTestJacobian (dot products <= 1e-12, finite differences\n"
                            "  <= 1e-6) and central differences of the backward pass against the second-order adjoint (<= 1e-6).\n"
-                           "Options: -faces n (default 5), -channels C (default 3), -chunk k (the Net over all ranks passes k messages per GEMM,\n"
+                           "Options: -faces n (default 5), -channels C (default 3), -copies S (a batch of S copies of the mesh, each its own\n"
+                           "  data: [copy][vertex][channel] on each rank), -chunk k (the Net over all ranks passes k messages per GEMM,\n"
                            "  the reference 512), -error nodm|size|coords|sf|comm|dim|interp (stop with that\n"
                            "  error).\n";
 
@@ -18,7 +19,8 @@ static const char help[] = "The mesh message-passing layer (mpnn) on a DMPlex: a
 #define DEFAULT_LAYERS "mpnn:5:hidden=4,tanh,dense:3,mpnn:2"
 
 typedef struct {
-  PetscInt n, N, C; /* squares per side, vertices, input channels */
+  PetscInt n, N, C, S; /* squares per side, vertices, input channels, copies of the mesh in a batch */
+  PetscInt off;        /* the first copy's number: its data are those of copy off of a larger batch */
 } Mesh;
 
 static PetscInt GCD(PetscInt a, PetscInt b)
@@ -107,7 +109,10 @@ static PetscErrorCode Distribute(const Mesh *g, const char type[], DM *dm)
   PetscFunctionReturn(0);
 }
 
-/* The natural (grid) number of each owned vertex, in the DM's global order: key[i] for local sample i */
+/*
+  The natural (grid) number of each owned vertex, in the DM's global order, for each of the S copies of the mesh in
+  a batch: key[s m + i] = s N + (grid number of owned vertex i); *m = S (owned vertices)
+*/
 static PetscErrorCode VertexKeys(DM dm, const Mesh *g, PetscInt *m, PetscInt **key)
 {
   DM                 dmc;
@@ -130,7 +135,7 @@ static PetscErrorCode VertexKeys(DM dm, const Mesh *g, PetscInt *m, PetscInt **k
   PetscCall(DMCreateGlobalVector(dmc, &v));
   PetscCall(VecGetLocalSize(v, m));
   PetscCall(VecGetOwnershipRange(v, &rstart, NULL));
-  PetscCall(PetscMalloc1(*m, key));
+  PetscCall(PetscMalloc1(g->S * *m, key));
   PetscCall(DMGetCoordinateSection(dm, &csec));
   PetscCall(DMGetCoordinatesLocal(dm, &coords));
   PetscCall(VecGetArrayRead(coords, &x));
@@ -143,6 +148,10 @@ static PetscErrorCode VertexKeys(DM dm, const Mesh *g, PetscInt *m, PetscInt **k
     (*key)[off - rstart] = (PetscInt)PetscFloorReal(PetscRealPart(x[coff + 1]) * g->n + 0.5) * (g->n + 1) + (PetscInt)PetscFloorReal(PetscRealPart(x[coff]) * g->n + 0.5);
   }
   PetscCall(VecRestoreArrayRead(coords, &x));
+  for (PetscInt s = 1; s < g->S; s++)
+    for (PetscInt i = 0; i < *m; i++) (*key)[s * *m + i] = s * g->N + (*key)[i];
+  for (PetscInt i = 0; i < *m; i++) (*key)[i] += g->off * g->N;
+  *m *= g->S;
   PetscCall(VecDestroy(&v));
   PetscCall(DMDestroy(&dmc));
   PetscFunctionReturn(0);
@@ -459,7 +468,7 @@ static PetscErrorCode RunError(const char error[], const Mesh *g)
 int main(int argc, char **argv)
 {
   MPI_Comm     comm;
-  Mesh         g = {5, 36, 3};
+  Mesh         g = {5, 36, 3, 1, 0};
   PetscInt     P, nout, *perm, a = 7, chunk;
   PetscScalar *ref[R_NUM];
   char         error[64] = "";
@@ -477,24 +486,39 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-faces", &g.n, NULL));
   g.N = (g.n + 1) * (g.n + 1);
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-channels", &g.C, NULL));
+  PetscCall(PetscOptionsGetInt(NULL, NULL, "-copies", &g.S, NULL));
   PetscCall(PetscOptionsGetString(NULL, NULL, "-error", error, sizeof(error), &flg));
   if (flg) PetscCall(RunError(error, &g));
 
-  /* The reference: the Net on each rank alone, with the whole mesh */
+  /* The reference: the Net on each rank alone, with the whole mesh, one copy at a time (the gradients of a batch of
+     copies are the sums of theirs) */
   PetscCall(CreateNet(PETSC_COMM_SELF, &g, &seq));
   PetscCall(NetGetNumParameters(seq, &P));
   PetscCall(SetParameters(seq, P));
   PetscCall(NetGetOutputShape(seq, &out));
   nout = out.dim[0];
   PetscCall(CreateMesh(PETSC_COMM_SELF, &g, NULL, PETSC_TRUE, &dm));
-  PetscCall(RunNet(seq, dm, &g, P, &run));
-  PetscCall(GatherNatural(run.Y, nout, run.key, g.N, &ref[R_Y]));
-  PetscCall(GatherNatural(run.dX, g.C, run.key, g.N, &ref[R_DX]));
-  PetscCall(GatherAll(run.G, &ref[R_G]));
-  PetscCall(GatherNatural(run.Yj, nout, run.key, g.N, &ref[R_JVP]));
-  PetscCall(GatherNatural(run.dXdot, g.C, run.key, g.N, &ref[R_DXDOT]));
-  PetscCall(GatherAll(run.Hv, &ref[R_HV]));
-  PetscCall(DestroyRun(&run));
+  for (PetscInt s = 0; s < g.S; s++) {
+    Mesh         gs = g;
+    PetscScalar *one[R_NUM];
+    PetscInt     len[R_NUM] = {g.S * g.N * nout, g.S * g.N * g.C, P, g.S * g.N * nout, g.S * g.N * g.C, P};
+
+    gs.S   = 1;
+    gs.off = s;
+    PetscCall(RunNet(seq, dm, &gs, P, &run));
+    PetscCall(GatherNatural(run.Y, nout, run.key, g.S * g.N, &one[R_Y]));
+    PetscCall(GatherNatural(run.dX, g.C, run.key, g.S * g.N, &one[R_DX]));
+    PetscCall(GatherAll(run.G, &one[R_G]));
+    PetscCall(GatherNatural(run.Yj, nout, run.key, g.S * g.N, &one[R_JVP]));
+    PetscCall(GatherNatural(run.dXdot, g.C, run.key, g.S * g.N, &one[R_DXDOT]));
+    PetscCall(GatherAll(run.Hv, &one[R_HV]));
+    for (PetscInt r = 0; r < R_NUM; r++) {
+      if (!s) PetscCall(PetscCalloc1(len[r], &ref[r]));
+      for (PetscInt i = 0; i < len[r]; i++) ref[r][i] += one[r][i];
+      PetscCall(PetscFree(one[r]));
+    }
+    PetscCall(DestroyRun(&run));
+  }
   PetscCall(DMDestroy(&dm));
   PetscCall(NetDestroy(&seq));
 
@@ -527,7 +551,7 @@ int main(int argc, char **argv)
       PetscInt m[2], mm[2];
 
       PetscCall(VecGetLocalSize(run.X, &m[0]));
-      m[0] /= g.C;
+      m[0] /= g.C * g.S;
       m[1] = -m[0];
       PetscCall(MPIU_Allreduce(m, mm, 2, MPIU_INT, MPI_MIN, comm));
       PetscCall(PetscSNPrintf(what, sizeof(what), "%d rank(s), %s (%" PetscInt_FMT "..%" PetscInt_FMT " vertices a rank)", size, names[mode], mm[0], -mm[1]));

@@ -60,9 +60,9 @@ PetscErrorCode NetSetGraphOperator(Net net, Mat A)
   Notes:
   dm is referenced by each mpnn layer, not copied. The Net's samples are then the mesh's vertices: on each rank its
   owned vertices in the DM's global order, so create the batch with NetCreateVecs(net, m, &X, &Y), m the local size of
-  a global Vec of a section with one dof per vertex (vertex i of that Vec is sample i). Like the graph layers, such a
-  Net takes the whole mesh at once: mini-batches or chunks of the vertices are refused with an error naming both
-  sizes.
+  a global Vec of a section with one dof per vertex (vertex i of that Vec is sample i), or S m for a batch of S fields on
+  the mesh ([copy][vertex][channel]). Like the graph layers, such a Net takes the whole mesh at once: mini-batches or
+  chunks of the vertices are refused with an error naming both sizes.
 
   The layers may be set up before (NetSetUp(), NetLoad()). Setting another mesh (e.g. the same network on a finer
   mesh) keeps the parameters; the Net must then run a forward pass before its derivatives. Layers inside an ode

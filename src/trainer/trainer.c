@@ -590,7 +590,7 @@ PetscErrorCode TrainerSetUp(Trainer tr)
       PetscCall(LayerGetSpec(layer, sizeof(spec), spec));
       SETERRQ(comm, PETSC_ERR_SUP,
               "Layer %" PetscInt_FMT " of the Net (%s) is a graph layer: its samples are the nodes of its sparse operator (or the vertices of its mesh), all of them in the operator's row order (the mesh's global order), which shuffled mini-batches "
-                                     "are not. Train it full batch (-trainer_mode fullbatch, or a TAO type such as "
+              "are not. Train it full batch (-trainer_mode fullbatch, or a TAO type such as "
               "lmvm; with the Dataset's samples in the operator's row order, split over the ranks like its rows, and -trainer_eval_batch_size at least the nodes of a rank), or in a loop of your own (examples/graphring.c)",
               k, spec);
     }

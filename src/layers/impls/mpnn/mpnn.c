@@ -9,8 +9,10 @@
       update    y_r  = Wn [x_r; a_r] + bn                  (C values; no residual x_r: add one with an add node)
 
   Layout: a sample is a vertex, the local batch exactly the rank's owned vertices, in the order of the DM's global
-  numbering (a section with dof on the vertices: owned vertices by increasing point number), channels-last:
-    x      [n][in]            y [n][C]
+  numbering (a section with dof on the vertices: owned vertices by increasing point number), channels-last, or S
+  copies of them (S fields on the same mesh, the same S on every rank; the edge pass runs copy by copy, the node
+  update over the whole batch):
+    x      [S][n][in]         y [S][n][C]
     We     [H][2 in + D + 1]  be [H]      ("edge_mlp.weight", "edge_mlp.bias"; PyTorch Linear layout)
     Wn     [C][in + H]        bn [C]      ("node_mlp.weight", "node_mlp.bias")
     theta  = [We, be, Wn, bn]
@@ -59,9 +61,11 @@ typedef struct {
   PetscInt     n, nv, nmsg;      /* owned vertices, local vertices, messages (2 x owned edges) */
   PetscInt    *snd, *rcv;        /* [nmsg] local vertex slots of sender and receiver */
   PetscScalar *geom;             /* [nmsg][D + 1] */
-  PetscScalar *z;                /* [nmsg][H] pre-activations of the last forward */
-  PetscScalar *a;                /* [n][H] aggregate of the last forward */
-  PetscScalar *sx, *sa, *sa2;    /* scratch [n][in], [n][H], [n][H] */
+  PetscInt     S;                /* copies of the mesh in the batch of the last forward (the arrays below sized for it) */
+  PetscScalar *xloc;             /* [S][nv][in] the inputs of the last forward, ghosts filled */
+  PetscScalar *z;                /* [S][nmsg][H] pre-activations of the last forward */
+  PetscScalar *a;                /* [S][n][H] aggregate of the last forward */
+  PetscScalar *sx, *sa, *sa2;    /* scratch [S][n][in], [S][n][H], [S][n][H] */
   PetscScalar *u, *du, *w, *w2;  /* chunk scratch [k][ein], [k][ein], [k][H], [k][H] */
   PetscBool    ready, forwarded; /* structures built for dm; the last forward was with them */
 } Layer_Mpnn;
@@ -139,11 +143,11 @@ static PetscErrorCode MpnnResetMeshState(Layer layer)
   PetscCall(DMDestroy(&mp->dmx));
   PetscCall(DMDestroy(&mp->dma));
   PetscCall(PetscFree3(mp->snd, mp->rcv, mp->geom));
-  PetscCall(PetscFree5(mp->z, mp->a, mp->sx, mp->sa, mp->sa2));
+  PetscCall(PetscFree6(mp->xloc, mp->z, mp->a, mp->sx, mp->sa, mp->sa2));
   PetscCall(PetscFree4(mp->u, mp->du, mp->w, mp->w2));
-  mp->n = mp->nv = mp->nmsg = 0;
-  mp->ready                 = PETSC_FALSE;
-  mp->forwarded             = PETSC_FALSE;
+  mp->n = mp->nv = mp->nmsg = mp->S = 0;
+  mp->ready                         = PETSC_FALSE;
+  mp->forwarded                     = PETSC_FALSE;
   PetscFunctionReturn(0);
 }
 
@@ -238,20 +242,24 @@ static PetscErrorCode MpnnBuild(Layer layer)
   }
   PetscCall(VecRestoreArrayRead(coords, &xc));
   PetscCall(PetscFree(leaf));
-  PetscCall(PetscMalloc5(mp->nmsg * H, &mp->z, mp->n * H, &mp->a, mp->n * in, &mp->sx, mp->n * H, &mp->sa, mp->n * H, &mp->sa2));
   PetscCall(PetscMalloc4(mp->chunk * ein, &mp->u, mp->chunk * ein, &mp->du, mp->chunk * H, &mp->w, mp->chunk * H, &mp->w2));
   mp->ready = PETSC_TRUE;
   PetscFunctionReturn(0);
 }
 
-/* At forward: a DM is set, the local batch is the rank's owned vertices (one collective check naming the first rank
-   that differs), the edge lists are built */
+/*
+  At forward: a DM is set, the edge lists are built, and the local batch is S copies of the rank's owned vertices
+  ([copy][vertex][channel]), the same S on every rank (one collective check naming the first rank that differs); the
+  arrays kept for the derivatives are sized for S copies.
+*/
 static PetscErrorCode MpnnPrepare(Layer layer, PetscInt n)
 {
-  Layer_Mpnn *mp   = (Layer_Mpnn *)layer->data;
-  MPI_Comm    comm = PetscObjectComm((PetscObject)layer);
-  PetscMPIInt rank, size, bad;
-  char        name[300];
+  Layer_Mpnn    *mp   = (Layer_Mpnn *)layer->data;
+  MPI_Comm       comm = PetscObjectComm((PetscObject)layer);
+  const PetscInt in = layer->insize, H = MpnnHidden(mp);
+  PetscMPIInt    rank, size, bad;
+  PetscInt       S;
+  char           name[300];
 
   PetscFunctionBegin;
   PetscCall(MpnnName(layer, sizeof(name), name));
@@ -259,7 +267,10 @@ static PetscErrorCode MpnnPrepare(Layer layer, PetscInt n)
   if (!mp->ready) PetscCall(MpnnBuild(layer));
   PetscCallMPI(MPI_Comm_rank(comm, &rank));
   PetscCallMPI(MPI_Comm_size(comm, &size));
-  bad = n != mp->n ? size - rank : 0;
+  S = mp->n ? n / mp->n : 0; /* a rank without vertices takes the others' count */
+  PetscCall(MPIU_Allreduce(MPI_IN_PLACE, &S, 1, MPIU_INT, MPI_MAX, comm));
+  S   = PetscMax(S, 1);
+  bad = n != S * mp->n ? size - rank : 0;
   PetscCall(MPIU_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, comm));
   if (bad) {
     PetscInt nm[2] = {n, mp->n}, tot[2];
@@ -269,8 +280,13 @@ static PetscErrorCode MpnnPrepare(Layer layer, PetscInt n)
     SETERRQ(comm, PETSC_ERR_ARG_SIZ,
             "%s: the local batch on rank %d has %" PetscInt_FMT " samples (%" PetscInt_FMT " on all ranks), but the mesh has %" PetscInt_FMT " owned vertices there (%" PetscInt_FMT
             " in all): an mpnn layer's samples are the mesh's vertices, so the Net's input must hold the owned vertices on every rank, in the DM's global order (NetCreateVecs(net, m, ...) with m the local size of a global Vec of a section with one "
-            "dof per vertex); mini-batches or chunks of the nodes cannot be used",
+            "dof per vertex), or the same number of copies of them on every rank ([copy][vertex][channel]); mini-batches or chunks of the nodes cannot be used",
             name, size - bad, nm[0], tot[0], nm[1], tot[1]);
+  }
+  if (S != mp->S) {
+    PetscCall(PetscFree6(mp->xloc, mp->z, mp->a, mp->sx, mp->sa, mp->sa2));
+    PetscCall(PetscMalloc6(S * mp->nv * in, &mp->xloc, S * mp->nmsg * H, &mp->z, S * mp->n * H, &mp->a, S * mp->n * in, &mp->sx, S * mp->n * H, &mp->sa, S * mp->n * H, &mp->sa2));
+    mp->S = S;
   }
   PetscFunctionReturn(0);
 }
@@ -413,7 +429,7 @@ static PetscErrorCode LayerInitialize_Mpnn(Layer layer, PetscRandom rnd, PetscSc
   PetscFunctionReturn(0);
 }
 
-/* Y (C x n) = Wnx^T X + Wna^T A [+ bn]  (beta: 0 overwrites Y, 1 adds) */
+/* Y (C x n) = Wnx^T X + Wna^T A [+ bn]  (beta: 0 overwrites Y, 1 adds); n = all the batch's vertices, copies included */
 static PetscErrorCode MpnnNodeUpdate(Layer layer, PetscInt n, const PetscScalar *Wn, const PetscScalar *bn, const PetscScalar *X, const PetscScalar *A, PetscScalar beta, PetscScalar *Y)
 {
   Layer_Mpnn    *mp = (Layer_Mpnn *)layer->data;
@@ -452,26 +468,32 @@ static PetscErrorCode MpnnNodeWeightGradient(Layer layer, PetscInt n, const Pets
   PetscFunctionReturn(0);
 }
 
-/* x_l = G2L(x); per chunk Z = Wec^T U + be (kept), a_l[r] += tanh(Z); a = L2G(a_l); Y = Wnx^T X + Wna^T A + bn */
-static PetscErrorCode LayerForward_Mpnn(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
+/*
+  Copy s of the batch: x_l = G2L(x_s) (kept in xloc), per chunk Z = Wec^T U + be (kept), a_l[r] += tanh(Z),
+  a_s = L2G(a_l)
+*/
+static PetscErrorCode MpnnEdgeForward(Layer layer, PetscInt s, const PetscScalar *theta, const PetscScalar *x)
 {
-  Layer_Mpnn        *mp = (Layer_Mpnn *)layer->data;
-  const PetscInt     H = MpnnHidden(mp), ein = MpnnEdgeInputs(layer), in = layer->insize;
-  PetscInt           we, be, wn, bn;
-  const PetscScalar *xl;
-  PetscScalar       *al;
+  Layer_Mpnn    *mp = (Layer_Mpnn *)layer->data;
+  const PetscInt H = MpnnHidden(mp), ein = MpnnEdgeInputs(layer), in = layer->insize, n = mp->n;
+  PetscScalar   *xl = mp->xloc + s * mp->nv * in, *al;
+  PetscInt       we, be, wn, bn;
 
   PetscFunctionBegin;
-  PetscCall(MpnnPrepare(layer, n));
   MpnnOffsets(layer, &we, &be, &wn, &bn);
-  mp->forwarded = PETSC_FALSE;
-  PetscCall(MpnnGlobalToLocal(layer, mp->dmx, mp->gx, x, mp->sx, n * in, mp->xl));
+  PetscCall(MpnnGlobalToLocal(layer, mp->dmx, mp->gx, x ? x + s * n * in : NULL, mp->sx, n * in, mp->xl));
+  {
+    const PetscScalar *l;
+
+    PetscCall(VecGetArrayRead(mp->xl, &l));
+    PetscCall(PetscArraycpy(xl, l, mp->nv * in));
+    PetscCall(VecRestoreArrayRead(mp->xl, &l));
+  }
   PetscCall(VecZeroEntries(mp->al));
-  PetscCall(VecGetArrayRead(mp->xl, &xl));
   PetscCall(VecGetArray(mp->al, &al));
   for (PetscInt k0 = 0; k0 < mp->nmsg; k0 += mp->chunk) {
     const PetscInt cnt = PetscMin(mp->chunk, mp->nmsg - k0);
-    PetscScalar   *Z   = mp->z + k0 * H;
+    PetscScalar   *Z   = mp->z + (s * mp->nmsg + k0) * H;
 
     MpnnGather(layer, k0, cnt, xl, PETSC_TRUE, mp->u);
     PetscCall(MpnnGemm("T", "N", H, cnt, ein, theta + we, ein, mp->u, ein, 0.0, Z, H));
@@ -484,29 +506,42 @@ static PetscErrorCode LayerForward_Mpnn(Layer layer, PetscInt n, const PetscScal
   }
   PetscCall(PetscLogFlops(3.0 * mp->nmsg * H));
   PetscCall(VecRestoreArray(mp->al, &al));
-  PetscCall(VecRestoreArrayRead(mp->xl, &xl));
-  PetscCall(MpnnLocalToGlobal(layer, mp->dma, mp->al, mp->a, n * H, mp->ga));
+  PetscCall(MpnnLocalToGlobal(layer, mp->dma, mp->al, mp->a + s * n * H, n * H, mp->ga));
+  PetscFunctionReturn(0);
+}
+
+/* The edge passes of every copy; then Y = Wnx^T X + Wna^T A + bn over the whole batch (one GEMM each) */
+static PetscErrorCode LayerForward_Mpnn(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
+{
+  Layer_Mpnn *mp = (Layer_Mpnn *)layer->data;
+  PetscInt    we, be, wn, bn;
+
+  PetscFunctionBegin;
+  PetscCall(MpnnPrepare(layer, n));
+  MpnnOffsets(layer, &we, &be, &wn, &bn);
+  mp->forwarded = PETSC_FALSE;
+  for (PetscInt s = 0; s < mp->S; s++) PetscCall(MpnnEdgeForward(layer, s, theta, x));
   PetscCall(MpnnNodeUpdate(layer, n, theta + wn, theta + bn, x, mp->a, 0.0, y));
   mp->forwarded = PETSC_TRUE;
   PetscFunctionReturn(0);
 }
 
 /*
-  The edge pass of the backward pass and of the second-order adjoint: from the receivers' cotangents dal (local
-  [nv][H]), dZ = tanh'(Z) .* dal[r] (+ extra, [nmsg][H], if given: the second-order term), then
-  dWe += U dZ^T, dbe += dZ 1 (dWe non-NULL) and dxl[s, r] += (Wec dZ)_{s, r} (dxl non-NULL; We the weights to use)
+  The edge pass of the backward pass and of the second-order adjoint, copy s: from the receivers' cotangents dal (local
+  [nv][H]), dZ = tanh'(Z) .* dal[r] (then extra(), if given: the second-order term), then dWe += U dZ^T, dbe += dZ 1
+  (dWe non-NULL) and dxl[s, r] += (Wec dZ)_{s, r} (dxl non-NULL; We the weights to use)
 */
-static PetscErrorCode MpnnEdgeBackward(Layer layer, const PetscScalar *We, const PetscScalar *dal, PetscErrorCode (*extra)(Layer, PetscInt, PetscInt, PetscScalar *, void *), void *ctx, PetscScalar *dWe, PetscScalar *dbe, PetscScalar *dxl)
+static PetscErrorCode MpnnEdgeBackward(Layer layer, PetscInt s, const PetscScalar *We, const PetscScalar *dal, PetscErrorCode (*extra)(Layer, PetscInt, PetscInt, PetscInt, PetscScalar *, void *), void *ctx, PetscScalar *dWe, PetscScalar *dbe,
+                                       PetscScalar *dxl)
 {
   Layer_Mpnn        *mp = (Layer_Mpnn *)layer->data;
   const PetscInt     H = MpnnHidden(mp), ein = MpnnEdgeInputs(layer);
-  const PetscScalar *xl;
+  const PetscScalar *xl = mp->xloc + s * mp->nv * layer->insize;
 
   PetscFunctionBegin;
-  PetscCall(VecGetArrayRead(mp->xl, &xl));
   for (PetscInt k0 = 0; k0 < mp->nmsg; k0 += mp->chunk) {
     const PetscInt     cnt = PetscMin(mp->chunk, mp->nmsg - k0);
-    const PetscScalar *Z   = mp->z + k0 * H;
+    const PetscScalar *Z   = mp->z + (s * mp->nmsg + k0) * H;
     PetscScalar       *dZ  = mp->w;
 
     MpnnGatherReceivers(layer, k0, cnt, dal, dZ);
@@ -515,7 +550,7 @@ static PetscErrorCode MpnnEdgeBackward(Layer layer, const PetscScalar *We, const
 
       dZ[j] *= 1 - t * t;
     }
-    if (extra) PetscCall(extra(layer, k0, cnt, dZ, ctx));
+    if (extra) PetscCall(extra(layer, s, k0, cnt, dZ, ctx));
     if (dWe) {
       MpnnGather(layer, k0, cnt, xl, PETSC_TRUE, mp->u);
       PetscCall(MpnnGemm("N", "T", ein, H, cnt, mp->u, ein, dZ, H, 1.0, dWe, ein));
@@ -528,15 +563,17 @@ static PetscErrorCode MpnnEdgeBackward(Layer layer, const PetscScalar *We, const
     }
   }
   PetscCall(PetscLogFlops(4.0 * mp->nmsg * H));
-  PetscCall(VecRestoreArrayRead(mp->xl, &xl));
   PetscFunctionReturn(0);
 }
 
-/* dA = Wna dY, dA_l = G2L(dA); edge backward; dX = Wnx dY + L2G(dx_l); dWn += [X; A] dY^T, dbn += dY 1 */
+/*
+  dA = Wna dY (the whole batch); per copy dA_l = G2L(dA_s), the edge backward, dX_s = L2G(dx_l); then dX += Wnx dY,
+  dWn += [X; A] dY^T, dbn += dY 1
+*/
 static PetscErrorCode LayerBackward_Mpnn(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)
 {
   Layer_Mpnn        *mp = (Layer_Mpnn *)layer->data;
-  const PetscInt     H = MpnnHidden(mp), in = layer->insize, C = mp->nout;
+  const PetscInt     H = MpnnHidden(mp), in = layer->insize, C = mp->nout, n1 = mp->n;
   PetscBool          want[] = {(PetscBool)(dx != NULL), (PetscBool)(dtheta != NULL)};
   PetscInt           we, be, wn, bn;
   const PetscScalar *dal;
@@ -548,39 +585,40 @@ static PetscErrorCode LayerBackward_Mpnn(Layer layer, PetscInt n, const PetscSca
   if (!want[0] && !want[1]) PetscFunctionReturn(0);
   /* the aggregate's cotangent, with its ghosts: every rank (one that wants nothing has dy all the same) */
   PetscCall(MpnnGemm("N", "N", H, n, C, theta + wn + in, in + H, dy, C, 0.0, mp->sa, H));
-  PetscCall(MpnnGlobalToLocal(layer, mp->dma, mp->ga, mp->sa, NULL, 0, mp->dal));
-  PetscCall(VecZeroEntries(mp->tl));
-  PetscCall(VecGetArrayRead(mp->dal, &dal));
-  PetscCall(VecGetArray(mp->tl, &tl));
-  PetscCall(MpnnEdgeBackward(layer, theta + we, dal, NULL, NULL, dtheta ? dtheta + we : NULL, dtheta ? dtheta + be : NULL, want[0] ? tl : NULL));
-  PetscCall(VecRestoreArray(mp->tl, &tl));
-  PetscCall(VecRestoreArrayRead(mp->dal, &dal));
-  if (want[0]) { /* the reverse add of the ghosts' cotangents: every rank, into scratch where dx is not wanted */
-    PetscCall(MpnnLocalToGlobal(layer, mp->dmx, mp->tl, mp->sx, n * in, mp->gx));
-    if (dx) {
-      PetscCall(MpnnGemm("N", "N", in, n, C, theta + wn, in + H, dy, C, 0.0, dx, in));
-      for (PetscInt i = 0; i < n * in; i++) dx[i] += mp->sx[i];
-    }
+  for (PetscInt s = 0; s < mp->S; s++) {
+    PetscCall(MpnnGlobalToLocal(layer, mp->dma, mp->ga, mp->sa + s * n1 * H, NULL, 0, mp->dal));
+    PetscCall(VecZeroEntries(mp->tl));
+    PetscCall(VecGetArrayRead(mp->dal, &dal));
+    PetscCall(VecGetArray(mp->tl, &tl));
+    PetscCall(MpnnEdgeBackward(layer, s, theta + we, dal, NULL, NULL, dtheta ? dtheta + we : NULL, dtheta ? dtheta + be : NULL, want[0] ? tl : NULL));
+    PetscCall(VecRestoreArray(mp->tl, &tl));
+    PetscCall(VecRestoreArrayRead(mp->dal, &dal));
+    /* the reverse add of the ghosts' cotangents: every rank, into scratch */
+    if (want[0]) PetscCall(MpnnLocalToGlobal(layer, mp->dmx, mp->tl, mp->sx + s * n1 * in, n1 * in, mp->gx));
+  }
+  if (dx) {
+    PetscCall(MpnnGemm("N", "N", in, n, C, theta + wn, in + H, dy, C, 0.0, dx, in));
+    for (PetscInt i = 0; i < n * in; i++) dx[i] += mp->sx[i];
   }
   if (dtheta) PetscCall(MpnnNodeWeightGradient(layer, n, x, mp->a, dy, dtheta + wn, dtheta + bn));
   PetscFunctionReturn(0);
 }
 
 /*
-  The tangents of the edge pass: Zdot = Wec^T Udot + dWec^T U + dbe (U from x, Udot from the local tangent tl without
-  geometry; NULL parts are zero), kept in zdot [nmsg][H] if given, and da_l[r] += tanh'(Z) .* Zdot
+  The tangents of the edge pass of copy s: Zdot = Wec^T Udot + dWec^T U + dbe (U from the kept input, Udot from the
+  local tangent tl without geometry; NULL parts are zero), kept in zdot [nmsg][H] if given, and
+  da_l[r] += tanh'(Z) .* Zdot
 */
-static PetscErrorCode MpnnEdgeTangent(Layer layer, const PetscScalar *We, const PetscScalar *tl, const PetscScalar *dWe, const PetscScalar *dbe, PetscScalar *zdot, PetscScalar *dal)
+static PetscErrorCode MpnnEdgeTangent(Layer layer, PetscInt s, const PetscScalar *We, const PetscScalar *tl, const PetscScalar *dWe, const PetscScalar *dbe, PetscScalar *zdot, PetscScalar *dal)
 {
   Layer_Mpnn        *mp = (Layer_Mpnn *)layer->data;
   const PetscInt     H = MpnnHidden(mp), ein = MpnnEdgeInputs(layer);
-  const PetscScalar *xl;
+  const PetscScalar *xl = mp->xloc + s * mp->nv * layer->insize;
 
   PetscFunctionBegin;
-  PetscCall(VecGetArrayRead(mp->xl, &xl));
   for (PetscInt k0 = 0; k0 < mp->nmsg; k0 += mp->chunk) {
     const PetscInt     cnt  = PetscMin(mp->chunk, mp->nmsg - k0);
-    const PetscScalar *Z    = mp->z + k0 * H;
+    const PetscScalar *Z    = mp->z + (s * mp->nmsg + k0) * H;
     PetscScalar       *dZ   = zdot ? zdot + k0 * H : mp->w;
     PetscScalar        beta = 0.0;
 
@@ -605,12 +643,14 @@ static PetscErrorCode MpnnEdgeTangent(Layer layer, const PetscScalar *We, const 
     MpnnScatterMessages(layer, k0, cnt, mp->w2, dal);
   }
   PetscCall(PetscLogFlops(4.0 * mp->nmsg * H));
-  PetscCall(VecRestoreArrayRead(mp->xl, &xl));
   PetscFunctionReturn(0);
 }
 
-/* Adot (global [n][H]) of the tangent (tangent x in tl if hasx, parameter tangent thetadot or NULL), and Zdot if zdot */
-static PetscErrorCode MpnnAggregateTangent(Layer layer, PetscInt n, const PetscScalar *theta, PetscBool hasx, const PetscScalar *thetadot, PetscScalar *zdot, PetscScalar *adot)
+/*
+  Copy s: Adot_s = L2G(da_l) of the tangent (the x tangent's local copy in tl if hasx; the parameter tangent thetadot or
+  NULL), and Zdot if zdot
+*/
+static PetscErrorCode MpnnAggregateTangent(Layer layer, PetscInt s, const PetscScalar *theta, PetscBool hasx, const PetscScalar *thetadot, PetscScalar *zdot, PetscScalar *adot)
 {
   Layer_Mpnn        *mp = (Layer_Mpnn *)layer->data;
   const PetscInt     H  = MpnnHidden(mp);
@@ -623,18 +663,18 @@ static PetscErrorCode MpnnAggregateTangent(Layer layer, PetscInt n, const PetscS
   PetscCall(VecZeroEntries(mp->dal));
   if (hasx) PetscCall(VecGetArrayRead(mp->tl, &tl));
   PetscCall(VecGetArray(mp->dal, &dal));
-  PetscCall(MpnnEdgeTangent(layer, theta + we, tl, thetadot ? thetadot + we : NULL, thetadot ? thetadot + be : NULL, zdot, dal));
+  PetscCall(MpnnEdgeTangent(layer, s, theta + we, tl, thetadot ? thetadot + we : NULL, thetadot ? thetadot + be : NULL, zdot, dal));
   PetscCall(VecRestoreArray(mp->dal, &dal));
   if (hasx) PetscCall(VecRestoreArrayRead(mp->tl, &tl));
-  PetscCall(MpnnLocalToGlobal(layer, mp->dma, mp->dal, adot, n * H, mp->ga));
+  PetscCall(MpnnLocalToGlobal(layer, mp->dma, mp->dal, adot + s * mp->n * H, mp->n * H, mp->ga));
   PetscFunctionReturn(0);
 }
 
-/* dY = Wnx^T dX + Wna^T dA + dWnx^T X + dWna^T A + dbn, dA = L2G(da_l) from the edge tangents */
+/* dY = Wnx^T dX + Wna^T dA + dWnx^T X + dWna^T A + dbn, dA_s = L2G(da_l) from the edge tangents of each copy */
 static PetscErrorCode LayerJVP_Mpnn(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dx, const PetscScalar *dtheta, PetscScalar *dy)
 {
-  Layer_Mpnn    *mp     = (Layer_Mpnn *)layer->data;
-  const PetscInt in     = layer->insize;
+  Layer_Mpnn    *mp = (Layer_Mpnn *)layer->data;
+  const PetscInt in = layer->insize, n1 = mp->n;
   PetscBool      want[] = {(PetscBool)(dx != NULL), (PetscBool)(dtheta != NULL)};
   PetscInt       we, be, wn, bn;
 
@@ -645,8 +685,10 @@ static PetscErrorCode LayerJVP_Mpnn(Layer layer, PetscInt n, const PetscScalar *
     PetscCall(PetscArrayzero(dy, n * mp->nout));
     PetscFunctionReturn(0);
   }
-  if (want[0]) PetscCall(MpnnGlobalToLocal(layer, mp->dmx, mp->gx, dx, mp->sx, n * in, mp->tl));
-  PetscCall(MpnnAggregateTangent(layer, n, theta, want[0], dtheta, NULL, mp->sa));
+  for (PetscInt s = 0; s < mp->S; s++) {
+    if (want[0]) PetscCall(MpnnGlobalToLocal(layer, mp->dmx, mp->gx, dx ? dx + s * n1 * in : NULL, mp->sx, n1 * in, mp->tl));
+    PetscCall(MpnnAggregateTangent(layer, s, theta, want[0], dtheta, NULL, mp->sa));
+  }
   PetscCall(MpnnNodeUpdate(layer, n, theta + wn, NULL, dx, mp->sa, 0.0, dy));
   if (dtheta) PetscCall(MpnnNodeUpdate(layer, n, dtheta + wn, dtheta + bn, x, mp->a, 1.0, dy));
   PetscFunctionReturn(0);
@@ -654,22 +696,22 @@ static PetscErrorCode LayerJVP_Mpnn(Layer layer, PetscInt n, const PetscScalar *
 
 /* The second-order term of dZ: dZdot = tanh''(Z) .* Zdot .* dal[r] + tanh'(Z) .* dal2[r] (dZ holds tanh'(Z) .* dal[r]) */
 typedef struct {
-  const PetscScalar *zdot, *dal2;
+  const PetscScalar *zdot, *dal2; /* of the current copy: [nmsg][H], local [nv][H] */
 } MpnnSOContext;
 
-static PetscErrorCode MpnnSOExtra(Layer layer, PetscInt k0, PetscInt cnt, PetscScalar *dZ, void *ctx)
+static PetscErrorCode MpnnSOExtra(Layer layer, PetscInt s, PetscInt k0, PetscInt cnt, PetscScalar *dZ, void *ctx)
 {
   Layer_Mpnn          *mp = (Layer_Mpnn *)layer->data;
   const MpnnSOContext *so = (const MpnnSOContext *)ctx;
   const PetscInt       H  = MpnnHidden(mp);
-  const PetscScalar   *Z = mp->z + k0 * H, *Zd = so->zdot + k0 * H;
+  const PetscScalar   *Z = mp->z + (s * mp->nmsg + k0) * H, *Zd = so->zdot + k0 * H;
 
   PetscFunctionBegin;
   MpnnGatherReceivers(layer, k0, cnt, so->dal2, mp->w2);
   for (PetscInt j = 0; j < cnt * H; j++) {
     const PetscScalar t = PetscTanhScalar(Z[j]), d1 = 1 - t * t;
 
-    /* dZ[j] = d1 dal[r]: tanh'' dal[r] = -2 t d1 dal[r] = -2 t dZ[j] */
+    /* dZ[j] = d1 dal[r], so tanh'' dal[r] = -2 t d1 dal[r] = -2 t dZ[j] */
     dZ[j] = -2 * t * Zd[j] * dZ[j] + d1 * mp->w2[j];
   }
   PetscCall(PetscLogFlops(6.0 * cnt * H));
@@ -678,64 +720,59 @@ static PetscErrorCode MpnnSOExtra(Layer layer, PetscInt k0, PetscInt cnt, PetscS
 
 /*
   dxdot += Wnxdot dY + L2G(x parts of Wedot dZ + We dZdot);  dWedot += Udot dZ^T + U dZdot^T, dbedot += dZdot 1,
-  dWndot += [Xdot; Adot] dY^T  (see the top of the file)
+  dWndot += [Xdot; Adot] dY^T  (see the top of the file), copy by copy for the edge terms
 */
 static PetscErrorCode LayerSOBackward_Mpnn(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *thetadot, const PetscScalar *ydot, const PetscScalar *dy,
                                            PetscScalar *dxdot, PetscScalar *dthetadot)
 {
-  Layer_Mpnn        *mp = (Layer_Mpnn *)layer->data;
-  const PetscInt     H = MpnnHidden(mp), in = layer->insize, C = mp->nout, ein = MpnnEdgeInputs(layer);
-  PetscBool          want[] = {(PetscBool)(xdot != NULL), (PetscBool)(thetadot != NULL), (PetscBool)(dxdot != NULL), (PetscBool)(dthetadot != NULL)};
-  PetscInt           we, be, wn, bn;
-  PetscScalar       *zdot, *dal2;
-  const PetscScalar *dal, *xl;
-  MpnnSOContext      so;
+  Layer_Mpnn    *mp = (Layer_Mpnn *)layer->data;
+  const PetscInt H = MpnnHidden(mp), in = layer->insize, C = mp->nout, ein = MpnnEdgeInputs(layer), n1 = mp->n;
+  PetscBool      want[] = {(PetscBool)(xdot != NULL), (PetscBool)(thetadot != NULL), (PetscBool)(dxdot != NULL), (PetscBool)(dthetadot != NULL)};
+  PetscInt       we, be, wn, bn;
+  PetscScalar   *zdot, *dal2, *wdy;
+  Vec            dxl;
+  MpnnSOContext  so;
 
   PetscFunctionBegin;
   PetscCall(MpnnAgree(layer, "second-order adjoint", 4, want));
   MpnnOffsets(layer, &we, &be, &wn, &bn);
   if ((!want[0] && !want[1]) || (!want[2] && !want[3])) PetscFunctionReturn(0);
-  PetscCall(PetscMalloc2(mp->nmsg * H, &zdot, mp->nv * H, &dal2));
-  /* Zdot, Adot (in sa2) */
-  if (want[0]) PetscCall(MpnnGlobalToLocal(layer, mp->dmx, mp->gx, xdot, mp->sx, n * in, mp->tl));
-  PetscCall(MpnnAggregateTangent(layer, n, theta, want[0], thetadot, zdot, mp->sa2));
-  /* G2L(Wnadot dY) into dal2, then G2L(Wna dY) into dal */
-  if (thetadot)
-    PetscCall(MpnnGemm("N", "N", H, n, C, thetadot + wn + in, in + H, dy, C, 0.0, mp->sa, H));
-  else
-    PetscCall(PetscArrayzero(mp->sa, n * H));
-  PetscCall(MpnnGlobalToLocal(layer, mp->dma, mp->ga, mp->sa, NULL, 0, mp->dal));
-  {
-    const PetscScalar *d;
-
-    PetscCall(VecGetArrayRead(mp->dal, &d));
-    PetscCall(PetscArraycpy(dal2, d, mp->nv * H));
-    PetscCall(VecRestoreArrayRead(mp->dal, &d));
-  }
+  PetscCall(PetscMalloc3(mp->nmsg * H, &zdot, mp->nv * H, &dal2, n * H, &wdy));
+  PetscCall(VecDuplicate(mp->tl, &dxl));
+  /* sa = Wna dY, wdy = Wnadot dY (the whole batch) */
   PetscCall(MpnnGemm("N", "N", H, n, C, theta + wn + in, in + H, dy, C, 0.0, mp->sa, H));
-  PetscCall(MpnnGlobalToLocal(layer, mp->dma, mp->ga, mp->sa, NULL, 0, mp->dal));
+  if (thetadot)
+    PetscCall(MpnnGemm("N", "N", H, n, C, thetadot + wn + in, in + H, dy, C, 0.0, wdy, H));
+  else
+    PetscCall(PetscArrayzero(wdy, n * H));
   so.zdot = zdot;
   so.dal2 = dal2;
-  /* the x tangent's local copy (with ghosts) is in tl: keep it for Udot, accumulate dx_l in a fresh local vector */
-  {
-    Vec                dxl;
+  for (PetscInt s = 0; s < mp->S; s++) {
+    const PetscScalar *dal, *tla = NULL;
     PetscScalar       *dxla;
-    const PetscScalar *tla = NULL;
 
-    PetscCall(VecDuplicate(mp->tl, &dxl));
+    /* Zdot and Adot_s (in sa2); the x tangent's local copy stays in tl for Udot */
+    if (want[0]) PetscCall(MpnnGlobalToLocal(layer, mp->dmx, mp->gx, xdot ? xdot + s * n1 * in : NULL, mp->sx, n1 * in, mp->tl));
+    PetscCall(MpnnAggregateTangent(layer, s, theta, want[0], thetadot, zdot, mp->sa2));
+    /* dal2 = G2L(Wnadot dY), then dal = G2L(Wna dY) */
+    PetscCall(MpnnGlobalToLocal(layer, mp->dma, mp->ga, wdy + s * n1 * H, NULL, 0, mp->dal));
+    PetscCall(VecGetArrayRead(mp->dal, &dal));
+    PetscCall(PetscArraycpy(dal2, dal, mp->nv * H));
+    PetscCall(VecRestoreArrayRead(mp->dal, &dal));
+    PetscCall(MpnnGlobalToLocal(layer, mp->dma, mp->ga, mp->sa + s * n1 * H, NULL, 0, mp->dal));
+    PetscCall(VecZeroEntries(dxl));
     PetscCall(VecGetArray(dxl, &dxla));
     PetscCall(VecGetArrayRead(mp->dal, &dal));
-    PetscCall(VecGetArrayRead(mp->xl, &xl));
     if (want[0]) PetscCall(VecGetArrayRead(mp->tl, &tla));
     /* the We dZdot and U dZdot^T parts */
-    PetscCall(MpnnEdgeBackward(layer, theta + we, dal, MpnnSOExtra, &so, dthetadot ? dthetadot + we : NULL, dthetadot ? dthetadot + be : NULL, want[2] ? dxla : NULL));
-    /* the Wedot dZ and Udot dZ^T parts: dZ = tanh'(Z) .* dal[r] again, chunk by chunk */
+    PetscCall(MpnnEdgeBackward(layer, s, theta + we, dal, MpnnSOExtra, &so, dthetadot ? dthetadot + we : NULL, dthetadot ? dthetadot + be : NULL, want[2] ? dxla : NULL));
+    /* the Wedot dZ and Udot dZ^T parts, dZ = tanh'(Z) .* dal[r] again, chunk by chunk */
     for (PetscInt k0 = 0; k0 < mp->nmsg; k0 += mp->chunk) {
       const PetscInt     cnt = PetscMin(mp->chunk, mp->nmsg - k0);
-      const PetscScalar *Z   = mp->z + k0 * H;
+      const PetscScalar *Z   = mp->z + (s * mp->nmsg + k0) * H;
       PetscScalar       *dZ  = mp->w;
 
-      if (!(want[2] && thetadot) && !(dthetadot && tla)) continue;
+      if (!(want[2] && thetadot) && !(dthetadot && tla)) break;
       MpnnGatherReceivers(layer, k0, cnt, dal, dZ);
       for (PetscInt j = 0; j < cnt * H; j++) {
         const PetscScalar t = PetscTanhScalar(Z[j]);
@@ -752,20 +789,17 @@ static PetscErrorCode LayerSOBackward_Mpnn(Layer layer, PetscInt n, const PetscS
       }
     }
     if (want[0]) PetscCall(VecRestoreArrayRead(mp->tl, &tla));
-    PetscCall(VecRestoreArrayRead(mp->xl, &xl));
     PetscCall(VecRestoreArrayRead(mp->dal, &dal));
     PetscCall(VecRestoreArray(dxl, &dxla));
-    if (want[2]) {
-      PetscCall(MpnnLocalToGlobal(layer, mp->dmx, dxl, mp->sx, n * in, mp->gx));
-      if (dxdot) {
-        for (PetscInt i = 0; i < n * in; i++) dxdot[i] += mp->sx[i];
-        if (thetadot) PetscCall(MpnnGemm("N", "N", in, n, C, thetadot + wn, in + H, dy, C, 1.0, dxdot, in));
-      }
-    }
-    PetscCall(VecDestroy(&dxl));
+    if (want[2]) PetscCall(MpnnLocalToGlobal(layer, mp->dmx, dxl, mp->sx + s * n1 * in, n1 * in, mp->gx));
+  }
+  if (dxdot) {
+    for (PetscInt i = 0; i < n * in; i++) dxdot[i] += mp->sx[i];
+    if (thetadot) PetscCall(MpnnGemm("N", "N", in, n, C, thetadot + wn, in + H, dy, C, 1.0, dxdot, in));
   }
   if (dthetadot) PetscCall(MpnnNodeWeightGradient(layer, n, xdot, mp->sa2, dy, dthetadot + wn, NULL));
-  PetscCall(PetscFree2(zdot, dal2));
+  PetscCall(VecDestroy(&dxl));
+  PetscCall(PetscFree3(zdot, dal2, wdy));
   PetscFunctionReturn(0);
 }
 
@@ -989,7 +1023,8 @@ static PetscErrorCode LayerMeshGetDM_Mpnn(Layer layer, DM *dm)
   Notes:
   The layer's samples are the mesh's vertices: on each rank the owned vertices (those that are not leaves of the point
   SF), in the order of the DM's global numbering, i.e. the order of a global Vec of a PetscSection with dof on the
-  vertices; an error names both sizes otherwise. Each mesh edge carries a message in both directions, computed from
+  vertices, or S copies of them one after the other (a batch of S fields on the same mesh: [copy][vertex][channel],
+  the same S on every rank); an error names both sizes otherwise. Each mesh edge carries a message in both directions, computed from
   the two end vertices' features and the edge's geometry (relative position and length, from the DM's coordinates,
   which must have the layer's dim=, 2 by default). The ghost exchange is the DM's own: DMGlobalToLocal() on a clone with
   dof = channels for the forward pass and JVPs, DMLocalToGlobal() with ADD_VALUES for the adjoint.
