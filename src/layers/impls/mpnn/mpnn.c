@@ -242,7 +242,11 @@ static PetscErrorCode MpnnBuild(Layer layer)
   }
   PetscCall(VecRestoreArrayRead(coords, &xc));
   PetscCall(PetscFree(leaf));
-  PetscCall(PetscMalloc4(mp->chunk * ein, &mp->u, mp->chunk * ein, &mp->du, mp->chunk * H, &mp->w, mp->chunk * H, &mp->w2));
+  { /* a chunk is never more than the messages: a huge -mpnn_chunk allocates no more */
+    const PetscInt kc = PetscMin(mp->chunk, PetscMax(mp->nmsg, 1));
+
+    PetscCall(PetscMalloc4(kc * ein, &mp->u, kc * ein, &mp->du, kc * H, &mp->w, kc * H, &mp->w2));
+  }
   mp->ready = PETSC_TRUE;
   PetscFunctionReturn(0);
 }
@@ -282,6 +286,14 @@ static PetscErrorCode MpnnPrepare(Layer layer, PetscInt n)
             " in all): an mpnn layer's samples are the mesh's vertices, so the Net's input must hold the owned vertices on every rank, in the DM's global order (NetCreateVecs(net, m, ...) with m the local size of a global Vec of a section with one "
             "dof per vertex), or the same number of copies of them on every rank ([copy][vertex][channel]); mini-batches or chunks of the nodes cannot be used",
             name, size - bad, nm[0], tot[0], nm[1], tot[1]);
+  }
+  { /* the arrays kept for the derivatives and the chunk scratch, in 64 bits, on every rank */
+    const PetscInt64 ein  = MpnnEdgeInputs(layer);
+    PetscInt64       most = PetscMax(PetscMax((PetscInt64)S * mp->nv * in, (PetscInt64)S * mp->nmsg * H), PetscMax((PetscInt64)S * mp->n * PetscMax(in, H), (PetscInt64)PetscMin(mp->chunk, PetscMax(mp->nmsg, 1)) * ein));
+
+    PetscCall(MPIU_Allreduce(MPI_IN_PLACE, &most, 1, MPIU_INT64, MPI_MAX, comm));
+    PetscCheck(most <= PETSC_MAX_INT, comm, PETSC_ERR_ARG_OUTOFRANGE,
+               "%s: its %" PetscInt_FMT " copies of the mesh would need an array of %" PetscInt64_FMT " entries on some rank, more than a PetscInt counts: use more ranks, fewer copies per batch or fewer channels", name, S, most);
   }
   if (S != mp->S) {
     PetscCall(PetscFree6(mp->xloc, mp->z, mp->a, mp->sx, mp->sa, mp->sa2));
