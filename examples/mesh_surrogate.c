@@ -9,8 +9,10 @@ static const char help[] = "A graph-network surrogate of a finite-element solve 
                            "Options: -mesh_faces N (default 16: 2 N^2 triangles before -dm_refine), -mesh_file F (a 2-D triangular Gmsh mesh, ASCII\n"
                            "  .msh 2.2 or 4.1, instead; e.g. share/meshes/lshape.msh), -mesh_train S (160), -mesh_test S (16),\n"
                            "  -mesh_modes K (4 cosine modes per direction), -mesh_sigma (0.5: std of log k), -mesh_f_amplitude (0.5),\n"
-                           "  -mesh_multiscale L (4), -mesh_monitor N (print the loss every N iterations, 0: never), -net_layers (default\n"
-                           "  dense:32,tanh,sage:32,tanh,sage:32,tanh,sage:32,tanh,dense:1), -tao_* (default lmvm, 600 iterations),\n"
+                           "  -mesh_multiscale L (4), -mesh_monitor N (print the loss every N iterations, 0: never), -mesh_layer sage|mpnn\n"
+                           "  (the default Net's graph layers), -net_layers (default dense:32,tanh,L:32,tanh,L:32,tanh,L:32,tanh,dense:1\n"
+                           "  with L that layer; mpnn layers pass messages on the mesh's edges with their geometry), -tao_* (default lmvm,\n"
+                           "  600 iterations),\n"
                            "  -solve_ksp_* -solve_pc_* (default cg + BoomerAMG, rtol 1e-12), -petscpartitioner_type, -dm_refine, other -dm_ options.\n"
                            "Ends with one line: summary: key=value ...\n";
 
@@ -131,6 +133,24 @@ static PetscErrorCode Features(MeshProblem *mp, PetscInt L, SampleSet *set, cons
   PetscFunctionReturn(0);
 }
 
+/* The set's graph for the Net: the stacked operator for its graph layers (gcn, sage), the mesh for its mpnn layers
+   (which take the S samples as S copies of the mesh's vertices, the same [s][i][channel] layout) */
+static PetscErrorCode SampleSetUse(MeshProblem *mp, Net net, SampleSet *set)
+{
+  PetscInt nl;
+
+  PetscFunctionBeginUser;
+  PetscCall(NetGetNumLayers(net, &nl));
+  for (PetscInt k = 0; k < nl; k++) {
+    Layer layer;
+
+    PetscCall(NetGetLayer(net, k, &layer));
+    PetscCall(LayerGraphSetOperator(layer, set->GS)); /* each ignores a layer of another kind */
+    PetscCall(LayerMeshSetDM(layer, mp->dm));
+  }
+  PetscFunctionReturn(0);
+}
+
 /* Draw samples first .. first + S - 1: solve each (solve time added to *tsolve) and build the stacked set; wv[m] the boundary weight */
 static PetscErrorCode SampleSetCreate(MeshProblem *mp, Net net, PetscInt L, const PetscScalar wv[], PetscInt first, PetscInt S, SampleSet *set, Vec U, PetscLogDouble *tsolve)
 {
@@ -141,7 +161,7 @@ static PetscErrorCode SampleSetCreate(MeshProblem *mp, Net net, PetscInt L, cons
   PetscFunctionBeginUser;
   set->S = S;
   PetscCall(MeshStackOperator(mp->G, S, &set->GS));
-  PetscCall(NetSetGraphOperator(net, set->GS));
+  PetscCall(SampleSetUse(mp, net, set));
   PetscCall(NetCreateVecs(net, S * m, &set->X, &set->Y));
   PetscCall(VecDuplicate(set->Y, &set->T));
   PetscCall(PetscMalloc1(S * m, &set->w));
@@ -208,7 +228,7 @@ int main(int argc, char **argv)
   SampleSet      test;
   Tao            tao;
   Vec            theta, Utrain, Utest, p;
-  PetscInt       faces = 16, K = 4, L = 4, ntrain = 160, ntest = 16, its, P, nout;
+  PetscInt       faces = 16, K = 4, L = 4, ntrain = 160, ntest = 16, its, P, nout, kind = 0;
   PetscReal      sigma = 0.5, famp = 0.5, scale, f0, f, errtrain, errtest;
   PetscLogDouble tsolve = 0, t0, t1, ttrain, tinfer;
   PetscBool      set;
@@ -217,6 +237,7 @@ int main(int argc, char **argv)
   char           file[PETSC_MAX_PATH_LEN] = "";
   PetscMPIInt    size;
   MPI_Comm       comm;
+  const char    *layerkinds[] = {"sage", "mpnn"};
 
   PetscFunctionBeginUser;
   PetscCall(PetscInitialize(&argc, &argv, NULL, help));
@@ -232,6 +253,7 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsReal("-mesh_sigma", "Standard deviation of log k", NULL, sigma, &sigma, NULL));
   PetscCall(PetscOptionsReal("-mesh_f_amplitude", "Amplitude of the variation of f", NULL, famp, &famp, NULL));
   PetscCall(PetscOptionsInt("-mesh_multiscale", "Multiscale levels L: features G^(4^j) log k, G^(4^j) (f/k), j = 1..L", NULL, L, &L, NULL));
+  PetscCall(PetscOptionsEList("-mesh_layer", "Graph layer of the default Net: sage (on G) or mpnn (message passing on the mesh's edges)", NULL, layerkinds, 2, layerkinds[kind], &kind, NULL));
   PetscCall(PetscOptionsInt("-mesh_monitor", "Print the training loss every N iterations (0: never)", NULL, ctx.monitor, &ctx.monitor, NULL));
   PetscOptionsEnd();
   PetscCheck(ntrain >= 1 && ntest >= 1, comm, PETSC_ERR_ARG_OUTOFRANGE, "-mesh_train %" PetscInt_FMT " and -mesh_test %" PetscInt_FMT " must both be at least 1", ntrain, ntest);
@@ -248,7 +270,7 @@ int main(int argc, char **argv)
   PetscCall(NetCreate(comm, &ctx.net));
   PetscCall(PetscOptionsHasName(NULL, NULL, "-net_layers", &set));
   if (!set) PetscCall(PetscOptionsHasName(NULL, NULL, "-net_graph", &set));
-  if (!set) PetscCall(NetSetLayers(ctx.net, "dense:32,tanh,sage:32,tanh,sage:32,tanh,sage:32,tanh,dense:1"));
+  if (!set) PetscCall(NetSetLayers(ctx.net, kind ? "dense:32,tanh,mpnn:32,tanh,mpnn:32,tanh,mpnn:32,tanh,dense:1" : "dense:32,tanh,sage:32,tanh,sage:32,tanh,sage:32,tanh,dense:1"));
   in.ndim   = 1;
   in.dim[0] = 4 + 2 * L;
   PetscCall(NetSetInputShape(ctx.net, &in));
@@ -261,7 +283,7 @@ int main(int argc, char **argv)
   PetscCall(SampleSetCreate(&mp, ctx.net, L, wv, ntrain, ntest, &test, Utest, &tsolve));
   PetscCall(SampleSetCreate(&mp, ctx.net, L, wv, 0, ntrain, &ctx.train, Utrain, &tsolve));
   PetscCall(VecGetSize(ctx.train.Y, &nout));
-  PetscCheck(nout == ntrain * mp.N, comm, PETSC_ERR_ARG_WRONG, "The Net must give 1 feature per node (last layer dense:1, gcn:1 or sage:1), not %" PetscInt_FMT, nout / (ntrain * mp.N));
+  PetscCheck(nout == ntrain * mp.N, comm, PETSC_ERR_ARG_WRONG, "The Net must give 1 feature per node (last layer dense:1, gcn:1, sage:1 or mpnn:1), not %" PetscInt_FMT, nout / (ntrain * mp.N));
   PetscCall(VecNorm(Utrain, NORM_2, &scale));
   scale /= PetscSqrtReal((PetscReal)ntrain * mp.N);
   PetscCall(VecCopy(Utrain, ctx.train.T));
@@ -302,7 +324,7 @@ int main(int argc, char **argv)
   PetscCall(RelativeError(&mp, &ctx.train, Utrain, scale, &errtrain));
 
   /* Held out: features from the inputs, then one forward pass over the stacked set */
-  PetscCall(NetSetGraphOperator(ctx.net, test.GS));
+  PetscCall(SampleSetUse(&mp, ctx.net, &test));
   PetscCallMPI(MPI_Barrier(comm));
   PetscCall(PetscTime(&t0));
   {

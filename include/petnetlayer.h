@@ -170,3 +170,11 @@ PETSC_EXTERN PetscErrorCode LayerConvTranspose2dSetInitialization(Layer, LayerIn
 
 PETSC_EXTERN PetscErrorCode LayerGraphSetOperator(Layer, Mat);
 PETSC_EXTERN PetscErrorCode LayerGraphGetOperator(Layer, Mat *);
+
+/* Mesh message passing (MeshGraphNets' processor): a sample is a vertex of a DMPlex (the rank's owned vertices, in the
+   DM's global order); every mesh edge sends a message both ways, m_sr = tanh(We [x_s; x_r; p_r - p_s; |p_r - p_s|] + be),
+   summed at the receiver, y_r = Wn [x_r; a_r] + bn; ghosts through the DM's point SF (LayerMeshSetDM()) */
+#define LAYERMPNN "mpnn" /* mpnn:C[:hidden=H][:dim=D]   H message channels (default C), D the coordinate dimension (2) */
+
+PETSC_EXTERN PetscErrorCode LayerMeshSetDM(Layer, DM);
+PETSC_EXTERN PetscErrorCode LayerMeshGetDM(Layer, DM *);

@@ -77,6 +77,8 @@ PETSC_EXTERN PetscErrorCode NetGetParameterBroadcast(Net, Mat *);
 PETSC_EXTERN PetscErrorCode NetCreateVecs(Net, PetscInt, Vec *, Vec *);
 /* Graph layers (gcn, sage): their sparse operator, rows = nodes = the samples (LayerGraphSetOperator()) */
 PETSC_EXTERN PetscErrorCode NetSetGraphOperator(Net, Mat);
+/* Mesh message-passing layers (mpnn): their DMPlex, vertices = the samples (LayerMeshSetDM()) */
+PETSC_EXTERN PetscErrorCode NetSetMeshDM(Net, DM);
 PETSC_EXTERN PetscErrorCode NetGetBatchSize(Net, PetscInt *, PetscInt *);
 
 /* Y = f(X; theta), keeping the linearization point. */

@@ -1,4 +1,4 @@
-/* The sparse operator of a Net's graph layers (gcn, sage): one call for all of them. */
+/* The sparse operator of a Net's graph layers (gcn, sage) and the mesh of its mpnn layers: one call for all of them. */
 #include <petnet/private/netimpl.h>
 
 /*@
@@ -45,5 +45,50 @@ PetscErrorCode NetSetGraphOperator(Net net, Mat A)
   }
   PetscCheck(count, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_WRONG, "NetSetGraphOperator(): the Net has no graph layer (gcn, sage) to take the operator: set its layers first (NetSetLayers(), -net_layers, e.g. gcn:16,relu,gcn:4)");
   net->forwarded = PETSC_FALSE; /* the last forward pass was with the old operator */
+  PetscFunctionReturn(0);
+}
+
+/*@
+  NetSetMeshDM - gives every mesh message-passing layer (mpnn) of a Net the same DMPlex mesh
+
+  Collective
+
+  Input Parameters:
++ net - the Net
+- dm  - an interpolated DMPlex with coordinates on the Net's communicator, distributed when there is more than one rank
+        (see LayerMeshSetDM())
+
+  Notes:
+  dm is referenced by each mpnn layer, not copied. The Net's samples are then the mesh's vertices: on each rank its
+  owned vertices in the DM's global order, so create the batch with NetCreateVecs(net, m, &X, &Y), m the local size of
+  a global Vec of a section with one dof per vertex (vertex i of that Vec is sample i), or S m for a batch of S fields on
+  the mesh ([copy][vertex][channel]). Like the graph layers, such a Net takes the whole mesh at once: mini-batches or
+  chunks of the vertices are refused with an error naming both sizes.
+
+  The layers may be set up before (NetSetUp(), NetLoad()). Setting another mesh (e.g. the same network on a finer
+  mesh) keeps the parameters; the Net must then run a forward pass before its derivatives. Layers inside an ode
+  layer's inner Net are not reached.
+
+  Level: intermediate
+
+.seealso: `LayerMeshSetDM()`, `LayerMeshGetDM()`, `NetSetGraphOperator()`, `NetCreateVecs()`
+@*/
+PetscErrorCode NetSetMeshDM(Net net, DM dm)
+{
+  PetscInt count = 0;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(net, NET_CLASSID, 1);
+  PetscValidHeaderSpecific(dm, DM_CLASSID, 2);
+  for (PetscInt k = 0; k < net->nlayers; k++) {
+    DM d;
+
+    PetscCall(LayerMeshSetDM(net->layers[k], dm));
+    PetscCall(LayerMeshGetDM(net->layers[k], &d));
+    if (d) count++;
+  }
+  PetscCheck(count, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_WRONG,
+             "NetSetMeshDM(): the Net has no mesh message-passing layer (mpnn) to take the mesh: set its layers first (NetSetLayers(), -net_layers, e.g. dense:8,tanh,mpnn:8,tanh,dense:1)");
+  net->forwarded = PETSC_FALSE; /* the last forward pass was with the old mesh */
   PetscFunctionReturn(0);
 }

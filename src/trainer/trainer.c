@@ -580,16 +580,17 @@ PetscErrorCode TrainerSetUp(Trainer tr)
     PetscCall(NetGetNumLayers(tr->net, &nl));
     for (PetscInt k = 0; k < nl; k++) {
       Layer layer;
-      PetscErrorCode (*graph)(Layer, Mat *) = NULL;
+      PetscErrorCode (*graph)(Layer, Mat *) = NULL, (*mesh)(Layer, DM *) = NULL;
       char spec[256];
 
       PetscCall(NetGetLayer(tr->net, k, &layer));
       PetscCall(PetscObjectQueryFunction((PetscObject)layer, "LayerGraphGetOperator_C", &graph));
-      if (!graph) continue;
+      PetscCall(PetscObjectQueryFunction((PetscObject)layer, "LayerMeshGetDM_C", &mesh)); /* mpnn: its nodes are a mesh's vertices */
+      if (!graph && !mesh) continue;
       PetscCall(LayerGetSpec(layer, sizeof(spec), spec));
       SETERRQ(comm, PETSC_ERR_SUP,
-              "Layer %" PetscInt_FMT
-              " of the Net (%s) is a graph layer: its samples are the nodes of its sparse operator, all of them in the operator's row order, which shuffled mini-batches are not. Train it full batch (-trainer_mode fullbatch, or a TAO type such as "
+              "Layer %" PetscInt_FMT " of the Net (%s) is a graph layer: its samples are the nodes of its sparse operator (or the vertices of its mesh), all of them in the operator's row order (the mesh's global order), which shuffled mini-batches "
+              "are not. Train it full batch (-trainer_mode fullbatch, or a TAO type such as "
               "lmvm; with the Dataset's samples in the operator's row order, split over the ranks like its rows, and -trainer_eval_batch_size at least the nodes of a rank), or in a loop of your own (examples/graphring.c)",
               k, spec);
     }

@@ -195,7 +195,7 @@ PetscErrorCode LayerSOBackwardArray(Layer layer, PetscInt n, const PetscScalar *
 . has - PETSC_TRUE if it does (or the term is identically zero for the kind)
 
   Notes:
-  Every built-in kind has it: dense, conv2d (every kernel family and grid mode), gcn, sage, tanh, sigmoid, gelu, softplus and
+  Every built-in kind has it: dense, conv2d (every kernel family and grid mode), gcn, sage, mpnn, tanh, sigmoid, gelu, softplus and
   batchnorm compute it; identity, relu, leakyrelu, the pools, flatten, dropout, add and concat have a zero term. The ode
   kind has none (the Gauss-Newton operator needs none).
 

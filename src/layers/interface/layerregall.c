@@ -23,11 +23,12 @@ PETSC_INTERN PetscErrorCode LayerCreate_Upsample(Layer);
 PETSC_INTERN PetscErrorCode LayerCreate_ConvTranspose2d(Layer);
 PETSC_INTERN PetscErrorCode LayerCreate_GCN(Layer);
 PETSC_INTERN PetscErrorCode LayerCreate_SAGE(Layer);
+PETSC_INTERN PetscErrorCode LayerCreate_Mpnn(Layer);
 
 /*@C
   LayerRegisterAll - registers the built-in layer kinds: dense, identity, relu, leakyrelu, tanh, sigmoid, gelu,
   softplus, conv2d, conv3d, maxpool, avgpool, globalavgpool, flatten, dropout, batchnorm, add, concat, upsample,
-  convtranspose2d and the graph layers gcn and sage. Idempotent.
+  convtranspose2d, the graph layers gcn and sage and the mesh message-passing layer mpnn. Idempotent.
 
   Not collective
 
@@ -65,5 +66,6 @@ PetscErrorCode LayerRegisterAll(void)
   PetscCall(LayerRegister(LAYERCONVTRANSPOSE2D, LayerCreate_ConvTranspose2d));
   PetscCall(LayerRegister(LAYERGCN, LayerCreate_GCN));
   PetscCall(LayerRegister(LAYERSAGE, LayerCreate_SAGE));
+  PetscCall(LayerRegister(LAYERMPNN, LayerCreate_Mpnn));
   PetscFunctionReturn(0);
 }
