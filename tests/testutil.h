@@ -112,3 +112,53 @@ static inline PetscErrorCode CheckSpecRoundTrip(Net net)
   PetscCall(NetDestroy(&copy));
   PetscFunctionReturn(0);
 }
+
+/*
+  Central differences of the backward pass against the second-order adjoint at (X, theta) along (dXdir, dthdir), for the
+  output cotangent dY: errx = |(dX(+h) - dX(-h)) / 2h - dXdot| / |dXdot|, errp the same for the gradient against Hv
+  (G: any Vec of the parameter layout). Leaves the Net forwarded at X with its parameters restored.
+*/
+static inline PetscErrorCode CheckSecondOrderFD(Net net, Vec X, Vec dXdir, Vec dthdir, Vec dY, Vec dXdot, Vec Hv, Vec G, PetscReal *errx, PetscReal *errp)
+{
+  const PetscReal h = 1e-5;
+  Vec             theta, theta0, Xh, dXp, dXm, Gp, Gm;
+  PetscReal       nd, nref;
+
+  PetscFunctionBegin;
+  PetscCall(NetGetParameters(net, &theta));
+  PetscCall(VecDuplicate(theta, &theta0));
+  PetscCall(VecCopy(theta, theta0));
+  PetscCall(VecDuplicate(X, &Xh));
+  PetscCall(VecDuplicate(X, &dXp));
+  PetscCall(VecDuplicate(X, &dXm));
+  PetscCall(VecDuplicate(G, &Gp));
+  PetscCall(VecDuplicate(G, &Gm));
+  for (PetscInt s = 0; s < 2; s++) {
+    PetscReal sign = s ? -1.0 : 1.0;
+
+    PetscCall(VecWAXPY(theta, sign * h, dthdir, theta0));
+    PetscCall(VecWAXPY(Xh, sign * h, dXdir, X));
+    PetscCall(NetForward(net, Xh, NULL));
+    PetscCall(VecZeroEntries(s ? Gm : Gp));
+    PetscCall(NetBackward(net, dY, s ? dXm : dXp, s ? Gm : Gp));
+  }
+  PetscCall(VecCopy(theta0, theta));
+  PetscCall(VecAXPY(dXp, -1.0, dXm));
+  PetscCall(VecAYPX(dXp, -0.5 / h, dXdot));
+  PetscCall(VecNorm(dXp, NORM_2, &nd));
+  PetscCall(VecNorm(dXdot, NORM_2, &nref));
+  *errx = nd / nref;
+  PetscCall(VecAXPY(Gp, -1.0, Gm));
+  PetscCall(VecAYPX(Gp, -0.5 / h, Hv));
+  PetscCall(VecNorm(Gp, NORM_2, &nd));
+  PetscCall(VecNorm(Hv, NORM_2, &nref));
+  *errp = nd / nref;
+  PetscCall(NetForward(net, X, NULL));
+  PetscCall(VecDestroy(&theta0));
+  PetscCall(VecDestroy(&Xh));
+  PetscCall(VecDestroy(&dXp));
+  PetscCall(VecDestroy(&dXm));
+  PetscCall(VecDestroy(&Gp));
+  PetscCall(VecDestroy(&Gm));
+  PetscFunctionReturn(0);
+}
