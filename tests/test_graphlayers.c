@@ -135,51 +135,6 @@ static PetscErrorCode CompareNodes(Vec v, PetscInt rs, PetscInt dof, const Petsc
   PetscFunctionReturn(0);
 }
 
-/* The same for a distributed parameter-layout Vec against the whole ref */
-static PetscErrorCode CompareOwned(Vec v, const PetscScalar *ref, PetscReal d[2])
-{
-  const PetscScalar *a;
-  PetscInt           rs, re;
-
-  PetscFunctionBegin;
-  PetscCall(VecGetOwnershipRange(v, &rs, &re));
-  PetscCall(VecGetArrayRead(v, &a));
-  for (PetscInt i = rs; i < re; i++) {
-    d[0] = PetscMax(d[0], PetscAbsScalar(a[i - rs] - ref[i]));
-    d[1] = PetscMax(d[1], PetscAbsScalar(ref[i]));
-  }
-  PetscCall(VecRestoreArrayRead(v, &a));
-  PetscFunctionReturn(0);
-}
-
-/* Fixed parameters and parameter direction: theta_i = 0.4 sin(0.7 i + 0.2), dtheta_i = cos(1.3 i) */
-static PetscErrorCode SetParameters(Net net, PetscInt P)
-{
-  Vec          theta;
-  PetscScalar *t;
-
-  PetscFunctionBegin;
-  PetscCall(PetscMalloc1(P, &t));
-  for (PetscInt i = 0; i < P; i++) t[i] = 0.4 * PetscSinReal(0.7 * i + 0.2);
-  PetscCall(NetGetParameters(net, &theta));
-  PetscCall(FillFromTable(theta, t));
-  PetscCall(PetscFree(t));
-  PetscFunctionReturn(0);
-}
-
-static PetscErrorCode ParameterDirection(Net net, PetscInt P, Vec *v)
-{
-  PetscScalar *t;
-
-  PetscFunctionBegin;
-  PetscCall(PetscMalloc1(P, &t));
-  for (PetscInt i = 0; i < P; i++) t[i] = PetscCosReal(1.3 * i);
-  PetscCall(NetCreateParameterVec(net, v));
-  PetscCall(FillFromTable(*v, t));
-  PetscCall(PetscFree(t));
-  PetscFunctionReturn(0);
-}
-
 /* What a run computes: forward, backward, JVP along (input tangent, parameter direction), second-order adjoint */
 typedef enum { R_Y, R_DX, R_G, R_JVP, R_DXDOT, R_HV, R_NUM } Result;
 static const char *const ResultNames[] = {"output", "input cotangent", "parameter gradient", "JVP", "second-order input cotangent", "Hessian-vector product"};
@@ -209,7 +164,7 @@ static PetscErrorCode RunNet(Net net, Mat A, const Graph *g, PetscInt P, const P
   PetscCall(VecDuplicate(run->X, &run->dXdot));
   PetscCall(NetCreateParameterVec(net, &run->G));
   PetscCall(NetCreateParameterVec(net, &run->Hv));
-  PetscCall(ParameterDirection(net, P, &run->dthdir));
+  PetscCall(TestParameterDirection(net, P, &run->dthdir));
   PetscCall(FillNodes(run->X, k * rs, g->C, pinv, 0));
   PetscCall(FillNodes(run->dY, k * rs, nout, pinv, 1));
   PetscCall(FillNodes(run->dXdir, k * rs, g->C, pinv, 2));
@@ -314,10 +269,10 @@ static PetscErrorCode CompareRun(MPI_Comm comm, const char what[], Mat A, const 
   PetscCall(MatGetOwnershipRange(A, &rs, &re));
   PetscCall(CompareNodes(run->Y, rs, nout, pinv, ref[R_Y], d + 2 * R_Y));
   PetscCall(CompareNodes(run->dX, rs, g->C, pinv, ref[R_DX], d + 2 * R_DX));
-  PetscCall(CompareOwned(run->G, ref[R_G], d + 2 * R_G));
+  PetscCall(TestCompareOwned(run->G, ref[R_G], d + 2 * R_G));
   PetscCall(CompareNodes(run->Yj, rs, nout, pinv, ref[R_JVP], d + 2 * R_JVP));
   PetscCall(CompareNodes(run->dXdot, rs, g->C, pinv, ref[R_DXDOT], d + 2 * R_DXDOT));
-  PetscCall(CompareOwned(run->Hv, ref[R_HV], d + 2 * R_HV));
+  PetscCall(TestCompareOwned(run->Hv, ref[R_HV], d + 2 * R_HV));
   PetscCall(MPIU_Allreduce(d, all, 2 * R_NUM, MPIU_REAL, MPIU_MAX, comm));
   for (PetscInt r = 0; r < R_NUM; r++) {
     PetscReal rel = all[2 * r] / PetscMax(all[2 * r + 1], 1e-300);
@@ -448,7 +403,7 @@ int main(int argc, char **argv)
   /* The reference: the Net on each rank alone, the whole graph as a MATSEQAIJ */
   PetscCall(CreateNet(PETSC_COMM_SELF, &g, &seq));
   PetscCall(NetGetNumParameters(seq, &P));
-  PetscCall(SetParameters(seq, P));
+  PetscCall(TestSetParameters(seq, P));
   PetscCall(BuildOperator(PETSC_COMM_SELF, &g, g.N, NULL, NULL, &A));
   PetscCall(RunNet(seq, A, &g, P, NULL, 1, &run));
   PetscCall(GatherAll(run.Y, &ref[R_Y]));
@@ -463,7 +418,7 @@ int main(int argc, char **argv)
 
   /* The Net over all ranks: four row partitions of the graph, one Net (new operators keep the parameters) */
   PetscCall(CreateNet(comm, &g, &net));
-  PetscCall(SetParameters(net, P));
+  PetscCall(TestSetParameters(net, P));
   PetscCall(NetGetOutputShape(net, &out));
   nout = out.dim[0];
   for (PetscInt mode = 0; mode < 4; mode++) {

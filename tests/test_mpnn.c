@@ -190,50 +190,6 @@ static PetscErrorCode CompareNodes(Vec v, PetscInt dof, const PetscInt key[], co
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode CompareOwned(Vec v, const PetscScalar *ref, PetscReal d[2])
-{
-  const PetscScalar *a;
-  PetscInt           rs, re;
-
-  PetscFunctionBegin;
-  PetscCall(VecGetOwnershipRange(v, &rs, &re));
-  PetscCall(VecGetArrayRead(v, &a));
-  for (PetscInt i = rs; i < re; i++) {
-    d[0] = PetscMax(d[0], PetscAbsScalar(a[i - rs] - ref[i]));
-    d[1] = PetscMax(d[1], PetscAbsScalar(ref[i]));
-  }
-  PetscCall(VecRestoreArrayRead(v, &a));
-  PetscFunctionReturn(0);
-}
-
-/* Fixed parameters theta_i = 0.4 sin(0.7 i + 0.2), parameter direction cos(1.3 i) */
-static PetscErrorCode SetParameters(Net net, PetscInt P)
-{
-  Vec          theta;
-  PetscScalar *t;
-
-  PetscFunctionBegin;
-  PetscCall(PetscMalloc1(P, &t));
-  for (PetscInt i = 0; i < P; i++) t[i] = 0.4 * PetscSinReal(0.7 * i + 0.2);
-  PetscCall(NetGetParameters(net, &theta));
-  PetscCall(FillFromTable(theta, t));
-  PetscCall(PetscFree(t));
-  PetscFunctionReturn(0);
-}
-
-static PetscErrorCode ParameterDirection(Net net, PetscInt P, Vec *v)
-{
-  PetscScalar *t;
-
-  PetscFunctionBegin;
-  PetscCall(PetscMalloc1(P, &t));
-  for (PetscInt i = 0; i < P; i++) t[i] = PetscCosReal(1.3 * i);
-  PetscCall(NetCreateParameterVec(net, v));
-  PetscCall(FillFromTable(*v, t));
-  PetscCall(PetscFree(t));
-  PetscFunctionReturn(0);
-}
-
 typedef enum { R_Y, R_DX, R_G, R_JVP, R_DXDOT, R_HV, R_NUM } Result;
 static const char *const ResultNames[] = {"output", "input cotangent", "parameter gradient", "JVP", "second-order input cotangent", "Hessian-vector product"};
 
@@ -261,7 +217,7 @@ static PetscErrorCode RunNet(Net net, DM dm, const Mesh *g, PetscInt P, Run *run
   PetscCall(VecDuplicate(run->X, &run->dXdot));
   PetscCall(NetCreateParameterVec(net, &run->G));
   PetscCall(NetCreateParameterVec(net, &run->Hv));
-  PetscCall(ParameterDirection(net, P, &run->dthdir));
+  PetscCall(TestParameterDirection(net, P, &run->dthdir));
   PetscCall(FillNodes(run->X, g->C, run->key, 0));
   PetscCall(FillNodes(run->dY, nout, run->key, 1));
   PetscCall(FillNodes(run->dXdir, g->C, run->key, 2));
@@ -332,10 +288,10 @@ static PetscErrorCode CompareRun(MPI_Comm comm, const char what[], const Mesh *g
   PetscFunctionBegin;
   PetscCall(CompareNodes(run->Y, nout, run->key, ref[R_Y], d + 2 * R_Y));
   PetscCall(CompareNodes(run->dX, g->C, run->key, ref[R_DX], d + 2 * R_DX));
-  PetscCall(CompareOwned(run->G, ref[R_G], d + 2 * R_G));
+  PetscCall(TestCompareOwned(run->G, ref[R_G], d + 2 * R_G));
   PetscCall(CompareNodes(run->Yj, nout, run->key, ref[R_JVP], d + 2 * R_JVP));
   PetscCall(CompareNodes(run->dXdot, g->C, run->key, ref[R_DXDOT], d + 2 * R_DXDOT));
-  PetscCall(CompareOwned(run->Hv, ref[R_HV], d + 2 * R_HV));
+  PetscCall(TestCompareOwned(run->Hv, ref[R_HV], d + 2 * R_HV));
   PetscCall(MPIU_Allreduce(d, all, 2 * R_NUM, MPIU_REAL, MPIU_MAX, comm));
   for (PetscInt r = 0; r < R_NUM; r++) {
     PetscReal rel = all[2 * r] / PetscMax(all[2 * r + 1], 1e-300);
@@ -448,7 +404,7 @@ int main(int argc, char **argv)
      copies are the sums of theirs) */
   PetscCall(CreateNet(PETSC_COMM_SELF, &g, &seq));
   PetscCall(NetGetNumParameters(seq, &P));
-  PetscCall(SetParameters(seq, P));
+  PetscCall(TestSetParameters(seq, P));
   PetscCall(NetGetOutputShape(seq, &out));
   nout = out.dim[0];
   PetscCall(CreateMesh(PETSC_COMM_SELF, &g, NULL, PETSC_TRUE, &dm));
@@ -492,7 +448,7 @@ int main(int argc, char **argv)
     }
   }
   PetscCall(CreateNet(comm, &g, &net));
-  PetscCall(SetParameters(net, P));
+  PetscCall(TestSetParameters(net, P));
   for (PetscInt mode = 0; mode < 4; mode++) {
     const char *types[] = {PETSCPARTITIONERSIMPLE, PETSCPARTITIONERPTSCOTCH, PETSCPARTITIONERSHELL, PETSCPARTITIONERSIMPLE};
     const char *names[] = {"simple partitioner", "PTScotch partitioner", "shifted shell partition, last rank empty", "renumbered vertices"};

@@ -162,3 +162,49 @@ static inline PetscErrorCode CheckSecondOrderFD(Net net, Vec X, Vec dXdir, Vec d
   PetscCall(VecDestroy(&Gm));
   PetscFunctionReturn(0);
 }
+
+/* d[0] = max |v - ref| over v's owned entries (ref: the whole vector), d[1] = max |ref| there */
+static inline PetscErrorCode TestCompareOwned(Vec v, const PetscScalar *ref, PetscReal d[2])
+{
+  const PetscScalar *a;
+  PetscInt           rs, re;
+
+  PetscFunctionBegin;
+  PetscCall(VecGetOwnershipRange(v, &rs, &re));
+  PetscCall(VecGetArrayRead(v, &a));
+  for (PetscInt i = rs; i < re; i++) {
+    d[0] = PetscMax(d[0], PetscAbsScalar(a[i - rs] - ref[i]));
+    d[1] = PetscMax(d[1], PetscAbsScalar(ref[i]));
+  }
+  PetscCall(VecRestoreArrayRead(v, &a));
+  PetscFunctionReturn(0);
+}
+
+/* Fixed parameters theta_i = 0.4 sin(0.7 i + 0.2) of a Net with P of them, the same on any number of ranks */
+static inline PetscErrorCode TestSetParameters(Net net, PetscInt P)
+{
+  Vec          theta;
+  PetscScalar *t;
+
+  PetscFunctionBegin;
+  PetscCall(PetscMalloc1(P, &t));
+  for (PetscInt i = 0; i < P; i++) t[i] = 0.4 * PetscSinReal(0.7 * i + 0.2);
+  PetscCall(NetGetParameters(net, &theta));
+  PetscCall(FillFromTable(theta, t));
+  PetscCall(PetscFree(t));
+  PetscFunctionReturn(0);
+}
+
+/* A parameter direction v_i = cos(1.3 i), in a new Vec of the parameter layout */
+static inline PetscErrorCode TestParameterDirection(Net net, PetscInt P, Vec *v)
+{
+  PetscScalar *t;
+
+  PetscFunctionBegin;
+  PetscCall(PetscMalloc1(P, &t));
+  for (PetscInt i = 0; i < P; i++) t[i] = PetscCosReal(1.3 * i);
+  PetscCall(NetCreateParameterVec(net, v));
+  PetscCall(FillFromTable(*v, t));
+  PetscCall(PetscFree(t));
+  PetscFunctionReturn(0);
+}
