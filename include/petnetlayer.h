@@ -67,6 +67,12 @@ PETSC_EXTERN PetscErrorCode LayerForwardArrays(Layer, PetscInt, const PetscScala
 PETSC_EXTERN PetscErrorCode LayerBackwardArrays(Layer, PetscInt, const PetscScalar *, const PetscScalar *const[], const PetscScalar *, const PetscScalar *, PetscScalar *const[], PetscScalar *);
 PETSC_EXTERN PetscErrorCode LayerJVPArrays(Layer, PetscInt, const PetscScalar *, const PetscScalar *const[], const PetscScalar *, const PetscScalar *const[], const PetscScalar *, PetscScalar *);
 
+/* The same kernels on float values, parameters in double (-net_precision single, NetSetPrecision()) */
+PETSC_EXTERN PetscErrorCode LayerForwardSingle(Layer, PetscInt, const PetscScalar *, const float *const[], float *);
+PETSC_EXTERN PetscErrorCode LayerBackwardSingle(Layer, PetscInt, const PetscScalar *, const float *const[], const float *, const float *, float *const[], PetscScalar *);
+PETSC_EXTERN PetscErrorCode LayerJVPSingle(Layer, PetscInt, const PetscScalar *, const float *const[], const float *, const float *const[], const PetscScalar *, float *);
+PETSC_EXTERN PetscErrorCode LayerHasSingle(Layer, PetscBool *);
+
 /* Kind-specific settings */
 PETSC_EXTERN PetscErrorCode LayerDenseSetOutputSize(Layer, PetscInt);
 PETSC_EXTERN PetscErrorCode LayerDenseSetInitialization(Layer, LayerInitType, PetscReal);

@@ -57,6 +57,16 @@ PETSC_EXTERN PetscErrorCode NetSetFromOptions(Net);
 PETSC_EXTERN PetscErrorCode NetSetUp(Net);
 PETSC_EXTERN PetscErrorCode NetSetTraining(Net, PetscBool);
 PETSC_EXTERN PetscErrorCode NetGetTraining(Net, PetscBool *);
+/* The precision of a Net's values (activations, their tangents and cotangents) and of the arithmetic of its layers
+   (NetSetPrecision(), -net_precision). Parameters, gradients, losses, optimizers and the public Vecs stay double. */
+typedef enum {
+  NET_PRECISION_DOUBLE,  /* everything in double */
+  NET_PRECISION_SINGLE,  /* values in float, float kernels (sgemm) */
+  NET_PRECISION_BFLOAT16 /* values stored in bfloat16 (a quarter of double's memory), computed in float */
+} NetPrecision;
+PETSC_EXTERN const char *const NetPrecisions[];
+PETSC_EXTERN PetscErrorCode    NetSetPrecision(Net, NetPrecision);
+PETSC_EXTERN PetscErrorCode    NetGetPrecision(Net, NetPrecision *);
 PETSC_EXTERN PetscErrorCode NetSetFusion(Net, PetscBool);
 PETSC_EXTERN PetscErrorCode NetGetFusion(Net, PetscBool *);
 PETSC_EXTERN PetscErrorCode NetView(Net, PetscViewer);

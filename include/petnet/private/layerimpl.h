@@ -73,6 +73,16 @@ struct _LayerOps {
   PetscErrorCode (*forwardn)(Layer, PetscInt, const PetscScalar *, const PetscScalar *const[], PetscScalar *);
   PetscErrorCode (*backwardn)(Layer, PetscInt, const PetscScalar *, const PetscScalar *const[], const PetscScalar *, const PetscScalar *, PetscScalar *const[], PetscScalar *);
   PetscErrorCode (*jvpn)(Layer, PetscInt, const PetscScalar *, const PetscScalar *const[], const PetscScalar *, const PetscScalar *const[], const PetscScalar *, PetscScalar *);
+  /* Single precision (a Net at -net_precision single or bfloat16, NetSetPrecision()): the same contract as forward,
+     backward and jvp with the values x, y, dx, dy in float. The parameters stay double (the master copy): theta and
+     the jvp's dtheta are read in double (a kind converts them to float where its GEMMs want them, and may keep that
+     copy from forward for backward and jvp, which follow at the same point), and backward ACCUMULATES its parameter
+     cotangent into the double dtheta. A kind without them (and every join) runs its double kernels on double copies
+     of its values (LayerForwardSingle() converts): every kind works at every precision, those that matter for speed
+     have their own. */
+  PetscErrorCode (*forwardsingle)(Layer, PetscInt, const PetscScalar *, const float *, float *);
+  PetscErrorCode (*backwardsingle)(Layer, PetscInt, const PetscScalar *, const float *, const float *, const float *, float *, PetscScalar *);
+  PetscErrorCode (*jvpsingle)(Layer, PetscInt, const PetscScalar *, const float *, const float *, const float *, const PetscScalar *, float *);
   PetscErrorCode (*tensors)(Layer, PetscInt *, LayerTensorInfo[]); /* default: one tensor "weight" holding all parameters */
   /* Grid mode (spatial nodes, src/net/netspatial.c). A windowed kind (convolutions, pools) describes its window along
      each of its nsd spatial dims, slowest first: kernel, step (the stride in effect), padding and dilation; and sets
