@@ -85,6 +85,12 @@ int main(int argc, char **argv)
     PetscCall(PetNetGetNumThreads(&nthreads));
     PetscCall(PetscPrintf(comm, " threads=%" PetscInt_FMT, nthreads));
   }
+  { /* the precision of the values inside the Net (-net_precision; parameters and gradients are double) */
+    NetPrecision precision;
+
+    PetscCall(NetGetPrecision(net, &precision));
+    PetscCall(PetscPrintf(comm, " precision=%s", NetPrecisions[precision]));
+  }
   PetscCall(PetscPrintf(comm, "\n"));
 
   PetscCall(TrainerDestroy(&trainer));

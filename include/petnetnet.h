@@ -67,12 +67,12 @@ typedef enum {
 PETSC_EXTERN const char *const NetPrecisions[];
 PETSC_EXTERN PetscErrorCode    NetSetPrecision(Net, NetPrecision);
 PETSC_EXTERN PetscErrorCode    NetGetPrecision(Net, NetPrecision *);
-PETSC_EXTERN PetscErrorCode NetSetFusion(Net, PetscBool);
-PETSC_EXTERN PetscErrorCode NetGetFusion(Net, PetscBool *);
-PETSC_EXTERN PetscErrorCode NetView(Net, PetscViewer);
-PETSC_EXTERN PetscErrorCode NetViewFromOptions(Net, PetscObject, const char[]);
-PETSC_EXTERN PetscErrorCode NetReset(Net);
-PETSC_EXTERN PetscErrorCode NetDestroy(Net *);
+PETSC_EXTERN PetscErrorCode    NetSetFusion(Net, PetscBool);
+PETSC_EXTERN PetscErrorCode    NetGetFusion(Net, PetscBool *);
+PETSC_EXTERN PetscErrorCode    NetView(Net, PetscViewer);
+PETSC_EXTERN PetscErrorCode    NetViewFromOptions(Net, PetscObject, const char[]);
+PETSC_EXTERN PetscErrorCode    NetReset(Net);
+PETSC_EXTERN PetscErrorCode    NetDestroy(Net *);
 
 /* Parameters: one flat Vec distributed over the communicator; layer (node) l owns [offset_l, offset_l + p_l). */
 PETSC_EXTERN PetscErrorCode NetGetNumParameters(Net, PetscInt *);

@@ -568,6 +568,12 @@ PetscErrorCode NetSetFromOptions(Net net)
     PetscCall(NetSetForwardCache(net, nslots));
   }
   {
+    NetPrecision precision = net->precision;
+
+    PetscCall(PetscOptionsEnum("-net_precision", "Precision of the values and arithmetic inside the Net (parameters, gradients and public Vecs stay double)", "NetSetPrecision", NetPrecisions, (PetscEnum)precision, (PetscEnum *)&precision, NULL));
+    PetscCall(NetSetPrecision(net, precision));
+  }
+  {
     PetscBool fuse = net->fuse;
 
     PetscCall(PetscOptionsBool("-net_fuse", "Fuse activations into the passes of their neighbours (the same results; false: every pass on its own)", "NetSetFusion", fuse, &fuse, NULL));
@@ -957,6 +963,13 @@ PetscErrorCode NetView(Net net, PetscViewer viewer)
     if (net->setupcalled) PetscCall(NetFuseViewNode_Private(net, l, viewer));    /* an activation fused into its neighbours */
   }
   if (net->setupcalled) PetscCall(PetscViewerASCIIPrintf(viewer, "total parameters %" PetscInt_FMT "\n", net->nparams));
+  if (net->precision != NET_PRECISION_DOUBLE) {
+    PetscInt es, bytes = 0;
+
+    PetscCall(NetPrecisionBytes_Private(net, &es));
+    for (PetscInt l = 0; l < net->nlayers && net->setupcalled; l++) bytes += (net->nodes[l].nuses > 1 ? 3 : 2) * es * net->layers[l]->outsize;
+    PetscCall(PetscViewerASCIIPrintf(viewer, "precision %s: values and their derivatives %" PetscInt_FMT " bytes per sample (parameters and gradients double)\n", NetPrecisions[net->precision], bytes));
+  }
   PetscCall(PetscViewerASCIIPopTab(viewer));
   PetscFunctionReturn(0);
 }
@@ -990,6 +1003,7 @@ PetscErrorCode NetResetWorkspace_Private(Net net)
 {
   PetscFunctionBegin;
   PetscCall(NetForwardCacheReset_Private(net));
+  PetscCall(NetLowResetWorkspace_Private(net));
   if (net->act) {
     for (PetscInt l = 0; l <= net->nlayers; l++) {
       PetscCall(VecDestroy(&net->act[l]));

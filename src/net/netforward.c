@@ -87,10 +87,13 @@ PetscErrorCode NetSetUpWorkspace_Private(Net net, Vec X)
     PetscLogDouble bytes   = 0;
 
     PetscInt64 most, entries;
+    PetscInt   es;
+
+    PetscCall(NetPrecisionBytes_Private(net, &es)); /* the bytes of a stored value entry (NetSetPrecision()) */
 
     for (PetscInt k = 0; k < net->nlayers; k++) {
       if ((PetscInt64)net->vlocal[k + 1] * net->layers[k]->outsize > (PetscInt64)net->vlocal[largest + 1] * net->layers[largest]->outsize) largest = k;
-      bytes += (net->nodes[k].nuses > 1 ? 3.0 : 2.0) * sizeof(PetscScalar) * (PetscLogDouble)net->vlocal[k + 1] * net->layers[k]->outsize;
+      bytes += (net->nodes[k].nuses > 1 ? 3.0 : 2.0) * es * (PetscLogDouble)net->vlocal[k + 1] * net->layers[k]->outsize;
     }
     entries = (PetscInt64)net->vlocal[largest + 1] * net->layers[largest]->outsize;
     PetscCall(MPIU_Allreduce(&entries, &most, 1, MPIU_INT64, MPI_MAX, comm));
@@ -107,11 +110,16 @@ PetscErrorCode NetSetUpWorkspace_Private(Net net, Vec X)
     PetscInt size  = v ? net->layers[v - 1]->outsize : insize;
     PetscInt nuses = v ? net->nodes[v - 1].nuses : net->ninputuses;
 
+    if (net->precision != NET_PRECISION_DOUBLE) { /* the values live in the low-precision store: Vecs for the input's layout and the output */
+      if (v == 0 || v == net->nlayers) PetscCall(VecCreateMPI(comm, net->vlocal[v] * size, PETSC_DETERMINE, &net->act[v]));
+      continue;
+    }
     PetscCall(VecCreateMPI(comm, net->vlocal[v] * size, PETSC_DETERMINE, &net->act[v]));
     PetscCall(VecDuplicate(net->act[v], &net->dact[v]));
     if (nuses > 1) PetscCall(VecDuplicate(net->act[v], &net->dsum[v]));
   }
   PetscCall(NetFuseWorkspace_Private(net)); /* an activation fused into its producer shares the producer's value */
+  if (net->precision != NET_PRECISION_DOUBLE) PetscCall(NetLowSetUpWorkspace_Private(net));
   net->nlocal = n;
   net->batchgen++;
   net->nglobal = N;
@@ -268,7 +276,11 @@ PetscErrorCode NetForward(Net net, Vec X, Vec Y)
     net->act[0] = X;
   }
   PetscCall(PetscObjectStateGet((PetscObject)X, &net->input_state));
-  if (net->fcache) PetscCall(NetForwardCacheLookup_Private(net, X, &hit)); /* NetSetForwardCache(): this input and these parameters seen before? */
+  if (net->precision != NET_PRECISION_DOUBLE) {
+    PetscCall(NetLowForward_Private(net, X)); /* values in float or bfloat16 (netprecision.c) */
+    hit = PETSC_TRUE;
+  }
+  if (net->fcache && !hit) PetscCall(NetForwardCacheLookup_Private(net, X, &hit)); /* NetSetForwardCache(): this input and these parameters seen before? */
   if (!hit) {
     for (PetscInt k = 0; k < net->nlayers; k++) maxin = PetscMax(maxin, net->nodes[k].nin);
     x = stack;
@@ -515,6 +527,10 @@ PetscErrorCode NetBackward(Net net, Vec dY, Vec dX, Vec G)
   PetscCall(NetCheckCompatible_Private(net, dY, net->nlayers, "Output cotangent dY"));
   if (dX) PetscCall(NetCheckCompatible_Private(net, dX, 0, "Input cotangent dX"));
   if (G) PetscCall(NetCheckParameterLayout_Private(net, G, "Gradient G"));
+  if (net->precision != NET_PRECISION_DOUBLE) {
+    PetscCall(NetLowBackward_Private(net, dY, dX, G)); /* values in float or bfloat16 (netprecision.c) */
+    PetscFunctionReturn(0);
+  }
   for (PetscInt k = 0; k < net->nlayers; k++) maxin = PetscMax(maxin, net->nodes[k].nin);
   if (maxin > NET_MAX_STACK_INPUTS) PetscCall(PetscMalloc1(maxin, &dx));
   /* seeded[v]: dact[v] holds a first contribution; summed[v]: input i of the node at hand writes dsum[v], to be added */
@@ -622,10 +638,12 @@ PetscErrorCode NetJVP(Net net, Vec dX, Vec dtheta, Vec dY)
   PetscCall(NetCheckParametersUnchanged_Private(net, "NetJVP"));
   PetscCall(NetCheckCompatible_Private(net, dY, net->nlayers, "Output tangent dY"));
   if (dtheta) PetscCall(NetCheckParameterLayout_Private(net, dtheta, "Parameter direction dtheta"));
-  if (dX) {
-    PetscCall(NetCheckCompatible_Private(net, dX, 0, "Input tangent dX"));
-    PetscCall(VecCopy(dX, net->dact[0]));
+  if (dX) PetscCall(NetCheckCompatible_Private(net, dX, 0, "Input tangent dX"));
+  if (net->precision != NET_PRECISION_DOUBLE) {
+    PetscCall(NetLowJVP_Private(net, dX, dtheta, dY)); /* values in float or bfloat16 (netprecision.c) */
+    PetscFunctionReturn(0);
   }
+  if (dX) PetscCall(VecCopy(dX, net->dact[0]));
   if (dtheta && net->theta_rep) {
     if (!net->dtheta_rep) PetscCall(VecDuplicate(net->theta_rep, &net->dtheta_rep)); /* on the first JVP along parameters */
     PetscCall(MatMult(net->bcast, dtheta, net->dtheta_rep));

@@ -412,6 +412,7 @@ PetscErrorCode NetGetLayerJacobian(Net net, PetscInt l, Mat *J)
   PetscFunctionBegin;
   PetscValidHeaderSpecific(net, NET_CLASSID, 1);
   PetscCall(NetCheckLayer_Private(net, l, "NetGetLayerJacobian"));
+  PetscCall(NetCheckDoublePrecision_Private(net, "NetGetLayerJacobian()"));
   if (!net->LJ[l]) {
     n = 0; /* the node's inputs end to end on this rank */
     for (PetscInt i = 0; i < net->nodes[l].nin; i++) n += net->vlocal[net->nodes[l].in[i] + 1] * net->layers[l]->insizes[i];
@@ -445,6 +446,7 @@ PetscErrorCode NetGetLayerJacobianP(Net net, PetscInt l, Mat *J)
   PetscFunctionBegin;
   PetscValidHeaderSpecific(net, NET_CLASSID, 1);
   PetscCall(NetCheckLayer_Private(net, l, "NetGetLayerJacobianP"));
+  PetscCall(NetCheckDoublePrecision_Private(net, "NetGetLayerJacobianP()"));
   PetscCheck(net->layers[l]->nparams > 0, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_WRONG, "Layer %" PetscInt_FMT " (%s, %s) has no parameters", l, net->nodes[l].name, ((PetscObject)net->layers[l])->type_name);
   if (!net->ltheta[l]) {
     PetscCall(VecCreateMPI(PetscObjectComm((PetscObject)net), PETSC_DECIDE, net->layers[l]->nparams, &net->ltheta[l]));

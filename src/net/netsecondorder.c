@@ -184,6 +184,7 @@ PetscErrorCode NetSecondOrderBackward(Net net, Vec dY, Vec dYdot, Vec dXdot, Vec
   PetscFunctionBegin;
   PetscValidHeaderSpecific(net, NET_CLASSID, 1);
   PetscValidHeaderSpecific(dY, VEC_CLASSID, 2);
+  PetscCall(NetCheckDoublePrecision_Private(net, "NetSecondOrderBackward()"));
   PetscCheck(net->forwarded, PetscObjectComm((PetscObject)net), PETSC_ERR_ORDER, "NetSecondOrderBackward() differentiates at the last forward pass, and there is none: call NetForward(), then NetJVP() along the direction");
   PetscCheck(net->tanvalid, PetscObjectComm((PetscObject)net), PETSC_ERR_ORDER,
              "NetSecondOrderBackward() needs the tangents of a NetJVP() at the last forward pass (and NetBackward() in between overwrites them): call NetJVP() along the direction first");

@@ -45,11 +45,10 @@ static PetscErrorCode DotProductTest_Private(Mat A, PetscRandom rnd, PetscReal *
 }
 
 /* |(f(z + h v) - f(z - h v))/2h - Jv| / |Jv| where z is X (wrt = 0) or theta (wrt = 1). Leaves the net forwarded at X. */
-static PetscErrorCode FiniteDifferenceTest_Private(Net net, Vec X, PetscInt wrt, PetscRandom rnd, PetscReal *err)
+static PetscErrorCode FiniteDifferenceTest_Private(Net net, Vec X, PetscInt wrt, PetscReal h, PetscRandom rnd, PetscReal *err)
 {
-  const PetscReal h = 1e-5;
-  Vec             z, v, Jv, Yp, Ym, zsave;
-  PetscReal       nJv, nd;
+  Vec       z, v, Jv, Yp, Ym, zsave;
+  PetscReal nJv, nd;
 
   PetscFunctionBegin;
   z = wrt ? net->theta : X;
@@ -93,6 +92,81 @@ static PetscErrorCode FiniteDifferenceTest_Private(Net net, Vec X, PetscInt wrt,
   PetscFunctionReturn(0);
 }
 
+/* |J_low v - J v| / |J v|: the JVP of the Net in its low precision against the same JVP in double, along a random
+   input (wrt = 0) or parameter (wrt = 1) direction. Leaves the net forwarded at X in its own precision. */
+static PetscErrorCode PrecisionTest_Private(Net net, Vec X, PetscInt wrt, PetscRandom rnd, PetscReal *err)
+{
+  const NetPrecision precision = net->precision;
+  Vec                v, Jlow, Jd;
+  PetscReal          nd, ne;
+
+  PetscFunctionBegin;
+  PetscCall(VecDuplicate(wrt ? net->theta : X, &v));
+  PetscCall(RandomVec_Private(rnd, v));
+  PetscCall(VecDuplicate(net->act[net->nlayers], &Jlow));
+  PetscCall(VecDuplicate(Jlow, &Jd));
+  PetscCall(NetForward(net, X, NULL));
+  PetscCall(NetJVP(net, wrt ? NULL : v, wrt ? v : NULL, Jlow));
+  PetscCall(NetSetPrecision(net, NET_PRECISION_DOUBLE));
+  PetscCall(NetForward(net, X, NULL));
+  PetscCall(NetJVP(net, wrt ? NULL : v, wrt ? v : NULL, Jd));
+  PetscCall(NetSetPrecision(net, precision));
+  PetscCall(NetForward(net, X, NULL));
+  PetscCall(VecNorm(Jd, NORM_2, &nd));
+  PetscCall(VecAXPY(Jlow, -1.0, Jd));
+  PetscCall(VecNorm(Jlow, NORM_2, &ne));
+  *err = ne / PetscMax(nd, PETSC_SMALL);
+  PetscCall(VecDestroy(&v));
+  PetscCall(VecDestroy(&Jlow));
+  PetscCall(VecDestroy(&Jd));
+  PetscFunctionReturn(0);
+}
+
+/*
+  NetTestJacobian() at -net_precision single or bfloat16, with tolerances from the unit round-off u of the stored values
+  (2^-24 single, 2^-8 bfloat16) and the depth L (each node rounds its outputs once):
+    dot product      <= 10 L u          J and J^T computed in low precision are transposes up to their roundings
+    against double   <= 10 L u          the low-precision JVP against the double one at the same point
+    finite diffs     <= 100 u^(2/3)     single only: h = u^(1/3) balances truncation h^2 and rounding u/h; bfloat16's
+                                        8 bits leave finite differences no digit to test, the comparison with double does
+  The per-layer Jacobians read double values and are tested in double (and by the layers' own float tests).
+*/
+static PetscErrorCode NetTestJacobianLow_Private(Net net, Vec X, PetscViewer viewer, PetscRandom rnd, PetscReal *doterr, PetscReal *fderr)
+{
+  const PetscReal u   = net->precision == NET_PRECISION_SINGLE ? PetscPowReal(2.0, -24) : PetscPowReal(2.0, -8);
+  const PetscReal tol = 10 * net->nlayers * u, fdtol = 100 * PetscPowReal(u, 2.0 / 3);
+  Mat             J;
+  PetscReal       eJ, eJP = 0, pJ, pJP = 0, fJ = 0, fJP = 0;
+  PetscBool       fd = (PetscBool)(net->precision == NET_PRECISION_SINGLE), ok;
+
+  PetscFunctionBegin;
+  PetscCall(NetForward(net, X, NULL));
+  PetscCall(NetGetJacobian(net, &J));
+  PetscCall(DotProductTest_Private(J, rnd, &eJ));
+  if (net->nparams) {
+    PetscCall(NetGetJacobianP(net, &J));
+    PetscCall(DotProductTest_Private(J, rnd, &eJP));
+  }
+  PetscCall(PrecisionTest_Private(net, X, 0, rnd, &pJ));
+  if (net->nparams) PetscCall(PrecisionTest_Private(net, X, 1, rnd, &pJP));
+  if (fd) {
+    PetscCall(FiniteDifferenceTest_Private(net, X, 0, PetscCbrtReal(u), rnd, &fJ));
+    if (net->nparams) PetscCall(FiniteDifferenceTest_Private(net, X, 1, PetscCbrtReal(u), rnd, &fJP));
+  }
+  PetscCall(PetscViewerASCIIPrintf(viewer, "Net Jacobian test (%" PetscInt_FMT " samples, precision %s)\n", net->nglobal, NetPrecisions[net->precision]));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "  dot-product |<Jv,w>-<v,J^T w>|/(|Jv||w|): input %.2e, parameters %.2e\n", (double)eJ, (double)eJP));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "  against double |J_%s v - J v|/|J v|: input %.2e, parameters %.2e\n", NetPrecisions[net->precision], (double)pJ, (double)pJP));
+  if (fd) PetscCall(PetscViewerASCIIPrintf(viewer, "  finite differences |FD - Jv|/|Jv| (h = %.1e): input %.2e, parameters %.2e\n", (double)PetscCbrtReal(u), (double)fJ, (double)fJP));
+  ok = (PetscBool)(PetscMax(eJ, eJP) <= tol && PetscMax(pJ, pJP) <= tol && PetscMax(fJ, fJP) <= fdtol);
+  if (fd)
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  %s (dot-product and against double <= %.1e = 10 L u, finite differences <= %.1e = 100 u^(2/3))\n", ok ? "PASSED" : "FAILED", (double)tol, (double)fdtol));
+  else
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  %s (dot-product and against double <= %.1e = 10 L u)\n", ok ? "PASSED" : "FAILED", (double)tol));
+  if (doterr) *doterr = PetscMax(eJ, eJP);
+  if (fderr) *fderr = fd ? PetscMax(fJ, fJP) : PetscMax(pJ, pJP);
+  PetscFunctionReturn(0);
+}
+
 /* Inside a derivative test every layer is one fixed map (LayerSetFrozen()): dropout repeats its masks, batchnorm keeps
    its running statistics, an ode layer its steps */
 PetscErrorCode NetSetFrozen_Private(Net net, PetscBool frozen)
@@ -124,7 +198,11 @@ PetscErrorCode NetSetFrozen_Private(Net net, PetscBool frozen)
 . -net_test_jacobian - run the test at the first forward pass (NetSetFromOptions())
 
   Notes:
-  PASSED means dot-product errors <= 1e-12 and finite-difference errors <= 1e-6. During the test every layer is frozen
+  PASSED means dot-product errors <= 1e-12 and finite-difference errors <= 1e-6. At -net_precision single or bfloat16
+  (NetSetPrecision()) the tolerances follow from the unit round-off u of the values and the number of layers L: the
+  dot products of the Net's Jacobians and their JVPs against the same JVPs in double must be within 10 L u, and (single
+  only) central differences with h = u^(1/3) within 100 u^(2/3); fderr then holds the finite-difference error (single)
+  or the error against double (bfloat16), and the per-layer Jacobians, which read double values, are not tested. During the test every layer is frozen
   (LayerSetFrozen()): dropout repeats its masks, batchnorm leaves its running statistics alone, an ode layer replays
   its steps, so the finite differences see the map that was differentiated. The directions v, w are random in [-1, 1)
   from a fixed seed. On return the Net is forwarded at X and its parameters are unchanged.
@@ -148,6 +226,12 @@ PetscErrorCode NetTestJacobian(Net net, Vec X, PetscViewer viewer, PetscReal *do
   PetscCall(PetscRandomCreate(PetscObjectComm((PetscObject)net), &rnd));
   PetscCall(PetscRandomSetSeed(rnd, 42));
   PetscCall(PetscRandomSeed(rnd));
+  if (net->precision != NET_PRECISION_DOUBLE) {
+    PetscCall(NetTestJacobianLow_Private(net, X, viewer, rnd, doterr, fderr));
+    PetscCall(PetscRandomDestroy(&rnd));
+    PetscCall(NetSetFrozen_Private(net, saved));
+    PetscFunctionReturn(0);
+  }
   PetscCall(NetForward(net, X, NULL));
 
   PetscCall(NetGetJacobian(net, &J));
@@ -174,8 +258,8 @@ PetscErrorCode NetTestJacobian(Net net, Vec X, PetscViewer viewer, PetscReal *do
     }
     PetscCall(PetscViewerASCIIPrintf(viewer, "\n"));
   }
-  PetscCall(FiniteDifferenceTest_Private(net, X, 0, rnd, &fJ));
-  if (net->nparams) PetscCall(FiniteDifferenceTest_Private(net, X, 1, rnd, &fJP));
+  PetscCall(FiniteDifferenceTest_Private(net, X, 0, 1e-5, rnd, &fJ));
+  if (net->nparams) PetscCall(FiniteDifferenceTest_Private(net, X, 1, 1e-5, rnd, &fJP));
   PetscCall(PetscViewerASCIIPrintf(viewer, "  finite differences |FD - Jv|/|Jv|: input %.2e, parameters %.2e\n", (double)fJ, (double)fJP));
   PetscCall(PetscViewerASCIIPrintf(viewer, "  %s (dot-product <= 1e-12, finite differences <= 1e-6)\n", worst <= 1e-12 && PetscMax(fJ, fJP) <= 1e-6 ? "PASSED" : "FAILED"));
   if (doterr) *doterr = worst;

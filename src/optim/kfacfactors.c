@@ -63,6 +63,7 @@ PetscErrorCode PetNetKFACCreate(Net net, PetscBool uncoveredgradient, const char
 
   PetscFunctionBegin;
   PetscCall(NetSetUp(net));
+  PetscCall(NetCheckDoublePrecision_Private(net, "K-FAC (the statistics read the layers' inputs and output cotangents)"));
   {
     NetParallelType parallel;
 

@@ -124,12 +124,17 @@ struct _p_Net {
   PetscBool        saved;
   PetscObjectState savedstate;
 
-  PetscBool   fuse;     /* fuse activations into neighbouring passes (NetSetFusion(), -net_fuse) */
-  PetscBool   training; /* see NetSetTraining() */
-  PetscBool   testjacobian, intest;
-  PetscInt    loadnparams;         /* >= 0 while a model file is read: the parameter count it declares, checked by NetSetUp() before allocating */
-  const char *loadfile, *loadspec; /* ... and that file's name and layer list, for the error */
-  PetscInt64  maxnparams;          /* -1, or the most parameters allowed (an inner Net's share of the file's count) */
+  /* Low precision (NetSetPrecision(), netprecision.c): the values of the batch live in lval[v] (float or bfloat16,
+     vlocal[v] * size entries, v = 0..nlayers), their tangents or cotangents in ldval[v], fan-out sums in lsum[v]; the
+     Vecs act[0] (the caller's input) and act[nlayers] (the output, widened to double) remain, the others are NULL */
+  NetPrecision precision;
+  void       **lval, **ldval, **lsum;
+  PetscBool    fuse;     /* fuse activations into neighbouring passes (NetSetFusion(), -net_fuse) */
+  PetscBool    training; /* see NetSetTraining() */
+  PetscBool    testjacobian, intest;
+  PetscInt     loadnparams;         /* >= 0 while a model file is read: the parameter count it declares, checked by NetSetUp() before allocating */
+  const char  *loadfile, *loadspec; /* ... and that file's name and layer list, for the error */
+  PetscInt64   maxnparams;          /* -1, or the most parameters allowed (an inner Net's share of the file's count) */
 
   /* Grid mode (netspatial.c, NetSetGrid()): the Net acts on fields of a 2-D or 3-D DMDA, a sample being a grid point;
      with G spatial groups (-net_spatial_groups) the communicator is split into G groups of ranks, each holding its own
@@ -186,6 +191,13 @@ PETSC_INTERN PetscErrorCode NetSpatialJVP_Private(Net, PetscInt, PetscInt, const
 PETSC_INTERN PetscErrorCode NetSpatialSOBackward_Private(Net, PetscInt, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *,
                                                          PetscScalar *);
 PETSC_INTERN PetscErrorCode NetSpatialViewNode_Private(Net, PetscInt, PetscViewer);
+PETSC_INTERN PetscErrorCode NetPrecisionBytes_Private(Net, PetscInt *);
+PETSC_INTERN PetscErrorCode NetLowSetUpWorkspace_Private(Net);
+PETSC_INTERN PetscErrorCode NetLowResetWorkspace_Private(Net);
+PETSC_INTERN PetscErrorCode NetLowForward_Private(Net, Vec);
+PETSC_INTERN PetscErrorCode NetLowBackward_Private(Net, Vec, Vec, Vec);
+PETSC_INTERN PetscErrorCode NetLowJVP_Private(Net, Vec, Vec, Vec);
+PETSC_INTERN PetscErrorCode NetCheckDoublePrecision_Private(Net, const char[]);
 PETSC_INTERN PetscErrorCode NetSetUpFusion_Private(Net);
 PETSC_INTERN PetscErrorCode NetFuseWorkspace_Private(Net);
 PETSC_INTERN PetscErrorCode NetFuseViewNode_Private(Net, PetscInt, PetscViewer);

@@ -332,6 +332,7 @@ PetscErrorCode SpectrumComputeODEStiffness(Spectrum sp, PetscInt *nlayers, Petsc
     PetscCall(LayerGetType(layer, &type));
     PetscCall(PetscStrcmp(type, LAYERODE, &isode));
     if (!isode) continue;
+    if (!count) PetscCall(NetCheckDoublePrecision_Private(sp->net, "The spectrum of an ode layer (it reads the layer's input)"));
     if (!count) PetscCall(NetForward(sp->net, x1, NULL)); /* every ode layer's input and step times, for this sample */
     {
       SpectrumODE *o  = &sp->ode[count++];

@@ -1,0 +1,123 @@
+static const char help[] = "A Net at -net_precision single or bfloat16 against the same Net in double (NetSetPrecision()).\n"
+                           "  default          forward Y, input cotangent dX and parameter gradient G on -nsamples samples, each\n"
+                           "                   within 10 L u of double (u the unit round-off of the values, L the layers), and the\n"
+                           "                   norms of the low-precision Y and G printed (the same at any rank count to round-off)\n"
+                           "  -case secondorder | layerjacobian   what needs double values, refused\n";
+
+#include <petnet.h>
+
+static PetscErrorCode RelDiff(Vec a, Vec b, PetscReal *err)
+{
+  Vec       d;
+  PetscReal nb, nd;
+
+  PetscFunctionBegin;
+  PetscCall(VecDuplicate(a, &d));
+  PetscCall(VecWAXPY(d, -1.0, b, a));
+  PetscCall(VecNorm(d, NORM_2, &nd));
+  PetscCall(VecNorm(b, NORM_2, &nb));
+  *err = nd / PetscMax(nb, PETSC_SMALL);
+  PetscCall(VecDestroy(&d));
+  PetscFunctionReturn(0);
+}
+
+/* v_i = sin(a i + b) at the global index i: the same values at any rank count */
+static PetscErrorCode FillGlobal(Vec v, PetscReal a, PetscReal b)
+{
+  PetscInt     rstart, rend;
+  PetscScalar *x;
+
+  PetscFunctionBegin;
+  PetscCall(VecGetOwnershipRange(v, &rstart, &rend));
+  PetscCall(VecGetArrayWrite(v, &x));
+  for (PetscInt i = rstart; i < rend; i++) x[i - rstart] = PetscSinReal(a * i + b);
+  PetscCall(VecRestoreArrayWrite(v, &x));
+  PetscFunctionReturn(0);
+}
+
+/* Y = f(X), dX and G (zeroed first) for the cotangent dY, at the Net's current precision */
+static PetscErrorCode Evaluate(Net net, Vec X, Vec dY, Vec Y, Vec dX, Vec G)
+{
+  PetscFunctionBegin;
+  PetscCall(NetForward(net, X, Y));
+  PetscCall(VecZeroEntries(G));
+  PetscCall(NetBackward(net, dY, dX, G));
+  PetscFunctionReturn(0);
+}
+
+int main(int argc, char **argv)
+{
+  Net          net;
+  Vec          X, Y, dY, dX, G, Yd, dXd, Gd;
+  PetscInt     nsamples = 6, nlocal, nlayers;
+  PetscMPIInt  rank, size;
+  NetPrecision precision;
+  char         which[32] = "";
+  PetscReal    eY, edX, eG, u, tol, nY, nG;
+
+  PetscCall(PetNetInitialize(&argc, &argv, NULL, help));
+  PetscCall(PetscOptionsGetInt(NULL, NULL, "-nsamples", &nsamples, NULL));
+  PetscCallMPI(MPI_Comm_rank(PETSC_COMM_WORLD, &rank));
+  PetscCallMPI(MPI_Comm_size(PETSC_COMM_WORLD, &size));
+  nlocal = nsamples / size + (rank < nsamples % size); /* the same samples split over any number of ranks */
+  PetscCall(PetscOptionsGetString(NULL, NULL, "-case", which, sizeof(which), NULL));
+  PetscCall(NetCreate(PETSC_COMM_WORLD, &net));
+  PetscCall(NetSetFromOptions(net));
+  PetscCall(NetSetUp(net));
+  PetscCall(NetGetPrecision(net, &precision));
+  PetscCheck(precision != NET_PRECISION_DOUBLE, PETSC_COMM_WORLD, PETSC_ERR_USER, "Give -net_precision single or bfloat16");
+  PetscCall(NetGetNumLayers(net, &nlayers));
+  PetscCall(NetCreateVecs(net, nlocal, &X, &Y));
+  PetscCall(VecDuplicate(Y, &dY));
+  PetscCall(VecDuplicate(Y, &Yd));
+  PetscCall(VecDuplicate(X, &dX));
+  PetscCall(VecDuplicate(X, &dXd));
+  PetscCall(NetCreateParameterVec(net, &G));
+  PetscCall(VecDuplicate(G, &Gd));
+  PetscCall(FillGlobal(X, 1.3, 0.2));
+  PetscCall(FillGlobal(dY, 0.7, 1.1));
+
+  if (!strcmp(which, "secondorder")) { /* refused: the curvature terms read double values */
+    Vec H;
+
+    PetscCall(NetForward(net, X, NULL));
+    PetscCall(NetJVP(net, dX, NULL, Y));
+    PetscCall(VecDuplicate(X, &H));
+    PetscCall(NetSecondOrderBackward(net, dY, dY, H, NULL));
+    PetscCall(VecDestroy(&H));
+  } else if (!strcmp(which, "layerjacobian")) { /* refused: a node's Jacobian shell reads its double input */
+    Mat J;
+
+    PetscCall(NetForward(net, X, NULL));
+    PetscCall(NetGetLayerJacobian(net, 0, &J));
+  }
+
+  PetscCall(Evaluate(net, X, dY, Y, dX, G));
+  PetscCall(NetSetPrecision(net, NET_PRECISION_DOUBLE));
+  PetscCall(Evaluate(net, X, dY, Yd, dXd, Gd));
+  PetscCall(NetSetPrecision(net, precision));
+  PetscCall(RelDiff(Y, Yd, &eY));
+  PetscCall(RelDiff(dX, dXd, &edX));
+  PetscCall(RelDiff(G, Gd, &eG));
+  u   = precision == NET_PRECISION_SINGLE ? PetscPowReal(2.0, -24) : PetscPowReal(2.0, -8);
+  tol = 10 * nlayers * u;
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "precision %s against double (bound 10 L u = %.1e): output %s, input cotangent %s, gradient %s\n", NetPrecisions[precision], (double)tol, eY <= tol ? "ok" : "FAILED", edX <= tol ? "ok" : "FAILED",
+                        eG <= tol ? "ok" : "FAILED"));
+  PetscCheck(eY <= tol && edX <= tol && eG <= tol, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s differs from double by output %.2e, input cotangent %.2e, gradient %.2e: more than 10 L u = %.2e", NetPrecisions[precision], (double)eY, (double)edX, (double)eG,
+             (double)tol);
+  PetscCall(VecNorm(Y, NORM_2, &nY));
+  PetscCall(VecNorm(G, NORM_2, &nG));
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "|Y| %.5e |G| %.5e\n", (double)nY, (double)nG));
+
+  PetscCall(VecDestroy(&X));
+  PetscCall(VecDestroy(&Y));
+  PetscCall(VecDestroy(&dY));
+  PetscCall(VecDestroy(&Yd));
+  PetscCall(VecDestroy(&dX));
+  PetscCall(VecDestroy(&dXd));
+  PetscCall(VecDestroy(&G));
+  PetscCall(VecDestroy(&Gd));
+  PetscCall(NetDestroy(&net));
+  PetscCall(PetscFinalize());
+  return 0;
+}
