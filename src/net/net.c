@@ -964,11 +964,12 @@ PetscErrorCode NetView(Net net, PetscViewer viewer)
   }
   if (net->setupcalled) PetscCall(PetscViewerASCIIPrintf(viewer, "total parameters %" PetscInt_FMT "\n", net->nparams));
   if (net->precision != NET_PRECISION_DOUBLE) {
-    PetscInt es, bytes = 0;
+    PetscInt es, entries = 0;
 
     PetscCall(NetPrecisionBytes_Private(net, &es));
-    for (PetscInt l = 0; l < net->nlayers && net->setupcalled; l++) bytes += (net->nodes[l].nuses > 1 ? 3 : 2) * es * net->layers[l]->outsize;
-    PetscCall(PetscViewerASCIIPrintf(viewer, "precision %s: values and their derivatives %" PetscInt_FMT " bytes per sample (parameters and gradients double)\n", NetPrecisions[net->precision], bytes));
+    for (PetscInt l = 0; l < net->nlayers && net->setupcalled; l++) entries += NetNodeStoredArrays(net, l) * net->layers[l]->outsize;
+    PetscCall(PetscViewerASCIIPrintf(viewer, "precision %s: values and their derivatives %" PetscInt_FMT " bytes per sample (%" PetscInt_FMT " in double; parameters and gradients double)\n", NetPrecisions[net->precision], es * entries,
+                                     (PetscInt)sizeof(PetscScalar) * entries));
   }
   PetscCall(PetscViewerASCIIPopTab(viewer));
   PetscFunctionReturn(0);

@@ -93,7 +93,7 @@ PetscErrorCode NetSetUpWorkspace_Private(Net net, Vec X)
 
     for (PetscInt k = 0; k < net->nlayers; k++) {
       if ((PetscInt64)net->vlocal[k + 1] * net->layers[k]->outsize > (PetscInt64)net->vlocal[largest + 1] * net->layers[largest]->outsize) largest = k;
-      bytes += (net->nodes[k].nuses > 1 ? 3.0 : 2.0) * es * (PetscLogDouble)net->vlocal[k + 1] * net->layers[k]->outsize;
+      bytes += (PetscLogDouble)NetNodeStoredArrays(net, k) * es * (PetscLogDouble)net->vlocal[k + 1] * net->layers[k]->outsize;
     }
     entries = (PetscInt64)net->vlocal[largest + 1] * net->layers[largest]->outsize;
     PetscCall(MPIU_Allreduce(&entries, &most, 1, MPIU_INT64, MPI_MAX, comm));

@@ -40,7 +40,7 @@ PetscErrorCode NetSetUpFusion_Private(Net net)
 {
   PetscFunctionBegin;
   for (PetscInt k = 0; k < net->nlayers; k++) net->nodes[k].fuseact = net->nodes[k].fusemask = net->nodes[k].fusedinto = net->nodes[k].fusedback = -1;
-  if (!net->fuse || net->grid || net->precision != NET_PRECISION_DOUBLE) PetscFunctionReturn(0); /* the fused kernels are double */
+  if (!net->fuse || net->grid) PetscFunctionReturn(0);
   for (PetscInt r = 0; r < net->nlayers; r++) {
     NetNode *nr = &net->nodes[r];
     Layer    lr = net->layers[r];
@@ -58,6 +58,9 @@ PetscErrorCode NetSetUpFusion_Private(Net net)
       nr->fusedback          = c;
     }
   }
+  /* In low precision (netprecision.c) the kernels are not fused: an activation that would be fused into its producer
+     runs in place on the producer's value instead (the same memory saving, one pass more), and its backward is its own */
+  for (PetscInt k = 0; k < net->nlayers && net->precision != NET_PRECISION_DOUBLE; k++) net->nodes[k].fuseact = net->nodes[k].fusemask = net->nodes[k].fusedback = -1;
   PetscFunctionReturn(0);
 }
 
@@ -84,7 +87,10 @@ PetscErrorCode NetFuseViewNode_Private(Net net, PetscInt k, PetscViewer viewer)
 
   PetscFunctionBegin;
   if (nd->fusedinto < 0 && nd->fusedback < 0) PetscFunctionReturn(0);
-  if (nd->fusedinto >= 0) PetscCall(PetscSNPrintf(fwd, sizeof(fwd), "forward in the output pass of %s (%s)", net->nodes[nd->fusedinto].name, ((PetscObject)net->layers[nd->fusedinto])->type_name));
+  if (nd->fusedinto >= 0 && net->precision != NET_PRECISION_DOUBLE)
+    PetscCall(PetscSNPrintf(fwd, sizeof(fwd), "forward in place on the value of %s (%s)", net->nodes[nd->fusedinto].name, ((PetscObject)net->layers[nd->fusedinto])->type_name));
+  else if (nd->fusedinto >= 0)
+    PetscCall(PetscSNPrintf(fwd, sizeof(fwd), "forward in the output pass of %s (%s)", net->nodes[nd->fusedinto].name, ((PetscObject)net->layers[nd->fusedinto])->type_name));
   if (nd->fusedback >= 0) PetscCall(PetscSNPrintf(bwd, sizeof(bwd), "backward in the dx pass of %s (%s)", net->nodes[nd->fusedback].name, ((PetscObject)net->layers[nd->fusedback])->type_name));
   PetscCall(PetscViewerASCIIPrintf(viewer, "       fused: %s%s%s\n", fwd, fwd[0] && bwd[0] ? ", " : "", bwd));
   PetscFunctionReturn(0);

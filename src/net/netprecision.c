@@ -174,7 +174,10 @@ PetscErrorCode NetLowSetUpWorkspace_Private(Net net)
   for (PetscInt v = 0; v <= net->nlayers; v++) {
     const size_t bytes = (size_t)es * (size_t)NetLowCount(net, v);
 
-    PetscCall(PetscMalloc(bytes, &net->lval[v]));
+    if (v && net->nodes[v - 1].fusedinto >= 0)
+      net->lval[v] = net->lval[net->nodes[v - 1].fusedinto + 1]; /* in place (netfuse.c) */
+    else
+      PetscCall(PetscMalloc(bytes, &net->lval[v]));
     PetscCall(PetscMalloc(bytes, &net->ldval[v]));
     if ((v ? net->nodes[v - 1].nuses : net->ninputuses) > 1) PetscCall(PetscMalloc(bytes, &net->lsum[v]));
   }
@@ -186,7 +189,10 @@ PetscErrorCode NetLowResetWorkspace_Private(Net net)
   PetscFunctionBegin;
   if (!net->lval) PetscFunctionReturn(0);
   for (PetscInt v = 0; v <= net->nlayers; v++) {
-    PetscCall(PetscFree(net->lval[v]));
+    if (v && net->nodes[v - 1].fusedinto >= 0)
+      net->lval[v] = NULL; /* its producer's */
+    else
+      PetscCall(PetscFree(net->lval[v]));
     PetscCall(PetscFree(net->ldval[v]));
     PetscCall(PetscFree(net->lsum[v]));
   }

@@ -173,6 +173,12 @@ PETSC_INTERN PetscErrorCode NetNodeBackwardArrays_Private(Net, PetscInt, const P
 PETSC_INTERN PetscErrorCode NetNodeBackward_Private(Net, PetscInt, Vec, Vec, Vec);
 PETSC_INTERN PetscErrorCode NetNodeInputSize_Private(Net, PetscInt, PetscInt *);
 PETSC_INTERN PetscErrorCode NetValueCounts_Private(Net, PetscInt, PetscInt[]);
+/* the arrays of node k's output size a batch keeps per sample: its value (unless an activation shares its producer's,
+   netfuse.c), its tangent or cotangent, and the sum of its cotangents if several nodes use it */
+static inline PetscInt NetNodeStoredArrays(Net net, PetscInt k)
+{
+  return (net->nodes[k].fusedinto >= 0 ? 1 : 2) + (net->nodes[k].nuses > 1 ? 1 : 0);
+}
 /* the samples on this rank of node k's (first) input in the current batch */
 static inline PetscInt NetNodeCount(Net net, PetscInt k)
 {
