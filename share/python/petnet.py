@@ -139,6 +139,8 @@ _C = {
         "NetGetOutputShape": (_P, _PS),
         "NetSetParallel": (_P, ctypes.c_int),
         "NetGetParallel": (_P, ctypes.POINTER(ctypes.c_int)),
+        "NetSetPrecision": (_P, ctypes.c_int),
+        "NetGetPrecision": (_P, ctypes.POINTER(ctypes.c_int)),
         "NetSetOptionsPrefix": (_P, _S),
         "NetAppendOptionsPrefix": (_P, _S),
         "NetSetSeed": (_P, ctypes.c_ulong),
@@ -367,6 +369,7 @@ class _TypedObject(_PetNetObject):
 # Net
 
 _PARALLEL = ["replicated", "sharded", "model"]
+_PRECISION = ["double", "single", "bfloat16"]
 
 
 class _NetMat(PETSc.Mat):
@@ -437,6 +440,13 @@ class Net(_PetNetObject):
 
     def getParallel(self):
         return _PARALLEL[_out(ctypes.c_int, _C["NetGetParallel"], self.handle)]
+
+    def setPrecision(self, precision):
+        """'double', 'single' or 'bfloat16' (-net_precision): the values inside the Net; parameters and Vecs stay double."""
+        return self._call("NetSetPrecision", _PRECISION.index(precision))
+
+    def getPrecision(self):
+        return _PRECISION[_out(ctypes.c_int, _C["NetGetPrecision"], self.handle)]
 
     def appendOptionsPrefix(self, prefix):
         return self._call("NetAppendOptionsPrefix", _s(prefix))

@@ -72,6 +72,18 @@ def main():
     check(err < 1e-7, "finite differences: %g vs %g (relative %g)" % (fd, exact, err))
     PETSc.Sys.Print("gradient vs central differences (h 1e-5): relative error below 1e-7 (loss %.6f)" % f0)
 
+    # the same Net in single precision: its output within 10 L u of double's (u = 2^-24, L layers)
+    check(net.getPrecision() == "double", "double precision by default")
+    net.setPrecision("single")
+    Ys = Y.duplicate()
+    f(0.0)
+    net.forward(X, Ys)
+    Ys.axpy(-1.0, Y)
+    tol = 10 * net.getNumLayers() * 2.0**-24
+    check(net.getPrecision() == "single" and Ys.norm() <= tol * Y.norm(), "single precision output within 10 L u of double")
+    PETSc.Sys.Print("single precision: output within 10 L u of double")
+    net.setPrecision("double")
+
     net.destroy()  # the Jacobian wrappers are emptied with it
     check(J.handle == 0 and JP.handle == 0 and net.handle == 0, "net.destroy() empties its Jacobians")
     PETSc.Sys.Print("jacobian: ok")
