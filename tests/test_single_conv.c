@@ -17,28 +17,28 @@ static const char help[] = "Single-precision kernels of conv2d, conv3d, batchnor
 #define UNIT_ROUNDOFF (1.0 / 16777216.0) /* 2^-24 */
 
 typedef struct {
-  const char *spec;     /* kind:arguments */
-  const char *shape;    /* input shape of a sample */
-  PetscBool   training; /* batchnorm: batch statistics */
+  const char *spec;                /* kind:arguments */
+  const char *shape;               /* input shape of a sample */
+  PetscBool   training;            /* batchnorm: batch statistics */
   PetscReal   Ky, Kdx, Kdth, Kjvp; /* the K of each bound (0: exact; < 0: computed from the layer, see Bounds) */
 } SingleCase;
 
 /* K < 0: from the layer (conv: -1 taps Cin/G + 1, -2 taps Cout/G, -3 global points, -4 jvp's 2 taps Cin/G + 1) */
 static const SingleCase cases[] = {
-  {"conv2d:4:3:1:1",                  "6x5x3",   PETSC_FALSE, -1, -2, -3, -4},
-  {"conv2d:6:3:2:1:bias=0",           "7x6x2",   PETSC_FALSE, -1, -2, -3, -4},
-  {"conv2d:6:2x3:1x2:0:groups=3",     "5x7x6",   PETSC_FALSE, -1, -2, -3, -4},
-  {"conv2d:4:3:1:2:dilation=2",       "6x6x2",   PETSC_FALSE, -1, -2, -3, -4},
-  {"conv2d:5:1",                      "3x4x3",   PETSC_FALSE, -1, -2, -3, -4},
-  {"conv2d:32:3:1:1",                 "8x8x1",   PETSC_FALSE, -1, -2, -3, -4}, /* few taps: the transposed weight GEMM */
-  {"conv2d:8:3",                      "6x6x8",   PETSC_FALSE, -1, -2, -3, -4}, /* double path: Winograd; single: im2col */
-  {"conv3d:3:3:1:1",                  "4x4x3x2", PETSC_FALSE, -1, -2, -3, -4},
-  {"batchnorm",                       "4x3x5",   PETSC_TRUE,  16, 16, 16, 16},
-  {"batchnorm",                       "4x3x5",   PETSC_FALSE, 16, 16, 16, 16},
-  {"batchnorm",                       "7",       PETSC_TRUE,  16, 16, 16, 16},
-  {"maxpool:2",                       "6x6x3",   PETSC_FALSE, 0,  1,  0,  0},
-  {"maxpool:3:2:1",                   "7x6x2",   PETSC_FALSE, 0,  4,  0,  0},
-  {"maxpool:2",                       "4x4x4x2", PETSC_FALSE, 0,  1,  0,  0},
+    {"conv2d:4:3:1:1", "6x5x3", PETSC_FALSE, -1, -2, -3, -4},
+    {"conv2d:6:3:2:1:bias=0", "7x6x2", PETSC_FALSE, -1, -2, -3, -4},
+    {"conv2d:6:2x3:1x2:0:groups=3", "5x7x6", PETSC_FALSE, -1, -2, -3, -4},
+    {"conv2d:4:3:1:2:dilation=2", "6x6x2", PETSC_FALSE, -1, -2, -3, -4},
+    {"conv2d:5:1", "3x4x3", PETSC_FALSE, -1, -2, -3, -4},
+    {"conv2d:32:3:1:1", "8x8x1", PETSC_FALSE, -1, -2, -3, -4}, /* few taps: the transposed weight GEMM */
+    {"conv2d:8:3", "6x6x8", PETSC_FALSE, -1, -2, -3, -4},      /* double path: Winograd; single: im2col */
+    {"conv3d:3:3:1:1", "4x4x3x2", PETSC_FALSE, -1, -2, -3, -4},
+    {"batchnorm", "4x3x5", PETSC_TRUE, 16, 16, 16, 16},
+    {"batchnorm", "4x3x5", PETSC_FALSE, 16, 16, 16, 16},
+    {"batchnorm", "7", PETSC_TRUE, 16, 16, 16, 16},
+    {"maxpool:2", "6x6x3", PETSC_FALSE, 0, 1, 0, 0},
+    {"maxpool:3:2:1", "7x6x2", PETSC_FALSE, 0, 4, 0, 0},
+    {"maxpool:2", "4x4x4x2", PETSC_FALSE, 0, 1, 0, 0},
 };
 
 /* uniform exact floats in [lo, hi), ties made likely for maxpool by rounding to multiples of 1/8 when coarse */
@@ -89,14 +89,18 @@ static PetscErrorCode Check(MPI_Comm comm, const char *spec, const char *what, P
 static PetscErrorCode CaseK(Layer layer, PetscReal code, PetscInt N, PetscReal *K)
 {
   const PetscInt cout = layer->out.dim[layer->out.ndim - 1], cin = layer->in.dim[layer->in.ndim - 1];
-  PetscReal      kb   = (PetscReal)(layer->nparams / cout);
+  PetscReal      kb = (PetscReal)(layer->nparams / cout);
 
   PetscFunctionBegin;
   *K = code;
-  if (code == -1) *K = kb;
-  else if (code == -2) *K = PetscMax(1.0, kb * cout / cin);
-  else if (code == -3) *K = (PetscReal)N * (layer->outsize / cout);
-  else if (code == -4) *K = 2.0 * kb;
+  if (code == -1)
+    *K = kb;
+  else if (code == -2)
+    *K = PetscMax(1.0, kb * cout / cin);
+  else if (code == -3)
+    *K = (PetscReal)N * (layer->outsize / cout);
+  else if (code == -4)
+    *K = 2.0 * kb;
   PetscFunctionReturn(0);
 }
 
@@ -120,15 +124,15 @@ static PetscErrorCode RunSingle(Layer layer, PetscInt n, const PetscScalar *thet
 
 static PetscErrorCode TestCase(MPI_Comm comm, const SingleCase *c, PetscInt n, PetscRandom rnd, PetscRandom prnd)
 {
-  Layer        layer;
-  PetNetShape  shape;
-  char         kind[64], *colon;
-  PetscInt     in, out, P, Nglobal;
-  PetscBool    has, isbn, ispool;
-  PetscScalar *theta, *xd, *yd, *dyd, *dxd, *dthd, *vxd, *vth, *jyd;
-  float       *xf, *dyf, *vxf;
+  Layer         layer;
+  PetNetShape   shape;
+  char          kind[64], *colon;
+  PetscInt      in, out, P, Nglobal;
+  PetscBool     has, isbn, ispool;
+  PetscScalar  *theta, *xd, *yd, *dyd, *dxd, *dthd, *vxd, *vth, *jyd;
+  float        *xf, *dyf, *vxf;
   SingleResults r[3];
-  PetscReal    diff, scale, K, dots[3];
+  PetscReal     diff, scale, K, dots[3];
 
   PetscFunctionBegin;
   PetscCall(PetscStrncpy(kind, c->spec, sizeof(kind)));
@@ -147,9 +151,9 @@ static PetscErrorCode TestCase(MPI_Comm comm, const SingleCase *c, PetscInt n, P
   PetscCheck(has, comm, PETSC_ERR_PLIB, "%s has no single-precision kernels of its own", c->spec);
   PetscCall(PetscStrcmp(kind, "batchnorm", &isbn));
   PetscCall(PetscStrcmp(kind, "maxpool", &ispool));
-  in = layer->insize;
+  in  = layer->insize;
   out = layer->outsize;
-  P = layer->nparams;
+  P   = layer->nparams;
   PetscCall(MPIU_Allreduce(&n, &Nglobal, 1, MPIU_INT, MPI_SUM, comm));
 
   PetscCall(PetscMalloc5(P + 1, &theta, (size_t)n * in + 1, &xd, (size_t)n * out + 1, &yd, (size_t)n * out + 1, &dyd, (size_t)n * in + 1, &dxd));
@@ -244,9 +248,9 @@ static PetscErrorCode TestCase(MPI_Comm comm, const SingleCase *c, PetscInt n, P
   /* 4. batchnorm in training mode: the running statistics one unfrozen pass leaves, from the same state */
   if (isbn && c->training) {
     PetscScalar       *saved, *after;
-    const PetscScalar *xs[1] = {xd};
+    const PetscScalar *xs[1]  = {xd};
     const float       *xfs[1] = {xf};
-    PetscReal          m = 0;
+    PetscReal          m      = 0;
 
     PetscCall(PetscMalloc2(layer->nbuffers, &saved, layer->nbuffers, &after));
     PetscCall(PetscArraycpy(saved, layer->buffers, layer->nbuffers));

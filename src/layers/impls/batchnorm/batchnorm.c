@@ -215,15 +215,19 @@ static PetscErrorCode BatchNormStatistics(Layer layer, PetscInt n, const PetscSc
     PetscFunctionReturn(0);
   }
   /* two passes (mean, then squared deviations) for accuracy */
-  if (xf) BatchNormPartSumsSingle(bn, BATCHNORM_SUM_X, P, xf, NULL, sums);
-  else BatchNormPartSums(bn, BATCHNORM_SUM_X, P, x, NULL, NULL, sums);
+  if (xf)
+    BatchNormPartSumsSingle(bn, BATCHNORM_SUM_X, P, xf, NULL, sums);
+  else
+    BatchNormPartSums(bn, BATCHNORM_SUM_X, P, x, NULL, NULL, sums);
   sums[C] = (PetscScalar)P;
   PetscCall(MPIU_Allreduce(MPI_IN_PLACE, sums, C + 1, MPIU_SCALAR, MPIU_SUM, comm));
   M = PetscRealPart(sums[C]);
   PetscCheck(M > 1, comm, PETSC_ERR_ARG_SIZ, "batchnorm in training mode needs more than one value per channel in the batch, but the batch has %g: use a larger batch or NetSetTraining(net, PETSC_FALSE)", (double)M);
   for (PetscInt c = 0; c < C; c++) bn->mean[c] = sums[c] / M;
-  if (xf) BatchNormPartSumsSingle(bn, BATCHNORM_SUM_DEV2, P, xf, NULL, sums);
-  else BatchNormPartSums(bn, BATCHNORM_SUM_DEV2, P, x, NULL, NULL, sums);
+  if (xf)
+    BatchNormPartSumsSingle(bn, BATCHNORM_SUM_DEV2, P, xf, NULL, sums);
+  else
+    BatchNormPartSums(bn, BATCHNORM_SUM_DEV2, P, x, NULL, NULL, sums);
   PetscCall(MPIU_Allreduce(MPI_IN_PLACE, sums, C, MPIU_SCALAR, MPIU_SUM, comm));
   for (PetscInt c = 0; c < C; c++) bn->invstd[c] = 1.0 / PetscSqrtScalar(sums[c] / M + bn->eps);
   bn->count = M;
@@ -279,8 +283,10 @@ static PetscErrorCode BatchNormSums(Layer layer, PetscInt n, const PetscScalar *
   PetscFunctionBegin;
   for (PetscInt c = 0; c < 2 * C; c++) sums[c] = 0.0;
   if (v || vf) {
-    if (vf) BatchNormPartSumsSingle(bn, BATCHNORM_SUM_V, P, xf, vf, sums);
-    else BatchNormPartSums(bn, BATCHNORM_SUM_V, P, x, v, NULL, sums);
+    if (vf)
+      BatchNormPartSumsSingle(bn, BATCHNORM_SUM_V, P, xf, vf, sums);
+    else
+      BatchNormPartSums(bn, BATCHNORM_SUM_V, P, x, v, NULL, sums);
     PetscCall(PetscLogFlops(5.0 * P * C));
   }
   for (PetscInt c = 0; c < 2 * C; c++) means[c] = 0.0;
@@ -423,7 +429,7 @@ static PetscErrorCode LayerSOBackward_BatchNorm(Layer layer, PetscInt n, const P
 */
 static void BatchNormAffineSingle(const Layer_BatchNorm *bn, PetscInt P, const float *x, const float *v, float *out)
 {
-  const PetscInt C = bn->C;
+  const PetscInt C  = bn->C;
   const float   *mu = bn->fcoef, *s = bn->fcoef + C, *A = bn->fcoef + 2 * C, *B = bn->fcoef + 3 * C, *D = bn->fcoef + 4 * C;
 
   if (v) {
@@ -467,8 +473,8 @@ static PetscErrorCode LayerForwardSingle_BatchNorm(Layer layer, PetscInt n, cons
 /* dx = gamma s (dy - mean(dy) - xhat mean(xhat dy)); dgamma += sum dy xhat, dbeta += sum dy (sums in double) */
 static PetscErrorCode LayerBackwardSingle_BatchNorm(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, const float *y, const float *dy, float *dx, PetscScalar *dtheta)
 {
-  Layer_BatchNorm   *bn = (Layer_BatchNorm *)layer->data;
-  const PetscInt     C  = bn->C;
+  Layer_BatchNorm   *bn    = (Layer_BatchNorm *)layer->data;
+  const PetscInt     C     = bn->C;
   const PetscScalar *gamma = theta;
   PetscScalar       *means = bn->coef, *A = bn->coef + 2 * C, *B = bn->coef + 3 * C, *D = bn->coef + 4 * C;
 
@@ -496,8 +502,8 @@ static PetscErrorCode LayerBackwardSingle_BatchNorm(Layer layer, PetscInt n, con
 /* dy = gamma s (dx - mean(dx) - xhat mean(xhat dx)) + dgamma xhat + dbeta */
 static PetscErrorCode LayerJVPSingle_BatchNorm(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, const float *y, const float *dx, const PetscScalar *dtheta, float *dy)
 {
-  Layer_BatchNorm   *bn = (Layer_BatchNorm *)layer->data;
-  const PetscInt     C  = bn->C;
+  Layer_BatchNorm   *bn    = (Layer_BatchNorm *)layer->data;
+  const PetscInt     C     = bn->C;
   const PetscScalar *gamma = theta;
   PetscScalar       *means = bn->coef, *A = bn->coef + 2 * C, *B = bn->coef + 3 * C, *D = bn->coef + 4 * C;
 

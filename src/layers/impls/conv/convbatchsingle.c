@@ -64,8 +64,10 @@ static PetscErrorCode ConvGetWorkspaceSingle(Layer layer, PetscInt n)
   }
   perrow = (PetscLogDouble)Wo * ((conv->pointwise ? conv->cin : conv->ktot) + conv->nout) * sizeof(float);
   fit    = PetscMax(1.0, PetscFloorReal(limit / perrow));
-  if (fit >= conv->rows) chunk = conv->rows * (PetscInt)PetscMin((PetscLogDouble)PetscMax(n, 1), PetscFloorReal(fit / conv->rows));
-  else chunk = (PetscInt)fit;
+  if (fit >= conv->rows)
+    chunk = conv->rows * (PetscInt)PetscMin((PetscLogDouble)PetscMax(n, 1), PetscFloorReal(fit / conv->rows));
+  else
+    chunk = (PetscInt)fit;
   if (chunk <= s->nalloc && nthreads <= s->nthreads) {
     if (chunk != s->chunk) s->colx = NULL;
     s->chunk = chunk;
@@ -94,7 +96,7 @@ static void ConvTransposeWeightsSingle(const LayerConv *conv, const PetscScalar 
 /* col = im2col(x) of the batch's output rows [R0, R1) (as ConvIm2col_Batch) */
 static PetscErrorCode ConvIm2colSingle_Batch(const LayerConv *conv, PetscInt insize, PetscInt R0, PetscInt R1, const float *x, float *col)
 {
-  const PetscInt rows = conv->rows;
+  const PetscInt rows    = conv->rows;
   const size_t   rowsize = (size_t)conv->im2col.out[2] * conv->ktot;
 
   PetscFunctionBegin;
@@ -110,7 +112,7 @@ static PetscErrorCode ConvIm2colSingle_Batch(const LayerConv *conv, PetscInt ins
 /* dx += col2im(dcol) of the rows [R0, R1) */
 static PetscErrorCode ConvCol2imAddSingle_Batch(const LayerConv *conv, PetscInt insize, PetscInt R0, PetscInt R1, const float *col, float *dx)
 {
-  const PetscInt rows = conv->rows;
+  const PetscInt rows    = conv->rows;
   const size_t   rowsize = (size_t)conv->im2col.out[2] * conv->ktot;
 
   PetscFunctionBegin;
@@ -200,8 +202,8 @@ PetscErrorCode ConvForwardSingle_Batch(Layer layer, PetscInt n, const PetscScala
 static PetscErrorCode ConvCheckWeightsSingle(Layer layer, const char *op)
 {
   PetscFunctionBegin;
-  PetscCheck(((LayerConv *)layer->data)->sgl.wset, PETSC_COMM_SELF, PETSC_ERR_ORDER, "%s layer %" PetscInt_FMT ": single-precision %s before any single-precision forward pass: call LayerForwardSingle() first, at the same point", ((PetscObject)layer)->type_name,
-             layer->index, op);
+  PetscCheck(((LayerConv *)layer->data)->sgl.wset, PETSC_COMM_SELF, PETSC_ERR_ORDER, "%s layer %" PetscInt_FMT ": single-precision %s before any single-precision forward pass: call LayerForwardSingle() first, at the same point",
+             ((PetscObject)layer)->type_name, layer->index, op);
   PetscFunctionReturn(0);
 }
 
@@ -213,8 +215,10 @@ static PetscErrorCode ConvGemmWeightsSingle(const LayerConv *conv, PetscInt P, c
 {
   PetscFunctionBegin;
   for (PetscInt g = 0; g < conv->groups; g++) {
-    if (conv->dwtransposed) PetscCall(ConvSgemm("N", "T", conv->cog, conv->kg, P, dy + g * conv->cog, conv->nout, col + g * conv->kg, conv->ktot, 0.0f, dWc + g * conv->cog * conv->kg, conv->cog));
-    else PetscCall(ConvSgemm("N", "T", conv->kg, conv->cog, P, col + g * conv->kg, conv->ktot, dy + g * conv->cog, conv->nout, 0.0f, dWc + g * conv->cog * conv->kg, conv->kg));
+    if (conv->dwtransposed)
+      PetscCall(ConvSgemm("N", "T", conv->cog, conv->kg, P, dy + g * conv->cog, conv->nout, col + g * conv->kg, conv->ktot, 0.0f, dWc + g * conv->cog * conv->kg, conv->cog));
+    else
+      PetscCall(ConvSgemm("N", "T", conv->kg, conv->cog, P, col + g * conv->kg, conv->ktot, dy + g * conv->cog, conv->nout, 0.0f, dWc + g * conv->cog * conv->kg, conv->kg));
   }
   PetscFunctionReturn(0);
 }
@@ -334,8 +338,10 @@ PetscErrorCode ConvJVPSingle_Batch(Layer layer, PetscInt n, const PetscScalar *t
     if (dx && !ierr) {
       const float *col = buf;
 
-      if (conv->pointwise) col = dx + (size_t)R0 * Wo * conv->cin;
-      else ierr = ConvIm2colSingle_Batch(conv, layer->insize, R0, R1, dx, buf);
+      if (conv->pointwise)
+        col = dx + (size_t)R0 * Wo * conv->cin;
+      else
+        ierr = ConvIm2colSingle_Batch(conv, layer->insize, R0, R1, dx, buf);
       if (!ierr) ierr = ConvGemmOutputSingle(conv, P, s->wt, col, beta, dys);
     }
     if (!dx && !dtheta)

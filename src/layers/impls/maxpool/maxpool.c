@@ -178,16 +178,16 @@ PETSC_INTERN PetscErrorCode LayerCreate_MaxPool(Layer layer)
 {
   PetscFunctionBegin;
   PetscCall(LayerCreatePool_Private(layer, sizeof(Layer_MaxPool)));
-  layer->ops->setup    = LayerSetUpPool_Private;
-  layer->ops->forward  = LayerForward_MaxPool;
-  layer->fusebackward  = PETSC_TRUE; /* applies a fused activation's derivative to each sample of dx (layerimpl.h) */
-  layer->ops->backward = LayerBackward_MaxPool;
-  layer->ops->jvp      = LayerJVP_MaxPool;
+  layer->ops->setup          = LayerSetUpPool_Private;
+  layer->ops->forward        = LayerForward_MaxPool;
+  layer->fusebackward        = PETSC_TRUE; /* applies a fused activation's derivative to each sample of dx (layerimpl.h) */
+  layer->ops->backward       = LayerBackward_MaxPool;
+  layer->ops->jvp            = LayerJVP_MaxPool;
   layer->ops->forwardsingle  = LayerForwardSingle_MaxPool;
   layer->ops->backwardsingle = LayerBackwardSingle_MaxPool;
   layer->ops->jvpsingle      = LayerJVPSingle_MaxPool;
-  layer->sozero        = PETSC_TRUE; /* linear (or piecewise linear) in x: no curvature term */
-  layer->ops->reset    = LayerReset_MaxPool;
-  layer->ops->destroy  = LayerDestroy_MaxPool;
+  layer->sozero              = PETSC_TRUE; /* linear (or piecewise linear) in x: no curvature term */
+  layer->ops->reset          = LayerReset_MaxPool;
+  layer->ops->destroy        = LayerDestroy_MaxPool;
   PetscFunctionReturn(0);
 }
