@@ -297,6 +297,21 @@ int main(int argc, char **argv)
     if (only[0] && strncmp(cases[i].spec, only, strlen(only))) continue;
     PetscCall(TestCase(comm, &cases[i], nlocal, rnd, prnd));
   }
+  { /* a node of a grid (grid mode) has no float kernels of its own: LayerForwardSingle() converts */
+    Layer       node;
+    PetNetShape ch = {1, {3}};
+    PetscBool   has;
+
+    PetscCall(LayerCreate(comm, &node));
+    PetscCall(LayerSetType(node, LAYERCONV2D));
+    PetscCall(LayerSetArguments(node, "4:3:1:1"));
+    PetscCall(LayerSetInputShape(node, &ch));
+    node->griddim = 2;
+    PetscCall(LayerSetUp(node));
+    PetscCall(LayerHasSingle(node, &has));
+    PetscCheck(!has, comm, PETSC_ERR_PLIB, "conv2d as a node of a grid offers float kernels: they are batch mode's");
+    PetscCall(LayerDestroy(&node));
+  }
   PetscCall(PetscRandomDestroy(&rnd));
   PetscCall(PetscRandomDestroy(&prnd));
   PetscCall(PetscFinalize());
