@@ -26,6 +26,9 @@
 
   Training-mode forward, backward, jvp and sobackward are collective on the layer's communicator.
 
+  Single precision (a Net at -net_precision single; LayerForwardSingle_BatchNorm and below): the same statistics and
+  sums, accumulated in double from the float values with the same reductions; the elementwise passes in float.
+
   Threads: the positions [0, n m) are cut into parts that depend on n m and C only (PetNetThreadParts()); each part
   sums its values into its own row of partsums, and the rows are added in part order (BatchNormPartSums), so that the
   statistics are the same bits for any number of threads. The elementwise passes run over positions in parallel.
@@ -41,6 +44,7 @@ typedef struct {
   PetscScalar *mean, *invstd; /* [C] each: the statistics of the last forward, mu and s */
   PetscScalar *sums, *coef;   /* [5C+1] reduction buffer; [9C] per-channel terms of the derivatives */
   PetscScalar *partsums;      /* [PETNET_THREAD_PARTS][5C]: each part's sums (threads) */
+  float       *fcoef;         /* [5C]: single precision's per-channel coefficients (mu, s, then A, B, D) in float */
 } Layer_BatchNorm;
 
 /* values (positions x channels) per part of the sums, and below which the elementwise passes run on one thread */
@@ -113,6 +117,47 @@ static void BatchNormPartSums(Layer_BatchNorm *bn, BatchNormSumKind kind, PetscI
     for (PetscInt c = 0; c < nterms * C; c++) sums[c] += bn->partsums[(size_t)part * 5 * C + c];
 }
 
+/*
+  The same sums on float values (single precision), accumulated in double: the statistics and the parameter gradients
+  of the float kernels are double reductions of float data, in the same parts (kinds X, DEV2 and V only)
+*/
+static void BatchNormPartSumsSingle(Layer_BatchNorm *bn, BatchNormSumKind kind, PetscInt P, const float *x, const float *v, PetscScalar *sums)
+{
+  const PetscInt C = bn->C, nterms = kind == BATCHNORM_SUM_V ? 2 : 1;
+  const PetscInt nparts = PetNetThreadParts(P, PetscMax(1, BATCHNORM_PART_VALUES / PetscMax(C, 1)));
+
+#pragma omp parallel for num_threads(PetNetThreads()) schedule(dynamic, 1) if (nparts > 1)
+  for (PetscInt part = 0; part < nparts; part++) {
+    PetscScalar *ps = bn->partsums + (size_t)part * 5 * C;
+    PetscInt     p0, p1;
+
+    PetNetThreadPart(P, nparts, part, &p0, &p1);
+    for (PetscInt c = 0; c < nterms * C; c++) ps[c] = 0.0;
+    for (PetscInt p = p0; p < p1; p++) {
+      const float *xp = x + (size_t)p * C;
+
+      if (kind == BATCHNORM_SUM_X)
+        for (PetscInt c = 0; c < C; c++) ps[c] += xp[c];
+      else if (kind == BATCHNORM_SUM_DEV2)
+        for (PetscInt c = 0; c < C; c++) {
+          PetscScalar d = xp[c] - bn->mean[c];
+
+          ps[c] += d * d;
+        }
+      else
+        for (PetscInt c = 0; c < C; c++) {
+          const PetscScalar vc = v[(size_t)p * C + c];
+
+          ps[c] += vc;
+          ps[C + c] += vc * ((xp[c] - bn->mean[c]) * bn->invstd[c]);
+        }
+    }
+  }
+  for (PetscInt c = 0; c < nterms * C; c++) sums[c] = bn->partsums[c];
+  for (PetscInt part = 1; part < nparts; part++)
+    for (PetscInt c = 0; c < nterms * C; c++) sums[c] += bn->partsums[(size_t)part * 5 * C + c];
+}
+
 static PetscErrorCode LayerSetUp_BatchNorm(Layer layer)
 {
   Layer_BatchNorm *bn = (Layer_BatchNorm *)layer->data;
@@ -120,6 +165,7 @@ static PetscErrorCode LayerSetUp_BatchNorm(Layer layer)
 
   PetscFunctionBegin;
   PetscCall(PetscFree5(bn->mean, bn->invstd, bn->sums, bn->coef, bn->partsums));
+  PetscCall(PetscFree(bn->fcoef));
   PetscCall(PetscFree(layer->buffers));
   PetscCall(PetNetShapeSize(&layer->in, &size));
   bn->C           = layer->in.dim[layer->in.ndim - 1];
@@ -127,6 +173,7 @@ static PetscErrorCode LayerSetUp_BatchNorm(Layer layer)
   layer->nparams  = 2 * bn->C;
   layer->nbuffers = 2 * bn->C;
   PetscCall(PetscMalloc5(bn->C, &bn->mean, bn->C, &bn->invstd, 5 * bn->C + 1, &bn->sums, 9 * bn->C, &bn->coef, PETNET_THREAD_PARTS * 5 * bn->C, &bn->partsums));
+  PetscCall(PetscMalloc1(5 * bn->C, &bn->fcoef));
   PetscCall(PetscMalloc1(layer->nbuffers, &layer->buffers));
   bn->nbatches = 0;
   for (PetscInt c = 0; c < bn->C; c++) {
@@ -148,8 +195,8 @@ static PetscErrorCode LayerInitialize_BatchNorm(Layer layer, PetscRandom rnd, Pe
   PetscFunctionReturn(0);
 }
 
-/* mean and invstd from the global batch (training) or the running statistics (evaluation) */
-static PetscErrorCode BatchNormStatistics(Layer layer, PetscInt n, const PetscScalar *x)
+/* mean and invstd from the global batch (training) or the running statistics (evaluation); of x, or of the float xf */
+static PetscErrorCode BatchNormStatistics(Layer layer, PetscInt n, const PetscScalar *x, const float *xf)
 {
   Layer_BatchNorm *bn = (Layer_BatchNorm *)layer->data;
   const PetscInt   C = bn->C, P = n * bn->m;
@@ -168,13 +215,19 @@ static PetscErrorCode BatchNormStatistics(Layer layer, PetscInt n, const PetscSc
     PetscFunctionReturn(0);
   }
   /* two passes (mean, then squared deviations) for accuracy */
-  BatchNormPartSums(bn, BATCHNORM_SUM_X, P, x, NULL, NULL, sums);
+  if (xf)
+    BatchNormPartSumsSingle(bn, BATCHNORM_SUM_X, P, xf, NULL, sums);
+  else
+    BatchNormPartSums(bn, BATCHNORM_SUM_X, P, x, NULL, NULL, sums);
   sums[C] = (PetscScalar)P;
   PetscCall(MPIU_Allreduce(MPI_IN_PLACE, sums, C + 1, MPIU_SCALAR, MPIU_SUM, comm));
   M = PetscRealPart(sums[C]);
   PetscCheck(M > 1, comm, PETSC_ERR_ARG_SIZ, "batchnorm in training mode needs more than one value per channel in the batch, but the batch has %g: use a larger batch or NetSetTraining(net, PETSC_FALSE)", (double)M);
   for (PetscInt c = 0; c < C; c++) bn->mean[c] = sums[c] / M;
-  BatchNormPartSums(bn, BATCHNORM_SUM_DEV2, P, x, NULL, NULL, sums);
+  if (xf)
+    BatchNormPartSumsSingle(bn, BATCHNORM_SUM_DEV2, P, xf, NULL, sums);
+  else
+    BatchNormPartSums(bn, BATCHNORM_SUM_DEV2, P, x, NULL, NULL, sums);
   PetscCall(MPIU_Allreduce(MPI_IN_PLACE, sums, C, MPIU_SCALAR, MPIU_SUM, comm));
   for (PetscInt c = 0; c < C; c++) bn->invstd[c] = 1.0 / PetscSqrtScalar(sums[c] / M + bn->eps);
   bn->count = M;
@@ -201,7 +254,7 @@ static PetscErrorCode LayerForward_BatchNorm(Layer layer, PetscInt n, const Pets
   PetscErrorCode     err = 0;
 
   PetscFunctionBegin;
-  PetscCall(BatchNormStatistics(layer, n, x));
+  PetscCall(BatchNormStatistics(layer, n, x, NULL));
 #pragma omp parallel for num_threads(PetNetThreads()) schedule(guided) if ((PetscLogDouble)P * C > BATCHNORM_PART_VALUES)
   for (PetscInt k = 0; k < nblocks; k++) {
     const PetscInt p0 = k * BATCHNORM_BLOCK_POSITIONS, p1 = PetscMin(p0 + BATCHNORM_BLOCK_POSITIONS, P);
@@ -219,9 +272,9 @@ static PetscErrorCode LayerForward_BatchNorm(Layer layer, PetscInt n, const Pets
   Per channel, over the local values of v: sums[c] = sum v, sums[C + c] = sum v xhat (the parameter gradient of a
   cotangent v). Then with batch statistics, means[] = the same sums over the global batch divided by M, which enter the
   Jacobian through mu and var (zero otherwise). Reduces in training mode even when v is NULL (zeros) so that every
-  rank takes part in the collective.
+  rank takes part in the collective. The float kernels pass xf and vf instead of x and v (summed in double).
 */
-static PetscErrorCode BatchNormSums(Layer layer, PetscInt n, const PetscScalar *x, const PetscScalar *v, PetscScalar *means)
+static PetscErrorCode BatchNormSums(Layer layer, PetscInt n, const PetscScalar *x, const PetscScalar *v, const float *xf, const float *vf, PetscScalar *means)
 {
   Layer_BatchNorm *bn = (Layer_BatchNorm *)layer->data;
   const PetscInt   C = bn->C, P = n * bn->m;
@@ -229,8 +282,11 @@ static PetscErrorCode BatchNormSums(Layer layer, PetscInt n, const PetscScalar *
 
   PetscFunctionBegin;
   for (PetscInt c = 0; c < 2 * C; c++) sums[c] = 0.0;
-  if (v) {
-    BatchNormPartSums(bn, BATCHNORM_SUM_V, P, x, v, NULL, sums);
+  if (v || vf) {
+    if (vf)
+      BatchNormPartSumsSingle(bn, BATCHNORM_SUM_V, P, xf, vf, sums);
+    else
+      BatchNormPartSums(bn, BATCHNORM_SUM_V, P, x, v, NULL, sums);
     PetscCall(PetscLogFlops(5.0 * P * C));
   }
   for (PetscInt c = 0; c < 2 * C; c++) means[c] = 0.0;
@@ -269,7 +325,7 @@ static PetscErrorCode LayerBackward_BatchNorm(Layer layer, PetscInt n, const Pet
   PetscScalar       *means = bn->coef, *A = bn->coef + 2 * C, *B = bn->coef + 3 * C, *D = bn->coef + 4 * C;
 
   PetscFunctionBegin;
-  PetscCall(BatchNormSums(layer, n, x, dy, means));
+  PetscCall(BatchNormSums(layer, n, x, dy, NULL, NULL, means));
   if (dtheta) {
     for (PetscInt c = 0; c < C; c++) {
       dtheta[c] += bn->sums[C + c];
@@ -297,7 +353,7 @@ static PetscErrorCode LayerJVP_BatchNorm(Layer layer, PetscInt n, const PetscSca
   PetscScalar       *means = bn->coef, *A = bn->coef + 2 * C, *B = bn->coef + 3 * C, *D = bn->coef + 4 * C;
 
   PetscFunctionBegin;
-  PetscCall(BatchNormSums(layer, n, x, dx, means));
+  PetscCall(BatchNormSums(layer, n, x, dx, NULL, NULL, means));
   for (PetscInt c = 0; c < C; c++) {
     A[c] = gamma[c] * bn->invstd[c];
     B[c] = (dtheta ? dtheta[c] : 0.0) - (dx ? A[c] * means[C + c] : 0.0);
@@ -362,6 +418,105 @@ static PetscErrorCode LayerSOBackward_BatchNorm(Layer layer, PetscInt n, const P
     }
   }
   PetscCall(PetscLogFlops((xdot ? 12.0 : 6.0) * P * C + 30.0 * C));
+  PetscFunctionReturn(0);
+}
+
+/*
+  Single precision (float values, double parameters; layerimpl.h): the statistics (BatchNormStatistics) and the sums of
+  backward and jvp (BatchNormSums) are double reductions of the float values, with the same MPI reductions as the
+  double kernels, and the running statistics are updated in double; the elementwise passes run in float with the
+  per-channel coefficients rounded to float:  out = A v + B xhat + D,  xhat = (x - float(mu)) float(s).
+*/
+static void BatchNormAffineSingle(const Layer_BatchNorm *bn, PetscInt P, const float *x, const float *v, float *out)
+{
+  const PetscInt C  = bn->C;
+  const float   *mu = bn->fcoef, *s = bn->fcoef + C, *A = bn->fcoef + 2 * C, *B = bn->fcoef + 3 * C, *D = bn->fcoef + 4 * C;
+
+  if (v) {
+#pragma omp parallel for num_threads(PetNetThreads()) schedule(guided) if ((PetscLogDouble)P * C > BATCHNORM_PART_VALUES)
+    for (PetscInt p = 0; p < P; p++)
+      for (PetscInt c = 0; c < C; c++) out[(size_t)p * C + c] = A[c] * v[(size_t)p * C + c] + B[c] * ((x[(size_t)p * C + c] - mu[c]) * s[c]) + D[c];
+  } else {
+#pragma omp parallel for num_threads(PetNetThreads()) schedule(guided) if ((PetscLogDouble)P * C > BATCHNORM_PART_VALUES)
+    for (PetscInt p = 0; p < P; p++)
+      for (PetscInt c = 0; c < C; c++) out[(size_t)p * C + c] = B[c] * ((x[(size_t)p * C + c] - mu[c]) * s[c]) + D[c];
+  }
+}
+
+/* the float coefficients of the pass: mu, s and A, B, D (double, rounded once) */
+static void BatchNormSetCoefficientsSingle(Layer_BatchNorm *bn, const PetscScalar *A, const PetscScalar *B, const PetscScalar *D)
+{
+  const PetscInt C = bn->C;
+
+  for (PetscInt c = 0; c < C; c++) {
+    bn->fcoef[c]         = (float)bn->mean[c];
+    bn->fcoef[C + c]     = (float)bn->invstd[c];
+    bn->fcoef[2 * C + c] = A ? (float)A[c] : 0.0f;
+    bn->fcoef[3 * C + c] = (float)B[c];
+    bn->fcoef[4 * C + c] = (float)D[c];
+  }
+}
+
+/* y = gamma xhat + beta */
+static PetscErrorCode LayerForwardSingle_BatchNorm(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, float *y)
+{
+  Layer_BatchNorm *bn = (Layer_BatchNorm *)layer->data;
+
+  PetscFunctionBegin;
+  PetscCall(BatchNormStatistics(layer, n, NULL, x));
+  BatchNormSetCoefficientsSingle(bn, NULL, theta, theta + bn->C);
+  BatchNormAffineSingle(bn, n * bn->m, x, NULL, y);
+  PetscCall(PetscLogFlops(4.0 * n * bn->m * bn->C));
+  PetscFunctionReturn(0);
+}
+
+/* dx = gamma s (dy - mean(dy) - xhat mean(xhat dy)); dgamma += sum dy xhat, dbeta += sum dy (sums in double) */
+static PetscErrorCode LayerBackwardSingle_BatchNorm(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, const float *y, const float *dy, float *dx, PetscScalar *dtheta)
+{
+  Layer_BatchNorm   *bn    = (Layer_BatchNorm *)layer->data;
+  const PetscInt     C     = bn->C;
+  const PetscScalar *gamma = theta;
+  PetscScalar       *means = bn->coef, *A = bn->coef + 2 * C, *B = bn->coef + 3 * C, *D = bn->coef + 4 * C;
+
+  PetscFunctionBegin;
+  PetscCall(BatchNormSums(layer, n, NULL, NULL, x, dy, means));
+  if (dtheta) {
+    for (PetscInt c = 0; c < C; c++) {
+      dtheta[c] += bn->sums[C + c];
+      dtheta[C + c] += bn->sums[c];
+    }
+  }
+  if (dx) {
+    for (PetscInt c = 0; c < C; c++) {
+      A[c] = gamma[c] * bn->invstd[c];
+      B[c] = -A[c] * means[C + c];
+      D[c] = -A[c] * means[c];
+    }
+    BatchNormSetCoefficientsSingle(bn, A, B, D);
+    BatchNormAffineSingle(bn, n * bn->m, x, dy, dx);
+    PetscCall(PetscLogFlops(6.0 * n * bn->m * C));
+  }
+  PetscFunctionReturn(0);
+}
+
+/* dy = gamma s (dx - mean(dx) - xhat mean(xhat dx)) + dgamma xhat + dbeta */
+static PetscErrorCode LayerJVPSingle_BatchNorm(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, const float *y, const float *dx, const PetscScalar *dtheta, float *dy)
+{
+  Layer_BatchNorm   *bn    = (Layer_BatchNorm *)layer->data;
+  const PetscInt     C     = bn->C;
+  const PetscScalar *gamma = theta;
+  PetscScalar       *means = bn->coef, *A = bn->coef + 2 * C, *B = bn->coef + 3 * C, *D = bn->coef + 4 * C;
+
+  PetscFunctionBegin;
+  PetscCall(BatchNormSums(layer, n, NULL, NULL, x, dx, means));
+  for (PetscInt c = 0; c < C; c++) {
+    A[c] = gamma[c] * bn->invstd[c];
+    B[c] = (dtheta ? dtheta[c] : 0.0) - (dx ? A[c] * means[C + c] : 0.0);
+    D[c] = (dtheta ? dtheta[C + c] : 0.0) - (dx ? A[c] * means[c] : 0.0);
+  }
+  BatchNormSetCoefficientsSingle(bn, A, B, D);
+  BatchNormAffineSingle(bn, n * bn->m, x, dx, dy);
+  PetscCall(PetscLogFlops(6.0 * n * bn->m * C));
   PetscFunctionReturn(0);
 }
 
@@ -463,6 +618,7 @@ static PetscErrorCode LayerReset_BatchNorm(Layer layer)
 
   PetscFunctionBegin;
   PetscCall(PetscFree5(bn->mean, bn->invstd, bn->sums, bn->coef, bn->partsums));
+  PetscCall(PetscFree(bn->fcoef));
   PetscCall(PetscFree(layer->buffers));
   layer->nbuffers = 0;
   PetscFunctionReturn(0);
@@ -634,6 +790,9 @@ PETSC_INTERN PetscErrorCode LayerCreate_BatchNorm(Layer layer)
   layer->fuseforward         = PETSC_TRUE; /* applies a fused activation in its output pass (layerimpl.h) */
   layer->ops->backward       = LayerBackward_BatchNorm;
   layer->ops->jvp            = LayerJVP_BatchNorm;
+  layer->ops->forwardsingle  = LayerForwardSingle_BatchNorm;
+  layer->ops->backwardsingle = LayerBackwardSingle_BatchNorm;
+  layer->ops->jvpsingle      = LayerJVPSingle_BatchNorm;
   layer->ops->sobackward     = LayerSOBackward_BatchNorm;
   layer->ops->tensors        = LayerTensors_BatchNorm;
   layer->ops->setarguments   = LayerSetArguments_BatchNorm;

@@ -314,6 +314,8 @@ PetscErrorCode LayerSetUpConv_Private(Layer layer)
   PetscFunctionBegin;
   PetscCall(LayerConvCheckOutputs_Private(layer));
   PetscCall(ConvResetWorkspace_Batch(layer));
+  PetscCall(ConvResetSingle_Batch(layer));
+  PetscCall(LayerConvSetSingle_Private(layer, PETSC_FALSE));
   PetscCall(PetNetShapeToString(&layer->in, sizeof(shape), shape));
   if (layer->griddim) {
     PetscCheck(layer->griddim == nsd, comm, PETSC_ERR_ARG_INCOMP, "%s layer %" PetscInt_FMT " convolves %" PetscInt_FMT "-D grids, but it is a node of a %" PetscInt_FMT "-D grid: use %s", kind, layer->index, nsd, layer->griddim,
@@ -347,6 +349,20 @@ PetscErrorCode LayerSetUpConv_Private(Layer layer)
   layer->out.ndim    = nsd + 1;
   for (PetscInt d = 0; d < nsd; d++) layer->out.dim[d] = win->out[d];
   layer->out.dim[nsd] = conv->nout;
+  PetscCall(LayerConvSetSingle_Private(layer, PETSC_TRUE)); /* float kernels in batch mode only */
+  PetscFunctionReturn(0);
+}
+
+/*
+  Whether the layer offers its single-precision kernels (convbatchsingle.c): in batch mode only; in grid mode (a node of
+  a grid, conv2d on a DMDA) the layer's converting fallback (LayerForwardSingle()) runs its double kernels
+*/
+PetscErrorCode LayerConvSetSingle_Private(Layer layer, PetscBool on)
+{
+  PetscFunctionBegin;
+  layer->ops->forwardsingle  = on ? ConvForwardSingle_Batch : NULL;
+  layer->ops->backwardsingle = on ? ConvBackwardSingle_Batch : NULL;
+  layer->ops->jvpsingle      = on ? ConvJVPSingle_Batch : NULL;
   PetscFunctionReturn(0);
 }
 
@@ -421,7 +437,8 @@ static PetscErrorCode LayerSetPadding_Conv(Layer layer, PetscInt nsd, const Pets
 static PetscErrorCode LayerForget_Conv(Layer layer)
 {
   PetscFunctionBegin;
-  ((LayerConv *)layer->data)->colx = NULL;
+  ((LayerConv *)layer->data)->colx     = NULL;
+  ((LayerConv *)layer->data)->sgl.colx = NULL;
   PetscFunctionReturn(0);
 }
 
@@ -429,6 +446,7 @@ PetscErrorCode LayerResetConv_Private(Layer layer)
 {
   PetscFunctionBegin;
   PetscCall(ConvResetWorkspace_Batch(layer));
+  PetscCall(ConvResetSingle_Batch(layer));
   PetscCall(LayerWindowReset(&((LayerConv *)layer->data)->win));
   PetscFunctionReturn(0);
 }

@@ -40,6 +40,12 @@
   Cache blocking: a chunk is as many output rows (the Wo points of one (od, oh)) as fit with their columns and outputs
   in -conv<N>d_max_workspace MB (default 1, about a core's L2 cache): whole samples when one sample fits, else part of
   a sample, so that the column buffer stays bounded whatever the size of a sample (a 32^3 volume has 32768 points).
+  Single precision (convbatchsingle.c, a Net at -net_precision single): the same chunks, parts and GEMMs on float
+  values with sgemm; forward converts W (and b) to float once and keeps them (ConvSingle.w, .wt) for backward and jvp
+  at the same point; each chunk's weight gradient comes out of sgemm in float and is added into its part's DOUBLE
+  accumulator, the parts then into the double dtheta in part order; the bias gradient is summed in double. Winograd
+  has no float version (im2col is used); grid mode (a DMDA, or a node of a grid) has none (the layer's converting
+  fallback runs its double kernels).
   Threads (../../../../include/petnet/private/threadsimpl.h): forward and jvp run their chunks in parallel, each thread
   with its own column buffer; backward and sobackward cut the batch into parts of whole samples (PetNetThreadParts():
   a number that depends on the batch size only), each part running its chunks in order and adding its weight and bias
@@ -52,6 +58,20 @@
 #include "convim2col.h"
 #include <petnet/private/threadsimpl.h>
 #include <petscblaslapack.h>
+
+/* the float workspace of batch mode (convbatchsingle.c), as the double one below */
+typedef struct {
+  PetscInt     nalloc, chunk, nthreads;
+  size_t       colsize; /* floats of one thread's column buffer */
+  float       *col;     /* [threads][chunk Wo][G Kg] */
+  float       *dwchunk; /* [threads][Cout Kg]: one chunk's weight gradient (dW^T per group when dwtransposed) */
+  PetscScalar *dwpart;  /* [PETNET_THREAD_PARTS][Cout Kg]: each part's weight gradient in double, same layout */
+  PetscScalar *dbpart;  /* [PETNET_THREAD_PARTS][Cout]: each part's bias gradient in double */
+  float       *w;       /* W [Cout][Kg] and b [Cout] in float, set by forward; then W^T per group (wt) and dW^T (dwt) */
+  float       *wt, *b, *dwt, *db;
+  PetscBool    wset; /* w holds the parameters of the last forward */
+  const float *colx; /* thread 0's col holds im2col(colx) */
+} ConvSingle;
 
 typedef struct {
   LayerWindow   win;    /* kernel, stride, padding, dilation; valid tap ranges */
@@ -81,6 +101,7 @@ typedef struct {
   PetscScalar       *dbpart;  /* [PETNET_THREAD_PARTS][Cout]: each part's bias gradient */
   const PetscScalar *colx;
   ConvIm2col         im2col; /* the geometry of batch mode (conv2d's grid mode sets its block's) */
+  ConvSingle         sgl;    /* single precision, batch mode */
 } LayerConv;
 
 /* conv.c: the settings, set-up and the layer's common operations */
@@ -90,6 +111,7 @@ PETSC_INTERN PetscErrorCode LayerViewConv_Private(Layer, PetscViewer);
 PETSC_INTERN PetscErrorCode LayerConvCheckOutputs_Private(Layer);
 PETSC_INTERN PetscErrorCode LayerConvSetUpChannels_Private(Layer);
 PETSC_INTERN PetscErrorCode LayerSetUpConv_Private(Layer);
+PETSC_INTERN PetscErrorCode LayerConvSetSingle_Private(Layer, PetscBool);
 PETSC_INTERN PetscErrorCode LayerResetConv_Private(Layer);
 PETSC_INTERN PetscErrorCode LayerDestroyConv_Private(Layer);
 
@@ -100,3 +122,9 @@ PETSC_INTERN PetscErrorCode ConvJVP_Batch(Layer, PetscInt, const PetscScalar *, 
 PETSC_INTERN PetscErrorCode ConvSOBackward_Batch(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
 PETSC_INTERN PetscErrorCode ConvGetWorkspace_Batch(Layer, PetscInt);
 PETSC_INTERN PetscErrorCode ConvResetWorkspace_Batch(Layer);
+
+/* convbatchsingle.c: batch mode in single precision (float values, double parameters; layerimpl.h) */
+PETSC_INTERN PetscErrorCode ConvForwardSingle_Batch(Layer, PetscInt, const PetscScalar *, const float *, float *);
+PETSC_INTERN PetscErrorCode ConvBackwardSingle_Batch(Layer, PetscInt, const PetscScalar *, const float *, const float *, const float *, float *, PetscScalar *);
+PETSC_INTERN PetscErrorCode ConvJVPSingle_Batch(Layer, PetscInt, const PetscScalar *, const float *, const float *, const float *, const PetscScalar *, float *);
+PETSC_INTERN PetscErrorCode ConvResetSingle_Batch(Layer);

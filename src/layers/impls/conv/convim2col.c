@@ -19,26 +19,6 @@
 #define CONV_MEMCPY_MIN 16
 #endif
 
-static inline PetscErrorCode ConvCopy(PetscScalar *dst, const PetscScalar *src, PetscInt n)
-{
-  PetscFunctionBegin;
-  if (n >= CONV_MEMCPY_MIN)
-    PetscCall(PetscArraycpy(dst, src, n));
-  else
-    for (PetscInt i = 0; i < n; i++) dst[i] = src[i];
-  PetscFunctionReturn(0);
-}
-
-static inline PetscErrorCode ConvZero(PetscScalar *dst, PetscInt n)
-{
-  PetscFunctionBegin;
-  if (n >= CONV_MEMCPY_MIN)
-    PetscCall(PetscArrayzero(dst, n));
-  else
-    for (PetscInt i = 0; i < n; i++) dst[i] = 0.0;
-  PetscFunctionReturn(0);
-}
-
 /* A 2-D geometry (dims 1 and 2 set): a depth of one output plane, one tap, valid */
 void ConvIm2colSetFlatDepth(ConvIm2col *g)
 {
@@ -73,103 +53,14 @@ void ConvIm2colSetWindow(ConvIm2col *g, const LayerWindow *win, PetscInt cin, Pe
   g->groups = groups;
 }
 
-PetscErrorCode ConvIm2colRows(const ConvIm2col *g, PetscInt r0, PetscInt r1, const PetscScalar *x, PetscScalar *col)
-{
-  const PetscInt  Ho = g->out[1], Wo = g->out[2], KD = g->k[0], KH = g->k[1], KW = g->k[2], cin = g->cin, cg = g->cg, G = g->groups;
-  const PetscInt  rowlen = KW * cg, planelen = KH * rowlen, kg = KD * planelen;
-  const PetscInt  sd = g->step[0], sh = g->step[1], sw = g->step[2], dd = g->dilation[0], dh = g->dilation[1], dw = g->dilation[2], ldd = g->ld[0], ldh = g->ld[1];
-  const PetscBool contiguous = (PetscBool)(G == 1 && dw == 1);
-
-  PetscFunctionBegin;
-  for (PetscInt r = r0; r < r1; r++) {
-    const PetscInt od = r / Ho, oh = r % Ho;
-    const PetscInt d0 = g->t0[0][od], d1 = g->t1[0][od], id = od * sd + g->origin[0];
-    const PetscInt h0 = g->t0[1][oh], h1 = g->t1[1][oh], ih = oh * sh + g->origin[1];
-
-    for (PetscInt ow = 0; ow < Wo; ow++, col += G * kg) {
-      const PetscInt w0 = g->t0[2][ow], w1 = PetscMax(w0, g->t1[2][ow]), iw = ow * sw + g->origin[2];
-
-      if (contiguous && d0 == 0 && d1 == KD && h0 == 0 && h1 == KH && w0 == 0 && w1 == KW) { /* away from the padding: KD KH runs of KW Cin */
-        for (PetscInt kd = 0; kd < KD; kd++)
-          for (PetscInt kh = 0; kh < KH; kh++) PetscCall(ConvCopy(col + kd * planelen + kh * rowlen, x + (id + kd * dd) * ldd + (ih + kh * dh) * ldh + iw * cin, rowlen));
-        continue;
-      }
-      for (PetscInt gr = 0; gr < G; gr++) {
-        PetscScalar *c = col + gr * kg;
-
-        for (PetscInt kd = 0; kd < KD; kd++) {
-          if (kd < d0 || kd >= d1) {
-            PetscCall(ConvZero(c, planelen));
-            c += planelen;
-            continue;
-          }
-          for (PetscInt kh = 0; kh < KH; kh++, c += rowlen) {
-            const PetscScalar *xr;
-
-            if (kh < h0 || kh >= h1) {
-              PetscCall(ConvZero(c, rowlen));
-              continue;
-            }
-            xr = x + (id + kd * dd) * ldd + (ih + kh * dh) * ldh + gr * cg;
-            for (PetscInt i = 0; i < w0 * cg; i++) c[i] = 0.0;
-            if (contiguous)
-              PetscCall(ConvCopy(c + w0 * cg, xr + (iw + w0) * cin, (w1 - w0) * cin));
-            else {
-              for (PetscInt kw = w0; kw < w1; kw++) {
-                const PetscScalar *src = xr + (iw + kw * dw) * cin;
-                PetscScalar       *dst = c + kw * cg;
-
-                for (PetscInt ci = 0; ci < cg; ci++) dst[ci] = src[ci];
-              }
-            }
-            for (PetscInt i = w1 * cg; i < rowlen; i++) c[i] = 0.0;
-          }
-        }
-      }
-    }
-  }
-  PetscFunctionReturn(0);
-}
-
-PetscErrorCode ConvCol2imRowsAdd(const ConvIm2col *g, PetscInt r0, PetscInt r1, const PetscScalar *col, PetscScalar *dx)
-{
-  const PetscInt  Ho = g->out[1], Wo = g->out[2], KD = g->k[0], KH = g->k[1], KW = g->k[2], cin = g->cin, cg = g->cg, G = g->groups;
-  const PetscInt  rowlen = KW * cg, planelen = KH * rowlen, kg = KD * planelen;
-  const PetscInt  sd = g->step[0], sh = g->step[1], sw = g->step[2], dd = g->dilation[0], dh = g->dilation[1], dw = g->dilation[2], ldd = g->ld[0], ldh = g->ld[1];
-  const PetscBool contiguous = (PetscBool)(G == 1 && dw == 1);
-
-  PetscFunctionBegin;
-  for (PetscInt r = r0; r < r1; r++) {
-    const PetscInt od = r / Ho, oh = r % Ho;
-    const PetscInt d0 = g->t0[0][od], d1 = g->t1[0][od], id = od * sd + g->origin[0];
-    const PetscInt h0 = g->t0[1][oh], h1 = g->t1[1][oh], ih = oh * sh + g->origin[1];
-
-    for (PetscInt ow = 0; ow < Wo; ow++, col += G * kg) {
-      const PetscInt w0 = g->t0[2][ow], w1 = g->t1[2][ow], iw = ow * sw + g->origin[2];
-
-      for (PetscInt gr = 0; gr < G; gr++) {
-        for (PetscInt kd = d0; kd < d1; kd++) {
-          for (PetscInt kh = h0; kh < h1; kh++) {
-            const PetscScalar *c  = col + gr * kg + kd * planelen + kh * rowlen;
-            PetscScalar       *xr = dx + (id + kd * dd) * ldd + (ih + kh * dh) * ldh + gr * cg;
-
-            if (contiguous) {
-              const PetscScalar *src = c + w0 * cg;
-              PetscScalar       *dst = xr + (iw + w0) * cin;
-
-              for (PetscInt i = 0; i < (w1 - w0) * cin; i++) dst[i] += src[i];
-            } else {
-              for (PetscInt kw = w0; kw < w1; kw++) {
-                const PetscScalar *src = c + kw * cg;
-                PetscScalar       *dst = xr + (iw + kw * dw) * cin;
-
-                for (PetscInt ci = 0; ci < cg; ci++) dst[ci] += src[ci];
-              }
-            }
-          }
-        }
-      }
-    }
-  }
-  PetscFunctionReturn(0);
-}
+/* the kernels, in double and in float (convim2colkernels.h) */
+#define CONV_IM2COL_T       PetscScalar
+#define CONV_IM2COL_NAME(f) f
+#include "convim2colkernels.h"
+#undef CONV_IM2COL_T
+#undef CONV_IM2COL_NAME
+#define CONV_IM2COL_T       float
+#define CONV_IM2COL_NAME(f) f##Single
+#include "convim2colkernels.h"
+#undef CONV_IM2COL_T
+#undef CONV_IM2COL_NAME

@@ -36,3 +36,6 @@ PETSC_INTERN void           ConvIm2colSetFlatDepth(ConvIm2col *);
 PETSC_INTERN void           ConvIm2colSetWindow(ConvIm2col *, const LayerWindow *, PetscInt, PetscInt, PetscInt);
 PETSC_INTERN PetscErrorCode ConvIm2colRows(const ConvIm2col *, PetscInt, PetscInt, const PetscScalar *, PetscScalar *);
 PETSC_INTERN PetscErrorCode ConvCol2imRowsAdd(const ConvIm2col *, PetscInt, PetscInt, const PetscScalar *, PetscScalar *);
+/* the same on float values (single precision, batch mode): the same loops, entry for entry */
+PETSC_INTERN PetscErrorCode ConvIm2colRowsSingle(const ConvIm2col *, PetscInt, PetscInt, const float *, float *);
+PETSC_INTERN PetscErrorCode ConvCol2imRowsAddSingle(const ConvIm2col *, PetscInt, PetscInt, const float *, float *);

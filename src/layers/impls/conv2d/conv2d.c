@@ -51,6 +51,8 @@ static PetscErrorCode LayerSetUp_Conv2d(Layer layer)
   if (conv->grid.dm) { /* grid mode: (Cin) at each point of a DMDA */
     PetscCall(LayerConvCheckOutputs_Private(layer));
     PetscCall(ConvResetWorkspace_Batch(layer));
+    PetscCall(ConvResetSingle_Batch(layer));
+    PetscCall(LayerConvSetSingle_Private(layer, PETSC_FALSE)); /* no float kernels on a DMDA: LayerForwardSingle() converts */
     PetscCall(Conv2dCheck_Grid(layer));
     PetscCall(LayerConvSetUpChannels_Private(layer));
     PetscCall(Conv2dSetUp_Grid(layer));
@@ -510,8 +512,9 @@ static PetscErrorCode LayerForget_Conv2d(Layer layer)
   Layer_Conv2d *conv = (Layer_Conv2d *)layer->data;
 
   PetscFunctionBegin;
-  conv->base.colx = NULL;
-  conv->wg.Vx     = NULL;
+  conv->base.colx     = NULL;
+  conv->base.sgl.colx = NULL;
+  conv->wg.Vx         = NULL;
   PetscFunctionReturn(0);
 }
 

@@ -1,0 +1,319 @@
+static const char help[] = "Single-precision kernels of conv2d, conv3d, batchnorm and maxpool (LayerForwardSingle(), LayerBackwardSingle(),\n"
+                           "LayerJVPSingle()) against the double kernels on the same values (inputs and cotangents that are exact floats):\n"
+                           "  1. every output within its bound of the double result (below),\n"
+                           "  2. the dot-product test of the float JVP against the float backward, <= 1e-5 relative,\n"
+                           "  3. the same bits at 1, 2 and 3 threads (PetNetSetNumThreads()),\n"
+                           "  4. batchnorm: the running statistics a training pass leaves, single against double.\n"
+                           "Bound: with u = 2^-24 (float's unit round-off), a result that is a sum of K float products or terms is within\n"
+                           "  50 u sqrt(K) max|reference|  (max over the whole output)\n"
+                           "of the double result, K per output: conv y K = taps Cin/G (+ 1 bias), jvp twice that; conv dx K = taps Cout/G;\n"
+                           "conv dW, db K = the global points summed (local samples x output pixels); batchnorm K = 16 (elementwise passes on\n"
+                           "statistics reduced in double); maxpool y and jvp: exact (0), dx K = the windows that overlap a point.\n"
+                           "Options: -nlocal N (samples per rank, default 5), -only KIND (one kind: conv, batchnorm, maxpool).\n";
+
+#include <petnet.h>
+#include <petnet/private/layerimpl.h>
+
+#define UNIT_ROUNDOFF (1.0 / 16777216.0) /* 2^-24 */
+
+typedef struct {
+  const char *spec;                /* kind:arguments */
+  const char *shape;               /* input shape of a sample */
+  PetscBool   training;            /* batchnorm: batch statistics */
+  PetscReal   Ky, Kdx, Kdth, Kjvp; /* the K of each bound (0: exact; < 0: computed from the layer, see Bounds) */
+} SingleCase;
+
+/* K < 0: from the layer (conv: -1 taps Cin/G + 1, -2 taps Cout/G, -3 global points, -4 jvp's 2 taps Cin/G + 1) */
+static const SingleCase cases[] = {
+    {"conv2d:4:3:1:1", "6x5x3", PETSC_FALSE, -1, -2, -3, -4},
+    {"conv2d:6:3:2:1:bias=0", "7x6x2", PETSC_FALSE, -1, -2, -3, -4},
+    {"conv2d:6:2x3:1x2:0:groups=3", "5x7x6", PETSC_FALSE, -1, -2, -3, -4},
+    {"conv2d:4:3:1:2:dilation=2", "6x6x2", PETSC_FALSE, -1, -2, -3, -4},
+    {"conv2d:5:1", "3x4x3", PETSC_FALSE, -1, -2, -3, -4},
+    {"conv2d:32:3:1:1", "8x8x1", PETSC_FALSE, -1, -2, -3, -4}, /* few taps: the transposed weight GEMM */
+    {"conv2d:8:3", "6x6x8", PETSC_FALSE, -1, -2, -3, -4},      /* double path: Winograd; single: im2col */
+    {"conv3d:3:3:1:1", "4x4x3x2", PETSC_FALSE, -1, -2, -3, -4},
+    {"batchnorm", "4x3x5", PETSC_TRUE, 16, 16, 16, 16},
+    {"batchnorm", "4x3x5", PETSC_FALSE, 16, 16, 16, 16},
+    {"batchnorm", "7", PETSC_TRUE, 16, 16, 16, 16},
+    {"maxpool:2", "6x6x3", PETSC_FALSE, 0, 1, 0, 0},
+    {"maxpool:3:2:1", "7x6x2", PETSC_FALSE, 0, 4, 0, 0},
+    {"maxpool:2", "4x4x4x2", PETSC_FALSE, 0, 1, 0, 0},
+};
+
+/* uniform exact floats in [lo, hi), ties made likely for maxpool by rounding to multiples of 1/8 when coarse */
+static PetscErrorCode RandomFloats(PetscRandom rnd, PetscInt N, PetscReal lo, PetscReal hi, PetscBool coarse, float *f, PetscScalar *d)
+{
+  PetscFunctionBegin;
+  for (PetscInt i = 0; i < N; i++) {
+    PetscScalar r;
+
+    PetscCall(PetscRandomGetValue(rnd, &r));
+    r    = lo + (hi - lo) * r;
+    f[i] = coarse ? (float)(PetscFloorReal(8.0 * r + 0.5) / 8.0) : (float)r;
+    if (d) d[i] = f[i];
+  }
+  PetscFunctionReturn(0);
+}
+
+/* max|a - b| and max|b|, over all ranks */
+static PetscErrorCode MaxDiff(MPI_Comm comm, PetscInt N, const float *a, const PetscScalar *b, PetscReal *diff, PetscReal *scale)
+{
+  PetscReal m[2] = {0, 0};
+
+  PetscFunctionBegin;
+  for (PetscInt i = 0; i < N; i++) {
+    m[0] = PetscMax(m[0], PetscAbsReal((PetscReal)a[i] - b[i]));
+    m[1] = PetscMax(m[1], PetscAbsReal(b[i]));
+  }
+  PetscCall(MPIU_Allreduce(MPI_IN_PLACE, m, 2, MPIU_REAL, MPIU_MAX, comm));
+  *diff  = m[0];
+  *scale = m[1];
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode Check(MPI_Comm comm, const char *spec, const char *what, PetscReal K, PetscReal diff, PetscReal scale)
+{
+  const PetscReal tol = 50.0 * UNIT_ROUNDOFF * PetscSqrtReal(K);
+
+  PetscFunctionBegin;
+  PetscCheck(diff <= tol * scale, comm, PETSC_ERR_PLIB, "%s: %s differs from double by %g, above 50 u sqrt(%g) = %g of its size %g", spec, what, (double)diff, (double)K, (double)tol, (double)scale);
+  PetscFunctionReturn(0);
+}
+
+/*
+  The bound's K of a case entry; K < 0: from the convolution's sizes, for N global samples, with kb = nparams / Cout
+  (= taps Cin/G, + 1 with a bias): -1 y: kb; -2 dx: kb Cout / Cin (= taps Cout/G, + Cout/Cin); -3 dW, db: N Ho Wo;
+  -4 jvp: 2 kb
+*/
+static PetscErrorCode CaseK(Layer layer, PetscReal code, PetscInt N, PetscReal *K)
+{
+  const PetscInt cout = layer->out.dim[layer->out.ndim - 1], cin = layer->in.dim[layer->in.ndim - 1];
+  PetscReal      kb = (PetscReal)(layer->nparams / cout);
+
+  PetscFunctionBegin;
+  *K = code;
+  if (code == -1)
+    *K = kb;
+  else if (code == -2)
+    *K = PetscMax(1.0, kb * cout / cin);
+  else if (code == -3)
+    *K = (PetscReal)N * (layer->outsize / cout);
+  else if (code == -4)
+    *K = 2.0 * kb;
+  PetscFunctionReturn(0);
+}
+
+/* the float results of a case at the current thread count */
+typedef struct {
+  float       *y, *dx, *jy;
+  PetscScalar *dth;
+} SingleResults;
+
+static PetscErrorCode RunSingle(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, const float *dy, const float *vx, const PetscScalar *vth, SingleResults *r)
+{
+  float *dxs[1] = {r->dx};
+
+  PetscFunctionBegin;
+  PetscCall(LayerForwardSingle(layer, n, theta, &x, r->y));
+  for (PetscInt i = 0; i < layer->nparams; i++) r->dth[i] = 0.0;
+  PetscCall(LayerBackwardSingle(layer, n, theta, &x, r->y, dy, dxs, r->dth));
+  PetscCall(LayerJVPSingle(layer, n, theta, &x, r->y, &vx, vth, r->jy));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode TestCase(MPI_Comm comm, const SingleCase *c, PetscInt n, PetscRandom rnd, PetscRandom prnd)
+{
+  Layer         layer;
+  PetNetShape   shape;
+  char          kind[64], *colon;
+  PetscInt      in, out, P, Nglobal;
+  PetscBool     has, isbn, ispool;
+  PetscScalar  *theta, *xd, *yd, *dyd, *dxd, *dthd, *vxd, *vth, *jyd;
+  float        *xf, *dyf, *vxf;
+  SingleResults r[3];
+  PetscReal     diff, scale, K, dots[3];
+
+  PetscFunctionBegin;
+  PetscCall(PetscStrncpy(kind, c->spec, sizeof(kind)));
+  colon = strchr(kind, ':');
+  if (colon) *colon = 0;
+  PetscCall(LayerCreate(comm, &layer));
+  PetscCall(LayerSetType(layer, kind));
+  if (colon) PetscCall(LayerSetArguments(layer, colon + 1));
+  PetscCall(PetNetShapeFromString(c->shape, &shape));
+  PetscCall(LayerSetInputShape(layer, &shape));
+  PetscCall(LayerSetFromOptions(layer));
+  PetscCall(LayerSetUp(layer));
+  PetscCall(LayerSetTraining(layer, c->training));
+  PetscCall(LayerSetFrozen(layer, PETSC_TRUE)); /* the running statistics stay put while the two precisions compare */
+  PetscCall(LayerHasSingle(layer, &has));
+  PetscCheck(has, comm, PETSC_ERR_PLIB, "%s has no single-precision kernels of its own", c->spec);
+  PetscCall(PetscStrcmp(kind, "batchnorm", &isbn));
+  PetscCall(PetscStrcmp(kind, "maxpool", &ispool));
+  in  = layer->insize;
+  out = layer->outsize;
+  P   = layer->nparams;
+  PetscCall(MPIU_Allreduce(&n, &Nglobal, 1, MPIU_INT, MPI_SUM, comm));
+
+  PetscCall(PetscMalloc5(P + 1, &theta, (size_t)n * in + 1, &xd, (size_t)n * out + 1, &yd, (size_t)n * out + 1, &dyd, (size_t)n * in + 1, &dxd));
+  PetscCall(PetscMalloc4(P + 1, &dthd, (size_t)n * in + 1, &vxd, P + 1, &vth, (size_t)n * out + 1, &jyd));
+  PetscCall(PetscMalloc3((size_t)n * in + 1, &xf, (size_t)n * out + 1, &dyf, (size_t)n * in + 1, &vxf));
+  for (PetscInt t = 0; t < 3; t++) PetscCall(PetscMalloc4((size_t)n * out + 1, &r[t].y, (size_t)n * in + 1, &r[t].dx, (size_t)n * out + 1, &r[t].jy, P + 1, &r[t].dth));
+
+  for (PetscInt i = 0; i < P; i++) {
+    PetscCall(PetscRandomGetValue(prnd, &theta[i])); /* the parameters and their tangent: the same on every rank */
+    PetscCall(PetscRandomGetValue(prnd, &vth[i]));
+    theta[i] = (isbn && i < P / 2) ? 0.5 + theta[i] : 2.0 * theta[i] - 1.0; /* batchnorm's gamma in [0.5, 1.5) */
+    vth[i]   = 2.0 * vth[i] - 1.0;
+  }
+  if (isbn) /* running statistics away from the batch's, for evaluation mode */
+    for (PetscInt ch = 0; ch < P / 2; ch++) {
+      layer->buffers[ch]         = 0.1 * ch;
+      layer->buffers[P / 2 + ch] = 0.5 + 0.25 * ch;
+    }
+  PetscCall(RandomFloats(rnd, n * in, isbn ? 1.0 : -1.0, isbn ? 3.0 : 1.0, ispool, xf, xd)); /* batchnorm: a mean away from 0 */
+  PetscCall(RandomFloats(rnd, n * out, -1.0, 1.0, PETSC_FALSE, dyf, dyd));
+  PetscCall(RandomFloats(rnd, n * in, -1.0, 1.0, PETSC_FALSE, vxf, vxd));
+
+  /* the double kernels */
+  {
+    const PetscScalar *xs[1] = {xd}, *vs[1] = {vxd};
+    PetscScalar       *dxs[1] = {dxd};
+
+    PetscCall(LayerForwardArrays(layer, n, theta, xs, yd));
+    for (PetscInt i = 0; i < P; i++) dthd[i] = 0.0;
+    PetscCall(LayerBackwardArrays(layer, n, theta, xs, yd, dyd, dxs, dthd));
+    PetscCall(LayerJVPArrays(layer, n, theta, xs, yd, vs, vth, jyd));
+  }
+  /* the float kernels at 1, 2 and 3 threads */
+  for (PetscInt t = 0; t < 3; t++) {
+    PetscCall(PetNetSetNumThreads(t + 1));
+    PetscCall(RunSingle(layer, n, theta, xf, dyf, vxf, vth, &r[t]));
+  }
+  PetscCall(PetNetSetNumThreads(1));
+
+  /* 1. against double */
+  PetscCall(CaseK(layer, c->Ky, Nglobal, &K));
+  PetscCall(MaxDiff(comm, n * out, r[0].y, yd, &diff, &scale));
+  PetscCall(Check(comm, c->spec, "forward y", K, diff, scale));
+  PetscCall(CaseK(layer, c->Kdx, Nglobal, &K));
+  PetscCall(MaxDiff(comm, n * in, r[0].dx, dxd, &diff, &scale));
+  PetscCall(Check(comm, c->spec, "backward dx", K, diff, scale));
+  PetscCall(CaseK(layer, c->Kjvp, Nglobal, &K));
+  PetscCall(MaxDiff(comm, n * out, r[0].jy, jyd, &diff, &scale));
+  PetscCall(Check(comm, c->spec, "jvp dy", K, diff, scale));
+  if (P) { /* the parameter gradients: local sums (the Net adds the ranks'); compare the global sums */
+    PetscScalar *g[2];
+    PetscReal    m[2] = {0, 0};
+
+    PetscCall(PetscMalloc2(P, &g[0], P, &g[1]));
+    PetscCall(MPIU_Allreduce(r[0].dth, g[0], P, MPIU_SCALAR, MPIU_SUM, comm));
+    PetscCall(MPIU_Allreduce(dthd, g[1], P, MPIU_SCALAR, MPIU_SUM, comm));
+    for (PetscInt i = 0; i < P; i++) {
+      m[0] = PetscMax(m[0], PetscAbsReal(g[0][i] - g[1][i]));
+      m[1] = PetscMax(m[1], PetscAbsReal(g[1][i]));
+    }
+    PetscCall(CaseK(layer, c->Kdth, Nglobal, &K));
+    PetscCall(Check(comm, c->spec, "backward dtheta", K, m[0], m[1]));
+    PetscCall(PetscFree2(g[0], g[1]));
+  }
+
+  /* 2. dot-product test of the float kernels: <J v, w> = <v, J^T w> with v = (vx, vth), w = dy */
+  dots[0] = dots[1] = dots[2] = 0;
+  for (PetscInt i = 0; i < n * out; i++) dots[0] += (PetscReal)r[0].jy[i] * dyf[i];
+  for (PetscInt i = 0; i < n * in; i++) dots[1] += (PetscReal)vxf[i] * r[0].dx[i];
+  for (PetscInt i = 0; i < P; i++) dots[1] += vth[i] * r[0].dth[i];
+  {
+    PetscReal jn = 0, wn = 0;
+
+    for (PetscInt i = 0; i < n * out; i++) {
+      jn += (PetscReal)r[0].jy[i] * r[0].jy[i];
+      wn += (PetscReal)dyf[i] * dyf[i];
+    }
+    dots[2] = jn;
+    PetscCall(MPIU_Allreduce(MPI_IN_PLACE, dots, 3, MPIU_REAL, MPIU_SUM, comm));
+    PetscCall(MPIU_Allreduce(MPI_IN_PLACE, &wn, 1, MPIU_REAL, MPIU_SUM, comm));
+    PetscCheck(PetscAbsReal(dots[0] - dots[1]) <= 1e-5 * PetscSqrtReal(dots[2] * wn), comm, PETSC_ERR_PLIB, "%s: float dot-product test <J v, w> = %.10g, <v, J^T w> = %.10g: relative %g > 1e-5", c->spec, (double)dots[0], (double)dots[1],
+               (double)(PetscAbsReal(dots[0] - dots[1]) / PetscSqrtReal(dots[2] * wn)));
+  }
+
+  /* 3. the same bits at 1, 2, 3 threads */
+  for (PetscInt t = 1; t < 3; t++) {
+    PetscBool same = (PetscBool)(!memcmp(r[t].y, r[0].y, sizeof(float) * n * out) && !memcmp(r[t].dx, r[0].dx, sizeof(float) * n * in) && !memcmp(r[t].jy, r[0].jy, sizeof(float) * n * out) && !memcmp(r[t].dth, r[0].dth, sizeof(PetscScalar) * P));
+
+    PetscCheck(same, PETSC_COMM_SELF, PETSC_ERR_PLIB, "%s: single-precision results at %" PetscInt_FMT " threads differ from those at 1 thread", c->spec, t + 1);
+  }
+
+  /* 4. batchnorm in training mode: the running statistics one unfrozen pass leaves, from the same state */
+  if (isbn && c->training) {
+    PetscScalar       *saved, *after;
+    const PetscScalar *xs[1]  = {xd};
+    const float       *xfs[1] = {xf};
+    PetscReal          m      = 0;
+
+    PetscCall(PetscMalloc2(layer->nbuffers, &saved, layer->nbuffers, &after));
+    PetscCall(PetscArraycpy(saved, layer->buffers, layer->nbuffers));
+    PetscCall(LayerSetFrozen(layer, PETSC_FALSE));
+    PetscCall(LayerForwardArrays(layer, n, theta, xs, yd));
+    PetscCall(PetscArraycpy(after, layer->buffers, layer->nbuffers));
+    PetscCall(PetscArraycpy(layer->buffers, saved, layer->nbuffers));
+    PetscCall(LayerForwardSingle(layer, n, theta, xfs, r[0].y));
+    for (PetscInt i = 0; i < layer->nbuffers; i++) m = PetscMax(m, PetscAbsReal(layer->buffers[i] - after[i]) / PetscAbsReal(after[i]));
+    PetscCheck(m <= 1e-13, comm, PETSC_ERR_PLIB, "%s: running statistics after a single-precision pass differ from double's by %g relative (> 1e-13: both are double reductions of the same values)", c->spec, (double)m);
+    PetscCall(PetscFree2(saved, after));
+  }
+  PetscCall(PetscPrintf(comm, "%-28s %-8s %-9s single = double within the bounds, dot-product test, threads 1 2 3 alike\n", c->spec, c->shape, isbn ? (c->training ? "training" : "eval") : ""));
+
+  for (PetscInt t = 0; t < 3; t++) PetscCall(PetscFree4(r[t].y, r[t].dx, r[t].jy, r[t].dth));
+  PetscCall(PetscFree3(xf, dyf, vxf));
+  PetscCall(PetscFree4(dthd, vxd, vth, jyd));
+  PetscCall(PetscFree5(theta, xd, yd, dyd, dxd));
+  PetscCall(LayerDestroy(&layer));
+  PetscFunctionReturn(0);
+}
+
+int main(int argc, char **argv)
+{
+  MPI_Comm    comm;
+  PetscRandom rnd, prnd;
+  PetscInt    nlocal = 5;
+  PetscMPIInt rank;
+  char        only[64] = "";
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscInitialize(&argc, &argv, NULL, help));
+  comm = PETSC_COMM_WORLD;
+  PetscCallMPI(MPI_Comm_rank(comm, &rank));
+  PetscCall(PetscOptionsGetInt(NULL, NULL, "-nlocal", &nlocal, NULL));
+  PetscCall(PetscOptionsGetString(NULL, NULL, "-only", only, sizeof(only), NULL));
+  PetscCall(PetscRandomCreate(PETSC_COMM_SELF, &rnd));
+  PetscCall(PetscRandomSetSeed(rnd, 1234 + 17 * rank));
+  PetscCall(PetscRandomSeed(rnd));
+  PetscCall(PetscRandomCreate(PETSC_COMM_SELF, &prnd));
+  PetscCall(PetscRandomSetSeed(prnd, 99));
+  PetscCall(PetscRandomSeed(prnd));
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    if (only[0] && strncmp(cases[i].spec, only, strlen(only))) continue;
+    PetscCall(TestCase(comm, &cases[i], nlocal, rnd, prnd));
+  }
+  { /* a node of a grid (grid mode) has no float kernels of its own: LayerForwardSingle() converts */
+    Layer       node;
+    PetNetShape ch = {1, {3}};
+    PetscBool   has;
+
+    PetscCall(LayerCreate(comm, &node));
+    PetscCall(LayerSetType(node, LAYERCONV2D));
+    PetscCall(LayerSetArguments(node, "4:3:1:1"));
+    PetscCall(LayerSetInputShape(node, &ch));
+    node->griddim = 2;
+    PetscCall(LayerSetUp(node));
+    PetscCall(LayerHasSingle(node, &has));
+    PetscCheck(!has, comm, PETSC_ERR_PLIB, "conv2d as a node of a grid offers float kernels: they are batch mode's");
+    PetscCall(LayerDestroy(&node));
+  }
+  PetscCall(PetscRandomDestroy(&rnd));
+  PetscCall(PetscRandomDestroy(&prnd));
+  PetscCall(PetscFinalize());
+  return 0;
+}
