@@ -11,6 +11,8 @@ static const char help[] = "Neural ODE on the classic spiral: learn du/dt = MLP(
                            "  -spiral_monitor K      every K iterations print the loss and the MAE of the whole trajectory (default 0: off)\n"
                            "  -spiral_test_gradient  before training, compare the adjoint gradient of the first batch's loss with central finite\n"
                            "                         differences along a random direction (error if the relative difference exceeds 1e-6)\n"
+                           "  -spiral_jacobian_from_p the adjoint's linearization points from RHSJacobianP, skipping TSAdjoint's\n"
+                           "                         SNESComputeJacobian calls (default 1; the same bits as 0)\n"
                            "  -ts_type rk -ts_rk_type 4 -ts_dt ...   the training integrator (explicit RK; default rk 4 at the spacing)\n"
                            "  -tao_type rmsprop -tao_rmsprop_lr 1e-3 -tao_lr_schedule cosine ...   the optimizer\n"
                            "Ends with: summary: iterations=N ... mae=M train_time_s=T train_cpu_s=C (MAE of the learned trajectory from y(0) over\n"
@@ -31,7 +33,15 @@ static const char help[] = "Neural ODE on the classic spiral: learn du/dt = MLP(
   for dG/dtheta (RHSJacobianP) right after at the same stage (same Vec, same time), which reuses that point. The
   context keeps u^3 and 3 u^2 of the state in its own Vecs and the Net's last forward pass at u^3; an RHS evaluation in
   between moves the Net, so the products run NetForward(u^3) again when needed.
-  -spiral_test_gradient checks the resulting gradient against central finite differences.
+
+  TSAdjointStep_RK (PETSc 3.18) asks for dG/du through SNESComputeJacobian, which looks up some fifteen -snes_* options
+  in the database on every call (a tenth of the training time: 72,000 calls). When the parameter gradient is wanted,
+  the RHSJacobianP request that follows at the same stage sets the very same point, so the training tells the SNES
+  never to recompute the Jacobian (lag -1, CubeRHSSetJacobianFromP()) and skips that call: the same products at the
+  same points, the same bits. A stage whose dG/du^T is applied without that request (a PETSc whose adjoint orders its
+  calls otherwise) is an error, not a product at a stale point. Without the parameter gradient the lag is 1 again.
+  -spiral_test_gradient checks the resulting gradient against central finite differences and that it has the same bits
+  with the lag and without.
 
   The state Vec is a batch: its local part is n samples of 2 features (sample-major), the Net's batch layout.
 */
@@ -58,6 +68,7 @@ typedef struct {
   Vec           gcache; /* dG/dtheta^T y, computed by dG/du^T y for the cotangent Vec yid */
   PetscObjectId yid;
   PetscBool     hascache;
+  PetscBool     fromp, pfresh; /* the point comes from RHSJacobianP (SNES lag -1); it set one since the last dG/du^T */
   Mat           J, JP;
 } CubeRHS;
 
@@ -137,6 +148,21 @@ static PetscErrorCode CubeRHSJacobianP(TS ts, PetscReal t, Vec u, Mat A, void *v
   PetscFunctionBegin;
   PetscCall(PetscObjectGetId((PetscObject)u, &id));
   if (!ctx->haslin || id != ctx->linid || t != ctx->lintime) PetscCall(CubeRHSLinearize(ctx, t, u));
+  ctx->pfresh = PETSC_TRUE;
+  PetscFunctionReturn(0);
+}
+
+/* flg: the adjoint takes its points from RHSJacobianP alone and the SNES of ts skips its Jacobian requests (lag -1) */
+static PetscErrorCode CubeRHSSetJacobianFromP(CubeRHS *ctx, TS ts, PetscBool flg)
+{
+  SNES snes;
+
+  PetscFunctionBegin;
+  if (flg == ctx->fromp) PetscFunctionReturn(0);
+  PetscCall(TSGetSNES(ts, &snes));
+  PetscCall(SNESSetLagJacobian(snes, flg ? -1 : 1));
+  ctx->fromp  = flg;
+  ctx->pfresh = PETSC_FALSE;
   PetscFunctionReturn(0);
 }
 
@@ -160,6 +186,8 @@ static PetscErrorCode MatMultTranspose_Cube(Mat A, Vec y, Vec x)
 
   PetscFunctionBegin;
   PetscCall(MatShellGetContext(A, &ctx));
+  PetscCheck(!ctx->fromp || ctx->pfresh, PetscObjectComm((PetscObject)A), PETSC_ERR_PLIB, "TSAdjoint applied dG/du^T at a stage without asking for dG/dtheta there first: this PETSc needs -spiral_jacobian_from_p 0");
+  ctx->pfresh = PETSC_FALSE;
   PetscCall(CubeRHSEnsureLinearized(ctx));
   PetscCall(VecZeroEntries(ctx->gcache));
   PetscCall(NetBackward(ctx->net, y, x, ctx->gcache));
@@ -345,6 +373,8 @@ typedef struct {
   Vec         u0, *targets; /* the batch's first observations and the window's targets (window Vecs) */
   Loss        loss;
   TS          ts;
+  CubeRHS    *rhs;
+  PetscBool   fromp; /* take the adjoint's linearization points from RHSJacobianP when the gradient is wanted */
   PetscReal   lastloss;
   Net         net;
 } Spiral;
@@ -395,12 +425,21 @@ static PetscErrorCode Observe(TS ts, PetscInt i, PetscReal t, Vec u, PetscReal *
   PetscFunctionReturn(0);
 }
 
+/* The batch's loss f and, if G, its gradient */
+static PetscErrorCode SpiralLoss(Spiral *s, PetscReal *f, Vec G)
+{
+  PetscFunctionBegin;
+  PetscCall(CubeRHSSetJacobianFromP(s->rhs, s->ts, (PetscBool)(s->fromp && G)));
+  PetscCall(NetTSTimeSeriesGradient(s->ts, s->u0, s->window, s->times, Observe, s, f, NULL, G));
+  PetscFunctionReturn(0);
+}
+
 static PetscErrorCode Objective(Tao tao, Vec theta, PetscReal *f, Vec G, void *vctx)
 {
   Spiral *s = (Spiral *)vctx;
 
   PetscFunctionBegin;
-  PetscCall(NetTSTimeSeriesGradient(s->ts, s->u0, s->window, s->times, Observe, s, f, NULL, G));
+  PetscCall(SpiralLoss(s, f, G));
   s->lastloss = *f;
   PetscFunctionReturn(0);
 }
@@ -443,9 +482,9 @@ static PetscErrorCode CheckGradient(Tao tao, Spiral *s, Vec theta)
   PetscCall(PetscRandomDestroy(&rnd));
   PetscCall(VecDot(G, p, &gp));
   PetscCall(VecWAXPY(theta, h, p, theta0));
-  PetscCall(NetTSTimeSeriesGradient(s->ts, s->u0, s->window, s->times, Observe, s, &fp, NULL, NULL));
+  PetscCall(SpiralLoss(s, &fp, NULL));
   PetscCall(VecWAXPY(theta, -h, p, theta0));
-  PetscCall(NetTSTimeSeriesGradient(s->ts, s->u0, s->window, s->times, Observe, s, &fm, NULL, NULL));
+  PetscCall(SpiralLoss(s, &fm, NULL));
   PetscCall(VecCopy(theta0, theta));
   fd  = (fp - fm) / (2 * h);
   err = PetscAbsReal(fd - PetscRealPart(gp)) / PetscMax(PetscAbsReal(fd), 1e-12);
@@ -467,6 +506,20 @@ static PetscErrorCode CheckGradient(Tao tao, Spiral *s, Vec theta)
     PetscCheck(same && fnc == f, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "The forward cache changed the loss or its gradient (loss %.17g vs %.17g without the cache)", (double)f, (double)fnc);
     PetscCall(PetscPrintf(PETSC_COMM_WORLD, "forward cache: %s (%" PetscInt_FMT " passes handed back, %" PetscInt_FMT " computed on rank 0), the same loss and gradient bits without it\n", slots ? "on" : "off", hits, misses));
     PetscCall(VecDestroy(&Gnc));
+  }
+  { /* the points taken from RHSJacobianP are those SNESComputeJacobian gives: the same bits either way */
+    Vec       Gsnes;
+    PetscReal fsnes;
+    PetscBool same;
+
+    PetscCall(VecDuplicate(theta, &Gsnes));
+    s->fromp = (PetscBool)!s->fromp;
+    PetscCall(Objective(tao, theta, &fsnes, Gsnes, s));
+    s->fromp = (PetscBool)!s->fromp;
+    PetscCall(VecEqual(G, Gsnes, &same));
+    PetscCheck(same && fsnes == f, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "Taking the linearization points from RHSJacobianP changed the loss or its gradient (loss %.17g vs %.17g)", (double)f, (double)fsnes);
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "adjoint Jacobian requests: points from RHSJacobianP %s, the same loss and gradient bits as through SNESComputeJacobian\n", s->fromp ? "on" : "off"));
+    PetscCall(VecDestroy(&Gsnes));
   }
   PetscCall(VecDestroy(&G));
   PetscCall(VecDestroy(&p));
@@ -589,6 +642,8 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsInt("-spiral_seed", "Seed of the window draws", NULL, seed, &seed, NULL));
   PetscCall(PetscOptionsInt("-spiral_monitor", "Print the loss and the trajectory MAE every this many iterations (0: never)", NULL, mon.every, &mon.every, NULL));
   PetscCall(PetscOptionsBool("-spiral_test_gradient", "Check the adjoint gradient of the first batch against finite differences", NULL, testgradient, &testgradient, NULL));
+  s.fromp = PETSC_TRUE;
+  PetscCall(PetscOptionsBool("-spiral_jacobian_from_p", "The adjoint's linearization points from RHSJacobianP, skipping SNESComputeJacobian (SNES lag -1)", NULL, s.fromp, &s.fromp, NULL));
   PetscOptionsEnd();
   PetscCheck(iterations >= 0, comm, PETSC_ERR_ARG_OUTOFRANGE, "-spiral_iterations must be >= 0, not %" PetscInt_FMT, iterations);
   PetscCheck(s.window >= 2 && s.window < s.nobs, comm, PETSC_ERR_ARG_OUTOFRANGE, "-spiral_window must be in [2, %" PetscInt_FMT "), not %" PetscInt_FMT, s.nobs, s.window);
@@ -642,6 +697,7 @@ int main(int argc, char **argv)
   s.net = net;
   PetscCall(CubeRHSCreate(net, s.u0, &rhs));
   PetscCall(CreateModelTS(rhs, s.dt, NULL, &s.ts));
+  s.rhs = rhs;
 
   PetscCall(TaoCreate(comm, &tao));
   PetscCall(TaoSetType(tao, TAORMSPROP));

@@ -13,6 +13,10 @@
   of the work, in parts that do not depend on the thread count. OpenBLAS's own threads would oversubscribe the cores
   and, measured here, change the last bits of a GEMM (its threaded GEMM blocks differently), so that 1 PetNet thread
   with an OpenBLAS on 2 threads would not give the bits of 2 PetNet threads.
+  OpenBLAS's pool is then shut down (blas_thread_shutdown_(), OpenBLAS's own fork handler, also found with dlsym):
+  MPI_Init's fork of Open MPI's daemon has already shut it down, openblas_set_num_threads() starts it again, and each
+  idle worker would spin on sched_yield() for about 0.1 s of CPU before it sleeps, on a core the other rank or thread
+  needs (measured: 0.1 s of CPU in a 0.4 s spiral training). A later threaded call would start the pool again.
 */
 #include <petnet/private/threadsimpl.h>
 #include <petnetsys.h>
@@ -27,6 +31,12 @@ static PetscBool PetNetThreadsSet = PETSC_FALSE; /* PetNetSetNumThreads() was ca
 static void (*PetNetOpenBLASSetThreads(void))(int)
 {
   return (void (*)(int))dlsym(RTLD_DEFAULT, "openblas_set_num_threads");
+}
+
+/* OpenBLAS's shutdown of its thread pool, or NULL for another BLAS */
+static int (*PetNetOpenBLASShutdown(void))(void)
+{
+  return (int (*)(void))dlsym(RTLD_DEFAULT, "blas_thread_shutdown_");
 }
 
 /* The default count: OMP_NUM_THREADS, else the cores of this process over the ranks on its node */
@@ -90,7 +100,12 @@ PetscErrorCode PetNetSetNumThreads(PetscInt nthreads)
 #if !defined(_OPENMP)
   nthreads = 1;
 #endif
-  if (blasset) blasset(1);
+  if (blasset) {
+    int (*blasshutdown)(void) = PetNetOpenBLASShutdown();
+
+    blasset(1);
+    if (blasshutdown) (void)blasshutdown();
+  }
   PetNetThreads_Private = (int)nthreads;
   PetNetThreadsSet      = PETSC_TRUE;
   PetscFunctionReturn(0);

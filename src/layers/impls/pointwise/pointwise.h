@@ -74,12 +74,13 @@ static inline void PointwiseSOBackward(PetscInt i0, PetscInt i1, PetscReal a, co
 
 /*
   The three kernels of one kind, with F and DF inlined. POINTWISE_KERNELS_CLONED also compiles the forward loop for
-  AVX2, picked at load time on CPUs that have it (GCC's function multi-versioning; the baseline build targets
-  x86-64-v2, whose vectors hold 2 doubles, not 4). AVX2 without FMA rounds every operation as the baseline code does,
-  so the results are the same bits on any CPU.
+  AVX-512 and AVX2, picked at load time on CPUs that have them (GCC's function multi-versioning; the baseline build
+  targets x86-64-v2, whose vectors hold 2 doubles, not 8 or 4). GCC's AVX-512 target includes FMA, and GCC would fuse
+  a * b + c into one rounding there: fp-contract=off keeps every operation rounded as the baseline code rounds it, so
+  the results are the same bits on any CPU.
 */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-#define POINTWISE_TARGET_CLONES __attribute__((target_clones("avx2", "default")))
+#define POINTWISE_TARGET_CLONES __attribute__((target_clones("avx512f", "avx2", "default"), optimize("fp-contract=off")))
 #else
 #define POINTWISE_TARGET_CLONES
 #endif
