@@ -27,15 +27,8 @@
   run as plain loops (DenseGemmSmall) and without a parallel region: there BLAS's call, argument checks and operand
   packing, and OpenMP's team set-up, cost more than the arithmetic. Which path a GEMM takes depends only on its sizes.
 */
-#include <petnet/private/layerimpl.h>
+#include "dense.h"
 #include <petscblaslapack.h>
-
-typedef struct {
-  PetscInt      nout;
-  PetscBool     bias;
-  LayerInitType init;
-  PetscReal     initstd;
-} Layer_Dense;
 
 static PetscErrorCode LayerSetUp_Dense(Layer layer)
 {
@@ -72,9 +65,6 @@ static PetscErrorCode LayerInitialize_Dense(Layer layer, PetscRandom rnd, PetscS
   if (dense->bias) PetscCall(PetscArrayzero(theta + nw, out));
   PetscFunctionReturn(0);
 }
-
-/* flops of a GEMM below which it is not cut: a part's GEMM should outweigh packing its operands */
-#define DENSE_PART_FLOPS 4.0e6
 
 /* at most this many multiply-adds (m n k): plain loops instead of BLAS */
 #define DENSE_SMALL_GEMM 32768
@@ -495,6 +485,7 @@ static PetscErrorCode LayerDestroy_Dense(Layer layer)
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerDenseSetOutputSize_C", NULL));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerDenseSetInitialization_C", NULL));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerDenseSetBias_C", NULL));
+  PetscCall(PetscFree2(((Layer_Dense *)layer->data)->thetaf, ((Layer_Dense *)layer->data)->workf));
   PetscCall(PetscFree(layer->data));
   PetscFunctionReturn(0);
 }
@@ -638,6 +629,9 @@ PETSC_INTERN PetscErrorCode LayerCreate_Dense(Layer layer)
   layer->fuseforward         = PETSC_TRUE; /* an activation after it in forward's output pass, one before it in dx's */
   layer->fusebackward        = PETSC_TRUE;
   layer->ops->jvp            = LayerJVP_Dense;
+  layer->ops->forwardsingle  = LayerForwardSingle_Dense; /* densesingle.c */
+  layer->ops->backwardsingle = LayerBackwardSingle_Dense;
+  layer->ops->jvpsingle      = LayerJVPSingle_Dense;
   layer->ops->sobackward     = LayerSOBackward_Dense;
   layer->ops->tensors        = LayerTensors_Dense;
   layer->ops->setarguments   = LayerSetArguments_Dense;

@@ -37,13 +37,38 @@ static PetscErrorCode LayerJVP_Flatten(Layer layer, PetscInt n, const PetscScala
   PetscFunctionReturn(0);
 }
 
+/* single precision (layerimpl.h): the same copies of float values */
+static PetscErrorCode LayerForwardSingle_Flatten(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, float *y)
+{
+  PetscFunctionBegin;
+  PetscCall(PetscArraycpy(y, x, (size_t)n * layer->insize));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerBackwardSingle_Flatten(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, const float *y, const float *dy, float *dx, PetscScalar *dtheta)
+{
+  PetscFunctionBegin;
+  if (dx) PetscCall(PetscArraycpy(dx, dy, (size_t)n * layer->insize));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerJVPSingle_Flatten(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, const float *y, const float *dx, const PetscScalar *dtheta, float *dy)
+{
+  PetscFunctionBegin;
+  PetscCall(PetscArraycpy(dy, dx, (size_t)n * layer->insize));
+  PetscFunctionReturn(0);
+}
+
 PETSC_INTERN PetscErrorCode LayerCreate_Flatten(Layer layer)
 {
   PetscFunctionBegin;
-  layer->ops->setup    = LayerSetUp_Flatten;
-  layer->ops->forward  = LayerForward_Flatten;
-  layer->ops->backward = LayerBackward_Flatten;
-  layer->ops->jvp      = LayerJVP_Flatten;
-  layer->sozero        = PETSC_TRUE; /* linear (or piecewise linear) in x: no curvature term */
+  layer->ops->setup          = LayerSetUp_Flatten;
+  layer->ops->forward        = LayerForward_Flatten;
+  layer->ops->backward       = LayerBackward_Flatten;
+  layer->ops->jvp            = LayerJVP_Flatten;
+  layer->ops->forwardsingle  = LayerForwardSingle_Flatten;
+  layer->ops->backwardsingle = LayerBackwardSingle_Flatten;
+  layer->ops->jvpsingle      = LayerJVPSingle_Flatten;
+  layer->sozero              = PETSC_TRUE; /* linear (or piecewise linear) in x: no curvature term */
   PetscFunctionReturn(0);
 }

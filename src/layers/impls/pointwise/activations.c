@@ -165,6 +165,13 @@ POINTWISE_KERNELS_CLONED(Tanh, Tanh, DTanh)
 POINTWISE_KERNELS(Sigmoid, Sigmoid, DSigmoid)
 POINTWISE_KERNELS(GELU, GELU, DGELU)
 POINTWISE_KERNELS(Softplus, Softplus, DSoftplus)
+POINTWISE_SINGLE_KERNELS(Identity, Identity, DIdentity)
+POINTWISE_SINGLE_KERNELS(ReLU, ReLU, DReLU)
+POINTWISE_SINGLE_KERNELS(LeakyReLU, LeakyReLU, DLeakyReLU)
+POINTWISE_SINGLE_KERNELS(Tanh, Tanh, DTanh)
+POINTWISE_SINGLE_KERNELS(Sigmoid, Sigmoid, DSigmoid)
+POINTWISE_SINGLE_KERNELS(GELU, GELU, DGELU)
+POINTWISE_SINGLE_KERNELS(Softplus, Softplus, DSoftplus)
 POINTWISE_SOKERNEL(Tanh, D2Tanh)
 POINTWISE_SOKERNEL(Sigmoid, D2Sigmoid)
 POINTWISE_SOKERNEL(GELU, D2GELU)
@@ -175,6 +182,7 @@ PETSC_INTERN PetscErrorCode LayerCreate_Identity(Layer layer)
   PetscFunctionBegin;
   PetscCall(LayerCreatePointwise_Private(layer, Identity, DIdentity, 0, 0));
   POINTWISE_SET_KERNELS(layer, Identity);
+  POINTWISE_SET_SINGLE_KERNELS(layer, Identity);
   layer->sozero = PETSC_TRUE; /* piecewise linear: no curvature term */
   PetscFunctionReturn(0);
 }
@@ -198,6 +206,7 @@ PETSC_INTERN PetscErrorCode LayerCreate_ReLU(Layer layer)
   PetscFunctionBegin;
   PetscCall(LayerCreatePointwise_Private(layer, ReLU, DReLU, 1, 1));
   POINTWISE_SET_KERNELS(layer, ReLU);
+  POINTWISE_SET_SINGLE_KERNELS(layer, ReLU);
   layer->sozero            = PETSC_TRUE; /* piecewise linear: no curvature term */
   layer->ops->activate     = LayerActivate_ReLU;
   layer->ops->activatemask = LayerActivateMask_ReLU;
@@ -209,6 +218,7 @@ PETSC_INTERN PetscErrorCode LayerCreate_LeakyReLU(Layer layer)
   PetscFunctionBegin;
   PetscCall(LayerCreatePointwise_Private(layer, LeakyReLU, DLeakyReLU, 2, 1));
   POINTWISE_SET_KERNELS(layer, LeakyReLU);
+  POINTWISE_SET_SINGLE_KERNELS(layer, LeakyReLU);
   layer->sozero = PETSC_TRUE; /* piecewise linear: no curvature term */
   PetscCall(LayerPointwiseSetParameter_Private(layer, "slope", 0.01));
   PetscFunctionReturn(0);
@@ -219,6 +229,7 @@ PETSC_INTERN PetscErrorCode LayerCreate_Tanh(Layer layer)
   PetscFunctionBegin;
   PetscCall(LayerCreatePointwise_Private(layer, Tanh, DTanh, 20, 2));
   POINTWISE_SET_KERNELS(layer, Tanh);
+  POINTWISE_SET_SINGLE_KERNELS(layer, Tanh);
   POINTWISE_SET_SOKERNEL(layer, Tanh, 3);
   PetscFunctionReturn(0);
 }
@@ -228,6 +239,7 @@ PETSC_INTERN PetscErrorCode LayerCreate_Sigmoid(Layer layer)
   PetscFunctionBegin;
   PetscCall(LayerCreatePointwise_Private(layer, Sigmoid, DSigmoid, 20, 2));
   POINTWISE_SET_KERNELS(layer, Sigmoid);
+  POINTWISE_SET_SINGLE_KERNELS(layer, Sigmoid);
   POINTWISE_SET_SOKERNEL(layer, Sigmoid, 4);
   PetscFunctionReturn(0);
 }
@@ -237,6 +249,7 @@ PETSC_INTERN PetscErrorCode LayerCreate_GELU(Layer layer)
   PetscFunctionBegin;
   PetscCall(LayerCreatePointwise_Private(layer, GELU, DGELU, 25, 30));
   POINTWISE_SET_KERNELS(layer, GELU);
+  POINTWISE_SET_SINGLE_KERNELS(layer, GELU);
   POINTWISE_SET_SOKERNEL(layer, GELU, 25);
   PetscFunctionReturn(0);
 }
@@ -246,6 +259,7 @@ PETSC_INTERN PetscErrorCode LayerCreate_Softplus(Layer layer)
   PetscFunctionBegin;
   PetscCall(LayerCreatePointwise_Private(layer, Softplus, DSoftplus, 25, 20));
   POINTWISE_SET_KERNELS(layer, Softplus);
+  POINTWISE_SET_SINGLE_KERNELS(layer, Softplus);
   POINTWISE_SET_SOKERNEL(layer, Softplus, 40);
   PetscFunctionReturn(0);
 }

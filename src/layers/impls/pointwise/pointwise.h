@@ -116,6 +116,50 @@ static inline void PointwiseSOBackward(PetscInt i0, PetscInt i1, PetscReal a, co
     return PetscLogFlops((pw->flops_df + 1) * N);                                                                                                                                                         \
   }
 
+/*
+  Single precision (layerimpl.h: float values, a Net at -net_precision single): the same loops on float arrays, each
+  entry widened to double for f and f' and its result rounded once to float. The elementwise layers move memory, they
+  do not compute much: reading and writing floats halves their traffic, and the double arithmetic in registers costs
+  nothing measurable, so the kinds share f and f' with double precision and every result is f correctly rounded
+  (to within double's error). In place (x == y) works: each entry is read before it is written.
+*/
+#define POINTWISE_SINGLE_KERNELS(Kind, F, DF)                                                                                                                                           \
+  static PetscErrorCode LayerForwardSingle_##Kind(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, float *y)                                                          \
+  {                                                                                                                                                                                     \
+    Layer_Pointwise *pw = (Layer_Pointwise *)layer->data;                                                                                                                               \
+    const PetscInt   N  = n * layer->insize;                                                                                                                                            \
+    const PetscReal  a  = pw->alpha;                                                                                                                                                    \
+                                                                                                                                                                                        \
+    POINTWISE_BLOCKS(N, for (PetscInt i = i0; i < i1; i++) y[i] = (float)F((PetscScalar)x[i], a));                                                                                      \
+    return PetscLogFlops(pw->flops_f * N);                                                                                                                                              \
+  }                                                                                                                                                                                     \
+  static PetscErrorCode LayerBackwardSingle_##Kind(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, const float *y, const float *dy, float *dx, PetscScalar *dtheta)  \
+  {                                                                                                                                                                                     \
+    Layer_Pointwise *pw = (Layer_Pointwise *)layer->data;                                                                                                                               \
+    const PetscInt   N  = n * layer->insize;                                                                                                                                            \
+    const PetscReal  a  = pw->alpha;                                                                                                                                                    \
+                                                                                                                                                                                        \
+    if (!dx) return 0;                                                                                                                                                                  \
+    POINTWISE_BLOCKS(N, for (PetscInt i = i0; i < i1; i++) dx[i] = (float)(DF((PetscScalar)x[i], (PetscScalar)y[i], a) * dy[i]));                                                       \
+    return PetscLogFlops((pw->flops_df + 1) * N);                                                                                                                                       \
+  }                                                                                                                                                                                     \
+  static PetscErrorCode LayerJVPSingle_##Kind(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, const float *y, const float *dx, const PetscScalar *dtheta, float *dy) \
+  {                                                                                                                                                                                     \
+    Layer_Pointwise *pw = (Layer_Pointwise *)layer->data;                                                                                                                               \
+    const PetscInt   N  = n * layer->insize;                                                                                                                                            \
+    const PetscReal  a  = pw->alpha;                                                                                                                                                    \
+                                                                                                                                                                                        \
+    POINTWISE_BLOCKS(N, for (PetscInt i = i0; i < i1; i++) dy[i] = (float)(DF((PetscScalar)x[i], (PetscScalar)y[i], a) * dx[i]));                                                       \
+    return PetscLogFlops((pw->flops_df + 1) * N);                                                                                                                                       \
+  }
+
+#define POINTWISE_SET_SINGLE_KERNELS(layer, Kind)              \
+  do {                                                         \
+    (layer)->ops->forwardsingle  = LayerForwardSingle_##Kind;  \
+    (layer)->ops->backwardsingle = LayerBackwardSingle_##Kind; \
+    (layer)->ops->jvpsingle      = LayerJVPSingle_##Kind;      \
+  } while (0)
+
 #define POINTWISE_SET_KERNELS(layer, Kind)         \
   do {                                             \
     (layer)->ops->forward  = LayerForward_##Kind;  \

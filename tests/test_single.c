@@ -1,4 +1,5 @@
-static const char help[] = "Single-precision kernels of conv2d, conv3d, batchnorm and maxpool (LayerForwardSingle(), LayerBackwardSingle(),\n"
+static const char help[] = "Single-precision kernels of dense, the activations, conv2d, conv3d, batchnorm and maxpool, and the converting\n"
+                           "fallback of a kind without its own (avgpool) (LayerForwardSingle(), LayerBackwardSingle(),\n"
                            "LayerJVPSingle()) against the double kernels on the same values (inputs and cotangents that are exact floats):\n"
                            "  1. every output within its bound of the double result (below),\n"
                            "  2. the dot-product test of the float JVP against the float backward, <= 1e-5 relative,\n"
@@ -7,9 +8,12 @@ static const char help[] = "Single-precision kernels of conv2d, conv3d, batchnor
                            "Bound: with u = 2^-24 (float's unit round-off), a result that is a sum of K float products or terms is within\n"
                            "  50 u sqrt(K) max|reference|  (max over the whole output)\n"
                            "of the double result, K per output: conv y K = taps Cin/G (+ 1 bias), jvp twice that; conv dx K = taps Cout/G;\n"
-                           "conv dW, db K = the global points summed (local samples x output pixels); batchnorm K = 16 (elementwise passes on\n"
+                           "conv dW, db K = the global points summed (local samples x output pixels); dense as conv with one tap (y K = in + 1,\n"
+                           "dx K = out, dW K = the global samples); activations K = 1 (f and f' in double, rounded once); flatten exact; avgpool\n"
+                           "(no float kernels: the converting fallback) K = 1;\n"
+                           "batchnorm K = 16 (elementwise passes on\n"
                            "statistics reduced in double); maxpool y and jvp: exact (0), dx K = the windows that overlap a point.\n"
-                           "Options: -nlocal N (samples per rank, default 5), -only KIND (one kind: conv, batchnorm, maxpool).\n";
+                           "Options: -nlocal N (samples per rank, default 5), -only KIND (the cases whose spec starts so: conv, dense, ...).\n";
 
 #include <petnet.h>
 #include <petnet/private/layerimpl.h>
@@ -39,6 +43,18 @@ static const SingleCase cases[] = {
     {"maxpool:2", "6x6x3", PETSC_FALSE, 0, 1, 0, 0},
     {"maxpool:3:2:1", "7x6x2", PETSC_FALSE, 0, 4, 0, 0},
     {"maxpool:2", "4x4x4x2", PETSC_FALSE, 0, 1, 0, 0},
+    {"dense:7", "5", PETSC_FALSE, -1, -2, -3, -4},
+    {"dense:6:bias=0", "3x4", PETSC_FALSE, -1, -2, -3, -4},
+    {"dense:40", "300", PETSC_FALSE, -1, -2, -3, -4}, /* GEMMs cut into parts for the threads */
+    {"relu", "4x3", PETSC_FALSE, 1, 1, 0, 1},
+    {"leakyrelu:0.1", "4x3", PETSC_FALSE, 1, 1, 0, 1},
+    {"identity", "4x3", PETSC_FALSE, 1, 1, 0, 1},
+    {"tanh", "4x3", PETSC_FALSE, 1, 1, 0, 1},
+    {"sigmoid", "4x3", PETSC_FALSE, 1, 1, 0, 1},
+    {"gelu", "4x3", PETSC_FALSE, 1, 1, 0, 1},
+    {"softplus", "4x3", PETSC_FALSE, 1, 1, 0, 1},
+    {"flatten", "3x2x2", PETSC_FALSE, 0, 0, 0, 0},
+    {"avgpool:2", "4x4x3", PETSC_FALSE, 1, 1, 0, 1}, /* no float kernels: the double ones on converted copies, rounded once */
 };
 
 /* uniform exact floats in [lo, hi), ties made likely for maxpool by rounding to multiples of 1/8 when coarse */
@@ -148,7 +164,7 @@ static PetscErrorCode TestCase(MPI_Comm comm, const SingleCase *c, PetscInt n, P
   PetscCall(LayerSetTraining(layer, c->training));
   PetscCall(LayerSetFrozen(layer, PETSC_TRUE)); /* the running statistics stay put while the two precisions compare */
   PetscCall(LayerHasSingle(layer, &has));
-  PetscCheck(has, comm, PETSC_ERR_PLIB, "%s has no single-precision kernels of its own", c->spec);
+  PetscCheck(has == (PetscBool) !!strncmp(c->spec, "avgpool", 7), comm, PETSC_ERR_PLIB, "%s: kernels of its own %s, not expected", c->spec, has ? "found" : "missing");
   PetscCall(PetscStrcmp(kind, "batchnorm", &isbn));
   PetscCall(PetscStrcmp(kind, "maxpool", &ispool));
   in  = layer->insize;

@@ -1,0 +1,134 @@
+/*
+  dense in single precision (a Net at -net_precision single or bfloat16, layerimpl.h): the GEMMs of dense.c in float
+  (sgemm) on float values; the parameters and their gradient stay double.
+
+    x [n][in], y [n][out] float; theta = [W, b] double, rounded once per forward into thetaf = [Wf, bf] (kept for the
+    backward and jvp that follow at the same point)
+    forward   Y  = Wf^T X + bf 1^T     sgemm('T','N', out, n, in); the bias in each part's output pass
+    backward  dX = Wf dY               sgemm('N','N', in, n, out)
+              dW += X dY^T             sgemm('N','T', in, out, n) into workf (float), then added into the double dW
+              db += dY 1               summed in double
+    jvp       dY = Wf^T dX + dWf^T X + dbf 1^T     (the direction dtheta rounded to float in workf)
+
+  Threads as in dense.c: each GEMM cut into parts along its larger outer dimension, never the inner one, the parts
+  from the sizes alone; so the same bits at any thread count. Fusion is not used in single precision (the Net runs an
+  activation in place instead, netfuse.c).
+*/
+#include "dense.h"
+#include <cblas.h>
+
+/* the float parameters (and a float work array) for nparams entries */
+static PetscErrorCode DenseSingleWorkspace(Layer layer)
+{
+  Layer_Dense *dense = (Layer_Dense *)layer->data;
+
+  PetscFunctionBegin;
+  if (dense->nf == layer->nparams) PetscFunctionReturn(0);
+  PetscCall(PetscFree2(dense->thetaf, dense->workf));
+  PetscCall(PetscMalloc2(layer->nparams, &dense->thetaf, layer->nparams, &dense->workf));
+  dense->nf = layer->nparams;
+  PetscFunctionReturn(0);
+}
+
+/*
+  C = op(A) op(B) + beta C in float (column-major, as BLAS; op(A) m x k, op(B) k x n), cut into parts of rows of C
+  (when m > n) or of columns, run on PetNet's threads; bias (or NULL): C(i, j) += bias[i] on each part's block
+*/
+static PetscErrorCode DenseSgemm(char ta, char tb, PetscInt m, PetscInt n, PetscInt k, const float *A, PetscInt lda, const float *B, PetscInt ldb, float beta, float *C, PetscInt ldc, const float *bias)
+{
+  const PetscBool splitm = (PetscBool)(m > n);
+  const PetscInt  dim = splitm ? m : n, other = splitm ? n : m;
+  const PetscInt  minsize = PetscMax(16, (PetscInt)PetscCeilReal(DENSE_PART_FLOPS / (2.0 * PetscMax(other, 1) * PetscMax(k, 1)))), nparts = PetNetThreadParts(dim, minsize);
+
+  PetscFunctionBegin;
+  if (!m || !n) PetscFunctionReturn(0);
+  PetscCheck(m <= PETSC_BLAS_INT_MAX && n <= PETSC_BLAS_INT_MAX && k <= PETSC_BLAS_INT_MAX && lda <= PETSC_BLAS_INT_MAX && ldb <= PETSC_BLAS_INT_MAX && ldc <= PETSC_BLAS_INT_MAX, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE,
+             "A dense GEMM of %" PetscInt_FMT " x %" PetscInt_FMT " x %" PetscInt_FMT " is too large for BLAS's integers", m, n, k);
+#pragma omp parallel for num_threads(PetNetThreads()) schedule(dynamic, 1) if (nparts > 1)
+  for (PetscInt p = 0; p < nparts; p++) {
+    PetscInt     j0, j1, pm = m, pn = n;
+    const float *Ap = A, *Bp = B;
+    float       *Cp = C;
+
+    PetNetThreadPart(dim, nparts, p, &j0, &j1);
+    if (splitm) {
+      pm = j1 - j0;
+      Ap = ta == 'N' ? A + j0 : A + (size_t)j0 * lda;
+      Cp = C + j0;
+    } else {
+      pn = j1 - j0;
+      Bp = tb == 'N' ? B + (size_t)j0 * ldb : B + j0;
+      Cp = C + (size_t)j0 * ldc;
+    }
+    cblas_sgemm(CblasColMajor, ta == 'T' ? CblasTrans : CblasNoTrans, tb == 'T' ? CblasTrans : CblasNoTrans, (int)pm, (int)pn, (int)k, 1.0f, Ap, (int)lda, Bp, (int)ldb, beta, Cp, (int)ldc);
+    if (bias)
+      for (PetscInt j = 0; j < pn; j++)
+        for (PetscInt i = 0; i < pm; i++) Cp[i + (size_t)j * ldc] += bias[(splitm ? j0 : 0) + i];
+  }
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode LayerForwardSingle_Dense(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, float *y)
+{
+  Layer_Dense *dense = (Layer_Dense *)layer->data;
+  PetscInt     in = layer->insize, out = layer->outsize;
+
+  PetscFunctionBegin;
+  PetscCall(DenseSingleWorkspace(layer));
+  for (PetscInt i = 0; i < layer->nparams; i++) dense->thetaf[i] = (float)theta[i]; /* a rank without samples too: its backward may still be asked for */
+  if (!n) PetscFunctionReturn(0);
+  PetscCall(DenseSgemm('T', 'N', out, n, in, dense->thetaf, in, x, in, 0.0f, y, out, dense->bias ? dense->thetaf + in * out : NULL));
+  PetscCall(PetscLogFlops(2.0 * n * in * out + n * out));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode LayerBackwardSingle_Dense(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, const float *y, const float *dy, float *dx, PetscScalar *dtheta)
+{
+  Layer_Dense *dense = (Layer_Dense *)layer->data;
+  PetscInt     in = layer->insize, out = layer->outsize;
+
+  PetscFunctionBegin;
+  if (!n) PetscFunctionReturn(0);
+  PetscCheck(dense->nf == layer->nparams, PETSC_COMM_SELF, PETSC_ERR_ORDER, "dense layer %" PetscInt_FMT ": the single-precision backward follows a single-precision forward at the same point (LayerForwardSingle())", layer->index);
+  if (dx) {
+    PetscCall(DenseSgemm('N', 'N', in, n, out, dense->thetaf, in, dy, out, 0.0f, dx, in, NULL));
+    PetscCall(PetscLogFlops(2.0 * n * in * out));
+  }
+  if (dtheta) {
+    PetscScalar *dW = dtheta, *db = dtheta + in * out;
+    float       *dWf = dense->workf;
+
+    PetscCall(DenseSgemm('N', 'T', in, out, n, x, in, dy, out, 0.0f, dWf, in, NULL));
+    for (PetscInt i = 0; i < in * out; i++) dW[i] += dWf[i];
+    if (dense->bias)
+      for (PetscInt s = 0; s < n; s++)
+        for (PetscInt o = 0; o < out; o++) db[o] += dy[s * out + o];
+    PetscCall(PetscLogFlops(2.0 * n * in * out + n * out + in * out));
+  }
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode LayerJVPSingle_Dense(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, const float *y, const float *dx, const PetscScalar *dtheta, float *dy)
+{
+  Layer_Dense *dense = (Layer_Dense *)layer->data;
+  PetscInt     in = layer->insize, out = layer->outsize;
+  float        beta = 0.0f;
+
+  PetscFunctionBegin;
+  if (!n) PetscFunctionReturn(0);
+  PetscCheck(dense->nf == layer->nparams, PETSC_COMM_SELF, PETSC_ERR_ORDER, "dense layer %" PetscInt_FMT ": the single-precision jvp follows a single-precision forward at the same point (LayerForwardSingle())", layer->index);
+  if (dx) {
+    PetscCall(DenseSgemm('T', 'N', out, n, in, dense->thetaf, in, dx, in, 0.0f, dy, out, NULL));
+    PetscCall(PetscLogFlops(2.0 * n * in * out));
+    beta = 1.0f;
+  }
+  if (dtheta) {
+    float *dthf = dense->workf;
+
+    for (PetscInt i = 0; i < layer->nparams; i++) dthf[i] = (float)dtheta[i];
+    if (beta == 0.0f) PetscCall(PetscArrayzero(dy, n * out)); /* the bias pass below adds */
+    PetscCall(DenseSgemm('T', 'N', out, n, in, dthf, in, x, in, 1.0f, dy, out, dense->bias ? dthf + in * out : NULL));
+    PetscCall(PetscLogFlops(2.0 * n * in * out + 2.0 * n * out));
+  }
+  PetscFunctionReturn(0);
+}
