@@ -9,7 +9,7 @@ static const char help[] = "Single-precision kernels of dense, the activations, 
                            "  50 u sqrt(K) max|reference|  (max over the whole output)\n"
                            "of the double result, K per output: conv y K = taps Cin/G (+ 1 bias), jvp twice that; conv dx K = taps Cout/G;\n"
                            "conv dW, db K = the global points summed (local samples x output pixels); dense as conv with one tap (y K = in + 1,\n"
-                           "dx K = out, dW K = the global samples); activations K = 1 (f and f' in double, rounded once); flatten exact; avgpool\n"
+                           "dx K = out, dW K = the global samples); activations and dropout K = 1 (in double, rounded once); flatten exact; avgpool\n"
                            "(no float kernels: the converting fallback) K = 1;\n"
                            "batchnorm K = 16 (elementwise passes on\n"
                            "statistics reduced in double); maxpool y and jvp: exact (0), dx K = the windows that overlap a point.\n"
@@ -54,6 +54,8 @@ static const SingleCase cases[] = {
     {"gelu", "4x3", PETSC_FALSE, 1, 1, 0, 1},
     {"softplus", "4x3", PETSC_FALSE, 1, 1, 0, 1},
     {"flatten", "3x2x2", PETSC_FALSE, 0, 0, 0, 0},
+    {"dropout:0.4", "4x3", PETSC_TRUE, 1, 1, 0, 1}, /* frozen: the float and double passes draw the same mask */
+    {"dropout:0.4", "4x3", PETSC_FALSE, 0, 0, 0, 0},
     {"avgpool:2", "4x4x3", PETSC_FALSE, 1, 1, 0, 1}, /* no float kernels: the double ones on converted copies, rounded once */
 };
 

@@ -45,6 +45,25 @@ static inline uint16_t NetFloatToBF16(float f)
   return (uint16_t)((c.u + 0x7fffu + ((c.u >> 16) & 1u)) >> 16);
 }
 
+/* BODY on the blocks [i0, i1) of N entries, on PetNet's threads when there are several (elementwise: the same bits at
+   any thread count) */
+#define NET_LOW_BLOCK 16384
+#define NET_LOW_BLOCKS(N, BODY)                                                                                                \
+  do {                                                                                                                         \
+    const PetscInt nblocks_ = PetNetThreadParts((N), NET_LOW_BLOCK);                                                           \
+    if (nblocks_ == 1) {                                                                                                       \
+      const PetscInt i0 = 0, i1 = (N);                                                                                         \
+      BODY;                                                                                                                    \
+    } else {                                                                                                                   \
+      _Pragma("omp parallel for num_threads(PetNetThreads()) schedule(dynamic, 1)") for (PetscInt b_ = 0; b_ < nblocks_; b_++) \
+      {                                                                                                                        \
+        PetscInt i0, i1;                                                                                                       \
+        PetNetThreadPart((N), nblocks_, b_, &i0, &i1);                                                                         \
+        BODY;                                                                                                                  \
+      }                                                                                                                        \
+    }                                                                                                                          \
+  } while (0)
+
 /* the bytes of one stored entry */
 PetscErrorCode NetPrecisionBytes_Private(Net net, PetscInt *bytes)
 {
@@ -77,8 +96,12 @@ static PetscErrorCode NetLowGetFloat(Net net, void *buf, PetscInt N, PetscBool r
     PetscFunctionReturn(0);
   }
   PetscCall(PetscMalloc1(N, f));
-  if (read)
-    for (PetscInt i = 0; i < N; i++) (*f)[i] = NetBF16ToFloat(((const uint16_t *)buf)[i]);
+  if (read) {
+    const uint16_t *b = (const uint16_t *)buf;
+    float          *g = *f;
+
+    NET_LOW_BLOCKS(N, for (PetscInt i = i0; i < i1; i++) g[i] = NetBF16ToFloat(b[i]));
+  }
   PetscFunctionReturn(0);
 }
 
@@ -86,8 +109,12 @@ static PetscErrorCode NetLowRestoreFloat(Net net, void *buf, PetscInt N, PetscBo
 {
   PetscFunctionBegin;
   if (net->precision != NET_PRECISION_SINGLE && *f) {
-    if (write)
-      for (PetscInt i = 0; i < N; i++) ((uint16_t *)buf)[i] = NetFloatToBF16((*f)[i]);
+    if (write) {
+      uint16_t    *b = (uint16_t *)buf;
+      const float *g = *f;
+
+      NET_LOW_BLOCKS(N, for (PetscInt i = i0; i < i1; i++) b[i] = NetFloatToBF16(g[i]));
+    }
     PetscCall(PetscFree(*f));
   }
   *f = NULL;
@@ -103,10 +130,15 @@ static PetscErrorCode NetLowFromVec(Net net, Vec v, void *buf)
   PetscFunctionBegin;
   PetscCall(VecGetLocalSize(v, &N));
   PetscCall(VecGetArrayRead(v, &a));
-  if (net->precision == NET_PRECISION_SINGLE)
-    for (PetscInt i = 0; i < N; i++) ((float *)buf)[i] = (float)a[i];
-  else
-    for (PetscInt i = 0; i < N; i++) ((uint16_t *)buf)[i] = NetFloatToBF16((float)a[i]);
+  if (net->precision == NET_PRECISION_SINGLE) {
+    float *f = (float *)buf;
+
+    NET_LOW_BLOCKS(N, for (PetscInt i = i0; i < i1; i++) f[i] = (float)a[i]);
+  } else {
+    uint16_t *b = (uint16_t *)buf;
+
+    NET_LOW_BLOCKS(N, for (PetscInt i = i0; i < i1; i++) b[i] = NetFloatToBF16((float)a[i]));
+  }
   PetscCall(VecRestoreArrayRead(v, &a));
   PetscFunctionReturn(0);
 }
@@ -119,10 +151,15 @@ static PetscErrorCode NetLowToVec(Net net, const void *buf, Vec v)
   PetscFunctionBegin;
   PetscCall(VecGetLocalSize(v, &N));
   PetscCall(VecGetArrayWrite(v, &a));
-  if (net->precision == NET_PRECISION_SINGLE)
-    for (PetscInt i = 0; i < N; i++) a[i] = ((const float *)buf)[i];
-  else
-    for (PetscInt i = 0; i < N; i++) a[i] = NetBF16ToFloat(((const uint16_t *)buf)[i]);
+  if (net->precision == NET_PRECISION_SINGLE) {
+    const float *f = (const float *)buf;
+
+    NET_LOW_BLOCKS(N, for (PetscInt i = i0; i < i1; i++) a[i] = f[i]);
+  } else {
+    const uint16_t *b = (const uint16_t *)buf;
+
+    NET_LOW_BLOCKS(N, for (PetscInt i = i0; i < i1; i++) a[i] = NetBF16ToFloat(b[i]));
+  }
   PetscCall(VecRestoreArrayWrite(v, &a));
   PetscFunctionReturn(0);
 }
@@ -130,10 +167,17 @@ static PetscErrorCode NetLowToVec(Net net, const void *buf, Vec v)
 /* dst += src over N stored entries (a value's cotangent and the contribution of one more of its consumers) */
 static void NetLowAdd(Net net, PetscInt N, void *dst, const void *src)
 {
-  if (net->precision == NET_PRECISION_SINGLE)
-    for (PetscInt i = 0; i < N; i++) ((float *)dst)[i] += ((const float *)src)[i];
-  else
-    for (PetscInt i = 0; i < N; i++) ((uint16_t *)dst)[i] = NetFloatToBF16(NetBF16ToFloat(((uint16_t *)dst)[i]) + NetBF16ToFloat(((const uint16_t *)src)[i]));
+  if (net->precision == NET_PRECISION_SINGLE) {
+    float       *d = (float *)dst;
+    const float *s = (const float *)src;
+
+    NET_LOW_BLOCKS(N, for (PetscInt i = i0; i < i1; i++) d[i] += s[i]);
+  } else {
+    uint16_t       *d = (uint16_t *)dst;
+    const uint16_t *s = (const uint16_t *)src;
+
+    NET_LOW_BLOCKS(N, for (PetscInt i = i0; i < i1; i++) d[i] = NetFloatToBF16(NetBF16ToFloat(d[i]) + NetBF16ToFloat(s[i])));
+  }
 }
 
 /* what low precision does not cover, refused where the workspace is built */

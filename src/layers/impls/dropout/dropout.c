@@ -47,7 +47,8 @@ static void DropoutDrawMask(PetscReal p, uint64_t key, uint64_t offset, PetscInt
   }
 }
 
-static PetscErrorCode LayerForward_Dropout(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
+/* a forward pass's mask, in training mode (drop->masked; otherwise none): the part of forward both precisions share */
+static PetscErrorCode DropoutDraw(Layer layer, PetscInt n)
 {
   Layer_Dropout *drop   = (Layer_Dropout *)layer->data;
   const PetscInt N      = n * layer->insize;
@@ -58,10 +59,7 @@ static PetscErrorCode LayerForward_Dropout(Layer layer, PetscInt n, const PetscS
 
   PetscFunctionBegin;
   drop->masked = (PetscBool)(layer->training && drop->p > 0);
-  if (!drop->masked) {
-    PetscCall(PetscArraycpy(y, x, N));
-    PetscFunctionReturn(0);
-  }
+  if (!drop->masked) PetscFunctionReturn(0);
   if (n != drop->nwork) {
     PetscCall(PetscFree(drop->mask));
     PetscCall(PetscMalloc1(N, &drop->mask));
@@ -73,9 +71,73 @@ static PetscErrorCode LayerForward_Dropout(Layer layer, PetscInt n, const PetscS
   if (!intest) drop->counter++;
   key = SplitMix64(SplitMix64(SplitMix64((uint64_t)drop->seed) ^ (uint64_t)layer->index) ^ (uint64_t)drop->counter);
   DropoutDrawMask(drop->p, key, (uint64_t)offset, N, drop->mask);
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerForward_Dropout(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
+{
+  Layer_Dropout *drop = (Layer_Dropout *)layer->data;
+  const PetscInt N    = n * layer->insize;
+
+  PetscFunctionBegin;
+  PetscCall(DropoutDraw(layer, n));
+  if (!drop->masked) {
+    PetscCall(PetscArraycpy(y, x, N));
+    PetscFunctionReturn(0);
+  }
 #pragma omp parallel for simd num_threads(PetNetThreads()) schedule(guided) if (N > DROPOUT_THREAD_MIN)
   for (PetscInt i = 0; i < N; i++) y[i] = drop->mask[i] * x[i];
   PetscCall(PetscLogFlops(1.0 * N));
+  PetscFunctionReturn(0);
+}
+
+/* single precision (layerimpl.h): the same mask on float values, each product rounded once; in place works */
+static PetscErrorCode LayerForwardSingle_Dropout(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, float *y)
+{
+  Layer_Dropout *drop = (Layer_Dropout *)layer->data;
+  const PetscInt N    = n * layer->insize;
+
+  PetscFunctionBegin;
+  PetscCall(DropoutDraw(layer, n));
+  if (!drop->masked) {
+    PetscCall(PetscArraycpy(y, x, N));
+    PetscFunctionReturn(0);
+  }
+#pragma omp parallel for simd num_threads(PetNetThreads()) schedule(guided) if (N > DROPOUT_THREAD_MIN)
+  for (PetscInt i = 0; i < N; i++) y[i] = (float)(drop->mask[i] * x[i]);
+  PetscCall(PetscLogFlops(1.0 * N));
+  PetscFunctionReturn(0);
+}
+
+/* dx = mask dy (backward) and dy = mask dx (jvp) on float values */
+static PetscErrorCode DropoutApplySingle(Layer layer, PetscInt n, const float *in, float *out, const char *what)
+{
+  Layer_Dropout *drop = (Layer_Dropout *)layer->data;
+  const PetscInt N    = n * layer->insize;
+
+  PetscFunctionBegin;
+  if (!drop->masked) {
+    PetscCall(PetscArraycpy(out, in, N));
+    PetscFunctionReturn(0);
+  }
+  PetscCheck(n == drop->nwork, PETSC_COMM_SELF, PETSC_ERR_ORDER, "dropout %s on %" PetscInt_FMT " samples after a forward pass on %" PetscInt_FMT ": call forward first", what, n, drop->nwork);
+#pragma omp parallel for simd num_threads(PetNetThreads()) schedule(guided) if (N > DROPOUT_THREAD_MIN)
+  for (PetscInt i = 0; i < N; i++) out[i] = (float)(drop->mask[i] * in[i]);
+  PetscCall(PetscLogFlops(1.0 * N));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerBackwardSingle_Dropout(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, const float *y, const float *dy, float *dx, PetscScalar *dtheta)
+{
+  PetscFunctionBegin;
+  if (dx) PetscCall(DropoutApplySingle(layer, n, dy, dx, "backward"));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerJVPSingle_Dropout(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, const float *y, const float *dx, const PetscScalar *dtheta, float *dy)
+{
+  PetscFunctionBegin;
+  PetscCall(DropoutApplySingle(layer, n, dx, dy, "jvp"));
   PetscFunctionReturn(0);
 }
 
@@ -265,6 +327,9 @@ PETSC_INTERN PetscErrorCode LayerCreate_Dropout(Layer layer)
   layer->ops->forward        = LayerForward_Dropout;
   layer->ops->backward       = LayerBackward_Dropout;
   layer->ops->jvp            = LayerJVP_Dropout;
+  layer->ops->forwardsingle  = LayerForwardSingle_Dropout;
+  layer->ops->backwardsingle = LayerBackwardSingle_Dropout;
+  layer->ops->jvpsingle      = LayerJVPSingle_Dropout;
   layer->sozero              = PETSC_TRUE; /* linear (or piecewise linear) in x: no curvature term */
   layer->ops->setarguments   = LayerSetArguments_Dropout;
   layer->ops->getarguments   = LayerGetArguments_Dropout;
