@@ -30,6 +30,42 @@ static PetscErrorCode TaoOptimCreateState_Adam(Tao tao)
   PetscFunctionReturn(0);
 }
 
+/*
+  The update of entries [i0, i1), compiled also for AVX-512 and AVX2 (picked at load time), whose 8- and 4-wide square
+  roots and divisions make it several times faster than the baseline's 2-wide ones; fp-contract=off keeps every
+  operation rounded as the baseline rounds it (no fused multiply-adds), so the bits are the same on any CPU, and the
+  entries are independent, so the same at any thread count. amsgrad is a separate loop, so that both vectorize.
+*/
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define ADAM_TARGET_CLONES __attribute__((target_clones("avx512f", "avx2", "default"), optimize("fp-contract=off")))
+#else
+#define ADAM_TARGET_CLONES
+#endif
+static ADAM_TARGET_CLONES void AdamKernel(PetscInt i0, PetscInt i1, PetscReal b1, PetscReal b2, PetscReal eps, PetscReal stepsize, PetscReal bc2sqrt, PetscReal l2, PetscReal shrink, const PetscScalar *restrict g, PetscScalar *restrict x,
+                                          PetscScalar *restrict m, PetscScalar *restrict v, PetscScalar *restrict vmax)
+{
+  if (vmax) {
+    for (PetscInt i = i0; i < i1; i++) {
+      PetscScalar d = g[i] + l2 * x[i], vhat;
+
+      x[i] *= shrink;
+      m[i] = b1 * m[i] + (1 - b1) * d;
+      v[i] = b2 * v[i] + (1 - b2) * (d * d);
+      vhat = vmax[i] = PetscMax(vmax[i], v[i]);
+      x[i] -= stepsize * (m[i] / (PetscSqrtScalar(vhat) / bc2sqrt + eps));
+    }
+    return;
+  }
+  for (PetscInt i = i0; i < i1; i++) {
+    PetscScalar d = g[i] + l2 * x[i];
+
+    x[i] *= shrink;
+    m[i] = b1 * m[i] + (1 - b1) * d;
+    v[i] = b2 * v[i] + (1 - b2) * (d * d);
+    x[i] -= stepsize * (m[i] / (PetscSqrtScalar(v[i]) / bc2sqrt + eps));
+  }
+}
+
 static PetscErrorCode TaoOptimUpdate_Adam(Tao tao, PetscReal lr)
 {
   Tao_Optim         *opt  = (Tao_Optim *)tao->data;
@@ -40,7 +76,7 @@ static PetscErrorCode TaoOptimUpdate_Adam(Tao tao, PetscReal lr)
   const PetscBool    amsgrad = adam->amsgrad;
   const PetscScalar *g;
   PetscScalar       *x, *m, *v, *vmax = NULL;
-  PetscInt           n;
+  PetscInt           n, nparts;
 
   PetscFunctionBegin;
   PetscCall(VecGetLocalSize(tao->solution, &n));
@@ -49,16 +85,17 @@ static PetscErrorCode TaoOptimUpdate_Adam(Tao tao, PetscReal lr)
   PetscCall(VecGetArray(adam->m, &m));
   PetscCall(VecGetArray(adam->v, &v));
   if (amsgrad) PetscCall(VecGetArray(adam->vmax, &vmax));
-#pragma omp parallel for num_threads(PetNetThreads()) schedule(guided) if (n > OPTIM_THREAD_MIN)
-  for (PetscInt i = 0; i < n; i++) {
-    PetscScalar d = g[i] + l2 * x[i], vhat;
+  nparts = PetNetThreadParts(n, OPTIM_THREAD_MIN);
+  if (nparts == 1)
+    AdamKernel(0, n, b1, b2, eps, stepsize, bc2sqrt, l2, shrink, g, x, m, v, amsgrad ? vmax : NULL);
+  else {
+#pragma omp parallel for num_threads(PetNetThreads()) schedule(dynamic, 1)
+    for (PetscInt p = 0; p < nparts; p++) {
+      PetscInt i0, i1;
 
-    x[i] *= shrink;
-    m[i] = b1 * m[i] + (1 - b1) * d;
-    v[i] = b2 * v[i] + (1 - b2) * (d * d);
-    vhat = v[i];
-    if (amsgrad) vhat = vmax[i] = PetscMax(vmax[i], v[i]);
-    x[i] -= stepsize * (m[i] / (PetscSqrtScalar(vhat) / bc2sqrt + eps));
+      PetNetThreadPart(n, nparts, p, &i0, &i1);
+      AdamKernel(i0, i1, b1, b2, eps, stepsize, bc2sqrt, l2, shrink, g, x, m, v, amsgrad ? vmax : NULL);
+    }
   }
   if (amsgrad) PetscCall(VecRestoreArray(adam->vmax, &vmax));
   PetscCall(VecRestoreArray(adam->v, &v));
