@@ -47,22 +47,8 @@ static inline uint16_t NetFloatToBF16(float f)
 
 /* BODY on the blocks [i0, i1) of N entries, on PetNet's threads when there are several (elementwise: the same bits at
    any thread count) */
-#define NET_LOW_BLOCK 16384
-#define NET_LOW_BLOCKS(N, BODY)                                                                                                \
-  do {                                                                                                                         \
-    const PetscInt nblocks_ = PetNetThreadParts((N), NET_LOW_BLOCK);                                                           \
-    if (nblocks_ == 1) {                                                                                                       \
-      const PetscInt i0 = 0, i1 = (N);                                                                                         \
-      BODY;                                                                                                                    \
-    } else {                                                                                                                   \
-      _Pragma("omp parallel for num_threads(PetNetThreads()) schedule(dynamic, 1)") for (PetscInt b_ = 0; b_ < nblocks_; b_++) \
-      {                                                                                                                        \
-        PetscInt i0, i1;                                                                                                       \
-        PetNetThreadPart((N), nblocks_, b_, &i0, &i1);                                                                         \
-        BODY;                                                                                                                  \
-      }                                                                                                                        \
-    }                                                                                                                          \
-  } while (0)
+#define NET_LOW_BLOCK           16384
+#define NET_LOW_BLOCKS(N, BODY) PETNET_THREAD_BLOCKS(N, NET_LOW_BLOCK, BODY)
 
 /* the bytes of one stored entry */
 PetscErrorCode NetPrecisionBytes_Private(Net net, PetscInt *bytes)

@@ -50,6 +50,26 @@ static inline void PetNetThreadPart(PetscInt n, PetscInt nparts, PetscInt i, Pet
   *end   = (PetscInt)(((PetscInt64)n * (i + 1)) / nparts);
 }
 
+/* CALL (a statement on the range [i0, i1)) on the parts of N entries of at least MINSIZE each, on PetNet's threads when
+   there are several; one part runs without a parallel region (which would set up a team even when not parallel, and in
+   which a function compiled for several targets would lose its wider loop). The parts depend on N alone: elementwise
+   work gives the same bits at any thread count. */
+#define PETNET_THREAD_BLOCKS(N, MINSIZE, CALL)                                                                                 \
+  do {                                                                                                                         \
+    const PetscInt nblocks_ = PetNetThreadParts((N), (MINSIZE));                                                               \
+    if (nblocks_ == 1) {                                                                                                       \
+      const PetscInt i0 = 0, i1 = (N);                                                                                         \
+      CALL;                                                                                                                    \
+    } else {                                                                                                                   \
+      _Pragma("omp parallel for num_threads(PetNetThreads()) schedule(dynamic, 1)") for (PetscInt b_ = 0; b_ < nblocks_; b_++) \
+      {                                                                                                                        \
+        PetscInt i0, i1;                                                                                                       \
+        PetNetThreadPart((N), nblocks_, b_, &i0, &i1);                                                                         \
+        CALL;                                                                                                                  \
+      }                                                                                                                        \
+    }                                                                                                                          \
+  } while (0)
+
 /* the number of the calling thread inside a region (0 outside, or without OpenMP) */
 static inline int PetNetThreadId(void)
 {

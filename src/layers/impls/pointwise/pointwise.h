@@ -56,21 +56,7 @@ static inline void PointwiseSOBackward(PetscInt i0, PetscInt i1, PetscReal a, co
 }
 
 /* CALL on the blocks [i0, i1) of the N entries: on PetNet's threads when there are several */
-#define POINTWISE_BLOCKS(N, CALL)                                                                                              \
-  do {                                                                                                                         \
-    const PetscInt nblocks_ = PetNetThreadParts((N), POINTWISE_BLOCK);                                                         \
-    if (nblocks_ == 1) {                                                                                                       \
-      const PetscInt i0 = 0, i1 = (N);                                                                                         \
-      CALL;                                                                                                                    \
-    } else {                                                                                                                   \
-      _Pragma("omp parallel for num_threads(PetNetThreads()) schedule(dynamic, 1)") for (PetscInt b_ = 0; b_ < nblocks_; b_++) \
-      {                                                                                                                        \
-        PetscInt i0, i1;                                                                                                       \
-        PetNetThreadPart((N), nblocks_, b_, &i0, &i1);                                                                         \
-        CALL;                                                                                                                  \
-      }                                                                                                                        \
-    }                                                                                                                          \
-  } while (0)
+#define POINTWISE_BLOCKS(N, CALL) PETNET_THREAD_BLOCKS(N, POINTWISE_BLOCK, CALL)
 
 /*
   The three kernels of one kind, with F and DF inlined. POINTWISE_KERNELS_CLONED also compiles the forward loop for
