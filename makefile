@@ -23,7 +23,7 @@
 #                   share/petnet; make uninstall
 #   PETSC_DIR, PETSC_ARCH, SLEPC_DIR pick the PETSc and SLEPc (default Debian's /usr/lib/petsc, /usr/lib/slepc)
 #   make memcheck   valgrind (share/valgrind/openmpi.supp) on a short MLP and CNN training with save, checkpoint,
-#                   restart and load, second-order and parallel modes: no error and nothing definitely or indirectly lost (share/valgrind/memcheck)
+#                   restart and load, second-order, parallel modes and single/bfloat16 precision: no error and nothing definitely or indirectly lost (share/valgrind/memcheck)
 PETSC_DIR  ?= /usr/lib/petsc
 SLEPC_DIR  ?= /usr/lib/slepc
 PETSC_ARCH ?=
