@@ -606,6 +606,20 @@ PetscErrorCode NetBackward(Net net, Vec dY, Vec dX, Vec G)
   PetscFunctionReturn(0);
 }
 
+/* The replicated copy of a parameter direction for the nodes' kernels: dtheta broadcast into dtheta_rep (created on the
+   first JVP along parameters), its array in *dth (restore dtheta_rep's array after); NULL without dtheta or when no node
+   reads the replicated copy */
+PetscErrorCode NetGetReplicatedDirection_Private(Net net, Vec dtheta, const PetscScalar **dth)
+{
+  PetscFunctionBegin;
+  *dth = NULL;
+  if (!dtheta || !net->theta_rep) PetscFunctionReturn(0);
+  if (!net->dtheta_rep) PetscCall(VecDuplicate(net->theta_rep, &net->dtheta_rep));
+  PetscCall(MatMult(net->bcast, dtheta, net->dtheta_rep));
+  PetscCall(VecGetArrayRead(net->dtheta_rep, dth));
+  PetscFunctionReturn(0);
+}
+
 /*@
   NetJVP - the JVP at the last forward pass: dY = J_x dX + J_theta dtheta.
 
@@ -644,11 +658,7 @@ PetscErrorCode NetJVP(Net net, Vec dX, Vec dtheta, Vec dY)
     PetscFunctionReturn(0);
   }
   if (dX) PetscCall(VecCopy(dX, net->dact[0]));
-  if (dtheta && net->theta_rep) {
-    if (!net->dtheta_rep) PetscCall(VecDuplicate(net->theta_rep, &net->dtheta_rep)); /* on the first JVP along parameters */
-    PetscCall(MatMult(net->bcast, dtheta, net->dtheta_rep));
-    PetscCall(VecGetArrayRead(net->dtheta_rep, &dth));
-  }
+  PetscCall(NetGetReplicatedDirection_Private(net, dtheta, &dth));
   /* the direction of the parameters, kept for NetSecondOrderBackward() (nodes with a map gather it again there) */
   if (dtheta) PetscCall(PetscObjectReference((PetscObject)dtheta));
   PetscCall(VecDestroy(&net->tandthetavec));

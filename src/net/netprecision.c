@@ -70,8 +70,9 @@ static PetscInt NetLowCount(Net net, PetscInt v)
   return net->vlocal[v] * size;
 }
 
-/* A float view of the N entries of a stored buffer: the buffer itself in single precision; in bfloat16 a float copy
-   (read: filled from the buffer; NetLowRestoreFloat() rounds it back if asked to write, and frees it) */
+/* A float view of the N entries of a stored buffer: the buffer itself in single precision; in bfloat16 a float copy in
+   the next free part of the scratch lwide (read: filled from the buffer; NetLowRestoreFloat() rounds it back if asked
+   to write). The walks empty the scratch before each node (NetLowNextNode()): it holds at most one node's values. */
 static PetscErrorCode NetLowGetFloat(Net net, void *buf, PetscInt N, PetscBool read, float **f)
 {
   PetscFunctionBegin;
@@ -81,7 +82,9 @@ static PetscErrorCode NetLowGetFloat(Net net, void *buf, PetscInt N, PetscBool r
     *f = (float *)buf;
     PetscFunctionReturn(0);
   }
-  PetscCall(PetscMalloc1(N, f));
+  PetscCheck(net->lwidetop + N <= net->lwidesize, PETSC_COMM_SELF, PETSC_ERR_PLIB, "bfloat16 scratch of %" PetscInt64_FMT " entries too small for %" PetscInt64_FMT, net->lwidesize, net->lwidetop + N);
+  *f = net->lwide + net->lwidetop;
+  net->lwidetop += N;
   if (read) {
     const uint16_t *b = (const uint16_t *)buf;
     float          *g = *f;
@@ -101,7 +104,6 @@ static PetscErrorCode NetLowRestoreFloat(Net net, void *buf, PetscInt N, PetscBo
 
       NET_LOW_BLOCKS(N, for (PetscInt i = i0; i < i1; i++) b[i] = NetFloatToBF16(g[i]));
     }
-    PetscCall(PetscFree(*f));
   }
   *f = NULL;
   PetscFunctionReturn(0);
@@ -192,7 +194,15 @@ PetscErrorCode NetCheckDoublePrecision_Private(Net net, const char what[])
   PetscFunctionReturn(0);
 }
 
-/* the low-precision store for the batch of net->vlocal (the Vecs act[0] and act[L] are built by the caller) */
+/* before each node of a walk: its float views in bfloat16 start again at the beginning of the scratch */
+static inline void NetLowNextNode(Net net)
+{
+  net->lwidetop = 0;
+}
+
+/* the low-precision store for the batch of net->vlocal (the Vecs act[0] and act[L] are built by the caller); in
+   bfloat16 also the float scratch for the values one node's kernels see at once: its inputs and their (co)tangents,
+   its output and its (co)tangent */
 PetscErrorCode NetLowSetUpWorkspace_Private(Net net)
 {
   PetscInt es;
@@ -211,6 +221,17 @@ PetscErrorCode NetLowSetUpWorkspace_Private(Net net)
     PetscCall(PetscMalloc(bytes, &net->ldval[v]));
     if ((v ? net->nodes[v - 1].nuses : net->ninputuses) > 1) PetscCall(PetscMalloc(bytes, &net->lsum[v]));
   }
+  net->lwidesize = 0;
+  net->lwidetop  = 0;
+  if (net->precision == NET_PRECISION_BFLOAT16) {
+    for (PetscInt k = 0; k < net->nlayers; k++) {
+      PetscInt64 need = 2 * (PetscInt64)NetLowCount(net, k + 1);
+
+      for (PetscInt i = 0; i < net->nodes[k].nin; i++) need += 2 * (PetscInt64)NetLowCount(net, net->nodes[k].in[i] + 1);
+      net->lwidesize = PetscMax(net->lwidesize, need);
+    }
+    PetscCall(PetscMalloc1((size_t)net->lwidesize, &net->lwide));
+  }
   PetscFunctionReturn(0);
 }
 
@@ -227,6 +248,8 @@ PetscErrorCode NetLowResetWorkspace_Private(Net net)
     PetscCall(PetscFree(net->lsum[v]));
   }
   PetscCall(PetscFree3(net->lval, net->ldval, net->lsum));
+  PetscCall(PetscFree(net->lwide));
+  net->lwidesize = net->lwidetop = 0;
   PetscFunctionReturn(0);
 }
 
@@ -266,6 +289,7 @@ PetscErrorCode NetLowForward_Private(Net net, Vec X)
   PetscCall(NetLowFromVec(net, X, net->lval[0]));
   PetscCall(NetGetReplicatedArray_Private(net->theta_rep, &theta));
   for (PetscInt k = 0; k < net->nlayers; k++) {
+    NetLowNextNode(net);
     PetscCall(NetNodeGetParameters_Private(net, k, net->theta, theta, &th));
     PetscCall(NetLowGetInputs(net, k, net->lval, x));
     PetscCall(NetLowGetFloat(net, net->lval[k + 1], NetLowCount(net, k + 1), PETSC_FALSE, &y));
@@ -304,6 +328,7 @@ PetscErrorCode NetLowBackward_Private(Net net, Vec dY, Vec dX, Vec G)
   for (PetscInt k = net->nlayers - 1; k >= 0; k--) {
     const NetNode *nd = &net->nodes[k];
 
+    NetLowNextNode(net);
     for (PetscInt i = 0; i < nd->nin; i++) { /* the first consumer of a value writes its cotangent, the others lsum */
       const PetscInt v = nd->in[i] + 1;
 
@@ -359,15 +384,12 @@ PetscErrorCode NetLowJVP_Private(Net net, Vec dX, Vec dtheta, Vec dY)
   PetscCall(PetscMalloc1(net->nlayers + 1, &zero)); /* zero[v]: the tangent of value v is zero (NULL for the kernels) */
   if (dX) PetscCall(NetLowFromVec(net, dX, net->ldval[0]));
   zero[0] = dX ? PETSC_FALSE : PETSC_TRUE;
-  if (dtheta && net->theta_rep) {
-    if (!net->dtheta_rep) PetscCall(VecDuplicate(net->theta_rep, &net->dtheta_rep));
-    PetscCall(MatMult(net->bcast, dtheta, net->dtheta_rep));
-    PetscCall(VecGetArrayRead(net->dtheta_rep, &dth));
-  }
+  PetscCall(NetGetReplicatedDirection_Private(net, dtheta, &dth));
   PetscCall(NetGetReplicatedArray_Private(net->theta_rep, &theta));
   for (PetscInt k = 0; k < net->nlayers; k++) {
     const NetNode *nd = &net->nodes[k];
 
+    NetLowNextNode(net);
     zero[k + 1] = (PetscBool)(!dtheta || !net->layers[k]->nparams);
     for (PetscInt i = 0; i < nd->nin; i++) {
       const PetscInt v = nd->in[i] + 1;

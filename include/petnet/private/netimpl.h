@@ -129,8 +129,10 @@ struct _p_Net {
      Vecs act[0] (the caller's input) and act[nlayers] (the output, widened to double) remain, the others are NULL */
   NetPrecision precision;
   void       **lval, **ldval, **lsum;
-  PetscBool    fuse;     /* fuse activations into neighbouring passes (NetSetFusion(), -net_fuse) */
-  PetscBool    training; /* see NetSetTraining() */
+  float       *lwide;               /* bfloat16: float scratch for the values of the node at hand (netprecision.c) */
+  PetscInt64   lwidesize, lwidetop; /* its entries, and how many the node at hand has taken */
+  PetscBool    fuse;                /* fuse activations into neighbouring passes (NetSetFusion(), -net_fuse) */
+  PetscBool    training;            /* see NetSetTraining() */
   PetscBool    testjacobian, intest;
   PetscInt     loadnparams;         /* >= 0 while a model file is read: the parameter count it declares, checked by NetSetUp() before allocating */
   const char  *loadfile, *loadspec; /* ... and that file's name and layer list, for the error */
@@ -169,6 +171,7 @@ PETSC_INTERN PetscErrorCode NetRestoreNodeBlock_Private(Net, PetscInt, const Pet
 PETSC_INTERN PetscErrorCode NetGetInputs_Private(Net, PetscInt, Vec *, const PetscScalar *[]);
 PETSC_INTERN PetscErrorCode NetRestoreInputs_Private(Net, PetscInt, Vec *, const PetscScalar *[]);
 PETSC_INTERN PetscErrorCode NetNodeJVP_Private(Net, PetscInt, Vec, Vec, Vec);
+PETSC_INTERN PetscErrorCode NetGetReplicatedDirection_Private(Net, Vec, const PetscScalar **);
 PETSC_INTERN PetscErrorCode NetNodeBackwardArrays_Private(Net, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *const[], PetscScalar *);
 PETSC_INTERN PetscErrorCode NetNodeBackward_Private(Net, PetscInt, Vec, Vec, Vec);
 PETSC_INTERN PetscErrorCode NetNodeInputSize_Private(Net, PetscInt, PetscInt *);
