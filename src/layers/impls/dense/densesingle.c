@@ -44,7 +44,14 @@ static PetscErrorCode DenseSgemm(char ta, char tb, PetscInt m, PetscInt n, Petsc
   if (!m || !n) PetscFunctionReturn(0);
   PetscCheck(m <= PETSC_BLAS_INT_MAX && n <= PETSC_BLAS_INT_MAX && k <= PETSC_BLAS_INT_MAX && lda <= PETSC_BLAS_INT_MAX && ldb <= PETSC_BLAS_INT_MAX && ldc <= PETSC_BLAS_INT_MAX, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE,
              "A dense GEMM of %" PetscInt_FMT " x %" PetscInt_FMT " x %" PetscInt_FMT " is too large for BLAS's integers", m, n, k);
-#pragma omp parallel for num_threads(PetNetThreads()) schedule(dynamic, 1) if (nparts > 1)
+  if (nparts == 1) { /* no parallel region: an if(0) region still sets up a team */
+    cblas_sgemm(CblasColMajor, ta == 'T' ? CblasTrans : CblasNoTrans, tb == 'T' ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, A, (int)lda, B, (int)ldb, beta, C, (int)ldc);
+    if (bias)
+      for (PetscInt j = 0; j < n; j++)
+        for (PetscInt i = 0; i < m; i++) C[i + (size_t)j * ldc] += bias[i];
+    PetscFunctionReturn(0);
+  }
+#pragma omp parallel for num_threads(PetNetThreads()) schedule(dynamic, 1)
   for (PetscInt p = 0; p < nparts; p++) {
     PetscInt     j0, j1, pm = m, pn = n;
     const float *Ap = A, *Bp = B;
