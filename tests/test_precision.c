@@ -1,7 +1,8 @@
 static const char help[] = "A Net at -net_precision single or bfloat16 against the same Net in double (NetSetPrecision()).\n"
                            "  default          forward Y, input cotangent dX and parameter gradient G on -nsamples samples, each\n"
                            "                   within 10 L u of double (u the unit round-off of the values, L the layers), and the\n"
-                           "                   norms of the low-precision Y and G printed (the same at any rank count to round-off)\n"
+                           "                   norms of the low-precision Y and G printed (the same at any rank count to round-off); and the\n"
+                           "                   fused backward passes (relu -> maxpool, netfuse.c) the same bits as separate ones (-net_fuse false)\n"
                            "  -case secondorder | layerjacobian   what needs double values, refused\n";
 
 #include <petnet.h>
@@ -48,12 +49,12 @@ static PetscErrorCode Evaluate(Net net, Vec X, Vec dY, Vec Y, Vec dX, Vec G)
 int main(int argc, char **argv)
 {
   Net          net;
-  Vec          X, Y, dY, dX, G, Yd, dXd, Gd;
+  Vec          X, Y, dY, dX, G, Yd, dXd, Gd, Ys, dXs, Gs;
   PetscInt     nsamples = 6, nlocal, nlayers;
   PetscMPIInt  rank, size;
   NetPrecision precision;
   char         which[32] = "";
-  PetscReal    eY, edX, eG, u, tol, nY, nG;
+  PetscReal    eY, edX, eG, u, tol, nY, nG, fY, fdX, fG;
 
   PetscCall(PetNetInitialize(&argc, &argv, NULL, help));
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-nsamples", &nsamples, NULL));
@@ -93,6 +94,21 @@ int main(int argc, char **argv)
   }
 
   PetscCall(Evaluate(net, X, dY, Y, dX, G));
+  /* the same precision with every pass on its own: the fused backward does the same operations */
+  PetscCall(VecDuplicate(Y, &Ys));
+  PetscCall(VecDuplicate(dX, &dXs));
+  PetscCall(VecDuplicate(G, &Gs));
+  PetscCall(NetSetFusion(net, PETSC_FALSE));
+  PetscCall(Evaluate(net, X, dY, Ys, dXs, Gs));
+  PetscCall(NetSetFusion(net, PETSC_TRUE));
+  PetscCall(RelDiff(Y, Ys, &fY));
+  PetscCall(RelDiff(dX, dXs, &fdX));
+  PetscCall(RelDiff(G, Gs, &fG));
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "fused against separate passes: %s\n", fY == 0 && fdX == 0 && fG == 0 ? "the same bits" : "FAILED"));
+  PetscCheck(fY == 0 && fdX == 0 && fG == 0, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "The fused passes differ from separate ones: output %.2e, input cotangent %.2e, gradient %.2e", (double)fY, (double)fdX, (double)fG);
+  PetscCall(VecDestroy(&Ys));
+  PetscCall(VecDestroy(&dXs));
+  PetscCall(VecDestroy(&Gs));
   PetscCall(NetSetPrecision(net, NET_PRECISION_DOUBLE));
   PetscCall(Evaluate(net, X, dY, Yd, dXd, Gd));
   PetscCall(NetSetPrecision(net, precision));

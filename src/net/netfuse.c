@@ -4,8 +4,8 @@
     forward   P -> R     y_P = f(P(x))   R's forward runs in P's output pass (dense: bias and f on each GEMM part's
                                          block of y; conv2d/conv3d: on each chunk; batchnorm: on each block of positions)
     backward  R -> C     dx_R = f'(y_R) C^T dy   C's backward applies R's derivative to the dx it writes (dense: each
-                                         GEMM part's block of dx; maxpool: each sample after its scatter), and writes it
-                                         where R's backward would have: R's backward is gone
+                                         GEMM part's block of dx; maxpool: each sample after its scatter, also in single
+                                         precision), and writes it where R's backward would have: R's backward is gone
 
   R is an activation whose kind provides activate/activatemask (relu), for which f(f(x)) = f(x) and f'(f(x)) = f'(x).
   So when R is fused into P, P's output value holds f(P(x)) and R's value is the same Vec (no copy, one activation
@@ -58,9 +58,15 @@ PetscErrorCode NetSetUpFusion_Private(Net net)
       nr->fusedback          = c;
     }
   }
-  /* In low precision (netprecision.c) the kernels are not fused: an activation that would be fused into its producer
-     runs in place on the producer's value instead (the same memory saving, one pass more), and its backward is its own */
-  for (PetscInt k = 0; k < net->nlayers && net->precision != NET_PRECISION_DOUBLE; k++) net->nodes[k].fuseact = net->nodes[k].fusemask = net->nodes[k].fusedback = -1;
+  /* In low precision (netprecision.c) the forward is not fused: an activation that would be fused into its producer
+     runs in place on the producer's value instead (the same memory saving, one pass more). Its backward is fused into
+     its consumer's where both kinds can in float (fusebackwardsingle, activatemasksingle: relu -> maxpool) */
+  for (PetscInt k = 0; k < net->nlayers && net->precision != NET_PRECISION_DOUBLE; k++) {
+    const PetscInt c = net->nodes[k].fusedback;
+
+    net->nodes[k].fuseact = -1;
+    if (c >= 0 && (!net->layers[c]->fusebackwardsingle || !net->layers[k]->ops->activatemasksingle)) net->nodes[k].fusedback = net->nodes[c].fusemask = -1;
+  }
   PetscFunctionReturn(0);
 }
 

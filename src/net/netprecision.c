@@ -329,8 +329,9 @@ PetscErrorCode NetLowBackward_Private(Net net, Vec dY, Vec dX, Vec G)
     const NetNode *nd = &net->nodes[k];
 
     NetLowNextNode(net);
-    for (PetscInt i = 0; i < nd->nin; i++) { /* the first consumer of a value writes its cotangent, the others lsum */
-      const PetscInt v = nd->in[i] + 1;
+    if (nd->fusedback >= 0) continue;                  /* a relu whose consumer did its backward (netfuse.c) */
+    for (PetscInt i = 0; i < nd->nin; i++) {           /* the first consumer of a value writes its cotangent, the others lsum */
+      const PetscInt v = NetBackwardTarget(net, k, i); /* the input, or the input of a fused relu before node k */
 
       dx[i]     = NULL;
       want[i]   = (PetscBool)(v || dX);
@@ -345,14 +346,16 @@ PetscErrorCode NetLowBackward_Private(Net net, Vec dY, Vec dX, Vec G)
     PetscCall(NetLowGetFloat(net, net->ldval[k + 1], NetLowCount(net, k + 1), PETSC_TRUE, &dy));
     PetscCall(NetNodeGetParameters_Private(net, k, net->theta, theta, &th));
     PetscCall(NetNodeGetGradient_Private(net, k, grad, (PetscBool)(G != NULL), &gk));
+    net->layers[k]->fusemask = nd->fusemask >= 0 ? net->layers[nd->fusemask] : NULL; /* dx = f'(x) J^T dy in its pass */
     PetscCall(LayerBackwardSingle(net->layers[k], NetNodeCount(net, k), th, (const float *const *)x, y, dy, dx, gk));
+    net->layers[k]->fusemask = NULL;
     PetscCall(NetNodeRestoreGradient_Private(net, k, G, &gk));
     PetscCall(NetNodeRestoreParameters_Private(net, k, &th));
     PetscCall(NetLowRestoreFloat(net, net->ldval[k + 1], NetLowCount(net, k + 1), PETSC_FALSE, &dy));
     PetscCall(NetLowRestoreFloat(net, net->lval[k + 1], NetLowCount(net, k + 1), PETSC_FALSE, &y));
     PetscCall(NetLowRestoreInputs(net, k, net->lval, x));
     for (PetscInt i = 0; i < nd->nin; i++) {
-      const PetscInt v = nd->in[i] + 1;
+      const PetscInt v = NetBackwardTarget(net, k, i);
 
       if (!want[i]) continue;
       PetscCall(NetLowRestoreFloat(net, summed[i] ? net->lsum[v] : net->ldval[v], NetLowCount(net, v), PETSC_TRUE, &dx[i]));
@@ -463,7 +466,7 @@ PetscErrorCode NetSetPrecision(Net net, NetPrecision precision)
   if (precision == net->precision) PetscFunctionReturn(0);
   if (net->setupcalled) PetscCall(NetResetWorkspace_Private(net));
   net->precision = precision;
-  if (net->setupcalled) PetscCall(NetSetUpFusion_Private(net)); /* fusion is a double-precision plan */
+  if (net->setupcalled) PetscCall(NetSetUpFusion_Private(net)); /* the fusion plan depends on the precision (netfuse.c) */
   PetscFunctionReturn(0);
 }
 

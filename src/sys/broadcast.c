@@ -42,8 +42,10 @@ static PetscErrorCode MatMultTransposeAdd_Broadcast(Mat B, Vec rep, Vec y, Vec z
   PetscFunctionBegin;
   PetscCall(MatShellGetContext(B, &ctx));
   if (ctx->identity) {
-    if (z != y) PetscCall(VecWAXPY(z, 1.0, rep, y));
-    else PetscCall(VecAXPY(z, 1.0, rep));
+    if (z != y)
+      PetscCall(VecWAXPY(z, 1.0, rep, y));
+    else
+      PetscCall(VecAXPY(z, 1.0, rep));
     PetscFunctionReturn(0);
   }
   if (z != y) PetscCall(VecCopy(y, z));

@@ -110,6 +110,8 @@ struct _LayerOps {
      and at f(x) agree and f(f(x)) = f(x) (relu): its node may then read its output where its input was. */
   PetscErrorCode (*activate)(Layer, PetscInt, PetscScalar *);
   PetscErrorCode (*activatemask)(Layer, PetscInt, const PetscScalar *, PetscScalar *);
+  /* activatemask on float values (a Net at low precision), with the arithmetic of the kind's backwardsingle */
+  PetscErrorCode (*activatemasksingle)(Layer, PetscInt, const float *, float *);
   PetscErrorCode (*view)(Layer, PetscViewer);
   PetscErrorCode (*reset)(Layer);
   PetscErrorCode (*destroy)(Layer);
@@ -157,8 +159,9 @@ struct _p_Layer {
   /* Fusion (set by the owner around one call, NULL otherwise; src/net/netfuse.c). fuseact: forward applies that
      activation layer's activate() to its output in its own output pass (y = f(conv(x) + b)), when the kind has set
      fuseforward. fusemask: backward multiplies dx by that activation's derivative at this layer's input x (the
-     activation's output) in its own output pass (dx = f'(x) J^T dy), when the kind has set fusebackward. */
-  PetscBool fuseforward, fusebackward;
+     activation's output) in its own output pass (dx = f'(x) J^T dy), when the kind has set fusebackward (in double
+     precision) or fusebackwardsingle (its backwardsingle does it too, with activatemasksingle). */
+  PetscBool fuseforward, fusebackward, fusebackwardsingle;
   Layer     fuseact, fusemask;
 
   void *data;
@@ -177,4 +180,8 @@ static inline PetscErrorCode LayerFusedActivate(Layer layer, PetscInt N, PetscSc
 static inline PetscErrorCode LayerFusedMask(Layer layer, PetscInt N, const PetscScalar *x, PetscScalar *dx)
 {
   return layer->fusemask ? layer->fusemask->ops->activatemask(layer->fusemask, N, x, dx) : 0;
+}
+static inline PetscErrorCode LayerFusedMaskSingle(Layer layer, PetscInt N, const float *x, float *dx)
+{
+  return layer->fusemask ? layer->fusemask->ops->activatemasksingle(layer->fusemask, N, x, dx) : 0;
 }

@@ -11,7 +11,7 @@
     jvp       dY = Wf^T dX + dWf^T X + dbf 1^T     (the direction dtheta rounded to float in workf)
 
   Threads as in dense.c: each GEMM cut into parts along its larger outer dimension, never the inner one, the parts
-  from the sizes alone; so the same bits at any thread count. Fusion is not used in single precision (the Net runs an
+  from the sizes alone; so the same bits at any thread count. Forward fusion is not used in single precision (the Net runs an
   activation in place instead, netfuse.c).
 */
 #include "dense.h"

@@ -103,8 +103,8 @@ static PetscErrorCode LayerJVP_MaxPool(Layer layer, PetscInt n, const PetscScala
 
 /*
   Single precision (float values; layerimpl.h): the same loops on floats, so the same argmax as the double kernels on
-  the same values; backward adds dy in float (in the same order), jvp copies. A fused activation is never asked for at
-  this precision.
+  the same values; backward adds dy in float (in the same order) and applies a fused activation's derivative as the
+  double backward does (activatemasksingle), jvp copies.
 */
 static PetscErrorCode LayerForwardSingle_MaxPool(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, float *y)
 {
@@ -122,6 +122,7 @@ static PetscErrorCode LayerBackwardSingle_MaxPool(Layer layer, PetscInt n, const
 {
   Layer_MaxPool *pool = (Layer_MaxPool *)layer->data;
   const PetscInt N    = n * layer->outsize;
+  PetscErrorCode err  = 0;
 
   PetscFunctionBegin;
   if (!dx) PetscFunctionReturn(0);
@@ -132,7 +133,9 @@ static PetscErrorCode LayerBackwardSingle_MaxPool(Layer layer, PetscInt n, const
 
     for (size_t i = (size_t)s * layer->insize; i < (size_t)(s + 1) * layer->insize; i++) dx[i] = 0.0f;
     for (PetscInt j = s * layer->outsize; j < (s + 1) * layer->outsize; j++) dx[am[j]] += dy[j];
+    PetNetThreadsSetError(&err, LayerFusedMaskSingle(layer, layer->insize, x + (size_t)s * layer->insize, dx + (size_t)s * layer->insize));
   }
+  PetNetThreadsCheck(err, "maxpool backward");
   PetscCall(PetscLogFlops(1.0 * N));
   PetscFunctionReturn(0);
 }
@@ -181,6 +184,7 @@ PETSC_INTERN PetscErrorCode LayerCreate_MaxPool(Layer layer)
   layer->ops->setup          = LayerSetUpPool_Private;
   layer->ops->forward        = LayerForward_MaxPool;
   layer->fusebackward        = PETSC_TRUE; /* applies a fused activation's derivative to each sample of dx (layerimpl.h) */
+  layer->fusebackwardsingle  = PETSC_TRUE; /* in single precision too */
   layer->ops->backward       = LayerBackward_MaxPool;
   layer->ops->jvp            = LayerJVP_MaxPool;
   layer->ops->forwardsingle  = LayerForwardSingle_MaxPool;

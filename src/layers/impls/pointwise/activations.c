@@ -201,15 +201,23 @@ static PetscErrorCode LayerActivateMask_ReLU(Layer layer, PetscInt N, const Pets
   return 0;
 }
 
+/* in float, as LayerBackwardSingle_ReLU: the derivative times d in double, rounded (exactly d or 0) */
+static PetscErrorCode LayerActivateMaskSingle_ReLU(Layer layer, PetscInt N, const float *y, float *d)
+{
+  for (PetscInt i = 0; i < N; i++) d[i] = (float)(DReLU((PetscScalar)y[i], (PetscScalar)y[i], 0) * d[i]);
+  return 0;
+}
+
 PETSC_INTERN PetscErrorCode LayerCreate_ReLU(Layer layer)
 {
   PetscFunctionBegin;
   PetscCall(LayerCreatePointwise_Private(layer, ReLU, DReLU, 1, 1));
   POINTWISE_SET_KERNELS(layer, ReLU);
   POINTWISE_SET_SINGLE_KERNELS(layer, ReLU);
-  layer->sozero            = PETSC_TRUE; /* piecewise linear: no curvature term */
-  layer->ops->activate     = LayerActivate_ReLU;
-  layer->ops->activatemask = LayerActivateMask_ReLU;
+  layer->sozero                  = PETSC_TRUE; /* piecewise linear: no curvature term */
+  layer->ops->activate           = LayerActivate_ReLU;
+  layer->ops->activatemask       = LayerActivateMask_ReLU;
+  layer->ops->activatemasksingle = LayerActivateMaskSingle_ReLU;
   PetscFunctionReturn(0);
 }
 
