@@ -9,7 +9,8 @@
     jvp       dl = DMGlobalToLocal(dx);   dy = J_x dl + J_theta dtheta
     sobackward  xl = DMGlobalToLocal(xdot);   dWdot += J_W(xl)^T dy                 (backward's weight part at xdot)
                 dl = 0, dl += J_x(Wdot)^T dy;   dxdot += DMLocalToGlobal(dl, ADD_VALUES)   (its input part with Wdot)
-  xl is no cached state: backward and jvp exchange x again.
+  xl is no cached state: backward and jvp exchange x again. The halo exchanges run on the calling thread, the kernels
+  on PetNet's threads (conv2dgridkernels.c; set-up fixes their parts, Conv2dGridGetWorkspace() a col buffer per thread).
 */
 #include "conv2d.h"
 

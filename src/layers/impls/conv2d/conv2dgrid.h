@@ -19,7 +19,9 @@
 
   KH runs along y (rows of the block), KW along x. Two algorithms (-conv2d_grid_algorithm, conv2dgridkernels.c):
   im2col (the shared conv2dim2col.c on the ghosted array) + one GEMM per chunk of rows, or taps (one GEMM per kernel tap
-  and row, no im2col); auto takes taps when the block rows have at least CONV2D_GRID_TAPS_MIN_WIDTH points.
+  and row, no im2col); auto takes taps when the block rows have at least CONV2D_GRID_TAPS_MIN_WIDTH points. Both run on
+  PetNet's threads (-net_threads) over parts of the block's rows fixed at set-up (nparts below): the same bits at any
+  thread count (the parts and backward's two phases: conv2dgridkernels.c).
 */
 #pragma once
 
