@@ -13,8 +13,9 @@
   sample).
 
   Grid mode (-threads_grid): the same comparisons for Nets of conv2d layers on a 2-D DMDA (NetDMDASetUp(); the input
-  a field, conv2dgridkernels.c), with the im2col and the taps kernels (-threads_grid_algorithm); the block's rows are
-  cut into several parts, so that backward's input cotangent runs in two phases of parts.
+  a field, conv2dgridkernels.c), with the im2col and then the taps kernels; the block's rows are cut into several
+  parts, so that backward's input cotangent runs in two phases of parts. At 1 thread NetTestJacobian() checks them
+  (dot products <= 1e-12, finite differences <= 1e-6: a part left out of the weight-gradient sum fails it).
     -threads_grid_size M,N   the grid (default 32,35: 4 parts of 8 or 9 rows on one rank)
 
   Fusion (netfuse.c, with -threads_fuse): the same Nets also run with every pass on its own (NetSetFusion(net, PETSC_FALSE)) at 1 thread;
