@@ -6,7 +6,9 @@ static const char help[] = "Times conv2d on a DMDA (grid mode: the convolution o
                            "Phases: forward (halo exchange + im2col or taps + dgemm, -layer0_conv2d_grid_algorithm), backward (dtheta\n"
                            "and dx, with the adjoint halo exchange DMLocalToGlobal ADD_VALUES), and the halo exchange alone.\n"
                            "Ends with one line: summary: key=value ...\n"
-                           "  e.g. OPENBLAS_NUM_THREADS=1 mpiexec -n 2 bin/bench_dmconv\n";
+                           "Each rank runs its block on -net_threads T threads (the summary's threads=).\n"
+                           "  e.g. OPENBLAS_NUM_THREADS=1 mpiexec -n 2 bin/bench_dmconv\n"
+                           "       bin/bench_dmconv -bench_grid 256 -bench_channels 16 -net_threads 2\n";
 
 #include <petnet.h>
 #include <petnetdmda.h>
@@ -40,7 +42,7 @@ static PetscErrorCode TimePhase(Net net, DM da, Vec U, Vec Y, Vec dY, Vec dU, Ve
 
 int main(int argc, char **argv)
 {
-  PetscInt    M = 1024, C = 8, K = 3, repeat = 5, m, n;
+  PetscInt    M = 1024, C = 8, K = 3, repeat = 5, m, n, threads;
   PetscMPIInt size;
   DM          da;
   Net         net;
@@ -80,14 +82,16 @@ int main(int argc, char **argv)
   PetscCall(TimePhase(net, da, U, Y, dY, dU, G, 1, repeat, &tb));
   PetscCall(TimePhase(net, da, U, Y, dY, dU, G, 2, repeat, &th));
   flops = 2.0 * M * M * K * K * C * C;
+  PetscCall(PetNetGetNumThreads(&threads));
   PetscCall(PetscPrintf(PETSC_COMM_WORLD,
                         "conv2d on a DMDA, %" PetscInt_FMT "x%" PetscInt_FMT " grid, %" PetscInt_FMT " -> %" PetscInt_FMT " channels, %" PetscInt_FMT "x%" PetscInt_FMT " kernel on %d rank(s) (%" PetscInt_FMT " x %" PetscInt_FMT " blocks)\n", M, M, C,
                         C, K, K, size, m, n));
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "  forward  %8.2f ms  %6.2f GFLOP/s\n", 1e3 * (double)tf, (double)(flops / tf / 1e9)));
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "  backward %8.2f ms  %6.2f GFLOP/s (dtheta and dx)\n", 1e3 * (double)tb, (double)(2 * flops / tb / 1e9)));
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "  halo exchange alone (DMGlobalToLocal) %.3f ms\n", 1e3 * (double)th));
-  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "summary: grid=%" PetscInt_FMT " channels=%" PetscInt_FMT " kernel=%" PetscInt_FMT " ranks=%d forward_ms=%.2f backward_ms=%.2f halo_ms=%.3f forward_gflops=%.2f backward_gflops=%.2f\n", M, C, K, size,
-                        1e3 * (double)tf, 1e3 * (double)tb, 1e3 * (double)th, (double)(flops / tf / 1e9), (double)(2 * flops / tb / 1e9)));
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD,
+                        "summary: grid=%" PetscInt_FMT " channels=%" PetscInt_FMT " kernel=%" PetscInt_FMT " ranks=%d threads=%" PetscInt_FMT " forward_ms=%.2f backward_ms=%.2f halo_ms=%.3f forward_gflops=%.2f backward_gflops=%.2f\n", M, C, K, size,
+                        threads, 1e3 * (double)tf, 1e3 * (double)tb, 1e3 * (double)th, (double)(flops / tf / 1e9), (double)(2 * flops / tb / 1e9)));
 
   PetscCall(VecDestroy(&U));
   PetscCall(VecDestroy(&Y));

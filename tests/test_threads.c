@@ -12,6 +12,12 @@
   The chunking of the convolutions comes from the options (e.g. -layer0_conv2d_max_workspace 1e-3: chunks of part of a
   sample).
 
+  Grid mode (-threads_grid): the same comparisons for Nets of conv2d layers on a 2-D DMDA (NetDMDASetUp(); the input
+  a field, conv2dgridkernels.c), with the im2col and then the taps kernels; the block's rows are cut into several
+  parts, so that backward's input cotangent runs in two phases of parts. At 1 thread NetTestJacobian() checks them
+  (dot products <= 1e-12, finite differences <= 1e-6: a part left out of the weight-gradient sum fails it).
+    -threads_grid_size M,N   the grid (default 32,35: 4 parts of 8 or 9 rows on one rank)
+
   Fusion (netfuse.c, with -threads_fuse): the same Nets also run with every pass on its own (NetSetFusion(net, PETSC_FALSE)) at 1 thread;
   the fused results at every thread count must agree with them to 1e-13 relative (they are the same operations: in
   practice the same bits), and at 1 thread NetTestJacobian() checks the fused Net's Jacobians (dot-product errors
@@ -24,6 +30,7 @@
   thread: parameters and loss within 1e-13 relative, the same accuracy.
 */
 #include <petnet.h>
+#include <petnetdmda.h>
 
 /* the Nets, their input shapes and a factor on the batch: the MLP's 32 n samples cut its GEMMs, activations and batch
    statistics into several parts (each part needs some work: see dense.c, pointwise.h, batchnorm.c), and the last
@@ -40,6 +47,14 @@ static const struct {
     {"dense:16,relu,residual(dense:16,relu,dense:16),relu,dense:16,relu,dense:4", "8", 4},
     {"conv2d:4:3:1:1,relu,residual(conv2d:4:3:1:1,batchnorm,relu,conv2d:4:3:1:1),relu,maxpool:2,flatten,dense:5", "8x8x2", 1},
 };
+
+/* grid mode: Nets whose conv2d layers run on the DMDA (odd kernels, padding K/2), on fields of GridDof channels */
+static const char *const GridNets[] = {
+    "conv2d:5:3:1:1,tanh,conv2d:3:5x3:1:2x1:bias=0",
+    "conv2d:4:3:1:1,tanh,conv2d:4:3:1:1,dense:3,tanh,conv2d:2:1:1:0",
+};
+#define GridDof 3
+static LayerConv2dGridAlgorithm GridAlgorithm; /* the grid algorithm of every conv2d layer of a grid-mode Net */
 
 /* the largest |a - b| over the entries (0 when both are NULL) */
 static PetscErrorCode MaxDifference(Vec a, Vec b, PetscReal *diff)
@@ -69,8 +84,9 @@ static PetscErrorCode RandomVec(Vec v, PetscRandom rnd)
 }
 
 /* a fresh Net from spec at nthreads threads, fused or not: the results of forward, backward, jvp and the second-order
-   backward; with test, also its Jacobian test's worst errors (dot-product, finite differences) */
-static PetscErrorCode LayerResults(const char *spec, const char *shape, PetscInt n, PetscInt nthreads, PetscBool fuse, Vec res[NRESULTS], PetscReal *doterr, PetscReal *fderr)
+   backward; with test, also its Jacobian test's worst errors (dot-product, finite differences). With a DMDA da (shape
+   and n unused) the Net runs in grid mode on one field of da. */
+static PetscErrorCode LayerResults(const char *spec, const char *shape, PetscInt n, DM da, PetscInt nthreads, PetscBool fuse, Vec res[NRESULTS], PetscReal *doterr, PetscReal *fderr)
 {
   MPI_Comm    comm = PETSC_COMM_WORLD;
   Net         net;
@@ -84,13 +100,29 @@ static PetscErrorCode LayerResults(const char *spec, const char *shape, PetscInt
   PetscCall(PetNetSetNumThreads(nthreads));
   PetscCall(NetCreate(comm, &net));
   PetscCall(NetSetLayers(net, spec));
-  PetscCall(PetNetShapeFromString(shape, &in));
-  PetscCall(NetSetInputShape(net, &in));
+  if (!da) {
+    PetscCall(PetNetShapeFromString(shape, &in));
+    PetscCall(NetSetInputShape(net, &in));
+  }
   PetscCall(NetSetSeed(net, 7));
   PetscCall(NetSetFromOptions(net));
   PetscCall(NetSetFusion(net, fuse));
   PetscCall(NetSetTraining(net, PETSC_TRUE));
-  PetscCall(NetSetUp(net));
+  if (da) {
+    PetscInt xm, ym, nl;
+
+    PetscCall(NetGetNumLayers(net, &nl));
+    for (PetscInt l = 0; l < nl; l++) {
+      Layer layer;
+
+      PetscCall(NetGetLayer(net, l, &layer));
+      PetscCall(LayerConv2dSetGridAlgorithm(layer, GridAlgorithm));
+    }
+    PetscCall(NetDMDASetUp(net, da));
+    PetscCall(DMDAGetCorners(da, NULL, NULL, NULL, &xm, &ym, NULL));
+    n = xm * ym; /* a field: this rank's points of the DMDA */
+  } else
+    PetscCall(NetSetUp(net));
   PetscCall(PetscRandomCreate(comm, &rnd));
   PetscCall(PetscRandomSetSeed(rnd, 3));
   PetscCall(PetscRandomSeed(rnd));
@@ -158,9 +190,9 @@ static PetscErrorCode TestLayers(PetscInt n, PetscInt tmax, PetscBool fusecmp)
     const PetscInt ns = n * Nets[k].batchfactor;
 
     /* every pass on its own against the fused passes (at every thread count below) */
-    PetscCall(LayerResults(Nets[k].spec, Nets[k].shape, ns, 1, PETSC_TRUE, ref, fusecmp ? &doterr : NULL, &fderr));
+    PetscCall(LayerResults(Nets[k].spec, Nets[k].shape, ns, NULL, 1, PETSC_TRUE, ref, fusecmp ? &doterr : NULL, &fderr));
     if (fusecmp)
-      PetscCall(LayerResults(Nets[k].spec, Nets[k].shape, ns, 1, PETSC_FALSE, sep, &sdoterr, &sfderr));
+      PetscCall(LayerResults(Nets[k].spec, Nets[k].shape, ns, NULL, 1, PETSC_FALSE, sep, &sdoterr, &sfderr));
     else
       for (PetscInt r = 0; r < NRESULTS; r++) sep[r] = NULL;
     /* the dot-product tests hold exactly; the finite differences cross the kinks of relu and maxpool on these random
@@ -175,7 +207,7 @@ static PetscErrorCode TestLayers(PetscInt n, PetscInt tmax, PetscBool fusecmp)
       fused = PetscMax(fused, d);
     }
     for (PetscInt t = 2; t <= tmax; t++) {
-      PetscCall(LayerResults(Nets[k].spec, Nets[k].shape, ns, t, PETSC_TRUE, other, NULL, NULL));
+      PetscCall(LayerResults(Nets[k].spec, Nets[k].shape, ns, NULL, t, PETSC_TRUE, other, NULL, NULL));
       for (PetscInt r = 0; r < NRESULTS; r++) {
         PetscReal d;
 
@@ -194,6 +226,46 @@ static PetscErrorCode TestLayers(PetscInt n, PetscInt tmax, PetscBool fusecmp)
       PetscCall(
           PetscPrintf(PETSC_COMM_WORLD, "  fused against separate passes: max relative difference %g; Jacobian test fused: dot product %.0e, finite differences %.1e (separate: %.1e)\n", (double)fused, (double)doterr, (double)fderr, (double)sfderr));
   }
+  PetscFunctionReturn(0);
+}
+
+/* grid mode: each Net of GridNets on an M x N DMDA with each grid algorithm, at 2 .. tmax threads against 1 */
+static PetscErrorCode TestGrid(PetscInt M, PetscInt N, PetscInt tmax)
+{
+  const LayerConv2dGridAlgorithm algorithms[] = {LAYER_CONV2D_GRID_ALGORITHM_IM2COL, LAYER_CONV2D_GRID_ALGORITHM_TAPS};
+  DM                             da;
+
+  PetscFunctionBegin;
+  PetscCall(DMDACreate2d(PETSC_COMM_WORLD, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DMDA_STENCIL_STAR, M, N, PETSC_DECIDE, PETSC_DECIDE, GridDof, 1, NULL, NULL, &da));
+  PetscCall(DMSetUp(da));
+  for (size_t k = 0; k < sizeof(GridNets) / sizeof(GridNets[0]); k++) {
+    for (size_t a = 0; a < sizeof(algorithms) / sizeof(algorithms[0]); a++) {
+      Vec       ref[NRESULTS], other[NRESULTS];
+      PetscReal worst = 0, doterr, fderr;
+
+      GridAlgorithm = algorithms[a];
+      PetscCall(LayerResults(GridNets[k], NULL, 0, da, 1, PETSC_TRUE, ref, &doterr, &fderr));
+      /* the kernels' parts (the weight gradients summed over them, the input cotangent in two phases) are right */
+      PetscCheck(doterr <= 1e-12 && fderr <= 1e-6, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s on a %" PetscInt_FMT " x %" PetscInt_FMT " DMDA (%s): Jacobian test errors %g (dot product, <= 1e-12) and %g (finite differences, <= 1e-6)", GridNets[k], M, N,
+                 LayerConv2dGridAlgorithms[algorithms[a]], (double)doterr, (double)fderr);
+      for (PetscInt t = 2; t <= tmax; t++) {
+        PetscCall(LayerResults(GridNets[k], NULL, 0, da, t, PETSC_TRUE, other, NULL, NULL));
+        for (PetscInt r = 0; r < NRESULTS; r++) {
+          PetscReal d;
+
+          PetscCall(MaxDifference(ref[r], other[r], &d));
+          PetscCheck(d == 0, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s on a %" PetscInt_FMT " x %" PetscInt_FMT " DMDA (%s): %s at %" PetscInt_FMT " threads differs from 1 thread by %g", GridNets[k], M, N, LayerConv2dGridAlgorithms[algorithms[a]],
+                     ResultNames[r], t, (double)d);
+          worst = PetscMax(worst, d);
+          PetscCall(VecDestroy(&other[r]));
+        }
+      }
+      for (PetscInt r = 0; r < NRESULTS; r++) PetscCall(VecDestroy(&ref[r]));
+      PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%s on a %" PetscInt_FMT " x %" PetscInt_FMT " DMDA (%s): Jacobian ok; forward, backward, jvp, second order at 2 to %" PetscInt_FMT " threads against 1: max difference %g\n", GridNets[k], M, N,
+                            LayerConv2dGridAlgorithms[algorithms[a]], tmax, (double)worst));
+    }
+  }
+  PetscCall(DMDestroy(&da));
   PetscFunctionReturn(0);
 }
 
@@ -277,8 +349,8 @@ static PetscErrorCode TestTraining(PetscBool fusecmp)
 
 int main(int argc, char **argv)
 {
-  PetscInt  n = 20, tmax = 3;
-  PetscBool train = PETSC_FALSE, fusecmp = PETSC_FALSE;
+  PetscInt  n = 20, tmax = 3, grid[2] = {32, 35}, ngrid = 2;
+  PetscBool train = PETSC_FALSE, fusecmp = PETSC_FALSE, gridmode = PETSC_FALSE, flg;
 
   PetscFunctionBeginUser;
   PetscCall(PetscInitialize(&argc, &argv, NULL, NULL));
@@ -286,7 +358,12 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-threads_max", &tmax, NULL));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-threads_train", &train, NULL));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-threads_fuse", &fusecmp, NULL));
-  if (train)
+  PetscCall(PetscOptionsGetBool(NULL, NULL, "-threads_grid", &gridmode, NULL));
+  PetscCall(PetscOptionsGetIntArray(NULL, NULL, "-threads_grid_size", grid, &ngrid, &flg));
+  if (flg && ngrid == 1) grid[1] = grid[0];
+  if (gridmode)
+    PetscCall(TestGrid(grid[0], grid[1], tmax));
+  else if (train)
     PetscCall(TestTraining(fusecmp));
   else
     PetscCall(TestLayers(n, tmax, fusecmp));

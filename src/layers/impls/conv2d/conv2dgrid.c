@@ -9,7 +9,8 @@
     jvp       dl = DMGlobalToLocal(dx);   dy = J_x dl + J_theta dtheta
     sobackward  xl = DMGlobalToLocal(xdot);   dWdot += J_W(xl)^T dy                 (backward's weight part at xdot)
                 dl = 0, dl += J_x(Wdot)^T dy;   dxdot += DMLocalToGlobal(dl, ADD_VALUES)   (its input part with Wdot)
-  xl is no cached state: backward and jvp exchange x again.
+  xl is no cached state: backward and jvp exchange x again. The halo exchanges run on the calling thread, the kernels
+  on PetNet's threads (conv2dgridkernels.c; set-up fixes their parts, Conv2dGridGetWorkspace() a col buffer per thread).
 */
 #include "conv2d.h"
 
@@ -129,8 +130,28 @@ PetscErrorCode Conv2dSetUp_Grid(Layer layer)
     const PetscReal points = conv->base.maxworkspace * 1024.0 * 1024.0 / (sizeof(PetscScalar) * (conv->base.kg + conv->base.nout));
 
     grid->chunkrows = PetscMax(1, (PetscInt)PetscMin((PetscReal)ym, PetscFloorReal(points / PetscMax(1, xm))));
-    PetscCall(PetscMalloc1(grid->chunkrows * xm * conv->base.kg, &grid->col));
   }
+  /* the threads' parts of the block's rows (conv2dgridkernels.c): at least CONV2D_GRID_PART_MIN_POINTS points, and at
+     least KH - 1 rows, so that the input cotangents of parts p and p + 2 touch disjoint rows of the ghosted array */
+  grid->nparts = PetNetThreadParts(ym, PetscMax(conv->base.win.k[0] - 1, (CONV2D_GRID_PART_MIN_POINTS + xm - 1) / PetscMax(1, xm)));
+  if (grid->nparts > 1) PetscCall(PetscMalloc1(grid->nparts * (conv->base.kg + 1) * conv->base.nout, &grid->dwpart));
+  PetscCall(Conv2dGridGetWorkspace(layer));
+  PetscFunctionReturn(0);
+}
+
+/* im2col's column buffers, one per thread of PetNetThreads(): reallocated (outside the kernels' parallel regions) when
+   there are more threads than buffers */
+PetscErrorCode Conv2dGridGetWorkspace(Layer layer)
+{
+  Layer_Conv2d  *conv     = (Layer_Conv2d *)layer->data;
+  Conv2dGrid    *grid     = &conv->grid;
+  const PetscInt nthreads = PetNetThreads();
+
+  PetscFunctionBegin;
+  if (grid->taps || nthreads <= grid->nthreads) PetscFunctionReturn(0);
+  PetscCall(PetscFree(grid->col));
+  PetscCall(PetscMalloc1((size_t)nthreads * grid->chunkrows * grid->block.xm * conv->base.kg, &grid->col));
+  grid->nthreads = nthreads;
   PetscFunctionReturn(0);
 }
 
@@ -146,9 +167,12 @@ PetscErrorCode Conv2dReset_Grid(Layer layer)
   PetscCall(DMDestroy(&grid->dmin));
   PetscCall(PetscFree(grid->col));
   PetscCall(PetscFree(grid->wt));
+  PetscCall(PetscFree(grid->dwpart));
   PetscCall(PetscFree4(grid->t0[0], grid->t1[0], grid->t0[1], grid->t1[1]));
   grid->taps      = PETSC_FALSE;
   grid->chunkrows = 0;
+  grid->nparts    = 0;
+  grid->nthreads  = 0;
   PetscFunctionReturn(0);
 }
 

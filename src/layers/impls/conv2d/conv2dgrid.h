@@ -19,14 +19,17 @@
 
   KH runs along y (rows of the block), KW along x. Two algorithms (-conv2d_grid_algorithm, conv2dgridkernels.c):
   im2col (the shared conv2dim2col.c on the ghosted array) + one GEMM per chunk of rows, or taps (one GEMM per kernel tap
-  and row, no im2col); auto takes taps when the block rows have at least CONV2D_GRID_TAPS_MIN_WIDTH points.
+  and row, no im2col); auto takes taps when the block rows have at least CONV2D_GRID_TAPS_MIN_WIDTH points. Both run on
+  PetNet's threads (-net_threads) over parts of the block's rows fixed at set-up (nparts below): the same bits at any
+  thread count (the parts and backward's two phases: conv2dgridkernels.c).
 */
 #pragma once
 
 #include <petnet/private/layerimpl.h>
 #include <petscdmda.h>
 
-#define CONV2D_GRID_TAPS_MIN_WIDTH 32
+#define CONV2D_GRID_TAPS_MIN_WIDTH  32
+#define CONV2D_GRID_PART_MIN_POINTS 256 /* the threads' parts of the block: at least this many output points each */
 
 /* This rank's block of output points and the ghosted array around it */
 typedef struct {
@@ -47,15 +50,19 @@ typedef struct {
   Vec             xl, dl;        /* the ghosted input and the ghosted derivative (jvp's dx, backward's dx) */
   PetscBool       taps;          /* the tap algorithm is in use (else im2col) */
   PetscInt        chunkrows;     /* im2col: rows of the block per chunk */
-  PetscScalar    *col;           /* im2col: [chunkrows xm][KH][KW][Cin] */
+  PetscScalar    *col;           /* im2col: [threads][chunkrows xm][KH][KW][Cin], one buffer per thread */
   PetscScalar    *wt;            /* taps: the weights and a weight direction as [tap][Cin][Cout], twice K Cout */
   PetscInt       *t0[2], *t1[2]; /* im2col: the taps inside the grid, [t0, t1), of each block row (0) and column (1) */
+  PetscInt        nparts;        /* parts of the block's rows the kernels' threads take (from the block's size alone) */
+  PetscInt        nthreads;      /* im2col: the threads col has buffers for (Conv2dGridGetWorkspace()) */
+  PetscScalar    *dwpart;        /* with several parts: each part's weight and bias gradient, [nparts][K Cout + Cout] */
 } Conv2dGrid;
 
 /* conv2dgrid.c: requirements, set-up, view, and the layer's forward/backward/jvp/sobackward on the rank's n grid points */
 PETSC_INTERN PetscErrorCode Conv2dCheck_Grid(Layer);
 PETSC_INTERN PetscErrorCode Conv2dSetUp_Grid(Layer);
 PETSC_INTERN PetscErrorCode Conv2dReset_Grid(Layer);
+PETSC_INTERN PetscErrorCode Conv2dGridGetWorkspace(Layer);
 PETSC_INTERN PetscErrorCode Conv2dView_Grid(Layer, PetscViewer);
 PETSC_INTERN PetscErrorCode Conv2dForward_Grid(Layer, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *);
 PETSC_INTERN PetscErrorCode Conv2dBackward_Grid(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
