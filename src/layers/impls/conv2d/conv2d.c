@@ -63,6 +63,11 @@ static PetscErrorCode LayerSetUp_Conv2d(Layer layer)
   conv->wg.tiles[0] = (conv->base.win.out[0] + 1) / 2;
   conv->wg.tiles[1] = (conv->base.win.out[1] + 1) / 2;
   Conv2dChooseAlgorithm(conv);
+  if (conv->wg.on) { /* single precision: Winograd where double uses it (conv2dwinogradsingle.c), else the base's im2col */
+    layer->ops->forwardsingle  = Conv2dForwardSingle_Winograd;
+    layer->ops->backwardsingle = Conv2dBackwardSingle_Winograd;
+    layer->ops->jvpsingle      = Conv2dJVPSingle_Winograd;
+  }
   PetscFunctionReturn(0);
 }
 
