@@ -36,8 +36,8 @@ static const SingleCase cases[] = {
     {"conv2d:6:2x3:1x2:0:groups=3", "5x7x6", PETSC_FALSE, -1, -2, -3, -4},
     {"conv2d:4:3:1:2:dilation=2", "6x6x2", PETSC_FALSE, -1, -2, -3, -4},
     {"conv2d:5:1", "3x4x3", PETSC_FALSE, -1, -2, -3, -4},
-    {"conv2d:32:3:1:1", "8x8x1", PETSC_FALSE, -1, -2, -3, -4}, /* few taps: the transposed weight GEMM */
-    {"conv2d:8:3", "6x6x8", PETSC_FALSE, -1, -2, -3, -4, PETSC_TRUE},    /* Winograd in both precisions */
+    {"conv2d:32:3:1:1", "8x8x1", PETSC_FALSE, -1, -2, -3, -4},            /* few taps: the transposed weight GEMM */
+    {"conv2d:8:3", "6x6x8", PETSC_FALSE, -1, -2, -3, -4, PETSC_TRUE},     /* Winograd in both precisions */
     {"conv2d:8:3:1:1", "6x5x4", PETSC_FALSE, -1, -2, -3, -4, PETSC_TRUE}, /* Winograd: odd height, padding */
     {"conv2d:6:3:1:0", "7x7x4", PETSC_FALSE, -1, -2, -3, -4, PETSC_TRUE}, /* Winograd: odd output 5x5, no padding */
     {"conv3d:3:3:1:1", "4x4x3x2", PETSC_FALSE, -1, -2, -3, -4},

@@ -9,6 +9,9 @@
     LayerJVP_Conv2d        dy = J_x dx + J_theta dtheta Conv2dJVP_Grid | ..._Winograd | ConvJVP_Batch
     LayerSOBackward_Conv2d dxdot += J_x(Wdot)^T dy,     Conv2dSOBackward_Grid | ..._Winograd | ConvSOBackward_Batch
                            dWdot += J_W(xdot)^T dy
+  Single precision (batch mode): forwardsingle, backwardsingle, jvpsingle are Conv2d*Single_Winograd
+  (conv2dwinogradsingle.c) where the double path uses Winograd, else the base's float im2col kernels
+  (ConvForwardSingle_Batch, ...; ../conv/convbatchsingle.c); grid mode has none.
 */
 #include "conv2d.h"
 

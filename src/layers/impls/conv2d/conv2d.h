@@ -12,6 +12,8 @@
       ../conv/convbatch.c im2col + one GEMM per group, chunk by chunk of output rows: any kernel, stride, padding, dilation
       conv2dwinograd.c    Winograd F(2x2, 3x3): 3x3, stride-1, undilated, ungrouped, from CONV2D_WINOGRAD_MIN_CHANNELS
                           input channels (-conv2d_algorithm auto|im2col|winograd)
+      conv2dwinogradsingle.c  the same in single precision (float values, double parameters), where double uses it
+      conv2dwinogradkernels.h its transforms and GEMMs, templated on the element type (double and float)
     grid mode (a 2-D DMDA given by LayerConv2dSetDM() or NetDMDASetUp(); conv2dgrid.h): the tensors are fields of the
     DMDA, a grid point a sample of shape (Cin), convolved on each rank's block after a halo exchange
       conv2dgrid.c        set-up, the halo exchange and its adjoint, the public LayerConv2dSetDM()
@@ -83,12 +85,12 @@ typedef struct {
 } Conv2dWinogradSingle;
 
 typedef struct {
-  LayerConv       base;      /* first: the shared convolution code casts layer->data to LayerConv (../conv/conv.h) */
-  Conv2dAlgorithm algorithm; /* as requested; auto picks Winograd where it applies */
-  Conv2dWinograd  wg;        /* batch mode with Winograd */
-  Conv2dWinogradSingle wgs;  /* the same in single precision */
-  Conv2dGrid      grid;      /* grid mode (grid.dm set): the DMDA, its halo exchange and the block kernels' workspace;
-                                base.im2col then holds the block's geometry */
+  LayerConv            base;      /* first: the shared convolution code casts layer->data to LayerConv (../conv/conv.h) */
+  Conv2dAlgorithm      algorithm; /* as requested; auto picks Winograd where it applies */
+  Conv2dWinograd       wg;        /* batch mode with Winograd */
+  Conv2dWinogradSingle wgs;       /* the same in single precision */
+  Conv2dGrid           grid;      /* grid mode (grid.dm set): the DMDA, its halo exchange and the block kernels' workspace;
+                                     base.im2col then holds the block's geometry */
 } Layer_Conv2d;
 
 PETSC_INTERN PetscErrorCode LayerConv2dGetPatchLayout_Conv2d(Layer, PetscInt *, PetscInt *, PetscInt *, PetscBool *);

@@ -32,6 +32,11 @@
   thread with its own V, M and scratch; backward and sobackward cut the batch into parts of whole samples
   (PetNetThreadParts(n, 1)), each part running its chunks in order into its own dU and bias sums, which are added in
   part order at the end. The results are the same bits for any number of threads.
+
+  Files: the transforms, the GEMM loop and the thread buffers are conv2dwinogradkernels.h's, included here on double
+  (dgemm) and in conv2dwinogradsingle.c on float (sgemm: single precision, the same algorithm); this file holds the
+  double workspace and passes, and the weight-gradient steps both precisions share in double (part accumulators,
+  their sum in part order, dW += G^T dU G).
 */
 #include "conv2d.h"
 
@@ -89,10 +94,10 @@ static inline void WinogradDgemm(const char *ta, const char *tb, PetscBLASInt m,
 }
 
 /* the kernels in double (conv2dwinogradkernels.h) */
-#define WINOGRAD_T          PetscScalar
-#define WINOGRAD_NAME(f)    f
-#define WINOGRAD_WS(conv)   (&(conv)->wg)
-#define WINOGRAD_GEMM       WinogradDgemm
+#define WINOGRAD_T        PetscScalar
+#define WINOGRAD_NAME(f)  f
+#define WINOGRAD_WS(conv) (&(conv)->wg)
+#define WINOGRAD_GEMM     WinogradDgemm
 #include "conv2dwinogradkernels.h"
 #undef WINOGRAD_T
 #undef WINOGRAD_NAME

@@ -34,9 +34,9 @@ typedef struct {
 
 static inline WINOGRAD_NAME(WinogradThread) WINOGRAD_NAME(WinogradThreadBuffers)(const Layer_Conv2d *conv)
 {
-  const int             t    = PetNetThreadId();
-  const PetscInt        nmax = PetscMax(conv->base.cin, conv->base.nout);
-  WINOGRAD_NAME(WinogradThread)        b;
+  const int      t    = PetNetThreadId();
+  const PetscInt nmax = PetscMax(conv->base.cin, conv->base.nout);
+  WINOGRAD_NAME(WinogradThread) b;
 
   b.V       = WINOGRAD_WS(conv)->V + (size_t)t * WINOGRAD_WS(conv)->vsize;
   b.M       = WINOGRAD_WS(conv)->M + (size_t)t * WINOGRAD_WS(conv)->msize;
@@ -154,10 +154,10 @@ CONV2D_SIMD_CLONES static void WINOGRAD_NAME(WinogradInputTranspose)(const Layer
 /* y (= or +=) A^T M A + b for the ns samples of y; b may be NULL; scratch: the thread's */
 CONV2D_SIMD_CLONES static void WINOGRAD_NAME(WinogradOutput)(const Layer_Conv2d *conv, PetscInt ns, const WINOGRAD_T *M, const WINOGRAD_T *bias, PetscBool add, WINOGRAD_T *scratch, WINOGRAD_T *y)
 {
-  const PetscInt     cout = conv->base.nout, TH = conv->wg.tiles[0], TW = conv->wg.tiles[1], outsize = conv->base.pixels * cout;
-  const size_t       plane = (size_t)ns * TH * TW * cout;
+  const PetscInt    cout = conv->base.nout, TH = conv->wg.tiles[0], TW = conv->wg.tiles[1], outsize = conv->base.pixels * cout;
+  const size_t      plane = (size_t)ns * TH * TW * cout;
   const WINOGRAD_T *b     = bias ? bias : WINOGRAD_WS(conv)->zeros;
-  PetscInt           t     = 0;
+  PetscInt          t     = 0;
 
   for (PetscInt s = 0; s < ns; s++) {
     WINOGRAD_T *ys = y + (size_t)s * outsize;
@@ -313,4 +313,3 @@ static void WINOGRAD_NAME(WinogradColumns)(Layer_Conv2d *conv, PetscInt s0, Pets
   WINOGRAD_NAME(WinogradInput)(conv, ns, x + (size_t)s0 * insize, V);
   if (whole) WINOGRAD_WS(conv)->Vx = x;
 }
-

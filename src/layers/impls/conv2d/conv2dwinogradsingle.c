@@ -102,7 +102,7 @@ PetscErrorCode Conv2dForwardSingle_Winograd(Layer layer, PetscInt n, const Petsc
 #pragma omp parallel for num_threads(PetNetThreads()) schedule(dynamic, 1) if (nchunks > 1)
   for (PetscInt c = 0; c < nchunks; c++) {
     const PetscInt             s0 = c * s->chunk, ns = PetscMin(s->chunk, n - s0);
-    const WinogradThreadSingle t  = WinogradThreadBuffersSingle(conv);
+    const WinogradThreadSingle t = WinogradThreadBuffersSingle(conv);
 
     WinogradColumnsSingle(conv, s0, ns, n, x, layer->insize, t.V);
     PetNetThreadsSetError(&err, WinogradGemmsSingle(conv, WINOGRAD_GEMM_OUTPUT, ns * tps, s->Ut, t.V, t.M, 0.0f, NULL));
