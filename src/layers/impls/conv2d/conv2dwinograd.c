@@ -210,7 +210,7 @@ PetscErrorCode Conv2dBackward_Winograd(Layer layer, PetscInt n, const PetscScala
     for (PetscInt c0 = s0; c0 < s1 && !ierr; c0 += conv->wg.chunk) {
       const PetscInt ns = PetscMin(conv->wg.chunk, s1 - c0), T = ns * tps;
 
-      WinogradOutputTranspose(conv, ns, dy + (size_t)c0 * layer->outsize, t.M, dbp);
+      WinogradOutputTranspose(conv, ns, dy + (size_t)c0 * layer->outsize, t.M, t.scratch, dbp);
       if (dtheta) {
         WinogradColumns(conv, c0, ns, n, x, layer->insize, t.V);
         ierr = WinogradGemms(conv, WINOGRAD_GEMM_WEIGHTS, T, NULL, t.V, t.M, 1.0, dU);
@@ -296,7 +296,7 @@ PetscErrorCode Conv2dSOBackward_Winograd(Layer layer, PetscInt n, const PetscSca
     for (PetscInt c0 = s0; c0 < s1 && !ierr; c0 += conv->wg.chunk) {
       const PetscInt ns = PetscMin(conv->wg.chunk, s1 - c0), T = ns * tps;
 
-      WinogradOutputTranspose(conv, ns, dy + (size_t)c0 * layer->outsize, t.M, NULL);
+      WinogradOutputTranspose(conv, ns, dy + (size_t)c0 * layer->outsize, t.M, t.scratch, NULL);
       if (doW) {
         WinogradInput(conv, ns, xdot + (size_t)c0 * layer->insize, t.V);
         ierr = WinogradGemms(conv, WINOGRAD_GEMM_WEIGHTS, T, NULL, t.V, t.M, 1.0, dU);

@@ -7,7 +7,7 @@
     WINOGRAD_WS(conv) the type's workspace (V, M, U, Ut, zeros, Vx, vsize, msize): &conv->wg or &conv->wgs
     WINOGRAD_GEMM     C = A B + beta C on that type, column-major, BLAS's arguments by value (dgemm or sgemm)
   Same transforms, same loops and order for both types. The parameters are double for both: the weight transform
-  computes each entry of G g G^T in double and rounds it once to WINOGRAD_T; the bias sums of dy add in double.
+  computes each entry of G g G^T in double and rounds it once to WINOGRAD_T.
 */
 #ifndef CONV2D_WINOGRAD_KERNELS_ONCE
 #define CONV2D_WINOGRAD_KERNELS_ONCE
@@ -199,11 +199,12 @@ CONV2D_SIMD_CLONES static void WINOGRAD_NAME(WinogradOutput)(const Layer_Conv2d 
   }
 }
 
-/* dM = A dy A^T for the ns samples of dy (outputs past the image count as zero); db += sum of dy (in double) if db */
-CONV2D_SIMD_CLONES static void WINOGRAD_NAME(WinogradOutputTranspose)(const Layer_Conv2d *conv, PetscInt ns, const WINOGRAD_T *dy, WINOGRAD_T *dM, PetscScalar *db)
+/* dM = A dy A^T for the ns samples of dy (outputs past the image count as zero); db += sum of dy if db; scratch: the thread's */
+CONV2D_SIMD_CLONES static void WINOGRAD_NAME(WinogradOutputTranspose)(const Layer_Conv2d *conv, PetscInt ns, const WINOGRAD_T *dy, WINOGRAD_T *dM, WINOGRAD_T *scratch, WINOGRAD_T *db)
 {
   const PetscInt cout = conv->base.nout, TH = conv->wg.tiles[0], TW = conv->wg.tiles[1], outsize = conv->base.pixels * cout;
   const size_t   plane = (size_t)ns * TH * TW * cout;
+  WINOGRAD_T    *dbias = db ? db : scratch;
   PetscInt       t     = 0;
 
   for (PetscInt s = 0; s < ns; s++) {
@@ -227,7 +228,7 @@ CONV2D_SIMD_CLONES static void WINOGRAD_NAME(WinogradOutputTranspose)(const Laye
             m[(4 * i + 2) * plane + k] = r[i][0] - r[i][1];
             m[(4 * i + 3) * plane + k] = -r[i][1];
           }
-          if (db) db[k] += (PetscScalar)e00 + e01 + e10 + e11; /* in double */
+          dbias[k] += e00 + e01 + e10 + e11;
         }
       }
     }

@@ -6,7 +6,7 @@
 
     forward   U = float(G W G^T) (each entry in double, rounded once), b_f = float(b)
               V = B^T x B,  M_xi = Ut_xi V_xi (sgemm),  y = A^T M A + b_f
-    backward  dM = A dy A^T (float),  db += sum dy (in double)
+    backward  dM = A dy A^T (float),  db += sum dy (in double, a pass over dy of its own)
               dUc_xi = V_xi dM_xi^T (sgemm, one chunk, float), added into the part's double dU;
               dW += G^T (dU_0 + dU_1 + ...) G in double, parts in part order (conv2dwinograd.c's, on double)
               dV_xi = U_xi dM_xi (sgemm),  dx = sum over the patches of B dV B^T (float)
@@ -83,6 +83,16 @@ static void WinogradBiasSingle(const Layer_Conv2d *conv, const PetscScalar *thet
   for (PetscInt o = 0; o < conv->base.nout; o++) b[o] = conv->base.bias ? (float)theta[conv->base.nout * conv->base.kg + o] : 0.0f;
 }
 
+/* db += the sum of dy over P output points, in double (a pass of its own: summed inside the float transform, the
+   widening would cost more than the transform) */
+static void WinogradBiasGradientSingle(const Layer_Conv2d *conv, PetscInt P, const float *dy, PetscScalar *db)
+{
+  const PetscInt nout = conv->base.nout;
+
+  for (PetscInt q = 0; q < P; q++, dy += nout)
+    for (PetscInt o = 0; o < nout; o++) db[o] += dy[o];
+}
+
 /* y = conv(x; W) + b in float, the chunks of samples in parallel */
 PetscErrorCode Conv2dForwardSingle_Winograd(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, float *y)
 {
@@ -144,7 +154,8 @@ PetscErrorCode Conv2dBackwardSingle_Winograd(Layer layer, PetscInt n, const Pets
     for (PetscInt c0 = s0; c0 < s1 && !ierr; c0 += s->chunk) {
       const PetscInt ns = PetscMin(s->chunk, s1 - c0), T = ns * tps;
 
-      WinogradOutputTransposeSingle(conv, ns, dy + (size_t)c0 * layer->outsize, t.M, dbp);
+      WinogradOutputTransposeSingle(conv, ns, dy + (size_t)c0 * layer->outsize, t.M, t.scratch, NULL);
+      if (dbp) WinogradBiasGradientSingle(conv, ns * conv->base.pixels, dy + (size_t)c0 * layer->outsize, dbp);
       if (dtheta) {
         WinogradColumnsSingle(conv, c0, ns, n, x, layer->insize, t.V);
         ierr = WinogradGemmsSingle(conv, WINOGRAD_GEMM_WEIGHTS, T, NULL, t.V, t.M, 0.0f, dUc);
