@@ -523,6 +523,7 @@ static PetscErrorCode LayerForget_Conv2d(Layer layer)
   conv->base.colx     = NULL;
   conv->base.sgl.colx = NULL;
   conv->wg.Vx         = NULL;
+  conv->wgs.Vx        = NULL;
   PetscFunctionReturn(0);
 }
 
