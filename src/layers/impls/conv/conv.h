@@ -43,9 +43,9 @@
   Single precision (convbatchsingle.c, a Net at -net_precision single): the same chunks, parts and GEMMs on float
   values with sgemm; forward converts W (and b) to float once and keeps them (ConvSingle.w, .wt) for backward and jvp
   at the same point; each chunk's weight gradient comes out of sgemm in float and is added into its part's DOUBLE
-  accumulator, the parts then into the double dtheta in part order; the bias gradient is summed in double. Winograd
-  has no float version (im2col is used); grid mode (a DMDA, or a node of a grid) has none (the layer's converting
-  fallback runs its double kernels).
+  accumulator, the parts then into the double dtheta in part order; the bias gradient is summed in double. conv2d's
+  Winograd has its own float kernels (../conv2d/conv2dwinogradsingle.c), used wherever double uses Winograd; grid mode
+  (a DMDA, or a node of a grid) has none (the layer's converting fallback runs its double kernels).
   Threads (../../../../include/petnet/private/threadsimpl.h): forward and jvp run their chunks in parallel, each thread
   with its own column buffer; backward and sobackward cut the batch into parts of whole samples (PetNetThreadParts():
   a number that depends on the batch size only), each part running its chunks in order and adding its weight and bias

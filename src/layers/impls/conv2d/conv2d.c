@@ -9,6 +9,9 @@
     LayerJVP_Conv2d        dy = J_x dx + J_theta dtheta Conv2dJVP_Grid | ..._Winograd | ConvJVP_Batch
     LayerSOBackward_Conv2d dxdot += J_x(Wdot)^T dy,     Conv2dSOBackward_Grid | ..._Winograd | ConvSOBackward_Batch
                            dWdot += J_W(xdot)^T dy
+  Single precision (batch mode): forwardsingle, backwardsingle, jvpsingle are Conv2d*Single_Winograd
+  (conv2dwinogradsingle.c) where the double path uses Winograd, else the base's float im2col kernels
+  (ConvForwardSingle_Batch, ...; ../conv/convbatchsingle.c); grid mode has none.
 */
 #include "conv2d.h"
 
@@ -63,6 +66,11 @@ static PetscErrorCode LayerSetUp_Conv2d(Layer layer)
   conv->wg.tiles[0] = (conv->base.win.out[0] + 1) / 2;
   conv->wg.tiles[1] = (conv->base.win.out[1] + 1) / 2;
   Conv2dChooseAlgorithm(conv);
+  if (conv->wg.on) { /* single precision: Winograd where double uses it (conv2dwinogradsingle.c), else the base's im2col */
+    layer->ops->forwardsingle  = Conv2dForwardSingle_Winograd;
+    layer->ops->backwardsingle = Conv2dBackwardSingle_Winograd;
+    layer->ops->jvpsingle      = Conv2dJVPSingle_Winograd;
+  }
   PetscFunctionReturn(0);
 }
 
@@ -515,6 +523,7 @@ static PetscErrorCode LayerForget_Conv2d(Layer layer)
   conv->base.colx     = NULL;
   conv->base.sgl.colx = NULL;
   conv->wg.Vx         = NULL;
+  conv->wgs.Vx        = NULL;
   PetscFunctionReturn(0);
 }
 
