@@ -538,10 +538,7 @@ PetscErrorCode NetBackward(Net net, Vec dY, Vec dX, Vec G)
   net->tanvalid = PETSC_FALSE; /* dact[] now holds cotangents, not the last JVP's tangents */
   PetscCall(VecCopy(dY, net->dact[net->nlayers]));
   seeded[net->nlayers] = PETSC_TRUE;
-  if (G && net->grad_rep) {
-    PetscCall(VecZeroEntries(net->grad_rep));
-    PetscCall(VecGetArray(net->grad_rep, &grad));
-  }
+  PetscCall(NetGetGradientArray_Private(net, G, &grad)); /* G's own on one rank, else grad_rep (netpmap.c) */
   PetscCall(NetGetReplicatedArray_Private(net->theta_rep, &theta));
   for (PetscInt k = net->nlayers - 1; k >= 0; k--) {
     const NetNode     *nd = &net->nodes[k];
@@ -599,10 +596,7 @@ PetscErrorCode NetBackward(Net net, Vec dY, Vec dX, Vec G)
   PetscCall(PetscFree2(seeded, summed));
   if (dx != dstack) PetscCall(PetscFree(dx));
   if (dX) PetscCall(VecCopy(net->dact[0], dX));
-  if (grad) {
-    PetscCall(VecRestoreArray(net->grad_rep, &grad));
-    PetscCall(MatMultTransposeAdd(net->bcast, net->grad_rep, G, G));
-  }
+  PetscCall(NetRestoreGradientArray_Private(net, G, &grad));
   PetscFunctionReturn(0);
 }
 

@@ -320,10 +320,7 @@ PetscErrorCode NetLowBackward_Private(Net net, Vec dY, Vec dX, Vec G)
   net->tanvalid = PETSC_FALSE;
   PetscCall(NetLowFromVec(net, dY, net->ldval[net->nlayers]));
   seeded[net->nlayers] = PETSC_TRUE;
-  if (G && net->grad_rep) {
-    PetscCall(VecZeroEntries(net->grad_rep));
-    PetscCall(VecGetArray(net->grad_rep, &grad));
-  }
+  PetscCall(NetGetGradientArray_Private(net, G, &grad)); /* G's own on one rank, else grad_rep (netpmap.c) */
   PetscCall(NetGetReplicatedArray_Private(net->theta_rep, &theta));
   for (PetscInt k = net->nlayers - 1; k >= 0; k--) {
     const NetNode *nd = &net->nodes[k];
@@ -366,10 +363,7 @@ PetscErrorCode NetLowBackward_Private(Net net, Vec dY, Vec dX, Vec G)
   PetscCall(PetscFree3(seeded, summed, want));
   PetscCall(PetscFree2(x, dx));
   if (dX) PetscCall(NetLowToVec(net, net->ldval[0], dX));
-  if (grad) {
-    PetscCall(VecRestoreArray(net->grad_rep, &grad));
-    PetscCall(MatMultTransposeAdd(net->bcast, net->grad_rep, G, G));
-  }
+  PetscCall(NetRestoreGradientArray_Private(net, G, &grad));
   PetscFunctionReturn(0);
 }
 

@@ -219,10 +219,7 @@ PetscErrorCode NetSecondOrderBackward(Net net, Vec dY, Vec dYdot, Vec dXdot, Vec
   else
     PetscCall(VecZeroEntries(net->bard[net->nlayers]));
   seeded[net->nlayers] = PETSC_TRUE;
-  if (Hv && net->grad_rep) {
-    PetscCall(VecZeroEntries(net->grad_rep));
-    PetscCall(VecGetArray(net->grad_rep, &hv));
-  }
+  PetscCall(NetGetGradientArray_Private(net, Hv, &hv)); /* G's own on one rank, else grad_rep (netpmap.c) */
   PetscCall(NetGetReplicatedArray_Private(net->theta_rep, &theta));
   if (tdir && net->dtheta_rep) PetscCall(VecGetArrayRead(net->dtheta_rep, &thetadot));
   for (PetscInt k = net->nlayers - 1; k >= 0; k--) {
@@ -263,9 +260,6 @@ PetscErrorCode NetSecondOrderBackward(Net net, Vec dY, Vec dYdot, Vec dXdot, Vec
   net->barYstate  = state;
   net->barforward = net->nforward;
   if (dXdot) PetscCall(VecCopy(net->bard[0], dXdot));
-  if (hv) {
-    PetscCall(VecRestoreArray(net->grad_rep, &hv));
-    PetscCall(MatMultTransposeAdd(net->bcast, net->grad_rep, Hv, Hv));
-  }
+  PetscCall(NetRestoreGradientArray_Private(net, Hv, &hv));
   PetscFunctionReturn(0);
 }

@@ -161,6 +161,8 @@ PETSC_INTERN PetscErrorCode NetNodeGetParameters_Private(Net, PetscInt, Vec, con
 PETSC_INTERN PetscErrorCode NetNodeRestoreParameters_Private(Net, PetscInt, const PetscScalar **);
 PETSC_INTERN PetscErrorCode NetNodeGetGradient_Private(Net, PetscInt, PetscScalar *, PetscBool, PetscScalar **);
 PETSC_INTERN PetscErrorCode NetNodeRestoreGradient_Private(Net, PetscInt, Vec, PetscScalar **);
+PETSC_INTERN PetscErrorCode NetGetGradientArray_Private(Net, Vec, PetscScalar **);
+PETSC_INTERN PetscErrorCode NetRestoreGradientArray_Private(Net, Vec, PetscScalar **);
 PETSC_INTERN PetscErrorCode NetGetReplicatedArray_Private(Vec, const PetscScalar **);
 PETSC_INTERN PetscErrorCode NetRestoreReplicatedArray_Private(Vec, const PetscScalar **);
 PETSC_INTERN PetscErrorCode NetCheckParametersUnchanged_Private(Net, const char[]);
