@@ -3,6 +3,33 @@
 
 #include <petscts.h>
 #include <petnetnet.h>
+#include <stdio.h>
+#include <string.h>
+
+/* whether LayerView() of the layer (as rank 0 prints it) contains text; the same answer on every rank */
+static inline PetscErrorCode TestLayerViewContains(Layer layer, const char text[], PetscBool *found)
+{
+  MPI_Comm    comm = PetscObjectComm((PetscObject)layer);
+  char       *buf  = NULL;
+  size_t      len  = 0;
+  FILE       *fp   = open_memstream(&buf, &len);
+  PetscViewer viewer;
+  PetscMPIInt rank;
+  int         f;
+
+  PetscFunctionBegin;
+  PetscCheck(fp, PETSC_COMM_SELF, PETSC_ERR_SYS, "open_memstream() failed");
+  PetscCallMPI(MPI_Comm_rank(comm, &rank));
+  PetscCall(PetscViewerASCIIOpenWithFILE(comm, fp, &viewer));
+  PetscCall(LayerView(layer, viewer));
+  PetscCall(PetscViewerDestroy(&viewer));
+  fclose(fp);
+  f = !rank ? strstr(buf, text) != NULL : 0;
+  free(buf);
+  PetscCallMPI(MPI_Bcast(&f, 1, MPI_INT, 0, comm));
+  *found = (PetscBool)f;
+  PetscFunctionReturn(0);
+}
 
 /* v[i] = table[i] for the entries this rank owns (table holds the whole global vector) */
 static inline PetscErrorCode FillFromTable(Vec v, const PetscScalar table[])
