@@ -514,6 +514,7 @@ PetscErrorCode TrainerSetUp(Trainer tr)
   PetscInt    outsize;
   MPI_Comm    comm = PetscObjectComm((PetscObject)tr);
   Vec         theta;
+  PetscBool   stochastic;
   char        a[64], b[64];
 
   PetscFunctionBegin;
@@ -566,13 +567,11 @@ PetscErrorCode TrainerSetUp(Trainer tr)
     if (isce) PetscCall(DatasetCheckLabels(tr->train, outsize)); /* names the labels' file and the bad sample in it */
     if (isce && tr->test) PetscCall(DatasetCheckLabels(tr->test, outsize));
   }
-  if (tr->mode == TRAINER_MODE_AUTO) {
-    PetscBool stochastic;
-
-    /* PetNet's stochastic types take one mini-batch per iteration; TAO's own types need a deterministic objective */
-    PetscCall(PetscObjectTypeCompareAny((PetscObject)tr->tao, &stochastic, "sgd", "adam", "adamw", "rmsprop", "kfac", ""));
+  /* PetNet's stochastic types take one mini-batch per iteration; TAO's own types need a deterministic objective */
+  PetscCall(PetscObjectTypeCompareAny((PetscObject)tr->tao, &stochastic, "sgd", "adam", "adamw", "rmsprop", "kfac", ""));
+  if (tr->mode == TRAINER_MODE_AUTO)
     tr->minibatch = stochastic;
-  } else
+  else
     tr->minibatch = tr->mode == TRAINER_MODE_MINIBATCH ? PETSC_TRUE : PETSC_FALSE;
   if (tr->minibatch) { /* a graph layer's samples are the nodes of its operator, all of them, in its row order */
     PetscInt nl;
@@ -595,9 +594,17 @@ PetscErrorCode TrainerSetUp(Trainer tr)
               k, spec);
     }
   }
+  /* The optimizer's iterate. PetNet's stochastic types evaluate the objective only at their solution and update it in
+     place, so their solution is the Net's parameter Vec itself: no copy into the Net per step. TAO's own types try
+     other points (line searches) while the Net must keep the accepted one: they get a copy. */
   PetscCall(NetGetParameters(tr->net, &theta));
-  PetscCall(VecDuplicate(theta, &tr->theta));
-  PetscCall(VecCopy(theta, tr->theta));
+  if (stochastic) {
+    PetscCall(PetscObjectReference((PetscObject)theta));
+    tr->theta = theta;
+  } else {
+    PetscCall(VecDuplicate(theta, &tr->theta));
+    PetscCall(VecCopy(theta, tr->theta));
+  }
   PetscCall(TaoSetSolution(tr->tao, tr->theta));
   PetscCall(PetNetTaoKFACSetNet(tr->tao, tr->net)); /* kfac reads its curvature from the Net's passes; other types ignore it */
   if (tr->minibatch) {

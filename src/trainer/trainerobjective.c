@@ -57,6 +57,22 @@ PetscErrorCode TrainerNextBatch_Private(Tao tao, PetscInt it, void *ctx)
   PetscFunctionReturn(0);
 }
 
+/*
+  The Net at the optimizer's point theta. With PetNet's stochastic types the optimizer's solution is the Net's own
+  parameter Vec (TrainerSetUp()): nothing to copy, and any other point would overwrite the solution, so it is refused.
+*/
+static PetscErrorCode TrainerSetParameters_Private(Trainer tr, Vec theta)
+{
+  Vec params;
+
+  PetscFunctionBegin;
+  PetscCall(NetGetParameters(tr->net, &params));
+  PetscCheck(theta == params || tr->theta != params, PetscObjectComm((PetscObject)tr), PETSC_ERR_ORDER,
+             "The optimizer evaluated the loss away from its solution, which for PetNet's types (sgd, adam, adamw, rmsprop, kfac) is the Net's parameter Vec: choose the Tao type (-tao_type) before TrainerSetUp() and do not change it after");
+  PetscCall(NetSetParameters(tr->net, theta));
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode TrainerObjectiveMiniBatch_Private(Tao tao, Vec theta, PetscReal *f, Vec G, void *ctx)
 {
   Trainer     tr = (Trainer)ctx;
@@ -65,7 +81,7 @@ PetscErrorCode TrainerObjectiveMiniBatch_Private(Tao tao, Vec theta, PetscReal *
 
   PetscFunctionBegin;
   if (!tr->X) PetscCall(TrainerNextBatch_Private(tao, 0, tr));
-  PetscCall(NetSetParameters(tr->net, theta));
+  PetscCall(TrainerSetParameters_Private(tr, theta));
   PetscCall(TrainerEnsureWorkVecs_Private(tr, tr->X));
   PetscCall(NetForward(tr->net, tr->X, tr->Y));
   PetscCall(LossEvaluate(tr->loss, tr->Y, tr->T, f, tr->dY));
@@ -167,7 +183,7 @@ PetscErrorCode TrainerObjectiveFullBatch_Private(Tao tao, Vec theta, PetscReal *
   Trainer tr = (Trainer)ctx;
 
   PetscFunctionBegin;
-  PetscCall(NetSetParameters(tr->net, theta));
+  PetscCall(TrainerSetParameters_Private(tr, theta));
   PetscCall(TrainerAccumulate_Private(tr, tr->train, f, G, NULL, NULL));
   /* a NaN at a line-search trial point is not divergence: TrainerFullBatchMonitor_Private() judges accepted iterates */
   tr->epochloss    = *f;
