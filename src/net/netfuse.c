@@ -2,7 +2,8 @@
   Fused passes: an activation done inside a neighbour's pass over memory instead of a pass of its own.
 
     forward   P -> R     y_P = f(P(x))   R's forward runs in P's output pass (dense: bias and f on each GEMM part's
-                                         block of y; conv2d/conv3d: on each chunk; batchnorm: on each block of positions)
+                                         block of y; conv2d/conv3d: on each chunk; batchnorm: on each block of positions;
+                                         in low precision dense, conv2d and conv3d, in float)
     backward  R -> C     dx_R = f'(y_R) C^T dy   C's backward applies R's derivative to the dx it writes (dense: each
                                          GEMM part's block of dx; maxpool: each sample after its scatter, also in single
                                          precision), and writes it where R's backward would have: R's backward is gone
@@ -58,13 +59,14 @@ PetscErrorCode NetSetUpFusion_Private(Net net)
       nr->fusedback          = c;
     }
   }
-  /* In low precision (netprecision.c) the forward is not fused: an activation that would be fused into its producer
-     runs in place on the producer's value instead (the same memory saving, one pass more). Its backward is fused into
-     its consumer's where both kinds can in float (fusebackwardsingle, activatemasksingle: relu -> maxpool) */
+  /* In low precision (netprecision.c) an activation is fused into its producer's forward where both kinds can in float
+     (fuseforwardsingle, activatesingle: dense, conv2d, conv3d -> relu); elsewhere it runs in place on the producer's
+     value instead (the same memory saving, one pass more). Its backward is fused into its consumer's where both kinds
+     can in float (fusebackwardsingle, activatemasksingle: relu -> maxpool) */
   for (PetscInt k = 0; k < net->nlayers && net->precision != NET_PRECISION_DOUBLE; k++) {
-    const PetscInt c = net->nodes[k].fusedback;
+    const PetscInt c = net->nodes[k].fusedback, r = net->nodes[k].fuseact;
 
-    net->nodes[k].fuseact = -1;
+    if (r >= 0 && (!net->layers[k]->fuseforwardsingle || !net->layers[r]->ops->activatesingle)) net->nodes[k].fuseact = -1;
     if (c >= 0 && (!net->layers[c]->fusebackwardsingle || !net->layers[k]->ops->activatemasksingle)) net->nodes[k].fusedback = net->nodes[c].fusemask = -1;
   }
   PetscFunctionReturn(0);
@@ -93,7 +95,7 @@ PetscErrorCode NetFuseViewNode_Private(Net net, PetscInt k, PetscViewer viewer)
 
   PetscFunctionBegin;
   if (nd->fusedinto < 0 && nd->fusedback < 0) PetscFunctionReturn(0);
-  if (nd->fusedinto >= 0 && net->precision != NET_PRECISION_DOUBLE)
+  if (nd->fusedinto >= 0 && net->nodes[nd->fusedinto].fuseact != k)
     PetscCall(PetscSNPrintf(fwd, sizeof(fwd), "forward in place on the value of %s (%s)", net->nodes[nd->fusedinto].name, ((PetscObject)net->layers[nd->fusedinto])->type_name));
   else if (nd->fusedinto >= 0)
     PetscCall(PetscSNPrintf(fwd, sizeof(fwd), "forward in the output pass of %s (%s)", net->nodes[nd->fusedinto].name, ((PetscObject)net->layers[nd->fusedinto])->type_name));

@@ -289,11 +289,16 @@ PetscErrorCode NetLowForward_Private(Net net, Vec X)
   PetscCall(NetLowFromVec(net, X, net->lval[0]));
   PetscCall(NetGetReplicatedArray_Private(net->theta_rep, &theta));
   for (PetscInt k = 0; k < net->nlayers; k++) {
+    const PetscInt p = net->nodes[k].fusedinto;
+
     NetLowNextNode(net);
+    if (p >= 0 && net->nodes[p].fuseact == k) continue; /* an activation its producer applied (netfuse.c): the same value */
     PetscCall(NetNodeGetParameters_Private(net, k, net->theta, theta, &th));
     PetscCall(NetLowGetInputs(net, k, net->lval, x));
     PetscCall(NetLowGetFloat(net, net->lval[k + 1], NetLowCount(net, k + 1), PETSC_FALSE, &y));
+    net->layers[k]->fuseact = net->nodes[k].fuseact >= 0 ? net->layers[net->nodes[k].fuseact] : NULL; /* y = f(P(x)) in its pass */
     PetscCall(LayerForwardSingle(net->layers[k], NetNodeCount(net, k), th, (const float *const *)x, y));
+    net->layers[k]->fuseact = NULL;
     PetscCall(NetLowRestoreFloat(net, net->lval[k + 1], NetLowCount(net, k + 1), PETSC_TRUE, &y));
     PetscCall(NetLowRestoreInputs(net, k, net->lval, x));
     PetscCall(NetNodeRestoreParameters_Private(net, k, &th));

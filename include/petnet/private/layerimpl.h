@@ -110,7 +110,9 @@ struct _LayerOps {
      and at f(x) agree and f(f(x)) = f(x) (relu): its node may then read its output where its input was. */
   PetscErrorCode (*activate)(Layer, PetscInt, PetscScalar *);
   PetscErrorCode (*activatemask)(Layer, PetscInt, const PetscScalar *, PetscScalar *);
-  /* activatemask on float values (a Net at low precision), with the arithmetic of the kind's backwardsingle */
+  /* activate and activatemask on float values (a Net at low precision), with the arithmetic of the kind's forwardsingle
+     and backwardsingle */
+  PetscErrorCode (*activatesingle)(Layer, PetscInt, float *);
   PetscErrorCode (*activatemasksingle)(Layer, PetscInt, const float *, float *);
   PetscErrorCode (*view)(Layer, PetscViewer);
   PetscErrorCode (*reset)(Layer);
@@ -158,10 +160,10 @@ struct _p_Layer {
 
   /* Fusion (set by the owner around one call, NULL otherwise; src/net/netfuse.c). fuseact: forward applies that
      activation layer's activate() to its output in its own output pass (y = f(conv(x) + b)), when the kind has set
-     fuseforward. fusemask: backward multiplies dx by that activation's derivative at this layer's input x (the
+     fuseforward (in double precision) or fuseforwardsingle (its forwardsingle does it too, with activatesingle). fusemask: backward multiplies dx by that activation's derivative at this layer's input x (the
      activation's output) in its own output pass (dx = f'(x) J^T dy), when the kind has set fusebackward (in double
      precision) or fusebackwardsingle (its backwardsingle does it too, with activatemasksingle). */
-  PetscBool fuseforward, fusebackward, fusebackwardsingle;
+  PetscBool fuseforward, fuseforwardsingle, fusebackward, fusebackwardsingle;
   Layer     fuseact, fusemask;
 
   void *data;
@@ -176,6 +178,10 @@ PETSC_INTERN PetscErrorCode LayerGetEvents_Private(LayerType, PetscLogEvent[]);
 static inline PetscErrorCode LayerFusedActivate(Layer layer, PetscInt N, PetscScalar *y)
 {
   return layer->fuseact ? layer->fuseact->ops->activate(layer->fuseact, N, y) : 0;
+}
+static inline PetscErrorCode LayerFusedActivateSingle(Layer layer, PetscInt N, float *y)
+{
+  return layer->fuseact ? layer->fuseact->ops->activatesingle(layer->fuseact, N, y) : 0;
 }
 static inline PetscErrorCode LayerFusedMask(Layer layer, PetscInt N, const PetscScalar *x, PetscScalar *dx)
 {

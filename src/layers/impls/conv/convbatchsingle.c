@@ -5,6 +5,7 @@
 
     forward   w = float(W), b_f = float(b) (kept in conv->sgl for backward and jvp at the same point),
               y_g = Wt_g col_g (+ b_f)                                    sgemm('N','N')
+              y = f(y) on the chunk, for an activation f its owner fused (LayerFusedActivateSingle())
     backward  dWc_g = col_g dy_g^T (one chunk, float)                      sgemm('N','T') (transposed when dwtransposed)
               dWpart += dWc (double), dbpart += sum_p dy (double);  dtheta += the parts in part order (double)
               dcol_g = W_g dy_g ;  dx = col2im(dcol)                       sgemm('N','N'), then col2im in float
@@ -192,6 +193,7 @@ PetscErrorCode ConvForwardSingle_Batch(Layer layer, PetscInt n, const PetscScala
     ierr = ConvColumnsSingle(conv, layer->insize, R0, R1, R, x, ConvThreadBufferSingle(conv), &col);
     if (conv->bias) ConvFillBiasSingle(P, conv->nout, s->b, ys);
     if (!ierr) ierr = ConvGemmOutputSingle(conv, P, s->wt, col, conv->bias ? 1.0f : 0.0f, ys);
+    if (!ierr) ierr = LayerFusedActivateSingle(layer, P * conv->nout, ys); /* an activation its owner fused, while the chunk is in cache */
     PetNetThreadsSetError(&err, ierr);
   }
   PetNetThreadsCheck(err, "conv forward (single)");

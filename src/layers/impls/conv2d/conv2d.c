@@ -538,6 +538,7 @@ PETSC_INTERN PetscErrorCode LayerCreate_Conv2d(Layer layer)
   layer->ops->setup          = LayerSetUp_Conv2d;
   layer->ops->forward        = LayerForward_Conv2d;
   layer->fuseforward         = PETSC_TRUE; /* applies a fused activation to each chunk of its output (layerimpl.h) */
+  layer->fuseforwardsingle   = PETSC_TRUE; /* in single precision too (batch mode: im2col and Winograd) */
   layer->ops->backward       = LayerBackward_Conv2d;
   layer->ops->jvp            = LayerJVP_Conv2d;
   layer->ops->sobackward     = LayerSOBackward_Conv2d;

@@ -117,6 +117,7 @@ PetscErrorCode Conv2dForwardSingle_Winograd(Layer layer, PetscInt n, const Petsc
     WinogradColumnsSingle(conv, s0, ns, n, x, layer->insize, t.V);
     PetNetThreadsSetError(&err, WinogradGemmsSingle(conv, WINOGRAD_GEMM_OUTPUT, ns * tps, s->Ut, t.V, t.M, 0.0f, NULL));
     WinogradOutputSingle(conv, ns, t.M, s->b, PETSC_FALSE, t.scratch, y + (size_t)s0 * layer->outsize);
+    PetNetThreadsSetError(&err, LayerFusedActivateSingle(layer, ns * layer->outsize, y + (size_t)s0 * layer->outsize)); /* while the chunk is in cache */
   }
   PetNetThreadsCheck(err, "conv2d winograd forward (single)");
   PetscCall(PetscLogFlops(WinogradGemmFlops(conv, n)));

@@ -372,6 +372,7 @@ PETSC_INTERN PetscErrorCode LayerCreate_Conv3d(Layer layer)
   layer->ops->setup          = LayerSetUp_Conv3d;
   layer->ops->forward        = LayerForward_Conv3d;
   layer->fuseforward         = PETSC_TRUE; /* ConvForward_Batch applies a fused activation to each chunk (layerimpl.h) */
+  layer->fuseforwardsingle   = PETSC_TRUE; /* ConvForwardSingle_Batch too */
   layer->ops->backward       = LayerBackward_Conv3d;
   layer->ops->jvp            = LayerJVP_Conv3d;
   layer->ops->sobackward     = LayerSOBackward_Conv3d;

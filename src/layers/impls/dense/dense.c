@@ -627,6 +627,7 @@ PETSC_INTERN PetscErrorCode LayerCreate_Dense(Layer layer)
   layer->gradfree            = PETSC_TRUE; /* dW = x^T dy, db = sum dy: W is not read */
   layer->actonly             = PETSC_TRUE; /* backward and jvp read x (and theta) alone */
   layer->fuseforward         = PETSC_TRUE; /* an activation after it in forward's output pass, one before it in dx's */
+  layer->fuseforwardsingle   = PETSC_TRUE; /* forward's in single precision too (densesingle.c) */
   layer->fusebackward        = PETSC_TRUE;
   layer->ops->jvp            = LayerJVP_Dense;
   layer->ops->forwardsingle  = LayerForwardSingle_Dense; /* densesingle.c */

@@ -216,7 +216,8 @@ static POINTWISE_TARGET_CLONES void DReLUSingleRange(PetscInt i0, PetscInt i1, c
   for (PetscInt i = i0; i < i1; i++) dx[i] = x[i] > 0.0f ? dy[i] : 0.0f * dy[i];
 }
 
-/* in place (relu on its producer's value at low precision, netfuse.c): one array, so that the loop vectorizes */
+/* in place (relu on its producer's value at low precision, or in its output pass: netfuse.c): one array, so that the
+   loop vectorizes */
 static POINTWISE_TARGET_CLONES void ReLUSingleRangeInPlace(PetscInt i0, PetscInt i1, float *y)
 {
   for (PetscInt i = i0; i < i1; i++) y[i] = y[i] > 0.0f ? y[i] : 0.0f;
@@ -255,6 +256,13 @@ static PetscErrorCode LayerJVPSingle_ReLUFloat(Layer layer, PetscInt n, const Pe
   return PetscLogFlops(2.0 * N);
 }
 
+/* relu in float in a producer's output pass (dense, conv2d, conv3d): as LayerForwardSingle_ReLUFloat in place */
+static PetscErrorCode LayerActivateSingle_ReLU(Layer layer, PetscInt N, float *y)
+{
+  ReLUSingleRangeInPlace(0, N, y);
+  return 0;
+}
+
 /* the fused mask in float (maxpool's backward pass): d = relu'(y) d, as LayerBackwardSingle_ReLUFloat */
 static PetscErrorCode LayerActivateMaskSingle_ReLU(Layer layer, PetscInt N, const float *y, float *d)
 {
@@ -273,6 +281,7 @@ PETSC_INTERN PetscErrorCode LayerCreate_ReLU(Layer layer)
   layer->sozero                  = PETSC_TRUE; /* piecewise linear: no curvature term */
   layer->ops->activate           = LayerActivate_ReLU;
   layer->ops->activatemask       = LayerActivateMask_ReLU;
+  layer->ops->activatesingle     = LayerActivateSingle_ReLU;
   layer->ops->activatemasksingle = LayerActivateMaskSingle_ReLU;
   PetscFunctionReturn(0);
 }
