@@ -4,7 +4,10 @@ static const char help[] = "Single-precision kernels of dense, the activations, 
                            "  1. every output within its bound of the double result (below),\n"
                            "  2. the dot-product test of the float JVP against the float backward, <= 1e-5 relative,\n"
                            "  3. the same bits at 1, 2 and 3 threads (PetNetSetNumThreads()),\n"
-                           "  4. batchnorm: the running statistics a training pass leaves, single against double.\n"
+                           "  4. batchnorm: the running statistics a training pass leaves, single against double,\n"
+                           "  5. maxpool: both precisions against a reference written here (PyTorch's definition, padding as -infinity,\n"
+                           "     the first maximum in window order on ties): y and jvp the same values, dx = 0; dx[argmax] += dy in output\n"
+                           "     order, the same values in each precision (dx arrays start as garbage: every entry must be written).\n"
                            "Bound: with u = 2^-24 (float's unit round-off), a result that is a sum of K float products or terms is within\n"
                            "  50 u sqrt(K) max|reference|  (max over the whole output)\n"
                            "of the double result, K per output: conv y K = taps Cin/G (+ 1 bias), jvp twice that; conv dx K = taps Cout/G;\n"
@@ -48,6 +51,10 @@ static const SingleCase cases[] = {
     {"maxpool:2", "6x6x3", PETSC_FALSE, 0, 1, 0, 0},
     {"maxpool:3:2:1", "7x6x2", PETSC_FALSE, 0, 4, 0, 0},
     {"maxpool:2", "4x4x4x2", PETSC_FALSE, 0, 1, 0, 0},
+    {"maxpool:2", "7x5x3", PETSC_FALSE, 0, 1, 0, 0},       /* tiled windows: a row and a column no window covers */
+    {"maxpool:3x2", "7x5x4", PETSC_FALSE, 0, 1, 0, 0},     /* tiled, 6 taps (the tap loop not unrolled) */
+    {"maxpool:2", "5x4x5x2", PETSC_FALSE, 0, 1, 0, 0},     /* tiled volume: a plane and a column uncovered */
+    {"maxpool:2x2x1", "3x4x4x3", PETSC_FALSE, 0, 1, 0, 0}, /* tiled volume, 4 taps over depth and rows */
     {"dense:7", "5", PETSC_FALSE, -1, -2, -3, -4},
     {"dense:6:bias=0", "3x4", PETSC_FALSE, -1, -2, -3, -4},
     {"dense:40", "300", PETSC_FALSE, -1, -2, -3, -4}, /* GEMMs cut into parts for the threads */
@@ -139,9 +146,73 @@ static PetscErrorCode RunSingle(Layer layer, PetscInt n, const PetscScalar *thet
 
   PetscFunctionBegin;
   PetscCall(LayerForwardSingle(layer, n, theta, &x, r->y));
+  for (PetscInt i = 0; i < n * layer->insize; i++) r->dx[i] = 7.0f; /* garbage: backward writes every entry */
   for (PetscInt i = 0; i < layer->nparams; i++) r->dth[i] = 0.0;
   PetscCall(LayerBackwardSingle(layer, n, theta, &x, r->y, dy, dxs, r->dth));
   PetscCall(LayerJVPSingle(layer, n, theta, &x, r->y, &vx, vth, r->jy));
+  PetscFunctionReturn(0);
+}
+
+/*
+  maxpool by its definition (PyTorch's MaxPool2d/3d; padding as -infinity, the first maximum in window order on
+  ties), on n samples of the layer's (h, w, c) or (d, h, w, c) shape: y and jy = the selected x and vx, dx = 0;
+  dx[argmax[j]] += dy[j] in output order, summed in float (dxf) and in double (dxd)
+*/
+static PetscErrorCode MaxPoolReference(Layer layer, PetscInt n, const float *x, const float *dy, const float *vx, float *y, float *jy, float *dxf, PetscScalar *dxd)
+{
+  PetscInt nsd, k[3], step[3], pad[3], dil[3], in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, K[3] = {1, 1, 1}, S[3] = {1, 1, 1}, P[3] = {0, 0, 0}, C, j = 0;
+
+  PetscFunctionBegin;
+  PetscCall(layer->ops->getwindow(layer, &nsd, k, step, pad, dil));
+  for (PetscInt d = 0; d < nsd; d++) { /* as three dims, a 2-D window with a leading dim of one point */
+    in[3 - nsd + d]  = layer->in.dim[d];
+    out[3 - nsd + d] = layer->out.dim[d];
+    K[3 - nsd + d]   = k[d];
+    S[3 - nsd + d]   = step[d];
+    P[3 - nsd + d]   = pad[d];
+  }
+  C = layer->in.dim[nsd];
+  for (PetscInt i = 0; i < n * layer->insize; i++) {
+    dxf[i] = 0.0f;
+    dxd[i] = 0.0;
+  }
+  for (PetscInt s = 0; s < n; s++)
+    for (PetscInt od = 0; od < out[0]; od++)
+      for (PetscInt oh = 0; oh < out[1]; oh++)
+        for (PetscInt ow = 0; ow < out[2]; ow++)
+          for (PetscInt c = 0; c < C; c++, j++) {
+            PetscInt best = -1;
+
+            for (PetscInt kd = 0; kd < K[0]; kd++)
+              for (PetscInt kh = 0; kh < K[1]; kh++)
+                for (PetscInt kw = 0; kw < K[2]; kw++) {
+                  const PetscInt id = od * S[0] - P[0] + kd, ih = oh * S[1] - P[1] + kh, iw = ow * S[2] - P[2] + kw;
+                  PetscInt       i;
+
+                  if (id < 0 || id >= in[0] || ih < 0 || ih >= in[1] || iw < 0 || iw >= in[2]) continue;
+                  i = s * layer->insize + ((id * in[1] + ih) * in[2] + iw) * C + c;
+                  if (best < 0 || x[i] > x[best]) best = i;
+                }
+            y[j]  = x[best];
+            jy[j] = vx[best];
+            dxf[best] += dy[j];
+            dxd[best] += (PetscScalar)dy[j];
+          }
+  PetscFunctionReturn(0);
+}
+
+/* 5.: y and jy equal to the reference, dx too (== : up to the sign of a zero) */
+static PetscErrorCode MaxPoolCheck(const char *spec, const char *prec, PetscInt ny, PetscInt nx, const float *yref, const float *jyref, const float *dxref, const PetscScalar *dxrefd, const float *yf, const float *jyf, const float *dxf,
+                                   const PetscScalar *yd, const PetscScalar *jyd, const PetscScalar *dxd)
+{
+  PetscFunctionBegin;
+  for (PetscInt j = 0; j < ny; j++) {
+    PetscCheck(yf ? yf[j] == yref[j] : yd[j] == (PetscScalar)yref[j], PETSC_COMM_SELF, PETSC_ERR_PLIB, "%s in %s: y[%" PetscInt_FMT "] = %g, the reference's %g", spec, prec, j, yf ? (double)yf[j] : (double)yd[j], (double)yref[j]);
+    PetscCheck(jyf ? jyf[j] == jyref[j] : jyd[j] == (PetscScalar)jyref[j], PETSC_COMM_SELF, PETSC_ERR_PLIB, "%s in %s: jvp dy[%" PetscInt_FMT "] = %g, the reference's %g", spec, prec, j, jyf ? (double)jyf[j] : (double)jyd[j], (double)jyref[j]);
+  }
+  for (PetscInt i = 0; i < nx; i++)
+    PetscCheck(dxf ? dxf[i] == dxref[i] : dxd[i] == dxrefd[i], PETSC_COMM_SELF, PETSC_ERR_PLIB, "%s in %s: dx[%" PetscInt_FMT "] = %g, the reference's %g", spec, prec, i, dxf ? (double)dxf[i] : (double)dxd[i],
+               dxf ? (double)dxref[i] : (double)dxrefd[i]);
   PetscFunctionReturn(0);
 }
 
@@ -210,6 +281,7 @@ static PetscErrorCode TestCase(MPI_Comm comm, const SingleCase *c, PetscInt n, P
     PetscScalar       *dxs[1] = {dxd};
 
     PetscCall(LayerForwardArrays(layer, n, theta, xs, yd));
+    for (PetscInt i = 0; i < n * in; i++) dxd[i] = 7.0; /* garbage: backward writes every entry */
     for (PetscInt i = 0; i < P; i++) dthd[i] = 0.0;
     PetscCall(LayerBackwardArrays(layer, n, theta, xs, yd, dyd, dxs, dthd));
     PetscCall(LayerJVPArrays(layer, n, theta, xs, yd, vs, vth, jyd));
@@ -290,6 +362,17 @@ static PetscErrorCode TestCase(MPI_Comm comm, const SingleCase *c, PetscInt n, P
     for (PetscInt i = 0; i < layer->nbuffers; i++) m = PetscMax(m, PetscAbsReal(layer->buffers[i] - after[i]) / PetscAbsReal(after[i]));
     PetscCheck(m <= 1e-13, comm, PETSC_ERR_PLIB, "%s: running statistics after a single-precision pass differ from double's by %g relative (> 1e-13: both are double reductions of the same values)", c->spec, (double)m);
     PetscCall(PetscFree2(saved, after));
+  }
+  /* 5. maxpool against its definition, in both precisions */
+  if (ispool) {
+    float       *yref, *jyref, *dxref;
+    PetscScalar *dxrefd;
+
+    PetscCall(PetscMalloc4((size_t)n * out + 1, &yref, (size_t)n * out + 1, &jyref, (size_t)n * in + 1, &dxref, (size_t)n * in + 1, &dxrefd));
+    PetscCall(MaxPoolReference(layer, n, xf, dyf, vxf, yref, jyref, dxref, dxrefd));
+    PetscCall(MaxPoolCheck(c->spec, "single", n * out, n * in, yref, jyref, dxref, dxrefd, r[0].y, r[0].jy, r[0].dx, NULL, NULL, NULL));
+    PetscCall(MaxPoolCheck(c->spec, "double", n * out, n * in, yref, jyref, dxref, dxrefd, NULL, NULL, NULL, yd, jyd, dxd));
+    PetscCall(PetscFree4(yref, jyref, dxref, dxrefd));
   }
   PetscCall(PetscPrintf(comm, "%-28s %-8s %-9s single = double within the bounds, dot-product test, threads 1 2 3 alike\n", c->spec, c->shape, isbn ? (c->training ? "training" : "eval") : ""));
 

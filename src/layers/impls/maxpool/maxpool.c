@@ -4,7 +4,8 @@
 
     x       [n][D][H][W][C]
     y       [n][Do][Ho][Wo][C]
-    argmax  [n][Do][Ho][Wo][C]   index into x of the maximum, saved by forward (the first maximum in window order on ties)
+    argmax  [n][Do][Ho][Wo][C]   int32_t: offset within its sample's x of the maximum, saved by forward (the first
+                                 maximum in window order on ties); set-up checks that a sample's size fits
 
     forward   y[j]  = x[argmax[j]]
     backward  dx    = 0;  dx[argmax[j]] += dy[j]      (no parameters); then dx = f'(x) dx per sample, in cache, when its
@@ -12,8 +13,13 @@
               precision the mask is taken on dy at the outputs instead, f'(y[j]) = f'(x[argmax[j]]), before the scatter
     jvp       dy[j] = dx[argmax[j]]
 
-  Single precision (a Net at -net_precision single): the same forward loop nest on floats (maxpoolkernels.h, a typed
-  template), hence the same argmax on the same values; backward and jvp as above on floats.
+  Tiled windows (step = kernel, no padding: the windows do not overlap and lie inside the input, as in maxpool:2), the
+  common case, have their own kernels (maxpoolkernels.h): forward keeps each window's maximum in registers, vectorized
+  over the channels; backward writes each dx entry once (0 + dy at the argmax, 0 elsewhere, then the rows and columns
+  no window covers) instead of zeroing dx and scattering. The same argmax, y and dx bits as the general kernels.
+
+  Single precision (a Net at -net_precision single): the same kernels on floats (maxpoolkernels.h, a typed template),
+  hence the same argmax on the same values; backward and jvp as above on floats.
 
   Threads: samples in parallel (a window lies in one sample: backward's scatter-add of a sample touches only its own
   dx, in the same order whatever the thread count).
@@ -23,12 +29,24 @@
 typedef struct {
   LayerWindow win; /* first: the shared pooling settings cast layer->data to LayerWindow */
   PetscInt    nwork;
-  PetscInt   *argmax;
-  float      *gmask; /* single precision, a fused activation: each thread's masked dy of one sample */
+  int32_t    *argmax; /* offsets within a sample: half the memory traffic of a PetscInt64 global index */
+  PetscBool   tiled;  /* step = kernel, no padding: the tiled kernels */
+  int32_t    *tap;    /* tiled: each tap's offset in x from its window's first point, in window order */
+  float      *gmask;  /* single precision, a fused activation: each thread's masked dy of one sample */
   PetscInt    ngmask;
 } Layer_MaxPool;
 
-/* the forward loop nest, in double and in float (maxpoolkernels.h) */
+/*
+  The tiled kernels are compiled for AVX-512 and AVX2 too, picked at load time (GCC's function multi-versioning; the
+  baseline build targets x86-64-v2, whose vectors hold 4 floats): selects and compares only, the same bits anywhere.
+*/
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define MAXPOOL_TARGET_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define MAXPOOL_TARGET_CLONES
+#endif
+
+/* the kernels, in double and in float (maxpoolkernels.h) */
 #define MAXPOOL_T       PetscScalar
 #define MAXPOOL_NAME(f) f
 #include "maxpoolkernels.h"
@@ -39,6 +57,41 @@ typedef struct {
 #include "maxpoolkernels.h"
 #undef MAXPOOL_T
 #undef MAXPOOL_NAME
+
+/*
+  The pools' set-up, then what maxpool's kernels need: a sample's size within int32_t (argmax), and for tiled windows
+  the taps' offsets
+*/
+static PetscErrorCode LayerSetUp_MaxPool(Layer layer)
+{
+  Layer_MaxPool    *pool = (Layer_MaxPool *)layer->data;
+  LayerWindowVolume v;
+  PetscInt64        size = 1;
+  PetscInt          C, K, t = 0;
+  char              shape[64];
+
+  PetscFunctionBegin;
+  PetscCall(LayerSetUpPool_Private(layer));
+  if (layer->griddim) PetscFunctionReturn(0); /* a node of a grid is never run (LayerPoolCheckRunnable_Private()) */
+  for (PetscInt d = 0; d < layer->in.ndim; d++) size *= layer->in.dim[d];
+  PetscCall(PetNetShapeToString(&layer->in, sizeof(shape), shape));
+  PetscCheck(size <= INT32_MAX, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE,
+             "maxpool layer %" PetscInt_FMT ": a sample of shape %s has %" PetscInt64_FMT " entries, more than the %" PRId32
+             " its argmax (offsets within a sample, 32-bit) can index: pool smaller samples, or split each sample over ranks (a Net on a grid)",
+             layer->index, shape, size, INT32_MAX);
+  LayerWindowGetVolume(&pool->win, &v);
+  pool->tiled = PETSC_TRUE;
+  for (PetscInt d = 0; d < 3; d++) pool->tiled = (PetscBool)(pool->tiled && v.step[d] == v.k[d] && !v.pad[d] && (v.dilation[d] == 1 || v.k[d] == 1));
+  PetscCall(PetscFree(pool->tap));
+  if (!pool->tiled) PetscFunctionReturn(0);
+  C = layer->in.dim[layer->in.ndim - 1];
+  K = v.k[0] * v.k[1] * v.k[2];
+  PetscCall(PetscMalloc1(K, &pool->tap));
+  for (PetscInt kd = 0; kd < v.k[0]; kd++)
+    for (PetscInt kh = 0; kh < v.k[1]; kh++)
+      for (PetscInt kw = 0; kw < v.k[2]; kw++) pool->tap[t++] = (int32_t)(((kd * v.in[1] + kh) * v.in[2] + kw) * C);
+  PetscFunctionReturn(0);
+}
 
 /* argmax for n samples */
 static PetscErrorCode MaxPoolGetArgmax(Layer layer, PetscInt n, LayerWindowVolume *v, PetscInt *C)
@@ -59,33 +112,49 @@ static PetscErrorCode MaxPoolGetArgmax(Layer layer, PetscInt n, LayerWindowVolum
 
 static PetscErrorCode LayerForward_MaxPool(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
 {
+  Layer_MaxPool    *pool = (Layer_MaxPool *)layer->data;
+  const PetscInt    in = layer->insize, out = layer->outsize;
   LayerWindowVolume v;
   PetscInt          C;
 
   PetscFunctionBegin;
   PetscCall(MaxPoolGetArgmax(layer, n, &v, &C));
-  MaxPoolForwardKernel(&v, n, C, layer->outsize, x, y, ((Layer_MaxPool *)layer->data)->argmax);
-  PetscCall(PetscLogFlops(1.0 * n * layer->outsize * v.k[0] * v.k[1] * v.k[2]));
+#pragma omp parallel for num_threads(PetNetThreads()) schedule(guided) if (n > 1 && n * out > 4096)
+  for (PetscInt s = 0; s < n; s++) {
+    if (pool->tiled)
+      MaxPoolForwardTiled(&v, pool->tap, C, x + (size_t)s * in, y + (size_t)s * out, pool->argmax + (size_t)s * out);
+    else
+      MaxPoolForwardGeneral(&v, C, x + (size_t)s * in, y + (size_t)s * out, pool->argmax + (size_t)s * out);
+  }
+  PetscCall(PetscLogFlops(1.0 * n * out * v.k[0] * v.k[1] * v.k[2]));
   PetscFunctionReturn(0);
 }
 
 static PetscErrorCode LayerBackward_MaxPool(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)
 {
-  Layer_MaxPool *pool = (Layer_MaxPool *)layer->data;
-  const PetscInt N    = n * layer->outsize;
-  PetscErrorCode err  = 0;
+  Layer_MaxPool    *pool = (Layer_MaxPool *)layer->data;
+  const PetscInt    in = layer->insize, out = layer->outsize, N = n * out;
+  PetscErrorCode    err = 0;
+  LayerWindowVolume v;
 
   PetscFunctionBegin;
   if (!dx) PetscFunctionReturn(0);
   PetscCheck(n == pool->nwork, PETSC_COMM_SELF, PETSC_ERR_ORDER, "maxpool backward on %" PetscInt_FMT " samples after a forward pass on %" PetscInt_FMT ": call forward first", n, pool->nwork);
+  LayerWindowGetVolume(&pool->win, &v);
 #pragma omp parallel for num_threads(PetNetThreads()) schedule(guided) if (n > 1 && N > 4096)
   for (PetscInt s = 0; s < n; s++) {
-    const PetscInt *am = pool->argmax;
+    const int32_t     *am  = pool->argmax + (size_t)s * out;
+    const PetscScalar *dys = dy + (size_t)s * out;
+    PetscScalar       *dxs = dx + (size_t)s * in;
 
-    for (size_t i = (size_t)s * layer->insize; i < (size_t)(s + 1) * layer->insize; i++) dx[i] = 0.0;
-    for (PetscInt j = s * layer->outsize; j < (s + 1) * layer->outsize; j++) dx[am[j]] += dy[j];
+    if (pool->tiled)
+      MaxPoolBackwardTiled(&v, pool->tap, layer->in.dim[layer->in.ndim - 1], dys, am, dxs);
+    else {
+      for (PetscInt i = 0; i < in; i++) dxs[i] = 0.0;
+      for (PetscInt j = 0; j < out; j++) dxs[am[j]] += dys[j];
+    }
     /* an activation its owner fused before it (relu -> maxpool): dx = f'(x) dx on the sample just written */
-    PetNetThreadsSetError(&err, LayerFusedMask(layer, layer->insize, x + (size_t)s * layer->insize, dx + (size_t)s * layer->insize));
+    PetNetThreadsSetError(&err, LayerFusedMask(layer, in, x + (size_t)s * in, dxs));
   }
   PetNetThreadsCheck(err, "maxpool backward");
   PetscCall(PetscLogFlops(1.0 * N));
@@ -95,65 +164,83 @@ static PetscErrorCode LayerBackward_MaxPool(Layer layer, PetscInt n, const Petsc
 static PetscErrorCode LayerJVP_MaxPool(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dx, const PetscScalar *dtheta, PetscScalar *dy)
 {
   Layer_MaxPool *pool = (Layer_MaxPool *)layer->data;
-  const PetscInt N    = n * layer->outsize;
+  const PetscInt in = layer->insize, out = layer->outsize, N = n * out;
 
   PetscFunctionBegin;
   PetscCheck(n == pool->nwork, PETSC_COMM_SELF, PETSC_ERR_ORDER, "maxpool jvp on %" PetscInt_FMT " samples after a forward pass on %" PetscInt_FMT ": call forward first", n, pool->nwork);
-#pragma omp parallel for num_threads(PetNetThreads()) schedule(guided) if (N > 4096)
-  for (PetscInt j = 0; j < N; j++) dy[j] = dx[pool->argmax[j]];
+#pragma omp parallel for num_threads(PetNetThreads()) schedule(guided) if (n > 1 && N > 4096)
+  for (PetscInt s = 0; s < n; s++) {
+    const int32_t *am = pool->argmax + (size_t)s * out;
+
+    for (PetscInt j = 0; j < out; j++) dy[(size_t)s * out + j] = dx[(size_t)s * in + am[j]];
+  }
   PetscFunctionReturn(0);
 }
 
 /*
-  Single precision (float values; layerimpl.h): the same loops on floats, so the same argmax as the double kernels on
+  Single precision (float values; layerimpl.h): the same kernels on floats, so the same argmax as the double kernels on
   the same values; backward adds dy in float (in the same order) and applies a fused activation's derivative as the
   double backward does (activatemasksingle), jvp copies.
 */
 static PetscErrorCode LayerForwardSingle_MaxPool(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, float *y)
 {
+  Layer_MaxPool    *pool = (Layer_MaxPool *)layer->data;
+  const PetscInt    in = layer->insize, out = layer->outsize;
   LayerWindowVolume v;
   PetscInt          C;
 
   PetscFunctionBegin;
   PetscCall(MaxPoolGetArgmax(layer, n, &v, &C));
-  MaxPoolForwardKernelSingle(&v, n, C, layer->outsize, x, y, ((Layer_MaxPool *)layer->data)->argmax);
-  PetscCall(PetscLogFlops(1.0 * n * layer->outsize * v.k[0] * v.k[1] * v.k[2]));
+#pragma omp parallel for num_threads(PetNetThreads()) schedule(guided) if (n > 1 && n * out > 4096)
+  for (PetscInt s = 0; s < n; s++) {
+    if (pool->tiled)
+      MaxPoolForwardTiledSingle(&v, pool->tap, C, x + (size_t)s * in, y + (size_t)s * out, pool->argmax + (size_t)s * out);
+    else
+      MaxPoolForwardGeneralSingle(&v, C, x + (size_t)s * in, y + (size_t)s * out, pool->argmax + (size_t)s * out);
+  }
+  PetscCall(PetscLogFlops(1.0 * n * out * v.k[0] * v.k[1] * v.k[2]));
   PetscFunctionReturn(0);
 }
 
 static PetscErrorCode LayerBackwardSingle_MaxPool(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, const float *y, const float *dy, float *dx, PetscScalar *dtheta)
 {
-  Layer_MaxPool *pool = (Layer_MaxPool *)layer->data;
-  const PetscInt N    = n * layer->outsize;
-  PetscErrorCode err  = 0;
+  Layer_MaxPool    *pool = (Layer_MaxPool *)layer->data;
+  const PetscInt    in = layer->insize, out = layer->outsize, N = n * out;
+  PetscErrorCode    err = 0;
+  LayerWindowVolume v;
 
   PetscFunctionBegin;
   if (!dx) PetscFunctionReturn(0);
   PetscCheck(n == pool->nwork, PETSC_COMM_SELF, PETSC_ERR_ORDER, "maxpool backward on %" PetscInt_FMT " samples after a forward pass on %" PetscInt_FMT ": call forward first", n, pool->nwork);
-  if (layer->fusemask && y && (size_t)PetNetThreads() * layer->outsize > (size_t)pool->ngmask) {
+  LayerWindowGetVolume(&pool->win, &v);
+  if (layer->fusemask && y && (size_t)PetNetThreads() * out > (size_t)pool->ngmask) {
     PetscCall(PetscFree(pool->gmask));
-    pool->ngmask = PetNetThreads() * layer->outsize;
+    pool->ngmask = PetNetThreads() * out;
     PetscCall(PetscMalloc1(pool->ngmask, &pool->gmask));
   }
 #pragma omp parallel for num_threads(PetNetThreads()) schedule(guided) if (n > 1 && N > 4096)
   for (PetscInt s = 0; s < n; s++) {
-    const PetscInt *am = pool->argmax;
-    const PetscInt  j0 = s * layer->outsize;
+    const int32_t *am  = pool->argmax + (size_t)s * out;
+    const float   *g   = dy + (size_t)s * out;
+    float         *dxs = dx + (size_t)s * in;
 
-    for (size_t i = (size_t)s * layer->insize; i < (size_t)(s + 1) * layer->insize; i++) dx[i] = 0.0f;
     if (layer->fusemask && y) {
       /* the fused activation's derivative at a window's maximum x[argmax[j]] is its derivative at the window's output
          y[j], the same value: mask the sample's dy (a quarter of dx's entries for 2x2 windows, in cache) and scatter
          it, instead of masking all of dx; the same values (up to the sign of a zero) */
-      float *g = pool->gmask + (size_t)PetNetThreadId() * layer->outsize;
+      float *gm = pool->gmask + (size_t)PetNetThreadId() * out;
 
-      for (PetscInt j = 0; j < layer->outsize; j++) g[j] = dy[j0 + j];
-      PetNetThreadsSetError(&err, LayerFusedMaskSingle(layer, layer->outsize, y + j0, g));
-      for (PetscInt j = 0; j < layer->outsize; j++) dx[am[j0 + j]] += g[j];
-      continue;
+      for (PetscInt j = 0; j < out; j++) gm[j] = g[j];
+      PetNetThreadsSetError(&err, LayerFusedMaskSingle(layer, out, y + (size_t)s * out, gm));
+      g = gm;
     }
-    for (PetscInt j = j0; j < j0 + layer->outsize; j++) dx[am[j]] += dy[j];
-    PetNetThreadsSetError(&err, LayerFusedMaskSingle(layer, layer->insize, x + (size_t)s * layer->insize, dx + (size_t)s * layer->insize));
+    if (pool->tiled)
+      MaxPoolBackwardTiledSingle(&v, pool->tap, layer->in.dim[layer->in.ndim - 1], g, am, dxs);
+    else {
+      for (PetscInt i = 0; i < in; i++) dxs[i] = 0.0f;
+      for (PetscInt j = 0; j < out; j++) dxs[am[j]] += g[j];
+    }
+    if (!y) PetNetThreadsSetError(&err, LayerFusedMaskSingle(layer, in, x + (size_t)s * in, dxs));
   }
   PetNetThreadsCheck(err, "maxpool backward");
   PetscCall(PetscLogFlops(1.0 * N));
@@ -163,7 +250,7 @@ static PetscErrorCode LayerBackwardSingle_MaxPool(Layer layer, PetscInt n, const
 static PetscErrorCode LayerJVPSingle_MaxPool(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, const float *y, const float *dx, const PetscScalar *dtheta, float *dy)
 {
   Layer_MaxPool *pool = (Layer_MaxPool *)layer->data;
-  const PetscInt N    = n * layer->outsize;
+  const PetscInt in = layer->insize, out = layer->outsize, N = n * out;
 
   PetscFunctionBegin;
   PetscCheck(n == pool->nwork, PETSC_COMM_SELF, PETSC_ERR_ORDER, "maxpool jvp on %" PetscInt_FMT " samples after a forward pass on %" PetscInt_FMT ": call forward first", n, pool->nwork);
@@ -171,8 +258,12 @@ static PetscErrorCode LayerJVPSingle_MaxPool(Layer layer, PetscInt n, const Pets
     for (PetscInt j = 0; j < N; j++) dy[j] = 0.0f;
     PetscFunctionReturn(0);
   }
-#pragma omp parallel for num_threads(PetNetThreads()) schedule(guided) if (N > 4096)
-  for (PetscInt j = 0; j < N; j++) dy[j] = dx[pool->argmax[j]];
+#pragma omp parallel for num_threads(PetNetThreads()) schedule(guided) if (n > 1 && N > 4096)
+  for (PetscInt s = 0; s < n; s++) {
+    const int32_t *am = pool->argmax + (size_t)s * out;
+
+    for (PetscInt j = 0; j < out; j++) dy[(size_t)s * out + j] = dx[(size_t)s * in + am[j]];
+  }
   PetscFunctionReturn(0);
 }
 
@@ -183,6 +274,7 @@ static PetscErrorCode LayerReset_MaxPool(Layer layer)
   PetscFunctionBegin;
   PetscCall(PetscFree(pool->argmax));
   PetscCall(PetscFree(pool->gmask));
+  PetscCall(PetscFree(pool->tap));
   pool->nwork  = 0;
   pool->ngmask = 0;
   PetscCall(LayerResetPool_Private(layer));
@@ -196,6 +288,7 @@ static PetscErrorCode LayerDestroy_MaxPool(Layer layer)
   PetscFunctionBegin;
   PetscCall(PetscFree(pool->argmax));
   PetscCall(PetscFree(pool->gmask));
+  PetscCall(PetscFree(pool->tap));
   PetscCall(LayerDestroyPool_Private(layer));
   PetscFunctionReturn(0);
 }
@@ -204,7 +297,7 @@ PETSC_INTERN PetscErrorCode LayerCreate_MaxPool(Layer layer)
 {
   PetscFunctionBegin;
   PetscCall(LayerCreatePool_Private(layer, sizeof(Layer_MaxPool)));
-  layer->ops->setup          = LayerSetUpPool_Private;
+  layer->ops->setup          = LayerSetUp_MaxPool;
   layer->ops->forward        = LayerForward_MaxPool;
   layer->fusebackward        = PETSC_TRUE; /* applies a fused activation's derivative to each sample of dx (layerimpl.h) */
   layer->fusebackwardsingle  = PETSC_TRUE; /* in single precision too */

@@ -1,55 +1,158 @@
 /*
-  maxpool's forward loop nest on one element type, included once per type by maxpool.c:
+  maxpool's kernels on one element type, included once per type by maxpool.c:
     MAXPOOL_T        PetscScalar or float
     MAXPOOL_NAME(f)  f or fSingle
-  The same loops and comparisons for both: on the same values (a float is exactly a double) the float kernel picks the
-  same argmax, ties included (the first maximum in window order).
+  Each works on one sample (the caller's loop over samples runs them on the threads); argmax holds, per output, the
+  offset of its maximum within the sample's x (int32_t, maxpool.c). The same comparisons for both types and both
+  loop nests, in window order with a strict >, so on the same values (a float is exactly a double) every kernel picks
+  the same argmax, ties included (the first maximum in window order), and the same output (a NaN first tap stays the
+  maximum, a later NaN never wins).
+
+  General (any window: overlapping, padded): the taps in window order, each tap a pass over the channels updating the
+  output's maximum and argmax in memory.
+  Tiled (Layer_MaxPool.tiled, set at set-up: step = kernel and no padding, so windows do not overlap and lie inside
+  the input):
+  forward keeps a window's running maximum in registers, the taps inside the loop over the channels (vectorized over
+  them, the tap loop unrolled for the 2x1, 2x2, 2x2x2 and 3x3 windows); backward writes every dx entry once,
+  dx = 0 + g at the argmax, 0 elsewhere (the bits of the general path's dx = 0; dx[argmax] += g), then zeroes the
+  rows, columns and planes no window covers.
 */
-static void MAXPOOL_NAME(MaxPoolForwardKernel)(const LayerWindowVolume *vol, PetscInt n, PetscInt C, PetscInt outsize, const MAXPOOL_T *x, MAXPOOL_T *y, PetscInt *argmax)
+static void MAXPOOL_NAME(MaxPoolForwardGeneral)(const LayerWindowVolume *vol, PetscInt C, const MAXPOOL_T *x, MAXPOOL_T *y, int32_t *argmax)
 {
   const LayerWindowVolume v = *vol;
-  const PetscInt          D = v.in[0], H = v.in[1], W = v.in[2];
+  const PetscInt          H = v.in[1], W = v.in[2];
+  MAXPOOL_T              *ys = y;
+  int32_t                *as = argmax;
 
-#pragma omp parallel for num_threads(PetNetThreads()) schedule(guided) if (n > 1 && n * outsize > 4096)
-  for (PetscInt s = 0; s < n; s++) {
-    MAXPOOL_T *ys = y + (size_t)s * outsize;
-    PetscInt  *as = argmax + (size_t)s * outsize;
+  for (PetscInt od = 0; od < v.out[0]; od++) {
+    const PetscInt d0 = v.t0[0][od], d1 = v.t1[0][od], id = od * v.step[0] - v.pad[0];
 
-    for (PetscInt od = 0; od < v.out[0]; od++) {
-      const PetscInt d0 = v.t0[0][od], d1 = v.t1[0][od], id = od * v.step[0] - v.pad[0];
+    for (PetscInt oh = 0; oh < v.out[1]; oh++) {
+      const PetscInt h0 = v.t0[1][oh], h1 = v.t1[1][oh], ih = oh * v.step[1] - v.pad[1];
 
-      for (PetscInt oh = 0; oh < v.out[1]; oh++) {
-        const PetscInt h0 = v.t0[1][oh], h1 = v.t1[1][oh], ih = oh * v.step[1] - v.pad[1];
+      for (PetscInt ow = 0; ow < v.out[2]; ow++, ys += C, as += C) {
+        const PetscInt w0 = v.t0[2][ow], w1 = v.t1[2][ow], iw = ow * v.step[2] - v.pad[2];
+        const int32_t  first = (int32_t)((((id + d0) * H + ih + h0) * W + iw + w0) * C);
 
-        for (PetscInt ow = 0; ow < v.out[2]; ow++, ys += C, as += C) {
-          const PetscInt w0 = v.t0[2][ow], w1 = v.t1[2][ow], iw = ow * v.step[2] - v.pad[2];
-          const PetscInt first = (((s * D + id + d0) * H + ih + h0) * W + iw + w0) * C;
+        /* no window is all padding (padding <= kernel/2), so the first valid tap starts the maximum */
+        for (PetscInt c = 0; c < C; c++) {
+          ys[c] = x[first + c];
+          as[c] = first + (int32_t)c;
+        }
+        for (PetscInt kd = d0; kd < d1; kd++) {
+          for (PetscInt kh = h0; kh < h1; kh++) {
+            for (PetscInt kw = (kd == d0 && kh == h0 ? w0 + 1 : w0); kw < w1; kw++) {
+              const int32_t                   off = (int32_t)((((id + kd) * H + ih + kh) * W + iw + kw) * C);
+              const MAXPOOL_T *PETSC_RESTRICT xt  = x + off;
+              MAXPOOL_T *PETSC_RESTRICT       yt  = ys;
+              int32_t *PETSC_RESTRICT         at  = as;
 
-          /* no window is all padding (padding <= kernel/2), so the first valid tap starts the maximum */
-          for (PetscInt c = 0; c < C; c++) {
-            ys[c] = x[first + c];
-            as[c] = first + c;
-          }
-          for (PetscInt kd = d0; kd < d1; kd++) {
-            for (PetscInt kh = h0; kh < h1; kh++) {
-              for (PetscInt kw = (kd == d0 && kh == h0 ? w0 + 1 : w0); kw < w1; kw++) {
-                const PetscInt                  off = (((s * D + id + kd) * H + ih + kh) * W + iw + kw) * C;
-                const MAXPOOL_T *PETSC_RESTRICT xt  = x + off;
-                MAXPOOL_T *PETSC_RESTRICT       yt  = ys;
-                PetscInt *PETSC_RESTRICT        at  = as;
+              for (PetscInt c = 0; c < C; c++) { /* branch-free with a bit mask, so that it vectorizes */
+                const MAXPOOL_T val = xt[c], cur = yt[c];
+                const int32_t   more = -(int32_t)(val > cur);
 
-                for (PetscInt c = 0; c < C; c++) { /* branch-free with a bit mask, so that it vectorizes */
-                  const MAXPOOL_T val = xt[c], cur = yt[c];
-                  const PetscInt  more = -(PetscInt)(val > cur);
-
-                  yt[c] = val > cur ? val : cur;
-                  at[c] = (at[c] & ~more) | ((off + c) & more);
-                }
+                yt[c] = val > cur ? val : cur;
+                at[c] = (at[c] & ~more) | ((off + (int32_t)c) & more);
               }
             }
           }
         }
       }
+    }
+  }
+}
+
+/*
+  One tiled window on the channels: y[c] = max over the K taps x[tap[t] + c] (tap[] the taps' offsets from the
+  window's first point, in window order), argmax[c] = base + tap[t] + c for the first maximum; inlined with a
+  constant K the tap loop unrolls and the channel loop vectorizes.
+*/
+static inline __attribute__((always_inline)) void MAXPOOL_NAME(MaxPoolWindowTiled)(PetscInt K, const int32_t *tap, PetscInt C, int32_t base, const MAXPOOL_T *PETSC_RESTRICT xw, MAXPOOL_T *PETSC_RESTRICT y, int32_t *PETSC_RESTRICT argmax)
+{
+  for (PetscInt c = 0; c < C; c++) {
+    MAXPOOL_T m = xw[c];
+    int32_t   a = base + (int32_t)c;
+
+    for (PetscInt t = 1; t < K; t++) {
+      const MAXPOOL_T val = xw[tap[t] + c];
+
+      a = val > m ? base + tap[t] + (int32_t)c : a;
+      m = val > m ? val : m;
+    }
+    y[c]      = m;
+    argmax[c] = a;
+  }
+}
+
+static MAXPOOL_TARGET_CLONES void MAXPOOL_NAME(MaxPoolForwardTiled)(const LayerWindowVolume *vol, const int32_t *tap, PetscInt C, const MAXPOOL_T *x, MAXPOOL_T *y, int32_t *argmax)
+{
+  const LayerWindowVolume v = *vol;
+  const PetscInt          H = v.in[1], W = v.in[2], K = v.k[0] * v.k[1] * v.k[2];
+
+  for (PetscInt od = 0; od < v.out[0]; od++) {
+    for (PetscInt oh = 0; oh < v.out[1]; oh++) {
+      for (PetscInt ow = 0; ow < v.out[2]; ow++, y += C, argmax += C) {
+        const int32_t base = (int32_t)(((od * v.k[0] * H + oh * v.k[1]) * W + ow * v.k[2]) * C);
+
+        if (K == 2)
+          MAXPOOL_NAME(MaxPoolWindowTiled)(2, tap, C, base, x + base, y, argmax);
+        else if (K == 4)
+          MAXPOOL_NAME(MaxPoolWindowTiled)(4, tap, C, base, x + base, y, argmax);
+        else if (K == 8)
+          MAXPOOL_NAME(MaxPoolWindowTiled)(8, tap, C, base, x + base, y, argmax);
+        else if (K == 9)
+          MAXPOOL_NAME(MaxPoolWindowTiled)(9, tap, C, base, x + base, y, argmax);
+        else
+          MAXPOOL_NAME(MaxPoolWindowTiled)(K, tap, C, base, x + base, y, argmax);
+      }
+    }
+  }
+}
+
+/* One tiled window of dx: dx[tap[t] + c] = (0 + g[c]) at the argmax, 0 elsewhere */
+static inline __attribute__((always_inline)) void MAXPOOL_NAME(MaxPoolWindowTiledBackward)(PetscInt K, const int32_t *tap, PetscInt C, int32_t base, const MAXPOOL_T *PETSC_RESTRICT g, const int32_t *PETSC_RESTRICT argmax,
+                                                                                           MAXPOOL_T *PETSC_RESTRICT dxw)
+{
+  for (PetscInt c = 0; c < C; c++) {
+    const MAXPOOL_T gc = (MAXPOOL_T)0 + g[c]; /* as the general path's 0 + g: -0 becomes +0 */
+    const int32_t   t0 = argmax[c] - base - (int32_t)c;
+
+    for (PetscInt t = 0; t < K; t++) dxw[tap[t] + c] = t0 == tap[t] ? gc : (MAXPOOL_T)0;
+  }
+}
+
+/* dx of one sample from the (masked) output cotangent g, tiled windows: each entry written once */
+static MAXPOOL_TARGET_CLONES void MAXPOOL_NAME(MaxPoolBackwardTiled)(const LayerWindowVolume *vol, const int32_t *tap, PetscInt C, const MAXPOOL_T *g, const int32_t *argmax, MAXPOOL_T *dx)
+{
+  const LayerWindowVolume v = *vol;
+  const PetscInt          D = v.in[0], H = v.in[1], W = v.in[2], K = v.k[0] * v.k[1] * v.k[2];
+  const PetscInt          Dc = v.out[0] * v.k[0], Hc = v.out[1] * v.k[1], Wc = v.out[2] * v.k[2]; /* the covered extent */
+
+  for (PetscInt od = 0; od < v.out[0]; od++) {
+    for (PetscInt oh = 0; oh < v.out[1]; oh++) {
+      for (PetscInt ow = 0; ow < v.out[2]; ow++, g += C, argmax += C) {
+        const int32_t base = (int32_t)(((od * v.k[0] * H + oh * v.k[1]) * W + ow * v.k[2]) * C);
+
+        if (K == 2)
+          MAXPOOL_NAME(MaxPoolWindowTiledBackward)(2, tap, C, base, g, argmax, dx + base);
+        else if (K == 4)
+          MAXPOOL_NAME(MaxPoolWindowTiledBackward)(4, tap, C, base, g, argmax, dx + base);
+        else if (K == 8)
+          MAXPOOL_NAME(MaxPoolWindowTiledBackward)(8, tap, C, base, g, argmax, dx + base);
+        else if (K == 9)
+          MAXPOOL_NAME(MaxPoolWindowTiledBackward)(9, tap, C, base, g, argmax, dx + base);
+        else
+          MAXPOOL_NAME(MaxPoolWindowTiledBackward)(K, tap, C, base, g, argmax, dx + base);
+      }
+    }
+  }
+  /* what no window covers: planes d >= Dc, rows h >= Hc, columns w >= Wc */
+  for (PetscInt d = 0; d < D; d++) {
+    for (PetscInt h = 0; h < H; h++) {
+      MAXPOOL_T     *row = dx + ((d * H + h) * W) * C;
+      const PetscInt w0  = d < Dc && h < Hc ? Wc : 0;
+
+      for (PetscInt i = w0 * C; i < W * C; i++) row[i] = 0;
     }
   }
 }
