@@ -45,6 +45,12 @@ typedef struct {
 #else
 #define MAXPOOL_TARGET_CLONES
 #endif
+/* a window's loop over the channels, inlined into each clone with its constant tap count */
+#if defined(__GNUC__)
+#define MAXPOOL_INLINE inline __attribute__((always_inline))
+#else
+#define MAXPOOL_INLINE inline
+#endif
 
 /* the kernels, in double and in float (maxpoolkernels.h) */
 #define MAXPOOL_T       PetscScalar

@@ -67,7 +67,7 @@ static void MAXPOOL_NAME(MaxPoolForwardGeneral)(const LayerWindowVolume *vol, Pe
   window's first point, in window order), argmax[c] = base + tap[t] + c for the first maximum; inlined with a
   constant K the tap loop unrolls and the channel loop vectorizes.
 */
-static inline __attribute__((always_inline)) void MAXPOOL_NAME(MaxPoolWindowTiled)(PetscInt K, const int32_t *tap, PetscInt C, int32_t base, const MAXPOOL_T *PETSC_RESTRICT xw, MAXPOOL_T *PETSC_RESTRICT y, int32_t *PETSC_RESTRICT argmax)
+static MAXPOOL_INLINE void MAXPOOL_NAME(MaxPoolWindowTiled)(PetscInt K, const int32_t *tap, PetscInt C, int32_t base, const MAXPOOL_T *PETSC_RESTRICT xw, MAXPOOL_T *PETSC_RESTRICT y, int32_t *PETSC_RESTRICT argmax)
 {
   for (PetscInt c = 0; c < C; c++) {
     MAXPOOL_T m = xw[c];
@@ -110,8 +110,7 @@ static MAXPOOL_TARGET_CLONES void MAXPOOL_NAME(MaxPoolForwardTiled)(const LayerW
 }
 
 /* One tiled window of dx: dx[tap[t] + c] = (0 + g[c]) at the argmax, 0 elsewhere */
-static inline __attribute__((always_inline)) void MAXPOOL_NAME(MaxPoolWindowTiledBackward)(PetscInt K, const int32_t *tap, PetscInt C, int32_t base, const MAXPOOL_T *PETSC_RESTRICT g, const int32_t *PETSC_RESTRICT argmax,
-                                                                                           MAXPOOL_T *PETSC_RESTRICT dxw)
+static MAXPOOL_INLINE void MAXPOOL_NAME(MaxPoolWindowTiledBackward)(PetscInt K, const int32_t *tap, PetscInt C, int32_t base, const MAXPOOL_T *PETSC_RESTRICT g, const int32_t *PETSC_RESTRICT argmax, MAXPOOL_T *PETSC_RESTRICT dxw)
 {
   for (PetscInt c = 0; c < C; c++) {
     const MAXPOOL_T gc = (MAXPOOL_T)0 + g[c]; /* as the general path's 0 + g: -0 becomes +0 */
