@@ -7,6 +7,7 @@
              f = sum_c (n_c/N) f_c,  grad = sum_c (n_c/N) grad_c.
 */
 #include <petnet/private/trainerimpl.h>
+#include <petnet/private/threadsimpl.h>
 
 /* Output and cotangent Vecs shaped like the Net's output for the batch X (rebuilt only when the batch layout changes) */
 PetscErrorCode TrainerEnsureWorkVecs_Private(Trainer tr, Vec X)
@@ -85,7 +86,7 @@ PetscErrorCode TrainerObjectiveMiniBatch_Private(Tao tao, Vec theta, PetscReal *
   PetscCall(TrainerEnsureWorkVecs_Private(tr, tr->X));
   PetscCall(NetForward(tr->net, tr->X, tr->Y));
   PetscCall(LossEvaluate(tr->loss, tr->Y, tr->T, f, tr->dY));
-  PetscCall(VecZeroEntries(G));
+  PetscCall(PetNetVecZero_Private(G)); /* VecZeroEntries() on PetNet's threads */
   PetscCall(NetBackward(tr->net, tr->dY, NULL, G));
   PetscCall(NetGetInputShape(tr->net, &in));
   PetscCall(PetNetShapeSize(&in, &nin));

@@ -18,7 +18,7 @@
 */
 #pragma once
 
-#include <petscsys.h>
+#include <petscvec.h>
 #if defined(_OPENMP)
 #include <omp.h>
 #endif
@@ -69,6 +69,10 @@ static inline void PetNetThreadPart(PetscInt n, PetscInt nparts, PetscInt i, Pet
       }                                                                                                                        \
     }                                                                                                                          \
   } while (0)
+
+/* y = x, y = 0 on the local arrays, on PetNet's threads (src/sys/threads.c) */
+PETSC_INTERN PetscErrorCode PetNetVecCopy_Private(Vec, Vec);
+PETSC_INTERN PetscErrorCode PetNetVecZero_Private(Vec);
 
 /* the number of the calling thread inside a region (0 outside, or without OpenMP) */
 static inline int PetNetThreadId(void)
