@@ -6,32 +6,39 @@ static const char help[] = "Times one layer's forward + backward (dx and dtheta)
                            "  -bench_batch N       samples (default 128)\n"
                            "  -bench_repeat R      timed repetitions, the best kept (default 10)\n"
                            "  -bench_training B    training mode (batchnorm's batch statistics; default true)\n"
+                           "  -bench_dx B          backward computes dx (default true; false: as for a network's first layer)\n"
                            "The layer's options apply (-conv2d_algorithm, -conv2d_max_workspace, -net_threads N). Ends with one line:\n"
                            "summary: key=value ...   e.g. bin/bench_single -bench_layer conv2d:64:3 -bench_shape 14x14x32\n";
 
 #include <petnet.h>
 
-/* seconds of one forward + backward, the best of the repetitions, in double (single false) or single precision */
+/*
+  seconds of one forward + backward (and of its forward alone), the best of the repetitions, in double (single false)
+  or single precision; no dx when dx and dxf are NULL
+*/
 static PetscErrorCode TimeStep(Layer layer, PetscInt n, PetscInt repeat, PetscBool single, const PetscScalar *theta, PetscScalar *dtheta, const PetscScalar *x, PetscScalar *y, const PetscScalar *dy, PetscScalar *dx, const float *xf, float *yf,
-                               const float *dyf, float *dxf, PetscReal *seconds)
+                               const float *dyf, float *dxf, PetscReal *seconds, PetscReal *forward)
 {
   PetscFunctionBegin;
-  *seconds = PETSC_MAX_REAL;
+  *seconds = *forward = PETSC_MAX_REAL;
   for (PetscInt r = 0; r < repeat + 1; r++) { /* the first is a warm-up (workspace) */
-    PetscLogDouble t0, t1;
+    PetscLogDouble t0, t1, t2;
 
     PetscCall(PetscTime(&t0));
     if (single) {
       float *dxs[1] = {dxf};
 
       PetscCall(LayerForwardSingle(layer, n, theta, &xf, yf));
+      PetscCall(PetscTime(&t1));
       PetscCall(LayerBackwardSingle(layer, n, theta, &xf, yf, dyf, dxs, dtheta));
     } else {
       PetscCall(LayerForwardArray(layer, n, theta, x, y));
+      PetscCall(PetscTime(&t1));
       PetscCall(LayerBackwardArray(layer, n, theta, x, y, dy, dx, dtheta));
     }
-    PetscCall(PetscTime(&t1));
-    if (r) *seconds = PetscMin(*seconds, (PetscReal)(t1 - t0));
+    PetscCall(PetscTime(&t2));
+    if (r) *seconds = PetscMin(*seconds, (PetscReal)(t2 - t0));
+    if (r) *forward = PetscMin(*forward, (PetscReal)(t1 - t0));
   }
   PetscFunctionReturn(0);
 }
@@ -43,8 +50,8 @@ int main(int argc, char **argv)
   PetNetShape  in;
   PetscScalar *theta, *dtheta, *x, *y, *dy, *dx;
   float       *xf, *yf, *dyf, *dxf;
-  PetscReal    td, ts;
-  PetscBool    training  = PETSC_TRUE, has;
+  PetscReal    td, ts, tdf, tsf;
+  PetscBool    training = PETSC_TRUE, withdx = PETSC_TRUE, has;
   char         spec[128] = "conv2d:32:3:1:1", shape[64] = "28x28x1", kind[128], *colon;
 
   PetscCall(PetNetInitialize(&argc, &argv, NULL, help));
@@ -54,6 +61,7 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsInt("-bench_batch", "Samples", NULL, n, &n, NULL));
   PetscCall(PetscOptionsInt("-bench_repeat", "Timed repetitions", NULL, repeat, &repeat, NULL));
   PetscCall(PetscOptionsBool("-bench_training", "Training mode", NULL, training, &training, NULL));
+  PetscCall(PetscOptionsBool("-bench_dx", "Backward computes dx", NULL, withdx, &withdx, NULL));
   PetscCall(PetscOptionsInt("-net_threads", "Threads of the layers' loops", "PetNetSetNumThreads", 1, &nthreads, NULL));
   PetscOptionsEnd();
   PetscCall(PetNetSetNumThreads(nthreads));
@@ -85,12 +93,12 @@ int main(int argc, char **argv)
   for (PetscInt i = 0; i < n * outsize; i++) dyf[i] = (float)(dy[i] = (float)PetscCosReal(0.9 * i + 0.4));
   PetscCall(PetscArrayzero(dtheta, np + 1));
 
-  PetscCall(TimeStep(layer, n, repeat, PETSC_FALSE, theta, dtheta, x, y, dy, dx, xf, yf, dyf, dxf, &td));
-  PetscCall(TimeStep(layer, n, repeat, PETSC_TRUE, theta, dtheta, x, y, dy, dx, xf, yf, dyf, dxf, &ts));
-  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%s on %s, batch %" PetscInt_FMT ", %" PetscInt_FMT " thread(s): forward + backward double %.3f ms, single %.3f ms (%s), speed-up %.2fx\n", spec, shape, n, nthreads, (double)(1e3 * td), (double)(1e3 * ts),
-                        has ? "float kernels" : "converting fallback", (double)(td / ts)));
-  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "summary: layer=%s shape=%s batch=%" PetscInt_FMT " threads=%" PetscInt_FMT " double_ms=%.3f single_ms=%.3f speedup=%.2f float_kernels=%d\n", spec, shape, n, nthreads, (double)(1e3 * td), (double)(1e3 * ts),
-                        (double)(td / ts), (int)has));
+  PetscCall(TimeStep(layer, n, repeat, PETSC_FALSE, theta, dtheta, x, y, dy, withdx ? dx : NULL, xf, yf, dyf, withdx ? dxf : NULL, &td, &tdf));
+  PetscCall(TimeStep(layer, n, repeat, PETSC_TRUE, theta, dtheta, x, y, dy, withdx ? dx : NULL, xf, yf, dyf, withdx ? dxf : NULL, &ts, &tsf));
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%s on %s, batch %" PetscInt_FMT ", %" PetscInt_FMT " thread(s): forward + backward%s double %.3f ms, single %.3f ms (%s), speed-up %.2fx; forward alone double %.3f ms, single %.3f ms\n", spec, shape, n,
+                        nthreads, withdx ? "" : " without dx", (double)(1e3 * td), (double)(1e3 * ts), has ? "float kernels" : "converting fallback", (double)(td / ts), (double)(1e3 * tdf), (double)(1e3 * tsf)));
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "summary: layer=%s shape=%s batch=%" PetscInt_FMT " threads=%" PetscInt_FMT " dx=%d double_ms=%.3f single_ms=%.3f speedup=%.2f float_kernels=%d forward_double_ms=%.3f forward_single_ms=%.3f\n", spec, shape,
+                        n, nthreads, (int)withdx, (double)(1e3 * td), (double)(1e3 * ts), (double)(td / ts), (int)has, (double)(1e3 * tdf), (double)(1e3 * tsf)));
   PetscCall(PetscFree4(xf, yf, dyf, dxf));
   PetscCall(PetscFree6(theta, dtheta, x, y, dy, dx));
   PetscCall(LayerDestroy(&layer));
