@@ -192,8 +192,8 @@ static PetscErrorCode ConvOptionsWindow(Layer layer, PetscOptionItems *PetscOpti
 }
 
 /*
-  The options of both kinds, -<kind>_outputs, _kernel, _stride, _padding, _dilation, _groups, _bias, _init, _init_std and
-  _max_workspace, inside the kind's PetscOptionsHeadBegin(); workspace: whether -<kind>_max_workspace was given
+  The options of both kinds, -<kind>_outputs, _kernel, _stride, _padding, _dilation, _groups, _bias, _init, _init_std,
+  _max_workspace and _single_direct_max_k, inside the kind's PetscOptionsHeadBegin(); workspace: whether -<kind>_max_workspace was given
 */
 PetscErrorCode LayerSetFromOptionsConv_Private(Layer layer, PetscOptionItems *PetscOptionsObject, PetscBool *workspace)
 {
@@ -240,6 +240,8 @@ PetscErrorCode LayerSetFromOptionsConv_Private(Layer layer, PetscOptionItems *Pe
       PetscOptionsReal(opt, "Workspace in MB of one chunk of output rows (im2col buffers; conv2d: also Winograd's and, on a DMDA, of one chunk of rows): the batch is processed chunk by chunk", "", conv->maxworkspace, &conv->maxworkspace, workspace));
   PetscCheck(conv->maxworkspace > 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "%s must be positive, not %g", opt, (double)conv->maxworkspace);
   if (*workspace) PetscCall(ConvResetWorkspace_Batch(layer));
+  PetscCall(PetscSNPrintf(opt, sizeof(opt), "-%s_single_direct_max_k", kind));
+  PetscCall(PetscOptionsRangeInt(opt, "Single precision: convolve directly, without im2col, when taps x input channels <= this (one group, not 1x1); 0: always im2col + GEMM", "", conv->directmaxk, &conv->directmaxk, NULL, 0, CONV_DIRECT_MAX_K));
   PetscFunctionReturn(0);
 }
 
@@ -502,6 +504,7 @@ PetscErrorCode LayerCreateConv_Private(Layer layer, size_t size, PetscInt nsd)
   conv->init               = LAYER_INIT_KAIMING;
   conv->initstd            = 0.01;
   conv->maxworkspace       = 1.0;
+  conv->directmaxk         = CONV_DIRECT_DEFAULT_K;
   layer->data              = conv;
   layer->ops->initialize   = LayerInitialize_Conv;
   layer->ops->tensors      = LayerTensors_Conv;

@@ -64,7 +64,7 @@ typedef struct {
   PetscInt     nalloc, chunk, nthreads;
   size_t       colsize; /* floats of one thread's column buffer */
   float       *col;     /* [threads][chunk Wo][G Kg] */
-  float       *dwchunk; /* [threads][Cout Kg]: one chunk's weight gradient (dW^T per group when dwtransposed) */
+  float       *dwchunk; /* [threads][Cout Kg + Cout]: a chunk's weight gradient (as dwpart, or the direct kernel's dW^T) and bias gradient */
   PetscScalar *dwpart;  /* [PETNET_THREAD_PARTS][Cout Kg]: each part's weight gradient in double, same layout */
   PetscScalar *dbpart;  /* [PETNET_THREAD_PARTS][Cout]: each part's bias gradient in double */
   float       *w;       /* W [Cout][Kg] and b [Cout] in float, set by forward; then W^T per group (wt) and dW^T (dwt) */
@@ -82,6 +82,7 @@ typedef struct {
   LayerInitType init;
   PetscReal     initstd;
   PetscReal     maxworkspace; /* MB: the workspace of one chunk of rows (cache blocking) */
+  PetscInt      directmaxk;   /* single precision: the direct kernel (convdirectsingle.c) when taps Cg <= this, G = 1 */
 
   /* set up from the input shape */
   PetscInt  cin, cg, cog, kg, ktot; /* Cin, Cin/G, Cout/G, taps Cg, G Kg */
@@ -122,6 +123,13 @@ PETSC_INTERN PetscErrorCode ConvJVP_Batch(Layer, PetscInt, const PetscScalar *, 
 PETSC_INTERN PetscErrorCode ConvSOBackward_Batch(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
 PETSC_INTERN PetscErrorCode ConvGetWorkspace_Batch(Layer, PetscInt);
 PETSC_INTERN PetscErrorCode ConvResetWorkspace_Batch(Layer);
+
+/* convdirectsingle.c: the direct float kernels of batch mode for few taps Cin, chunk by chunk of output rows */
+#define CONV_DIRECT_MAX_K     64 /* the largest -conv<N>d_single_direct_max_k */
+#define CONV_DIRECT_DEFAULT_K 16
+PETSC_INTERN PetscBool      ConvDirectSingle(const LayerConv *);
+PETSC_INTERN PetscErrorCode ConvDirectOutputSingle_Batch(const LayerConv *, PetscInt, PetscInt, PetscInt, const float *, const float *, const float *, float *);
+PETSC_INTERN PetscErrorCode ConvDirectWeightsSingle_Batch(const LayerConv *, PetscInt, PetscInt, PetscInt, const float *, const float *, float *, float *);
 
 /* convbatchsingle.c: batch mode in single precision (float values, double parameters; layerimpl.h) */
 PETSC_INTERN PetscErrorCode ConvForwardSingle_Batch(Layer, PetscInt, const PetscScalar *, const float *, float *);

@@ -81,7 +81,7 @@ static PetscErrorCode ConvGetWorkspaceSingle(Layer layer, PetscInt n)
   s->nthreads = nthreads;
   s->colsize  = conv->pointwise ? 0 : (size_t)chunk * Wo * conv->ktot;
   s->colx     = NULL;
-  PetscCall(PetscMalloc2(nthreads * s->colsize, &s->col, (size_t)nthreads * nw, &s->dwchunk));
+  PetscCall(PetscMalloc2(nthreads * s->colsize, &s->col, (size_t)nthreads * (nw + conv->nout), &s->dwchunk));
   PetscCall(PetscMalloc2((size_t)PETNET_THREAD_PARTS * nw, &s->dwpart, (size_t)PETNET_THREAD_PARTS * conv->nout, &s->dbpart));
   PetscFunctionReturn(0);
 }
@@ -168,11 +168,12 @@ static void ConvFillBiasSingle(PetscInt P, PetscInt nout, const float *b, float 
 /* forward: y = conv(x; W) + b in float; keeps float(W), float(b) for backward and jvp */
 PetscErrorCode ConvForwardSingle_Batch(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, float *y)
 {
-  LayerConv     *conv = (LayerConv *)layer->data;
-  ConvSingle    *s    = &conv->sgl;
-  const PetscInt nw = conv->nout * conv->kg, R = n * conv->rows, Wo = conv->im2col.out[2];
-  PetscInt       nchunks;
-  PetscErrorCode err = 0;
+  LayerConv      *conv = (LayerConv *)layer->data;
+  ConvSingle     *s    = &conv->sgl;
+  const PetscInt  nw = conv->nout * conv->kg, R = n * conv->rows, Wo = conv->im2col.out[2];
+  const PetscBool direct = ConvDirectSingle(conv);
+  PetscInt        nchunks;
+  PetscErrorCode  err = 0;
 
   PetscFunctionBegin;
   PetscCall(ConvGetWorkspaceSingle(layer, n));
@@ -190,9 +191,13 @@ PetscErrorCode ConvForwardSingle_Batch(Layer layer, PetscInt n, const PetscScala
     float         *ys  = y + (size_t)R0 * Wo * conv->nout;
     PetscErrorCode ierr;
 
-    ierr = ConvColumnsSingle(conv, layer->insize, R0, R1, R, x, ConvThreadBufferSingle(conv), &col);
-    if (conv->bias) ConvFillBiasSingle(P, conv->nout, s->b, ys);
-    if (!ierr) ierr = ConvGemmOutputSingle(conv, P, s->wt, col, conv->bias ? 1.0f : 0.0f, ys);
+    if (direct)
+      ierr = ConvDirectOutputSingle_Batch(conv, layer->insize, R0, R1, x, s->wt, s->b, ys);
+    else {
+      ierr = ConvColumnsSingle(conv, layer->insize, R0, R1, R, x, ConvThreadBufferSingle(conv), &col);
+      if (conv->bias) ConvFillBiasSingle(P, conv->nout, s->b, ys);
+      if (!ierr) ierr = ConvGemmOutputSingle(conv, P, s->wt, col, conv->bias ? 1.0f : 0.0f, ys);
+    }
     if (!ierr) ierr = LayerFusedActivateSingle(layer, P * conv->nout, ys); /* an activation its owner fused, while the chunk is in cache */
     PetNetThreadsSetError(&err, ierr);
   }
@@ -244,13 +249,26 @@ static void ConvAddPartsSingle(const LayerConv *conv, PetscInt nparts, PetscScal
   }
 }
 
+/* acc += the direct kernel's chunk gradient dwt [Kg][Cout] (G = 1), in acc's layout: dW^T when dwtransposed, else dW */
+static void ConvAddDirectWeightsSingle(const LayerConv *conv, const float *dwt, PetscScalar *acc)
+{
+  const PetscInt nw = conv->nout * conv->kg, kg = conv->kg, nout = conv->nout;
+
+  if (conv->dwtransposed)
+    for (PetscInt i = 0; i < nw; i++) acc[i] += dwt[i];
+  else
+    for (PetscInt o = 0; o < nout; o++)
+      for (PetscInt j = 0; j < kg; j++) acc[o * kg + j] += dwt[j * nout + o];
+}
+
 /* backward: dW += col(x) dy^T, db += sum dy (both in double, over float chunk products); dx = col2im(W dy) in float */
 PetscErrorCode ConvBackwardSingle_Batch(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, const float *y, const float *dy, float *dx, PetscScalar *dtheta)
 {
-  LayerConv     *conv = (LayerConv *)layer->data;
-  ConvSingle    *s    = &conv->sgl;
-  const PetscInt nout = conv->nout, nw = nout * conv->kg, rows = conv->rows, R = n * rows, Wo = conv->im2col.out[2], nparts = PetNetThreadParts(n, 1);
-  PetscErrorCode err = 0;
+  LayerConv      *conv = (LayerConv *)layer->data;
+  ConvSingle     *s    = &conv->sgl;
+  const PetscInt  nout = conv->nout, nw = nout * conv->kg, rows = conv->rows, R = n * rows, Wo = conv->im2col.out[2], nparts = PetNetThreadParts(n, 1);
+  const PetscBool direct = ConvDirectSingle(conv);
+  PetscErrorCode  err    = 0;
 
   PetscFunctionBegin;
   if (!n) PetscFunctionReturn(0);
@@ -260,7 +278,7 @@ PetscErrorCode ConvBackwardSingle_Batch(Layer layer, PetscInt n, const PetscScal
 #pragma omp parallel for num_threads(PetNetThreads()) schedule(dynamic, 1) if (nparts > 1)
   for (PetscInt p = 0; p < nparts; p++) {
     PetscInt       s0, s1;
-    float         *buf = ConvThreadBufferSingle(conv), *dwc = s->dwchunk + (size_t)PetNetThreadId() * nw;
+    float         *buf = ConvThreadBufferSingle(conv), *dwc = s->dwchunk + (size_t)PetNetThreadId() * (nw + nout), *dbc = dwc + nw;
     PetscScalar   *acc = s->dwpart + (size_t)p * nw, *db = s->dbpart + (size_t)p * nout;
     PetscErrorCode ierr = 0;
 
@@ -275,7 +293,12 @@ PetscErrorCode ConvBackwardSingle_Batch(Layer layer, PetscInt n, const PetscScal
       PetscInt     R1 = PetscMin(R0 + s->chunk, s1 * rows), P = (R1 - R0) * Wo;
       const float *dys = dy + (size_t)R0 * Wo * nout, *col = NULL;
 
-      if (dtheta) {
+      if (dtheta && direct) { /* dW^T and db of the chunk in float, added in double */
+        ierr = ConvDirectWeightsSingle_Batch(conv, layer->insize, R0, R1, x, dys, dwc, conv->bias ? dbc : NULL);
+        if (!ierr) ConvAddDirectWeightsSingle(conv, dwc, acc);
+        if (!ierr && conv->bias)
+          for (PetscInt o = 0; o < nout; o++) db[o] += dbc[o];
+      } else if (dtheta) {
         ierr = ConvColumnsSingle(conv, layer->insize, R0, R1, R, x, buf, &col);
         if (!ierr) ierr = ConvGemmWeightsSingle(conv, P, col, dys, dwc);
         if (!ierr)
