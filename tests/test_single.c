@@ -16,7 +16,8 @@ static const char help[] = "Single-precision kernels of dense, the activations, 
                            "(no float kernels: the converting fallback) K = 1;\n"
                            "batchnorm K = 16 (elementwise passes on\n"
                            "statistics reduced in double); maxpool y and jvp: exact (0), dx K = the windows that overlap a point.\n"
-                           "conv2d cases with 3x3 stride-1 kernels on 4 or more channels run Winograd F(2x2,3x3) in both precisions.\n"
+                           "conv2d cases with 3x3 stride-1 kernels on 4 or more channels run Winograd F(2x2,3x3) in both precisions; conv cases with\n"
+                           "taps Cin <= 32 and one group the direct float kernel (-conv2d_single_direct_max_k).\n"
                            "Options: -nlocal N (samples per rank, default 5), -only KIND (the cases whose spec starts so: conv, dense, ...).\n";
 
 #include <petnet.h>
@@ -31,19 +32,23 @@ typedef struct {
   PetscBool   training;            /* batchnorm: batch statistics */
   PetscReal   Ky, Kdx, Kdth, Kjvp; /* the K of each bound (0: exact; < 0: computed from the layer, see Bounds) */
   PetscBool   winograd;            /* conv2d: Winograd F(2x2,3x3) expected (-conv2d_algorithm auto), in both precisions */
+  PetscBool   direct;              /* conv2d, conv3d: the direct float kernel expected (taps Cin <= 32, one group; convdirectsingle.c) */
 } SingleCase;
 
 /* K < 0: from the layer (conv: -1 taps Cin/G + 1, -2 taps Cout/G, -3 global points, -4 jvp's 2 taps Cin/G + 1) */
 static const SingleCase cases[] = {
-    {"conv2d:4:3:1:1", "6x5x3", PETSC_FALSE, -1, -2, -3, -4},
-    {"conv2d:6:3:2:1:bias=0", "7x6x2", PETSC_FALSE, -1, -2, -3, -4},
+    {"conv2d:4:3:1:1", "6x5x3", PETSC_FALSE, -1, -2, -3, -4, PETSC_FALSE, PETSC_TRUE},
+    {"conv2d:6:3:2:1:bias=0", "7x6x2", PETSC_FALSE, -1, -2, -3, -4, PETSC_FALSE, PETSC_TRUE},
     {"conv2d:6:2x3:1x2:0:groups=3", "5x7x6", PETSC_FALSE, -1, -2, -3, -4},
-    {"conv2d:4:3:1:2:dilation=2", "6x6x2", PETSC_FALSE, -1, -2, -3, -4},
+    {"conv2d:4:3:1:2:dilation=2", "6x6x2", PETSC_FALSE, -1, -2, -3, -4, PETSC_FALSE, PETSC_TRUE},
     {"conv2d:5:1", "3x4x3", PETSC_FALSE, -1, -2, -3, -4},
-    {"conv2d:32:3:1:1", "8x8x1", PETSC_FALSE, -1, -2, -3, -4},            /* few taps: the transposed weight GEMM */
-    {"conv2d:8:3", "6x6x8", PETSC_FALSE, -1, -2, -3, -4, PETSC_TRUE},     /* Winograd in both precisions */
-    {"conv2d:8:3:1:1", "6x5x4", PETSC_FALSE, -1, -2, -3, -4, PETSC_TRUE}, /* Winograd: odd height, padding */
-    {"conv2d:6:3:1:0", "7x7x4", PETSC_FALSE, -1, -2, -3, -4, PETSC_TRUE}, /* Winograd: odd output 5x5, no padding */
+    {"conv2d:32:3:1:1", "8x8x1", PETSC_FALSE, -1, -2, -3, -4, PETSC_FALSE, PETSC_TRUE},                    /* few taps: direct in float, the transposed weight GEMM in double */
+    {"conv2d:8:3:2:1", "7x6x2", PETSC_FALSE, -1, -2, -3, -4, PETSC_FALSE, PETSC_TRUE},                     /* direct: stride, padding, a block of 8 channels */
+    {"conv2d:43:2x3:2x1:1x2:dilation=2x1", "7x6x1", PETSC_FALSE, -1, -2, -3, -4, PETSC_FALSE, PETSC_TRUE}, /* direct: blocks of 32 and 8 channels and 3 floats */
+    {"conv3d:5:2:2:1", "4x5x3x1", PETSC_FALSE, -1, -2, -3, -4, PETSC_FALSE, PETSC_TRUE},                   /* direct in 3-D */
+    {"conv2d:8:3", "6x6x8", PETSC_FALSE, -1, -2, -3, -4, PETSC_TRUE},                                      /* Winograd in both precisions */
+    {"conv2d:8:3:1:1", "6x5x4", PETSC_FALSE, -1, -2, -3, -4, PETSC_TRUE},                                  /* Winograd: odd height, padding */
+    {"conv2d:6:3:1:0", "7x7x4", PETSC_FALSE, -1, -2, -3, -4, PETSC_TRUE},                                  /* Winograd: odd output 5x5, no padding */
     {"conv3d:3:3:1:1", "4x4x3x2", PETSC_FALSE, -1, -2, -3, -4},
     {"batchnorm", "4x3x5", PETSC_TRUE, 16, 16, 16, 16},
     {"batchnorm", "4x3x5", PETSC_FALSE, 16, 16, 16, 16},
@@ -247,6 +252,12 @@ static PetscErrorCode TestCase(MPI_Comm comm, const SingleCase *c, PetscInt n, P
 
     PetscCall(TestLayerViewContains(layer, "(Winograd F(2x2,3x3))", &found));
     PetscCheck(found == c->winograd, comm, PETSC_ERR_PLIB, "%s on %s: Winograd %s, not expected", c->spec, c->shape, c->winograd ? "not used" : "used");
+  }
+  if (!strcmp(kind, "conv2d") || !strcmp(kind, "conv3d")) { /* the float kernel the view reports (ConvDirectSingle()) */
+    PetscBool found = PETSC_FALSE;
+
+    PetscCall(TestLayerViewContains(layer, "single precision: direct", &found));
+    PetscCheck(found == c->direct, comm, PETSC_ERR_PLIB, "%s on %s: the direct float kernel %s, not expected", c->spec, c->shape, c->direct ? "not used" : "used");
   }
   PetscCall(PetscStrcmp(kind, "batchnorm", &isbn));
   PetscCall(PetscStrcmp(kind, "maxpool", &ispool));

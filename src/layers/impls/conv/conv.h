@@ -126,7 +126,7 @@ PETSC_INTERN PetscErrorCode ConvResetWorkspace_Batch(Layer);
 
 /* convdirectsingle.c: the direct float kernels of batch mode for few taps Cin, chunk by chunk of output rows */
 #define CONV_DIRECT_MAX_K     64 /* the largest -conv<N>d_single_direct_max_k */
-#define CONV_DIRECT_DEFAULT_K 16
+#define CONV_DIRECT_DEFAULT_K 32
 PETSC_INTERN PetscBool      ConvDirectSingle(const LayerConv *);
 PETSC_INTERN PetscErrorCode ConvDirectOutputSingle_Batch(const LayerConv *, PetscInt, PetscInt, PetscInt, const float *, const float *, const float *, float *);
 PETSC_INTERN PetscErrorCode ConvDirectWeightsSingle_Batch(const LayerConv *, PetscInt, PetscInt, PetscInt, const float *, const float *, float *, float *);

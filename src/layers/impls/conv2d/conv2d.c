@@ -214,10 +214,11 @@ static PetscErrorCode LayerView_Conv2d(Layer layer, PetscViewer viewer)
     PetscFunctionReturn(0);
   }
   PetscCall(PetscViewerASCIIPrintf(viewer, "initialisation %s%s, algorithm %s%s, chunks of samples in %.2f MB of workspace\n", LayerInitTypes[conv->base.init], std, Conv2dAlgorithms[conv->algorithm],
-                                   !layer->setupcalled    ? ""
-                                   : conv->wg.on          ? " (Winograd F(2x2,3x3))"
-                                   : conv->base.pointwise ? " (1x1: GEMM on the input)"
-                                                          : " (im2col + GEMM)",
+                                   !layer->setupcalled             ? ""
+                                   : conv->wg.on                   ? " (Winograd F(2x2,3x3))"
+                                   : conv->base.pointwise          ? " (1x1: GEMM on the input)"
+                                   : ConvDirectSingle(&conv->base) ? " (im2col + GEMM; single precision: direct)"
+                                                                   : " (im2col + GEMM)",
                                    (double)conv->base.maxworkspace));
   PetscFunctionReturn(0);
 }

@@ -94,7 +94,11 @@ static PetscErrorCode LayerView_Conv3d(Layer layer, PetscViewer viewer)
   if (layer->setupcalled && layer->griddim)
     PetscCall(PetscSNPrintf(work, sizeof(work), ", a node of a %" PetscInt_FMT "-D grid: (channels) -> (output channels)", layer->griddim));
   else if (layer->setupcalled)
-    PetscCall(PetscSNPrintf(work, sizeof(work), ", %s, chunks of output rows in %.2f MB of workspace", conv->pointwise ? "1x1x1: GEMM on the input" : "vol2col + GEMM", (double)conv->maxworkspace));
+    PetscCall(PetscSNPrintf(work, sizeof(work), ", %s, chunks of output rows in %.2f MB of workspace",
+                            conv->pointwise          ? "1x1x1: GEMM on the input"
+                            : ConvDirectSingle(conv) ? "vol2col + GEMM (single precision: direct)"
+                                                     : "vol2col + GEMM",
+                            (double)conv->maxworkspace));
   PetscCall(PetscViewerASCIIPrintf(viewer, "initialisation %s%s%s\n", LayerInitTypes[conv->init], std, work));
   PetscFunctionReturn(0);
 }
