@@ -11,6 +11,10 @@
               dcol_g = W_g dy_g ;  dx = col2im(dcol)                       sgemm('N','N'), then col2im in float
     jvp       dy_g = Wt_g col(dx)_g + float(dW)^T_g col(x)_g (+ float(db))
 
+  With few taps Cin (ConvDirectSingle(): one group, taps Cin <= -conv<N>d_single_direct_max_k) forward's y and
+  backward's dWc (as dW^T, and with it the chunk's db in float) come from the direct kernels of convdirectsingle.c on
+  the same chunks instead of im2col + sgemm; the fused activation, the double accumulation and dx are as above.
+
   The float rounding of a weight-gradient sum is that of one chunk (at most -conv<N>d_max_workspace MB of columns);
   the chunks, parts and ranks add in double. The results are the same bits for any number of threads (parts of whole
   samples, chunks in order within a part, parts added in part order).
