@@ -207,6 +207,7 @@ static CONV_DIRECT_TARGET_CLONES void ConvDirectOutputRows(const ConvIm2col *g, 
 static CONV_DIRECT_TARGET_CLONES void ConvDirectWeightRows(const ConvIm2col *g, const PetscInt *off, const PetscInt *wlo, const PetscInt *whi, PetscInt r0, PetscInt r1, const float *x, const float *dy, PetscInt nout, float *dwt, float *db)
 {
   const PetscInt Ho = g->out[1], Wo = g->out[2], KH = g->k[1], KW = g->k[2], cin = g->cin, xstep = g->step[2] * cin;
+
   for (PetscInt r = r0; r < r1; r++, dy += (size_t)Wo * nout) {
     const PetscInt od = r / Ho, oh = r % Ho;
     const PetscInt d0 = g->t0[0][od], d1 = g->t1[0][od], h0 = g->t0[1][oh], h1 = g->t1[1][oh];
