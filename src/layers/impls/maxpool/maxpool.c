@@ -8,9 +8,10 @@
                                  maximum in window order on ties); set-up checks that a sample's size fits
 
     forward   y[j]  = x[argmax[j]]
-    backward  dx    = 0;  dx[argmax[j]] += dy[j]      (no parameters); then dx = f'(x) dx per sample, in cache, when its
-              owner fused the activation f before it (relu -> maxpool: relu's backward pass is gone); in single
-              precision the mask is taken on dy at the outputs instead, f'(y[j]) = f'(x[argmax[j]]), before the scatter
+    backward  dx    = 0;  dx[argmax[j]] += dy[j]      (no parameters); when its owner fused the activation f before
+              it (relu -> maxpool: relu's backward pass is gone), dy is first multiplied by f' at the outputs,
+              f'(y[j]) = f'(x[argmax[j]]), a quarter of dx's entries for 2x2 windows (without y: dx = f'(x) dx per
+              sample after the scatter); the same values up to the sign of a zero
     jvp       dy[j] = dx[argmax[j]]
 
   Tiled windows (step = kernel, no padding: the windows do not overlap and lie inside the input, as in maxpool:2), the
@@ -32,8 +33,8 @@ typedef struct {
   int32_t    *argmax; /* offsets within a sample: half the memory traffic of a PetscInt64 global index */
   PetscBool   tiled;  /* step = kernel, no padding: the tiled kernels */
   int32_t    *tap;    /* tiled: each tap's offset in x from its window's first point, in window order */
-  float      *gmask;  /* single precision, a fused activation: each thread's masked dy of one sample */
-  PetscInt    ngmask;
+  void       *gmask;  /* a fused activation: each thread's masked dy of one sample (double or float) */
+  size_t      ngmask; /* its bytes */
 } Layer_MaxPool;
 
 /*
@@ -136,6 +137,19 @@ static PetscErrorCode LayerForward_MaxPool(Layer layer, PetscInt n, const PetscS
   PetscFunctionReturn(0);
 }
 
+/* each thread's scratch of one sample's masked dy (bytes per thread) */
+static PetscErrorCode MaxPoolMaskScratch(Layer_MaxPool *pool, size_t bytes)
+{
+  const size_t need = (size_t)PetNetThreads() * bytes;
+
+  PetscFunctionBegin;
+  if (need <= pool->ngmask) PetscFunctionReturn(0);
+  PetscCall(PetscFree(pool->gmask));
+  PetscCall(PetscMalloc(need, &pool->gmask));
+  pool->ngmask = need;
+  PetscFunctionReturn(0);
+}
+
 static PetscErrorCode LayerBackward_MaxPool(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)
 {
   Layer_MaxPool    *pool = (Layer_MaxPool *)layer->data;
@@ -147,20 +161,28 @@ static PetscErrorCode LayerBackward_MaxPool(Layer layer, PetscInt n, const Petsc
   if (!dx) PetscFunctionReturn(0);
   PetscCheck(n == pool->nwork, PETSC_COMM_SELF, PETSC_ERR_ORDER, "maxpool backward on %" PetscInt_FMT " samples after a forward pass on %" PetscInt_FMT ": call forward first", n, pool->nwork);
   LayerWindowGetVolume(&pool->win, &v);
+  if (layer->fusemask && y) PetscCall(MaxPoolMaskScratch(pool, (size_t)out * sizeof(PetscScalar)));
 #pragma omp parallel for num_threads(PetNetThreads()) schedule(guided) if (n > 1 && N > 4096)
   for (PetscInt s = 0; s < n; s++) {
     const int32_t     *am  = pool->argmax + (size_t)s * out;
     const PetscScalar *dys = dy + (size_t)s * out;
     PetscScalar       *dxs = dx + (size_t)s * in;
 
+    if (layer->fusemask && y) { /* an activation its owner fused before it (relu -> maxpool): masked at the outputs, as in single below */
+      PetscScalar *gm = (PetscScalar *)pool->gmask + (size_t)PetNetThreadId() * out;
+
+      for (PetscInt j = 0; j < out; j++) gm[j] = dys[j];
+      PetNetThreadsSetError(&err, LayerFusedMask(layer, out, y + (size_t)s * out, gm));
+      dys = gm;
+    }
     if (pool->tiled)
       MaxPoolBackwardTiled(&v, pool->tap, layer->in.dim[layer->in.ndim - 1], dys, am, dxs);
     else {
       for (PetscInt i = 0; i < in; i++) dxs[i] = 0.0;
       for (PetscInt j = 0; j < out; j++) dxs[am[j]] += dys[j];
     }
-    /* an activation its owner fused before it (relu -> maxpool): dx = f'(x) dx on the sample just written */
-    PetNetThreadsSetError(&err, LayerFusedMask(layer, in, x + (size_t)s * in, dxs));
+    /* without the output values: dx = f'(x) dx on the sample just written */
+    if (!y) PetNetThreadsSetError(&err, LayerFusedMask(layer, in, x + (size_t)s * in, dxs));
   }
   PetNetThreadsCheck(err, "maxpool backward");
   PetscCall(PetscLogFlops(1.0 * N));
@@ -219,11 +241,7 @@ static PetscErrorCode LayerBackwardSingle_MaxPool(Layer layer, PetscInt n, const
   if (!dx) PetscFunctionReturn(0);
   PetscCheck(n == pool->nwork, PETSC_COMM_SELF, PETSC_ERR_ORDER, "maxpool backward on %" PetscInt_FMT " samples after a forward pass on %" PetscInt_FMT ": call forward first", n, pool->nwork);
   LayerWindowGetVolume(&pool->win, &v);
-  if (layer->fusemask && y && (size_t)PetNetThreads() * out > (size_t)pool->ngmask) {
-    PetscCall(PetscFree(pool->gmask));
-    pool->ngmask = PetNetThreads() * out;
-    PetscCall(PetscMalloc1(pool->ngmask, &pool->gmask));
-  }
+  if (layer->fusemask && y) PetscCall(MaxPoolMaskScratch(pool, (size_t)out * sizeof(float)));
 #pragma omp parallel for num_threads(PetNetThreads()) schedule(guided) if (n > 1 && N > 4096)
   for (PetscInt s = 0; s < n; s++) {
     const int32_t *am  = pool->argmax + (size_t)s * out;
@@ -234,7 +252,7 @@ static PetscErrorCode LayerBackwardSingle_MaxPool(Layer layer, PetscInt n, const
       /* the fused activation's derivative at a window's maximum x[argmax[j]] is its derivative at the window's output
          y[j], the same value: mask the sample's dy (a quarter of dx's entries for 2x2 windows, in cache) and scatter
          it, instead of masking all of dx; the same values (up to the sign of a zero) */
-      float *gm = pool->gmask + (size_t)PetNetThreadId() * out;
+      float *gm = (float *)pool->gmask + (size_t)PetNetThreadId() * out;
 
       for (PetscInt j = 0; j < out; j++) gm[j] = g[j];
       PetNetThreadsSetError(&err, LayerFusedMaskSingle(layer, out, y + (size_t)s * out, gm));

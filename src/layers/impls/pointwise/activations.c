@@ -188,15 +188,26 @@ PETSC_INTERN PetscErrorCode LayerCreate_Identity(Layer layer)
 
 /* relu fused into a neighbour's pass (layerimpl.h): relu(relu(x)) = relu(x) and relu'(relu(x)) = relu'(x) (both 1 where
    x > 0, 0 elsewhere), so its node may read its output for its input; the same expressions as forward and backward */
-static PetscErrorCode LayerActivate_ReLU(Layer layer, PetscInt N, PetscScalar *y)
+static POINTWISE_TARGET_CLONES void ReLUInPlace(PetscInt N, PetscScalar *y)
 {
   for (PetscInt i = 0; i < N; i++) y[i] = ReLU(y[i], 0);
+}
+
+static POINTWISE_TARGET_CLONES void ReLUMask(PetscInt N, const PetscScalar *restrict y, PetscScalar *restrict d)
+{
+  for (PetscInt i = 0; i < N; i++) d[i] = DReLU(y[i], y[i], 0) * d[i];
+}
+
+/* (cloned for AVX-512 and AVX2 as the float loops below: selects and products, the same bits on any CPU) */
+static PetscErrorCode LayerActivate_ReLU(Layer layer, PetscInt N, PetscScalar *y)
+{
+  ReLUInPlace(N, y);
   return 0;
 }
 
 static PetscErrorCode LayerActivateMask_ReLU(Layer layer, PetscInt N, const PetscScalar *y, PetscScalar *d)
 {
-  for (PetscInt i = 0; i < N; i++) d[i] = DReLU(y[i], y[i], 0) * d[i];
+  ReLUMask(N, y, d);
   return 0;
 }
 
