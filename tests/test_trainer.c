@@ -16,7 +16,9 @@ static const char help[] = "Trainer tests on synthetic data held in memory Datas
                            "                   the epoch cases); loading must fail naming the file, except v1 (the old format) which loads\n"
                            "  -case prefix   : TrainerSetOptionsPrefix(a_) reaches the Tao and the training Dataset the Trainer named\n"
                            "                   (a_train_), not a Dataset with its own prefix (mine_); run with -a_tao_type lmvm\n"
-                           "                   -a_trainer_epochs 0 -a_train_dataset_limit 40 -mine_dataset_limit 30\n";
+                           "                   -a_trainer_epochs 0 -a_train_dataset_limit 40 -mine_dataset_limit 30\n"
+                           "  -case iterate  : adam's solution is the Net's parameter Vec, lmvm's a copy; a Tao retyped to nm after\n"
+                           "                   TrainerSetUp() (it evaluates at simplex points, not at its solution) is refused\n";
 
 #include <petnet.h>
 #include <petnettrainer.h>
@@ -602,6 +604,39 @@ static PetscErrorCode CasePrefix(void)
   PetscFunctionReturn(0);
 }
 
+/* Which Vec the optimizer iterates on (TrainerSetUp()), and the refusal of a point away from a shared solution */
+static PetscErrorCode CaseIterate(void)
+{
+  Trainer  tr;
+  Tao      tao;
+  Net      net;
+  Vec      x, theta;
+  TaoType  types[] = {TAOADAM, TAOLMVM};
+  PetscInt epochs;
+
+  PetscFunctionBegin;
+  for (PetscInt i = 0; i < 2; i++) {
+    PetscCall(MakeTrainer(PETSC_COMM_WORLD, types[i], 1, PETSC_FALSE, &tr));
+    PetscCall(TrainerSetUp(tr));
+    PetscCall(TrainerGetTao(tr, &tao));
+    PetscCall(TrainerGetNet(tr, &net));
+    PetscCall(TaoGetSolution(tao, &x));
+    PetscCall(NetGetParameters(net, &theta));
+    PetscCheck((x == theta) == (i == 0), PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s: the solution %s the Net's parameter Vec", types[i], x == theta ? "is" : "is not");
+    PetscCall(TrainerTrain(tr));
+    PetscCall(TrainerGetResults(tr, &epochs, NULL, NULL, NULL, NULL));
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%s: %s, epochs trained: %" PetscInt_FMT "\n", types[i], i == 0 ? "iterates on the Net's parameter Vec" : "iterates on a copy", epochs));
+    PetscCall(TrainerDestroy(&tr));
+  }
+  PetscCall(MakeTrainer(PETSC_COMM_WORLD, TAOADAM, 1, PETSC_FALSE, &tr));
+  PetscCall(TrainerSetUp(tr));
+  PetscCall(TrainerGetTao(tr, &tao));
+  PetscCall(TaoSetType(tao, TAONM));
+  PetscCall(TrainerTrain(tr)); /* refused: nm tries points that are not its solution */
+  PetscCall(TrainerDestroy(&tr));
+  PetscFunctionReturn(0);
+}
+
 int main(int argc, char **argv)
 {
   char      name[64] = "ranks";
@@ -634,6 +669,8 @@ int main(int argc, char **argv)
     PetscCall(CaseResume());
   else if (PetscStrcmp(name, "prefix", &match), match)
     PetscCall(CasePrefix());
+  else if (PetscStrcmp(name, "iterate", &match), match)
+    PetscCall(CaseIterate());
   else
     SETERRQ(PETSC_COMM_WORLD, PETSC_ERR_ARG_UNKNOWN_TYPE, "Unknown -case %s", name);
   PetscCall(PetscFinalize());
