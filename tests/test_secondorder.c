@@ -35,8 +35,8 @@ typedef struct {
 static const SOCase socases[] = {
     {"dense", "4", "5", PETSC_TRUE, NULL, SO_BATCH, "dense"},
     {"dense", "3", "2x3x2", PETSC_TRUE, NULL, SO_BATCH, "dense (3-D input)"},
-    {"conv2d", "4", "6x5x3", PETSC_TRUE, "-conv2d_algorithm im2col", SO_BATCH, "conv2d 3x3 im2col", "(im2col + GEMM)"},
-    {"conv2d", "4:3:1:1", "6x5x3", PETSC_TRUE, "-conv2d_algorithm im2col -conv2d_max_workspace 0.002", SO_BATCH, "conv2d 3x3 im2col, chunks", "(im2col + GEMM)"},
+    {"conv2d", "4", "6x5x3", PETSC_TRUE, "-conv2d_algorithm im2col", SO_BATCH, "conv2d 3x3 im2col", "(im2col + GEMM"},
+    {"conv2d", "4:3:1:1", "6x5x3", PETSC_TRUE, "-conv2d_algorithm im2col -conv2d_max_workspace 0.002", SO_BATCH, "conv2d 3x3 im2col, chunks", "(im2col + GEMM"},
     {"conv2d", "5:3:1:1", "6x5x4", PETSC_TRUE, "-conv2d_algorithm winograd", SO_BATCH, "conv2d 3x3 winograd", "(Winograd F(2x2,3x3))"},
     {"conv2d", "5:3:1:2:bias=0", "6x5x4", PETSC_TRUE, "-conv2d_algorithm winograd -conv2d_max_workspace 0.004", SO_BATCH, "conv2d 3x3 winograd, chunks, no bias", "(Winograd F(2x2,3x3))"},
     {"conv2d", "4:3:2:1", "6x5x3", PETSC_TRUE, NULL, SO_BATCH, "conv2d strided"},
