@@ -42,13 +42,8 @@ static PetscErrorCode TaoOptimCreateState_Adam(Tao tao)
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__NO_MATH_ERRNO__)
 #warning "adam.c compiled without -fno-math-errno: the Adam update will not vectorize"
 #endif
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-#define ADAM_TARGET_CLONES __attribute__((target_clones("avx512f", "avx2", "default"), optimize("fp-contract=off")))
-#else
-#define ADAM_TARGET_CLONES
-#endif
-static ADAM_TARGET_CLONES void AdamKernel(PetscInt i0, PetscInt i1, PetscReal b1, PetscReal b2, PetscReal eps, PetscReal stepsize, PetscReal bc2sqrt, PetscReal l2, PetscReal shrink, const PetscScalar *restrict g, PetscScalar *restrict x,
-                                          PetscScalar *restrict m, PetscScalar *restrict v, PetscScalar *restrict vmax)
+static OPTIM_TARGET_CLONES void AdamKernel(PetscInt i0, PetscInt i1, PetscReal b1, PetscReal b2, PetscReal eps, PetscReal stepsize, PetscReal bc2sqrt, PetscReal l2, PetscReal shrink, const PetscScalar *restrict g, PetscScalar *restrict x,
+                                           PetscScalar *restrict m, PetscScalar *restrict v, PetscScalar *restrict vmax)
 {
   if (vmax) {
     for (PetscInt i = i0; i < i1; i++) {

@@ -7,15 +7,8 @@
 
 PetscLogEvent TAOOPTIM_Update;
 
-/*
-  The sum of squares of entries [i0, i1), compiled also for AVX-512 and AVX2 (picked at load time) as adam.c's update;
-  eight accumulators, so that the loop vectorizes without reassociating (fp-contract off: the same bits on any CPU)
-*/
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-#define OPTIM_TARGET_CLONES __attribute__((target_clones("avx512f", "avx2", "default"), optimize("fp-contract=off")))
-#else
-#define OPTIM_TARGET_CLONES
-#endif
+/* The sum of squares of entries [i0, i1) (OPTIM_TARGET_CLONES, as adam.c's update); eight accumulators, so that the
+   loop vectorizes without reassociating */
 static OPTIM_TARGET_CLONES PetscReal TaoOptimSumSquares(PetscInt i0, PetscInt i1, const PetscScalar *restrict g)
 {
   PetscReal s[8] = {0, 0, 0, 0, 0, 0, 0, 0};

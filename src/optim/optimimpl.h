@@ -11,6 +11,14 @@
 /* entries above which an update runs on PetNet's threads (elementwise: the same bits for any number of threads) */
 #define OPTIM_THREAD_MIN 32768
 
+/* the optimizers' loops over the entries, compiled also for AVX-512 and AVX2 (picked at load time) with fp-contract
+   off: every operation rounded as the baseline rounds it (no fused multiply-adds), the same bits on any CPU */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define OPTIM_TARGET_CLONES __attribute__((target_clones("avx512f", "avx2", "default"), optimize("fp-contract=off")))
+#else
+#define OPTIM_TARGET_CLONES
+#endif
+
 /* The learning-rate schedule (schedule.c); see include/petnetoptim.h for the formulas. */
 typedef struct {
   PetNetLRScheduleType type;

@@ -241,7 +241,9 @@ PetscErrorCode LayerSetFromOptionsConv_Private(Layer layer, PetscOptionItems *Pe
   PetscCheck(conv->maxworkspace > 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "%s must be positive, not %g", opt, (double)conv->maxworkspace);
   if (*workspace) PetscCall(ConvResetWorkspace_Batch(layer));
   PetscCall(PetscSNPrintf(opt, sizeof(opt), "-%s_single_direct_max_k", kind));
-  PetscCall(PetscOptionsRangeInt(opt, "Single precision: convolve directly, without im2col, when taps x input channels <= this (one group, not 1x1); 0: always im2col + GEMM", "", conv->directmaxk, &conv->directmaxk, NULL, 0, CONV_DIRECT_MAX_K));
+  PetscCall(PetscOptionsInt(opt, "Single precision: convolve directly, without im2col, when taps x input channels <= this (one group, not 1x1); 0: always im2col + GEMM", "", conv->directmaxk, &conv->directmaxk, NULL));
+  PetscCheck(conv->directmaxk >= 0 && conv->directmaxk <= CONV_DIRECT_MAX_K, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "%s must be in [0, %d] (0: always im2col + GEMM), not %" PetscInt_FMT, opt, CONV_DIRECT_MAX_K,
+             conv->directmaxk);
   PetscFunctionReturn(0);
 }
 

@@ -10,8 +10,8 @@
     forward   y[j]  = x[argmax[j]]
     backward  dx    = 0;  dx[argmax[j]] += dy[j]      (no parameters); when its owner fused the activation f before
               it (relu -> maxpool: relu's backward pass is gone), dy is first multiplied by f' at the outputs,
-              f'(y[j]) = f'(x[argmax[j]]), a quarter of dx's entries for 2x2 windows (without y: dx = f'(x) dx per
-              sample after the scatter); the same values up to the sign of a zero
+              f'(y[j]) = f'(x[argmax[j]]), a quarter of dx's entries for 2x2 windows; the same values as masking dx
+              (up to the sign of a zero)
     jvp       dy[j] = dx[argmax[j]]
 
   Tiled windows (step = kernel, no padding: the windows do not overlap and lie inside the input, as in maxpool:2), the
@@ -137,12 +137,14 @@ static PetscErrorCode LayerForward_MaxPool(Layer layer, PetscInt n, const PetscS
   PetscFunctionReturn(0);
 }
 
-/* each thread's scratch of one sample's masked dy (bytes per thread) */
-static PetscErrorCode MaxPoolMaskScratch(Layer_MaxPool *pool, size_t bytes)
+/* each thread's scratch of one sample's masked dy (bytes per thread), for the fused activation's mask taken at the
+   outputs y (which its owner, the Net, always passes) */
+static PetscErrorCode MaxPoolMaskScratch(Layer_MaxPool *pool, PetscInt n, const void *y, size_t bytes)
 {
   const size_t need = (size_t)PetNetThreads() * bytes;
 
   PetscFunctionBegin;
+  PetscCheck(y || !n, PETSC_COMM_SELF, PETSC_ERR_ARG_NULL, "maxpool backward with a fused activation needs the forward's output y");
   if (need <= pool->ngmask) PetscFunctionReturn(0);
   PetscCall(PetscFree(pool->gmask));
   PetscCall(PetscMalloc(need, &pool->gmask));
@@ -161,14 +163,14 @@ static PetscErrorCode LayerBackward_MaxPool(Layer layer, PetscInt n, const Petsc
   if (!dx) PetscFunctionReturn(0);
   PetscCheck(n == pool->nwork, PETSC_COMM_SELF, PETSC_ERR_ORDER, "maxpool backward on %" PetscInt_FMT " samples after a forward pass on %" PetscInt_FMT ": call forward first", n, pool->nwork);
   LayerWindowGetVolume(&pool->win, &v);
-  if (layer->fusemask && y) PetscCall(MaxPoolMaskScratch(pool, (size_t)out * sizeof(PetscScalar)));
+  if (layer->fusemask) PetscCall(MaxPoolMaskScratch(pool, n, y, (size_t)out * sizeof(PetscScalar)));
 #pragma omp parallel for num_threads(PetNetThreads()) schedule(guided) if (n > 1 && N > 4096)
   for (PetscInt s = 0; s < n; s++) {
     const int32_t     *am  = pool->argmax + (size_t)s * out;
     const PetscScalar *dys = dy + (size_t)s * out;
     PetscScalar       *dxs = dx + (size_t)s * in;
 
-    if (layer->fusemask && y) { /* an activation its owner fused before it (relu -> maxpool): masked at the outputs, as in single below */
+    if (layer->fusemask) { /* an activation its owner fused before it (relu -> maxpool): masked at the outputs */
       PetscScalar *gm = (PetscScalar *)pool->gmask + (size_t)PetNetThreadId() * out;
 
       for (PetscInt j = 0; j < out; j++) gm[j] = dys[j];
@@ -181,8 +183,6 @@ static PetscErrorCode LayerBackward_MaxPool(Layer layer, PetscInt n, const Petsc
       for (PetscInt i = 0; i < in; i++) dxs[i] = 0.0;
       for (PetscInt j = 0; j < out; j++) dxs[am[j]] += dys[j];
     }
-    /* without the output values: dx = f'(x) dx on the sample just written */
-    if (!y) PetNetThreadsSetError(&err, LayerFusedMask(layer, in, x + (size_t)s * in, dxs));
   }
   PetNetThreadsCheck(err, "maxpool backward");
   PetscCall(PetscLogFlops(1.0 * N));
@@ -241,14 +241,14 @@ static PetscErrorCode LayerBackwardSingle_MaxPool(Layer layer, PetscInt n, const
   if (!dx) PetscFunctionReturn(0);
   PetscCheck(n == pool->nwork, PETSC_COMM_SELF, PETSC_ERR_ORDER, "maxpool backward on %" PetscInt_FMT " samples after a forward pass on %" PetscInt_FMT ": call forward first", n, pool->nwork);
   LayerWindowGetVolume(&pool->win, &v);
-  if (layer->fusemask && y) PetscCall(MaxPoolMaskScratch(pool, (size_t)out * sizeof(float)));
+  if (layer->fusemask) PetscCall(MaxPoolMaskScratch(pool, n, y, (size_t)out * sizeof(float)));
 #pragma omp parallel for num_threads(PetNetThreads()) schedule(guided) if (n > 1 && N > 4096)
   for (PetscInt s = 0; s < n; s++) {
     const int32_t *am  = pool->argmax + (size_t)s * out;
     const float   *g   = dy + (size_t)s * out;
     float         *dxs = dx + (size_t)s * in;
 
-    if (layer->fusemask && y) {
+    if (layer->fusemask) {
       /* the fused activation's derivative at a window's maximum x[argmax[j]] is its derivative at the window's output
          y[j], the same value: mask the sample's dy (a quarter of dx's entries for 2x2 windows, in cache) and scatter
          it, instead of masking all of dx; the same values (up to the sign of a zero) */
@@ -264,7 +264,6 @@ static PetscErrorCode LayerBackwardSingle_MaxPool(Layer layer, PetscInt n, const
       for (PetscInt i = 0; i < in; i++) dxs[i] = 0.0f;
       for (PetscInt j = 0; j < out; j++) dxs[am[j]] += g[j];
     }
-    if (!y) PetNetThreadsSetError(&err, LayerFusedMaskSingle(layer, in, x + (size_t)s * in, dxs));
   }
   PetNetThreadsCheck(err, "maxpool backward");
   PetscCall(PetscLogFlops(1.0 * N));
