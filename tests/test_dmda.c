@@ -12,6 +12,8 @@ static const char help[] = "Nets on DMDA fields (include/petnetdmda.h).\n"
                            "                  zero padding, the same Net back in batch mode on the gathered field as one image (<= 1e-13);\n"
                            "                  periodic, the same Net on a one-rank DMDA; -conv_grid_algorithm auto, im2col or taps\n"
                            "  -case view      LayerView of conv2d layers in grid mode\n"
+                           "  -case keep      a saved Net loaded and handed to every DMDA entry point keeps its parameters to the bit,\n"
+                           "                  and a Jacobian taken before still applies; a grid-mode CNN given another DMDA keeps its values\n"
                            "  -case wrongdof  a Net whose input size is not the DMDA's dof (error test)\n"
                            "  -case badconv   -conv_layers SPEC on a 2-D (or -conv_dim 3) DMDA, or (-conv_dim 0) on samples of shape (2) (error tests)\n"
                            "Random fields are drawn in the DMDA's natural ordering: the same on any number of ranks.\n";
@@ -659,6 +661,109 @@ static PetscErrorCode BadConv(void)
 }
 
 /* case wrongdof ------------------------------------------------------------------------------------------------- */
+/* case keep ----------------------------------------------------------------------------------------------------- */
+
+/* the parameters of net equal those in ref to the bit */
+static PetscErrorCode CheckSameParameters(Net net, Vec ref, const char what[])
+{
+  Vec       theta;
+  PetscBool same;
+
+  PetscFunctionBegin;
+  PetscCall(NetGetParameters(net, &theta));
+  PetscCall(VecEqual(theta, ref, &same));
+  PetscCheck(same, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s changed the Net's parameters", what);
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode CheckKeep(void)
+{
+  DM          da, db;
+  Net         net, loaded;
+  Vec         ref, U, F, theta, x, y;
+  Mat         J, JD;
+  TS          ts;
+  PetscReal   nrm;
+  PetNetShape in = {1, {3}};
+  const char *file = "tests/out/dmda_keep.petnet";
+
+  PetscFunctionBegin;
+  PetscCall(DMDACreate2d(PETSC_COMM_WORLD, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DMDA_STENCIL_BOX, 9, 7, PETSC_DECIDE, PETSC_DECIDE, 3, 1, NULL, NULL, &da));
+  PetscCall(DMSetUp(da));
+  /* a pointwise closure, trained elsewhere (here: parameters drawn with another seed), saved and loaded */
+  PetscCall(NetCreate(PETSC_COMM_WORLD, &net));
+  PetscCall(NetSetLayers(net, "dense:6,tanh,dense:3"));
+  PetscCall(NetSetInputShape(net, &in));
+  PetscCall(NetSetSeed(net, 17));
+  PetscCall(NetSetUp(net));
+  PetscCall(NetSave(net, file));
+  PetscCall(NetCreate(PETSC_COMM_WORLD, &loaded));
+  PetscCall(NetLoad(loaded, file));
+  PetscCall(NetGetParameters(net, &theta));
+  PetscCall(VecDuplicate(theta, &ref));
+  PetscCall(VecCopy(theta, ref));
+  PetscCall(NetDestroy(&net));
+  PetscCall(CheckSameParameters(loaded, ref, "NetLoad()"));
+  /* a Jacobian taken before the DMDA is given */
+  PetscCall(DMCreateGlobalVector(da, &U));
+  PetscCall(DMCreateGlobalVector(da, &F));
+  PetscCall(FillRandomField(da, U, 5));
+  PetscCall(NetForward(loaded, U, F));
+  PetscCall(NetGetJacobian(loaded, &J)); /* the Net's own shell (borrowed) */
+  PetscCall(NetDMDASetUp(loaded, da));
+  PetscCall(CheckSameParameters(loaded, ref, "NetDMDASetUp()"));
+  PetscCall(NetDMDAForward(loaded, da, U, F));
+  PetscCall(CheckSameParameters(loaded, ref, "NetDMDAForward()"));
+  PetscCall(NetDMDACreateJacobian(loaded, da, NULL, &JD));
+  PetscCall(CheckSameParameters(loaded, ref, "NetDMDACreateJacobian()"));
+  PetscCall(TSCreate(PETSC_COMM_WORLD, &ts));
+  PetscCall(TSSetType(ts, TSRK));
+  PetscCall(NetDMDATSSetRHS(ts, da, loaded));
+  PetscCall(CheckSameParameters(loaded, ref, "NetDMDATSSetRHS()"));
+  PetscCall(NetDMDAForward(loaded, da, U, F));
+  PetscCall(MatCreateVecs(J, &x, &y));
+  PetscCall(FillRandomField(da, x, 6));
+  PetscCall(MatMult(J, x, y)); /* the Jacobian taken before still applies */
+  PetscCall(VecNorm(y, NORM_2, &nrm));
+  PetscCall(MatMult(JD, x, F));
+  PetscCall(VecAXPY(F, -1.0, y));
+  PetscCall(VecNorm(F, NORM_INFINITY, &nrm));
+  PetscCheck(nrm == 0, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "The Jacobian taken before the DMDA differs from NetDMDACreateJacobian()'s by %g", (double)nrm);
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "keep: a loaded pointwise Net keeps its parameters through every DMDA entry point; its Jacobian applies\n"));
+  PetscCall(VecDestroy(&x));
+  PetscCall(VecDestroy(&y));
+  PetscCall(TSDestroy(&ts));
+  PetscCall(MatDestroy(&JD));
+  PetscCall(VecDestroy(&ref));
+  PetscCall(NetDestroy(&loaded));
+
+  /* a CNN in grid mode given a DMDA of another size: laid out anew, with the same values */
+  PetscCall(DMDACreate2d(PETSC_COMM_WORLD, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DMDA_STENCIL_BOX, 11, 8, PETSC_DECIDE, PETSC_DECIDE, 3, 1, NULL, NULL, &db));
+  PetscCall(DMSetUp(db));
+  PetscCall(NetCreate(PETSC_COMM_WORLD, &net));
+  PetscCall(NetSetLayers(net, "conv2d:4:3:1:1,tanh,conv2d:3:3:1:1"));
+  PetscCall(NetSetSeed(net, 4));
+  PetscCall(NetDMDASetUp(net, da));
+  PetscCall(NetGetParameters(net, &theta));
+  PetscCall(VecDuplicate(theta, &ref));
+  PetscCall(VecSetRandom(ref, NULL));
+  PetscCall(NetSetParameters(net, ref));
+  PetscCall(NetDMDAForward(net, da, U, NULL));
+  PetscCall(VecDestroy(&U));
+  PetscCall(VecDestroy(&F));
+  PetscCall(DMCreateGlobalVector(db, &U));
+  PetscCall(FillRandomField(db, U, 7));
+  PetscCall(NetDMDAForward(net, db, U, NULL));
+  PetscCall(CheckSameParameters(net, ref, "NetDMDAForward() on another DMDA"));
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "keep: a grid-mode CNN given another DMDA keeps its parameters\n"));
+  PetscCall(VecDestroy(&U));
+  PetscCall(VecDestroy(&ref));
+  PetscCall(NetDestroy(&net));
+  PetscCall(DMDestroy(&db));
+  PetscCall(DMDestroy(&da));
+  PetscFunctionReturn(0);
+}
+
 static PetscErrorCode WrongDof(void)
 {
   DM          da;
@@ -705,10 +810,12 @@ int main(int argc, char **argv)
     PetscCall(ViewGridConv());
   else if (!strcmp(testcase, "badconv"))
     PetscCall(BadConv());
+  else if (!strcmp(testcase, "keep"))
+    PetscCall(CheckKeep());
   else if (!strcmp(testcase, "wrongdof"))
     PetscCall(WrongDof());
   else
-    SETERRQ(PETSC_COMM_WORLD, PETSC_ERR_ARG_WRONG, "Unknown -case %s: apply, jacobian, ts, conv, view, wrongdof or badconv", testcase);
+    SETERRQ(PETSC_COMM_WORLD, PETSC_ERR_ARG_WRONG, "Unknown -case %s: apply, jacobian, ts, conv, view, keep, wrongdof or badconv", testcase);
   PetscCall(PetscFinalize());
   return 0;
 }

@@ -25,18 +25,20 @@ static PetscErrorCode NetDMDACheckDM_Private(DM da, PetscInt *dof, PetscInt *npo
 }
 
 /* Gives dm to every conv2d layer of net (the members of residual blocks are nodes of net too) and to every ode layer,
-   which passes it on to its inner Net; *changed: some layer's DM changed (that layer was reset) */
+   which passes it on to its inner Net; *changed: some layer's DM changed. A layer of another kind ignores the call and
+   keeps none, so only what a layer reports back counts as a change. */
 static PetscErrorCode NetConv2dSetDM_Private(Net net, DM dm, PetscBool *changed)
 {
   PetscFunctionBegin;
   *changed = PETSC_FALSE;
   for (PetscInt l = 0; l < net->nlayers; l++) {
     Layer layer = net->layers[l];
-    DM    old;
+    DM    old, now;
 
     PetscCall(LayerConv2dGetDM(layer, &old));
     PetscCall(LayerConv2dSetDM(layer, dm)); /* conv2d layers, and ode layers, which pass it on to their inner Net */
-    if (old != dm) *changed = PETSC_TRUE;
+    PetscCall(LayerConv2dGetDM(layer, &now));
+    if (old != now) *changed = PETSC_TRUE;
   }
   PetscFunctionReturn(0);
 }
@@ -44,8 +46,7 @@ static PetscErrorCode NetConv2dSetDM_Private(Net net, DM dm, PetscBool *changed)
 /*@
   NetConv2dSetDM - gives a 2-D DMDA to every conv2d layer of a Net, including those inside residual blocks and ODE
   layers (grid mode, LayerConv2dSetDM()), or with NULL returns them all to batches of (height, width, channels)
-  images. NetDMDASetUp() calls it. A Net that was set up is laid out anew when a layer changes mode; the parameters
-  keep their layout (the same in both modes) but the caller sets their values again.
+  images. NetDMDASetUp() calls it.
 
   Collective
 
@@ -54,8 +55,12 @@ static PetscErrorCode NetConv2dSetDM_Private(Net net, DM dm, PetscBool *changed)
 - dm  - the DMDA, or NULL
 
   Notes:
-  The layers that are not conv2d (or ode) are left alone. An ode layer hands the DMDA to the conv2d layers of its inner
-  Net when it is set up.
+  The layers that are not conv2d (or ode) are left alone, and a Net none of whose layers changes mode is not touched:
+  its parameters, buffers and Jacobian shells stay as they are. A set-up Net in which some layer changes mode is laid
+  out anew (NetReset(), NetSetUp()) and keeps its parameter values and layer buffers (batchnorm's running statistics):
+  the parameters have the same layout in both modes. Jacobian shells taken before such a change are detached, since
+  the sizes of the batch change with the mode. An ode layer hands the DMDA to the conv2d layers of its inner Net when
+  it is set up.
 
   Level: intermediate
 
@@ -63,13 +68,34 @@ static PetscErrorCode NetConv2dSetDM_Private(Net net, DM dm, PetscBool *changed)
 @*/
 PetscErrorCode NetConv2dSetDM(Net net, DM dm)
 {
-  PetscBool changed;
+  PetscBool    changed;
+  Vec          keep = NULL;
+  PetscScalar *buffers;
+  PetscInt     nbuffers = 0;
 
   PetscFunctionBegin;
   PetscValidHeaderSpecific(net, NET_CLASSID, 1);
   if (dm) PetscValidHeaderSpecific(dm, DM_CLASSID, 2);
   PetscCall(NetConv2dSetDM_Private(net, dm, &changed));
-  if (changed && net->setupcalled) PetscCall(NetReset(net));
+  if (!changed || !net->setupcalled) PetscFunctionReturn(0);
+  /* keep the values (a trained or loaded Net stays trained) across the new layout */
+  PetscCall(VecDuplicate(net->theta, &keep));
+  PetscCall(VecCopy(net->theta, keep));
+  for (PetscInt l = 0; l < net->nlayers; l++) nbuffers += net->layers[l]->nbuffers;
+  PetscCall(PetscMalloc1(nbuffers, &buffers));
+  for (PetscInt l = 0, o = 0; l < net->nlayers; o += net->layers[l]->nbuffers, l++) PetscCall(PetscArraycpy(buffers + o, net->layers[l]->buffers, net->layers[l]->nbuffers));
+  PetscCall(NetReset(net));
+  PetscCall(NetSetUp(net));
+  PetscCall(NetSetParameters(net, keep));
+  {
+    PetscInt now = 0;
+
+    for (PetscInt l = 0; l < net->nlayers; l++) now += net->layers[l]->nbuffers;
+    PetscCheck(now == nbuffers, PETSC_COMM_SELF, PETSC_ERR_PLIB, "The layers hold %" PetscInt_FMT " buffer values in the new layout and had %" PetscInt_FMT, now, nbuffers);
+  }
+  for (PetscInt l = 0, o = 0; l < net->nlayers; o += net->layers[l]->nbuffers, l++) PetscCall(PetscArraycpy(net->layers[l]->buffers, buffers + o, net->layers[l]->nbuffers));
+  PetscCall(PetscFree(buffers));
+  PetscCall(VecDestroy(&keep));
   PetscFunctionReturn(0);
 }
 
@@ -107,12 +133,12 @@ PetscErrorCode NetDMDASetUp(Net net, DM da)
     in.dim[0] = dof;
     PetscCall(NetSetInputShape(net, &in));
   }
-  /* conv2d layers convolve this grid; a layer that had another lays the Net out anew */
-  PetscCall(NetConv2dSetDM(net, da));
   PetscCall(PetNetShapeSize(&in, &insize));
   PetscCall(PetNetShapeToString(&in, sizeof(shape), shape));
   PetscCheck(insize == dof, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_INCOMP,
              "The Net's input shape %s has %" PetscInt_FMT " entries but the DMDA has dof = %" PetscInt_FMT ": a grid point is one sample, so give the Net input shape %" PetscInt_FMT " (or leave it unset)", shape, insize, dof, dof);
+  /* conv2d layers convolve this grid; a layer that had another lays the Net out anew, keeping the parameter values */
+  PetscCall(NetConv2dSetDM(net, da));
   PetscCall(NetSetUp(net));
   PetscFunctionReturn(0);
 }
