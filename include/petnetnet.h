@@ -97,6 +97,8 @@ PETSC_EXTERN PetscErrorCode NetForward(Net, Vec, Vec);
 PETSC_EXTERN PetscErrorCode NetBackward(Net, Vec, Vec, Vec);
 /* dY = J_x dX + J_theta dtheta (either may be NULL, meaning zero). */
 PETSC_EXTERN PetscErrorCode NetJVP(Net, Vec, Vec, Vec);
+PETSC_EXTERN PetscErrorCode NetGetNodeArraysRead(Net, PetscInt, PetscInt *, const PetscScalar **, const PetscScalar **);
+PETSC_EXTERN PetscErrorCode NetRestoreNodeArraysRead(Net, PetscInt, PetscInt *, const PetscScalar **, const PetscScalar **);
 
 /* MATSHELLs at the last forward pass, owned by the Net (do not destroy): MatMult = JVP, MatMultTranspose = VJP. */
 /* Second-order adjoint (forward-over-reverse) at the last NetForward, along the tangents of the last NetJVP: */

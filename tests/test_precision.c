@@ -3,7 +3,12 @@ static const char help[] = "A Net at -net_precision single or bfloat16 against t
                            "                   within 10 L u of double (u the unit round-off of the values, L the layers), and the\n"
                            "                   norms of the low-precision Y and G printed (the same at any rank count to round-off); and the\n"
                            "                   fused backward passes (relu -> maxpool, netfuse.c) the same bits as separate ones (-net_fuse false)\n"
-                           "  -case secondorder | layerjacobian   what needs double values, refused\n";
+                           "  -case secondorder   also the JVP, the exact Hessian-vector product and the second-order input cotangent\n"
+                           "                   (NetSecondOrderBackward()) within 20 L u of double (the second-order walk computes in double\n"
+                           "                   on the stored, rounded values of the forward pass and the JVP)\n"
+                           "  -case layerjacobian  also every node's Jacobian shells (NetGetLayerJacobian(), NetGetLayerJacobianP()): the\n"
+                           "                   dot-product test <= 1e-12 (both directions read the same rounded point) and the products\n"
+                           "                   within 10 L u of double\n";
 
 #include <petnet.h>
 
@@ -94,19 +99,89 @@ int main(int argc, char **argv)
   PetscCall(FillGlobal(X, 1.3, 0.2));
   PetscCall(FillGlobal(dY, 0.7, 1.1));
 
-  if (!strcmp(which, "secondorder")) { /* refused: the curvature terms read double values */
-    Vec H;
+  u   = precision == NET_PRECISION_SINGLE ? PetscPowReal(2.0, -24) : PetscPowReal(2.0, -8);
+  tol = 10 * nlayers * u;
+  if (!strcmp(which, "secondorder")) { /* JVP and the second-order adjoint along (dX, dtheta), against double */
+    Vec       H[2], dXd[2], Yd[2], dth;
+    PetscReal eso[3];
 
-    PetscCall(NetForward(net, X, NULL));
-    PetscCall(NetJVP(net, dX, NULL, Y));
-    PetscCall(VecDuplicate(X, &H));
-    PetscCall(NetSecondOrderBackward(net, dY, dY, H, NULL));
-    PetscCall(VecDestroy(&H));
-  } else if (!strcmp(which, "layerjacobian")) { /* refused: a node's Jacobian shell reads its double input */
-    Mat J;
+    PetscCall(VecDuplicate(G, &dth));
+    PetscCall(FillGlobal(dth, 0.3, 0.5));
+    PetscCall(FillGlobal(dX, 0.9, 0.4));
+    for (PetscInt p = 0; p < 2; p++) {
+      PetscCall(NetSetPrecision(net, p ? NET_PRECISION_DOUBLE : precision));
+      PetscCall(VecDuplicate(G, &H[p]));
+      PetscCall(VecDuplicate(X, &dXd[p]));
+      PetscCall(VecDuplicate(Y, &Yd[p]));
+      PetscCall(VecZeroEntries(H[p]));
+      PetscCall(NetForward(net, X, NULL));
+      PetscCall(NetJVP(net, dX, dth, Yd[p]));
+      PetscCall(NetSecondOrderBackward(net, dY, dY, dXd[p], H[p]));
+    }
+    PetscCall(NetSetPrecision(net, precision));
+    PetscCall(RelDiff(Yd[0], Yd[1], &eso[0]));
+    PetscCall(RelDiff(H[0], H[1], &eso[1]));
+    PetscCall(RelDiff(dXd[0], dXd[1], &eso[2]));
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "precision %s against double: jvp %s (10 L u), Hessian-vector product %s, second-order input cotangent %s (20 L u = %.1e)\n", NetPrecisions[precision], eso[0] <= tol ? "ok" : "FAILED",
+                          eso[1] <= 2 * tol ? "ok" : "FAILED", eso[2] <= 2 * tol ? "ok" : "FAILED", (double)(2 * tol)));
+    PetscCheck(eso[0] <= tol && eso[1] <= 2 * tol && eso[2] <= 2 * tol, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s differs from double by jvp %.2e, Hessian-vector product %.2e, second-order input cotangent %.2e", NetPrecisions[precision], (double)eso[0],
+               (double)eso[1], (double)eso[2]);
+    for (PetscInt p = 0; p < 2; p++) {
+      PetscCall(VecDestroy(&H[p]));
+      PetscCall(VecDestroy(&dXd[p]));
+      PetscCall(VecDestroy(&Yd[p]));
+    }
+    PetscCall(VecDestroy(&dth));
+  } else if (!strcmp(which, "layerjacobian")) { /* every node's shells: adjoint to round-off, and against double */
+    PetscReal worstdot = 0, worst = 0;
 
-    PetscCall(NetForward(net, X, NULL));
-    PetscCall(NetGetLayerJacobian(net, 0, &J));
+    for (PetscInt l = 0; l < nlayers; l++) {
+      for (PetscInt par = 0; par < 2; par++) {
+        Mat       J;
+        Vec       v, w, Jv[2], JTw[2];
+        PetscReal a, b, nv, nw, d;
+        PetscInt  N;
+
+        Layer layer;
+
+        PetscCall(NetGetLayer(net, l, &layer));
+        PetscCall(LayerGetNumParameters(layer, &N));
+        if (par && !N) continue; /* a node without parameters */
+        for (PetscInt p = 0; p < 2; p++) {
+          PetscCall(NetSetPrecision(net, p ? NET_PRECISION_DOUBLE : precision));
+          PetscCall(NetForward(net, X, NULL));
+          if (par) PetscCall(NetGetLayerJacobianP(net, l, &J));
+          else PetscCall(NetGetLayerJacobian(net, l, &J));
+          PetscCall(MatCreateVecs(J, &v, &w));
+          PetscCall(FillGlobal(v, 0.77, 0.1 * l));
+          PetscCall(FillGlobal(w, 0.41, 0.2 * l));
+          PetscCall(VecDuplicate(w, &Jv[p]));
+          PetscCall(VecDuplicate(v, &JTw[p]));
+          PetscCall(MatMult(J, v, Jv[p]));
+          PetscCall(MatMultTranspose(J, w, JTw[p]));
+          if (!p) { /* the dot-product test of the low-precision shells */
+            PetscCall(VecDot(Jv[p], w, &a));
+            PetscCall(VecDot(v, JTw[p], &b));
+            PetscCall(VecNorm(Jv[p], NORM_2, &nv));
+            PetscCall(VecNorm(w, NORM_2, &nw));
+            worstdot = PetscMax(worstdot, PetscAbsReal(a - b) / PetscMax(nv * nw, PETSC_SMALL));
+          }
+          PetscCall(VecDestroy(&v));
+          PetscCall(VecDestroy(&w));
+        }
+        PetscCall(RelDiff(Jv[0], Jv[1], &d));
+        worst = PetscMax(worst, d);
+        PetscCall(RelDiff(JTw[0], JTw[1], &d));
+        worst = PetscMax(worst, d);
+        for (PetscInt p = 0; p < 2; p++) {
+          PetscCall(VecDestroy(&Jv[p]));
+          PetscCall(VecDestroy(&JTw[p]));
+        }
+      }
+    }
+    PetscCall(NetSetPrecision(net, precision));
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "per-node Jacobians in %s: dot-product tests %s, against double %s\n", NetPrecisions[precision], worstdot <= 1e-12 ? "ok" : "FAILED", worst <= tol ? "ok" : "FAILED"));
+    PetscCheck(worstdot <= 1e-12 && worst <= tol, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "per-node Jacobians in %s: dot-product error %.2e, difference from double %.2e (bound %.2e)", NetPrecisions[precision], (double)worstdot, (double)worst, (double)tol);
   }
 
   PetscCall(Evaluate(net, X, dY, Y, dX, G));
@@ -120,8 +195,6 @@ int main(int argc, char **argv)
   PetscCall(NetSetPrecision(net, NET_PRECISION_DOUBLE));
   PetscCall(EvaluateAgainst(net, X, dY, Y, dX, G, e));
   PetscCall(NetSetPrecision(net, precision));
-  u   = precision == NET_PRECISION_SINGLE ? PetscPowReal(2.0, -24) : PetscPowReal(2.0, -8);
-  tol = 10 * nlayers * u;
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "precision %s against double (bound 10 L u = %.1e): output %s, input cotangent %s, gradient %s\n", NetPrecisions[precision], (double)tol, e[0] <= tol ? "ok" : "FAILED", e[1] <= tol ? "ok" : "FAILED",
                         e[2] <= tol ? "ok" : "FAILED"));
   PetscCheck(e[0] <= tol && e[1] <= tol && e[2] <= tol, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s differs from double by output %.2e, input cotangent %.2e, gradient %.2e: more than 10 L u = %.2e", NetPrecisions[precision], (double)e[0], (double)e[1],

@@ -859,6 +859,7 @@ PetscErrorCode NetSetUp(Net net)
   PetscCall(PetscObjectSetName((PetscObject)net->theta, "parameters"));
   PetscCall(NetSetUpParameterMaps_Private(net));
   PetscCall(NetSetUpFusion_Private(net));
+  PetscCall(NetSetUpExecutors_Private(net)); /* plain, model-parallel or spatial (netexec.c) */
   net->setupcalled = PETSC_TRUE;
   PetscCall(NetInitializeParameters(net));
   PetscCall(NetViewFromOptions(net, NULL, "-net_view"));
@@ -958,9 +959,8 @@ PetscErrorCode NetView(Net net, PetscViewer viewer)
       }
       PetscCall(PetscViewerASCIIPrintf(viewer, "%5" PetscInt_FMT "  %-14s %-24s %-10s %-26s %-14s %10s\n", l, net->nodes[l].name, spec, type, inputs, shape, nparams));
     }
-    if (net->setupcalled) PetscCall(NetModelViewNode_Private(net, l, viewer));   /* a model-parallel node: its grid and blocks */
-    if (net->setupcalled) PetscCall(NetSpatialViewNode_Private(net, l, viewer)); /* a spatial node: its grids */
-    if (net->setupcalled) PetscCall(NetFuseViewNode_Private(net, l, viewer));    /* an activation fused into its neighbours */
+    if (net->setupcalled) PetscCall(net->nodes[l].exec->view(net, l, viewer)); /* a model-parallel node: its grid and blocks; a spatial node: its grids */
+    if (net->setupcalled) PetscCall(NetFuseViewNode_Private(net, l, viewer));  /* an activation fused into its neighbours */
   }
   if (net->setupcalled) PetscCall(PetscViewerASCIIPrintf(viewer, "total parameters %" PetscInt_FMT "\n", net->nparams));
   if (net->precision != NET_PRECISION_DOUBLE) {
@@ -1004,25 +1004,12 @@ PetscErrorCode NetResetWorkspace_Private(Net net)
 {
   PetscFunctionBegin;
   PetscCall(NetForwardCacheReset_Private(net));
-  PetscCall(NetLowResetWorkspace_Private(net));
-  if (net->act) {
-    for (PetscInt l = 0; l <= net->nlayers; l++) {
-      PetscCall(VecDestroy(&net->act[l]));
-      PetscCall(VecDestroy(&net->dact[l]));
-      PetscCall(VecDestroy(&net->dsum[l]));
-      if (net->bar) PetscCall(VecDestroy(&net->bar[l]));
-      if (net->bard) PetscCall(VecDestroy(&net->bard[l]));
-    }
-  }
-  PetscCall(PetscFree(net->bar));
-  PetscCall(PetscFree(net->bard));
+  PetscCall(NetStoreLow.reset(net)); /* whichever store built the workspace: both leave alone what they did not make */
+  PetscCall(NetStoreDouble.reset(net));
   PetscCall(PetscFree(net->tanzero));
   PetscCall(VecDestroy(&net->tandthetavec));
   net->tanvalid = PETSC_FALSE;
   net->barY     = NULL;
-  PetscCall(PetscFree(net->act));
-  PetscCall(PetscFree(net->dact));
-  PetscCall(PetscFree(net->dsum));
   PetscCall(NetDetachJacobian_Private(&net->J, PETSC_FALSE));
   PetscCall(NetDetachJacobian_Private(&net->JP, PETSC_FALSE));
   if (net->LJ)

@@ -103,23 +103,7 @@ PetscErrorCode NetSetUpWorkspace_Private(Net net, Vec X)
     PetscCall(NetCheckMemory_Private(net, bytes, largest, "activations for this batch"));
   }
   PetscCall(NetResetWorkspace_Private(net));
-  PetscCall(PetscCalloc1(net->nlayers + 1, &net->act));
-  PetscCall(PetscCalloc1(net->nlayers + 1, &net->dact));
-  PetscCall(PetscCalloc1(net->nlayers + 1, &net->dsum));
-  for (PetscInt v = 0; v <= net->nlayers; v++) {
-    PetscInt size  = v ? net->layers[v - 1]->outsize : insize;
-    PetscInt nuses = v ? net->nodes[v - 1].nuses : net->ninputuses;
-
-    if (net->precision != NET_PRECISION_DOUBLE) { /* the values live in the low-precision store: Vecs for the input's layout and the output */
-      if (v == 0 || v == net->nlayers) PetscCall(VecCreateMPI(comm, net->vlocal[v] * size, PETSC_DETERMINE, &net->act[v]));
-      continue;
-    }
-    PetscCall(VecCreateMPI(comm, net->vlocal[v] * size, PETSC_DETERMINE, &net->act[v]));
-    PetscCall(VecDuplicate(net->act[v], &net->dact[v]));
-    if (nuses > 1) PetscCall(VecDuplicate(net->act[v], &net->dsum[v]));
-  }
-  PetscCall(NetFuseWorkspace_Private(net)); /* an activation fused into its producer shares the producer's value */
-  if (net->precision != NET_PRECISION_DOUBLE) PetscCall(NetLowSetUpWorkspace_Private(net));
+  PetscCall(NetStore(net)->setup(net)); /* the values of the batch, in the Net's precision (netprecision.c) */
   net->nlocal = n;
   net->batchgen++;
   net->nglobal = N;
@@ -219,18 +203,18 @@ static PetscErrorCode NetCheckCompatible_Private(Net net, Vec v, PetscInt l, con
   PetscFunctionReturn(0);
 }
 
-/* The arrays of node k's inputs: x[i] from act[in_i + 1] (read access, restored by NetRestoreInputs_Private()) */
-PetscErrorCode NetGetInputs_Private(Net net, PetscInt k, Vec *vecs, const PetscScalar *x[])
+/* The arrays of node k's inputs in slot s (their values, or their tangents), in element type t, read access */
+PetscErrorCode NetStoreGetInputs_Private(Net net, PetscInt k, NetSlot s, NetElem t, const void *x[])
 {
   PetscFunctionBegin;
-  for (PetscInt i = 0; i < net->nodes[k].nin; i++) PetscCall(VecGetArrayRead(vecs[net->nodes[k].in[i] + 1], &x[i]));
+  for (PetscInt i = 0; i < net->nodes[k].nin; i++) PetscCall(NetStore(net)->get(net, s, net->nodes[k].in[i] + 1, NET_READ, t, (void **)&x[i]));
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode NetRestoreInputs_Private(Net net, PetscInt k, Vec *vecs, const PetscScalar *x[])
+PetscErrorCode NetStoreRestoreInputs_Private(Net net, PetscInt k, NetSlot s, NetElem t, const void *x[])
 {
   PetscFunctionBegin;
-  for (PetscInt i = 0; i < net->nodes[k].nin; i++) PetscCall(VecRestoreArrayRead(vecs[net->nodes[k].in[i] + 1], &x[i]));
+  for (PetscInt i = 0; i < net->nodes[k].nin; i++) PetscCall(NetStore(net)->restore(net, s, net->nodes[k].in[i] + 1, NET_READ, t, (void **)&x[i]));
   PetscFunctionReturn(0);
 }
 
@@ -257,7 +241,8 @@ PetscErrorCode NetRestoreInputs_Private(Net net, PetscInt k, Vec *vecs, const Pe
 @*/
 PetscErrorCode NetForward(Net net, Vec X, Vec Y)
 {
-  const PetscScalar *stack[NET_MAX_STACK_INPUTS], **x, *theta, *th;
+  const void        *stack[NET_MAX_STACK_INPUTS], **x;
+  const PetscScalar *theta, *th;
   PetscInt           maxin = 0;
   PetscBool          hit   = PETSC_FALSE;
 
@@ -276,40 +261,34 @@ PetscErrorCode NetForward(Net net, Vec X, Vec Y)
     net->act[0] = X;
   }
   PetscCall(PetscObjectStateGet((PetscObject)X, &net->input_state));
-  if (net->precision != NET_PRECISION_DOUBLE) {
-    PetscCall(NetLowForward_Private(net, X)); /* values in float or bfloat16 (netprecision.c) */
-    hit = PETSC_TRUE;
-  }
-  if (net->fcache && !hit) PetscCall(NetForwardCacheLookup_Private(net, X, &hit)); /* NetSetForwardCache(): this input and these parameters seen before? */
+  PetscCall(NetStore(net)->fromvec(net, X, NET_SLOT_VALUE, 0)); /* in double act[0] is X itself; else X rounded */
+  if (net->fcache) PetscCall(NetForwardCacheLookup_Private(net, X, &hit)); /* NetSetForwardCache(): this input and these parameters seen before? */
   if (!hit) {
     for (PetscInt k = 0; k < net->nlayers; k++) maxin = PetscMax(maxin, net->nodes[k].nin);
     x = stack;
     if (maxin > NET_MAX_STACK_INPUTS) PetscCall(PetscMalloc1(maxin, &x));
     PetscCall(NetGetReplicatedArray_Private(net->theta_rep, &theta));
     for (PetscInt k = 0; k < net->nlayers; k++) {
-      PetscScalar *y;
+      const PetscInt p = net->nodes[k].fusedinto;
+      const NetElem  t = NetNodeElem(net, k);
+      void          *y;
 
-      if (net->nodes[k].fusedinto >= 0) continue; /* an activation its producer applied (netfuse.c): the same Vec */
+      PetscCall(NetStore(net)->nextnode(net));
+      if (p >= 0 && net->nodes[p].fuseact == k) continue; /* an activation its producer applied (netfuse.c): the same value */
       PetscCall(NetNodeGetParameters_Private(net, k, net->theta, theta, &th));
-      PetscCall(NetGetInputs_Private(net, k, net->act, x));
-      PetscCall(VecGetArrayWrite(net->act[k + 1], &y));
-      if (net->nodes[k].mp)
-        PetscCall(NetModelForward_Private(net, k, NetNodeCount(net, k), th, x[0], y));
-      else if (net->nodes[k].sp)
-        PetscCall(NetSpatialForward_Private(net, k, NetNodeCount(net, k), th, x, y));
-      else {
-        net->layers[k]->fuseact = net->nodes[k].fuseact >= 0 ? net->layers[net->nodes[k].fuseact] : NULL;
-        PetscCall(LayerForwardArrays(net->layers[k], NetNodeCount(net, k), th, x, y));
-        net->layers[k]->fuseact = NULL;
-      }
-      PetscCall(VecRestoreArrayWrite(net->act[k + 1], &y));
-      PetscCall(NetRestoreInputs_Private(net, k, net->act, x));
+      PetscCall(NetStoreGetInputs_Private(net, k, NET_SLOT_VALUE, t, x));
+      PetscCall(NetStore(net)->get(net, NET_SLOT_VALUE, k + 1, NET_WRITE, t, &y));
+      PetscCall(net->nodes[k].exec->forward(net, k, t, th, x, y));
+      PetscCall(NetStore(net)->restore(net, NET_SLOT_VALUE, k + 1, NET_WRITE, t, &y));
+      PetscCall(NetStoreRestoreInputs_Private(net, k, NET_SLOT_VALUE, t, x));
       PetscCall(NetNodeRestoreParameters_Private(net, k, &th));
     }
+    PetscCall(NetStore(net)->nextnode(net));
     PetscCall(NetRestoreReplicatedArray_Private(net->theta_rep, &theta));
     if (x != stack) PetscCall(PetscFree(x));
     if (net->fcache) PetscCall(NetForwardCacheRecord_Private(net, X));
   }
+  PetscCall(NetStore(net)->tovec(net, NET_SLOT_VALUE, net->nlayers, net->act[net->nlayers])); /* in double the value itself */
   net->forwarded = PETSC_TRUE;
   net->tanvalid  = PETSC_FALSE;
   net->nforward++;
@@ -336,45 +315,39 @@ PetscErrorCode NetCheckInputUnchanged_Private(Net net)
 /*
   Backward of node k from the cotangent dy of its output: the cotangent of each input i goes to dx[i] (overwritten; NULL
   to skip it) and dth (the node's gradient array, NetNodeGetGradient_Private(), or NULL) accumulates J_theta^T dy.
-  th: the node's parameters (NetNodeGetParameters_Private()).
+  th: the node's parameters (NetNodeGetParameters_Private()); dy, dx[i] arrays of element type t; the node's input and
+  output values are taken from the store in that type.
 */
-PetscErrorCode NetNodeBackwardArrays_Private(Net net, PetscInt k, const PetscScalar *th, const PetscScalar *dy, PetscScalar *const dx[], PetscScalar *dth)
+PetscErrorCode NetNodeBackwardArrays_Private(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *dy, void *const dx[], PetscScalar *dth)
 {
-  const PetscScalar *stack[NET_MAX_STACK_INPUTS], **x = stack, *y;
+  const void *stack[NET_MAX_STACK_INPUTS], **x = stack;
+  void       *y;
 
   PetscFunctionBegin;
   if (net->nodes[k].nin > NET_MAX_STACK_INPUTS) PetscCall(PetscMalloc1(net->nodes[k].nin, &x));
-  PetscCall(NetGetInputs_Private(net, k, net->act, x));
-  PetscCall(VecGetArrayRead(net->act[k + 1], &y));
-  if (net->nodes[k].mp)
-    PetscCall(NetModelBackward_Private(net, k, NetNodeCount(net, k), th, x[0], y, dy, dx[0], dth));
-  else if (net->nodes[k].sp)
-    PetscCall(NetSpatialBackward_Private(net, k, NetNodeCount(net, k), th, x, y, dy, dx, dth));
-  else
-    PetscCall(LayerBackwardArrays(net->layers[k], NetNodeCount(net, k), th, x, y, dy, dx, dth));
-  PetscCall(VecRestoreArrayRead(net->act[k + 1], &y));
-  PetscCall(NetRestoreInputs_Private(net, k, net->act, x));
+  PetscCall(NetStoreGetInputs_Private(net, k, NET_SLOT_VALUE, t, x));
+  PetscCall(NetStore(net)->get(net, NET_SLOT_VALUE, k + 1, NET_READ, t, &y));
+  PetscCall(net->nodes[k].exec->backward(net, k, t, th, x, y, dy, dx, dth));
+  PetscCall(NetStore(net)->restore(net, NET_SLOT_VALUE, k + 1, NET_READ, t, &y));
+  PetscCall(NetStoreRestoreInputs_Private(net, k, NET_SLOT_VALUE, t, x));
   if (x != stack) PetscCall(PetscFree(x));
   PetscFunctionReturn(0);
 }
 
-/* JVP of node k: dy = sum_i J_i dx[i] + J_theta dth (NULL dx[i] or dth: zero); th, dth as the node's kernel takes them */
-static PetscErrorCode NetNodeJVPArrays_Private(Net net, PetscInt k, const PetscScalar *th, const PetscScalar *const dx[], const PetscScalar *dth, PetscScalar *dy)
+/* JVP of node k: dy = sum_i J_i dx[i] + J_theta dth (NULL dx[i] or dth: zero); th, dth as the node's kernel takes them;
+   dx[i], dy of element type t */
+static PetscErrorCode NetNodeJVPArrays_Private(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const dx[], const PetscScalar *dth, void *dy)
 {
-  const PetscScalar *stack[NET_MAX_STACK_INPUTS], **x = stack, *y;
+  const void *stack[NET_MAX_STACK_INPUTS], **x = stack;
+  void       *y;
 
   PetscFunctionBegin;
   if (net->nodes[k].nin > NET_MAX_STACK_INPUTS) PetscCall(PetscMalloc1(net->nodes[k].nin, &x));
-  PetscCall(NetGetInputs_Private(net, k, net->act, x));
-  PetscCall(VecGetArrayRead(net->act[k + 1], &y));
-  if (net->nodes[k].mp)
-    PetscCall(NetModelJVP_Private(net, k, NetNodeCount(net, k), th, x[0], y, dx[0], dth, dy));
-  else if (net->nodes[k].sp)
-    PetscCall(NetSpatialJVP_Private(net, k, NetNodeCount(net, k), th, x, y, dx, dth, dy));
-  else
-    PetscCall(LayerJVPArrays(net->layers[k], NetNodeCount(net, k), th, x, y, dx, dth, dy));
-  PetscCall(VecRestoreArrayRead(net->act[k + 1], &y));
-  PetscCall(NetRestoreInputs_Private(net, k, net->act, x));
+  PetscCall(NetStoreGetInputs_Private(net, k, NET_SLOT_VALUE, t, x));
+  PetscCall(NetStore(net)->get(net, NET_SLOT_VALUE, k + 1, NET_READ, t, &y));
+  PetscCall(net->nodes[k].exec->jvp(net, k, t, th, x, y, dx, dth, dy));
+  PetscCall(NetStore(net)->restore(net, NET_SLOT_VALUE, k + 1, NET_READ, t, &y));
+  PetscCall(NetStoreRestoreInputs_Private(net, k, NET_SLOT_VALUE, t, x));
   if (x != stack) PetscCall(PetscFree(x));
   PetscFunctionReturn(0);
 }
@@ -452,7 +425,9 @@ PetscErrorCode NetNodeBackward_Private(Net net, PetscInt k, Vec dY, Vec dX, Vec 
   PetscCall(NetGetReplicatedArray_Private(net->theta_rep, &theta));
   PetscCall(NetNodeGetParameters_Private(net, k, net->theta, theta, &th));
   PetscCall(VecGetArrayRead(dY, &dy));
-  PetscCall(NetNodeBackwardArrays_Private(net, k, th, dy, dx, kdth));
+  PetscCall(NetStore(net)->nextnode(net)); /* the node's values in double: in low precision widened copies */
+  PetscCall(NetNodeBackwardArrays_Private(net, k, NET_ELEM_DOUBLE, th, dy, (void *const *)dx, kdth));
+  PetscCall(NetStore(net)->nextnode(net));
   PetscCall(VecRestoreArrayRead(dY, &dy));
   PetscCall(NetNodeRestoreParameters_Private(net, k, &th));
   PetscCall(NetRestoreReplicatedArray_Private(net->theta_rep, &theta));
@@ -480,7 +455,9 @@ PetscErrorCode NetNodeJVP_Private(Net net, PetscInt k, Vec dX, Vec dtheta, Vec d
   PetscCall(NetGetReplicatedArray_Private(net->theta_rep, &theta));
   PetscCall(NetNodeGetParameters_Private(net, k, net->theta, theta, &th));
   PetscCall(VecGetArrayWrite(dY, &dy));
-  PetscCall(NetNodeJVPArrays_Private(net, k, th, dx, kdth, dy));
+  PetscCall(NetStore(net)->nextnode(net));
+  PetscCall(NetNodeJVPArrays_Private(net, k, NET_ELEM_DOUBLE, th, (const void *const *)dx, kdth, dy));
+  PetscCall(NetStore(net)->nextnode(net));
   PetscCall(VecRestoreArrayWrite(dY, &dy));
   PetscCall(NetNodeRestoreParameters_Private(net, k, &th));
   PetscCall(NetRestoreReplicatedArray_Private(net->theta_rep, &theta));
@@ -513,8 +490,10 @@ PetscErrorCode NetNodeJVP_Private(Net net, PetscInt k, Vec dX, Vec dtheta, Vec d
 @*/
 PetscErrorCode NetBackward(Net net, Vec dY, Vec dX, Vec G)
 {
+  const NetStoreOps *store = NetStore(net);
   const PetscScalar *theta;
-  PetscScalar       *grad = NULL, *dstack[NET_MAX_STACK_INPUTS], **dx = dstack;
+  PetscScalar       *grad = NULL;
+  void              *dstack[NET_MAX_STACK_INPUTS], **dx = dstack;
   PetscBool         *seeded, *summed;
   PetscInt           maxin = 0;
 
@@ -527,24 +506,24 @@ PetscErrorCode NetBackward(Net net, Vec dY, Vec dX, Vec G)
   PetscCall(NetCheckCompatible_Private(net, dY, net->nlayers, "Output cotangent dY"));
   if (dX) PetscCall(NetCheckCompatible_Private(net, dX, 0, "Input cotangent dX"));
   if (G) PetscCall(NetCheckParameterLayout_Private(net, G, "Gradient G"));
-  if (net->precision != NET_PRECISION_DOUBLE) {
-    PetscCall(NetLowBackward_Private(net, dY, dX, G)); /* values in float or bfloat16 (netprecision.c) */
-    PetscFunctionReturn(0);
-  }
   for (PetscInt k = 0; k < net->nlayers; k++) maxin = PetscMax(maxin, net->nodes[k].nin);
   if (maxin > NET_MAX_STACK_INPUTS) PetscCall(PetscMalloc1(maxin, &dx));
-  /* seeded[v]: dact[v] holds a first contribution; summed[v]: input i of the node at hand writes dsum[v], to be added */
+  /* seeded[v]: the cotangent of v holds a first contribution; summed[v]: input i of the node at hand writes the fan-out
+     sum of v, to be added */
   PetscCall(PetscCalloc2(net->nlayers + 1, &seeded, maxin, &summed));
-  net->tanvalid = PETSC_FALSE; /* dact[] now holds cotangents, not the last JVP's tangents */
-  PetscCall(VecCopy(dY, net->dact[net->nlayers]));
+  net->tanvalid = PETSC_FALSE; /* the tangent slot now holds cotangents, not the last JVP's tangents */
+  PetscCall(store->fromvec(net, dY, NET_SLOT_TANGENT, net->nlayers));
   seeded[net->nlayers] = PETSC_TRUE;
   PetscCall(NetGetGradientArray_Private(net, G, &grad)); /* G's own on one rank, else grad_rep (netpmap.c) */
   PetscCall(NetGetReplicatedArray_Private(net->theta_rep, &theta));
   for (PetscInt k = net->nlayers - 1; k >= 0; k--) {
     const NetNode     *nd = &net->nodes[k];
-    const PetscScalar *dy, *th;
+    const NetElem      t  = NetNodeElem(net, k);
+    const PetscScalar *th;
+    void              *dy;
     PetscScalar       *gk;
 
+    PetscCall(store->nextnode(net));
     if (nd->fusedback >= 0) continue; /* an activation whose consumer did its backward (netfuse.c) */
     for (PetscInt i = 0; i < nd->nin; i++) {
       PetscInt v = NetBackwardTarget(net, k, i); /* the input, or the input of a fused activation before node k */
@@ -553,49 +532,50 @@ PetscErrorCode NetBackward(Net net, Vec dY, Vec dX, Vec G)
       summed[i] = PETSC_FALSE;
       if (v == 0 && !dX) continue; /* the input's cotangent is not asked for */
       summed[i] = seeded[v];
-      PetscCall(VecGetArrayWrite(summed[i] ? net->dsum[v] : net->dact[v], &dx[i]));
+      PetscCall(store->get(net, summed[i] ? NET_SLOT_SUM : NET_SLOT_TANGENT, v, NET_WRITE, t, &dx[i]));
       seeded[v] = PETSC_TRUE;
     }
-    PetscCall(VecGetArrayRead(net->dact[k + 1], &dy));
+    PetscCall(store->get(net, NET_SLOT_TANGENT, k + 1, NET_READ, t, &dy));
     net->layers[k]->fusemask = nd->fusemask >= 0 ? net->layers[nd->fusemask] : NULL; /* dx = f'(x) J^T dy in its pass */
-    if (nd->pmap && !nd->mp && G && net->layers[k]->gradfree) {
-      /* a node that gathers its parameters, of a kind whose parameter gradient does not read them: the input part
-         with the parameters, released before the gradient's buffer is taken (never both at once; none at all when the
-         input's cotangent is not asked for) */
-      PetscBool    anydx                      = PETSC_FALSE;
-      PetscScalar *nodx[NET_MAX_STACK_INPUTS] = {NULL};
+    if (nd->pmap && !nd->mp && G && net->layers[k]->gradfree && t == NET_ELEM_DOUBLE) {
+      /* a node that gathers its parameters, of a kind whose parameter gradient does not read them (its double kernels
+         promise it): the input part with the parameters, released before the gradient's buffer is taken (never both
+         at once; none at all when the input's cotangent is not asked for) */
+      PetscBool anydx                     = PETSC_FALSE;
+      void     *nodx[NET_MAX_STACK_INPUTS] = {NULL};
 
       for (PetscInt i = 0; i < nd->nin; i++) anydx = (PetscBool)(anydx || NetBackwardTarget(net, k, i) || dX); /* not dx[i]: NULL on a rank without samples */
       if (anydx) {
         PetscCall(NetNodeGetParameters_Private(net, k, net->theta, theta, &th));
-        PetscCall(NetNodeBackwardArrays_Private(net, k, th, dy, dx, NULL));
+        PetscCall(NetNodeBackwardArrays_Private(net, k, t, th, dy, dx, NULL));
         PetscCall(NetNodeRestoreParameters_Private(net, k, &th));
       }
       PetscCheck(nd->nin <= NET_MAX_STACK_INPUTS, PETSC_COMM_SELF, PETSC_ERR_SUP, "A kind with parameters and more than %d inputs", NET_MAX_STACK_INPUTS);
       PetscCall(NetNodeGetGradient_Private(net, k, grad, PETSC_TRUE, &gk));
-      PetscCall(NetNodeBackwardArrays_Private(net, k, NULL, dy, nodx, gk));
+      PetscCall(NetNodeBackwardArrays_Private(net, k, t, NULL, dy, nodx, gk));
       PetscCall(NetNodeRestoreGradient_Private(net, k, G, &gk));
     } else {
       PetscCall(NetNodeGetParameters_Private(net, k, net->theta, theta, &th));
       PetscCall(NetNodeGetGradient_Private(net, k, grad, (PetscBool)(G != NULL), &gk));
-      PetscCall(NetNodeBackwardArrays_Private(net, k, th, dy, dx, gk));
+      PetscCall(NetNodeBackwardArrays_Private(net, k, t, th, dy, dx, gk));
       PetscCall(NetNodeRestoreGradient_Private(net, k, G, &gk));
       PetscCall(NetNodeRestoreParameters_Private(net, k, &th));
     }
     net->layers[k]->fusemask = NULL;
-    PetscCall(VecRestoreArrayRead(net->dact[k + 1], &dy));
+    PetscCall(store->restore(net, NET_SLOT_TANGENT, k + 1, NET_READ, t, &dy));
     for (PetscInt i = 0; i < nd->nin; i++) {
       PetscInt v = NetBackwardTarget(net, k, i);
 
-      if (!dx[i]) continue;
-      PetscCall(VecRestoreArrayWrite(summed[i] ? net->dsum[v] : net->dact[v], &dx[i]));
-      if (summed[i]) PetscCall(VecAXPY(net->dact[v], 1.0, net->dsum[v]));
+      if (v == 0 && !dX) continue;
+      PetscCall(store->restore(net, summed[i] ? NET_SLOT_SUM : NET_SLOT_TANGENT, v, NET_WRITE, t, &dx[i]));
+      if (summed[i]) PetscCall(store->addsum(net, NET_SLOT_TANGENT, v));
     }
   }
+  PetscCall(store->nextnode(net));
   PetscCall(NetRestoreReplicatedArray_Private(net->theta_rep, &theta));
   PetscCall(PetscFree2(seeded, summed));
   if (dx != dstack) PetscCall(PetscFree(dx));
-  if (dX) PetscCall(VecCopy(net->dact[0], dX));
+  if (dX) PetscCall(store->tovec(net, NET_SLOT_TANGENT, 0, dX));
   PetscCall(NetRestoreGradientArray_Private(net, G, &grad));
   PetscFunctionReturn(0);
 }
@@ -633,7 +613,9 @@ PetscErrorCode NetGetReplicatedDirection_Private(Net net, Vec dtheta, const Pets
 @*/
 PetscErrorCode NetJVP(Net net, Vec dX, Vec dtheta, Vec dY)
 {
-  const PetscScalar *theta, *dth = NULL, *xstack[NET_MAX_STACK_INPUTS], **dx = xstack;
+  const NetStoreOps *store = NetStore(net);
+  const PetscScalar *theta, *dth = NULL;
+  const void        *xstack[NET_MAX_STACK_INPUTS], **dx = xstack;
   PetscBool         *zero;
   PetscInt           maxin = 0;
 
@@ -647,11 +629,7 @@ PetscErrorCode NetJVP(Net net, Vec dX, Vec dtheta, Vec dY)
   PetscCall(NetCheckCompatible_Private(net, dY, net->nlayers, "Output tangent dY"));
   if (dtheta) PetscCall(NetCheckParameterLayout_Private(net, dtheta, "Parameter direction dtheta"));
   if (dX) PetscCall(NetCheckCompatible_Private(net, dX, 0, "Input tangent dX"));
-  if (net->precision != NET_PRECISION_DOUBLE) {
-    PetscCall(NetLowJVP_Private(net, dX, dtheta, dY)); /* values in float or bfloat16 (netprecision.c) */
-    PetscFunctionReturn(0);
-  }
-  if (dX) PetscCall(VecCopy(dX, net->dact[0]));
+  if (dX) PetscCall(store->fromvec(net, dX, NET_SLOT_TANGENT, 0));
   PetscCall(NetGetReplicatedDirection_Private(net, dtheta, &dth));
   /* the direction of the parameters, kept for NetSecondOrderBackward() (nodes with a map gather it again there) */
   if (dtheta) PetscCall(PetscObjectReference((PetscObject)dtheta));
@@ -666,32 +644,99 @@ PetscErrorCode NetJVP(Net net, Vec dX, Vec dtheta, Vec dY)
   PetscCall(NetGetReplicatedArray_Private(net->theta_rep, &theta));
   for (PetscInt k = 0; k < net->nlayers; k++) {
     const NetNode     *nd = &net->nodes[k];
-    PetscScalar       *dy;
+    const NetElem      t  = NetNodeElem(net, k);
+    void              *dy;
     const PetscScalar *th, *dthk;
 
+    PetscCall(store->nextnode(net));
     zero[k + 1] = (PetscBool)(!dtheta || !net->layers[k]->nparams);
     for (PetscInt i = 0; i < nd->nin; i++) {
       PetscInt v = nd->in[i] + 1;
 
       dx[i] = NULL;
-      if (!zero[v]) PetscCall(VecGetArrayRead(net->dact[v], &dx[i]));
+      if (!zero[v]) PetscCall(store->get(net, NET_SLOT_TANGENT, v, NET_READ, t, (void **)&dx[i]));
       zero[k + 1] = (PetscBool)(zero[k + 1] && zero[v]);
     }
-    PetscCall(VecGetArrayWrite(net->dact[k + 1], &dy));
+    PetscCall(store->get(net, NET_SLOT_TANGENT, k + 1, NET_WRITE, t, &dy));
     PetscCall(NetNodeGetParameters_Private(net, k, net->theta, theta, &th));
     PetscCall(NetNodeGetParameters_Private(net, k, dtheta, dth, &dthk));
-    PetscCall(NetNodeJVPArrays_Private(net, k, th, dx, dthk, dy));
+    PetscCall(NetNodeJVPArrays_Private(net, k, t, th, dx, dthk, dy));
     PetscCall(NetNodeRestoreParameters_Private(net, k, &dthk));
     PetscCall(NetNodeRestoreParameters_Private(net, k, &th));
-    PetscCall(VecRestoreArrayWrite(net->dact[k + 1], &dy));
+    PetscCall(store->restore(net, NET_SLOT_TANGENT, k + 1, NET_WRITE, t, &dy));
     for (PetscInt i = 0; i < nd->nin; i++)
-      if (dx[i]) PetscCall(VecRestoreArrayRead(net->dact[nd->in[i] + 1], &dx[i]));
+      if (!zero[nd->in[i] + 1]) PetscCall(store->restore(net, NET_SLOT_TANGENT, nd->in[i] + 1, NET_READ, t, (void **)&dx[i]));
   }
+  PetscCall(store->nextnode(net));
   PetscCall(NetRestoreReplicatedArray_Private(net->theta_rep, &theta));
   if (dx != xstack) PetscCall(PetscFree(dx));
   if (dth) PetscCall(VecRestoreArrayRead(net->dtheta_rep, &dth));
-  PetscCall(VecCopy(net->dact[net->nlayers], dY));
+  PetscCall(store->tovec(net, NET_SLOT_TANGENT, net->nlayers, dY));
   net->tanvalid  = PETSC_TRUE;
   net->tandtheta = dtheta ? PETSC_TRUE : PETSC_FALSE;
+  PetscFunctionReturn(0);
+}
+
+/*@C
+  NetGetNodeArraysRead - the values of a node's (first) input and the cotangent of its output at the last NetForward()
+  and NetBackward(), in double whatever the Net's precision, for methods that read a network's intermediates (K-FAC's
+  statistics, the spectra of ode layers)
+
+  Not collective
+
+  Input Parameters:
++ net - the Net, after NetForward() (and NetBackward() for dy)
+- k   - the node
+
+  Output Parameters:
++ n  - the samples of node k's input on this rank, or NULL
+. x  - its input values, [n][input size], or NULL if not wanted
+- dy - the cotangent of its output from the last NetBackward(), [n][output size] (in grid mode the output's own count), or
+       NULL if not wanted
+
+  Notes:
+  The arrays are the Net's own in double precision and widened copies in single and bfloat16; they stay valid until
+  NetRestoreNodeArraysRead(), which must come before any other call on the Net. Read them, do not write.
+
+  Level: developer
+
+.seealso: `NetRestoreNodeArraysRead()`, `NetForward()`, `NetBackward()`, `NetSetPrecision()`
+@*/
+PetscErrorCode NetGetNodeArraysRead(Net net, PetscInt k, PetscInt *n, const PetscScalar **x, const PetscScalar **dy)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(net, NET_CLASSID, 1);
+  PetscCheck(net->forwarded, PetscObjectComm((PetscObject)net), PETSC_ERR_ORDER, "NetGetNodeArraysRead() reads the last forward pass, and there is none: call NetForward() first");
+  PetscCheck(k >= 0 && k < net->nlayers, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Node %" PetscInt_FMT " does not exist: the Net has nodes 0 to %" PetscInt_FMT, k, net->nlayers - 1);
+  if (n) *n = NetNodeCount(net, k);
+  PetscCall(NetStore(net)->nextnode(net));
+  if (x) PetscCall(NetStore(net)->get(net, NET_SLOT_VALUE, net->nodes[k].in[0] + 1, NET_READ, NET_ELEM_DOUBLE, (void **)x));
+  if (dy) PetscCall(NetStore(net)->get(net, NET_SLOT_TANGENT, k + 1, NET_READ, NET_ELEM_DOUBLE, (void **)dy));
+  PetscFunctionReturn(0);
+}
+
+/*@C
+  NetRestoreNodeArraysRead - gives back the arrays of NetGetNodeArraysRead()
+
+  Not collective
+
+  Input Parameters:
++ net - the Net
+. k   - the node
+. n   - as given to NetGetNodeArraysRead() (may be NULL)
+. x   - the input values, or NULL
+- dy  - the output cotangent, or NULL
+
+  Level: developer
+
+.seealso: `NetGetNodeArraysRead()`
+@*/
+PetscErrorCode NetRestoreNodeArraysRead(Net net, PetscInt k, PetscInt *n, const PetscScalar **x, const PetscScalar **dy)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(net, NET_CLASSID, 1);
+  if (dy) PetscCall(NetStore(net)->restore(net, NET_SLOT_TANGENT, k + 1, NET_READ, NET_ELEM_DOUBLE, (void **)dy));
+  if (x) PetscCall(NetStore(net)->restore(net, NET_SLOT_VALUE, net->nodes[k].in[0] + 1, NET_READ, NET_ELEM_DOUBLE, (void **)x));
+  PetscCall(NetStore(net)->nextnode(net));
   PetscFunctionReturn(0);
 }

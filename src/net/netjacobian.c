@@ -359,12 +359,10 @@ static PetscErrorCode MatDestroy_NetNodeShell(Mat J)
 
 static PetscErrorCode NetNodeShellCreate_Private(Net net, PetscInt l, PetscInt n, PetscInt N, PetscBool params, Mat *J)
 {
-  NetNodeShell *ctx;
-  PetscInt      m, M;
+  NetNodeShell  *ctx;
+  const PetscInt m = net->vlocal[l + 1] * net->layers[l]->outsize, M = PETSC_DETERMINE; /* the node's output on this rank */
 
   PetscFunctionBegin;
-  PetscCall(VecGetLocalSize(net->act[l + 1], &m));
-  PetscCall(VecGetSize(net->act[l + 1], &M));
   PetscCall(PetscNew(&ctx));
   ctx->net  = net;
   ctx->node = l;
@@ -412,7 +410,6 @@ PetscErrorCode NetGetLayerJacobian(Net net, PetscInt l, Mat *J)
   PetscFunctionBegin;
   PetscValidHeaderSpecific(net, NET_CLASSID, 1);
   PetscCall(NetCheckLayer_Private(net, l, "NetGetLayerJacobian"));
-  PetscCall(NetCheckDoublePrecision_Private(net, "NetGetLayerJacobian()"));
   if (!net->LJ[l]) {
     n = 0; /* the node's inputs end to end on this rank */
     for (PetscInt i = 0; i < net->nodes[l].nin; i++) n += net->vlocal[net->nodes[l].in[i] + 1] * net->layers[l]->insizes[i];
@@ -446,7 +443,6 @@ PetscErrorCode NetGetLayerJacobianP(Net net, PetscInt l, Mat *J)
   PetscFunctionBegin;
   PetscValidHeaderSpecific(net, NET_CLASSID, 1);
   PetscCall(NetCheckLayer_Private(net, l, "NetGetLayerJacobianP"));
-  PetscCall(NetCheckDoublePrecision_Private(net, "NetGetLayerJacobianP()"));
   PetscCheck(net->layers[l]->nparams > 0, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_WRONG, "Layer %" PetscInt_FMT " (%s, %s) has no parameters", l, net->nodes[l].name, ((PetscObject)net->layers[l])->type_name);
   if (!net->ltheta[l]) {
     PetscCall(VecCreateMPI(PetscObjectComm((PetscObject)net), PETSC_DECIDE, net->layers[l]->nparams, &net->ltheta[l]));

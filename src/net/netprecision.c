@@ -1,21 +1,23 @@
 /*
-  Low precision (NetSetPrecision(), -net_precision single|bfloat16): the walk of netforward.c over values held in float
-  or bfloat16.
+  Value stores (NetStoreOps, include/petnet/private/netimpl.h): where the values of a batch live, by precision
+  (NetSetPrecision(), -net_precision double|single|bfloat16). The walk of netforward.c asks the store for each node's
+  arrays in the element type the node computes in, and gives them back.
 
-    store     lval[v], ldval[v], lsum[v]     vlocal[v] * size_v entries of 4 bytes (float) or 2 (bfloat16), v = 0..L
-    compute   every node in float: LayerForwardSingle(), LayerBackwardSingle(), LayerJVPSingle() (sgemm where the kind
-              has its own float kernels); in bfloat16 a node's values are widened to float scratch before and rounded
-              (to nearest, ties to even) after, so only the stored values carry bfloat16's 8-bit significand
-    double    the parameters (each node reads its double block, NetNodeGetParameters_Private()), the gradient (the
+    double    act[v], dact[v], dsum[v], bar[v], bard[v]: Vecs distributed like the batch; act[0] is the caller's input
+              (referenced), and every array is the Vec's own
+    low       lstore[slot][v]: vlocal[v] * size_v entries of 4 bytes (single) or 2 (bfloat16), v = 0..L. A plain node
+              computes in float: in single on the stored arrays themselves, in bfloat16 on float copies widened before
+              and rounded (to nearest, ties to even) after, so only the stored values carry bfloat16's 8-bit
+              significand. A node whose executor computes in double (model-parallel, spatial; the second-order
+              adjoint, the per-node Jacobians and K-FAC's statistics read double) gets double copies, widened exactly
+              and rounded back through float. The copies live in a scratch the walk empties before each node
+              (nextnode): it holds one node's arrays at most.
+    double    always: the parameters (each node reads its double block, NetNodeGetParameters_Private()), the gradient (the
               kernels accumulate into the double block), the loss and optimizer, and the public Vecs: X is rounded into
-              lval[0], the output widened into act[L] (so Y, dY, dX, dtheta are double as in double precision)
+              the store, the output widened into act[L] (so Y, dY, dX, dtheta are double as in double precision)
 
   bfloat16 keeps float's 8-bit exponent, so gradients do not underflow where float's do not: no loss scaling is needed
   (it is for IEEE half precision, whose exponent has 5 bits).
-
-  Not available in low precision (refused with an error naming -net_precision): grid mode, model-parallel nodes, the
-  forward cache, and what reads the double values of intermediate nodes (the per-node Jacobians, the second-order
-  adjoint, K-FAC).
 */
 #include <petnet/private/netimpl.h>
 
@@ -50,13 +52,141 @@ static inline uint16_t NetFloatToBF16(float f)
 #define NET_LOW_BLOCK           16384
 #define NET_LOW_BLOCKS(N, BODY) PETNET_THREAD_BLOCKS(N, NET_LOW_BLOCK, BODY)
 
-/* the bytes of one stored entry */
-PetscErrorCode NetPrecisionBytes_Private(Net net, PetscInt *bytes)
+/* ---------------------------------------------------------------------------------------------------------------
+   The double store: Vecs */
+
+/* the Vecs of slot s; the second-order adjoint's are made on their first use */
+static PetscErrorCode NetStoreDoubleSlot(Net net, NetSlot s, Vec **vecs)
 {
   PetscFunctionBegin;
-  *bytes = net->precision == NET_PRECISION_DOUBLE ? (PetscInt)sizeof(PetscScalar) : net->precision == NET_PRECISION_SINGLE ? (PetscInt)sizeof(float) : (PetscInt)sizeof(uint16_t);
+  if ((s == NET_SLOT_BAR || s == NET_SLOT_BARD) && !net->bar) {
+    PetscCall(PetscCalloc1(net->nlayers + 1, &net->bar));
+    PetscCall(PetscCalloc1(net->nlayers + 1, &net->bard));
+    for (PetscInt w = 0; w <= net->nlayers; w++) {
+      PetscCall(VecDuplicate(net->act[w], &net->bar[w]));
+      PetscCall(VecDuplicate(net->act[w], &net->bard[w]));
+    }
+  }
+  *vecs = s == NET_SLOT_VALUE ? net->act : s == NET_SLOT_TANGENT ? net->dact : s == NET_SLOT_SUM ? net->dsum : s == NET_SLOT_BAR ? net->bar : net->bard;
   PetscFunctionReturn(0);
 }
+
+/* the public Vecs of the batch, in either store: act[0] (the input) and act[L] (the output), and in double all */
+static PetscErrorCode NetStoreCreateVecs_Private(Net net, PetscBool all)
+{
+  MPI_Comm comm = PetscObjectComm((PetscObject)net);
+  PetscInt insize;
+
+  PetscFunctionBegin;
+  PetscCall(PetNetShapeSize(&net->in, &insize));
+  PetscCall(PetscCalloc1(net->nlayers + 1, &net->act));
+  PetscCall(PetscCalloc1(net->nlayers + 1, &net->dact));
+  PetscCall(PetscCalloc1(net->nlayers + 1, &net->dsum));
+  for (PetscInt v = 0; v <= net->nlayers; v++) {
+    PetscInt size  = v ? net->layers[v - 1]->outsize : insize;
+    PetscInt nuses = v ? net->nodes[v - 1].nuses : net->ninputuses;
+
+    if (!all && v && v < net->nlayers) continue;
+    PetscCall(VecCreateMPI(comm, net->vlocal[v] * size, PETSC_DETERMINE, &net->act[v]));
+    if (!all) continue;
+    PetscCall(VecDuplicate(net->act[v], &net->dact[v]));
+    if (nuses > 1) PetscCall(VecDuplicate(net->act[v], &net->dsum[v]));
+  }
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetStoreSetUp_Double(Net net)
+{
+  PetscFunctionBegin;
+  PetscCall(NetStoreCreateVecs_Private(net, PETSC_TRUE));
+  PetscCall(NetFuseWorkspace_Private(net)); /* an activation fused into its producer shares the producer's value */
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetStoreReset_Double(Net net)
+{
+  PetscFunctionBegin;
+  if (net->act) {
+    for (PetscInt v = 0; v <= net->nlayers; v++) {
+      PetscCall(VecDestroy(&net->act[v]));
+      PetscCall(VecDestroy(&net->dact[v]));
+      PetscCall(VecDestroy(&net->dsum[v]));
+      if (net->bar) PetscCall(VecDestroy(&net->bar[v]));
+      if (net->bard) PetscCall(VecDestroy(&net->bard[v]));
+    }
+  }
+  PetscCall(PetscFree(net->bar));
+  PetscCall(PetscFree(net->bard));
+  PetscCall(PetscFree(net->act));
+  PetscCall(PetscFree(net->dact));
+  PetscCall(PetscFree(net->dsum));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetStoreGet_Double(Net net, NetSlot s, PetscInt v, NetAccess mode, NetElem t, void **a)
+{
+  Vec *vecs = NULL;
+
+  PetscFunctionBegin;
+  PetscCheck(t == NET_ELEM_DOUBLE, PETSC_COMM_SELF, PETSC_ERR_PLIB, "The double store has no float arrays");
+  PetscCall(NetStoreDoubleSlot(net, s, &vecs));
+  if (mode == NET_READ) PetscCall(VecGetArrayRead(vecs[v], (const PetscScalar **)a));
+  else if (mode == NET_WRITE) PetscCall(VecGetArrayWrite(vecs[v], (PetscScalar **)a));
+  else PetscCall(VecGetArray(vecs[v], (PetscScalar **)a));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetStoreRestore_Double(Net net, NetSlot s, PetscInt v, NetAccess mode, NetElem t, void **a)
+{
+  Vec *vecs = NULL;
+
+  PetscFunctionBegin;
+  PetscCall(NetStoreDoubleSlot(net, s, &vecs));
+  if (mode == NET_READ) PetscCall(VecRestoreArrayRead(vecs[v], (const PetscScalar **)a));
+  else if (mode == NET_WRITE) PetscCall(VecRestoreArrayWrite(vecs[v], (PetscScalar **)a));
+  else PetscCall(VecRestoreArray(vecs[v], (PetscScalar **)a));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetStoreFromVec_Double(Net net, Vec x, NetSlot s, PetscInt v)
+{
+  Vec *vecs = NULL;
+
+  PetscFunctionBegin;
+  PetscCall(NetStoreDoubleSlot(net, s, &vecs));
+  if (x != vecs[v]) PetscCall(VecCopy(x, vecs[v]));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetStoreToVec_Double(Net net, NetSlot s, PetscInt v, Vec x)
+{
+  Vec *vecs = NULL;
+
+  PetscFunctionBegin;
+  PetscCall(NetStoreDoubleSlot(net, s, &vecs));
+  if (x != vecs[v]) PetscCall(VecCopy(vecs[v], x));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetStoreAddSum_Double(Net net, NetSlot s, PetscInt v)
+{
+  Vec *vecs = NULL;
+
+  PetscFunctionBegin;
+  PetscCall(NetStoreDoubleSlot(net, s, &vecs));
+  PetscCall(VecAXPY(vecs[v], 1.0, net->dsum[v]));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetStoreNextNode_Double(Net net)
+{
+  return 0;
+}
+
+const NetStoreOps NetStoreDouble = {"double", NET_ELEM_DOUBLE, NetStoreSetUp_Double, NetStoreReset_Double, NetStoreGet_Double, NetStoreRestore_Double, NetStoreFromVec_Double, NetStoreToVec_Double, NetStoreAddSum_Double, NetStoreNextNode_Double};
+
+/* ---------------------------------------------------------------------------------------------------------------
+   The low-precision store: float or bfloat16 buffers */
 
 /* entries of value v on this rank */
 static PetscInt NetLowCount(Net net, PetscInt v)
@@ -70,54 +200,173 @@ static PetscInt NetLowCount(Net net, PetscInt v)
   return net->vlocal[v] * size;
 }
 
-/* A float view of the N entries of a stored buffer: the buffer itself in single precision; in bfloat16 a float copy in
-   the next free part of the scratch lwide (read: filled from the buffer; NetLowRestoreFloat() rounds it back if asked
-   to write). The walks empty the scratch before each node (NetLowNextNode()): it holds at most one node's values. */
-static PetscErrorCode NetLowGetFloat(Net net, void *buf, PetscInt N, PetscBool read, float **f)
+static PetscErrorCode NetStoreSetUp_Low(Net net)
+{
+  PetscInt es;
+
+  PetscFunctionBegin;
+  PetscCheck(!net->fcachesize, PetscObjectComm((PetscObject)net), PETSC_ERR_SUP, "-net_precision %s is not available with the forward cache (-net_forward_cache %" PetscInt_FMT "): use one of them", NetPrecisions[net->precision], net->fcachesize);
+  PetscCall(NetPrecisionBytes_Private(net, &es));
+  PetscCall(NetStoreCreateVecs_Private(net, PETSC_FALSE)); /* the input's and the output's */
+  for (PetscInt s = NET_SLOT_VALUE; s <= NET_SLOT_SUM; s++) PetscCall(PetscCalloc1(net->nlayers + 1, &net->lstore[s]));
+  for (PetscInt v = 0; v <= net->nlayers; v++) {
+    const size_t bytes = (size_t)es * (size_t)NetLowCount(net, v);
+
+    if (v && net->nodes[v - 1].fusedinto >= 0)
+      net->lstore[NET_SLOT_VALUE][v] = net->lstore[NET_SLOT_VALUE][net->nodes[v - 1].fusedinto + 1]; /* in place (netfuse.c) */
+    else
+      PetscCall(PetscMalloc(bytes, &net->lstore[NET_SLOT_VALUE][v]));
+    PetscCall(PetscMalloc(bytes, &net->lstore[NET_SLOT_TANGENT][v]));
+    if ((v ? net->nodes[v - 1].nuses : net->ninputuses) > 1) PetscCall(PetscMalloc(bytes, &net->lstore[NET_SLOT_SUM][v]));
+  }
+  net->lwidesize = net->lwidetop = net->lwidepeak = 0;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetStoreNextNode_Low(Net net)
 {
   PetscFunctionBegin;
-  *f = NULL;
-  if (!buf) PetscFunctionReturn(0);
-  if (net->precision == NET_PRECISION_SINGLE) {
-    *f = (float *)buf;
+  for (PetscInt i = 0; i < net->nwidemore; i++) PetscCall(PetscFree(net->lwidemore[i]));
+  net->nwidemore = 0;
+  if (net->lwidepeak > net->lwidesize) { /* one scratch for what the largest node asks */
+    PetscCall(PetscFree(net->lwide));
+    PetscCall(PetscMalloc(net->lwidepeak, &net->lwide));
+    net->lwidesize = net->lwidepeak;
+  }
+  net->lwidetop = 0;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetStoreReset_Low(Net net)
+{
+  PetscFunctionBegin;
+  if (net->lstore[NET_SLOT_VALUE]) PetscCall(NetStoreReset_Double(net)); /* the input's and output's Vecs */
+  for (PetscInt s = 0; s < NET_NUM_SLOTS; s++) {
+    if (!net->lstore[s]) continue;
+    for (PetscInt v = 0; v <= net->nlayers; v++) {
+      if (s == NET_SLOT_VALUE && v && net->nodes[v - 1].fusedinto >= 0)
+        net->lstore[s][v] = NULL; /* its producer's */
+      else
+        PetscCall(PetscFree(net->lstore[s][v]));
+    }
+    PetscCall(PetscFree(net->lstore[s]));
+  }
+  PetscCall(NetStoreNextNode_Low(net));
+  PetscCall(PetscFree(net->lwide));
+  PetscCall(PetscFree(net->lwidemore));
+  net->lwidesize = net->lwidetop = net->lwidepeak = 0;
+  net->maxwidemore                                = 0;
+  PetscFunctionReturn(0);
+}
+
+/* bytes from the node's scratch, 64-byte aligned; past its end a separate array, freed at the next node */
+static PetscErrorCode NetLowScratch(Net net, size_t bytes, void **a)
+{
+  const size_t need = (bytes + 63) & ~(size_t)63;
+
+  PetscFunctionBegin;
+  net->lwidepeak = PetscMax(net->lwidepeak, net->lwidetop + need);
+  if (net->lwidetop + need <= net->lwidesize) {
+    *a = net->lwide + net->lwidetop;
+    net->lwidetop += need;
     PetscFunctionReturn(0);
   }
-  PetscCheck(net->lwidetop + N <= net->lwidesize, PETSC_COMM_SELF, PETSC_ERR_PLIB, "bfloat16 scratch of %" PetscInt64_FMT " entries too small for %" PetscInt64_FMT, net->lwidesize, net->lwidetop + N);
-  *f = net->lwide + net->lwidetop;
-  net->lwidetop += N;
-  if (read) {
-    const uint16_t *b = (const uint16_t *)buf;
-    float          *g = *f;
+  net->lwidetop += need; /* counted, so that the scratch grows to it at the next node */
+  if (net->nwidemore == net->maxwidemore) {
+    void **more;
 
-    NET_LOW_BLOCKS(N, for (PetscInt i = i0; i < i1; i++) g[i] = NetBF16ToFloat(b[i]));
+    PetscCall(PetscMalloc1(2 * net->maxwidemore + 8, &more));
+    if (net->nwidemore) PetscCall(PetscArraycpy(more, net->lwidemore, net->nwidemore));
+    PetscCall(PetscFree(net->lwidemore));
+    net->lwidemore   = more;
+    net->maxwidemore = 2 * net->maxwidemore + 8;
   }
+  PetscCall(PetscMalloc(bytes, &net->lwidemore[net->nwidemore]));
+  *a = net->lwidemore[net->nwidemore++];
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode NetLowRestoreFloat(Net net, void *buf, PetscInt N, PetscBool write, float **f)
+/* the stored buffer of slot s of v (the second-order adjoint's allocated on first use) */
+static PetscErrorCode NetLowBuffer(Net net, NetSlot s, PetscInt v, void **b)
 {
   PetscFunctionBegin;
-  if (net->precision != NET_PRECISION_SINGLE && *f) {
-    if (write) {
-      uint16_t    *b = (uint16_t *)buf;
-      const float *g = *f;
-
-      NET_LOW_BLOCKS(N, for (PetscInt i = i0; i < i1; i++) b[i] = NetFloatToBF16(g[i]));
-    }
-  }
-  *f = NULL;
+  if (!net->lstore[s]) PetscCall(PetscCalloc1(net->nlayers + 1, &net->lstore[s]));
+  if (!net->lstore[s][v]) PetscCall(PetscMalloc((size_t)(net->precision == NET_PRECISION_SINGLE ? 4 : 2) * (size_t)NetLowCount(net, v), &net->lstore[s][v]));
+  *b = net->lstore[s][v];
   PetscFunctionReturn(0);
 }
 
-/* buf = v (rounded), v = buf (widened): a public double Vec against a stored value */
-static PetscErrorCode NetLowFromVec(Net net, Vec v, void *buf)
+static PetscErrorCode NetStoreGet_Low(Net net, NetSlot s, PetscInt v, NetAccess mode, NetElem t, void **a)
+{
+  const PetscInt N = NetLowCount(net, v);
+  void          *b;
+
+  PetscFunctionBegin;
+  PetscCall(NetLowBuffer(net, s, v, &b));
+  if (net->precision == NET_PRECISION_SINGLE && t == NET_ELEM_FLOAT) {
+    *a = b; /* the store's own */
+    PetscFunctionReturn(0);
+  }
+  PetscCall(NetLowScratch(net, (size_t)N * (t == NET_ELEM_FLOAT ? sizeof(float) : sizeof(PetscScalar)), a));
+  if (!(mode & NET_READ)) PetscFunctionReturn(0);
+  if (t == NET_ELEM_FLOAT) { /* bfloat16 -> float */
+    const uint16_t *src = (const uint16_t *)b;
+    float          *dst = (float *)*a;
+
+    NET_LOW_BLOCKS(N, for (PetscInt i = i0; i < i1; i++) dst[i] = NetBF16ToFloat(src[i]));
+  } else if (net->precision == NET_PRECISION_SINGLE) { /* float -> double */
+    const float *src = (const float *)b;
+    PetscScalar *dst = (PetscScalar *)*a;
+
+    NET_LOW_BLOCKS(N, for (PetscInt i = i0; i < i1; i++) dst[i] = src[i]);
+  } else { /* bfloat16 -> double */
+    const uint16_t *src = (const uint16_t *)b;
+    PetscScalar    *dst = (PetscScalar *)*a;
+
+    NET_LOW_BLOCKS(N, for (PetscInt i = i0; i < i1; i++) dst[i] = NetBF16ToFloat(src[i]));
+  }
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetStoreRestore_Low(Net net, NetSlot s, PetscInt v, NetAccess mode, NetElem t, void **a)
+{
+  const PetscInt N = NetLowCount(net, v);
+  void          *b = net->lstore[s][v];
+
+  PetscFunctionBegin;
+  if (*a != b && (mode & NET_WRITE)) { /* round the copy back: double through float, as a float kernel's output */
+    if (t == NET_ELEM_FLOAT) {
+      const float *src = (const float *)*a;
+      uint16_t    *dst = (uint16_t *)b;
+
+      NET_LOW_BLOCKS(N, for (PetscInt i = i0; i < i1; i++) dst[i] = NetFloatToBF16(src[i]));
+    } else if (net->precision == NET_PRECISION_SINGLE) {
+      const PetscScalar *src = (const PetscScalar *)*a;
+      float             *dst = (float *)b;
+
+      NET_LOW_BLOCKS(N, for (PetscInt i = i0; i < i1; i++) dst[i] = (float)src[i]);
+    } else {
+      const PetscScalar *src = (const PetscScalar *)*a;
+      uint16_t          *dst = (uint16_t *)b;
+
+      NET_LOW_BLOCKS(N, for (PetscInt i = i0; i < i1; i++) dst[i] = NetFloatToBF16((float)src[i]));
+    }
+  }
+  *a = NULL;
+  PetscFunctionReturn(0);
+}
+
+/* slot s of v = x (rounded) */
+static PetscErrorCode NetStoreFromVec_Low(Net net, Vec x, NetSlot s, PetscInt v)
 {
   const PetscScalar *a;
   PetscInt           N;
+  void              *buf;
 
   PetscFunctionBegin;
-  PetscCall(VecGetLocalSize(v, &N));
-  PetscCall(VecGetArrayRead(v, &a));
+  PetscCall(NetLowBuffer(net, s, v, &buf));
+  PetscCall(VecGetLocalSize(x, &N));
+  PetscCall(VecGetArrayRead(x, &a));
   if (net->precision == NET_PRECISION_SINGLE) {
     float *f = (float *)buf;
 
@@ -127,18 +376,20 @@ static PetscErrorCode NetLowFromVec(Net net, Vec v, void *buf)
 
     NET_LOW_BLOCKS(N, for (PetscInt i = i0; i < i1; i++) b[i] = NetFloatToBF16((float)a[i]));
   }
-  PetscCall(VecRestoreArrayRead(v, &a));
+  PetscCall(VecRestoreArrayRead(x, &a));
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode NetLowToVec(Net net, const void *buf, Vec v)
+/* x = slot s of v (widened) */
+static PetscErrorCode NetStoreToVec_Low(Net net, NetSlot s, PetscInt v, Vec x)
 {
   PetscScalar *a;
   PetscInt     N;
+  const void  *buf = net->lstore[s][v];
 
   PetscFunctionBegin;
-  PetscCall(VecGetLocalSize(v, &N));
-  PetscCall(VecGetArrayWrite(v, &a));
+  PetscCall(VecGetLocalSize(x, &N));
+  PetscCall(VecGetArrayWrite(x, &a));
   if (net->precision == NET_PRECISION_SINGLE) {
     const float *f = (const float *)buf;
 
@@ -148,280 +399,37 @@ static PetscErrorCode NetLowToVec(Net net, const void *buf, Vec v)
 
     NET_LOW_BLOCKS(N, for (PetscInt i = i0; i < i1; i++) a[i] = NetBF16ToFloat(b[i]));
   }
-  PetscCall(VecRestoreArrayWrite(v, &a));
+  PetscCall(VecRestoreArrayWrite(x, &a));
   PetscFunctionReturn(0);
 }
 
-/* dst += src over N stored entries (a value's cotangent and the contribution of one more of its consumers) */
-static void NetLowAdd(Net net, PetscInt N, void *dst, const void *src)
+/* slot s of v += its fan-out sum (a value's cotangent and the contribution of one more of its consumers) */
+static PetscErrorCode NetStoreAddSum_Low(Net net, NetSlot s, PetscInt v)
 {
+  const PetscInt N = NetLowCount(net, v);
+
+  PetscFunctionBegin;
   if (net->precision == NET_PRECISION_SINGLE) {
-    float       *d = (float *)dst;
-    const float *s = (const float *)src;
+    float       *d = (float *)net->lstore[s][v];
+    const float *a = (const float *)net->lstore[NET_SLOT_SUM][v];
 
-    NET_LOW_BLOCKS(N, for (PetscInt i = i0; i < i1; i++) d[i] += s[i]);
+    NET_LOW_BLOCKS(N, for (PetscInt i = i0; i < i1; i++) d[i] += a[i]);
   } else {
-    uint16_t       *d = (uint16_t *)dst;
-    const uint16_t *s = (const uint16_t *)src;
+    uint16_t       *d = (uint16_t *)net->lstore[s][v];
+    const uint16_t *a = (const uint16_t *)net->lstore[NET_SLOT_SUM][v];
 
-    NET_LOW_BLOCKS(N, for (PetscInt i = i0; i < i1; i++) d[i] = NetFloatToBF16(NetBF16ToFloat(d[i]) + NetBF16ToFloat(s[i])));
-  }
-}
-
-/* what low precision does not cover, refused where the workspace is built */
-static PetscErrorCode NetLowCheck_Private(Net net)
-{
-  const char *name = NetPrecisions[net->precision];
-  MPI_Comm    comm = PetscObjectComm((PetscObject)net);
-
-  PetscFunctionBegin;
-  PetscCheck(!net->grid, comm, PETSC_ERR_SUP, "-net_precision %s is not available in grid mode (NetSetGrid()): use -net_precision double", name);
-  PetscCheck(!net->fcachesize, comm, PETSC_ERR_SUP, "-net_precision %s is not available with the forward cache (-net_forward_cache %" PetscInt_FMT "): use one of them", name, net->fcachesize);
-  for (PetscInt k = 0; k < net->nlayers; k++)
-    PetscCheck(!net->nodes[k].mp, comm, PETSC_ERR_SUP, "-net_precision %s is not available with model-parallel nodes (node %s, -net_parallel model): use -net_parallel replicated or sharded, or -net_precision double", name, net->nodes[k].name);
-  PetscFunctionReturn(0);
-}
-
-/*
-  NetCheckDoublePrecision_Private - refuse a computation that reads the double values of intermediate nodes when the
-  Net holds them in low precision
-*/
-PetscErrorCode NetCheckDoublePrecision_Private(Net net, const char what[])
-{
-  PetscFunctionBegin;
-  PetscCheck(net->precision == NET_PRECISION_DOUBLE, PetscObjectComm((PetscObject)net), PETSC_ERR_SUP, "%s needs the Net's values in double precision, and this Net holds them in %s (-net_precision %s): use -net_precision double", what,
-             NetPrecisions[net->precision], NetPrecisions[net->precision]);
-  PetscFunctionReturn(0);
-}
-
-/* before each node of a walk: its float views in bfloat16 start again at the beginning of the scratch */
-static inline void NetLowNextNode(Net net)
-{
-  net->lwidetop = 0;
-}
-
-/* the low-precision store for the batch of net->vlocal (the Vecs act[0] and act[L] are built by the caller); in
-   bfloat16 also the float scratch for the values one node's kernels see at once: its inputs and their (co)tangents,
-   its output and its (co)tangent */
-PetscErrorCode NetLowSetUpWorkspace_Private(Net net)
-{
-  PetscInt es;
-
-  PetscFunctionBegin;
-  PetscCall(NetLowCheck_Private(net));
-  PetscCall(NetPrecisionBytes_Private(net, &es));
-  PetscCall(PetscCalloc3(net->nlayers + 1, &net->lval, net->nlayers + 1, &net->ldval, net->nlayers + 1, &net->lsum));
-  for (PetscInt v = 0; v <= net->nlayers; v++) {
-    const size_t bytes = (size_t)es * (size_t)NetLowCount(net, v);
-
-    if (v && net->nodes[v - 1].fusedinto >= 0)
-      net->lval[v] = net->lval[net->nodes[v - 1].fusedinto + 1]; /* in place (netfuse.c) */
-    else
-      PetscCall(PetscMalloc(bytes, &net->lval[v]));
-    PetscCall(PetscMalloc(bytes, &net->ldval[v]));
-    if ((v ? net->nodes[v - 1].nuses : net->ninputuses) > 1) PetscCall(PetscMalloc(bytes, &net->lsum[v]));
-  }
-  net->lwidesize = 0;
-  net->lwidetop  = 0;
-  if (net->precision == NET_PRECISION_BFLOAT16) {
-    for (PetscInt k = 0; k < net->nlayers; k++) {
-      PetscInt64 need = 2 * (PetscInt64)NetLowCount(net, k + 1);
-
-      for (PetscInt i = 0; i < net->nodes[k].nin; i++) need += 2 * (PetscInt64)NetLowCount(net, net->nodes[k].in[i] + 1);
-      net->lwidesize = PetscMax(net->lwidesize, need);
-    }
-    PetscCall(PetscMalloc1((size_t)net->lwidesize, &net->lwide));
+    NET_LOW_BLOCKS(N, for (PetscInt i = i0; i < i1; i++) d[i] = NetFloatToBF16(NetBF16ToFloat(d[i]) + NetBF16ToFloat(a[i])));
   }
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode NetLowResetWorkspace_Private(Net net)
+const NetStoreOps NetStoreLow = {"low", NET_ELEM_FLOAT, NetStoreSetUp_Low, NetStoreReset_Low, NetStoreGet_Low, NetStoreRestore_Low, NetStoreFromVec_Low, NetStoreToVec_Low, NetStoreAddSum_Low, NetStoreNextNode_Low};
+
+/* the bytes of one stored entry at the Net's precision */
+PetscErrorCode NetPrecisionBytes_Private(Net net, PetscInt *bytes)
 {
   PetscFunctionBegin;
-  if (!net->lval) PetscFunctionReturn(0);
-  for (PetscInt v = 0; v <= net->nlayers; v++) {
-    if (v && net->nodes[v - 1].fusedinto >= 0)
-      net->lval[v] = NULL; /* its producer's */
-    else
-      PetscCall(PetscFree(net->lval[v]));
-    PetscCall(PetscFree(net->ldval[v]));
-    PetscCall(PetscFree(net->lsum[v]));
-  }
-  PetscCall(PetscFree3(net->lval, net->ldval, net->lsum));
-  PetscCall(PetscFree(net->lwide));
-  net->lwidesize = net->lwidetop = 0;
-  PetscFunctionReturn(0);
-}
-
-/* float views of node k's inputs in the store vals (read) */
-static PetscErrorCode NetLowGetInputs(Net net, PetscInt k, void **vals, float *x[])
-{
-  PetscFunctionBegin;
-  for (PetscInt i = 0; i < net->nodes[k].nin; i++) {
-    const PetscInt v = net->nodes[k].in[i] + 1;
-
-    PetscCall(NetLowGetFloat(net, vals[v], NetLowCount(net, v), PETSC_TRUE, &x[i]));
-  }
-  PetscFunctionReturn(0);
-}
-
-static PetscErrorCode NetLowRestoreInputs(Net net, PetscInt k, void **vals, float *x[])
-{
-  PetscFunctionBegin;
-  for (PetscInt i = 0; i < net->nodes[k].nin; i++) {
-    const PetscInt v = net->nodes[k].in[i] + 1;
-
-    PetscCall(NetLowRestoreFloat(net, vals[v], NetLowCount(net, v), PETSC_FALSE, &x[i]));
-  }
-  PetscFunctionReturn(0);
-}
-
-/* NetForward() in low precision: act[L] = f(X) widened; every value kept in the store */
-PetscErrorCode NetLowForward_Private(Net net, Vec X)
-{
-  const PetscScalar *theta, *th;
-  float            **x, *y;
-  PetscInt           maxin = 1;
-
-  PetscFunctionBegin;
-  for (PetscInt k = 0; k < net->nlayers; k++) maxin = PetscMax(maxin, net->nodes[k].nin);
-  PetscCall(PetscMalloc1(maxin, &x));
-  PetscCall(NetLowFromVec(net, X, net->lval[0]));
-  PetscCall(NetGetReplicatedArray_Private(net->theta_rep, &theta));
-  for (PetscInt k = 0; k < net->nlayers; k++) {
-    const PetscInt p = net->nodes[k].fusedinto;
-
-    NetLowNextNode(net);
-    if (p >= 0 && net->nodes[p].fuseact == k) continue; /* an activation its producer applied (netfuse.c): the same value */
-    PetscCall(NetNodeGetParameters_Private(net, k, net->theta, theta, &th));
-    PetscCall(NetLowGetInputs(net, k, net->lval, x));
-    PetscCall(NetLowGetFloat(net, net->lval[k + 1], NetLowCount(net, k + 1), PETSC_FALSE, &y));
-    net->layers[k]->fuseact = net->nodes[k].fuseact >= 0 ? net->layers[net->nodes[k].fuseact] : NULL; /* y = f(P(x)) in its pass */
-    PetscCall(LayerForwardSingle(net->layers[k], NetNodeCount(net, k), th, (const float *const *)x, y));
-    net->layers[k]->fuseact = NULL;
-    PetscCall(NetLowRestoreFloat(net, net->lval[k + 1], NetLowCount(net, k + 1), PETSC_TRUE, &y));
-    PetscCall(NetLowRestoreInputs(net, k, net->lval, x));
-    PetscCall(NetNodeRestoreParameters_Private(net, k, &th));
-  }
-  PetscCall(NetRestoreReplicatedArray_Private(net->theta_rep, &theta));
-  PetscCall(PetscFree(x));
-  PetscCall(NetLowToVec(net, net->lval[net->nlayers], net->act[net->nlayers]));
-  PetscFunctionReturn(0);
-}
-
-/* NetBackward() in low precision (arguments checked by the caller): cotangents in the store, the gradient in double */
-PetscErrorCode NetLowBackward_Private(Net net, Vec dY, Vec dX, Vec G)
-{
-  const PetscScalar *theta, *th;
-  PetscScalar       *grad = NULL, *gk;
-  float            **x, **dx, *y, *dy;
-  PetscBool         *seeded, *summed, *want;
-  PetscInt           maxin = 1;
-
-  PetscFunctionBegin;
-  for (PetscInt k = 0; k < net->nlayers; k++) maxin = PetscMax(maxin, net->nodes[k].nin);
-  PetscCall(PetscMalloc2(maxin, &x, maxin, &dx));
-  PetscCall(PetscCalloc3(net->nlayers + 1, &seeded, maxin, &summed, maxin, &want));
-  net->tanvalid = PETSC_FALSE;
-  PetscCall(NetLowFromVec(net, dY, net->ldval[net->nlayers]));
-  seeded[net->nlayers] = PETSC_TRUE;
-  PetscCall(NetGetGradientArray_Private(net, G, &grad)); /* G's own on one rank, else grad_rep (netpmap.c) */
-  PetscCall(NetGetReplicatedArray_Private(net->theta_rep, &theta));
-  for (PetscInt k = net->nlayers - 1; k >= 0; k--) {
-    const NetNode *nd = &net->nodes[k];
-
-    NetLowNextNode(net);
-    if (nd->fusedback >= 0) continue;                  /* a relu whose consumer did its backward (netfuse.c) */
-    for (PetscInt i = 0; i < nd->nin; i++) {           /* the first consumer of a value writes its cotangent, the others lsum */
-      const PetscInt v = NetBackwardTarget(net, k, i); /* the input, or the input of a fused relu before node k */
-
-      dx[i]     = NULL;
-      want[i]   = (PetscBool)(v || dX);
-      summed[i] = PETSC_FALSE;
-      if (!want[i]) continue;
-      summed[i] = seeded[v];
-      PetscCall(NetLowGetFloat(net, summed[i] ? net->lsum[v] : net->ldval[v], NetLowCount(net, v), PETSC_FALSE, &dx[i]));
-      seeded[v] = PETSC_TRUE;
-    }
-    PetscCall(NetLowGetInputs(net, k, net->lval, x));
-    PetscCall(NetLowGetFloat(net, net->lval[k + 1], NetLowCount(net, k + 1), PETSC_TRUE, &y));
-    PetscCall(NetLowGetFloat(net, net->ldval[k + 1], NetLowCount(net, k + 1), PETSC_TRUE, &dy));
-    PetscCall(NetNodeGetParameters_Private(net, k, net->theta, theta, &th));
-    PetscCall(NetNodeGetGradient_Private(net, k, grad, (PetscBool)(G != NULL), &gk));
-    net->layers[k]->fusemask = nd->fusemask >= 0 ? net->layers[nd->fusemask] : NULL; /* dx = f'(x) J^T dy in its pass */
-    PetscCall(LayerBackwardSingle(net->layers[k], NetNodeCount(net, k), th, (const float *const *)x, y, dy, dx, gk));
-    net->layers[k]->fusemask = NULL;
-    PetscCall(NetNodeRestoreGradient_Private(net, k, G, &gk));
-    PetscCall(NetNodeRestoreParameters_Private(net, k, &th));
-    PetscCall(NetLowRestoreFloat(net, net->ldval[k + 1], NetLowCount(net, k + 1), PETSC_FALSE, &dy));
-    PetscCall(NetLowRestoreFloat(net, net->lval[k + 1], NetLowCount(net, k + 1), PETSC_FALSE, &y));
-    PetscCall(NetLowRestoreInputs(net, k, net->lval, x));
-    for (PetscInt i = 0; i < nd->nin; i++) {
-      const PetscInt v = NetBackwardTarget(net, k, i);
-
-      if (!want[i]) continue;
-      PetscCall(NetLowRestoreFloat(net, summed[i] ? net->lsum[v] : net->ldval[v], NetLowCount(net, v), PETSC_TRUE, &dx[i]));
-      if (summed[i]) NetLowAdd(net, NetLowCount(net, v), net->ldval[v], net->lsum[v]);
-    }
-  }
-  PetscCall(NetRestoreReplicatedArray_Private(net->theta_rep, &theta));
-  PetscCall(PetscFree3(seeded, summed, want));
-  PetscCall(PetscFree2(x, dx));
-  if (dX) PetscCall(NetLowToVec(net, net->ldval[0], dX));
-  PetscCall(NetRestoreGradientArray_Private(net, G, &grad));
-  PetscFunctionReturn(0);
-}
-
-/* NetJVP() in low precision (arguments checked by the caller): tangents in the store, the parameter direction double */
-PetscErrorCode NetLowJVP_Private(Net net, Vec dX, Vec dtheta, Vec dY)
-{
-  const PetscScalar *theta, *dth = NULL, *th, *dthk;
-  float            **x, **dx, *y, *dy;
-  PetscBool         *zero;
-  PetscInt           maxin = 1;
-
-  PetscFunctionBegin;
-  for (PetscInt k = 0; k < net->nlayers; k++) maxin = PetscMax(maxin, net->nodes[k].nin);
-  PetscCall(PetscMalloc2(maxin, &x, maxin, &dx));
-  PetscCall(PetscMalloc1(net->nlayers + 1, &zero)); /* zero[v]: the tangent of value v is zero (NULL for the kernels) */
-  if (dX) PetscCall(NetLowFromVec(net, dX, net->ldval[0]));
-  zero[0] = dX ? PETSC_FALSE : PETSC_TRUE;
-  PetscCall(NetGetReplicatedDirection_Private(net, dtheta, &dth));
-  PetscCall(NetGetReplicatedArray_Private(net->theta_rep, &theta));
-  for (PetscInt k = 0; k < net->nlayers; k++) {
-    const NetNode *nd = &net->nodes[k];
-
-    NetLowNextNode(net);
-    zero[k + 1] = (PetscBool)(!dtheta || !net->layers[k]->nparams);
-    for (PetscInt i = 0; i < nd->nin; i++) {
-      const PetscInt v = nd->in[i] + 1;
-
-      dx[i] = NULL;
-      if (!zero[v]) PetscCall(NetLowGetFloat(net, net->ldval[v], NetLowCount(net, v), PETSC_TRUE, &dx[i]));
-      zero[k + 1] = (PetscBool)(zero[k + 1] && zero[v]);
-    }
-    PetscCall(NetLowGetInputs(net, k, net->lval, x));
-    PetscCall(NetLowGetFloat(net, net->lval[k + 1], NetLowCount(net, k + 1), PETSC_TRUE, &y));
-    PetscCall(NetLowGetFloat(net, net->ldval[k + 1], NetLowCount(net, k + 1), PETSC_FALSE, &dy));
-    PetscCall(NetNodeGetParameters_Private(net, k, net->theta, theta, &th));
-    PetscCall(NetNodeGetParameters_Private(net, k, dtheta, dth, &dthk));
-    PetscCall(LayerJVPSingle(net->layers[k], NetNodeCount(net, k), th, (const float *const *)x, y, (const float *const *)dx, dthk, dy));
-    PetscCall(NetNodeRestoreParameters_Private(net, k, &dthk));
-    PetscCall(NetNodeRestoreParameters_Private(net, k, &th));
-    PetscCall(NetLowRestoreFloat(net, net->ldval[k + 1], NetLowCount(net, k + 1), PETSC_TRUE, &dy));
-    PetscCall(NetLowRestoreFloat(net, net->lval[k + 1], NetLowCount(net, k + 1), PETSC_FALSE, &y));
-    PetscCall(NetLowRestoreInputs(net, k, net->lval, x));
-    for (PetscInt i = 0; i < nd->nin; i++) {
-      const PetscInt v = nd->in[i] + 1;
-
-      if (!zero[v]) PetscCall(NetLowRestoreFloat(net, net->ldval[v], NetLowCount(net, v), PETSC_FALSE, &dx[i]));
-    }
-  }
-  PetscCall(NetRestoreReplicatedArray_Private(net->theta_rep, &theta));
-  if (dth) PetscCall(VecRestoreArrayRead(net->dtheta_rep, &dth));
-  PetscCall(PetscFree(zero));
-  PetscCall(PetscFree2(x, dx));
-  PetscCall(NetLowToVec(net, net->ldval[net->nlayers], dY));
+  *bytes = net->precision == NET_PRECISION_DOUBLE ? (PetscInt)sizeof(PetscScalar) : net->precision == NET_PRECISION_SINGLE ? (PetscInt)sizeof(float) : (PetscInt)sizeof(uint16_t);
   PetscFunctionReturn(0);
 }
 
@@ -447,9 +455,11 @@ PetscErrorCode NetLowJVP_Private(Net net, Vec dX, Vec dtheta, Vec dY)
   exponent range, so no loss scaling is needed.
 
   Derivatives are exact for the low-precision computation up to its round-off: NetTestJacobian() scales its
-  tolerances by the precision's unit round-off. Not available in grid mode, with model-parallel nodes or the forward
-  cache; the per-node Jacobians, the second-order adjoint and K-FAC need double. Changing the precision after NetSetUp()
-  forgets the last forward pass.
+  tolerances by the precision's unit round-off. Every executor works at every precision (include/petnet/private/
+  netimpl.h): a plain node computes in float, a model-parallel or grid-mode node computes in double on widened copies
+  of its stored values and its outputs are rounded back to the store; the second-order adjoint, the per-node Jacobians
+  and K-FAC's statistics read widened copies too. Not available with the forward cache (-net_forward_cache). Changing
+  the precision after NetSetUp() forgets the last forward pass.
 
   Level: intermediate
 

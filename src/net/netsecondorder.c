@@ -65,25 +65,12 @@ static PetscErrorCode NetCheckSecondOrder_Private(Net net)
   PetscFunctionReturn(0);
 }
 
-/* The workspace of the two reverse passes, like act[] (allocated on the first second-order product of a batch layout) */
-static PetscErrorCode NetSetUpSecondOrder_Private(Net net)
-{
-  PetscFunctionBegin;
-  if (net->bar) PetscFunctionReturn(0);
-  PetscCall(PetscCalloc1(net->nlayers + 1, &net->bar));
-  PetscCall(PetscCalloc1(net->nlayers + 1, &net->bard));
-  for (PetscInt v = 0; v <= net->nlayers; v++) {
-    PetscCall(VecDuplicate(net->act[v], &net->bar[v]));
-    PetscCall(VecDuplicate(net->act[v], &net->bard[v]));
-  }
-  PetscFunctionReturn(0);
-}
-
 /*
-  One reverse pass over node k's inputs: opens the array each input's cotangent goes to (target[v] for the first
-  contribution to v, dsum[v] for the others), or NULL where none is wanted (the Net's input without dX).
+  One reverse pass over node k's inputs: opens the array each input's cotangent goes to (slot s of v for the first
+  contribution to v, its fan-out sum for the others), or NULL where none is wanted (the Net's input without dX). The
+  second-order adjoint computes in double: in low precision the store widens every array and rounds it back.
 */
-static PetscErrorCode NetOpenInputCotangents_Private(Net net, PetscInt k, Vec *target, PetscBool wantinput, const PetscBool seeded[], PetscBool summed[], PetscScalar *dx[])
+static PetscErrorCode NetOpenInputCotangents_Private(Net net, PetscInt k, NetSlot s, PetscBool wantinput, const PetscBool seeded[], PetscBool summed[], void *dx[])
 {
   const NetNode *nd = &net->nodes[k];
 
@@ -96,12 +83,12 @@ static PetscErrorCode NetOpenInputCotangents_Private(Net net, PetscInt k, Vec *t
     if (v == 0 && !wantinput) continue;
     summed[i] = seeded[v];
     /* the curvature term accumulates: a fresh target must start from what backward writes, so open it read-write */
-    PetscCall(VecGetArray(summed[i] ? net->dsum[v] : target[v], &dx[i]));
+    PetscCall(NetStore(net)->get(net, summed[i] ? NET_SLOT_SUM : s, v, NET_READWRITE, NET_ELEM_DOUBLE, &dx[i]));
   }
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode NetCloseInputCotangents_Private(Net net, PetscInt k, Vec *target, const PetscBool summed[], PetscScalar *dx[])
+static PetscErrorCode NetCloseInputCotangents_Private(Net net, PetscInt k, NetSlot s, PetscBool wantinput, const PetscBool summed[], void *dx[])
 {
   const NetNode *nd = &net->nodes[k];
 
@@ -109,9 +96,9 @@ static PetscErrorCode NetCloseInputCotangents_Private(Net net, PetscInt k, Vec *
   for (PetscInt i = 0; i < nd->nin; i++) {
     PetscInt v = nd->in[i] + 1;
 
-    if (!dx[i]) continue;
-    PetscCall(VecRestoreArray(summed[i] ? net->dsum[v] : target[v], &dx[i]));
-    if (summed[i]) PetscCall(VecAXPY(target[v], 1.0, net->dsum[v]));
+    if (v == 0 && !wantinput) continue;
+    PetscCall(NetStore(net)->restore(net, summed[i] ? NET_SLOT_SUM : s, v, NET_READWRITE, NET_ELEM_DOUBLE, &dx[i]));
+    if (summed[i]) PetscCall(NetStore(net)->addsum(net, s, v));
   }
   PetscFunctionReturn(0);
 }
@@ -120,28 +107,25 @@ static PetscErrorCode NetCloseInputCotangents_Private(Net net, PetscInt k, Vec *
    parameters and their direction as its kernel takes them */
 static PetscErrorCode NetNodeSOBackward_Private(Net net, PetscInt k, const PetscScalar *th, const PetscScalar *thd, const PetscScalar *dy, PetscScalar *dxd[], PetscScalar *hvk)
 {
+  const NetStoreOps *store = NetStore(net);
   const NetNode     *nd    = &net->nodes[k];
   Layer              layer = net->layers[k];
-  const PetscScalar *x, *xdot = NULL, *y, *ydot = NULL;
+  void              *x, *xdot = NULL, *y, *ydot = NULL;
+  const PetscInt     v     = nd->in[0] + 1;
 
   PetscFunctionBegin;
-  if (layer->sozero && !nd->mp && (!nd->sp || nd->nin > 1)) PetscFunctionReturn(0); /* a spatial join (add, concat) is linear too */
-  PetscCheck(nd->nin == 1, PetscObjectComm((PetscObject)net), PETSC_ERR_SUP, "Node %s (layer kind %s) takes %" PetscInt_FMT " inputs and has no second-order kernel for them: use the Gauss-Newton operator", nd->name, ((PetscObject)layer)->type_name,
-             nd->nin);
-  PetscCall(VecGetArrayRead(net->act[nd->in[0] + 1], &x));
-  PetscCall(VecGetArrayRead(net->act[k + 1], &y));
-  if (!net->tanzero[nd->in[0] + 1]) PetscCall(VecGetArrayRead(net->dact[nd->in[0] + 1], &xdot));
-  if (!net->tanzero[k + 1]) PetscCall(VecGetArrayRead(net->dact[k + 1], &ydot));
-  if (nd->mp)
-    PetscCall(NetModelSOBackward_Private(net, k, NetNodeCount(net, k), th, x, y, xdot, thd, ydot, dy, dxd[0], hvk));
-  else if (nd->sp)
-    PetscCall(NetSpatialSOBackward_Private(net, k, NetNodeCount(net, k), th, x, y, xdot, thd, ydot, dy, dxd[0], hvk));
-  else
-    PetscCall(LayerSOBackwardArray(layer, NetNodeCount(net, k), th, x, y, xdot, thd, ydot, dy, dxd[0], hvk));
-  if (ydot) PetscCall(VecRestoreArrayRead(net->dact[k + 1], &ydot));
-  if (xdot) PetscCall(VecRestoreArrayRead(net->dact[nd->in[0] + 1], &xdot));
-  PetscCall(VecRestoreArrayRead(net->act[k + 1], &y));
-  PetscCall(VecRestoreArrayRead(net->act[nd->in[0] + 1], &x));
+  PetscCheck(nd->nin == 1 || layer->sozero, PetscObjectComm((PetscObject)net), PETSC_ERR_SUP, "Node %s (layer kind %s) takes %" PetscInt_FMT " inputs and has no second-order kernel for them: use the Gauss-Newton operator", nd->name,
+             ((PetscObject)layer)->type_name, nd->nin);
+  if (nd->nin > 1) PetscFunctionReturn(0); /* a join (add, concat) is linear */
+  PetscCall(store->get(net, NET_SLOT_VALUE, v, NET_READ, NET_ELEM_DOUBLE, &x));
+  PetscCall(store->get(net, NET_SLOT_VALUE, k + 1, NET_READ, NET_ELEM_DOUBLE, &y));
+  if (!net->tanzero[v]) PetscCall(store->get(net, NET_SLOT_TANGENT, v, NET_READ, NET_ELEM_DOUBLE, &xdot));
+  if (!net->tanzero[k + 1]) PetscCall(store->get(net, NET_SLOT_TANGENT, k + 1, NET_READ, NET_ELEM_DOUBLE, &ydot));
+  PetscCall(nd->exec->sobackward(net, k, th, (const PetscScalar *)x, (const PetscScalar *)y, (const PetscScalar *)xdot, thd, (const PetscScalar *)ydot, dy, dxd[0], hvk));
+  if (ydot) PetscCall(store->restore(net, NET_SLOT_TANGENT, k + 1, NET_READ, NET_ELEM_DOUBLE, &ydot));
+  if (xdot) PetscCall(store->restore(net, NET_SLOT_TANGENT, v, NET_READ, NET_ELEM_DOUBLE, &xdot));
+  PetscCall(store->restore(net, NET_SLOT_VALUE, k + 1, NET_READ, NET_ELEM_DOUBLE, &y));
+  PetscCall(store->restore(net, NET_SLOT_VALUE, v, NET_READ, NET_ELEM_DOUBLE, &x));
   PetscFunctionReturn(0);
 }
 
@@ -173,8 +157,10 @@ static PetscErrorCode NetNodeSOBackward_Private(Net net, PetscInt k, const Petsc
 @*/
 PetscErrorCode NetSecondOrderBackward(Net net, Vec dY, Vec dYdot, Vec dXdot, Vec Hv)
 {
+  const NetStoreOps *store = NetStore(net);
   const PetscScalar *theta, *thetadot = NULL;
-  PetscScalar       *hv = NULL, *stack[NET_MAX_STACK_INPUTS], **dx = stack;
+  PetscScalar       *hv = NULL;
+  void              *stack[NET_MAX_STACK_INPUTS], **dx = stack;
   Vec                tdir = net->tandtheta ? net->tandthetavec : NULL;
   PetscBool         *seeded, *summed;
   PetscInt           maxin = 0;
@@ -184,7 +170,6 @@ PetscErrorCode NetSecondOrderBackward(Net net, Vec dY, Vec dYdot, Vec dXdot, Vec
   PetscFunctionBegin;
   PetscValidHeaderSpecific(net, NET_CLASSID, 1);
   PetscValidHeaderSpecific(dY, VEC_CLASSID, 2);
-  PetscCall(NetCheckDoublePrecision_Private(net, "NetSecondOrderBackward()"));
   PetscCheck(net->forwarded, PetscObjectComm((PetscObject)net), PETSC_ERR_ORDER, "NetSecondOrderBackward() differentiates at the last forward pass, and there is none: call NetForward(), then NetJVP() along the direction");
   PetscCheck(net->tanvalid, PetscObjectComm((PetscObject)net), PETSC_ERR_ORDER,
              "NetSecondOrderBackward() needs the tangents of a NetJVP() at the last forward pass (and NetBackward() in between overwrites them): call NetJVP() along the direction first");
@@ -207,51 +192,58 @@ PetscErrorCode NetSecondOrderBackward(Net net, Vec dY, Vec dYdot, Vec dXdot, Vec
       PetscCheck(n == m, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "Input tangent dXdot has %" PetscInt_FMT " local entries, expected %" PetscInt_FMT, n, m);
     }
   }
-  PetscCall(NetSetUpSecondOrder_Private(net));
   PetscCall(PetscObjectStateGet((PetscObject)dY, &state));
   barcached = (PetscBool)(net->barY == dY && net->barYstate == state && net->barforward == net->nforward);
   for (PetscInt k = 0; k < net->nlayers; k++) maxin = PetscMax(maxin, net->nodes[k].nin);
   if (maxin > NET_MAX_STACK_INPUTS) PetscCall(PetscMalloc1(maxin, &dx));
   PetscCall(PetscCalloc2(net->nlayers + 1, &seeded, maxin, &summed));
-  if (!barcached) PetscCall(VecCopy(dY, net->bar[net->nlayers]));
-  if (dYdot)
-    PetscCall(VecCopy(dYdot, net->bard[net->nlayers]));
-  else
-    PetscCall(VecZeroEntries(net->bard[net->nlayers]));
+  if (!barcached) PetscCall(store->fromvec(net, dY, NET_SLOT_BAR, net->nlayers));
+  if (dYdot) PetscCall(store->fromvec(net, dYdot, NET_SLOT_BARD, net->nlayers));
+  else {
+    void *z;
+
+    PetscCall(store->get(net, NET_SLOT_BARD, net->nlayers, NET_WRITE, NET_ELEM_DOUBLE, &z));
+    PetscCall(PetscArrayzero((PetscScalar *)z, net->vlocal[net->nlayers] * net->layers[net->nlayers - 1]->outsize));
+    PetscCall(store->restore(net, NET_SLOT_BARD, net->nlayers, NET_WRITE, NET_ELEM_DOUBLE, &z));
+  }
   seeded[net->nlayers] = PETSC_TRUE;
   PetscCall(NetGetGradientArray_Private(net, Hv, &hv)); /* G's own on one rank, else grad_rep (netpmap.c) */
   PetscCall(NetGetReplicatedArray_Private(net->theta_rep, &theta));
   if (tdir && net->dtheta_rep) PetscCall(VecGetArrayRead(net->dtheta_rep, &thetadot));
   for (PetscInt k = net->nlayers - 1; k >= 0; k--) {
     const NetNode     *nd = &net->nodes[k];
-    const PetscScalar *dy, *th, *thd;
+    const PetscScalar *th, *thd;
+    void              *dy;
     PetscScalar       *hvk;
 
+    PetscCall(store->nextnode(net));
     PetscCall(NetNodeGetParameters_Private(net, k, net->theta, theta, &th));
     /* the first-order pass: the cotangents of dY (no parameter part) */
     if (!barcached) {
-      PetscCall(NetOpenInputCotangents_Private(net, k, net->bar, PETSC_FALSE, seeded, summed, dx)); /* bar[0] is never read */
-      PetscCall(VecGetArrayRead(net->bar[k + 1], &dy));
-      PetscCall(NetNodeBackwardArrays_Private(net, k, th, dy, dx, NULL));
-      PetscCall(VecRestoreArrayRead(net->bar[k + 1], &dy));
-      PetscCall(NetCloseInputCotangents_Private(net, k, net->bar, summed, dx));
+      PetscCall(NetOpenInputCotangents_Private(net, k, NET_SLOT_BAR, PETSC_FALSE, seeded, summed, dx)); /* bar[0] is never read */
+      PetscCall(store->get(net, NET_SLOT_BAR, k + 1, NET_READ, NET_ELEM_DOUBLE, &dy));
+      PetscCall(NetNodeBackwardArrays_Private(net, k, NET_ELEM_DOUBLE, th, dy, dx, NULL));
+      PetscCall(store->restore(net, NET_SLOT_BAR, k + 1, NET_READ, NET_ELEM_DOUBLE, &dy));
+      PetscCall(NetCloseInputCotangents_Private(net, k, NET_SLOT_BAR, PETSC_FALSE, summed, dx));
+      PetscCall(store->nextnode(net));
     }
     /* its tangent: backward of bard, plus the curvature term along the forward tangents with bar held fixed */
     PetscCall(NetNodeGetParameters_Private(net, k, tdir, thetadot, &thd));
     PetscCall(NetNodeGetGradient_Private(net, k, hv, (PetscBool)(Hv != NULL), &hvk));
-    PetscCall(NetOpenInputCotangents_Private(net, k, net->bard, (PetscBool)(dXdot != NULL), seeded, summed, dx));
-    PetscCall(VecGetArrayRead(net->bard[k + 1], &dy));
-    PetscCall(NetNodeBackwardArrays_Private(net, k, th, dy, dx, hvk));
-    PetscCall(VecRestoreArrayRead(net->bard[k + 1], &dy));
-    PetscCall(VecGetArrayRead(net->bar[k + 1], &dy));
-    PetscCall(NetNodeSOBackward_Private(net, k, th, thd, dy, dx, hvk));
-    PetscCall(VecRestoreArrayRead(net->bar[k + 1], &dy));
-    PetscCall(NetCloseInputCotangents_Private(net, k, net->bard, summed, dx));
+    PetscCall(NetOpenInputCotangents_Private(net, k, NET_SLOT_BARD, (PetscBool)(dXdot != NULL), seeded, summed, dx));
+    PetscCall(store->get(net, NET_SLOT_BARD, k + 1, NET_READ, NET_ELEM_DOUBLE, &dy));
+    PetscCall(NetNodeBackwardArrays_Private(net, k, NET_ELEM_DOUBLE, th, dy, dx, hvk));
+    PetscCall(store->restore(net, NET_SLOT_BARD, k + 1, NET_READ, NET_ELEM_DOUBLE, &dy));
+    PetscCall(store->get(net, NET_SLOT_BAR, k + 1, NET_READ, NET_ELEM_DOUBLE, &dy));
+    PetscCall(NetNodeSOBackward_Private(net, k, th, thd, (const PetscScalar *)dy, (PetscScalar **)dx, hvk));
+    PetscCall(store->restore(net, NET_SLOT_BAR, k + 1, NET_READ, NET_ELEM_DOUBLE, &dy));
+    PetscCall(NetCloseInputCotangents_Private(net, k, NET_SLOT_BARD, (PetscBool)(dXdot != NULL), summed, dx));
     PetscCall(NetNodeRestoreGradient_Private(net, k, Hv, &hvk));
     PetscCall(NetNodeRestoreParameters_Private(net, k, &thd));
     PetscCall(NetNodeRestoreParameters_Private(net, k, &th));
     for (PetscInt i = 0; i < nd->nin; i++) seeded[nd->in[i] + 1] = PETSC_TRUE;
   }
+  PetscCall(store->nextnode(net));
   if (thetadot) PetscCall(VecRestoreArrayRead(net->dtheta_rep, &thetadot));
   PetscCall(NetRestoreReplicatedArray_Private(net->theta_rep, &theta));
   PetscCall(PetscFree2(seeded, summed));
@@ -259,7 +251,7 @@ PetscErrorCode NetSecondOrderBackward(Net net, Vec dY, Vec dYdot, Vec dXdot, Vec
   net->barY       = dY;
   net->barYstate  = state;
   net->barforward = net->nforward;
-  if (dXdot) PetscCall(VecCopy(net->bard[0], dXdot));
+  if (dXdot) PetscCall(store->tovec(net, NET_SLOT_BARD, 0, dXdot));
   PetscCall(NetRestoreGradientArray_Private(net, Hv, &hv));
   PetscFunctionReturn(0);
 }

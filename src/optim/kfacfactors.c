@@ -63,7 +63,6 @@ PetscErrorCode PetNetKFACCreate(Net net, PetscBool uncoveredgradient, const char
 
   PetscFunctionBegin;
   PetscCall(NetSetUp(net));
-  PetscCall(NetCheckDoublePrecision_Private(net, "K-FAC (the statistics read the layers' inputs and output cotangents)"));
   {
     NetParallelType parallel;
 
@@ -270,8 +269,7 @@ static PetscErrorCode KFACSumNode(PetNetKFAC kfac, PetscInt b0, PetscInt b1, Pet
   PetscBool          isdense;
 
   PetscFunctionBegin;
-  PetscCall(VecGetArrayRead(net->act[net->nodes[node].in[0] + 1], &x));
-  PetscCall(VecGetArrayRead(net->dact[node + 1], &dy));
+  PetscCall(NetGetNodeArraysRead(net, node, NULL, &x, &dy)); /* in double at any precision */
   PetscCall(PetscObjectTypeCompare((PetscObject)layer, LAYERDENSE, &isdense));
   if (isdense) {
     KFACBlock *b = &kfac->blocks[b0];
@@ -313,8 +311,7 @@ static PetscErrorCode KFACSumNode(PetNetKFAC kfac, PetscInt b0, PetscInt b1, Pet
       KFACPackUpper(b->nout, kfac->full, add, sscale, kfac->batch + b->soff);
     }
   }
-  PetscCall(VecRestoreArrayRead(net->dact[node + 1], &dy));
-  PetscCall(VecRestoreArrayRead(net->act[net->nodes[node].in[0] + 1], &x));
+  PetscCall(NetRestoreNodeArraysRead(net, node, NULL, &x, &dy));
   PetscFunctionReturn(0);
 }
 
@@ -331,7 +328,7 @@ PetscErrorCode PetNetKFACAddStatistics(PetNetKFAC kfac)
   PetscReal sscale;
 
   PetscFunctionBegin;
-  PetscCheck(net->forwarded && net->dact, comm, PETSC_ERR_ORDER, "K-FAC takes its statistics from the Net's last NetForward() and NetBackward() of the mean loss, and there is none: the objective must run both on the Net given to K-FAC");
+  PetscCheck(net->forwarded && net->act, comm, PETSC_ERR_ORDER, "K-FAC takes its statistics from the Net's last NetForward() and NetBackward() of the mean loss, and there is none: the objective must run both on the Net given to K-FAC");
   PetscCheck(net->nglobal > 0, comm, PETSC_ERR_ARG_WRONGSTATE, "K-FAC statistics need a batch of at least one sample");
   PetscCall(PetscLogEventBegin(PETNET_KFACStatistics, 0, 0, 0, 0));
   if (!add) kfac->nfirst = net->nglobal;

@@ -21,6 +21,62 @@
 
   A graph (NetSetGraph()) names its nodes itself ("stem", "skip", ...) with the options prefix <name>_.
 */
+/*
+  One walk, two tables (netforward.c, netexec.c, netprecision.c). The walk over the graph (forward, backward, JVP, the
+  second-order adjoint, the per-node Jacobians) knows no mode: for each node it asks the Net's value store for the
+  node's arrays in the element type the node computes in, and hands them to the node's executor.
+
+    value store   where the values of a batch live, chosen by the precision (NetStoreOps: double Vecs; float; bfloat16
+                  widened to float for compute), per value v = 0..L and slot: the value, its tangent or cotangent, the
+                  scratch of fan-out sums, and the two cotangents of the second-order adjoint
+    executor      how a node runs over the ranks (NetExecOps: plain, model-parallel, spatial), given arrays of its
+                  element type: a plain node computes in the store's type, the others in double (the store widens and
+                  rounds), so every executor works at every precision
+*/
+typedef enum {
+  NET_SLOT_VALUE,   /* the value of v (act[v]) */
+  NET_SLOT_TANGENT, /* its tangent (JVP) or cotangent (backward) (dact[v]) */
+  NET_SLOT_SUM,     /* fan-out: the contribution of one more consumer, added in (dsum[v]) */
+  NET_SLOT_BAR,     /* second-order adjoint: the cotangent of dY (bar[v]) ... */
+  NET_SLOT_BARD,    /* ... and its tangent (bard[v]) */
+  NET_NUM_SLOTS
+} NetSlot;
+typedef enum {
+  NET_ELEM_DOUBLE,
+  NET_ELEM_FLOAT
+} NetElem;
+typedef enum {
+  NET_READ      = 1,
+  NET_WRITE     = 2,
+  NET_READWRITE = 3
+} NetAccess;
+
+typedef struct {
+  const char *name;    /* for NetView() */
+  NetElem     compute; /* the element type a node computes in when its executor can */
+  PetscErrorCode (*setup)(Net);                                             /* for the batch of net->vlocal */
+  PetscErrorCode (*reset)(Net);                                             /* frees what setup and get made */
+  PetscErrorCode (*get)(Net, NetSlot, PetscInt, NetAccess, NetElem, void **); /* an array of slot s of value v */
+  PetscErrorCode (*restore)(Net, NetSlot, PetscInt, NetAccess, NetElem, void **);
+  PetscErrorCode (*fromvec)(Net, Vec, NetSlot, PetscInt); /* slot s of v = a public double Vec (rounded) */
+  PetscErrorCode (*tovec)(Net, NetSlot, PetscInt, Vec);   /* the Vec = slot s of v (widened) */
+  PetscErrorCode (*addsum)(Net, NetSlot, PetscInt);       /* slot s of v += NET_SLOT_SUM of v */
+  PetscErrorCode (*nextnode)(Net);                        /* the arrays got for the last node are all restored */
+} NetStoreOps;
+
+/* x[i], y, dx[i], dy: arrays of the node's n samples in element type t (double or float); th, dth: the node's
+   parameters and their direction or gradient, always double, as NetNodeGetParameters_Private() hands them over */
+typedef struct {
+  const char *name;    /* for NetView() */
+  PetscBool   floatok; /* computes in float (else the store gives it double arrays) */
+  PetscErrorCode (*forward)(Net, PetscInt, NetElem, const PetscScalar *, const void *const[], void *);
+  PetscErrorCode (*backward)(Net, PetscInt, NetElem, const PetscScalar *, const void *const[], const void *, const void *, void *const[], PetscScalar *);
+  PetscErrorCode (*jvp)(Net, PetscInt, NetElem, const PetscScalar *, const void *const[], const void *, const void *const[], const PetscScalar *, void *);
+  /* the curvature term of the second-order adjoint (double; see LayerSOBackwardArray()) */
+  PetscErrorCode (*sobackward)(Net, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
+  PetscErrorCode (*view)(Net, PetscInt, PetscViewer);
+} NetExecOps;
+
 typedef struct {
   Layer     layer;
   char     *name;     /* state_dict module name: "3", "2.res.1", or the graph's own name */
@@ -53,6 +109,8 @@ typedef struct {
      Vec); fusemask, the activation node whose derivative this node applies to its dx (its backward writes the
      activation's input cotangent). fusedinto and fusedback: the other end, on the activation node. */
   PetscInt fuseact, fusemask, fusedinto, fusedback;
+
+  const NetExecOps *exec; /* how the node runs over the ranks (netexec.c), chosen at set-up */
 } NetNode;
 
 struct _p_Net {
@@ -127,10 +185,14 @@ struct _p_Net {
   /* Low precision (NetSetPrecision(), netprecision.c): the values of the batch live in lval[v] (float or bfloat16,
      vlocal[v] * size entries, v = 0..nlayers), their tangents or cotangents in ldval[v], fan-out sums in lsum[v]; the
      Vecs act[0] (the caller's input) and act[nlayers] (the output, widened to double) remain, the others are NULL */
-  NetPrecision precision;
-  void       **lval, **ldval, **lsum;
-  float       *lwide;               /* bfloat16: float scratch for the values of the node at hand (netprecision.c) */
-  PetscInt64   lwidesize, lwidetop; /* its entries, and how many the node at hand has taken */
+  NetPrecision       precision;
+  const NetStoreOps *store;               /* the value store of this precision (netprecision.c) */
+  void             **lstore[NET_NUM_SLOTS]; /* a low-precision store: the buffers of each slot, per value */
+  char              *lwide;               /* its scratch for the widened arrays of the node at hand */
+  size_t             lwidesize, lwidetop; /* its bytes, and how many the node at hand has taken */
+  size_t             lwidepeak;           /* the most one node has asked for (the scratch grows to it) */
+  void             **lwidemore;           /* arrays beyond the scratch, freed at the next node */
+  PetscInt           nwidemore, maxwidemore;
   PetscBool    fuse;                /* fuse activations into neighbouring passes (NetSetFusion(), -net_fuse) */
   PetscBool    training;            /* see NetSetTraining() */
   PetscBool    testjacobian, intest;
@@ -170,11 +232,9 @@ PETSC_INTERN PetscErrorCode NetSetUpParameterMaps_Private(Net);
 PETSC_INTERN PetscErrorCode NetResetParameterMaps_Private(Net);
 PETSC_INTERN PetscErrorCode NetGetNodeBlock_Private(Net, PetscInt, const PetscScalar *, const PetscScalar **);
 PETSC_INTERN PetscErrorCode NetRestoreNodeBlock_Private(Net, PetscInt, const PetscScalar **);
-PETSC_INTERN PetscErrorCode NetGetInputs_Private(Net, PetscInt, Vec *, const PetscScalar *[]);
-PETSC_INTERN PetscErrorCode NetRestoreInputs_Private(Net, PetscInt, Vec *, const PetscScalar *[]);
 PETSC_INTERN PetscErrorCode NetNodeJVP_Private(Net, PetscInt, Vec, Vec, Vec);
 PETSC_INTERN PetscErrorCode NetGetReplicatedDirection_Private(Net, Vec, const PetscScalar **);
-PETSC_INTERN PetscErrorCode NetNodeBackwardArrays_Private(Net, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *const[], PetscScalar *);
+PETSC_INTERN PetscErrorCode NetNodeBackwardArrays_Private(Net, PetscInt, NetElem, const PetscScalar *, const void *, void *const[], PetscScalar *);
 PETSC_INTERN PetscErrorCode NetNodeBackward_Private(Net, PetscInt, Vec, Vec, Vec);
 PETSC_INTERN PetscErrorCode NetNodeInputSize_Private(Net, PetscInt, PetscInt *);
 PETSC_INTERN PetscErrorCode NetValueCounts_Private(Net, PetscInt, PetscInt[]);
@@ -202,13 +262,22 @@ PETSC_INTERN PetscErrorCode NetSpatialJVP_Private(Net, PetscInt, PetscInt, const
 PETSC_INTERN PetscErrorCode NetSpatialSOBackward_Private(Net, PetscInt, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *,
                                                          PetscScalar *);
 PETSC_INTERN PetscErrorCode NetSpatialViewNode_Private(Net, PetscInt, PetscViewer);
-PETSC_INTERN PetscErrorCode NetPrecisionBytes_Private(Net, PetscInt *);
-PETSC_INTERN PetscErrorCode NetLowSetUpWorkspace_Private(Net);
-PETSC_INTERN PetscErrorCode NetLowResetWorkspace_Private(Net);
-PETSC_INTERN PetscErrorCode NetLowForward_Private(Net, Vec);
-PETSC_INTERN PetscErrorCode NetLowBackward_Private(Net, Vec, Vec, Vec);
-PETSC_INTERN PetscErrorCode NetLowJVP_Private(Net, Vec, Vec, Vec);
-PETSC_INTERN PetscErrorCode NetCheckDoublePrecision_Private(Net, const char[]);
+PETSC_INTERN const NetStoreOps NetStoreDouble, NetStoreLow;
+PETSC_INTERN PetscErrorCode    NetPrecisionBytes_Private(Net, PetscInt *);
+PETSC_INTERN const NetExecOps  NetExecPlain, NetExecModel, NetExecSpatial;
+PETSC_INTERN PetscErrorCode    NetSetUpExecutors_Private(Net);
+/* the value store of the Net's precision */
+static inline const NetStoreOps *NetStore(Net net)
+{
+  return net->precision == NET_PRECISION_DOUBLE ? &NetStoreDouble : &NetStoreLow;
+}
+/* the element type node k computes in */
+static inline NetElem NetNodeElem(Net net, PetscInt k)
+{
+  return NetStore(net)->compute == NET_ELEM_FLOAT && net->nodes[k].exec->floatok ? NET_ELEM_FLOAT : NET_ELEM_DOUBLE;
+}
+PETSC_INTERN PetscErrorCode NetStoreGetInputs_Private(Net, PetscInt, NetSlot, NetElem, const void *[]);
+PETSC_INTERN PetscErrorCode NetStoreRestoreInputs_Private(Net, PetscInt, NetSlot, NetElem, const void *[]);
 PETSC_INTERN PetscErrorCode NetSetUpFusion_Private(Net);
 PETSC_INTERN PetscErrorCode NetFuseWorkspace_Private(Net);
 PETSC_INTERN PetscErrorCode NetFuseViewNode_Private(Net, PetscInt, PetscViewer);

@@ -332,14 +332,21 @@ PetscErrorCode SpectrumComputeODEStiffness(Spectrum sp, PetscInt *nlayers, Petsc
     PetscCall(LayerGetType(layer, &type));
     PetscCall(PetscStrcmp(type, LAYERODE, &isode));
     if (!isode) continue;
-    if (!count) PetscCall(NetCheckDoublePrecision_Private(sp->net, "The spectrum of an ode layer (it reads the layer's input)"));
     if (!count) PetscCall(NetForward(sp->net, x1, NULL)); /* every ode layer's input and step times, for this sample */
     {
       SpectrumODE *o  = &sp->ode[count++];
-      Vec          u0 = sp->net->act[sp->net->nodes[l].in[0] + 1];
+      Vec                u0;
+      const PetscScalar *x;
+      PetscInt           nx;
 
+      PetscCall(NetGetNodeArraysRead(sp->net, l, &nx, &x, NULL)); /* the layer's input, in double at any precision */
+      PetscCall(VecCreateMPI(comm, nx * layer->insize, PETSC_DETERMINE, &u0));
+      PetscCall(VecPlaceArray(u0, x));
       sp->nstiff = count;
       PetscCall(SpectrumODEAnalyse_Private(sp, l, layer, u0, o));
+      PetscCall(VecResetArray(u0));
+      PetscCall(VecDestroy(&u0));
+      PetscCall(NetRestoreNodeArraysRead(sp->net, l, &nx, &x, NULL));
       worst = PetscMax(worst, o->maxratio);
       if (o->nstates && !o->implicit && o->maxratio > sp->stiffwarn) {
         warn = PETSC_TRUE;
