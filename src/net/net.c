@@ -963,6 +963,22 @@ PetscErrorCode NetView(Net net, PetscViewer viewer)
     if (net->setupcalled) PetscCall(NetFuseViewNode_Private(net, l, viewer));  /* an activation fused into its neighbours */
   }
   if (net->setupcalled) PetscCall(PetscViewerASCIIPrintf(viewer, "total parameters %" PetscInt_FMT "\n", net->nparams));
+  if (net->setupcalled) { /* the engine (netexec.c, netprecision.c): how each node runs, where the values live */
+    const NetExecOps *kinds[] = {&NetExecPlain, &NetExecModel, &NetExecSpatial};
+    char              text[256] = "";
+
+    for (size_t e = 0; e < PETSC_STATIC_ARRAY_LENGTH(kinds); e++) {
+      PetscInt count = 0, last = 0;
+      char     part[64];
+
+      for (PetscInt l = 0; l < net->nlayers; l++)
+        if (net->nodes[l].exec == kinds[e]) count++, last = l;
+      if (!count) continue;
+      PetscCall(PetscSNPrintf(part, sizeof(part), "%s%s %" PetscInt_FMT " (computing in %s)", text[0] ? ", " : "", kinds[e]->name, count, NetNodeElem(net, last) == NET_ELEM_DOUBLE ? "double" : "float"));
+      PetscCall(PetscStrlcat(text, part, sizeof(text)));
+    }
+    PetscCall(PetscViewerASCIIPrintf(viewer, "executors: %s; values stored in %s\n", text, NetPrecisions[net->precision]));
+  }
   if (net->precision != NET_PRECISION_DOUBLE) {
     PetscInt es, entries = 0;
 
