@@ -5,6 +5,9 @@ static const char help[] = "Curvature operators of the mean loss (LossCreateNetH
                            "  exact         |Hv - (g(theta+hv) - g(theta-hv))/2h| <= 1e-6 |Hv|  (central differences of the gradient)\n"
                            "  chunks        the product over chunks of 2 samples equals the one-pass product (1e-12)\n"
                            "  -same         the exact Hessian equals the Gauss-Newton one (1e-12): multinomial logistic regression\n"
+                           "At -net_precision single or bfloat16 the symmetry, semi-definiteness and chunk bounds are 10 L u (L nodes, u the\n"
+                           "unit round-off of the stored values: the JVP and the backward pass round differently), and the exact product is\n"
+                           "compared with the same product in double precision (20 L u) instead of finite differences of a rounded gradient.\n"
                            "Prints v^T G v and v^T H v (rank-invariant). Options: -nsamples N (default 6), -hessian gn|exact|both, -chunk_check 0 (dropout)\n";
 
 #include <petnet.h>
@@ -51,11 +54,22 @@ static PetscErrorCode Gradient(Net net, Loss loss, Vec theta, Vec X, Vec Y, Vec 
 
 static PetscBool chunkcheck = PETSC_TRUE; /* -chunk_check: off where the map depends on the chunking (dropout masks) */
 
+/* the bound of the identities above: 1e-12 in double, 10 L u at a lower precision of the Net's values */
+static PetscReal Tolerance(Net net)
+{
+  NetPrecision prec;
+  PetscInt     L;
+
+  PetscCallAbort(PETSC_COMM_WORLD, NetGetPrecision(net, &prec));
+  PetscCallAbort(PETSC_COMM_WORLD, NetGetNumLayers(net, &L));
+  return prec == NET_PRECISION_DOUBLE ? 1e-12 : 10 * L * (prec == NET_PRECISION_SINGLE ? PetscPowReal(2.0, -24) : PetscPowReal(2.0, -8));
+}
+
 static PetscErrorCode CheckType(Net net, Loss loss, LossHessianType type, Vec X, Vec Y, Vec T, Vec dY, Vec theta0, Vec v, Vec w, PetscReal *vHv, Vec Hv_out)
 {
   Mat         H, Hc;
   Vec         Hv, Hw, Hcv, theta, gp, gm;
-  PetscReal   nHv, nw, nv, h = 1e-5, err;
+  PetscReal   nHv, nw, nv, h = 1e-5, err, tol = Tolerance(net);
   PetscScalar a, b, c;
 
   PetscFunctionBegin;
@@ -80,8 +94,8 @@ static PetscErrorCode CheckType(Net net, Loss loss, LossHessianType type, Vec X,
   err = PetscAbsScalar(a - b) / (nHv * nw);
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%s: v^T H v = %.10e\n", LossHessianTypes[type], (double)PetscRealPart(c)));
   PetscCall(PetscInfo(NULL, "%s: symmetry error %g\n", LossHessianTypes[type], (double)err));
-  PetscCheck(err <= 1e-12, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s Hessian not symmetric: <Hv,w> = %.15g, <v,Hw> = %.15g, relative %g > 1e-12", LossHessianTypes[type], (double)PetscRealPart(a), (double)PetscRealPart(b), (double)err);
-  if (type == LOSS_HESSIAN_GN) PetscCheck(PetscRealPart(c) >= -1e-12 * nHv * nv, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "Gauss-Newton operator not positive semi-definite: <Gv,v> = %g", (double)PetscRealPart(c));
+  PetscCheck(err <= tol, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s Hessian not symmetric: <Hv,w> = %.15g, <v,Hw> = %.15g, relative %g > %g", LossHessianTypes[type], (double)PetscRealPart(a), (double)PetscRealPart(b), (double)err, (double)tol);
+  if (type == LOSS_HESSIAN_GN) PetscCheck(PetscRealPart(c) >= -tol * nHv * nv, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "Gauss-Newton operator not positive semi-definite: <Gv,v> = %g", (double)PetscRealPart(c));
   *vHv = PetscRealPart(c);
 
   /* the same product in chunks of 2 local samples: every chunk's forward pass again, weighted by its share */
@@ -93,11 +107,25 @@ static PetscErrorCode CheckType(Net net, Loss loss, LossHessianType type, Vec X,
     PetscCall(VecAXPY(Hcv, -1.0, Hv));
     PetscCall(VecNorm(Hcv, NORM_2, &err));
     err /= nHv;
-    PetscCheck(err <= 1e-12, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s Hessian in chunks of 2 differs from the one-pass product: relative %g > 1e-12", LossHessianTypes[type], (double)err);
+    PetscCheck(err <= tol, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s Hessian in chunks of 2 differs from the one-pass product: relative %g > %g", LossHessianTypes[type], (double)err, (double)tol);
     PetscCall(MatDestroy(&Hc));
   }
 
-  if (type == LOSS_HESSIAN_EXACT) { /* central differences of the gradient along v */
+  if (type == LOSS_HESSIAN_EXACT && tol > 1e-12) { /* low precision: against the same product in double */
+    NetPrecision prec;
+    PetscReal    nd;
+
+    PetscCall(NetGetPrecision(net, &prec));
+    PetscCall(NetSetPrecision(net, NET_PRECISION_DOUBLE));
+    PetscCall(MatMult(H, v, gp));
+    PetscCall(NetSetPrecision(net, prec));
+    PetscCall(VecNorm(gp, NORM_2, &nd));
+    PetscCall(VecAXPY(gp, -1.0, Hv));
+    PetscCall(VecNorm(gp, NORM_2, &err));
+    err /= PetscMax(nd, 1e-300);
+    PetscCheck(err <= 2 * tol, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "Exact Hessian-vector product in %s against double: relative error %g > 20 L u = %g", NetPrecisions[prec], (double)err, (double)(2 * tol));
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "exact: Hv matches the double-precision product (relative error <= 20 L u)\n"));
+  } else if (type == LOSS_HESSIAN_EXACT) { /* central differences of the gradient along v */
     PetscReal nfd;
 
     PetscCall(VecWAXPY(theta, h, v, theta0));

@@ -8,7 +8,9 @@ static const char help[] = "A Net at -net_precision single or bfloat16 against t
                            "                   on the stored, rounded values of the forward pass and the JVP)\n"
                            "  -case layerjacobian  also every node's Jacobian shells (NetGetLayerJacobian(), NetGetLayerJacobianP()): the\n"
                            "                   dot-product test <= 1e-12 (both directions read the same rounded point) and the products\n"
-                           "                   within 10 L u of double\n";
+                           "                   within 10 L u of double\n"
+                           "  -case cache      with -net_forward_cache N: a pass at X, one at 2X, X again (handed back from the cache, whose\n"
+                           "                   slots hold the stored values): the output and gradient the same bits as the first pass\n";
 
 #include <petnet.h>
 
@@ -132,6 +134,26 @@ int main(int argc, char **argv)
       PetscCall(VecDestroy(&Yd[p]));
     }
     PetscCall(VecDestroy(&dth));
+  } else if (!strcmp(which, "cache")) { /* the cache's slots hold the store's values (netforwardcache.c) */
+    Vec       X2, Y1, G1;
+    PetscInt  hits, misses;
+    PetscBool sameY, sameG;
+
+    PetscCall(VecDuplicate(X, &X2));
+    PetscCall(VecDuplicate(Y, &Y1));
+    PetscCall(VecDuplicate(G, &G1));
+    PetscCall(VecAXPBY(X2, 2.0, 0.0, X));
+    PetscCall(Evaluate(net, X, dY, Y1, dX, G1));
+    PetscCall(NetForward(net, X2, NULL));
+    PetscCall(Evaluate(net, X, dY, Y, dX, G)); /* X again: a hit on the slot that holds the first pass */
+    PetscCall(NetGetForwardCacheStats(net, &hits, &misses));
+    PetscCall(VecEqual(Y, Y1, &sameY));
+    PetscCall(VecEqual(G, G1, &sameG));
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "forward cache in %s: %s from the cache, output and gradient %s\n", NetPrecisions[precision], hits >= 1 ? "handed back" : "NOT handed back", sameY && sameG ? "the same bits" : "DIFFERENT"));
+    PetscCheck(hits >= 1 && sameY && sameG, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "forward cache in %s: %" PetscInt_FMT " hits, output %s, gradient %s", NetPrecisions[precision], hits, sameY ? "same" : "differs", sameG ? "same" : "differs");
+    PetscCall(VecDestroy(&X2));
+    PetscCall(VecDestroy(&Y1));
+    PetscCall(VecDestroy(&G1));
   } else if (!strcmp(which, "layerjacobian")) { /* every node's shells: adjoint to round-off, and against double */
     PetscReal worstdot = 0, worst = 0;
 

@@ -10,9 +10,9 @@
   Exactness: a hit hands back what the pass computed, and a pass recomputed from the same input bits and parameters
   computes the same bits (the kernels are deterministic, at any thread count), so results do not change at all.
 
-  No copies: the cache owns sets of activation Vecs act[1..L]. A miss moves the Net's current activations into a slot
-  (the oldest), taking that slot's Vecs as the workspace the pass writes; a hit exchanges the Net's current set with the
-  slot's. Each entry keeps a copy of its input's local entries (compared in full; a hash sorts them out first) and
+  No copies: the cache owns sets of activations 1..L as the value store holds them (double Vecs, or float/bfloat16
+  buffers: netprecision.c). A miss moves the Net's current activations into a slot (the oldest), taking that slot's
+  set as the workspace the pass writes; a hit exchanges the Net's current set with the slot's. Each entry keeps a copy of its input's local entries (compared in full; a hash sorts them out first) and
   theta's state.
 
   Which Nets: every layer must keep its linearization in its input and output arrays alone (Layer actonly: dense and
@@ -27,7 +27,8 @@ typedef struct {
   uint64_t         hash;
   PetscObjectState theta; /* theta's state at that pass */
   PetscScalar     *input; /* the input's local entries */
-  Vec             *act;   /* act[1..nlayers] of that pass (act[0] unused); NULL until the slot is first filled */
+  void           **vals;  /* the values 1..nlayers of that pass, as the value store holds them (netprecision.c); NULL
+                             until the slot is first filled */
 } NetForwardCacheEntry;
 
 typedef struct {
@@ -60,9 +61,7 @@ static PetscErrorCode NetForwardCacheFreeSlots(Net net, NetForwardCache *fc)
 {
   PetscFunctionBegin;
   for (PetscInt s = 0; s < fc->nslots && fc->slot; s++) {
-    if (fc->slot[s].act)
-      for (PetscInt v = 1; v <= net->nlayers; v++) PetscCall(VecDestroy(&fc->slot[s].act[v]));
-    PetscCall(PetscFree(fc->slot[s].act));
+    PetscCall(NetStore(net)->freevalues(net, &fc->slot[s].vals));
     PetscCall(PetscFree(fc->slot[s].input));
   }
   PetscCall(PetscFree(fc->slot));
@@ -150,11 +149,7 @@ PetscErrorCode NetForwardCacheLookup_Private(Net net, Vec X, PetscBool *hit)
     PetscCall(PetscMemcmp(e->input, x, n * sizeof(PetscScalar), &same));
     if (!same) continue;
     /* exchange the Net's activations (key cur) with the slot's */
-    for (PetscInt v = 1; v <= net->nlayers; v++) {
-      Vec tmp     = net->act[v];
-      net->act[v] = e->act[v];
-      e->act[v]   = tmp;
-    }
+    PetscCall(NetStore(net)->swapvalues(net, e->vals));
     {
       NetForwardCacheEntry key = fc->cur;
 
@@ -179,23 +174,8 @@ PetscErrorCode NetForwardCacheLookup_Private(Net net, Vec X, PetscBool *hit)
     NetForwardCacheEntry *e = &fc->slot[fc->next];
     PetscScalar          *in;
 
-    if (!e->act) {
-      PetscCall(PetscCalloc1(net->nlayers + 1, &e->act));
-      for (PetscInt v = 1; v <= net->nlayers; v++) {
-        const PetscInt p = net->nodes[v - 1].fusedinto;
-
-        if (p >= 0) { /* an activation fused into its producer (netfuse.c) shares its Vec in every slot, as in act[] */
-          PetscCall(PetscObjectReference((PetscObject)e->act[p + 1]));
-          e->act[v] = e->act[p + 1];
-        } else
-          PetscCall(VecDuplicate(net->act[v], &e->act[v]));
-      }
-    }
-    for (PetscInt v = 1; v <= net->nlayers; v++) {
-      Vec tmp     = net->act[v];
-      net->act[v] = e->act[v];
-      e->act[v]   = tmp;
-    }
+    if (!e->vals) PetscCall(NetStore(net)->newvalues(net, &e->vals));
+    PetscCall(NetStore(net)->swapvalues(net, e->vals));
     in            = e->input;
     e->valid      = PETSC_TRUE;
     e->hash       = fc->cur.hash;

@@ -183,7 +183,51 @@ static PetscErrorCode NetStoreNextNode_Double(Net net)
   return 0;
 }
 
-const NetStoreOps NetStoreDouble = {"double", NET_ELEM_DOUBLE, NetStoreSetUp_Double, NetStoreReset_Double, NetStoreGet_Double, NetStoreRestore_Double, NetStoreFromVec_Double, NetStoreToVec_Double, NetStoreAddSum_Double, NetStoreNextNode_Double};
+/* a set of value Vecs v = 1..L like act[] (an activation fused into its producer shares the producer's, as in act[]) */
+static PetscErrorCode NetStoreNewValues_Double(Net net, void ***set)
+{
+  Vec *vecs;
+
+  PetscFunctionBegin;
+  PetscCall(PetscCalloc1(net->nlayers + 1, &vecs));
+  for (PetscInt v = 1; v <= net->nlayers; v++) {
+    const PetscInt p = net->nodes[v - 1].fusedinto;
+
+    if (p >= 0) {
+      PetscCall(PetscObjectReference((PetscObject)vecs[p + 1]));
+      vecs[v] = vecs[p + 1];
+    } else PetscCall(VecDuplicate(net->act[v], &vecs[v]));
+  }
+  *set = (void **)vecs;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetStoreSwapValues_Double(Net net, void **set)
+{
+  Vec *vecs = (Vec *)set;
+
+  PetscFunctionBegin;
+  for (PetscInt v = 1; v <= net->nlayers; v++) {
+    Vec tmp     = net->act[v];
+    net->act[v] = vecs[v];
+    vecs[v]     = tmp;
+  }
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetStoreFreeValues_Double(Net net, void ***set)
+{
+  Vec *vecs = (Vec *)*set;
+
+  PetscFunctionBegin;
+  if (vecs)
+    for (PetscInt v = 1; v <= net->nlayers; v++) PetscCall(VecDestroy(&vecs[v]));
+  PetscCall(PetscFree(vecs));
+  *set = NULL;
+  PetscFunctionReturn(0);
+}
+
+const NetStoreOps NetStoreDouble = {"double", NET_ELEM_DOUBLE, NetStoreSetUp_Double, NetStoreReset_Double, NetStoreGet_Double, NetStoreRestore_Double, NetStoreFromVec_Double, NetStoreToVec_Double, NetStoreAddSum_Double, NetStoreNextNode_Double, NetStoreNewValues_Double, NetStoreSwapValues_Double, NetStoreFreeValues_Double};
 
 /* ---------------------------------------------------------------------------------------------------------------
    The low-precision store: float or bfloat16 buffers */
@@ -205,7 +249,6 @@ static PetscErrorCode NetStoreSetUp_Low(Net net)
   PetscInt es;
 
   PetscFunctionBegin;
-  PetscCheck(!net->fcachesize, PetscObjectComm((PetscObject)net), PETSC_ERR_SUP, "-net_precision %s is not available with the forward cache (-net_forward_cache %" PetscInt_FMT "): use one of them", NetPrecisions[net->precision], net->fcachesize);
   PetscCall(NetPrecisionBytes_Private(net, &es));
   PetscCall(NetStoreCreateVecs_Private(net, PETSC_FALSE)); /* the input's and the output's */
   for (PetscInt s = NET_SLOT_VALUE; s <= NET_SLOT_SUM; s++) PetscCall(PetscCalloc1(net->nlayers + 1, &net->lstore[s]));
@@ -423,7 +466,44 @@ static PetscErrorCode NetStoreAddSum_Low(Net net, NetSlot s, PetscInt v)
   PetscFunctionReturn(0);
 }
 
-const NetStoreOps NetStoreLow = {"low", NET_ELEM_FLOAT, NetStoreSetUp_Low, NetStoreReset_Low, NetStoreGet_Low, NetStoreRestore_Low, NetStoreFromVec_Low, NetStoreToVec_Low, NetStoreAddSum_Low, NetStoreNextNode_Low};
+static PetscErrorCode NetStoreNewValues_Low(Net net, void ***set)
+{
+  PetscInt es;
+
+  PetscFunctionBegin;
+  PetscCall(NetPrecisionBytes_Private(net, &es));
+  PetscCall(PetscCalloc1(net->nlayers + 1, set));
+  for (PetscInt v = 1; v <= net->nlayers; v++) {
+    const PetscInt p = net->nodes[v - 1].fusedinto;
+
+    if (p >= 0) (*set)[v] = (*set)[p + 1];
+    else PetscCall(PetscMalloc((size_t)es * (size_t)NetLowCount(net, v), &(*set)[v]));
+  }
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetStoreSwapValues_Low(Net net, void **set)
+{
+  PetscFunctionBegin;
+  for (PetscInt v = 1; v <= net->nlayers; v++) {
+    void *tmp                      = net->lstore[NET_SLOT_VALUE][v];
+    net->lstore[NET_SLOT_VALUE][v] = set[v];
+    set[v]                         = tmp;
+  }
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetStoreFreeValues_Low(Net net, void ***set)
+{
+  PetscFunctionBegin;
+  if (*set)
+    for (PetscInt v = 1; v <= net->nlayers; v++)
+      if (net->nodes[v - 1].fusedinto < 0) PetscCall(PetscFree((*set)[v]));
+  PetscCall(PetscFree(*set));
+  PetscFunctionReturn(0);
+}
+
+const NetStoreOps NetStoreLow = {"low", NET_ELEM_FLOAT, NetStoreSetUp_Low, NetStoreReset_Low, NetStoreGet_Low, NetStoreRestore_Low, NetStoreFromVec_Low, NetStoreToVec_Low, NetStoreAddSum_Low, NetStoreNextNode_Low, NetStoreNewValues_Low, NetStoreSwapValues_Low, NetStoreFreeValues_Low};
 
 /* the bytes of one stored entry at the Net's precision */
 PetscErrorCode NetPrecisionBytes_Private(Net net, PetscInt *bytes)
@@ -458,7 +538,7 @@ PetscErrorCode NetPrecisionBytes_Private(Net net, PetscInt *bytes)
   tolerances by the precision's unit round-off. Every executor works at every precision (include/petnet/private/
   netimpl.h): a plain node computes in float, a model-parallel or grid-mode node computes in double on widened copies
   of its stored values and its outputs are rounded back to the store; the second-order adjoint, the per-node Jacobians
-  and K-FAC's statistics read widened copies too. Not available with the forward cache (-net_forward_cache). Changing
+  and K-FAC's statistics read widened copies too; the forward cache keeps stored values. Changing
   the precision after NetSetUp() forgets the last forward pass.
 
   Level: intermediate

@@ -62,6 +62,11 @@ typedef struct {
   PetscErrorCode (*tovec)(Net, NetSlot, PetscInt, Vec);   /* the Vec = slot s of v (widened) */
   PetscErrorCode (*addsum)(Net, NetSlot, PetscInt);       /* slot s of v += NET_SLOT_SUM of v */
   PetscErrorCode (*nextnode)(Net);                        /* the arrays got for the last node are all restored */
+  /* another set of the values v = 1..L, as the forward cache keeps them (netforwardcache.c): made like the store's
+     own, exchanged with them, freed */
+  PetscErrorCode (*newvalues)(Net, void ***);
+  PetscErrorCode (*swapvalues)(Net, void **);
+  PetscErrorCode (*freevalues)(Net, void ***);
 } NetStoreOps;
 
 /* x[i], y, dx[i], dy: arrays of the node's n samples in element type t (double or float); th, dth: the node's
