@@ -56,9 +56,10 @@ static PetscErrorCode NetConv2dSetDM_Private(Net net, DM dm, PetscBool *changed)
 
   Notes:
   The layers that are not conv2d (or ode) are left alone, and a Net none of whose layers changes mode is not touched:
-  its parameters, buffers and Jacobian shells stay as they are. A set-up Net in which some layer changes mode is laid
-  out anew (NetReset(), NetSetUp()) and keeps its parameter values and layer buffers (batchnorm's running statistics):
-  the parameters have the same layout in both modes. Jacobian shells taken before such a change are detached, since
+  its parameters, buffers and Jacobian shells stay as they are. A set-up Net in which some layer changes mode is reset
+  (NetReset()) and keeps its parameter values and layer buffers (batchnorm's running statistics) for the next
+  NetSetUp(), which puts them back instead of initial values (the parameters have the same layout in both modes; a
+  NetSetInputShape() in between means new parameters, and drops them). Jacobian shells taken before such a change are detached, since
   the sizes of the batch change with the mode. An ode layer hands the DMDA to the conv2d layers of its inner Net when
   it is set up.
 
@@ -69,7 +70,7 @@ static PetscErrorCode NetConv2dSetDM_Private(Net net, DM dm, PetscBool *changed)
 PetscErrorCode NetConv2dSetDM(Net net, DM dm)
 {
   PetscBool    changed;
-  Vec          keep = NULL;
+  Vec          keep;
   PetscScalar *buffers;
   PetscInt     nbuffers = 0;
 
@@ -78,24 +79,16 @@ PetscErrorCode NetConv2dSetDM(Net net, DM dm)
   if (dm) PetscValidHeaderSpecific(dm, DM_CLASSID, 2);
   PetscCall(NetConv2dSetDM_Private(net, dm, &changed));
   if (!changed || !net->setupcalled) PetscFunctionReturn(0);
-  /* keep the values (a trained or loaded Net stays trained) across the new layout */
+  /* keep the values (a trained or loaded Net stays trained) for the next NetSetUp() */
   PetscCall(VecDuplicate(net->theta, &keep));
   PetscCall(VecCopy(net->theta, keep));
   for (PetscInt l = 0; l < net->nlayers; l++) nbuffers += net->layers[l]->nbuffers;
   PetscCall(PetscMalloc1(nbuffers, &buffers));
   for (PetscInt l = 0, o = 0; l < net->nlayers; o += net->layers[l]->nbuffers, l++) PetscCall(PetscArraycpy(buffers + o, net->layers[l]->buffers, net->layers[l]->nbuffers));
   PetscCall(NetReset(net));
-  PetscCall(NetSetUp(net));
-  PetscCall(NetSetParameters(net, keep));
-  {
-    PetscInt now = 0;
-
-    for (PetscInt l = 0; l < net->nlayers; l++) now += net->layers[l]->nbuffers;
-    PetscCheck(now == nbuffers, PETSC_COMM_SELF, PETSC_ERR_PLIB, "The layers hold %" PetscInt_FMT " buffer values in the new layout and had %" PetscInt_FMT, now, nbuffers);
-  }
-  for (PetscInt l = 0, o = 0; l < net->nlayers; o += net->layers[l]->nbuffers, l++) PetscCall(PetscArraycpy(net->layers[l]->buffers, buffers + o, net->layers[l]->nbuffers));
-  PetscCall(PetscFree(buffers));
-  PetscCall(VecDestroy(&keep));
+  net->keeptheta    = keep;
+  net->keepbuffers  = buffers;
+  net->nkeepbuffers = nbuffers;
   PetscFunctionReturn(0);
 }
 
