@@ -204,7 +204,7 @@ docs:
 #   lib/libpetnet.so.X.Y.Z      with soname libpetnet.so.X, and the links libpetnet.so.X and libpetnet.so
 #   lib/pkgconfig/petnet.pc     Requires: PETSc, SLEPc (SLEPc's flags in Cflags/Libs when pkg-config has no SLEPc)
 #   lib/petnet/petnet-hdf5check the HDF5 header check PetNetCheckHDF5File() runs (found beside the library)
-#   lib/petnet/conf/            petnet_variables and petnet_rules, for makefiles that include PETSc's conf (see README)
+#   lib/petnet/conf/            petnet_variables and petnet_rules, for makefiles that include PETSc's conf (docs/manual/getting-started.md)
 #   share/petnet/               the examples' sources (examples/) and the model files (models/)
 #   share/petnet/python/        the Python modules (share/python/*.py: petnet, over ../../../lib/libpetnet.so): PYTHONPATH
 #   share/man/man3/NAME.3       one man page per public function (share/docs/manpages.py --man): MANPATH=PREFIX/share/man
