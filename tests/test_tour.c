@@ -49,8 +49,8 @@ int main(int argc, char **argv)
   /* the trained Net is an operator: its Jacobian at a point is a Mat that PETSc's solvers take */
   PetscCall(NetCreateVecs(net, 1, &X, &Y)); /* one sample on this rank: 784 inputs, 10 logits */
   PetscCall(VecSet(X, 0.5));
-  PetscCall(NetForward(net, X, Y));         /* the linearization point */
-  PetscCall(NetGetJacobian(net, &J));       /* MATSHELL: MatMult = JVP, MatMultTranspose = VJP */
+  PetscCall(NetForward(net, X, Y));   /* the linearization point */
+  PetscCall(NetGetJacobian(net, &J)); /* MATSHELL: MatMult = JVP, MatMultTranspose = VJP */
   PetscCall(VecDuplicate(X, &dX));
   PetscCall(VecDuplicate(Y, &dY));
   PetscCall(VecSet(dY, 1.0));
@@ -79,7 +79,8 @@ int main(int argc, char **argv)
   PetscCall(DatasetGetSize(train, &ntrain));
   PetscCall(DatasetGetSize(test, &ntest));
   PetscCall(DatasetGetNumBatches(train, &nbatches));
-  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "summary: epochs=%" PetscInt_FMT " train_samples=%" PetscInt_FMT " test_samples=%" PetscInt_FMT " train_batches=%" PetscInt_FMT " test_accuracy=%.4f jacobian_lsqr_relres=%.2e\n", epochs, ntrain, ntest, nbatches, (double)testacc, (double)relres));
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "summary: epochs=%" PetscInt_FMT " train_samples=%" PetscInt_FMT " test_samples=%" PetscInt_FMT " train_batches=%" PetscInt_FMT " test_accuracy=%.4f jacobian_lsqr_relres=%.2e\n", epochs, ntrain, ntest,
+                        nbatches, (double)testacc, (double)relres));
   PetscCall(KSPDestroy(&ksp));
   PetscCall(VecDestroy(&X));
   PetscCall(VecDestroy(&Y));
