@@ -57,6 +57,7 @@ SMALL = {
     "bin/bench_trajectory": "-bench_steps 40 -bench_batch 20",
     "bin/tests/test_tour": "-train_dataset_limit 256 -test_dataset_limit 128 -trainer_epochs 1",
     "bin/tests/test_meshpartition": "",
+    "bin/tests/test_jacobiandiag": "",
 }
 PLACEHOLDER = re.compile(r"(^|[/=_.])[A-Z][A-Z0-9_]*($|[/.:])")  # NAME.opts, FILE, N, MODE, ...
 MAX_RANKS = 2
