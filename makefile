@@ -204,9 +204,10 @@ docs:
 #   lib/libpetnet.so.X.Y.Z      with soname libpetnet.so.X, and the links libpetnet.so.X and libpetnet.so
 #   lib/pkgconfig/petnet.pc     Requires: PETSc, SLEPc (SLEPc's flags in Cflags/Libs when pkg-config has no SLEPc)
 #   lib/petnet/petnet-hdf5check the HDF5 header check PetNetCheckHDF5File() runs (found beside the library)
-#   lib/petnet/conf/            petnet_variables and petnet_rules, for makefiles that include PETSc's conf (see README)
+#   lib/petnet/conf/            petnet_variables and petnet_rules, for makefiles that include PETSc's conf (docs/manual/getting-started.md)
 #   share/petnet/               the examples' sources (examples/) and the model files (models/)
 #   share/petnet/python/        the Python modules (share/python/*.py: petnet, over ../../../lib/libpetnet.so): PYTHONPATH
+#   share/man/man3/NAME.3       one man page per public function (share/docs/manpages.py --man): MANPATH=PREFIX/share/man
 PREFIX  ?= /usr/local
 comma := ,
 DESTDIR ?=
@@ -239,8 +240,13 @@ install: lib/libpetnet.so
 	@sed -e 's|@PETNET_DIR@|$(PREFIX)|' -e 's|@PETNET_VERSION@|$(PETNET_VERSION)|' -e 's|@SLEPC_DIR@|$(SLEPC_DIR)|' \
 	  share/conf/petnet_variables.in > $(INSTALL_ROOT)/lib/petnet/conf/petnet_variables
 	install -m 644 share/conf/petnet_rules $(INSTALL_ROOT)/lib/petnet/conf
+	@rm -rf build/man3 && python3 share/docs/manpages.py --man build/man3
+	install -d $(INSTALL_ROOT)/share/man/man3
+	install -m 644 build/man3/*.3 $(INSTALL_ROOT)/share/man/man3
 
 uninstall:
+	@rm -rf build/man3 && python3 share/docs/manpages.py --man build/man3 > /dev/null
+	cd build/man3 && for p in *.3; do rm -f $(INSTALL_ROOT)/share/man/man3/$$p; done
 	rm -f $(addprefix $(INSTALL_ROOT)/include/,$(notdir $(wildcard include/*.h)))
 	rm -rf $(INSTALL_ROOT)/include/petnet $(INSTALL_ROOT)/lib/petnet $(INSTALL_ROOT)/share/petnet
 	rm -f $(INSTALL_ROOT)/lib/$(PETNET_SHLIB) $(INSTALL_ROOT)/lib/$(PETNET_SONAME) $(INSTALL_ROOT)/lib/libpetnet.so \

@@ -6,7 +6,8 @@
 # (PYTHONPATH=PREFIX/share/petnet/python), which must load PREFIX/lib/libpetnet.so. The prefix and the build directory
 # are removed at the end. Last, the installed library must check HDF5 files with the installed
 # PREFIX/lib/petnet/petnet-hdf5check (found beside itself, not in the build tree): a valid model loads, the damaged file
-# of io_h5overread_error is refused.
+# of io_h5overread_error is refused. The man pages must be where `man` finds them (MANPATH=PREFIX/share/man), and
+# make uninstall must leave no file behind.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_plm=isolated OMPI_MCA_btl=self,vader
@@ -71,4 +72,12 @@ if ! grep -q "refused: True" <<< "$out" || [ "$n" != 2 ]; then
   exit 1
 fi
 echo "HDF5 check: $prefix/lib/petnet/petnet-hdf5check ran on both files, the damaged one refused"
+# 5. the manual pages: man finds them with MANPATH=PREFIX/share/man, and make uninstall removes them
+page=$(MANPATH="$prefix/share/man" MANWIDTH=100 man 3 NetCreate 2> /dev/null | grep -c "NetCreate.*creates a Net" || true)
+if [ "$page" = 0 ]; then echo "install: man 3 NetCreate with MANPATH=$prefix/share/man found no page"; exit 1; fi
+echo "man pages: $(ls "$prefix/share/man/man3" | wc -l) installed, man 3 NetCreate finds its page"
+make -s uninstall PREFIX="$prefix" > /dev/null
+left=$(find "$prefix" -type f | wc -l)
+if [ "$left" != 0 ]; then echo "install: make uninstall left $left files:"; find "$prefix" -type f | head; exit 1; fi
+echo "uninstall: nothing left"
 echo "install: ok"

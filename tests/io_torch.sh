@@ -9,7 +9,7 @@
 # Fails (does not skip) without PyTorch or h5py: CI installs python3-torch and python3-h5py.
 # The runner appends PETSc options (-malloc_debug ...): they are ignored.
 cd "$(dirname "$0")/.." || exit 2
-# petnet_torch is imported as a user would, through PYTHONPATH (README "For PyTorch users")
+# petnet_torch is imported as a user would, through PYTHONPATH (docs/manual/saving-loading.md, "For PyTorch users")
 PYTHONPATH=share/python exec /usr/bin/python3 - <<'EOF'
 import sys
 

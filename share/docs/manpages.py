@@ -33,6 +33,7 @@ Usage:
   share/docs/manpages.py             write docs/api/ (index.md and one page per header)
   share/docs/manpages.py --check     print every public function lacking a complete manual page; exit 1 if any
   share/docs/manpages.py --list      print every public function and the state of its page
+  share/docs/manpages.py --man DIR   write one man page per function, DIR/NAME.3 (make install: PREFIX/share/man/man3)
 Options: --root DIR (the repository, default: this script's ../..), --out DIR (default: ROOT/docs/api).
 Python 3 standard library only.
 """
@@ -359,6 +360,61 @@ def write_docs(root, out, funcs):
             os.remove(os.path.join(out, fn))
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# man(1) pages, section 3 (make install puts them in PREFIX/share/man/man3, where `man NetCreate` finds them)
+
+
+def roff(s):
+    """Text safe for troff: backslashes doubled, a leading dot or quote escaped."""
+    s = s.replace("\\", "\\e")
+    return "\\&" + s if s[:1] in (".", "'") else s
+
+
+def render_man(f, version):
+    s = f.sections
+    out = ['.TH %s 3 "" "PetNet %s" "PetNet Library Functions"' % (f.name, version), ".SH NAME",
+           "%s \\- %s" % (f.name, roff(s.get("summary", "").rstrip("."))), ".SH SYNOPSIS", ".nf",
+           roff("#include <%s>" % f.header), "", roff((f.signature or f.decl.replace("PETSC_EXTERN ", "")) + ";"), ".fi"]
+    if s.get("collectivity"):
+        out += [".PP", roff(s["collectivity"])]
+    for sec in ("Input Parameters", "Output Parameters", "Options Database Keys"):
+        its = items(s.get(sec))
+        if its:
+            out.append(".SH " + sec.upper())
+            for k, d in its:
+                out += [".TP", ".B " + roff(k), roff(d)]
+    for sec in ("body", "Notes", "Example", "Developer Notes"):
+        text = "\n".join(s.get(sec, [])).strip("\n")
+        if text.strip():
+            out += [".SH " + ("DESCRIPTION" if sec == "body" else sec.upper()), ".nf"]
+            out += [roff(l) for l in dedent(text).split("\n")]
+            out.append(".fi")
+    level = " ".join(s.get("Level", [])).strip()
+    if level:
+        out += [".SH LEVEL", roff(level)]
+    see = " ".join(x.strip() for x in s.get("See Also", [])).strip().replace("`", "")
+    if see:
+        out += [".SH SEE ALSO", roff(re.sub(r"\b(\w+)\(\)", r"\1(3)", see))]
+    if f.source:
+        out += [".SH LOCATION", roff(f.source)]
+    return "\n".join(out) + "\n"
+
+
+def write_man(root, out, funcs):
+    """One page NAME.3 per public function with a manual page; returns how many."""
+    os.makedirs(out, exist_ok=True)
+    sys_h = open(os.path.join(root, "include", "petnetsys.h")).read()
+    version = ".".join(re.search(r"#define\s+PETNET_VERSION_%s\s+(\d+)" % k, sys_h).group(1) for k in ("MAJOR", "MINOR", "SUBMINOR"))
+    n = 0
+    for f in funcs:
+        if f.page is None:
+            continue
+        with open(os.path.join(out, f.name + ".3"), "w") as fp:
+            fp.write(render_man(f, version))
+        n += 1
+    return n
+
+
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser(description="Check PetNet's manual pages and write the API reference (docs/api/).")
@@ -366,6 +422,7 @@ def main():
     ap.add_argument("--list", action="store_true", help="print every public function with the state of its page")
     ap.add_argument("--root", default=os.path.normpath(os.path.join(here, "..", "..")))
     ap.add_argument("--out", default=None)
+    ap.add_argument("--man", default=None, metavar="DIR", help="write man pages (NAME.3) into DIR instead of docs/api")
     args = ap.parse_args()
     funcs = public_functions(args.root)
     find_definitions(args.root, funcs)
@@ -381,6 +438,10 @@ def main():
             print("%s: %s: %s" % (where, f.name, "; ".join(f.problems)))
         print("manual pages: %d of %d public functions complete, %d missing or incomplete" % (len(funcs) - len(bad), len(funcs), len(bad)))
         return 1 if bad else 0
+    if args.man:
+        n = write_man(args.root, args.man, funcs)
+        print("wrote %d man pages into %s" % (n, args.man))
+        return 0
     if not args.list:
         out = args.out or os.path.join(args.root, "docs", "api")
         write_docs(args.root, out, funcs)
