@@ -10,6 +10,7 @@
   Both are written under a temporary name and renamed into place (PetNetCommitFile()).
 */
 #include <petnet/private/trainerimpl.h>
+#include <petnet/private/datasetimpl.h>
 #include <petscviewerhdf5.h>
 
 /* An HDF5 call of the writer below: a negative result is an error naming the file */
@@ -35,6 +36,7 @@ PetscErrorCode TrainerMatchNormalization_Private(Trainer tr, Dataset ds)
   PetscCall(DatasetIsNormalizationSet(ds, &dsset));
   if (!dsset) {
     PetscCall(DatasetSetNormalization(ds, s, m, d));
+    ds->normfromnet = PETSC_TRUE; /* checked against the data once they are read: TrainerCheckNormalization_Private() */
     PetscFunctionReturn(0);
   }
   PetscCall(DatasetGetNormalization(ds, &a, &b, &c));
@@ -45,6 +47,113 @@ PetscErrorCode TrainerMatchNormalization_Private(Trainer tr, Dataset ds)
                         "inputs are already normalised accordingly. To use the Net's normalisation, drop -%sdataset_scale, -%sdataset_mean and -%sdataset_std\n",
                         prefix ? " " : "", prefix ? prefix : "", (double)a, (double)b, (double)c, (double)s, (double)m, (double)d, prefix ? prefix : "", prefix ? prefix : "", prefix ? prefix : ""));
   PetscFunctionReturn(0);
+}
+
+/*
+  After DatasetSetUp(): the normalisation x -> (scale x - mean) / std a Dataset uses and where it came from, printed
+  when it is not the Dataset kind's own (always when print is set), and checked against the data when it came from the
+  Net. The scale converts the stored values into the unit the Net was trained in (1/255: idx bytes to [0, 1]); a Net
+  passes on its training data's scale, which fits other data only if they are stored in the same unit. A Net trained on
+  idx bytes (scale 1/255) fed floats in [0, 1], or trained on floats in [0, 1] (scale 1) fed idx bytes, sees inputs 255
+  times too small or too large: predictions near chance, a test loss of 48. Such a mix is refused when the data show
+  it: normalised by the Net's normalisation they span less than 1/20 or more than 100 standard deviations, while the
+  kind's own scale would give them a plausible span (data normalised as their training set span a few).
+*/
+PetscErrorCode TrainerCheckNormalization_Private(Trainer tr, Dataset ds, const char what[], PetscBool print)
+{
+  MPI_Comm    comm = PetscObjectComm((PetscObject)tr);
+  PetscReal   scale, mean, std, span, ownspan;
+  const char *prefix, *source = ds->xsource ? ds->xsource : "";
+  PetscBool   own;
+  char        from[256];
+
+  PetscFunctionBegin;
+  PetscCall(DatasetGetNormalization(ds, &scale, &mean, &std));
+  PetscCall(DatasetGetOptionsPrefix(ds, &prefix));
+  prefix = prefix ? prefix : "";
+  own    = (PetscBool)(!ds->normset);
+  if (ds->normfromnet)
+    PetscCall(PetscStrncpy(from, "from the Net: its training data's, recorded in its model file", sizeof(from)));
+  else if (ds->normset)
+    PetscCall(PetscSNPrintf(from, sizeof(from), "set for this data (-%sdataset_scale, -%sdataset_mean, -%sdataset_std or DatasetSetNormalization())", prefix, prefix, prefix));
+  else
+    PetscCall(PetscSNPrintf(from, sizeof(from), "the %s kind's default", ((PetscObject)ds)->type_name));
+  if (print || (ds->normfromnet && scale != ds->defaultscale))
+    PetscCall(PetscPrintf(comm, "Normalisation of the %s data%s%s: x -> (%g x - %g) / %g, %s\n", what, source[0] ? " " : "", source, (double)scale, (double)mean, (double)std, from));
+  else
+    PetscCall(PetscInfo(tr, "Normalisation of the %s data: x -> (%g x - %g) / %g, %s\n", what, (double)scale, (double)mean, (double)std, from));
+  if (own || !ds->normfromnet || scale == ds->defaultscale || !ds->N || !(ds->xmax > ds->xmin)) PetscFunctionReturn(0);
+  span    = (ds->xmax - ds->xmin) * scale / std;
+  ownspan = (ds->xmax - ds->xmin) * ds->defaultscale / std;
+  PetscCheck((span >= 0.05 && span <= 100) || !(ownspan >= 0.05 && ownspan <= 100), comm, PETSC_ERR_ARG_INCOMP,
+             "The %s data%s%s hold values in [%g, %g], but the Net was trained on data stored in another unit: its normalisation x -> (%g x - %g) / %g (%s) maps them to a span of %.3g standard deviations (data normalised as "
+             "its training data span a few): %s. Give -%sdataset_scale %g (the %s kind's scale) to keep the Net's mean and std, or convert the data to the unit of the training data",
+             what, source[0] ? " in " : "", source, (double)ds->xmin, (double)ds->xmax, (double)scale, (double)mean, (double)std, from, (double)span,
+             span < 0.05 ? "the data look like values already in [0, 1] given a scale for bytes in [0, 255]" : "the data look like bytes in [0, 255] given the scale of values in [0, 1]", prefix, (double)ds->defaultscale,
+             ((PetscObject)ds)->type_name);
+  PetscFunctionReturn(0);
+}
+
+/*
+  The sample shape of a Dataset against the Net's input shape (set from the Dataset if the Net has none). The shapes
+  must be equal, or one of them flat (1-D) with as many entries: a flat sample is the (h, w, c) sample in PetNet's
+  row-major, channels-last order. Equal sizes are not enough: 14x56x1 data in a model of 28x28x1 would be convolved
+  as 28x28 images that are not those images. what names the Dataset ("test", "training"), fix what to change.
+*/
+PetscErrorCode TrainerCheckSampleShape_Private(Trainer tr, Dataset ds, const char what[], const char fix[])
+{
+  MPI_Comm    comm = PetscObjectComm((PetscObject)tr);
+  PetNetShape sample, netin;
+  PetscInt    n1, n2;
+  char        a[64], b[64];
+  const char *prefix;
+
+  PetscFunctionBegin;
+  PetscCall(DatasetGetSampleShape(ds, &sample));
+  PetscCall(NetGetInputShape(tr->net, &netin));
+  if (!netin.ndim) {
+    PetscCall(NetSetInputShape(tr->net, &sample));
+    PetscFunctionReturn(0);
+  }
+  PetscCall(PetNetShapeSize(&sample, &n1));
+  PetscCall(PetNetShapeSize(&netin, &n2));
+  PetscCall(PetNetShapeToString(&sample, sizeof(a), a));
+  PetscCall(PetNetShapeToString(&netin, sizeof(b), b));
+  PetscCall(DatasetGetOptionsPrefix(ds, &prefix));
+  PetscCheck(n1 == n2, comm, PETSC_ERR_ARG_INCOMP, "The %s data samples have shape %s but the Net expects %s: %s", what, a, b, fix);
+  PetscCheck(PetNetShapeEqual(&sample, &netin) || sample.ndim == 1 || netin.ndim == 1, comm, PETSC_ERR_ARG_INCOMP,
+             "The %s data samples have shape %s but the Net expects %s: as many entries, but another shape (the model would read its %s samples as %s ones); give -%sdataset_sample_shape %s, or %s", what, a, b, a, b, prefix ? prefix : "", b, fix);
+  PetscFunctionReturn(0);
+}
+
+/*
+  The targets of a Dataset against the Net's outputs, for a loss other than cross-entropy (whose targets are labels):
+  one target entry per output. The message says which settings fix which side: the Net's last layer (-net_layers,
+  -net_graph) and the Dataset's targets (its file, -<prefix>dataset_hdf5_targets).
+*/
+PetscErrorCode TrainerCheckTargetSize_Private(Trainer tr, Dataset ds, const char what[])
+{
+  PetNetShape out;
+  PetscInt    nout, tsize;
+  PetscBool   isce, targets;
+  const char *prefix, *file = NULL;
+  char        shape[64];
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectTypeCompare((PetscObject)tr->loss, LOSSCROSSENTROPY, &isce));
+  PetscCall(DatasetHasTargets(ds, &targets));
+  if (isce || !targets) PetscFunctionReturn(0);
+  PetscCall(NetGetOutputShape(tr->net, &out));
+  PetscCall(PetNetShapeSize(&out, &nout));
+  PetscCall(DatasetGetTargetSize(ds, &tsize));
+  if (tsize == nout) PetscFunctionReturn(0);
+  PetscCall(DatasetGetOptionsPrefix(ds, &prefix));
+  PetscCall(PetNetShapeToString(&out, sizeof(shape), shape));
+  file = ds->tsource;
+  SETERRQ(PetscObjectComm((PetscObject)tr), PETSC_ERR_ARG_INCOMP,
+          "The %s loss compares each output with a target entry, but the Net has %" PetscInt_FMT " outputs per sample (shape %s, set by its last layer: -net_layers or -net_graph) and the %s targets%s%s have %" PetscInt_FMT
+          " entries per sample (set by the data: -%sdataset_hdf5_targets, or the targets of -%sdataset_file): make the last layer dense:%" PetscInt_FMT ", or give targets of %" PetscInt_FMT " entries",
+          ((PetscObject)tr->loss)->type_name, nout, shape, what, file ? " in " : "", file ? file : "", tsize, prefix ? prefix : "", prefix ? prefix : "", tsize, nout);
 }
 
 /*@
@@ -77,7 +186,7 @@ PetscErrorCode TrainerMatchNormalization_Private(Trainer tr, Dataset ds)
 PetscErrorCode TrainerPredict(Trainer tr, Dataset ds, Vec *Y, PetscReal *loss, PetscReal *acc)
 {
   MPI_Comm    comm = PetscObjectComm((PetscObject)tr);
-  PetNetShape sample, netin, out;
+  PetNetShape out;
   PetscInt    nout, nlocal, classes, correct = 0, N;
   PetscBool   training, isce, targets;
   PetscReal   f;
@@ -89,22 +198,11 @@ PetscErrorCode TrainerPredict(Trainer tr, Dataset ds, Vec *Y, PetscReal *loss, P
   PetscCheck(tr->net && tr->loss, comm, PETSC_ERR_ORDER, "Give the Trainer a Net (e.g. loaded with NetLoad()) and a Loss before TrainerPredict()");
   PetscCall(TrainerMatchNormalization_Private(tr, ds));
   PetscCall(DatasetSetUp(ds));
-  PetscCall(DatasetGetSampleShape(ds, &sample));
-  PetscCall(NetGetInputShape(tr->net, &netin));
-  if (!netin.ndim)
-    PetscCall(NetSetInputShape(tr->net, &sample));
-  else {
-    PetscInt n1, n2;
-    char     a[64], b[64];
-
-    PetscCall(PetNetShapeSize(&sample, &n1));
-    PetscCall(PetNetShapeSize(&netin, &n2));
-    PetscCall(PetNetShapeToString(&sample, sizeof(a), a));
-    PetscCall(PetNetShapeToString(&netin, sizeof(b), b));
-    PetscCheck(n1 == n2, comm, PETSC_ERR_ARG_INCOMP, "The data samples have shape %s but the Net expects %s: give data of the shape the model was trained on", a, b);
-  }
+  PetscCall(TrainerCheckNormalization_Private(tr, ds, "predicted", PETSC_TRUE));
+  PetscCall(TrainerCheckSampleShape_Private(tr, ds, "predicted", "give data of the shape the model was trained on"));
   PetscCall(NetSetUp(tr->net));
   PetscCall(LossSetUp(tr->loss));
+  PetscCall(TrainerCheckTargetSize_Private(tr, ds, "predicted"));
   PetscCall(NetGetOutputShape(tr->net, &out));
   PetscCall(PetNetShapeSize(&out, &nout));
   PetscCall(DatasetGetNumClasses(ds, &classes));
