@@ -51,47 +51,55 @@ PetscErrorCode TrainerMatchNormalization_Private(Trainer tr, Dataset ds)
 
 /*
   After DatasetSetUp(): the normalisation x -> (scale x - mean) / std a Dataset uses and where it came from, printed
-  when it is not the Dataset kind's own (always when print is set), and checked against the data when it came from the
-  Net. The scale converts the stored values into the unit the Net was trained in (1/255: idx bytes to [0, 1]); a Net
-  passes on its training data's scale, which fits other data only if they are stored in the same unit. A Net trained on
-  idx bytes (scale 1/255) fed floats in [0, 1], or trained on floats in [0, 1] (scale 1) fed idx bytes, sees inputs 255
-  times too small or too large: predictions near chance, a test loss of 48. Such a mix is refused when the data show
-  it: normalised by the Net's normalisation they span less than 1/20 or more than 100 standard deviations, while the
-  kind's own scale would give them a plausible span (data normalised as their training set span a few).
+  when it came from the Net with a scale that is not the Dataset kind's own (always when print is set), and checked
+  against the data when it came from the Net. The scale converts the stored values into the unit the Net was trained
+  in (1/255: idx bytes to [0, 1]), and a Net passes on its training data's: it fits other data only if they are stored
+  in the same unit. A Net trained on bytes fed floats already in [0, 1], or trained on floats in [0, 1] fed idx bytes,
+  sees inputs 255 times too small or too large (predictions near chance, a test loss of 48). Refused:
+    - with the training data at hand (ref: a test set), raw values that span 50 times more or less than theirs;
+    - without (a loaded model), values in [0, 1] given the scale of bytes, 1/255, which their kind does not default to.
+  Bytes given scale 1 by a model trained on floats cannot be told from floats in [0, 255]: that mix is printed only.
 */
-PetscErrorCode TrainerCheckNormalization_Private(Trainer tr, Dataset ds, const char what[], PetscBool print)
+PetscErrorCode TrainerCheckNormalization_Private(Trainer tr, Dataset ds, Dataset ref, const char what[], PetscBool print)
 {
   MPI_Comm    comm = PetscObjectComm((PetscObject)tr);
-  PetscReal   scale, mean, std, span, ownspan;
-  const char *prefix, *source = ds->xsource ? ds->xsource : "";
-  PetscBool   own;
-  char        from[256];
+  PetscReal   scale, mean, std, span = ds->xmax - ds->xmin, refspan = 0, suggest = 0;
+  const char *prefix, *source = ds->xsource ? ds->xsource : "", *why    = NULL;
+  char        from[256], range[128], refrange[PETSC_MAX_PATH_LEN + 128] = "", fix[64];
 
   PetscFunctionBegin;
   PetscCall(DatasetGetNormalization(ds, &scale, &mean, &std));
   PetscCall(DatasetGetOptionsPrefix(ds, &prefix));
   prefix = prefix ? prefix : "";
-  own    = (PetscBool)(!ds->normset);
   if (ds->normfromnet)
-    PetscCall(PetscStrncpy(from, "from the Net: its training data's, recorded in its model file", sizeof(from)));
+    PetscCall(PetscStrncpy(from, "taken from the Net: that of the data it was trained on", sizeof(from)));
   else if (ds->normset)
     PetscCall(PetscSNPrintf(from, sizeof(from), "set for this data (-%sdataset_scale, -%sdataset_mean, -%sdataset_std or DatasetSetNormalization())", prefix, prefix, prefix));
   else
     PetscCall(PetscSNPrintf(from, sizeof(from), "the %s kind's default", ((PetscObject)ds)->type_name));
+  (void)snprintf(range, sizeof(range), "[%.6g, %.6g]", (double)ds->xmin, (double)ds->xmax);
   if (print || (ds->normfromnet && scale != ds->defaultscale))
-    PetscCall(PetscPrintf(comm, "Normalisation of the %s data%s%s: x -> (%g x - %g) / %g, %s\n", what, source[0] ? " " : "", source, (double)scale, (double)mean, (double)std, from));
+    PetscCall(PetscPrintf(comm, "Normalisation of the %s data%s%s (values in %s): x -> (%.6g x - %.6g) / %.6g, %s\n", what, source[0] ? " " : "", source, range, (double)scale, (double)mean, (double)std, from));
   else
     PetscCall(PetscInfo(tr, "Normalisation of the %s data: x -> (%g x - %g) / %g, %s\n", what, (double)scale, (double)mean, (double)std, from));
-  if (own || !ds->normfromnet || scale == ds->defaultscale || !ds->N || !(ds->xmax > ds->xmin)) PetscFunctionReturn(0);
-  span    = (ds->xmax - ds->xmin) * scale / std;
-  ownspan = (ds->xmax - ds->xmin) * ds->defaultscale / std;
-  PetscCheck((span >= 0.05 && span <= 100) || !(ownspan >= 0.05 && ownspan <= 100), comm, PETSC_ERR_ARG_INCOMP,
-             "The %s data%s%s hold values in [%g, %g], but the Net was trained on data stored in another unit: its normalisation x -> (%g x - %g) / %g (%s) maps them to a span of %.3g standard deviations (data normalised as "
-             "its training data span a few): %s. Give -%sdataset_scale %g (the %s kind's scale) to keep the Net's mean and std, or convert the data to the unit of the training data",
-             what, source[0] ? " in " : "", source, (double)ds->xmin, (double)ds->xmax, (double)scale, (double)mean, (double)std, from, (double)span,
-             span < 0.05 ? "the data look like values already in [0, 1] given a scale for bytes in [0, 255]" : "the data look like bytes in [0, 255] given the scale of values in [0, 1]", prefix, (double)ds->defaultscale,
-             ((PetscObject)ds)->type_name);
-  PetscFunctionReturn(0);
+  if (!ds->normfromnet || !ds->N || !(span > 0)) PetscFunctionReturn(0);
+  if (ref && ref != ds && ref->setupcalled && ref->N && ref->xmax > ref->xmin) {
+    refspan = ref->xmax - ref->xmin;
+    if (span > 50 * refspan || 50 * span < refspan) {
+      why     = "the two are stored in different units (bytes in [0, 255] and values in [0, 1]?)";
+      suggest = scale * refspan / span;
+      (void)snprintf(refrange, sizeof(refrange), ", while the training data%s%s hold values in [%.6g, %.6g]", ref->xsource ? " in " : "", ref->xsource ? ref->xsource : "", (double)ref->xmin, (double)ref->xmax);
+    }
+  } else if (!ref && PetscAbsReal(scale * 255 - 1) < 1e-12 && ds->defaultscale != scale && ds->xmin >= 0 && ds->xmax <= 1) {
+    why     = "values already in [0, 1] are given the scale of bytes in [0, 255] (the Net was trained on bytes)";
+    suggest = ds->defaultscale;
+  }
+  if (!why) PetscFunctionReturn(0);
+  (void)snprintf(fix, sizeof(fix), "%.6g", (double)suggest);
+  SETERRQ(
+      comm, PETSC_ERR_ARG_INCOMP,
+      "The %s data%s%s hold values in %s%s, and the normalisation x -> (%.6g x - %.6g) / %.6g (%s) cannot suit them: %s. Give -%sdataset_scale %s to bring them to the unit of the training data (the Net's mean and std are kept), or convert the data",
+      what, source[0] ? " in " : "", source, range, refrange, (double)scale, (double)mean, (double)std, from, why, prefix, fix);
 }
 
 /*
@@ -198,7 +206,7 @@ PetscErrorCode TrainerPredict(Trainer tr, Dataset ds, Vec *Y, PetscReal *loss, P
   PetscCheck(tr->net && tr->loss, comm, PETSC_ERR_ORDER, "Give the Trainer a Net (e.g. loaded with NetLoad()) and a Loss before TrainerPredict()");
   PetscCall(TrainerMatchNormalization_Private(tr, ds));
   PetscCall(DatasetSetUp(ds));
-  PetscCall(TrainerCheckNormalization_Private(tr, ds, "predicted", PETSC_TRUE));
+  PetscCall(TrainerCheckNormalization_Private(tr, ds, NULL, "predicted", PETSC_TRUE));
   PetscCall(TrainerCheckSampleShape_Private(tr, ds, "predicted", "give data of the shape the model was trained on"));
   PetscCall(NetSetUp(tr->net));
   PetscCall(LossSetUp(tr->loss));

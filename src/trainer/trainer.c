@@ -534,8 +534,8 @@ PetscErrorCode TrainerSetUp(Trainer tr)
   if (tr->test) PetscCall(TrainerMatchNormalization_Private(tr, tr->test));
   PetscCall(DatasetSetUp(tr->train));
   if (tr->test) PetscCall(DatasetSetUp(tr->test));
-  PetscCall(TrainerCheckNormalization_Private(tr, tr->train, "training", PETSC_FALSE)); /* a loaded Net's, if it set none */
-  if (tr->test) PetscCall(TrainerCheckNormalization_Private(tr, tr->test, "test", PETSC_FALSE));
+  PetscCall(TrainerCheckNormalization_Private(tr, tr->train, NULL, "training", PETSC_FALSE)); /* a loaded Net's, if it set none */
+  if (tr->test) PetscCall(TrainerCheckNormalization_Private(tr, tr->test, tr->train, "test", PETSC_FALSE));
   for (PetscInt k = 0; k < 2; k++) {
     Dataset   ds      = k ? tr->test : tr->train;
     PetscBool targets = PETSC_TRUE;

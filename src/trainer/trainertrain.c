@@ -37,7 +37,7 @@ PetscErrorCode TrainerEvaluate(Trainer tr, Dataset ds, PetscReal *loss, PetscRea
   PetscCall(TrainerSetUp(tr));
   if (ds != tr->train && ds != tr->test) PetscCall(TrainerMatchNormalization_Private(tr, ds)); /* those two: at TrainerSetUp() */
   PetscCall(DatasetSetUp(ds));
-  if (ds != tr->train && ds != tr->test) PetscCall(TrainerCheckNormalization_Private(tr, ds, "evaluated", PETSC_FALSE));
+  if (ds != tr->train && ds != tr->test) PetscCall(TrainerCheckNormalization_Private(tr, ds, tr->train, "evaluated", PETSC_FALSE));
   PetscCall(PetscLogEventBegin(TRAINER_Evaluate, tr, 0, 0, 0));
   PetscCall(NetGetTraining(tr->net, &training));
   PetscCall(NetSetTraining(tr->net, PETSC_FALSE));

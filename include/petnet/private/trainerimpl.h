@@ -99,7 +99,7 @@ PETSC_INTERN PetscErrorCode TrainerAccumulate_Private(Trainer, Dataset, PetscRea
 PETSC_INTERN PetscErrorCode TrainerMatchNormalization_Private(Trainer, Dataset);
 PETSC_INTERN PetscErrorCode TrainerCheckSampleShape_Private(Trainer, Dataset, const char[], const char[]);
 PETSC_INTERN PetscErrorCode TrainerCheckTargetSize_Private(Trainer, Dataset, const char[]);
-PETSC_INTERN PetscErrorCode TrainerCheckNormalization_Private(Trainer, Dataset, const char[], PetscBool);
+PETSC_INTERN PetscErrorCode TrainerCheckNormalization_Private(Trainer, Dataset, Dataset, const char[], PetscBool);
 PETSC_INTERN PetscErrorCode TrainerFullBatchMonitor_Private(Tao, void *);
 PETSC_INTERN PetscErrorCode TrainerSetUpHessian_Private(Trainer);
 PETSC_INTERN PetscErrorCode TrainerMonitorSharpness_Private(Trainer, PetscInt);
