@@ -496,6 +496,13 @@ done:
 }
 
 /* The triangulation in a Gmsh file: checked on rank 0 (MshScanFile), then read by PETSc on rank 0 */
+/* "(x, y)" in up to 6 digits (PETSc's printf writes 1 as "1.") */
+static const char *MeshPoint(char buf[64], PetscReal x, PetscReal y)
+{
+  (void)snprintf(buf, 64, "(%.6g, %.6g)", (double)x, (double)y);
+  return buf;
+}
+
 /* Vertices sorted by their coordinates (x, then y), for the search of coincident ones */
 static const PetscReal *sortxy;
 static int              CompareVertices(const void *a, const void *b)
@@ -519,7 +526,7 @@ static PetscErrorCode CheckGeometry(MPI_Comm comm, const char file[], DM dm)
   const PetscScalar *x;
   PetscInt           cStart, cEnd, vStart, vEnd, nv, *order;
   PetscReal         *xy, lo[2] = {PETSC_MAX_REAL, PETSC_MAX_REAL}, hi[2] = {PETSC_MIN_REAL, PETSC_MIN_REAL}, tol, diam;
-  char               msg[PETSC_MAX_PATH_LEN + 512] = "";
+  char               msg[PETSC_MAX_PATH_LEN + 512] = "", p0[64], p1[64], p2[64];
 
   PetscFunctionBegin;
   PetscCall(DMPlexGetHeightStratum(dm, 0, &cStart, &cEnd));
@@ -549,8 +556,8 @@ static PetscErrorCode CheckGeometry(MPI_Comm comm, const char file[], DM dm)
 
     PetscCall(DMPlexGetSupportSize(dm, v, &support));
     if (!support)
-      PetscCall(PetscSNPrintf(msg, sizeof(msg), "%s: -mesh_file %s: the node at (%g, %g) belongs to no triangle (its row of the stiffness would be zero): remove it, or mesh again with Gmsh", MeshProgram(), file, (double)xy[2 * (v - vStart)],
-                              (double)xy[2 * (v - vStart) + 1]));
+      PetscCall(PetscSNPrintf(msg, sizeof(msg), "%s: -mesh_file %s: the node at %s belongs to no triangle (its row of the stiffness would be zero): remove it, or mesh again with Gmsh", MeshProgram(), file,
+                              MeshPoint(p0, xy[2 * (v - vStart)], xy[2 * (v - vStart) + 1])));
   }
   sortxy = xy;
   qsort(order, (size_t)nv, sizeof(PetscInt), CompareVertices);
@@ -558,9 +565,8 @@ static PetscErrorCode CheckGeometry(MPI_Comm comm, const char file[], DM dm)
     const PetscReal *p = xy + 2 * order[i - 1], *q = xy + 2 * order[i];
 
     if (PetscAbsReal(p[0] - q[0]) <= tol && PetscAbsReal(p[1] - q[1]) <= tol)
-      PetscCall(PetscSNPrintf(msg, sizeof(msg),
-                              "%s: -mesh_file %s: two nodes lie at the same point (%g, %g) (coincident nodes: the mesh is not conforming there, its stiffness singular); merge them (Gmsh: Coherence, or Geometry.Tolerance), or mesh again",
-                              MeshProgram(), file, (double)p[0], (double)p[1]));
+      PetscCall(PetscSNPrintf(msg, sizeof(msg), "%s: -mesh_file %s: two nodes lie at the same point %s (coincident nodes: the mesh is not conforming there, its stiffness singular); merge them (Gmsh: Coherence, or Geometry.Tolerance), or mesh again",
+                              MeshProgram(), file, MeshPoint(p0, p[0], p[1])));
   }
   for (PetscInt c = cStart; c < cEnd && !msg[0]; c++) {
     PetscScalar *cx = NULL;
@@ -570,8 +576,8 @@ static PetscErrorCode CheckGeometry(MPI_Comm comm, const char file[], DM dm)
     PetscCall(DMPlexVecGetClosure(cdm, csec, coords, c, &n, &cx));
     det = n == 6 ? PetscRealPart((cx[2] - cx[0]) * (cx[5] - cx[1]) - (cx[4] - cx[0]) * (cx[3] - cx[1])) : 1;
     if (PetscAbsReal(det) <= tol * diam) /* twice the area, against 1e-12 diam^2 */
-      PetscCall(PetscSNPrintf(msg, sizeof(msg), "%s: -mesh_file %s: a triangle has zero area (a degenerate triangle, its nodes (%g, %g), (%g, %g), (%g, %g) on one line): remove it, or mesh again with Gmsh", MeshProgram(), file,
-                              (double)PetscRealPart(cx[0]), (double)PetscRealPart(cx[1]), (double)PetscRealPart(cx[2]), (double)PetscRealPart(cx[3]), (double)PetscRealPart(cx[4]), (double)PetscRealPart(cx[5])));
+      PetscCall(PetscSNPrintf(msg, sizeof(msg), "%s: -mesh_file %s: a triangle has zero area (a degenerate triangle, its nodes %s, %s, %s on one line): remove it, or mesh again with Gmsh", MeshProgram(), file,
+                              MeshPoint(p0, PetscRealPart(cx[0]), PetscRealPart(cx[1])), MeshPoint(p1, PetscRealPart(cx[2]), PetscRealPart(cx[3])), MeshPoint(p2, PetscRealPart(cx[4]), PetscRealPart(cx[5]))));
     PetscCall(DMPlexVecRestoreClosure(cdm, csec, coords, c, &n, &cx));
   }
   PetscCall(PetscFree2(xy, order));
