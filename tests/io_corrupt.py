@@ -139,6 +139,11 @@ if version >= 4:  # with a matching header checksum: the parser must refuse it
     nparams, nbuffers = struct.unpack(">ii", data[32:40])
     deep[hdr - 4 : hdr] = struct.pack(">I", header_crc(spec.decode(), "12", nparams, nbuffers))
 open(pfx + "_depth.petnet", "wb").write(deep)
+# the same model as if saved in grid mode on a 1-D grid (header "grid" 1, checksum updated): a sample was a grid point of
+# 12 channels; loading it without a grid needs the shape of a whole field (-net_input_shape)
+grid = bytearray(data)
+grid[hdr - 8 : hdr] = struct.pack(">iI", 1, header_crc("dense:6,relu,dense:3", "12", *struct.unpack(">ii", data[32:40]), grid=1))
+open(pfx + "_grid.petnet", "wb").write(grid)
 
 # PFX_norm: "dense:6,batchnorm,relu,dense:3" on 12 inputs with an input normalisation (scale, mean, std). One bit of
 # the header flipped (loaded unchecked, each predicted garbage: format version 3 had no header checksum):

@@ -135,22 +135,21 @@ PetscErrorCode TrainerCheckSampleShape_Private(Trainer tr, Dataset ds, const cha
 }
 
 /*
-  The targets of a Dataset against the Net's outputs, for a loss other than cross-entropy (whose targets are labels):
-  one target entry per output. The message says which settings fix which side: the Net's last layer (-net_layers,
+  The targets of a Dataset against the Net's outputs, for an element-wise loss (mse, l1): one target entry per output. The message says which settings fix which side: the Net's last layer (-net_layers,
   -net_graph) and the Dataset's targets (its file, -<prefix>dataset_hdf5_targets).
 */
 PetscErrorCode TrainerCheckTargetSize_Private(Trainer tr, Dataset ds, const char what[])
 {
   PetNetShape out;
   PetscInt    nout, tsize;
-  PetscBool   isce, targets;
+  PetscBool   elementwise, targets;
   const char *prefix, *file = NULL;
   char        shape[64];
 
   PetscFunctionBegin;
-  PetscCall(PetscObjectTypeCompare((PetscObject)tr->loss, LOSSCROSSENTROPY, &isce));
+  PetscCall(PetscObjectTypeCompareAny((PetscObject)tr->loss, &elementwise, LOSSMSE, LOSSL1, ""));
   PetscCall(DatasetHasTargets(ds, &targets));
-  if (isce || !targets) PetscFunctionReturn(0);
+  if (!elementwise || !targets) PetscFunctionReturn(0); /* cross-entropy takes labels; a kind of the user's, whatever it says */
   PetscCall(NetGetOutputShape(tr->net, &out));
   PetscCall(PetNetShapeSize(&out, &nout));
   PetscCall(DatasetGetTargetSize(ds, &tsize));
