@@ -70,7 +70,7 @@ static PetscErrorCode NetIOAccess_Private(MPI_Comm comm, const char path[], int 
              must exist and be writable
 
   Notes:
-  HDF5 (format version 3): the state_dict of the equivalent PyTorch model, one dataset per tensor named by its key
+  HDF5 (format version 4): the state_dict of the equivalent PyTorch model, one dataset per tensor named by its key
   ("0.weight", "0.bias", "1.num_batches_tracked", ..., "<node name>.weight" for a graph) in PyTorch's shape and layout
   (conv2d weights [out][in/groups][kh][kw], dense columns in PyTorch's (c, h, w) flatten order), so that h5py,
   torch.from_numpy and load_state_dict(strict=True) reproduce the Net in PyTorch; the architecture as attributes of
@@ -81,7 +81,10 @@ static PetscErrorCode NetIOAccess_Private(MPI_Comm comm, const char path[], int 
 
   The file also records the input normalisation the Net was trained with, if any (NetSetInputNormalization(); format
   version 3: in HDF5 the float64 attributes input_scale, input_mean, input_std of "petnet", in PETSc binary a block
-  after the header). Programs save through the option -net_save (NetSaveFromOptions()).
+  after the header), and (version 4) the spatial dims of the grid of a Net in grid mode (NetSetGrid(), else 0) and a
+  CRC-32 of the header: every byte that changes what the Net computes (layer list, input shape, counts, grid,
+  normalisation, and each tensor with its own checksum) is checked on load. Programs save through the option -net_save
+  (NetSaveFromOptions()).
 
   Level: beginner
 
@@ -144,7 +147,13 @@ PetscErrorCode NetSave(Net net, const char filename[])
   must be registered (LayerRegister()) before loading; an unknown kind, a file from a newer PetNet or counts that do not
   match the architecture are errors that name the file. The input normalisation the file records (format version 3)
   becomes the Net's (NetGetInputNormalization()), after a check that its values are finite and its std positive;
-  files of versions 1 and 2 record none.
+  files of versions 1 and 2 record none. A header (version 4) or a tensor that does not match its checksum is refused as
+  corrupt; files of versions 1 to 3, which predate the header's checksum, load as before. A tensor whose kind bounds its
+  values (batchnorm's running_var >= 0) is refused, as one holding NaN is, when it is out of bounds.
+
+  A Net saved in grid mode (NetSetGrid()) has as input shape one grid point's channels. Loaded without a grid it runs
+  on whole fields: give their shape, channels last, with -net_input_shape (e.g. 32x32x32x4 for a 3-D grid of 4
+  channels), else the error says so; or call NetSetGrid() before NetLoad().
 
   Level: beginner
 

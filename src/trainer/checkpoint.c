@@ -303,11 +303,16 @@ static PetscErrorCode TrainerReadCheckpoint_Private(Trainer tr, PetscViewer view
   Notes:
   Restores the parameters, the optimizer's state Vecs and update count, the epoch and the early-stopping state;
   TrainerTrain() then runs the remaining epochs and ends with the same weights as an uninterrupted run. A different
-  network (layer list or parameter count) or optimizer state is refused with an error saying what differs.
+  network (layer list or parameter count) or optimizer state is refused with an error saying what differs; so are
+  (format version 3) another batch size or number of training samples (-trainer_batch_size, -train_dataset_limit),
+  which would draw another data order and count other optimizer steps. The last epoch's training loss is restored
+  too: a restart from the final checkpoint reports the training loss the interrupted run reported (the mean over the
+  last epoch's batches), not an evaluation of the final weights.
 
   The file is checked before anything is read: a truncated file, a checksum that does not match (a damaged file), an
   impossible header, or an epoch outside 0..-trainer_epochs are errors naming the file. Version 1 checkpoints (before
-  checksums) are still read, with the size check only.
+  checksums) are still read, with the size check only; version 2 checkpoints (without the run's batch size, sample
+  count and last training loss) without those checks.
 
   Level: intermediate
 

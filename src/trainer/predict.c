@@ -183,7 +183,10 @@ PetscErrorCode TrainerCheckTargetSize_Private(Trainer tr, Dataset ds, const char
   Notes:
   A Dataset whose normalisation was not set (DatasetIsNormalizationSet()) takes the one the Net records
   (NetGetInputNormalization(): the training Dataset's, saved in the model file); one set otherwise is kept, with a
-  warning. The Net's input shape, if unset, is the Dataset's. The numbers equal those of TrainerEvaluate() (the same
+  warning. The normalisation used is printed, with where it came from and the range of the data. Data in [0, 1] given
+  the scale of bytes (1/255) by a model trained on bytes are refused (the error names -<prefix>dataset_scale): every
+  prediction would be the same class. The Net's input shape, if unset, is the Dataset's; else the sample shape must be
+  the Net's (or one of them flat with as many entries): 14x56x1 images are not 28x28x1 ones. The numbers equal those of TrainerEvaluate() (the same
   chunks of -trainer_eval_batch_size samples) on any number of ranks.
 
   Level: beginner
