@@ -37,7 +37,11 @@ PetscErrorCode TrainerEvaluate(Trainer tr, Dataset ds, PetscReal *loss, PetscRea
   PetscCall(TrainerSetUp(tr));
   if (ds != tr->train && ds != tr->test) PetscCall(TrainerMatchNormalization_Private(tr, ds)); /* those two: at TrainerSetUp() */
   PetscCall(DatasetSetUp(ds));
-  if (ds != tr->train && ds != tr->test) PetscCall(TrainerCheckNormalization_Private(tr, ds, tr->train, "evaluated", PETSC_FALSE));
+  if (ds != tr->train && ds != tr->test) { /* those two: at TrainerSetUp() */
+    PetscCall(TrainerCheckNormalization_Private(tr, ds, tr->train, "evaluated", PETSC_FALSE));
+    PetscCall(TrainerCheckSampleShape_Private(tr, ds, "evaluated", "give data of the shape the Net was trained on"));
+    PetscCall(TrainerCheckTargetSize_Private(tr, ds, "evaluated"));
+  }
   PetscCall(PetscLogEventBegin(TRAINER_Evaluate, tr, 0, 0, 0));
   PetscCall(NetGetTraining(tr->net, &training));
   PetscCall(NetSetTraining(tr->net, PETSC_FALSE));
