@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Seed corpora of the dataset-reader fuzz harnesses (fuzz/fuzz_idx.c, fuzz_binarydata.c, fuzz_hdf5data.c) and the
-format-version-3 seeds of the HDF5 model reader (fuzz_h5model.c, files v3_*.h5; the older seeds there were saved by
+format-version-3 and -4 seeds of the model readers (fuzz_h5model.c, fuzz_binmodel.c: files v3_*, v4_*; the older seeds were saved by
 NetSave() of format version 2): a few small valid files and truncated or damaged variants, each under 20 KB, written
 into fuzz/corpus/<name>/.
 Run from the repository root: /usr/bin/python3 fuzz/make_corpus.py [NAME...] (needs python3-numpy and python3-h5py);
@@ -213,3 +213,52 @@ def huge(f):  # an extent of 2^40 x 2^40 that stores nothing: refused on its dim
 v3case("v3_huge_extent.h5", edit=huge)
 out("h5model", "v3_truncated.h5", good3[: len(good3) * 2 // 3])
 out("h5model", "v3_flipped.h5", flip(good3, len(good3) // 2))
+
+# format version 4: the header's checksum (NetIOHeaderChecksum_Private(), src/net/netio.c) and the grid; seeds with one
+# header field flipped and the checksum left as written (the reader must refuse each as corrupt, naming the file)
+def header_crc(spec, shape, nparams, nbuffers, norm=None, grid=0):
+    raw = spec.encode() + b"\0" + shape.encode() + b"\0" + struct.pack("<qqqB", nparams, nbuffers, grid, norm is not None)
+    return zlib.crc32(raw + (struct.pack("<3d", *norm) if norm is not None else b"")) & 0xffffffff
+
+
+speclen, ndim = struct.unpack(">ii", v2[8:16])
+dims = struct.unpack(">4i", v2[16:32])[:ndim]
+nparams2, nbuffers2 = struct.unpack(">ii", v2[32:40])
+spec2 = v2[40 : 40 + speclen].decode()
+NORM = (1 / 255, 0.286, 0.353)
+
+
+def v4(edit_block=None, spec=spec2, crc_spec=spec2, grid=0):
+    crc = header_crc(crc_spec, "x".join(str(d) for d in dims), nparams2, nbuffers2, NORM, 0)
+    block = struct.pack(">i", 1) + struct.pack(">3d", *NORM)
+    if edit_block:
+        block = edit_block(block)
+    head = v2[:4] + struct.pack(">ii", 4, len(spec)) + v2[12:40]
+    return head + block + struct.pack(">iI", grid, crc) + spec.encode() + v2[40 + speclen :]
+
+
+ok4 = v4()
+out("binmodel", "v4_ok.petnet", ok4)
+out("binmodel", "v4_mean_flip.petnet", v4(edit_block=lambda b: b[:4 + 8 + 5] + bytes([b[4 + 8 + 5] ^ 0x02]) + b[4 + 8 + 6 :]))
+out("binmodel", "v4_spec_flip.petnet", v4(spec=spec2.replace("relu", "tanh") if "relu" in spec2 else spec2[:-1] + "9"))
+out("binmodel", "v4_grid_flip.petnet", v4(grid=2))
+out("binmodel", "v4_crc_flip.petnet", flip(ok4, 40 + 28 + 4 + 2, 0x01))
+out("binmodel", "v4_truncated_70.petnet", ok4[:70])
+
+SPEC3, SHAPE3, NP3, NB3 = "conv2d:2:3:1:1,batchnorm,relu,flatten,dense:3", "4x4x2", 36 + 2 + 4 + 96 + 3, 4
+
+
+def v4h5(f, spec=SPEC3, grid=0, crc=None):
+    g = f["petnet"]
+    g.attrs["grid"] = np.int32(grid)
+    g.attrs["header_crc32"] = np.bytes_(f"{header_crc(SPEC3, SHAPE3, NP3, NB3) if crc is None else crc:08x}")
+    if spec != SPEC3:
+        del g.attrs["spec"]
+        g.attrs["spec"] = np.bytes_(spec)
+
+
+v3case("v4_ok.h5", edit=v4h5, version=4)
+v3case("v4_spec_flip.h5", edit=lambda f: v4h5(f, spec=SPEC3.replace("relu", "tanh")), version=4)
+v3case("v4_grid_flip.h5", edit=lambda f: v4h5(f, grid=2), version=4)
+v3case("v4_no_crc.h5", edit=lambda f: (v4h5(f), f["petnet"].attrs.__delitem__("header_crc32")), version=4)
+v3case("v4_var_negative.h5", changed(**{"1_running_var": -V3["1.running_var"]}), edit=v4h5, version=4)

@@ -44,9 +44,11 @@ def fail(msg):
 
 
 def main():
-    if sys.argv[1] == 'data':
+    if sys.argv[1] in ('data', 'data01'):  # data01: the images as floats in [0, 1], not raw bytes
         out, n = sys.argv[2], int(sys.argv[3])
         x = idx('t10k-images-idx3-ubyte.gz')[:n].reshape(n, -1).astype(np.float64)
+        if sys.argv[1] == 'data01':
+            x /= 255
         y = idx('t10k-labels-idx1-ubyte.gz')[:n].astype(np.float64)
         with h5py.File(out, 'w') as f:
             f['inputs'] = x

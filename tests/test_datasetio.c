@@ -7,7 +7,7 @@ static const char help[] = "Dataset kinds on small synthetic files written here 
                            "Each checks N, the shape, the classes, every stored sample, and every batch of two shuffled epochs and one\n"
                            "in file order against the function, and that each epoch visits every sample once.\n"
                            "  -case error -error missing|magic|truncated|truncatedgz|count|label|type|notargets|hdf5name|shape|vecshape|\n"
-                           "                     gzcrc|gzheader|gzbomb|binrows|bincols|hdf5rank3|hdf5trunc|label255|labelfrac|targetnan|limit\n"
+                           "                     gzcrc|gzheader|gzbomb|binrows|bincols|hdf5rank3|hdf5trunc|label255|labelfrac|targetnan|inputinf|limit\n"
                            "                                  writes a bad input and must stop with a clear error.\n";
 
 #include <petnet.h>
@@ -25,6 +25,7 @@ static PetscInt    idxrows = 4, idxcols = 3;    /* idx samples: 4 x 3 bytes */
 static PetNetShape synthshape = {3, {3, 2, 2}}; /* binary, hdf5, memory samples: 3 x 2 x 2 */
 static PetscInt    badsample  = -1;             /* >= 0: the synthetic target of this sample is badvalue */
 static PetscReal   badvalue;
+static PetscInt    badinput = -1; /* >= 0: the synthetic input 2 of this sample is Inf */
 
 /* ------------------------------------------------------------------------------------------------------------ */
 /* The data: idx bytes, and real values for the other kinds */
@@ -39,6 +40,7 @@ static unsigned char IDXLabel(PetscInt i)
 }
 static PetscReal SynthInput(PetscInt i, PetscInt j, PetscInt F)
 {
+  if (i == badinput && j == 2) return (PetscReal)INFINITY;
   return PetscSinReal(0.37 * (i * F + j) + 0.1) + 1e-3 * i;
 }
 static PetscReal SynthTarget(PetscInt i, PetscInt k)
@@ -653,6 +655,13 @@ static PetscErrorCode TestError(void)
     badsample = 23;
     badvalue  = (PetscReal)NAN;
     PetscCall(PetscSNPrintf(path, sizeof(path), "%s/data_targetnan%d.bin", dir, nranks));
+    PetscCall(WriteBinary(path, "mat"));
+    PetscCall(DatasetFileSetName(ds, path));
+  }
+  PetscCall(PetscStrcmp(error, "inputinf", &is));
+  if (is) { /* input Inf at sample 29: the message names the file */
+    badinput = 29;
+    PetscCall(PetscSNPrintf(path, sizeof(path), "%s/data_inputinf%d.bin", dir, nranks));
     PetscCall(WriteBinary(path, "mat"));
     PetscCall(DatasetFileSetName(ds, path));
   }

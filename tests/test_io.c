@@ -116,7 +116,7 @@ static PetscErrorCode SetDeterministicModel(Net net, PetscReal scale)
     Layer layer;
 
     PetscCall(NetGetLayer(net, l, &layer));
-    for (PetscInt i = 0; i < layer->nbuffers; i++) layer->buffers[i] = 0.25 * PetscCosReal(0.9 * i + l);
+    for (PetscInt i = 0; i < layer->nbuffers; i++) layer->buffers[i] = 0.3 + 0.25 * PetscCosReal(0.9 * i + l); /* positive: batchnorm's running_var must be */
   }
   PetscFunctionReturn(0);
 }
@@ -968,6 +968,14 @@ static PetscErrorCode CorruptBase(const char pfx[])
   PetscCall(PetscSNPrintf(file, sizeof(file), "%s.h5", pfx));
   PetscCall(NetSave(net, file));
   PetscCall(PetscSNPrintf(file, sizeof(file), "%s.petnet", pfx));
+  PetscCall(NetSave(net, file));
+  PetscCall(NetDestroy(&net));
+  /* with a batchnorm and an input normalisation: for the header and running-variance cases */
+  PetscCall(BuildNet(PETSC_COMM_WORLD, "dense:6,batchnorm,relu,dense:3", &in, 0.6, &net));
+  PetscCall(NetSetInputNormalization(net, 1.0 / 255, 0.1307, 0.3081));
+  PetscCall(PetscSNPrintf(file, sizeof(file), "%s_norm.h5", pfx));
+  PetscCall(NetSave(net, file));
+  PetscCall(PetscSNPrintf(file, sizeof(file), "%s_norm.petnet", pfx));
   PetscCall(NetSave(net, file));
   PetscCall(NetDestroy(&net));
   PetscFunctionReturn(0);

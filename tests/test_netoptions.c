@@ -1,6 +1,7 @@
 static const char help[] = "Net options and views. The Net is built from the command line (NetSetFromOptions); -check selects what to verify:\n"
                            "  -check view       nothing more: -net_view prints the table (compared with an expected output)\n"
-                           "  -check jacobian   one forward pass on -nlocal random samples (with -net_test_jacobian it prints the checks)\n"
+                           "  -check jacobian   one forward pass on -nlocal random samples (with -net_test_jacobian it prints the checks);\n"
+                           "                    -zero_rows R: the first R rows of each (h, w, c) sample zero, as an image's background\n"
                            "  -check layers     the parsed layer list against -expect_kinds k1,k2,.. -expect_params P -expect_output S,\n"
                            "                    and NetGetSpec() round trip\n"
                            "  -check prefixed   layer 0 (dense) initialised as -expect_init KIND [-expect_std S]; layer 1 (leakyrelu)\n"
@@ -54,18 +55,32 @@ static PetscErrorCode GatherParameters(Net net, Vec *all)
 
 static PetscErrorCode CheckJacobian(Net net)
 {
-  PetscInt    nlocal = 2;
+  PetscInt    nlocal = 2, zerorows = 0;
   Vec         X;
   PetscRandom rnd;
 
   PetscFunctionBegin;
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-nlocal", &nlocal, NULL));
+  PetscCall(PetscOptionsGetInt(NULL, NULL, "-zero_rows", &zerorows, NULL));
   PetscCall(NetCreateVecs(net, nlocal, &X, NULL));
   PetscCall(PetscRandomCreate(PETSC_COMM_WORLD, &rnd));
   PetscCall(PetscRandomSetInterval(rnd, -1.0, 1.0));
   PetscCall(PetscRandomSetSeed(rnd, 3));
   PetscCall(PetscRandomSeed(rnd));
   PetscCall(VecSetRandom(X, rnd));
+  if (zerorows) { /* rows [0, zerorows) of every sample (h, w, c) are zero: max pools over them see ties */
+    PetNetShape  in;
+    PetscScalar *x;
+    PetscInt     n, F;
+
+    PetscCall(NetGetInputShape(net, &in));
+    PetscCall(PetNetShapeSize(&in, &F));
+    PetscCall(VecGetLocalSize(X, &n));
+    PetscCall(VecGetArray(X, &x));
+    for (PetscInt i = 0; i < n; i++)
+      if (i % F < zerorows * (F / in.dim[0])) x[i] = 0;
+    PetscCall(VecRestoreArray(X, &x));
+  }
   PetscCall(NetForward(net, X, NULL));
   PetscCall(PetscRandomDestroy(&rnd));
   PetscCall(VecDestroy(&X));

@@ -9,7 +9,8 @@ static const char help[] = "Grid mode (NetSetGrid(), netspatial.c) against batch
                            "Options: -grid HxW or DxHxW (slowest first), -channels C, -nfields nf (per group), -uneven (ownership ranges\n"
                            "  1, 2, 3, ... in proportion, the last rank the rest), -test_jacobian (NetTestJacobian: dot-product <= 1e-12,\n"
                            "  finite differences <= 1e-6), -test_secondorder (the exact Hessian-vector product and the input's second-order\n"
-                           "  cotangent agree to <= 1e-12), -periodic (a periodic DMDA: refused), -view.\n";
+                           "  cotangent agree to <= 1e-12), -periodic (a periodic DMDA: refused), -view, -save_load FILE (the grid-mode Net\n"
+                           "  saved to FILE, and the reference loaded from it with -ref_net_input_shape the whole field: format 4 records the grid).\n";
 
 #include <petnet.h>
 #include <petscdmda.h>
@@ -127,7 +128,7 @@ int main(int argc, char **argv)
   PetscInt64     ON[3], olo[3], osz[3]; /* the output grid and this rank's block of it */
   PetscInt       g, Co, onf;
   PetscReal      rel;
-  char           text[64];
+  char           text[64], saveload[PETSC_MAX_PATH_LEN] = "";
 
   PetscCall(PetscInitialize(&argc, &argv, NULL, help));
   PetscCall(PetNetInitializePackage());
@@ -144,6 +145,7 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-view", &view, NULL));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-periodic", &periodic, NULL));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-test_secondorder", &testso, NULL));
+  PetscCall(PetscOptionsGetString(NULL, NULL, "-save_load", saveload, sizeof(saveload), NULL));
   bt = periodic ? DM_BOUNDARY_PERIODIC : DM_BOUNDARY_NONE;
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-net_spatial_groups", &ngroups, NULL));
   for (PetscInt d = 0; d < nsd; d++) N[d] = gdim[d];
@@ -184,7 +186,14 @@ int main(int argc, char **argv)
   in.dim[nsd] = C;
   PetscCall(NetCreate(PETSC_COMM_SELF, &ref));
   PetscCall(PetscObjectSetOptionsPrefix((PetscObject)ref, "ref_"));
-  {
+  if (saveload[0]) { /* the grid-mode Net from its file, on whole fields: -ref_net_input_shape gives their shape */
+    PetscCall(NetSave(net, saveload));
+    PetscCall(PetNetShapeToString(&in, sizeof(text), text));
+    PetscCall(PetscOptionsSetValue(NULL, "-ref_net_input_shape", text));
+    PetscCall(NetLoad(ref, saveload));
+    PetscCall(PetscOptionsClearValue(NULL, "-ref_net_input_shape"));
+    PetscCall(PetscPrintf(comm, "grid-mode Net saved to %s and loaded on whole fields of shape %s\n", saveload, text));
+  } else {
     char      layers[4096];
     PetscBool graph;
 
@@ -196,11 +205,11 @@ int main(int argc, char **argv)
       PetscCall(NetSetLayers(ref, layers));
     }
   }
-  PetscCall(NetSetInputShape(ref, &in));
+  if (!saveload[0]) PetscCall(NetSetInputShape(ref, &in));
   PetscCall(NetSetUp(ref));
   PetscCall(NetGetParameters(net, &theta));
   PetscCall(GatherAll(theta, &thall));
-  PetscCall(NetSetParameters(ref, thall));
+  if (!saveload[0]) PetscCall(NetSetParameters(ref, thall)); /* loaded: the file's */
   {
     NetPrecision prec;
     PetscInt     L;

@@ -12,8 +12,8 @@ static const char help[] = "Trainer tests on synthetic data held in memory Datas
                            "  -case evalonly : -trainer_epochs 0 on a Net with batchnorm changes neither the saved model nor the test loss\n"
                            "  -case fullbatch: lmvm without a TAO budget runs -trainer_epochs iterations (one epoch each); a full-batch\n"
                            "                   restart runs only the remaining ones; a user -tao_max_it counts the epochs\n"
-                           "  -case corrupt  : -corrupt flip|truncate|epochneg|epochbig|v1 damages a checkpoint (fixing its checksum for\n"
-                           "                   the epoch cases); loading must fail naming the file, except v1 (the old format) which loads\n"
+                           "  -case corrupt  : -corrupt flip|truncate|epochneg|epochbig|v1|v2 damages a checkpoint (fixing its checksum for\n"
+                           "                   the epoch cases); loading must fail naming the file, except v1, v2 (old formats) which load\n"
                            "  -case prefix   : TrainerSetOptionsPrefix(a_) reaches the Tao and the training Dataset the Trainer named\n"
                            "                   (a_train_), not a Dataset with its own prefix (mine_); run with -a_tao_type lmvm\n"
                            "                   -a_trainer_epochs 0 -a_train_dataset_limit 40 -mine_dataset_limit 30\n"
@@ -476,7 +476,7 @@ static PetscErrorCode CaseCorrupt(void)
   Trainer     tr;
   char        mode[32] = "flip", file[PETSC_MAX_PATH_LEN] = "tests/out/trainer_corrupt.ckpt";
   PetscMPIInt rank;
-  PetscBool   v1;
+  PetscBool   v1, v2;
   Vec         saved, loaded;
   PetscReal   d;
 
@@ -484,6 +484,7 @@ static PetscErrorCode CaseCorrupt(void)
   PetscCall(PetscOptionsGetString(NULL, NULL, "-corrupt", mode, sizeof(mode), NULL));
   PetscCall(PetscOptionsGetString(NULL, NULL, "-ckpt", file, sizeof(file), NULL));
   PetscCall(PetscStrcmp(mode, "v1", &v1));
+  PetscCall(PetscStrcmp(mode, "v2", &v2));
   PetscCall(MakeTrainer(PETSC_COMM_WORLD, TAOADAM, 2, PETSC_FALSE, &tr));
   PetscCall(TrainerTrain(tr));
   PetscCall(TrainerSaveCheckpoint(tr, file));
@@ -513,13 +514,19 @@ static PetscErrorCode CaseCorrupt(void)
     } else if (PetscStrcmp(mode, "epochbig", &match), match) {
       SetHeaderInt(buf, 2, 1000);
       FixChecksum(buf, n);
-    } else if (v1) { /* version 1: one real after the spec (drop the training-loss reference) and no checksum */
-      long spec = 8 * (long)sizeof(PetscInt), len = 0;
+    } else if (v1 || v2) { /* version 3 has after the spec 3 reals (best test and training losses, the last training
+                              loss) and 2 integers (batch size, samples); version 2 the first 2 reals, version 1 the first
+                              and no checksum */
+      long spec = 8 * (long)sizeof(PetscInt), len = 0, keep = (v1 ? 1 : 2) * sizeof(PetscReal), drop = 3 * sizeof(PetscReal) + 2 * sizeof(PetscInt);
 
       for (size_t b = 0; b < sizeof(PetscInt); b++) len = (len << 8) | buf[7 * sizeof(PetscInt) + b];
-      SetHeaderInt(buf, 1, 1);
-      memmove(buf + spec + len + sizeof(PetscReal), buf + spec + len + 2 * sizeof(PetscReal), n - (spec + len + 2 * sizeof(PetscReal)));
-      n -= sizeof(PetscReal) + 4;
+      SetHeaderInt(buf, 1, v1 ? 1 : 2);
+      memmove(buf + spec + len + keep, buf + spec + len + drop, n - (spec + len + drop));
+      n -= drop - keep;
+      if (v1)
+        n -= 4;
+      else
+        FixChecksum(buf, n);
     } else
       SETERRQ(PETSC_COMM_SELF, PETSC_ERR_ARG_WRONG, "unknown -corrupt %s", mode);
     f = fopen(file, "wb");

@@ -1,6 +1,15 @@
 #include <errno.h>
 #include "mesh.h"
 
+/* The program reading the mesh (bin/mesh_surrogate, bin/mesh_hybrid, a test: they share this file), for messages */
+static const char *MeshProgram(void)
+{
+  static char name[PETSC_MAX_PATH_LEN] = "";
+
+  if (!name[0] && (PetscGetProgramName(name, sizeof(name)) || !name[0])) (void)PetscStrncpy(name, "this program", sizeof(name));
+  return name;
+}
+
 /* The random series of sample s: a's and b's coefficients (K x K each) from seed s alone */
 static PetscErrorCode SampleCoefficients(PetscInt K, PetscInt s, PetscReal ca[], PetscReal cb[])
 {
@@ -71,7 +80,7 @@ static PetscErrorCode Assemble(MeshProblem *mp, const PetscReal ca[], const Pets
     PetscInt     n;
 
     PetscCall(DMPlexVecGetClosure(cdm, csec, coords, c, &n, &x));
-    PetscCheck(n == 6, PETSC_COMM_SELF, PETSC_ERR_SUP, "bin/mesh_surrogate needs a 2-D triangular mesh: cell %" PetscInt_FMT " has %" PetscInt_FMT " coordinates, not 6", c, n);
+    PetscCheck(n == 6, PETSC_COMM_SELF, PETSC_ERR_SUP, "%s: a 2-D triangular mesh is needed, but cell %" PetscInt_FMT " has %" PetscInt_FMT " coordinates, not 6", mp->where, c, n);
     for (PetscInt i = 0; i < 3; i++) kbar += PetscExpReal(mp->sigma * Series(mp->K, ca, x[2 * i], x[2 * i + 1])) / 3;
     area = ElementStiffness(x, kbar, Ke);
     for (PetscInt i = 0; i < 3; i++) fe[i] = area / 3 * (1 + mp->famp * Series(mp->K, cb, x[2 * i], x[2 * i + 1]));
@@ -487,6 +496,103 @@ done:
 }
 
 /* The triangulation in a Gmsh file: checked on rank 0 (MshScanFile), then read by PETSc on rank 0 */
+/* "(x, y)" in up to 6 digits (PETSc's printf writes 1 as "1.") */
+static const char *MeshPoint(char buf[64], PetscReal x, PetscReal y)
+{
+  (void)snprintf(buf, 64, "(%.6g, %.6g)", (double)x, (double)y);
+  return buf;
+}
+
+/* Vertices sorted by their coordinates (x, then y), for the search of coincident ones */
+static const PetscReal *sortxy;
+static int              CompareVertices(const void *a, const void *b)
+{
+  const PetscReal *p = sortxy + 2 * *(const PetscInt *)a, *q = sortxy + 2 * *(const PetscInt *)b;
+
+  return p[0] < q[0] ? -1 : p[0] > q[0] ? 1 : p[1] < q[1] ? -1 : p[1] > q[1] ? 1 : 0;
+}
+
+/*
+  The geometry of a mesh just read (on rank 0, before distribution; the other ranks hold nothing): a triangle of zero
+  area (its three nodes on a line), two nodes at one point, or a node in no triangle makes the stiffness singular, and
+  the solver (KSP, TS) failed without saying why. Each is refused by name, with its place in the file's coordinates;
+  "zero" is relative to the mesh's extent (1e-12 of its diameter).
+*/
+static PetscErrorCode CheckGeometry(MPI_Comm comm, const char file[], DM dm)
+{
+  DM                 cdm;
+  PetscSection       csec;
+  Vec                coords;
+  const PetscScalar *x;
+  PetscInt           cStart, cEnd, vStart, vEnd, nv, *order;
+  PetscReal         *xy, lo[2] = {PETSC_MAX_REAL, PETSC_MAX_REAL}, hi[2] = {PETSC_MIN_REAL, PETSC_MIN_REAL}, tol, diam;
+  char               msg[PETSC_MAX_PATH_LEN + 512] = "", p0[64], p1[64], p2[64];
+
+  PetscFunctionBegin;
+  PetscCall(DMPlexGetHeightStratum(dm, 0, &cStart, &cEnd));
+  PetscCall(DMPlexGetDepthStratum(dm, 0, &vStart, &vEnd));
+  PetscCall(DMGetCoordinateDM(dm, &cdm));
+  PetscCall(DMGetLocalSection(cdm, &csec));
+  PetscCall(DMGetCoordinatesLocal(dm, &coords));
+  nv = vEnd - vStart;
+  PetscCall(PetscMalloc2(2 * nv, &xy, nv, &order));
+  PetscCall(VecGetArrayRead(coords, &x));
+  for (PetscInt v = vStart; v < vEnd; v++) {
+    PetscInt off;
+
+    PetscCall(PetscSectionGetOffset(csec, v, &off));
+    for (PetscInt d = 0; d < 2; d++) {
+      xy[2 * (v - vStart) + d] = PetscRealPart(x[off + d]);
+      lo[d]                    = PetscMin(lo[d], xy[2 * (v - vStart) + d]);
+      hi[d]                    = PetscMax(hi[d], xy[2 * (v - vStart) + d]);
+    }
+    order[v - vStart] = v - vStart;
+  }
+  PetscCall(VecRestoreArrayRead(coords, &x));
+  diam = nv ? PetscSqrtReal(PetscSqr(hi[0] - lo[0]) + PetscSqr(hi[1] - lo[1])) : 0;
+  tol  = 1e-12 * diam;
+  for (PetscInt v = vStart; v < vEnd && !msg[0]; v++) {
+    PetscInt support;
+
+    PetscCall(DMPlexGetSupportSize(dm, v, &support));
+    if (!support)
+      PetscCall(PetscSNPrintf(msg, sizeof(msg), "%s: -mesh_file %s: the node at %s belongs to no triangle (its row of the stiffness would be zero): remove it, or mesh again with Gmsh", MeshProgram(), file,
+                              MeshPoint(p0, xy[2 * (v - vStart)], xy[2 * (v - vStart) + 1])));
+  }
+  sortxy = xy;
+  qsort(order, (size_t)nv, sizeof(PetscInt), CompareVertices);
+  for (PetscInt i = 1; i < nv && !msg[0]; i++) {
+    const PetscReal *p = xy + 2 * order[i - 1], *q = xy + 2 * order[i];
+
+    if (PetscAbsReal(p[0] - q[0]) <= tol && PetscAbsReal(p[1] - q[1]) <= tol)
+      PetscCall(PetscSNPrintf(msg, sizeof(msg), "%s: -mesh_file %s: two nodes lie at the same point %s (coincident nodes: the mesh is not conforming there, its stiffness singular); merge them (Gmsh: Coherence, or Geometry.Tolerance), or mesh again",
+                              MeshProgram(), file, MeshPoint(p0, p[0], p[1])));
+  }
+  for (PetscInt c = cStart; c < cEnd && !msg[0]; c++) {
+    PetscScalar *cx = NULL;
+    PetscInt     n;
+    PetscReal    det;
+
+    PetscCall(DMPlexVecGetClosure(cdm, csec, coords, c, &n, &cx));
+    det = n == 6 ? PetscRealPart((cx[2] - cx[0]) * (cx[5] - cx[1]) - (cx[4] - cx[0]) * (cx[3] - cx[1])) : 1;
+    if (PetscAbsReal(det) <= tol * diam) /* twice the area, against 1e-12 diam^2 */
+      PetscCall(PetscSNPrintf(msg, sizeof(msg), "%s: -mesh_file %s: a triangle has zero area (a degenerate triangle, its nodes %s, %s, %s on one line): remove it, or mesh again with Gmsh", MeshProgram(), file,
+                              MeshPoint(p0, PetscRealPart(cx[0]), PetscRealPart(cx[1])), MeshPoint(p1, PetscRealPart(cx[2]), PetscRealPart(cx[3])), MeshPoint(p2, PetscRealPart(cx[4]), PetscRealPart(cx[5]))));
+    PetscCall(DMPlexVecRestoreClosure(cdm, csec, coords, c, &n, &cx));
+  }
+  PetscCall(PetscFree2(xy, order));
+  { /* one verdict: the rank that found something (rank 0, which holds the mesh) tells every rank */
+    PetscMPIInt rank, from = -1, found;
+
+    PetscCallMPI(MPI_Comm_rank(comm, &rank));
+    found = msg[0] ? rank : -1;
+    PetscCallMPI(MPI_Allreduce(&found, &from, 1, MPI_INT, MPI_MAX, comm));
+    if (from >= 0) PetscCallMPI(MPI_Bcast(msg, sizeof(msg), MPI_CHAR, from, comm));
+  }
+  PetscCheck(!msg[0], comm, PETSC_ERR_FILE_UNEXPECTED, "%s", msg);
+  PetscFunctionReturn(0);
+}
+
 static PetscErrorCode CreateFromGmsh(MPI_Comm comm, const char file[], DM *dm)
 {
   PetscMPIInt    rank;
@@ -507,10 +613,10 @@ static PetscErrorCode CreateFromGmsh(MPI_Comm comm, const char file[], DM *dm)
     MshScanFile(&s, &counts[0], &counts[1]);
   }
   PetscCallMPI(MPI_Bcast(msg, sizeof(msg), MPI_CHAR, 0, comm));
-  PetscCheck(!msg[0], comm, PETSC_ERR_FILE_UNEXPECTED, "%s", msg);
+  PetscCheck(!msg[0], comm, PETSC_ERR_FILE_UNEXPECTED, "%s: %s", MeshProgram(), msg);
   PetscCall(DMPlexCreateGmshFromFile(comm, file, PETSC_TRUE, dm));
   PetscCall(DMGetDimension(*dm, &dim));
-  PetscCheck(dim == 2, comm, PETSC_ERR_FILE_UNEXPECTED, "-mesh_file %s: PETSc read a mesh of dimension %" PetscInt_FMT ", not 2", file, dim);
+  PetscCheck(dim == 2, comm, PETSC_ERR_FILE_UNEXPECTED, "%s: -mesh_file %s: PETSc read a mesh of dimension %" PetscInt_FMT ", not 2", MeshProgram(), file, dim);
   PetscCall(DMPlexGetHeightStratum(*dm, 0, &cStart, &cEnd));
   for (PetscInt c = cStart; c < cEnd; c++) { /* the scan let only triangles through: PETSc must agree (all ranks stop together) */
     DMPolytopeType ct;
@@ -522,7 +628,8 @@ static PetscErrorCode CreateFromGmsh(MPI_Comm comm, const char file[], DM *dm)
     }
   }
   PetscCall(MPIU_Allreduce(MPI_IN_PLACE, &nontri, 1, MPIU_INT, MPI_SUM, comm));
-  PetscCheck(!nontri, comm, PETSC_ERR_FILE_UNEXPECTED, "-mesh_file %s: PETSc read %" PetscInt_FMT " cells that are not triangles (one a %s on rank 0)", file, nontri, DMPolytopeTypes[bad]);
+  PetscCheck(!nontri, comm, PETSC_ERR_FILE_UNEXPECTED, "%s: -mesh_file %s: PETSc read %" PetscInt_FMT " cells that are not triangles (one a %s on rank 0)", MeshProgram(), file, nontri, DMPolytopeTypes[bad]);
+  PetscCall(CheckGeometry(comm, file, *dm));
   PetscFunctionReturn(0);
 }
 
@@ -548,6 +655,10 @@ PetscErrorCode MeshProblemCreate(MPI_Comm comm, const char file[], PetscInt face
   mp->sigma    = sigma;
   mp->famp     = famp;
   mp->fromfile = (PetscBool)(file && file[0]);
+  if (mp->fromfile)
+    PetscCall(PetscSNPrintf(mp->where, sizeof(mp->where), "%s -mesh_file %s", MeshProgram(), file));
+  else
+    PetscCall(PetscSNPrintf(mp->where, sizeof(mp->where), "%s, the built-in mesh (-mesh_faces %" PetscInt_FMT ")", MeshProgram(), faces));
   if (mp->fromfile)
     PetscCall(CreateFromGmsh(comm, file, &mp->dm));
   else
@@ -595,7 +706,7 @@ PetscErrorCode MeshProblemCreate(MPI_Comm comm, const char file[], PetscInt face
     PetscInt           cdim;
 
     PetscCall(DMGetCoordinateDim(mp->dm, &cdim));
-    PetscCheck(cdim == 2, comm, PETSC_ERR_SUP, "The mesh has %" PetscInt_FMT " coordinates per vertex: bin/mesh_surrogate and bin/mesh_hybrid need a 2-D mesh (x, y)", cdim);
+    PetscCheck(cdim == 2, comm, PETSC_ERR_SUP, "%s: the mesh has %" PetscInt_FMT " coordinates per vertex, but a 2-D mesh (x, y) is needed", mp->where, cdim);
     PetscCall(DMGetLabel(mp->dm, "mesh_boundary", &bndlabel));
     PetscCall(DMGetCoordinateDM(mp->dm, &cdm));
     PetscCall(DMGetLocalSection(cdm, &csec));
@@ -674,7 +785,7 @@ PetscErrorCode MeshProblemSolve(MeshProblem *mp, PetscInt s, PetscScalar logk[],
     PetscCall(KSPSetOperators(mp->ksp, mp->A, mp->A));
     PetscCall(KSPSolve(mp->ksp, mp->b, mp->u));
     PetscCall(KSPGetConvergedReason(mp->ksp, &reason));
-    PetscCheck(reason > 0, PetscObjectComm((PetscObject)mp->ksp), PETSC_ERR_NOT_CONVERGED, "The solve of sample %" PetscInt_FMT " did not converge (%s): change -solve_ksp_type or -solve_pc_type", s, KSPConvergedReasons[reason]);
+    PetscCheck(reason > 0, PetscObjectComm((PetscObject)mp->ksp), PETSC_ERR_NOT_CONVERGED, "%s: the solve of sample %" PetscInt_FMT " did not converge (%s): change -solve_ksp_type or -solve_pc_type", mp->where, s, KSPConvergedReasons[reason]);
     PetscCall(VecGetArrayRead(mp->u, &a));
     PetscCall(PetscArraycpy(u, a, mp->m));
     PetscCall(VecRestoreArrayRead(mp->u, &a));
@@ -708,7 +819,7 @@ PetscErrorCode MeshProblemBoundaryWeight(MeshProblem *mp, PetscScalar w[])
   PetscCall(KSPSetOperators(mp->ksp, mp->A, mp->A));
   PetscCall(KSPSolve(mp->ksp, mp->b, mp->u));
   PetscCall(KSPGetConvergedReason(mp->ksp, &reason));
-  PetscCheck(reason > 0, PetscObjectComm((PetscObject)mp->ksp), PETSC_ERR_NOT_CONVERGED, "The solve of the boundary weight (-lap w = 1) did not converge (%s): change -solve_ksp_type or -solve_pc_type", KSPConvergedReasons[reason]);
+  PetscCheck(reason > 0, PetscObjectComm((PetscObject)mp->ksp), PETSC_ERR_NOT_CONVERGED, "%s: the solve of the boundary weight (-lap w = 1) did not converge (%s): change -solve_ksp_type or -solve_pc_type", mp->where, KSPConvergedReasons[reason]);
   PetscCall(VecMax(mp->u, NULL, &wmax));
   PetscCheck(wmax > 0, PetscObjectComm((PetscObject)mp->ksp), PETSC_ERR_PLIB, "The boundary weight has maximum %g: every vertex of the mesh lies on its boundary", (double)wmax);
   PetscCall(VecGetArrayRead(mp->u, &a));

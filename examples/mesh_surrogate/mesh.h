@@ -21,16 +21,17 @@
 typedef struct {
   DM         dm;
   PetscInt   vStart, vEnd, cStart, cEnd;
-  PetscInt   m, N, rstart; /* owned vertices, all vertices, first global row */
-  PetscInt   ncells;       /* all triangles (no overlap: each on one rank) */
-  PetscReal *xy;           /* [m][2]: coordinates of the owned vertices, in row order */
-  PetscInt   nbnd, *bnd;   /* the owned boundary vertices' global rows */
-  PetscBool *onbnd;        /* [m]: owned vertex i on the boundary */
-  PetscBool  fromfile;     /* read from a Gmsh file (else the built-in square) */
-  PetscInt   K;            /* modes per direction of the random fields */
-  PetscReal  sigma, famp;  /* standard deviation of log k; amplitude of f's variation */
-  Mat        A, G;         /* stiffness with the boundary rows and columns replaced by the identity; graph operator */
-  Vec        b, u, bl;     /* load, solution (global), load (local) */
+  PetscInt   m, N, rstart;                    /* owned vertices, all vertices, first global row */
+  PetscInt   ncells;                          /* all triangles (no overlap: each on one rank) */
+  PetscReal *xy;                              /* [m][2]: coordinates of the owned vertices, in row order */
+  PetscInt   nbnd, *bnd;                      /* the owned boundary vertices' global rows */
+  PetscBool *onbnd;                           /* [m]: owned vertex i on the boundary */
+  PetscBool  fromfile;                        /* read from a Gmsh file (else the built-in square) */
+  char       where[PETSC_MAX_PATH_LEN + 128]; /* "bin/mesh_hybrid -mesh_file F" or "... the built-in mesh (-mesh_faces N)": for messages */
+  PetscInt   K;                               /* modes per direction of the random fields */
+  PetscReal  sigma, famp;                     /* standard deviation of log k; amplitude of f's variation */
+  Mat        A, G;                            /* stiffness with the boundary rows and columns replaced by the identity; graph operator */
+  Vec        b, u, bl;                        /* load, solution (global), load (local) */
   KSP        ksp;
 } MeshProblem;
 

@@ -1,8 +1,10 @@
 #!/usr/bin/python3
 """PetNet <-> PyTorch: the reference implementation of PetNet's HDF5 model files.
 
-A model file written by NetSave(net, "model.h5") (format version 3) holds
-    /petnet          group; attributes version (int), spec (str), input_shape (str), nparams (int), nbuffers (int)
+A model file written by NetSave(net, "model.h5") (format version 4) holds
+    /petnet          group; attributes version (int), spec (str), input_shape (str), nparams (int), nbuffers (int),
+                     grid (int, version 4: the spatial dims of a grid-mode Net, else 0), header_crc32 (str, version 4:
+                     header_checksum() of the others and the normalisation below)
     /<l>.<name>      the state_dict of the equivalent nn.Sequential (one module per PetNet layer: "0.weight",
                      "0.bias", "3.running_mean", "3.num_batches_tracked", "5.res.0.weight", "5.shortcut.0.bias", ...),
                      each tensor a dataset in PyTorch's shape and layout (float64; num_batches_tracked int64 scalar),
@@ -78,6 +80,7 @@ Needs PyTorch and h5py (Debian: apt-get install python3-torch python3-h5py).
 """
 import argparse
 import math
+import struct
 import sys
 import zlib
 
@@ -89,7 +92,7 @@ try:
 except ImportError as e:  # the test suite must fail, not skip, when these are missing
     sys.exit(f"petnet_torch.py: {e}: install PyTorch and h5py (Debian: apt-get install python3-torch python3-h5py)")
 
-FORMAT_VERSION = 3  # written; versions 1, 2 and 3 are read
+FORMAT_VERSION = 4  # written; versions 1 to 4 are read (4 is 3 with header_crc32)
 GROUP = "petnet"
 nn = torch.nn
 
@@ -771,6 +774,13 @@ def checksum(values):
     return f"{zlib.crc32(np.ascontiguousarray(values, dtype='<f8').reshape(-1).tobytes()) & 0xffffffff:08x}"
 
 
+def header_checksum(spec, input_shape, nparams, nbuffers, norm=None, grid=0):
+    """/petnet's "header_crc32" (format version 4): CRC-32 of the layer list, the input shape, the counts, the grid
+    and the input normalisation (scale, mean, std) or None, laid out as NetIOHeaderChecksum_Private() (src/net/netio.c)."""
+    raw = spec.encode() + b"\0" + shape_to_string(input_shape).encode() + b"\0" + struct.pack("<qqqB", nparams, nbuffers, grid, norm is not None)
+    return f"{zlib.crc32(raw + (struct.pack('<3d', *norm) if norm is not None else b'')) & 0xffffffff:08x}"
+
+
 def _read_header(f, path):
     if GROUP not in f:
         raise ValueError(f"{path} is not a PetNet model file: no /{GROUP} group")
@@ -778,7 +788,12 @@ def _read_header(f, path):
     version = int(attrs["version"])
     if version > FORMAT_VERSION or version < 1:
         raise ValueError(f"{path} has format version {version}; this script reads 1 to {FORMAT_VERSION}")
-    return version, _text(attrs["spec"]), parse_shape(_text(attrs["input_shape"]))
+    spec, input_shape = _text(attrs["spec"]), parse_shape(_text(attrs["input_shape"]))
+    if version >= 4:
+        norm = tuple(float(attrs[k]) for k in ("input_scale", "input_mean", "input_std")) if "input_scale" in attrs else None
+        if _text(attrs.get("header_crc32", b"")) != header_checksum(spec, input_shape, int(attrs["nparams"]), int(attrs["nbuffers"]), norm, int(attrs.get("grid", -1))):
+            raise ValueError(f"{path}: /{GROUP}'s attributes do not match their checksum (header_crc32): the file is corrupt")
+    return version, spec, input_shape
 
 
 def _read_tensors(f, path, version, tensors, spec):
@@ -843,8 +858,8 @@ def load_into(model, path):
 def save(model, input_shape, path, version=FORMAT_VERSION):
     """Writes a model (nn.Sequential, or an nn.Module whose forward is a chain of the supported modules) as a PetNet
     HDF5 model file, which NetLoad() reads on any number of ranks. version=2 writes the old layout (for tests)."""
-    if version not in (2, 3):
-        raise ValueError(f"save() writes format versions 2 and 3, not {version}")
+    if version not in (2, 3, 4):
+        raise ValueError(f"save() writes format versions 2, 3 and 4, not {version}")
     spec = spec_from_sequential(model)
     _, tensors = _plan(model, input_shape)
     nparams = sum(t.tensor.numel() for t in tensors if not t.buffer)
@@ -857,6 +872,9 @@ def save(model, input_shape, path, version=FORMAT_VERSION):
         group.attrs["input_shape"] = np.bytes_(shape_to_string(input_shape))
         group.attrs["nparams"] = np.int32(nparams)
         group.attrs["nbuffers"] = np.int32(nbuffers)
+        if version >= 4:
+            group.attrs["grid"] = np.int32(0)
+            group.attrs["header_crc32"] = np.bytes_(header_checksum(spec, input_shape, nparams, nbuffers))
         with torch.no_grad():
             for t in tensors:
                 if t.counter:

@@ -70,7 +70,7 @@ static PetscErrorCode NetIOAccess_Private(MPI_Comm comm, const char path[], int 
              must exist and be writable
 
   Notes:
-  HDF5 (format version 3): the state_dict of the equivalent PyTorch model, one dataset per tensor named by its key
+  HDF5 (format version 4): the state_dict of the equivalent PyTorch model, one dataset per tensor named by its key
   ("0.weight", "0.bias", "1.num_batches_tracked", ..., "<node name>.weight" for a graph) in PyTorch's shape and layout
   (conv2d weights [out][in/groups][kh][kw], dense columns in PyTorch's (c, h, w) flatten order), so that h5py,
   torch.from_numpy and load_state_dict(strict=True) reproduce the Net in PyTorch; the architecture as attributes of
@@ -81,7 +81,10 @@ static PetscErrorCode NetIOAccess_Private(MPI_Comm comm, const char path[], int 
 
   The file also records the input normalisation the Net was trained with, if any (NetSetInputNormalization(); format
   version 3: in HDF5 the float64 attributes input_scale, input_mean, input_std of "petnet", in PETSc binary a block
-  after the header). Programs save through the option -net_save (NetSaveFromOptions()).
+  after the header), and (version 4) the spatial dims of the grid of a Net in grid mode (NetSetGrid(), else 0) and a
+  CRC-32 of the header: every byte that changes what the Net computes (layer list, input shape, counts, grid,
+  normalisation, and each tensor with its own checksum) is checked on load. Programs save through the option -net_save
+  (NetSaveFromOptions()).
 
   Level: beginner
 
@@ -144,7 +147,13 @@ PetscErrorCode NetSave(Net net, const char filename[])
   must be registered (LayerRegister()) before loading; an unknown kind, a file from a newer PetNet or counts that do not
   match the architecture are errors that name the file. The input normalisation the file records (format version 3)
   becomes the Net's (NetGetInputNormalization()), after a check that its values are finite and its std positive;
-  files of versions 1 and 2 record none.
+  files of versions 1 and 2 record none. A header (version 4) or a tensor that does not match its checksum is refused as
+  corrupt; files of versions 1 to 3, which predate the header's checksum, load as before. A tensor whose kind bounds its
+  values (batchnorm's running_var >= 0) is refused, as one holding NaN is, when it is out of bounds.
+
+  A Net saved in grid mode (NetSetGrid()) has as input shape one grid point's channels. Loaded without a grid it runs
+  on whole fields: give their shape, channels last, with -net_input_shape (e.g. 32x32x32x4 for a 3-D grid of 4
+  channels), else the error says so; or call NetSetGrid() before NetLoad().
 
   Level: beginner
 
@@ -462,6 +471,111 @@ PetscErrorCode NetIOChecksum_Private(PetscInt n, const PetscScalar *a, PetscInt6
   PetscFunctionReturn(0);
 }
 
+/*
+  The checksum of a model file's header (version 4): zlib's CRC-32 of every header field that changes the function the
+  file computes, taken over these bytes, whatever the format:
+    spec      the layer list or graph (NetGetSpec() without partitions), then one zero byte
+    shape     the input shape as PetNetShapeToString() writes it ("784", "28x28x1"), then one zero byte
+    nparams, nbuffers, grid   as little-endian int64 (grid: the spatial dims of a grid-mode Net, else 0)
+    normset   one byte, 1 if the file records an input normalisation, else 0
+    norm      if normset: scale, mean, std as little-endian float64
+  In Python (share/python/petnet_torch.py, header_checksum()):
+    zlib.crc32(spec.encode() + b"\0" + shape.encode() + b"\0" + struct.pack("<qqqB", nparams, nbuffers, grid, normset)
+               + (struct.pack("<3d", scale, mean, std) if normset else b""))
+  The tensors have checksums of their own (NetIOChecksum_Private()), so with both every byte of the file that changes
+  what the Net computes is covered.
+*/
+PetscErrorCode NetIOHeaderChecksum_Private(const char spec[], const PetNetShape *in, PetscInt nparams, PetscInt nbuffers, PetscInt grid, PetscBool normset, const PetscReal norm[], PetscInt64 *checksum)
+{
+  unsigned char bytes[3 * 8 + 1 + 3 * 8], zero = 0;
+  char          shape[128];
+  size_t        m         = 0;
+  PetscInt64    counts[3] = {nparams, nbuffers, grid};
+  uLong         crc       = crc32(0L, Z_NULL, 0);
+
+  PetscFunctionBegin;
+  PetscCall(PetNetShapeToString(in, sizeof(shape), shape));
+  crc = crc32(crc, (const unsigned char *)spec, (uInt)strlen(spec));
+  crc = crc32(crc, &zero, 1);
+  crc = crc32(crc, (const unsigned char *)shape, (uInt)strlen(shape));
+  crc = crc32(crc, &zero, 1);
+  for (int k = 0; k < 3; k++)
+    for (int b = 0; b < 8; b++) bytes[m++] = (unsigned char)((uint64_t)counts[k] >> (8 * b));
+  bytes[m++] = normset ? 1 : 0;
+  for (int k = 0; normset && k < 3; k++) {
+    double   v = (double)norm[k];
+    uint64_t u;
+
+    memcpy(&u, &v, sizeof(u));
+    for (int b = 0; b < 8; b++) bytes[m++] = (unsigned char)(u >> (8 * b));
+  }
+  crc       = crc32(crc, bytes, (uInt)m);
+  *checksum = (PetscInt64)(crc & 0xffffffffUL);
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetIOCheckNormalization_Private(Net, const char[], PetscBool, const PetscReal[]);
+
+/* The spatial dims of the grid the Net runs on in grid mode (NetSetGrid()), 0 in batch mode: recorded by version 4 */
+PetscErrorCode NetIOGetGridDimension_Private(Net net, PetscInt *grid)
+{
+  PetscFunctionBegin;
+  *grid = 0;
+  if (net->grid) PetscCall(DMGetDimension(net->grid, grid));
+  PetscFunctionReturn(0);
+}
+
+/*
+  The input shape to build a Net from a file with: the file's, in (its per-point dof for a Net trained in grid mode:
+  grid > 0). A grid-mode Net runs in batch mode on whole fields, the same convolutions with the same zero padding at the
+  field's edges: a Net being loaded without a grid takes the shape of one field, channels last, from -net_input_shape
+  (d x h x w x dof for a 3-D grid); without it the error says so, naming the file.
+*/
+PetscErrorCode NetIOGridInputShape_Private(Net net, const char file[], PetscInt grid, PetNetShape *in)
+{
+  char        text[64] = "", dof[64];
+  PetscBool   flg;
+  PetNetShape field;
+  const char *prefix;
+
+  PetscFunctionBegin;
+  if (!grid || net->grid) PetscFunctionReturn(0);
+  PetscCall(PetscObjectGetOptionsPrefix((PetscObject)net, &prefix));
+  PetscCall(PetNetShapeToString(in, sizeof(dof), dof));
+  PetscCall(PetscOptionsGetString(((PetscObject)net)->options, prefix, "-net_input_shape", text, sizeof(text), &flg));
+  PetscCheck(flg && text[0], PetscObjectComm((PetscObject)net), PETSC_ERR_USER_INPUT,
+             "Model file %s was trained in grid mode (NetSetGrid(): a sample was one point of a %" PetscInt_FMT
+             "-D grid of %s channels): to evaluate it on whole fields give their shape, channels last, with -%snet_input_shape %s%s, or load it after NetSetGrid() in a program that builds the grid",
+             file, grid, dof, prefix ? prefix : "",
+             grid == 3   ? "DxHxWx"
+             : grid == 2 ? "HxWx"
+                         : "Nx",
+             dof);
+  PetscCall(PetNetShapeFromString(text, &field));
+  PetscCheck(field.ndim == grid + 1 && field.dim[grid] == in->dim[0] && in->ndim == 1, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_INCOMP,
+             "Model file %s was trained in grid mode on a %" PetscInt_FMT "-D grid of %s channels: -%snet_input_shape %s must be one field of %" PetscInt_FMT " dims, channels (%s) last", file, grid, dof, prefix ? prefix : "", text, grid + 1, dof);
+  *in = field;
+  PetscFunctionReturn(0);
+}
+
+/* The header just read (version 4 on: against the checksum the file recorded; earlier versions have none) */
+PetscErrorCode NetIOCheckHeader_Private(Net net, const char file[], PetscInt version, const char spec[], const PetNetShape *in, PetscInt nparams, PetscInt nbuffers, PetscInt grid, PetscBool normset, const PetscReal norm[], PetscInt64 crc)
+{
+  PetscInt64 found;
+  char       shape[128];
+
+  PetscFunctionBegin;
+  PetscCall(NetIOCheckNormalization_Private(net, file, normset, norm)); /* a NaN or a negative std: the more precise message */
+  if (version < NET_FILE_VERSION_HEADER_CRC) PetscFunctionReturn(0);
+  PetscCall(NetIOHeaderChecksum_Private(spec, in, nparams, nbuffers, grid, normset, norm, &found));
+  PetscCall(PetNetShapeToString(in, sizeof(shape), shape));
+  PetscCheck(found == crc, PetscObjectComm((PetscObject)net), PETSC_ERR_FILE_UNEXPECTED,
+             "Model file %s is corrupt: its header (architecture \"%.200s\", input shape %s, %" PetscInt_FMT " parameters, %" PetscInt_FMT
+             " buffer values, input normalisation%s) does not match its checksum (CRC-32 %08lx recorded, %08lx read); the file was damaged after it was written: use another copy or save the model again",
+             file, spec, shape, nparams, nbuffers, normset ? "" : " none", (unsigned long)crc, (unsigned long)found);
+  PetscFunctionReturn(0);
+}
+
 /* A tensor just read from a model file: finite values, and the checksum the file recorded for it (if it has one). */
 PetscErrorCode NetIOCheckTensor_Private(Net net, const char file[], const char name[], PetscInt n, const PetscScalar *a, PetscBool hascrc, PetscInt64 crc)
 {
@@ -482,21 +596,74 @@ PetscErrorCode NetIOCheckTensor_Private(Net net, const char file[], const char n
 }
 
 /*
+  The tensors of a loaded Net whose kind bounds their values (LayerTensorInfo.nonnegative: batchnorm's running_var):
+  a checksum only says the file is as written, and a variance below zero, written by a hand-made file or a bug, makes
+  every prediction of the layer NaN or one class. Refused as NaN is, with the file, the tensor and the value.
+*/
+PetscErrorCode NetIOCheckTensorRanges_Private(Net net, const char file[])
+{
+  const PetscScalar *rep;
+  PetscInt           badl = -1, badi = -1;
+  LayerTensorInfo    bad;
+  PetscReal          value = 0;
+  char               name[4096];
+
+  PetscFunctionBegin;
+  PetscCall(NetUpdateReplicatedParameters_Private(net));
+  PetscCall(NetGetReplicatedArray_Private(net->theta_rep, &rep));
+  for (PetscInt l = 0; badl < 0 && l < net->nlayers; l++) {
+    Layer              layer = net->layers[l];
+    LayerTensorInfo    info[LAYER_MAX_TENSORS];
+    PetscInt           nt;
+    const PetscScalar *blk;
+
+    PetscCall(LayerGetTensors(layer, &nt, info));
+    PetscCall(NetGetNodeBlock_Private(net, l, rep, &blk));
+    for (PetscInt t = 0; badl < 0 && t < nt; t++) {
+      const PetscScalar *a = info[t].buffer ? layer->buffers + info[t].offset : blk + info[t].offset;
+
+      for (PetscInt i = 0; info[t].nonnegative && badl < 0 && i < info[t].size; i++)
+        if (!(PetscRealPart(a[i]) >= 0)) {
+          badl  = l;
+          badi  = i;
+          bad   = info[t];
+          value = PetscRealPart(a[i]);
+        }
+    }
+    PetscCall(NetRestoreNodeBlock_Private(net, l, &blk));
+  }
+  PetscCall(NetRestoreReplicatedArray_Private(net->theta_rep, &rep));
+  if (badl < 0) PetscFunctionReturn(0);
+  PetscCall(NetIOTensorName_Private(net, badl, &bad, sizeof(name), name));
+  SETERRQ(PetscObjectComm((PetscObject)net), PETSC_ERR_FILE_UNEXPECTED,
+          "Model file %s: tensor \"%s\" holds %g at index %" PetscInt_FMT ", but a %s cannot be negative: the model would predict NaN or one class for every input; the file was damaged or written by hand: load an earlier copy of the model", file,
+          name, (double)value, badi, bad.name);
+}
+
+/*
   The input normalisation a model file records (version 3; older files record none: set = PETSC_FALSE), values =
   {scale, mean, std}: checked (finite, std > 0) before the Net records it, with an error naming the file.
 */
-PetscErrorCode NetIOSetNormalization_Private(Net net, const char file[], PetscBool set, const PetscReal values[])
+static PetscErrorCode NetIOCheckNormalization_Private(Net net, const char file[], PetscBool set, const PetscReal values[])
 {
   MPI_Comm    comm    = PetscObjectComm((PetscObject)net);
   const char *name[3] = {"scale", "mean", "std"};
 
   PetscFunctionBegin;
-  net->normset = PETSC_FALSE;
   if (!set) PetscFunctionReturn(0);
   for (int k = 0; k < 3; k++)
     PetscCheck(!PetscIsInfOrNanReal(values[k]), comm, PETSC_ERR_FILE_UNEXPECTED, "Model file %s is corrupt: its input normalisation %s is %s; the file was damaged after it was written: use another copy or save the model again", file, name[k],
                PetscIsNanReal(values[k]) ? "NaN" : "Inf");
   PetscCheck(values[2] > 0, comm, PETSC_ERR_FILE_UNEXPECTED, "Model file %s is corrupt: its input normalisation std is %g, not positive; the file was damaged after it was written: use another copy or save the model again", file, (double)values[2]);
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode NetIOSetNormalization_Private(Net net, const char file[], PetscBool set, const PetscReal values[])
+{
+  PetscFunctionBegin;
+  net->normset = PETSC_FALSE;
+  if (!set) PetscFunctionReturn(0);
+  PetscCall(NetIOCheckNormalization_Private(net, file, set, values));
   PetscCall(NetSetInputNormalization(net, values[0], values[1], values[2]));
   PetscFunctionReturn(0);
 }

@@ -6,17 +6,21 @@
                                  nparams, nbuffers
     PetscInt    normset          (version 3) 1: the Net records its input normalisation, 0: it does not
     PetscReal   norm[3]          (version 3) scale, mean, std of that normalisation (1, 0, 1 when normset is 0)
+    PetscInt    grid             (version 4) the spatial dims of the grid of a Net trained in grid mode (NetSetGrid();
+                                 its input shape is then the per-point dof), 0 in batch mode
+    PetscInt    crc              (version 4) CRC-32 of the header (NetIOHeaderChecksum_Private(): layer list, input
+                                 shape, counts, grid, normalisation), as a 32-bit pattern
     char        spec[speclen]    the compact layer list of NetGetSpec(), no terminating zero
     Vec         parameters       VecView(): VEC_FILE_CLASSID, nparams, nparams scalars (any rank count loads it)
     PetscScalar buffers[nbuffers]  layer by layer, each layer's layer->buffers
     PetscInt    ntensors         (version 2) the number of tensors, node by node as LayerGetTensors() lists them
     PetscInt    crc[ntensors]    (version 2) CRC-32 of each tensor (NetIOChecksum_Private()), as a 32-bit pattern
-  Version 3 has the content of version 2: binary files keep PetNet's own layout (conv2d weights [out][kh][kw][cin],
+  Version 4 is version 3 with the header's checksum. Version 3 has the content of version 2: binary files keep PetNet's own layout (conv2d weights [out][kh][kw][cin],
   features (h, w, c)) and no num_batches_tracked; only HDF5 files changed to PyTorch's layout (netiohdf5.c).
 
   The reader checks the class id, the version and the length of the file against the header before trusting it, and
-  each tensor against its checksum (files of version 1 have none) and for finite values, and the normalisation
-  (version 3) for finite values and a positive std.
+  the header against its checksum (version 4) before the layer list is parsed, each tensor against its checksum (files
+  of version 1 have none) and for finite values, and the normalisation (version 3) for finite values and a positive std.
 */
 #include "netio.h"
 
@@ -47,6 +51,23 @@ static PetscErrorCode NetBinaryReadNormalization_Private(Net net, PetscViewer vi
   PetscCheck(flag == 0 || flag == 1, PetscObjectComm((PetscObject)net), PETSC_ERR_FILE_UNEXPECTED, "%s has a corrupt header: the normalisation flag is %" PetscInt_FMT ", not 0 or 1; save the model again", file, flag);
   PetscCall(PetscViewerBinaryRead(viewer, norm, 3, NULL, PETSC_REAL));
   *set = flag ? PETSC_TRUE : PETSC_FALSE;
+  PetscFunctionReturn(0);
+}
+
+/* Version 4: the grid and the checksum of the header, after the normalisation */
+static PetscErrorCode NetBinaryWriteHeaderChecksum_Private(Net net, PetscViewer viewer, const char spec[], PetscInt nbuffers)
+{
+  PetscBool  set;
+  PetscReal  norm[3];
+  PetscInt64 crc;
+  PetscInt   v4[2]; /* grid, crc */
+
+  PetscFunctionBegin;
+  PetscCall(NetGetInputNormalization(net, &set, &norm[0], &norm[1], &norm[2]));
+  PetscCall(NetIOGetGridDimension_Private(net, &v4[0]));
+  PetscCall(NetIOHeaderChecksum_Private(spec, &net->in, net->nparams, nbuffers, v4[0], set, norm, &crc));
+  v4[1] = (PetscInt)(int32_t)(uint32_t)crc;
+  PetscCall(PetscViewerBinaryWrite(viewer, v4, 2, PETSC_INT));
   PetscFunctionReturn(0);
 }
 
@@ -158,6 +179,7 @@ PetscErrorCode NetWrite_Binary(Net net, PetscViewer viewer)
   PetscCall(NetIOGetNumBuffers_Private(net, &header[9]));
   PetscCall(PetscViewerBinaryWrite(viewer, header, NET_FILE_HEADER, PETSC_INT));
   PetscCall(NetBinaryWriteNormalization_Private(net, viewer));
+  PetscCall(NetBinaryWriteHeaderChecksum_Private(net, viewer, spec, header[9]));
   PetscCall(PetscViewerBinaryWrite(viewer, spec, header[2], PETSC_CHAR));
   PetscCall(PetscFree(spec));
   PetscCall(NetIOFailForTesting_Private(net, file));
@@ -186,6 +208,8 @@ PetscErrorCode NetRead_Binary(Net net, PetscViewer viewer)
   NetBinaryCheck check;
   PetscBool      normset = PETSC_FALSE;
   PetscReal      norm[3] = {1, 0, 1};
+  PetscInt64     hcrc    = 0;
+  PetscInt       grid    = 0;
 
   PetscFunctionBegin;
   PetscCall(NetIOFileName_Private(viewer, &file));
@@ -202,18 +226,28 @@ PetscErrorCode NetRead_Binary(Net net, PetscViewer viewer)
              remain >= 0 ? "" : " or too long");
   PetscCheck(header[3] > 0 && header[3] <= PETNET_MAX_DIM, comm, PETSC_ERR_FILE_UNEXPECTED, "%s has a corrupt header: input shape with %" PetscInt_FMT " dimensions; save the model again", file, header[3]);
   PetscCheck(header[8] >= 0 && header[9] >= 0, comm, PETSC_ERR_FILE_UNEXPECTED, "%s has a corrupt header: negative parameter or buffer count; save the model again", file);
-  need = (PetscInt64)sizeof(header) + (header[1] >= 3 ? NET_FILE_NORM_BYTES : 0) + header[2] + (header[1] >= 2 ? 3 : 2) * (PetscInt64)sizeof(PetscInt) + ((PetscInt64)header[8] + header[9]) * (PetscInt64)sizeof(PetscScalar);
+  need = (PetscInt64)sizeof(header) + (header[1] >= 3 ? NET_FILE_NORM_BYTES : 0) + (header[1] >= NET_FILE_VERSION_HEADER_CRC ? 2 * (PetscInt64)sizeof(PetscInt) : 0) + header[2] + (header[1] >= 2 ? 3 : 2) * (PetscInt64)sizeof(PetscInt) +
+         ((PetscInt64)header[8] + header[9]) * (PetscInt64)sizeof(PetscScalar);
   PetscCheck(remain < 0 || remain >= need, comm, PETSC_ERR_FILE_UNEXPECTED,
              "%s is truncated: its header announces %" PetscInt_FMT " parameters and %" PetscInt_FMT " buffer values (%" PetscInt64_FMT " bytes) but the file holds only %" PetscInt64_FMT
              " bytes; the save was interrupted or the copy is incomplete: save the model again",
              file, header[8], header[9], need, remain);
   if (header[1] >= 3) PetscCall(NetBinaryReadNormalization_Private(net, viewer, file, &normset, norm));
+  if (header[1] >= NET_FILE_VERSION_HEADER_CRC) {
+    PetscInt v4[2];
+
+    PetscCall(PetscViewerBinaryRead(viewer, v4, 2, NULL, PETSC_INT));
+    grid = v4[0];
+    hcrc = (PetscInt64)(uint32_t)v4[1];
+  }
   PetscCall(PetscMalloc1(header[2] + 1, &spec));
   PetscCall(PetscViewerBinaryRead(viewer, spec, header[2], NULL, PETSC_CHAR));
   spec[header[2]] = 0;
   in.ndim         = header[3];
   for (PetscInt d = 0; d < PETNET_MAX_DIM; d++) in.dim[d] = d < in.ndim ? header[4 + d] : 0;
   for (PetscInt d = 0; d < in.ndim; d++) PetscCheck(in.dim[d] > 0, comm, PETSC_ERR_FILE_UNEXPECTED, "%s has a corrupt header: input dimension %" PetscInt_FMT " is %" PetscInt_FMT "; save the model again", file, d, in.dim[d]);
+  PetscCall(NetIOCheckHeader_Private(net, file, header[1], spec, &in, header[8], header[9], grid, normset, norm, hcrc));
+  PetscCall(NetIOGridInputShape_Private(net, file, grid, &in));
   PetscCall(NetIOSetArchitecture_Private(net, file, spec, &in, header[8]));
   PetscCall(PetscFree(spec));
   PetscCall(NetIOCheckCounts_Private(net, file, header[8], header[9]));
@@ -237,6 +271,7 @@ PetscErrorCode NetRead_Binary(Net net, PetscViewer viewer)
   check.crc  = crc;
   PetscCall(NetBinaryForEachTensor_Private(net, NetBinaryCheck_Private, &check));
   PetscCall(PetscFree(crc));
+  PetscCall(NetIOCheckTensorRanges_Private(net, file));
   net->forwarded = PETSC_FALSE;
   PetscFunctionReturn(0);
 }

@@ -1,9 +1,10 @@
 /*
   A Net in an HDF5 file, laid out as the state_dict of the equivalent PyTorch nn.Sequential, so that h5py,
-  torch.from_numpy and load_state_dict(strict=True) give PyTorch the model (format version 3):
+  torch.from_numpy and load_state_dict(strict=True) give PyTorch the model (format version 4; version 3 is the same
+  without header_crc32):
 
     /petnet                 group with attributes
-                              version      int     NET_FILE_VERSION (3; files of versions 1 and 2 load too)
+                              version      int     NET_FILE_VERSION (4; files of versions 1 to 3 load too)
                               spec         string  the compact layer list, e.g. "dense:64,relu,dense:10"
                               input_shape  string  per-sample input shape, channels last, e.g. "784" or "28x28x1"
                               nparams      int     number of parameters
@@ -11,6 +12,11 @@
                               input_scale  float64 (optional, version 3) the input normalisation the Net was trained
                               input_mean   float64   with, x -> (input_scale x - input_mean) / input_std; all three
                               input_std    float64   or none (none: the Net records none, as files before version 3)
+                              grid         int     (version 4) the spatial dims of the grid of a Net trained in
+                                           grid mode (NetSetGrid(); input_shape is then the per-point dof), else 0
+                              header_crc32 string  (version 4) "89abcdef": CRC-32 of the attributes above that change
+                                           the function (spec, input_shape, nparams, nbuffers, input_*), as
+                                           NetIOHeaderChecksum_Private() lays them out
     /<l>.<name>             one float64 dataset per tensor of layer l ("0.weight", "0.bias", "2.running_mean", ...)
                             in PyTorch's shape and layout (N-D: conv2d weight [out][in/groups][kh][kw], dense weight
                             [out][in] with in in PyTorch's flatten order (c, h, w); netiotorch.c converts), with
@@ -124,6 +130,27 @@ static PetscErrorCode NetHDF5WriteNormalization_Private(Net net, PetscViewer vie
   PetscFunctionReturn(0);
 }
 
+/* Version 4: grid, and header_crc32, the checksum of the architecture, counts, grid and normalisation */
+static PetscErrorCode NetHDF5WriteHeaderChecksum_Private(Net net, PetscViewer viewer, PetscInt nbuffers)
+{
+  PetscBool  set;
+  PetscReal  norm[3];
+  PetscInt64 crc;
+  PetscInt   grid;
+  char      *spec, hex[16];
+
+  PetscFunctionBegin;
+  PetscCall(NetGetInputNormalization(net, &set, &norm[0], &norm[1], &norm[2]));
+  PetscCall(NetIOGetSpec_Private(net, &spec));
+  PetscCall(NetIOGetGridDimension_Private(net, &grid));
+  PetscCall(PetscViewerHDF5WriteAttribute(viewer, NET_HDF5_GROUP, "grid", PETSC_INT, &grid));
+  PetscCall(NetIOHeaderChecksum_Private(spec, &net->in, net->nparams, nbuffers, grid, set, norm, &crc));
+  PetscCall(PetscFree(spec));
+  PetscCall(PetscSNPrintf(hex, sizeof(hex), "%08lx", (unsigned long)crc));
+  PetscCall(PetscViewerHDF5WriteAttribute(viewer, NET_HDF5_GROUP, "header_crc32", PETSC_STRING, hex));
+  PetscFunctionReturn(0);
+}
+
 /* Tensor t of a node whose flat input features have this origin, from PetNet's layout src[]: PyTorch's shape and layout */
 static PetscErrorCode NetHDF5WriteTensor_Private(Net net, PetscViewer viewer, const char name[], const LayerTensorInfo *t, const PetscInt origin[2], const PetscScalar *src)
 {
@@ -180,6 +207,7 @@ PetscErrorCode NetWrite_HDF5(Net net, PetscViewer viewer)
   PetscCall(PetscViewerHDF5WriteAttribute(viewer, NET_HDF5_GROUP, "nparams", PETSC_INT, &net->nparams));
   PetscCall(PetscViewerHDF5WriteAttribute(viewer, NET_HDF5_GROUP, "nbuffers", PETSC_INT, &nbuffers));
   PetscCall(NetHDF5WriteNormalization_Private(net, viewer));
+  PetscCall(NetHDF5WriteHeaderChecksum_Private(net, viewer, nbuffers));
   PetscCall(NetIOFailForTesting_Private(net, file));
   PetscCall(NetIOFeatureOrigins_Private(net, &origin));
   PetscCall(NetUpdateReplicatedParameters_Private(net));
@@ -218,9 +246,11 @@ typedef struct {
 
 /* The attributes of /petnet, as rank 0 read them; broadcast as bytes, the layer list after them */
 typedef struct {
-  PetscInt version, nparams, nbuffers;
-  char     shape[64]; /* input_shape */
-  int      speclen;   /* characters of the layer list */
+  PetscInt   version, nparams, nbuffers;
+  char       shape[64]; /* input_shape */
+  int        speclen;   /* characters of the layer list */
+  PetscInt64 crc;       /* header_crc32 (version 4) */
+  PetscInt   grid;      /* grid (version 4): the spatial dims of a grid-mode Net, else 0 */
 } NetHDF5Header;
 
 /*
@@ -358,6 +388,29 @@ static int NetHDF5InspectHeader(hid_t loc, const char file[], NetHDF5Header *h, 
                           NET_HDF5_GROUP, what, NetHDF5Expected(attr[k].cls));
     else if (!k && (h->version < 1 || h->version > NET_FILE_VERSION))
       break;
+  }
+  if (!bad && h->version >= NET_FILE_VERSION_HEADER_CRC && h->version <= NET_FILE_VERSION) {
+    int found = NetHDF5InspectAttribute(group, "grid", H5T_INTEGER, 0, &h->grid, sizeof(what), what);
+
+    if (found < 0)
+      bad = NetHDF5Refuse(v, PETSC_ERR_FILE_UNEXPECTED, "%s: group /%s has no attribute \"grid\", which files of format version %" PetscInt_FMT " carry: the file was modified after it was written; save the model again", file, NET_HDF5_GROUP,
+                          h->version);
+    else if (found || h->grid < 0 || h->grid > 3)
+      bad =
+          NetHDF5Refuse(v, PETSC_ERR_FILE_UNEXPECTED, "%s: the attribute \"grid\" of group /%s is %s, not 0 to 3 (the spatial dims of a grid-mode Net): the file is corrupt; save the model again", file, NET_HDF5_GROUP, found ? what : "out of range");
+  }
+  if (!bad && h->version >= NET_FILE_VERSION_HEADER_CRC && h->version <= NET_FILE_VERSION) {
+    char          text[16], *end;
+    int           found = NetHDF5InspectAttribute(group, "header_crc32", H5T_STRING, sizeof(text), text, sizeof(what), what);
+    unsigned long sum   = found ? 0 : strtoul(text, &end, 16);
+
+    if (found < 0)
+      bad = NetHDF5Refuse(v, PETSC_ERR_FILE_UNEXPECTED, "%s: group /%s has no attribute \"header_crc32\", which files of format version %" PetscInt_FMT " carry: the file was modified after it was written; save the model again", file, NET_HDF5_GROUP,
+                          h->version);
+    else if (found || end == text || *end || sum > 0xffffffffUL)
+      bad = NetHDF5Refuse(v, PETSC_ERR_FILE_UNEXPECTED, "%s: the attribute \"header_crc32\" of group /%s is malformed (8 hexadecimal digits expected): the file is corrupt; save the model again", file, NET_HDF5_GROUP);
+    else
+      h->crc = (PetscInt64)sum;
   }
   H5Gclose(group);
   h->speclen = bad ? 0 : (int)strlen(spec);
@@ -707,8 +760,9 @@ static int NetHDF5InspectNormalization(hid_t loc, const char file[], PetscReal n
   return bad;
 }
 
-/* The input normalisation of the file under loc (rank 0), checked and recorded in the Net on every rank */
-static PetscErrorCode NetHDF5ReadNormalization_Private(Net net, hid_t loc, const char file[])
+/* The input normalisation of the file under loc (rank 0) on every rank: *set, norm[3] = scale, mean, std (checked and
+   recorded by NetIOSetNormalization_Private() once the Net is built) */
+static PetscErrorCode NetHDF5ReadNormalization_Private(Net net, hid_t loc, const char file[], PetscBool *set, PetscReal values[])
 {
   MPI_Comm        comm = PetscObjectComm((PetscObject)net);
   PetscMPIInt     rank;
@@ -728,7 +782,8 @@ static PetscErrorCode NetHDF5ReadNormalization_Private(Net net, hid_t loc, const
   ierr = NetHDF5Verdict_Private(comm, v);
   PetscCall(PetscFree(v));
   PetscCall(ierr);
-  PetscCall(NetIOSetNormalization_Private(net, file, norm[3] > 0 ? PETSC_TRUE : PETSC_FALSE, norm));
+  *set = norm[3] > 0 ? PETSC_TRUE : PETSC_FALSE;
+  for (int k = 0; k < 3; k++) values[k] = norm[k];
   PetscFunctionReturn(0);
 }
 
@@ -742,6 +797,8 @@ static PetscErrorCode NetHDF5Read_Private(Net net, hid_t loc, const char file[])
   PetNetShape     in;
   PetscScalar    *theta;
   char           *spec;
+  PetscBool       normset = PETSC_FALSE;
+  PetscReal       norm[3] = {1, 0, 1};
   PetscErrorCode  ierr;
 
   PetscFunctionBegin;
@@ -759,16 +816,20 @@ static PetscErrorCode NetHDF5Read_Private(Net net, hid_t loc, const char file[])
   ierr            = NetHDF5Verdict_Private(comm, v);
   if (!ierr) ierr = NetIOCheckVersion_Private(net, file, h.version);
   if (!ierr) ierr = PetNetShapeFromString(h.shape, &in);
+  if (!ierr) ierr = NetHDF5ReadNormalization_Private(net, loc, file, &normset, norm);
+  if (!ierr) ierr = NetIOCheckHeader_Private(net, file, h.version, spec, &in, h.nparams, h.nbuffers, h.grid, normset, norm, h.crc);
+  if (!ierr) ierr = NetIOGridInputShape_Private(net, file, h.grid, &in);
   if (!ierr) ierr = NetIOSetArchitecture_Private(net, file, spec, &in, h.nparams);
   PetscCall(PetscFree(spec));
   PetscCall(PetscFree(v));
   PetscCall(ierr);
   PetscCall(NetIOCheckCounts_Private(net, file, h.nparams, h.nbuffers));
-  PetscCall(NetHDF5ReadNormalization_Private(net, loc, file));
+  PetscCall(NetIOSetNormalization_Private(net, file, normset, norm));
   PetscCall(VecGetArray(net->theta, &theta));
   ierr = NetHDF5ReadTensors_Private(net, loc, file, h.version, theta);
   PetscCall(VecRestoreArray(net->theta, &theta));
   PetscCall(ierr);
+  PetscCall(NetIOCheckTensorRanges_Private(net, file));
   net->forwarded = PETSC_FALSE;
   PetscFunctionReturn(0);
 }

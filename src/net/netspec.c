@@ -499,6 +499,10 @@ static PetscErrorCode NetSetGraphEntries_Private(Net net, const char graph[], ch
     } else {
       PetscCall(NetCheckKind_Private(net, kind, "-net_graph", e, graph));
       PetscCall(NetAppendNode_Private(net, kind, args, name, pre, net->nlayers, nin, *in, &node));
+      PetscCall(PetscObjectSetName((PetscObject)net->layers[node], name)); /* errors about its inputs name the node */
+      PetscCheck(nin >= net->layers[node]->mininputs && nin <= net->layers[node]->maxinputs, comm, PETSC_ERR_ARG_WRONG, "-net_graph \"%s\": node %.255s (%s) takes %s %" PetscInt_FMT " input%s, not %" PetscInt_FMT "%s", graph, name, kind,
+                 net->layers[node]->mininputs == net->layers[node]->maxinputs ? "exactly" : "at least", net->layers[node]->mininputs, net->layers[node]->mininputs > 1 ? "s" : "", nin,
+                 net->layers[node]->maxinputs == 1 ? ": give it one input (a join such as add or concat takes several)" : ": name them after '<-' (e.g. s = add <- a, b)");
     }
     PetscCall(PetscFree(*in));
     prev = node;

@@ -6,11 +6,14 @@
     char    spec[len]            the Net's layer list (checked on restart)
     real    best test loss
     real    best training loss   (version 2: the divergence test's reference)
+    real    training loss        (version 3) of the last epoch, as TrainerTrain() reported it (the mean over its batches)
+    PetscInt run[2]              (version 3) the global batch size and the number of training samples: a restart with
+                                 others would not continue this run (another data order, other optimizer steps)
     Vec     parameters           (PetscInt classid, PetscInt size, then the values, as VecView() writes them)
     Vec     optimizer state (moments, ...) one after the other
     uint32  crc32 (zlib) of every byte before it, big-endian (version 2)
 
-  Version 1 (no training-loss reference, no checksum) is still read. Before anything is read with the viewer, rank 0
+  Versions 1 (no training-loss reference, no checksum) and 2 (no training loss, batch size, sample count) are still read. Before anything is read with the viewer, rank 0
   checks the file as bytes: the header's identifier and version, the size the header implies against the real size
   (a truncated file is named as such) and the checksum; a message is broadcast so that every rank fails together.
 
@@ -24,7 +27,7 @@
 #include <zlib.h>
 
 #define TRAINER_CHECKPOINT_ID      0x504e4350 /* "PNCP" */
-#define TRAINER_CHECKPOINT_VERSION 2
+#define TRAINER_CHECKPOINT_VERSION 3
 #define TRAINER_CHECKPOINT_SPECMAX 4096
 #define TRAINER_CHECKPOINT_NSTATE  64 /* more optimizer state Vecs than any optimizer has: a corrupt header */
 
@@ -35,7 +38,7 @@ static long long TrainerCheckpointSize_Private(const PetscInt h[8])
 
   if (h[4] < 0 || h[4] > TRAINER_CHECKPOINT_NSTATE || h[5] < 0 || h[7] < 0 || h[7] >= TRAINER_CHECKPOINT_SPECMAX) return -1;
   vec = 2 * isz + (long long)h[5] * (long long)sizeof(PetscScalar);
-  return 8 * isz + h[7] + (h[1] >= 2 ? 2 : 1) * (long long)sizeof(PetscReal) + (1 + h[4]) * vec + (h[1] >= 2 ? 4 : 0);
+  return 8 * isz + h[7] + (h[1] >= 3 ? 3 : h[1] >= 2 ? 2 : 1) * (long long)sizeof(PetscReal) + (h[1] >= 3 ? 2 * isz : 0) + (1 + h[4]) * vec + (h[1] >= 2 ? 4 : 0);
 }
 
 /* crc32 of the first n bytes of f, from its start */
@@ -133,6 +136,44 @@ done:
   fclose(f);
 }
 
+/* The run a checkpoint continues (version 3): the global batch size and the training samples */
+static PetscErrorCode TrainerCheckpointRun_Private(Trainer tr, PetscInt run[2])
+{
+  PetscFunctionBegin;
+  PetscCall(DatasetGetBatchSize(tr->train, &run[0]));
+  PetscCall(DatasetGetSize(tr->train, &run[1]));
+  PetscFunctionReturn(0);
+}
+
+/* Version 3: the last epoch's training loss, then the run */
+static PetscErrorCode TrainerWriteCheckpointRun_Private(Trainer tr, PetscViewer viewer)
+{
+  PetscInt run[2];
+
+  PetscFunctionBegin;
+  PetscCall(TrainerCheckpointRun_Private(tr, run));
+  PetscCall(PetscViewerBinaryWrite(viewer, &tr->trainloss, 1, PETSC_REAL));
+  PetscCall(PetscViewerBinaryWrite(viewer, run, 2, PETSC_INT));
+  PetscFunctionReturn(0);
+}
+
+/* Version 3: a checkpoint continues the run it came from only with its batch size and training samples */
+static PetscErrorCode TrainerCheckCheckpointRun_Private(Trainer tr, const char file[], const PetscInt saved[2])
+{
+  PetscInt    run[2];
+  const char *prefix;
+
+  PetscFunctionBegin;
+  PetscCall(TrainerCheckpointRun_Private(tr, run));
+  if (run[0] == saved[0] && run[1] == saved[1]) PetscFunctionReturn(0);
+  PetscCall(DatasetGetOptionsPrefix(tr->train, &prefix));
+  SETERRQ(PetscObjectComm((PetscObject)tr), PETSC_ERR_ARG_INCOMP,
+          "Checkpoint %s was written by a run with batches of %" PetscInt_FMT " of %" PetscInt_FMT " training samples, but this run has batches of %" PetscInt_FMT " of %" PetscInt_FMT
+          ": it would not continue that run (another data order, another count of optimizer steps per epoch). Restart with -trainer_batch_size %" PetscInt_FMT " and -%sdataset_limit %" PetscInt_FMT
+          " (the same data), or start afresh without -trainer_restart",
+          file, saved[0], saved[1], run[0], run[1], saved[0], prefix ? prefix : "", saved[1]);
+}
+
 /* Writes everything but the checksum through an open viewer */
 static PetscErrorCode TrainerWriteCheckpoint_Private(Trainer tr, PetscViewer viewer)
 {
@@ -156,6 +197,7 @@ static PetscErrorCode TrainerWriteCheckpoint_Private(Trainer tr, PetscViewer vie
   PetscCall(PetscViewerBinaryWrite(viewer, header, 8, PETSC_INT));
   PetscCall(PetscViewerBinaryWrite(viewer, spec, header[7], PETSC_CHAR));
   PetscCall(PetscViewerBinaryWrite(viewer, best, 2, PETSC_REAL));
+  PetscCall(TrainerWriteCheckpointRun_Private(tr, viewer));
   PetscCall(VecView(tr->theta, viewer));
   for (PetscInt k = 0; k < nstate; k++) PetscCall(VecView(state[k], viewer));
   PetscFunctionReturn(0);
@@ -226,16 +268,21 @@ PetscErrorCode TrainerSaveCheckpoint(Trainer tr, const char file[])
 }
 
 /* Reads what TrainerCheckCheckpointFile_Private() checked, after the header h[] was accepted */
-static PetscErrorCode TrainerReadCheckpoint_Private(Trainer tr, PetscViewer viewer, const PetscInt h[8], PetscInt nstate, Vec state[], PetscReal best[2])
+static PetscErrorCode TrainerReadCheckpoint_Private(Trainer tr, PetscViewer viewer, const PetscInt h[8], PetscInt nstate, Vec state[], PetscReal best[3])
 {
-  PetscInt header[8];
+  PetscInt header[8], run[2];
   char     spec[TRAINER_CHECKPOINT_SPECMAX];
 
   PetscFunctionBegin;
   best[1] = PETSC_MAX_REAL; /* version 1 */
+  best[2] = -1;             /* versions 1 and 2: no training loss */
   PetscCall(PetscViewerBinaryRead(viewer, header, 8, NULL, PETSC_INT));
   PetscCall(PetscViewerBinaryRead(viewer, spec, h[7], NULL, PETSC_CHAR));
   PetscCall(PetscViewerBinaryRead(viewer, best, h[1] >= 2 ? 2 : 1, NULL, PETSC_REAL));
+  if (h[1] >= 3) {
+    PetscCall(PetscViewerBinaryRead(viewer, &best[2], 1, NULL, PETSC_REAL));
+    PetscCall(PetscViewerBinaryRead(viewer, run, 2, NULL, PETSC_INT)); /* checked by TrainerLoadCheckpoint() before */
+  }
   PetscCall(VecLoad(tr->theta, viewer));
   for (PetscInt k = 0; k < nstate; k++) PetscCall(VecLoad(state[k], viewer));
   PetscFunctionReturn(0);
@@ -256,11 +303,16 @@ static PetscErrorCode TrainerReadCheckpoint_Private(Trainer tr, PetscViewer view
   Notes:
   Restores the parameters, the optimizer's state Vecs and update count, the epoch and the early-stopping state;
   TrainerTrain() then runs the remaining epochs and ends with the same weights as an uninterrupted run. A different
-  network (layer list or parameter count) or optimizer state is refused with an error saying what differs.
+  network (layer list or parameter count) or optimizer state is refused with an error saying what differs; so are
+  (format version 3) another batch size or number of training samples (-trainer_batch_size, -train_dataset_limit),
+  which would draw another data order and count other optimizer steps. The last epoch's training loss is restored
+  too: a restart from the final checkpoint reports the training loss the interrupted run reported (the mean over the
+  last epoch's batches), not an evaluation of the final weights.
 
   The file is checked before anything is read: a truncated file, a checksum that does not match (a damaged file), an
   impossible header, or an epoch outside 0..-trainer_epochs are errors naming the file. Version 1 checkpoints (before
-  checksums) are still read, with the size check only.
+  checksums) are still read, with the size check only; version 2 checkpoints (without the run's batch size, sample
+  count and last training loss) without those checks.
 
   Level: intermediate
 
@@ -273,7 +325,8 @@ PetscErrorCode TrainerLoadCheckpoint(Trainer tr, const char file[])
   PetscInt       nstate = 0, step = 0, nparams, h[8] = {0};
   Vec           *state = NULL;
   char           spec[TRAINER_CHECKPOINT_SPECMAX], saved[TRAINER_CHECKPOINT_SPECMAX], msg[1024];
-  PetscReal      best[2];
+  PetscReal      best[3], head[3];
+  PetscInt       run[2] = {0, 0};
   PetscMPIInt    rank;
   PetscErrorCode ierr, ierr2;
   char          *why = NULL;
@@ -307,6 +360,8 @@ PetscErrorCode TrainerLoadCheckpoint(Trainer tr, const char file[])
     ierr = PetscViewerBinaryRead(viewer, header, 8, NULL, PETSC_INT);
     if (!ierr) ierr = PetscViewerBinaryRead(viewer, saved, h[7], NULL, PETSC_CHAR);
     saved[h[7]] = 0;
+    if (!ierr && h[1] >= 3) ierr = PetscViewerBinaryRead(viewer, head, 3, NULL, PETSC_REAL); /* best losses, training loss */
+    if (!ierr && h[1] >= 3) ierr = PetscViewerBinaryRead(viewer, run, 2, NULL, PETSC_INT);
   }
   ierr2 = PetscViewerDestroy(&viewer);
   if (!ierr) ierr = ierr2;
@@ -315,6 +370,7 @@ PetscErrorCode TrainerLoadCheckpoint(Trainer tr, const char file[])
   PetscCheck(!ierr, comm, PETSC_ERR_FILE_READ, "Could not read the checkpoint %s: %s", file, why ? why : "read error");
   PetscCheck(h[5] == nparams && !strcmp(saved, spec), comm, PETSC_ERR_ARG_INCOMP, "Checkpoint %s holds the network \"%s\" (%" PetscInt_FMT " parameters) but this run builds \"%s\" (%" PetscInt_FMT " parameters): restart with the same model options",
              file, saved, h[5], spec, nparams);
+  if (h[1] >= 3) PetscCall(TrainerCheckCheckpointRun_Private(tr, file, run));
 
   PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, NULL));
   ierr = PetscViewerBinaryOpen(comm, file, FILE_MODE_READ, &viewer);
@@ -325,7 +381,7 @@ PetscErrorCode TrainerLoadCheckpoint(Trainer tr, const char file[])
   if (ierr) PetscCall(PetscErrorMessage(ierr, NULL, &why));
   PetscCall(PetscPopErrorHandler());
   PetscCheck(!ierr, comm, PETSC_ERR_FILE_READ, "Could not read the checkpoint %s: %s", file, why ? why : "read error");
-  PetscCheck(!PetscIsNanReal(best[0]) && !PetscIsNanReal(best[1]), comm, PETSC_ERR_FILE_UNEXPECTED, "Checkpoint %s is corrupt: its best losses are NaN", file);
+  PetscCheck(!PetscIsNanReal(best[0]) && !PetscIsNanReal(best[1]) && !PetscIsNanReal(best[2]), comm, PETSC_ERR_FILE_UNEXPECTED, "Checkpoint %s is corrupt: its best or last losses are NaN", file);
   PetscCall(PetNetTaoSetStep(tr->tao, h[3]));
   PetscCall(NetSetParameters(tr->net, tr->theta));
   tr->epoch          = h[2];
@@ -333,6 +389,10 @@ PetscErrorCode TrainerLoadCheckpoint(Trainer tr, const char file[])
   tr->besttestloss   = best[0];
   tr->besttrainloss  = best[1];
   tr->lastcheckpoint = tr->epoch;
+  /* the last epoch's training loss as the run reported it (a restart from the final checkpoint reports it again; an
+     evaluation of the final weights on the training set is another number) */
+  tr->trainlossrestored = (PetscBool)(h[1] >= 3 && tr->epoch > 0);
+  if (tr->trainlossrestored) tr->trainloss = best[2];
   PetscCall(PetscInfo(tr, "Resumed from %s (format version %" PetscInt_FMT "%s) at epoch %" PetscInt_FMT ", optimizer step %" PetscInt_FMT "\n", file, h[1], h[1] >= 2 ? ", checksum verified" : ", no checksum", tr->epoch, h[3]));
   PetscFunctionReturn(0);
 }

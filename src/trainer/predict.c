@@ -10,6 +10,7 @@
   Both are written under a temporary name and renamed into place (PetNetCommitFile()).
 */
 #include <petnet/private/trainerimpl.h>
+#include <petnet/private/datasetimpl.h>
 #include <petscviewerhdf5.h>
 
 /* An HDF5 call of the writer below: a negative result is an error naming the file */
@@ -35,6 +36,7 @@ PetscErrorCode TrainerMatchNormalization_Private(Trainer tr, Dataset ds)
   PetscCall(DatasetIsNormalizationSet(ds, &dsset));
   if (!dsset) {
     PetscCall(DatasetSetNormalization(ds, s, m, d));
+    ds->normfromnet = PETSC_TRUE; /* checked against the data once they are read: TrainerCheckNormalization_Private() */
     PetscFunctionReturn(0);
   }
   PetscCall(DatasetGetNormalization(ds, &a, &b, &c));
@@ -45,6 +47,120 @@ PetscErrorCode TrainerMatchNormalization_Private(Trainer tr, Dataset ds)
                         "inputs are already normalised accordingly. To use the Net's normalisation, drop -%sdataset_scale, -%sdataset_mean and -%sdataset_std\n",
                         prefix ? " " : "", prefix ? prefix : "", (double)a, (double)b, (double)c, (double)s, (double)m, (double)d, prefix ? prefix : "", prefix ? prefix : "", prefix ? prefix : ""));
   PetscFunctionReturn(0);
+}
+
+/*
+  After DatasetSetUp(): the normalisation x -> (scale x - mean) / std a Dataset uses and where it came from, printed
+  when it came from the Net with a scale that is not the Dataset kind's own (always when print is set), and checked
+  against the data when it came from the Net. The scale converts the stored values into the unit the Net was trained
+  in (1/255: idx bytes to [0, 1]), and a Net passes on its training data's: it fits other data only if they are stored
+  in the same unit. A Net trained on bytes fed floats already in [0, 1], or trained on floats in [0, 1] fed idx bytes,
+  sees inputs 255 times too small or too large (predictions near chance, a test loss of 48). Refused:
+    - with the training data at hand (ref: a test set), raw values that span 50 times more or less than theirs;
+    - without (a loaded model), values in [0, 1] given the scale of bytes, 1/255, which their kind does not default to.
+  Bytes given scale 1 by a model trained on floats cannot be told from floats in [0, 255]: that mix is printed only.
+*/
+PetscErrorCode TrainerCheckNormalization_Private(Trainer tr, Dataset ds, Dataset ref, const char what[], PetscBool print)
+{
+  MPI_Comm    comm = PetscObjectComm((PetscObject)tr);
+  PetscReal   scale, mean, std, span = ds->xmax - ds->xmin, refspan = 0, suggest = 0;
+  const char *prefix, *source = ds->xsource ? ds->xsource : "", *why    = NULL;
+  char        from[256], range[128], refrange[PETSC_MAX_PATH_LEN + 128] = "", fix[64];
+
+  PetscFunctionBegin;
+  PetscCall(DatasetGetNormalization(ds, &scale, &mean, &std));
+  PetscCall(DatasetGetOptionsPrefix(ds, &prefix));
+  prefix = prefix ? prefix : "";
+  if (ds->normfromnet)
+    PetscCall(PetscStrncpy(from, "taken from the Net: that of the data it was trained on", sizeof(from)));
+  else if (ds->normset)
+    PetscCall(PetscSNPrintf(from, sizeof(from), "set for this data (-%sdataset_scale, -%sdataset_mean, -%sdataset_std or DatasetSetNormalization())", prefix, prefix, prefix));
+  else
+    PetscCall(PetscSNPrintf(from, sizeof(from), "the %s kind's default", ((PetscObject)ds)->type_name));
+  (void)snprintf(range, sizeof(range), "[%.6g, %.6g]", (double)ds->xmin, (double)ds->xmax);
+  if (print || (ds->normfromnet && scale != ds->defaultscale))
+    PetscCall(PetscPrintf(comm, "Normalisation of the %s data%s%s (values in %s): x -> (%.6g x - %.6g) / %.6g, %s\n", what, source[0] ? " " : "", source, range, (double)scale, (double)mean, (double)std, from));
+  else
+    PetscCall(PetscInfo(tr, "Normalisation of the %s data: x -> (%g x - %g) / %g, %s\n", what, (double)scale, (double)mean, (double)std, from));
+  if (!ds->normfromnet || !ds->N || !(span > 0)) PetscFunctionReturn(0);
+  if (ref && ref != ds && ref->setupcalled && ref->N && ref->xmax > ref->xmin) {
+    refspan = ref->xmax - ref->xmin;
+    if (span > 50 * refspan || 50 * span < refspan) {
+      why     = "the two are stored in different units (bytes in [0, 255] and values in [0, 1]?)";
+      suggest = scale * refspan / span;
+      (void)snprintf(refrange, sizeof(refrange), ", while the training data%s%s hold values in [%.6g, %.6g]", ref->xsource ? " in " : "", ref->xsource ? ref->xsource : "", (double)ref->xmin, (double)ref->xmax);
+    }
+  } else if (!ref && PetscAbsReal(scale * 255 - 1) < 1e-12 && ds->defaultscale != scale && ds->xmin >= 0 && ds->xmax <= 1) {
+    why     = "values already in [0, 1] are given the scale of bytes in [0, 255] (the Net was trained on bytes)";
+    suggest = ds->defaultscale;
+  }
+  if (!why) PetscFunctionReturn(0);
+  (void)snprintf(fix, sizeof(fix), "%.6g", (double)suggest);
+  SETERRQ(
+      comm, PETSC_ERR_ARG_INCOMP,
+      "The %s data%s%s hold values in %s%s, and the normalisation x -> (%.6g x - %.6g) / %.6g (%s) cannot suit them: %s. Give -%sdataset_scale %s to bring them to the unit of the training data (the Net's mean and std are kept), or convert the data",
+      what, source[0] ? " in " : "", source, range, refrange, (double)scale, (double)mean, (double)std, from, why, prefix, fix);
+}
+
+/*
+  The sample shape of a Dataset against the Net's input shape (set from the Dataset if the Net has none). The shapes
+  must be equal, or one of them flat (1-D) with as many entries: a flat sample is the (h, w, c) sample in PetNet's
+  row-major, channels-last order. Equal sizes are not enough: 14x56x1 data in a model of 28x28x1 would be convolved
+  as 28x28 images that are not those images. what names the Dataset ("test", "training"), fix what to change.
+*/
+PetscErrorCode TrainerCheckSampleShape_Private(Trainer tr, Dataset ds, const char what[], const char fix[])
+{
+  MPI_Comm    comm = PetscObjectComm((PetscObject)tr);
+  PetNetShape sample, netin;
+  PetscInt    n1, n2;
+  char        a[64], b[64];
+  const char *prefix;
+
+  PetscFunctionBegin;
+  PetscCall(DatasetGetSampleShape(ds, &sample));
+  PetscCall(NetGetInputShape(tr->net, &netin));
+  if (!netin.ndim) {
+    PetscCall(NetSetInputShape(tr->net, &sample));
+    PetscFunctionReturn(0);
+  }
+  PetscCall(PetNetShapeSize(&sample, &n1));
+  PetscCall(PetNetShapeSize(&netin, &n2));
+  PetscCall(PetNetShapeToString(&sample, sizeof(a), a));
+  PetscCall(PetNetShapeToString(&netin, sizeof(b), b));
+  PetscCall(DatasetGetOptionsPrefix(ds, &prefix));
+  PetscCheck(n1 == n2, comm, PETSC_ERR_ARG_INCOMP, "The %s data samples have shape %s but the Net expects %s: %s", what, a, b, fix);
+  PetscCheck(PetNetShapeEqual(&sample, &netin) || sample.ndim == 1 || netin.ndim == 1, comm, PETSC_ERR_ARG_INCOMP,
+             "The %s data samples have shape %s but the Net expects %s: as many entries, but another shape (the model would read its %s samples as %s ones); give -%sdataset_sample_shape %s, or %s", what, a, b, a, b, prefix ? prefix : "", b, fix);
+  PetscFunctionReturn(0);
+}
+
+/*
+  The targets of a Dataset against the Net's outputs, for an element-wise loss (mse, l1): one target entry per output. The message says which settings fix which side: the Net's last layer (-net_layers,
+  -net_graph) and the Dataset's targets (its file, -<prefix>dataset_hdf5_targets).
+*/
+PetscErrorCode TrainerCheckTargetSize_Private(Trainer tr, Dataset ds, const char what[])
+{
+  PetNetShape out;
+  PetscInt    nout, tsize;
+  PetscBool   elementwise, targets;
+  const char *prefix, *file = NULL;
+  char        shape[64];
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectTypeCompareAny((PetscObject)tr->loss, &elementwise, LOSSMSE, LOSSL1, ""));
+  PetscCall(DatasetHasTargets(ds, &targets));
+  if (!elementwise || !targets) PetscFunctionReturn(0); /* cross-entropy takes labels; a kind of the user's, whatever it says */
+  PetscCall(NetGetOutputShape(tr->net, &out));
+  PetscCall(PetNetShapeSize(&out, &nout));
+  PetscCall(DatasetGetTargetSize(ds, &tsize));
+  if (tsize == nout) PetscFunctionReturn(0);
+  PetscCall(DatasetGetOptionsPrefix(ds, &prefix));
+  PetscCall(PetNetShapeToString(&out, sizeof(shape), shape));
+  file = ds->tsource;
+  SETERRQ(PetscObjectComm((PetscObject)tr), PETSC_ERR_ARG_INCOMP,
+          "The %s loss compares each output with a target entry, but the Net has %" PetscInt_FMT " outputs per sample (shape %s, set by its last layer: -net_layers or -net_graph) and the %s targets%s%s have %" PetscInt_FMT
+          " entries per sample (set by the data: -%sdataset_hdf5_targets, or the targets of -%sdataset_file): make the last layer dense:%" PetscInt_FMT ", or give targets of %" PetscInt_FMT " entries",
+          ((PetscObject)tr->loss)->type_name, nout, shape, what, file ? " in " : "", file ? file : "", tsize, prefix ? prefix : "", prefix ? prefix : "", tsize, nout);
 }
 
 /*@
@@ -67,7 +183,10 @@ PetscErrorCode TrainerMatchNormalization_Private(Trainer tr, Dataset ds)
   Notes:
   A Dataset whose normalisation was not set (DatasetIsNormalizationSet()) takes the one the Net records
   (NetGetInputNormalization(): the training Dataset's, saved in the model file); one set otherwise is kept, with a
-  warning. The Net's input shape, if unset, is the Dataset's. The numbers equal those of TrainerEvaluate() (the same
+  warning. The normalisation used is printed, with where it came from and the range of the data. Data in [0, 1] given
+  the scale of bytes (1/255) by a model trained on bytes are refused (the error names -<prefix>dataset_scale): every
+  prediction would be the same class. The Net's input shape, if unset, is the Dataset's; else the sample shape must be
+  the Net's (or one of them flat with as many entries): 14x56x1 images are not 28x28x1 ones. The numbers equal those of TrainerEvaluate() (the same
   chunks of -trainer_eval_batch_size samples) on any number of ranks.
 
   Level: beginner
@@ -77,7 +196,7 @@ PetscErrorCode TrainerMatchNormalization_Private(Trainer tr, Dataset ds)
 PetscErrorCode TrainerPredict(Trainer tr, Dataset ds, Vec *Y, PetscReal *loss, PetscReal *acc)
 {
   MPI_Comm    comm = PetscObjectComm((PetscObject)tr);
-  PetNetShape sample, netin, out;
+  PetNetShape out;
   PetscInt    nout, nlocal, classes, correct = 0, N;
   PetscBool   training, isce, targets;
   PetscReal   f;
@@ -89,22 +208,11 @@ PetscErrorCode TrainerPredict(Trainer tr, Dataset ds, Vec *Y, PetscReal *loss, P
   PetscCheck(tr->net && tr->loss, comm, PETSC_ERR_ORDER, "Give the Trainer a Net (e.g. loaded with NetLoad()) and a Loss before TrainerPredict()");
   PetscCall(TrainerMatchNormalization_Private(tr, ds));
   PetscCall(DatasetSetUp(ds));
-  PetscCall(DatasetGetSampleShape(ds, &sample));
-  PetscCall(NetGetInputShape(tr->net, &netin));
-  if (!netin.ndim)
-    PetscCall(NetSetInputShape(tr->net, &sample));
-  else {
-    PetscInt n1, n2;
-    char     a[64], b[64];
-
-    PetscCall(PetNetShapeSize(&sample, &n1));
-    PetscCall(PetNetShapeSize(&netin, &n2));
-    PetscCall(PetNetShapeToString(&sample, sizeof(a), a));
-    PetscCall(PetNetShapeToString(&netin, sizeof(b), b));
-    PetscCheck(n1 == n2, comm, PETSC_ERR_ARG_INCOMP, "The data samples have shape %s but the Net expects %s: give data of the shape the model was trained on", a, b);
-  }
+  PetscCall(TrainerCheckNormalization_Private(tr, ds, NULL, "predicted", PETSC_TRUE));
+  PetscCall(TrainerCheckSampleShape_Private(tr, ds, "predicted", "give data of the shape the model was trained on"));
   PetscCall(NetSetUp(tr->net));
   PetscCall(LossSetUp(tr->loss));
+  PetscCall(TrainerCheckTargetSize_Private(tr, ds, "predicted"));
   PetscCall(NetGetOutputShape(tr->net, &out));
   PetscCall(PetNetShapeSize(&out, &nout));
   PetscCall(DatasetGetNumClasses(ds, &classes));

@@ -510,12 +510,11 @@ static PetscErrorCode TrainerCheckTaoType_Private(Trainer tr)
 @*/
 PetscErrorCode TrainerSetUp(Trainer tr)
 {
-  PetNetShape sample, netin, out;
+  PetNetShape out;
   PetscInt    outsize;
   MPI_Comm    comm = PetscObjectComm((PetscObject)tr);
   Vec         theta;
   PetscBool   stochastic;
-  char        a[64], b[64];
 
   PetscFunctionBegin;
   PetscValidHeaderSpecific(tr, TRAINER_CLASSID, 1);
@@ -535,6 +534,8 @@ PetscErrorCode TrainerSetUp(Trainer tr)
   if (tr->test) PetscCall(TrainerMatchNormalization_Private(tr, tr->test));
   PetscCall(DatasetSetUp(tr->train));
   if (tr->test) PetscCall(DatasetSetUp(tr->test));
+  PetscCall(TrainerCheckNormalization_Private(tr, tr->train, NULL, "training", PETSC_FALSE)); /* a loaded Net's, if it set none */
+  if (tr->test) PetscCall(TrainerCheckNormalization_Private(tr, tr->test, tr->train, "test", PETSC_FALSE));
   for (PetscInt k = 0; k < 2; k++) {
     Dataset   ds      = k ? tr->test : tr->train;
     PetscBool targets = PETSC_TRUE;
@@ -543,23 +544,14 @@ PetscErrorCode TrainerSetUp(Trainer tr)
     PetscCheck(targets, comm, PETSC_ERR_ARG_WRONG, "The %s Dataset has no targets (-%sdataset_hdf5_targets none): a Dataset of inputs only can be predicted (bin/predict, TrainerPredict()), not trained on or evaluated", k ? "test" : "training",
                ((PetscObject)ds)->prefix ? ((PetscObject)ds)->prefix : "");
   }
-  PetscCall(DatasetGetSampleShape(tr->train, &sample));
-  PetscCall(NetGetInputShape(tr->net, &netin));
-  if (!netin.ndim)
-    PetscCall(NetSetInputShape(tr->net, &sample));
-  else {
-    PetscInt n1, n2;
-
-    PetscCall(PetNetShapeSize(&sample, &n1));
-    PetscCall(PetNetShapeSize(&netin, &n2));
-    PetscCall(PetNetShapeToString(&sample, sizeof(a), a));
-    PetscCall(PetNetShapeToString(&netin, sizeof(b), b));
-    PetscCheck(n1 == n2, comm, PETSC_ERR_ARG_INCOMP, "The data samples have shape %s but the Net expects %s: fix -net_input_shape or the data", a, b);
-  }
+  PetscCall(TrainerCheckSampleShape_Private(tr, tr->train, "training", "fix -net_input_shape or the data"));
+  if (tr->test) PetscCall(TrainerCheckSampleShape_Private(tr, tr->test, "test", "give the test data the training data's shape"));
   PetscCall(NetSetUp(tr->net));
   PetscCall(NetGetOutputShape(tr->net, &out));
   PetscCall(PetNetShapeSize(&out, &outsize));
   PetscCall(LossSetUp(tr->loss));
+  PetscCall(TrainerCheckTargetSize_Private(tr, tr->train, "training"));
+  if (tr->test) PetscCall(TrainerCheckTargetSize_Private(tr, tr->test, "test"));
   {
     PetscBool isce;
 

@@ -37,6 +37,11 @@ PetscErrorCode TrainerEvaluate(Trainer tr, Dataset ds, PetscReal *loss, PetscRea
   PetscCall(TrainerSetUp(tr));
   if (ds != tr->train && ds != tr->test) PetscCall(TrainerMatchNormalization_Private(tr, ds)); /* those two: at TrainerSetUp() */
   PetscCall(DatasetSetUp(ds));
+  if (ds != tr->train && ds != tr->test) { /* those two: at TrainerSetUp() */
+    PetscCall(TrainerCheckNormalization_Private(tr, ds, tr->train, "evaluated", PETSC_FALSE));
+    PetscCall(TrainerCheckSampleShape_Private(tr, ds, "evaluated", "give data of the shape the Net was trained on"));
+    PetscCall(TrainerCheckTargetSize_Private(tr, ds, "evaluated"));
+  }
   PetscCall(PetscLogEventBegin(TRAINER_Evaluate, tr, 0, 0, 0));
   PetscCall(NetGetTraining(tr->net, &training));
   PetscCall(NetSetTraining(tr->net, PETSC_FALSE));
@@ -205,8 +210,9 @@ PetscErrorCode TrainerTrain(Trainer tr)
   PetscCall(TrainerSetUp(tr));
   PetscCall(PetscTime(&tr->tstart));
   if (tr->epochs == 0 || tr->epoch >= tr->epochs) {
-    /* evaluate only, in evaluation mode: batchnorm's running statistics must not move */
-    PetscCall(TrainerEvaluate(tr, tr->train, &tr->trainloss, NULL));
+    /* evaluate only, in evaluation mode: batchnorm's running statistics must not move. After a restart from the final
+       checkpoint (format 3) the training loss is the last epoch's, as the run that wrote it reported it */
+    if (!tr->trainlossrestored || tr->epochs == 0) PetscCall(TrainerEvaluate(tr, tr->train, &tr->trainloss, NULL));
     PetscCall(TrainerEvaluateTest_Private(tr));
     PetscCall(TrainerMonitor_Private(tr, tr->epoch, 0, 0, 0));
     PetscCall(TrainerEndTrain_Private(tr));

@@ -45,21 +45,24 @@ struct _p_Dataset {
   PetscBool     scaleset;         /* PETSC_FALSE: use the kind's defaultscale (1/255 for idx bytes, 1 otherwise) */
   PetscReal     defaultscale;
   PetscBool     normset;     /* DatasetSetNormalization() was called (an option -dataset_scale/mean/std was given) */
+  PetscBool     normfromnet; /* that normalisation was taken from a Net (TrainerPredict(), a test set): checked against the data */
   PetscInt      nclassesset; /* PETSC_DETERMINE: inferred; 0: regression; C > 0: labels checked to lie in [0, C) */
   PetNetShape   shapeset;    /* ndim 0: the source's shape */
 
   /* what SetUp found */
   PetscBool   setupcalled;
-  PetscInt    nsource;   /* samples in the source */
-  PetscInt    N;         /* samples used (after the limit) */
-  PetNetShape shape;     /* per-sample input shape */
-  PetscInt    F, tsize;  /* entries per sample and per target */
-  PetscInt    nclasses;  /* 0: regression targets */
-  PetscBool   notargets; /* the source has inputs only (hdf5 with -dataset_hdf5_targets none): targets are zeros, for inference */
-  char       *tsource;   /* where the targets come from (a file name), for error messages; set by the kind */
-  PetscLayout map;       /* the N samples over the ranks (block size 1, PETSC_DECIDE) */
-  Vec         inputs;    /* [nlocal][F], file order */
-  Vec         targets;   /* [nlocal][tsize], file order */
+  PetscInt    nsource;    /* samples in the source */
+  PetscInt    N;          /* samples used (after the limit) */
+  PetNetShape shape;      /* per-sample input shape */
+  PetscInt    F, tsize;   /* entries per sample and per target */
+  PetscInt    nclasses;   /* 0: regression targets */
+  PetscBool   notargets;  /* the source has inputs only (hdf5 with -dataset_hdf5_targets none): targets are zeros, for inference */
+  char       *tsource;    /* where the targets come from (a file name), for error messages; set by the kind */
+  char       *xsource;    /* where the inputs come from (a file name), for error messages; set by the kind */
+  PetscReal   xmin, xmax; /* the smallest and largest input as read, before the normalisation (DatasetSetUp()) */
+  PetscLayout map;        /* the N samples over the ranks (block size 1, PETSC_DECIDE) */
+  Vec         inputs;     /* [nlocal][F], file order */
+  Vec         targets;    /* [nlocal][tsize], file order */
 
   /* iteration */
   PetscInt    epoch;

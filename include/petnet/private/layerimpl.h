@@ -57,6 +57,8 @@ typedef struct {
   PetscInt          offset, size;
   PetscInt          ndim, dims[LAYER_TENSOR_MAX_DIM]; /* the tensor's shape in PyTorch's layout */
   LayerTensorLayout layout;                           /* how ours differs (zero, LAYER_TENSOR_SAME, unless the kind says otherwise) */
+  PetscBool         nonnegative;                      /* every value must be >= 0 (a variance): a model file holding a
+                                                         negative one is refused as one holding NaN is */
 } LayerTensorInfo;
 
 typedef struct _LayerOps *LayerOps;
@@ -171,6 +173,7 @@ struct _p_Layer {
 
 PETSC_EXTERN PetscErrorCode LayerGetTensors(Layer, PetscInt *, LayerTensorInfo[]);
 PETSC_INTERN PetscErrorCode LayerRegisterEvents_Private(LayerType);
+PETSC_INTERN PetscErrorCode LayerGetNodeDescription_Private(Layer, size_t, char[]);
 PETSC_INTERN PetscErrorCode LayerGetEvents_Private(LayerType, PetscLogEvent[]);
 
 /* y[0..N) = f(y) in place if the owner fused an activation into this layer's forward (LayerFusedMask: dx = f'(x) dx

@@ -63,9 +63,10 @@ struct _p_Trainer {
   PetscInt  patience, badepochs;
 
   /* checkpoints */
-  char     checkpoint[PETSC_MAX_PATH_LEN], restart[PETSC_MAX_PATH_LEN];
-  PetscInt checkpointevery;
-  PetscInt lastcheckpoint;
+  char      checkpoint[PETSC_MAX_PATH_LEN], restart[PETSC_MAX_PATH_LEN];
+  PetscInt  checkpointevery;
+  PetscInt  lastcheckpoint;
+  PetscBool trainlossrestored; /* trainloss is the last epoch's, from the checkpoint (format 3): not evaluated again */
 
   /* monitors (trainermonitor.c): called in order at the end of every epoch */
 #define TRAINER_MAX_MONITORS 10
@@ -96,6 +97,9 @@ PETSC_INTERN PetscErrorCode TrainerNextBatch_Private(Tao, PetscInt, void *);
 PETSC_INTERN PetscErrorCode TrainerEnsureWorkVecs_Private(Trainer, Vec);
 PETSC_INTERN PetscErrorCode TrainerAccumulate_Private(Trainer, Dataset, PetscReal *, Vec, PetscInt *, Vec);
 PETSC_INTERN PetscErrorCode TrainerMatchNormalization_Private(Trainer, Dataset);
+PETSC_INTERN PetscErrorCode TrainerCheckSampleShape_Private(Trainer, Dataset, const char[], const char[]);
+PETSC_INTERN PetscErrorCode TrainerCheckTargetSize_Private(Trainer, Dataset, const char[]);
+PETSC_INTERN PetscErrorCode TrainerCheckNormalization_Private(Trainer, Dataset, Dataset, const char[], PetscBool);
 PETSC_INTERN PetscErrorCode TrainerFullBatchMonitor_Private(Tao, void *);
 PETSC_INTERN PetscErrorCode TrainerSetUpHessian_Private(Trainer);
 PETSC_INTERN PetscErrorCode TrainerMonitorSharpness_Private(Trainer, PetscInt);

@@ -442,6 +442,7 @@ PetscErrorCode DatasetReset(Dataset ds)
   PetscCall(PetscFree(ds->order));
   PetscCall(PetscRandomDestroy(&ds->rand));
   PetscCall(PetscFree(ds->tsource));
+  PetscCall(PetscFree(ds->xsource));
   ds->N = ds->nsource = ds->F = ds->tsize = ds->nclasses = 0;
   ds->notargets                                          = PETSC_FALSE;
   ds->epoch                                              = 0;
@@ -692,7 +693,8 @@ PetscErrorCode DatasetSetNormalization(Dataset ds, PetscReal scale, PetscReal me
   PetscValidLogicalCollectiveReal(ds, mean, 3);
   PetscValidLogicalCollectiveReal(ds, std, 4);
   PetscCheck(std > 0, PetscObjectComm((PetscObject)ds), PETSC_ERR_ARG_OUTOFRANGE, "The normalization std must be positive, not %.6g", (double)std);
-  ds->normset = PETSC_TRUE;
+  ds->normset     = PETSC_TRUE;
+  ds->normfromnet = PETSC_FALSE;
   if (scaleset == ds->scaleset && (!scaleset || scale == ds->scale) && mean == ds->mean && std == ds->std) PetscFunctionReturn(0);
   PetscCall(DatasetReset(ds));
   ds->scaleset = scaleset;

@@ -198,7 +198,12 @@ PetscErrorCode DatasetCheckFinite_Private(Dataset ds)
   PetscCall(DatasetFindNonFinite_Private(ds, ds->targets, ds->tsize, &bad, &value));
   PetscCheck(bad == PETSC_MAX_INT, comm, PETSC_ERR_FILE_UNEXPECTED, "Sample %" PetscInt_FMT " (counting from 0) of %s has a target that is not a finite number: fix the data", bad, ds->tsource ? ds->tsource : "the dataset");
   PetscCall(DatasetFindNonFinite_Private(ds, ds->inputs, ds->F, &bad, &value));
-  PetscCheck(bad == PETSC_MAX_INT, comm, PETSC_ERR_FILE_UNEXPECTED, "Sample %" PetscInt_FMT " (counting from 0) of the %s dataset has an input that is not a finite number: fix the data", bad, ((PetscObject)ds)->type_name);
+  if (ds->xsource)
+    PetscCheck(bad == PETSC_MAX_INT, comm, PETSC_ERR_FILE_UNEXPECTED, "Sample %" PetscInt_FMT " (counting from 0) of %s has an input that is not a finite number: fix the data", bad, ds->xsource);
+  else
+    PetscCheck(bad == PETSC_MAX_INT, comm, PETSC_ERR_FILE_UNEXPECTED, "Sample %" PetscInt_FMT " (counting from 0) of the %s dataset has an input that is not a finite number: fix the data", bad, ((PetscObject)ds)->type_name);
+  PetscCall(VecMin(ds->inputs, NULL, &ds->xmin)); /* for the check of a normalisation against the data (TrainerPredict()) */
+  PetscCall(VecMax(ds->inputs, NULL, &ds->xmax));
   PetscFunctionReturn(0);
 }
 

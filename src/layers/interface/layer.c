@@ -390,8 +390,13 @@ PetscErrorCode LayerSetInputShapes(Layer layer, PetscInt nin, const PetNetShape 
   PetscFunctionBegin;
   PetscValidHeaderSpecific(layer, LAYER_CLASSID, 1);
   PetscCheck(((PetscObject)layer)->type_name, PetscObjectComm((PetscObject)layer), PETSC_ERR_ORDER, "Set the layer kind with LayerSetType() before LayerSetInputShapes()");
-  PetscCheck(nin >= layer->mininputs && nin <= layer->maxinputs, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_SIZ, "Layer kind %s takes %s %" PetscInt_FMT " input%s, not %" PetscInt_FMT "%s", ((PetscObject)layer)->type_name,
-             layer->mininputs == layer->maxinputs ? "exactly" : "at least", layer->mininputs, layer->mininputs > 1 ? "s" : "", nin, layer->maxinputs == 1 ? ": give it one input (a join such as add or concat takes several)" : ": give it more inputs");
+  if (nin < layer->mininputs || nin > layer->maxinputs) {
+    char node[320];
+
+    PetscCall(LayerGetNodeDescription_Private(layer, sizeof(node), node));
+    SETERRQ(PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_SIZ, "The %s takes %s %" PetscInt_FMT " input%s, not %" PetscInt_FMT "%s", node, layer->mininputs == layer->maxinputs ? "exactly" : "at least", layer->mininputs,
+            layer->mininputs > 1 ? "s" : "", nin, layer->maxinputs == 1 ? ": give it one input (a join such as add or concat takes several)" : ": give it more inputs");
+  }
   same = (PetscBool)(layer->ins && nin == layer->nin);
   for (PetscInt k = 0; same && k < nin; k++) same = PetNetShapeEqual(&layer->ins[k], &in[k]);
   if (same) PetscFunctionReturn(0);
@@ -776,5 +781,21 @@ PetscErrorCode LayerDestroy(Layer *layer)
   PetscTryTypeMethod(*layer, destroy);
   PetscCall(PetscFree2((*layer)->ins, (*layer)->insizes));
   PetscCall(PetscHeaderDestroy(layer));
+  PetscFunctionReturn(0);
+}
+
+/*
+  What an error about a layer's inputs calls it: "node \"cat\" of the graph (-net_graph)" for a node of a graph (the
+  Net names its layers after their nodes: NetSetGraph()), else "layer kind concat".
+*/
+PetscErrorCode LayerGetNodeDescription_Private(Layer layer, size_t len, char desc[])
+{
+  const char *name = ((PetscObject)layer)->name;
+
+  PetscFunctionBegin;
+  if (name)
+    PetscCall(PetscSNPrintf(desc, len, "node \"%s\" (%s) of the graph (-net_graph, NetSetGraph())", name, ((PetscObject)layer)->type_name));
+  else
+    PetscCall(PetscSNPrintf(desc, len, "layer kind %s", ((PetscObject)layer)->type_name));
   PetscFunctionReturn(0);
 }

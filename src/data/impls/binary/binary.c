@@ -225,6 +225,8 @@ static PetscErrorCode DatasetLoad_Binary(Dataset ds)
   PetscCall(ierr);
   PetscCall(PetscFree(ds->tsource));
   PetscCall(PetscStrallocpy(ds->file, &ds->tsource));
+  PetscCall(PetscFree(ds->xsource));
+  PetscCall(PetscStrallocpy(ds->file, &ds->xsource));
   PetscCall(DatasetSetSizes_Private(ds, N, &shape, tsize));
   PetscCall(DatasetCopySamples_Private(ds, xall, ds->F, &ds->inputs));
   PetscCall(DatasetCopySamples_Private(ds, tall, ds->tsize, &ds->targets));

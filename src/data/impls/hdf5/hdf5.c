@@ -283,6 +283,8 @@ static PetscErrorCode DatasetLoad_HDF5(Dataset ds)
   PetscCheck(size == nt, comm, PETSC_ERR_PLIB, "VecLoad() read %" PetscInt_FMT " targets from \"%s\", not the %" PetscInt_FMT " inspected", size, ds->file, nt);
   PetscCall(PetscFree(ds->tsource));
   PetscCall(PetscStrallocpy(ds->file, &ds->tsource));
+  PetscCall(PetscFree(ds->xsource));
+  PetscCall(PetscStrallocpy(ds->file, &ds->xsource));
   PetscCall(DatasetSetSizes_Private(ds, N, &shape, nt / N));
   PetscCall(DatasetCopySamples_Private(ds, xall, ds->F, &ds->inputs));
   PetscCall(DatasetCopySamples_Private(ds, tall, ds->tsize, &ds->targets));

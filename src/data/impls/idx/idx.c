@@ -113,6 +113,8 @@ static PetscErrorCode DatasetIDXRead(Dataset ds, IDXFile *images, IDXFile *label
   if (images->ndims == 3) shape.dim[shape.ndim++] = 1; /* [rows][cols] -> rows x cols x 1 channel */
   PetscCall(PetscFree(ds->tsource));
   PetscCall(PetscStrallocpy(labels->name, &ds->tsource));
+  PetscCall(PetscFree(ds->xsource));
+  PetscCall(PetscStrallocpy(images->name, &ds->xsource));
   PetscCall(DatasetSetSizes_Private(ds, images->dims[0], &shape, 1));
   PetscCall(DatasetCheckStorage_Private(ds, images->name, "images", (PetscInt64)ds->N * ds->F));
   PetscCall(DatasetCreateStorage_Private(ds));

@@ -10,15 +10,16 @@
 
 static PetscErrorCode LayerSetUp_Add(Layer layer)
 {
-  char a[64], b[64];
+  char a[64], b[64], node[320];
 
   PetscFunctionBegin;
   for (PetscInt k = 1; k < layer->nin; k++) {
     if (PetNetShapeEqual(&layer->ins[k], &layer->ins[0])) continue;
     PetscCall(PetNetShapeToString(&layer->ins[0], sizeof(a), a));
     PetscCall(PetNetShapeToString(&layer->ins[k], sizeof(b), b));
-    SETERRQ(PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_SIZ, "add needs inputs of one shape, but input 1 is %s and input %" PetscInt_FMT " is %s: map one branch to the other's shape (e.g. a 1x1 conv2d or a dense layer), or join with concat",
-            a, k + 1, b);
+    PetscCall(LayerGetNodeDescription_Private(layer, sizeof(node), node));
+    SETERRQ(PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_SIZ,
+            "%s: add needs inputs of one shape, but input 1 is %s and input %" PetscInt_FMT " is %s: map one branch to the other's shape (e.g. a 1x1 conv2d or a dense layer), or join with concat", node, a, k + 1, b);
   }
   layer->out = layer->in;
   PetscFunctionReturn(0);

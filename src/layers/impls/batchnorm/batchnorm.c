@@ -538,7 +538,8 @@ static PetscErrorCode LayerTensors_BatchNorm(Layer layer, PetscInt *n, LayerTens
     info[t].dims[0] = bn->C;
     info[t].layout  = layer->in.ndim == 1 ? LAYER_TENSOR_FEATURES : LAYER_TENSOR_SAME;
   }
-  *n = 4;
+  info[3].nonnegative = PETSC_TRUE; /* running_var: a negative one makes 1/sqrt(var + eps) NaN, or huge */
+  *n                  = 4;
   PetscFunctionReturn(0);
 }
 

@@ -12,7 +12,7 @@
 static PetscErrorCode LayerSetUp_Concat(Layer layer)
 {
   const PetNetShape *a = &layer->ins[0];
-  char               sa[64], sb[64];
+  char               sa[64], sb[64], node[320];
 
   PetscFunctionBegin;
   layer->out = *a;
@@ -24,8 +24,9 @@ static PetscErrorCode LayerSetUp_Concat(Layer layer)
     if (!same) {
       PetscCall(PetNetShapeToString(a, sizeof(sa), sa));
       PetscCall(PetNetShapeToString(b, sizeof(sb), sb));
+      PetscCall(LayerGetNodeDescription_Private(layer, sizeof(node), node));
       SETERRQ(PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_SIZ,
-              "concat joins along the last dimension (channels), so every other dimension must agree, but input 1 is %s and input %" PetscInt_FMT " is %s: resample one branch (pooling, a strided conv2d) to the other's grid", sa, k + 1, sb);
+              "%s: concat joins along the last dimension (channels), so every other dimension must agree, but input 1 is %s and input %" PetscInt_FMT " is %s: resample one branch (pooling, a strided conv2d) to the other's grid", node, sa, k + 1, sb);
     }
     layer->out.dim[a->ndim - 1] += b->dim[b->ndim - 1];
   }
