@@ -30,6 +30,7 @@ PETSC_EXTERN PetscErrorCode PetNetShapeSize(const PetNetShape *, PetscInt *);
 PETSC_EXTERN PetscErrorCode PetNetShapeToString(const PetNetShape *, size_t, char[]);
 PETSC_EXTERN PetscErrorCode PetNetShapeFromString(const char[], PetNetShape *);
 PETSC_EXTERN PetscBool      PetNetShapeEqual(const PetNetShape *, const PetNetShape *);
+PETSC_EXTERN PetscErrorCode PetNetShapeCheck(MPI_Comm, const PetNetShape *, const char[]);
 
 /* The broadcast of a distributed parameter Vec to a replicated copy on every rank, as one operator.
    Its transpose is the sum-reduce of per-rank gradients back to the owned slices. */

@@ -60,7 +60,8 @@ PetscErrorCode NetCreate(MPI_Comm comm, Net *net)
 
   Notes:
   A Net set up with another input shape is reset (NetReset()): the next NetSetUp() lays it out anew and draws new
-  parameters. NetDMDASetUp() sets the shape (dof) itself when none is set.
+  parameters. A shape with no dimension, more than `PETNET_MAX_DIM`, a dimension below 1 or more entries than a
+  `PetscInt` holds is refused (`PetNetShapeCheck()`). NetDMDASetUp() sets the shape (dof) itself when none is set.
 
   Level: beginner
 
@@ -70,6 +71,7 @@ PetscErrorCode NetSetInputShape(Net net, const PetNetShape *in)
 {
   PetscFunctionBegin;
   PetscValidHeaderSpecific(net, NET_CLASSID, 1);
+  PetscCall(PetNetShapeCheck(PetscObjectComm((PetscObject)net), in, "NetSetInputShape()"));
   if (net->setupcalled && !PetNetShapeEqual(&net->in, in)) PetscCall(NetReset(net));
   net->in = *in;
   PetscFunctionReturn(0);

@@ -754,6 +754,7 @@ PetscErrorCode DatasetSetSampleShape(Dataset ds, const PetNetShape *shape)
   PetscFunctionBegin;
   PetscValidHeaderSpecific(ds, DATASET_CLASSID, 1);
   PetscValidPointer(shape, 2);
+  if (shape->ndim) PetscCall(PetNetShapeCheck(PetscObjectComm((PetscObject)ds), shape, "DatasetSetSampleShape()"));
   if (PetNetShapeEqual(shape, &ds->shapeset)) PetscFunctionReturn(0);
   PetscCall(DatasetReset(ds));
   ds->shapeset = *shape;
