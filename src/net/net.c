@@ -534,7 +534,7 @@ PetscErrorCode NetSetFromOptions(Net net)
     PetscCall(PetNetShapeFromString(shape, &in));
     PetscCall(NetSetInputShape(net, &in));
   }
-  PetscCall(PetscOptionsInt("-net_seed", "Seed of the parameter initialisation", "NetSetSeed", seed, &seed, NULL));
+  PetscCall(PetNetOptionsBoundedInt("-net_seed", "Seed of the parameter initialisation", "NetSetSeed", seed, &seed, NULL, 0));
   net->seed = (unsigned long)seed;
   {
     NetParallelType parallel = net->parallel;
@@ -546,7 +546,7 @@ PetscErrorCode NetSetFromOptions(Net net)
     PetscInt  groups = net->ngroups;
     PetscBool flg;
 
-    PetscCall(PetscOptionsInt("-net_spatial_groups", "Grid mode: groups of ranks, each holding its own fields (samples x space)", "NetSetSpatialGroups", groups, &groups, &flg));
+    PetscCall(PetNetOptionsBoundedInt("-net_spatial_groups", "Grid mode: groups of ranks, each holding its own fields (samples x space)", "NetSetSpatialGroups", groups, &groups, &flg, 1));
     if (flg) PetscCall(NetSetSpatialGroups(net, groups));
   }
   {
@@ -560,13 +560,13 @@ PetscErrorCode NetSetFromOptions(Net net)
     PetscBool flg;
 
     PetscCall(PetNetGetNumThreads(&nthreads));
-    PetscCall(PetscOptionsInt("-net_threads", "Threads of this process for the layers' loops (the process's setting, shared by every Net; results do not depend on it)", "PetNetSetNumThreads", nthreads, &nthreads, &flg));
+    PetscCall(PetNetOptionsBoundedInt("-net_threads", "Threads of this process for the layers' loops (the process's setting, shared by every Net; results do not depend on it)", "PetNetSetNumThreads", nthreads, &nthreads, &flg, 1));
     if (flg) PetscCall(PetNetSetNumThreads(nthreads));
   }
   {
     PetscInt nslots = net->fcachesize;
 
-    PetscCall(PetscOptionsInt("-net_forward_cache", "Earlier forward passes kept, handed back at an input seen before (0: none)", "NetSetForwardCache", nslots, &nslots, NULL));
+    PetscCall(PetNetOptionsBoundedInt("-net_forward_cache", "Earlier forward passes kept, handed back at an input seen before (0: none)", "NetSetForwardCache", nslots, &nslots, NULL, 0));
     PetscCall(NetSetForwardCache(net, nslots));
   }
   {
