@@ -48,8 +48,8 @@ PETSC_EXTERN PetscErrorCode PetNetCheckHDF5File(MPI_Comm, const char[], const ch
    PETSc 3.18's PetscOptionsInt() keeps the low 32 bits of 4294967304. The same arguments as PETSc's functions. */
 PETSC_EXTERN PetscErrorCode PetNetOptionsInt_Private(PetscOptionItems *, const char[], const char[], const char[], PetscInt, PetscInt *, PetscBool *, PetscInt, PetscInt);
 PETSC_EXTERN PetscErrorCode PetNetOptionsGetInt(PetscOptions, const char[], const char[], PetscInt *, PetscBool *);
-#define PetNetOptionsInt(opt, text, man, current, value, set)               PetNetOptionsInt_Private(PetscOptionsObject, opt, text, man, current, value, set, PETSC_MIN_INT, PETSC_MAX_INT)
-#define PetNetOptionsBoundedInt(opt, text, man, current, value, set, lo)    PetNetOptionsInt_Private(PetscOptionsObject, opt, text, man, current, value, set, lo, PETSC_MAX_INT)
+#define PetNetOptionsInt(opt, text, man, current, value, set)              PetNetOptionsInt_Private(PetscOptionsObject, opt, text, man, current, value, set, PETSC_MIN_INT, PETSC_MAX_INT)
+#define PetNetOptionsBoundedInt(opt, text, man, current, value, set, lo)   PetNetOptionsInt_Private(PetscOptionsObject, opt, text, man, current, value, set, lo, PETSC_MAX_INT)
 #define PetNetOptionsRangeInt(opt, text, man, current, value, set, lo, hi) PetNetOptionsInt_Private(PetscOptionsObject, opt, text, man, current, value, set, lo, hi)
 
 /* PetNet's data directory (models/, meshes/): PREFIX/share/petnet when installed, share/ in the build tree */

@@ -16,9 +16,12 @@
 static PetscErrorCode PetNetOptionsRange_Private(PetscInt lo, PetscInt hi, size_t len, char text[])
 {
   PetscFunctionBegin;
-  if (lo == PETSC_MIN_INT && hi == PETSC_MAX_INT) PetscCall(PetscSNPrintf(text, len, "an integer from %" PetscInt_FMT " to %" PetscInt_FMT " (a PetscInt)", lo, hi));
-  else if (hi == PETSC_MAX_INT) PetscCall(PetscSNPrintf(text, len, "an integer at least %" PetscInt_FMT " (and at most %" PetscInt_FMT ", the largest PetscInt)", lo, hi));
-  else PetscCall(PetscSNPrintf(text, len, "an integer from %" PetscInt_FMT " to %" PetscInt_FMT, lo, hi));
+  if (lo == PETSC_MIN_INT && hi == PETSC_MAX_INT)
+    PetscCall(PetscSNPrintf(text, len, "an integer from %" PetscInt_FMT " to %" PetscInt_FMT " (a PetscInt)", lo, hi));
+  else if (hi == PETSC_MAX_INT)
+    PetscCall(PetscSNPrintf(text, len, "an integer at least %" PetscInt_FMT " (and at most %" PetscInt_FMT ", the largest PetscInt)", lo, hi));
+  else
+    PetscCall(PetscSNPrintf(text, len, "an integer from %" PetscInt_FMT " to %" PetscInt_FMT, lo, hi));
   PetscFunctionReturn(0);
 }
 
@@ -28,11 +31,7 @@ static PetscErrorCode PetNetOptionsParseInt_Private(MPI_Comm comm, const char pr
   static const struct {
     const char *name;
     PetscInt    value;
-  } named[] = {
-    {"DECIDE",    PETSC_DECIDE   },
-    {"DEFAULT",   PETSC_DEFAULT  },
-    {"DETERMINE", PETSC_DETERMINE}
-  };
+  } named[]        = {{"DECIDE", PETSC_DECIDE}, {"DEFAULT", PETSC_DEFAULT}, {"DETERMINE", PETSC_DETERMINE}};
   const char *name = opt[0] == '-' ? opt + 1 : opt;
   char        range[128], *end;
   long long   v;
