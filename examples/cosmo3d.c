@@ -44,8 +44,7 @@ int main(int argc, char **argv)
   Cosmo3dMode    mode       = COSMO3D_TRAIN;
   PetscInt       iterations = 1000, batch = 8, test = 128, tmonitor = 0;
 
-  PetscCall(PetscInitialize(&argc, &argv, NULL, help));
-  PetscCall(PetNetInitializePackage());
+  PetscCall(PetNetInitialize(&argc, &argv, NULL, help));
   PetscCallMPI(MPI_Comm_size(PETSC_COMM_WORLD, &size));
   PetscOptionsBegin(PETSC_COMM_WORLD, NULL, "CosmoFlow-like 3-D regression: the data", NULL);
   PetscCall(PetNetOptionsBoundedInt("-cosmo3d_grid", "edge of the grid (at least 4)", NULL, N, &N, NULL, 4));

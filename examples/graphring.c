@@ -46,7 +46,7 @@ int main(int argc, char **argv)
   MPI_Comm     comm;
 
   PetscFunctionBeginUser;
-  PetscCall(PetscInitialize(&argc, &argv, NULL, help));
+  PetscCall(PetNetInitialize(&argc, &argv, NULL, help));
   comm  = PETSC_COMM_WORLD;
   ctx.N = 40;
   PetscCall(PetNetOptionsGetInt(NULL, NULL, "-nodes", &ctx.N, NULL));

@@ -240,7 +240,7 @@ int main(int argc, char **argv)
   const char    *layerkinds[] = {"sage", "mpnn"};
 
   PetscFunctionBeginUser;
-  PetscCall(PetscInitialize(&argc, &argv, NULL, help));
+  PetscCall(PetNetInitialize(&argc, &argv, NULL, help));
   comm = PETSC_COMM_WORLD;
   PetscCallMPI(MPI_Comm_size(comm, &size));
   ctx.monitor = 0;
