@@ -19,8 +19,8 @@
 #                   damaged header claims and reports the failure.
 #   make install PREFIX=/usr/local   headers, libpetnet.so.X.Y.Z, lib/petnet/petnet-hdf5check (the HDF5 file check),
 #                   petnet.pc, lib/petnet/conf/petnet_variables and petnet_rules (for makefiles that include PETSc's
-#                   conf), examples, models and the Python modules (PYTHONPATH=PREFIX/share/petnet/python) in
-#                   share/petnet; make uninstall
+#                   conf), the programs as PREFIX/bin/petnet-fashion, petnet-predict, ...; examples, models, meshes and
+#                   the Python modules (PYTHONPATH=PREFIX/share/petnet/python) in share/petnet; make uninstall
 #   PETSC_DIR, PETSC_ARCH, SLEPC_DIR pick the PETSc and SLEPc (default Debian's /usr/lib/petsc, /usr/lib/slepc)
 #   make memcheck   valgrind (share/valgrind/openmpi.supp) on a short MLP and CNN training with save, checkpoint,
 #                   restart and load, second-order, parallel modes and single/bfloat16 precision: no error and nothing definitely or indirectly lost (share/valgrind/memcheck)
@@ -115,6 +115,9 @@ bin/tests/%: tests/%.c lib/libpetnet.so
 	@mkdir -p bin/tests build/deps/bin/tests
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(BINDEPS) $< $(filter %.o,$^) -o $@ $(LDLIBS)
 
+# The example programs find libpetnet at $ORIGIN/../lib: lib/ beside bin/ in the build tree, and PREFIX/lib beside
+# PREFIX/bin when installed (make install copies them as PREFIX/bin/petnet-NAME), so one binary serves both
+$(EXAMPLES): LDLIBS = -Wl,-rpath,'$$ORIGIN/../lib' -L$(PETNET_LIBDIR) -lpetnet $(PETNET_EXTERNAL_LIB)
 # bin/cosmo3d's fields (examples/cosmo3d/cosmo3dfields.c) are generated with FFTW's MPI transforms: PETSc's FFTW_LIB
 # (empty when PETSc was configured without FFTW; the module then refuses to run and says so)
 bin/tests/test_cosmo3dfields: $(call example_modules,cosmo3d)
@@ -202,10 +205,15 @@ docs:
 # make install PREFIX=... (default /usr/local; DESTDIR for staging): as a PETSc package is installed.
 #   include/                    the public headers; include/petnet/private/ the implementation headers (as PETSc's petsc/private/)
 #   lib/libpetnet.so.X.Y.Z      with soname libpetnet.so.X, and the links libpetnet.so.X and libpetnet.so
-#   lib/pkgconfig/petnet.pc     Requires: PETSc, SLEPc (SLEPc's flags in Cflags/Libs when pkg-config has no SLEPc)
+#   lib/pkgconfig/petnet.pc     Requires: PETSc, SLEPc (SLEPc's flags in Cflags/Libs when pkg-config has no SLEPc).
+#                               petnet.h itself needs PETSc's flags alone (a plain PETSc makefile with -IPREFIX/include
+#                               and -lpetnet builds against it); SLEPc's are for petnetspectrum.h, which it leaves out
 #   lib/petnet/petnet-hdf5check the HDF5 header check PetNetCheckHDF5File() runs (found beside the library)
 #   lib/petnet/conf/            petnet_variables and petnet_rules, for makefiles that include PETSc's conf (docs/manual/getting-started.md)
-#   share/petnet/               the examples' sources (examples/) and the model files (models/)
+#   bin/petnet-NAME             the example programs (bin/fashion as petnet-fashion, bin/predict as petnet-predict, ...),
+#                               which find libpetnet in ../lib and, through PetNetInitialize(), a relative
+#                               -options_file share/models/X.opts in share/petnet/models (PetNetGetDataFile())
+#   share/petnet/               the examples' sources (examples/), the model files (models/) and meshes (meshes/)
 #   share/petnet/python/        the Python modules (share/python/*.py: petnet, over ../../../lib/libpetnet.so): PYTHONPATH
 #   share/man/man3/NAME.3       one man page per public function (share/docs/manpages.py --man): MANPATH=PREFIX/share/man
 PREFIX  ?= /usr/local
@@ -215,9 +223,12 @@ INSTALL_ROOT = $(DESTDIR)$(PREFIX)
 # SLEPc's pkg-config file, if pkg-config finds it (with SLEPc's own lib/pkgconfig on the path)
 SLEPC_PC := $(shell PKG_CONFIG_PATH=$(SLEPC_LIB_DIR)/pkgconfig:$$PKG_CONFIG_PATH pkg-config --exists SLEPc 2>/dev/null && echo SLEPc)
 
-install: lib/libpetnet.so
+install: lib/libpetnet.so $(EXAMPLES)
 	install -d $(INSTALL_ROOT)/include/petnet/private $(INSTALL_ROOT)/lib/pkgconfig $(INSTALL_ROOT)/lib/petnet/conf \
-	  $(INSTALL_ROOT)/share/petnet/examples $(INSTALL_ROOT)/share/petnet/models $(INSTALL_ROOT)/share/petnet/python
+	  $(INSTALL_ROOT)/share/petnet/examples $(INSTALL_ROOT)/share/petnet/models $(INSTALL_ROOT)/share/petnet/python \
+	  $(INSTALL_ROOT)/share/petnet/meshes $(INSTALL_ROOT)/bin
+	for p in $(notdir $(EXAMPLES)); do install -m 755 bin/$$p $(INSTALL_ROOT)/bin/petnet-$$p || exit 1; done
+	install -m 644 share/meshes/* $(INSTALL_ROOT)/share/petnet/meshes
 	install -m 644 include/*.h $(INSTALL_ROOT)/include
 	install -m 644 include/petnet/private/*.h $(INSTALL_ROOT)/include/petnet/private
 	install -m 755 lib/$(PETNET_SHLIB) $(INSTALL_ROOT)/lib
@@ -249,6 +260,7 @@ uninstall:
 	cd build/man3 && for p in *.3; do rm -f $(INSTALL_ROOT)/share/man/man3/$$p; done
 	rm -f $(addprefix $(INSTALL_ROOT)/include/,$(notdir $(wildcard include/*.h)))
 	rm -rf $(INSTALL_ROOT)/include/petnet $(INSTALL_ROOT)/lib/petnet $(INSTALL_ROOT)/share/petnet
+	rm -f $(addprefix $(INSTALL_ROOT)/bin/petnet-,$(notdir $(EXAMPLES)))
 	rm -f $(INSTALL_ROOT)/lib/$(PETNET_SHLIB) $(INSTALL_ROOT)/lib/$(PETNET_SONAME) $(INSTALL_ROOT)/lib/libpetnet.so \
 	  $(INSTALL_ROOT)/lib/pkgconfig/petnet.pc
 

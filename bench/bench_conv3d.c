@@ -42,12 +42,12 @@ int main(int argc, char **argv)
 
   PetscCall(PetNetInitialize(&argc, &argv, NULL, help));
   PetscOptionsBegin(PETSC_COMM_WORLD, NULL, "conv3d benchmark", NULL);
-  PetscCall(PetscOptionsInt("-bench_size", "Points per direction of a volume", NULL, S, &S, NULL));
-  PetscCall(PetscOptionsInt("-bench_cin", "Input channels", NULL, cin, &cin, NULL));
-  PetscCall(PetscOptionsInt("-bench_cout", "Output channels", NULL, cout, &cout, NULL));
-  PetscCall(PetscOptionsInt("-bench_kernel", "Kernel size", NULL, K, &K, NULL));
-  PetscCall(PetscOptionsInt("-bench_batch", "Samples", NULL, n, &n, NULL));
-  PetscCall(PetscOptionsInt("-bench_repeat", "Timed repetitions", NULL, repeat, &repeat, NULL));
+  PetscCall(PetNetOptionsInt("-bench_size", "Points per direction of a volume", NULL, S, &S, NULL));
+  PetscCall(PetNetOptionsInt("-bench_cin", "Input channels", NULL, cin, &cin, NULL));
+  PetscCall(PetNetOptionsInt("-bench_cout", "Output channels", NULL, cout, &cout, NULL));
+  PetscCall(PetNetOptionsInt("-bench_kernel", "Kernel size", NULL, K, &K, NULL));
+  PetscCall(PetNetOptionsInt("-bench_batch", "Samples", NULL, n, &n, NULL));
+  PetscCall(PetNetOptionsInt("-bench_repeat", "Timed repetitions", NULL, repeat, &repeat, NULL));
   PetscOptionsEnd();
 
   in = (PetNetShape){4, {S, S, S, cin}};

@@ -53,10 +53,10 @@ int main(int argc, char **argv)
   PetscCall(PetNetInitialize(&argc, &argv, NULL, help));
   PetscCallMPI(MPI_Comm_size(PETSC_COMM_WORLD, &size));
   PetscOptionsBegin(PETSC_COMM_WORLD, NULL, "conv2d grid-mode benchmark", NULL);
-  PetscCall(PetscOptionsInt("-bench_grid", "Grid points per direction", NULL, M, &M, NULL));
-  PetscCall(PetscOptionsInt("-bench_channels", "Input and output channels", NULL, C, &C, NULL));
-  PetscCall(PetscOptionsInt("-bench_kernel", "Kernel size (odd)", NULL, K, &K, NULL));
-  PetscCall(PetscOptionsInt("-bench_repeat", "Timed repetitions", NULL, repeat, &repeat, NULL));
+  PetscCall(PetNetOptionsInt("-bench_grid", "Grid points per direction", NULL, M, &M, NULL));
+  PetscCall(PetNetOptionsInt("-bench_channels", "Input and output channels", NULL, C, &C, NULL));
+  PetscCall(PetNetOptionsInt("-bench_kernel", "Kernel size (odd)", NULL, K, &K, NULL));
+  PetscCall(PetNetOptionsInt("-bench_repeat", "Timed repetitions", NULL, repeat, &repeat, NULL));
   PetscOptionsEnd();
 
   PetscCall(DMDACreate2d(PETSC_COMM_WORLD, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DMDA_STENCIL_BOX, M, M, PETSC_DECIDE, PETSC_DECIDE, C, K / 2, NULL, NULL, &da));

@@ -725,8 +725,8 @@ int main(int argc, char **argv)
   PetscCallMPI(MPI_Comm_size(comm, &size));
   PetscOptionsBegin(comm, NULL, "Parallel-mode benchmark", NULL);
   PetscCall(PetscOptionsEnum("-bench_mode", "The Net's parallel mode", "NetSetParallel", NetParallelTypes, (PetscEnum)mode, (PetscEnum *)&mode, NULL));
-  PetscCall(PetscOptionsInt("-bench_steps", "Timed Adam steps (after one warm-up step)", NULL, steps, &steps, NULL));
-  PetscCall(PetscOptionsInt("-bench_batch", "Global batch size", NULL, batch, &batch, NULL));
+  PetscCall(PetNetOptionsInt("-bench_steps", "Timed Adam steps (after one warm-up step)", NULL, steps, &steps, NULL));
+  PetscCall(PetNetOptionsInt("-bench_batch", "Global batch size", NULL, batch, &batch, NULL));
   PetscCall(PetscOptionsString("-bench_dir", "Folder with the Fashion-MNIST IDX files", NULL, dir, dir, sizeof(dir), NULL));
   PetscCall(PetscOptionsBool("-bench_selftest", "Check first that the byte counter sees PETSc's MPI calls", NULL, selftest, &selftest, NULL));
   PetscOptionsEnd();

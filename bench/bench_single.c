@@ -58,11 +58,11 @@ int main(int argc, char **argv)
   PetscOptionsBegin(PETSC_COMM_WORLD, NULL, "single-precision layer benchmark", NULL);
   PetscCall(PetscOptionsString("-bench_layer", "The layer, kind:arguments", NULL, spec, spec, sizeof(spec), NULL));
   PetscCall(PetscOptionsString("-bench_shape", "A sample's input shape", NULL, shape, shape, sizeof(shape), NULL));
-  PetscCall(PetscOptionsInt("-bench_batch", "Samples", NULL, n, &n, NULL));
-  PetscCall(PetscOptionsInt("-bench_repeat", "Timed repetitions", NULL, repeat, &repeat, NULL));
+  PetscCall(PetNetOptionsInt("-bench_batch", "Samples", NULL, n, &n, NULL));
+  PetscCall(PetNetOptionsInt("-bench_repeat", "Timed repetitions", NULL, repeat, &repeat, NULL));
   PetscCall(PetscOptionsBool("-bench_training", "Training mode", NULL, training, &training, NULL));
   PetscCall(PetscOptionsBool("-bench_dx", "Backward computes dx", NULL, withdx, &withdx, NULL));
-  PetscCall(PetscOptionsInt("-net_threads", "Threads of the layers' loops", "PetNetSetNumThreads", 1, &nthreads, NULL));
+  PetscCall(PetNetOptionsInt("-net_threads", "Threads of the layers' loops", "PetNetSetNumThreads", 1, &nthreads, NULL));
   PetscOptionsEnd();
   PetscCall(PetNetSetNumThreads(nthreads));
 

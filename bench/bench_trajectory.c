@@ -158,8 +158,8 @@ int main(int argc, char **argv)
   PetscOptionsBegin(comm, NULL, "Trajectory memory benchmark", NULL);
   PetscCall(PetscOptionsIntArray("-bench_steps", "Numbers of steps, increasing", NULL, steps, &nsteps, &set));
   if (!set) nsteps = 5;
-  PetscCall(PetscOptionsInt("-bench_batch", "Initial states in the batch", NULL, batch, &batch, NULL));
-  PetscCall(PetscOptionsInt("-bench_checkpoints", "Solutions the checkpoint trajectory keeps", NULL, K, &K, NULL));
+  PetscCall(PetNetOptionsInt("-bench_batch", "Initial states in the batch", NULL, batch, &batch, NULL));
+  PetscCall(PetNetOptionsInt("-bench_checkpoints", "Solutions the checkpoint trajectory keeps", NULL, K, &K, NULL));
   PetscCall(PetscOptionsBool("-check", "Check flat checkpoint memory, growing stored memory and equal gradients", NULL, check, &check, NULL));
   PetscOptionsEnd();
   PetscCall(PetscMallocGetDebug(&tracing, NULL, NULL));

@@ -44,15 +44,14 @@ int main(int argc, char **argv)
   Cosmo3dMode    mode       = COSMO3D_TRAIN;
   PetscInt       iterations = 1000, batch = 8, test = 128, tmonitor = 0;
 
-  PetscCall(PetscInitialize(&argc, &argv, NULL, help));
-  PetscCall(PetNetInitializePackage());
+  PetscCall(PetNetInitialize(&argc, &argv, NULL, help));
   PetscCallMPI(MPI_Comm_size(PETSC_COMM_WORLD, &size));
   PetscOptionsBegin(PETSC_COMM_WORLD, NULL, "CosmoFlow-like 3-D regression: the data", NULL);
-  PetscCall(PetscOptionsInt("-cosmo3d_grid", "edge of the grid", NULL, N, &N, NULL));
-  PetscCall(PetscOptionsInt("-cosmo3d_channels", "channels (1 to 4)", NULL, channels, &channels, NULL));
-  PetscCall(PetscOptionsInt("-cosmo3d_samples", "fields to generate", NULL, samples, &samples, NULL));
-  PetscCall(PetscOptionsInt("-cosmo3d_first", "index of the first sample", NULL, first, &first, NULL));
-  PetscCall(PetscOptionsInt("-cosmo3d_seed", "the data set's seed", NULL, seed, &seed, NULL));
+  PetscCall(PetNetOptionsBoundedInt("-cosmo3d_grid", "edge of the grid (at least 4)", NULL, N, &N, NULL, 4));
+  PetscCall(PetNetOptionsInt("-cosmo3d_channels", "channels (1 to 4)", NULL, channels, &channels, NULL));
+  PetscCall(PetNetOptionsInt("-cosmo3d_samples", "fields to generate", NULL, samples, &samples, NULL));
+  PetscCall(PetNetOptionsInt("-cosmo3d_first", "index of the first sample", NULL, first, &first, NULL));
+  PetscCall(PetNetOptionsBoundedInt("-cosmo3d_seed", "the data set's seed", NULL, seed, &seed, NULL, 0));
   PetscCall(PetscOptionsRealArray("-cosmo3d_logA_range", "log A uniform in [lo, hi]", NULL, logArange, (two = 2, &two), &set));
   PetscCheck(!set || two == 2, PETSC_COMM_WORLD, PETSC_ERR_ARG_WRONG, "-cosmo3d_logA_range takes two numbers lo,hi, not %" PetscInt_FMT, two);
   PetscCall(PetscOptionsRealArray("-cosmo3d_n_range", "n uniform in [lo, hi]", NULL, nrange, (two = 2, &two), &set));
@@ -60,10 +59,10 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsBool("-cosmo3d_baseline", "fit each field's spectrum", NULL, baseline, &baseline, NULL));
   PetscCall(PetscOptionsBool("-cosmo3d_monitor", "print each sample", NULL, monitor, &monitor, NULL));
   PetscCall(PetscOptionsEnum("-cosmo3d_mode", "train the network, or the data side alone", NULL, Cosmo3dModes, (PetscEnum)mode, (PetscEnum *)&mode, NULL));
-  PetscCall(PetscOptionsInt("-cosmo3d_iterations", "training steps", NULL, iterations, &iterations, NULL));
-  PetscCall(PetscOptionsInt("-cosmo3d_batch", "fields per spatial group in a step", NULL, batch, &batch, NULL));
-  PetscCall(PetscOptionsInt("-cosmo3d_test", "held-out fields", NULL, test, &test, NULL));
-  PetscCall(PetscOptionsInt("-cosmo3d_train_monitor", "print the loss every this many steps", NULL, tmonitor, &tmonitor, NULL));
+  PetscCall(PetNetOptionsInt("-cosmo3d_iterations", "training steps", NULL, iterations, &iterations, NULL));
+  PetscCall(PetNetOptionsInt("-cosmo3d_batch", "fields per spatial group in a step", NULL, batch, &batch, NULL));
+  PetscCall(PetNetOptionsInt("-cosmo3d_test", "held-out fields", NULL, test, &test, NULL));
+  PetscCall(PetNetOptionsInt("-cosmo3d_train_monitor", "print the loss every this many steps", NULL, tmonitor, &tmonitor, NULL));
   PetscOptionsEnd();
   PetscCheck(N >= 4, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "-cosmo3d_grid %" PetscInt_FMT ": the grid's edge must be at least 4", N);
   PetscCheck(channels >= 1 && channels <= COSMO3D_MAX_CHANNELS, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "-cosmo3d_channels %" PetscInt_FMT " must be 1 to %d (delta, smoothed at R = 1 and 2 cells, lognormal)", channels, COSMO3D_MAX_CHANNELS);

@@ -46,11 +46,11 @@ int main(int argc, char **argv)
   MPI_Comm     comm;
 
   PetscFunctionBeginUser;
-  PetscCall(PetscInitialize(&argc, &argv, NULL, help));
+  PetscCall(PetNetInitialize(&argc, &argv, NULL, help));
   comm  = PETSC_COMM_WORLD;
   ctx.N = 40;
-  PetscCall(PetscOptionsGetInt(NULL, NULL, "-nodes", &ctx.N, NULL));
-  PetscCall(PetscOptionsGetInt(NULL, NULL, "-channels", &C, NULL));
+  PetscCall(PetNetOptionsGetInt(NULL, NULL, "-nodes", &ctx.N, NULL));
+  PetscCall(PetNetOptionsGetInt(NULL, NULL, "-channels", &C, NULL));
   PetscCheck(ctx.N >= 3 && C >= 1, comm, PETSC_ERR_ARG_OUTOFRANGE, "-nodes must be at least 3 and -channels at least 1");
 
   /* The ring's normalised adjacency with self loops, D^-1/2 (Adj + I) D^-1/2: 1/3 on the diagonal and both neighbours */

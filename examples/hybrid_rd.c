@@ -169,7 +169,7 @@ int main(int argc, char **argv)
   app.M = 32;
   PetscCall(HybridProblemSetDefaults(hp, &GridOps, &app));
   PetscOptionsBegin(PETSC_COMM_WORLD, NULL, "Hybrid reaction-diffusion example", NULL);
-  PetscCall(PetscOptionsInt("-rd_grid", "Grid points per direction", NULL, app.M, &app.M, NULL));
+  PetscCall(PetNetOptionsInt("-rd_grid", "Grid points per direction", NULL, app.M, &app.M, NULL));
   PetscCall(HybridProblemSetFromOptions(PetscOptionsObject, hp));
   PetscOptionsEnd();
   PetscCheck(app.M >= 8, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "-rd_grid %" PetscInt_FMT " is too coarse: give at least 8", app.M);

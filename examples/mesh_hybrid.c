@@ -397,10 +397,10 @@ int main(int argc, char **argv)
   app.ntest = 4;
   PetscCall(HybridProblemSetDefaults(hp, &GridOps, &app));
   PetscOptionsBegin(PETSC_COMM_WORLD, NULL, "Hybrid reaction-diffusion example on a DMPlex mesh", NULL);
-  PetscCall(PetscOptionsInt("-mesh_faces", "Squares per side of the triangulation (2 triangles each) before -dm_refine", NULL, app.faces, &app.faces, NULL));
+  PetscCall(PetNetOptionsInt("-mesh_faces", "Squares per side of the triangulation (2 triangles each) before -dm_refine", NULL, app.faces, &app.faces, NULL));
   PetscCall(PetscOptionsString("-mesh_file", "A 2-D triangular Gmsh mesh (ASCII .msh 2.2 or 4.1) instead of the built-in square", NULL, app.file, app.file, sizeof(app.file), NULL));
   PetscCall(HybridProblemSetFromOptions(PetscOptionsObject, hp));
-  PetscCall(PetscOptionsInt("-rd_test", "Held-out trajectories", NULL, app.ntest, &app.ntest, NULL));
+  PetscCall(PetNetOptionsInt("-rd_test", "Held-out trajectories", NULL, app.ntest, &app.ntest, NULL));
   PetscCall(PetscOptionsBool("-rd_test_jacobian", "Check the coupled Jacobian (diffusion + Net shell) and the parameter Jacobian: dot-product and finite-difference tests", NULL, app.testjac, &app.testjac, NULL));
   PetscOptionsEnd();
   PetscCheck(hp->nobs >= 1 && hp->ntrain >= 1 && app.ntest >= 1 && hp->T > 0, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "Give -rd_snapshots >= 1, -rd_train >= 1, -rd_test >= 1 and -rd_final_time > 0");

@@ -240,21 +240,21 @@ int main(int argc, char **argv)
   const char    *layerkinds[] = {"sage", "mpnn"};
 
   PetscFunctionBeginUser;
-  PetscCall(PetscInitialize(&argc, &argv, NULL, help));
+  PetscCall(PetNetInitialize(&argc, &argv, NULL, help));
   comm = PETSC_COMM_WORLD;
   PetscCallMPI(MPI_Comm_size(comm, &size));
   ctx.monitor = 0;
   PetscOptionsBegin(comm, NULL, "Mesh surrogate options", NULL);
-  PetscCall(PetscOptionsInt("-mesh_faces", "Squares per side of the triangulation (2 triangles each) before -dm_refine", NULL, faces, &faces, NULL));
+  PetscCall(PetNetOptionsInt("-mesh_faces", "Squares per side of the triangulation (2 triangles each) before -dm_refine", NULL, faces, &faces, NULL));
   PetscCall(PetscOptionsString("-mesh_file", "A 2-D triangular Gmsh mesh (ASCII .msh 2.2 or 4.1) instead of the built-in square", NULL, file, file, sizeof(file), NULL));
-  PetscCall(PetscOptionsInt("-mesh_train", "Training samples", NULL, ntrain, &ntrain, NULL));
-  PetscCall(PetscOptionsInt("-mesh_test", "Held-out samples", NULL, ntest, &ntest, NULL));
-  PetscCall(PetscOptionsInt("-mesh_modes", "Cosine modes per direction of the random fields", NULL, K, &K, NULL));
+  PetscCall(PetNetOptionsInt("-mesh_train", "Training samples", NULL, ntrain, &ntrain, NULL));
+  PetscCall(PetNetOptionsInt("-mesh_test", "Held-out samples", NULL, ntest, &ntest, NULL));
+  PetscCall(PetNetOptionsInt("-mesh_modes", "Cosine modes per direction of the random fields", NULL, K, &K, NULL));
   PetscCall(PetscOptionsReal("-mesh_sigma", "Standard deviation of log k", NULL, sigma, &sigma, NULL));
   PetscCall(PetscOptionsReal("-mesh_f_amplitude", "Amplitude of the variation of f", NULL, famp, &famp, NULL));
-  PetscCall(PetscOptionsInt("-mesh_multiscale", "Multiscale levels L: features G^(4^j) log k, G^(4^j) (f/k), j = 1..L", NULL, L, &L, NULL));
+  PetscCall(PetNetOptionsInt("-mesh_multiscale", "Multiscale levels L: features G^(4^j) log k, G^(4^j) (f/k), j = 1..L", NULL, L, &L, NULL));
   PetscCall(PetscOptionsEList("-mesh_layer", "Graph layer of the default Net: sage (on G) or mpnn (message passing on the mesh's edges)", NULL, layerkinds, 2, layerkinds[kind], &kind, NULL));
-  PetscCall(PetscOptionsInt("-mesh_monitor", "Print the training loss every N iterations (0: never)", NULL, ctx.monitor, &ctx.monitor, NULL));
+  PetscCall(PetNetOptionsInt("-mesh_monitor", "Print the training loss every N iterations (0: never)", NULL, ctx.monitor, &ctx.monitor, NULL));
   PetscOptionsEnd();
   PetscCheck(ntrain >= 1 && ntest >= 1, comm, PETSC_ERR_ARG_OUTOFRANGE, "-mesh_train %" PetscInt_FMT " and -mesh_test %" PetscInt_FMT " must both be at least 1", ntrain, ntest);
   PetscCheck(K >= 1 && K <= 16, comm, PETSC_ERR_ARG_OUTOFRANGE, "-mesh_modes %" PetscInt_FMT " must be in 1..16", K);

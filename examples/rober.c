@@ -525,9 +525,9 @@ int main(int argc, char **argv)
   pb.nobs     = 40;
   pb.substeps = 8;
   PetscOptionsBegin(PETSC_COMM_WORLD, NULL, "Robertson kinetics", NULL);
-  PetscCall(PetscOptionsInt("-rober_observations", "Observation times, log-spaced in [1e-5, 100]", NULL, pb.nobs, &pb.nobs, NULL));
-  PetscCall(PetscOptionsInt("-rober_substeps", "Time steps between observations (a log grid)", NULL, pb.substeps, &pb.substeps, NULL));
-  PetscCall(PetscOptionsInt("-rober_iterations", "Optimizer iterations", NULL, iterations, &iterations, NULL));
+  PetscCall(PetNetOptionsInt("-rober_observations", "Observation times, log-spaced in [1e-5, 100]", NULL, pb.nobs, &pb.nobs, NULL));
+  PetscCall(PetNetOptionsInt("-rober_substeps", "Time steps between observations (a log grid)", NULL, pb.substeps, &pb.substeps, NULL));
+  PetscCall(PetNetOptionsInt("-rober_iterations", "Optimizer iterations", NULL, iterations, &iterations, NULL));
   PetscCall(PetscOptionsReal("-rober_start_factor", "Start from the rates (F k1, k2 / F, F k3)", NULL, factor, &factor, NULL));
   PetscCall(PetscOptionsBool("-rober_test_gradient", "Check the adjoint gradient at the starting rates against finite differences", NULL, testgradient, &testgradient, NULL));
   PetscCall(PetscOptionsString("-ts_type", "The training integrator (implicit: beuler, cn, theta)", "TSSetType", tstype, tstype, sizeof(tstype), NULL));

@@ -11,6 +11,7 @@ static const char help[] = "Spectra of a network with SLEPc: the top eigenvalues
                            "The Spectrum reads -spectrum_* (see -help), its EPS -spectrum_eps_*. Ends with one line: summary: key=value ...\n";
 
 #include <petnet.h>
+#include <petnetspectrum.h> /* SLEPc: not in petnet.h */
 #include <petscblaslapack.h>
 
 /* A uniform number in [0, 1) from a hash of (stream, global index): the same data on any number of ranks */
@@ -132,7 +133,7 @@ static PetscErrorCode CheckDense(MPI_Comm comm)
   PetscCallMPI(MPI_Comm_size(comm, &size));
   PetscOptionsBegin(comm, NULL, "Dense check", NULL);
   PetscCall(PetscOptionsString("-spectrum_check_net", "Tiny network: mlp (6-5-3, tanh) or conv (4x4x2 -> conv2d:3, tanh, dense:3)", NULL, kind, kind, sizeof(kind), NULL));
-  PetscCall(PetscOptionsInt("-spectrum_check_samples", "Samples of the batch", NULL, N, &N, NULL));
+  PetscCall(PetNetOptionsInt("-spectrum_check_samples", "Samples of the batch", NULL, N, &N, NULL));
   PetscOptionsEnd();
   PetscCall(NetCreate(comm, &net));
   {
@@ -371,7 +372,7 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsString("-spectrum_load", "Load this saved Net (NetSave(); .h5 for HDF5)", "NetLoad", load, load, sizeof(load), NULL));
   PetscCall(PetscOptionsString("-spectrum_dir", "Folder with the Fashion-MNIST IDX files", NULL, dir, dir, sizeof(dir), NULL));
   PetscCall(PetscOptionsString("-spectrum_data", "Samples: fashion (the training set) or random", NULL, data, data, sizeof(data), NULL));
-  PetscCall(PetscOptionsInt("-spectrum_samples", "Samples of the loss whose curvature is analysed", "SpectrumSetDataset", N, &N, NULL));
+  PetscCall(PetNetOptionsInt("-spectrum_samples", "Samples of the loss whose curvature is analysed", "SpectrumSetDataset", N, &N, NULL));
   PetscCall(PetscOptionsBool("-spectrum_eigenvalues", "Compute the top eigenvalues", "SpectrumComputeEigenvalues", doeig, &doeig, NULL));
   PetscCall(PetscOptionsBool("-spectrum_trace", "Compute Hutchinson's trace estimate", "SpectrumComputeTrace", dotrace, &dotrace, NULL));
   PetscCall(PetscOptionsBool("-spectrum_density", "Compute the density (stochastic Lanczos quadrature)", "SpectrumComputeDensity", dodensity, &dodensity, NULL));
@@ -380,8 +381,8 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsBool("-spectrum_ode", "Compute the ode layers' stiffness", "SpectrumComputeODEStiffness", doode, &doode, NULL));
   PetscOptionsEnd();
   /* the Spectrum reads (and -help lists) these two; the program sizes its arrays with them */
-  PetscCall(PetscOptionsGetInt(NULL, NULL, "-spectrum_k", &k, NULL));
-  PetscCall(PetscOptionsGetInt(NULL, NULL, "-spectrum_jacobian_samples", &njac, NULL));
+  PetscCall(PetNetOptionsGetInt(NULL, NULL, "-spectrum_k", &k, NULL));
+  PetscCall(PetNetOptionsGetInt(NULL, NULL, "-spectrum_jacobian_samples", &njac, NULL));
   PetscCheck(k >= 1 && k <= 64, comm, PETSC_ERR_ARG_OUTOFRANGE, "-spectrum_k %" PetscInt_FMT ": give 1 to 64", k);
   PetscCheck(njac >= 1 && njac <= 64, comm, PETSC_ERR_ARG_OUTOFRANGE, "-spectrum_jacobian_samples %" PetscInt_FMT ": give 1 to 64", njac);
   if (check) {

@@ -636,11 +636,11 @@ int main(int argc, char **argv)
   s.batch  = 20;
   s.window = 10;
   PetscOptionsBegin(comm, NULL, "Spiral neural ODE", NULL);
-  PetscCall(PetscOptionsInt("-spiral_iterations", "Training iterations (one batch of windows each)", NULL, iterations, &iterations, NULL));
-  PetscCall(PetscOptionsInt("-spiral_batch", "Windows per batch", NULL, s.batch, &s.batch, NULL));
-  PetscCall(PetscOptionsInt("-spiral_window", "Observations per window", NULL, s.window, &s.window, NULL));
-  PetscCall(PetscOptionsInt("-spiral_seed", "Seed of the window draws", NULL, seed, &seed, NULL));
-  PetscCall(PetscOptionsInt("-spiral_monitor", "Print the loss and the trajectory MAE every this many iterations (0: never)", NULL, mon.every, &mon.every, NULL));
+  PetscCall(PetNetOptionsInt("-spiral_iterations", "Training iterations (one batch of windows each)", NULL, iterations, &iterations, NULL));
+  PetscCall(PetNetOptionsInt("-spiral_batch", "Windows per batch", NULL, s.batch, &s.batch, NULL));
+  PetscCall(PetNetOptionsInt("-spiral_window", "Observations per window", NULL, s.window, &s.window, NULL));
+  PetscCall(PetNetOptionsBoundedInt("-spiral_seed", "Seed of the window draws", NULL, seed, &seed, NULL, 0));
+  PetscCall(PetNetOptionsInt("-spiral_monitor", "Print the loss and the trajectory MAE every this many iterations (0: never)", NULL, mon.every, &mon.every, NULL));
   PetscCall(PetscOptionsBool("-spiral_test_gradient", "Check the adjoint gradient of the first batch against finite differences", NULL, testgradient, &testgradient, NULL));
   s.fromp = PETSC_TRUE;
   PetscCall(PetscOptionsBool("-spiral_jacobian_from_p", "The adjoint's linearization points from RHSJacobianP, skipping SNESComputeJacobian (SNES lag -1)", NULL, s.fromp, &s.fromp, NULL));

@@ -118,13 +118,13 @@ int main(int argc, char **argv)
     Ntest   = SURROGATE_UNET_TEST;
   }
   PetscCall(PetscOptionsEnum("-surrogate_problem", "The input field: the source f or the coefficient log k", NULL, SurrogateProblemTypes, (PetscEnum)problem, (PetscEnum *)&problem, NULL));
-  PetscCall(PetscOptionsInt("-surrogate_grid", "Interior points per direction", NULL, n, &n, NULL));
-  PetscCall(PetscOptionsInt("-surrogate_modes", "Sine modes per direction of the random fields", NULL, K, &K, NULL));
-  PetscCall(PetscOptionsInt("-surrogate_train", "Training samples", NULL, Ntrain, &Ntrain, NULL));
-  PetscCall(PetscOptionsInt("-surrogate_test", "Held-out samples", NULL, Ntest, &Ntest, NULL));
+  PetscCall(PetNetOptionsInt("-surrogate_grid", "Interior points per direction", NULL, n, &n, NULL));
+  PetscCall(PetNetOptionsInt("-surrogate_modes", "Sine modes per direction of the random fields", NULL, K, &K, NULL));
+  PetscCall(PetNetOptionsInt("-surrogate_train", "Training samples", NULL, Ntrain, &Ntrain, NULL));
+  PetscCall(PetNetOptionsInt("-surrogate_test", "Held-out samples", NULL, Ntest, &Ntest, NULL));
   if (model == SURROGATE_MODEL_UNET) {
-    PetscCall(PetscOptionsInt("-surrogate_batch", "unet: fields per mini-batch", NULL, uopt.nf, &uopt.nf, NULL));
-    PetscCall(PetscOptionsInt("-surrogate_epochs", "unet: passes over the training fields", NULL, uopt.epochs, &uopt.epochs, NULL));
+    PetscCall(PetNetOptionsInt("-surrogate_batch", "unet: fields per mini-batch", NULL, uopt.nf, &uopt.nf, NULL));
+    PetscCall(PetNetOptionsInt("-surrogate_epochs", "unet: passes over the training fields", NULL, uopt.epochs, &uopt.epochs, NULL));
     PetscCall(PetscOptionsReal("-surrogate_lr", "unet: adam's learning rate (cosine decay to 0)", NULL, uopt.lr, &uopt.lr, NULL));
     PetscCall(PetscOptionsBool("-surrogate_coordinates", "unet: the points' x and y as two more input channels", NULL, uopt.coordinates, &uopt.coordinates, NULL));
     PetscCall(PetscOptionsBool("-surrogate_monitor", "unet: a line per epoch (training and held-out loss, held-out error)", NULL, uopt.monitor, &uopt.monitor, NULL));

@@ -34,6 +34,10 @@
            dependencies run one way: sys <- layers <- net <- (loss, ts, optim, data) <- trainer.
   Options  every object reads PETSc options with prefixes: layer i of a Net reads -layer<i>_..., -net_view
            prints the network, -net_test_jacobian checks its derivatives.
+  Headers  this header needs PETSc's compiler flags alone. Spectrum (petnetspectrum.h: Hessian and Jacobian spectra
+           with SLEPc) is not included: include it yourself and compile with SLEPc's flags too (SLEPc's
+           slepc_variables, which lib/petnet/conf/petnet_variables includes, or pkg-config's SLEPc). libpetnet links
+           SLEPc either way.
 */
 #pragma once
 
@@ -46,7 +50,6 @@
 #include <petnetdmda.h>
 #include <petnetdataset.h>
 #include <petnettrainer.h>
-#include <petnetspectrum.h>
 
 /* Every package at once (each XxxCreate() initializes its own package; see src/dlregispetnet.c) */
 PETSC_EXTERN PetscErrorCode PetNetInitializePackage(void);

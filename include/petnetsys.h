@@ -30,6 +30,7 @@ PETSC_EXTERN PetscErrorCode PetNetShapeSize(const PetNetShape *, PetscInt *);
 PETSC_EXTERN PetscErrorCode PetNetShapeToString(const PetNetShape *, size_t, char[]);
 PETSC_EXTERN PetscErrorCode PetNetShapeFromString(const char[], PetNetShape *);
 PETSC_EXTERN PetscBool      PetNetShapeEqual(const PetNetShape *, const PetNetShape *);
+PETSC_EXTERN PetscErrorCode PetNetShapeCheck(MPI_Comm, const PetNetShape *, const char[]);
 
 /* The broadcast of a distributed parameter Vec to a replicated copy on every rank, as one operator.
    Its transpose is the sum-reduce of per-rank gradients back to the owned slices. */
@@ -42,6 +43,17 @@ PETSC_EXTERN PetscErrorCode PetNetRemoveTemporaryFile(const char[]);
 PETSC_EXTERN PetscErrorCode PetNetCheckWritableFile(MPI_Comm, const char[], const char[]);
 PETSC_EXTERN PetscErrorCode PetNetRemoveStaleTemporaryFiles(MPI_Comm, const char[]);
 PETSC_EXTERN PetscErrorCode PetNetCheckHDF5File(MPI_Comm, const char[], const char[], PetscBool);
+
+/* Integer options read in 64 bits and checked against a range, with an error naming the option (src/sys/options.c):
+   PETSc 3.18's PetscOptionsInt() keeps the low 32 bits of 4294967304. The same arguments as PETSc's functions. */
+PETSC_EXTERN PetscErrorCode PetNetOptionsInt_Private(PetscOptionItems *, const char[], const char[], const char[], PetscInt, PetscInt *, PetscBool *, PetscInt, PetscInt);
+PETSC_EXTERN PetscErrorCode PetNetOptionsGetInt(PetscOptions, const char[], const char[], PetscInt *, PetscBool *);
+#define PetNetOptionsInt(opt, text, man, current, value, set)              PetNetOptionsInt_Private(PetscOptionsObject, opt, text, man, current, value, set, PETSC_MIN_INT, PETSC_MAX_INT)
+#define PetNetOptionsBoundedInt(opt, text, man, current, value, set, lo)   PetNetOptionsInt_Private(PetscOptionsObject, opt, text, man, current, value, set, lo, PETSC_MAX_INT)
+#define PetNetOptionsRangeInt(opt, text, man, current, value, set, lo, hi) PetNetOptionsInt_Private(PetscOptionsObject, opt, text, man, current, value, set, lo, hi)
+
+/* PetNet's data directory (models/, meshes/): PREFIX/share/petnet when installed, share/ in the build tree */
+PETSC_EXTERN PetscErrorCode PetNetGetDataFile(const char[], size_t, char[]);
 
 /* Threads of one process (OpenMP): -net_threads */
 PETSC_EXTERN PetscErrorCode PetNetSetNumThreads(PetscInt);

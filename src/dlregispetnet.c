@@ -50,17 +50,37 @@ PetscErrorCode PetNetInitializePackage(void)
   argc and args are passed to PetscInitialize() as they are, and through it to MPI_Init() when MPI is not initialized
   yet; the MPI implementation may modify them (e.g. remove its own arguments).
 
+  An options file (file, and each -options_file FILE of the command line) given relative to PetNet's tree that does
+  not exist from the current folder is read from PetNet's data directory (PetNetGetDataFile()): an installed program
+  finds share/models/mlp.opts in PREFIX/share/petnet/models/.
+
   A program that creates its objects through XxxCreate() alone may call PetscInitialize(): each class initializes its
   own package. Kinds that an upper package registers in a lower one's registry (the ode layer kind, from the TS
   package) are known only once that package is initialized: PetNetInitialize() makes every kind available at once.
 
   Level: beginner
 
-.seealso: `PetNetInitializePackage()`, `PetscInitialize()`, `PetscFinalize()`
+.seealso: `PetNetInitializePackage()`, `PetscInitialize()`, `PetscFinalize()`, `PetNetGetDataFile()`
 @*/
 PetscErrorCode PetNetInitialize(int *argc, char ***args, const char file[], const char help[])
 {
+  /* the resolved names live as long as the program: PETSc reads the files inside PetscInitialize(), and argv stays */
+  static char resolved[9][PETSC_MAX_PATH_LEN];
+  int         k = 0;
+
   PetscFunctionBegin;
+  if (file) {
+    PetscCall(PetNetGetDataFile(file, sizeof(resolved[k]), resolved[k]));
+    file = resolved[k++];
+  }
+  for (int i = 1; argc && args && *args && i + 1 < *argc && k < (int)PETSC_STATIC_ARRAY_LENGTH(resolved); i++) {
+    PetscBool opt;
+
+    PetscCall(PetscStrcmp((*args)[i], "-options_file", &opt));
+    if (!opt) continue;
+    PetscCall(PetNetGetDataFile((*args)[i + 1], sizeof(resolved[k]), resolved[k]));
+    (*args)[++i] = resolved[k++];
+  }
   PetscCall(PetscInitialize(argc, args, file, help));
   PetscCall(PetNetInitializePackage());
   PetscFunctionReturn(0);

@@ -6,8 +6,10 @@
 # (PYTHONPATH=PREFIX/share/petnet/python), which must load PREFIX/lib/libpetnet.so. The prefix and the build directory
 # are removed at the end. Last, the installed library must check HDF5 files with the installed
 # PREFIX/lib/petnet/petnet-hdf5check (found beside itself, not in the build tree): a valid model loads, the damaged file
-# of io_h5overread_error is refused. The man pages must be where `man` finds them (MANPATH=PREFIX/share/man), and
-# make uninstall must leave no file behind.
+# of io_h5overread_error is refused. Then a plain PETSc makefile (no SLEPc flag) must build the same program against
+# petnet.h, and the installed programs must train and predict from a folder outside the tree (petnet-fashion with the
+# installed model file share/models/mlp.opts, petnet-predict on the model it saved: the same test loss and accuracy).
+# The man pages must be where `man` finds them (MANPATH=PREFIX/share/man), and make uninstall must leave no file behind.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_plm=isolated OMPI_MCA_btl=self,vader
@@ -72,7 +74,36 @@ if ! grep -q "refused: True" <<< "$out" || [ "$n" != 2 ]; then
   exit 1
 fi
 echo "HDF5 check: $prefix/lib/petnet/petnet-hdf5check ran on both files, the damaged one refused"
-# 5. the manual pages: man finds them with MANPATH=PREFIX/share/man, and make uninstall removes them
+
+# 5. a plain PETSc makefile (PETSc's conf, -I PREFIX/include, -lpetnet, no SLEPc flag): petnet.h needs PETSc's flags alone
+cp tests/install/makefile.petsc "$work"
+make -s -C "$work" -f makefile.petsc PETNET_DIR="$prefix" netforward_petsc > "$work/make_petsc.log" 2>&1 ||
+  { echo "install: petnet.h does not build with PETSc's flags alone:"; grep -m5 -i "error" "$work/make_petsc.log"; exit 1; }
+check "plain PETSc makefile" "$work/netforward_petsc"
+
+# 6. the installed programs, run from a folder without PetNet's tree: petnet-fashion trains with the model file
+# share/models/mlp.opts (found in PREFIX/share/petnet/models) on a few samples and saves the Net; petnet-predict
+# evaluates the saved model on the same test samples and must report fashion's test loss and accuracy. Both must load
+# PREFIX/lib/libpetnet.so (their run path is $ORIGIN/../lib), never the build tree's.
+for p in $(ls bin | grep -v -e '^bench_' -e '^fuzz$' -e '^tests$'); do
+  test -x "$prefix/bin/petnet-$p" || { echo "install: no $prefix/bin/petnet-$p"; exit 1; }
+done
+lib=$(cd "$work" && realpath "$(ldd "$prefix/bin/petnet-fashion" | awk '$1 ~ /^libpetnet/ { print $3 }')")
+[ "$lib" = "$(realpath "$prefix/lib/$soname")" ] || { echo "install: petnet-fashion loads '$lib', not $prefix/lib/$soname"; exit 1; }
+mkdir "$work/run"
+fashion=$(cd "$work/run" && mpiexec -n 1 "$prefix/bin/petnet-fashion" -options_file share/models/mlp.opts -trainer_epochs 1 \
+  -train_dataset_limit 256 -test_dataset_limit 128 -trainer_monitor 0 -net_save model.h5 | grep '^summary:')
+predict=$(cd "$work/run" && mpiexec -n 2 "$prefix/bin/petnet-predict" -net_load model.h5 -predict_dataset_limit 128 | grep '^summary:')
+echo "petnet-fashion: $fashion"
+echo "petnet-predict: $predict"
+grep -q "model=mlp " <<< "$fashion" || { echo "install: petnet-fashion did not read share/models/mlp.opts"; exit 1; }
+for key in test_loss test_accuracy; do
+  a=$(sed -n "s/.* $key=\([^ ]*\).*/\1/p" <<< "$fashion") b=$(sed -n "s/.* $key=\([^ ]*\).*/\1/p" <<< "$predict")
+  python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); sys.exit(abs(a - b) > 1e-4 * max(1, abs(a)))" "$a" "$b" ||
+    { echo "install: petnet-predict's $key $b differs from petnet-fashion's $a"; exit 1; }
+done
+echo "installed programs: petnet-fashion trained with the installed mlp.opts, petnet-predict agrees on its saved model"
+# 7. the manual pages: man finds them with MANPATH=PREFIX/share/man, and make uninstall removes them
 page=$(MANPATH="$prefix/share/man" MANWIDTH=100 man 3 NetCreate 2> /dev/null | grep -c "NetCreate.*creates a Net" || true)
 if [ "$page" = 0 ]; then echo "install: man 3 NetCreate with MANPATH=$prefix/share/man found no page"; exit 1; fi
 echo "man pages: $(ls "$prefix/share/man/man3" | wc -l) installed, man 3 NetCreate finds its page"

@@ -10,6 +10,7 @@ static const char help[] = "Spectrum on problems whose answers are known in clos
                            "Each case errors (PetscCheck) when a number is off and prints rank-invariant numbers.\n";
 
 #include <petnet.h>
+#include <petnetspectrum.h> /* SLEPc: not in petnet.h */
 #include "testutil.h"
 
 /* The n x n MATAIJ with diagonal d (NULL: 2) and, when offdiag, -1 next to it */

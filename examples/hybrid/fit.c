@@ -30,14 +30,14 @@ PetscErrorCode HybridProblemSetFromOptions(PetscOptionItems *PetscOptionsObject,
 {
   PetscFunctionBegin;
   PetscCall(PetscOptionsReal("-rd_final_time", "Length of a trajectory", NULL, hp->T, &hp->T, NULL));
-  PetscCall(PetscOptionsInt("-rd_snapshots", "Snapshots per trajectory", NULL, hp->nobs, &hp->nobs, NULL));
-  PetscCall(PetscOptionsInt("-rd_train", "Training trajectories", NULL, hp->ntrain, &hp->ntrain, NULL));
+  PetscCall(PetNetOptionsInt("-rd_snapshots", "Snapshots per trajectory", NULL, hp->nobs, &hp->nobs, NULL));
+  PetscCall(PetNetOptionsInt("-rd_train", "Training trajectories", NULL, hp->ntrain, &hp->ntrain, NULL));
   PetscCall(PetscOptionsReal("-rd_amplitude", "Size of the random initial conditions", NULL, hp->amplitude, &hp->amplitude, NULL));
   PetscCall(PetscOptionsReal("-rd_Du", "Diffusivity of u", NULL, hp->Du, &hp->Du, NULL));
   PetscCall(PetscOptionsReal("-rd_Dv", "Diffusivity of v", NULL, hp->Dv, &hp->Dv, NULL));
   PetscCall(PetscOptionsReal("-rd_k", "Constant k of the reaction", NULL, hp->k, &hp->k, NULL));
   PetscCall(PetscOptionsBool("-rd_shooting", "Fit every snapshot interval from the observed snapshot (multiple shooting) instead of whole trajectories", NULL, hp->shooting, &hp->shooting, NULL));
-  PetscCall(PetscOptionsInt("-rd_monitor", "Print the loss every K iterations (0: never)", NULL, hp->monitor, &hp->monitor, NULL));
+  PetscCall(PetNetOptionsInt("-rd_monitor", "Print the loss every K iterations (0: never)", NULL, hp->monitor, &hp->monitor, NULL));
   PetscFunctionReturn(0);
 }
 

@@ -14,6 +14,12 @@ Net, Loss, Dataset and Trainer are petsc4py.PETSc.Object subclasses holding the 
 view(), getRefCount(), handle, destroy() work as for any petsc4py object, and each method calls the C function of the
 same name (Net.forward -> NetForward) and checks its PetscErrorCode: a nonzero code raises petnet.Error, a
 petsc4py.PETSc.Error whose text is PETSc's traceback and message (its `message` attribute: the message alone).
+Arguments are checked in Python first, since this PETSc's argument checks are compiled out: a wrong type (None or a
+numpy array where a Vec goes, a spec that is not a string) raises TypeError, a wrong value (a shape with a dimension
+below 1, an unknown precision, an integer outside a PetscInt, such as createVecs(2**40)) ValueError, and any call on an
+object after destroy() ValueError; each message names the method and the argument and says what to pass. Numbers
+that were not measured are None: Trainer.train()'s test loss and accuracy without a test set, the accuracy of
+regression targets (Trainer.evaluate(), Trainer.predict()).
 
 How handles cross between Python and C (the soundness argument)
   Python -> C   obj.handle, the address of the C object a petsc4py object holds (Vec, Mat, TAO, and PetNet's own).
@@ -50,7 +56,7 @@ if "petsc4py.PETSc" not in sys.modules:
     petsc4py.init(sys.argv)
 from petsc4py import PETSc  # noqa: E402
 
-__all__ = ["Error", "Net", "Loss", "Dataset", "Trainer", "Results", "library"]
+__all__ = ["Error", "Net", "Loss", "Dataset", "Trainer", "Results", "Prediction", "library"]
 
 # ---------------------------------------------------------------------------------------------------------------------
 # The library and the C types
@@ -222,6 +228,8 @@ _C = {
         "TrainerSetUp": (_P,),
         "TrainerTrain": (_P,),
         "TrainerEvaluate": (_P, _P, _PR, _PR),
+        "TrainerPredict": (_P, _P, _P, _PR, _PR),
+        "TrainerSavePredictions": (_P, _P, _S),
         "TrainerGetResults": (_P, _PI, _PR, _PR, _PR, _PR),
         "TrainerGetTaoIterations": (_P, _PI),
         "TrainerSaveCheckpoint": (_P, _S),
@@ -252,13 +260,85 @@ def _check(ierr):
         raise error
 
 
-def _s(text):
-    return None if text is None else str(text).encode()
+# Arguments are checked here, before they reach C: this PETSc is built without debugging, so PetscValidHeader() and
+# friends are empty and a NULL handle ends in SEGV; ctypes keeps the low bits of an integer too large for its C type
+# (createVecs(2**40) made empty Vecs). Each error names the argument and says what to pass.
+_INT_MAX = 2 ** (8 * PETSc.IntType().itemsize - 1) - 1
+_INT_MIN = -_INT_MAX - 1
+_ULONG_MAX = 2 ** (8 * ctypes.sizeof(ctypes.c_ulong)) - 1
 
 
-def _h(obj):
-    """The C handle of a petsc4py object (or NULL for None)."""
-    return None if obj is None else obj.handle
+def _typename(obj):
+    t = type(obj)
+    return t.__name__ if t.__module__ in ("builtins", None) else "%s.%s" % (t.__module__.split(".")[0], t.__name__)
+
+
+def _int(value, name, lo=_INT_MIN, hi=_INT_MAX):
+    """value as a Python int in [lo, hi] (a PetscInt by default)."""
+    import operator
+
+    try:
+        v = operator.index(value)
+    except TypeError:
+        raise TypeError("petnet: %s must be an integer, not %s %r" % (name, _typename(value), value)) from None
+    if not lo <= v <= hi:
+        if hi == _INT_MAX:
+            rng = "at least %d (and at most %d, the largest PetscInt)" % (lo, hi)
+        else:
+            rng = "from %d to %d" % (lo, hi)
+        raise ValueError("petnet: %s = %d is out of range: give an integer %s" % (name, v, rng))
+    return v
+
+
+def _real(value, name):
+    import numbers
+
+    if not isinstance(value, numbers.Real):
+        raise TypeError("petnet: %s must be a number, not %s %r" % (name, _typename(value), value))
+    return float(value)
+
+
+def _s(text, name, example="", optional=False):
+    """text (a str, bytes or path) as C bytes; None only when optional (NULL)."""
+    if text is None and optional:
+        return None
+    if isinstance(text, (str, os.PathLike)):
+        text = os.fspath(text)
+    if isinstance(text, str):
+        return text.encode()
+    if isinstance(text, bytes):
+        return text
+    raise TypeError("petnet: %s must be a string%s, not %s %r" % (name, " such as " + example if example else "",
+                                                                   _typename(text), text))
+
+
+def _choice(value, choices, name):
+    """The index of value in choices (the C enum)."""
+    if isinstance(value, str) and value in choices:
+        return choices.index(value)
+    raise ValueError("petnet: %s %r is unknown: pass one of %s" % (name, value, ", ".join(repr(c) for c in choices)))
+
+
+def _h(obj, name, cls=None, optional=False):
+    """The C handle of a petsc4py object of class cls (PETSc.Vec by default), or NULL for None when optional."""
+    cls = cls or PETSc.Vec
+    what = ("petnet." if cls.__module__ == __name__ else "petsc4py ") + cls.__name__
+    if obj is None:
+        if optional:
+            return None
+        raise TypeError("petnet: %s must be a %s%s, not None" % (name, what, _HINT.get(cls, "")))
+    if not isinstance(obj, cls):
+        hint = _HINT.get(cls, "")
+        if type(obj).__module__ == "numpy":
+            hint = ("; a numpy array is not accepted where the C function takes a Vec: wrap its local part with "
+                    "PETSc.Vec().createWithArray(array, comm=comm), or copy it into one (Vec.setArray())")
+        raise TypeError("petnet: %s must be a %s, not %s%s" % (name, what, _typename(obj), hint))
+    if not obj.handle:
+        raise ValueError("petnet: %s is an empty %s (never created, or destroyed): pass a live one" % (name, what))
+    return obj.handle
+
+
+_HINT = {PETSc.Vec: " (e.g. from Net.createVecs() or Net.createParameterVec())"}
 
 
 def _comm(comm):
@@ -295,18 +375,39 @@ def _new(cls, create, *args):
     return obj
 
 
-def _shape(shape):
-    """A PetNetShape from (f,), (h, w, c), (d, h, w, c), an int, or a string "28x28x1"."""
+def _shape(shape, name="shape"):
+    """A PetNetShape from (f,), (h, w, c), (d, h, w, c), an int, or a string "28x28x1": 1 to 4 dimensions, each at
+    least 1, fewer entries than a PetscInt holds (the checks of NetSetInputShape(), said in Python terms)."""
+    example = "784, (28, 28, 1) or \"28x28x1\""
     if isinstance(shape, str):
-        shape = tuple(int(d) for d in shape.lower().split("x"))
-    elif isinstance(shape, int):
-        shape = (shape,)
-    shape = tuple(int(d) for d in shape)
-    if not 1 <= len(shape) <= _MAX_DIM:
-        raise ValueError("petnet: a sample shape has 1 to %d dimensions (channels last), not %r" % (_MAX_DIM, shape))
+        parts = shape.lower().replace(",", "x").split("x")
+        if not all(p.strip().isdigit() for p in parts):
+            raise ValueError("petnet: %s %r is not a shape: write positive integers separated by 'x', e.g. 784 or "
+                             "28x28x1" % (name, shape))
+        dims = tuple(int(p) for p in parts)
+    elif isinstance(shape, (list, tuple)):
+        dims = tuple(_int(d, "%s[%d] (of %r; shapes are integers)" % (name, i, shape), _INT_MIN, _INT_MAX)
+                     for i, d in enumerate(shape))
+    elif hasattr(shape, "__index__") and not isinstance(shape, bool):
+        dims = (_int(shape, name),)
+    else:
+        raise TypeError("petnet: %s must be a tuple of integers, an integer or a string, e.g. %s; not %s %r" %
+                        (name, example, _typename(shape), shape))
+    if not 1 <= len(dims) <= _MAX_DIM:
+        raise ValueError("petnet: %s %r has %d dimensions: a sample shape has 1 to %d, (f,), (h, w, c) or (d, h, w, c)"
+                         % (name, shape, len(dims), _MAX_DIM))
+    size = 1
+    for i, d in enumerate(dims):
+        if d < 1:
+            raise ValueError("petnet: %s %r: dimension %d is %d; every dimension must be at least 1, e.g. %s" %
+                             (name, shape, i, d, example))
+        size *= d
+    if size > _INT_MAX:
+        raise ValueError("petnet: %s %r has %d entries per sample, more than a PetscInt holds (%d)" %
+                         (name, shape, size, _INT_MAX))
     s = _Shape()
-    s.ndim = len(shape)
-    for i, d in enumerate(shape):
+    s.ndim = len(dims)
+    for i, d in enumerate(dims):
         s.dim[i] = d
     return s
 
@@ -332,11 +433,21 @@ class _PetNetObject(PETSc.Object):
         _check(self._create(_comm(comm), _slot(self)))
         return self
 
+    def _handle(self):
+        """The C object; an empty wrapper (never created, or destroyed) is refused here: C would dereference NULL."""
+        h = self.handle
+        if not h:
+            name = type(self).__name__
+            raise ValueError("petnet: this %s was destroyed (or never created): make a new one with petnet.%s().create(...)"
+                             % (name, name))
+        return h
+
     def setOptionsPrefix(self, prefix):
-        _check(self._prefix(self.handle, _s(prefix)))
+        _check(self._prefix(self._handle(), _s(prefix, "prefix", "'net_'", optional=True)))
+        return self
 
     def _call(self, name, *args):
-        _check(_C[name](self.handle, *args))
+        _check(_C[name](self._handle(), *args))
         return self
 
 
@@ -344,6 +455,7 @@ class _TypedObject(_PetNetObject):
     """A PetNet class with registered types (Loss, Dataset): _cls is its C prefix ("Loss")."""
 
     _cls = None
+    _types = ""
 
     def create(self, comm=None, type=None):
         _PetNetObject.create(self, comm)
@@ -352,10 +464,10 @@ class _TypedObject(_PetNetObject):
         return self
 
     def setType(self, type):
-        return self._call(self._cls + "SetType", _s(type))
+        return self._call(self._cls + "SetType", _s(type, "%s.setType(): type" % self._cls, self._types))
 
     def getType(self):
-        t = _out(ctypes.c_char_p, _C[self._cls + "GetType"], self.handle)
+        t = _out(ctypes.c_char_p, _C[self._cls + "GetType"], self._handle())
         return t.decode() if t else None
 
     def setFromOptions(self):
@@ -370,6 +482,7 @@ class _TypedObject(_PetNetObject):
 
 _PARALLEL = ["replicated", "sharded", "model"]
 _PRECISION = ["double", "single", "bfloat16"]
+_SPEC = "'dense:8,tanh,dense:1' (a layer list) or 'h = dense:8 <- input; o = dense:1 <- h;' (a graph)"
 
 
 class _NetMat(PETSc.Mat):
@@ -387,7 +500,12 @@ class Net(_PetNetObject):
 
     def create(self, comm=None, spec=None, input_shape=None, prefix=None):
         """NetCreate; then, if given, the layers (spec: a layer list, or a graph whose entries end with ';'), the input
-        shape ((f,), (h, w, c), (d, h, w, c) or "28x28x1") and the options prefix."""
+        shape ((f,), (h, w, c), (d, h, w, c) or "28x28x1") and the options prefix. Arguments are checked before the
+        Net is created."""
+        if spec is not None:
+            _s(spec, "Net.create(): spec", _SPEC)
+        if input_shape is not None:
+            _shape(input_shape, "Net.create(): input_shape")
         _PetNetObject.create(self, comm)
         if prefix is not None:
             self.setOptionsPrefix(prefix)
@@ -408,13 +526,14 @@ class Net(_PetNetObject):
 
     def setSpec(self, spec):
         """NetSetGraph for a graph (entries end with ';'), else NetSetLayers."""
-        return self.setGraph(spec) if ";" in spec else self.setLayers(spec)
+        text = _s(spec, "Net.setSpec(): spec", _SPEC)
+        return self._call("NetSetGraph" if b";" in text else "NetSetLayers", text)
 
     def setLayers(self, layers):
-        return self._call("NetSetLayers", _s(layers))
+        return self._call("NetSetLayers", _s(layers, "Net.setLayers(): layers", "'dense:8,tanh,dense:1'"))
 
     def setGraph(self, graph):
-        return self._call("NetSetGraph", _s(graph))
+        return self._call("NetSetGraph", _s(graph, "Net.setGraph(): graph", "'h = dense:8 <- input; o = dense:1 <- h;'"))
 
     def getSpec(self):
         buf = ctypes.create_string_buffer(65536)
@@ -422,7 +541,8 @@ class Net(_PetNetObject):
         return buf.value.decode()
 
     def setInputShape(self, shape):
-        return self._call("NetSetInputShape", ctypes.byref(_shape(shape)))
+        """(f,), (h, w, c), (d, h, w, c), an int or "28x28x1": every dimension at least 1."""
+        return self._call("NetSetInputShape", ctypes.byref(_shape(shape, "Net.setInputShape(): shape")))
 
     def getInputShape(self):
         s = _Shape()
@@ -436,23 +556,24 @@ class Net(_PetNetObject):
 
     def setParallel(self, mode):
         """'replicated', 'sharded' or 'model' (-net_parallel)."""
-        return self._call("NetSetParallel", _PARALLEL.index(mode))
+        return self._call("NetSetParallel", _choice(mode, _PARALLEL, "Net.setParallel(): mode"))
 
     def getParallel(self):
-        return _PARALLEL[_out(ctypes.c_int, _C["NetGetParallel"], self.handle)]
+        return _PARALLEL[_out(ctypes.c_int, _C["NetGetParallel"], self._handle())]
 
     def setPrecision(self, precision):
         """'double', 'single' or 'bfloat16' (-net_precision): the values inside the Net; parameters and Vecs stay double."""
-        return self._call("NetSetPrecision", _PRECISION.index(precision))
+        return self._call("NetSetPrecision", _choice(precision, _PRECISION, "Net.setPrecision(): precision"))
 
     def getPrecision(self):
-        return _PRECISION[_out(ctypes.c_int, _C["NetGetPrecision"], self.handle)]
+        return _PRECISION[_out(ctypes.c_int, _C["NetGetPrecision"], self._handle())]
 
     def appendOptionsPrefix(self, prefix):
-        return self._call("NetAppendOptionsPrefix", _s(prefix))
+        return self._call("NetAppendOptionsPrefix", _s(prefix, "Net.appendOptionsPrefix(): prefix", "'net_'"))
 
     def setSeed(self, seed):
-        return self._call("NetSetSeed", seed)
+        """The seed of the parameter initialisation, an integer from 0 to the largest unsigned long."""
+        return self._call("NetSetSeed", _int(seed, "Net.setSeed(): seed", 0, _ULONG_MAX))
 
     def setFromOptions(self):
         return self._call("NetSetFromOptions")
@@ -464,40 +585,52 @@ class Net(_PetNetObject):
         return self._call("NetSetTraining", bool(training))
 
     def getTraining(self):
-        return bool(_out(ctypes.c_int, _C["NetGetTraining"], self.handle))
+        return bool(_out(ctypes.c_int, _C["NetGetTraining"], self._handle()))
 
     def reset(self):
         return self._call("NetReset")
 
     def getNumLayers(self):
-        return _out(_Int, _C["NetGetNumLayers"], self.handle)
+        return _out(_Int, _C["NetGetNumLayers"], self._handle())
 
     def getNumParameters(self):
-        return _out(_Int, _C["NetGetNumParameters"], self.handle)
+        return _out(_Int, _C["NetGetNumParameters"], self._handle())
 
     def getLayerParameterRange(self, layer):
         lo, hi = _Int(), _Int()
-        self._call("NetGetLayerParameterRange", layer, ctypes.byref(lo), ctypes.byref(hi))
+        self._call("NetGetLayerParameterRange", _int(layer, "Net.getLayerParameterRange(): layer", 0), ctypes.byref(lo),
+                   ctypes.byref(hi))
         return lo.value, hi.value
 
     def getParameters(self):
         """The Net's parameter Vec itself (NetGetParameters): changing it changes the network."""
-        return _borrow(PETSc.Vec, _out(_Handle, _C["NetGetParameters"], self.handle))
+        return _borrow(PETSc.Vec, _out(_Handle, _C["NetGetParameters"], self._handle()))
 
     def setParameters(self, theta):
-        """Copies theta (laid out like createParameterVec()) into the parameters."""
-        return self._call("NetSetParameters", _h(theta))
+        """Copies theta (a petsc4py Vec laid out like createParameterVec()) into the parameters."""
+        return self._call("NetSetParameters", _h(theta, "Net.setParameters(): theta", PETSc.Vec))
 
     def createParameterVec(self):
-        return _new(PETSc.Vec, _C["NetCreateParameterVec"], self.handle)
+        return _new(PETSc.Vec, _C["NetCreateParameterVec"], self._handle())
 
     def initializeParameters(self):
         return self._call("NetInitializeParameters")
 
     def createVecs(self, nlocal):
-        """(X, Y): an input and an output batch of nlocal samples on this rank (NetCreateVecs)."""
+        """(X, Y): an input and an output batch of nlocal samples on this rank (NetCreateVecs); nlocal from 0 to
+        as many as a PetscInt can index (nlocal times the sample size at most 2^31 - 1 with 32-bit PetscInt)."""
+        n = _int(nlocal, "Net.createVecs(): nlocal", 0)
+        h = self._handle()
+        s = _Shape()
+        _check(_C["NetGetInputShape"](h, ctypes.byref(s)))
+        size = 1
+        for d in _tuple(s):
+            size *= d
+        if n * size > _INT_MAX:
+            raise ValueError("petnet: Net.createVecs(): nlocal = %d samples of %d entries are %d entries, more than a "
+                             "PetscInt indexes (%d): create fewer samples per rank" % (n, size, n * size, _INT_MAX))
         X, Y = PETSc.Vec(), PETSc.Vec()
-        self._call("NetCreateVecs", nlocal, _slot(X), _slot(Y))
+        self._call("NetCreateVecs", n, _slot(X), _slot(Y))
         return X, Y
 
     def getBatchSize(self):
@@ -507,19 +640,21 @@ class Net(_PetNetObject):
         return n.value, N.value
 
     def forward(self, X, Y):
-        """Y = f(X; theta), keeping the linearization point."""
-        return self._call("NetForward", _h(X), _h(Y))
+        """Y = f(X; theta), keeping the linearization point. X and Y are petsc4py Vecs (createVecs())."""
+        return self._call("NetForward", _h(X, "Net.forward(): X"), _h(Y, "Net.forward(): Y"))
 
     def backward(self, dY, dX=None, G=None):
         """dX = J_x^T dY (if dX is given); G += J_theta^T dY (if G is given), at the last forward pass."""
-        return self._call("NetBackward", _h(dY), _h(dX), _h(G))
+        return self._call("NetBackward", _h(dY, "Net.backward(): dY"), _h(dX, "Net.backward(): dX", optional=True),
+                          _h(G, "Net.backward(): G", optional=True))
 
     def jvp(self, dX, dtheta, dY):
         """dY = J_x dX + J_theta dtheta (dX or dtheta may be None: zero)."""
-        return self._call("NetJVP", _h(dX), _h(dtheta), _h(dY))
+        return self._call("NetJVP", _h(dX, "Net.jvp(): dX", optional=True),
+                          _h(dtheta, "Net.jvp(): dtheta", optional=True), _h(dY, "Net.jvp(): dY"))
 
     def _jacobian(self, name, *args):
-        mat = _borrow(_NetMat, _out(_Handle, _C[name], self.handle, *args), _net=self)
+        mat = _borrow(_NetMat, _out(_Handle, _C[name], self._handle(), *args), _net=self)
         self._mats = [ref for ref in self._mats if ref() is not None] + [weakref.ref(mat)]
         return mat
 
@@ -532,24 +667,26 @@ class Net(_PetNetObject):
         return self._jacobian("NetGetJacobianP")
 
     def getLayerJacobian(self, layer):
-        return self._jacobian("NetGetLayerJacobian", layer)
+        return self._jacobian("NetGetLayerJacobian", _int(layer, "Net.getLayerJacobian(): layer", 0))
 
     def getLayerJacobianP(self, layer):
-        return self._jacobian("NetGetLayerJacobianP", layer)
+        return self._jacobian("NetGetLayerJacobianP", _int(layer, "Net.getLayerJacobianP(): layer", 0))
 
     def testJacobian(self, X, viewer=None):
         """NetTestJacobian: (dot-product test error, finite-difference error) at the batch X."""
         d, f = _Real(), _Real()
-        self._call("NetTestJacobian", _h(X), _h(viewer), ctypes.byref(d), ctypes.byref(f))
+        self._call("NetTestJacobian", _h(X, "Net.testJacobian(): X"),
+                   _h(viewer, "Net.testJacobian(): viewer", PETSc.Viewer, optional=True), ctypes.byref(d),
+                   ctypes.byref(f))
         return d.value, f.value
 
     def save(self, filename):
         """NetSave: architecture and parameters; '.h5' is HDF5, any other name PETSc binary."""
-        return self._call("NetSave", _s(filename))
+        return self._call("NetSave", _s(filename, "Net.save(): filename", "'model.h5'"))
 
     def load(self, filename):
         """NetLoad: replaces the layers, input shape and parameters by those of a NetSave() file."""
-        return self._call("NetLoad", _s(filename))
+        return self._call("NetLoad", _s(filename, "Net.load(): filename", "'model.h5'"))
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -562,18 +699,21 @@ class Loss(_TypedObject):
     _create = _C["LossCreate"]
     _prefix = _C["LossSetOptionsPrefix"]
     _cls = "Loss"
+    _types = "'crossentropy', 'mse' or 'l1'"
 
     def evaluate(self, Y, T, dY=None):
         """The mean loss over the global batch; dY = d loss / dY if given."""
         f = _Real()
-        self._call("LossEvaluate", _h(Y), _h(T), ctypes.byref(f), _h(dY))
+        self._call("LossEvaluate", _h(Y, "Loss.evaluate(): Y"), _h(T, "Loss.evaluate(): T"), ctypes.byref(f),
+                   _h(dY, "Loss.evaluate(): dY", optional=True))
         return f.value
 
     def hessianMult(self, V, HV):
-        return self._call("LossHessianMult", _h(V), _h(HV))
+        return self._call("LossHessianMult", _h(V, "Loss.hessianMult(): V"), _h(HV, "Loss.hessianMult(): HV"))
 
     def countCorrect(self, Y, T):
-        return _out(_Int, _C["LossCountCorrect"], self.handle, _h(Y), _h(T))
+        return _out(_Int, _C["LossCountCorrect"], self._handle(), _h(Y, "Loss.countCorrect(): Y"),
+                    _h(T, "Loss.countCorrect(): T"))
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -586,46 +726,55 @@ class Dataset(_TypedObject):
     _create = _C["DatasetCreate"]
     _prefix = _C["DatasetSetOptionsPrefix"]
     _cls = "Dataset"
+    _types = "'idx', 'binary', 'hdf5' or 'memory'"
 
     def reset(self):
         return self._call("DatasetReset")
 
     def setIDXFiles(self, images, labels):
-        return self._call("DatasetIDXSetFiles", _s(images), _s(labels))
+        return self._call("DatasetIDXSetFiles", _s(images, "Dataset.setIDXFiles(): images"),
+                          _s(labels, "Dataset.setIDXFiles(): labels"))
 
     def setIDXDirectory(self, directory, split):
         """DIR/split-images-idx3-ubyte[.gz]; split 'train' or 't10k'."""
-        return self._call("DatasetIDXSetDirectory", _s(directory), _s(split))
+        return self._call("DatasetIDXSetDirectory", _s(directory, "Dataset.setIDXDirectory(): directory"),
+                          _s(split, "Dataset.setIDXDirectory(): split", "'train' or 't10k'"))
 
     def setFile(self, filename):
         """The file of a binary or hdf5 Dataset."""
-        return self._call("DatasetFileSetName", _s(filename))
+        return self._call("DatasetFileSetName", _s(filename, "Dataset.setFile(): filename", "'data.h5'"))
 
     def setHDF5Names(self, inputs, targets):
-        return self._call("DatasetHDF5SetNames", _s(inputs), _s(targets))
+        return self._call("DatasetHDF5SetNames", _s(inputs, "Dataset.setHDF5Names(): inputs"),
+                          _s(targets, "Dataset.setHDF5Names(): targets"))
 
     def setMemoryData(self, shape, X, T, tsize=1):
         """Inputs X ([N][sample], a petsc4py Vec) and targets T ([N][tsize]); both referenced, never modified."""
-        return self._call("DatasetMemorySetData", ctypes.byref(_shape(shape)), _h(X), tsize, _h(T))
+        s = _shape(shape, "Dataset.setMemoryData(): shape")
+        return self._call("DatasetMemorySetData", ctypes.byref(s), _h(X, "Dataset.setMemoryData(): X"),
+                          _int(tsize, "Dataset.setMemoryData(): tsize", 1), _h(T, "Dataset.setMemoryData(): T"))
 
     def setLimit(self, limit):
-        return self._call("DatasetSetLimit", limit)
+        """Only the first limit samples (-1: all)."""
+        return self._call("DatasetSetLimit", _int(limit, "Dataset.setLimit(): limit", -1))
 
     def setBatchSize(self, batch):
-        return self._call("DatasetSetBatchSize", batch)
+        """Global mini-batch size (-1: all samples in one batch)."""
+        return self._call("DatasetSetBatchSize", _int(batch, "Dataset.setBatchSize(): batch", -1))
 
     def getBatchSize(self):
-        return _out(_Int, _C["DatasetGetBatchSize"], self.handle)
+        return _out(_Int, _C["DatasetGetBatchSize"], self._handle())
 
     def setShuffle(self, shuffle=True):
         return self._call("DatasetSetShuffle", bool(shuffle))
 
     def setSeed(self, seed):
-        return self._call("DatasetSetSeed", seed)
+        return self._call("DatasetSetSeed", _int(seed, "Dataset.setSeed(): seed", 0, _ULONG_MAX))
 
     def setNormalization(self, scale, mean, std):
         """x -> (scale x - mean) / std."""
-        return self._call("DatasetSetNormalization", scale, mean, std)
+        return self._call("DatasetSetNormalization", _real(scale, "Dataset.setNormalization(): scale"),
+                          _real(mean, "Dataset.setNormalization(): mean"), _real(std, "Dataset.setNormalization(): std"))
 
     def getNormalization(self):
         s, m, d = _Real(), _Real(), _Real()
@@ -633,16 +782,17 @@ class Dataset(_TypedObject):
         return s.value, m.value, d.value
 
     def setSampleShape(self, shape):
-        return self._call("DatasetSetSampleShape", ctypes.byref(_shape(shape)))
+        return self._call("DatasetSetSampleShape", ctypes.byref(_shape(shape, "Dataset.setSampleShape(): shape")))
 
     def setNumClasses(self, nclasses):
-        return self._call("DatasetSetNumClasses", nclasses)
+        """Labels are integers in [0, nclasses); 0: regression targets."""
+        return self._call("DatasetSetNumClasses", _int(nclasses, "Dataset.setNumClasses(): nclasses", 0))
 
     def getSize(self):
-        return _out(_Int, _C["DatasetGetSize"], self.handle)
+        return _out(_Int, _C["DatasetGetSize"], self._handle())
 
     def getLocalSize(self):
-        return _out(_Int, _C["DatasetGetLocalSize"], self.handle)
+        return _out(_Int, _C["DatasetGetLocalSize"], self._handle())
 
     def getSampleShape(self):
         s = _Shape()
@@ -650,21 +800,21 @@ class Dataset(_TypedObject):
         return _tuple(s)
 
     def getTargetSize(self):
-        return _out(_Int, _C["DatasetGetTargetSize"], self.handle)
+        return _out(_Int, _C["DatasetGetTargetSize"], self._handle())
 
     def getNumClasses(self):
-        return _out(_Int, _C["DatasetGetNumClasses"], self.handle)
+        return _out(_Int, _C["DatasetGetNumClasses"], self._handle())
 
     def getNumBatches(self):
-        return _out(_Int, _C["DatasetGetNumBatches"], self.handle)
+        return _out(_Int, _C["DatasetGetNumBatches"], self._handle())
 
     def beginEpoch(self, epoch):
-        return self._call("DatasetBeginEpoch", epoch)
+        return self._call("DatasetBeginEpoch", _int(epoch, "Dataset.beginEpoch(): epoch", 0))
 
     def getBatch(self, b):
         """(X, T) of batch b: the Dataset's Vecs, overwritten by the next getBatch()."""
         X, T = _Handle(), _Handle()
-        self._call("DatasetGetBatch", b, ctypes.byref(X), ctypes.byref(T))
+        self._call("DatasetGetBatch", _int(b, "Dataset.getBatch(): b", 0), ctypes.byref(X), ctypes.byref(T))
         return _borrow(PETSc.Vec, X.value), _borrow(PETSc.Vec, T.value)
 
     def getAll(self):
@@ -677,7 +827,14 @@ class Dataset(_TypedObject):
 # ---------------------------------------------------------------------------------------------------------------------
 # Trainer
 
+# What was not measured is None: the test loss and accuracy without a test set, the accuracy of regression targets
 Results = collections.namedtuple("Results", "epochs train_loss test_loss test_accuracy seconds")
+Prediction = collections.namedtuple("Prediction", "outputs loss accuracy")
+
+
+def _measured(value, unmeasured):
+    """None for C's "not measured" marker (PETSC_MAX_REAL for a loss, -1 for a loss or an accuracy)."""
+    return None if value == unmeasured or (unmeasured == -1.0 and value < 0) else value
 
 
 class Trainer(_PetNetObject):
@@ -687,24 +844,25 @@ class Trainer(_PetNetObject):
     _prefix = _C["TrainerSetOptionsPrefix"]
 
     def setNet(self, net):
-        return self._call("TrainerSetNet", _h(net))
+        return self._call("TrainerSetNet", _h(net, "Trainer.setNet(): net", Net))
 
     def getNet(self):
-        return _borrow(Net, _out(_Handle, _C["TrainerGetNet"], self.handle))
+        return _borrow(Net, _out(_Handle, _C["TrainerGetNet"], self._handle()))
 
     def setLoss(self, loss):
-        return self._call("TrainerSetLoss", _h(loss))
+        return self._call("TrainerSetLoss", _h(loss, "Trainer.setLoss(): loss", Loss))
 
     def setDatasets(self, train, test=None):
         """Datasets without a prefix get "train_" and "test_" (-train_dataset_limit, ...)."""
-        return self._call("TrainerSetDatasets", _h(train), _h(test))
+        return self._call("TrainerSetDatasets", _h(train, "Trainer.setDatasets(): train", Dataset),
+                          _h(test, "Trainer.setDatasets(): test", Dataset, optional=True))
 
     def getTao(self):
         """The TAO solver, a petsc4py TAO."""
-        return _borrow(PETSc.TAO, _out(_Handle, _C["TrainerGetTao"], self.handle))
+        return _borrow(PETSc.TAO, _out(_Handle, _C["TrainerGetTao"], self._handle()))
 
     def setEpochs(self, epochs):
-        return self._call("TrainerSetEpochs", epochs)
+        return self._call("TrainerSetEpochs", _int(epochs, "Trainer.setEpochs(): epochs", 0))
 
     def setFromOptions(self):
         return self._call("TrainerSetFromOptions")
@@ -718,25 +876,45 @@ class Trainer(_PetNetObject):
         return self.getResults()
 
     def evaluate(self, dataset):
-        """(mean loss, accuracy) of the Net on a Dataset, in evaluation mode; accuracy -1 for regression."""
+        """(mean loss, accuracy) of the Net on a Dataset, in evaluation mode; accuracy None for regression targets."""
         f, a = _Real(), _Real()
-        self._call("TrainerEvaluate", _h(dataset), ctypes.byref(f), ctypes.byref(a))
-        return f.value, a.value
+        self._call("TrainerEvaluate", _h(dataset, "Trainer.evaluate(): dataset", Dataset), ctypes.byref(f),
+                   ctypes.byref(a))
+        return f.value, _measured(a.value, -1.0)
+
+    def predict(self, dataset, outputs=True):
+        """TrainerPredict: the Net on every sample of a Dataset, in evaluation mode, with the Net's recorded input
+        normalisation unless the Dataset has its own. Returns Prediction(outputs, loss, accuracy): outputs a new
+        petsc4py Vec [N][nout] in file order, distributed as the Dataset's samples (None if outputs=False); loss None
+        when the Dataset has no targets; accuracy None without class labels. The Trainer needs a Net and a Loss,
+        no training Dataset."""
+        f, a = _Real(), _Real()
+        Y = PETSc.Vec()
+        self._call("TrainerPredict", _h(dataset, "Trainer.predict(): dataset", Dataset), _slot(Y) if outputs else None,
+                   ctypes.byref(f), ctypes.byref(a))
+        return Prediction(Y if outputs else None, _measured(f.value, -1.0), _measured(a.value, -1.0))
+
+    def savePredictions(self, outputs, filename):
+        """TrainerSavePredictions: writes the outputs of predict() to a file (see TrainerSavePredictions)."""
+        return self._call("TrainerSavePredictions", _h(outputs, "Trainer.savePredictions(): outputs"),
+                          _s(filename, "Trainer.savePredictions(): filename", "'predictions.h5'"))
 
     def getResults(self):
-        """Results(epochs, train_loss, test_loss, test_accuracy, seconds) of the last train()."""
+        """Results(epochs, train_loss, test_loss, test_accuracy, seconds) of the last train(); test_loss and
+        test_accuracy are None without a test set, test_accuracy None for regression targets."""
         e, r = _Int(), [_Real() for _ in range(4)]
         self._call("TrainerGetResults", ctypes.byref(e), *[ctypes.byref(x) for x in r])
-        return Results(e.value, *[x.value for x in r])
+        train, test, acc, seconds = [x.value for x in r]
+        return Results(e.value, train, _measured(test, sys.float_info.max), _measured(acc, -1.0), seconds)
 
     def getTaoIterations(self):
-        return _out(_Int, _C["TrainerGetTaoIterations"], self.handle)
+        return _out(_Int, _C["TrainerGetTaoIterations"], self._handle())
 
     def saveCheckpoint(self, filename):
-        return self._call("TrainerSaveCheckpoint", _s(filename))
+        return self._call("TrainerSaveCheckpoint", _s(filename, "Trainer.saveCheckpoint(): filename", "'run.ckpt'"))
 
     def loadCheckpoint(self, filename):
-        return self._call("TrainerLoadCheckpoint", _s(filename))
+        return self._call("TrainerLoadCheckpoint", _s(filename, "Trainer.loadCheckpoint(): filename", "'run.ckpt'"))
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -746,7 +924,7 @@ class Trainer(_PetNetObject):
 def setNumThreads(nthreads):
     """PetNetSetNumThreads: the threads of this process for the layers' loops (-net_threads); results do not depend
     on the number."""
-    _check(_C["PetNetSetNumThreads"](nthreads))
+    _check(_C["PetNetSetNumThreads"](_int(nthreads, "setNumThreads(): nthreads", 1)))
 
 
 def getNumThreads():
@@ -763,17 +941,18 @@ def tsSetRHS(ts, net, u=None):
     """NetTSSetRHS: the Net is the right-hand side of the petsc4py TS, du/dt = N(u; theta) (explicit types: the RHS
     form; implicit ones: F = udot - N(u) with the Jacobian shells), the parameters NetGetParameters() (the layout of
     TSSetCostGradients()' mu). Set the TS type first; the TS keeps a reference to the Net."""
-    _check(_C["NetTSSetRHS"](ts.handle, net.handle, _h(u)))
+    _check(_C["NetTSSetRHS"](_h(ts, "tsSetRHS(): ts", PETSc.TS), _h(net, "tsSetRHS(): net", Net),
+                             _h(u, "tsSetRHS(): u", optional=True)))
 
 
 def tsSetSaveTrajectory(ts):
     """NetTSSetSaveTrajectory: what TSAdjointSolve() needs, called before TSSolve()."""
-    _check(_C["NetTSSetSaveTrajectory"](ts.handle))
+    _check(_C["NetTSSetSaveTrajectory"](_h(ts, "tsSetSaveTrajectory(): ts", PETSc.TS)))
 
 
 def tsCheckAdjoint(ts):
     """NetTSCheckAdjoint: refuses the TS types whose discrete adjoint is wrong in this PETSc."""
-    _check(_C["NetTSCheckAdjoint"](ts.handle))
+    _check(_C["NetTSCheckAdjoint"](_h(ts, "tsCheckAdjoint(): ts", PETSc.TS)))
 
 
 # Every PetNet package (the ode layer kind included), as PetNetInitialize() does after PetscInitialize()

@@ -60,7 +60,8 @@ PetscErrorCode NetCreate(MPI_Comm comm, Net *net)
 
   Notes:
   A Net set up with another input shape is reset (NetReset()): the next NetSetUp() lays it out anew and draws new
-  parameters. NetDMDASetUp() sets the shape (dof) itself when none is set.
+  parameters. A shape with no dimension, more than `PETNET_MAX_DIM`, a dimension below 1 or more entries than a
+  `PetscInt` holds is refused (`PetNetShapeCheck()`). NetDMDASetUp() sets the shape (dof) itself when none is set.
 
   Level: beginner
 
@@ -70,6 +71,7 @@ PetscErrorCode NetSetInputShape(Net net, const PetNetShape *in)
 {
   PetscFunctionBegin;
   PetscValidHeaderSpecific(net, NET_CLASSID, 1);
+  PetscCall(PetNetShapeCheck(PetscObjectComm((PetscObject)net), in, "NetSetInputShape()"));
   if (net->setupcalled && !PetNetShapeEqual(&net->in, in)) PetscCall(NetReset(net));
   net->in = *in;
   PetscFunctionReturn(0);
@@ -532,7 +534,7 @@ PetscErrorCode NetSetFromOptions(Net net)
     PetscCall(PetNetShapeFromString(shape, &in));
     PetscCall(NetSetInputShape(net, &in));
   }
-  PetscCall(PetscOptionsInt("-net_seed", "Seed of the parameter initialisation", "NetSetSeed", seed, &seed, NULL));
+  PetscCall(PetNetOptionsBoundedInt("-net_seed", "Seed of the parameter initialisation", "NetSetSeed", seed, &seed, NULL, 0));
   net->seed = (unsigned long)seed;
   {
     NetParallelType parallel = net->parallel;
@@ -544,7 +546,7 @@ PetscErrorCode NetSetFromOptions(Net net)
     PetscInt  groups = net->ngroups;
     PetscBool flg;
 
-    PetscCall(PetscOptionsInt("-net_spatial_groups", "Grid mode: groups of ranks, each holding its own fields (samples x space)", "NetSetSpatialGroups", groups, &groups, &flg));
+    PetscCall(PetNetOptionsBoundedInt("-net_spatial_groups", "Grid mode: groups of ranks, each holding its own fields (samples x space)", "NetSetSpatialGroups", groups, &groups, &flg, 1));
     if (flg) PetscCall(NetSetSpatialGroups(net, groups));
   }
   {
@@ -558,13 +560,13 @@ PetscErrorCode NetSetFromOptions(Net net)
     PetscBool flg;
 
     PetscCall(PetNetGetNumThreads(&nthreads));
-    PetscCall(PetscOptionsInt("-net_threads", "Threads of this process for the layers' loops (the process's setting, shared by every Net; results do not depend on it)", "PetNetSetNumThreads", nthreads, &nthreads, &flg));
+    PetscCall(PetNetOptionsBoundedInt("-net_threads", "Threads of this process for the layers' loops (the process's setting, shared by every Net; results do not depend on it)", "PetNetSetNumThreads", nthreads, &nthreads, &flg, 1));
     if (flg) PetscCall(PetNetSetNumThreads(nthreads));
   }
   {
     PetscInt nslots = net->fcachesize;
 
-    PetscCall(PetscOptionsInt("-net_forward_cache", "Earlier forward passes kept, handed back at an input seen before (0: none)", "NetSetForwardCache", nslots, &nslots, NULL));
+    PetscCall(PetNetOptionsBoundedInt("-net_forward_cache", "Earlier forward passes kept, handed back at an input seen before (0: none)", "NetSetForwardCache", nslots, &nslots, NULL, 0));
     PetscCall(NetSetForwardCache(net, nslots));
   }
   {

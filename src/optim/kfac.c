@@ -179,8 +179,8 @@ static PetscErrorCode TaoOptimSetFromOptions_KFAC(Tao tao, PetscOptionItems *Pet
   PetscCall(PetNetTaoKFACSetDamping(tao, damping));
   PetscCall(PetscOptionsReal("-tao_kfac_stat_decay", "Decay of the running averages of the factors", "PetNetTaoKFACSetStatDecay", decay, &decay, NULL));
   PetscCall(PetNetTaoKFACSetStatDecay(tao, decay));
-  PetscCall(PetscOptionsInt("-tao_kfac_stat_every", "Fold the factors of the current batch into the averages every this many updates", "PetNetTaoKFACSetUpdateFrequency", statevery, &statevery, NULL));
-  PetscCall(PetscOptionsInt("-tao_kfac_inverse_every", "Recompute the damped inverses every this many updates", "PetNetTaoKFACSetUpdateFrequency", every, &every, NULL));
+  PetscCall(PetNetOptionsInt("-tao_kfac_stat_every", "Fold the factors of the current batch into the averages every this many updates", "PetNetTaoKFACSetUpdateFrequency", statevery, &statevery, NULL));
+  PetscCall(PetNetOptionsInt("-tao_kfac_inverse_every", "Recompute the damped inverses every this many updates", "PetNetTaoKFACSetUpdateFrequency", every, &every, NULL));
   PetscCall(PetNetTaoKFACSetUpdateFrequency(tao, statevery, every));
   PetscCall(PetscOptionsReal("-tao_kfac_momentum", "Momentum factor on the preconditioned direction (0: none)", "PetNetTaoKFACSetMomentum", momentum, &momentum, NULL));
   PetscCall(PetNetTaoKFACSetMomentum(tao, momentum));

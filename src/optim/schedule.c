@@ -29,11 +29,11 @@ PetscErrorCode PetNetLRScheduleSetFromOptions(PetscOptionItems *PetscOptionsObje
   PetscFunctionBegin;
   PetscOptionsHeadBegin(PetscOptionsObject, "Learning-rate schedule (PetNet optimizers)");
   PetscCall(PetscOptionsEnum("-tao_lr_schedule", "Learning-rate schedule", "PetNetTaoSetLRSchedule", PetNetLRScheduleTypes, (PetscEnum)s->type, (PetscEnum *)&s->type, NULL));
-  PetscCall(PetscOptionsInt("-tao_lr_step_size", "step: multiply the learning rate by gamma every this many updates", "PetNetTaoSetLRStep", s->stepsize, &s->stepsize, NULL));
+  PetscCall(PetNetOptionsInt("-tao_lr_step_size", "step: multiply the learning rate by gamma every this many updates", "PetNetTaoSetLRStep", s->stepsize, &s->stepsize, NULL));
   PetscCall(PetscOptionsReal("-tao_lr_gamma", "step: the factor", "PetNetTaoSetLRStep", s->gamma, &s->gamma, NULL));
-  PetscCall(PetscOptionsInt("-tao_lr_cosine_iterations", "cosine: updates (warm-up included) to reach lr_min; 0 = the Tao's max_it", "PetNetTaoSetLRCosine", s->cosineits, &s->cosineits, NULL));
+  PetscCall(PetNetOptionsInt("-tao_lr_cosine_iterations", "cosine: updates (warm-up included) to reach lr_min; 0 = the Tao's max_it", "PetNetTaoSetLRCosine", s->cosineits, &s->cosineits, NULL));
   PetscCall(PetscOptionsReal("-tao_lr_min", "cosine: the final learning rate", "PetNetTaoSetLRCosine", s->lrmin, &s->lrmin, NULL));
-  PetscCall(PetscOptionsInt("-tao_lr_warmup", "updates of linear warm-up before the schedule; 0 = none", "PetNetTaoSetLRWarmup", s->warmup, &s->warmup, NULL));
+  PetscCall(PetNetOptionsInt("-tao_lr_warmup", "updates of linear warm-up before the schedule; 0 = none", "PetNetTaoSetLRWarmup", s->warmup, &s->warmup, NULL));
   PetscOptionsHeadEnd();
   PetscFunctionReturn(0);
 }

@@ -1,5 +1,6 @@
 /* PetNetShape: per-sample shapes, channels-last. */
 #include <petnetsys.h>
+#include <petsc/private/petscimpl.h> /* PetscValidPointer */
 
 /*@
   PetNetShapeSize - the number of entries of one sample of a shape
@@ -36,6 +37,44 @@ PetscErrorCode PetNetShapeSize(const PetNetShape *s, PetscInt *size)
     }
   }
   *size = (PetscInt)n;
+  PetscFunctionReturn(0);
+}
+
+/*@C
+  PetNetShapeCheck - checks that a shape is one a sample can have: 1 to `PETNET_MAX_DIM` dimensions, each at least 1,
+  and fewer entries than a `PetscInt` holds
+
+  Collective on comm (each rank checks the shape it was given)
+
+  Input Parameters:
++ comm - the communicator of the error
+. s    - the shape
+- what - what the shape is for, named in the error (e.g. "NetSetInputShape()")
+
+  Notes:
+  A shape with a zero dimension (0x0x0) would make every sample empty, and the layers divide by its size: it is refused
+  here, where the caller passes it, rather than in the first forward pass. The product is formed in 64 bits
+  (`PetNetShapeSize()`).
+
+  Level: developer
+
+.seealso: `PetNetShape`, `PetNetShapeSize()`, `PetNetShapeFromString()`, `NetSetInputShape()`
+@*/
+PetscErrorCode PetNetShapeCheck(MPI_Comm comm, const PetNetShape *s, const char what[])
+{
+  PetscInt n;
+
+  PetscFunctionBegin;
+  PetscValidPointer(s, 2);
+  PetscCheck(s->ndim >= 1 && s->ndim <= PETNET_MAX_DIM, comm, PETSC_ERR_ARG_OUTOFRANGE, "%s: a sample shape has 1 to %d dimensions, (f), (h, w, c) or (d, h, w, c), not %" PetscInt_FMT, what, PETNET_MAX_DIM, s->ndim);
+  for (PetscInt d = 0; d < s->ndim; d++) {
+    char str[128];
+
+    if (s->dim[d] >= 1) continue;
+    PetscCall(PetNetShapeToString(s, sizeof(str), str));
+    SETERRQ(comm, PETSC_ERR_ARG_OUTOFRANGE, "%s: shape %s has dimension %" PetscInt_FMT " equal to %" PetscInt_FMT "; every dimension must be at least 1, e.g. 784 or 28x28x1", what, str, d, s->dim[d]);
+  }
+  PetscCall(PetNetShapeSize(s, &n));
   PetscFunctionReturn(0);
 }
 
@@ -126,6 +165,7 @@ PetscErrorCode PetNetShapeFromString(const char str[], PetNetShape *s)
 
     PetscCheck(end != p, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONG, "Malformed shape \"%s\": '%c' where a number should be; write positive integers separated by 'x' (or ','), e.g. 784 or 28x28x1", str, *p);
     PetscCheck(v > 0, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONG, "Malformed shape \"%s\": dimension %ld is not positive; write positive integers separated by 'x' (or ','), e.g. 784 or 28x28x1", str, v);
+    PetscCheck(v <= PETSC_MAX_INT, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Shape \"%s\": dimension %.*s is larger than %" PetscInt_FMT ", the largest a PetscInt holds", str, (int)(end - p), p, (PetscInt)PETSC_MAX_INT);
     PetscCheck(s->ndim < PETNET_MAX_DIM, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONG, "Shape \"%s\" has more than %d dimensions: a sample is (f), (h x w x c) or (d x h x w x c)", str, PETNET_MAX_DIM);
     s->dim[s->ndim++] = (PetscInt)v;
     p                 = end;

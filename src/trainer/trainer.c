@@ -2,7 +2,6 @@
 #include <petnet/private/trainerimpl.h>
 #include <petsc/private/taoimpl.h> /* max_it_changed: did the user set -tao_max_it? */
 #include <petnetoptim.h>
-#include <errno.h>
 #include <stdlib.h>
 
 const char *const TrainerModes[] = {"auto", "minibatch", "fullbatch", "TrainerMode", "TRAINER_MODE_", NULL};
@@ -335,28 +334,6 @@ PetscErrorCode TrainerSetEpochs(Trainer tr, PetscInt epochs)
   PetscFunctionReturn(0);
 }
 
-/* A count option (-trainer_epochs, ...) read in 64-bit: a value that is not an integer, does not fit a PetscInt or is
-   below min is an error naming the option, instead of being wrapped around (99999999999 -> 1215752191). */
-static PetscErrorCode TrainerOptionsCount_Private(PetscOptionItems *PetscOptionsObject, Trainer tr, const char opt[], const char text[], const char man[], PetscInt min, PetscInt *value)
-{
-  char        buf[64], *end;
-  const char *prefix = PetscOptionsObject->prefix ? PetscOptionsObject->prefix : "";
-  PetscBool   set;
-  long long   v;
-
-  PetscFunctionBegin;
-  PetscCall(PetscSNPrintf(buf, sizeof(buf), "%" PetscInt_FMT, *value));
-  PetscCall(PetscOptionsString(opt, text, man, buf, buf, sizeof(buf), &set));
-  if (!set) PetscFunctionReturn(0);
-  errno = 0;
-  v     = strtoll(buf, &end, 10);
-  PetscCheck(buf[0] && !*end, PetscObjectComm((PetscObject)tr), PETSC_ERR_ARG_WRONG, "-%s%s needs an integer, not \"%s\"", prefix, opt + 1, buf);
-  PetscCheck(errno != ERANGE && v <= PETSC_MAX_INT, PetscObjectComm((PetscObject)tr), PETSC_ERR_ARG_OUTOFRANGE, "-%s%s %s is too large: at most %" PetscInt_FMT, prefix, opt + 1, buf, (PetscInt)PETSC_MAX_INT);
-  PetscCheck(v >= min, PetscObjectComm((PetscObject)tr), PETSC_ERR_ARG_OUTOFRANGE, "-%s%s %s is negative or too small: it must be at least %" PetscInt_FMT, prefix, opt + 1, buf, min);
-  *value = (PetscInt)v;
-  PetscFunctionReturn(0);
-}
-
 /*@
   TrainerSetFromOptions - reads the Trainer's options, those of the Datasets it named and those of its Tao
 
@@ -411,15 +388,15 @@ PetscErrorCode TrainerSetFromOptions(Trainer tr)
   PetscFunctionBegin;
   PetscValidHeaderSpecific(tr, TRAINER_CLASSID, 1);
   PetscObjectOptionsBegin((PetscObject)tr);
-  PetscCall(TrainerOptionsCount_Private(PetscOptionsObject, tr, "-trainer_epochs", "Epochs to train (0: set up, evaluate and stop); full batch: TAO iterations", "TrainerSetEpochs", 0, &tr->epochs));
-  PetscCall(TrainerOptionsCount_Private(PetscOptionsObject, tr, "-trainer_batch_size", "Global mini-batch size (sets the training Dataset's batch size; 0: the Dataset's)", "DatasetSetBatchSize", 0, &tr->batchsize));
-  PetscCall(TrainerOptionsCount_Private(PetscOptionsObject, tr, "-trainer_eval_batch_size", "Samples per chunk in evaluation and full-batch objectives", "TrainerEvaluate", 1, &tr->evalbatchsize));
+  PetscCall(PetNetOptionsBoundedInt("-trainer_epochs", "Epochs to train (0: set up, evaluate and stop); full batch: TAO iterations", "TrainerSetEpochs", tr->epochs, &tr->epochs, NULL, 0));
+  PetscCall(PetNetOptionsBoundedInt("-trainer_batch_size", "Global mini-batch size (sets the training Dataset's batch size; 0: the Dataset's)", "DatasetSetBatchSize", tr->batchsize, &tr->batchsize, NULL, 0));
+  PetscCall(PetNetOptionsBoundedInt("-trainer_eval_batch_size", "Samples per chunk in evaluation and full-batch objectives", "TrainerEvaluate", tr->evalbatchsize, &tr->evalbatchsize, NULL, 1));
   PetscCall(PetscOptionsEnum("-trainer_mode", "minibatch (PetNet's stochastic TAO types), fullbatch (any TAO type), or auto", "TrainerSetFromOptions", TrainerModes, (PetscEnum)tr->mode, (PetscEnum *)&tr->mode, NULL));
-  PetscCall(TrainerOptionsCount_Private(PetscOptionsObject, tr, "-trainer_patience", "Early stopping: stop after this many epochs without a better test loss (0: never)", "TrainerTrain", 0, &tr->patience));
+  PetscCall(PetNetOptionsBoundedInt("-trainer_patience", "Early stopping: stop after this many epochs without a better test loss (0: never)", "TrainerTrain", tr->patience, &tr->patience, NULL, 0));
   PetscCall(PetscOptionsReal("-trainer_divergence_factor", "Stop with an error when an epoch's training loss exceeds this multiple of the best so far (0: only NaN/Inf)", "TrainerTrain", tr->divergencefactor, &tr->divergencefactor, NULL));
   PetscCheck(tr->divergencefactor == 0 || tr->divergencefactor > 1, comm, PETSC_ERR_ARG_OUTOFRANGE, "-trainer_divergence_factor %g: give a factor > 1 (e.g. 1e3), or 0 to stop only on NaN or Inf", (double)tr->divergencefactor);
   PetscCall(PetscOptionsString("-trainer_checkpoint", "Checkpoint file, written atomically", "TrainerSaveCheckpoint", tr->checkpoint, tr->checkpoint, sizeof(tr->checkpoint), NULL));
-  PetscCall(TrainerOptionsCount_Private(PetscOptionsObject, tr, "-trainer_checkpoint_every", "Write the checkpoint every N epochs (0: only at the end)", "TrainerSaveCheckpoint", 0, &tr->checkpointevery));
+  PetscCall(PetNetOptionsBoundedInt("-trainer_checkpoint_every", "Write the checkpoint every N epochs (0: only at the end)", "TrainerSaveCheckpoint", tr->checkpointevery, &tr->checkpointevery, NULL, 0));
   PetscCall(PetscOptionsString("-trainer_restart", "Resume from this checkpoint", "TrainerLoadCheckpoint", tr->restart, tr->restart, sizeof(tr->restart), NULL));
   {
     char      value[PETSC_MAX_PATH_LEN + 64] = "ascii", option[256];
@@ -433,16 +410,16 @@ PetscErrorCode TrainerSetFromOptions(Trainer tr)
   PetscCall(PetscOptionsString("-trainer_monitor_plot", "Write the training curves to this PNG file at the end of training (gnuplot)", "TrainerPlotCurves", tr->plot, tr->plot, sizeof(tr->plot), NULL));
   PetscCall(PetscOptionsString("-trainer_monitor_plot_gnuplot", "The gnuplot program of -trainer_monitor_plot", "TrainerPlotCurves", tr->gnuplot, tr->gnuplot, sizeof(tr->gnuplot), NULL));
   PetscCall(PetscOptionsReal("-trainer_progress_interval", "Seconds between progress lines within an epoch (0: never)", "TrainerTrain", tr->progressinterval, &tr->progressinterval, NULL));
-  PetscCall(TrainerOptionsCount_Private(PetscOptionsObject, tr, "-trainer_monitor_sharpness", "Print the largest Hessian eigenvalue every N epochs (0: never; -trainer_spectrum_* set its Spectrum)", "TrainerTrain", 0, &tr->sharpnessevery));
-  PetscCall(TrainerOptionsCount_Private(PetscOptionsObject, tr, "-trainer_sharpness_samples", "Training samples of the sharpness monitor's Hessian", "TrainerTrain", 1, &tr->sharpnesssamples));
+  PetscCall(PetNetOptionsBoundedInt("-trainer_monitor_sharpness", "Print the largest Hessian eigenvalue every N epochs (0: never; -trainer_spectrum_* set its Spectrum)", "TrainerTrain", tr->sharpnessevery, &tr->sharpnessevery, NULL, 0));
+  PetscCall(PetNetOptionsBoundedInt("-trainer_sharpness_samples", "Training samples of the sharpness monitor's Hessian", "TrainerTrain", tr->sharpnesssamples, &tr->sharpnesssamples, NULL, 1));
   PetscCheck(tr->progressinterval >= 0, comm, PETSC_ERR_ARG_OUTOFRANGE, "-trainer_progress_interval %g: give a number of seconds >= 0 (0: no progress lines within an epoch)", (double)tr->progressinterval);
   PetscCall(PetscOptionsEnum("-trainer_hessian", "Curvature for Newton-type TAO types (nls, ntr, ...): gn (Gauss-Newton) or exact", "LossCreateNetHessian", LossHessianTypes, (PetscEnum)tr->hessiantype, (PetscEnum *)&tr->hessiantype, NULL));
-  PetscCall(TrainerOptionsCount_Private(PetscOptionsObject, tr, "-trainer_hessian_samples", "Hessian over this many training samples, drawn afresh at every outer iteration (0: all)", "TrainerSetFromOptions", 0, &tr->hessiansamples));
-  PetscCall(TrainerOptionsCount_Private(PetscOptionsObject, tr, "-trainer_hessian_chunk", "Local samples per pass of a Hessian product (0: all at once)", "LossNetHessianSetChunkSize", 0, &tr->hessianchunk));
+  PetscCall(PetNetOptionsBoundedInt("-trainer_hessian_samples", "Hessian over this many training samples, drawn afresh at every outer iteration (0: all)", "TrainerSetFromOptions", tr->hessiansamples, &tr->hessiansamples, NULL, 0));
+  PetscCall(PetNetOptionsBoundedInt("-trainer_hessian_chunk", "Local samples per pass of a Hessian product (0: all at once)", "LossNetHessianSetChunkSize", tr->hessianchunk, &tr->hessianchunk, NULL, 0));
   PetscCall(PetscOptionsReal("-trainer_hessian_damping", "Damping lambda of the Hessian: Newton steps solve (H + lambda I) p = -g", "LossNetHessianSetDamping", tr->hessiandamping, &tr->hessiandamping, NULL));
   PetscCheck(tr->hessiandamping >= 0, comm, PETSC_ERR_ARG_OUTOFRANGE, "-trainer_hessian_damping %g: give a damping >= 0 (e.g. 1e-3)", (double)tr->hessiandamping);
-  PetscCall(TrainerOptionsCount_Private(PetscOptionsObject, tr, "-trainer_newton_steps", "Mini-batch mode with a Newton-type TAO type: TAO iterations per batch", "TrainerTrain", 1, &tr->newtonsteps));
-  PetscCall(TrainerOptionsCount_Private(PetscOptionsObject, tr, "-trainer_hessian_seed", "Seed of the Hessian's sub-samples", "TrainerSetFromOptions", 0, &tr->hessianseed));
+  PetscCall(PetNetOptionsBoundedInt("-trainer_newton_steps", "Mini-batch mode with a Newton-type TAO type: TAO iterations per batch", "TrainerTrain", tr->newtonsteps, &tr->newtonsteps, NULL, 1));
+  PetscCall(PetNetOptionsBoundedInt("-trainer_hessian_seed", "Seed of the Hessian's sub-samples", "TrainerSetFromOptions", tr->hessianseed, &tr->hessianseed, NULL, 0));
   {
     const char *const pcs[] = {"default", "kfac"};
     PetscInt          pc    = tr->hessiankfac ? 1 : 0;

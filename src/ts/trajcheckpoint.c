@@ -232,7 +232,7 @@ static PetscErrorCode TSTrajectorySetFromOptions_Checkpoint(TSTrajectory tj, Pet
 
   PetscFunctionBegin;
   PetscOptionsHeadBegin(PetscOptionsObject, "Checkpoint trajectory (bounded memory, binomial recomputation)");
-  PetscCall(PetscOptionsInt("-ts_trajectory_max_cps_ram", "Most solutions kept in memory at once", "TSTrajectoryCheckpointSetMaxCheckpoints", K, &K, &set));
+  PetscCall(PetNetOptionsInt("-ts_trajectory_max_cps_ram", "Most solutions kept in memory at once", "TSTrajectoryCheckpointSetMaxCheckpoints", K, &K, &set));
   if (set) PetscCall(TSTrajectoryCheckpointSetMaxCheckpoints_Checkpoint(tj, K));
   PetscOptionsHeadEnd();
   PetscFunctionReturn(0);

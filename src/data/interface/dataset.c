@@ -1,6 +1,5 @@
 /* Dataset: lifecycle, options, settings, queries and viewing. */
 #include <petnet/private/datasetimpl.h>
-#include <errno.h>
 #include <stdlib.h>
 
 /*@
@@ -189,30 +188,6 @@ static PetscErrorCode DatasetDefaultType_Private(Dataset ds, DatasetType *type)
   PetscFunctionReturn(0);
 }
 
-/*
-  An integer option read in 64-bit arithmetic: PetscOptionsInt() keeps the low 32 bits of 99999999999, so a count
-  given too large would silently become another count. Named constants (PETSC_DETERMINE, ...) are read as PETSc does.
-*/
-static PetscErrorCode DatasetOptionsInt_Private(PetscOptionItems *PetscOptionsObject, Dataset ds, const char opt[], const char text[], const char man[], PetscInt current, PetscInt *value, PetscBool *set)
-{
-  char        str[64], def[32], *end;
-  long long   v;
-  const char *prefix = ((PetscObject)ds)->prefix ? ((PetscObject)ds)->prefix : "";
-
-  PetscFunctionBegin;
-  PetscCall(PetscSNPrintf(def, sizeof(def), "%" PetscInt_FMT, current));
-  PetscCall(PetscOptionsString(opt, text, man, def, str, sizeof(str), set));
-  if (!*set) PetscFunctionReturn(0);
-  errno = 0;
-  v     = strtoll(str, &end, 10);
-  if (str[0] && !*end) {
-    PetscCheck(!errno && v >= PETSC_MIN_INT && v <= PETSC_MAX_INT, PetscObjectComm((PetscObject)ds), PETSC_ERR_ARG_OUTOFRANGE, "-%s%s %s is out of range: PETSc's integers hold %d..%d", prefix, opt + 1, str, PETSC_MIN_INT, PETSC_MAX_INT);
-    *value = (PetscInt)v;
-  } else
-    PetscCall(PetscOptionsStringToInt(str, value));
-  PetscFunctionReturn(0);
-}
-
 /*@
   DatasetSetFromOptions - sets the kind and settings of a Dataset from the options database
 
@@ -261,13 +236,13 @@ PetscErrorCode DatasetSetFromOptions(Dataset ds)
   else if (!((PetscObject)ds)->type_name)
     PetscCall(DatasetSetType(ds, deftype));
   scale = ds->scaleset ? ds->scale : ds->defaultscale;
-  PetscCall(DatasetOptionsInt_Private(PetscOptionsObject, ds, "-dataset_limit", "Use only the first N samples of the source (-1: all)", "DatasetSetLimit", limit, &limit, &flg));
+  PetscCall(PetNetOptionsInt("-dataset_limit", "Use only the first N samples of the source (-1: all)", "DatasetSetLimit", limit, &limit, &flg));
   if (flg) PetscCall(DatasetSetLimit(ds, limit));
-  PetscCall(DatasetOptionsInt_Private(PetscOptionsObject, ds, "-dataset_batch_size", "Global mini-batch size (-1: all samples in one batch)", "DatasetSetBatchSize", bs, &bs, &flg));
+  PetscCall(PetNetOptionsInt("-dataset_batch_size", "Global mini-batch size (-1: all samples in one batch)", "DatasetSetBatchSize", bs, &bs, &flg));
   if (flg) PetscCall(DatasetSetBatchSize(ds, bs));
   PetscCall(PetscOptionsBool("-dataset_shuffle", "Draw a new sample order every epoch", "DatasetSetShuffle", shuffle, &shuffle, &flg));
   if (flg) PetscCall(DatasetSetShuffle(ds, shuffle));
-  PetscCall(DatasetOptionsInt_Private(PetscOptionsObject, ds, "-dataset_seed", "Seed of the shuffle (epoch e uses seed + e)", "DatasetSetSeed", seed, &seed, &flg));
+  PetscCall(PetNetOptionsInt("-dataset_seed", "Seed of the shuffle (epoch e uses seed + e)", "DatasetSetSeed", seed, &seed, &flg));
   PetscCheck(!flg || seed >= 0, PetscObjectComm((PetscObject)ds), PETSC_ERR_ARG_OUTOFRANGE, "The shuffle seed (-%sdataset_seed) must be non-negative, not %" PetscInt_FMT, ((PetscObject)ds)->prefix ? ((PetscObject)ds)->prefix : "", seed);
   if (flg) PetscCall(DatasetSetSeed(ds, (unsigned long)seed));
   PetscCall(PetscOptionsReal("-dataset_scale", "Inputs x -> (scale x - mean) / std (idx default 1/255)", "DatasetSetNormalization", scale, &scale, &sset));
@@ -282,7 +257,7 @@ PetscErrorCode DatasetSetFromOptions(Dataset ds)
     PetscCall(PetNetShapeFromString(shape, &s));
     PetscCall(DatasetSetSampleShape(ds, &s));
   }
-  PetscCall(DatasetOptionsInt_Private(PetscOptionsObject, ds, "-dataset_num_classes", "Number of classes C (labels checked to lie in [0,C)); 0: regression targets", "DatasetSetNumClasses", nclasses, &nclasses, &flg));
+  PetscCall(PetNetOptionsInt("-dataset_num_classes", "Number of classes C (labels checked to lie in [0,C)); 0: regression targets", "DatasetSetNumClasses", nclasses, &nclasses, &flg));
   if (flg) PetscCall(DatasetSetNumClasses(ds, nclasses));
   PetscTryTypeMethod(ds, setfromoptions, PetscOptionsObject);
   PetscCall(PetscObjectProcessOptionsHandlers((PetscObject)ds, PetscOptionsObject));
@@ -756,6 +731,7 @@ PetscErrorCode DatasetSetSampleShape(Dataset ds, const PetNetShape *shape)
   PetscFunctionBegin;
   PetscValidHeaderSpecific(ds, DATASET_CLASSID, 1);
   PetscValidPointer(shape, 2);
+  if (shape->ndim) PetscCall(PetNetShapeCheck(PetscObjectComm((PetscObject)ds), shape, "DatasetSetSampleShape()"));
   if (PetNetShapeEqual(shape, &ds->shapeset)) PetscFunctionReturn(0);
   PetscCall(DatasetReset(ds));
   ds->shapeset = *shape;

@@ -546,7 +546,7 @@ PetscErrorCode SpectrumGetOptionsPrefix(Spectrum sp, const char *prefix[])
 static PetscErrorCode SpectrumOptionsCount_Private(PetscOptionItems *PetscOptionsObject, Spectrum sp, const char opt[], const char text[], PetscInt min, PetscInt *value)
 {
   PetscFunctionBegin;
-  PetscCall(PetscOptionsInt(opt, text, "SpectrumSetFromOptions", *value, value, NULL));
+  PetscCall(PetNetOptionsInt(opt, text, "SpectrumSetFromOptions", *value, value, NULL));
   PetscCheck(*value >= min, PetscObjectComm((PetscObject)sp), PETSC_ERR_ARG_OUTOFRANGE, "%s %" PetscInt_FMT ": give a number >= %" PetscInt_FMT, opt, *value, min);
   PetscFunctionReturn(0);
 }
@@ -596,7 +596,7 @@ PetscErrorCode SpectrumSetFromOptions(Spectrum sp)
   PetscCall(PetscOptionsReal("-spectrum_density_sigma", "Width of the Gaussian smoothing the density (0: 1/100 of its support)", "SpectrumDensityEvaluate", sp->densitysigma, &sp->densitysigma, NULL));
   PetscCall(SpectrumOptionsCount_Private(PetscOptionsObject, sp, "-spectrum_jacobian_samples", "Samples whose input Jacobian is analysed", 1, &sp->njac));
   PetscCall(SpectrumOptionsCount_Private(PetscOptionsObject, sp, "-spectrum_chunk_size", "Local samples per pass of a Hessian-vector product (0: all)", 0, &sp->chunk));
-  PetscCall(PetscOptionsInt("-spectrum_seed", "Seed of the random probes", "SpectrumSetSeed", seed, &seed, NULL));
+  PetscCall(PetNetOptionsBoundedInt("-spectrum_seed", "Seed of the random probes", "SpectrumSetSeed", seed, &seed, NULL, 0));
   PetscCall(PetscOptionsReal("-spectrum_stiffness_warn", "Stiffness ratio above which explicit ode integrators are warned about", "SpectrumComputeODEStiffness", sp->stiffwarn, &sp->stiffwarn, NULL));
   PetscCall(SpectrumOptionsCount_Private(PetscOptionsObject, sp, "-spectrum_ode_max_size", "Largest ode state whose Jacobian is analysed (dense eigenvalues)", 1, &sp->odemaxsize));
   PetscCall(SpectrumOptionsCount_Private(PetscOptionsObject, sp, "-spectrum_ode_max_states", "States of a trajectory analysed", 2, &sp->odemaxstates));

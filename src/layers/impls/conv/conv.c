@@ -206,7 +206,7 @@ PetscErrorCode LayerSetFromOptionsConv_Private(Layer layer, PetscOptionItems *Pe
   PetscFunctionBegin;
   PetscCall(PetscSNPrintf(opt, sizeof(opt), "-%s_outputs", kind));
   PetscCall(PetscSNPrintf(man, sizeof(man), "LayerConv%sSetOutputChannels", dims));
-  PetscCall(PetscOptionsInt(opt, "Number of output channels", man, nout, &nout, &set));
+  PetscCall(PetNetOptionsInt(opt, "Number of output channels", man, nout, &nout, &set));
   if (set) PetscCall(LayerConvSetOutputChannels_Conv(layer, nout));
   PetscCall(PetscSNPrintf(text, sizeof(text), "Kernel size, K or %s", conv->nsd == 3 ? "KDxKHxKW" : "KHxKW"));
   PetscCall(PetscSNPrintf(man, sizeof(man), "LayerConv%sSetKernel", dims));
@@ -222,7 +222,7 @@ PetscErrorCode LayerSetFromOptionsConv_Private(Layer layer, PetscOptionItems *Pe
   PetscCall(ConvOptionsWindow(layer, PetscOptionsObject, LAYER_WINDOW_DILATION, text, man));
   PetscCall(PetscSNPrintf(opt, sizeof(opt), "-%s_groups", kind));
   PetscCall(PetscSNPrintf(man, sizeof(man), "LayerConv%sSetGroups", dims));
-  PetscCall(PetscOptionsInt(opt, "Number of groups (divides the input and output channels)", man, groups, &groups, &set));
+  PetscCall(PetNetOptionsInt(opt, "Number of groups (divides the input and output channels)", man, groups, &groups, &set));
   if (set) PetscCall(LayerConvSetGroups_Conv(layer, groups));
   PetscCall(PetscSNPrintf(opt, sizeof(opt), "-%s_bias", kind));
   PetscCall(PetscSNPrintf(man, sizeof(man), "LayerConv%sSetBias", dims));
@@ -241,7 +241,7 @@ PetscErrorCode LayerSetFromOptionsConv_Private(Layer layer, PetscOptionItems *Pe
   PetscCheck(conv->maxworkspace > 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "%s must be positive, not %g", opt, (double)conv->maxworkspace);
   if (*workspace) PetscCall(ConvResetWorkspace_Batch(layer));
   PetscCall(PetscSNPrintf(opt, sizeof(opt), "-%s_single_direct_max_k", kind));
-  PetscCall(PetscOptionsInt(opt, "Single precision: convolve directly, without im2col, when taps x input channels <= this (one group, not 1x1); 0: always im2col + GEMM", "", conv->directmaxk, &conv->directmaxk, NULL));
+  PetscCall(PetNetOptionsInt(opt, "Single precision: convolve directly, without im2col, when taps x input channels <= this (one group, not 1x1); 0: always im2col + GEMM", "", conv->directmaxk, &conv->directmaxk, NULL));
   PetscCheck(conv->directmaxk >= 0 && conv->directmaxk <= CONV_DIRECT_MAX_K, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "%s must be in [0, %d] (0: always im2col + GEMM), not %" PetscInt_FMT, opt, CONV_DIRECT_MAX_K,
              conv->directmaxk);
   PetscFunctionReturn(0);

@@ -359,7 +359,7 @@ static PetscErrorCode LayerSetFromOptions_ConvTranspose2d(Layer layer, PetscOpti
 
   PetscFunctionBegin;
   PetscOptionsHeadBegin(PetscOptionsObject, "2-D transposed convolution layer options");
-  PetscCall(PetscOptionsInt("-convtranspose2d_outputs", "Number of output channels", "LayerConvTranspose2dSetOutputChannels", nout, &nout, &set));
+  PetscCall(PetNetOptionsInt("-convtranspose2d_outputs", "Number of output channels", "LayerConvTranspose2dSetOutputChannels", nout, &nout, &set));
   if (set) PetscCall(LayerConvTranspose2dSetOutputChannels_ConvTranspose2d(layer, nout));
   for (PetscInt w = 0; w < 5; w++) {
     PetscInt pair[2] = {0, 0};
@@ -373,7 +373,7 @@ static PetscErrorCode LayerSetFromOptions_ConvTranspose2d(Layer layer, PetscOpti
       PetscCall(LayerConvTranspose2dSetWindow_ConvTranspose2d(layer, w, pair[0], pair[1]));
     }
   }
-  PetscCall(PetscOptionsInt("-convtranspose2d_groups", "Number of groups (divides the input and output channels)", "LayerConvTranspose2dSetGroups", groups, &groups, &set));
+  PetscCall(PetNetOptionsInt("-convtranspose2d_groups", "Number of groups (divides the input and output channels)", "LayerConvTranspose2dSetGroups", groups, &groups, &set));
   if (set) PetscCall(LayerConvTranspose2dSetGroups_ConvTranspose2d(layer, groups));
   PetscCall(PetscOptionsBool("-convtranspose2d_bias", "Add a bias per output channel", "LayerConvTranspose2dSetBias", bias, &bias, &set));
   if (set) PetscCall(LayerConvTranspose2dSetBias_ConvTranspose2d(layer, bias));

@@ -457,7 +457,7 @@ static PetscErrorCode LayerSetFromOptions_Dense(Layer layer, PetscOptionItems *P
 
   PetscFunctionBegin;
   PetscOptionsHeadBegin(PetscOptionsObject, "Dense layer options");
-  PetscCall(PetscOptionsInt("-dense_outputs", "Number of outputs", "LayerDenseSetOutputSize", nout, &nout, NULL));
+  PetscCall(PetNetOptionsInt("-dense_outputs", "Number of outputs", "LayerDenseSetOutputSize", nout, &nout, NULL));
   if (nout != dense->nout) PetscCall(LayerDenseSetOutputSize(layer, nout));
   PetscCall(PetscOptionsBool("-dense_bias", "Add a bias per output", "LayerDenseSetBias", bias, &bias, &set));
   if (set) PetscCall(LayerDenseSetBias(layer, bias));

@@ -208,7 +208,7 @@ static PetscErrorCode LayerSetFromOptions_Dropout(Layer layer, PetscOptionItems 
   PetscOptionsHeadBegin(PetscOptionsObject, "Dropout layer options");
   PetscCall(PetscOptionsReal("-dropout_p", "Probability of zeroing an entry in training mode", "LayerDropoutSetProbability", p, &p, &set));
   if (set) PetscCall(LayerDropoutSetProbability(layer, p));
-  PetscCall(PetscOptionsInt("-dropout_seed", "Seed of the dropout masks", "LayerDropoutSetSeed", seed, &seed, &set));
+  PetscCall(PetNetOptionsBoundedInt("-dropout_seed", "Seed of the dropout masks", "LayerDropoutSetSeed", seed, &seed, &set, 0));
   if (set) PetscCall(LayerDropoutSetSeed(layer, seed));
   PetscOptionsHeadEnd();
   PetscFunctionReturn(0);

@@ -475,7 +475,7 @@ static PetscErrorCode LayerSetFromOptions_Graph(Layer layer, PetscOptionItems *P
 
   PetscFunctionBegin;
   PetscOptionsHeadBegin(PetscOptionsObject, "Graph layer options (gcn, sage)");
-  PetscCall(PetscOptionsInt("-graph_outputs", "Output channels per node", "LayerSetArguments", nout, &nout, NULL));
+  PetscCall(PetNetOptionsInt("-graph_outputs", "Output channels per node", "LayerSetArguments", nout, &nout, NULL));
   PetscCall(PetscOptionsBool("-graph_bias", "Add a bias per output channel", "LayerSetArguments", bias, &bias, NULL));
   if (nout != g->nout || bias != g->bias) PetscCall(GraphSetOutputs(layer, nout, bias));
   PetscCall(PetscOptionsEnum("-graph_init", "Weight initialisation", "LayerInitializeWeights", LayerInitTypes, (PetscEnum)g->init, (PetscEnum *)&g->init, NULL));

@@ -901,11 +901,11 @@ static PetscErrorCode LayerSetFromOptions_Mpnn(Layer layer, PetscOptionItems *Pe
 
   PetscFunctionBegin;
   PetscOptionsHeadBegin(PetscOptionsObject, "Mesh message-passing layer options (mpnn)");
-  PetscCall(PetscOptionsInt("-mpnn_outputs", "Output channels per vertex", "LayerSetArguments", nout, &nout, NULL));
-  PetscCall(PetscOptionsInt("-mpnn_hidden", "Message channels (0: as many as the outputs)", "LayerSetArguments", hidden, &hidden, NULL));
-  PetscCall(PetscOptionsInt("-mpnn_dim", "Coordinate dimension of the mesh (edge geometry: D + 1 values)", "LayerSetArguments", dim, &dim, NULL));
+  PetscCall(PetNetOptionsInt("-mpnn_outputs", "Output channels per vertex", "LayerSetArguments", nout, &nout, NULL));
+  PetscCall(PetNetOptionsInt("-mpnn_hidden", "Message channels (0: as many as the outputs)", "LayerSetArguments", hidden, &hidden, NULL));
+  PetscCall(PetNetOptionsInt("-mpnn_dim", "Coordinate dimension of the mesh (edge geometry: D + 1 values)", "LayerSetArguments", dim, &dim, NULL));
   if (nout != mp->nout || hidden != mp->hidden || dim != mp->dim) PetscCall(MpnnSetSizes(layer, nout, hidden, dim));
-  PetscCall(PetscOptionsInt("-mpnn_chunk", "Messages per GEMM of the edge loop", "LayerSetFromOptions", chunk, &chunk, NULL));
+  PetscCall(PetNetOptionsInt("-mpnn_chunk", "Messages per GEMM of the edge loop", "LayerSetFromOptions", chunk, &chunk, NULL));
   PetscCheck(chunk > 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "-mpnn_chunk must be positive, not %" PetscInt_FMT, chunk);
   if (chunk != mp->chunk) PetscCall(MpnnResetMeshState(layer)); /* the scratch is sized by it */
   mp->chunk = chunk;
