@@ -722,10 +722,12 @@ PetscErrorCode NetGetNodeArraysRead(Net net, PetscInt k, PetscInt *n, const Pets
 
   Input Parameters:
 + net - the Net
-. k   - the node
-. n   - as given to NetGetNodeArraysRead() (may be NULL)
-. x   - the input values, or NULL
-- dy  - the output cotangent, or NULL
+- k   - the node
+
+  Output Parameters:
++ n  - as given to NetGetNodeArraysRead() (may be NULL)
+. x  - the input values (set to NULL), or NULL
+- dy - the output cotangent (set to NULL), or NULL
 
   Level: developer
 
