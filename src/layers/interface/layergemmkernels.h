@@ -193,6 +193,14 @@ PetscErrorCode LAYER_GEMM_NAME(LayerGemm)(PetscBool threaded, char ta, char tb, 
     if (!threaded) return PETSC_ERR_ARG_OUTOFRANGE;
     SETERRQ(PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "A layer's GEMM of %" PetscInt_FMT " x %" PetscInt_FMT " x %" PetscInt_FMT " is too large for BLAS's integers: use smaller batches or layers", m, n, k);
   }
+  if (!k) { /* C = beta C, BLAS's answer without its checks of an empty operand's leading dimension */
+    for (PetscInt j = 0; j < n; j++)
+      for (PetscInt i = 0; i < m; i++) C[i + (size_t)j * ldc] = beta == 0 ? 0 : beta * C[i + (size_t)j * ldc];
+    err = ep ? LAYER_GEMM_NAME(GemmEpilogue)(ep, 0, m, 0, n, C, ldc) : 0;
+    if (!threaded) return err;
+    PetNetThreadsCheck(err, "a layer's GEMM output pass");
+    return 0;
+  }
 #if LAYER_GEMM_SMALL
   if (threaded && (PetscLogDouble)m * n * k <= 32768) {
     LAYER_GEMM_NAME(GemmSmall)((PetscBool)(ta != 'N'), (PetscBool)(tb != 'N'), m, n, k, A, lda, B, ldb, beta, C, ldc);
