@@ -10,8 +10,8 @@
     LayerSOBackward_Conv2d dxdot += J_x(Wdot)^T dy,     Conv2dSOBackward_Grid | ..._Winograd | ConvSOBackward_Batch
                            dWdot += J_W(xdot)^T dy
   Single precision (batch mode): forwardsingle, backwardsingle, jvpsingle are Conv2d*Single_Winograd
-  (conv2dwinogradsingle.c) where the double path uses Winograd, else the base's float im2col kernels
-  (ConvForwardSingle_Batch, ...; ../conv/convbatchsingle.c); grid mode has none.
+  (conv2dwinograd.c, on float) where the double path uses Winograd, else the base's float im2col kernels
+  (ConvForwardSingle_Batch, ...; ../conv/convbatch.c on float); grid mode has none.
 */
 #include "conv2d.h"
 
@@ -49,12 +49,13 @@ static PetscErrorCode LayerSetUp_Conv2d(Layer layer)
 
   PetscFunctionBegin;
   PetscCall(Conv2dResetWorkspace_Winograd(layer));
+  PetscCall(Conv2dResetWorkspaceSingle_Winograd(layer));
   PetscCall(Conv2dReset_Grid(layer));
   conv->wg.on = PETSC_FALSE;
   if (conv->grid.dm) { /* grid mode: (Cin) at each point of a DMDA */
     PetscCall(LayerConvCheckOutputs_Private(layer));
     PetscCall(ConvResetWorkspace_Batch(layer));
-    PetscCall(ConvResetSingle_Batch(layer));
+    PetscCall(ConvResetWorkspaceSingle_Batch(layer));
     PetscCall(LayerConvSetSingle_Private(layer, PETSC_FALSE)); /* no float kernels on a DMDA: LayerForwardSingle() converts */
     PetscCall(Conv2dCheck_Grid(layer));
     PetscCall(LayerConvSetUpChannels_Private(layer));
@@ -66,7 +67,7 @@ static PetscErrorCode LayerSetUp_Conv2d(Layer layer)
   conv->wg.tiles[0] = (conv->base.win.out[0] + 1) / 2;
   conv->wg.tiles[1] = (conv->base.win.out[1] + 1) / 2;
   Conv2dChooseAlgorithm(conv);
-  if (conv->wg.on) { /* single precision: Winograd where double uses it (conv2dwinogradsingle.c), else the base's im2col */
+  if (conv->wg.on) { /* single precision: Winograd where double uses it, else the base's im2col */
     layer->ops->forwardsingle  = Conv2dForwardSingle_Winograd;
     layer->ops->backwardsingle = Conv2dBackwardSingle_Winograd;
     layer->ops->jvpsingle      = Conv2dJVPSingle_Winograd;
@@ -78,6 +79,7 @@ static PetscErrorCode LayerReset_Conv2d(Layer layer)
 {
   PetscFunctionBegin;
   PetscCall(Conv2dResetWorkspace_Winograd(layer));
+  PetscCall(Conv2dResetWorkspaceSingle_Winograd(layer));
   PetscCall(Conv2dReset_Grid(layer));
   PetscCall(LayerResetConv_Private(layer));
   PetscFunctionReturn(0);
@@ -124,9 +126,9 @@ static PetscErrorCode LayerBackward_Conv2d(Layer layer, PetscInt n, const PetscS
   else if (!n)
     PetscFunctionReturn(0);
   else if (conv->wg.on)
-    PetscCall(Conv2dBackward_Winograd(layer, n, theta, x, dy, dx, dtheta));
+    PetscCall(Conv2dBackward_Winograd(layer, n, theta, x, y, dy, dx, dtheta));
   else
-    PetscCall(ConvBackward_Batch(layer, n, theta, x, dy, dx, dtheta));
+    PetscCall(ConvBackward_Batch(layer, n, theta, x, y, dy, dx, dtheta));
   PetscFunctionReturn(0);
 }
 
@@ -141,9 +143,9 @@ static PetscErrorCode LayerJVP_Conv2d(Layer layer, PetscInt n, const PetscScalar
   else if (!n)
     PetscFunctionReturn(0);
   else if (conv->wg.on)
-    PetscCall(Conv2dJVP_Winograd(layer, n, theta, x, dx, dtheta, dy));
+    PetscCall(Conv2dJVP_Winograd(layer, n, theta, x, y, dx, dtheta, dy));
   else
-    PetscCall(ConvJVP_Batch(layer, n, theta, x, dx, dtheta, dy));
+    PetscCall(ConvJVP_Batch(layer, n, theta, x, y, dx, dtheta, dy));
   PetscFunctionReturn(0);
 }
 
@@ -183,6 +185,7 @@ static PetscErrorCode LayerSetFromOptions_Conv2d(Layer layer, PetscOptionItems *
   PetscCall(LayerSetFromOptionsConv_Private(layer, PetscOptionsObject, &workspace));
   if (workspace) {
     PetscCall(Conv2dResetWorkspace_Winograd(layer));
+    PetscCall(Conv2dResetWorkspaceSingle_Winograd(layer));
     if (conv->grid.dm && layer->setupcalled) PetscCall(LayerReset(layer)); /* grid mode sizes its im2col chunks at set-up */
   }
   PetscCall(PetscOptionsEnum("-conv2d_algorithm", "auto, im2col, or winograd (F(2x2,3x3) where it applies: 3x3, stride 1, no dilation, one group; im2col elsewhere)", "", Conv2dAlgorithms, (PetscEnum)conv->algorithm, (PetscEnum *)&algorithm, &set));
@@ -227,6 +230,7 @@ static PetscErrorCode LayerDestroy_Conv2d(Layer layer)
 {
   PetscFunctionBegin;
   PetscCall(Conv2dResetWorkspace_Winograd(layer));
+  PetscCall(Conv2dResetWorkspaceSingle_Winograd(layer));
   PetscCall(Conv2dReset_Grid(layer));
   PetscCall(DMDestroy(&((Layer_Conv2d *)layer->data)->grid.dm));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv2dSetDM_C", NULL));
@@ -521,10 +525,10 @@ static PetscErrorCode LayerForget_Conv2d(Layer layer)
   Layer_Conv2d *conv = (Layer_Conv2d *)layer->data;
 
   PetscFunctionBegin;
-  conv->base.colx     = NULL;
+  conv->base.dbl.colx = NULL;
   conv->base.sgl.colx = NULL;
-  conv->wg.Vx         = NULL;
-  conv->wgs.Vx        = NULL;
+  conv->wg.dbl.Vx     = NULL;
+  conv->wg.sgl.Vx     = NULL;
   PetscFunctionReturn(0);
 }
 
