@@ -202,6 +202,7 @@ PETSC_INTERN PetscErrorCode NetSpatialJVP_Private(Net, PetscInt, PetscInt, const
 PETSC_INTERN PetscErrorCode NetSpatialSOBackward_Private(Net, PetscInt, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *,
                                                          PetscScalar *);
 PETSC_INTERN PetscErrorCode NetSpatialViewNode_Private(Net, PetscInt, PetscViewer);
+PETSC_INTERN PetscErrorCode NetSpatialCheckKeepsGrid_Private(Net, const char[]);
 PETSC_INTERN PetscErrorCode NetPrecisionBytes_Private(Net, PetscInt *);
 PETSC_INTERN PetscErrorCode NetLowSetUpWorkspace_Private(Net);
 PETSC_INTERN PetscErrorCode NetLowResetWorkspace_Private(Net);
