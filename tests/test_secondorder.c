@@ -40,6 +40,8 @@ static const SOCase socases[] = {
     {"conv2d", "6:3:1:2:dilation=2:groups=3", "6x5x3", PETSC_TRUE, NULL, SO_BATCH, "conv2d dilated, grouped"},
     {"conv2d", "6:2x3:2x1:1x0:dilation=1x2:groups=2", "6x5x4", PETSC_TRUE, NULL, SO_BATCH, "conv2d 2x3, strided, dilated, grouped"},
     {"conv2d", "4:1", "6x5x3", PETSC_TRUE, NULL, SO_BATCH, "conv2d 1x1 (col = x)", "(1x1: GEMM on the input)"},
+    {"conv2d", "4:3x5:1:1x2", "6x7x3", PETSC_TRUE, "-conv2d_algorithm taps", SO_BATCH, "conv2d 3x5 taps", "(taps: one GEMM per kernel tap and row)"},
+    {"conv2d", "5:3:2x1:2:dilation=2:bias=0", "7x6x2", PETSC_TRUE, "-conv2d_algorithm taps", SO_BATCH, "conv2d taps, strided rows, dilated, no bias", "(taps: one GEMM per kernel tap and row)"},
     {"conv2d", "8:2:1:1", "4x3x1", PETSC_TRUE, NULL, SO_BATCH, "conv2d 2x2, transposed dW (Kg < Cout)"},
     {"conv3d", "4", "4x5x4x2", PETSC_TRUE, NULL, SO_BATCH, "conv3d 3x3x3", "vol2col + GEMM"},
     {"conv3d", "4:3:1:1", "4x5x4x2", PETSC_TRUE, "-conv3d_max_workspace 0.0002", SO_BATCH, "conv3d 3x3x3, chunks of a row", "vol2col + GEMM"},

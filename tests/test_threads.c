@@ -236,7 +236,7 @@ static PetscErrorCode TestLayers(PetscInt n, PetscInt tmax, PetscBool fusecmp)
 /* grid mode: each Net of GridNets on an M x N DMDA with each grid algorithm, at 2 .. tmax threads against 1 */
 static PetscErrorCode TestGrid(PetscInt M, PetscInt N, PetscInt tmax)
 {
-  const char *const algorithms[] = {"im2col", "winograd"};
+  const char *const algorithms[] = {"im2col", "winograd", "taps"};
   DM                da;
 
   PetscFunctionBegin;
