@@ -901,41 +901,45 @@ static PetscErrorCode NetSpatialSetUpHalo_Private(NetSpatial *sp, const PetscInt
   nbox = 1;
   for (PetscInt d = 0; d < ndim; d++) nbox *= (PetscInt)PetscMax(hi[d] - lo[d], 0);
   /* the pieces: along a periodic dim the box's parts below 0, inside, and beyond N, each read at its place shifted by
-     +N, 0, -N; along the others the whole extent (entries outside the field are the padding) */
+     +N, 0, -N; along the others the whole extent (entries outside the field are the padding). Building a piece's SF is
+     collective: every rank builds the same pieces, empty ones included (which pieces exist depends on the grid alone). */
   for (PetscInt c = 0; c < npieces; c++) {
     PetscInt64 plo[PETNET_LAYOUT_MAX_DIM], phi[PETNET_LAYOUT_MAX_DIM];
-    PetscBool  empty = PETSC_FALSE;
+    PetscBool  exists = PETSC_TRUE, empty = PETSC_FALSE;
 
     pieces[c]  = NULL;
     wrapped[c] = PETSC_FALSE;
     for (PetscInt d = 0, q = c; d < ndim; d++) {
-      const PetscInt64 N = d && d < ndim - 1 ? sp->in->N[d - 1] : 0;
-      const PetscInt   w = d && d < ndim - 1 ? q % 3 : 1; /* 0 below the field, 1 inside, 2 beyond */
+      const PetscBool  spatial = (PetscBool)(d && d < ndim - 1);
+      const PetscInt64 N       = spatial ? sp->in->N[d - 1] : 0;
+      const PetscInt   w       = spatial ? q % 3 : 1; /* 0 below the field, 1 inside, 2 beyond */
 
-      if (d && d < ndim - 1) q /= 3;
-      plo[d] = lo[d];
-      phi[d] = hi[d];
-      if (d && d < ndim - 1 && sp->in->periodic[d - 1]) {
+      if (spatial) q /= 3;
+      plo[d]    = lo[d];
+      phi[d]    = hi[d];
+      off[c][d] = 0;
+      if (spatial && sp->in->periodic[d - 1]) {
         PetscCheck(lo[d] >= -N && hi[d] <= 2 * N, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "A window reaches more than once around the periodic grid (extent %" PetscInt64_FMT " along dim %" PetscInt_FMT "): use a smaller kernel or a larger grid", N,
                    d - 1);
         plo[d]    = w == 0 ? lo[d] + N : w == 1 ? PetscMax(lo[d], 0) : PetscMax(lo[d], N) - N;
         phi[d]    = w == 0 ? PetscMin(hi[d], 0) + N : w == 1 ? PetscMin(hi[d], N) : hi[d] - N;
         off[c][d] = w == 0 ? -N : w == 1 ? 0 : N;
         if (w != 1) wrapped[c] = PETSC_TRUE;
-      } else {
-        off[c][d] = 0;
-        if (w != 1) empty = PETSC_TRUE;
-      }
+      } else if (w != 1)
+        exists = PETSC_FALSE;
       if (phi[d] <= plo[d]) empty = PETSC_TRUE;
-      pext[c][d] = phi[d] - plo[d];
     }
-    if (empty) continue;
+    if (!exists) continue;
+    for (PetscInt d = 0; d < ndim; d++) {
+      if (empty) phi[d] = plo[d];
+      pext[c][d] = phi[d] - plo[d];
+      off[c][d] += plo[d] - lo[d]; /* the piece's origin in the box */
+    }
     PetscCall(PetNetLayoutCreateBoxSF_Private(sp->L, plo, phi, &pieces[c], &npiece));
     PetscCall(PetscSFGetGraph(pieces[c], NULL, &nleaves, NULL, &iremote));
     for (PetscInt l = 0; l < nleaves; l++)
       if (wrapped[c] || iremote[l].rank != rank) nremote++;
     nvalid += nleaves;
-    for (PetscInt d = 0; d < ndim; d++) off[c][d] += plo[d] - lo[d]; /* the piece's origin in the box */
   }
   PetscCall(PetscMalloc2(nremote, &sp->rlocal, nremote, &sp->halo));
   PetscCall(PetscMalloc1(nremote, &rremote));

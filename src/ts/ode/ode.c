@@ -93,6 +93,7 @@ static PetscErrorCode LayerSetUp_ODE(Layer layer)
   ode->net->maxnparams = layer->maxnparams; /* a model file being read bounds the inner Net before it allocates */
   PetscCall(NetSetUp(ode->net));
   ode->net->maxnparams = -1;
+  if (ode->dmset && ode->dm) PetscCall(NetSpatialCheckKeepsGrid_Private(ode->net, "An ode layer on a DMDA (its inner Net)")); /* du/dt has u's layout */
   PetscCall(LayerODECheckInnerNet_Private(layer));
   PetscCall(NetTSCheckAdjoint(ode->ts));
   PetscCall(TSGetMaxTime(ode->ts, &ode->T));
