@@ -34,4 +34,4 @@ PETSC_EXTERN PetscErrorCode NetDMDAForward(Net, DM, Vec, Vec);
 PETSC_EXTERN PetscErrorCode NetDMDACreateJacobian(Net, DM, Mat, Mat *);
 PETSC_EXTERN PetscErrorCode NetDMDATSSetRHS(TS, DM, Net);
 
-PETSC_EXTERN PetscErrorCode NetConv2dSetDM(Net, DM);
+PETSC_EXTERN PetscErrorCode NetConv2dSetDM(Net, DM); /* deprecated: NetDMDASetUp(), or NetSetGrid(net, NULL) */

@@ -91,6 +91,7 @@ typedef struct {
   Vec          xbox;          /* the box at the last forward */
   Vec          dbox;          /* the (co)tangent on the box */
   PetscBool    xboxvalid;     /* xbox holds the box of the last forward on this batch layout */
+  PetscBool    xboxpadded;    /* xbox's padding entries are zero (set once per batch layout) */
   PetscScalar *work;          /* global pooling: nf c partial sums */
 
   /* a join (add, concat) of values on grids of the same extent but different ownership (a stride-2 pool of an odd block
@@ -827,10 +828,11 @@ static PetscErrorCode NetSpatialSetUpBatch_Private(Net net, PetscInt k, NetSpati
     PetscCall(VecDestroy(&sp->xr[i]));
     PetscCall(VecDestroy(&sp->dxr[i]));
   }
-  sp->nf        = nf;
-  sp->batchgen  = net->batchgen;
-  sp->xboxvalid = PETSC_FALSE;
-  sp->ready     = PETSC_TRUE;
+  sp->nf         = nf;
+  sp->batchgen   = net->batchgen;
+  sp->xboxvalid  = PETSC_FALSE;
+  sp->xboxpadded = PETSC_FALSE;
+  sp->ready      = PETSC_TRUE;
   if (sp->kind == NET_SPATIAL_GLOBAL) {
     PetscCall(PetscMalloc1((size_t)nf * sp->cin, &sp->work));
     PetscFunctionReturn(0);
@@ -1154,7 +1156,10 @@ static PetscErrorCode NetSpatialLocalForward_Private(NetSpatial *sp, const Petsc
   const PetscInt nsd = sp->in->nsd;
 
   PetscFunctionBegin;
-  if (sp->padded) PetscCall(VecZeroEntries(sp->xbox)); /* the padding */
+  if (sp->padded && !sp->xboxpadded) { /* the padding: only the gathers write xbox, always the same entries */
+    PetscCall(VecZeroEntries(sp->xbox));
+    sp->xboxpadded = PETSC_TRUE;
+  }
   PetscCall(VecGetArray(sp->xbox, &b));
   PetscCall(NetSpatialGatherBegin_Private(sp, x, b));
   if (sp->npart) PetscCall(LayerForwardArray(sp->local, sp->nf, th, b, y));
