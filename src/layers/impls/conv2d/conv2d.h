@@ -6,34 +6,31 @@
     W      [Cout][KH][KW][Cg]    PyTorch [Cout][Cg][KH][KW] (torch = ours.permute(0, 3, 1, 2))
     b      [Cout]                theta = [W, b]
 
-  One set of parameters, two layouts and three kernel families; LayerForward/Backward/JVP/SOBackward_Conv2d (conv2d.c)
-  choose:
-    batch mode (each rank holds whole samples):
-      ../conv/convbatch.c im2col + one GEMM per group, chunk by chunk of output rows: any kernel, stride, padding, dilation
-      conv2dwinograd.c    Winograd F(2x2, 3x3): 3x3, stride-1, undilated, ungrouped, from CONV2D_WINOGRAD_MIN_CHANNELS
-                          input channels (-conv2d_algorithm auto|im2col|winograd)
-      conv2dwinogradkernels.h its transforms, GEMMs and passes, templated on the element type (double and float)
-    grid mode (a 2-D DMDA given by LayerConv2dSetDM() or NetDMDASetUp(); conv2dgrid.h): the tensors are fields of the
-    DMDA, a grid point a sample of shape (Cin), convolved on each rank's block after a halo exchange
-      conv2dgrid.c        set-up, the halo exchange and its adjoint, the public LayerConv2dSetDM()
-      conv2dgridkernels.c im2col + GEMM on chunks of rows, or one GEMM per kernel tap and row
-    shared:
-      ../conv/convim2col.c im2col and col2im of batch and grid mode, parameterised by the source's origin and strides
-      ../conv/conv.c      settings, options, set-up of batch mode, initialisation, PyTorch tensor names
-      conv2d.c            the kind: its algorithm, set-up of the modes, public setters
-      conv2dpatches.c     the receptive fields of a batch as a public operation (LayerConv2dGetPatches(), for K-FAC)
-  (grid mode on a DMDA is conv2d's own; a node of a Net on a grid, layer->griddim, is the base's: (Cin) -> (Cout).)
+  One set of parameters and two kernel families; LayerForward/Backward/JVP/SOBackward_Conv2d (conv2d.c) choose:
+    ../conv/convbatch.c     im2col + one GEMM per group, chunk by chunk of output rows: any kernel, stride, padding, dilation
+    conv2dwinograd.c        Winograd F(2x2, 3x3): 3x3, stride-1, undilated, ungrouped, from CONV2D_WINOGRAD_MIN_CHANNELS
+                            input channels (-conv2d_algorithm auto|im2col|winograd)
+    conv2dwinogradkernels.h its transforms, GEMMs and passes, templated on the element type (double and float)
+    ../conv/convtaps.c      taps: one GEMM per kernel tap and output row, no im2col: one group, stride 1 along the
+                            rows; auto takes it for large samples with long rows (a rank's box of a field on a DMDA)
+  shared:
+    ../conv/convim2col.c    im2col and col2im, parameterised by the source's origin and strides
+    ../conv/conv.c          settings, options, set-up, initialisation, PyTorch tensor names
+    conv2d.c                the kind: its algorithm, set-up, public setters
+    conv2dpatches.c         the receptive fields of a batch as a public operation (LayerConv2dGetPatches(), for K-FAC)
+  A Net on a DMDA (NetSetGrid(), NetDMDASetUp()) runs a batch-mode copy of the layer on each rank's box of the field
+  (src/net/netspatial.c); the node itself, layer->griddim set, is the base's (Cin) -> (Cout) and is never run.
 
-  Cache blocking: the batch is processed in chunks (of output rows for im2col, of samples for Winograd, of block rows in
-  grid mode) whose workspace fits in -conv2d_max_workspace MB (default 1, about a core's L2 cache), so that each GEMM
-  reads what the transform before it just wrote from cache.
+  Cache blocking: the batch is processed in chunks (of output rows for im2col, of samples for Winograd) whose workspace
+  fits in -conv2d_max_workspace MB (default 1, about a core's L2 cache), so that each GEMM reads what the transform
+  before it just wrote from cache.
 */
 #pragma once
 
 #include "../conv/conv.h"
-#include "conv2dgrid.h"
+#include "../conv/convtaps.h"
 
-typedef enum { CONV2D_ALGORITHM_AUTO, CONV2D_ALGORITHM_IM2COL, CONV2D_ALGORITHM_WINOGRAD } Conv2dAlgorithm;
+typedef enum { CONV2D_ALGORITHM_AUTO, CONV2D_ALGORITHM_IM2COL, CONV2D_ALGORITHM_WINOGRAD, CONV2D_ALGORITHM_TAPS } Conv2dAlgorithm;
 PETSC_INTERN const char *const Conv2dAlgorithms[];
 #define CONV2D_WINOGRAD_MIN_CHANNELS 4 /* auto: Winograd from this many input channels */
 
@@ -79,9 +76,8 @@ typedef struct {
 typedef struct {
   LayerConv       base;      /* first: the shared convolution code casts layer->data to LayerConv (../conv/conv.h) */
   Conv2dAlgorithm algorithm; /* as requested; auto picks Winograd where it applies */
-  Conv2dWinograd  wg;        /* batch mode with Winograd */
-  Conv2dGrid      grid;      /* grid mode (grid.dm set): the DMDA, its halo exchange and the block kernels' workspace;
-                                base.im2col then holds the block's geometry */
+  Conv2dWinograd  wg;        /* Winograd, in double and in single precision */
+  ConvTaps        taps;      /* one GEMM per kernel tap and row (../conv/convtaps.c) */
 } Layer_Conv2d;
 
 PETSC_INTERN PetscErrorCode LayerConv2dGetPatchLayout_Conv2d(Layer, PetscInt *, PetscInt *, PetscInt *, PetscBool *);
