@@ -16,12 +16,12 @@
                                                         simulation's g(u) with its assembled Jacobian, and
                                                         TSAdjointSolve() gives dL/dtheta (petnetts.h)
 
-  Grid-distributed convolution (a field too large for one rank): the conv2d layer in grid mode, e.g.
-  -net_layers conv2d:16:3:1:1,relu,conv2d:2:3:1:1 on a DMDA with dof 2. NetDMDASetUp() gives the DMDA to every conv2d
-  layer (LayerConv2dSetDM()); each rank convolves its block of the grid after a halo exchange with DMGlobalToLocal()
-  (a DMDA like the user's with dof = the layer's input channels, box stencil of the kernel radius), whose adjoint is
-  DMLocalToGlobal() with ADD_VALUES. Grid mode keeps the grid: stride 1, dilation 1, groups 1, an odd kernel and
-  padding K/2, written as for batches of (height, width, channels) images; with the same parameters, a model trained
+  Grid-distributed convolution (a field too large for one rank), e.g. -net_layers conv2d:16:3:1:1,relu,conv2d:2:3:1:1
+  on a DMDA with dof 2: NetDMDASetUp() puts a Net with windowed layers in grid mode on the DMDA (NetSetGrid(), the
+  generic spatial engine of src/net/netspatial.c); each rank computes its block of the grid from the box of the input
+  it reads, gathered by a halo exchange whose adjoint adds the halo back. The entry points here map a field to a field
+  of the same grid, so the layers must keep the grid (stride 1 and padding D (K - 1)/2 with an odd kernel K and dilation D;
+  any groups), written as for batches of (height, width, channels) images; with the same parameters, a model trained
   on zero-padded images computes the same function on a non-periodic field (a periodic one wraps around).
 */
 #pragma once
@@ -34,4 +34,4 @@ PETSC_EXTERN PetscErrorCode NetDMDAForward(Net, DM, Vec, Vec);
 PETSC_EXTERN PetscErrorCode NetDMDACreateJacobian(Net, DM, Mat, Mat *);
 PETSC_EXTERN PetscErrorCode NetDMDATSSetRHS(TS, DM, Net);
 
-PETSC_EXTERN PetscErrorCode NetConv2dSetDM(Net, DM);
+PETSC_EXTERN PetscErrorCode NetConv2dSetDM(Net, DM); /* deprecated: NetDMDASetUp(), or NetSetGrid(net, NULL) */

@@ -79,8 +79,8 @@ PETSC_EXTERN PetscErrorCode LayerDenseSetInitialization(Layer, LayerInitType, Pe
 PETSC_EXTERN PetscErrorCode LayerDenseSetBias(Layer, PetscBool);
 PETSC_EXTERN PetscErrorCode LayerLeakyReLUSetSlope(Layer, PetscReal);
 
-/* Convolutional kinds: inputs are (h, w, c) channels-last unless noted, (d, h, w, c) for conv3d and 3-D pools; conv2d
-   also convolves the fields of a 2-D DMDA, input (c) at each grid point (grid mode: LayerConv2dSetDM() in petnetdmda.h) */
+/* Convolutional kinds: inputs are (h, w, c) channels-last unless noted, (d, h, w, c) for conv3d and 3-D pools; a Net on
+   a DMDA (NetSetGrid(), NetDMDASetUp()) applies them to the distributed fields, input (c) at each grid point */
 #define LAYERCONV2D        "conv2d"        /* conv2d:OUT[:K[:STRIDE[:PAD[:D[:G]]]]][:dilation=D][:groups=G][:bias=0|1], K as 3 or 3x5 */
 #define LAYERCONV3D        "conv3d"        /* conv3d:OUT[:K[:STRIDE[:PAD[:D[:G]]]]][:dilation=D][:groups=G][:bias=0|1], K as 3 or 3x3x5, on (d, h, w, c) */
 #define LAYERMAXPOOL       "maxpool"       /* maxpool:K[:STRIDE[:PAD]], stride defaults to K; K as 2, 2x3 or 2x3x3; 2-D or 3-D by the input */
@@ -109,18 +109,6 @@ PETSC_EXTERN PetscErrorCode LayerConv3dSetDilation(Layer, PetscInt, PetscInt, Pe
 PETSC_EXTERN PetscErrorCode LayerConv3dSetGroups(Layer, PetscInt);
 PETSC_EXTERN PetscErrorCode LayerConv3dSetBias(Layer, PetscBool);
 PETSC_EXTERN PetscErrorCode LayerConv3dSetInitialization(Layer, LayerInitType, PetscReal);
-
-/* conv2d in grid mode: how each rank convolves its block (-conv2d_grid_algorithm); the results agree to round-off */
-typedef enum {
-  LAYER_CONV2D_GRID_ALGORITHM_AUTO,   /* taps on blocks whose rows have at least 32 points, else im2col */
-  LAYER_CONV2D_GRID_ALGORITHM_IM2COL, /* im2col over chunks of rows, one GEMM per chunk */
-  LAYER_CONV2D_GRID_ALGORITHM_TAPS    /* one GEMM per kernel tap and row, no im2col */
-} LayerConv2dGridAlgorithm;
-PETSC_EXTERN const char *const LayerConv2dGridAlgorithms[];
-
-PETSC_EXTERN PetscErrorCode LayerConv2dSetDM(Layer, DM);
-PETSC_EXTERN PetscErrorCode LayerConv2dGetDM(Layer, DM *);
-PETSC_EXTERN PetscErrorCode LayerConv2dSetGridAlgorithm(Layer, LayerConv2dGridAlgorithm);
 
 PETSC_EXTERN PetscErrorCode LayerPoolSetKernel(Layer, PetscInt, PetscInt);
 PETSC_EXTERN PetscErrorCode LayerPoolSetStride(Layer, PetscInt, PetscInt);

@@ -30,6 +30,7 @@ PETSC_EXTERN const char *const NetParallelTypes[];
 PETSC_EXTERN PetscErrorCode    NetSetParallel(Net, NetParallelType);
 /* Grid mode (netspatial.c): a Net on the fields of a 2-D or 3-D DMDA, spatially parallel, and samples x space groups */
 PETSC_EXTERN PetscErrorCode NetSetGrid(Net, DM);
+PETSC_EXTERN PetscErrorCode NetGetGrid(Net, DM *);
 PETSC_EXTERN PetscErrorCode NetSetSpatialGroups(Net, PetscInt);
 PETSC_EXTERN PetscErrorCode NetSetSpatialOverlap(Net, PetscBool);
 PETSC_EXTERN PetscErrorCode NetGetSpatialComm(Net, MPI_Comm *);

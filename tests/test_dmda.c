@@ -10,8 +10,8 @@ static const char help[] = "Nets on DMDA fields (include/petnetdmda.h).\n"
                            "  -case conv      conv2d in grid mode on 2-D DMDAs: derivative tests (NetTestJacobian: dot-product and finite\n"
                            "                  differences of every Jacobian), then the output against the same parameters on one rank:\n"
                            "                  zero padding, the same Net back in batch mode on the gathered field as one image (<= 1e-13);\n"
-                           "                  periodic, the same Net on a one-rank DMDA; -conv_grid_algorithm auto, im2col or taps\n"
-                           "  -case view      LayerView of conv2d layers in grid mode\n"
+                           "                  periodic, the same Net on a one-rank DMDA; -layer<l>_conv2d_algorithm on the boxes\n"
+                           "  -case view      NetView and LayerView of a CNN in grid mode\n"
                            "  -case keep      a saved Net loaded and handed to every DMDA entry point keeps its parameters to the bit,\n"
                            "                  and a Jacobian taken before still applies; a grid-mode CNN given another DMDA keeps its values\n"
                            "  -case wrongdof  a Net whose input size is not the DMDA's dof (error test)\n"
@@ -398,25 +398,14 @@ static PetscErrorCode CheckTS(TSType type, const char layers[])
 
 /* case conv ----------------------------------------------------------------------------------------------------- */
 
-/* *net on comm with the given layers and input shape (NULL: set by NetDMDASetUp(net, da)); -conv_grid_algorithm sets
-   the grid algorithm of every conv2d layer, and the layers' own options (-layer<l>_conv2d_grid_algorithm) follow */
+/* *net on comm with the given layers and input shape (NULL: set by NetDMDASetUp(net, da)); the layers' options
+   (-layer<l>_conv2d_algorithm, ...) apply, on a DMDA to the copies that convolve each rank's box */
 static PetscErrorCode CreateNet(MPI_Comm comm, const char layers[], const char shape[], DM da, Net *net)
 {
-  LayerConv2dGridAlgorithm algorithm = LAYER_CONV2D_GRID_ALGORITHM_AUTO;
-  PetscInt                 nl;
-
   PetscFunctionBegin;
   PetscCall(NetCreate(comm, net));
   PetscCall(NetSetLayers(*net, layers));
   PetscCall(NetSetSeed(*net, 17));
-  PetscCall(PetscOptionsGetEnum(NULL, NULL, "-conv_grid_algorithm", LayerConv2dGridAlgorithms, (PetscEnum *)&algorithm, NULL));
-  PetscCall(NetGetNumLayers(*net, &nl));
-  for (PetscInt l = 0; l < nl; l++) {
-    Layer layer;
-
-    PetscCall(NetGetLayer(*net, l, &layer));
-    PetscCall(LayerConv2dSetGridAlgorithm(layer, algorithm));
-  }
   if (shape) {
     PetNetShape in;
 
@@ -502,17 +491,26 @@ static PetscErrorCode CheckSameNetOnBatch(Net net, PetscInt M, PetscInt N, Petsc
   PetscCall(VecDuplicate(theta, &saved));
   PetscCall(VecCopy(theta, saved));
   PetscCall(NetGetNumLayers(net, &nl));
-  for (PetscInt l = 0; l < nl; l++) {
+  for (PetscInt l = 0; l < nl; l++) { /* the Net in grid mode on the DMDA, and so is the inner Net of an ode layer */
     Layer     layer;
     DM        dm;
-    PetscBool isconv;
+    PetscBool isode;
+    Net       inner;
 
     PetscCall(NetGetLayer(net, l, &layer));
-    PetscCall(PetscObjectTypeCompareAny((PetscObject)layer, &isconv, LAYERCONV2D, LAYERODE, "")); /* ode: for its inner Net */
-    PetscCall(LayerConv2dGetDM(layer, &dm));
-    PetscCheck(isconv == (dm != NULL), PETSC_COMM_WORLD, PETSC_ERR_PLIB, "Layer %" PetscInt_FMT " (%s) %s a DMDA after NetDMDASetUp()", l, isconv ? "conv2d or ode" : "other", dm ? "has" : "lacks");
+    PetscCall(PetscObjectTypeCompare((PetscObject)layer, LAYERODE, &isode));
+    if (!isode) continue;
+    PetscCall(LayerODEGetNet(layer, &inner));
+    PetscCall(NetGetGrid(inner, &dm));
+    PetscCheck(dm, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "The inner Net of ode layer %" PetscInt_FMT " is not in grid mode after NetDMDASetUp()", l);
   }
-  PetscCall(NetConv2dSetDM(net, NULL));  /* every conv2d layer, nested ones too, back to images */
+  {
+    DM dm;
+
+    PetscCall(NetGetGrid(net, &dm));
+    PetscCheck(dm, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "A Net with convolutions is not in grid mode after NetDMDASetUp()");
+  }
+  PetscCall(NetConv2dSetDM(net, NULL));  /* deprecated, as NetSetGrid(net, NULL) for this Net and the ode's inner Nets */
   PetscCall(NetSetInputShape(net, &in)); /* lays the Net out anew (and initialises new parameters) */
   PetscCall(NetSetUp(net));
   PetscCall(NetGetParameters(net, &theta));
@@ -609,7 +607,7 @@ static PetscErrorCode CheckGridConv(const char layers[], PetscInt M, PetscInt N,
   PetscFunctionReturn(0);
 }
 
-/* case view: LayerView of conv2d layers in grid mode (the algorithm in use, the DMDA and its ranks) */
+/* case view: NetView of a CNN in grid mode (each node's grids) and LayerView of its convolutions (nodes of a grid) */
 static PetscErrorCode ViewGridConv(void)
 {
   DM       da;
@@ -620,6 +618,7 @@ static PetscErrorCode ViewGridConv(void)
   PetscCall(DMDACreate2d(PETSC_COMM_WORLD, DM_BOUNDARY_NONE, DM_BOUNDARY_PERIODIC, DMDA_STENCIL_STAR, 40, 12, PETSC_DECIDE, PETSC_DECIDE, 2, 1, NULL, NULL, &da));
   PetscCall(DMSetUp(da));
   PetscCall(CreateNet(PETSC_COMM_WORLD, "conv2d:4:3:1:1,tanh,conv2d:2:5x3:1:2x1:bias=0", NULL, da, &net));
+  PetscCall(NetView(net, PETSC_VIEWER_STDOUT_WORLD));
   PetscCall(NetGetNumLayers(net, &nl));
   for (PetscInt l = 0; l < nl; l++) {
     Layer layer;
@@ -684,7 +683,7 @@ static PetscErrorCode CheckKeep(void)
   Mat         J, JD;
   TS          ts;
   PetscReal   nrm;
-  PetNetShape in = {1, {3}};
+  PetNetShape in   = {1, {3}};
   const char *file = "tests/out/dmda_keep.petnet";
 
   PetscFunctionBegin;
@@ -798,6 +797,7 @@ int main(int argc, char **argv)
     PetscCall(CheckTS(TSRK, "conv2d:4:3:1:1,tanh,conv2d:2:3:1:1")); /* a learned nonlocal term: halo exchanges inside TS */
   } else if (!strcmp(testcase, "conv")) {
     PetscCall(CheckGridConv("conv2d:4:3:1:1", 17, 13, 3, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE));
+    PetscCall(CheckGridConv("conv2d:4:3:1:2:dilation=2:groups=2,tanh,conv2d:2:3:1:1", 15, 12, 2, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE)); /* any window that keeps the grid */
     PetscCall(CheckGridConv("conv2d:4:5x3:1:2x1", 17, 13, 3, DM_BOUNDARY_GHOSTED, DM_BOUNDARY_NONE));
     PetscCall(CheckGridConv("conv2d:5:3:1:1,tanh,conv2d:2:5:1:2", 19, 16, 2, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE));
     PetscCall(CheckGridConv("conv2d:6:3:1:1,tanh,conv2d:4:3:1:1:bias=0,tanh,conv2d:2:1:1:0", 18, 14, 2, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE));

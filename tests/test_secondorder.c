@@ -12,19 +12,16 @@ static const char help[] = "The second-order adjoint of every built-in layer kin
                            "second-order kernel).\n";
 
 #include <petnet.h>
-#include <petnetdmda.h>
 #include "testutil.h"
 
 typedef enum {
-  SO_BATCH,       /* samples split over the ranks */
-  SO_EMPTY_LAST,  /* the same, the last rank without samples (collective kinds) */
-  SO_GRID_IM2COL, /* conv2d in grid mode on a 7 x 6 DMDA, -conv2d_grid_algorithm im2col */
-  SO_GRID_TAPS,   /* the same with taps, periodic along x */
+  SO_BATCH,      /* samples split over the ranks */
+  SO_EMPTY_LAST, /* the same, the last rank without samples (collective kinds) */
 } SOLayout;
 
 typedef struct {
   const char *kind, *args; /* LayerSetType(), LayerSetArguments() (NULL: none) */
-  const char *shape;       /* the input shape in batch mode; (channels) in grid mode */
+  const char *shape;       /* the input shape */
   PetscBool   training;
   const char *options; /* options of this layer only (PetscObjectSetOptions()), or NULL */
   SOLayout    layout;
@@ -43,9 +40,9 @@ static const SOCase socases[] = {
     {"conv2d", "6:3:1:2:dilation=2:groups=3", "6x5x3", PETSC_TRUE, NULL, SO_BATCH, "conv2d dilated, grouped"},
     {"conv2d", "6:2x3:2x1:1x0:dilation=1x2:groups=2", "6x5x4", PETSC_TRUE, NULL, SO_BATCH, "conv2d 2x3, strided, dilated, grouped"},
     {"conv2d", "4:1", "6x5x3", PETSC_TRUE, NULL, SO_BATCH, "conv2d 1x1 (col = x)", "(1x1: GEMM on the input)"},
+    {"conv2d", "4:3x5:1:1x2", "6x7x3", PETSC_TRUE, "-conv2d_algorithm taps", SO_BATCH, "conv2d 3x5 taps", "(taps: one GEMM per kernel tap and row)"},
+    {"conv2d", "5:3:2x1:2:dilation=2:bias=0", "7x6x2", PETSC_TRUE, "-conv2d_algorithm taps", SO_BATCH, "conv2d taps, strided rows, dilated, no bias", "(taps: one GEMM per kernel tap and row)"},
     {"conv2d", "8:2:1:1", "4x3x1", PETSC_TRUE, NULL, SO_BATCH, "conv2d 2x2, transposed dW (Kg < Cout)"},
-    {"conv2d", "3:3:1:1", "3", PETSC_TRUE, NULL, SO_GRID_IM2COL, "conv2d grid (DMDA) im2col", "(im2col + GEMM on chunks of"},
-    {"conv2d", "3:3x5:1:1x2", "2", PETSC_TRUE, NULL, SO_GRID_TAPS, "conv2d grid (DMDA) taps, periodic x", "(taps: one GEMM per kernel tap and row)"},
     {"conv3d", "4", "4x5x4x2", PETSC_TRUE, NULL, SO_BATCH, "conv3d 3x3x3", "vol2col + GEMM"},
     {"conv3d", "4:3:1:1", "4x5x4x2", PETSC_TRUE, "-conv3d_max_workspace 0.0002", SO_BATCH, "conv3d 3x3x3, chunks of a row", "vol2col + GEMM"},
     {"conv3d", "4:2x3x2:2x1x1:1:2:2:bias=0", "4x5x4x2", PETSC_TRUE, NULL, SO_BATCH, "conv3d strided, dilated, grouped, no bias"},
@@ -290,9 +287,9 @@ static PetscErrorCode CheckTangent(Layer layer, const char name[], SOArrays *a, 
   PetscFunctionReturn(0);
 }
 
-/* The layer of case c on comm (grid mode: on a new DMDA, returned in da); n: this rank's samples; nin, insize: its
+/* The layer of case c on comm; n: this rank's samples; nin, insize: its
    inputs and their sizes (add and concat take two, concat's second with 2 channels) */
-static PetscErrorCode CreateCaseLayer(MPI_Comm comm, const SOCase *c, PetscInt nlocal, PetscOptions options, Layer *layer, DM *da, PetscInt *n, PetscInt *nin, PetscInt insize[])
+static PetscErrorCode CreateCaseLayer(MPI_Comm comm, const SOCase *c, PetscInt nlocal, PetscOptions options, Layer *layer, PetscInt *n, PetscInt *nin, PetscInt insize[])
 {
   PetNetShape in, ins[2];
   PetscMPIInt rank, size;
@@ -314,18 +311,7 @@ static PetscErrorCode CreateCaseLayer(MPI_Comm comm, const SOCase *c, PetscInt n
   if (!strcmp(c->kind, LAYERCONCAT)) ins[1].dim[ins[1].ndim - 1] = 2;
   PetscCall(LayerSetInputShapes(*layer, *nin, ins));
   for (PetscInt k = 0; k < *nin; k++) PetscCall(PetNetShapeSize(&ins[k], &insize[k]));
-  *da = NULL;
-  *n  = c->layout == SO_EMPTY_LAST && size > 1 && rank == size - 1 ? 0 : nlocal;
-  if (c->layout == SO_GRID_IM2COL || c->layout == SO_GRID_TAPS) {
-    PetscInt xm, ym;
-
-    PetscCall(DMDACreate2d(comm, c->layout == SO_GRID_TAPS ? DM_BOUNDARY_PERIODIC : DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DMDA_STENCIL_BOX, 7, 6, PETSC_DECIDE, PETSC_DECIDE, in.dim[0], 1, NULL, NULL, da));
-    PetscCall(DMSetUp(*da));
-    PetscCall(DMDAGetCorners(*da, NULL, NULL, NULL, &xm, &ym, NULL));
-    PetscCall(LayerConv2dSetDM(*layer, *da));
-    PetscCall(LayerConv2dSetGridAlgorithm(*layer, c->layout == SO_GRID_TAPS ? LAYER_CONV2D_GRID_ALGORITHM_TAPS : LAYER_CONV2D_GRID_ALGORITHM_IM2COL));
-    *n = xm * ym;
-  }
+  *n = c->layout == SO_EMPTY_LAST && size > 1 && rank == size - 1 ? 0 : nlocal;
   PetscCall(LayerSetUp(*layer));
   PetscFunctionReturn(0);
 }
@@ -334,7 +320,6 @@ static PetscErrorCode TestCase(const SOCase *c, PetscInt nlocal, PetscReal h)
 {
   MPI_Comm     comm = PETSC_COMM_WORLD;
   Layer        layer;
-  DM           da;
   PetscOptions options;
   PetscRandom  rself, rall;
   PetscMPIInt  rank;
@@ -349,7 +334,7 @@ static PetscErrorCode TestCase(const SOCase *c, PetscInt nlocal, PetscReal h)
   PetscFunctionBegin;
   PetscCallMPI(MPI_Comm_rank(comm, &rank));
   PetscCall(PetscOptionsCreate(&options));
-  PetscCall(CreateCaseLayer(comm, c, nlocal, options, &layer, &da, &n, &nin, insize));
+  PetscCall(CreateCaseLayer(comm, c, nlocal, options, &layer, &n, &nin, insize));
   PetscCall(LayerHasSecondOrder(layer, &has));
   PetscCheck(has, comm, PETSC_ERR_PLIB, "%s: LayerHasSecondOrder() is false", c->name);
   if (c->expect) PetscCall(CheckView(layer, c->name, c->expect)); /* the case tests the kernel family it means to */
@@ -400,7 +385,6 @@ static PetscErrorCode TestCase(const SOCase *c, PetscInt nlocal, PetscReal h)
   PetscCall(PetscRandomDestroy(&rself));
   PetscCall(PetscRandomDestroy(&rall));
   PetscCall(LayerDestroy(&layer));
-  PetscCall(DMDestroy(&da));
   PetscCall(PetscOptionsDestroy(&options));
   PetscFunctionReturn(0);
 }

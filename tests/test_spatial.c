@@ -9,8 +9,9 @@ static const char help[] = "Grid mode (NetSetGrid(), netspatial.c) against batch
                            "Options: -grid HxW or DxHxW (slowest first), -channels C, -nfields nf (per group), -uneven (ownership ranges\n"
                            "  1, 2, 3, ... in proportion, the last rank the rest), -test_jacobian (NetTestJacobian: dot-product <= 1e-12,\n"
                            "  finite differences <= 1e-6), -test_secondorder (the exact Hessian-vector product and the input's second-order\n"
-                           "  cotangent agree to <= 1e-12), -periodic (a periodic DMDA: refused), -view, -save_load FILE (the grid-mode Net\n"
-                           "  saved to FILE, and the reference loaded from it with -ref_net_input_shape the whole field: format 4 records the grid).\n";
+                           "  cotangent agree to <= 1e-12), -periodic (a periodic DMDA, whose windows wrap around: only for the error tests, batch\n"
+                           "  mode pads with zeros), -view, -save_load FILE (the grid-mode Net saved to FILE, and the reference loaded from it\n"
+                           "  with -ref_net_input_shape the whole field: format 4 records the grid).\n";
 
 #include <petnet.h>
 #include <petscdmda.h>

@@ -13,8 +13,8 @@
   sample).
 
   Grid mode (-threads_grid): the same comparisons for Nets of conv2d layers on a 2-D DMDA (NetDMDASetUp(); the input
-  a field, conv2dgridkernels.c), with the im2col and then the taps kernels; the block's rows are cut into several
-  parts, so that backward's input cotangent runs in two phases of parts. At 1 thread NetTestJacobian() checks them
+  a field, each rank's box convolved by a batch-mode copy of the layer, src/net/netspatial.c), with each conv2d
+  algorithm (-layer<l>_conv2d_algorithm) on the box, one large sample. At 1 thread NetTestJacobian() checks them
   (dot products <= 1e-12, finite differences <= 1e-6: a part left out of the weight-gradient sum fails it).
     -threads_grid_size M,N   the grid (default 32,35: 4 parts of 8 or 9 rows on one rank)
 
@@ -54,7 +54,7 @@ static const char *const GridNets[] = {
     "conv2d:4:3:1:1,tanh,conv2d:4:3:1:1,dense:3,tanh,conv2d:2:1:1:0",
 };
 #define GridDof 3
-static LayerConv2dGridAlgorithm GridAlgorithm; /* the grid algorithm of every conv2d layer of a grid-mode Net */
+static const char *GridAlgorithm; /* -layer<l>_conv2d_algorithm of every layer of a grid-mode Net */
 
 /* the largest |a - b| over the entries (0 when both are NULL) */
 static PetscErrorCode MaxDifference(Vec a, Vec b, PetscReal *diff)
@@ -105,19 +105,23 @@ static PetscErrorCode LayerResults(const char *spec, const char *shape, PetscInt
     PetscCall(NetSetInputShape(net, &in));
   }
   PetscCall(NetSetSeed(net, 7));
+  if (da) {
+    PetscInt nl;
+
+    PetscCall(NetGetNumLayers(net, &nl));
+    for (PetscInt l = 0; l < nl; l++) {
+      char key[64];
+
+      PetscCall(PetscSNPrintf(key, sizeof(key), "-layer%" PetscInt_FMT "_conv2d_algorithm", l));
+      PetscCall(PetscOptionsSetValue(NULL, key, GridAlgorithm));
+    }
+  }
   PetscCall(NetSetFromOptions(net));
   PetscCall(NetSetFusion(net, fuse));
   PetscCall(NetSetTraining(net, PETSC_TRUE));
   if (da) {
-    PetscInt xm, ym, nl;
+    PetscInt xm, ym;
 
-    PetscCall(NetGetNumLayers(net, &nl));
-    for (PetscInt l = 0; l < nl; l++) {
-      Layer layer;
-
-      PetscCall(NetGetLayer(net, l, &layer));
-      PetscCall(LayerConv2dSetGridAlgorithm(layer, GridAlgorithm));
-    }
     PetscCall(NetDMDASetUp(net, da));
     PetscCall(DMDAGetCorners(da, NULL, NULL, NULL, &xm, &ym, NULL));
     n = xm * ym; /* a field: this rank's points of the DMDA */
@@ -232,8 +236,8 @@ static PetscErrorCode TestLayers(PetscInt n, PetscInt tmax, PetscBool fusecmp)
 /* grid mode: each Net of GridNets on an M x N DMDA with each grid algorithm, at 2 .. tmax threads against 1 */
 static PetscErrorCode TestGrid(PetscInt M, PetscInt N, PetscInt tmax)
 {
-  const LayerConv2dGridAlgorithm algorithms[] = {LAYER_CONV2D_GRID_ALGORITHM_IM2COL, LAYER_CONV2D_GRID_ALGORITHM_TAPS};
-  DM                             da;
+  const char *const algorithms[] = {"im2col", "winograd", "taps"};
+  DM                da;
 
   PetscFunctionBegin;
   PetscCall(DMDACreate2d(PETSC_COMM_WORLD, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DMDA_STENCIL_STAR, M, N, PETSC_DECIDE, PETSC_DECIDE, GridDof, 1, NULL, NULL, &da));
@@ -245,24 +249,23 @@ static PetscErrorCode TestGrid(PetscInt M, PetscInt N, PetscInt tmax)
 
       GridAlgorithm = algorithms[a];
       PetscCall(LayerResults(GridNets[k], NULL, 0, da, 1, PETSC_TRUE, ref, &doterr, &fderr));
-      /* the kernels' parts (the weight gradients summed over them, the input cotangent in two phases) are right */
+      /* the kernels' parts (the weight gradients summed over them) are right */
       PetscCheck(doterr <= 1e-12 && fderr <= 1e-6, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s on a %" PetscInt_FMT " x %" PetscInt_FMT " DMDA (%s): Jacobian test errors %g (dot product, <= 1e-12) and %g (finite differences, <= 1e-6)", GridNets[k], M, N,
-                 LayerConv2dGridAlgorithms[algorithms[a]], (double)doterr, (double)fderr);
+                 algorithms[a], (double)doterr, (double)fderr);
       for (PetscInt t = 2; t <= tmax; t++) {
         PetscCall(LayerResults(GridNets[k], NULL, 0, da, t, PETSC_TRUE, other, NULL, NULL));
         for (PetscInt r = 0; r < NRESULTS; r++) {
           PetscReal d;
 
           PetscCall(MaxDifference(ref[r], other[r], &d));
-          PetscCheck(d == 0, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s on a %" PetscInt_FMT " x %" PetscInt_FMT " DMDA (%s): %s at %" PetscInt_FMT " threads differs from 1 thread by %g", GridNets[k], M, N, LayerConv2dGridAlgorithms[algorithms[a]],
-                     ResultNames[r], t, (double)d);
+          PetscCheck(d == 0, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s on a %" PetscInt_FMT " x %" PetscInt_FMT " DMDA (%s): %s at %" PetscInt_FMT " threads differs from 1 thread by %g", GridNets[k], M, N, algorithms[a], ResultNames[r], t, (double)d);
           worst = PetscMax(worst, d);
           PetscCall(VecDestroy(&other[r]));
         }
       }
       for (PetscInt r = 0; r < NRESULTS; r++) PetscCall(VecDestroy(&ref[r]));
       PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%s on a %" PetscInt_FMT " x %" PetscInt_FMT " DMDA (%s): Jacobian ok; forward, backward, jvp, second order at 2 to %" PetscInt_FMT " threads against 1: max difference %g\n", GridNets[k], M, N,
-                            LayerConv2dGridAlgorithms[algorithms[a]], tmax, (double)worst));
+                            algorithms[a], tmax, (double)worst));
     }
   }
   PetscCall(DMDestroy(&da));

@@ -864,18 +864,6 @@ PetscErrorCode NetSetUp(Net net)
   PetscCall(NetSetUpExecutors_Private(net)); /* plain, model-parallel or spatial (netexec.c) */
   net->setupcalled = PETSC_TRUE;
   PetscCall(NetInitializeParameters(net));
-  if (net->keeptheta) { /* values kept across a new layout (NetConv2dSetDM()) */
-    PetscInt N, nb = 0;
-
-    PetscCall(VecGetSize(net->keeptheta, &N));
-    for (PetscInt k = 0; k < net->nlayers; k++) nb += net->layers[k]->nbuffers;
-    if (N == net->nparams && nb == net->nkeepbuffers) {
-      PetscCall(VecCopy(net->keeptheta, net->theta));
-      for (PetscInt k = 0, o = 0; k < net->nlayers; o += net->layers[k]->nbuffers, k++) PetscCall(PetscArraycpy(net->layers[k]->buffers, net->keepbuffers + o, net->layers[k]->nbuffers));
-    }
-    PetscCall(VecDestroy(&net->keeptheta));
-    PetscCall(PetscFree(net->keepbuffers));
-  }
   PetscCall(NetViewFromOptions(net, NULL, "-net_view"));
   PetscFunctionReturn(0);
 }
@@ -1080,8 +1068,6 @@ PetscErrorCode NetReset(Net net)
   PetscCall(PetscFree(net->vlocal));
   PetscCall(NetSpatialReset_Private(net));
   if (net->poff) PetscCall(NetResetParameterMaps_Private(net));
-  PetscCall(VecDestroy(&net->keeptheta));
-  PetscCall(PetscFree(net->keepbuffers));
   PetscCall(VecDestroy(&net->theta));
   PetscCall(VecDestroy(&net->theta_rep));
   PetscCall(VecDestroy(&net->grad_rep));

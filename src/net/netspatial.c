@@ -46,14 +46,15 @@ static PetscLogEvent NET_SPATIAL_HALO_WAIT = 0; /* ... the part of them spent wa
 
 /* A grid a value lies on: its extent, the group's ranks along each dim and their ownership, this rank's block */
 typedef struct {
-  PetscInt    nsd;                 /* spatial dims, slowest first: (y, x) or (z, y, x) */
-  PetscInt64  N[NET_GRID_MAX];     /* extent */
-  PetscMPIInt nr[NET_GRID_MAX];    /* ranks of the group along each dim */
-  PetscInt64 *own[NET_GRID_MAX];   /* ownership sizes along each dim (nr[d] entries) */
-  PetscInt64  lo[NET_GRID_MAX];    /* this rank's block [lo, lo + sz) */
-  PetscInt64  sz[NET_GRID_MAX];    /* ... */
-  PetscInt    npoints;             /* points in the block */
-  PetscMPIInt coord[NET_GRID_MAX]; /* this rank's coordinates in the group's grid of ranks */
+  PetscInt    nsd;                    /* spatial dims, slowest first: (y, x) or (z, y, x) */
+  PetscInt64  N[NET_GRID_MAX];        /* extent */
+  PetscMPIInt nr[NET_GRID_MAX];       /* ranks of the group along each dim */
+  PetscInt64 *own[NET_GRID_MAX];      /* ownership sizes along each dim (nr[d] entries) */
+  PetscInt64  lo[NET_GRID_MAX];       /* this rank's block [lo, lo + sz) */
+  PetscInt64  sz[NET_GRID_MAX];       /* ... */
+  PetscInt    npoints;                /* points in the block */
+  PetscMPIInt coord[NET_GRID_MAX];    /* this rank's coordinates in the group's grid of ranks */
+  PetscBool   periodic[NET_GRID_MAX]; /* the DMDA is periodic along the dim: windows wrap around (circular padding) */
 } NetGrid;
 
 /* A slab of a window node's output block computed on its own after the halo arrived (an overlapped exchange) */
@@ -90,6 +91,7 @@ typedef struct {
   Vec          xbox;          /* the box at the last forward */
   Vec          dbox;          /* the (co)tangent on the box */
   PetscBool    xboxvalid;     /* xbox holds the box of the last forward on this batch layout */
+  PetscBool    xboxpadded;    /* xbox's padding entries are zero (set once per batch layout) */
   PetscScalar *work;          /* global pooling: nf c partial sums */
 
   /* a join (add, concat) of values on grids of the same extent but different ownership (a stride-2 pool of an odd block
@@ -121,9 +123,10 @@ static PetscErrorCode NetGridDerive_Private(const NetGrid *g, const PetscInt64 N
   h->nsd     = g->nsd;
   h->npoints = 1;
   for (PetscInt d = 0; d < g->nsd; d++) {
-    h->N[d]     = N ? N[d] : g->N[d];
-    h->nr[d]    = g->nr[d];
-    h->coord[d] = g->coord[d];
+    h->N[d]        = N ? N[d] : g->N[d];
+    h->nr[d]       = g->nr[d];
+    h->coord[d]    = g->coord[d];
+    h->periodic[d] = g->periodic[d];
     PetscCall(PetscMalloc1(g->nr[d], &h->own[d]));
     PetscCall(PetscArraycpy(h->own[d], own && own[d] ? own[d] : g->own[d], g->nr[d]));
     h->lo[d] = 0;
@@ -268,8 +271,8 @@ PetscErrorCode NetGetSpatialComm(Net net, MPI_Comm *comm)
 
   Input Parameters:
 + net - the Net
-- da  - a 2-D or 3-D DMDA on the group communicator (NetGetSpatialComm()), with non-periodic boundaries and dof the
-        input channels; or NULL to return to batch mode
+- da  - a 2-D or 3-D DMDA on the group communicator (NetGetSpatialComm()), with dof the input channels; or NULL to
+        return to batch mode
 
   Notes:
   An input batch holds, on each rank, its block of nf fields: [nf][block points][dof] with the points in the DMDA's order
@@ -278,6 +281,11 @@ PetscErrorCode NetGetSpatialComm(Net net, MPI_Comm *comm)
   stride, padding, dilation, groups); the output grid of a convolution or pool is split among the ranks that own the
   centres of the windows. With several groups (NetSetSpatialGroups()) every group gives its own DMDA of the same
   sizes. A Net that was set up is laid out anew.
+
+  Along a dim where the DMDA is DM_BOUNDARY_NONE or DM_BOUNDARY_GHOSTED the windows read zeros beyond the field, as
+  the batch-mode layers' padding does; along a DM_BOUNDARY_PERIODIC dim they wrap around (PyTorch's
+  padding_mode='circular'), so a same convolution (stride 1, padding K/2) of a periodic field is that of the torus.
+  Upsampling interpolates as on a bounded grid along every dim.
 
   Level: intermediate
 
@@ -313,9 +321,8 @@ PetscErrorCode NetSetGrid(Net net, DM da)
   PetscCheck(dim == 2 || dim == 3, comm, PETSC_ERR_ARG_WRONG,
              "NetSetGrid(): the DMDA is %" PetscInt_FMT "-D; grid mode convolves 2-D and 3-D grids (DMDACreate2d(), DMDACreate3d()); a 1-D field is a batch of points: give it as the input without a grid", dim);
   for (PetscInt a = 0; a < dim; a++)
-    PetscCheck(b[a] != DM_BOUNDARY_PERIODIC && b[a] != DM_BOUNDARY_TWIST && b[a] != DM_BOUNDARY_MIRROR, comm, PETSC_ERR_SUP,
-               "NetSetGrid(): the DMDA's boundary along %c is %s: grid mode pads with zeros as the batch-mode layers do; create the DMDA with DM_BOUNDARY_NONE (for a stride-1 conv2d on a periodic grid use NetDMDASetUp())", "xyz"[a],
-               DMBoundaryTypes[b[a]]);
+    PetscCheck(b[a] != DM_BOUNDARY_TWIST && b[a] != DM_BOUNDARY_MIRROR, comm, PETSC_ERR_SUP,
+               "NetSetGrid(): the DMDA's boundary along %c is %s: grid mode pads with zeros (DM_BOUNDARY_NONE or GHOSTED, as the batch-mode layers do) or wraps around (DM_BOUNDARY_PERIODIC)", "xyz"[a], DMBoundaryTypes[b[a]]);
   /* every group's grid has the same sizes and dof */
   mine[0] = dim;
   mine[1] = M;
@@ -349,12 +356,13 @@ PetscErrorCode NetSpatialSetUpInput_Private(Net net)
   PetscInt        dim, M[3], m[3], dof;
   const PetscInt *range[3];
   PetscMPIInt     grank;
+  DMBoundaryType  bt[3];
 
   PetscFunctionBegin;
   if (!net->grid) PetscFunctionReturn(0);
   if (!NET_SPATIAL_HALO) PetscCall(PetscLogEventRegister("NetSpatialHalo", NET_CLASSID, &NET_SPATIAL_HALO));
   if (!NET_SPATIAL_HALO_WAIT) PetscCall(PetscLogEventRegister("NetSpatialHaloWait", NET_CLASSID, &NET_SPATIAL_HALO_WAIT));
-  PetscCall(DMDAGetInfo(net->grid, &dim, &M[0], &M[1], &M[2], &m[0], &m[1], &m[2], &dof, NULL, NULL, NULL, NULL, NULL));
+  PetscCall(DMDAGetInfo(net->grid, &dim, &M[0], &M[1], &M[2], &m[0], &m[1], &m[2], &dof, NULL, &bt[0], &bt[1], &bt[2], NULL));
   PetscCheck(net->in.ndim == 1 && net->in.dim[0] == dof, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_INCOMP, "In grid mode the Net's input shape must be (%" PetscInt_FMT "), the DMDA's dof", dof);
   PetscCall(DMDAGetOwnershipRanges(net->grid, &range[0], &range[1], &range[2]));
   PetscCallMPI(MPI_Comm_rank(PetscObjectComm((PetscObject)net->grid), &grank));
@@ -366,9 +374,10 @@ PetscErrorCode NetSpatialSetUpInput_Private(Net net)
   for (PetscInt a = 0, r = grank; a < dim; a++) {
     const PetscInt d = dim - 1 - a;
 
-    g->N[d]     = M[a];
-    g->nr[d]    = (PetscMPIInt)m[a];
-    g->coord[d] = (PetscMPIInt)(r % m[a]);
+    g->N[d]        = M[a];
+    g->nr[d]       = (PetscMPIInt)m[a];
+    g->coord[d]    = (PetscMPIInt)(r % m[a]);
+    g->periodic[d] = (PetscBool)(bt[a] == DM_BOUNDARY_PERIODIC);
     r /= m[a];
     PetscCall(PetscMalloc1(m[a], &g->own[d]));
     for (PetscInt c = 0; c < m[a]; c++) g->own[d][c] = range[a][c];
@@ -469,6 +478,12 @@ static PetscErrorCode NetSpatialCreateLocal_Private(Net net, PetscInt k, NetSpat
   PetscCall(LayerSetIndex(*local, layer->index));
   PetscTryTypeMethod(layer, getarguments, sizeof(args), args);
   PetscCall(LayerSetArguments(*local, args));
+  if (((PetscObject)layer)->prefix && (*local)->ops->setfromoptions) { /* the node's kind options (-layer0_conv2d_algorithm, ...) */
+    PetscCall(PetscObjectSetOptionsPrefix((PetscObject)*local, ((PetscObject)layer)->prefix));
+    PetscObjectOptionsBegin((PetscObject)*local);
+    PetscUseTypeMethod(*local, setfromoptions, PetscOptionsObject);
+    PetscOptionsEnd();
+  }
   if (sp->kind == NET_SPATIAL_WINDOW) {
     PetscInt zero[NET_GRID_MAX] = {0, 0, 0};
 
@@ -509,7 +524,8 @@ static PetscInt64 NetFloorDiv_Private(PetscInt64 a, PetscInt64 b)
   field's edges. Along dim d that is [ilo, ihi) with
       ilo = max(olo, ceil((lo + p) / s))           unless the block starts at the field's edge (lo = 0)
       ihi = min(ohi, floor((hi + p - ext) / s) + 1)  unless it ends there (hi = N)
-  for the rank's input block [lo, hi), window extent ext, stride s, padding p. The rest, the boundary layer, is cut
+  for the rank's input block [lo, hi), window extent ext, stride s, padding p (along a periodic dim the edges are no
+  exception: the padding there is the other side's halo). The rest, the boundary layer, is cut
   into up to 2 nsd slabs, peeled one dim at a time: slab (d, below/above) lies inside the interior along the dims
   before d, below or above it along d, and anywhere in the block along the dims after d. Each slab gets its own copy of
   the layer on the input its outputs read. No slabs (no overlap) when the interior is empty or is the whole block.
@@ -526,8 +542,8 @@ static PetscErrorCode NetSpatialSetUpParts_Private(Net net, PetscInt k, NetSpati
     ext[d] = (PetscInt64)dil[d] * (kk[d] - 1) + 1;
     olo[d] = ilo[d] = gout->lo[d];
     ohi[d] = ihi[d] = gout->lo[d] + gout->sz[d];
-    if (gin->lo[d] > 0) ilo[d] = PetscMax(ilo[d], -NetFloorDiv_Private(-(gin->lo[d] + p[d]), s[d]));
-    if (gin->lo[d] + gin->sz[d] < gin->N[d]) ihi[d] = PetscMin(ihi[d], NetFloorDiv_Private(gin->lo[d] + gin->sz[d] + p[d] - ext[d], s[d]) + 1);
+    if (gin->lo[d] > 0 || gin->periodic[d]) ilo[d] = PetscMax(ilo[d], -NetFloorDiv_Private(-(gin->lo[d] + p[d]), s[d]));
+    if (gin->lo[d] + gin->sz[d] < gin->N[d] || gin->periodic[d]) ihi[d] = PetscMin(ihi[d], NetFloorDiv_Private(gin->lo[d] + gin->sz[d] + p[d] - ext[d], s[d]) + 1);
     if (ihi[d] <= ilo[d]) PetscFunctionReturn(0); /* no interior */
     if (ilo[d] != olo[d] || ihi[d] != ohi[d]) whole = PETSC_FALSE;
   }
@@ -812,10 +828,11 @@ static PetscErrorCode NetSpatialSetUpBatch_Private(Net net, PetscInt k, NetSpati
     PetscCall(VecDestroy(&sp->xr[i]));
     PetscCall(VecDestroy(&sp->dxr[i]));
   }
-  sp->nf        = nf;
-  sp->batchgen  = net->batchgen;
-  sp->xboxvalid = PETSC_FALSE;
-  sp->ready     = PETSC_TRUE;
+  sp->nf         = nf;
+  sp->batchgen   = net->batchgen;
+  sp->xboxvalid  = PETSC_FALSE;
+  sp->xboxpadded = PETSC_FALSE;
+  sp->ready      = PETSC_TRUE;
   if (sp->kind == NET_SPATIAL_GLOBAL) {
     PetscCall(PetscMalloc1((size_t)nf * sp->cin, &sp->work));
     PetscFunctionReturn(0);
@@ -860,15 +877,19 @@ static PetscErrorCode NetSpatialSetUpBatch_Private(Net net, PetscInt k, NetSpati
   reads. The entries this rank owns are copied in runs (rows of the block: x extent times channels, contiguous in both);
   the others come from their owners through a PetscSF of those entries alone into halo[], started before the local copy
   and finished after it, then put in their places rlocal[] of the box; entries outside the field stay zero (the
-  padding). The transpose adds every box entry back into its owner: the local runs directly, the others by
+  padding). Along a periodic dim the box's parts beyond the field are read from the other side (every such entry goes
+  through the PetscSF, the rank's own included, so a one-rank periodic grid exchanges with itself). The transpose adds every box entry back into its owner: the local runs directly, the others by
   PetscSFReduce with MPI_SUM.
 */
 static PetscErrorCode NetSpatialSetUpHalo_Private(NetSpatial *sp, const PetscInt64 lo[], const PetscInt64 hi[])
 {
   const PetscInt     ndim = sp->in->nsd + 2;
   PetscInt64         start[PETNET_LAYOUT_MAX_DIM], size[PETNET_LAYOUT_MAX_DIM], ilo[PETNET_LAYOUT_MAX_DIM], ihi[PETNET_LAYOUT_MAX_DIM], nruns = 1;
-  PetscSF            all;
-  PetscInt           nbox, nroots, nleaves, nremote = 0;
+  const PetscInt     npieces = sp->in->nsd == 2 ? 9 : 27; /* 3^nsd */
+  PetscSF            pieces[27];
+  PetscBool          wrapped[27];
+  PetscInt64         off[27][PETNET_LAYOUT_MAX_DIM], pext[27][PETNET_LAYOUT_MAX_DIM], nvalid = 0;
+  PetscInt           nbox, npiece, nroots, nleaves, nremote = 0;
   const PetscInt    *ilocal;
   const PetscSFNode *iremote;
   PetscSFNode       *rremote;
@@ -878,20 +899,71 @@ static PetscErrorCode NetSpatialSetUpHalo_Private(NetSpatial *sp, const PetscInt
   PetscFunctionBegin;
   PetscCall(PetscObjectGetComm((PetscObject)sp->L, &comm));
   PetscCallMPI(MPI_Comm_rank(comm, &rank));
-  PetscCall(PetNetLayoutCreateBoxSF_Private(sp->L, lo, hi, &all, &nbox));
-  PetscCall(PetscSFGetGraph(all, &nroots, &nleaves, &ilocal, &iremote));
-  for (PetscInt l = 0; l < nleaves; l++)
-    if (iremote[l].rank != rank) nremote++;
+  PetscCall(PetNetLayoutGetLocalSize(sp->L, &nroots));
+  nbox = 1;
+  for (PetscInt d = 0; d < ndim; d++) nbox *= (PetscInt)PetscMax(hi[d] - lo[d], 0);
+  /* the pieces: along a periodic dim the box's parts below 0, inside, and beyond N, each read at its place shifted by
+     +N, 0, -N; along the others the whole extent (entries outside the field are the padding). Building a piece's SF is
+     collective: every rank builds the same pieces, empty ones included (which pieces exist depends on the grid alone). */
+  for (PetscInt c = 0; c < npieces; c++) {
+    PetscInt64 plo[PETNET_LAYOUT_MAX_DIM], phi[PETNET_LAYOUT_MAX_DIM];
+    PetscBool  exists = PETSC_TRUE, empty = PETSC_FALSE;
+
+    pieces[c]  = NULL;
+    wrapped[c] = PETSC_FALSE;
+    for (PetscInt d = 0, q = c; d < ndim; d++) {
+      const PetscBool  spatial = (PetscBool)(d && d < ndim - 1);
+      const PetscInt64 N       = spatial ? sp->in->N[d - 1] : 0;
+      const PetscInt   w       = spatial ? q % 3 : 1; /* 0 below the field, 1 inside, 2 beyond */
+
+      if (spatial) q /= 3;
+      plo[d]    = lo[d];
+      phi[d]    = hi[d];
+      off[c][d] = 0;
+      if (spatial && sp->in->periodic[d - 1]) {
+        PetscCheck(lo[d] >= -N && hi[d] <= 2 * N, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "A window reaches more than once around the periodic grid (extent %" PetscInt64_FMT " along dim %" PetscInt_FMT "): use a smaller kernel or a larger grid", N,
+                   d - 1);
+        plo[d]    = w == 0 ? lo[d] + N : w == 1 ? PetscMax(lo[d], 0) : PetscMax(lo[d], N) - N;
+        phi[d]    = w == 0 ? PetscMin(hi[d], 0) + N : w == 1 ? PetscMin(hi[d], N) : hi[d] - N;
+        off[c][d] = w == 0 ? -N : w == 1 ? 0 : N;
+        if (w != 1) wrapped[c] = PETSC_TRUE;
+      } else if (w != 1)
+        exists = PETSC_FALSE;
+      if (phi[d] <= plo[d]) empty = PETSC_TRUE;
+    }
+    if (!exists) continue;
+    for (PetscInt d = 0; d < ndim; d++) {
+      if (empty) phi[d] = plo[d];
+      pext[c][d] = phi[d] - plo[d];
+      off[c][d] += plo[d] - lo[d]; /* the piece's origin in the box */
+    }
+    PetscCall(PetNetLayoutCreateBoxSF_Private(sp->L, plo, phi, &pieces[c], &npiece));
+    PetscCall(PetscSFGetGraph(pieces[c], NULL, &nleaves, NULL, &iremote));
+    for (PetscInt l = 0; l < nleaves; l++)
+      if (wrapped[c] || iremote[l].rank != rank) nremote++;
+    nvalid += nleaves;
+  }
   PetscCall(PetscMalloc2(nremote, &sp->rlocal, nremote, &sp->halo));
   PetscCall(PetscMalloc1(nremote, &rremote));
-  for (PetscInt l = 0, r = 0; l < nleaves; l++)
-    if (iremote[l].rank != rank) {
-      sp->rlocal[r] = ilocal ? ilocal[l] : l;
+  for (PetscInt c = 0, r = 0; c < npieces; c++) {
+    if (!pieces[c]) continue;
+    PetscCall(PetscSFGetGraph(pieces[c], NULL, &nleaves, &ilocal, &iremote));
+    for (PetscInt l = 0; l < nleaves; l++) {
+      PetscInt64 q = ilocal ? ilocal[l] : l, idx[PETNET_LAYOUT_MAX_DIM], bo = 0;
+
+      if (!wrapped[c] && iremote[l].rank == rank) continue;
+      for (PetscInt d = ndim - 1; d >= 0; d--) {
+        idx[d] = q % pext[c][d] + off[c][d];
+        q /= pext[c][d];
+      }
+      for (PetscInt d = 0; d < ndim; d++) bo = bo * (hi[d] - lo[d]) + idx[d];
+      sp->rlocal[r] = (PetscInt)bo;
       rremote[r]    = iremote[l];
       r++;
     }
-  sp->padded = (PetscBool)(nleaves < nbox);
-  PetscCall(PetscSFDestroy(&all));
+    PetscCall(PetscSFDestroy(&pieces[c]));
+  }
+  sp->padded = (PetscBool)(nvalid < nbox);
   PetscCall(PetscSFCreate(comm, &sp->sf));
   PetscCall(PetscSFSetGraph(sp->sf, nroots, nremote, NULL, PETSC_OWN_POINTER, rremote, PETSC_OWN_POINTER));
   sp->nremote = nremote;
@@ -1084,7 +1156,10 @@ static PetscErrorCode NetSpatialLocalForward_Private(NetSpatial *sp, const Petsc
   const PetscInt nsd = sp->in->nsd;
 
   PetscFunctionBegin;
-  if (sp->padded) PetscCall(VecZeroEntries(sp->xbox)); /* the padding */
+  if (sp->padded && !sp->xboxpadded) { /* the padding: only the gathers write xbox, always the same entries */
+    PetscCall(VecZeroEntries(sp->xbox));
+    sp->xboxpadded = PETSC_TRUE;
+  }
   PetscCall(VecGetArray(sp->xbox, &b));
   PetscCall(NetSpatialGatherBegin_Private(sp, x, b));
   if (sp->npart) PetscCall(LayerForwardArray(sp->local, sp->nf, th, b, y));
@@ -1343,7 +1418,13 @@ PetscErrorCode NetSpatialViewNode_Private(Net net, PetscInt k, PetscViewer viewe
   if (!sp) PetscFunctionReturn(0);
   PetscCall(NetGridToString_Private(sp->in, sizeof(gin), gin));
   if (sp->out) PetscCall(NetGridToString_Private(sp->out, sizeof(gout), gout));
-  PetscCall(PetscViewerASCIIPrintf(viewer, "grid mode (%s): %s -> %s\n", NetSpatialKinds[sp->kind], gin, gout));
+  {
+    char periodic[16] = "";
+
+    for (PetscInt d = 0, n = 0; d < sp->in->nsd; d++)
+      if (sp->in->periodic[d]) periodic[n++] = "zyx"[3 - sp->in->nsd + d];
+    PetscCall(PetscViewerASCIIPrintf(viewer, "grid mode (%s): %s -> %s%s%s\n", NetSpatialKinds[sp->kind], gin, gout, periodic[0] ? ", periodic along " : "", periodic));
+  }
   if (sp->npart) PetscCall(PetscViewerASCIIPrintf(viewer, "halo exchange overlapped with the interior; the boundary layer in %" PetscInt_FMT " slabs (on rank 0)\n", sp->npart));
   PetscFunctionReturn(0);
 }
@@ -1396,5 +1477,59 @@ PetscErrorCode NetCreateOutputLayout(Net net, PetscInt nf, PetNetLayout *layout)
   PetscCall(PetNetLayoutSetGrid(*layout, g->nsd, gdims));
   for (PetscInt d = 0; d < g->nsd; d++) PetscCall(PetNetLayoutSetSplit(*layout, d + 1, d, g->own[d]));
   PetscCall(PetNetLayoutSetUp(*layout));
+  PetscFunctionReturn(0);
+}
+
+/*
+  The DMDA entry points (NetDMDASetUp()) map a field to a field of the same grid: the Net's output must lie on its
+  input grid with the same ownership. caller names the entry point in the error, which names the first node that
+  changes the grid.
+*/
+PetscErrorCode NetSpatialCheckKeepsGrid_Private(Net net, const char caller[])
+{
+  const NetGrid *g0, *gout;
+  MPI_Comm       comm = PetscObjectComm((PetscObject)net);
+  char           spec[256], a[64], b[64] = "off the grid";
+
+  PetscFunctionBegin;
+  if (!net->vgrid) PetscFunctionReturn(0);
+  g0   = (const NetGrid *)net->vgrid[0];
+  gout = (const NetGrid *)net->vgrid[net->nlayers];
+  if (gout && NetGridEqual_Private(g0, gout)) PetscFunctionReturn(0);
+  for (PetscInt k = 0; k < net->nlayers; k++) {
+    const NetGrid *g = (const NetGrid *)net->vgrid[k + 1];
+
+    if (g && NetGridEqual_Private(g0, g)) continue;
+    PetscCall(LayerGetSpec(net->layers[k], sizeof(spec), spec));
+    PetscCall(NetGridToString_Private(g0, sizeof(a), a));
+    if (g) PetscCall(NetGridToString_Private(g, sizeof(b), b));
+    SETERRQ(comm, PETSC_ERR_ARG_INCOMP,
+            "%s maps a field of the DMDA to a field of the same grid, but node %s (%s) takes the %s grid to %s: give convolutions stride 1, dilation d and padding d (K - 1)/2 with an odd kernel K, or run the Net with NetSetGrid() and NetForward()",
+            caller, net->nodes[k].name, spec, a, b);
+  }
+  SETERRQ(comm, PETSC_ERR_ARG_INCOMP, "%s maps a field of the DMDA to a field of the same grid, but the Net's output lies on another grid: run the Net with NetSetGrid() and NetForward()", caller);
+}
+
+/*@
+  NetGetGrid - the DMDA a Net is laid out on (grid mode, NetSetGrid() or NetDMDASetUp()), or NULL in batch mode
+
+  Not collective
+
+  Input Parameter:
+. net - the Net
+
+  Output Parameter:
+. da - the DMDA (owned by the Net: do not destroy it), or NULL
+
+  Level: intermediate
+
+.seealso: `NetSetGrid()`, `NetDMDASetUp()`
+@*/
+PetscErrorCode NetGetGrid(Net net, DM *da)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(net, NET_CLASSID, 1);
+  PetscValidPointer(da, 2);
+  *da = net->grid;
   PetscFunctionReturn(0);
 }

@@ -87,7 +87,7 @@ PetscErrorCode PetNetKFACCreate(Net net, PetscBool uncoveredgradient, const char
       if (!layer->nparams) continue;
       PetscCall(PetscObjectTypeCompare((PetscObject)layer, LAYERDENSE, &isdense));
       PetscCall(PetscObjectTypeCompare((PetscObject)layer, LAYERCONV2D, &isconv));
-      if (isconv) PetscCall(LayerConv2dGetDM(layer, &dm));
+      if (isconv) PetscCall(NetGetGrid(net, &dm)); /* in grid mode a conv2d's patches span the ranks' halos */
       if (isdense) {
         if (pass) {
           KFACBlock *b = &k->blocks[nb];

@@ -1,13 +1,15 @@
 /*
-  A Net applied to a DMDA field (include/petnetdmda.h): pointwise, and through conv2d layers in grid mode, as
-  a convolution.
+  A Net applied to a DMDA field (include/petnetdmda.h): pointwise, or, with convolutions, on the generic spatial
+  engine (src/net/netspatial.c, NetSetGrid()).
 
   The local part of a DMDA global Vec is the rank's block of grid points, [zm][ym][xm][dof] with the dof interlaced:
-  exactly a batch of xm*ym*zm samples of shape (dof), sample-major and channels-last. The functions here only check
-  that the Net and the field agree on that layout and hand the field to the Net; nothing is copied.
+  exactly a batch of xm*ym*zm samples of shape (dof), sample-major and channels-last, and exactly one field of grid
+  mode's input. The functions here only check that the Net and the field agree on that layout, choose the mode and
+  hand the field to the Net; nothing is copied.
 */
 #include <petnet/private/netimpl.h>
 #include <petnetdmda.h>
+#include "ode/ode.h" /* NetDMDASetGrid_Private(), which ode layers call too */
 
 static PetscErrorCode NetDMDACheckDM_Private(DM da, PetscInt *dof, PetscInt *npoints)
 {
@@ -24,29 +26,77 @@ static PetscErrorCode NetDMDACheckDM_Private(DM da, PetscInt *dof, PetscInt *npo
   PetscFunctionReturn(0);
 }
 
-/* Gives dm to every conv2d layer of net (the members of residual blocks are nodes of net too) and to every ode layer,
-   which passes it on to its inner Net; *changed: some layer's DM changed. A layer of another kind ignores the call and
-   keeps none, so only what a layer reports back counts as a change. */
-static PetscErrorCode NetConv2dSetDM_Private(Net net, DM dm, PetscBool *changed)
+/* The Net's nodes that need the grid: windows (convolutions, pools) and scalings (upsampling); the members of residual
+   blocks are nodes of the Net too. An ode layer's inner Net decides for itself (NetDMDASetGrid_Private()). */
+static PetscErrorCode NetDMDAIsSpatial_Private(Net net, PetscBool *spatial)
 {
   PetscFunctionBegin;
-  *changed = PETSC_FALSE;
-  for (PetscInt l = 0; l < net->nlayers; l++) {
-    Layer layer = net->layers[l];
-    DM    old, now;
+  *spatial = PETSC_FALSE;
+  for (PetscInt l = 0; l < net->nlayers; l++)
+    if (net->layers[l]->ops->getwindow || net->layers[l]->ops->getscale) *spatial = PETSC_TRUE;
+  PetscFunctionReturn(0);
+}
 
-    PetscCall(LayerConv2dGetDM(layer, &old));
-    PetscCall(LayerConv2dSetDM(layer, dm)); /* conv2d layers, and ode layers, which pass it on to their inner Net */
-    PetscCall(LayerConv2dGetDM(layer, &now));
-    if (old != now) *changed = PETSC_TRUE;
+/*
+  Lays net out on the DMDA dm, or back in batch mode with NULL: a Net with windowed nodes goes to grid mode on dm (the
+  generic spatial engine, NetSetGrid()), a pointwise one stays in batch mode (its batch is the rank's grid points), and
+  every ode layer gets dm for its inner Net, which does the same at the ode's set-up. A Net whose layout changes is
+  laid out anew and keeps its parameter values and layer buffers (batchnorm's running statistics), which have the same
+  layout in both modes; a Net whose layout does not change is left alone, with its Jacobian shells. With dm NULL a Net
+  in grid mode is reset (its input shape is then that of images). NetDMDASetUp(), NetConv2dSetDM() and the ode layer
+  (ode.c) call it.
+*/
+PetscErrorCode NetDMDASetGrid_Private(Net net, DM dm)
+{
+  PetscBool    spatial, changed = PETSC_FALSE;
+  DM           target;
+  Vec          keep = NULL;
+  PetscScalar *buffers;
+  PetscInt     nbuffers = 0;
+
+  PetscFunctionBegin;
+  for (PetscInt l = 0; l < net->nlayers; l++) { /* ode layers: the DMDA of their inner Net */
+    Layer layer = net->layers[l];
+    DM    old = NULL, now = NULL;
+
+    PetscTryMethod(layer, "LayerODEGetDM_C", (Layer, DM *), (layer, &old));
+    PetscTryMethod(layer, "LayerODESetDM_C", (Layer, DM), (layer, dm));
+    PetscTryMethod(layer, "LayerODEGetDM_C", (Layer, DM *), (layer, &now));
+    if (old != now) changed = PETSC_TRUE;
   }
+  PetscCall(NetDMDAIsSpatial_Private(net, &spatial));
+  target = spatial ? dm : NULL;
+  if (target != net->grid) changed = PETSC_TRUE;
+  if (!changed) PetscFunctionReturn(0);
+  if (!net->setupcalled || !dm) { /* back to batch mode: the caller gives the input shape of images (NetSetInputShape()) */
+    if (target != net->grid) PetscCall(NetSetGrid(net, target));
+    PetscFunctionReturn(0);
+  }
+  /* keep the values (a trained or loaded Net stays trained) across the new layout */
+  PetscCall(VecDuplicate(net->theta, &keep));
+  PetscCall(VecCopy(net->theta, keep));
+  for (PetscInt l = 0; l < net->nlayers; l++) nbuffers += net->layers[l]->nbuffers;
+  PetscCall(PetscMalloc1(nbuffers, &buffers));
+  for (PetscInt l = 0, o = 0; l < net->nlayers; o += net->layers[l]->nbuffers, l++) PetscCall(PetscArraycpy(buffers + o, net->layers[l]->buffers, net->layers[l]->nbuffers));
+  PetscCall(NetReset(net));
+  if (target != net->grid) PetscCall(NetSetGrid(net, target));
+  PetscCall(NetSetUp(net));
+  PetscCall(NetSetParameters(net, keep));
+  {
+    PetscInt now = 0;
+
+    for (PetscInt l = 0; l < net->nlayers; l++) now += net->layers[l]->nbuffers;
+    PetscCheck(now == nbuffers, PETSC_COMM_SELF, PETSC_ERR_PLIB, "The layers hold %" PetscInt_FMT " buffer values in the new layout and had %" PetscInt_FMT, now, nbuffers);
+  }
+  for (PetscInt l = 0, o = 0; l < net->nlayers; o += net->layers[l]->nbuffers, l++) PetscCall(PetscArraycpy(net->layers[l]->buffers, buffers + o, net->layers[l]->nbuffers));
+  PetscCall(PetscFree(buffers));
+  PetscCall(VecDestroy(&keep));
   PetscFunctionReturn(0);
 }
 
 /*@
-  NetConv2dSetDM - gives a 2-D DMDA to every conv2d layer of a Net, including those inside residual blocks and ODE
-  layers (grid mode, LayerConv2dSetDM()), or with NULL returns them all to batches of (height, width, channels)
-  images. NetDMDASetUp() calls it.
+  NetConv2dSetDM - deprecated: lays a Net out on a DMDA as NetDMDASetUp() does (without setting its input shape), or
+  with NULL returns it to batch mode
 
   Collective
 
@@ -55,47 +105,29 @@ static PetscErrorCode NetConv2dSetDM_Private(Net net, DM dm, PetscBool *changed)
 - dm  - the DMDA, or NULL
 
   Notes:
-  The layers that are not conv2d (or ode) are left alone, and a Net none of whose layers changes mode is not touched:
-  its parameters, buffers and Jacobian shells stay as they are. A set-up Net in which some layer changes mode is reset
-  (NetReset()) and keeps its parameter values and layer buffers (batchnorm's running statistics) for the next
-  NetSetUp(), which puts them back instead of initial values (the parameters have the same layout in both modes; a
-  NetSetInputShape() in between means new parameters, and drops them). Jacobian shells taken before such a change are detached, since
-  the sizes of the batch change with the mode. An ode layer hands the DMDA to the conv2d layers of its inner Net when
-  it is set up.
+  Deprecated since the generic spatial engine runs every Net on a DMDA: conv2d has no grid mode of its own. Use
+  NetDMDASetUp() to lay a Net out on a DMDA, NetSetGrid(net, NULL) to return it to batch mode. A Net with
+  convolutions, pools or upsamplings is put in grid mode on dm (NetSetGrid()); a pointwise Net is left in batch mode
+  (its batch is the rank's grid points); ode layers hand dm to their inner Nets, which do the same. A set-up Net whose
+  layout changes keeps its parameter values and layer buffers; one whose layout does not change is not touched.
 
-  Level: intermediate
+  Level: deprecated
 
-.seealso: `LayerConv2dSetDM()`, `NetDMDASetUp()`, `NetReset()`, `NetSetParameters()`
+.seealso: `NetDMDASetUp()`, `NetSetGrid()`, `NetGetGrid()`
 @*/
 PetscErrorCode NetConv2dSetDM(Net net, DM dm)
 {
-  PetscBool    changed;
-  Vec          keep;
-  PetscScalar *buffers;
-  PetscInt     nbuffers = 0;
-
   PetscFunctionBegin;
   PetscValidHeaderSpecific(net, NET_CLASSID, 1);
   if (dm) PetscValidHeaderSpecific(dm, DM_CLASSID, 2);
-  PetscCall(NetConv2dSetDM_Private(net, dm, &changed));
-  if (!changed || !net->setupcalled) PetscFunctionReturn(0);
-  /* keep the values (a trained or loaded Net stays trained) for the next NetSetUp() */
-  PetscCall(VecDuplicate(net->theta, &keep));
-  PetscCall(VecCopy(net->theta, keep));
-  for (PetscInt l = 0; l < net->nlayers; l++) nbuffers += net->layers[l]->nbuffers;
-  PetscCall(PetscMalloc1(nbuffers, &buffers));
-  for (PetscInt l = 0, o = 0; l < net->nlayers; o += net->layers[l]->nbuffers, l++) PetscCall(PetscArraycpy(buffers + o, net->layers[l]->buffers, net->layers[l]->nbuffers));
-  PetscCall(NetReset(net));
-  net->keeptheta    = keep;
-  net->keepbuffers  = buffers;
-  net->nkeepbuffers = nbuffers;
+  PetscCall(NetDMDASetGrid_Private(net, dm));
   PetscFunctionReturn(0);
 }
 
 /*@
   NetDMDASetUp - prepares a Net to act on the fields of a DMDA, a grid point being a sample: sets the input shape to
-  (dof) unless one is set already (then its size must be dof), gives the DMDA to every conv2d layer, nested ones included (grid mode: a
-  convolution of the distributed field, NetConv2dSetDM()), and sets the Net up.
+  (dof) unless one is set already (then its size must be dof), puts a Net with convolutions, pools or upsamplings in
+  grid mode on the DMDA (NetSetGrid(): each rank computes its block after a halo exchange), and sets the Net up.
 
   Collective
 
@@ -105,11 +137,17 @@ PetscErrorCode NetConv2dSetDM(Net net, DM dm)
 
   Notes:
   NetDMDAForward(), NetDMDACreateJacobian() and NetDMDATSSetRHS() call it; calling it again with the same DMDA
-  changes nothing.
+  changes nothing. A Net that only acts point by point (dense, activations, batchnorm) stays in batch mode: its batch
+  is the rank's grid points, on a DMDA of any dimension. A Net with windowed layers runs on the generic spatial engine
+  (a 2-D or 3-D DMDA); its output must lie on the same grid (convolutions of stride 1 with "same" padding: conv2d:C:K:1:K/2),
+  so that N maps a field to a field. Along a periodic dim of the DMDA the windows wrap around; along the others they
+  read zeros beyond the field, as the batch-mode layers' padding does, so a model trained on zero-padded images computes
+  the same function on a field. ode layers hand the DMDA to their inner Nets. A set-up Net whose layout changes keeps its
+  parameter values and layer buffers; one whose layout does not change is not touched (its Jacobians stay valid).
 
   Level: intermediate
 
-.seealso: `NetDMDAForward()`, `NetConv2dSetDM()`, `NetSetInputShape()`, `NetSetUp()`
+.seealso: `NetDMDAForward()`, `NetSetGrid()`, `NetSetInputShape()`, `NetSetUp()`
 @*/
 PetscErrorCode NetDMDASetUp(Net net, DM da)
 {
@@ -130,9 +168,9 @@ PetscErrorCode NetDMDASetUp(Net net, DM da)
   PetscCall(PetNetShapeToString(&in, sizeof(shape), shape));
   PetscCheck(insize == dof, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_INCOMP,
              "The Net's input shape %s has %" PetscInt_FMT " entries but the DMDA has dof = %" PetscInt_FMT ": a grid point is one sample, so give the Net input shape %" PetscInt_FMT " (or leave it unset)", shape, insize, dof, dof);
-  /* conv2d layers convolve this grid; a layer that had another lays the Net out anew, keeping the parameter values */
-  PetscCall(NetConv2dSetDM(net, da));
+  PetscCall(NetDMDASetGrid_Private(net, da));
   PetscCall(NetSetUp(net));
+  PetscCall(NetSpatialCheckKeepsGrid_Private(net, "NetDMDASetUp()"));
   PetscFunctionReturn(0);
 }
 

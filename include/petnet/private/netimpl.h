@@ -176,12 +176,6 @@ struct _p_Net {
   Mat *LJ, *LJP, *lbcast;
   Vec *ltheta, *ltheta_rep;
 
-  /* Values kept across a new layout (NetConv2dSetDM()): NetSetUp() puts them back instead of initial values when the
-     parameter and buffer counts match; NetReset() drops them (a new input shape means new parameters) */
-  Vec          keeptheta;
-  PetscScalar *keepbuffers;
-  PetscInt     nkeepbuffers;
-
   /* The input normalisation x -> (scale x - mean) / std the Net was trained with (NetSetInputNormalization()),
      recorded in model files; normset PETSC_FALSE: none recorded (files of version < 3 without it) */
   PetscBool normset;
@@ -289,6 +283,7 @@ static inline NetElem NetNodeElem(Net net, PetscInt k)
 }
 PETSC_INTERN PetscErrorCode NetStoreGetInputs_Private(Net, PetscInt, NetSlot, NetElem, const void *[]);
 PETSC_INTERN PetscErrorCode NetStoreRestoreInputs_Private(Net, PetscInt, NetSlot, NetElem, const void *[]);
+PETSC_INTERN PetscErrorCode NetSpatialCheckKeepsGrid_Private(Net, const char[]);
 PETSC_INTERN PetscErrorCode NetSetUpFusion_Private(Net);
 PETSC_INTERN PetscErrorCode NetFuseWorkspace_Private(Net);
 PETSC_INTERN PetscErrorCode NetFuseViewNode_Private(Net, PetscInt, PetscViewer);

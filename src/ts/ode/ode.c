@@ -80,10 +80,20 @@ static PetscErrorCode LayerSetUp_ODE(Layer layer)
     PetscCall(PetscSNPrintf(spec, sizeof(spec), "dense:%" PetscInt_FMT ",tanh", layer->in.dim[0]));
     PetscCall(NetSetLayers(ode->net, spec));
   }
-  if (ode->dmset) PetscCall(NetConv2dSetDM(ode->net, ode->dm)); /* the inner conv2d layers convolve the outer Net's grid */
-  ode->net->maxnparams = layer->maxnparams;                     /* a model file being read bounds the inner Net before it allocates */
+  if (ode->dmset) { /* an inner Net with convolutions runs on the outer Net's grid, with dof its input channels */
+    PetscInt dof = 0;
+
+    if (ode->dmin) PetscCall(DMDAGetInfo(ode->dmin, NULL, NULL, NULL, NULL, NULL, NULL, NULL, &dof, NULL, NULL, NULL, NULL, NULL));
+    if (ode->dm && layer->in.ndim == 1 && dof != layer->in.dim[0]) {
+      PetscCall(DMDestroy(&ode->dmin));
+      PetscCall(DMDACreateCompatibleDMDA(ode->dm, layer->in.dim[0], &ode->dmin));
+    }
+    PetscCall(NetDMDASetGrid_Private(ode->net, ode->dm ? ode->dmin : NULL));
+  }
+  ode->net->maxnparams = layer->maxnparams; /* a model file being read bounds the inner Net before it allocates */
   PetscCall(NetSetUp(ode->net));
   ode->net->maxnparams = -1;
+  if (ode->dmset && ode->dm) PetscCall(NetSpatialCheckKeepsGrid_Private(ode->net, "An ode layer on a DMDA (its inner Net)")); /* du/dt has u's layout */
   PetscCall(LayerODECheckInnerNet_Private(layer));
   PetscCall(NetTSCheckAdjoint(ode->ts));
   PetscCall(TSGetMaxTime(ode->ts, &ode->T));
@@ -246,8 +256,9 @@ static PetscErrorCode LayerDestroy_ODE(Layer layer)
   PetscCall(PetscFree(ode->times));
   PetscCall(PetscFree(ode->spec));
   PetscCall(DMDestroy(&ode->dm));
-  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv2dSetDM_C", NULL));
-  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv2dGetDM_C", NULL));
+  PetscCall(DMDestroy(&ode->dmin));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerODESetDM_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerODEGetDM_C", NULL));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerODESetFinalTime_C", NULL));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerODEGetFinalTime_C", NULL));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerODEGetNet_C", NULL));
@@ -258,9 +269,10 @@ static PetscErrorCode LayerDestroy_ODE(Layer layer)
   PetscFunctionReturn(0);
 }
 
-/* LayerConv2dSetDM() on an ode layer: its inner conv2d layers get the DMDA when the layer is set up (NetConv2dSetDM()
-   reaches them through this; the inner layers may not exist before set-up) */
-static PetscErrorCode LayerConv2dSetDM_ODE(Layer layer, DM dm)
+/* The DMDA of the outer Net's fields (NetDMDASetUp() reaches ode layers through this): the inner Net is laid out on it
+   when the layer is set up (NetDMDASetGrid_Private(): grid mode if it has convolutions); the inner layers may not
+   exist before set-up */
+static PetscErrorCode LayerODESetDM_ODE(Layer layer, DM dm)
 {
   Layer_ODE *ode = (Layer_ODE *)layer->data;
 
@@ -269,12 +281,13 @@ static PetscErrorCode LayerConv2dSetDM_ODE(Layer layer, DM dm)
   if (dm == ode->dm) PetscFunctionReturn(0);
   if (dm) PetscCall(PetscObjectReference((PetscObject)dm));
   PetscCall(DMDestroy(&ode->dm));
+  PetscCall(DMDestroy(&ode->dmin));
   ode->dm = dm;
   if (layer->setupcalled) PetscCall(LayerReset(layer));
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode LayerConv2dGetDM_ODE(Layer layer, DM *dm)
+static PetscErrorCode LayerODEGetDM_ODE(Layer layer, DM *dm)
 {
   PetscFunctionBegin;
   *dm = ((Layer_ODE *)layer->data)->dm;
@@ -401,8 +414,8 @@ PETSC_INTERN PetscErrorCode LayerCreate_ODE(Layer layer)
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerODESetFinalTime_C", LayerODESetFinalTime_ODE));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerODEGetFinalTime_C", LayerODEGetFinalTime_ODE));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerODEGetNet_C", LayerODEGetNet_ODE));
-  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv2dSetDM_C", LayerConv2dSetDM_ODE));
-  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv2dGetDM_C", LayerConv2dGetDM_ODE));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerODESetDM_C", LayerODESetDM_ODE));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerODEGetDM_C", LayerODEGetDM_ODE));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerODEGetTS_C", LayerODEGetTS_ODE));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerODEGetTimeSteps_C", LayerODEGetTimeSteps_ODE));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerODESetReplaySteps_C", LayerODESetReplaySteps_ODE));

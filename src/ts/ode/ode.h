@@ -29,6 +29,8 @@
 #include <petnetdmda.h>
 #include <petsc/private/tsimpl.h>
 
+PETSC_INTERN PetscErrorCode NetDMDASetGrid_Private(Net, DM); /* ../netdmda.c: the Net on a DMDA (grid mode if it has windows) */
+
 typedef struct {
   Net       net;         /* f */
   TS        ts;          /* forward and adjoint */
@@ -37,7 +39,8 @@ typedef struct {
   PetscBool configured;  /* the inner objects have their prefixes and options */
   PetscBool replay;      /* user request: forward passes reuse the recorded steps */
   char     *spec;        /* the inner Net's layer list from the compact arguments, applied at set-up */
-  DM        dm;          /* LayerConv2dSetDM() on this layer: the DMDA of the inner conv2d layers, given at set-up */
+  DM        dm;          /* the DMDA of the outer Net's fields (NetDMDASetUp()): the inner Net's grid, given at set-up */
+  DM        dmin;        /* ... with dof the layer's input channels (DMDACreateCompatibleDMDA()), the inner Net's DMDA */
   PetscBool dmset;
 
   /* objects for a local batch of n samples (n = -1: none) */

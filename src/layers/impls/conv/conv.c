@@ -318,7 +318,7 @@ PetscErrorCode LayerSetUpConv_Private(Layer layer)
   PetscFunctionBegin;
   PetscCall(LayerConvCheckOutputs_Private(layer));
   PetscCall(ConvResetWorkspace_Batch(layer));
-  PetscCall(ConvResetSingle_Batch(layer));
+  PetscCall(ConvResetWorkspaceSingle_Batch(layer));
   PetscCall(LayerConvSetSingle_Private(layer, PETSC_FALSE));
   PetscCall(PetNetShapeToString(&layer->in, sizeof(shape), shape));
   if (layer->griddim) {
@@ -333,7 +333,7 @@ PetscErrorCode LayerSetUpConv_Private(Layer layer)
   }
   if (nsd == 2) {
     PetscCheck(layer->in.ndim != 1, comm, PETSC_ERR_ARG_SIZ,
-               "%s layer %" PetscInt_FMT " has input shape %s: it convolves (height, width, channels) samples (give -net_input_shape HxWxC), or the fields of a 2-D DMDA whose grid points are the samples (NetDMDASetUp(), LayerConv2dSetDM())", kind,
+               "%s layer %" PetscInt_FMT " has input shape %s: it convolves (height, width, channels) samples (give -net_input_shape HxWxC), or the fields of a 2-D DMDA whose grid points are the samples (NetDMDASetUp(), NetSetGrid())", kind,
                layer->index, shape);
     PetscCheck(layer->in.ndim == 3, comm, PETSC_ERR_ARG_SIZ, "%s layer %" PetscInt_FMT " has input shape %s: it convolves (height, width, channels) samples (give -net_input_shape HxWxC)%s", kind, layer->index, shape,
                layer->in.ndim == 4 ? "; for (depth, height, width, channels) volumes use conv3d" : "");
@@ -358,7 +358,7 @@ PetscErrorCode LayerSetUpConv_Private(Layer layer)
 }
 
 /*
-  Whether the layer offers its single-precision kernels (convbatchsingle.c): in batch mode only; in grid mode (a node of
+  Whether the layer offers its single-precision kernels (convbatch.c, on float): in batch mode only; in grid mode (a node of
   a grid, conv2d on a DMDA) the layer's converting fallback (LayerForwardSingle()) runs its double kernels
 */
 PetscErrorCode LayerConvSetSingle_Private(Layer layer, PetscBool on)
@@ -441,7 +441,7 @@ static PetscErrorCode LayerSetPadding_Conv(Layer layer, PetscInt nsd, const Pets
 static PetscErrorCode LayerForget_Conv(Layer layer)
 {
   PetscFunctionBegin;
-  ((LayerConv *)layer->data)->colx     = NULL;
+  ((LayerConv *)layer->data)->dbl.colx = NULL;
   ((LayerConv *)layer->data)->sgl.colx = NULL;
   PetscFunctionReturn(0);
 }
@@ -450,7 +450,7 @@ PetscErrorCode LayerResetConv_Private(Layer layer)
 {
   PetscFunctionBegin;
   PetscCall(ConvResetWorkspace_Batch(layer));
-  PetscCall(ConvResetSingle_Batch(layer));
+  PetscCall(ConvResetWorkspaceSingle_Batch(layer));
   PetscCall(LayerWindowReset(&((LayerConv *)layer->data)->win));
   PetscFunctionReturn(0);
 }

@@ -40,12 +40,13 @@
   Cache blocking: a chunk is as many output rows (the Wo points of one (od, oh)) as fit with their columns and outputs
   in -conv<N>d_max_workspace MB (default 1, about a core's L2 cache): whole samples when one sample fits, else part of
   a sample, so that the column buffer stays bounded whatever the size of a sample (a 32^3 volume has 32768 points).
-  Single precision (convbatchsingle.c, a Net at -net_precision single): the same chunks, parts and GEMMs on float
-  values with sgemm; forward converts W (and b) to float once and keeps them (ConvSingle.w, .wt) for backward and jvp
-  at the same point; each chunk's weight gradient comes out of sgemm in float and is added into its part's DOUBLE
-  accumulator, the parts then into the double dtheta in part order; the bias gradient is summed in double. conv2d's
-  Winograd has its own float kernels (../conv2d/conv2dwinogradsingle.c), used wherever double uses Winograd; grid mode
-  (a DMDA, or a node of a grid) has none (the layer's converting fallback runs its double kernels).
+  Single precision (a Net at -net_precision single or bfloat16): the same kernels (convbatchkernels.h, included once
+  per element type by convbatch.c), chunks, parts and GEMMs on float values with sgemm; forward converts W (and b) to
+  float once and keeps them (ConvWorkSingle w, b, wt) for backward and jvp at the same point; each chunk's weight
+  gradient comes out of sgemm in float and is added into its part's DOUBLE accumulator (LayerGemm()'s accumulation
+  into double), the parts then into the double dtheta in part order; the bias gradient is summed in double. conv2d's
+  Winograd is compiled for float too (../conv2d/conv2dwinograd.c), used wherever double uses Winograd; grid mode
+  (a DMDA, or a node of a grid) has no float kernels (the layer's converting fallback runs its double kernels).
   Threads (../../../../include/petnet/private/threadsimpl.h): forward and jvp run their chunks in parallel, each thread
   with its own column buffer; backward and sobackward cut the batch into parts of whole samples (PetNetThreadParts():
   a number that depends on the batch size only), each part running its chunks in order and adding its weight and bias
@@ -59,19 +60,25 @@
 #include <petnet/private/threadsimpl.h>
 #include <petscblaslapack.h>
 
-/* the float workspace of batch mode (convbatchsingle.c), as the double one below */
-typedef struct {
-  PetscInt     nalloc, chunk, nthreads;
-  size_t       colsize; /* floats of one thread's column buffer */
-  float       *col;     /* [threads][chunk Wo][G Kg] */
-  float       *dwchunk; /* [threads][Cout Kg + Cout]: a chunk's weight gradient (as dwpart, or the direct kernel's dW^T) and bias gradient */
-  PetscScalar *dwpart;  /* [PETNET_THREAD_PARTS][Cout Kg]: each part's weight gradient in double, same layout */
-  PetscScalar *dbpart;  /* [PETNET_THREAD_PARTS][Cout]: each part's bias gradient in double */
-  float       *w;       /* W [Cout][Kg] and b [Cout] in float, set by forward; then W^T per group (wt) and dW^T (dwt) */
-  float       *wt, *b, *dwt, *db;
-  PetscBool    wset; /* w holds the parameters of the last forward */
-  const float *colx; /* thread 0's col holds im2col(colx) */
-} ConvSingle;
+/*
+  The workspace of batch mode on one element type T (convbatch.c): for nalloc rows and nthreads threads, chunks of
+  chunk rows; col (thread 0's) holds im2col(colx) of the last forward when colx == x
+*/
+#define CONV_BATCH_WORK(T)                                                                                                                                                         \
+  struct {                                                                                                                                                                         \
+    PetscInt     nalloc, chunk, nthreads;                                                                                                                                          \
+    size_t       colsize;       /* values of one thread's column buffer */                                                                                                         \
+    T           *col;           /* [threads][chunk Wo][G Kg] */                                                                                                                    \
+    T           *dwchunk;       /* [threads][Cout Kg + Cout]: a chunk's weight gradient in T (float: before its addition in double; the direct kernel's dW^T) and bias gradient */ \
+    PetscScalar *dwpart;        /* [PETNET_THREAD_PARTS][Cout Kg]: each part's weight gradient in double (dW^T per group when dwtransposed), added in part order */                \
+    PetscScalar *dbpart;        /* [PETNET_THREAD_PARTS][Cout]: each part's bias gradient in double */                                                                             \
+    T           *w, *b;         /* W [Cout][Kg] and b [Cout] in T, set by a float forward (double reads theta) */                                                                  \
+    T           *wt, *dwt, *db; /* W^T per group [G][Kg][Cout/G] (forward's), the direction's dW^T and db (jvp) */                                                                 \
+    PetscBool    wset;          /* float: w holds the parameters of the last forward */                                                                                            \
+    const T     *colx;                                                                                                                                                             \
+  }
+typedef CONV_BATCH_WORK(PetscScalar) ConvWork;
+typedef CONV_BATCH_WORK(float) ConvWorkSingle;
 
 typedef struct {
   LayerWindow   win;    /* kernel, stride, padding, dilation; valid tap ranges */
@@ -90,19 +97,9 @@ typedef struct {
   PetscBool pointwise;              /* 1x1(x1), stride 1, no padding: col = x */
   PetscBool dwtransposed;           /* the weight gradient is accumulated transposed, in wdt */
 
-  /* batch-mode workspace for nalloc rows and nthreads threads; col (thread 0's) holds im2col(x) of the last forward
-     when colx == x */
-  PetscInt     nalloc, chunk; /* rows the buffers hold, rows per chunk of the current batch */
-  PetscInt     nthreads;      /* threads the column buffers serve */
-  size_t       colsize;       /* scalars of one thread's column buffer */
-  PetscScalar *col;           /* [threads][chunk Wo][G Kg] */
-  PetscScalar *wt;            /* W^T per group [G][Kg][Cout/G], twice (jvp needs those of W and dW) */
-  PetscScalar *dwpart;        /* [PETNET_THREAD_PARTS][Cout Kg]: each part's weight gradient (dW^T per group when
-                                 dwtransposed), added in part order */
-  PetscScalar       *dbpart;  /* [PETNET_THREAD_PARTS][Cout]: each part's bias gradient */
-  const PetscScalar *colx;
-  ConvIm2col         im2col; /* the geometry of batch mode (conv2d's grid mode sets its block's) */
-  ConvSingle         sgl;    /* single precision, batch mode */
+  ConvIm2col     im2col; /* the geometry of batch mode (conv2d's grid mode sets its block's) */
+  ConvWork       dbl;    /* batch mode's workspace, double */
+  ConvWorkSingle sgl;    /* and single precision */
 } LayerConv;
 
 /* conv.c: the settings, set-up and the layer's common operations */
@@ -116,12 +113,11 @@ PETSC_INTERN PetscErrorCode LayerConvSetSingle_Private(Layer, PetscBool);
 PETSC_INTERN PetscErrorCode LayerResetConv_Private(Layer);
 PETSC_INTERN PetscErrorCode LayerDestroyConv_Private(Layer);
 
-/* convbatch.c: batch mode, im2col + GEMM */
+/* convbatch.c: batch mode, im2col + GEMM, in double and (...Single_Batch: float values, double parameters; layerimpl.h) in single precision */
 PETSC_INTERN PetscErrorCode ConvForward_Batch(Layer, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *);
-PETSC_INTERN PetscErrorCode ConvBackward_Batch(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
-PETSC_INTERN PetscErrorCode ConvJVP_Batch(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode ConvBackward_Batch(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode ConvJVP_Batch(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *);
 PETSC_INTERN PetscErrorCode ConvSOBackward_Batch(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
-PETSC_INTERN PetscErrorCode ConvGetWorkspace_Batch(Layer, PetscInt);
 PETSC_INTERN PetscErrorCode ConvResetWorkspace_Batch(Layer);
 
 /* convdirectsingle.c: the direct float kernels of batch mode for few taps Cin, chunk by chunk of output rows */
@@ -131,8 +127,7 @@ PETSC_INTERN PetscBool      ConvDirectSingle(const LayerConv *);
 PETSC_INTERN PetscErrorCode ConvDirectOutputSingle_Batch(const LayerConv *, PetscInt, PetscInt, PetscInt, const float *, const float *, const float *, float *);
 PETSC_INTERN PetscErrorCode ConvDirectWeightsSingle_Batch(const LayerConv *, PetscInt, PetscInt, PetscInt, const float *, const float *, float *, float *);
 
-/* convbatchsingle.c: batch mode in single precision (float values, double parameters; layerimpl.h) */
 PETSC_INTERN PetscErrorCode ConvForwardSingle_Batch(Layer, PetscInt, const PetscScalar *, const float *, float *);
 PETSC_INTERN PetscErrorCode ConvBackwardSingle_Batch(Layer, PetscInt, const PetscScalar *, const float *, const float *, const float *, float *, PetscScalar *);
 PETSC_INTERN PetscErrorCode ConvJVPSingle_Batch(Layer, PetscInt, const PetscScalar *, const float *, const float *, const float *, const PetscScalar *, float *);
-PETSC_INTERN PetscErrorCode ConvResetSingle_Batch(Layer);
+PETSC_INTERN PetscErrorCode ConvResetWorkspaceSingle_Batch(Layer);

@@ -1,11 +1,11 @@
 /*
   Direct convolution in single precision (batch mode, one group) for few inputs per output: taps Cin <= the layer's
-  -conv<N>d_single_direct_max_k (default CONV_DIRECT_DEFAULT_K), where im2col + sgemm (convbatchsingle.c) spends its
+  -conv<N>d_single_direct_max_k (default CONV_DIRECT_DEFAULT_K), where im2col + sgemm (convbatch.c on float) spends its
   time writing and reading the columns and y, its GEMMs having an inner dimension of only taps Cin (9 on a 1-channel
   image). Layouts (conv.h; the geometry, with the zero padding as valid tap ranges, is batch mode's ConvIm2col):
 
     x    [n][D][H][W][Cin]         y, dy  [n][Do][Ho][Wo][Cout]        (D = Do = 1 in 2-D)
-    wt   [Kg][Cout]                W^T in float (ConvSingle.wt: forward's float(W), transposed), Kg = KD KH KW Cin
+    wt   [Kg][Cout]                W^T in float (ConvWorkSingle.wt: forward's float(W), transposed), Kg = KD KH KW Cin
     dwt  [Kg][Cout]                one chunk's dW^T in float;  db [Cout] its bias gradient in float
 
   Tap j = ((kd KH + kh) KW + kw) Cin + c of output point p = (od, oh, ow) reads x at
@@ -29,7 +29,7 @@
   Each result is one fixed sequence of float operations, independent of the threads: forward sums the taps in order j;
   the weight gradient sums a chunk's rows in order, each row's points in order, and returns the chunk's float sums for
   the caller to add into its part's double accumulators (as the GEMM's chunk products are). dx (when asked) and jvp
-  stay with im2col + sgemm (convbatchsingle.c).
+  stay with im2col + sgemm (convbatchkernels.h).
 */
 #include "conv.h"
 #include <string.h>

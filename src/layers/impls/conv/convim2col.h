@@ -1,19 +1,15 @@
 /*
-  im2col and its adjoint col2im on channels-last sources with two or three spatial dims, shared by the batch mode of
-  conv2d and conv3d (convbatch.c: a sample [H][W][Cin] or [D][H][W][Cin]) and conv2d's grid mode
-  (../conv2d/conv2dgridkernels.c: the ghosted block [gym][gxm][Cin] of a DMDA field). All read a channels-last source
-  through the same geometry; only the origin, the strides of the source and the valid taps differ.
+  im2col and its adjoint col2im on channels-last sources with two or three spatial dims, shared by conv2d and conv3d
+  (convbatch.c: a sample [H][W][Cin] or [D][H][W][Cin]) and K-FAC's patches (../conv2d/conv2dpatches.c). All read a
+  channels-last source through the same geometry; only the origin, the strides of the source and the valid taps differ.
 
   Dims are (d, h, w), slowest first; a 2-D geometry has a depth of one point and one tap (ConvIm2colSetFlatDepth()).
   Output point (od, oh, ow) reads for its kernel tap (kd, kh, kw) the source point
       id = od step[0] + origin[0] + kd dilation[0],  ih = oh step[1] + origin[1] + kh dilation[1],
       iw = ow step[2] + origin[2] + kw dilation[2]
   at x + id ld[0] + ih ld[1] + iw Cin, channels g Cg .. (g + 1) Cg - 1 for group g, or reads zero when the tap is
-  outside the valid range [t0[d][o], t1[d][o]) along a dim d (the zero padding).
-                                   batch mode                      grid mode (2-D)
-    origin                         -pad                            (0, ys - gys - KH/2, xs - gxs - KW/2)
-    ld (scalars per plane, row)    (H W Cin, W Cin)                (0, gxm Cin)
-    t0, t1                         the window's (LayerWindow)      the taps inside a non-periodic grid (all if periodic)
+  outside the valid range [t0[d][o], t1[d][o]) along a dim d (the zero padding). For a sample: origin = -pad,
+  ld = (H W Cin, W Cin) (scalars per plane, row), t0 and t1 the window's (LayerWindow).
 
   A row is the out[2] output points of one (od, oh): row r = od out[1] + oh, r in [0, out[0] out[1]).
     col     [P][G][KD][KH][KW][Cg]    P = the output points of rows [r0, r1), row-major (KD = 1 in 2-D)

@@ -1,35 +1,43 @@
 /*
-  conv2d: its algorithm (im2col or Winograd), set-up of its modes (batch, grid mode on a DMDA, a node of a grid), its
-  options and view, and the layer's operations, which choose between the kernel families (layouts, formulas and the
-  file of each in conv2d.h). Settings, batch-mode set-up, initialisation and tensors are the convolution base's
-  (../conv/conv.c); the public setters below reach them.
+  conv2d: its algorithm (im2col or Winograd), its set-up, options and view, and the layer's operations, which choose
+  between the kernel families (layouts, formulas and the file of each in conv2d.h). Settings, set-up, initialisation
+  and tensors are the convolution base's (../conv/conv.c); the public setters below reach them. The layer knows no Net
+  mode: on a DMDA its Net runs a batch-mode copy of it on each rank's box (src/net/netspatial.c).
 
-    LayerForward_Conv2d    y = conv(x; W) + b          Conv2dForward_Grid | Conv2dForward_Winograd | ConvForward_Batch
-    LayerBackward_Conv2d   dx, dtheta += J^T dy         Conv2dBackward_Grid | ..._Winograd | ConvBackward_Batch
-    LayerJVP_Conv2d        dy = J_x dx + J_theta dtheta Conv2dJVP_Grid | ..._Winograd | ConvJVP_Batch
-    LayerSOBackward_Conv2d dxdot += J_x(Wdot)^T dy,     Conv2dSOBackward_Grid | ..._Winograd | ConvSOBackward_Batch
+    LayerForward_Conv2d    y = conv(x; W) + b          Conv2dForward_Winograd | ConvForward_Batch
+    LayerBackward_Conv2d   dx, dtheta += J^T dy         Conv2dBackward_Winograd | ConvBackward_Batch
+    LayerJVP_Conv2d        dy = J_x dx + J_theta dtheta Conv2dJVP_Winograd | ConvJVP_Batch
+    LayerSOBackward_Conv2d dxdot += J_x(Wdot)^T dy,     Conv2dSOBackward_Winograd | ConvSOBackward_Batch
                            dWdot += J_W(xdot)^T dy
-  Single precision (batch mode): forwardsingle, backwardsingle, jvpsingle are Conv2d*Single_Winograd
-  (conv2dwinogradsingle.c) where the double path uses Winograd, else the base's float im2col kernels
-  (ConvForwardSingle_Batch, ...; ../conv/convbatchsingle.c); grid mode has none.
+  Single precision: forwardsingle, backwardsingle, jvpsingle are Conv2d*Single_Winograd (conv2dwinograd.c, on float)
+  where the double path uses Winograd, else the base's float im2col kernels (ConvForwardSingle_Batch, ...;
+  ../conv/convbatch.c on float).
 */
 #include "conv2d.h"
 
-const char *const Conv2dAlgorithms[] = {"auto", "im2col", "winograd", "Conv2dAlgorithm", "CONV2D_ALGORITHM_", NULL};
+const char *const Conv2dAlgorithms[] = {"auto", "im2col", "winograd", "taps", "Conv2dAlgorithm", "CONV2D_ALGORITHM_", NULL};
 
 /*
   The algorithms (layouts and costs in conv2d.h):
     im2col    im2col + GEMM; applies to all
     winograd  F(2x2, 3x3); applies to 3x3, stride-1, undilated, ungrouped convolutions, elsewhere im2col is used
-  auto takes Winograd where it applies and there are enough input channels for its 16 GEMMs (inner dimension Cin) to
-  be efficient; with 1 to 3 input channels im2col's single GEMM (inner dimension 9 Cin) is faster.
+    taps      one GEMM per kernel tap and output row (../conv/convtaps.h); applies to ungrouped convolutions of stride 1
+              along the rows, elsewhere im2col is used
+  auto takes taps for large samples with long rows (at least CONV_TAPS_MIN_PIXELS output points, rows of at least
+  CONV_TAPS_MIN_WIDTH): a rank's box of a field on a DMDA, one sample too large for a chunk of im2col's or Winograd's
+  workspace, where taps read the input in place (measured 1.7x faster than either on a 1024^2 field of 8 channels).
+  Elsewhere it takes Winograd where it applies and there are enough input channels for its 16 GEMMs (inner dimension
+  Cin) to be efficient; with 1 to 3 input channels im2col's single GEMM (inner dimension 9 Cin) is faster.
 */
-static void Conv2dChooseAlgorithm(Layer_Conv2d *conv)
+static void Conv2dChooseAlgorithm(Layer_Conv2d *conv, PetscBool *usetaps)
 {
   const LayerConv   *c        = &conv->base;
   const LayerWindow *w        = &c->win;
   const PetscBool    winograd = (PetscBool)(w->k[0] == 3 && w->k[1] == 3 && w->step[0] == 1 && w->step[1] == 1 && w->dilation[0] == 1 && w->dilation[1] == 1 && c->groups == 1);
 
+  const PetscBool taps = ConvTapsApplies(c);
+
+  *usetaps = PETSC_FALSE;
   switch (conv->algorithm) {
   case CONV2D_ALGORITHM_IM2COL:
     conv->wg.on = PETSC_FALSE;
@@ -37,8 +45,13 @@ static void Conv2dChooseAlgorithm(Layer_Conv2d *conv)
   case CONV2D_ALGORITHM_WINOGRAD:
     conv->wg.on = winograd;
     break;
+  case CONV2D_ALGORITHM_TAPS:
+    conv->wg.on = PETSC_FALSE;
+    *usetaps    = taps;
+    break;
   case CONV2D_ALGORITHM_AUTO:
-    conv->wg.on = (PetscBool)(winograd && c->cin >= CONV2D_WINOGRAD_MIN_CHANNELS);
+    *usetaps    = (PetscBool)(taps && !c->pointwise && w->out[1] >= CONV_TAPS_MIN_WIDTH && c->pixels >= CONV_TAPS_MIN_PIXELS);
+    conv->wg.on = (PetscBool)(!*usetaps && winograd && c->cin >= CONV2D_WINOGRAD_MIN_CHANNELS);
     break;
   }
 }
@@ -46,27 +59,20 @@ static void Conv2dChooseAlgorithm(Layer_Conv2d *conv)
 static PetscErrorCode LayerSetUp_Conv2d(Layer layer)
 {
   Layer_Conv2d *conv = (Layer_Conv2d *)layer->data;
+  PetscBool     usetaps;
 
   PetscFunctionBegin;
   PetscCall(Conv2dResetWorkspace_Winograd(layer));
-  PetscCall(Conv2dReset_Grid(layer));
+  PetscCall(Conv2dResetWorkspaceSingle_Winograd(layer));
+  PetscCall(ConvTapsReset(&conv->taps));
   conv->wg.on = PETSC_FALSE;
-  if (conv->grid.dm) { /* grid mode: (Cin) at each point of a DMDA */
-    PetscCall(LayerConvCheckOutputs_Private(layer));
-    PetscCall(ConvResetWorkspace_Batch(layer));
-    PetscCall(ConvResetSingle_Batch(layer));
-    PetscCall(LayerConvSetSingle_Private(layer, PETSC_FALSE)); /* no float kernels on a DMDA: LayerForwardSingle() converts */
-    PetscCall(Conv2dCheck_Grid(layer));
-    PetscCall(LayerConvSetUpChannels_Private(layer));
-    PetscCall(Conv2dSetUp_Grid(layer));
-    PetscFunctionReturn(0);
-  }
-  PetscCall(LayerSetUpConv_Private(layer)); /* batch mode, (H, W, Cin) samples; or a node of a grid */
+  PetscCall(LayerSetUpConv_Private(layer)); /* (H, W, Cin) samples; or a node of a grid */
   if (layer->griddim) PetscFunctionReturn(0);
   conv->wg.tiles[0] = (conv->base.win.out[0] + 1) / 2;
   conv->wg.tiles[1] = (conv->base.win.out[1] + 1) / 2;
-  Conv2dChooseAlgorithm(conv);
-  if (conv->wg.on) { /* single precision: Winograd where double uses it (conv2dwinogradsingle.c), else the base's im2col */
+  Conv2dChooseAlgorithm(conv, &usetaps);
+  if (usetaps) PetscCall(ConvTapsSetUp(layer, &conv->taps));
+  if (conv->wg.on) { /* single precision: Winograd where double uses it, else the base's im2col */
     layer->ops->forwardsingle  = Conv2dForwardSingle_Winograd;
     layer->ops->backwardsingle = Conv2dBackwardSingle_Winograd;
     layer->ops->jvpsingle      = Conv2dJVPSingle_Winograd;
@@ -78,15 +84,15 @@ static PetscErrorCode LayerReset_Conv2d(Layer layer)
 {
   PetscFunctionBegin;
   PetscCall(Conv2dResetWorkspace_Winograd(layer));
-  PetscCall(Conv2dReset_Grid(layer));
+  PetscCall(Conv2dResetWorkspaceSingle_Winograd(layer));
+  PetscCall(ConvTapsReset(&((Layer_Conv2d *)layer->data)->taps));
   PetscCall(LayerResetConv_Private(layer));
   PetscFunctionReturn(0);
 }
 
 /*
-  The layer's operations choose the kernels: grid mode (conv2dgrid.c: halo exchange, then im2col or taps on the rank's
-  block), or batch mode with Winograd F(2x2, 3x3) (conv2dwinograd.c) or im2col + GEMM (../conv/convbatch.c). The three
-  compute the same function of the same theta. A node of a grid (layer->griddim) is never run: its Net runs a copy.
+  The layer's operations choose the kernels: Winograd F(2x2, 3x3) (conv2dwinograd.c) or im2col + GEMM
+  (../conv/convbatch.c). The two compute the same function of the same theta. A node of a grid (layer->griddim) is never run: its Net runs a copy.
 */
 static PetscErrorCode Conv2dCheckRunnable(Layer layer)
 {
@@ -101,11 +107,10 @@ static PetscErrorCode LayerForward_Conv2d(Layer layer, PetscInt n, const PetscSc
 
   PetscFunctionBegin;
   PetscCall(Conv2dCheckRunnable(layer));
-  if (conv->grid.dm) {
-    PetscCall(Conv2dForward_Grid(layer, n, theta, x, y));
-    PetscCall(LayerFusedActivate(layer, n * layer->outsize, y)); /* a pass of its own here (owners fuse none in grid mode) */
-  } else if (!n)
+  if (!n)
     PetscFunctionReturn(0);
+  else if (conv->taps.on)
+    PetscCall(ConvForward_Taps(layer, &conv->taps, n, theta, x, y));
   else if (conv->wg.on)
     PetscCall(Conv2dForward_Winograd(layer, n, theta, x, y));
   else
@@ -119,14 +124,14 @@ static PetscErrorCode LayerBackward_Conv2d(Layer layer, PetscInt n, const PetscS
 
   PetscFunctionBegin;
   PetscCall(Conv2dCheckRunnable(layer));
-  if (conv->grid.dm)
-    PetscCall(Conv2dBackward_Grid(layer, n, theta, x, dy, dx, dtheta));
-  else if (!n)
+  if (!n)
     PetscFunctionReturn(0);
+  else if (conv->taps.on)
+    PetscCall(ConvBackward_Taps(layer, &conv->taps, n, theta, x, dy, dx, dtheta));
   else if (conv->wg.on)
-    PetscCall(Conv2dBackward_Winograd(layer, n, theta, x, dy, dx, dtheta));
+    PetscCall(Conv2dBackward_Winograd(layer, n, theta, x, y, dy, dx, dtheta));
   else
-    PetscCall(ConvBackward_Batch(layer, n, theta, x, dy, dx, dtheta));
+    PetscCall(ConvBackward_Batch(layer, n, theta, x, y, dy, dx, dtheta));
   PetscFunctionReturn(0);
 }
 
@@ -136,21 +141,21 @@ static PetscErrorCode LayerJVP_Conv2d(Layer layer, PetscInt n, const PetscScalar
 
   PetscFunctionBegin;
   PetscCall(Conv2dCheckRunnable(layer));
-  if (conv->grid.dm)
-    PetscCall(Conv2dJVP_Grid(layer, n, theta, x, dx, dtheta, dy));
-  else if (!n)
+  if (!n)
     PetscFunctionReturn(0);
+  else if (conv->taps.on)
+    PetscCall(ConvJVP_Taps(layer, &conv->taps, n, theta, x, dx, dtheta, dy));
   else if (conv->wg.on)
-    PetscCall(Conv2dJVP_Winograd(layer, n, theta, x, dx, dtheta, dy));
+    PetscCall(Conv2dJVP_Winograd(layer, n, theta, x, y, dx, dtheta, dy));
   else
-    PetscCall(ConvJVP_Batch(layer, n, theta, x, dx, dtheta, dy));
+    PetscCall(ConvJVP_Batch(layer, n, theta, x, y, dx, dtheta, dy));
   PetscFunctionReturn(0);
 }
 
 /*
   The curvature term: backward is bilinear in (W, x), so its derivative along (xdot, Wdot) is backward's own input part
   with Wdot for W and weight part with xdot for x; the bias gradient sum dy is constant (no term, dthetadot's bias
-  entries untouched). The kernels write their scratch buffers (im2col/Winograd columns, ghosted arrays) and forget the
+  entries untouched). The kernels write their scratch buffers (im2col/Winograd columns) and forget the
   columns of x kept by forward, so that later backward and jvp calls at the point recompute them.
 */
 static PetscErrorCode LayerSOBackward_Conv2d(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *thetadot, const PetscScalar *ydot, const PetscScalar *dy,
@@ -160,10 +165,10 @@ static PetscErrorCode LayerSOBackward_Conv2d(Layer layer, PetscInt n, const Pets
 
   PetscFunctionBegin;
   PetscCall(Conv2dCheckRunnable(layer));
-  if (conv->grid.dm)
-    PetscCall(Conv2dSOBackward_Grid(layer, n, xdot, thetadot, dy, dxdot, dthetadot));
-  else if (!n)
+  if (!n)
     PetscFunctionReturn(0);
+  else if (conv->taps.on)
+    PetscCall(ConvSOBackward_Taps(layer, &conv->taps, n, xdot, thetadot, dy, dxdot, dthetadot));
   else if (conv->wg.on)
     PetscCall(Conv2dSOBackward_Winograd(layer, n, xdot, thetadot, dy, dxdot, dthetadot));
   else
@@ -173,26 +178,23 @@ static PetscErrorCode LayerSOBackward_Conv2d(Layer layer, PetscInt n, const Pets
 
 static PetscErrorCode LayerSetFromOptions_Conv2d(Layer layer, PetscOptionItems *PetscOptionsObject)
 {
-  Layer_Conv2d            *conv          = (Layer_Conv2d *)layer->data;
-  Conv2dAlgorithm          algorithm     = conv->algorithm;
-  LayerConv2dGridAlgorithm gridalgorithm = conv->grid.algorithm;
-  PetscBool                set, workspace;
+  Layer_Conv2d   *conv      = (Layer_Conv2d *)layer->data;
+  Conv2dAlgorithm algorithm = conv->algorithm;
+  PetscBool       set, workspace;
 
   PetscFunctionBegin;
   PetscOptionsHeadBegin(PetscOptionsObject, "2-D convolution layer options");
   PetscCall(LayerSetFromOptionsConv_Private(layer, PetscOptionsObject, &workspace));
   if (workspace) {
     PetscCall(Conv2dResetWorkspace_Winograd(layer));
-    if (conv->grid.dm && layer->setupcalled) PetscCall(LayerReset(layer)); /* grid mode sizes its im2col chunks at set-up */
+    PetscCall(Conv2dResetWorkspaceSingle_Winograd(layer));
   }
-  PetscCall(PetscOptionsEnum("-conv2d_algorithm", "auto, im2col, or winograd (F(2x2,3x3) where it applies: 3x3, stride 1, no dilation, one group; im2col elsewhere)", "", Conv2dAlgorithms, (PetscEnum)conv->algorithm, (PetscEnum *)&algorithm, &set));
+  PetscCall(PetscOptionsEnum("-conv2d_algorithm", "auto, im2col, winograd (F(2x2,3x3) where it applies: 3x3, stride 1, no dilation, one group), or taps (one GEMM per kernel tap and row: one group, stride 1 along the rows); im2col elsewhere", "",
+                             Conv2dAlgorithms, (PetscEnum)conv->algorithm, (PetscEnum *)&algorithm, &set));
   if (set && algorithm != conv->algorithm) {
     if (layer->setupcalled) PetscCall(LayerReset(layer));
     conv->algorithm = algorithm;
   }
-  PetscCall(PetscOptionsEnum("-conv2d_grid_algorithm", "On a DMDA (grid mode): auto, im2col, or taps (one GEMM per kernel tap and row)", "LayerConv2dSetGridAlgorithm", LayerConv2dGridAlgorithms, (PetscEnum)gridalgorithm, (PetscEnum *)&gridalgorithm,
-                             &set));
-  if (set) PetscCall(LayerConv2dSetGridAlgorithm(layer, gridalgorithm));
   PetscOptionsHeadEnd();
   PetscFunctionReturn(0);
 }
@@ -205,16 +207,14 @@ static PetscErrorCode LayerView_Conv2d(Layer layer, PetscViewer viewer)
   PetscFunctionBegin;
   PetscCall(LayerViewConv_Private(layer, viewer));
   if (conv->base.init == LAYER_INIT_NORMAL) PetscCall(PetscSNPrintf(std, sizeof(std), " (std %g)", (double)conv->base.initstd));
-  if (conv->grid.dm || (layer->setupcalled && layer->griddim)) {
+  if (layer->setupcalled && layer->griddim) {
     PetscCall(PetscViewerASCIIPrintf(viewer, "initialisation %s%s\n", LayerInitTypes[conv->base.init], std));
-    if (conv->grid.dm)
-      PetscCall(Conv2dView_Grid(layer, viewer));
-    else
-      PetscCall(PetscViewerASCIIPrintf(viewer, "a node of a %" PetscInt_FMT "-D grid: (channels) -> (output channels)\n", layer->griddim));
+    PetscCall(PetscViewerASCIIPrintf(viewer, "a node of a %" PetscInt_FMT "-D grid: (channels) -> (output channels)\n", layer->griddim));
     PetscFunctionReturn(0);
   }
   PetscCall(PetscViewerASCIIPrintf(viewer, "initialisation %s%s, algorithm %s%s, chunks of samples in %.2f MB of workspace\n", LayerInitTypes[conv->base.init], std, Conv2dAlgorithms[conv->algorithm],
                                    !layer->setupcalled             ? ""
+                                   : conv->taps.on                 ? " (taps: one GEMM per kernel tap and row)"
                                    : conv->wg.on                   ? " (Winograd F(2x2,3x3))"
                                    : conv->base.pointwise          ? " (1x1: GEMM on the input)"
                                    : ConvDirectSingle(&conv->base) ? " (im2col + GEMM; single precision: direct)"
@@ -227,11 +227,8 @@ static PetscErrorCode LayerDestroy_Conv2d(Layer layer)
 {
   PetscFunctionBegin;
   PetscCall(Conv2dResetWorkspace_Winograd(layer));
-  PetscCall(Conv2dReset_Grid(layer));
-  PetscCall(DMDestroy(&((Layer_Conv2d *)layer->data)->grid.dm));
-  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv2dSetDM_C", NULL));
-  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv2dGetDM_C", NULL));
-  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv2dSetGridAlgorithm_C", NULL));
+  PetscCall(Conv2dResetWorkspaceSingle_Winograd(layer));
+  PetscCall(ConvTapsReset(&((Layer_Conv2d *)layer->data)->taps));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv2dGetPatchLayout_C", NULL));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv2dGetPatches_C", NULL));
   PetscCall(LayerDestroyConv_Private(layer));
@@ -253,7 +250,7 @@ static PetscErrorCode LayerDestroy_Conv2d(Layer layer)
   Notes:
   A conv2d layer needs it (there is no default): set-up fails without. The compact form gives it first, conv2d:OUT
   (LayerSetArguments()). It must be a multiple of the number of groups (LayerConv2dSetGroups()). The output shape is
-  (Ho, Wo, nout) on (H, W, Cin) images, (nout) at each grid point in grid mode (LayerConv2dSetDM()); the parameters are
+  (Ho, Wo, nout) on (H, W, Cin) images, (nout) at each grid point of a Net in grid mode (NetSetGrid()); the parameters are
   the weights W, nout x KH KW Cin/groups entries stored [Cout][KH][KW][Cg], then the bias, nout entries.
 
   Changing it on a layer that is set up resets the layer; in a Net that is set up, call NetReset() afterwards
@@ -287,8 +284,7 @@ PetscErrorCode LayerConv2dSetOutputChannels(Layer layer, PetscInt nout)
   Notes:
   The compact form is conv2d:OUT:K (K as 3 or 3x5). In batch mode the layer convolves (H, W, Cin) images;
   a 3x3 kernel with stride 1, dilation 1 and one group is computed by Winograd F(2x2, 3x3) when there are at least
-  4 input channels (-conv2d_algorithm auto, the default), every other case by im2col + GEMM. In grid mode
-  (LayerConv2dSetDM()) the kernel must be odd in both dimensions, with padding KH/2 x KW/2.
+  4 input channels (-conv2d_algorithm auto, the default), every other case by im2col + GEMM.
   Along each of the two dimensions the output size is (PyTorch's)
     out = floor((in + 2 padding - dilation (kernel - 1) - 1) / stride) + 1.
 
@@ -323,8 +319,7 @@ PetscErrorCode LayerConv2dSetKernel(Layer layer, PetscInt kh, PetscInt kw)
 . -<prefix>conv2d_stride <S or SHxSW> - the same from the options, one value for both dimensions or a pair HxW (LayerSetFromOptions())
 
   Notes:
-  The compact form is conv2d:OUT:K:STRIDE. A stride other than 1 rules out Winograd (im2col + GEMM is used) and
-  grid mode (LayerConv2dSetDM()), which needs stride 1.
+  The compact form is conv2d:OUT:K:STRIDE. A stride other than 1 rules out Winograd (im2col + GEMM is used).
   Along each of the two dimensions the output size is (PyTorch's)
     out = floor((in + 2 padding - dilation (kernel - 1) - 1) / stride) + 1.
 
@@ -360,8 +355,8 @@ PetscErrorCode LayerConv2dSetStride(Layer layer, PetscInt sh, PetscInt sw)
 
   Notes:
   The compact form is conv2d:OUT:K:STRIDE:PAD. Taps in the padding read zero (PyTorch's padding_mode zeros); with
-  stride 1, dilation 1 and an odd kernel K, padding K/2 keeps the image size. Grid mode (LayerConv2dSetDM()) needs exactly
-  KH/2 x KW/2; there the taps off a non-periodic grid read zero and those off a periodic grid wrap around.
+  stride 1, dilation 1 and an odd kernel K, padding K/2 keeps the image size. In a Net on a DMDA (NetSetGrid(),
+  NetDMDASetUp()) the taps off a non-periodic grid read zero and those off a periodic grid wrap around.
   Along each of the two dimensions the output size is (PyTorch's)
     out = floor((in + 2 padding - dilation (kernel - 1) - 1) / stride) + 1.
 
@@ -397,8 +392,7 @@ PetscErrorCode LayerConv2dSetPadding(Layer layer, PetscInt ph, PetscInt pw)
 
   Notes:
   The compact form is the named setting dilation=D (e.g. conv2d:32:3:1:2:dilation=2). A kernel of K taps then spans
-  D (K - 1) + 1 input points. A dilation other than 1 rules out Winograd (im2col + GEMM is used) and grid mode
-  (LayerConv2dSetDM()).
+  D (K - 1) + 1 input points. A dilation other than 1 rules out Winograd (im2col + GEMM is used).
   Along each of the two dimensions the output size is (PyTorch's)
     out = floor((in + 2 padding - dilation (kernel - 1) - 1) / stride) + 1.
 
@@ -435,7 +429,7 @@ PetscErrorCode LayerConv2dSetDilation(Layer layer, PetscInt dh, PetscInt dw)
   The input channels Cin and the output channels Cout are split into G groups of Cin/G and Cout/G; each group of
   outputs is convolved with its own group of inputs only (PyTorch's groups; G = Cin = Cout is a depthwise convolution).
   G must divide both, which set-up checks. The weights are Cout x KH KW Cin/G entries. The compact form is the named
-  setting groups=G. More than one group rules out Winograd (im2col + GEMM is used) and grid mode (LayerConv2dSetDM()).
+  setting groups=G. More than one group rules out Winograd (im2col + GEMM is used).
 
   Changing it on a layer that is set up resets the layer; in a Net that is set up, call NetReset() afterwards
   (NetSetFromOptions() does so itself when an option changed a layer).
@@ -514,17 +508,17 @@ PetscErrorCode LayerConv2dSetInitialization(Layer layer, LayerInitType init, Pet
   PetscFunctionReturn(0);
 }
 
-/* Grid mode, an overlapped halo exchange: the box changed after forward, so backward recomputes im2col's columns
+/* A node of a grid, an overlapped halo exchange (src/net/netspatial.c): the box changed after forward, so backward recomputes im2col's columns
    and Winograd's V(x) */
 static PetscErrorCode LayerForget_Conv2d(Layer layer)
 {
   Layer_Conv2d *conv = (Layer_Conv2d *)layer->data;
 
   PetscFunctionBegin;
-  conv->base.colx     = NULL;
+  conv->base.dbl.colx = NULL;
   conv->base.sgl.colx = NULL;
-  conv->wg.Vx         = NULL;
-  conv->wgs.Vx        = NULL;
+  conv->wg.dbl.Vx     = NULL;
+  conv->wg.sgl.Vx     = NULL;
   PetscFunctionReturn(0);
 }
 
@@ -548,9 +542,6 @@ PETSC_INTERN PetscErrorCode LayerCreate_Conv2d(Layer layer)
   layer->ops->reset          = LayerReset_Conv2d;
   layer->ops->forget         = LayerForget_Conv2d;
   layer->ops->destroy        = LayerDestroy_Conv2d;
-  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv2dSetDM_C", LayerConv2dSetDM_Conv2d));
-  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv2dGetDM_C", LayerConv2dGetDM_Conv2d));
-  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv2dSetGridAlgorithm_C", LayerConv2dSetGridAlgorithm_Conv2d));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv2dGetPatchLayout_C", LayerConv2dGetPatchLayout_Conv2d));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv2dGetPatches_C", LayerConv2dGetPatches_Conv2d));
   PetscFunctionReturn(0);

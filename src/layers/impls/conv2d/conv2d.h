@@ -6,35 +6,31 @@
     W      [Cout][KH][KW][Cg]    PyTorch [Cout][Cg][KH][KW] (torch = ours.permute(0, 3, 1, 2))
     b      [Cout]                theta = [W, b]
 
-  One set of parameters, two layouts and three kernel families; LayerForward/Backward/JVP/SOBackward_Conv2d (conv2d.c)
-  choose:
-    batch mode (each rank holds whole samples):
-      ../conv/convbatch.c im2col + one GEMM per group, chunk by chunk of output rows: any kernel, stride, padding, dilation
-      conv2dwinograd.c    Winograd F(2x2, 3x3): 3x3, stride-1, undilated, ungrouped, from CONV2D_WINOGRAD_MIN_CHANNELS
-                          input channels (-conv2d_algorithm auto|im2col|winograd)
-      conv2dwinogradsingle.c  the same in single precision (float values, double parameters), where double uses it
-      conv2dwinogradkernels.h its transforms and GEMMs, templated on the element type (double and float)
-    grid mode (a 2-D DMDA given by LayerConv2dSetDM() or NetDMDASetUp(); conv2dgrid.h): the tensors are fields of the
-    DMDA, a grid point a sample of shape (Cin), convolved on each rank's block after a halo exchange
-      conv2dgrid.c        set-up, the halo exchange and its adjoint, the public LayerConv2dSetDM()
-      conv2dgridkernels.c im2col + GEMM on chunks of rows, or one GEMM per kernel tap and row
-    shared:
-      ../conv/convim2col.c im2col and col2im of batch and grid mode, parameterised by the source's origin and strides
-      ../conv/conv.c      settings, options, set-up of batch mode, initialisation, PyTorch tensor names
-      conv2d.c            the kind: its algorithm, set-up of the modes, public setters
-      conv2dpatches.c     the receptive fields of a batch as a public operation (LayerConv2dGetPatches(), for K-FAC)
-  (grid mode on a DMDA is conv2d's own; a node of a Net on a grid, layer->griddim, is the base's: (Cin) -> (Cout).)
+  One set of parameters and two kernel families; LayerForward/Backward/JVP/SOBackward_Conv2d (conv2d.c) choose:
+    ../conv/convbatch.c     im2col + one GEMM per group, chunk by chunk of output rows: any kernel, stride, padding, dilation
+    conv2dwinograd.c        Winograd F(2x2, 3x3): 3x3, stride-1, undilated, ungrouped, from CONV2D_WINOGRAD_MIN_CHANNELS
+                            input channels (-conv2d_algorithm auto|im2col|winograd)
+    conv2dwinogradkernels.h its transforms, GEMMs and passes, templated on the element type (double and float)
+    ../conv/convtaps.c      taps: one GEMM per kernel tap and output row, no im2col: one group, stride 1 along the
+                            rows; auto takes it for large samples with long rows (a rank's box of a field on a DMDA)
+  shared:
+    ../conv/convim2col.c    im2col and col2im, parameterised by the source's origin and strides
+    ../conv/conv.c          settings, options, set-up, initialisation, PyTorch tensor names
+    conv2d.c                the kind: its algorithm, set-up, public setters
+    conv2dpatches.c         the receptive fields of a batch as a public operation (LayerConv2dGetPatches(), for K-FAC)
+  A Net on a DMDA (NetSetGrid(), NetDMDASetUp()) runs a batch-mode copy of the layer on each rank's box of the field
+  (src/net/netspatial.c); the node itself, layer->griddim set, is the base's (Cin) -> (Cout) and is never run.
 
-  Cache blocking: the batch is processed in chunks (of output rows for im2col, of samples for Winograd, of block rows in
-  grid mode) whose workspace fits in -conv2d_max_workspace MB (default 1, about a core's L2 cache), so that each GEMM
-  reads what the transform before it just wrote from cache.
+  Cache blocking: the batch is processed in chunks (of output rows for im2col, of samples for Winograd) whose workspace
+  fits in -conv2d_max_workspace MB (default 1, about a core's L2 cache), so that each GEMM reads what the transform
+  before it just wrote from cache.
 */
 #pragma once
 
 #include "../conv/conv.h"
-#include "conv2dgrid.h"
+#include "../conv/convtaps.h"
 
-typedef enum { CONV2D_ALGORITHM_AUTO, CONV2D_ALGORITHM_IM2COL, CONV2D_ALGORITHM_WINOGRAD } Conv2dAlgorithm;
+typedef enum { CONV2D_ALGORITHM_AUTO, CONV2D_ALGORITHM_IM2COL, CONV2D_ALGORITHM_WINOGRAD, CONV2D_ALGORITHM_TAPS } Conv2dAlgorithm;
 PETSC_INTERN const char *const Conv2dAlgorithms[];
 #define CONV2D_WINOGRAD_MIN_CHANNELS 4 /* auto: Winograd from this many input channels */
 
@@ -49,63 +45,53 @@ PETSC_INTERN const char *const Conv2dAlgorithms[];
 #define CONV2D_SIMD_CLONES
 #endif
 
-/* Winograd F(2x2, 3x3)'s workspace, for nalloc samples and nthreads threads (layouts in conv2dwinograd.c) */
+/*
+  Winograd F(2x2, 3x3)'s workspace on one element type T, for nalloc samples and nthreads threads (layouts in
+  conv2dwinograd.c); the kernels (conv2dwinogradkernels.h) use the same names on both types
+*/
+#define CONV2D_WINOGRAD_WORK(T)                                                                                                                           \
+  struct {                                                                                                                                                \
+    PetscInt     nalloc, chunk; /* samples the buffers hold, samples per chunk of the current batch */                                                    \
+    PetscInt     nthreads;      /* threads the per-thread buffers serve */                                                                                \
+    size_t       vsize, msize;  /* values of one thread's V and M */                                                                                      \
+    T           *V;             /* [threads][16][chunk tiles][Cin]; thread 0's is V(x) of the last forward when Vx == x */                                \
+    T           *M;             /* [threads][16][chunk tiles][Cout] */                                                                                    \
+    T           *U, *Ut;        /* [16][Cout][Cin] and [16][Cin][Cout], twice (jvp needs those of W and dW) */                                            \
+    T           *dUc;           /* [threads][16][Cout][Cin]: float, one chunk's weight products; jvp: U(dW) */                                            \
+    T           *b;             /* [Cout]: float, the bias (forward) or its tangent (jvp) */                                                              \
+    T           *zeros;         /* max(Cin, Cout) zeros (the padding), then as many scratch entries per thread */                                         \
+    PetscScalar *dU, *dbpart;   /* [PETNET_THREAD_PARTS][16][Cout][Cin], [PETNET_THREAD_PARTS][Cout]: each part's weight and bias gradients, in double */ \
+    const T     *Vx;                                                                                                                                      \
+  }
+typedef CONV2D_WINOGRAD_WORK(PetscScalar) Conv2dWinogradWork;
+typedef CONV2D_WINOGRAD_WORK(float) Conv2dWinogradWorkSingle;
+
 typedef struct {
-  PetscBool          on;            /* F(2x2, 3x3) in use */
-  PetscInt           tiles[2];      /* 2x2 output tiles per sample along h and w */
-  PetscInt           nalloc, chunk; /* samples the buffers hold, samples per chunk of the current batch */
-  PetscInt           nthreads;      /* threads the per-thread buffers serve */
-  size_t             vsize, msize;  /* scalars of one thread's V and M */
-  PetscScalar       *V;             /* [threads][16][chunk tiles][Cin]; thread 0's is V(x) of the last forward when Vx == x */
-  PetscScalar       *M;             /* [threads][16][chunk tiles][Cout] */
-  PetscScalar       *U;             /* [16][Cout][Cin] */
-  PetscScalar       *Ut;            /* [16][Cin][Cout], twice (jvp needs those of W and dW) */
-  PetscScalar       *dU;            /* the weight-gradient GEMMs' accumulators [PETNET_THREAD_PARTS][16][Cout][Cin], one per part */
-  PetscScalar       *dbpart;        /* [PETNET_THREAD_PARTS][Cout]: each part's bias gradient */
-  PetscScalar       *zeros;         /* max(Cin, Cout) zeros (the padding), then as many scratch entries per thread */
-  const PetscScalar *Vx;
+  PetscBool                on;       /* F(2x2, 3x3) in use */
+  PetscInt                 tiles[2]; /* 2x2 output tiles per sample along h and w */
+  Conv2dWinogradWork       dbl;      /* the workspace in double */
+  Conv2dWinogradWorkSingle sgl;      /* and in single precision */
 } Conv2dWinograd;
 
-/*
-  Its single-precision workspace (conv2dwinogradsingle.c): the same buffers on float values (the same names, for the
-  kernels of conv2dwinogradkernels.h), with each chunk's weight-gradient products in float (dUc, one per thread) added
-  into its part's DOUBLE accumulators (dU, dbpart), as the float im2col kernels do (../conv/convbatchsingle.c)
-*/
 typedef struct {
-  PetscInt     nalloc, chunk, nthreads;
-  size_t       vsize, msize; /* floats of one thread's V and M */
-  float       *V;            /* [threads][16][chunk tiles][Cin]; thread 0's is V(x) of the last forward when Vx == x */
-  float       *M;            /* [threads][16][chunk tiles][Cout] */
-  float       *U, *Ut;       /* [16][Cout][Cin] and [16][Cin][Cout] twice, as the double ones */
-  float       *dUc;          /* [threads][16][Cout][Cin]: one chunk's weight-gradient products; jvp: U(dW) */
-  float       *b;            /* [Cout]: the bias (forward) or its tangent (jvp) in float */
-  float       *zeros;        /* max(Cin, Cout) zeros, then as many scratch entries per thread */
-  PetscScalar *dU, *dbpart;  /* [PETNET_THREAD_PARTS][16][Cout][Cin], [PETNET_THREAD_PARTS][Cout]: each part's, in double */
-  const float *Vx;
-} Conv2dWinogradSingle;
-
-typedef struct {
-  LayerConv            base;      /* first: the shared convolution code casts layer->data to LayerConv (../conv/conv.h) */
-  Conv2dAlgorithm      algorithm; /* as requested; auto picks Winograd where it applies */
-  Conv2dWinograd       wg;        /* batch mode with Winograd */
-  Conv2dWinogradSingle wgs;       /* the same in single precision */
-  Conv2dGrid           grid;      /* grid mode (grid.dm set): the DMDA, its halo exchange and the block kernels' workspace;
-                                     base.im2col then holds the block's geometry */
+  LayerConv       base;      /* first: the shared convolution code casts layer->data to LayerConv (../conv/conv.h) */
+  Conv2dAlgorithm algorithm; /* as requested; auto picks Winograd where it applies */
+  Conv2dWinograd  wg;        /* Winograd, in double and in single precision */
+  ConvTaps        taps;      /* one GEMM per kernel tap and row (../conv/convtaps.c) */
 } Layer_Conv2d;
 
 PETSC_INTERN PetscErrorCode LayerConv2dGetPatchLayout_Conv2d(Layer, PetscInt *, PetscInt *, PetscInt *, PetscBool *);
 PETSC_INTERN PetscErrorCode LayerConv2dGetPatches_Conv2d(Layer, PetscInt, const PetscScalar *, PetscScalar *);
 
 PETSC_INTERN PetscErrorCode Conv2dForward_Winograd(Layer, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *);
-PETSC_INTERN PetscErrorCode Conv2dBackward_Winograd(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
-PETSC_INTERN PetscErrorCode Conv2dJVP_Winograd(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode Conv2dBackward_Winograd(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode Conv2dJVP_Winograd(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *);
 PETSC_INTERN PetscErrorCode Conv2dSOBackward_Winograd(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
-PETSC_INTERN PetscErrorCode Conv2dGetWorkspace_Winograd(Layer, PetscInt);
 PETSC_INTERN PetscErrorCode Conv2dResetWorkspace_Winograd(Layer);
 PETSC_INTERN void           Conv2dWinogradWeightsTranspose_Private(const Layer_Conv2d *, const PetscScalar *, PetscScalar *);
 PETSC_INTERN void           Conv2dWinogradPartAccumulators_Private(const Layer_Conv2d *, PetscScalar *, PetscScalar *, PetscInt, PetscInt, PetscScalar *, PetscScalar **, PetscScalar **);
 PETSC_INTERN void           Conv2dWinogradAddParts_Private(const Layer_Conv2d *, PetscScalar *, const PetscScalar *, PetscInt, PetscScalar *, PetscScalar *);
-/* conv2dwinogradsingle.c: the same in single precision (float values, double parameters; layerimpl.h) */
+/* the same in single precision (float values, double parameters; layerimpl.h) */
 PETSC_INTERN PetscErrorCode Conv2dForwardSingle_Winograd(Layer, PetscInt, const PetscScalar *, const float *, float *);
 PETSC_INTERN PetscErrorCode Conv2dBackwardSingle_Winograd(Layer, PetscInt, const PetscScalar *, const float *, const float *, const float *, float *, PetscScalar *);
 PETSC_INTERN PetscErrorCode Conv2dJVPSingle_Winograd(Layer, PetscInt, const PetscScalar *, const float *, const float *, const float *, const PetscScalar *, float *);

@@ -18,7 +18,7 @@ PetscErrorCode LayerConv2dGetPatchLayout_Conv2d(Layer layer, PetscInt *groups, P
   PetscCheck(layer->setupcalled, PetscObjectComm((PetscObject)layer), PETSC_ERR_ORDER, "conv2d layer %" PetscInt_FMT " has no patch layout before it is set up: call LayerSetUp() (or NetSetUp()) first", layer->index);
   if (groups) *groups = conv->base.groups;
   if (kg) *kg = conv->base.kg;
-  if (pixels) *pixels = conv->grid.dm ? 1 : conv->base.pixels;
+  if (pixels) *pixels = conv->base.pixels;
   if (bias) *bias = conv->base.bias;
   PetscFunctionReturn(0);
 }
@@ -30,7 +30,6 @@ PetscErrorCode LayerConv2dGetPatches_Conv2d(Layer layer, PetscInt n, const Petsc
 
   PetscFunctionBegin;
   PetscCheck(layer->setupcalled, PetscObjectComm((PetscObject)layer), PETSC_ERR_ORDER, "conv2d layer %" PetscInt_FMT " has no patches before it is set up: call LayerSetUp() (or NetSetUp()) first", layer->index);
-  PetscCheck(!conv->grid.dm, PETSC_COMM_SELF, PETSC_ERR_SUP, "conv2d layer %" PetscInt_FMT " is in grid mode (a DMDA, LayerConv2dSetDM()): its patches span the ranks' halos, and LayerConv2dGetPatches() gives those of batch mode only", layer->index);
   for (PetscInt s = 0; s < n; s++) PetscCall(ConvIm2colRows(&conv->base.im2col, 0, conv->base.rows, x + s * insize, col + s * colsize));
   PetscFunctionReturn(0);
 }

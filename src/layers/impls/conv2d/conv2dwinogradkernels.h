@@ -1,13 +1,17 @@
 /*
   The kernels of Winograd F(2x2, 3x3) (conv2dwinograd.c: the algorithm, layouts and formulas) on one element type,
   included once per type (PETSc's way of templating in C, as ../conv/convim2colkernels.h):
-    WINOGRAD_T        the element type of the values x, y, V, M, U: PetscScalar (conv2dwinograd.c) or float
-                      (conv2dwinogradsingle.c, single precision)
+    WINOGRAD_T        the element type of the values x, y, V, M, U: PetscScalar or float (single precision), both
+                      instantiated in conv2dwinograd.c
     WINOGRAD_NAME(f)  the name of f for that type: f itself, or fSingle
-    WINOGRAD_WS(conv) the type's workspace (V, M, U, Ut, zeros, Vx, vsize, msize): &conv->wg or &conv->wgs
-    WINOGRAD_GEMM     C = A B + beta C on that type, column-major, BLAS's arguments by value (dgemm or sgemm)
-  Same transforms, same loops and order for both types. The parameters are double for both: the weight transform
-  computes each entry of G g G^T in double and rounds it once to WINOGRAD_T.
+    WINOGRAD_WS(conv) the type's workspace: &conv->wg.dbl or &conv->wg.sgl (Conv2dWinogradWork, ...Single)
+    WINOGRAD_ENTRY(f) the name of an entry (conv2d.h) for that type: f_Winograd or fSingle_Winograd
+    WINOGRAD_DB_IN_TRANSFORM  1: backward sums db inside the transform of dy (double); 0: in a pass of its own into
+                      the double db (float: summed inside the float transform, the widening would cost more than it)
+  and, from conv2dwinograd.c, the type's WINOGRAD_NAME(WinogradBias)() (the bias or its tangent as this type).
+  Same transforms, same loops and order, same GEMMs (LayerGemm()) for both types. The parameters and their gradient are
+  double for both: the weight transform computes each entry of G g G^T in double and rounds it once to WINOGRAD_T, and
+  the weight products add into double accumulators.
 */
 #ifndef CONV2D_WINOGRAD_KERNELS_ONCE
 #define CONV2D_WINOGRAD_KERNELS_ONCE
@@ -268,38 +272,33 @@ static void WINOGRAD_NAME(WinogradWeights)(const Layer_Conv2d *conv, const Petsc
         for (PetscInt c = 0; c < cin; c++) Ut[xi * plane + (size_t)c * cout + k] = U[xi * plane + (size_t)k * cin + c];
 }
 
-/* the 16 products of one kind (U is Ut for WINOGRAD_GEMM_OUTPUT); sizes T, Cin, Cout; beta: the weight products' (1: add
-   into dU, 0: overwrite it) */
-static void WINOGRAD_NAME(WinogradGemmLoop)(WinogradGemm which, PetscBLASInt T, PetscBLASInt cin, PetscBLASInt cout, const WINOGRAD_T *U, WINOGRAD_T *V, WINOGRAD_T *M, WINOGRAD_T beta, WINOGRAD_T *dU)
+/*
+  The 16 products of one kind (U is Ut for WINOGRAD_GEMM_OUTPUT) on a chunk of T tiles, one LayerGemm() each in the
+  calling thread; the weight products add into the part's DOUBLE accumulator dU (in place on PetscScalar; on float
+  each plane's product is formed in dUc, then added: LayerGemm()'s accumulation into double)
+*/
+static PetscErrorCode WINOGRAD_NAME(WinogradGemms)(const Layer_Conv2d *conv, WinogradGemm which, PetscInt T, const WINOGRAD_T *U, WINOGRAD_T *V, WINOGRAD_T *M, WINOGRAD_T *dUc, PetscScalar *dU)
 {
-  const size_t vplane = (size_t)T * cin, mplane = (size_t)T * cout, uplane = (size_t)cout * cin;
+  const PetscInt cin = conv->base.cin, cout = conv->base.nout;
+  const size_t   vplane = (size_t)T * cin, mplane = (size_t)T * cout, uplane = (size_t)cout * cin;
+  PetscErrorCode ierr = 0;
 
-  for (PetscInt xi = 0; xi < 16; xi++) {
+  for (PetscInt xi = 0; xi < 16 && !ierr; xi++) {
     switch (which) {
     case WINOGRAD_GEMM_OUTPUT:
-      WINOGRAD_GEMM("N", "N", cout, T, cin, U + xi * uplane, cout, V + xi * vplane, cin, 0.0, M + xi * mplane, cout);
+      ierr = WINOGRAD_NAME(LayerGemm)(PETSC_FALSE, 'N', 'N', cout, T, cin, U + xi * uplane, cout, V + xi * vplane, cin, 0, M + xi * mplane, cout, NULL);
       break;
-    case WINOGRAD_GEMM_WEIGHTS:
-      WINOGRAD_GEMM("N", "T", cin, cout, T, V + xi * vplane, cin, M + xi * mplane, cout, beta, dU + xi * uplane, cin);
-      break;
+    case WINOGRAD_GEMM_WEIGHTS: {
+      WINOGRAD_NAME(LayerGemmEpilogue) ep = {NULL, NULL, PETSC_FALSE, NULL, dU + xi * uplane};
+
+      ierr = WINOGRAD_NAME(LayerGemm)(PETSC_FALSE, 'N', 'T', cin, cout, T, V + xi * vplane, cin, M + xi * mplane, cout, 0, dUc + xi * uplane, cin, &ep);
+    } break;
     case WINOGRAD_GEMM_INPUT:
-      WINOGRAD_GEMM("N", "N", cin, T, cout, U + xi * uplane, cin, M + xi * mplane, cout, 0.0, V + xi * vplane, cin);
+      ierr = WINOGRAD_NAME(LayerGemm)(PETSC_FALSE, 'N', 'N', cin, T, cout, U + xi * uplane, cin, M + xi * mplane, cout, 0, V + xi * vplane, cin, NULL);
       break;
     }
   }
-}
-
-/* One PetscCallBLAS around the 16 products, so that its memory check (with -malloc_debug) runs once, not 16 times */
-static PetscErrorCode WINOGRAD_NAME(WinogradGemms)(const Layer_Conv2d *conv, WinogradGemm which, PetscInt T, const WINOGRAD_T *U, WINOGRAD_T *V, WINOGRAD_T *M, WINOGRAD_T beta, WINOGRAD_T *dU)
-{
-  PetscBLASInt bT, bcin, bcout;
-
-  PetscFunctionBegin;
-  PetscCall(PetscBLASIntCast(T, &bT));
-  PetscCall(PetscBLASIntCast(conv->base.cin, &bcin));
-  PetscCall(PetscBLASIntCast(conv->base.nout, &bcout));
-  PetscCallBLAS("BLASgemm", WINOGRAD_NAME(WinogradGemmLoop)(which, bT, bcin, bcout, U, V, M, beta, dU));
-  PetscFunctionReturn(0);
+  return ierr;
 }
 
 /*
@@ -313,4 +312,185 @@ static void WINOGRAD_NAME(WinogradColumns)(Layer_Conv2d *conv, PetscInt s0, Pets
   if (whole && WINOGRAD_WS(conv)->Vx == x) return;
   WINOGRAD_NAME(WinogradInput)(conv, ns, x + (size_t)s0 * insize, V);
   if (whole) WINOGRAD_WS(conv)->Vx = x;
+}
+
+/*
+  The workspace for batches of n samples: chunk = the samples whose V and M fit in maxworkspace MB (at least 1, at
+  most n). Reallocated only when a chunk needs more samples than the buffers hold (nalloc) or there are more threads,
+  so that a smaller last batch or a bigger evaluation batch costs nothing.
+*/
+static PetscErrorCode WINOGRAD_NAME(Conv2dGetWorkspace_Winograd)(Layer layer, PetscInt n)
+{
+  Layer_Conv2d  *conv = (Layer_Conv2d *)layer->data;
+  WINOGRAD_WORK *s    = WINOGRAD_WS(conv);
+  PetscLogDouble persample, limit = conv->base.maxworkspace * 1024.0 * 1024.0;
+  PetscInt       chunk, tps = conv->wg.tiles[0] * conv->wg.tiles[1], nout = conv->base.nout, nu = 16 * nout * conv->base.cin, nmax = PetscMax(conv->base.cin, nout), nthreads = PetNetThreads();
+
+  PetscFunctionBegin;
+  persample = 16.0 * tps * (conv->base.cin + nout) * sizeof(WINOGRAD_T);
+  chunk     = (PetscInt)PetscMin((PetscLogDouble)PetscMax(n, 1), PetscMax(1.0, PetscFloorReal(limit / persample)));
+  if (chunk <= s->nalloc && nthreads <= s->nthreads) {
+    if (chunk != s->chunk) s->Vx = NULL;
+    s->chunk = chunk;
+    PetscFunctionReturn(0);
+  }
+  PetscCall(WINOGRAD_ENTRY(Conv2dResetWorkspace)(layer));
+  s->chunk    = chunk;
+  s->nalloc   = chunk;
+  s->nthreads = nthreads;
+  s->vsize    = (size_t)chunk * tps * 16 * conv->base.cin;
+  s->msize    = (size_t)chunk * tps * 16 * nout;
+  PetscCall(PetscMalloc7(nthreads * s->vsize, &s->V, nthreads * s->msize, &s->M, nu, &s->U, 2 * nu, &s->Ut, (size_t)nthreads * nu, &s->dUc, nout, &s->b, (1 + nthreads) * nmax, &s->zeros));
+  PetscCall(PetscMalloc2((size_t)PETNET_THREAD_PARTS * nu, &s->dU, (size_t)PETNET_THREAD_PARTS * nout, &s->dbpart));
+  for (PetscInt i = 0; i < nmax; i++) s->zeros[i] = 0;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode WINOGRAD_ENTRY(Conv2dResetWorkspace)(Layer layer)
+{
+  WINOGRAD_WORK *s = WINOGRAD_WS((Layer_Conv2d *)layer->data);
+
+  PetscFunctionBegin;
+  PetscCall(PetscFree7(s->V, s->M, s->U, s->Ut, s->dUc, s->b, s->zeros));
+  PetscCall(PetscFree2(s->dU, s->dbpart));
+  PetscCall(PetscMemzero(s, sizeof(*s)));
+  PetscFunctionReturn(0);
+}
+
+/* y = f(conv(x; W) + b), the chunks of samples in parallel */
+PetscErrorCode WINOGRAD_ENTRY(Conv2dForward)(Layer layer, PetscInt n, const PetscScalar *theta, const WINOGRAD_T *x, WINOGRAD_T *y)
+{
+  Layer_Conv2d     *conv = (Layer_Conv2d *)layer->data;
+  WINOGRAD_WORK    *s    = WINOGRAD_WS(conv);
+  const PetscInt    tps  = conv->wg.tiles[0] * conv->wg.tiles[1];
+  const WINOGRAD_T *b;
+  PetscInt          nchunks;
+  PetscErrorCode    err = 0;
+
+  PetscFunctionBegin;
+  if (!n) PetscFunctionReturn(0);
+  PetscCall(WINOGRAD_NAME(Conv2dGetWorkspace_Winograd)(layer, n));
+  WINOGRAD_NAME(WinogradWeights)(conv, theta, s->U, s->Ut);
+  b       = WINOGRAD_NAME(WinogradBias)(conv, theta);
+  s->Vx   = NULL; /* x may hold new values at the same address */
+  nchunks = (n + s->chunk - 1) / s->chunk;
+#pragma omp parallel for num_threads(PetNetThreads()) schedule(dynamic, 1) if (nchunks > 1)
+  for (PetscInt c = 0; c < nchunks; c++) {
+    const PetscInt s0 = c * s->chunk, ns = PetscMin(s->chunk, n - s0);
+    const WINOGRAD_NAME(WinogradThread) t = WINOGRAD_NAME(WinogradThreadBuffers)(conv);
+
+    WINOGRAD_NAME(WinogradColumns)(conv, s0, ns, n, x, layer->insize, t.V);
+    PetNetThreadsSetError(&err, WINOGRAD_NAME(WinogradGemms)(conv, WINOGRAD_GEMM_OUTPUT, ns * tps, s->Ut, t.V, t.M, NULL, NULL));
+    WINOGRAD_NAME(WinogradOutput)(conv, ns, t.M, b, PETSC_FALSE, t.scratch, y + (size_t)s0 * layer->outsize);
+    PetNetThreadsSetError(&err, WINOGRAD_NAME(LayerFusedActivate)(layer, ns * layer->outsize, y + (size_t)s0 * layer->outsize)); /* while the chunk is in cache */
+  }
+  PetNetThreadsCheck(err, "conv2d winograd forward");
+  PetscCall(PetscLogFlops(WinogradGemmFlops(conv, n)));
+  PetscFunctionReturn(0);
+}
+
+/*
+  dW += (conv in W)^T dy, db += sum dy (both in double), dx = (conv in x)^T dy: the transposed steps of forward, parts
+  of samples in parallel
+*/
+PetscErrorCode WINOGRAD_ENTRY(Conv2dBackward)(Layer layer, PetscInt n, const PetscScalar *theta, const WINOGRAD_T *x, const WINOGRAD_T *y, const WINOGRAD_T *dy, WINOGRAD_T *dx, PetscScalar *dtheta)
+{
+  Layer_Conv2d  *conv = (Layer_Conv2d *)layer->data;
+  WINOGRAD_WORK *s    = WINOGRAD_WS(conv);
+  const PetscInt tps = conv->wg.tiles[0] * conv->wg.tiles[1], nparts = PetNetThreadParts(n, 1);
+  const size_t   nu  = (size_t)16 * conv->base.nout * conv->base.cin;
+  PetscScalar   *db  = dtheta && conv->base.bias ? dtheta + conv->base.nout * conv->base.kg : NULL;
+  PetscErrorCode err = 0;
+
+  PetscFunctionBegin;
+  if (!n) PetscFunctionReturn(0);
+  PetscCall(WINOGRAD_NAME(Conv2dGetWorkspace_Winograd)(layer, n));
+  if (dx) WINOGRAD_NAME(WinogradWeights)(conv, theta, s->U, NULL);
+  if (nparts > 1 || n > s->chunk) s->Vx = NULL;
+#pragma omp parallel for num_threads(PetNetThreads()) schedule(dynamic, 1) if (nparts > 1)
+  for (PetscInt p = 0; p < nparts; p++) {
+    const WINOGRAD_NAME(WinogradThread) t = WINOGRAD_NAME(WinogradThreadBuffers)(conv);
+    WINOGRAD_T    *dUc                    = s->dUc + (size_t)PetNetThreadId() * nu;
+    PetscScalar   *dU = NULL, *dbp = NULL;
+    PetscInt       s0, s1;
+    PetscErrorCode ierr = 0;
+
+    PetNetThreadPart(n, nparts, p, &s0, &s1);
+    if (dtheta) Conv2dWinogradPartAccumulators_Private(conv, s->dU, s->dbpart, nparts, p, db, &dU, &dbp);
+    for (PetscInt c0 = s0; c0 < s1 && !ierr; c0 += s->chunk) {
+      const PetscInt    ns = PetscMin(s->chunk, s1 - c0), T = ns * tps;
+      const WINOGRAD_T *dys = dy + (size_t)c0 * layer->outsize;
+
+#if WINOGRAD_DB_IN_TRANSFORM
+      WINOGRAD_NAME(WinogradOutputTranspose)(conv, ns, dys, t.M, t.scratch, dbp);
+#else
+      WINOGRAD_NAME(WinogradOutputTranspose)(conv, ns, dys, t.M, t.scratch, NULL);
+      if (dbp)
+        for (PetscInt q = 0; q < ns * conv->base.pixels; q++)
+          for (PetscInt o = 0; o < conv->base.nout; o++) dbp[o] += dys[q * conv->base.nout + o];
+#endif
+      if (dtheta) {
+        WINOGRAD_NAME(WinogradColumns)(conv, c0, ns, n, x, layer->insize, t.V);
+        ierr = WINOGRAD_NAME(WinogradGemms)(conv, WINOGRAD_GEMM_WEIGHTS, T, NULL, t.V, t.M, dUc, dU);
+      }
+      if (dx && !ierr) {
+        ierr = WINOGRAD_NAME(WinogradGemms)(conv, WINOGRAD_GEMM_INPUT, T, s->U, t.V, t.M, NULL, NULL); /* dV overwrites V(x) */
+        WINOGRAD_NAME(WinogradInputTranspose)(conv, ns, t.V, PETSC_FALSE, t.scratch, dx + (size_t)c0 * layer->insize);
+      }
+    }
+    PetNetThreadsSetError(&err, ierr);
+  }
+  PetNetThreadsCheck(err, "conv2d winograd backward");
+  if (dx) s->Vx = NULL;
+  if (dtheta) Conv2dWinogradAddParts_Private(conv, s->dU, s->dbpart, nparts, dtheta, db);
+  PetscCall(PetscLogFlops(WinogradGemmFlops(conv, n) * ((dx ? 1 : 0) + (dtheta ? 1 : 0))));
+  PetscFunctionReturn(0);
+}
+
+/* dy = conv(x; dW) + db + conv(dx; W), the chunks in parallel */
+PetscErrorCode WINOGRAD_ENTRY(Conv2dJVP)(Layer layer, PetscInt n, const PetscScalar *theta, const WINOGRAD_T *x, const WINOGRAD_T *y, const WINOGRAD_T *dx, const PetscScalar *dtheta, WINOGRAD_T *dy)
+{
+  Layer_Conv2d     *conv = (Layer_Conv2d *)layer->data;
+  WINOGRAD_WORK    *s    = WINOGRAD_WS(conv);
+  const PetscInt    tps  = conv->wg.tiles[0] * conv->wg.tiles[1];
+  const size_t      nu   = (size_t)16 * conv->base.nout * conv->base.cin;
+  const WINOGRAD_T *db   = NULL;
+  PetscInt          nchunks;
+  PetscErrorCode    err = 0;
+
+  PetscFunctionBegin;
+  if (!n) PetscFunctionReturn(0);
+  PetscCall(WINOGRAD_NAME(Conv2dGetWorkspace_Winograd)(layer, n));
+  if (dtheta) { /* conv(x; dW) + db: U(dW) in thread 0's dUc (free outside backward) */
+    WINOGRAD_NAME(WinogradWeights)(conv, dtheta, s->dUc, s->Ut);
+    db = WINOGRAD_NAME(WinogradBias)(conv, dtheta);
+  }
+  if (dx) WINOGRAD_NAME(WinogradWeights)(conv, theta, s->U, s->Ut + nu); /* conv(dx; W) */
+  nchunks = (n + s->chunk - 1) / s->chunk;
+  if (nchunks > 1) s->Vx = NULL;
+#pragma omp parallel for num_threads(PetNetThreads()) schedule(dynamic, 1) if (nchunks > 1)
+  for (PetscInt c = 0; c < nchunks; c++) {
+    const PetscInt s0 = c * s->chunk, ns = PetscMin(s->chunk, n - s0), T = ns * tps;
+    const WINOGRAD_NAME(WinogradThread) t = WINOGRAD_NAME(WinogradThreadBuffers)(conv);
+    WINOGRAD_T    *dys                    = dy + (size_t)s0 * layer->outsize;
+    PetscErrorCode ierr                   = 0;
+
+    if (dtheta) {
+      WINOGRAD_NAME(WinogradColumns)(conv, s0, ns, n, x, layer->insize, t.V);
+      ierr = WINOGRAD_NAME(WinogradGemms)(conv, WINOGRAD_GEMM_OUTPUT, T, s->Ut, t.V, t.M, NULL, NULL);
+      WINOGRAD_NAME(WinogradOutput)(conv, ns, t.M, db, PETSC_FALSE, t.scratch, dys);
+    }
+    if (dx && !ierr) {
+      WINOGRAD_NAME(WinogradInput)(conv, ns, dx + (size_t)s0 * layer->insize, t.V);
+      ierr = WINOGRAD_NAME(WinogradGemms)(conv, WINOGRAD_GEMM_OUTPUT, T, s->Ut + nu, t.V, t.M, NULL, NULL);
+      WINOGRAD_NAME(WinogradOutput)(conv, ns, t.M, NULL, dtheta ? PETSC_TRUE : PETSC_FALSE, t.scratch, dys);
+    }
+    if (!dx && !dtheta)
+      for (size_t i = 0; i < (size_t)ns * layer->outsize; i++) dys[i] = 0;
+    PetNetThreadsSetError(&err, ierr);
+  }
+  PetNetThreadsCheck(err, "conv2d winograd jvp");
+  if (dx) s->Vx = NULL;
+  PetscCall(PetscLogFlops(WinogradGemmFlops(conv, n) * ((dx ? 1 : 0) + (dtheta ? 1 : 0))));
+  PetscFunctionReturn(0);
 }

@@ -50,7 +50,7 @@ static PetscErrorCode LayerBackward_Conv3d(Layer layer, PetscInt n, const PetscS
 {
   PetscFunctionBegin;
   PetscCall(Conv3dCheckRunnable(layer));
-  if (n) PetscCall(ConvBackward_Batch(layer, n, theta, x, dy, dx, dtheta));
+  if (n) PetscCall(ConvBackward_Batch(layer, n, theta, x, y, dy, dx, dtheta));
   PetscFunctionReturn(0);
 }
 
@@ -58,7 +58,7 @@ static PetscErrorCode LayerJVP_Conv3d(Layer layer, PetscInt n, const PetscScalar
 {
   PetscFunctionBegin;
   PetscCall(Conv3dCheckRunnable(layer));
-  if (n) PetscCall(ConvJVP_Batch(layer, n, theta, x, dx, dtheta, dy));
+  if (n) PetscCall(ConvJVP_Batch(layer, n, theta, x, y, dx, dtheta, dy));
   PetscFunctionReturn(0);
 }
 

@@ -5,56 +5,33 @@
   for the weight gradients, its own accumulators added in part order, so the results are the same at any thread count.
 */
 #include "convtranspose2d.h"
-
-typedef struct {
-  PetscBLASInt P, cin, cig, kg, ktot;
-} CTBLAS;
-
-static PetscErrorCode CTBLASSizes(const Layer_ConvTranspose2d *ct, PetscInt P, CTBLAS *b)
-{
-  PetscFunctionBegin;
-  PetscCall(PetscBLASIntCast(P, &b->P));
-  PetscCall(PetscBLASIntCast(ct->cin, &b->cin));
-  PetscCall(PetscBLASIntCast(ct->cig, &b->cig));
-  PetscCall(PetscBLASIntCast(ct->kg, &b->kg));
-  PetscCall(PetscBLASIntCast(ct->ktot, &b->ktot));
-  PetscFunctionReturn(0);
-}
+#include "../../interface/layergemm.h"
 
 /* col_g = Wg x_g + beta col_g, each group (x: P pixels [P][Cin]) */
 static PetscErrorCode CTGemmColumns(const Layer_ConvTranspose2d *ct, PetscInt P, const PetscScalar *W, const PetscScalar *x, PetscScalar beta, PetscScalar *col)
 {
-  CTBLAS      b;
-  PetscScalar one = 1.0;
+  PetscErrorCode ierr = 0;
 
-  PetscFunctionBegin;
-  PetscCall(CTBLASSizes(ct, P, &b));
-  for (PetscInt g = 0; g < ct->groups; g++) PetscCallBLAS("BLASgemm", BLASgemm_("N", "N", &b.kg, &b.P, &b.cig, &one, W + g * ct->cig * ct->kg, &b.kg, x + g * ct->cig, &b.cin, &beta, col + g * ct->kg, &b.ktot));
-  PetscFunctionReturn(0);
+  for (PetscInt g = 0; g < ct->groups && !ierr; g++) ierr = LayerGemm(PETSC_FALSE, 'N', 'N', ct->kg, P, ct->cig, W + g * ct->cig * ct->kg, ct->kg, x + g * ct->cig, ct->cin, beta, col + g * ct->kg, ct->ktot, NULL);
+  return ierr;
 }
 
 /* dx_g = Wg^T dcol_g + beta dx_g, each group */
 static PetscErrorCode CTGemmInput(const Layer_ConvTranspose2d *ct, PetscInt P, const PetscScalar *W, const PetscScalar *dcol, PetscScalar beta, PetscScalar *dx)
 {
-  CTBLAS      b;
-  PetscScalar one = 1.0;
+  PetscErrorCode ierr = 0;
 
-  PetscFunctionBegin;
-  PetscCall(CTBLASSizes(ct, P, &b));
-  for (PetscInt g = 0; g < ct->groups; g++) PetscCallBLAS("BLASgemm", BLASgemm_("T", "N", &b.cig, &b.P, &b.kg, &one, W + g * ct->cig * ct->kg, &b.kg, dcol + g * ct->kg, &b.ktot, &beta, dx + g * ct->cig, &b.cin));
-  PetscFunctionReturn(0);
+  for (PetscInt g = 0; g < ct->groups && !ierr; g++) ierr = LayerGemm(PETSC_FALSE, 'T', 'N', ct->cig, P, ct->kg, W + g * ct->cig * ct->kg, ct->kg, dcol + g * ct->kg, ct->ktot, beta, dx + g * ct->cig, ct->cin, NULL);
+  return ierr;
 }
 
 /* dWg += dcol_g x_g^T, each group */
 static PetscErrorCode CTGemmWeights(const Layer_ConvTranspose2d *ct, PetscInt P, const PetscScalar *dcol, const PetscScalar *x, PetscScalar *dW)
 {
-  CTBLAS      b;
-  PetscScalar one = 1.0;
+  PetscErrorCode ierr = 0;
 
-  PetscFunctionBegin;
-  PetscCall(CTBLASSizes(ct, P, &b));
-  for (PetscInt g = 0; g < ct->groups; g++) PetscCallBLAS("BLASgemm", BLASgemm_("N", "T", &b.kg, &b.cig, &b.P, &one, dcol + g * ct->kg, &b.ktot, x + g * ct->cig, &b.cin, &one, dW + g * ct->cig * ct->kg, &b.kg));
-  PetscFunctionReturn(0);
+  for (PetscInt g = 0; g < ct->groups && !ierr; g++) ierr = LayerGemm(PETSC_FALSE, 'N', 'T', ct->kg, ct->cig, P, dcol + g * ct->kg, ct->ktot, x + g * ct->cig, ct->cin, 1.0, dW + g * ct->cig * ct->kg, ct->kg, NULL);
+  return ierr;
 }
 
 /* y = col2im(col) for ns samples (y overwritten), then y += b if b */

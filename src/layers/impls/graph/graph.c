@@ -33,7 +33,7 @@
   nodes passes NULL arrays and cannot tell).
 */
 #include <petnet/private/layerimpl.h>
-#include <petscblaslapack.h>
+#include "../../interface/layergemm.h"
 
 typedef struct {
   PetscInt      nout;
@@ -199,37 +199,27 @@ static PetscErrorCode GraphApply(Layer layer, PetscBool trans, PetscBool add, co
 /* C (rows x m) = alpha op(W) B + beta C for the weight blocks: C = W^T B (trans "T": out x m from in x m) or W B ("N") */
 static PetscErrorCode GraphGemm(Layer layer, const char *trans, PetscInt m, const PetscScalar *W, const PetscScalar *B, PetscScalar beta, PetscScalar *C)
 {
-  Layer_Graph      *g   = (Layer_Graph *)layer->data;
-  const PetscScalar one = 1.0;
-  PetscBLASInt      bin, bout, bm;
+  const PetscInt in = layer->insize, out = ((Layer_Graph *)layer->data)->nout;
 
   PetscFunctionBegin;
   if (!m) PetscFunctionReturn(0);
-  PetscCall(PetscBLASIntCast(layer->insize, &bin));
-  PetscCall(PetscBLASIntCast(g->nout, &bout));
-  PetscCall(PetscBLASIntCast(m, &bm));
   if (trans[0] == 'T')
-    PetscCallBLAS("BLASgemm", BLASgemm_("T", "N", &bout, &bm, &bin, &one, W, &bin, B, &bin, &beta, C, &bout));
+    PetscCall(LayerGemm(PETSC_FALSE, 'T', 'N', out, m, in, W, in, B, in, beta, C, out, NULL));
   else
-    PetscCallBLAS("BLASgemm", BLASgemm_("N", "N", &bin, &bm, &bout, &one, W, &bin, B, &bout, &beta, C, &bin));
-  PetscCall(PetscLogFlops(2.0 * m * layer->insize * g->nout));
+    PetscCall(LayerGemm(PETSC_FALSE, 'N', 'N', in, m, out, W, in, B, out, beta, C, in, NULL));
+  PetscCall(PetscLogFlops(2.0 * m * in * out));
   PetscFunctionReturn(0);
 }
 
 /* dWc += U dY^T: (in x out) += (in x m) (out x m)^T */
 static PetscErrorCode GraphWeightGradient(Layer layer, PetscInt m, const PetscScalar *U, const PetscScalar *dy, PetscScalar *dW)
 {
-  Layer_Graph      *g   = (Layer_Graph *)layer->data;
-  const PetscScalar one = 1.0;
-  PetscBLASInt      bin, bout, bm;
+  const PetscInt in = layer->insize, out = ((Layer_Graph *)layer->data)->nout;
 
   PetscFunctionBegin;
   if (!m) PetscFunctionReturn(0);
-  PetscCall(PetscBLASIntCast(layer->insize, &bin));
-  PetscCall(PetscBLASIntCast(g->nout, &bout));
-  PetscCall(PetscBLASIntCast(m, &bm));
-  PetscCallBLAS("BLASgemm", BLASgemm_("N", "T", &bin, &bout, &bm, &one, U, &bin, dy, &bout, &one, dW, &bin));
-  PetscCall(PetscLogFlops(2.0 * m * layer->insize * g->nout));
+  PetscCall(LayerGemm(PETSC_FALSE, 'N', 'T', in, out, m, U, in, dy, out, 1.0, dW, in, NULL));
+  PetscCall(PetscLogFlops(2.0 * m * in * out));
   PetscFunctionReturn(0);
 }
 

@@ -45,7 +45,7 @@
 #include <petnet/private/layerimpl.h>
 #include <petscdmplex.h>
 #include <petscsf.h>
-#include <petscblaslapack.h>
+#include "../../interface/layergemm.h"
 
 typedef struct {
   PetscInt      nout, hidden, dim; /* C, H (0: C), D */
@@ -105,26 +105,11 @@ static PetscErrorCode MpnnName(Layer layer, size_t len, char name[])
   PetscFunctionReturn(0);
 }
 
-/* C = alpha op(A) op(B) + beta C, column-major, nothing for an empty product */
+/* C = op(A) op(B) + beta C, column-major (LayerGemm(), in the calling thread), with its flops */
 static PetscErrorCode MpnnGemm(const char *ta, const char *tb, PetscInt m, PetscInt n, PetscInt k, const PetscScalar *A, PetscInt lda, const PetscScalar *B, PetscInt ldb, PetscScalar beta, PetscScalar *C, PetscInt ldc)
 {
-  const PetscScalar one = 1.0;
-  PetscBLASInt      bm, bn, bk, blda, bldb, bldc;
-
   PetscFunctionBegin;
-  if (!m || !n) PetscFunctionReturn(0);
-  if (!k) {
-    if (beta == 0.0)
-      for (PetscInt j = 0; j < n; j++) PetscCall(PetscArrayzero(C + j * ldc, m));
-    PetscFunctionReturn(0);
-  }
-  PetscCall(PetscBLASIntCast(m, &bm));
-  PetscCall(PetscBLASIntCast(n, &bn));
-  PetscCall(PetscBLASIntCast(k, &bk));
-  PetscCall(PetscBLASIntCast(lda, &blda));
-  PetscCall(PetscBLASIntCast(ldb, &bldb));
-  PetscCall(PetscBLASIntCast(ldc, &bldc));
-  PetscCallBLAS("BLASgemm", BLASgemm_(ta, tb, &bm, &bn, &bk, &one, A, &blda, B, &bldb, &beta, C, &bldc));
+  PetscCall(LayerGemm(PETSC_FALSE, ta[0], tb[0], m, n, k, A, lda, B, ldb, beta, C, ldc, NULL));
   PetscCall(PetscLogFlops(2.0 * m * n * k));
   PetscFunctionReturn(0);
 }

@@ -1,0 +1,83 @@
+/*
+  dense's forward, backward and jvp on one element type, included once per type by dense.c (formulas and the BLAS
+  mapping there):
+    DENSE_T        the values' type: PetscScalar, or float (a Net at -net_precision single or bfloat16)
+    DENSE_NAME(f)  f itself, or fSingle
+  and, from dense.c, the type's DENSE_NAME(DenseParameters)() (W, b: theta itself, or rounded to float by forward and
+  kept for the backward and jvp that follow at the same point), DENSE_NAME(DenseDirection)() (dtheta, or rounded to
+  float) and DENSE_NAME(DenseWork)() (where a float weight gradient is formed before the double accumulation).
+  The parameters and their gradient stay double: dW += X dY^T through LayerGemm()'s accumulation into double.
+*/
+static PetscErrorCode DENSE_NAME(DenseForward)(Layer layer, PetscInt n, const PetscScalar *theta, const DENSE_T *x, DENSE_T *y)
+{
+  Layer_Dense   *dense = (Layer_Dense *)layer->data;
+  const PetscInt in = layer->insize, out = layer->outsize;
+  const DENSE_T *W = NULL;
+
+  PetscFunctionBegin;
+  PetscCall(DENSE_NAME(DenseParameters)(layer, theta, "forward", &W)); /* a rank without samples too: its backward may still be asked for */
+  if (!n) PetscFunctionReturn(0);
+  {
+    /* the bias (and a fused activation) in the GEMM's output pass, part by part while the part is in cache */
+    DENSE_NAME(LayerGemmEpilogue) ep = {layer, dense->bias ? W + in * out : NULL, (PetscBool)(layer->fuseact != NULL), NULL, NULL};
+
+    PetscCall(DENSE_NAME(LayerGemm)(PETSC_TRUE, 'T', 'N', out, n, in, W, in, x, in, 0, y, out, &ep));
+  }
+  PetscCall(PetscLogFlops(2.0 * n * in * out + n * out));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode DENSE_NAME(DenseBackward)(Layer layer, PetscInt n, const PetscScalar *theta, const DENSE_T *x, const DENSE_T *y, const DENSE_T *dy, DENSE_T *dx, PetscScalar *dtheta)
+{
+  Layer_Dense   *dense = (Layer_Dense *)layer->data;
+  const PetscInt in = layer->insize, out = layer->outsize;
+  const DENSE_T *W = NULL;
+
+  PetscFunctionBegin;
+  if (!n) PetscFunctionReturn(0);
+  if (dx) {
+    DENSE_NAME(LayerGemmEpilogue) ep = {layer, NULL, PETSC_FALSE, layer->fusemask ? x : NULL, NULL}; /* an activation fused before: dx = f'(x) W^T dy */
+
+    PetscCall(DENSE_NAME(DenseParameters)(layer, theta, "backward", &W));
+    PetscCall(DENSE_NAME(LayerGemm)(PETSC_TRUE, 'N', 'N', in, n, out, W, in, dy, out, 0, dx, in, &ep));
+    PetscCall(PetscLogFlops(2.0 * n * in * out));
+  }
+  if (dtheta) {
+    PetscScalar *db                  = dtheta + in * out;
+    DENSE_NAME(LayerGemmEpilogue) ep = {layer, NULL, PETSC_FALSE, NULL, dtheta}; /* dW += each part's block, in double */
+
+    PetscCall(DENSE_NAME(LayerGemm)(PETSC_TRUE, 'N', 'T', in, out, n, x, in, dy, out, 0, DENSE_NAME(DenseWork)(layer), in, &ep));
+    if (dense->bias)
+      for (PetscInt s = 0; s < n; s++)
+        for (PetscInt o = 0; o < out; o++) db[o] += dy[s * out + o];
+    PetscCall(PetscLogFlops(2.0 * n * in * out + n * out));
+  }
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode DENSE_NAME(DenseJVP)(Layer layer, PetscInt n, const PetscScalar *theta, const DENSE_T *x, const DENSE_T *y, const DENSE_T *dx, const PetscScalar *dtheta, DENSE_T *dy)
+{
+  Layer_Dense   *dense = (Layer_Dense *)layer->data;
+  const PetscInt in = layer->insize, out = layer->outsize;
+  const DENSE_T *W = NULL, *dW = NULL;
+  DENSE_T        beta = 0;
+
+  PetscFunctionBegin;
+  if (!n) PetscFunctionReturn(0);
+  if (dx) {
+    PetscCall(DENSE_NAME(DenseParameters)(layer, theta, "jvp", &W));
+    PetscCall(DENSE_NAME(LayerGemm)(PETSC_TRUE, 'T', 'N', out, n, in, W, in, dx, in, 0, dy, out, NULL));
+    PetscCall(PetscLogFlops(2.0 * n * in * out));
+    beta = 1;
+  }
+  if (dtheta) {
+    PetscCall(DENSE_NAME(DenseDirection)(layer, dtheta, &dW));
+    {
+      DENSE_NAME(LayerGemmEpilogue) ep = {layer, dense->bias ? dW + in * out : NULL, PETSC_FALSE, NULL, NULL}; /* + db 1^T in the output pass */
+
+      PetscCall(DENSE_NAME(LayerGemm)(PETSC_TRUE, 'T', 'N', out, n, in, dW, in, x, in, beta, dy, out, &ep));
+    }
+    PetscCall(PetscLogFlops(2.0 * n * in * out + 2.0 * n * out));
+  }
+  PetscFunctionReturn(0);
+}

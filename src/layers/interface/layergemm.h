@@ -1,0 +1,45 @@
+/*
+  The GEMM of the layers' kernels, one entry per element type (layergemm.c, from the template layergemmkernels.h):
+
+    LayerGemm()        C = op(A) op(B) + beta C on PetscScalar (BLAS's dgemm, alpha = 1, column-major)
+    LayerGemmSingle()  the same on float (sgemm)
+
+  followed by an epilogue on each block of C while the block is in cache, in this order:
+
+    bias      C(i, j) += bias[i]                                  (forward's bias, jvp's db)
+    activate  C = f(C), the activation the layer's owner fused after it (LayerFusedActivate(): layer->fuseact)
+    mask      C(i, j) *= f'(mask(i, j)), the derivative of the activation fused before it at the layer's input
+              (LayerFusedMask(): layer->fusemask), mask laid out like C
+    acc       the weight gradient's accumulation into DOUBLE: acc(i, j) += C(i, j), acc laid out like C. On
+              PetscScalar the GEMM accumulates into acc itself (beta 1; C and beta are not used), the order of the
+              double kernels; on float C is the chunk's product (beta 0 is the caller's usual choice), added in double.
+
+  threaded: the GEMM is cut into parts of rows of C (when m > n) or of columns, at least 16 each and LAYER_GEMM_PART_FLOPS
+  of work, run on PetNet's threads, one BLAS call and the epilogue per part; the inner dimension is never cut and the
+  parts depend on the sizes alone, so the results are the same bits for any number of threads. A small double GEMM
+  (m n k <= 32768 multiply-adds) runs as plain loops without a parallel region instead (the spiral's 20 x 2 by 2 x 50
+  products: BLAS's call, checks and packing and OpenMP's team cost more than the arithmetic); float keeps sgemm there.
+  Not threaded: one BLAS call and the epilogue, in the calling thread: a kernel that runs its own chunks on the
+  threads (batch convolution, Winograd) calls it so from inside its parallel region. There the entry calls no PETSc
+  function and returns an error code, as threadsimpl.h asks.
+*/
+#pragma once
+
+#include <petnet/private/layerimpl.h>
+
+/* flops of a GEMM below which it is not cut: a part's GEMM should outweigh packing its operands */
+#define LAYER_GEMM_PART_FLOPS 4.0e6
+
+#define LAYER_GEMM_EPILOGUE(T)                                                                           \
+  struct {                                                                                               \
+    Layer        layer;    /* whose fused activation or mask (activate, mask) */                         \
+    const T     *bias;     /* [m], or NULL */                                                            \
+    PetscBool    activate; /* apply layer->fuseact */                                                    \
+    const T     *mask;     /* apply layer->fusemask's derivative at mask (ldc apart, like C), or NULL */ \
+    PetscScalar *acc;      /* add C into this double array (ldc apart, like C), or NULL */               \
+  }
+typedef LAYER_GEMM_EPILOGUE(PetscScalar) LayerGemmEpilogue;
+typedef LAYER_GEMM_EPILOGUE(float) LayerGemmEpilogueSingle;
+
+PETSC_INTERN PetscErrorCode LayerGemm(PetscBool, char, char, PetscInt, PetscInt, PetscInt, const PetscScalar *, PetscInt, const PetscScalar *, PetscInt, PetscScalar, PetscScalar *, PetscInt, const LayerGemmEpilogue *);
+PETSC_INTERN PetscErrorCode LayerGemmSingle(PetscBool, char, char, PetscInt, PetscInt, PetscInt, const float *, PetscInt, const float *, PetscInt, float, float *, PetscInt, const LayerGemmEpilogueSingle *);
