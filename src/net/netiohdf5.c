@@ -45,6 +45,7 @@
 #include "netio.h"
 #if defined(PETSC_HAVE_HDF5)
 #include <petscviewerhdf5.h>
+#include <errno.h>
 
 #define NET_HDF5_GROUP     "petnet"
 #define NET_HDF5_MAX_SHAPE 8 /* dimensions a "shape" attribute may list */
@@ -66,6 +67,17 @@ static PetscErrorCode NetHDF5ShapeString_Private(const LayerTensorInfo *t, size_
     PetscCall(PetscSNPrintf(shape + n, len - n, d ? ",%" PetscInt_FMT : "%" PetscInt_FMT, t->dims[d]));
     PetscCall(PetscStrlen(shape, &n));
   }
+  PetscFunctionReturn(0);
+}
+
+/* Ends a dataset's write: a failure on any rank is the same error on every rank (PetNetWriteAgree()) */
+static PetscErrorCode NetHDF5WriteAgree_Private(MPI_Comm comm, int bad, const char file[], const char name[])
+{
+  char what[2 * PETSC_MAX_PATH_LEN];
+
+  PetscFunctionBegin;
+  PetscCall(PetscSNPrintf(what, sizeof(what), "the Net to %s (HDF5 dataset \"%s\")", file, name));
+  PetscCall(PetNetWriteAgree(comm, 0, bad ? EIO : 0, what, NULL));
   PetscFunctionReturn(0);
 }
 
@@ -92,8 +104,7 @@ static PetscErrorCode NetHDF5WriteDataset_Private(Net net, PetscViewer viewer, c
   if (dset >= 0) H5Dclose(dset);
   if (space >= 0) H5Sclose(space);
   H5Gclose(gid);
-  PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, comm));
-  PetscCheck(!bad, comm, PETSC_ERR_FILE_WRITE, "Cannot save the Net to %s: HDF5 failed to write dataset \"%s\" (disk full, or quota?)", file, name);
+  PetscCall(NetHDF5WriteAgree_Private(comm, bad, file, name));
   PetscFunctionReturn(0);
 }
 
