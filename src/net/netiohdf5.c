@@ -45,7 +45,6 @@
 #include "netio.h"
 #if defined(PETSC_HAVE_HDF5)
 #include <petscviewerhdf5.h>
-#include <errno.h>
 
 #define NET_HDF5_GROUP     "petnet"
 #define NET_HDF5_MAX_SHAPE 8 /* dimensions a "shape" attribute may list */
@@ -70,14 +69,15 @@ static PetscErrorCode NetHDF5ShapeString_Private(const LayerTensorInfo *t, size_
   PetscFunctionReturn(0);
 }
 
-/* Ends a dataset's write: a failure on any rank is the same error on every rank (PetNetWriteAgree()) */
+/* Ends a dataset's write: a failure on any rank is the same error on every rank (PetNetWriteAgreeReason()) */
 static PetscErrorCode NetHDF5WriteAgree_Private(MPI_Comm comm, int bad, const char file[], const char name[])
 {
-  char what[2 * PETSC_MAX_PATH_LEN];
+  char what[PETSC_MAX_PATH_LEN + 32], reason[PETSC_MAX_PATH_LEN + 64];
 
   PetscFunctionBegin;
-  PetscCall(PetscSNPrintf(what, sizeof(what), "the Net to %s (HDF5 dataset \"%s\")", file, name));
-  PetscCall(PetNetWriteAgree(comm, 0, bad ? EIO : 0, what, NULL));
+  PetscCall(PetscSNPrintf(what, sizeof(what), "the Net to %s", file));
+  PetscCall(PetscSNPrintf(reason, sizeof(reason), "HDF5 failed to write the dataset \"%s\"", name));
+  PetscCall(PetNetWriteAgreeReason(comm, bad ? reason : NULL, what, NULL));
   PetscFunctionReturn(0);
 }
 

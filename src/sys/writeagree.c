@@ -11,7 +11,7 @@
       PetscCall(PetNetWriteAgree(comm, ierr, errno_of_the_write, file, tmp));   all ranks: the same error, tmp removed
 
   The verdict of the first failing rank (PETSc's message and the system's reason, strerror) is broadcast, so every
-  rank raises the same PETSC_ERR_FILE_WRITE naming the file and the reason.
+  rank raises the same PETSC_ERR_FILE_WRITE naming the file and the reason, and returns at once.
 
   Testing: -petnet_fault_inject write:N[:R] turns the outcome of the N-th write step (N-th call of PetNetWriteAgree(),
   counted from 1 on every rank alike) into a failure on rank R (default 0) of the writer's communicator.
@@ -135,44 +135,84 @@ PetscErrorCode PetNetFaultInjectWrite(MPI_Comm comm, PetscBool *fail)
 
 .seealso: `PetNetFaultInjectWrite()`, `PetNetWriteCheckFILE()`, `PetNetTemporaryFileName()`, `PetNetCommitFile()`
 @*/
-PetscErrorCode PetNetWriteAgree(MPI_Comm comm, PetscErrorCode ierr, int err, const char file[], const char tmp[])
+/* The agreement: failed, err and msg[] are this rank's; the first failing rank's err and msg[] are raised everywhere */
+static PetscErrorCode PetNetWriteAgree_Private(MPI_Comm comm, PetscBool failed, int err, char msg[], const char file[], const char tmp[])
 {
-  PetscMPIInt rank, size, first;
-  PetscBool   inject;
-  char        msg[PETNET_WRITE_MESSAGE] = "";
+  PetscMPIInt    rank, size, first;
+  PetscBool      inject;
+  PetscErrorCode ierr;
 
   PetscFunctionBegin;
   PetscCallMPI(MPI_Comm_rank(comm, &rank));
   PetscCallMPI(MPI_Comm_size(comm, &size));
   PetscCall(PetNetFaultInjectWrite(comm, &inject));
-  if (inject && !ierr && !err) {
-    err = ENOSPC;
-    PetscCall(PetscSNPrintf(msg, sizeof(msg), "a failure injected by -petnet_fault_inject write:%" PetscInt_FMT ":%d", petnetWriteSteps, rank));
-  } else if (ierr || err) {
-    char *why = NULL;
+  if (inject && !failed) {
+    failed = PETSC_TRUE;
+    err    = ENOSPC;
+    PetscCall(PetscSNPrintf(msg, PETNET_WRITE_MESSAGE, "a failure injected by -petnet_fault_inject write:%" PetscInt_FMT ":%d", petnetWriteSteps, rank));
+  } else if (failed && (!err || err == EIO)) { /* no reason, or a generic one: the file system may tell more */
+    int fs = PetNetWriteReason_Private(tmp && tmp[0] ? tmp : file);
 
-    if (!err || err == EIO) { /* no reason, or a generic one: the file system may tell more */
-      int fs = PetNetWriteReason_Private(tmp && tmp[0] ? tmp : file);
-
-      if (fs) err = fs;
-    }
-    if (ierr) PetscCall(PetscErrorMessage(ierr, NULL, &why));
-    PetscCall(PetscSNPrintf(msg, sizeof(msg), "%s", why && why[0] ? why : "the data did not reach the file"));
+    if (fs) err = fs;
   }
-  first = (ierr || err || inject) ? rank : size;
+  first = failed ? rank : size;
   PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, comm));
   if (first == size) PetscFunctionReturn(0);
   PetscCallMPI(MPI_Bcast(&err, 1, MPI_INT, first, comm));
-  PetscCallMPI(MPI_Bcast(msg, sizeof(msg), MPI_CHAR, first, comm));
-  msg[sizeof(msg) - 1] = 0;
+  PetscCallMPI(MPI_Bcast(msg, PETNET_WRITE_MESSAGE, MPI_CHAR, first, comm));
+  msg[PETNET_WRITE_MESSAGE - 1] = 0;
   if (tmp && tmp[0] && rank == 0) PetscCall(PetNetRemoveTemporaryFile(tmp));
-  /* rank 0 prints the message; the others raise the same error quietly, and return at once (PETSc's handler would keep
-     them asleep for 10 s and then exit, while the callers clean up collectively: close their viewers) */
-  if (rank) PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, NULL));
-  ierr = PetscError(comm, __LINE__, PETSC_FUNCTION_NAME, __FILE__, PETSC_ERR_FILE_WRITE, PETSC_ERROR_INITIAL, "Could not write %s on rank %d: %s (%s).%s%s%s Free space or choose another file", file, first, err ? strerror(err) : "the write failed", msg,
+  /* every rank raises the same error at once: rank 0 on comm, the others on PETSC_COMM_SELF (so that each prints it and
+     returns: PETSc's handler would keep a rank other than 0 asleep for 10 s, then exit, while the callers clean up
+     collectively, closing their viewers) */
+  ierr = PetscError(rank ? PETSC_COMM_SELF : comm, __LINE__, PETSC_FUNCTION_NAME, __FILE__, PETSC_ERR_FILE_WRITE, PETSC_ERROR_INITIAL, "Could not write %s on rank %d: %s (%s).%s%s%s Free space or choose another file", file, first, err ? strerror(err) : "the write failed", msg,
                     tmp && tmp[0] ? " The temporary file " : "", tmp && tmp[0] ? tmp : "", tmp && tmp[0] ? " was removed, and any previous file of that name is unchanged." : "");
-  if (rank) PetscCall(PetscPopErrorHandler());
   PetscFunctionReturn(ierr);
+}
+
+PetscErrorCode PetNetWriteAgree(MPI_Comm comm, PetscErrorCode ierr, int err, const char file[], const char tmp[])
+{
+  char msg[PETNET_WRITE_MESSAGE] = "";
+
+  PetscFunctionBegin;
+  if (ierr || err) {
+    char *why = NULL;
+
+    if (ierr) PetscCall(PetscErrorMessage(ierr, NULL, &why));
+    PetscCall(PetscSNPrintf(msg, sizeof(msg), "%s", why && why[0] ? why : "the data did not reach the file"));
+  }
+  PetscCall(PetNetWriteAgree_Private(comm, (PetscBool)(ierr || err), err, msg, file, tmp));
+  PetscFunctionReturn(0);
+}
+
+/*@C
+  PetNetWriteAgreeReason - PetNetWriteAgree() for a step whose failure is known by a description, not a PETSc error
+  (a call of the HDF5 library that returned a negative value)
+
+  Collective
+
+  Input Parameters:
++ comm   - the communicator of the ranks that write the file
+. reason - what failed on this rank (e.g. "H5Dwrite of dataset \"0.weight\" failed"), or NULL if nothing did
+. file   - the file being written, as the message names it
+- tmp    - the temporary file written in its place, removed on failure; NULL if none
+
+  Notes:
+  The reason of the first failing rank is raised on every rank as PETSC_ERR_FILE_WRITE, with what the file system
+  says (a full or read-only file system), as in PetNetWriteAgree().
+
+  Level: developer
+
+.seealso: `PetNetWriteAgree()`, `PetNetFaultInjectWrite()`
+@*/
+PetscErrorCode PetNetWriteAgreeReason(MPI_Comm comm, const char reason[], const char file[], const char tmp[])
+{
+  char msg[PETNET_WRITE_MESSAGE] = "";
+
+  PetscFunctionBegin;
+  if (reason) PetscCall(PetscStrncpy(msg, reason, sizeof(msg)));
+  PetscCall(PetNetWriteAgree_Private(comm, reason ? PETSC_TRUE : PETSC_FALSE, 0, msg, file, tmp));
+  PetscFunctionReturn(0);
 }
 
 /*@C
