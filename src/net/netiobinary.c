@@ -197,6 +197,7 @@ PetscErrorCode NetWrite_Binary(Net net, PetscViewer viewer)
 
   PetscFunctionBegin;
   PetscCall(NetIOFileName_Private(viewer, &file));
+  PetscCall(NetIOFailForTesting_Private(net, file));
   PetscCall(NetIOGetSpec_Private(net, &img.spec));
   PetscCall(PetscStrlen(img.spec, &len));
   PetscCall(PetscIntCast((PetscInt64)len, &img.header[2]));
@@ -204,7 +205,6 @@ PetscErrorCode NetWrite_Binary(Net net, PetscViewer viewer)
   for (PetscInt d = 0; d < net->in.ndim; d++) img.header[4 + d] = net->in.dim[d];
   img.header[8] = net->nparams;
   PetscCall(NetIOGetNumBuffers_Private(net, &img.header[9]));
-  PetscCall(NetIOFailForTesting_Private(net, file));
   PetscCall(VecScatterCreateToZero(net->theta, &sct, &img.theta));
   PetscCall(VecScatterBegin(sct, net->theta, img.theta, INSERT_VALUES, SCATTER_FORWARD));
   PetscCall(VecScatterEnd(sct, net->theta, img.theta, INSERT_VALUES, SCATTER_FORWARD));
