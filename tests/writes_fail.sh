@@ -6,7 +6,7 @@
 #   tests/writes_fail.sh inject   the N-th write step fails on one rank (-petnet_fault_inject write:N:RANK)
 #   tests/writes_fail.sh tmpfs    a real full file system: a 64 KB tmpfs mounted here (skipped, with a message, where
 #                                 mount is not permitted)
-# BIN=dir runs the programs of another build (to see the old code fail).
+# BIN=dir runs the programs of another build (to see the old code fail); RANKS="2" runs one rank count.
 cd "$(dirname "$0")/.." || exit 2
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 bin=${BIN:-bin}
@@ -42,7 +42,7 @@ mpiexec -n 1 "$bin"/fashion -net_layers dense:10 $data -trainer_epochs 1 -traine
 
 if [[ $mode == inject ]]; then
   dir=$out
-  for n in 1 2 3; do
+  for n in ${RANKS:-1 2 3}; do
     last=$((n - 1))
     rm -f "$dir"/*
     # the first checkpoint fails on the last rank; then the second one (the first is kept, unchanged)
@@ -75,7 +75,7 @@ elif [[ $mode == tmpfs ]]; then
   fi
   trap 'umount "$dir"' EXIT
   fill() { rm -f "$dir"/*; dd if=/dev/zero of="$dir"/fill bs=1k count=64 > /dev/null 2>&1; }
-  for n in 1 2 3; do
+  for n in ${RANKS:-1 2 3}; do
     rm -f "$dir"/*
     # dense:64 with Adam: about 1.2 MB of checkpoint, 400 KB of model, in 64 KB
     expect_failure ckpt_full $n $dir/a.ckpt "Could not write the checkpoint $dir/a.ckpt on rank 0: No space left on device" \
