@@ -240,7 +240,7 @@ static PetscErrorCode TrainerMonitorCheckFile_Private(PetscViewer viewer)
 
   Notes:
   The line reads "epoch   3/10  train_loss 0.412345  test_loss 0.431234  test_acc 0.8456  samples/s 51234  elapsed
-  4.12s" (no test columns without an evaluation Dataset). Use it with TrainerMonitorSet(tr, (PetscErrorCode
+  4.12s" (no test columns without an evaluation Dataset, no test_acc for a regression). Use it with TrainerMonitorSet(tr, (PetscErrorCode
   (*)(Trainer, PetscInt, const TrainerMetrics *, void *))TrainerMonitorDefault, vf, (PetscErrorCode (*)(void
   **))PetscViewerAndFormatDestroy).
 
@@ -263,9 +263,13 @@ PetscErrorCode TrainerMonitorDefault(Trainer tr, PetscInt epoch, const TrainerMe
     PetscFunctionReturn(0);
   }
   PetscCall(PetscSNPrintf(line, sizeof(line), "epoch %3" PetscInt_FMT "/%" PetscInt_FMT "  train_loss %.6f", epoch, metrics->epochs, (double)metrics->train_loss));
-  if (tr->test) {
-    PetscCall(PetscSNPrintf(part, sizeof(part), "  test_loss %.6f  test_acc %.4f", (double)metrics->test_loss, (double)metrics->test_accuracy));
+  if (tr->test) { /* no accuracy for a regression (its accuracy is -1: unknown) */
+    PetscCall(PetscSNPrintf(part, sizeof(part), "  test_loss %.6f", (double)metrics->test_loss));
     PetscCall(PetscStrlcat(line, part, sizeof(line)));
+    if (metrics->test_accuracy >= 0) {
+      PetscCall(PetscSNPrintf(part, sizeof(part), "  test_acc %.4f", (double)metrics->test_accuracy));
+      PetscCall(PetscStrlcat(line, part, sizeof(line)));
+    }
   }
   PetscCall(PetscSNPrintf(part, sizeof(part), "  samples/s %.0f  elapsed %.2fs\n", (double)metrics->samples_per_s, (double)metrics->elapsed));
   PetscCall(PetscStrlcat(line, part, sizeof(line)));
