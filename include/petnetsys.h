@@ -44,7 +44,7 @@ PETSC_EXTERN PetscErrorCode PetNetRemoveStaleTemporaryFiles(MPI_Comm, const char
 /* Writes that fail on one rank end every rank with the same error (src/sys/writeagree.c) */
 PETSC_EXTERN PetscErrorCode PetNetWriteAgree(MPI_Comm, PetscErrorCode, int, const char[], const char[]);
 PETSC_EXTERN PetscErrorCode PetNetWriteAgreeReason(MPI_Comm, const char[], const char[], const char[]);
-PETSC_EXTERN PetscErrorCode PetNetWriteCheckFILE(MPI_Comm, FILE *, const char[]);
+PETSC_EXTERN PetscErrorCode PetNetWriteCheckViewer(PetscViewer);
 PETSC_EXTERN PetscErrorCode PetNetFaultInjectWrite(MPI_Comm, PetscBool *);
 PETSC_EXTERN PetscErrorCode PetNetCheckHDF5File(MPI_Comm, const char[], const char[], PetscBool);
 

@@ -62,8 +62,10 @@ static int PetNetWriteReason_Private(const char path[])
   struct statvfs st;
 
   if (!path || !path[0]) return 0;
-  if (!slash) snprintf(dir, sizeof(dir), ".");
-  else snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+  if (!slash)
+    snprintf(dir, sizeof(dir), ".");
+  else
+    snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
   if (statvfs(dir, &st)) return 0;
   if (st.f_flag & ST_RDONLY) return EROFS;
   if (st.f_bavail == 0 || st.f_favail == 0) return ENOSPC;
@@ -110,31 +112,6 @@ PetscErrorCode PetNetFaultInjectWrite(MPI_Comm comm, PetscBool *fail)
   PetscFunctionReturn(0);
 }
 
-/*@C
-  PetNetWriteAgree - ends a local write step: every rank learns whether any rank failed, and all raise the same error
-
-  Collective
-
-  Input Parameters:
-+ comm - the communicator of the ranks that write the file
-. ierr - this rank's result of its local step (0: success, or nothing to do on this rank)
-. err  - this rank's errno of the failed system call (0 if none or unknown): the reason the message gives
-. file - the file being written, as the message names it: its name, or words and its name ("the checkpoint a.ckpt")
-- tmp  - the temporary file written in its place (PetNetTemporaryFileName()), removed on failure; NULL if none
-
-  Notes:
-  Call it on every rank after every step in which some rank wrote on its own (rank 0 through a sequential viewer or a
-  FILE*), before any other collective call: a rank that failed and went on to a collective while the others were
-  elsewhere would hang the job. Run the local step under PetscPushErrorHandler(PetscReturnErrorHandler, NULL), so that
-  its error is returned, not printed; its message is quoted here.
-
-  On failure, every rank raises PETSC_ERR_FILE_WRITE with one message naming the file, the failing rank, the
-  reason (strerror(err), e.g. "No space left on device") and PETSc's message, and tmp has been removed.
-
-  Level: developer
-
-.seealso: `PetNetFaultInjectWrite()`, `PetNetWriteCheckFILE()`, `PetNetTemporaryFileName()`, `PetNetCommitFile()`
-@*/
 /* The agreement: failed, err and msg[] are this rank's; the first failing rank's err and msg[] are raised everywhere */
 static PetscErrorCode PetNetWriteAgree_Private(MPI_Comm comm, PetscBool failed, int err, char msg[], const char file[], const char tmp[])
 {
@@ -165,11 +142,36 @@ static PetscErrorCode PetNetWriteAgree_Private(MPI_Comm comm, PetscBool failed, 
   /* every rank raises the same error at once: rank 0 on comm, the others on PETSC_COMM_SELF (so that each prints it and
      returns: PETSc's handler would keep a rank other than 0 asleep for 10 s, then exit, while the callers clean up
      collectively, closing their viewers) */
-  ierr = PetscError(rank ? PETSC_COMM_SELF : comm, __LINE__, PETSC_FUNCTION_NAME, __FILE__, PETSC_ERR_FILE_WRITE, PETSC_ERROR_INITIAL, "Could not write %s on rank %d: %s (%s).%s%s%s Free space or choose another file", file, first, err ? strerror(err) : "the write failed", msg,
-                    tmp && tmp[0] ? " The temporary file " : "", tmp && tmp[0] ? tmp : "", tmp && tmp[0] ? " was removed, and any previous file of that name is unchanged." : "");
+  ierr = PetscError(rank ? PETSC_COMM_SELF : comm, __LINE__, PETSC_FUNCTION_NAME, __FILE__, PETSC_ERR_FILE_WRITE, PETSC_ERROR_INITIAL, "Could not write %s on rank %d: %s (%s).%s%s%s Free space or choose another file", file, first,
+                    err ? strerror(err) : "the write failed", msg, tmp && tmp[0] ? " The temporary file " : "", tmp && tmp[0] ? tmp : "", tmp && tmp[0] ? " was removed, and any previous file of that name is unchanged." : "");
   PetscFunctionReturn(ierr);
 }
 
+/*@C
+  PetNetWriteAgree - ends a local write step: every rank learns whether any rank failed, and all raise the same error
+
+  Collective
+
+  Input Parameters:
++ comm - the communicator of the ranks that write the file
+. ierr - this rank's result of its local step (0: success, or nothing to do on this rank)
+. err  - this rank's errno of the failed system call (0 if none or unknown): the reason the message gives
+. file - the file being written, as the message names it: its name, or words and its name ("the checkpoint a.ckpt")
+- tmp  - the temporary file written in its place (PetNetTemporaryFileName()), removed on failure; NULL if none
+
+  Notes:
+  Call it on every rank after every step in which some rank wrote on its own (rank 0 through a sequential viewer or a
+  FILE*), before any other collective call: a rank that failed and went on to a collective while the others were
+  elsewhere would hang the job. Run the local step under PetscPushErrorHandler(PetscReturnErrorHandler, NULL), so that
+  its error is returned, not printed; its message is quoted here.
+
+  On failure, every rank raises PETSC_ERR_FILE_WRITE with one message naming the file, the failing rank, the
+  reason (strerror(err), e.g. "No space left on device") and PETSc's message, and tmp has been removed.
+
+  Level: developer
+
+.seealso: `PetNetFaultInjectWrite()`, `PetNetWriteCheckViewer()`, `PetNetTemporaryFileName()`, `PetNetCommitFile()`
+@*/
 PetscErrorCode PetNetWriteAgree(MPI_Comm comm, PetscErrorCode ierr, int err, const char file[], const char tmp[])
 {
   char msg[PETNET_WRITE_MESSAGE] = "";
@@ -216,15 +218,13 @@ PetscErrorCode PetNetWriteAgreeReason(MPI_Comm comm, const char reason[], const 
 }
 
 /*@C
-  PetNetWriteCheckFILE - flushes a file that rank 0 writes with stdio (PetscViewerASCII, PetscFPrintf()) and agrees on
-  every rank whether all of it reached the file
+  PetNetWriteCheckViewer - flushes the file of an ASCII viewer (rank 0 writes it with stdio) and agrees on every rank
+  whether all of it reached the file
 
   Collective
 
-  Input Parameters:
-+ comm - the communicator of the ranks that write the file
-. fp   - the file (significant on rank 0 only; NULL or stdout/stderr: nothing is checked there)
-- file - its name, for the message
+  Input Parameter:
+. viewer - a PETSCVIEWERASCII viewer of a file; standard output and standard error are not checked (nor counted)
 
   Notes:
   fprintf() to a full disk fails only when its buffer is flushed, and PETSc's ASCII viewers do not check: a monitor
@@ -234,19 +234,31 @@ PetscErrorCode PetNetWriteAgreeReason(MPI_Comm comm, const char reason[], const 
 
   Level: developer
 
-.seealso: `PetNetWriteAgree()`, `TrainerMonitorCSV()`
+.seealso: `PetNetWriteAgree()`, `TrainerMonitorCSV()`, `TrainerMonitorDefault()`
 @*/
-PetscErrorCode PetNetWriteCheckFILE(MPI_Comm comm, FILE *fp, const char file[])
+PetscErrorCode PetNetWriteCheckViewer(PetscViewer viewer)
 {
+  MPI_Comm    comm;
   PetscMPIInt rank;
+  const char *name = NULL;
+  FILE       *fp   = NULL;
+  PetscBool   std, out;
   int         err = 0;
 
   PetscFunctionBegin;
+  PetscValidHeaderSpecific(viewer, PETSC_VIEWER_CLASSID, 1);
+  PetscCall(PetscObjectGetComm((PetscObject)viewer, &comm));
+  PetscCall(PetscViewerFileGetName(viewer, &name));
+  if (!name) PetscFunctionReturn(0);
+  PetscCall(PetscStrcmp(name, "stdout", &std));
+  PetscCall(PetscStrcmp(name, "stderr", &out));
+  if (std || out) PetscFunctionReturn(0);
+  PetscCall(PetscViewerASCIIGetPointer(viewer, &fp));
   PetscCallMPI(MPI_Comm_rank(comm, &rank));
-  if (rank == 0 && fp && fp != stdout && fp != stderr) {
+  if (rank == 0 && fp) {
     errno = 0;
     if (fflush(fp) || ferror(fp)) err = errno ? errno : EIO;
   }
-  PetscCall(PetNetWriteAgree(comm, 0, err, file, NULL));
+  PetscCall(PetNetWriteAgree(comm, 0, err, name, NULL));
   PetscFunctionReturn(0);
 }

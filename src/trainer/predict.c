@@ -165,8 +165,10 @@ static const char *TrainerWritePredictionsHDF5_Private(const char file[], const 
 
     space = H5Screate_simple(k ? 1 : 2, dims, NULL);
     dset  = space < 0 ? -1 : H5Dcreate2(fid, name, k ? H5T_NATIVE_INT : H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    if (dset < 0) failed = k ? "H5Dcreate2 (creating the dataset \"labels\")" : "H5Dcreate2 (creating the dataset \"logits\")";
-    else if (N && H5Dwrite(dset, k ? H5T_NATIVE_INT : H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, k ? (const void *)labels : (const void *)y) < 0) failed = k ? "H5Dwrite (the dataset \"labels\")" : "H5Dwrite (the dataset \"logits\")";
+    if (dset < 0)
+      failed = k ? "H5Dcreate2 (creating the dataset \"labels\")" : "H5Dcreate2 (creating the dataset \"logits\")";
+    else if (N && H5Dwrite(dset, k ? H5T_NATIVE_INT : H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, k ? (const void *)labels : (const void *)y) < 0)
+      failed = k ? "H5Dwrite (the dataset \"labels\")" : "H5Dwrite (the dataset \"logits\")";
     if (dset >= 0 && H5Dclose(dset) < 0 && !failed) failed = "H5Dclose";
     if (space >= 0) H5Sclose(space);
   }

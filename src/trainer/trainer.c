@@ -666,7 +666,7 @@ PetscErrorCode TrainerSetUp(Trainer tr)
     PetscCall(PetNetRemoveStaleTemporaryFiles(comm, tr->checkpoint));
     PetscCall(PetNetCheckWritableFile(comm, tr->checkpoint, "-trainer_checkpoint"));
   }
-  PetscCall(TrainerPlotCheck_Private(tr)); /* a plot that cannot be written is reported now, not after training */
+  PetscCall(TrainerPlotCheck_Private(tr));    /* a plot that cannot be written is reported now, not after training */
   PetscCall(TrainerViewNetCheck_Private(tr)); /* and so is -trainer_view_net's file */
   PetscCall(TrainerMonitorSetUp_Private(tr));
   tr->setupcalled = PETSC_TRUE;

@@ -200,26 +200,6 @@ PetscErrorCode TrainerMonitor_Private(Trainer tr, PetscInt epoch, PetscReal seco
   PetscFunctionReturn(0);
 }
 
-/* After a monitor's line: a file that did not get it (a full disk) is an error on every rank naming it, not a run that
-   ends with 0 and an empty file (PETSc's ASCII viewers do not check their writes); standard output is not checked */
-static PetscErrorCode TrainerMonitorCheckFile_Private(PetscViewer viewer)
-{
-  const char *name = NULL;
-  FILE       *fp   = NULL;
-  PetscBool   std;
-
-  PetscFunctionBegin;
-  PetscCall(PetscViewerFileGetName(viewer, &name));
-  if (!name) PetscFunctionReturn(0);
-  PetscCall(PetscStrcmp(name, "stdout", &std));
-  if (std) PetscFunctionReturn(0);
-  PetscCall(PetscStrcmp(name, "stderr", &std));
-  if (std) PetscFunctionReturn(0);
-  PetscCall(PetscViewerASCIIGetPointer(viewer, &fp));
-  PetscCall(PetNetWriteCheckFILE(PetscObjectComm((PetscObject)viewer), fp, name));
-  PetscFunctionReturn(0);
-}
-
 /*@C
   TrainerMonitorDefault - prints the progress line of an epoch: epoch, training loss, test loss and accuracy,
   throughput and elapsed time
@@ -245,11 +225,11 @@ static PetscErrorCode TrainerMonitorCheckFile_Private(PetscViewer viewer)
   **))PetscViewerAndFormatDestroy).
 
   In a file, each line is flushed and checked: a line that does not reach the file (a full disk, quota) is an error on
-  every rank naming the file (PetNetWriteCheckFILE()), not a run that ends with 0 and an empty file.
+  every rank naming the file (PetNetWriteCheckViewer()), not a run that ends with 0 and an empty file.
 
   Level: intermediate
 
-.seealso: `TrainerMonitorSet()`, `TrainerMonitorCSV()`, `TrainerMonitorDraw()`, `TrainerMetrics`, `PetNetWriteCheckFILE()`
+.seealso: `TrainerMonitorSet()`, `TrainerMonitorCSV()`, `TrainerMonitorDraw()`, `TrainerMetrics`, `PetNetWriteCheckViewer()`
 @*/
 PetscErrorCode TrainerMonitorDefault(Trainer tr, PetscInt epoch, const TrainerMetrics *metrics, PetscViewerAndFormat *vf)
 {
@@ -274,7 +254,7 @@ PetscErrorCode TrainerMonitorDefault(Trainer tr, PetscInt epoch, const TrainerMe
   PetscCall(PetscSNPrintf(part, sizeof(part), "  samples/s %.0f  elapsed %.2fs\n", (double)metrics->samples_per_s, (double)metrics->elapsed));
   PetscCall(PetscStrlcat(line, part, sizeof(line)));
   PetscCall(PetscViewerASCIIPrintf(vf->viewer, "%s", line));
-  PetscCall(TrainerMonitorCheckFile_Private(vf->viewer));
+  PetscCall(PetNetWriteCheckViewer(vf->viewer));
   PetscFunctionReturn(0);
 }
 
@@ -305,7 +285,7 @@ PetscErrorCode TrainerMonitorDefault(Trainer tr, PetscInt epoch, const TrainerMe
   numpy.genfromtxt(file, delimiter=",", names=True) or pandas.read_csv(file).
 
   Each row is flushed to its file and checked: a row that does not reach it (a full disk, quota) is an error on every
-  rank naming the file (PetNetWriteCheckFILE()), as in TrainerMonitorDefault().
+  rank naming the file (PetNetWriteCheckViewer()), as in TrainerMonitorDefault().
 
   Level: intermediate
 
@@ -327,7 +307,7 @@ PetscErrorCode TrainerMonitorCSV(Trainer tr, PetscInt epoch, const TrainerMetric
   if (!PetscIsNanReal(metrics->learning_rate)) PetscCall(PetscSNPrintf(lr, sizeof(lr), "%.9g", (double)metrics->learning_rate));
   PetscCall(PetscViewerASCIIPrintf(vf->viewer, "%" PetscInt_FMT ",%.9g,%s,%s,%s,%.4f,%.4f,%.1f\n", epoch, (double)metrics->train_loss, testloss, testacc, lr, (double)metrics->epoch_time, (double)metrics->elapsed, (double)metrics->samples_per_s));
   PetscCall(PetscViewerFlush(vf->viewer));
-  PetscCall(TrainerMonitorCheckFile_Private(vf->viewer));
+  PetscCall(PetNetWriteCheckViewer(vf->viewer));
   PetscFunctionReturn(0);
 }
 
