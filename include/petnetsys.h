@@ -42,6 +42,11 @@ PETSC_EXTERN PetscErrorCode PetNetCommitFile(MPI_Comm, const char[], const char[
 PETSC_EXTERN PetscErrorCode PetNetRemoveTemporaryFile(const char[]);
 PETSC_EXTERN PetscErrorCode PetNetCheckWritableFile(MPI_Comm, const char[], const char[]);
 PETSC_EXTERN PetscErrorCode PetNetRemoveStaleTemporaryFiles(MPI_Comm, const char[]);
+/* Writes that fail on one rank end every rank with the same error (src/sys/writeagree.c) */
+PETSC_EXTERN PetscErrorCode PetNetWriteAgree(MPI_Comm, PetscErrorCode, int, const char[], const char[]);
+PETSC_EXTERN PetscErrorCode PetNetWriteAgreeReason(MPI_Comm, const char[], const char[], const char[]);
+PETSC_EXTERN PetscErrorCode PetNetWriteCheckViewer(PetscViewer);
+PETSC_EXTERN PetscErrorCode PetNetFaultInjectWrite(MPI_Comm, PetscBool *);
 PETSC_EXTERN PetscErrorCode PetNetCheckHDF5File(MPI_Comm, const char[], const char[], PetscBool);
 
 /* Integer options read in 64 bits and checked against a range, with an error naming the option (src/sys/options.c):

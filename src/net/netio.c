@@ -8,6 +8,7 @@
   Hidden option for tests: -net_save_fail_for_testing makes the next write fail halfway through.
 */
 #include "netio.h"
+#include <errno.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -56,6 +57,23 @@ static PetscErrorCode NetIOAccess_Private(MPI_Comm comm, const char path[], int 
   if (rank == 0) flg = access(path, mode) == 0;
   PetscCallMPI(MPI_Bcast(&flg, 1, MPI_INT, 0, comm));
   *ok = flg ? PETSC_TRUE : PETSC_FALSE;
+  PetscFunctionReturn(0);
+}
+
+/* Closes a viewer that wrote tmp: a close that fails on some rank (HDF5 writes its metadata then: a full disk) is an
+   error on every rank naming file, and tmp is removed */
+static PetscErrorCode NetIOCloseAgreed_Private(MPI_Comm comm, PetscViewer *viewer, const char file[], const char tmp[])
+{
+  PetscErrorCode ierr;
+  int            err;
+
+  PetscFunctionBegin;
+  PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, NULL));
+  errno = 0;
+  ierr  = PetscViewerDestroy(viewer);
+  err   = ierr ? errno : 0;
+  PetscCall(PetscPopErrorHandler());
+  PetscCall(PetNetWriteAgree(comm, ierr, err, file, tmp));
   PetscFunctionReturn(0);
 }
 
@@ -118,10 +136,12 @@ PetscErrorCode NetSave(Net net, const char filename[])
   PetscCheck(ok, comm, PETSC_ERR_FILE_OPEN, "Cannot save the Net to %s: directory %s does not exist or is not writable; create it or choose another path", filename, dir);
   PetscCall(NetIOIsHDF5Name_Private(filename, &hdf5));
   PetscCall(PetNetTemporaryFileName(comm, filename, sizeof(tmp), tmp));
-  /* Whatever fails below, close the viewer and remove the partial file before passing the error on. */
+  /* Whatever fails below, close the viewer and remove the partial file before passing the error on. NetWrite() raises
+     a failed write on every rank alike; closing the file (HDF5 flushes then) is agreed on as well. */
   ierr = NetIOOpen_Private(comm, tmp, FILE_MODE_WRITE, hdf5, &viewer);
+  if (!ierr) ierr = PetscObjectSetName((PetscObject)viewer, filename); /* messages name the file, not tmp */
   if (!ierr) ierr = NetWrite(net, viewer);
-  PetscCall(PetscViewerDestroy(&viewer));
+  PetscCall(NetIOCloseAgreed_Private(comm, &viewer, filename, tmp));
   if (ierr) {
     if (rank == 0) (void)remove(tmp);
     PetscCall(ierr);
@@ -295,9 +315,12 @@ PetscErrorCode NetRead(Net net, PetscViewer viewer)
 }
 
 /* The viewer's file name, for error messages. */
+/* The file a viewer writes, as messages name it: NetSave() names its viewer of the temporary file after the final file */
 PetscErrorCode NetIOFileName_Private(PetscViewer viewer, const char **name)
 {
   PetscFunctionBegin;
+  *name = ((PetscObject)viewer)->name;
+  if (*name) PetscFunctionReturn(0);
   PetscCall(PetscViewerFileGetName(viewer, name));
   if (!*name) *name = "(unnamed viewer)";
   PetscFunctionReturn(0);

@@ -23,6 +23,7 @@
   of version 1 have none) and for finite values, and the normalisation (version 3) for finite values and a positive std.
 */
 #include "netio.h"
+#include <errno.h>
 
 #define NET_FILE_HEADER 10
 /* Bytes of the normalisation block of version 3 (normset, norm[3]) */
@@ -54,20 +55,18 @@ static PetscErrorCode NetBinaryReadNormalization_Private(Net net, PetscViewer vi
   PetscFunctionReturn(0);
 }
 
-/* Version 4: the grid and the checksum of the header, after the normalisation */
-static PetscErrorCode NetBinaryWriteHeaderChecksum_Private(Net net, PetscViewer viewer, const char spec[], PetscInt nbuffers)
+/* Version 4: the grid and the checksum of the header, written after the normalisation: v4 = {grid, crc} */
+static PetscErrorCode NetBinaryHeaderChecksum_Private(Net net, const char spec[], PetscInt nbuffers, PetscInt v4[2])
 {
   PetscBool  set;
   PetscReal  norm[3];
   PetscInt64 crc;
-  PetscInt   v4[2]; /* grid, crc */
 
   PetscFunctionBegin;
   PetscCall(NetGetInputNormalization(net, &set, &norm[0], &norm[1], &norm[2]));
   PetscCall(NetIOGetGridDimension_Private(net, &v4[0]));
   PetscCall(NetIOHeaderChecksum_Private(spec, &net->in, net->nparams, nbuffers, v4[0], set, norm, &crc));
   v4[1] = (PetscInt)(int32_t)(uint32_t)crc;
-  PetscCall(PetscViewerBinaryWrite(viewer, v4, 2, PETSC_INT));
   PetscFunctionReturn(0);
 }
 
@@ -160,39 +159,87 @@ static PetscErrorCode NetBinaryCheck_Private(Net net, PetscInt i, const char nam
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode NetWrite_Binary(Net net, PetscViewer viewer)
-{
-  PetscInt    header[NET_FILE_HEADER] = {NET_FILE_CLASSID, NET_FILE_VERSION};
-  PetscInt    nt                      = 0, *crc;
-  char       *spec;
-  size_t      len;
-  const char *file;
+/* What rank 0 writes, prepared collectively beforehand */
+typedef struct {
+  PetscInt header[NET_FILE_HEADER];
+  char    *spec;
+  PetscInt v4[2];  /* version 4: the grid and the header's checksum */
+  Vec      theta; /* the parameters gathered on rank 0 (sequential; empty elsewhere) */
+  PetscInt nt, *crc;
+} NetBinaryImage;
 
+/* Rank 0: the whole file through a sequential viewer (PetscViewerGetSubViewer()); communicates with no other rank */
+static PetscErrorCode NetBinaryWriteLocal_Private(Net net, PetscViewer viewer, const NetBinaryImage *img)
+{
   PetscFunctionBegin;
-  PetscCall(NetIOFileName_Private(viewer, &file));
-  PetscCall(NetIOGetSpec_Private(net, &spec));
-  PetscCall(PetscStrlen(spec, &len));
-  PetscCall(PetscIntCast((PetscInt64)len, &header[2]));
-  header[3] = net->in.ndim;
-  for (PetscInt d = 0; d < net->in.ndim; d++) header[4 + d] = net->in.dim[d];
-  header[8] = net->nparams;
-  PetscCall(NetIOGetNumBuffers_Private(net, &header[9]));
-  PetscCall(PetscViewerBinaryWrite(viewer, header, NET_FILE_HEADER, PETSC_INT));
+  PetscCall(PetscViewerBinaryWrite(viewer, img->header, NET_FILE_HEADER, PETSC_INT));
   PetscCall(NetBinaryWriteNormalization_Private(net, viewer));
-  PetscCall(NetBinaryWriteHeaderChecksum_Private(net, viewer, spec, header[9]));
-  PetscCall(PetscViewerBinaryWrite(viewer, spec, header[2], PETSC_CHAR));
-  PetscCall(PetscFree(spec));
-  PetscCall(NetIOFailForTesting_Private(net, file));
-  PetscCall(VecView(net->theta, viewer));
+  PetscCall(PetscViewerBinaryWrite(viewer, img->v4, 2, PETSC_INT));
+  PetscCall(PetscViewerBinaryWrite(viewer, img->spec, img->header[2], PETSC_CHAR));
+  PetscCall(VecView(img->theta, viewer));
   /* buffers are replicated: rank 0's copy is written */
   for (PetscInt l = 0; l < net->nlayers; l++)
     if (net->layers[l]->nbuffers) PetscCall(PetscViewerBinaryWrite(viewer, net->layers[l]->buffers, net->layers[l]->nbuffers, PETSC_SCALAR));
-  PetscCall(NetBinaryForEachTensor_Private(net, NetBinaryCount_Private, &nt));
-  PetscCall(PetscMalloc1(nt + 1, &crc));
-  crc[0] = nt;
-  PetscCall(NetBinaryForEachTensor_Private(net, NetBinaryChecksum_Private, crc + 1));
-  PetscCall(PetscViewerBinaryWrite(viewer, crc, nt + 1, PETSC_INT));
-  PetscCall(PetscFree(crc));
+  PetscCall(PetscViewerBinaryWrite(viewer, img->crc, img->nt + 1, PETSC_INT));
+  PetscFunctionReturn(0);
+}
+
+/* Rank 0 writes the image alone, then every rank learns the outcome (PetNetWriteAgree()): a full disk is one error on
+   every rank, never a rank left waiting in a collective write */
+static PetscErrorCode NetBinaryWriteImage_Private(Net net, PetscViewer viewer, const char file[], const NetBinaryImage *img)
+{
+  PetscViewer    sub;
+  PetscMPIInt    rank;
+  PetscErrorCode ierr = 0;
+  int            err  = 0;
+
+  PetscFunctionBegin;
+  PetscCallMPI(MPI_Comm_rank(PetscObjectComm((PetscObject)net), &rank));
+  PetscCall(PetscViewerGetSubViewer(viewer, PETSC_COMM_SELF, &sub));
+  if (rank == 0) {
+    PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, NULL));
+    errno = 0;
+    ierr  = NetBinaryWriteLocal_Private(net, sub, img);
+    err   = ierr ? errno : 0;
+    PetscCall(PetscPopErrorHandler());
+  }
+  PetscCall(PetscViewerRestoreSubViewer(viewer, PETSC_COMM_SELF, &sub));
+  PetscCall(PetNetWriteAgree(PetscObjectComm((PetscObject)net), ierr, err, file, NULL));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode NetWrite_Binary(Net net, PetscViewer viewer)
+{
+  NetBinaryImage img = {{NET_FILE_CLASSID, NET_FILE_VERSION}};
+  size_t         len;
+  const char    *file;
+  VecScatter     sct;
+  PetscErrorCode ierr;
+
+  PetscFunctionBegin;
+  PetscCall(NetIOFileName_Private(viewer, &file));
+  PetscCall(NetIOFailForTesting_Private(net, file));
+  PetscCall(NetIOGetSpec_Private(net, &img.spec));
+  PetscCall(PetscStrlen(img.spec, &len));
+  PetscCall(PetscIntCast((PetscInt64)len, &img.header[2]));
+  img.header[3] = net->in.ndim;
+  for (PetscInt d = 0; d < net->in.ndim; d++) img.header[4 + d] = net->in.dim[d];
+  img.header[8] = net->nparams;
+  PetscCall(NetIOGetNumBuffers_Private(net, &img.header[9]));
+  PetscCall(NetBinaryHeaderChecksum_Private(net, img.spec, img.header[9], img.v4));
+  PetscCall(VecScatterCreateToZero(net->theta, &sct, &img.theta));
+  PetscCall(VecScatterBegin(sct, net->theta, img.theta, INSERT_VALUES, SCATTER_FORWARD));
+  PetscCall(VecScatterEnd(sct, net->theta, img.theta, INSERT_VALUES, SCATTER_FORWARD));
+  PetscCall(VecScatterDestroy(&sct));
+  PetscCall(NetBinaryForEachTensor_Private(net, NetBinaryCount_Private, &img.nt));
+  PetscCall(PetscMalloc1(img.nt + 1, &img.crc));
+  img.crc[0] = img.nt;
+  PetscCall(NetBinaryForEachTensor_Private(net, NetBinaryChecksum_Private, img.crc + 1));
+  ierr = NetBinaryWriteImage_Private(net, viewer, file, &img); /* the same error on every rank: free, then pass it on */
+  PetscCall(PetscFree(img.crc));
+  PetscCall(VecDestroy(&img.theta));
+  PetscCall(PetscFree(img.spec));
+  PetscCall(ierr);
   PetscFunctionReturn(0);
 }
 

@@ -75,6 +75,18 @@ static PetscErrorCode NetHDF5ShapeString_Private(const LayerTensorInfo *t, size_
   PetscFunctionReturn(0);
 }
 
+/* Ends a dataset's write: a failure on any rank is the same error on every rank (PetNetWriteAgreeReason()) */
+static PetscErrorCode NetHDF5WriteAgree_Private(MPI_Comm comm, int bad, const char file[], const char name[])
+{
+  char what[PETSC_MAX_PATH_LEN + 32], reason[PETSC_MAX_PATH_LEN + 64];
+
+  PetscFunctionBegin;
+  PetscCall(PetscSNPrintf(what, sizeof(what), "the Net to %s", file));
+  PetscCall(PetscSNPrintf(reason, sizeof(reason), "HDF5 failed to write the dataset \"%s\"", name));
+  PetscCall(PetNetWriteAgreeReason(comm, bad ? reason : NULL, what, NULL));
+  PetscFunctionReturn(0);
+}
+
 /* A dataset under the viewer's current group: every rank creates it (collective in parallel HDF5), rank 0 writes the
    values (independent transfer); ndim 0 is a scalar */
 static PetscErrorCode NetHDF5WriteDataset_Private(Net net, PetscViewer viewer, const char name[], int ndim, const hsize_t dims[], hid_t filetype, hid_t memtype, const void *values)
@@ -98,8 +110,7 @@ static PetscErrorCode NetHDF5WriteDataset_Private(Net net, PetscViewer viewer, c
   if (dset >= 0) H5Dclose(dset);
   if (space >= 0) H5Sclose(space);
   H5Gclose(gid);
-  PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, comm));
-  PetscCheck(!bad, comm, PETSC_ERR_FILE_WRITE, "Cannot save the Net to %s: HDF5 failed to write dataset \"%s\" (disk full, or quota?)", file, name);
+  PetscCall(NetHDF5WriteAgree_Private(comm, bad, file, name));
   PetscFunctionReturn(0);
 }
 

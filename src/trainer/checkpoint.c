@@ -174,23 +174,44 @@ static PetscErrorCode TrainerCheckCheckpointRun_Private(Trainer tr, const char f
           file, saved[0], saved[1], run[0], run[1], saved[0], prefix ? prefix : "", saved[1]);
 }
 
-/* Writes everything but the checksum through an open viewer */
-static PetscErrorCode TrainerWriteCheckpoint_Private(Trainer tr, PetscViewer viewer)
+/* The Vecs of a checkpoint in the order of the file (the parameters, then the optimizer's state), gathered on rank 0
+   (sequential, empty elsewhere): collective, so that rank 0 then writes the whole file alone */
+static PetscErrorCode TrainerCheckpointGather_Private(Trainer tr, PetscInt *nvec, Vec **seq, PetscInt *step)
 {
-  PetscInt  nstate = 0, step = 0, nparams, header[8];
-  Vec      *state = NULL;
+  PetscInt nstate = 0;
+  Vec     *state  = NULL;
+
+  PetscFunctionBegin;
+  PetscCall(PetNetTaoGetState(tr->tao, &nstate, &state, step));
+  *nvec = 1 + nstate;
+  PetscCall(PetscMalloc1(*nvec, seq));
+  for (PetscInt k = 0; k < *nvec; k++) {
+    Vec        v = k ? state[k - 1] : tr->theta;
+    VecScatter sct;
+
+    PetscCall(VecScatterCreateToZero(v, &sct, &(*seq)[k]));
+    PetscCall(VecScatterBegin(sct, v, (*seq)[k], INSERT_VALUES, SCATTER_FORWARD));
+    PetscCall(VecScatterEnd(sct, v, (*seq)[k], INSERT_VALUES, SCATTER_FORWARD));
+    PetscCall(VecScatterDestroy(&sct));
+  }
+  PetscFunctionReturn(0);
+}
+
+/* Rank 0: everything but the checksum through a sequential viewer; seq[] from TrainerCheckpointGather_Private() */
+static PetscErrorCode TrainerWriteCheckpoint_Private(Trainer tr, PetscViewer viewer, PetscInt nvec, Vec seq[], PetscInt step)
+{
+  PetscInt  nparams, header[8];
   char      spec[TRAINER_CHECKPOINT_SPECMAX];
   PetscReal best[2] = {tr->besttestloss, tr->besttrainloss};
 
   PetscFunctionBegin;
-  PetscCall(PetNetTaoGetState(tr->tao, &nstate, &state, &step));
   PetscCall(NetGetSpec(tr->net, sizeof(spec), spec));
-  PetscCall(NetGetNumParameters(tr->net, &nparams));
+  PetscCall(VecGetSize(seq[0], &nparams));
   header[0] = TRAINER_CHECKPOINT_ID;
   header[1] = TRAINER_CHECKPOINT_VERSION;
   header[2] = tr->epoch;
   header[3] = step;
-  header[4] = nstate;
+  header[4] = nvec - 1;
   header[5] = nparams;
   header[6] = tr->badepochs;
   header[7] = (PetscInt)strlen(spec);
@@ -198,9 +219,26 @@ static PetscErrorCode TrainerWriteCheckpoint_Private(Trainer tr, PetscViewer vie
   PetscCall(PetscViewerBinaryWrite(viewer, spec, header[7], PETSC_CHAR));
   PetscCall(PetscViewerBinaryWrite(viewer, best, 2, PETSC_REAL));
   PetscCall(TrainerWriteCheckpointRun_Private(tr, viewer));
-  PetscCall(VecView(tr->theta, viewer));
-  for (PetscInt k = 0; k < nstate; k++) PetscCall(VecView(state[k], viewer));
+  for (PetscInt k = 0; k < nvec; k++) PetscCall(VecView(seq[k], viewer));
   PetscFunctionReturn(0);
+}
+
+/* Rank 0 alone writes tmp (the file, then its checksum); returns PETSc's error and the system's errno, not raised */
+static PetscErrorCode TrainerWriteCheckpointFile_Private(Trainer tr, const char tmp[], PetscInt nvec, Vec seq[], PetscInt step, int *err)
+{
+  PetscViewer    viewer = NULL;
+  PetscErrorCode ierr, ierr2;
+
+  errno = 0;
+  ierr  = PetscViewerBinaryOpen(PETSC_COMM_SELF, tmp, FILE_MODE_WRITE, &viewer);
+  if (!ierr) ierr = PetscViewerBinarySetSkipInfo(viewer, PETSC_TRUE);
+  if (!ierr) ierr = TrainerWriteCheckpoint_Private(tr, viewer, nvec, seq, step);
+  *err  = ierr ? errno : 0;
+  ierr2 = PetscViewerDestroy(&viewer);
+  if (!ierr && ierr2) *err = errno;
+  if (!ierr) ierr = ierr2;
+  if (!ierr) *err = TrainerAppendChecksum_Private(tmp);
+  return ierr;
 }
 
 /*@C
@@ -220,7 +258,9 @@ static PetscErrorCode TrainerWriteCheckpoint_Private(Trainer tr, PetscViewer vie
   The file also holds the Net's layer list, checked by TrainerLoadCheckpoint(), and ends with a crc32 of its contents,
   verified on load. The data order needs no state: epoch e draws it from (seed, e).
 
-  A write that fails (full disk, quota) removes its temporary file and leaves the previous checkpoint as it was. A file
+  Rank 0 writes the file alone, after the parameters and the optimizer state are gathered to it, and every rank learns
+  the outcome (PetNetWriteAgree()): a write that fails (full disk, quota) is the same error on every rank, naming the
+  file and the reason; it removes its temporary file and leaves the previous checkpoint as it was. A file
   name that exists and is not a regular file (/dev/full, a directory, a link) is refused. The parameters of an epoch
   that diverged (see TrainerTrain()) are never written.
 
@@ -231,12 +271,12 @@ static PetscErrorCode TrainerWriteCheckpoint_Private(Trainer tr, PetscViewer vie
 PetscErrorCode TrainerSaveCheckpoint(Trainer tr, const char file[])
 {
   MPI_Comm       comm = PetscObjectComm((PetscObject)tr);
-  char           tmp[PETSC_MAX_PATH_LEN];
-  PetscViewer    viewer = NULL;
-  PetscErrorCode ierr, ierr2;
+  char           tmp[PETSC_MAX_PATH_LEN], what[PETSC_MAX_PATH_LEN + 32];
   PetscMPIInt    rank;
-  int            err = 0, failed;
-  char          *why = NULL;
+  PetscInt       nvec = 0, step = 0;
+  Vec           *seq  = NULL;
+  PetscErrorCode ierr = 0;
+  int            err  = 0;
 
   PetscFunctionBegin;
   PetscValidHeaderSpecific(tr, TRAINER_CLASSID, 1);
@@ -244,24 +284,18 @@ PetscErrorCode TrainerSaveCheckpoint(Trainer tr, const char file[])
   PetscCheck(!tr->divergedstate, comm, PETSC_ERR_ARG_WRONGSTATE, "The training diverged in epoch %" PetscInt_FMT ": its parameters are not written to the checkpoint %s", tr->epoch + 1, file);
   PetscCallMPI(MPI_Comm_rank(comm, &rank));
   PetscCall(PetNetTemporaryFileName(comm, file, sizeof(tmp), tmp));
-  /* on an error below, the temporary file goes and the previous checkpoint stays; PETSc's message of the failed write
-     (kept quietly) is quoted in ours, which names the checkpoint */
-  PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, NULL));
-  ierr = PetscViewerBinaryOpen(comm, tmp, FILE_MODE_WRITE, &viewer);
-  if (!ierr) ierr = PetscViewerBinarySetSkipInfo(viewer, PETSC_TRUE);
-  if (!ierr) ierr = TrainerWriteCheckpoint_Private(tr, viewer);
-  ierr2 = PetscViewerDestroy(&viewer);
-  if (!ierr) ierr = ierr2;
-  if (ierr) PetscCall(PetscErrorMessage(ierr, NULL, &why));
-  PetscCall(PetscPopErrorHandler());
-  if (!ierr && rank == 0) err = TrainerAppendChecksum_Private(tmp);
-  failed = ierr || err;
-  PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, comm));
-  if (failed) {
-    PetscCall(PetNetRemoveTemporaryFile(tmp));
-    SETERRQ(comm, PETSC_ERR_FILE_WRITE, "Could not write the checkpoint %s: writing its temporary file %s failed (%s; a full disk or quota?); the temporary file was removed and the previous checkpoint, if any, is unchanged", file, tmp,
-            err ? strerror(err) : (why && why[0] ? why : "a write failed on another rank"));
+  PetscCall(TrainerCheckpointGather_Private(tr, &nvec, &seq, &step));
+  /* rank 0 writes alone; every rank then learns its verdict (PetNetWriteAgree()), so that a full disk ends every rank
+     with the same error, the temporary file removed and the previous checkpoint unchanged */
+  if (rank == 0) {
+    PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, NULL));
+    ierr = TrainerWriteCheckpointFile_Private(tr, tmp, nvec, seq, step, &err);
+    PetscCall(PetscPopErrorHandler());
   }
+  for (PetscInt k = 0; k < nvec; k++) PetscCall(VecDestroy(&seq[k]));
+  PetscCall(PetscFree(seq));
+  PetscCall(PetscSNPrintf(what, sizeof(what), "the checkpoint %s", file));
+  PetscCall(PetNetWriteAgree(comm, ierr, err, what, tmp));
   PetscCall(PetNetCommitFile(comm, tmp, file));
   tr->lastcheckpoint = tr->epoch;
   PetscFunctionReturn(0);

@@ -5,19 +5,14 @@
   Outputs: Y is a Vec [N][nout] distributed like the Dataset's samples (rank r holds its samples in file order), block
   size nout. The predicted label of a sample is the arg-max of its outputs (the first one on ties, as LossCountCorrect()).
   Files:
-    .h5/.hdf5  datasets "logits" [N][nout] float64 and "labels" [N] integers, written collectively (PetscViewerHDF5)
+    .h5/.hdf5  datasets "logits" [N][nout] float64 and "labels" [N] integers, written by rank 0 (serial HDF5)
     .csv       a header line "index,label,logit_0,...", then one line per sample: index, label, logits (%.17g)
   Both are written under a temporary name and renamed into place (PetNetCommitFile()).
 */
 #include <petnet/private/trainerimpl.h>
 #include <petnet/private/datasetimpl.h>
 #include <petscviewerhdf5.h>
-
-/* An HDF5 call of the writer below: a negative result is an error naming the file */
-#define PREDICT_HDF5(call)                                                                    \
-  do {                                                                                        \
-    PetscCheck((call) >= 0, comm, PETSC_ERR_LIB, "HDF5 failed (%s) writing %s", #call, file); \
-  } while (0)
+#include <errno.h>
 
 /*
   The normalisation of a Dataset evaluated with the Net: a Dataset whose normalisation is not set takes the one the Net
@@ -263,40 +258,73 @@ static PetscErrorCode TrainerPredictLabels_Private(Vec Y, PetscInt *nlocal, Pets
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode TrainerSavePredictionsHDF5_Private(Vec Y, const PetscInt labels[], PetscInt nlocal, const char file[])
+/* Rank 0: the logits (gathered, [N][nout]) and labels ([N]) as an HDF5 file of its own, with HDF5's serial driver;
+   returns what failed (NULL: nothing), so that no rank is left in a collective HDF5 call when the disk is full */
+static const char *TrainerWritePredictionsHDF5_Private(const char file[], const PetscScalar *y, hsize_t N, hsize_t nout, const int labels[])
 {
-  MPI_Comm    comm = PetscObjectComm((PetscObject)Y);
-  PetscViewer viewer;
-  hid_t       fid, space, mem, dset, xfer;
-  hsize_t     N, start, count;
-  PetscInt64  n = nlocal, first = 0, total = 0;
-  int        *l32;
+  hsize_t     dims[2] = {N, nout};
+  hid_t       fid, space, dset;
+  const char *failed = NULL;
+
+  fid = H5Fcreate(file, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  if (fid < 0) return "H5Fcreate (creating the file)";
+  for (int k = 0; k < 2 && !failed; k++) {
+    const char *name = k ? "labels" : "logits";
+
+    space = H5Screate_simple(k ? 1 : 2, dims, NULL);
+    dset  = space < 0 ? -1 : H5Dcreate2(fid, name, k ? H5T_NATIVE_INT : H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (dset < 0)
+      failed = k ? "H5Dcreate2 (creating the dataset \"labels\")" : "H5Dcreate2 (creating the dataset \"logits\")";
+    else if (N && H5Dwrite(dset, k ? H5T_NATIVE_INT : H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, k ? (const void *)labels : (const void *)y) < 0)
+      failed = k ? "H5Dwrite (the dataset \"labels\")" : "H5Dwrite (the dataset \"logits\")";
+    if (dset >= 0 && H5Dclose(dset) < 0 && !failed) failed = "H5Dclose";
+    if (space >= 0) H5Sclose(space);
+  }
+  if (H5Fclose(fid) < 0 && !failed) failed = "H5Fclose (writing the file's metadata)";
+  return failed;
+}
+
+/* The outputs and labels gathered on rank 0, which writes the file alone; every rank then learns the outcome */
+static PetscErrorCode TrainerSavePredictionsHDF5_Private(Vec Y, const PetscInt labels[], PetscInt nlocal, const char file[], const char tmp[])
+{
+  MPI_Comm           comm = PetscObjectComm((PetscObject)Y);
+  PetscMPIInt        rank, size, n = 0, *counts = NULL, *displs = NULL;
+  PetscInt           N, nout;
+  Vec                Y0;
+  VecScatter         sct;
+  int               *l32, *all = NULL;
+  const PetscScalar *y;
+  const char        *failed = NULL;
+  char               reason[256];
 
   PetscFunctionBegin;
-  PetscCall(PetscViewerHDF5Open(comm, file, FILE_MODE_WRITE, &viewer));
-  PetscCall(VecView(Y, viewer)); /* "logits": [N][nout] (block size nout) */
-  /* "labels": [N] 32-bit integers, each rank its hyperslab, one collective write (ISView() would write [N][1]) */
-  PetscCallMPI(MPI_Exscan(&n, &first, 1, MPIU_INT64, MPI_SUM, comm));
-  PetscCallMPI(MPI_Allreduce(&n, &total, 1, MPIU_INT64, MPI_SUM, comm));
+  PetscCallMPI(MPI_Comm_rank(comm, &rank));
+  PetscCallMPI(MPI_Comm_size(comm, &size));
+  PetscCall(VecGetBlockSize(Y, &nout));
+  PetscCall(VecGetSize(Y, &N));
+  N /= nout;
+  PetscCall(VecScatterCreateToZero(Y, &sct, &Y0));
+  PetscCall(VecScatterBegin(sct, Y, Y0, INSERT_VALUES, SCATTER_FORWARD));
+  PetscCall(VecScatterEnd(sct, Y, Y0, INSERT_VALUES, SCATTER_FORWARD));
+  PetscCall(VecScatterDestroy(&sct));
+  PetscCall(PetscMPIIntCast(nlocal, &n));
   PetscCall(PetscMalloc1(nlocal + 1, &l32));
   for (PetscInt i = 0; i < nlocal; i++) l32[i] = (int)labels[i];
-  PetscCall(PetscViewerHDF5GetFileId(viewer, &fid));
-  N     = (hsize_t)total;
-  start = (hsize_t)first;
-  count = (hsize_t)nlocal;
-  PREDICT_HDF5(space = H5Screate_simple(1, &N, NULL));
-  PREDICT_HDF5(dset = H5Dcreate2(fid, "labels", H5T_NATIVE_INT, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
-  PREDICT_HDF5(mem = H5Screate_simple(1, &count, NULL));
-  PREDICT_HDF5(H5Sselect_hyperslab(space, H5S_SELECT_SET, &start, NULL, &count, NULL));
-  PREDICT_HDF5(xfer = H5Pcreate(H5P_DATASET_XFER));
-  PREDICT_HDF5(H5Pset_dxpl_mpio(xfer, H5FD_MPIO_COLLECTIVE));
-  PREDICT_HDF5(H5Dwrite(dset, H5T_NATIVE_INT, mem, space, xfer, l32));
-  PREDICT_HDF5(H5Pclose(xfer));
-  PREDICT_HDF5(H5Sclose(mem));
-  PREDICT_HDF5(H5Dclose(dset));
-  PREDICT_HDF5(H5Sclose(space));
+  if (rank == 0) PetscCall(PetscMalloc3(size, &counts, size, &displs, N + 1, &all));
+  PetscCallMPI(MPI_Gather(&n, 1, MPI_INT, counts, 1, MPI_INT, 0, comm));
+  if (rank == 0)
+    for (PetscMPIInt r = 0; r < size; r++) displs[r] = r ? displs[r - 1] + counts[r - 1] : 0;
+  PetscCallMPI(MPI_Gatherv(l32, n, MPI_INT, all, counts, displs, MPI_INT, 0, comm));
+  if (rank == 0) {
+    PetscCall(VecGetArrayRead(Y0, &y));
+    failed = TrainerWritePredictionsHDF5_Private(tmp, y, (hsize_t)N, (hsize_t)nout, all);
+    PetscCall(VecRestoreArrayRead(Y0, &y));
+    if (failed) PetscCall(PetscSNPrintf(reason, sizeof(reason), "HDF5 failed in %s", failed));
+  }
   PetscCall(PetscFree(l32));
-  PetscCall(PetscViewerDestroy(&viewer));
+  if (rank == 0) PetscCall(PetscFree3(counts, displs, all));
+  PetscCall(VecDestroy(&Y0));
+  PetscCall(PetNetWriteAgreeReason(comm, failed ? reason : NULL, file, tmp));
   PetscFunctionReturn(0);
 }
 
@@ -324,8 +352,10 @@ static PetscErrorCode TrainerPredictionsCSVText_Private(Vec Y, const PetscInt la
   PetscFunctionReturn(0);
 }
 
-/* Rank 0 writes the header, then the lines of every rank in rank order (file order), one rank's block at a time */
-static PetscErrorCode TrainerSavePredictionsCSV_Private(Vec Y, const PetscInt labels[], PetscInt nlocal, const char file[])
+/* Rank 0 writes the header, then the lines of every rank in rank order (file order), one rank's block at a time. A
+   failed write is recorded, not raised: rank 0 goes on receiving every rank's lines, then every rank learns the
+   outcome (PetNetWriteAgree()), so no rank is left waiting in MPI_Send */
+static PetscErrorCode TrainerSavePredictionsCSV_Private(Vec Y, const PetscInt labels[], PetscInt nlocal, const char file[], const char tmp[])
 {
   MPI_Comm    comm = PetscObjectComm((PetscObject)Y);
   PetscMPIInt rank, size;
@@ -333,18 +363,21 @@ static PetscErrorCode TrainerSavePredictionsCSV_Private(Vec Y, const PetscInt la
   char       *text;
   size_t      len = 0;
   FILE       *fp  = NULL;
+  int         err = 0;
 
   PetscFunctionBegin;
   PetscCallMPI(MPI_Comm_rank(comm, &rank));
   PetscCallMPI(MPI_Comm_size(comm, &size));
   PetscCall(VecGetBlockSize(Y, &nout));
   PetscCall(TrainerPredictionsCSVText_Private(Y, labels, nlocal, &text, &len));
-  PetscCall(PetscFOpen(comm, file, "w", &fp));
-  PetscCall(PetscFPrintf(comm, fp, "index,label"));
-  for (PetscInt k = 0; k < nout; k++) PetscCall(PetscFPrintf(comm, fp, ",logit_%" PetscInt_FMT, k));
-  PetscCall(PetscFPrintf(comm, fp, "\n"));
   if (!rank) {
-    PetscCheck(fwrite(text, 1, len, fp) == len, PETSC_COMM_SELF, PETSC_ERR_FILE_WRITE, "Cannot write predictions to %s", file);
+    errno = 0;
+    fp    = fopen(tmp, "w");
+    if (!fp) err = errno ? errno : EIO;
+    if (!err && fprintf(fp, "index,label") < 0) err = errno ? errno : EIO;
+    for (PetscInt k = 0; k < nout && !err; k++)
+      if (fprintf(fp, ",logit_%" PetscInt_FMT, k) < 0) err = errno ? errno : EIO;
+    if (!err && (fprintf(fp, "\n") < 0 || fwrite(text, 1, len, fp) != len)) err = errno ? errno : EIO;
     for (PetscMPIInt r = 1; r < size; r++) {
       PetscInt64 rlen;
       char      *buf;
@@ -352,9 +385,10 @@ static PetscErrorCode TrainerSavePredictionsCSV_Private(Vec Y, const PetscInt la
       PetscCallMPI(MPI_Recv(&rlen, 1, MPIU_INT64, r, 0, comm, MPI_STATUS_IGNORE));
       PetscCall(PetscMalloc1(rlen + 1, &buf));
       for (PetscInt64 off = 0; off < rlen; off += PETSC_MPI_INT_MAX) PetscCallMPI(MPI_Recv(buf + off, (PetscMPIInt)PetscMin(rlen - off, PETSC_MPI_INT_MAX), MPI_CHAR, r, 1, comm, MPI_STATUS_IGNORE));
-      PetscCheck(fwrite(buf, 1, (size_t)rlen, fp) == (size_t)rlen, PETSC_COMM_SELF, PETSC_ERR_FILE_WRITE, "Cannot write predictions to %s", file);
+      if (!err && fwrite(buf, 1, (size_t)rlen, fp) != (size_t)rlen) err = errno ? errno : EIO;
       PetscCall(PetscFree(buf));
     }
+    if (fp && fclose(fp) && !err) err = errno ? errno : EIO;
   } else {
     PetscInt64 slen = (PetscInt64)len;
 
@@ -362,7 +396,7 @@ static PetscErrorCode TrainerSavePredictionsCSV_Private(Vec Y, const PetscInt la
     for (PetscInt64 off = 0; off < slen; off += PETSC_MPI_INT_MAX) PetscCallMPI(MPI_Send(text + off, (PetscMPIInt)PetscMin(slen - off, PETSC_MPI_INT_MAX), MPI_CHAR, 0, 1, comm));
   }
   PetscCall(PetscFree(text));
-  PetscCall(PetscFClose(comm, fp));
+  PetscCall(PetNetWriteAgree(comm, 0, err, file, tmp));
   PetscFunctionReturn(0);
 }
 
@@ -377,7 +411,9 @@ static PetscErrorCode TrainerSavePredictionsCSV_Private(Vec Y, const PetscInt la
 - file - the file: ".h5" or ".hdf5" (any case) HDF5, ".csv" comma-separated text
 
   Notes:
-  HDF5: the datasets "logits" [N][nout] (float64) and "labels" [N] (integers), written collectively by all ranks.
+  HDF5: the datasets "logits" [N][nout] (float64) and "labels" [N] (integers), gathered on rank 0, which writes the
+  file alone with HDF5's serial driver. A write that fails (a full disk, quota) is the same error on every rank,
+  naming the file and the failing call, and removes the temporary file (PetNetWriteAgree()).
   CSV: a header line "index,label,logit_0,...,logit_<nout-1>", then one line per sample in file order: its index
   (0-based, in the Dataset), its label and its outputs (%.17g: read back exactly). Rank 0 writes the lines of every
   rank in order. Either way the file is written under a temporary name and renamed into place, and its directory is
@@ -409,12 +445,11 @@ PetscErrorCode TrainerSavePredictions(Trainer tr, Vec Y, const char file[])
   PetscCall(TrainerPredictLabels_Private(Y, &nlocal, &labels));
   PetscCall(PetNetTemporaryFileName(comm, file, sizeof(tmp), tmp));
   if (csv)
-    ierr = TrainerSavePredictionsCSV_Private(Y, labels, nlocal, tmp);
+    ierr = TrainerSavePredictionsCSV_Private(Y, labels, nlocal, file, tmp);
   else
-    ierr = TrainerSavePredictionsHDF5_Private(Y, labels, nlocal, tmp);
+    ierr = TrainerSavePredictionsHDF5_Private(Y, labels, nlocal, file, tmp);
   PetscCall(PetscFree(labels));
-  if (ierr) PetscCall(PetNetRemoveTemporaryFile(tmp));
-  PetscCall(ierr);
+  PetscCall(ierr); /* raised on every rank alike, the temporary file removed (PetNetWriteAgree()) */
   PetscCall(PetNetCommitFile(comm, tmp, file));
   PetscFunctionReturn(0);
 }

@@ -462,6 +462,28 @@ static PetscErrorCode TrainerCheckTaoType_Private(Trainer tr)
   PetscFunctionReturn(0);
 }
 
+/* -trainer_view_net TYPE:FILE[:FORMAT[:MODE]] is used after training: a FILE that cannot be written is reported at
+   set-up, naming the option, rather than after hours of training */
+static PetscErrorCode TrainerViewNetCheck_Private(Trainer tr)
+{
+  char      value[PETSC_MAX_PATH_LEN + 64], option[256];
+  char     *file, *end;
+  PetscBool flg;
+
+  PetscFunctionBegin;
+  PetscCall(PetscOptionsGetString(((PetscObject)tr)->options, ((PetscObject)tr)->prefix, "-trainer_view_net", value, sizeof(value), &flg));
+  if (!flg) PetscFunctionReturn(0);
+  file = strchr(value, ':');
+  if (!file || !file[1]) PetscFunctionReturn(0); /* standard output */
+  file++;
+  end = strchr(file, ':');
+  if (end) *end = 0;
+  if (!file[0]) PetscFunctionReturn(0);
+  PetscCall(PetscSNPrintf(option, sizeof(option), "-%strainer_view_net", ((PetscObject)tr)->prefix ? ((PetscObject)tr)->prefix : ""));
+  PetscCall(PetNetCheckWritableFile(PetscObjectComm((PetscObject)tr), file, option));
+  PetscFunctionReturn(0);
+}
+
 /*@
   TrainerSetUp - checks that the pieces fit (data shape vs Net input, every label a class of the outputs), chooses mini-batch or full-batch
   mode from the TAO type, and connects the objective to TAO.
@@ -613,7 +635,8 @@ PetscErrorCode TrainerSetUp(Trainer tr)
     PetscCall(PetNetRemoveStaleTemporaryFiles(comm, tr->checkpoint));
     PetscCall(PetNetCheckWritableFile(comm, tr->checkpoint, "-trainer_checkpoint"));
   }
-  PetscCall(TrainerPlotCheck_Private(tr)); /* a plot that cannot be written is reported now, not after training */
+  PetscCall(TrainerPlotCheck_Private(tr));    /* a plot that cannot be written is reported now, not after training */
+  PetscCall(TrainerViewNetCheck_Private(tr)); /* and so is -trainer_view_net's file */
   PetscCall(TrainerMonitorSetUp_Private(tr));
   tr->setupcalled = PETSC_TRUE;
   if (tr->restart[0]) PetscCall(TrainerLoadCheckpoint(tr, tr->restart));

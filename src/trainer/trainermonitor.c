@@ -220,13 +220,16 @@ PetscErrorCode TrainerMonitor_Private(Trainer tr, PetscInt epoch, PetscReal seco
 
   Notes:
   The line reads "epoch   3/10  train_loss 0.412345  test_loss 0.431234  test_acc 0.8456  samples/s 51234  elapsed
-  4.12s" (no test columns without an evaluation Dataset). Use it with TrainerMonitorSet(tr, (PetscErrorCode
+  4.12s" (no test columns without an evaluation Dataset, no test_acc for a regression). Use it with TrainerMonitorSet(tr, (PetscErrorCode
   (*)(Trainer, PetscInt, const TrainerMetrics *, void *))TrainerMonitorDefault, vf, (PetscErrorCode (*)(void
   **))PetscViewerAndFormatDestroy).
 
+  In a file, each line is flushed and checked: a line that does not reach the file (a full disk, quota) is an error on
+  every rank naming the file (PetNetWriteCheckViewer()), not a run that ends with 0 and an empty file.
+
   Level: intermediate
 
-.seealso: `TrainerMonitorSet()`, `TrainerMonitorCSV()`, `TrainerMonitorDraw()`, `TrainerMetrics`
+.seealso: `TrainerMonitorSet()`, `TrainerMonitorCSV()`, `TrainerMonitorDraw()`, `TrainerMetrics`, `PetNetWriteCheckViewer()`
 @*/
 PetscErrorCode TrainerMonitorDefault(Trainer tr, PetscInt epoch, const TrainerMetrics *metrics, PetscViewerAndFormat *vf)
 {
@@ -240,13 +243,18 @@ PetscErrorCode TrainerMonitorDefault(Trainer tr, PetscInt epoch, const TrainerMe
     PetscFunctionReturn(0);
   }
   PetscCall(PetscSNPrintf(line, sizeof(line), "epoch %3" PetscInt_FMT "/%" PetscInt_FMT "  train_loss %.6f", epoch, metrics->epochs, (double)metrics->train_loss));
-  if (tr->test) {
-    PetscCall(PetscSNPrintf(part, sizeof(part), "  test_loss %.6f  test_acc %.4f", (double)metrics->test_loss, (double)metrics->test_accuracy));
+  if (tr->test) { /* no accuracy for a regression (its accuracy is -1: unknown) */
+    PetscCall(PetscSNPrintf(part, sizeof(part), "  test_loss %.6f", (double)metrics->test_loss));
     PetscCall(PetscStrlcat(line, part, sizeof(line)));
+    if (metrics->test_accuracy >= 0) {
+      PetscCall(PetscSNPrintf(part, sizeof(part), "  test_acc %.4f", (double)metrics->test_accuracy));
+      PetscCall(PetscStrlcat(line, part, sizeof(line)));
+    }
   }
   PetscCall(PetscSNPrintf(part, sizeof(part), "  samples/s %.0f  elapsed %.2fs\n", (double)metrics->samples_per_s, (double)metrics->elapsed));
   PetscCall(PetscStrlcat(line, part, sizeof(line)));
   PetscCall(PetscViewerASCIIPrintf(vf->viewer, "%s", line));
+  PetscCall(PetNetWriteCheckViewer(vf->viewer));
   PetscFunctionReturn(0);
 }
 
@@ -276,6 +284,9 @@ PetscErrorCode TrainerMonitorDefault(Trainer tr, PetscInt epoch, const TrainerMe
   also for regression data), the learning rate of an optimizer that has none. Python reads it with
   numpy.genfromtxt(file, delimiter=",", names=True) or pandas.read_csv(file).
 
+  Each row is flushed to its file and checked: a row that does not reach it (a full disk, quota) is an error on every
+  rank naming the file (PetNetWriteCheckViewer()), as in TrainerMonitorDefault().
+
   Level: intermediate
 
 .seealso: `TrainerMonitorSet()`, `TrainerMonitorDefault()`, `TrainerMonitorDraw()`, `TrainerMetrics`
@@ -296,6 +307,7 @@ PetscErrorCode TrainerMonitorCSV(Trainer tr, PetscInt epoch, const TrainerMetric
   if (!PetscIsNanReal(metrics->learning_rate)) PetscCall(PetscSNPrintf(lr, sizeof(lr), "%.9g", (double)metrics->learning_rate));
   PetscCall(PetscViewerASCIIPrintf(vf->viewer, "%" PetscInt_FMT ",%.9g,%s,%s,%s,%.4f,%.4f,%.1f\n", epoch, (double)metrics->train_loss, testloss, testacc, lr, (double)metrics->epoch_time, (double)metrics->elapsed, (double)metrics->samples_per_s));
   PetscCall(PetscViewerFlush(vf->viewer));
+  PetscCall(PetNetWriteCheckViewer(vf->viewer));
   PetscFunctionReturn(0);
 }
 

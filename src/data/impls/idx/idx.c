@@ -150,10 +150,26 @@ static PetscErrorCode DatasetLoad_IDX(Dataset ds)
   PetscFunctionReturn(0);
 }
 
+/* The split -help shows as the default: the one set, else the prefix of the images file set directly
+   (".../t10k-images-idx3-ubyte.gz": t10k, as a program's test set), else train */
+static PetscErrorCode DatasetIDXDefaultSplit_Private(Dataset_IDX *idx, size_t len, char split[])
+{
+  const char *base, *end;
+
+  PetscFunctionBegin;
+  PetscCall(PetscStrncpy(split, idx->split ? idx->split : "train", len));
+  if (idx->split || !idx->images) PetscFunctionReturn(0);
+  base = strrchr(idx->images, '/');
+  base = base ? base + 1 : idx->images;
+  end  = strstr(base, "-images-idx3-ubyte");
+  if (end && end > base && (size_t)(end - base) < len) PetscCall(PetscStrncpy(split, base, (size_t)(end - base) + 1));
+  PetscFunctionReturn(0);
+}
+
 static PetscErrorCode DatasetSetFromOptions_IDX(Dataset ds, PetscOptionItems *PetscOptionsObject)
 {
   Dataset_IDX *idx = (Dataset_IDX *)ds->data;
-  char         images[PETSC_MAX_PATH_LEN], labels[PETSC_MAX_PATH_LEN], dir[PETSC_MAX_PATH_LEN], split[64];
+  char         images[PETSC_MAX_PATH_LEN], labels[PETSC_MAX_PATH_LEN], dir[PETSC_MAX_PATH_LEN], split[64], dflt[64];
   PetscBool    iset, lset, dset, sset;
 
   PetscFunctionBegin;
@@ -162,7 +178,8 @@ static PetscErrorCode DatasetSetFromOptions_IDX(Dataset ds, PetscOptionItems *Pe
   PetscCall(PetscOptionsString("-dataset_idx_labels", "IDX labels file (gzip or plain)", "DatasetIDXSetFiles", idx->labels ? idx->labels : "", labels, sizeof(labels), &lset));
   if (iset || lset) PetscCall(DatasetIDXSetFiles_IDX(ds, iset ? images : idx->images, lset ? labels : idx->labels));
   PetscCall(PetscOptionsString("-dataset_idx_dir", "Directory of split-images-idx3-ubyte.gz and split-labels-idx1-ubyte.gz", "DatasetIDXSetDirectory", idx->dir ? idx->dir : "", dir, sizeof(dir), &dset));
-  PetscCall(PetscOptionsString("-dataset_idx_split", "File name prefix in -dataset_idx_dir: train or t10k", "DatasetIDXSetDirectory", idx->split ? idx->split : "train", split, sizeof(split), &sset));
+  PetscCall(DatasetIDXDefaultSplit_Private(idx, sizeof(dflt), dflt));
+  PetscCall(PetscOptionsString("-dataset_idx_split", "File name prefix in -dataset_idx_dir: train or t10k", "DatasetIDXSetDirectory", dflt, split, sizeof(split), &sset));
   if (dset || sset) PetscCall(DatasetIDXSetDirectory_IDX(ds, dset ? dir : idx->dir, sset ? split : idx->split));
   PetscOptionsHeadEnd();
   PetscFunctionReturn(0);
