@@ -217,7 +217,9 @@ PetscErrorCode NetSetParallel(Net net, NetParallelType parallel)
   net->parallel = parallel;
   if (net->setupcalled) { /* the parameters and layer buffers stay; where each node reads them from is laid out anew */
     PetscCall(NetResetWorkspace_Private(net));
-    PetscCall(NetSetUpParameterMaps_Private(net));
+    PetscCall(NetSetUpParameterMaps_Private(net)); /* decides which nodes are model parallel */
+    PetscCall(NetSetUpFusion_Private(net));        /* which depends on that, and so does each node's executor */
+    PetscCall(NetSetUpExecutors_Private(net));
   }
   PetscFunctionReturn(0);
 }
