@@ -26,8 +26,9 @@
 
   Training-mode forward, backward, jvp and sobackward are collective on the layer's communicator.
 
-  Single precision (a Net at -net_precision single; LayerForwardSingle_BatchNorm and below): the same statistics and
-  sums, accumulated in double from the float values with the same reductions; the elementwise passes in float.
+  Single precision (a Net at -net_precision single): forward, backward and jvp are written once for both element types
+  (batchnormkernels.h): the same statistics and sums, accumulated in double from the float values with the same
+  reductions; the elementwise passes in float. sobackward runs in double (the second-order walk's precision).
 
   Threads: the positions [0, n m) are cut into parts that depend on n m and C only (PetNetThreadParts()); each part
   sums its values into its own row of partsums, and the rows are added in part order (BatchNormPartSums), so that the
@@ -44,7 +45,7 @@ typedef struct {
   PetscScalar *mean, *invstd; /* [C] each: the statistics of the last forward, mu and s */
   PetscScalar *sums, *coef;   /* [5C+1] reduction buffer; [9C] per-channel terms of the derivatives */
   PetscScalar *partsums;      /* [PETNET_THREAD_PARTS][5C]: each part's sums (threads) */
-  float       *fcoef;         /* [5C]: single precision's per-channel coefficients (mu, s, then A, B, D) in float */
+  PetscScalar *tcoef;         /* [5C]: the per-channel coefficients of an elementwise pass (mu, s, A, B, D) in the values' type (batchnormkernels.h) */
 } Layer_BatchNorm;
 
 /* values (positions x channels) per part of the sums, and below which the elementwise passes run on one thread */
@@ -54,109 +55,23 @@ typedef struct {
 typedef enum {
   BATCHNORM_SUM_X,     /* x */
   BATCHNORM_SUM_DEV2,  /* (x - mean)^2 */
-  BATCHNORM_SUM_V,     /* v, v xhat */
-  BATCHNORM_SUM_SECOND /* dy (in v), dy xhat, and with xdot: xdot, xhat xdot, xdot dy (sobackward) */
+  BATCHNORM_SUM_V      /* v, v xhat */
 } BatchNormSumKind;
 
-/*
-  sums[k C + c] = the sums of kind over the P positions (1, 2 or 5 terms per channel), each part of the positions into
-  its own row of bn->partsums, the rows then added in part order: the same bits for any number of threads
-*/
-static void BatchNormPartSums(Layer_BatchNorm *bn, BatchNormSumKind kind, PetscInt P, const PetscScalar *x, const PetscScalar *v, const PetscScalar *xdot, PetscScalar *sums)
-{
-  const PetscInt C = bn->C, nterms = kind == BATCHNORM_SUM_SECOND ? 5 : kind == BATCHNORM_SUM_V ? 2 : 1;
-  const PetscInt nparts = PetNetThreadParts(P, PetscMax(1, BATCHNORM_PART_VALUES / PetscMax(C, 1)));
+/* positions per block of the elementwise passes: forward's fused activation runs on each block just written, in cache */
+#define BATCHNORM_BLOCK_POSITIONS 64
 
-#pragma omp parallel for num_threads(PetNetThreads()) schedule(dynamic, 1) if (nparts > 1)
-  for (PetscInt part = 0; part < nparts; part++) {
-    PetscScalar *ps = bn->partsums + (size_t)part * 5 * C;
-    PetscInt     p0, p1;
-
-    PetNetThreadPart(P, nparts, part, &p0, &p1);
-    for (PetscInt c = 0; c < nterms * C; c++) ps[c] = 0.0;
-    for (PetscInt p = p0; p < p1; p++) {
-      const PetscScalar *xp = x + (size_t)p * C;
-
-      switch (kind) {
-      case BATCHNORM_SUM_X:
-        for (PetscInt c = 0; c < C; c++) ps[c] += xp[c];
-        break;
-      case BATCHNORM_SUM_DEV2:
-        for (PetscInt c = 0; c < C; c++) {
-          PetscScalar d = xp[c] - bn->mean[c];
-
-          ps[c] += d * d;
-        }
-        break;
-      case BATCHNORM_SUM_V:
-        for (PetscInt c = 0; c < C; c++) {
-          ps[c] += v[(size_t)p * C + c];
-          ps[C + c] += v[(size_t)p * C + c] * (xp[c] - bn->mean[c]) * bn->invstd[c];
-        }
-        break;
-      case BATCHNORM_SUM_SECOND:
-        for (PetscInt c = 0; c < C; c++) {
-          const PetscScalar xh = (xp[c] - bn->mean[c]) * bn->invstd[c], g = v[(size_t)p * C + c];
-
-          ps[c] += g;
-          ps[C + c] += g * xh;
-          if (xdot) {
-            const PetscScalar t = xdot[(size_t)p * C + c];
-
-            ps[2 * C + c] += t;
-            ps[3 * C + c] += xh * t;
-            ps[4 * C + c] += t * g;
-          }
-        }
-        break;
-      }
-    }
-  }
-  for (PetscInt c = 0; c < nterms * C; c++) sums[c] = bn->partsums[c];
-  for (PetscInt part = 1; part < nparts; part++)
-    for (PetscInt c = 0; c < nterms * C; c++) sums[c] += bn->partsums[(size_t)part * 5 * C + c];
-}
-
-/*
-  The same sums on float values (single precision), accumulated in double: the statistics and the parameter gradients
-  of the float kernels are double reductions of float data, in the same parts (kinds X, DEV2 and V only)
-*/
-static void BatchNormPartSumsSingle(Layer_BatchNorm *bn, BatchNormSumKind kind, PetscInt P, const float *x, const float *v, PetscScalar *sums)
-{
-  const PetscInt C = bn->C, nterms = kind == BATCHNORM_SUM_V ? 2 : 1;
-  const PetscInt nparts = PetNetThreadParts(P, PetscMax(1, BATCHNORM_PART_VALUES / PetscMax(C, 1)));
-
-#pragma omp parallel for num_threads(PetNetThreads()) schedule(dynamic, 1) if (nparts > 1)
-  for (PetscInt part = 0; part < nparts; part++) {
-    PetscScalar *ps = bn->partsums + (size_t)part * 5 * C;
-    PetscInt     p0, p1;
-
-    PetNetThreadPart(P, nparts, part, &p0, &p1);
-    for (PetscInt c = 0; c < nterms * C; c++) ps[c] = 0.0;
-    for (PetscInt p = p0; p < p1; p++) {
-      const float *xp = x + (size_t)p * C;
-
-      if (kind == BATCHNORM_SUM_X)
-        for (PetscInt c = 0; c < C; c++) ps[c] += xp[c];
-      else if (kind == BATCHNORM_SUM_DEV2)
-        for (PetscInt c = 0; c < C; c++) {
-          PetscScalar d = xp[c] - bn->mean[c];
-
-          ps[c] += d * d;
-        }
-      else
-        for (PetscInt c = 0; c < C; c++) {
-          const PetscScalar vc = v[(size_t)p * C + c];
-
-          ps[c] += vc;
-          ps[C + c] += vc * ((xp[c] - bn->mean[c]) * bn->invstd[c]);
-        }
-    }
-  }
-  for (PetscInt c = 0; c < nterms * C; c++) sums[c] = bn->partsums[c];
-  for (PetscInt part = 1; part < nparts; part++)
-    for (PetscInt c = 0; c < nterms * C; c++) sums[c] += bn->partsums[(size_t)part * 5 * C + c];
-}
+/* forward, backward and jvp, in double and in float (batchnormkernels.h) */
+#define BN_T       PetscScalar
+#define BN_NAME(f) f
+#include "batchnormkernels.h"
+#undef BN_T
+#undef BN_NAME
+#define BN_T       float
+#define BN_NAME(f) f##Single
+#include "batchnormkernels.h"
+#undef BN_T
+#undef BN_NAME
 
 static PetscErrorCode LayerSetUp_BatchNorm(Layer layer)
 {
@@ -165,7 +80,7 @@ static PetscErrorCode LayerSetUp_BatchNorm(Layer layer)
 
   PetscFunctionBegin;
   PetscCall(PetscFree5(bn->mean, bn->invstd, bn->sums, bn->coef, bn->partsums));
-  PetscCall(PetscFree(bn->fcoef));
+  PetscCall(PetscFree(bn->tcoef));
   PetscCall(PetscFree(layer->buffers));
   PetscCall(PetNetShapeSize(&layer->in, &size));
   bn->C           = layer->in.dim[layer->in.ndim - 1];
@@ -173,7 +88,7 @@ static PetscErrorCode LayerSetUp_BatchNorm(Layer layer)
   layer->nparams  = 2 * bn->C;
   layer->nbuffers = 2 * bn->C;
   PetscCall(PetscMalloc5(bn->C, &bn->mean, bn->C, &bn->invstd, 5 * bn->C + 1, &bn->sums, 9 * bn->C, &bn->coef, PETNET_THREAD_PARTS * 5 * bn->C, &bn->partsums));
-  PetscCall(PetscMalloc1(5 * bn->C, &bn->fcoef));
+  PetscCall(PetscMalloc1(5 * bn->C, &bn->tcoef));
   PetscCall(PetscMalloc1(layer->nbuffers, &layer->buffers));
   bn->nbatches = 0;
   for (PetscInt c = 0; c < bn->C; c++) {
@@ -195,174 +110,42 @@ static PetscErrorCode LayerInitialize_BatchNorm(Layer layer, PetscRandom rnd, Pe
   PetscFunctionReturn(0);
 }
 
-/* mean and invstd from the global batch (training) or the running statistics (evaluation); of x, or of the float xf */
-static PetscErrorCode BatchNormStatistics(Layer layer, PetscInt n, const PetscScalar *x, const float *xf)
+/*
+  The sums of sobackward over the P positions, per channel: dy (in v), dy xhat, and with xdot: xdot, xhat xdot, xdot dy
+  (5 terms), in parts as BatchNormPartSums (batchnormkernels.h): the same bits for any number of threads. Double only:
+  the second-order walk runs in double at every precision.
+*/
+static void BatchNormSecondSums(Layer_BatchNorm *bn, PetscInt P, const PetscScalar *x, const PetscScalar *v, const PetscScalar *xdot, PetscScalar *sums)
 {
-  Layer_BatchNorm *bn = (Layer_BatchNorm *)layer->data;
-  const PetscInt   C = bn->C, P = n * bn->m;
-  MPI_Comm         comm = PetscObjectComm((PetscObject)layer);
-  PetscScalar     *sums = bn->sums, *rmean = layer->buffers, *rvar = layer->buffers + C;
-  PetscReal        M;
+  const PetscInt C = bn->C, nparts = PetNetThreadParts(P, PetscMax(1, BATCHNORM_PART_VALUES / PetscMax(C, 1)));
 
-  PetscFunctionBegin;
-  bn->batchstats = layer->training;
-  layer->coupled = bn->batchstats; /* the batch's mean and variance enter every sample's output */
-  if (!bn->batchstats) {
-    for (PetscInt c = 0; c < C; c++) {
-      bn->mean[c]   = rmean[c];
-      bn->invstd[c] = 1.0 / PetscSqrtScalar(rvar[c] + bn->eps);
-    }
-    PetscFunctionReturn(0);
-  }
-  /* two passes (mean, then squared deviations) for accuracy */
-  if (xf)
-    BatchNormPartSumsSingle(bn, BATCHNORM_SUM_X, P, xf, NULL, sums);
-  else
-    BatchNormPartSums(bn, BATCHNORM_SUM_X, P, x, NULL, NULL, sums);
-  sums[C] = (PetscScalar)P;
-  PetscCall(MPIU_Allreduce(MPI_IN_PLACE, sums, C + 1, MPIU_SCALAR, MPIU_SUM, comm));
-  M = PetscRealPart(sums[C]);
-  PetscCheck(M > 1, comm, PETSC_ERR_ARG_SIZ, "batchnorm in training mode needs more than one value per channel in the batch, but the batch has %g: use a larger batch or NetSetTraining(net, PETSC_FALSE)", (double)M);
-  for (PetscInt c = 0; c < C; c++) bn->mean[c] = sums[c] / M;
-  if (xf)
-    BatchNormPartSumsSingle(bn, BATCHNORM_SUM_DEV2, P, xf, NULL, sums);
-  else
-    BatchNormPartSums(bn, BATCHNORM_SUM_DEV2, P, x, NULL, NULL, sums);
-  PetscCall(MPIU_Allreduce(MPI_IN_PLACE, sums, C, MPIU_SCALAR, MPIU_SUM, comm));
-  for (PetscInt c = 0; c < C; c++) bn->invstd[c] = 1.0 / PetscSqrtScalar(sums[c] / M + bn->eps);
-  bn->count = M;
-  if (!layer->frozen) {
-    bn->nbatches++;
-    for (PetscInt c = 0; c < C; c++) {
-      rmean[c] = (1.0 - bn->momentum) * rmean[c] + bn->momentum * bn->mean[c];
-      rvar[c]  = (1.0 - bn->momentum) * rvar[c] + bn->momentum * sums[c] / (M - 1.0);
-    }
-  }
-  PetscCall(PetscLogFlops(4.0 * P * C + 8.0 * C));
-  PetscFunctionReturn(0);
-}
+#pragma omp parallel for num_threads(PetNetThreads()) schedule(dynamic, 1) if (nparts > 1)
+  for (PetscInt part = 0; part < nparts; part++) {
+    PetscScalar *ps = bn->partsums + (size_t)part * 5 * C;
+    PetscInt     p0, p1;
 
-/* positions per block of forward's output pass: a fused activation runs on each block just written, in cache */
-#define BATCHNORM_BLOCK_POSITIONS 64
-
-/* y = gamma (x - mu) s + beta, then (in the same pass, block by block) an activation its owner fused after it */
-static PetscErrorCode LayerForward_BatchNorm(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
-{
-  Layer_BatchNorm   *bn = (Layer_BatchNorm *)layer->data;
-  const PetscInt     C = bn->C, P = n * bn->m, nblocks = (P + BATCHNORM_BLOCK_POSITIONS - 1) / BATCHNORM_BLOCK_POSITIONS;
-  const PetscScalar *gamma = theta, *beta = theta + C;
-  PetscErrorCode     err = 0;
-
-  PetscFunctionBegin;
-  PetscCall(BatchNormStatistics(layer, n, x, NULL));
-#pragma omp parallel for num_threads(PetNetThreads()) schedule(guided) if ((PetscLogDouble)P * C > BATCHNORM_PART_VALUES)
-  for (PetscInt k = 0; k < nblocks; k++) {
-    const PetscInt p0 = k * BATCHNORM_BLOCK_POSITIONS, p1 = PetscMin(p0 + BATCHNORM_BLOCK_POSITIONS, P);
-
+    PetNetThreadPart(P, nparts, part, &p0, &p1);
+    for (PetscInt c = 0; c < 5 * C; c++) ps[c] = 0.0;
     for (PetscInt p = p0; p < p1; p++)
-      for (PetscInt c = 0; c < C; c++) y[(size_t)p * C + c] = gamma[c] * (x[(size_t)p * C + c] - bn->mean[c]) * bn->invstd[c] + beta[c];
-    PetNetThreadsSetError(&err, LayerFusedActivate(layer, (p1 - p0) * C, y + (size_t)p0 * C));
+      for (PetscInt c = 0; c < C; c++) {
+        const PetscScalar xh = (x[(size_t)p * C + c] - bn->mean[c]) * bn->invstd[c], g = v[(size_t)p * C + c];
+
+        ps[c] += g;
+        ps[C + c] += g * xh;
+        if (xdot) {
+          const PetscScalar t = xdot[(size_t)p * C + c];
+
+          ps[2 * C + c] += t;
+          ps[3 * C + c] += xh * t;
+          ps[4 * C + c] += t * g;
+        }
+      }
   }
-  PetNetThreadsCheck(err, "batchnorm forward");
-  PetscCall(PetscLogFlops(4.0 * P * C));
-  PetscFunctionReturn(0);
+  for (PetscInt c = 0; c < 5 * C; c++) sums[c] = bn->partsums[c];
+  for (PetscInt part = 1; part < nparts; part++)
+    for (PetscInt c = 0; c < 5 * C; c++) sums[c] += bn->partsums[(size_t)part * 5 * C + c];
 }
 
-/*
-  Per channel, over the local values of v: sums[c] = sum v, sums[C + c] = sum v xhat (the parameter gradient of a
-  cotangent v). Then with batch statistics, means[] = the same sums over the global batch divided by M, which enter the
-  Jacobian through mu and var (zero otherwise). Reduces in training mode even when v is NULL (zeros) so that every
-  rank takes part in the collective. The float kernels pass xf and vf instead of x and v (summed in double).
-*/
-static PetscErrorCode BatchNormSums(Layer layer, PetscInt n, const PetscScalar *x, const PetscScalar *v, const float *xf, const float *vf, PetscScalar *means)
-{
-  Layer_BatchNorm *bn = (Layer_BatchNorm *)layer->data;
-  const PetscInt   C = bn->C, P = n * bn->m;
-  PetscScalar     *sums = bn->sums;
-
-  PetscFunctionBegin;
-  for (PetscInt c = 0; c < 2 * C; c++) sums[c] = 0.0;
-  if (v || vf) {
-    if (vf)
-      BatchNormPartSumsSingle(bn, BATCHNORM_SUM_V, P, xf, vf, sums);
-    else
-      BatchNormPartSums(bn, BATCHNORM_SUM_V, P, x, v, NULL, sums);
-    PetscCall(PetscLogFlops(5.0 * P * C));
-  }
-  for (PetscInt c = 0; c < 2 * C; c++) means[c] = 0.0;
-  if (bn->batchstats) {
-    PetscCall(MPIU_Allreduce(sums, means, 2 * C, MPIU_SCALAR, MPIU_SUM, PetscObjectComm((PetscObject)layer)));
-    for (PetscInt c = 0; c < 2 * C; c++) means[c] /= bn->count;
-  }
-  PetscFunctionReturn(0);
-}
-
-/*
-  out = A v + B xhat + D per channel, xhat = (x - mu) s: the shape of both the backward and the jvp
-  (v may be NULL: A is then ignored)
-*/
-static void BatchNormAffine(const Layer_BatchNorm *bn, PetscInt P, const PetscScalar *x, const PetscScalar *v, const PetscScalar *A, const PetscScalar *B, const PetscScalar *D, PetscScalar *out)
-{
-  const PetscInt C = bn->C;
-
-  if (v) {
-#pragma omp parallel for num_threads(PetNetThreads()) schedule(guided) if ((PetscLogDouble)P * C > BATCHNORM_PART_VALUES)
-    for (PetscInt p = 0; p < P; p++)
-      for (PetscInt c = 0; c < C; c++) out[(size_t)p * C + c] = A[c] * v[(size_t)p * C + c] + B[c] * (x[(size_t)p * C + c] - bn->mean[c]) * bn->invstd[c] + D[c];
-  } else {
-#pragma omp parallel for num_threads(PetNetThreads()) schedule(guided) if ((PetscLogDouble)P * C > BATCHNORM_PART_VALUES)
-    for (PetscInt p = 0; p < P; p++)
-      for (PetscInt c = 0; c < C; c++) out[(size_t)p * C + c] = B[c] * (x[(size_t)p * C + c] - bn->mean[c]) * bn->invstd[c] + D[c];
-  }
-}
-
-/* dx = gamma s (dy - mean(dy) - xhat mean(xhat dy)) (the means only with batch statistics); dgamma += sum dy xhat, dbeta += sum dy */
-static PetscErrorCode LayerBackward_BatchNorm(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)
-{
-  Layer_BatchNorm   *bn = (Layer_BatchNorm *)layer->data;
-  const PetscInt     C = bn->C, P = n * bn->m;
-  const PetscScalar *gamma = theta;
-  PetscScalar       *means = bn->coef, *A = bn->coef + 2 * C, *B = bn->coef + 3 * C, *D = bn->coef + 4 * C;
-
-  PetscFunctionBegin;
-  PetscCall(BatchNormSums(layer, n, x, dy, NULL, NULL, means));
-  if (dtheta) {
-    for (PetscInt c = 0; c < C; c++) {
-      dtheta[c] += bn->sums[C + c];
-      dtheta[C + c] += bn->sums[c];
-    }
-  }
-  if (dx) {
-    for (PetscInt c = 0; c < C; c++) {
-      A[c] = gamma[c] * bn->invstd[c];
-      B[c] = -A[c] * means[C + c];
-      D[c] = -A[c] * means[c];
-    }
-    BatchNormAffine(bn, P, x, dy, A, B, D, dx);
-    PetscCall(PetscLogFlops(6.0 * P * C));
-  }
-  PetscFunctionReturn(0);
-}
-
-/* dy = gamma s (dx - mean(dx) - xhat mean(xhat dx)) + dgamma xhat + dbeta */
-static PetscErrorCode LayerJVP_BatchNorm(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dx, const PetscScalar *dtheta, PetscScalar *dy)
-{
-  Layer_BatchNorm   *bn = (Layer_BatchNorm *)layer->data;
-  const PetscInt     C = bn->C, P = n * bn->m;
-  const PetscScalar *gamma = theta;
-  PetscScalar       *means = bn->coef, *A = bn->coef + 2 * C, *B = bn->coef + 3 * C, *D = bn->coef + 4 * C;
-
-  PetscFunctionBegin;
-  PetscCall(BatchNormSums(layer, n, x, dx, NULL, NULL, means));
-  for (PetscInt c = 0; c < C; c++) {
-    A[c] = gamma[c] * bn->invstd[c];
-    B[c] = (dtheta ? dtheta[c] : 0.0) - (dx ? A[c] * means[C + c] : 0.0);
-    D[c] = (dtheta ? dtheta[C + c] : 0.0) - (dx ? A[c] * means[c] : 0.0);
-  }
-  BatchNormAffine(bn, P, x, dx, A, B, D, dy);
-  PetscCall(PetscLogFlops(6.0 * P * C));
-  PetscFunctionReturn(0);
-}
 
 /*
   sobackward: the derivative of backward along (xdot, gammadot, betadot), dy fixed. Per channel, with means over the
@@ -391,7 +174,7 @@ static PetscErrorCode LayerSOBackward_BatchNorm(Layer layer, PetscInt n, const P
   PetscFunctionBegin;
   /* local sums [C] each: dy, dy xhat, xdot, xhat xdot, xdot dy */
   for (PetscInt c = 0; c < 5 * C; c++) sums[c] = 0.0;
-  BatchNormPartSums(bn, BATCHNORM_SUM_SECOND, P, x, dy, xdot, sums);
+  BatchNormSecondSums(bn, P, x, dy, xdot, sums);
   for (PetscInt c = 0; c < 5 * C; c++) means[c] = 0.0;
   if (bn->batchstats) {
     PetscCall(MPIU_Allreduce(sums, means, 5 * C, MPIU_SCALAR, MPIU_SUM, PetscObjectComm((PetscObject)layer)));
@@ -418,105 +201,6 @@ static PetscErrorCode LayerSOBackward_BatchNorm(Layer layer, PetscInt n, const P
     }
   }
   PetscCall(PetscLogFlops((xdot ? 12.0 : 6.0) * P * C + 30.0 * C));
-  PetscFunctionReturn(0);
-}
-
-/*
-  Single precision (float values, double parameters; layerimpl.h): the statistics (BatchNormStatistics) and the sums of
-  backward and jvp (BatchNormSums) are double reductions of the float values, with the same MPI reductions as the
-  double kernels, and the running statistics are updated in double; the elementwise passes run in float with the
-  per-channel coefficients rounded to float:  out = A v + B xhat + D,  xhat = (x - float(mu)) float(s).
-*/
-static void BatchNormAffineSingle(const Layer_BatchNorm *bn, PetscInt P, const float *x, const float *v, float *out)
-{
-  const PetscInt C  = bn->C;
-  const float   *mu = bn->fcoef, *s = bn->fcoef + C, *A = bn->fcoef + 2 * C, *B = bn->fcoef + 3 * C, *D = bn->fcoef + 4 * C;
-
-  if (v) {
-#pragma omp parallel for num_threads(PetNetThreads()) schedule(guided) if ((PetscLogDouble)P * C > BATCHNORM_PART_VALUES)
-    for (PetscInt p = 0; p < P; p++)
-      for (PetscInt c = 0; c < C; c++) out[(size_t)p * C + c] = A[c] * v[(size_t)p * C + c] + B[c] * ((x[(size_t)p * C + c] - mu[c]) * s[c]) + D[c];
-  } else {
-#pragma omp parallel for num_threads(PetNetThreads()) schedule(guided) if ((PetscLogDouble)P * C > BATCHNORM_PART_VALUES)
-    for (PetscInt p = 0; p < P; p++)
-      for (PetscInt c = 0; c < C; c++) out[(size_t)p * C + c] = B[c] * ((x[(size_t)p * C + c] - mu[c]) * s[c]) + D[c];
-  }
-}
-
-/* the float coefficients of the pass: mu, s and A, B, D (double, rounded once) */
-static void BatchNormSetCoefficientsSingle(Layer_BatchNorm *bn, const PetscScalar *A, const PetscScalar *B, const PetscScalar *D)
-{
-  const PetscInt C = bn->C;
-
-  for (PetscInt c = 0; c < C; c++) {
-    bn->fcoef[c]         = (float)bn->mean[c];
-    bn->fcoef[C + c]     = (float)bn->invstd[c];
-    bn->fcoef[2 * C + c] = A ? (float)A[c] : 0.0f;
-    bn->fcoef[3 * C + c] = (float)B[c];
-    bn->fcoef[4 * C + c] = (float)D[c];
-  }
-}
-
-/* y = gamma xhat + beta */
-static PetscErrorCode LayerForwardSingle_BatchNorm(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, float *y)
-{
-  Layer_BatchNorm *bn = (Layer_BatchNorm *)layer->data;
-
-  PetscFunctionBegin;
-  PetscCall(BatchNormStatistics(layer, n, NULL, x));
-  BatchNormSetCoefficientsSingle(bn, NULL, theta, theta + bn->C);
-  BatchNormAffineSingle(bn, n * bn->m, x, NULL, y);
-  PetscCall(PetscLogFlops(4.0 * n * bn->m * bn->C));
-  PetscFunctionReturn(0);
-}
-
-/* dx = gamma s (dy - mean(dy) - xhat mean(xhat dy)); dgamma += sum dy xhat, dbeta += sum dy (sums in double) */
-static PetscErrorCode LayerBackwardSingle_BatchNorm(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, const float *y, const float *dy, float *dx, PetscScalar *dtheta)
-{
-  Layer_BatchNorm   *bn    = (Layer_BatchNorm *)layer->data;
-  const PetscInt     C     = bn->C;
-  const PetscScalar *gamma = theta;
-  PetscScalar       *means = bn->coef, *A = bn->coef + 2 * C, *B = bn->coef + 3 * C, *D = bn->coef + 4 * C;
-
-  PetscFunctionBegin;
-  PetscCall(BatchNormSums(layer, n, NULL, NULL, x, dy, means));
-  if (dtheta) {
-    for (PetscInt c = 0; c < C; c++) {
-      dtheta[c] += bn->sums[C + c];
-      dtheta[C + c] += bn->sums[c];
-    }
-  }
-  if (dx) {
-    for (PetscInt c = 0; c < C; c++) {
-      A[c] = gamma[c] * bn->invstd[c];
-      B[c] = -A[c] * means[C + c];
-      D[c] = -A[c] * means[c];
-    }
-    BatchNormSetCoefficientsSingle(bn, A, B, D);
-    BatchNormAffineSingle(bn, n * bn->m, x, dy, dx);
-    PetscCall(PetscLogFlops(6.0 * n * bn->m * C));
-  }
-  PetscFunctionReturn(0);
-}
-
-/* dy = gamma s (dx - mean(dx) - xhat mean(xhat dx)) + dgamma xhat + dbeta */
-static PetscErrorCode LayerJVPSingle_BatchNorm(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, const float *y, const float *dx, const PetscScalar *dtheta, float *dy)
-{
-  Layer_BatchNorm   *bn    = (Layer_BatchNorm *)layer->data;
-  const PetscInt     C     = bn->C;
-  const PetscScalar *gamma = theta;
-  PetscScalar       *means = bn->coef, *A = bn->coef + 2 * C, *B = bn->coef + 3 * C, *D = bn->coef + 4 * C;
-
-  PetscFunctionBegin;
-  PetscCall(BatchNormSums(layer, n, NULL, NULL, x, dx, means));
-  for (PetscInt c = 0; c < C; c++) {
-    A[c] = gamma[c] * bn->invstd[c];
-    B[c] = (dtheta ? dtheta[c] : 0.0) - (dx ? A[c] * means[C + c] : 0.0);
-    D[c] = (dtheta ? dtheta[C + c] : 0.0) - (dx ? A[c] * means[c] : 0.0);
-  }
-  BatchNormSetCoefficientsSingle(bn, A, B, D);
-  BatchNormAffineSingle(bn, n * bn->m, x, dx, dy);
-  PetscCall(PetscLogFlops(6.0 * n * bn->m * C));
   PetscFunctionReturn(0);
 }
 
@@ -619,7 +303,7 @@ static PetscErrorCode LayerReset_BatchNorm(Layer layer)
 
   PetscFunctionBegin;
   PetscCall(PetscFree5(bn->mean, bn->invstd, bn->sums, bn->coef, bn->partsums));
-  PetscCall(PetscFree(bn->fcoef));
+  PetscCall(PetscFree(bn->tcoef));
   PetscCall(PetscFree(layer->buffers));
   layer->nbuffers = 0;
   PetscFunctionReturn(0);
@@ -791,9 +475,9 @@ PETSC_INTERN PetscErrorCode LayerCreate_BatchNorm(Layer layer)
   layer->fuseforward         = PETSC_TRUE; /* applies a fused activation in its output pass (layerimpl.h) */
   layer->ops->backward       = LayerBackward_BatchNorm;
   layer->ops->jvp            = LayerJVP_BatchNorm;
-  layer->ops->forwardsingle  = LayerForwardSingle_BatchNorm;
-  layer->ops->backwardsingle = LayerBackwardSingle_BatchNorm;
-  layer->ops->jvpsingle      = LayerJVPSingle_BatchNorm;
+  layer->ops->forwardsingle  = LayerForward_BatchNormSingle;
+  layer->ops->backwardsingle = LayerBackward_BatchNormSingle;
+  layer->ops->jvpsingle      = LayerJVP_BatchNormSingle;
   layer->ops->sobackward     = LayerSOBackward_BatchNorm;
   layer->ops->tensors        = LayerTensors_BatchNorm;
   layer->ops->setarguments   = LayerSetArguments_BatchNorm;
