@@ -123,9 +123,9 @@ static PetscErrorCode GatherAll(Vec v, Vec *all)
 /* the gradient of the mean loss of `net` over (X, T) at theta (frozen mode: the map the Hessian differentiates) */
 static PetscErrorCode LossGradient(Net net, Loss loss, Vec theta, Vec X, Vec T, Vec G)
 {
-  Vec       Y, dY;
-  PetscReal f;
-  PetscInt  nx, nin;
+  Vec         Y, dY;
+  PetscReal   f;
+  PetscInt    nx, nin;
   PetNetShape in;
 
   PetscFunctionBegin;

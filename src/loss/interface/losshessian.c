@@ -70,8 +70,7 @@ static PetscErrorCode LossNetHessianUnits_Private(LossNetHessian *ctx, PetscInt 
   *xunit = *units ? nx / *units : 0;
   *tunit = *units ? nt / *units : 0;
   PetscCheck(*units ? nt % *units == 0 : nt == 0, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ,
-             "The Hessian's batch: the targets have %" PetscInt_FMT " entries on this rank for %" PetscInt_FMT " %s: give T the layout of the Net's output for the same batch (NetCreateVecs())", nt, *units,
-             ctx->net->grid ? "fields" : "samples");
+             "The Hessian's batch: the targets have %" PetscInt_FMT " entries on this rank for %" PetscInt_FMT " %s: give T the layout of the Net's output for the same batch (NetCreateVecs())", nt, *units, ctx->net->grid ? "fields" : "samples");
   PetscFunctionReturn(0);
 }
 
