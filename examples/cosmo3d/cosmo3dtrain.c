@@ -14,7 +14,7 @@
   zero padding (grid mode pads as batch-mode layers do): a global Vec of one is a global Vec of the other.
 
   Two ways to train, by TAO type:
-    stochastic (PetNet's sgd, adam, adamw, rmsprop; the default adam)   one TaoSolve; the update hook draws batch k
+    stochastic (PetNet's sgd, adam, adamw, rmsprop, kfac; default adam) one TaoSolve; the update hook draws batch k
                                                                         before iteration k's objective
     full batch (TAO's own: nls, ntr, ... with -cosmo3d_hessian; lmvm,   one TaoSolve per batch of -cosmo3d_newton_steps
                 cg, ...)                                                iterations, the batch drawn before it: a line
@@ -285,7 +285,7 @@ PetscErrorCode Cosmo3dTrain(const Cosmo3dTrainOptions *opt, Cosmo3dTrainResults 
   PetscCall(TaoSetObjectiveAndGradient(tao, c.G, Cosmo3dObjective, &c));
   PetscCall(TaoSetFromOptions(tao));
   PetscCall(TaoGetType(tao, &taotype));
-  PetscCall(PetscObjectTypeCompareAny((PetscObject)tao, &stochastic, TAOSGD, TAOADAM, TAOADAMW, TAORMSPROP, ""));
+  PetscCall(PetscObjectTypeCompareAny((PetscObject)tao, &stochastic, TAOSGD, TAOADAM, TAOADAMW, TAORMSPROP, TAOKFAC, ""));
   PetscCall(PetscObjectTypeCompareAny((PetscObject)tao, &newton, TAONLS, TAONTR, TAONTL, TAOBNLS, TAOBNTR, TAOBNTL, ""));
   PetscCheck(!newton || opt->hessian >= 0, PETSC_COMM_WORLD, PETSC_ERR_ARG_WRONG, "TAO type %s is a Newton-type method and needs the curvature of the loss: give -cosmo3d_hessian gn (Gauss-Newton, J^T H_L J) or -cosmo3d_hessian exact", taotype);
   PetscCheck(newton || opt->hessian < 0, PETSC_COMM_WORLD, PETSC_ERR_ARG_WRONG,
