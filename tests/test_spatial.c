@@ -103,6 +103,7 @@ static PetscErrorCode Check(MPI_Comm comm, const char what[], PetscReal rel, Pet
 {
   PetscFunctionBegin;
   PetscCall(PetscPrintf(comm, "%-28s %s\n", what, rel <= tol ? "agrees" : "DIFFERS"));
+  PetscCall(PetscInfo(NULL, "%s: relative difference %g (tolerance %g)\n", what, (double)rel, (double)tol));
   PetscCheck(rel <= tol, comm, PETSC_ERR_PLIB, "%s: grid mode differs from batch mode by %g relative (tolerance %g)", what, (double)rel, (double)tol);
   PetscFunctionReturn(0);
 }
