@@ -6,7 +6,10 @@ static const char help[] = "A CosmoFlow-like 3-D regression: learn (log A, n) fr
                            "  -cosmo3d_batch B               fields per group in a step (default 8)\n"
                            "  -cosmo3d_test T                held-out fields (default 128)\n"
                            "  -cosmo3d_train_monitor M       print the loss every M steps\n"
-                           "  ends with: summary: grid= ranks= rel_error= rel_error_A= rel_error_n= train_time_s= step_time_s= peak_mem_per_rank_mb= ...\n"
+                           "  -tao_type nls|ntr -cosmo3d_hessian gn|exact   Newton-CG on the Gauss-Newton or exact Hessian (matrix-free,\n"
+                           "                                 LossCreateNetHessian()): K Newton iterations on one batch drawn once, or\n"
+                           "  -cosmo3d_newton_steps k        k iterations on each of ceil(K/k) batches (TAO's full-batch types all do this)\n"
+                           "  ends with: summary: grid= ranks= rel_error= rel_error_A= rel_error_n= first_loss= train_loss= train_time_s= step_time_s= ...\n"
                            "-cosmo3d_mode data: the data side alone: draws the samples, generates their fields on a periodic N^3 DMDA spread\n"
                            "over the ranks (examples/cosmo3d/cosmo3dfields.h: units, normalisation, channels), and measures the classical\n"
                            "estimate of (log A, n), a maximum-likelihood fit of each field's power spectrum: the accuracy a network should approach.\n"
@@ -32,17 +35,19 @@ static const char *const Cosmo3dModes[] = {"train", "data", "Cosmo3dMode", "COSM
 
 int main(int argc, char **argv)
 {
-  PetscInt       N = 32, channels = 4, samples = 16, first = 0, seed = 1, nbins, two = 2;
-  PetscReal      logArange[2] = {-1, 1}, nrange[2] = {1, 3}, errA = 0, errn = 0, errA2 = 0, errn2 = 0, tsetup = 0, tgen = 0, tfit = 0;
-  PetscBool      baseline = PETSC_TRUE, monitor = PETSC_FALSE, set;
-  PetscMPIInt    size;
-  DM             da;
-  Vec            field;
-  PetscReal     *k, *power;
-  PetscInt64    *count;
-  PetscLogDouble t0, t1;
-  Cosmo3dMode    mode       = COSMO3D_TRAIN;
-  PetscInt       iterations = 1000, batch = 8, test = 128, tmonitor = 0;
+  PetscInt        N = 32, channels = 4, samples = 16, first = 0, seed = 1, nbins, two = 2;
+  PetscReal       logArange[2] = {-1, 1}, nrange[2] = {1, 3}, errA = 0, errn = 0, errA2 = 0, errn2 = 0, tsetup = 0, tgen = 0, tfit = 0;
+  PetscBool       baseline = PETSC_TRUE, monitor = PETSC_FALSE, set;
+  PetscMPIInt     size;
+  DM              da;
+  Vec             field;
+  PetscReal      *k, *power;
+  PetscInt64     *count;
+  PetscLogDouble  t0, t1;
+  Cosmo3dMode     mode       = COSMO3D_TRAIN;
+  PetscInt        iterations = 1000, batch = 8, test = 128, tmonitor = 0, newtonsteps = 0;
+  LossHessianType hessian    = LOSS_HESSIAN_GN;
+  PetscBool       hessianset = PETSC_FALSE;
 
   PetscCall(PetNetInitialize(&argc, &argv, NULL, help));
   PetscCallMPI(MPI_Comm_size(PETSC_COMM_WORLD, &size));
@@ -63,6 +68,8 @@ int main(int argc, char **argv)
   PetscCall(PetNetOptionsInt("-cosmo3d_batch", "fields per spatial group in a step", NULL, batch, &batch, NULL));
   PetscCall(PetNetOptionsInt("-cosmo3d_test", "held-out fields", NULL, test, &test, NULL));
   PetscCall(PetNetOptionsInt("-cosmo3d_train_monitor", "print the loss every this many steps", NULL, tmonitor, &tmonitor, NULL));
+  PetscCall(PetscOptionsEnum("-cosmo3d_hessian", "the curvature of the Newton-type TAO types (-tao_type nls, ntr, ...)", "LossCreateNetHessian", LossHessianTypes, (PetscEnum)hessian, (PetscEnum *)&hessian, &hessianset));
+  PetscCall(PetNetOptionsBoundedInt("-cosmo3d_newton_steps", "full-batch TAO types: iterations per batch (0: every iteration on one batch)", NULL, newtonsteps, &newtonsteps, NULL, 0));
   PetscOptionsEnd();
   PetscCheck(N >= 4, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "-cosmo3d_grid %" PetscInt_FMT ": the grid's edge must be at least 4", N);
   PetscCheck(channels >= 1 && channels <= COSMO3D_MAX_CHANNELS, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "-cosmo3d_channels %" PetscInt_FMT " must be 1 to %d (delta, smoothed at R = 1 and 2 cells, lognormal)", channels, COSMO3D_MAX_CHANNELS);
@@ -73,7 +80,7 @@ int main(int argc, char **argv)
              (double)COSMO3D_N_MIN, (double)COSMO3D_N_MAX);
 
   if (mode == COSMO3D_TRAIN) {
-    Cosmo3dTrainOptions opt = {N, channels, batch, iterations, test, tmonitor, seed, {logArange[0], logArange[1]}, {nrange[0], nrange[1]}};
+    Cosmo3dTrainOptions opt = {N, channels, batch, iterations, test, tmonitor, seed, {logArange[0], logArange[1]}, {nrange[0], nrange[1]}, hessianset ? (PetscInt)hessian : -1, newtonsteps};
     Cosmo3dTrainResults res;
 
     PetscCheck(iterations >= 1 && batch >= 1 && test >= 1, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "-cosmo3d_iterations %" PetscInt_FMT ", -cosmo3d_batch %" PetscInt_FMT " and -cosmo3d_test %" PetscInt_FMT " must be >= 1", iterations, batch,
@@ -81,9 +88,9 @@ int main(int argc, char **argv)
     PetscCall(Cosmo3dTrain(&opt, &res));
     PetscCall(PetscPrintf(PETSC_COMM_WORLD,
                           "summary: grid=%" PetscInt_FMT " channels=%" PetscInt_FMT " ranks=%d groups=%d params=%" PetscInt_FMT " iterations=%" PetscInt_FMT " batch=%" PetscInt_FMT " test=%" PetscInt_FMT
-                          " rel_error=%.4f rel_error_A=%.4f rel_error_n=%.4f train_loss=%.4e train_time_s=%.1f step_time_s=%.4f peak_mem_per_rank_mb=%.1f\n",
-                          N, channels, size, res.ngroups, res.nparams, res.iterations, batch * res.ngroups, test, (double)PetscMax(res.errA, res.errn), (double)res.errA, (double)res.errn, (double)res.train_loss, (double)res.train_time,
-                          (double)res.step_time, (double)res.peak_mem_mb));
+                          " rel_error=%.4f rel_error_A=%.4f rel_error_n=%.4f first_loss=%.4e train_loss=%.4e train_time_s=%.1f step_time_s=%.4f peak_mem_per_rank_mb=%.1f\n",
+                          N, channels, size, res.ngroups, res.nparams, res.iterations, batch * res.ngroups, test, (double)PetscMax(res.errA, res.errn), (double)res.errA, (double)res.errn, (double)res.first_loss, (double)res.train_loss,
+                          (double)res.train_time, (double)res.step_time, (double)res.peak_mem_mb));
     PetscCall(PetscFinalize());
     return 0;
   }

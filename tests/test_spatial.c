@@ -9,9 +9,17 @@ static const char help[] = "Grid mode (NetSetGrid(), netspatial.c) against batch
                            "Options: -grid HxW or DxHxW (slowest first), -channels C, -nfields nf (per group), -uneven (ownership ranges\n"
                            "  1, 2, 3, ... in proportion, the last rank the rest), -test_jacobian (NetTestJacobian: dot-product <= 1e-12,\n"
                            "  finite differences <= 1e-6), -test_secondorder (the exact Hessian-vector product and the input's second-order\n"
-                           "  cotangent agree to <= 1e-12), -periodic (a periodic DMDA, whose windows wrap around: only for the error tests, batch\n"
+                           "  cotangent agree to <= 1e-12), -test_hessian (the curvature of an mse loss: below), -periodic (a periodic\n"
+                           "  DMDA, whose windows wrap around: only for the error tests, batch\n"
                            "  mode pads with zeros), -view, -save_load FILE (the grid-mode Net saved to FILE, and the reference loaded from it\n"
-                           "  with -ref_net_input_shape the whole field: format 4 records the grid).\n";
+                           "  with -ref_net_input_shape the whole field: format 4 records the grid).\n"
+                           "-test_hessian: the Gauss-Newton and exact Hessian-vector products of the mean mse loss over the batch\n"
+                           "  (targets at the output's global positions, wherever the output lies: on the group's first rank after a\n"
+                           "  globalavgpool, on another grid or other blocks after strided or joined nodes) equal batch mode's to <= 1e-10\n"
+                           "  relative; <Hv,w> = <v,Hw> to 1e-12 |Hv||w|; <Gv,v> >= -1e-12 |Gv||v|; the product in chunks of one field\n"
+                           "  equals the one-pass product (1e-12; -nfields >= 2, no batchnorm in training mode); the exact product\n"
+                           "  equals central differences of the gradient to 1e-6. At single or bfloat16: 20 L u against batch mode,\n"
+                           "  10 L u for symmetry and chunks, no finite differences (the batch-mode reference is double).\n";
 
 #include <petnet.h>
 #include <petscdmda.h>
@@ -95,6 +103,7 @@ static PetscErrorCode Check(MPI_Comm comm, const char what[], PetscReal rel, Pet
 {
   PetscFunctionBegin;
   PetscCall(PetscPrintf(comm, "%-28s %s\n", what, rel <= tol ? "agrees" : "DIFFERS"));
+  PetscCall(PetscInfo(NULL, "%s: relative difference %g (tolerance %g)\n", what, (double)rel, (double)tol));
   PetscCheck(rel <= tol, comm, PETSC_ERR_PLIB, "%s: grid mode differs from batch mode by %g relative (tolerance %g)", what, (double)rel, (double)tol);
   PetscFunctionReturn(0);
 }
@@ -112,6 +121,150 @@ static PetscErrorCode GatherAll(Vec v, Vec *all)
   PetscFunctionReturn(0);
 }
 
+/* the gradient of the mean loss of `net` over (X, T) at theta (frozen mode: the map the Hessian differentiates) */
+static PetscErrorCode LossGradient(Net net, Loss loss, Vec theta, Vec X, Vec T, Vec G)
+{
+  Vec         Y, dY;
+  PetscReal   f;
+  PetscInt    nx, nin;
+  PetNetShape in;
+
+  PetscFunctionBegin;
+  PetscCall(NetGetInputShape(net, &in));
+  PetscCall(PetNetShapeSize(&in, &nin));
+  PetscCall(VecGetLocalSize(X, &nx));
+  PetscCall(NetCreateVecs(net, nx / nin, NULL, &Y));
+  PetscCall(VecDuplicate(Y, &dY));
+  PetscCall(NetSetParameters(net, theta));
+  PetscCall(NetForward(net, X, Y));
+  PetscCall(LossEvaluate(loss, Y, T, &f, dY));
+  PetscCall(VecZeroEntries(G));
+  PetscCall(NetBackward(net, dY, NULL, G));
+  PetscCall(VecDestroy(&Y));
+  PetscCall(VecDestroy(&dY));
+  PetscFunctionReturn(0);
+}
+
+/*
+  -test_hessian: the curvature of the mean mse loss (LossCreateNetHessian()) of the grid-mode Net over (X, T) against
+  the batch-mode reference over (Xr, Tr), along v (vall: the same direction gathered on every rank) and w
+*/
+static PetscErrorCode CheckHessian(MPI_Comm comm, Net net, Net ref, Vec X, Vec T, Vec Xr, Vec Tr, Vec v, Vec vall, Vec w, PetscInt nf, PetscReal tolh, PetscReal tols)
+{
+  Loss      loss, lossr;
+  Vec       theta0, thsave;
+  PetscBool bn = PETSC_FALSE;
+  PetscInt  L;
+
+  PetscFunctionBegin;
+  PetscCall(LossCreate(comm, &loss));
+  PetscCall(LossSetType(loss, LOSSMSE));
+  PetscCall(LossCreate(PETSC_COMM_SELF, &lossr));
+  PetscCall(LossSetType(lossr, LOSSMSE));
+  PetscCall(NetGetParameters(net, &theta0));
+  PetscCall(VecDuplicate(theta0, &thsave));
+  PetscCall(VecCopy(theta0, thsave));
+  PetscCall(NetGetNumLayers(net, &L));
+  for (PetscInt l = 0; l < L; l++) { /* batchnorm in training mode is one function of the whole batch: no chunks */
+    Layer     layer;
+    PetscBool is;
+
+    PetscCall(NetGetLayer(net, l, &layer));
+    PetscCall(PetscObjectTypeCompare((PetscObject)layer, LAYERBATCHNORM, &is));
+    bn = (PetscBool)(bn || is);
+  }
+  for (PetscInt type = LOSS_HESSIAN_GN; type <= LOSS_HESSIAN_EXACT; type++) {
+    Mat         H, Hr;
+    Vec         Hv, Hw, Hrv, Hall;
+    PetscScalar a, b, c;
+    PetscReal   e, r, nHv, nw, nv;
+    char        what[64];
+
+    PetscCall(LossCreateNetHessian(loss, net, (LossHessianType)type, &H));
+    PetscCall(LossNetHessianSetBatch(H, X, T));
+    PetscCall(LossCreateNetHessian(lossr, ref, (LossHessianType)type, &Hr));
+    PetscCall(LossNetHessianSetBatch(Hr, Xr, Tr));
+    PetscCall(VecDuplicate(v, &Hv));
+    PetscCall(VecDuplicate(v, &Hw));
+    PetscCall(VecDuplicate(vall, &Hrv));
+    PetscCall(MatMult(H, v, Hv));
+    PetscCall(MatMult(H, w, Hw));
+    PetscCall(MatMult(Hr, vall, Hrv));
+    /* against batch mode */
+    PetscCall(GatherAll(Hv, &Hall));
+    PetscCall(VecAXPY(Hall, -1.0, Hrv));
+    PetscCall(VecNorm(Hall, NORM_INFINITY, &e));
+    PetscCall(VecNorm(Hrv, NORM_INFINITY, &r));
+    PetscCheck(r > 0, comm, PETSC_ERR_PLIB, "%s Hessian: Hv = 0 in batch mode, nothing to compare", LossHessianTypes[type]);
+    PetscCall(PetscSNPrintf(what, sizeof(what), "Hessian %s: product", LossHessianTypes[type]));
+    PetscCall(Check(comm, what, e / r, tolh));
+    /* symmetry, and the Gauss-Newton operator's semi-definiteness */
+    PetscCall(VecDot(Hv, w, &a));
+    PetscCall(VecDot(v, Hw, &b));
+    PetscCall(VecDot(Hv, v, &c));
+    PetscCall(VecNorm(Hv, NORM_2, &nHv));
+    PetscCall(VecNorm(w, NORM_2, &nw));
+    PetscCall(VecNorm(v, NORM_2, &nv));
+    PetscCall(PetscSNPrintf(what, sizeof(what), "Hessian %s: symmetry", LossHessianTypes[type]));
+    PetscCall(Check(comm, what, PetscAbsScalar(a - b) / (nHv * nw), tols));
+    if (type == LOSS_HESSIAN_GN) {
+      PetscCall(PetscPrintf(comm, "%-28s %s\n", "Hessian gn: semi-definite", PetscRealPart(c) >= -tols * nHv * nv ? "agrees" : "DIFFERS"));
+      PetscCheck(PetscRealPart(c) >= -tols * nHv * nv, comm, PETSC_ERR_PLIB, "Gauss-Newton operator not positive semi-definite in grid mode: <Gv,v> = %g", (double)PetscRealPart(c));
+    }
+    /* in chunks of one field: every chunk's forward pass again, weighted by its share of the targets */
+    if (nf >= 2 && !bn) {
+      Mat Hc;
+      Vec Hcv;
+
+      PetscCall(LossCreateNetHessian(loss, net, (LossHessianType)type, &Hc));
+      PetscCall(LossNetHessianSetBatch(Hc, X, T));
+      PetscCall(LossNetHessianSetChunkSize(Hc, 1));
+      PetscCall(VecDuplicate(v, &Hcv));
+      PetscCall(MatMult(Hc, v, Hcv));
+      PetscCall(VecAXPY(Hcv, -1.0, Hv));
+      PetscCall(VecNorm(Hcv, NORM_2, &e));
+      PetscCall(PetscSNPrintf(what, sizeof(what), "Hessian %s: chunks", LossHessianTypes[type]));
+      PetscCall(Check(comm, what, e / nHv, tols));
+      PetscCall(VecDestroy(&Hcv));
+      PetscCall(MatDestroy(&Hc));
+    }
+    /* the exact product against central differences of the gradient along v (double: a rounded gradient has none) */
+    if (type == LOSS_HESSIAN_EXACT && tols <= 1e-12) {
+      Vec       th, gp, gm;
+      PetscReal h = 1e-5, nfd;
+
+      PetscCall(VecDuplicate(v, &th));
+      PetscCall(VecDuplicate(v, &gp));
+      PetscCall(VecDuplicate(v, &gm));
+      PetscCall(VecWAXPY(th, h, v, thsave));
+      PetscCall(LossGradient(net, loss, th, X, T, gp));
+      PetscCall(VecWAXPY(th, -h, v, thsave));
+      PetscCall(LossGradient(net, loss, th, X, T, gm));
+      PetscCall(NetSetParameters(net, thsave));
+      PetscCall(VecAXPY(gp, -1.0, gm));
+      PetscCall(VecScale(gp, 1.0 / (2 * h)));
+      PetscCall(VecNorm(gp, NORM_2, &nfd));
+      PetscCall(VecAXPY(gp, -1.0, Hv));
+      PetscCall(VecNorm(gp, NORM_2, &e));
+      PetscCall(PetscPrintf(comm, "%-28s %s\n", "Hessian exact: differences", e <= 1e-6 * nfd ? "agrees" : "DIFFERS"));
+      PetscCheck(e <= 1e-6 * nfd, comm, PETSC_ERR_PLIB, "Exact Hessian-vector product in grid mode against central differences of the gradient: relative error %g > 1e-6", (double)(e / nfd));
+      PetscCall(VecDestroy(&th));
+      PetscCall(VecDestroy(&gp));
+      PetscCall(VecDestroy(&gm));
+    }
+    PetscCall(VecDestroy(&Hall));
+    PetscCall(VecDestroy(&Hv));
+    PetscCall(VecDestroy(&Hw));
+    PetscCall(VecDestroy(&Hrv));
+    PetscCall(MatDestroy(&H));
+    PetscCall(MatDestroy(&Hr));
+  }
+  PetscCall(VecDestroy(&thsave));
+  PetscCall(LossDestroy(&loss));
+  PetscCall(LossDestroy(&lossr));
+  PetscFunctionReturn(0);
+}
+
 int main(int argc, char **argv)
 {
   MPI_Comm       comm, gcomm;
@@ -120,7 +273,7 @@ int main(int argc, char **argv)
   DM             da;
   PetscInt       nsd = 2, C = 2, nf = 1, ngroups = 1, gdim[3] = {8, 8, 8}, n = 3, gm[3], *own[3] = {NULL, NULL, NULL};
   PetscInt64     N[3], lo[3], sz[3];
-  PetscBool      uneven = PETSC_FALSE, testjac = PETSC_FALSE, view = PETSC_FALSE, periodic = PETSC_FALSE, testso = PETSC_FALSE, ongrid;
+  PetscBool      uneven = PETSC_FALSE, testjac = PETSC_FALSE, view = PETSC_FALSE, periodic = PETSC_FALSE, testso = PETSC_FALSE, testhess = PETSC_FALSE, ongrid;
   DMBoundaryType bt;
   PetscMPIInt    size, rank, gsize, grank;
   Vec            X, Y, dY, dX, G, Xr, Yr, dYr, dXr, Gr, theta, thall, dth, dthall, Yd, Ydr;
@@ -146,6 +299,7 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-view", &view, NULL));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-periodic", &periodic, NULL));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-test_secondorder", &testso, NULL));
+  PetscCall(PetscOptionsGetBool(NULL, NULL, "-test_hessian", &testhess, NULL));
   PetscCall(PetscOptionsGetString(NULL, NULL, "-save_load", saveload, sizeof(saveload), NULL));
   bt = periodic ? DM_BOUNDARY_PERIODIC : DM_BOUNDARY_NONE;
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-net_spatial_groups", &ngroups, NULL));
@@ -398,6 +552,30 @@ int main(int argc, char **argv)
     PetscCall(VecDestroy(&Hr));
     PetscCall(VecDestroy(&dXd));
     PetscCall(VecDestroy(&dXdr));
+  }
+  if (testhess) { /* targets at the output's global positions, a second direction w; the bounds of the help text */
+    Vec          T, Tr, w;
+    PetscScalar *a;
+    PetscInt64   zero[3] = {0, 0, 0};
+    PetscInt     lo0, hi0;
+
+    PetscCall(VecDuplicate(Y, &T));
+    PetscCall(VecDuplicate(Yr, &Tr));
+    PetscCall(VecGetArrayWrite(T, &a));
+    PetscCall(FillBlock(nsd, ON, olo, osz, g, onf, Co, 3, a));
+    PetscCall(VecRestoreArrayWrite(T, &a));
+    PetscCall(VecGetArrayWrite(Tr, &a));
+    PetscCall(FillBlock(nsd, ON, zero, ON, 0, ngroups * nf, Co, 3, a));
+    PetscCall(VecRestoreArrayWrite(Tr, &a));
+    PetscCall(VecDuplicate(dth, &w));
+    PetscCall(VecGetOwnershipRange(w, &lo0, &hi0));
+    PetscCall(VecGetArrayWrite(w, &a));
+    for (PetscInt i = lo0; i < hi0; i++) a[i - lo0] = Table(1, i, 0, 4);
+    PetscCall(VecRestoreArrayWrite(w, &a));
+    PetscCall(CheckHessian(comm, net, ref, X, T, Xr, Tr, dth, dthall, w, nf, tol1 <= 1e-13 ? 1e-10 : tol2, tol1 <= 1e-13 ? 1e-12 : tol2 / 2));
+    PetscCall(VecDestroy(&T));
+    PetscCall(VecDestroy(&Tr));
+    PetscCall(VecDestroy(&w));
   }
   if (testjac) {
     PetscReal doterr, fderr;

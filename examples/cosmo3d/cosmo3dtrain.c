@@ -12,6 +12,16 @@
 
   The generator's DMDA is periodic (the fields are periodic), the Net's is the same grid with the same ownership and
   zero padding (grid mode pads as batch-mode layers do): a global Vec of one is a global Vec of the other.
+
+  Two ways to train, by TAO type:
+    stochastic (PetNet's sgd, adam, adamw, rmsprop, kfac; default adam) one TaoSolve; the update hook draws batch k
+                                                                        before iteration k's objective
+    full batch (TAO's own: nls, ntr, ... with -cosmo3d_hessian; lmvm,   one TaoSolve per batch of -cosmo3d_newton_steps
+                cg, ...)                                                iterations, the batch drawn before it: a line
+                                                                        search or trust region needs one fixed function
+  TAO's own types evaluate the objective before they call an update hook, so a hook alone would hand them an empty
+  batch (a zero loss and gradient: converged at iteration 0). The Newton-type types get the curvature of the batch's
+  mean loss, LossCreateNetHessian(): Gauss-Newton or exact, matrix-free, solved by conjugate gradients.
 */
 #include "cosmo3dtrain.h"
 #include <petnetoptim.h>
@@ -43,6 +53,8 @@ typedef struct {
   PetscReal           cA, sA, cn, sn; /* the standardisation of the targets */
   PetscLogDouble      tstep, tready;  /* the last step's time (batch ready -> next batch asked for) */
   PetscInt64          batch;          /* batches drawn */
+  PetscBool           evaluated;      /* the first objective was evaluated: its value is first_loss */
+  PetscReal           first_loss;
 } Cosmo3dCtx;
 
 /* Fill X (and T on the group's first rank) with the nf fields of this group in the batch that starts at index first */
@@ -111,6 +123,45 @@ static PetscErrorCode Cosmo3dObjective(Tao tao, Vec theta, PetscReal *f, Vec g, 
   PetscCall(LossEvaluate(c->loss, c->Y, c->T, f, c->dY));
   PetscCall(VecZeroEntries(g));
   PetscCall(NetBackward(c->net, c->dY, NULL, g));
+  if (!c->evaluated) c->first_loss = *f;
+  c->evaluated = PETSC_TRUE;
+  PetscFunctionReturn(0);
+}
+
+/* TaoSetHessian() callback: the Hessian (LossCreateNetHessian(), its batch X, T) is taken at theta */
+static PetscErrorCode Cosmo3dHessian(Tao tao, Vec theta, Mat H, Mat Hpre, void *ctx)
+{
+  Cosmo3dCtx *c = (Cosmo3dCtx *)ctx;
+
+  PetscFunctionBegin;
+  PetscCall(NetSetParameters(c->net, theta));
+  PetscFunctionReturn(0);
+}
+
+/* The Newton-type TAO types: the curvature of -cosmo3d_hessian, its Krylov solves unpreconditioned (a matrix-free
+   Hessian has no ILU) and cut at 100 conjugate-gradient iterations unless the options say otherwise */
+static PetscErrorCode Cosmo3dSetUpHessian(Cosmo3dCtx *c, Tao tao, Mat *H)
+{
+  KSP          ksp;
+  PC           pc;
+  const char  *prefix;
+  PetscOptions options;
+  PetscBool    set, bnk;
+
+  PetscFunctionBegin;
+  PetscCall(LossCreateNetHessian(c->loss, c->net, (LossHessianType)c->opt.hessian, H));
+  PetscCall(LossNetHessianSetBatch(*H, c->X, c->T));
+  PetscCall(TaoSetHessian(tao, *H, *H, Cosmo3dHessian, c));
+  PetscCall(TaoGetKSP(tao, &ksp));
+  if (!ksp) PetscFunctionReturn(0);
+  PetscCall(PetscObjectTypeCompareAny((PetscObject)tao, &bnk, TAOBNLS, TAOBNTR, TAOBNTL, ""));
+  PetscCall(KSPGetOptionsPrefix(ksp, &prefix));
+  PetscCall(PetscObjectGetOptions((PetscObject)ksp, &options));
+  PetscCall(PetscOptionsHasName(options, prefix, "-pc_type", &set));
+  PetscCall(KSPGetPC(ksp, &pc));
+  if (!set && !bnk) PetscCall(PCSetType(pc, PCNONE)); /* the bound-constrained types default to LMVM */
+  PetscCall(PetscOptionsHasName(options, prefix, "-ksp_max_it", &set));
+  if (!set) PetscCall(KSPSetTolerances(ksp, PETSC_DEFAULT, PETSC_DEFAULT, PETSC_DEFAULT, 100));
   PetscFunctionReturn(0);
 }
 
@@ -159,7 +210,10 @@ PetscErrorCode Cosmo3dTrain(const Cosmo3dTrainOptions *opt, Cosmo3dTrainResults 
   Cosmo3dCtx      c;
   Tao             tao;
   Vec             theta;
-  PetscInt        m[3], xm, ym, zm, its;
+  Mat             H = NULL;
+  PetscInt        m[3], xm, ym, zm, its = 0;
+  PetscBool       stochastic, newton;
+  TaoType         taotype;
   const PetscInt *lx, *ly, *lz;
   PetscLogDouble  t0, t1;
   PetscMPIInt     size;
@@ -229,20 +283,53 @@ PetscErrorCode Cosmo3dTrain(const Cosmo3dTrainOptions *opt, Cosmo3dTrainResults 
     PetscCall(VecDestroy(&x));
   }
   PetscCall(TaoSetObjectiveAndGradient(tao, c.G, Cosmo3dObjective, &c));
-  PetscCall(TaoSetUpdate(tao, Cosmo3dNextBatch, &c));
   PetscCall(TaoSetFromOptions(tao));
+  PetscCall(TaoGetType(tao, &taotype));
+  PetscCall(PetscObjectTypeCompareAny((PetscObject)tao, &stochastic, TAOSGD, TAOADAM, TAOADAMW, TAORMSPROP, TAOKFAC, ""));
+  PetscCall(PetscObjectTypeCompareAny((PetscObject)tao, &newton, TAONLS, TAONTR, TAONTL, TAOBNLS, TAOBNTR, TAOBNTL, ""));
+  PetscCheck(!newton || opt->hessian >= 0, PETSC_COMM_WORLD, PETSC_ERR_ARG_WRONG, "TAO type %s is a Newton-type method and needs the curvature of the loss: give -cosmo3d_hessian gn (Gauss-Newton, J^T H_L J) or -cosmo3d_hessian exact", taotype);
+  PetscCheck(newton || opt->hessian < 0, PETSC_COMM_WORLD, PETSC_ERR_ARG_WRONG,
+             "-cosmo3d_hessian %s is the curvature of the Newton-type TAO types (nls, ntr, ntl, bnls, bntr, bntl), and TAO type %s uses none: give -tao_type nls or ntr, or leave -cosmo3d_hessian out", LossHessianTypes[PetscMax(opt->hessian, 0)],
+             taotype);
+  if (stochastic) PetscCall(TaoSetUpdate(tao, Cosmo3dNextBatch, &c));
+  if (newton) PetscCall(Cosmo3dSetUpHessian(&c, tao, &H));
 
   PetscCallMPI(MPI_Barrier(PETSC_COMM_WORLD));
   PetscCall(PetscTime(&t0));
-  PetscCall(TaoSolve(tao));
+  if (stochastic) {
+    PetscCall(TaoSolve(tao));
+    PetscCall(TaoGetIterationNumber(tao, &its));
+  } else { /* one TaoSolve per batch, the batch fixed while it runs */
+    const PetscInt steps = opt->newtonsteps > 0 ? opt->newtonsteps : opt->iterations;
+
+    while (its < opt->iterations) {
+      PetscInt k;
+
+      PetscCall(Cosmo3dFillBatch(&c, c.batch * c.ngroups * c.opt.nf, NULL));
+      c.batch++;
+      PetscCall(TaoSetMaximumIterations(tao, PetscMin(steps, opt->iterations - its)));
+      PetscCall(TaoSolve(tao));
+      PetscCall(TaoGetIterationNumber(tao, &k));
+      if (opt->monitor) {
+        PetscReal f;
+
+        PetscCall(TaoGetSolutionStatus(tao, NULL, &f, NULL, NULL, NULL, NULL));
+        PetscCall(PetscPrintf(PETSC_COMM_WORLD, "batch %" PetscInt64_FMT ": %" PetscInt_FMT " iterations, loss %.4e\n", c.batch - 1, k, (double)f));
+      }
+      if (!k) break; /* converged (or the line search failed) at the first point: more batches would not move */
+      its += k;
+    }
+  }
   PetscCallMPI(MPI_Barrier(PETSC_COMM_WORLD));
   PetscCall(PetscTime(&t1));
-  PetscCall(TaoGetIterationNumber(tao, &its));
   {
     PetscLogDouble now;
 
     PetscCall(PetscTime(&now));
-    if (its == 1 || !c.tstep) c.tstep = now - c.tready; /* the last step: its batch ready -> now */
+    if (!stochastic)
+      c.tstep = its ? (t1 - t0) / its : 0; /* the mean iteration (a Newton step is many products) */
+    else if (its == 1 || !c.tstep)
+      c.tstep = now - c.tready; /* the last step: its batch ready -> now */
   }
   PetscCall(TaoGetSolution(tao, &theta));
   PetscCall(NetSetParameters(c.net, theta));
@@ -250,6 +337,7 @@ PetscErrorCode Cosmo3dTrain(const Cosmo3dTrainOptions *opt, Cosmo3dTrainResults 
   res->step_time  = c.tstep;
   res->iterations = its;
   PetscCall(TaoGetSolutionStatus(tao, NULL, &res->train_loss, NULL, NULL, NULL, NULL));
+  res->first_loss = c.first_loss;
   PetscCall(Cosmo3dEvaluate(&c, &res->errA, &res->errn));
   {
     PetscInt nparams;
@@ -263,6 +351,7 @@ PetscErrorCode Cosmo3dTrain(const Cosmo3dTrainOptions *opt, Cosmo3dTrainResults 
   res->ngroups = c.ngroups;
 
   PetscCall(TaoDestroy(&tao));
+  PetscCall(MatDestroy(&H));
   PetscCall(LossDestroy(&c.loss));
   PetscCall(VecDestroy(&c.X));
   PetscCall(VecDestroy(&c.Y));

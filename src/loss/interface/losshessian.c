@@ -6,8 +6,8 @@
     Gauss-Newton  G v = J^T H_L J v                          NetJVP(v), LossHessianMult, NetBackward
     exact         H v = J^T H_L J v + sum_k curvature_k(v)   NetJVP(v), LossHessianMult, NetSecondOrderBackward(g_Y)
 
-  A batch too large for one pass is taken in chunks of at most `chunk` local samples (every rank takes part in every
-  chunk), weighted by the chunk's share of the samples as in the full-batch objective. With one chunk, the forward
+  A batch too large for one pass is taken in chunks of at most `chunk` local samples (fields in grid mode: every rank
+  takes part in every chunk), weighted by the chunk's share of the targets as in the full-batch objective. With one chunk, the forward
   pass and the loss are kept between products while the parameters, the batch and the Net's last forward pass stay
   the same, so a product costs one JVP and one backward pass (Gauss-Newton) or one more pass (exact).
 */
@@ -21,7 +21,7 @@ typedef struct {
   Net             net;
   LossHessianType type;
   Vec             X, T;    /* the batch (referenced) */
-  PetscInt        chunk;   /* local samples per pass; PETSC_DETERMINE: the whole local batch */
+  PetscInt        chunk;   /* local samples (grid mode: fields) per pass; PETSC_DETERMINE: the whole local batch */
   PetscReal       damping; /* lambda of H + lambda I (Tikhonov damping, LossNetHessianSetDamping()) */
   Vec             Y, gY;   /* output and loss gradient of the current chunk */
   Vec             Yd, HYd; /* J v and H_L J v */
@@ -44,47 +44,71 @@ static PetscErrorCode LossNetHessianGetContext_Private(Mat H, LossNetHessian **c
   PetscFunctionReturn(0);
 }
 
-/* Views of chunk c (samples [c*chunk, ...) of this rank's batch) in ctx->Xc, ctx->Tc, and the work Vecs for it */
+/*
+  What a chunk counts on this rank, and the entries of X and T per unit:
+
+    batch mode  a unit is a sample:  X [n][in],      T [n][t]            (t = target entries per sample)
+    grid mode   a unit is a field:   X [nf][p][in],  T [nf][q]           (NetSetGrid(): p points of this rank's block)
+
+  In grid mode q is what the Net's output holds of one field on this rank, which need not follow the input: its block
+  of the output grid (a strided or pooling node coarsens the grid, and a join may own it otherwise than the input), or
+  the field's outputs on the group's first rank and nothing elsewhere once a globalavgpool has left the grid. So the
+  target per unit is read from T itself, never from the input's points per rank.
+*/
+static PetscErrorCode LossNetHessianUnits_Private(LossNetHessian *ctx, PetscInt *units, PetscInt *xunit, PetscInt *tunit)
+{
+  PetscInt    nin, nx, nt, nf;
+  PetNetShape in;
+
+  PetscFunctionBegin;
+  PetscCall(NetGetInputShape(ctx->net, &in));
+  PetscCall(PetNetShapeSize(&in, &nin));
+  PetscCall(VecGetLocalSize(ctx->X, &nx));
+  PetscCall(VecGetLocalSize(ctx->T, &nt));
+  PetscCall(NetSpatialFields_Private(ctx->net, nx / nin, &nf)); /* grid mode: the fields of the batch (0 in batch mode) */
+  *units = ctx->net->grid ? nf : nx / nin;
+  *xunit = *units ? nx / *units : 0;
+  *tunit = *units ? nt / *units : 0;
+  PetscCheck(*units ? nt % *units == 0 : nt == 0, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ,
+             "The Hessian's batch: the targets have %" PetscInt_FMT " entries on this rank for %" PetscInt_FMT " %s: give T the layout of the Net's output for the same batch (NetCreateVecs())", nt, *units, ctx->net->grid ? "fields" : "samples");
+  PetscFunctionReturn(0);
+}
+
+/* Views of units [start, start + n) of this rank's batch in ctx->Xc, ctx->Tc, and the work Vecs for them */
 static PetscErrorCode LossNetHessianSetChunk_Private(LossNetHessian *ctx, PetscInt start, PetscInt n)
 {
   MPI_Comm           comm = PetscObjectComm((PetscObject)ctx->net);
   const PetscScalar *x, *t;
-  PetscInt           nin, tsize, nx, nt, m = -1, nout;
-  PetNetShape        in, out;
+  PetscInt           units, xunit, tunit, nin, m = -1;
+  PetNetShape        in;
 
   PetscFunctionBegin;
+  PetscCall(LossNetHessianUnits_Private(ctx, &units, &xunit, &tunit));
   PetscCall(NetGetInputShape(ctx->net, &in));
-  PetscCall(NetGetOutputShape(ctx->net, &out));
   PetscCall(PetNetShapeSize(&in, &nin));
-  PetscCall(PetNetShapeSize(&out, &nout));
-  PetscCall(VecGetLocalSize(ctx->X, &nx));
-  PetscCall(VecGetLocalSize(ctx->T, &nt));
-  tsize = nx ? nt / (nx / nin) : 0;
+  if (ctx->Xc) PetscCall(VecGetLocalSize(ctx->Xc, &m));
   PetscCall(VecDestroy(&ctx->Xc));
   PetscCall(VecDestroy(&ctx->Tc));
   PetscCall(VecGetArrayRead(ctx->X, &x));
   PetscCall(VecGetArrayRead(ctx->T, &t));
-  PetscCall(VecCreateMPIWithArray(comm, 1, n * nin, PETSC_DETERMINE, x ? x + start * nin : NULL, &ctx->Xc));
-  PetscCall(VecCreateMPIWithArray(comm, 1, n * tsize, PETSC_DETERMINE, t ? t + start * tsize : NULL, &ctx->Tc));
+  PetscCall(VecCreateMPIWithArray(comm, 1, n * xunit, PETSC_DETERMINE, x ? x + start * xunit : NULL, &ctx->Xc));
+  PetscCall(VecCreateMPIWithArray(comm, 1, n * tunit, PETSC_DETERMINE, t ? t + start * tunit : NULL, &ctx->Tc));
   PetscCall(VecRestoreArrayRead(ctx->T, &t));
   PetscCall(VecRestoreArrayRead(ctx->X, &x));
-  if (ctx->Y) PetscCall(VecGetLocalSize(ctx->Y, &m));
   { /* NetCreateVecs() is collective: rebuild on every rank when any rank's chunk size changed */
-    PetscMPIInt change = m != n * nout;
+    PetscMPIInt change = !ctx->Y || m != n * xunit;
 
     PetscCall(MPIU_Allreduce(MPI_IN_PLACE, &change, 1, MPI_INT, MPI_MAX, comm));
     if (!change) PetscFunctionReturn(0);
   }
-  {
-    PetscCall(VecDestroy(&ctx->Y));
-    PetscCall(VecDestroy(&ctx->gY));
-    PetscCall(VecDestroy(&ctx->Yd));
-    PetscCall(VecDestroy(&ctx->HYd));
-    PetscCall(NetCreateVecs(ctx->net, n, NULL, &ctx->Y));
-    PetscCall(VecDuplicate(ctx->Y, &ctx->gY));
-    PetscCall(VecDuplicate(ctx->Y, &ctx->Yd));
-    PetscCall(VecDuplicate(ctx->Y, &ctx->HYd));
-  }
+  PetscCall(VecDestroy(&ctx->Y));
+  PetscCall(VecDestroy(&ctx->gY));
+  PetscCall(VecDestroy(&ctx->Yd));
+  PetscCall(VecDestroy(&ctx->HYd));
+  PetscCall(NetCreateVecs(ctx->net, n * xunit / nin, NULL, &ctx->Y)); /* input samples: grid points x fields in grid mode */
+  PetscCall(VecDuplicate(ctx->Y, &ctx->gY));
+  PetscCall(VecDuplicate(ctx->Y, &ctx->Yd));
+  PetscCall(VecDuplicate(ctx->Y, &ctx->HYd));
   PetscFunctionReturn(0);
 }
 
@@ -92,8 +116,7 @@ static PetscErrorCode LossNetHessianMult_Private(Mat H, Vec v, Vec Hv)
 {
   LossNetHessian *ctx;
   MPI_Comm        comm;
-  PetscInt        nin, nlocal, nmax, N, B, nchunks;
-  PetNetShape     in;
+  PetscInt        nlocal, nmax, xunit, tunit, Nt, B, nchunks;
   Vec             theta;
   PetscBool       frozen;
 
@@ -101,12 +124,8 @@ static PetscErrorCode LossNetHessianMult_Private(Mat H, Vec v, Vec Hv)
   PetscCall(MatShellGetContext(H, &ctx));
   comm = PetscObjectComm((PetscObject)H);
   PetscCheck(ctx->X && ctx->T, comm, PETSC_ERR_ORDER, "The Hessian has no batch: give it one with LossNetHessianSetBatch() before multiplying");
-  PetscCall(NetGetInputShape(ctx->net, &in));
-  PetscCall(PetNetShapeSize(&in, &nin));
-  PetscCall(VecGetLocalSize(ctx->X, &nlocal));
-  nlocal /= nin;
-  PetscCall(VecGetSize(ctx->X, &N));
-  N /= nin;
+  PetscCall(LossNetHessianUnits_Private(ctx, &nlocal, &xunit, &tunit)); /* samples, or fields in grid mode */
+  PetscCall(VecGetSize(ctx->T, &Nt));
   PetscCall(MPIU_Allreduce(&nlocal, &nmax, 1, MPIU_INT, MPI_MAX, comm));
   B       = ctx->chunk > 0 ? ctx->chunk : PetscMax(nmax, 1);
   nchunks = (nmax + B - 1) / B;
@@ -117,8 +136,8 @@ static PetscErrorCode LossNetHessianMult_Private(Mat H, Vec v, Vec Hv)
       PetscCall(PetscObjectTypeCompare((PetscObject)ctx->net->layers[k], LAYERBATCHNORM, &bn));
       PetscCheck(!bn || !ctx->net->layers[k]->training, comm, PETSC_ERR_SUP,
                  "Node %s is batchnorm in training mode, which normalises over the whole batch: a Hessian taken in chunks of %" PetscInt_FMT
-                 " samples would differentiate another function. Take the batch in one pass (LossNetHessianSetChunkSize(H, PETSC_DETERMINE), -trainer_hessian_chunk 0), fewer samples (-trainer_hessian_samples), or evaluation mode",
-                 ctx->net->nodes[k].name, B);
+                 " %s would differentiate another function. Take the batch in one pass (LossNetHessianSetChunkSize(H, PETSC_DETERMINE), -trainer_hessian_chunk 0), fewer samples (-trainer_hessian_samples), or evaluation mode",
+                 ctx->net->nodes[k].name, B, ctx->net->grid ? "fields" : "samples");
     }
   }
   PetscCall(NetGetParameters(ctx->net, &theta));
@@ -144,8 +163,8 @@ static PetscErrorCode LossNetHessianMult_Private(Mat H, Vec v, Vec Hv)
       ctx->xstate     = xs;
       ctx->tstate     = tts;
     }
-    PetscCall(VecGetSize(ctx->Xc, &Nc));
-    w = N ? (PetscReal)(Nc / nin) / N : 0.0; /* the chunk's share of the mean */
+    PetscCall(VecGetSize(ctx->Tc, &Nc));
+    w = Nt ? (PetscReal)Nc / Nt : 0.0; /* the chunk's share of the mean: its share of the targets (samples, or entries) */
     PetscCall(NetJVP(ctx->net, NULL, v, ctx->Yd));
     PetscCall(LossHessianMult(ctx->loss, ctx->Yd, ctx->HYd));
     if (w != 1.0) PetscCall(VecScale(ctx->HYd, w));
@@ -265,8 +284,11 @@ PetscErrorCode LossCreateNetHessian(Loss loss, Net net, LossHessianType type, Ma
 
   Input Parameters:
 + H - a Mat from LossCreateNetHessian()
-. X - the inputs, whole samples on each rank, as for NetForward() (referenced, not copied)
-- T - the targets, split over the ranks like X (referenced)
+. X - the inputs, whole samples on each rank, as for NetForward() (referenced, not copied); in grid mode (NetSetGrid())
+      this rank's block of each field of its group
+- T - the targets, laid out like the Net's output for X (referenced): split over the ranks like X in batch mode; in
+      grid mode like the output of NetCreateVecs(), which need not follow X (a pooled head's outputs lie on the first
+      rank of each group, a strided node's on the ranks that own its output grid)
 
   Level: intermediate
 
@@ -291,13 +313,15 @@ PetscErrorCode LossNetHessianSetBatch(Mat H, Vec X, Vec T)
 }
 
 /*@
-  LossNetHessianSetChunkSize - the largest number of local samples the Hessian runs through the Net in one pass
+  LossNetHessianSetChunkSize - the largest number of local samples (fields in grid mode) the Hessian runs through the
+  Net in one pass
 
   Logically collective on H
 
   Input Parameters:
 + H     - a Mat from LossCreateNetHessian()
-- chunk - samples per rank and pass, or PETSC_DETERMINE for the whole local batch (the default)
+- chunk - samples per rank and pass (in grid mode, NetSetGrid(), fields per group and pass), or PETSC_DETERMINE for
+          the whole local batch (the default)
 
   Notes:
   With one chunk, the forward pass is kept between products at the same point; with several, every product runs
