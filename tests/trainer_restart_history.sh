@@ -1,6 +1,6 @@
 #!/bin/bash
 # A restart monitors and plots the epochs before it too (suite line trainer_restart_history; checkpoint format 4 holds
-# every epoch's metrics). On 300 + 100 Fashion-MNIST samples, 1 rank:
+# every epoch's metrics). On 300 + 100 Fashion-MNIST samples, on the ranks given as the argument (default 1):
 #   A  3 epochs uninterrupted, csv:A.csv;
 #   B  2 epochs with a checkpoint, then -trainer_restart to 3 epochs with ascii,csv:B.csv and -trainer_monitor_plot,
 #      gnuplot wrapped so that the plotted data are kept: B.csv has the rows of epochs 1, 2, 3 and each equals A's
@@ -10,10 +10,11 @@
 # Before format 4, B.csv held epoch 3 alone and the plot one point.
 cd "$(dirname "$0")/.." || exit 2
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader OMPI_MCA_plm=isolated
-out=tests/out/restart_history
+nranks=${1:-1}
+out=tests/out/restart_history_$nranks
 mkdir -p tests/out && rm -f $out.*
 fail() { echo "FAIL: $*"; exit 1; }
-run="mpiexec -n 1 bin/fashion -net_layers dense:10 -train_dataset_limit 300 -test_dataset_limit 100 -malloc_debug -malloc_dump"
+run="mpiexec -n $nranks bin/fashion -net_layers dense:10 -train_dataset_limit 300 -test_dataset_limit 100 -malloc_debug -malloc_dump"
 cat > $out.gnuplot <<GP
 #!/bin/sh
 [ "\$1" = --version ] && exec gnuplot --version
@@ -26,7 +27,7 @@ $run -trainer_epochs 3 -trainer_monitor csv:$out.A.csv > $out.A.log 2>&1 || { ca
 $run -trainer_epochs 2 -trainer_monitor 0 -trainer_checkpoint $out.ckpt > $out.B1.log 2>&1 || { cat $out.B1.log; fail "run B (first part) failed"; }
 PETNET_PLOT_DATA=$out.B.gp $run -trainer_epochs 3 -trainer_restart $out.ckpt -trainer_checkpoint $out.ckpt -trainer_monitor ascii,csv:$out.B.csv $plot > $out.B.log 2>&1 || { cat $out.B.log; fail "the restart failed"; }
 PETNET_PLOT_DATA=$out.C.gp $run -trainer_epochs 3 -trainer_restart $out.ckpt -trainer_monitor csv:$out.C.csv $plot > $out.C.log 2>&1 || { cat $out.C.log; fail "the restart from the final checkpoint failed"; }
-python3 - "$out" <<'PY' || exit 1
+python3 - "$out" "$nranks" <<'PY' || exit 1
 import csv, re, sys
 out = sys.argv[1]
 cols = ("train_loss", "test_loss", "test_accuracy")
@@ -51,6 +52,6 @@ for run in ("B", "C"):
 C = list(csv.DictReader(open(out + ".C.csv")))
 assert [r["epoch"] for r in C] == ["1", "2", "3"], f"restart from the final checkpoint: CSV epochs {[r['epoch'] for r in C]}"
 assert open(out + ".png", "rb").read()[:4] == b"\x89PNG", "no PNG"
-print(f"restart: CSV rows of epochs 1-3 equal to the uninterrupted run's (train_loss {B[-1]['train_loss']}), 2 progress lines "
+print(f"restart on {sys.argv[2]} rank(s): CSV rows of epochs 1-3 equal to the uninterrupted run's (train_loss {B[-1]['train_loss']}), 2 progress lines "
       "marked (restored), the plot of the restart and of a restart from the final checkpoint hold epochs 1, 2, 3")
 PY
