@@ -6,6 +6,8 @@
 #                   picks sections, BENCH_REPEAT=N keeps the best of N runs, CNN_BENCH_LIMIT=10000 a shorter CNN epoch
 #   make format-check   clang-format check
 #   make docs       API reference from the manual pages into docs/api/ (share/docs/manpages.py; --check lists missing pages)
+#   make docs-images   regenerates the tracked share/docs/mlp_curves.png (the manual's training curves: the 10-epoch
+#                   MLP of make fashion); the only target that writes a tracked file, and nothing else calls it
 #   make fuzz       fuzz every reader for FUZZ_SECONDS (default 60) each; FUZZ_TARGETS="spec idx" picks some. Every
 #                   fuzz/fuzz_<name>.c becomes bin/fuzz/fuzz_<name>, a libFuzzer binary (clang -fsanitize=fuzzer,address)
 #                   linked with the library's sources compiled with clang -fsanitize=fuzzer-no-link,address into
@@ -202,6 +204,11 @@ format:
 docs:
 	@python3 share/docs/manpages.py
 
+# The manual's image of the training curves (docs/manual/training.md), written on purpose and committed by hand; the
+# manual's own command writes mlp_curves.png in the working directory instead
+docs-images: all
+	bin/fashion -options_file share/models/mlp.opts -trainer_monitor ascii -trainer_monitor_plot share/docs/mlp_curves.png
+
 # make install PREFIX=... (default /usr/local; DESTDIR for staging): as a PETSc package is installed.
 #   include/                    the public headers; include/petnet/private/ the implementation headers (as PETSc's petsc/private/)
 #   lib/libpetnet.so.X.Y.Z      with soname libpetnet.so.X, and the links libpetnet.so.X and libpetnet.so
@@ -270,5 +277,5 @@ clean:
 # The headers each object and program read (written by -MMD at its last build)
 -include $(shell find build build-fuzz -name '*.d' 2>/dev/null)
 
-.PHONY: all check fashion bench format format-check docs clean install uninstall fuzz fuzz-build fuzz-runtime memcheck
+.PHONY: all check fashion bench format format-check docs docs-images clean install uninstall fuzz fuzz-build fuzz-runtime memcheck
 .SECONDARY: $(LIBOBJ) $(FUZZ_OBJ) $(EXAMPLE_MODULE_OBJ)

@@ -5,7 +5,9 @@
   its crc32 trailer recomputed, so that the fuzzer also reaches the reader behind the checksum.
 
   The seed corpus (fuzz/corpus/checkpoint/) holds checkpoints this Trainer wrote after 0 to 3 epochs, one written by
-  SGD (no optimizer state), a version-1 file, and truncated, bit-flipped and out-of-range copies.
+  SGD (no optimizer state), a version-1 file, and truncated, bit-flipped and out-of-range copies; adam_v4_epoch1..3 are
+  format 4 (with the per-epoch history; written 2026-11-29 by this Trainer with TrainerSaveCheckpoint() after 1, 2, 3
+  epochs). Not fuzzed since format 4: make fuzz FUZZ_TARGETS=checkpoint does it.
 
   Fuzzed with clang 14 -fsanitize=fuzzer,address for 241 s (88,137 inputs, 1,659 edges, -detect_leaks=0 -timeout=10):
   no crash, no hang, no sanitizer error (at exit, LeakSanitizer lists only Open MPI's never-finalized allocations).

@@ -34,6 +34,7 @@ typedef struct {
   PetscReal elapsed;       /* seconds since the start of this TrainerTrain() */
   PetscInt  samples;       /* training samples this epoch processed */
   PetscReal samples_per_s; /* samples / epoch_time */
+  PetscBool restored;      /* an epoch of the run before -trainer_restart, replayed from the checkpoint (format 4) */
 } TrainerMetrics;
 
 PETSC_EXTERN PetscErrorCode TrainerInitializePackage(void);

@@ -114,9 +114,16 @@ refused = {
     "Conv3d on (h, w, c)": (nn.Sequential(nn.Conv3d(2, 3, 1)), (5, 5, 2)),
     "BatchNorm2d on (d, h, w, c)": (nn.Sequential(nn.BatchNorm2d(2)), (3, 5, 5, 2)),
     "MaxPool3d(ceil_mode=True)": (nn.Sequential(nn.MaxPool3d(2, ceil_mode=True)), (5, 5, 5, 2)),
-    "a module with a skip connection in its forward": (type("Skip", (nn.Module,), {"__init__": lambda self: (nn.Module.__init__(self), setattr(self, "fc", nn.Linear(4, 4)))[0],
-                                                                                  "forward": lambda self, x: x + self.fc(x)})(), (4,)),
+    "a module whose forward calls torch.sin": (type("Sine", (nn.Module,), {"__init__": lambda self: (nn.Module.__init__(self), setattr(self, "fc", nn.Linear(4, 4)))[0],
+                                                                            "forward": lambda self, x: torch.sin(self.fc(x))})(), (4,)),
 }
+# a skip connection in a module's forward is a graph now (tests/torch_graph.py tests graphs in full)
+skip = type("Skip", (nn.Module,), {"__init__": lambda self: (nn.Module.__init__(self), setattr(self, "fc", nn.Linear(4, 4)))[0],
+                                   "forward": lambda self, x: x + self.fc(x)})().double()
+pt.save(skip, (4,), out + "io_from_torch_skip.h5")
+spec = pt.spec_of(pt.load(out + "io_from_torch_skip.h5")[0])
+print(f"a module with a skip connection in its forward: saved as the graph '{spec}'")
+ok = ok and spec == "fc = dense:4 <- input; add = add <- input, fc;"
 for what, (model, shape) in refused.items():
     try:
         pt.save(model.double(), shape, out + "io_from_torch_refused.h5")

@@ -12,8 +12,8 @@ static const char help[] = "Trainer tests on synthetic data held in memory Datas
                            "  -case evalonly : -trainer_epochs 0 on a Net with batchnorm changes neither the saved model nor the test loss\n"
                            "  -case fullbatch: lmvm without a TAO budget runs -trainer_epochs iterations (one epoch each); a full-batch\n"
                            "                   restart runs only the remaining ones; a user -tao_max_it counts the epochs\n"
-                           "  -case corrupt  : -corrupt flip|truncate|epochneg|epochbig|v1|v2 damages a checkpoint (fixing its checksum for\n"
-                           "                   the epoch cases); loading must fail naming the file, except v1, v2 (old formats) which load\n"
+                           "  -case corrupt  : -corrupt flip|truncate|epochneg|epochbig|history|v1|v2|v3 damages a checkpoint (fixing its checksum for\n"
+                           "                   the epoch cases); loading must fail naming the file, except v1, v2, v3 (old formats) which load\n"
                            "  -case prefix   : TrainerSetOptionsPrefix(a_) reaches the Tao and the training Dataset the Trainer named\n"
                            "                   (a_train_), not a Dataset with its own prefix (mine_); run with -a_tao_type lmvm\n"
                            "                   -a_trainer_epochs 0 -a_train_dataset_limit 40 -mine_dataset_limit 30\n"
@@ -476,7 +476,7 @@ static PetscErrorCode CaseCorrupt(void)
   Trainer     tr;
   char        mode[32] = "flip", file[PETSC_MAX_PATH_LEN] = "tests/out/trainer_corrupt.ckpt";
   PetscMPIInt rank;
-  PetscBool   v1, v2;
+  PetscBool   v1, v2, v3;
   Vec         saved, loaded;
   PetscReal   d;
 
@@ -485,6 +485,7 @@ static PetscErrorCode CaseCorrupt(void)
   PetscCall(PetscOptionsGetString(NULL, NULL, "-ckpt", file, sizeof(file), NULL));
   PetscCall(PetscStrcmp(mode, "v1", &v1));
   PetscCall(PetscStrcmp(mode, "v2", &v2));
+  PetscCall(PetscStrcmp(mode, "v3", &v3));
   PetscCall(MakeTrainer(PETSC_COMM_WORLD, TAOADAM, 2, PETSC_FALSE, &tr));
   PetscCall(TrainerTrain(tr));
   PetscCall(TrainerSaveCheckpoint(tr, file));
@@ -514,15 +515,34 @@ static PetscErrorCode CaseCorrupt(void)
     } else if (PetscStrcmp(mode, "epochbig", &match), match) {
       SetHeaderInt(buf, 2, 1000);
       FixChecksum(buf, n);
-    } else if (v1 || v2) { /* version 3 has after the spec 3 reals (best test and training losses, the last training
-                              loss) and 2 integers (batch size, samples); version 2 the first 2 reals, version 1 the first
-                              and no checksum */
-      long spec = 8 * (long)sizeof(PetscInt), len = 0, keep = (v1 ? 1 : 2) * sizeof(PetscReal), drop = 3 * sizeof(PetscReal) + 2 * sizeof(PetscInt);
+    } else if (PetscStrcmp(mode, "history", &match), match) { /* the first history record (version 4) made epoch 0 */
+      long isz = (long)sizeof(PetscInt), len = 0;
 
       for (size_t b = 0; b < sizeof(PetscInt); b++) len = (len << 8) | buf[7 * sizeof(PetscInt) + b];
-      SetHeaderInt(buf, 1, v1 ? 1 : 2);
-      memmove(buf + spec + len + keep, buf + spec + len + drop, n - (spec + len + drop));
-      n -= drop - keep;
+      SetHeaderInt(buf + 9 * isz + len + 3 * sizeof(PetscReal) + 2 * isz, 0, 0);
+      FixChecksum(buf, n);
+    } else if (v1 || v2 || v3) { /* version 4 has after the 8-integer header the count of history records, n, and
+                                    after the spec 3 reals (best test and training losses, the last training loss), 2
+                                    integers (batch size, samples) and the history (2n integers, 7n reals); version 3
+                                    lacks the count and the history; version 2 has the first 2 reals only, version 1 the
+                                    first only and no checksum */
+      long isz = (long)sizeof(PetscInt), spec = 8 * isz, len = 0, nhist = 0, hist, run = 3 * sizeof(PetscReal) + 2 * isz;
+
+      for (size_t b = 0; b < sizeof(PetscInt); b++) len = (len << 8) | buf[7 * sizeof(PetscInt) + b];
+      for (size_t b = 0; b < sizeof(PetscInt); b++) nhist = (nhist << 8) | buf[8 * sizeof(PetscInt) + b];
+      PetscCheck(nhist == 2, PETSC_COMM_SELF, PETSC_ERR_PLIB, "a version 4 checkpoint after 2 epochs holds %ld history records", nhist);
+      hist = nhist * (2 * isz + 7 * (long)sizeof(PetscReal));
+      memmove(buf + spec, buf + spec + isz, len + run); /* to version 3: no count, no history */
+      memmove(buf + spec + len + run, buf + spec + isz + len + run + hist, n - (spec + isz + len + run + hist));
+      n -= isz + hist;
+      SetHeaderInt(buf, 1, 3);
+      if (v1 || v2) {
+        long keep = (v1 ? 1 : 2) * sizeof(PetscReal);
+
+        SetHeaderInt(buf, 1, v1 ? 1 : 2);
+        memmove(buf + spec + len + keep, buf + spec + len + run, n - (spec + len + run));
+        n -= run - keep;
+      }
       if (v1)
         n -= 4;
       else

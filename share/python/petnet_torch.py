@@ -38,6 +38,20 @@ torch.flatten(x, 1) and the functional relu/tanh/sigmoid count as modules), e.g.
 conv1, pool, fc1 called in sequence. The file's names are PetNet's ("0.weight", ...); load_into(model, path) loads a
 file into such a model under its own state_dict names.
 
+Graphs (-net_graph, NetSetGraph(): "stem = conv2d:8:3:1:1 <- input; a = relu <- stem; s = add <- a, stem; ..."): a file
+whose spec is a graph loads as a Graph, an nn.Module with one submodule per node under the node's name (state_dict
+keys "stem.weight", as in the file) whose forward walks the nodes: add is +, concat torch.cat(dim=1) (the channels of
+NCHW data, PetNet's last dimension). Any nn.Module whose forward torch.fx traces into supported modules, additions
+(x + y, torch.add) and torch.cat(..., dim=1), with values used by several nodes (skip connections, U-Net joins), saves
+as a graph: its nodes are named after torch.fx's node names (conv1, add, cat, block_conv1, ...), the input is "input".
+graph_spec(model), build_graph(spec, input_shape), spec_of(model) (a list or a graph, as NetGetSpec()).
+
+ONNX: export_onnx() (torch.onnx.export of the loaded model, lists and graphs) and from_onnx() / import_onnx(): an ONNX
+graph of the operators PetNet has (ONNX_IMPORTS: Gemm, MatMul + Add, Conv, ConvTranspose, the activations, the pools,
+BatchNormalization, Flatten, Reshape to (n, -1), Add, Concat, Resize/Upsample) becomes a Graph and a PetNet file; any
+other operator is a ValueError naming the ONNX node and its operator. onnx 1.12 (Debian) has no onnx.reference:
+onnx_evaluate() evaluates the ONNX graph node by node from its own attributes and initializers.
+
     load(path)                        -> (model, input_shape)   an nn.Sequential in float64 with the weights, eval mode
     load_into(model, path)            the file's tensors into a model of yours (an nn.Sequential or nn.Module)
     save(model, input_shape, path)    writes a file NetLoad() reads (the spec is derived from the modules)
@@ -52,7 +66,11 @@ Command line:
         a PyTorch model with random weights -> MODEL.h5, and a random input with PyTorch's output -> DATA.h5
         (--train: also the training-mode output, and the model after that pass in MODEL_after.h5)
     petnet_torch.py onnx MODEL.h5 MODEL.onnx
-        exports the model (evaluation mode, NCHW input) to ONNX with torch.onnx.export, checked by onnx.checker
+        exports the model (evaluation mode, NCHW input; a layer list or a graph) to ONNX with torch.onnx.export, checked
+        by onnx.checker, and evaluates the ONNX graph node by node (onnx_evaluate) against PyTorch
+    petnet_torch.py onnx-import MODEL.onnx MODEL.h5 [--data DATA.h5] [--samples 5]
+        an ONNX model of the operators PetNet has (ONNX_IMPORTS) -> a PetNet model file (a graph, -net_graph); with
+        --data a random input and the ONNX graph's output on it (evaluated node by node), for bin/tests/test_io
     petnet_torch.py selftest PETNET_PREFIX TORCH_PREFIX
         check PETNET_PREFIX.h5 against PETNET_PREFIX_data.h5 (written by PetNet), then export a PyTorch model
         to TORCH_PREFIX.h5 / TORCH_PREFIX_data.h5 and verify that it reads back unchanged (tests/io.suite)
@@ -728,7 +746,258 @@ def _bind_list(modules, state):
 
 
 def _plan(model, input_shape):
+    if _is_graph(model):
+        return _plan_graph(model, input_shape)
     return _bind_list(model, _State(tuple(input_shape)))
+
+
+# ---------------------------------------------------------------------------------------------- graphs (-net_graph)
+_JOINS = ("add", "concat")
+
+
+class Graph(nn.Module):
+    """PetNet's graph model (-net_graph, NetSetGraph()) as a PyTorch module: one submodule per node that has a layer,
+    registered under the node's name (so the state_dict keys are the file's, "stem.weight", "blk.res.0.bias"), and a
+    forward that walks the nodes in order. An add node is a sum of its inputs (torch's +), a concat node torch.cat
+    along dim 1: the channels of NCHW (NCDHW) data, which are PetNet's last dimension, or the features of flat data.
+    torch.fx traces it into call_module, add and cat nodes. nodes: [(name, kind, inputs)] with kind "layer", "add" or
+    "concat", inputs node names or "input"; modules: {name: module} for the layer nodes."""
+
+    def __init__(self, nodes, modules):
+        super().__init__()
+        self.petnet_nodes = [(name, kind, tuple(inputs)) for name, kind, inputs in nodes]
+        for name, kind, _ in self.petnet_nodes:
+            if kind not in _JOINS:
+                try:
+                    self.add_module(name, modules[name])
+                except KeyError as e:
+                    raise ValueError(f"graph node '{name}': the name is taken by nn.Module itself ({e}); rename the node") from e
+
+    def forward(self, x):
+        values = {"input": x}
+        for name, kind, inputs in self.petnet_nodes:
+            args = [values[i] for i in inputs]
+            if kind == "add":
+                y = args[0]
+                for a in args[1:]:
+                    y = y + a
+            elif kind == "concat":
+                y = torch.cat(args, dim=1)
+            else:
+                y = getattr(self, name)(args[0])
+            values[name] = y
+        return values[self.petnet_nodes[-1][0]]
+
+
+def is_graph_spec(spec):
+    """Is the text a graph (name = kind <- inputs; ...) rather than a layer list? (an '=' before any ':' or '(')"""
+    head = spec.split(";")[0]
+    eq = head.find("=")
+    return eq > 0 and all(c not in head[:eq] for c in ":(,") and head[:eq].strip().isidentifier()
+
+
+def parse_graph(spec):
+    """PetNet's graph text (NetSetGraph(), NetGetSpec()) -> [(name, entry, inputs)]; a node without '<-' takes the
+    previous node (the Net's input for the first)."""
+    nodes, prev, names = [], "input", {"input"}
+    for text in _split_top(spec, ";"):
+        text = text.strip()
+        if not text:
+            continue
+        name, eq, rest = text.partition("=")
+        name = name.strip()
+        if not eq or not name.isidentifier():
+            raise ValueError(f"graph entry '{text}': write name = kind:args <- input, ... (name an identifier)")
+        if name in names:
+            raise ValueError(f"graph entry '{text}': the name '{name}' is used twice (or is 'input', the Net's input)")
+        entry, arrow, inputs = rest.partition("<-")
+        inputs = [i.strip() for i in inputs.split(",")] if arrow else [prev]
+        for i in inputs:
+            if i not in names:
+                raise ValueError(f"graph node '{name}': input '{i}' is not an earlier node or 'input'")
+        nodes.append((name, entry.strip(), inputs))
+        names.add(name)
+        prev = name
+    if not nodes:
+        raise ValueError(f"'{spec}' has no graph node")
+    return nodes
+
+
+def _join_state(name, kind, states):
+    """The state after an add or concat node of input states"""
+    if len(states) < 2:
+        raise ValueError(f"graph node '{name}': {kind} takes at least 2 inputs")
+    first = states[0]
+    if kind == "add":
+        for s in states[1:]:
+            if s.shape != first.shape:
+                raise ValueError(f"graph node '{name}': add needs inputs of one shape, not {' and '.join(shape_to_string(t.shape) for t in states)}")
+            if not s.same_layout(first):
+                raise ValueError(f"graph node '{name}': add of flat features in different orders in PyTorch's layout (one input comes from a "
+                                 "flatten of (h, w, c) data, another from a dense layer): put a dense layer after the flatten")
+        return first
+    if any(s.shape[:-1] != first.shape[:-1] or len(s.shape) != len(first.shape) for s in states):
+        raise ValueError(f"graph node '{name}': concat joins along the last dimension; its inputs {', '.join(shape_to_string(t.shape) for t in states)} differ before it")
+    shape = first.shape[:-1] + (sum(s.shape[-1] for s in states),)
+    if len(shape) > 1 or all(s.order is None for s in states):
+        return _State(shape)
+    order, offset = [], 0  # flat features: torch's are the inputs' one after the other, as PetNet's
+    for s in states:
+        order.append((np.arange(s.shape[0]) if s.order is None else np.asarray(s.order)) + offset)
+        offset += s.shape[0]
+    return _State(shape, np.concatenate(order))
+
+
+def build_graph(spec, input_shape):
+    """The Graph (float64) equivalent to a PetNet graph on samples of input_shape."""
+    states, nodes, modules = {"input": _State(tuple(input_shape))}, [], {}
+    for name, entry, inputs in parse_graph(spec):
+        kind, args = _split_entry(entry)
+        if kind in _JOINS:
+            if args:
+                raise ValueError(f"graph node '{name}': {kind} takes no arguments, not '{args}'")
+            states[name] = _join_state(name, kind, [states[i] for i in inputs])
+            nodes.append((name, kind, inputs))
+            continue
+        if len(inputs) != 1:
+            raise ValueError(f"graph node '{name}': {kind} takes one input, not {len(inputs)} (a join such as add or concat takes several)")
+        try:
+            module = _make_module(kind, args, states[inputs[0]].shape)
+            states[name], _ = _bind(_group_one(module), states[inputs[0]])
+        except ValueError as e:
+            raise ValueError(f"graph node '{name}' (-net_graph): {e}") from e
+        modules[name] = module
+        nodes.append((name, "layer", inputs))
+    model = Graph(nodes, modules)
+    model.petnet_input_shape = tuple(input_shape)
+    return model
+
+
+_ADDS = ("add", "iadd")
+_CATS = ("cat", "concat", "concatenate")
+
+
+def _node_name(text, taken):
+    """An identifier PetNet accepts as a node name, not yet taken (and not 'input')"""
+    name = "".join(c if c.isalnum() or c == "_" else "_" for c in text).strip("_") or "node"  # ONNX's "/blk/Conv" -> blk_Conv
+    if name[0].isdigit():
+        name = "n" + name
+    base, k = name, 1
+    while name in taken or name == "input":
+        name, k = f"{base}_{k}", k + 1
+    taken.add(name)
+    return name
+
+
+def _graph_nodes(model):
+    """[(name, kind, inputs, group)] of a model as a PetNet graph: a Graph's own nodes, or those of any nn.Module whose
+    forward torch.fx traces into supported modules, the functional relu/tanh/sigmoid, torch.flatten(x, 1), additions
+    (+, torch.add) and torch.cat along dim 1; group is (entry, [modules]) for a layer node, None for a join. AdaptiveAvgPool(1)
+    followed by a flatten is one globalavgpool node."""
+    if isinstance(model, Graph):
+        return [(name, kind, list(inputs), None if kind in _JOINS else _group_one(getattr(model, name))) for name, kind, inputs in model.petnet_nodes]
+    what = type(model).__name__
+    try:
+        graph = _Tracer().trace(model)
+    except Exception as e:
+        raise ValueError(f"{what}: torch.fx cannot trace its forward ({e}): write the model as an nn.Sequential or a petnet_torch.Graph") from e
+    modules, names, taken, pending, nodes, out = dict(model.named_modules()), {}, set(), {}, [], None
+    for node in graph.nodes:
+        label = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", str(node.target))
+        if node.op == "placeholder":
+            if names:
+                raise ValueError(f"{what}.forward takes more than one input: a PetNet Net takes one")
+            names[node] = "input"
+            continue
+        if node.op == "output":
+            out = node.args[0]
+            break
+        if node.op == "get_attr":
+            raise ValueError(f"{what}.forward reads the tensor '{node.target}' directly: PetNet's layers hold their own parameters, use modules")
+        args = [a for a in node.args if isinstance(a, torch.fx.Node)]
+        for a in args:
+            if a in pending and not (label == "flatten" or (node.op == "call_module" and isinstance(modules[node.target], nn.Flatten))):
+                raise ValueError(f"{what}.forward: {pending[a][1]} is PetNet's globalavgpool only when a flatten follows it")
+        if label in _CATS and node.op == "call_function":
+            seq = node.args[0] if node.args else node.kwargs.get("tensors")
+            dim = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim", 0)
+            if not isinstance(seq, (list, tuple)) or not all(isinstance(a, torch.fx.Node) for a in seq) or dim not in (1, -1):
+                raise ValueError(f"{what}.forward: torch.cat at '{node.name}' must join model values along dim 1 (the channels, PetNet's last dimension)")
+            nodes.append((_node_name(node.name, taken), "concat", [names[a] for a in seq], ("dim", dim)))
+        elif label in _ADDS and len(args) == 2 and len(node.args) == 2 and not node.kwargs:
+            nodes.append((_node_name(node.name, taken), "add", [names[a] for a in args], None))
+        else:
+            if len(args) != 1 or args[0] not in names and args[0] not in pending:
+                raise ValueError(f"{what}.forward: '{node.name}' ({label}) takes {len(args)} model values: PetNet's layers take one, add and torch.cat several")
+            extra = list(node.args[1:]) + list(node.kwargs.values())
+            if node.op == "call_module":
+                m = modules[node.target]
+            elif label == "flatten" and extra in ([1], [1, -1]):
+                m = nn.Flatten()
+            elif label in _FUNCTIONS and not extra:
+                m = _FUNCTIONS[label]()
+            else:
+                raise ValueError(f"{what}.forward calls '{label}' at '{node.name}', which is not a supported module: use the modules PetNet has "
+                                 "(see petnet_torch.py's help), torch.flatten(x, 1), relu, tanh, sigmoid, + and torch.cat(..., dim=1)")
+            if isinstance(m, (nn.AdaptiveAvgPool2d, nn.AdaptiveAvgPool3d)):
+                nsd = 2 if isinstance(m, nn.AdaptiveAvgPool2d) else 3
+                if _as_tuple(m.output_size, nsd) != (1,) * nsd:
+                    raise ValueError(f"{type(m).__name__} is PetNet's globalavgpool only with output size 1")
+                pending[node] = (m, type(m).__name__, names[args[0]])
+                continue
+            if args[0] in pending:
+                gap, _, source = pending.pop(args[0])
+                if not isinstance(m, nn.Flatten):
+                    raise ValueError(f"{what}.forward: {type(gap).__name__}(1) is PetNet's globalavgpool only when a flatten follows it")
+                nodes.append((_node_name(node.name, taken), "layer", [source], ("globalavgpool", [gap, m])))
+            else:
+                nodes.append((_node_name(node.name, taken), "layer", [names[args[0]]], _group_one(m)))
+        names[node] = nodes[-1][0]
+    if pending:
+        raise ValueError(f"{what}.forward: an adaptive average pooling is not followed by a flatten (PetNet's globalavgpool is both)")
+    if not nodes or not isinstance(out, torch.fx.Node) or names.get(out) != nodes[-1][0]:
+        raise ValueError(f"{what}.forward must return the value it computes last (PetNet's output is its last node)")
+    return [(name, kind, inputs, group) for name, kind, inputs, group in nodes]
+
+
+def _is_graph(model):
+    """Does the model need a PetNet graph (a Graph, or a traced forward with joins or values used out of order)?"""
+    if isinstance(model, Graph):
+        return True
+    if isinstance(model, (nn.Sequential, list, tuple)):
+        return False
+    nodes = _graph_nodes(model)
+    return any(kind in _JOINS for _, kind, _, _ in nodes) or any(inputs != [prev] for (_, _, inputs, _), prev in zip(nodes, ["input"] + [n[0] for n in nodes]))
+
+
+def graph_spec(model):
+    """PetNet's graph text of a model, as NetGetSpec() writes it: "name = entry <- input, ...;" joined by blanks."""
+    parts = []
+    for name, kind, inputs, group in _graph_nodes(model):
+        parts.append(f"{name} = {kind if kind in _JOINS else group[0]} <- {', '.join(inputs)};")
+    return " ".join(parts)
+
+
+def _plan_graph(model, input_shape):
+    """(output state, [_Tensor] named '<node>.<name>') of a graph model"""
+    states, tensors = {"input": _State(tuple(input_shape))}, []
+    for name, kind, inputs, group in _graph_nodes(model):
+        if kind in _JOINS:
+            states[name] = _join_state(name, kind, [states[i] for i in inputs])
+            if group and group[1] == -1 and len(states[name].shape) > 1:
+                raise ValueError(f"graph node '{name}': torch.cat(dim=-1) on NCHW data joins the widths, not the channels (PetNet's concat): use dim=1")
+            continue
+        try:
+            states[name], inner = _bind(group, states[inputs[0]])
+        except ValueError as e:
+            raise ValueError(f"graph node '{name}': {e}") from e
+        tensors += [_prefixed(f"{name}.{t.name}", t) for t in inner]
+    return states[name], tensors
+
+
+def spec_of(model):
+    """PetNet's text for a model: a layer list (NetSetLayers()) for a chain, a graph (NetSetGraph()) otherwise."""
+    return graph_spec(model) if _is_graph(model) else spec_from_sequential(model)
 
 
 # ---------------------------------------------------------------------------------------------- batches
@@ -833,10 +1102,11 @@ def _read_tensors(f, path, version, tensors, spec):
 
 
 def load(path):
-    """Reads a PetNet HDF5 model file (format 1, 2 or 3): returns (nn.Sequential in float64, eval mode, input shape tuple)."""
+    """Reads a PetNet HDF5 model file (format 1 to 4): returns (model in float64, eval mode, input shape tuple), the model
+    an nn.Sequential for a layer list, a Graph for a graph (-net_graph)."""
     with h5py.File(path, "r") as f:
         version, spec, input_shape = _read_header(f, path)
-        model = build_sequential(spec, input_shape)
+        model = build_graph(spec, input_shape) if is_graph_spec(spec) else build_sequential(spec, input_shape)
         _, tensors = _plan(model, input_shape)
         _read_tensors(f, path, version, tensors, spec)
     model.petnet_input_shape = input_shape
@@ -848,8 +1118,8 @@ def load_into(model, path):
     the supported modules) whose layers are those of the file; returns the input shape (h, w, c) or (f,)."""
     with h5py.File(path, "r") as f:
         version, spec, input_shape = _read_header(f, path)
-        if spec_from_sequential(model) != spec:
-            raise ValueError(f"{path} holds '{spec}', the model is '{spec_from_sequential(model)}'")
+        if spec_of(model) != spec:
+            raise ValueError(f"{path} holds '{spec}', the model is '{spec_of(model)}'")
         _, tensors = _plan(model, input_shape)
         _read_tensors(f, path, version, tensors, spec)
     return input_shape
@@ -860,7 +1130,7 @@ def save(model, input_shape, path, version=FORMAT_VERSION):
     HDF5 model file, which NetLoad() reads on any number of ranks. version=2 writes the old layout (for tests)."""
     if version not in (2, 3, 4):
         raise ValueError(f"save() writes format versions 2, 3 and 4, not {version}")
-    spec = spec_from_sequential(model)
+    spec = spec_of(model)
     _, tensors = _plan(model, input_shape)
     nparams = sum(t.tensor.numel() for t in tensors if not t.buffer)
     nbuffers = sum(t.tensor.numel() for t in tensors if t.buffer and not t.counter)
@@ -917,7 +1187,7 @@ def check(model_path, data_path, rtol, after_path=None):
         spec = _text(f[GROUP].attrs["spec"])
     n = x.size // math.prod(input_shape)
     ok = True
-    derived = spec_from_sequential(model)
+    derived = spec_of(model)
     if derived != spec:
         print(f"{model_path}: the spec derived from the PyTorch modules, '{derived}', differs from the file's '{spec}'")
         ok = False
@@ -986,8 +1256,8 @@ def round_trip(model, input_shape, path):
     save(model, input_shape, path)
     again, shape = load(path)
     a, b = state_arrays(model, input_shape), state_arrays(again, shape)
-    same = shape == tuple(input_shape) and spec_from_sequential(again) == spec_from_sequential(model) and a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
-    print(f"{path}: PyTorch -> HDF5 -> PyTorch round trip of '{spec_from_sequential(model)}' {'exact' if same else 'DIFFERS'}")
+    same = shape == tuple(input_shape) and spec_of(again) == spec_of(model) and a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
+    print(f"{path}: PyTorch -> HDF5 -> PyTorch round trip of '{spec_of(model)}' {'exact' if same else 'DIFFERS'}")
     return same
 
 
@@ -1058,6 +1328,16 @@ def onnx_evaluate(proto, x):
             y = i[0].mean(dim=tuple(range(2, i[0].dim())), keepdim=True)
         elif op == "Constant":
             y = a["value"]
+        elif op == "Concat":
+            y = torch.cat(i, dim=a["axis"])
+        elif op == "Reshape":
+            y = i[0].reshape([i[0].shape[k] if int(v) == 0 else int(v) for k, v in enumerate(i[1])])
+        elif op == "Dropout":
+            y = i[0]
+        elif op == "Sum":
+            y = i[0]
+            for t in i[1:]:
+                y = y + t
         elif op in ("Add", "Mul", "Div", "Sub", "MatMul"):
             y = {"Add": torch.add, "Mul": torch.mul, "Div": torch.div, "Sub": torch.sub, "MatMul": torch.matmul}[op](i[0], i[1])
         elif op in ("Relu", "Tanh", "Sigmoid", "Erf", "Softplus", "Identity"):
@@ -1076,6 +1356,272 @@ def onnx_evaluate(proto, x):
             raise NotImplementedError(f"onnx_evaluate: no evaluator for the ONNX op {op}")
         env[node.output[0]] = y
     return env[proto.graph.output[0].name]
+
+
+# ---------------------------------------------------------------------------------------------- ONNX -> PetNet
+ONNX_IMPORTS = ("Gemm, MatMul (+ Add of a bias), Conv, ConvTranspose, Relu, Tanh, Sigmoid, LeakyRelu, Softplus, Identity, Dropout, "
+                "MaxPool, AveragePool (and a Pad of zeros before it), GlobalAveragePool (+ Flatten), BatchNormalization, Flatten, Reshape to (n, -1), "
+                "Add and Sum of two model values, Concat along the channels, Resize / Upsample by integer factors")
+
+
+def _onnx_attrs(node):
+    from onnx import helper
+
+    return {a.name: helper.get_attribute_value(a) for a in node.attribute}
+
+
+def from_onnx(path):
+    """An ONNX model (a file or a ModelProto) -> (Graph in float64, input shape channels last): one PetNet node per ONNX
+    node of the operators PetNet has (ONNX_IMPORTS), named after the ONNX node (or its output); its weights are the
+    initializers. The input must be [n][c][h][w], [n][c][d][h][w] or [n][f] with fixed sizes but the batch. Anything
+    else is a ValueError naming the node, its operator and what PetNet imports. save(model, shape, "m.h5") then writes
+    a file NetLoad() reads."""
+    import onnx
+    from onnx import numpy_helper
+
+    proto = onnx.load(path) if isinstance(path, str) else path
+    where = path if isinstance(path, str) else "the ONNX model"
+    g = proto.graph
+    consts = {t.name: numpy_helper.to_array(t) for t in g.initializer}
+    inputs = [v for v in g.input if v.name not in consts]
+    if len(inputs) != 1:
+        raise ValueError(f"{where}: a PetNet Net has one input, this graph {len(inputs)} ({', '.join(v.name for v in inputs)})")
+    dims = [d.dim_value if d.HasField("dim_value") else -1 for d in inputs[0].type.tensor_type.shape.dim]
+    if len(dims) not in (2, 4, 5) or min(dims[1:]) <= 0:
+        raise ValueError(f"{where}: input '{inputs[0].name}' has the shape {dims}: PetNet imports [n][f], [n][c][h][w] or [n][c][d][h][w] with fixed sizes but n")
+    input_shape = tuple(dims[2:]) + (dims[1],) if len(dims) > 2 else (dims[1],)
+    rank = {inputs[0].name: len(dims)}  # ONNX rank of every model value
+    value = {inputs[0].name: "input"}  # ONNX value -> PetNet node producing it
+    pooled = {}  # ONNX value of a GlobalAveragePool -> (node name, input): a globalavgpool once a flatten follows
+    users = {}
+    for node in g.node:
+        for i in node.input:
+            users.setdefault(i, []).append(node)
+    nodes, modules, taken, skip, padfor = [], {}, set(), set(), {}
+
+    def fail(node, why):
+        label = node.name or (node.output[0] if node.output else "?")
+        raise ValueError(f"{where}: ONNX node '{label}' ({node.op_type}) {why}. PetNet imports {ONNX_IMPORTS}")
+
+    def model_inputs(node):
+        return [i for i in node.input if i and i in value or i in pooled]
+
+    def emit(node, kind, ins, module=None, out_rank=None):
+        name = _node_name(node.name or node.output[0], taken)
+        nodes.append((name, kind, ins))
+        if module is not None:
+            modules[name] = module
+        value[node.output[0]] = name
+        rank[node.output[0]] = rank[node.input[0]] if out_rank is None else out_rank
+
+    def tensor(t):
+        return torch.from_numpy(np.array(t, dtype=np.float64))
+
+    for node in g.node:
+        if id(node) in skip:
+            continue
+        op, a = node.op_type, _onnx_attrs(node)
+        if op == "Constant":
+            consts[node.output[0]] = numpy_helper.to_array(a["value"])
+            continue
+        ins = model_inputs(node)
+        if any(i in pooled for i in ins) and op not in ("Flatten", "Reshape"):
+            fail(node, "reads a GlobalAveragePool's [n][c][1][1] output: PetNet's globalavgpool gives (c), import it followed by Flatten")
+        if op in ("Flatten", "Reshape") and ins and ins[0] in pooled:
+            if op == "Flatten" and a.get("axis", 1) != 1:
+                fail(node, "flattens from an axis other than 1")
+            gname, gin = pooled.pop(ins[0])
+            nodes.append((gname, "layer", [gin]))
+            modules[gname] = GlobalAvgPool()
+            value[node.output[0]], rank[node.output[0]] = gname, 2
+            continue
+        if op in ("Identity", "Dropout"):  # evaluation mode: the same value
+            value[node.output[0]], rank[node.output[0]] = value[ins[0]], rank[ins[0]]
+            continue
+        if op == "Pad":  # torch.onnx.export writes an AvgPool2d with padding as Pad (zeros) + AveragePool
+            pads = consts.get(node.input[1]) if len(node.input) > 1 else a.get("pads")
+            fill = consts.get(node.input[2]) if len(node.input) > 2 and node.input[2] else 0
+            mode = a.get("mode", b"constant")
+            r, nxt = rank[ins[0]], users.get(node.output[0], [])
+            if pads is None or mode not in (b"constant", "constant") or float(np.asarray(fill).reshape(-1)[0] if np.size(fill) else 0) != 0:
+                fail(node, "is not a constant padding with zeros")
+            pads = [int(v) for v in pads]
+            if any(pads):
+                nsd = r - 2
+                spatial = pads[2:r] + pads[r + 2:]
+                if pads[:2] != [0, 0] or pads[r:r + 2] != [0, 0] or spatial[:nsd] != spatial[nsd:] or len(nxt) != 1 or nxt[0].op_type != "AveragePool" or any(_onnx_attrs(nxt[0]).get("pads", [0])):
+                    fail(node, "pads other than the spatial dims evenly, or not before an AveragePool: PetNet pads inside its layers")
+                padfor[id(nxt[0])] = spatial
+            value[node.output[0]], rank[node.output[0]] = value[ins[0]], rank[ins[0]]
+            continue
+        if op in ("Add", "Sum") and len(ins) == 2 and len(node.input) == 2:
+            emit(node, "add", [value[i] for i in ins])
+            continue
+        if op == "Concat":
+            axis = a.get("axis")
+            if len(ins) != len(node.input) or len(ins) < 2 or axis not in (1, 1 - rank[ins[0]] if rank[ins[0]] == 2 else 1):
+                fail(node, f"joins {len(ins)} model values (of {len(node.input)} inputs) along axis {axis}: PetNet's concat joins model values along the channels (axis 1)")
+            emit(node, "concat", [value[i] for i in ins])
+            continue
+        if len(ins) != 1 or node.input[0] != ins[0]:
+            fail(node, f"takes {len(ins)} model values: PetNet's layers take one (as their first input), add and concat several")
+        r = rank[ins[0]]
+        if op in ("Gemm", "MatMul"):
+            w = consts.get(node.input[1]) if len(node.input) > 1 else None
+            if w is None or w.ndim != 2 or r != 2:
+                fail(node, "is not a product of a flat [n][f] value and a constant matrix (a dense layer)")
+            bias, out = None, node.output[0]
+            if op == "Gemm":
+                if a.get("transA", 0) or a.get("alpha", 1.0) != 1.0 or (len(node.input) > 2 and a.get("beta", 1.0) != 1.0):
+                    fail(node, "has transA, alpha or beta: PetNet's dense is x W^T + b")
+                w = w.T if not a.get("transB", 0) else w
+                bias = consts.get(node.input[2]) if len(node.input) > 2 and node.input[2] else None
+                if len(node.input) > 2 and node.input[2] and bias is None:
+                    fail(node, "adds a bias that is not a constant")
+            else:
+                w = w.T
+                nxt = users.get(out, [])
+                if len(nxt) == 1 and nxt[0].op_type == "Add":
+                    other = [i for i in nxt[0].input if i != out]
+                    if len(other) == 1 and other[0] in consts:
+                        bias = consts[other[0]]
+                        skip.add(id(nxt[0]))
+                        out = nxt[0].output[0]
+            if bias is not None:
+                bias = np.asarray(bias).reshape(-1)
+                if bias.size != w.shape[0]:
+                    fail(node, f"adds a bias of {bias.size} values to {w.shape[0]} outputs")
+            m = nn.Linear(w.shape[1], w.shape[0], bias=bias is not None, dtype=torch.float64)
+            with torch.no_grad():
+                m.weight.copy_(tensor(w))
+                if bias is not None:
+                    m.bias.copy_(tensor(bias))
+            emit(node, "layer", [value[ins[0]]], m, 2)
+            value[out], rank[out] = value[node.output[0]], 2
+            continue
+        if op in ("Conv", "ConvTranspose"):
+            w = consts.get(node.input[1])
+            b = consts.get(node.input[2]) if len(node.input) > 2 and node.input[2] else None
+            nsd = r - 2
+            if w is None or nsd not in (2, 3) or (len(node.input) > 2 and node.input[2] and b is None):
+                fail(node, "has weights or a bias that are not constants, or a non-image input")
+            pads = list(a.get("pads", [0] * 2 * nsd))
+            if a.get("auto_pad", b"NOTSET") not in (b"NOTSET", b"VALID", "NOTSET", "VALID") or pads[:nsd] != pads[nsd:] or a.get("output_shape"):
+                fail(node, f"pads unevenly ({pads}, auto_pad {a.get('auto_pad')}): PetNet pads both sides equally")
+            k, s, d, groups = tuple(w.shape[2:]), tuple(a.get("strides", [1] * nsd)), tuple(a.get("dilations", [1] * nsd)), a.get("group", 1)
+            if op == "Conv":
+                m = (nn.Conv2d if nsd == 2 else nn.Conv3d)(w.shape[1] * groups, w.shape[0], k, stride=s, padding=tuple(pads[:nsd]), dilation=d, groups=groups, bias=b is not None, dtype=torch.float64)
+            else:
+                if nsd != 2:
+                    fail(node, "is a 3-D transposed convolution: PetNet has convtranspose2d")
+                m = nn.ConvTranspose2d(w.shape[0], w.shape[1] * groups, k, stride=s, padding=tuple(pads[:2]), output_padding=tuple(a.get("output_padding", [0, 0])), groups=groups, bias=b is not None, dilation=d, dtype=torch.float64)
+            with torch.no_grad():
+                m.weight.copy_(tensor(w))
+                if b is not None:
+                    m.bias.copy_(tensor(b))
+            emit(node, "layer", [value[ins[0]]], m)
+            continue
+        if op in ("MaxPool", "AveragePool"):
+            nsd = r - 2
+            pads = list(padfor.get(id(node), a.get("pads", [0] * 2 * nsd)))
+            if id(node) in padfor:
+                a["count_include_pad"] = 1  # the zeros of the Pad before it count
+            if nsd not in (2, 3) or pads[:nsd] != pads[nsd:] or a.get("ceil_mode", 0) or any(v != 1 for v in a.get("dilations", [1])) or a.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET"):
+                fail(node, "has uneven pads, ceil_mode, dilations or auto_pad, or a non-image input: PetNet's pools take a window, a stride and even padding")
+            k = tuple(a["kernel_shape"])
+            s = tuple(a.get("strides", k))
+            if op == "MaxPool":
+                m = (nn.MaxPool2d if nsd == 2 else nn.MaxPool3d)(k, stride=s, padding=tuple(pads[:nsd]))
+            else:
+                if any(pads) and not a.get("count_include_pad", 0):
+                    fail(node, "leaves padded taps out of the mean (count_include_pad=0): PetNet's avgpool counts them")
+                m = (nn.AvgPool2d if nsd == 2 else nn.AvgPool3d)(k, stride=s, padding=tuple(pads[:nsd]), count_include_pad=True)
+            emit(node, "layer", [value[ins[0]]], m)
+            continue
+        if op == "GlobalAveragePool":
+            if r not in (4, 5):
+                fail(node, "has a non-image input")
+            pooled[node.output[0]] = (_node_name(node.name or node.output[0], taken), value[ins[0]])
+            continue
+        if op == "BatchNormalization":
+            scale, bias, mean, var = (consts.get(i) for i in node.input[1:5])
+            if any(t is None for t in (scale, bias, mean, var)) or len(node.output) > 1 and any(node.output[1:]) or a.get("training_mode", 0):
+                fail(node, "is not an evaluation-mode BatchNormalization with constant scale, bias, mean and variance")
+            if r not in (2, 4, 5):
+                fail(node, f"normalises a rank-{r} value")
+            m = {2: nn.BatchNorm1d, 4: nn.BatchNorm2d, 5: nn.BatchNorm3d}[r](scale.size, eps=float(a.get("epsilon", 1e-5)), momentum=round(1.0 - float(a.get("momentum", 0.9)), 6), dtype=torch.float64)  # ONNX's float32 0.9: 0.1
+            with torch.no_grad():
+                for t, v in ((m.weight, scale), (m.bias, bias), (m.running_mean, mean), (m.running_var, var)):
+                    t.copy_(tensor(v))
+            emit(node, "layer", [value[ins[0]]], m)
+            continue
+        if op in ("Flatten", "Reshape"):
+            if op == "Flatten" and a.get("axis", 1) != 1:
+                fail(node, "flattens from an axis other than 1")
+            if op == "Reshape":
+                shape = consts.get(node.input[1])
+                if shape is None or [int(v) for v in shape] not in ([-1, 0], [0, -1], [1, -1]) and not (len(shape) == 2 and int(shape[0]) in (0, -1, 1) and int(shape[1]) > 0):
+                    fail(node, f"reshapes to {None if shape is None else list(shape)}: PetNet imports a Reshape that flattens each sample, (n, -1)")
+            if r == 2:
+                value[node.output[0]], rank[node.output[0]] = value[ins[0]], 2
+            else:
+                emit(node, "layer", [value[ins[0]]], nn.Flatten(), 2)
+            continue
+        if op in ("Resize", "Upsample"):
+            scales = consts.get(node.input[2] if op == "Resize" and len(node.input) > 2 else node.input[1] if op == "Upsample" else "")
+            mode = a.get("mode", b"nearest")
+            mode = mode.decode() if isinstance(mode, bytes) else mode
+            ctm = a.get("coordinate_transformation_mode", b"half_pixel")
+            ctm = ctm.decode() if isinstance(ctm, bytes) else ctm
+            if scales is None or len(scales) != r or any(float(v) != int(v) or v < 1 for v in scales) or list(scales[:2]) != [1, 1]:
+                fail(node, f"scales by {None if scales is None else list(scales)}: PetNet's upsample scales the spatial dims by integer factors given as constants")
+            nearest = mode == "nearest" and (op == "Upsample" or (ctm == "asymmetric" and a.get("nearest_mode", b"round_prefer_floor") in (b"floor", "floor")))
+            linear = mode in ("linear", "bilinear", "trilinear") and (op == "Resize" and ctm in ("half_pixel", "pytorch_half_pixel"))
+            if not (nearest or linear):
+                fail(node, f"has mode {mode}, coordinate_transformation_mode {ctm}: PetNet's upsample is nearest (asymmetric, floor) or linear (half_pixel)")
+            factors = tuple(float(int(v)) for v in scales[2:])
+            m = nn.Upsample(scale_factor=factors, mode="nearest" if nearest else ("bilinear" if r == 4 else "trilinear"), align_corners=None if nearest else False)
+            emit(node, "layer", [value[ins[0]]], m)
+            continue
+        simple = {"Relu": nn.ReLU, "Tanh": nn.Tanh, "Sigmoid": nn.Sigmoid, "Softplus": nn.Softplus}
+        if op in simple:
+            emit(node, "layer", [value[ins[0]]], simple[op]())
+            continue
+        if op == "LeakyRelu":
+            emit(node, "layer", [value[ins[0]]], nn.LeakyReLU(float(a.get("alpha", 0.01))))
+            continue
+        fail(node, "has no PetNet layer")
+    if pooled:
+        raise ValueError(f"{where}: a GlobalAveragePool is not followed by a Flatten (PetNet's globalavgpool gives (c), not [c][1][1])")
+    out = g.output[0].name
+    if value.get(out) is None or not nodes or value[out] != nodes[-1][0]:
+        raise ValueError(f"{where}: the graph's output '{out}' is not the value its last node computes (PetNet's output is its last node)")
+    model = Graph(nodes, modules)
+    model.petnet_input_shape = input_shape
+    _plan_graph(model, input_shape)  # the shapes, checked now
+    return model.eval(), input_shape
+
+
+def import_onnx(onnx_path, model_path, data_path=None, samples=5, seed=0):
+    """ONNX file -> PetNet model file (from_onnx(), save()); with data_path also a random input and the ONNX graph's own
+    output on it, evaluated node by node from the ONNX file (onnx_evaluate), for test_io -torch_import_models. Returns
+    (model, input_shape, max |PetNet's Graph - ONNX| / max |ONNX| on that input)."""
+    import onnx
+
+    model, shape = from_onnx(onnx_path)
+    save(model, shape, model_path)
+    proto = onnx.load(onnx_path)
+    dtype = torch.float32 if any(t.data_type == onnx.TensorProto.FLOAT for t in proto.graph.initializer) else torch.float64
+    x = torch.rand((samples,) + tuple(shape), generator=torch.Generator().manual_seed(seed + 1), dtype=torch.float64) * 2 - 1
+    with torch.no_grad():
+        ref = onnx_evaluate(proto, to_torch_batch(x, shape).to(dtype)).to(torch.float64)
+    ref = from_torch_batch(ref, _plan(model, shape)[0])
+    err = relative_error(forward(model, x.reshape(samples, -1), shape), ref)
+    if data_path:
+        with h5py.File(data_path, "w") as f:
+            f.create_dataset("input", data=x.reshape(samples, -1).numpy())
+            f.create_dataset("output", data=ref.numpy())
+    return model, shape, err
 
 
 def _onnx_resize(x, scales, sizes, a):
@@ -1124,6 +1670,11 @@ def main():
     p.add_argument("model")
     p.add_argument("onnx")
     p.add_argument("--opset", type=int, default=13)
+    p = sub.add_parser("onnx-import")
+    p.add_argument("onnx")
+    p.add_argument("model")
+    p.add_argument("--data")
+    p.add_argument("--samples", type=int, default=5)
     p = sub.add_parser("selftest")
     p.add_argument("petnet_prefix")
     p.add_argument("torch_prefix")
@@ -1142,6 +1693,11 @@ def main():
         print(f"{args.onnx}: ONNX opset {args.opset}, {len(proto.graph.node)} nodes ({', '.join(sorted({n.op_type for n in proto.graph.node}))}), "
               f"onnx.checker: ok; the graph evaluated node by node (onnx_evaluate) vs the PyTorch model on 4 random samples: max |diff| / max |y| = {err:.1e} (<= 1e-9)")
         ok = err <= 1e-9  # ONNX float attributes are float32: LeakyRelu's alpha, BatchNormalization's epsilon
+    elif args.command == "onnx-import":
+        model, shape, err = import_onnx(args.onnx, args.model, args.data, args.samples)
+        ok = err <= 1e-6
+        print(f"{args.model}: from {args.onnx} on {shape_to_string(shape)}: '{spec_of(model)}'; PyTorch on the imported model vs the ONNX graph "
+              f"evaluated node by node: max |diff| / max |y| = {err:.1e} ({'<=' if ok else '>'} 1e-6)" + (f"; input and the ONNX output in {args.data}" if args.data else ""))
     else:
         ok = selftest(args.petnet_prefix, args.torch_prefix)
     sys.exit(0 if ok else 1)

@@ -3,17 +3,22 @@
 
     PetscInt header[8] = {TRAINER_CHECKPOINT_ID, version, epoch, optimizer step, number of state Vecs, parameters,
                           epochs without improvement, length of the Net spec}
+    PetscInt nhistory            (version 4) the number of epochs of the run's history below (at most the epoch)
     char    spec[len]            the Net's layer list (checked on restart)
     real    best test loss
     real    best training loss   (version 2: the divergence test's reference)
     real    training loss        (version 3) of the last epoch, as TrainerTrain() reported it (the mean over its batches)
     PetscInt run[2]              (version 3) the global batch size and the number of training samples: a restart with
                                  others would not continue this run (another data order, other optimizer steps)
+    PetscInt hist[2][nhistory]   (version 4) per epoch so far: epoch, training samples          } what the monitors
+    real     histr[7][nhistory]  (version 4) per epoch: train loss, test loss, test accuracy,   } received (TrainerMetrics),
+                                 learning rate, epoch time, elapsed time, samples/s             } record-major
     Vec     parameters           (PetscInt classid, PetscInt size, then the values, as VecView() writes them)
     Vec     optimizer state (moments, ...) one after the other
     uint32  crc32 (zlib) of every byte before it, big-endian (version 2)
 
-  Versions 1 (no training-loss reference, no checksum) and 2 (no training loss, batch size, sample count) are still read. Before anything is read with the viewer, rank 0
+  Versions 1 (no training-loss reference, no checksum), 2 (no training loss, batch size, sample count) and 3 (no history:
+  a restart then monitors and plots only the epochs it runs) are still read. Before anything is read with the viewer, rank 0
   checks the file as bytes: the header's identifier and version, the size the header implies against the real size
   (a truncated file is named as such) and the checksum; a message is broadcast so that every rank fails together.
 
@@ -27,18 +32,26 @@
 #include <zlib.h>
 
 #define TRAINER_CHECKPOINT_ID      0x504e4350 /* "PNCP" */
-#define TRAINER_CHECKPOINT_VERSION 3
+#define TRAINER_CHECKPOINT_VERSION 4
 #define TRAINER_CHECKPOINT_SPECMAX 4096
 #define TRAINER_CHECKPOINT_NSTATE  64 /* more optimizer state Vecs than any optimizer has: a corrupt header */
 
-/* The size in bytes of a checkpoint whose header is h (-1 when the header is impossible) */
-static long long TrainerCheckpointSize_Private(const PetscInt h[8])
+#define TRAINER_CHECKPOINT_NHIST_INT  2 /* per history record: epoch, samples */
+#define TRAINER_CHECKPOINT_NHIST_REAL 7 /* train loss, test loss, test accuracy, learning rate, epoch time, elapsed, samples/s */
+
+/* The size in bytes of a checkpoint whose header is h[9] (h[8]: the history records, version 4) (-1 when the header is
+   impossible) */
+static long long TrainerCheckpointSize_Private(const PetscInt h[9])
 {
-  long long isz = (long long)sizeof(PetscInt), vec;
+  long long isz = (long long)sizeof(PetscInt), rsz = (long long)sizeof(PetscReal), vec, hist = 0;
 
   if (h[4] < 0 || h[4] > TRAINER_CHECKPOINT_NSTATE || h[5] < 0 || h[7] < 0 || h[7] >= TRAINER_CHECKPOINT_SPECMAX) return -1;
+  if (h[1] >= 4) {
+    if (h[8] < 0 || (h[2] >= 0 && h[8] > h[2])) return -1; /* at most one record per epoch run (a negative epoch is refused later, by name) */
+    hist = isz + (long long)h[8] * (TRAINER_CHECKPOINT_NHIST_INT * isz + TRAINER_CHECKPOINT_NHIST_REAL * rsz);
+  }
   vec = 2 * isz + (long long)h[5] * (long long)sizeof(PetscScalar);
-  return 8 * isz + h[7] + (h[1] >= 3 ? 3 : h[1] >= 2 ? 2 : 1) * (long long)sizeof(PetscReal) + (h[1] >= 3 ? 2 * isz : 0) + (1 + h[4]) * vec + (h[1] >= 2 ? 4 : 0);
+  return 8 * isz + hist + h[7] + (h[1] >= 3 ? 3 : h[1] >= 2 ? 2 : 1) * rsz + (h[1] >= 3 ? 2 * isz : 0) + (1 + h[4]) * vec + (h[1] >= 2 ? 4 : 0);
 }
 
 /* crc32 of the first n bytes of f, from its start */
@@ -81,10 +94,10 @@ static int TrainerAppendChecksum_Private(const char tmp[])
   Rank 0: checks the file as bytes and fills h[] from its header; msg[] receives what is wrong ("" when nothing is).
   Everything the viewer will read afterwards lies inside the file, so a damaged file is refused here with its name.
 */
-static void TrainerCheckCheckpointFile_Private(const char file[], PetscInt h[8], size_t len, char msg[])
+static void TrainerCheckCheckpointFile_Private(const char file[], PetscInt h[9], size_t len, char msg[])
 {
   FILE         *f = fopen(file, "rb");
-  unsigned char raw[8 * sizeof(PetscInt)], be[4];
+  unsigned char raw[9 * sizeof(PetscInt)], be[4];
   long long     size, expect;
   uLong         crc, stored = 0;
 
@@ -97,10 +110,11 @@ static void TrainerCheckCheckpointFile_Private(const char file[], PetscInt h[8],
     snprintf(msg, len, "Cannot read the checkpoint %s: %s", file, strerror(errno));
     goto done;
   }
-  if (size < (long long)sizeof(raw) || fseek(f, 0, SEEK_SET) || fread(raw, 1, sizeof(raw), f) != sizeof(raw)) {
-    snprintf(msg, len, "Checkpoint %s is truncated: %lld bytes, fewer than its %d-byte header", file, size, (int)sizeof(raw));
+  if (size < 8 * (long long)sizeof(PetscInt) || fseek(f, 0, SEEK_SET) || fread(raw, 1, 8 * sizeof(PetscInt), f) != 8 * sizeof(PetscInt)) {
+    snprintf(msg, len, "Checkpoint %s is truncated: %lld bytes, fewer than its %d-byte header", file, size, (int)(8 * sizeof(PetscInt)));
     goto done;
   }
+  h[8] = 0;
   for (int i = 0; i < 8; i++) {
     unsigned long long v = 0;
 
@@ -115,9 +129,20 @@ static void TrainerCheckCheckpointFile_Private(const char file[], PetscInt h[8],
     snprintf(msg, len, "Checkpoint %s has format version %lld; this PetNet reads versions 1 to %d", file, (long long)h[1], TRAINER_CHECKPOINT_VERSION);
     goto done;
   }
+  if (h[1] >= 4) { /* the count of history records follows the header */
+    unsigned long long v = 0;
+
+    if (size < (long long)sizeof(raw) || fread(raw + 8 * sizeof(PetscInt), 1, sizeof(PetscInt), f) != sizeof(PetscInt)) {
+      snprintf(msg, len, "Checkpoint %s is truncated: %lld bytes, fewer than its %d-byte header", file, size, (int)sizeof(raw));
+      goto done;
+    }
+    for (size_t b = 0; b < sizeof(PetscInt); b++) v = (v << 8) | raw[8 * sizeof(PetscInt) + b];
+    h[8] = sizeof(PetscInt) == 4 ? (PetscInt)(int32_t)(uint32_t)v : (PetscInt)(int64_t)v;
+  }
   expect = TrainerCheckpointSize_Private(h);
   if (expect < 0) {
-    snprintf(msg, len, "Checkpoint %s is corrupt: its header is impossible (%lld optimizer state vectors, %lld parameters, a network description of %lld characters)", file, (long long)h[4], (long long)h[5], (long long)h[7]);
+    snprintf(msg, len, "Checkpoint %s is corrupt: its header is impossible (%lld optimizer state vectors, %lld parameters, a network description of %lld characters, %lld epochs of history after %lld epochs)", file, (long long)h[4], (long long)h[5],
+             (long long)h[7], (long long)h[8], (long long)h[2]);
     goto done;
   }
   if (size != expect) {
@@ -154,6 +179,98 @@ static PetscErrorCode TrainerWriteCheckpointRun_Private(Trainer tr, PetscViewer 
   PetscCall(TrainerCheckpointRun_Private(tr, run));
   PetscCall(PetscViewerBinaryWrite(viewer, &tr->trainloss, 1, PETSC_REAL));
   PetscCall(PetscViewerBinaryWrite(viewer, run, 2, PETSC_INT));
+  PetscFunctionReturn(0);
+}
+
+/* The history records a checkpoint keeps (version 4): the epochs 1..tr->epoch the monitors saw, in increasing order
+   (an evaluation-only record, epoch 0, and anything out of order are left out); with first[] = NULL only counted */
+static PetscInt TrainerCheckpointHistory_Private(Trainer tr, PetscInt first[])
+{
+  PetscInt n = 0, last = 0;
+
+  for (PetscInt i = 0; i < tr->nhistory; i++) {
+    if (tr->history[i].epoch <= last || tr->history[i].epoch > tr->epoch) continue;
+    last = tr->history[i].epoch;
+    if (first) first[n] = i;
+    n++;
+  }
+  return n;
+}
+
+/* Version 4: the history, hist[2][n] then histr[7][n] (record-major) */
+static PetscErrorCode TrainerWriteCheckpointHistory_Private(Trainer tr, PetscViewer viewer)
+{
+  PetscInt   n = TrainerCheckpointHistory_Private(tr, NULL), *which, *hi;
+  PetscReal *hr;
+
+  PetscFunctionBegin;
+  PetscCall(PetscMalloc3(n, &which, TRAINER_CHECKPOINT_NHIST_INT * n, &hi, TRAINER_CHECKPOINT_NHIST_REAL * n, &hr));
+  (void)TrainerCheckpointHistory_Private(tr, which);
+  for (PetscInt k = 0; k < n; k++) {
+    const TrainerMetrics *m  = &tr->history[which[k]];
+    PetscInt             *ik = hi + TRAINER_CHECKPOINT_NHIST_INT * k;
+    PetscReal            *rk = hr + TRAINER_CHECKPOINT_NHIST_REAL * k;
+
+    ik[0] = m->epoch;
+    ik[1] = m->samples;
+    rk[0] = m->train_loss;
+    rk[1] = m->test_loss;
+    rk[2] = m->test_accuracy;
+    rk[3] = m->learning_rate;
+    rk[4] = m->epoch_time;
+    rk[5] = m->elapsed;
+    rk[6] = m->samples_per_s;
+  }
+  PetscCall(PetscViewerBinaryWrite(viewer, hi, TRAINER_CHECKPOINT_NHIST_INT * n, PETSC_INT));
+  PetscCall(PetscViewerBinaryWrite(viewer, hr, TRAINER_CHECKPOINT_NHIST_REAL * n, PETSC_REAL));
+  PetscCall(PetscFree3(which, hi, hr));
+  PetscFunctionReturn(0);
+}
+
+/* Version 4: reads n history records into tr->history (replacing it) and marks them for TrainerTrain() to replay to
+   the monitors; a record out of order or out of range is a corrupt file */
+static PetscErrorCode TrainerReadCheckpointHistory_Private(Trainer tr, PetscViewer viewer, const char file[], PetscInt n, PetscInt epoch)
+{
+  PetscInt  *hi, last = 0;
+  PetscReal *hr;
+
+  PetscFunctionBegin;
+  PetscCall(PetscMalloc2(TRAINER_CHECKPOINT_NHIST_INT * n, &hi, TRAINER_CHECKPOINT_NHIST_REAL * n, &hr));
+  PetscCall(PetscViewerBinaryRead(viewer, hi, TRAINER_CHECKPOINT_NHIST_INT * n, NULL, PETSC_INT));
+  PetscCall(PetscViewerBinaryRead(viewer, hr, TRAINER_CHECKPOINT_NHIST_REAL * n, NULL, PETSC_REAL));
+  for (PetscInt k = 0; k < n; k++) { /* epochs increasing, within the checkpoint's, checked before anything changes */
+    const PetscInt *ik = hi + TRAINER_CHECKPOINT_NHIST_INT * k;
+
+    if (ik[0] <= last || ik[0] > epoch || ik[1] < 0) {
+      PetscCall(PetscFree2(hi, hr));
+      SETERRQ(PetscObjectComm((PetscObject)tr), PETSC_ERR_FILE_UNEXPECTED, "Checkpoint %s is corrupt: its history record %" PetscInt_FMT " is of epoch %" PetscInt_FMT " (after epoch %" PetscInt_FMT "; the checkpoint is of epoch %" PetscInt_FMT ")",
+              file, k, ik[0], last, epoch);
+    }
+    last = ik[0];
+  }
+  PetscCall(PetscFree(tr->history));
+  tr->maxhistory = PetscMax(16, n);
+  PetscCall(PetscCalloc1(tr->maxhistory, &tr->history));
+  for (PetscInt k = 0; k < n; k++) {
+    TrainerMetrics  *m  = &tr->history[k];
+    const PetscInt  *ik = hi + TRAINER_CHECKPOINT_NHIST_INT * k;
+    const PetscReal *rk = hr + TRAINER_CHECKPOINT_NHIST_REAL * k;
+
+    m->epoch         = ik[0];
+    m->epochs        = tr->epochs;
+    m->samples       = ik[1];
+    m->train_loss    = rk[0];
+    m->test_loss     = rk[1];
+    m->test_accuracy = rk[2];
+    m->learning_rate = rk[3];
+    m->epoch_time    = rk[4];
+    m->elapsed       = rk[5];
+    m->samples_per_s = rk[6];
+    m->restored      = PETSC_TRUE;
+  }
+  tr->nhistory  = n;
+  tr->nrestored = n;
+  PetscCall(PetscFree2(hi, hr));
   PetscFunctionReturn(0);
 }
 
@@ -200,7 +317,7 @@ static PetscErrorCode TrainerCheckpointGather_Private(Trainer tr, PetscInt *nvec
 /* Rank 0: everything but the checksum through a sequential viewer; seq[] from TrainerCheckpointGather_Private() */
 static PetscErrorCode TrainerWriteCheckpoint_Private(Trainer tr, PetscViewer viewer, PetscInt nvec, Vec seq[], PetscInt step)
 {
-  PetscInt  nparams, header[8];
+  PetscInt  nparams, header[9];
   char      spec[TRAINER_CHECKPOINT_SPECMAX];
   PetscReal best[2] = {tr->besttestloss, tr->besttrainloss};
 
@@ -215,10 +332,12 @@ static PetscErrorCode TrainerWriteCheckpoint_Private(Trainer tr, PetscViewer vie
   header[5] = nparams;
   header[6] = tr->badepochs;
   header[7] = (PetscInt)strlen(spec);
-  PetscCall(PetscViewerBinaryWrite(viewer, header, 8, PETSC_INT));
+  header[8] = TrainerCheckpointHistory_Private(tr, NULL);
+  PetscCall(PetscViewerBinaryWrite(viewer, header, 9, PETSC_INT));
   PetscCall(PetscViewerBinaryWrite(viewer, spec, header[7], PETSC_CHAR));
   PetscCall(PetscViewerBinaryWrite(viewer, best, 2, PETSC_REAL));
   PetscCall(TrainerWriteCheckpointRun_Private(tr, viewer));
+  PetscCall(TrainerWriteCheckpointHistory_Private(tr, viewer));
   for (PetscInt k = 0; k < nvec; k++) PetscCall(VecView(seq[k], viewer));
   PetscFunctionReturn(0);
 }
@@ -302,21 +421,22 @@ PetscErrorCode TrainerSaveCheckpoint(Trainer tr, const char file[])
 }
 
 /* Reads what TrainerCheckCheckpointFile_Private() checked, after the header h[] was accepted */
-static PetscErrorCode TrainerReadCheckpoint_Private(Trainer tr, PetscViewer viewer, const PetscInt h[8], PetscInt nstate, Vec state[], PetscReal best[3])
+static PetscErrorCode TrainerReadCheckpoint_Private(Trainer tr, PetscViewer viewer, const char file[], const PetscInt h[9], PetscInt nstate, Vec state[], PetscReal best[3])
 {
-  PetscInt header[8], run[2];
+  PetscInt header[9], run[2];
   char     spec[TRAINER_CHECKPOINT_SPECMAX];
 
   PetscFunctionBegin;
   best[1] = PETSC_MAX_REAL; /* version 1 */
   best[2] = -1;             /* versions 1 and 2: no training loss */
-  PetscCall(PetscViewerBinaryRead(viewer, header, 8, NULL, PETSC_INT));
+  PetscCall(PetscViewerBinaryRead(viewer, header, h[1] >= 4 ? 9 : 8, NULL, PETSC_INT));
   PetscCall(PetscViewerBinaryRead(viewer, spec, h[7], NULL, PETSC_CHAR));
   PetscCall(PetscViewerBinaryRead(viewer, best, h[1] >= 2 ? 2 : 1, NULL, PETSC_REAL));
   if (h[1] >= 3) {
     PetscCall(PetscViewerBinaryRead(viewer, &best[2], 1, NULL, PETSC_REAL));
     PetscCall(PetscViewerBinaryRead(viewer, run, 2, NULL, PETSC_INT)); /* checked by TrainerLoadCheckpoint() before */
   }
+  if (h[1] >= 4) PetscCall(TrainerReadCheckpointHistory_Private(tr, viewer, file, h[8], h[2]));
   PetscCall(VecLoad(tr->theta, viewer));
   for (PetscInt k = 0; k < nstate; k++) PetscCall(VecLoad(state[k], viewer));
   PetscFunctionReturn(0);
@@ -341,12 +461,16 @@ static PetscErrorCode TrainerReadCheckpoint_Private(Trainer tr, PetscViewer view
   (format version 3) another batch size or number of training samples (-trainer_batch_size, -train_dataset_limit),
   which would draw another data order and count other optimizer steps. The last epoch's training loss is restored
   too: a restart from the final checkpoint reports the training loss the interrupted run reported (the mean over the
-  last epoch's batches), not an evaluation of the final weights.
+  last epoch's batches), not an evaluation of the final weights. So is (format version 4) the metrics of every epoch
+  run before the checkpoint: TrainerTrain() first hands them to the monitors (TrainerMetrics' restored flag set; the
+  progress line ends in "(restored)"), so that a CSV monitor's file and the -trainer_monitor_plot image cover the whole
+  run, not only the epochs after the restart.
 
   The file is checked before anything is read: a truncated file, a checksum that does not match (a damaged file), an
   impossible header, or an epoch outside 0..-trainer_epochs are errors naming the file. Version 1 checkpoints (before
   checksums) are still read, with the size check only; version 2 checkpoints (without the run's batch size, sample
-  count and last training loss) without those checks.
+  count and last training loss) without those checks; version 3 checkpoints without the history (the monitors and the
+  plot then see only the epochs after the restart).
 
   Level: intermediate
 
@@ -356,7 +480,7 @@ PetscErrorCode TrainerLoadCheckpoint(Trainer tr, const char file[])
 {
   MPI_Comm       comm   = PetscObjectComm((PetscObject)tr);
   PetscViewer    viewer = NULL;
-  PetscInt       nstate = 0, step = 0, nparams, h[8] = {0};
+  PetscInt       nstate = 0, step = 0, nparams, h[9] = {0};
   Vec           *state = NULL;
   char           spec[TRAINER_CHECKPOINT_SPECMAX], saved[TRAINER_CHECKPOINT_SPECMAX], msg[1024];
   PetscReal      best[3], head[3];
@@ -372,7 +496,7 @@ PetscErrorCode TrainerLoadCheckpoint(Trainer tr, const char file[])
   if (rank == 0) TrainerCheckCheckpointFile_Private(file, h, sizeof(msg), msg);
   PetscCallMPI(MPI_Bcast(msg, sizeof(msg), MPI_CHAR, 0, comm));
   PetscCheck(!msg[0], comm, PETSC_ERR_FILE_UNEXPECTED, "%s", msg);
-  PetscCallMPI(MPI_Bcast(h, 8, MPIU_INT, 0, comm));
+  PetscCallMPI(MPI_Bcast(h, 9, MPIU_INT, 0, comm));
 
   PetscCall(TaoSetUp(tr->tao));
   PetscCall(NetGetSpec(tr->net, sizeof(spec), spec));
@@ -389,9 +513,9 @@ PetscErrorCode TrainerLoadCheckpoint(Trainer tr, const char file[])
   ierr = PetscViewerBinaryOpen(comm, file, FILE_MODE_READ, &viewer);
   if (!ierr) ierr = PetscViewerBinarySetSkipInfo(viewer, PETSC_TRUE);
   if (!ierr) { /* the layer list first: a different network is reported as such, not as a Vec of the wrong size */
-    PetscInt header[8];
+    PetscInt header[9];
 
-    ierr = PetscViewerBinaryRead(viewer, header, 8, NULL, PETSC_INT);
+    ierr = PetscViewerBinaryRead(viewer, header, h[1] >= 4 ? 9 : 8, NULL, PETSC_INT);
     if (!ierr) ierr = PetscViewerBinaryRead(viewer, saved, h[7], NULL, PETSC_CHAR);
     saved[h[7]] = 0;
     if (!ierr && h[1] >= 3) ierr = PetscViewerBinaryRead(viewer, head, 3, NULL, PETSC_REAL); /* best losses, training loss */
@@ -409,7 +533,7 @@ PetscErrorCode TrainerLoadCheckpoint(Trainer tr, const char file[])
   PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, NULL));
   ierr = PetscViewerBinaryOpen(comm, file, FILE_MODE_READ, &viewer);
   if (!ierr) ierr = PetscViewerBinarySetSkipInfo(viewer, PETSC_TRUE);
-  if (!ierr) ierr = TrainerReadCheckpoint_Private(tr, viewer, h, nstate, state, best);
+  if (!ierr) ierr = TrainerReadCheckpoint_Private(tr, viewer, file, h, nstate, state, best);
   ierr2 = PetscViewerDestroy(&viewer);
   if (!ierr) ierr = ierr2;
   if (ierr) PetscCall(PetscErrorMessage(ierr, NULL, &why));

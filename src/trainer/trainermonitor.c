@@ -185,6 +185,7 @@ PetscErrorCode TrainerMonitor_Private(Trainer tr, PetscInt epoch, PetscReal seco
   m->elapsed       = elapsed;
   m->samples       = samples;
   m->samples_per_s = seconds > 0 ? samples / seconds : 0.0;
+  m->restored      = PETSC_FALSE;
   PetscCall(TrainerGetLearningRate_Private(tr, &m->learning_rate));
   if (tr->nhistory == tr->maxhistory) {
     TrainerMetrics *h;
@@ -197,6 +198,28 @@ PetscErrorCode TrainerMonitor_Private(Trainer tr, PetscInt epoch, PetscReal seco
   }
   tr->history[tr->nhistory++] = *m;
   for (PetscInt i = 0; i < tr->nmonitors; i++) PetscCall((*tr->monitor[i])(tr, epoch, m, tr->monitorctx[i]));
+  PetscFunctionReturn(0);
+}
+
+/* After a restart (checkpoint format 4): the epochs before it, as the run that wrote the checkpoint monitored them, go
+   to this run's monitors first, so that a CSV file or a plot of the restarted run covers all its epochs. A restart from
+   the final checkpoint evaluates that epoch again (TrainerTrain()): its restored record gives way to the evaluation. */
+PetscErrorCode TrainerMonitorReplay_Private(Trainer tr)
+{
+  PetscInt n = tr->nrestored;
+
+  PetscFunctionBegin;
+  tr->nrestored = 0;
+  if (n && tr->epoch >= tr->epochs && tr->history[n - 1].epoch == tr->epoch) {
+    n--;
+    tr->nhistory = n;
+  }
+  for (PetscInt k = 0; k < n; k++) {
+    TrainerMetrics m = tr->history[k];
+
+    m.epochs = tr->epochs;
+    for (PetscInt i = 0; i < tr->nmonitors; i++) PetscCall((*tr->monitor[i])(tr, m.epoch, &m, tr->monitorctx[i]));
+  }
   PetscFunctionReturn(0);
 }
 
@@ -220,7 +243,8 @@ PetscErrorCode TrainerMonitor_Private(Trainer tr, PetscInt epoch, PetscReal seco
 
   Notes:
   The line reads "epoch   3/10  train_loss 0.412345  test_loss 0.431234  test_acc 0.8456  samples/s 51234  elapsed
-  4.12s" (no test columns without an evaluation Dataset, no test_acc for a regression). Use it with TrainerMonitorSet(tr, (PetscErrorCode
+  4.12s" (no test columns without an evaluation Dataset, no test_acc for a regression; "(restored)" at the end for
+  an epoch run before -trainer_restart, replayed from the checkpoint). Use it with TrainerMonitorSet(tr, (PetscErrorCode
   (*)(Trainer, PetscInt, const TrainerMetrics *, void *))TrainerMonitorDefault, vf, (PetscErrorCode (*)(void
   **))PetscViewerAndFormatDestroy).
 
@@ -251,7 +275,7 @@ PetscErrorCode TrainerMonitorDefault(Trainer tr, PetscInt epoch, const TrainerMe
       PetscCall(PetscStrlcat(line, part, sizeof(line)));
     }
   }
-  PetscCall(PetscSNPrintf(part, sizeof(part), "  samples/s %.0f  elapsed %.2fs\n", (double)metrics->samples_per_s, (double)metrics->elapsed));
+  PetscCall(PetscSNPrintf(part, sizeof(part), "  samples/s %.0f  elapsed %.2fs%s\n", (double)metrics->samples_per_s, (double)metrics->elapsed, metrics->restored ? "  (restored)" : ""));
   PetscCall(PetscStrlcat(line, part, sizeof(line)));
   PetscCall(PetscViewerASCIIPrintf(vf->viewer, "%s", line));
   PetscCall(PetNetWriteCheckViewer(vf->viewer));

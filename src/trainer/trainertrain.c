@@ -189,7 +189,8 @@ static PetscErrorCode TrainerEndTrain_Private(Trainer tr)
   -trainer_epochs iterations (-tao_max_it, when the user gives it, replaces -trainer_epochs), and every iteration ends
   an epoch as in mini-batch mode (progress line, test evaluation, checkpoint, early stopping). A full-batch restart
   starts TAO afresh (a quasi-Newton memory is not in the checkpoint). After a restart only the epochs after the
-  checkpoint run.
+  checkpoint run; the monitors first receive the earlier epochs' metrics from the checkpoint (format 4), so that their
+  files and the plot cover the whole run.
 
   A NaN or Inf loss, or an epoch's training loss above -trainer_divergence_factor (default 1e3) times the best so
   far, stops training with an error naming the last good checkpoint, which is kept: a diverged state is never
@@ -209,6 +210,7 @@ PetscErrorCode TrainerTrain(Trainer tr)
   PetscValidHeaderSpecific(tr, TRAINER_CLASSID, 1);
   PetscCall(TrainerSetUp(tr));
   PetscCall(PetscTime(&tr->tstart));
+  PetscCall(TrainerMonitorReplay_Private(tr)); /* after a restart: the epochs before it */
   if (tr->epochs == 0 || tr->epoch >= tr->epochs) {
     /* evaluate only, in evaluation mode: batchnorm's running statistics must not move. After a restart from the final
        checkpoint (format 3) the training loss is the last epoch's, as the run that wrote it reported it */

@@ -79,6 +79,7 @@ struct _p_Trainer {
   TrainerMetrics  metrics;        /* of the last completed epoch */
   TrainerMetrics *history;        /* every epoch's metrics, for -trainer_monitor_plot */
   PetscInt        nhistory, maxhistory;
+  PetscInt        nrestored;                   /* the first nrestored records came from a checkpoint: TrainerTrain() replays them to the monitors */
   char            plot[PETSC_MAX_PATH_LEN];    /* -trainer_monitor_plot: PNG written at the end of TrainerTrain() */
   char            gnuplot[PETSC_MAX_PATH_LEN]; /* -trainer_monitor_plot_gnuplot: the program */
 
@@ -104,6 +105,7 @@ PETSC_INTERN PetscErrorCode TrainerFullBatchMonitor_Private(Tao, void *);
 PETSC_INTERN PetscErrorCode TrainerSetUpHessian_Private(Trainer);
 PETSC_INTERN PetscErrorCode TrainerMonitorSharpness_Private(Trainer, PetscInt);
 PETSC_INTERN PetscErrorCode TrainerMonitor_Private(Trainer, PetscInt, PetscReal, PetscInt, PetscLogDouble);
+PETSC_INTERN PetscErrorCode TrainerMonitorReplay_Private(Trainer);
 PETSC_INTERN PetscErrorCode TrainerMonitorSetUp_Private(Trainer);
 PETSC_INTERN PetscErrorCode TrainerMonitorSetFromOptions_Private(Trainer, const char[], const char[]);
 PETSC_INTERN PetscErrorCode TrainerMonitorDestroy_Private(Trainer);
