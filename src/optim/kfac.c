@@ -494,3 +494,44 @@ PetscErrorCode PetNetTaoKFACSetUncoveredGradient(Tao tao, PetscBool flg)
   PetscTryMethod(tao, "PetNetTaoKFACSetUncoveredGradient_C", (Tao, PetscBool), (tao, flg));
   PetscFunctionReturn(0);
 }
+
+/*@
+  PetNetTaoKFACGetFactorEntries - how many entries of the K-FAC factors this rank holds, and how many one copy of all of
+  them has
+
+  Not collective
+
+  Input Parameter:
+. tao - the Tao, of type kfac, after its first TaoSolve() (before it, and for other types, both counts are 0)
+
+  Output Parameters:
++ held    - the entries of the factors A and S and of their damped inverses that this rank keeps
+- onecopy - the entries of one copy of all of them (2 (na^2 + nout^2) per block)
+
+  Notes:
+  With -net_parallel replicated every rank holds a whole copy (held == onecopy); with -net_parallel sharded or model
+  each block's factors live only on its owner, the rank that owns the most of the block's weights, so the held counts
+  of the ranks add up to onecopy. Multiply by sizeof(PetscScalar) for bytes.
+
+  Level: advanced
+
+.seealso: `TAOKFAC`, `PetNetPCKFACGetFactorEntries()`, `NetSetParallel()`
+@*/
+PetscErrorCode PetNetTaoKFACGetFactorEntries(Tao tao, PetscInt64 *held, PetscInt64 *onecopy)
+{
+  PetscBool iskfac;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(tao, TAO_CLASSID, 1);
+  PetscValidPointer(held, 2);
+  PetscValidPointer(onecopy, 3);
+  *held = *onecopy = 0;
+  PetscCall(PetscObjectTypeCompare((PetscObject)tao, TAOKFAC, &iskfac));
+  if (!iskfac) PetscFunctionReturn(0);
+  {
+    Tao_KFAC *kf = (Tao_KFAC *)((Tao_Optim *)tao->data)->data;
+
+    if (kf->kfac) PetscCall(PetNetKFACGetFactorEntries(kf->kfac, held, onecopy));
+  }
+  PetscFunctionReturn(0);
+}

@@ -188,3 +188,39 @@ PetscErrorCode PetNetPCKFACAddStatistics(PC pc)
   PetscCall(PetNetKFACAddStatistics(kfac));
   PetscFunctionReturn(0);
 }
+
+/*@
+  PetNetPCKFACGetFactorEntries - how many entries of the K-FAC factors this rank holds, and how many one copy of all of
+  them has
+
+  Not collective
+
+  Input Parameter:
+. pc - a PC made by PetNetPCSetKFAC()
+
+  Output Parameters:
++ held    - the entries of the factors A and S and of their damped inverses that this rank keeps
+- onecopy - the entries of one copy of all of them (2 (na^2 + nout^2) per block)
+
+  Notes:
+  With -net_parallel replicated every rank holds a whole copy (held == onecopy); with -net_parallel sharded or model
+  each block's factors live only on its owner, the rank that owns the most of the block's weights, so the held counts
+  of the ranks add up to onecopy.
+
+  Level: advanced
+
+.seealso: `PetNetPCSetKFAC()`, `PetNetTaoKFACGetFactorEntries()`
+@*/
+PetscErrorCode PetNetPCKFACGetFactorEntries(PC pc, PetscInt64 *held, PetscInt64 *onecopy)
+{
+  PetNetKFAC kfac;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(pc, PC_CLASSID, 1);
+  PetscValidPointer(held, 2);
+  PetscValidPointer(onecopy, 3);
+  PetscCall(PCGetKFAC_Private(pc, &kfac));
+  PetscCheck(kfac, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONG, "The PC is not a K-FAC preconditioner: call PetNetPCSetKFAC() first");
+  PetscCall(PetNetKFACGetFactorEntries(kfac, held, onecopy));
+  PetscFunctionReturn(0);
+}
