@@ -43,6 +43,12 @@ static PetscErrorCode TaoOptimCheck_KFAC(Tao tao)
   PetscCall(VecGetSize(tao->solution, &N));
   PetscCheck(N == nparams, PetscObjectComm((PetscObject)tao), PETSC_ERR_ARG_INCOMP,
              "The kfac optimizer's solution has %" PetscInt_FMT " entries, but its Net has %" PetscInt_FMT " parameters: the solution must be the parameters of the Net given to PetNetTaoKFACSetNet()", N, nparams);
+  if (kf->kfac) { /* the factors are placed for the Net's parallel mode: a new mode places them anew */
+    NetParallelType parallel;
+
+    PetscCall(NetGetParallel(kf->net, &parallel));
+    if (parallel != kf->kfac->parallel) PetscCall(PetNetKFACDestroy(&kf->kfac));
+  }
   if (!kf->kfac) PetscCall(PetNetKFACCreate(kf->net, kf->uncoveredgradient, "-tao_kfac_uncovered_gradient", &kf->kfac));
   PetscCall(PetNetKFACSetDamping(kf->kfac, kf->damping));
   PetscCall(PetNetKFACSetDecay(kf->kfac, kf->decay));
@@ -253,7 +259,9 @@ static PetscErrorCode TaoOptimDestroy_KFAC(Tao tao)
   runs NetForward() and NetBackward() of the mean loss of the mini-batch on that Net, in one pass: a Trainer runs kfac
   in mini-batch mode (its default for this type); with -trainer_mode fullbatch its objective works in chunks and the
   statistics would be those of the last chunk. Factor statistics are summed over the ranks, so results do not depend
-  on the number of ranks beyond round-off.
+  on the number of ranks beyond round-off. With -net_parallel replicated every rank holds every factor; with
+  -net_parallel sharded or model each block's factors are summed to, kept, inverted and applied by one rank, the one
+  that owns the most of the block's weights, so that no rank holds all of them (PetNetTaoKFACGetFactorEntries()).
 
   Level: intermediate
 
@@ -393,8 +401,9 @@ PetscErrorCode PetNetTaoKFACSetStatDecay(Tao tao, PetscReal decay)
 
   Notes:
   The statistics cost about as much as the forward and backward pass of the batch (one symmetric rank-n update per
-  factor and one MPI_Allreduce of the factors); the inverses (a Cholesky factorization per factor, on every rank) cost
-  the cube of the layer widths. Both are reused in between.
+  factor, and a sum over the ranks per layer: to every rank in replicated mode, to the factor's owner in sharded and
+  model modes); the inverses (a Cholesky factorization per factor, on every rank, or on its owner) cost the cube of
+  the layer widths. Both are reused in between.
 
   Level: intermediate
 

@@ -55,6 +55,18 @@ static PetscErrorCode PetNetKFACUncoveredError(Net net, PetscInt k, const char w
   PetscFunctionReturn(0);
 }
 
+/* The factors are placed for the Net's parallel mode at creation (KFACSetUpPlacement()) */
+static PetscErrorCode KFACCheckMode(PetNetKFAC k)
+{
+  NetParallelType parallel;
+
+  PetscFunctionBegin;
+  PetscCall(NetGetParallel(k->net, &parallel));
+  PetscCheck(parallel == k->parallel, PetscObjectComm((PetscObject)k->net), PETSC_ERR_ARG_WRONGSTATE,
+             "The Net went from -net_parallel %s to %s after K-FAC placed its factors for it: set the mode before the first TaoSolve() (a kfac Tao places them anew at its next solve) or before PetNetPCSetKFAC()", NetParallelTypes[k->parallel], NetParallelTypes[parallel]);
+  PetscFunctionReturn(0);
+}
+
 /* the entries of a block's packed sums: the upper triangles of A and S */
 static inline size_t KFACTriangles(const KFACBlock *b)
 {
@@ -106,7 +118,8 @@ static PetscErrorCode KFACSetUpPlacement(PetNetKFAC k)
   PetscCall(NetGetParallel(k->net, &parallel));
   PetscCall(NetGetParameters(k->net, &theta));
   PetscCall(VecGetOwnershipRanges(theta, &ranges));
-  k->owned = (PetscBool)(parallel != NET_PARALLEL_REPLICATED);
+  k->parallel = parallel;
+  k->owned    = (PetscBool)(parallel != NET_PARALLEL_REPLICATED);
   for (PetscInt i = 0; i < k->nblocks; i++) {
     KFACBlock *b    = &k->blocks[i];
     PetscInt   most = -1;
@@ -285,8 +298,10 @@ PetscErrorCode PetNetKFACCreate(Net net, PetscBool uncoveredgradient, const char
   PetscCall(PetscMalloc2(k->nnode, &k->node, k->nnode, &k->noderecv));
   if (k->owned) PetscCall(KFACSetUpExchange(k));
   else {
-    PetscCall(NetGetParameterBroadcast(net, &k->bcast));
-    PetscCall(MatCreateVecs(k->bcast, NULL, &k->grep));
+    Mat bcast;
+
+    PetscCall(NetGetParameterBroadcast(net, &bcast));
+    PetscCall(MatCreateVecs(bcast, NULL, &k->grep));
   }
   *kfac = k;
   PetscFunctionReturn(0);
@@ -500,6 +515,7 @@ PetscErrorCode PetNetKFACAddStatistics(PetNetKFAC kfac)
   PetscFunctionBegin;
   PetscCheck(net->forwarded && net->act, comm, PETSC_ERR_ORDER, "K-FAC takes its statistics from the Net's last NetForward() and NetBackward() of the mean loss, and there is none: the objective must run both on the Net given to K-FAC");
   PetscCheck(net->nglobal > 0, comm, PETSC_ERR_ARG_WRONGSTATE, "K-FAC statistics need a batch of at least one sample");
+  PetscCall(KFACCheckMode(kfac));
   PetscCall(PetscLogEventBegin(PETNET_KFACStatistics, 0, 0, 0, 0));
   if (!add) kfac->nfirst = net->nglobal;
   sscale = ((PetscReal)net->nglobal * net->nglobal) / ((PetscReal)kfac->nfirst * kfac->nfirst);
@@ -709,6 +725,7 @@ PetscErrorCode PetNetKFACApply(PetNetKFAC kfac, Vec g, Vec y)
 
   PetscFunctionBegin;
   PetscCheck(kfac->ninverted >= 0, PetscObjectComm((PetscObject)net), PETSC_ERR_ORDER, "K-FAC has no inverses yet: compute them before applying them");
+  PetscCall(KFACCheckMode(kfac));
   PetscCall(NetGetParameters(net, &theta));
   PetscCall(VecGetLocalSize(g, &n));
   PetscCall(VecGetLocalSize(theta, &m));
@@ -721,7 +738,12 @@ PetscErrorCode PetNetKFACApply(PetNetKFAC kfac, Vec g, Vec y)
     PetscCall(PetscLogEventEnd(PETNET_KFACApply, 0, 0, 0, 0));
     PetscFunctionReturn(0);
   }
-  PetscCall(MatMult(kfac->bcast, g, kfac->grep));
+  {
+    Mat bcast;
+
+    PetscCall(NetGetParameterBroadcast(net, &bcast));
+    PetscCall(MatMult(bcast, g, kfac->grep));
+  }
   PetscCall(VecGetArrayRead(kfac->grep, &gr));
   PetscCall(VecGetArray(y, &ya));
   for (PetscInt i = 0; i < kfac->nblocks; i++) {

@@ -55,7 +55,8 @@ struct _n_PetNetKFAC {
   PetscInt   nfirst;    /* ... and those of the first of them */
   PetscInt   ninverted; /* the value of nupdates at the last inversion (-1: never) */
 
-  PetscBool owned; /* owner placement (else replicated: every rank holds every factor) */
+  NetParallelType parallel; /* the Net's mode when the placement was chosen */
+  PetscBool       owned;    /* owner placement (else replicated: every rank holds every factor) */
 
   PetscScalar *batch; /* this batch's sums of the factors this rank holds, their upper triangles packed (aoff, soff) */
   size_t       nbatch;
@@ -71,8 +72,7 @@ struct _n_PetNetKFAC {
   PetscScalar *work; /* patches of conv2d layers, and the gathered gradient of a block in PetNetKFACApply() */
   size_t       nwork;
   PetscInt    *rows; /* PetNetKFACApply(): the rows of a block that hold entries this rank owns */
-  Vec          grep;  /* replicated placement: the gradient, replicated on every rank */
-  Mat          bcast; /* ... and the Net's broadcast that makes it (borrowed) */
+  Vec          grep; /* replicated placement: the gradient, replicated on every rank */
 };
 
 PETSC_INTERN PetscLogEvent PETNET_KFACStatistics, PETNET_KFACInvert, PETNET_KFACApply;
