@@ -599,9 +599,9 @@ static PetscErrorCode RunKFACMode(const char layers[], NetParallelType mode, Net
 */
 static PetscErrorCode CheckSharded(void)
 {
-  MPI_Comm    comm = PETSC_COMM_WORLD;
-  PetscMPIInt size;
-  char        partitioned[256];
+  MPI_Comm       comm = PETSC_COMM_WORLD;
+  PetscMPIInt    size;
+  char           partitioned[256];
   const PetscInt nsteps = 6;
   struct {
     const char     *layers;
@@ -639,12 +639,16 @@ static PetscErrorCode CheckSharded(void)
     PetscCheck(err <= tol, comm, PETSC_ERR_PLIB, "%s: after %" PetscInt_FMT " kfac steps with -net_parallel %s%s the parameters differ from the replicated run's by %g relative (bound %g)", runs[r].layers, nsteps, NetParallelTypes[runs[r].mode],
                runs[r].precision == NET_PRECISION_SINGLE ? " in single precision" : "", (double)err, (double)tol);
     if (show) PetscCall(PetscPrintf(comm, "  measured: %g relative\n", (double)err));
-    PetscCheck(hr == cr && cs == cr, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Replicated K-FAC must hold one copy of the factors on every rank (%" PetscInt64_FMT " of %" PetscInt64_FMT " entries), and both runs must have the same factors (%" PetscInt64_FMT ")", hr, cr, cs);
+    PetscCheck(hr == cr && cs == cr, PETSC_COMM_SELF, PETSC_ERR_PLIB,
+               "Replicated K-FAC must hold one copy of the factors on every rank (%" PetscInt64_FMT " of %" PetscInt64_FMT " entries), and both runs must have the same factors (%" PetscInt64_FMT ")", hr, cr, cs);
     PetscCallMPI(MPI_Allreduce(&hs, &sum, 1, MPIU_INT64, MPI_SUM, comm));
     PetscCheck(sum == cs, comm, PETSC_ERR_PLIB, "With -net_parallel %s the ranks hold %" PetscInt64_FMT " factor entries in all, not one copy (%" PetscInt64_FMT ")", NetParallelTypes[runs[r].mode], sum, cs);
     PetscCheck(size == 1 || hs < cs || cs == 0, PETSC_COMM_SELF, PETSC_ERR_PLIB, "With -net_parallel %s a rank holds every factor (%" PetscInt64_FMT " entries)", NetParallelTypes[runs[r].mode], hs);
-    PetscCall(PetscPrintf(comm, "%-26s %-7s %s: %" PetscInt_FMT " kfac steps equal the replicated run's to %s; factor entries: one copy %" PetscInt64_FMT ", held per rank:", partition ? "partitioned dense" : strstr(runs[r].layers, "groups") ? "grouped conv" : "conv", NetParallelTypes[runs[r].mode],
-                          NetPrecisions[runs[r].precision], nsteps, runs[r].precision == NET_PRECISION_DOUBLE ? "1e-12" : "10 L u", cs));
+    PetscCall(PetscPrintf(comm, "%-26s %-7s %s: %" PetscInt_FMT " kfac steps equal the replicated run's to %s; factor entries: one copy %" PetscInt64_FMT ", held per rank:",
+                          partition                          ? "partitioned dense"
+                          : strstr(runs[r].layers, "groups") ? "grouped conv"
+                                                             : "conv",
+                          NetParallelTypes[runs[r].mode], NetPrecisions[runs[r].precision], nsteps, runs[r].precision == NET_PRECISION_DOUBLE ? "1e-12" : "10 L u", cs));
     PetscCall(PetscSynchronizedPrintf(comm, " %" PetscInt64_FMT, hs));
     PetscCall(PetscSynchronizedFlush(comm, PETSC_STDOUT));
     PetscCall(PetscPrintf(comm, "\n"));

@@ -63,7 +63,8 @@ static PetscErrorCode KFACCheckMode(PetNetKFAC k)
   PetscFunctionBegin;
   PetscCall(NetGetParallel(k->net, &parallel));
   PetscCheck(parallel == k->parallel, PetscObjectComm((PetscObject)k->net), PETSC_ERR_ARG_WRONGSTATE,
-             "The Net went from -net_parallel %s to %s after K-FAC placed its factors for it: set the mode before the first TaoSolve() (a kfac Tao places them anew at its next solve) or before PetNetPCSetKFAC()", NetParallelTypes[k->parallel], NetParallelTypes[parallel]);
+             "The Net went from -net_parallel %s to %s after K-FAC placed its factors for it: set the mode before the first TaoSolve() (a kfac Tao places them anew at its next solve) or before PetNetPCSetKFAC()", NetParallelTypes[k->parallel],
+             NetParallelTypes[parallel]);
   PetscFunctionReturn(0);
 }
 
@@ -276,9 +277,9 @@ PetscErrorCode PetNetKFACCreate(Net net, PetscBool uncoveredgradient, const char
     KFACBlock *b        = &k->blocks[i];
     size_t     nodefull = 0, tri;
 
-    b->na = b->nin + (b->bias ? 1 : 0);
-    tri   = (size_t)b->na * (b->na + 1) / 2 + (size_t)b->nout * (b->nout + 1) / 2;
-    b->noff = (i && k->blocks[i - 1].node == b->node) ? k->blocks[i - 1].noff + KFACTriangles(&k->blocks[i - 1]) : 0;
+    b->na    = b->nin + (b->bias ? 1 : 0);
+    tri      = (size_t)b->na * (b->na + 1) / 2 + (size_t)b->nout * (b->nout + 1) / 2;
+    b->noff  = (i && k->blocks[i - 1].node == b->node) ? k->blocks[i - 1].noff + KFACTriangles(&k->blocks[i - 1]) : 0;
     k->nnode = PetscMax(k->nnode, b->noff + tri);
     /* the A's of all groups of a node are summed side by side */
     for (PetscInt j = i; j >= 0 && k->blocks[j].node == b->node; j--) nodefull += (size_t)k->blocks[j].na * k->blocks[j].na;
@@ -296,7 +297,8 @@ PetscErrorCode PetNetKFACCreate(Net net, PetscBool uncoveredgradient, const char
   k->nwork  = nwork;
   PetscCall(PetscMalloc4(nbatch, &k->batch, nfull, &k->full, nwork, &k->work, maxrows, &k->rows));
   PetscCall(PetscMalloc2(k->nnode, &k->node, k->nnode, &k->noderecv));
-  if (k->owned) PetscCall(KFACSetUpExchange(k));
+  if (k->owned)
+    PetscCall(KFACSetUpExchange(k));
   else {
     Mat bcast;
 
@@ -467,12 +469,12 @@ static PetscErrorCode KFACSumNode(PetNetKFAC kfac, PetscInt b0, PetscInt b1, Pet
    sums of the earlier passes since the last update (add) or put in their place */
 static PetscErrorCode KFACReduceNode(PetNetKFAC kfac, PetscInt b0, PetscInt b1, PetscBool add)
 {
-  MPI_Comm           comm = PetscObjectComm((PetscObject)kfac->net);
-  const KFACBlock   *last = &kfac->blocks[b1 - 1];
-  const PetscScalar *sum  = kfac->node;
-  PetscScalar       *acc  = NULL;
+  MPI_Comm           comm  = PetscObjectComm((PetscObject)kfac->net);
+  const KFACBlock   *last  = &kfac->blocks[b1 - 1];
+  const PetscScalar *sum   = kfac->node;
+  PetscScalar       *acc   = NULL;
   PetscMPIInt        count = 0, rank;
-  PetscInt64         n = 0;
+  PetscInt64         n     = 0;
 
   PetscFunctionBegin;
   PetscCallMPI(MPI_Comm_rank(comm, &rank));
@@ -582,8 +584,8 @@ static PetscErrorCode KFACInvertDamped(Net net, const KFACBlock *b, const char w
    definite is reported by every rank (in the owner placement only its owner sees it) */
 PetscErrorCode PetNetKFACInvert(PetNetKFAC kfac)
 {
-  MPI_Comm        comm  = PetscObjectComm((PetscObject)kfac->net);
-  const PetscReal gamma = PetscSqrtReal(kfac->damping);
+  MPI_Comm        comm   = PetscObjectComm((PetscObject)kfac->net);
+  const PetscReal gamma  = PetscSqrtReal(kfac->damping);
   PetscInt        bad[3] = {kfac->nblocks, 0, 0}, worst[3]; /* the first block that failed, its factor (0: A, 1: S), pivot */
 
   PetscFunctionBegin;
@@ -601,7 +603,8 @@ PetscErrorCode PetNetKFACInvert(PetNetKFAC kfac)
     ts /= b->nout;
     b->pi = (ta > 0 && ts > 0) ? PetscSqrtReal(ta / ts) : 1.0;
     PetscCall(KFACInvertDamped(kfac->net, b, "A", b->na, b->A, b->pi * gamma, b->Ainv, &pivot));
-    if (pivot) bad[0] = i, bad[1] = 0, bad[2] = pivot;
+    if (pivot)
+      bad[0] = i, bad[1] = 0, bad[2] = pivot;
     else {
       PetscCall(KFACInvertDamped(kfac->net, b, "S", b->nout, b->S, gamma / b->pi, b->Sinv, &pivot));
       if (pivot) bad[0] = i, bad[1] = 1, bad[2] = pivot;
@@ -614,7 +617,8 @@ PetscErrorCode PetNetKFACInvert(PetNetKFAC kfac)
 
     PetscCallMPI(MPI_Bcast(bad + 1, 2, MPIU_INT, b->owner < 0 ? 0 : b->owner, comm)); /* the owner's factor and pivot */
     PetscCall(NetGetLayerName(kfac->net, b->node, &name));
-    SETERRQ(comm, PETSC_ERR_CONV_FAILED, "The K-FAC factor %s of layer \"%s\" (group %" PetscInt_FMT ") is not positive definite after damping (pivot %" PetscInt_FMT "): raise the damping, or look for Inf or NaN in the network", bad[1] ? "S" : "A", name, b->group, bad[2]);
+    SETERRQ(comm, PETSC_ERR_CONV_FAILED, "The K-FAC factor %s of layer \"%s\" (group %" PetscInt_FMT ") is not positive definite after damping (pivot %" PetscInt_FMT "): raise the damping, or look for Inf or NaN in the network", bad[1] ? "S" : "A",
+            name, b->group, bad[2]);
   }
   kfac->ninverted = kfac->nupdates;
   PetscCall(PetscLogEventEnd(PETNET_KFACInvert, 0, 0, 0, 0));
@@ -667,8 +671,10 @@ static PetscErrorCode KFACApplyOwned(PetNetKFAC kfac, Vec g, Vec y, PetscInt rs,
           PetscInt     a = PetscMax(start[r], ranges[q]), n = KFACOverlap(start[r], len[r], ranges[q], ranges[q + 1]);
           PetscScalar *blk = kfac->gblk + b->goff + off + (a - start[r]);
 
-          if (n && pass) PetscCall(PetscArraycpy(kfac->rbuf + c, blk, n));
-          else if (n) PetscCall(PetscArraycpy(blk, kfac->rbuf + c, n));
+          if (n && pass)
+            PetscCall(PetscArraycpy(kfac->rbuf + c, blk, n));
+          else if (n)
+            PetscCall(PetscArraycpy(blk, kfac->rbuf + c, n));
           c += (size_t)n;
         }
       }
@@ -809,12 +815,13 @@ PetscErrorCode PetNetKFACView(PetNetKFAC kfac, PetscViewer viewer)
     const KFACBlock *b = &kfac->blocks[i];
     LayerType        type;
 
-    char             where[64] = "";
+    char where[64] = "";
 
     PetscCall(LayerGetType(net->layers[b->node], &type));
     if (b->owner >= 0) PetscCall(PetscSNPrintf(where, sizeof(where), ", kept by rank %d", b->owner));
     if (b->group || (i + 1 < kfac->nblocks && kfac->blocks[i + 1].node == b->node))
-      PetscCall(PetscViewerASCIIPrintf(viewer, "layer \"%s\" (%s), group %" PetscInt_FMT ": A %" PetscInt_FMT " x %" PetscInt_FMT ", S %" PetscInt_FMT " x %" PetscInt_FMT "%s\n", net->nodes[b->node].name, type, b->group, b->na, b->na, b->nout, b->nout, where));
+      PetscCall(PetscViewerASCIIPrintf(viewer, "layer \"%s\" (%s), group %" PetscInt_FMT ": A %" PetscInt_FMT " x %" PetscInt_FMT ", S %" PetscInt_FMT " x %" PetscInt_FMT "%s\n", net->nodes[b->node].name, type, b->group, b->na, b->na, b->nout,
+                                       b->nout, where));
     else
       PetscCall(PetscViewerASCIIPrintf(viewer, "layer \"%s\" (%s): A %" PetscInt_FMT " x %" PetscInt_FMT ", S %" PetscInt_FMT " x %" PetscInt_FMT "%s\n", net->nodes[b->node].name, type, b->na, b->na, b->nout, b->nout, where));
   }

@@ -63,10 +63,10 @@ struct _n_PetNetKFAC {
   PetscScalar *node, *noderecv; /* one node's sums on this rank (upper triangles, block by block), and this rank's part of
                                    their sum over the ranks; the sums of each pass are reduced node by node */
   size_t       nnode;
-  PetscMPIInt *counts;                       /* owner placement, per rank: its part of a node's sums (MPI_Reduce_scatter) */
-  PetscMPIInt *scounts, *sdispls;            /* ... the gradient's entries this rank sends to each owner, */
-  PetscMPIInt *rcounts, *rdispls;            /* ... and those it receives from each rank for the blocks it holds */
-  PetscScalar *sbuf, *rbuf, *gblk;           /* ... the pieces sent and received, and the gradient of the blocks held */
+  PetscMPIInt *counts;             /* owner placement, per rank: its part of a node's sums (MPI_Reduce_scatter) */
+  PetscMPIInt *scounts, *sdispls;  /* ... the gradient's entries this rank sends to each owner, */
+  PetscMPIInt *rcounts, *rdispls;  /* ... and those it receives from each rank for the blocks it holds */
+  PetscScalar *sbuf, *rbuf, *gblk; /* ... the pieces sent and received, and the gradient of the blocks held */
   size_t       nsend, nrecv;
   PetscScalar *full; /* one factor's batch sums in full storage (the largest) */
   PetscScalar *work; /* patches of conv2d layers, and the gathered gradient of a block in PetNetKFACApply() */
