@@ -15,6 +15,8 @@ static const char help[] = "K-FAC (src/optim/kfac*.c): the blockwise inverse aga
                            "                    replicated run on the same ranks to 1e-12 (double) and to 10 L u (single, u = 2^-24, L\n"
                            "                    nodes); the ranks hold disjoint factors adding up to one copy (replicated: a copy each)\n"
                            "  -kfac_parallel M: the Net's parallel mode in -case inverse (replicated, sharded, model)\n"
+                           "  -case modechange: a K-FAC preconditioner placed for replicated mode, applied after the Net went sharded,\n"
+                           "                    must fail naming both modes (an _error test)\n"
                            "  -case uncovered : kfac on a network with batchnorm must fail naming the layer (an _error test)\n"
                            "  -case nonet     : kfac without a Net must fail (an _error test)\n";
 
@@ -658,6 +660,42 @@ static PetscErrorCode CheckSharded(void)
   PetscFunctionReturn(0);
 }
 
+/* A K-FAC preconditioner placed for replicated mode, applied after the Net went sharded (an error naming both) */
+static PetscErrorCode CheckModeChange(void)
+{
+  MPI_Comm    comm = PETSC_COMM_WORLD;
+  PetNetShape in   = {1, {5}};
+  Problem     p;
+  PC          pc;
+  Vec         theta, G, y;
+  Mat         M;
+  PetscInt    N = 6, n = PETSC_DECIDE, nl, nparams;
+  PetscReal   f;
+
+  PetscFunctionBegin;
+  PetscCall(PetscSplitOwnership(comm, &n, &N));
+  PetscCall(ProblemCreate(comm, "dense:4,tanh,dense:3", &in, 1, N, n, &p));
+  PetscCall(NetCreateParameterVec(p.net, &G));
+  PetscCall(VecDuplicate(G, &y));
+  PetscCall(NetGetParameters(p.net, &theta));
+  PetscCall(ProblemObjective(NULL, theta, &f, G, &p));
+  PetscCall(PCCreate(comm, &pc));
+  PetscCall(PetNetPCSetKFAC(pc, p.net));
+  PetscCall(PetNetPCKFACUpdateStatistics(pc));
+  PetscCall(NetGetNumParameters(p.net, &nparams));
+  PetscCall(VecGetLocalSize(G, &nl));
+  PetscCall(MatCreateShell(comm, nl, nl, nparams, nparams, NULL, &M));
+  PetscCall(PCSetOperators(pc, M, M));
+  PetscCall(MatDestroy(&M));
+  PetscCall(NetSetParallel(p.net, NET_PARALLEL_SHARDED));
+  PetscCall(PCApply(pc, G, y));
+  PetscCall(PCDestroy(&pc));
+  PetscCall(VecDestroy(&G));
+  PetscCall(VecDestroy(&y));
+  PetscCall(ProblemDestroy(&p));
+  PetscFunctionReturn(0);
+}
+
 /* kfac on a network with batchnorm (refused), or without a Net */
 static PetscErrorCode CheckBadInput(PetscBool withnet)
 {
@@ -699,6 +737,8 @@ int main(int argc, char **argv)
   }
   PetscCall(PetscStrcmp(which, "sharded", &flg));
   if (flg) PetscCall(CheckSharded());
+  PetscCall(PetscStrcmp(which, "modechange", &flg));
+  if (flg) PetscCall(CheckModeChange());
   PetscCall(PetscStrcmp(which, "inverse", &flg));
   if (flg) PetscCall(CheckInverse());
   PetscCall(PetscStrcmp(which, "ranks", &flg));
