@@ -201,7 +201,7 @@ PetscErrorCode PetNetKFACCreate(Net net, PetscBool uncoveredgradient, const char
 {
   PetNetKFAC k;
   PetscInt   nb = 0, nu = 0;
-  size_t     nbatch = 0, nfull = 0, nwork = 0;
+  size_t     nbatch = 0, nfull = 0, nwork = 0, nodeheld = 0, nrecv = 0;
   PetscInt   maxrows = 0;
 
   PetscFunctionBegin;
@@ -284,7 +284,10 @@ PetscErrorCode PetNetKFACCreate(Net net, PetscBool uncoveredgradient, const char
     /* the A's of all groups of a node are summed side by side */
     for (PetscInt j = i; j >= 0 && k->blocks[j].node == b->node; j--) nodefull += (size_t)k->blocks[j].na * k->blocks[j].na;
     nfull = PetscMax(nfull, PetscMax(nodefull, (size_t)b->nout * b->nout));
+    if (!b->noff) nodeheld = 0;
     if (!b->held) continue;
+    if (k->owned) nodeheld += tri; /* this rank's part of the node's sums: the blocks it owns */
+    nrecv   = PetscMax(nrecv, nodeheld);
     b->aoff = nbatch;
     b->soff = nbatch + (size_t)b->na * (b->na + 1) / 2;
     nbatch += tri;
@@ -296,7 +299,7 @@ PetscErrorCode PetNetKFACCreate(Net net, PetscBool uncoveredgradient, const char
   k->nbatch = nbatch;
   k->nwork  = nwork;
   PetscCall(PetscMalloc4(nbatch, &k->batch, nfull, &k->full, nwork, &k->work, maxrows, &k->rows));
-  PetscCall(PetscMalloc2(k->nnode, &k->node, k->nnode, &k->noderecv));
+  PetscCall(PetscMalloc2(k->nnode, &k->node, nrecv, &k->noderecv));
   if (k->owned)
     PetscCall(KFACSetUpExchange(k));
   else {
