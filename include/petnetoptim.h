@@ -95,6 +95,8 @@ PETSC_EXTERN PetscErrorCode PetNetTaoKFACSetUpdateFrequency(Tao, PetscInt, Petsc
 PETSC_EXTERN PetscErrorCode PetNetTaoKFACSetMomentum(Tao, PetscReal);
 PETSC_EXTERN PetscErrorCode PetNetTaoKFACSetKLClip(Tao, PetscReal);
 PETSC_EXTERN PetscErrorCode PetNetTaoKFACSetUncoveredGradient(Tao, PetscBool);
+PETSC_EXTERN PetscErrorCode PetNetTaoKFACGetFactorEntries(Tao, PetscInt64 *, PetscInt64 *);
 PETSC_EXTERN PetscErrorCode PetNetPCSetKFAC(PC, Net);
 PETSC_EXTERN PetscErrorCode PetNetPCKFACUpdateStatistics(PC);
 PETSC_EXTERN PetscErrorCode PetNetPCKFACAddStatistics(PC);
+PETSC_EXTERN PetscErrorCode PetNetPCKFACGetFactorEntries(PC, PetscInt64 *, PetscInt64 *);

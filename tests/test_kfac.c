@@ -10,6 +10,13 @@ static const char help[] = "K-FAC (src/optim/kfac*.c): the blockwise inverse aga
                            "                    agree with one pass to 1e-12\n"
                            "  -case ranks     : 6 kfac steps (momentum, weight decay, KL clip, running averages, inverses every 2) on\n"
                            "                    PETSC_COMM_WORLD with the batch split equal the same on PETSC_COMM_SELF to 1e-11\n"
+                           "  -case sharded   : 6 kfac steps as in -case ranks with -net_parallel sharded, with model-parallel nodes\n"
+                           "                    (-net_parallel model; a dense layer with partition=Px1 in sharded mode) equal the\n"
+                           "                    replicated run on the same ranks to 1e-12 (double) and to 10 L u (single, u = 2^-24, L\n"
+                           "                    nodes); the ranks hold disjoint factors adding up to one copy (replicated: a copy each)\n"
+                           "  -kfac_parallel M: the Net's parallel mode in -case inverse (replicated, sharded, model)\n"
+                           "  -case modechange: a K-FAC preconditioner placed for replicated mode, applied after the Net went sharded,\n"
+                           "                    must fail naming both modes (an _error test)\n"
                            "  -case uncovered : kfac on a network with batchnorm must fail naming the layer (an _error test)\n"
                            "  -case nonet     : kfac without a Net must fail (an _error test)\n";
 
@@ -20,6 +27,8 @@ static const char help[] = "K-FAC (src/optim/kfac*.c): the blockwise inverse aga
 #include "testutil.h"
 
 #define NCLASS 3
+
+static NetParallelType parallel = NET_PARALLEL_REPLICATED; /* -kfac_parallel: the mode of the Nets of ProblemCreate() */
 
 typedef struct {
   const char *layers;
@@ -78,6 +87,7 @@ static PetscErrorCode ProblemCreate(MPI_Comm comm, const char layers[], const Pe
   PetscCall(NetSetLayers(p->net, layers));
   PetscCall(NetSetInputShape(p->net, in));
   PetscCall(NetSetSeed(p->net, 7));
+  PetscCall(NetSetParallel(p->net, parallel));
   PetscCall(NetSetUp(p->net));
   PetscCall(LossCreate(comm, &p->loss));
   PetscCall(LossSetType(p->loss, LOSSCROSSENTROPY));
@@ -537,6 +547,155 @@ static PetscErrorCode CheckRanks(void)
   PetscFunctionReturn(0);
 }
 
+/*
+  nsteps kfac steps as RunKFAC()'s on the Net layers in the given parallel mode and precision (on PETSC_COMM_WORLD);
+  the final parameters gathered, and the factor entries this rank held and those of one copy
+*/
+static PetscErrorCode RunKFACMode(const char layers[], NetParallelType mode, NetPrecision precision, PetscInt nsteps, PetscScalar **theta, PetscInt *nparams, PetscInt64 *held, PetscInt64 *onecopy)
+{
+  MPI_Comm        comm = PETSC_COMM_WORLD;
+  PetNetShape     in   = {3, {6, 6, 2}};
+  NetParallelType save = parallel;
+  PetscInt        N = 9, n = PETSC_DECIDE;
+  Problem         p;
+  Tao             tao;
+  Vec             x, theta0;
+
+  PetscFunctionBegin;
+  PetscCall(PetscSplitOwnership(comm, &n, &N));
+  parallel = mode;
+  PetscCall(ProblemCreate(comm, layers, &in, 3, N, n, &p));
+  parallel = save;
+  PetscCall(NetSetPrecision(p.net, precision));
+  PetscCall(TaoCreate(comm, &tao));
+  PetscCall(TaoSetType(tao, TAOKFAC));
+  PetscCall(NetCreateParameterVec(p.net, &x));
+  PetscCall(NetGetParameters(p.net, &theta0));
+  PetscCall(VecCopy(theta0, x));
+  PetscCall(TaoSetSolution(tao, x));
+  PetscCall(TaoSetObjectiveAndGradient(tao, NULL, ProblemObjective, &p));
+  PetscCall(TaoSetUpdate(tao, ProblemNextBatch, &p));
+  PetscCall(PetNetTaoKFACSetNet(tao, p.net));
+  PetscCall(PetNetTaoSetLearningRate(tao, 0.3));
+  PetscCall(PetNetTaoSetWeightDecay(tao, 1e-3));
+  PetscCall(PetNetTaoKFACSetMomentum(tao, 0.9));
+  PetscCall(PetNetTaoKFACSetDamping(tao, 1e-2));
+  PetscCall(PetNetTaoKFACSetStatDecay(tao, 0.8));
+  PetscCall(PetNetTaoKFACSetUpdateFrequency(tao, 1, 2));
+  PetscCall(PetNetTaoKFACSetKLClip(tao, 1e-2));
+  PetscCall(TaoSetMaximumIterations(tao, nsteps));
+  PetscCall(TaoSolve(tao));
+  PetscCall(PetNetTaoKFACGetFactorEntries(tao, held, onecopy));
+  PetscCall(NetGetNumParameters(p.net, nparams));
+  PetscCall(GatherAll(x, theta));
+  PetscCall(VecDestroy(&x));
+  PetscCall(TaoDestroy(&tao));
+  PetscCall(ProblemDestroy(&p));
+  PetscFunctionReturn(0);
+}
+
+/*
+  The owner placement against the replicated one: sharded, model-parallel and sharded with a partitioned dense layer,
+  in double (1e-12) and single (10 L u), each against the replicated run of the same network, precision and ranks; the
+  factors of the owner placement are split over the ranks without overlap: the held entries add up to one copy.
+*/
+static PetscErrorCode CheckSharded(void)
+{
+  MPI_Comm       comm = PETSC_COMM_WORLD;
+  PetscMPIInt    size;
+  char           partitioned[256];
+  const PetscInt nsteps = 6;
+  struct {
+    const char     *layers;
+    NetParallelType mode;
+    NetPrecision    precision;
+    PetscInt        nodes; /* L, for the single-precision bound */
+  } runs[4];
+
+  PetscBool show = PETSC_FALSE;
+
+  PetscFunctionBegin;
+  PetscCall(PetscOptionsGetBool(NULL, NULL, "-show_errors", &show, NULL));
+  PetscCallMPI(MPI_Comm_size(comm, &size));
+  PetscCall(PetscSNPrintf(partitioned, sizeof(partitioned), "conv2d:4:3:1:1,tanh,conv2d:3:2:2:0,flatten,dense:5:partition=%dx1,relu,dense:3", PetscMin(size, 5)));
+  runs[0].layers = "conv2d:4:3:1:1:groups=2,tanh,conv2d:3:2:2:0,flatten,dense:5,relu,dense:3";
+  runs[0].mode = NET_PARALLEL_SHARDED, runs[0].precision = NET_PRECISION_DOUBLE, runs[0].nodes = 7;
+  runs[1].layers = "conv2d:4:3:1:1,tanh,conv2d:3:2:2:0,flatten,dense:5,relu,dense:3";
+  runs[1].mode = NET_PARALLEL_MODEL, runs[1].precision = NET_PRECISION_DOUBLE, runs[1].nodes = 7;
+  runs[2].layers = partitioned;
+  runs[2].mode = NET_PARALLEL_SHARDED, runs[2].precision = NET_PRECISION_DOUBLE, runs[2].nodes = 7;
+  runs[3].layers = runs[0].layers;
+  runs[3].mode = NET_PARALLEL_SHARDED, runs[3].precision = NET_PRECISION_SINGLE, runs[3].nodes = 7;
+  for (PetscInt r = 0; r < 4; r++) {
+    PetscScalar *tr, *ts;
+    PetscInt64   hr, cr, hs, cs, sum;
+    PetscInt     nparams;
+    PetscReal    err, tol;
+    PetscBool    partition = (PetscBool)(r == 2);
+
+    if (partition && size > 5) continue;
+    PetscCall(RunKFACMode(runs[r].layers, NET_PARALLEL_REPLICATED, runs[r].precision, nsteps, &tr, &nparams, &hr, &cr));
+    PetscCall(RunKFACMode(runs[r].layers, runs[r].mode, runs[r].precision, nsteps, &ts, &nparams, &hs, &cs));
+    tol = runs[r].precision == NET_PRECISION_DOUBLE ? 1e-12 : 10 * runs[r].nodes * PetscPowReal(2.0, -24);
+    err = ArrayRelErr(nparams, ts, tr);
+    PetscCheck(err <= tol, comm, PETSC_ERR_PLIB, "%s: after %" PetscInt_FMT " kfac steps with -net_parallel %s%s the parameters differ from the replicated run's by %g relative (bound %g)", runs[r].layers, nsteps, NetParallelTypes[runs[r].mode],
+               runs[r].precision == NET_PRECISION_SINGLE ? " in single precision" : "", (double)err, (double)tol);
+    if (show) PetscCall(PetscPrintf(comm, "  measured: %g relative\n", (double)err));
+    PetscCheck(hr == cr && cs == cr, PETSC_COMM_SELF, PETSC_ERR_PLIB,
+               "Replicated K-FAC must hold one copy of the factors on every rank (%" PetscInt64_FMT " of %" PetscInt64_FMT " entries), and both runs must have the same factors (%" PetscInt64_FMT ")", hr, cr, cs);
+    PetscCallMPI(MPI_Allreduce(&hs, &sum, 1, MPIU_INT64, MPI_SUM, comm));
+    PetscCheck(sum == cs, comm, PETSC_ERR_PLIB, "With -net_parallel %s the ranks hold %" PetscInt64_FMT " factor entries in all, not one copy (%" PetscInt64_FMT ")", NetParallelTypes[runs[r].mode], sum, cs);
+    PetscCheck(size == 1 || hs < cs || cs == 0, PETSC_COMM_SELF, PETSC_ERR_PLIB, "With -net_parallel %s a rank holds every factor (%" PetscInt64_FMT " entries)", NetParallelTypes[runs[r].mode], hs);
+    PetscCall(PetscPrintf(comm, "%-26s %-7s %s: %" PetscInt_FMT " kfac steps equal the replicated run's to %s; factor entries: one copy %" PetscInt64_FMT ", held per rank:",
+                          partition                          ? "partitioned dense"
+                          : strstr(runs[r].layers, "groups") ? "grouped conv"
+                                                             : "conv",
+                          NetParallelTypes[runs[r].mode], NetPrecisions[runs[r].precision], nsteps, runs[r].precision == NET_PRECISION_DOUBLE ? "1e-12" : "10 L u", cs));
+    PetscCall(PetscSynchronizedPrintf(comm, " %" PetscInt64_FMT, hs));
+    PetscCall(PetscSynchronizedFlush(comm, PETSC_STDOUT));
+    PetscCall(PetscPrintf(comm, "\n"));
+    PetscCall(PetscFree(tr));
+    PetscCall(PetscFree(ts));
+  }
+  PetscFunctionReturn(0);
+}
+
+/* A K-FAC preconditioner placed for replicated mode, applied after the Net went sharded (an error naming both) */
+static PetscErrorCode CheckModeChange(void)
+{
+  MPI_Comm    comm = PETSC_COMM_WORLD;
+  PetNetShape in   = {1, {5}};
+  Problem     p;
+  PC          pc;
+  Vec         theta, G, y;
+  Mat         M;
+  PetscInt    N = 6, n = PETSC_DECIDE, nl, nparams;
+  PetscReal   f;
+
+  PetscFunctionBegin;
+  PetscCall(PetscSplitOwnership(comm, &n, &N));
+  PetscCall(ProblemCreate(comm, "dense:4,tanh,dense:3", &in, 1, N, n, &p));
+  PetscCall(NetCreateParameterVec(p.net, &G));
+  PetscCall(VecDuplicate(G, &y));
+  PetscCall(NetGetParameters(p.net, &theta));
+  PetscCall(ProblemObjective(NULL, theta, &f, G, &p));
+  PetscCall(PCCreate(comm, &pc));
+  PetscCall(PetNetPCSetKFAC(pc, p.net));
+  PetscCall(PetNetPCKFACUpdateStatistics(pc));
+  PetscCall(NetGetNumParameters(p.net, &nparams));
+  PetscCall(VecGetLocalSize(G, &nl));
+  PetscCall(MatCreateShell(comm, nl, nl, nparams, nparams, NULL, &M));
+  PetscCall(PCSetOperators(pc, M, M));
+  PetscCall(MatDestroy(&M));
+  PetscCall(NetSetParallel(p.net, NET_PARALLEL_SHARDED));
+  PetscCall(PCApply(pc, G, y));
+  PetscCall(PCDestroy(&pc));
+  PetscCall(VecDestroy(&G));
+  PetscCall(VecDestroy(&y));
+  PetscCall(ProblemDestroy(&p));
+  PetscFunctionReturn(0);
+}
+
 /* kfac on a network with batchnorm (refused), or without a Net */
 static PetscErrorCode CheckBadInput(PetscBool withnet)
 {
@@ -570,6 +729,16 @@ int main(int argc, char **argv)
 
   PetscCall(PetNetInitialize(&argc, &argv, NULL, help));
   PetscCall(PetscOptionsGetString(NULL, NULL, "-case", which, sizeof(which), NULL));
+  {
+    PetscInt mode = (PetscInt)parallel;
+
+    PetscCall(PetscOptionsGetEList(NULL, NULL, "-kfac_parallel", NetParallelTypes, 3, &mode, NULL));
+    parallel = (NetParallelType)mode;
+  }
+  PetscCall(PetscStrcmp(which, "sharded", &flg));
+  if (flg) PetscCall(CheckSharded());
+  PetscCall(PetscStrcmp(which, "modechange", &flg));
+  if (flg) PetscCall(CheckModeChange());
   PetscCall(PetscStrcmp(which, "inverse", &flg));
   if (flg) PetscCall(CheckInverse());
   PetscCall(PetscStrcmp(which, "ranks", &flg));

@@ -43,6 +43,12 @@ static PetscErrorCode TaoOptimCheck_KFAC(Tao tao)
   PetscCall(VecGetSize(tao->solution, &N));
   PetscCheck(N == nparams, PetscObjectComm((PetscObject)tao), PETSC_ERR_ARG_INCOMP,
              "The kfac optimizer's solution has %" PetscInt_FMT " entries, but its Net has %" PetscInt_FMT " parameters: the solution must be the parameters of the Net given to PetNetTaoKFACSetNet()", N, nparams);
+  if (kf->kfac) { /* the factors are placed for the Net's parallel mode: a new mode places them anew */
+    NetParallelType parallel;
+
+    PetscCall(NetGetParallel(kf->net, &parallel));
+    if (parallel != kf->kfac->parallel) PetscCall(PetNetKFACDestroy(&kf->kfac));
+  }
   if (!kf->kfac) PetscCall(PetNetKFACCreate(kf->net, kf->uncoveredgradient, "-tao_kfac_uncovered_gradient", &kf->kfac));
   PetscCall(PetNetKFACSetDamping(kf->kfac, kf->damping));
   PetscCall(PetNetKFACSetDecay(kf->kfac, kf->decay));
@@ -253,7 +259,9 @@ static PetscErrorCode TaoOptimDestroy_KFAC(Tao tao)
   runs NetForward() and NetBackward() of the mean loss of the mini-batch on that Net, in one pass: a Trainer runs kfac
   in mini-batch mode (its default for this type); with -trainer_mode fullbatch its objective works in chunks and the
   statistics would be those of the last chunk. Factor statistics are summed over the ranks, so results do not depend
-  on the number of ranks beyond round-off.
+  on the number of ranks beyond round-off. With -net_parallel replicated every rank holds every factor; with
+  -net_parallel sharded or model each block's factors are summed to, kept, inverted and applied by one rank, the one
+  that owns the most of the block's weights, so that no rank holds all of them (PetNetTaoKFACGetFactorEntries()).
 
   Level: intermediate
 
@@ -393,8 +401,9 @@ PetscErrorCode PetNetTaoKFACSetStatDecay(Tao tao, PetscReal decay)
 
   Notes:
   The statistics cost about as much as the forward and backward pass of the batch (one symmetric rank-n update per
-  factor and one MPI_Allreduce of the factors); the inverses (a Cholesky factorization per factor, on every rank) cost
-  the cube of the layer widths. Both are reused in between.
+  factor, and a sum over the ranks per layer: to every rank in replicated mode, to the factor's owner in sharded and
+  model modes); the inverses (a Cholesky factorization per factor, on every rank, or on its owner) cost the cube of
+  the layer widths. Both are reused in between.
 
   Level: intermediate
 
@@ -492,5 +501,46 @@ PetscErrorCode PetNetTaoKFACSetUncoveredGradient(Tao tao, PetscBool flg)
   PetscValidHeaderSpecific(tao, TAO_CLASSID, 1);
   PetscValidLogicalCollectiveBool(tao, flg, 2);
   PetscTryMethod(tao, "PetNetTaoKFACSetUncoveredGradient_C", (Tao, PetscBool), (tao, flg));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  PetNetTaoKFACGetFactorEntries - how many entries of the K-FAC factors this rank holds, and how many one copy of all of
+  them has
+
+  Not collective
+
+  Input Parameter:
+. tao - the Tao, of type kfac, after its first TaoSolve() (before it, and for other types, both counts are 0)
+
+  Output Parameters:
++ held    - the entries of the factors A and S and of their damped inverses that this rank keeps
+- onecopy - the entries of one copy of all of them (2 (na^2 + nout^2) per block)
+
+  Notes:
+  With -net_parallel replicated every rank holds a whole copy (held == onecopy); with -net_parallel sharded or model
+  each block's factors live only on its owner, the rank that owns the most of the block's weights, so the held counts
+  of the ranks add up to onecopy. Multiply by sizeof(PetscScalar) for bytes.
+
+  Level: advanced
+
+.seealso: `TAOKFAC`, `PetNetPCKFACGetFactorEntries()`, `NetSetParallel()`
+@*/
+PetscErrorCode PetNetTaoKFACGetFactorEntries(Tao tao, PetscInt64 *held, PetscInt64 *onecopy)
+{
+  PetscBool iskfac;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(tao, TAO_CLASSID, 1);
+  PetscValidPointer(held, 2);
+  PetscValidPointer(onecopy, 3);
+  *held = *onecopy = 0;
+  PetscCall(PetscObjectTypeCompare((PetscObject)tao, TAOKFAC, &iskfac));
+  if (!iskfac) PetscFunctionReturn(0);
+  {
+    Tao_KFAC *kf = (Tao_KFAC *)((Tao_Optim *)tao->data)->data;
+
+    if (kf->kfac) PetscCall(PetNetKFACGetFactorEntries(kf->kfac, held, onecopy));
+  }
   PetscFunctionReturn(0);
 }

@@ -10,6 +10,14 @@
       A = E[a a^T],  S = E[g g^T]
   and F^{-1} applied to the block's gradient G (nout x na) is S^{-1} G A^{-1} (see kfacfactors.c for the damping and the
   scaling of convolutions).
+
+  Where the factors live (placement, chosen from the Net's parallel mode when K-FAC is created):
+    replicated   every rank holds every block's factors (one copy per rank, like the parameters it computes with),
+                 inverts them all, and computes the rows of each block that hold parameters it owns;
+    owner        sharded and model modes, where no rank holds a full copy of the parameters: a block's factors are
+                 reduced to, kept, inverted and applied by one rank, its owner, the rank that owns the most of the
+                 block's weights in the parameter Vec (ties: the lower rank). The owner gathers the block's gradient
+                 from the ranks that own pieces of it and sends them their pieces of F^{-1} g.
 */
 #pragma once
 
@@ -26,7 +34,11 @@ typedef struct {
   size_t       aoff, soff; /* where the batch sums of A and S are packed (upper triangles) in PetNetKFAC.batch */
   PetscScalar *A, *S;      /* running averages, full symmetric, na x na and nout x nout */
   PetscScalar *Ainv, *Sinv;
-  PetscReal    pi; /* the damping split of the last inversion */
+  PetscReal    pi;    /* the damping split of the last inversion */
+  PetscMPIInt  owner; /* owner placement: the rank that keeps, inverts and applies the factors (-1: every rank) */
+  PetscBool    held;  /* this rank holds the factors (aoff, soff, A, S, Ainv, Sinv are set) */
+  size_t       noff;  /* where the block's sums (A, then S) start in the packed sums of its node (PetNetKFAC.node) */
+  size_t       goff;  /* owner placement, on the owner: where its gradient (weights, then bias) starts in PetNetKFAC.gblk */
 } KFACBlock;
 
 typedef struct _n_PetNetKFAC *PetNetKFAC;
@@ -43,13 +55,24 @@ struct _n_PetNetKFAC {
   PetscInt   nfirst;    /* ... and those of the first of them */
   PetscInt   ninverted; /* the value of nupdates at the last inversion (-1: never) */
 
-  PetscScalar *batch; /* this batch's sums, the upper triangles of every factor packed, reduced in one MPI_Allreduce */
+  NetParallelType parallel; /* the Net's mode when the placement was chosen */
+  PetscBool       owned;    /* owner placement (else replicated: every rank holds every factor) */
+
+  PetscScalar *batch; /* this batch's sums of the factors this rank holds, their upper triangles packed (aoff, soff) */
   size_t       nbatch;
+  PetscScalar *node, *noderecv; /* one node's sums on this rank (upper triangles, block by block), and this rank's part of
+                                   their sum over the ranks; the sums of each pass are reduced node by node */
+  size_t       nnode;
+  PetscMPIInt *counts;             /* owner placement, per rank: its part of a node's sums (MPI_Reduce_scatter) */
+  PetscMPIInt *scounts, *sdispls;  /* ... the gradient's entries this rank sends to each owner, */
+  PetscMPIInt *rcounts, *rdispls;  /* ... and those it receives from each rank for the blocks it holds */
+  PetscScalar *sbuf, *rbuf, *gblk; /* ... the pieces sent and received, and the gradient of the blocks held */
+  size_t       nsend, nrecv;
   PetscScalar *full; /* one factor's batch sums in full storage (the largest) */
   PetscScalar *work; /* patches of conv2d layers, and the gathered gradient of a block in PetNetKFACApply() */
   size_t       nwork;
   PetscInt    *rows; /* PetNetKFACApply(): the rows of a block that hold entries this rank owns */
-  Vec          grep; /* the gradient, replicated on every rank */
+  Vec          grep; /* replicated placement: the gradient, replicated on every rank */
 };
 
 PETSC_INTERN PetscLogEvent PETNET_KFACStatistics, PETNET_KFACInvert, PETNET_KFACApply;
@@ -62,4 +85,5 @@ PETSC_INTERN PetscErrorCode PetNetKFACUpdateStatistics(PetNetKFAC);
 PETSC_INTERN PetscErrorCode PetNetKFACInvert(PetNetKFAC);
 PETSC_INTERN PetscErrorCode PetNetKFACApply(PetNetKFAC, Vec, Vec);
 PETSC_INTERN PetscErrorCode PetNetKFACView(PetNetKFAC, PetscViewer);
+PETSC_INTERN PetscErrorCode PetNetKFACGetFactorEntries(PetNetKFAC, PetscInt64 *, PetscInt64 *);
 PETSC_INTERN PetscErrorCode PetNetKFACDestroy(PetNetKFAC *);

@@ -84,7 +84,9 @@ static PetscErrorCode PCGetKFAC_Private(PC pc, PetNetKFAC *kfac)
   factors, damping and layout are those of `TAOKFAC`: on a block (one dense layer or conv2d group) it applies
   (S + sqrt(lambda)/pi I)^{-1} G (A + pi sqrt(lambda) I)^{-1}; parameters of uncovered layers are copied.
   A Net with a parameterised layer that is neither dense nor conv2d in batch mode is an error naming the layer, unless
-  -pc_kfac_uncovered_gradient is given.
+  -pc_kfac_uncovered_gradient is given. Any parallel mode of the Net works: in replicated mode every rank holds every
+  factor, in sharded and model modes each block's factors live on its owner, the rank that owns the most of its
+  weights (PetNetPCKFACGetFactorEntries()).
 
   Level: intermediate
 
@@ -140,7 +142,8 @@ PetscErrorCode PetNetPCSetKFAC(PC pc, Net net)
 
   Notes:
   Call it after NetForward() on a batch and NetBackward() of the cotangent of the mean loss over that batch (the
-  gradient pass), before the Krylov solve. The factors are summed over the ranks; with -pc_kfac_stat_decay d they are
+  gradient pass), before the Krylov solve. The factors are summed over the ranks (to their owners in sharded and model
+  modes); with -pc_kfac_stat_decay d they are
   averaged with the previous ones (F <- d F + (1 - d) F_new). The inverses are recomputed at the next PCApply().
 
   Level: intermediate
@@ -186,5 +189,41 @@ PetscErrorCode PetNetPCKFACAddStatistics(PC pc)
   PetscCall(PCGetKFAC_Private(pc, &kfac));
   PetscCheck(kfac, PetscObjectComm((PetscObject)pc), PETSC_ERR_ARG_WRONG, "The PC is not a K-FAC preconditioner: call PetNetPCSetKFAC() first");
   PetscCall(PetNetKFACAddStatistics(kfac));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  PetNetPCKFACGetFactorEntries - how many entries of the K-FAC factors this rank holds, and how many one copy of all of
+  them has
+
+  Not collective
+
+  Input Parameter:
+. pc - a PC made by PetNetPCSetKFAC()
+
+  Output Parameters:
++ held    - the entries of the factors A and S and of their damped inverses that this rank keeps
+- onecopy - the entries of one copy of all of them (2 (na^2 + nout^2) per block)
+
+  Notes:
+  With -net_parallel replicated every rank holds a whole copy (held == onecopy); with -net_parallel sharded or model
+  each block's factors live only on its owner, the rank that owns the most of the block's weights, so the held counts
+  of the ranks add up to onecopy.
+
+  Level: advanced
+
+.seealso: `PetNetPCSetKFAC()`, `PetNetTaoKFACGetFactorEntries()`
+@*/
+PetscErrorCode PetNetPCKFACGetFactorEntries(PC pc, PetscInt64 *held, PetscInt64 *onecopy)
+{
+  PetNetKFAC kfac;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(pc, PC_CLASSID, 1);
+  PetscValidPointer(held, 2);
+  PetscValidPointer(onecopy, 3);
+  PetscCall(PCGetKFAC_Private(pc, &kfac));
+  PetscCheck(kfac, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONG, "The PC is not a K-FAC preconditioner: call PetNetPCSetKFAC() first");
+  PetscCall(PetNetKFACGetFactorEntries(kfac, held, onecopy));
   PetscFunctionReturn(0);
 }
