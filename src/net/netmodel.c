@@ -54,6 +54,7 @@ typedef struct {
   Vec          dxmpv, dympv; /* their (co)tangents */
   Vec          dxdotmpv;     /* sobackward: the curvature term's input part on the block */
   PetscBool    xmpvalid;     /* x' and y' hold the last forward of this node on this batch layout */
+  PetscBool    dyheld;       /* dy' holds S^T dy of the input part of a split backward, for its parameter part */
 } NetModel;
 
 static const char *NetModelKind_Private(Layer layer)
@@ -257,6 +258,7 @@ static PetscErrorCode NetModelResetBatch_Private(NetModel *mp)
   PetscCall(VecDestroy(&mp->dympv));
   PetscCall(VecDestroy(&mp->dxdotmpv));
   mp->xmpvalid = PETSC_FALSE;
+  mp->dyheld   = PETSC_FALSE;
   PetscFunctionReturn(0);
 }
 
@@ -411,6 +413,7 @@ PetscErrorCode NetModelForward_Private(Net net, PetscInt k, PetscInt n, const Pe
   PetscFunctionBegin;
   PetscCall(NetModelSetUpBatch_Private(net, k, n, 0, NULL));
   mp = (NetModel *)net->nodes[k].mp;
+  mp->dyheld = PETSC_FALSE;
   PetscCall(NetModelLocalForward_Private(mp, th, x));
   PetscCall(NetModelApply_Private(mp->S, PETSC_FALSE, mp->yv, y, mp->ympv, PETSC_FALSE));
   PetscFunctionReturn(0);
@@ -427,8 +430,14 @@ PetscErrorCode NetModelBackward_Private(Net net, PetscInt k, PetscInt n, const P
   PetscFunctionBegin;
   PetscCall(NetModelSetUpBatch_Private(net, k, n, dx ? NET_MODEL_DX : 0, &have));
   mp = (NetModel *)net->nodes[k].mp;
-  if (!mp->xmpvalid) PetscCall(NetModelLocalForward_Private(mp, th, x));
-  PetscCall(NetModelApply_Private(mp->S, PETSC_TRUE, mp->yv, dy, mp->dympv, PETSC_TRUE));
+  if (!mp->xmpvalid) {
+    PetscCheck(th, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Node %s: the parameter part of a split backward without the linearization point of its forward", net->nodes[k].name);
+    PetscCall(NetModelLocalForward_Private(mp, th, x));
+  }
+  /* the parameter part of the walk's split backward (netforward.c) reuses the dy' its input part moved: the split
+     costs no data movement, and the node never holds its gathered parameters and its gradient block at once */
+  if (!(net->nodes[k].bwdpart == 2 && mp->dyheld)) PetscCall(NetModelApply_Private(mp->S, PETSC_TRUE, mp->yv, dy, mp->dympv, PETSC_TRUE));
+  mp->dyheld = (PetscBool)(net->nodes[k].bwdpart == 1);
   PetscCall(VecGetArrayRead(mp->xmpv, &xl));
   PetscCall(VecGetArrayRead(mp->ympv, &yl));
   PetscCall(VecGetArrayRead(mp->dympv, &dyl));
@@ -453,6 +462,7 @@ PetscErrorCode NetModelJVP_Private(Net net, PetscInt k, PetscInt n, const PetscS
   PetscFunctionBegin;
   PetscCall(NetModelSetUpBatch_Private(net, k, n, dx ? NET_MODEL_DX : 0, &have));
   mp = (NetModel *)net->nodes[k].mp;
+  mp->dyheld = PETSC_FALSE; /* dy' is overwritten below */
   if (!mp->xmpvalid) PetscCall(NetModelLocalForward_Private(mp, th, x));
   if (have & NET_MODEL_DX) {
     PetscCall(NetModelApply_Private(mp->R, PETSC_FALSE, mp->xv, dx, mp->dxmpv, PETSC_TRUE));
@@ -486,6 +496,7 @@ PetscErrorCode NetModelSOBackward_Private(Net net, PetscInt k, PetscInt n, const
   PetscFunctionBegin;
   PetscCall(NetModelSetUpBatch_Private(net, k, n, (xdot ? NET_MODEL_DX : 0) | (dxdot ? NET_MODEL_DXD : 0), &have));
   mp = (NetModel *)net->nodes[k].mp;
+  mp->dyheld = PETSC_FALSE; /* dy' is overwritten below */
   if (!mp->xmpvalid) PetscCall(NetModelLocalForward_Private(mp, th, x));
   if (!mp->dxdotmpv) PetscCall(VecDuplicate(mp->xmpv, &mp->dxdotmpv));
   if (!mp->xtmp) PetscCall(VecDuplicate(mp->xv, &mp->xtmp)); /* with storage of its own */
