@@ -713,7 +713,7 @@ int main(int argc, char **argv)
   char            dir[PETSC_MAX_PATH_LEN] = "/usr/share/datasets/fashion-mnist", images[PETSC_MAX_PATH_LEN], labels[PETSC_MAX_PATH_LEN];
   NetParallelType mode                    = NET_PARALLEL_REPLICATED;
   PetscInt        steps = 5, batch = 256, nparams, nbatches;
-  PetscBool       selftest = PETSC_FALSE, tracing, split;
+  PetscBool       selftest      = PETSC_FALSE, tracing, split;
   char            partition[64] = "";
   PetscReal       reference     = 0;
   Dataset         train;

@@ -158,7 +158,8 @@ static PetscErrorCode TestStepMemory(Net net, Vec X, Vec Y, Vec dY, Vec dX, Vec 
   used[1]        = used[0] / (8.0 * most);
   PetscCall(MPIU_Allreduce(MPI_IN_PLACE, used, 2, MPIU_REAL, MPIU_MAX, comm));
   PetscCall(PetscPrintf(comm, "a step's transient parameter buffers: %.0f bytes, %.3f of the largest node block (%" PetscInt_FMT " parameters); at most %g\n", (double)used[0], (double)used[1], most, (double)blocks));
-  PetscCheck(used[1] <= blocks, comm, PETSC_ERR_PLIB, "A forward and backward allocated %.3f node blocks of parameters at once (> %g): some node holds its gathered parameters and its gradient block together, or a full-size send buffer", (double)used[1], (double)blocks);
+  PetscCheck(used[1] <= blocks, comm, PETSC_ERR_PLIB, "A forward and backward allocated %.3f node blocks of parameters at once (> %g): some node holds its gathered parameters and its gradient block together, or a full-size send buffer",
+             (double)used[1], (double)blocks);
   PetscFunctionReturn(0);
 }
 

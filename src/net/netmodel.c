@@ -131,7 +131,8 @@ PetscErrorCode NetModelSetUpNode_Private(Net net, PetscInt k)
 
   /* what can be split, and how: each error names the node and says what to write instead */
   PetscCheck(isdense || isconv, comm, PETSC_ERR_SUP,
-             "Node %s (%s) has partition %" PetscInt_FMT "x%" PetscInt_FMT ", but only dense, conv2d and conv3d layers can split their weights over ranks: remove partition= from its entry (or -%spartition); the Net runs the other kinds data parallel",
+             "Node %s (%s) has partition %" PetscInt_FMT "x%" PetscInt_FMT
+             ", but only dense, conv2d and conv3d layers can split their weights over ranks: remove partition= from its entry (or -%spartition); the Net runs the other kinds data parallel",
              nd->name, spec, p[0], p[1], nd->prefix);
   PetscCheck((PetscInt64)p[0] * p[1] == size, comm, PETSC_ERR_ARG_INCOMP, /* in 64 bits: 2147483647x2147483647 must not wrap to 1 */
              "Node %s (%s): partition %" PetscInt_FMT "x%" PetscInt_FMT " needs %" PetscInt64_FMT " ranks, but the Net runs on %d: write partition=PxQ with P*Q = %d (e.g. partition=%dx1), or run on %" PetscInt64_FMT " ranks", nd->name, spec, p[0],
@@ -147,8 +148,10 @@ PetscErrorCode NetModelSetUpNode_Private(Net net, PetscInt k)
     PetscBool bias;
 
     PetscCheck(layer->in.ndim == sd + 1, comm, PETSC_ERR_SUP, "Node %s (%s) convolves the fields of a DMDA (grid mode), which already splits the work over ranks: remove its partition (and run the Net replicated or sharded)", nd->name, spec);
-    if (isconv3d) PetscCall(LayerConv3dGetPatchLayout(layer, &groups, &kg, &pixels, &bias));
-    else PetscCall(LayerConv2dGetPatchLayout(layer, &groups, &kg, &pixels, &bias));
+    if (isconv3d)
+      PetscCall(LayerConv3dGetPatchLayout(layer, &groups, &kg, &pixels, &bias));
+    else
+      PetscCall(LayerConv2dGetPatchLayout(layer, &groups, &kg, &pixels, &bias));
     PetscCheck(groups == 1, comm, PETSC_ERR_SUP, "Node %s (%s) is a grouped convolution (groups=%" PetscInt_FMT "), which model parallelism does not split: remove its partition, or use groups=1", nd->name, spec, groups);
     taps = kg / nin;
   }
@@ -424,7 +427,7 @@ PetscErrorCode NetModelForward_Private(Net net, PetscInt k, PetscInt n, const Pe
 
   PetscFunctionBegin;
   PetscCall(NetModelSetUpBatch_Private(net, k, n, 0, NULL));
-  mp = (NetModel *)net->nodes[k].mp;
+  mp         = (NetModel *)net->nodes[k].mp;
   mp->dyheld = PETSC_FALSE;
   PetscCall(NetModelLocalForward_Private(mp, th, x));
   PetscCall(NetModelApply_Private(mp->S, PETSC_FALSE, mp->yv, y, mp->ympv, PETSC_FALSE));
@@ -473,7 +476,7 @@ PetscErrorCode NetModelJVP_Private(Net net, PetscInt k, PetscInt n, const PetscS
 
   PetscFunctionBegin;
   PetscCall(NetModelSetUpBatch_Private(net, k, n, dx ? NET_MODEL_DX : 0, &have));
-  mp = (NetModel *)net->nodes[k].mp;
+  mp         = (NetModel *)net->nodes[k].mp;
   mp->dyheld = PETSC_FALSE; /* dy' is overwritten below */
   if (!mp->xmpvalid) PetscCall(NetModelLocalForward_Private(mp, th, x));
   if (have & NET_MODEL_DX) {
@@ -507,7 +510,7 @@ PetscErrorCode NetModelSOBackward_Private(Net net, PetscInt k, PetscInt n, const
 
   PetscFunctionBegin;
   PetscCall(NetModelSetUpBatch_Private(net, k, n, (xdot ? NET_MODEL_DX : 0) | (dxdot ? NET_MODEL_DXD : 0), &have));
-  mp = (NetModel *)net->nodes[k].mp;
+  mp         = (NetModel *)net->nodes[k].mp;
   mp->dyheld = PETSC_FALSE; /* dy' is overwritten below */
   if (!mp->xmpvalid) PetscCall(NetModelLocalForward_Private(mp, th, x));
   if (!mp->dxdotmpv) PetscCall(VecDuplicate(mp->xmpv, &mp->dxdotmpv));

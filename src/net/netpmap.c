@@ -170,9 +170,9 @@ PetscErrorCode NetParamMapCreate_Private(Vec v, PetscInt nruns, const PetscInt r
       nrecv += c;
     }
     PetscCheck(nrecv == m->n, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Parameter runs reach beyond the parameter vector");
-    m->rself              = m->rdispls[m->rank];
-    m->nself              = m->rcounts[m->rank];
-    m->rcounts[m->rank]   = 0;
+    m->rself            = m->rdispls[m->rank];
+    m->nself            = m->rcounts[m->rank];
+    m->rcounts[m->rank] = 0;
     {
       PetscInt64 c = 0;
 
@@ -263,8 +263,10 @@ PetscErrorCode NetParamMapReduceAdd_Private(NetParamMap m, PetscScalar buf[], Ve
       const PetscScalar *s    = self ? buf + oself : sbuf + o;
 
       for (PetscInt j = 0; j < m->srunlen[i]; j++) t[j] += s[j];
-      if (self) oself += m->srunlen[i];
-      else o += m->srunlen[i];
+      if (self)
+        oself += m->srunlen[i];
+      else
+        o += m->srunlen[i];
     }
     PetscCall(PetscFree(sbuf));
   }
