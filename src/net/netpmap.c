@@ -20,8 +20,9 @@
   Memory: besides buf, a gather or reduce-add allocates only what crosses ranks. The pieces a rank asks of itself (in
   the general pattern, most of a model-parallel block when the split matches the ownership ranges) are copied or added
   between its slice and buf directly, never through the send buffer, and G^T of the whole pattern reduces in place in
-  buf (which it overwrites). So a node's gather costs one block, not two (MLP 784-8192-8192-10 on 2 ranks, its
-  8192x8192 layer split 2x1: 268 MB less at the peak, docs/benchmarks.md).
+  buf (which it overwrites). So a node's gather costs its block and the crossing pieces, not two blocks (MLP
+  784-8192-8192-10 on 2 ranks, its 8192x8192 layer split 2x1: a send buffer of 25 MB instead of 243 MB,
+  docs/benchmarks.md).
 */
 #include <petnet/private/netimpl.h>
 #include "netpmap.h"
