@@ -2,6 +2,10 @@ static const char help[] = "Memory, time and communication of a few Adam steps o
                            "  An MLP (default 784-8192-8192-10, 74 M parameters) trained on Fashion-MNIST batches with PetNet's adam TAO type,\n"
                            "  the Net in the mode -bench_mode gives (its -net_parallel): 1 warm-up step, then -bench_steps timed steps.\n"
                            "  -bench_mode replicated|sharded|model   the Net's parallel mode (NetSetParallel())\n"
+                           "  -bench_partition PxQ                   split the 8192x8192 layer (node layer2) over a P x Q grid of ranks in any mode\n"
+                           "                                         (-layer2_partition PxQ): -bench_mode sharded -bench_partition 2x1 on 2 ranks is\n"
+                           "                                         sharded x model parallel\n"
+                           "  -bench_reference_mb M                  the peak of the 1-rank replicated run, to print peak_mem_per_rank_mb / M\n"
                            "  -bench_steps N                         timed steps (default 5), after one warm-up step\n"
                            "  -bench_batch B                         global batch size (default 256)\n"
                            "  -bench_dir DIR                         the Fashion-MNIST IDX files (default /usr/share/datasets/fashion-mnist)\n"
@@ -709,7 +713,9 @@ int main(int argc, char **argv)
   char            dir[PETSC_MAX_PATH_LEN] = "/usr/share/datasets/fashion-mnist", images[PETSC_MAX_PATH_LEN], labels[PETSC_MAX_PATH_LEN];
   NetParallelType mode                    = NET_PARALLEL_REPLICATED;
   PetscInt        steps = 5, batch = 256, nparams, nbatches;
-  PetscBool       selftest = PETSC_FALSE, tracing;
+  PetscBool       selftest      = PETSC_FALSE, tracing, split;
+  char            partition[64] = "";
+  PetscReal       reference     = 0;
   Dataset         train;
   PetNetShape     sample;
   BenchCtx        ctx = {0};
@@ -729,7 +735,17 @@ int main(int argc, char **argv)
   PetscCall(PetNetOptionsInt("-bench_batch", "Global batch size", NULL, batch, &batch, NULL));
   PetscCall(PetscOptionsString("-bench_dir", "Folder with the Fashion-MNIST IDX files", NULL, dir, dir, sizeof(dir), NULL));
   PetscCall(PetscOptionsBool("-bench_selftest", "Check first that the byte counter sees PETSc's MPI calls", NULL, selftest, &selftest, NULL));
+  PetscCall(PetscOptionsString("-bench_partition", "Split node layer2 (the 8192x8192 layer) over a PxQ grid of ranks (its -layer2_partition)", "LayerSetPartition", partition, partition, sizeof(partition), &split));
+  PetscCall(PetscOptionsReal("-bench_reference_mb", "Peak memory of the 1-rank replicated run, MiB: print the ratio to it", NULL, reference, &reference, NULL));
   PetscOptionsEnd();
+  /* the Net reads node layer2's partition from the options (its prefix "layer2_"), so a partition given there wins */
+  if (split) {
+    PetscBool given;
+
+    PetscCall(PetscOptionsHasName(NULL, NULL, "-layer2_partition", &given));
+    PetscCheck(!given, comm, PETSC_ERR_ARG_INCOMP, "-bench_partition %s and -layer2_partition both split node layer2: give one of them", partition);
+    PetscCall(PetscOptionsSetValue(NULL, "-layer2_partition", partition));
+  }
   PetscCheck(steps >= 1, comm, PETSC_ERR_ARG_OUTOFRANGE, "-bench_steps %" PetscInt_FMT ": give at least 1", steps);
   PetscCheck(batch >= size, comm, PETSC_ERR_ARG_OUTOFRANGE, "-bench_batch %" PetscInt_FMT " gives some of the %d ranks no sample: give at least %d", batch, size, size);
   PetscCheck(!comm_persistent_overflow, comm, PETSC_ERR_PLIB, "More than %d persistent MPI requests alive at once: raise COMM_MAX_PERSISTENT", COMM_MAX_PERSISTENT);
@@ -806,6 +822,7 @@ int main(int argc, char **argv)
   PetscCall(PetscPrintf(comm, "detail: net=%s loss_first=%.6f loss_last=%.6f p2p_bytes_per_step=%.0f collective_bytes_per_step=%.0f onesided_bytes_per_step=%.0f persistent_starts_per_step=%.1f", spec, (double)f0, (double)ctx.f, sum.p2p / steps,
                         sum.collective / steps, sum.onesided / steps, sum.starts / steps));
   if (tracing) PetscCall(PetscPrintf(comm, " petsc_malloc_peak_mb=%.1f", mallocpeak / 1048576.0));
+  if (reference > 0) PetscCall(PetscPrintf(comm, " of_reference=%.3f", peak / 1048576.0 / (double)reference));
   PetscCall(PetscPrintf(comm, "\n"));
   PetscCall(
       PetscPrintf(comm, "summary: mode=%s ranks=%d params=%" PetscInt_FMT " peak_mem_per_rank_mb=%.1f step_time_s=%.4g comm_bytes_per_step=%.0f\n", NetParallelTypes[mode], size, nparams, peak / 1048576.0, seconds / steps, CommTotal(&sum) / steps));

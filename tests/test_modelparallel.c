@@ -6,7 +6,9 @@ static const char help[] = "Model-parallel dense and conv2d nodes (LayerSetParti
                            "  directions (and with -test_secondorder the exact Hessian-vector product) must agree to <= 1e-12 relative.\n"
                            "Options: -nsamples N (the first batch; the second has N - 2), -expect_model K (the number of model-parallel nodes\n"
                            "  the Net must have), -test_jacobian (NetTestJacobian on the Net: dot-product tests of NetGetJacobian(),\n"
-                           "  NetGetJacobianP() and every node's shells <= 1e-12, finite differences <= 1e-6), -view (NetView), -verbose.\n";
+                           "  NetGetJacobianP() and every node's shells <= 1e-12, finite differences <= 1e-6), -view (NetView), -verbose,\n"
+                           "  -test_memory B (needs -malloc_debug, which tests/run gives: one more forward and backward at the same point may\n"
+                           "  allocate, on top of what the first left, at most B node blocks of parameters, B x 8 x the largest nplocal).\n";
 
 #include <petnet.h>
 #include <petnet/private/netimpl.h>
@@ -86,6 +88,81 @@ static PetscErrorCode StripPartitions(char spec[])
   PetscFunctionReturn(0);
 }
 
+/*
+  The memory a training step's parameter traffic takes (sharded and model-parallel nodes gather their parameters just
+  before they run and reduce their gradient block at once): after a forward and backward at this point, which built
+  every layout and work Vec, one more allocates only the transient buffers: a node's gathered parameters, its gradient
+  block, and the pieces that cross ranks. PETSc's tracing allocator counts them to the byte (deterministic: the same
+  calls in the same order on every run); the high-water mark above the bytes held before, in units of the largest node
+  block (8 nplocal), must be at most `blocks`: one block plus the crossing pieces when a node never holds its
+  parameters and its gradient at once, at least two when it does. The high-water mark is taken by wrapping PETSc's
+  allocator (PetscTrMalloc) for the step: PetscMallocPushMaximumUsage() of PETSc 3.18 does not follow it.
+*/
+static PetscErrorCode (*StepSavedMalloc)(size_t, PetscBool, int, const char[], const char[], void **);
+static PetscErrorCode (*StepSavedRealloc)(size_t, int, const char[], const char[], void **);
+static PetscLogDouble StepPeak;
+
+static PetscErrorCode StepTrackPeak(void)
+{
+  PetscLogDouble now;
+
+  PetscFunctionBegin;
+  PetscCall(PetscMallocGetCurrentUsage(&now));
+  StepPeak = PetscMax(StepPeak, now);
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode StepMalloc(size_t a, PetscBool clear, int line, const char func[], const char file[], void **result)
+{
+  PetscFunctionBegin;
+  PetscCall((*StepSavedMalloc)(a, clear, line, func, file, result));
+  PetscCall(StepTrackPeak());
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode StepRealloc(size_t a, int line, const char func[], const char file[], void **result)
+{
+  PetscFunctionBegin;
+  PetscCall((*StepSavedRealloc)(a, line, func, file, result));
+  PetscCall(StepTrackPeak());
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode TestStepMemory(Net net, Vec X, Vec Y, Vec dY, Vec dX, Vec G, PetscReal blocks)
+{
+  MPI_Comm       comm = PetscObjectComm((PetscObject)net);
+  PetscLogDouble before;
+  PetscReal      used[2];
+  PetscInt       most = 0;
+  PetscBool      tracing;
+
+  PetscFunctionBegin;
+  PetscCall(PetscMallocGetDebug(&tracing, NULL, NULL));
+  PetscCheck(tracing, comm, PETSC_ERR_ARG_WRONGSTATE, "-test_memory counts the bytes of PETSc's tracing allocator: add -malloc_debug");
+  for (PetscInt k = 0; k < net->nlayers; k++)
+    if (net->nodes[k].pmap) most = PetscMax(most, net->nodes[k].nplocal);
+  PetscCall(MPIU_Allreduce(MPI_IN_PLACE, &most, 1, MPIU_INT, MPI_MAX, comm));
+  PetscCheck(most > 0, comm, PETSC_ERR_ARG_WRONG, "-test_memory: no node of this Net gathers its parameters (run it sharded or with a partition)");
+  PetscCall(PetscMallocGetCurrentUsage(&before));
+  StepPeak         = before;
+  StepSavedMalloc  = PetscTrMalloc;
+  StepSavedRealloc = PetscTrRealloc;
+  PetscTrMalloc    = StepMalloc;
+  PetscTrRealloc   = StepRealloc;
+  PetscCall(NetForward(net, X, Y));
+  PetscCall(VecZeroEntries(G));
+  PetscCall(NetBackward(net, dY, dX, G));
+  PetscTrMalloc  = StepSavedMalloc;
+  PetscTrRealloc = StepSavedRealloc;
+  used[0]        = (PetscReal)(StepPeak - before);
+  used[1]        = used[0] / (8.0 * most);
+  PetscCall(MPIU_Allreduce(MPI_IN_PLACE, used, 2, MPIU_REAL, MPIU_MAX, comm));
+  PetscCall(PetscPrintf(comm, "a step's transient parameter buffers: %.0f bytes, %.3f of the largest node block (%" PetscInt_FMT " parameters); at most %g\n", (double)used[0], (double)used[1], most, (double)blocks));
+  PetscCheck(used[1] <= blocks, comm, PETSC_ERR_PLIB, "A forward and backward allocated %.3f node blocks of parameters at once (> %g): some node holds its gathered parameters and its gradient block together, or a full-size send buffer",
+             (double)used[1], (double)blocks);
+  PetscFunctionReturn(0);
+}
+
 int main(int argc, char **argv)
 {
   Net         net, ref;
@@ -93,7 +170,7 @@ int main(int argc, char **argv)
   PetscMPIInt size, rank;
   PetscInt    N0 = 7, expect = -1, nmodel = 0, insize, outsize, nparams;
   PetscBool   testjac = PETSC_FALSE, view = PETSC_FALSE, verbose = PETSC_FALSE, testso = PETSC_FALSE;
-  PetscReal   worst = 0;
+  PetscReal   worst = 0, memblocks = -1;
   char        spec[NET_MAX_NAME];
   PetNetShape in, out;
   Vec         theta, thall, reftheta;
@@ -109,6 +186,7 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-test_secondorder", &testso, NULL));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-view", &view, NULL));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-verbose", &verbose, NULL));
+  PetscCall(PetscOptionsGetReal(NULL, NULL, "-test_memory", &memblocks, NULL));
 
   /* the Net under test, from the options; the reference: its layer list without partitions, on this rank alone */
   PetscCall(NetCreate(comm, &net));
@@ -221,6 +299,7 @@ int main(int argc, char **argv)
       PetscCall(PetscPrintf(comm, "batch of %" PetscInt_FMT ": relative differences output %.2e, loss %.2e, gradient %.2e, input cotangent %.2e, jvp %.2e, Hessian-vector %.2e\n", N, (double)d[0], (double)d[1], (double)d[2], (double)d[3],
                             (double)d[4], (double)d[5]));
     for (PetscInt i = 0; i < 6; i++) worst = PetscMax(worst, d[i]);
+    if (memblocks >= 0 && batch == 0) PetscCall(TestStepMemory(net, X, Y, dY, dX, G, memblocks));
     if (testjac && batch == 0) {
       PetscReal dot, fd;
 

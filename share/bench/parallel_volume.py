@@ -25,13 +25,19 @@ F_0 -> F_1 -> ... -> F_L (relu between them moves nothing), P = sum_k (F_{k-1} F
                 parameters: each rank gathers its block from the canonical theta (split over the ranks like
                           PETSC_DECIDE) and sum-reduces its block's gradient back; only entries the rank does not own
                           move: G_k = sum_r |block_r \\ own_r|; 2 x 8 G_k, or 3 x 8 G_k with --regather (gathered
-                          again for backward); 0 with --aligned (theta laid out so that each rank owns its blocks)
+                          again for backward), but 2 x 8 G_1 for the first node (as in sharded mode, its backward
+                          does not gather its block: no input cotangent, and its weight gradient does not read the
+                          weights); 0 with --aligned (theta laid out so that each rank owns its blocks)
+  sharded with --split J:PxQ (sharded x model parallel: bin/bench_parallel -bench_mode sharded -bench_partition PxQ,
+              which splits node layer2, the second dense node, J = 1): dense node J moves as a model-parallel node
+              (its activations, 3 x 8 G_J, or 2 x 8 G_J if it is the first), the others as in sharded mode
   every mode  the scalar all-reductions of a step (--control bytes, default 24: the loss's layout check, 2 4-byte
               ints; the loss sum, 8; TAO's gradient norm, 8):          2 (p-1) control
 
 Usage: parallel_volume.py [--layers 784,8192,8192,10] [--batch 256] [--ranks 1,2,4,1024] [--modes replicated,sharded,model]
                           [--grid PoutxPin (default px1)] [--regather] [--no-regather] [--control 24]
-                          [--aligned] [--value] (print only the bytes of the single mode and rank count given)
+                          [--aligned] [--split J:PoutxPin] [--value] (print only the bytes of the single mode and
+                          rank count given)
 """
 import argparse
 import sys
@@ -82,15 +88,16 @@ def rows_overlap(base, stride, a, length, o0, o1, lo, hi):
 
 
 def model_parameter_traffic(layers, p, grid):
-    """sum over dense nodes and ranks of the block entries the rank does not own in theta"""
+    """per dense node, the sum over ranks of the block entries the rank does not own in theta"""
     pout, pin = grid
     sizes = [layers[k] * layers[k + 1] + layers[k + 1] for k in range(len(layers) - 1)]
     P = sum(sizes)
     own = split(P, p)
     ownstart = starts(own)
-    moved = 0
+    moved = []
     poff = 0
     for k in range(len(layers) - 1):
+        moved.append(0)
         fin, fout = layers[k], layers[k + 1]
         outs, ins = split(fout, pout), split(fin, pin)
         outst, inst = starts(outs), starts(ins)
@@ -103,15 +110,40 @@ def model_parameter_traffic(layers, p, grid):
                 if j == 0:
                     b0 = poff + fin * fout + outst[i]
                     mine += overlap(lo, hi, b0, b0 + outs[i])
-                moved += block - mine
+                moved[k] += block - mine
         poff += sizes[k]
     return moved
 
 
-def volume(mode, layers, B, p, grid, regather, control, aligned=False):
+def model_activations(layers, k, B, p, pout, pin):
+    """bytes of dense node k's input broadcast and output sum-reduce, forward and backward (no dx for the first)"""
+    n = split(B, p)
+    fin, fout = layers[k], layers[k + 1]
+    ins, outs = split(fin, pin), split(fout, pout)
+    xin = sum((B - n[i * pin + j]) * ins[j] for i in range(pout) for j in range(pin))
+    yout = sum((B - n[i * pin + j]) * outs[i] for i in range(pout) for j in range(pin))
+    return SCALAR * (xin * (2 if k > 0 else 1) + 2 * yout)
+
+
+def volume(mode, layers, B, p, grid, regather, control, aligned=False, split_node=None):
     """bytes per step and their parts"""
     P = sum(layers[k] * layers[k + 1] + layers[k + 1] for k in range(len(layers) - 1))
     parts = {'control': 2 * (p - 1) * control}
+    if mode == 'sharded' and split_node:
+        j, (pout, pin) = split_node
+        sizes = [layers[k] * layers[k + 1] + layers[k + 1] for k in range(len(layers) - 1)]
+        if pout * pin != p or not 0 <= j < len(sizes):
+            sys.exit(f'--split {j}:{pout}x{pin}: dense node {j} on a grid of {p} ranks')
+        rest = P - sizes[j]
+        first = sizes[0] if j != 0 else 0
+        parts['allgather forward'] = (p - 1) * SCALAR * rest
+        if regather:
+            parts['allgather backward'] = (p - 1) * SCALAR * (rest - first)
+        parts['reduce-scatter gradient'] = (p - 1) * SCALAR * rest
+        parts['activations'] = model_activations(layers, j, B, p, pout, pin)
+        G = model_parameter_traffic(layers, p, (pout, pin))[j]
+        parts['parameter blocks'] = SCALAR * ((3 if regather and j > 0 else 2) * G)
+        return sum(parts.values()), parts
     if mode == 'replicated':
         parts['broadcast theta'] = (p - 1) * SCALAR * P
         parts['sum-reduce gradient'] = (p - 1) * SCALAR * P
@@ -125,19 +157,11 @@ def volume(mode, layers, B, p, grid, regather, control, aligned=False):
         pout, pin = grid if grid else (p, 1)
         if pout * pin != p:
             sys.exit(f'grid {pout}x{pin} does not have {p} ranks')
-        n = split(B, p)
-        act = 0
-        for k in range(len(layers) - 1):
-            fin, fout = layers[k], layers[k + 1]
-            ins, outs = split(fin, pin), split(fout, pout)
-            xin = sum((B - n[i * pin + j]) * ins[j] for i in range(pout) for j in range(pin))
-            yout = sum((B - n[i * pin + j]) * outs[i] for i in range(pout) for j in range(pin))
-            act += SCALAR * (xin * (2 if k > 0 else 1) + 2 * yout)
-        parts['activations'] = act
+        parts['activations'] = sum(model_activations(layers, k, B, p, pout, pin) for k in range(len(layers) - 1))
         # (the ranks agree on their sample counts once per batch layout, not per step: an allgather of two 4-byte
         # integers per rank when the layout changes, none in steps of the same batch size)
-        G = 0 if aligned else model_parameter_traffic(layers, p, (pout, pin))
-        parts['parameter blocks'] = (3 if regather else 2) * SCALAR * G
+        G = [0] * (len(layers) - 1) if aligned else model_parameter_traffic(layers, p, (pout, pin))
+        parts['parameter blocks'] = SCALAR * ((3 * sum(G) - G[0]) if regather else 2 * sum(G))
     else:
         sys.exit(f'unknown mode {mode}: replicated, sharded or model')
     return sum(parts.values()), parts
@@ -161,23 +185,28 @@ def main():
     ap.add_argument('--no-regather', dest='regather', action='store_false')
     ap.add_argument('--control', type=int, default=24)
     ap.add_argument('--aligned', action='store_true', help='model mode: theta owned by the ranks along their blocks')
+    ap.add_argument('--split', default=None, help='J:PoutxPin: sharded mode with dense node J model parallel')
     ap.add_argument('--value', action='store_true')
     a = ap.parse_args()
     layers = [int(x) for x in a.layers.split(',')]
     ranks = [int(x) for x in a.ranks.split(',')]
     modes = a.modes.split(',')
     grid = tuple(int(x) for x in a.grid.split('x')) if a.grid else None
+    split_node = None
+    if a.split:
+        j, g = a.split.split(':')
+        split_node = (int(j), tuple(int(x) for x in g.split('x')))
     P = sum(layers[k] * layers[k + 1] + layers[k + 1] for k in range(len(layers) - 1))
     if a.value:
         if len(ranks) != 1 or len(modes) != 1:
             sys.exit('--value needs one mode and one rank count')
-        print(volume(modes[0], layers, a.batch, ranks[0], grid, a.regather, a.control, a.aligned)[0])
+        print(volume(modes[0], layers, a.batch, ranks[0], grid, a.regather, a.control, a.aligned, split_node)[0])
         return
     print(f'MLP {"-".join(map(str, layers))}, P = {P} parameters ({human(SCALAR * P)}), batch B = {a.batch}, '
           f'regather = {a.regather}, control = {a.control} bytes')
     for p in ranks:
         for mode in modes:
-            total, parts = volume(mode, layers, a.batch, p, grid, a.regather, a.control, a.aligned)
+            total, parts = volume(mode, layers, a.batch, p, grid, a.regather, a.control, a.aligned, split_node)
             detail = ', '.join(f'{k} {v}' for k, v in parts.items() if v)
             g = f' grid {grid[0]}x{grid[1]}' if mode == 'model' and grid else (f' grid {p}x1' if mode == 'model' else '')
             print(f'p={p:<5d} {mode:<10s} bytes_per_step={total:<16d} ({human(total)}; per rank {human(total / p)}){g}'

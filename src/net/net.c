@@ -191,7 +191,7 @@ const char *const NetParallelTypes[] = {"replicated", "sharded", "model", "NetPa
 - parallel - `NET_PARALLEL_REPLICATED` (default): data parallel, every rank computes with a full copy of the
              parameters (fastest for small models); `NET_PARALLEL_SHARDED`: data parallel, but each node's parameters
              are gathered just before it runs and its gradient reduce-scattered into the owned slice, so that no rank
-             holds all parameters at once (ZeRO stage 3); `NET_PARALLEL_MODEL`: dense and conv2d nodes are split over
+             holds all parameters at once (ZeRO stage 3); `NET_PARALLEL_MODEL`: dense, conv2d and conv3d nodes are split over
              all ranks (their weights over a P_out x P_in grid, see LayerSetPartition()), the other nodes sharded
 
   Options Database Key:

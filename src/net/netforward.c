@@ -537,22 +537,26 @@ PetscErrorCode NetBackward(Net net, Vec dY, Vec dX, Vec G)
     }
     PetscCall(store->get(net, NET_SLOT_TANGENT, k + 1, NET_READ, t, &dy));
     net->layers[k]->fusemask = nd->fusemask >= 0 ? net->layers[nd->fusemask] : NULL; /* dx = f'(x) J^T dy in its pass */
-    if (nd->pmap && !nd->mp && G && net->layers[k]->gradfree && t == NET_ELEM_DOUBLE) {
-      /* a node that gathers its parameters, of a kind whose parameter gradient does not read them (its double kernels
-         promise it): the input part with the parameters, released before the gradient's buffer is taken (never both
-         at once; none at all when the input's cotangent is not asked for) */
+    if (nd->pmap && G && net->layers[k]->gradfree && t == NET_ELEM_DOUBLE) {
+      /* a node that gathers its parameters (sharded, or its block of a model-parallel split), of a kind whose parameter
+         gradient does not read them (its double kernels promise it): the input part with the parameters, released
+         before the gradient's buffer is taken (never both at once; none at all when the input's cotangent is not
+         asked for). nd->bwdpart tells the executor which part runs. */
       PetscBool anydx                     = PETSC_FALSE;
       void     *nodx[NET_MAX_STACK_INPUTS] = {NULL};
 
       for (PetscInt i = 0; i < nd->nin; i++) anydx = (PetscBool)(anydx || NetBackwardTarget(net, k, i) || dX); /* not dx[i]: NULL on a rank without samples */
       if (anydx) {
         PetscCall(NetNodeGetParameters_Private(net, k, net->theta, theta, &th));
+        net->nodes[k].bwdpart = 1;
         PetscCall(NetNodeBackwardArrays_Private(net, k, t, th, dy, dx, NULL));
         PetscCall(NetNodeRestoreParameters_Private(net, k, &th));
       }
       PetscCheck(nd->nin <= NET_MAX_STACK_INPUTS, PETSC_COMM_SELF, PETSC_ERR_SUP, "A kind with parameters and more than %d inputs", NET_MAX_STACK_INPUTS);
       PetscCall(NetNodeGetGradient_Private(net, k, grad, PETSC_TRUE, &gk));
+      net->nodes[k].bwdpart = anydx ? 2 : 0;
       PetscCall(NetNodeBackwardArrays_Private(net, k, t, NULL, dy, nodx, gk));
+      net->nodes[k].bwdpart = 0;
       PetscCall(NetNodeRestoreGradient_Private(net, k, G, &gk));
     } else {
       PetscCall(NetNodeGetParameters_Private(net, k, net->theta, theta, &th));

@@ -1,15 +1,19 @@
 /*
-  Model-parallel nodes: a dense or conv2d node whose weights are split over a P_out x P_in grid of ranks (DistDL,
-  Hewett and Grady's linear-algebraic model parallelism; LLNL's channel/filter parallelism).
+  Model-parallel nodes: a dense, conv2d or conv3d node whose weights are split over a P_out x P_in grid of ranks
+  (DistDL, Hewett and Grady's linear-algebraic model parallelism; LLNL's channel/filter parallelism).
 
   The rank at grid coordinates (co, ci) (rank = co P_in + ci) holds the block of W whose rows are its output block
-  (dense: outputs; conv2d: output channels) and whose columns are its input block (dense: input features; conv2d: input
-  channels, every kernel tap), and the bias of its output block if ci == 0. Every tensor stays channels-last:
+  (dense: outputs; conv2d, conv3d: output channels, the filters) and whose columns are its input block (dense: input
+  features; conv2d, conv3d: input channels, every kernel tap), and the bias of its output block if ci == 0. Every
+  tensor stays channels-last:
 
-    x   [n][F_in]  or [n][H][W][C_in]      sample-split, as every node's input      (layout xss)
-    x'  [N][in block]                       all N samples, replicated along P_out    (layout xmp)
-    y'  [N][out block]                      partial sums, replicated along P_in      (layout ypart)
-    y   [n][F_out] or [n][Ho][Wo][C_out]   sample-split                              (layout yss)
+    x   [n][F_in]  or [n][H][W][C_in]  or [n][D][H][W][C_in]       sample-split, as every node's input   (layout xss)
+    x'  [N][in block]                                               all N samples, replicated along P_out (layout xmp)
+    y'  [N][out block]                                              partial sums, replicated along P_in   (layout ypart)
+    y   [n][F_out] or [n][Ho][Wo][C_out] or [n][Do][Ho][Wo][C_out] sample-split                          (layout yss)
+
+  The weights W [C_out][taps][C_in] (taps: KH KW for conv2d, KD KH KW for conv3d, 1 for dense) are cut the same way
+  for every kind: the rows of the output block, and in each row and tap the columns of the input block.
 
     forward     x' = R x            y' = f_local(x'; W block, b on ci == 0)    y = S y'
     backward    dy' = S^T dy        dx', dW += local backward                  dx = R^T dx'
@@ -36,7 +40,7 @@ typedef struct {
   PetscInt   istart, iblock;     /* input (channel) block */
   PetscInt   nout, nin, taps;    /* outputs, inputs (channels), kernel taps KH KW (dense: 1) */
   PetscInt   xndim, yndim;       /* tensor dims of x and y, samples included */
-  PetscInt64 xdims[4], ydims[4]; /* ... per sample in dims[1..] */
+  PetscInt64 xdims[5], ydims[5]; /* ... per sample in dims[1..] */
   PetscInt  *osizes, *isizes;    /* every rank's output and input block along its grid axis */
   PetscBool  bias;               /* the layer has a bias */
 
@@ -54,6 +58,7 @@ typedef struct {
   Vec          dxmpv, dympv; /* their (co)tangents */
   Vec          dxdotmpv;     /* sobackward: the curvature term's input part on the block */
   PetscBool    xmpvalid;     /* x' and y' hold the last forward of this node on this batch layout */
+  PetscBool    dyheld;       /* dy' holds S^T dy of the input part of a split backward, for its parameter part */
 } NetModel;
 
 static const char *NetModelKind_Private(Layer layer)
@@ -68,7 +73,7 @@ static void NetModelBlock_Private(PetscInt m, PetscInt p, PetscInt c, PetscInt *
   *start = c * (m / p) + PetscMin(c, m % p);
 }
 
-/* The grid of node k: its layer's own partition, or in model mode the default for dense and conv2d (0x0: none) */
+/* The grid of node k: its layer's own partition, or in model mode the default for dense, conv2d and conv3d (0x0: none) */
 static PetscErrorCode NetModelChoosePartition_Private(Net net, PetscInt k, PetscInt nout, PetscInt nin, PetscInt p[2])
 {
   Layer       layer = net->layers[k];
@@ -78,7 +83,7 @@ static PetscErrorCode NetModelChoosePartition_Private(Net net, PetscInt k, Petsc
   PetscFunctionBegin;
   PetscCallMPI(MPI_Comm_size(PetscObjectComm((PetscObject)net), &size));
   PetscCall(PetscObjectTypeCompare((PetscObject)layer, LAYERDENSE, &isdense));
-  PetscCall(PetscObjectTypeCompare((PetscObject)layer, LAYERCONV2D, &isconv));
+  PetscCall(PetscObjectTypeCompareAny((PetscObject)layer, &isconv, LAYERCONV2D, LAYERCONV3D, ""));
   p[0] = layer->partition[0];
   p[1] = layer->partition[1];
   if (p[0] > 0 || net->parallel != NET_PARALLEL_MODEL || !(isdense || isconv)) PetscFunctionReturn(0);
@@ -99,8 +104,8 @@ PetscErrorCode NetModelSetUpNode_Private(Net net, PetscInt k)
   Layer       layer = net->layers[k];
   MPI_Comm    comm  = PetscObjectComm((PetscObject)net);
   PetscMPIInt size, rank;
-  PetscBool   isdense, isconv;
-  PetscInt    p[2] = {0, 0}, nout = 0, nin = 0, taps = 1;
+  PetscBool   isdense, isconv, isconv3d;
+  PetscInt    p[2] = {0, 0}, nout = 0, nin = 0, taps = 1, sd = 0;
   NetModel   *mp;
   char        spec[256];
 
@@ -109,7 +114,9 @@ PetscErrorCode NetModelSetUpNode_Private(Net net, PetscInt k)
   PetscCallMPI(MPI_Comm_size(comm, &size));
   PetscCallMPI(MPI_Comm_rank(comm, &rank));
   PetscCall(PetscObjectTypeCompare((PetscObject)layer, LAYERDENSE, &isdense));
-  PetscCall(PetscObjectTypeCompare((PetscObject)layer, LAYERCONV2D, &isconv));
+  PetscCall(PetscObjectTypeCompare((PetscObject)layer, LAYERCONV3D, &isconv3d));
+  PetscCall(PetscObjectTypeCompareAny((PetscObject)layer, &isconv, LAYERCONV2D, LAYERCONV3D, ""));
+  sd = isconv3d ? 3 : 2; /* a convolution's spatial dims */
   PetscCall(LayerGetSpec(layer, sizeof(spec), spec));
   if (isdense) {
     nout = layer->outsize;
@@ -124,7 +131,8 @@ PetscErrorCode NetModelSetUpNode_Private(Net net, PetscInt k)
 
   /* what can be split, and how: each error names the node and says what to write instead */
   PetscCheck(isdense || isconv, comm, PETSC_ERR_SUP,
-             "Node %s (%s) has partition %" PetscInt_FMT "x%" PetscInt_FMT ", but only dense and conv2d layers can split their weights over ranks: remove partition= from its entry (or -%spartition); the Net runs the other kinds data parallel",
+             "Node %s (%s) has partition %" PetscInt_FMT "x%" PetscInt_FMT
+             ", but only dense, conv2d and conv3d layers can split their weights over ranks: remove partition= from its entry (or -%spartition); the Net runs the other kinds data parallel",
              nd->name, spec, p[0], p[1], nd->prefix);
   PetscCheck((PetscInt64)p[0] * p[1] == size, comm, PETSC_ERR_ARG_INCOMP, /* in 64 bits: 2147483647x2147483647 must not wrap to 1 */
              "Node %s (%s): partition %" PetscInt_FMT "x%" PetscInt_FMT " needs %" PetscInt64_FMT " ranks, but the Net runs on %d: write partition=PxQ with P*Q = %d (e.g. partition=%dx1), or run on %" PetscInt64_FMT " ranks", nd->name, spec, p[0],
@@ -139,8 +147,11 @@ PetscErrorCode NetModelSetUpNode_Private(Net net, PetscInt k)
     PetscInt  groups, kg, pixels;
     PetscBool bias;
 
-    PetscCheck(layer->in.ndim == 3, comm, PETSC_ERR_SUP, "Node %s (%s) convolves the fields of a DMDA (grid mode), which already splits the work over ranks: remove its partition (and run the Net replicated or sharded)", nd->name, spec);
-    PetscCall(LayerConv2dGetPatchLayout(layer, &groups, &kg, &pixels, &bias));
+    PetscCheck(layer->in.ndim == sd + 1, comm, PETSC_ERR_SUP, "Node %s (%s) convolves the fields of a DMDA (grid mode), which already splits the work over ranks: remove its partition (and run the Net replicated or sharded)", nd->name, spec);
+    if (isconv3d)
+      PetscCall(LayerConv3dGetPatchLayout(layer, &groups, &kg, &pixels, &bias));
+    else
+      PetscCall(LayerConv2dGetPatchLayout(layer, &groups, &kg, &pixels, &bias));
     PetscCheck(groups == 1, comm, PETSC_ERR_SUP, "Node %s (%s) is a grouped convolution (groups=%" PetscInt_FMT "), which model parallelism does not split: remove its partition, or use groups=1", nd->name, spec, groups);
     taps = kg / nin;
   }
@@ -160,14 +171,14 @@ PetscErrorCode NetModelSetUpNode_Private(Net net, PetscInt k)
   PetscCall(PetscMalloc2(p[0], &mp->osizes, p[1], &mp->isizes));
   for (PetscInt c = 0, s; c < p[0]; c++) NetModelBlock_Private(nout, p[0], c, &s, &mp->osizes[c]);
   for (PetscInt c = 0, s; c < p[1]; c++) NetModelBlock_Private(nin, p[1], c, &s, &mp->isizes[c]);
-  /* tensor shapes, samples first: dense is (N, F) whatever its input's shape; conv2d (N, H, W, C) */
+  /* tensor shapes, samples first: dense is (N, F) whatever its input's shape; conv2d (N, H, W, C); conv3d (N, D, H, W, C) */
   if (isdense) {
     mp->xndim = mp->yndim = 2;
     mp->xdims[1]          = nin;
     mp->ydims[1]          = nout;
   } else {
-    mp->xndim = mp->yndim = 4;
-    for (PetscInt d = 0; d < 3; d++) {
+    mp->xndim = mp->yndim = sd + 2;
+    for (PetscInt d = 0; d < sd + 1; d++) {
       mp->xdims[d + 1] = layer->in.dim[d];
       mp->ydims[d + 1] = layer->out.dim[d];
     }
@@ -191,8 +202,13 @@ PetscErrorCode NetModelSetUpNode_Private(Net net, PetscInt k)
 
       PetscTryTypeMethod(layer, getarguments, sizeof(args), args); /* kernel, stride, padding, dilation */
       PetscCall(LayerSetArguments(mp->local, args));
-      PetscCall(LayerConv2dSetOutputChannels(mp->local, mp->oblock));
-      PetscCall(LayerConv2dSetBias(mp->local, (PetscBool)(mp->bias && mp->ci == 0)));
+      if (isconv3d) {
+        PetscCall(LayerConv3dSetOutputChannels(mp->local, mp->oblock));
+        PetscCall(LayerConv3dSetBias(mp->local, (PetscBool)(mp->bias && mp->ci == 0)));
+      } else {
+        PetscCall(LayerConv2dSetOutputChannels(mp->local, mp->oblock));
+        PetscCall(LayerConv2dSetBias(mp->local, (PetscBool)(mp->bias && mp->ci == 0)));
+      }
       in.dim[in.ndim - 1] = mp->iblock;
     }
     PetscCall(LayerSetInputShape(mp->local, &in));
@@ -257,6 +273,7 @@ static PetscErrorCode NetModelResetBatch_Private(NetModel *mp)
   PetscCall(VecDestroy(&mp->dympv));
   PetscCall(VecDestroy(&mp->dxdotmpv));
   mp->xmpvalid = PETSC_FALSE;
+  mp->dyheld   = PETSC_FALSE;
   PetscFunctionReturn(0);
 }
 
@@ -410,7 +427,8 @@ PetscErrorCode NetModelForward_Private(Net net, PetscInt k, PetscInt n, const Pe
 
   PetscFunctionBegin;
   PetscCall(NetModelSetUpBatch_Private(net, k, n, 0, NULL));
-  mp = (NetModel *)net->nodes[k].mp;
+  mp         = (NetModel *)net->nodes[k].mp;
+  mp->dyheld = PETSC_FALSE;
   PetscCall(NetModelLocalForward_Private(mp, th, x));
   PetscCall(NetModelApply_Private(mp->S, PETSC_FALSE, mp->yv, y, mp->ympv, PETSC_FALSE));
   PetscFunctionReturn(0);
@@ -427,8 +445,14 @@ PetscErrorCode NetModelBackward_Private(Net net, PetscInt k, PetscInt n, const P
   PetscFunctionBegin;
   PetscCall(NetModelSetUpBatch_Private(net, k, n, dx ? NET_MODEL_DX : 0, &have));
   mp = (NetModel *)net->nodes[k].mp;
-  if (!mp->xmpvalid) PetscCall(NetModelLocalForward_Private(mp, th, x));
-  PetscCall(NetModelApply_Private(mp->S, PETSC_TRUE, mp->yv, dy, mp->dympv, PETSC_TRUE));
+  if (!mp->xmpvalid) {
+    PetscCheck(th, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Node %s: the parameter part of a split backward without the linearization point of its forward", net->nodes[k].name);
+    PetscCall(NetModelLocalForward_Private(mp, th, x));
+  }
+  /* the parameter part of the walk's split backward (netforward.c) reuses the dy' its input part moved: the split
+     costs no data movement, and the node never holds its gathered parameters and its gradient block at once */
+  if (!(net->nodes[k].bwdpart == 2 && mp->dyheld)) PetscCall(NetModelApply_Private(mp->S, PETSC_TRUE, mp->yv, dy, mp->dympv, PETSC_TRUE));
+  mp->dyheld = (PetscBool)(net->nodes[k].bwdpart == 1);
   PetscCall(VecGetArrayRead(mp->xmpv, &xl));
   PetscCall(VecGetArrayRead(mp->ympv, &yl));
   PetscCall(VecGetArrayRead(mp->dympv, &dyl));
@@ -452,7 +476,8 @@ PetscErrorCode NetModelJVP_Private(Net net, PetscInt k, PetscInt n, const PetscS
 
   PetscFunctionBegin;
   PetscCall(NetModelSetUpBatch_Private(net, k, n, dx ? NET_MODEL_DX : 0, &have));
-  mp = (NetModel *)net->nodes[k].mp;
+  mp         = (NetModel *)net->nodes[k].mp;
+  mp->dyheld = PETSC_FALSE; /* dy' is overwritten below */
   if (!mp->xmpvalid) PetscCall(NetModelLocalForward_Private(mp, th, x));
   if (have & NET_MODEL_DX) {
     PetscCall(NetModelApply_Private(mp->R, PETSC_FALSE, mp->xv, dx, mp->dxmpv, PETSC_TRUE));
@@ -473,7 +498,7 @@ PetscErrorCode NetModelJVP_Private(Net net, PetscInt k, PetscInt n, const PetscS
 /*
   sobackward: the curvature term of the local layer with every tensor moved as in backward and jvp:
     dy' = S^T dy,  xdot' = R xdot;   dxdot' = local term, dthdot += local term;   dxdot += R^T dxdot'
-  dense and conv2d ignore ydot (their term is bilinear in (x, W) and dy), so the partial ydot' is not formed.
+  dense, conv2d and conv3d ignore ydot (their term is bilinear in (x, W) and dy), so the partial ydot' is not formed.
 */
 PetscErrorCode NetModelSOBackward_Private(Net net, PetscInt k, PetscInt n, const PetscScalar *th, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *thdot, const PetscScalar *ydot, const PetscScalar *dy,
                                           PetscScalar *dxdot, PetscScalar *dthdot)
@@ -485,7 +510,8 @@ PetscErrorCode NetModelSOBackward_Private(Net net, PetscInt k, PetscInt n, const
 
   PetscFunctionBegin;
   PetscCall(NetModelSetUpBatch_Private(net, k, n, (xdot ? NET_MODEL_DX : 0) | (dxdot ? NET_MODEL_DXD : 0), &have));
-  mp = (NetModel *)net->nodes[k].mp;
+  mp         = (NetModel *)net->nodes[k].mp;
+  mp->dyheld = PETSC_FALSE; /* dy' is overwritten below */
   if (!mp->xmpvalid) PetscCall(NetModelLocalForward_Private(mp, th, x));
   if (!mp->dxdotmpv) PetscCall(VecDuplicate(mp->xmpv, &mp->dxdotmpv));
   if (!mp->xtmp) PetscCall(VecDuplicate(mp->xv, &mp->xtmp)); /* with storage of its own */

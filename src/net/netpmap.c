@@ -16,6 +16,13 @@
   Only run lists are kept (a few per node and rank), never a per-entry index: the map costs no memory next to the
   parameters it moves. Because ownership ranges and runs both ascend, the entries a rank receives from owner q are
   one contiguous piece of its buffer.
+
+  Memory: besides buf, a gather or reduce-add allocates only what crosses ranks. The pieces a rank asks of itself (in
+  the general pattern, most of a model-parallel block when the split matches the ownership ranges) are copied or added
+  between its slice and buf directly, never through the send buffer, and G^T of the whole pattern reduces in place in
+  buf (which it overwrites). So a node's gather costs its block and the crossing pieces, not two blocks (MLP
+  784-8192-8192-10 on 2 ranks, its 8192x8192 layer split 2x1: a send buffer of 25 MB instead of 243 MB,
+  docs/benchmarks.md).
 */
 #include <petnet/private/netimpl.h>
 #include "netpmap.h"
@@ -28,9 +35,11 @@ struct _n_NetParamMap {
   /* whole: rank q owns counts[q] entries of the run, at displs[q] in it; this rank's piece starts at myoff of its slice */
   PetscMPIInt *counts, *displs;
   PetscInt     myoff;
-  /* general: per peer q, what goes to it (scounts, packed from the runs srun*) and what comes from it (rcounts) */
+  /* general: per peer q, what goes to it (scounts, packed from the runs srun*) and what comes from it (rcounts); the
+     peer this rank itself is has counts 0: its pieces are the sruns [sself, sself + nsself), nself entries at rself in buf */
   PetscMPIInt *scounts, *sdispls, *rcounts, *rdispls;
   PetscInt     nsruns, *srunoff, *srunlen, nsend;
+  PetscInt     sself, nsself, nself, rself;
   /* the runs of this rank in its own local slice, for one rank (no MPI) */
   PetscInt nruns, *runstart, *runlen, rstart;
 };
@@ -127,6 +136,7 @@ PetscErrorCode NetParamMapCreate_Private(Vec v, PetscInt nruns, const PetscInt r
     for (PetscMPIInt q = 0; q < m->size; q++) {
       PetscInt64 c = 0;
 
+      if (q == m->rank) m->sself = m->nsruns;
       for (PetscInt i = off[q]; i < off[q + 1]; i++) {
         PetscInt a = PetscMax(allstart[i], rstart), b = PetscMin(allstart[i] + alllen[i], rend);
 
@@ -135,6 +145,10 @@ PetscErrorCode NetParamMapCreate_Private(Vec v, PetscInt nruns, const PetscInt r
         m->srunlen[m->nsruns] = b - a;
         m->nsruns++;
         c += b - a;
+      }
+      if (q == m->rank) { /* to itself: copied directly, nothing in the send buffer */
+        m->nsself = m->nsruns - m->sself;
+        c         = 0;
       }
       PetscCall(NetParamMapCheckCount_Private(m->comm, nsend, "in all"));
       m->sdispls[q] = (PetscMPIInt)nsend;
@@ -157,6 +171,15 @@ PetscErrorCode NetParamMapCreate_Private(Vec v, PetscInt nruns, const PetscInt r
       nrecv += c;
     }
     PetscCheck(nrecv == m->n, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Parameter runs reach beyond the parameter vector");
+    m->rself            = m->rdispls[m->rank];
+    m->nself            = m->rcounts[m->rank];
+    m->rcounts[m->rank] = 0;
+    {
+      PetscInt64 c = 0;
+
+      for (PetscInt i = m->sself; i < m->sself + m->nsself; i++) c += m->srunlen[i];
+      PetscCheck(c == m->nself, PETSC_COMM_SELF, PETSC_ERR_PLIB, "The pieces a rank sends itself (%" PetscInt64_FMT ") differ from those it receives (%" PetscInt_FMT ")", c, m->nself);
+    }
     PetscCall(PetscFree2(allstart, alllen));
     PetscCall(PetscFree2(nr, off));
   }
@@ -192,8 +215,16 @@ PetscErrorCode NetParamMapGather_Private(NetParamMap m, Vec v, PetscScalar buf[]
   } else {
     PetscScalar *sbuf;
 
-    PetscCall(PetscMalloc1(m->nsend, &sbuf));
-    for (PetscInt i = 0, o = 0; i < m->nsruns; o += m->srunlen[i], i++) PetscCall(PetscArraycpy(sbuf + o, a + m->srunoff[i], m->srunlen[i]));
+    PetscCall(PetscMalloc1(m->nsend, &sbuf)); /* the pieces for other ranks only */
+    for (PetscInt i = 0, o = 0, oself = m->rself; i < m->nsruns; i++) {
+      if (i >= m->sself && i < m->sself + m->nsself) {
+        PetscCall(PetscArraycpy(buf + oself, a + m->srunoff[i], m->srunlen[i]));
+        oself += m->srunlen[i];
+      } else {
+        PetscCall(PetscArraycpy(sbuf + o, a + m->srunoff[i], m->srunlen[i]));
+        o += m->srunlen[i];
+      }
+    }
     PetscCallMPI(MPI_Alltoallv(sbuf, m->scounts, m->sdispls, MPIU_SCALAR, buf, m->rcounts, m->rdispls, MPIU_SCALAR, m->comm));
     PetscCall(PetscFree(sbuf));
   }
@@ -201,8 +232,9 @@ PetscErrorCode NetParamMapGather_Private(NetParamMap m, Vec v, PetscScalar buf[]
   PetscFunctionReturn(0);
 }
 
-/* g += G^T buf: every rank's buf (laid out like its gathered entries) summed into the owners' slices of g */
-PetscErrorCode NetParamMapReduceAdd_Private(NetParamMap m, const PetscScalar buf[], Vec g)
+/* g += G^T buf: every rank's buf (laid out like its gathered entries) summed into the owners' slices of g; buf is
+   overwritten (the whole pattern reduces in place in it) */
+PetscErrorCode NetParamMapReduceAdd_Private(NetParamMap m, PetscScalar buf[], Vec g)
 {
   PetscScalar *a;
 
@@ -215,22 +247,27 @@ PetscErrorCode NetParamMapReduceAdd_Private(NetParamMap m, const PetscScalar buf
       for (PetscInt j = 0; j < m->runlen[i]; j++) t[j] += buf[o + j];
     }
   } else if (m->whole) {
-    PetscScalar *mine, *t = a + m->myoff;
+    PetscScalar *t = a + m->myoff;
     PetscMPIInt  c = m->counts[m->rank];
 
-    PetscCall(PetscMalloc1(c, &mine));
-    PetscCallMPI(MPI_Reduce_scatter(buf, mine, m->counts, MPIU_SCALAR, MPIU_SUM, m->comm));
-    for (PetscMPIInt j = 0; j < c; j++) t[j] += mine[j];
-    PetscCall(PetscFree(mine));
+    /* in place: this rank's sum lands in buf[0, c) */
+    PetscCallMPI(MPI_Reduce_scatter(MPI_IN_PLACE, buf, m->counts, MPIU_SCALAR, MPIU_SUM, m->comm));
+    for (PetscMPIInt j = 0; j < c; j++) t[j] += buf[j];
   } else {
     PetscScalar *sbuf;
 
-    PetscCall(PetscMalloc1(m->nsend, &sbuf));
+    PetscCall(PetscMalloc1(m->nsend, &sbuf)); /* the pieces from other ranks only */
     PetscCallMPI(MPI_Alltoallv(buf, m->rcounts, m->rdispls, MPIU_SCALAR, sbuf, m->scounts, m->sdispls, MPIU_SCALAR, m->comm));
-    for (PetscInt i = 0, o = 0; i < m->nsruns; o += m->srunlen[i], i++) {
-      PetscScalar *t = a + m->srunoff[i];
+    for (PetscInt i = 0, o = 0, oself = m->rself; i < m->nsruns; i++) {
+      PetscScalar       *t    = a + m->srunoff[i];
+      PetscBool          self = (PetscBool)(i >= m->sself && i < m->sself + m->nsself);
+      const PetscScalar *s    = self ? buf + oself : sbuf + o;
 
-      for (PetscInt j = 0; j < m->srunlen[i]; j++) t[j] += sbuf[o + j];
+      for (PetscInt j = 0; j < m->srunlen[i]; j++) t[j] += s[j];
+      if (self)
+        oself += m->srunlen[i];
+      else
+        o += m->srunlen[i];
     }
     PetscCall(PetscFree(sbuf));
   }

@@ -116,6 +116,11 @@ typedef struct {
   PetscInt fuseact, fusemask, fusedinto, fusedback;
 
   const NetExecOps *exec; /* how the node runs over the ranks (netexec.c), chosen at set-up */
+
+  /* The walk's split backward of a node that gathers its parameters (netforward.c): 1 while it runs the input part
+     (with the parameters), 2 the parameter part (without them, just after, same cotangent), 0 a whole backward. An
+     executor may keep what the first part moved for the second (netmodel.c: dy' = S^T dy). */
+  PetscInt bwdpart;
 } NetNode;
 
 struct _p_Net {

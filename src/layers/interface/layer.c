@@ -328,7 +328,7 @@ PetscErrorCode LayerSetFromOptions(Layer layer)
     PetscBool set;
 
     if (layer->partition[0] > 0) PetscCall(PetscSNPrintf(text, sizeof(text), "%" PetscInt_FMT "x%" PetscInt_FMT, layer->partition[0], layer->partition[1]));
-    PetscCall(PetscOptionsString("-partition", "P_OUTxP_IN: split the weights over a grid of ranks (model parallelism; dense and conv2d)", "LayerSetPartition", text, text, sizeof(text), &set));
+    PetscCall(PetscOptionsString("-partition", "P_OUTxP_IN: split the weights over a grid of ranks (model parallelism; dense, conv2d and conv3d)", "LayerSetPartition", text, text, sizeof(text), &set));
     if (set) {
       PetscInt    p[2];
       const char *prefix;
@@ -515,9 +515,11 @@ PetscErrorCode LayerSetIndex(Layer layer, PetscInt index)
   Logically collective
 
   Input Parameters:
-+ layer - the layer (dense or conv2d; a Net refuses the partition on other kinds at NetSetUp())
-. pout  - P_out, the number of parts of the outputs (dense: rows of W; conv2d: output channels); 0 removes the partition
-- pin   - P_in, the number of parts of the inputs (dense: columns of W; conv2d: input channels)
++ layer - the layer (dense, conv2d or conv3d; a Net refuses the partition on other kinds at NetSetUp())
+. pout  - P_out, the number of parts of the outputs (dense: rows of W; conv2d, conv3d: output channels, the filters); 0
+          removes the partition
+- pin   - P_in, the number of parts of the inputs (dense: columns of W; conv2d, conv3d: input channels, in every kernel
+          tap)
 
   Options Database Key:
 . -<prefix>partition <PxQ> - the same, e.g. -layer3_partition 2x1
@@ -529,9 +531,13 @@ PetscErrorCode LayerSetIndex(Layer layer, PetscInt index)
   node's does; it is redistributed so that each rank holds all samples of its input block (replicated along P_out),
   multiplied by its weight block, and the partial outputs are summed over P_in and handed back split by samples. The
   rank at grid coordinates (i, j) is rank i P_in + j; the blocks are as even as possible, the first ones larger.
+  A conv3d node (batch mode, on (D, H, W, C) volumes) is split as a conv2d one: its output channels over P_out, its
+  input channels over P_in, each rank running the layer's vol2col + GEMM on its block; in single and bfloat16 precision
+  the node computes in double on widened copies, as every model-parallel node does. Grouped convolutions and
+  convolutions on a grid (NetSetGrid(), a DMDA) cannot be split.
 
   A partition is honoured in every parallel mode of the Net (NetSetParallel()): the node is model parallel and the
-  other nodes are replicated or sharded. With NET_PARALLEL_MODEL the dense and conv2d nodes without a partition get
+  other nodes are replicated or sharded. With NET_PARALLEL_MODEL the dense, conv2d and conv3d nodes without a partition get
   P_out = the number of ranks, P_in = 1 (the input is only broadcast and the output only gathered, with no sum); a
   layer with fewer outputs than ranks gets the largest P_out that fits and the rest along its inputs, and one that fits
   no grid stays data parallel. A partition is a choice of the run, not of the model: a model file (NetSave()) does not

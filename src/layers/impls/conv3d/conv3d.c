@@ -110,9 +110,23 @@ static PetscErrorCode LayerReset_Conv3d(Layer layer)
   PetscFunctionReturn(0);
 }
 
+static PetscErrorCode LayerConv3dGetPatchLayout_Conv3d(Layer layer, PetscInt *groups, PetscInt *kg, PetscInt *pixels, PetscBool *bias)
+{
+  LayerConv *conv = (LayerConv *)layer->data;
+
+  PetscFunctionBegin;
+  PetscCheck(layer->setupcalled, PetscObjectComm((PetscObject)layer), PETSC_ERR_ORDER, "conv3d layer %" PetscInt_FMT " has no patch layout before it is set up: call LayerSetUp() (or NetSetUp()) first", layer->index);
+  if (groups) *groups = conv->groups;
+  if (kg) *kg = conv->kg;
+  if (pixels) *pixels = conv->pixels;
+  if (bias) *bias = conv->bias;
+  PetscFunctionReturn(0);
+}
+
 static PetscErrorCode LayerDestroy_Conv3d(Layer layer)
 {
   PetscFunctionBegin;
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv3dGetPatchLayout_C", NULL));
   PetscCall(LayerDestroyConv_Private(layer));
   PetscFunctionReturn(0);
 }
@@ -369,6 +383,37 @@ PetscErrorCode LayerConv3dSetInitialization(Layer layer, LayerInitType init, Pet
   PetscFunctionReturn(0);
 }
 
+/*@
+  LayerConv3dGetPatchLayout - the shape of the patches (receptive fields) a conv3d layer's weights multiply
+
+  Not collective
+
+  Input Parameter:
+. layer - a conv3d layer, set up
+
+  Output Parameters:
++ groups - the number of groups G (may be NULL)
+. kg     - the patch length of a group, KD KH KW Cin/G: each group's weights are Cout/G rows of kg entries (may be NULL)
+. pixels - the output points of a sample, Do Ho Wo (1 on a node of a grid, where a sample is a grid point) (may be NULL)
+- bias   - whether the layer adds a bias per output channel, stored after the weights (may be NULL)
+
+  Notes:
+  The layer's parameters are W [Cout][KD][KH][KW][Cin/G] followed by b [Cout] when bias is set; the rows of W of group
+  g are g Cout/G .. (g + 1) Cout/G - 1. A Net that splits the layer's weights over ranks (`partition=`) cuts W by
+  these rows (output channels) and, within each of the KD KH KW taps of a row, by input channels.
+
+  Level: developer
+
+.seealso: `LayerConv2dGetPatchLayout()`, `LayerConv3dSetGroups()`, `LayerConv3dSetBias()`, `LayerSetPartition()`
+@*/
+PetscErrorCode LayerConv3dGetPatchLayout(Layer layer, PetscInt *groups, PetscInt *kg, PetscInt *pixels, PetscBool *bias)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(layer, LAYER_CLASSID, 1);
+  PetscUseMethod(layer, "LayerConv3dGetPatchLayout_C", (Layer, PetscInt *, PetscInt *, PetscInt *, PetscBool *), (layer, groups, kg, pixels, bias));
+  PetscFunctionReturn(0);
+}
+
 PETSC_INTERN PetscErrorCode LayerCreate_Conv3d(Layer layer)
 {
   PetscFunctionBegin;
@@ -384,5 +429,6 @@ PETSC_INTERN PetscErrorCode LayerCreate_Conv3d(Layer layer)
   layer->ops->view           = LayerView_Conv3d;
   layer->ops->reset          = LayerReset_Conv3d;
   layer->ops->destroy        = LayerDestroy_Conv3d;
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv3dGetPatchLayout_C", LayerConv3dGetPatchLayout_Conv3d));
   PetscFunctionReturn(0);
 }
