@@ -536,7 +536,6 @@ PetscErrorCode NetBackward(Net net, Vec dY, Vec dX, Vec G)
       seeded[v] = PETSC_TRUE;
     }
     PetscCall(store->get(net, NET_SLOT_TANGENT, k + 1, NET_READ, t, &dy));
-    net->layers[k]->fusemask = nd->fusemask >= 0 ? net->layers[nd->fusemask] : NULL; /* dx = f'(x) J^T dy in its pass */
     if (nd->pmap && !nd->mp && G && net->layers[k]->gradfree && t == NET_ELEM_DOUBLE) {
       /* a node that gathers its parameters, of a kind whose parameter gradient does not read them (its double kernels
          promise it): the input part with the parameters, released before the gradient's buffer is taken (never both
@@ -561,7 +560,6 @@ PetscErrorCode NetBackward(Net net, Vec dY, Vec dX, Vec G)
       PetscCall(NetNodeRestoreGradient_Private(net, k, G, &gk));
       PetscCall(NetNodeRestoreParameters_Private(net, k, &th));
     }
-    net->layers[k]->fusemask = NULL;
     PetscCall(store->restore(net, NET_SLOT_TANGENT, k + 1, NET_READ, t, &dy));
     for (PetscInt i = 0; i < nd->nin; i++) {
       PetscInt v = NetBackwardTarget(net, k, i);

@@ -100,8 +100,9 @@ typedef struct {
   PetscInt *runstart, *runlen;
   void     *pmap; /* the gather / reduce-scatter of these entries (netpmap.c); NULL: the node reads theta_rep */
 
-  /* Model parallelism (netmodel.c): the node's weights split over a P_out x P_in grid of ranks (partition[0] == 0: the
-     node is data parallel), and the state of that split (layouts, data-movement operators, the local layer) */
+  /* Model parallelism (netmodel.c): the P_out x P_in grid of ranks the node's weights are split over as its entry, the
+     options or NetSetNodePartition() ask (0x0: none; in model mode NetSetUp() may choose one), and the state of the
+     split the node runs with (NULL: data parallel; its grid, layouts, data-movement operators, the local layer) */
   PetscInt partition[2];
   void    *mp;
 
@@ -297,6 +298,7 @@ static inline PetscInt NetBackwardTarget(Net net, PetscInt k, PetscInt i)
 }
 PETSC_INTERN PetscErrorCode NetLayerListNext_Private(char **, char **);
 PETSC_INTERN PetscErrorCode NetListSpec_Private(Net, PetscInt, PetscInt, size_t, char[], size_t *);
+PETSC_INTERN PetscErrorCode NetNodeSpec_Private(Net, PetscInt, size_t, char[]);
 PETSC_INTERN PetscErrorCode NetSetFrozen_Private(Net, PetscBool);
 PETSC_INTERN PetscErrorCode NetCheckMemory_Private(Net, PetscLogDouble, PetscInt, const char[]);
 PETSC_INTERN PetscErrorCode NetSetSaveFileFromOptions_Private(Net, const char[]);
@@ -305,6 +307,9 @@ PETSC_INTERN PetscErrorCode NetSaveAtDestroy_Private(Net);
 /* Model-parallel nodes (netmodel.c). x, y, dx, dy are sample-split local arrays of n samples like every other node's;
    th, dth this rank's nplocal parameters of the node (dth accumulates). Collective, in the same order on every rank. */
 PETSC_INTERN PetscErrorCode NetModelSetUpNode_Private(Net, PetscInt);
+PETSC_INTERN PetscErrorCode NetParsePartition_Private(Net, const char[], const char[], PetscInt[2]);
+PETSC_INTERN PetscErrorCode NetTakePartition_Private(Net, const char[], char[], PetscInt[2]);
+PETSC_INTERN PetscErrorCode NetModelSetFromOptions_Private(Net);
 PETSC_INTERN PetscErrorCode NetModelDestroyNode_Private(Net, PetscInt);
 PETSC_INTERN PetscErrorCode NetModelForward_Private(Net, PetscInt, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *);
 PETSC_INTERN PetscErrorCode NetModelBackward_Private(Net, PetscInt, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);

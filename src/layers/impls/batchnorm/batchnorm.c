@@ -242,11 +242,11 @@ static PetscErrorCode BatchNormStatistics(Layer layer, PetscInt n, const PetscSc
   PetscFunctionReturn(0);
 }
 
-/* positions per block of forward's output pass: a fused activation runs on each block just written, in cache */
+/* positions per block of forward's output pass: an activation passed with the call runs on each block just written, in cache */
 #define BATCHNORM_BLOCK_POSITIONS 64
 
-/* y = gamma (x - mu) s + beta, then (in the same pass, block by block) an activation its owner fused after it */
-static PetscErrorCode LayerForward_BatchNorm(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
+/* y = gamma (x - mu) s + beta, then (in the same pass, block by block) act, an activation passed by the caller (or NULL) */
+static PetscErrorCode LayerForwardAct_BatchNorm(Layer layer, Layer act, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
 {
   Layer_BatchNorm   *bn = (Layer_BatchNorm *)layer->data;
   const PetscInt     C = bn->C, P = n * bn->m, nblocks = (P + BATCHNORM_BLOCK_POSITIONS - 1) / BATCHNORM_BLOCK_POSITIONS;
@@ -261,10 +261,17 @@ static PetscErrorCode LayerForward_BatchNorm(Layer layer, PetscInt n, const Pets
 
     for (PetscInt p = p0; p < p1; p++)
       for (PetscInt c = 0; c < C; c++) y[(size_t)p * C + c] = gamma[c] * (x[(size_t)p * C + c] - bn->mean[c]) * bn->invstd[c] + beta[c];
-    PetNetThreadsSetError(&err, LayerFusedActivate(layer, (p1 - p0) * C, y + (size_t)p0 * C));
+    PetNetThreadsSetError(&err, LayerActivate(act, (p1 - p0) * C, y + (size_t)p0 * C));
   }
   PetNetThreadsCheck(err, "batchnorm forward");
   PetscCall(PetscLogFlops(4.0 * P * C));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerForward_BatchNorm(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
+{
+  PetscFunctionBegin;
+  PetscCall(LayerForwardAct_BatchNorm(layer, NULL, n, theta, x, y));
   PetscFunctionReturn(0);
 }
 
@@ -788,7 +795,7 @@ PETSC_INTERN PetscErrorCode LayerCreate_BatchNorm(Layer layer)
   layer->ops->setup          = LayerSetUp_BatchNorm;
   layer->ops->initialize     = LayerInitialize_BatchNorm;
   layer->ops->forward        = LayerForward_BatchNorm;
-  layer->fuseforward         = PETSC_TRUE; /* applies a fused activation in its output pass (layerimpl.h) */
+  layer->ops->forwardact     = LayerForwardAct_BatchNorm; /* an activation in its output pass (layerimpl.h) */
   layer->ops->backward       = LayerBackward_BatchNorm;
   layer->ops->jvp            = LayerJVP_BatchNorm;
   layer->ops->forwardsingle  = LayerForwardSingle_BatchNorm;
