@@ -70,12 +70,14 @@ typedef struct {
 } NetStoreOps;
 
 /* x[i], y, dx[i], dy: arrays of the node's n samples in element type t (double or float); th, dth: the node's
-   parameters and their direction or gradient, always double, as NetNodeGetParameters_Private() hands them over */
+   parameters and their direction or gradient, always double, as NetNodeGetParameters_Private() hands them over;
+   backward's mask: the activation node fused before this one whose derivative its dx pass applies (netfuse.c; the
+   NetBackward() walk passes NetNode.fusemask), or -1 */
 typedef struct {
   const char *name;    /* for NetView() */
   PetscBool   floatok; /* computes in float (else the store gives it double arrays) */
   PetscErrorCode (*forward)(Net, PetscInt, NetElem, const PetscScalar *, const void *const[], void *);
-  PetscErrorCode (*backward)(Net, PetscInt, NetElem, const PetscScalar *, const void *const[], const void *, const void *, void *const[], PetscScalar *);
+  PetscErrorCode (*backward)(Net, PetscInt, NetElem, const PetscScalar *, const void *const[], const void *, const void *, void *const[], PetscScalar *, PetscInt);
   PetscErrorCode (*jvp)(Net, PetscInt, NetElem, const PetscScalar *, const void *const[], const void *, const void *const[], const PetscScalar *, void *);
   /* the curvature term of the second-order adjoint (double; see LayerSOBackwardArray()) */
   PetscErrorCode (*sobackward)(Net, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
@@ -240,7 +242,7 @@ PETSC_INTERN PetscErrorCode NetGetNodeBlock_Private(Net, PetscInt, const PetscSc
 PETSC_INTERN PetscErrorCode NetRestoreNodeBlock_Private(Net, PetscInt, const PetscScalar **);
 PETSC_INTERN PetscErrorCode NetNodeJVP_Private(Net, PetscInt, Vec, Vec, Vec);
 PETSC_INTERN PetscErrorCode NetGetReplicatedDirection_Private(Net, Vec, const PetscScalar **);
-PETSC_INTERN PetscErrorCode NetNodeBackwardArrays_Private(Net, PetscInt, NetElem, const PetscScalar *, const void *, void *const[], PetscScalar *);
+PETSC_INTERN PetscErrorCode NetNodeBackwardArrays_Private(Net, PetscInt, NetElem, const PetscScalar *, const void *, void *const[], PetscScalar *, PetscInt);
 PETSC_INTERN PetscErrorCode NetNodeBackward_Private(Net, PetscInt, Vec, Vec, Vec);
 PETSC_INTERN PetscErrorCode NetNodeInputSize_Private(Net, PetscInt, PetscInt *);
 PETSC_INTERN PetscErrorCode NetValueCounts_Private(Net, PetscInt, PetscInt[]);
