@@ -35,17 +35,19 @@ PetscLogEvent PETNET_KFACStatistics, PETNET_KFACInvert, PETNET_KFACApply;
 /* Describes why node k cannot be preconditioned, for the error and the view */
 static PetscErrorCode PetNetKFACUncoveredError(Net net, PetscInt k, const char why[], const char option[])
 {
-  Layer       layer = net->layers[k];
+  Layer       layer;
   LayerType   type;
-  const char *prefix;
+  const char *prefix, *name;
 
   PetscFunctionBegin;
+  PetscCall(NetGetLayer(net, k, &layer));
+  PetscCall(NetGetLayerName(net, k, &name));
   PetscCall(LayerGetType(layer, &type));
   PetscCall(PetscObjectGetOptionsPrefix((PetscObject)layer, &prefix));
   SETERRQ(PetscObjectComm((PetscObject)net), PETSC_ERR_SUP,
           "K-FAC preconditions dense layers and conv2d layers in batch mode, and layer \"%s\" (%s%s, %" PetscInt_FMT
           " parameters, options prefix -%s) is not one of them: train this network with -tao_type adam (or adamw, sgd, rmsprop), or give %s to step the parameters of such layers along the plain gradient",
-          net->nodes[k].name, type, why, layer->nparams, prefix ? prefix : "", option);
+          name, type, why, layer->nparams, prefix ? prefix : "", option);
   PetscFunctionReturn(0);
 }
 
@@ -59,15 +61,17 @@ PetscErrorCode PetNetKFACCreate(Net net, PetscBool uncoveredgradient, const char
   PetNetKFAC k;
   PetscInt   nb = 0, nu = 0;
   size_t     nbatch = 0, nfull = 0, nwork = 0;
-  PetscInt   maxrows = 0;
+  PetscInt   maxrows = 0, nlayers;
+  Mat        bcast;
 
   PetscFunctionBegin;
   PetscCall(NetSetUp(net));
+  PetscCall(NetGetNumLayers(net, &nlayers));
   {
     NetParallelType parallel;
 
     PetscCall(NetGetParallel(net, &parallel));
-    PetscCheck(parallel == NET_PARALLEL_REPLICATED && net->theta_rep, PetscObjectComm((PetscObject)net), PETSC_ERR_SUP,
+    PetscCheck(parallel == NET_PARALLEL_REPLICATED, PetscObjectComm((PetscObject)net), PETSC_ERR_SUP,
                "K-FAC keeps its factors and applies them on a full copy of the parameters on every rank, which -net_parallel %s does not have: use -net_parallel replicated, or another optimizer (adam, lmvm, nls)", NetParallelTypes[parallel]);
   }
   PetscCall(PetscNew(&k));
@@ -79,12 +83,15 @@ PetscErrorCode PetNetKFACCreate(Net net, PetscBool uncoveredgradient, const char
   /* two passes: count, then fill */
   for (PetscInt pass = 0; pass < 2; pass++) {
     nb = nu = 0;
-    for (PetscInt n = 0; n < net->nlayers; n++) {
-      Layer     layer = net->layers[n];
+    for (PetscInt n = 0; n < nlayers; n++) {
+      Layer     layer;
       PetscBool isdense, isconv;
       DM        dm = NULL;
+      PetscInt  poff;
 
+      PetscCall(NetGetLayer(net, n, &layer));
       if (!layer->nparams) continue;
+      PetscCall(NetGetLayerParameterRange(net, n, &poff, NULL));
       PetscCall(PetscObjectTypeCompare((PetscObject)layer, LAYERDENSE, &isdense));
       PetscCall(PetscObjectTypeCompare((PetscObject)layer, LAYERCONV2D, &isconv));
       if (isconv) PetscCall(NetGetGrid(net, &dm)); /* in grid mode a conv2d's patches span the ranks' halos */
@@ -98,8 +105,8 @@ PetscErrorCode PetNetKFACCreate(Net net, PetscBool uncoveredgradient, const char
           b->nout   = layer->outsize;
           b->bias   = PETSC_TRUE;
           b->pixels = 1;
-          b->woff   = net->poff[n];
-          b->boff   = net->poff[n] + b->nin * b->nout;
+          b->woff   = poff;
+          b->boff   = poff + b->nin * b->nout;
         }
         nb++;
       } else if (isconv && !dm) {
@@ -118,8 +125,8 @@ PetscErrorCode PetNetKFACCreate(Net net, PetscBool uncoveredgradient, const char
           b->nout   = cout / G;
           b->bias   = bias;
           b->pixels = pixels;
-          b->woff   = net->poff[n] + g * b->nout * kg;
-          b->boff   = bias ? net->poff[n] + cout * kg + g * b->nout : -1;
+          b->woff   = poff + g * b->nout * kg;
+          b->boff   = bias ? poff + cout * kg + g * b->nout : -1;
         }
         if (pass) nwork = PetscMax(nwork, (size_t)pixels * G * kg * PetscMax(1, KFAC_PATCH_ENTRIES / ((size_t)pixels * G * kg)));
       } else {
@@ -156,7 +163,8 @@ PetscErrorCode PetNetKFACCreate(Net net, PetscBool uncoveredgradient, const char
   k->nbatch = nbatch;
   k->nwork  = nwork;
   PetscCall(PetscMalloc4(nbatch, &k->batch, nfull, &k->full, nwork, &k->work, maxrows, &k->rows));
-  PetscCall(VecDuplicate(net->theta_rep, &k->grep));
+  PetscCall(NetGetParameterBroadcast(net, &bcast));
+  PetscCall(MatCreateVecs(bcast, NULL, &k->grep)); /* the replicated layout */
   *kfac = k;
   PetscFunctionReturn(0);
 }
@@ -263,12 +271,15 @@ static PetscErrorCode KFACSumOutputs(PetscInt nout, PetscInt n, const PetscScala
 static PetscErrorCode KFACSumNode(PetNetKFAC kfac, PetscInt b0, PetscInt b1, PetscBool add, PetscReal sscale)
 {
   Net                net  = kfac->net;
-  const PetscInt     node = kfac->blocks[b0].node, n = net->nlocal;
-  Layer              layer = net->layers[node];
+  const PetscInt     node = kfac->blocks[b0].node;
+  PetscInt           n;
+  Layer              layer;
   const PetscScalar *x, *dy;
   PetscBool          isdense;
 
   PetscFunctionBegin;
+  PetscCall(NetGetBatchSize(net, &n, NULL));
+  PetscCall(NetGetLayer(net, node, &layer));
   PetscCall(NetGetNodeArraysRead(net, node, NULL, &x, &dy)); /* in double at any precision */
   PetscCall(PetscObjectTypeCompare((PetscObject)layer, LAYERDENSE, &isdense));
   if (isdense) {
@@ -326,18 +337,20 @@ PetscErrorCode PetNetKFACAddStatistics(PetNetKFAC kfac)
   MPI_Comm  comm = PetscObjectComm((PetscObject)net);
   PetscBool add  = (PetscBool)(kfac->nsamples > 0);
   PetscReal sscale;
+  PetscInt  nglobal;
 
   PetscFunctionBegin;
-  PetscCheck(net->forwarded && net->act, comm, PETSC_ERR_ORDER, "K-FAC takes its statistics from the Net's last NetForward() and NetBackward() of the mean loss, and there is none: the objective must run both on the Net given to K-FAC");
-  PetscCheck(net->nglobal > 0, comm, PETSC_ERR_ARG_WRONGSTATE, "K-FAC statistics need a batch of at least one sample");
+  PetscCall(NetGetBatchSize(net, NULL, &nglobal));
+  PetscCheck(nglobal >= 0, comm, PETSC_ERR_ORDER, "K-FAC takes its statistics from the Net's last NetForward() and NetBackward() of the mean loss, and there is none: the objective must run both on the Net given to K-FAC");
+  PetscCheck(nglobal > 0, comm, PETSC_ERR_ARG_WRONGSTATE, "K-FAC statistics need a batch of at least one sample");
   PetscCall(PetscLogEventBegin(PETNET_KFACStatistics, 0, 0, 0, 0));
-  if (!add) kfac->nfirst = net->nglobal;
-  sscale = ((PetscReal)net->nglobal * net->nglobal) / ((PetscReal)kfac->nfirst * kfac->nfirst);
+  if (!add) kfac->nfirst = nglobal;
+  sscale = ((PetscReal)nglobal * nglobal) / ((PetscReal)kfac->nfirst * kfac->nfirst);
   for (PetscInt b0 = 0, b1; b0 < kfac->nblocks; b0 = b1) {
     for (b1 = b0 + 1; b1 < kfac->nblocks && kfac->blocks[b1].node == kfac->blocks[b0].node; b1++) {}
     PetscCall(KFACSumNode(kfac, b0, b1, add, sscale));
   }
-  kfac->nsamples += net->nglobal;
+  kfac->nsamples += nglobal;
   PetscCall(PetscLogEventEnd(PETNET_KFACStatistics, 0, 0, 0, 0));
   PetscFunctionReturn(0);
 }
@@ -374,8 +387,10 @@ PetscErrorCode PetNetKFACUpdateStatistics(PetNetKFAC kfac)
 static PetscErrorCode KFACInvertDamped(Net net, const KFACBlock *b, const char which[], PetscInt n, const PetscScalar *F, PetscReal d, PetscScalar *Finv)
 {
   PetscBLASInt bn, info;
+  const char  *name;
 
   PetscFunctionBegin;
+  PetscCall(NetGetLayerName(net, b->node, &name));
   PetscCall(PetscArraycpy(Finv, F, (size_t)n * n));
   for (PetscInt i = 0; i < n; i++) Finv[i + i * n] += d;
   PetscCall(PetscBLASIntCast(n, &bn));
@@ -384,9 +399,9 @@ static PetscErrorCode KFACInvertDamped(Net net, const KFACBlock *b, const char w
   PetscCall(PetscFPTrapPop());
   PetscCheck(info >= 0, PETSC_COMM_SELF, PETSC_ERR_LIB, "LAPACK dpotrf: argument %d is invalid", (int)-info);
   PetscCheck(info == 0, PETSC_COMM_SELF, PETSC_ERR_CONV_FAILED, "The K-FAC factor %s of layer \"%s\" (group %" PetscInt_FMT ") is not positive definite after damping %g (pivot %d): raise the damping, or look for Inf or NaN in the network", which,
-             net->nodes[b->node].name, b->group, (double)d, (int)info);
+             name, b->group, (double)d, (int)info);
   PetscCallBLAS("LAPACKpotri", LAPACKpotri_("U", &bn, Finv, &bn, &info));
-  PetscCheck(info == 0, PETSC_COMM_SELF, PETSC_ERR_LIB, "LAPACK dpotri failed with info %d on the K-FAC factor %s of layer \"%s\"", (int)info, which, net->nodes[b->node].name);
+  PetscCheck(info == 0, PETSC_COMM_SELF, PETSC_ERR_LIB, "LAPACK dpotri failed with info %d on the K-FAC factor %s of layer \"%s\"", (int)info, which, name);
   for (PetscInt j = 0; j < n; j++)
     for (PetscInt i = j + 1; i < n; i++) Finv[i + j * n] = Finv[j + i * n];
   PetscCall(PetscLogFlops((PetscLogDouble)n * n * n));
@@ -425,14 +440,18 @@ PetscErrorCode PetNetKFACApply(PetNetKFAC kfac, Vec g, Vec y)
   const PetscScalar *gr, one = 1.0, zero = 0.0;
   PetscScalar       *ya;
   PetscInt           rs, re, n, m;
+  Vec                theta;
+  Mat                bcast;
 
   PetscFunctionBegin;
   PetscCheck(kfac->ninverted >= 0, PetscObjectComm((PetscObject)net), PETSC_ERR_ORDER, "K-FAC has no inverses yet: compute them before applying them");
   PetscCall(VecGetLocalSize(g, &n));
-  PetscCall(VecGetLocalSize(net->theta, &m));
+  PetscCall(NetGetParameters(net, &theta));
+  PetscCall(NetGetParameterBroadcast(net, &bcast));
+  PetscCall(VecGetLocalSize(theta, &m));
   PetscCheck(n == m, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "K-FAC: the vector has %" PetscInt_FMT " local entries, the Net's parameters %" PetscInt_FMT ": lay it out like the Net's parameters (NetCreateParameterVec())", n, m);
   PetscCall(PetscLogEventBegin(PETNET_KFACApply, 0, 0, 0, 0));
-  PetscCall(MatMult(net->bcast, g, kfac->grep));
+  PetscCall(MatMult(bcast, g, kfac->grep));
   if (g != y) PetscCall(VecCopy(g, y)); /* the parameters outside the blocks */
   PetscCall(VecGetOwnershipRange(y, &rs, &re));
   PetscCall(VecGetArrayRead(kfac->grep, &gr));
@@ -500,18 +519,27 @@ PetscErrorCode PetNetKFACView(PetNetKFAC kfac, PetscViewer viewer)
     const KFACBlock *b = &kfac->blocks[i];
     LayerType        type;
 
-    PetscCall(LayerGetType(net->layers[b->node], &type));
+    Layer            layer;
+    const char      *name;
+
+    PetscCall(NetGetLayer(net, b->node, &layer));
+    PetscCall(NetGetLayerName(net, b->node, &name));
+    PetscCall(LayerGetType(layer, &type));
     if (b->group || (i + 1 < kfac->nblocks && kfac->blocks[i + 1].node == b->node))
       PetscCall(
-          PetscViewerASCIIPrintf(viewer, "layer \"%s\" (%s), group %" PetscInt_FMT ": A %" PetscInt_FMT " x %" PetscInt_FMT ", S %" PetscInt_FMT " x %" PetscInt_FMT "\n", net->nodes[b->node].name, type, b->group, b->na, b->na, b->nout, b->nout));
+          PetscViewerASCIIPrintf(viewer, "layer \"%s\" (%s), group %" PetscInt_FMT ": A %" PetscInt_FMT " x %" PetscInt_FMT ", S %" PetscInt_FMT " x %" PetscInt_FMT "\n", name, type, b->group, b->na, b->na, b->nout, b->nout));
     else
-      PetscCall(PetscViewerASCIIPrintf(viewer, "layer \"%s\" (%s): A %" PetscInt_FMT " x %" PetscInt_FMT ", S %" PetscInt_FMT " x %" PetscInt_FMT "\n", net->nodes[b->node].name, type, b->na, b->na, b->nout, b->nout));
+      PetscCall(PetscViewerASCIIPrintf(viewer, "layer \"%s\" (%s): A %" PetscInt_FMT " x %" PetscInt_FMT ", S %" PetscInt_FMT " x %" PetscInt_FMT "\n", name, type, b->na, b->na, b->nout, b->nout));
   }
   for (PetscInt i = 0; i < kfac->nuncovered; i++) {
-    LayerType type;
+    LayerType   type;
+    Layer       layer;
+    const char *name;
 
-    PetscCall(LayerGetType(net->layers[kfac->uncovered[i]], &type));
-    PetscCall(PetscViewerASCIIPrintf(viewer, "layer \"%s\" (%s): not covered, plain gradient\n", net->nodes[kfac->uncovered[i]].name, type));
+    PetscCall(NetGetLayer(net, kfac->uncovered[i], &layer));
+    PetscCall(NetGetLayerName(net, kfac->uncovered[i], &name));
+    PetscCall(LayerGetType(layer, &type));
+    PetscCall(PetscViewerASCIIPrintf(viewer, "layer \"%s\" (%s): not covered, plain gradient\n", name, type));
   }
   PetscCall(PetscViewerASCIIPopTab(viewer));
   PetscFunctionReturn(0);
