@@ -591,8 +591,10 @@ PetscErrorCode NetTakePartition_Private(Net net, const char type[], char args[],
         PetscCall(PetscArraymove(start, next + 1, strlen(next + 1) + 1));
         continue;
       }
-      if (start > args) start[-1] = 0;
-      else start[0] = 0;
+      if (start > args)
+        start[-1] = 0;
+      else
+        start[0] = 0;
       break;
     }
     start = next ? next + 1 : NULL;

@@ -586,9 +586,10 @@ PetscErrorCode NetSpatialCheckNode_Private(Net net, PetscInt k)
 
   PetscFunctionBegin;
   PetscCall(NetNodeSpec_Private(net, k, sizeof(spec), spec));
-  PetscCheck(!net->vgrid[nd->in[0] + 1] || !layer->collective, PetscObjectComm((PetscObject)net), PETSC_ERR_SUP,
-             "Node %s (%s) is in a Net on a grid (NetSetGrid()), but its samples are the nodes of its own sparse operator or mesh, not grid points: for a DMDA field assemble the grid's stencil as an AIJ Mat (DMCreateMatrix()) and use the Net in batch mode",
-             nd->name, spec);
+  PetscCheck(
+      !net->vgrid[nd->in[0] + 1] || !layer->collective, PetscObjectComm((PetscObject)net), PETSC_ERR_SUP,
+      "Node %s (%s) is in a Net on a grid (NetSetGrid()), but its samples are the nodes of its own sparse operator or mesh, not grid points: for a DMDA field assemble the grid's stencil as an AIJ Mat (DMCreateMatrix()) and use the Net in batch mode",
+      nd->name, spec);
   if (net->vgrid[nd->in[0] + 1] || (!layer->ops->getwindow && !layer->ops->getscale)) PetscFunctionReturn(0);
   SETERRQ(PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_INCOMP, "Node %s (%s) convolves or pools, but its input left the grid at a globalavgpool before it: in grid mode put windowed layers before the globalavgpool", nd->name, spec);
 }
@@ -665,9 +666,10 @@ PetscErrorCode NetSpatialSetUpNode_Private(Net net, PetscInt k)
       PetscBool isconv;
 
       PetscCall(PetscObjectTypeCompareAny((PetscObject)layer, &isconv, LAYERCONV2D, LAYERCONV3D, ""));
-      PetscCheck(!isconv, comm, PETSC_ERR_ARG_INCOMP, "Node %s (%s): %s layer %" PetscInt_FMT " convolves %" PetscInt_FMT "-D grids, but it is a node of a %" PetscInt_FMT "-D grid: use conv%" PetscInt_FMT "d (or a %" PetscInt_FMT "-D DMDA)", nd->name, spec,
-                 ((PetscObject)layer)->type_name, layer->index, nsd, gin->nsd, gin->nsd, nsd);
-      SETERRQ(comm, PETSC_ERR_ARG_INCOMP, "Node %s (%s): the window of %s layer %" PetscInt_FMT " has %" PetscInt_FMT " values, but it is a node of a %" PetscInt_FMT "-D grid (%s): give one value for every dim or %s, or use a %" PetscInt_FMT "-D DMDA", nd->name, spec,
+      PetscCheck(!isconv, comm, PETSC_ERR_ARG_INCOMP, "Node %s (%s): %s layer %" PetscInt_FMT " convolves %" PetscInt_FMT "-D grids, but it is a node of a %" PetscInt_FMT "-D grid: use conv%" PetscInt_FMT "d (or a %" PetscInt_FMT "-D DMDA)",
+                 nd->name, spec, ((PetscObject)layer)->type_name, layer->index, nsd, gin->nsd, gin->nsd, nsd);
+      SETERRQ(comm, PETSC_ERR_ARG_INCOMP,
+              "Node %s (%s): the window of %s layer %" PetscInt_FMT " has %" PetscInt_FMT " values, but it is a node of a %" PetscInt_FMT "-D grid (%s): give one value for every dim or %s, or use a %" PetscInt_FMT "-D DMDA", nd->name, spec,
               ((PetscObject)layer)->type_name, layer->index, nsd, gin->nsd, grid, gin->nsd == 3 ? "DxHxW" : "HxW", nsd);
     }
     for (PetscInt d = 0; d < nsd; d++) {

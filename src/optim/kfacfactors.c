@@ -518,7 +518,6 @@ PetscErrorCode PetNetKFACView(PetNetKFAC kfac, PetscViewer viewer)
   for (PetscInt i = 0; i < kfac->nblocks; i++) {
     const KFACBlock *b = &kfac->blocks[i];
     LayerType        type;
-
     Layer            layer;
     const char      *name;
 
@@ -526,8 +525,7 @@ PetscErrorCode PetNetKFACView(PetNetKFAC kfac, PetscViewer viewer)
     PetscCall(NetGetLayerName(net, b->node, &name));
     PetscCall(LayerGetType(layer, &type));
     if (b->group || (i + 1 < kfac->nblocks && kfac->blocks[i + 1].node == b->node))
-      PetscCall(
-          PetscViewerASCIIPrintf(viewer, "layer \"%s\" (%s), group %" PetscInt_FMT ": A %" PetscInt_FMT " x %" PetscInt_FMT ", S %" PetscInt_FMT " x %" PetscInt_FMT "\n", name, type, b->group, b->na, b->na, b->nout, b->nout));
+      PetscCall(PetscViewerASCIIPrintf(viewer, "layer \"%s\" (%s), group %" PetscInt_FMT ": A %" PetscInt_FMT " x %" PetscInt_FMT ", S %" PetscInt_FMT " x %" PetscInt_FMT "\n", name, type, b->group, b->na, b->na, b->nout, b->nout));
     else
       PetscCall(PetscViewerASCIIPrintf(viewer, "layer \"%s\" (%s): A %" PetscInt_FMT " x %" PetscInt_FMT ", S %" PetscInt_FMT " x %" PetscInt_FMT "\n", name, type, b->na, b->na, b->nout, b->nout));
   }

@@ -30,12 +30,12 @@
 /* flops of a GEMM below which it is not cut: a part's GEMM should outweigh packing its operands */
 #define LAYER_GEMM_PART_FLOPS 4.0e6
 
-#define LAYER_GEMM_EPILOGUE(T)                                                                           \
-  struct {                                                                                               \
+#define LAYER_GEMM_EPILOGUE(T)                                                                    \
+  struct {                                                                                        \
     Layer        act;  /* an activation: C = f(C) without mask; C *= f'(mask) with it; or NULL */ \
-    const T     *bias; /* [m], or NULL */                                                        \
-    const T     *mask; /* where f' is taken (ldc apart, like C), or NULL */                      \
-    PetscScalar *acc;  /* add C into this double array (ldc apart, like C), or NULL */           \
+    const T     *bias; /* [m], or NULL */                                                         \
+    const T     *mask; /* where f' is taken (ldc apart, like C), or NULL */                       \
+    PetscScalar *acc;  /* add C into this double array (ldc apart, like C), or NULL */            \
   }
 typedef LAYER_GEMM_EPILOGUE(PetscScalar) LayerGemmEpilogue;
 typedef LAYER_GEMM_EPILOGUE(float) LayerGemmEpilogueSingle;

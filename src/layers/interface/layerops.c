@@ -107,8 +107,10 @@ PetscErrorCode LayerForwardAct(Layer layer, Layer act, PetscDataType t, PetscInt
 {
   PetscFunctionBegin;
   PetscCall(PetscLogEventBegin(layer->event[LAYER_PHASE_FORWARD], layer, 0, 0, 0));
-  if (t == PETSC_FLOAT) PetscUseTypeMethod(layer, forwardactsingle, act, n, theta, (const float *)x, (float *)y);
-  else PetscUseTypeMethod(layer, forwardact, act, n, theta, (const PetscScalar *)x, (PetscScalar *)y);
+  if (t == PETSC_FLOAT)
+    PetscUseTypeMethod(layer, forwardactsingle, act, n, theta, (const float *)x, (float *)y);
+  else
+    PetscUseTypeMethod(layer, forwardact, act, n, theta, (const PetscScalar *)x, (PetscScalar *)y);
   PetscCall(PetscLogEventEnd(layer->event[LAYER_PHASE_FORWARD], layer, 0, 0, 0));
   PetscFunctionReturn(0);
 }
@@ -124,8 +126,10 @@ PetscErrorCode LayerBackwardMask(Layer layer, Layer act, PetscDataType t, PetscI
   if (!layer->nparams) dtheta = NULL;
   if (!dx && !dtheta && n && !layer->collective) PetscFunctionReturn(0);
   PetscCall(PetscLogEventBegin(layer->event[LAYER_PHASE_BACKWARD], layer, 0, 0, 0));
-  if (t == PETSC_FLOAT) PetscUseTypeMethod(layer, backwardmasksingle, act, n, theta, (const float *)x, (const float *)y, (const float *)dy, (float *)dx, dtheta);
-  else PetscUseTypeMethod(layer, backwardmask, act, n, theta, (const PetscScalar *)x, (const PetscScalar *)y, (const PetscScalar *)dy, (PetscScalar *)dx, dtheta);
+  if (t == PETSC_FLOAT)
+    PetscUseTypeMethod(layer, backwardmasksingle, act, n, theta, (const float *)x, (const float *)y, (const float *)dy, (float *)dx, dtheta);
+  else
+    PetscUseTypeMethod(layer, backwardmask, act, n, theta, (const PetscScalar *)x, (const PetscScalar *)y, (const PetscScalar *)dy, (PetscScalar *)dx, dtheta);
   PetscCall(PetscLogEventEnd(layer->event[LAYER_PHASE_BACKWARD], layer, 0, 0, 0));
   PetscFunctionReturn(0);
 }

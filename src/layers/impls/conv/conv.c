@@ -332,8 +332,7 @@ PetscErrorCode LayerSetUpConv_Private(Layer layer)
   }
   if (nsd == 2) {
     PetscCheck(layer->in.ndim != 1, comm, PETSC_ERR_ARG_SIZ,
-               "%s layer %" PetscInt_FMT " has input shape %s: it convolves (height, width, channels) samples (give -net_input_shape HxWxC), or the fields of a 2-D DMDA whose grid points are the samples (NetDMDASetUp())", kind,
-               layer->index, shape);
+               "%s layer %" PetscInt_FMT " has input shape %s: it convolves (height, width, channels) samples (give -net_input_shape HxWxC), or the fields of a 2-D DMDA whose grid points are the samples (NetDMDASetUp())", kind, layer->index, shape);
     PetscCheck(layer->in.ndim == 3, comm, PETSC_ERR_ARG_SIZ, "%s layer %" PetscInt_FMT " has input shape %s: it convolves (height, width, channels) samples (give -net_input_shape HxWxC)%s", kind, layer->index, shape,
                layer->in.ndim == 4 ? "; for (depth, height, width, channels) volumes use conv3d" : "");
   } else
@@ -365,8 +364,8 @@ PetscErrorCode LayerConvSetSingle_Private(Layer layer, PetscBool on)
   PetscFunctionBegin;
   layer->ops->forwardsingle    = on ? ConvForwardSingle_Batch : NULL;
   layer->ops->forwardactsingle = on ? ConvForwardActSingle_Batch : NULL;
-  layer->ops->backwardsingle = on ? ConvBackwardSingle_Batch : NULL;
-  layer->ops->jvpsingle      = on ? ConvJVPSingle_Batch : NULL;
+  layer->ops->backwardsingle   = on ? ConvBackwardSingle_Batch : NULL;
+  layer->ops->jvpsingle        = on ? ConvJVPSingle_Batch : NULL;
   PetscFunctionReturn(0);
 }
 

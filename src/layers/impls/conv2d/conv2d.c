@@ -75,8 +75,8 @@ static PetscErrorCode LayerSetUp_Conv2d(Layer layer)
   if (conv->wg.on) { /* single precision: Winograd where double uses it, else the base's im2col */
     layer->ops->forwardsingle    = Conv2dForwardSingle_Winograd;
     layer->ops->forwardactsingle = Conv2dForwardActSingle_Winograd;
-    layer->ops->backwardsingle = Conv2dBackwardSingle_Winograd;
-    layer->ops->jvpsingle      = Conv2dJVPSingle_Winograd;
+    layer->ops->backwardsingle   = Conv2dBackwardSingle_Winograd;
+    layer->ops->jvpsingle        = Conv2dJVPSingle_Winograd;
   }
   PetscFunctionReturn(0);
 }
@@ -99,7 +99,8 @@ static PetscErrorCode LayerReset_Conv2d(Layer layer)
 static PetscErrorCode Conv2dCheckRunnable(Layer layer)
 {
   PetscFunctionBegin;
-  PetscCheck(!layer->fielddim, PETSC_COMM_SELF, PETSC_ERR_ORDER, "conv2d layer %" PetscInt_FMT " is in point form (one point of a %" PetscInt_FMT "-D field): it has no kernels; run a copy of it in batch form on a box of the field", layer->index, layer->fielddim);
+  PetscCheck(!layer->fielddim, PETSC_COMM_SELF, PETSC_ERR_ORDER, "conv2d layer %" PetscInt_FMT " is in point form (one point of a %" PetscInt_FMT "-D field): it has no kernels; run a copy of it in batch form on a box of the field", layer->index,
+             layer->fielddim);
   PetscFunctionReturn(0);
 }
 

@@ -34,7 +34,8 @@ static PetscErrorCode LayerSetUp_Conv3d(Layer layer)
 static PetscErrorCode Conv3dCheckRunnable(Layer layer)
 {
   PetscFunctionBegin;
-  PetscCheck(!layer->fielddim, PETSC_COMM_SELF, PETSC_ERR_ORDER, "conv3d layer %" PetscInt_FMT " is in point form (one point of a %" PetscInt_FMT "-D field): it has no kernels; run a copy of it in batch form on a box of the field", layer->index, layer->fielddim);
+  PetscCheck(!layer->fielddim, PETSC_COMM_SELF, PETSC_ERR_ORDER, "conv3d layer %" PetscInt_FMT " is in point form (one point of a %" PetscInt_FMT "-D field): it has no kernels; run a copy of it in batch form on a box of the field", layer->index,
+             layer->fielddim);
   PetscFunctionReturn(0);
 }
 

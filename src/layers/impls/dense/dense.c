@@ -380,32 +380,32 @@ PETSC_INTERN PetscErrorCode LayerCreate_Dense(Layer layer)
 
   PetscFunctionBegin;
   PetscCall(PetscNew(&dense));
-  dense->bias                = PETSC_TRUE;
-  dense->init                = LAYER_INIT_KAIMING;
-  dense->initstd             = 0.01;
-  layer->data                = dense;
-  layer->ops->setup          = LayerSetUp_Dense;
-  layer->ops->initialize     = LayerInitialize_Dense;
-  layer->ops->forward        = DenseForward;
-  layer->ops->backward       = DenseBackward;
-  layer->gradfree            = PETSC_TRUE; /* dW = x^T dy, db = sum dy: W is not read */
-  layer->actonly             = PETSC_TRUE; /* backward and jvp read x (and theta) alone */
+  dense->bias            = PETSC_TRUE;
+  dense->init            = LAYER_INIT_KAIMING;
+  dense->initstd         = 0.01;
+  layer->data            = dense;
+  layer->ops->setup      = LayerSetUp_Dense;
+  layer->ops->initialize = LayerInitialize_Dense;
+  layer->ops->forward    = DenseForward;
+  layer->ops->backward   = DenseBackward;
+  layer->gradfree        = PETSC_TRUE; /* dW = x^T dy, db = sum dy: W is not read */
+  layer->actonly         = PETSC_TRUE; /* backward and jvp read x (and theta) alone */
   /* an activation after it in forward's output pass, one before it in dx's, in double and float (densekernels.h) */
   layer->ops->forwardact         = DenseForwardAct;
   layer->ops->forwardactsingle   = DenseForwardActSingle;
   layer->ops->backwardmask       = DenseBackwardMask;
   layer->ops->backwardmasksingle = DenseBackwardMaskSingle;
-  layer->ops->jvp            = DenseJVP;
-  layer->ops->forwardsingle  = DenseForwardSingle;
-  layer->ops->backwardsingle = DenseBackwardSingle;
-  layer->ops->jvpsingle      = DenseJVPSingle;
-  layer->ops->sobackward     = LayerSOBackward_Dense;
-  layer->ops->tensors        = LayerTensors_Dense;
-  layer->ops->setarguments   = LayerSetArguments_Dense;
-  layer->ops->getarguments   = LayerGetArguments_Dense;
-  layer->ops->setfromoptions = LayerSetFromOptions_Dense;
-  layer->ops->view           = LayerView_Dense;
-  layer->ops->destroy        = LayerDestroy_Dense;
+  layer->ops->jvp                = DenseJVP;
+  layer->ops->forwardsingle      = DenseForwardSingle;
+  layer->ops->backwardsingle     = DenseBackwardSingle;
+  layer->ops->jvpsingle          = DenseJVPSingle;
+  layer->ops->sobackward         = LayerSOBackward_Dense;
+  layer->ops->tensors            = LayerTensors_Dense;
+  layer->ops->setarguments       = LayerSetArguments_Dense;
+  layer->ops->getarguments       = LayerGetArguments_Dense;
+  layer->ops->setfromoptions     = LayerSetFromOptions_Dense;
+  layer->ops->view               = LayerView_Dense;
+  layer->ops->destroy            = LayerDestroy_Dense;
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerDenseSetOutputSize_C", LayerDenseSetOutputSize_Dense));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerDenseSetInitialization_C", LayerDenseSetInitialization_Dense));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerDenseSetBias_C", LayerDenseSetBias_Dense));

@@ -335,17 +335,17 @@ PETSC_INTERN PetscErrorCode LayerCreate_MaxPool(Layer layer)
 {
   PetscFunctionBegin;
   PetscCall(LayerCreatePool_Private(layer, sizeof(Layer_MaxPool)));
-  layer->ops->setup          = LayerSetUp_MaxPool;
-  layer->ops->forward        = LayerForward_MaxPool;
+  layer->ops->setup              = LayerSetUp_MaxPool;
+  layer->ops->forward            = LayerForward_MaxPool;
   layer->ops->backwardmask       = LayerBackwardMask_MaxPool; /* an activation's derivative on each sample of dx (layerimpl.h) */
   layer->ops->backwardmasksingle = LayerBackwardMaskSingle_MaxPool;
-  layer->ops->backward       = LayerBackward_MaxPool;
-  layer->ops->jvp            = LayerJVP_MaxPool;
-  layer->ops->forwardsingle  = LayerForwardSingle_MaxPool;
-  layer->ops->backwardsingle = LayerBackwardSingle_MaxPool;
-  layer->ops->jvpsingle      = LayerJVPSingle_MaxPool;
-  layer->sozero              = PETSC_TRUE; /* linear (or piecewise linear) in x: no curvature term */
-  layer->ops->reset          = LayerReset_MaxPool;
-  layer->ops->destroy        = LayerDestroy_MaxPool;
+  layer->ops->backward           = LayerBackward_MaxPool;
+  layer->ops->jvp                = LayerJVP_MaxPool;
+  layer->ops->forwardsingle      = LayerForwardSingle_MaxPool;
+  layer->ops->backwardsingle     = LayerBackwardSingle_MaxPool;
+  layer->ops->jvpsingle          = LayerJVPSingle_MaxPool;
+  layer->sozero                  = PETSC_TRUE; /* linear (or piecewise linear) in x: no curvature term */
+  layer->ops->reset              = LayerReset_MaxPool;
+  layer->ops->destroy            = LayerDestroy_MaxPool;
   PetscFunctionReturn(0);
 }

@@ -184,8 +184,8 @@ PetscErrorCode LayerSetUpPool_Private(Layer layer)
 PetscErrorCode LayerPoolCheckRunnable_Private(Layer layer)
 {
   PetscFunctionBegin;
-  PetscCheck(!layer->fielddim, PETSC_COMM_SELF, PETSC_ERR_ORDER, "%s layer %" PetscInt_FMT " is in point form (one point of a %" PetscInt_FMT "-D field): it has no kernels; run a copy of it in batch form on a box of the field", ((PetscObject)layer)->type_name,
-             layer->index, layer->fielddim);
+  PetscCheck(!layer->fielddim, PETSC_COMM_SELF, PETSC_ERR_ORDER, "%s layer %" PetscInt_FMT " is in point form (one point of a %" PetscInt_FMT "-D field): it has no kernels; run a copy of it in batch form on a box of the field",
+             ((PetscObject)layer)->type_name, layer->index, layer->fielddim);
   PetscFunctionReturn(0);
 }
 
