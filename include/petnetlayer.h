@@ -46,8 +46,6 @@ PETSC_EXTERN PetscErrorCode LayerSetUp(Layer);
 PETSC_EXTERN PetscErrorCode LayerSetTraining(Layer, PetscBool);
 PETSC_EXTERN PetscErrorCode LayerSetFrozen(Layer, PetscBool);
 PETSC_EXTERN PetscErrorCode LayerSetIndex(Layer, PetscInt);
-PETSC_EXTERN PetscErrorCode LayerSetPartition(Layer, PetscInt, PetscInt);
-PETSC_EXTERN PetscErrorCode LayerGetPartition(Layer, PetscInt *, PetscInt *);
 PETSC_EXTERN PetscErrorCode LayerView(Layer, PetscViewer);
 PETSC_EXTERN PetscErrorCode LayerReset(Layer);
 PETSC_EXTERN PetscErrorCode LayerDestroy(Layer *);

@@ -36,6 +36,8 @@ PETSC_EXTERN PetscErrorCode NetSetSpatialOverlap(Net, PetscBool);
 PETSC_EXTERN PetscErrorCode NetGetSpatialComm(Net, MPI_Comm *);
 PETSC_EXTERN PetscErrorCode NetCreateOutputLayout(Net, PetscInt, PetNetLayout *);
 PETSC_EXTERN PetscErrorCode NetGetParallel(Net, NetParallelType *);
+PETSC_EXTERN PetscErrorCode NetSetNodePartition(Net, PetscInt, PetscInt, PetscInt);
+PETSC_EXTERN PetscErrorCode NetGetNodePartition(Net, PetscInt, PetscInt *, PetscInt *);
 PETSC_EXTERN PetscErrorCode NetSetInputShape(Net, const PetNetShape *);
 PETSC_EXTERN PetscErrorCode NetGetInputShape(Net, PetNetShape *);
 PETSC_EXTERN PetscErrorCode NetGetOutputShape(Net, PetNetShape *);

@@ -1,4 +1,4 @@
-static const char help[] = "Model-parallel dense and conv2d nodes (LayerSetPartition(), -net_parallel model) against the same Net on one rank:\n"
+static const char help[] = "Model-parallel dense and conv2d nodes (NetSetNodePartition(), -net_parallel model) against the same Net on one rank:\n"
                            "  the Net under test (-net_layers, -net_input_shape, -net_parallel, -layerN_partition from the options) runs on all\n"
                            "  ranks with its batch split unevenly by samples; the reference, the same layer list without partitions and the same\n"
                            "  parameters, runs replicated on each rank alone with the whole batch. For two batch sizes (the layouts are rebuilt\n"
@@ -192,7 +192,20 @@ int main(int argc, char **argv)
   PetscCall(NetCreate(comm, &net));
   PetscCall(NetSetFromOptions(net));
   PetscCall(NetSetUp(net));
-  for (PetscInt k = 0; k < net->nlayers; k++) nmodel += net->nodes[k].partition[0] > 0 ? 1 : 0;
+  { /* -set_node_partition k,P,Q: NetSetNodePartition() on the Net set up (it lays itself out anew), read back */
+    PetscInt  kpq[3], nkpq = 3, pout, pin;
+    PetscBool set;
+
+    PetscCall(PetscOptionsGetIntArray(NULL, NULL, "-set_node_partition", kpq, &nkpq, &set));
+    if (set) {
+      PetscCheck(nkpq == 3, comm, PETSC_ERR_ARG_WRONG, "-set_node_partition takes k,P,Q");
+      PetscCall(NetSetNodePartition(net, kpq[0], kpq[1], kpq[2]));
+      PetscCall(NetGetNodePartition(net, kpq[0], &pout, &pin));
+      PetscCheck(pout == kpq[1] && pin == kpq[2], comm, PETSC_ERR_PLIB, "NetGetNodePartition() gives %" PetscInt_FMT "x%" PetscInt_FMT " for node %" PetscInt_FMT ", not the %" PetscInt_FMT "x%" PetscInt_FMT " set", pout, pin, kpq[0], kpq[1], kpq[2]);
+      PetscCall(PetscPrintf(comm, "node %" PetscInt_FMT ": partition %" PetscInt_FMT "x%" PetscInt_FMT " (NetSetNodePartition() on the set-up Net)\n", kpq[0], pout, pin));
+    }
+  }
+  for (PetscInt k = 0; k < net->nlayers; k++) nmodel += net->nodes[k].mp ? 1 : 0;
   PetscCall(PetscPrintf(comm, "model-parallel nodes: %" PetscInt_FMT "\n", nmodel));
   PetscCheck(expect < 0 || nmodel == expect, comm, PETSC_ERR_PLIB, "Expected %" PetscInt_FMT " model-parallel nodes, the Net has %" PetscInt_FMT, expect, nmodel);
   PetscCall(NetGetSpec(net, sizeof(spec), spec));

@@ -428,7 +428,7 @@ int main(int argc, char **argv)
     PetscCall(LayerSetType(node, LAYERCONV2D));
     PetscCall(LayerSetArguments(node, "4:3:1:1"));
     PetscCall(LayerSetInputShape(node, &ch));
-    node->griddim = 2;
+    node->fielddim = 2;
     PetscCall(LayerSetUp(node));
     PetscCall(LayerHasSingle(node, &has));
     PetscCheck(!has, comm, PETSC_ERR_PLIB, "conv2d as a node of a grid offers float kernels: they are batch mode's");

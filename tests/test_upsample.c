@@ -334,7 +334,7 @@ static PetscErrorCode TestGridBlocks(void)
     PetscCall(LayerCreate(PETSC_COMM_SELF, &node));
     PetscCall(LayerSetType(node, LAYERUPSAMPLE));
     PetscCall(LayerSetArguments(node, "2x3:linear"));
-    node->griddim = 2;
+    node->fielddim = 2;
     PetscCall(LayerSetInputShape(node, &in));
     PetscCall(LayerSetUp(node));
     PetscCall(LayerGetOutputShape(node, &out));

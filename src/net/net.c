@@ -192,7 +192,7 @@ const char *const NetParallelTypes[] = {"replicated", "sharded", "model", "NetPa
              parameters (fastest for small models); `NET_PARALLEL_SHARDED`: data parallel, but each node's parameters
              are gathered just before it runs and its gradient reduce-scattered into the owned slice, so that no rank
              holds all parameters at once (ZeRO stage 3); `NET_PARALLEL_MODEL`: dense, conv2d and conv3d nodes are split over
-             all ranks (their weights over a P_out x P_in grid, see LayerSetPartition()), the other nodes sharded
+             all ranks (their weights over a P_out x P_in grid, see NetSetNodePartition()), the other nodes sharded
 
   Options Database Key:
 . -net_parallel <replicated,sharded,model> - the same from the options
@@ -205,7 +205,7 @@ const char *const NetParallelTypes[] = {"replicated", "sharded", "model", "NetPa
 
   Level: intermediate
 
-.seealso: `NetGetParallel()`, `LayerSetPartition()`, `NetGetParameters()`
+.seealso: `NetGetParallel()`, `NetSetNodePartition()`, `NetGetParameters()`
 @*/
 PetscErrorCode NetSetParallel(Net net, NetParallelType parallel)
 {
@@ -591,6 +591,7 @@ PetscErrorCode NetSetFromOptions(Net net)
   if (saveflg) PetscCall(NetSetSaveFileFromOptions_Private(net, save));
   if (loadflg) PetscCall(NetLoad(net, load));
   for (PetscInt l = 0; l < net->nlayers; l++) PetscCall(LayerSetFromOptions(net->layers[l]));
+  PetscCall(NetModelSetFromOptions_Private(net)); /* -<node prefix>partition */
   /* an option that changed a layer's shape (e.g. -layer0_dense_outputs) reset that layer: lay the Net out anew */
   for (PetscInt l = 0; l < net->nlayers && net->setupcalled; l++)
     if (!net->layers[l]->setupcalled) PetscCall(NetReset(net));
@@ -716,9 +717,10 @@ static PetscErrorCode NetSetUpNode_Private(Net net, PetscInt k, PetNetShape shap
     net->layers[k]->maxnparams = net->maxnparams - *total;
   else
     net->layers[k]->maxnparams = -1;
-  net->layers[k]->griddim = 0;
+  net->layers[k]->fielddim = 0;
   if (net->vgrid) PetscCall(NetSpatialCheckNode_Private(net, k));
-  if (net->vgrid && net->vgrid[nd->in[0] + 1]) PetscCall(DMGetDimension(net->grid, &net->layers[k]->griddim)); /* its input lies on the grid */
+  /* its input lies on the grid: the layer is described at one point of the field (point form, layerimpl.h) */
+  if (net->vgrid && net->vgrid[nd->in[0] + 1]) PetscCall(DMGetDimension(net->grid, &net->layers[k]->fielddim));
   PetscCall(LayerSetUp(net->layers[k]));
   PetscCall(NetCheckLayerSize_Private(net, k, total, largest));   /* 64-bit counts, before anything is allocated */
   if (net->vgrid) PetscCall(NetSpatialSetUpNode_Private(net, k)); /* the grid of its output, its box and local copy */
@@ -946,7 +948,7 @@ PetscErrorCode NetView(Net net, PetscViewer viewer)
     char      spec[256], inputs[256] = "", nparams[32] = "?";
 
     PetscCall(LayerGetType(layer, &type));
-    PetscCall(LayerGetSpec(layer, sizeof(spec), spec));
+    PetscCall(NetNodeSpec_Private(net, l, sizeof(spec), spec)); /* with its partition */
     PetscCall(PetscStrncpy(shape, "?", sizeof(shape)));
     if (layer->setupcalled) {
       PetscCall(PetNetShapeToString(&layer->out, sizeof(shape), shape));

@@ -20,19 +20,21 @@ static PetscErrorCode NetExecForward_Plain(Net net, PetscInt k, NetElem t, const
   Layer layer = net->layers[k];
 
   PetscFunctionBegin;
-  layer->fuseact = net->nodes[k].fuseact >= 0 ? net->layers[net->nodes[k].fuseact] : NULL; /* y = f(P(x)) in its pass */
-  if (t == NET_ELEM_DOUBLE) PetscCall(LayerForwardArrays(layer, NetNodeCount(net, k), th, (const PetscScalar *const *)x, (PetscScalar *)y));
+  if (net->nodes[k].fuseact >= 0) /* y = f(P(x)) in its pass (netfuse.c): the activation goes with the call */
+    PetscCall(LayerForwardAct(layer, net->layers[net->nodes[k].fuseact], t == NET_ELEM_FLOAT ? PETSC_FLOAT : PETSC_SCALAR, NetNodeCount(net, k), th, x[0], y));
+  else if (t == NET_ELEM_DOUBLE) PetscCall(LayerForwardArrays(layer, NetNodeCount(net, k), th, (const PetscScalar *const *)x, (PetscScalar *)y));
   else PetscCall(LayerForwardSingle(layer, NetNodeCount(net, k), th, (const float *const *)x, (float *)y));
-  layer->fuseact = NULL;
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode NetExecBackward_Plain(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], const void *y, const void *dy, void *const dx[], PetscScalar *dth)
+static PetscErrorCode NetExecBackward_Plain(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], const void *y, const void *dy, void *const dx[], PetscScalar *dth, PetscInt mask)
 {
   Layer layer = net->layers[k];
 
   PetscFunctionBegin;
-  if (t == NET_ELEM_DOUBLE) PetscCall(LayerBackwardArrays(layer, NetNodeCount(net, k), th, (const PetscScalar *const *)x, (const PetscScalar *)y, (const PetscScalar *)dy, (PetscScalar *const *)dx, dth));
+  if (mask >= 0) /* dx = f'(x) J^T dy in its pass (netfuse.c): the activation goes with the call */
+    PetscCall(LayerBackwardMask(layer, net->layers[mask], t == NET_ELEM_FLOAT ? PETSC_FLOAT : PETSC_SCALAR, NetNodeCount(net, k), th, x[0], y, dy, dx[0], dth));
+  else if (t == NET_ELEM_DOUBLE) PetscCall(LayerBackwardArrays(layer, NetNodeCount(net, k), th, (const PetscScalar *const *)x, (const PetscScalar *)y, (const PetscScalar *)dy, (PetscScalar *const *)dx, dth));
   else PetscCall(LayerBackwardSingle(layer, NetNodeCount(net, k), th, (const float *const *)x, (const float *)y, (const float *)dy, (float *const *)dx, dth));
   PetscFunctionReturn(0);
 }
@@ -71,7 +73,7 @@ static PetscErrorCode NetExecForward_Model(Net net, PetscInt k, NetElem t, const
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode NetExecBackward_Model(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], const void *y, const void *dy, void *const dx[], PetscScalar *dth)
+static PetscErrorCode NetExecBackward_Model(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], const void *y, const void *dy, void *const dx[], PetscScalar *dth, PetscInt mask)
 {
   PetscFunctionBegin;
   PetscCall(NetModelBackward_Private(net, k, NetNodeCount(net, k), th, (const PetscScalar *)x[0], (const PetscScalar *)y, (const PetscScalar *)dy, (PetscScalar *)dx[0], dth));
@@ -101,7 +103,7 @@ static PetscErrorCode NetExecForward_Spatial(Net net, PetscInt k, NetElem t, con
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode NetExecBackward_Spatial(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], const void *y, const void *dy, void *const dx[], PetscScalar *dth)
+static PetscErrorCode NetExecBackward_Spatial(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], const void *y, const void *dy, void *const dx[], PetscScalar *dth, PetscInt mask)
 {
   PetscFunctionBegin;
   PetscCall(NetSpatialBackward_Private(net, k, NetNodeCount(net, k), th, (const PetscScalar *const *)x, (const PetscScalar *)y, (const PetscScalar *)dy, (PetscScalar *const *)dx, dth));

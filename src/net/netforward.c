@@ -316,9 +316,10 @@ PetscErrorCode NetCheckInputUnchanged_Private(Net net)
   Backward of node k from the cotangent dy of its output: the cotangent of each input i goes to dx[i] (overwritten; NULL
   to skip it) and dth (the node's gradient array, NetNodeGetGradient_Private(), or NULL) accumulates J_theta^T dy.
   th: the node's parameters (NetNodeGetParameters_Private()); dy, dx[i] arrays of element type t; the node's input and
-  output values are taken from the store in that type.
+  output values are taken from the store in that type. mask: the activation node fused before node k whose derivative
+  its dx pass applies (NetBackward()'s walk: NetNode.fusemask; dx[0] is then that activation's input cotangent), or -1.
 */
-PetscErrorCode NetNodeBackwardArrays_Private(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *dy, void *const dx[], PetscScalar *dth)
+PetscErrorCode NetNodeBackwardArrays_Private(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *dy, void *const dx[], PetscScalar *dth, PetscInt mask)
 {
   const void *stack[NET_MAX_STACK_INPUTS], **x = stack;
   void       *y;
@@ -327,7 +328,7 @@ PetscErrorCode NetNodeBackwardArrays_Private(Net net, PetscInt k, NetElem t, con
   if (net->nodes[k].nin > NET_MAX_STACK_INPUTS) PetscCall(PetscMalloc1(net->nodes[k].nin, &x));
   PetscCall(NetStoreGetInputs_Private(net, k, NET_SLOT_VALUE, t, x));
   PetscCall(NetStore(net)->get(net, NET_SLOT_VALUE, k + 1, NET_READ, t, &y));
-  PetscCall(net->nodes[k].exec->backward(net, k, t, th, x, y, dy, dx, dth));
+  PetscCall(net->nodes[k].exec->backward(net, k, t, th, x, y, dy, dx, dth, mask));
   PetscCall(NetStore(net)->restore(net, NET_SLOT_VALUE, k + 1, NET_READ, t, &y));
   PetscCall(NetStoreRestoreInputs_Private(net, k, NET_SLOT_VALUE, t, x));
   if (x != stack) PetscCall(PetscFree(x));
@@ -426,7 +427,7 @@ PetscErrorCode NetNodeBackward_Private(Net net, PetscInt k, Vec dY, Vec dX, Vec 
   PetscCall(NetNodeGetParameters_Private(net, k, net->theta, theta, &th));
   PetscCall(VecGetArrayRead(dY, &dy));
   PetscCall(NetStore(net)->nextnode(net)); /* the node's values in double: in low precision widened copies */
-  PetscCall(NetNodeBackwardArrays_Private(net, k, NET_ELEM_DOUBLE, th, dy, (void *const *)dx, kdth));
+  PetscCall(NetNodeBackwardArrays_Private(net, k, NET_ELEM_DOUBLE, th, dy, (void *const *)dx, kdth, -1));
   PetscCall(NetStore(net)->nextnode(net));
   PetscCall(VecRestoreArrayRead(dY, &dy));
   PetscCall(NetNodeRestoreParameters_Private(net, k, &th));
@@ -536,7 +537,6 @@ PetscErrorCode NetBackward(Net net, Vec dY, Vec dX, Vec G)
       seeded[v] = PETSC_TRUE;
     }
     PetscCall(store->get(net, NET_SLOT_TANGENT, k + 1, NET_READ, t, &dy));
-    net->layers[k]->fusemask = nd->fusemask >= 0 ? net->layers[nd->fusemask] : NULL; /* dx = f'(x) J^T dy in its pass */
     if (nd->pmap && G && net->layers[k]->gradfree && t == NET_ELEM_DOUBLE) {
       /* a node that gathers its parameters (sharded, or its block of a model-parallel split), of a kind whose parameter
          gradient does not read them (its double kernels promise it): the input part with the parameters, released
@@ -549,23 +549,22 @@ PetscErrorCode NetBackward(Net net, Vec dY, Vec dX, Vec G)
       if (anydx) {
         PetscCall(NetNodeGetParameters_Private(net, k, net->theta, theta, &th));
         net->nodes[k].bwdpart = 1;
-        PetscCall(NetNodeBackwardArrays_Private(net, k, t, th, dy, dx, NULL));
+        PetscCall(NetNodeBackwardArrays_Private(net, k, t, th, dy, dx, NULL, nd->fusemask));
         PetscCall(NetNodeRestoreParameters_Private(net, k, &th));
       }
       PetscCheck(nd->nin <= NET_MAX_STACK_INPUTS, PETSC_COMM_SELF, PETSC_ERR_SUP, "A kind with parameters and more than %d inputs", NET_MAX_STACK_INPUTS);
       PetscCall(NetNodeGetGradient_Private(net, k, grad, PETSC_TRUE, &gk));
       net->nodes[k].bwdpart = anydx ? 2 : 0;
-      PetscCall(NetNodeBackwardArrays_Private(net, k, t, NULL, dy, nodx, gk));
+      PetscCall(NetNodeBackwardArrays_Private(net, k, t, NULL, dy, nodx, gk, nd->fusemask));
       net->nodes[k].bwdpart = 0;
       PetscCall(NetNodeRestoreGradient_Private(net, k, G, &gk));
     } else {
       PetscCall(NetNodeGetParameters_Private(net, k, net->theta, theta, &th));
       PetscCall(NetNodeGetGradient_Private(net, k, grad, (PetscBool)(G != NULL), &gk));
-      PetscCall(NetNodeBackwardArrays_Private(net, k, t, th, dy, dx, gk));
+      PetscCall(NetNodeBackwardArrays_Private(net, k, t, th, dy, dx, gk, nd->fusemask)); /* dx = f'(x) J^T dy in its pass (netfuse.c) */
       PetscCall(NetNodeRestoreGradient_Private(net, k, G, &gk));
       PetscCall(NetNodeRestoreParameters_Private(net, k, &th));
     }
-    net->layers[k]->fusemask = NULL;
     PetscCall(store->restore(net, NET_SLOT_TANGENT, k + 1, NET_READ, t, &dy));
     for (PetscInt i = 0; i < nd->nin; i++) {
       PetscInt v = NetBackwardTarget(net, k, i);

@@ -49,25 +49,25 @@ PetscErrorCode NetSetUpFusion_Private(Net net)
 
     if (!lr->ops->activate || !lr->ops->activatemask || nr->nin != 1 || lr->nparams || nr->mp || nr->sp) continue;
     p = nr->in[0];
-    if (p != NET_INPUT && net->nodes[p].nuses == 1 && net->layers[p]->fuseforward && !net->nodes[p].mp && !net->nodes[p].sp && net->nodes[p].fusedinto < 0) {
+    if (p != NET_INPUT && net->nodes[p].nuses == 1 && net->layers[p]->ops->forwardact && !net->nodes[p].mp && !net->nodes[p].sp && net->nodes[p].fusedinto < 0) {
       net->nodes[p].fuseact = r;
       nr->fusedinto         = p;
     }
     c = NetSoleConsumer_Private(net, r);
-    if (c >= 0 && net->nodes[c].nin == 1 && net->layers[c]->fusebackward && !net->nodes[c].mp && !net->nodes[c].sp && net->nodes[c].fusemask < 0) {
+    if (c >= 0 && net->nodes[c].nin == 1 && net->layers[c]->ops->backwardmask && !net->nodes[c].mp && !net->nodes[c].sp && net->nodes[c].fusemask < 0) {
       net->nodes[c].fusemask = r;
       nr->fusedback          = c;
     }
   }
   /* In low precision (netprecision.c) an activation is fused into its producer's forward where both kinds can in float
-     (fuseforwardsingle, activatesingle: dense, conv2d, conv3d -> relu); elsewhere it runs in place on the producer's
+     (forwardactsingle, activatesingle: dense, conv2d, conv3d -> relu); elsewhere it runs in place on the producer's
      value instead (the same memory saving, one pass more). Its backward is fused into its consumer's where both kinds
-     can in float (fusebackwardsingle, activatemasksingle: relu -> maxpool) */
+     can in float (backwardmasksingle, activatemasksingle: dense, maxpool after relu) */
   for (PetscInt k = 0; k < net->nlayers && net->precision != NET_PRECISION_DOUBLE; k++) {
     const PetscInt c = net->nodes[k].fusedback, r = net->nodes[k].fuseact;
 
-    if (r >= 0 && (!net->layers[k]->fuseforwardsingle || !net->layers[r]->ops->activatesingle)) net->nodes[k].fuseact = -1;
-    if (c >= 0 && (!net->layers[c]->fusebackwardsingle || !net->layers[k]->ops->activatemasksingle)) net->nodes[k].fusedback = net->nodes[c].fusemask = -1;
+    if (r >= 0 && (!net->layers[k]->ops->forwardactsingle || !net->layers[r]->ops->activatesingle)) net->nodes[k].fuseact = -1;
+    if (c >= 0 && (!net->layers[c]->ops->backwardmasksingle || !net->layers[k]->ops->activatemasksingle)) net->nodes[k].fusedback = net->nodes[c].fusemask = -1;
   }
   PetscFunctionReturn(0);
 }

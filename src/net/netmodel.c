@@ -73,7 +73,8 @@ static void NetModelBlock_Private(PetscInt m, PetscInt p, PetscInt c, PetscInt *
   *start = c * (m / p) + PetscMin(c, m % p);
 }
 
-/* The grid of node k: its layer's own partition, or in model mode the default for dense, conv2d and conv3d (0x0: none) */
+/* The grid of node k: the partition given to the node (NetSetNodePartition()), or in model mode the default for dense,
+   conv2d and conv3d (0x0: none) */
 static PetscErrorCode NetModelChoosePartition_Private(Net net, PetscInt k, PetscInt nout, PetscInt nin, PetscInt p[2])
 {
   Layer       layer = net->layers[k];
@@ -84,8 +85,8 @@ static PetscErrorCode NetModelChoosePartition_Private(Net net, PetscInt k, Petsc
   PetscCallMPI(MPI_Comm_size(PetscObjectComm((PetscObject)net), &size));
   PetscCall(PetscObjectTypeCompare((PetscObject)layer, LAYERDENSE, &isdense));
   PetscCall(PetscObjectTypeCompareAny((PetscObject)layer, &isconv, LAYERCONV2D, LAYERCONV3D, ""));
-  p[0] = layer->partition[0];
-  p[1] = layer->partition[1];
+  p[0] = net->nodes[k].partition[0];
+  p[1] = net->nodes[k].partition[1];
   if (p[0] > 0 || net->parallel != NET_PARALLEL_MODEL || !(isdense || isconv)) PetscFunctionReturn(0);
   /* the default: P_out = all ranks, P_in = 1 (the input is only broadcast, the output only gathered: no sum); a layer
      with fewer outputs than ranks takes the largest P_out that fits, the rest along the inputs; none fits: data parallel */
@@ -117,7 +118,7 @@ PetscErrorCode NetModelSetUpNode_Private(Net net, PetscInt k)
   PetscCall(PetscObjectTypeCompare((PetscObject)layer, LAYERCONV3D, &isconv3d));
   PetscCall(PetscObjectTypeCompareAny((PetscObject)layer, &isconv, LAYERCONV2D, LAYERCONV3D, ""));
   sd = isconv3d ? 3 : 2; /* a convolution's spatial dims */
-  PetscCall(LayerGetSpec(layer, sizeof(spec), spec));
+  PetscCall(NetNodeSpec_Private(net, k, sizeof(spec), spec));
   if (isdense) {
     nout = layer->outsize;
     nin  = layer->insize;
@@ -126,7 +127,6 @@ PetscErrorCode NetModelSetUpNode_Private(Net net, PetscInt k)
     nin  = layer->in.dim[layer->in.ndim - 1];
   }
   PetscCall(NetModelChoosePartition_Private(net, k, nout, nin, p));
-  nd->partition[0] = nd->partition[1] = 0;
   if (p[0] <= 0) PetscFunctionReturn(0); /* data parallel */
 
   /* what can be split, and how: each error names the node and says what to write instead */
@@ -249,8 +249,6 @@ PetscErrorCode NetModelSetUpNode_Private(Net net, PetscInt k)
     nd->nruns   = nruns;
     nd->nplocal = nplocal;
   }
-  nd->partition[0] = p[0];
-  nd->partition[1] = p[1];
   PetscFunctionReturn(0);
 }
 
@@ -289,9 +287,8 @@ PetscErrorCode NetModelDestroyNode_Private(Net net, PetscInt k)
   PetscCall(PetscFree2(mp->osizes, mp->isizes));
   PetscCall(PetscFree(nd->mp));
   PetscCall(PetscFree2(nd->runstart, nd->runlen));
-  nd->nruns        = 0;
-  nd->nplocal      = 0;
-  nd->partition[0] = nd->partition[1] = 0;
+  nd->nruns   = 0;
+  nd->nplocal = 0;
   PetscFunctionReturn(0);
 }
 
@@ -552,7 +549,7 @@ PetscErrorCode NetModelViewNode_Private(Net net, PetscInt k, PetscViewer viewer)
   if (!mp) PetscFunctionReturn(0);
   PetscCallMPI(MPI_Comm_rank(PetscObjectComm((PetscObject)net), &rank));
   PetscCall(PetscViewerASCIIPushTab(viewer));
-  PetscCall(PetscViewerASCIIPrintf(viewer, "model parallel: weights on a %" PetscInt_FMT "x%" PetscInt_FMT " grid (P_out x P_in)%s\n", mp->pout, mp->pin, net->layers[k]->partition[0] ? "" : ", the -net_parallel model default"));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "model parallel: weights on a %" PetscInt_FMT "x%" PetscInt_FMT " grid (P_out x P_in)%s\n", mp->pout, mp->pin, net->nodes[k].partition[0] ? "" : ", the -net_parallel model default"));
   PetscCall(PetscViewerASCIIPrintf(viewer, "in:  sample-split -> all samples, %s split %" PetscInt_FMT " way%s, replicated %" PetscInt_FMT "x (redistribute)\n", mp->xndim > 2 ? "channels" : "features", mp->pin, mp->pin > 1 ? "s" : "", mp->pout));
   if (mp->pin > 1)
     PetscCall(PetscViewerASCIIPrintf(viewer, "out: sum-reduce over %" PetscInt_FMT " -> sample-split\n", mp->pin));
@@ -565,5 +562,183 @@ PetscErrorCode NetModelViewNode_Private(Net net, PetscInt k, PetscViewer viewer)
   PetscCall(PetscViewerFlush(viewer));
   PetscCall(PetscViewerASCIIPopSynchronized(viewer));
   PetscCall(PetscViewerASCIIPopTab(viewer));
+  PetscFunctionReturn(0);
+}
+
+/*
+  Partitions are the node's, not the layer's: the field partition=PxQ of a node's entry (netspec.c calls
+  NetParsePartition_Private()), the option -<node prefix>partition (NetSetFromOptions()) and NetSetNodePartition() set
+  NetNode.partition; NetGetSpec() writes it back after the layer's own text.
+*/
+
+/* "PxQ" (two positive integers) into p[2]; what names the text in the error (the entry, or the option) */
+PetscErrorCode NetParsePartition_Private(Net net, const char text[], const char what[], PetscInt p[2])
+{
+  char *end;
+  long  pout, pin = 0;
+
+  PetscFunctionBegin;
+  pout = strtol(text, &end, 10);
+  if (end != text && (*end == 'x' || *end == 'X')) {
+    const char *second = end + 1;
+
+    pin = strtol(second, &end, 10);
+    if (end == second) pin = 0;
+  }
+  PetscCheck(pout > 0 && pin > 0 && !*end && pout <= PETSC_MAX_INT && pin <= PETSC_MAX_INT, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_WRONG,
+             "Malformed partition \"%s\" in %s: write P_OUTxP_IN, two positive integers whose product is the number of ranks, e.g. partition=2x1 (weights split 2 ways along the outputs) or -<prefix>partition 1x2", text, what);
+  p[0] = (PetscInt)pout;
+  p[1] = (PetscInt)pin;
+  PetscFunctionReturn(0);
+}
+
+/*
+  Takes the field partition=PxQ out of a node's entry "kind:args" (args is changed in place; p[] is 0x0 without it).
+  Not inside nested layer lists (an ode's "T|dense:16,tanh"): those are the kind's own text.
+*/
+PetscErrorCode NetTakePartition_Private(Net net, const char type[], char args[], PetscInt p[2])
+{
+  char *start = args;
+
+  PetscFunctionBegin;
+  p[0] = p[1] = 0;
+  if (!args || strpbrk(args, ",|(")) PetscFunctionReturn(0);
+  while (start && *start) {
+    char *next = strchr(start, ':');
+
+    if (!strncmp(start, "partition=", 10)) {
+      char   what[512], value[64];
+      size_t n = next ? (size_t)(next - start) : strlen(start);
+
+      PetscCall(PetscSNPrintf(what, sizeof(what), "\"%s:%s\"", type, args));
+      PetscCall(PetscStrncpy(value, start + 10, PetscMin(sizeof(value), n - 10 + 1)));
+      PetscCall(NetParsePartition_Private(net, value, what, p));
+      if (next) { /* cut the field out, with its separator */
+        PetscCall(PetscArraymove(start, next + 1, strlen(next + 1) + 1));
+        continue;
+      }
+      if (start > args)
+        start[-1] = 0;
+      else
+        start[0] = 0;
+      break;
+    }
+    start = next ? next + 1 : NULL;
+  }
+  PetscFunctionReturn(0);
+}
+
+/* NetSetFromOptions(): -<node prefix>partition PxQ for each node, e.g. -layer3_partition 2x1 */
+PetscErrorCode NetModelSetFromOptions_Private(Net net)
+{
+  PetscFunctionBegin;
+  for (PetscInt k = 0; k < net->nlayers; k++) {
+    NetNode    *nd = &net->nodes[k];
+    const char *prefix;
+    char        text[64] = "", what[NET_MAX_NAME + 16];
+    PetscBool   set;
+
+    PetscCall(PetscObjectGetOptionsPrefix((PetscObject)nd->layer, &prefix)); /* the Net's prefix, then the node's */
+    if (nd->partition[0] > 0) PetscCall(PetscSNPrintf(text, sizeof(text), "%" PetscInt_FMT "x%" PetscInt_FMT, nd->partition[0], nd->partition[1]));
+    PetscOptionsBegin(PetscObjectComm((PetscObject)net), prefix, "Net node options", "Net");
+    PetscCall(PetscOptionsString("-partition", "P_OUTxP_IN: split the node's weights over a grid of ranks (model parallelism; dense, conv2d and conv3d)", "NetSetNodePartition", text, text, sizeof(text), &set));
+    PetscOptionsEnd();
+    if (set) {
+      PetscInt p[2];
+
+      PetscCall(PetscSNPrintf(what, sizeof(what), "-%spartition", prefix ? prefix : ""));
+      PetscCall(NetParsePartition_Private(net, text, what, p));
+      PetscCall(NetSetNodePartition(net, k, p[0], p[1]));
+    }
+  }
+  PetscFunctionReturn(0);
+}
+
+/*@
+  NetSetNodePartition - splits the weights of node k over a P_out x P_in grid of ranks (model parallelism, after
+  DistDL / Hewett and Grady): each rank holds and computes with one block of the weights
+
+  Logically collective
+
+  Input Parameters:
++ net  - the Net, its layers given (NetSetLayers(), NetSetGraph(), NetAddLayer())
+. k    - the node, 0 <= k < NetGetNumLayers() (NetGetLayerName() gives its name)
+. pout - P_out, the number of parts of the outputs (dense: rows of W; conv2d, conv3d: output channels, the filters); 0 removes the partition
+- pin  - P_in, the number of parts of the inputs (dense: columns of W; conv2d, conv3d: input channels, in every kernel tap)
+
+  Options Database Key:
+. -<node prefix>partition <PxQ> - the same, e.g. -layer3_partition 2x1 or -stem_partition 1x2 (NetSetFromOptions())
+
+  Notes:
+  The compact form is the field partition=PxQ of a node's entry, e.g. dense:8192:partition=2x1 in a layer list or a
+  graph, which NetGetSpec() writes back. P_out * P_in must be the number of ranks of the Net, and neither may exceed
+  the number of outputs or inputs it splits; only dense, conv2d and conv3d nodes can be split (NetSetUp() refuses others and
+  names the node). The node's input arrives split by samples as every node's does; it is redistributed so that each
+  rank holds all samples of its input block (replicated along P_out), multiplied by its weight block, and the partial
+  outputs are summed over P_in and handed back split by samples. The rank at grid coordinates (i, j) is rank
+  i P_in + j; the blocks are as even as possible, the first ones larger.
+
+  A partition is honoured in every parallel mode of the Net (NetSetParallel()): the node is model parallel and the
+  other nodes are replicated or sharded. With NET_PARALLEL_MODEL the dense, conv2d and conv3d nodes without a partition get
+  P_out = the number of ranks, P_in = 1 (the input is only broadcast and the output only gathered, with no sum); a
+  layer with fewer outputs than ranks gets the largest P_out that fits and the rest along its inputs, and one that fits
+  no grid stays data parallel. A partition is a choice of the run, not of the model: a model file (NetSave()) does not
+  keep it, so that it loads on any number of ranks; give it again (options, this call) when loading. The partition of a
+  Net that is set up can be changed: its parameters stay, and the next NetForward() reads them the new way.
+
+  Level: intermediate
+
+.seealso: `NetGetNodePartition()`, `NetSetParallel()`, `NetGetSpec()`, `NetView()`
+@*/
+PetscErrorCode NetSetNodePartition(Net net, PetscInt k, PetscInt pout, PetscInt pin)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(net, NET_CLASSID, 1);
+  PetscValidLogicalCollectiveInt(net, k, 2);
+  PetscValidLogicalCollectiveInt(net, pout, 3);
+  PetscValidLogicalCollectiveInt(net, pin, 4);
+  PetscCheck(k >= 0 && k < net->nlayers, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_OUTOFRANGE, "Node %" PetscInt_FMT " does not exist: the Net has %" PetscInt_FMT " nodes (give its layers first)", k, net->nlayers);
+  PetscCheck(pout >= 0 && pin >= 0 && (pout > 0) == (pin > 0), PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_OUTOFRANGE,
+             "NetSetNodePartition() takes two positive parts (P_out, P_in) for node %s, e.g. 2 and 1, or 0 and 0 for none; not %" PetscInt_FMT " and %" PetscInt_FMT, net->nodes[k].name, pout, pin);
+  if (pout == net->nodes[k].partition[0] && pin == net->nodes[k].partition[1]) PetscFunctionReturn(0);
+  net->nodes[k].partition[0] = pout;
+  net->nodes[k].partition[1] = pin;
+  if (net->setupcalled) { /* as NetSetParallel(): the parameters and buffers stay, each node's layout is made anew */
+    PetscCall(NetResetWorkspace_Private(net));
+    PetscCall(NetSetUpParameterMaps_Private(net));
+    PetscCall(NetSetUpFusion_Private(net));
+    PetscCall(NetSetUpExecutors_Private(net));
+  }
+  PetscFunctionReturn(0);
+}
+
+/*@
+  NetGetNodePartition - the P_out x P_in grid of ranks the weights of node k are split over
+
+  Not collective
+
+  Input Parameters:
++ net - the Net
+- k   - the node, 0 <= k < NetGetNumLayers()
+
+  Output Parameters:
++ pout - P_out (0 if the node has no partition of its own), or NULL
+- pin  - P_in (0 if none), or NULL
+
+  Note:
+  A Net in model-parallel mode gives a default grid to the dense, conv2d and conv3d nodes without one; NetView() shows the grid
+  each node runs on.
+
+  Level: intermediate
+
+.seealso: `NetSetNodePartition()`, `NetSetParallel()`
+@*/
+PetscErrorCode NetGetNodePartition(Net net, PetscInt k, PetscInt *pout, PetscInt *pin)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(net, NET_CLASSID, 1);
+  PetscCheck(k >= 0 && k < net->nlayers, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_OUTOFRANGE, "Node %" PetscInt_FMT " does not exist: the Net has %" PetscInt_FMT " nodes", k, net->nlayers);
+  if (pout) *pout = net->nodes[k].partition[0];
+  if (pin) *pin = net->nodes[k].partition[1];
   PetscFunctionReturn(0);
 }

@@ -222,7 +222,7 @@ PetscErrorCode NetSecondOrderBackward(Net net, Vec dY, Vec dYdot, Vec dXdot, Vec
     if (!barcached) {
       PetscCall(NetOpenInputCotangents_Private(net, k, NET_SLOT_BAR, PETSC_FALSE, seeded, summed, dx)); /* bar[0] is never read */
       PetscCall(store->get(net, NET_SLOT_BAR, k + 1, NET_READ, NET_ELEM_DOUBLE, &dy));
-      PetscCall(NetNodeBackwardArrays_Private(net, k, NET_ELEM_DOUBLE, th, dy, dx, NULL));
+      PetscCall(NetNodeBackwardArrays_Private(net, k, NET_ELEM_DOUBLE, th, dy, dx, NULL, -1));
       PetscCall(store->restore(net, NET_SLOT_BAR, k + 1, NET_READ, NET_ELEM_DOUBLE, &dy));
       PetscCall(NetCloseInputCotangents_Private(net, k, NET_SLOT_BAR, PETSC_FALSE, summed, dx));
       PetscCall(store->nextnode(net));
@@ -232,7 +232,7 @@ PetscErrorCode NetSecondOrderBackward(Net net, Vec dY, Vec dYdot, Vec dXdot, Vec
     PetscCall(NetNodeGetGradient_Private(net, k, hv, (PetscBool)(Hv != NULL), &hvk));
     PetscCall(NetOpenInputCotangents_Private(net, k, NET_SLOT_BARD, (PetscBool)(dXdot != NULL), seeded, summed, dx));
     PetscCall(store->get(net, NET_SLOT_BARD, k + 1, NET_READ, NET_ELEM_DOUBLE, &dy));
-    PetscCall(NetNodeBackwardArrays_Private(net, k, NET_ELEM_DOUBLE, th, dy, dx, hvk));
+    PetscCall(NetNodeBackwardArrays_Private(net, k, NET_ELEM_DOUBLE, th, dy, dx, hvk, -1));
     PetscCall(store->restore(net, NET_SLOT_BARD, k + 1, NET_READ, NET_ELEM_DOUBLE, &dy));
     PetscCall(store->get(net, NET_SLOT_BAR, k + 1, NET_READ, NET_ELEM_DOUBLE, &dy));
     PetscCall(NetNodeSOBackward_Private(net, k, th, thd, (const PetscScalar *)dy, (PetscScalar **)dx, hvk));

@@ -574,8 +574,10 @@ static PetscErrorCode NetSpatialSetUpParts_Private(Net net, PetscInt k, NetSpati
   PetscFunctionReturn(0);
 }
 
-/* NetSetUp(), before node k's layer is set up: a windowed layer after the field left the grid is refused here, with
-   the reason, rather than by the layer (which would see a (channels) input) */
+/* NetSetUp(), before node k's layer is set up: what the spatial executor cannot run is refused here, with the reason
+   and the node's name, rather than by the layer (which knows no Net): a kind whose kernels are collective over its
+   samples (graph, mpnn: the samples are the rows of a distributed operator or the vertices of a mesh) on the grid,
+   and a windowed layer after the field left the grid (it would see a (channels) input) */
 PetscErrorCode NetSpatialCheckNode_Private(Net net, PetscInt k)
 {
   const NetNode *nd    = &net->nodes[k];
@@ -583,13 +585,17 @@ PetscErrorCode NetSpatialCheckNode_Private(Net net, PetscInt k)
   char           spec[256];
 
   PetscFunctionBegin;
+  PetscCall(NetNodeSpec_Private(net, k, sizeof(spec), spec));
+  PetscCheck(
+      !net->vgrid[nd->in[0] + 1] || !layer->collective, PetscObjectComm((PetscObject)net), PETSC_ERR_SUP,
+      "Node %s (%s) is in a Net on a grid (NetSetGrid()), but its samples are the nodes of its own sparse operator or mesh, not grid points: for a DMDA field assemble the grid's stencil as an AIJ Mat (DMCreateMatrix()) and use the Net in batch mode",
+      nd->name, spec);
   if (net->vgrid[nd->in[0] + 1] || (!layer->ops->getwindow && !layer->ops->getscale)) PetscFunctionReturn(0);
-  PetscCall(LayerGetSpec(layer, sizeof(spec), spec));
   SETERRQ(PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_INCOMP, "Node %s (%s) convolves or pools, but its input left the grid at a globalavgpool before it: in grid mode put windowed layers before the globalavgpool", nd->name, spec);
 }
 
 /*
-  NetSetUp(), after node k's layer is set up (with griddim set when its input lies on the grid): the grid of its output
+  NetSetUp(), after node k's layer is set up (in point form, fielddim set, when its input lies on the grid): the grid of its output
   (vgrid[k + 1]), and for a spatial node its box and local copy. Errors name the node and the grid.
 */
 PetscErrorCode NetSpatialSetUpNode_Private(Net net, PetscInt k)
@@ -656,9 +662,16 @@ PetscErrorCode NetSpatialSetUpNode_Private(Net net, PetscInt k)
 
     sp->kind = NET_SPATIAL_WINDOW;
     PetscUseTypeMethod(layer, getwindow, &nsd, kk, s, p, dil);
-    PetscCheck(nsd == gin->nsd, comm, PETSC_ERR_ARG_INCOMP,
-               "Node %s (%s) is a %" PetscInt_FMT "-D layer, but the Net's grid is %" PetscInt_FMT "-D (%s): use a %" PetscInt_FMT "-D layer (conv%" PetscInt_FMT "d, or a %" PetscInt_FMT "-D kernel) or a %" PetscInt_FMT "-D DMDA", nd->name, spec,
-               nsd, gin->nsd, grid, gin->nsd, gin->nsd, gin->nsd, nsd);
+    if (nsd != gin->nsd) { /* the layer describes its window over its own dims; the executor compares them with the grid's */
+      PetscBool isconv;
+
+      PetscCall(PetscObjectTypeCompareAny((PetscObject)layer, &isconv, LAYERCONV2D, LAYERCONV3D, ""));
+      PetscCheck(!isconv, comm, PETSC_ERR_ARG_INCOMP, "Node %s (%s): %s layer %" PetscInt_FMT " convolves %" PetscInt_FMT "-D grids, but it is a node of a %" PetscInt_FMT "-D grid: use conv%" PetscInt_FMT "d (or a %" PetscInt_FMT "-D DMDA)",
+                 nd->name, spec, ((PetscObject)layer)->type_name, layer->index, nsd, gin->nsd, gin->nsd, nsd);
+      SETERRQ(comm, PETSC_ERR_ARG_INCOMP,
+              "Node %s (%s): the window of %s layer %" PetscInt_FMT " has %" PetscInt_FMT " values, but it is a node of a %" PetscInt_FMT "-D grid (%s): give one value for every dim or %s, or use a %" PetscInt_FMT "-D DMDA", nd->name, spec,
+              ((PetscObject)layer)->type_name, layer->index, nsd, gin->nsd, grid, gin->nsd == 3 ? "DxHxW" : "HxW", nsd);
+    }
     for (PetscInt d = 0; d < nsd; d++) {
       const PetscInt64 ext = (PetscInt64)dil[d] * (kk[d] - 1) + 1, c0 = -(PetscInt64)p[d] + (PetscInt64)((kk[d] - 1) / 2) * dil[d];
       PetscInt64       b = 0;

@@ -169,6 +169,8 @@ static PetscErrorCode NetAppendNode_Private(Net net, LayerType type, const char 
 {
   Layer          l;
   NetNode       *nd;
+  char          *layerargs;
+  PetscInt       partition[2];
   PetscErrorCode ierr;
 
   PetscFunctionBegin;
@@ -197,18 +199,26 @@ static PetscErrorCode NetAppendNode_Private(Net net, LayerType type, const char 
     PetscCall(PetscFree(sorted));
     PetscCheck(!twice, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_WRONG, "Node %s takes the same input twice: give each input once (to double a value, scale it in the layer before)", name);
   }
+  /* the field partition=PxQ is the node's (how it runs over the ranks), the rest the layer's */
+  PetscCall(PetscStrallocpy(args, &layerargs));
+  ierr = NetTakePartition_Private(net, type, layerargs, partition);
+  if (ierr) PetscCall(PetscFree(layerargs));
+  PetscCall(ierr);
   PetscCall(LayerCreate(PetscObjectComm((PetscObject)net), &l));
   ierr = LayerSetType(l, type);
-  if (!ierr) ierr = LayerSetArguments(l, args);
+  if (!ierr) ierr = LayerSetArguments(l, layerargs);
+  PetscCall(PetscFree(layerargs));
   if (ierr) PetscCall(LayerDestroy(&l)); /* malformed arguments: no node */
   PetscCall(ierr);
   PetscCall(LayerSetIndex(l, index));
   PetscCall(LayerSetTraining(l, net->training));
   nd = &net->nodes[net->nlayers];
   PetscCall(PetscMemzero(nd, sizeof(*nd)));
-  nd->layer = l;
-  nd->owner = -1;
-  nd->nin   = nin;
+  nd->layer        = l;
+  nd->owner        = -1;
+  nd->nin          = nin;
+  nd->partition[0] = partition[0];
+  nd->partition[1] = partition[1];
   PetscCall(PetscStrallocpy(name, &nd->name));
   PetscCall(PetscStrallocpy(prefix, &nd->prefix));
   PetscCall(PetscMalloc1(nin, &nd->in));
@@ -646,9 +656,25 @@ PetscErrorCode NetListSpec_Private(Net net, PetscInt owner, PetscInt branch, siz
     } else {
       char one[NET_MAX_NAME];
 
-      PetscCall(LayerGetSpec(nd->layer, sizeof(one), one));
+      PetscCall(NetNodeSpec_Private(net, k, sizeof(one), one));
       PetscCall(NetSpecAppend_Private(len, spec, n, one));
     }
+  }
+  PetscFunctionReturn(0);
+}
+
+/* The entry of node k: its layer's text (LayerGetSpec()), then the node's partition, e.g. dense:8192:partition=2x1 */
+PetscErrorCode NetNodeSpec_Private(Net net, PetscInt k, size_t len, char spec[])
+{
+  const NetNode *nd = &net->nodes[k];
+
+  PetscFunctionBegin;
+  PetscCall(LayerGetSpec(nd->layer, len, spec));
+  if (nd->partition[0] > 0) {
+    char part[64];
+
+    PetscCall(PetscSNPrintf(part, sizeof(part), ":partition=%" PetscInt_FMT "x%" PetscInt_FMT, nd->partition[0], nd->partition[1]));
+    PetscCall(PetscStrlcat(spec, part, len));
   }
   PetscFunctionReturn(0);
 }
@@ -715,7 +741,7 @@ PetscErrorCode NetGetSpec(Net net, size_t len, char spec[])
       PetscCall(NetSpecAppend_Private(len, spec, &n, ") <- "));
       PetscCall(NetSpecAppend_Private(len, spec, &n, NetInputName_Private(net, net->nodes[first].in[0])));
     } else {
-      PetscCall(LayerGetSpec(nd->layer, sizeof(one), one));
+      PetscCall(NetNodeSpec_Private(net, k, sizeof(one), one));
       PetscCall(NetSpecAppend_Private(len, spec, &n, one));
       for (PetscInt i = 0; i < nd->nin; i++) {
         PetscCall(NetSpecAppend_Private(len, spec, &n, i ? ", " : " <- "));

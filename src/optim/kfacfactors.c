@@ -41,17 +41,19 @@ PetscLogEvent PETNET_KFACStatistics, PETNET_KFACInvert, PETNET_KFACApply;
 /* Describes why node k cannot be preconditioned, for the error and the view */
 static PetscErrorCode PetNetKFACUncoveredError(Net net, PetscInt k, const char why[], const char option[])
 {
-  Layer       layer = net->layers[k];
+  Layer       layer;
   LayerType   type;
-  const char *prefix;
+  const char *prefix, *name;
 
   PetscFunctionBegin;
+  PetscCall(NetGetLayer(net, k, &layer));
+  PetscCall(NetGetLayerName(net, k, &name));
   PetscCall(LayerGetType(layer, &type));
   PetscCall(PetscObjectGetOptionsPrefix((PetscObject)layer, &prefix));
   SETERRQ(PetscObjectComm((PetscObject)net), PETSC_ERR_SUP,
           "K-FAC preconditions dense layers and conv2d layers in batch mode, and layer \"%s\" (%s%s, %" PetscInt_FMT
           " parameters, options prefix -%s) is not one of them: train this network with -tao_type adam (or adamw, sgd, rmsprop), or give %s to step the parameters of such layers along the plain gradient",
-          net->nodes[k].name, type, why, layer->nparams, prefix ? prefix : "", option);
+          name, type, why, layer->nparams, prefix ? prefix : "", option);
   PetscFunctionReturn(0);
 }
 
@@ -202,10 +204,11 @@ PetscErrorCode PetNetKFACCreate(Net net, PetscBool uncoveredgradient, const char
   PetNetKFAC k;
   PetscInt   nb = 0, nu = 0;
   size_t     nbatch = 0, nfull = 0, nwork = 0, nodeheld = 0, nrecv = 0;
-  PetscInt   maxrows = 0;
+  PetscInt   maxrows = 0, nlayers;
 
   PetscFunctionBegin;
   PetscCall(NetSetUp(net));
+  PetscCall(NetGetNumLayers(net, &nlayers));
   PetscCall(PetscNew(&k));
   PetscCall(PetscObjectReference((PetscObject)net));
   k->net       = net;
@@ -215,12 +218,15 @@ PetscErrorCode PetNetKFACCreate(Net net, PetscBool uncoveredgradient, const char
   /* two passes: count, then fill */
   for (PetscInt pass = 0; pass < 2; pass++) {
     nb = nu = 0;
-    for (PetscInt n = 0; n < net->nlayers; n++) {
-      Layer     layer = net->layers[n];
+    for (PetscInt n = 0; n < nlayers; n++) {
+      Layer     layer;
       PetscBool isdense, isconv;
       DM        dm = NULL;
+      PetscInt  poff;
 
+      PetscCall(NetGetLayer(net, n, &layer));
       if (!layer->nparams) continue;
+      PetscCall(NetGetLayerParameterRange(net, n, &poff, NULL));
       PetscCall(PetscObjectTypeCompare((PetscObject)layer, LAYERDENSE, &isdense));
       PetscCall(PetscObjectTypeCompare((PetscObject)layer, LAYERCONV2D, &isconv));
       if (isconv) PetscCall(NetGetGrid(net, &dm)); /* in grid mode a conv2d's patches span the ranks' halos */
@@ -234,8 +240,8 @@ PetscErrorCode PetNetKFACCreate(Net net, PetscBool uncoveredgradient, const char
           b->nout   = layer->outsize;
           b->bias   = PETSC_TRUE;
           b->pixels = 1;
-          b->woff   = net->poff[n];
-          b->boff   = net->poff[n] + b->nin * b->nout;
+          b->woff   = poff;
+          b->boff   = poff + b->nin * b->nout;
         }
         nb++;
       } else if (isconv && !dm) {
@@ -254,8 +260,8 @@ PetscErrorCode PetNetKFACCreate(Net net, PetscBool uncoveredgradient, const char
           b->nout   = cout / G;
           b->bias   = bias;
           b->pixels = pixels;
-          b->woff   = net->poff[n] + g * b->nout * kg;
-          b->boff   = bias ? net->poff[n] + cout * kg + g * b->nout : -1;
+          b->woff   = poff + g * b->nout * kg;
+          b->boff   = bias ? poff + cout * kg + g * b->nout : -1;
         }
         if (pass) nwork = PetscMax(nwork, (size_t)pixels * G * kg * PetscMax(1, KFAC_PATCH_ENTRIES / ((size_t)pixels * G * kg)));
       } else {
@@ -416,12 +422,15 @@ static PetscErrorCode KFACSumOutputs(PetscInt nout, PetscInt n, const PetscScala
 static PetscErrorCode KFACSumNode(PetNetKFAC kfac, PetscInt b0, PetscInt b1, PetscReal sscale)
 {
   Net                net  = kfac->net;
-  const PetscInt     node = kfac->blocks[b0].node, n = net->nlocal;
-  Layer              layer = net->layers[node];
+  const PetscInt     node = kfac->blocks[b0].node;
+  PetscInt           n;
+  Layer              layer;
   const PetscScalar *x, *dy;
   PetscBool          isdense;
 
   PetscFunctionBegin;
+  PetscCall(NetGetBatchSize(net, &n, NULL));
+  PetscCall(NetGetLayer(net, node, &layer));
   PetscCall(NetGetNodeArraysRead(net, node, NULL, &x, &dy)); /* in double at any precision */
   PetscCall(PetscObjectTypeCompare((PetscObject)layer, LAYERDENSE, &isdense));
   if (isdense) {
@@ -516,20 +525,22 @@ PetscErrorCode PetNetKFACAddStatistics(PetNetKFAC kfac)
   MPI_Comm  comm = PetscObjectComm((PetscObject)net);
   PetscBool add  = (PetscBool)(kfac->nsamples > 0);
   PetscReal sscale;
+  PetscInt  nglobal;
 
   PetscFunctionBegin;
-  PetscCheck(net->forwarded && net->act, comm, PETSC_ERR_ORDER, "K-FAC takes its statistics from the Net's last NetForward() and NetBackward() of the mean loss, and there is none: the objective must run both on the Net given to K-FAC");
-  PetscCheck(net->nglobal > 0, comm, PETSC_ERR_ARG_WRONGSTATE, "K-FAC statistics need a batch of at least one sample");
+  PetscCall(NetGetBatchSize(net, NULL, &nglobal));
+  PetscCheck(nglobal >= 0, comm, PETSC_ERR_ORDER, "K-FAC takes its statistics from the Net's last NetForward() and NetBackward() of the mean loss, and there is none: the objective must run both on the Net given to K-FAC");
+  PetscCheck(nglobal > 0, comm, PETSC_ERR_ARG_WRONGSTATE, "K-FAC statistics need a batch of at least one sample");
   PetscCall(KFACCheckMode(kfac));
   PetscCall(PetscLogEventBegin(PETNET_KFACStatistics, 0, 0, 0, 0));
-  if (!add) kfac->nfirst = net->nglobal;
-  sscale = ((PetscReal)net->nglobal * net->nglobal) / ((PetscReal)kfac->nfirst * kfac->nfirst);
+  if (!add) kfac->nfirst = nglobal;
+  sscale = ((PetscReal)nglobal * nglobal) / ((PetscReal)kfac->nfirst * kfac->nfirst);
   for (PetscInt b0 = 0, b1; b0 < kfac->nblocks; b0 = b1) {
     for (b1 = b0 + 1; b1 < kfac->nblocks && kfac->blocks[b1].node == kfac->blocks[b0].node; b1++) {}
     PetscCall(KFACSumNode(kfac, b0, b1, sscale));
     PetscCall(KFACReduceNode(kfac, b0, b1, add));
   }
-  kfac->nsamples += net->nglobal;
+  kfac->nsamples += nglobal;
   PetscCall(PetscLogEventEnd(PETNET_KFACStatistics, 0, 0, 0, 0));
   PetscFunctionReturn(0);
 }
@@ -817,22 +828,29 @@ PetscErrorCode PetNetKFACView(PetNetKFAC kfac, PetscViewer viewer)
   for (PetscInt i = 0; i < kfac->nblocks; i++) {
     const KFACBlock *b = &kfac->blocks[i];
     LayerType        type;
+    Layer            layer;
+    const char      *name;
+    char             where[64] = "";
 
-    char where[64] = "";
-
-    PetscCall(LayerGetType(net->layers[b->node], &type));
+    PetscCall(NetGetLayer(net, b->node, &layer));
+    PetscCall(NetGetLayerName(net, b->node, &name));
+    PetscCall(LayerGetType(layer, &type));
     if (b->owner >= 0) PetscCall(PetscSNPrintf(where, sizeof(where), ", kept by rank %d", b->owner));
     if (b->group || (i + 1 < kfac->nblocks && kfac->blocks[i + 1].node == b->node))
-      PetscCall(PetscViewerASCIIPrintf(viewer, "layer \"%s\" (%s), group %" PetscInt_FMT ": A %" PetscInt_FMT " x %" PetscInt_FMT ", S %" PetscInt_FMT " x %" PetscInt_FMT "%s\n", net->nodes[b->node].name, type, b->group, b->na, b->na, b->nout,
+      PetscCall(PetscViewerASCIIPrintf(viewer, "layer \"%s\" (%s), group %" PetscInt_FMT ": A %" PetscInt_FMT " x %" PetscInt_FMT ", S %" PetscInt_FMT " x %" PetscInt_FMT "%s\n", name, type, b->group, b->na, b->na, b->nout,
                                        b->nout, where));
     else
-      PetscCall(PetscViewerASCIIPrintf(viewer, "layer \"%s\" (%s): A %" PetscInt_FMT " x %" PetscInt_FMT ", S %" PetscInt_FMT " x %" PetscInt_FMT "%s\n", net->nodes[b->node].name, type, b->na, b->na, b->nout, b->nout, where));
+      PetscCall(PetscViewerASCIIPrintf(viewer, "layer \"%s\" (%s): A %" PetscInt_FMT " x %" PetscInt_FMT ", S %" PetscInt_FMT " x %" PetscInt_FMT "%s\n", name, type, b->na, b->na, b->nout, b->nout, where));
   }
   for (PetscInt i = 0; i < kfac->nuncovered; i++) {
-    LayerType type;
+    LayerType   type;
+    Layer       layer;
+    const char *name;
 
-    PetscCall(LayerGetType(net->layers[kfac->uncovered[i]], &type));
-    PetscCall(PetscViewerASCIIPrintf(viewer, "layer \"%s\" (%s): not covered, plain gradient\n", net->nodes[kfac->uncovered[i]].name, type));
+    PetscCall(NetGetLayer(net, kfac->uncovered[i], &layer));
+    PetscCall(NetGetLayerName(net, kfac->uncovered[i], &name));
+    PetscCall(LayerGetType(layer, &type));
+    PetscCall(PetscViewerASCIIPrintf(viewer, "layer \"%s\" (%s): not covered, plain gradient\n", name, type));
   }
   PetscCall(PetscViewerASCIIPopTab(viewer));
   PetscFunctionReturn(0);

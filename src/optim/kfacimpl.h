@@ -22,7 +22,7 @@
 #pragma once
 
 #include <petnetoptim.h>
-#include <petnet/private/netimpl.h>
+#include <petnet/private/layerimpl.h> /* the layers' sizes; the Net only through its public calls */
 
 typedef struct {
   PetscInt     node, group; /* the Net node, and its conv2d group (0 for dense) */

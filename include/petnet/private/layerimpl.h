@@ -35,7 +35,8 @@ PETSC_EXTERN PetscBool LayerRegisterAllCalled;
 
   Kinds with several inputs (add, concat: nin > 1) implement forwardn/backwardn/jvpn instead, with arrays of the
   inputs x[k] [n][in_k] and of their (co)tangents dx[k] (a NULL dx[k] is skipped in backward and zero in jvp).
-  A Layer knows nothing of the network it sits in: its owner (a Net) hands it arrays and sets its mode.
+  A Layer knows nothing of the network it sits in and of how its owner runs it over the ranks: its owner (a Net) hands
+  it arrays, and an activation to apply in its passes with the call (forwardact, backwardmask).
 */
 /* A named tensor of a layer, for saving and for PyTorch state_dict names (key "<layer index>.<name>"). */
 #define LAYER_MAX_TENSORS    16
@@ -86,10 +87,10 @@ struct _LayerOps {
   PetscErrorCode (*backwardsingle)(Layer, PetscInt, const PetscScalar *, const float *, const float *, const float *, float *, PetscScalar *);
   PetscErrorCode (*jvpsingle)(Layer, PetscInt, const PetscScalar *, const float *, const float *, const float *, const PetscScalar *, float *);
   PetscErrorCode (*tensors)(Layer, PetscInt *, LayerTensorInfo[]); /* default: one tensor "weight" holding all parameters */
-  /* Grid mode (spatial nodes, src/net/netspatial.c). A windowed kind (convolutions, pools) describes its window along
-     each of its nsd spatial dims, slowest first: kernel, step (the stride in effect), padding and dilation; and sets
-     its padding, so that a Net can run a copy of it without padding on a rank's box of the field (the halo supplies
-     what the padding did). NULL: the kind has no window. */
+  /* The window of a windowed kind (convolutions, pools), for an owner that runs copies of the layer on boxes of a
+     field (a Net's spatial executor, src/net/netspatial.c): getwindow gives it along each of its nsd spatial dims,
+     slowest first: kernel, step (the stride in effect), padding and dilation; setpadding sets the padding, so that a
+     copy without padding can run on a box (the halo supplies what the padding did). NULL: the kind has no window. */
   PetscErrorCode (*getwindow)(Layer, PetscInt *, PetscInt[], PetscInt[], PetscInt[], PetscInt[]);
   PetscErrorCode (*setpadding)(Layer, PetscInt, const PetscInt[]);
   /* forget: the input of the last forward changes in place (the halo of an overlapped exchange arrives after a first
@@ -97,7 +98,7 @@ struct _LayerOps {
      windowed kind that sets it lets the Net overlap its halo exchange with computation; NULL: its forward keeps state
      that cannot be dropped (maxpool's argmax), so the Net exchanges the halo first. */
   PetscErrorCode (*forget)(Layer);
-  /* Grid mode for a kind that scales the grid up by an integer factor per spatial dim (upsampling): getscale gives the
+  /* A kind that scales a field up by an integer factor per spatial dim (upsampling): getscale gives the
      factors (the output grid is N s, a rank's output block [b s, e s) for its input block [b, e)); gridbox the box of
      the input grid [ilo, ihi) that the output block [olo, ohi) reads, given the input grid N (global coordinates,
      slowest first; the box may leave [0, N) where the kind wants the Net's zeros); setgridblock makes a local copy of
@@ -105,11 +106,22 @@ struct _LayerOps {
   PetscErrorCode (*getscale)(Layer, PetscInt *, PetscInt[]);
   PetscErrorCode (*gridbox)(Layer, PetscInt, const PetscInt64[], const PetscInt64[], const PetscInt64[], PetscInt64[], PetscInt64[]);
   PetscErrorCode (*setgridblock)(Layer, PetscInt, const PetscInt64[], const PetscInt64[], const PetscInt64[], const PetscInt64[], const PetscInt64[]);
-  /* Fused activation (an owner applies an activation inside a neighbour's pass over memory, Layer.fuseact/fusemask
-     below). A kind sets both when it may be fused: activate(N, y) y = f(y) in place, activatemask(N, y, d)
-     d = f'(y) d in place, on N entries, in the calling thread (they run inside a neighbour's parallel parts), with the
-     same arithmetic as its forward and backward, so that fusing changes no bit. It promises that its derivatives at x
-     and at f(x) agree and f(f(x)) = f(x) (relu): its node may then read its output where its input was. */
+  /* An activation applied inside a pass over memory the kind makes anyway, passed by the caller with each call (its
+     owner decides, call by call: a Net's src/net/netfuse.c). forwardact: forward, then y = f(y) in its own output pass
+     with act's activate() on each block just written (y = f(conv(x) + b)); backwardmask: backward, with dx multiplied
+     by act's derivative at this layer's input x (act's output) in its own output pass, dx = f'(x) J^T dy, with act's
+     activatemask(). The *single entries do the same on float values (forwardsingle, backwardsingle) with act's
+     activatesingle() and activatemasksingle(). The same operations in the same order as the separate passes, so the
+     same bits. NULL: the kind cannot (the owner runs the activation's own pass). */
+  PetscErrorCode (*forwardact)(Layer, Layer, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *);
+  PetscErrorCode (*forwardactsingle)(Layer, Layer, PetscInt, const PetscScalar *, const float *, float *);
+  PetscErrorCode (*backwardmask)(Layer, Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
+  PetscErrorCode (*backwardmasksingle)(Layer, Layer, PetscInt, const PetscScalar *, const float *, const float *, const float *, float *, PetscScalar *);
+  /* An activation that may be applied inside a neighbour's pass (forwardact, backwardmask above). A kind sets both when
+     it may: activate(N, y) y = f(y) in place, activatemask(N, y, d) d = f'(y) d in place, on N entries, in the calling
+     thread (they run inside a neighbour's parallel parts), with the same arithmetic as its forward and backward, so
+     that fusing changes no bit. It promises that its derivatives at x and at f(x) agree and f(f(x)) = f(x) (relu): its
+     node may then read its output where its input was. */
   PetscErrorCode (*activate)(Layer, PetscInt, PetscScalar *);
   PetscErrorCode (*activatemask)(Layer, PetscInt, const PetscScalar *, PetscScalar *);
   /* activate and activatemask on float values (a Net at low precision), with the arithmetic of the kind's forwardsingle
@@ -153,20 +165,13 @@ struct _p_Layer {
                             statistics, so that finite differences see one fixed map; LayerSetFrozen() */
   PetscInt index;        /* its position in its owner's layer list (LayerSetIndex()): names it in messages and separates
                             the random streams of the layers of one network (dropout masks); -1 if none */
-  PetscInt partition[2]; /* P_out x P_in grid of ranks its weights are split over in a Net (LayerSetPartition()); 0: none */
-  PetscInt griddim;      /* 0: batch mode. 2 or 3: the layer is a node of a Net on a 2-D or 3-D grid (netspatial.c), set
-                            by the Net before LayerSetUp(): a sample is one grid point, its shapes are (channels), and
-                            the Net does the spatial part (halo exchange, the rank's box, the coarsened grid). A
-                            windowed kind then sets out = (output channels) and its parameter count from (channels) */
+  PetscInt fielddim;     /* 0: a sample is the whole input shape. d > 0 (point form): a sample is one point of a d-dimensional
+                            field and the layer's shapes are (channels): a windowed kind (getwindow, getscale below) sets
+                            out = (output channels) and its parameter count, and describes its window over its spatial dims
+                            (d of them where its settings leave the number open: one kernel value, one factor); it has no
+                            kernels in this form (a copy of it in the other form runs on a box of the field). Pointwise
+                            kinds ignore it. Set before LayerSetUp(). */
   PetscLogEvent event[LAYER_NUM_PHASES];
-
-  /* Fusion (set by the owner around one call, NULL otherwise; src/net/netfuse.c). fuseact: forward applies that
-     activation layer's activate() to its output in its own output pass (y = f(conv(x) + b)), when the kind has set
-     fuseforward (in double precision) or fuseforwardsingle (its forwardsingle does it too, with activatesingle). fusemask: backward multiplies dx by that activation's derivative at this layer's input x (the
-     activation's output) in its own output pass (dx = f'(x) J^T dy), when the kind has set fusebackward (in double
-     precision) or fusebackwardsingle (its backwardsingle does it too, with activatemasksingle). */
-  PetscBool fuseforward, fuseforwardsingle, fusebackward, fusebackwardsingle;
-  Layer     fuseact, fusemask;
 
   void *data;
 };
@@ -175,22 +180,24 @@ PETSC_EXTERN PetscErrorCode LayerGetTensors(Layer, PetscInt *, LayerTensorInfo[]
 PETSC_INTERN PetscErrorCode LayerRegisterEvents_Private(LayerType);
 PETSC_INTERN PetscErrorCode LayerGetNodeDescription_Private(Layer, size_t, char[]);
 PETSC_INTERN PetscErrorCode LayerGetEvents_Private(LayerType, PetscLogEvent[]);
+PETSC_INTERN PetscErrorCode LayerForwardAct(Layer, Layer, PetscDataType, PetscInt, const PetscScalar *, const void *, void *);
+PETSC_INTERN PetscErrorCode LayerBackwardMask(Layer, Layer, PetscDataType, PetscInt, const PetscScalar *, const void *, const void *, const void *, void *, PetscScalar *);
 
-/* y[0..N) = f(y) in place if the owner fused an activation into this layer's forward (LayerFusedMask: dx = f'(x) dx
-   into its backward); in the calling thread, for a block of the output the kernel has just written */
-static inline PetscErrorCode LayerFusedActivate(Layer layer, PetscInt N, PetscScalar *y)
+/* y[0..N) = f(y) in place with the activation act passed to forwardact (LayerMask: dx = f'(x) dx, with the one passed to
+   backwardmask), or nothing when act is NULL; in the calling thread, for a block of the output the kernel has just written */
+static inline PetscErrorCode LayerActivate(Layer act, PetscInt N, PetscScalar *y)
 {
-  return layer->fuseact ? layer->fuseact->ops->activate(layer->fuseact, N, y) : 0;
+  return act ? act->ops->activate(act, N, y) : 0;
 }
-static inline PetscErrorCode LayerFusedActivateSingle(Layer layer, PetscInt N, float *y)
+static inline PetscErrorCode LayerActivateSingle(Layer act, PetscInt N, float *y)
 {
-  return layer->fuseact ? layer->fuseact->ops->activatesingle(layer->fuseact, N, y) : 0;
+  return act ? act->ops->activatesingle(act, N, y) : 0;
 }
-static inline PetscErrorCode LayerFusedMask(Layer layer, PetscInt N, const PetscScalar *x, PetscScalar *dx)
+static inline PetscErrorCode LayerMask(Layer act, PetscInt N, const PetscScalar *x, PetscScalar *dx)
 {
-  return layer->fusemask ? layer->fusemask->ops->activatemask(layer->fusemask, N, x, dx) : 0;
+  return act ? act->ops->activatemask(act, N, x, dx) : 0;
 }
-static inline PetscErrorCode LayerFusedMaskSingle(Layer layer, PetscInt N, const float *x, float *dx)
+static inline PetscErrorCode LayerMaskSingle(Layer act, PetscInt N, const float *x, float *dx)
 {
-  return layer->fusemask ? layer->fusemask->ops->activatemasksingle(layer->fusemask, N, x, dx) : 0;
+  return act ? act->ops->activatemasksingle(act, N, x, dx) : 0;
 }

@@ -70,12 +70,14 @@ typedef struct {
 } NetStoreOps;
 
 /* x[i], y, dx[i], dy: arrays of the node's n samples in element type t (double or float); th, dth: the node's
-   parameters and their direction or gradient, always double, as NetNodeGetParameters_Private() hands them over */
+   parameters and their direction or gradient, always double, as NetNodeGetParameters_Private() hands them over;
+   backward's mask: the activation node fused before this one whose derivative its dx pass applies (netfuse.c; the
+   NetBackward() walk passes NetNode.fusemask), or -1 */
 typedef struct {
   const char *name;    /* for NetView() */
   PetscBool   floatok; /* computes in float (else the store gives it double arrays) */
   PetscErrorCode (*forward)(Net, PetscInt, NetElem, const PetscScalar *, const void *const[], void *);
-  PetscErrorCode (*backward)(Net, PetscInt, NetElem, const PetscScalar *, const void *const[], const void *, const void *, void *const[], PetscScalar *);
+  PetscErrorCode (*backward)(Net, PetscInt, NetElem, const PetscScalar *, const void *const[], const void *, const void *, void *const[], PetscScalar *, PetscInt);
   PetscErrorCode (*jvp)(Net, PetscInt, NetElem, const PetscScalar *, const void *const[], const void *, const void *const[], const PetscScalar *, void *);
   /* the curvature term of the second-order adjoint (double; see LayerSOBackwardArray()) */
   PetscErrorCode (*sobackward)(Net, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
@@ -100,8 +102,9 @@ typedef struct {
   PetscInt *runstart, *runlen;
   void     *pmap; /* the gather / reduce-scatter of these entries (netpmap.c); NULL: the node reads theta_rep */
 
-  /* Model parallelism (netmodel.c): the node's weights split over a P_out x P_in grid of ranks (partition[0] == 0: the
-     node is data parallel), and the state of that split (layouts, data-movement operators, the local layer) */
+  /* Model parallelism (netmodel.c): the P_out x P_in grid of ranks the node's weights are split over as its entry, the
+     options or NetSetNodePartition() ask (0x0: none; in model mode NetSetUp() may choose one), and the state of the
+     split the node runs with (NULL: data parallel; its grid, layouts, data-movement operators, the local layer) */
   PetscInt partition[2];
   void    *mp;
 
@@ -244,7 +247,7 @@ PETSC_INTERN PetscErrorCode NetGetNodeBlock_Private(Net, PetscInt, const PetscSc
 PETSC_INTERN PetscErrorCode NetRestoreNodeBlock_Private(Net, PetscInt, const PetscScalar **);
 PETSC_INTERN PetscErrorCode NetNodeJVP_Private(Net, PetscInt, Vec, Vec, Vec);
 PETSC_INTERN PetscErrorCode NetGetReplicatedDirection_Private(Net, Vec, const PetscScalar **);
-PETSC_INTERN PetscErrorCode NetNodeBackwardArrays_Private(Net, PetscInt, NetElem, const PetscScalar *, const void *, void *const[], PetscScalar *);
+PETSC_INTERN PetscErrorCode NetNodeBackwardArrays_Private(Net, PetscInt, NetElem, const PetscScalar *, const void *, void *const[], PetscScalar *, PetscInt);
 PETSC_INTERN PetscErrorCode NetNodeBackward_Private(Net, PetscInt, Vec, Vec, Vec);
 PETSC_INTERN PetscErrorCode NetNodeInputSize_Private(Net, PetscInt, PetscInt *);
 PETSC_INTERN PetscErrorCode NetValueCounts_Private(Net, PetscInt, PetscInt[]);
@@ -302,6 +305,7 @@ static inline PetscInt NetBackwardTarget(Net net, PetscInt k, PetscInt i)
 }
 PETSC_INTERN PetscErrorCode NetLayerListNext_Private(char **, char **);
 PETSC_INTERN PetscErrorCode NetListSpec_Private(Net, PetscInt, PetscInt, size_t, char[], size_t *);
+PETSC_INTERN PetscErrorCode NetNodeSpec_Private(Net, PetscInt, size_t, char[]);
 PETSC_INTERN PetscErrorCode NetSetFrozen_Private(Net, PetscBool);
 PETSC_INTERN PetscErrorCode NetCheckMemory_Private(Net, PetscLogDouble, PetscInt, const char[]);
 PETSC_INTERN PetscErrorCode NetSetSaveFileFromOptions_Private(Net, const char[]);
@@ -310,6 +314,9 @@ PETSC_INTERN PetscErrorCode NetSaveAtDestroy_Private(Net);
 /* Model-parallel nodes (netmodel.c). x, y, dx, dy are sample-split local arrays of n samples like every other node's;
    th, dth this rank's nplocal parameters of the node (dth accumulates). Collective, in the same order on every rank. */
 PETSC_INTERN PetscErrorCode NetModelSetUpNode_Private(Net, PetscInt);
+PETSC_INTERN PetscErrorCode NetParsePartition_Private(Net, const char[], const char[], PetscInt[2]);
+PETSC_INTERN PetscErrorCode NetTakePartition_Private(Net, const char[], char[], PetscInt[2]);
+PETSC_INTERN PetscErrorCode NetModelSetFromOptions_Private(Net);
 PETSC_INTERN PetscErrorCode NetModelDestroyNode_Private(Net, PetscInt);
 PETSC_INTERN PetscErrorCode NetModelForward_Private(Net, PetscInt, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *);
 PETSC_INTERN PetscErrorCode NetModelBackward_Private(Net, PetscInt, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);

@@ -142,27 +142,6 @@ PetscErrorCode LayerGetType(Layer layer, LayerType *type)
   PetscFunctionReturn(0);
 }
 
-/* "PxQ" (two positive integers) into p[2]; what names the text in the error */
-static PetscErrorCode LayerParsePartition_Private(Layer layer, const char text[], const char what[], PetscInt p[2])
-{
-  char *end;
-  long  pout, pin = 0;
-
-  PetscFunctionBegin;
-  pout = strtol(text, &end, 10);
-  if (end != text && (*end == 'x' || *end == 'X')) {
-    const char *second = end + 1;
-
-    pin = strtol(second, &end, 10);
-    if (end == second) pin = 0;
-  }
-  PetscCheck(pout > 0 && pin > 0 && !*end && pout <= PETSC_MAX_INT && pin <= PETSC_MAX_INT, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG,
-             "Malformed partition \"%s\" in %s: write P_OUTxP_IN, two positive integers whose product is the number of ranks, e.g. partition=2x1 (weights split 2 ways along the outputs) or -<prefix>partition 1x2", text, what);
-  p[0] = (PetscInt)pout;
-  p[1] = (PetscInt)pin;
-  PetscFunctionReturn(0);
-}
-
 /*@C
   LayerSetArguments - sets a kind's settings from their compact text, the part after "kind:" in -net_layers (e.g.
   "256" for dense:256)
@@ -177,8 +156,6 @@ static PetscErrorCode LayerParsePartition_Private(Layer layer, const char text[]
   Notes:
   Each kind parses its own text and calls its setters (e.g. LayerDenseSetOutputSize()); malformed text is an error
   that shows the expected form, and a kind that takes no arguments refuses any. LayerGetSpec() writes the text back.
-  One field is common to every kind and is read here: partition=PxQ (e.g. dense:8192:partition=2x1) calls
-  LayerSetPartition(); it is not looked for inside nested layer lists (the text of an ode layer).
 
   Level: intermediate
 
@@ -187,61 +164,14 @@ static PetscErrorCode LayerParsePartition_Private(Layer layer, const char text[]
 PetscErrorCode LayerSetArguments(Layer layer, const char args[])
 {
   LayerType type;
-  char     *copy, *field;
-  size_t    len;
 
   PetscFunctionBegin;
   PetscValidHeaderSpecific(layer, LAYER_CLASSID, 1);
   PetscCall(LayerGetType(layer, &type));
   PetscCheck(type, PetscObjectComm((PetscObject)layer), PETSC_ERR_ORDER, "Call LayerSetType() before LayerSetArguments()");
   if (!args || !args[0]) PetscFunctionReturn(0);
-  /* the generic field partition=PxQ (any kind; the Net checks that the kind supports it), taken out before the kind
-     parses the rest. Not inside nested layer lists (an ode's "T|dense:16,tanh"): those are the kind's own text. */
-  PetscCall(PetscStrallocpy(args, &copy));
-  if (!strpbrk(copy, ",|(")) {
-    for (char *start = copy; start && *start;) {
-      char *next = strchr(start, ':');
-
-      if (!strncmp(start, "partition=", 10)) {
-        PetscInt       p[2];
-        char           what[512], value[64];
-        size_t         n = next ? (size_t)(next - start) : strlen(start);
-        PetscErrorCode ierr;
-
-        PetscCall(PetscSNPrintf(what, sizeof(what), "\"%s:%s\"", type, args));
-        PetscCall(PetscStrncpy(value, start + 10, PetscMin(sizeof(value), n - 10 + 1)));
-        ierr = LayerParsePartition_Private(layer, value, what, p);
-        if (ierr) PetscCall(PetscFree(copy));
-        PetscCall(ierr);
-        PetscCall(LayerSetPartition(layer, p[0], p[1]));
-        /* cut the field out, with its separator */
-        if (next) {
-          PetscCall(PetscArraymove(start, next + 1, strlen(next + 1) + 1));
-          continue;
-        }
-        if (start > copy)
-          start[-1] = 0;
-        else
-          start[0] = 0;
-        break;
-      }
-      start = next ? next + 1 : NULL;
-    }
-  }
-  field = copy;
-  len   = strlen(copy);
-  if (len) {
-    PetscErrorCode ierr = 0;
-
-    if (!layer->ops->setarguments) {
-      PetscCall(PetscFree(copy));
-      SETERRQ(PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "Layer kind \"%s\" takes no arguments, but \"%s:%s\" was given: write just %s", type, type, args, type);
-    }
-    ierr = (*layer->ops->setarguments)(layer, field);
-    if (ierr) PetscCall(PetscFree(copy));
-    PetscCall(ierr);
-  }
-  PetscCall(PetscFree(copy));
+  PetscCheck(layer->ops->setarguments, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "Layer kind \"%s\" takes no arguments, but \"%s:%s\" was given: write just %s", type, type, args, type);
+  PetscCall((*layer->ops->setarguments)(layer, args));
   PetscFunctionReturn(0);
 }
 
@@ -273,12 +203,6 @@ PetscErrorCode LayerGetSpec(Layer layer, size_t len, char spec[])
   PetscFunctionBegin;
   PetscCall(LayerGetType(layer, &type));
   PetscTryTypeMethod(layer, getarguments, sizeof(args), args);
-  if (layer->partition[0] > 0) {
-    char part[64];
-
-    PetscCall(PetscSNPrintf(part, sizeof(part), "%spartition=%" PetscInt_FMT "x%" PetscInt_FMT, args[0] ? ":" : "", layer->partition[0], layer->partition[1]));
-    PetscCall(PetscStrlcat(args, part, sizeof(args)));
-  }
   if (args[0])
     PetscCall(PetscSNPrintf(spec, len, "%s:%s", type, args));
   else
@@ -304,7 +228,6 @@ PetscErrorCode LayerGetSpec(Layer layer, size_t len, char spec[])
 . -dropout_seed <seed>                       - the seed of the dropout masks (LayerDropoutSetSeed())
 . -batchnorm_momentum <m>                    - the weight of a batch in the running statistics (LayerBatchNormSetMomentum())
 . -batchnorm_eps <eps>                       - added to the variance (LayerBatchNormSetEpsilon())
-. -partition <PxQ>                           - split the weights over a P x Q grid of ranks (LayerSetPartition())
 - -ode_replay_steps                          - an ode layer reuses its recorded steps (LayerODESetReplaySteps())
 
   Notes:
@@ -323,23 +246,6 @@ PetscErrorCode LayerSetFromOptions(Layer layer)
   PetscFunctionBegin;
   PetscValidHeaderSpecific(layer, LAYER_CLASSID, 1);
   PetscObjectOptionsBegin((PetscObject)layer);
-  {
-    char      text[64] = "";
-    PetscBool set;
-
-    if (layer->partition[0] > 0) PetscCall(PetscSNPrintf(text, sizeof(text), "%" PetscInt_FMT "x%" PetscInt_FMT, layer->partition[0], layer->partition[1]));
-    PetscCall(PetscOptionsString("-partition", "P_OUTxP_IN: split the weights over a grid of ranks (model parallelism; dense, conv2d and conv3d)", "LayerSetPartition", text, text, sizeof(text), &set));
-    if (set) {
-      PetscInt    p[2];
-      const char *prefix;
-      char        what[256];
-
-      PetscCall(PetscObjectGetOptionsPrefix((PetscObject)layer, &prefix));
-      PetscCall(PetscSNPrintf(what, sizeof(what), "-%spartition", prefix ? prefix : ""));
-      PetscCall(LayerParsePartition_Private(layer, text, what, p));
-      PetscCall(LayerSetPartition(layer, p[0], p[1]));
-    }
-  }
   PetscTryTypeMethod(layer, setfromoptions, PetscOptionsObject);
   PetscCall(PetscObjectProcessOptionsHandlers((PetscObject)layer, PetscOptionsObject));
   PetscOptionsEnd();
@@ -505,89 +411,6 @@ PetscErrorCode LayerSetIndex(Layer layer, PetscInt index)
   PetscFunctionBegin;
   PetscValidHeaderSpecific(layer, LAYER_CLASSID, 1);
   layer->index = index;
-  PetscFunctionReturn(0);
-}
-
-/*@
-  LayerSetPartition - splits the layer's weights over a P_out x P_in grid of ranks when it runs in a Net (model
-  parallelism, after DistDL / Hewett and Grady): each rank holds and computes with one block of the weights
-
-  Logically collective
-
-  Input Parameters:
-+ layer - the layer (dense, conv2d or conv3d; a Net refuses the partition on other kinds at NetSetUp())
-. pout  - P_out, the number of parts of the outputs (dense: rows of W; conv2d, conv3d: output channels, the filters); 0
-          removes the partition
-- pin   - P_in, the number of parts of the inputs (dense: columns of W; conv2d, conv3d: input channels, in every kernel
-          tap)
-
-  Options Database Key:
-. -<prefix>partition <PxQ> - the same, e.g. -layer3_partition 2x1
-
-  Notes:
-  The compact form is the field partition=PxQ of a layer list entry, e.g. dense:8192:partition=2x1 (LayerSetArguments()),
-  which LayerGetSpec() and NetGetSpec() write back. In a Net, P_out * P_in must be the number of ranks of the Net, and
-  neither may exceed the number of outputs or inputs it splits. The node's input arrives split by samples as every
-  node's does; it is redistributed so that each rank holds all samples of its input block (replicated along P_out),
-  multiplied by its weight block, and the partial outputs are summed over P_in and handed back split by samples. The
-  rank at grid coordinates (i, j) is rank i P_in + j; the blocks are as even as possible, the first ones larger.
-  A conv3d node (batch mode, on (D, H, W, C) volumes) is split as a conv2d one: its output channels over P_out, its
-  input channels over P_in, each rank running the layer's vol2col + GEMM on its block; in single and bfloat16 precision
-  the node computes in double on widened copies, as every model-parallel node does. Grouped convolutions and
-  convolutions on a grid (NetSetGrid(), a DMDA) cannot be split.
-
-  A partition is honoured in every parallel mode of the Net (NetSetParallel()): the node is model parallel and the
-  other nodes are replicated or sharded. With NET_PARALLEL_MODEL the dense, conv2d and conv3d nodes without a partition get
-  P_out = the number of ranks, P_in = 1 (the input is only broadcast and the output only gathered, with no sum); a
-  layer with fewer outputs than ranks gets the largest P_out that fits and the rest along its inputs, and one that fits
-  no grid stays data parallel. A partition is a choice of the run, not of the model: a model file (NetSave()) does not
-  keep it, so that it loads on any number of ranks; give it again (options, NetSetParallel()) when loading.
-
-  Level: intermediate
-
-.seealso: `LayerGetPartition()`, `NetSetParallel()`, `LayerSetArguments()`, `NetView()`
-@*/
-PetscErrorCode LayerSetPartition(Layer layer, PetscInt pout, PetscInt pin)
-{
-  PetscFunctionBegin;
-  PetscValidHeaderSpecific(layer, LAYER_CLASSID, 1);
-  PetscValidLogicalCollectiveInt(layer, pout, 2);
-  PetscValidLogicalCollectiveInt(layer, pin, 3);
-  PetscCheck(pout >= 0 && pin >= 0 && (pout > 0) == (pin > 0), PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE,
-             "LayerSetPartition() takes two positive parts (P_out, P_in), e.g. 2 and 1, or 0 and 0 for none; not %" PetscInt_FMT " and %" PetscInt_FMT, pout, pin);
-  if (pout == layer->partition[0] && pin == layer->partition[1]) PetscFunctionReturn(0);
-  layer->partition[0] = pout;
-  layer->partition[1] = pin;
-  if (layer->setupcalled) PetscCall(LayerReset(layer)); /* the Net that holds it lays itself out anew */
-  PetscFunctionReturn(0);
-}
-
-/*@
-  LayerGetPartition - the P_out x P_in grid of ranks the layer's weights are split over in a Net
-
-  Not collective
-
-  Input Parameter:
-. layer - the layer
-
-  Output Parameters:
-+ pout - P_out (0 if the layer has no partition of its own), or NULL
-- pin  - P_in (0 if none), or NULL
-
-  Note:
-  A Net in model-parallel mode gives a default grid to the dense and conv2d nodes without one; that grid is the Net's
-  (NetView() shows it), not the layer's.
-
-  Level: intermediate
-
-.seealso: `LayerSetPartition()`, `NetSetParallel()`
-@*/
-PetscErrorCode LayerGetPartition(Layer layer, PetscInt *pout, PetscInt *pin)
-{
-  PetscFunctionBegin;
-  PetscValidHeaderSpecific(layer, LAYER_CLASSID, 1);
-  if (pout) *pout = layer->partition[0];
-  if (pin) *pin = layer->partition[1];
   PetscFunctionReturn(0);
 }
 

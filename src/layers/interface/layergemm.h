@@ -7,9 +7,9 @@
   followed by an epilogue on each block of C while the block is in cache, in this order:
 
     bias      C(i, j) += bias[i]                                  (forward's bias, jvp's db)
-    activate  C = f(C), the activation the layer's owner fused after it (LayerFusedActivate(): layer->fuseact)
-    mask      C(i, j) *= f'(mask(i, j)), the derivative of the activation fused before it at the layer's input
-              (LayerFusedMask(): layer->fusemask), mask laid out like C
+    activate  C = f(C), the activation act passed with the layer's call (forwardact, layerimpl.h: LayerActivate())
+    mask      C(i, j) *= f'(mask(i, j)), the derivative of the activation act passed with the call (backwardmask) at the
+              layer's input (LayerMask()), mask laid out like C
     acc       the weight gradient's accumulation into DOUBLE: acc(i, j) += C(i, j), acc laid out like C. On
               PetscScalar the GEMM accumulates into acc itself (beta 1; C and beta are not used), the order of the
               double kernels; on float C is the chunk's product (beta 0 is the caller's usual choice), added in double.
@@ -30,13 +30,12 @@
 /* flops of a GEMM below which it is not cut: a part's GEMM should outweigh packing its operands */
 #define LAYER_GEMM_PART_FLOPS 4.0e6
 
-#define LAYER_GEMM_EPILOGUE(T)                                                                           \
-  struct {                                                                                               \
-    Layer        layer;    /* whose fused activation or mask (activate, mask) */                         \
-    const T     *bias;     /* [m], or NULL */                                                            \
-    PetscBool    activate; /* apply layer->fuseact */                                                    \
-    const T     *mask;     /* apply layer->fusemask's derivative at mask (ldc apart, like C), or NULL */ \
-    PetscScalar *acc;      /* add C into this double array (ldc apart, like C), or NULL */               \
+#define LAYER_GEMM_EPILOGUE(T)                                                                    \
+  struct {                                                                                        \
+    Layer        act;  /* an activation: C = f(C) without mask; C *= f'(mask) with it; or NULL */ \
+    const T     *bias; /* [m], or NULL */                                                         \
+    const T     *mask; /* where f' is taken (ldc apart, like C), or NULL */                       \
+    PetscScalar *acc;  /* add C into this double array (ldc apart, like C), or NULL */            \
   }
 typedef LAYER_GEMM_EPILOGUE(PetscScalar) LayerGemmEpilogue;
 typedef LAYER_GEMM_EPILOGUE(float) LayerGemmEpilogueSingle;

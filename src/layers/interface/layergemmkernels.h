@@ -162,8 +162,8 @@ static PetscErrorCode LAYER_GEMM_NAME(GemmEpilogue)(const LAYER_GEMM_NAME(LayerG
 
     if (ep->bias)
       for (PetscInt i = i0; i < i1; i++) c[i - i0] += ep->bias[i];
-    if (ep->activate) ierr = LAYER_GEMM_NAME(LayerFusedActivate)(ep->layer, i1 - i0, c);
-    if (ep->mask && !ierr) ierr = LAYER_GEMM_NAME(LayerFusedMask)(ep->layer, i1 - i0, ep->mask + (size_t)j * ldc + i0, c);
+    if (ep->act && !ep->mask) ierr = LAYER_GEMM_NAME(LayerActivate)(ep->act, i1 - i0, c);
+    if (ep->act && ep->mask) ierr = LAYER_GEMM_NAME(LayerMask)(ep->act, i1 - i0, ep->mask + (size_t)j * ldc + i0, c);
     if (ep->acc && (void *)ep->acc != (void *)C) {
       PetscScalar *a = ep->acc + (size_t)j * ldc + i0;
 
@@ -183,11 +183,11 @@ PetscErrorCode LAYER_GEMM_NAME(LayerGemm)(PetscBool threaded, char ta, char tb, 
   PetscErrorCode  err    = 0;
 
   if (!m || !n) return 0;
-  if (ep && !ep->bias && !ep->activate && !ep->mask && !ep->acc) ep = NULL;
+  if (ep && !ep->bias && !ep->act && !ep->acc) ep = NULL;
   if (ep && ep->acc && sizeof(LAYER_GEMM_T) == sizeof(PetscScalar)) { /* double: accumulate in the GEMM itself */
     C    = (LAYER_GEMM_T *)ep->acc;
     beta = 1;
-    if (!ep->bias && !ep->activate && !ep->mask) ep = NULL;
+    if (!ep->bias && !ep->act) ep = NULL;
   }
   if (m > PETSC_BLAS_INT_MAX || n > PETSC_BLAS_INT_MAX || k > PETSC_BLAS_INT_MAX || lda > PETSC_BLAS_INT_MAX || ldb > PETSC_BLAS_INT_MAX || ldc > PETSC_BLAS_INT_MAX) {
     if (!threaded) return PETSC_ERR_ARG_OUTOFRANGE;

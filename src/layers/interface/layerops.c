@@ -97,6 +97,43 @@ PetscErrorCode LayerForwardArray(Layer layer, PetscInt n, const PetscScalar *the
   PetscFunctionReturn(0);
 }
 
+/*
+  LayerForwardAct - forward of a layer with one input, followed by the activation act applied in the layer's own output
+  pass: y = act(f(x; theta)), the same bits as LayerForwardArray() then act's forward. t is PETSC_SCALAR (x, y double)
+  or PETSC_FLOAT (x, y float, LayerForwardSingle()). The kind must offer it (ops forwardact or forwardactsingle, and
+  act the matching activate): its owner checks that before choosing to call it.
+*/
+PetscErrorCode LayerForwardAct(Layer layer, Layer act, PetscDataType t, PetscInt n, const PetscScalar *theta, const void *x, void *y)
+{
+  PetscFunctionBegin;
+  PetscCall(PetscLogEventBegin(layer->event[LAYER_PHASE_FORWARD], layer, 0, 0, 0));
+  if (t == PETSC_FLOAT)
+    PetscUseTypeMethod(layer, forwardactsingle, act, n, theta, (const float *)x, (float *)y);
+  else
+    PetscUseTypeMethod(layer, forwardact, act, n, theta, (const PetscScalar *)x, (PetscScalar *)y);
+  PetscCall(PetscLogEventEnd(layer->event[LAYER_PHASE_FORWARD], layer, 0, 0, 0));
+  PetscFunctionReturn(0);
+}
+
+/*
+  LayerBackwardMask - backward of a layer with one input whose input x is the output of the activation act, with act's
+  derivative applied in the layer's own output pass: dx = act'(x) J_x^T dy, dtheta += J_theta^T dy; the same bits as
+  LayerBackwardArray() then act's backward. t as in LayerForwardAct().
+*/
+PetscErrorCode LayerBackwardMask(Layer layer, Layer act, PetscDataType t, PetscInt n, const PetscScalar *theta, const void *x, const void *y, const void *dy, void *dx, PetscScalar *dtheta)
+{
+  PetscFunctionBegin;
+  if (!layer->nparams) dtheta = NULL;
+  if (!dx && !dtheta && n && !layer->collective) PetscFunctionReturn(0);
+  PetscCall(PetscLogEventBegin(layer->event[LAYER_PHASE_BACKWARD], layer, 0, 0, 0));
+  if (t == PETSC_FLOAT)
+    PetscUseTypeMethod(layer, backwardmasksingle, act, n, theta, (const float *)x, (const float *)y, (const float *)dy, (float *)dx, dtheta);
+  else
+    PetscUseTypeMethod(layer, backwardmask, act, n, theta, (const PetscScalar *)x, (const PetscScalar *)y, (const PetscScalar *)dy, (PetscScalar *)dx, dtheta);
+  PetscCall(PetscLogEventEnd(layer->event[LAYER_PHASE_BACKWARD], layer, 0, 0, 0));
+  PetscFunctionReturn(0);
+}
+
 /*@C
   LayerBackwardArray - the vector-Jacobian product at the point (theta, x, y): dx = J_x^T dy (if dx),
   dtheta += J_theta^T dy (if dtheta).

@@ -58,7 +58,7 @@ typedef enum {
   BATCHNORM_SUM_V      /* v, v xhat */
 } BatchNormSumKind;
 
-/* positions per block of the elementwise passes: forward's fused activation runs on each block just written, in cache */
+/* positions per block of the elementwise passes: an activation passed with forward runs on each block just written, in cache */
 #define BATCHNORM_BLOCK_POSITIONS 64
 
 /* forward, backward and jvp, in double and in float (batchnormkernels.h) */
@@ -472,7 +472,7 @@ PETSC_INTERN PetscErrorCode LayerCreate_BatchNorm(Layer layer)
   layer->ops->setup          = LayerSetUp_BatchNorm;
   layer->ops->initialize     = LayerInitialize_BatchNorm;
   layer->ops->forward        = LayerForward_BatchNorm;
-  layer->fuseforward         = PETSC_TRUE; /* applies a fused activation in its output pass (layerimpl.h) */
+  layer->ops->forwardact     = LayerForwardAct_BatchNorm; /* an activation in its output pass (layerimpl.h) */
   layer->ops->backward       = LayerBackward_BatchNorm;
   layer->ops->jvp            = LayerJVP_BatchNorm;
   layer->ops->forwardsingle  = LayerForward_BatchNormSingle;

@@ -135,10 +135,10 @@ static const BN_T *BN_NAME(BatchNormSetCoefficients)(Layer_BatchNorm *bn, const 
 
 /*
   out = A v + B xhat + D per channel, xhat = (x - mu) s, from the coefficients co [5C] (mu, s, A, B, D): the shape of
-  the forward (v NULL, B = gamma, D = beta), the backward and the jvp. Block by block of positions, so that an
-  activation the owner fused after the layer (forward only) runs on the block just written, in cache.
+  the forward (v NULL, B = gamma, D = beta), the backward and the jvp. Block by block of positions, so that act, an
+  activation passed with the forward call (or NULL), runs on the block just written, in cache.
 */
-static PetscErrorCode BN_NAME(BatchNormAffine)(Layer layer, PetscInt P, const BN_T *co, const BN_T *x, const BN_T *v, BN_T *out, PetscBool fused)
+static PetscErrorCode BN_NAME(BatchNormAffine)(Layer layer, PetscInt P, const BN_T *co, const BN_T *x, const BN_T *v, BN_T *out, Layer act)
 {
   Layer_BatchNorm *bn = (Layer_BatchNorm *)layer->data;
   const PetscInt   C = bn->C, nblocks = (P + BATCHNORM_BLOCK_POSITIONS - 1) / BATCHNORM_BLOCK_POSITIONS;
@@ -157,21 +157,28 @@ static PetscErrorCode BN_NAME(BatchNormAffine)(Layer layer, PetscInt P, const BN
       for (PetscInt p = p0; p < p1; p++)
         for (PetscInt c = 0; c < C; c++) out[(size_t)p * C + c] = B[c] * ((x[(size_t)p * C + c] - mu[c]) * s[c]) + D[c];
     }
-    if (fused) PetNetThreadsSetError(&err, BN_NAME(LayerFusedActivate)(layer, (p1 - p0) * C, out + (size_t)p0 * C));
+    PetNetThreadsSetError(&err, BN_NAME(LayerActivate)(act, (p1 - p0) * C, out + (size_t)p0 * C));
   }
   PetNetThreadsCheck(err, "batchnorm forward");
   PetscFunctionReturn(0);
 }
 
-/* y = gamma xhat + beta, then (in the same pass, block by block) an activation its owner fused after it */
-static PetscErrorCode BN_NAME(LayerForward_BatchNorm)(Layer layer, PetscInt n, const PetscScalar *theta, const BN_T *x, BN_T *y)
+/* y = gamma xhat + beta, then (in the same pass, block by block) act, an activation passed by the caller (or NULL) */
+static PetscErrorCode BN_NAME(LayerForwardAct_BatchNorm)(Layer layer, Layer act, PetscInt n, const PetscScalar *theta, const BN_T *x, BN_T *y)
 {
   Layer_BatchNorm *bn = (Layer_BatchNorm *)layer->data;
 
   PetscFunctionBegin;
   PetscCall(BN_NAME(BatchNormStatistics)(layer, n, x));
-  PetscCall(BN_NAME(BatchNormAffine)(layer, n * bn->m, BN_NAME(BatchNormSetCoefficients)(bn, NULL, theta, theta + bn->C), x, NULL, y, PETSC_TRUE));
+  PetscCall(BN_NAME(BatchNormAffine)(layer, n * bn->m, BN_NAME(BatchNormSetCoefficients)(bn, NULL, theta, theta + bn->C), x, NULL, y, act));
   PetscCall(PetscLogFlops(4.0 * n * bn->m * bn->C));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode BN_NAME(LayerForward_BatchNorm)(Layer layer, PetscInt n, const PetscScalar *theta, const BN_T *x, BN_T *y)
+{
+  PetscFunctionBegin;
+  PetscCall(BN_NAME(LayerForwardAct_BatchNorm)(layer, NULL, n, theta, x, y));
   PetscFunctionReturn(0);
 }
 
@@ -197,7 +204,7 @@ static PetscErrorCode BN_NAME(LayerBackward_BatchNorm)(Layer layer, PetscInt n, 
       B[c] = -A[c] * means[C + c];
       D[c] = -A[c] * means[c];
     }
-    PetscCall(BN_NAME(BatchNormAffine)(layer, n * bn->m, BN_NAME(BatchNormSetCoefficients)(bn, A, B, D), x, dy, dx, PETSC_FALSE));
+    PetscCall(BN_NAME(BatchNormAffine)(layer, n * bn->m, BN_NAME(BatchNormSetCoefficients)(bn, A, B, D), x, dy, dx, NULL));
     PetscCall(PetscLogFlops(6.0 * n * bn->m * C));
   }
   PetscFunctionReturn(0);
@@ -218,7 +225,7 @@ static PetscErrorCode BN_NAME(LayerJVP_BatchNorm)(Layer layer, PetscInt n, const
     B[c] = (dtheta ? dtheta[c] : 0.0) - (dx ? A[c] * means[C + c] : 0.0);
     D[c] = (dtheta ? dtheta[C + c] : 0.0) - (dx ? A[c] * means[c] : 0.0);
   }
-  PetscCall(BN_NAME(BatchNormAffine)(layer, n * bn->m, BN_NAME(BatchNormSetCoefficients)(bn, A, B, D), x, dx, dy, PETSC_FALSE));
+  PetscCall(BN_NAME(BatchNormAffine)(layer, n * bn->m, BN_NAME(BatchNormSetCoefficients)(bn, A, B, D), x, dx, dy, NULL));
   PetscCall(PetscLogFlops(6.0 * n * bn->m * C));
   PetscFunctionReturn(0);
 }

@@ -304,7 +304,8 @@ PetscErrorCode LayerConvSetUpChannels_Private(Layer layer)
 
 /*
   Set-up of batch mode, (H, W, Cin) -> (Ho, Wo, Cout) or (D, H, W, Cin) -> (Do, Ho, Wo, Cout) with the im2col geometry,
-  or of a node of a grid (layer->griddim, layerimpl.h): (Cin) -> (Cout), the Net doing the spatial part.
+  or in point form (layer->fielddim, layerimpl.h): one point of a field, (Cin) -> (Cout), with its window described
+  over the kind's own nsd dims (its owner compares them with its field's).
 */
 PetscErrorCode LayerSetUpConv_Private(Layer layer)
 {
@@ -321,10 +322,8 @@ PetscErrorCode LayerSetUpConv_Private(Layer layer)
   PetscCall(ConvResetWorkspaceSingle_Batch(layer));
   PetscCall(LayerConvSetSingle_Private(layer, PETSC_FALSE));
   PetscCall(PetNetShapeToString(&layer->in, sizeof(shape), shape));
-  if (layer->griddim) {
-    PetscCheck(layer->griddim == nsd, comm, PETSC_ERR_ARG_INCOMP, "%s layer %" PetscInt_FMT " convolves %" PetscInt_FMT "-D grids, but it is a node of a %" PetscInt_FMT "-D grid: use %s", kind, layer->index, nsd, layer->griddim,
-               layer->griddim == 3 ? "conv3d" : "conv2d");
-    PetscCheck(layer->in.ndim == 1, comm, PETSC_ERR_ARG_SIZ, "%s layer %" PetscInt_FMT " is a node of a %" PetscInt_FMT "-D grid, whose points are the samples: its input shape must be (channels), not %s", kind, layer->index, nsd, shape);
+  if (layer->fielddim) {
+    PetscCheck(layer->in.ndim == 1, comm, PETSC_ERR_ARG_SIZ, "%s layer %" PetscInt_FMT " is in point form (one point of a field is a sample): its input shape must be (channels), not %s", kind, layer->index, shape);
     PetscCall(LayerWindowSetUp(layer, win, nsd, NULL));
     PetscCall(LayerConvSetUpChannels_Private(layer));
     layer->out.ndim   = 1;
@@ -333,8 +332,7 @@ PetscErrorCode LayerSetUpConv_Private(Layer layer)
   }
   if (nsd == 2) {
     PetscCheck(layer->in.ndim != 1, comm, PETSC_ERR_ARG_SIZ,
-               "%s layer %" PetscInt_FMT " has input shape %s: it convolves (height, width, channels) samples (give -net_input_shape HxWxC), or the fields of a 2-D DMDA whose grid points are the samples (NetDMDASetUp(), NetSetGrid())", kind,
-               layer->index, shape);
+               "%s layer %" PetscInt_FMT " has input shape %s: it convolves (height, width, channels) samples (give -net_input_shape HxWxC), or the fields of a 2-D DMDA whose grid points are the samples (NetDMDASetUp())", kind, layer->index, shape);
     PetscCheck(layer->in.ndim == 3, comm, PETSC_ERR_ARG_SIZ, "%s layer %" PetscInt_FMT " has input shape %s: it convolves (height, width, channels) samples (give -net_input_shape HxWxC)%s", kind, layer->index, shape,
                layer->in.ndim == 4 ? "; for (depth, height, width, channels) volumes use conv3d" : "");
   } else
@@ -358,15 +356,16 @@ PetscErrorCode LayerSetUpConv_Private(Layer layer)
 }
 
 /*
-  Whether the layer offers its single-precision kernels (convbatch.c, on float): in batch mode only; in grid mode (a node of
-  a grid, conv2d on a DMDA) the layer's converting fallback (LayerForwardSingle()) runs its double kernels
+  Whether the layer offers its single-precision kernels (convbatch.c, on float): in batch form only (a layer in point
+  form has no kernels)
 */
 PetscErrorCode LayerConvSetSingle_Private(Layer layer, PetscBool on)
 {
   PetscFunctionBegin;
-  layer->ops->forwardsingle  = on ? ConvForwardSingle_Batch : NULL;
-  layer->ops->backwardsingle = on ? ConvBackwardSingle_Batch : NULL;
-  layer->ops->jvpsingle      = on ? ConvJVPSingle_Batch : NULL;
+  layer->ops->forwardsingle    = on ? ConvForwardSingle_Batch : NULL;
+  layer->ops->forwardactsingle = on ? ConvForwardActSingle_Batch : NULL;
+  layer->ops->backwardsingle   = on ? ConvBackwardSingle_Batch : NULL;
+  layer->ops->jvpsingle        = on ? ConvJVPSingle_Batch : NULL;
   PetscFunctionReturn(0);
 }
 

@@ -46,7 +46,7 @@
   gradient comes out of sgemm in float and is added into its part's DOUBLE accumulator (LayerGemm()'s accumulation
   into double), the parts then into the double dtheta in part order; the bias gradient is summed in double. conv2d's
   Winograd is compiled for float too (../conv2d/conv2dwinograd.c), used wherever double uses Winograd; grid mode
-  (a DMDA, or a node of a grid) has no float kernels (the layer's converting fallback runs its double kernels).
+  (point form) has no float kernels (the layer's converting fallback runs its double kernels).
   Threads (../../../../include/petnet/private/threadsimpl.h): forward and jvp run their chunks in parallel, each thread
   with its own column buffer; backward and sobackward cut the batch into parts of whole samples (PetNetThreadParts():
   a number that depends on the batch size only), each part running its chunks in order and adding its weight and bias
@@ -115,6 +115,7 @@ PETSC_INTERN PetscErrorCode LayerDestroyConv_Private(Layer);
 
 /* convbatch.c: batch mode, im2col + GEMM, in double and (...Single_Batch: float values, double parameters; layerimpl.h) in single precision */
 PETSC_INTERN PetscErrorCode ConvForward_Batch(Layer, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode ConvForwardAct_Batch(Layer, Layer, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *);
 PETSC_INTERN PetscErrorCode ConvBackward_Batch(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
 PETSC_INTERN PetscErrorCode ConvJVP_Batch(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *);
 PETSC_INTERN PetscErrorCode ConvSOBackward_Batch(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
@@ -128,6 +129,7 @@ PETSC_INTERN PetscErrorCode ConvDirectOutputSingle_Batch(const LayerConv *, Pets
 PETSC_INTERN PetscErrorCode ConvDirectWeightsSingle_Batch(const LayerConv *, PetscInt, PetscInt, PetscInt, const float *, const float *, float *, float *);
 
 PETSC_INTERN PetscErrorCode ConvForwardSingle_Batch(Layer, PetscInt, const PetscScalar *, const float *, float *);
+PETSC_INTERN PetscErrorCode ConvForwardActSingle_Batch(Layer, Layer, PetscInt, const PetscScalar *, const float *, float *);
 PETSC_INTERN PetscErrorCode ConvBackwardSingle_Batch(Layer, PetscInt, const PetscScalar *, const float *, const float *, const float *, float *, PetscScalar *);
 PETSC_INTERN PetscErrorCode ConvJVPSingle_Batch(Layer, PetscInt, const PetscScalar *, const float *, const float *, const float *, const PetscScalar *, float *);
 PETSC_INTERN PetscErrorCode ConvResetWorkspaceSingle_Batch(Layer);

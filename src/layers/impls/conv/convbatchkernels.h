@@ -119,7 +119,7 @@ static PetscErrorCode CONV_NAME(ConvGemmWeights)(const LayerConv *conv, PetscInt
 
   for (PetscInt g = 0; g < conv->groups && !ierr; g++) {
     const size_t off                = (size_t)g * conv->cog * conv->kg;
-    CONV_NAME(LayerGemmEpilogue) ep = {NULL, NULL, PETSC_FALSE, NULL, acc + off};
+    CONV_NAME(LayerGemmEpilogue) ep = {NULL, NULL, NULL, acc + off};
 
     if (conv->dwtransposed)
       ierr = CONV_NAME(LayerGemm)(PETSC_FALSE, 'N', 'T', conv->cog, conv->kg, P, dy + g * conv->cog, conv->nout, col + g * conv->kg, conv->ktot, 0, dwc + off, conv->cog, &ep);
@@ -182,8 +182,9 @@ static void CONV_NAME(ConvFillBias)(PetscInt P, PetscInt nout, const CONV_T *b, 
     for (PetscInt o = 0; o < nout; o++) y[o] = b[o];
 }
 
-/* forward: y = f(conv(x; W) + b), the chunks of rows in parallel; col(x) is kept for backward when one chunk holds the batch */
-PetscErrorCode CONV_BATCH_NAME(ConvForward)(Layer layer, PetscInt n, const PetscScalar *theta, const CONV_T *x, CONV_T *y)
+/* forward: y = f(conv(x; W) + b) with f = act (an activation passed by the caller; NULL: none), the chunks of rows in
+   parallel; col(x) is kept for backward when one chunk holds the batch */
+PetscErrorCode CONV_BATCH_NAME(ConvForwardAct)(Layer layer, Layer act, PetscInt n, const PetscScalar *theta, const CONV_T *x, CONV_T *y)
 {
   LayerConv     *conv = (LayerConv *)layer->data;
   CONV_WORK_T   *s    = CONV_WORK(conv);
@@ -216,7 +217,7 @@ PetscErrorCode CONV_BATCH_NAME(ConvForward)(Layer layer, PetscInt n, const Petsc
       if (b) CONV_NAME(ConvFillBias)(P, conv->nout, b, ys);
       if (!ierr) ierr = CONV_NAME(ConvGemmOutput)(conv, P, s->wt, col, b ? 1 : 0, ys);
     }
-    if (!ierr) ierr = CONV_NAME(LayerFusedActivate)(layer, P * conv->nout, ys); /* an activation its owner fused, while the chunk is in cache */
+    if (!ierr) ierr = CONV_NAME(LayerActivate)(act, P * conv->nout, ys); /* the activation, while the chunk is in cache */
     PetNetThreadsSetError(&err, ierr);
   }
   PetNetThreadsCheck(err, "conv forward");
@@ -239,6 +240,13 @@ static void ConvAddDirectWeightsSingle(const LayerConv *conv, const float *dwt, 
 #endif
 
 /* backward: dW += col(x) dy^T, db += sum_p dy (in double); dx = col2im(W dy): parts of whole samples in parallel, chunks in order */
+PetscErrorCode CONV_BATCH_NAME(ConvForward)(Layer layer, PetscInt n, const PetscScalar *theta, const CONV_T *x, CONV_T *y)
+{
+  PetscFunctionBegin;
+  PetscCall(CONV_BATCH_NAME(ConvForwardAct)(layer, NULL, n, theta, x, y));
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode CONV_BATCH_NAME(ConvBackward)(Layer layer, PetscInt n, const PetscScalar *theta, const CONV_T *x, const CONV_T *y, const CONV_T *dy, CONV_T *dx, PetscScalar *dtheta)
 {
   LayerConv     *conv = (LayerConv *)layer->data;

@@ -254,7 +254,7 @@ static void ConvTapsInput(const ConvTapsGeometry *g, PetscInt n, PetscInt insize
   }
 }
 
-PetscErrorCode ConvForward_Taps(Layer layer, ConvTaps *taps, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
+PetscErrorCode ConvForward_Taps(Layer layer, ConvTaps *taps, Layer act, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
 {
   const LayerConv *conv = (const LayerConv *)layer->data;
   ConvTapsGeometry g;
@@ -263,7 +263,7 @@ PetscErrorCode ConvForward_Taps(Layer layer, ConvTaps *taps, PetscInt n, const P
   PetscCall(ConvTapsGetGeometry(conv, &g));
   ConvTapsTranspose(&g, theta, taps->wt);
   ConvTapsOutput(&g, n, layer->insize, conv->bias ? theta + g.K * g.cout : NULL, taps->wt, x, NULL, NULL, y);
-  PetscCall(LayerFusedActivate(layer, n * layer->outsize, y));
+  PetscCall(LayerActivate(act, n * layer->outsize, y)); /* the activation passed by the caller, or none */
   PetscCall(PetscLogFlops(2.0 * n * conv->pixels * g.K * g.cout));
   PetscFunctionReturn(0);
 }

@@ -35,7 +35,7 @@ typedef struct {
 PETSC_INTERN PetscBool      ConvTapsApplies(const LayerConv *);
 PETSC_INTERN PetscErrorCode ConvTapsSetUp(Layer, ConvTaps *);
 PETSC_INTERN PetscErrorCode ConvTapsReset(ConvTaps *);
-PETSC_INTERN PetscErrorCode ConvForward_Taps(Layer, ConvTaps *, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode ConvForward_Taps(Layer, ConvTaps *, Layer, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *);
 PETSC_INTERN PetscErrorCode ConvBackward_Taps(Layer, ConvTaps *, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
 PETSC_INTERN PetscErrorCode ConvJVP_Taps(Layer, ConvTaps *, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *);
 PETSC_INTERN PetscErrorCode ConvSOBackward_Taps(Layer, ConvTaps *, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);

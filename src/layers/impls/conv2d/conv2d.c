@@ -66,16 +66,17 @@ static PetscErrorCode LayerSetUp_Conv2d(Layer layer)
   PetscCall(Conv2dResetWorkspaceSingle_Winograd(layer));
   PetscCall(ConvTapsReset(&conv->taps));
   conv->wg.on = PETSC_FALSE;
-  PetscCall(LayerSetUpConv_Private(layer)); /* (H, W, Cin) samples; or a node of a grid */
-  if (layer->griddim) PetscFunctionReturn(0);
+  PetscCall(LayerSetUpConv_Private(layer)); /* (H, W, Cin) samples; or point form */
+  if (layer->fielddim) PetscFunctionReturn(0);
   conv->wg.tiles[0] = (conv->base.win.out[0] + 1) / 2;
   conv->wg.tiles[1] = (conv->base.win.out[1] + 1) / 2;
   Conv2dChooseAlgorithm(conv, &usetaps);
   if (usetaps) PetscCall(ConvTapsSetUp(layer, &conv->taps));
   if (conv->wg.on) { /* single precision: Winograd where double uses it, else the base's im2col */
-    layer->ops->forwardsingle  = Conv2dForwardSingle_Winograd;
-    layer->ops->backwardsingle = Conv2dBackwardSingle_Winograd;
-    layer->ops->jvpsingle      = Conv2dJVPSingle_Winograd;
+    layer->ops->forwardsingle    = Conv2dForwardSingle_Winograd;
+    layer->ops->forwardactsingle = Conv2dForwardActSingle_Winograd;
+    layer->ops->backwardsingle   = Conv2dBackwardSingle_Winograd;
+    layer->ops->jvpsingle        = Conv2dJVPSingle_Winograd;
   }
   PetscFunctionReturn(0);
 }
@@ -92,16 +93,19 @@ static PetscErrorCode LayerReset_Conv2d(Layer layer)
 
 /*
   The layer's operations choose the kernels: Winograd F(2x2, 3x3) (conv2dwinograd.c) or im2col + GEMM
-  (../conv/convbatch.c). The two compute the same function of the same theta. A node of a grid (layer->griddim) is never run: its Net runs a copy.
+  (../conv/convbatch.c). The two compute the same function of the same theta. A layer in point form (layer->fielddim)
+  has no kernels: a copy of it in batch form runs on a box of the field.
 */
 static PetscErrorCode Conv2dCheckRunnable(Layer layer)
 {
   PetscFunctionBegin;
-  PetscCheck(!layer->griddim, PETSC_COMM_SELF, PETSC_ERR_ORDER, "conv2d layer %" PetscInt_FMT " is a node of a %" PetscInt_FMT "-D grid: its Net runs it on the rank's box, not the layer itself", layer->index, layer->griddim);
+  PetscCheck(!layer->fielddim, PETSC_COMM_SELF, PETSC_ERR_ORDER, "conv2d layer %" PetscInt_FMT " is in point form (one point of a %" PetscInt_FMT "-D field): it has no kernels; run a copy of it in batch form on a box of the field", layer->index,
+             layer->fielddim);
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode LayerForward_Conv2d(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
+/* y = act(conv(x; W) + b), act an activation passed by the caller (NULL: none), applied in each kernel's output pass */
+static PetscErrorCode LayerForwardAct_Conv2d(Layer layer, Layer act, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
 {
   Layer_Conv2d *conv = (Layer_Conv2d *)layer->data;
 
@@ -110,11 +114,18 @@ static PetscErrorCode LayerForward_Conv2d(Layer layer, PetscInt n, const PetscSc
   if (!n)
     PetscFunctionReturn(0);
   else if (conv->taps.on)
-    PetscCall(ConvForward_Taps(layer, &conv->taps, n, theta, x, y));
+    PetscCall(ConvForward_Taps(layer, &conv->taps, act, n, theta, x, y));
   else if (conv->wg.on)
-    PetscCall(Conv2dForward_Winograd(layer, n, theta, x, y));
+    PetscCall(Conv2dForwardAct_Winograd(layer, act, n, theta, x, y));
   else
-    PetscCall(ConvForward_Batch(layer, n, theta, x, y));
+    PetscCall(ConvForwardAct_Batch(layer, act, n, theta, x, y));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerForward_Conv2d(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
+{
+  PetscFunctionBegin;
+  PetscCall(LayerForwardAct_Conv2d(layer, NULL, n, theta, x, y));
   PetscFunctionReturn(0);
 }
 
@@ -207,9 +218,9 @@ static PetscErrorCode LayerView_Conv2d(Layer layer, PetscViewer viewer)
   PetscFunctionBegin;
   PetscCall(LayerViewConv_Private(layer, viewer));
   if (conv->base.init == LAYER_INIT_NORMAL) PetscCall(PetscSNPrintf(std, sizeof(std), " (std %g)", (double)conv->base.initstd));
-  if (layer->setupcalled && layer->griddim) {
+  if (layer->setupcalled && layer->fielddim) {
     PetscCall(PetscViewerASCIIPrintf(viewer, "initialisation %s%s\n", LayerInitTypes[conv->base.init], std));
-    PetscCall(PetscViewerASCIIPrintf(viewer, "a node of a %" PetscInt_FMT "-D grid: (channels) -> (output channels)\n", layer->griddim));
+    PetscCall(PetscViewerASCIIPrintf(viewer, "point form on a %" PetscInt_FMT "-D field: (channels) -> (output channels)\n", layer->fielddim));
     PetscFunctionReturn(0);
   }
   PetscCall(PetscViewerASCIIPrintf(viewer, "initialisation %s%s, algorithm %s%s, chunks of samples in %.2f MB of workspace\n", LayerInitTypes[conv->base.init], std, Conv2dAlgorithms[conv->algorithm],
@@ -532,8 +543,7 @@ PETSC_INTERN PetscErrorCode LayerCreate_Conv2d(Layer layer)
   conv->algorithm            = CONV2D_ALGORITHM_AUTO;
   layer->ops->setup          = LayerSetUp_Conv2d;
   layer->ops->forward        = LayerForward_Conv2d;
-  layer->fuseforward         = PETSC_TRUE; /* applies a fused activation to each chunk of its output (layerimpl.h) */
-  layer->fuseforwardsingle   = PETSC_TRUE; /* in single precision too (batch mode: im2col and Winograd) */
+  layer->ops->forwardact     = LayerForwardAct_Conv2d; /* an activation on each chunk of its output (layerimpl.h); in float: set-up */
   layer->ops->backward       = LayerBackward_Conv2d;
   layer->ops->jvp            = LayerJVP_Conv2d;
   layer->ops->sobackward     = LayerSOBackward_Conv2d;

@@ -19,7 +19,7 @@
     conv2d.c                the kind: its algorithm, set-up, public setters
     conv2dpatches.c         the receptive fields of a batch as a public operation (LayerConv2dGetPatches(), for K-FAC)
   A Net on a DMDA (NetSetGrid(), NetDMDASetUp()) runs a batch-mode copy of the layer on each rank's box of the field
-  (src/net/netspatial.c); the node itself, layer->griddim set, is the base's (Cin) -> (Cout) and is never run.
+  (src/net/netspatial.c); the node itself, layer->fielddim set (point form), is the base's (Cin) -> (Cout) and is never run.
 
   Cache blocking: the batch is processed in chunks (of output rows for im2col, of samples for Winograd) whose workspace
   fits in -conv2d_max_workspace MB (default 1, about a core's L2 cache), so that each GEMM reads what the transform
@@ -84,6 +84,7 @@ PETSC_INTERN PetscErrorCode LayerConv2dGetPatchLayout_Conv2d(Layer, PetscInt *, 
 PETSC_INTERN PetscErrorCode LayerConv2dGetPatches_Conv2d(Layer, PetscInt, const PetscScalar *, PetscScalar *);
 
 PETSC_INTERN PetscErrorCode Conv2dForward_Winograd(Layer, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode Conv2dForwardAct_Winograd(Layer, Layer, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *);
 PETSC_INTERN PetscErrorCode Conv2dBackward_Winograd(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
 PETSC_INTERN PetscErrorCode Conv2dJVP_Winograd(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *);
 PETSC_INTERN PetscErrorCode Conv2dSOBackward_Winograd(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
@@ -93,6 +94,7 @@ PETSC_INTERN void           Conv2dWinogradPartAccumulators_Private(const Layer_C
 PETSC_INTERN void           Conv2dWinogradAddParts_Private(const Layer_Conv2d *, PetscScalar *, const PetscScalar *, PetscInt, PetscScalar *, PetscScalar *);
 /* the same in single precision (float values, double parameters; layerimpl.h) */
 PETSC_INTERN PetscErrorCode Conv2dForwardSingle_Winograd(Layer, PetscInt, const PetscScalar *, const float *, float *);
+PETSC_INTERN PetscErrorCode Conv2dForwardActSingle_Winograd(Layer, Layer, PetscInt, const PetscScalar *, const float *, float *);
 PETSC_INTERN PetscErrorCode Conv2dBackwardSingle_Winograd(Layer, PetscInt, const PetscScalar *, const float *, const float *, const float *, float *, PetscScalar *);
 PETSC_INTERN PetscErrorCode Conv2dJVPSingle_Winograd(Layer, PetscInt, const PetscScalar *, const float *, const float *, const float *, const PetscScalar *, float *);
 PETSC_INTERN PetscErrorCode Conv2dResetWorkspaceSingle_Winograd(Layer);

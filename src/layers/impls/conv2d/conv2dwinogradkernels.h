@@ -289,7 +289,7 @@ static PetscErrorCode WINOGRAD_NAME(WinogradGemms)(const Layer_Conv2d *conv, Win
       ierr = WINOGRAD_NAME(LayerGemm)(PETSC_FALSE, 'N', 'N', cout, T, cin, U + xi * uplane, cout, V + xi * vplane, cin, 0, M + xi * mplane, cout, NULL);
       break;
     case WINOGRAD_GEMM_WEIGHTS: {
-      WINOGRAD_NAME(LayerGemmEpilogue) ep = {NULL, NULL, PETSC_FALSE, NULL, dU + xi * uplane};
+      WINOGRAD_NAME(LayerGemmEpilogue) ep = {NULL, NULL, NULL, dU + xi * uplane};
 
       ierr = WINOGRAD_NAME(LayerGemm)(PETSC_FALSE, 'N', 'T', cin, cout, T, V + xi * vplane, cin, M + xi * mplane, cout, 0, dUc + xi * uplane, cin, &ep);
     } break;
@@ -357,8 +357,8 @@ PetscErrorCode WINOGRAD_ENTRY(Conv2dResetWorkspace)(Layer layer)
   PetscFunctionReturn(0);
 }
 
-/* y = f(conv(x; W) + b), the chunks of samples in parallel */
-PetscErrorCode WINOGRAD_ENTRY(Conv2dForward)(Layer layer, PetscInt n, const PetscScalar *theta, const WINOGRAD_T *x, WINOGRAD_T *y)
+/* y = f(conv(x; W) + b) with f = act (an activation passed by the caller; NULL: none), the chunks of samples in parallel */
+PetscErrorCode WINOGRAD_ENTRY(Conv2dForwardAct)(Layer layer, Layer act, PetscInt n, const PetscScalar *theta, const WINOGRAD_T *x, WINOGRAD_T *y)
 {
   Layer_Conv2d     *conv = (Layer_Conv2d *)layer->data;
   WINOGRAD_WORK    *s    = WINOGRAD_WS(conv);
@@ -382,10 +382,17 @@ PetscErrorCode WINOGRAD_ENTRY(Conv2dForward)(Layer layer, PetscInt n, const Pets
     WINOGRAD_NAME(WinogradColumns)(conv, s0, ns, n, x, layer->insize, t.V);
     PetNetThreadsSetError(&err, WINOGRAD_NAME(WinogradGemms)(conv, WINOGRAD_GEMM_OUTPUT, ns * tps, s->Ut, t.V, t.M, NULL, NULL));
     WINOGRAD_NAME(WinogradOutput)(conv, ns, t.M, b, PETSC_FALSE, t.scratch, y + (size_t)s0 * layer->outsize);
-    PetNetThreadsSetError(&err, WINOGRAD_NAME(LayerFusedActivate)(layer, ns * layer->outsize, y + (size_t)s0 * layer->outsize)); /* while the chunk is in cache */
+    PetNetThreadsSetError(&err, WINOGRAD_NAME(LayerActivate)(act, ns * layer->outsize, y + (size_t)s0 * layer->outsize)); /* while the chunk is in cache */
   }
   PetNetThreadsCheck(err, "conv2d winograd forward");
   PetscCall(PetscLogFlops(WinogradGemmFlops(conv, n)));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode WINOGRAD_ENTRY(Conv2dForward)(Layer layer, PetscInt n, const PetscScalar *theta, const WINOGRAD_T *x, WINOGRAD_T *y)
+{
+  PetscFunctionBegin;
+  PetscCall(WINOGRAD_ENTRY(Conv2dForwardAct)(layer, NULL, n, theta, x, y));
   PetscFunctionReturn(0);
 }
 

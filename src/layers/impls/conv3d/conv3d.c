@@ -15,7 +15,7 @@
   The batch is processed in chunks of output rows (the Wo points of one (od, oh)), as many as fit with their columns
   and outputs in -conv3d_max_workspace MB: a 32^3 volume's columns with a 3x3x3 kernel over 4 channels take 28 MB, so a
   chunk is a slab of the volume, and the column buffer stays bounded whatever the sample.
-  On a node of a grid (layer->griddim 3, set by a Net) the layer is (Cin) -> (Cout); the Net runs a copy on each box.
+  In point form (layer->fielddim, layerimpl.h) the layer is (Cin) -> (Cout); a copy of it in batch form runs on each box.
 */
 #include "../conv/conv.h"
 
@@ -30,19 +30,28 @@ static PetscErrorCode LayerSetUp_Conv3d(Layer layer)
   PetscFunctionReturn(0);
 }
 
-/* A node of a grid is never run: its Net runs a batch-mode copy on the rank's box */
+/* A layer in point form has no kernels: a copy of it in batch form runs on a box of the field */
 static PetscErrorCode Conv3dCheckRunnable(Layer layer)
 {
   PetscFunctionBegin;
-  PetscCheck(!layer->griddim, PETSC_COMM_SELF, PETSC_ERR_ORDER, "conv3d layer %" PetscInt_FMT " is a node of a %" PetscInt_FMT "-D grid: its Net runs it on the rank's box, not the layer itself", layer->index, layer->griddim);
+  PetscCheck(!layer->fielddim, PETSC_COMM_SELF, PETSC_ERR_ORDER, "conv3d layer %" PetscInt_FMT " is in point form (one point of a %" PetscInt_FMT "-D field): it has no kernels; run a copy of it in batch form on a box of the field", layer->index,
+             layer->fielddim);
+  PetscFunctionReturn(0);
+}
+
+/* y = act(conv(x; W) + b), act an activation passed by the caller (NULL: none), applied to each chunk of rows */
+static PetscErrorCode LayerForwardAct_Conv3d(Layer layer, Layer act, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
+{
+  PetscFunctionBegin;
+  PetscCall(Conv3dCheckRunnable(layer));
+  if (n) PetscCall(ConvForwardAct_Batch(layer, act, n, theta, x, y));
   PetscFunctionReturn(0);
 }
 
 static PetscErrorCode LayerForward_Conv3d(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
 {
   PetscFunctionBegin;
-  PetscCall(Conv3dCheckRunnable(layer));
-  if (n) PetscCall(ConvForward_Batch(layer, n, theta, x, y));
+  PetscCall(LayerForwardAct_Conv3d(layer, NULL, n, theta, x, y));
   PetscFunctionReturn(0);
 }
 
@@ -91,8 +100,8 @@ static PetscErrorCode LayerView_Conv3d(Layer layer, PetscViewer viewer)
   PetscFunctionBegin;
   PetscCall(LayerViewConv_Private(layer, viewer));
   if (conv->init == LAYER_INIT_NORMAL) PetscCall(PetscSNPrintf(std, sizeof(std), " (std %g)", (double)conv->initstd));
-  if (layer->setupcalled && layer->griddim)
-    PetscCall(PetscSNPrintf(work, sizeof(work), ", a node of a %" PetscInt_FMT "-D grid: (channels) -> (output channels)", layer->griddim));
+  if (layer->setupcalled && layer->fielddim)
+    PetscCall(PetscSNPrintf(work, sizeof(work), ", point form on a %" PetscInt_FMT "-D field: (channels) -> (output channels)", layer->fielddim));
   else if (layer->setupcalled)
     PetscCall(PetscSNPrintf(work, sizeof(work), ", %s, chunks of output rows in %.2f MB of workspace",
                             conv->pointwise          ? "1x1x1: GEMM on the input"
@@ -404,7 +413,7 @@ PetscErrorCode LayerConv3dSetInitialization(Layer layer, LayerInitType init, Pet
 
   Level: developer
 
-.seealso: `LayerConv2dGetPatchLayout()`, `LayerConv3dSetGroups()`, `LayerConv3dSetBias()`, `LayerSetPartition()`
+.seealso: `LayerConv2dGetPatchLayout()`, `LayerConv3dSetGroups()`, `LayerConv3dSetBias()`, `NetSetNodePartition()`
 @*/
 PetscErrorCode LayerConv3dGetPatchLayout(Layer layer, PetscInt *groups, PetscInt *kg, PetscInt *pixels, PetscBool *bias)
 {
@@ -420,8 +429,7 @@ PETSC_INTERN PetscErrorCode LayerCreate_Conv3d(Layer layer)
   PetscCall(LayerCreateConv_Private(layer, sizeof(Layer_Conv3d), 3));
   layer->ops->setup          = LayerSetUp_Conv3d;
   layer->ops->forward        = LayerForward_Conv3d;
-  layer->fuseforward         = PETSC_TRUE; /* ConvForward_Batch applies a fused activation to each chunk (layerimpl.h) */
-  layer->fuseforwardsingle   = PETSC_TRUE; /* ConvForwardSingle_Batch too */
+  layer->ops->forwardact     = LayerForwardAct_Conv3d; /* an activation on each chunk (layerimpl.h); in float: LayerConvSetSingle_Private() */
   layer->ops->backward       = LayerBackward_Conv3d;
   layer->ops->jvp            = LayerJVP_Conv3d;
   layer->ops->sobackward     = LayerSOBackward_Conv3d;

@@ -20,9 +20,9 @@
   double dW in the part's output pass; db is summed in double.
 
   Output passes (LayerGemm()'s epilogue, ../../interface/layergemm.h): forward adds the bias to each GEMM part's block
-  of Y while it is in cache, and applies there the activation its owner fused after it (layer->fuseact: Y = f(Wc^T X
+  of Y while it is in cache, and applies there an activation its caller passes (forwardact: Y = f(Wc^T X
   + b 1^T)); backward multiplies each part's block of dX by the derivative of an activation fused before it
-  (layer->fusemask: dX = f'(X) Wc dY). The same operations in the same order as the separate passes, so the same bits.
+  (backwardmask: dX = f'(X) Wc dY). The same operations in the same order as the separate passes, so the same bits.
 
   Threads: each GEMM is cut into parts along the larger of its two outer dimensions (LayerGemm()), the parts from the
   sizes alone and never along the inner dimension, so the results are the same bits for any number of threads; a
@@ -358,8 +358,8 @@ PetscErrorCode LayerDenseSetInitialization(Layer layer, LayerInitType init, Pets
 
   Notes:
   The compact form is dense:N:bias=0. Without the bias the layer's parameters are W alone. Changing it on a layer that
-  is set up resets the layer. A model-parallel node (LayerSetPartition()) uses it for its blocks: only the ranks of
-  the first input block add the bias.
+  is set up resets the layer. A copy of the layer computing one block of the weights (a block of W's columns) leaves
+  the bias to the copy of the first block.
 
   Level: intermediate
 
@@ -380,31 +380,32 @@ PETSC_INTERN PetscErrorCode LayerCreate_Dense(Layer layer)
 
   PetscFunctionBegin;
   PetscCall(PetscNew(&dense));
-  dense->bias                = PETSC_TRUE;
-  dense->init                = LAYER_INIT_KAIMING;
-  dense->initstd             = 0.01;
-  layer->data                = dense;
-  layer->ops->setup          = LayerSetUp_Dense;
-  layer->ops->initialize     = LayerInitialize_Dense;
-  layer->ops->forward        = DenseForward;
-  layer->ops->backward       = DenseBackward;
-  layer->gradfree            = PETSC_TRUE; /* dW = x^T dy, db = sum dy: W is not read */
-  layer->actonly             = PETSC_TRUE; /* backward and jvp read x (and theta) alone */
-  layer->fuseforward         = PETSC_TRUE; /* an activation after it in forward's output pass, one before it in dx's */
-  layer->fuseforwardsingle   = PETSC_TRUE; /* in single precision too (densekernels.h) */
-  layer->fusebackward        = PETSC_TRUE;
-  layer->fusebackwardsingle  = PETSC_TRUE;
-  layer->ops->jvp            = DenseJVP;
-  layer->ops->forwardsingle  = DenseForwardSingle;
-  layer->ops->backwardsingle = DenseBackwardSingle;
-  layer->ops->jvpsingle      = DenseJVPSingle;
-  layer->ops->sobackward     = LayerSOBackward_Dense;
-  layer->ops->tensors        = LayerTensors_Dense;
-  layer->ops->setarguments   = LayerSetArguments_Dense;
-  layer->ops->getarguments   = LayerGetArguments_Dense;
-  layer->ops->setfromoptions = LayerSetFromOptions_Dense;
-  layer->ops->view           = LayerView_Dense;
-  layer->ops->destroy        = LayerDestroy_Dense;
+  dense->bias            = PETSC_TRUE;
+  dense->init            = LAYER_INIT_KAIMING;
+  dense->initstd         = 0.01;
+  layer->data            = dense;
+  layer->ops->setup      = LayerSetUp_Dense;
+  layer->ops->initialize = LayerInitialize_Dense;
+  layer->ops->forward    = DenseForward;
+  layer->ops->backward   = DenseBackward;
+  layer->gradfree        = PETSC_TRUE; /* dW = x^T dy, db = sum dy: W is not read */
+  layer->actonly         = PETSC_TRUE; /* backward and jvp read x (and theta) alone */
+  /* an activation after it in forward's output pass, one before it in dx's, in double and float (densekernels.h) */
+  layer->ops->forwardact         = DenseForwardAct;
+  layer->ops->forwardactsingle   = DenseForwardActSingle;
+  layer->ops->backwardmask       = DenseBackwardMask;
+  layer->ops->backwardmasksingle = DenseBackwardMaskSingle;
+  layer->ops->jvp                = DenseJVP;
+  layer->ops->forwardsingle      = DenseForwardSingle;
+  layer->ops->backwardsingle     = DenseBackwardSingle;
+  layer->ops->jvpsingle          = DenseJVPSingle;
+  layer->ops->sobackward         = LayerSOBackward_Dense;
+  layer->ops->tensors            = LayerTensors_Dense;
+  layer->ops->setarguments       = LayerSetArguments_Dense;
+  layer->ops->getarguments       = LayerGetArguments_Dense;
+  layer->ops->setfromoptions     = LayerSetFromOptions_Dense;
+  layer->ops->view               = LayerView_Dense;
+  layer->ops->destroy            = LayerDestroy_Dense;
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerDenseSetOutputSize_C", LayerDenseSetOutputSize_Dense));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerDenseSetInitialization_C", LayerDenseSetInitialization_Dense));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerDenseSetBias_C", LayerDenseSetBias_Dense));

@@ -8,7 +8,8 @@
   float) and DENSE_NAME(DenseWork)() (where a float weight gradient is formed before the double accumulation).
   The parameters and their gradient stay double: dW += X dY^T through LayerGemm()'s accumulation into double.
 */
-static PetscErrorCode DENSE_NAME(DenseForward)(Layer layer, PetscInt n, const PetscScalar *theta, const DENSE_T *x, DENSE_T *y)
+/* y = act(W^T x + b) (act: an activation passed by the caller, or NULL) */
+static PetscErrorCode DENSE_NAME(DenseForwardAct)(Layer layer, Layer act, PetscInt n, const PetscScalar *theta, const DENSE_T *x, DENSE_T *y)
 {
   Layer_Dense   *dense = (Layer_Dense *)layer->data;
   const PetscInt in = layer->insize, out = layer->outsize;
@@ -18,8 +19,8 @@ static PetscErrorCode DENSE_NAME(DenseForward)(Layer layer, PetscInt n, const Pe
   PetscCall(DENSE_NAME(DenseParameters)(layer, theta, "forward", &W)); /* a rank without samples too: its backward may still be asked for */
   if (!n) PetscFunctionReturn(0);
   {
-    /* the bias (and a fused activation) in the GEMM's output pass, part by part while the part is in cache */
-    DENSE_NAME(LayerGemmEpilogue) ep = {layer, dense->bias ? W + in * out : NULL, (PetscBool)(layer->fuseact != NULL), NULL, NULL};
+    /* the bias (and the activation) in the GEMM's output pass, part by part while the part is in cache */
+    DENSE_NAME(LayerGemmEpilogue) ep = {act, dense->bias ? W + in * out : NULL, NULL, NULL};
 
     PetscCall(DENSE_NAME(LayerGemm)(PETSC_TRUE, 'T', 'N', out, n, in, W, in, x, in, 0, y, out, &ep));
   }
@@ -27,7 +28,8 @@ static PetscErrorCode DENSE_NAME(DenseForward)(Layer layer, PetscInt n, const Pe
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode DENSE_NAME(DenseBackward)(Layer layer, PetscInt n, const PetscScalar *theta, const DENSE_T *x, const DENSE_T *y, const DENSE_T *dy, DENSE_T *dx, PetscScalar *dtheta)
+/* dx = act'(x) W dy (act: the activation that made x, passed by the caller, or NULL), dtheta += ... */
+static PetscErrorCode DENSE_NAME(DenseBackwardMask)(Layer layer, Layer act, PetscInt n, const PetscScalar *theta, const DENSE_T *x, const DENSE_T *y, const DENSE_T *dy, DENSE_T *dx, PetscScalar *dtheta)
 {
   Layer_Dense   *dense = (Layer_Dense *)layer->data;
   const PetscInt in = layer->insize, out = layer->outsize;
@@ -36,7 +38,7 @@ static PetscErrorCode DENSE_NAME(DenseBackward)(Layer layer, PetscInt n, const P
   PetscFunctionBegin;
   if (!n) PetscFunctionReturn(0);
   if (dx) {
-    DENSE_NAME(LayerGemmEpilogue) ep = {layer, NULL, PETSC_FALSE, layer->fusemask ? x : NULL, NULL}; /* an activation fused before: dx = f'(x) W^T dy */
+    DENSE_NAME(LayerGemmEpilogue) ep = {act, NULL, x, NULL}; /* the activation before it: dx = f'(x) W^T dy */
 
     PetscCall(DENSE_NAME(DenseParameters)(layer, theta, "backward", &W));
     PetscCall(DENSE_NAME(LayerGemm)(PETSC_TRUE, 'N', 'N', in, n, out, W, in, dy, out, 0, dx, in, &ep));
@@ -44,7 +46,7 @@ static PetscErrorCode DENSE_NAME(DenseBackward)(Layer layer, PetscInt n, const P
   }
   if (dtheta) {
     PetscScalar *db                  = dtheta + in * out;
-    DENSE_NAME(LayerGemmEpilogue) ep = {layer, NULL, PETSC_FALSE, NULL, dtheta}; /* dW += each part's block, in double */
+    DENSE_NAME(LayerGemmEpilogue) ep = {NULL, NULL, NULL, dtheta}; /* dW += each part's block, in double */
 
     PetscCall(DENSE_NAME(LayerGemm)(PETSC_TRUE, 'N', 'T', in, out, n, x, in, dy, out, 0, DENSE_NAME(DenseWork)(layer), in, &ep));
     if (dense->bias)
@@ -52,6 +54,20 @@ static PetscErrorCode DENSE_NAME(DenseBackward)(Layer layer, PetscInt n, const P
         for (PetscInt o = 0; o < out; o++) db[o] += dy[s * out + o];
     PetscCall(PetscLogFlops(2.0 * n * in * out + n * out));
   }
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode DENSE_NAME(DenseForward)(Layer layer, PetscInt n, const PetscScalar *theta, const DENSE_T *x, DENSE_T *y)
+{
+  PetscFunctionBegin;
+  PetscCall(DENSE_NAME(DenseForwardAct)(layer, NULL, n, theta, x, y));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode DENSE_NAME(DenseBackward)(Layer layer, PetscInt n, const PetscScalar *theta, const DENSE_T *x, const DENSE_T *y, const DENSE_T *dy, DENSE_T *dx, PetscScalar *dtheta)
+{
+  PetscFunctionBegin;
+  PetscCall(DENSE_NAME(DenseBackwardMask)(layer, NULL, n, theta, x, y, dy, dx, dtheta));
   PetscFunctionReturn(0);
 }
 
@@ -73,7 +89,7 @@ static PetscErrorCode DENSE_NAME(DenseJVP)(Layer layer, PetscInt n, const PetscS
   if (dtheta) {
     PetscCall(DENSE_NAME(DenseDirection)(layer, dtheta, &dW));
     {
-      DENSE_NAME(LayerGemmEpilogue) ep = {layer, dense->bias ? dW + in * out : NULL, PETSC_FALSE, NULL, NULL}; /* + db 1^T in the output pass */
+      DENSE_NAME(LayerGemmEpilogue) ep = {NULL, dense->bias ? dW + in * out : NULL, NULL, NULL}; /* + db 1^T in the output pass */
 
       PetscCall(DENSE_NAME(LayerGemm)(PETSC_TRUE, 'T', 'N', out, n, in, dW, in, x, in, beta, dy, out, &ep));
     }

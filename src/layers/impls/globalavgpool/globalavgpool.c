@@ -14,8 +14,8 @@ static PetscErrorCode LayerSetUp_GlobalAvgPool(Layer layer)
 
   PetscFunctionBegin;
   PetscCall(PetNetShapeToString(&layer->in, sizeof(shape), shape));
-  if (layer->griddim) { /* a node of a Net on a grid: the Net sums over the field (netspatial.c) */
-    PetscCheck(layer->in.ndim == 1, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_SIZ, "globalavgpool on a grid takes one grid point, (channels), as a sample, not %s", shape);
+  if (layer->fielddim) { /* point form: (channels) -> (channels), the mean over the field is its owner's */
+    PetscCheck(layer->in.ndim == 1, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_SIZ, "globalavgpool in point form takes one point of a field, (channels), as a sample, not %s", shape);
     layer->out = layer->in;
     PetscFunctionReturn(0);
   }

@@ -249,8 +249,6 @@ static PetscErrorCode LayerSetUp_Graph(Layer layer)
             ((PetscObject)layer)->type_name, ((PetscObject)layer)->type_name, prefix ? prefix : "");
   }
   PetscCall(GraphName(layer, sizeof(name), name));
-  PetscCheck(!layer->griddim, PetscObjectComm((PetscObject)layer), PETSC_ERR_SUP,
-             "%s is in a Net on a grid (NetSetGrid()): a graph layer's samples are the nodes of its sparse operator, not grid points; for a DMDA field assemble the grid's stencil as an AIJ Mat (DMCreateMatrix()) and use the Net in batch mode", name);
   PetscCall(PetNetShapeSize(&layer->in, &in));
   layer->out.ndim   = 1;
   layer->out.dim[0] = g->nout;

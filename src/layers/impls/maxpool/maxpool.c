@@ -79,12 +79,12 @@ static PetscErrorCode LayerSetUp_MaxPool(Layer layer)
 
   PetscFunctionBegin;
   PetscCall(LayerSetUpPool_Private(layer));
-  if (layer->griddim) PetscFunctionReturn(0); /* a node of a grid is never run (LayerPoolCheckRunnable_Private()) */
+  if (layer->fielddim) PetscFunctionReturn(0); /* point form has no kernels (LayerPoolCheckRunnable_Private()) */
   for (PetscInt d = 0; d < layer->in.ndim; d++) size *= layer->in.dim[d];
   PetscCall(PetNetShapeToString(&layer->in, sizeof(shape), shape));
   PetscCheck(size <= INT32_MAX, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE,
              "maxpool layer %" PetscInt_FMT ": a sample of shape %s has %" PetscInt64_FMT " entries, more than the %" PRId32
-             " its argmax (offsets within a sample, 32-bit) can index: pool smaller samples, or split each sample over ranks (a Net on a grid)",
+             " its argmax (offsets within a sample, 32-bit) can index: pool smaller samples, or split each sample into boxes (point form on a field)",
              layer->index, shape, size, INT32_MAX);
   LayerWindowGetVolume(&pool->win, &v);
   pool->tiled = PETSC_TRUE;
@@ -137,14 +137,14 @@ static PetscErrorCode LayerForward_MaxPool(Layer layer, PetscInt n, const PetscS
   PetscFunctionReturn(0);
 }
 
-/* each thread's scratch of one sample's masked dy (bytes per thread), for the fused activation's mask taken at the
-   outputs y (which its owner, the Net, always passes) */
+/* each thread's scratch of one sample's masked dy (bytes per thread), for the mask of an activation passed with the
+   call (backwardmask), taken at the outputs y (which the caller then passes) */
 static PetscErrorCode MaxPoolMaskScratch(Layer_MaxPool *pool, PetscInt n, const void *y, size_t bytes)
 {
   const size_t need = (size_t)PetNetThreads() * bytes;
 
   PetscFunctionBegin;
-  PetscCheck(y || !n, PETSC_COMM_SELF, PETSC_ERR_ARG_NULL, "maxpool backward with a fused activation needs the forward's output y");
+  PetscCheck(y || !n, PETSC_COMM_SELF, PETSC_ERR_ARG_NULL, "maxpool backward with an activation's mask needs the forward's output y");
   if (need <= pool->ngmask) PetscFunctionReturn(0);
   PetscCall(PetscFree(pool->gmask));
   PetscCall(PetscMalloc(need, &pool->gmask));
@@ -152,7 +152,8 @@ static PetscErrorCode MaxPoolMaskScratch(Layer_MaxPool *pool, PetscInt n, const 
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode LayerBackward_MaxPool(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)
+/* dx = J^T (act'(y) dy), act the activation before it passed by the caller (or NULL) */
+static PetscErrorCode LayerBackwardMask_MaxPool(Layer layer, Layer act, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)
 {
   Layer_MaxPool    *pool = (Layer_MaxPool *)layer->data;
   const PetscInt    in = layer->insize, out = layer->outsize, N = n * out;
@@ -163,18 +164,18 @@ static PetscErrorCode LayerBackward_MaxPool(Layer layer, PetscInt n, const Petsc
   if (!dx) PetscFunctionReturn(0);
   PetscCheck(n == pool->nwork, PETSC_COMM_SELF, PETSC_ERR_ORDER, "maxpool backward on %" PetscInt_FMT " samples after a forward pass on %" PetscInt_FMT ": call forward first", n, pool->nwork);
   LayerWindowGetVolume(&pool->win, &v);
-  if (layer->fusemask) PetscCall(MaxPoolMaskScratch(pool, n, y, (size_t)out * sizeof(PetscScalar)));
+  if (act) PetscCall(MaxPoolMaskScratch(pool, n, y, (size_t)out * sizeof(PetscScalar)));
 #pragma omp parallel for num_threads(PetNetThreads()) schedule(guided) if (n > 1 && N > 4096)
   for (PetscInt s = 0; s < n; s++) {
     const int32_t     *am  = pool->argmax + (size_t)s * out;
     const PetscScalar *dys = dy + (size_t)s * out;
     PetscScalar       *dxs = dx + (size_t)s * in;
 
-    if (layer->fusemask) { /* an activation its owner fused before it (relu -> maxpool): masked at the outputs */
+    if (act) { /* the activation before it (relu -> maxpool): masked at the outputs */
       PetscScalar *gm = (PetscScalar *)pool->gmask + (size_t)PetNetThreadId() * out;
 
       for (PetscInt j = 0; j < out; j++) gm[j] = dys[j];
-      PetNetThreadsSetError(&err, LayerFusedMask(layer, out, y + (size_t)s * out, gm));
+      PetNetThreadsSetError(&err, LayerMask(act, out, y + (size_t)s * out, gm));
       dys = gm;
     }
     if (pool->tiled)
@@ -186,6 +187,13 @@ static PetscErrorCode LayerBackward_MaxPool(Layer layer, PetscInt n, const Petsc
   }
   PetNetThreadsCheck(err, "maxpool backward");
   PetscCall(PetscLogFlops(1.0 * N));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerBackward_MaxPool(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)
+{
+  PetscFunctionBegin;
+  PetscCall(LayerBackwardMask_MaxPool(layer, NULL, n, theta, x, y, dy, dx, dtheta));
   PetscFunctionReturn(0);
 }
 
@@ -230,7 +238,7 @@ static PetscErrorCode LayerForwardSingle_MaxPool(Layer layer, PetscInt n, const 
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode LayerBackwardSingle_MaxPool(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, const float *y, const float *dy, float *dx, PetscScalar *dtheta)
+static PetscErrorCode LayerBackwardMaskSingle_MaxPool(Layer layer, Layer act, PetscInt n, const PetscScalar *theta, const float *x, const float *y, const float *dy, float *dx, PetscScalar *dtheta)
 {
   Layer_MaxPool    *pool = (Layer_MaxPool *)layer->data;
   const PetscInt    in = layer->insize, out = layer->outsize, N = n * out;
@@ -241,21 +249,21 @@ static PetscErrorCode LayerBackwardSingle_MaxPool(Layer layer, PetscInt n, const
   if (!dx) PetscFunctionReturn(0);
   PetscCheck(n == pool->nwork, PETSC_COMM_SELF, PETSC_ERR_ORDER, "maxpool backward on %" PetscInt_FMT " samples after a forward pass on %" PetscInt_FMT ": call forward first", n, pool->nwork);
   LayerWindowGetVolume(&pool->win, &v);
-  if (layer->fusemask) PetscCall(MaxPoolMaskScratch(pool, n, y, (size_t)out * sizeof(float)));
+  if (act) PetscCall(MaxPoolMaskScratch(pool, n, y, (size_t)out * sizeof(float)));
 #pragma omp parallel for num_threads(PetNetThreads()) schedule(guided) if (n > 1 && N > 4096)
   for (PetscInt s = 0; s < n; s++) {
     const int32_t *am  = pool->argmax + (size_t)s * out;
     const float   *g   = dy + (size_t)s * out;
     float         *dxs = dx + (size_t)s * in;
 
-    if (layer->fusemask) {
-      /* the fused activation's derivative at a window's maximum x[argmax[j]] is its derivative at the window's output
+    if (act) {
+      /* the activation's derivative at a window's maximum x[argmax[j]] is its derivative at the window's output
          y[j], the same value: mask the sample's dy (a quarter of dx's entries for 2x2 windows, in cache) and scatter
          it, instead of masking all of dx; the same values (up to the sign of a zero) */
       float *gm = (float *)pool->gmask + (size_t)PetNetThreadId() * out;
 
       for (PetscInt j = 0; j < out; j++) gm[j] = g[j];
-      PetNetThreadsSetError(&err, LayerFusedMaskSingle(layer, out, y + (size_t)s * out, gm));
+      PetNetThreadsSetError(&err, LayerMaskSingle(act, out, y + (size_t)s * out, gm));
       g = gm;
     }
     if (pool->tiled)
@@ -267,6 +275,13 @@ static PetscErrorCode LayerBackwardSingle_MaxPool(Layer layer, PetscInt n, const
   }
   PetNetThreadsCheck(err, "maxpool backward");
   PetscCall(PetscLogFlops(1.0 * N));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerBackwardSingle_MaxPool(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, const float *y, const float *dy, float *dx, PetscScalar *dtheta)
+{
+  PetscFunctionBegin;
+  PetscCall(LayerBackwardMaskSingle_MaxPool(layer, NULL, n, theta, x, y, dy, dx, dtheta));
   PetscFunctionReturn(0);
 }
 
@@ -320,17 +335,17 @@ PETSC_INTERN PetscErrorCode LayerCreate_MaxPool(Layer layer)
 {
   PetscFunctionBegin;
   PetscCall(LayerCreatePool_Private(layer, sizeof(Layer_MaxPool)));
-  layer->ops->setup          = LayerSetUp_MaxPool;
-  layer->ops->forward        = LayerForward_MaxPool;
-  layer->fusebackward        = PETSC_TRUE; /* applies a fused activation's derivative to each sample of dx (layerimpl.h) */
-  layer->fusebackwardsingle  = PETSC_TRUE; /* in single precision too */
-  layer->ops->backward       = LayerBackward_MaxPool;
-  layer->ops->jvp            = LayerJVP_MaxPool;
-  layer->ops->forwardsingle  = LayerForwardSingle_MaxPool;
-  layer->ops->backwardsingle = LayerBackwardSingle_MaxPool;
-  layer->ops->jvpsingle      = LayerJVPSingle_MaxPool;
-  layer->sozero              = PETSC_TRUE; /* linear (or piecewise linear) in x: no curvature term */
-  layer->ops->reset          = LayerReset_MaxPool;
-  layer->ops->destroy        = LayerDestroy_MaxPool;
+  layer->ops->setup              = LayerSetUp_MaxPool;
+  layer->ops->forward            = LayerForward_MaxPool;
+  layer->ops->backwardmask       = LayerBackwardMask_MaxPool; /* an activation's derivative on each sample of dx (layerimpl.h) */
+  layer->ops->backwardmasksingle = LayerBackwardMaskSingle_MaxPool;
+  layer->ops->backward           = LayerBackward_MaxPool;
+  layer->ops->jvp                = LayerJVP_MaxPool;
+  layer->ops->forwardsingle      = LayerForwardSingle_MaxPool;
+  layer->ops->backwardsingle     = LayerBackwardSingle_MaxPool;
+  layer->ops->jvpsingle          = LayerJVPSingle_MaxPool;
+  layer->sozero                  = PETSC_TRUE; /* linear (or piecewise linear) in x: no curvature term */
+  layer->ops->reset              = LayerReset_MaxPool;
+  layer->ops->destroy            = LayerDestroy_MaxPool;
   PetscFunctionReturn(0);
 }

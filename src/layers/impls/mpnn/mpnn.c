@@ -398,7 +398,6 @@ static PetscErrorCode LayerSetUp_Mpnn(Layer layer)
     SETERRQ(PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "mpnn layer %" PetscInt_FMT " has no number of output channels: write mpnn:C in -net_layers (e.g. mpnn:16), or give -%smpnn_outputs C", layer->index, prefix ? prefix : "");
   }
   PetscCall(MpnnName(layer, sizeof(name), name));
-  PetscCheck(!layer->griddim, PetscObjectComm((PetscObject)layer), PETSC_ERR_SUP, "%s is in a Net on a grid (NetSetGrid()): an mpnn layer's samples are the vertices of its DMPlex mesh, not grid points; use the Net in batch mode", name);
   PetscCall(PetNetShapeSize(&layer->in, &in));
   H                 = MpnnHidden(mp);
   layer->out.ndim   = 1;

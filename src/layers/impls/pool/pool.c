@@ -141,13 +141,14 @@ static PetscErrorCode LayerView_Pool(Layer layer, PetscViewer viewer)
   PetscCall(PoolFullString(win->k, nsd, sizeof(k), k));
   PetscCall(PoolFullString(stride, nsd, sizeof(s), s));
   PetscCall(PoolFullString(win->pad, nsd, sizeof(p), p));
-  PetscCall(PetscViewerASCIIPrintf(viewer, "kernel %s, stride %s, padding %s%s\n", k, s, p, layer->setupcalled && layer->griddim ? " (a node of a grid: pools the field)" : ""));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "kernel %s, stride %s, padding %s%s\n", k, s, p, layer->setupcalled && layer->fielddim ? " (point form: pools a field)" : ""));
   PetscFunctionReturn(0);
 }
 
 /*
   Output shape (ho, wo, c) or (do, ho, wo, c); as PyTorch, padding may be at most half the kernel so that no window is
-  all padding. On a node of a grid (layer->griddim 2 or 3) the input is (c) and so is the output: the Net pools the field.
+  all padding. In point form (layer->fielddim, layerimpl.h) the input is (c) and so is the output; the window spans as
+  many dims as a setting has values, or fielddim when each has one.
 */
 PetscErrorCode LayerSetUpPool_Private(Layer layer)
 {
@@ -159,30 +160,32 @@ PetscErrorCode LayerSetUpPool_Private(Layer layer)
 
   PetscFunctionBegin;
   PetscCall(PetNetShapeToString(&layer->in, sizeof(shape), shape));
-  if (layer->griddim) {
-    PetscCheck(layer->griddim == 2 || layer->griddim == 3, comm, PETSC_ERR_ARG_OUTOFRANGE, "%s layer %" PetscInt_FMT " is a node of a %" PetscInt_FMT "-D grid: pooling works on 2-D and 3-D grids", kind, layer->index, layer->griddim);
-    PetscCheck(layer->in.ndim == 1, comm, PETSC_ERR_ARG_SIZ, "%s layer %" PetscInt_FMT " is a node of a %" PetscInt_FMT "-D grid, whose points are the samples: its input shape must be (channels), not %s", kind, layer->index, layer->griddim, shape);
-    nsd = layer->griddim;
+  if (layer->fielddim) {
+    nsd = layer->fielddim;
+    for (PetscInt w = 0; w < 4; w++)
+      if (win->given[w] > 1) nsd = win->given[w]; /* a setting with several values says how many dims the window spans */
+    PetscCheck(nsd == 2 || nsd == 3, comm, PETSC_ERR_ARG_OUTOFRANGE, "%s layer %" PetscInt_FMT " pools windows of 2 or 3 spatial dims, not %" PetscInt_FMT, kind, layer->index, nsd);
+    PetscCheck(layer->in.ndim == 1, comm, PETSC_ERR_ARG_SIZ, "%s layer %" PetscInt_FMT " is in point form (one point of a field is a sample): its input shape must be (channels), not %s", kind, layer->index, shape);
   } else {
     PetscCheck(layer->in.ndim == 3 || layer->in.ndim == 4, comm, PETSC_ERR_ARG_SIZ, "%s layer %" PetscInt_FMT " needs an (h, w, c) or (d, h, w, c) input, but its input shape is %s: give -net_input_shape HxWxC or DxHxWxC (e.g. 28x28x1 or 16x32x32x4)",
                kind, layer->index, shape);
     nsd = layer->in.ndim - 1;
   }
   for (int d = 0; d < nsd; d++) { PetscCheck(2 * win->pad[d] <= win->k[d], comm, PETSC_ERR_ARG_OUTOFRANGE, "%s: padding %" PetscInt_FMT " is more than half the kernel %" PetscInt_FMT ": reduce -%s_padding", kind, win->pad[d], win->k[d], kind); }
-  PetscCall(LayerWindowSetUp(layer, win, nsd, layer->griddim ? NULL : layer->in.dim));
-  if (layer->griddim) PetscFunctionReturn(0); /* out = in = (channels) */
+  PetscCall(LayerWindowSetUp(layer, win, nsd, layer->fielddim ? NULL : layer->in.dim));
+  if (layer->fielddim) PetscFunctionReturn(0); /* out = in = (channels) */
   layer->out.ndim = nsd + 1;
   for (int d = 0; d < nsd; d++) layer->out.dim[d] = win->out[d];
   layer->out.dim[nsd] = layer->in.dim[nsd];
   PetscFunctionReturn(0);
 }
 
-/* A node of a grid (layer->griddim) is never run: its Net runs a batch-mode copy on the rank's box */
+/* A layer in point form (layer->fielddim) has no kernels: a copy of it in batch form runs on a box of the field */
 PetscErrorCode LayerPoolCheckRunnable_Private(Layer layer)
 {
   PetscFunctionBegin;
-  PetscCheck(!layer->griddim, PETSC_COMM_SELF, PETSC_ERR_ORDER, "%s layer %" PetscInt_FMT " is a node of a %" PetscInt_FMT "-D grid: its Net runs it on the rank's box, not the layer itself", ((PetscObject)layer)->type_name, layer->index,
-             layer->griddim);
+  PetscCheck(!layer->fielddim, PETSC_COMM_SELF, PETSC_ERR_ORDER, "%s layer %" PetscInt_FMT " is in point form (one point of a %" PetscInt_FMT "-D field): it has no kernels; run a copy of it in batch form on a box of the field",
+             ((PetscObject)layer)->type_name, layer->index, layer->fielddim);
   PetscFunctionReturn(0);
 }
 

@@ -7,7 +7,7 @@
   LayerCreatePool_Private() allocates it (size: the kind's struct) and installs the compact arguments K[:STRIDE[:PAD]],
   the options -<kind>_kernel, -<kind>_stride, -<kind>_padding, the viewer, the LayerPoolSet...() methods and the
   grid-mode ops getwindow and setpadding; the kind adds setup = LayerSetUpPool_Private (output (Ho, Wo, C) or
-  (Do, Ho, Wo, C), or (C) on a node of a grid), its forward/backward/jvp, reset and destroy. The kernels loop over the
+  (Do, Ho, Wo, C), or (C) in point form), its forward/backward/jvp, reset and destroy. The kernels loop over the
   window as a volume (LayerWindowGetVolume()): one loop nest for 2-D and 3-D pooling.
 */
 #pragma once

@@ -96,7 +96,7 @@ PetscErrorCode LayerWindowSet(Layer layer, LayerWindow *win, LayerWindowSetting 
 
 /*
   Set-up for nsd spatial dims: each setting must have 1 or nsd values. With in[] (the input's spatial sizes, slowest
-  first) the output sizes and the valid tap ranges; with in = NULL (a node of a grid, layer->griddim) only the settings
+  first) the output sizes and the valid tap ranges; with in = NULL (point form, layer->fielddim) only the settings
   and the stride in effect.
 */
 PetscErrorCode LayerWindowSetUp(Layer layer, LayerWindow *win, PetscInt nsd, const PetscInt in[])
@@ -117,7 +117,7 @@ PetscErrorCode LayerWindowSetUp(Layer layer, LayerWindow *win, PetscInt nsd, con
     if (in)
       PetscCall(PetscSNPrintf(form, sizeof(form), ", but its input %s is %s", shape, nsd == 3 ? "(d, h, w, c)" : "(h, w, c)"));
     else
-      PetscCall(PetscSNPrintf(form, sizeof(form), ", but it is a node of a %" PetscInt_FMT "-D grid", nsd));
+      PetscCall(PetscSNPrintf(form, sizeof(form), ", but its window spans %" PetscInt_FMT " spatial dims", nsd));
     SETERRQ(comm, PETSC_ERR_ARG_INCOMP, "%s layer %" PetscInt_FMT ": its %s %s has %" PetscInt_FMT " values%s: give one value for every dim or %s (e.g. %s)", kind, layer->index, LayerWindowSettingNames[w], value, win->given[w], form,
             nsd == 3 ? "DxHxW" : "HxW", nsd == 3 ? "3 or 3x3x5" : "3 or 3x5");
   }

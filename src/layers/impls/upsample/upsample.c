@@ -211,7 +211,7 @@ static PetscErrorCode UpsampleFactors(Layer layer, PetscInt nsd, const char wher
 
 /*
   Batch mode: (h, w, c) -> (h sh, w sw, c) or (d, h, w, c) -> (d sd, h sh, w sw, c); a block of a global grid
-  (setgridblock) has the box as input and the block as output. Grid mode (a node of a Net on a grid): (c) -> (c).
+  (setgridblock) has the box as input and the block as output. Point form (layer->fielddim): (c) -> (c).
 */
 static PetscErrorCode LayerSetUp_Upsample(Layer layer)
 {
@@ -224,13 +224,13 @@ static PetscErrorCode LayerSetUp_Upsample(Layer layer)
   PetscFunctionBegin;
   PetscCall(UpsampleResetTables(layer));
   PetscCall(PetNetShapeToString(&layer->in, sizeof(shape), shape));
-  if (layer->griddim > 0) {
-    PetscCheck(layer->griddim == 2 || layer->griddim == 3, comm, PETSC_ERR_ARG_OUTOFRANGE, "upsample layer %" PetscInt_FMT ": a Net on a %" PetscInt_FMT "-D grid; upsampling works on 2-D and 3-D grids", layer->index, layer->griddim);
-    PetscCheck(ndim == 1, comm, PETSC_ERR_ARG_SIZ, "upsample layer %" PetscInt_FMT " on a %" PetscInt_FMT "-D grid takes the channels at each grid point, shape (c), not %s", layer->index, layer->griddim, shape);
-    PetscCheck(!up->nblock, comm, PETSC_ERR_ORDER, "upsample layer %" PetscInt_FMT " is a node of a Net on a grid and a local block (setgridblock) at once: the local copies are in batch mode (griddim 0)", layer->index);
-    PetscCall(PetscSNPrintf(where, sizeof(where), "its %" PetscInt_FMT "-D grid", layer->griddim));
-    PetscCall(UpsampleFactors(layer, layer->griddim, where, up->s));
-    up->nsd = layer->griddim;
+  if (layer->fielddim > 0) { /* point form (layerimpl.h): (c) -> (c), the factors over the field's dims */
+    PetscCheck(layer->fielddim == 2 || layer->fielddim == 3, comm, PETSC_ERR_ARG_OUTOFRANGE, "upsample layer %" PetscInt_FMT ": a field of %" PetscInt_FMT " spatial dims; upsampling works on 2-D and 3-D fields", layer->index, layer->fielddim);
+    PetscCheck(ndim == 1, comm, PETSC_ERR_ARG_SIZ, "upsample layer %" PetscInt_FMT " in point form takes the channels at one point of a %" PetscInt_FMT "-D field, shape (c), not %s", layer->index, layer->fielddim, shape);
+    PetscCheck(!up->nblock, comm, PETSC_ERR_ORDER, "upsample layer %" PetscInt_FMT " is in point form and a local block (setgridblock) at once: a block is computed by a copy in batch form", layer->index);
+    PetscCall(PetscSNPrintf(where, sizeof(where), "its %" PetscInt_FMT "-D field", layer->fielddim));
+    PetscCall(UpsampleFactors(layer, layer->fielddim, where, up->s));
+    up->nsd = layer->fielddim;
     up->C   = layer->in.dim[0];
     PetscFunctionReturn(0); /* out = in: (c) */
   }
@@ -271,10 +271,10 @@ static PetscErrorCode LayerSetUp_Upsample(Layer layer)
 static PetscErrorCode LayerGetScale_Upsample(Layer layer, PetscInt *nsd, PetscInt s[])
 {
   Layer_Upsample *up = (Layer_Upsample *)layer->data;
-  PetscInt        n  = layer->griddim > 0 ? layer->griddim : layer->in.ndim >= 3 ? layer->in.ndim - 1 : up->nscale;
+  PetscInt        n  = layer->fielddim > 0 ? layer->fielddim : layer->in.ndim >= 3 ? layer->in.ndim - 1 : up->nscale;
 
   PetscFunctionBegin;
-  PetscCall(UpsampleFactors(layer, n, layer->griddim > 0 ? "its grid" : "its input", s));
+  PetscCall(UpsampleFactors(layer, n, layer->fielddim > 0 ? "its field" : "its input", s));
   *nsd = n;
   PetscFunctionReturn(0);
 }
@@ -325,7 +325,7 @@ static PetscErrorCode LayerSetGridBlock_Upsample(Layer layer, PetscInt nsd, cons
   PetscInt64      need0[UPSAMPLE_MAX_DIM], need1[UPSAMPLE_MAX_DIM];
 
   PetscFunctionBegin;
-  PetscCheck(!layer->griddim, PETSC_COMM_SELF, PETSC_ERR_ORDER, "upsample layer %" PetscInt_FMT " is a node of a Net on a grid: give the block to a local copy of it (batch mode), not to the node", layer->index);
+  PetscCheck(!layer->fielddim, PETSC_COMM_SELF, PETSC_ERR_ORDER, "upsample layer %" PetscInt_FMT " is in point form: give the block to a copy of it in batch form", layer->index);
   if (layer->setupcalled) PetscCall(LayerReset(layer));
   up->nblock = 0;
   if (!nsd) PetscFunctionReturn(0);

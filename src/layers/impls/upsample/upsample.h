@@ -21,7 +21,7 @@
   Set-up turns the sources into element offsets per output index and dim (off0, off1) and the weights into tables
   (l0, l1), so that the kernels' innermost loop runs over the C contiguous channels without a test.
 
-  Grid mode: on a Net over a 2-D or 3-D grid (layer->griddim > 0) the layer's shapes are (C) and the Net runs local
+  Grid mode: on a Net over a 2-D or 3-D grid (layer->fielddim > 0, point form) the layer's shapes are (C) and the Net runs local
   copies of it on each rank's block: getscale gives the factors, gridbox the input box an output block reads, and
   setgridblock makes a copy compute exactly one output block [olo, ohi) of the upsampling of a global grid N from the
   input box [ilo, ihi) (its input shape is the box, its output shape the block). The tables of such a copy are those

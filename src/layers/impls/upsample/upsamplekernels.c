@@ -190,8 +190,8 @@ static PetscErrorCode UpsampleApply(Layer layer, PetscInt n, const PetscScalar *
   const PetscInt  nparts = UpsampleParts(layer, n);
 
   PetscFunctionBegin;
-  PetscCheck(!layer->griddim, PETSC_COMM_SELF, PETSC_ERR_ORDER, "upsample layer %" PetscInt_FMT " is a node of a Net on a %" PetscInt_FMT "-D grid: its Net runs local copies of it on each rank's block (setgridblock), not the node itself",
-             layer->index, layer->griddim);
+  PetscCheck(!layer->fielddim, PETSC_COMM_SELF, PETSC_ERR_ORDER, "upsample layer %" PetscInt_FMT " is in point form (one point of a %" PetscInt_FMT "-D field): it has no kernels; run a copy of it in batch form on a box of the field (setgridblock)",
+             layer->index, layer->fielddim);
 #pragma omp parallel for num_threads(PetNetThreads()) schedule(static) if (nparts > 1)
   for (PetscInt i = 0; i < nparts; i++) {
     PetscInt           s0, s1;
@@ -291,7 +291,8 @@ PetscErrorCode LayerBackward_Upsample(Layer layer, PetscInt n, const PetscScalar
 
   PetscFunctionBegin;
   if (!dx) PetscFunctionReturn(0);
-  PetscCheck(!layer->griddim, PETSC_COMM_SELF, PETSC_ERR_ORDER, "upsample layer %" PetscInt_FMT " is a node of a Net on a grid: its Net runs local copies of it on each rank's block (setgridblock), not the node itself", layer->index);
+  PetscCheck(!layer->fielddim, PETSC_COMM_SELF, PETSC_ERR_ORDER, "upsample layer %" PetscInt_FMT " is in point form (one point of a %" PetscInt_FMT "-D field): it has no kernels; run a copy of it in batch form on a box of the field (setgridblock)",
+             layer->index, layer->fielddim);
   PetscCall(PetscArrayzero(dx, (size_t)n * insize));
 #pragma omp parallel for num_threads(PetNetThreads()) schedule(static) if (nparts > 1)
   for (PetscInt i = 0; i < nparts; i++) {
