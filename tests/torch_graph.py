@@ -100,7 +100,7 @@ class ResNetish(nn.Module):
         r = h + self.avg(torch.tanh(self.conv(h)))
         u = self.pool(self.up(r))
         c = torch.cat([u, x], dim=1)
-        return self.fc(torch.flatten(self.gap(torch.relu(self.head(c))), 1))
+        return self.fc(torch.flatten(self.gap(nn.functional.gelu(self.head(c))), 1))
 
 
 res = pt._randomize(ResNetish().double(), 9).eval()

@@ -1360,6 +1360,7 @@ def onnx_evaluate(proto, x):
 
 # ---------------------------------------------------------------------------------------------- ONNX -> PetNet
 ONNX_IMPORTS = ("Gemm, MatMul (+ Add of a bias), Conv, ConvTranspose, Relu, Tanh, Sigmoid, LeakyRelu, Softplus, Identity, Dropout, "
+                "GELU as torch writes it (Div by sqrt 2, Erf, Add 1, Mul by the input, Mul by 0.5), "
                 "MaxPool, AveragePool (and a Pad of zeros before it), GlobalAveragePool (+ Flatten), BatchNormalization, Flatten, Reshape to (n, -1), "
                 "Add and Sum of two model values, Concat along the channels, Resize / Upsample by integer factors")
 
@@ -1368,6 +1369,32 @@ def _onnx_attrs(node):
     from onnx import helper
 
     return {a.name: helper.get_attribute_value(a) for a in node.attribute}
+
+
+def _onnx_gelu_chain(div, x, consts, users):
+    """The five nodes of torch.onnx.export's GELU (erf form) that start at div, or None: Div(x, sqrt 2) -> Erf ->
+    Add(., 1) -> Mul(x, .) -> Mul(., 0.5), each the only reader of the one before"""
+    def const(name, v):
+        c = consts.get(name)
+        return c is not None and np.size(c) == 1 and abs(float(np.asarray(c).reshape(-1)[0]) - v) <= 1e-6 * abs(v)
+
+    def only_reader(n, op):
+        u = users.get(n.output[0], [])
+        return u[0] if len(u) == 1 and u[0].op_type == op else None
+
+    if len(div.input) != 2 or div.input[0] != x or not const(div.input[1], math.sqrt(2.0)):
+        return None
+    erf = only_reader(div, "Erf")
+    add = erf and only_reader(erf, "Add")
+    if add is None or not any(const(i, 1.0) for i in add.input):
+        return None
+    mul = only_reader(add, "Mul")
+    if mul is None or x not in mul.input:
+        return None
+    half = only_reader(mul, "Mul")
+    if half is None or not any(const(i, 0.5) for i in half.input):
+        return None
+    return [div, erf, add, mul, half]
 
 
 def from_onnx(path):
@@ -1383,6 +1410,7 @@ def from_onnx(path):
     where = path if isinstance(path, str) else "the ONNX model"
     g = proto.graph
     consts = {t.name: numpy_helper.to_array(t) for t in g.initializer}
+    consts.update({n.output[0]: numpy_helper.to_array(_onnx_attrs(n)["value"]) for n in g.node if n.op_type == "Constant" and "value" in _onnx_attrs(n)})
     inputs = [v for v in g.input if v.name not in consts]
     if len(inputs) != 1:
         raise ValueError(f"{where}: a PetNet Net has one input, this graph {len(inputs)} ({', '.join(v.name for v in inputs)})")
@@ -1582,6 +1610,14 @@ def from_onnx(path):
             factors = tuple(float(int(v)) for v in scales[2:])
             m = nn.Upsample(scale_factor=factors, mode="nearest" if nearest else ("bilinear" if r == 4 else "trilinear"), align_corners=None if nearest else False)
             emit(node, "layer", [value[ins[0]]], m)
+            continue
+        if op == "Div":  # the first node of torch's GELU: the five become one gelu node
+            chain = _onnx_gelu_chain(node, ins[0], consts, users)
+            if chain is None:
+                fail(node, "is not the first node of a GELU (Div by sqrt 2, Erf, Add 1, Mul by the input, Mul by 0.5)")
+            skip.update(id(n) for n in chain[1:])
+            emit(node, "layer", [value[ins[0]]], nn.GELU(approximate="none"))
+            value[chain[-1].output[0]], rank[chain[-1].output[0]] = value[node.output[0]], rank[node.output[0]]
             continue
         simple = {"Relu": nn.ReLU, "Tanh": nn.Tanh, "Sigmoid": nn.Sigmoid, "Softplus": nn.Softplus}
         if op in simple:
