@@ -9,9 +9,10 @@
     spatial  a node of a Net on a DMDA grid that reads a neighbourhood or changes the grid (netspatial.c): the halo
              exchange (adjoint: the halos added back) around a local copy of the layer on the rank's box
 
-  A plain node computes in the store's element type; model and spatial nodes compute in double and the value store
-  widens their inputs and rounds their outputs (netprecision.c), so every executor works at every precision. A new
-  mode (a pipeline stage, a sub-graph group) is one more table here.
+  Plain and spatial nodes compute in the store's element type (float for single and bfloat16: the spatial node's halo
+  exchange, box and local kernels are float too); model-parallel nodes compute in double and the value store widens
+  their inputs and rounds their outputs (netprecision.c), so every executor works at every precision. A new mode (a
+  pipeline stage, a sub-graph group) is one more table here.
 */
 #include <petnet/private/netimpl.h>
 
@@ -97,21 +98,21 @@ const NetExecOps NetExecModel = {"model", PETSC_FALSE, NetExecForward_Model, Net
 static PetscErrorCode NetExecForward_Spatial(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], void *y)
 {
   PetscFunctionBegin;
-  PetscCall(NetSpatialForward_Private(net, k, NetNodeCount(net, k), th, (const PetscScalar *const *)x, (PetscScalar *)y));
+  PetscCall(NetSpatialForward_Private(net, k, NetNodeCount(net, k), t, th, x, y));
   PetscFunctionReturn(0);
 }
 
 static PetscErrorCode NetExecBackward_Spatial(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], const void *y, const void *dy, void *const dx[], PetscScalar *dth)
 {
   PetscFunctionBegin;
-  PetscCall(NetSpatialBackward_Private(net, k, NetNodeCount(net, k), th, (const PetscScalar *const *)x, (const PetscScalar *)y, (const PetscScalar *)dy, (PetscScalar *const *)dx, dth));
+  PetscCall(NetSpatialBackward_Private(net, k, NetNodeCount(net, k), t, th, x, y, dy, dx, dth));
   PetscFunctionReturn(0);
 }
 
 static PetscErrorCode NetExecJVP_Spatial(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], const void *y, const void *const dx[], const PetscScalar *dth, void *dy)
 {
   PetscFunctionBegin;
-  PetscCall(NetSpatialJVP_Private(net, k, NetNodeCount(net, k), th, (const PetscScalar *const *)x, (const PetscScalar *)y, (const PetscScalar *const *)dx, dth, (PetscScalar *)dy));
+  PetscCall(NetSpatialJVP_Private(net, k, NetNodeCount(net, k), t, th, x, y, dx, dth, dy));
   PetscFunctionReturn(0);
 }
 
@@ -123,7 +124,7 @@ static PetscErrorCode NetExecSOBackward_Spatial(Net net, PetscInt k, const Petsc
   PetscFunctionReturn(0);
 }
 
-const NetExecOps NetExecSpatial = {"spatial", PETSC_FALSE, NetExecForward_Spatial, NetExecBackward_Spatial, NetExecJVP_Spatial, NetExecSOBackward_Spatial, NetSpatialViewNode_Private};
+const NetExecOps NetExecSpatial = {"spatial", PETSC_TRUE, NetExecForward_Spatial, NetExecBackward_Spatial, NetExecJVP_Spatial, NetExecSOBackward_Spatial, NetSpatialViewNode_Private};
 
 /* each node's executor, once the model-parallel (netmodel.c) and spatial (netspatial.c) set-ups have said which
    nodes are theirs */

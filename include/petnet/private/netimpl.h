@@ -30,8 +30,8 @@
                   widened to float for compute), per value v = 0..L and slot: the value, its tangent or cotangent, the
                   scratch of fan-out sums, and the two cotangents of the second-order adjoint
     executor      how a node runs over the ranks (NetExecOps: plain, model-parallel, spatial), given arrays of its
-                  element type: a plain node computes in the store's type, the others in double (the store widens and
-                  rounds), so every executor works at every precision
+                  element type: plain and spatial nodes compute in the store's type, model-parallel ones in double (the
+                  store widens and rounds), so every executor works at every precision
 */
 typedef enum {
   NET_SLOT_VALUE,   /* the value of v (act[v]) */
@@ -261,9 +261,11 @@ PETSC_INTERN PetscErrorCode NetSpatialReset_Private(Net);
 PETSC_INTERN PetscErrorCode NetSpatialDestroy_Private(Net);
 PETSC_INTERN PetscErrorCode NetSpatialOutputCount_Private(Net, PetscInt, PetscInt, PetscInt *);
 PETSC_INTERN PetscErrorCode NetSpatialFields_Private(Net, PetscInt, PetscInt *);
-PETSC_INTERN PetscErrorCode NetSpatialForward_Private(Net, PetscInt, PetscInt, const PetscScalar *, const PetscScalar *const[], PetscScalar *);
-PETSC_INTERN PetscErrorCode NetSpatialBackward_Private(Net, PetscInt, PetscInt, const PetscScalar *, const PetscScalar *const[], const PetscScalar *, const PetscScalar *, PetscScalar *const[], PetscScalar *);
-PETSC_INTERN PetscErrorCode NetSpatialJVP_Private(Net, PetscInt, PetscInt, const PetscScalar *, const PetscScalar *const[], const PetscScalar *, const PetscScalar *const[], const PetscScalar *, PetscScalar *);
+/* spatial nodes: the values x[i], y, dx[i], dy of element type t (NetElem), the parameters double */
+PETSC_INTERN PetscErrorCode NetSpatialForward_Private(Net, PetscInt, PetscInt, NetElem, const PetscScalar *, const void *const[], void *);
+PETSC_INTERN PetscErrorCode NetSpatialBackward_Private(Net, PetscInt, PetscInt, NetElem, const PetscScalar *, const void *const[], const void *, const void *, void *const[], PetscScalar *);
+PETSC_INTERN PetscErrorCode NetSpatialJVP_Private(Net, PetscInt, PetscInt, NetElem, const PetscScalar *, const void *const[], const void *, const void *const[], const PetscScalar *, void *);
+PETSC_INTERN PetscErrorCode NetSpatialTestHalo_Private(Net, PetscRandom, PetscReal *);
 PETSC_INTERN PetscErrorCode NetSpatialSOBackward_Private(Net, PetscInt, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *,
                                                          PetscScalar *);
 PETSC_INTERN PetscErrorCode NetSpatialViewNode_Private(Net, PetscInt, PetscViewer);
