@@ -908,8 +908,9 @@ static PetscErrorCode NetSpatialSetUpHalo_Private(NetSpatial *sp, const PetscInt
   const PetscInt     ndim = sp->in->nsd + 2;
   PetscInt64         start[PETNET_LAYOUT_MAX_DIM], size[PETNET_LAYOUT_MAX_DIM], ilo[PETNET_LAYOUT_MAX_DIM], ihi[PETNET_LAYOUT_MAX_DIM], nruns = 1;
   const PetscInt     npieces = sp->in->nsd == 2 ? 9 : 27; /* 3^nsd */
-  PetscSF            pieces[27];
-  PetscBool          wrapped[27];
+  PetscInt           pleaves[27], *pilocal[27];
+  PetscSFNode       *piremote[27];
+  PetscBool          wrapped[27], pexists[27];
   PetscInt64         off[27][PETNET_LAYOUT_MAX_DIM], pext[27][PETNET_LAYOUT_MAX_DIM], nvalid = 0;
   PetscInt           nbox, npiece, nroots, nleaves, nremote = 0;
   const PetscInt    *ilocal;
@@ -925,13 +926,13 @@ static PetscErrorCode NetSpatialSetUpHalo_Private(NetSpatial *sp, const PetscInt
   nbox = 1;
   for (PetscInt d = 0; d < ndim; d++) nbox *= (PetscInt)PetscMax(hi[d] - lo[d], 0);
   /* the pieces: along a periodic dim the box's parts below 0, inside, and beyond N, each read at its place shifted by
-     +N, 0, -N; along the others the whole extent (entries outside the field are the padding). Building a piece's SF is
-     collective: every rank builds the same pieces, empty ones included (which pieces exist depends on the grid alone). */
+     +N, 0, -N; along the others the whole extent (entries outside the field are the padding). Each piece is the graph
+     of a box star forest without the forest (no communication, nothing set up): only its remote leaves are kept. */
   for (PetscInt c = 0; c < npieces; c++) {
     PetscInt64 plo[PETNET_LAYOUT_MAX_DIM], phi[PETNET_LAYOUT_MAX_DIM];
     PetscBool  exists = PETSC_TRUE, empty = PETSC_FALSE;
 
-    pieces[c]  = NULL;
+    pexists[c] = PETSC_FALSE;
     wrapped[c] = PETSC_FALSE;
     for (PetscInt d = 0, q = c; d < ndim; d++) {
       const PetscBool  spatial = (PetscBool)(d && d < ndim - 1);
@@ -959,8 +960,10 @@ static PetscErrorCode NetSpatialSetUpHalo_Private(NetSpatial *sp, const PetscInt
       pext[c][d] = phi[d] - plo[d];
       off[c][d] += plo[d] - lo[d]; /* the piece's origin in the box */
     }
-    PetscCall(PetNetLayoutCreateBoxSF_Private(sp->L, plo, phi, &pieces[c], &npiece));
-    PetscCall(PetscSFGetGraph(pieces[c], NULL, &nleaves, NULL, &iremote));
+    PetscCall(PetNetLayoutCreateBoxGraph_Private(sp->L, plo, phi, &pleaves[c], &pilocal[c], &piremote[c], &npiece));
+    pexists[c] = PETSC_TRUE;
+    nleaves    = pleaves[c];
+    iremote    = piremote[c];
     for (PetscInt l = 0; l < nleaves; l++)
       if (wrapped[c] || iremote[l].rank != rank) nremote++;
     nvalid += nleaves;
@@ -969,8 +972,10 @@ static PetscErrorCode NetSpatialSetUpHalo_Private(NetSpatial *sp, const PetscInt
   PetscCall(PetscMalloc(nremote * sizeof(PetscScalar), &sp->halo)); /* either element type fits */
   PetscCall(PetscMalloc1(nremote, &rremote));
   for (PetscInt c = 0, r = 0; c < npieces; c++) {
-    if (!pieces[c]) continue;
-    PetscCall(PetscSFGetGraph(pieces[c], NULL, &nleaves, &ilocal, &iremote));
+    if (!pexists[c]) continue;
+    nleaves = pleaves[c];
+    ilocal  = pilocal[c];
+    iremote = piremote[c];
     for (PetscInt l = 0; l < nleaves; l++) {
       PetscInt64 q = ilocal ? ilocal[l] : l, idx[PETNET_LAYOUT_MAX_DIM], bo = 0;
 
@@ -984,7 +989,8 @@ static PetscErrorCode NetSpatialSetUpHalo_Private(NetSpatial *sp, const PetscInt
       rremote[r]    = iremote[l];
       r++;
     }
-    PetscCall(PetscSFDestroy(&pieces[c]));
+    PetscCall(PetscFree(pilocal[c]));
+    PetscCall(PetscFree(piremote[c]));
   }
   sp->padded = (PetscBool)(nvalid < nbox);
   PetscCall(PetscSFCreate(comm, &sp->sf));

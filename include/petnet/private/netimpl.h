@@ -43,7 +43,8 @@ typedef enum {
 } NetSlot;
 typedef enum {
   NET_ELEM_DOUBLE,
-  NET_ELEM_FLOAT
+  NET_ELEM_FLOAT,
+  NET_ELEM_BF16 /* the stored bfloat16 values themselves, for a plain node that streams them (NetNodeStreamsBF16()) */
 } NetElem;
 typedef enum {
   NET_READ      = 1,
@@ -278,10 +279,47 @@ static inline const NetStoreOps *NetStore(Net net)
 {
   return net->precision == NET_PRECISION_DOUBLE ? &NetStoreDouble : &NetStoreLow;
 }
-/* the element type node k computes in */
+/*
+  A plain node whose kernels act on each sample alone and read nothing of a forward pass but its input and output (an
+  activation: actonly, no parameters, one input, not fused): at bfloat16 the store hands it the stored values and its
+  executor widens and rounds them a chunk of samples at a time (netexec.c), the same bits as whole widened copies
+  without them (4 float copies of a 16-channel activation of a 128^3 grid are 256 MB a rank)
+*/
+static inline PetscBool NetNodeStreamsBF16(Net net, PetscInt k)
+{
+  const NetNode *nd = &net->nodes[k];
+  const Layer    l  = net->layers[k];
+
+  return (PetscBool)(net->precision == NET_PRECISION_BFLOAT16 && nd->exec == &NetExecPlain && l->actonly && !l->nparams && l->nin == 1 && !l->collective && nd->fuseact < 0 && nd->fusemask < 0 && nd->fusedinto < 0 && nd->fusedback < 0);
+}
+/* the element type node k computes in (NET_ELEM_BF16: float, streamed from the stored bfloat16 values) */
 static inline NetElem NetNodeElem(Net net, PetscInt k)
 {
-  return NetStore(net)->compute == NET_ELEM_FLOAT && net->nodes[k].exec->floatok ? NET_ELEM_FLOAT : NET_ELEM_DOUBLE;
+  if (NetStore(net)->compute != NET_ELEM_FLOAT || !net->nodes[k].exec->floatok) return NET_ELEM_DOUBLE;
+  return NetNodeStreamsBF16(net, k) ? NET_ELEM_BF16 : NET_ELEM_FLOAT;
+}
+/* bfloat16 is the upper half of a float: widening is exact, narrowing rounds to nearest even (a NaN stays a NaN) */
+static inline float NetBF16ToFloat(uint16_t b)
+{
+  union {
+    uint32_t u;
+    float    f;
+  } c;
+
+  c.u = (uint32_t)b << 16;
+  return c.f;
+}
+
+static inline uint16_t NetFloatToBF16(float f)
+{
+  union {
+    uint32_t u;
+    float    f;
+  } c;
+
+  c.f = f;
+  if ((c.u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((c.u >> 16) | 0x40u); /* quiet NaN */
+  return (uint16_t)((c.u + 0x7fffu + ((c.u >> 16) & 1u)) >> 16);
 }
 PETSC_INTERN PetscErrorCode NetStoreGetInputs_Private(Net, PetscInt, NetSlot, NetElem, const void *[]);
 PETSC_INTERN PetscErrorCode NetStoreRestoreInputs_Private(Net, PetscInt, NetSlot, NetElem, const void *[]);
