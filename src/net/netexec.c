@@ -167,7 +167,7 @@ static PetscErrorCode NetExecView_Plain(Net net, PetscInt k, PetscViewer viewer)
   PetscFunctionReturn(0);
 }
 
-const NetExecOps NetExecPlain = {"plain", PETSC_TRUE, NetExecForward_Plain, NetExecBackward_Plain, NetExecJVP_Plain, NetExecSOBackward_Plain, NetExecView_Plain};
+const NetExecOps NetExecPlain = {"plain", PETSC_TRUE, PETSC_TRUE, NetExecForward_Plain, NetExecBackward_Plain, NetExecJVP_Plain, NetExecSOBackward_Plain, NetExecView_Plain};
 
 /* model-parallel nodes take one input */
 static PetscErrorCode NetExecForward_Model(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], void *y)
@@ -198,7 +198,7 @@ static PetscErrorCode NetExecSOBackward_Model(Net net, PetscInt k, const PetscSc
   PetscFunctionReturn(0);
 }
 
-const NetExecOps NetExecModel = {"model", PETSC_FALSE, NetExecForward_Model, NetExecBackward_Model, NetExecJVP_Model, NetExecSOBackward_Model, NetModelViewNode_Private};
+const NetExecOps NetExecModel = {"model", PETSC_FALSE, PETSC_TRUE, NetExecForward_Model, NetExecBackward_Model, NetExecJVP_Model, NetExecSOBackward_Model, NetModelViewNode_Private};
 
 static PetscErrorCode NetExecForward_Spatial(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], void *y)
 {
@@ -229,7 +229,7 @@ static PetscErrorCode NetExecSOBackward_Spatial(Net net, PetscInt k, const Petsc
   PetscFunctionReturn(0);
 }
 
-const NetExecOps NetExecSpatial = {"spatial", PETSC_TRUE, NetExecForward_Spatial, NetExecBackward_Spatial, NetExecJVP_Spatial, NetExecSOBackward_Spatial, NetSpatialViewNode_Private};
+const NetExecOps NetExecSpatial = {"spatial", PETSC_TRUE, PETSC_FALSE, NetExecForward_Spatial, NetExecBackward_Spatial, NetExecJVP_Spatial, NetExecSOBackward_Spatial, NetSpatialViewNode_Private};
 
 /* each node's executor, once the model-parallel (netmodel.c) and spatial (netspatial.c) set-ups have said which
    nodes are theirs */

@@ -905,19 +905,20 @@ static PetscErrorCode NetSpatialSetUpBatch_Private(Net net, PetscInt k, NetSpati
 */
 static PetscErrorCode NetSpatialSetUpHalo_Private(NetSpatial *sp, const PetscInt64 lo[], const PetscInt64 hi[])
 {
-  const PetscInt     ndim = sp->in->nsd + 2;
-  PetscInt64         start[PETNET_LAYOUT_MAX_DIM], size[PETNET_LAYOUT_MAX_DIM], ilo[PETNET_LAYOUT_MAX_DIM], ihi[PETNET_LAYOUT_MAX_DIM], nruns = 1;
-  const PetscInt     npieces = sp->in->nsd == 2 ? 9 : 27; /* 3^nsd */
-  PetscInt           pleaves[27], *pilocal[27];
-  PetscSFNode       *piremote[27];
-  PetscBool          wrapped[27], pexists[27];
-  PetscInt64         off[27][PETNET_LAYOUT_MAX_DIM], pext[27][PETNET_LAYOUT_MAX_DIM], nvalid = 0;
-  PetscInt           nbox, npiece, nroots, nleaves, nremote = 0;
-  const PetscInt    *ilocal;
-  const PetscSFNode *iremote;
-  PetscSFNode       *rremote;
-  PetscMPIInt        rank;
-  MPI_Comm           comm;
+  typedef struct {
+    PetscInt64   off[PETNET_LAYOUT_MAX_DIM], ext[PETNET_LAYOUT_MAX_DIM]; /* its origin in the box, its extent */
+    PetscInt     n, *ilocal;                                             /* its graph (PetNetLayoutCreateBoxGraph_Private()) */
+    PetscSFNode *iremote;
+    PetscBool    wrapped;
+  } NetHaloPart;
+  const PetscInt ndim = sp->in->nsd + 2;
+  PetscInt64     start[PETNET_LAYOUT_MAX_DIM], size[PETNET_LAYOUT_MAX_DIM], ilo[PETNET_LAYOUT_MAX_DIM], ihi[PETNET_LAYOUT_MAX_DIM], nruns = 1, nvalid = 0;
+  const PetscInt npieces = sp->in->nsd == 2 ? 9 : 27; /* 3^nsd */
+  NetHaloPart   *parts;
+  PetscInt       nparts = 0, nbox, npiece, nroots, nremote = 0;
+  PetscSFNode   *rremote;
+  PetscMPIInt    rank;
+  MPI_Comm       comm;
 
   PetscFunctionBegin;
   PetscCall(PetscObjectGetComm((PetscObject)sp->L, &comm));
@@ -926,79 +927,101 @@ static PetscErrorCode NetSpatialSetUpHalo_Private(NetSpatial *sp, const PetscInt
   nbox = 1;
   for (PetscInt d = 0; d < ndim; d++) nbox *= (PetscInt)PetscMax(hi[d] - lo[d], 0);
   /* the pieces: along a periodic dim the box's parts below 0, inside, and beyond N, each read at its place shifted by
-     +N, 0, -N; along the others the whole extent (entries outside the field are the padding). Each piece is the graph
-     of a box star forest without the forest (no communication, nothing set up): only its remote leaves are kept. */
+     +N, 0, -N; along the others the whole extent (entries outside the field are the padding). A piece read in place is
+     cut into the shells around the rank's own block (up to 2 per dim, peeled one dim at a time): its entries inside
+     the block are the local runs below, so only the shells' graphs are made (the halo's size, not the box's); a
+     wrapped piece is read whole (its every entry goes through the star forest). Each part is the graph of a box star
+     forest without the forest (no communication, nothing set up): only its remote leaves are kept. */
+  PetscCall(PetNetLayoutGetBlock(sp->L, start, size));
+  PetscCall(PetscMalloc1(npieces * (2 * ndim + 1), &parts));
   for (PetscInt c = 0; c < npieces; c++) {
-    PetscInt64 plo[PETNET_LAYOUT_MAX_DIM], phi[PETNET_LAYOUT_MAX_DIM];
-    PetscBool  exists = PETSC_TRUE, empty = PETSC_FALSE;
+    PetscInt64 plo[PETNET_LAYOUT_MAX_DIM], phi[PETNET_LAYOUT_MAX_DIM], poff[PETNET_LAYOUT_MAX_DIM], inner = 1;
+    PetscBool  exists = PETSC_TRUE, empty = PETSC_FALSE, wrapped = PETSC_FALSE;
 
-    pexists[c] = PETSC_FALSE;
-    wrapped[c] = PETSC_FALSE;
     for (PetscInt d = 0, q = c; d < ndim; d++) {
       const PetscBool  spatial = (PetscBool)(d && d < ndim - 1);
       const PetscInt64 N       = spatial ? sp->in->N[d - 1] : 0;
       const PetscInt   w       = spatial ? q % 3 : 1; /* 0 below the field, 1 inside, 2 beyond */
 
       if (spatial) q /= 3;
-      plo[d]    = lo[d];
-      phi[d]    = hi[d];
-      off[c][d] = 0;
+      plo[d]  = lo[d];
+      phi[d]  = hi[d];
+      poff[d] = 0;
       if (spatial && sp->in->periodic[d - 1]) {
         PetscCheck(lo[d] >= -N && hi[d] <= 2 * N, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "A window reaches more than once around the periodic grid (extent %" PetscInt64_FMT " along dim %" PetscInt_FMT "): use a smaller kernel or a larger grid", N,
                    d - 1);
-        plo[d]    = w == 0 ? lo[d] + N : w == 1 ? PetscMax(lo[d], 0) : PetscMax(lo[d], N) - N;
-        phi[d]    = w == 0 ? PetscMin(hi[d], 0) + N : w == 1 ? PetscMin(hi[d], N) : hi[d] - N;
-        off[c][d] = w == 0 ? -N : w == 1 ? 0 : N;
-        if (w != 1) wrapped[c] = PETSC_TRUE;
+        plo[d]  = w == 0 ? lo[d] + N : w == 1 ? PetscMax(lo[d], 0) : PetscMax(lo[d], N) - N;
+        phi[d]  = w == 0 ? PetscMin(hi[d], 0) + N : w == 1 ? PetscMin(hi[d], N) : hi[d] - N;
+        poff[d] = w == 0 ? -N : w == 1 ? 0 : N;
+        if (w != 1) wrapped = PETSC_TRUE;
       } else if (w != 1)
         exists = PETSC_FALSE;
       if (phi[d] <= plo[d]) empty = PETSC_TRUE;
     }
-    if (!exists) continue;
-    for (PetscInt d = 0; d < ndim; d++) {
-      if (empty) phi[d] = plo[d];
-      pext[c][d] = phi[d] - plo[d];
-      off[c][d] += plo[d] - lo[d]; /* the piece's origin in the box */
+    if (!exists || empty) continue;
+    /* the parts of the piece: [a, b) in the layout's coordinates, at a - lo + poff in the box */
+    for (PetscInt d = 0; d < ndim; d++) inner *= PetscMax(PetscMin(phi[d], start[d] + size[d]) - PetscMax(plo[d], start[d]), 0);
+    for (PetscInt e = wrapped ? -1 : 0; e < (wrapped ? 0 : 2 * ndim); e++) {
+      NetHaloPart *pt = &parts[nparts];
+      PetscInt64   a[PETNET_LAYOUT_MAX_DIM], b[PETNET_LAYOUT_MAX_DIM];
+      PetscBool    none = PETSC_FALSE;
+
+      for (PetscInt d = 0; d < ndim; d++) {
+        a[d] = plo[d];
+        b[d] = phi[d];
+        if (e < 0) continue; /* the whole piece */
+        if (d < e / 2) { /* inside the block along the dims peeled before */
+          a[d] = PetscMax(plo[d], start[d]);
+          b[d] = PetscMin(phi[d], start[d] + size[d]);
+        } else if (d == e / 2) { /* below or above it along this one */
+          if (e % 2 == 0) b[d] = PetscMin(phi[d], start[d]);
+          else a[d] = PetscMax(plo[d], start[d] + size[d]);
+        }
+        if (b[d] <= a[d]) none = PETSC_TRUE;
+      }
+      if (none) continue;
+      for (PetscInt d = 0; d < ndim; d++) {
+        pt->ext[d] = b[d] - a[d];
+        pt->off[d] = a[d] - lo[d] + poff[d];
+      }
+      pt->wrapped = wrapped;
+      PetscCall(PetNetLayoutCreateBoxGraph_Private(sp->L, a, b, &pt->n, &pt->ilocal, &pt->iremote, &npiece));
+      for (PetscInt l = 0; l < pt->n; l++)
+        if (wrapped || pt->iremote[l].rank != rank) nremote++;
+      nvalid += pt->n;
+      nparts++;
     }
-    PetscCall(PetNetLayoutCreateBoxGraph_Private(sp->L, plo, phi, &pleaves[c], &pilocal[c], &piremote[c], &npiece));
-    pexists[c] = PETSC_TRUE;
-    nleaves    = pleaves[c];
-    iremote    = piremote[c];
-    for (PetscInt l = 0; l < nleaves; l++)
-      if (wrapped[c] || iremote[l].rank != rank) nremote++;
-    nvalid += nleaves;
+    if (!wrapped) nvalid += inner; /* the block's own entries: inside the field */
   }
   PetscCall(PetscMalloc1(nremote, &sp->rlocal));
   PetscCall(PetscMalloc(nremote * sizeof(PetscScalar), &sp->halo)); /* either element type fits */
   PetscCall(PetscMalloc1(nremote, &rremote));
-  for (PetscInt c = 0, r = 0; c < npieces; c++) {
-    if (!pexists[c]) continue;
-    nleaves = pleaves[c];
-    ilocal  = pilocal[c];
-    iremote = piremote[c];
-    for (PetscInt l = 0; l < nleaves; l++) {
-      PetscInt64 q = ilocal ? ilocal[l] : l, idx[PETNET_LAYOUT_MAX_DIM], bo = 0;
+  for (PetscInt c = 0, r = 0; c < nparts; c++) {
+    NetHaloPart *pt = &parts[c];
 
-      if (!wrapped[c] && iremote[l].rank == rank) continue;
+    for (PetscInt l = 0; l < pt->n; l++) {
+      PetscInt64 q = pt->ilocal ? pt->ilocal[l] : l, idx[PETNET_LAYOUT_MAX_DIM], bo = 0;
+
+      if (!pt->wrapped && pt->iremote[l].rank == rank) continue;
       for (PetscInt d = ndim - 1; d >= 0; d--) {
-        idx[d] = q % pext[c][d] + off[c][d];
-        q /= pext[c][d];
+        idx[d] = q % pt->ext[d] + pt->off[d];
+        q /= pt->ext[d];
       }
       for (PetscInt d = 0; d < ndim; d++) bo = bo * (hi[d] - lo[d]) + idx[d];
       sp->rlocal[r] = (PetscInt)bo;
-      rremote[r]    = iremote[l];
+      rremote[r]    = pt->iremote[l];
       r++;
     }
-    PetscCall(PetscFree(pilocal[c]));
-    PetscCall(PetscFree(piremote[c]));
+    PetscCall(PetscFree(pt->ilocal));
+    PetscCall(PetscFree(pt->iremote));
   }
+  PetscCall(PetscFree(parts));
   sp->padded = (PetscBool)(nvalid < nbox);
   PetscCall(PetscSFCreate(comm, &sp->sf));
   PetscCall(PetscSFSetGraph(sp->sf, nroots, nremote, NULL, PETSC_OWN_POINTER, rremote, PETSC_OWN_POINTER));
   sp->nremote = nremote;
   PetscCall(PetscSFSetUp(sp->sf));
   /* the local runs: the box and the block intersected; the last two dims (x, channels) are whole rows */
-  PetscCall(PetNetLayoutGetBlock(sp->L, start, size));
   for (PetscInt d = 0; d < ndim; d++) {
     ilo[d] = PetscMax(lo[d], start[d]);
     ihi[d] = PetscMin(hi[d], start[d] + size[d]);
@@ -1445,7 +1468,15 @@ PetscErrorCode NetSpatialForward_Private(Net net, PetscInt k, PetscInt n, NetEle
 static PetscErrorCode NetSpatialEnsureBox_Private(NetSpatial *sp, NetElem t, const PetscScalar *th, const void *x, const void *y)
 {
   PetscFunctionBegin;
-  if (!sp->xboxvalid || sp->fwdelem != t) PetscCall(NetSpatialLocalForward_Private(sp, t, th, x, (void *)y));
+  if (sp->xboxvalid && sp->fwdelem == t) PetscFunctionReturn(0);
+  if (y) PetscCall(NetSpatialLocalForward_Private(sp, t, th, x, (void *)y)); /* the same values again */
+  else { /* the walk does not hand a spatial node its output (NetExecOps.needsy): a scratch for the forward's */
+    void *ys;
+
+    PetscCall(PetscMalloc((size_t)(sp->nf * sp->out->npoints * sp->cout) * NetElemBytes(t), &ys));
+    PetscCall(NetSpatialLocalForward_Private(sp, t, th, x, ys));
+    PetscCall(PetscFree(ys));
+  }
   PetscFunctionReturn(0);
 }
 

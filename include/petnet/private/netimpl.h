@@ -75,6 +75,8 @@ typedef struct {
 typedef struct {
   const char *name;    /* for NetView() */
   PetscBool   floatok; /* computes in float (else the store gives it double arrays) */
+  PetscBool   needsy;  /* backward and jvp read the node's output value y; else the walk hands them NULL (a spatial node's
+                          windowed kernels never read it, and at bfloat16 its widened copy is the node's largest array) */
   PetscErrorCode (*forward)(Net, PetscInt, NetElem, const PetscScalar *, const void *const[], void *);
   PetscErrorCode (*backward)(Net, PetscInt, NetElem, const PetscScalar *, const void *const[], const void *, const void *, void *const[], PetscScalar *);
   PetscErrorCode (*jvp)(Net, PetscInt, NetElem, const PetscScalar *, const void *const[], const void *, const void *const[], const PetscScalar *, void *);
