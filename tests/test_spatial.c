@@ -116,8 +116,8 @@ int main(int argc, char **argv)
 {
   MPI_Comm       comm, gcomm;
   Net            net, ref;
-  PetscReal      tol1 = 1e-13, tol2 = 1e-12;     /* first- and second-order bounds: double, or 10 L u and 20 L u */
-  PetscReal      dottol = 1e-12, fdtol = 1e-6;   /* NetTestJacobian's bounds (its manual page): double, or low precision's */
+  PetscReal      tol1 = 1e-13, tol2 = 1e-12;   /* first- and second-order bounds: double, or 10 L u and 20 L u */
+  PetscReal      dottol = 1e-12, fdtol = 1e-6; /* NetTestJacobian's bounds (its manual page): double, or low precision's */
   DM             da;
   PetscInt       nsd = 2, C = 2, nf = 1, ngroups = 1, gdim[3] = {8, 8, 8}, n = 3, gm[3], *own[3] = {NULL, NULL, NULL};
   PetscInt64     N[3], lo[3], sz[3];
@@ -223,7 +223,7 @@ int main(int argc, char **argv)
 
       tol1   = 10 * L * u;
       tol2   = 20 * L * u;
-      dottol = tol1;                                                          /* the halo exchanges' float identity is folded in */
+      dottol = tol1;                                                                 /* the halo exchanges' float identity is folded in */
       fdtol  = prec == NET_PRECISION_SINGLE ? 100 * PetscPowReal(u, 2.0 / 3) : tol1; /* bfloat16: against double */
     }
   }

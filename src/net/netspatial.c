@@ -844,11 +844,11 @@ static PetscErrorCode NetSpatialSetUpBatch_Private(Net net, PetscInt k, NetSpati
   PetscCall(PetscFree(sp->dbox));
   PetscCall(PetscFree(sp->work));
   PetscCall(NetSpatialResetJoin_Private(sp, PETSC_FALSE));
-  sp->nf         = nf;
-  sp->batchgen   = net->batchgen;
-  sp->xboxvalid  = PETSC_FALSE;
-  sp->boxmade    = PETSC_FALSE;
-  sp->ready      = PETSC_TRUE;
+  sp->nf        = nf;
+  sp->batchgen  = net->batchgen;
+  sp->xboxvalid = PETSC_FALSE;
+  sp->boxmade   = PETSC_FALSE;
+  sp->ready     = PETSC_TRUE;
   if (sp->kind == NET_SPATIAL_GLOBAL) {
     PetscCall(PetscMalloc1((size_t)nf * sp->cin, &sp->work));
     PetscFunctionReturn(0);
@@ -970,12 +970,14 @@ static PetscErrorCode NetSpatialSetUpHalo_Private(NetSpatial *sp, const PetscInt
         a[d] = plo[d];
         b[d] = phi[d];
         if (e < 0) continue; /* the whole piece */
-        if (d < e / 2) { /* inside the block along the dims peeled before */
+        if (d < e / 2) {     /* inside the block along the dims peeled before */
           a[d] = PetscMax(plo[d], start[d]);
           b[d] = PetscMin(phi[d], start[d] + size[d]);
         } else if (d == e / 2) { /* below or above it along this one */
-          if (e % 2 == 0) b[d] = PetscMin(phi[d], start[d]);
-          else a[d] = PetscMax(plo[d], start[d] + size[d]);
+          if (e % 2 == 0)
+            b[d] = PetscMin(phi[d], start[d]);
+          else
+            a[d] = PetscMax(plo[d], start[d] + size[d]);
         }
         if (b[d] <= a[d]) none = PETSC_TRUE;
       }
@@ -1070,7 +1072,8 @@ static inline size_t NetElemBytes(NetElem t)
 static PetscErrorCode NetSpatialLayerForward_Private(Layer local, NetElem t, PetscInt n, const PetscScalar *th, const void *x, void *y)
 {
   PetscFunctionBegin;
-  if (t == NET_ELEM_DOUBLE) PetscCall(LayerForwardArray(local, n, th, (const PetscScalar *)x, (PetscScalar *)y));
+  if (t == NET_ELEM_DOUBLE)
+    PetscCall(LayerForwardArray(local, n, th, (const PetscScalar *)x, (PetscScalar *)y));
   else {
     const float *xs[1] = {(const float *)x};
 
@@ -1082,7 +1085,8 @@ static PetscErrorCode NetSpatialLayerForward_Private(Layer local, NetElem t, Pet
 static PetscErrorCode NetSpatialLayerBackward_Private(Layer local, NetElem t, PetscInt n, const PetscScalar *th, const void *x, const void *y, const void *dy, void *dx, PetscScalar *dth)
 {
   PetscFunctionBegin;
-  if (t == NET_ELEM_DOUBLE) PetscCall(LayerBackwardArray(local, n, th, (const PetscScalar *)x, (const PetscScalar *)y, (const PetscScalar *)dy, (PetscScalar *)dx, dth));
+  if (t == NET_ELEM_DOUBLE)
+    PetscCall(LayerBackwardArray(local, n, th, (const PetscScalar *)x, (const PetscScalar *)y, (const PetscScalar *)dy, (PetscScalar *)dx, dth));
   else {
     const float *xs[1]  = {(const float *)x};
     float       *dxs[1] = {(float *)dx};
@@ -1095,7 +1099,8 @@ static PetscErrorCode NetSpatialLayerBackward_Private(Layer local, NetElem t, Pe
 static PetscErrorCode NetSpatialLayerJVP_Private(Layer local, NetElem t, PetscInt n, const PetscScalar *th, const void *x, const void *y, const void *dx, const PetscScalar *dth, void *dy)
 {
   PetscFunctionBegin;
-  if (t == NET_ELEM_DOUBLE) PetscCall(LayerJVPArray(local, n, th, (const PetscScalar *)x, (const PetscScalar *)y, (const PetscScalar *)dx, dth, (PetscScalar *)dy));
+  if (t == NET_ELEM_DOUBLE)
+    PetscCall(LayerJVPArray(local, n, th, (const PetscScalar *)x, (const PetscScalar *)y, (const PetscScalar *)dx, dth, (PetscScalar *)dy));
   else {
     const float *xs[1] = {(const float *)x}, *dxs[1] = {(const float *)dx};
 
@@ -1268,8 +1273,10 @@ static PetscErrorCode NetSpatialPool_Private(Net net, NetSpatial *sp, NetElem t,
   PetscCallMPI(MPI_Reduce(grank ? sp->work : MPI_IN_PLACE, sp->work, (PetscMPIInt)(sp->nf * C), MPIU_SCALAR, MPIU_SUM, 0, net->gcomm));
   if (!grank) {
     for (PetscInt i = 0; i < sp->nf * C; i++) {
-      if (t == NET_ELEM_FLOAT) ((float *)y)[i] = (float)(sp->work[i] * scale);
-      else ((PetscScalar *)y)[i] = sp->work[i] * scale;
+      if (t == NET_ELEM_FLOAT)
+        ((float *)y)[i] = (float)(sp->work[i] * scale);
+      else
+        ((PetscScalar *)y)[i] = sp->work[i] * scale;
     }
   }
   PetscCall(PetscLogFlops(1.0 * sp->nf * np * C));
@@ -1389,8 +1396,10 @@ static PetscErrorCode NetSpatialJoinForward_Private(Net net, PetscInt k, NetSpat
   PetscFunctionBegin;
   PetscCheck(sp->nin <= NET_MAX_STACK_INPUTS, PETSC_COMM_SELF, PETSC_ERR_SUP, "Node %s: a repartitioned join takes at most %d inputs", net->nodes[k].name, NET_MAX_STACK_INPUTS);
   PetscCall(NetSpatialJoinInputs_Private(net, sp, t, x, PETSC_FALSE, xs));
-  if (t == NET_ELEM_DOUBLE) PetscCall(LayerForwardArrays(net->layers[k], n, th, (const PetscScalar *const *)xs, (PetscScalar *)y));
-  else PetscCall(LayerForwardSingle(net->layers[k], n, th, (const float *const *)xs, (float *)y));
+  if (t == NET_ELEM_DOUBLE)
+    PetscCall(LayerForwardArrays(net->layers[k], n, th, (const PetscScalar *const *)xs, (PetscScalar *)y));
+  else
+    PetscCall(LayerForwardSingle(net->layers[k], n, th, (const float *const *)xs, (float *)y));
   PetscFunctionReturn(0);
 }
 
@@ -1410,8 +1419,10 @@ static PetscErrorCode NetSpatialJoinBackward_Private(Net net, PetscInt k, NetSpa
     PetscCall(NetSpatialAny_Private(net, dx[i], &want[i]));
     dxs[i] = want[i] ? (sp->dxr[i] ? sp->dxr[i] : (void *)sp->dxr) : NULL; /* an empty block: non-NULL, never written */
   }
-  if (t == NET_ELEM_DOUBLE) PetscCall(LayerBackwardArrays(net->layers[k], n, th, (const PetscScalar *const *)xs, (const PetscScalar *)y, (const PetscScalar *)dy, (PetscScalar *const *)dxs, dth));
-  else PetscCall(LayerBackwardSingle(net->layers[k], n, th, (const float *const *)xs, (const float *)y, (const float *)dy, (float *const *)dxs, dth));
+  if (t == NET_ELEM_DOUBLE)
+    PetscCall(LayerBackwardArrays(net->layers[k], n, th, (const PetscScalar *const *)xs, (const PetscScalar *)y, (const PetscScalar *)dy, (PetscScalar *const *)dxs, dth));
+  else
+    PetscCall(LayerBackwardSingle(net->layers[k], n, th, (const float *const *)xs, (const float *)y, (const float *)dy, (float *const *)dxs, dth));
   for (PetscInt i = 0; i < sp->nin; i++) {
     PetscInt nroots;
 
@@ -1431,8 +1442,10 @@ static PetscErrorCode NetSpatialJoinJVP_Private(Net net, PetscInt k, NetSpatial 
   PetscFunctionBegin;
   PetscCall(NetSpatialJoinInputs_Private(net, sp, t, x, PETSC_FALSE, xs));
   PetscCall(NetSpatialJoinInputs_Private(net, sp, t, dx, PETSC_TRUE, dxs));
-  if (t == NET_ELEM_DOUBLE) PetscCall(LayerJVPArrays(net->layers[k], n, th, (const PetscScalar *const *)xs, (const PetscScalar *)y, (const PetscScalar *const *)dxs, dth, (PetscScalar *)dy));
-  else PetscCall(LayerJVPSingle(net->layers[k], n, th, (const float *const *)xs, (const float *)y, (const float *const *)dxs, dth, (float *)dy));
+  if (t == NET_ELEM_DOUBLE)
+    PetscCall(LayerJVPArrays(net->layers[k], n, th, (const PetscScalar *const *)xs, (const PetscScalar *)y, (const PetscScalar *const *)dxs, dth, (PetscScalar *)dy));
+  else
+    PetscCall(LayerJVPSingle(net->layers[k], n, th, (const float *const *)xs, (const float *)y, (const float *const *)dxs, dth, (float *)dy));
   PetscFunctionReturn(0);
 }
 
@@ -1469,8 +1482,9 @@ static PetscErrorCode NetSpatialEnsureBox_Private(NetSpatial *sp, NetElem t, con
 {
   PetscFunctionBegin;
   if (sp->xboxvalid && sp->fwdelem == t) PetscFunctionReturn(0);
-  if (y) PetscCall(NetSpatialLocalForward_Private(sp, t, th, x, (void *)y)); /* the same values again */
-  else { /* the walk does not hand a spatial node its output (NetExecOps.needsy): a scratch for the forward's */
+  if (y)
+    PetscCall(NetSpatialLocalForward_Private(sp, t, th, x, (void *)y)); /* the same values again */
+  else {                                                                /* the walk does not hand a spatial node its output (NetExecOps.needsy): a scratch for the forward's */
     void *ys;
 
     PetscCall(PetscMalloc((size_t)(sp->nf * sp->out->npoints * sp->cout) * NetElemBytes(t), &ys));
@@ -1609,11 +1623,15 @@ PetscErrorCode NetSpatialTestHalo_Private(Net net, PetscRandom rnd, PetscReal *e
       PetscCall(PetscRandomGetValueReal(rnd, &r));
       r = 2 * r - 1;
       if (t == NET_ELEM_FLOAT) {
-        if (i < nloc) ((float *)x)[i] = (float)r;
-        else ((float *)w)[i - nloc] = (float)r;
+        if (i < nloc)
+          ((float *)x)[i] = (float)r;
+        else
+          ((float *)w)[i - nloc] = (float)r;
       } else {
-        if (i < nloc) ((PetscScalar *)x)[i] = r;
-        else ((PetscScalar *)w)[i - nloc] = r;
+        if (i < nloc)
+          ((PetscScalar *)x)[i] = r;
+        else
+          ((PetscScalar *)w)[i - nloc] = r;
       }
     }
     PetscCall(NetSpatialGather_Private(sp, t, x, Hx));
@@ -1627,7 +1645,7 @@ PetscErrorCode NetSpatialTestHalo_Private(Net net, PetscRandom rnd, PetscReal *e
     }
     for (PetscInt i = 0; i < nloc; i++) s[1] += t == NET_ELEM_FLOAT ? (PetscReal)((float *)x)[i] * ((float *)Htw)[i] : ((PetscScalar *)x)[i] * ((PetscScalar *)Htw)[i];
     PetscCall(MPIU_Allreduce(MPI_IN_PLACE, s, 4, MPIU_REAL, MPIU_SUM, net->gcomm));
-    e = PetscAbsReal(s[0] - s[1]) / PetscMax(PetscSqrtReal(s[2] * s[3]), PETSC_SMALL);
+    e    = PetscAbsReal(s[0] - s[1]) / PetscMax(PetscSqrtReal(s[2] * s[3]), PETSC_SMALL);
     *err = PetscMax(*err, e);
     PetscCall(PetscFree(x));
     PetscCall(PetscFree(Htw));

@@ -85,16 +85,16 @@ PETSC_INTERN PetscErrorCode LayerCreate_AvgPool(Layer layer)
 {
   PetscFunctionBegin;
   PetscCall(LayerCreatePool_Private(layer, sizeof(Layer_AvgPool)));
-  layer->ops->setup    = LayerSetUpPool_Private;
-  layer->ops->forward  = LayerForward_AvgPool;
-  layer->ops->backward = LayerBackward_AvgPool;
-  layer->ops->jvp      = LayerJVP_AvgPool;
+  layer->ops->setup          = LayerSetUpPool_Private;
+  layer->ops->forward        = LayerForward_AvgPool;
+  layer->ops->backward       = LayerBackward_AvgPool;
+  layer->ops->jvp            = LayerJVP_AvgPool;
   layer->ops->forwardsingle  = LayerForwardSingle_AvgPool;
   layer->ops->backwardsingle = LayerBackwardSingle_AvgPool;
   layer->ops->jvpsingle      = LayerJVPSingle_AvgPool;
-  layer->ops->forget   = LayerForget_AvgPool;
-  layer->sozero        = PETSC_TRUE; /* linear (or piecewise linear) in x: no curvature term */
-  layer->ops->reset    = LayerResetPool_Private;
-  layer->ops->destroy  = LayerDestroyPool_Private;
+  layer->ops->forget         = LayerForget_AvgPool;
+  layer->sozero              = PETSC_TRUE; /* linear (or piecewise linear) in x: no curvature term */
+  layer->ops->reset          = LayerResetPool_Private;
+  layer->ops->destroy        = LayerDestroyPool_Private;
   PetscFunctionReturn(0);
 }

@@ -13,7 +13,7 @@ static PetscErrorCode AVGPOOL_NAME(AvgPoolApply)(Layer layer, PetscInt n, PetscB
   PetscCall(LayerPoolCheckRunnable_Private(layer));
   LayerWindowGetVolume(&((Layer_AvgPool *)layer->data)->win, &v);
   {
-    const PetscInt    D = v.in[0], H = v.in[1], W = v.in[2], C = layer->in.dim[layer->in.ndim - 1];
+    const PetscInt  D = v.in[0], H = v.in[1], W = v.in[2], C = layer->in.dim[layer->in.ndim - 1];
     const AVGPOOL_T scale = (AVGPOOL_T)(1.0 / (v.k[0] * v.k[1] * v.k[2]));
 
     const PetscInt nout = v.out[0] * v.out[1] * v.out[2] * C;
@@ -62,4 +62,3 @@ static PetscErrorCode AVGPOOL_NAME(AvgPoolApply)(Layer layer, PetscInt n, PetscB
   PetscCall(PetscLogFlops((adjoint ? 2.0 : 1.0) * n * layer->outsize * (v.k[0] * v.k[1] * v.k[2] + (adjoint ? 0 : 1))));
   PetscFunctionReturn(0);
 }
-
