@@ -1,5 +1,5 @@
-static const char help[] = "Single-precision kernels of dense, the activations, conv2d, conv3d, batchnorm and maxpool, and the converting\n"
-                           "fallback of a kind without its own (avgpool) (LayerForwardSingle(), LayerBackwardSingle(),\n"
+static const char help[] = "Single-precision kernels of dense, the activations, conv2d, conv3d, batchnorm, maxpool and avgpool, and the converting\n"
+                           "fallback of a kind without its own (flatten) (LayerForwardSingle(), LayerBackwardSingle(),\n"
                            "LayerJVPSingle()) against the double kernels on the same values (inputs and cotangents that are exact floats):\n"
                            "  1. every output within its bound of the double result (below),\n"
                            "  2. the dot-product test of the float JVP against the float backward, <= 1e-5 relative,\n"
@@ -13,7 +13,7 @@ static const char help[] = "Single-precision kernels of dense, the activations, 
                            "of the double result, K per output: conv y K = taps Cin/G (+ 1 bias), jvp twice that; conv dx K = taps Cout/G;\n"
                            "conv dW, db K = the global points summed (local samples x output pixels); dense as conv with one tap (y K = in + 1,\n"
                            "dx K = out, dW K = the global samples); activations and dropout K = 1 (in double, rounded once); flatten exact; avgpool\n"
-                           "(no float kernels: the converting fallback) K = 1;\n"
+                           "(float kernels, sums in float) y K = taps, dx K = the windows that overlap a point;\n"
                            "batchnorm K = 16 (elementwise passes on\n"
                            "statistics reduced in double); maxpool y and jvp: exact (0), dx K = the windows that overlap a point.\n"
                            "conv2d cases with 3x3 stride-1 kernels on 4 or more channels run Winograd F(2x2,3x3) in both precisions; conv cases with\n"
@@ -73,7 +73,8 @@ static const SingleCase cases[] = {
     {"flatten", "3x2x2", PETSC_FALSE, 0, 0, 0, 0},
     {"dropout:0.4", "4x3", PETSC_TRUE, 1, 1, 0, 1}, /* frozen: the float and double passes draw the same mask */
     {"dropout:0.4", "4x3", PETSC_FALSE, 0, 0, 0, 0},
-    {"avgpool:2", "4x4x3", PETSC_FALSE, 1, 1, 0, 1}, /* no float kernels: the double ones on converted copies, rounded once */
+    {"avgpool:2", "4x4x3", PETSC_FALSE, 4, 1, 0, 4},     /* its float kernels (avgpoolkernels.h): sums of the window's 4 taps */
+    {"avgpool:3:2:1", "7x6x2", PETSC_FALSE, 9, 4, 0, 9}, /* overlapping, padded windows: dx sums up to 4 of them */
 };
 
 /* uniform exact floats in [lo, hi), ties made likely for maxpool by rounding to multiples of 1/8 when coarse */

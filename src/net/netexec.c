@@ -9,17 +9,121 @@
     spatial  a node of a Net on a DMDA grid that reads a neighbourhood or changes the grid (netspatial.c): the halo
              exchange (adjoint: the halos added back) around a local copy of the layer on the rank's box
 
-  A plain node computes in the store's element type; model and spatial nodes compute in double and the value store
-  widens their inputs and rounds their outputs (netprecision.c), so every executor works at every precision. A new
-  mode (a pipeline stage, a sub-graph group) is one more table here.
+  Plain and spatial nodes compute in the store's element type (float for single and bfloat16: the spatial node's halo
+  exchange, box and local kernels are float too); model-parallel nodes compute in double and the value store widens
+  their inputs and rounds their outputs (netprecision.c), so every executor works at every precision. A new mode (a
+  pipeline stage, a sub-graph group) is one more table here.
 */
 #include <petnet/private/netimpl.h>
+
+/*
+  A plain node streaming bfloat16 (NetNodeStreamsBF16(): an activation at -net_precision bfloat16): its stored values
+  widened to float, the layer's float kernels, its outputs rounded back, one chunk of samples at a time. Its kernels act
+  on each sample alone, so the bits are those of whole widened copies; the float buffers hold NET_BF16_CHUNK entries of
+  the larger of its input and output.
+*/
+#define NET_BF16_CHUNK 65536
+
+static void NetWidenBF16(PetscInt N, const uint16_t *b, float *f)
+{
+  for (PetscInt i = 0; i < N; i++) f[i] = NetBF16ToFloat(b[i]);
+}
+
+static void NetRoundBF16(PetscInt N, const float *f, uint16_t *b)
+{
+  for (PetscInt i = 0; i < N; i++) b[i] = NetFloatToBF16(f[i]);
+}
+
+/* the samples of a chunk, and the float buffers of node k's input and output for one */
+static PetscErrorCode NetBF16Chunk(Layer layer, PetscInt *m)
+{
+  PetscFunctionBegin;
+  *m = PetscMax(1, NET_BF16_CHUNK / PetscMax(1, PetscMax(layer->insize, layer->outsize)));
+  PetscFunctionReturn(0);
+}
+
+/* y = f(x) */
+static PetscErrorCode NetExecForward_PlainBF16(Layer layer, PetscInt n, const PetscScalar *th, const uint16_t *x, uint16_t *y)
+{
+  const PetscInt in = layer->insize, out = layer->outsize;
+  PetscInt       m;
+  float         *xf, *yf;
+
+  PetscFunctionBegin;
+  PetscCall(NetBF16Chunk(layer, &m));
+  PetscCall(PetscMalloc2(m * in, &xf, m * out, &yf));
+  for (PetscInt s0 = 0; s0 < n; s0 += m) {
+    const PetscInt c     = PetscMin(m, n - s0);
+    const float   *xs[1] = {xf};
+
+    NetWidenBF16(c * in, x + (size_t)s0 * in, xf);
+    PetscCall(LayerForwardSingle(layer, c, th, xs, yf));
+    NetRoundBF16(c * out, yf, y + (size_t)s0 * out);
+  }
+  PetscCall(PetscFree2(xf, yf));
+  PetscFunctionReturn(0);
+}
+
+/* dx = J^T dy (no parameters: nothing when dx is not asked for) */
+static PetscErrorCode NetExecBackward_PlainBF16(Layer layer, PetscInt n, const PetscScalar *th, const uint16_t *x, const uint16_t *y, const uint16_t *dy, uint16_t *dx)
+{
+  const PetscInt in = layer->insize, out = layer->outsize;
+  PetscInt       m;
+  float         *xf, *yf, *dyf, *dxf;
+
+  PetscFunctionBegin;
+  if (!dx) PetscFunctionReturn(0);
+  PetscCall(NetBF16Chunk(layer, &m));
+  PetscCall(PetscMalloc4(m * in, &xf, m * out, &yf, m * out, &dyf, m * in, &dxf));
+  for (PetscInt s0 = 0; s0 < n; s0 += m) {
+    const PetscInt c     = PetscMin(m, n - s0);
+    const float   *xs[1] = {xf};
+    float         *ds[1] = {dxf};
+
+    NetWidenBF16(c * in, x + (size_t)s0 * in, xf);
+    NetWidenBF16(c * out, y + (size_t)s0 * out, yf);
+    NetWidenBF16(c * out, dy + (size_t)s0 * out, dyf);
+    PetscCall(LayerBackwardSingle(layer, c, th, xs, yf, dyf, ds, NULL));
+    NetRoundBF16(c * in, dxf, dx + (size_t)s0 * in);
+  }
+  PetscCall(PetscFree4(xf, yf, dyf, dxf));
+  PetscFunctionReturn(0);
+}
+
+/* dy = J dx (dx NULL: zero) */
+static PetscErrorCode NetExecJVP_PlainBF16(Layer layer, PetscInt n, const PetscScalar *th, const uint16_t *x, const uint16_t *y, const uint16_t *dx, uint16_t *dy)
+{
+  const PetscInt in = layer->insize, out = layer->outsize;
+  PetscInt       m;
+  float         *xf, *yf, *dxf, *dyf;
+
+  PetscFunctionBegin;
+  PetscCall(NetBF16Chunk(layer, &m));
+  PetscCall(PetscMalloc4(m * in, &xf, m * out, &yf, m * in, &dxf, m * out, &dyf));
+  for (PetscInt s0 = 0; s0 < n; s0 += m) {
+    const PetscInt c      = PetscMin(m, n - s0);
+    const float   *xs[1]  = {xf};
+    const float   *dxs[1] = {dx ? dxf : NULL};
+
+    NetWidenBF16(c * in, x + (size_t)s0 * in, xf);
+    NetWidenBF16(c * out, y + (size_t)s0 * out, yf);
+    if (dx) NetWidenBF16(c * in, dx + (size_t)s0 * in, dxf);
+    PetscCall(LayerJVPSingle(layer, c, th, xs, yf, dxs, NULL, dyf));
+    NetRoundBF16(c * out, dyf, dy + (size_t)s0 * out);
+  }
+  PetscCall(PetscFree4(xf, yf, dxf, dyf));
+  PetscFunctionReturn(0);
+}
 
 static PetscErrorCode NetExecForward_Plain(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], void *y)
 {
   Layer layer = net->layers[k];
 
   PetscFunctionBegin;
+  if (t == NET_ELEM_BF16) { /* not fused (NetNodeStreamsBF16()) */
+    PetscCall(NetExecForward_PlainBF16(layer, NetNodeCount(net, k), th, (const uint16_t *)x[0], (uint16_t *)y));
+    PetscFunctionReturn(0);
+  }
   if (net->nodes[k].fuseact >= 0) /* y = f(P(x)) in its pass (netfuse.c): the activation goes with the call */
     PetscCall(LayerForwardAct(layer, net->layers[net->nodes[k].fuseact], t == NET_ELEM_FLOAT ? PETSC_FLOAT : PETSC_SCALAR, NetNodeCount(net, k), th, x[0], y));
   else if (t == NET_ELEM_DOUBLE) PetscCall(LayerForwardArrays(layer, NetNodeCount(net, k), th, (const PetscScalar *const *)x, (PetscScalar *)y));
@@ -32,7 +136,8 @@ static PetscErrorCode NetExecBackward_Plain(Net net, PetscInt k, NetElem t, cons
   Layer layer = net->layers[k];
 
   PetscFunctionBegin;
-  if (mask >= 0) /* dx = f'(x) J^T dy in its pass (netfuse.c): the activation goes with the call */
+  if (t == NET_ELEM_BF16) PetscCall(NetExecBackward_PlainBF16(layer, NetNodeCount(net, k), th, (const uint16_t *)x[0], (const uint16_t *)y, (const uint16_t *)dy, (uint16_t *)dx[0]));
+  else if (mask >= 0) /* dx = f'(x) J^T dy in its pass (netfuse.c): the activation goes with the call */
     PetscCall(LayerBackwardMask(layer, net->layers[mask], t == NET_ELEM_FLOAT ? PETSC_FLOAT : PETSC_SCALAR, NetNodeCount(net, k), th, x[0], y, dy, dx[0], dth));
   else if (t == NET_ELEM_DOUBLE) PetscCall(LayerBackwardArrays(layer, NetNodeCount(net, k), th, (const PetscScalar *const *)x, (const PetscScalar *)y, (const PetscScalar *)dy, (PetscScalar *const *)dx, dth));
   else PetscCall(LayerBackwardSingle(layer, NetNodeCount(net, k), th, (const float *const *)x, (const float *)y, (const float *)dy, (float *const *)dx, dth));
@@ -44,7 +149,8 @@ static PetscErrorCode NetExecJVP_Plain(Net net, PetscInt k, NetElem t, const Pet
   Layer layer = net->layers[k];
 
   PetscFunctionBegin;
-  if (t == NET_ELEM_DOUBLE) PetscCall(LayerJVPArrays(layer, NetNodeCount(net, k), th, (const PetscScalar *const *)x, (const PetscScalar *)y, (const PetscScalar *const *)dx, dth, (PetscScalar *)dy));
+  if (t == NET_ELEM_BF16) PetscCall(NetExecJVP_PlainBF16(layer, NetNodeCount(net, k), th, (const uint16_t *)x[0], (const uint16_t *)y, dx ? (const uint16_t *)dx[0] : NULL, (uint16_t *)dy));
+  else if (t == NET_ELEM_DOUBLE) PetscCall(LayerJVPArrays(layer, NetNodeCount(net, k), th, (const PetscScalar *const *)x, (const PetscScalar *)y, (const PetscScalar *const *)dx, dth, (PetscScalar *)dy));
   else PetscCall(LayerJVPSingle(layer, NetNodeCount(net, k), th, (const float *const *)x, (const float *)y, (const float *const *)dx, dth, (float *)dy));
   PetscFunctionReturn(0);
 }
@@ -63,7 +169,7 @@ static PetscErrorCode NetExecView_Plain(Net net, PetscInt k, PetscViewer viewer)
   PetscFunctionReturn(0);
 }
 
-const NetExecOps NetExecPlain = {"plain", PETSC_TRUE, NetExecForward_Plain, NetExecBackward_Plain, NetExecJVP_Plain, NetExecSOBackward_Plain, NetExecView_Plain};
+const NetExecOps NetExecPlain = {"plain", PETSC_TRUE, PETSC_TRUE, NetExecForward_Plain, NetExecBackward_Plain, NetExecJVP_Plain, NetExecSOBackward_Plain, NetExecView_Plain};
 
 /* model-parallel nodes take one input */
 static PetscErrorCode NetExecForward_Model(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], void *y)
@@ -94,26 +200,26 @@ static PetscErrorCode NetExecSOBackward_Model(Net net, PetscInt k, const PetscSc
   PetscFunctionReturn(0);
 }
 
-const NetExecOps NetExecModel = {"model", PETSC_FALSE, NetExecForward_Model, NetExecBackward_Model, NetExecJVP_Model, NetExecSOBackward_Model, NetModelViewNode_Private};
+const NetExecOps NetExecModel = {"model", PETSC_FALSE, PETSC_TRUE, NetExecForward_Model, NetExecBackward_Model, NetExecJVP_Model, NetExecSOBackward_Model, NetModelViewNode_Private};
 
 static PetscErrorCode NetExecForward_Spatial(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], void *y)
 {
   PetscFunctionBegin;
-  PetscCall(NetSpatialForward_Private(net, k, NetNodeCount(net, k), th, (const PetscScalar *const *)x, (PetscScalar *)y));
+  PetscCall(NetSpatialForward_Private(net, k, NetNodeCount(net, k), t, th, x, y));
   PetscFunctionReturn(0);
 }
 
 static PetscErrorCode NetExecBackward_Spatial(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], const void *y, const void *dy, void *const dx[], PetscScalar *dth, PetscInt mask)
 {
   PetscFunctionBegin;
-  PetscCall(NetSpatialBackward_Private(net, k, NetNodeCount(net, k), th, (const PetscScalar *const *)x, (const PetscScalar *)y, (const PetscScalar *)dy, (PetscScalar *const *)dx, dth));
+  PetscCall(NetSpatialBackward_Private(net, k, NetNodeCount(net, k), t, th, x, y, dy, dx, dth));
   PetscFunctionReturn(0);
 }
 
 static PetscErrorCode NetExecJVP_Spatial(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], const void *y, const void *const dx[], const PetscScalar *dth, void *dy)
 {
   PetscFunctionBegin;
-  PetscCall(NetSpatialJVP_Private(net, k, NetNodeCount(net, k), th, (const PetscScalar *const *)x, (const PetscScalar *)y, (const PetscScalar *const *)dx, dth, (PetscScalar *)dy));
+  PetscCall(NetSpatialJVP_Private(net, k, NetNodeCount(net, k), t, th, x, y, dx, dth, dy));
   PetscFunctionReturn(0);
 }
 
@@ -125,7 +231,7 @@ static PetscErrorCode NetExecSOBackward_Spatial(Net net, PetscInt k, const Petsc
   PetscFunctionReturn(0);
 }
 
-const NetExecOps NetExecSpatial = {"spatial", PETSC_FALSE, NetExecForward_Spatial, NetExecBackward_Spatial, NetExecJVP_Spatial, NetExecSOBackward_Spatial, NetSpatialViewNode_Private};
+const NetExecOps NetExecSpatial = {"spatial", PETSC_TRUE, PETSC_FALSE, NetExecForward_Spatial, NetExecBackward_Spatial, NetExecJVP_Spatial, NetExecSOBackward_Spatial, NetSpatialViewNode_Private};
 
 /* each node's executor, once the model-parallel (netmodel.c) and spatial (netspatial.c) set-ups have said which
    nodes are theirs */

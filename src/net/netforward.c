@@ -327,9 +327,10 @@ PetscErrorCode NetNodeBackwardArrays_Private(Net net, PetscInt k, NetElem t, con
   PetscFunctionBegin;
   if (net->nodes[k].nin > NET_MAX_STACK_INPUTS) PetscCall(PetscMalloc1(net->nodes[k].nin, &x));
   PetscCall(NetStoreGetInputs_Private(net, k, NET_SLOT_VALUE, t, x));
-  PetscCall(NetStore(net)->get(net, NET_SLOT_VALUE, k + 1, NET_READ, t, &y));
+  y = NULL;
+  if (net->nodes[k].exec->needsy) PetscCall(NetStore(net)->get(net, NET_SLOT_VALUE, k + 1, NET_READ, t, &y));
   PetscCall(net->nodes[k].exec->backward(net, k, t, th, x, y, dy, dx, dth, mask));
-  PetscCall(NetStore(net)->restore(net, NET_SLOT_VALUE, k + 1, NET_READ, t, &y));
+  if (net->nodes[k].exec->needsy) PetscCall(NetStore(net)->restore(net, NET_SLOT_VALUE, k + 1, NET_READ, t, &y));
   PetscCall(NetStoreRestoreInputs_Private(net, k, NET_SLOT_VALUE, t, x));
   if (x != stack) PetscCall(PetscFree(x));
   PetscFunctionReturn(0);
@@ -345,9 +346,10 @@ static PetscErrorCode NetNodeJVPArrays_Private(Net net, PetscInt k, NetElem t, c
   PetscFunctionBegin;
   if (net->nodes[k].nin > NET_MAX_STACK_INPUTS) PetscCall(PetscMalloc1(net->nodes[k].nin, &x));
   PetscCall(NetStoreGetInputs_Private(net, k, NET_SLOT_VALUE, t, x));
-  PetscCall(NetStore(net)->get(net, NET_SLOT_VALUE, k + 1, NET_READ, t, &y));
+  y = NULL;
+  if (net->nodes[k].exec->needsy) PetscCall(NetStore(net)->get(net, NET_SLOT_VALUE, k + 1, NET_READ, t, &y));
   PetscCall(net->nodes[k].exec->jvp(net, k, t, th, x, y, dx, dth, dy));
-  PetscCall(NetStore(net)->restore(net, NET_SLOT_VALUE, k + 1, NET_READ, t, &y));
+  if (net->nodes[k].exec->needsy) PetscCall(NetStore(net)->restore(net, NET_SLOT_VALUE, k + 1, NET_READ, t, &y));
   PetscCall(NetStoreRestoreInputs_Private(net, k, NET_SLOT_VALUE, t, x));
   if (x != stack) PetscCall(PetscFree(x));
   PetscFunctionReturn(0);

@@ -8,9 +8,10 @@
     low       lstore[slot][v]: vlocal[v] * size_v entries of 4 bytes (single) or 2 (bfloat16), v = 0..L. A plain node
               computes in float: in single on the stored arrays themselves, in bfloat16 on float copies widened before
               and rounded (to nearest, ties to even) after, so only the stored values carry bfloat16's 8-bit
-              significand. A node whose executor computes in double (model-parallel, spatial; the second-order
-              adjoint, the per-node Jacobians and K-FAC's statistics read double) gets double copies, widened exactly
-              and rounded back through float. The copies live in a scratch the walk empties before each node
+              significand; an activation gets the bfloat16 buffers themselves and widens and rounds them a chunk at a
+              time (NetNodeStreamsBF16()). Spatial nodes compute in float too (their halo exchange included). A node
+              whose executor computes in double (model-parallel; the second-order adjoint, the per-node Jacobians and
+              K-FAC's statistics read double) gets double copies, widened exactly and rounded back through float. The copies live in a scratch the walk empties before each node
               (nextnode): it holds one node's arrays at most.
     double    always: the parameters (each node reads its double block, NetNodeGetParameters_Private()), the gradient (the
               kernels accumulate into the double block), the loss and optimizer, and the public Vecs: X is rounded into
@@ -23,29 +24,7 @@
 
 const char *const NetPrecisions[] = {"double", "single", "bfloat16", "NetPrecision", "NET_PRECISION_", NULL};
 
-/* bfloat16 is the upper half of a float: widening is exact, narrowing rounds to nearest even (a NaN stays a NaN) */
-static inline float NetBF16ToFloat(uint16_t b)
-{
-  union {
-    uint32_t u;
-    float    f;
-  } c;
-
-  c.u = (uint32_t)b << 16;
-  return c.f;
-}
-
-static inline uint16_t NetFloatToBF16(float f)
-{
-  union {
-    uint32_t u;
-    float    f;
-  } c;
-
-  c.f = f;
-  if ((c.u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((c.u >> 16) | 0x40u); /* quiet NaN */
-  return (uint16_t)((c.u + 0x7fffu + ((c.u >> 16) & 1u)) >> 16);
-}
+/* NetBF16ToFloat(), NetFloatToBF16(): netimpl.h */
 
 /* BODY on the blocks [i0, i1) of N entries, on PetNet's threads when there are several (elementwise: the same bits at
    any thread count) */
@@ -346,8 +325,9 @@ static PetscErrorCode NetStoreGet_Low(Net net, NetSlot s, PetscInt v, NetAccess 
 
   PetscFunctionBegin;
   PetscCall(NetLowBuffer(net, s, v, &b));
-  if (net->precision == NET_PRECISION_SINGLE && t == NET_ELEM_FLOAT) {
-    *a = b; /* the store's own */
+  if ((net->precision == NET_PRECISION_SINGLE && t == NET_ELEM_FLOAT) || t == NET_ELEM_BF16) {
+    PetscCheck(t != NET_ELEM_BF16 || net->precision == NET_PRECISION_BFLOAT16, PETSC_COMM_SELF, PETSC_ERR_PLIB, "bfloat16 arrays asked of a store in single precision");
+    *a = b; /* the store's own (a node streaming bfloat16 widens and rounds it itself) */
     PetscFunctionReturn(0);
   }
   PetscCall(NetLowScratch(net, (size_t)N * (t == NET_ELEM_FLOAT ? sizeof(float) : sizeof(PetscScalar)), a));

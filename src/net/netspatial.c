@@ -77,29 +77,38 @@ typedef struct {
   NetSpatialPart part[2 * NET_GRID_MAX];
   PetscInt64     total; /* global pooling: the grid points of the field */
 
-  /* for the current batch (nf fields on the group's ranks) */
+  /* for the current batch (nf fields on the group's ranks). The box, its halo and the slabs hold values of the element
+     type the node computes in (NetNodeElem(): float when the store is single or bfloat16, else double); a call in the
+     other type (the second-order adjoint and the per-node Jacobians read double) gathers the box again in its type. */
   PetscInt     nf, batchgen;
   PetNetLayout L;             /* the input tensor (nf, [P,] N, M, c) over the group's ranks */
   PetscSF      sf;            /* the box's entries owned by other ranks of the group (leaves: halo[]) */
   PetscInt     nremote;       /* ... their number, */
   PetscInt    *rlocal;        /* ... their places in the box */
-  PetscScalar *halo;          /* ... and their values (received apart, so a first pass can read the box meanwhile) */
-  PetscScalar *pin, *pout;    /* overlap: a slab's input and output for nf fields (the largest slab's sizes) */
+  void        *halo;          /* ... and their values (received apart, so a first pass can read the box meanwhile) */
+  void        *pin, *pout;    /* overlap: a slab's input and output for nf fields (the largest slab's sizes, double's bytes) */
   PetscInt     nruns, runlen; /* the box's entries this rank owns: nruns runs of runlen contiguous values ... */
   PetscInt    *xoff, *boff;   /* ... starting at xoff[r] in the rank's block and at boff[r] in the box */
   PetscBool    padded;        /* some box entries lie outside the field (zero) */
-  Vec          xbox;          /* the box at the last forward */
-  Vec          dbox;          /* the (co)tangent on the box */
+  PetscBool    identity;      /* on every rank of the group the box is the rank's block (no halo, no padding: a stride-k
+                                 pooling of blocks that k divides): the node reads its input where it lies, with no box */
+  PetscInt     nbox;          /* the box's entries */
+  NetElem      boxelem;       /* the element type of xbox and dbox (allocated), ... */
+  NetElem      fwdelem;       /* ... and of the last local forward (the local layer's state, the box's values) */
+  void        *xbox;          /* the box at the last forward [nf][box points][cin] */
+  void        *dbox;          /* the (co)tangent on the box */
+  PetscBool    boxmade;       /* xbox and dbox are allocated (for this batch layout) */
   PetscBool    xboxvalid;     /* xbox holds the box of the last forward on this batch layout */
-  PetscBool    xboxpadded;    /* xbox's padding entries are zero (set once per batch layout) */
-  PetscScalar *work;          /* global pooling: nf c partial sums */
+  PetscScalar *work;          /* global pooling: nf c partial sums (double, whatever the element type) */
 
   /* a join (add, concat) of values on grids of the same extent but different ownership (a stride-2 pool of an odd block
-     followed by an upsampling): input i > 0 is moved to input 0's ownership, xr[i] = R[i] x[i] (R[i] NULL: it has it) */
+     followed by an upsampling): input i > 0 is moved to input 0's ownership by a PetscSF jsf[i] (roots: input i's
+     block, leaves: input 0's block), xr[i] = bcast(x[i]), its adjoint the sum-reduce (jsf[i] NULL: it has it) */
   PetscInt  nin;
   PetscBool ready; /* the batch layout's operators are built (batchgen) */
-  Mat      *R;
-  Vec      *xw, *xr, *dxr; /* wrappers of input i's array; its repartitioned value and (co)tangent */
+  PetscSF  *jsf;
+  PetscInt *jn;        /* leaves of jsf[i]: input 0's block for input i's channels */
+  void    **xr, **dxr; /* input i's repartitioned value and (co)tangent (double's bytes: either type fits) */
 } NetSpatial;
 
 static PetscErrorCode NetSpatialSetUpHalo_Private(NetSpatial *, const PetscInt64[], const PetscInt64[]);
@@ -392,16 +401,17 @@ PetscErrorCode NetSpatialSetUpInput_Private(Net net)
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode NetSpatialDestroyJoin_Private(NetSpatial *sp)
+/* a join's repartitions for the current batch layout (all: and their arrays of pointers) */
+static PetscErrorCode NetSpatialResetJoin_Private(NetSpatial *sp, PetscBool all)
 {
   PetscFunctionBegin;
-  for (PetscInt i = 0; sp->R && i < sp->nin; i++) {
-    PetscCall(MatDestroy(&sp->R[i]));
-    PetscCall(VecDestroy(&sp->xw[i]));
-    PetscCall(VecDestroy(&sp->xr[i]));
-    PetscCall(VecDestroy(&sp->dxr[i]));
+  for (PetscInt i = 0; sp->jsf && i < sp->nin; i++) {
+    PetscCall(PetscSFDestroy(&sp->jsf[i]));
+    PetscCall(PetscFree(sp->xr[i]));
+    PetscCall(PetscFree(sp->dxr[i]));
+    sp->jn[i] = 0;
   }
-  PetscCall(PetscFree4(sp->R, sp->xw, sp->xr, sp->dxr));
+  if (all) PetscCall(PetscFree4(sp->jsf, sp->jn, sp->xr, sp->dxr));
   PetscFunctionReturn(0);
 }
 
@@ -415,13 +425,15 @@ static PetscErrorCode NetSpatialDestroyNode_Private(Net net, PetscInt k)
   for (PetscInt i = 0; i < sp->npart; i++) PetscCall(LayerDestroy(&sp->part[i].local));
   PetscCall(PetNetLayoutDestroy(&sp->L));
   PetscCall(PetscSFDestroy(&sp->sf));
-  PetscCall(PetscFree2(sp->rlocal, sp->halo));
-  PetscCall(PetscFree2(sp->pin, sp->pout));
+  PetscCall(PetscFree(sp->rlocal));
+  PetscCall(PetscFree(sp->halo));
+  PetscCall(PetscFree(sp->pin));
+  PetscCall(PetscFree(sp->pout));
   PetscCall(PetscFree2(sp->xoff, sp->boff));
-  PetscCall(VecDestroy(&sp->xbox));
-  PetscCall(VecDestroy(&sp->dbox));
+  PetscCall(PetscFree(sp->xbox));
+  PetscCall(PetscFree(sp->dbox));
   PetscCall(PetscFree(sp->work));
-  PetscCall(NetSpatialDestroyJoin_Private(sp));
+  PetscCall(NetSpatialResetJoin_Private(sp, PETSC_TRUE));
   PetscCall(PetscFree(net->nodes[k].sp));
   PetscFunctionReturn(0);
 }
@@ -633,7 +645,7 @@ PetscErrorCode NetSpatialSetUpNode_Private(Net net, PetscInt k)
     sp->in           = gin;
     sp->out          = gout;
     sp->nin          = nd->nin;
-    PetscCall(PetscCalloc4(nd->nin, &sp->R, nd->nin, &sp->xw, nd->nin, &sp->xr, nd->nin, &sp->dxr));
+    PetscCall(PetscCalloc4(nd->nin, &sp->jsf, nd->nin, &sp->jn, nd->nin, &sp->xr, nd->nin, &sp->dxr));
     PetscFunctionReturn(0);
   }
   PetscCall(PetscObjectTypeCompare((PetscObject)layer, LAYERGLOBALAVGPOOL, &isgap));
@@ -783,7 +795,11 @@ static PetscErrorCode NetGridCreateLayout_Private(Net net, const NetGrid *g, Pet
   PetscFunctionReturn(0);
 }
 
-/* A join's repartitions for nf fields: input i on its grid -> input 0's grid (same extent, other ownership) */
+/*
+  A join's repartitions for nf fields: input i on its grid -> input 0's grid (same extent, other ownership). Input 0's
+  block of input i's tensor is a box of input i's layout: the PetscSF reading it (roots: input i's block, leaves: the
+  box, every one inside the field) is the repartition, on values of either element type; its sum-reduce the adjoint.
+*/
 static PetscErrorCode NetSpatialSetUpJoin_Private(Net net, PetscInt k, NetSpatial *sp)
 {
   const NetNode *nd = &net->nodes[k];
@@ -793,16 +809,19 @@ static PetscErrorCode NetSpatialSetUpJoin_Private(Net net, PetscInt k, NetSpatia
     NetGrid       *g = (NetGrid *)net->vgrid[nd->in[i] + 1];
     const PetscInt c = net->layers[k]->insizes[i];
     PetNetLayout   from, to;
-    PetscInt       nloc;
+    PetscInt64     start[PETNET_LAYOUT_MAX_DIM], size[PETNET_LAYOUT_MAX_DIM], hi[PETNET_LAYOUT_MAX_DIM];
+    PetscInt       ndim = g->nsd + 2, nleaves;
 
     if (NetGridEqual_Private(g, sp->in)) continue;
     PetscCall(NetGridCreateLayout_Private(net, g, sp->nf, c, &from));
     PetscCall(NetGridCreateLayout_Private(net, sp->in, sp->nf, c, &to));
-    PetscCall(PetNetRedistributeCreate(from, to, &sp->R[i]));
-    PetscCall(PetNetLayoutGetLocalSize(from, &nloc));
-    PetscCall(VecCreateMPIWithArray(net->gcomm, 1, nloc, PETSC_DECIDE, NULL, &sp->xw[i]));
-    PetscCall(MatCreateVecs(sp->R[i], NULL, &sp->xr[i]));
-    PetscCall(VecDuplicate(sp->xr[i], &sp->dxr[i]));
+    PetscCall(PetNetLayoutGetBlock(to, start, size));
+    for (PetscInt d = 0; d < ndim; d++) hi[d] = start[d] + size[d];
+    PetscCall(PetNetLayoutCreateBoxSF_Private(from, start, hi, &sp->jsf[i], &sp->jn[i]));
+    PetscCall(PetscSFGetGraph(sp->jsf[i], NULL, &nleaves, NULL, NULL));
+    PetscCheck(nleaves == sp->jn[i], PETSC_COMM_SELF, PETSC_ERR_PLIB, "Node %s: the repartition of input %" PetscInt_FMT " leaves entries of its block unread", nd->name, i);
+    PetscCall(PetscMalloc1(sp->jn[i], (PetscScalar **)&sp->xr[i]));
+    PetscCall(PetscMalloc1(sp->jn[i], (PetscScalar **)&sp->dxr[i]));
     PetscCall(PetNetLayoutDestroy(&from));
     PetscCall(PetNetLayoutDestroy(&to));
   }
@@ -829,23 +848,20 @@ static PetscErrorCode NetSpatialSetUpBatch_Private(Net net, PetscInt k, NetSpati
   }
   PetscCall(PetNetLayoutDestroy(&sp->L));
   PetscCall(PetscSFDestroy(&sp->sf));
-  PetscCall(PetscFree2(sp->rlocal, sp->halo));
-  PetscCall(PetscFree2(sp->pin, sp->pout));
+  PetscCall(PetscFree(sp->rlocal));
+  PetscCall(PetscFree(sp->halo));
+  PetscCall(PetscFree(sp->pin));
+  PetscCall(PetscFree(sp->pout));
   PetscCall(PetscFree2(sp->xoff, sp->boff));
-  PetscCall(VecDestroy(&sp->xbox));
-  PetscCall(VecDestroy(&sp->dbox));
+  PetscCall(PetscFree(sp->xbox));
+  PetscCall(PetscFree(sp->dbox));
   PetscCall(PetscFree(sp->work));
-  for (PetscInt i = 0; sp->R && i < sp->nin; i++) {
-    PetscCall(MatDestroy(&sp->R[i]));
-    PetscCall(VecDestroy(&sp->xw[i]));
-    PetscCall(VecDestroy(&sp->xr[i]));
-    PetscCall(VecDestroy(&sp->dxr[i]));
-  }
-  sp->nf         = nf;
-  sp->batchgen   = net->batchgen;
-  sp->xboxvalid  = PETSC_FALSE;
-  sp->xboxpadded = PETSC_FALSE;
-  sp->ready      = PETSC_TRUE;
+  PetscCall(NetSpatialResetJoin_Private(sp, PETSC_FALSE));
+  sp->nf        = nf;
+  sp->batchgen  = net->batchgen;
+  sp->xboxvalid = PETSC_FALSE;
+  sp->boxmade   = PETSC_FALSE;
+  sp->ready     = PETSC_TRUE;
   if (sp->kind == NET_SPATIAL_GLOBAL) {
     PetscCall(PetscMalloc1((size_t)nf * sp->cin, &sp->work));
     PetscFunctionReturn(0);
@@ -866,7 +882,12 @@ static PetscErrorCode NetSpatialSetUpBatch_Private(Net net, PetscInt k, NetSpati
   lo[ndim - 1] = 0;
   hi[ndim - 1] = sp->cin;
   PetscCall(NetSpatialSetUpHalo_Private(sp, lo, hi));
-  PetscCall(VecDuplicate(sp->xbox, &sp->dbox));
+  {
+    PetscMPIInt mine = sp->nremote == 0 && !sp->padded && sp->nbox == nloc && sp->npart == 0, all;
+
+    PetscCall(MPIU_Allreduce(&mine, &all, 1, MPI_INT, MPI_LAND, net->gcomm));
+    sp->identity = all ? PETSC_TRUE : PETSC_FALSE;
+  }
   if (sp->npart) {
     PetscInt64 in = 0, out = 0;
 
@@ -880,7 +901,8 @@ static PetscErrorCode NetSpatialSetUpBatch_Private(Net net, PetscInt k, NetSpati
       in  = PetscMax(in, a);
       out = PetscMax(out, b);
     }
-    PetscCall(PetscMalloc2(in, &sp->pin, out, &sp->pout));
+    PetscCall(PetscMalloc(in * sizeof(PetscScalar), &sp->pin));
+    PetscCall(PetscMalloc(out * sizeof(PetscScalar), &sp->pout));
   }
   PetscFunctionReturn(0);
 }
@@ -896,18 +918,20 @@ static PetscErrorCode NetSpatialSetUpBatch_Private(Net net, PetscInt k, NetSpati
 */
 static PetscErrorCode NetSpatialSetUpHalo_Private(NetSpatial *sp, const PetscInt64 lo[], const PetscInt64 hi[])
 {
-  const PetscInt     ndim = sp->in->nsd + 2;
-  PetscInt64         start[PETNET_LAYOUT_MAX_DIM], size[PETNET_LAYOUT_MAX_DIM], ilo[PETNET_LAYOUT_MAX_DIM], ihi[PETNET_LAYOUT_MAX_DIM], nruns = 1;
-  const PetscInt     npieces = sp->in->nsd == 2 ? 9 : 27; /* 3^nsd */
-  PetscSF            pieces[27];
-  PetscBool          wrapped[27];
-  PetscInt64         off[27][PETNET_LAYOUT_MAX_DIM], pext[27][PETNET_LAYOUT_MAX_DIM], nvalid = 0;
-  PetscInt           nbox, npiece, nroots, nleaves, nremote = 0;
-  const PetscInt    *ilocal;
-  const PetscSFNode *iremote;
-  PetscSFNode       *rremote;
-  PetscMPIInt        rank;
-  MPI_Comm           comm;
+  typedef struct {
+    PetscInt64   off[PETNET_LAYOUT_MAX_DIM], ext[PETNET_LAYOUT_MAX_DIM]; /* its origin in the box, its extent */
+    PetscInt     n, *ilocal;                                             /* its graph (PetNetLayoutCreateBoxGraph_Private()) */
+    PetscSFNode *iremote;
+    PetscBool    wrapped;
+  } NetHaloPart;
+  const PetscInt ndim = sp->in->nsd + 2;
+  PetscInt64     start[PETNET_LAYOUT_MAX_DIM], size[PETNET_LAYOUT_MAX_DIM], ilo[PETNET_LAYOUT_MAX_DIM], ihi[PETNET_LAYOUT_MAX_DIM], nruns = 1, nvalid = 0;
+  const PetscInt npieces = sp->in->nsd == 2 ? 9 : 27; /* 3^nsd */
+  NetHaloPart   *parts;
+  PetscInt       nparts = 0, nbox, npiece, nroots, nremote = 0;
+  PetscSFNode   *rremote;
+  PetscMPIInt    rank;
+  MPI_Comm       comm;
 
   PetscFunctionBegin;
   PetscCall(PetscObjectGetComm((PetscObject)sp->L, &comm));
@@ -916,73 +940,103 @@ static PetscErrorCode NetSpatialSetUpHalo_Private(NetSpatial *sp, const PetscInt
   nbox = 1;
   for (PetscInt d = 0; d < ndim; d++) nbox *= (PetscInt)PetscMax(hi[d] - lo[d], 0);
   /* the pieces: along a periodic dim the box's parts below 0, inside, and beyond N, each read at its place shifted by
-     +N, 0, -N; along the others the whole extent (entries outside the field are the padding). Building a piece's SF is
-     collective: every rank builds the same pieces, empty ones included (which pieces exist depends on the grid alone). */
+     +N, 0, -N; along the others the whole extent (entries outside the field are the padding). A piece read in place is
+     cut into the shells around the rank's own block (up to 2 per dim, peeled one dim at a time): its entries inside
+     the block are the local runs below, so only the shells' graphs are made (the halo's size, not the box's); a
+     wrapped piece is read whole (its every entry goes through the star forest). Each part is the graph of a box star
+     forest without the forest (no communication, nothing set up): only its remote leaves are kept. */
+  PetscCall(PetNetLayoutGetBlock(sp->L, start, size));
+  PetscCall(PetscMalloc1(npieces * (2 * ndim + 1), &parts));
   for (PetscInt c = 0; c < npieces; c++) {
-    PetscInt64 plo[PETNET_LAYOUT_MAX_DIM], phi[PETNET_LAYOUT_MAX_DIM];
-    PetscBool  exists = PETSC_TRUE, empty = PETSC_FALSE;
+    PetscInt64 plo[PETNET_LAYOUT_MAX_DIM], phi[PETNET_LAYOUT_MAX_DIM], poff[PETNET_LAYOUT_MAX_DIM], inner = 1;
+    PetscBool  exists = PETSC_TRUE, empty = PETSC_FALSE, wrapped = PETSC_FALSE;
 
-    pieces[c]  = NULL;
-    wrapped[c] = PETSC_FALSE;
     for (PetscInt d = 0, q = c; d < ndim; d++) {
       const PetscBool  spatial = (PetscBool)(d && d < ndim - 1);
       const PetscInt64 N       = spatial ? sp->in->N[d - 1] : 0;
       const PetscInt   w       = spatial ? q % 3 : 1; /* 0 below the field, 1 inside, 2 beyond */
 
       if (spatial) q /= 3;
-      plo[d]    = lo[d];
-      phi[d]    = hi[d];
-      off[c][d] = 0;
+      plo[d]  = lo[d];
+      phi[d]  = hi[d];
+      poff[d] = 0;
       if (spatial && sp->in->periodic[d - 1]) {
         PetscCheck(lo[d] >= -N && hi[d] <= 2 * N, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "A window reaches more than once around the periodic grid (extent %" PetscInt64_FMT " along dim %" PetscInt_FMT "): use a smaller kernel or a larger grid", N,
                    d - 1);
-        plo[d]    = w == 0 ? lo[d] + N : w == 1 ? PetscMax(lo[d], 0) : PetscMax(lo[d], N) - N;
-        phi[d]    = w == 0 ? PetscMin(hi[d], 0) + N : w == 1 ? PetscMin(hi[d], N) : hi[d] - N;
-        off[c][d] = w == 0 ? -N : w == 1 ? 0 : N;
-        if (w != 1) wrapped[c] = PETSC_TRUE;
+        plo[d]  = w == 0 ? lo[d] + N : w == 1 ? PetscMax(lo[d], 0) : PetscMax(lo[d], N) - N;
+        phi[d]  = w == 0 ? PetscMin(hi[d], 0) + N : w == 1 ? PetscMin(hi[d], N) : hi[d] - N;
+        poff[d] = w == 0 ? -N : w == 1 ? 0 : N;
+        if (w != 1) wrapped = PETSC_TRUE;
       } else if (w != 1)
         exists = PETSC_FALSE;
       if (phi[d] <= plo[d]) empty = PETSC_TRUE;
     }
-    if (!exists) continue;
-    for (PetscInt d = 0; d < ndim; d++) {
-      if (empty) phi[d] = plo[d];
-      pext[c][d] = phi[d] - plo[d];
-      off[c][d] += plo[d] - lo[d]; /* the piece's origin in the box */
-    }
-    PetscCall(PetNetLayoutCreateBoxSF_Private(sp->L, plo, phi, &pieces[c], &npiece));
-    PetscCall(PetscSFGetGraph(pieces[c], NULL, &nleaves, NULL, &iremote));
-    for (PetscInt l = 0; l < nleaves; l++)
-      if (wrapped[c] || iremote[l].rank != rank) nremote++;
-    nvalid += nleaves;
-  }
-  PetscCall(PetscMalloc2(nremote, &sp->rlocal, nremote, &sp->halo));
-  PetscCall(PetscMalloc1(nremote, &rremote));
-  for (PetscInt c = 0, r = 0; c < npieces; c++) {
-    if (!pieces[c]) continue;
-    PetscCall(PetscSFGetGraph(pieces[c], NULL, &nleaves, &ilocal, &iremote));
-    for (PetscInt l = 0; l < nleaves; l++) {
-      PetscInt64 q = ilocal ? ilocal[l] : l, idx[PETNET_LAYOUT_MAX_DIM], bo = 0;
+    if (!exists || empty) continue;
+    /* the parts of the piece: [a, b) in the layout's coordinates, at a - lo + poff in the box */
+    for (PetscInt d = 0; d < ndim; d++) inner *= PetscMax(PetscMin(phi[d], start[d] + size[d]) - PetscMax(plo[d], start[d]), 0);
+    for (PetscInt e = wrapped ? -1 : 0; e < (wrapped ? 0 : 2 * ndim); e++) {
+      NetHaloPart *pt = &parts[nparts];
+      PetscInt64   a[PETNET_LAYOUT_MAX_DIM], b[PETNET_LAYOUT_MAX_DIM];
+      PetscBool    none = PETSC_FALSE;
 
-      if (!wrapped[c] && iremote[l].rank == rank) continue;
+      for (PetscInt d = 0; d < ndim; d++) {
+        a[d] = plo[d];
+        b[d] = phi[d];
+        if (e < 0) continue; /* the whole piece */
+        if (d < e / 2) {     /* inside the block along the dims peeled before */
+          a[d] = PetscMax(plo[d], start[d]);
+          b[d] = PetscMin(phi[d], start[d] + size[d]);
+        } else if (d == e / 2) { /* below or above it along this one */
+          if (e % 2 == 0)
+            b[d] = PetscMin(phi[d], start[d]);
+          else
+            a[d] = PetscMax(plo[d], start[d] + size[d]);
+        }
+        if (b[d] <= a[d]) none = PETSC_TRUE;
+      }
+      if (none) continue;
+      for (PetscInt d = 0; d < ndim; d++) {
+        pt->ext[d] = b[d] - a[d];
+        pt->off[d] = a[d] - lo[d] + poff[d];
+      }
+      pt->wrapped = wrapped;
+      PetscCall(PetNetLayoutCreateBoxGraph_Private(sp->L, a, b, &pt->n, &pt->ilocal, &pt->iremote, &npiece));
+      for (PetscInt l = 0; l < pt->n; l++)
+        if (wrapped || pt->iremote[l].rank != rank) nremote++;
+      nvalid += pt->n;
+      nparts++;
+    }
+    if (!wrapped) nvalid += inner; /* the block's own entries: inside the field */
+  }
+  PetscCall(PetscMalloc1(nremote, &sp->rlocal));
+  PetscCall(PetscMalloc(nremote * sizeof(PetscScalar), &sp->halo)); /* either element type fits */
+  PetscCall(PetscMalloc1(nremote, &rremote));
+  for (PetscInt c = 0, r = 0; c < nparts; c++) {
+    NetHaloPart *pt = &parts[c];
+
+    for (PetscInt l = 0; l < pt->n; l++) {
+      PetscInt64 q = pt->ilocal ? pt->ilocal[l] : l, idx[PETNET_LAYOUT_MAX_DIM], bo = 0;
+
+      if (!pt->wrapped && pt->iremote[l].rank == rank) continue;
       for (PetscInt d = ndim - 1; d >= 0; d--) {
-        idx[d] = q % pext[c][d] + off[c][d];
-        q /= pext[c][d];
+        idx[d] = q % pt->ext[d] + pt->off[d];
+        q /= pt->ext[d];
       }
       for (PetscInt d = 0; d < ndim; d++) bo = bo * (hi[d] - lo[d]) + idx[d];
       sp->rlocal[r] = (PetscInt)bo;
-      rremote[r]    = iremote[l];
+      rremote[r]    = pt->iremote[l];
       r++;
     }
-    PetscCall(PetscSFDestroy(&pieces[c]));
+    PetscCall(PetscFree(pt->ilocal));
+    PetscCall(PetscFree(pt->iremote));
   }
+  PetscCall(PetscFree(parts));
   sp->padded = (PetscBool)(nvalid < nbox);
   PetscCall(PetscSFCreate(comm, &sp->sf));
   PetscCall(PetscSFSetGraph(sp->sf, nroots, nremote, NULL, PETSC_OWN_POINTER, rremote, PETSC_OWN_POINTER));
   sp->nremote = nremote;
   PetscCall(PetscSFSetUp(sp->sf));
   /* the local runs: the box and the block intersected; the last two dims (x, channels) are whole rows */
-  PetscCall(PetNetLayoutGetBlock(sp->L, start, size));
   for (PetscInt d = 0; d < ndim; d++) {
     ilo[d] = PetscMax(lo[d], start[d]);
     ihi[d] = PetscMin(hi[d], start[d] + size[d]);
@@ -1009,81 +1063,180 @@ static PetscErrorCode NetSpatialSetUpHalo_Private(NetSpatial *sp, const PetscInt
     sp->xoff[r] = (PetscInt)xo;
     sp->boff[r] = (PetscInt)bo;
   }
-  PetscCall(VecCreateSeq(PETSC_COMM_SELF, nbox, &sp->xbox));
+  sp->nbox = nbox; /* the box buffers are made in the element type of the first pass (NetSpatialBoxes_Private()) */
   PetscFunctionReturn(0);
 }
 
-/* the halo exchange into the box b, in two halves: between them the box holds the rank's own entries and the padding */
-static PetscErrorCode NetSpatialGatherBegin_Private(NetSpatial *sp, const PetscScalar *x, PetscScalar *b)
+/* element type t: its MPI datatype (PetscSF moves float buffers as it moves double ones) and its bytes */
+static inline MPI_Datatype NetElemMPIType(NetElem t)
+{
+  return t == NET_ELEM_FLOAT ? MPI_FLOAT : MPIU_SCALAR;
+}
+
+static inline size_t NetElemBytes(NetElem t)
+{
+  return t == NET_ELEM_FLOAT ? sizeof(float) : sizeof(PetscScalar);
+}
+
+/*
+  The local layer's kernels on n samples of element type t: double, or float with the layer's single-precision
+  kernels (LayerForwardSingle(): double parameters, the gradient accumulated in double; layerimpl.h)
+*/
+static PetscErrorCode NetSpatialLayerForward_Private(Layer local, NetElem t, PetscInt n, const PetscScalar *th, const void *x, void *y)
 {
   PetscFunctionBegin;
+  if (t == NET_ELEM_DOUBLE)
+    PetscCall(LayerForwardArray(local, n, th, (const PetscScalar *)x, (PetscScalar *)y));
+  else {
+    const float *xs[1] = {(const float *)x};
+
+    PetscCall(LayerForwardSingle(local, n, th, xs, (float *)y));
+  }
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetSpatialLayerBackward_Private(Layer local, NetElem t, PetscInt n, const PetscScalar *th, const void *x, const void *y, const void *dy, void *dx, PetscScalar *dth)
+{
+  PetscFunctionBegin;
+  if (t == NET_ELEM_DOUBLE)
+    PetscCall(LayerBackwardArray(local, n, th, (const PetscScalar *)x, (const PetscScalar *)y, (const PetscScalar *)dy, (PetscScalar *)dx, dth));
+  else {
+    const float *xs[1]  = {(const float *)x};
+    float       *dxs[1] = {(float *)dx};
+
+    PetscCall(LayerBackwardSingle(local, n, th, xs, (const float *)y, (const float *)dy, dxs, dth));
+  }
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetSpatialLayerJVP_Private(Layer local, NetElem t, PetscInt n, const PetscScalar *th, const void *x, const void *y, const void *dx, const PetscScalar *dth, void *dy)
+{
+  PetscFunctionBegin;
+  if (t == NET_ELEM_DOUBLE)
+    PetscCall(LayerJVPArray(local, n, th, (const PetscScalar *)x, (const PetscScalar *)y, (const PetscScalar *)dx, dth, (PetscScalar *)dy));
+  else {
+    const float *xs[1] = {(const float *)x}, *dxs[1] = {(const float *)dx};
+
+    PetscCall(LayerJVPSingle(local, n, th, xs, (const float *)y, dxs, dth, (float *)dy));
+  }
+  PetscFunctionReturn(0);
+}
+
+/* xbox and dbox in element type t (an identity box has none): made zero, so the padding is zero, and only the gathers
+   write xbox (at the same entries every time) */
+static PetscErrorCode NetSpatialBoxes_Private(NetSpatial *sp, NetElem t)
+{
+  PetscFunctionBegin;
+  if (sp->identity || (sp->boxmade && sp->boxelem == t)) PetscFunctionReturn(0);
+  PetscCall(PetscFree(sp->xbox));
+  PetscCall(PetscFree(sp->dbox));
+  PetscCall(PetscCalloc((size_t)sp->nbox * NetElemBytes(t), &sp->xbox));
+  PetscCall(PetscMalloc((size_t)sp->nbox * NetElemBytes(t), &sp->dbox));
+  sp->boxelem   = t;
+  sp->boxmade   = PETSC_TRUE;
+  sp->xboxvalid = PETSC_FALSE;
+  PetscFunctionReturn(0);
+}
+
+/* the halo exchange of x into the box b, in two halves: between them the box holds the rank's own entries and the
+   padding. Values of element type t; every entry is copied, none rounded. */
+static PetscErrorCode NetSpatialGatherBegin_Private(NetSpatial *sp, NetElem t, const void *x, void *b)
+{
+  const size_t es = NetElemBytes(t);
+
+  PetscFunctionBegin;
   PetscCall(PetscLogEventBegin(NET_SPATIAL_HALO, 0, 0, 0, 0));
-  PetscCall(PetscSFBcastBegin(sp->sf, MPIU_SCALAR, x, sp->halo, MPI_REPLACE));
-  for (PetscInt r = 0; r < sp->nruns; r++) PetscCall(PetscArraycpy(b + sp->boff[r], x + sp->xoff[r], sp->runlen));
+  PetscCall(PetscSFBcastBegin(sp->sf, NetElemMPIType(t), x, sp->halo, MPI_REPLACE));
+  for (PetscInt r = 0; r < sp->nruns; r++) PetscCall(PetscMemcpy((char *)b + es * sp->boff[r], (const char *)x + es * sp->xoff[r], es * sp->runlen));
   PetscCall(PetscLogEventEnd(NET_SPATIAL_HALO, 0, 0, 0, 0));
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode NetSpatialGatherEnd_Private(NetSpatial *sp, const PetscScalar *x, PetscScalar *b)
+static PetscErrorCode NetSpatialGatherEnd_Private(NetSpatial *sp, NetElem t, const void *x, void *b)
 {
   PetscFunctionBegin;
   PetscCall(PetscLogEventBegin(NET_SPATIAL_HALO, 0, 0, 0, 0));
   PetscCall(PetscLogEventBegin(NET_SPATIAL_HALO_WAIT, 0, 0, 0, 0));
-  PetscCall(PetscSFBcastEnd(sp->sf, MPIU_SCALAR, x, sp->halo, MPI_REPLACE));
+  PetscCall(PetscSFBcastEnd(sp->sf, NetElemMPIType(t), x, sp->halo, MPI_REPLACE));
   PetscCall(PetscLogEventEnd(NET_SPATIAL_HALO_WAIT, 0, 0, 0, 0));
-  for (PetscInt i = 0; i < sp->nremote; i++) b[sp->rlocal[i]] = sp->halo[i];
+  if (t == NET_ELEM_FLOAT) {
+    const float *h = (const float *)sp->halo;
+    float       *a = (float *)b;
+
+    for (PetscInt i = 0; i < sp->nremote; i++) a[sp->rlocal[i]] = h[i];
+  } else {
+    const PetscScalar *h = (const PetscScalar *)sp->halo;
+    PetscScalar       *a = (PetscScalar *)b;
+
+    for (PetscInt i = 0; i < sp->nremote; i++) a[sp->rlocal[i]] = h[i];
+  }
   PetscCall(PetscLogEventEnd(NET_SPATIAL_HALO, 0, 0, 0, 0));
   PetscFunctionReturn(0);
 }
 
-/* box = the halo exchange of x; transpose: x = (or += when add) the box's entries added into their owners */
-static PetscErrorCode NetSpatialApply_Private(NetSpatial *sp, PetscBool transpose, PetscBool add, const PetscScalar *x, Vec box)
+/* box = H x, the halo exchange of a tangent (the padding zeroed: the tangent boxes also hold cotangents, written whole) */
+static PetscErrorCode NetSpatialGather_Private(NetSpatial *sp, NetElem t, const void *x, void *box)
 {
   PetscFunctionBegin;
-  if (!transpose) {
-    PetscScalar *b;
+  if (sp->padded) PetscCall(PetscMemzero(box, (size_t)sp->nbox * NetElemBytes(t)));
+  PetscCall(NetSpatialGatherBegin_Private(sp, t, x, box));
+  PetscCall(NetSpatialGatherEnd_Private(sp, t, x, box));
+  PetscFunctionReturn(0);
+}
 
-    if (sp->padded) PetscCall(VecZeroEntries(box)); /* the padding (the box Vecs also hold cotangents, written whole) */
-    PetscCall(VecGetArray(box, &b));
-    PetscCall(NetSpatialGatherBegin_Private(sp, x, b));
-    PetscCall(NetSpatialGatherEnd_Private(sp, x, b));
-    PetscCall(VecRestoreArray(box, &b));
-  } else {
-    const PetscScalar *b;
-    PetscScalar       *y = (PetscScalar *)x;
-    PetscInt           n;
+/* x = H^T box (or x += H^T box when add): every box entry added into its owner, the local runs directly, the others
+   by PetscSFReduce with MPI_SUM, in element type t (float sums: the adjoint of the float gather up to float round-off) */
+static PetscErrorCode NetSpatialAddBack_Private(NetSpatial *sp, NetElem t, PetscBool add, const void *box, void *x)
+{
+  PetscInt n;
 
-    PetscCall(PetscLogEventBegin(NET_SPATIAL_HALO, 0, 0, 0, 0));
-    PetscCall(VecGetArrayRead(box, &b));
-    if (!add) {
-      PetscCall(PetscSFGetGraph(sp->sf, &n, NULL, NULL, NULL));
-      PetscCall(PetscArrayzero(y, n));
-    }
-    for (PetscInt i = 0; i < sp->nremote; i++) sp->halo[i] = b[sp->rlocal[i]];
-    PetscCall(PetscSFReduceBegin(sp->sf, MPIU_SCALAR, sp->halo, y, MPI_SUM));
-    for (PetscInt r = 0; r < sp->nruns; r++) {
-      PetscScalar       *t = y + sp->xoff[r];
-      const PetscScalar *u = b + sp->boff[r];
-
-      for (PetscInt i = 0; i < sp->runlen; i++) t[i] += u[i];
-    }
-    PetscCall(PetscLogEventBegin(NET_SPATIAL_HALO_WAIT, 0, 0, 0, 0));
-    PetscCall(PetscSFReduceEnd(sp->sf, MPIU_SCALAR, sp->halo, y, MPI_SUM));
-    PetscCall(PetscLogEventEnd(NET_SPATIAL_HALO_WAIT, 0, 0, 0, 0));
-    PetscCall(VecRestoreArrayRead(box, &b));
-    PetscCall(PetscLogEventEnd(NET_SPATIAL_HALO, 0, 0, 0, 0));
+  PetscFunctionBegin;
+  PetscCall(PetscLogEventBegin(NET_SPATIAL_HALO, 0, 0, 0, 0));
+  if (!add) {
+    PetscCall(PetscSFGetGraph(sp->sf, &n, NULL, NULL, NULL));
+    PetscCall(PetscMemzero(x, (size_t)n * NetElemBytes(t)));
   }
+  if (t == NET_ELEM_FLOAT) {
+    const float *b = (const float *)box;
+    float       *h = (float *)sp->halo;
+
+    for (PetscInt i = 0; i < sp->nremote; i++) h[i] = b[sp->rlocal[i]];
+  } else {
+    const PetscScalar *b = (const PetscScalar *)box;
+    PetscScalar       *h = (PetscScalar *)sp->halo;
+
+    for (PetscInt i = 0; i < sp->nremote; i++) h[i] = b[sp->rlocal[i]];
+  }
+  PetscCall(PetscSFReduceBegin(sp->sf, NetElemMPIType(t), sp->halo, x, MPI_SUM));
+  for (PetscInt r = 0; r < sp->nruns; r++) {
+    if (t == NET_ELEM_FLOAT) {
+      float       *y = (float *)x + sp->xoff[r];
+      const float *u = (const float *)box + sp->boff[r];
+
+      for (PetscInt i = 0; i < sp->runlen; i++) y[i] += u[i];
+    } else {
+      PetscScalar       *y = (PetscScalar *)x + sp->xoff[r];
+      const PetscScalar *u = (const PetscScalar *)box + sp->boff[r];
+
+      for (PetscInt i = 0; i < sp->runlen; i++) y[i] += u[i];
+    }
+  }
+  PetscCall(PetscLogEventBegin(NET_SPATIAL_HALO_WAIT, 0, 0, 0, 0));
+  PetscCall(PetscSFReduceEnd(sp->sf, NetElemMPIType(t), sp->halo, x, MPI_SUM));
+  PetscCall(PetscLogEventEnd(NET_SPATIAL_HALO_WAIT, 0, 0, 0, 0));
+  PetscCall(PetscLogEventEnd(NET_SPATIAL_HALO, 0, 0, 0, 0));
   PetscFunctionReturn(0);
 }
 
 /*
   Copy between a slab's dense array a (nf, sz..., c) and the sub-box at offset off of a box b (nf, big..., c): a = the
-  sub-box (insert false) or the sub-box = a (insert true). Rows along the fastest dim are contiguous in both.
+  sub-box (insert false) or the sub-box = a (insert true), entries of es bytes. Rows along the fastest dim are
+  contiguous in both.
 */
-static PetscErrorCode NetBoxCopy_Private(PetscInt nsd, PetscInt nf, PetscInt c, const PetscInt64 big[], const PetscInt64 off[], const PetscInt64 sz[], PetscBool insert, PetscScalar *b, PetscScalar *a)
+static PetscErrorCode NetBoxCopy_Private(PetscInt nsd, PetscInt nf, PetscInt c, size_t es, const PetscInt64 big[], const PetscInt64 off[], const PetscInt64 sz[], PetscBool insert, void *b, void *a)
 {
-  const PetscInt64 len  = sz[nsd - 1] * c;
-  PetscInt64       rows = nf;
+  const size_t len  = (size_t)(sz[nsd - 1] * c) * es;
+  PetscInt64   rows = nf;
 
   PetscFunctionBegin;
   for (PetscInt d = 0; d < nsd - 1; d++) rows *= sz[d];
@@ -1097,15 +1250,16 @@ static PetscErrorCode NetBoxCopy_Private(PetscInt nsd, PetscInt nf, PetscInt c, 
     o = q; /* the field */
     for (PetscInt d = 0; d < nsd; d++) o = o * big[d] + idx[d] + off[d];
     if (insert)
-      PetscCall(PetscArraycpy(b + o * c, a + r * len, len));
+      PetscCall(PetscMemcpy((char *)b + (size_t)(o * c) * es, (char *)a + (size_t)r * len, len));
     else
-      PetscCall(PetscArraycpy(a + r * len, b + o * c, len));
+      PetscCall(PetscMemcpy((char *)a + (size_t)r * len, (char *)b + (size_t)(o * c) * es, len));
   }
   PetscFunctionReturn(0);
 }
 
-/* globalavgpool on the grid: y (on the group's first rank) = sum over the field / points; transpose: broadcast */
-static PetscErrorCode NetSpatialPool_Private(Net net, NetSpatial *sp, const PetscScalar *x, PetscScalar *y)
+/* globalavgpool on the grid: y (on the group's first rank) = sum over the field / points; transpose: broadcast. The
+   values are of element type t; the sums are double (a field of a million points), rounded once into y. */
+static PetscErrorCode NetSpatialPool_Private(Net net, NetSpatial *sp, NetElem t, const void *x, void *y)
 {
   const PetscInt    C = sp->cin, np = sp->in->npoints;
   const PetscScalar scale = 1.0 / (PetscReal)sp->total;
@@ -1116,18 +1270,33 @@ static PetscErrorCode NetSpatialPool_Private(Net net, NetSpatial *sp, const Pets
     PetscScalar *w = sp->work + f * C;
 
     for (PetscInt c = 0; c < C; c++) w[c] = 0.0;
-    for (PetscInt i = 0; i < np; i++, x += C)
-      for (PetscInt c = 0; c < C; c++) w[c] += x[c];
+    if (t == NET_ELEM_FLOAT) {
+      const float *a = (const float *)x + (size_t)f * np * C;
+
+      for (PetscInt i = 0; i < np; i++, a += C)
+        for (PetscInt c = 0; c < C; c++) w[c] += a[c];
+    } else {
+      const PetscScalar *a = (const PetscScalar *)x + (size_t)f * np * C;
+
+      for (PetscInt i = 0; i < np; i++, a += C)
+        for (PetscInt c = 0; c < C; c++) w[c] += a[c];
+    }
   }
   PetscCallMPI(MPI_Comm_rank(net->gcomm, &grank));
   PetscCallMPI(MPI_Reduce(grank ? sp->work : MPI_IN_PLACE, sp->work, (PetscMPIInt)(sp->nf * C), MPIU_SCALAR, MPIU_SUM, 0, net->gcomm));
-  if (!grank)
-    for (PetscInt i = 0; i < sp->nf * C; i++) y[i] = sp->work[i] * scale;
+  if (!grank) {
+    for (PetscInt i = 0; i < sp->nf * C; i++) {
+      if (t == NET_ELEM_FLOAT)
+        ((float *)y)[i] = (float)(sp->work[i] * scale);
+      else
+        ((PetscScalar *)y)[i] = sp->work[i] * scale;
+    }
+  }
   PetscCall(PetscLogFlops(1.0 * sp->nf * np * C));
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode NetSpatialPoolTranspose_Private(Net net, NetSpatial *sp, const PetscScalar *dy, PetscScalar *dx, PetscBool add)
+static PetscErrorCode NetSpatialPoolTranspose_Private(Net net, NetSpatial *sp, NetElem t, const void *dy, void *dx)
 {
   const PetscInt    C = sp->cin, np = sp->in->npoints;
   const PetscScalar scale = 1.0 / (PetscReal)sp->total;
@@ -1135,13 +1304,23 @@ static PetscErrorCode NetSpatialPoolTranspose_Private(Net net, NetSpatial *sp, c
 
   PetscFunctionBegin;
   PetscCallMPI(MPI_Comm_rank(net->gcomm, &grank));
-  if (!grank) PetscCall(PetscArraycpy(sp->work, dy, sp->nf * C));
+  if (!grank)
+    for (PetscInt i = 0; i < sp->nf * C; i++) sp->work[i] = t == NET_ELEM_FLOAT ? (PetscScalar)((const float *)dy)[i] : ((const PetscScalar *)dy)[i];
   PetscCallMPI(MPI_Bcast(sp->work, (PetscMPIInt)(sp->nf * C), MPIU_SCALAR, 0, net->gcomm));
   for (PetscInt f = 0; f < sp->nf; f++) {
     const PetscScalar *w = sp->work + f * C;
 
-    for (PetscInt i = 0; i < np; i++, dx += C)
-      for (PetscInt c = 0; c < C; c++) dx[c] = (add ? dx[c] : 0.0) + w[c] * scale;
+    if (t == NET_ELEM_FLOAT) {
+      float *a = (float *)dx + (size_t)f * np * C;
+
+      for (PetscInt i = 0; i < np; i++, a += C)
+        for (PetscInt c = 0; c < C; c++) a[c] = (float)(w[c] * scale);
+    } else {
+      PetscScalar *a = (PetscScalar *)dx + (size_t)f * np * C;
+
+      for (PetscInt i = 0; i < np; i++, a += C)
+        for (PetscInt c = 0; c < C; c++) a[c] = w[c] * scale;
+    }
   }
   PetscFunctionReturn(0);
 }
@@ -1159,24 +1338,29 @@ static PetscErrorCode NetSpatialAny_Private(Net net, const void *a, PetscBool *a
 }
 
 /*
-  The box of x and the local forward. Overlapped (slabs): the whole block is computed while the halo is in flight (the
-  interior right; the boundary layer from the halo of an earlier forward, or zeros), then each slab of the boundary
-  layer again on the complete box, and the copy forgets what its first pass kept.
+  The box of x and the local forward, in element type t. Overlapped (slabs): the whole block is computed while the halo
+  is in flight (the interior right; the boundary layer from the halo of an earlier forward, or zeros), then each slab
+  of the boundary layer again on the complete box, and the copy forgets what its first pass kept. An identity box is
+  x itself.
 */
-static PetscErrorCode NetSpatialLocalForward_Private(NetSpatial *sp, const PetscScalar *th, const PetscScalar *x, PetscScalar *y)
+static PetscErrorCode NetSpatialLocalForward_Private(NetSpatial *sp, NetElem t, const PetscScalar *th, const void *x, void *y)
 {
-  PetscScalar   *b;
+  const size_t   es  = NetElemBytes(t);
   const PetscInt nsd = sp->in->nsd;
+  void          *b;
 
   PetscFunctionBegin;
-  if (sp->padded && !sp->xboxpadded) { /* the padding: only the gathers write xbox, always the same entries */
-    PetscCall(VecZeroEntries(sp->xbox));
-    sp->xboxpadded = PETSC_TRUE;
+  sp->fwdelem = t;
+  if (sp->identity) {
+    if (sp->local) PetscCall(NetSpatialLayerForward_Private(sp->local, t, sp->nf, th, x, y));
+    sp->xboxvalid = PETSC_TRUE;
+    PetscFunctionReturn(0);
   }
-  PetscCall(VecGetArray(sp->xbox, &b));
-  PetscCall(NetSpatialGatherBegin_Private(sp, x, b));
-  if (sp->npart) PetscCall(LayerForwardArray(sp->local, sp->nf, th, b, y));
-  PetscCall(NetSpatialGatherEnd_Private(sp, x, b));
+  PetscCall(NetSpatialBoxes_Private(sp, t));
+  b = sp->xbox;
+  PetscCall(NetSpatialGatherBegin_Private(sp, t, x, b));
+  if (sp->npart) PetscCall(NetSpatialLayerForward_Private(sp->local, t, sp->nf, th, b, y));
+  PetscCall(NetSpatialGatherEnd_Private(sp, t, x, b));
   if (sp->npart) {
     PetscInt64 box[NET_GRID_MAX];
 
@@ -1186,176 +1370,183 @@ static PetscErrorCode NetSpatialLocalForward_Private(NetSpatial *sp, const Petsc
 
       pt->local->training = sp->local->training;
       pt->local->frozen   = sp->local->frozen;
-      PetscCall(NetBoxCopy_Private(nsd, sp->nf, sp->cin, box, pt->ilo, pt->isz, PETSC_FALSE, b, sp->pin));
-      PetscCall(LayerForwardArray(pt->local, sp->nf, th, sp->pin, sp->pout));
-      PetscCall(NetBoxCopy_Private(nsd, sp->nf, sp->cout, sp->out->sz, pt->olo, pt->osz, PETSC_TRUE, y, sp->pout));
+      PetscCall(NetBoxCopy_Private(nsd, sp->nf, sp->cin, es, box, pt->ilo, pt->isz, PETSC_FALSE, b, sp->pin));
+      PetscCall(NetSpatialLayerForward_Private(pt->local, t, sp->nf, th, sp->pin, sp->pout));
+      PetscCall(NetBoxCopy_Private(nsd, sp->nf, sp->cout, es, sp->out->sz, pt->olo, pt->osz, PETSC_TRUE, y, sp->pout));
       PetscUseTypeMethod(pt->local, forget);
     }
     PetscUseTypeMethod(sp->local, forget);
   } else if (sp->local)
-    PetscCall(LayerForwardArray(sp->local, sp->nf, th, b, y));
-  PetscCall(VecRestoreArray(sp->xbox, &b));
+    PetscCall(NetSpatialLayerForward_Private(sp->local, t, sp->nf, th, b, y));
   sp->xboxvalid = PETSC_TRUE;
   PetscFunctionReturn(0);
 }
 
-/* a join's inputs in input 0's ownership: x[i] itself, or R[i] x[i] (x NULL: every tangent zero) */
-static PetscErrorCode NetSpatialJoinInputs_Private(Net net, NetSpatial *sp, const PetscScalar *const x[], PetscBool tangent, const PetscScalar *xs[])
+/* a join's inputs in input 0's ownership, of element type t: x[i] itself, or its repartition (x NULL: every tangent
+   zero) */
+static PetscErrorCode NetSpatialJoinInputs_Private(Net net, NetSpatial *sp, NetElem t, const void *const x[], PetscBool tangent, const void *xs[])
 {
   PetscFunctionBegin;
   for (PetscInt i = 0; i < sp->nin; i++) {
-    Vec       v = tangent ? sp->dxr[i] : sp->xr[i];
+    void     *v = tangent ? sp->dxr[i] : sp->xr[i];
     PetscBool any;
 
     xs[i] = x ? x[i] : NULL;
-    if (!sp->R[i]) continue;
+    if (!sp->jsf[i]) continue;
     PetscCall(NetSpatialAny_Private(net, xs[i], &any));
     if (!any) continue; /* a zero tangent */
-    PetscCall(VecPlaceArray(sp->xw[i], x[i]));
-    PetscCall(MatMult(sp->R[i], sp->xw[i], v));
-    PetscCall(VecResetArray(sp->xw[i]));
-    {
-      const PetscScalar *a;
-
-      PetscCall(VecGetArrayRead(v, &a));
-      xs[i] = a ? a : (const PetscScalar *)sp; /* an empty block: any non-NULL pointer, never read */
-      PetscCall(VecRestoreArrayRead(v, &a));   /* the array stays valid: the Vec owns it */
-    }
+    PetscCall(PetscSFBcastBegin(sp->jsf[i], NetElemMPIType(t), x[i], v, MPI_REPLACE));
+    PetscCall(PetscSFBcastEnd(sp->jsf[i], NetElemMPIType(t), x[i], v, MPI_REPLACE));
+    xs[i] = v ? v : (const void *)sp; /* an empty block: any non-NULL pointer, never read */
   }
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode NetSpatialJoinForward_Private(Net net, PetscInt k, NetSpatial *sp, PetscInt n, const PetscScalar *th, const PetscScalar *const x[], PetscScalar *y)
+static PetscErrorCode NetSpatialJoinForward_Private(Net net, PetscInt k, NetSpatial *sp, PetscInt n, NetElem t, const PetscScalar *th, const void *const x[], void *y)
 {
-  const PetscScalar *xs[NET_MAX_STACK_INPUTS];
+  const void *xs[NET_MAX_STACK_INPUTS];
 
   PetscFunctionBegin;
   PetscCheck(sp->nin <= NET_MAX_STACK_INPUTS, PETSC_COMM_SELF, PETSC_ERR_SUP, "Node %s: a repartitioned join takes at most %d inputs", net->nodes[k].name, NET_MAX_STACK_INPUTS);
-  PetscCall(NetSpatialJoinInputs_Private(net, sp, x, PETSC_FALSE, xs));
-  PetscCall(LayerForwardArrays(net->layers[k], n, th, xs, y));
+  PetscCall(NetSpatialJoinInputs_Private(net, sp, t, x, PETSC_FALSE, xs));
+  if (t == NET_ELEM_DOUBLE)
+    PetscCall(LayerForwardArrays(net->layers[k], n, th, (const PetscScalar *const *)xs, (PetscScalar *)y));
+  else
+    PetscCall(LayerForwardSingle(net->layers[k], n, th, (const float *const *)xs, (float *)y));
   PetscFunctionReturn(0);
 }
 
-/* backward: the layer's cotangents in input 0's ownership, moved back with R[i]^T */
-static PetscErrorCode NetSpatialJoinBackward_Private(Net net, PetscInt k, NetSpatial *sp, PetscInt n, const PetscScalar *th, const PetscScalar *const x[], const PetscScalar *y, const PetscScalar *dy, PetscScalar *const dx[], PetscScalar *dth)
+/* backward: the layer's cotangents in input 0's ownership, moved back by the sum-reduce of the repartition */
+static PetscErrorCode NetSpatialJoinBackward_Private(Net net, PetscInt k, NetSpatial *sp, PetscInt n, NetElem t, const PetscScalar *th, const void *const x[], const void *y, const void *dy, void *const dx[], PetscScalar *dth)
 {
-  const PetscScalar *xs[NET_MAX_STACK_INPUTS];
-  PetscScalar       *dxs[NET_MAX_STACK_INPUTS];
-  PetscBool          want[NET_MAX_STACK_INPUTS];
+  const void *xs[NET_MAX_STACK_INPUTS];
+  void       *dxs[NET_MAX_STACK_INPUTS];
+  PetscBool   want[NET_MAX_STACK_INPUTS];
 
   PetscFunctionBegin;
-  PetscCall(NetSpatialJoinInputs_Private(net, sp, x, PETSC_FALSE, xs));
+  PetscCall(NetSpatialJoinInputs_Private(net, sp, t, x, PETSC_FALSE, xs));
   for (PetscInt i = 0; i < sp->nin; i++) {
     dxs[i]  = dx[i];
     want[i] = PETSC_FALSE;
-    if (!sp->R[i]) continue;
+    if (!sp->jsf[i]) continue;
     PetscCall(NetSpatialAny_Private(net, dx[i], &want[i]));
-    dxs[i] = NULL;
-    if (want[i]) {
-      PetscScalar *a;
-
-      PetscCall(VecGetArray(sp->dxr[i], &a));
-      dxs[i] = a ? a : (PetscScalar *)sp->dxr; /* an empty block: non-NULL, never written */
-      PetscCall(VecRestoreArray(sp->dxr[i], &a));
-    }
+    dxs[i] = want[i] ? (sp->dxr[i] ? sp->dxr[i] : (void *)sp->dxr) : NULL; /* an empty block: non-NULL, never written */
   }
-  PetscCall(LayerBackwardArrays(net->layers[k], n, th, xs, y, dy, dxs, dth));
+  if (t == NET_ELEM_DOUBLE)
+    PetscCall(LayerBackwardArrays(net->layers[k], n, th, (const PetscScalar *const *)xs, (const PetscScalar *)y, (const PetscScalar *)dy, (PetscScalar *const *)dxs, dth));
+  else
+    PetscCall(LayerBackwardSingle(net->layers[k], n, th, (const float *const *)xs, (const float *)y, (const float *)dy, (float *const *)dxs, dth));
   for (PetscInt i = 0; i < sp->nin; i++) {
+    PetscInt nroots;
+
     if (!want[i]) continue;
-    PetscCall(VecPlaceArray(sp->xw[i], dx[i]));
-    PetscCall(MatMultTranspose(sp->R[i], sp->dxr[i], sp->xw[i]));
-    PetscCall(VecResetArray(sp->xw[i]));
+    PetscCall(PetscSFGetGraph(sp->jsf[i], &nroots, NULL, NULL, NULL));
+    PetscCall(PetscMemzero(dx[i], (size_t)nroots * NetElemBytes(t)));
+    PetscCall(PetscSFReduceBegin(sp->jsf[i], NetElemMPIType(t), sp->dxr[i], dx[i], MPI_SUM));
+    PetscCall(PetscSFReduceEnd(sp->jsf[i], NetElemMPIType(t), sp->dxr[i], dx[i], MPI_SUM));
   }
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode NetSpatialJoinJVP_Private(Net net, PetscInt k, NetSpatial *sp, PetscInt n, const PetscScalar *th, const PetscScalar *const x[], const PetscScalar *y, const PetscScalar *const dx[], const PetscScalar *dth, PetscScalar *dy)
+static PetscErrorCode NetSpatialJoinJVP_Private(Net net, PetscInt k, NetSpatial *sp, PetscInt n, NetElem t, const PetscScalar *th, const void *const x[], const void *y, const void *const dx[], const PetscScalar *dth, void *dy)
 {
-  const PetscScalar *xs[NET_MAX_STACK_INPUTS], *dxs[NET_MAX_STACK_INPUTS];
+  const void *xs[NET_MAX_STACK_INPUTS], *dxs[NET_MAX_STACK_INPUTS];
 
   PetscFunctionBegin;
-  PetscCall(NetSpatialJoinInputs_Private(net, sp, x, PETSC_FALSE, xs));
-  PetscCall(NetSpatialJoinInputs_Private(net, sp, dx, PETSC_TRUE, dxs));
-  PetscCall(LayerJVPArrays(net->layers[k], n, th, xs, y, dxs, dth, dy));
+  PetscCall(NetSpatialJoinInputs_Private(net, sp, t, x, PETSC_FALSE, xs));
+  PetscCall(NetSpatialJoinInputs_Private(net, sp, t, dx, PETSC_TRUE, dxs));
+  if (t == NET_ELEM_DOUBLE)
+    PetscCall(LayerJVPArrays(net->layers[k], n, th, (const PetscScalar *const *)xs, (const PetscScalar *)y, (const PetscScalar *const *)dxs, dth, (PetscScalar *)dy));
+  else
+    PetscCall(LayerJVPSingle(net->layers[k], n, th, (const float *const *)xs, (const float *)y, (const float *const *)dxs, dth, (float *)dy));
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode NetSpatialForward_Private(Net net, PetscInt k, PetscInt n, const PetscScalar *th, const PetscScalar *const xin[], PetscScalar *y)
+/* the arrays x[i], y, dx[i], dy of the following are of element type t: float when the value store is single or
+   bfloat16 (NetNodeElem()), double otherwise and in the second-order adjoint and per-node Jacobians */
+PetscErrorCode NetSpatialForward_Private(Net net, PetscInt k, PetscInt n, NetElem t, const PetscScalar *th, const void *const xin[], void *y)
 {
-  NetSpatial        *sp;
-  const PetscScalar *x;
+  NetSpatial *sp;
+  const void *x;
 
   PetscFunctionBegin;
   PetscCall(NetSpatialSetUpBatch_Private(net, k, &sp));
   if (sp->kind == NET_SPATIAL_JOIN) {
-    PetscCall(NetSpatialJoinForward_Private(net, k, sp, n, th, xin, y));
+    PetscCall(NetSpatialJoinForward_Private(net, k, sp, n, t, th, xin, y));
     PetscFunctionReturn(0);
   }
   x = xin[0];
   if (sp->kind == NET_SPATIAL_GLOBAL)
-    PetscCall(NetSpatialPool_Private(net, sp, x, y));
+    PetscCall(NetSpatialPool_Private(net, sp, t, x, y));
   else {
     if (sp->local) {
       sp->local->training = net->layers[k]->training;
       sp->local->frozen   = net->layers[k]->frozen;
     }
-    PetscCall(NetSpatialLocalForward_Private(sp, th, x, y));
+    PetscCall(NetSpatialLocalForward_Private(sp, t, th, x, y));
   }
   PetscFunctionReturn(0);
 }
 
-/* The box of the last forward: after a forward of another batch layout (the Jacobian shells at an older point are
-   refused by the Net) it is gathered again; the local layer's own state (argmax of a max pool) is recomputed with it */
-static PetscErrorCode NetSpatialEnsureBox_Private(NetSpatial *sp, const PetscScalar *th, const PetscScalar *x, const PetscScalar *y)
+/* The box of the last forward in element type t: after a forward of another batch layout (the Jacobian shells at an
+   older point are refused by the Net) or in the other type (a double pass after a float forward) it is gathered
+   again; the local layer's own state (argmax of a max pool, conv's float weights) is recomputed with it */
+static PetscErrorCode NetSpatialEnsureBox_Private(NetSpatial *sp, NetElem t, const PetscScalar *th, const void *x, const void *y)
 {
   PetscFunctionBegin;
-  if (!sp->xboxvalid) PetscCall(NetSpatialLocalForward_Private(sp, th, x, (PetscScalar *)y));
+  if (sp->xboxvalid && sp->fwdelem == t) PetscFunctionReturn(0);
+  if (y)
+    PetscCall(NetSpatialLocalForward_Private(sp, t, th, x, (void *)y)); /* the same values again */
+  else {                                                                /* the walk does not hand a spatial node its output (NetExecOps.needsy): a scratch for the forward's */
+    void *ys;
+
+    PetscCall(PetscMalloc((size_t)(sp->nf * sp->out->npoints * sp->cout) * NetElemBytes(t), &ys));
+    PetscCall(NetSpatialLocalForward_Private(sp, t, th, x, ys));
+    PetscCall(PetscFree(ys));
+  }
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode NetSpatialBackward_Private(Net net, PetscInt k, PetscInt n, const PetscScalar *th, const PetscScalar *const xin[], const PetscScalar *y, const PetscScalar *dy, PetscScalar *const dxin[], PetscScalar *dth)
+PetscErrorCode NetSpatialBackward_Private(Net net, PetscInt k, PetscInt n, NetElem t, const PetscScalar *th, const void *const xin[], const void *y, const void *dy, void *const dxin[], PetscScalar *dth)
 {
-  NetSpatial        *sp;
-  const PetscScalar *xb;
-  PetscScalar       *db = NULL, *dx;
-  const PetscScalar *x;
-  PetscBool          wantdx;
+  NetSpatial *sp;
+  const void *x;
+  void       *dx;
+  PetscBool   wantdx;
 
   PetscFunctionBegin;
   PetscCall(NetSpatialSetUpBatch_Private(net, k, &sp));
   if (sp->kind == NET_SPATIAL_JOIN) {
-    PetscCall(NetSpatialJoinBackward_Private(net, k, sp, n, th, xin, y, dy, dxin, dth));
+    PetscCall(NetSpatialJoinBackward_Private(net, k, sp, n, t, th, xin, y, dy, dxin, dth));
     PetscFunctionReturn(0);
   }
   x  = xin[0];
   dx = dxin[0];
   PetscCall(NetSpatialAny_Private(net, dx, &wantdx));
   if (sp->kind == NET_SPATIAL_GLOBAL) {
-    if (wantdx) PetscCall(NetSpatialPoolTranspose_Private(net, sp, dy, dx, PETSC_FALSE));
+    if (wantdx) PetscCall(NetSpatialPoolTranspose_Private(net, sp, t, dy, dx));
     PetscFunctionReturn(0);
   }
-  PetscCall(NetSpatialEnsureBox_Private(sp, th, x, y));
-  if (sp->local) {
-    PetscCall(VecGetArrayRead(sp->xbox, &xb));
-    if (wantdx) PetscCall(VecGetArrayWrite(sp->dbox, &db));
-    PetscCall(LayerBackwardArray(sp->local, sp->nf, th, xb, y, dy, db, dth));
-    if (wantdx) PetscCall(VecRestoreArrayWrite(sp->dbox, &db));
-    PetscCall(VecRestoreArrayRead(sp->xbox, &xb));
+  PetscCall(NetSpatialEnsureBox_Private(sp, t, th, x, y));
+  if (sp->identity) { /* dx = J_local^T dy on the block itself */
+    if (sp->local) PetscCall(NetSpatialLayerBackward_Private(sp->local, t, sp->nf, th, x, y, dy, wantdx ? dx : NULL, dth));
+    PetscFunctionReturn(0);
   }
-  if (wantdx) PetscCall(NetSpatialApply_Private(sp, PETSC_TRUE, PETSC_FALSE, dx, sp->dbox));
+  if (sp->local) PetscCall(NetSpatialLayerBackward_Private(sp->local, t, sp->nf, th, sp->xbox, y, dy, wantdx ? sp->dbox : NULL, dth));
+  if (wantdx) PetscCall(NetSpatialAddBack_Private(sp, t, PETSC_FALSE, sp->dbox, dx));
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode NetSpatialJVP_Private(Net net, PetscInt k, PetscInt n, const PetscScalar *th, const PetscScalar *const xin[], const PetscScalar *y, const PetscScalar *const dxin[], const PetscScalar *dth, PetscScalar *dy)
+PetscErrorCode NetSpatialJVP_Private(Net net, PetscInt k, PetscInt n, NetElem t, const PetscScalar *th, const void *const xin[], const void *y, const void *const dxin[], const PetscScalar *dth, void *dy)
 {
-  NetSpatial        *sp;
-  const PetscScalar *xb, *db = NULL, *x, *dx;
-  PetscBool          hasdx;
+  NetSpatial *sp;
+  const void *x, *dx;
+  PetscBool   hasdx;
 
   PetscFunctionBegin;
   PetscCall(NetSpatialSetUpBatch_Private(net, k, &sp));
   if (sp->kind == NET_SPATIAL_JOIN) {
-    PetscCall(NetSpatialJoinJVP_Private(net, k, sp, n, th, xin, y, dxin, dth, dy));
+    PetscCall(NetSpatialJoinJVP_Private(net, k, sp, n, t, th, xin, y, dxin, dth, dy));
     PetscFunctionReturn(0);
   }
   x  = xin[0];
@@ -1363,61 +1554,118 @@ PetscErrorCode NetSpatialJVP_Private(Net net, PetscInt k, PetscInt n, const Pets
   PetscCall(NetSpatialAny_Private(net, dx, &hasdx));
   if (sp->kind == NET_SPATIAL_GLOBAL) {
     if (hasdx)
-      PetscCall(NetSpatialPool_Private(net, sp, dx, dy));
+      PetscCall(NetSpatialPool_Private(net, sp, t, dx, dy));
     else {
       PetscMPIInt grank;
 
       PetscCallMPI(MPI_Comm_rank(net->gcomm, &grank));
-      if (!grank) PetscCall(PetscArrayzero(dy, sp->nf * sp->cout));
+      if (!grank) PetscCall(PetscMemzero(dy, (size_t)(sp->nf * sp->cout) * NetElemBytes(t)));
     }
     PetscFunctionReturn(0);
   }
-  PetscCall(NetSpatialEnsureBox_Private(sp, th, x, y));
-  if (hasdx) PetscCall(NetSpatialApply_Private(sp, PETSC_FALSE, PETSC_FALSE, dx, sp->dbox));
-  if (sp->local) {
-    PetscCall(VecGetArrayRead(sp->xbox, &xb));
-    if (hasdx) PetscCall(VecGetArrayRead(sp->dbox, &db));
-    PetscCall(LayerJVPArray(sp->local, sp->nf, th, xb, y, db, dth, dy));
-    if (hasdx) PetscCall(VecRestoreArrayRead(sp->dbox, &db));
-    PetscCall(VecRestoreArrayRead(sp->xbox, &xb));
+  PetscCall(NetSpatialEnsureBox_Private(sp, t, th, x, y));
+  if (sp->identity) {
+    if (sp->local) PetscCall(NetSpatialLayerJVP_Private(sp->local, t, sp->nf, th, x, y, hasdx ? dx : NULL, dth, dy));
+    PetscFunctionReturn(0);
   }
+  if (hasdx) PetscCall(NetSpatialGather_Private(sp, t, dx, sp->dbox));
+  if (sp->local) PetscCall(NetSpatialLayerJVP_Private(sp->local, t, sp->nf, th, sp->xbox, y, hasdx ? sp->dbox : NULL, dth, dy));
   PetscFunctionReturn(0);
 }
 
+/* the second-order adjoint's curvature term, in double (netsecondorder.c): after a float forward the box is gathered
+   again in double */
 PetscErrorCode NetSpatialSOBackward_Private(Net net, PetscInt k, PetscInt n, const PetscScalar *th, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *thd, const PetscScalar *ydot, const PetscScalar *dy,
                                             PetscScalar *dxd, PetscScalar *hv)
 {
-  NetSpatial        *sp;
-  const PetscScalar *xb, *xdb = NULL;
-  PetscScalar       *dxdb = NULL;
-  Vec                xdotbox, dxdotbox;
-  PetscBool          hasxdot, wantdxd;
+  NetSpatial  *sp;
+  PetscScalar *xdotbox = NULL, *dxdotbox = NULL;
+  PetscBool    hasxdot, wantdxd;
 
   PetscFunctionBegin;
   PetscCall(NetSpatialSetUpBatch_Private(net, k, &sp));
   if (sp->kind == NET_SPATIAL_GLOBAL || net->layers[k]->sozero) PetscFunctionReturn(0); /* linear, or piecewise linear */
-  PetscCall(NetSpatialEnsureBox_Private(sp, th, x, y));
+  PetscCall(NetSpatialEnsureBox_Private(sp, NET_ELEM_DOUBLE, th, x, y));
   PetscCall(NetSpatialAny_Private(net, xdot, &hasxdot));
   PetscCall(NetSpatialAny_Private(net, dxd, &wantdxd));
-  PetscCall(VecDuplicate(sp->xbox, &xdotbox));
-  PetscCall(VecDuplicate(sp->xbox, &dxdotbox));
-  if (hasxdot) PetscCall(NetSpatialApply_Private(sp, PETSC_FALSE, PETSC_FALSE, xdot, xdotbox));
-  if (sp->local) {
-    PetscCall(VecGetArrayRead(sp->xbox, &xb));
-    if (hasxdot) PetscCall(VecGetArrayRead(xdotbox, &xdb));
-    if (wantdxd) {
-      PetscCall(VecZeroEntries(dxdotbox));
-      PetscCall(VecGetArray(dxdotbox, &dxdb));
+  if (sp->identity) { /* dxdot += the curvature term on the block itself */
+    if (sp->local) PetscCall(LayerSOBackwardArray(sp->local, sp->nf, th, x, y, hasxdot ? xdot : NULL, thd, ydot, dy, wantdxd ? dxd : NULL, hv));
+    PetscFunctionReturn(0);
+  }
+  PetscCall(PetscMalloc1(sp->nbox, &xdotbox));
+  PetscCall(PetscCalloc1(sp->nbox, &dxdotbox));
+  if (hasxdot) PetscCall(NetSpatialGather_Private(sp, NET_ELEM_DOUBLE, xdot, xdotbox));
+  if (sp->local) PetscCall(LayerSOBackwardArray(sp->local, sp->nf, th, (const PetscScalar *)sp->xbox, y, hasxdot ? xdotbox : NULL, thd, ydot, dy, wantdxd ? dxdotbox : NULL, hv));
+  if (wantdxd) PetscCall(NetSpatialAddBack_Private(sp, NET_ELEM_DOUBLE, PETSC_TRUE, dxdotbox, dxd));
+  PetscCall(PetscFree(xdotbox));
+  PetscCall(PetscFree(dxdotbox));
+  PetscFunctionReturn(0);
+}
+
+/*
+  The adjoint identity of the halo exchange H of every window and upsampling node, in the element type the node
+  computes in, on random x (the rank's block of the node's input) and w (the box):
+      |<H x, w> - <x, H^T w>| / (|H x| |w|)
+  with the products and sums in double over the group. H copies entries and H^T adds them (in float at low precision),
+  so the identity holds to the element type's round-off. *err: the largest over the nodes and groups (0 when no node
+  exchanges a halo). The Net must have seen a batch (it sets the layout).
+*/
+PetscErrorCode NetSpatialTestHalo_Private(Net net, PetscRandom rnd, PetscReal *err)
+{
+  PetscFunctionBegin;
+  *err = 0;
+  for (PetscInt k = 0; k < net->nlayers && net->vgrid; k++) {
+    NetSpatial *sp = (NetSpatial *)net->nodes[k].sp;
+    NetElem     t  = NetNodeElem(net, k);
+    size_t      es = NetElemBytes(t);
+    PetscInt    nloc;
+    void       *x, *Hx, *w, *Htw;
+    PetscReal   s[4] = {0, 0, 0, 0}, e; /* <Hx, w>, <x, H^T w>, |Hx|^2, |w|^2 */
+
+    if (!sp || (sp->kind != NET_SPATIAL_WINDOW && sp->kind != NET_SPATIAL_SCALE)) continue;
+    PetscCall(NetSpatialSetUpBatch_Private(net, k, &sp));
+    if (sp->identity) continue; /* no exchange: the node reads its block */
+    nloc = sp->nf * sp->in->npoints * sp->cin;
+    PetscCall(PetscMalloc(es * (size_t)nloc, &x));
+    PetscCall(PetscMalloc(es * (size_t)nloc, &Htw));
+    PetscCall(PetscMalloc(es * (size_t)sp->nbox, &Hx));
+    PetscCall(PetscMalloc(es * (size_t)sp->nbox, &w));
+    for (PetscInt i = 0; i < nloc + sp->nbox; i++) {
+      PetscReal r;
+
+      PetscCall(PetscRandomGetValueReal(rnd, &r));
+      r = 2 * r - 1;
+      if (t == NET_ELEM_FLOAT) {
+        if (i < nloc)
+          ((float *)x)[i] = (float)r;
+        else
+          ((float *)w)[i - nloc] = (float)r;
+      } else {
+        if (i < nloc)
+          ((PetscScalar *)x)[i] = r;
+        else
+          ((PetscScalar *)w)[i - nloc] = r;
+      }
     }
-    PetscCall(LayerSOBackwardArray(sp->local, sp->nf, th, xb, y, xdb, thd, ydot, dy, dxdb, hv));
-    if (wantdxd) PetscCall(VecRestoreArray(dxdotbox, &dxdb));
-    if (hasxdot) PetscCall(VecRestoreArrayRead(xdotbox, &xdb));
-    PetscCall(VecRestoreArrayRead(sp->xbox, &xb));
-  } else
-    PetscCall(VecZeroEntries(dxdotbox));
-  if (wantdxd) PetscCall(NetSpatialApply_Private(sp, PETSC_TRUE, PETSC_TRUE, dxd, dxdotbox));
-  PetscCall(VecDestroy(&xdotbox));
-  PetscCall(VecDestroy(&dxdotbox));
+    PetscCall(NetSpatialGather_Private(sp, t, x, Hx));
+    PetscCall(NetSpatialAddBack_Private(sp, t, PETSC_FALSE, w, Htw));
+    for (PetscInt i = 0; i < sp->nbox; i++) {
+      const PetscReal a = t == NET_ELEM_FLOAT ? ((float *)Hx)[i] : ((PetscScalar *)Hx)[i], b = t == NET_ELEM_FLOAT ? ((float *)w)[i] : ((PetscScalar *)w)[i];
+
+      s[0] += a * b;
+      s[2] += a * a;
+      s[3] += b * b;
+    }
+    for (PetscInt i = 0; i < nloc; i++) s[1] += t == NET_ELEM_FLOAT ? (PetscReal)((float *)x)[i] * ((float *)Htw)[i] : ((PetscScalar *)x)[i] * ((PetscScalar *)Htw)[i];
+    PetscCall(MPIU_Allreduce(MPI_IN_PLACE, s, 4, MPIU_REAL, MPIU_SUM, net->gcomm));
+    e    = PetscAbsReal(s[0] - s[1]) / PetscMax(PetscSqrtReal(s[2] * s[3]), PETSC_SMALL);
+    *err = PetscMax(*err, e);
+    PetscCall(PetscFree(x));
+    PetscCall(PetscFree(Htw));
+    PetscCall(PetscFree(Hx));
+    PetscCall(PetscFree(w));
+  }
+  PetscCall(MPIU_Allreduce(MPI_IN_PLACE, err, 1, MPIU_REAL, MPIU_MAX, PetscObjectComm((PetscObject)net)));
   PetscFunctionReturn(0);
 }
 

@@ -215,6 +215,8 @@ static PetscErrorCode PrecisionTest_Private(Net net, Vec X, PetscInt wrt, PetscR
     against double   <= 10 L u          the low-precision JVP against the double one at the same point
     finite diffs     <= 100 u^(2/3)     single only: h = u^(1/3) balances truncation h^2 and rounding u/h; bfloat16's
                                         8 bits leave finite differences no digit to test, the comparison with double does
+    halo exchanges   <= 10 u_float      grid mode: each spatial node's halo exchange H in float (its values are float
+                                        whatever the store), dot product of H and H^T; H copies, H^T adds in float
   The per-layer Jacobians read double values and are tested in double (and by the layers' own float tests).
 */
 static PetscErrorCode NetTestJacobianLow_Private(Net net, Vec X, PetscViewer viewer, PetscRandom rnd, PetscReal *doterr, PetscReal *fderr)
@@ -222,7 +224,8 @@ static PetscErrorCode NetTestJacobianLow_Private(Net net, Vec X, PetscViewer vie
   const PetscReal u   = net->precision == NET_PRECISION_SINGLE ? PetscPowReal(2.0, -24) : PetscPowReal(2.0, -8);
   const PetscReal tol = 10 * net->nlayers * u, fdtol = 100 * PetscPowReal(u, 2.0 / 3);
   Mat             J;
-  PetscReal       eJ, eJP = 0, pJ, pJP = 0, fJ = 0, fJP = 0;
+  const PetscReal htol = 10 * PetscPowReal(2.0, -24);
+  PetscReal       eJ, eJP = 0, pJ, pJP = 0, fJ = 0, fJP = 0, eH = 0;
   PetscInt        nkink[2] = {0, 0}, nout[2] = {0, 0};
   PetscBool       fd = (PetscBool)(net->precision == NET_PRECISION_SINGLE), ok;
 
@@ -234,6 +237,7 @@ static PetscErrorCode NetTestJacobianLow_Private(Net net, Vec X, PetscViewer vie
     PetscCall(NetGetJacobianP(net, &J));
     PetscCall(DotProductTest_Private(J, rnd, &eJP));
   }
+  if (net->vgrid) PetscCall(NetSpatialTestHalo_Private(net, rnd, &eH));
   PetscCall(PrecisionTest_Private(net, X, 0, rnd, &pJ));
   if (net->nparams) PetscCall(PrecisionTest_Private(net, X, 1, rnd, &pJP));
   if (fd) {
@@ -244,13 +248,14 @@ static PetscErrorCode NetTestJacobianLow_Private(Net net, Vec X, PetscViewer vie
   PetscCall(PetscViewerASCIIPrintf(viewer, "  dot-product |<Jv,w>-<v,J^T w>|/(|Jv||w|): input %.2e, parameters %.2e\n", (double)eJ, (double)eJP));
   PetscCall(PetscViewerASCIIPrintf(viewer, "  against double |J_%s v - J v|/|J v|: input %.2e, parameters %.2e\n", NetPrecisions[net->precision], (double)pJ, (double)pJP));
   if (fd) PetscCall(PetscViewerASCIIPrintf(viewer, "  finite differences |FD - Jv|/|Jv| (h = %.1e): input %.2e, parameters %.2e\n", (double)PetscCbrtReal(u), (double)fJ, (double)fJP));
+  if (net->vgrid) PetscCall(PetscViewerASCIIPrintf(viewer, "  halo exchanges in float |<Hx,w>-<x,H^T w>|/(|Hx||w|): %.2e (<= %.1e = 10 u_float)\n", (double)eH, (double)htol));
   PetscCall(ViewKinks_Private(viewer, nkink, nout));
-  ok = (PetscBool)(PetscMax(eJ, eJP) <= tol && PetscMax(pJ, pJP) <= tol && PetscMax(fJ, fJP) <= fdtol);
+  ok = (PetscBool)(PetscMax(eJ, eJP) <= tol && PetscMax(pJ, pJP) <= tol && PetscMax(fJ, fJP) <= fdtol && eH <= htol);
   if (fd)
     PetscCall(PetscViewerASCIIPrintf(viewer, "  %s (dot-product and against double <= %.1e = 10 L u, finite differences <= %.1e = 100 u^(2/3))\n", ok ? "PASSED" : "FAILED", (double)tol, (double)fdtol));
   else
     PetscCall(PetscViewerASCIIPrintf(viewer, "  %s (dot-product and against double <= %.1e = 10 L u)\n", ok ? "PASSED" : "FAILED", (double)tol));
-  if (doterr) *doterr = PetscMax(eJ, eJP);
+  if (doterr) *doterr = PetscMax(PetscMax(eJ, eJP), eH > htol ? 1.0 : eH); /* a failed halo identity fails any dot-product bound */
   if (fderr) *fderr = fd ? PetscMax(fJ, fJP) : PetscMax(pJ, pJP);
   PetscFunctionReturn(0);
 }

@@ -563,7 +563,7 @@ PetscErrorCode PetNetLayoutCreateSampleSplit(MPI_Comm comm, PetscInt ndim, const
   contribute 0: the canonical copy). The owner of a box entry is then the sum of the rk, and its local offset the
   Horner form ((loc0*nsz1 + loc1)*nsz2 + loc2)..., the same at every entry; the last dim is walked in the inner loop.
 */
-PetscErrorCode PetNetLayoutCreateBoxSF_Private(PetNetLayout L, const PetscInt64 lo[], const PetscInt64 hi[], PetscSF *sf, PetscInt *boxsize)
+PetscErrorCode PetNetLayoutCreateBoxGraph_Private(PetNetLayout L, const PetscInt64 lo[], const PetscInt64 hi[], PetscInt *nleavesout, PetscInt **ilocalout, PetscSFNode **iremoteout, PetscInt *boxsize)
 {
   const PetscInt ndim = L->ndim, last             = ndim - 1;
   PetscInt64     ext[PETNET_LAYOUT_MAX_DIM], nbox = 1, nvalid = 1, gstride[PETNET_LAYOUT_MAX_GRID], total = 0;
@@ -645,10 +645,23 @@ PetscErrorCode PetNetLayoutCreateBoxSF_Private(PetNetLayout L, const PetscInt64 
     }
   }
   PetscCall(PetscFree3(loc[0], nsz[0], rk[0]));
+  *nleavesout = nleaves;
+  *ilocalout  = ilocal;
+  *iremoteout = iremote;
+  *boxsize    = (PetscInt)nbox;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode PetNetLayoutCreateBoxSF_Private(PetNetLayout L, const PetscInt64 lo[], const PetscInt64 hi[], PetscSF *sf, PetscInt *boxsize)
+{
+  PetscInt     nleaves, *ilocal;
+  PetscSFNode *iremote;
+
+  PetscFunctionBegin;
+  PetscCall(PetNetLayoutCreateBoxGraph_Private(L, lo, hi, &nleaves, &ilocal, &iremote, boxsize));
   PetscCall(PetscSFCreate(PetscObjectComm((PetscObject)L), sf));
   PetscCall(PetscSFSetGraph(*sf, L->nlocal, nleaves, ilocal, PETSC_OWN_POINTER, iremote, PETSC_OWN_POINTER));
   PetscCall(PetscSFSetUp(*sf));
-  *boxsize = (PetscInt)nbox;
   PetscFunctionReturn(0);
 }
 

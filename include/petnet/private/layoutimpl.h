@@ -43,6 +43,9 @@ struct _p_PetNetLayout {
   ranges alone, with no communication, in O(box entries). L must be set up.
 */
 PETSC_INTERN PetscErrorCode PetNetLayoutCreateBoxSF_Private(PetNetLayout, const PetscInt64[], const PetscInt64[], PetscSF *, PetscInt *);
+/* ... its graph alone (nleaves, ilocal or NULL, iremote, as PetscSFSetGraph() takes them; the caller frees ilocal and
+   iremote), for a caller that keeps part of it: no star forest is set up (20 bytes a box entry instead of about 40) */
+PETSC_INTERN PetscErrorCode PetNetLayoutCreateBoxGraph_Private(PetNetLayout, const PetscInt64[], const PetscInt64[], PetscInt *, PetscInt **, PetscSFNode **, PetscInt *);
 
 /*
   The MATSHELL of an SF: forward (PETSC_FALSE) y = bcast(x), roots -> leaves, with its adjoint the sum-reduce; or

@@ -30,8 +30,8 @@
                   widened to float for compute), per value v = 0..L and slot: the value, its tangent or cotangent, the
                   scratch of fan-out sums, and the two cotangents of the second-order adjoint
     executor      how a node runs over the ranks (NetExecOps: plain, model-parallel, spatial), given arrays of its
-                  element type: a plain node computes in the store's type, the others in double (the store widens and
-                  rounds), so every executor works at every precision
+                  element type: plain and spatial nodes compute in the store's type, model-parallel ones in double (the
+                  store widens and rounds), so every executor works at every precision
 */
 typedef enum {
   NET_SLOT_VALUE,   /* the value of v (act[v]) */
@@ -43,7 +43,8 @@ typedef enum {
 } NetSlot;
 typedef enum {
   NET_ELEM_DOUBLE,
-  NET_ELEM_FLOAT
+  NET_ELEM_FLOAT,
+  NET_ELEM_BF16 /* the stored bfloat16 values themselves, for a plain node that streams them (NetNodeStreamsBF16()) */
 } NetElem;
 typedef enum {
   NET_READ      = 1,
@@ -76,6 +77,8 @@ typedef struct {
 typedef struct {
   const char *name;    /* for NetView() */
   PetscBool   floatok; /* computes in float (else the store gives it double arrays) */
+  PetscBool   needsy;  /* backward and jvp read the node's output value y; else the walk hands them NULL (a spatial node's
+                          windowed kernels never read it, and at bfloat16 its widened copy is the node's largest array) */
   PetscErrorCode (*forward)(Net, PetscInt, NetElem, const PetscScalar *, const void *const[], void *);
   PetscErrorCode (*backward)(Net, PetscInt, NetElem, const PetscScalar *, const void *const[], const void *, const void *, void *const[], PetscScalar *, PetscInt);
   PetscErrorCode (*jvp)(Net, PetscInt, NetElem, const PetscScalar *, const void *const[], const void *, const void *const[], const PetscScalar *, void *);
@@ -269,9 +272,11 @@ PETSC_INTERN PetscErrorCode NetSpatialReset_Private(Net);
 PETSC_INTERN PetscErrorCode NetSpatialDestroy_Private(Net);
 PETSC_INTERN PetscErrorCode NetSpatialOutputCount_Private(Net, PetscInt, PetscInt, PetscInt *);
 PETSC_INTERN PetscErrorCode NetSpatialFields_Private(Net, PetscInt, PetscInt *);
-PETSC_INTERN PetscErrorCode NetSpatialForward_Private(Net, PetscInt, PetscInt, const PetscScalar *, const PetscScalar *const[], PetscScalar *);
-PETSC_INTERN PetscErrorCode NetSpatialBackward_Private(Net, PetscInt, PetscInt, const PetscScalar *, const PetscScalar *const[], const PetscScalar *, const PetscScalar *, PetscScalar *const[], PetscScalar *);
-PETSC_INTERN PetscErrorCode NetSpatialJVP_Private(Net, PetscInt, PetscInt, const PetscScalar *, const PetscScalar *const[], const PetscScalar *, const PetscScalar *const[], const PetscScalar *, PetscScalar *);
+/* spatial nodes: the values x[i], y, dx[i], dy of element type t (NetElem), the parameters double */
+PETSC_INTERN PetscErrorCode NetSpatialForward_Private(Net, PetscInt, PetscInt, NetElem, const PetscScalar *, const void *const[], void *);
+PETSC_INTERN PetscErrorCode NetSpatialBackward_Private(Net, PetscInt, PetscInt, NetElem, const PetscScalar *, const void *const[], const void *, const void *, void *const[], PetscScalar *);
+PETSC_INTERN PetscErrorCode NetSpatialJVP_Private(Net, PetscInt, PetscInt, NetElem, const PetscScalar *, const void *const[], const void *, const void *const[], const PetscScalar *, void *);
+PETSC_INTERN PetscErrorCode NetSpatialTestHalo_Private(Net, PetscRandom, PetscReal *);
 PETSC_INTERN PetscErrorCode NetSpatialSOBackward_Private(Net, PetscInt, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *,
                                                          PetscScalar *);
 PETSC_INTERN PetscErrorCode NetSpatialViewNode_Private(Net, PetscInt, PetscViewer);
@@ -284,10 +289,47 @@ static inline const NetStoreOps *NetStore(Net net)
 {
   return net->precision == NET_PRECISION_DOUBLE ? &NetStoreDouble : &NetStoreLow;
 }
-/* the element type node k computes in */
+/*
+  A plain node whose kernels act on each sample alone and read nothing of a forward pass but its input and output (an
+  activation: actonly, no parameters, one input, not fused): at bfloat16 the store hands it the stored values and its
+  executor widens and rounds them a chunk of samples at a time (netexec.c), the same bits as whole widened copies
+  without them (4 float copies of a 16-channel activation of a 128^3 grid are 256 MB a rank)
+*/
+static inline PetscBool NetNodeStreamsBF16(Net net, PetscInt k)
+{
+  const NetNode *nd = &net->nodes[k];
+  const Layer    l  = net->layers[k];
+
+  return (PetscBool)(net->precision == NET_PRECISION_BFLOAT16 && nd->exec == &NetExecPlain && l->actonly && !l->nparams && l->nin == 1 && !l->collective && nd->fuseact < 0 && nd->fusemask < 0 && nd->fusedinto < 0 && nd->fusedback < 0);
+}
+/* the element type node k computes in (NET_ELEM_BF16: float, streamed from the stored bfloat16 values) */
 static inline NetElem NetNodeElem(Net net, PetscInt k)
 {
-  return NetStore(net)->compute == NET_ELEM_FLOAT && net->nodes[k].exec->floatok ? NET_ELEM_FLOAT : NET_ELEM_DOUBLE;
+  if (NetStore(net)->compute != NET_ELEM_FLOAT || !net->nodes[k].exec->floatok) return NET_ELEM_DOUBLE;
+  return NetNodeStreamsBF16(net, k) ? NET_ELEM_BF16 : NET_ELEM_FLOAT;
+}
+/* bfloat16 is the upper half of a float: widening is exact, narrowing rounds to nearest even (a NaN stays a NaN) */
+static inline float NetBF16ToFloat(uint16_t b)
+{
+  union {
+    uint32_t u;
+    float    f;
+  } c;
+
+  c.u = (uint32_t)b << 16;
+  return c.f;
+}
+
+static inline uint16_t NetFloatToBF16(float f)
+{
+  union {
+    uint32_t u;
+    float    f;
+  } c;
+
+  c.f = f;
+  if ((c.u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((c.u >> 16) | 0x40u); /* quiet NaN */
+  return (uint16_t)((c.u + 0x7fffu + ((c.u >> 16) & 1u)) >> 16);
 }
 PETSC_INTERN PetscErrorCode NetStoreGetInputs_Private(Net, PetscInt, NetSlot, NetElem, const void *[]);
 PETSC_INTERN PetscErrorCode NetStoreRestoreInputs_Private(Net, PetscInt, NetSlot, NetElem, const void *[]);
