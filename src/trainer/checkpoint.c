@@ -239,14 +239,14 @@ static PetscErrorCode TrainerReadCheckpointHistory_Private(Trainer tr, PetscView
   PetscCall(PetscViewerBinaryRead(viewer, hi, TRAINER_CHECKPOINT_NHIST_INT * n, NULL, PETSC_INT));
   PetscCall(PetscViewerBinaryRead(viewer, hr, TRAINER_CHECKPOINT_NHIST_REAL * n, NULL, PETSC_REAL));
   for (PetscInt k = 0; k < n; k++) { /* epochs increasing, within the checkpoint's, checked before anything changes */
-    const PetscInt *ik = hi + TRAINER_CHECKPOINT_NHIST_INT * k;
+    const PetscInt e = hi[TRAINER_CHECKPOINT_NHIST_INT * k], samples = hi[TRAINER_CHECKPOINT_NHIST_INT * k + 1];
 
-    if (ik[0] <= last || ik[0] > epoch || ik[1] < 0) {
-      PetscCall(PetscFree2(hi, hr));
+    if (e <= last || e > epoch || samples < 0) {
+      PetscCall(PetscFree2(hi, hr)); /* the message reads only the copies e, last */
       SETERRQ(PetscObjectComm((PetscObject)tr), PETSC_ERR_FILE_UNEXPECTED, "Checkpoint %s is corrupt: its history record %" PetscInt_FMT " is of epoch %" PetscInt_FMT " (after epoch %" PetscInt_FMT "; the checkpoint is of epoch %" PetscInt_FMT ")",
-              file, k, ik[0], last, epoch);
+              file, k, e, last, epoch);
     }
-    last = ik[0];
+    last = e;
   }
   PetscCall(PetscFree(tr->history));
   tr->maxhistory = PetscMax(16, n);
