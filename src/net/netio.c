@@ -248,7 +248,10 @@ PetscErrorCode NetWrite(Net net, PetscViewer viewer)
    for every rank): the job would take 10 s to end. So here such an error is recorded as PETSc's handler records an
    error of this rank alone, without printing it (rank 0 does), and the traceback lines of its way up the reader are
    quiet too; those of NetRead() and its callers follow as usual. An error of this rank alone (PETSC_COMM_SELF:
-   memory) is printed as usual. */
+   memory) is printed as usual. Rank 0 runs the handler too, printing (ctx non-NULL), to know that the error is
+   collective: then every rank enters a nonblocking barrier after the read, rank 0 once it has printed the message,
+   and the others wait for it (a few seconds at most) before they unwind to their MPI_Abort, which would otherwise
+   end the job before rank 0 had written the message. */
 static PetscBool netReadCollectiveError; /* the error being raised was raised on a communicator of several ranks */
 
 static PetscErrorCode NetReadErrorHandler(MPI_Comm comm, int line, const char *fun, const char *file, PetscErrorCode n, PetscErrorType p, const char *mess, void *ctx)
@@ -258,7 +261,7 @@ static PetscErrorCode NetReadErrorHandler(MPI_Comm comm, int line, const char *f
 
     if (comm != PETSC_COMM_SELF) (void)MPI_Comm_size(comm, &size);
     netReadCollectiveError = (PetscBool)(size > 1);
-    if (netReadCollectiveError) {
+    if (netReadCollectiveError && !ctx) {
       PetscErrorCode (*print)(const char[], ...) = PetscErrorPrintf;
 
       PetscErrorPrintf = PetscErrorPrintfNone; /* the handler records the error (the callers' traceback lines follow it) */
@@ -266,8 +269,8 @@ static PetscErrorCode NetReadErrorHandler(MPI_Comm comm, int line, const char *f
       PetscErrorPrintf = print;
     }
   }
-  if (netReadCollectiveError) return n;
-  return PetscTraceBackErrorHandler(comm, line, fun, file, n, p, mess, ctx);
+  if (netReadCollectiveError && !ctx) return n;
+  return PetscTraceBackErrorHandler(comm, line, fun, file, n, p, mess, NULL);
 }
 
 /*@
@@ -304,12 +307,25 @@ PetscErrorCode NetRead(Net net, PetscViewer viewer)
   PetscCall(PetscObjectTypeCompare((PetscObject)viewer, PETSCVIEWERHDF5, &ishdf5));
   PetscCheck(isbinary || ishdf5, PetscObjectComm((PetscObject)net), PETSC_ERR_SUP, "NetRead() needs a binary or HDF5 viewer, not %s", ((PetscObject)viewer)->type_name);
   PetscCallMPI(MPI_Comm_rank(PetscObjectComm((PetscObject)net), &rank));
-  if (rank) { /* a damaged file must end the job at once, also when the caller closes its viewer first */
-    netReadCollectiveError = PETSC_FALSE;
-    PetscCall(PetscPushErrorHandler(NetReadErrorHandler, NULL));
-  }
+  /* a damaged file must end the job at once, also when the caller closes its viewer first, and show rank 0's message */
+  netReadCollectiveError = PETSC_FALSE;
+  PetscCall(PetscPushErrorHandler(NetReadErrorHandler, rank ? NULL : (void *)net));
   ierr = isbinary ? NetRead_Binary(net, viewer) : NetRead_HDF5(net, viewer);
-  if (rank) PetscCall(PetscPopErrorHandler());
+  PetscCall(PetscPopErrorHandler());
+  if (ierr && netReadCollectiveError) {
+    MPI_Request    req;
+    int            done = 0;
+    PetscLogDouble t0, t = 0;
+
+    PetscCallMPI(MPI_Ibarrier(PetscObjectComm((PetscObject)net), &req));
+    PetscCall(PetscTime(&t0));
+    while (rank && !done && t - t0 < 5.0) {
+      PetscCallMPI(MPI_Test(&req, &done, MPI_STATUS_IGNORE));
+      if (!done) PetscCall(PetscSleep(0.001)); /* seconds */
+      PetscCall(PetscTime(&t));
+    }
+    if (!done) PetscCallMPI(MPI_Request_free(&req));
+  }
   PetscCall(ierr);
   PetscFunctionReturn(0);
 }
