@@ -40,7 +40,7 @@
 #include <petnetlayout.h>
 
 typedef struct {
-  MPI_Comm   comm;               /* the ranks the weights are split over: the Net's, or for a convolution of the grid
+  MPI_Comm comm;                 /* the ranks the weights are split over: the Net's, or for a convolution of the grid
                                     the ranks holding the same spatial block in every group (net->xcomm, not owned) */
   PetscBool  grid;               /* a convolution of the grid: samples are the boxes of the fields (netspatial.c) */
   Layer      local;              /* the rank's block: same kind, block sizes, bias only where ci == 0 */
@@ -111,7 +111,7 @@ PetscErrorCode NetModelSetUpNode_Private(Net net, PetscInt k)
 {
   NetNode    *nd    = &net->nodes[k];
   Layer       layer = net->layers[k];
-  MPI_Comm    comm  = PetscObjectComm((PetscObject)net), mcomm = comm;
+  MPI_Comm    comm = PetscObjectComm((PetscObject)net), mcomm = comm;
   PetscMPIInt size, rank, nranks;
   PetscBool   isdense, isconv, isconv3d, grid;
   PetscInt    p[2] = {0, 0}, nout = 0, nin = 0, taps = 1, sd = 0;
@@ -149,8 +149,8 @@ PetscErrorCode NetModelSetUpNode_Private(Net net, PetscInt k)
              ", but only dense, conv2d and conv3d layers can split their weights over ranks: remove partition= from its entry (or -%spartition); the Net runs the other kinds data parallel",
              nd->name, spec, p[0], p[1], nd->prefix);
   PetscCheck(!grid || (PetscInt64)p[0] * p[1] == size, comm, PETSC_ERR_ARG_INCOMP,
-             "Node %s (%s) convolves the fields of a DMDA split into %d spatial group(s) of %d rank(s): partition %" PetscInt_FMT "x%" PetscInt_FMT
-             " splits its channels over %" PetscInt64_FMT " ranks, but a convolution of the grid splits them over the groups (each group splits the points): write partition=PxQ with P*Q = %d (e.g. partition=%dx1), or give -net_spatial_groups %" PetscInt64_FMT,
+             "Node %s (%s) convolves the fields of a DMDA split into %d spatial group(s) of %d rank(s): partition %" PetscInt_FMT "x%" PetscInt_FMT " splits its channels over %" PetscInt64_FMT
+             " ranks, but a convolution of the grid splits them over the groups (each group splits the points): write partition=PxQ with P*Q = %d (e.g. partition=%dx1), or give -net_spatial_groups %" PetscInt64_FMT,
              nd->name, spec, size, nranks / size, p[0], p[1], (PetscInt64)p[0] * p[1], size, size, (PetscInt64)p[0] * p[1]);
   PetscCheck((PetscInt64)p[0] * p[1] == size, comm, PETSC_ERR_ARG_INCOMP, /* in 64 bits: 2147483647x2147483647 must not wrap to 1 */
              "Node %s (%s): partition %" PetscInt_FMT "x%" PetscInt_FMT " needs %" PetscInt64_FMT " ranks, but the Net runs on %d: write partition=PxQ with P*Q = %d (e.g. partition=%dx1), or run on %" PetscInt64_FMT " ranks", nd->name, spec, p[0],
@@ -187,8 +187,7 @@ PetscErrorCode NetModelSetUpNode_Private(Net net, PetscInt k)
     for (PetscInt d = 0; d < 6; d++) differ = differ || lo[d] != hi[d];
     PetscCall(MPIU_Allreduce(&differ, &any, 1, MPI_INT, MPI_LOR, comm));
     PetscCheck(!any, comm, PETSC_ERR_ARG_INCOMP,
-               "Node %s (%s) splits its channels over the spatial groups, but the groups' DMDAs split the grid differently (a rank's block differs from its place in another group): give every group's DMDA the same ownership ranges", nd->name,
-               spec);
+               "Node %s (%s) splits its channels over the spatial groups, but the groups' DMDAs split the grid differently (a rank's block differs from its place in another group): give every group's DMDA the same ownership ranges", nd->name, spec);
   }
 
   PetscCall(PetscNew(&mp));
@@ -651,8 +650,7 @@ PetscErrorCode NetModelViewNode_Private(Net net, PetscInt k, PetscViewer viewer)
   PetscCallMPI(MPI_Comm_rank(PetscObjectComm((PetscObject)net), &rank));
   PetscCall(PetscViewerASCIIPushTab(viewer));
   PetscCall(PetscViewerASCIIPrintf(viewer, "model parallel: weights on a %" PetscInt_FMT "x%" PetscInt_FMT " grid (P_out x P_in)%s\n", mp->pout, mp->pin, net->nodes[k].partition[0] ? "" : ", the -net_parallel model default"));
-  if (mp->grid)
-    PetscCall(PetscViewerASCIIPrintf(viewer, "across the %d spatial groups (the ranks holding the same block in each): a sample is the halo'ed box of one field, convolved without padding\n", mp->size));
+  if (mp->grid) PetscCall(PetscViewerASCIIPrintf(viewer, "across the %d spatial groups (the ranks holding the same block in each): a sample is the halo'ed box of one field, convolved without padding\n", mp->size));
   PetscCall(PetscViewerASCIIPrintf(viewer, "in:  sample-split -> all samples, %s split %" PetscInt_FMT " way%s, replicated %" PetscInt_FMT "x (redistribute)\n", mp->xndim > 2 ? "channels" : "features", mp->pin, mp->pin > 1 ? "s" : "", mp->pout));
   if (mp->pin > 1)
     PetscCall(PetscViewerASCIIPrintf(viewer, "out: sum-reduce over %" PetscInt_FMT " -> sample-split\n", mp->pin));
