@@ -41,6 +41,7 @@ PetscErrorCode NetCreate(MPI_Comm comm, Net *net)
   n->ngroups     = 1;
   n->spoverlap   = PETSC_TRUE;
   n->gcomm       = MPI_COMM_NULL;
+  n->xcomm       = MPI_COMM_NULL;
   n->nglobal     = -1;
   *net           = n;
   PetscFunctionReturn(0);
@@ -970,7 +971,7 @@ PetscErrorCode NetView(Net net, PetscViewer viewer)
   }
   if (net->setupcalled) PetscCall(PetscViewerASCIIPrintf(viewer, "total parameters %" PetscInt_FMT "\n", net->nparams));
   if (net->setupcalled) { /* the engine (netexec.c, netprecision.c): how each node runs, where the values live */
-    const NetExecOps *kinds[] = {&NetExecPlain, &NetExecModel, &NetExecSpatial};
+    const NetExecOps *kinds[] = {&NetExecPlain, &NetExecModel, &NetExecSpatial, &NetExecSpatialModel};
     char              text[256] = "";
 
     for (size_t e = 0; e < PETSC_STATIC_ARRAY_LENGTH(kinds); e++) {

@@ -8,6 +8,9 @@
              local kernel, the output sum-reduced along the other, each movement an operator with its adjoint
     spatial  a node of a Net on a DMDA grid that reads a neighbourhood or changes the grid (netspatial.c): the halo
              exchange (adjoint: the halos added back) around a local copy of the layer on the rank's box
+    spatial+model  a convolution of the grid with a partition: the spatial node's halo exchange in each group, then
+             the model node's split of the channels over the groups (the ranks holding the same block in every group)
+             with the box of each field as its sample
 
   Plain and spatial nodes compute in the store's element type (float for single and bfloat16: the spatial node's halo
   exchange, box and local kernels are float too); model-parallel nodes compute in double and the value store widens
@@ -233,6 +236,49 @@ static PetscErrorCode NetExecSOBackward_Spatial(Net net, PetscInt k, const Petsc
 
 const NetExecOps NetExecSpatial = {"spatial", PETSC_TRUE, PETSC_FALSE, NetExecForward_Spatial, NetExecBackward_Spatial, NetExecJVP_Spatial, NetExecSOBackward_Spatial, NetSpatialViewNode_Private};
 
+/*
+  A convolution of the grid with a partition (netspatial.c around netmodel.c): the halo exchange in the group, the
+  channels split over the groups. Double values, as a model-parallel node's.
+*/
+static PetscErrorCode NetExecForward_SpatialModel(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], void *y)
+{
+  PetscFunctionBegin;
+  PetscCall(NetSpatialModelForward_Private(net, k, th, (const PetscScalar *)x[0], (PetscScalar *)y));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetExecBackward_SpatialModel(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], const void *y, const void *dy, void *const dx[], PetscScalar *dth, PetscInt mask)
+{
+  PetscFunctionBegin;
+  PetscCall(NetSpatialModelBackward_Private(net, k, th, (const PetscScalar *)x[0], (const PetscScalar *)dy, (PetscScalar *)dx[0], dth));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetExecJVP_SpatialModel(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], const void *y, const void *const dx[], const PetscScalar *dth, void *dy)
+{
+  PetscFunctionBegin;
+  PetscCall(NetSpatialModelJVP_Private(net, k, th, (const PetscScalar *)x[0], dx ? (const PetscScalar *)dx[0] : NULL, dth, (PetscScalar *)dy));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetExecSOBackward_SpatialModel(Net net, PetscInt k, const PetscScalar *th, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *thd, const PetscScalar *ydot, const PetscScalar *dy, PetscScalar *dxd, PetscScalar *hvk)
+{
+  PetscFunctionBegin;
+  PetscCall(NetSpatialModelSOBackward_Private(net, k, th, x, xdot, thd, dy, dxd, hvk));
+  PetscFunctionReturn(0);
+}
+
+/* its grids (the spatial part) and its blocks of the weights (the model part) */
+static PetscErrorCode NetExecView_SpatialModel(Net net, PetscInt k, PetscViewer viewer)
+{
+  PetscFunctionBegin;
+  PetscCall(NetSpatialViewNode_Private(net, k, viewer));
+  PetscCall(NetModelViewNode_Private(net, k, viewer));
+  PetscFunctionReturn(0);
+}
+
+const NetExecOps NetExecSpatialModel = {"spatial+model", PETSC_FALSE, PETSC_FALSE, NetExecForward_SpatialModel, NetExecBackward_SpatialModel, NetExecJVP_SpatialModel, NetExecSOBackward_SpatialModel, NetExecView_SpatialModel};
+
 /* each node's executor, once the model-parallel (netmodel.c) and spatial (netspatial.c) set-ups have said which
    nodes are theirs */
 PetscErrorCode NetSetUpExecutors_Private(Net net)
@@ -241,7 +287,7 @@ PetscErrorCode NetSetUpExecutors_Private(Net net)
   for (PetscInt k = 0; k < net->nlayers; k++) {
     NetNode *nd = &net->nodes[k];
 
-    nd->exec = nd->mp ? &NetExecModel : nd->sp ? &NetExecSpatial : &NetExecPlain;
+    nd->exec = nd->mp && nd->sp ? &NetExecSpatialModel : nd->mp ? &NetExecModel : nd->sp ? &NetExecSpatial : &NetExecPlain;
   }
   PetscFunctionReturn(0);
 }

@@ -26,6 +26,12 @@
   The local kernel is a Layer of the same kind with the block sizes, so forward, backward, jvp and sobackward are the
   layer's own code on the rank's block.
 
+  In grid mode a convolution's grid of ranks is the G ranks holding the same spatial block in each spatial group
+  (net->xcomm, P_out P_in = G) and its "samples" are the boxes of the fields that the spatial executor gathers around
+  the block (netspatial.c, NetSpatialModelForward_Private()): x (nf, box..., C_in) -> y (nf, output block..., C_out),
+  the local layer the convolution without padding on the box. The ranks of one group hold the same block of W (the
+  same (co, ci)) and each adds the gradient of its spatial block; the parameter map's reduce sums them (netpmap.c).
+
   The node's parameters on a rank are its W block then (ci == 0) its bias block: runs of theta in exactly the order
   the local layer reads them (NetNode.runstart/runlen). The layouts and operators depend on every rank's number of
   samples; they are rebuilt when those change (the last, smaller batch of an epoch).
@@ -34,6 +40,9 @@
 #include <petnetlayout.h>
 
 typedef struct {
+  MPI_Comm comm;                 /* the ranks the weights are split over: the Net's, or for a convolution of the grid
+                                    the ranks holding the same spatial block in every group (net->xcomm, not owned) */
+  PetscBool  grid;               /* a convolution of the grid: samples are the boxes of the fields (netspatial.c) */
   Layer      local;              /* the rank's block: same kind, block sizes, bias only where ci == 0 */
   PetscInt   pout, pin, co, ci;  /* the grid and this rank's coordinates */
   PetscInt   ostart, oblock;     /* output (channel) block */
@@ -74,20 +83,19 @@ static void NetModelBlock_Private(PetscInt m, PetscInt p, PetscInt c, PetscInt *
 }
 
 /* The grid of node k: the partition given to the node (NetSetNodePartition()), or in model mode the default for dense,
-   conv2d and conv3d (0x0: none) */
-static PetscErrorCode NetModelChoosePartition_Private(Net net, PetscInt k, PetscInt nout, PetscInt nin, PetscInt p[2])
+   conv2d and conv3d (0x0: none) over the size ranks it can be split over (a convolution of the grid: the groups; with
+   one group it stays a spatial node) */
+static PetscErrorCode NetModelChoosePartition_Private(Net net, PetscInt k, PetscMPIInt size, PetscBool grid, PetscInt nout, PetscInt nin, PetscInt p[2])
 {
-  Layer       layer = net->layers[k];
-  PetscMPIInt size;
-  PetscBool   isdense, isconv;
+  Layer     layer = net->layers[k];
+  PetscBool isdense, isconv;
 
   PetscFunctionBegin;
-  PetscCallMPI(MPI_Comm_size(PetscObjectComm((PetscObject)net), &size));
   PetscCall(PetscObjectTypeCompare((PetscObject)layer, LAYERDENSE, &isdense));
   PetscCall(PetscObjectTypeCompareAny((PetscObject)layer, &isconv, LAYERCONV2D, LAYERCONV3D, ""));
   p[0] = net->nodes[k].partition[0];
   p[1] = net->nodes[k].partition[1];
-  if (p[0] > 0 || net->parallel != NET_PARALLEL_MODEL || !(isdense || isconv)) PetscFunctionReturn(0);
+  if (p[0] > 0 || net->parallel != NET_PARALLEL_MODEL || !(isdense || isconv) || (grid && size == 1)) PetscFunctionReturn(0);
   /* the default: P_out = all ranks, P_in = 1 (the input is only broadcast, the output only gathered: no sum); a layer
      with fewer outputs than ranks takes the largest P_out that fits, the rest along the inputs; none fits: data parallel */
   for (PetscMPIInt d = size; d >= 1; d--) {
@@ -103,21 +111,27 @@ PetscErrorCode NetModelSetUpNode_Private(Net net, PetscInt k)
 {
   NetNode    *nd    = &net->nodes[k];
   Layer       layer = net->layers[k];
-  MPI_Comm    comm  = PetscObjectComm((PetscObject)net);
-  PetscMPIInt size, rank;
-  PetscBool   isdense, isconv, isconv3d;
+  MPI_Comm    comm = PetscObjectComm((PetscObject)net), mcomm = comm;
+  PetscMPIInt size, rank, nranks;
+  PetscBool   isdense, isconv, isconv3d, grid;
   PetscInt    p[2] = {0, 0}, nout = 0, nin = 0, taps = 1, sd = 0;
+  PetscInt64  box[3] = {0, 0, 0}, blk[3] = {0, 0, 0};
   NetModel   *mp;
   char        spec[256];
 
   PetscFunctionBegin;
   PetscCall(NetModelDestroyNode_Private(net, k));
-  PetscCallMPI(MPI_Comm_size(comm, &size));
-  PetscCallMPI(MPI_Comm_rank(comm, &rank));
+  PetscCallMPI(MPI_Comm_size(comm, &nranks));
   PetscCall(PetscObjectTypeCompare((PetscObject)layer, LAYERDENSE, &isdense));
   PetscCall(PetscObjectTypeCompare((PetscObject)layer, LAYERCONV3D, &isconv3d));
   PetscCall(PetscObjectTypeCompareAny((PetscObject)layer, &isconv, LAYERCONV2D, LAYERCONV3D, ""));
   sd = isconv3d ? 3 : 2; /* a convolution's spatial dims */
+  /* a convolution of the grid (its input on the DMDA: a window node of netspatial.c) splits its channels over the ranks
+     that hold the same spatial block in every group: the spatial executor already splits its points over the group */
+  grid = (PetscBool)(isconv && net->nodes[k].sp);
+  if (grid) mcomm = net->xcomm;
+  PetscCallMPI(MPI_Comm_size(mcomm, &size));
+  PetscCallMPI(MPI_Comm_rank(mcomm, &rank));
   PetscCall(NetNodeSpec_Private(net, k, sizeof(spec), spec));
   if (isdense) {
     nout = layer->outsize;
@@ -126,7 +140,7 @@ PetscErrorCode NetModelSetUpNode_Private(Net net, PetscInt k)
     nout = layer->out.dim[layer->out.ndim - 1];
     nin  = layer->in.dim[layer->in.ndim - 1];
   }
-  PetscCall(NetModelChoosePartition_Private(net, k, nout, nin, p));
+  PetscCall(NetModelChoosePartition_Private(net, k, size, grid, nout, nin, p));
   if (p[0] <= 0) PetscFunctionReturn(0); /* data parallel */
 
   /* what can be split, and how: each error names the node and says what to write instead */
@@ -134,6 +148,10 @@ PetscErrorCode NetModelSetUpNode_Private(Net net, PetscInt k)
              "Node %s (%s) has partition %" PetscInt_FMT "x%" PetscInt_FMT
              ", but only dense, conv2d and conv3d layers can split their weights over ranks: remove partition= from its entry (or -%spartition); the Net runs the other kinds data parallel",
              nd->name, spec, p[0], p[1], nd->prefix);
+  PetscCheck(!grid || (PetscInt64)p[0] * p[1] == size, comm, PETSC_ERR_ARG_INCOMP,
+             "Node %s (%s) convolves the fields of a DMDA split into %d spatial group(s) of %d rank(s): partition %" PetscInt_FMT "x%" PetscInt_FMT " splits its channels over %" PetscInt64_FMT
+             " ranks, but a convolution of the grid splits them over the groups (each group splits the points): write partition=PxQ with P*Q = %d (e.g. partition=%dx1), or give -net_spatial_groups %" PetscInt64_FMT,
+             nd->name, spec, size, nranks / size, p[0], p[1], (PetscInt64)p[0] * p[1], size, size, (PetscInt64)p[0] * p[1]);
   PetscCheck((PetscInt64)p[0] * p[1] == size, comm, PETSC_ERR_ARG_INCOMP, /* in 64 bits: 2147483647x2147483647 must not wrap to 1 */
              "Node %s (%s): partition %" PetscInt_FMT "x%" PetscInt_FMT " needs %" PetscInt64_FMT " ranks, but the Net runs on %d: write partition=PxQ with P*Q = %d (e.g. partition=%dx1), or run on %" PetscInt64_FMT " ranks", nd->name, spec, p[0],
              p[1], (PetscInt64)p[0] * p[1], size, size, size, (PetscInt64)p[0] * p[1]);
@@ -147,7 +165,6 @@ PetscErrorCode NetModelSetUpNode_Private(Net net, PetscInt k)
     PetscInt  groups, kg, pixels;
     PetscBool bias;
 
-    PetscCheck(layer->in.ndim == sd + 1, comm, PETSC_ERR_SUP, "Node %s (%s) convolves the fields of a DMDA (grid mode), which already splits the work over ranks: remove its partition (and run the Net replicated or sharded)", nd->name, spec);
     if (isconv3d)
       PetscCall(LayerConv3dGetPatchLayout(layer, &groups, &kg, &pixels, &bias));
     else
@@ -155,8 +172,27 @@ PetscErrorCode NetModelSetUpNode_Private(Net net, PetscInt k)
     PetscCheck(groups == 1, comm, PETSC_ERR_SUP, "Node %s (%s) is a grouped convolution (groups=%" PetscInt_FMT "), which model parallelism does not split: remove its partition, or use groups=1", nd->name, spec, groups);
     taps = kg / nin;
   }
+  if (grid) { /* the box each rank convolves (the same in every group: the groups' DMDAs must split the grid alike) */
+    PetscInt    nsd;
+    PetscInt64  mine[6], lo[6], hi[6];
+    PetscMPIInt differ = 0, any;
+
+    PetscCall(NetSpatialGetBox_Private(net, k, &nsd, box, blk));
+    for (PetscInt d = 0; d < 3; d++) {
+      mine[d]     = d < nsd ? box[d] : 0;
+      mine[d + 3] = d < nsd ? blk[d] : 0;
+    }
+    PetscCall(MPIU_Allreduce(mine, lo, 6, MPIU_INT64, MPI_MIN, mcomm));
+    PetscCall(MPIU_Allreduce(mine, hi, 6, MPIU_INT64, MPI_MAX, mcomm));
+    for (PetscInt d = 0; d < 6; d++) differ = differ || lo[d] != hi[d];
+    PetscCall(MPIU_Allreduce(&differ, &any, 1, MPI_INT, MPI_LOR, comm));
+    PetscCheck(!any, comm, PETSC_ERR_ARG_INCOMP,
+               "Node %s (%s) splits its channels over the spatial groups, but the groups' DMDAs split the grid differently (a rank's block differs from its place in another group): give every group's DMDA the same ownership ranges", nd->name, spec);
+  }
 
   PetscCall(PetscNew(&mp));
+  mp->comm = mcomm;
+  mp->grid = grid;
   mp->pout = p[0];
   mp->pin  = p[1];
   mp->co   = rank / p[1];
@@ -176,6 +212,14 @@ PetscErrorCode NetModelSetUpNode_Private(Net net, PetscInt k)
     mp->xndim = mp->yndim = 2;
     mp->xdims[1]          = nin;
     mp->ydims[1]          = nout;
+  } else if (grid) { /* a sample is the box of one field: (box..., C_in) in, (output block..., C_out) out */
+    mp->xndim = mp->yndim = sd + 2;
+    for (PetscInt d = 0; d < sd; d++) {
+      mp->xdims[d + 1] = box[d];
+      mp->ydims[d + 1] = blk[d];
+    }
+    mp->xdims[sd + 1] = nin;
+    mp->ydims[sd + 1] = nout;
   } else {
     mp->xndim = mp->yndim = sd + 2;
     for (PetscInt d = 0; d < sd + 1; d++) {
@@ -185,8 +229,9 @@ PetscErrorCode NetModelSetUpNode_Private(Net net, PetscInt k)
   }
   nd->mp = mp; /* from here on, NetModelDestroyNode_Private() frees what follows */
 
-  /* the local layer: the block sizes, the same settings otherwise */
-  {
+  /* the local layer: the block sizes, the same settings otherwise; on the grid, batch mode on the box without padding
+     (the padding is in the box), none where the rank's output block is empty (its box is, in every group) */
+  if (!grid || box[0] > 0) {
     PetNetShape in = layer->in;
 
     PetscCall(LayerCreate(PETSC_COMM_SELF, &mp->local));
@@ -202,6 +247,13 @@ PetscErrorCode NetModelSetUpNode_Private(Net net, PetscInt k)
 
       PetscTryTypeMethod(layer, getarguments, sizeof(args), args); /* kernel, stride, padding, dilation */
       PetscCall(LayerSetArguments(mp->local, args));
+      if (grid) {
+        PetscInt zero[3] = {0, 0, 0};
+
+        PetscUseTypeMethod(mp->local, setpadding, sd, zero);
+        in.ndim = sd + 1;
+        for (PetscInt d = 0; d < sd; d++) in.dim[d] = (PetscInt)box[d];
+      }
       if (isconv3d) {
         PetscCall(LayerConv3dSetOutputChannels(mp->local, mp->oblock));
         PetscCall(LayerConv3dSetBias(mp->local, (PetscBool)(mp->bias && mp->ci == 0)));
@@ -214,6 +266,12 @@ PetscErrorCode NetModelSetUpNode_Private(Net net, PetscInt k)
     PetscCall(LayerSetInputShape(mp->local, &in));
     PetscCall(LayerSetTraining(mp->local, layer->training));
     PetscCall(LayerSetUp(mp->local));
+    if (grid) {
+      PetscBool ok = (PetscBool)(mp->local->out.ndim == sd + 1 && mp->local->out.dim[sd] == mp->oblock);
+
+      for (PetscInt d = 0; d < sd; d++) ok = (PetscBool)(ok && mp->local->out.dim[d] == blk[d]);
+      PetscCheck(ok, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Node %s: the local copy of its layer on the rank's box does not compute the rank's output block", nd->name);
+    }
   }
 
   /* the runs of theta this rank's kernel reads, in its order: W[o][tap][in block] row by row, then b[out block] */
@@ -245,7 +303,7 @@ PetscErrorCode NetModelSetUpNode_Private(Net net, PetscInt k)
       }
       nplocal += mp->oblock;
     }
-    PetscCheck(nplocal == mp->local->nparams, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Node %s: the rank's block has %" PetscInt_FMT " parameters but its local layer %" PetscInt_FMT, nd->name, nplocal, mp->local->nparams);
+    PetscCheck(!mp->local || nplocal == mp->local->nparams, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Node %s: the rank's block has %" PetscInt_FMT " parameters but its local layer %" PetscInt_FMT, nd->name, nplocal, mp->local->nparams);
     nd->nruns   = nruns;
     nd->nplocal = nplocal;
   }
@@ -323,13 +381,14 @@ enum {
 
 static PetscErrorCode NetModelSetUpBatch_Private(Net net, PetscInt k, PetscInt n, PetscInt want, PetscInt *have)
 {
-  NetModel *mp   = (NetModel *)net->nodes[k].mp;
-  MPI_Comm  comm = PetscObjectComm((PetscObject)net);
+  NetModel *mp = (NetModel *)net->nodes[k].mp;
+  MPI_Comm  comm;
   PetscInt *gathered, *counts, N = 0, xlocal, ylocal, mine[2] = {n, want};
   PetscBool same;
 
   PetscFunctionBegin;
-  PetscCheck(mp, comm, PETSC_ERR_PLIB, "Node %s is not set up as a model-parallel node", net->nodes[k].name);
+  PetscCheck(mp, PetscObjectComm((PetscObject)net), PETSC_ERR_PLIB, "Node %s is not set up as a model-parallel node", net->nodes[k].name);
+  comm = mp->comm; /* the Net's ranks, or the groups' (a convolution of the grid: its samples are the fields' boxes) */
   /* the batch layout the counts were gathered for, with samples on every rank: then every rank's arrays are non-empty
      and what it passed is what all passed, with no exchange (the common case: every call of a training step) */
   if (mp->counts && mp->batchgen == net->batchgen && mp->nmin > 0) {
@@ -539,6 +598,47 @@ PetscErrorCode NetModelSOBackward_Private(Net net, PetscInt k, PetscInt n, const
   PetscFunctionReturn(0);
 }
 
+/*
+  The adjoint identity of the data movement of every split node, on random Vecs of the current batch layout (the Net
+  has seen a batch): R, the redistribution of the sample-split input to the blocks, and S, the sum-reduce of the partial
+  outputs back, each |<A v, w> - <v, A^T w>| / (|A v| |w|). *err: the largest (0 when no node is split). Collective.
+*/
+PetscErrorCode NetModelTestOperators_Private(Net net, PetscRandom rnd, PetscReal *err)
+{
+  PetscFunctionBegin;
+  *err = 0;
+  for (PetscInt k = 0; k < net->nlayers; k++) {
+    NetModel *mp = (NetModel *)net->nodes[k].mp;
+
+    if (!mp || !mp->R) continue; /* not split, or (a convolution of the grid) an empty box on this rank's xcomm */
+    for (PetscInt op = 0; op < 2; op++) {
+      Mat         A = op ? mp->S : mp->R;
+      Vec         v, w, Av, Atw;
+      PetscScalar a, b;
+      PetscReal   na, nw;
+
+      PetscCall(MatCreateVecs(A, &v, &w));
+      PetscCall(VecDuplicate(w, &Av));
+      PetscCall(VecDuplicate(v, &Atw));
+      PetscCall(VecSetRandom(v, rnd));
+      PetscCall(VecSetRandom(w, rnd));
+      PetscCall(MatMult(A, v, Av));
+      PetscCall(MatMultTranspose(A, w, Atw));
+      PetscCall(VecDot(Av, w, &a));
+      PetscCall(VecDot(v, Atw, &b));
+      PetscCall(VecNorm(Av, NORM_2, &na));
+      PetscCall(VecNorm(w, NORM_2, &nw));
+      *err = PetscMax(*err, PetscAbsScalar(a - b) / PetscMax(na * nw, PETSC_SMALL));
+      PetscCall(VecDestroy(&v));
+      PetscCall(VecDestroy(&w));
+      PetscCall(VecDestroy(&Av));
+      PetscCall(VecDestroy(&Atw));
+    }
+  }
+  PetscCall(MPIU_Allreduce(MPI_IN_PLACE, err, 1, MPIU_REAL, MPIU_MAX, PetscObjectComm((PetscObject)net)));
+  PetscFunctionReturn(0);
+}
+
 /* NetView(): the grid of node k, the data movement around it, and each rank's block of W (collective) */
 PetscErrorCode NetModelViewNode_Private(Net net, PetscInt k, PetscViewer viewer)
 {
@@ -550,6 +650,7 @@ PetscErrorCode NetModelViewNode_Private(Net net, PetscInt k, PetscViewer viewer)
   PetscCallMPI(MPI_Comm_rank(PetscObjectComm((PetscObject)net), &rank));
   PetscCall(PetscViewerASCIIPushTab(viewer));
   PetscCall(PetscViewerASCIIPrintf(viewer, "model parallel: weights on a %" PetscInt_FMT "x%" PetscInt_FMT " grid (P_out x P_in)%s\n", mp->pout, mp->pin, net->nodes[k].partition[0] ? "" : ", the -net_parallel model default"));
+  if (mp->grid) PetscCall(PetscViewerASCIIPrintf(viewer, "across the %d spatial groups (the ranks holding the same block in each): a sample is the halo'ed box of one field, convolved without padding\n", mp->size));
   PetscCall(PetscViewerASCIIPrintf(viewer, "in:  sample-split -> all samples, %s split %" PetscInt_FMT " way%s, replicated %" PetscInt_FMT "x (redistribute)\n", mp->xndim > 2 ? "channels" : "features", mp->pin, mp->pin > 1 ? "s" : "", mp->pout));
   if (mp->pin > 1)
     PetscCall(PetscViewerASCIIPrintf(viewer, "out: sum-reduce over %" PetscInt_FMT " -> sample-split\n", mp->pin));
@@ -678,11 +779,19 @@ PetscErrorCode NetModelSetFromOptions_Private(Net net)
   outputs are summed over P_in and handed back split by samples. The rank at grid coordinates (i, j) is rank
   i P_in + j; the blocks are as even as possible, the first ones larger.
 
+  In grid mode (NetSetGrid()) a conv2d or conv3d node convolves the fields of the DMDA, whose points each spatial
+  group (NetSetSpatialGroups()) already splits over its ranks; its partition splits the channels over the G groups
+  instead: P_out * P_in must be G, and the ranks holding the same spatial block in every group run the split on the
+  box of the input their block reads (halo and padding included: the box of each field is one sample of the split), so
+  a tensor is split over space inside a group and over channels across groups (DistDL's general partition). With one
+  group a partition 1x1 is the plain spatial node. The other nodes of a grid-mode Net (dense, per grid point) split
+  over all the ranks as in batch mode.
+
   A partition is honoured in every parallel mode of the Net (NetSetParallel()): the node is model parallel and the
   other nodes are replicated or sharded. With NET_PARALLEL_MODEL the dense, conv2d and conv3d nodes without a partition get
   P_out = the number of ranks, P_in = 1 (the input is only broadcast and the output only gathered, with no sum); a
   layer with fewer outputs than ranks gets the largest P_out that fits and the rest along its inputs, and one that fits
-  no grid stays data parallel. A partition is a choice of the run, not of the model: a model file (NetSave()) does not
+  no grid stays data parallel. In grid mode a convolution's default is P_out = G (none with one group). A partition is a choice of the run, not of the model: a model file (NetSave()) does not
   keep it, so that it loads on any number of ranks; give it again (options, this call) when loading. The partition of a
   Net that is set up can be changed: its parameters stay, and the next NetForward() reads them the new way.
 

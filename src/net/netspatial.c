@@ -34,6 +34,8 @@
   group holds its own fields on its own DMDA (same sizes), so a batch of G nf fields is spread over them. The
   parameters' gradient is the sum over all ranks (the Net's usual reduction) and batchnorm reduces over all groups:
   the result is that of one rank holding all G nf fields.
+  A convolution with a partition PxQ (P Q = G) splits its channels across the groups instead of its fields: see
+  NetSpatialModelForward_Private() below and netmodel.c.
 */
 #include <petnet/private/netimpl.h>
 #include <petnet/private/layoutimpl.h>
@@ -185,6 +187,11 @@ static PetscErrorCode NetGridToString_Private(const NetGrid *g, size_t len, char
   Notes:
   Call it before NetGetSpatialComm(): the DMDA given to NetSetGrid() lives on the group's communicator.
 
+  The ranks holding the same spatial block in every group (rank s of each group) form a second communicator of G
+  ranks: a conv2d or conv3d node with a partition P_out x P_in, P_out P_in = G (NetSetNodePartition()), splits its
+  output and input channels over them, each convolving the box of its block for the fields of all groups. Every
+  group's DMDA must then split the grid alike (the same ownership ranges).
+
   Level: intermediate
 
 .seealso: `NetGetSpatialComm()`, `NetSetGrid()`
@@ -265,6 +272,8 @@ PetscErrorCode NetGetSpatialComm(Net net, MPI_Comm *comm)
     PetscCallMPI(MPI_Comm_size(PetscObjectComm((PetscObject)net), &size));
     PetscCallMPI(MPI_Comm_rank(PetscObjectComm((PetscObject)net), &rank));
     PetscCallMPI(MPI_Comm_split(PetscObjectComm((PetscObject)net), rank / (size / (PetscMPIInt)net->ngroups), rank, &net->gcomm));
+    /* the same place in every group: rank s of each group, in group order (a split convolution's channels, netmodel.c) */
+    PetscCallMPI(MPI_Comm_split(PetscObjectComm((PetscObject)net), rank % (size / (PetscMPIInt)net->ngroups), rank, &net->xcomm));
   }
   *comm = net->gcomm;
   PetscFunctionReturn(0);
@@ -458,6 +467,7 @@ PetscErrorCode NetSpatialDestroy_Private(Net net)
   PetscFunctionBegin;
   PetscCall(DMDestroy(&net->grid));
   if (net->gcomm != MPI_COMM_NULL) PetscCallMPI(MPI_Comm_free(&net->gcomm));
+  if (net->xcomm != MPI_COMM_NULL) PetscCallMPI(MPI_Comm_free(&net->xcomm));
   PetscFunctionReturn(0);
 }
 
@@ -736,7 +746,9 @@ PetscErrorCode NetSpatialSetUpNode_Private(Net net, PetscInt k)
     for (PetscInt d = 0; d < gin->nsd; d++) isz[d] = sp->bhi[d] - sp->blo[d];
     PetscCall(NetSpatialCreateLocal_Private(net, k, sp, isz, gout->sz, &sp->local));
   }
-  if (sp->kind == NET_SPATIAL_WINDOW && net->spoverlap && layer->ops->forget && sp->local) PetscCall(NetSpatialSetUpParts_Private(net, k, sp, wk, ws, wp, wdil));
+  /* a node whose channels are split over the groups (a partition, or model mode's default) runs the model executor's
+     kernel on the whole box after the exchange (NetSpatialModelForward_Private()): no slabs */
+  if (sp->kind == NET_SPATIAL_WINDOW && net->spoverlap && layer->ops->forget && sp->local && nd->partition[0] <= 0 && net->parallel != NET_PARALLEL_MODEL) PetscCall(NetSpatialSetUpParts_Private(net, k, sp, wk, ws, wp, wdil));
   PetscFunctionReturn(0);
 }
 
@@ -1596,6 +1608,129 @@ PetscErrorCode NetSpatialSOBackward_Private(Net net, PetscInt k, PetscInt n, con
   PetscCall(PetscCalloc1(sp->nbox, &dxdotbox));
   if (hasxdot) PetscCall(NetSpatialGather_Private(sp, NET_ELEM_DOUBLE, xdot, xdotbox));
   if (sp->local) PetscCall(LayerSOBackwardArray(sp->local, sp->nf, th, (const PetscScalar *)sp->xbox, y, hasxdot ? xdotbox : NULL, thd, ydot, dy, wantdxd ? dxdotbox : NULL, hv));
+  if (wantdxd) PetscCall(NetSpatialAddBack_Private(sp, NET_ELEM_DOUBLE, PETSC_TRUE, dxdotbox, dxd));
+  PetscCall(PetscFree(xdotbox));
+  PetscCall(PetscFree(dxdotbox));
+  PetscFunctionReturn(0);
+}
+
+/*
+  A convolution of the grid whose channels are split over the spatial groups (a partition PxQ with P Q = G, the number
+  of groups): the spatial executor's data movement around the model executor's (netmodel.c). The ranks that hold the
+  same spatial block in the G groups (net->xcomm) hold the same box of their own fields; the box of each field is one
+  "sample" of the model-parallel node, whose local layer is the convolution without padding on the box with this rank's
+  channel blocks (the halo and the padding are in the box already):
+
+    forward     xb = H x                       y = S f_local(R xb)                   (H: the halo exchange in the group;
+    backward    dxb = R^T J_local^T S^T dy,    dtheta += local part;   dx = H^T dxb    R, S: netmodel.c, across groups)
+    jvp         dxb = H dx;                    dy = S J_local (R xb; R dxb, dtheta)
+    sobackward  xdotb = H xdot;                the local curvature term between R and S;   dxdot += H^T dxdotb
+
+  Double values (the model executor computes in double; the value store widens and rounds). The ranks whose output
+  block is empty have an empty box in every group, so the model part is skipped by the whole of their xcomm; the halo
+  exchanges stay collective over the group.
+*/
+
+/* node k's box sizes (empty when its output block is) and output block sizes, for the model executor's local layer */
+PetscErrorCode NetSpatialGetBox_Private(Net net, PetscInt k, PetscInt *nsd, PetscInt64 box[], PetscInt64 blk[])
+{
+  NetSpatial *sp = (NetSpatial *)net->nodes[k].sp;
+
+  PetscFunctionBegin;
+  PetscCheck(sp && sp->kind == NET_SPATIAL_WINDOW, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Node %s is not a window node of the grid", net->nodes[k].name);
+  *nsd = sp->in->nsd;
+  for (PetscInt d = 0; d < sp->in->nsd; d++) {
+    box[d] = sp->local ? sp->bhi[d] - sp->blo[d] : 0;
+    blk[d] = sp->out->sz[d];
+  }
+  PetscFunctionReturn(0);
+}
+
+/* xbox = H x in double (an identity box is x itself) */
+static PetscErrorCode NetSpatialModelBox_Private(NetSpatial *sp, const PetscScalar *x)
+{
+  PetscFunctionBegin;
+  sp->fwdelem = NET_ELEM_DOUBLE;
+  if (!sp->identity) {
+    PetscCall(NetSpatialBoxes_Private(sp, NET_ELEM_DOUBLE));
+    PetscCall(NetSpatialGatherBegin_Private(sp, NET_ELEM_DOUBLE, x, sp->xbox));
+    PetscCall(NetSpatialGatherEnd_Private(sp, NET_ELEM_DOUBLE, x, sp->xbox));
+  }
+  sp->xboxvalid = PETSC_TRUE;
+  PetscFunctionReturn(0);
+}
+
+/* forward: y = S f_local(R H x) */
+PetscErrorCode NetSpatialModelForward_Private(Net net, PetscInt k, const PetscScalar *th, const PetscScalar *x, PetscScalar *y)
+{
+  NetSpatial *sp;
+
+  PetscFunctionBegin;
+  PetscCall(NetSpatialSetUpBatch_Private(net, k, &sp));
+  PetscCall(NetSpatialModelBox_Private(sp, x));
+  if (sp->local) PetscCall(NetModelForward_Private(net, k, sp->nf, th, sp->identity ? x : (const PetscScalar *)sp->xbox, y));
+  PetscFunctionReturn(0);
+}
+
+/* backward: dxb = R^T J_local^T S^T dy, dtheta += the local parameter part; dx = H^T dxb */
+PetscErrorCode NetSpatialModelBackward_Private(Net net, PetscInt k, const PetscScalar *th, const PetscScalar *x, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dth)
+{
+  NetSpatial *sp;
+  PetscBool   wantdx;
+
+  PetscFunctionBegin;
+  PetscCall(NetSpatialSetUpBatch_Private(net, k, &sp));
+  PetscCall(NetSpatialAny_Private(net, dx, &wantdx));
+  if (!sp->xboxvalid || sp->fwdelem != NET_ELEM_DOUBLE) PetscCall(NetSpatialModelBox_Private(sp, x));
+  if (sp->identity) {
+    if (sp->local) PetscCall(NetModelBackward_Private(net, k, sp->nf, th, x, NULL, dy, wantdx ? dx : NULL, dth));
+    PetscFunctionReturn(0);
+  }
+  if (sp->local) PetscCall(NetModelBackward_Private(net, k, sp->nf, th, (const PetscScalar *)sp->xbox, NULL, dy, wantdx ? (PetscScalar *)sp->dbox : NULL, dth));
+  if (wantdx) PetscCall(NetSpatialAddBack_Private(sp, NET_ELEM_DOUBLE, PETSC_FALSE, sp->dbox, dx));
+  PetscFunctionReturn(0);
+}
+
+/* jvp: dy = S J_local (R H x; R H dx, dtheta) (dx NULL: zero) */
+PetscErrorCode NetSpatialModelJVP_Private(Net net, PetscInt k, const PetscScalar *th, const PetscScalar *x, const PetscScalar *dx, const PetscScalar *dth, PetscScalar *dy)
+{
+  NetSpatial        *sp;
+  PetscBool          hasdx;
+  const PetscScalar *db;
+
+  PetscFunctionBegin;
+  PetscCall(NetSpatialSetUpBatch_Private(net, k, &sp));
+  PetscCall(NetSpatialAny_Private(net, dx, &hasdx));
+  if (!sp->xboxvalid || sp->fwdelem != NET_ELEM_DOUBLE) PetscCall(NetSpatialModelBox_Private(sp, x));
+  db = hasdx ? dx : NULL;
+  if (hasdx && !sp->identity) {
+    PetscCall(NetSpatialGather_Private(sp, NET_ELEM_DOUBLE, dx, sp->dbox));
+    db = (const PetscScalar *)sp->dbox;
+  }
+  if (sp->local) PetscCall(NetModelJVP_Private(net, k, sp->nf, th, sp->identity ? x : (const PetscScalar *)sp->xbox, NULL, db, dth, dy));
+  PetscFunctionReturn(0);
+}
+
+/* sobackward: the local curvature term on R H x and R H xdot, between S^T and R^T; dxdot += H^T (its input part) */
+PetscErrorCode NetSpatialModelSOBackward_Private(Net net, PetscInt k, const PetscScalar *th, const PetscScalar *x, const PetscScalar *xdot, const PetscScalar *thd, const PetscScalar *dy, PetscScalar *dxd, PetscScalar *hv)
+{
+  NetSpatial  *sp;
+  PetscScalar *xdotbox = NULL, *dxdotbox = NULL;
+  PetscBool    hasxdot, wantdxd;
+
+  PetscFunctionBegin;
+  PetscCall(NetSpatialSetUpBatch_Private(net, k, &sp));
+  PetscCall(NetSpatialAny_Private(net, xdot, &hasxdot));
+  PetscCall(NetSpatialAny_Private(net, dxd, &wantdxd));
+  if (!sp->xboxvalid || sp->fwdelem != NET_ELEM_DOUBLE) PetscCall(NetSpatialModelBox_Private(sp, x));
+  if (sp->identity) {
+    if (sp->local) PetscCall(NetModelSOBackward_Private(net, k, sp->nf, th, x, NULL, hasxdot ? xdot : NULL, thd, NULL, dy, wantdxd ? dxd : NULL, hv));
+    PetscFunctionReturn(0);
+  }
+  PetscCall(PetscMalloc1(sp->nbox, &xdotbox));
+  PetscCall(PetscCalloc1(sp->nbox, &dxdotbox));
+  if (hasxdot) PetscCall(NetSpatialGather_Private(sp, NET_ELEM_DOUBLE, xdot, xdotbox));
+  if (sp->local) PetscCall(NetModelSOBackward_Private(net, k, sp->nf, th, (const PetscScalar *)sp->xbox, NULL, hasxdot ? xdotbox : NULL, thd, NULL, dy, wantdxd ? dxdotbox : NULL, hv));
   if (wantdxd) PetscCall(NetSpatialAddBack_Private(sp, NET_ELEM_DOUBLE, PETSC_TRUE, dxdotbox, dxd));
   PetscCall(PetscFree(xdotbox));
   PetscCall(PetscFree(dxdotbox));

@@ -16,6 +16,14 @@
 */
 #include <petnet/private/netimpl.h>
 
+/* some node is a convolution of the grid with its channels split across the spatial groups (netexec.c) */
+static PetscBool NetHasSpatialModel_Private(Net net)
+{
+  for (PetscInt k = 0; k < net->nlayers; k++)
+    if (net->nodes[k].exec == &NetExecSpatialModel) return PETSC_TRUE;
+  return PETSC_FALSE;
+}
+
 static PetscErrorCode RandomVec_Private(PetscRandom rnd, Vec v)
 {
   PetscFunctionBegin;
@@ -225,7 +233,7 @@ static PetscErrorCode NetTestJacobianLow_Private(Net net, Vec X, PetscViewer vie
   const PetscReal tol = 10 * net->nlayers * u, fdtol = 100 * PetscPowReal(u, 2.0 / 3);
   Mat             J;
   const PetscReal htol = 10 * PetscPowReal(2.0, -24);
-  PetscReal       eJ, eJP = 0, pJ, pJP = 0, fJ = 0, fJP = 0, eH = 0;
+  PetscReal       eJ, eJP = 0, pJ, pJP = 0, fJ = 0, fJP = 0, eH = 0, eM = 0;
   PetscInt        nkink[2] = {0, 0}, nout[2] = {0, 0};
   PetscBool       fd = (PetscBool)(net->precision == NET_PRECISION_SINGLE), ok;
 
@@ -238,6 +246,7 @@ static PetscErrorCode NetTestJacobianLow_Private(Net net, Vec X, PetscViewer vie
     PetscCall(DotProductTest_Private(J, rnd, &eJP));
   }
   if (net->vgrid) PetscCall(NetSpatialTestHalo_Private(net, rnd, &eH));
+  PetscCall(NetModelTestOperators_Private(net, rnd, &eM)); /* double operators */
   PetscCall(PrecisionTest_Private(net, X, 0, rnd, &pJ));
   if (net->nparams) PetscCall(PrecisionTest_Private(net, X, 1, rnd, &pJP));
   if (fd) {
@@ -249,13 +258,14 @@ static PetscErrorCode NetTestJacobianLow_Private(Net net, Vec X, PetscViewer vie
   PetscCall(PetscViewerASCIIPrintf(viewer, "  against double |J_%s v - J v|/|J v|: input %.2e, parameters %.2e\n", NetPrecisions[net->precision], (double)pJ, (double)pJP));
   if (fd) PetscCall(PetscViewerASCIIPrintf(viewer, "  finite differences |FD - Jv|/|Jv| (h = %.1e): input %.2e, parameters %.2e\n", (double)PetscCbrtReal(u), (double)fJ, (double)fJP));
   if (net->vgrid) PetscCall(PetscViewerASCIIPrintf(viewer, "  halo exchanges in float |<Hx,w>-<x,H^T w>|/(|Hx||w|): %.2e (<= %.1e = 10 u_float)\n", (double)eH, (double)htol));
+  if (NetHasSpatialModel_Private(net)) PetscCall(PetscViewerASCIIPrintf(viewer, "  channel split across groups (R, S) |<Av,w>-<v,A^T w>|/(|Av||w|): %.2e (<= 1e-12)\n", (double)eM));
   PetscCall(ViewKinks_Private(viewer, nkink, nout));
-  ok = (PetscBool)(PetscMax(eJ, eJP) <= tol && PetscMax(pJ, pJP) <= tol && PetscMax(fJ, fJP) <= fdtol && eH <= htol);
+  ok = (PetscBool)(PetscMax(eJ, eJP) <= tol && PetscMax(pJ, pJP) <= tol && PetscMax(fJ, fJP) <= fdtol && eH <= htol && eM <= 1e-12);
   if (fd)
     PetscCall(PetscViewerASCIIPrintf(viewer, "  %s (dot-product and against double <= %.1e = 10 L u, finite differences <= %.1e = 100 u^(2/3))\n", ok ? "PASSED" : "FAILED", (double)tol, (double)fdtol));
   else
     PetscCall(PetscViewerASCIIPrintf(viewer, "  %s (dot-product and against double <= %.1e = 10 L u)\n", ok ? "PASSED" : "FAILED", (double)tol));
-  if (doterr) *doterr = PetscMax(PetscMax(eJ, eJP), eH > htol ? 1.0 : eH); /* a failed halo identity fails any dot-product bound */
+  if (doterr) *doterr = PetscMax(PetscMax(eJ, eJP), eH > htol || eM > 1e-12 ? 1.0 : eH); /* a failed halo or split identity fails any dot-product bound */
   if (fderr) *fderr = fd ? PetscMax(fJ, fJP) : PetscMax(pJ, pJP);
   PetscFunctionReturn(0);
 }
@@ -338,6 +348,14 @@ PetscErrorCode NetTestJacobian(Net net, Vec X, PetscViewer viewer, PetscReal *do
   worst = PetscMax(eJ, eJP);
   PetscCall(PetscViewerASCIIPrintf(viewer, "Net Jacobian test (%" PetscInt_FMT " samples)\n", net->nglobal));
   PetscCall(PetscViewerASCIIPrintf(viewer, "  dot-product |<Jv,w>-<v,J^T w>|/(|Jv||w|): input %.2e, parameters %.2e\n", (double)eJ, (double)eJP));
+  if (NetHasSpatialModel_Private(net)) { /* the data movement of the convolutions split across groups: the halo exchange H, then R and S */
+    PetscReal eH, eM;
+
+    PetscCall(NetSpatialTestHalo_Private(net, rnd, &eH));
+    PetscCall(NetModelTestOperators_Private(net, rnd, &eM));
+    worst = PetscMax(worst, PetscMax(eH, eM));
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  channel split across groups |<Av,w>-<v,A^T w>|/(|Av||w|): halo exchange H %.2e, redistribution R and sum-reduce S %.2e\n", (double)eH, (double)eM));
+  }
   for (PetscInt l = 0; l < net->nlayers; l++) {
     Layer layer = net->layers[l];
     char  spec[256];

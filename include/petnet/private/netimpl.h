@@ -223,6 +223,8 @@ struct _p_Net {
   PetscInt  ngroups;   /* the number of spatial groups (1: the whole communicator holds each field) */
   PetscBool spoverlap; /* overlap the halo exchanges with computation (NetSetSpatialOverlap()) */
   MPI_Comm  gcomm;     /* this rank's group communicator (MPI_COMM_NULL until NetGetSpatialComm()) */
+  MPI_Comm  xcomm;     /* the ranks holding the same spatial block in every group (G ranks, in group order; made with
+                          gcomm): a convolution with a partition splits its channels over them (netmodel.c) */
   void    **vgrid;     /* per value (nlayers + 1): the grid it lies on, or NULL: off the grid */
 };
 
@@ -280,9 +282,16 @@ PETSC_INTERN PetscErrorCode NetSpatialTestHalo_Private(Net, PetscRandom, PetscRe
 PETSC_INTERN PetscErrorCode NetSpatialSOBackward_Private(Net, PetscInt, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *,
                                                          PetscScalar *);
 PETSC_INTERN PetscErrorCode NetSpatialViewNode_Private(Net, PetscInt, PetscViewer);
+/* a convolution of the grid whose channels are split over the spatial groups (netspatial.c around netmodel.c): the
+   spatial executor's box, the model executor's operators on it (double values) */
+PETSC_INTERN PetscErrorCode NetSpatialGetBox_Private(Net, PetscInt, PetscInt *, PetscInt64[], PetscInt64[]);
+PETSC_INTERN PetscErrorCode NetSpatialModelForward_Private(Net, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode NetSpatialModelBackward_Private(Net, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode NetSpatialModelJVP_Private(Net, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode NetSpatialModelSOBackward_Private(Net, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
 PETSC_INTERN const NetStoreOps NetStoreDouble, NetStoreLow;
 PETSC_INTERN PetscErrorCode    NetPrecisionBytes_Private(Net, PetscInt *);
-PETSC_INTERN const NetExecOps  NetExecPlain, NetExecModel, NetExecSpatial;
+PETSC_INTERN const NetExecOps  NetExecPlain, NetExecModel, NetExecSpatial, NetExecSpatialModel;
 PETSC_INTERN PetscErrorCode    NetSetUpExecutors_Private(Net);
 /* the value store of the Net's precision */
 static inline const NetStoreOps *NetStore(Net net)
@@ -366,3 +375,4 @@ PETSC_INTERN PetscErrorCode NetModelJVP_Private(Net, PetscInt, PetscInt, const P
 PETSC_INTERN PetscErrorCode NetModelSOBackward_Private(Net, PetscInt, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *,
                                                        PetscScalar *);
 PETSC_INTERN PetscErrorCode NetModelViewNode_Private(Net, PetscInt, PetscViewer);
+PETSC_INTERN PetscErrorCode NetModelTestOperators_Private(Net, PetscRandom, PetscReal *);
