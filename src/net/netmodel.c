@@ -687,7 +687,7 @@ PetscErrorCode NetParsePartition_Private(Net net, const char text[], const char 
     if (end == second) pin = 0;
   }
   PetscCheck(pout > 0 && pin > 0 && !*end && pout <= PETSC_MAX_INT && pin <= PETSC_MAX_INT, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_WRONG,
-             "Malformed partition \"%s\" in %s: write P_OUTxP_IN, two positive integers whose product is the number of ranks, e.g. partition=2x1 (weights split 2 ways along the outputs) or -<prefix>partition 1x2", text, what);
+             "Malformed partition \"%s\" in %s: write P_OUTxP_IN, two positive integers whose product is the number of ranks (for a convolution in grid mode: the number of spatial groups), e.g. partition=2x1 (weights split 2 ways along the outputs) or -<prefix>partition 1x2", text, what);
   p[0] = (PetscInt)pout;
   p[1] = (PetscInt)pin;
   PetscFunctionReturn(0);
