@@ -5,6 +5,7 @@
   convtranspose2dkernels.c.
 */
 #include "convtranspose2d.h"
+#include "../pool/window.h"
 
 /* a pair setting of a 2-D window ("3", "3x5"), through the shared window parser */
 static PetscErrorCode CTParsePair(MPI_Comm comm, const char name[], const char str[], PetscInt pair[2])
@@ -17,14 +18,6 @@ static PetscErrorCode CTParsePair(MPI_Comm comm, const char name[], const char s
   pair[1] = v[1];
   PetscFunctionReturn(0);
 }
-
-static PetscErrorCode CTPairToString(const PetscInt pair[2], size_t len, char str[])
-{
-  PetscFunctionBegin;
-  PetscCall(LayerWindowToString(pair, 2, len, str));
-  PetscFunctionReturn(0);
-}
-#include "../pool/window.h"
 
 static const char *const CTWindowNames[] = {"kernel", "stride", "padding", "output padding", "dilation"};
 
@@ -129,35 +122,6 @@ static PetscErrorCode LayerSetUp_ConvTranspose2d(Layer layer)
   layer->out.dim[0] = ct->out[0];
   layer->out.dim[1] = ct->out[1];
   layer->out.dim[2] = ct->nout;
-  PetscFunctionReturn(0);
-}
-
-static PetscErrorCode LayerForward_ConvTranspose2d(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
-{
-  PetscFunctionBegin;
-  PetscCall(ConvTranspose2dForward(layer, n, theta, x, y));
-  PetscFunctionReturn(0);
-}
-
-static PetscErrorCode LayerBackward_ConvTranspose2d(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)
-{
-  PetscFunctionBegin;
-  PetscCall(ConvTranspose2dBackward(layer, n, theta, x, dy, dx, dtheta));
-  PetscFunctionReturn(0);
-}
-
-static PetscErrorCode LayerJVP_ConvTranspose2d(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dx, const PetscScalar *dtheta, PetscScalar *dy)
-{
-  PetscFunctionBegin;
-  PetscCall(ConvTranspose2dJVP(layer, n, theta, x, dx, dtheta, dy));
-  PetscFunctionReturn(0);
-}
-
-static PetscErrorCode LayerSOBackward_ConvTranspose2d(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *thetadot, const PetscScalar *ydot, const PetscScalar *dy,
-                                                      PetscScalar *dxdot, PetscScalar *dthetadot)
-{
-  PetscFunctionBegin;
-  PetscCall(ConvTranspose2dSOBackward(layer, n, xdot, thetadot, dy, dxdot, dthetadot));
   PetscFunctionReturn(0);
 }
 
@@ -324,17 +288,17 @@ static PetscErrorCode LayerGetArguments_ConvTranspose2d(Layer layer, size_t len,
   size_t                 used;
 
   PetscFunctionBegin;
-  PetscCall(CTPairToString(ct->k, sizeof(k), k));
-  PetscCall(CTPairToString(ct->stride, sizeof(s), s));
-  PetscCall(CTPairToString(ct->pad, sizeof(p), p));
+  PetscCall(LayerWindowToString(ct->k, 2, sizeof(k), k));
+  PetscCall(LayerWindowToString(ct->stride, 2, sizeof(s), s));
+  PetscCall(LayerWindowToString(ct->pad, 2, sizeof(p), p));
   PetscCall(PetscSNPrintf(args, len, "%" PetscInt_FMT ":%s:%s:%s", ct->nout, k, s, p));
   if (ct->outpad[0] || ct->outpad[1]) {
-    PetscCall(CTPairToString(ct->outpad, sizeof(text), text));
+    PetscCall(LayerWindowToString(ct->outpad, 2, sizeof(text), text));
     PetscCall(PetscStrlen(args, &used));
     PetscCall(PetscSNPrintf(args + used, len - used, ":output_padding=%s", text));
   }
   if (ct->dilation[0] != 1 || ct->dilation[1] != 1) {
-    PetscCall(CTPairToString(ct->dilation, sizeof(text), text));
+    PetscCall(LayerWindowToString(ct->dilation, 2, sizeof(text), text));
     PetscCall(PetscStrlen(args, &used));
     PetscCall(PetscSNPrintf(args + used, len - used, ":dilation=%s", text));
   }
@@ -365,7 +329,7 @@ static PetscErrorCode LayerSetFromOptions_ConvTranspose2d(Layer layer, PetscOpti
     PetscInt pair[2] = {0, 0};
     char     value[64], text[96];
 
-    PetscCall(CTPairToString(CTWindowPair(ct, w), sizeof(value), value));
+    PetscCall(LayerWindowToString(CTWindowPair(ct, w), 2, sizeof(value), value));
     PetscCall(PetscSNPrintf(text, sizeof(text), "The %s, one value or a pair HxW", CTWindowNames[w]));
     PetscCall(PetscOptionsString(opts[w], text, mans[w], value, value, sizeof(value), &set));
     if (set) {
@@ -405,13 +369,6 @@ static PetscErrorCode LayerView_ConvTranspose2d(Layer layer, PetscViewer viewer)
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode LayerReset_ConvTranspose2d(Layer layer)
-{
-  PetscFunctionBegin;
-  PetscCall(ConvTranspose2dReset(layer));
-  PetscFunctionReturn(0);
-}
-
 static PetscErrorCode LayerDestroy_ConvTranspose2d(Layer layer)
 {
   PetscFunctionBegin;
@@ -446,13 +403,13 @@ PETSC_INTERN PetscErrorCode LayerCreate_ConvTranspose2d(Layer layer)
   layer->ops->setfromoptions        = LayerSetFromOptions_ConvTranspose2d;
   layer->ops->setup                 = LayerSetUp_ConvTranspose2d;
   layer->ops->initialize            = LayerInitialize_ConvTranspose2d;
-  layer->ops->forward               = LayerForward_ConvTranspose2d;
-  layer->ops->backward              = LayerBackward_ConvTranspose2d;
-  layer->ops->jvp                   = LayerJVP_ConvTranspose2d;
-  layer->ops->sobackward            = LayerSOBackward_ConvTranspose2d;
+  layer->ops->forward               = ConvTranspose2dForward; /* (convtranspose2dkernels.c) */
+  layer->ops->backward              = ConvTranspose2dBackward;
+  layer->ops->jvp                   = ConvTranspose2dJVP;
+  layer->ops->sobackward            = ConvTranspose2dSOBackward;
   layer->ops->tensors               = LayerTensors_ConvTranspose2d;
   layer->ops->view                  = LayerView_ConvTranspose2d;
-  layer->ops->reset                 = LayerReset_ConvTranspose2d;
+  layer->ops->reset                 = ConvTranspose2dReset;
   layer->ops->destroy               = LayerDestroy_ConvTranspose2d;
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConvTranspose2dSetOutputChannels_C", LayerConvTranspose2dSetOutputChannels_ConvTranspose2d));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConvTranspose2dSetWindow_C", LayerConvTranspose2dSetWindow_ConvTranspose2d));
