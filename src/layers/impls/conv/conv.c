@@ -377,26 +377,14 @@ static PetscErrorCode LayerInitialize_Conv(Layer layer, PetscRandom rnd, PetscSc
 */
 static PetscErrorCode LayerTensors_Conv(Layer layer, PetscInt *n, LayerTensorInfo info[])
 {
-  LayerConv *conv = (LayerConv *)layer->data;
+  LayerConv *conv                    = (LayerConv *)layer->data;
+  PetscInt   w[LAYER_TENSOR_MAX_DIM] = {conv->nout, conv->cg};
 
   PetscFunctionBegin;
-  PetscCall(PetscMemzero(info, 2 * sizeof(info[0])));
-  PetscCall(PetscStrcpy(info[0].name, "weight"));
-  info[0].size    = conv->nout * conv->kg;
-  info[0].ndim    = conv->nsd + 2;
-  info[0].dims[0] = conv->nout;
-  info[0].dims[1] = conv->cg;
-  for (PetscInt d = 0; d < conv->nsd; d++) info[0].dims[2 + d] = conv->win.k[d];
-  info[0].layout = LAYER_TENSOR_CHANNELS_LAST;
-  *n             = 1;
-  if (conv->bias) {
-    PetscCall(PetscStrcpy(info[1].name, "bias"));
-    info[1].offset  = conv->nout * conv->kg;
-    info[1].size    = conv->nout;
-    info[1].ndim    = 1;
-    info[1].dims[0] = conv->nout;
-    *n              = 2;
-  }
+  for (PetscInt d = 0; d < conv->nsd; d++) w[2 + d] = conv->win.k[d];
+  PetscCall(LayerTensorSet_Private(&info[0], "weight", 0, LAYER_TENSOR_CHANNELS_LAST, conv->nsd + 2, w));
+  PetscCall(LayerTensorSet_Private(&info[1], "bias", conv->nout * conv->kg, LAYER_TENSOR_SAME, 1, &conv->nout));
+  *n = conv->bias ? 2 : 1;
   PetscFunctionReturn(0);
 }
 

@@ -145,27 +145,13 @@ static PetscErrorCode LayerInitialize_ConvTranspose2d(Layer layer, PetscRandom r
 /* PyTorch's ConvTranspose2d: weight [Cin][Cout/G][KH][KW] (ours [Cin][KH][KW][Cout/G]: LAYER_TENSOR_CHANNELS_LAST), bias [Cout] */
 static PetscErrorCode LayerTensors_ConvTranspose2d(Layer layer, PetscInt *n, LayerTensorInfo info[])
 {
-  Layer_ConvTranspose2d *ct = (Layer_ConvTranspose2d *)layer->data;
+  Layer_ConvTranspose2d *ct   = (Layer_ConvTranspose2d *)layer->data;
+  const PetscInt         w[4] = {ct->cin, ct->cog, ct->k[0], ct->k[1]};
 
   PetscFunctionBegin;
-  PetscCall(PetscMemzero(info, 2 * sizeof(info[0])));
-  PetscCall(PetscStrcpy(info[0].name, "weight"));
-  info[0].size    = ct->cin * ct->kg;
-  info[0].ndim    = 4;
-  info[0].dims[0] = ct->cin;
-  info[0].dims[1] = ct->cog;
-  info[0].dims[2] = ct->k[0];
-  info[0].dims[3] = ct->k[1];
-  info[0].layout  = LAYER_TENSOR_CHANNELS_LAST;
-  *n              = 1;
-  if (ct->bias) {
-    PetscCall(PetscStrcpy(info[1].name, "bias"));
-    info[1].offset  = ct->cin * ct->kg;
-    info[1].size    = ct->nout;
-    info[1].ndim    = 1;
-    info[1].dims[0] = ct->nout;
-    *n              = 2;
-  }
+  PetscCall(LayerTensorSet_Private(&info[0], "weight", 0, LAYER_TENSOR_CHANNELS_LAST, 4, w));
+  PetscCall(LayerTensorSet_Private(&info[1], "bias", ct->cin * ct->kg, LAYER_TENSOR_SAME, 1, &ct->nout));
+  *n = ct->bias ? 2 : 1;
   PetscFunctionReturn(0);
 }
 
