@@ -355,15 +355,6 @@ static PetscErrorCode NetNodeJVPArrays_Private(Net net, PetscInt k, NetElem t, c
   PetscFunctionReturn(0);
 }
 
-/* The size of node k's inputs put end to end, per sample: the row length of its input Jacobian's column space */
-PetscErrorCode NetNodeInputSize_Private(Net net, PetscInt k, PetscInt *size)
-{
-  PetscFunctionBegin;
-  *size = 0;
-  for (PetscInt i = 0; i < net->nodes[k].nin; i++) *size += net->layers[k]->insizes[i];
-  PetscFunctionReturn(0);
-}
-
 /*
   A node's own block (p_k entries, as its per-node Jacobian shells hold it) against the array its kernel takes: the
   same array, or (a model-parallel node) this rank's runs of it, copied out and added back.

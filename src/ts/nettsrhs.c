@@ -31,8 +31,7 @@ typedef struct {
   PetscBool        haslin;
   PetscObjectId    srcid;
   PetscObjectState srcstate;
-  Vec              act0; /* the Net's input workspace right after NetForward(ulin), and the states that prove it */
-  PetscObjectState act0state, thetastate;
+  NetTSPoint       lin; /* the Net's forward pass at ulin */
   PetscReal        shift;
 
   Mat J, JP; /* shells handed to TS */
@@ -98,21 +97,28 @@ static PetscErrorCode NetTSCheckForm_Private(TS ts, NetTS *ctx)
           ctx->implicit ? "implicit" : "explicit (RHS)", type, prefix ? prefix : "", type, ctx->implicit ? "explicit (RHS)" : "implicit");
 }
 
+/* Make the Net's last forward pass be at u with the current parameters, unless pt proves it is (nettsimpl.h) */
+PetscErrorCode NetTSForwardAt_Private(Net net, Vec u, NetTSPoint *pt)
+{
+  PetscObjectState s0 = 0, st;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectStateGet((PetscObject)net->theta, &st));
+  if (net->forwarded && net->act && net->act[0] == pt->act0) PetscCall(PetscObjectStateGet((PetscObject)pt->act0, &s0));
+  if (net->forwarded && net->act && net->act[0] == pt->act0 && s0 == pt->act0state && st == pt->thetastate) PetscFunctionReturn(0);
+  PetscCall(NetForward(net, u, NULL));
+  pt->act0 = net->act[0];
+  PetscCall(PetscObjectStateGet((PetscObject)pt->act0, &pt->act0state));
+  PetscCall(PetscObjectStateGet((PetscObject)net->theta, &pt->thetastate));
+  PetscFunctionReturn(0);
+}
+
 /* Make the Net's last forward pass be at ulin (with the current parameters). */
 static PetscErrorCode NetTSEnsureLinearized_Private(NetTS *ctx)
 {
-  Net              net = ctx->net;
-  PetscObjectState s0  = 0, st;
-
   PetscFunctionBegin;
-  PetscCheck(ctx->haslin, PetscObjectComm((PetscObject)net), PETSC_ERR_ORDER, "The Jacobian of the Net right-hand side is applied before TS computed it");
-  PetscCall(PetscObjectStateGet((PetscObject)net->theta, &st));
-  if (net->forwarded && net->act && net->act[0] == ctx->act0) PetscCall(PetscObjectStateGet((PetscObject)ctx->act0, &s0));
-  if (net->forwarded && net->act && net->act[0] == ctx->act0 && s0 == ctx->act0state && st == ctx->thetastate) PetscFunctionReturn(0);
-  PetscCall(NetForward(net, ctx->ulin, NULL));
-  ctx->act0 = net->act[0];
-  PetscCall(PetscObjectStateGet((PetscObject)ctx->act0, &ctx->act0state));
-  PetscCall(PetscObjectStateGet((PetscObject)net->theta, &ctx->thetastate));
+  PetscCheck(ctx->haslin, PetscObjectComm((PetscObject)ctx->net), PETSC_ERR_ORDER, "The Jacobian of the Net right-hand side is applied before TS computed it");
+  PetscCall(NetTSForwardAt_Private(ctx->net, ctx->ulin, &ctx->lin));
   PetscFunctionReturn(0);
 }
 
@@ -134,7 +140,7 @@ static PetscErrorCode NetTSLinearize_Private(TS ts, NetTS *ctx, Vec u)
     ctx->srcid           = id;
     ctx->srcstate        = state;
     ctx->haslin          = PETSC_TRUE;
-    ctx->act0            = NULL; /* forces a forward pass at the new point */
+    ctx->lin.act0        = NULL; /* forces a forward pass at the new point */
     ts->rhsjacobian.time = PETSC_MIN_REAL;
   }
   PetscCall(NetTSEnsureLinearized_Private(ctx));

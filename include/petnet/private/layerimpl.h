@@ -177,6 +177,7 @@ struct _p_Layer {
 };
 
 PETSC_EXTERN PetscErrorCode LayerGetTensors(Layer, PetscInt *, LayerTensorInfo[]);
+PETSC_INTERN PetscErrorCode LayerTensorSet_Private(LayerTensorInfo *, const char[], PetscInt, LayerTensorLayout, PetscInt, const PetscInt[]);
 PETSC_INTERN PetscErrorCode LayerRegisterEvents_Private(LayerType);
 PETSC_INTERN PetscErrorCode LayerGetNodeDescription_Private(Layer, size_t, char[]);
 PETSC_INTERN PetscErrorCode LayerGetEvents_Private(LayerType, PetscLogEvent[]);

@@ -254,7 +254,6 @@ PETSC_INTERN PetscErrorCode NetNodeJVP_Private(Net, PetscInt, Vec, Vec, Vec);
 PETSC_INTERN PetscErrorCode NetGetReplicatedDirection_Private(Net, Vec, const PetscScalar **);
 PETSC_INTERN PetscErrorCode NetNodeBackwardArrays_Private(Net, PetscInt, NetElem, const PetscScalar *, const void *, void *const[], PetscScalar *, PetscInt);
 PETSC_INTERN PetscErrorCode NetNodeBackward_Private(Net, PetscInt, Vec, Vec, Vec);
-PETSC_INTERN PetscErrorCode NetNodeInputSize_Private(Net, PetscInt, PetscInt *);
 PETSC_INTERN PetscErrorCode NetValueCounts_Private(Net, PetscInt, PetscInt[]);
 /* the arrays of node k's output size a batch keeps per sample: its value (unless an activation shares its producer's,
    netfuse.c), its tangent or cotangent, and the sum of its cotangents if several nodes use it */

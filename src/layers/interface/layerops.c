@@ -416,12 +416,29 @@ PetscErrorCode LayerGetTensors(Layer layer, PetscInt *n, LayerTensorInfo info[])
   if (layer->ops->tensors)
     PetscUseTypeMethod(layer, tensors, n, info);
   else if (layer->nparams) {
-    PetscCall(PetscMemzero(&info[0], sizeof(info[0])));
-    PetscCall(PetscStrcpy(info[0].name, "weight"));
-    info[0].size    = layer->nparams;
-    info[0].ndim    = 1;
-    info[0].dims[0] = layer->nparams;
-    *n              = 1;
+    PetscCall(LayerTensorSet_Private(&info[0], "weight", 0, LAYER_TENSOR_SAME, 1, &layer->nparams));
+    *n = 1;
+  }
+  PetscFunctionReturn(0);
+}
+
+/*
+  LayerTensorSet_Private - describes one tensor of a layer's parameters for its kind's tensors op: its state_dict name,
+  its offset in theta, how PetNet orders its values against PyTorch's (layout), and its shape in PyTorch's layout,
+  ndim dims; its size is their product. Not a buffer, no sign constraint (set those fields after).
+*/
+PetscErrorCode LayerTensorSet_Private(LayerTensorInfo *t, const char name[], PetscInt offset, LayerTensorLayout layout, PetscInt ndim, const PetscInt dims[])
+{
+  PetscFunctionBegin;
+  PetscCall(PetscMemzero(t, sizeof(*t)));
+  PetscCall(PetscStrncpy(t->name, name, sizeof(t->name)));
+  t->offset = offset;
+  t->layout = layout;
+  t->ndim   = ndim;
+  t->size   = 1;
+  for (PetscInt d = 0; d < ndim; d++) {
+    t->dims[d] = dims[d];
+    t->size *= dims[d];
   }
   PetscFunctionReturn(0);
 }

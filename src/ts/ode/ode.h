@@ -24,7 +24,7 @@
 */
 #pragma once
 
-#include <petnet/private/netimpl.h>
+#include "../nettsimpl.h"
 #include <petnetts.h>
 #include <petnetdmda.h>
 #include <petsc/private/tsimpl.h>
@@ -50,14 +50,13 @@ typedef struct {
   Vec      dth;              /* a parameter direction in the inner Net's layout (jvp) */
 
   /* tangent system for jvp: state W = [u; v] (local layout: this rank's u, then its v) */
-  TS               tts;
-  Vec              W, Wu, Wv, Gu, Gv; /* Wu, Wv, Gu, Gv: wrappers of the halves of W and of a function value G */
-  Vec              jvpdth;            /* dth or NULL during a tangent solve */
-  Mat              tJ;                /* implicit methods: Newton's matrix of the tangent system (a shell) */
-  Vec              ulin;              /* ... taken at the u half ulin of a state */
-  Vec              linact0;           /* the inner Net's input workspace right after NetForward(ulin), and the states proving it */
-  PetscObjectState linstate, linthetastate;
-  PetscReal        shift;
+  TS         tts;
+  Vec        W, Wu, Wv, Gu, Gv; /* Wu, Wv, Gu, Gv: wrappers of the halves of W and of a function value G */
+  Vec        jvpdth;            /* dth or NULL during a tangent solve */
+  Mat        tJ;                /* implicit methods: Newton's matrix of the tangent system (a shell) */
+  Vec        ulin;              /* ... taken at the u half ulin of a state */
+  NetTSPoint lin;               /* the inner Net's forward pass at ulin (../nettsimpl.h) */
+  PetscReal  shift;
 
   /* the step sequence of the last recorded forward pass: times[0] < ... < times[nsteps] */
   PetscInt   nsteps, maxtimes;

@@ -287,24 +287,6 @@ static PetscErrorCode LayerODETangentIFunction_Private(TS ts, PetscReal t, Vec W
   PetscFunctionReturn(0);
 }
 
-/* The inner Net's last forward pass is at ulin (the u half of the state the tangent Jacobian was asked at) */
-static PetscErrorCode LayerODETangentLinearize_Private(Layer layer)
-{
-  Layer_ODE       *ode = (Layer_ODE *)layer->data;
-  Net              net = ode->net;
-  PetscObjectState s   = 0, st;
-
-  PetscFunctionBegin;
-  PetscCall(PetscObjectStateGet((PetscObject)net->theta, &st));
-  if (net->forwarded && net->act[0] == ode->linact0) PetscCall(PetscObjectStateGet((PetscObject)net->act[0], &s));
-  if (net->forwarded && net->act[0] == ode->linact0 && s == ode->linstate && st == ode->linthetastate) PetscFunctionReturn(0);
-  PetscCall(NetForward(net, ode->ulin, NULL));
-  ode->linact0 = net->act[0];
-  PetscCall(PetscObjectStateGet((PetscObject)net->act[0], &ode->linstate));
-  PetscCall(PetscObjectStateGet((PetscObject)net->theta, &ode->linthetastate));
-  PetscFunctionReturn(0);
-}
-
 /*
   Newton's matrix for the tangent system, block diagonal: diag(shift I - J_f(u), shift I - J_f(u)). It leaves out the
   block d(J_f(u) v)/du (second derivatives); Newton still converges to the solution of the discrete tangent system,
@@ -323,9 +305,9 @@ static PetscErrorCode LayerODETangentIJacobian_Private(TS ts, PetscReal t, Vec W
   PetscCall(PetscArraycpy(u, w, ode->n * layer->insize));
   PetscCall(VecRestoreArrayWrite(ode->ulin, &u));
   PetscCall(VecRestoreArrayRead(W, &w));
-  ode->linact0 = NULL;
-  ode->shift   = shift;
-  PetscCall(LayerODETangentLinearize_Private(layer));
+  ode->lin.act0 = NULL;
+  ode->shift    = shift;
+  PetscCall(NetTSForwardAt_Private(ode->net, ode->ulin, &ode->lin)); /* the inner Net at ulin, the u half of the state the tangent Jacobian was asked at */
   PetscFunctionReturn(0);
 }
 
@@ -341,7 +323,7 @@ static PetscErrorCode MatMult_ODETangent(Mat A, Vec x, Vec y)
   PetscCall(MatShellGetContext(A, &layer));
   ode = (Layer_ODE *)layer->data;
   m   = ode->n * layer->insize;
-  PetscCall(LayerODETangentLinearize_Private(layer));
+  PetscCall(NetTSForwardAt_Private(ode->net, ode->ulin, &ode->lin));
   PetscCall(VecGetArrayRead(x, &xa));
   PetscCall(VecGetArrayWrite(y, &ya));
   for (PetscInt half = 0; half < 2; half++) {

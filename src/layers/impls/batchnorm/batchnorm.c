@@ -53,9 +53,9 @@ typedef struct {
 
 /* What BatchNormPartSums sums per channel, over the positions */
 typedef enum {
-  BATCHNORM_SUM_X,     /* x */
-  BATCHNORM_SUM_DEV2,  /* (x - mean)^2 */
-  BATCHNORM_SUM_V      /* v, v xhat */
+  BATCHNORM_SUM_X,    /* x */
+  BATCHNORM_SUM_DEV2, /* (x - mean)^2 */
+  BATCHNORM_SUM_V     /* v, v xhat */
 } BatchNormSumKind;
 
 /* positions per block of the elementwise passes: an activation passed with forward runs on each block just written, in cache */
@@ -146,7 +146,6 @@ static void BatchNormSecondSums(Layer_BatchNorm *bn, PetscInt P, const PetscScal
     for (PetscInt c = 0; c < 5 * C; c++) sums[c] += bn->partsums[(size_t)part * 5 * C + c];
 }
 
-
 /*
   sobackward: the derivative of backward along (xdot, gammadot, betadot), dy fixed. Per channel, with means over the
   global batch  a = mean(dy), b = mean(xhat dy), r = mean(xdot), q = mean(xhat xdot), w = mean(xdot dy)  (training
@@ -212,15 +211,9 @@ static PetscErrorCode LayerTensors_BatchNorm(Layer layer, PetscInt *n, LayerTens
   const char      *name[4] = {"weight", "bias", "running_mean", "running_var"};
 
   PetscFunctionBegin;
-  PetscCall(PetscMemzero(info, 4 * sizeof(info[0])));
   for (PetscInt t = 0; t < 4; t++) {
-    PetscCall(PetscStrcpy(info[t].name, name[t]));
-    info[t].buffer  = (PetscBool)(t >= 2);
-    info[t].offset  = (t % 2) * bn->C;
-    info[t].size    = bn->C;
-    info[t].ndim    = 1;
-    info[t].dims[0] = bn->C;
-    info[t].layout  = layer->in.ndim == 1 ? LAYER_TENSOR_FEATURES : LAYER_TENSOR_SAME;
+    PetscCall(LayerTensorSet_Private(&info[t], name[t], (t % 2) * bn->C, layer->in.ndim == 1 ? LAYER_TENSOR_FEATURES : LAYER_TENSOR_SAME, 1, &bn->C));
+    info[t].buffer = (PetscBool)(t >= 2);
   }
   info[3].nonnegative = PETSC_TRUE; /* running_var: a negative one makes 1/sqrt(var + eps) NaN, or huge */
   *n                  = 4;

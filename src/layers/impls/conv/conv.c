@@ -14,20 +14,6 @@ static const char *ConvDims(const LayerConv *conv)
   return conv->nsd == 3 ? "3d" : "2d";
 }
 
-/* "2x2" or "2x2x2": all nsd entries of a setting, as the view shows them */
-static PetscErrorCode ConvFullString(const PetscInt v[], PetscInt nsd, size_t len, char str[])
-{
-  size_t used = 0;
-
-  PetscFunctionBegin;
-  str[0] = 0;
-  for (PetscInt d = 0; d < nsd; d++) {
-    PetscCall(PetscSNPrintf(str + used, len - used, d ? "x%" PetscInt_FMT : "%" PetscInt_FMT, v[d]));
-    PetscCall(PetscStrlen(str, &used));
-  }
-  PetscFunctionReturn(0);
-}
-
 static PetscErrorCode LayerConvSetOutputChannels_Conv(Layer layer, PetscInt nout)
 {
   LayerConv *conv = (LayerConv *)layer->data;
@@ -255,10 +241,10 @@ PetscErrorCode LayerViewConv_Private(Layer layer, PetscViewer viewer)
   char               k[64], s[64], p[64], d[64];
 
   PetscFunctionBegin;
-  PetscCall(ConvFullString(w->k, conv->nsd, sizeof(k), k));
-  PetscCall(ConvFullString(w->stride, conv->nsd, sizeof(s), s));
-  PetscCall(ConvFullString(w->pad, conv->nsd, sizeof(p), p));
-  PetscCall(ConvFullString(w->dilation, conv->nsd, sizeof(d), d));
+  PetscCall(LayerWindowToFullString(w->k, conv->nsd, sizeof(k), k));
+  PetscCall(LayerWindowToFullString(w->stride, conv->nsd, sizeof(s), s));
+  PetscCall(LayerWindowToFullString(w->pad, conv->nsd, sizeof(p), p));
+  PetscCall(LayerWindowToFullString(w->dilation, conv->nsd, sizeof(d), d));
   PetscCall(PetscViewerASCIIPrintf(viewer, "outputs %" PetscInt_FMT ", kernel %s, stride %s, padding %s, dilation %s, groups %" PetscInt_FMT ", %s\n", conv->nout, k, s, p, d, conv->groups, conv->bias ? "bias" : "no bias"));
   PetscFunctionReturn(0);
 }
@@ -292,7 +278,7 @@ PetscErrorCode LayerConvSetUpChannels_Private(Layer layer)
   conv->cg  = conv->cin / conv->groups;
   conv->cog = conv->nout / conv->groups;
   for (PetscInt d = 0; d < conv->nsd; d++) taps *= conv->win.k[d];
-  PetscCall(ConvFullString(conv->win.k, conv->nsd, sizeof(k), k));
+  PetscCall(LayerWindowToFullString(conv->win.k, conv->nsd, sizeof(k), k));
   PetscCheck((PetscInt64)conv->nout * (taps * conv->cg + 1) <= PETSC_MAX_INT, comm, PETSC_ERR_ARG_OUTOFRANGE,
              "%s layer %" PetscInt_FMT " (%" PetscInt_FMT " outputs, kernel %s, %" PetscInt_FMT " inputs per group) would have more than %d parameters, the largest PetscInt: make it smaller", kind, layer->index, conv->nout, k, conv->cg,
              PETSC_MAX_INT);
@@ -391,26 +377,14 @@ static PetscErrorCode LayerInitialize_Conv(Layer layer, PetscRandom rnd, PetscSc
 */
 static PetscErrorCode LayerTensors_Conv(Layer layer, PetscInt *n, LayerTensorInfo info[])
 {
-  LayerConv *conv = (LayerConv *)layer->data;
+  LayerConv *conv                    = (LayerConv *)layer->data;
+  PetscInt   w[LAYER_TENSOR_MAX_DIM] = {conv->nout, conv->cg};
 
   PetscFunctionBegin;
-  PetscCall(PetscMemzero(info, 2 * sizeof(info[0])));
-  PetscCall(PetscStrcpy(info[0].name, "weight"));
-  info[0].size    = conv->nout * conv->kg;
-  info[0].ndim    = conv->nsd + 2;
-  info[0].dims[0] = conv->nout;
-  info[0].dims[1] = conv->cg;
-  for (PetscInt d = 0; d < conv->nsd; d++) info[0].dims[2 + d] = conv->win.k[d];
-  info[0].layout = LAYER_TENSOR_CHANNELS_LAST;
-  *n             = 1;
-  if (conv->bias) {
-    PetscCall(PetscStrcpy(info[1].name, "bias"));
-    info[1].offset  = conv->nout * conv->kg;
-    info[1].size    = conv->nout;
-    info[1].ndim    = 1;
-    info[1].dims[0] = conv->nout;
-    *n              = 2;
-  }
+  for (PetscInt d = 0; d < conv->nsd; d++) w[2 + d] = conv->win.k[d];
+  PetscCall(LayerTensorSet_Private(&info[0], "weight", 0, LAYER_TENSOR_CHANNELS_LAST, conv->nsd + 2, w));
+  PetscCall(LayerTensorSet_Private(&info[1], "bias", conv->nout * conv->kg, LAYER_TENSOR_SAME, 1, &conv->nout));
+  *n = conv->bias ? 2 : 1;
   PetscFunctionReturn(0);
 }
 
@@ -454,6 +428,29 @@ PetscErrorCode LayerResetConv_Private(Layer layer)
   PetscFunctionReturn(0);
 }
 
+/* LayerConv2dGetPatchLayout() and LayerConv3dGetPatchLayout(): how the weights of each group multiply the patches */
+static PetscErrorCode LayerConvGetPatchLayout_Conv(Layer layer, PetscInt *groups, PetscInt *kg, PetscInt *pixels, PetscBool *bias)
+{
+  LayerConv *conv = (LayerConv *)layer->data;
+
+  PetscFunctionBegin;
+  PetscCheck(layer->setupcalled, PetscObjectComm((PetscObject)layer), PETSC_ERR_ORDER, "%s layer %" PetscInt_FMT " has no patch layout before it is set up: call LayerSetUp() (or NetSetUp()) first", ((PetscObject)layer)->type_name, layer->index);
+  if (groups) *groups = conv->groups;
+  if (kg) *kg = conv->kg;
+  if (pixels) *pixels = conv->pixels;
+  if (bias) *bias = conv->bias;
+  PetscFunctionReturn(0);
+}
+
+/* A layer in point form (layer->fielddim) has no kernels: a copy of it in batch form runs on a box of the field */
+PetscErrorCode LayerConvCheckRunnable_Private(Layer layer)
+{
+  PetscFunctionBegin;
+  PetscCheck(!layer->fielddim, PETSC_COMM_SELF, PETSC_ERR_ORDER, "%s layer %" PetscInt_FMT " is in point form (one point of a %" PetscInt_FMT "-D field): it has no kernels; run a copy of it in batch form on a box of the field",
+             ((PetscObject)layer)->type_name, layer->index, layer->fielddim);
+  PetscFunctionReturn(0);
+}
+
 /* The composed methods' names: LayerConv2dSetKernel() calls "LayerConv2dSetWindow_C", LayerConv3dSetKernel() "LayerConv3dSetWindow_C" */
 static PetscErrorCode ConvComposeAll(Layer layer, PetscBool set)
 {
@@ -471,6 +468,8 @@ static PetscErrorCode ConvComposeAll(Layer layer, PetscBool set)
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, name, set ? LayerConvSetBias_Conv : NULL));
   PetscCall(PetscSNPrintf(name, sizeof(name), "LayerConv%sSetInitialization_C", ConvDims(conv)));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, name, set ? LayerConvSetInitialization_Conv : NULL));
+  PetscCall(PetscSNPrintf(name, sizeof(name), "LayerConv%sGetPatchLayout_C", ConvDims(conv)));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, name, set ? LayerConvGetPatchLayout_Conv : NULL));
   PetscFunctionReturn(0);
 }
 

@@ -109,6 +109,7 @@ PETSC_INTERN PetscErrorCode LayerViewConv_Private(Layer, PetscViewer);
 PETSC_INTERN PetscErrorCode LayerConvCheckOutputs_Private(Layer);
 PETSC_INTERN PetscErrorCode LayerConvSetUpChannels_Private(Layer);
 PETSC_INTERN PetscErrorCode LayerSetUpConv_Private(Layer);
+PETSC_INTERN PetscErrorCode LayerConvCheckRunnable_Private(Layer);
 PETSC_INTERN PetscErrorCode LayerConvSetSingle_Private(Layer, PetscBool);
 PETSC_INTERN PetscErrorCode LayerResetConv_Private(Layer);
 PETSC_INTERN PetscErrorCode LayerDestroyConv_Private(Layer);

@@ -56,15 +56,23 @@ static void Conv2dChooseAlgorithm(Layer_Conv2d *conv, PetscBool *usetaps)
   }
 }
 
+/* Winograd's workspaces (double and float) and the taps' state: what set-up chooses and sizes */
+static PetscErrorCode Conv2dResetKernels(Layer layer)
+{
+  PetscFunctionBegin;
+  PetscCall(Conv2dResetWorkspace_Winograd(layer));
+  PetscCall(Conv2dResetWorkspaceSingle_Winograd(layer));
+  PetscCall(ConvTapsReset(&((Layer_Conv2d *)layer->data)->taps));
+  PetscFunctionReturn(0);
+}
+
 static PetscErrorCode LayerSetUp_Conv2d(Layer layer)
 {
   Layer_Conv2d *conv = (Layer_Conv2d *)layer->data;
   PetscBool     usetaps;
 
   PetscFunctionBegin;
-  PetscCall(Conv2dResetWorkspace_Winograd(layer));
-  PetscCall(Conv2dResetWorkspaceSingle_Winograd(layer));
-  PetscCall(ConvTapsReset(&conv->taps));
+  PetscCall(Conv2dResetKernels(layer));
   conv->wg.on = PETSC_FALSE;
   PetscCall(LayerSetUpConv_Private(layer)); /* (H, W, Cin) samples; or point form */
   if (layer->fielddim) PetscFunctionReturn(0);
@@ -84,9 +92,7 @@ static PetscErrorCode LayerSetUp_Conv2d(Layer layer)
 static PetscErrorCode LayerReset_Conv2d(Layer layer)
 {
   PetscFunctionBegin;
-  PetscCall(Conv2dResetWorkspace_Winograd(layer));
-  PetscCall(Conv2dResetWorkspaceSingle_Winograd(layer));
-  PetscCall(ConvTapsReset(&((Layer_Conv2d *)layer->data)->taps));
+  PetscCall(Conv2dResetKernels(layer));
   PetscCall(LayerResetConv_Private(layer));
   PetscFunctionReturn(0);
 }
@@ -94,23 +100,15 @@ static PetscErrorCode LayerReset_Conv2d(Layer layer)
 /*
   The layer's operations choose the kernels: Winograd F(2x2, 3x3) (conv2dwinograd.c) or im2col + GEMM
   (../conv/convbatch.c). The two compute the same function of the same theta. A layer in point form (layer->fielddim)
-  has no kernels: a copy of it in batch form runs on a box of the field.
+  has no kernels (LayerConvCheckRunnable_Private()): a copy of it in batch form runs on a box of the field.
 */
-static PetscErrorCode Conv2dCheckRunnable(Layer layer)
-{
-  PetscFunctionBegin;
-  PetscCheck(!layer->fielddim, PETSC_COMM_SELF, PETSC_ERR_ORDER, "conv2d layer %" PetscInt_FMT " is in point form (one point of a %" PetscInt_FMT "-D field): it has no kernels; run a copy of it in batch form on a box of the field", layer->index,
-             layer->fielddim);
-  PetscFunctionReturn(0);
-}
-
 /* y = act(conv(x; W) + b), act an activation passed by the caller (NULL: none), applied in each kernel's output pass */
 static PetscErrorCode LayerForwardAct_Conv2d(Layer layer, Layer act, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
 {
   Layer_Conv2d *conv = (Layer_Conv2d *)layer->data;
 
   PetscFunctionBegin;
-  PetscCall(Conv2dCheckRunnable(layer));
+  PetscCall(LayerConvCheckRunnable_Private(layer));
   if (!n)
     PetscFunctionReturn(0);
   else if (conv->taps.on)
@@ -134,7 +132,7 @@ static PetscErrorCode LayerBackward_Conv2d(Layer layer, PetscInt n, const PetscS
   Layer_Conv2d *conv = (Layer_Conv2d *)layer->data;
 
   PetscFunctionBegin;
-  PetscCall(Conv2dCheckRunnable(layer));
+  PetscCall(LayerConvCheckRunnable_Private(layer));
   if (!n)
     PetscFunctionReturn(0);
   else if (conv->taps.on)
@@ -151,7 +149,7 @@ static PetscErrorCode LayerJVP_Conv2d(Layer layer, PetscInt n, const PetscScalar
   Layer_Conv2d *conv = (Layer_Conv2d *)layer->data;
 
   PetscFunctionBegin;
-  PetscCall(Conv2dCheckRunnable(layer));
+  PetscCall(LayerConvCheckRunnable_Private(layer));
   if (!n)
     PetscFunctionReturn(0);
   else if (conv->taps.on)
@@ -175,7 +173,7 @@ static PetscErrorCode LayerSOBackward_Conv2d(Layer layer, PetscInt n, const Pets
   Layer_Conv2d *conv = (Layer_Conv2d *)layer->data;
 
   PetscFunctionBegin;
-  PetscCall(Conv2dCheckRunnable(layer));
+  PetscCall(LayerConvCheckRunnable_Private(layer));
   if (!n)
     PetscFunctionReturn(0);
   else if (conv->taps.on)
@@ -237,10 +235,7 @@ static PetscErrorCode LayerView_Conv2d(Layer layer, PetscViewer viewer)
 static PetscErrorCode LayerDestroy_Conv2d(Layer layer)
 {
   PetscFunctionBegin;
-  PetscCall(Conv2dResetWorkspace_Winograd(layer));
-  PetscCall(Conv2dResetWorkspaceSingle_Winograd(layer));
-  PetscCall(ConvTapsReset(&((Layer_Conv2d *)layer->data)->taps));
-  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv2dGetPatchLayout_C", NULL));
+  PetscCall(Conv2dResetKernels(layer));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv2dGetPatches_C", NULL));
   PetscCall(LayerDestroyConv_Private(layer));
   PetscFunctionReturn(0);
@@ -552,7 +547,6 @@ PETSC_INTERN PetscErrorCode LayerCreate_Conv2d(Layer layer)
   layer->ops->reset          = LayerReset_Conv2d;
   layer->ops->forget         = LayerForget_Conv2d;
   layer->ops->destroy        = LayerDestroy_Conv2d;
-  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv2dGetPatchLayout_C", LayerConv2dGetPatchLayout_Conv2d));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv2dGetPatches_C", LayerConv2dGetPatches_Conv2d));
   PetscFunctionReturn(0);
 }

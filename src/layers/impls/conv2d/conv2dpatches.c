@@ -10,19 +10,6 @@
 */
 #include "conv2d.h"
 
-PetscErrorCode LayerConv2dGetPatchLayout_Conv2d(Layer layer, PetscInt *groups, PetscInt *kg, PetscInt *pixels, PetscBool *bias)
-{
-  Layer_Conv2d *conv = (Layer_Conv2d *)layer->data;
-
-  PetscFunctionBegin;
-  PetscCheck(layer->setupcalled, PetscObjectComm((PetscObject)layer), PETSC_ERR_ORDER, "conv2d layer %" PetscInt_FMT " has no patch layout before it is set up: call LayerSetUp() (or NetSetUp()) first", layer->index);
-  if (groups) *groups = conv->base.groups;
-  if (kg) *kg = conv->base.kg;
-  if (pixels) *pixels = conv->base.pixels;
-  if (bias) *bias = conv->base.bias;
-  PetscFunctionReturn(0);
-}
-
 PetscErrorCode LayerConv2dGetPatches_Conv2d(Layer layer, PetscInt n, const PetscScalar *x, PetscScalar *col)
 {
   Layer_Conv2d *conv   = (Layer_Conv2d *)layer->data;

@@ -23,27 +23,11 @@ typedef struct {
   LayerConv base; /* first: the shared convolution code casts layer->data to LayerConv */
 } Layer_Conv3d;
 
-static PetscErrorCode LayerSetUp_Conv3d(Layer layer)
-{
-  PetscFunctionBegin;
-  PetscCall(LayerSetUpConv_Private(layer));
-  PetscFunctionReturn(0);
-}
-
-/* A layer in point form has no kernels: a copy of it in batch form runs on a box of the field */
-static PetscErrorCode Conv3dCheckRunnable(Layer layer)
-{
-  PetscFunctionBegin;
-  PetscCheck(!layer->fielddim, PETSC_COMM_SELF, PETSC_ERR_ORDER, "conv3d layer %" PetscInt_FMT " is in point form (one point of a %" PetscInt_FMT "-D field): it has no kernels; run a copy of it in batch form on a box of the field", layer->index,
-             layer->fielddim);
-  PetscFunctionReturn(0);
-}
-
 /* y = act(conv(x; W) + b), act an activation passed by the caller (NULL: none), applied to each chunk of rows */
 static PetscErrorCode LayerForwardAct_Conv3d(Layer layer, Layer act, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
 {
   PetscFunctionBegin;
-  PetscCall(Conv3dCheckRunnable(layer));
+  PetscCall(LayerConvCheckRunnable_Private(layer));
   if (n) PetscCall(ConvForwardAct_Batch(layer, act, n, theta, x, y));
   PetscFunctionReturn(0);
 }
@@ -58,7 +42,7 @@ static PetscErrorCode LayerForward_Conv3d(Layer layer, PetscInt n, const PetscSc
 static PetscErrorCode LayerBackward_Conv3d(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)
 {
   PetscFunctionBegin;
-  PetscCall(Conv3dCheckRunnable(layer));
+  PetscCall(LayerConvCheckRunnable_Private(layer));
   if (n) PetscCall(ConvBackward_Batch(layer, n, theta, x, y, dy, dx, dtheta));
   PetscFunctionReturn(0);
 }
@@ -66,7 +50,7 @@ static PetscErrorCode LayerBackward_Conv3d(Layer layer, PetscInt n, const PetscS
 static PetscErrorCode LayerJVP_Conv3d(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dx, const PetscScalar *dtheta, PetscScalar *dy)
 {
   PetscFunctionBegin;
-  PetscCall(Conv3dCheckRunnable(layer));
+  PetscCall(LayerConvCheckRunnable_Private(layer));
   if (n) PetscCall(ConvJVP_Batch(layer, n, theta, x, y, dx, dtheta, dy));
   PetscFunctionReturn(0);
 }
@@ -76,7 +60,7 @@ static PetscErrorCode LayerSOBackward_Conv3d(Layer layer, PetscInt n, const Pets
                                              PetscScalar *dxdot, PetscScalar *dthetadot)
 {
   PetscFunctionBegin;
-  PetscCall(Conv3dCheckRunnable(layer));
+  PetscCall(LayerConvCheckRunnable_Private(layer));
   if (n) PetscCall(ConvSOBackward_Batch(layer, n, xdot, thetadot, dy, dxdot, dthetadot));
   PetscFunctionReturn(0);
 }
@@ -109,34 +93,6 @@ static PetscErrorCode LayerView_Conv3d(Layer layer, PetscViewer viewer)
                                                      : "vol2col + GEMM",
                             (double)conv->maxworkspace));
   PetscCall(PetscViewerASCIIPrintf(viewer, "initialisation %s%s%s\n", LayerInitTypes[conv->init], std, work));
-  PetscFunctionReturn(0);
-}
-
-static PetscErrorCode LayerReset_Conv3d(Layer layer)
-{
-  PetscFunctionBegin;
-  PetscCall(LayerResetConv_Private(layer));
-  PetscFunctionReturn(0);
-}
-
-static PetscErrorCode LayerConv3dGetPatchLayout_Conv3d(Layer layer, PetscInt *groups, PetscInt *kg, PetscInt *pixels, PetscBool *bias)
-{
-  LayerConv *conv = (LayerConv *)layer->data;
-
-  PetscFunctionBegin;
-  PetscCheck(layer->setupcalled, PetscObjectComm((PetscObject)layer), PETSC_ERR_ORDER, "conv3d layer %" PetscInt_FMT " has no patch layout before it is set up: call LayerSetUp() (or NetSetUp()) first", layer->index);
-  if (groups) *groups = conv->groups;
-  if (kg) *kg = conv->kg;
-  if (pixels) *pixels = conv->pixels;
-  if (bias) *bias = conv->bias;
-  PetscFunctionReturn(0);
-}
-
-static PetscErrorCode LayerDestroy_Conv3d(Layer layer)
-{
-  PetscFunctionBegin;
-  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv3dGetPatchLayout_C", NULL));
-  PetscCall(LayerDestroyConv_Private(layer));
   PetscFunctionReturn(0);
 }
 
@@ -427,7 +383,7 @@ PETSC_INTERN PetscErrorCode LayerCreate_Conv3d(Layer layer)
 {
   PetscFunctionBegin;
   PetscCall(LayerCreateConv_Private(layer, sizeof(Layer_Conv3d), 3));
-  layer->ops->setup          = LayerSetUp_Conv3d;
+  layer->ops->setup          = LayerSetUpConv_Private;
   layer->ops->forward        = LayerForward_Conv3d;
   layer->ops->forwardact     = LayerForwardAct_Conv3d; /* an activation on each chunk (layerimpl.h); in float: LayerConvSetSingle_Private() */
   layer->ops->backward       = LayerBackward_Conv3d;
@@ -435,8 +391,7 @@ PETSC_INTERN PetscErrorCode LayerCreate_Conv3d(Layer layer)
   layer->ops->sobackward     = LayerSOBackward_Conv3d;
   layer->ops->setfromoptions = LayerSetFromOptions_Conv3d;
   layer->ops->view           = LayerView_Conv3d;
-  layer->ops->reset          = LayerReset_Conv3d;
-  layer->ops->destroy        = LayerDestroy_Conv3d;
-  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv3dGetPatchLayout_C", LayerConv3dGetPatchLayout_Conv3d));
+  layer->ops->reset          = LayerResetConv_Private;
+  layer->ops->destroy        = LayerDestroyConv_Private;
   PetscFunctionReturn(0);
 }

@@ -5,6 +5,7 @@
   convtranspose2dkernels.c.
 */
 #include "convtranspose2d.h"
+#include "../pool/window.h"
 
 /* a pair setting of a 2-D window ("3", "3x5"), through the shared window parser */
 static PetscErrorCode CTParsePair(MPI_Comm comm, const char name[], const char str[], PetscInt pair[2])
@@ -17,14 +18,6 @@ static PetscErrorCode CTParsePair(MPI_Comm comm, const char name[], const char s
   pair[1] = v[1];
   PetscFunctionReturn(0);
 }
-
-static PetscErrorCode CTPairToString(const PetscInt pair[2], size_t len, char str[])
-{
-  PetscFunctionBegin;
-  PetscCall(LayerWindowToString(pair, 2, len, str));
-  PetscFunctionReturn(0);
-}
-#include "../pool/window.h"
 
 static const char *const CTWindowNames[] = {"kernel", "stride", "padding", "output padding", "dilation"};
 
@@ -132,35 +125,6 @@ static PetscErrorCode LayerSetUp_ConvTranspose2d(Layer layer)
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode LayerForward_ConvTranspose2d(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
-{
-  PetscFunctionBegin;
-  PetscCall(ConvTranspose2dForward(layer, n, theta, x, y));
-  PetscFunctionReturn(0);
-}
-
-static PetscErrorCode LayerBackward_ConvTranspose2d(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)
-{
-  PetscFunctionBegin;
-  PetscCall(ConvTranspose2dBackward(layer, n, theta, x, dy, dx, dtheta));
-  PetscFunctionReturn(0);
-}
-
-static PetscErrorCode LayerJVP_ConvTranspose2d(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dx, const PetscScalar *dtheta, PetscScalar *dy)
-{
-  PetscFunctionBegin;
-  PetscCall(ConvTranspose2dJVP(layer, n, theta, x, dx, dtheta, dy));
-  PetscFunctionReturn(0);
-}
-
-static PetscErrorCode LayerSOBackward_ConvTranspose2d(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *thetadot, const PetscScalar *ydot, const PetscScalar *dy,
-                                                      PetscScalar *dxdot, PetscScalar *dthetadot)
-{
-  PetscFunctionBegin;
-  PetscCall(ConvTranspose2dSOBackward(layer, n, xdot, thetadot, dy, dxdot, dthetadot));
-  PetscFunctionReturn(0);
-}
-
 /*
   Weights as conv2d's (-convtranspose2d_init kaiming, xavier, normal, zeros) with fan_in the number of products summed
   into an output value, Cin/G KH KW / (SH SW) on average (at least 1), and fan_out = Cout/G KH KW; bias zero.
@@ -181,27 +145,13 @@ static PetscErrorCode LayerInitialize_ConvTranspose2d(Layer layer, PetscRandom r
 /* PyTorch's ConvTranspose2d: weight [Cin][Cout/G][KH][KW] (ours [Cin][KH][KW][Cout/G]: LAYER_TENSOR_CHANNELS_LAST), bias [Cout] */
 static PetscErrorCode LayerTensors_ConvTranspose2d(Layer layer, PetscInt *n, LayerTensorInfo info[])
 {
-  Layer_ConvTranspose2d *ct = (Layer_ConvTranspose2d *)layer->data;
+  Layer_ConvTranspose2d *ct   = (Layer_ConvTranspose2d *)layer->data;
+  const PetscInt         w[4] = {ct->cin, ct->cog, ct->k[0], ct->k[1]};
 
   PetscFunctionBegin;
-  PetscCall(PetscMemzero(info, 2 * sizeof(info[0])));
-  PetscCall(PetscStrcpy(info[0].name, "weight"));
-  info[0].size    = ct->cin * ct->kg;
-  info[0].ndim    = 4;
-  info[0].dims[0] = ct->cin;
-  info[0].dims[1] = ct->cog;
-  info[0].dims[2] = ct->k[0];
-  info[0].dims[3] = ct->k[1];
-  info[0].layout  = LAYER_TENSOR_CHANNELS_LAST;
-  *n              = 1;
-  if (ct->bias) {
-    PetscCall(PetscStrcpy(info[1].name, "bias"));
-    info[1].offset  = ct->cin * ct->kg;
-    info[1].size    = ct->nout;
-    info[1].ndim    = 1;
-    info[1].dims[0] = ct->nout;
-    *n              = 2;
-  }
+  PetscCall(LayerTensorSet_Private(&info[0], "weight", 0, LAYER_TENSOR_CHANNELS_LAST, 4, w));
+  PetscCall(LayerTensorSet_Private(&info[1], "bias", ct->cin * ct->kg, LAYER_TENSOR_SAME, 1, &ct->nout));
+  *n = ct->bias ? 2 : 1;
   PetscFunctionReturn(0);
 }
 
@@ -324,17 +274,17 @@ static PetscErrorCode LayerGetArguments_ConvTranspose2d(Layer layer, size_t len,
   size_t                 used;
 
   PetscFunctionBegin;
-  PetscCall(CTPairToString(ct->k, sizeof(k), k));
-  PetscCall(CTPairToString(ct->stride, sizeof(s), s));
-  PetscCall(CTPairToString(ct->pad, sizeof(p), p));
+  PetscCall(LayerWindowToString(ct->k, 2, sizeof(k), k));
+  PetscCall(LayerWindowToString(ct->stride, 2, sizeof(s), s));
+  PetscCall(LayerWindowToString(ct->pad, 2, sizeof(p), p));
   PetscCall(PetscSNPrintf(args, len, "%" PetscInt_FMT ":%s:%s:%s", ct->nout, k, s, p));
   if (ct->outpad[0] || ct->outpad[1]) {
-    PetscCall(CTPairToString(ct->outpad, sizeof(text), text));
+    PetscCall(LayerWindowToString(ct->outpad, 2, sizeof(text), text));
     PetscCall(PetscStrlen(args, &used));
     PetscCall(PetscSNPrintf(args + used, len - used, ":output_padding=%s", text));
   }
   if (ct->dilation[0] != 1 || ct->dilation[1] != 1) {
-    PetscCall(CTPairToString(ct->dilation, sizeof(text), text));
+    PetscCall(LayerWindowToString(ct->dilation, 2, sizeof(text), text));
     PetscCall(PetscStrlen(args, &used));
     PetscCall(PetscSNPrintf(args + used, len - used, ":dilation=%s", text));
   }
@@ -365,7 +315,7 @@ static PetscErrorCode LayerSetFromOptions_ConvTranspose2d(Layer layer, PetscOpti
     PetscInt pair[2] = {0, 0};
     char     value[64], text[96];
 
-    PetscCall(CTPairToString(CTWindowPair(ct, w), sizeof(value), value));
+    PetscCall(LayerWindowToString(CTWindowPair(ct, w), 2, sizeof(value), value));
     PetscCall(PetscSNPrintf(text, sizeof(text), "The %s, one value or a pair HxW", CTWindowNames[w]));
     PetscCall(PetscOptionsString(opts[w], text, mans[w], value, value, sizeof(value), &set));
     if (set) {
@@ -405,13 +355,6 @@ static PetscErrorCode LayerView_ConvTranspose2d(Layer layer, PetscViewer viewer)
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode LayerReset_ConvTranspose2d(Layer layer)
-{
-  PetscFunctionBegin;
-  PetscCall(ConvTranspose2dReset(layer));
-  PetscFunctionReturn(0);
-}
-
 static PetscErrorCode LayerDestroy_ConvTranspose2d(Layer layer)
 {
   PetscFunctionBegin;
@@ -446,13 +389,13 @@ PETSC_INTERN PetscErrorCode LayerCreate_ConvTranspose2d(Layer layer)
   layer->ops->setfromoptions        = LayerSetFromOptions_ConvTranspose2d;
   layer->ops->setup                 = LayerSetUp_ConvTranspose2d;
   layer->ops->initialize            = LayerInitialize_ConvTranspose2d;
-  layer->ops->forward               = LayerForward_ConvTranspose2d;
-  layer->ops->backward              = LayerBackward_ConvTranspose2d;
-  layer->ops->jvp                   = LayerJVP_ConvTranspose2d;
-  layer->ops->sobackward            = LayerSOBackward_ConvTranspose2d;
+  layer->ops->forward               = ConvTranspose2dForward; /* (convtranspose2dkernels.c) */
+  layer->ops->backward              = ConvTranspose2dBackward;
+  layer->ops->jvp                   = ConvTranspose2dJVP;
+  layer->ops->sobackward            = ConvTranspose2dSOBackward;
   layer->ops->tensors               = LayerTensors_ConvTranspose2d;
   layer->ops->view                  = LayerView_ConvTranspose2d;
-  layer->ops->reset                 = LayerReset_ConvTranspose2d;
+  layer->ops->reset                 = ConvTranspose2dReset;
   layer->ops->destroy               = LayerDestroy_ConvTranspose2d;
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConvTranspose2dSetOutputChannels_C", LayerConvTranspose2dSetOutputChannels_ConvTranspose2d));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConvTranspose2dSetWindow_C", LayerConvTranspose2dSetWindow_ConvTranspose2d));

@@ -174,7 +174,7 @@ PetscErrorCode ConvTranspose2dForward(Layer layer, PetscInt n, const PetscScalar
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode ConvTranspose2dBackward(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)
+PetscErrorCode ConvTranspose2dBackward(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)
 {
   Layer_ConvTranspose2d *ct = (Layer_ConvTranspose2d *)layer->data;
 
@@ -184,7 +184,7 @@ PetscErrorCode ConvTranspose2dBackward(Layer layer, PetscInt n, const PetscScala
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode ConvTranspose2dJVP(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *dx, const PetscScalar *dtheta, PetscScalar *dy)
+PetscErrorCode ConvTranspose2dJVP(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dx, const PetscScalar *dtheta, PetscScalar *dy)
 {
   Layer_ConvTranspose2d *ct = (Layer_ConvTranspose2d *)layer->data;
 
@@ -198,7 +198,8 @@ PetscErrorCode ConvTranspose2dJVP(Layer layer, PetscInt n, const PetscScalar *th
 }
 
 /* dxdot += conv2d(dy; Wdot) and dWdot += the weight sums of dy with xdot: backward's parts with Wdot for W, xdot for x */
-PetscErrorCode ConvTranspose2dSOBackward(Layer layer, PetscInt n, const PetscScalar *xdot, const PetscScalar *thetadot, const PetscScalar *dy, PetscScalar *dxdot, PetscScalar *dthetadot)
+PetscErrorCode ConvTranspose2dSOBackward(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *thetadot, const PetscScalar *ydot, const PetscScalar *dy,
+                                         PetscScalar *dxdot, PetscScalar *dthetadot)
 {
   const PetscBool input = (PetscBool)(dxdot && thetadot), weights = (PetscBool)(dthetadot && xdot);
 

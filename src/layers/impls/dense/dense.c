@@ -164,23 +164,13 @@ static PetscErrorCode LayerSOBackward_Dense(Layer layer, PetscInt n, const Petsc
 /* PyTorch Linear: weight [out][in] (our layout; the Net permutes in when it comes from a flattened (h, w, c) tensor), bias [out] */
 static PetscErrorCode LayerTensors_Dense(Layer layer, PetscInt *n, LayerTensorInfo info[])
 {
-  Layer_Dense *dense = (Layer_Dense *)layer->data;
-  PetscInt     in = layer->insize, out = layer->outsize;
+  Layer_Dense   *dense = (Layer_Dense *)layer->data;
+  const PetscInt in = layer->insize, out = layer->outsize, w[2] = {out, in};
 
   PetscFunctionBegin;
-  PetscCall(PetscMemzero(info, 2 * sizeof(info[0])));
-  PetscCall(PetscStrcpy(info[0].name, "weight"));
-  info[0].size    = in * out;
-  info[0].ndim    = 2;
-  info[0].dims[0] = out;
-  info[0].dims[1] = in;
-  info[0].layout  = LAYER_TENSOR_FEATURES;
-  PetscCall(PetscStrcpy(info[1].name, "bias"));
-  info[1].offset  = in * out;
-  info[1].size    = out;
-  info[1].ndim    = 1;
-  info[1].dims[0] = out;
-  *n              = dense->bias ? 2 : 1;
+  PetscCall(LayerTensorSet_Private(&info[0], "weight", 0, LAYER_TENSOR_FEATURES, 2, w));
+  PetscCall(LayerTensorSet_Private(&info[1], "bias", in * out, LAYER_TENSOR_SAME, 1, &out));
+  *n = dense->bias ? 2 : 1;
   PetscFunctionReturn(0);
 }
 

@@ -74,42 +74,28 @@ static PetscErrorCode DropoutDraw(Layer layer, PetscInt n)
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode LayerForward_Dropout(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
+/*
+  out = mask in, or a copy when the last forward drew no mask (evaluation mode, p = 0): forward's y = mask x after the
+  draw, backward's dx = mask dy, jvp's dy = mask dx; on double values, and on float ones with each product rounded
+  once. In place works. what names the pass for errors.
+*/
+static PetscErrorCode DropoutApply(Layer layer, PetscInt n, const PetscScalar *in, PetscScalar *out, const char *what)
 {
   Layer_Dropout *drop = (Layer_Dropout *)layer->data;
   const PetscInt N    = n * layer->insize;
 
   PetscFunctionBegin;
-  PetscCall(DropoutDraw(layer, n));
   if (!drop->masked) {
-    PetscCall(PetscArraycpy(y, x, N));
+    PetscCall(PetscArraycpy(out, in, N));
     PetscFunctionReturn(0);
   }
+  PetscCheck(n == drop->nwork, PETSC_COMM_SELF, PETSC_ERR_ORDER, "dropout %s on %" PetscInt_FMT " samples after a forward pass on %" PetscInt_FMT ": call forward first", what, n, drop->nwork);
 #pragma omp parallel for simd num_threads(PetNetThreads()) schedule(guided) if (N > DROPOUT_THREAD_MIN)
-  for (PetscInt i = 0; i < N; i++) y[i] = drop->mask[i] * x[i];
+  for (PetscInt i = 0; i < N; i++) out[i] = drop->mask[i] * in[i];
   PetscCall(PetscLogFlops(1.0 * N));
   PetscFunctionReturn(0);
 }
 
-/* single precision (layerimpl.h): the same mask on float values, each product rounded once; in place works */
-static PetscErrorCode LayerForwardSingle_Dropout(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, float *y)
-{
-  Layer_Dropout *drop = (Layer_Dropout *)layer->data;
-  const PetscInt N    = n * layer->insize;
-
-  PetscFunctionBegin;
-  PetscCall(DropoutDraw(layer, n));
-  if (!drop->masked) {
-    PetscCall(PetscArraycpy(y, x, N));
-    PetscFunctionReturn(0);
-  }
-#pragma omp parallel for simd num_threads(PetNetThreads()) schedule(guided) if (N > DROPOUT_THREAD_MIN)
-  for (PetscInt i = 0; i < N; i++) y[i] = (float)(drop->mask[i] * x[i]);
-  PetscCall(PetscLogFlops(1.0 * N));
-  PetscFunctionReturn(0);
-}
-
-/* dx = mask dy (backward) and dy = mask dx (jvp) on float values */
 static PetscErrorCode DropoutApplySingle(Layer layer, PetscInt n, const float *in, float *out, const char *what)
 {
   Layer_Dropout *drop = (Layer_Dropout *)layer->data;
@@ -127,6 +113,37 @@ static PetscErrorCode DropoutApplySingle(Layer layer, PetscInt n, const float *i
   PetscFunctionReturn(0);
 }
 
+static PetscErrorCode LayerForward_Dropout(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
+{
+  PetscFunctionBegin;
+  PetscCall(DropoutDraw(layer, n));
+  PetscCall(DropoutApply(layer, n, x, y, "forward"));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerBackward_Dropout(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)
+{
+  PetscFunctionBegin;
+  if (dx) PetscCall(DropoutApply(layer, n, dy, dx, "backward"));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerJVP_Dropout(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dx, const PetscScalar *dtheta, PetscScalar *dy)
+{
+  PetscFunctionBegin;
+  PetscCall(DropoutApply(layer, n, dx, dy, "jvp"));
+  PetscFunctionReturn(0);
+}
+
+/* single precision (layerimpl.h): the same mask on float values */
+static PetscErrorCode LayerForwardSingle_Dropout(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, float *y)
+{
+  PetscFunctionBegin;
+  PetscCall(DropoutDraw(layer, n));
+  PetscCall(DropoutApplySingle(layer, n, x, y, "forward"));
+  PetscFunctionReturn(0);
+}
+
 static PetscErrorCode LayerBackwardSingle_Dropout(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, const float *y, const float *dy, float *dx, PetscScalar *dtheta)
 {
   PetscFunctionBegin;
@@ -138,41 +155,6 @@ static PetscErrorCode LayerJVPSingle_Dropout(Layer layer, PetscInt n, const Pets
 {
   PetscFunctionBegin;
   PetscCall(DropoutApplySingle(layer, n, dx, dy, "jvp"));
-  PetscFunctionReturn(0);
-}
-
-static PetscErrorCode LayerBackward_Dropout(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)
-{
-  Layer_Dropout *drop = (Layer_Dropout *)layer->data;
-  const PetscInt N    = n * layer->insize;
-
-  PetscFunctionBegin;
-  if (!dx) PetscFunctionReturn(0);
-  if (!drop->masked) {
-    PetscCall(PetscArraycpy(dx, dy, N));
-    PetscFunctionReturn(0);
-  }
-  PetscCheck(n == drop->nwork, PETSC_COMM_SELF, PETSC_ERR_ORDER, "dropout backward on %" PetscInt_FMT " samples after a forward pass on %" PetscInt_FMT ": call forward first", n, drop->nwork);
-#pragma omp parallel for simd num_threads(PetNetThreads()) schedule(guided) if (N > DROPOUT_THREAD_MIN)
-  for (PetscInt i = 0; i < N; i++) dx[i] = drop->mask[i] * dy[i];
-  PetscCall(PetscLogFlops(1.0 * N));
-  PetscFunctionReturn(0);
-}
-
-static PetscErrorCode LayerJVP_Dropout(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dx, const PetscScalar *dtheta, PetscScalar *dy)
-{
-  Layer_Dropout *drop = (Layer_Dropout *)layer->data;
-  const PetscInt N    = n * layer->insize;
-
-  PetscFunctionBegin;
-  if (!drop->masked) {
-    PetscCall(PetscArraycpy(dy, dx, N));
-    PetscFunctionReturn(0);
-  }
-  PetscCheck(n == drop->nwork, PETSC_COMM_SELF, PETSC_ERR_ORDER, "dropout jvp on %" PetscInt_FMT " samples after a forward pass on %" PetscInt_FMT ": call forward first", n, drop->nwork);
-#pragma omp parallel for simd num_threads(PetNetThreads()) schedule(guided) if (N > DROPOUT_THREAD_MIN)
-  for (PetscInt i = 0; i < N; i++) dy[i] = drop->mask[i] * dx[i];
-  PetscCall(PetscLogFlops(1.0 * N));
   PetscFunctionReturn(0);
 }
 

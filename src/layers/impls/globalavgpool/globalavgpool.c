@@ -26,7 +26,8 @@ static PetscErrorCode LayerSetUp_GlobalAvgPool(Layer layer)
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode GlobalAvgPoolApply(Layer layer, PetscInt n, const PetscScalar *x, PetscScalar *y)
+/* y = the mean over the positions; linear, so the jvp is the same map applied to dx */
+static PetscErrorCode LayerForward_GlobalAvgPool(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
 {
   const PetscInt    C = layer->outsize, HW = layer->insize / C;
   const PetscScalar scale = 1.0 / HW;
@@ -39,13 +40,6 @@ static PetscErrorCode GlobalAvgPoolApply(Layer layer, PetscInt n, const PetscSca
     for (PetscInt c = 0; c < C; c++) y[c] *= scale;
   }
   PetscCall(PetscLogFlops(1.0 * n * layer->insize + 1.0 * n * C));
-  PetscFunctionReturn(0);
-}
-
-static PetscErrorCode LayerForward_GlobalAvgPool(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
-{
-  PetscFunctionBegin;
-  PetscCall(GlobalAvgPoolApply(layer, n, x, y));
   PetscFunctionReturn(0);
 }
 
@@ -66,7 +60,7 @@ static PetscErrorCode LayerBackward_GlobalAvgPool(Layer layer, PetscInt n, const
 static PetscErrorCode LayerJVP_GlobalAvgPool(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dx, const PetscScalar *dtheta, PetscScalar *dy)
 {
   PetscFunctionBegin;
-  PetscCall(GlobalAvgPoolApply(layer, n, dx, dy));
+  PetscCall(LayerForward_GlobalAvgPool(layer, n, theta, dx, dy));
   PetscFunctionReturn(0);
 }
 

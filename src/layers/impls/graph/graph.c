@@ -375,38 +375,15 @@ static PetscErrorCode LayerSOBackward_Graph(Layer layer, PetscInt n, const Petsc
 /* PyTorch Geometric's names: GCNConv lin.weight, bias; SAGEConv lin_r.weight (the node), lin_l.weight, lin_l.bias */
 static PetscErrorCode LayerTensors_Graph(Layer layer, PetscInt *n, LayerTensorInfo info[])
 {
-  Layer_Graph *g  = (Layer_Graph *)layer->data;
-  PetscInt     in = layer->insize, out = g->nout, ws, wn, b, k = 0;
+  Layer_Graph   *g    = (Layer_Graph *)layer->data;
+  const PetscInt w[2] = {g->nout, layer->insize};
+  PetscInt       ws, wn, b, k = 0;
 
   PetscFunctionBegin;
   GraphOffsets(layer, &ws, &wn, &b);
-  PetscCall(PetscMemzero(info, 3 * sizeof(info[0])));
-  if (g->self) {
-    PetscCall(PetscStrcpy(info[k].name, "lin_r.weight"));
-    info[k].offset  = ws;
-    info[k].size    = in * out;
-    info[k].ndim    = 2;
-    info[k].dims[0] = out;
-    info[k].dims[1] = in;
-    info[k].layout  = LAYER_TENSOR_FEATURES;
-    k++;
-  }
-  PetscCall(PetscStrcpy(info[k].name, g->self ? "lin_l.weight" : "lin.weight"));
-  info[k].offset  = wn;
-  info[k].size    = in * out;
-  info[k].ndim    = 2;
-  info[k].dims[0] = out;
-  info[k].dims[1] = in;
-  info[k].layout  = LAYER_TENSOR_FEATURES;
-  k++;
-  if (g->bias) {
-    PetscCall(PetscStrcpy(info[k].name, g->self ? "lin_l.bias" : "bias"));
-    info[k].offset  = b;
-    info[k].size    = out;
-    info[k].ndim    = 1;
-    info[k].dims[0] = out;
-    k++;
-  }
+  if (g->self) PetscCall(LayerTensorSet_Private(&info[k++], "lin_r.weight", ws, LAYER_TENSOR_FEATURES, 2, w));
+  PetscCall(LayerTensorSet_Private(&info[k++], g->self ? "lin_l.weight" : "lin.weight", wn, LAYER_TENSOR_FEATURES, 2, w));
+  if (g->bias) PetscCall(LayerTensorSet_Private(&info[k++], g->self ? "lin_l.bias" : "bias", b, LAYER_TENSOR_SAME, 1, &g->nout));
   *n = k;
   PetscFunctionReturn(0);
 }

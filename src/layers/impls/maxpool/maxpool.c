@@ -53,18 +53,6 @@ typedef struct {
 #define MAXPOOL_INLINE inline
 #endif
 
-/* the kernels, in double and in float (maxpoolkernels.h) */
-#define MAXPOOL_T       PetscScalar
-#define MAXPOOL_NAME(f) f
-#include "maxpoolkernels.h"
-#undef MAXPOOL_T
-#undef MAXPOOL_NAME
-#define MAXPOOL_T       float
-#define MAXPOOL_NAME(f) f##Single
-#include "maxpoolkernels.h"
-#undef MAXPOOL_T
-#undef MAXPOOL_NAME
-
 /*
   The pools' set-up, then what maxpool's kernels need: a sample's size within int32_t (argmax), and for tiled windows
   the taps' offsets
@@ -117,26 +105,6 @@ static PetscErrorCode MaxPoolGetArgmax(Layer layer, PetscInt n, LayerWindowVolum
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode LayerForward_MaxPool(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
-{
-  Layer_MaxPool    *pool = (Layer_MaxPool *)layer->data;
-  const PetscInt    in = layer->insize, out = layer->outsize;
-  LayerWindowVolume v;
-  PetscInt          C;
-
-  PetscFunctionBegin;
-  PetscCall(MaxPoolGetArgmax(layer, n, &v, &C));
-#pragma omp parallel for num_threads(PetNetThreads()) schedule(guided) if (n > 1 && n * out > 4096)
-  for (PetscInt s = 0; s < n; s++) {
-    if (pool->tiled)
-      MaxPoolForwardTiled(&v, pool->tap, C, x + (size_t)s * in, y + (size_t)s * out, pool->argmax + (size_t)s * out);
-    else
-      MaxPoolForwardGeneral(&v, C, x + (size_t)s * in, y + (size_t)s * out, pool->argmax + (size_t)s * out);
-  }
-  PetscCall(PetscLogFlops(1.0 * n * out * v.k[0] * v.k[1] * v.k[2]));
-  PetscFunctionReturn(0);
-}
-
 /* each thread's scratch of one sample's masked dy (bytes per thread), for the mask of an activation passed with the
    call (backwardmask), taken at the outputs y (which the caller then passes) */
 static PetscErrorCode MaxPoolMaskScratch(Layer_MaxPool *pool, PetscInt n, const void *y, size_t bytes)
@@ -152,158 +120,17 @@ static PetscErrorCode MaxPoolMaskScratch(Layer_MaxPool *pool, PetscInt n, const 
   PetscFunctionReturn(0);
 }
 
-/* dx = J^T (act'(y) dy), act the activation before it passed by the caller (or NULL) */
-static PetscErrorCode LayerBackwardMask_MaxPool(Layer layer, Layer act, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)
-{
-  Layer_MaxPool    *pool = (Layer_MaxPool *)layer->data;
-  const PetscInt    in = layer->insize, out = layer->outsize, N = n * out;
-  PetscErrorCode    err = 0;
-  LayerWindowVolume v;
-
-  PetscFunctionBegin;
-  if (!dx) PetscFunctionReturn(0);
-  PetscCheck(n == pool->nwork, PETSC_COMM_SELF, PETSC_ERR_ORDER, "maxpool backward on %" PetscInt_FMT " samples after a forward pass on %" PetscInt_FMT ": call forward first", n, pool->nwork);
-  LayerWindowGetVolume(&pool->win, &v);
-  if (act) PetscCall(MaxPoolMaskScratch(pool, n, y, (size_t)out * sizeof(PetscScalar)));
-#pragma omp parallel for num_threads(PetNetThreads()) schedule(guided) if (n > 1 && N > 4096)
-  for (PetscInt s = 0; s < n; s++) {
-    const int32_t     *am  = pool->argmax + (size_t)s * out;
-    const PetscScalar *dys = dy + (size_t)s * out;
-    PetscScalar       *dxs = dx + (size_t)s * in;
-
-    if (act) { /* the activation before it (relu -> maxpool): masked at the outputs */
-      PetscScalar *gm = (PetscScalar *)pool->gmask + (size_t)PetNetThreadId() * out;
-
-      for (PetscInt j = 0; j < out; j++) gm[j] = dys[j];
-      PetNetThreadsSetError(&err, LayerMask(act, out, y + (size_t)s * out, gm));
-      dys = gm;
-    }
-    if (pool->tiled)
-      MaxPoolBackwardTiled(&v, pool->tap, layer->in.dim[layer->in.ndim - 1], dys, am, dxs);
-    else {
-      for (PetscInt i = 0; i < in; i++) dxs[i] = 0.0;
-      for (PetscInt j = 0; j < out; j++) dxs[am[j]] += dys[j];
-    }
-  }
-  PetNetThreadsCheck(err, "maxpool backward");
-  PetscCall(PetscLogFlops(1.0 * N));
-  PetscFunctionReturn(0);
-}
-
-static PetscErrorCode LayerBackward_MaxPool(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)
-{
-  PetscFunctionBegin;
-  PetscCall(LayerBackwardMask_MaxPool(layer, NULL, n, theta, x, y, dy, dx, dtheta));
-  PetscFunctionReturn(0);
-}
-
-static PetscErrorCode LayerJVP_MaxPool(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dx, const PetscScalar *dtheta, PetscScalar *dy)
-{
-  Layer_MaxPool *pool = (Layer_MaxPool *)layer->data;
-  const PetscInt in = layer->insize, out = layer->outsize, N = n * out;
-
-  PetscFunctionBegin;
-  PetscCheck(n == pool->nwork, PETSC_COMM_SELF, PETSC_ERR_ORDER, "maxpool jvp on %" PetscInt_FMT " samples after a forward pass on %" PetscInt_FMT ": call forward first", n, pool->nwork);
-#pragma omp parallel for num_threads(PetNetThreads()) schedule(guided) if (n > 1 && N > 4096)
-  for (PetscInt s = 0; s < n; s++) {
-    const int32_t *am = pool->argmax + (size_t)s * out;
-
-    for (PetscInt j = 0; j < out; j++) dy[(size_t)s * out + j] = dx[(size_t)s * in + am[j]];
-  }
-  PetscFunctionReturn(0);
-}
-
-/*
-  Single precision (float values; layerimpl.h): the same kernels on floats, so the same argmax as the double kernels on
-  the same values; backward adds dy in float (in the same order) and applies a fused activation's derivative as the
-  double backward does (activatemasksingle), jvp copies.
-*/
-static PetscErrorCode LayerForwardSingle_MaxPool(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, float *y)
-{
-  Layer_MaxPool    *pool = (Layer_MaxPool *)layer->data;
-  const PetscInt    in = layer->insize, out = layer->outsize;
-  LayerWindowVolume v;
-  PetscInt          C;
-
-  PetscFunctionBegin;
-  PetscCall(MaxPoolGetArgmax(layer, n, &v, &C));
-#pragma omp parallel for num_threads(PetNetThreads()) schedule(guided) if (n > 1 && n * out > 4096)
-  for (PetscInt s = 0; s < n; s++) {
-    if (pool->tiled)
-      MaxPoolForwardTiledSingle(&v, pool->tap, C, x + (size_t)s * in, y + (size_t)s * out, pool->argmax + (size_t)s * out);
-    else
-      MaxPoolForwardGeneralSingle(&v, C, x + (size_t)s * in, y + (size_t)s * out, pool->argmax + (size_t)s * out);
-  }
-  PetscCall(PetscLogFlops(1.0 * n * out * v.k[0] * v.k[1] * v.k[2]));
-  PetscFunctionReturn(0);
-}
-
-static PetscErrorCode LayerBackwardMaskSingle_MaxPool(Layer layer, Layer act, PetscInt n, const PetscScalar *theta, const float *x, const float *y, const float *dy, float *dx, PetscScalar *dtheta)
-{
-  Layer_MaxPool    *pool = (Layer_MaxPool *)layer->data;
-  const PetscInt    in = layer->insize, out = layer->outsize, N = n * out;
-  PetscErrorCode    err = 0;
-  LayerWindowVolume v;
-
-  PetscFunctionBegin;
-  if (!dx) PetscFunctionReturn(0);
-  PetscCheck(n == pool->nwork, PETSC_COMM_SELF, PETSC_ERR_ORDER, "maxpool backward on %" PetscInt_FMT " samples after a forward pass on %" PetscInt_FMT ": call forward first", n, pool->nwork);
-  LayerWindowGetVolume(&pool->win, &v);
-  if (act) PetscCall(MaxPoolMaskScratch(pool, n, y, (size_t)out * sizeof(float)));
-#pragma omp parallel for num_threads(PetNetThreads()) schedule(guided) if (n > 1 && N > 4096)
-  for (PetscInt s = 0; s < n; s++) {
-    const int32_t *am  = pool->argmax + (size_t)s * out;
-    const float   *g   = dy + (size_t)s * out;
-    float         *dxs = dx + (size_t)s * in;
-
-    if (act) {
-      /* the activation's derivative at a window's maximum x[argmax[j]] is its derivative at the window's output
-         y[j], the same value: mask the sample's dy (a quarter of dx's entries for 2x2 windows, in cache) and scatter
-         it, instead of masking all of dx; the same values (up to the sign of a zero) */
-      float *gm = (float *)pool->gmask + (size_t)PetNetThreadId() * out;
-
-      for (PetscInt j = 0; j < out; j++) gm[j] = g[j];
-      PetNetThreadsSetError(&err, LayerMaskSingle(act, out, y + (size_t)s * out, gm));
-      g = gm;
-    }
-    if (pool->tiled)
-      MaxPoolBackwardTiledSingle(&v, pool->tap, layer->in.dim[layer->in.ndim - 1], g, am, dxs);
-    else {
-      for (PetscInt i = 0; i < in; i++) dxs[i] = 0.0f;
-      for (PetscInt j = 0; j < out; j++) dxs[am[j]] += g[j];
-    }
-  }
-  PetNetThreadsCheck(err, "maxpool backward");
-  PetscCall(PetscLogFlops(1.0 * N));
-  PetscFunctionReturn(0);
-}
-
-static PetscErrorCode LayerBackwardSingle_MaxPool(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, const float *y, const float *dy, float *dx, PetscScalar *dtheta)
-{
-  PetscFunctionBegin;
-  PetscCall(LayerBackwardMaskSingle_MaxPool(layer, NULL, n, theta, x, y, dy, dx, dtheta));
-  PetscFunctionReturn(0);
-}
-
-static PetscErrorCode LayerJVPSingle_MaxPool(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, const float *y, const float *dx, const PetscScalar *dtheta, float *dy)
-{
-  Layer_MaxPool *pool = (Layer_MaxPool *)layer->data;
-  const PetscInt in = layer->insize, out = layer->outsize, N = n * out;
-
-  PetscFunctionBegin;
-  PetscCheck(n == pool->nwork, PETSC_COMM_SELF, PETSC_ERR_ORDER, "maxpool jvp on %" PetscInt_FMT " samples after a forward pass on %" PetscInt_FMT ": call forward first", n, pool->nwork);
-  if (!dx) {
-    for (PetscInt j = 0; j < N; j++) dy[j] = 0.0f;
-    PetscFunctionReturn(0);
-  }
-#pragma omp parallel for num_threads(PetNetThreads()) schedule(guided) if (n > 1 && N > 4096)
-  for (PetscInt s = 0; s < n; s++) {
-    const int32_t *am = pool->argmax + (size_t)s * out;
-
-    for (PetscInt j = 0; j < out; j++) dy[(size_t)s * out + j] = dx[(size_t)s * in + am[j]];
-  }
-  PetscFunctionReturn(0);
-}
+/* the kernels and the layer's passes, in double and in float (maxpoolkernels.h) */
+#define MAXPOOL_T       PetscScalar
+#define MAXPOOL_NAME(f) f
+#include "maxpoolkernels.h"
+#undef MAXPOOL_T
+#undef MAXPOOL_NAME
+#define MAXPOOL_T       float
+#define MAXPOOL_NAME(f) f##Single
+#include "maxpoolkernels.h"
+#undef MAXPOOL_T
+#undef MAXPOOL_NAME
 
 static PetscErrorCode LayerReset_MaxPool(Layer layer)
 {
@@ -336,14 +163,14 @@ PETSC_INTERN PetscErrorCode LayerCreate_MaxPool(Layer layer)
   PetscFunctionBegin;
   PetscCall(LayerCreatePool_Private(layer, sizeof(Layer_MaxPool)));
   layer->ops->setup              = LayerSetUp_MaxPool;
-  layer->ops->forward            = LayerForward_MaxPool;
-  layer->ops->backwardmask       = LayerBackwardMask_MaxPool; /* an activation's derivative on each sample of dx (layerimpl.h) */
-  layer->ops->backwardmasksingle = LayerBackwardMaskSingle_MaxPool;
-  layer->ops->backward           = LayerBackward_MaxPool;
-  layer->ops->jvp                = LayerJVP_MaxPool;
-  layer->ops->forwardsingle      = LayerForwardSingle_MaxPool;
-  layer->ops->backwardsingle     = LayerBackwardSingle_MaxPool;
-  layer->ops->jvpsingle          = LayerJVPSingle_MaxPool;
+  layer->ops->forward            = MaxPoolForward;
+  layer->ops->backwardmask       = MaxPoolBackwardMask; /* an activation's derivative on each sample of dx (layerimpl.h) */
+  layer->ops->backwardmasksingle = MaxPoolBackwardMaskSingle;
+  layer->ops->backward           = MaxPoolBackward;
+  layer->ops->jvp                = MaxPoolJVP;
+  layer->ops->forwardsingle      = MaxPoolForwardSingle;
+  layer->ops->backwardsingle     = MaxPoolBackwardSingle;
+  layer->ops->jvpsingle          = MaxPoolJVPSingle;
   layer->sozero                  = PETSC_TRUE; /* linear (or piecewise linear) in x: no curvature term */
   layer->ops->reset              = LayerReset_MaxPool;
   layer->ops->destroy            = LayerDestroy_MaxPool;

@@ -1,5 +1,5 @@
 /*
-  maxpool's kernels on one element type, included once per type by maxpool.c:
+  maxpool's kernels and its passes (at the end) on one element type, included once per type by maxpool.c:
     MAXPOOL_T        PetscScalar or float
     MAXPOOL_NAME(f)  f or fSingle
   Each works on one sample (the caller's loop over samples runs them on the threads); argmax holds, per output, the
@@ -154,4 +154,98 @@ static MAXPOOL_TARGET_CLONES void MAXPOOL_NAME(MaxPoolBackwardTiled)(const Layer
       for (PetscInt i = w0 * C; i < W * C; i++) row[i] = 0;
     }
   }
+}
+
+/*
+  The layer's passes on MAXPOOL_T values (the ops forward, backward, backwardmask, jvp and their *single entries): the
+  same kernels, so the same argmax on the same values; backward adds dy in MAXPOOL_T in the same order and applies a
+  fused activation's derivative at the outputs (MAXPOOL_NAME(LayerMask): activatemask or activatemasksingle).
+*/
+static PetscErrorCode MAXPOOL_NAME(MaxPoolForward)(Layer layer, PetscInt n, const PetscScalar *theta, const MAXPOOL_T *x, MAXPOOL_T *y)
+{
+  Layer_MaxPool    *pool = (Layer_MaxPool *)layer->data;
+  const PetscInt    in = layer->insize, out = layer->outsize;
+  LayerWindowVolume v;
+  PetscInt          C;
+
+  PetscFunctionBegin;
+  PetscCall(MaxPoolGetArgmax(layer, n, &v, &C));
+#pragma omp parallel for num_threads(PetNetThreads()) schedule(guided) if (n > 1 && n * out > 4096)
+  for (PetscInt s = 0; s < n; s++) {
+    if (pool->tiled)
+      MAXPOOL_NAME(MaxPoolForwardTiled)(&v, pool->tap, C, x + (size_t)s * in, y + (size_t)s * out, pool->argmax + (size_t)s * out);
+    else
+      MAXPOOL_NAME(MaxPoolForwardGeneral)(&v, C, x + (size_t)s * in, y + (size_t)s * out, pool->argmax + (size_t)s * out);
+  }
+  PetscCall(PetscLogFlops(1.0 * n * out * v.k[0] * v.k[1] * v.k[2]));
+  PetscFunctionReturn(0);
+}
+
+/* dx = J^T (act'(y) dy), act the activation before it passed by the caller (or NULL) */
+static PetscErrorCode MAXPOOL_NAME(MaxPoolBackwardMask)(Layer layer, Layer act, PetscInt n, const PetscScalar *theta, const MAXPOOL_T *x, const MAXPOOL_T *y, const MAXPOOL_T *dy, MAXPOOL_T *dx, PetscScalar *dtheta)
+{
+  Layer_MaxPool    *pool = (Layer_MaxPool *)layer->data;
+  const PetscInt    in = layer->insize, out = layer->outsize, N = n * out;
+  PetscErrorCode    err = 0;
+  LayerWindowVolume v;
+
+  PetscFunctionBegin;
+  if (!dx) PetscFunctionReturn(0);
+  PetscCheck(n == pool->nwork, PETSC_COMM_SELF, PETSC_ERR_ORDER, "maxpool backward on %" PetscInt_FMT " samples after a forward pass on %" PetscInt_FMT ": call forward first", n, pool->nwork);
+  LayerWindowGetVolume(&pool->win, &v);
+  if (act) PetscCall(MaxPoolMaskScratch(pool, n, y, (size_t)out * sizeof(MAXPOOL_T)));
+#pragma omp parallel for num_threads(PetNetThreads()) schedule(guided) if (n > 1 && N > 4096)
+  for (PetscInt s = 0; s < n; s++) {
+    const int32_t   *am  = pool->argmax + (size_t)s * out;
+    const MAXPOOL_T *g   = dy + (size_t)s * out;
+    MAXPOOL_T       *dxs = dx + (size_t)s * in;
+
+    if (act) {
+      /* the activation's derivative at a window's maximum x[argmax[j]] is its derivative at the window's output
+         y[j], the same value: mask the sample's dy (a quarter of dx's entries for 2x2 windows, in cache) and scatter
+         it, instead of masking all of dx; the same values (up to the sign of a zero) */
+      MAXPOOL_T *gm = (MAXPOOL_T *)pool->gmask + (size_t)PetNetThreadId() * out;
+
+      for (PetscInt j = 0; j < out; j++) gm[j] = g[j];
+      PetNetThreadsSetError(&err, MAXPOOL_NAME(LayerMask)(act, out, y + (size_t)s * out, gm));
+      g = gm;
+    }
+    if (pool->tiled)
+      MAXPOOL_NAME(MaxPoolBackwardTiled)(&v, pool->tap, layer->in.dim[layer->in.ndim - 1], g, am, dxs);
+    else {
+      for (PetscInt i = 0; i < in; i++) dxs[i] = 0;
+      for (PetscInt j = 0; j < out; j++) dxs[am[j]] += g[j];
+    }
+  }
+  PetNetThreadsCheck(err, "maxpool backward");
+  PetscCall(PetscLogFlops(1.0 * N));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode MAXPOOL_NAME(MaxPoolBackward)(Layer layer, PetscInt n, const PetscScalar *theta, const MAXPOOL_T *x, const MAXPOOL_T *y, const MAXPOOL_T *dy, MAXPOOL_T *dx, PetscScalar *dtheta)
+{
+  PetscFunctionBegin;
+  PetscCall(MAXPOOL_NAME(MaxPoolBackwardMask)(layer, NULL, n, theta, x, y, dy, dx, dtheta));
+  PetscFunctionReturn(0);
+}
+
+/* dy[j] = dx[argmax[j]]; zero when dx is NULL (zero) */
+static PetscErrorCode MAXPOOL_NAME(MaxPoolJVP)(Layer layer, PetscInt n, const PetscScalar *theta, const MAXPOOL_T *x, const MAXPOOL_T *y, const MAXPOOL_T *dx, const PetscScalar *dtheta, MAXPOOL_T *dy)
+{
+  Layer_MaxPool *pool = (Layer_MaxPool *)layer->data;
+  const PetscInt in = layer->insize, out = layer->outsize, N = n * out;
+
+  PetscFunctionBegin;
+  PetscCheck(n == pool->nwork, PETSC_COMM_SELF, PETSC_ERR_ORDER, "maxpool jvp on %" PetscInt_FMT " samples after a forward pass on %" PetscInt_FMT ": call forward first", n, pool->nwork);
+  if (!dx) {
+    for (PetscInt j = 0; j < N; j++) dy[j] = 0;
+    PetscFunctionReturn(0);
+  }
+#pragma omp parallel for num_threads(PetNetThreads()) schedule(guided) if (n > 1 && N > 4096)
+  for (PetscInt s = 0; s < n; s++) {
+    const int32_t *am = pool->argmax + (size_t)s * out;
+
+    for (PetscInt j = 0; j < out; j++) dy[(size_t)s * out + j] = dx[(size_t)s * in + am[j]];
+  }
+  PetscFunctionReturn(0);
 }

@@ -808,15 +808,10 @@ static PetscErrorCode LayerTensors_Mpnn(Layer layer, PetscInt *n, LayerTensorInf
 
   PetscFunctionBegin;
   MpnnOffsets(layer, &off[0], &off[1], &off[2], &off[3]);
-  PetscCall(PetscMemzero(info, 4 * sizeof(info[0])));
   for (PetscInt k = 0; k < 4; k++) {
-    PetscCall(PetscStrcpy(info[k].name, names[k]));
-    info[k].offset  = off[k];
-    info[k].size    = rows[k] * cols[k];
-    info[k].ndim    = cols[k] > 1 ? 2 : 1;
-    info[k].dims[0] = rows[k];
-    info[k].dims[1] = cols[k];
-    info[k].layout  = LAYER_TENSOR_SAME;
+    const PetscInt dims[2] = {rows[k], cols[k]};
+
+    PetscCall(LayerTensorSet_Private(&info[k], names[k], off[k], LAYER_TENSOR_SAME, cols[k] > 1 ? 2 : 1, dims));
   }
   *n = 4;
   PetscFunctionReturn(0);

@@ -23,120 +23,71 @@ PETSC_INTERN PetscErrorCode LayerCreatePointwise_Private(Layer, PointwiseFunctio
     backward    dx[i]     = f'(x[i]) dy[i]
     jvp         dy[i]     = f'(x[i]) dx[i]
     sobackward  dxdot[i] += f''(x[i]) xdot[i] dy[i]     (d/de of backward at x + e xdot, dy fixed; ACCUMULATES)
-  They are static inline with f, f' and f'' as arguments: each kind instantiates them with its own functions
-  (POINTWISE_KERNELS, POINTWISE_SOKERNEL), so the compiler inlines f, f' and f'' into the loop instead of calling
-  through a pointer per entry. The piecewise-linear kinds (identity, relu, leakyrelu) have f'' = 0 away from their kink
-  and no sobackward: they set the layer's sozero.
+  Each kind instantiates them with its own functions (POINTWISE_KERNELS, POINTWISE_SINGLE_KERNELS, POINTWISE_SOKERNEL),
+  so the compiler inlines f, f' and f'' into the loop instead of calling through a pointer per entry. The
+  piecewise-linear kinds (identity, relu, leakyrelu) have f'' = 0 away from their kink and no sobackward: they set the
+  layer's sozero.
 
   Threads: POINTWISE_BLOCKS cuts the entries into blocks (of at least POINTWISE_BLOCK entries) run on PetNet's threads;
   elementwise, so the same bits for any number of threads. The parallel loop is written in each kind's kernel, where f
-  is a function's name (in a loop of the inline functions, OpenMP's outlined body would call f through a pointer), and
-  one block runs without a parallel region (so that a cloned kernel keeps its AVX2 loop).
+  is a function's name (in a loop of inline functions taking f, OpenMP's outlined body would call f through a
+  pointer), and one block runs without a parallel region (so that a cloned kernel keeps its AVX2 loop).
 */
 #define POINTWISE_BLOCK 16384
-
-static inline void PointwiseForward(PetscInt i0, PetscInt i1, PetscReal a, const PetscScalar *x, PetscScalar *y, PointwiseFunction f)
-{
-  for (PetscInt i = i0; i < i1; i++) y[i] = f(x[i], a);
-}
-
-static inline void PointwiseBackward(PetscInt i0, PetscInt i1, PetscReal a, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dy, PetscScalar *dx, PointwiseDerivative df)
-{
-  for (PetscInt i = i0; i < i1; i++) dx[i] = df(x[i], y[i], a) * dy[i];
-}
-
-static inline void PointwiseJVP(PetscInt i0, PetscInt i1, PetscReal a, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dx, PetscScalar *dy, PointwiseDerivative df)
-{
-  for (PetscInt i = i0; i < i1; i++) dy[i] = df(x[i], y[i], a) * dx[i];
-}
-
-static inline void PointwiseSOBackward(PetscInt i0, PetscInt i1, PetscReal a, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *dy, PetscScalar *dxdot, PointwiseDerivative d2f)
-{
-  for (PetscInt i = i0; i < i1; i++) dxdot[i] += d2f(x[i], y[i], a) * xdot[i] * dy[i];
-}
 
 /* CALL on the blocks [i0, i1) of the N entries: on PetNet's threads when there are several */
 #define POINTWISE_BLOCKS(N, CALL) PETNET_THREAD_BLOCKS(N, POINTWISE_BLOCK, CALL)
 
 /*
-  The three kernels of one kind, with F and DF inlined. POINTWISE_KERNELS_CLONED also compiles the forward loop for
-  AVX-512 and AVX2, picked at load time on CPUs that have them (GCC's function multi-versioning; the baseline build
-  targets x86-64-v2, whose vectors hold 2 doubles, not 8 or 4). GCC's AVX-512 target includes FMA, and GCC would fuse
-  a * b + c into one rounding there: fp-contract=off keeps every operation rounded as the baseline code rounds it, so
-  the results are the same bits on any CPU.
+  The three kernels of one kind, with F and DF inlined, on values of type T (PetscScalar: LayerForward_Kind, ...;
+  float: LayerForwardSingle_Kind, ...). POINTWISE_KERNELS_CLONED also compiles the double forward loop for AVX-512 and
+  AVX2, picked at load time on CPUs that have them (GCC's function multi-versioning; the baseline build targets
+  x86-64-v2, whose vectors hold 2 doubles, not 8 or 4). GCC's AVX-512 target includes FMA, and GCC would fuse a * b + c
+  into one rounding there: fp-contract=off keeps every operation rounded as the baseline code rounds it, so the
+  results are the same bits on any CPU.
+
+  Single precision (layerimpl.h: float values, a Net at -net_precision single): each entry is widened to double for f
+  and f' and its result rounded once to float. The elementwise layers move memory, they do not compute much: reading
+  and writing floats halves their traffic, and the double arithmetic in registers costs nothing measurable, so the
+  kinds share f and f' with double precision and every result is f correctly rounded (to within double's error). In
+  place (x == y) works: each entry is read before it is written.
 */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
 #define POINTWISE_TARGET_CLONES __attribute__((target_clones("avx512f", "avx2", "default"), optimize("fp-contract=off")))
 #else
 #define POINTWISE_TARGET_CLONES
 #endif
-#define POINTWISE_KERNELS(Kind, F, DF)        POINTWISE_KERNELS_ATTR(Kind, F, DF, )
-#define POINTWISE_KERNELS_CLONED(Kind, F, DF) POINTWISE_KERNELS_ATTR(Kind, F, DF, POINTWISE_TARGET_CLONES)
-#define POINTWISE_KERNELS_ATTR(Kind, F, DF, FORWARD_ATTRIBUTE)                                                                                                                                            \
-  static FORWARD_ATTRIBUTE PetscErrorCode LayerForward_##Kind(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)                                                    \
-  {                                                                                                                                                                                                       \
-    Layer_Pointwise *pw = (Layer_Pointwise *)layer->data;                                                                                                                                                 \
-    const PetscInt   N  = n * layer->insize;                                                                                                                                                              \
-    const PetscReal  a  = pw->alpha;                                                                                                                                                                      \
-                                                                                                                                                                                                          \
-    POINTWISE_BLOCKS(N, PointwiseForward(i0, i1, a, x, y, F));                                                                                                                                            \
-    return PetscLogFlops(pw->flops_f * N);                                                                                                                                                                \
-  }                                                                                                                                                                                                       \
-  static PetscErrorCode LayerBackward_##Kind(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)  \
-  {                                                                                                                                                                                                       \
-    Layer_Pointwise *pw = (Layer_Pointwise *)layer->data;                                                                                                                                                 \
-    const PetscInt   N  = n * layer->insize;                                                                                                                                                              \
-    const PetscReal  a  = pw->alpha;                                                                                                                                                                      \
-                                                                                                                                                                                                          \
-    if (!dx) return 0;                                                                                                                                                                                    \
-    POINTWISE_BLOCKS(N, PointwiseBackward(i0, i1, a, x, y, dy, dx, DF));                                                                                                                                  \
-    return PetscLogFlops((pw->flops_df + 1) * N);                                                                                                                                                         \
-  }                                                                                                                                                                                                       \
-  static PetscErrorCode LayerJVP_##Kind(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dx, const PetscScalar *dtheta, PetscScalar *dy) \
-  {                                                                                                                                                                                                       \
-    Layer_Pointwise *pw = (Layer_Pointwise *)layer->data;                                                                                                                                                 \
-    const PetscInt   N  = n * layer->insize;                                                                                                                                                              \
-    const PetscReal  a  = pw->alpha;                                                                                                                                                                      \
-                                                                                                                                                                                                          \
-    POINTWISE_BLOCKS(N, PointwiseJVP(i0, i1, a, x, y, dx, dy, DF));                                                                                                                                       \
-    return PetscLogFlops((pw->flops_df + 1) * N);                                                                                                                                                         \
-  }
-
-/*
-  Single precision (layerimpl.h: float values, a Net at -net_precision single): the same loops on float arrays, each
-  entry widened to double for f and f' and its result rounded once to float. The elementwise layers move memory, they
-  do not compute much: reading and writing floats halves their traffic, and the double arithmetic in registers costs
-  nothing measurable, so the kinds share f and f' with double precision and every result is f correctly rounded
-  (to within double's error). In place (x == y) works: each entry is read before it is written.
-*/
-#define POINTWISE_SINGLE_KERNELS(Kind, F, DF)                                                                                                                                           \
-  static PetscErrorCode LayerForwardSingle_##Kind(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, float *y)                                                          \
-  {                                                                                                                                                                                     \
-    Layer_Pointwise *pw = (Layer_Pointwise *)layer->data;                                                                                                                               \
-    const PetscInt   N  = n * layer->insize;                                                                                                                                            \
-    const PetscReal  a  = pw->alpha;                                                                                                                                                    \
-                                                                                                                                                                                        \
-    POINTWISE_BLOCKS(N, for (PetscInt i = i0; i < i1; i++) y[i] = (float)F((PetscScalar)x[i], a));                                                                                      \
-    return PetscLogFlops(pw->flops_f * N);                                                                                                                                              \
-  }                                                                                                                                                                                     \
-  static PetscErrorCode LayerBackwardSingle_##Kind(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, const float *y, const float *dy, float *dx, PetscScalar *dtheta)  \
-  {                                                                                                                                                                                     \
-    Layer_Pointwise *pw = (Layer_Pointwise *)layer->data;                                                                                                                               \
-    const PetscInt   N  = n * layer->insize;                                                                                                                                            \
-    const PetscReal  a  = pw->alpha;                                                                                                                                                    \
-                                                                                                                                                                                        \
-    if (!dx) return 0;                                                                                                                                                                  \
-    POINTWISE_BLOCKS(N, for (PetscInt i = i0; i < i1; i++) dx[i] = (float)(DF((PetscScalar)x[i], (PetscScalar)y[i], a) * dy[i]));                                                       \
-    return PetscLogFlops((pw->flops_df + 1) * N);                                                                                                                                       \
-  }                                                                                                                                                                                     \
-  static PetscErrorCode LayerJVPSingle_##Kind(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, const float *y, const float *dx, const PetscScalar *dtheta, float *dy) \
-  {                                                                                                                                                                                     \
-    Layer_Pointwise *pw = (Layer_Pointwise *)layer->data;                                                                                                                               \
-    const PetscInt   N  = n * layer->insize;                                                                                                                                            \
-    const PetscReal  a  = pw->alpha;                                                                                                                                                    \
-                                                                                                                                                                                        \
-    POINTWISE_BLOCKS(N, for (PetscInt i = i0; i < i1; i++) dy[i] = (float)(DF((PetscScalar)x[i], (PetscScalar)y[i], a) * dx[i]));                                                       \
-    return PetscLogFlops((pw->flops_df + 1) * N);                                                                                                                                       \
+#define POINTWISE_KERNELS(Kind, F, DF)        POINTWISE_KERNELS_T(Kind, F, DF, PetscScalar, , )
+#define POINTWISE_KERNELS_CLONED(Kind, F, DF) POINTWISE_KERNELS_T(Kind, F, DF, PetscScalar, , POINTWISE_TARGET_CLONES)
+#define POINTWISE_SINGLE_KERNELS(Kind, F, DF) POINTWISE_KERNELS_T(Kind, F, DF, float, Single, )
+#define POINTWISE_KERNELS_T(Kind, F, DF, T, Single, FORWARD_ATTRIBUTE)                                                                                                      \
+  static FORWARD_ATTRIBUTE PetscErrorCode LayerForward##Single##_##Kind(Layer layer, PetscInt n, const PetscScalar *theta, const T *x, T *y)                                \
+  {                                                                                                                                                                         \
+    Layer_Pointwise *pw = (Layer_Pointwise *)layer->data;                                                                                                                   \
+    const PetscInt   N  = n * layer->insize;                                                                                                                                \
+    const PetscReal  a  = pw->alpha;                                                                                                                                        \
+                                                                                                                                                                            \
+    POINTWISE_BLOCKS(N, for (PetscInt i = i0; i < i1; i++) y[i] = (T)F((PetscScalar)x[i], a));                                                                              \
+    return PetscLogFlops(pw->flops_f * N);                                                                                                                                  \
+  }                                                                                                                                                                         \
+  static PetscErrorCode LayerBackward##Single##_##Kind(Layer layer, PetscInt n, const PetscScalar *theta, const T *x, const T *y, const T *dy, T *dx, PetscScalar *dtheta)  \
+  {                                                                                                                                                                         \
+    Layer_Pointwise *pw = (Layer_Pointwise *)layer->data;                                                                                                                   \
+    const PetscInt   N  = n * layer->insize;                                                                                                                                \
+    const PetscReal  a  = pw->alpha;                                                                                                                                        \
+                                                                                                                                                                            \
+    if (!dx) return 0;                                                                                                                                                      \
+    POINTWISE_BLOCKS(N, for (PetscInt i = i0; i < i1; i++) dx[i] = (T)(DF((PetscScalar)x[i], (PetscScalar)y[i], a) * dy[i]));                                               \
+    return PetscLogFlops((pw->flops_df + 1) * N);                                                                                                                           \
+  }                                                                                                                                                                         \
+  static PetscErrorCode LayerJVP##Single##_##Kind(Layer layer, PetscInt n, const PetscScalar *theta, const T *x, const T *y, const T *dx, const PetscScalar *dtheta, T *dy) \
+  {                                                                                                                                                                         \
+    Layer_Pointwise *pw = (Layer_Pointwise *)layer->data;                                                                                                                   \
+    const PetscInt   N  = n * layer->insize;                                                                                                                                \
+    const PetscReal  a  = pw->alpha;                                                                                                                                        \
+                                                                                                                                                                            \
+    POINTWISE_BLOCKS(N, for (PetscInt i = i0; i < i1; i++) dy[i] = (T)(DF((PetscScalar)x[i], (PetscScalar)y[i], a) * dx[i]));                                               \
+    return PetscLogFlops((pw->flops_df + 1) * N);                                                                                                                           \
   }
 
 #define POINTWISE_SET_SINGLE_KERNELS(layer, Kind)              \
@@ -164,7 +115,7 @@ static inline void PointwiseSOBackward(PetscInt i0, PetscInt i1, PetscReal a, co
     const PetscReal  a  = pw->alpha;                                                                                                                                                                                                                \
                                                                                                                                                                                                                                                     \
     if (!xdot || !dxdot) return 0;                                                                                                                                                                                                                  \
-    POINTWISE_BLOCKS(N, PointwiseSOBackward(i0, i1, a, x, y, xdot, dy, dxdot, D2F));                                                                                                                                                                \
+    POINTWISE_BLOCKS(N, for (PetscInt i = i0; i < i1; i++) dxdot[i] += D2F(x[i], y[i], a) * xdot[i] * dy[i]);                                                                                                                                       \
     return PetscLogFlops((pw->flops_d2f + 3) * N);                                                                                                                                                                                                  \
   }
 #define POINTWISE_SET_SOKERNEL(layer, Kind, FLOPS)                          \

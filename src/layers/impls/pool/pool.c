@@ -81,52 +81,32 @@ static PetscErrorCode LayerGetArguments_Pool(Layer layer, size_t len, char args[
 
 static PetscErrorCode LayerSetFromOptions_Pool(Layer layer, PetscOptionItems *PetscOptionsObject)
 {
-  LayerWindow *win  = (LayerWindow *)layer->data;
-  const char  *kind = ((PetscObject)layer)->type_name;
-  MPI_Comm     comm = PetscObjectComm((PetscObject)layer);
-  PetscInt     stride[3], ns, v[3], n;
-  char         opt[64], value[64];
-  PetscBool    flg;
+  LayerWindow             *win     = (LayerWindow *)layer->data;
+  const char              *kind    = ((PetscObject)layer)->type_name;
+  MPI_Comm                 comm    = PetscObjectComm((PetscObject)layer);
+  const LayerWindowSetting which[] = {LAYER_WINDOW_KERNEL, LAYER_WINDOW_STRIDE, LAYER_WINDOW_PADDING};
+  const char *const        names[] = {"kernel", "stride", "padding"};
+  const char *const        texts[] = {"Window size, K, KHxKW or KDxKHxKW", "Stride, S, SHxSW or SDxSHxSW (default: the kernel size)", "Padding, P, PHxPW or PDxPHxPW (at most half the kernel)"};
+  const char *const        mans[]  = {"LayerPoolSetKernel", "LayerPoolSetStride", "LayerPoolSetPadding"};
+  PetscInt                 stride[3], ns, v[3], n;
+  char                     opt[64], value[64];
+  PetscBool                flg;
 
   PetscFunctionBegin;
   PoolResolveStride(win, stride, &ns);
   PetscOptionsHeadBegin(PetscOptionsObject, "Pooling layer options");
-  PetscCall(PetscSNPrintf(opt, sizeof(opt), "-%s_kernel", kind));
-  PetscCall(LayerWindowToString(win->k, win->given[LAYER_WINDOW_KERNEL], sizeof(value), value));
-  PetscCall(PetscOptionsString(opt, "Window size, K, KHxKW or KDxKHxKW", "LayerPoolSetKernel", value, value, sizeof(value), &flg));
-  if (flg) {
-    PetscCall(LayerWindowParse(comm, opt, value, 0, v, &n));
-    PetscCall(LayerPoolSetWindow_Pool(layer, LAYER_WINDOW_KERNEL, n, v));
-  }
-  PetscCall(PetscSNPrintf(opt, sizeof(opt), "-%s_stride", kind));
-  PetscCall(LayerWindowToString(stride, ns, sizeof(value), value));
-  PetscCall(PetscOptionsString(opt, "Stride, S, SHxSW or SDxSHxSW (default: the kernel size)", "LayerPoolSetStride", value, value, sizeof(value), &flg));
-  if (flg) {
-    PetscCall(LayerWindowParse(comm, opt, value, 0, v, &n));
-    PetscCall(LayerPoolSetWindow_Pool(layer, LAYER_WINDOW_STRIDE, n, v));
-  }
-  PetscCall(PetscSNPrintf(opt, sizeof(opt), "-%s_padding", kind));
-  PetscCall(LayerWindowToString(win->pad, win->given[LAYER_WINDOW_PADDING], sizeof(value), value));
-  PetscCall(PetscOptionsString(opt, "Padding, P, PHxPW or PDxPHxPW (at most half the kernel)", "LayerPoolSetPadding", value, value, sizeof(value), &flg));
-  if (flg) {
-    PetscCall(LayerWindowParse(comm, opt, value, 0, v, &n));
-    PetscCall(LayerPoolSetWindow_Pool(layer, LAYER_WINDOW_PADDING, n, v));
+  for (PetscInt w = 0; w < 3; w++) {
+    const PetscInt *shown[] = {win->k, stride, win->pad}, nshown[] = {win->given[LAYER_WINDOW_KERNEL], ns, win->given[LAYER_WINDOW_PADDING]};
+
+    PetscCall(PetscSNPrintf(opt, sizeof(opt), "-%s_%s", kind, names[w]));
+    PetscCall(LayerWindowToString(shown[w], nshown[w], sizeof(value), value));
+    PetscCall(PetscOptionsString(opt, texts[w], mans[w], value, value, sizeof(value), &flg));
+    if (flg) {
+      PetscCall(LayerWindowParse(comm, opt, value, 0, v, &n));
+      PetscCall(LayerPoolSetWindow_Pool(layer, which[w], n, v));
+    }
   }
   PetscOptionsHeadEnd();
-  PetscFunctionReturn(0);
-}
-
-/* "2x2" or "2x2x2": all nsd entries, as the view shows them */
-static PetscErrorCode PoolFullString(const PetscInt v[], PetscInt nsd, size_t len, char str[])
-{
-  size_t used = 0;
-
-  PetscFunctionBegin;
-  str[0] = 0;
-  for (PetscInt d = 0; d < nsd; d++) {
-    PetscCall(PetscSNPrintf(str + used, len - used, d ? "x%" PetscInt_FMT : "%" PetscInt_FMT, v[d]));
-    PetscCall(PetscStrlen(str, &used));
-  }
   PetscFunctionReturn(0);
 }
 
@@ -138,9 +118,9 @@ static PetscErrorCode LayerView_Pool(Layer layer, PetscViewer viewer)
 
   PetscFunctionBegin;
   PoolResolveStride(win, stride, &ns);
-  PetscCall(PoolFullString(win->k, nsd, sizeof(k), k));
-  PetscCall(PoolFullString(stride, nsd, sizeof(s), s));
-  PetscCall(PoolFullString(win->pad, nsd, sizeof(p), p));
+  PetscCall(LayerWindowToFullString(win->k, nsd, sizeof(k), k));
+  PetscCall(LayerWindowToFullString(stride, nsd, sizeof(s), s));
+  PetscCall(LayerWindowToFullString(win->pad, nsd, sizeof(p), p));
   PetscCall(PetscViewerASCIIPrintf(viewer, "kernel %s, stride %s, padding %s%s\n", k, s, p, layer->setupcalled && layer->fielddim ? " (point form: pools a field)" : ""));
   PetscFunctionReturn(0);
 }

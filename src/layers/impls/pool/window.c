@@ -46,12 +46,21 @@ PetscErrorCode LayerWindowParse(MPI_Comm comm, const char name[], const char str
 PetscErrorCode LayerWindowToString(const PetscInt v[], PetscInt n, size_t len, char str[])
 {
   PetscBool same = PETSC_TRUE;
-  size_t    used = 0;
 
   PetscFunctionBegin;
   for (PetscInt d = 1; d < n; d++) same = (PetscBool)(same && v[d] == v[0]);
+  PetscCall(LayerWindowToFullString(v, same ? 1 : n, len, str));
+  PetscFunctionReturn(0);
+}
+
+/* "2x2" or "2x2x2": all n entries, as the views show them */
+PetscErrorCode LayerWindowToFullString(const PetscInt v[], PetscInt n, size_t len, char str[])
+{
+  size_t used = 0;
+
+  PetscFunctionBegin;
   str[0] = 0;
-  for (PetscInt d = 0; d < (same ? 1 : n); d++) {
+  for (PetscInt d = 0; d < n; d++) {
     PetscCall(PetscSNPrintf(str + used, len - used, d ? "x%" PetscInt_FMT : "%" PetscInt_FMT, v[d]));
     PetscCall(PetscStrlen(str, &used));
   }

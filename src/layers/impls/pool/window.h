@@ -43,6 +43,7 @@ typedef struct {
 
 PETSC_INTERN PetscErrorCode LayerWindowParse(MPI_Comm, const char[], const char[], PetscInt, PetscInt[3], PetscInt *);
 PETSC_INTERN PetscErrorCode LayerWindowToString(const PetscInt[], PetscInt, size_t, char[]);
+PETSC_INTERN PetscErrorCode LayerWindowToFullString(const PetscInt[], PetscInt, size_t, char[]);
 PETSC_INTERN PetscErrorCode LayerWindowSet(Layer, LayerWindow *, LayerWindowSetting, PetscInt, const PetscInt[]);
 PETSC_INTERN PetscInt      *LayerWindowGetSetting(LayerWindow *, LayerWindowSetting);
 PETSC_INTERN PetscErrorCode LayerWindowSetUp(Layer, LayerWindow *, PetscInt, const PetscInt[]);

@@ -347,13 +347,6 @@ static PetscErrorCode LayerSetGridBlock_Upsample(Layer layer, PetscInt nsd, cons
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode LayerReset_Upsample(Layer layer)
-{
-  PetscFunctionBegin;
-  PetscCall(UpsampleResetTables(layer));
-  PetscFunctionReturn(0);
-}
-
 static PetscErrorCode LayerDestroy_Upsample(Layer layer)
 {
   PetscFunctionBegin;
@@ -388,7 +381,7 @@ PETSC_INTERN PetscErrorCode LayerCreate_Upsample(Layer layer)
   layer->ops->getscale       = LayerGetScale_Upsample;
   layer->ops->gridbox        = LayerGridBox_Upsample;
   layer->ops->setgridblock   = LayerSetGridBlock_Upsample;
-  layer->ops->reset          = LayerReset_Upsample;
+  layer->ops->reset          = UpsampleResetTables;
   layer->ops->destroy        = LayerDestroy_Upsample;
   layer->sozero              = PETSC_TRUE; /* linear in x: no curvature term */
   layer->gradfree            = PETSC_TRUE; /* no parameters */
