@@ -58,6 +58,7 @@ SMALL = {
     "bin/tests/test_tour": "-train_dataset_limit 256 -test_dataset_limit 128 -trainer_epochs 1",
     "bin/tests/test_meshpartition": "",
     "bin/tests/test_jacobiandiag": "",
+    "bin/tests/test_spatial": "",
 }
 PLACEHOLDER = re.compile(r"(^|[/=_.])[A-Z][A-Z0-9_]*($|[/.:])")  # NAME.opts, FILE, N, MODE, ...
 MAX_RANKS = 2
