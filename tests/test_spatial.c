@@ -20,9 +20,14 @@ static const char help[] = "Grid mode (NetSetGrid(), netspatial.c) against batch
                            "  relative; <Hv,w> = <v,Hw> to 1e-12 |Hv||w|; <Gv,v> >= -1e-12 |Gv||v|; the product in chunks of one field\n"
                            "  equals the one-pass product (1e-12; -nfields >= 2, no batchnorm in training mode); the exact product\n"
                            "  equals central differences of the gradient to 1e-6. At single or bfloat16: 20 L u against batch mode,\n"
-                           "  10 L u for symmetry and chunks, no finite differences (the batch-mode reference is double).\n";
+                           "  10 L u for symmetry and chunks, no finite differences (the batch-mode reference is double).\n"
+                           "-test_memory B (needs -malloc_debug, which tests/run gives): the first training step (NetForward(), NetBackward()\n"
+                           "  with a gradient, no input cotangent) counted by PETSc's tracing allocator: its high-water mark above what was\n"
+                           "  held before, less the stored values and their cotangents (the value store's arrays), is the step's workspace;\n"
+                           "  in units of the largest value of the batch on a rank widened to float, it must be at most B.\n";
 
 #include <petnet.h>
+#include <petnet/private/netimpl.h> /* -test_memory: the value store's sizes */
 #include <petscdmda.h>
 
 /* a deterministic value of field gf at global grid point p, channel c (the same on every rank count) */
@@ -266,6 +271,94 @@ static PetscErrorCode CheckHessian(MPI_Comm comm, Net net, Net ref, Vec X, Vec T
   PetscFunctionReturn(0);
 }
 
+/*
+  -test_memory: the workspace of one training step at the Net's precision, to the byte. The high-water mark is taken by
+  wrapping PETSc's tracing allocator for the step (PetscMallocPushMaximumUsage() of PETSc 3.18 does not follow it); the
+  value store's own arrays (each value, its cotangent, fan-out sums: netprecision.c) and the output Vec are what any
+  step keeps, so they are subtracted: what is left is what the nodes widen, gather and compute in (float copies of
+  stored bfloat16 values, boxes with their halos, slabs, the layers' workspaces). Deterministic: the same allocations
+  in the same order on every run.
+*/
+static PetscErrorCode (*StepSavedMalloc)(size_t, PetscBool, int, const char[], const char[], void **);
+static PetscErrorCode (*StepSavedRealloc)(size_t, int, const char[], const char[], void **);
+static PetscLogDouble StepPeak;
+
+static PetscErrorCode StepTrackPeak(void)
+{
+  PetscLogDouble now;
+
+  PetscFunctionBegin;
+  PetscCall(PetscMallocGetCurrentUsage(&now));
+  StepPeak = PetscMax(StepPeak, now);
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode StepMalloc(size_t a, PetscBool clear, int line, const char func[], const char file[], void **result)
+{
+  PetscFunctionBegin;
+  PetscCall((*StepSavedMalloc)(a, clear, line, func, file, result));
+  PetscCall(StepTrackPeak());
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode StepRealloc(size_t a, int line, const char func[], const char file[], void **result)
+{
+  PetscFunctionBegin;
+  PetscCall((*StepSavedRealloc)(a, line, func, file, result));
+  PetscCall(StepTrackPeak());
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode TestStepMemory(Net net, Vec X, PetscInt n, PetscReal bound)
+{
+  MPI_Comm       comm = PetscObjectComm((PetscObject)net);
+  Vec            Y, dY, G;
+  PetscLogDouble before;
+  PetscReal      r[3]; /* the workspace's bytes, the largest value's float bytes, their ratio */
+  PetscInt       es, largest = 0, insize;
+  PetscBool      tracing;
+
+  PetscFunctionBegin;
+  PetscCall(PetscMallocGetDebug(&tracing, NULL, NULL));
+  PetscCheck(tracing, comm, PETSC_ERR_ARG_WRONGSTATE, "-test_memory counts the bytes of PETSc's tracing allocator: add -malloc_debug");
+  PetscCall(NetCreateVecs(net, n, NULL, &Y));
+  PetscCall(VecDuplicate(Y, &dY));
+  PetscCall(VecSet(dY, 1.0));
+  PetscCall(NetCreateParameterVec(net, &G));
+  PetscCall(VecZeroEntries(G));
+  PetscCall(PetscMallocGetCurrentUsage(&before));
+  StepPeak         = before;
+  StepSavedMalloc  = PetscTrMalloc;
+  StepSavedRealloc = PetscTrRealloc;
+  PetscTrMalloc    = StepMalloc;
+  PetscTrRealloc   = StepRealloc;
+  PetscCall(NetForward(net, X, Y));
+  PetscCall(NetBackward(net, dY, NULL, G));
+  PetscTrMalloc  = StepSavedMalloc;
+  PetscTrRealloc = StepSavedRealloc;
+  /* the store: per value v its value (unless an activation shares its producer's), its cotangent and fan-out sum, of
+     es bytes an entry, and the output Vec (double) */
+  es = net->precision == NET_PRECISION_DOUBLE ? (PetscInt)sizeof(PetscScalar) : net->precision == NET_PRECISION_SINGLE ? (PetscInt)sizeof(float) : (PetscInt)sizeof(uint16_t);
+  PetscCall(PetNetShapeSize(&net->in, &insize));
+  r[0] = (PetscReal)(StepPeak - before);
+  for (PetscInt v = 0; v <= net->nlayers; v++) {
+    const PetscInt count = net->vlocal[v] * (v ? net->layers[v - 1]->outsize : insize);
+
+    r[0] -= (PetscReal)es * count * (v ? NetNodeStoredArrays(net, v - 1) : 1 + (net->ninputuses > 1 ? 1 : 0) + 1);
+    if (v && count > net->vlocal[largest] * (largest ? net->layers[largest - 1]->outsize : insize)) largest = v;
+  }
+  if (net->precision != NET_PRECISION_DOUBLE) r[0] -= (PetscReal)sizeof(PetscScalar) * net->vlocal[net->nlayers] * net->layers[net->nlayers - 1]->outsize;
+  r[1] = (PetscReal)sizeof(float) * net->vlocal[largest] * (largest ? net->layers[largest - 1]->outsize : insize);
+  r[2] = r[0] / PetscMax(r[1], 1);
+  PetscCall(MPIU_Allreduce(MPI_IN_PLACE, r, 3, MPIU_REAL, MPIU_MAX, comm));
+  PetscCall(PetscPrintf(comm, "a training step's workspace beyond the stored values: %.0f bytes on the busiest rank, %.3f of the largest value in float (%.0f bytes); at most %g\n", (double)r[0], (double)r[2], (double)r[1], (double)bound));
+  PetscCheck(r[2] <= bound, comm, PETSC_ERR_PLIB, "A training step used %.3f of the largest value in float beyond the stored values (> %g): some node widens a whole array of the batch", (double)r[2], (double)bound);
+  PetscCall(VecDestroy(&Y));
+  PetscCall(VecDestroy(&dY));
+  PetscCall(VecDestroy(&G));
+  PetscFunctionReturn(0);
+}
+
 int main(int argc, char **argv)
 {
   MPI_Comm       comm, gcomm;
@@ -285,6 +378,7 @@ int main(int argc, char **argv)
   PetscInt       g, Co, onf;
   PetscReal      rel;
   char           text[64], saveload[PETSC_MAX_PATH_LEN] = "";
+  PetscReal      membound = -1;
 
   PetscCall(PetscInitialize(&argc, &argv, NULL, help));
   PetscCall(PetNetInitializePackage());
@@ -303,6 +397,7 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-test_secondorder", &testso, NULL));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-test_hessian", &testhess, NULL));
   PetscCall(PetscOptionsGetString(NULL, NULL, "-save_load", saveload, sizeof(saveload), NULL));
+  PetscCall(PetscOptionsGetReal(NULL, NULL, "-test_memory", &membound, NULL));
   bt = periodic ? DM_BOUNDARY_PERIODIC : DM_BOUNDARY_NONE;
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-net_spatial_groups", &ngroups, NULL));
   for (PetscInt d = 0; d < nsd; d++) N[d] = gdim[d];
@@ -417,6 +512,7 @@ int main(int argc, char **argv)
     PetscInt np = 1;
 
     for (PetscInt d = 0; d < nsd; d++) np *= sz[d];
+    if (membound >= 0) PetscCall(TestStepMemory(net, X, nf * np, membound)); /* the first step: the store is made in it */
     PetscCall(NetCreateVecs(net, nf * np, NULL, &Y));
     PetscCall(NetCreateVecs(ref, ngroups * nf, NULL, &Yr));
     PetscCall(NetForward(net, X, Y));

@@ -13,7 +13,8 @@
              with the box of each field as its sample
 
   Plain and spatial nodes compute in the store's element type (float for single and bfloat16: the spatial node's halo
-  exchange, box and local kernels are float too); model-parallel nodes compute in double and the value store widens
+  exchange, box and local kernels are float too; at bfloat16 an activation and a spatial window node read and write
+  the stored bfloat16 values themselves, NetNodeStreamsBF16()); model-parallel nodes compute in double and the value store widens
   their inputs and rounds their outputs (netprecision.c), so every executor works at every precision. A new mode (a
   pipeline stage, a sub-graph group) is one more table here.
 */

@@ -9,7 +9,9 @@
               computes in float: in single on the stored arrays themselves, in bfloat16 on float copies widened before
               and rounded (to nearest, ties to even) after, so only the stored values carry bfloat16's 8-bit
               significand; an activation gets the bfloat16 buffers themselves and widens and rounds them a chunk at a
-              time (NetNodeStreamsBF16()). Spatial nodes compute in float too (their halo exchange included). A node
+              time (NetNodeStreamsBF16()). Spatial nodes compute in float too (their halo exchange included); a window
+              node (convolution, average pooling) at bfloat16 gets the bfloat16 buffers as well, its halo exchange
+              widening into its float box and its kernels run a slab of planes at a time (netspatial.c). A node
               whose executor computes in double (model-parallel; the second-order adjoint, the per-node Jacobians and
               K-FAC's statistics read double) gets double copies, widened exactly and rounded back through float. The copies live in a scratch the walk empties before each node
               (nextnode): it holds one node's arrays at most.
@@ -516,8 +518,10 @@ PetscErrorCode NetPrecisionBytes_Private(Net net, PetscInt *bytes)
 
   Derivatives are exact for the low-precision computation up to its round-off: NetTestJacobian() scales its
   tolerances by the precision's unit round-off. Every executor works at every precision (include/petnet/private/
-  netimpl.h): a plain node computes in float, a model-parallel or grid-mode node computes in double on widened copies
-  of its stored values and its outputs are rounded back to the store; the second-order adjoint, the per-node Jacobians
+  netimpl.h): plain and grid-mode nodes compute in float (at bfloat16 an activation, and a grid-mode convolution or
+  average pooling, read the stored values themselves and widen them a chunk at a time: no float copy of a whole
+  block), a model-parallel node computes in double on widened copies of its stored values and its outputs are rounded
+  back to the store; the second-order adjoint, the per-node Jacobians
   and K-FAC's statistics read widened copies too; the forward cache keeps stored values. Changing
   the precision after NetSetUp() forgets the last forward pass.
 

@@ -103,6 +103,20 @@ typedef struct {
   PetscBool    xboxvalid;     /* xbox holds the box of the last forward on this batch layout */
   PetscScalar *work;          /* global pooling: nf c partial sums (double, whatever the element type) */
 
+  /* bfloat16 (NetSpatialStreamsBF16_Private(): a window node whose kind forgets, at -net_precision bfloat16): the node
+     takes the stored bfloat16 values themselves and never widens a whole block. Its output block is computed in slabs
+     of sm planes along the slowest dim, each by a copy of the layer (slab[0]; slab[1] for a shorter last slab) on the
+     box planes its windows read: [o s0, (o + sm - 1) s0 + ext0) for output planes [o, o + sm). The halo arrives in
+     bfloat16 and is widened into the float box; an identity box whose windows tile it along the slowest dim (ext0 =
+     s0, e.g. average pooling by its own size) has no box at all: each slab is widened from x and rounded into dx. */
+  PetscInt s0, ext0;   /* the window's step and extent along the slowest dim (set-up) */
+  PetscInt sm, nslabs; /* output planes per slab and slabs of the rank's block, for batches of slabnf fields */
+  PetscInt slabnf;     /* ... (0: not chosen yet) */
+  Layer    slab[2];    /* the copies on a slab of sm planes and on the last, shorter one (NULL: none) */
+  PetscInt fboxes;     /* the float boxes of this path made for batch layout fboxgen: 1 xbox, 2 dbox (flags, not
+                          pointers, so that every rank, an empty box included, decides alike) */
+  PetscInt fboxgen;
+
   /* a join (add, concat) of values on grids of the same extent but different ownership (a stride-2 pool of an odd block
      followed by an upsampling): input i > 0 is moved to input 0's ownership by a PetscSF jsf[i] (roots: input i's
      block, leaves: input 0's block), xr[i] = bcast(x[i]), its adjoint the sum-reduce (jsf[i] NULL: it has it) */
@@ -432,6 +446,8 @@ static PetscErrorCode NetSpatialDestroyNode_Private(Net net, PetscInt k)
   if (!sp) PetscFunctionReturn(0);
   PetscCall(LayerDestroy(&sp->local));
   for (PetscInt i = 0; i < sp->npart; i++) PetscCall(LayerDestroy(&sp->part[i].local));
+  PetscCall(LayerDestroy(&sp->slab[0]));
+  PetscCall(LayerDestroy(&sp->slab[1]));
   PetscCall(PetNetLayoutDestroy(&sp->L));
   PetscCall(PetscSFDestroy(&sp->sf));
   PetscCall(PetscFree(sp->rlocal));
@@ -717,6 +733,8 @@ PetscErrorCode NetSpatialSetUpNode_Private(Net net, PetscInt k)
       sp->blo[d] = gout->lo[d] * s[d] - p[d];
       sp->bhi[d] = (gout->lo[d] + gout->sz[d] - 1) * s[d] - p[d] + ext;
     }
+    sp->s0   = s[0];
+    sp->ext0 = dil[0] * (kk[0] - 1) + 1;
   } else {
     PetscInt   nsd = 0, f[NET_GRID_MAX];
     PetscInt64 N[NET_GRID_MAX], *own[NET_GRID_MAX] = {NULL, NULL, NULL}, olo[NET_GRID_MAX], ohi[NET_GRID_MAX];
@@ -1474,8 +1492,338 @@ static PetscErrorCode NetSpatialJoinJVP_Private(Net net, PetscInt k, NetSpatial 
   PetscFunctionReturn(0);
 }
 
+/* ---------------------------------------------------------------------------------------------------------------
+   bfloat16 in slabs: a window node at -net_precision bfloat16 reads and writes the stored bfloat16 values itself
+   (NetNodeStreamsBF16()), so that no whole block is widened to float: the float arrays are the box (the input with its
+   halo, which the windows read) and one slab of planes of the others at a time.
+
+    forward    xbox = widen(H x)                 y[slab] = round(f_slab(xbox[slab planes]))
+    backward   dxbox[slab planes] += J_slab^T widen(dy[slab]), dtheta += ...      dx = round(H^T dxbox)
+    jvp        dxbox = widen(H dx)               dy[slab] = round(J_slab (xbox[slab planes], dxbox[slab planes]))
+
+  The halo comes in bfloat16 (a PetscSF on 16-bit units) and is widened into the box, which makes the box the same
+  values as the float path's gather of widened copies; H^T adds in float and rounds once. An identity box whose windows
+  tile it along the slowest dim (ext0 = s0: a pooling by its own size on blocks it divides) has no box: each slab is
+  widened from x and its cotangent rounded into dx. The slabs only cut the output block, so forward and jvp are the
+  float path's values (each output is the same dot product); the parameter gradient is summed slab by slab, in double.
+  Not overlapped with the halo exchange (NetSetSpatialOverlap()): the slabs replace the boundary layer's parts.
+*/
+#define NET_SPATIAL_SLAB_ENTRIES 1048576 /* float entries of a slab's larger buffer, all the batch's fields (4 MB) */
+
+/* node k takes the stored bfloat16 values: a window node of a kind that keeps nothing of its forward that backward
+   cannot recompute (forget: convolutions, average pooling), at -net_precision bfloat16 */
+PetscBool NetSpatialStreamsBF16_Private(Net net, PetscInt k)
+{
+  const NetSpatial *sp = (const NetSpatial *)net->nodes[k].sp;
+
+  return (PetscBool)(net->precision == NET_PRECISION_BFLOAT16 && sp && sp->kind == NET_SPATIAL_WINDOW && net->layers[k]->ops->forget);
+}
+
+/* the box read and written in place (no float box): an identity box that the windows tile along the slowest dim */
+static PetscBool NetSpatialInPlace_Private(const NetSpatial *sp)
+{
+  return (PetscBool)(sp->identity && sp->ext0 == sp->s0);
+}
+
+/* entries of one plane (one index along the slowest dim) of a field's box and of its output block, and the planes of
+   each */
+static void NetSpatialPlanes_Private(const NetSpatial *sp, PetscInt64 *bplane, PetscInt64 *oplane, PetscInt64 *bplanes, PetscInt64 *oplanes)
+{
+  *bplane  = sp->cin;
+  *oplane  = sp->cout;
+  *bplanes = sp->bhi[0] - sp->blo[0];
+  *oplanes = sp->out->sz[0];
+  for (PetscInt d = 1; d < sp->in->nsd; d++) {
+    *bplane *= sp->bhi[d] - sp->blo[d];
+    *oplane *= sp->out->sz[d];
+  }
+}
+
+/* the slabs for batches of nf fields: the most output planes sm whose buffers (input and output, nf fields) fit
+   NET_SPATIAL_SLAB_ENTRIES, at least 1 and at most an eighth of the block's (rounded up: the float buffers stay a
+   small fraction of a block at any size), and the layer's copies on them (NULL on a rank whose block is empty) */
+static PetscErrorCode NetSpatialSetUpSlabs_Private(Net net, PetscInt k, NetSpatial *sp)
+{
+  const PetscInt nsd = sp->in->nsd;
+  PetscInt64     bplane, oplane, bplanes, oplanes, sm = 1;
+
+  PetscFunctionBegin;
+  if (sp->slabnf == sp->nf) PetscFunctionReturn(0);
+  PetscCall(LayerDestroy(&sp->slab[0]));
+  PetscCall(LayerDestroy(&sp->slab[1]));
+  sp->slabnf = sp->nf;
+  sp->sm     = 0;
+  sp->nslabs = 0;
+  if (!sp->local || !sp->nf) PetscFunctionReturn(0);
+  NetSpatialPlanes_Private(sp, &bplane, &oplane, &bplanes, &oplanes);
+  while (sm + 1 <= (oplanes + 7) / 8 && sp->nf * (sm * sp->s0 + sp->ext0) * bplane <= NET_SPATIAL_SLAB_ENTRIES && sp->nf * (sm + 1) * oplane <= NET_SPATIAL_SLAB_ENTRIES) sm++;
+  sp->sm     = (PetscInt)sm;
+  sp->nslabs = (PetscInt)((oplanes + sm - 1) / sm);
+  for (PetscInt i = 0; i < 2; i++) {
+    const PetscInt64 m = i ? oplanes % sm : sm;
+    PetscInt64       isz[NET_GRID_MAX], osz[NET_GRID_MAX];
+
+    if (!m) continue;
+    isz[0] = (m - 1) * sp->s0 + sp->ext0;
+    osz[0] = m;
+    for (PetscInt d = 1; d < nsd; d++) {
+      isz[d] = sp->bhi[d] - sp->blo[d];
+      osz[d] = sp->out->sz[d];
+    }
+    PetscCall(NetSpatialCreateLocal_Private(net, k, sp, isz, osz, &sp->slab[i]));
+  }
+  PetscFunctionReturn(0);
+}
+
+/* Moves planes [p0, p0 + np) of each of nf fields of P planes of `plane` entries (field, [nf][P][plane]) to or from a
+   dense slab buffer (buf, [nf][np][plane], float): widened from bfloat16, rounded to bfloat16, copied or added (float) */
+typedef enum {
+  NET_SLAB_WIDEN, /* buf = widen(field planes) */
+  NET_SLAB_COPY,  /* buf = field planes (float) */
+  NET_SLAB_ROUND, /* field planes = round(buf) */
+  NET_SLAB_ADD    /* field planes += buf (float) */
+} NetSlabMove;
+
+static void NetSpatialSlabMove_Private(NetSlabMove op, PetscInt nf, PetscInt64 P, PetscInt64 plane, PetscInt64 p0, PetscInt64 np, void *field, float *buf)
+{
+  const size_t len = (size_t)(np * plane);
+
+  for (PetscInt f = 0; f < nf; f++) {
+    const size_t fo = (size_t)((f * P + p0) * plane);
+    float       *b  = buf + (size_t)f * len;
+
+    if (op == NET_SLAB_WIDEN) {
+      const uint16_t *u = (const uint16_t *)field + fo;
+
+      for (size_t i = 0; i < len; i++) b[i] = NetBF16ToFloat(u[i]);
+    } else if (op == NET_SLAB_COPY) {
+      const float *u = (const float *)field + fo;
+
+      for (size_t i = 0; i < len; i++) b[i] = u[i];
+    } else if (op == NET_SLAB_ROUND) {
+      uint16_t *u = (uint16_t *)field + fo;
+
+      for (size_t i = 0; i < len; i++) u[i] = NetFloatToBF16(b[i]);
+    } else {
+      float *u = (float *)field + fo;
+
+      for (size_t i = 0; i < len; i++) u[i] += b[i];
+    }
+  }
+}
+
+/* box = widen(H x): the halo exchange of bfloat16 values (16-bit units: copied, not rounded) into a float box; entries
+   outside the field are left as they are (the padding: zero) */
+static PetscErrorCode NetSpatialGatherBF16_Private(NetSpatial *sp, const uint16_t *x, float *box)
+{
+  const uint16_t *h = (const uint16_t *)sp->halo;
+
+  PetscFunctionBegin;
+  PetscCall(PetscLogEventBegin(NET_SPATIAL_HALO, 0, 0, 0, 0));
+  PetscCall(PetscSFBcastBegin(sp->sf, MPI_UNSIGNED_SHORT, x, sp->halo, MPI_REPLACE));
+  for (PetscInt r = 0; r < sp->nruns; r++) {
+    const uint16_t *u = x + sp->xoff[r];
+    float          *b = box + sp->boff[r];
+
+    for (PetscInt i = 0; i < sp->runlen; i++) b[i] = NetBF16ToFloat(u[i]);
+  }
+  PetscCall(PetscLogEventBegin(NET_SPATIAL_HALO_WAIT, 0, 0, 0, 0));
+  PetscCall(PetscSFBcastEnd(sp->sf, MPI_UNSIGNED_SHORT, x, sp->halo, MPI_REPLACE));
+  PetscCall(PetscLogEventEnd(NET_SPATIAL_HALO_WAIT, 0, 0, 0, 0));
+  for (PetscInt i = 0; i < sp->nremote; i++) box[sp->rlocal[i]] = NetBF16ToFloat(h[i]);
+  PetscCall(PetscLogEventEnd(NET_SPATIAL_HALO, 0, 0, 0, 0));
+  PetscFunctionReturn(0);
+}
+
+/* the float boxes of this path, made on first use: xbox (zero, so the padding is zero) and dbox; boxes made in double
+   by a double pass (the second-order adjoint, the per-node Jacobians) are freed first */
+static PetscErrorCode NetSpatialFloatBoxes_Private(NetSpatial *sp, PetscBool wantx, PetscBool wantd)
+{
+  PetscFunctionBegin;
+  if (sp->boxelem != NET_ELEM_FLOAT || sp->fboxgen != sp->batchgen) { /* made in double, or for another batch layout */
+    PetscCall(PetscFree(sp->xbox));
+    PetscCall(PetscFree(sp->dbox));
+    sp->fboxes    = 0;
+    sp->fboxgen   = sp->batchgen;
+    sp->boxelem   = NET_ELEM_FLOAT;
+    sp->xboxvalid = PETSC_FALSE;
+  }
+  if (wantx && !(sp->fboxes & 1)) {
+    PetscCall(PetscCalloc((size_t)sp->nbox * sizeof(float), &sp->xbox));
+    sp->fboxes |= 1;
+    sp->xboxvalid = PETSC_FALSE;
+  }
+  if (wantd && !(sp->fboxes & 2)) {
+    PetscCall(PetscMalloc((size_t)sp->nbox * sizeof(float), &sp->dbox));
+    sp->fboxes |= 2;
+  }
+  sp->boxmade = (PetscBool)(sp->fboxes == 3); /* else NetSpatialBoxes_Private() makes them anew */
+  PetscFunctionReturn(0);
+}
+
+/* slab j: its first output plane o0, its planes m and the copy of the layer that computes it */
+static void NetSpatialSlab_Private(const NetSpatial *sp, PetscInt j, PetscInt64 oplanes, PetscInt64 *o0, PetscInt64 *m, Layer *L)
+{
+  *o0 = (PetscInt64)j * sp->sm;
+  *m  = PetscMin((PetscInt64)sp->sm, oplanes - *o0);
+  *L  = *m == sp->sm ? sp->slab[0] : sp->slab[1];
+}
+
+/* the input planes of a slab in float: from the box (in place when it holds one field), or widened from x */
+static const float *NetSpatialSlabInput_Private(const NetSpatial *sp, const uint16_t *x, PetscInt64 bplane, PetscInt64 bplanes, PetscInt64 i0, PetscInt64 ni, float *buf)
+{
+  if (NetSpatialInPlace_Private(sp))
+    NetSpatialSlabMove_Private(NET_SLAB_WIDEN, sp->nf, bplanes, bplane, i0, ni, (void *)x, buf);
+  else if (sp->nf == 1)
+    return (const float *)sp->xbox + i0 * bplane;
+  else
+    NetSpatialSlabMove_Private(NET_SLAB_COPY, sp->nf, bplanes, bplane, i0, ni, sp->xbox, buf);
+  return buf;
+}
+
+/* y = f(x) slab by slab; x, y the stored bfloat16 values */
+static PetscErrorCode NetSpatialForwardBF16_Private(Net net, PetscInt k, NetSpatial *sp, const PetscScalar *th, const uint16_t *x, uint16_t *y)
+{
+  PetscInt64 bplane, oplane, bplanes, oplanes;
+  float     *in = NULL, *out = NULL;
+
+  PetscFunctionBegin;
+  PetscCall(NetSpatialSetUpSlabs_Private(net, k, sp));
+  NetSpatialPlanes_Private(sp, &bplane, &oplane, &bplanes, &oplanes);
+  if (!NetSpatialInPlace_Private(sp)) {
+    PetscCall(NetSpatialFloatBoxes_Private(sp, PETSC_TRUE, PETSC_FALSE));
+    PetscCall(NetSpatialGatherBF16_Private(sp, x, (float *)sp->xbox));
+  }
+  if (sp->nslabs) PetscCall(PetscMalloc2((size_t)(sp->nf * ((sp->sm - 1) * sp->s0 + sp->ext0) * bplane), &in, (size_t)(sp->nf * sp->sm * oplane), &out));
+  for (PetscInt j = 0; j < sp->nslabs; j++) {
+    PetscInt64   o0, m;
+    Layer        L;
+    const float *xs;
+
+    NetSpatialSlab_Private(sp, j, oplanes, &o0, &m, &L);
+    xs          = NetSpatialSlabInput_Private(sp, x, bplane, bplanes, o0 * sp->s0, (m - 1) * sp->s0 + sp->ext0, in);
+    L->training = net->layers[k]->training;
+    L->frozen   = net->layers[k]->frozen;
+    PetscCall(LayerForwardSingle(L, sp->nf, th, &xs, out));
+    PetscUseTypeMethod(L, forget); /* the next slab's input may be at the same address (a reused buffer): conv keeps
+                                      its columns by the input's address, so every slab's pass computes its own */
+    NetSpatialSlabMove_Private(NET_SLAB_ROUND, sp->nf, oplanes, oplane, o0, m, y, out);
+  }
+  PetscCall(PetscFree2(in, out));
+  sp->fwdelem   = NET_ELEM_BF16;
+  sp->xboxvalid = PETSC_TRUE;
+  PetscFunctionReturn(0);
+}
+
+/* the box and the slabs' state of the last forward in this path, made again after another path's pass (its output
+   into a scratch: the walk does not hand a spatial node its output) */
+static PetscErrorCode NetSpatialEnsureBF16_Private(Net net, PetscInt k, NetSpatial *sp, const PetscScalar *th, const uint16_t *x)
+{
+  uint16_t *ys;
+
+  PetscFunctionBegin;
+  if (sp->xboxvalid && sp->fwdelem == NET_ELEM_BF16) PetscFunctionReturn(0);
+  PetscCall(PetscMalloc1((size_t)sp->nf * sp->out->npoints * sp->cout, &ys));
+  PetscCall(NetSpatialForwardBF16_Private(net, k, sp, th, x, ys));
+  PetscCall(PetscFree(ys));
+  PetscFunctionReturn(0);
+}
+
+/* dx = J^T dy (when wantdx: the group agrees), dtheta += slab by slab */
+static PetscErrorCode NetSpatialBackwardBF16_Private(Net net, PetscInt k, NetSpatial *sp, const PetscScalar *th, const uint16_t *x, const uint16_t *dy, uint16_t *dx, PetscBool wantdx, PetscScalar *dth)
+{
+  const PetscBool inplace = NetSpatialInPlace_Private(sp);
+  PetscInt64      bplane, oplane, bplanes, oplanes;
+  float          *in = NULL, *din = NULL, *dout = NULL;
+
+  PetscFunctionBegin;
+  PetscCall(NetSpatialEnsureBF16_Private(net, k, sp, th, x));
+  NetSpatialPlanes_Private(sp, &bplane, &oplane, &bplanes, &oplanes);
+  if (wantdx && !inplace) {
+    PetscCall(NetSpatialFloatBoxes_Private(sp, PETSC_TRUE, PETSC_TRUE));
+    PetscCall(PetscArrayzero((float *)sp->dbox, sp->nbox));
+  }
+  if (sp->nslabs) {
+    const size_t nin = (size_t)(sp->nf * ((sp->sm - 1) * sp->s0 + sp->ext0) * bplane);
+
+    PetscCall(PetscMalloc3(nin, &in, wantdx ? nin : 0, &din, (size_t)(sp->nf * sp->sm * oplane), &dout));
+  }
+  for (PetscInt j = 0; j < sp->nslabs; j++) {
+    PetscInt64   o0, m, i0, ni;
+    Layer        L;
+    const float *xs;
+    float       *dxs = wantdx ? din : NULL;
+
+    NetSpatialSlab_Private(sp, j, oplanes, &o0, &m, &L);
+    i0 = o0 * sp->s0;
+    ni = (m - 1) * sp->s0 + sp->ext0;
+    xs = NetSpatialSlabInput_Private(sp, x, bplane, bplanes, i0, ni, in);
+    NetSpatialSlabMove_Private(NET_SLAB_WIDEN, sp->nf, oplanes, oplane, o0, m, (void *)dy, dout);
+    PetscUseTypeMethod(L, forget); /* a slab's input buffer is reused by the next: no columns kept by its address */
+    PetscCall(LayerBackwardSingle(L, sp->nf, th, &xs, NULL, dout, &dxs, dth));
+    if (wantdx) NetSpatialSlabMove_Private(inplace ? NET_SLAB_ROUND : NET_SLAB_ADD, sp->nf, bplanes, bplane, i0, ni, inplace ? (void *)dx : sp->dbox, din);
+  }
+  PetscCall(PetscFree3(in, din, dout));
+  if (wantdx && !inplace) { /* dx = round(H^T dxbox): the sums in float, rounded once */
+    const PetscInt nloc = sp->nf * sp->in->npoints * sp->cin;
+    float         *dxf;
+
+    PetscCall(PetscMalloc1(nloc, &dxf));
+    PetscCall(NetSpatialAddBack_Private(sp, NET_ELEM_FLOAT, PETSC_FALSE, sp->dbox, dxf));
+    for (PetscInt i = 0; i < nloc; i++) dx[i] = NetFloatToBF16(dxf[i]);
+    PetscCall(PetscFree(dxf));
+  }
+  PetscFunctionReturn(0);
+}
+
+/* dy = J (dx, dtheta) slab by slab (hasdx false: a zero input tangent; the group agrees) */
+static PetscErrorCode NetSpatialJVPBF16_Private(Net net, PetscInt k, NetSpatial *sp, const PetscScalar *th, const uint16_t *x, const uint16_t *dx, PetscBool hasdx, const PetscScalar *dth, uint16_t *dy)
+{
+  const PetscBool inplace = NetSpatialInPlace_Private(sp);
+  PetscInt64      bplane, oplane, bplanes, oplanes;
+  float          *in = NULL, *din = NULL, *out = NULL;
+
+  PetscFunctionBegin;
+  PetscCall(NetSpatialEnsureBF16_Private(net, k, sp, th, x));
+  NetSpatialPlanes_Private(sp, &bplane, &oplane, &bplanes, &oplanes);
+  if (hasdx && !inplace) {
+    PetscCall(NetSpatialFloatBoxes_Private(sp, PETSC_TRUE, PETSC_TRUE));
+    if (sp->padded) PetscCall(PetscArrayzero((float *)sp->dbox, sp->nbox));
+    PetscCall(NetSpatialGatherBF16_Private(sp, dx, (float *)sp->dbox));
+  }
+  if (sp->nslabs) {
+    const size_t nin = (size_t)(sp->nf * ((sp->sm - 1) * sp->s0 + sp->ext0) * bplane);
+
+    PetscCall(PetscMalloc3(nin, &in, hasdx ? nin : 0, &din, (size_t)(sp->nf * sp->sm * oplane), &out));
+  }
+  for (PetscInt j = 0; j < sp->nslabs; j++) {
+    PetscInt64   o0, m, i0, ni;
+    Layer        L;
+    const float *xs, *dxs = NULL;
+
+    NetSpatialSlab_Private(sp, j, oplanes, &o0, &m, &L);
+    i0 = o0 * sp->s0;
+    ni = (m - 1) * sp->s0 + sp->ext0;
+    xs = NetSpatialSlabInput_Private(sp, x, bplane, bplanes, i0, ni, in);
+    if (hasdx && inplace) {
+      NetSpatialSlabMove_Private(NET_SLAB_WIDEN, sp->nf, bplanes, bplane, i0, ni, (void *)dx, din);
+      dxs = din;
+    } else if (hasdx && sp->nf == 1)
+      dxs = (const float *)sp->dbox + i0 * bplane;
+    else if (hasdx) {
+      NetSpatialSlabMove_Private(NET_SLAB_COPY, sp->nf, bplanes, bplane, i0, ni, sp->dbox, din);
+      dxs = din;
+    }
+    PetscUseTypeMethod(L, forget);
+    PetscCall(LayerJVPSingle(L, sp->nf, th, &xs, NULL, &dxs, dth, out));
+    NetSpatialSlabMove_Private(NET_SLAB_ROUND, sp->nf, oplanes, oplane, o0, m, dy, out);
+  }
+  PetscCall(PetscFree3(in, din, out));
+  PetscFunctionReturn(0);
+}
+
 /* the arrays x[i], y, dx[i], dy of the following are of element type t: float when the value store is single or
-   bfloat16 (NetNodeElem()), double otherwise and in the second-order adjoint and per-node Jacobians */
+   bfloat16 (NetNodeElem()), the stored bfloat16 values (NET_ELEM_BF16, above) for a window node at bfloat16, double otherwise and in the second-order adjoint and per-node Jacobians */
 PetscErrorCode NetSpatialForward_Private(Net net, PetscInt k, PetscInt n, NetElem t, const PetscScalar *th, const void *const xin[], void *y)
 {
   NetSpatial *sp;
@@ -1488,6 +1836,10 @@ PetscErrorCode NetSpatialForward_Private(Net net, PetscInt k, PetscInt n, NetEle
     PetscFunctionReturn(0);
   }
   x = xin[0];
+  if (t == NET_ELEM_BF16) { /* a window node at bfloat16 (NetSpatialStreamsBF16_Private()) */
+    PetscCall(NetSpatialForwardBF16_Private(net, k, sp, th, (const uint16_t *)x, (uint16_t *)y));
+    PetscFunctionReturn(0);
+  }
   if (sp->kind == NET_SPATIAL_GLOBAL)
     PetscCall(NetSpatialPool_Private(net, sp, t, x, y));
   else {
@@ -1539,6 +1891,10 @@ PetscErrorCode NetSpatialBackward_Private(Net net, PetscInt k, PetscInt n, NetEl
     if (wantdx) PetscCall(NetSpatialPoolTranspose_Private(net, sp, t, dy, dx));
     PetscFunctionReturn(0);
   }
+  if (t == NET_ELEM_BF16) {
+    PetscCall(NetSpatialBackwardBF16_Private(net, k, sp, th, (const uint16_t *)x, (const uint16_t *)dy, (uint16_t *)dx, wantdx, dth));
+    PetscFunctionReturn(0);
+  }
   PetscCall(NetSpatialEnsureBox_Private(sp, t, th, x, y));
   if (sp->identity) { /* dx = J_local^T dy on the block itself */
     if (sp->local) PetscCall(NetSpatialLayerBackward_Private(sp->local, t, sp->nf, th, x, y, dy, wantdx ? dx : NULL, dth));
@@ -1573,6 +1929,10 @@ PetscErrorCode NetSpatialJVP_Private(Net net, PetscInt k, PetscInt n, NetElem t,
       PetscCallMPI(MPI_Comm_rank(net->gcomm, &grank));
       if (!grank) PetscCall(PetscMemzero(dy, (size_t)(sp->nf * sp->cout) * NetElemBytes(t)));
     }
+    PetscFunctionReturn(0);
+  }
+  if (t == NET_ELEM_BF16) {
+    PetscCall(NetSpatialJVPBF16_Private(net, k, sp, th, (const uint16_t *)x, (const uint16_t *)dx, hasdx, dth, (uint16_t *)dy));
     PetscFunctionReturn(0);
   }
   PetscCall(NetSpatialEnsureBox_Private(sp, t, th, x, y));
@@ -1741,8 +2101,9 @@ PetscErrorCode NetSpatialModelSOBackward_Private(Net net, PetscInt k, const Pets
   The adjoint identity of the halo exchange H of every window and upsampling node, in the element type the node
   computes in, on random x (the rank's block of the node's input) and w (the box):
       |<H x, w> - <x, H^T w>| / (|H x| |w|)
-  with the products and sums in double over the group. H copies entries and H^T adds them (in float at low precision),
-  so the identity holds to the element type's round-off. *err: the largest over the nodes and groups (0 when no node
+  with the products and sums in double over the group. H copies entries and H^T adds them (in float at low precision;
+  a node that takes bfloat16 values gathers a bfloat16 x into a float box), so the identity holds to the element
+  type's round-off. *err: the largest over the nodes and groups (0 when no node
   exchanges a halo). The Net must have seen a batch (it sets the layout).
 */
 PetscErrorCode NetSpatialTestHalo_Private(Net net, PetscRandom rnd, PetscReal *err)
@@ -1752,9 +2113,11 @@ PetscErrorCode NetSpatialTestHalo_Private(Net net, PetscRandom rnd, PetscReal *e
   for (PetscInt k = 0; k < net->nlayers && net->vgrid; k++) {
     NetSpatial *sp = (NetSpatial *)net->nodes[k].sp;
     NetElem     t  = NetNodeElem(net, k);
-    size_t      es = NetElemBytes(t);
+    PetscBool   bf = (PetscBool)(t == NET_ELEM_BF16); /* x in bfloat16, the box and H^T in float (NetSpatialGatherBF16_Private()) */
+    size_t      es = NetElemBytes(bf ? NET_ELEM_FLOAT : t);
     PetscInt    nloc;
     void       *x, *Hx, *w, *Htw;
+    uint16_t   *xb   = NULL;
     PetscReal   s[4] = {0, 0, 0, 0}, e; /* <Hx, w>, <x, H^T w>, |Hx|^2, |w|^2 */
 
     if (!sp || (sp->kind != NET_SPATIAL_WINDOW && sp->kind != NET_SPATIAL_SCALE)) continue;
@@ -1765,12 +2128,19 @@ PetscErrorCode NetSpatialTestHalo_Private(Net net, PetscRandom rnd, PetscReal *e
     PetscCall(PetscMalloc(es * (size_t)nloc, &Htw));
     PetscCall(PetscMalloc(es * (size_t)sp->nbox, &Hx));
     PetscCall(PetscMalloc(es * (size_t)sp->nbox, &w));
+    if (bf) {
+      t = NET_ELEM_FLOAT;
+      PetscCall(PetscMalloc1(nloc, &xb));
+    }
     for (PetscInt i = 0; i < nloc + sp->nbox; i++) {
       PetscReal r;
 
       PetscCall(PetscRandomGetValueReal(rnd, &r));
       r = 2 * r - 1;
-      if (t == NET_ELEM_FLOAT) {
+      if (bf && i < nloc) {
+        xb[i]           = NetFloatToBF16((float)r);
+        ((float *)x)[i] = NetBF16ToFloat(xb[i]);
+      } else if (t == NET_ELEM_FLOAT) {
         if (i < nloc)
           ((float *)x)[i] = (float)r;
         else
@@ -1782,7 +2152,11 @@ PetscErrorCode NetSpatialTestHalo_Private(Net net, PetscRandom rnd, PetscReal *e
           ((PetscScalar *)w)[i - nloc] = r;
       }
     }
-    PetscCall(NetSpatialGather_Private(sp, t, x, Hx));
+    if (bf) {
+      PetscCall(PetscArrayzero((float *)Hx, sp->nbox)); /* the padding */
+      PetscCall(NetSpatialGatherBF16_Private(sp, xb, (float *)Hx));
+    } else
+      PetscCall(NetSpatialGather_Private(sp, t, x, Hx));
     PetscCall(NetSpatialAddBack_Private(sp, t, PETSC_FALSE, w, Htw));
     for (PetscInt i = 0; i < sp->nbox; i++) {
       const PetscReal a = t == NET_ELEM_FLOAT ? ((float *)Hx)[i] : ((PetscScalar *)Hx)[i], b = t == NET_ELEM_FLOAT ? ((float *)w)[i] : ((PetscScalar *)w)[i];
@@ -1799,6 +2173,7 @@ PetscErrorCode NetSpatialTestHalo_Private(Net net, PetscRandom rnd, PetscReal *e
     PetscCall(PetscFree(Htw));
     PetscCall(PetscFree(Hx));
     PetscCall(PetscFree(w));
+    PetscCall(PetscFree(xb));
   }
   PetscCall(MPIU_Allreduce(MPI_IN_PLACE, err, 1, MPIU_REAL, MPIU_MAX, PetscObjectComm((PetscObject)net)));
   PetscFunctionReturn(0);
@@ -1821,7 +2196,10 @@ PetscErrorCode NetSpatialViewNode_Private(Net net, PetscInt k, PetscViewer viewe
       if (sp->in->periodic[d]) periodic[n++] = "zyx"[3 - sp->in->nsd + d];
     PetscCall(PetscViewerASCIIPrintf(viewer, "grid mode (%s): %s -> %s%s%s\n", NetSpatialKinds[sp->kind], gin, gout, periodic[0] ? ", periodic along " : "", periodic));
   }
-  if (sp->npart) PetscCall(PetscViewerASCIIPrintf(viewer, "halo exchange overlapped with the interior; the boundary layer in %" PetscInt_FMT " slabs (on rank 0)\n", sp->npart));
+  if (NetSpatialStreamsBF16_Private(net, k))
+    PetscCall(PetscViewerASCIIPrintf(viewer, "bfloat16 values read and written in place: the halo exchanged in bfloat16 into a float box, the rest widened a slab of planes at a time\n"));
+  else if (sp->npart)
+    PetscCall(PetscViewerASCIIPrintf(viewer, "halo exchange overlapped with the interior; the boundary layer in %" PetscInt_FMT " slabs (on rank 0)\n", sp->npart));
   PetscFunctionReturn(0);
 }
 

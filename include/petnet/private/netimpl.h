@@ -44,7 +44,7 @@ typedef enum {
 typedef enum {
   NET_ELEM_DOUBLE,
   NET_ELEM_FLOAT,
-  NET_ELEM_BF16 /* the stored bfloat16 values themselves, for a plain node that streams them (NetNodeStreamsBF16()) */
+  NET_ELEM_BF16 /* the stored bfloat16 values themselves, for a node that streams them (NetNodeStreamsBF16()) */
 } NetElem;
 typedef enum {
   NET_READ      = 1,
@@ -292,23 +292,29 @@ PETSC_INTERN const NetStoreOps NetStoreDouble, NetStoreLow;
 PETSC_INTERN PetscErrorCode    NetPrecisionBytes_Private(Net, PetscInt *);
 PETSC_INTERN const NetExecOps  NetExecPlain, NetExecModel, NetExecSpatial, NetExecSpatialModel;
 PETSC_INTERN PetscErrorCode    NetSetUpExecutors_Private(Net);
+PETSC_INTERN PetscBool         NetSpatialStreamsBF16_Private(Net, PetscInt); /* netspatial.c */
 /* the value store of the Net's precision */
 static inline const NetStoreOps *NetStore(Net net)
 {
   return net->precision == NET_PRECISION_DOUBLE ? &NetStoreDouble : &NetStoreLow;
 }
 /*
-  A plain node whose kernels act on each sample alone and read nothing of a forward pass but its input and output (an
-  activation: actonly, no parameters, one input, not fused): at bfloat16 the store hands it the stored values and its
-  executor widens and rounds them a chunk of samples at a time (netexec.c), the same bits as whole widened copies
-  without them (4 float copies of a 16-channel activation of a 128^3 grid are 256 MB a rank)
+  A node that takes the stored bfloat16 values themselves at bfloat16, so that no whole array of a batch is widened:
+  - a plain node whose kernels act on each sample alone and read nothing of a forward pass but its input and output (an
+    activation: actonly, no parameters, one input, not fused): its executor widens and rounds them a chunk of samples
+    at a time (netexec.c), the same bits as whole widened copies without them (4 float copies of a 16-channel
+    activation of a 128^3 grid are 256 MB a rank);
+  - a spatial window node whose kind forgets (convolutions, average pooling; NetSpatialStreamsBF16_Private()): its
+    halo exchange widens into its float box and it computes its output block a slab of planes at a time (netspatial.c)
 */
 static inline PetscBool NetNodeStreamsBF16(Net net, PetscInt k)
 {
   const NetNode *nd = &net->nodes[k];
   const Layer    l  = net->layers[k];
 
-  return (PetscBool)(net->precision == NET_PRECISION_BFLOAT16 && nd->exec == &NetExecPlain && l->actonly && !l->nparams && l->nin == 1 && !l->collective && nd->fuseact < 0 && nd->fusemask < 0 && nd->fusedinto < 0 && nd->fusedback < 0);
+  if (net->precision != NET_PRECISION_BFLOAT16) return PETSC_FALSE;
+  if (nd->exec == &NetExecSpatial) return NetSpatialStreamsBF16_Private(net, k);
+  return (PetscBool)(nd->exec == &NetExecPlain && l->actonly && !l->nparams && l->nin == 1 && !l->collective && nd->fuseact < 0 && nd->fusemask < 0 && nd->fusedinto < 0 && nd->fusedback < 0);
 }
 /* the element type node k computes in (NET_ELEM_BF16: float, streamed from the stored bfloat16 values) */
 static inline NetElem NetNodeElem(Net net, PetscInt k)

@@ -6,8 +6,8 @@
     x   [n][D][H][W][C]
     y   [n][Do][Ho][Wo][C]     y[s][od][oh][ow][c] = sum over the window of x[s][id][ih][iw][c] / (kd kh kw)
 
-  The kernel is written once (avgpoolkernels.h) for double and float values (single precision: forwardsingle,
-  backwardsingle, jvpsingle).
+  The kernel and the forward, backward and jvp around it are written once (avgpoolkernels.h) for double and float
+  values (float: forwardsingle, backwardsingle, jvpsingle, a Net at -net_precision single or bfloat16).
 */
 #include "../pool/pool.h"
 
@@ -26,54 +26,6 @@ typedef struct {
 #undef AVGPOOL_T
 #undef AVGPOOL_NAME
 
-static PetscErrorCode LayerForward_AvgPool(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, PetscScalar *y)
-{
-  PetscFunctionBegin;
-  PetscCall(AvgPoolApply(layer, n, PETSC_FALSE, x, NULL, NULL, y));
-  PetscFunctionReturn(0);
-}
-
-/* dx = A^T dy: each output's cotangent spread evenly over its window */
-static PetscErrorCode LayerBackward_AvgPool(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dtheta)
-{
-  PetscFunctionBegin;
-  if (!dx) PetscFunctionReturn(0);
-  PetscCall(PetscArrayzero(dx, (size_t)n * layer->insize));
-  PetscCall(AvgPoolApply(layer, n, PETSC_TRUE, NULL, dx, dy, NULL));
-  PetscFunctionReturn(0);
-}
-
-static PetscErrorCode LayerJVP_AvgPool(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dx, const PetscScalar *dtheta, PetscScalar *dy)
-{
-  PetscFunctionBegin;
-  PetscCall(AvgPoolApply(layer, n, PETSC_FALSE, dx, NULL, NULL, dy));
-  PetscFunctionReturn(0);
-}
-
-/* the same on float values (layerimpl.h: a Net at low precision); no parameters */
-static PetscErrorCode LayerForwardSingle_AvgPool(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, float *y)
-{
-  PetscFunctionBegin;
-  PetscCall(AvgPoolApplySingle(layer, n, PETSC_FALSE, x, NULL, NULL, y));
-  PetscFunctionReturn(0);
-}
-
-static PetscErrorCode LayerBackwardSingle_AvgPool(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, const float *y, const float *dy, float *dx, PetscScalar *dtheta)
-{
-  PetscFunctionBegin;
-  if (!dx) PetscFunctionReturn(0);
-  PetscCall(PetscArrayzero(dx, (size_t)n * layer->insize));
-  PetscCall(AvgPoolApplySingle(layer, n, PETSC_TRUE, NULL, dx, dy, NULL));
-  PetscFunctionReturn(0);
-}
-
-static PetscErrorCode LayerJVPSingle_AvgPool(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, const float *y, const float *dx, const PetscScalar *dtheta, float *dy)
-{
-  PetscFunctionBegin;
-  PetscCall(AvgPoolApplySingle(layer, n, PETSC_FALSE, dx, NULL, NULL, dy));
-  PetscFunctionReturn(0);
-}
-
 /* Grid mode, an overlapped halo exchange: forward keeps nothing of its input */
 static PetscErrorCode LayerForget_AvgPool(Layer layer)
 {
@@ -89,9 +41,9 @@ PETSC_INTERN PetscErrorCode LayerCreate_AvgPool(Layer layer)
   layer->ops->forward        = LayerForward_AvgPool;
   layer->ops->backward       = LayerBackward_AvgPool;
   layer->ops->jvp            = LayerJVP_AvgPool;
-  layer->ops->forwardsingle  = LayerForwardSingle_AvgPool;
-  layer->ops->backwardsingle = LayerBackwardSingle_AvgPool;
-  layer->ops->jvpsingle      = LayerJVPSingle_AvgPool;
+  layer->ops->forwardsingle  = LayerForward_AvgPoolSingle;
+  layer->ops->backwardsingle = LayerBackward_AvgPoolSingle;
+  layer->ops->jvpsingle      = LayerJVP_AvgPoolSingle;
   layer->ops->forget         = LayerForget_AvgPool;
   layer->sozero              = PETSC_TRUE; /* linear (or piecewise linear) in x: no curvature term */
   layer->ops->reset          = LayerResetPool_Private;

@@ -1,9 +1,10 @@
 /*
-  avgpool's kernel on one element type, included once per type by avgpool.c:
-    AVGPOOL_T        PetscScalar or float
+  avgpool's kernel and its forward, backward and jvp on one element type, included once per type by avgpool.c:
+    AVGPOOL_T        PetscScalar or float: the values x, y, dx, dy
     AVGPOOL_NAME(f)  f or fSingle
-  y = A x (forward), or x += A^T y (the adjoint), on n samples; the sums in AVGPOOL_T, in window order (float: the
-  layer's single-precision kernels, a Net at -net_precision single or bfloat16).
+  AvgPoolApply: y = A x (forward), or x += A^T y (the adjoint), on n samples; the sums in AVGPOOL_T, in window order
+  (float: the layer's single-precision kernels, a Net at -net_precision single or bfloat16). No parameters: theta and
+  dtheta are never read.
 */
 static PetscErrorCode AVGPOOL_NAME(AvgPoolApply)(Layer layer, PetscInt n, PetscBool adjoint, const AVGPOOL_T *xin, AVGPOOL_T *xout, const AVGPOOL_T *yin, AVGPOOL_T *yout)
 {
@@ -60,5 +61,31 @@ static PetscErrorCode AVGPOOL_NAME(AvgPoolApply)(Layer layer, PetscInt n, PetscB
     }
   }
   PetscCall(PetscLogFlops((adjoint ? 2.0 : 1.0) * n * layer->outsize * (v.k[0] * v.k[1] * v.k[2] + (adjoint ? 0 : 1))));
+  PetscFunctionReturn(0);
+}
+
+/* y = A x */
+static PetscErrorCode AVGPOOL_NAME(LayerForward_AvgPool)(Layer layer, PetscInt n, const PetscScalar *theta, const AVGPOOL_T *x, AVGPOOL_T *y)
+{
+  PetscFunctionBegin;
+  PetscCall(AVGPOOL_NAME(AvgPoolApply)(layer, n, PETSC_FALSE, x, NULL, NULL, y));
+  PetscFunctionReturn(0);
+}
+
+/* dx = A^T dy: each output's cotangent spread evenly over its window (nothing when dx is not asked for) */
+static PetscErrorCode AVGPOOL_NAME(LayerBackward_AvgPool)(Layer layer, PetscInt n, const PetscScalar *theta, const AVGPOOL_T *x, const AVGPOOL_T *y, const AVGPOOL_T *dy, AVGPOOL_T *dx, PetscScalar *dtheta)
+{
+  PetscFunctionBegin;
+  if (!dx) PetscFunctionReturn(0);
+  PetscCall(PetscArrayzero(dx, (size_t)n * layer->insize));
+  PetscCall(AVGPOOL_NAME(AvgPoolApply)(layer, n, PETSC_TRUE, NULL, dx, dy, NULL));
+  PetscFunctionReturn(0);
+}
+
+/* dy = A dx (linear: the tangent goes through the forward map) */
+static PetscErrorCode AVGPOOL_NAME(LayerJVP_AvgPool)(Layer layer, PetscInt n, const PetscScalar *theta, const AVGPOOL_T *x, const AVGPOOL_T *y, const AVGPOOL_T *dx, const PetscScalar *dtheta, AVGPOOL_T *dy)
+{
+  PetscFunctionBegin;
+  PetscCall(AVGPOOL_NAME(AvgPoolApply)(layer, n, PETSC_FALSE, dx, NULL, NULL, dy));
   PetscFunctionReturn(0);
 }
