@@ -1511,12 +1511,13 @@ static PetscErrorCode NetSpatialJoinJVP_Private(Net net, PetscInt k, NetSpatial 
 #define NET_SPATIAL_SLAB_ENTRIES 1048576 /* float entries of a slab's larger buffer, all the batch's fields (4 MB) */
 
 /* node k takes the stored bfloat16 values: a window node of a kind that keeps nothing of its forward that backward
-   cannot recompute (forget: convolutions, average pooling), at -net_precision bfloat16 */
+   cannot recompute (forget: convolutions, average pooling), at -net_precision bfloat16; not a node split over the
+   groups by a partition (the spatial+model executor computes in double on widened values) */
 PetscBool NetSpatialStreamsBF16_Private(Net net, PetscInt k)
 {
   const NetSpatial *sp = (const NetSpatial *)net->nodes[k].sp;
 
-  return (PetscBool)(net->precision == NET_PRECISION_BFLOAT16 && sp && sp->kind == NET_SPATIAL_WINDOW && net->layers[k]->ops->forget);
+  return (PetscBool)(net->precision == NET_PRECISION_BFLOAT16 && sp && sp->kind == NET_SPATIAL_WINDOW && !net->nodes[k].mp && net->layers[k]->ops->forget);
 }
 
 /* the box read and written in place (no float box): an identity box that the windows tile along the slowest dim */
