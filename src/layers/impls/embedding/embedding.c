@@ -30,7 +30,8 @@ static PetscErrorCode EmbeddingDescription(Layer layer, size_t len, char desc[])
 {
   PetscFunctionBegin;
   if (((PetscObject)layer)->name) PetscCall(LayerGetNodeDescription_Private(layer, len, desc));
-  else PetscCall(PetscSNPrintf(desc, len, "embedding layer %" PetscInt_FMT, layer->index));
+  else if (layer->index >= 0) PetscCall(PetscSNPrintf(desc, len, "embedding layer %" PetscInt_FMT, layer->index));
+  else PetscCall(PetscSNPrintf(desc, len, "embedding layer"));
   PetscFunctionReturn(0);
 }
 

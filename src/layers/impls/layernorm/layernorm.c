@@ -45,6 +45,16 @@ static PetscErrorCode NormReserve(Layer layer, PetscInt P)
   PetscFunctionReturn(0);
 }
 
+/* the layer in messages: its node's name, or its kind and place in its owner's list */
+static PetscErrorCode NormDescription(Layer layer, size_t len, char desc[])
+{
+  PetscFunctionBegin;
+  if (((PetscObject)layer)->name) PetscCall(LayerGetNodeDescription_Private(layer, len, desc));
+  else if (layer->index >= 0) PetscCall(PetscSNPrintf(desc, len, "%s layer %" PetscInt_FMT, ((PetscObject)layer)->type_name, layer->index));
+  else PetscCall(PetscSNPrintf(desc, len, "%s layer", ((PetscObject)layer)->type_name));
+  PetscFunctionReturn(0);
+}
+
 /* forward, backward and jvp, in double and in float (layernormkernels.h) */
 #define LN_T       PetscScalar
 #define LN_NAME(f) f
@@ -137,8 +147,8 @@ static PetscErrorCode LayerSOBackward_Norm(Layer layer, PetscInt n, const PetscS
 
 static PetscErrorCode LayerSetUp_Norm(Layer layer)
 {
-  Layer_Norm *ln   = (Layer_Norm *)layer->data;
-  const char *kind = ((PetscObject)layer)->type_name;
+  Layer_Norm *ln = (Layer_Norm *)layer->data;
+  char        node[256];
   PetscInt    size;
 
   PetscFunctionBegin;
@@ -147,8 +157,10 @@ static PetscErrorCode LayerSetUp_Norm(Layer layer)
   ln->cap = 0;
   PetscCall(PetNetShapeSize(&layer->in, &size));
   ln->E = layer->in.dim[layer->in.ndim - 1];
-  PetscCheck(ln->E > 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_SIZ, "%s layer %" PetscInt_FMT " normalises over the last dimension of its input, which is %" PetscInt_FMT ": give it an input whose last dimension (E, the features) is positive", kind,
-             layer->index, ln->E);
+  if (ln->E <= 0) {
+    PetscCall(NormDescription(layer, sizeof(node), node));
+    SETERRQ(PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_SIZ, "The %s normalises over the last dimension of its input, which is %" PetscInt_FMT ": give it an input whose last dimension (E, the features) is positive", node, ln->E);
+  }
   ln->m          = size / ln->E;
   layer->out     = layer->in;
   layer->nparams = ln->affine ? (ln->center ? 2 : 1) * ln->E : 0;
