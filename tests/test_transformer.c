@@ -160,8 +160,10 @@ static PetscErrorCode TestThreads(PetscRandom rnd, const char kind[], const char
   PetscCall(LayerGetNumParameters(layer, &np));
   PetscCall(PetscMalloc3(n * insize, &x, np, &theta, n * outsize, &dy));
   PetscCall(PetscMalloc6(n * outsize, &y[0], n * outsize, &y[1], n * insize, &dx[0], n * insize, &dx[1], np, &dtheta[0], np, &dtheta[1]));
-  if (ids) FillIds(n * insize, 2048, x);
-  else PetscCall(FillRandom(rnd, n * insize, x));
+  if (ids)
+    FillIds(n * insize, 2048, x);
+  else
+    PetscCall(FillRandom(rnd, n * insize, x));
   PetscCall(FillRandom(rnd, np, theta));
   PetscCall(FillRandom(rnd, n * outsize, dy));
   for (PetscInt t = 0; t < 2; t++) {

@@ -29,9 +29,12 @@ typedef struct {
 static PetscErrorCode EmbeddingDescription(Layer layer, size_t len, char desc[])
 {
   PetscFunctionBegin;
-  if (((PetscObject)layer)->name) PetscCall(LayerGetNodeDescription_Private(layer, len, desc));
-  else if (layer->index >= 0) PetscCall(PetscSNPrintf(desc, len, "embedding layer %" PetscInt_FMT, layer->index));
-  else PetscCall(PetscSNPrintf(desc, len, "embedding layer"));
+  if (((PetscObject)layer)->name)
+    PetscCall(LayerGetNodeDescription_Private(layer, len, desc));
+  else if (layer->index >= 0)
+    PetscCall(PetscSNPrintf(desc, len, "embedding layer %" PetscInt_FMT, layer->index));
+  else
+    PetscCall(PetscSNPrintf(desc, len, "embedding layer"));
   PetscFunctionReturn(0);
 }
 
@@ -44,7 +47,9 @@ static PetscErrorCode EmbeddingCheckId(Layer layer, PetscInt p, PetscReal v)
   PetscFunctionBegin;
   if (v >= 0 && v < emb->V && v == PetscFloorReal(v)) PetscFunctionReturn(0);
   PetscCall(EmbeddingDescription(layer, sizeof(node), node));
-  SETERRQ(PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "The %s reads token ids, but sample %" PetscInt_FMT " (of this rank's batch), position %" PetscInt_FMT ", holds %.17g: give integers in [0, V) with V = %" PetscInt_FMT " (embedding:V:E), e.g. the tokenizer's ids", node, p / emb->T, p % emb->T, (double)v, emb->V);
+  SETERRQ(PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE,
+          "The %s reads token ids, but sample %" PetscInt_FMT " (of this rank's batch), position %" PetscInt_FMT ", holds %.17g: give integers in [0, V) with V = %" PetscInt_FMT " (embedding:V:E), e.g. the tokenizer's ids", node, p / emb->T,
+          p % emb->T, (double)v, emb->V);
 }
 
 /* forward, backward and jvp, in double and in float (embeddingkernels.h) */
@@ -66,15 +71,19 @@ static PetscErrorCode LayerSetUp_Embedding(Layer layer)
 
   PetscFunctionBegin;
   PetscCall(EmbeddingDescription(layer, sizeof(node), node));
-  PetscCheck(emb->V > 0 && emb->E > 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "The %s has no table size: write embedding:V:E in -net_layers (V rows, the vocabulary; E features each, e.g. embedding:1000:64), or give -%sembedding_num V and -%sembedding_dim E", node,
+  PetscCheck(emb->V > 0 && emb->E > 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG,
+             "The %s has no table size: write embedding:V:E in -net_layers (V rows, the vocabulary; E features each, e.g. embedding:1000:64), or give -%sembedding_num V and -%sembedding_dim E", node,
              ((PetscObject)layer)->prefix ? ((PetscObject)layer)->prefix : "", ((PetscObject)layer)->prefix ? ((PetscObject)layer)->prefix : "");
-  PetscCheck((PetscInt64)emb->V * emb->E <= PETSC_MAX_INT, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "The %s's table of %" PetscInt_FMT " x %" PetscInt_FMT " has more entries than %d, the largest PetscInt: use a smaller V or E", node, emb->V, emb->E, PETSC_MAX_INT);
-  PetscCheck(layer->in.ndim < PETNET_MAX_DIM, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_SIZ, "The %s appends a dimension E to its input's shape, which has %" PetscInt_FMT " already (at most %d): flatten the ids first", node, layer->in.ndim, PETNET_MAX_DIM);
+  PetscCheck((PetscInt64)emb->V * emb->E <= PETSC_MAX_INT, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "The %s's table of %" PetscInt_FMT " x %" PetscInt_FMT " has more entries than %d, the largest PetscInt: use a smaller V or E",
+             node, emb->V, emb->E, PETSC_MAX_INT);
+  PetscCheck(layer->in.ndim < PETNET_MAX_DIM, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_SIZ, "The %s appends a dimension E to its input's shape, which has %" PetscInt_FMT " already (at most %d): flatten the ids first", node, layer->in.ndim,
+             PETNET_MAX_DIM);
   PetscCall(PetNetShapeSize(&layer->in, &emb->T));
-  PetscCheck((PetscInt64)emb->T * emb->E <= PETSC_MAX_INT, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "The %s's output (%" PetscInt_FMT " ids of %" PetscInt_FMT " features) has more entries than %d, the largest PetscInt", node, emb->T, emb->E, PETSC_MAX_INT);
-  layer->out                       = layer->in;
+  PetscCheck((PetscInt64)emb->T * emb->E <= PETSC_MAX_INT, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "The %s's output (%" PetscInt_FMT " ids of %" PetscInt_FMT " features) has more entries than %d, the largest PetscInt", node,
+             emb->T, emb->E, PETSC_MAX_INT);
+  layer->out                        = layer->in;
   layer->out.dim[layer->out.ndim++] = emb->E;
-  layer->nparams                   = emb->V * emb->E;
+  layer->nparams                    = emb->V * emb->E;
   PetscFunctionReturn(0);
 }
 
@@ -109,7 +118,8 @@ static PetscErrorCode EmbeddingParseSize(Layer layer, const char args[], const c
   long long v = strtoll(s, end, 10);
 
   PetscFunctionBegin;
-  PetscCheck(*end != s && v > 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "Malformed \"embedding:%s\": %s must be a positive integer; embedding takes V:E, the rows of the table (the vocabulary) and the features of a row, e.g. embedding:1000:64", args, what);
+  PetscCheck(*end != s && v > 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG,
+             "Malformed \"embedding:%s\": %s must be a positive integer; embedding takes V:E, the rows of the table (the vocabulary) and the features of a row, e.g. embedding:1000:64", args, what);
   PetscCheck(v <= PETSC_MAX_INT, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "embedding:%s: %s is more than %d, the largest PetscInt", args, what, PETSC_MAX_INT);
   *size = (PetscInt)v;
   PetscFunctionReturn(0);

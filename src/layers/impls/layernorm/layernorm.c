@@ -20,8 +20,8 @@
 #include <petnet/private/layerimpl.h>
 
 typedef struct {
-  PetscBool    center;        /* layernorm: subtract the mean; rmsnorm: no */
-  PetscBool    affine;        /* gamma (and beta for layernorm) */
+  PetscBool    center; /* layernorm: subtract the mean; rmsnorm: no */
+  PetscBool    affine; /* gamma (and beta for layernorm) */
   PetscReal    eps;
   PetscInt     E, m;          /* the normalised dimension; positions per sample */
   PetscInt     cap;           /* positions mean and invstd have room for */
@@ -49,9 +49,12 @@ static PetscErrorCode NormReserve(Layer layer, PetscInt P)
 static PetscErrorCode NormDescription(Layer layer, size_t len, char desc[])
 {
   PetscFunctionBegin;
-  if (((PetscObject)layer)->name) PetscCall(LayerGetNodeDescription_Private(layer, len, desc));
-  else if (layer->index >= 0) PetscCall(PetscSNPrintf(desc, len, "%s layer %" PetscInt_FMT, ((PetscObject)layer)->type_name, layer->index));
-  else PetscCall(PetscSNPrintf(desc, len, "%s layer", ((PetscObject)layer)->type_name));
+  if (((PetscObject)layer)->name)
+    PetscCall(LayerGetNodeDescription_Private(layer, len, desc));
+  else if (layer->index >= 0)
+    PetscCall(PetscSNPrintf(desc, len, "%s layer %" PetscInt_FMT, ((PetscObject)layer)->type_name, layer->index));
+  else
+    PetscCall(PetscSNPrintf(desc, len, "%s layer", ((PetscObject)layer)->type_name));
   PetscFunctionReturn(0);
 }
 
@@ -212,14 +215,16 @@ static PetscErrorCode LayerSetArguments_Norm(Layer layer, const char args[])
     PetscCall(PetscStrcmp(tok, "noaffine", &noaffine));
     PetscCall(PetscStrcmp(tok, "affine", &affine));
     PetscCall(PetscStrbeginswith(tok, "eps=", &eps));
-    if (noaffine || affine) ln->affine = affine;
+    if (noaffine || affine)
+      ln->affine = affine;
     else if (eps) {
       char  *end;
       double v = strtod(tok + 4, &end);
 
       PetscCheck(end != tok + 4 && !*end && v >= 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "Malformed \"%s:%s\": eps= takes a non-negative number, e.g. %s:eps=1e-6", kind, args, kind);
       ln->eps = (PetscReal)v;
-    } else SETERRQ(PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "Malformed \"%s:%s\": %s takes noaffine (no weight%s) and eps=EPS, e.g. %s:noaffine or %s:eps=1e-6", kind, args, kind, ln->center ? " and bias" : "", kind, kind);
+    } else
+      SETERRQ(PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "Malformed \"%s:%s\": %s takes noaffine (no weight%s) and eps=EPS, e.g. %s:noaffine or %s:eps=1e-6", kind, args, kind, ln->center ? " and bias" : "", kind, kind);
   }
   PetscFunctionReturn(0);
 }

@@ -150,7 +150,7 @@ static PetscErrorCode LN_NAME(LayerJVP_Norm)(Layer layer, PetscInt n, const Pets
 
     PetNetThreadPart(P, nparts, part, &p0, &p1);
     for (PetscInt p = p0; p < p1; p++) {
-      const LN_T       *xp = x + (size_t)p * E;
+      const LN_T       *xp  = x + (size_t)p * E;
       LN_T             *dyp = dy + (size_t)p * E;
       const PetscScalar mu = mean[p], s = invstd[p];
       PetscScalar       r = 0.0, q = 0.0;
