@@ -173,6 +173,22 @@ static PetscErrorCode TestThreads(PetscRandom rnd, const char kind[], const char
     PetscCall(LayerBackwardArray(layer, n, theta, x, y[t], dy, dx[t], dtheta[t]));
   }
   PetscCall(PetNetSetNumThreads(1));
+  if (ids) { /* the table gradient of the large case (several parts of rows) against a plain loop over the positions */
+    PetNetShape  out;
+    PetscInt     E;
+    PetscScalar *ref;
+    PetscReal    err;
+
+    PetscCall(LayerGetOutputShape(layer, &out));
+    E = out.dim[out.ndim - 1];
+    PetscCall(PetscMalloc1(np, &ref));
+    for (PetscInt i = 0; i < np; i++) ref[i] = 0.5;
+    for (PetscInt p = 0; p < n * insize; p++)
+      for (PetscInt e = 0; e < E; e++) ref[(PetscInt)x[p] * E + e] += dy[p * E + e];
+    err = MaxAbsDiff(np, dtheta[0], ref) / MaxAbs(np, ref);
+    PetscCheck(err <= 1e-14, PETSC_COMM_SELF, PETSC_ERR_PLIB, "%s: the table gradient of %" PetscInt_FMT " rows against a plain scatter-add: relative error %g > 1e-14", kind, np / E, (double)err);
+    PetscCall(PetscFree(ref));
+  }
   PetscCheck(!memcmp(y[0], y[1], sizeof(PetscScalar) * n * outsize), PETSC_COMM_SELF, PETSC_ERR_PLIB, "%s: forward differs between 1 and 2 threads", kind);
   PetscCheck(!memcmp(dx[0], dx[1], sizeof(PetscScalar) * n * insize), PETSC_COMM_SELF, PETSC_ERR_PLIB, "%s: dx differs between 1 and 2 threads", kind);
   PetscCheck(!memcmp(dtheta[0], dtheta[1], sizeof(PetscScalar) * np), PETSC_COMM_SELF, PETSC_ERR_PLIB, "%s: the parameter gradient differs between 1 and 2 threads", kind);
