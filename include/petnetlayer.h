@@ -87,6 +87,9 @@ PETSC_EXTERN PetscErrorCode LayerLeakyReLUSetSlope(Layer, PetscReal);
 #define LAYERFLATTEN       "flatten"       /* (h, w, c) -> (h*w*c), (d, h, w, c) -> (d*h*w*c), channels-last order (PyTorch's flatten of NCHW is (c, h, w)) */
 #define LAYERDROPOUT       "dropout"       /* dropout:P, active in training mode only */
 #define LAYERBATCHNORM     "batchnorm"     /* batchnorm[:MOMENTUM[:EPS]], over the last dimension (channels) */
+#define LAYERLAYERNORM     "layernorm"     /* layernorm[:noaffine][:eps=EPS], each position over the last dimension (features) */
+#define LAYERRMSNORM       "rmsnorm"       /* rmsnorm[:noaffine][:eps=EPS], y = gamma x / sqrt(mean(x^2) + eps) over the last dimension */
+#define LAYEREMBEDDING     "embedding"     /* embedding:V:E, token ids (T) -> rows of a V x E table (T, E) */
 
 PETSC_EXTERN PetscErrorCode LayerConv2dSetOutputChannels(Layer, PetscInt);
 PETSC_EXTERN PetscErrorCode LayerConv2dSetKernel(Layer, PetscInt, PetscInt);

@@ -76,6 +76,11 @@ static const SOCase socases[] = {
     {"upsample", "3x1x2:linear", "2x3x2x2", PETSC_TRUE, NULL, SO_BATCH, "upsample trilinear"},
     {"convtranspose2d", "4:3:2:1:output_padding=1", "4x3x2", PETSC_TRUE, NULL, SO_BATCH, "convtranspose2d strided"},
     {"convtranspose2d", "6:2:2x1:0:dilation=2:groups=3:bias=0", "3x3x3", PETSC_TRUE, "-convtranspose2d_max_workspace 0.0005", SO_BATCH, "convtranspose2d grouped, chunks"},
+    {"layernorm", NULL, "4x6", PETSC_TRUE, NULL, SO_BATCH, "transformer layernorm (T, E)"},
+    {"layernorm", "noaffine", "7", PETSC_TRUE, NULL, SO_BATCH, "transformer layernorm:noaffine (E)"},
+    {"layernorm", "eps=0.5", "2x3x5", PETSC_FALSE, NULL, SO_BATCH, "transformer layernorm eps=0.5 (h, w, c)"},
+    {"rmsnorm", NULL, "4x6", PETSC_TRUE, NULL, SO_BATCH, "transformer rmsnorm (T, E)"},
+    {"rmsnorm", "noaffine:eps=1e-3", "3x5", PETSC_TRUE, NULL, SO_BATCH, "transformer rmsnorm:noaffine:eps=1e-3"},
 };
 
 /* a[i] uniform on [lo, hi) from rnd */

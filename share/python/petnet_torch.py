@@ -87,6 +87,9 @@ Layer kinds (PetNet -> PyTorch):
     AdaptiveAvgPool3d(1) followed by Flatten), flatten -> Flatten, dropout:P -> Dropout(P),
     batchnorm[:MOMENTUM[:EPS]] -> BatchNorm3d on (d, h, w, c), BatchNorm2d on (h, w, c), BatchNorm1d on (f),
     residual(F) / residual(F|P) -> Residual,
+    layernorm[:noaffine][:eps=EPS] -> LayerNorm(E, eps, elementwise_affine) on (f) or (T, E) (the last dimension),
+    embedding:V:E -> TokenEmbedding(V, E) (nn.Embedding on ids stored as floats, as PetNet's inputs are); rmsnorm has
+    no PyTorch module in torch 1.13 and stays PetNet's,
     convtranspose2d:OUT[:K[:STRIDE[:PAD]]][:output_padding=P][:dilation=D][:groups=G][:bias=0] -> ConvTranspose2d
     (weight [Cin][OUT/G][KH][KW], PetNet's own order [Cin][KH][KW][OUT/G] in files of version 2),
     upsample:S[:MODE] -> Upsample(scale_factor=S, mode='nearest', or 'bilinear' on (h, w, c) and 'trilinear' on
@@ -148,6 +151,27 @@ class GlobalAvgPool(nn.Module):
 
 
 GlobalAvgPool2d = GlobalAvgPool  # its name before volumes
+
+
+class TokenEmbedding(nn.Embedding):
+    """PetNet's embedding:V:E: nn.Embedding on token ids that arrive as floating-point values (PetNet's inputs are
+    Vecs), rounded to integers first."""
+
+    def forward(self, x):
+        return super().forward(torch.round(x).long())
+
+
+def _norm_args(kind, args):
+    """layernorm's [noaffine][:eps=EPS] -> (affine, eps)"""
+    affine, eps = True, 1e-5
+    for f in (args.split(":") if args else []):
+        if f in ("noaffine", "affine"):
+            affine = f == "affine"
+        elif f.startswith("eps="):
+            eps = float(f[4:])
+        else:
+            raise ValueError(f"{kind} takes noaffine and eps=EPS, not '{args}'")
+    return affine, eps
 
 
 class FlattenLinear(nn.Linear):
@@ -357,6 +381,16 @@ def _make_module(kind, args, shape):
         return module(shape[-1], eps=eps, momentum=momentum, dtype=torch.float64)
     if kind == "dropout":
         return nn.Dropout(float(args))
+    if kind == "layernorm":
+        if len(shape) not in (1, 2):
+            raise ValueError(f"layernorm on a {shape_to_string(shape)} input: PyTorch's NCHW layout puts the channels elsewhere; give (f) or (T, E)")
+        affine, eps = _norm_args(kind, args)
+        return nn.LayerNorm(shape[-1], eps=eps, elementwise_affine=affine, dtype=torch.float64)
+    if kind == "embedding":
+        fields = args.split(":") if args else []
+        if len(fields) != 2 or not all(f.isdigit() and int(f) > 0 for f in fields):
+            raise ValueError(f"embedding takes V:E, two positive integers, not '{args}'")
+        return TokenEmbedding(int(fields[0]), int(fields[1]), dtype=torch.float64)
     if kind == "upsample":
         factors, linear = _upsample_args(args)
         if len(shape) not in (3, 4) or len(factors) not in (1, len(shape) - 1):
@@ -530,6 +564,15 @@ def _group_one(m):
         return f"batchnorm:{_real_text(m.momentum)}:{_real_text(m.eps)}", [m]
     if isinstance(m, nn.Dropout):
         return f"dropout:{_real_text(m.p)}", [m]
+    if isinstance(m, nn.LayerNorm):
+        if len(m.normalized_shape) != 1:
+            raise ValueError("PetNet's layernorm normalises the last dimension only: use LayerNorm(E)")
+        fields = ([] if m.elementwise_affine else ["noaffine"]) + ([] if m.eps == 1e-5 else [f"eps={_real_text(m.eps)}"])
+        return ":".join(["layernorm"] + fields), [m]
+    if isinstance(m, nn.Embedding):
+        if m.padding_idx is not None or m.max_norm is not None:
+            raise ValueError("PetNet's embedding is a plain table: use Embedding(V, E) without padding_idx or max_norm")
+        return f"embedding:{m.num_embeddings}:{m.embedding_dim}", [m]
     if isinstance(m, nn.Upsample):
         return _upsample_entry(m), [m]
     if isinstance(m, GlobalAvgPool):
@@ -709,6 +752,16 @@ def _bind(group, state):
                    _features_tensor("running_mean", m.running_mean, order, True), _features_tensor("running_var", m.running_var, order, True),
                    _Tensor("num_batches_tracked", m.num_batches_tracked, True, counter=True)]
         return state, tensors
+    if isinstance(m, nn.LayerNorm):
+        if ndim not in (1, 2) or tuple(m.normalized_shape) != (shape[-1],):
+            raise ValueError(f"{entry}: LayerNorm{tuple(m.normalized_shape)} on a {shape_to_string(shape)} input: PetNet normalises the last dimension of (f) or (T, E)")
+        order = state.order if ndim == 1 else None
+        tensors = [_features_tensor("weight", m.weight, order), _features_tensor("bias", m.bias, order)] if m.elementwise_affine else []
+        return state, tensors
+    if isinstance(m, nn.Embedding):
+        if ndim >= 4:
+            raise ValueError(f"{entry} on a {shape_to_string(shape)} input: the ids have at most 3 dimensions")
+        return _State(tuple(shape) + (m.embedding_dim,)), [_Tensor("weight", m.weight)]
     if isinstance(m, nn.Flatten):
         if _spatial(shape):
             return _State((math.prod(shape),), _chw_order(shape)), []

@@ -24,11 +24,15 @@ PETSC_INTERN PetscErrorCode LayerCreate_ConvTranspose2d(Layer);
 PETSC_INTERN PetscErrorCode LayerCreate_GCN(Layer);
 PETSC_INTERN PetscErrorCode LayerCreate_SAGE(Layer);
 PETSC_INTERN PetscErrorCode LayerCreate_Mpnn(Layer);
+PETSC_INTERN PetscErrorCode LayerCreate_LayerNorm(Layer);
+PETSC_INTERN PetscErrorCode LayerCreate_RMSNorm(Layer);
+PETSC_INTERN PetscErrorCode LayerCreate_Embedding(Layer);
 
 /*@C
   LayerRegisterAll - registers the built-in layer kinds: dense, identity, relu, leakyrelu, tanh, sigmoid, gelu,
   softplus, conv2d, conv3d, maxpool, avgpool, globalavgpool, flatten, dropout, batchnorm, add, concat, upsample,
-  convtranspose2d, the graph layers gcn and sage and the mesh message-passing layer mpnn. Idempotent.
+  convtranspose2d, the graph layers gcn and sage, the mesh message-passing layer mpnn and the transformer layers
+  layernorm, rmsnorm and embedding. Idempotent.
 
   Not collective
 
@@ -67,5 +71,8 @@ PetscErrorCode LayerRegisterAll(void)
   PetscCall(LayerRegister(LAYERGCN, LayerCreate_GCN));
   PetscCall(LayerRegister(LAYERSAGE, LayerCreate_SAGE));
   PetscCall(LayerRegister(LAYERMPNN, LayerCreate_Mpnn));
+  PetscCall(LayerRegister(LAYERLAYERNORM, LayerCreate_LayerNorm));
+  PetscCall(LayerRegister(LAYERRMSNORM, LayerCreate_RMSNorm));
+  PetscCall(LayerRegister(LAYEREMBEDDING, LayerCreate_Embedding));
   PetscFunctionReturn(0);
 }
