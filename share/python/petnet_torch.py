@@ -176,7 +176,7 @@ def _norm_args(kind, args):
 
 class FlattenLinear(nn.Linear):
     """PetNet's dense layer on an (h, w, c) or (d, h, w, c) input: nn.Linear on the NCHW (NCDHW) input flattened in
-    PyTorch's (c, h, w) ((c, d, h, w)) order."""
+    PyTorch's (c, h, w) ((c, d, h, w)) order; on (T, E) tokens, (N, T, E) flattened in PetNet's own order."""
 
     def forward(self, x):
         return nn.functional.linear(x.flatten(1), self.weight, self.bias)
@@ -350,7 +350,7 @@ def _make_module(kind, args, shape):
             args, bias = args[:-7], args.endswith("1")
         if not args.isdigit() or int(args) <= 0:
             raise ValueError(f"dense takes its number of outputs (dense:N[:bias=0]), not '{args}'")
-        return (FlattenLinear if _spatial(shape) else nn.Linear)(features, int(args), bias=bias, dtype=torch.float64)
+        return (FlattenLinear if len(shape) >= 2 else nn.Linear)(features, int(args), bias=bias, dtype=torch.float64)
     if kind in ("conv2d", "conv3d"):
         nsd = 2 if kind == "conv2d" else 3
         c = _conv_args(args, nsd)
@@ -1060,6 +1060,8 @@ def to_torch_batch(x, input_shape):
     nd = len(input_shape)
     if nd >= 3:  # (h, w, c) -> NCHW, (d, h, w, c) -> NCDHW
         return x.reshape((-1,) + tuple(input_shape)).permute(0, nd, *range(1, nd)).contiguous()
+    if nd == 2:  # (T, E) tokens: (N, T, E), the same order
+        return x.reshape((-1,) + tuple(input_shape))
     return x.reshape(-1, math.prod(input_shape))
 
 
