@@ -20,7 +20,10 @@ static const char help[] = "K-FAC (src/optim/kfac*.c): the blockwise inverse aga
                            "  -case modechange: a K-FAC preconditioner placed for replicated mode, applied after the Net went sharded,\n"
                            "                    must fail naming both modes (an _error test)\n"
                            "  -case uncovered : kfac on a network with batchnorm must fail naming the layer (an _error test)\n"
-                           "  -case nonet     : kfac without a Net must fail (an _error test)\n";
+                           "  -case nonet     : kfac without a Net must fail (an _error test)\n"
+                           "  -case grid      : the K-FAC preconditioner of a conv3d Net in grid mode (a 4^3 DMDA) must fail naming the\n"
+                           "                    layer and why grid mode is not covered (an _error test)\n";
+#include <petscdmda.h>
 
 #include <petnet.h>
 #include <petnetoptim.h>
@@ -767,6 +770,28 @@ static PetscErrorCode CheckBadInput(PetscBool withnet)
   PetscFunctionReturn(0);
 }
 
+/* A conv3d Net on a DMDA (grid mode): PetNetPCSetKFAC() must refuse it, naming the layer and the reason */
+static PetscErrorCode CheckGrid(void)
+{
+  Net net;
+  DM  da;
+  PC  pc;
+
+  PetscFunctionBegin;
+  PetscCall(NetCreate(PETSC_COMM_WORLD, &net));
+  PetscCall(NetSetLayers(net, "conv3d:2:3:1:1,tanh,conv3d:1:3:1:1"));
+  PetscCall(DMDACreate3d(PETSC_COMM_WORLD, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DMDA_STENCIL_BOX, 4, 4, 4, PETSC_DECIDE, PETSC_DECIDE, PETSC_DECIDE, 1, 0, NULL, NULL, NULL, &da));
+  PetscCall(DMSetUp(da));
+  PetscCall(NetSetGrid(net, da));
+  PetscCall(NetSetUp(net));
+  PetscCall(PCCreate(PETSC_COMM_WORLD, &pc));
+  PetscCall(PetNetPCSetKFAC(pc, net));
+  PetscCall(PCDestroy(&pc));
+  PetscCall(DMDestroy(&da));
+  PetscCall(NetDestroy(&net));
+  PetscFunctionReturn(0);
+}
+
 int main(int argc, char **argv)
 {
   char      which[32] = "inverse";
@@ -793,6 +818,8 @@ int main(int argc, char **argv)
   if (flg) PetscCall(CheckBadInput(PETSC_TRUE));
   PetscCall(PetscStrcmp(which, "nonet", &flg));
   if (flg) PetscCall(CheckBadInput(PETSC_FALSE));
+  PetscCall(PetscStrcmp(which, "grid", &flg));
+  if (flg) PetscCall(CheckGrid());
   PetscCall(PetscFinalize());
   return 0;
 }
