@@ -111,6 +111,7 @@ PETSC_EXTERN PetscErrorCode LayerConv3dSetGroups(Layer, PetscInt);
 PETSC_EXTERN PetscErrorCode LayerConv3dSetBias(Layer, PetscBool);
 PETSC_EXTERN PetscErrorCode LayerConv3dSetInitialization(Layer, LayerInitType, PetscReal);
 PETSC_EXTERN PetscErrorCode LayerConv3dGetPatchLayout(Layer, PetscInt *, PetscInt *, PetscInt *, PetscBool *); /* groups, KD KH KW Cin/G, Do Ho Wo, bias */
+PETSC_EXTERN PetscErrorCode LayerConv3dGetPatches(Layer, PetscInt, const PetscScalar[], PetscScalar[]);        /* vol2col: [n Do Ho Wo][G][KD][KH][KW][Cin/G] */
 
 PETSC_EXTERN PetscErrorCode LayerPoolSetKernel(Layer, PetscInt, PetscInt);
 PETSC_EXTERN PetscErrorCode LayerPoolSetStride(Layer, PetscInt, PetscInt);

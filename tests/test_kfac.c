@@ -10,6 +10,8 @@ static const char help[] = "K-FAC (src/optim/kfac*.c): the blockwise inverse aga
                            "                    agree with one pass to 1e-12\n"
                            "  -case ranks     : 6 kfac steps (momentum, weight decay, KL clip, running averages, inverses every 2) on\n"
                            "                    PETSC_COMM_WORLD with the batch split equal the same on PETSC_COMM_SELF to 1e-11\n"
+                           "  -kfac_conv3d    : -case ranks on a conv3d network (groups, padding, stride), whose 6 steps must also lower\n"
+                           "                    the mean loss over the batches to at most 0.9 of it\n"
                            "  -case sharded   : 6 kfac steps as in -case ranks with -net_parallel sharded, with model-parallel nodes\n"
                            "                    (-net_parallel model; a dense layer with partition=Px1 in sharded mode) equal the\n"
                            "                    replicated run on the same ranks to 1e-12 (double) and to 10 L u (single, u = 2^-24, L\n"
@@ -18,7 +20,10 @@ static const char help[] = "K-FAC (src/optim/kfac*.c): the blockwise inverse aga
                            "  -case modechange: a K-FAC preconditioner placed for replicated mode, applied after the Net went sharded,\n"
                            "                    must fail naming both modes (an _error test)\n"
                            "  -case uncovered : kfac on a network with batchnorm must fail naming the layer (an _error test)\n"
-                           "  -case nonet     : kfac without a Net must fail (an _error test)\n";
+                           "  -case nonet     : kfac without a Net must fail (an _error test)\n"
+                           "  -case grid      : the K-FAC preconditioner of a conv3d Net in grid mode (a 4^3 DMDA) must fail naming the\n"
+                           "                    layer and why grid mode is not covered (an _error test)\n";
+#include <petscdmda.h>
 
 #include <petnet.h>
 #include <petnetoptim.h>
@@ -29,6 +34,19 @@ static const char help[] = "K-FAC (src/optim/kfac*.c): the blockwise inverse aga
 #define NCLASS 3
 
 static NetParallelType parallel = NET_PARALLEL_REPLICATED; /* -kfac_parallel: the mode of the Nets of ProblemCreate() */
+static PetscBool       conv3d   = PETSC_FALSE;             /* -kfac_conv3d: -case ranks on the conv3d network */
+
+/* the network of -case ranks: conv2d (default) or conv3d (-kfac_conv3d) */
+static void RanksNet(const char **layers, PetNetShape *in)
+{
+  if (conv3d) {
+    *layers = "conv3d:4:3:1:1:groups=2,tanh,conv3d:3:2:2:0,flatten,dense:5,relu,dense:3";
+    *in     = (PetNetShape){4, {4, 4, 4, 2}};
+  } else {
+    *layers = "conv2d:4:3:1:1:groups=2,tanh,conv2d:3:2:2:0,flatten,dense:5,relu,dense:3";
+    *in     = (PetNetShape){3, {6, 6, 2}};
+  }
+}
 
 typedef struct {
   const char *layers;
@@ -40,6 +58,7 @@ static const Case cases[] = {
     {"dense:4,tanh,dense:3", {1, {5}}, PETSC_FALSE},
     {"conv2d:4:3:1:1:groups=2,tanh,conv2d:3:2:2:0:bias=0,flatten,dense:3", {3, {5, 5, 2}}, PETSC_FALSE},
     {"conv2d:2:3:2:1,relu,flatten,dense:3", {3, {4, 5, 1}}, PETSC_FALSE},
+    {"conv3d:4:3:1:1:groups=2,tanh,conv3d:3:2:2:0:bias=0,flatten,dense:3", {4, {3, 4, 4, 2}}, PETSC_FALSE},
     {"dense:4,batchnorm,tanh,dense:3", {1, {3}}, PETSC_TRUE},
 };
 
@@ -148,7 +167,7 @@ static PetscErrorCode GatherAll(Vec v, PetscScalar **all)
   PetscFunctionReturn(0);
 }
 
-/* The conv2d geometry, read back from the layer's spec "conv2d:OUT:K:STRIDE:PAD[:groups=G][:bias=0]" */
+/* The conv2d/conv3d geometry, read back from the layer's spec "conv<N>d:OUT:K:STRIDE:PAD[:groups=G][:bias=0]" (cubic K) */
 typedef struct {
   PetscInt  cout, k, stride, pad, groups;
   PetscBool bias;
@@ -193,19 +212,23 @@ static PetscErrorCode ReferenceNode(Net net, PetscInt k, PetscInt N, const Petsc
   Layer        layer = net->layers[k];
   PetscBool    isdense;
   ConvGeometry cg = {0};
-  PetscInt     G, nin, nout, P, H = 1, W = 1, Cin, Ho = 1, Wo = 1, Cout, poff = net->poff[k];
-  PetscBool    bias;
+  PetscInt     G, nin, nout, P, D = 1, H = 1, W = 1, Cin, Do = 1, Ho = 1, Wo = 1, Cout, KD = 1, poff = net->poff[k];
+  PetscBool    bias, is3d;
 
   PetscFunctionBegin;
   PetscCall(PetscObjectTypeCompare((PetscObject)layer, LAYERDENSE, &isdense));
+  PetscCall(PetscObjectTypeCompare((PetscObject)layer, LAYERCONV3D, &is3d));
   if (isdense) {
     G = 1, nin = layer->insize, nout = layer->outsize, P = 1, bias = PETSC_TRUE, Cin = nin, Cout = nout;
   } else {
+    const PetscInt d0 = is3d ? 1 : 0; /* conv3d: (D, H, W, C); conv2d: (H, W, C) */
+
     PetscCall(ParseConv(layer, &cg));
-    H = layer->in.dim[0], W = layer->in.dim[1], Cin = layer->in.dim[2];
-    Ho = layer->out.dim[0], Wo = layer->out.dim[1], Cout = layer->out.dim[2];
+    if (is3d) D = layer->in.dim[0], Do = layer->out.dim[0], KD = cg.k;
+    H = layer->in.dim[d0], W = layer->in.dim[d0 + 1], Cin = layer->in.dim[d0 + 2];
+    Ho = layer->out.dim[d0], Wo = layer->out.dim[d0 + 1], Cout = layer->out.dim[d0 + 2];
     PetscCheck(Cout == cg.cout, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Spec parsing");
-    G = cg.groups, nin = cg.k * cg.k * Cin / G, nout = Cout / G, P = Ho * Wo, bias = cg.bias;
+    G = cg.groups, nin = KD * cg.k * cg.k * Cin / G, nout = Cout / G, P = Do * Ho * Wo, bias = cg.bias;
   }
   for (PetscInt g = 0; g < G; g++) {
     const PetscInt na = nin + (bias ? 1 : 0), nk = na * nout;
@@ -216,27 +239,28 @@ static PetscErrorCode ReferenceNode(Net net, PetscInt k, PetscInt N, const Petsc
     PetscCall(PetscCalloc6(na * na, &A, nout * nout, &S, nk * nk, &K, na, &a, nout, &gv, nk, &z));
     PetscCall(PetscMalloc1(nk, &ipiv));
     for (PetscInt s = 0; s < N; s++)
-      for (PetscInt oh = 0; oh < Ho; oh++)
-        for (PetscInt ow = 0; ow < Wo; ow++) {
-          const PetscInt p = oh * Wo + ow;
+      for (PetscInt p = 0; p < P; p++) {
+        const PetscInt od = p / (Ho * Wo), oh = (p / Wo) % Ho, ow = p % Wo;
 
-          if (isdense)
-            for (PetscInt i = 0; i < nin; i++) a[i] = x[s * nin + i];
-          else
+        if (isdense)
+          for (PetscInt i = 0; i < nin; i++) a[i] = x[s * nin + i];
+        else
+          for (PetscInt kd = 0; kd < KD; kd++)
             for (PetscInt kh = 0; kh < cg.k; kh++)
               for (PetscInt kw = 0; kw < cg.k; kw++)
                 for (PetscInt c = 0; c < Cin / G; c++) {
-                  PetscInt ih = oh * cg.stride - cg.pad + kh, iw = ow * cg.stride - cg.pad + kw;
+                  PetscInt  id = is3d ? od * cg.stride - cg.pad + kd : 0, ih = oh * cg.stride - cg.pad + kh, iw = ow * cg.stride - cg.pad + kw;
+                  PetscBool in = (PetscBool)(id >= 0 && id < D && ih >= 0 && ih < H && iw >= 0 && iw < W);
 
-                  a[(kh * cg.k + kw) * (Cin / G) + c] = (ih >= 0 && ih < H && iw >= 0 && iw < W) ? x[((s * H + ih) * W + iw) * Cin + g * (Cin / G) + c] : 0.0;
+                  a[((kd * cg.k + kh) * cg.k + kw) * (Cin / G) + c] = in ? x[(((s * D + id) * H + ih) * W + iw) * Cin + g * (Cin / G) + c] : 0.0;
                 }
-          if (bias) a[nin] = 1.0;
-          for (PetscInt o = 0; o < nout; o++) gv[o] = N * dy[(s * P + p) * Cout + g * nout + o];
-          for (PetscInt i = 0; i < na; i++)
-            for (PetscInt j = 0; j < na; j++) A[i * na + j] += a[i] * a[j] / (N * P);
-          for (PetscInt i = 0; i < nout; i++)
-            for (PetscInt j = 0; j < nout; j++) S[i * nout + j] += gv[i] * gv[j] / N;
-        }
+        if (bias) a[nin] = 1.0;
+        for (PetscInt o = 0; o < nout; o++) gv[o] = N * dy[(s * P + p) * Cout + g * nout + o];
+        for (PetscInt i = 0; i < na; i++)
+          for (PetscInt j = 0; j < na; j++) A[i * na + j] += a[i] * a[j] / (N * P);
+        for (PetscInt i = 0; i < nout; i++)
+          for (PetscInt j = 0; j < nout; j++) S[i * nout + j] += gv[i] * gv[j] / N;
+      }
     for (PetscInt i = 0; i < na; i++) ta += PetscRealPart(A[i * na + i]) / na;
     for (PetscInt i = 0; i < nout; i++) ts += PetscRealPart(S[i * nout + i]) / nout;
     pi = PetscSqrtReal(ta / ts);
@@ -442,6 +466,7 @@ static PetscErrorCode CheckInverse(void)
 
       PetscCall(PetscObjectTypeCompare((PetscObject)p.net->layers[k], LAYERDENSE, &dense));
       PetscCall(PetscObjectTypeCompare((PetscObject)p.net->layers[k], LAYERCONV2D, &conv));
+      if (!conv) PetscCall(PetscObjectTypeCompare((PetscObject)p.net->layers[k], LAYERCONV3D, &conv));
       if (!dense && !conv) continue;
       PetscCall(GatherAll(p.net->act[p.net->nodes[k].in[0] + 1], &x));
       PetscCall(GatherAll(p.net->dact[k + 1], &dy));
@@ -485,34 +510,51 @@ static PetscErrorCode CheckInverse(void)
   PetscFunctionReturn(0);
 }
 
-/* nsteps kfac steps on comm with n local samples per batch; the final parameters gathered */
-static PetscErrorCode RunKFAC(MPI_Comm comm, PetscInt N, PetscInt n, PetscInt nsteps, PetscScalar **theta, PetscReal *norm)
+/* nsteps kfac steps on comm with n local samples per batch; the final parameters gathered, and the mean loss over
+   the batches before (loss[0]) and after (loss[1]) */
+static PetscErrorCode RunKFAC(MPI_Comm comm, PetscInt N, PetscInt n, PetscInt nsteps, PetscScalar **theta, PetscReal *norm, PetscReal loss[2])
 {
-  const char *layers = "conv2d:4:3:1:1:groups=2,tanh,conv2d:3:2:2:0,flatten,dense:5,relu,dense:3";
-  PetNetShape in     = {3, {6, 6, 2}};
+  const char *layers;
+  PetNetShape in;
   Problem     p;
   Tao         tao;
-  Vec         x;
+  Vec         x, G;
 
   PetscFunctionBegin;
+  RanksNet(&layers, &in);
   PetscCall(ProblemCreate(comm, layers, &in, 3, N, n, &p));
   PetscCall(TaoCreate(comm, &tao));
   PetscCall(TaoSetType(tao, TAOKFAC));
   PetscCall(NetCreateParameterVec(p.net, &x));
   PetscCall(VecCopy(p.net->theta, x));
-  PetscCall(TaoSetSolution(tao, x));
-  PetscCall(TaoSetObjectiveAndGradient(tao, NULL, ProblemObjective, &p));
-  PetscCall(TaoSetUpdate(tao, ProblemNextBatch, &p));
-  PetscCall(PetNetTaoKFACSetNet(tao, p.net));
-  PetscCall(PetNetTaoSetLearningRate(tao, 0.3));
-  PetscCall(PetNetTaoSetWeightDecay(tao, 1e-3));
-  PetscCall(PetNetTaoKFACSetMomentum(tao, 0.9));
-  PetscCall(PetNetTaoKFACSetDamping(tao, 1e-2));
-  PetscCall(PetNetTaoKFACSetStatDecay(tao, 0.8));
-  PetscCall(PetNetTaoKFACSetUpdateFrequency(tao, 1, 2));
-  PetscCall(PetNetTaoKFACSetKLClip(tao, 1e-2));
-  PetscCall(TaoSetMaximumIterations(tao, nsteps));
-  PetscCall(TaoSolve(tao));
+  PetscCall(VecDuplicate(x, &G));
+  for (PetscInt w = 0; w < 2; w++) {
+    if (w) {
+      p.ibatch = 0;
+      PetscCall(TaoSetSolution(tao, x));
+      PetscCall(TaoSetObjectiveAndGradient(tao, NULL, ProblemObjective, &p));
+      PetscCall(TaoSetUpdate(tao, ProblemNextBatch, &p));
+      PetscCall(PetNetTaoKFACSetNet(tao, p.net));
+      PetscCall(PetNetTaoSetLearningRate(tao, 0.3));
+      PetscCall(PetNetTaoSetWeightDecay(tao, 1e-3));
+      PetscCall(PetNetTaoKFACSetMomentum(tao, 0.9));
+      PetscCall(PetNetTaoKFACSetDamping(tao, 1e-2));
+      PetscCall(PetNetTaoKFACSetStatDecay(tao, 0.8));
+      PetscCall(PetNetTaoKFACSetUpdateFrequency(tao, 1, 2));
+      PetscCall(PetNetTaoKFACSetKLClip(tao, 1e-2));
+      PetscCall(TaoSetMaximumIterations(tao, nsteps));
+      PetscCall(TaoSolve(tao));
+    }
+    loss[w] = 0;
+    for (PetscInt b = 0; b < p.nbatches; b++) {
+      PetscReal f;
+
+      p.ibatch = b;
+      PetscCall(ProblemObjective(NULL, x, &f, G, &p));
+      loss[w] += f / p.nbatches;
+    }
+  }
+  PetscCall(VecDestroy(&G));
   PetscCall(VecNorm(x, NORM_2, norm));
   PetscCall(GatherAll(x, theta));
   PetscCall(VecDestroy(&x));
@@ -525,23 +567,29 @@ static PetscErrorCode CheckRanks(void)
 {
   PetscInt     N = 9, n = PETSC_DECIDE, nparams, nsteps = 6;
   PetscScalar *tw, *ts;
-  PetscReal    nw, ns, err;
+  PetscReal    nw, ns, err, lw[2], ls[2];
 
   PetscFunctionBegin;
   PetscCall(PetscSplitOwnership(PETSC_COMM_WORLD, &n, &N));
-  PetscCall(RunKFAC(PETSC_COMM_WORLD, N, n, nsteps, &tw, &nw));
-  PetscCall(RunKFAC(PETSC_COMM_SELF, N, N, nsteps, &ts, &ns));
+  PetscCall(RunKFAC(PETSC_COMM_WORLD, N, n, nsteps, &tw, &nw, lw));
+  PetscCall(RunKFAC(PETSC_COMM_SELF, N, N, nsteps, &ts, &ns, ls));
   {
     Problem     p;
-    PetNetShape in = {3, {6, 6, 2}};
+    PetNetShape in;
+    const char *layers;
 
-    PetscCall(ProblemCreate(PETSC_COMM_SELF, "conv2d:4:3:1:1:groups=2,tanh,conv2d:3:2:2:0,flatten,dense:5,relu,dense:3", &in, 1, 1, 1, &p));
+    RanksNet(&layers, &in);
+    PetscCall(ProblemCreate(PETSC_COMM_SELF, layers, &in, 1, 1, 1, &p));
     PetscCall(NetGetNumParameters(p.net, &nparams));
     PetscCall(ProblemDestroy(&p));
   }
   err = ArrayRelErr(nparams, tw, ts);
   PetscCheck(err <= 1e-11, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "After %" PetscInt_FMT " kfac steps the parameters on PETSC_COMM_WORLD differ from those on PETSC_COMM_SELF by %g relative", nsteps, (double)err);
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%" PetscInt_FMT " kfac steps, %" PetscInt_FMT " parameters: |theta| = %.10f; the ranks' result equals one rank's to 1e-11\n", nsteps, nparams, (double)nw));
+  if (conv3d) { /* the conv3d network: its training lowers the mean loss over the batches by at least 10% */
+    PetscCheck(lw[1] <= 0.9 * lw[0], PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%" PetscInt_FMT " kfac steps took the mean loss from %g to %g, not below 0.9 of it", nsteps, (double)lw[0], (double)lw[1]);
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "mean loss over the batches %.6f -> %.6f (<= 0.9 of it)\n", (double)lw[0], (double)lw[1]));
+  }
   PetscCall(PetscFree(tw));
   PetscCall(PetscFree(ts));
   PetscFunctionReturn(0);
@@ -722,6 +770,28 @@ static PetscErrorCode CheckBadInput(PetscBool withnet)
   PetscFunctionReturn(0);
 }
 
+/* A conv3d Net on a DMDA (grid mode): PetNetPCSetKFAC() must refuse it, naming the layer and the reason */
+static PetscErrorCode CheckGrid(void)
+{
+  Net net;
+  DM  da;
+  PC  pc;
+
+  PetscFunctionBegin;
+  PetscCall(NetCreate(PETSC_COMM_WORLD, &net));
+  PetscCall(NetSetLayers(net, "conv3d:2:3:1:1,tanh,conv3d:1:3:1:1"));
+  PetscCall(DMDACreate3d(PETSC_COMM_WORLD, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DMDA_STENCIL_BOX, 4, 4, 4, PETSC_DECIDE, PETSC_DECIDE, PETSC_DECIDE, 1, 0, NULL, NULL, NULL, &da));
+  PetscCall(DMSetUp(da));
+  PetscCall(NetSetGrid(net, da));
+  PetscCall(NetSetUp(net));
+  PetscCall(PCCreate(PETSC_COMM_WORLD, &pc));
+  PetscCall(PetNetPCSetKFAC(pc, net));
+  PetscCall(PCDestroy(&pc));
+  PetscCall(DMDestroy(&da));
+  PetscCall(NetDestroy(&net));
+  PetscFunctionReturn(0);
+}
+
 int main(int argc, char **argv)
 {
   char      which[32] = "inverse";
@@ -735,6 +805,7 @@ int main(int argc, char **argv)
     PetscCall(PetscOptionsGetEList(NULL, NULL, "-kfac_parallel", NetParallelTypes, 3, &mode, NULL));
     parallel = (NetParallelType)mode;
   }
+  PetscCall(PetscOptionsGetBool(NULL, NULL, "-kfac_conv3d", &conv3d, NULL));
   PetscCall(PetscStrcmp(which, "sharded", &flg));
   if (flg) PetscCall(CheckSharded());
   PetscCall(PetscStrcmp(which, "modechange", &flg));
@@ -747,6 +818,8 @@ int main(int argc, char **argv)
   if (flg) PetscCall(CheckBadInput(PETSC_TRUE));
   PetscCall(PetscStrcmp(which, "nonet", &flg));
   if (flg) PetscCall(CheckBadInput(PETSC_FALSE));
+  PetscCall(PetscStrcmp(which, "grid", &flg));
+  if (flg) PetscCall(CheckGrid());
   PetscCall(PetscFinalize());
   return 0;
 }

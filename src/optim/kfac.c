@@ -1,5 +1,5 @@
 /*
-  kfac: natural-gradient descent with K-FAC, the Kronecker-factored Fisher of the dense and conv2d layers of a Net
+  kfac: natural-gradient descent with K-FAC, the Kronecker-factored Fisher of the dense, conv2d and conv3d layers of a Net
   (Martens and Grosse 2015; Grosse and Martens 2016 for convolutions; the factors in kfacfactors.c). Update t, with g
   the gradient of the mini-batch just evaluated, lr the scheduled learning rate, wd the weight decay, mu the momentum:
 
@@ -241,7 +241,7 @@ static PetscErrorCode TaoOptimDestroy_KFAC(Tao tao)
 
 /*MC
   TAOKFAC - "kfac": natural-gradient descent preconditioned by K-FAC, the Kronecker-factored approximate Fisher of the
-  dense and conv2d layers of a Net, one update per mini-batch.
+  dense, conv2d and conv3d layers of a Net (in batch mode), one update per mini-batch.
 
   Options:
 + -tao_kfac_lr <0.1>                 - learning rate (the schedules of -tao_lr_schedule apply)
@@ -310,7 +310,7 @@ PETSC_INTERN PetscErrorCode TaoCreate_KFAC(Tao tao)
   Notes:
   The Trainer calls it in TrainerSetUp() when the Tao is of type kfac. The objective given to the Tao must run
   NetForward() and NetBackward() of the mean loss of its mini-batch on this Net: the factor statistics are read from
-  that pass. Every layer with parameters must be dense or conv2d in batch mode, unless
+  that pass. Every layer with parameters must be dense, conv2d or conv3d in batch mode, unless
   PetNetTaoKFACSetUncoveredGradient() allows others; the first TaoSolve() checks this.
 
   Level: intermediate
@@ -479,13 +479,13 @@ PetscErrorCode PetNetTaoKFACSetKLClip(Tao tao, PetscReal klclip)
 
 /*@
   PetNetTaoKFACSetUncoveredGradient - lets the kfac optimizer train networks with layers K-FAC does not cover (batchnorm,
-  ode, conv2d in grid mode), stepping their parameters along the plain gradient
+  ode, conv2d and conv3d in grid mode), stepping their parameters along the plain gradient
 
   Logically collective on tao
 
   Input Parameters:
 + tao - the Tao, of type kfac (other types ignore the call)
-- flg - `PETSC_TRUE` to precondition only the dense and conv2d layers; `PETSC_FALSE` (the default) refuses such
+- flg - `PETSC_TRUE` to precondition only the dense, conv2d and conv3d layers (batch mode); `PETSC_FALSE` (the default) refuses such
         networks with an error that names the layer
 
   Options Database Key:

@@ -7,8 +7,8 @@
     dense    A = (1/N) sum_s a_s a_s^T                     a = [x_s; 1], the layer's input with 1 for the bias
              S = (1/N) sum_s g_s g_s^T = N sum_s dact_s dact_s^T
     conv2d   A = 1/(N T) sum_s sum_t a_st a_st^T           a_st = [patch of pixel t of sample s in group g; 1]
-             S = (1/N) sum_s sum_t g_st g_st^T             g_st = N dact at pixel t, channels of group g
-  with T = Ho Wo output pixels. This is KFC's Omega (x) Gamma under spatial homogeneity and uncorrelated derivatives:
+    conv3d   S = (1/N) sum_s sum_t g_st g_st^T             g_st = N dact at pixel t, channels of group g
+  with T = Ho Wo output pixels (conv3d: Do Ho Wo output voxels, the same sums over its vol2col patches). This is KFC's Omega (x) Gamma under spatial homogeneity and uncorrelated derivatives:
   vec(DW) = sum_t g_t (x) a_t gives E[DW DW^T] ~ T E_t[a a^T] (x) E_t[g g^T], and we put the factor T in S (sum over
   pixels, mean over samples) and keep A a mean over samples and pixels, so that a 1x1 image is exactly a dense layer.
   Each rank sums over its own samples; after each pass the packed upper triangles of a node's factors are summed over
@@ -36,9 +36,10 @@
 
 PetscLogEvent PETNET_KFACStatistics, PETNET_KFACInvert, PETNET_KFACApply;
 
-#define KFAC_PATCH_ENTRIES (1 << 20) /* conv2d: patches of at most this many entries at a time (8 MB), at least one sample */
+#define KFAC_PATCH_ENTRIES (1 << 20) /* conv2d, conv3d: patches of at most this many entries at a time (8 MB), at least one sample */
 
-/* Describes why node k cannot be preconditioned, for the error and the view */
+/* Describes why node k cannot be preconditioned, for the error and the view; why: "" or " in grid mode" (a
+   convolution on a grid), with its reason */
 static PetscErrorCode PetNetKFACUncoveredError(Net net, PetscInt k, const char why[], const char option[])
 {
   Layer       layer;
@@ -51,9 +52,27 @@ static PetscErrorCode PetNetKFACUncoveredError(Net net, PetscInt k, const char w
   PetscCall(LayerGetType(layer, &type));
   PetscCall(PetscObjectGetOptionsPrefix((PetscObject)layer, &prefix));
   SETERRQ(PetscObjectComm((PetscObject)net), PETSC_ERR_SUP,
-          "K-FAC preconditions dense layers and conv2d layers in batch mode, and layer \"%s\" (%s%s, %" PetscInt_FMT
-          " parameters, options prefix -%s) is not one of them: train this network with -tao_type adam (or adamw, sgd, rmsprop), or give %s to step the parameters of such layers along the plain gradient",
-          name, type, why, layer->nparams, prefix ? prefix : "", option);
+          "K-FAC preconditions dense, conv2d and conv3d layers in batch mode, and layer \"%s\" (%s%s, %" PetscInt_FMT
+          " parameters, options prefix -%s) is not one of them%s: train this network with -tao_type adam (or adamw, sgd, rmsprop), or give %s to step the parameters of such layers along the plain gradient",
+          name, type, why, layer->nparams, prefix ? prefix : "",
+          why[0] ? " (in grid mode the patches of a rank's output points lie in the box the spatial executor gathers with its neighbours' halos, and no public Net call gives K-FAC that box and the node's output cotangent on it yet)" : "", option);
+  PetscFunctionReturn(0);
+}
+
+/* A convolution's patches, by its kind (conv2d or conv3d: the same layout and the same code in the layer) */
+static PetscErrorCode KFACConvPatchLayout(Layer layer, PetscBool is3d, PetscInt *G, PetscInt *kg, PetscInt *pixels, PetscBool *bias)
+{
+  PetscFunctionBegin;
+  if (is3d) PetscCall(LayerConv3dGetPatchLayout(layer, G, kg, pixels, bias));
+  else PetscCall(LayerConv2dGetPatchLayout(layer, G, kg, pixels, bias));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode KFACConvPatches(Layer layer, PetscBool is3d, PetscInt n, const PetscScalar *x, PetscScalar *col)
+{
+  PetscFunctionBegin;
+  if (is3d) PetscCall(LayerConv3dGetPatches(layer, n, x, col));
+  else PetscCall(LayerConv2dGetPatches(layer, n, x, col));
   PetscFunctionReturn(0);
 }
 
@@ -195,7 +214,7 @@ static PetscErrorCode KFACSetUpExchange(PetNetKFAC k)
 }
 
 /*
-  The blocks of net: one per dense layer, one per group of a conv2d layer in batch mode. Other parameterised layers
+  The blocks of net: one per dense layer, one per group of a conv2d or conv3d layer in batch mode. Other parameterised layers
   are an error, or with uncoveredgradient their parameters are left unpreconditioned. option names the setting that
   allows it, for the error message.
 */
@@ -220,7 +239,7 @@ PetscErrorCode PetNetKFACCreate(Net net, PetscBool uncoveredgradient, const char
     nb = nu = 0;
     for (PetscInt n = 0; n < nlayers; n++) {
       Layer     layer;
-      PetscBool isdense, isconv;
+      PetscBool isdense, isconv, is3d;
       DM        dm = NULL;
       PetscInt  poff;
 
@@ -229,7 +248,9 @@ PetscErrorCode PetNetKFACCreate(Net net, PetscBool uncoveredgradient, const char
       PetscCall(NetGetLayerParameterRange(net, n, &poff, NULL));
       PetscCall(PetscObjectTypeCompare((PetscObject)layer, LAYERDENSE, &isdense));
       PetscCall(PetscObjectTypeCompare((PetscObject)layer, LAYERCONV2D, &isconv));
-      if (isconv) PetscCall(NetGetGrid(net, &dm)); /* in grid mode a conv2d's patches span the ranks' halos */
+      PetscCall(PetscObjectTypeCompare((PetscObject)layer, LAYERCONV3D, &is3d));
+      isconv = (PetscBool)(isconv || is3d);
+      if (isconv) PetscCall(NetGetGrid(net, &dm)); /* in grid mode a convolution's patches span the ranks' halos */
       if (isdense) {
         if (pass) {
           KFACBlock *b = &k->blocks[nb];
@@ -245,10 +266,11 @@ PetscErrorCode PetNetKFACCreate(Net net, PetscBool uncoveredgradient, const char
         }
         nb++;
       } else if (isconv && !dm) {
-        PetscInt  G, kg, pixels, cout = layer->out.dim[2];
+        PetscInt  G, kg, pixels, cout;
         PetscBool bias;
 
-        PetscCall(LayerConv2dGetPatchLayout(layer, &G, &kg, &pixels, &bias));
+        PetscCall(KFACConvPatchLayout(layer, is3d, &G, &kg, &pixels, &bias));
+        cout = layer->outsize / pixels; /* y [pixels][Cout] per sample */
         for (PetscInt g = 0; g < G; g++, nb++) {
           KFACBlock *b;
 
@@ -375,7 +397,7 @@ static void KFACAverage(PetscInt n, const PetscScalar *p, PetscReal scale, Petsc
 }
 
 /* Sums over this rank's samples of A (upper triangle of the na x na matrix Af, na = nin + bias) for rows of x: n rows
-   of nin values, row stride ld (a group of conv2d patches); beta 0 overwrites, 1 accumulates */
+   of nin values, row stride ld (a group of convolution patches); beta 0 overwrites, 1 accumulates */
 static PetscErrorCode KFACSumInputs(PetscInt nin, PetscBool bias, PetscInt n, const PetscScalar *x, PetscInt ld, PetscScalar beta, PetscScalar *Af)
 {
   const PetscInt    na  = nin + (bias ? 1 : 0);
@@ -426,13 +448,14 @@ static PetscErrorCode KFACSumNode(PetNetKFAC kfac, PetscInt b0, PetscInt b1, Pet
   PetscInt           n;
   Layer              layer;
   const PetscScalar *x, *dy;
-  PetscBool          isdense;
+  PetscBool          isdense, is3d;
 
   PetscFunctionBegin;
   PetscCall(NetGetBatchSize(net, &n, NULL));
   PetscCall(NetGetLayer(net, node, &layer));
   PetscCall(NetGetNodeArraysRead(net, node, NULL, &x, &dy)); /* in double at any precision */
   PetscCall(PetscObjectTypeCompare((PetscObject)layer, LAYERDENSE, &isdense));
+  PetscCall(PetscObjectTypeCompare((PetscObject)layer, LAYERCONV3D, &is3d));
   if (isdense) {
     KFACBlock *b = &kfac->blocks[b0];
 
@@ -440,16 +463,17 @@ static PetscErrorCode KFACSumNode(PetNetKFAC kfac, PetscInt b0, PetscInt b1, Pet
     KFACPackUpper(b->na, kfac->full, 1.0, kfac->node + b->noff);
     PetscCall(KFACSumOutputs(b->nout, n, dy, b->nout, kfac->full));
     KFACPackUpper(b->nout, kfac->full, sscale, kfac->node + b->noff + (size_t)b->na * (b->na + 1) / 2);
-  } else { /* conv2d: patches chunk by chunk, the A of each group side by side in full */
-    PetscInt G, kg, P, cout = layer->out.dim[2], chunk;
+  } else { /* conv2d, conv3d: patches chunk by chunk, the A of each group side by side in full */
+    PetscInt G, kg, P, cout, chunk;
     size_t   off;
 
-    PetscCall(LayerConv2dGetPatchLayout(layer, &G, &kg, &P, NULL));
+    PetscCall(KFACConvPatchLayout(layer, is3d, &G, &kg, &P, NULL));
+    cout  = layer->outsize / P;
     chunk = (PetscInt)PetscMax(1, KFAC_PATCH_ENTRIES / ((size_t)P * G * kg));
     for (PetscInt s0 = 0; s0 < n || s0 == 0; s0 += chunk) {
       PetscInt ns = PetscMin(chunk, n - s0);
 
-      if (ns > 0) PetscCall(LayerConv2dGetPatches(layer, ns, x + (size_t)s0 * layer->insize, kfac->work));
+      if (ns > 0) PetscCall(KFACConvPatches(layer, is3d, ns, x + (size_t)s0 * layer->insize, kfac->work));
       off = 0;
       for (PetscInt i = b0; i < b1; i++) {
         KFACBlock *b = &kfac->blocks[i];

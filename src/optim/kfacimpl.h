@@ -2,8 +2,8 @@
   Private: the Kronecker-factored approximate curvature (K-FAC) of a Net, shared by the TAO type kfac (kfac.c) and the
   K-FAC preconditioner (kfacpc.c); the factors and their inverses are in kfacfactors.c.
 
-  A block is the weights of one dense layer, or of one group of a conv2d layer, with their bias: nout rows of nin
-  weights, row o at parameter woff + o nin, its bias at boff + o. Per sample (and, for conv2d, per output pixel) the
+  A block is the weights of one dense layer, or of one group of a conv2d or conv3d layer, with their bias: nout rows of nin
+  weights, row o at parameter woff + o nin, its bias at boff + o. Per sample (and, for conv2d and conv3d, per output point) the
   gradient of the block is g a^T with a the augmented input [x; 1] (na = nin + 1 entries; na = nin without bias) and g
   the output gradient, so that
       F = E[vec(g a^T) vec(g a^T)^T] ~ S (x) A      (row-major vec: entry (o, i) at o na + i)
@@ -25,10 +25,10 @@
 #include <petnet/private/layerimpl.h> /* the layers' sizes; the Net only through its public calls */
 
 typedef struct {
-  PetscInt     node, group; /* the Net node, and its conv2d group (0 for dense) */
-  PetscInt     nin, nout;   /* weights per row (dense: inputs; conv2d: KH KW Cin/G) and rows (outputs of the group) */
+  PetscInt     node, group; /* the Net node, and its convolution group (0 for dense) */
+  PetscInt     nin, nout;   /* weights per row (dense: inputs; conv2d: KH KW Cin/G; conv3d: KD KH KW Cin/G) and rows (outputs of the group) */
   PetscInt     na;          /* order of A: nin + 1 with a bias, nin without */
-  PetscInt     pixels;      /* output pixels per sample (conv2d: Ho Wo; dense: 1) */
+  PetscInt     pixels;      /* output points per sample (conv2d: Ho Wo; conv3d: Do Ho Wo; dense: 1) */
   PetscBool    bias;
   PetscInt     woff, boff; /* parameter index of the block's first weight and of its first bias entry (-1: none) */
   size_t       aoff, soff; /* where the batch sums of A and S are packed (upper triangles) in PetNetKFAC.batch */

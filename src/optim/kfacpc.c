@@ -64,7 +64,7 @@ static PetscErrorCode PCGetKFAC_Private(PC pc, PetNetKFAC *kfac)
 
 /*@
   PetNetPCSetKFAC - makes a PC the K-FAC preconditioner of a Net: a PCSHELL applying the inverse of the
-  Kronecker-factored Fisher of its dense and conv2d layers to vectors laid out like its parameters
+  Kronecker-factored Fisher of its dense, conv2d and conv3d layers to vectors laid out like its parameters
 
   Collective on pc
 
@@ -81,9 +81,9 @@ static PetscErrorCode PCGetKFAC_Private(PC pc, PetNetKFAC *kfac)
   Notes:
   Give it statistics with PetNetPCKFACUpdateStatistics() after a NetForward() and NetBackward() of the mean loss, e.g.
   on the sub-sample of a Hessian-free Newton iteration; the inverses are recomputed at the next application. The
-  factors, damping and layout are those of `TAOKFAC`: on a block (one dense layer or conv2d group) it applies
+  factors, damping and layout are those of `TAOKFAC`: on a block (one dense layer, or one conv2d or conv3d group) it applies
   (S + sqrt(lambda)/pi I)^{-1} G (A + pi sqrt(lambda) I)^{-1}; parameters of uncovered layers are copied.
-  A Net with a parameterised layer that is neither dense nor conv2d in batch mode is an error naming the layer, unless
+  A Net with a parameterised layer that is not dense, conv2d or conv3d in batch mode is an error naming the layer, unless
   -pc_kfac_uncovered_gradient is given. Any parallel mode of the Net works: in replicated mode every rank holds every
   factor, in sharded and model modes each block's factors live on its owner, the rank that owns the most of its
   weights (PetNetPCKFACGetFactorEntries()).

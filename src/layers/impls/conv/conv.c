@@ -442,6 +442,20 @@ static PetscErrorCode LayerConvGetPatchLayout_Conv(Layer layer, PetscInt *groups
   PetscFunctionReturn(0);
 }
 
+/* LayerConv2dGetPatches() and LayerConv3dGetPatches(): col [n P][G][KD][KH][KW][Cg] (no KD in 2-D), sample by sample
+   with the im2col of batch mode (convim2col.c), taps in the padding zero */
+static PetscErrorCode LayerConvGetPatches_Conv(Layer layer, PetscInt n, const PetscScalar *x, PetscScalar *col)
+{
+  LayerConv   *conv   = (LayerConv *)layer->data;
+  const size_t insize = (size_t)layer->insize, colsize = (size_t)conv->pixels * conv->ktot;
+
+  PetscFunctionBegin;
+  PetscCheck(layer->setupcalled, PetscObjectComm((PetscObject)layer), PETSC_ERR_ORDER, "%s layer %" PetscInt_FMT " has no patches before it is set up: call LayerSetUp() (or NetSetUp()) first", ((PetscObject)layer)->type_name, layer->index);
+  PetscCall(LayerConvCheckRunnable_Private(layer));
+  for (PetscInt s = 0; s < n; s++) PetscCall(ConvIm2colRows(&conv->im2col, 0, conv->rows, x + s * insize, col + s * colsize));
+  PetscFunctionReturn(0);
+}
+
 /* A layer in point form (layer->fielddim) has no kernels: a copy of it in batch form runs on a box of the field */
 PetscErrorCode LayerConvCheckRunnable_Private(Layer layer)
 {
@@ -470,6 +484,8 @@ static PetscErrorCode ConvComposeAll(Layer layer, PetscBool set)
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, name, set ? LayerConvSetInitialization_Conv : NULL));
   PetscCall(PetscSNPrintf(name, sizeof(name), "LayerConv%sGetPatchLayout_C", ConvDims(conv)));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, name, set ? LayerConvGetPatchLayout_Conv : NULL));
+  PetscCall(PetscSNPrintf(name, sizeof(name), "LayerConv%sGetPatches_C", ConvDims(conv)));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, name, set ? LayerConvGetPatches_Conv : NULL));
   PetscFunctionReturn(0);
 }
 

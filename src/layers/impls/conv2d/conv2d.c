@@ -236,7 +236,6 @@ static PetscErrorCode LayerDestroy_Conv2d(Layer layer)
 {
   PetscFunctionBegin;
   PetscCall(Conv2dResetKernels(layer));
-  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv2dGetPatches_C", NULL));
   PetscCall(LayerDestroyConv_Private(layer));
   PetscFunctionReturn(0);
 }
@@ -547,6 +546,5 @@ PETSC_INTERN PetscErrorCode LayerCreate_Conv2d(Layer layer)
   layer->ops->reset          = LayerReset_Conv2d;
   layer->ops->forget         = LayerForget_Conv2d;
   layer->ops->destroy        = LayerDestroy_Conv2d;
-  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerConv2dGetPatches_C", LayerConv2dGetPatches_Conv2d));
   PetscFunctionReturn(0);
 }

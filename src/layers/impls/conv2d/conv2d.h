@@ -17,7 +17,7 @@
     ../conv/convim2col.c    im2col and col2im, parameterised by the source's origin and strides
     ../conv/conv.c          settings, options, set-up, initialisation, PyTorch tensor names
     conv2d.c                the kind: its algorithm, set-up, public setters
-    conv2dpatches.c         the receptive fields of a batch as a public operation (LayerConv2dGetPatches(), for K-FAC)
+    conv2dpatches.c         the public calls of the receptive fields of a batch (LayerConv2dGetPatches(), for K-FAC)
   A Net on a DMDA (NetSetGrid(), NetDMDASetUp()) runs a batch-mode copy of the layer on each rank's box of the field
   (src/net/netspatial.c); the node itself, layer->fielddim set (point form), is the base's (Cin) -> (Cout) and is never run.
 
@@ -80,7 +80,6 @@ typedef struct {
   ConvTaps        taps;      /* one GEMM per kernel tap and row (../conv/convtaps.c) */
 } Layer_Conv2d;
 
-PETSC_INTERN PetscErrorCode LayerConv2dGetPatches_Conv2d(Layer, PetscInt, const PetscScalar *, PetscScalar *);
 
 PETSC_INTERN PetscErrorCode Conv2dForward_Winograd(Layer, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *);
 PETSC_INTERN PetscErrorCode Conv2dForwardAct_Winograd(Layer, Layer, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *);

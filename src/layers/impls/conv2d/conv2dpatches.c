@@ -6,20 +6,10 @@
 
   so that the weights of group g, W_g [Cout/G][Kg] (rows of W, as stored), act on the Kg-vectors col[p][g] exactly as a
   dense layer's weights act on its input. A curvature approximation that works on a layer's inputs (the K-FAC
-  factors of src/optim, after Grosse and Martens's KFC) reads convolutions through this.
+  factors of src/optim, after Grosse and Martens's KFC) reads convolutions through this. The method is the
+  convolution base's (../conv/conv.c, LayerConvGetPatches_Conv()), shared with conv3d's LayerConv3dGetPatches().
 */
 #include "conv2d.h"
-
-PetscErrorCode LayerConv2dGetPatches_Conv2d(Layer layer, PetscInt n, const PetscScalar *x, PetscScalar *col)
-{
-  Layer_Conv2d *conv   = (Layer_Conv2d *)layer->data;
-  const size_t  insize = (size_t)layer->insize, colsize = (size_t)conv->base.pixels * conv->base.ktot;
-
-  PetscFunctionBegin;
-  PetscCheck(layer->setupcalled, PetscObjectComm((PetscObject)layer), PETSC_ERR_ORDER, "conv2d layer %" PetscInt_FMT " has no patches before it is set up: call LayerSetUp() (or NetSetUp()) first", layer->index);
-  for (PetscInt s = 0; s < n; s++) PetscCall(ConvIm2colRows(&conv->base.im2col, 0, conv->base.rows, x + s * insize, col + s * colsize));
-  PetscFunctionReturn(0);
-}
 
 /*@
   LayerConv2dGetPatchLayout - the shape of the patches a conv2d layer's weights multiply (LayerConv2dGetPatches())

@@ -379,6 +379,44 @@ PetscErrorCode LayerConv3dGetPatchLayout(Layer layer, PetscInt *groups, PetscInt
   PetscFunctionReturn(0);
 }
 
+/*@C
+  LayerConv3dGetPatches - the receptive fields (vol2col) of a batch for a conv3d layer in batch mode: for every sample
+  and output point, the entries of the input that each group's weights multiply
+
+  Not collective
+
+  Input Parameters:
++ layer - a conv3d layer, set up, in batch mode
+. n     - the number of samples
+- x     - the input, [n][D][H][W][Cin]
+
+  Output Parameter:
+. col - [n Do Ho Wo][G][KD][KH][KW][Cin/G], n Do Ho Wo G kg entries (LayerConv3dGetPatchLayout()), overwritten; taps in
+        the padding are zero
+
+  Notes:
+  With W_g the weights of group g as a (Cout/G) x kg row-major matrix and col_g[p] the kg entries of group g of row p,
+  the output at point p is y[p][g Cout/G + o] = b[g Cout/G + o] + (W_g col_g[p])[o], as for conv2d
+  (LayerConv2dGetPatches(), the same code). K-FAC's factors of a conv3d layer are computed from these. A node of a
+  grid (point form, NetSetGrid()) has no patches: its batch-mode copies on the ranks' boxes do.
+
+  Level: developer
+
+.seealso: `LayerConv3dGetPatchLayout()`, `LayerConv2dGetPatches()`, `LayerForwardArray()`
+@*/
+PetscErrorCode LayerConv3dGetPatches(Layer layer, PetscInt n, const PetscScalar x[], PetscScalar col[])
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(layer, LAYER_CLASSID, 1);
+  PetscCheck(n >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "The number of samples must be >= 0, not %" PetscInt_FMT, n);
+  if (n) {
+    PetscValidScalarPointer(x, 3);
+    PetscValidScalarPointer(col, 4);
+  }
+  PetscUseMethod(layer, "LayerConv3dGetPatches_C", (Layer, PetscInt, const PetscScalar *, PetscScalar *), (layer, n, x, col));
+  PetscFunctionReturn(0);
+}
+
 PETSC_INTERN PetscErrorCode LayerCreate_Conv3d(Layer layer)
 {
   PetscFunctionBegin;
