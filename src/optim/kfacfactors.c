@@ -18,6 +18,9 @@
   The result does not depend on the number of ranks beyond round-off. A batch may come in several passes (chunks,
   PetNetKFACAddStatistics()), each with the cotangents of its own mean: N above is then each pass's size for g and the
   total for the means. Running averages: F <- decay F + (1 - decay) F_batch, the first batch taken as it is.
+  Grid mode (NetSetGrid()): a sample is a field (N fields, of the DMDA's points each) and T the output points of a
+  field over all ranks, counted at each pass; the rows of a convolution are the rank's output points field by field,
+  their patches from the halo box (NetGetNodePatches()), so that the sums above are batch mode's on the same fields.
 
   Inverses: factored Tikhonov damping (Martens and Grosse 2015, section 6.3),
     (A + pi sqrt(lambda) I)^{-1},  (S + sqrt(lambda) / pi I)^{-1},   pi = sqrt((tr A / na) / (tr S / nout)),
