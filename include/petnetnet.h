@@ -102,6 +102,8 @@ PETSC_EXTERN PetscErrorCode NetBackward(Net, Vec, Vec, Vec);
 PETSC_EXTERN PetscErrorCode NetJVP(Net, Vec, Vec, Vec);
 PETSC_EXTERN PetscErrorCode NetGetNodeArraysRead(Net, PetscInt, PetscInt *, const PetscScalar **, const PetscScalar **);
 PETSC_EXTERN PetscErrorCode NetRestoreNodeArraysRead(Net, PetscInt, PetscInt *, const PetscScalar **, const PetscScalar **);
+PETSC_EXTERN PetscErrorCode NetGetNodePatches(Net, PetscInt, PetscInt *, const PetscScalar **); /* conv2d, conv3d: [rows][G][kernel][Cin/G], rows as the output (grid mode: the halo box) */
+PETSC_EXTERN PetscErrorCode NetRestoreNodePatches(Net, PetscInt, PetscInt *, const PetscScalar **);
 
 /* MATSHELLs at the last forward pass, owned by the Net (do not destroy): MatMult = JVP, MatMultTranspose = VJP. */
 /* Second-order adjoint (forward-over-reverse) at the last NetForward, along the tangents of the last NetJVP: */

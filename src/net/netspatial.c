@@ -2308,3 +2308,109 @@ PetscErrorCode NetGetGrid(Net net, DM *da)
   *da = net->grid;
   PetscFunctionReturn(0);
 }
+
+/*@C
+  NetGetNodePatches - the convolution patches of a conv2d or conv3d node's input at the last NetForward(), in double,
+  one row for each point of the node's output on this rank, for methods that read a network's intermediates (K-FAC's
+  statistics)
+
+  Collective (in grid mode the halo exchange of the node's input)
+
+  Input Parameters:
++ net - the Net, after NetForward()
+- k   - the node, of type conv2d or conv3d
+
+  Output Parameters:
++ npoints - the rows: this rank's output points of node k over its fields (samples times output pixels in batch mode)
+- col     - the patches, [npoints][G][kernel][Cin/G] as LayerConv2dGetPatches() and LayerConv3dGetPatches() lay them out
+
+  Notes:
+  The rows follow the node's output on this rank: sample by sample and pixel by pixel in batch mode; in grid mode
+  (NetSetGrid()) field by field and over the rank's block of output points, so that row r matches row r of the
+  cotangent NetGetNodeArraysRead() gives. In grid mode a patch reads the box of the input that the rank's output block
+  needs, its neighbours' halos included (zero outside the field, or wrapped on a periodic DMDA). A node whose channels
+  are split over the spatial groups (a partition, or -net_parallel model) is refused. Free the array with
+  NetRestoreNodePatches() before any other call on the Net.
+
+  Level: developer
+
+.seealso: `NetRestoreNodePatches()`, `NetGetNodeArraysRead()`, `LayerConv2dGetPatches()`, `LayerConv3dGetPatches()`, `NetSetGrid()`
+@*/
+PetscErrorCode NetGetNodePatches(Net net, PetscInt k, PetscInt *npoints, const PetscScalar **col)
+{
+  Layer              layer, local;
+  PetscBool          is2d, is3d;
+  PetscInt           n, G, kg, P, nsamples;
+  const PetscScalar *x, *src;
+  PetscScalar       *c, *box = NULL;
+  NetSpatial        *sp = NULL;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(net, NET_CLASSID, 1);
+  PetscCheck(k >= 0 && k < net->nlayers, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_OUTOFRANGE, "Node %" PetscInt_FMT " is not in [0, %" PetscInt_FMT "): give a node index of the Net", k, net->nlayers);
+  layer = net->layers[k];
+  PetscCall(PetscObjectTypeCompare((PetscObject)layer, LAYERCONV2D, &is2d));
+  PetscCall(PetscObjectTypeCompare((PetscObject)layer, LAYERCONV3D, &is3d));
+  PetscCheck(is2d || is3d, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_WRONG, "NetGetNodePatches(): node %s is a %s layer, not conv2d or conv3d: ask for the patches of a convolution", net->nodes[k].name, ((PetscObject)layer)->type_name);
+  PetscCall(NetGetNodeArraysRead(net, k, &n, &x, NULL));
+  local    = layer;
+  src      = x;
+  nsamples = n;
+  if (net->nodes[k].sp) {
+    PetscCheck(!net->nodes[k].mp, PetscObjectComm((PetscObject)net), PETSC_ERR_SUP,
+               "NetGetNodePatches(): node %s of the grid has its channels split over the spatial groups (a partition, or -net_parallel model), and its patches (and K-FAC's factors) would need the box of every group's channels, which the model executor's split does not gather: give the node no partition (NetSetNodePartition(), -net_parallel replicated or sharded), or train with -tao_type adam",
+               net->nodes[k].name);
+    PetscCall(NetSpatialSetUpBatch_Private(net, k, &sp));
+    PetscCheck(sp->kind == NET_SPATIAL_WINDOW, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Node %s: a convolution of the grid is not a window node", net->nodes[k].name);
+    local    = sp->local; /* the batch-mode copy on the box of one field; NULL when this rank's output block is empty */
+    nsamples = local ? sp->nf : 0;
+    if (!sp->identity) { /* the box of each field, [nf][box points][cin], halos from the neighbours (collective over the group) */
+      PetscCall(PetscMalloc1(sp->nbox, &box));
+      PetscCall(NetSpatialGather_Private(sp, NET_ELEM_DOUBLE, x, box));
+      src = box;
+    }
+  }
+  G = kg = P = 0;
+  if (local) {
+    if (is3d) PetscCall(LayerConv3dGetPatchLayout(local, &G, &kg, &P, NULL));
+    else PetscCall(LayerConv2dGetPatchLayout(local, &G, &kg, &P, NULL));
+  }
+  PetscCheck(!sp || !local || P == sp->out->npoints, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Node %s: the local copy has %" PetscInt_FMT " output points, the rank's block %" PetscInt_FMT, net->nodes[k].name, P, sp->out->npoints);
+  PetscCheck((PetscInt64)nsamples * P * G * kg <= PETSC_MAX_INT, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE,
+             "Node %s: the patches of %" PetscInt_FMT " samples (fields) of %" PetscInt_FMT " output points on this rank hold more entries than a PetscInt counts: use fewer samples per batch", net->nodes[k].name, nsamples, P);
+  PetscCall(PetscMalloc1((size_t)nsamples * P * G * kg, &c));
+  if (nsamples) {
+    if (is3d) PetscCall(LayerConv3dGetPatches(local, nsamples, src, c));
+    else PetscCall(LayerConv2dGetPatches(local, nsamples, src, c));
+  }
+  PetscCall(PetscFree(box));
+  PetscCall(NetRestoreNodeArraysRead(net, k, &n, &x, NULL));
+  *npoints = nsamples * P;
+  *col     = c;
+  PetscFunctionReturn(0);
+}
+
+/*@C
+  NetRestoreNodePatches - frees the patches of NetGetNodePatches()
+
+  Not collective
+
+  Input Parameters:
++ net - the Net
+- k   - the node
+
+  Output Parameters:
++ npoints - the rows, set to 0 (or NULL)
+- col     - the patches, freed and set to NULL
+
+  Level: developer
+
+.seealso: `NetGetNodePatches()`
+@*/
+PetscErrorCode NetRestoreNodePatches(Net net, PetscInt k, PetscInt *npoints, const PetscScalar **col)
+{
+  PetscFunctionBegin;
+  PetscCall(PetscFree(*col));
+  if (npoints) *npoints = 0;
+  PetscFunctionReturn(0);
+}

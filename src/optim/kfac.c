@@ -479,7 +479,7 @@ PetscErrorCode PetNetTaoKFACSetKLClip(Tao tao, PetscReal klclip)
 
 /*@
   PetNetTaoKFACSetUncoveredGradient - lets the kfac optimizer train networks with layers K-FAC does not cover (batchnorm,
-  ode, conv2d and conv3d in grid mode), stepping their parameters along the plain gradient
+  ode), stepping their parameters along the plain gradient
 
   Logically collective on tao
 

@@ -18,6 +18,9 @@
   The result does not depend on the number of ranks beyond round-off. A batch may come in several passes (chunks,
   PetNetKFACAddStatistics()), each with the cotangents of its own mean: N above is then each pass's size for g and the
   total for the means. Running averages: F <- decay F + (1 - decay) F_batch, the first batch taken as it is.
+  Grid mode (NetSetGrid()): a sample is a field (N fields, of the DMDA's points each) and T the output points of a
+  field over all ranks, counted at each pass; the rows of a convolution are the rank's output points field by field,
+  their patches from the halo box (NetGetNodePatches()), so that the sums above are batch mode's on the same fields.
 
   Inverses: factored Tikhonov damping (Martens and Grosse 2015, section 6.3),
     (A + pi sqrt(lambda) I)^{-1},  (S + sqrt(lambda) / pi I)^{-1},   pi = sqrt((tr A / na) / (tr S / nout)),
@@ -33,14 +36,14 @@
 */
 #include "kfacimpl.h"
 #include <petscblaslapack.h>
+#include <petscdmda.h> /* grid mode: the fields of a batch, of the DMDA's points each */
 
 PetscLogEvent PETNET_KFACStatistics, PETNET_KFACInvert, PETNET_KFACApply;
 
 #define KFAC_PATCH_ENTRIES (1 << 20) /* conv2d, conv3d: patches of at most this many entries at a time (8 MB), at least one sample */
 
-/* Describes why node k cannot be preconditioned, for the error and the view; why: "" or " in grid mode" (a
-   convolution on a grid), with its reason */
-static PetscErrorCode PetNetKFACUncoveredError(Net net, PetscInt k, const char why[], const char option[])
+/* Describes why node k cannot be preconditioned, for the error and the view */
+static PetscErrorCode PetNetKFACUncoveredError(Net net, PetscInt k, const char option[])
 {
   Layer       layer;
   LayerType   type;
@@ -52,10 +55,9 @@ static PetscErrorCode PetNetKFACUncoveredError(Net net, PetscInt k, const char w
   PetscCall(LayerGetType(layer, &type));
   PetscCall(PetscObjectGetOptionsPrefix((PetscObject)layer, &prefix));
   SETERRQ(PetscObjectComm((PetscObject)net), PETSC_ERR_SUP,
-          "K-FAC preconditions dense, conv2d and conv3d layers in batch mode, and layer \"%s\" (%s%s, %" PetscInt_FMT
-          " parameters, options prefix -%s) is not one of them%s: train this network with -tao_type adam (or adamw, sgd, rmsprop), or give %s to step the parameters of such layers along the plain gradient",
-          name, type, why, layer->nparams, prefix ? prefix : "",
-          why[0] ? " (in grid mode the patches of a rank's output points lie in the box the spatial executor gathers with its neighbours' halos, and no public Net call gives K-FAC that box and the node's output cotangent on it yet)" : "", option);
+          "K-FAC preconditions dense, conv2d and conv3d layers, and layer \"%s\" (%s, %" PetscInt_FMT
+          " parameters, options prefix -%s) is not one of them: train this network with -tao_type adam (or adamw, sgd, rmsprop), or give %s to step the parameters of such layers along the plain gradient",
+          name, type, layer->nparams, prefix ? prefix : "", option);
   PetscFunctionReturn(0);
 }
 
@@ -250,7 +252,7 @@ PetscErrorCode PetNetKFACCreate(Net net, PetscBool uncoveredgradient, const char
       PetscCall(PetscObjectTypeCompare((PetscObject)layer, LAYERCONV2D, &isconv));
       PetscCall(PetscObjectTypeCompare((PetscObject)layer, LAYERCONV3D, &is3d));
       isconv = (PetscBool)(isconv || is3d);
-      if (isconv) PetscCall(NetGetGrid(net, &dm)); /* in grid mode a convolution's patches span the ranks' halos */
+      PetscCall(NetGetGrid(net, &dm)); /* grid mode: a convolution's patches span the ranks' halos (NetGetNodePatches()) */
       if (isdense) {
         if (pass) {
           KFACBlock *b = &k->blocks[nb];
@@ -265,11 +267,12 @@ PetscErrorCode PetNetKFACCreate(Net net, PetscBool uncoveredgradient, const char
           b->boff   = poff + b->nin * b->nout;
         }
         nb++;
-      } else if (isconv && !dm) {
+      } else if (isconv) {
         PetscInt  G, kg, pixels, cout;
         PetscBool bias;
 
         PetscCall(KFACConvPatchLayout(layer, is3d, &G, &kg, &pixels, &bias));
+        if (dm) pixels = 1; /* grid mode: the layer acts at each grid point; a field's output points are counted per pass */
         cout = layer->outsize / pixels; /* y [pixels][Cout] per sample */
         for (PetscInt g = 0; g < G; g++, nb++) {
           KFACBlock *b;
@@ -285,9 +288,9 @@ PetscErrorCode PetNetKFACCreate(Net net, PetscBool uncoveredgradient, const char
           b->woff   = poff + g * b->nout * kg;
           b->boff   = bias ? poff + cout * kg + g * b->nout : -1;
         }
-        if (pass) nwork = PetscMax(nwork, (size_t)pixels * G * kg * PetscMax(1, KFAC_PATCH_ENTRIES / ((size_t)pixels * G * kg)));
+        if (pass && !dm) nwork = PetscMax(nwork, (size_t)pixels * G * kg * PetscMax(1, KFAC_PATCH_ENTRIES / ((size_t)pixels * G * kg)));
       } else {
-        if (!uncoveredgradient) PetscCall(PetNetKFACUncoveredError(net, n, isconv ? " in grid mode" : "", option));
+        if (!uncoveredgradient) PetscCall(PetNetKFACUncoveredError(net, n, option));
         if (pass) k->uncovered[nu] = n;
         nu++;
       }
@@ -441,21 +444,43 @@ static PetscErrorCode KFACSumOutputs(PetscInt nout, PetscInt n, const PetscScala
 }
 
 /* This rank's sums for the blocks [b0, b1) of one node, packed into kfac->node (those of S times sscale) */
-static PetscErrorCode KFACSumNode(PetNetKFAC kfac, PetscInt b0, PetscInt b1, PetscReal sscale)
+static PetscErrorCode KFACSumNode(PetNetKFAC kfac, PetscInt b0, PetscInt b1, PetscInt nfields, PetscReal sscale)
 {
   Net                net  = kfac->net;
   const PetscInt     node = kfac->blocks[b0].node;
-  PetscInt           n;
+  PetscInt           n = 0, nx, G, kg;
   Layer              layer;
-  const PetscScalar *x, *dy;
+  const PetscScalar *x, *dy, *col;
   PetscBool          isdense, is3d;
+  DM                 dm;
+  size_t             off;
 
   PetscFunctionBegin;
-  PetscCall(NetGetBatchSize(net, &n, NULL));
+  PetscCall(NetGetGrid(net, &dm));
   PetscCall(NetGetLayer(net, node, &layer));
-  PetscCall(NetGetNodeArraysRead(net, node, NULL, &x, &dy)); /* in double at any precision */
   PetscCall(PetscObjectTypeCompare((PetscObject)layer, LAYERDENSE, &isdense));
   PetscCall(PetscObjectTypeCompare((PetscObject)layer, LAYERCONV3D, &is3d));
+  if (dm && !isdense) { /* grid mode: the patches of the rank's output points (halos gathered), then its cotangent */
+    PetscCall(NetGetNodePatches(net, node, &n, &col));
+    PetscCall(KFACConvPatchLayout(layer, is3d, &G, &kg, NULL, NULL));
+    off = 0;
+    for (PetscInt i = b0; i < b1; i++) {
+      KFACBlock *b = &kfac->blocks[i];
+
+      PetscCall(KFACSumInputs(b->nin, b->bias, n, col + b->group * kg, G * kg, 0.0, kfac->full + off));
+      off += (size_t)b->na * b->na;
+    }
+    PetscCall(NetRestoreNodePatches(net, node, NULL, &col));
+  }
+  PetscCall(NetGetNodeArraysRead(net, node, &nx, &x, &dy)); /* in double at any precision */
+  if (!dm || isdense) n = nx; /* dense in grid mode: one row a point, its input's count (= its output's) */
+  if (dm) { /* a sample is a field: the node's output points per field, counted over the ranks */
+    PetscInt64 rows = n;
+
+    PetscCallMPI(MPIU_Allreduce(MPI_IN_PLACE, &rows, 1, MPIU_INT64, MPI_SUM, PetscObjectComm((PetscObject)net)));
+    PetscCheck(rows % nfields == 0 && rows / nfields <= PETSC_MAX_INT, PetscObjectComm((PetscObject)net), PETSC_ERR_PLIB, "K-FAC: layer %" PetscInt_FMT " has %" PetscInt64_FMT " output points over %" PetscInt_FMT " fields", node, rows, nfields);
+    for (PetscInt i = b0; i < b1; i++) kfac->blocks[i].pixels = (PetscInt)(rows / nfields);
+  }
   if (isdense) {
     KFACBlock *b = &kfac->blocks[b0];
 
@@ -463,9 +488,24 @@ static PetscErrorCode KFACSumNode(PetNetKFAC kfac, PetscInt b0, PetscInt b1, Pet
     KFACPackUpper(b->na, kfac->full, 1.0, kfac->node + b->noff);
     PetscCall(KFACSumOutputs(b->nout, n, dy, b->nout, kfac->full));
     KFACPackUpper(b->nout, kfac->full, sscale, kfac->node + b->noff + (size_t)b->na * (b->na + 1) / 2);
+  } else if (dm) { /* the A's summed above, side by side in full; S over the same rows of the output's cotangent */
+    const PetscInt cout = layer->outsize; /* one grid point's channels */
+
+    off = 0;
+    for (PetscInt i = b0; i < b1; i++) {
+      KFACBlock *b = &kfac->blocks[i];
+
+      KFACPackUpper(b->na, kfac->full + off, 1.0, kfac->node + b->noff);
+      off += (size_t)b->na * b->na;
+    }
+    for (PetscInt i = b0; i < b1; i++) {
+      KFACBlock *b = &kfac->blocks[i];
+
+      PetscCall(KFACSumOutputs(b->nout, n, dy + b->group * b->nout, cout, kfac->full));
+      KFACPackUpper(b->nout, kfac->full, sscale, kfac->node + b->noff + (size_t)b->na * (b->na + 1) / 2);
+    }
   } else { /* conv2d, conv3d: patches chunk by chunk, the A of each group side by side in full */
-    PetscInt G, kg, P, cout, chunk;
-    size_t   off;
+    PetscInt P, cout, chunk;
 
     PetscCall(KFACConvPatchLayout(layer, is3d, &G, &kg, &P, NULL));
     cout  = layer->outsize / P;
@@ -550,9 +590,18 @@ PetscErrorCode PetNetKFACAddStatistics(PetNetKFAC kfac)
   PetscBool add  = (PetscBool)(kfac->nsamples > 0);
   PetscReal sscale;
   PetscInt  nglobal;
+  DM        dm;
 
   PetscFunctionBegin;
   PetscCall(NetGetBatchSize(net, NULL, &nglobal));
+  PetscCall(NetGetGrid(net, &dm));
+  if (dm && nglobal > 0) { /* grid mode: the samples of the mean loss are the fields, of M N P points of the DMDA each */
+    PetscInt M, Ny, P;
+
+    PetscCall(DMDAGetInfo(dm, NULL, &M, &Ny, &P, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL));
+    PetscCheck(nglobal % ((PetscInt64)M * Ny * PetscMax(P, 1)) == 0, comm, PETSC_ERR_PLIB, "K-FAC: a batch of %" PetscInt_FMT " grid points is not whole fields of the DMDA", nglobal);
+    nglobal /= M * Ny * PetscMax(P, 1);
+  }
   PetscCheck(nglobal >= 0, comm, PETSC_ERR_ORDER, "K-FAC takes its statistics from the Net's last NetForward() and NetBackward() of the mean loss, and there is none: the objective must run both on the Net given to K-FAC");
   PetscCheck(nglobal > 0, comm, PETSC_ERR_ARG_WRONGSTATE, "K-FAC statistics need a batch of at least one sample");
   PetscCall(KFACCheckMode(kfac));
@@ -561,7 +610,7 @@ PetscErrorCode PetNetKFACAddStatistics(PetNetKFAC kfac)
   sscale = ((PetscReal)nglobal * nglobal) / ((PetscReal)kfac->nfirst * kfac->nfirst);
   for (PetscInt b0 = 0, b1; b0 < kfac->nblocks; b0 = b1) {
     for (b1 = b0 + 1; b1 < kfac->nblocks && kfac->blocks[b1].node == kfac->blocks[b0].node; b1++) {}
-    PetscCall(KFACSumNode(kfac, b0, b1, sscale));
+    PetscCall(KFACSumNode(kfac, b0, b1, nglobal, sscale));
     PetscCall(KFACReduceNode(kfac, b0, b1, add));
   }
   kfac->nsamples += nglobal;
