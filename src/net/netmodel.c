@@ -256,11 +256,9 @@ PetscErrorCode NetModelSetUpNode_Private(Net net, PetscInt k)
 
     PetscUseMethod(layer, "LayerAttentionGetHeads_C", (Layer, PetscInt *), (layer, &H));
     PetscCheck(H % size == 0, comm, PETSC_ERR_ARG_INCOMP,
-               "Node %s (%s) has %" PetscInt_FMT " heads, which -net_parallel tensor cannot split evenly over a tensor group of %d ranks: give it a multiple of %d heads (attention:%d*k), or -net_tensor_ranks a divisor of %" PetscInt_FMT
-               " that divides the ranks",
+               "Node %s (%s) has %" PetscInt_FMT " heads, which -net_parallel tensor cannot split evenly over a tensor group of %d ranks: give the node a number of heads that %d divides (e.g. attention:%d), or make the group a divisor of %" PetscInt_FMT " with -net_tensor_ranks (which must also divide the number of ranks)",
                nd->name, spec, H, size, size, size, H);
-    PetscCheck(layer->nparams == 4 * nout * nout + 4 * nout, comm, PETSC_ERR_SUP, "Node %s (%s) has %" PetscInt_FMT " parameters, not the 4 E^2 + 4 E of attention with biases (E = %" PetscInt_FMT ") that -net_parallel tensor splits by heads",
-               nd->name, spec, layer->nparams, nout);
+    PetscCheck(layer->nparams == 4 * nout * nout + 4 * nout, comm, PETSC_ERR_PLIB, "Node %s (%s) has %" PetscInt_FMT " parameters, not the 4 E^2 + 4 E of attention (E = %" PetscInt_FMT ") whose layout the split by heads reads", nd->name, spec, layer->nparams, nout);
     taps = 1;
   }
   PetscCheck(!grid || (PetscInt64)p[0] * p[1] == size, comm, PETSC_ERR_ARG_INCOMP,
