@@ -1,6 +1,8 @@
 /*
   Model-parallel nodes: a dense, conv2d or conv3d node whose weights are split over a P_out x P_in grid of ranks
-  (DistDL, Hewett and Grady's linear-algebraic model parallelism; LLNL's channel/filter parallelism).
+  (DistDL, Hewett and Grady's linear-algebraic model parallelism; LLNL's channel/filter parallelism). A dense:N:tokens
+  node (the dense layer at each position of (T, E) samples) splits as a 1x1 convolution of its positions: W [N][E] by
+  outputs and by the last dimension E, x (N, T, E) -> y (N, T, N_out), the local layer a dense:block:tokens.
 
   The rank at grid coordinates (co, ci) (rank = co P_in + ci) holds the block of W whose rows are its output block
   (dense: outputs; conv2d, conv3d: output channels, the filters) and whose columns are its input block (dense: input
@@ -52,7 +54,6 @@ typedef struct {
   PetscInt64 xdims[5], ydims[5];     /* ... per sample in dims[1..] */
   PetscInt  *osizes, *isizes;        /* every rank's output and input block along its grid axis */
   PetscBool  bias;                   /* the layer has a bias */
-  PetscInt   rows;                   /* GEMM rows per sample: 1, or a dense:N:tokens node's positions (each its own row) */
   PetscBool  heads;                  /* an attention node split by heads: x' whole, y' whole and partial over P_out */
   PetscInt   nheads, hstart, hblock; /* ... its heads H and this rank's block of heads */
   PetscInt   tensor;                 /* chosen by -net_parallel tensor: NET_TENSOR_COLUMN, _ROW, _HEADS; 0 otherwise */
@@ -103,12 +104,6 @@ static PetscErrorCode NetModelIsElementwise_Private(Layer layer, PetscBool *elem
   PetscFunctionReturn(0);
 }
 
-/* a dense layer applied at each position of a sample (dense:N:tokens): its output keeps the sample's leading dims */
-static PetscBool NetModelDenseTokens_Private(Layer layer)
-{
-  return (PetscBool)(layer->out.ndim > 1);
-}
-
 /*
   -net_parallel tensor: how node k splits over the size ranks of its tensor group (Megatron-LM). An attention node by
   heads; a dense:N:tokens node column-parallel, unless its input comes, through elementwise nodes only, from a
@@ -118,7 +113,7 @@ static PetscBool NetModelDenseTokens_Private(Layer layer)
 static PetscErrorCode NetModelTensorPartition_Private(Net net, PetscInt k, PetscMPIInt size, PetscInt nout, PetscInt nin, PetscInt p[2], PetscInt *split)
 {
   Layer     layer = net->layers[k];
-  PetscBool isdense, isattn, row = PETSC_FALSE;
+  PetscBool isdense, isattn, tokens = PETSC_FALSE, row = PETSC_FALSE;
   PetscInt  j = k;
 
   PetscFunctionBegin;
@@ -131,7 +126,8 @@ static PetscErrorCode NetModelTensorPartition_Private(Net net, PetscInt k, Petsc
     *split = NET_TENSOR_HEADS;
     PetscFunctionReturn(0);
   }
-  if (!isdense || !NetModelDenseTokens_Private(layer)) PetscFunctionReturn(0);
+  if (isdense) PetscCall(LayerDenseGetTokens(layer, &tokens, NULL, NULL));
+  if (!tokens) PetscFunctionReturn(0);
   while (net->nodes[j].nin == 1 && net->nodes[j].in[0] >= 0) { /* back through elementwise nodes to a dense */
     PetscBool elementwise;
 
@@ -206,8 +202,8 @@ PetscErrorCode NetModelSetUpNode_Private(Net net, PetscInt k)
   Layer       layer = net->layers[k];
   MPI_Comm    comm = PetscObjectComm((PetscObject)net), mcomm = comm;
   PetscMPIInt size, rank, nranks;
-  PetscBool   isdense, isconv, isconv3d, isattn, grid;
-  PetscInt    p[2] = {0, 0}, nout = 0, nin = 0, taps = 1, sd = 0, rows = 1, split = 0;
+  PetscBool   isdense, isconv, isconv3d, isattn, grid, tokens = PETSC_FALSE;
+  PetscInt    p[2] = {0, 0}, nout = 0, nin = 0, taps = 1, sd = 0, split = 0;
   PetscInt64  box[3] = {0, 0, 0}, blk[3] = {0, 0, 0};
   NetModel   *mp;
   char        spec[256];
@@ -230,16 +226,13 @@ PetscErrorCode NetModelSetUpNode_Private(Net net, PetscInt k)
   PetscCallMPI(MPI_Comm_size(mcomm, &size));
   PetscCallMPI(MPI_Comm_rank(mcomm, &rank));
   PetscCall(NetNodeSpec_Private(net, k, sizeof(spec), spec));
-  if (isdense && NetModelDenseTokens_Private(layer)) { /* dense:N:tokens: each position a GEMM row of (last dim) inputs */
-    nout = layer->out.dim[layer->out.ndim - 1];
-    nin  = layer->in.dim[layer->in.ndim - 1];
-    rows = layer->outsize / nout;
-  } else if (isdense) {
+  if (isdense) PetscCall(LayerDenseGetTokens(layer, &tokens, NULL, NULL));
+  if (isdense && !tokens) {
     nout = layer->outsize;
     nin  = layer->insize;
   } else if (isattn) { /* (T, E) -> (T, E): the heads' columns of E are what splits */
     nout = nin = layer->in.dim[layer->in.ndim - 1];
-  } else if (isconv) {
+  } else if (isconv || tokens) { /* dense:N:tokens splits as a 1x1 convolution of its positions: W [N][E] */
     nout = layer->out.dim[layer->out.ndim - 1];
     nin  = layer->in.dim[layer->in.ndim - 1];
   }
@@ -256,9 +249,12 @@ PetscErrorCode NetModelSetUpNode_Private(Net net, PetscInt k)
 
     PetscUseMethod(layer, "LayerAttentionGetHeads_C", (Layer, PetscInt *), (layer, &H));
     PetscCheck(H % size == 0, comm, PETSC_ERR_ARG_INCOMP,
-               "Node %s (%s) has %" PetscInt_FMT " heads, which -net_parallel tensor cannot split evenly over a tensor group of %d ranks: give the node a number of heads that %d divides (e.g. attention:%d), or make the group a divisor of %" PetscInt_FMT " with -net_tensor_ranks (which must also divide the number of ranks)",
+               "Node %s (%s) has %" PetscInt_FMT
+               " heads, which -net_parallel tensor cannot split evenly over a tensor group of %d ranks: give the node a number of heads that %d divides (e.g. attention:%d), or make the group a divisor of %" PetscInt_FMT
+               " with -net_tensor_ranks (which must also divide the number of ranks)",
                nd->name, spec, H, size, size, size, H);
-    PetscCheck(layer->nparams == 4 * nout * nout + 4 * nout, comm, PETSC_ERR_PLIB, "Node %s (%s) has %" PetscInt_FMT " parameters, not the 4 E^2 + 4 E of attention (E = %" PetscInt_FMT ") whose layout the split by heads reads", nd->name, spec, layer->nparams, nout);
+    PetscCheck(layer->nparams == 4 * nout * nout + 4 * nout, comm, PETSC_ERR_PLIB, "Node %s (%s) has %" PetscInt_FMT " parameters, not the 4 E^2 + 4 E of attention (E = %" PetscInt_FMT ") whose layout the split by heads reads", nd->name, spec,
+               layer->nparams, nout);
     taps = 1;
   }
   PetscCheck(!grid || (PetscInt64)p[0] * p[1] == size, comm, PETSC_ERR_ARG_INCOMP,
@@ -315,7 +311,6 @@ PetscErrorCode NetModelSetUpNode_Private(Net net, PetscInt k)
   mp->taps   = taps;
   mp->size   = size;
   mp->bias   = (PetscBool)(layer->nparams > nout * taps * nin);
-  mp->rows   = rows;
   mp->tensor = split;
   mp->heads  = (PetscBool)(split == NET_TENSOR_HEADS);
   if (mp->heads) {
@@ -328,11 +323,18 @@ PetscErrorCode NetModelSetUpNode_Private(Net net, PetscInt k)
   PetscCall(PetscMalloc2(p[0], &mp->osizes, p[1], &mp->isizes));
   for (PetscInt c = 0, s; c < p[0]; c++) NetModelBlock_Private(nout, p[0], c, &s, &mp->osizes[c]);
   for (PetscInt c = 0, s; c < p[1]; c++) NetModelBlock_Private(nin, p[1], c, &s, &mp->isizes[c]);
-  /* tensor shapes, samples first: dense is (N, F) whatever its input's shape (dense:N:tokens: (N T, E), a position a
-     row); attention (N, T, E); conv2d (N, H, W, C); conv3d (N, D, H, W, C) */
+  /* tensor shapes, samples first: dense is (N, F) whatever its input's shape; conv2d (N, H, W, C); conv3d (N, D, H, W, C);
+     dense:N:tokens (N, ..., E), its input's shape; attention (N, T, E) */
   if (mp->heads) {
     mp->xndim = mp->yndim = layer->in.ndim + 1;
     for (PetscInt d = 0; d < layer->in.ndim; d++) mp->xdims[d + 1] = mp->ydims[d + 1] = layer->in.dim[d];
+  } else if (tokens) {
+    mp->xndim = layer->in.ndim + 1;
+    mp->yndim = layer->out.ndim + 1;
+    for (PetscInt d = 0; d < layer->in.ndim; d++) {
+      mp->xdims[d + 1] = layer->in.dim[d];
+      mp->ydims[d + 1] = layer->out.dim[d];
+    }
   } else if (isdense) {
     mp->xndim = mp->yndim = 2;
     mp->xdims[1]          = nin;
@@ -369,8 +371,13 @@ PetscErrorCode NetModelSetUpNode_Private(Net net, PetscInt k)
       PetscCall(LayerSetArguments(mp->local, args));
       PetscUseMethod(mp->local, "LayerAttentionSetHeadBlock_C", (Layer, Layer, PetscInt, PetscInt, PetscBool), (mp->local, layer, mp->hstart, mp->hblock, (PetscBool)(mp->co == 0)));
     } else if (isdense) {
-      in.ndim   = 1;
-      in.dim[0] = mp->iblock;
+      if (tokens)
+        in.dim[in.ndim - 1] = mp->iblock; /* the positions stay, the last dimension is the block */
+      else {
+        in.ndim   = 1;
+        in.dim[0] = mp->iblock;
+      }
+      PetscCall(LayerDenseSetTokens(mp->local, tokens));
       PetscCall(LayerDenseSetOutputSize(mp->local, mp->oblock));
       PetscCall(LayerDenseSetBias(mp->local, (PetscBool)(mp->bias && mp->ci == 0)));
     } else {
@@ -550,7 +557,6 @@ static PetscErrorCode NetModelSetUpBatch_Private(Net net, PetscInt k, PetscInt n
 
   PetscFunctionBegin;
   PetscCheck(mp, PetscObjectComm((PetscObject)net), PETSC_ERR_PLIB, "Node %s is not set up as a model-parallel node", net->nodes[k].name);
-  n *= mp->rows; /* dense:N:tokens: a position is a row of the split, as a sample is */
   mine[0] = n;
   comm    = mp->comm; /* the Net's ranks, or the groups' (a convolution of the grid: its samples are the fields' boxes) */
   /* the batch layout the counts were gathered for, with samples on every rank: then every rank's arrays are non-empty
@@ -817,8 +823,8 @@ PetscErrorCode NetModelViewNode_Private(Net net, PetscInt k, PetscViewer viewer)
     PetscMPIInt nranks;
 
     PetscCallMPI(MPI_Comm_size(PetscObjectComm((PetscObject)net), &nranks));
-    PetscCall(PetscViewerASCIIPrintf(viewer, "tensor parallel: %s over a group of %d rank%s (%d group%s)%s\n", NetTensorSplits[mp->tensor], mp->size, mp->size > 1 ? "s" : "", nranks / mp->size,
-                                     nranks / mp->size > 1 ? "s, data parallel across them" : "", mp->rows > 1 ? ", each position a row" : ""));
+    PetscCall(
+        PetscViewerASCIIPrintf(viewer, "tensor parallel: %s over a group of %d rank%s (%d group%s)\n", NetTensorSplits[mp->tensor], mp->size, mp->size > 1 ? "s" : "", nranks / mp->size, nranks / mp->size > 1 ? "s, data parallel across them" : ""));
   }
   if (mp->heads) {
     PetscCall(PetscViewerASCIIPrintf(viewer, "in:  sample-split -> all samples of the group, whole, on every rank (redistribute)\n"));
