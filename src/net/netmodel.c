@@ -119,7 +119,7 @@ static PetscErrorCode NetModelTensorPartition_Private(Net net, PetscInt k, Petsc
   PetscFunctionBegin;
   *split = 0;
   PetscCall(PetscObjectTypeCompare((PetscObject)layer, LAYERDENSE, &isdense));
-  PetscCall(PetscObjectTypeCompare((PetscObject)layer, "attention", &isattn));
+  PetscCall(PetscObjectTypeCompare((PetscObject)layer, LAYERATTENTION, &isattn));
   if (isattn) {
     p[0]   = size;
     p[1]   = 1;
@@ -214,7 +214,7 @@ PetscErrorCode NetModelSetUpNode_Private(Net net, PetscInt k)
   PetscCall(PetscObjectTypeCompare((PetscObject)layer, LAYERDENSE, &isdense));
   PetscCall(PetscObjectTypeCompare((PetscObject)layer, LAYERCONV3D, &isconv3d));
   PetscCall(PetscObjectTypeCompareAny((PetscObject)layer, &isconv, LAYERCONV2D, LAYERCONV3D, ""));
-  PetscCall(PetscObjectTypeCompare((PetscObject)layer, "attention", &isattn));
+  PetscCall(PetscObjectTypeCompare((PetscObject)layer, LAYERATTENTION, &isattn));
   sd = isconv3d ? 3 : 2; /* a convolution's spatial dims */
   /* a convolution of the grid (its input on the DMDA: a window node of netspatial.c) splits its channels over the ranks
      that hold the same spatial block in every group: the spatial executor already splits its points over the group */
@@ -245,9 +245,15 @@ PetscErrorCode NetModelSetUpNode_Private(Net net, PetscInt k)
              ", but only dense, conv2d and conv3d layers can split their weights over ranks (and attention by heads with -net_parallel tensor): remove partition= from its entry (or -%spartition); the Net runs the other kinds data parallel",
              nd->name, spec, p[0], p[1], nd->prefix);
   if (split == NET_TENSOR_HEADS) {
-    PetscInt H = 0;
+    PetscInt  H       = 0;
+    PetscReal dropout = 0;
 
-    PetscUseMethod(layer, "LayerAttentionGetHeads_C", (Layer, PetscInt *), (layer, &H));
+    PetscUseMethod(layer, "LayerAttentionGetHeads_C", (Layer, PetscInt *, PetscReal *), (layer, &H, &dropout));
+    /* the dropout map is drawn per layer from the global sample, head and counters of its passes (attention.c): the
+       block of heads on a rank would need the group's sample offset and the whole layer's frozen state */
+    PetscCheck(dropout == 0, comm, PETSC_ERR_SUP,
+               "Node %s (%s) has attention dropout %g, which -net_parallel tensor does not split by heads yet (the map of a block of heads would differ from the whole layer's): give it -%sattention_dropout 0, or run it with -net_parallel sharded",
+               nd->name, spec, (double)dropout, nd->prefix);
     PetscCheck(H % size == 0, comm, PETSC_ERR_ARG_INCOMP,
                "Node %s (%s) has %" PetscInt_FMT
                " heads, which -net_parallel tensor cannot split evenly over a tensor group of %d ranks: give the node a number of heads that %d divides (e.g. attention:%d), or make the group a divisor of %" PetscInt_FMT
@@ -314,7 +320,7 @@ PetscErrorCode NetModelSetUpNode_Private(Net net, PetscInt k)
   mp->tensor = split;
   mp->heads  = (PetscBool)(split == NET_TENSOR_HEADS);
   if (mp->heads) {
-    PetscUseMethod(layer, "LayerAttentionGetHeads_C", (Layer, PetscInt *), (layer, &mp->nheads));
+    PetscUseMethod(layer, "LayerAttentionGetHeads_C", (Layer, PetscInt *, PetscReal *), (layer, &mp->nheads, NULL));
     mp->hblock = mp->nheads / p[0];
     mp->hstart = mp->co * mp->hblock;
   }
