@@ -34,6 +34,20 @@
   the local layer the convolution without padding on the box. The ranks of one group hold the same block of W (the
   same (co, ci)) and each adds the gradient of its spatial block; the parameter map's reduce sums them (netpmap.c).
 
+  Tensor parallelism (-net_parallel tensor, Megatron-LM): the same executor, its grid the ranks of a tensor group
+  (net->tcomm: NetSetTensorRanks() consecutive ranks, the groups data-parallel replicas whose gradients the parameter
+  map's reduce sums, as above). NetModelTensorPartition_Private() chooses the split: a dense:N:tokens node
+  column-parallel (P x 1), or row-parallel (1 x P) when its input comes through elementwise nodes from a column-parallel
+  one (an MLP pair); an attention node by heads (NET_TENSOR_HEADS): the grid P x 1, x' the whole input on every rank,
+  the local layer the block of heads hstart.. of the whole layer (attention's LayerAttentionSetHeadBlock_C), and y'
+  whole, each rank's heads' part of the output, summed over the P ranks by S:
+
+    x'  [N][T][E]   all samples of the group, replicated P times              (layout xmp, no split)
+    y'  [N][T][E]   the heads' partial outputs, summed by S over the grid      (layout ypart, no split)
+
+  its parameters the runs of its heads: in_proj_weight's rows in each of Q, K, V, in_proj_bias's, out_proj.weight's
+  columns in every row, and out_proj.bias on the group's first rank.
+
   The node's parameters on a rank are its W block then (ci == 0) its bias block: runs of theta in exactly the order
   the local layer reads them (NetNode.runstart/runlen). The layouts and operators depend on every rank's number of
   samples; they are rebuilt when those change (the last, smaller batch of an epoch).
