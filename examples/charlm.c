@@ -422,7 +422,7 @@ static PetscErrorCode Sample(CharLM *s, const char *prompt, PetscInt N, PetscRea
 }
 
 /* The default model (see help); without the transformer layers registered, a per-position MLP stands in */
-static PetscErrorCode DefaultLayers(const Corpus *c, PetscInt T, PetscInt P, PetscInt E, PetscInt H, PetscInt L, size_t len, char spec[], PetNetShape *in)
+static PetscErrorCode DefaultLayers(const Corpus *c, PetscInt T, PetscInt P, PetscInt E, PetscInt H, PetscInt L, size_t len, char spec[], PetNetShape *in, const char **arch)
 {
   PetscErrorCode (*f)(Layer) = NULL;
 
@@ -444,11 +444,13 @@ static PetscErrorCode DefaultLayers(const Corpus *c, PetscInt T, PetscInt P, Pet
     }
     in->ndim    = 1;
     in->dim[0] = T;
+    *arch       = "gpt";
   } else { /* (T, 1, E) through 1x1 convolutions: each position on its own */
     PetscCall(PetscSNPrintf(spec, len, "embedding:%" PetscInt_FMT ":%" PetscInt_FMT ",layernorm,conv2d:%" PetscInt_FMT ":1:1:0,gelu,conv2d:%" PetscInt_FMT ":1:1:0,layernorm,conv2d:%" PetscInt_FMT ":1:1:0", c->V, E, 4 * E, E, c->V));
     in->ndim    = 2;
     in->dim[0] = T;
     in->dim[1] = 1;
+    *arch       = "mlp";
   }
   PetscFunctionReturn(0);
 }
@@ -468,6 +470,7 @@ int main(int argc, char **argv)
   PetscReal       lr = 1e-3, temperature = 1.0, valnats = 0, trainloss = 0;
   PetscInt        niter = 0;
   PetscLogDouble  t0, t1;
+  const char     *arch = NULL;
   NetPrecision    precision;
   NetParallelType parallel;
 
@@ -506,10 +509,18 @@ int main(int argc, char **argv)
              path, corpus.nval, (corpus.nval - 1) / T);
 
   PetscCall(NetCreate(comm, &net));
-  PetscCall(DefaultLayers(&corpus, T, P, E, H, L, sizeof(spec), spec, &in));
+  PetscCall(DefaultLayers(&corpus, T, P, E, H, L, sizeof(spec), spec, &in, &arch));
   PetscCall(NetSetLayers(net, spec));
   PetscCall(NetSetInputShape(net, &in));
   PetscCall(NetSetFromOptions(net)); /* -net_layers, -net_load, -net_parallel, -net_precision, -net_seed ... */
+  {
+    PetscBool given[3];
+
+    PetscCall(PetscOptionsHasName(NULL, NULL, "-net_layers", &given[0]));
+    PetscCall(PetscOptionsHasName(NULL, NULL, "-net_graph", &given[1]));
+    PetscCall(PetscOptionsHasName(NULL, NULL, "-net_load", &given[2]));
+    if (given[0] || given[1] || given[2]) arch = "given"; /* the summary's arch: gpt, mlp (the stand-in) or given */
+  }
   PetscCall(NetSetUp(net));
   {
     PetNetShape shape;
@@ -567,9 +578,9 @@ int main(int argc, char **argv)
   PetscCall(NetGetParallel(net, &parallel));
   PetscCall(PetscPrintf(comm,
                         "summary: model=charlm params=%" PetscInt_FMT " context=%" PetscInt_FMT " iterations=%" PetscInt_FMT " train_loss=%.10f val_bpc=%.10f tokens_per_s=%.0f train_time_s=%.2f ranks=%d precision=%s parallel=%s vocab=%" PetscInt_FMT
-                        " batch=%" PetscInt_FMT " train_chars=%" PetscInt_FMT " val_chars=%" PetscInt_FMT "\n",
+                        " batch=%" PetscInt_FMT " train_chars=%" PetscInt_FMT " val_chars=%" PetscInt_FMT " arch=%s\n",
                         nparams, T, niter, (double)trainloss, (double)(valnats / PetscLogReal(2.0)), t1 > t0 ? (double)((PetscReal)niter * s.B * T / (t1 - t0)) : 0.0, (double)(t1 - t0), size, NetPrecisions[precision], NetParallelTypes[parallel],
-                        corpus.V, s.B, corpus.ntrain, corpus.nval));
+                        corpus.V, s.B, corpus.ntrain, corpus.nval, arch));
 
   PetscCall(TaoDestroy(&tao));
   PetscCall(LossDestroy(&s.loss));
