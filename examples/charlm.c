@@ -80,7 +80,8 @@ static PetscErrorCode AppendFile(const char *path, const char *option, unsigned 
 
   PetscFunctionBegin;
   if (stat(path, &st)) {
-    PetscCall(PetscSNPrintf(msg, CHARLM_MSG, "The corpus file %s (%s) cannot be read (%s): give an existing text file or folder, e.g. -charlm_corpus /usr/share/games/fortunes (share/setup.sh installs the package fortunes)", path, option, strerror(errno)));
+    PetscCall(
+        PetscSNPrintf(msg, CHARLM_MSG, "The corpus file %s (%s) cannot be read (%s): give an existing text file or folder, e.g. -charlm_corpus /usr/share/games/fortunes (share/setup.sh installs the package fortunes)", path, option, strerror(errno)));
     PetscFunctionReturn(0);
   }
   size = (PetscInt64)st.st_size;
@@ -233,7 +234,8 @@ static PetscErrorCode CorpusDestroy(Corpus *c)
 
   PetscFunctionBegin;
   PetscCallMPI(MPI_Comm_rank(PETSC_COMM_WORLD, &rank));
-  if (rank) PetscCall(PetscFree2(c->train, c->val));
+  if (rank)
+    PetscCall(PetscFree2(c->train, c->val));
   else {
     PetscCall(PetscFree(c->train));
     PetscCall(PetscFree(c->val));
@@ -245,15 +247,17 @@ static PetscErrorCode CorpusDestroy(Corpus *c)
 /* Windows and training */
 
 typedef struct {
-  Corpus     *corpus;
-  Net         net;
-  Loss        loss;
-  PetscInt    T, B, nlocal, bstart; /* this rank holds windows bstart .. bstart + nlocal - 1 of a batch */
-  PetscInt   *starts;               /* [B] the batch's window starts */
-  PetscRandom rnd;
-  Vec         X, Y, dY, targets;
-  PetscReal   recent[10]; /* the last 10 batch losses (train_loss is their mean) */
-  PetscInt    nevals;
+  Corpus         *corpus;
+  Net             net;
+  Loss            loss;
+  PetscInt        T, B, nlocal, bstart; /* this rank holds windows bstart .. bstart + nlocal - 1 of a batch */
+  PetscInt       *starts;               /* [B] the batch's window starts */
+  PetscRandom     rnd;
+  Vec             X, Y, dY, targets;
+  PetscReal       recent[10]; /* the last 10 batch losses (train_loss is their mean) */
+  PetscInt        nevals;
+  PetscLogDouble *tick; /* [iterations + 1] the wall time at each update hook and at the end: one step each */
+  PetscInt        nticks, maxticks;
 } CharLM;
 
 /* X[i][t] = id(text[s_i + t]), targets[i][t] = id(text[s_i + t + 1]) for this rank's windows i (starts s) */
@@ -282,6 +286,7 @@ static PetscErrorCode NextBatch(Tao tao, PetscInt it, void *vctx)
   const PetscInt nstarts = s->corpus->ntrain - s->T;
 
   PetscFunctionBegin;
+  if (s->nticks < s->maxticks) PetscCall(PetscTime(&s->tick[s->nticks++]));
   for (PetscInt b = 0; b < s->B; b++) {
     PetscReal r;
 
@@ -372,7 +377,7 @@ static PetscErrorCode Sample(CharLM *s, const char *prompt, PetscInt N, PetscRea
   }
   for (PetscInt k = 0; k < N; k++, len++) {
     const PetscInt first = PetscMax(0, len - T), last = len - 1 - first; /* the window and the position read */
-    PetscInt       next  = 0;
+    PetscInt       next = 0;
 
     if (!rank) {
       PetscScalar *x;
@@ -409,8 +414,10 @@ static PetscErrorCode Sample(CharLM *s, const char *prompt, PetscInt N, PetscRea
   for (PetscInt i = 0; i < len; i++) { /* bytes other than printable ASCII, newline and tab as \xNN (a UTF-8 character may be cut) */
     const unsigned char b = (unsigned char)text[i];
 
-    if ((b >= 32 && b < 127) || b == '\n' || b == '\t') PetscCall(PetscPrintf(comm, "%c", b));
-    else PetscCall(PetscPrintf(comm, "\\x%02x", b));
+    if ((b >= 32 && b < 127) || b == '\n' || b == '\t')
+      PetscCall(PetscPrintf(comm, "%c", b));
+    else
+      PetscCall(PetscPrintf(comm, "\\x%02x", b));
   }
   PetscCall(PetscPrintf(comm, "\n"));
   PetscCall(PetscFree3(ctx, p, text));
@@ -421,36 +428,37 @@ static PetscErrorCode Sample(CharLM *s, const char *prompt, PetscInt N, PetscRea
   PetscFunctionReturn(0);
 }
 
-/* The default model (see help); without the transformer layers registered, a per-position MLP stands in */
+/* The default model (see help): L blocks transformer:H:4E:causal, or the same block spelled out as residual blocks
+   when the library has attention but not the shorthand; without attention, a per-position MLP stands in */
 static PetscErrorCode DefaultLayers(const Corpus *c, PetscInt T, PetscInt P, PetscInt E, PetscInt H, PetscInt L, size_t len, char spec[], PetNetShape *in, const char **arch)
 {
-  PetscErrorCode (*f)(Layer) = NULL;
+  PetscErrorCode (*transformer)(Layer) = NULL, (*attention)(Layer) = NULL, (*position)(Layer) = NULL;
+  size_t n;
 
   PetscFunctionBegin;
-  PetscCall(PetscFunctionListFind(LayerList, "transformer", &f));
-  if (f) {
+  PetscCall(PetscFunctionListFind(LayerList, "transformer", &transformer));
+  PetscCall(PetscFunctionListFind(LayerList, "attention", &attention));
+  PetscCall(PetscFunctionListFind(LayerList, "position", &position));
+  if (attention && position) {
     PetscCall(PetscSNPrintf(spec, len, "embedding:%" PetscInt_FMT ":%" PetscInt_FMT ",position:%" PetscInt_FMT, c->V, E, P));
     for (PetscInt l = 0; l < L; l++) {
-      size_t n;
-
       PetscCall(PetscStrlen(spec, &n));
-      PetscCall(PetscSNPrintf(spec + n, len - n, ",transformer:%" PetscInt_FMT ":%" PetscInt_FMT ":causal", H, 4 * E));
+      if (transformer)
+        PetscCall(PetscSNPrintf(spec + n, len - n, ",transformer:%" PetscInt_FMT ":%" PetscInt_FMT ":causal", H, 4 * E));
+      else
+        PetscCall(PetscSNPrintf(spec + n, len - n, ",residual(layernorm,attention:%" PetscInt_FMT ":causal),residual(layernorm,dense:%" PetscInt_FMT ":tokens,gelu,dense:%" PetscInt_FMT ":tokens)", H, 4 * E, E));
     }
-    {
-      size_t n;
-
-      PetscCall(PetscStrlen(spec, &n));
-      PetscCall(PetscSNPrintf(spec + n, len - n, ",layernorm,dense:%" PetscInt_FMT ":tokens", c->V));
-    }
-    in->ndim    = 1;
+    PetscCall(PetscStrlen(spec, &n));
+    PetscCall(PetscSNPrintf(spec + n, len - n, ",layernorm,dense:%" PetscInt_FMT ":tokens", c->V));
+    in->ndim   = 1;
     in->dim[0] = T;
-    *arch       = "gpt";
+    *arch      = "gpt";
   } else { /* (T, 1, E) through 1x1 convolutions: each position on its own */
     PetscCall(PetscSNPrintf(spec, len, "embedding:%" PetscInt_FMT ":%" PetscInt_FMT ",layernorm,conv2d:%" PetscInt_FMT ":1:1:0,gelu,conv2d:%" PetscInt_FMT ":1:1:0,layernorm,conv2d:%" PetscInt_FMT ":1:1:0", c->V, E, 4 * E, E, c->V));
-    in->ndim    = 2;
+    in->ndim   = 2;
     in->dim[0] = T;
     in->dim[1] = 1;
-    *arch       = "mlp";
+    *arch      = "mlp";
   }
   PetscFunctionReturn(0);
 }
@@ -468,7 +476,8 @@ int main(int argc, char **argv)
   char            path[PETSC_MAX_PATH_LEN] = "/usr/share/games/fortunes", prompt[1024] = "The ", spec[4096];
   PetscInt        T = 128, P = -1, E = 64, H = 4, L = 2, iterations = 500, K = 256, nsample = 0, seed = 1, sampleseed = 1, nparams;
   PetscReal       lr = 1e-3, temperature = 1.0, valnats = 0, trainloss = 0;
-  PetscInt        niter = 0;
+  PetscInt        niter  = 0;
+  PetscReal       stepms = 0;
   PetscLogDouble  t0, t1;
   const char     *arch = NULL;
   NetPrecision    precision;
@@ -500,7 +509,8 @@ int main(int argc, char **argv)
   PetscCall(PetNetOptionsBoundedInt("-charlm_sample_seed", "Seed of the sample's draws", NULL, sampleseed, &sampleseed, NULL, 0));
   PetscOptionsEnd();
   if (P < 0) P = T;
-  PetscCheck(T <= P, comm, PETSC_ERR_ARG_OUTOFRANGE, "-charlm_context %" PetscInt_FMT " is longer than the position table's %" PetscInt_FMT " rows (-charlm_positions): give -charlm_context %" PetscInt_FMT " or less, or -charlm_positions %" PetscInt_FMT, T, P, P, T);
+  PetscCheck(T <= P, comm, PETSC_ERR_ARG_OUTOFRANGE,
+             "-charlm_context %" PetscInt_FMT " is longer than the position table's %" PetscInt_FMT " rows (-charlm_positions): give -charlm_context %" PetscInt_FMT " or less, or -charlm_positions %" PetscInt_FMT, T, P, P, T);
   PetscCheck(E % H == 0, comm, PETSC_ERR_ARG_INCOMP, "-charlm_heads %" PetscInt_FMT " does not divide -charlm_embed %" PetscInt_FMT ": give heads that divide the embedding width", H, E);
   PetscCheck(temperature >= 0, comm, PETSC_ERR_ARG_OUTOFRANGE, "-charlm_temperature must be >= 0 (0: the most likely character), not %g", (double)temperature);
   PetscCall(CorpusRead(comm, path, T, &corpus));
@@ -565,8 +575,17 @@ int main(int argc, char **argv)
   PetscCall(TaoSetMaximumIterations(tao, iterations));
   PetscCall(TaoSetFromOptions(tao));
   PetscCall(PetscTime(&t0));
+  s.maxticks = iterations + 1;
+  PetscCall(PetscMalloc1(s.maxticks, &s.tick));
   if (iterations > 0) PetscCall(TaoSolve(tao));
   PetscCall(PetscTime(&t1));
+  if (s.nticks < s.maxticks) s.tick[s.nticks++] = t1;
+  for (PetscInt k = 0; k + 1 < s.nticks; k++) s.tick[k] = s.tick[k + 1] - s.tick[k]; /* the steps' times */
+  if (s.nticks > 1) {
+    PetscCall(PetscSortReal(s.nticks - 1, (PetscReal *)s.tick));
+    stepms = 1e3 * s.tick[(s.nticks - 1) / 2]; /* the median step: the machine may be shared */
+  }
+  PetscCall(PetscFree(s.tick));
   PetscCall(TaoGetIterationNumber(tao, &niter));
   PetscCall(NetSaveFromOptions(net)); /* -net_save FILE: the trained Net */
   for (PetscInt i = 0; i < PetscMin(s.nevals, 10); i++) trainloss += s.recent[i] / PetscMin(s.nevals, 10);
@@ -578,9 +597,9 @@ int main(int argc, char **argv)
   PetscCall(NetGetParallel(net, &parallel));
   PetscCall(PetscPrintf(comm,
                         "summary: model=charlm params=%" PetscInt_FMT " context=%" PetscInt_FMT " iterations=%" PetscInt_FMT " train_loss=%.10f val_bpc=%.10f tokens_per_s=%.0f train_time_s=%.2f ranks=%d precision=%s parallel=%s vocab=%" PetscInt_FMT
-                        " batch=%" PetscInt_FMT " train_chars=%" PetscInt_FMT " val_chars=%" PetscInt_FMT " arch=%s\n",
+                        " batch=%" PetscInt_FMT " train_chars=%" PetscInt_FMT " val_chars=%" PetscInt_FMT " arch=%s step_ms=%.2f\n",
                         nparams, T, niter, (double)trainloss, (double)(valnats / PetscLogReal(2.0)), t1 > t0 ? (double)((PetscReal)niter * s.B * T / (t1 - t0)) : 0.0, (double)(t1 - t0), size, NetPrecisions[precision], NetParallelTypes[parallel],
-                        corpus.V, s.B, corpus.ntrain, corpus.nval, arch));
+                        corpus.V, s.B, corpus.ntrain, corpus.nval, arch, (double)stepms));
 
   PetscCall(TaoDestroy(&tao));
   PetscCall(LossDestroy(&s.loss));
