@@ -18,6 +18,11 @@ Linear(E, 4E), GELU, Linear(4E, E), layernorm, Linear(E, V), each position on it
 PyTorch's own initialisation (seeded by --seed), so the two programs start from different draws of similar
 distributions. Optimizer: torch.optim.Adam (PetNet's adam, PyTorch's defaults), lr --lr.
 
+--load-petnet FILE evaluates a model saved by bin/charlm (-net_save FILE.h5) instead of training one: its tensors
+under nanoGPT's names (share/python/petnet_torch.py, charlm_state_dict()) into the GPT below (or the stand-in) with
+load_state_dict(strict=True), in float64, on --val-windows windows; --expect OUTPUT compares the result with the val_bpc
+of bin/charlm's summary line in OUTPUT (relative 1e-9) and exits 1 when they differ.
+
 Usage: charlm_torch.py [--corpus DIR|FILE] [--context T] [--embed E] [--heads H] [--depth L] [--iterations N]
                        [--batch B] [--lr R] [--val-windows K] [--seed S] [--threads N] [--dtype float32|float64]
 Prints: torch_charlm: model= params= context= iterations= train_loss= val_bpc= step_ms= tokens_per_s= threads= dtype="""
@@ -107,6 +112,55 @@ class StandIn(nn.Module):
         return self.lm_head(self.ln_f(self.c_proj(F.gelu(self.c_fc(self.ln_1(self.wte(idx)))))))
 
 
+def validation_bpc(model, va, T, K, batch, V):
+    """Mean cross-entropy / ln 2 over K windows of the held-out ids at 0, T, 2T, ..., batch windows at a time"""
+    assert K * T + 1 <= len(va), f'--val-windows {K} needs {K * T + 1} held-out characters, the corpus has {len(va)}'
+    offs, total = torch.arange(T), 0.0
+    with torch.no_grad():
+        for k0 in range(0, K, batch):
+            starts = torch.arange(k0, min(K, k0 + batch)) * T
+            x, y = va[starts[:, None] + offs], va[starts[:, None] + offs + 1]
+            total += F.cross_entropy(model(x).reshape(-1, V), y.reshape(-1), reduction='sum').item()
+    return total / (K * T) / math.log(2)
+
+
+def evaluate_petnet(a):
+    """--load-petnet: the file's model in PyTorch (float64), its val_bpc; --expect: equal to bin/charlm's"""
+    import re, sys
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'python'))
+    import petnet_torch
+    state, arch, spec, input_shape = petnet_torch.charlm_state_dict(a.load_petnet)
+    T = int(input_shape[0])
+    V, E = state['transformer.wte.weight' if arch == 'gpt' else 'wte.weight'].shape
+    if arch == 'gpt':
+        P = state['transformer.wpe.weight'].shape[0]
+        L = len({k.split('.')[2] for k in state if k.startswith('transformer.h.')})
+        H = int(re.search(r'(?:attention|transformer):(\d+)', spec).group(1))
+        model = GPT(V, P, E, H, L)
+    else:
+        model = StandIn(V, E)
+    model = model.to(torch.float64)
+    model.load_state_dict(state, strict=True)
+    model.eval()
+    train, val = read_corpus(a.corpus)
+    present = sorted(set(train))
+    if len(present) + 1 != V:
+        raise SystemExit(f'{a.load_petnet} has a vocabulary of {V}, the corpus {a.corpus} {len(present) + 1}: give the corpus it was trained on')
+    ids = np.zeros(256, dtype=np.int64)
+    ids[present] = np.arange(1, len(present) + 1)
+    va = torch.from_numpy(ids[np.frombuffer(val, dtype=np.uint8)])
+    bpc = validation_bpc(model, va, T, a.val_windows, a.batch, V)
+    print(f'torch_charlm_loaded: file={a.load_petnet} arch={arch} params={sum(p.numel() for p in model.parameters())} context={T} val_bpc={bpc:.10f}')
+    if a.expect:
+        line = [l for l in open(a.expect) if l.startswith('summary:')][-1]
+        ref = float(re.search(r' val_bpc=(\S+)', line).group(1))
+        if abs(bpc - ref) > 1e-9 * abs(ref):
+            print(f'PyTorch val_bpc {bpc:.10f} differs from bin/charlm\'s {ref:.10f} ({a.expect}) by {abs(bpc - ref) / abs(ref):.2e} relative')
+            return 1
+        print(f'the same val_bpc as bin/charlm ({a.expect}): relative difference {abs(bpc - ref) / abs(ref):.2e}')
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--corpus', default='/usr/share/games/fortunes')
@@ -122,7 +176,11 @@ def main():
     ap.add_argument('--seed', type=int, default=1, help='the windows (as -charlm_seed) and torch.manual_seed')
     ap.add_argument('--threads', type=int, default=1)
     ap.add_argument('--dtype', choices=['float32', 'float64'], default='float32')
+    ap.add_argument('--load-petnet', metavar='FILE', help='evaluate a model file of bin/charlm (-net_save), no training')
+    ap.add_argument('--expect', metavar='OUTPUT', help="with --load-petnet: bin/charlm's output whose val_bpc must be matched")
     a = ap.parse_args()
+    if a.load_petnet:
+        return evaluate_petnet(a)
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
     dtype = getattr(torch, a.dtype)
@@ -148,15 +206,7 @@ def main():
         opt.step()
         times.append(time.perf_counter() - t0)
         recent = (recent + [loss.item()])[-10:]
-    K = a.val_windows
-    assert K * T + 1 <= len(va), f'--val-windows {K} needs {K * T + 1} held-out characters, the corpus has {len(va)}'
-    total = 0.0
-    with torch.no_grad():
-        for k0 in range(0, K, a.batch):
-            starts = torch.arange(k0, min(K, k0 + a.batch)) * T
-            x, y = va[starts[:, None] + offs], va[starts[:, None] + offs + 1]
-            total += F.cross_entropy(model(x).reshape(-1, V), y.reshape(-1), reduction='sum').item()
-    bpc = total / (K * T) / math.log(2)
+    bpc = validation_bpc(model, va, T, a.val_windows, a.batch, V)
     step = sorted(times)[len(times) // 2] if times else 0.0  # the median step: the machine may be shared
     nparams = sum(p.numel() for p in model.parameters())
     print(f'torch_charlm: model={a.model} params={nparams} context={T} iterations={a.iterations} train_loss={sum(recent) / max(len(recent), 1):.6f} '
@@ -164,4 +214,4 @@ def main():
 
 
 if __name__ == '__main__':
-    main()
+    raise SystemExit(main())
