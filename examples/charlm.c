@@ -439,8 +439,9 @@ static PetscErrorCode DefaultLayers(const Corpus *c, PetscInt T, PetscInt P, Pet
   PetscCall(PetscFunctionListFind(LayerList, "transformer", &transformer));
   PetscCall(PetscFunctionListFind(LayerList, "attention", &attention));
   PetscCall(PetscFunctionListFind(LayerList, "position", &position));
-  if (attention && position) {
-    PetscCall(PetscSNPrintf(spec, len, "embedding:%" PetscInt_FMT ":%" PetscInt_FMT ",position:%" PetscInt_FMT, c->V, E, P));
+  if (attention) { /* without the position layer (not yet in the library): no position table, arch=gpt_nope */
+    if (position) PetscCall(PetscSNPrintf(spec, len, "embedding:%" PetscInt_FMT ":%" PetscInt_FMT ",position:%" PetscInt_FMT, c->V, E, P));
+    else PetscCall(PetscSNPrintf(spec, len, "embedding:%" PetscInt_FMT ":%" PetscInt_FMT, c->V, E));
     for (PetscInt l = 0; l < L; l++) {
       PetscCall(PetscStrlen(spec, &n));
       if (transformer)
@@ -452,7 +453,7 @@ static PetscErrorCode DefaultLayers(const Corpus *c, PetscInt T, PetscInt P, Pet
     PetscCall(PetscSNPrintf(spec + n, len - n, ",layernorm,dense:%" PetscInt_FMT ":tokens", c->V));
     in->ndim   = 1;
     in->dim[0] = T;
-    *arch      = "gpt";
+    *arch      = position ? "gpt" : "gpt_nope";
   } else { /* (T, 1, E) through 1x1 convolutions: each position on its own */
     PetscCall(PetscSNPrintf(spec, len, "embedding:%" PetscInt_FMT ":%" PetscInt_FMT ",layernorm,conv2d:%" PetscInt_FMT ":1:1:0,gelu,conv2d:%" PetscInt_FMT ":1:1:0,layernorm,conv2d:%" PetscInt_FMT ":1:1:0", c->V, E, 4 * E, E, c->V));
     in->ndim   = 2;

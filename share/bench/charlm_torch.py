@@ -85,16 +85,22 @@ class Block(nn.Module):
 
 
 class GPT(nn.Module):
-    def __init__(self, V, T, E, H, L):
+    """P > 0: a learned position table of P rows (wpe); P = 0: none (bin/charlm's arch=gpt_nope)"""
+
+    def __init__(self, V, P, E, H, L):
         super().__init__()
-        self.transformer = nn.ModuleDict(dict(wte=nn.Embedding(V, E), wpe=nn.Embedding(T, E), h=nn.ModuleList([Block(E, H) for _ in range(L)]),
-                                              ln_f=nn.LayerNorm(E)))
+        modules = dict(wte=nn.Embedding(V, E), h=nn.ModuleList([Block(E, H) for _ in range(L)]), ln_f=nn.LayerNorm(E))
+        if P:
+            modules['wpe'] = nn.Embedding(P, E)
+        self.transformer = nn.ModuleDict(modules)
         self.lm_head = nn.Linear(E, V)
 
     def forward(self, idx):
         T = idx.shape[1]
         mask = torch.triu(torch.full((T, T), float('-inf'), dtype=self.lm_head.weight.dtype), diagonal=1)
-        x = self.transformer.wte(idx) + self.transformer.wpe.weight[:T]
+        x = self.transformer.wte(idx)
+        if 'wpe' in self.transformer:
+            x = x + self.transformer.wpe.weight[:T]
         for block in self.transformer.h:
             x = block(x, mask)
         return self.lm_head(self.transformer.ln_f(x))
@@ -133,7 +139,7 @@ def evaluate_petnet(a):
     T = int(input_shape[0])
     V, E = state['transformer.wte.weight' if arch == 'gpt' else 'wte.weight'].shape
     if arch == 'gpt':
-        P = state['transformer.wpe.weight'].shape[0]
+        P = state['transformer.wpe.weight'].shape[0] if 'transformer.wpe.weight' in state else 0
         L = len({k.split('.')[2] for k in state if k.startswith('transformer.h.')})
         H = int(re.search(r'(?:attention|transformer):(\d+)', spec).group(1))
         model = GPT(V, P, E, H, L)
@@ -164,7 +170,7 @@ def evaluate_petnet(a):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--corpus', default='/usr/share/games/fortunes')
-    ap.add_argument('--model', choices=['gpt', 'mlp'], default='gpt')
+    ap.add_argument('--model', choices=['gpt', 'gpt_nope', 'mlp'], default='gpt')
     ap.add_argument('--context', type=int, default=128)
     ap.add_argument('--embed', type=int, default=64)
     ap.add_argument('--heads', type=int, default=4)
@@ -191,7 +197,7 @@ def main():
     V, T = len(present) + 1, a.context
     tr = torch.from_numpy(ids[np.frombuffer(train, dtype=np.uint8)])
     va = torch.from_numpy(ids[np.frombuffer(val, dtype=np.uint8)])
-    model = (GPT(V, T, a.embed, a.heads, a.depth) if a.model == 'gpt' else StandIn(V, a.embed)).to(dtype)
+    model = (StandIn(V, a.embed) if a.model == 'mlp' else GPT(V, T if a.model == 'gpt' else 0, a.embed, a.heads, a.depth)).to(dtype)
     opt = torch.optim.Adam(model.parameters(), lr=a.lr)
     rnd, nstarts = Rander48(a.seed), len(tr) - T
     offs = torch.arange(T)

@@ -1233,9 +1233,11 @@ def _charlm_names(spec):
     if kinds == ["embedding", "layernorm", "conv2d", "gelu", "conv2d", "layernorm", "conv2d"]:
         return {"0.": ("wte.", False), "1.": ("ln_1.", False), "2.": ("c_fc.", True), "4.": ("c_proj.", True), "5.": ("ln_f.", False),
                 "6.": ("lm_head.", True)}, "mlp"
-    if kinds[:2] != ["embedding", "position"] or kinds[-2:] != ["layernorm", "dense"]:
+    if kinds[:1] != ["embedding"] or kinds[-2:] != ["layernorm", "dense"]:
         raise ValueError(f"'{spec}' is not a bin/charlm model (embedding, position, transformer blocks, layernorm, dense)")
-    names, block, i = {"0.": ("transformer.wte.", False), "1.": ("transformer.wpe.", False)}, 0, 2
+    names, block, i = {"0.": ("transformer.wte.", False)}, 0, 1
+    if kinds[1] == "position":  # (bin/charlm without the position layer: none, arch=gpt_nope)
+        names["1."], i = ("transformer.wpe.", False), 2
     while i < len(entries) - 2:
         kind, args = entries[i]
         inner = [k for k, _ in (_split_entry(e) for e in _split_top(args, ","))] if kind == "residual" else []
