@@ -15,8 +15,9 @@ dense:V:tokens): transformer.wte, transformer.wpe, transformer.h.N.{ln_1, attn (
 causal mask), ln_2, mlp.c_fc, mlp.c_proj (GELU, erf form)}, transformer.ln_f, lm_head (with bias). --model mlp is the
 per-position stand-in bin/charlm uses while the attention layers are not in the library (embedding, layernorm,
 Linear(E, 4E), GELU, Linear(4E, E), layernorm, Linear(E, V), each position on its own). Parameters start from
-PyTorch's own initialisation (seeded by --seed), so the two programs start from different draws of similar
-distributions. Optimizer: torch.optim.Adam (PetNet's adam, PyTorch's defaults), lr --lr.
+PyTorch's default initialisation of each module (seeded by --seed), which PetNet's layers follow (wpe N(0, 0.02^2) as
+PetNet's position:P): the two programs start from different draws of the same distributions. --model gpt_nope is
+the GPT without wpe (bin/charlm's arch=gpt_nope, when the library has attention but no position layer). Optimizer: torch.optim.Adam (PetNet's adam, PyTorch's defaults), lr --lr.
 
 --load-petnet FILE evaluates a model saved by bin/charlm (-net_save FILE.h5) instead of training one: its tensors
 under nanoGPT's names (share/python/petnet_torch.py, charlm_state_dict()) into the GPT below (or the stand-in) with
@@ -92,6 +93,7 @@ class GPT(nn.Module):
         modules = dict(wte=nn.Embedding(V, E), h=nn.ModuleList([Block(E, H) for _ in range(L)]), ln_f=nn.LayerNorm(E))
         if P:
             modules['wpe'] = nn.Embedding(P, E)
+            nn.init.normal_(modules['wpe'].weight, std=0.02)  # PetNet's position:P (and nanoGPT's wpe) start N(0, 0.02^2)
         self.transformer = nn.ModuleDict(modules)
         self.lm_head = nn.Linear(E, V)
 
