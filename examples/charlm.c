@@ -440,8 +440,10 @@ static PetscErrorCode DefaultLayers(const Corpus *c, PetscInt T, PetscInt P, Pet
   PetscCall(PetscFunctionListFind(LayerList, "attention", &attention));
   PetscCall(PetscFunctionListFind(LayerList, "position", &position));
   if (attention) { /* without the position layer (not yet in the library): no position table, arch=gpt_nope */
-    if (position) PetscCall(PetscSNPrintf(spec, len, "embedding:%" PetscInt_FMT ":%" PetscInt_FMT ",position:%" PetscInt_FMT, c->V, E, P));
-    else PetscCall(PetscSNPrintf(spec, len, "embedding:%" PetscInt_FMT ":%" PetscInt_FMT, c->V, E));
+    if (position)
+      PetscCall(PetscSNPrintf(spec, len, "embedding:%" PetscInt_FMT ":%" PetscInt_FMT ",position:%" PetscInt_FMT, c->V, E, P));
+    else
+      PetscCall(PetscSNPrintf(spec, len, "embedding:%" PetscInt_FMT ":%" PetscInt_FMT, c->V, E));
     for (PetscInt l = 0; l < L; l++) {
       PetscCall(PetscStrlen(spec, &n));
       if (transformer)
