@@ -4,6 +4,8 @@ static const char help[] = "A character-level GPT on the text of the Debian pack
                            "             file when DIR has fewer than 10); a single FILE: its last tenth is the validation text\n"
                            "  vocabulary the bytes of the train text in increasing order as ids 1..V-1; id 0 stands for a byte the train text lacks\n"
                            "  model      embedding:V:E, position:P, L x transformer:H:4E:causal, layernorm, dense:V:tokens (-net_layers replaces it)\n"
+                           "  -charlm_model auto|gpt|gpt_nope|mlp  gpt_nope: no position table; mlp: a per-position stand-in (no attention); auto:\n"
+                           "                        the first of gpt, gpt_nope, mlp whose layer kinds this PetNet has (default)\n"
                            "  -charlm_context T     tokens per window (default 128); -charlm_positions P  rows of the position table (default T)\n"
                            "  -charlm_embed E (default 64)  -charlm_heads H (default 4)  -charlm_depth L (default 2)\n"
                            "  -charlm_iterations N  optimizer steps (default 500), each on -charlm_batch B windows (default 16) drawn at random\n"
@@ -428,9 +430,13 @@ static PetscErrorCode Sample(CharLM *s, const char *prompt, PetscInt N, PetscRea
   PetscFunctionReturn(0);
 }
 
-/* The default model (see help): L blocks transformer:H:4E:causal, or the same block spelled out as residual blocks
-   when the library has attention but not the shorthand; without attention, a per-position MLP stands in */
-static PetscErrorCode DefaultLayers(const Corpus *c, PetscInt T, PetscInt P, PetscInt E, PetscInt H, PetscInt L, size_t len, char spec[], PetNetShape *in, const char **arch)
+/* The models of -charlm_model (see help) */
+static const char *const CharLMModels[] = {"auto", "gpt", "gpt_nope", "mlp", "CharLMModel", "CHARLM_MODEL_", NULL};
+
+/* The model (see help): L blocks transformer:H:4E:causal, or the same block spelled out as residual blocks when the
+   library has attention but not the shorthand; gpt_nope without the position table; mlp, a per-position stand-in.
+   auto (model 0): the first of gpt, gpt_nope, mlp whose layer kinds the library has */
+static PetscErrorCode DefaultLayers(MPI_Comm comm, PetscInt model, const Corpus *c, PetscInt T, PetscInt P, PetscInt E, PetscInt H, PetscInt L, size_t len, char spec[], PetNetShape *in, const char **arch)
 {
   PetscErrorCode (*transformer)(Layer) = NULL, (*attention)(Layer) = NULL, (*position)(Layer) = NULL;
   size_t n;
@@ -439,6 +445,11 @@ static PetscErrorCode DefaultLayers(const Corpus *c, PetscInt T, PetscInt P, Pet
   PetscCall(PetscFunctionListFind(LayerList, "transformer", &transformer));
   PetscCall(PetscFunctionListFind(LayerList, "attention", &attention));
   PetscCall(PetscFunctionListFind(LayerList, "position", &position));
+  PetscCheck(model != 1 || (attention && position), comm, PETSC_ERR_SUP, "-charlm_model gpt needs the layer kinds attention and position, and this PetNet lacks %s: give -charlm_model %s", attention ? "position" : "attention",
+             attention ? "gpt_nope (no position table) or mlp" : "mlp");
+  PetscCheck(model != 2 || attention, comm, PETSC_ERR_SUP, "-charlm_model gpt_nope needs the layer kind attention, which this PetNet lacks: give -charlm_model mlp");
+  if (model == 2) position = NULL;
+  if (model == 3) attention = NULL;
   if (attention) { /* without the position layer (not yet in the library): no position table, arch=gpt_nope */
     if (position)
       PetscCall(PetscSNPrintf(spec, len, "embedding:%" PetscInt_FMT ":%" PetscInt_FMT ",position:%" PetscInt_FMT, c->V, E, P));
@@ -477,7 +488,7 @@ int main(int argc, char **argv)
   Vec             theta;
   PetNetShape     in;
   char            path[PETSC_MAX_PATH_LEN] = "/usr/share/games/fortunes", prompt[1024] = "The ", spec[4096];
-  PetscInt        T = 128, P = -1, E = 64, H = 4, L = 2, iterations = 500, K = 256, nsample = 0, seed = 1, sampleseed = 1, nparams;
+  PetscInt        T = 128, P = -1, E = 64, H = 4, L = 2, iterations = 500, K = 256, nsample = 0, seed = 1, sampleseed = 1, nparams, model = 0;
   PetscReal       lr = 1e-3, temperature = 1.0, valnats = 0, trainloss = 0;
   PetscInt        niter  = 0;
   PetscReal       stepms = 0;
@@ -501,6 +512,7 @@ int main(int argc, char **argv)
   PetscCall(PetNetOptionsBoundedInt("-charlm_embed", "Embedding width E", NULL, E, &E, NULL, 1));
   PetscCall(PetNetOptionsBoundedInt("-charlm_heads", "Attention heads H (dividing E)", NULL, H, &H, NULL, 1));
   PetscCall(PetNetOptionsBoundedInt("-charlm_depth", "Transformer blocks L", NULL, L, &L, NULL, 0));
+  PetscCall(PetscOptionsEList("-charlm_model", "The model: gpt, gpt_nope (no position table), mlp (per-position stand-in), auto (the first the library has)", NULL, CharLMModels, 4, CharLMModels[model], &model, NULL));
   PetscCall(PetNetOptionsBoundedInt("-charlm_iterations", "Optimizer steps", NULL, iterations, &iterations, NULL, 0));
   PetscCall(PetNetOptionsBoundedInt("-charlm_batch", "Windows per step (global)", NULL, s.B, &s.B, NULL, 1));
   PetscCall(PetNetOptionsBoundedInt("-charlm_seed", "Seed of the windows' draws", NULL, seed, &seed, NULL, 0));
@@ -522,7 +534,7 @@ int main(int argc, char **argv)
              path, corpus.nval, (corpus.nval - 1) / T);
 
   PetscCall(NetCreate(comm, &net));
-  PetscCall(DefaultLayers(&corpus, T, P, E, H, L, sizeof(spec), spec, &in, &arch));
+  PetscCall(DefaultLayers(comm, model, &corpus, T, P, E, H, L, sizeof(spec), spec, &in, &arch));
   PetscCall(NetSetLayers(net, spec));
   PetscCall(NetSetInputShape(net, &in));
   PetscCall(NetSetFromOptions(net)); /* -net_layers, -net_load, -net_parallel, -net_precision, -net_seed ... */
