@@ -33,7 +33,7 @@ import tempfile
 import time
 
 CHAPTERS = ["getting-started", "networks", "training", "saving-loading", "python", "parallelism", "simulations",
-            "second-order", "precision-speed", "reliability"]
+            "second-order", "precision-speed", "reliability", "transformers"]
 
 # Options that make each program's run small (appended after the manual's options: they override its sizes).
 SMALL = {
@@ -41,6 +41,7 @@ SMALL = {
     "bin/predict": "-predict_dataset_limit 128",
     "bin/graphring": "",
     "bin/spiral": "-spiral_iterations 10",
+    "bin/charlm": "-charlm_iterations 2 -charlm_val_windows 4",
     "bin/rober": "-rober_iterations 2",
     "bin/hybrid_rd": "-tao_max_it 2",
     "bin/surrogate": "-surrogate_train 4 -surrogate_test 2 -surrogate_epochs 1 -surrogate_grid 32 -trainer_epochs 1",
