@@ -10,10 +10,13 @@ static const char help[] = "The transformer layers' own checks (layernorm, rmsno
                            "  -attention_memory: attention's stored state at T = 2048 and 4096, linear in T (ratio <= 2.2);\n"
                            "  -attention_net: a Net with attention dropout in training mode; prints |Y| and |G| (the same on any number of\n"
                            "    ranks: expected outputs) and checks that evaluation mode differs;\n"
+                           "  -attention_torch PFX [-attention_torch_spec SPEC]: PFX.h5 (the Net) and PFX_grad.h5 (x, y, dx, gradient of\n"
+                           "    0.5 |y|^2) for tests/torch_attention.py;\n"
                            "  -error range|fraction|negative|v0|e0|layernorm_e0: the refusal under test.\n";
 
 #include <petnet.h>
 #include "testutil.h"
+#include <petscviewerhdf5.h>
 
 #define V_SMALL 11
 #define E_SMALL 5
@@ -564,10 +567,64 @@ static PetscErrorCode TestAttentionNet(void)
   PetscFunctionReturn(0);
 }
 
+/*
+  the files of the PyTorch comparison (tests/torch_attention.py): a Net SPEC on (T, E) = (6, 8) saved to PFX.h5
+  (NetSave(), nn.MultiheadAttention's state_dict names), and PFX_grad.h5 with the input x [n][T][E], the output y, and
+  the input cotangent dx and parameter gradient g of 0.5 |y|^2 (PetNet's flat order: each layer's tensors in turn)
+*/
+static PetscErrorCode TestAttentionTorch(const char prefix[], const char spec[])
+{
+  const PetscInt T = 6, E = 8, n = 5;
+  PetNetShape    in = {2, {T, E}};
+  Net            net;
+  Vec            X, Y, DX, G, theta;
+  PetscScalar   *x;
+  PetscViewer    viewer;
+  char           path[PETSC_MAX_PATH_LEN];
+
+  PetscFunctionBegin;
+  PetscCall(NetCreate(PETSC_COMM_SELF, &net));
+  PetscCall(NetSetLayers(net, spec));
+  PetscCall(NetSetInputShape(net, &in));
+  PetscCall(NetSetSeed(net, 11));
+  PetscCall(NetSetFromOptions(net));
+  PetscCall(NetSetUp(net));
+  PetscCall(NetCreateVecs(net, n, &X, &Y));
+  PetscCall(VecDuplicate(X, &DX));
+  PetscCall(NetGetParameters(net, &theta));
+  PetscCall(VecDuplicate(theta, &G));
+  PetscCall(VecGetArray(X, &x));
+  for (PetscInt i = 0; i < n * T * E; i++) x[i] = 1.5 * PetscSinReal(0.71 * i + 0.3);
+  PetscCall(VecRestoreArray(X, &x));
+  PetscCall(NetForward(net, X, Y));
+  PetscCall(VecZeroEntries(G));
+  PetscCall(NetBackward(net, Y, DX, G));
+  PetscCall(PetscSNPrintf(path, sizeof(path), "%s.h5", prefix));
+  PetscCall(NetSave(net, path));
+  PetscCall(PetscSNPrintf(path, sizeof(path), "%s_grad.h5", prefix));
+  PetscCall(PetscViewerHDF5Open(PETSC_COMM_SELF, path, FILE_MODE_WRITE, &viewer));
+  PetscCall(PetscObjectSetName((PetscObject)X, "x"));
+  PetscCall(PetscObjectSetName((PetscObject)Y, "y"));
+  PetscCall(PetscObjectSetName((PetscObject)DX, "dx"));
+  PetscCall(PetscObjectSetName((PetscObject)G, "grad"));
+  PetscCall(VecView(X, viewer));
+  PetscCall(VecView(Y, viewer));
+  PetscCall(VecView(DX, viewer));
+  PetscCall(VecView(G, viewer));
+  PetscCall(PetscViewerDestroy(&viewer));
+  PetscCall(PetscPrintf(PETSC_COMM_SELF, "%s on %" PetscInt_FMT " sequences (%" PetscInt_FMT ", %" PetscInt_FMT "): %s.h5 and %s_grad.h5 written\n", spec, n, T, E, prefix, prefix));
+  PetscCall(VecDestroy(&X));
+  PetscCall(VecDestroy(&Y));
+  PetscCall(VecDestroy(&DX));
+  PetscCall(VecDestroy(&G));
+  PetscCall(NetDestroy(&net));
+  PetscFunctionReturn(0);
+}
+
 int main(int argc, char **argv)
 {
   PetscRandom rnd;
-  char        error[64] = "";
+  char        error[64] = "", torch[PETSC_MAX_PATH_LEN] = "", spec[256] = "attention:2,tanh,attention:4:causal,dense:3";
   PetscBool   net = PETSC_FALSE, attention = PETSC_FALSE, memory = PETSC_FALSE, attnet = PETSC_FALSE;
 
   PetscCall(PetNetInitialize(&argc, &argv, NULL, help));
@@ -576,6 +633,8 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-attention", &attention, NULL));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-attention_memory", &memory, NULL));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-attention_net", &attnet, NULL));
+  PetscCall(PetscOptionsGetString(NULL, NULL, "-attention_torch", torch, sizeof(torch), NULL));
+  PetscCall(PetscOptionsGetString(NULL, NULL, "-attention_torch_spec", spec, sizeof(spec), NULL));
   PetscCall(PetscRandomCreate(PETSC_COMM_SELF, &rnd));
   PetscCall(PetscRandomSetInterval(rnd, -1.0, 1.0));
   PetscCall(PetscRandomSetSeed(rnd, 17));
@@ -615,6 +674,8 @@ int main(int argc, char **argv)
     PetscCall(TestAttentionMemory(rnd));
   } else if (attnet) {
     PetscCall(TestAttentionNet());
+  } else if (torch[0]) {
+    PetscCall(TestAttentionTorch(torch, spec));
   } else {
     PetNetShape seq = {2, {32, 8}}, ids = {1, {16}};
 
