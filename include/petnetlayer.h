@@ -75,6 +75,8 @@ PETSC_EXTERN PetscErrorCode LayerHasSingle(Layer, PetscBool *);
 PETSC_EXTERN PetscErrorCode LayerDenseSetOutputSize(Layer, PetscInt);
 PETSC_EXTERN PetscErrorCode LayerDenseSetInitialization(Layer, LayerInitType, PetscReal);
 PETSC_EXTERN PetscErrorCode LayerDenseSetBias(Layer, PetscBool);
+PETSC_EXTERN PetscErrorCode LayerDenseSetTokens(Layer, PetscBool);
+PETSC_EXTERN PetscErrorCode LayerDenseGetTokens(Layer, PetscBool *, PetscInt *, PetscInt *);
 PETSC_EXTERN PetscErrorCode LayerLeakyReLUSetSlope(Layer, PetscReal);
 
 /* Convolutional kinds: inputs are (h, w, c) channels-last unless noted, (d, h, w, c) for conv3d and 3-D pools; a Net on
