@@ -81,6 +81,10 @@ static const SOCase socases[] = {
     {"layernorm", "eps=0.5", "2x3x5", PETSC_FALSE, NULL, SO_BATCH, "transformer layernorm eps=0.5 (h, w, c)"},
     {"rmsnorm", NULL, "4x6", PETSC_TRUE, NULL, SO_BATCH, "transformer rmsnorm (T, E)"},
     {"rmsnorm", "noaffine:eps=1e-3", "3x5", PETSC_TRUE, NULL, SO_BATCH, "transformer rmsnorm:noaffine:eps=1e-3"},
+    {"attention", "2", "5x4", PETSC_TRUE, "-attention_tile 2", SO_BATCH, "transformer attention:2 (T, E) = (5, 4), tile 2"},
+    {"attention", "4:causal", "6x8", PETSC_TRUE, "-attention_tile 4", SO_BATCH, "transformer attention:4:causal, tile 4"},
+    {"attention", "1:causal", "5x3", PETSC_TRUE, "-attention_tile 1", SO_BATCH, "transformer attention:1:causal, tile 1"},
+    {"attention", "2:causal", "7x4", PETSC_TRUE, "-attention_dropout 0.3 -attention_tile 3", SO_BATCH, "transformer attention:2:causal, dropout 0.3 (training)"},
 };
 
 /* a[i] uniform on [lo, hi) from rnd */

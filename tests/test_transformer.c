@@ -2,16 +2,21 @@ static const char help[] = "The transformer layers' own checks (layernorm, rmsno
                            "  default: embedding on one rank's arrays: forward copies the table's rows exactly, the table gradient equals\n"
                            "    a dense one-hot reference (onehot^T dy) to 1e-14 and accumulates, dx is zero, the jvp ignores an input\n"
                            "    tangent, the dot-product identity of the table's Jacobian to 1e-14, float kernels against double (1e-6);\n"
-                           "    then the same bits at -net_threads 1 and 2 for embedding's scatter-add and for layernorm's and rmsnorm's\n"
+                           "    then the same bits at -net_threads 1 and 2 for embedding's scatter-add and for layernorm's, rmsnorm's and attention's\n"
                            "    forward, input cotangent and parameter gradient (batches large enough for several parts);\n"
                            "  -net: a Net embedding:V:E,layernorm,rmsnorm,dense:3 on ids that depend on the global sample only; prints\n"
                            "    |Y| and the gradient of 0.5 |Y|^2 (the same on any number of ranks: expected outputs);\n"
                            "  -attention: the tiled attention kernel against a direct (T x T) reference: forward, backward, jvp to 1e-13;\n"
-                           "  -attention_memory: attention's stored state at T = 2048 and 4096, linear in T (ratio <= 2.2);\n"
+                           "  -attention_memory: attention's stored state at T = 2048 and 4096, linear in T (ratio <= 2.2; counted with -malloc_debug);\n"
+                           "  -attention_net: a Net with attention dropout in training mode; prints |Y| and |G| (the same on any number of\n"
+                           "    ranks: expected outputs) and checks that evaluation mode differs;\n"
+                           "  -attention_torch PFX [-attention_torch_spec SPEC]: PFX.h5 (the Net) and PFX_grad.h5 (x, y, dx, gradient of\n"
+                           "    0.5 |y|^2) for tests/torch_attention.py;\n"
                            "  -error range|fraction|negative|v0|e0|layernorm_e0: the refusal under test.\n";
 
 #include <petnet.h>
 #include "testutil.h"
+#include <petscviewerhdf5.h>
 
 #define V_SMALL 11
 #define E_SMALL 5
@@ -437,8 +442,8 @@ static PetscErrorCode TestAttentionMemory(PetscRandom rnd)
     PetscCall(PetscFree6(x, theta, y, dy, dx, dtheta));
     PetscCall(LayerDestroy(&layer));
   }
-  PetscCheck(state[0] > 0 && state[1] / state[0] <= 2.2 && (state[1] + work[1]) / (state[0] + work[0]) <= 2.2, PETSC_COMM_SELF, PETSC_ERR_PLIB, "attention memory is not linear in T: state %g / %g, with backward's work %g / %g (at most 2.2)",
-             state[1], state[0], state[1] + work[1], state[0] + work[0]);
+  PetscCheck(state[0] > 0 && state[1] / state[0] <= 2.2 && (state[1] + work[1]) / (state[0] + work[0]) <= 2.2, PETSC_COMM_SELF, PETSC_ERR_PLIB,
+             "attention memory is not linear in T (or not counted: run with -malloc_debug): state %g / %g, with backward's work %g / %g (at most 2.2)", state[1], state[0], state[1] + work[1], state[0] + work[0]);
   PetscCall(PetscPrintf(PETSC_COMM_SELF, "attention memory from T = 2048 to 4096: state x %.3f, state and work x %.3f (<= 2.2)\n", state[1] / state[0], (state[1] + work[1]) / (state[0] + work[0])));
   PetscFunctionReturn(0);
 }
@@ -493,17 +498,143 @@ static PetscErrorCode TestNet(void)
   PetscFunctionReturn(0);
 }
 
+/*
+  a Net with attention dropout in training mode on inputs that depend on the global sample index only: |Y| and the
+  gradient of 0.5 |Y|^2 the same on any number of ranks (the dropout map is a function of the global indices), and
+  the output in training mode differs from the one in evaluation mode (the map is applied)
+*/
+static PetscErrorCode TestAttentionNet(void)
+{
+  const PetscInt T = 6, E = 4, nglobal = 5;
+  PetNetShape    in = {2, {T, E}};
+  Net            net;
+  Vec            X, Y, Yeval, G;
+  PetscInt       lo, hi;
+  PetscScalar   *x;
+  PetscReal      ny, ng, ndiff;
+
+  PetscFunctionBegin;
+  PetscCall(NetCreate(PETSC_COMM_WORLD, &net));
+  PetscCall(NetSetLayers(net, "attention:2:causal,tanh,attention:1,dense:3"));
+  PetscCall(NetSetInputShape(net, &in));
+  PetscCall(NetSetSeed(net, 5));
+  PetscCall(PetscOptionsSetValue(NULL, "-layer0_attention_dropout", "0.3"));
+  PetscCall(PetscOptionsSetValue(NULL, "-layer2_attention_dropout", "0.2"));
+  PetscCall(PetscOptionsSetValue(NULL, "-layer0_attention_tile", "4"));
+  PetscCall(NetSetFromOptions(net));
+  PetscCall(NetSetUp(net));
+  {
+    PetscMPIInt size, rank;
+    PetscInt    nlocal;
+
+    PetscCallMPI(MPI_Comm_size(PETSC_COMM_WORLD, &size));
+    PetscCallMPI(MPI_Comm_rank(PETSC_COMM_WORLD, &rank));
+    nlocal = nglobal / size + (rank < nglobal % size ? 1 : 0);
+    PetscCall(NetCreateVecs(net, nlocal, &X, &Y));
+  }
+  PetscCall(VecDuplicate(Y, &Yeval));
+  PetscCall(VecGetOwnershipRange(X, &lo, &hi));
+  PetscCall(VecGetArray(X, &x));
+  for (PetscInt i = lo; i < hi; i++) x[i - lo] = PetscSinReal(0.37 * i + 0.1);
+  PetscCall(VecRestoreArray(X, &x));
+  PetscCall(NetSetTraining(net, PETSC_FALSE));
+  PetscCall(NetForward(net, X, Yeval));
+  PetscCall(NetSetTraining(net, PETSC_TRUE));
+  PetscCall(NetForward(net, X, Y));
+  PetscCall(VecNorm(Y, NORM_2, &ny));
+  PetscCall(VecAXPY(Yeval, -1.0, Y));
+  PetscCall(VecNorm(Yeval, NORM_2, &ndiff));
+  PetscCheck(ndiff > 1e-3 * ny, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "attention dropout in training mode changes nothing: |Y_train - Y_eval| = %g, |Y| = %g", (double)ndiff, (double)ny);
+  {
+    Vec theta;
+
+    PetscCall(NetGetParameters(net, &theta));
+    PetscCall(VecDuplicate(theta, &G));
+  }
+  PetscCall(VecZeroEntries(G));
+  PetscCall(NetBackward(net, Y, NULL, G));
+  PetscCall(VecNorm(G, NORM_2, &ng));
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "attention:2:causal (dropout 0.3),tanh,attention:1 (dropout 0.2),dense:3 on %" PetscInt_FMT " sequences (%" PetscInt_FMT ", %" PetscInt_FMT "), training: |Y| %.10e |G| %.10e; evaluation differs\n", nglobal,
+                        T, E, (double)ny, (double)ng));
+  PetscCall(PetscOptionsClearValue(NULL, "-layer0_attention_dropout"));
+  PetscCall(PetscOptionsClearValue(NULL, "-layer2_attention_dropout"));
+  PetscCall(PetscOptionsClearValue(NULL, "-layer0_attention_tile"));
+  PetscCall(VecDestroy(&X));
+  PetscCall(VecDestroy(&Y));
+  PetscCall(VecDestroy(&Yeval));
+  PetscCall(VecDestroy(&G));
+  PetscCall(NetDestroy(&net));
+  PetscFunctionReturn(0);
+}
+
+/*
+  the files of the PyTorch comparison (tests/torch_attention.py): a Net SPEC on (T, E) = (6, 8) saved to PFX.h5
+  (NetSave(), nn.MultiheadAttention's state_dict names), and PFX_grad.h5 with the input x [n][T][E], the output y, and
+  the input cotangent dx and parameter gradient g of 0.5 |y|^2 (PetNet's flat order: each layer's tensors in turn)
+*/
+static PetscErrorCode TestAttentionTorch(const char prefix[], const char spec[])
+{
+  const PetscInt T = 6, E = 8, n = 5;
+  PetNetShape    in = {2, {T, E}};
+  Net            net;
+  Vec            X, Y, DX, G, theta;
+  PetscScalar   *x;
+  PetscViewer    viewer;
+  char           path[PETSC_MAX_PATH_LEN];
+
+  PetscFunctionBegin;
+  PetscCall(NetCreate(PETSC_COMM_SELF, &net));
+  PetscCall(NetSetLayers(net, spec));
+  PetscCall(NetSetInputShape(net, &in));
+  PetscCall(NetSetSeed(net, 11));
+  PetscCall(NetSetFromOptions(net));
+  PetscCall(NetSetUp(net));
+  PetscCall(NetCreateVecs(net, n, &X, &Y));
+  PetscCall(VecDuplicate(X, &DX));
+  PetscCall(NetGetParameters(net, &theta));
+  PetscCall(VecDuplicate(theta, &G));
+  PetscCall(VecGetArray(X, &x));
+  for (PetscInt i = 0; i < n * T * E; i++) x[i] = 1.5 * PetscSinReal(0.71 * i + 0.3);
+  PetscCall(VecRestoreArray(X, &x));
+  PetscCall(NetForward(net, X, Y));
+  PetscCall(VecZeroEntries(G));
+  PetscCall(NetBackward(net, Y, DX, G));
+  PetscCall(PetscSNPrintf(path, sizeof(path), "%s.h5", prefix));
+  PetscCall(NetSave(net, path));
+  PetscCall(PetscSNPrintf(path, sizeof(path), "%s_grad.h5", prefix));
+  PetscCall(PetscViewerHDF5Open(PETSC_COMM_SELF, path, FILE_MODE_WRITE, &viewer));
+  PetscCall(PetscObjectSetName((PetscObject)X, "x"));
+  PetscCall(PetscObjectSetName((PetscObject)Y, "y"));
+  PetscCall(PetscObjectSetName((PetscObject)DX, "dx"));
+  PetscCall(PetscObjectSetName((PetscObject)G, "grad"));
+  PetscCall(VecView(X, viewer));
+  PetscCall(VecView(Y, viewer));
+  PetscCall(VecView(DX, viewer));
+  PetscCall(VecView(G, viewer));
+  PetscCall(PetscViewerDestroy(&viewer));
+  PetscCall(PetscPrintf(PETSC_COMM_SELF, "%s on %" PetscInt_FMT " sequences (%" PetscInt_FMT ", %" PetscInt_FMT "): %s.h5 and %s_grad.h5 written\n", spec, n, T, E, prefix, prefix));
+  PetscCall(VecDestroy(&X));
+  PetscCall(VecDestroy(&Y));
+  PetscCall(VecDestroy(&DX));
+  PetscCall(VecDestroy(&G));
+  PetscCall(NetDestroy(&net));
+  PetscFunctionReturn(0);
+}
+
 int main(int argc, char **argv)
 {
   PetscRandom rnd;
-  char        error[64] = "";
-  PetscBool   net = PETSC_FALSE, attention = PETSC_FALSE, memory = PETSC_FALSE;
+  char        error[64] = "", torch[PETSC_MAX_PATH_LEN] = "", spec[256] = "attention:2,tanh,attention:4:causal,dense:3";
+  PetscBool   net = PETSC_FALSE, attention = PETSC_FALSE, memory = PETSC_FALSE, attnet = PETSC_FALSE;
 
   PetscCall(PetNetInitialize(&argc, &argv, NULL, help));
   PetscCall(PetscOptionsGetString(NULL, NULL, "-error", error, sizeof(error), NULL));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-net", &net, NULL));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-attention", &attention, NULL));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-attention_memory", &memory, NULL));
+  PetscCall(PetscOptionsGetBool(NULL, NULL, "-attention_net", &attnet, NULL));
+  PetscCall(PetscOptionsGetString(NULL, NULL, "-attention_torch", torch, sizeof(torch), NULL));
+  PetscCall(PetscOptionsGetString(NULL, NULL, "-attention_torch_spec", spec, sizeof(spec), NULL));
   PetscCall(PetscRandomCreate(PETSC_COMM_SELF, &rnd));
   PetscCall(PetscRandomSetInterval(rnd, -1.0, 1.0));
   PetscCall(PetscRandomSetSeed(rnd, 17));
@@ -541,6 +672,10 @@ int main(int argc, char **argv)
     PetscCall(TestAttentionReference(rnd));
   } else if (memory) {
     PetscCall(TestAttentionMemory(rnd));
+  } else if (attnet) {
+    PetscCall(TestAttentionNet());
+  } else if (torch[0]) {
+    PetscCall(TestAttentionTorch(torch, spec));
   } else {
     PetNetShape seq = {2, {32, 8}}, ids = {1, {16}};
 
@@ -548,6 +683,8 @@ int main(int argc, char **argv)
     PetscCall(TestThreads(rnd, "embedding", "2048:8", ids, 64, PETSC_TRUE));
     PetscCall(TestThreads(rnd, "layernorm", NULL, seq, 128, PETSC_FALSE));
     PetscCall(TestThreads(rnd, "rmsnorm", NULL, seq, 128, PETSC_FALSE));
+    PetscCall(TestThreads(rnd, "attention", "2:causal", seq, 16, PETSC_FALSE));
+    PetscCall(TestThreads(rnd, "attention", "4", seq, 16, PETSC_FALSE));
   }
   PetscCall(PetscRandomDestroy(&rnd));
   PetscCall(PetscFinalize());

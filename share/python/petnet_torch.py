@@ -92,6 +92,11 @@ Layer kinds (PetNet -> PyTorch):
     layernorm[:noaffine][:eps=EPS] -> LayerNorm(E, eps, elementwise_affine) on (f) or (T, E) (the last dimension),
     embedding:V:E -> TokenEmbedding(V, E) (nn.Embedding on ids stored as floats, as PetNet's inputs are); rmsnorm has
     no PyTorch module in torch 1.13 and stays PetNet's,
+    attention:H[:causal] on (T, E) -> SelfAttention(E, H, causal), an nn.MultiheadAttention(E, H, batch_first=True)
+    called as mha(x, x, x) (with the upper-triangular attn_mask when causal): its state_dict is nn.MultiheadAttention's
+    own (in_proj_weight [3E][E], in_proj_bias, out_proj.weight, out_proj.bias), so a file loads into a plain
+    nn.MultiheadAttention too; saving needs the SelfAttention wrapper (a bare nn.MultiheadAttention takes three
+    inputs and is refused),
     convtranspose2d:OUT[:K[:STRIDE[:PAD]]][:output_padding=P][:dilation=D][:groups=G][:bias=0] -> ConvTranspose2d
     (weight [Cin][OUT/G][KH][KW], PetNet's own order [Cin][KH][KW][OUT/G] in files of version 2),
     upsample:S[:MODE] -> Upsample(scale_factor=S, mode='nearest', or 'bilinear' on (h, w, c) and 'trilinear' on
@@ -161,6 +166,28 @@ class TokenEmbedding(nn.Embedding):
 
     def forward(self, x):
         return super().forward(torch.round(x).long())
+
+
+class SelfAttention(nn.MultiheadAttention):
+    """PetNet's attention:H[:causal]: nn.MultiheadAttention(E, H, batch_first=True) as self-attention on (N, T, E),
+    mha(x, x, x, attn_mask) with the mask True above the diagonal when causal; returns the attended output only."""
+
+    def __init__(self, embed_dim, num_heads, causal=False, dropout=0.0, dtype=None):
+        super().__init__(embed_dim, num_heads, dropout=dropout, batch_first=True, dtype=dtype)
+        self.causal = causal
+
+    def forward(self, x):
+        T = x.shape[1]
+        mask = torch.triu(torch.ones(T, T, dtype=torch.bool, device=x.device), 1) if self.causal else None
+        return super().forward(x, x, x, attn_mask=mask, need_weights=False)[0]
+
+
+def _attention_args(args):
+    """attention's H[:causal] -> (H, causal)"""
+    head, _, rest = (args or "").partition(":")
+    if not head.isdigit() or int(head) <= 0 or rest not in ("", "causal"):
+        raise ValueError(f"attention takes H[:causal], the number of heads and optionally causal, not '{args}'")
+    return int(head), rest == "causal"
 
 
 def _norm_args(kind, args):
@@ -403,6 +430,11 @@ def _make_module(kind, args, shape):
             raise ValueError(f"layernorm on a {shape_to_string(shape)} input: PyTorch's NCHW layout puts the channels elsewhere; give (f) or (T, E)")
         affine, eps = _norm_args(kind, args)
         return nn.LayerNorm(shape[-1], eps=eps, elementwise_affine=affine, dtype=torch.float64)
+    if kind == "attention":
+        heads, causal = _attention_args(args)
+        if len(shape) != 2 or shape[1] % heads:
+            raise ValueError(f"attention:{args} needs a (T, E) input with H dividing E, not {shape_to_string(shape)}")
+        return SelfAttention(shape[1], heads, causal, dtype=torch.float64)
     if kind == "embedding":
         fields = args.split(":") if args else []
         if len(fields) != 2 or not all(f.isdigit() and int(f) > 0 for f in fields):
@@ -586,6 +618,12 @@ def _group_one(m):
             raise ValueError("PetNet's layernorm normalises the last dimension only: use LayerNorm(E)")
         fields = ([] if m.elementwise_affine else ["noaffine"]) + ([] if m.eps == 1e-5 else [f"eps={_real_text(m.eps)}"])
         return ":".join(["layernorm"] + fields), [m]
+    if isinstance(m, SelfAttention):
+        if m.in_proj_weight is None or m.in_proj_bias is None or m.bias_k is not None or m.add_zero_attn or not m.batch_first:
+            raise ValueError("PetNet's attention has in_proj_weight, in_proj_bias and the output projection: use SelfAttention(E, H) (bias=True, no add_bias_kv, no add_zero_attn, kdim = vdim = E)")
+        return f"attention:{m.num_heads}{':causal' if m.causal else ''}", [m]
+    if isinstance(m, nn.MultiheadAttention):
+        raise ValueError("nn.MultiheadAttention takes query, key and value: wrap it as petnet_torch.SelfAttention(E, H[, causal]) (self-attention, batch_first) to save it for PetNet's attention:H[:causal]")
     if isinstance(m, nn.Embedding):
         if m.padding_idx is not None or m.max_norm is not None:
             raise ValueError("PetNet's embedding is a plain table: use Embedding(V, E) without padding_idx or max_norm")
@@ -781,6 +819,10 @@ def _bind(group, state):
         order = state.order if ndim == 1 else None
         tensors = [_features_tensor("weight", m.weight, order), _features_tensor("bias", m.bias, order)] if m.elementwise_affine else []
         return state, tensors
+    if isinstance(m, SelfAttention):
+        if ndim != 2 or shape[1] != m.embed_dim:
+            raise ValueError(f"{entry}: SelfAttention({m.embed_dim}, {m.num_heads}) on a {shape_to_string(shape)} input: PetNet's attention takes (T, E) with E = {m.embed_dim}")
+        return state, [_Tensor("in_proj_weight", m.in_proj_weight), _Tensor("in_proj_bias", m.in_proj_bias), _Tensor("out_proj.weight", m.out_proj.weight), _Tensor("out_proj.bias", m.out_proj.bias)]
     if isinstance(m, nn.Embedding):
         if ndim >= 4:
             raise ValueError(f"{entry} on a {shape_to_string(shape)} input: the ids have at most 3 dimensions")

@@ -654,6 +654,39 @@ static PetscErrorCode LayerDropoutSetSeed_Attention(Layer layer, PetscInt64 seed
   PetscFunctionReturn(0);
 }
 
+/*MC
+  LAYERATTENTION - "attention": multi-head scaled dot-product self-attention with its projections on a sequence,
+  (T, E) -> (T, E), as PyTorch's nn.MultiheadAttention(E, H, batch_first=True) called as mha(x, x, x) (with the
+  upper-triangular attn_mask for attention:H:causal).
+
+  Layer list: attention:H[:causal]; H must divide E, the input's last dimension (d = E / H features per head).
+
+  Options:
++ -<prefix>attention_heads <H>     - the number of heads
+. -<prefix>attention_causal        - position t attends to positions <= t only
+. -<prefix>attention_dropout <0>   - probability of dropping an attention weight in training mode, in [0, 1) (kept
+                                     weights scaled by 1/(1 - p)); the same map on any number of ranks and threads,
+                                     held by LayerSetFrozen() (derivative tests); the seed: LayerDropoutSetSeed()
+. -<prefix>attention_seed <0>      - the seed of the dropout maps
+- -<prefix>attention_tile <64>     - keys per tile of the kernel (and query rows per block)
+
+  Parameters (PyTorch's state_dict names and layouts, in this order): in_proj_weight [3E][E] (the Q rows, then K,
+  then V), in_proj_bias [3E], out_proj.weight [E][E], out_proj.bias [E]; 4 E^2 + 4 E in all. Initialised as
+  nn.MultiheadAttention: in_proj_weight xavier_uniform, biases zero, out_proj.weight nn.Linear's default
+  U(-1/sqrt(E), 1/sqrt(E)).
+
+  Memory: the kernel is tiled (the flash-attention recurrence: running max and sum per query row), so no T x T
+  matrix is stored. Forward keeps 8 (4 E + H) T bytes per sample in double (Q, K, V, the heads' outputs and one
+  log-sum-exp per row and head), 4 (4 E + H) T in single and bfloat16; backward and jvp add a work of 8 (4 E) T bytes
+  per sample (4 (4 E) T in float) and a tile workspace of 8 (2 B + 8) bytes per thread part, B = min(tile, T): linear
+  in T (tests/transformer.suite, attention_memory: 557,056 and 1,114,112 bytes of state at T = 2048 and 4096, E = 8,
+  H = 2). The exact Hessian-vector products' curvature term (sobackward, double) allocates (12 E + H) T values per
+  sample for the call.
+
+  Level: beginner
+
+.seealso: `LayerSetType()`, `LayerSetArguments()`, `LayerDropoutSetSeed()`, `NetSetLayers()`, `LAYERLAYERNORM`
+M*/
 PETSC_INTERN PetscErrorCode LayerCreate_Attention(Layer layer)
 {
   Layer_Attention *att;
