@@ -169,7 +169,7 @@ static PetscErrorCode RelDiff(Vec vw, Vec vs, PetscReal *err)
 
 int main(int argc, char **argv)
 {
-  Problem     p = {.N = 3};
+  Problem     p          = {.N = 3};
   char        shape[256] = "";
   PetscBool   last = PETSC_FALSE, jacobian = PETSC_FALSE, flg;
   PetscReal   tol = 1e-12, ratio = 0, eY, ef, eG, eJ, edX = 0, eJx = 0;
@@ -195,8 +195,10 @@ int main(int argc, char **argv)
   PetscCall(PetNetShapeFromString(shape, &p.shape));
   p.T = p.shape.dim[0];
   p.C = p.shape.ndim > 1 ? p.shape.dim[1] : 1;
-  if (last) n = rank == size - 1 ? p.N : 0;
-  else PetscCall(PetscSplitOwnership(PETSC_COMM_WORLD, &n, &p.N));
+  if (last)
+    n = rank == size - 1 ? p.N : 0;
+  else
+    PetscCall(PetscSplitOwnership(PETSC_COMM_WORLD, &n, &p.N));
 
   PetscCall(SideCompute(PETSC_COMM_SELF, &p, p.N, PETSC_FALSE, PETSC_FALSE, &s));
   PetscCall(SideCompute(PETSC_COMM_WORLD, &p, n, PETSC_TRUE, jacobian, &w));

@@ -44,16 +44,18 @@
 #include <petscsf.h>
 
 typedef enum {
-  NET_SEQ_TOKEN,   /* acts on each token alone */
-  NET_SEQ_POSITION /* position:T, the global token offset */
+  NET_SEQ_TOKEN,    /* acts on each token alone */
+  NET_SEQ_POSITION, /* position:T, the global token offset */
+  NET_SEQ_ATTENTION /* attention: the queries of the rank's tokens against the keys of the whole sequence */
 } NetSeqKind;
 
-static const char *const NetSeqKinds[] = {"per token", "position (global token offset)"};
+static const char *const NetSeqKinds[] = {"per token", "position (global token offset)", "attention (all-gather G of its input, adjoint the reduce-scatter G^T)"};
 
 /* a node run by the sequence executor: it reads the Net's input, writes its output, or mixes tokens */
 typedef struct {
   NetSeqKind kind;
-  Layer      local; /* position: the copy on (tl, C); NULL for the others (the Net's own layer on tokens) */
+  Layer      local; /* position: the copy on (tl, C); attention: the copy on (T, C) computing the queries [t0, t0 + tl);
+                       NULL for the others (the Net's own layer on tokens) */
 } NetSeqNode;
 
 typedef struct {
@@ -66,6 +68,8 @@ typedef struct {
   PetscInt    ng;             /* samples of the group in the batch of the PetscSF */
   PetscInt    sfgen;          /* the batch layout the PetscSF was made for (Net batchgen), -1: none */
   PetscSF     sf;             /* roots: [n][T] tokens of this rank, leaves: [ng][tl] */
+  PetscInt    gsfgen;         /* ... and the all-gather's */
+  PetscSF     gsf;            /* roots: [ng][tl] tokens of this rank, leaves: [ng][T] (every token of the group's samples) */
 } NetSequence;
 
 /*@
@@ -124,6 +128,7 @@ PetscErrorCode NetSequenceSetUpInput_Private(Net net)
   sq->tok        = net->in;
   sq->tok.dim[0] = 1; /* (T, C) -> (1, C); token ids (T) -> (1) */
   sq->sfgen      = -1;
+  sq->gsfgen     = -1;
   PetscCheck(sq->size % sq->P == 0, comm, PETSC_ERR_ARG_OUTOFRANGE, "-net_sequence_ranks %" PetscInt_FMT " does not divide the %d ranks: give a divisor", sq->P, sq->size);
   PetscCheck(sq->T >= sq->P, comm, PETSC_ERR_ARG_OUTOFRANGE,
              "-net_parallel sequence splits the %" PetscInt_FMT " tokens of a sequence (input shape %s) over groups of %" PetscInt_FMT " ranks: every rank needs a token; use fewer ranks per group (-net_sequence_ranks) or longer sequences", sq->T,
@@ -196,14 +201,15 @@ PetscErrorCode NetSequenceSetUpNode_Private(Net net, PetscInt k)
   MPI_Comm     comm    = PetscObjectComm((PetscObject)net);
   const char  *type    = ((PetscObject)layer)->type_name;
   const char  *token[] = {LAYERDENSE, LAYERIDENTITY, LAYERRELU, LAYERLEAKYRELU, LAYERTANH, LAYERSIGMOID, LAYERGELU, LAYERSOFTPLUS, LAYERADD, LAYERCONCAT, LAYERLAYERNORM, LAYERRMSNORM, LAYEREMBEDDING};
-  PetscBool    istoken = PETSC_FALSE, isposition;
+  PetscBool    istoken = PETSC_FALSE, isposition, isattention;
   NetSeqKind   kind    = NET_SEQ_TOKEN;
 
   PetscFunctionBegin;
   if (!sq) PetscFunctionReturn(0);
   for (size_t i = 0; i < PETSC_STATIC_ARRAY_LENGTH(token); i++) istoken = (PetscBool)(istoken || !strcmp(type, token[i]));
-  isposition = (PetscBool)!strcmp(type, "position");
-  PetscCheck(istoken || isposition, comm, PETSC_ERR_SUP,
+  isposition  = (PetscBool)!strcmp(type, "position");
+  isattention = (PetscBool)!strcmp(type, "attention");
+  PetscCheck(istoken || isposition || isattention, comm, PETSC_ERR_SUP,
              "Node %s (%s) has no sequence-parallel form yet: -net_parallel sequence runs the per-token kinds (dense:N:tokens, layernorm, rmsnorm, embedding, the activations, add, concat) and position:T; run this Net with -net_parallel replicated "
              "(data parallel)",
              nd->name, type);
@@ -230,6 +236,7 @@ PetscErrorCode NetSequenceSetUpNode_Private(Net net, PetscInt k)
                nd->name, type, ((PetscObject)layer)->prefix ? ((PetscObject)layer)->prefix : "");
   }
   if (isposition) kind = NET_SEQ_POSITION;
+  if (isattention) kind = NET_SEQ_ATTENTION;
   if (kind == NET_SEQ_TOKEN && k < net->nlayers - 1) {
     PetscBool input = PETSC_FALSE;
 
@@ -250,6 +257,21 @@ PetscErrorCode NetSequenceSetUpNode_Private(Net net, PetscInt k)
       PetscCall(NetSequenceCopyLayer_Private(net, k, 1, &in, &sn->local));
       PetscCheck(sn->local->nparams == layer->nparams, comm, PETSC_ERR_PLIB, "Node %s: its copy on this rank's tokens has %" PetscInt_FMT " parameters, not %" PetscInt_FMT, nd->name, sn->local->nparams, layer->nparams);
     }
+    if (kind == NET_SEQ_ATTENTION) { /* the copy on whole sequences, computing the queries of the rank's tokens */
+      PetNetShape in                                        = layer->ins[0];
+      PetscErrorCode (*setblock)(Layer, PetscInt, PetscInt) = NULL;
+
+      PetscCheck(nd->nin == 1 && nd->in[0] != NET_INPUT && k < net->nlayers - 1, comm, PETSC_ERR_SUP,
+                 "Node %s (attention) under -net_parallel sequence must read another node's output and feed another node (e.g. layernorm before it, add after it, as transformer:H:F writes it), not the Net's input or output", nd->name);
+      in.dim[0] = sq->T;
+      PetscCall(NetSequenceCopyLayer_Private(net, k, 1, &in, &sn->local));
+      PetscCall(PetscObjectQueryFunction((PetscObject)sn->local, "LayerAttentionSetQueryBlock_C", &setblock));
+      PetscCheck(setblock, comm, PETSC_ERR_SUP, "Node %s (attention): this attention kernel cannot compute a block of queries (LayerAttentionSetQueryBlock()), which -net_parallel sequence needs; use -net_parallel replicated", nd->name);
+      PetscCall((*setblock)(sn->local, sq->t0, sq->tl));
+      PetscCall(LayerSetUp(sn->local));
+      PetscCheck(sn->local->nparams == layer->nparams && sn->local->outsize == sq->tl * layer->outsize, comm, PETSC_ERR_PLIB, "Node %s: its query block [%" PetscInt_FMT ", %" PetscInt_FMT ") does not give this rank's tokens", nd->name, sq->t0,
+                 sq->t0 + sq->tl);
+    }
   }
   PetscFunctionReturn(0);
 }
@@ -269,6 +291,7 @@ PetscErrorCode NetSequenceReset_Private(Net net)
     NetSequence *sq = (NetSequence *)net->seq;
 
     PetscCall(PetscSFDestroy(&sq->sf));
+    PetscCall(PetscSFDestroy(&sq->gsf));
     if (sq->gcomm != MPI_COMM_NULL) PetscCallMPI(MPI_Comm_free(&sq->gcomm));
     PetscCall(PetscFree(net->seq));
   }
@@ -429,7 +452,11 @@ static PetscErrorCode NetSequenceLocal_Private(Net net, PetscInt k, Layer *layer
 
   PetscFunctionBegin;
   PetscCall(NetSequenceGetSF_Private(net, &sf)); /* the batch layout (collective when it changed) */
-  if (sn->kind == NET_SEQ_POSITION) {
+  if (sn->kind == NET_SEQ_ATTENTION) {
+    *layer = sn->local;
+    *n     = sq->ng;
+    *poff  = 0;
+  } else if (sn->kind == NET_SEQ_POSITION) {
     *layer = sn->local;
     *n     = sq->ng;
     *poff  = sq->t0 * net->layers[k]->outsize; /* the table's rows [t0, t0 + tl): W[t0 + t][c] */
@@ -438,6 +465,171 @@ static PetscErrorCode NetSequenceLocal_Private(Net net, PetscInt k, Layer *layer
     *n     = sq->ng * sq->tl;
     *poff  = 0;
   }
+  PetscFunctionReturn(0);
+}
+
+/*
+  The all-gather G of an attention node's input within the group: roots this rank's tokens [ng][tl], leaves every token
+  of the group's samples [ng][T] (rank q's token t0_q + i of sample s is the root s tl_q + i on rank q). G is a copy;
+  its adjoint G^T (PetscSFReduce with a sum) is the reduce-scatter: the cotangents every rank's queries give a token
+  are added up on the token's owner.
+*/
+static PetscErrorCode NetSequenceGetGatherSF_Private(Net net, PetscSF *gsf)
+{
+  NetSequence *sq = (NetSequence *)net->seq;
+  PetscInt    *tstart, nleaves;
+  PetscSF      sf;
+  PetscSFNode *remote;
+
+  PetscFunctionBegin;
+  PetscCall(NetSequenceGetSF_Private(net, &sf)); /* ng of this batch */
+  if (sq->gsfgen == net->batchgen && sq->gsf) {
+    *gsf = sq->gsf;
+    PetscFunctionReturn(0);
+  }
+  PetscCall(PetscSFDestroy(&sq->gsf));
+  PetscCall(PetscMalloc1(sq->P + 1, &tstart));
+  for (PetscInt q = 0; q <= sq->P; q++) tstart[q] = q * (sq->T / sq->P) + PetscMin(q, sq->T % sq->P); /* the split of NetSequenceSetUpInput_Private() */
+  nleaves = sq->ng * sq->T;
+  PetscCall(PetscMalloc1(nleaves, &remote));
+  for (PetscInt t = 0, q = 0; t < sq->T; t++) {
+    while (t >= tstart[q + 1]) q++; /* the group's rank q holds token t */
+    for (PetscInt s = 0; s < sq->ng; s++) {
+      remote[s * sq->T + t].rank  = (PetscMPIInt)(sq->group * sq->P + q);
+      remote[s * sq->T + t].index = s * (tstart[q + 1] - tstart[q]) + t - tstart[q];
+    }
+  }
+  PetscCall(PetscSFCreate(PetscObjectComm((PetscObject)net), &sq->gsf));
+  PetscCall(PetscSFSetGraph(sq->gsf, sq->ng * sq->tl, nleaves, NULL, PETSC_OWN_POINTER, remote, PETSC_OWN_POINTER));
+  PetscCall(PetscSFSetUp(sq->gsf));
+  PetscCall(PetscFree(tstart));
+  sq->gsfgen = net->batchgen;
+  *gsf       = sq->gsf;
+  PetscFunctionReturn(0);
+}
+
+/* xf = G x: the whole sequences [ng][T][c] from the rank's tokens (xf allocated; NULL when absent) */
+static PetscErrorCode NetSequenceGather_Private(Net net, PetscInt c, NetElem t, PetscBool present, const void *x, void **xf)
+{
+  NetSequence *sq = (NetSequence *)net->seq;
+  PetscSF      gsf;
+  MPI_Datatype unit;
+
+  PetscFunctionBegin;
+  *xf = NULL;
+  if (!present) PetscFunctionReturn(0);
+  PetscCall(NetSequenceGetGatherSF_Private(net, &gsf));
+  PetscCall(PetscMalloc((size_t)sq->ng * sq->T * c * NetSequenceEntryBytes(t) + 1, xf));
+  PetscCall(NetSequenceUnit_Private(c, t, &unit));
+  PetscCall(PetscSFBcastBegin(gsf, unit, x, *xf, MPI_REPLACE));
+  PetscCall(PetscSFBcastEnd(gsf, unit, x, *xf, MPI_REPLACE));
+  PetscCallMPI(MPI_Type_free(&unit));
+  PetscFunctionReturn(0);
+}
+
+/* dx += G^T dxf: every rank's cotangents of the whole sequences added up on the tokens' owners (the reduce-scatter) */
+static PetscErrorCode NetSequenceReduceScatter_Private(Net net, PetscInt c, NetElem t, const void *dxf, void *dx)
+{
+  PetscSF gsf;
+
+  PetscFunctionBegin;
+  PetscCall(NetSequenceGetGatherSF_Private(net, &gsf));
+  /* entry by entry (a sum over a derived type is not MPI's): c entries a token, as c leaves of a larger graph would be */
+  {
+    MPI_Datatype unit;
+
+    PetscCall(NetSequenceUnit_Private(c, t, &unit));
+    PetscCall(PetscSFReduceBegin(gsf, unit, dxf, dx, MPI_SUM));
+    PetscCall(PetscSFReduceEnd(gsf, unit, dxf, dx, MPI_SUM));
+    PetscCallMPI(MPI_Type_free(&unit));
+  }
+  PetscFunctionReturn(0);
+}
+
+/*
+  An attention node (NET_SEQ_ATTENTION) on the rank's tokens [ng][tl][E] of a value in the token split:
+    forward     xf = G x,             y = A_local(xf)                         (the queries [t0, t0 + tl) of each sample)
+    backward    xf = G x,             dxf = A_local^T dy, dtheta += ...,      dx = G^T dxf   (overwritten)
+    jvp         xf = G x, dxf = G dx, dy = A_local (dxf, dtheta)
+    sobackward  xf = G x, xdotf = G xdot, its curvature term into dxdotf,    dxdot += G^T dxdotf
+  G moves the input (E a token) rather than K and V (2 E a token): half the bytes, and K, V = x W^T + b are recomputed
+  by each rank for the whole sequence.
+*/
+static PetscErrorCode NetSequenceAttentionForward_Private(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *x, void *y)
+{
+  NetSequence *sq    = (NetSequence *)net->seq;
+  Layer        local = ((NetSeqNode *)net->nodes[k].sq)->local;
+  void        *xf;
+
+  PetscFunctionBegin;
+  PetscCall(NetSequenceGather_Private(net, local->insize / sq->T, t, PETSC_TRUE, x, &xf));
+  if (t == NET_ELEM_DOUBLE)
+    PetscCall(LayerForwardArrays(local, sq->ng, th, (const PetscScalar *const *)&xf, (PetscScalar *)y));
+  else
+    PetscCall(LayerForwardSingle(local, sq->ng, th, (const float *const *)&xf, (float *)y));
+  PetscCall(PetscFree(xf));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetSequenceAttentionBackward_Private(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *x, const void *y, const void *dy, void *dx, PetscBool want, PetscScalar *dth)
+{
+  NetSequence *sq    = (NetSequence *)net->seq;
+  Layer        local = ((NetSeqNode *)net->nodes[k].sq)->local;
+  PetscInt     c     = local->insize / sq->T;
+  void        *xf, *dxf = NULL;
+
+  PetscFunctionBegin;
+  PetscCall(NetSequenceGather_Private(net, c, t, PETSC_TRUE, x, &xf));
+  if (want) PetscCall(PetscCalloc((size_t)sq->ng * local->insize * NetSequenceEntryBytes(t) + 1, &dxf));
+  if (t == NET_ELEM_DOUBLE)
+    PetscCall(LayerBackwardArrays(local, sq->ng, th, (const PetscScalar *const *)&xf, (const PetscScalar *)y, (const PetscScalar *)dy, want ? (PetscScalar *const *)&dxf : NULL, dth));
+  else
+    PetscCall(LayerBackwardSingle(local, sq->ng, th, (const float *const *)&xf, (const float *)y, (const float *)dy, want ? (float *const *)&dxf : NULL, dth));
+  if (want) {
+    PetscCall(PetscMemzero(dx, (size_t)sq->ng * sq->tl * c * NetSequenceEntryBytes(t)));
+    PetscCall(NetSequenceReduceScatter_Private(net, c, t, dxf, dx));
+  }
+  PetscCall(PetscFree(dxf));
+  PetscCall(PetscFree(xf));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetSequenceAttentionJVP_Private(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *x, const void *y, PetscBool given, const void *dx, const PetscScalar *dth, void *dy)
+{
+  NetSequence *sq    = (NetSequence *)net->seq;
+  Layer        local = ((NetSeqNode *)net->nodes[k].sq)->local;
+  PetscInt     c     = local->insize / sq->T;
+  void        *xf, *dxf;
+
+  PetscFunctionBegin;
+  PetscCall(NetSequenceGather_Private(net, c, t, PETSC_TRUE, x, &xf));
+  PetscCall(NetSequenceGather_Private(net, c, t, given, dx, &dxf));
+  if (t == NET_ELEM_DOUBLE)
+    PetscCall(LayerJVPArrays(local, sq->ng, th, (const PetscScalar *const *)&xf, (const PetscScalar *)y, given ? (const PetscScalar *const *)&dxf : NULL, dth, (PetscScalar *)dy));
+  else
+    PetscCall(LayerJVPSingle(local, sq->ng, th, (const float *const *)&xf, (const float *)y, given ? (const float *const *)&dxf : NULL, dth, (float *)dy));
+  PetscCall(PetscFree(dxf));
+  PetscCall(PetscFree(xf));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetSequenceAttentionSOBackward_Private(Net net, PetscInt k, const PetscScalar *th, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *thd, const PetscScalar *ydot, const PetscScalar *dy,
+                                                             PetscScalar *dxd, PetscScalar *hvk, const PetscBool has[3])
+{
+  NetSequence *sq    = (NetSequence *)net->seq;
+  Layer        local = ((NetSeqNode *)net->nodes[k].sq)->local;
+  PetscInt     c     = local->insize / sq->T;
+  void        *xf, *xdf, *dxdf = NULL;
+
+  PetscFunctionBegin;
+  PetscCall(NetSequenceGather_Private(net, c, NET_ELEM_DOUBLE, PETSC_TRUE, x, &xf));
+  PetscCall(NetSequenceGather_Private(net, c, NET_ELEM_DOUBLE, has[0], xdot, &xdf));
+  if (has[2]) PetscCall(PetscCalloc1((size_t)sq->ng * local->insize + 1, (PetscScalar **)&dxdf));
+  PetscCall(LayerSOBackwardArray(local, sq->ng, th, (const PetscScalar *)xf, y, (const PetscScalar *)xdf, thd, has[1] ? ydot : NULL, dy, (PetscScalar *)dxdf, hvk));
+  if (has[2]) PetscCall(NetSequenceReduceScatter_Private(net, c, NET_ELEM_DOUBLE, dxdf, dxd)); /* accumulates, as dxdot must */
+  PetscCall(PetscFree(dxdf));
+  PetscCall(PetscFree(xdf));
+  PetscCall(PetscFree(xf));
   PetscFunctionReturn(0);
 }
 
@@ -454,6 +646,10 @@ static PetscErrorCode NetExecForward_Sequence(Net net, PetscInt k, NetElem t, co
 
   PetscFunctionBegin;
   PetscCall(NetSequenceLocal_Private(net, k, &layer, &n, &poff));
+  if (((NetSeqNode *)net->nodes[k].sq)->kind == NET_SEQ_ATTENTION) {
+    PetscCall(NetSequenceAttentionForward_Private(net, k, t, th, x[0], y));
+    PetscFunctionReturn(0);
+  }
   for (PetscInt i = 0; i < net->nodes[k].nin; i++) all[i] = PETSC_TRUE; /* values are always there */
   PetscCall(NetSequenceGetInputs_Private(net, k, t, all, x, xs, moved));
   if (last) PetscCall(PetscMalloc((size_t)n * layer->outsize * NetSequenceEntryBytes(t) + 1, &ys));
@@ -492,6 +688,10 @@ static PetscErrorCode NetExecBackward_Sequence(Net net, PetscInt k, NetElem t, c
     p[i]   = dx ? dx[i] : NULL;
   }
   PetscCall(NetSequencePresent_Private(net, nd->nin, p, want)); /* the input cotangents asked for */
+  if (((NetSeqNode *)nd->sq)->kind == NET_SEQ_ATTENTION) {
+    PetscCall(NetSequenceAttentionBackward_Private(net, k, t, th, x[0], y, dy, want[0] ? dx[0] : NULL, want[0], dth));
+    PetscFunctionReturn(0);
+  }
   PetscCall(NetSequenceGetInputs_Private(net, k, t, all, x, xs, moved));
   if (last) {
     PetscCall(NetSequenceToTokens_Private(net, net->layers[k]->outsize, t, PETSC_TRUE, y, (void **)&ys));
@@ -540,6 +740,10 @@ static PetscErrorCode NetExecJVP_Sequence(Net net, PetscInt k, NetElem t, const 
     p[i]   = dx ? dx[i] : NULL;
   }
   PetscCall(NetSequencePresent_Private(net, nd->nin, p, given)); /* the input tangents that are not zero */
+  if (((NetSeqNode *)nd->sq)->kind == NET_SEQ_ATTENTION) {
+    PetscCall(NetSequenceAttentionJVP_Private(net, k, t, th, x[0], y, given[0], given[0] ? dx[0] : NULL, dth, dy));
+    PetscFunctionReturn(0);
+  }
   PetscCall(NetSequenceGetInputs_Private(net, k, t, all, x, xs, moved));
   PetscCall(NetSequenceGetInputs_Private(net, k, t, given, p, dxs, dmoved));
   if (last) {
@@ -578,9 +782,13 @@ static PetscErrorCode NetExecSOBackward_Sequence(Net net, PetscInt k, const Pets
 
   PetscFunctionBegin;
   if (net->layers[k]->sozero) PetscFunctionReturn(0); /* linear or piecewise linear: no curvature */
-  PetscCheck(nd->nin == 1, PetscObjectComm((PetscObject)net), PETSC_ERR_SUP, "Node %s: the second-order adjoint of a join with curvature under -net_parallel sequence", nd->name);
+  PetscCheck(nd->nin == 1, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Node %s: a join with curvature (the walk refuses it, NetNodeSOBackward_Private())", nd->name);
   PetscCall(NetSequenceLocal_Private(net, k, &layer, &n, &poff));
   PetscCall(NetSequencePresent_Private(net, 3, p, has));
+  if (((NetSeqNode *)nd->sq)->kind == NET_SEQ_ATTENTION) {
+    PetscCall(NetSequenceAttentionSOBackward_Private(net, k, th, x, y, xdot, thd, ydot, dy, dxd, hvk, has));
+    PetscFunctionReturn(0);
+  }
   if (input) {
     PetscCall(NetSequenceToTokens_Private(net, layer->insize, NET_ELEM_DOUBLE, PETSC_TRUE, x, (void **)&xs));
     PetscCall(NetSequenceToTokens_Private(net, layer->insize, NET_ELEM_DOUBLE, has[0], xdot, (void **)&xds));
@@ -614,8 +822,8 @@ static PetscErrorCode NetExecSOBackward_Sequence(Net net, PetscInt k, const Pets
 */
 PetscErrorCode NetSequenceTestMoves_Private(Net net, PetscRandom rnd, PetscReal *err)
 {
-  NetSequence *sq = (NetSequence *)net->seq;
-  const PetscInt c = 3;
+  NetSequence   *sq = (NetSequence *)net->seq;
+  const PetscInt c  = 3;
   PetscInt       nx, nw;
   PetscScalar   *x, *w, *Rx, *Rtw, *back;
   PetscReal      loc[5] = {0, 0, 0, 0, 0}, sum[5];
