@@ -56,6 +56,11 @@ typedef struct {
   NetSeqKind kind;
   Layer      local; /* position: the copy on (tl, C); attention: the copy on (T, C) computing the queries [t0, t0 + tl);
                        NULL for the others (the Net's own layer on tokens) */
+  PetscBool full;   /* attention without a query block: the copy computes every query (the rank's rows are kept) */
+  /* per input (nin entries), for the calls: the inputs and their (co)tangents in the token split, and flags */
+  const void **xs, **dxin, **p;
+  void       **dxs;
+  PetscBool   *moved, *dmoved, *flag, *want;
 } NetSeqNode;
 
 typedef struct {
@@ -164,8 +169,9 @@ PetscInt NetSequenceTokens_Private(Net net)
   return net->seq ? ((NetSequence *)net->seq)->T : 1;
 }
 
-/* a copy of node k's layer on input shapes in[] (the kind's arguments and options, the Net's training mode) */
-static PetscErrorCode NetSequenceCopyLayer_Private(Net net, PetscInt k, PetscInt nin, const PetNetShape in[], Layer *copy)
+/* a copy of node k's layer on input shapes in[] (the kind's arguments and options, the Net's training mode); q0 >= 0: an
+   attention computing the queries [q0, q0 + nq) only, when its kernel can (LayerAttentionSetQueryBlock_C), else all */
+static PetscErrorCode NetSequenceCopyLayer_Private(Net net, PetscInt k, PetscInt nin, const PetNetShape in[], PetscInt q0, PetscInt nq, Layer *copy)
 {
   Layer layer     = net->layers[k];
   char  args[256] = "";
@@ -183,6 +189,7 @@ static PetscErrorCode NetSequenceCopyLayer_Private(Net net, PetscInt k, PetscInt
     PetscOptionsEnd();
   }
   PetscCall(LayerSetInputShapes(*copy, nin, in));
+  if (q0 >= 0) PetscTryMethod(*copy, "LayerAttentionSetQueryBlock_C", (Layer, PetscInt, PetscInt), (*copy, q0, nq));
   PetscCall(LayerSetTraining(*copy, layer->training));
   PetscCall(LayerSetUp(*copy));
   PetscFunctionReturn(0);
@@ -201,7 +208,7 @@ PetscErrorCode NetSequenceSetUpNode_Private(Net net, PetscInt k)
   MPI_Comm     comm    = PetscObjectComm((PetscObject)net);
   const char  *type    = ((PetscObject)layer)->type_name;
   const char  *token[] = {LAYERDENSE, LAYERIDENTITY, LAYERRELU, LAYERLEAKYRELU, LAYERTANH, LAYERSIGMOID, LAYERGELU, LAYERSOFTPLUS, LAYERADD, LAYERCONCAT, LAYERLAYERNORM, LAYERRMSNORM, LAYEREMBEDDING};
-  PetscBool    istoken = PETSC_FALSE, isposition, isattention;
+  PetscBool    istoken = PETSC_FALSE, isposition, isattention, same;
   NetSeqKind   kind    = NET_SEQ_TOKEN;
 
   PetscFunctionBegin;
@@ -209,32 +216,31 @@ PetscErrorCode NetSequenceSetUpNode_Private(Net net, PetscInt k)
   for (size_t i = 0; i < PETSC_STATIC_ARRAY_LENGTH(token); i++) istoken = (PetscBool)(istoken || !strcmp(type, token[i]));
   isposition  = (PetscBool)!strcmp(type, "position");
   isattention = (PetscBool)!strcmp(type, "attention");
-  PetscCheck(istoken || isposition || isattention, comm, PETSC_ERR_SUP,
-             "Node %s (%s) has no sequence-parallel form yet: -net_parallel sequence runs the per-token kinds (dense:N:tokens, layernorm, rmsnorm, embedding, the activations, add, concat) and position:T; run this Net with -net_parallel replicated "
-             "(data parallel)",
-             nd->name, type);
   for (PetscInt i = 0; i < nd->nin; i++)
     PetscCheck(layer->ins[i].ndim >= 1 && layer->ins[i].dim[0] == 1, comm, PETSC_ERR_ARG_WRONG, "Node %s (%s): its input %" PetscInt_FMT " is not a sequence of tokens under -net_parallel sequence (a node before it flattened the tokens)", nd->name,
                type, i);
   { /* the same kind on whole sequences: the same parameters and (T, out) */
-    PetNetShape in[NET_MAX_STACK_INPUTS];
-    Layer       whole;
-    PetscBool   same;
+    PetNetShape *in;
+    Layer        whole;
 
-    PetscCheck(nd->nin <= NET_MAX_STACK_INPUTS, comm, PETSC_ERR_SUP, "Node %s joins %" PetscInt_FMT " values; -net_parallel sequence joins at most %d", nd->name, nd->nin, NET_MAX_STACK_INPUTS);
+    PetscCall(PetscMalloc1(nd->nin, &in));
     for (PetscInt i = 0; i < nd->nin; i++) {
       in[i]        = layer->ins[i];
       in[i].dim[0] = sq->T;
     }
-    PetscCall(NetSequenceCopyLayer_Private(net, k, nd->nin, in, &whole));
+    PetscCall(NetSequenceCopyLayer_Private(net, k, nd->nin, in, -1, 0, &whole));
+    PetscCall(PetscFree(in));
     same = (PetscBool)(whole->nparams == layer->nparams && whole->out.ndim == layer->out.ndim && whole->out.dim[0] == sq->T && layer->out.dim[0] == 1);
     for (PetscInt d = 1; d < layer->out.ndim && same; d++) same = (PetscBool)(whole->out.dim[d] == layer->out.dim[d]);
     PetscCall(LayerDestroy(&whole));
-    PetscCheck(same, comm, PETSC_ERR_SUP,
-               "Node %s (%s) does not act on each token alone (on a whole sequence it has other parameters or another output than on one token): under -net_parallel sequence a dense layer must be dense:N:tokens (applied at each position, "
-               "-%sdense_tokens), and nothing may flatten the tokens; or use -net_parallel replicated",
-               nd->name, type, ((PetscObject)layer)->prefix ? ((PetscObject)layer)->prefix : "");
   }
+  /* one refusal for the kinds without a sequence-parallel form: those that mix the tokens of a sequence by a rule this
+     file does not know (a kind outside the lists), and those that act on a whole sequence differently than on each of
+     its tokens (plain dense:N and flatten fold the tokens into one vector: no split of the tokens computes them) */
+  PetscCheck((istoken && same) || isposition || isattention, comm, PETSC_ERR_SUP,
+             "Node %s (%s) has no sequence-parallel form: -net_parallel sequence splits the tokens of each sequence, and runs the kinds that act on each token alone (dense:N:tokens, layernorm, rmsnorm, embedding, the activations, add, "
+             "concat), position:T and attention; a dense layer must be dense:N:tokens (-%sdense_tokens), and nothing may flatten the tokens; or run this Net with -net_parallel replicated (data parallel)",
+             nd->name, type, ((PetscObject)layer)->prefix ? ((PetscObject)layer)->prefix : "");
   if (isposition) kind = NET_SEQ_POSITION;
   if (isattention) kind = NET_SEQ_ATTENTION;
   if (kind == NET_SEQ_TOKEN && k < net->nlayers - 1) {
@@ -249,28 +255,25 @@ PetscErrorCode NetSequenceSetUpNode_Private(Net net, PetscInt k)
     PetscCall(PetscNew(&sn));
     sn->kind = kind;
     nd->sq   = sn;
+    PetscCall(PetscCalloc4(nd->nin, &sn->xs, nd->nin, &sn->dxin, nd->nin, &sn->p, nd->nin, &sn->dxs));
+    PetscCall(PetscCalloc4(nd->nin, &sn->moved, nd->nin, &sn->dmoved, nd->nin, &sn->flag, nd->nin, &sn->want));
     if (kind == NET_SEQ_POSITION) {
       PetNetShape in = layer->ins[0];
 
-      PetscCheck(nd->nin == 1, comm, PETSC_ERR_SUP, "Node %s (position) takes one input", nd->name);
+      PetscCheck(nd->nin == 1, comm, PETSC_ERR_PLIB, "Node %s (position) takes one input", nd->name);
       in.dim[0] = sq->tl;
-      PetscCall(NetSequenceCopyLayer_Private(net, k, 1, &in, &sn->local));
+      PetscCall(NetSequenceCopyLayer_Private(net, k, 1, &in, -1, 0, &sn->local));
       PetscCheck(sn->local->nparams == layer->nparams, comm, PETSC_ERR_PLIB, "Node %s: its copy on this rank's tokens has %" PetscInt_FMT " parameters, not %" PetscInt_FMT, nd->name, sn->local->nparams, layer->nparams);
     }
     if (kind == NET_SEQ_ATTENTION) { /* the copy on whole sequences, computing the queries of the rank's tokens */
-      PetNetShape in                                        = layer->ins[0];
-      PetscErrorCode (*setblock)(Layer, PetscInt, PetscInt) = NULL;
+      PetNetShape in = layer->ins[0];
 
-      PetscCheck(nd->nin == 1 && nd->in[0] != NET_INPUT && k < net->nlayers - 1, comm, PETSC_ERR_SUP,
-                 "Node %s (attention) under -net_parallel sequence must read another node's output and feed another node (e.g. layernorm before it, add after it, as transformer:H:F writes it), not the Net's input or output", nd->name);
+      PetscCheck(nd->nin == 1, comm, PETSC_ERR_PLIB, "Node %s (attention) takes one input", nd->name);
       in.dim[0] = sq->T;
-      PetscCall(NetSequenceCopyLayer_Private(net, k, 1, &in, &sn->local));
-      PetscCall(PetscObjectQueryFunction((PetscObject)sn->local, "LayerAttentionSetQueryBlock_C", &setblock));
-      PetscCheck(setblock, comm, PETSC_ERR_SUP, "Node %s (attention): this attention kernel cannot compute a block of queries (LayerAttentionSetQueryBlock()), which -net_parallel sequence needs; use -net_parallel replicated", nd->name);
-      PetscCall((*setblock)(sn->local, sq->t0, sq->tl));
-      PetscCall(LayerSetUp(sn->local));
-      PetscCheck(sn->local->nparams == layer->nparams && sn->local->outsize == sq->tl * layer->outsize, comm, PETSC_ERR_PLIB, "Node %s: its query block [%" PetscInt_FMT ", %" PetscInt_FMT ") does not give this rank's tokens", nd->name, sq->t0,
-                 sq->t0 + sq->tl);
+      PetscCall(NetSequenceCopyLayer_Private(net, k, 1, &in, sq->t0, sq->tl, &sn->local));
+      sn->full = (PetscBool)(sn->local->out.dim[0] == sq->T && sq->tl < sq->T); /* the kernel has no query block */
+      PetscCheck(sn->local->nparams == layer->nparams && sn->local->outsize == (sn->full ? sq->T : sq->tl) * layer->outsize, comm, PETSC_ERR_PLIB,
+                 "Node %s: its copy on the rank's queries [%" PetscInt_FMT ", %" PetscInt_FMT ") has another shape than %" PetscInt_FMT " tokens", nd->name, sq->t0, sq->t0 + sq->tl, sq->tl);
     }
   }
   PetscFunctionReturn(0);
@@ -285,6 +288,8 @@ PetscErrorCode NetSequenceReset_Private(Net net)
 
     if (!sn) continue;
     PetscCall(LayerDestroy(&sn->local));
+    PetscCall(PetscFree4(sn->xs, sn->dxin, sn->p, sn->dxs));
+    PetscCall(PetscFree4(sn->moved, sn->dmoved, sn->flag, sn->want));
     PetscCall(PetscFree(net->nodes[k].sq));
   }
   if (net->seq) {
@@ -360,6 +365,12 @@ static PetscErrorCode NetSequenceUnit_Private(PetscInt c, NetElem t, MPI_Datatyp
   PetscFunctionReturn(0);
 }
 
+/* bytes of one entry of element type t */
+static size_t NetSequenceEntryBytes(NetElem t)
+{
+  return t == NET_ELEM_DOUBLE ? sizeof(PetscScalar) : sizeof(float);
+}
+
 /*
   Which of the arrays p[0..m-1] a call carries, the same on every rank of the group: a NULL array means "none" (a zero
   tangent, a cotangent not asked for) or an empty local block (a rank without samples), which only the group can tell
@@ -368,20 +379,25 @@ static PetscErrorCode NetSequenceUnit_Private(PetscInt c, NetElem t, MPI_Datatyp
 static PetscErrorCode NetSequencePresent_Private(Net net, PetscInt m, const void *const p[], PetscBool present[])
 {
   NetSequence *sq = (NetSequence *)net->seq;
-  int          flag[2 * NET_MAX_STACK_INPUTS + 4];
+  int          stack[8], *flag = stack;
 
   PetscFunctionBegin;
-  PetscCheck(m <= (PetscInt)PETSC_STATIC_ARRAY_LENGTH(flag), PETSC_COMM_SELF, PETSC_ERR_PLIB, "too many arrays");
+  if (m > (PetscInt)PETSC_STATIC_ARRAY_LENGTH(stack)) PetscCall(PetscMalloc1(m, &flag));
   for (PetscInt i = 0; i < m; i++) flag[i] = p[i] ? 1 : 0;
   PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, flag, (PetscMPIInt)m, MPI_INT, MPI_MAX, sq->gcomm));
   for (PetscInt i = 0; i < m; i++) present[i] = (PetscBool)(flag[i] != 0);
+  if (flag != stack) PetscCall(PetscFree(flag));
   PetscFunctionReturn(0);
 }
 
-/* bytes of one entry of element type t */
-static size_t NetSequenceEntryBytes(NetElem t)
+/* an array for the rank's tokens [ng][tl][c] of element type t */
+static PetscErrorCode NetSequenceTokenArray_Private(Net net, PetscInt c, NetElem t, void **a)
 {
-  return t == NET_ELEM_DOUBLE ? sizeof(PetscScalar) : sizeof(float);
+  NetSequence *sq = (NetSequence *)net->seq;
+
+  PetscFunctionBegin;
+  PetscCall(PetscMalloc((size_t)sq->ng * sq->tl * c * NetSequenceEntryBytes(t) + 1, a));
+  PetscFunctionReturn(0);
 }
 
 /* xs = R x: tokens of c entries from the sample split to the token split, into a new array (NULL when absent) */
@@ -552,42 +568,105 @@ static PetscErrorCode NetSequenceReduceScatter_Private(Net net, PetscInt c, NetE
     backward    xf = G x,             dxf = A_local^T dy, dtheta += ...,      dx = G^T dxf   (overwritten)
     jvp         xf = G x, dxf = G dx, dy = A_local (dxf, dtheta)
     sobackward  xf = G x, xdotf = G xdot, its curvature term into dxdotf,    dxdot += G^T dxdotf
-  G moves the input (E a token) rather than K and V (2 E a token): half the bytes, and K, V = x W^T + b are recomputed
-  by each rank for the whole sequence.
+  G moves the input (E a token) rather than K and V (2 E a token): half the bytes; each rank computes K and V of the
+  whole sequences from it. A kernel without a query block (sn->full) computes every query, y = P A(xf) with P the
+  selection of the rank's rows (P^T pads with zeros): backward reads dyf = P^T dy, and, since the layer's state is that
+  of its last forward, backward, jvp and sobackward run the forward again on xf first (y of the other rows is not kept).
 */
-static PetscErrorCode NetSequenceAttentionForward_Private(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *x, void *y)
+typedef struct {
+  PetscInt c, rows; /* entries of a token; rows of the copy's output per sample (tl with a query block, T without) */
+} NetSeqAttSizes;
+
+static void NetSequenceAttentionSizes(Net net, PetscInt k, NetSeqAttSizes *z)
 {
-  NetSequence *sq    = (NetSequence *)net->seq;
-  Layer        local = ((NetSeqNode *)net->nodes[k].sq)->local;
-  void        *xf;
+  NetSequence *sq = (NetSequence *)net->seq;
+  NetSeqNode  *sn = (NetSeqNode *)net->nodes[k].sq;
+
+  z->c    = sn->local->insize / sq->T;
+  z->rows = sn->full ? sq->T : sq->tl;
+}
+
+/* yf = P^T y (pad = PETSC_TRUE: zeros elsewhere) or y = P yf: the rank's rows [t0, t0 + tl) of each sample */
+static void NetSequenceSelectRows(NetSequence *sq, PetscInt c, size_t es, PetscBool pad, void *yf, void *y)
+{
+  for (PetscInt s = 0; s < sq->ng; s++) {
+    char *full = (char *)yf + ((size_t)s * sq->T + sq->t0) * c * es, *mine = (char *)y + (size_t)s * sq->tl * c * es;
+
+    if (pad)
+      memcpy(full, mine, (size_t)sq->tl * c * es);
+    else
+      memcpy(mine, full, (size_t)sq->tl * c * es);
+  }
+}
+
+/* y (this rank's rows) of the copy at xf; with a query block directly into y, else into a whole yf (returned, or NULL) */
+static PetscErrorCode NetSequenceAttentionRun_Private(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *xf, void *y, void **yfout)
+{
+  NetSequence   *sq = (NetSequence *)net->seq;
+  NetSeqNode    *sn = (NetSeqNode *)net->nodes[k].sq;
+  const size_t   es = NetSequenceEntryBytes(t);
+  void          *yf = y;
+  NetSeqAttSizes z;
 
   PetscFunctionBegin;
-  PetscCall(NetSequenceGather_Private(net, local->insize / sq->T, t, PETSC_TRUE, x, &xf));
+  NetSequenceAttentionSizes(net, k, &z);
+  if (yfout) *yfout = NULL;
+  if (sn->full) PetscCall(PetscMalloc((size_t)sq->ng * sq->T * z.c * es + 1, &yf));
   if (t == NET_ELEM_DOUBLE)
-    PetscCall(LayerForwardArrays(local, sq->ng, th, (const PetscScalar *const *)&xf, (PetscScalar *)y));
+    PetscCall(LayerForwardArrays(sn->local, sq->ng, th, (const PetscScalar *const *)&xf, (PetscScalar *)yf));
   else
-    PetscCall(LayerForwardSingle(local, sq->ng, th, (const float *const *)&xf, (float *)y));
+    PetscCall(LayerForwardSingle(sn->local, sq->ng, th, (const float *const *)&xf, (float *)yf));
+  if (sn->full) {
+    if (y) NetSequenceSelectRows(sq, z.c, es, PETSC_FALSE, yf, y);
+    if (yfout)
+      *yfout = yf;
+    else
+      PetscCall(PetscFree(yf));
+  }
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetSequenceAttentionForward_Private(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *x, void *y)
+{
+  NetSeqAttSizes z;
+  void          *xf;
+
+  PetscFunctionBegin;
+  NetSequenceAttentionSizes(net, k, &z);
+  PetscCall(NetSequenceGather_Private(net, z.c, t, PETSC_TRUE, x, &xf));
+  PetscCall(NetSequenceAttentionRun_Private(net, k, t, th, xf, y, NULL));
   PetscCall(PetscFree(xf));
   PetscFunctionReturn(0);
 }
 
 static PetscErrorCode NetSequenceAttentionBackward_Private(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *x, const void *y, const void *dy, void *dx, PetscBool want, PetscScalar *dth)
 {
-  NetSequence *sq    = (NetSequence *)net->seq;
-  Layer        local = ((NetSeqNode *)net->nodes[k].sq)->local;
-  PetscInt     c     = local->insize / sq->T;
-  void        *xf, *dxf = NULL;
+  NetSequence   *sq = (NetSequence *)net->seq;
+  NetSeqNode    *sn = (NetSeqNode *)net->nodes[k].sq;
+  const size_t   es = NetSequenceEntryBytes(t);
+  NetSeqAttSizes z;
+  void          *xf, *dxf = NULL, *yf = (void *)y, *dyf = (void *)dy;
 
   PetscFunctionBegin;
-  PetscCall(NetSequenceGather_Private(net, c, t, PETSC_TRUE, x, &xf));
-  if (want) PetscCall(PetscCalloc((size_t)sq->ng * local->insize * NetSequenceEntryBytes(t) + 1, &dxf));
+  NetSequenceAttentionSizes(net, k, &z);
+  PetscCall(NetSequenceGather_Private(net, z.c, t, PETSC_TRUE, x, &xf));
+  if (sn->full) { /* the whole output again, and dy padded with zeros */
+    PetscCall(NetSequenceAttentionRun_Private(net, k, t, th, xf, NULL, &yf));
+    PetscCall(PetscCalloc((size_t)sq->ng * sq->T * z.c * es + 1, &dyf));
+    NetSequenceSelectRows(sq, z.c, es, PETSC_TRUE, dyf, (void *)dy);
+  }
+  if (want) PetscCall(PetscCalloc((size_t)sq->ng * sn->local->insize * es + 1, &dxf));
   if (t == NET_ELEM_DOUBLE)
-    PetscCall(LayerBackwardArrays(local, sq->ng, th, (const PetscScalar *const *)&xf, (const PetscScalar *)y, (const PetscScalar *)dy, want ? (PetscScalar *const *)&dxf : NULL, dth));
+    PetscCall(LayerBackwardArrays(sn->local, sq->ng, th, (const PetscScalar *const *)&xf, (const PetscScalar *)yf, (const PetscScalar *)dyf, want ? (PetscScalar *const *)&dxf : NULL, dth));
   else
-    PetscCall(LayerBackwardSingle(local, sq->ng, th, (const float *const *)&xf, (const float *)y, (const float *)dy, want ? (float *const *)&dxf : NULL, dth));
+    PetscCall(LayerBackwardSingle(sn->local, sq->ng, th, (const float *const *)&xf, (const float *)yf, (const float *)dyf, want ? (float *const *)&dxf : NULL, dth));
   if (want) {
-    PetscCall(PetscMemzero(dx, (size_t)sq->ng * sq->tl * c * NetSequenceEntryBytes(t)));
-    PetscCall(NetSequenceReduceScatter_Private(net, c, t, dxf, dx));
+    PetscCall(PetscMemzero(dx, (size_t)sq->ng * sq->tl * z.c * es));
+    PetscCall(NetSequenceReduceScatter_Private(net, z.c, t, dxf, dx));
+  }
+  if (sn->full) {
+    PetscCall(PetscFree(yf));
+    PetscCall(PetscFree(dyf));
   }
   PetscCall(PetscFree(dxf));
   PetscCall(PetscFree(xf));
@@ -596,18 +675,29 @@ static PetscErrorCode NetSequenceAttentionBackward_Private(Net net, PetscInt k, 
 
 static PetscErrorCode NetSequenceAttentionJVP_Private(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *x, const void *y, PetscBool given, const void *dx, const PetscScalar *dth, void *dy)
 {
-  NetSequence *sq    = (NetSequence *)net->seq;
-  Layer        local = ((NetSeqNode *)net->nodes[k].sq)->local;
-  PetscInt     c     = local->insize / sq->T;
-  void        *xf, *dxf;
+  NetSequence   *sq = (NetSequence *)net->seq;
+  NetSeqNode    *sn = (NetSeqNode *)net->nodes[k].sq;
+  const size_t   es = NetSequenceEntryBytes(t);
+  NetSeqAttSizes z;
+  void          *xf, *dxf, *yf = (void *)y, *dyf = dy;
 
   PetscFunctionBegin;
-  PetscCall(NetSequenceGather_Private(net, c, t, PETSC_TRUE, x, &xf));
-  PetscCall(NetSequenceGather_Private(net, c, t, given, dx, &dxf));
+  NetSequenceAttentionSizes(net, k, &z);
+  PetscCall(NetSequenceGather_Private(net, z.c, t, PETSC_TRUE, x, &xf));
+  PetscCall(NetSequenceGather_Private(net, z.c, t, given, dx, &dxf));
+  if (sn->full) {
+    PetscCall(NetSequenceAttentionRun_Private(net, k, t, th, xf, NULL, &yf));
+    PetscCall(PetscMalloc((size_t)sq->ng * sq->T * z.c * es + 1, &dyf));
+  }
   if (t == NET_ELEM_DOUBLE)
-    PetscCall(LayerJVPArrays(local, sq->ng, th, (const PetscScalar *const *)&xf, (const PetscScalar *)y, given ? (const PetscScalar *const *)&dxf : NULL, dth, (PetscScalar *)dy));
+    PetscCall(LayerJVPArrays(sn->local, sq->ng, th, (const PetscScalar *const *)&xf, (const PetscScalar *)yf, given ? (const PetscScalar *const *)&dxf : NULL, dth, (PetscScalar *)dyf));
   else
-    PetscCall(LayerJVPSingle(local, sq->ng, th, (const float *const *)&xf, (const float *)y, given ? (const float *const *)&dxf : NULL, dth, (float *)dy));
+    PetscCall(LayerJVPSingle(sn->local, sq->ng, th, (const float *const *)&xf, (const float *)yf, given ? (const float *const *)&dxf : NULL, dth, (float *)dyf));
+  if (sn->full) {
+    NetSequenceSelectRows(sq, z.c, es, PETSC_FALSE, dyf, dy);
+    PetscCall(PetscFree(yf));
+    PetscCall(PetscFree(dyf));
+  }
   PetscCall(PetscFree(dxf));
   PetscCall(PetscFree(xf));
   PetscFunctionReturn(0);
@@ -616,17 +706,31 @@ static PetscErrorCode NetSequenceAttentionJVP_Private(Net net, PetscInt k, NetEl
 static PetscErrorCode NetSequenceAttentionSOBackward_Private(Net net, PetscInt k, const PetscScalar *th, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *thd, const PetscScalar *ydot, const PetscScalar *dy,
                                                              PetscScalar *dxd, PetscScalar *hvk, const PetscBool has[3])
 {
-  NetSequence *sq    = (NetSequence *)net->seq;
-  Layer        local = ((NetSeqNode *)net->nodes[k].sq)->local;
-  PetscInt     c     = local->insize / sq->T;
-  void        *xf, *xdf, *dxdf = NULL;
+  NetSequence   *sq = (NetSequence *)net->seq;
+  NetSeqNode    *sn = (NetSeqNode *)net->nodes[k].sq;
+  const size_t   es = sizeof(PetscScalar);
+  NetSeqAttSizes z;
+  void          *xf, *xdf, *dxdf = NULL, *yf = (void *)y, *ydf = (void *)ydot, *dyf = (void *)dy;
 
   PetscFunctionBegin;
-  PetscCall(NetSequenceGather_Private(net, c, NET_ELEM_DOUBLE, PETSC_TRUE, x, &xf));
-  PetscCall(NetSequenceGather_Private(net, c, NET_ELEM_DOUBLE, has[0], xdot, &xdf));
-  if (has[2]) PetscCall(PetscCalloc1((size_t)sq->ng * local->insize + 1, (PetscScalar **)&dxdf));
-  PetscCall(LayerSOBackwardArray(local, sq->ng, th, (const PetscScalar *)xf, y, (const PetscScalar *)xdf, thd, has[1] ? ydot : NULL, dy, (PetscScalar *)dxdf, hvk));
-  if (has[2]) PetscCall(NetSequenceReduceScatter_Private(net, c, NET_ELEM_DOUBLE, dxdf, dxd)); /* accumulates, as dxdot must */
+  NetSequenceAttentionSizes(net, k, &z);
+  PetscCall(NetSequenceGather_Private(net, z.c, NET_ELEM_DOUBLE, PETSC_TRUE, x, &xf));
+  PetscCall(NetSequenceGather_Private(net, z.c, NET_ELEM_DOUBLE, has[0], xdot, &xdf));
+  if (sn->full) { /* the whole output, its tangent (a jvp) and the padded cotangent */
+    PetscCall(NetSequenceAttentionRun_Private(net, k, NET_ELEM_DOUBLE, th, xf, NULL, &yf));
+    PetscCall(PetscMalloc((size_t)sq->ng * sq->T * z.c * es + 1, &ydf));
+    PetscCall(LayerJVPArrays(sn->local, sq->ng, th, (const PetscScalar *const *)&xf, (const PetscScalar *)yf, has[0] ? (const PetscScalar *const *)&xdf : NULL, thd, (PetscScalar *)ydf));
+    PetscCall(PetscCalloc((size_t)sq->ng * sq->T * z.c * es + 1, &dyf));
+    NetSequenceSelectRows(sq, z.c, es, PETSC_TRUE, dyf, (void *)dy);
+  }
+  if (has[2]) PetscCall(PetscCalloc((size_t)sq->ng * sn->local->insize * es + 1, &dxdf));
+  PetscCall(LayerSOBackwardArray(sn->local, sq->ng, th, (const PetscScalar *)xf, (const PetscScalar *)yf, (const PetscScalar *)xdf, thd, (sn->full || has[1]) ? (const PetscScalar *)ydf : NULL, (const PetscScalar *)dyf, (PetscScalar *)dxdf, hvk));
+  if (has[2]) PetscCall(NetSequenceReduceScatter_Private(net, z.c, NET_ELEM_DOUBLE, dxdf, dxd)); /* accumulates, as dxdot must */
+  if (sn->full) {
+    PetscCall(PetscFree(yf));
+    PetscCall(PetscFree(ydf));
+    PetscCall(PetscFree(dyf));
+  }
   PetscCall(PetscFree(dxdf));
   PetscCall(PetscFree(xdf));
   PetscCall(PetscFree(xf));
@@ -638,28 +742,26 @@ static PetscErrorCode NetSequenceAttentionSOBackward_Private(Net net, PetscInt k
 */
 static PetscErrorCode NetExecForward_Sequence(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], void *y)
 {
-  const void *xs[NET_MAX_STACK_INPUTS];
-  PetscBool   moved[NET_MAX_STACK_INPUTS], all[NET_MAX_STACK_INPUTS], last = (PetscBool)(k == net->nlayers - 1);
+  NetSeqNode *sn   = (NetSeqNode *)net->nodes[k].sq;
+  PetscBool   last = (PetscBool)(k == net->nlayers - 1);
   Layer       layer;
   PetscInt    n, poff;
   void       *ys = y;
 
   PetscFunctionBegin;
   PetscCall(NetSequenceLocal_Private(net, k, &layer, &n, &poff));
-  if (((NetSeqNode *)net->nodes[k].sq)->kind == NET_SEQ_ATTENTION) {
-    PetscCall(NetSequenceAttentionForward_Private(net, k, t, th, x[0], y));
-    PetscFunctionReturn(0);
-  }
-  for (PetscInt i = 0; i < net->nodes[k].nin; i++) all[i] = PETSC_TRUE; /* values are always there */
-  PetscCall(NetSequenceGetInputs_Private(net, k, t, all, x, xs, moved));
-  if (last) PetscCall(PetscMalloc((size_t)n * layer->outsize * NetSequenceEntryBytes(t) + 1, &ys));
-  if (layer == net->layers[k])
-    PetscCall(NetExecPlainForward_Private(net, k, n, t, th, xs, ys));
+  for (PetscInt i = 0; i < net->nodes[k].nin; i++) sn->flag[i] = PETSC_TRUE; /* values are always there */
+  PetscCall(NetSequenceGetInputs_Private(net, k, t, sn->flag, x, sn->xs, sn->moved));
+  if (last) PetscCall(NetSequenceTokenArray_Private(net, net->layers[k]->outsize, t, &ys));
+  if (sn->kind == NET_SEQ_ATTENTION)
+    PetscCall(NetSequenceAttentionForward_Private(net, k, t, th, sn->xs[0], ys));
+  else if (layer == net->layers[k])
+    PetscCall(NetExecPlainForward_Private(net, k, n, t, th, sn->xs, ys));
   else if (t == NET_ELEM_DOUBLE)
-    PetscCall(LayerForwardArrays(layer, n, th ? th + poff : NULL, (const PetscScalar *const *)xs, (PetscScalar *)ys));
+    PetscCall(LayerForwardArrays(layer, n, th ? th + poff : NULL, (const PetscScalar *const *)sn->xs, (PetscScalar *)ys));
   else
-    PetscCall(LayerForwardSingle(layer, n, th ? th + poff : NULL, (const float *const *)xs, (float *)ys));
-  PetscCall(NetSequenceFreeInputs_Private(net, k, xs, moved));
+    PetscCall(LayerForwardSingle(layer, n, th ? th + poff : NULL, (const float *const *)sn->xs, (float *)ys));
+  PetscCall(NetSequenceFreeInputs_Private(net, k, sn->xs, sn->moved));
   if (last) {
     PetscCall(NetSequenceToSamples_Private(net, net->layers[k]->outsize, t, ys, y));
     PetscCall(PetscFree(ys));
@@ -673,46 +775,43 @@ static PetscErrorCode NetExecForward_Sequence(Net net, PetscInt k, NetElem t, co
 */
 static PetscErrorCode NetExecBackward_Sequence(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], const void *y, const void *dy, void *const dx[], PetscScalar *dth, PetscInt mask)
 {
-  const NetNode *nd = &net->nodes[k];
-  const void    *xs[NET_MAX_STACK_INPUTS];
-  void          *dxs[NET_MAX_STACK_INPUTS];
-  PetscBool      moved[NET_MAX_STACK_INPUTS], all[NET_MAX_STACK_INPUTS], want[NET_MAX_STACK_INPUTS], last = (PetscBool)(k == net->nlayers - 1);
-  const void    *ys = y, *dys = dy, *p[NET_MAX_STACK_INPUTS];
+  const NetNode *nd   = &net->nodes[k];
+  NetSeqNode    *sn   = (NetSeqNode *)nd->sq;
+  PetscBool      last = (PetscBool)(k == net->nlayers - 1);
+  const void    *ys = y, *dys = dy;
   Layer          layer;
   PetscInt       n, poff;
 
   PetscFunctionBegin;
   PetscCall(NetSequenceLocal_Private(net, k, &layer, &n, &poff));
   for (PetscInt i = 0; i < nd->nin; i++) {
-    all[i] = PETSC_TRUE;
-    p[i]   = dx ? dx[i] : NULL;
+    sn->flag[i] = PETSC_TRUE;
+    sn->p[i]    = dx ? dx[i] : NULL;
   }
-  PetscCall(NetSequencePresent_Private(net, nd->nin, p, want)); /* the input cotangents asked for */
-  if (((NetSeqNode *)nd->sq)->kind == NET_SEQ_ATTENTION) {
-    PetscCall(NetSequenceAttentionBackward_Private(net, k, t, th, x[0], y, dy, want[0] ? dx[0] : NULL, want[0], dth));
-    PetscFunctionReturn(0);
-  }
-  PetscCall(NetSequenceGetInputs_Private(net, k, t, all, x, xs, moved));
+  PetscCall(NetSequencePresent_Private(net, nd->nin, sn->p, sn->want)); /* the input cotangents asked for */
+  PetscCall(NetSequenceGetInputs_Private(net, k, t, sn->flag, x, sn->xs, sn->moved));
   if (last) {
     PetscCall(NetSequenceToTokens_Private(net, net->layers[k]->outsize, t, PETSC_TRUE, y, (void **)&ys));
     PetscCall(NetSequenceToTokens_Private(net, net->layers[k]->outsize, t, PETSC_TRUE, dy, (void **)&dys));
   }
   for (PetscInt i = 0; i < nd->nin; i++) {
-    dxs[i] = want[i] ? dx[i] : NULL;
-    if (moved[i] && want[i]) PetscCall(PetscMalloc((size_t)n * layer->insizes[i] * NetSequenceEntryBytes(t) + 1, &dxs[i]));
+    sn->dxs[i] = sn->want[i] ? dx[i] : NULL;
+    if (sn->moved[i] && sn->want[i]) PetscCall(NetSequenceTokenArray_Private(net, net->layers[k]->insizes[i], t, &sn->dxs[i]));
   }
-  if (layer == net->layers[k])
-    PetscCall(NetExecPlainBackward_Private(net, k, n, t, th, xs, ys, dys, dx ? dxs : NULL, dth, mask));
+  if (sn->kind == NET_SEQ_ATTENTION)
+    PetscCall(NetSequenceAttentionBackward_Private(net, k, t, th, sn->xs[0], ys, dys, sn->dxs[0], sn->want[0], dth));
+  else if (layer == net->layers[k])
+    PetscCall(NetExecPlainBackward_Private(net, k, n, t, th, sn->xs, ys, dys, dx ? sn->dxs : NULL, dth, mask));
   else if (t == NET_ELEM_DOUBLE)
-    PetscCall(LayerBackwardArrays(layer, n, th ? th + poff : NULL, (const PetscScalar *const *)xs, (const PetscScalar *)ys, (const PetscScalar *)dys, dx ? (PetscScalar *const *)dxs : NULL, dth ? dth + poff : NULL));
+    PetscCall(LayerBackwardArrays(layer, n, th ? th + poff : NULL, (const PetscScalar *const *)sn->xs, (const PetscScalar *)ys, (const PetscScalar *)dys, dx ? (PetscScalar *const *)sn->dxs : NULL, dth ? dth + poff : NULL));
   else
-    PetscCall(LayerBackwardSingle(layer, n, th ? th + poff : NULL, (const float *const *)xs, (const float *)ys, (const float *)dys, dx ? (float *const *)dxs : NULL, dth ? dth + poff : NULL));
+    PetscCall(LayerBackwardSingle(layer, n, th ? th + poff : NULL, (const float *const *)sn->xs, (const float *)ys, (const float *)dys, dx ? (float *const *)sn->dxs : NULL, dth ? dth + poff : NULL));
   for (PetscInt i = 0; i < nd->nin; i++) {
-    if (!moved[i] || !want[i]) continue;
-    PetscCall(NetSequenceToSamples_Private(net, layer->insizes[i], t, dxs[i], dx[i]));
-    PetscCall(PetscFree(dxs[i]));
+    if (!sn->moved[i] || !sn->want[i]) continue;
+    PetscCall(NetSequenceToSamples_Private(net, net->layers[k]->insizes[i], t, sn->dxs[i], dx[i]));
+    PetscCall(PetscFree(sn->dxs[i]));
   }
-  PetscCall(NetSequenceFreeInputs_Private(net, k, xs, moved));
+  PetscCall(NetSequenceFreeInputs_Private(net, k, sn->xs, sn->moved));
   if (last) {
     PetscCall(PetscFree(ys));
     PetscCall(PetscFree(dys));
@@ -725,39 +824,37 @@ static PetscErrorCode NetExecBackward_Sequence(Net net, PetscInt k, NetElem t, c
 */
 static PetscErrorCode NetExecJVP_Sequence(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], const void *y, const void *const dx[], const PetscScalar *dth, void *dy)
 {
-  const NetNode *nd = &net->nodes[k];
-  const void    *xs[NET_MAX_STACK_INPUTS], *dxs[NET_MAX_STACK_INPUTS], *p[NET_MAX_STACK_INPUTS];
-  PetscBool      moved[NET_MAX_STACK_INPUTS], dmoved[NET_MAX_STACK_INPUTS], all[NET_MAX_STACK_INPUTS], given[NET_MAX_STACK_INPUTS], last = (PetscBool)(k == net->nlayers - 1);
-  const void    *ys  = y;
-  void          *dys = dy;
+  const NetNode *nd   = &net->nodes[k];
+  NetSeqNode    *sn   = (NetSeqNode *)nd->sq;
+  PetscBool      last = (PetscBool)(k == net->nlayers - 1);
+  const void    *ys   = y;
+  void          *dys  = dy;
   Layer          layer;
   PetscInt       n, poff;
 
   PetscFunctionBegin;
   PetscCall(NetSequenceLocal_Private(net, k, &layer, &n, &poff));
   for (PetscInt i = 0; i < nd->nin; i++) {
-    all[i] = PETSC_TRUE;
-    p[i]   = dx ? dx[i] : NULL;
+    sn->flag[i] = PETSC_TRUE;
+    sn->p[i]    = dx ? dx[i] : NULL;
   }
-  PetscCall(NetSequencePresent_Private(net, nd->nin, p, given)); /* the input tangents that are not zero */
-  if (((NetSeqNode *)nd->sq)->kind == NET_SEQ_ATTENTION) {
-    PetscCall(NetSequenceAttentionJVP_Private(net, k, t, th, x[0], y, given[0], given[0] ? dx[0] : NULL, dth, dy));
-    PetscFunctionReturn(0);
-  }
-  PetscCall(NetSequenceGetInputs_Private(net, k, t, all, x, xs, moved));
-  PetscCall(NetSequenceGetInputs_Private(net, k, t, given, p, dxs, dmoved));
+  PetscCall(NetSequencePresent_Private(net, nd->nin, sn->p, sn->want)); /* the input tangents that are not zero */
+  PetscCall(NetSequenceGetInputs_Private(net, k, t, sn->flag, x, sn->xs, sn->moved));
+  PetscCall(NetSequenceGetInputs_Private(net, k, t, sn->want, sn->p, sn->dxin, sn->dmoved));
   if (last) {
     PetscCall(NetSequenceToTokens_Private(net, net->layers[k]->outsize, t, PETSC_TRUE, y, (void **)&ys));
-    PetscCall(PetscMalloc((size_t)n * layer->outsize * NetSequenceEntryBytes(t) + 1, &dys));
+    PetscCall(NetSequenceTokenArray_Private(net, net->layers[k]->outsize, t, &dys));
   }
-  if (layer == net->layers[k])
-    PetscCall(NetExecPlainJVP_Private(net, k, n, t, th, xs, ys, dx ? dxs : NULL, dth, dys));
+  if (sn->kind == NET_SEQ_ATTENTION)
+    PetscCall(NetSequenceAttentionJVP_Private(net, k, t, th, sn->xs[0], ys, sn->want[0], sn->dxin[0], dth, dys));
+  else if (layer == net->layers[k])
+    PetscCall(NetExecPlainJVP_Private(net, k, n, t, th, sn->xs, ys, dx ? sn->dxin : NULL, dth, dys));
   else if (t == NET_ELEM_DOUBLE)
-    PetscCall(LayerJVPArrays(layer, n, th ? th + poff : NULL, (const PetscScalar *const *)xs, (const PetscScalar *)ys, dx ? (const PetscScalar *const *)dxs : NULL, dth ? dth + poff : NULL, (PetscScalar *)dys));
+    PetscCall(LayerJVPArrays(layer, n, th ? th + poff : NULL, (const PetscScalar *const *)sn->xs, (const PetscScalar *)ys, dx ? (const PetscScalar *const *)sn->dxin : NULL, dth ? dth + poff : NULL, (PetscScalar *)dys));
   else
-    PetscCall(LayerJVPSingle(layer, n, th ? th + poff : NULL, (const float *const *)xs, (const float *)ys, dx ? (const float *const *)dxs : NULL, dth ? dth + poff : NULL, (float *)dys));
-  PetscCall(NetSequenceFreeInputs_Private(net, k, xs, moved));
-  PetscCall(NetSequenceFreeInputs_Private(net, k, dxs, dmoved));
+    PetscCall(LayerJVPSingle(layer, n, th ? th + poff : NULL, (const float *const *)sn->xs, (const float *)ys, dx ? (const float *const *)sn->dxin : NULL, dth ? dth + poff : NULL, (float *)dys));
+  PetscCall(NetSequenceFreeInputs_Private(net, k, sn->xs, sn->moved));
+  PetscCall(NetSequenceFreeInputs_Private(net, k, sn->dxin, sn->dmoved));
   if (last) {
     PetscCall(NetSequenceToSamples_Private(net, net->layers[k]->outsize, t, dys, dy));
     PetscCall(PetscFree(dys));
@@ -774,6 +871,7 @@ static PetscErrorCode NetExecSOBackward_Sequence(Net net, PetscInt k, const Pets
                                                  PetscScalar *dxd, PetscScalar *hvk)
 {
   const NetNode *nd    = &net->nodes[k];
+  NetSeqNode    *sn    = (NetSeqNode *)nd->sq;
   PetscBool      input = (PetscBool)(nd->in[0] == NET_INPUT), last = (PetscBool)(k == net->nlayers - 1), has[3] = {PETSC_FALSE, PETSC_FALSE, PETSC_FALSE};
   const void    *xs = x, *xds = xdot, *ys = y, *yds = ydot, *dys = dy, *p[3] = {xdot, ydot, dxd};
   void          *dxds = dxd;
@@ -785,24 +883,23 @@ static PetscErrorCode NetExecSOBackward_Sequence(Net net, PetscInt k, const Pets
   PetscCheck(nd->nin == 1, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Node %s: a join with curvature (the walk refuses it, NetNodeSOBackward_Private())", nd->name);
   PetscCall(NetSequenceLocal_Private(net, k, &layer, &n, &poff));
   PetscCall(NetSequencePresent_Private(net, 3, p, has));
-  if (((NetSeqNode *)nd->sq)->kind == NET_SEQ_ATTENTION) {
-    PetscCall(NetSequenceAttentionSOBackward_Private(net, k, th, x, y, xdot, thd, ydot, dy, dxd, hvk, has));
-    PetscFunctionReturn(0);
-  }
   if (input) {
-    PetscCall(NetSequenceToTokens_Private(net, layer->insize, NET_ELEM_DOUBLE, PETSC_TRUE, x, (void **)&xs));
-    PetscCall(NetSequenceToTokens_Private(net, layer->insize, NET_ELEM_DOUBLE, has[0], xdot, (void **)&xds));
-    PetscCall(NetSequenceToTokens_Private(net, layer->insize, NET_ELEM_DOUBLE, has[2], dxd, &dxds));
+    PetscCall(NetSequenceToTokens_Private(net, net->layers[k]->insize, NET_ELEM_DOUBLE, PETSC_TRUE, x, (void **)&xs));
+    PetscCall(NetSequenceToTokens_Private(net, net->layers[k]->insize, NET_ELEM_DOUBLE, has[0], xdot, (void **)&xds));
+    PetscCall(NetSequenceToTokens_Private(net, net->layers[k]->insize, NET_ELEM_DOUBLE, has[2], dxd, &dxds));
   }
   if (last) {
-    PetscCall(NetSequenceToTokens_Private(net, layer->outsize, NET_ELEM_DOUBLE, PETSC_TRUE, y, (void **)&ys));
-    PetscCall(NetSequenceToTokens_Private(net, layer->outsize, NET_ELEM_DOUBLE, has[1], ydot, (void **)&yds));
-    PetscCall(NetSequenceToTokens_Private(net, layer->outsize, NET_ELEM_DOUBLE, PETSC_TRUE, dy, (void **)&dys));
+    PetscCall(NetSequenceToTokens_Private(net, net->layers[k]->outsize, NET_ELEM_DOUBLE, PETSC_TRUE, y, (void **)&ys));
+    PetscCall(NetSequenceToTokens_Private(net, net->layers[k]->outsize, NET_ELEM_DOUBLE, has[1], ydot, (void **)&yds));
+    PetscCall(NetSequenceToTokens_Private(net, net->layers[k]->outsize, NET_ELEM_DOUBLE, PETSC_TRUE, dy, (void **)&dys));
   }
-  PetscCall(LayerSOBackwardArray(layer, n, th ? th + poff : NULL, (const PetscScalar *)xs, (const PetscScalar *)ys, (const PetscScalar *)xds, thd ? thd + poff : NULL, (const PetscScalar *)yds, (const PetscScalar *)dys, (PetscScalar *)dxds,
-                                 hvk ? hvk + poff : NULL));
+  if (sn->kind == NET_SEQ_ATTENTION)
+    PetscCall(NetSequenceAttentionSOBackward_Private(net, k, th, (const PetscScalar *)xs, (const PetscScalar *)ys, (const PetscScalar *)xds, thd, (const PetscScalar *)yds, (const PetscScalar *)dys, (PetscScalar *)dxds, hvk, has));
+  else
+    PetscCall(LayerSOBackwardArray(layer, n, th ? th + poff : NULL, (const PetscScalar *)xs, (const PetscScalar *)ys, (const PetscScalar *)xds, thd ? thd + poff : NULL, (const PetscScalar *)yds, (const PetscScalar *)dys, (PetscScalar *)dxds,
+                                   hvk ? hvk + poff : NULL));
   if (input) {
-    if (has[2]) PetscCall(NetSequenceToSamples_Private(net, layer->insize, NET_ELEM_DOUBLE, dxds, dxd));
+    if (has[2]) PetscCall(NetSequenceToSamples_Private(net, net->layers[k]->insize, NET_ELEM_DOUBLE, dxds, dxd));
     PetscCall(PetscFree(xs));
     PetscCall(PetscFree(xds));
     PetscCall(PetscFree(dxds));
@@ -872,6 +969,7 @@ static PetscErrorCode NetExecView_Sequence(Net net, PetscInt k, PetscViewer view
   for (PetscInt i = 0; i < net->nodes[k].nin; i++) input = (PetscBool)(input || net->nodes[k].in[i] == NET_INPUT);
   PetscCall(PetscViewerASCIIPrintf(viewer, "      sequence node, %s: tokens split over groups of %" PetscInt_FMT " ranks%s%s\n", NetSeqKinds[sn->kind], sq->P, input ? "; its input moved from the sample split (R)" : "",
                                    k == net->nlayers - 1 ? "; its output moved to the sample split (R^T)" : ""));
+  if (sn->full) PetscCall(PetscViewerASCIIPrintf(viewer, "      its attention kernel has no query block: every rank computes every query and keeps its own\n"));
   PetscFunctionReturn(0);
 }
 
