@@ -657,9 +657,9 @@ static PetscErrorCode NetSequenceAttentionBackward_Private(Net net, PetscInt k, 
   }
   if (want) PetscCall(PetscCalloc((size_t)sq->ng * sn->local->insize * es + 1, &dxf));
   if (t == NET_ELEM_DOUBLE)
-    PetscCall(LayerBackwardArrays(sn->local, sq->ng, th, (const PetscScalar *const *)&xf, (const PetscScalar *)yf, (const PetscScalar *)dyf, want ? (PetscScalar *const *)&dxf : NULL, dth));
+    PetscCall(LayerBackwardArrays(sn->local, sq->ng, th, (const PetscScalar *const *)&xf, (const PetscScalar *)yf, (const PetscScalar *)dyf, (PetscScalar *const *)&dxf, dth));
   else
-    PetscCall(LayerBackwardSingle(sn->local, sq->ng, th, (const float *const *)&xf, (const float *)yf, (const float *)dyf, want ? (float *const *)&dxf : NULL, dth));
+    PetscCall(LayerBackwardSingle(sn->local, sq->ng, th, (const float *const *)&xf, (const float *)yf, (const float *)dyf, (float *const *)&dxf, dth));
   if (want) {
     PetscCall(PetscMemzero(dx, (size_t)sq->ng * sq->tl * z.c * es));
     PetscCall(NetSequenceReduceScatter_Private(net, z.c, t, dxf, dx));
@@ -690,9 +690,9 @@ static PetscErrorCode NetSequenceAttentionJVP_Private(Net net, PetscInt k, NetEl
     PetscCall(PetscMalloc((size_t)sq->ng * sq->T * z.c * es + 1, &dyf));
   }
   if (t == NET_ELEM_DOUBLE)
-    PetscCall(LayerJVPArrays(sn->local, sq->ng, th, (const PetscScalar *const *)&xf, (const PetscScalar *)yf, given ? (const PetscScalar *const *)&dxf : NULL, dth, (PetscScalar *)dyf));
+    PetscCall(LayerJVPArrays(sn->local, sq->ng, th, (const PetscScalar *const *)&xf, (const PetscScalar *)yf, (const PetscScalar *const *)&dxf, dth, (PetscScalar *)dyf));
   else
-    PetscCall(LayerJVPSingle(sn->local, sq->ng, th, (const float *const *)&xf, (const float *)yf, given ? (const float *const *)&dxf : NULL, dth, (float *)dyf));
+    PetscCall(LayerJVPSingle(sn->local, sq->ng, th, (const float *const *)&xf, (const float *)yf, (const float *const *)&dxf, dth, (float *)dyf));
   if (sn->full) {
     NetSequenceSelectRows(sq, z.c, es, PETSC_FALSE, dyf, dy);
     PetscCall(PetscFree(yf));
@@ -719,7 +719,7 @@ static PetscErrorCode NetSequenceAttentionSOBackward_Private(Net net, PetscInt k
   if (sn->full) { /* the whole output, its tangent (a jvp) and the padded cotangent */
     PetscCall(NetSequenceAttentionRun_Private(net, k, NET_ELEM_DOUBLE, th, xf, NULL, &yf));
     PetscCall(PetscMalloc((size_t)sq->ng * sq->T * z.c * es + 1, &ydf));
-    PetscCall(LayerJVPArrays(sn->local, sq->ng, th, (const PetscScalar *const *)&xf, (const PetscScalar *)yf, has[0] ? (const PetscScalar *const *)&xdf : NULL, thd, (PetscScalar *)ydf));
+    PetscCall(LayerJVPArrays(sn->local, sq->ng, th, (const PetscScalar *const *)&xf, (const PetscScalar *)yf, (const PetscScalar *const *)&xdf, thd, (PetscScalar *)ydf));
     PetscCall(PetscCalloc((size_t)sq->ng * sq->T * z.c * es + 1, &dyf));
     NetSequenceSelectRows(sq, z.c, es, PETSC_TRUE, dyf, (void *)dy);
   }
@@ -801,11 +801,11 @@ static PetscErrorCode NetExecBackward_Sequence(Net net, PetscInt k, NetElem t, c
   if (sn->kind == NET_SEQ_ATTENTION)
     PetscCall(NetSequenceAttentionBackward_Private(net, k, t, th, sn->xs[0], ys, dys, sn->dxs[0], sn->want[0], dth));
   else if (layer == net->layers[k])
-    PetscCall(NetExecPlainBackward_Private(net, k, n, t, th, sn->xs, ys, dys, dx ? sn->dxs : NULL, dth, mask));
+    PetscCall(NetExecPlainBackward_Private(net, k, n, t, th, sn->xs, ys, dys, sn->dxs, dth, mask));
   else if (t == NET_ELEM_DOUBLE)
-    PetscCall(LayerBackwardArrays(layer, n, th ? th + poff : NULL, (const PetscScalar *const *)sn->xs, (const PetscScalar *)ys, (const PetscScalar *)dys, dx ? (PetscScalar *const *)sn->dxs : NULL, dth ? dth + poff : NULL));
+    PetscCall(LayerBackwardArrays(layer, n, th ? th + poff : NULL, (const PetscScalar *const *)sn->xs, (const PetscScalar *)ys, (const PetscScalar *)dys, (PetscScalar *const *)sn->dxs, dth ? dth + poff : NULL));
   else
-    PetscCall(LayerBackwardSingle(layer, n, th ? th + poff : NULL, (const float *const *)sn->xs, (const float *)ys, (const float *)dys, dx ? (float *const *)sn->dxs : NULL, dth ? dth + poff : NULL));
+    PetscCall(LayerBackwardSingle(layer, n, th ? th + poff : NULL, (const float *const *)sn->xs, (const float *)ys, (const float *)dys, (float *const *)sn->dxs, dth ? dth + poff : NULL));
   for (PetscInt i = 0; i < nd->nin; i++) {
     if (!sn->moved[i] || !sn->want[i]) continue;
     PetscCall(NetSequenceToSamples_Private(net, net->layers[k]->insizes[i], t, sn->dxs[i], dx[i]));
@@ -848,11 +848,11 @@ static PetscErrorCode NetExecJVP_Sequence(Net net, PetscInt k, NetElem t, const 
   if (sn->kind == NET_SEQ_ATTENTION)
     PetscCall(NetSequenceAttentionJVP_Private(net, k, t, th, sn->xs[0], ys, sn->want[0], sn->dxin[0], dth, dys));
   else if (layer == net->layers[k])
-    PetscCall(NetExecPlainJVP_Private(net, k, n, t, th, sn->xs, ys, dx ? sn->dxin : NULL, dth, dys));
+    PetscCall(NetExecPlainJVP_Private(net, k, n, t, th, sn->xs, ys, sn->dxin, dth, dys));
   else if (t == NET_ELEM_DOUBLE)
-    PetscCall(LayerJVPArrays(layer, n, th ? th + poff : NULL, (const PetscScalar *const *)sn->xs, (const PetscScalar *)ys, dx ? (const PetscScalar *const *)sn->dxin : NULL, dth ? dth + poff : NULL, (PetscScalar *)dys));
+    PetscCall(LayerJVPArrays(layer, n, th ? th + poff : NULL, (const PetscScalar *const *)sn->xs, (const PetscScalar *)ys, (const PetscScalar *const *)sn->dxin, dth ? dth + poff : NULL, (PetscScalar *)dys));
   else
-    PetscCall(LayerJVPSingle(layer, n, th ? th + poff : NULL, (const float *const *)sn->xs, (const float *)ys, dx ? (const float *const *)sn->dxin : NULL, dth ? dth + poff : NULL, (float *)dys));
+    PetscCall(LayerJVPSingle(layer, n, th ? th + poff : NULL, (const float *const *)sn->xs, (const float *)ys, (const float *const *)sn->dxin, dth ? dth + poff : NULL, (float *)dys));
   PetscCall(NetSequenceFreeInputs_Private(net, k, sn->xs, sn->moved));
   PetscCall(NetSequenceFreeInputs_Private(net, k, sn->dxin, sn->dmoved));
   if (last) {
