@@ -543,21 +543,31 @@ static PetscErrorCode NetSequenceGather_Private(Net net, PetscInt c, NetElem t, 
   PetscFunctionReturn(0);
 }
 
-/* dx += G^T dxf: every rank's cotangents of the whole sequences added up on the tokens' owners (the reduce-scatter) */
+/* dx += G^T dxf: every rank's cotangents of the whole sequences added up on the tokens' owners (the reduce-scatter).
+   Float values are added in double (MPI sums a unit of c doubles through PetscSF, not one of c floats) and rounded
+   once. */
 static PetscErrorCode NetSequenceReduceScatter_Private(Net net, PetscInt c, NetElem t, const void *dxf, void *dx)
 {
-  PetscSF gsf;
+  NetSequence *sq = (NetSequence *)net->seq;
+  PetscSF      gsf;
+  MPI_Datatype unit;
+  PetscScalar *wide = NULL, *acc = NULL;
+  const size_t nf = (size_t)sq->ng * sq->T * c, nt = (size_t)sq->ng * sq->tl * c;
 
   PetscFunctionBegin;
   PetscCall(NetSequenceGetGatherSF_Private(net, &gsf));
-  /* entry by entry (a sum over a derived type is not MPI's): c entries a token, as c leaves of a larger graph would be */
-  {
-    MPI_Datatype unit;
-
-    PetscCall(NetSequenceUnit_Private(c, t, &unit));
-    PetscCall(PetscSFReduceBegin(gsf, unit, dxf, dx, MPI_SUM));
-    PetscCall(PetscSFReduceEnd(gsf, unit, dxf, dx, MPI_SUM));
-    PetscCallMPI(MPI_Type_free(&unit));
+  PetscCall(NetSequenceUnit_Private(c, NET_ELEM_DOUBLE, &unit));
+  if (t != NET_ELEM_DOUBLE) {
+    PetscCall(PetscMalloc2(nf + 1, &wide, nt + 1, &acc));
+    for (size_t i = 0; i < nf; i++) wide[i] = ((const float *)dxf)[i];
+    for (size_t i = 0; i < nt; i++) acc[i] = ((const float *)dx)[i];
+  }
+  PetscCall(PetscSFReduceBegin(gsf, unit, wide ? wide : dxf, acc ? acc : dx, MPI_SUM));
+  PetscCall(PetscSFReduceEnd(gsf, unit, wide ? wide : dxf, acc ? acc : dx, MPI_SUM));
+  PetscCallMPI(MPI_Type_free(&unit));
+  if (t != NET_ELEM_DOUBLE) {
+    for (size_t i = 0; i < nt; i++) ((float *)dx)[i] = (float)acc[i];
+    PetscCall(PetscFree2(wide, acc));
   }
   PetscFunctionReturn(0);
 }
