@@ -236,10 +236,12 @@ PetscErrorCode NetSequenceSetUpNode_Private(Net net, PetscInt k)
   }
   /* one refusal for the kinds without a sequence-parallel form: those that mix the tokens of a sequence by a rule this
      file does not know (a kind outside the lists), and those that act on a whole sequence differently than on each of
-     its tokens (plain dense:N and flatten fold the tokens into one vector: no split of the tokens computes them) */
-  PetscCheck((istoken && same) || isposition || isattention, comm, PETSC_ERR_SUP,
+     its tokens (plain dense:N and flatten fold the tokens into one vector: no split of the tokens computes them); and
+     position:T:sinusoidal, whose table a copy on the rank's tokens would build from position 0 instead of t0 */
+  PetscCheck((istoken && same) || (isposition && layer->nparams > 0) || isattention, comm, PETSC_ERR_SUP,
              "Node %s (%s) has no sequence-parallel form: -net_parallel sequence splits the tokens of each sequence, and runs the kinds that act on each token alone (dense:N:tokens, layernorm, rmsnorm, embedding, the activations, add, "
-             "concat), position:T and attention; a dense layer must be dense:N:tokens (-%sdense_tokens), and nothing may flatten the tokens; or run this Net with -net_parallel replicated (data parallel)",
+             "concat), position:T (learned; the sinusoidal table has no token offset yet) and attention; a dense layer must be dense:N:tokens (-%sdense_tokens), and nothing may flatten the tokens; or run this Net with -net_parallel replicated (data "
+             "parallel)",
              nd->name, type, ((PetscObject)layer)->prefix ? ((PetscObject)layer)->prefix : "");
   if (isposition) kind = NET_SEQ_POSITION;
   if (isattention) kind = NET_SEQ_ATTENTION;
