@@ -126,6 +126,7 @@ PetscErrorCode NetGetOutputShape(Net net, PetNetShape *out)
     PetscCall(LayerGetOutputShape(net->layers[net->nlayers - 1], out));
   else
     *out = net->in;
+  if (net->seq && net->nlayers) out->dim[0] = NetSequenceTokens_Private(net); /* the last node's tokens, (1, C), make (T, C) */
   PetscFunctionReturn(0);
 }
 
@@ -181,7 +182,7 @@ PetscErrorCode NetGetTraining(Net net, PetscBool *training)
   PetscFunctionReturn(0);
 }
 
-const char *const NetParallelTypes[] = {"replicated", "sharded", "model", "tensor", "NetParallelType", "NET_PARALLEL_", NULL};
+const char *const NetParallelTypes[] = {"replicated", "sharded", "model", "tensor", "sequence", "NetParallelType", "NET_PARALLEL_", NULL};
 
 /*@
   NetSetParallel - chooses how the parameters and the work of the Net are spread over its ranks
@@ -197,28 +198,34 @@ const char *const NetParallelTypes[] = {"replicated", "sharded", "model", "tenso
              all ranks (their weights over a P_out x P_in grid, see NetSetNodePartition()), the other nodes sharded;
              `NET_PARALLEL_TENSOR`: tensor parallelism as in Megatron-LM, the attention and dense:N:tokens nodes split
              over the ranks of a tensor group (NetSetTensorRanks()): attention by heads, an MLP pair dense:F:tokens,
-             activation, dense:E:tokens as a column-parallel then a row-parallel dense; the other nodes sharded
+             activation, dense:E:tokens as a column-parallel then a row-parallel dense; the other nodes sharded;
+             `NET_PARALLEL_SEQUENCE`: the tokens of a sequence batch (input shape T or TxC) split over groups of
+             ranks (NetSetSequenceRanks()), the parameters replicated
 
   Options Database Key:
-. -net_parallel <replicated,sharded,model,tensor> - the same from the options
+. -net_parallel <replicated,sharded,model,tensor,sequence> - the same from the options
 
   Notes:
-  The results of the four modes agree to round-off. The parameter Vec (NetGetParameters()) is the same distributed
+  The results of the modes agree to round-off. The parameter Vec (NetGetParameters()) is the same distributed
   Vec in every mode, so optimizers, checkpoints and model files do not change. The mode of a Net that is set up can
   be changed: its parameters and layer buffers (batchnorm's running statistics) stay, and the next NetForward() reads
-  them the new way.
+  them the new way. Sequence parallelism lays the nodes out on tokens instead of samples: choose it before NetSetUp().
+  See docs/manual/parallelism.md for what each mode runs and what it refuses.
 
   Level: intermediate
 
-.seealso: `NetGetParallel()`, `NetSetNodePartition()`, `NetGetParameters()`
+.seealso: `NetGetParallel()`, `NetSetNodePartition()`, `NetGetParameters()`, `NetSetSequenceRanks()`
 @*/
 PetscErrorCode NetSetParallel(Net net, NetParallelType parallel)
 {
   PetscFunctionBegin;
   PetscValidHeaderSpecific(net, NET_CLASSID, 1);
   PetscValidLogicalCollectiveEnum(net, parallel, 2);
-  PetscCheck(parallel >= NET_PARALLEL_REPLICATED && parallel <= NET_PARALLEL_TENSOR, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_OUTOFRANGE, "Unknown parallel mode %d: use replicated, sharded, model or tensor", (int)parallel);
+  PetscCheck(parallel >= NET_PARALLEL_REPLICATED && parallel <= NET_PARALLEL_SEQUENCE, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_OUTOFRANGE, "Unknown parallel mode %d: use replicated, sharded, model, tensor or sequence", (int)parallel);
   if (parallel == net->parallel) PetscFunctionReturn(0);
+  PetscCheck(!net->setupcalled || (parallel != NET_PARALLEL_SEQUENCE && net->parallel != NET_PARALLEL_SEQUENCE), PetscObjectComm((PetscObject)net), PETSC_ERR_ORDER,
+             "NetSetParallel(): the Net is set up with -net_parallel %s; sequence parallelism sets its nodes up on tokens instead of samples, so choose it (or leave it) before NetSetUp(): give -net_parallel %s with the other options",
+             NetParallelTypes[net->parallel], NetParallelTypes[parallel]);
   net->parallel = parallel;
   if (net->setupcalled) { /* the parameters and layer buffers stay; where each node reads them from is laid out anew */
     PetscCall(NetResetWorkspace_Private(net));
@@ -557,6 +564,13 @@ PetscErrorCode NetSetFromOptions(Net net)
     if (flg) PetscCall(NetSetTensorRanks(net, tranks));
   }
   {
+    PetscInt  P = net->seqranks;
+    PetscBool flg;
+
+    PetscCall(PetNetOptionsBoundedInt("-net_sequence_ranks", "Sequence parallelism: ranks per group splitting the tokens (0: all)", "NetSetSequenceRanks", P, &P, &flg, 0));
+    if (flg) PetscCall(NetSetSequenceRanks(net, P));
+  }
+  {
     PetscInt  groups = net->ngroups;
     PetscBool flg;
 
@@ -671,7 +685,7 @@ static PetscErrorCode NetInputShape_Private(Net net, PetscInt in, PetNetShape *s
 {
   PetscFunctionBegin;
   if (in == NET_INPUT)
-    *shape = net->in;
+    PetscCall(NetSequenceInputShape_Private(net, shape)); /* a token's in sequence mode */
   else
     PetscCall(LayerGetOutputShape(net->layers[in], shape));
   PetscFunctionReturn(0);
@@ -712,8 +726,9 @@ static PetscErrorCode NetSetUpNode_Private(Net net, PetscInt k, PetNetShape shap
   PetscFunctionBegin;
   for (PetscInt i = 0; i < nd->nin; i++) PetscCall(NetInputShape_Private(net, nd->in[i], &shapes[i]));
   if (nd->residual) {
-    PetNetShape in = net->in;
+    PetNetShape in;
 
+    PetscCall(NetSequenceInputShape_Private(net, &in));
     for (PetscInt j = 0; j < k; j++)
       if (net->nodes[j].owner == k && net->nodes[j].branch == 0) {
         PetscCall(NetInputShape_Private(net, net->nodes[j].in[0], &in));
@@ -736,6 +751,7 @@ static PetscErrorCode NetSetUpNode_Private(Net net, PetscInt k, PetNetShape shap
   PetscCall(LayerSetUp(net->layers[k]));
   PetscCall(NetCheckLayerSize_Private(net, k, total, largest));   /* 64-bit counts, before anything is allocated */
   if (net->vgrid) PetscCall(NetSpatialSetUpNode_Private(net, k)); /* the grid of its output, its box and local copy */
+  PetscCall(NetSequenceSetUpNode_Private(net, k));                /* sequence mode: its form on tokens, or a refusal */
   net->poff[k + 1] = (PetscInt)*total;
   PetscFunctionReturn(0);
 }
@@ -839,7 +855,8 @@ PetscErrorCode NetSetUp(Net net)
   for (PetscInt k = 0; k < net->nlayers - 1; k++)
     PetscCheck(net->nodes[k].nuses, comm, PETSC_ERR_ARG_WRONG, "Node %s (%s) feeds no other node and is not the Net's output (the last node, %s): use it as an input, or remove it", net->nodes[k].name, ((PetscObject)net->layers[k])->type_name,
                net->nodes[net->nlayers - 1].name);
-  PetscCall(NetSpatialSetUpInput_Private(net)); /* grid mode: the input's grid, and the input shape (channels) */
+  PetscCall(NetSpatialSetUpInput_Private(net));  /* grid mode: the input's grid, and the input shape (channels) */
+  PetscCall(NetSequenceSetUpInput_Private(net)); /* sequence mode: the groups, the token split, a token's shape */
   PetscCall(PetscMalloc1(maxin, &shapes));
   PetscCall(PetscMalloc1(net->nlayers + 1, &net->poff));
   net->poff[0] = 0;
@@ -867,7 +884,7 @@ PetscErrorCode NetSetUp(Net net)
     PetscLogDouble bytes;
 
     PetscCallMPI(MPI_Comm_size(comm, &size));
-    if (net->parallel == NET_PARALLEL_REPLICATED)
+    if (net->parallel == NET_PARALLEL_REPLICATED || net->parallel == NET_PARALLEL_SEQUENCE)
       bytes = 3.0 * sizeof(PetscScalar) * (PetscLogDouble)net->nparams;
     else
       bytes = sizeof(PetscScalar) * ((PetscLogDouble)net->nparams / size + 2.0 * net->layers[largest]->nparams);
@@ -981,8 +998,9 @@ PetscErrorCode NetView(Net net, PetscViewer viewer)
     if (net->setupcalled) PetscCall(NetFuseViewNode_Private(net, l, viewer));  /* an activation fused into its neighbours */
   }
   if (net->setupcalled) PetscCall(PetscViewerASCIIPrintf(viewer, "total parameters %" PetscInt_FMT "\n", net->nparams));
+  if (net->setupcalled) PetscCall(NetSequenceView_Private(net, viewer)); /* sequence mode: the token split */
   if (net->setupcalled) { /* the engine (netexec.c, netprecision.c): how each node runs, where the values live */
-    const NetExecOps *kinds[] = {&NetExecPlain, &NetExecModel, &NetExecSpatial, &NetExecSpatialModel};
+    const NetExecOps *kinds[] = {&NetExecPlain, &NetExecModel, &NetExecSpatial, &NetExecSpatialModel, &NetExecSequence};
     char              text[256] = "";
 
     for (size_t e = 0; e < PETSC_STATIC_ARRAY_LENGTH(kinds); e++) {
@@ -1083,6 +1101,7 @@ PetscErrorCode NetReset(Net net)
   PetscCall(NetResetWorkspace_Private(net));
   PetscCall(PetscFree(net->vlocal));
   PetscCall(NetSpatialReset_Private(net));
+  PetscCall(NetSequenceReset_Private(net));
   if (net->poff) PetscCall(NetResetParameterMaps_Private(net));
   PetscCall(VecDestroy(&net->theta));
   PetscCall(VecDestroy(&net->theta_rep));

@@ -11,6 +11,9 @@
     spatial+model  a convolution of the grid with a partition: the spatial node's halo exchange in each group, then
              the model node's split of the channels over the groups (the ranks holding the same block in every group)
              with the box of each field as its sample
+    sequence a node of a sequence-parallel Net (netsequence.c) that reads the Net's input or writes its output (the
+             move between the public sample split and the token split, R and its adjoint R^T, around the plain
+             kernels on the rank's tokens) or mixes tokens (position: the global token offset)
 
   Plain and spatial nodes compute in the store's element type (float for single and bfloat16: the spatial node's halo
   exchange, box and local kernels are float too; at bfloat16 an activation and a spatial window node read and write
@@ -119,43 +122,65 @@ static PetscErrorCode NetExecJVP_PlainBF16(Layer layer, PetscInt n, const PetscS
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode NetExecForward_Plain(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], void *y)
+/* the plain executor on n rows (the sequence executor calls it on its token split, netsequence.c) */
+PetscErrorCode NetExecPlainForward_Private(Net net, PetscInt k, PetscInt n, NetElem t, const PetscScalar *th, const void *const x[], void *y)
 {
   Layer layer = net->layers[k];
 
   PetscFunctionBegin;
   if (t == NET_ELEM_BF16) { /* not fused (NetNodeStreamsBF16()) */
-    PetscCall(NetExecForward_PlainBF16(layer, NetNodeCount(net, k), th, (const uint16_t *)x[0], (uint16_t *)y));
+    PetscCall(NetExecForward_PlainBF16(layer, n, th, (const uint16_t *)x[0], (uint16_t *)y));
     PetscFunctionReturn(0);
   }
   if (net->nodes[k].fuseact >= 0) /* y = f(P(x)) in its pass (netfuse.c): the activation goes with the call */
-    PetscCall(LayerForwardAct(layer, net->layers[net->nodes[k].fuseact], t == NET_ELEM_FLOAT ? PETSC_FLOAT : PETSC_SCALAR, NetNodeCount(net, k), th, x[0], y));
-  else if (t == NET_ELEM_DOUBLE) PetscCall(LayerForwardArrays(layer, NetNodeCount(net, k), th, (const PetscScalar *const *)x, (PetscScalar *)y));
-  else PetscCall(LayerForwardSingle(layer, NetNodeCount(net, k), th, (const float *const *)x, (float *)y));
+    PetscCall(LayerForwardAct(layer, net->layers[net->nodes[k].fuseact], t == NET_ELEM_FLOAT ? PETSC_FLOAT : PETSC_SCALAR, n, th, x[0], y));
+  else if (t == NET_ELEM_DOUBLE) PetscCall(LayerForwardArrays(layer, n, th, (const PetscScalar *const *)x, (PetscScalar *)y));
+  else PetscCall(LayerForwardSingle(layer, n, th, (const float *const *)x, (float *)y));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode NetExecPlainBackward_Private(Net net, PetscInt k, PetscInt n, NetElem t, const PetscScalar *th, const void *const x[], const void *y, const void *dy, void *const dx[], PetscScalar *dth, PetscInt mask)
+{
+  Layer layer = net->layers[k];
+
+  PetscFunctionBegin;
+  if (t == NET_ELEM_BF16) PetscCall(NetExecBackward_PlainBF16(layer, n, th, (const uint16_t *)x[0], (const uint16_t *)y, (const uint16_t *)dy, (uint16_t *)dx[0]));
+  else if (mask >= 0) /* dx = f'(x) J^T dy in its pass (netfuse.c): the activation goes with the call */
+    PetscCall(LayerBackwardMask(layer, net->layers[mask], t == NET_ELEM_FLOAT ? PETSC_FLOAT : PETSC_SCALAR, n, th, x[0], y, dy, dx[0], dth));
+  else if (t == NET_ELEM_DOUBLE) PetscCall(LayerBackwardArrays(layer, n, th, (const PetscScalar *const *)x, (const PetscScalar *)y, (const PetscScalar *)dy, (PetscScalar *const *)dx, dth));
+  else PetscCall(LayerBackwardSingle(layer, n, th, (const float *const *)x, (const float *)y, (const float *)dy, (float *const *)dx, dth));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode NetExecPlainJVP_Private(Net net, PetscInt k, PetscInt n, NetElem t, const PetscScalar *th, const void *const x[], const void *y, const void *const dx[], const PetscScalar *dth, void *dy)
+{
+  Layer layer = net->layers[k];
+
+  PetscFunctionBegin;
+  if (t == NET_ELEM_BF16) PetscCall(NetExecJVP_PlainBF16(layer, n, th, (const uint16_t *)x[0], (const uint16_t *)y, dx ? (const uint16_t *)dx[0] : NULL, (uint16_t *)dy));
+  else if (t == NET_ELEM_DOUBLE) PetscCall(LayerJVPArrays(layer, n, th, (const PetscScalar *const *)x, (const PetscScalar *)y, (const PetscScalar *const *)dx, dth, (PetscScalar *)dy));
+  else PetscCall(LayerJVPSingle(layer, n, th, (const float *const *)x, (const float *)y, (const float *const *)dx, dth, (float *)dy));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetExecForward_Plain(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], void *y)
+{
+  PetscFunctionBegin;
+  PetscCall(NetExecPlainForward_Private(net, k, NetNodeCount(net, k), t, th, x, y));
   PetscFunctionReturn(0);
 }
 
 static PetscErrorCode NetExecBackward_Plain(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], const void *y, const void *dy, void *const dx[], PetscScalar *dth, PetscInt mask)
 {
-  Layer layer = net->layers[k];
-
   PetscFunctionBegin;
-  if (t == NET_ELEM_BF16) PetscCall(NetExecBackward_PlainBF16(layer, NetNodeCount(net, k), th, (const uint16_t *)x[0], (const uint16_t *)y, (const uint16_t *)dy, (uint16_t *)dx[0]));
-  else if (mask >= 0) /* dx = f'(x) J^T dy in its pass (netfuse.c): the activation goes with the call */
-    PetscCall(LayerBackwardMask(layer, net->layers[mask], t == NET_ELEM_FLOAT ? PETSC_FLOAT : PETSC_SCALAR, NetNodeCount(net, k), th, x[0], y, dy, dx[0], dth));
-  else if (t == NET_ELEM_DOUBLE) PetscCall(LayerBackwardArrays(layer, NetNodeCount(net, k), th, (const PetscScalar *const *)x, (const PetscScalar *)y, (const PetscScalar *)dy, (PetscScalar *const *)dx, dth));
-  else PetscCall(LayerBackwardSingle(layer, NetNodeCount(net, k), th, (const float *const *)x, (const float *)y, (const float *)dy, (float *const *)dx, dth));
+  PetscCall(NetExecPlainBackward_Private(net, k, NetNodeCount(net, k), t, th, x, y, dy, dx, dth, mask));
   PetscFunctionReturn(0);
 }
 
 static PetscErrorCode NetExecJVP_Plain(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], const void *y, const void *const dx[], const PetscScalar *dth, void *dy)
 {
-  Layer layer = net->layers[k];
-
   PetscFunctionBegin;
-  if (t == NET_ELEM_BF16) PetscCall(NetExecJVP_PlainBF16(layer, NetNodeCount(net, k), th, (const uint16_t *)x[0], (const uint16_t *)y, dx ? (const uint16_t *)dx[0] : NULL, (uint16_t *)dy));
-  else if (t == NET_ELEM_DOUBLE) PetscCall(LayerJVPArrays(layer, NetNodeCount(net, k), th, (const PetscScalar *const *)x, (const PetscScalar *)y, (const PetscScalar *const *)dx, dth, (PetscScalar *)dy));
-  else PetscCall(LayerJVPSingle(layer, NetNodeCount(net, k), th, (const float *const *)x, (const float *)y, (const float *const *)dx, dth, (float *)dy));
+  PetscCall(NetExecPlainJVP_Private(net, k, NetNodeCount(net, k), t, th, x, y, dx, dth, dy));
   PetscFunctionReturn(0);
 }
 
@@ -280,15 +305,15 @@ static PetscErrorCode NetExecView_SpatialModel(Net net, PetscInt k, PetscViewer 
 
 const NetExecOps NetExecSpatialModel = {"spatial+model", PETSC_FALSE, PETSC_FALSE, NetExecForward_SpatialModel, NetExecBackward_SpatialModel, NetExecJVP_SpatialModel, NetExecSOBackward_SpatialModel, NetExecView_SpatialModel};
 
-/* each node's executor, once the model-parallel (netmodel.c) and spatial (netspatial.c) set-ups have said which
-   nodes are theirs */
+/* each node's executor, once the model-parallel (netmodel.c), spatial (netspatial.c) and sequence (netsequence.c)
+   set-ups have said which nodes are theirs */
 PetscErrorCode NetSetUpExecutors_Private(Net net)
 {
   PetscFunctionBegin;
   for (PetscInt k = 0; k < net->nlayers; k++) {
     NetNode *nd = &net->nodes[k];
 
-    nd->exec = nd->mp && nd->sp ? &NetExecSpatialModel : nd->mp ? &NetExecModel : nd->sp ? &NetExecSpatial : &NetExecPlain;
+    nd->exec = nd->sq ? &NetExecSequence : nd->mp && nd->sp ? &NetExecSpatialModel : nd->mp ? &NetExecModel : nd->sp ? &NetExecSpatial : &NetExecPlain;
   }
   PetscFunctionReturn(0);
 }

@@ -17,12 +17,18 @@
 #include <petnet/private/netimpl.h>
 
 /* The samples of every value (counts[0..nlayers]) for n input samples on this rank: n everywhere in batch mode; in grid
-   mode a node that coarsens, refines or leaves the grid changes them (NetSpatialOutputCount_Private()) */
+   mode a node that coarsens, refines or leaves the grid changes them (NetSpatialOutputCount_Private()); in sequence
+   mode n counts tokens (n T for n samples) and the values between the nodes hold the rank's token split. Collective in
+   sequence mode. */
 PetscErrorCode NetValueCounts_Private(Net net, PetscInt n, PetscInt counts[])
 {
   PetscInt nf;
 
   PetscFunctionBegin;
+  if (net->seq) { /* sequence mode: n T rows of the sample split at both ends, Ng tl tokens between (netsequence.c) */
+    PetscCall(NetSequenceCounts_Private(net, n, counts));
+    PetscFunctionReturn(0);
+  }
   PetscCall(NetSpatialFields_Private(net, n, &nf)); /* grid mode: the fields of the batch */
   counts[0] = n;
   for (PetscInt k = 0; k < net->nlayers; k++) {
@@ -81,8 +87,8 @@ PetscErrorCode NetSetUpWorkspace_Private(Net net, Vec X)
   N = Nx / insize;
   PetscCall(PetscFree(net->vlocal));
   PetscCall(PetscMalloc1(net->nlayers + 1, &net->vlocal));
-  PetscCall(NetValueCounts_Private(net, n, net->vlocal)); /* n, except in grid mode (netspatial.c) */
-  {                                                       /* act, dact (and dsum where a value feeds several nodes) for n samples: each must fit a PetscInt, all in memory */
+  PetscCall(NetValueCounts_Private(net, n * NetSequenceTokens_Private(net), net->vlocal)); /* n, except in grid mode (netspatial.c) and sequence mode (tokens) */
+  {                                                                                        /* act, dact (and dsum where a value feeds several nodes) for n samples: each must fit a PetscInt, all in memory */
     PetscInt       largest = 0;
     PetscLogDouble bytes   = 0;
 
@@ -171,8 +177,8 @@ PetscErrorCode NetCreateVecs(Net net, PetscInt n, Vec *X, Vec *Y)
     PetscInt *counts;
 
     PetscCall(PetscMalloc1(net->nlayers + 1, &counts));
-    PetscCall(NetValueCounts_Private(net, n, counts)); /* in grid mode the output may have fewer samples than the input */
-    PetscCall(VecCreateMPI(PetscObjectComm((PetscObject)net), counts[net->nlayers] * outsize, PETSC_DETERMINE, Y));
+    PetscCall(NetValueCounts_Private(net, n * NetSequenceTokens_Private(net), counts)); /* in grid mode the output may have fewer samples than the input */
+    PetscCall(VecCreateMPI(PetscObjectComm((PetscObject)net), counts[net->nlayers] * net->layers[net->nlayers - 1]->outsize, PETSC_DETERMINE, Y));
     PetscCall(PetscFree(counts));
   }
   PetscFunctionReturn(0);

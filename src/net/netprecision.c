@@ -59,7 +59,7 @@ static PetscErrorCode NetStoreCreateVecs_Private(Net net, PetscBool all)
   PetscInt insize;
 
   PetscFunctionBegin;
-  PetscCall(PetNetShapeSize(&net->in, &insize));
+  PetscCall(NetSequenceInputRowSize_Private(net, &insize)); /* a row of the input: a sample, or a token in sequence mode */
   PetscCall(PetscCalloc1(net->nlayers + 1, &net->act));
   PetscCall(PetscCalloc1(net->nlayers + 1, &net->dact));
   PetscCall(PetscCalloc1(net->nlayers + 1, &net->dsum));
@@ -221,7 +221,7 @@ static PetscInt NetLowCount(Net net, PetscInt v)
   if (v)
     size = net->layers[v - 1]->outsize;
   else
-    PetscCallAbort(PETSC_COMM_SELF, PetNetShapeSize(&net->in, &size));
+    PetscCallAbort(PETSC_COMM_SELF, NetSequenceInputRowSize_Private(net, &size));
   return net->vlocal[v] * size;
 }
 

@@ -115,6 +115,10 @@ typedef struct {
      upsampling) or leaves the grid (globalavgpool); NULL for the nodes that act point by point */
   void *sp;
 
+  /* Sequence parallelism (netsequence.c): a node that reads the Net's input, writes its output or mixes tokens; NULL
+     for the nodes that act on each token alone (plain nodes over the rank's tokens) */
+  void *sq;
+
   /* Fusion (netfuse.c), decided at set-up, -1 where none: fuseact, the activation node this node applies in its forward
      output pass (this node's output value then holds the activation's output, and the activation's value is the same
      Vec); fusemask, the activation node whose derivative this node applies to its dx (its backward writes the
@@ -232,6 +236,10 @@ struct _p_Net {
      first split node's set-up for tcommranks ranks, MPI_COMM_NULL before) */
   PetscInt tensorranks, tcommranks;
   MPI_Comm tcomm;
+  /* Sequence parallelism (netsequence.c, -net_parallel sequence): the groups of seqranks ranks (0: all) that split the
+     tokens of their samples, and the state of the split (NULL unless set up in that mode) */
+  PetscInt seqranks;
+  void    *seq;
 };
 
 PETSC_INTERN PetscErrorCode NetSetUpWorkspace_Private(Net, Vec);
@@ -296,9 +304,23 @@ PETSC_INTERN PetscErrorCode NetSpatialModelJVP_Private(Net, PetscInt, const Pets
 PETSC_INTERN PetscErrorCode NetSpatialModelSOBackward_Private(Net, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
 PETSC_INTERN const NetStoreOps NetStoreDouble, NetStoreLow;
 PETSC_INTERN PetscErrorCode    NetPrecisionBytes_Private(Net, PetscInt *);
-PETSC_INTERN const NetExecOps  NetExecPlain, NetExecModel, NetExecSpatial, NetExecSpatialModel;
-PETSC_INTERN PetscErrorCode    NetSetUpExecutors_Private(Net);
-PETSC_INTERN PetscBool         NetSpatialStreamsBF16_Private(Net, PetscInt); /* netspatial.c */
+PETSC_INTERN const NetExecOps  NetExecPlain, NetExecModel, NetExecSpatial, NetExecSpatialModel, NetExecSequence;
+/* the plain executor on n rows of node k (the sequence executor runs it on the rank's tokens) */
+PETSC_INTERN PetscErrorCode NetExecPlainForward_Private(Net, PetscInt, PetscInt, NetElem, const PetscScalar *, const void *const[], void *);
+PETSC_INTERN PetscErrorCode NetExecPlainBackward_Private(Net, PetscInt, PetscInt, NetElem, const PetscScalar *, const void *const[], const void *, const void *, void *const[], PetscScalar *, PetscInt);
+PETSC_INTERN PetscErrorCode NetExecPlainJVP_Private(Net, PetscInt, PetscInt, NetElem, const PetscScalar *, const void *const[], const void *, const void *const[], const PetscScalar *, void *);
+/* sequence parallelism (netsequence.c) */
+PETSC_INTERN PetscErrorCode NetSequenceSetUpInput_Private(Net);
+PETSC_INTERN PetscErrorCode NetSequenceSetUpNode_Private(Net, PetscInt);
+PETSC_INTERN PetscErrorCode NetSequenceReset_Private(Net);
+PETSC_INTERN PetscErrorCode NetSequenceCounts_Private(Net, PetscInt, PetscInt[]);
+PETSC_INTERN PetscErrorCode NetSequenceInputShape_Private(Net, PetNetShape *);
+PETSC_INTERN PetscErrorCode NetSequenceInputRowSize_Private(Net, PetscInt *);
+PETSC_INTERN PetscInt       NetSequenceTokens_Private(Net);
+PETSC_INTERN PetscErrorCode NetSequenceView_Private(Net, PetscViewer);
+PETSC_INTERN PetscErrorCode NetSequenceTestMoves_Private(Net, PetscRandom, PetscReal *);
+PETSC_INTERN PetscErrorCode NetSetUpExecutors_Private(Net);
+PETSC_INTERN PetscBool      NetSpatialStreamsBF16_Private(Net, PetscInt); /* netspatial.c */
 /* the value store of the Net's precision */
 static inline const NetStoreOps *NetStore(Net net)
 {

@@ -1,0 +1,1000 @@
+/*
+  Sequence parallelism (-net_parallel sequence, NetSetParallel(net, NET_PARALLEL_SEQUENCE)): the tokens of a sequence
+  split over a group of ranks.
+
+  Design (issue 32). A sequence batch is (N, T, C): N samples of T tokens of C channels (token ids: C = 1). The Net's
+  public Vecs (input, output, their (co)tangents) keep the sample split of every other mode, [n][T][C] on each rank,
+  so Datasets, Losses, the Trainer and TAO see nothing new; inside, the values between the nodes are split by tokens.
+  The communicator is cut into groups of P consecutive ranks (-net_sequence_ranks P, default all ranks); group g holds
+  the samples of its ranks (Ng of them), and its rank p holds the tokens [t0_p, t0_p + tl_p) of each (PETSc's split:
+  T/P, the first T%P ranks one more):
+
+    value of the batch           layout on rank p of a group          rows (NetNode counts, vlocal[v])
+    input X, output Y (public)   [n][T][C]     sample split            n T
+    every other value            [Ng][tl][C]   token split             Ng tl
+
+  A node sees a token as a sample of shape (1, C) (the input shape with T replaced by 1: "point form" along the
+  sequence): layers are set up on it, so their parameters are those of the same layer on (T, C) (checked at set-up
+  against a copy on (T, C)), and a kind that acts on each token alone (dense:N:tokens, layernorm, rmsnorm, embedding,
+  the activations, add, concat) runs as a plain node over the Ng tl rows of its rank. The data movements are operators
+  with their adjoints, over one PetscSF per batch layout (roots: the rank's sample-split tokens, leaves: its
+  token-split tokens, a bijection, each token a unit of C entries):
+
+    R   = PetscSFBcast     sample split -> token split      (a node reading the Net's input)
+    R^T = PetscSFReduce    token split -> sample split      (that node's input cotangent; R is a permutation, R^T = R^-1)
+    S   = R^T, S^T = R                                      (the last node writes the Net's output)
+
+  The nodes that mix tokens are sequence nodes, each a local copy of the layer composed with a data movement:
+
+    position:T   y[s][t] = x[s][t] + W[t0 + t]: the copy on (tl, C) reads the table's rows from t0 (its parameter
+                 block offset by t0 C; dW += likewise): no communication, the global token offset only
+    attention    (refused for now: the kernel of the attention engineer needs a query block [t0, t0 + tl) against the
+                 keys [0, T), with the all-gather of its input as the K/V exchange and the reduce-scatter as its
+                 adjoint; see docs/manual/parallelism.md)
+
+  The parameters are replicated (as in -net_parallel replicated) and each rank's gradient holds the terms of its tokens:
+  the Net's usual sum over all ranks gives that of one rank. Activation memory per rank: the values between nodes hold
+  Ng tl rows instead of n T, i.e. they fall with P for a fixed batch (a single long sequence on P ranks: T/P tokens).
+
+  Element types: boundary and sequence nodes compute in the store's type (double, or float for single and bfloat16:
+  the movements then carry floats), the others are plain nodes and keep every path of the plain executor (fusion,
+  bfloat16 streaming). Every node in the order of the walk, on every rank: the movements are collective in the group.
+*/
+#include <petnet/private/netimpl.h>
+#include <petscsf.h>
+
+typedef enum {
+  NET_SEQ_TOKEN,    /* acts on each token alone */
+  NET_SEQ_POSITION, /* position:T, the global token offset */
+  NET_SEQ_ATTENTION /* attention: the queries of the rank's tokens against the keys of the whole sequence */
+} NetSeqKind;
+
+static const char *const NetSeqKinds[] = {"per token", "position (global token offset)", "attention (all-gather G of its input, adjoint the reduce-scatter G^T)"};
+
+/* a node run by the sequence executor: it reads the Net's input, writes its output, or mixes tokens */
+typedef struct {
+  NetSeqKind kind;
+  Layer      local; /* position: the copy on (tl, C); attention: the copy on (T, C) computing the queries [t0, t0 + tl);
+                       NULL for the others (the Net's own layer on tokens) */
+  PetscBool full;   /* attention without a query block: the copy computes every query (the rank's rows are kept) */
+  /* per input (nin entries), for the calls: the inputs and their (co)tangents in the token split, and flags */
+  const void **xs, **dxin, **p;
+  void       **dxs;
+  PetscBool   *moved, *dmoved, *flag, *want;
+} NetSeqNode;
+
+typedef struct {
+  PetscMPIInt size, rank;     /* the Net's communicator */
+  PetscInt    P, group, slot; /* ranks per group, this rank's group and place in it */
+  MPI_Comm    gcomm;          /* the group */
+  PetscInt    T;              /* tokens per sequence: the input shape's first dim */
+  PetNetShape tok;            /* a token's shape: the input shape with T replaced by 1 */
+  PetscInt    t0, tl;         /* this rank's tokens [t0, t0 + tl) */
+  PetscInt    ng;             /* samples of the group in the batch of the PetscSF */
+  PetscInt    sfgen;          /* the batch layout the PetscSF was made for (Net batchgen), -1: none */
+  PetscSF     sf;             /* roots: [n][T] tokens of this rank, leaves: [ng][tl] */
+  PetscInt    gsfgen;         /* ... and the all-gather's */
+  PetscSF     gsf;            /* roots: [ng][tl] tokens of this rank, leaves: [ng][T] (every token of the group's samples) */
+} NetSequence;
+
+/*@
+  NetSetSequenceRanks - in sequence parallelism (`NET_PARALLEL_SEQUENCE`), the number of consecutive ranks whose group
+  splits the tokens of its samples; the groups are data parallel replicas of each other
+
+  Logically collective
+
+  Input Parameters:
++ net - the Net
+- P   - ranks per group, a divisor of the communicator's size; 0 (the default): all ranks form one group
+
+  Options Database Key:
+. -net_sequence_ranks <P> - the same from the options
+
+  Level: intermediate
+
+.seealso: `NetSetParallel()`, `NET_PARALLEL_SEQUENCE`
+@*/
+PetscErrorCode NetSetSequenceRanks(Net net, PetscInt P)
+{
+  PetscMPIInt size;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(net, NET_CLASSID, 1);
+  PetscValidLogicalCollectiveInt(net, P, 2);
+  PetscCallMPI(MPI_Comm_size(PetscObjectComm((PetscObject)net), &size));
+  PetscCheck(P >= 0 && (P == 0 || size % P == 0), PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_OUTOFRANGE,
+             "-net_sequence_ranks %" PetscInt_FMT ": the groups of a sequence-parallel Net must tile the %d ranks; give a divisor of %d (or 0: one group of all ranks)", P, size, size);
+  if (P == net->seqranks) PetscFunctionReturn(0);
+  net->seqranks = P;
+  if (net->setupcalled) PetscCall(NetReset(net));
+  PetscFunctionReturn(0);
+}
+
+/* NetSetUp(), before the nodes: the groups, the token split and a token's shape (nothing unless in sequence mode) */
+PetscErrorCode NetSequenceSetUpInput_Private(Net net)
+{
+  MPI_Comm     comm = PetscObjectComm((PetscObject)net);
+  NetSequence *sq;
+  char         shape[64];
+
+  PetscFunctionBegin;
+  if (net->parallel != NET_PARALLEL_SEQUENCE) PetscFunctionReturn(0);
+  PetscCheck(!net->grid, comm, PETSC_ERR_SUP, "-net_parallel sequence splits the tokens of a sequence batch (N, T, C) and does not compose with grid mode (NetSetGrid()): use -net_parallel replicated on a grid");
+  PetscCall(PetNetShapeToString(&net->in, sizeof(shape), shape));
+  PetscCheck(net->in.ndim >= 1 && net->in.ndim < PETNET_MAX_DIM, comm, PETSC_ERR_ARG_WRONG, "-net_parallel sequence: the input shape %s is not a sequence; give -net_input_shape T (token ids) or TxC (T tokens of C channels)", shape);
+  PetscCall(PetscNew(&sq));
+  net->seq = sq;
+  PetscCallMPI(MPI_Comm_size(comm, &sq->size));
+  PetscCallMPI(MPI_Comm_rank(comm, &sq->rank));
+  sq->P          = net->seqranks > 0 ? net->seqranks : sq->size;
+  sq->group      = sq->rank / sq->P;
+  sq->slot       = sq->rank % sq->P;
+  sq->T          = net->in.dim[0];
+  sq->tok        = net->in;
+  sq->tok.dim[0] = 1; /* (T, C) -> (1, C); token ids (T) -> (1) */
+  sq->sfgen      = -1;
+  sq->gsfgen     = -1;
+  PetscCheck(sq->size % sq->P == 0, comm, PETSC_ERR_ARG_OUTOFRANGE, "-net_sequence_ranks %" PetscInt_FMT " does not divide the %d ranks: give a divisor", sq->P, sq->size);
+  PetscCheck(sq->T >= sq->P, comm, PETSC_ERR_ARG_OUTOFRANGE,
+             "-net_parallel sequence splits the %" PetscInt_FMT " tokens of a sequence (input shape %s) over groups of %" PetscInt_FMT " ranks: every rank needs a token; use fewer ranks per group (-net_sequence_ranks) or longer sequences", sq->T,
+             shape, sq->P);
+  sq->tl = sq->T / sq->P + (sq->slot < sq->T % sq->P ? 1 : 0);
+  sq->t0 = sq->slot * (sq->T / sq->P) + PetscMin(sq->slot, sq->T % sq->P);
+  PetscCallMPI(MPI_Comm_split(comm, (int)sq->group, (int)sq->slot, &sq->gcomm));
+  PetscFunctionReturn(0);
+}
+
+/* a token's shape for the layers (sequence mode), else the input shape */
+PetscErrorCode NetSequenceInputShape_Private(Net net, PetNetShape *shape)
+{
+  PetscFunctionBegin;
+  *shape = net->seq ? ((NetSequence *)net->seq)->tok : net->in;
+  PetscFunctionReturn(0);
+}
+
+/* entries of one row of value 0: a token's (sequence mode) or a sample's */
+PetscErrorCode NetSequenceInputRowSize_Private(Net net, PetscInt *size)
+{
+  PetNetShape s;
+
+  PetscFunctionBegin;
+  PetscCall(NetSequenceInputShape_Private(net, &s));
+  PetscCall(PetNetShapeSize(&s, size));
+  PetscFunctionReturn(0);
+}
+
+/* tokens per sequence (1 unless in sequence mode): the rows of a public sample */
+PetscInt NetSequenceTokens_Private(Net net)
+{
+  return net->seq ? ((NetSequence *)net->seq)->T : 1;
+}
+
+/* a copy of node k's layer on input shapes in[] (the kind's arguments and options, the Net's training mode); q0 >= 0: an
+   attention computing the queries [q0, q0 + nq) only, when its kernel can (LayerAttentionSetQueryBlock_C), else all */
+static PetscErrorCode NetSequenceCopyLayer_Private(Net net, PetscInt k, PetscInt nin, const PetNetShape in[], PetscInt q0, PetscInt nq, Layer *copy)
+{
+  Layer layer     = net->layers[k];
+  char  args[256] = "";
+
+  PetscFunctionBegin;
+  PetscCall(LayerCreate(PETSC_COMM_SELF, copy));
+  PetscCall(LayerSetType(*copy, ((PetscObject)layer)->type_name));
+  PetscCall(LayerSetIndex(*copy, layer->index));
+  PetscTryTypeMethod(layer, getarguments, sizeof(args), args);
+  PetscCall(LayerSetArguments(*copy, args));
+  if (((PetscObject)layer)->prefix && (*copy)->ops->setfromoptions) { /* the node's kind options (-layer3_dense_tokens, ...) */
+    PetscCall(PetscObjectSetOptionsPrefix((PetscObject)*copy, ((PetscObject)layer)->prefix));
+    PetscObjectOptionsBegin((PetscObject)*copy);
+    PetscUseTypeMethod(*copy, setfromoptions, PetscOptionsObject);
+    PetscOptionsEnd();
+  }
+  PetscCall(LayerSetInputShapes(*copy, nin, in));
+  if (q0 >= 0) PetscTryMethod(*copy, "LayerAttentionSetQueryBlock_C", (Layer, PetscInt, PetscInt), (*copy, q0, nq));
+  PetscCall(LayerSetTraining(*copy, layer->training));
+  PetscCall(LayerSetUp(*copy));
+  PetscFunctionReturn(0);
+}
+
+/*
+  NetSetUp(), after node k's layer is set up on tokens: its kind in sequence mode, refused when it has no
+  sequence-parallel form. The same layer on whole sequences (T, ...) must have the same parameters and give (T, out):
+  plain dense:N (which flattens a sample) and flatten do not, and are refused by name.
+*/
+PetscErrorCode NetSequenceSetUpNode_Private(Net net, PetscInt k)
+{
+  NetSequence *sq      = (NetSequence *)net->seq;
+  NetNode     *nd      = &net->nodes[k];
+  Layer        layer   = net->layers[k];
+  MPI_Comm     comm    = PetscObjectComm((PetscObject)net);
+  const char  *type    = ((PetscObject)layer)->type_name;
+  const char  *token[] = {LAYERDENSE, LAYERIDENTITY, LAYERRELU, LAYERLEAKYRELU, LAYERTANH, LAYERSIGMOID, LAYERGELU, LAYERSOFTPLUS, LAYERADD, LAYERCONCAT, LAYERLAYERNORM, LAYERRMSNORM, LAYEREMBEDDING};
+  PetscBool    istoken = PETSC_FALSE, isposition, isattention, same;
+  NetSeqKind   kind    = NET_SEQ_TOKEN;
+
+  PetscFunctionBegin;
+  if (!sq) PetscFunctionReturn(0);
+  for (size_t i = 0; i < PETSC_STATIC_ARRAY_LENGTH(token); i++) istoken = (PetscBool)(istoken || !strcmp(type, token[i]));
+  isposition  = (PetscBool)!strcmp(type, "position");
+  isattention = (PetscBool)!strcmp(type, "attention");
+  for (PetscInt i = 0; i < nd->nin; i++)
+    PetscCheck(layer->ins[i].ndim >= 1 && layer->ins[i].dim[0] == 1, comm, PETSC_ERR_ARG_WRONG, "Node %s (%s): its input %" PetscInt_FMT " is not a sequence of tokens under -net_parallel sequence (a node before it flattened the tokens)", nd->name,
+               type, i);
+  { /* the same kind on whole sequences: the same parameters and (T, out) */
+    PetNetShape *in;
+    Layer        whole;
+
+    PetscCall(PetscMalloc1(nd->nin, &in));
+    for (PetscInt i = 0; i < nd->nin; i++) {
+      in[i]        = layer->ins[i];
+      in[i].dim[0] = sq->T;
+    }
+    PetscCall(NetSequenceCopyLayer_Private(net, k, nd->nin, in, -1, 0, &whole));
+    PetscCall(PetscFree(in));
+    same = (PetscBool)(whole->nparams == layer->nparams && whole->out.ndim == layer->out.ndim && whole->out.dim[0] == sq->T && layer->out.dim[0] == 1);
+    for (PetscInt d = 1; d < layer->out.ndim && same; d++) same = (PetscBool)(whole->out.dim[d] == layer->out.dim[d]);
+    PetscCall(LayerDestroy(&whole));
+  }
+  /* one refusal for the kinds without a sequence-parallel form: those that mix the tokens of a sequence by a rule this
+     file does not know (a kind outside the lists), and those that act on a whole sequence differently than on each of
+     its tokens (plain dense:N and flatten fold the tokens into one vector: no split of the tokens computes them); and
+     position:T:sinusoidal, whose table a copy on the rank's tokens would build from position 0 instead of t0 */
+  PetscCheck((istoken && same) || (isposition && layer->nparams > 0) || isattention, comm, PETSC_ERR_SUP,
+             "Node %s (%s) has no sequence-parallel form: -net_parallel sequence splits the tokens of each sequence, and runs the kinds that act on each token alone (dense:N:tokens, layernorm, rmsnorm, embedding, the activations, add, "
+             "concat), position:T (learned; the sinusoidal table has no token offset yet) and attention; a dense layer must be dense:N:tokens (-%sdense_tokens), and nothing may flatten the tokens; or run this Net with -net_parallel replicated (data "
+             "parallel)",
+             nd->name, type, ((PetscObject)layer)->prefix ? ((PetscObject)layer)->prefix : "");
+  if (isposition) kind = NET_SEQ_POSITION;
+  if (isattention) kind = NET_SEQ_ATTENTION;
+  if (kind == NET_SEQ_TOKEN && k < net->nlayers - 1) {
+    PetscBool input = PETSC_FALSE;
+
+    for (PetscInt i = 0; i < nd->nin; i++) input = (PetscBool)(input || nd->in[i] == NET_INPUT);
+    if (!input) PetscFunctionReturn(0); /* a plain node over the rank's rows */
+  }
+  {
+    NetSeqNode *sn;
+
+    PetscCall(PetscNew(&sn));
+    sn->kind = kind;
+    nd->sq   = sn;
+    PetscCall(PetscCalloc4(nd->nin, &sn->xs, nd->nin, &sn->dxin, nd->nin, &sn->p, nd->nin, &sn->dxs));
+    PetscCall(PetscCalloc4(nd->nin, &sn->moved, nd->nin, &sn->dmoved, nd->nin, &sn->flag, nd->nin, &sn->want));
+    if (kind == NET_SEQ_POSITION) {
+      PetNetShape in = layer->ins[0];
+
+      PetscCheck(nd->nin == 1, comm, PETSC_ERR_PLIB, "Node %s (position) takes one input", nd->name);
+      in.dim[0] = sq->tl;
+      PetscCall(NetSequenceCopyLayer_Private(net, k, 1, &in, -1, 0, &sn->local));
+      PetscCheck(sn->local->nparams == layer->nparams, comm, PETSC_ERR_PLIB, "Node %s: its copy on this rank's tokens has %" PetscInt_FMT " parameters, not %" PetscInt_FMT, nd->name, sn->local->nparams, layer->nparams);
+    }
+    if (kind == NET_SEQ_ATTENTION) { /* the copy on whole sequences, computing the queries of the rank's tokens */
+      PetNetShape in = layer->ins[0];
+
+      PetscCheck(nd->nin == 1, comm, PETSC_ERR_PLIB, "Node %s (attention) takes one input", nd->name);
+      in.dim[0] = sq->T;
+      PetscCall(NetSequenceCopyLayer_Private(net, k, 1, &in, sq->t0, sq->tl, &sn->local));
+      sn->full = (PetscBool)(sn->local->out.dim[0] == sq->T && sq->tl < sq->T); /* the kernel has no query block */
+      PetscCheck(sn->local->nparams == layer->nparams && sn->local->outsize == (sn->full ? sq->T : sq->tl) * layer->outsize, comm, PETSC_ERR_PLIB,
+                 "Node %s: its copy on the rank's queries [%" PetscInt_FMT ", %" PetscInt_FMT ") has another shape than %" PetscInt_FMT " tokens", nd->name, sq->t0, sq->t0 + sq->tl, sq->tl);
+    }
+  }
+  PetscFunctionReturn(0);
+}
+
+/* NetReset(): the sequence state of the Net and its nodes */
+PetscErrorCode NetSequenceReset_Private(Net net)
+{
+  PetscFunctionBegin;
+  for (PetscInt k = 0; k < net->nlayers; k++) {
+    NetSeqNode *sn = (NetSeqNode *)net->nodes[k].sq;
+
+    if (!sn) continue;
+    PetscCall(LayerDestroy(&sn->local));
+    PetscCall(PetscFree4(sn->xs, sn->dxin, sn->p, sn->dxs));
+    PetscCall(PetscFree4(sn->moved, sn->dmoved, sn->flag, sn->want));
+    PetscCall(PetscFree(net->nodes[k].sq));
+  }
+  if (net->seq) {
+    NetSequence *sq = (NetSequence *)net->seq;
+
+    PetscCall(PetscSFDestroy(&sq->sf));
+    PetscCall(PetscSFDestroy(&sq->gsf));
+    if (sq->gcomm != MPI_COMM_NULL) PetscCallMPI(MPI_Comm_free(&sq->gcomm));
+    PetscCall(PetscFree(net->seq));
+  }
+  PetscFunctionReturn(0);
+}
+
+/* The rows of every value for n rows of the input (n T for n samples): see the table above. Collective on the group. */
+PetscErrorCode NetSequenceCounts_Private(Net net, PetscInt n, PetscInt counts[])
+{
+  NetSequence *sq = (NetSequence *)net->seq;
+  PetscInt     ns = n / sq->T, ng;
+
+  PetscFunctionBegin;
+  PetscCallMPI(MPI_Allreduce(&ns, &ng, 1, MPIU_INT, MPI_SUM, sq->gcomm));
+  PetscCheck((PetscInt64)ng * sq->tl <= PETSC_MAX_INT, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "-net_parallel sequence: %" PetscInt_FMT " samples of %" PetscInt_FMT " tokens on a rank need more rows than a PetscInt holds: use smaller batches", ng,
+             sq->tl);
+  counts[0] = n;
+  for (PetscInt k = 0; k < net->nlayers; k++) counts[k + 1] = k < net->nlayers - 1 ? ng * sq->tl : n;
+  PetscFunctionReturn(0);
+}
+
+/* the PetscSF of the current batch layout: roots this rank's n T sample-split tokens, leaves its ng tl token-split ones */
+static PetscErrorCode NetSequenceGetSF_Private(Net net, PetscSF *sf)
+{
+  NetSequence *sq = (NetSequence *)net->seq;
+  PetscInt     ns = net->vlocal[0] / sq->T, *soff, nleaves;
+  PetscSFNode *remote;
+
+  PetscFunctionBegin;
+  if (sq->sfgen == net->batchgen && sq->sf) {
+    *sf = sq->sf;
+    PetscFunctionReturn(0);
+  }
+  PetscCall(PetscSFDestroy(&sq->sf));
+  PetscCall(PetscMalloc1(sq->P + 1, &soff));
+  soff[0] = 0;
+  PetscCallMPI(MPI_Allgather(&ns, 1, MPIU_INT, soff + 1, 1, MPIU_INT, sq->gcomm));
+  for (PetscInt q = 0; q < sq->P; q++) soff[q + 1] += soff[q];
+  sq->ng  = soff[sq->P];
+  nleaves = sq->ng * sq->tl;
+  PetscCheck(net->nlayers == 1 || nleaves == net->vlocal[1], PETSC_COMM_SELF, PETSC_ERR_PLIB, "-net_parallel sequence: the group's %" PetscInt_FMT " samples give %" PetscInt_FMT " rows, the batch layout %" PetscInt_FMT, sq->ng, nleaves,
+             net->vlocal[1]);
+  PetscCall(PetscMalloc1(nleaves, &remote));
+  for (PetscInt s = 0, q = 0; s < sq->ng; s++) {
+    while (s >= soff[q + 1]) q++; /* the group's rank q holds sample s */
+    for (PetscInt t = 0; t < sq->tl; t++) {
+      remote[s * sq->tl + t].rank  = (PetscMPIInt)(sq->group * sq->P + q);
+      remote[s * sq->tl + t].index = (s - soff[q]) * sq->T + sq->t0 + t;
+    }
+  }
+  PetscCall(PetscSFCreate(PetscObjectComm((PetscObject)net), &sq->sf));
+  PetscCall(PetscSFSetGraph(sq->sf, ns * sq->T, nleaves, NULL, PETSC_OWN_POINTER, remote, PETSC_OWN_POINTER));
+  PetscCall(PetscSFSetUp(sq->sf));
+  PetscCall(PetscFree(soff));
+  sq->sfgen = net->batchgen;
+  *sf       = sq->sf;
+  PetscFunctionReturn(0);
+}
+
+/* the MPI type of a token of c entries of element type t */
+static PetscErrorCode NetSequenceUnit_Private(PetscInt c, NetElem t, MPI_Datatype *unit)
+{
+  PetscFunctionBegin;
+  PetscCallMPI(MPI_Type_contiguous((PetscMPIInt)c, t == NET_ELEM_DOUBLE ? MPIU_SCALAR : MPI_FLOAT, unit));
+  PetscCallMPI(MPI_Type_commit(unit));
+  PetscFunctionReturn(0);
+}
+
+/* bytes of one entry of element type t */
+static size_t NetSequenceEntryBytes(NetElem t)
+{
+  return t == NET_ELEM_DOUBLE ? sizeof(PetscScalar) : sizeof(float);
+}
+
+/*
+  Which of the arrays p[0..m-1] a call carries, the same on every rank of the group: a NULL array means "none" (a zero
+  tangent, a cotangent not asked for) or an empty local block (a rank without samples), which only the group can tell
+  apart. One reduction over the group.
+*/
+static PetscErrorCode NetSequencePresent_Private(Net net, PetscInt m, const void *const p[], PetscBool present[])
+{
+  NetSequence *sq = (NetSequence *)net->seq;
+  int          stack[8], *flag = stack;
+
+  PetscFunctionBegin;
+  if (m > (PetscInt)PETSC_STATIC_ARRAY_LENGTH(stack)) PetscCall(PetscMalloc1(m, &flag));
+  for (PetscInt i = 0; i < m; i++) flag[i] = p[i] ? 1 : 0;
+  PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, flag, (PetscMPIInt)m, MPI_INT, MPI_MAX, sq->gcomm));
+  for (PetscInt i = 0; i < m; i++) present[i] = (PetscBool)(flag[i] != 0);
+  if (flag != stack) PetscCall(PetscFree(flag));
+  PetscFunctionReturn(0);
+}
+
+/* an array for the rank's tokens [ng][tl][c] of element type t */
+static PetscErrorCode NetSequenceTokenArray_Private(Net net, PetscInt c, NetElem t, void **a)
+{
+  NetSequence *sq = (NetSequence *)net->seq;
+
+  PetscFunctionBegin;
+  PetscCall(PetscMalloc((size_t)sq->ng * sq->tl * c * NetSequenceEntryBytes(t) + 1, a));
+  PetscFunctionReturn(0);
+}
+
+/* xs = R x: tokens of c entries from the sample split to the token split, into a new array (NULL when absent) */
+static PetscErrorCode NetSequenceToTokens_Private(Net net, PetscInt c, NetElem t, PetscBool present, const void *x, void **xs)
+{
+  NetSequence *sq = (NetSequence *)net->seq;
+  PetscSF      sf;
+  MPI_Datatype unit;
+
+  PetscFunctionBegin;
+  *xs = NULL;
+  if (!present) PetscFunctionReturn(0);
+  PetscCall(NetSequenceGetSF_Private(net, &sf));
+  PetscCall(PetscMalloc((size_t)sq->ng * sq->tl * c * NetSequenceEntryBytes(t) + 1, xs));
+  PetscCall(NetSequenceUnit_Private(c, t, &unit));
+  PetscCall(PetscSFBcastBegin(sf, unit, x, *xs, MPI_REPLACE));
+  PetscCall(PetscSFBcastEnd(sf, unit, x, *xs, MPI_REPLACE));
+  PetscCallMPI(MPI_Type_free(&unit));
+  PetscFunctionReturn(0);
+}
+
+/* x = R^T xs = S xs: tokens of c entries back to the sample split (each root has exactly one leaf: overwritten) */
+static PetscErrorCode NetSequenceToSamples_Private(Net net, PetscInt c, NetElem t, const void *xs, void *x)
+{
+  PetscSF      sf;
+  MPI_Datatype unit;
+
+  PetscFunctionBegin;
+  PetscCall(NetSequenceGetSF_Private(net, &sf));
+  PetscCall(NetSequenceUnit_Private(c, t, &unit));
+  PetscCall(PetscSFReduceBegin(sf, unit, xs, x, MPI_REPLACE));
+  PetscCall(PetscSFReduceEnd(sf, unit, xs, x, MPI_REPLACE));
+  PetscCallMPI(MPI_Type_free(&unit));
+  PetscFunctionReturn(0);
+}
+
+/* node k's inputs (or their tangents) in the token split: those from the Net's input moved (R), the others as they are */
+static PetscErrorCode NetSequenceGetInputs_Private(Net net, PetscInt k, NetElem t, const PetscBool present[], const void *const x[], const void *xs[], PetscBool moved[])
+{
+  const NetNode *nd = &net->nodes[k];
+
+  PetscFunctionBegin;
+  for (PetscInt i = 0; i < nd->nin; i++) {
+    moved[i] = (PetscBool)(nd->in[i] == NET_INPUT && present[i]);
+    if (moved[i])
+      PetscCall(NetSequenceToTokens_Private(net, net->layers[k]->insizes[i], t, PETSC_TRUE, x[i], (void **)&xs[i]));
+    else
+      xs[i] = present[i] ? x[i] : NULL;
+  }
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetSequenceFreeInputs_Private(Net net, PetscInt k, const void *xs[], const PetscBool moved[])
+{
+  PetscFunctionBegin;
+  for (PetscInt i = 0; i < net->nodes[k].nin; i++)
+    if (moved[i]) PetscCall(PetscFree(xs[i]));
+  PetscFunctionReturn(0);
+}
+
+/* this rank's rows of node k in the token split: Ng tl tokens, or for position Ng sequences of tl tokens; the kernel
+   and the offset of its parameters */
+static PetscErrorCode NetSequenceLocal_Private(Net net, PetscInt k, Layer *layer, PetscInt *n, PetscInt *poff)
+{
+  NetSequence *sq = (NetSequence *)net->seq;
+  NetSeqNode  *sn = (NetSeqNode *)net->nodes[k].sq;
+  PetscSF      sf;
+
+  PetscFunctionBegin;
+  PetscCall(NetSequenceGetSF_Private(net, &sf)); /* the batch layout (collective when it changed) */
+  if (sn->kind == NET_SEQ_ATTENTION) {
+    *layer = sn->local;
+    *n     = sq->ng;
+    *poff  = 0;
+  } else if (sn->kind == NET_SEQ_POSITION) {
+    *layer = sn->local;
+    *n     = sq->ng;
+    *poff  = sq->t0 * net->layers[k]->outsize; /* the table's rows [t0, t0 + tl): W[t0 + t][c] */
+  } else {
+    *layer = net->layers[k];
+    *n     = sq->ng * sq->tl;
+    *poff  = 0;
+  }
+  PetscFunctionReturn(0);
+}
+
+/*
+  The all-gather G of an attention node's input within the group: roots this rank's tokens [ng][tl], leaves every token
+  of the group's samples [ng][T] (rank q's token t0_q + i of sample s is the root s tl_q + i on rank q). G is a copy;
+  its adjoint G^T (PetscSFReduce with a sum) is the reduce-scatter: the cotangents every rank's queries give a token
+  are added up on the token's owner.
+*/
+static PetscErrorCode NetSequenceGetGatherSF_Private(Net net, PetscSF *gsf)
+{
+  NetSequence *sq = (NetSequence *)net->seq;
+  PetscInt    *tstart, nleaves;
+  PetscSF      sf;
+  PetscSFNode *remote;
+
+  PetscFunctionBegin;
+  PetscCall(NetSequenceGetSF_Private(net, &sf)); /* ng of this batch */
+  if (sq->gsfgen == net->batchgen && sq->gsf) {
+    *gsf = sq->gsf;
+    PetscFunctionReturn(0);
+  }
+  PetscCall(PetscSFDestroy(&sq->gsf));
+  PetscCall(PetscMalloc1(sq->P + 1, &tstart));
+  for (PetscInt q = 0; q <= sq->P; q++) tstart[q] = q * (sq->T / sq->P) + PetscMin(q, sq->T % sq->P); /* the split of NetSequenceSetUpInput_Private() */
+  nleaves = sq->ng * sq->T;
+  PetscCall(PetscMalloc1(nleaves, &remote));
+  for (PetscInt t = 0, q = 0; t < sq->T; t++) {
+    while (t >= tstart[q + 1]) q++; /* the group's rank q holds token t */
+    for (PetscInt s = 0; s < sq->ng; s++) {
+      remote[s * sq->T + t].rank  = (PetscMPIInt)(sq->group * sq->P + q);
+      remote[s * sq->T + t].index = s * (tstart[q + 1] - tstart[q]) + t - tstart[q];
+    }
+  }
+  PetscCall(PetscSFCreate(PetscObjectComm((PetscObject)net), &sq->gsf));
+  PetscCall(PetscSFSetGraph(sq->gsf, sq->ng * sq->tl, nleaves, NULL, PETSC_OWN_POINTER, remote, PETSC_OWN_POINTER));
+  PetscCall(PetscSFSetUp(sq->gsf));
+  PetscCall(PetscFree(tstart));
+  sq->gsfgen = net->batchgen;
+  *gsf       = sq->gsf;
+  PetscFunctionReturn(0);
+}
+
+/* xf = G x: the whole sequences [ng][T][c] from the rank's tokens (xf allocated; NULL when absent) */
+static PetscErrorCode NetSequenceGather_Private(Net net, PetscInt c, NetElem t, PetscBool present, const void *x, void **xf)
+{
+  NetSequence *sq = (NetSequence *)net->seq;
+  PetscSF      gsf;
+  MPI_Datatype unit;
+
+  PetscFunctionBegin;
+  *xf = NULL;
+  if (!present) PetscFunctionReturn(0);
+  PetscCall(NetSequenceGetGatherSF_Private(net, &gsf));
+  PetscCall(PetscMalloc((size_t)sq->ng * sq->T * c * NetSequenceEntryBytes(t) + 1, xf));
+  PetscCall(NetSequenceUnit_Private(c, t, &unit));
+  PetscCall(PetscSFBcastBegin(gsf, unit, x, *xf, MPI_REPLACE));
+  PetscCall(PetscSFBcastEnd(gsf, unit, x, *xf, MPI_REPLACE));
+  PetscCallMPI(MPI_Type_free(&unit));
+  PetscFunctionReturn(0);
+}
+
+/* dx += G^T dxf: every rank's cotangents of the whole sequences added up on the tokens' owners (the reduce-scatter).
+   Float values are added in double (MPI sums a unit of c doubles through PetscSF, not one of c floats) and rounded
+   once. */
+static PetscErrorCode NetSequenceReduceScatter_Private(Net net, PetscInt c, NetElem t, const void *dxf, void *dx)
+{
+  NetSequence *sq = (NetSequence *)net->seq;
+  PetscSF      gsf;
+  MPI_Datatype unit;
+  PetscScalar *wide = NULL, *acc = NULL;
+  const size_t nf = (size_t)sq->ng * sq->T * c, nt = (size_t)sq->ng * sq->tl * c;
+
+  PetscFunctionBegin;
+  PetscCall(NetSequenceGetGatherSF_Private(net, &gsf));
+  PetscCall(NetSequenceUnit_Private(c, NET_ELEM_DOUBLE, &unit));
+  if (t != NET_ELEM_DOUBLE) {
+    PetscCall(PetscMalloc2(nf + 1, &wide, nt + 1, &acc));
+    for (size_t i = 0; i < nf; i++) wide[i] = ((const float *)dxf)[i];
+    for (size_t i = 0; i < nt; i++) acc[i] = ((const float *)dx)[i];
+  }
+  PetscCall(PetscSFReduceBegin(gsf, unit, wide ? wide : dxf, acc ? acc : dx, MPI_SUM));
+  PetscCall(PetscSFReduceEnd(gsf, unit, wide ? wide : dxf, acc ? acc : dx, MPI_SUM));
+  PetscCallMPI(MPI_Type_free(&unit));
+  if (t != NET_ELEM_DOUBLE) {
+    for (size_t i = 0; i < nt; i++) ((float *)dx)[i] = (float)acc[i];
+    PetscCall(PetscFree2(wide, acc));
+  }
+  PetscFunctionReturn(0);
+}
+
+/*
+  An attention node (NET_SEQ_ATTENTION) on the rank's tokens [ng][tl][E] of a value in the token split:
+    forward     xf = G x,             y = A_local(xf)                         (the queries [t0, t0 + tl) of each sample)
+    backward    xf = G x,             dxf = A_local^T dy, dtheta += ...,      dx = G^T dxf   (overwritten)
+    jvp         xf = G x, dxf = G dx, dy = A_local (dxf, dtheta)
+    sobackward  xf = G x, xdotf = G xdot, its curvature term into dxdotf,    dxdot += G^T dxdotf
+  G moves the input (E a token) rather than K and V (2 E a token): half the bytes; each rank computes K and V of the
+  whole sequences from it. A kernel without a query block (sn->full) computes every query, y = P A(xf) with P the
+  selection of the rank's rows (P^T pads with zeros): backward reads dyf = P^T dy, and, since the layer's state is that
+  of its last forward, backward, jvp and sobackward run the forward again on xf first (y of the other rows is not kept).
+*/
+typedef struct {
+  PetscInt c, rows; /* entries of a token; rows of the copy's output per sample (tl with a query block, T without) */
+} NetSeqAttSizes;
+
+static void NetSequenceAttentionSizes(Net net, PetscInt k, NetSeqAttSizes *z)
+{
+  NetSequence *sq = (NetSequence *)net->seq;
+  NetSeqNode  *sn = (NetSeqNode *)net->nodes[k].sq;
+
+  z->c    = sn->local->insize / sq->T;
+  z->rows = sn->full ? sq->T : sq->tl;
+}
+
+/* yf = P^T y (pad = PETSC_TRUE: zeros elsewhere) or y = P yf: the rank's rows [t0, t0 + tl) of each sample */
+static void NetSequenceSelectRows(NetSequence *sq, PetscInt c, size_t es, PetscBool pad, void *yf, void *y)
+{
+  for (PetscInt s = 0; s < sq->ng; s++) {
+    char *full = (char *)yf + ((size_t)s * sq->T + sq->t0) * c * es, *mine = (char *)y + (size_t)s * sq->tl * c * es;
+
+    if (pad)
+      memcpy(full, mine, (size_t)sq->tl * c * es);
+    else
+      memcpy(mine, full, (size_t)sq->tl * c * es);
+  }
+}
+
+/* y (this rank's rows) of the copy at xf; with a query block directly into y, else into a whole yf (returned, or NULL) */
+static PetscErrorCode NetSequenceAttentionRun_Private(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *xf, void *y, void **yfout)
+{
+  NetSequence   *sq = (NetSequence *)net->seq;
+  NetSeqNode    *sn = (NetSeqNode *)net->nodes[k].sq;
+  const size_t   es = NetSequenceEntryBytes(t);
+  void          *yf = y;
+  NetSeqAttSizes z;
+
+  PetscFunctionBegin;
+  NetSequenceAttentionSizes(net, k, &z);
+  if (yfout) *yfout = NULL;
+  if (sn->full) PetscCall(PetscMalloc((size_t)sq->ng * sq->T * z.c * es + 1, &yf));
+  if (t == NET_ELEM_DOUBLE)
+    PetscCall(LayerForwardArrays(sn->local, sq->ng, th, (const PetscScalar *const *)&xf, (PetscScalar *)yf));
+  else
+    PetscCall(LayerForwardSingle(sn->local, sq->ng, th, (const float *const *)&xf, (float *)yf));
+  if (sn->full) {
+    if (y) NetSequenceSelectRows(sq, z.c, es, PETSC_FALSE, yf, y);
+    if (yfout)
+      *yfout = yf;
+    else
+      PetscCall(PetscFree(yf));
+  }
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetSequenceAttentionForward_Private(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *x, void *y)
+{
+  NetSeqAttSizes z;
+  void          *xf;
+
+  PetscFunctionBegin;
+  NetSequenceAttentionSizes(net, k, &z);
+  PetscCall(NetSequenceGather_Private(net, z.c, t, PETSC_TRUE, x, &xf));
+  PetscCall(NetSequenceAttentionRun_Private(net, k, t, th, xf, y, NULL));
+  PetscCall(PetscFree(xf));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetSequenceAttentionBackward_Private(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *x, const void *y, const void *dy, void *dx, PetscBool want, PetscScalar *dth)
+{
+  NetSequence   *sq = (NetSequence *)net->seq;
+  NetSeqNode    *sn = (NetSeqNode *)net->nodes[k].sq;
+  const size_t   es = NetSequenceEntryBytes(t);
+  NetSeqAttSizes z;
+  void          *xf, *dxf = NULL, *yf = (void *)y, *dyf = (void *)dy;
+
+  PetscFunctionBegin;
+  NetSequenceAttentionSizes(net, k, &z);
+  PetscCall(NetSequenceGather_Private(net, z.c, t, PETSC_TRUE, x, &xf));
+  if (sn->full) { /* the whole output again, and dy padded with zeros */
+    PetscCall(NetSequenceAttentionRun_Private(net, k, t, th, xf, NULL, &yf));
+    PetscCall(PetscCalloc((size_t)sq->ng * sq->T * z.c * es + 1, &dyf));
+    NetSequenceSelectRows(sq, z.c, es, PETSC_TRUE, dyf, (void *)dy);
+  }
+  if (want) PetscCall(PetscCalloc((size_t)sq->ng * sn->local->insize * es + 1, &dxf));
+  if (t == NET_ELEM_DOUBLE)
+    PetscCall(LayerBackwardArrays(sn->local, sq->ng, th, (const PetscScalar *const *)&xf, (const PetscScalar *)yf, (const PetscScalar *)dyf, (PetscScalar *const *)&dxf, dth));
+  else
+    PetscCall(LayerBackwardSingle(sn->local, sq->ng, th, (const float *const *)&xf, (const float *)yf, (const float *)dyf, (float *const *)&dxf, dth));
+  if (want) {
+    PetscCall(PetscMemzero(dx, (size_t)sq->ng * sq->tl * z.c * es));
+    PetscCall(NetSequenceReduceScatter_Private(net, z.c, t, dxf, dx));
+  }
+  if (sn->full) {
+    PetscCall(PetscFree(yf));
+    PetscCall(PetscFree(dyf));
+  }
+  PetscCall(PetscFree(dxf));
+  PetscCall(PetscFree(xf));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetSequenceAttentionJVP_Private(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *x, const void *y, PetscBool given, const void *dx, const PetscScalar *dth, void *dy)
+{
+  NetSequence   *sq = (NetSequence *)net->seq;
+  NetSeqNode    *sn = (NetSeqNode *)net->nodes[k].sq;
+  const size_t   es = NetSequenceEntryBytes(t);
+  NetSeqAttSizes z;
+  void          *xf, *dxf, *yf = (void *)y, *dyf = dy;
+
+  PetscFunctionBegin;
+  NetSequenceAttentionSizes(net, k, &z);
+  PetscCall(NetSequenceGather_Private(net, z.c, t, PETSC_TRUE, x, &xf));
+  PetscCall(NetSequenceGather_Private(net, z.c, t, given, dx, &dxf));
+  if (sn->full) {
+    PetscCall(NetSequenceAttentionRun_Private(net, k, t, th, xf, NULL, &yf));
+    PetscCall(PetscMalloc((size_t)sq->ng * sq->T * z.c * es + 1, &dyf));
+  }
+  if (t == NET_ELEM_DOUBLE)
+    PetscCall(LayerJVPArrays(sn->local, sq->ng, th, (const PetscScalar *const *)&xf, (const PetscScalar *)yf, (const PetscScalar *const *)&dxf, dth, (PetscScalar *)dyf));
+  else
+    PetscCall(LayerJVPSingle(sn->local, sq->ng, th, (const float *const *)&xf, (const float *)yf, (const float *const *)&dxf, dth, (float *)dyf));
+  if (sn->full) {
+    NetSequenceSelectRows(sq, z.c, es, PETSC_FALSE, dyf, dy);
+    PetscCall(PetscFree(yf));
+    PetscCall(PetscFree(dyf));
+  }
+  PetscCall(PetscFree(dxf));
+  PetscCall(PetscFree(xf));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetSequenceAttentionSOBackward_Private(Net net, PetscInt k, const PetscScalar *th, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *thd, const PetscScalar *ydot, const PetscScalar *dy,
+                                                             PetscScalar *dxd, PetscScalar *hvk, const PetscBool has[3])
+{
+  NetSequence   *sq = (NetSequence *)net->seq;
+  NetSeqNode    *sn = (NetSeqNode *)net->nodes[k].sq;
+  const size_t   es = sizeof(PetscScalar);
+  NetSeqAttSizes z;
+  void          *xf, *xdf, *dxdf = NULL, *yf = (void *)y, *ydf = (void *)ydot, *dyf = (void *)dy;
+
+  PetscFunctionBegin;
+  NetSequenceAttentionSizes(net, k, &z);
+  PetscCall(NetSequenceGather_Private(net, z.c, NET_ELEM_DOUBLE, PETSC_TRUE, x, &xf));
+  PetscCall(NetSequenceGather_Private(net, z.c, NET_ELEM_DOUBLE, has[0], xdot, &xdf));
+  if (sn->full) { /* the whole output, its tangent (a jvp) and the padded cotangent */
+    PetscCall(NetSequenceAttentionRun_Private(net, k, NET_ELEM_DOUBLE, th, xf, NULL, &yf));
+    PetscCall(PetscMalloc((size_t)sq->ng * sq->T * z.c * es + 1, &ydf));
+    PetscCall(LayerJVPArrays(sn->local, sq->ng, th, (const PetscScalar *const *)&xf, (const PetscScalar *)yf, (const PetscScalar *const *)&xdf, thd, (PetscScalar *)ydf));
+    PetscCall(PetscCalloc((size_t)sq->ng * sq->T * z.c * es + 1, &dyf));
+    NetSequenceSelectRows(sq, z.c, es, PETSC_TRUE, dyf, (void *)dy);
+  }
+  if (has[2]) PetscCall(PetscCalloc((size_t)sq->ng * sn->local->insize * es + 1, &dxdf));
+  PetscCall(LayerSOBackwardArray(sn->local, sq->ng, th, (const PetscScalar *)xf, (const PetscScalar *)yf, (const PetscScalar *)xdf, thd, (sn->full || has[1]) ? (const PetscScalar *)ydf : NULL, (const PetscScalar *)dyf, (PetscScalar *)dxdf, hvk));
+  if (has[2]) PetscCall(NetSequenceReduceScatter_Private(net, z.c, NET_ELEM_DOUBLE, dxdf, dxd)); /* accumulates, as dxdot must */
+  if (sn->full) {
+    PetscCall(PetscFree(yf));
+    PetscCall(PetscFree(ydf));
+    PetscCall(PetscFree(dyf));
+  }
+  PetscCall(PetscFree(dxdf));
+  PetscCall(PetscFree(xdf));
+  PetscCall(PetscFree(xf));
+  PetscFunctionReturn(0);
+}
+
+/*
+  Forward:  xs = R x (inputs from the Net's input),  ys = f_local(xs; theta),  y = S ys (the last node), else y = ys.
+*/
+static PetscErrorCode NetExecForward_Sequence(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], void *y)
+{
+  NetSeqNode *sn   = (NetSeqNode *)net->nodes[k].sq;
+  PetscBool   last = (PetscBool)(k == net->nlayers - 1);
+  Layer       layer;
+  PetscInt    n, poff;
+  void       *ys = y;
+
+  PetscFunctionBegin;
+  PetscCall(NetSequenceLocal_Private(net, k, &layer, &n, &poff));
+  for (PetscInt i = 0; i < net->nodes[k].nin; i++) sn->flag[i] = PETSC_TRUE; /* values are always there */
+  PetscCall(NetSequenceGetInputs_Private(net, k, t, sn->flag, x, sn->xs, sn->moved));
+  if (last) PetscCall(NetSequenceTokenArray_Private(net, net->layers[k]->outsize, t, &ys));
+  if (sn->kind == NET_SEQ_ATTENTION)
+    PetscCall(NetSequenceAttentionForward_Private(net, k, t, th, sn->xs[0], ys));
+  else if (layer == net->layers[k])
+    PetscCall(NetExecPlainForward_Private(net, k, n, t, th, sn->xs, ys));
+  else if (t == NET_ELEM_DOUBLE)
+    PetscCall(LayerForwardArrays(layer, n, th ? th + poff : NULL, (const PetscScalar *const *)sn->xs, (PetscScalar *)ys));
+  else
+    PetscCall(LayerForwardSingle(layer, n, th ? th + poff : NULL, (const float *const *)sn->xs, (float *)ys));
+  PetscCall(NetSequenceFreeInputs_Private(net, k, sn->xs, sn->moved));
+  if (last) {
+    PetscCall(NetSequenceToSamples_Private(net, net->layers[k]->outsize, t, ys, y));
+    PetscCall(PetscFree(ys));
+  }
+  PetscFunctionReturn(0);
+}
+
+/*
+  Backward:  dys = S^T dy (the last node),  dxs = J_local^T dys, dtheta += its part,  dx = R^T dxs (inputs from the
+  Net's input; R a permutation, so every entry of dx is written).
+*/
+static PetscErrorCode NetExecBackward_Sequence(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], const void *y, const void *dy, void *const dx[], PetscScalar *dth, PetscInt mask)
+{
+  const NetNode *nd   = &net->nodes[k];
+  NetSeqNode    *sn   = (NetSeqNode *)nd->sq;
+  PetscBool      last = (PetscBool)(k == net->nlayers - 1);
+  const void    *ys = y, *dys = dy;
+  Layer          layer;
+  PetscInt       n, poff;
+
+  PetscFunctionBegin;
+  PetscCall(NetSequenceLocal_Private(net, k, &layer, &n, &poff));
+  for (PetscInt i = 0; i < nd->nin; i++) {
+    sn->flag[i] = PETSC_TRUE;
+    sn->p[i]    = dx ? dx[i] : NULL;
+  }
+  PetscCall(NetSequencePresent_Private(net, nd->nin, sn->p, sn->want)); /* the input cotangents asked for */
+  PetscCall(NetSequenceGetInputs_Private(net, k, t, sn->flag, x, sn->xs, sn->moved));
+  if (last) {
+    PetscCall(NetSequenceToTokens_Private(net, net->layers[k]->outsize, t, PETSC_TRUE, y, (void **)&ys));
+    PetscCall(NetSequenceToTokens_Private(net, net->layers[k]->outsize, t, PETSC_TRUE, dy, (void **)&dys));
+  }
+  for (PetscInt i = 0; i < nd->nin; i++) {
+    sn->dxs[i] = sn->want[i] ? dx[i] : NULL;
+    if (sn->moved[i] && sn->want[i]) PetscCall(NetSequenceTokenArray_Private(net, net->layers[k]->insizes[i], t, &sn->dxs[i]));
+  }
+  if (sn->kind == NET_SEQ_ATTENTION)
+    PetscCall(NetSequenceAttentionBackward_Private(net, k, t, th, sn->xs[0], ys, dys, sn->dxs[0], sn->want[0], dth));
+  else if (layer == net->layers[k])
+    PetscCall(NetExecPlainBackward_Private(net, k, n, t, th, sn->xs, ys, dys, sn->dxs, dth, mask));
+  else if (t == NET_ELEM_DOUBLE)
+    PetscCall(LayerBackwardArrays(layer, n, th ? th + poff : NULL, (const PetscScalar *const *)sn->xs, (const PetscScalar *)ys, (const PetscScalar *)dys, (PetscScalar *const *)sn->dxs, dth ? dth + poff : NULL));
+  else
+    PetscCall(LayerBackwardSingle(layer, n, th ? th + poff : NULL, (const float *const *)sn->xs, (const float *)ys, (const float *)dys, (float *const *)sn->dxs, dth ? dth + poff : NULL));
+  for (PetscInt i = 0; i < nd->nin; i++) {
+    if (!sn->moved[i] || !sn->want[i]) continue;
+    PetscCall(NetSequenceToSamples_Private(net, net->layers[k]->insizes[i], t, sn->dxs[i], dx[i]));
+    PetscCall(PetscFree(sn->dxs[i]));
+  }
+  PetscCall(NetSequenceFreeInputs_Private(net, k, sn->xs, sn->moved));
+  if (last) {
+    PetscCall(PetscFree(ys));
+    PetscCall(PetscFree(dys));
+  }
+  PetscFunctionReturn(0);
+}
+
+/*
+  JVP:  dxs = R dx,  dys = J_local (dxs, dtheta),  dy = S dys (the last node).
+*/
+static PetscErrorCode NetExecJVP_Sequence(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], const void *y, const void *const dx[], const PetscScalar *dth, void *dy)
+{
+  const NetNode *nd   = &net->nodes[k];
+  NetSeqNode    *sn   = (NetSeqNode *)nd->sq;
+  PetscBool      last = (PetscBool)(k == net->nlayers - 1);
+  const void    *ys   = y;
+  void          *dys  = dy;
+  Layer          layer;
+  PetscInt       n, poff;
+
+  PetscFunctionBegin;
+  PetscCall(NetSequenceLocal_Private(net, k, &layer, &n, &poff));
+  for (PetscInt i = 0; i < nd->nin; i++) {
+    sn->flag[i] = PETSC_TRUE;
+    sn->p[i]    = dx ? dx[i] : NULL;
+  }
+  PetscCall(NetSequencePresent_Private(net, nd->nin, sn->p, sn->want)); /* the input tangents that are not zero */
+  PetscCall(NetSequenceGetInputs_Private(net, k, t, sn->flag, x, sn->xs, sn->moved));
+  PetscCall(NetSequenceGetInputs_Private(net, k, t, sn->want, sn->p, sn->dxin, sn->dmoved));
+  if (last) {
+    PetscCall(NetSequenceToTokens_Private(net, net->layers[k]->outsize, t, PETSC_TRUE, y, (void **)&ys));
+    PetscCall(NetSequenceTokenArray_Private(net, net->layers[k]->outsize, t, &dys));
+  }
+  if (sn->kind == NET_SEQ_ATTENTION)
+    PetscCall(NetSequenceAttentionJVP_Private(net, k, t, th, sn->xs[0], ys, sn->want[0], sn->dxin[0], dth, dys));
+  else if (layer == net->layers[k])
+    PetscCall(NetExecPlainJVP_Private(net, k, n, t, th, sn->xs, ys, sn->dxin, dth, dys));
+  else if (t == NET_ELEM_DOUBLE)
+    PetscCall(LayerJVPArrays(layer, n, th ? th + poff : NULL, (const PetscScalar *const *)sn->xs, (const PetscScalar *)ys, (const PetscScalar *const *)sn->dxin, dth ? dth + poff : NULL, (PetscScalar *)dys));
+  else
+    PetscCall(LayerJVPSingle(layer, n, th ? th + poff : NULL, (const float *const *)sn->xs, (const float *)ys, (const float *const *)sn->dxin, dth ? dth + poff : NULL, (float *)dys));
+  PetscCall(NetSequenceFreeInputs_Private(net, k, sn->xs, sn->moved));
+  PetscCall(NetSequenceFreeInputs_Private(net, k, sn->dxin, sn->dmoved));
+  if (last) {
+    PetscCall(NetSequenceToSamples_Private(net, net->layers[k]->outsize, t, dys, dy));
+    PetscCall(PetscFree(dys));
+    PetscCall(PetscFree(ys));
+  }
+  PetscFunctionReturn(0);
+}
+
+/*
+  The curvature term of the second-order adjoint (double, one input): x, xdot through R; y, ydot, dy through S^T;
+  dxdot ACCUMULATES, so it is moved to the token split, added to, and moved back (R^T after R is the identity).
+*/
+static PetscErrorCode NetExecSOBackward_Sequence(Net net, PetscInt k, const PetscScalar *th, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *thd, const PetscScalar *ydot, const PetscScalar *dy,
+                                                 PetscScalar *dxd, PetscScalar *hvk)
+{
+  const NetNode *nd    = &net->nodes[k];
+  NetSeqNode    *sn    = (NetSeqNode *)nd->sq;
+  PetscBool      input = (PetscBool)(nd->in[0] == NET_INPUT), last = (PetscBool)(k == net->nlayers - 1), has[3] = {PETSC_FALSE, PETSC_FALSE, PETSC_FALSE};
+  const void    *xs = x, *xds = xdot, *ys = y, *yds = ydot, *dys = dy, *p[3] = {xdot, ydot, dxd};
+  void          *dxds = dxd;
+  Layer          layer;
+  PetscInt       n, poff;
+
+  PetscFunctionBegin;
+  if (net->layers[k]->sozero) PetscFunctionReturn(0); /* linear or piecewise linear: no curvature */
+  PetscCheck(nd->nin == 1, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Node %s: a join with curvature (the walk refuses it, NetNodeSOBackward_Private())", nd->name);
+  PetscCall(NetSequenceLocal_Private(net, k, &layer, &n, &poff));
+  PetscCall(NetSequencePresent_Private(net, 3, p, has));
+  if (input) {
+    PetscCall(NetSequenceToTokens_Private(net, net->layers[k]->insize, NET_ELEM_DOUBLE, PETSC_TRUE, x, (void **)&xs));
+    PetscCall(NetSequenceToTokens_Private(net, net->layers[k]->insize, NET_ELEM_DOUBLE, has[0], xdot, (void **)&xds));
+    PetscCall(NetSequenceToTokens_Private(net, net->layers[k]->insize, NET_ELEM_DOUBLE, has[2], dxd, &dxds));
+  }
+  if (last) {
+    PetscCall(NetSequenceToTokens_Private(net, net->layers[k]->outsize, NET_ELEM_DOUBLE, PETSC_TRUE, y, (void **)&ys));
+    PetscCall(NetSequenceToTokens_Private(net, net->layers[k]->outsize, NET_ELEM_DOUBLE, has[1], ydot, (void **)&yds));
+    PetscCall(NetSequenceToTokens_Private(net, net->layers[k]->outsize, NET_ELEM_DOUBLE, PETSC_TRUE, dy, (void **)&dys));
+  }
+  if (sn->kind == NET_SEQ_ATTENTION)
+    PetscCall(NetSequenceAttentionSOBackward_Private(net, k, th, (const PetscScalar *)xs, (const PetscScalar *)ys, (const PetscScalar *)xds, thd, (const PetscScalar *)yds, (const PetscScalar *)dys, (PetscScalar *)dxds, hvk, has));
+  else
+    PetscCall(LayerSOBackwardArray(layer, n, th ? th + poff : NULL, (const PetscScalar *)xs, (const PetscScalar *)ys, (const PetscScalar *)xds, thd ? thd + poff : NULL, (const PetscScalar *)yds, (const PetscScalar *)dys, (PetscScalar *)dxds,
+                                   hvk ? hvk + poff : NULL));
+  if (input) {
+    if (has[2]) PetscCall(NetSequenceToSamples_Private(net, net->layers[k]->insize, NET_ELEM_DOUBLE, dxds, dxd));
+    PetscCall(PetscFree(xs));
+    PetscCall(PetscFree(xds));
+    PetscCall(PetscFree(dxds));
+  }
+  if (last) {
+    PetscCall(PetscFree(ys));
+    PetscCall(PetscFree(yds));
+    PetscCall(PetscFree(dys));
+  }
+  PetscFunctionReturn(0);
+}
+
+/*
+  The identities of the data movement at the current batch layout, for NetTestJacobian(): the dot-product test
+  |<R x, w> - <x, R^T w>| / (|R x| |w|) with random x (sample split) and w (token split), and R^T R x = x (R is a
+  permutation: the error is the largest |R^T R x - x| / |x|). Tokens of 3 entries, in double. Collective.
+*/
+PetscErrorCode NetSequenceTestMoves_Private(Net net, PetscRandom rnd, PetscReal *err)
+{
+  NetSequence   *sq = (NetSequence *)net->seq;
+  const PetscInt c  = 3;
+  PetscInt       nx, nw;
+  PetscScalar   *x, *w, *Rx, *Rtw, *back;
+  PetscReal      loc[5] = {0, 0, 0, 0, 0}, sum[5];
+  PetscSF        sf;
+
+  PetscFunctionBegin;
+  *err = 0;
+  if (!sq || !net->vlocal) PetscFunctionReturn(0);
+  PetscCall(NetSequenceGetSF_Private(net, &sf));
+  nx = net->vlocal[0] * c;
+  nw = sq->ng * sq->tl * c;
+  PetscCall(PetscMalloc3(nx + 1, &x, nw + 1, &w, nx + 1, &Rtw));
+  PetscCall(PetscMalloc1(nx + 1, &back));
+  for (PetscInt i = 0; i < nx; i++) PetscCall(PetscRandomGetValue(rnd, &x[i]));
+  for (PetscInt i = 0; i < nw; i++) PetscCall(PetscRandomGetValue(rnd, &w[i]));
+  PetscCall(NetSequenceToTokens_Private(net, c, NET_ELEM_DOUBLE, PETSC_TRUE, x, (void **)&Rx));
+  PetscCall(NetSequenceToSamples_Private(net, c, NET_ELEM_DOUBLE, w, Rtw));
+  PetscCall(NetSequenceToSamples_Private(net, c, NET_ELEM_DOUBLE, Rx, back));
+  for (PetscInt i = 0; i < nw; i++) {
+    loc[0] += PetscRealPart(Rx[i] * w[i]);
+    loc[2] += PetscRealPart(Rx[i] * Rx[i]);
+    loc[3] += PetscRealPart(w[i] * w[i]);
+  }
+  for (PetscInt i = 0; i < nx; i++) {
+    loc[1] += PetscRealPart(x[i] * Rtw[i]);
+    loc[4] = PetscMax(loc[4], PetscAbsScalar(back[i] - x[i]));
+  }
+  PetscCall(MPIU_Allreduce(loc, sum, 4, MPIU_REAL, MPIU_SUM, PetscObjectComm((PetscObject)net)));
+  PetscCall(MPIU_Allreduce(&loc[4], &sum[4], 1, MPIU_REAL, MPIU_MAX, PetscObjectComm((PetscObject)net)));
+  *err = PetscAbsReal(sum[0] - sum[1]) / PetscMax(PetscSqrtReal(sum[2] * sum[3]), PETSC_SMALL);
+  *err = PetscMax(*err, sum[4]);
+  PetscCall(PetscFree(Rx));
+  PetscCall(PetscFree3(x, w, Rtw));
+  PetscCall(PetscFree(back));
+  PetscFunctionReturn(0);
+}
+
+/* its tokens, and what moves around it */
+static PetscErrorCode NetExecView_Sequence(Net net, PetscInt k, PetscViewer viewer)
+{
+  NetSequence *sq    = (NetSequence *)net->seq;
+  NetSeqNode  *sn    = (NetSeqNode *)net->nodes[k].sq;
+  PetscBool    input = PETSC_FALSE;
+
+  PetscFunctionBegin;
+  for (PetscInt i = 0; i < net->nodes[k].nin; i++) input = (PetscBool)(input || net->nodes[k].in[i] == NET_INPUT);
+  PetscCall(PetscViewerASCIIPrintf(viewer, "      sequence node, %s: tokens split over groups of %" PetscInt_FMT " ranks%s%s\n", NetSeqKinds[sn->kind], sq->P, input ? "; its input moved from the sample split (R)" : "",
+                                   k == net->nlayers - 1 ? "; its output moved to the sample split (R^T)" : ""));
+  if (sn->full) PetscCall(PetscViewerASCIIPrintf(viewer, "      its attention kernel has no query block: every rank computes every query and keeps its own\n"));
+  PetscFunctionReturn(0);
+}
+
+const NetExecOps NetExecSequence = {"sequence", PETSC_TRUE, PETSC_TRUE, NetExecForward_Sequence, NetExecBackward_Sequence, NetExecJVP_Sequence, NetExecSOBackward_Sequence, NetExecView_Sequence};
+
+/* for NetView(): the groups and this Net's token split */
+PetscErrorCode NetSequenceView_Private(Net net, PetscViewer viewer)
+{
+  NetSequence *sq = (NetSequence *)net->seq;
+
+  PetscFunctionBegin;
+  if (!sq) PetscFunctionReturn(0);
+  PetscCall(PetscViewerASCIIPrintf(viewer, "  sequence parallel: %" PetscInt_FMT " tokens per sequence split over %" PetscInt_FMT " group%s of %" PetscInt_FMT " ranks (rank 0: tokens [%" PetscInt_FMT ", %" PetscInt_FMT "))\n", sq->T,
+                                   sq->size / sq->P, sq->size / sq->P > 1 ? "s" : "", sq->P, sq->t0, sq->t0 + sq->tl));
+  PetscFunctionReturn(0);
+}
