@@ -93,6 +93,7 @@ PETSC_EXTERN PetscErrorCode LayerLeakyReLUSetSlope(Layer, PetscReal);
 #define LAYERRMSNORM       "rmsnorm"       /* rmsnorm[:noaffine][:eps=EPS], y = gamma x / sqrt(mean(x^2) + eps) over the last dimension */
 #define LAYEREMBEDDING     "embedding"     /* embedding:V:E, token ids (T) -> rows of a V x E table (T, E) */
 #define LAYERATTENTION     "attention"     /* attention:H[:causal], multi-head self-attention on (T, E) -> (T, E) (nn.MultiheadAttention) */
+#define LAYERPOSITION      "position"      /* position:T[:sinusoidal], a table of positions added to a sequence (T', E), T' <= T */
 
 PETSC_EXTERN PetscErrorCode LayerConv2dSetOutputChannels(Layer, PetscInt);
 PETSC_EXTERN PetscErrorCode LayerConv2dSetKernel(Layer, PetscInt, PetscInt);

@@ -61,6 +61,7 @@ static const Case cases[] = {
     {"conv2d:2:3:2:1,relu,flatten,dense:3", {3, {4, 5, 1}}, PETSC_FALSE},
     {"conv3d:4:3:1:1:groups=2,tanh,conv3d:3:2:2:0:bias=0,flatten,dense:3", {4, {3, 4, 4, 2}}, PETSC_FALSE},
     {"dense:4,batchnorm,tanh,dense:3", {1, {3}}, PETSC_TRUE},
+    {"dense:4:tokens,tanh,dense:3:tokens,tanh,dense:3", {2, {3, 5}}, PETSC_FALSE}, /* the rows of a tokens dense: its positions */
 };
 
 /* Everything of one batch: the Net, the loss and the data, and the objective a Tao sees (NetForward, LossEvaluate,
@@ -219,8 +220,9 @@ static PetscErrorCode ReferenceNode(Net net, PetscInt k, PetscInt N, const Petsc
   PetscFunctionBegin;
   PetscCall(PetscObjectTypeCompare((PetscObject)layer, LAYERDENSE, &isdense));
   PetscCall(PetscObjectTypeCompare((PetscObject)layer, LAYERCONV3D, &is3d));
-  if (isdense) {
-    G = 1, nin = layer->insize, nout = layer->outsize, P = 1, bias = PETSC_TRUE, Cin = nin, Cout = nout;
+  if (isdense) { /* dense:N:tokens: P = T positions of nin = E inputs, as a convolution's pixels */
+    PetscCall(LayerDenseGetTokens(layer, NULL, &nin, &P));
+    G = 1, nout = layer->outsize / P, bias = PETSC_TRUE, Cin = nin, Cout = nout;
   } else {
     const PetscInt d0 = is3d ? 1 : 0; /* conv3d: (D, H, W, C); conv2d: (H, W, C) */
 
@@ -244,7 +246,7 @@ static PetscErrorCode ReferenceNode(Net net, PetscInt k, PetscInt N, const Petsc
         const PetscInt od = p / (Ho * Wo), oh = (p / Wo) % Ho, ow = p % Wo;
 
         if (isdense)
-          for (PetscInt i = 0; i < nin; i++) a[i] = x[s * nin + i];
+          for (PetscInt i = 0; i < nin; i++) a[i] = x[(s * P + p) * nin + i];
         else
           for (PetscInt kd = 0; kd < KD; kd++)
             for (PetscInt kh = 0; kh < cg.k; kh++)

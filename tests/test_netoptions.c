@@ -4,7 +4,7 @@ static const char help[] = "Net options and views. The Net is built from the com
                            "                    -zero_rows R: the first R rows of each (h, w, c) sample zero, as an image's background\n"
                            "                    -ids V: the samples integer token ids in [0, V) (a Net starting with an embedding)\n"
                            "  -check layers     the parsed layer list against -expect_kinds k1,k2,.. -expect_params P -expect_output S,\n"
-                           "                    and NetGetSpec() round trip\n"
+                           "                    and NetGetSpec() round trip (of a list or a graph)\n"
                            "  -check prefixed   layer 0 (dense) initialised as -expect_init KIND [-expect_std S]; layer 1 (leakyrelu)\n"
                            "                    has slope -expect_slope A (checked on known negative inputs)\n"
                            "  -check init       every initialisation kind on a 784-256-128-10 MLP: statistics, biases zero, and the same\n"
@@ -131,7 +131,8 @@ static PetscErrorCode CheckLayers(Net net)
   /* the spec rebuilds the same Net */
   PetscCall(NetGetSpec(net, sizeof(spec), spec));
   PetscCall(NetCreate(PETSC_COMM_WORLD, &net2));
-  PetscCall(NetSetLayers(net2, spec));
+  if (spec[0] && spec[strlen(spec) - 1] == ';') PetscCall(NetSetGraph(net2, spec)); /* a graph's entries end with ';' */
+  else PetscCall(NetSetLayers(net2, spec));
   PetscCall(NetGetSpec(net2, sizeof(spec2), spec2));
   PetscCheck(!strcmp(spec, spec2), PETSC_COMM_WORLD, PETSC_ERR_PLIB, "NetGetSpec round trip: \"%s\" rebuilt as \"%s\"", spec, spec2);
   PetscCall(NetDestroy(&net2));

@@ -1,7 +1,11 @@
 static const char help[] = "The sequence plumbing of issue 32, checked on one rank's arrays:\n"
                            "  -case dense: dense:N:tokens on n samples (T, E) gives the same bits as plain dense:N on n T samples (E)\n"
                            "    (forward, input cotangent, parameter gradient, jvp, second-order backward; double and float), and\n"
-                           "    on samples (1, E) the same bits as dense:N on (E);\n";
+                           "    on samples (1, E) the same bits as dense:N on (E);\n"
+                           "  -case position: position:6:sinusoidal on (4, 6) adds sin(t / 10000^(2i/E)), cos(...) to 1e-15; position:6 on\n"
+                           "    (4, 6) adds the first 4 rows of its table, its gradient the sum of dy over the samples in those rows and\n"
+                           "    zero in the last 2, dx = dy, the jvp dx + dW; float kernels against double (1e-6);\n"
+                           "  -case position_long: position:3 on (4, 6) must be refused (an _error test).\n";
 
 #include <petnet.h>
 #include "testutil.h"
@@ -138,11 +142,84 @@ static PetscErrorCode TestDense(PetscRandom rnd)
   PetscFunctionReturn(0);
 }
 
+static PetscErrorCode TestPosition(PetscRandom rnd)
+{
+  const PetscInt T = 6, Tp = 4, E = 6, n = 3, m = Tp * E;
+  PetNetShape    in = {2, {Tp, E}};
+  Layer          sinus, learned;
+  PetscInt       np;
+  PetscScalar    x[3 * 24], y[3 * 24], dy[3 * 24], dx[3 * 24], ref[3 * 24], theta[36], dtheta[36], v[36];
+  float          xf[3 * 24], yf[3 * 24], dyf[3 * 24], dxf[3 * 24];
+  PetscReal      err = 0;
+
+  PetscFunctionBegin;
+  PetscCall(CreateLayer(PETSC_COMM_SELF, "position", "6:sinusoidal", in, &sinus));
+  PetscCall(LayerGetNumParameters(sinus, &np));
+  PetscCheck(np == 0, PETSC_COMM_SELF, PETSC_ERR_PLIB, "position:6:sinusoidal has %" PetscInt_FMT " parameters, not 0", np);
+  PetscCall(PetscArrayzero(x, n * m));
+  PetscCall(LayerForwardArray(sinus, n, NULL, x, y));
+  for (PetscInt s = 0; s < n; s++)
+    for (PetscInt t = 0; t < Tp; t++)
+      for (PetscInt i = 0; i < E / 2; i++) { /* "Attention is all you need", 3.5 */
+        const PetscReal angle = t / PetscPowReal(10000.0, 2.0 * i / E);
+
+        err = PetscMax(err, PetscAbsScalar(y[s * m + t * E + 2 * i] - PetscSinReal(angle)));
+        err = PetscMax(err, PetscAbsScalar(y[s * m + t * E + 2 * i + 1] - PetscCosReal(angle)));
+      }
+  PetscCheck(err <= 1e-15, PETSC_COMM_SELF, PETSC_ERR_PLIB, "position:6:sinusoidal: the table differs from sin/cos(t / 10000^(2i/E)) by %g > 1e-15", (double)err);
+  PetscCall(PetscPrintf(PETSC_COMM_SELF, "position:6:sinusoidal on (4, 6): the table of sin/cos(t / 10000^(2i/E)) to %.1e (<= 1e-15)\n", (double)err));
+
+  PetscCall(CreateLayer(PETSC_COMM_SELF, "position", "6", in, &learned));
+  PetscCall(LayerGetNumParameters(learned, &np));
+  PetscCheck(np == T * E, PETSC_COMM_SELF, PETSC_ERR_PLIB, "position:6 on (4, 6) has %" PetscInt_FMT " parameters, not T E = 36", np);
+  PetscCall(FillRandom(rnd, n * m, x));
+  PetscCall(FillRandom(rnd, n * m, dy));
+  PetscCall(FillRandom(rnd, np, theta));
+  PetscCall(FillRandom(rnd, np, v));
+  PetscCall(LayerForwardArray(learned, n, theta, x, y));
+  for (PetscInt s = 0; s < n; s++)
+    for (PetscInt i = 0; i < m; i++) PetscCheck(y[s * m + i] == x[s * m + i] + theta[i], PETSC_COMM_SELF, PETSC_ERR_PLIB, "position:6: y != x + W at sample %" PetscInt_FMT ", entry %" PetscInt_FMT, s, i);
+  for (PetscInt i = 0; i < np; i++) dtheta[i] = 0.5;
+  PetscCall(LayerBackwardArray(learned, n, theta, x, y, dy, dx, dtheta));
+  PetscCheck(!memcmp(dx, dy, sizeof(PetscScalar) * n * m), PETSC_COMM_SELF, PETSC_ERR_PLIB, "position:6: dx != dy");
+  for (PetscInt i = 0; i < np; i++) {
+    PetscScalar sum = 0.5;
+
+    if (i < m)
+      for (PetscInt s = 0; s < n; s++) sum += dy[s * m + i];
+    PetscCheck(PetscAbsScalar(dtheta[i] - sum) <= 1e-15, PETSC_COMM_SELF, PETSC_ERR_PLIB, "position:6: dW[%" PetscInt_FMT "] = %g, the sum of dy over the samples (from 0.5) is %g", i, (double)dtheta[i], (double)sum);
+  }
+  PetscCall(LayerJVPArray(learned, n, theta, x, y, x, v, ref)); /* dy = dx + dW[t] with dx = x */
+  for (PetscInt s = 0; s < n; s++)
+    for (PetscInt i = 0; i < m; i++) PetscCheck(ref[s * m + i] == x[s * m + i] + v[i], PETSC_COMM_SELF, PETSC_ERR_PLIB, "position:6: jvp != dx + dW at sample %" PetscInt_FMT ", entry %" PetscInt_FMT, s, i);
+  /* float */
+  for (PetscInt i = 0; i < n * m; i++) {
+    xf[i]  = (float)x[i];
+    dyf[i] = (float)dy[i];
+  }
+  {
+    const float *xs[1]  = {xf};
+    float       *dxs[1] = {dxf};
+
+    PetscCall(LayerForwardSingle(learned, n, theta, xs, yf));
+    for (PetscInt i = 0; i < np; i++) v[i] = 0.5;
+    PetscCall(LayerBackwardSingle(learned, n, theta, xs, yf, dyf, dxs, v));
+  }
+  err = 0;
+  for (PetscInt i = 0; i < n * m; i++) err = PetscMax(err, PetscAbsReal((PetscReal)yf[i] - PetscRealPart(y[i])) / 4);
+  for (PetscInt i = 0; i < np; i++) err = PetscMax(err, PetscAbsScalar(v[i] - dtheta[i]) / 4);
+  PetscCheck(err <= 1e-6, PETSC_COMM_SELF, PETSC_ERR_PLIB, "position:6: float forward or gradient against double: %g > 1e-6", (double)err);
+  PetscCall(PetscPrintf(PETSC_COMM_SELF, "position:6 on (4, 6): y = x + W[:4], dx = dy, dW = sum of dy (rows 4, 5 untouched), jvp = dx + dW; float against double <= 1e-6\n"));
+  PetscCall(LayerDestroy(&sinus));
+  PetscCall(LayerDestroy(&learned));
+  PetscFunctionReturn(0);
+}
+
 int main(int argc, char **argv)
 {
   PetscRandom rnd;
   char        which[64] = "dense";
-  PetscBool   isdense;
+  PetscBool   isdense, isposition, islong;
 
   PetscCall(PetNetInitialize(&argc, &argv, NULL, help));
   PetscCall(PetscOptionsGetString(NULL, NULL, "-case", which, sizeof(which), NULL));
@@ -151,8 +228,17 @@ int main(int argc, char **argv)
   PetscCall(PetscRandomSetSeed(rnd, 23));
   PetscCall(PetscRandomSeed(rnd));
   PetscCall(PetscStrcmp(which, "dense", &isdense));
+  PetscCall(PetscStrcmp(which, "position", &isposition));
+  PetscCall(PetscStrcmp(which, "position_long", &islong));
   if (isdense) PetscCall(TestDense(rnd));
-  else SETERRQ(PETSC_COMM_WORLD, PETSC_ERR_ARG_WRONG, "-case %s: no such case (dense)", which);
+  else if (isposition) PetscCall(TestPosition(rnd));
+  else if (islong) {
+    PetNetShape in = {2, {4, 6}};
+    Layer       layer;
+
+    PetscCall(CreateLayer(PETSC_COMM_WORLD, "position", "3", in, &layer));
+    PetscCall(LayerDestroy(&layer));
+  } else SETERRQ(PETSC_COMM_WORLD, PETSC_ERR_ARG_WRONG, "-case %s: no such case (dense, position, position_long)", which);
   PetscCall(PetscRandomDestroy(&rnd));
   PetscCall(PetscFinalize());
   return 0;

@@ -61,6 +61,7 @@ SMALL = {
     "bin/tests/test_meshpartition": "",
     "bin/tests/test_jacobiandiag": "",
     "bin/tests/test_spatial": "",
+    "bin/tests/test_netoptions": "",
 }
 PLACEHOLDER = re.compile(r"(^|[/=_.])[A-Z][A-Z0-9_]*($|[/.:])")  # NAME.opts, FILE, N, MODE, ...
 MAX_RANKS = 2

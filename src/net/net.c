@@ -725,6 +725,15 @@ static PetscErrorCode NetSetUpNode_Private(Net net, PetscInt k, PetNetShape shap
 
   PetscFunctionBegin;
   for (PetscInt i = 0; i < nd->nin; i++) PetscCall(NetInputShape_Private(net, nd->in[i], &shapes[i]));
+  if (nd->width) { /* the last dense of a transformer block's MLP gives back the block's width E */
+    PetNetShape in;
+    PetscInt    first = k;
+
+    for (PetscInt j = k - 1; j >= 0; j--)
+      if (net->nodes[j].block == nd->block) first = j;
+    PetscCall(NetInputShape_Private(net, net->nodes[first].in[0], &in));
+    PetscCall(LayerDenseSetOutputSize(net->layers[k], in.dim[in.ndim - 1]));
+  }
   if (nd->residual) {
     PetNetShape in;
 

@@ -15,7 +15,15 @@
   name an identifier, each input the name of an earlier node or "input" (the Net's input); without "<-" the node
   takes the previous node (the Net's input for the first). The options prefix of a node is "<name>_".
 
-  NetGetSpec() writes a list back in normal form (kind:args, residual:(F|P)) and a graph as "name = spec <- inputs;".
+  The entry transformer:H:F[:causal], in a list or a graph, is the pre-norm transformer block: two residual entries,
+    residual(layernorm,attention:H[:causal]) then residual(layernorm,dense:F:tokens,gelu,dense:E:tokens)
+  with E the block's input's last dimension (set at set-up, NetNode.width). Entry e (or graph node NAME) makes the first
+  residual entry "<e>.attn" with prefix -layer<e>_attn_ (its members -layer<e>_attn_res_layer<i>_) and the second
+  with members "<e>.mlp.res.<i>" (-layer<e>_mlp_res_layer<i>_) and its join named "<e>" with prefix -layer<e>_ (graph:
+  NAME.attn, NAME.mlp.res.<i>, NAME; -NAME_attn_res_layer<i>_, ...). Every node records the block (NetNode.block).
+
+  NetGetSpec() writes a list back in normal form (kind:args, residual:(F|P), transformer:H:F[:causal]) and a graph as
+  "name = spec <- inputs;".
 */
 #include <petnet/private/netimpl.h>
 #include <petsc/private/hashtable.h>
@@ -139,7 +147,7 @@ static PetscErrorCode NetLayerKinds_Private(size_t len, char kinds[])
     PetscCall(PetscStrlcat(kinds, names[i], len));
   }
   PetscCall(PetscFree(names));
-  PetscCall(PetscStrlcat(kinds, "; and residual(F|P) in a layer list", len));
+  PetscCall(PetscStrlcat(kinds, "; residual(F|P) in a layer list; and transformer:H:F[:causal] (the pre-norm transformer block)", len));
   PetscFunctionReturn(0);
 }
 
@@ -216,6 +224,7 @@ static PetscErrorCode NetAppendNode_Private(Net net, LayerType type, const char 
   PetscCall(PetscMemzero(nd, sizeof(*nd)));
   nd->layer        = l;
   nd->owner        = -1;
+  nd->block        = -1;
   nd->nin          = nin;
   nd->partition[0] = partition[0];
   nd->partition[1] = partition[1];
@@ -243,7 +252,53 @@ static PetscErrorCode NetAppendList_Private(Net, const char[], const char[], Pet
   is `from` itself for the identity shortcut). The add node gets the entry's name and prefix; the members of F and P
   record it as their owner, so that NetGetSpec() can write the entry back.
 */
+static PetscErrorCode NetAppendResidualAs_Private(Net, const char[], const char[], PetscInt, const char[], const char[], const char[], const char[], PetscInt, PetscInt, PetscInt *);
+
 static PetscErrorCode NetAppendResidual_Private(Net net, const char args[], const char whole[], PetscInt from, const char name[], const char prefix[], PetscInt index, PetscInt depth, PetscInt *join)
+{
+  PetscFunctionBegin;
+  PetscCall(NetAppendResidualAs_Private(net, args, whole, from, name, prefix, name, prefix, index, depth, join));
+  PetscFunctionReturn(0);
+}
+
+/*
+  transformer:H:F[:causal] as nodes (see the top of this file): the residual entry <name>.attn, then the residual entry
+  whose members are <name>.mlp.res.<i> and whose join is <name> itself, so that the block is one entry of its list or
+  graph. Every node of the block records its last node (NetNode.block), from which NetGetSpec() writes it back.
+*/
+static PetscErrorCode NetAppendTransformer_Private(Net net, const char args[], const char whole[], PetscInt from, const char name[], const char prefix[], PetscInt index, PetscInt depth, PetscInt *join)
+{
+  MPI_Comm  comm = PetscObjectComm((PetscObject)net);
+  char     *end, *after, attn[256], mlp[256], n1[NET_MAX_NAME], p1[NET_MAX_NAME], n2[NET_MAX_NAME], p2[NET_MAX_NAME];
+  long long H, F;
+  PetscBool causal = PETSC_FALSE;
+  PetscInt  start  = net->nlayers, mid;
+
+  PetscFunctionBegin;
+  PetscCheck(args && args[0], comm, PETSC_ERR_ARG_WRONG, "transformer entry %" PetscInt_FMT " (options prefix -%s) has no sizes: write transformer:H:F[:causal], H heads and F hidden units of its MLP, e.g. transformer:4:256", index, prefix);
+  H = strtoll(args, &end, 10);
+  F = end[0] == ':' ? strtoll(end + 1, &after, 10) : 0;
+  if (end[0] == ':' && after != end + 1) {
+    if (!strcmp(after, ":causal")) causal = PETSC_TRUE;
+    else if (after[0]) F = 0;
+  } else F = 0;
+  PetscCheck(H > 0 && F > 0 && H <= PETSC_MAX_INT && F <= PETSC_MAX_INT, comm, PETSC_ERR_ARG_WRONG,
+             "Malformed \"transformer:%s\": transformer takes H:F or H:F:causal, H > 0 attention heads and F > 0 hidden units of its MLP (at most %d), e.g. transformer:4:256 or transformer:4:256:causal", args, PETSC_MAX_INT);
+  PetscCall(PetscSNPrintf(attn, sizeof(attn), "layernorm,attention:%lld%s", H, causal ? ":causal" : ""));
+  PetscCall(PetscSNPrintf(mlp, sizeof(mlp), "layernorm,dense:%lld:tokens,gelu,dense:E:tokens", F));
+  PetscCall(PetscSNPrintf(n1, sizeof(n1), "%s.attn", name));
+  PetscCall(PetscSNPrintf(p1, sizeof(p1), "%sattn_", prefix));
+  PetscCall(PetscSNPrintf(n2, sizeof(n2), "%s.mlp", name));
+  PetscCall(PetscSNPrintf(p2, sizeof(p2), "%smlp_", prefix));
+  PetscCall(NetAppendResidualAs_Private(net, attn, whole, from, n1, p1, n1, p1, index, depth, &mid));
+  PetscCall(NetAppendResidualAs_Private(net, mlp, whole, mid, name, prefix, n2, p2, index, depth, join));
+  for (PetscInt k = start; k <= *join; k++) net->nodes[k].block = *join;
+  net->nodes[*join - 1].width = PETSC_TRUE; /* dense:E:tokens: E is the block's input's last dimension, known at set-up */
+  PetscFunctionReturn(0);
+}
+
+/* residual(F|P) with the members named <mname>.res.<i> (prefix <mprefix>res_layer<i>_) and the join name, prefix */
+static PetscErrorCode NetAppendResidualAs_Private(Net net, const char args[], const char whole[], PetscInt from, const char name[], const char prefix[], const char mname[], const char mprefix[], PetscInt index, PetscInt depth, PetscInt *join)
 {
   MPI_Comm       comm = PetscObjectComm((PetscObject)net);
   char          *copy, *s, *bar = NULL, *F, *P = NULL, path[NET_MAX_NAME], pre[NET_MAX_NAME];
@@ -281,14 +336,14 @@ static PetscErrorCode NetAppendResidual_Private(Net net, const char args[], cons
   PetscCheck(!emptyF, comm, PETSC_ERR_ARG_WRONG, "residual(%s): the block F is empty; give its layers, e.g. residual(conv2d:16:3:1:1,relu,conv2d:16:3:1:1) or residual(conv2d:32:3:2:1,relu,conv2d:32:3:1:1|conv2d:32:1:2:0)", args);
   PetscCheck(!emptyP, comm, PETSC_ERR_ARG_WRONG, "residual(%s): the shortcut after '|' is empty; give its layers (e.g. conv2d:32:1:2:0), or drop the '|' for the identity shortcut", args);
   start = net->nlayers;
-  PetscCall(PetscSNPrintf(path, sizeof(path), "%s.res.", name));
-  PetscCall(PetscSNPrintf(pre, sizeof(pre), "%sres_", prefix));
+  PetscCall(PetscSNPrintf(path, sizeof(path), "%s.res.", mname));
+  PetscCall(PetscSNPrintf(pre, sizeof(pre), "%sres_", mprefix));
   ierr    = NetAppendList_Private(net, F, whole, from, path, pre, depth, &last[0]);
   startP  = net->nlayers;
   last[1] = from;
   if (!ierr && P) {
-    PetscCall(PetscSNPrintf(path, sizeof(path), "%s.shortcut.", name));
-    PetscCall(PetscSNPrintf(pre, sizeof(pre), "%sshortcut_", prefix));
+    PetscCall(PetscSNPrintf(path, sizeof(path), "%s.shortcut.", mname));
+    PetscCall(PetscSNPrintf(pre, sizeof(pre), "%sshortcut_", mprefix));
     ierr = NetAppendList_Private(net, P, whole, from, path, pre, depth, &last[1]);
   }
   PetscCall(PetscFree(copy));
@@ -314,7 +369,7 @@ static PetscErrorCode NetAppendEntries_Private(Net net, char copy[], const char 
   for (next = copy; next; e++) {
     char       *kind, *args, name[NET_MAX_NAME], pre[NET_MAX_NAME];
     const char *why;
-    PetscBool   isres;
+    PetscBool   isres, istr;
 
     PetscCall(NetLayerListNext_Private(&next, &entry));
     kind = NetTrim_Private(entry);
@@ -324,8 +379,11 @@ static PetscErrorCode NetAppendEntries_Private(Net net, char copy[], const char 
     PetscCall(PetscSNPrintf(name, sizeof(name), "%s%" PetscInt_FMT, path, e));
     PetscCall(PetscSNPrintf(pre, sizeof(pre), "%slayer%" PetscInt_FMT "_", prefix, e));
     PetscCall(PetscStrcmp(kind, "residual", &isres));
+    PetscCall(PetscStrcmp(kind, "transformer", &istr));
     if (isres)
       PetscCall(NetAppendResidual_Private(net, args, whole, from, name, pre, e, depth + 1, &from));
+    else if (istr)
+      PetscCall(NetAppendTransformer_Private(net, args, whole, from, name, pre, e, depth + 1, &from));
     else {
       PetscCall(NetCheckKind_Private(net, kind, "-net_layers", e + 1, whole));
       PetscCall(NetAppendNode_Private(net, kind, args, name, pre, e, 1, &from, &from));
@@ -406,6 +464,9 @@ static PetscErrorCode NetCheckParentheses_Private(Net net, const char what[], co
   residual(F) is y = x + F(x) and residual(F|P) is y = P(x) + F(x), with F and P layer lists; they become the nodes of
   F and P and an add node. Kinds are case-insensitive and blanks around entries are ignored. Entry e reads its options
   with the prefix -layer<e>_ (inside residual block e: -layer<e>_res_layer<i>_ and -layer<e>_shortcut_layer<i>_).
+  transformer:H:F[:causal] is the pre-norm transformer block on (T, E) samples, residual(layernorm,attention:H[:causal])
+  then residual(layernorm,dense:F:tokens,gelu,dense:E:tokens) with E the block's input's last dimension; its nodes read
+  -layer<e>_attn_res_layer<i>_ and -layer<e>_mlp_res_layer<i>_ (docs/manual/networks.md).
 
 .seealso: `NetSetGraph()`, `NetGetSpec()`, `NetAddLayer()`, `LayerRegister()`
 @*/
@@ -456,7 +517,7 @@ static PetscErrorCode NetSetGraphEntries_Private(Net net, const char graph[], ch
     char       *name, *spec, *inputs, *arrow, *eq, *kind, *args;
     const char *why;
     PetscInt    nin = 0, node;
-    PetscBool   isres;
+    PetscBool   isres, istr;
     char        pre[NET_MAX_NAME];
 
     PetscCall(NetNextEntry_Private(&next, ';', &entry));
@@ -503,9 +564,11 @@ static PetscErrorCode NetSetGraphEntries_Private(Net net, const char graph[], ch
     PetscCheck(!why, comm, PETSC_ERR_ARG_WRONG, "Malformed -net_graph \"%s\": in node %.255s, %s", graph, name, why);
     PetscCall(PetscSNPrintf(pre, sizeof(pre), "%s_", name));
     PetscCall(PetscStrcmp(kind, "residual", &isres));
-    if (isres) {
-      PetscCheck(nin == 1, comm, PETSC_ERR_ARG_WRONG, "Malformed -net_graph \"%s\": the residual node %.255s takes one input, not %" PetscInt_FMT, graph, name, nin);
-      PetscCall(NetAppendResidual_Private(net, args, graph, (*in)[0], name, pre, net->nlayers, 1, &node));
+    PetscCall(PetscStrcmp(kind, "transformer", &istr));
+    if (isres || istr) {
+      PetscCheck(nin == 1, comm, PETSC_ERR_ARG_WRONG, "Malformed -net_graph \"%s\": the %s node %.255s takes one input, not %" PetscInt_FMT, graph, kind, name, nin);
+      if (isres) PetscCall(NetAppendResidual_Private(net, args, graph, (*in)[0], name, pre, net->nlayers, 1, &node));
+      else PetscCall(NetAppendTransformer_Private(net, args, graph, (*in)[0], name, pre, net->nlayers, 1, &node));
     } else {
       PetscCall(NetCheckKind_Private(net, kind, "-net_graph", e, graph));
       PetscCall(NetAppendNode_Private(net, kind, args, name, pre, net->nlayers, nin, *in, &node));
@@ -602,17 +665,20 @@ PetscErrorCode NetAddLayer(Net net, LayerType type, const char args[], Layer *la
 {
   PetscInt  e = 0, from = net->nlayers ? net->nlayers - 1 : NET_INPUT, node;
   char      name[64], pre[64];
-  PetscBool isres;
+  PetscBool isres, istr;
 
   PetscFunctionBegin;
   PetscValidHeaderSpecific(net, NET_CLASSID, 1);
   if (net->setupcalled) PetscCall(NetReset(net));
-  for (PetscInt k = 0; k < net->nlayers; k++) e += net->nodes[k].owner < 0;
+  for (PetscInt k = 0; k < net->nlayers; k++) e += net->nodes[k].owner < 0 && (net->nodes[k].block < 0 || net->nodes[k].block == k);
   PetscCall(PetscSNPrintf(name, sizeof(name), net->graph ? "layer%" PetscInt_FMT : "%" PetscInt_FMT, e));
   PetscCall(PetscSNPrintf(pre, sizeof(pre), "layer%" PetscInt_FMT "_", e));
   PetscCall(PetscStrcmp(type, "residual", &isres));
+  PetscCall(PetscStrcmp(type, "transformer", &istr));
   if (isres)
     PetscCall(NetAppendResidual_Private(net, args, args ? args : "", from, name, pre, e, 1, &node));
+  else if (istr)
+    PetscCall(NetAppendTransformer_Private(net, args, args ? args : "", from, name, pre, e, 1, &node));
   else
     PetscCall(NetAppendNode_Private(net, type, args, name, pre, e, 1, &from, &node));
   if (layer) *layer = net->layers[node];
@@ -630,6 +696,30 @@ static PetscErrorCode NetSpecAppend_Private(size_t len, char spec[], size_t *n, 
   PetscFunctionReturn(0);
 }
 
+/* transformer:H:F[:causal] of the block whose last node is k, from its attention node (H[:causal]) and its first dense (F) */
+static PetscErrorCode NetTransformerSpec_Private(Net net, PetscInt k, size_t len, char spec[])
+{
+  char attn[NET_MAX_NAME] = "", fc1[NET_MAX_NAME] = "", *rest;
+  long H = 0, F = 0;
+
+  PetscFunctionBegin;
+  for (PetscInt j = 0; j < k; j++) {
+    PetscBool isattn, isdense;
+
+    if (net->nodes[j].block != k) continue;
+    PetscCall(PetscObjectTypeCompare((PetscObject)net->layers[j], "attention", &isattn));
+    PetscCall(PetscObjectTypeCompare((PetscObject)net->layers[j], LAYERDENSE, &isdense));
+    if (isattn && !attn[0]) PetscCall(LayerGetSpec(net->layers[j], sizeof(attn), attn));
+    if (isdense && !fc1[0]) PetscCall(LayerGetSpec(net->layers[j], sizeof(fc1), fc1));
+  }
+  /* attention:H[:more] and dense:F:tokens */
+  H = strtol(attn + strlen("attention:"), &rest, 10);
+  F = strtol(fc1 + strlen("dense:"), NULL, 10);
+  PetscCheck(H > 0 && F > 0, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Node %s: a transformer block without its attention (%s) or its MLP (%s)", net->nodes[k].name, attn, fc1);
+  PetscCall(PetscSNPrintf(spec, len, "transformer:%ld:%ld%s", H, F, rest));
+  PetscFunctionReturn(0);
+}
+
 /* Writes the entries whose owner is `owner` (and, inside a block, whose branch is `branch`) as a layer list */
 PetscErrorCode NetListSpec_Private(Net net, PetscInt owner, PetscInt branch, size_t len, char spec[], size_t *n)
 {
@@ -640,9 +730,15 @@ PetscErrorCode NetListSpec_Private(Net net, PetscInt owner, PetscInt branch, siz
     const NetNode *nd = &net->nodes[k];
 
     if (nd->owner != owner || (owner >= 0 && nd->branch != branch)) continue;
+    if (nd->block >= 0 && nd->block != k) continue; /* written with the transformer block's last node */
     if (!first) PetscCall(NetSpecAppend_Private(len, spec, n, ","));
     first = PETSC_FALSE;
-    if (nd->residual) {
+    if (nd->block == k) {
+      char one[NET_MAX_NAME];
+
+      PetscCall(NetTransformerSpec_Private(net, k, sizeof(one), one));
+      PetscCall(NetSpecAppend_Private(len, spec, n, one));
+    } else if (nd->residual) {
       PetscBool shortcut = PETSC_FALSE;
 
       for (PetscInt j = 0; j < k; j++) shortcut = (PetscBool)(shortcut || (net->nodes[j].owner == k && net->nodes[j].branch == 1));
@@ -717,10 +813,19 @@ PetscErrorCode NetGetSpec(Net net, size_t len, char spec[])
     char           one[NET_MAX_NAME];
     size_t         m = 0;
 
-    if (nd->owner >= 0) continue;
+    if (nd->owner >= 0 || (nd->block >= 0 && nd->block != k)) continue;
     PetscCall(PetscSNPrintf(one, sizeof(one), "%s%s = ", n ? " " : "", nd->name));
     PetscCall(NetSpecAppend_Private(len, spec, &n, one));
-    if (nd->residual) {
+    if (nd->block == k) {
+      PetscInt first = k;
+
+      for (PetscInt j = k - 1; j >= 0; j--)
+        if (net->nodes[j].block == k) first = j;
+      PetscCall(NetTransformerSpec_Private(net, k, sizeof(one), one));
+      PetscCall(NetSpecAppend_Private(len, spec, &n, one));
+      PetscCall(NetSpecAppend_Private(len, spec, &n, " <- "));
+      PetscCall(NetSpecAppend_Private(len, spec, &n, NetInputName_Private(net, net->nodes[first].in[0])));
+    } else if (nd->residual) {
       PetscInt first = k;
 
       for (PetscInt j = k - 1; j >= 0; j--)

@@ -19,6 +19,14 @@
 
     entry 2 = residual(dense:8,relu|dense:8)   nodes  "2.res.0" (-layer2_res_layer0_), "2.res.1", "2.shortcut.0", "2" (add)
 
+  The entry transformer:H:F[:causal] (the pre-norm block) becomes two residual entries, named as entries of their own
+  under the block's name, the second join taking the block's name and prefix:
+
+    entry 3 = transformer:4:256  nodes "3.attn.res.0" layernorm (-layer3_attn_res_layer0_), "3.attn.res.1" attention:4,
+                                       "3.attn" (add, -layer3_attn_),
+                                       "3.mlp.res.0" layernorm (-layer3_mlp_res_layer0_), "3.mlp.res.1" dense:256:tokens,
+                                       "3.mlp.res.2" gelu, "3.mlp.res.3" dense:E:tokens (E the block's width, NetNode.width), "3" (add)
+
   A graph (NetSetGraph()) names its nodes itself ("stem", "skip", ...) with the options prefix <name>_.
 */
 /*
@@ -95,6 +103,8 @@ typedef struct {
   PetscInt  owner;    /* list form: the join node of the residual block whose F or P holds this node, or -1 */
   PetscInt  branch;   /* ... 0: in F, 1: in P */
   PetscBool residual; /* list form: this node is the join of a residual(F|P) entry */
+  PetscInt  block;    /* the last node of the transformer:H:F entry that holds this node (its two residual halves), or -1 */
+  PetscBool width;    /* the last dense of a transformer block's MLP: its outputs are the block's width E, set at set-up */
   PetscInt  nuses;    /* edges leaving this node (+1 for the Net's output); set at set-up */
 
   /* Where the node's parameters come from (netparams.c). The kernels receive this rank's nplocal parameters of the

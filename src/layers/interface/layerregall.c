@@ -28,12 +28,13 @@ PETSC_INTERN PetscErrorCode LayerCreate_LayerNorm(Layer);
 PETSC_INTERN PetscErrorCode LayerCreate_RMSNorm(Layer);
 PETSC_INTERN PetscErrorCode LayerCreate_Embedding(Layer);
 PETSC_INTERN PetscErrorCode LayerCreate_Attention(Layer);
+PETSC_INTERN PetscErrorCode LayerCreate_Position(Layer);
 
 /*@C
   LayerRegisterAll - registers the built-in layer kinds: dense, identity, relu, leakyrelu, tanh, sigmoid, gelu,
   softplus, conv2d, conv3d, maxpool, avgpool, globalavgpool, flatten, dropout, batchnorm, add, concat, upsample,
   convtranspose2d, the graph layers gcn and sage, the mesh message-passing layer mpnn and the transformer layers
-  layernorm, rmsnorm, embedding and attention. Idempotent.
+  layernorm, rmsnorm, embedding, attention and position. Idempotent.
 
   Not collective
 
@@ -76,5 +77,6 @@ PetscErrorCode LayerRegisterAll(void)
   PetscCall(LayerRegister(LAYERRMSNORM, LayerCreate_RMSNorm));
   PetscCall(LayerRegister(LAYEREMBEDDING, LayerCreate_Embedding));
   PetscCall(LayerRegister(LAYERATTENTION, LayerCreate_Attention));
+  PetscCall(LayerRegister(LAYERPOSITION, LayerCreate_Position));
   PetscFunctionReturn(0);
 }

@@ -42,6 +42,7 @@ static PetscErrorCode LayerSetUp_Dense(Layer layer)
   PetscInt     in;
 
   PetscFunctionBegin;
+  if (dense->same) dense->nout = layer->in.dim[layer->in.ndim - 1]; /* dense:E */
   if (dense->nout <= 0) {
     const char *prefix;
 
@@ -196,14 +197,19 @@ static PetscErrorCode LayerTensors_Dense(Layer layer, PetscInt *n, LayerTensorIn
   PetscFunctionReturn(0);
 }
 
-/* N[:bias=0|1][:tokens], the words after N in any order */
+/* N[:bias=0|1][:tokens], the words after N in any order; N may be E, the input's last dimension */
 static PetscErrorCode LayerSetArguments_Dense(Layer layer, const char args[])
 {
   char     *end;
   long      nout   = strtol(args, &end, 10);
-  PetscBool bias   = PETSC_TRUE, tokens = PETSC_FALSE;
+  PetscBool bias   = PETSC_TRUE, tokens = PETSC_FALSE, same = PETSC_FALSE;
 
   PetscFunctionBegin;
+  if (args[0] == 'E' && (args[1] == ':' || !args[1])) { /* dense:E */
+    same = PETSC_TRUE;
+    nout = 1;
+    end  = (char *)args + 1;
+  }
   while (end != args && *end == ':') {
     const char *word = end + 1;
     size_t      len  = strcspn(word, ":");
@@ -215,7 +221,7 @@ static PetscErrorCode LayerSetArguments_Dense(Layer layer, const char args[])
   }
   PetscCheck(end != args && !*end && nout > 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "Malformed \"dense:%s\": dense takes one positive integer, its number of outputs, e.g. dense:128 (and optionally :bias=0, :tokens)", args);
   PetscCheck(nout <= PETSC_MAX_INT, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "dense:%s: the number of outputs is more than %d, the largest PetscInt", args, PETSC_MAX_INT);
-  PetscCall(LayerDenseSetOutputSize(layer, (PetscInt)nout));
+  PetscCall(LayerDenseSetOutputSize(layer, same ? PETSC_DECIDE : (PetscInt)nout));
   PetscCall(LayerDenseSetBias(layer, bias));
   PetscCall(LayerDenseSetTokens(layer, tokens));
   PetscFunctionReturn(0);
@@ -226,7 +232,8 @@ static PetscErrorCode LayerGetArguments_Dense(Layer layer, size_t len, char args
   Layer_Dense *dense = (Layer_Dense *)layer->data;
 
   PetscFunctionBegin;
-  PetscCall(PetscSNPrintf(args, len, "%" PetscInt_FMT "%s%s", dense->nout, dense->bias ? "" : ":bias=0", dense->tokens ? ":tokens" : ""));
+  if (dense->same) PetscCall(PetscSNPrintf(args, len, "E%s%s", dense->bias ? "" : ":bias=0", dense->tokens ? ":tokens" : ""));
+  else PetscCall(PetscSNPrintf(args, len, "%" PetscInt_FMT "%s%s", dense->nout, dense->bias ? "" : ":bias=0", dense->tokens ? ":tokens" : ""));
   PetscFunctionReturn(0);
 }
 
@@ -238,8 +245,8 @@ static PetscErrorCode LayerSetFromOptions_Dense(Layer layer, PetscOptionItems *P
 
   PetscFunctionBegin;
   PetscOptionsHeadBegin(PetscOptionsObject, "Dense layer options");
-  PetscCall(PetNetOptionsInt("-dense_outputs", "Number of outputs", "LayerDenseSetOutputSize", nout, &nout, NULL));
-  if (nout != dense->nout) PetscCall(LayerDenseSetOutputSize(layer, nout));
+  PetscCall(PetNetOptionsInt("-dense_outputs", "Number of outputs", "LayerDenseSetOutputSize", nout, &nout, &set));
+  if (set && (nout != dense->nout || dense->same)) PetscCall(LayerDenseSetOutputSize(layer, nout));
   PetscCall(PetscOptionsBool("-dense_bias", "Add a bias per output", "LayerDenseSetBias", bias, &bias, &set));
   if (set) PetscCall(LayerDenseSetBias(layer, bias));
   PetscCall(PetscOptionsBool("-dense_tokens", "Apply the layer to the last dimension at each position, (..., E) -> (..., N)", "LayerDenseSetTokens", tokens, &tokens, &set));
@@ -280,9 +287,10 @@ static PetscErrorCode LayerDenseSetOutputSize_Dense(Layer layer, PetscInt nout)
   Layer_Dense *dense = (Layer_Dense *)layer->data;
 
   PetscFunctionBegin;
-  PetscCheck(nout > 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "dense layer outputs must be positive, not %" PetscInt_FMT, nout);
-  if (layer->setupcalled && nout != dense->nout) PetscCall(LayerReset(layer));
-  dense->nout = nout;
+  PetscCheck(nout > 0 || nout == PETSC_DECIDE, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "dense layer outputs must be positive (or PETSC_DECIDE: as many as the input's last dimension), not %" PetscInt_FMT, nout);
+  if (layer->setupcalled && (nout != dense->nout || dense->same != (nout == PETSC_DECIDE))) PetscCall(LayerReset(layer));
+  dense->same = (PetscBool)(nout == PETSC_DECIDE);
+  dense->nout = dense->same ? 0 : nout;
   PetscFunctionReturn(0);
 }
 
@@ -335,13 +343,14 @@ static PetscErrorCode LayerDenseSetInitialization_Dense(Layer layer, LayerInitTy
 
   Input Parameters:
 + layer - a dense layer (layers of other kinds ignore the call)
-- nout  - the number of outputs, > 0
+- nout  - the number of outputs, > 0, or `PETSC_DECIDE` for as many as the input's last dimension (set at set-up)
 
   Options Database Key:
 . -<prefix>dense_outputs <n> - the same from the options (LayerSetFromOptions())
 
   Notes:
-  The compact form is dense:N (LayerSetArguments()). A dense layer needs it: set-up fails without. Changing it on a
+  The compact form is dense:N (LayerSetArguments()), and dense:E for `PETSC_DECIDE` (e.g. dense:E:tokens, the last
+  projection of a transformer's MLP, which gives back the width E it was given). A dense layer needs it: set-up fails without. Changing it on a
   layer that is set up resets the layer; in a Net that is set up, call NetReset() afterwards (NetSetFromOptions() does
   so itself for -dense_outputs). The layer's parameters are W, nout x (input size) entries, then b, nout entries.
 

@@ -6,6 +6,7 @@
 typedef struct {
   PetscInt      nout;
   PetscBool     bias;
+  PetscBool     same;   /* dense:E: as many outputs as the input's last dimension (nout set at set-up) */
   PetscBool     tokens; /* dense:N:tokens: applied to the last dimension at each position of a sample */
   PetscInt      nin;    /* the inputs of one GEMM row: the sample's size, or its last dimension E with tokens */
   PetscInt      rows;   /* GEMM rows per sample: 1, or the positions (the product of the other dims) with tokens */
