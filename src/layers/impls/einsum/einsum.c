@@ -53,59 +53,71 @@ static PetscInt EinsumFind(const char s[], char l)
   return l && p ? (PetscInt)(p - s) : -1;
 }
 
-/* one operand or the output, letters [b, e) of spec: checked and copied into dst */
-static PetscErrorCode EinsumParseTerm(Layer layer, const char spec[], const char *b, const char *e, const char *what, PetscBool empty, char dst[])
+/* one operand or the output, letters [b, e) of the spec: checked and copied into dst; node names the layer */
+static PetscErrorCode EinsumParseTerm(Layer layer, const char node[], const char *b, const char *e, const char *what, PetscBool empty, char dst[])
 {
   MPI_Comm comm = PetscObjectComm((PetscObject)layer);
   PetscInt len  = (PetscInt)(e - b);
 
   PetscFunctionBegin;
-  PetscCheck(len > 0 || empty, comm, PETSC_ERR_ARG_WRONG, "Malformed \"einsum:%s\": %s is empty; name each of its input's dims with a letter, e.g. einsum:ij->ji", spec, what);
-  PetscCheck(len <= PETNET_MAX_DIM, comm, PETSC_ERR_ARG_WRONG, "\"einsum:%s\": %s has %" PetscInt_FMT " letters, but a sample has at most %d dims", spec, what, len, PETNET_MAX_DIM);
+  PetscCheck(len > 0 || empty, comm, PETSC_ERR_ARG_WRONG, "The %s is malformed: %s is empty; name each of its input's dims with a letter, e.g. einsum:ij->ji", node, what);
+  PetscCheck(len <= PETNET_MAX_DIM, comm, PETSC_ERR_ARG_WRONG, "The %s: %s has %" PetscInt_FMT " letters, but a sample has at most %d dims", node, what, len, PETNET_MAX_DIM);
   for (PetscInt i = 0; i < len; i++) {
-    PetscCheck(b[i] != '.', comm, PETSC_ERR_SUP, "\"einsum:%s\": an ellipsis (...) is not supported: name every dim of %s with a letter", spec, what);
-    PetscCheck(EinsumIsLetter(b[i]), comm, PETSC_ERR_ARG_WRONG, "Malformed \"einsum:%s\": '%c' in %s is not a letter; name the dims with a-z and A-Z, e.g. einsum:bqd,bkd->bqk", spec, b[i], what);
+    PetscCheck(b[i] != '.', comm, PETSC_ERR_SUP, "The %s: an ellipsis (...) is not supported: name every dim of %s with a letter", node, what);
+    PetscCheck(EinsumIsLetter(b[i]), comm, PETSC_ERR_ARG_WRONG, "The %s is malformed: '%c' in %s is not a letter; name the dims with a-z and A-Z, e.g. einsum:bqd,bkd->bqk", node, b[i], what);
     for (PetscInt j = 0; j < i; j++)
       PetscCheck(b[j] != b[i], comm, PETSC_ERR_ARG_WRONG,
-                 "\"einsum:%s\": letter '%c' appears twice in %s; each letter of a term names a different dim (diagonals such as ii->i are not supported): give the dims different letters", spec, b[i], what);
+                 "The %s: letter '%c' appears twice in %s; each letter of a term names a different dim (diagonals such as ii->i are not supported): give the dims different letters", node, b[i], what);
     dst[i] = b[i];
   }
   dst[len] = 0;
   PetscFunctionReturn(0);
 }
 
-/* A->C or A,B->C */
-static PetscErrorCode LayerSetArguments_Einsum(Layer layer, const char args[])
+/* A->C or A,B->C, read at set-up (where the node has its name for messages) */
+static PetscErrorCode EinsumParse(Layer layer, const char node[])
 {
   Layer_Einsum *es   = (Layer_Einsum *)layer->data;
   MPI_Comm      comm = PetscObjectComm((PetscObject)layer);
-  char          spec[128], *arrow, *comma;
-  size_t        k = 0;
+  const char   *spec = es->spec;
+  const char   *arrow, *comma;
+  size_t        k    = strlen(spec);
+
+  PetscFunctionBegin;
+  es->nops = 0;
+  arrow    = strstr(spec, "->");
+  PetscCheck(arrow, comm, PETSC_ERR_ARG_WRONG,
+             "The %s is malformed: no \"->\". Write the output's letters explicitly, e.g. einsum:ij->ji or einsum:bqd,bkd->bqk (numpy's implicit mode, the output's letters in alphabetical order, is not supported)", node);
+  PetscCheck(!strstr(arrow + 2, "->"), comm, PETSC_ERR_ARG_WRONG, "The %s is malformed: \"->\" appears twice; write operands->output, e.g. einsum:ij->ji", node);
+  comma = strchr(spec, ',');
+  PetscCheck(!comma || comma < arrow, comm, PETSC_ERR_ARG_WRONG, "The %s is malformed: the output (after \"->\") is one term, without commas", node);
+  PetscCheck(!comma || !strchr(comma + 1, ',') || strchr(comma + 1, ',') > arrow, comm, PETSC_ERR_SUP,
+             "The %s has more than two operands: einsum takes one input (einsum:ij->ji) or two (a join in -net_graph, einsum:bqd,bkd->bqk); chain two einsum nodes for more", node);
+  PetscCall(EinsumParseTerm(layer, node, spec, comma ? comma : arrow, "operand 1", PETSC_FALSE, es->op[0]));
+  if (comma) PetscCall(EinsumParseTerm(layer, node, comma + 1, arrow, "operand 2", PETSC_FALSE, es->op[1]));
+  else es->op[1][0] = 0;
+  PetscCall(EinsumParseTerm(layer, node, arrow + 2, spec + k, "the output", PETSC_TRUE, es->out));
+  for (const char *c = es->out; *c; c++)
+    PetscCheck(EinsumFind(es->op[0], *c) >= 0 || EinsumFind(es->op[1], *c) >= 0, comm, PETSC_ERR_ARG_WRONG,
+               "The %s: letter '%c' of the output names no dim of %s: every output letter must appear in an operand (a letter absent from the output is summed)", node, *c, comma ? "either operand" : "the operand");
+  es->nops = comma ? 2 : 1;
+  PetscFunctionReturn(0);
+}
+
+/* keeps the spec (blanks removed); EinsumParse() reads it at set-up */
+static PetscErrorCode LayerSetArguments_Einsum(Layer layer, const char args[])
+{
+  Layer_Einsum *es = (Layer_Einsum *)layer->data;
+  size_t        k  = 0;
 
   PetscFunctionBegin;
   for (const char *s = args; *s; s++) /* blanks carry nothing */
     if (*s != ' ' && *s != '\t') {
-      PetscCheck(k + 1 < sizeof(spec), comm, PETSC_ERR_ARG_WRONG, "\"einsum:%s\" is too long: a spec names at most %d dims per term", args, PETNET_MAX_DIM);
-      spec[k++] = *s;
+      PetscCheck(k + 1 < sizeof(es->spec), PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "\"einsum:%s\" is too long: a spec names at most %d dims per term", args, PETNET_MAX_DIM);
+      es->spec[k++] = *s;
     }
-  spec[k] = 0;
-  arrow   = strstr(spec, "->");
-  PetscCheck(arrow, comm, PETSC_ERR_ARG_WRONG,
-             "Malformed \"einsum:%s\": no \"->\". Write the output's letters explicitly, e.g. einsum:ij->ji or einsum:bqd,bkd->bqk (numpy's implicit mode, the output's letters in alphabetical order, is not supported)", spec);
-  PetscCheck(!strstr(arrow + 2, "->"), comm, PETSC_ERR_ARG_WRONG, "Malformed \"einsum:%s\": \"->\" appears twice; write operands->output, e.g. einsum:ij->ji", spec);
-  comma = strchr(spec, ',');
-  PetscCheck(!comma || comma < arrow, comm, PETSC_ERR_ARG_WRONG, "Malformed \"einsum:%s\": the output (after \"->\") is one term, without commas", spec);
-  PetscCheck(!comma || !strchr(comma + 1, ',') || strchr(comma + 1, ',') > arrow, comm, PETSC_ERR_SUP,
-             "\"einsum:%s\" has more than two operands: einsum takes one input (einsum:ij->ji) or two (a join in -net_graph, einsum:bqd,bkd->bqk); chain two einsum nodes for more", spec);
-  PetscCall(EinsumParseTerm(layer, spec, spec, comma ? comma : arrow, "operand 1", PETSC_FALSE, es->op[0]));
-  if (comma) PetscCall(EinsumParseTerm(layer, spec, comma + 1, arrow, "operand 2", PETSC_FALSE, es->op[1]));
-  else es->op[1][0] = 0;
-  PetscCall(EinsumParseTerm(layer, spec, arrow + 2, spec + k, "the output", PETSC_TRUE, es->out));
-  for (const char *c = es->out; *c; c++)
-    PetscCheck(EinsumFind(es->op[0], *c) >= 0 || EinsumFind(es->op[1], *c) >= 0, comm, PETSC_ERR_ARG_WRONG,
-               "\"einsum:%s\": letter '%c' of the output names no dim of %s: every output letter must appear in an operand (a letter absent from the output is summed)", spec, *c, comma ? "either operand" : "the operand");
-  es->nops = comma ? 2 : 1;
-  PetscCall(PetscStrncpy(es->spec, spec, sizeof(es->spec)));
+  es->spec[k] = 0;
+  es->nops    = 0;
   PetscFunctionReturn(0);
 }
 
@@ -243,6 +255,7 @@ static PetscErrorCode LayerSetUp_Einsum(Layer layer)
 
   PetscFunctionBegin;
   PetscCall(LayerShapeKindDescription(layer, es->spec, "spec", sizeof(node), node));
+  if (es->spec[0]) PetscCall(EinsumParse(layer, node));
   PetscCheck(es->nops > 0, comm, PETSC_ERR_ARG_WRONG, "The %s has no spec: write einsum:A->C for one input (e.g. einsum(tij->tji) in -net_layers) or einsum:A,B->C for a join of two (a -net_graph node: c = einsum:bqd,bkd->bqk <- q, k)", node);
   PetscCheck(es->nops == layer->nin, comm, PETSC_ERR_ARG_SIZ, "The %s has %" PetscInt_FMT " operand%s but the node has %" PetscInt_FMT " input%s: %s", node, es->nops, es->nops > 1 ? "s" : "", layer->nin, layer->nin > 1 ? "s" : "",
              es->nops == 2 ? "a two-operand einsum is a join, written as a node of -net_graph with two inputs, e.g. c = einsum:bqd,bkd->bqk <- q, k" : "write one operand per input, e.g. einsum:bqd,bkd->bqk for two");

@@ -34,12 +34,12 @@ typedef struct {
   char      text[8 * PETNET_MAX_DIM + 8]; /* the arguments as written, for messages */
 } Layer_Permute;
 
-/* i,j,k: up to PETNET_MAX_DIM integers separated by commas; checked against the input's dims at set-up */
-static PetscErrorCode LayerSetArguments_Permute(Layer layer, const char args[])
+/* i,j,k: up to PETNET_MAX_DIM integers separated by commas, read at set-up (where the node has its name for messages) */
+static PetscErrorCode PermuteParse(Layer layer, const char node[])
 {
-  Layer_Permute *pm = (Layer_Permute *)layer->data;
-  const char    *s  = args;
-  PetscInt       r  = 0;
+  Layer_Permute *pm   = (Layer_Permute *)layer->data;
+  const char    *args = pm->text, *s = args;
+  PetscInt       r    = 0;
 
   PetscFunctionBegin;
   while (1) {
@@ -47,31 +47,42 @@ static PetscErrorCode LayerSetArguments_Permute(Layer layer, const char args[])
     long long v = strtoll(s, &end, 10);
 
     PetscCheck(end != s, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG,
-               "Malformed \"permute:%s\": permute takes the sample's dims in their new order, 0-based integers separated by commas (permute(1,0) in -net_layers, permute:1,0 in a -net_graph node), e.g. permute(2,0,1) for (h, w, c) -> (c, h, w)", args);
-    PetscCheck(r < PETNET_MAX_DIM, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "\"permute:%s\" has more than %d dims: a sample has at most %d", args, PETNET_MAX_DIM, PETNET_MAX_DIM);
-    PetscCheck(v >= -PETNET_MAX_DIM && v < 100, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "\"permute:%s\": dim %lld is out of range; write the sample's dims 0..r-1 (the batch dim is implicit)", args, v);
+               "The %s is malformed: permute takes the sample's dims in their new order, 0-based integers separated by commas (permute(1,0) in -net_layers, permute:1,0 in a -net_graph node), e.g. permute(2,0,1) for (h, w, c) -> (c, h, w)", node);
+    PetscCheck(r < PETNET_MAX_DIM, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "The %s has more than %d dims: a sample has at most %d", node, PETNET_MAX_DIM, PETNET_MAX_DIM);
+    PetscCheck(v >= -PETNET_MAX_DIM && v < 100, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "The %s: dim %lld is out of range; write the sample's dims 0..r-1 (the batch dim is implicit)", node, v);
     pm->perm[r++] = (PetscInt)v;
     while (*end == ' ') end++;
     if (!*end) break;
-    PetscCheck(*end == ',', PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "Malformed \"permute:%s\": the dims are separated by commas, e.g. permute(2,0,1)", args);
+    PetscCheck(*end == ',', PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "The %s is malformed: the dims are separated by commas, e.g. permute(2,0,1)", node);
     s = end + 1;
   }
   pm->r = r;
-  PetscCall(PetscStrncpy(pm->text, args, sizeof(pm->text)));
+  PetscFunctionReturn(0);
+}
+
+/* keeps the text (blanks removed); PermuteParse() reads it at set-up */
+static PetscErrorCode LayerSetArguments_Permute(Layer layer, const char args[])
+{
+  Layer_Permute *pm = (Layer_Permute *)layer->data;
+  size_t         k  = 0;
+
+  PetscFunctionBegin;
+  for (const char *s = args; *s; s++)
+    if (*s != ' ' && *s != '\t') {
+      PetscCheck(k + 1 < sizeof(pm->text), PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "\"permute:%s\" is too long: a sample has at most %d dims", args, PETNET_MAX_DIM);
+      pm->text[k++] = *s;
+    }
+  pm->text[k] = 0;
+  pm->r       = 0;
   PetscFunctionReturn(0);
 }
 
 static PetscErrorCode LayerGetArguments_Permute(Layer layer, size_t len, char args[])
 {
   Layer_Permute *pm = (Layer_Permute *)layer->data;
-  size_t         used = 0;
 
   PetscFunctionBegin;
-  args[0] = 0;
-  for (PetscInt d = 0; d < pm->r; d++) {
-    PetscCall(PetscSNPrintf(args + used, len - used, "%s%" PetscInt_FMT, d ? "," : "", pm->perm[d]));
-    PetscCall(PetscStrlen(args, &used));
-  }
+  PetscCall(PetscStrncpy(args, pm->text, len));
   PetscFunctionReturn(0);
 }
 
@@ -100,6 +111,7 @@ static PetscErrorCode LayerSetUp_Permute(Layer layer)
   PetscFunctionBegin;
   PetscCall(LayerShapeKindDescription(layer, pm->text, "dims", sizeof(node), node));
   PetscCall(PetNetShapeToString(&layer->in, sizeof(shape), shape));
+  if (pm->text[0]) PetscCall(PermuteParse(layer, node));
   PetscCheck(pm->r > 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "The %s has no permutation: write permute(i,j,k) with the input's %" PetscInt_FMT " dims (%s) in their new order, e.g. permute(1,0) for (T, E) -> (E, T)", node, r, shape);
   PetscCheck(pm->r == r, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_SIZ, "The %s permutes %" PetscInt_FMT " dims, but its input %s has %" PetscInt_FMT ": write a permutation of 0..%" PetscInt_FMT " (the batch dim is implicit and never written)", node, pm->r, shape, r, r - 1);
   for (PetscInt d = 0; d < r; d++) {

@@ -17,11 +17,12 @@ typedef struct {
   char     text[128];           /* the arguments as written, for messages */
 } Layer_Reshape;
 
-/* AxBxC: up to PETNET_MAX_DIM positive integers (or one -1) separated by 'x' (',' is accepted too) */
-static PetscErrorCode LayerSetArguments_Reshape(Layer layer, const char args[])
+/* AxBxC: up to PETNET_MAX_DIM positive integers (or one -1) separated by 'x' (',' is accepted too); node names the
+   layer in messages (the text is kept by LayerSetArguments() and read at set-up, where the node has its name) */
+static PetscErrorCode ReshapeParse(Layer layer, const char node[])
 {
-  Layer_Reshape *rs = (Layer_Reshape *)layer->data;
-  const char    *s  = args;
+  Layer_Reshape *rs   = (Layer_Reshape *)layer->data;
+  const char    *args = rs->text, *s = args;
   PetscInt       nd = 0, ninfer = 0;
 
   PetscFunctionBegin;
@@ -30,33 +31,44 @@ static PetscErrorCode LayerSetArguments_Reshape(Layer layer, const char args[])
     long long v = strtoll(s, &end, 10);
 
     PetscCheck(end != s && (v > 0 || v == -1), PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG,
-               "Malformed \"reshape:%s\": reshape takes the new per-sample shape, positive sizes separated by 'x' with at most one -1 to be inferred (the batch dim is implicit), e.g. reshape:4x8 or reshape:-1x16", args);
-    PetscCheck(nd < PETNET_MAX_DIM, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "\"reshape:%s\" has more than %d dims: a sample has at most %d", args, PETNET_MAX_DIM, PETNET_MAX_DIM);
-    PetscCheck(v <= PETSC_MAX_INT, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "\"reshape:%s\": size %lld is more than %d, the largest PetscInt", args, v, PETSC_MAX_INT);
+               "The %s is malformed: reshape takes the new per-sample shape, positive sizes separated by 'x' with at most one -1 to be inferred (the batch dim is implicit), e.g. reshape:4x8 or reshape:-1x16", node);
+    PetscCheck(nd < PETNET_MAX_DIM, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "The %s has more than %d dims: a sample has at most %d", node, PETNET_MAX_DIM, PETNET_MAX_DIM);
+    PetscCheck(v <= PETSC_MAX_INT, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "The %s: size %lld is more than %d, the largest PetscInt", node, v, PETSC_MAX_INT);
     if (v == -1) ninfer++;
     rs->dim[nd++] = (PetscInt)v;
     if (!*end) break;
-    PetscCheck(*end == 'x' || *end == ',', PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "Malformed \"reshape:%s\": separate the sizes with 'x', e.g. reshape:4x8", args);
+    PetscCheck(*end == 'x' || *end == ',', PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "The %s is malformed: separate the sizes with 'x', e.g. reshape:4x8", node);
     s = end + 1;
   }
   PetscCheck(ninfer <= 1, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG,
-             "\"reshape:%s\" has %" PetscInt_FMT " sizes of -1, but only one can be inferred from the others: write the other sizes out, e.g. reshape:4x-1", args, ninfer);
+             "The %s has %" PetscInt_FMT " sizes of -1, but only one can be inferred from the others: write the other sizes out, e.g. reshape:4x-1", node, ninfer);
   rs->ndim = nd;
-  PetscCall(PetscStrncpy(rs->text, args, sizeof(rs->text)));
+  PetscFunctionReturn(0);
+}
+
+/* keeps the text (blanks removed); ReshapeParse() reads it at set-up */
+static PetscErrorCode LayerSetArguments_Reshape(Layer layer, const char args[])
+{
+  Layer_Reshape *rs = (Layer_Reshape *)layer->data;
+  size_t         k  = 0;
+
+  PetscFunctionBegin;
+  for (const char *s = args; *s; s++)
+    if (*s != ' ' && *s != '\t') {
+      PetscCheck(k + 1 < sizeof(rs->text), PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "\"reshape:%s\" is too long: write at most %d sizes", args, PETNET_MAX_DIM);
+      rs->text[k++] = *s;
+    }
+  rs->text[k] = 0;
+  rs->ndim    = 0;
   PetscFunctionReturn(0);
 }
 
 static PetscErrorCode LayerGetArguments_Reshape(Layer layer, size_t len, char args[])
 {
-  Layer_Reshape *rs   = (Layer_Reshape *)layer->data;
-  size_t         used = 0;
+  Layer_Reshape *rs = (Layer_Reshape *)layer->data;
 
   PetscFunctionBegin;
-  args[0] = 0;
-  for (PetscInt d = 0; d < rs->ndim; d++) {
-    PetscCall(PetscSNPrintf(args + used, len - used, "%s%" PetscInt_FMT, d ? "x" : "", rs->dim[d]));
-    PetscCall(PetscStrlen(args, &used));
-  }
+  PetscCall(PetscStrncpy(args, rs->text, len));
   PetscFunctionReturn(0);
 }
 
@@ -86,6 +98,7 @@ static PetscErrorCode LayerSetUp_Reshape(Layer layer)
   PetscCall(LayerShapeKindDescription(layer, rs->text, "shape", sizeof(node), node));
   PetscCall(PetNetShapeToString(&layer->in, sizeof(shape), shape));
   PetscCall(PetNetShapeSize(&layer->in, &insize));
+  if (rs->text[0]) PetscCall(ReshapeParse(layer, node));
   PetscCheck(rs->ndim > 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "The %s has no shape: write reshape:AxB... with the %" PetscInt_FMT " entries of its input %s, e.g. reshape:-1x%" PetscInt_FMT, node, insize, shape,
              layer->in.dim[layer->in.ndim - 1]);
   for (PetscInt d = 0; d < rs->ndim; d++) {
