@@ -234,7 +234,8 @@ PetscErrorCode LayerSOBackwardArray(Layer layer, PetscInt n, const PetscScalar *
   Notes:
   Every built-in kind has it: dense, conv2d (every kernel family and grid mode), gcn, sage, mpnn, tanh, sigmoid, gelu, softplus and
   batchnorm compute it; identity, relu, leakyrelu, the pools, flatten, dropout, add and concat have a zero term. The ode
-  kind has none (the Gauss-Newton operator needs none).
+  kind has none (the Gauss-Newton operator needs none). reshape, permute and one-input einsums have a zero term; a
+  two-input einsum (bilinear) computes it in LayerSOBackwardArrays().
 
   Level: developer
 
