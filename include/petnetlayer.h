@@ -76,6 +76,8 @@ PETSC_EXTERN PetscErrorCode LayerHasSingle(Layer, PetscBool *);
 PETSC_EXTERN PetscErrorCode LayerDenseSetOutputSize(Layer, PetscInt);
 PETSC_EXTERN PetscErrorCode LayerDenseSetInitialization(Layer, LayerInitType, PetscReal);
 PETSC_EXTERN PetscErrorCode LayerDenseSetBias(Layer, PetscBool);
+PETSC_EXTERN PetscErrorCode LayerDenseSetTokens(Layer, PetscBool);
+PETSC_EXTERN PetscErrorCode LayerDenseGetTokens(Layer, PetscBool *, PetscInt *, PetscInt *);
 PETSC_EXTERN PetscErrorCode LayerLeakyReLUSetSlope(Layer, PetscReal);
 
 /* Convolutional kinds: inputs are (h, w, c) channels-last unless noted, (d, h, w, c) for conv3d and 3-D pools; a Net on
@@ -91,6 +93,7 @@ PETSC_EXTERN PetscErrorCode LayerLeakyReLUSetSlope(Layer, PetscReal);
 #define LAYERLAYERNORM     "layernorm"     /* layernorm[:noaffine][:eps=EPS], each position over the last dimension (features) */
 #define LAYERRMSNORM       "rmsnorm"       /* rmsnorm[:noaffine][:eps=EPS], y = gamma x / sqrt(mean(x^2) + eps) over the last dimension */
 #define LAYEREMBEDDING     "embedding"     /* embedding:V:E, token ids (T) -> rows of a V x E table (T, E) */
+#define LAYERATTENTION     "attention"     /* attention:H[:causal], multi-head self-attention on (T, E) -> (T, E) (nn.MultiheadAttention) */
 
 /* Tensor-shape kinds (issue 32): a sample's dims relabelled, reordered or contracted; no parameters. In a layer list
    write arguments holding commas in parentheses: permute(1,0), einsum(ij->ji) */

@@ -156,6 +156,8 @@ struct _p_Layer {
                             so every rank enters every call, even one asked for nothing (dx, dtheta NULL): the kind itself
                             agrees with the other ranks on what to compute (a rank without samples cannot tell from its
                             NULL arrays) */
+  PetscBool discrete;    /* its input holds integer ids (embedding): nothing is differentiable with respect to it (its
+                            cotangent is zero), and a derivative test must not perturb it (NetTestJacobian()) */
   PetscBool actonly;     /* the kernels read nothing of a forward pass but its input and output arrays (no masks,
                             statistics or buffers of the kind's own): NetSetForwardCache() may hand an earlier pass back */
   PetscInt   nbuffers;   /* non-trainable state saved with the model (e.g. batchnorm running statistics) */
