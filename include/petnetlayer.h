@@ -62,7 +62,8 @@ PETSC_EXTERN PetscErrorCode LayerJVPArray(Layer, PetscInt, const PetscScalar *, 
 PETSC_EXTERN PetscErrorCode LayerSOBackwardArray(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
 PETSC_EXTERN PetscErrorCode LayerHasSecondOrder(Layer, PetscBool *);
 PETSC_EXTERN PetscErrorCode LayerForwardArrays(Layer, PetscInt, const PetscScalar *, const PetscScalar *const[], PetscScalar *);
-PETSC_EXTERN PetscErrorCode LayerSOBackwardArrays(Layer, PetscInt, const PetscScalar *, const PetscScalar *const[], const PetscScalar *, const PetscScalar *const[], const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *const[], PetscScalar *);
+PETSC_EXTERN PetscErrorCode LayerSOBackwardArrays(Layer, PetscInt, const PetscScalar *, const PetscScalar *const[], const PetscScalar *, const PetscScalar *const[], const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *const[],
+                                                  PetscScalar *);
 PETSC_EXTERN PetscErrorCode LayerBackwardArrays(Layer, PetscInt, const PetscScalar *, const PetscScalar *const[], const PetscScalar *, const PetscScalar *, PetscScalar *const[], PetscScalar *);
 PETSC_EXTERN PetscErrorCode LayerJVPArrays(Layer, PetscInt, const PetscScalar *, const PetscScalar *const[], const PetscScalar *, const PetscScalar *const[], const PetscScalar *, PetscScalar *);
 

@@ -254,7 +254,8 @@ static PetscErrorCode CheckTangent(Layer layer, const char name[], SOArrays *a, 
   }
   PetscCall(FillRandom(rself, a->p, -1.0, 1.0, a->dthetadot0));
   PetscCall(PetscArraycpy(a->dthetadot, a->dthetadot0, a->p));
-  if (a->nin == 1) PetscCall(LayerSOBackwardArray(layer, a->n, a->theta, a->x[0], a->y, xdot, thetadot, a->ydot, a->dy, a->dxdot[0], a->p ? a->dthetadot : NULL));
+  if (a->nin == 1)
+    PetscCall(LayerSOBackwardArray(layer, a->n, a->theta, a->x[0], a->y, xdot, thetadot, a->ydot, a->dy, a->dxdot[0], a->p ? a->dthetadot : NULL));
   else {
     const PetscScalar *xdots[2] = {usex ? a->xdot[0] : NULL, usex ? a->xdot[1] : NULL};
 

@@ -16,9 +16,9 @@ static const char help[] = "The tensor-shape kinds (reshape, permute, einsum) ag
 #define MAXL 16
 
 typedef struct {
-  const char *spec;      /* the einsum spec */
-  const char *shape[2];  /* the inputs' shapes (the second NULL: one operand) */
-  const char *gemmview;  /* what the view says at -einsum_path gemm ("forward GEMM", "permutation", ...) */
+  const char *spec;     /* the einsum spec */
+  const char *shape[2]; /* the inputs' shapes (the second NULL: one operand) */
+  const char *gemmview; /* what the view says at -einsum_path gemm ("forward GEMM", "permutation", ...) */
 } EinsumCase;
 
 static const EinsumCase cases[] = {
@@ -149,7 +149,7 @@ static PetscErrorCode TestEinsumCase(const EinsumCase *c, const char path[], Pet
   PetscInt       nin, insize[2] = {0, 0}, outsize, size[128] = {0};
   char           t[3][8];
   PetscScalar   *x[2] = {NULL, NULL}, *dx[2] = {NULL, NULL}, *dxr[2] = {NULL, NULL}, *xd[2] = {NULL, NULL}, *y, *yr, *dy, *tmp;
-  PetscReal      e = 0;
+  PetscReal      e     = 0;
   PetscBool      found = PETSC_FALSE;
 
   PetscFunctionBegin;
@@ -214,7 +214,7 @@ static PetscErrorCode TestPermute(PetscRandom rnd, PetscInt r, const PetscInt di
   const PetscInt n = 2;
   Layer          layer;
   PetNetShape    in = {r, {0}};
-  PetscInt       N = 1, xs[PETNET_MAX_DIM], ys[PETNET_MAX_DIM], od[PETNET_MAX_DIM];
+  PetscInt       N  = 1, xs[PETNET_MAX_DIM], ys[PETNET_MAX_DIM], od[PETNET_MAX_DIM];
   PetscScalar   *x, *y, *yr, *back;
   float         *xf, *yf, *backf;
   char           args[64] = "", text[64] = "";
@@ -336,18 +336,9 @@ static PetscErrorCode TestError(const char error[])
   struct {
     const char *name, *kind, *args, *shape[2];
   } errs[] = {
-      {"reshape_product", "reshape", "4x5", {"3x8", NULL}},
-      {"reshape_two_infer", "reshape", "-1x4x-1", {"3x8", NULL}},
-      {"reshape_infer", "reshape", "5x-1", {"3x8", NULL}},
-      {"permute_repeat", "permute", "0,0,1", {"2x3x4", NULL}},
-      {"permute_range", "permute", "0,3,1", {"2x3x4", NULL}},
-      {"permute_length", "permute", "1,0", {"2x3x4", NULL}},
-      {"einsum_unknown", "einsum", "ij->ik", {"3x4", NULL}},
-      {"einsum_repeat", "einsum", "ii->i", {"3x3", NULL}},
-      {"einsum_size", "einsum", "ij,jk->ik", {"3x4", "5x6"}},
-      {"einsum_operands", "einsum", "ij,jk->ik", {"3x4", NULL}},
-      {"einsum_arrow", "einsum", "ij,jk", {"3x4", "4x5"}},
-      {"einsum_rank", "einsum", "ijk->ik", {"3x4", NULL}},
+      {"reshape_product", "reshape", "4x5", {"3x8", NULL}},   {"reshape_two_infer", "reshape", "-1x4x-1", {"3x8", NULL}}, {"reshape_infer", "reshape", "5x-1", {"3x8", NULL}},   {"permute_repeat", "permute", "0,0,1", {"2x3x4", NULL}},
+      {"permute_range", "permute", "0,3,1", {"2x3x4", NULL}}, {"permute_length", "permute", "1,0", {"2x3x4", NULL}},      {"einsum_unknown", "einsum", "ij->ik", {"3x4", NULL}}, {"einsum_repeat", "einsum", "ii->i", {"3x3", NULL}},
+      {"einsum_size", "einsum", "ij,jk->ik", {"3x4", "5x6"}}, {"einsum_operands", "einsum", "ij,jk->ik", {"3x4", NULL}},  {"einsum_arrow", "einsum", "ij,jk", {"3x4", "4x5"}},   {"einsum_rank", "einsum", "ijk->ik", {"3x4", NULL}},
   };
   Layer       layer;
   PetNetShape in[2];
@@ -372,7 +363,7 @@ static PetscErrorCode TestError(const char error[])
 int main(int argc, char **argv)
 {
   PetscRandom rnd;
-  PetscReal   worst = 0;
+  PetscReal   worst     = 0;
   char        error[64] = "";
 
   PetscCall(PetNetInitialize(&argc, &argv, NULL, help));

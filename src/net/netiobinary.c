@@ -25,7 +25,7 @@
 #include "netio.h"
 #include <errno.h>
 
-#define NET_FILE_HEADER 10
+#define NET_FILE_HEADER  10
 #define NET_FILE_MAX_DIM 4 /* the header has room for dim[0..3] of the input shape (PETNET_MAX_DIM is 5 since the tensor-shape kinds) */
 /* Bytes of the normalisation block of version 3 (normset, norm[3]) */
 #define NET_FILE_NORM_BYTES ((PetscInt64)sizeof(PetscInt) + 3 * (PetscInt64)sizeof(PetscReal))
@@ -164,7 +164,7 @@ static PetscErrorCode NetBinaryCheck_Private(Net net, PetscInt i, const char nam
 typedef struct {
   PetscInt header[NET_FILE_HEADER];
   char    *spec;
-  PetscInt v4[2];  /* version 4: the grid and the header's checksum */
+  PetscInt v4[2]; /* version 4: the grid and the header's checksum */
   Vec      theta; /* the parameters gathered on rank 0 (sequential; empty elsewhere) */
   PetscInt nt, *crc;
 } NetBinaryImage;

@@ -147,14 +147,15 @@ static PetscErrorCode NetNodeSOBackward_Private(Net net, PetscInt k, const Petsc
   const NetNode     *nd    = &net->nodes[k];
   Layer              layer = net->layers[k];
   void              *x, *xdot = NULL, *y, *ydot = NULL;
-  const PetscInt     v     = nd->in[0] + 1;
+  const PetscInt     v = nd->in[0] + 1;
 
   PetscFunctionBegin;
-  PetscCheck(nd->nin == 1 || layer->sozero || layer->ops->sobackwardn, PetscObjectComm((PetscObject)net), PETSC_ERR_SUP, "Node %s (layer kind %s) takes %" PetscInt_FMT " inputs and has no second-order kernel for them: use the Gauss-Newton operator", nd->name,
-             ((PetscObject)layer)->type_name, nd->nin);
+  PetscCheck(nd->nin == 1 || layer->sozero || layer->ops->sobackwardn, PetscObjectComm((PetscObject)net), PETSC_ERR_SUP, "Node %s (layer kind %s) takes %" PetscInt_FMT " inputs and has no second-order kernel for them: use the Gauss-Newton operator",
+             nd->name, ((PetscObject)layer)->type_name, nd->nin);
   if (nd->nin > 1 && layer->sozero) PetscFunctionReturn(0); /* a linear join (add, concat) */
-  if (nd->nin > 1) {
-    PetscFunctionReturn(NetNodeSOBackwardJoin_Private(net, k, th, thd, dy, dxd, hvk));
+  if (nd->nin > 1) {                                        /* a bilinear join (einsum of two operands) */
+    PetscCall(NetNodeSOBackwardJoin_Private(net, k, th, thd, dy, dxd, hvk));
+    PetscFunctionReturn(0);
   }
   PetscCall(store->get(net, NET_SLOT_VALUE, v, NET_READ, NET_ELEM_DOUBLE, &x));
   PetscCall(store->get(net, NET_SLOT_VALUE, k + 1, NET_READ, NET_ELEM_DOUBLE, &y));
@@ -237,7 +238,8 @@ PetscErrorCode NetSecondOrderBackward(Net net, Vec dY, Vec dYdot, Vec dXdot, Vec
   if (maxin > NET_MAX_STACK_INPUTS) PetscCall(PetscMalloc1(maxin, &dx));
   PetscCall(PetscCalloc2(net->nlayers + 1, &seeded, maxin, &summed));
   if (!barcached) PetscCall(store->fromvec(net, dY, NET_SLOT_BAR, net->nlayers));
-  if (dYdot) PetscCall(store->fromvec(net, dYdot, NET_SLOT_BARD, net->nlayers));
+  if (dYdot)
+    PetscCall(store->fromvec(net, dYdot, NET_SLOT_BARD, net->nlayers));
   else {
     void *z;
 

@@ -230,6 +230,10 @@ PetscErrorCode LayerGetSpec(Layer layer, size_t len, char spec[])
 . -dropout_seed <seed>                       - the seed of the dropout masks (LayerDropoutSetSeed())
 . -batchnorm_momentum <m>                    - the weight of a batch in the running statistics (LayerBatchNormSetMomentum())
 . -batchnorm_eps <eps>                       - added to the variance (LayerBatchNormSetEpsilon())
+. -reshape_shape <AxBxC>                     - a reshape layer's new per-sample shape (one size may be -1)
+. -permute_dims <i,j,k>                      - a permute layer's order of the sample's dims
+. -einsum_spec <spec>                        - an einsum layer's contraction, e.g. bqd,bkd->bqk
+. -einsum_path <auto,gemm,loop>              - how an einsum layer's contractions run (a batched GEMM where one, or loops)
 - -ode_replay_steps                          - an ode layer reuses its recorded steps (LayerODESetReplaySteps())
 
   Notes:

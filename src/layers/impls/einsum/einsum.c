@@ -31,13 +31,13 @@ typedef enum { EINSUM_CHOOSE_AUTO, EINSUM_CHOOSE_GEMM, EINSUM_CHOOSE_LOOP } Eins
 static const char *const EinsumChoices[] = {"auto", "gemm", "loop", "EinsumChoice", "EINSUM_CHOOSE_", NULL};
 
 typedef struct {
-  char              spec[128];                   /* as written, blanks removed */
-  PetscInt          nops;                        /* 1 or 2 operands (0: no spec yet) */
-  char              op[2][PETNET_MAX_DIM + 1];   /* the operands' letters */
-  char              out[PETNET_MAX_DIM + 1];     /* the output's letters (may be empty: one number per sample) */
-  EinsumChoice      choice;                      /* -einsum_path */
-  EinsumContraction fwd, bwd[2];                 /* y = fwd(x0, x1); dx0 = bwd[0](dy, x1); dx1 = bwd[1](dy, x0) */
-  PetscInt64        work;                        /* scratch entries per sample the largest plan needs */
+  char              spec[128];                 /* as written, blanks removed */
+  PetscInt          nops;                      /* 1 or 2 operands (0: no spec yet) */
+  char              op[2][PETNET_MAX_DIM + 1]; /* the operands' letters */
+  char              out[PETNET_MAX_DIM + 1];   /* the output's letters (may be empty: one number per sample) */
+  EinsumChoice      choice;                    /* -einsum_path */
+  EinsumContraction fwd, bwd[2];               /* y = fwd(x0, x1); dx0 = bwd[0](dy, x1); dx1 = bwd[1](dy, x0) */
+  PetscInt64        work;                      /* scratch entries per sample the largest plan needs */
 } Layer_Einsum;
 
 static PetscBool EinsumIsLetter(char c)
@@ -66,8 +66,7 @@ static PetscErrorCode EinsumParseTerm(Layer layer, const char node[], const char
     PetscCheck(b[i] != '.', comm, PETSC_ERR_SUP, "The %s: an ellipsis (...) is not supported: name every dim of %s with a letter", node, what);
     PetscCheck(EinsumIsLetter(b[i]), comm, PETSC_ERR_ARG_WRONG, "The %s is malformed: '%c' in %s is not a letter; name the dims with a-z and A-Z, e.g. einsum:bqd,bkd->bqk", node, b[i], what);
     for (PetscInt j = 0; j < i; j++)
-      PetscCheck(b[j] != b[i], comm, PETSC_ERR_ARG_WRONG,
-                 "The %s: letter '%c' appears twice in %s; each letter of a term names a different dim (diagonals such as ii->i are not supported): give the dims different letters", node, b[i], what);
+      PetscCheck(b[j] != b[i], comm, PETSC_ERR_ARG_WRONG, "The %s: letter '%c' appears twice in %s; each letter of a term names a different dim (diagonals such as ii->i are not supported): give the dims different letters", node, b[i], what);
     dst[i] = b[i];
   }
   dst[len] = 0;
@@ -81,21 +80,23 @@ static PetscErrorCode EinsumParse(Layer layer, const char node[])
   MPI_Comm      comm = PetscObjectComm((PetscObject)layer);
   const char   *spec = es->spec;
   const char   *arrow, *comma;
-  size_t        k    = strlen(spec);
+  size_t        k = strlen(spec);
 
   PetscFunctionBegin;
   es->nops = 0;
   arrow    = strstr(spec, "->");
-  PetscCheck(arrow, comm, PETSC_ERR_ARG_WRONG,
-             "The %s is malformed: no \"->\". Write the output's letters explicitly, e.g. einsum:ij->ji or einsum:bqd,bkd->bqk (numpy's implicit mode, the output's letters in alphabetical order, is not supported)", node);
+  PetscCheck(arrow, comm, PETSC_ERR_ARG_WRONG, "The %s is malformed: no \"->\". Write the output's letters explicitly, e.g. einsum:ij->ji or einsum:bqd,bkd->bqk (numpy's implicit mode, the output's letters in alphabetical order, is not supported)",
+             node);
   PetscCheck(!strstr(arrow + 2, "->"), comm, PETSC_ERR_ARG_WRONG, "The %s is malformed: \"->\" appears twice; write operands->output, e.g. einsum:ij->ji", node);
   comma = strchr(spec, ',');
   PetscCheck(!comma || comma < arrow, comm, PETSC_ERR_ARG_WRONG, "The %s is malformed: the output (after \"->\") is one term, without commas", node);
   PetscCheck(!comma || !strchr(comma + 1, ',') || strchr(comma + 1, ',') > arrow, comm, PETSC_ERR_SUP,
              "The %s has more than two operands: einsum takes one input (einsum:ij->ji) or two (a join in -net_graph, einsum:bqd,bkd->bqk); chain two einsum nodes for more", node);
   PetscCall(EinsumParseTerm(layer, node, spec, comma ? comma : arrow, "operand 1", PETSC_FALSE, es->op[0]));
-  if (comma) PetscCall(EinsumParseTerm(layer, node, comma + 1, arrow, "operand 2", PETSC_FALSE, es->op[1]));
-  else es->op[1][0] = 0;
+  if (comma)
+    PetscCall(EinsumParseTerm(layer, node, comma + 1, arrow, "operand 2", PETSC_FALSE, es->op[1]));
+  else
+    es->op[1][0] = 0;
   PetscCall(EinsumParseTerm(layer, node, arrow + 2, spec + k, "the output", PETSC_TRUE, es->out));
   for (const char *c = es->out; *c; c++)
     PetscCheck(EinsumFind(es->op[0], *c) >= 0 || EinsumFind(es->op[1], *c) >= 0, comm, PETSC_ERR_ARG_WRONG,
@@ -169,9 +170,9 @@ static PetscInt EinsumTermSize(const char s[], const PetscInt lsize[])
 /* The plan of out = contraction of p (and q, or NULL) (einsum.h), from the letters and the sizes lsize[letter] alone */
 static void EinsumPlan(const char p[], const char q[], const char o[], const PetscInt lsize[], EinsumChoice choice, EinsumContraction *c)
 {
-  char     letters[EINSUM_MAX_LETTERS + 1], batch[EINSUM_MAX_LETTERS + 1] = "", free1[EINSUM_MAX_LETTERS + 1] = "", free2[EINSUM_MAX_LETTERS + 1] = "", contr[EINSUM_MAX_LETTERS + 1] = "";
-  char     c1[EINSUM_MAX_LETTERS + 1], c2[EINSUM_MAX_LETTERS + 1], co[EINSUM_MAX_LETTERS + 1];
-  PetscInt nl = 0;
+  char      letters[EINSUM_MAX_LETTERS + 1], batch[EINSUM_MAX_LETTERS + 1] = "", free1[EINSUM_MAX_LETTERS + 1] = "", free2[EINSUM_MAX_LETTERS + 1] = "", contr[EINSUM_MAX_LETTERS + 1] = "";
+  char      c1[EINSUM_MAX_LETTERS + 1], c2[EINSUM_MAX_LETTERS + 1], co[EINSUM_MAX_LETTERS + 1];
+  PetscInt  nl       = 0;
   PetscBool gemmable = (PetscBool)(q != NULL);
 
   memset(c, 0, sizeof(*c));
@@ -214,8 +215,8 @@ static void EinsumPlan(const char p[], const char q[], const char o[], const Pet
       gemmable = PETSC_FALSE; /* a letter of one term only: summed away or broadcast, no GEMM */
       continue;
     }
-    len        = strlen(cls);
-    cls[len]   = L;
+    len          = strlen(cls);
+    cls[len]     = L;
     cls[len + 1] = 0;
   }
   if (!gemmable || choice == EINSUM_CHOOSE_LOOP) return;
@@ -248,8 +249,8 @@ static void EinsumPlan(const char p[], const char q[], const char o[], const Pet
 /* the operands against the inputs: their count, each one's dims, one size per letter; then the output and the plans */
 static PetscErrorCode LayerSetUp_Einsum(Layer layer)
 {
-  Layer_Einsum *es   = (Layer_Einsum *)layer->data;
-  MPI_Comm      comm = PetscObjectComm((PetscObject)layer);
+  Layer_Einsum *es         = (Layer_Einsum *)layer->data;
+  MPI_Comm      comm       = PetscObjectComm((PetscObject)layer);
   PetscInt      lsize[128] = {0}, lfrom[128] = {0};
   char          node[512], shape[2][64];
 
@@ -264,12 +265,13 @@ static PetscErrorCode LayerSetUp_Einsum(Layer layer)
     const PetscInt     r  = (PetscInt)strlen(es->op[k]);
 
     PetscCall(PetNetShapeToString(in, sizeof(shape[k]), shape[k]));
-    PetscCheck(r == in->ndim, comm, PETSC_ERR_ARG_SIZ, "The %s: operand %" PetscInt_FMT " \"%s\" names %" PetscInt_FMT " dims, but input %" PetscInt_FMT " has shape %s (%" PetscInt_FMT " dims, the batch dim not counted): write one letter per dim", node, k + 1, es->op[k], r, k + 1, shape[k],
-               in->ndim);
+    PetscCheck(r == in->ndim, comm, PETSC_ERR_ARG_SIZ, "The %s: operand %" PetscInt_FMT " \"%s\" names %" PetscInt_FMT " dims, but input %" PetscInt_FMT " has shape %s (%" PetscInt_FMT " dims, the batch dim not counted): write one letter per dim",
+               node, k + 1, es->op[k], r, k + 1, shape[k], in->ndim);
     for (PetscInt d = 0; d < r; d++) {
       const unsigned char L = (unsigned char)es->op[k][d];
 
-      PetscCheck(!lsize[L] || lsize[L] == in->dim[d], comm, PETSC_ERR_ARG_SIZ, "The %s: letter '%c' is %" PetscInt_FMT " in operand %" PetscInt_FMT " (input shape %s) but %" PetscInt_FMT " in operand %" PetscInt_FMT " (input shape %s); a letter has one size: fix the spec or the inputs' shapes", node, L,
+      PetscCheck(!lsize[L] || lsize[L] == in->dim[d], comm, PETSC_ERR_ARG_SIZ,
+                 "The %s: letter '%c' is %" PetscInt_FMT " in operand %" PetscInt_FMT " (input shape %s) but %" PetscInt_FMT " in operand %" PetscInt_FMT " (input shape %s); a letter has one size: fix the spec or the inputs' shapes", node, L,
                  lsize[L], lfrom[L] + 1, shape[lfrom[L]], in->dim[d], k + 1, shape[k]);
       lsize[L] = in->dim[d];
       lfrom[L] = k;
@@ -363,8 +365,8 @@ static PetscErrorCode LayerJVPN_Einsum(Layer layer, PetscInt n, const PetscScala
 }
 
 /* the curvature term of the bilinear join (derived above): dxdot0 += bwd[0](dy, xdot1), dxdot1 += bwd[1](dy, xdot0) */
-static PetscErrorCode LayerSOBackwardN_Einsum(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *const x[], const PetscScalar *y, const PetscScalar *const xdot[], const PetscScalar *thetadot, const PetscScalar *ydot, const PetscScalar *dy,
-                                              PetscScalar *const dxdot[], PetscScalar *dthetadot)
+static PetscErrorCode LayerSOBackwardN_Einsum(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *const x[], const PetscScalar *y, const PetscScalar *const xdot[], const PetscScalar *thetadot, const PetscScalar *ydot,
+                                              const PetscScalar *dy, PetscScalar *const dxdot[], PetscScalar *dthetadot)
 {
   Layer_Einsum *es = (Layer_Einsum *)layer->data;
   void         *work;
@@ -461,7 +463,8 @@ static PetscErrorCode LayerView_Einsum(Layer layer, PetscViewer viewer)
 
   PetscFunctionBegin;
   PetscCall(PetscViewerASCIIPrintf(viewer, "%s: forward %s", es->spec, EinsumPathName(&es->fwd)));
-  if (es->fwd.path == EINSUM_GEMM) PetscCall(PetscViewerASCIIPrintf(viewer, " (%" PetscInt_FMT " x %" PetscInt_FMT " by %" PetscInt_FMT " x %" PetscInt_FMT ", %" PetscInt_FMT " per sample)", es->fwd.ni, es->fwd.nk, es->fwd.nk, es->fwd.nj, es->fwd.nb));
+  if (es->fwd.path == EINSUM_GEMM)
+    PetscCall(PetscViewerASCIIPrintf(viewer, " (%" PetscInt_FMT " x %" PetscInt_FMT " by %" PetscInt_FMT " x %" PetscInt_FMT ", %" PetscInt_FMT " per sample)", es->fwd.ni, es->fwd.nk, es->fwd.nk, es->fwd.nj, es->fwd.nb));
   PetscCall(PetscViewerASCIIPrintf(viewer, ", backward %s", EinsumPathName(&es->bwd[0])));
   if (es->nops == 2) PetscCall(PetscViewerASCIIPrintf(viewer, " and %s", EinsumPathName(&es->bwd[1])));
   PetscCall(PetscViewerASCIIPrintf(viewer, "\n"));

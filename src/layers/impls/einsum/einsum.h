@@ -32,17 +32,17 @@ typedef enum { EINSUM_PERMUTE, EINSUM_GEMM, EINSUM_LOOP } EinsumPath;
 
 typedef struct {
   EinsumPath path;
-  PetscInt   nl;                                                                 /* the letters of the contraction */
-  PetscInt   len[EINSUM_MAX_LETTERS];                                            /* their sizes */
+  PetscInt   nl;                                                                     /* the letters of the contraction */
+  PetscInt   len[EINSUM_MAX_LETTERS];                                                /* their sizes */
   PetscInt   s1[EINSUM_MAX_LETTERS], s2[EINSUM_MAX_LETTERS], so[EINSUM_MAX_LETTERS]; /* their strides in op1, op2, out (0: absent) */
-  PetscInt   nout;                                                               /* letters 0..nout-1 are out's, in out's order */
-  PetscInt   size1, size2, sizeo;                                                /* per-sample sizes (size2 0 without op2) */
+  PetscInt   nout;                                                                   /* letters 0..nout-1 are out's, in out's order */
+  PetscInt   size1, size2, sizeo;                                                    /* per-sample sizes (size2 0 without op2) */
   /* EINSUM_PERMUTE and EINSUM_GEMM: each operand's dims and the permutation to its canonical form */
-  PetscInt   r1, d1[PETNET_MAX_DIM], p1[PETNET_MAX_DIM];
-  PetscInt   r2, d2[PETNET_MAX_DIM], p2[PETNET_MAX_DIM];
-  PetscInt   ro, dco[PETNET_MAX_DIM], po[PETNET_MAX_DIM]; /* out' (canonical) dims, and out's dim d = out' dim po[d] */
-  PetscBool  id1, id2, ido;                               /* the permutation moves nothing */
-  PetscInt   nb, ni, nj, nk; /* B, I, J, K: the products of the sizes of the batch, free1, free2 and contracted letters */
+  PetscInt  r1, d1[PETNET_MAX_DIM], p1[PETNET_MAX_DIM];
+  PetscInt  r2, d2[PETNET_MAX_DIM], p2[PETNET_MAX_DIM];
+  PetscInt  ro, dco[PETNET_MAX_DIM], po[PETNET_MAX_DIM]; /* out' (canonical) dims, and out's dim d = out' dim po[d] */
+  PetscBool id1, id2, ido;                               /* the permutation moves nothing */
+  PetscInt  nb, ni, nj, nk;                              /* B, I, J, K: the products of the sizes of the batch, free1, free2 and contracted letters */
 } EinsumContraction;
 
 /* scratch entries a contraction of n samples needs */

@@ -20,7 +20,7 @@ static void EIN_NAME(EinsumLoop)(const EinsumContraction *c, PetscInt n, const E
 
     PetNetThreadPart((PetscInt)N, nparts, part, &e0, &e1);
     for (PetscInt e = e0; e < e1; e++) {
-      const PetscInt s = e / c->sizeo;
+      const PetscInt s    = e / c->sizeo;
       PetscInt       rest = e % c->sizeo, idx[EINSUM_MAX_LETTERS];
       PetscInt64     o1 = (PetscInt64)s * c->size1, o2 = (PetscInt64)s * c->size2;
       EIN_T          sum = 0;
@@ -46,8 +46,10 @@ static void EIN_NAME(EinsumLoop)(const EinsumContraction *c, PetscInt n, const E
           idx[l] = 0;
         }
       }
-      if (acc) out[e] += sum;
-      else out[e] = sum;
+      if (acc)
+        out[e] += sum;
+      else
+        out[e] = sum;
     }
   }
 }

@@ -27,10 +27,10 @@
 #undef PERM_NAME
 
 typedef struct {
-  PetscInt  r;                      /* the number of dims of the permutation (0: not given yet) */
-  PetscInt  perm[PETNET_MAX_DIM];   /* y's dim d is x's dim perm[d] */
-  PetscInt  inv[PETNET_MAX_DIM];    /* x's dim d is y's dim inv[d] */
-  PetscBool identity;               /* perm moves nothing: a copy */
+  PetscInt  r;                            /* the number of dims of the permutation (0: not given yet) */
+  PetscInt  perm[PETNET_MAX_DIM];         /* y's dim d is x's dim perm[d] */
+  PetscInt  inv[PETNET_MAX_DIM];          /* x's dim d is y's dim inv[d] */
+  PetscBool identity;                     /* perm moves nothing: a copy */
   char      text[8 * PETNET_MAX_DIM + 8]; /* the arguments as written, for messages */
 } Layer_Permute;
 
@@ -39,7 +39,7 @@ static PetscErrorCode PermuteParse(Layer layer, const char node[])
 {
   Layer_Permute *pm   = (Layer_Permute *)layer->data;
   const char    *args = pm->text, *s = args;
-  PetscInt       r    = 0;
+  PetscInt       r = 0;
 
   PetscFunctionBegin;
   while (1) {
@@ -88,8 +88,8 @@ static PetscErrorCode LayerGetArguments_Permute(Layer layer, size_t len, char ar
 
 static PetscErrorCode LayerSetFromOptions_Permute(Layer layer, PetscOptionItems *PetscOptionsObject)
 {
-  char           value[8 * PETNET_MAX_DIM + 8];
-  PetscBool      set;
+  char      value[8 * PETNET_MAX_DIM + 8];
+  PetscBool set;
 
   PetscFunctionBegin;
   PetscOptionsHeadBegin(PetscOptionsObject, "Permutation of a sample's dims");
@@ -103,8 +103,8 @@ static PetscErrorCode LayerSetFromOptions_Permute(Layer layer, PetscOptionItems 
 /* the permutation must be one of the input's dims: r of them, each 0..r-1 once (a negative d counts from the end, as in torch) */
 static PetscErrorCode LayerSetUp_Permute(Layer layer)
 {
-  Layer_Permute *pm = (Layer_Permute *)layer->data;
-  const PetscInt r  = layer->in.ndim;
+  Layer_Permute *pm                   = (Layer_Permute *)layer->data;
+  const PetscInt r                    = layer->in.ndim;
   PetscBool      seen[PETNET_MAX_DIM] = {PETSC_FALSE};
   char           node[512], shape[64];
 
@@ -112,12 +112,15 @@ static PetscErrorCode LayerSetUp_Permute(Layer layer)
   PetscCall(LayerShapeKindDescription(layer, pm->text, "dims", sizeof(node), node));
   PetscCall(PetNetShapeToString(&layer->in, sizeof(shape), shape));
   if (pm->text[0]) PetscCall(PermuteParse(layer, node));
-  PetscCheck(pm->r > 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "The %s has no permutation: write permute(i,j,k) with the input's %" PetscInt_FMT " dims (%s) in their new order, e.g. permute(1,0) for (T, E) -> (E, T)", node, r, shape);
-  PetscCheck(pm->r == r, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_SIZ, "The %s permutes %" PetscInt_FMT " dims, but its input %s has %" PetscInt_FMT ": write a permutation of 0..%" PetscInt_FMT " (the batch dim is implicit and never written)", node, pm->r, shape, r, r - 1);
+  PetscCheck(pm->r > 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "The %s has no permutation: write permute(i,j,k) with the input's %" PetscInt_FMT " dims (%s) in their new order, e.g. permute(1,0) for (T, E) -> (E, T)", node, r,
+             shape);
+  PetscCheck(pm->r == r, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_SIZ,
+             "The %s permutes %" PetscInt_FMT " dims, but its input %s has %" PetscInt_FMT ": write a permutation of 0..%" PetscInt_FMT " (the batch dim is implicit and never written)", node, pm->r, shape, r, r - 1);
   for (PetscInt d = 0; d < r; d++) {
     const PetscInt p = pm->perm[d] < 0 ? pm->perm[d] + r : pm->perm[d];
 
-    PetscCheck(p >= 0 && p < r, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "The %s names dim %" PetscInt_FMT ", out of range for its input %s of %" PetscInt_FMT " dims: write each of 0..%" PetscInt_FMT " once", node, pm->perm[d], shape, r, r - 1);
+    PetscCheck(p >= 0 && p < r, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "The %s names dim %" PetscInt_FMT ", out of range for its input %s of %" PetscInt_FMT " dims: write each of 0..%" PetscInt_FMT " once", node, pm->perm[d],
+               shape, r, r - 1);
     PetscCheck(!seen[p], PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "The %s is not a permutation: dim %" PetscInt_FMT " appears twice (so another is missing); write each of 0..%" PetscInt_FMT " once", node, p, r - 1);
     seen[p]     = PETSC_TRUE;
     pm->perm[d] = p;

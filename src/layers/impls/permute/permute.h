@@ -38,9 +38,12 @@ static inline PetscErrorCode LayerShapeKindDescription(Layer layer, const char a
   char        node[256];
 
   PetscFunctionBegin;
-  if (((PetscObject)layer)->name) PetscCall(LayerGetNodeDescription_Private(layer, sizeof(node), node));
-  else if (layer->index >= 0) PetscCall(PetscSNPrintf(node, sizeof(node), "%s layer %" PetscInt_FMT " of -net_layers", kind, layer->index));
-  else PetscCall(PetscSNPrintf(node, sizeof(node), "%s layer", kind));
+  if (((PetscObject)layer)->name)
+    PetscCall(LayerGetNodeDescription_Private(layer, sizeof(node), node));
+  else if (layer->index >= 0)
+    PetscCall(PetscSNPrintf(node, sizeof(node), "%s layer %" PetscInt_FMT " of -net_layers", kind, layer->index));
+  else
+    PetscCall(PetscSNPrintf(node, sizeof(node), "%s layer", kind));
   PetscCall(PetscSNPrintf(desc, len, strchr(args, ',') ? "%s, entry \"%s(%s)\" (option -%s%s_%s)" : "%s, entry \"%s:%s\" (option -%s%s_%s)", node, kind, args, prefix, kind, what));
   PetscFunctionReturn(0);
 }

@@ -80,7 +80,8 @@ void PERM_NAME(LayerPermuteApply)(PetscInt n, PetscInt r, const PetscInt idims[]
           for (PetscInt i = 0; i < odims[a]; i++) yr[i] += xr[i];
         else
           for (PetscInt i = 0; i < odims[a]; i++) yr[i] = xr[i];
-      } else PERM_NAME(PermuteRow)(odims[a], odims[b], ixs[a], ystr[b], acc, x + xo, y + yo);
+      } else
+        PERM_NAME(PermuteRow)(odims[a], odims[b], ixs[a], ystr[b], acc, x + xo, y + yo);
     }
   }
 }

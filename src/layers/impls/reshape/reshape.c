@@ -40,8 +40,7 @@ static PetscErrorCode ReshapeParse(Layer layer, const char node[])
     PetscCheck(*end == 'x' || *end == ',', PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "The %s is malformed: separate the sizes with 'x', e.g. reshape:4x8", node);
     s = end + 1;
   }
-  PetscCheck(ninfer <= 1, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG,
-             "The %s has %" PetscInt_FMT " sizes of -1, but only one can be inferred from the others: write the other sizes out, e.g. reshape:4x-1", node, ninfer);
+  PetscCheck(ninfer <= 1, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "The %s has %" PetscInt_FMT " sizes of -1, but only one can be inferred from the others: write the other sizes out, e.g. reshape:4x-1", node, ninfer);
   rs->ndim = nd;
   PetscFunctionReturn(0);
 }
@@ -89,7 +88,7 @@ static PetscErrorCode LayerSetFromOptions_Reshape(Layer layer, PetscOptionItems 
 /* the shape with its -1 inferred; the products compared in 64 bits */
 static PetscErrorCode LayerSetUp_Reshape(Layer layer)
 {
-  Layer_Reshape *rs = (Layer_Reshape *)layer->data;
+  Layer_Reshape *rs    = (Layer_Reshape *)layer->data;
   PetscInt64     known = 1;
   PetscInt       insize, infer = -1;
   char           node[512], shape[64];
@@ -102,8 +101,10 @@ static PetscErrorCode LayerSetUp_Reshape(Layer layer)
   PetscCheck(rs->ndim > 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "The %s has no shape: write reshape:AxB... with the %" PetscInt_FMT " entries of its input %s, e.g. reshape:-1x%" PetscInt_FMT, node, insize, shape,
              layer->in.dim[layer->in.ndim - 1]);
   for (PetscInt d = 0; d < rs->ndim; d++) {
-    if (rs->dim[d] == -1) infer = d;
-    else known *= rs->dim[d];
+    if (rs->dim[d] == -1)
+      infer = d;
+    else
+      known *= rs->dim[d];
     PetscCheck(known <= PETSC_MAX_INT, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "The %s asks for more entries per sample than %d, the largest PetscInt; its input %s has %" PetscInt_FMT, node, PETSC_MAX_INT, shape, insize);
   }
   if (infer >= 0)
