@@ -62,6 +62,8 @@ PETSC_EXTERN PetscErrorCode LayerJVPArray(Layer, PetscInt, const PetscScalar *, 
 PETSC_EXTERN PetscErrorCode LayerSOBackwardArray(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
 PETSC_EXTERN PetscErrorCode LayerHasSecondOrder(Layer, PetscBool *);
 PETSC_EXTERN PetscErrorCode LayerForwardArrays(Layer, PetscInt, const PetscScalar *, const PetscScalar *const[], PetscScalar *);
+PETSC_EXTERN PetscErrorCode LayerSOBackwardArrays(Layer, PetscInt, const PetscScalar *, const PetscScalar *const[], const PetscScalar *, const PetscScalar *const[], const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *const[],
+                                                  PetscScalar *);
 PETSC_EXTERN PetscErrorCode LayerBackwardArrays(Layer, PetscInt, const PetscScalar *, const PetscScalar *const[], const PetscScalar *, const PetscScalar *, PetscScalar *const[], PetscScalar *);
 PETSC_EXTERN PetscErrorCode LayerJVPArrays(Layer, PetscInt, const PetscScalar *, const PetscScalar *const[], const PetscScalar *, const PetscScalar *const[], const PetscScalar *, PetscScalar *);
 
@@ -94,6 +96,12 @@ PETSC_EXTERN PetscErrorCode LayerLeakyReLUSetSlope(Layer, PetscReal);
 #define LAYEREMBEDDING     "embedding"     /* embedding:V:E, token ids (T) -> rows of a V x E table (T, E) */
 #define LAYERATTENTION     "attention"     /* attention:H[:causal], multi-head self-attention on (T, E) -> (T, E) (nn.MultiheadAttention) */
 #define LAYERPOSITION      "position"      /* position:T[:sinusoidal], a table of positions added to a sequence (T', E), T' <= T */
+
+/* Tensor-shape kinds (issue 32): a sample's dims relabelled, reordered or contracted; no parameters. In a layer list
+   write arguments holding commas in parentheses: permute(1,0), einsum(ij->ji) */
+#define LAYERRESHAPE "reshape" /* reshape:AxBxC, the same entries in another shape of up to 5 dims, one may be -1 (inferred) */
+#define LAYERPERMUTE "permute" /* permute:i,j,k, y's dim d is x's dim p[d] (0-based, torch.permute without the batch dim) */
+#define LAYEREINSUM  "einsum"  /* einsum:SPEC, one input (tij->tji, ij->i) or two as a join (bqd,bkd->bqk); the batch dim is implicit */
 
 PETSC_EXTERN PetscErrorCode LayerConv2dSetOutputChannels(Layer, PetscInt);
 PETSC_EXTERN PetscErrorCode LayerConv2dSetKernel(Layer, PetscInt, PetscInt);

@@ -27,6 +27,7 @@ typedef struct {
   SOLayout    layout;
   const char *name;   /* what the line says */
   const char *expect; /* LayerView() says this (the algorithm in use), or NULL */
+  const char *shape2; /* a second input of this shape (a bilinear join: einsum of two operands), or NULL */
 } SOCase;
 
 static const SOCase socases[] = {
@@ -85,6 +86,14 @@ static const SOCase socases[] = {
     {"attention", "4:causal", "6x8", PETSC_TRUE, "-attention_tile 4", SO_BATCH, "transformer attention:4:causal, tile 4"},
     {"attention", "1:causal", "5x3", PETSC_TRUE, "-attention_tile 1", SO_BATCH, "transformer attention:1:causal, tile 1"},
     {"attention", "2:causal", "7x4", PETSC_TRUE, "-attention_dropout 0.3 -attention_tile 3", SO_BATCH, "transformer attention:2:causal, dropout 0.3 (training)"},
+    {"reshape", "2x-1x3", "4x6", PETSC_TRUE, NULL, SO_BATCH, "tensorops reshape 2x-1x3"},
+    {"permute", "2,0,1", "3x4x5", PETSC_TRUE, NULL, SO_BATCH, "tensorops permute 2,0,1", "dims in the order (2,0,1)"},
+    {"einsum", "tij->jti", "3x4x5", PETSC_TRUE, NULL, SO_BATCH, "tensorops einsum tij->jti (one input)", "permutation"},
+    {"einsum", "ij->i", "4x5", PETSC_TRUE, NULL, SO_BATCH, "tensorops einsum ij->i (one input)", "loop"},
+    {"einsum", "bqd,bkd->bqk", "2x5x7", PETSC_TRUE, NULL, SO_BATCH, "tensorops einsum bqd,bkd->bqk GEMM", "forward GEMM", "2x6x7"},
+    {"einsum", "ij,kj->ki", "5x6", PETSC_TRUE, NULL, SO_BATCH, "tensorops einsum ij,kj->ki GEMM permuted", "forward GEMM", "4x6"},
+    {"einsum", "bqd,bkd->bqk", "2x5x7", PETSC_TRUE, "-einsum_path loop", SO_BATCH, "tensorops einsum bqd,bkd->bqk loop", "forward loop", "2x6x7"},
+    {"einsum", "ij,j->ij", "4x5", PETSC_TRUE, NULL, SO_BATCH, "tensorops einsum ij,j->ij (elementwise)", "forward loop", "5"},
 };
 
 /* a[i] uniform on [lo, hi) from rnd */
@@ -240,13 +249,24 @@ static PetscErrorCode CheckTangent(Layer layer, const char name[], SOArrays *a, 
   PetscCall(Backward(layer, a, a->x, a->theta, a->y, a->dx, a->dtheta));
   PetscCall(JVP(layer, a, xdot, thetadot, a->ydot));
 
-  /* the second-order term, accumulated into random starting values (kept in dxdot0, dthetadot0 to subtract) */
-  PetscCall(FillRandom(rself, a->n * a->insize[0], -1.0, 1.0, a->dxdot0[0]));
+  /* the second-order term, accumulated into random starting values (kept in dxdot0, dthetadot0 to subtract); a join's
+     term for every input (LayerSOBackwardArrays(): zero for the linear add and concat, dy paired with the other
+     operand's tangent for a bilinear einsum) */
+  for (PetscInt k = 0; k < a->nin; k++) {
+    PetscCall(FillRandom(rself, a->n * a->insize[k], -1.0, 1.0, a->dxdot0[k]));
+    PetscCall(PetscArraycpy(a->dxdot[k], a->dxdot0[k], a->n * a->insize[k]));
+  }
   PetscCall(FillRandom(rself, a->p, -1.0, 1.0, a->dthetadot0));
-  PetscCall(PetscArraycpy(a->dxdot[0], a->dxdot0[0], a->n * a->insize[0]));
   PetscCall(PetscArraycpy(a->dthetadot, a->dthetadot0, a->p));
-  PetscCall(LayerSOBackwardArray(layer, a->n, a->theta, a->x[0], a->y, xdot, thetadot, a->ydot, a->dy, a->dxdot[0], a->p ? a->dthetadot : NULL));
-  for (PetscInt i = 0; i < a->n * a->insize[0]; i++) a->dxdot[0][i] -= a->dxdot0[0][i];
+  if (a->nin == 1)
+    PetscCall(LayerSOBackwardArray(layer, a->n, a->theta, a->x[0], a->y, xdot, thetadot, a->ydot, a->dy, a->dxdot[0], a->p ? a->dthetadot : NULL));
+  else {
+    const PetscScalar *xdots[2] = {usex ? a->xdot[0] : NULL, usex ? a->xdot[1] : NULL};
+
+    PetscCall(LayerSOBackwardArrays(layer, a->n, a->theta, (const PetscScalar *const *)a->x, a->y, xdots, thetadot, a->ydot, a->dy, a->dxdot, a->p ? a->dthetadot : NULL));
+  }
+  for (PetscInt k = 0; k < a->nin; k++)
+    for (PetscInt i = 0; i < a->n * a->insize[k]; i++) a->dxdot[k][i] -= a->dxdot0[k][i];
   for (PetscInt i = 0; i < a->p; i++) a->dthetadot[i] -= a->dthetadot0[i];
 
   /* the point's cached state is still valid: backward and jvp there give what they gave before */
@@ -285,8 +305,7 @@ static PetscErrorCode CheckTangent(Layer layer, const char name[], SOArrays *a, 
   }
   for (PetscInt k = 0; k < a->nin; k++) {
     for (PetscInt i = 0; i < a->n * a->insize[k]; i++) a->fdx[k][i] = (a->dxp[k][i] - a->dxm[k][i]) / (2 * h);
-    /* a kind with several inputs is linear (sozero): its term is zero, checked against every input's differences */
-    if (k > 0) PetscCall(PetscArrayzero(a->dxdot[k], a->n * a->insize[k]));
+    /* every input's term against its differences (zero for a linear join) */
     PetscCall(RelativeError(comm, a->n * a->insize[k], a->dxdot[k], a->fdx[k], a->dx[k], &e, &s));
     *errx  = PetscMax(*errx, e);
     *sizex = PetscMax(*sizex, s);
@@ -297,7 +316,7 @@ static PetscErrorCode CheckTangent(Layer layer, const char name[], SOArrays *a, 
 }
 
 /* The layer of case c on comm; n: this rank's samples; nin, insize: its
-   inputs and their sizes (add and concat take two, concat's second with 2 channels) */
+   inputs and their sizes (add and concat take two, concat's second with 2 channels; a case with shape2 two) */
 static PetscErrorCode CreateCaseLayer(MPI_Comm comm, const SOCase *c, PetscInt nlocal, PetscOptions options, Layer *layer, PetscInt *n, PetscInt *nin, PetscInt insize[])
 {
   PetNetShape in, ins[2];
@@ -316,8 +335,9 @@ static PetscErrorCode CreateCaseLayer(MPI_Comm comm, const SOCase *c, PetscInt n
   }
   PetscCall(LayerSetFromOptions(*layer));
   ins[0] = ins[1] = in;
-  *nin            = !strcmp(c->kind, LAYERADD) || !strcmp(c->kind, LAYERCONCAT) ? 2 : 1;
+  *nin            = !strcmp(c->kind, LAYERADD) || !strcmp(c->kind, LAYERCONCAT) || c->shape2 ? 2 : 1;
   if (!strcmp(c->kind, LAYERCONCAT)) ins[1].dim[ins[1].ndim - 1] = 2;
+  if (c->shape2) PetscCall(PetNetShapeFromString(c->shape2, &ins[1]));
   PetscCall(LayerSetInputShapes(*layer, *nin, ins));
   for (PetscInt k = 0; k < *nin; k++) PetscCall(PetNetShapeSize(&ins[k], &insize[k]));
   *n = c->layout == SO_EMPTY_LAST && size > 1 && rank == size - 1 ? 0 : nlocal;

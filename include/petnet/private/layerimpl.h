@@ -76,6 +76,9 @@ struct _LayerOps {
   PetscErrorCode (*forwardn)(Layer, PetscInt, const PetscScalar *, const PetscScalar *const[], PetscScalar *);
   PetscErrorCode (*backwardn)(Layer, PetscInt, const PetscScalar *, const PetscScalar *const[], const PetscScalar *, const PetscScalar *, PetscScalar *const[], PetscScalar *);
   PetscErrorCode (*jvpn)(Layer, PetscInt, const PetscScalar *, const PetscScalar *const[], const PetscScalar *, const PetscScalar *const[], const PetscScalar *, PetscScalar *);
+  /* sobackward of a join whose curvature term is not zero (a bilinear einsum): the inputs x[k], their tangents xdot[k]
+     (NULL entries zero) and the cotangent tangents dxdot[k] (accumulated into; NULL entries skipped) */
+  PetscErrorCode (*sobackwardn)(Layer, PetscInt, const PetscScalar *, const PetscScalar *const[], const PetscScalar *, const PetscScalar *const[], const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *const[], PetscScalar *);
   /* Single precision (a Net at -net_precision single or bfloat16, NetSetPrecision()): the same contract as forward,
      backward and jvp with the values x, y, dx, dy in float. The parameters stay double (the master copy): theta and
      the jvp's dtheta are read in double (a kind converts them to float where its GEMMs want them, and may keep that

@@ -186,7 +186,7 @@ PetscErrorCode LayerSetArguments(Layer layer, const char args[])
 - len   - the size of spec
 
   Output Parameter:
-. spec - the text, e.g. "dense:256" or "relu"
+. spec - the text, e.g. "dense:256", "relu" or "permute(1,0)" (arguments holding commas in parentheses, so that the text stays one entry of a layer list)
 
   Notes:
   NetGetSpec() joins the texts of a Net's layers into a layer list or a graph.
@@ -203,7 +203,9 @@ PetscErrorCode LayerGetSpec(Layer layer, size_t len, char spec[])
   PetscFunctionBegin;
   PetscCall(LayerGetType(layer, &type));
   PetscTryTypeMethod(layer, getarguments, sizeof(args), args);
-  if (args[0])
+  if (args[0] && strchr(args, ',')) /* kind(args): arguments that hold commas (permute(1,0)) stay one entry of a layer list */
+    PetscCall(PetscSNPrintf(spec, len, "%s(%s)", type, args));
+  else if (args[0])
     PetscCall(PetscSNPrintf(spec, len, "%s:%s", type, args));
   else
     PetscCall(PetscStrncpy(spec, type, len));
@@ -228,6 +230,10 @@ PetscErrorCode LayerGetSpec(Layer layer, size_t len, char spec[])
 . -dropout_seed <seed>                       - the seed of the dropout masks (LayerDropoutSetSeed())
 . -batchnorm_momentum <m>                    - the weight of a batch in the running statistics (LayerBatchNormSetMomentum())
 . -batchnorm_eps <eps>                       - added to the variance (LayerBatchNormSetEpsilon())
+. -reshape_shape <AxBxC>                     - a reshape layer's new per-sample shape (one size may be -1)
+. -permute_dims <i,j,k>                      - a permute layer's order of the sample's dims
+. -einsum_spec <spec>                        - an einsum layer's contraction, e.g. bqd,bkd->bqk
+. -einsum_path <auto,gemm,loop>              - how an einsum layer's contractions run (a batched GEMM where one, or loops)
 - -ode_replay_steps                          - an ode layer reuses its recorded steps (LayerODESetReplaySteps())
 
   Notes:

@@ -29,12 +29,16 @@ PETSC_INTERN PetscErrorCode LayerCreate_RMSNorm(Layer);
 PETSC_INTERN PetscErrorCode LayerCreate_Embedding(Layer);
 PETSC_INTERN PetscErrorCode LayerCreate_Attention(Layer);
 PETSC_INTERN PetscErrorCode LayerCreate_Position(Layer);
+PETSC_INTERN PetscErrorCode LayerCreate_Reshape(Layer);
+PETSC_INTERN PetscErrorCode LayerCreate_Permute(Layer);
+PETSC_INTERN PetscErrorCode LayerCreate_Einsum(Layer);
 
 /*@C
   LayerRegisterAll - registers the built-in layer kinds: dense, identity, relu, leakyrelu, tanh, sigmoid, gelu,
   softplus, conv2d, conv3d, maxpool, avgpool, globalavgpool, flatten, dropout, batchnorm, add, concat, upsample,
   convtranspose2d, the graph layers gcn and sage, the mesh message-passing layer mpnn and the transformer layers
-  layernorm, rmsnorm, embedding, attention and position. Idempotent.
+  layernorm, rmsnorm, embedding, attention and position, and the tensor-shape kinds reshape, permute and einsum.
+  Idempotent.
 
   Not collective
 
@@ -78,5 +82,8 @@ PetscErrorCode LayerRegisterAll(void)
   PetscCall(LayerRegister(LAYEREMBEDDING, LayerCreate_Embedding));
   PetscCall(LayerRegister(LAYERATTENTION, LayerCreate_Attention));
   PetscCall(LayerRegister(LAYERPOSITION, LayerCreate_Position));
+  PetscCall(LayerRegister(LAYERRESHAPE, LayerCreate_Reshape));
+  PetscCall(LayerRegister(LAYERPERMUTE, LayerCreate_Permute));
+  PetscCall(LayerRegister(LAYEREINSUM, LayerCreate_Einsum));
   PetscFunctionReturn(0);
 }
