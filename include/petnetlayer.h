@@ -62,6 +62,7 @@ PETSC_EXTERN PetscErrorCode LayerJVPArray(Layer, PetscInt, const PetscScalar *, 
 PETSC_EXTERN PetscErrorCode LayerSOBackwardArray(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
 PETSC_EXTERN PetscErrorCode LayerHasSecondOrder(Layer, PetscBool *);
 PETSC_EXTERN PetscErrorCode LayerForwardArrays(Layer, PetscInt, const PetscScalar *, const PetscScalar *const[], PetscScalar *);
+PETSC_EXTERN PetscErrorCode LayerSOBackwardArrays(Layer, PetscInt, const PetscScalar *, const PetscScalar *const[], const PetscScalar *, const PetscScalar *const[], const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *const[], PetscScalar *);
 PETSC_EXTERN PetscErrorCode LayerBackwardArrays(Layer, PetscInt, const PetscScalar *, const PetscScalar *const[], const PetscScalar *, const PetscScalar *, PetscScalar *const[], PetscScalar *);
 PETSC_EXTERN PetscErrorCode LayerJVPArrays(Layer, PetscInt, const PetscScalar *, const PetscScalar *const[], const PetscScalar *, const PetscScalar *const[], const PetscScalar *, PetscScalar *);
 
@@ -75,6 +76,8 @@ PETSC_EXTERN PetscErrorCode LayerHasSingle(Layer, PetscBool *);
 PETSC_EXTERN PetscErrorCode LayerDenseSetOutputSize(Layer, PetscInt);
 PETSC_EXTERN PetscErrorCode LayerDenseSetInitialization(Layer, LayerInitType, PetscReal);
 PETSC_EXTERN PetscErrorCode LayerDenseSetBias(Layer, PetscBool);
+PETSC_EXTERN PetscErrorCode LayerDenseSetTokens(Layer, PetscBool);
+PETSC_EXTERN PetscErrorCode LayerDenseGetTokens(Layer, PetscBool *, PetscInt *, PetscInt *);
 PETSC_EXTERN PetscErrorCode LayerLeakyReLUSetSlope(Layer, PetscReal);
 
 /* Convolutional kinds: inputs are (h, w, c) channels-last unless noted, (d, h, w, c) for conv3d and 3-D pools; a Net on
@@ -90,6 +93,14 @@ PETSC_EXTERN PetscErrorCode LayerLeakyReLUSetSlope(Layer, PetscReal);
 #define LAYERLAYERNORM     "layernorm"     /* layernorm[:noaffine][:eps=EPS], each position over the last dimension (features) */
 #define LAYERRMSNORM       "rmsnorm"       /* rmsnorm[:noaffine][:eps=EPS], y = gamma x / sqrt(mean(x^2) + eps) over the last dimension */
 #define LAYEREMBEDDING     "embedding"     /* embedding:V:E, token ids (T) -> rows of a V x E table (T, E) */
+#define LAYERATTENTION     "attention"     /* attention:H[:causal], multi-head self-attention on (T, E) -> (T, E) (nn.MultiheadAttention) */
+#define LAYERPOSITION      "position"      /* position:T[:sinusoidal], a table of positions added to a sequence (T', E), T' <= T */
+
+/* Tensor-shape kinds (issue 32): a sample's dims relabelled, reordered or contracted; no parameters. In a layer list
+   write arguments holding commas in parentheses: permute(1,0), einsum(ij->ji) */
+#define LAYERRESHAPE "reshape" /* reshape:AxBxC, the same entries in another shape of up to 5 dims, one may be -1 (inferred) */
+#define LAYERPERMUTE "permute" /* permute:i,j,k, y's dim d is x's dim p[d] (0-based, torch.permute without the batch dim) */
+#define LAYEREINSUM  "einsum"  /* einsum:SPEC, one input (tij->tji, ij->i) or two as a join (bqd,bkd->bqk); the batch dim is implicit */
 
 PETSC_EXTERN PetscErrorCode LayerConv2dSetOutputChannels(Layer, PetscInt);
 PETSC_EXTERN PetscErrorCode LayerConv2dSetKernel(Layer, PetscInt, PetscInt);

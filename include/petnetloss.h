@@ -34,6 +34,10 @@ PETSC_EXTERN PetscErrorCode LossEvaluate(Loss, Vec, Vec, PetscReal *, Vec);
 PETSC_EXTERN PetscErrorCode LossHessianMult(Loss, Vec, Vec);
 /* Number of samples of the global batch whose arg-max output equals the integer label in T. */
 PETSC_EXTERN PetscErrorCode LossCountCorrect(Loss, Vec, Vec, PetscInt *);
+/* crossentropy: a label that counts nowhere (default -100), label smoothing a in [0, 1) (PyTorch's) */
+PETSC_EXTERN PetscErrorCode LossCrossEntropySetIgnoreIndex(Loss, PetscInt);
+PETSC_EXTERN PetscErrorCode LossCrossEntropyGetIgnoreIndex(Loss, PetscBool *, PetscInt *);
+PETSC_EXTERN PetscErrorCode LossCrossEntropySetLabelSmoothing(Loss, PetscReal);
 
 /*
   Curvature of the mean loss f(theta) = Loss(Net(X; theta), T) over a batch, as a MATSHELL on the parameter layout

@@ -17,10 +17,13 @@
   ndim = 1: (f)             flat features
   ndim = 3: (h, w, c)       an image or grid block; c is the fastest index, as in a DMDA with dof = c
   ndim = 4: (d, h, w, c)    a volume (conv3d, 3-D pooling); d is the slowest index, text "DxHxWxC"
+  ndim = 2 or 5             a sequence (T, E), or an intermediate shape of the tensor-shape kinds (reshape, permute,
+                            einsum: a ViT's patches (h/p, p, w/p, p, c)); the binary model format holds input shapes of
+                            at most 4 dims (netiobinary.c), HDF5 any
 
   A batch is a Vec whose local part is n consecutive samples: [n][h][w][c] (or [n][f], [n][d][h][w][c]).
 */
-#define PETNET_MAX_DIM 4
+#define PETNET_MAX_DIM 5
 typedef struct {
   PetscInt ndim;
   PetscInt dim[PETNET_MAX_DIM];

@@ -2,7 +2,12 @@ static const char help[] = "Loss functions: values computed by hand, numerical s
                            "dY = df/dY and of the Hessian product, LossCountCorrect. The batch is distributed by samples over\n"
                            "PETSC_COMM_WORLD, so every number must be the same on any number of ranks.\n"
                            "  -case label_range | label_fraction | target_size_mse | target_size_crossentropy | target_split: misuse that\n"
-                           "        must fail with a clear error\n";
+                           "        must fail with a clear error\n"
+                           "  -tokens: crossentropy on outputs (T, V) per sample with T labels, every third one the ignore index\n"
+                           "        (-loss_ignore_index, default -100) and the label smoothing of -loss_label_smoothing: the value\n"
+                           "        against a plain loop over the counted labels (1e-14), the gradient and the Hessian product by\n"
+                           "        finite differences, ignored rows of both exactly zero, a batch of ignored labels giving 0 and a\n"
+                           "        zero gradient, LossCountCorrect() skipping them\n";
 
 #include <petnet.h>
 #include "testutil.h"
@@ -303,6 +308,159 @@ static PetscErrorCode TestCountCorrect(void)
   PetscFunctionReturn(0);
 }
 
+/*
+  Per-token crossentropy: N samples of T labels over V classes (Y [N][T][V], T [N][T]), every third label (of the global
+  order) replaced by the ignore index, the label smoothing from the options. The reference is a plain loop over the
+  counted labels of the global batch on every rank: sum_l lse(y_l) - (1 - a) y_l[t_l] - (a/V) sum_k y_l[k], over their
+  number.
+*/
+static PetscErrorCode TestTokens(PetscInt N, PetscInt T, PetscInt V)
+{
+  const PetscReal h = 1e-5;
+  const PetscInt  L = N * T;
+  Loss            loss;
+  Vec             Y, Tv, Vd, Yh, dY, dYp, dYm, HV;
+  PetscScalar    *y, *t;
+  PetscRandom     rnd;
+  PetscReal       f, fp, fm, fref = 0, a = 0, err, herr, nHV, zmax = 0;
+  PetscScalar     dYV;
+  PetscInt        ignore = -100, counted = 0, rstart, rend, correct;
+  PetscBool       has;
+
+  PetscFunctionBegin;
+  PetscCall(CreateLoss(LOSSCROSSENTROPY, &loss));
+  PetscCall(LossCrossEntropyGetIgnoreIndex(loss, &has, &ignore));
+  PetscCheck(has, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "crossentropy has no ignore index");
+  PetscCall(PetscOptionsGetReal(NULL, NULL, "-loss_label_smoothing", &a, NULL));
+  PetscCall(CreateBatch(N, T * V, &Y));
+  PetscCall(CreateBatch(N, T, &Tv));
+  PetscCall(PetscRandomCreate(PETSC_COMM_SELF, &rnd));
+  PetscCall(PetscRandomSetSeed(rnd, 9));
+  PetscCall(PetscRandomSeed(rnd));
+  PetscCall(PetscMalloc2(L * V, &y, L, &t));
+  for (PetscInt i = 0; i < L * V; i++) {
+    PetscReal u;
+
+    PetscCall(PetscRandomGetValueReal(rnd, &u));
+    y[i] = 6.0 * u - 3.0;
+  }
+  for (PetscInt l = 0; l < L; l++) { /* the counted labels avoid the ignore index (which may be a class) */
+    PetscInt lbl = (l * 5 + 2) % V;
+
+    t[l] = (PetscScalar)(l % 3 == 1 ? ignore : lbl == ignore ? (lbl + 1) % V : lbl);
+  }
+  for (PetscInt l = 0; l < L; l++) { /* the reference, in the plainest form */
+    PetscReal z = 0, ysum = 0;
+
+    if (l % 3 == 1) continue;
+    for (PetscInt k = 0; k < V; k++) z += PetscExpReal(PetscRealPart(y[l * V + k]));
+    for (PetscInt k = 0; k < V; k++) ysum += PetscRealPart(y[l * V + k]);
+    fref += PetscLogReal(z) - (1 - a) * PetscRealPart(y[l * V + (PetscInt)PetscRealPart(t[l])]) - a / V * ysum;
+    counted++;
+  }
+  fref /= counted;
+  PetscCall(FillFromTable(Y, y));
+  PetscCall(FillFromTable(Tv, t));
+  PetscCall(PetscRandomDestroy(&rnd));
+
+  PetscCall(VecDuplicate(Y, &Vd));
+  PetscCall(VecDuplicate(Y, &Yh));
+  PetscCall(VecDuplicate(Y, &dY));
+  PetscCall(VecDuplicate(Y, &dYp));
+  PetscCall(VecDuplicate(Y, &dYm));
+  PetscCall(VecDuplicate(Y, &HV));
+  PetscCall(PetscRandomCreate(PETSC_COMM_WORLD, &rnd));
+  PetscCall(PetscRandomSetInterval(rnd, -1.0, 1.0));
+  PetscCall(PetscRandomSetSeed(rnd, 17));
+  PetscCall(PetscRandomSeed(rnd));
+  PetscCall(VecSetRandom(Vd, rnd));
+  PetscCall(PetscRandomDestroy(&rnd));
+
+  PetscCall(LossEvaluate(loss, Y, Tv, &f, dY));
+  err = PetscAbsReal(f - fref) / PetscAbsReal(fref);
+  PetscCheck(err <= 1e-14, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "per-token crossentropy %.17g, the plain loop over the %" PetscInt_FMT " counted labels %.17g: relative error %g > 1e-14", (double)f, counted, (double)fref, (double)err);
+  PetscCall(VecDot(dY, Vd, &dYV));
+  PetscCall(VecWAXPY(Yh, h, Vd, Y));
+  PetscCall(LossEvaluate(loss, Yh, Tv, &fp, dYp));
+  PetscCall(VecWAXPY(Yh, -h, Vd, Y));
+  PetscCall(LossEvaluate(loss, Yh, Tv, &fm, dYm));
+  err = PetscAbsReal((fp - fm) / (2 * h) - PetscRealPart(dYV)) / PetscAbsScalar(dYV);
+  PetscCheck(err <= 1e-8, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "per-token crossentropy: finite-difference gradient error %g > 1e-8", (double)err);
+  PetscCall(LossEvaluate(loss, Y, Tv, &f, NULL));
+  PetscCall(LossHessianMult(loss, Vd, HV));
+  PetscCall(VecAXPY(dYp, -1.0, dYm));
+  PetscCall(VecScale(dYp, 1.0 / (2 * h)));
+  PetscCall(VecAXPY(dYp, -1.0, HV));
+  PetscCall(VecNorm(dYp, NORM_2, &herr));
+  PetscCall(VecNorm(HV, NORM_2, &nHV));
+  herr /= nHV;
+  PetscCheck(herr <= 1e-7, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "per-token crossentropy: finite-difference Hessian product error %g > 1e-7", (double)herr);
+  { /* -tokens_dump FILE: the point, the loss, dY, V and H V as text, for tests/torch_crossentropy.py (one rank) */
+    char      path[PETSC_MAX_PATH_LEN];
+    PetscBool dump;
+
+    PetscCall(PetscOptionsGetString(NULL, NULL, "-tokens_dump", path, sizeof(path), &dump));
+    if (dump) {
+      FILE              *fp;
+      const PetscScalar *g, *vd, *hv;
+      PetscMPIInt        size;
+
+      PetscCallMPI(MPI_Comm_size(PETSC_COMM_WORLD, &size));
+      PetscCheck(size == 1, PETSC_COMM_WORLD, PETSC_ERR_ARG_WRONG, "-tokens_dump runs on one rank");
+      PetscCall(PetscFOpen(PETSC_COMM_SELF, path, "w", &fp));
+      PetscCall(VecGetArrayRead(dY, &g));
+      PetscCall(VecGetArrayRead(Vd, &vd));
+      PetscCall(VecGetArrayRead(HV, &hv));
+      PetscCall(PetscFPrintf(PETSC_COMM_SELF, fp, "%" PetscInt_FMT " %" PetscInt_FMT " %" PetscInt_FMT " %" PetscInt_FMT " %.17g %.17g\n", N, T, V, ignore, (double)a, (double)f));
+      for (PetscInt i = 0; i < L * V; i++) PetscCall(PetscFPrintf(PETSC_COMM_SELF, fp, "%.17g %.17g %.17g %.17g\n", (double)PetscRealPart(y[i]), (double)PetscRealPart(g[i]), (double)PetscRealPart(vd[i]), (double)PetscRealPart(hv[i])));
+      for (PetscInt l = 0; l < L; l++) PetscCall(PetscFPrintf(PETSC_COMM_SELF, fp, "%.17g\n", (double)PetscRealPart(t[l])));
+      PetscCall(VecRestoreArrayRead(HV, &hv));
+      PetscCall(VecRestoreArrayRead(Vd, &vd));
+      PetscCall(VecRestoreArrayRead(dY, &g));
+      PetscCall(PetscFClose(PETSC_COMM_SELF, fp));
+    }
+  }
+  { /* the rows of the ignored labels: exactly zero in dY and H V */
+    const PetscScalar *g, *hv;
+
+    PetscCall(VecGetOwnershipRange(Y, &rstart, &rend));
+    PetscCall(VecGetArrayRead(dY, &g));
+    PetscCall(VecGetArrayRead(HV, &hv));
+    for (PetscInt i = rstart; i < rend; i++)
+      if ((i / V) % 3 == 1) zmax = PetscMax(zmax, PetscMax(PetscAbsScalar(g[i - rstart]), PetscAbsScalar(hv[i - rstart])));
+    PetscCall(VecRestoreArrayRead(HV, &hv));
+    PetscCall(VecRestoreArrayRead(dY, &g));
+    PetscCallMPI(MPIU_Allreduce(MPI_IN_PLACE, &zmax, 1, MPIU_REAL, MPIU_MAX, PETSC_COMM_WORLD));
+    PetscCheck(zmax == 0, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "per-token crossentropy: an ignored label's row of dY or H V holds %g, not 0", (double)zmax);
+  }
+  /* the arg-max of each counted row is its label where the label's logit is raised by 100: all counted, none ignored */
+  for (PetscInt l = 0; l < L; l++)
+    if (l % 3 != 1) y[l * V + (PetscInt)PetscRealPart(t[l])] += 100;
+  PetscCall(FillFromTable(Y, y));
+  PetscCall(LossCountCorrect(loss, Y, Tv, &correct));
+  PetscCheck(correct == counted, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "LossCountCorrect() = %" PetscInt_FMT " on %" PetscInt_FMT " counted labels each the arg-max of its row (and %" PetscInt_FMT " ignored)", correct, counted, L - counted);
+  /* every label ignored: loss 0 and a zero gradient, not NaN */
+  for (PetscInt l = 0; l < L; l++) t[l] = (PetscScalar)ignore;
+  PetscCall(FillFromTable(Tv, t));
+  PetscCall(VecSet(dY, 1.0));
+  PetscCall(LossEvaluate(loss, Y, Tv, &f, dY));
+  PetscCall(VecNorm(dY, NORM_INFINITY, &zmax));
+  PetscCheck(f == 0 && zmax == 0, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "a batch of ignored labels: loss %g and |dY| %g, both should be 0", (double)f, (double)zmax);
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "crossentropy on %" PetscInt_FMT " samples (%" PetscInt_FMT ", %" PetscInt_FMT "), ignore index %" PetscInt_FMT ", smoothing %g: loss %.12f = the loop over %" PetscInt_FMT " counted labels; gradient and Hessian FD ok; ignored rows zero; %" PetscInt_FMT " correct; all ignored: 0\n",
+                        N, T, V, ignore, (double)a, (double)fref, counted, correct));
+  PetscCall(PetscFree2(y, t));
+  PetscCall(VecDestroy(&Y));
+  PetscCall(VecDestroy(&Tv));
+  PetscCall(VecDestroy(&Vd));
+  PetscCall(VecDestroy(&Yh));
+  PetscCall(VecDestroy(&dY));
+  PetscCall(VecDestroy(&dYp));
+  PetscCall(VecDestroy(&dYm));
+  PetscCall(VecDestroy(&HV));
+  PetscCall(LossDestroy(&loss));
+  PetscFunctionReturn(0);
+}
+
 /* Misuse that must stop with a clear error (run by the core_loss_*_error tests). */
 static PetscErrorCode RunErrorCase(const char name[])
 {
@@ -361,11 +519,13 @@ static PetscErrorCode RunErrorCase(const char name[])
 int main(int argc, char **argv)
 {
   char      name[64] = "";
-  PetscBool flg;
+  PetscBool flg, tokens = PETSC_FALSE;
 
   PetscCall(PetNetInitialize(&argc, &argv, NULL, help));
   PetscCall(PetscOptionsGetString(NULL, NULL, "-case", name, sizeof(name), &flg));
-  if (flg)
+  PetscCall(PetscOptionsGetBool(NULL, NULL, "-tokens", &tokens, NULL));
+  if (tokens) PetscCall(TestTokens(5, 4, 7));
+  else if (flg)
     PetscCall(RunErrorCase(name));
   else {
     PetscCall(TestCrossEntropyByHand(1));

@@ -2,6 +2,7 @@ static const char help[] = "Net options and views. The Net is built from the com
                            "  -check view       nothing more: -net_view prints the table (compared with an expected output)\n"
                            "  -check jacobian   one forward pass on -nlocal random samples (with -net_test_jacobian it prints the checks);\n"
                            "                    -zero_rows R: the first R rows of each (h, w, c) sample zero, as an image's background\n"
+                           "                    -ids V: the samples integer token ids in [0, V) (a Net starting with an embedding)\n"
                            "  -check layers     the parsed layer list against -expect_kinds k1,k2,.. -expect_params P -expect_output S,\n"
                            "                    and NetGetSpec() round trip\n"
                            "  -check prefixed   layer 0 (dense) initialised as -expect_init KIND [-expect_std S]; layer 1 (leakyrelu)\n"
@@ -55,19 +56,29 @@ static PetscErrorCode GatherParameters(Net net, Vec *all)
 
 static PetscErrorCode CheckJacobian(Net net)
 {
-  PetscInt    nlocal = 2, zerorows = 0;
+  PetscInt    nlocal = 2, zerorows = 0, ids = 0;
   Vec         X;
   PetscRandom rnd;
 
   PetscFunctionBegin;
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-nlocal", &nlocal, NULL));
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-zero_rows", &zerorows, NULL));
+  PetscCall(PetscOptionsGetInt(NULL, NULL, "-ids", &ids, NULL));
   PetscCall(NetCreateVecs(net, nlocal, &X, NULL));
   PetscCall(PetscRandomCreate(PETSC_COMM_WORLD, &rnd));
   PetscCall(PetscRandomSetInterval(rnd, -1.0, 1.0));
   PetscCall(PetscRandomSetSeed(rnd, 3));
   PetscCall(PetscRandomSeed(rnd));
   PetscCall(VecSetRandom(X, rnd));
+  if (ids > 0) { /* integer token ids in [0, ids) for a Net that starts with an embedding */
+    PetscScalar *x;
+    PetscInt     n;
+
+    PetscCall(VecGetLocalSize(X, &n));
+    PetscCall(VecGetArray(X, &x));
+    for (PetscInt i = 0; i < n; i++) x[i] = PetscMin(ids - 1, PetscFloorReal((PetscRealPart(x[i]) + 1) * 0.5 * ids));
+    PetscCall(VecRestoreArray(X, &x));
+  }
   if (zerorows) { /* rows [0, zerorows) of every sample (h, w, c) are zero: max pools over them see ties */
     PetNetShape  in;
     PetscScalar *x;

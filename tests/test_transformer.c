@@ -6,6 +6,8 @@ static const char help[] = "The transformer layers' own checks (layernorm, rmsno
                            "    forward, input cotangent and parameter gradient (batches large enough for several parts);\n"
                            "  -net: a Net embedding:V:E,layernorm,rmsnorm,dense:3 on ids that depend on the global sample only; prints\n"
                            "    |Y| and the gradient of 0.5 |Y|^2 (the same on any number of ranks: expected outputs);\n"
+                           "  -attention: the tiled attention kernel against a direct (T x T) reference: forward, backward, jvp to 1e-13;\n"
+                           "  -attention_memory: attention's stored state at T = 2048 and 4096, linear in T (ratio <= 2.2);\n"
                            "  -error range|fraction|negative|v0|e0|layernorm_e0: the refusal under test.\n";
 
 #include <petnet.h>
@@ -199,6 +201,248 @@ static PetscErrorCode TestThreads(PetscRandom rnd, const char kind[], const char
   PetscFunctionReturn(0);
 }
 
+/*
+  attention against a direct reference: every T x T matrix formed (S = Q K^T / sqrt(d), P = softmax(S) by rows, with
+  -inf above the diagonal when causal), in plain loops independent of the tiled kernel:
+    forward   O = P V per head, y = O Wo^T + bo
+    backward  dO = dy Wo, dP = dO V^T, dS = P .* (dP - rowsum(dP .* P)), dQ = dS K / sqrt(d), dK = dS^T Q / sqrt(d),
+              dV = P^T dO, dx = dQKV Win, dWin = dQKV^T x, dbin = sum dQKV, dWo = dy^T O, dbo = sum dy
+    jvp       S' = (Q' K^T + Q K'^T) / sqrt(d), P' = P .* (S' - rowsum(P .* S')), O' = P' V + P V',
+              dy = O' Wo^T + O dWo^T + dbo
+  x [n][T][E], theta = [Win 3E x E, bin 3E, Wo E x E, bo E].
+*/
+static void AttentionReference(PetscInt n, PetscInt T, PetscInt E, PetscInt H, PetscBool causal, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *dy, const PetscScalar *dx, const PetscScalar *dtheta, PetscScalar *y, PetscScalar *gx,
+                               PetscScalar *gtheta, PetscScalar *ydot)
+{
+  const PetscInt     d = E / H, np = 4 * E * E + 4 * E;
+  const PetscScalar *Win = theta, *bin = theta + 3 * E * E, *Wo = theta + 3 * E * E + 3 * E, *bo = theta + 4 * E * E + 3 * E;
+  const PetscScalar *dWin = dtheta, *dbin = dtheta + 3 * E * E, *dWo = dtheta + 3 * E * E + 3 * E, *dbo = dtheta + 4 * E * E + 3 * E;
+  const PetscReal    scale = 1.0 / PetscSqrtReal((PetscReal)d);
+  PetscScalar       *qkv, *o, *dO, *dqkv, *qkvd, *od, *P, *dP, *Sd;
+
+  PetscCallAbort(PETSC_COMM_SELF, PetscMalloc6(n * T * 3 * E, &qkv, n * T * E, &o, n * T * E, &dO, n * T * 3 * E, &dqkv, n * T * 3 * E, &qkvd, n * T * E, &od));
+  PetscCallAbort(PETSC_COMM_SELF, PetscMalloc3(T * T, &P, T * T, &dP, T * T, &Sd));
+  for (PetscInt i = 0; i < np; i++) gtheta[i] = 0.0;
+  for (PetscInt r = 0; r < n * T; r++)
+    for (PetscInt f = 0; f < 3 * E; f++) {
+      PetscScalar s = bin[f], sd = dbin[f];
+
+      for (PetscInt e = 0; e < E; e++) {
+        s += x[r * E + e] * Win[f * E + e];
+        sd += dx[r * E + e] * Win[f * E + e] + x[r * E + e] * dWin[f * E + e];
+      }
+      qkv[r * 3 * E + f]  = s;
+      qkvd[r * 3 * E + f] = sd;
+    }
+  for (PetscInt r = 0; r < n * T; r++) /* dO = dy Wo */
+    for (PetscInt e = 0; e < E; e++) {
+      PetscScalar s = 0.0;
+
+      for (PetscInt f = 0; f < E; f++) s += dy[r * E + f] * Wo[f * E + e];
+      dO[r * E + e] = s;
+    }
+  for (PetscInt s = 0; s < n; s++)
+    for (PetscInt h = 0; h < H; h++) {
+#define RQ(t, c)  qkv[(s * T + (t)) * 3 * E + h * d + (c)]
+#define RK(t, c)  qkv[(s * T + (t)) * 3 * E + E + h * d + (c)]
+#define RV(t, c)  qkv[(s * T + (t)) * 3 * E + 2 * E + h * d + (c)]
+#define RQD(t, c) qkvd[(s * T + (t)) * 3 * E + h * d + (c)]
+#define RKD(t, c) qkvd[(s * T + (t)) * 3 * E + E + h * d + (c)]
+#define RVD(t, c) qkvd[(s * T + (t)) * 3 * E + 2 * E + h * d + (c)]
+      for (PetscInt i = 0; i < T; i++) {
+        PetscScalar mx = -PETSC_MAX_REAL, sum = 0.0, c = 0.0, D = 0.0;
+
+        for (PetscInt j = 0; j < T; j++) {
+          PetscScalar sc = 0.0, scd = 0.0;
+
+          for (PetscInt a = 0; a < d; a++) {
+            sc += RQ(i, a) * RK(j, a);
+            scd += RQD(i, a) * RK(j, a) + RQ(i, a) * RKD(j, a);
+          }
+          P[i * T + j]  = (causal && j > i) ? -PETSC_INFINITY : scale * sc;
+          Sd[i * T + j] = scale * scd;
+          mx            = PetscMax(mx, P[i * T + j]);
+        }
+        for (PetscInt j = 0; j < T; j++) {
+          P[i * T + j] = (causal && j > i) ? 0.0 : PetscExpReal(P[i * T + j] - mx);
+          sum += P[i * T + j];
+        }
+        for (PetscInt j = 0; j < T; j++) {
+          P[i * T + j] /= sum;
+          c += P[i * T + j] * Sd[i * T + j];
+        }
+        for (PetscInt a = 0; a < d; a++) {
+          PetscScalar v = 0.0, vd = 0.0;
+
+          for (PetscInt j = 0; j < T; j++) {
+            v += P[i * T + j] * RV(j, a);
+            vd += P[i * T + j] * (Sd[i * T + j] - c) * RV(j, a) + P[i * T + j] * RVD(j, a);
+          }
+          o[(s * T + i) * E + h * d + a]  = v;
+          od[(s * T + i) * E + h * d + a] = vd;
+        }
+        for (PetscInt j = 0; j < T; j++) {
+          PetscScalar v = 0.0;
+
+          for (PetscInt a = 0; a < d; a++) v += dO[(s * T + i) * E + h * d + a] * RV(j, a);
+          dP[i * T + j] = v;
+          D += v * P[i * T + j];
+        }
+        for (PetscInt j = 0; j < T; j++) dP[i * T + j] = P[i * T + j] * (dP[i * T + j] - D); /* dS */
+      }
+      for (PetscInt t = 0; t < T; t++)
+        for (PetscInt a = 0; a < d; a++) {
+          PetscScalar gq = 0.0, gk = 0.0, gv = 0.0;
+
+          for (PetscInt j = 0; j < T; j++) {
+            gq += dP[t * T + j] * RK(j, a);
+            gk += dP[j * T + t] * RQ(j, a);
+            gv += P[j * T + t] * dO[(s * T + j) * E + h * d + a];
+          }
+          dqkv[(s * T + t) * 3 * E + h * d + a]         = scale * gq;
+          dqkv[(s * T + t) * 3 * E + E + h * d + a]     = scale * gk;
+          dqkv[(s * T + t) * 3 * E + 2 * E + h * d + a] = gv;
+        }
+#undef RQ
+#undef RK
+#undef RV
+#undef RQD
+#undef RKD
+#undef RVD
+    }
+  for (PetscInt r = 0; r < n * T; r++)
+    for (PetscInt e = 0; e < E; e++) {
+      PetscScalar v = bo[e], vd = dbo[e], g = 0.0;
+
+      for (PetscInt f = 0; f < E; f++) {
+        v += o[r * E + f] * Wo[e * E + f];
+        vd += od[r * E + f] * Wo[e * E + f] + o[r * E + f] * dWo[e * E + f];
+      }
+      for (PetscInt f = 0; f < 3 * E; f++) g += dqkv[r * 3 * E + f] * Win[f * E + e];
+      y[r * E + e]    = v;
+      ydot[r * E + e] = vd;
+      gx[r * E + e]   = g;
+    }
+  for (PetscInt r = 0; r < n * T; r++) {
+    for (PetscInt f = 0; f < 3 * E; f++) {
+      for (PetscInt e = 0; e < E; e++) gtheta[f * E + e] += dqkv[r * 3 * E + f] * x[r * E + e];
+      gtheta[3 * E * E + f] += dqkv[r * 3 * E + f];
+    }
+    for (PetscInt e = 0; e < E; e++) {
+      for (PetscInt f = 0; f < E; f++) gtheta[3 * E * E + 3 * E + e * E + f] += dy[r * E + e] * o[r * E + f];
+      gtheta[4 * E * E + 3 * E + e] += dy[r * E + e];
+    }
+  }
+  PetscCallAbort(PETSC_COMM_SELF, PetscFree6(qkv, o, dO, dqkv, qkvd, od));
+  PetscCallAbort(PETSC_COMM_SELF, PetscFree3(P, dP, Sd));
+}
+
+/* the tiled layer (several tiles, causal and not, H = 1, 2, 4) against the reference: forward, dx, dtheta, jvp to 1e-13 */
+static PetscErrorCode TestAttentionReference(PetscRandom rnd)
+{
+  const PetscInt n = 3, T = 7, E = 8, np = 4 * E * E + 4 * E, N = n * T * E;
+  const PetscInt heads[3] = {1, 2, 4}, tiles[4] = {1, 3, 7, 64};
+  PetNetShape    in = {2, {T, E}};
+  PetscScalar   *x, *theta, *dy, *dx, *dtheta, *y, *gx, *gt, *yd, *ry, *rgx, *rgt, *ryd;
+  PetscReal      worst = 0.0;
+
+  PetscFunctionBegin;
+  PetscCall(PetscMalloc6(N, &x, np, &theta, N, &dy, N, &dx, np, &dtheta, N, &y));
+  PetscCall(PetscMalloc7(N, &gx, np, &gt, N, &yd, N, &ry, N, &rgx, np, &rgt, N, &ryd));
+  PetscCall(FillRandom(rnd, N, x));
+  PetscCall(FillRandom(rnd, np, theta));
+  PetscCall(FillRandom(rnd, N, dy));
+  PetscCall(FillRandom(rnd, N, dx));
+  PetscCall(FillRandom(rnd, np, dtheta));
+  for (PetscInt c = 0; c < 2; c++)
+    for (PetscInt hh = 0; hh < 3; hh++) {
+      char args[32];
+
+      AttentionReference(n, T, E, heads[hh], (PetscBool)c, theta, x, dy, dx, dtheta, ry, rgx, rgt, ryd);
+      PetscCall(PetscSNPrintf(args, sizeof(args), "%" PetscInt_FMT "%s", heads[hh], c ? ":causal" : ""));
+      for (PetscInt b = 0; b < 4; b++) {
+        Layer     layer;
+        char      opt[32];
+        PetscReal err[4];
+
+        PetscCall(PetscSNPrintf(opt, sizeof(opt), "%" PetscInt_FMT, tiles[b]));
+        PetscCall(PetscOptionsSetValue(NULL, "-attention_tile", opt));
+        PetscCall(LayerCreate(PETSC_COMM_SELF, &layer));
+        PetscCall(LayerSetType(layer, "attention"));
+        PetscCall(LayerSetArguments(layer, args));
+        PetscCall(LayerSetFromOptions(layer));
+        PetscCall(LayerSetInputShape(layer, &in));
+        PetscCall(LayerSetUp(layer));
+        PetscCall(PetscOptionsClearValue(NULL, "-attention_tile"));
+        for (PetscInt i = 0; i < np; i++) gt[i] = 0.0;
+        PetscCall(LayerForwardArray(layer, n, theta, x, y));
+        PetscCall(LayerBackwardArray(layer, n, theta, x, y, dy, gx, gt));
+        PetscCall(LayerJVPArray(layer, n, theta, x, y, dx, dtheta, yd));
+        err[0] = MaxAbsDiff(N, y, ry) / MaxAbs(N, ry);
+        err[1] = MaxAbsDiff(N, gx, rgx) / MaxAbs(N, rgx);
+        err[2] = MaxAbsDiff(np, gt, rgt) / MaxAbs(np, rgt);
+        err[3] = MaxAbsDiff(N, yd, ryd) / MaxAbs(N, ryd);
+        for (PetscInt k = 0; k < 4; k++) {
+          PetscCheck(err[k] <= 1e-13, PETSC_COMM_SELF, PETSC_ERR_PLIB, "attention:%s tile %" PetscInt_FMT ": %s against the untiled reference: relative error %g > 1e-13", args, tiles[b],
+                     k == 0   ? "forward"
+                     : k == 1 ? "dx"
+                     : k == 2 ? "dtheta"
+                              : "jvp",
+                     (double)err[k]);
+          worst = PetscMax(worst, err[k]);
+        }
+        PetscCall(LayerDestroy(&layer));
+      }
+    }
+  PetscCall(PetscPrintf(PETSC_COMM_SELF, "attention (T = %" PetscInt_FMT ", E = %" PetscInt_FMT ", H = 1, 2, 4, causal and not, tiles 1, 3, 7, 64): forward, dx, dtheta and jvp against the untiled reference, largest relative error %.1e (<= 1e-13)\n",
+                        T, E, (double)worst));
+  PetscCall(PetscFree6(x, theta, dy, dx, dtheta, y));
+  PetscCall(PetscFree7(gx, gt, yd, ry, rgx, rgt, ryd));
+  PetscFunctionReturn(0);
+}
+
+/*
+  attention's memory: what forward keeps (QKV, O, lse: (4 E + H) T values per sample) and what backward adds (dO and
+  dQKV, 4 E T), counted by PetscMallocGetCurrentUsage() around the calls, at T = 2048 and 4096 (one sample, causal,
+  E = 8, H = 2): linear in T, the ratio of the two at most 2.2 (a T x T matrix per head would make it 4).
+*/
+static PetscErrorCode TestAttentionMemory(PetscRandom rnd)
+{
+  const PetscInt E = 8, H = 2, np = 4 * E * E + 4 * E;
+  PetscLogDouble state[2], work[2];
+
+  PetscFunctionBegin;
+  for (PetscInt k = 0; k < 2; k++) {
+    const PetscInt T = 2048 << k, N = T * E;
+    PetNetShape    in = {2, {T, E}};
+    Layer          layer;
+    PetscScalar   *x, *theta, *y, *dy, *dx, *dtheta;
+    PetscLogDouble m0, m1, m2;
+
+    PetscCall(CreateLayer(PETSC_COMM_SELF, "attention", "2:causal", in, &layer));
+    PetscCall(PetscMalloc6(N, &x, np, &theta, N, &y, N, &dy, N, &dx, np, &dtheta));
+    PetscCall(FillRandom(rnd, N, x));
+    PetscCall(FillRandom(rnd, np, theta));
+    PetscCall(FillRandom(rnd, N, dy));
+    PetscCall(PetscArrayzero(dtheta, np));
+    PetscCall(PetscMallocGetCurrentUsage(&m0));
+    PetscCall(LayerForwardArray(layer, 1, theta, x, y));
+    PetscCall(PetscMallocGetCurrentUsage(&m1));
+    PetscCall(LayerBackwardArray(layer, 1, theta, x, y, dy, dx, dtheta));
+    PetscCall(PetscMallocGetCurrentUsage(&m2));
+    state[k] = m1 - m0;
+    work[k]  = m2 - m1;
+    PetscCall(PetscPrintf(PETSC_COMM_SELF, "attention:2:causal on (T, E) = (%" PetscInt_FMT ", %" PetscInt_FMT "): forward keeps %.0f bytes ((4 E + H) T 8 = %" PetscInt_FMT "), backward adds %.0f (4 E T 8 = %" PetscInt_FMT ")\n", T, E, state[k],
+                          (4 * E + H) * T * 8, work[k], 4 * E * T * 8));
+    PetscCall(PetscFree6(x, theta, y, dy, dx, dtheta));
+    PetscCall(LayerDestroy(&layer));
+  }
+  PetscCheck(state[0] > 0 && state[1] / state[0] <= 2.2 && (state[1] + work[1]) / (state[0] + work[0]) <= 2.2, PETSC_COMM_SELF, PETSC_ERR_PLIB, "attention memory is not linear in T: state %g / %g, with backward's work %g / %g (at most 2.2)",
+             state[1], state[0], state[1] + work[1], state[0] + work[0]);
+  PetscCall(PetscPrintf(PETSC_COMM_SELF, "attention memory from T = 2048 to 4096: state x %.3f, state and work x %.3f (<= 2.2)\n", state[1] / state[0], (state[1] + work[1]) / (state[0] + work[0])));
+  PetscFunctionReturn(0);
+}
+
 /* a Net on ids that depend on the global sample index only: the same numbers on any number of ranks */
 static PetscErrorCode TestNet(void)
 {
@@ -253,11 +497,13 @@ int main(int argc, char **argv)
 {
   PetscRandom rnd;
   char        error[64] = "";
-  PetscBool   net       = PETSC_FALSE;
+  PetscBool   net = PETSC_FALSE, attention = PETSC_FALSE, memory = PETSC_FALSE;
 
   PetscCall(PetNetInitialize(&argc, &argv, NULL, help));
   PetscCall(PetscOptionsGetString(NULL, NULL, "-error", error, sizeof(error), NULL));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-net", &net, NULL));
+  PetscCall(PetscOptionsGetBool(NULL, NULL, "-attention", &attention, NULL));
+  PetscCall(PetscOptionsGetBool(NULL, NULL, "-attention_memory", &memory, NULL));
   PetscCall(PetscRandomCreate(PETSC_COMM_SELF, &rnd));
   PetscCall(PetscRandomSetInterval(rnd, -1.0, 1.0));
   PetscCall(PetscRandomSetSeed(rnd, 17));
@@ -291,6 +537,10 @@ int main(int argc, char **argv)
     PetscCall(LayerDestroy(&layer));
   } else if (net) {
     PetscCall(TestNet());
+  } else if (attention) {
+    PetscCall(TestAttentionReference(rnd));
+  } else if (memory) {
+    PetscCall(TestAttentionMemory(rnd));
   } else {
     PetNetShape seq = {2, {32, 8}}, ids = {1, {16}};
 

@@ -76,7 +76,8 @@ Command line:
         to TORCH_PREFIX.h5 / TORCH_PREFIX_data.h5 and verify that it reads back unchanged (tests/io.suite)
 
 Layer kinds (PetNet -> PyTorch):
-    dense:N[:bias=0] -> Linear (FlattenLinear on an (h, w, c) or (d, h, w, c) input), relu -> ReLU,
+    dense:N[:bias=0] -> Linear (FlattenLinear on an (h, w, c) or (d, h, w, c) input), dense:N:tokens -> TokenLinear
+    (nn.Linear on the last dim of (N, T, E) data; weight [N][E]), relu -> ReLU,
     leakyrelu:a -> LeakyReLU(a), tanh -> Tanh, sigmoid -> Sigmoid, gelu -> GELU (erf form), softplus -> Softplus,
     identity -> Identity,
     conv2d:OUT[:K[:STRIDE[:PAD[:D[:G]]]]][:dilation=D][:groups=G][:bias=0] -> Conv2d (K, STRIDE, PAD, D as 3 or 3x5),
@@ -180,6 +181,11 @@ class FlattenLinear(nn.Linear):
 
     def forward(self, x):
         return nn.functional.linear(x.flatten(1), self.weight, self.bias)
+
+
+class TokenLinear(nn.Linear):
+    """PetNet's dense:N:tokens: nn.Linear itself, on the last dimension at each position of (N, T, E) data; its own
+    class only so that the spec text says tokens (a plain nn.Linear on (T, E) data would be ambiguous)."""
 
 
 # ---------------------------------------------------------------------------------------------- spec text
@@ -345,11 +351,21 @@ def _make_module(kind, args, shape):
     if args and "partition=" in args and not any(c in args for c in ",|("):  # how the weights are split over ranks: the same function
         args = ":".join(f for f in args.split(":") if not f.startswith("partition="))
     if kind == "dense":
-        bias = True
-        if args.endswith(":bias=0") or args.endswith(":bias=1"):
-            args, bias = args[:-7], args.endswith("1")
+        words = args.split(":")
+        args, bias, tokens = words[0], True, False
+        for w in words[1:]:
+            if w in ("bias=0", "bias=1"):
+                bias = w == "bias=1"
+            elif w == "tokens":
+                tokens = True
+            else:
+                raise ValueError(f"dense takes bias=0, bias=1 and tokens after its number of outputs, not '{w}'")
         if not args.isdigit() or int(args) <= 0:
-            raise ValueError(f"dense takes its number of outputs (dense:N[:bias=0]), not '{args}'")
+            raise ValueError(f"dense takes its number of outputs (dense:N[:bias=0][:tokens]), not '{args}'")
+        if tokens:
+            if len(shape) > 2:
+                raise ValueError(f"dense:{args}:tokens on a {shape_to_string(shape)} input: PyTorch holds it NCHW, so nn.Linear's last dimension is not PetNet's; give (T, E) or (E) samples")
+            return TokenLinear(shape[-1], int(args), bias=bias, dtype=torch.float64)
         return (FlattenLinear if len(shape) >= 2 else nn.Linear)(features, int(args), bias=bias, dtype=torch.float64)
     if kind in ("conv2d", "conv3d"):
         nsd = 2 if kind == "conv2d" else 3
@@ -446,7 +462,7 @@ class _Tracer(torch.fx.Tracer if hasattr(torch, "fx") else object):
     """torch.fx's tracer, with the modules this script adds as leaves (it would trace into Residual's addition)."""
 
     def is_leaf_module(self, m, qualname):
-        return isinstance(m, (Residual, GlobalAvgPool, FlattenLinear)) or super().is_leaf_module(m, qualname)
+        return isinstance(m, (Residual, GlobalAvgPool, FlattenLinear, TokenLinear)) or super().is_leaf_module(m, qualname)
 
 
 def _chain(model):
@@ -512,7 +528,7 @@ def _group(modules):
 def _group_one(m):
     """(entry, [m]): PetNet's spec entry of one module, in the form NetGetSpec() writes."""
     if isinstance(m, nn.Linear):
-        return f"dense:{m.out_features}" + ("" if m.bias is not None else ":bias=0"), [m]
+        return f"dense:{m.out_features}" + ("" if m.bias is not None else ":bias=0") + (":tokens" if isinstance(m, TokenLinear) else ""), [m]
     if isinstance(m, (nn.Conv2d, nn.Conv3d)):
         nsd = 2 if isinstance(m, nn.Conv2d) else 3
         kind = f"conv{nsd}d"
@@ -692,8 +708,14 @@ def _bind(group, state):
         if not _spatial(shape):
             raise ValueError(f"globalavgpool needs an (h, w, c) or (d, h, w, c) input, not {shape_to_string(shape)}")
         return _State((shape[-1],)), []
+    if isinstance(m, TokenLinear):  # the last dimension at each position, (T, E) -> (T, N): no permutation
+        if ndim > 2 or m.in_features != shape[-1]:
+            raise ValueError(f"{entry}: TokenLinear has in_features {m.in_features}, and acts on the last dimension of (T, E) or (E) samples, not {shape_to_string(shape)}")
+        return _State(tuple(shape[:-1]) + (m.out_features,)), [_Tensor("weight", m.weight)] + ([_Tensor("bias", m.bias)] if m.bias is not None else [])
     if isinstance(m, nn.Linear):
         features = math.prod(shape)
+        if ndim == 2 and m.in_features == shape[-1] and m.in_features != features and not isinstance(m, FlattenLinear):
+            raise ValueError(f"{entry}: nn.Linear({m.in_features}, ...) on (T, E) = {shape_to_string(shape)} samples acts at each position: make it a petnet_torch.TokenLinear (PetNet's dense:{m.out_features}:tokens)")
         if m.in_features != features:
             raise ValueError(f"{entry}: Linear has in_features {m.in_features}, its input {shape_to_string(shape)} has {features}")
         if _spatial(shape):

@@ -26,6 +26,7 @@
 #include <errno.h>
 
 #define NET_FILE_HEADER 10
+#define NET_FILE_MAX_DIM 4 /* the header has room for dim[0..3] of the input shape (PETNET_MAX_DIM is 5 since the tensor-shape kinds) */
 /* Bytes of the normalisation block of version 3 (normset, norm[3]) */
 #define NET_FILE_NORM_BYTES ((PetscInt64)sizeof(PetscInt) + 3 * (PetscInt64)sizeof(PetscReal))
 
@@ -222,6 +223,9 @@ PetscErrorCode NetWrite_Binary(Net net, PetscViewer viewer)
   PetscCall(NetIOGetSpec_Private(net, &img.spec));
   PetscCall(PetscStrlen(img.spec, &len));
   PetscCall(PetscIntCast((PetscInt64)len, &img.header[2]));
+  PetscCheck(net->in.ndim <= NET_FILE_MAX_DIM, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_SIZ,
+             "%s: the binary model format holds input shapes of at most %d dimensions and this Net's input has %" PetscInt_FMT ": save it as HDF5 (a file name ending in .h5), or give the Net a flatter input and reshape it inside (reshape:AxBxC)",
+             file, NET_FILE_MAX_DIM, net->in.ndim);
   img.header[3] = net->in.ndim;
   for (PetscInt d = 0; d < net->in.ndim; d++) img.header[4 + d] = net->in.dim[d];
   img.header[8] = net->nparams;
@@ -271,7 +275,7 @@ PetscErrorCode NetRead_Binary(Net net, PetscViewer viewer)
   PetscCall(NetIOCheckVersion_Private(net, file, header[1]));
   PetscCheck(header[2] > 0 && (remain >= 0 || header[2] < NET_MAX_SPEC_UNCHECKED), comm, PETSC_ERR_FILE_UNEXPECTED, "%s has a corrupt header: layer list length %" PetscInt_FMT " is not positive%s; save the model again", file, header[2],
              remain >= 0 ? "" : " or too long");
-  PetscCheck(header[3] > 0 && header[3] <= PETNET_MAX_DIM, comm, PETSC_ERR_FILE_UNEXPECTED, "%s has a corrupt header: input shape with %" PetscInt_FMT " dimensions; save the model again", file, header[3]);
+  PetscCheck(header[3] > 0 && header[3] <= NET_FILE_MAX_DIM, comm, PETSC_ERR_FILE_UNEXPECTED, "%s has a corrupt header: input shape with %" PetscInt_FMT " dimensions; save the model again", file, header[3]);
   PetscCheck(header[8] >= 0 && header[9] >= 0, comm, PETSC_ERR_FILE_UNEXPECTED, "%s has a corrupt header: negative parameter or buffer count; save the model again", file);
   need = (PetscInt64)sizeof(header) + (header[1] >= 3 ? NET_FILE_NORM_BYTES : 0) + (header[1] >= NET_FILE_VERSION_HEADER_CRC ? 2 * (PetscInt64)sizeof(PetscInt) : 0) + header[2] + (header[1] >= 2 ? 3 : 2) * (PetscInt64)sizeof(PetscInt) +
          ((PetscInt64)header[8] + header[9]) * (PetscInt64)sizeof(PetscScalar);
@@ -291,7 +295,7 @@ PetscErrorCode NetRead_Binary(Net net, PetscViewer viewer)
   PetscCall(PetscViewerBinaryRead(viewer, spec, header[2], NULL, PETSC_CHAR));
   spec[header[2]] = 0;
   in.ndim         = header[3];
-  for (PetscInt d = 0; d < PETNET_MAX_DIM; d++) in.dim[d] = d < in.ndim ? header[4 + d] : 0;
+  for (PetscInt d = 0; d < PETNET_MAX_DIM; d++) in.dim[d] = d < in.ndim ? header[4 + d] : 0; /* in.ndim <= NET_FILE_MAX_DIM */
   for (PetscInt d = 0; d < in.ndim; d++) PetscCheck(in.dim[d] > 0, comm, PETSC_ERR_FILE_UNEXPECTED, "%s has a corrupt header: input dimension %" PetscInt_FMT " is %" PetscInt_FMT "; save the model again", file, d, in.dim[d]);
   PetscCall(NetIOCheckHeader_Private(net, file, header[1], spec, &in, header[8], header[9], grid, normset, norm, hcrc));
   PetscCall(NetIOGridInputShape_Private(net, file, grid, &in));

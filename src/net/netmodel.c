@@ -1,6 +1,8 @@
 /*
   Model-parallel nodes: a dense, conv2d or conv3d node whose weights are split over a P_out x P_in grid of ranks
-  (DistDL, Hewett and Grady's linear-algebraic model parallelism; LLNL's channel/filter parallelism).
+  (DistDL, Hewett and Grady's linear-algebraic model parallelism; LLNL's channel/filter parallelism). A dense:N:tokens
+  node (the dense layer at each position of (T, E) samples) splits as a 1x1 convolution of its positions: W [N][E] by
+  outputs and by the last dimension E, x (N, T, E) -> y (N, T, N_out), the local layer a dense:block:tokens.
 
   The rank at grid coordinates (co, ci) (rank = co P_in + ci) holds the block of W whose rows are its output block
   (dense: outputs; conv2d, conv3d: output channels, the filters) and whose columns are its input block (dense: input
@@ -113,7 +115,7 @@ PetscErrorCode NetModelSetUpNode_Private(Net net, PetscInt k)
   Layer       layer = net->layers[k];
   MPI_Comm    comm = PetscObjectComm((PetscObject)net), mcomm = comm;
   PetscMPIInt size, rank, nranks;
-  PetscBool   isdense, isconv, isconv3d, grid;
+  PetscBool   isdense, isconv, isconv3d, grid, tokens = PETSC_FALSE;
   PetscInt    p[2] = {0, 0}, nout = 0, nin = 0, taps = 1, sd = 0;
   PetscInt64  box[3] = {0, 0, 0}, blk[3] = {0, 0, 0};
   NetModel   *mp;
@@ -133,10 +135,11 @@ PetscErrorCode NetModelSetUpNode_Private(Net net, PetscInt k)
   PetscCallMPI(MPI_Comm_size(mcomm, &size));
   PetscCallMPI(MPI_Comm_rank(mcomm, &rank));
   PetscCall(NetNodeSpec_Private(net, k, sizeof(spec), spec));
-  if (isdense) {
+  if (isdense) PetscCall(LayerDenseGetTokens(layer, &tokens, NULL, NULL));
+  if (isdense && !tokens) {
     nout = layer->outsize;
     nin  = layer->insize;
-  } else if (isconv) {
+  } else if (isconv || tokens) { /* dense:N:tokens splits as a 1x1 convolution of its positions: W [N][E] */
     nout = layer->out.dim[layer->out.ndim - 1];
     nin  = layer->in.dim[layer->in.ndim - 1];
   }
@@ -207,8 +210,16 @@ PetscErrorCode NetModelSetUpNode_Private(Net net, PetscInt k)
   PetscCall(PetscMalloc2(p[0], &mp->osizes, p[1], &mp->isizes));
   for (PetscInt c = 0, s; c < p[0]; c++) NetModelBlock_Private(nout, p[0], c, &s, &mp->osizes[c]);
   for (PetscInt c = 0, s; c < p[1]; c++) NetModelBlock_Private(nin, p[1], c, &s, &mp->isizes[c]);
-  /* tensor shapes, samples first: dense is (N, F) whatever its input's shape; conv2d (N, H, W, C); conv3d (N, D, H, W, C) */
-  if (isdense) {
+  /* tensor shapes, samples first: dense is (N, F) whatever its input's shape; conv2d (N, H, W, C); conv3d (N, D, H, W, C);
+     dense:N:tokens (N, ..., E), its input's shape */
+  if (tokens) {
+    mp->xndim = layer->in.ndim + 1;
+    mp->yndim = layer->out.ndim + 1;
+    for (PetscInt d = 0; d < layer->in.ndim; d++) {
+      mp->xdims[d + 1] = layer->in.dim[d];
+      mp->ydims[d + 1] = layer->out.dim[d];
+    }
+  } else if (isdense) {
     mp->xndim = mp->yndim = 2;
     mp->xdims[1]          = nin;
     mp->ydims[1]          = nout;
@@ -238,8 +249,12 @@ PetscErrorCode NetModelSetUpNode_Private(Net net, PetscInt k)
     PetscCall(LayerSetType(mp->local, NetModelKind_Private(layer)));
     PetscCall(LayerSetIndex(mp->local, layer->index));
     if (isdense) {
-      in.ndim   = 1;
-      in.dim[0] = mp->iblock;
+      if (tokens) in.dim[in.ndim - 1] = mp->iblock; /* the positions stay, the last dimension is the block */
+      else {
+        in.ndim   = 1;
+        in.dim[0] = mp->iblock;
+      }
+      PetscCall(LayerDenseSetTokens(mp->local, tokens));
       PetscCall(LayerDenseSetOutputSize(mp->local, mp->oblock));
       PetscCall(LayerDenseSetBias(mp->local, (PetscBool)(mp->bias && mp->ci == 0)));
     } else {

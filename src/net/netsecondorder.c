@@ -103,6 +103,42 @@ static PetscErrorCode NetCloseInputCotangents_Private(Net net, PetscInt k, NetSl
   PetscFunctionReturn(0);
 }
 
+/* The curvature term of a join that has one (a bilinear einsum: each input's term pairs dy with the other inputs'
+   tangents): its values and tangents in double, the layer's kernel on the node's samples. A join whose inputs are
+   joined point by point runs in the plain executor (a join of a grid whose inputs share the ownership too); one whose
+   inputs the spatial executor repartitions first is not supported here yet. */
+static PetscErrorCode NetNodeSOBackwardJoin_Private(Net net, PetscInt k, const PetscScalar *th, const PetscScalar *thd, const PetscScalar *dy, PetscScalar *dxd[], PetscScalar *hvk)
+{
+  const NetStoreOps *store = NetStore(net);
+  const NetNode     *nd    = &net->nodes[k];
+  Layer              layer = net->layers[k];
+  void              *xs[NET_MAX_STACK_INPUTS], *xds[NET_MAX_STACK_INPUTS], *y, *ydot = NULL;
+
+  PetscFunctionBegin;
+  PetscCheck(nd->exec == &NetExecPlain && nd->nin <= NET_MAX_STACK_INPUTS, PetscObjectComm((PetscObject)net), PETSC_ERR_SUP,
+             "Node %s (layer kind %s) joins %" PetscInt_FMT " inputs that grid mode repartitions before they meet: its second-order term runs only where the inputs meet point by point (the same ownership); use the Gauss-Newton operator", nd->name,
+             ((PetscObject)layer)->type_name, nd->nin);
+  for (PetscInt i = 0; i < nd->nin; i++) {
+    const PetscInt v = nd->in[i] + 1;
+
+    xds[i] = NULL;
+    PetscCall(store->get(net, NET_SLOT_VALUE, v, NET_READ, NET_ELEM_DOUBLE, &xs[i]));
+    if (!net->tanzero[v]) PetscCall(store->get(net, NET_SLOT_TANGENT, v, NET_READ, NET_ELEM_DOUBLE, &xds[i]));
+  }
+  PetscCall(store->get(net, NET_SLOT_VALUE, k + 1, NET_READ, NET_ELEM_DOUBLE, &y));
+  if (!net->tanzero[k + 1]) PetscCall(store->get(net, NET_SLOT_TANGENT, k + 1, NET_READ, NET_ELEM_DOUBLE, &ydot));
+  PetscCall(LayerSOBackwardArrays(layer, NetNodeCount(net, k), th, (const PetscScalar *const *)xs, (const PetscScalar *)y, (const PetscScalar *const *)xds, thd, (const PetscScalar *)ydot, dy, dxd, hvk));
+  if (ydot) PetscCall(store->restore(net, NET_SLOT_TANGENT, k + 1, NET_READ, NET_ELEM_DOUBLE, &ydot));
+  PetscCall(store->restore(net, NET_SLOT_VALUE, k + 1, NET_READ, NET_ELEM_DOUBLE, &y));
+  for (PetscInt i = nd->nin - 1; i >= 0; i--) {
+    const PetscInt v = nd->in[i] + 1;
+
+    if (xds[i]) PetscCall(store->restore(net, NET_SLOT_TANGENT, v, NET_READ, NET_ELEM_DOUBLE, &xds[i]));
+    PetscCall(store->restore(net, NET_SLOT_VALUE, v, NET_READ, NET_ELEM_DOUBLE, &xs[i]));
+  }
+  PetscFunctionReturn(0);
+}
+
 /* The curvature term of node k into the open input arrays dxd[] and the node's gradient array hvk; th, thd: the node's
    parameters and their direction as its kernel takes them */
 static PetscErrorCode NetNodeSOBackward_Private(Net net, PetscInt k, const PetscScalar *th, const PetscScalar *thd, const PetscScalar *dy, PetscScalar *dxd[], PetscScalar *hvk)
@@ -114,9 +150,12 @@ static PetscErrorCode NetNodeSOBackward_Private(Net net, PetscInt k, const Petsc
   const PetscInt     v     = nd->in[0] + 1;
 
   PetscFunctionBegin;
-  PetscCheck(nd->nin == 1 || layer->sozero, PetscObjectComm((PetscObject)net), PETSC_ERR_SUP, "Node %s (layer kind %s) takes %" PetscInt_FMT " inputs and has no second-order kernel for them: use the Gauss-Newton operator", nd->name,
+  PetscCheck(nd->nin == 1 || layer->sozero || layer->ops->sobackwardn, PetscObjectComm((PetscObject)net), PETSC_ERR_SUP, "Node %s (layer kind %s) takes %" PetscInt_FMT " inputs and has no second-order kernel for them: use the Gauss-Newton operator", nd->name,
              ((PetscObject)layer)->type_name, nd->nin);
-  if (nd->nin > 1) PetscFunctionReturn(0); /* a join (add, concat) is linear */
+  if (nd->nin > 1 && layer->sozero) PetscFunctionReturn(0); /* a linear join (add, concat) */
+  if (nd->nin > 1) {
+    PetscFunctionReturn(NetNodeSOBackwardJoin_Private(net, k, th, thd, dy, dxd, hvk));
+  }
   PetscCall(store->get(net, NET_SLOT_VALUE, v, NET_READ, NET_ELEM_DOUBLE, &x));
   PetscCall(store->get(net, NET_SLOT_VALUE, k + 1, NET_READ, NET_ELEM_DOUBLE, &y));
   if (!net->tanzero[v]) PetscCall(store->get(net, NET_SLOT_TANGENT, v, NET_READ, NET_ELEM_DOUBLE, &xdot));

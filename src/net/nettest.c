@@ -24,6 +24,17 @@ static PetscBool NetHasSpatialModel_Private(Net net)
   return PETSC_FALSE;
 }
 
+/* a node reading the Net's input takes integer ids (embedding: Layer.discrete): the input is not differentiable, and a
+   perturbed input would not be ids, so the input's finite differences are skipped (its Jacobian, zero, is still
+   tested by dot products) */
+static PetscBool NetInputDiscrete_Private(Net net)
+{
+  for (PetscInt k = 0; k < net->nlayers; k++)
+    for (PetscInt i = 0; i < net->nodes[k].nin; i++)
+      if (net->nodes[k].in[i] == NET_INPUT && net->layers[k]->discrete) return PETSC_TRUE;
+  return PETSC_FALSE;
+}
+
 static PetscErrorCode RandomVec_Private(PetscRandom rnd, Vec v)
 {
   PetscFunctionBegin;
@@ -235,7 +246,7 @@ static PetscErrorCode NetTestJacobianLow_Private(Net net, Vec X, PetscViewer vie
   const PetscReal htol = 10 * PetscPowReal(2.0, -24);
   PetscReal       eJ, eJP = 0, pJ, pJP = 0, fJ = 0, fJP = 0, eH = 0, eM = 0;
   PetscInt        nkink[2] = {0, 0}, nout[2] = {0, 0};
-  PetscBool       fd = (PetscBool)(net->precision == NET_PRECISION_SINGLE), ok;
+  PetscBool       fd = (PetscBool)(net->precision == NET_PRECISION_SINGLE), ok, discrete = NetInputDiscrete_Private(net);
 
   PetscFunctionBegin;
   PetscCall(NetForward(net, X, NULL));
@@ -250,13 +261,14 @@ static PetscErrorCode NetTestJacobianLow_Private(Net net, Vec X, PetscViewer vie
   PetscCall(PrecisionTest_Private(net, X, 0, rnd, &pJ));
   if (net->nparams) PetscCall(PrecisionTest_Private(net, X, 1, rnd, &pJP));
   if (fd) {
-    PetscCall(FiniteDifferenceTest_Private(net, X, 0, PetscCbrtReal(u), u, rnd, &fJ, &nkink[0], &nout[0]));
+    if (!discrete) PetscCall(FiniteDifferenceTest_Private(net, X, 0, PetscCbrtReal(u), u, rnd, &fJ, &nkink[0], &nout[0]));
     if (net->nparams) PetscCall(FiniteDifferenceTest_Private(net, X, 1, PetscCbrtReal(u), u, rnd, &fJP, &nkink[1], &nout[1]));
   }
   PetscCall(PetscViewerASCIIPrintf(viewer, "Net Jacobian test (%" PetscInt_FMT " samples, precision %s)\n", net->nglobal, NetPrecisions[net->precision]));
   PetscCall(PetscViewerASCIIPrintf(viewer, "  dot-product |<Jv,w>-<v,J^T w>|/(|Jv||w|): input %.2e, parameters %.2e\n", (double)eJ, (double)eJP));
   PetscCall(PetscViewerASCIIPrintf(viewer, "  against double |J_%s v - J v|/|J v|: input %.2e, parameters %.2e\n", NetPrecisions[net->precision], (double)pJ, (double)pJP));
-  if (fd) PetscCall(PetscViewerASCIIPrintf(viewer, "  finite differences |FD - Jv|/|Jv| (h = %.1e): input %.2e, parameters %.2e\n", (double)PetscCbrtReal(u), (double)fJ, (double)fJP));
+  if (fd && discrete) PetscCall(PetscViewerASCIIPrintf(viewer, "  finite differences |FD - Jv|/|Jv| (h = %.1e): input - (token ids, not differentiable), parameters %.2e\n", (double)PetscCbrtReal(u), (double)fJP));
+  else if (fd) PetscCall(PetscViewerASCIIPrintf(viewer, "  finite differences |FD - Jv|/|Jv| (h = %.1e): input %.2e, parameters %.2e\n", (double)PetscCbrtReal(u), (double)fJ, (double)fJP));
   if (net->vgrid) PetscCall(PetscViewerASCIIPrintf(viewer, "  halo exchanges in float |<Hx,w>-<x,H^T w>|/(|Hx||w|): %.2e (<= %.1e = 10 u_float)\n", (double)eH, (double)htol));
   if (NetHasSpatialModel_Private(net)) PetscCall(PetscViewerASCIIPrintf(viewer, "  channel split across groups (R, S) |<Av,w>-<v,A^T w>|/(|Av||w|): %.2e (<= 1e-12)\n", (double)eM));
   PetscCall(ViewKinks_Private(viewer, nkink, nout));
@@ -311,7 +323,9 @@ PetscErrorCode NetSetFrozen_Private(Net net, PetscBool frozen)
   or the error against double (bfloat16), and the per-layer Jacobians, which read double values, are not tested. During the test every layer is frozen
   (LayerSetFrozen()): dropout repeats its masks, batchnorm leaves its running statistics alone, an ode layer replays
   its steps, so the finite differences see the map that was differentiated. The directions v, w are random in [-1, 1)
-  from a fixed seed. On return the Net is forwarded at X and its parameters are unchanged.
+  from a fixed seed. On return the Net is forwarded at X and its parameters are unchanged. A Net whose input is read by
+  a node taking integer ids (embedding) is not differentiable in its input: the input's finite differences are
+  skipped (printed as "input -") and its Jacobian, zero, is checked by the dot products alone.
 
   Level: intermediate
 
@@ -323,7 +337,7 @@ PetscErrorCode NetTestJacobian(Net net, Vec X, PetscViewer viewer, PetscReal *do
   Mat         J;
   PetscReal   e, eJ, eJP, fJ, fJP = 0, worst = 0;
   PetscInt    nkink[2] = {0, 0}, nout[2] = {0, 0};
-  PetscBool   saved = net->intest;
+  PetscBool   saved = net->intest, discrete = NetInputDiscrete_Private(net);
 
   PetscFunctionBegin;
   PetscValidHeaderSpecific(net, NET_CLASSID, 1);
@@ -373,9 +387,11 @@ PetscErrorCode NetTestJacobian(Net net, Vec X, PetscViewer viewer, PetscReal *do
     }
     PetscCall(PetscViewerASCIIPrintf(viewer, "\n"));
   }
-  PetscCall(FiniteDifferenceTest_Private(net, X, 0, 1e-5, PETSC_MACHINE_EPSILON, rnd, &fJ, &nkink[0], &nout[0]));
+  if (discrete) fJ = 0;
+  else PetscCall(FiniteDifferenceTest_Private(net, X, 0, 1e-5, PETSC_MACHINE_EPSILON, rnd, &fJ, &nkink[0], &nout[0]));
   if (net->nparams) PetscCall(FiniteDifferenceTest_Private(net, X, 1, 1e-5, PETSC_MACHINE_EPSILON, rnd, &fJP, &nkink[1], &nout[1]));
-  PetscCall(PetscViewerASCIIPrintf(viewer, "  finite differences |FD - Jv|/|Jv|: input %.2e, parameters %.2e\n", (double)fJ, (double)fJP));
+  if (discrete) PetscCall(PetscViewerASCIIPrintf(viewer, "  finite differences |FD - Jv|/|Jv|: input - (token ids, not differentiable), parameters %.2e\n", (double)fJP));
+  else PetscCall(PetscViewerASCIIPrintf(viewer, "  finite differences |FD - Jv|/|Jv|: input %.2e, parameters %.2e\n", (double)fJ, (double)fJP));
   PetscCall(ViewKinks_Private(viewer, nkink, nout));
   PetscCall(PetscViewerASCIIPrintf(viewer, "  %s (dot-product <= 1e-12, finite differences <= 1e-6%s)\n", worst <= 1e-12 && PetscMax(fJ, fJP) <= 1e-6 ? "PASSED" : "FAILED",
                                    nkink[0] + nkink[1] == 0                  ? ""

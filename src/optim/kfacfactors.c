@@ -6,6 +6,8 @@
   output holds (1/N) dL_s/dy for each sample s, so the per-sample output gradient is g = N dact. Per block and batch:
     dense    A = (1/N) sum_s a_s a_s^T                     a = [x_s; 1], the layer's input with 1 for the bias
              S = (1/N) sum_s g_s g_s^T = N sum_s dact_s dact_s^T
+    dense:N:tokens  as a convolution below with T = the positions of a sample and a_st = [x_st; 1] (its E inputs at
+             position t): A a mean over the N T rows, S a sum over positions and mean over samples; T = 1 is dense
     conv2d   A = 1/(N T) sum_s sum_t a_st a_st^T           a_st = [patch of pixel t of sample s in group g; 1]
     conv3d   S = (1/N) sum_s sum_t g_st g_st^T             g_st = N dact at pixel t, channels of group g
   with T = Ho Wo output pixels (conv3d: Do Ho Wo output voxels, the same sums over its vol2col patches). This is KFC's Omega (x) Gamma under spatial homogeneity and uncorrelated derivatives:
@@ -256,13 +258,15 @@ PetscErrorCode PetNetKFACCreate(Net net, PetscBool uncoveredgradient, const char
       if (isdense) {
         if (pass) {
           KFACBlock *b = &k->blocks[nb];
+          PetscInt   nin, rows;
 
+          PetscCall(LayerDenseGetTokens(layer, NULL, &nin, &rows)); /* dense:N:tokens: n T rows of E inputs, as a conv's pixels */
           b->node   = n;
           b->group  = 0;
-          b->nin    = layer->insize;
-          b->nout   = layer->outsize;
+          b->nin    = nin;
+          b->nout   = layer->outsize / rows;
           b->bias   = PETSC_TRUE;
-          b->pixels = 1;
+          b->pixels = rows;
           b->woff   = poff;
           b->boff   = poff + b->nin * b->nout;
         }
@@ -474,6 +478,7 @@ static PetscErrorCode KFACSumNode(PetNetKFAC kfac, PetscInt b0, PetscInt b1, Pet
   }
   PetscCall(NetGetNodeArraysRead(net, node, &nx, &x, &dy)); /* in double at any precision */
   if (!dm || isdense) n = nx; /* dense in grid mode: one row a point, its input's count (= its output's) */
+  if (isdense && !dm) n *= kfac->blocks[b0].pixels; /* dense:N:tokens: a row a position */
   if (dm) { /* a sample is a field: the node's output points per field, counted over the ranks */
     PetscInt64 rows = n;
 

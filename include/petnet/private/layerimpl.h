@@ -76,6 +76,9 @@ struct _LayerOps {
   PetscErrorCode (*forwardn)(Layer, PetscInt, const PetscScalar *, const PetscScalar *const[], PetscScalar *);
   PetscErrorCode (*backwardn)(Layer, PetscInt, const PetscScalar *, const PetscScalar *const[], const PetscScalar *, const PetscScalar *, PetscScalar *const[], PetscScalar *);
   PetscErrorCode (*jvpn)(Layer, PetscInt, const PetscScalar *, const PetscScalar *const[], const PetscScalar *, const PetscScalar *const[], const PetscScalar *, PetscScalar *);
+  /* sobackward of a join whose curvature term is not zero (a bilinear einsum): the inputs x[k], their tangents xdot[k]
+     (NULL entries zero) and the cotangent tangents dxdot[k] (accumulated into; NULL entries skipped) */
+  PetscErrorCode (*sobackwardn)(Layer, PetscInt, const PetscScalar *, const PetscScalar *const[], const PetscScalar *, const PetscScalar *const[], const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *const[], PetscScalar *);
   /* Single precision (a Net at -net_precision single or bfloat16, NetSetPrecision()): the same contract as forward,
      backward and jvp with the values x, y, dx, dy in float. The parameters stay double (the master copy): theta and
      the jvp's dtheta are read in double (a kind converts them to float where its GEMMs want them, and may keep that
@@ -153,6 +156,8 @@ struct _p_Layer {
                             so every rank enters every call, even one asked for nothing (dx, dtheta NULL): the kind itself
                             agrees with the other ranks on what to compute (a rank without samples cannot tell from its
                             NULL arrays) */
+  PetscBool discrete;    /* its input holds integer ids (embedding): nothing is differentiable with respect to it (its
+                            cotangent is zero), and a derivative test must not perturb it (NetTestJacobian()) */
   PetscBool actonly;     /* the kernels read nothing of a forward pass but its input and output arrays (no masks,
                             statistics or buffers of the kind's own): NetSetForwardCache() may hand an earlier pass back */
   PetscInt   nbuffers;   /* non-trainable state saved with the model (e.g. batchnorm running statistics) */

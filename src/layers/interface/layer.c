@@ -186,7 +186,7 @@ PetscErrorCode LayerSetArguments(Layer layer, const char args[])
 - len   - the size of spec
 
   Output Parameter:
-. spec - the text, e.g. "dense:256" or "relu"
+. spec - the text, e.g. "dense:256", "relu" or "permute(1,0)" (arguments holding commas in parentheses, so that the text stays one entry of a layer list)
 
   Notes:
   NetGetSpec() joins the texts of a Net's layers into a layer list or a graph.
@@ -203,7 +203,9 @@ PetscErrorCode LayerGetSpec(Layer layer, size_t len, char spec[])
   PetscFunctionBegin;
   PetscCall(LayerGetType(layer, &type));
   PetscTryTypeMethod(layer, getarguments, sizeof(args), args);
-  if (args[0])
+  if (args[0] && strchr(args, ',')) /* kind(args): arguments that hold commas (permute(1,0)) stay one entry of a layer list */
+    PetscCall(PetscSNPrintf(spec, len, "%s(%s)", type, args));
+  else if (args[0])
     PetscCall(PetscSNPrintf(spec, len, "%s:%s", type, args));
   else
     PetscCall(PetscStrncpy(spec, type, len));

@@ -245,7 +245,7 @@ PetscErrorCode LayerHasSecondOrder(Layer layer, PetscBool *has)
   PetscFunctionBegin;
   PetscValidHeaderSpecific(layer, LAYER_CLASSID, 1);
   PetscValidBoolPointer(has, 2);
-  *has = (layer->sozero || layer->ops->sobackward) ? PETSC_TRUE : PETSC_FALSE;
+  *has = (layer->sozero || layer->ops->sobackward || layer->ops->sobackwardn) ? PETSC_TRUE : PETSC_FALSE;
   PetscFunctionReturn(0);
 }
 
@@ -402,6 +402,59 @@ PetscErrorCode LayerJVPArrays(Layer layer, PetscInt n, const PetscScalar *theta,
   PetscCall(PetscLogEventBegin(layer->event[LAYER_PHASE_JVP], layer, 0, 0, 0));
   PetscUseTypeMethod(layer, jvpn, n, theta, x, y, dx, dtheta, dy);
   PetscCall(PetscLogEventEnd(layer->event[LAYER_PHASE_JVP], layer, 0, 0, 0));
+  PetscFunctionReturn(0);
+}
+
+/*@C
+  LayerSOBackwardArrays - the curvature term of the second-order adjoint of a layer of several inputs (a join): the
+  derivative of LayerBackwardArrays()'s outputs along the input tangents xdot[k], with the cotangent dy held fixed.
+
+  Collective
+
+  Input Parameters:
++ layer    - the layer, after LayerForwardArrays() (and LayerJVPArrays()) at this point
+. n        - the number of local samples
+. theta    - the layer's own parameters (NULL if it has none)
+. x        - the nin input arrays of the forward pass
+. y        - its output
+. xdot     - the nin input tangents (NULL entries are zero)
+. thetadot - the parameter tangent (NULL: zero)
+. ydot     - the JVP's output at this point along (xdot, thetadot), or NULL
+- dy       - the output cotangent
+
+  Output Parameters:
++ dxdot     - the nin tangents of the input cotangents, ACCUMULATED into (NULL entries skipped)
+- dthetadot - the tangent of the parameter cotangent, accumulated into (NULL: skipped)
+
+  Notes:
+  A layer of one input runs LayerSOBackwardArray() on x[0]; a join whose term is zero (add, concat: linear) returns at
+  once. A bilinear join (einsum of two operands) has dxdot[a] += the backward of operand a with the other operand
+  replaced by its tangent. Logged in the event "<kind>:SOBackward".
+
+  Level: developer
+
+.seealso: `LayerSOBackwardArray()`, `LayerBackwardArrays()`, `NetSecondOrderBackward()`
+@*/
+PetscErrorCode LayerSOBackwardArrays(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *const x[], const PetscScalar *y, const PetscScalar *const xdot[], const PetscScalar *thetadot, const PetscScalar *ydot, const PetscScalar *dy,
+                                     PetscScalar *const dxdot[], PetscScalar *dthetadot)
+{
+  PetscBool anyin = PETSC_FALSE, anyout = PETSC_FALSE;
+
+  PetscFunctionBegin;
+  if (!layer->ops->sobackwardn) {
+    PetscCall(LayerSOBackwardArray(layer, n, theta, x[0], y, xdot[0], thetadot, ydot, dy, dxdot[0], dthetadot));
+    PetscFunctionReturn(0);
+  }
+  if (layer->sozero) PetscFunctionReturn(0);
+  if (!layer->nparams) thetadot = dthetadot = NULL;
+  for (PetscInt k = 0; k < layer->nin; k++) {
+    anyin  = (PetscBool)(anyin || xdot[k]);
+    anyout = (PetscBool)(anyout || dxdot[k]);
+  }
+  if ((!anyin && !thetadot) || (!anyout && !dthetadot)) PetscFunctionReturn(0);
+  PetscCall(PetscLogEventBegin(layer->event[LAYER_PHASE_SOBACKWARD], layer, 0, 0, 0));
+  PetscUseTypeMethod(layer, sobackwardn, n, theta, x, y, xdot, thetadot, ydot, dy, dxdot, dthetadot);
+  PetscCall(PetscLogEventEnd(layer->event[LAYER_PHASE_SOBACKWARD], layer, 0, 0, 0));
   PetscFunctionReturn(0);
 }
 

@@ -27,12 +27,17 @@ PETSC_INTERN PetscErrorCode LayerCreate_Mpnn(Layer);
 PETSC_INTERN PetscErrorCode LayerCreate_LayerNorm(Layer);
 PETSC_INTERN PetscErrorCode LayerCreate_RMSNorm(Layer);
 PETSC_INTERN PetscErrorCode LayerCreate_Embedding(Layer);
+PETSC_INTERN PetscErrorCode LayerCreate_Attention(Layer);
+PETSC_INTERN PetscErrorCode LayerCreate_Reshape(Layer);
+PETSC_INTERN PetscErrorCode LayerCreate_Permute(Layer);
+PETSC_INTERN PetscErrorCode LayerCreate_Einsum(Layer);
+PETSC_INTERN PetscErrorCode LayerCreate_Position(Layer);
 
 /*@C
   LayerRegisterAll - registers the built-in layer kinds: dense, identity, relu, leakyrelu, tanh, sigmoid, gelu,
   softplus, conv2d, conv3d, maxpool, avgpool, globalavgpool, flatten, dropout, batchnorm, add, concat, upsample,
   convtranspose2d, the graph layers gcn and sage, the mesh message-passing layer mpnn and the transformer layers
-  layernorm, rmsnorm and embedding. Idempotent.
+  layernorm, rmsnorm, embedding, attention and position, and the tensor-shape kinds reshape, permute and einsum. Idempotent.
 
   Not collective
 
@@ -74,5 +79,10 @@ PetscErrorCode LayerRegisterAll(void)
   PetscCall(LayerRegister(LAYERLAYERNORM, LayerCreate_LayerNorm));
   PetscCall(LayerRegister(LAYERRMSNORM, LayerCreate_RMSNorm));
   PetscCall(LayerRegister(LAYEREMBEDDING, LayerCreate_Embedding));
+  PetscCall(LayerRegister(LAYERATTENTION, LayerCreate_Attention));
+  PetscCall(LayerRegister(LAYERRESHAPE, LayerCreate_Reshape));
+  PetscCall(LayerRegister(LAYERPERMUTE, LayerCreate_Permute));
+  PetscCall(LayerRegister(LAYEREINSUM, LayerCreate_Einsum));
+  PetscCall(LayerRegister(LAYERPOSITION, LayerCreate_Position));
   PetscFunctionReturn(0);
 }

@@ -208,7 +208,8 @@ PetscErrorCode LossGetOptionsPrefix(Loss loss, const char *prefix[])
                                      no type becomes crossentropy
 
   Notes:
-  Also runs the type's own options (none of the built-in losses has any) and the handlers added with
+  Also runs the type's own options (crossentropy's -loss_ignore_index and -loss_label_smoothing,
+  LossCrossEntropySetIgnoreIndex(), LossCrossEntropySetLabelSmoothing(); mse and l1 have none) and the handlers added with
   PetscObjectAddOptionsHandler(). A Trainer does not call it for the Loss it is given: call it yourself.
 
   Level: beginner
@@ -372,11 +373,16 @@ static PetscErrorCode LossCheckLike_Private(Loss loss, Vec Y, Vec V, const char 
 - dY - NULL, or a Vec laid out like Y (VecDuplicate() of it) that receives the gradient df/dY, scaled by 1/N like f
 
   Notes:
-  The sum runs over every rank and is divided by the global count N: the number of samples (the size of T) for
-  crossentropy, the number of entries (the size of Y) for mse and l1, as PyTorch's reduction="mean". Per sample s,
+  The sum runs over every rank and is divided by the global count N: the number of labels (the size of T) for
+  crossentropy, the number of entries (the size of Y) for mse and l1, as PyTorch's reduction="mean". Per label s,
   crossentropy is logsumexp(y_s) - y_s[t_s], with dy_s = (softmax(y_s) - onehot(t_s))/N (the log-sum-exp is shifted
   by the largest logit, so it never overflows); per entry, mse is (y - t)^2 with dy = 2 (y - t)/N, and l1 is |y - t|
-  with dy = sign(y - t)/N (0 where y = t).
+  with dy = sign(y - t)/N (0 where y = t). A crossentropy output of shape (T, V) per sample takes T labels per sample.
+  With an ignore index (LossCrossEntropySetIgnoreIndex(), -loss_ignore_index, default -100) a label equal to it counts
+  neither in the sum nor in N (the number of the other labels over all ranks), and its rows of dY are zero; a batch
+  whose labels are all ignored gives f = 0 and dY = 0. With label smoothing s (LossCrossEntropySetLabelSmoothing())
+  the target is (1 - s) onehot(t_s) + s/V: the loss logsumexp(y_s) - (1 - s) y_s[t_s] - (s/V) sum_k y_s[k], and dy_s =
+  (softmax(y_s) - (1 - s) onehot(t_s) - s/V)/N, as torch.nn.functional.cross_entropy(ignore_index=, label_smoothing=).
 
   Y and T must be split over the ranks alike, each rank holding whole samples of both; dY must have Y's global and
   local sizes. A mismatch, or a crossentropy label that is not an integer in range, is an error naming the sizes or
@@ -413,6 +419,15 @@ PetscErrorCode LossEvaluate(Loss loss, Vec Y, Vec T, PetscReal *f, Vec dY)
   PetscCall(VecGetArrayRead(T, &t));
   if (dY) PetscCall(VecGetArrayWrite(dY, &dy));
   PetscUseTypeMethod(loss, evaluate, ny, y, nt, t, &sum, dy);
+  if (loss->ops->counted) { /* only some targets count (an ignore index): the mean divides by their global number */
+    PetscInt   n;
+    PetscInt64 n64;
+
+    PetscUseTypeMethod(loss, counted, nt, t, &n);
+    n64 = n;
+    PetscCallMPI(MPIU_Allreduce(MPI_IN_PLACE, &n64, 1, MPIU_INT64, MPI_SUM, PetscObjectComm((PetscObject)loss)));
+    N = (PetscInt)n64; /* at most the size of T */
+  }
   if (dY) PetscCall(VecRestoreArrayWrite(dY, &dy));
   PetscCall(VecRestoreArrayRead(T, &t));
   PetscCall(VecRestoreArrayRead(Y, &y));
@@ -426,6 +441,7 @@ PetscErrorCode LossEvaluate(Loss loss, Vec Y, Vec T, PetscReal *f, Vec dY)
   PetscCall(VecDestroy(&loss->T));
   loss->Y = Y;
   loss->T = T;
+  loss->N = N;
   PetscFunctionReturn(0);
 }
 
@@ -442,8 +458,9 @@ PetscErrorCode LossEvaluate(Loss loss, Vec Y, Vec T, PetscReal *f, Vec dY)
 . HV - the product, laid out like Y; a different Vec from V
 
   Notes:
-  The Hessian is that of the mean f, so it carries the same 1/N as LossEvaluate(): for crossentropy, per sample,
-  H_s v = (p .* v - p (p . v))/N with p = softmax(y_s); for mse 2 V/N; for l1 0 (the loss is piecewise linear).
+  The Hessian is that of the mean f, so it carries the same 1/N as LossEvaluate(): for crossentropy, per label,
+  H_s v = (p .* v - p (p . v))/N with p = softmax(y_s) (with or without label smoothing, which is linear in y; zero for
+  an ignored label, N the count of the last LossEvaluate()); for mse 2 V/N; for l1 0 (the loss is piecewise linear).
   It is positive semi-definite for all three, as a Gauss-Newton product J^T H J needs.
 
   Each rank multiplies its own samples: there is no communication. The point is the Y and T of the last
@@ -473,6 +490,7 @@ PetscErrorCode LossHessianMult(Loss loss, Vec V, Vec HV)
   PetscCall(VecGetSize(loss->Y, &Ny));
   PetscCall(VecGetSize(loss->T, &Nt));
   PetscUseTypeMethod(loss, count, Ny, Nt, &N);
+  if (loss->ops->counted) N = loss->N; /* the targets that count, as the last LossEvaluate() found them */
   PetscCall(VecGetArrayRead(loss->Y, &y));
   PetscCall(VecGetArrayRead(loss->T, &t));
   PetscCall(VecGetArrayRead(V, &v));
@@ -503,7 +521,8 @@ PetscErrorCode LossHessianMult(Loss loss, Vec V, Vec HV)
   Y and T must be split over the ranks alike, each rank holding whole samples of both; the local size of Y must be a
   whole number of classes per label. Ties go to the first largest class. Labels are not checked: a label outside
   [0, classes) is never counted as correct, and a fractional one is truncated. The accuracy is correct divided by the
-  global size of T.
+  global size of T. A crossentropy Loss's ignored label (LossCrossEntropySetIgnoreIndex()) is never counted as correct
+  either (it names no class).
 
   Level: intermediate
 
@@ -511,7 +530,8 @@ PetscErrorCode LossHessianMult(Loss loss, Vec V, Vec HV)
 @*/
 PetscErrorCode LossCountCorrect(Loss loss, Vec Y, Vec T, PetscInt *correct)
 {
-  PetscInt           ny, nt, c, count = 0;
+  PetscInt           ny, nt, c, count = 0, ignore = 0;
+  PetscBool          hasignore;
   const PetscScalar *y, *t;
 
   PetscFunctionBegin;
@@ -519,6 +539,7 @@ PetscErrorCode LossCountCorrect(Loss loss, Vec Y, Vec T, PetscInt *correct)
   PetscValidHeaderSpecific(Y, VEC_CLASSID, 2);
   PetscValidHeaderSpecific(T, VEC_CLASSID, 3);
   PetscCall(LossCheckLayout_Private(loss, Y, T));
+  PetscCall(LossCrossEntropyGetIgnoreIndex(loss, &hasignore, &ignore));
   PetscCall(VecGetLocalSize(Y, &ny));
   PetscCall(VecGetLocalSize(T, &nt));
   PetscCheck(nt > 0 ? ny % nt == 0 : ny == 0, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ,
@@ -529,6 +550,7 @@ PetscErrorCode LossCountCorrect(Loss loss, Vec Y, Vec T, PetscInt *correct)
   for (PetscInt s = 0; s < nt; s++) {
     PetscInt best = 0;
 
+    if (hasignore && PetscRealPart(t[s]) == (PetscReal)ignore) continue;
     for (PetscInt k = 1; k < c; k++)
       if (PetscRealPart(y[s * c + k]) > PetscRealPart(y[s * c + best])) best = k;
     if (best == (PetscInt)PetscRealPart(t[s])) count++;

@@ -1,17 +1,22 @@
 /*
   dense: y = x W^T + b, one GEMM over the local batch.
 
-    x      [n][in]     row-major (sample-major)
+    x      [m][in]     row-major (sample-major)
     W      [out][in]   row-major, as PyTorch's Linear.weight
     b      [out]       (absent with -dense_bias 0)
-    y      [n][out]
+    y      [m][out]
     theta  = [W, b]    (out*in + out entries; out*in without the bias)
 
-  In column-major BLAS terms x is X (in x n), W is Wc = W^T (in x out), y is Y (out x n):
-    forward   Y  = Wc^T X + b 1^T       dgemm('T','N', out, n, in)
-    backward  dX = Wc dY                dgemm('N','N', in, n, out)
-              dWc += X dY^T             dgemm('N','T', in, out, n)    (dW accumulates)
-              db  += dY 1               (sum over samples)
+  The rows: plain dense:N flattens a sample, m = n samples, in = the sample's size, output shape (N).
+  dense:N:tokens (-dense_tokens) acts on the last dimension at each position, as PyTorch's nn.Linear on (n, T, E):
+  a sample (..., E) -> (..., N), m = n T rows (T the product of the other dims), in = E. On a sample (E), T = 1 and
+  the two are the same layer, the same bits.
+
+  In column-major BLAS terms x is X (in x m), W is Wc = W^T (in x out), y is Y (out x m):
+    forward   Y  = Wc^T X + b 1^T       dgemm('T','N', out, m, in)
+    backward  dX = Wc dY                dgemm('N','N', in, m, out)
+              dWc += X dY^T             dgemm('N','T', in, out, m)    (dW accumulates)
+              db  += dY 1               (sum over rows)
     jvp       dY = Wc^T dX + dWc^T X + db 1^T
 
   Single precision (a Net at -net_precision single or bfloat16): the same kernels on float values (densekernels.h,
@@ -45,13 +50,28 @@ static PetscErrorCode LayerSetUp_Dense(Layer layer)
             layer->index, prefix ? prefix : "");
   }
   PetscCall(PetNetShapeSize(&layer->in, &in));
-  layer->out.ndim   = 1;
-  layer->out.dim[0] = dense->nout;
+  if (dense->tokens) { /* (..., E) -> (..., N): the rows are the positions, T = size / E */
+    const PetscInt E = layer->in.dim[layer->in.ndim - 1];
+
+    layer->out                         = layer->in;
+    layer->out.dim[layer->out.ndim - 1] = dense->nout;
+    /* T N in 64 bits: the output sample's size must fit a PetscInt */
+    PetscCheck((PetscInt64)(in / E) * dense->nout <= PETSC_MAX_INT, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE,
+               "dense layer %" PetscInt_FMT " (dense:%" PetscInt_FMT ":tokens on %" PetscInt_FMT " positions) would have %" PetscInt64_FMT " outputs per sample, more than a PetscInt holds (%" PetscInt_FMT "): give it fewer outputs or shorter sequences",
+               layer->index, dense->nout, in / E, (PetscInt64)(in / E) * dense->nout, (PetscInt)PETSC_MAX_INT);
+    dense->rows = in / E;
+    in          = E;
+  } else {
+    layer->out.ndim   = 1;
+    layer->out.dim[0] = dense->nout;
+    dense->rows       = 1;
+  }
   /* (in + 1) * out in 64-bit: a count that does not fit a PetscInt is refused here, before anything is allocated */
   PetscCheck(((PetscInt64)in + 1) * dense->nout <= PETSC_MAX_INT, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE,
              "dense layer %" PetscInt_FMT " (dense:%" PetscInt_FMT " on %" PetscInt_FMT " inputs) would have %" PetscInt64_FMT " parameters, more than a PetscInt holds (%" PetscInt_FMT
              "): give it fewer outputs, or shrink its input (pooling, smaller layers before it)",
              layer->index, dense->nout, in, ((PetscInt64)in + 1) * dense->nout, (PetscInt)PETSC_MAX_INT);
+  dense->nin     = in;
   layer->nparams = dense->nout * in + (dense->bias ? dense->nout : 0);
   PetscFunctionReturn(0);
 }
@@ -59,7 +79,7 @@ static PetscErrorCode LayerSetUp_Dense(Layer layer)
 static PetscErrorCode LayerInitialize_Dense(Layer layer, PetscRandom rnd, PetscScalar *theta)
 {
   Layer_Dense *dense = (Layer_Dense *)layer->data;
-  PetscInt     in = layer->insize, out = dense->nout, nw = in * out;
+  PetscInt     in = dense->nin, out = dense->nout, nw = in * out; /* fan-in: a row's inputs (E with tokens) */
 
   PetscFunctionBegin;
   PetscCall(LayerInitializeWeights(rnd, dense->init, dense->initstd, in, out, nw, theta));
@@ -146,51 +166,58 @@ static inline float *DenseWorkSingle(Layer layer)
 static PetscErrorCode LayerSOBackward_Dense(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *thetadot, const PetscScalar *ydot, const PetscScalar *dy,
                                             PetscScalar *dxdot, PetscScalar *dthetadot)
 {
-  PetscInt in = layer->insize, out = layer->outsize;
+  Layer_Dense   *dense = (Layer_Dense *)layer->data;
+  const PetscInt in = dense->nin, out = dense->nout, m = n * dense->rows;
 
   PetscFunctionBegin;
   if (!n) PetscFunctionReturn(0);
   if (dxdot && thetadot) {
-    PetscCall(LayerGemm(PETSC_TRUE, 'N', 'N', in, n, out, thetadot, in, dy, out, 1.0, dxdot, in, NULL));
-    PetscCall(PetscLogFlops(2.0 * n * in * out));
+    PetscCall(LayerGemm(PETSC_TRUE, 'N', 'N', in, m, out, thetadot, in, dy, out, 1.0, dxdot, in, NULL));
+    PetscCall(PetscLogFlops(2.0 * m * in * out));
   }
   if (dthetadot && xdot) {
-    PetscCall(LayerGemm(PETSC_TRUE, 'N', 'T', in, out, n, xdot, in, dy, out, 1.0, dthetadot, in, NULL));
-    PetscCall(PetscLogFlops(2.0 * n * in * out));
+    PetscCall(LayerGemm(PETSC_TRUE, 'N', 'T', in, out, m, xdot, in, dy, out, 1.0, dthetadot, in, NULL));
+    PetscCall(PetscLogFlops(2.0 * m * in * out));
   }
   PetscFunctionReturn(0);
 }
 
-/* PyTorch Linear: weight [out][in] (our layout; the Net permutes in when it comes from a flattened (h, w, c) tensor), bias [out] */
+/* PyTorch Linear: weight [out][in] (our layout; the Net permutes in when it comes from a flattened (h, w, c) tensor;
+   with tokens in is the last dimension E, which nothing permutes), bias [out] */
 static PetscErrorCode LayerTensors_Dense(Layer layer, PetscInt *n, LayerTensorInfo info[])
 {
   Layer_Dense   *dense = (Layer_Dense *)layer->data;
-  const PetscInt in = layer->insize, out = layer->outsize, w[2] = {out, in};
+  const PetscInt in = dense->nin, out = dense->nout, w[2] = {out, in};
 
   PetscFunctionBegin;
-  PetscCall(LayerTensorSet_Private(&info[0], "weight", 0, LAYER_TENSOR_FEATURES, 2, w));
+  PetscCall(LayerTensorSet_Private(&info[0], "weight", 0, dense->tokens ? LAYER_TENSOR_SAME : LAYER_TENSOR_FEATURES, 2, w));
   PetscCall(LayerTensorSet_Private(&info[1], "bias", in * out, LAYER_TENSOR_SAME, 1, &out));
   *n = dense->bias ? 2 : 1;
   PetscFunctionReturn(0);
 }
 
-/* N[:bias=0|1] */
+/* N[:bias=0|1][:tokens], the words after N in any order */
 static PetscErrorCode LayerSetArguments_Dense(Layer layer, const char args[])
 {
   char     *end;
-  long      nout = strtol(args, &end, 10);
-  PetscBool bias = PETSC_TRUE;
+  long      nout   = strtol(args, &end, 10);
+  PetscBool bias   = PETSC_TRUE, tokens = PETSC_FALSE;
 
   PetscFunctionBegin;
-  if (end != args && *end == ':') {
-    PetscCheck(!strcmp(end + 1, "bias=0") || !strcmp(end + 1, "bias=1"), PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "Malformed \"dense:%s\": after the number of outputs dense takes only bias=0 or bias=1, e.g. dense:128:bias=0", args);
-    bias = (PetscBool)(end[6] == '1');
-    end += strlen(end);
+  while (end != args && *end == ':') {
+    const char *word = end + 1;
+    size_t      len  = strcspn(word, ":");
+
+    if (len == 6 && (!strncmp(word, "bias=0", 6) || !strncmp(word, "bias=1", 6))) bias = (PetscBool)(word[5] == '1');
+    else if (len == 6 && !strncmp(word, "tokens", 6)) tokens = PETSC_TRUE;
+    else SETERRQ(PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "Malformed \"dense:%s\": after the number of outputs dense takes only bias=0, bias=1 and tokens, e.g. dense:128:bias=0 or dense:128:tokens", args);
+    end = (char *)word + len;
   }
-  PetscCheck(end != args && !*end && nout > 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "Malformed \"dense:%s\": dense takes one positive integer, its number of outputs, e.g. dense:128 (and optionally :bias=0)", args);
+  PetscCheck(end != args && !*end && nout > 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "Malformed \"dense:%s\": dense takes one positive integer, its number of outputs, e.g. dense:128 (and optionally :bias=0, :tokens)", args);
   PetscCheck(nout <= PETSC_MAX_INT, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "dense:%s: the number of outputs is more than %d, the largest PetscInt", args, PETSC_MAX_INT);
   PetscCall(LayerDenseSetOutputSize(layer, (PetscInt)nout));
   PetscCall(LayerDenseSetBias(layer, bias));
+  PetscCall(LayerDenseSetTokens(layer, tokens));
   PetscFunctionReturn(0);
 }
 
@@ -199,7 +226,7 @@ static PetscErrorCode LayerGetArguments_Dense(Layer layer, size_t len, char args
   Layer_Dense *dense = (Layer_Dense *)layer->data;
 
   PetscFunctionBegin;
-  PetscCall(PetscSNPrintf(args, len, "%" PetscInt_FMT "%s", dense->nout, dense->bias ? "" : ":bias=0"));
+  PetscCall(PetscSNPrintf(args, len, "%" PetscInt_FMT "%s%s", dense->nout, dense->bias ? "" : ":bias=0", dense->tokens ? ":tokens" : ""));
   PetscFunctionReturn(0);
 }
 
@@ -207,7 +234,7 @@ static PetscErrorCode LayerSetFromOptions_Dense(Layer layer, PetscOptionItems *P
 {
   Layer_Dense *dense = (Layer_Dense *)layer->data;
   PetscInt     nout  = dense->nout;
-  PetscBool    bias  = dense->bias, set;
+  PetscBool    bias = dense->bias, tokens = dense->tokens, set;
 
   PetscFunctionBegin;
   PetscOptionsHeadBegin(PetscOptionsObject, "Dense layer options");
@@ -215,6 +242,8 @@ static PetscErrorCode LayerSetFromOptions_Dense(Layer layer, PetscOptionItems *P
   if (nout != dense->nout) PetscCall(LayerDenseSetOutputSize(layer, nout));
   PetscCall(PetscOptionsBool("-dense_bias", "Add a bias per output", "LayerDenseSetBias", bias, &bias, &set));
   if (set) PetscCall(LayerDenseSetBias(layer, bias));
+  PetscCall(PetscOptionsBool("-dense_tokens", "Apply the layer to the last dimension at each position, (..., E) -> (..., N)", "LayerDenseSetTokens", tokens, &tokens, &set));
+  if (set) PetscCall(LayerDenseSetTokens(layer, tokens));
   PetscCall(PetscOptionsEnum("-dense_init", "Weight initialisation", "LayerDenseSetInitialization", LayerInitTypes, (PetscEnum)dense->init, (PetscEnum *)&dense->init, NULL));
   PetscCall(PetscOptionsReal("-dense_init_std", "Standard deviation for -dense_init normal", "LayerDenseSetInitialization", dense->initstd, &dense->initstd, NULL));
   PetscCheck(dense->initstd >= 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "-dense_init_std must be non-negative, not %g", (double)dense->initstd);
@@ -227,7 +256,7 @@ static PetscErrorCode LayerView_Dense(Layer layer, PetscViewer viewer)
   Layer_Dense *dense = (Layer_Dense *)layer->data;
 
   PetscFunctionBegin;
-  PetscCall(PetscViewerASCIIPrintf(viewer, "outputs %" PetscInt_FMT "%s, initialisation %s", dense->nout, dense->bias ? "" : " (no bias)", LayerInitTypes[dense->init]));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "outputs %" PetscInt_FMT "%s%s, initialisation %s", dense->nout, dense->bias ? "" : " (no bias)", dense->tokens ? " at each position (tokens)" : "", LayerInitTypes[dense->init]));
   if (dense->init == LAYER_INIT_NORMAL) PetscCall(PetscViewerASCIIPrintf(viewer, " (std %g)", (double)dense->initstd));
   PetscCall(PetscViewerASCIIPrintf(viewer, "\n"));
   PetscFunctionReturn(0);
@@ -239,6 +268,8 @@ static PetscErrorCode LayerDestroy_Dense(Layer layer)
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerDenseSetOutputSize_C", NULL));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerDenseSetInitialization_C", NULL));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerDenseSetBias_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerDenseSetTokens_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerDenseGetTokens_C", NULL));
   PetscCall(PetscFree2(((Layer_Dense *)layer->data)->thetaf, ((Layer_Dense *)layer->data)->workf));
   PetscCall(PetscFree(layer->data));
   PetscFunctionReturn(0);
@@ -262,6 +293,28 @@ static PetscErrorCode LayerDenseSetBias_Dense(Layer layer, PetscBool bias)
   PetscFunctionBegin;
   if (layer->setupcalled && bias != dense->bias) PetscCall(LayerReset(layer));
   dense->bias = bias;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerDenseSetTokens_Dense(Layer layer, PetscBool tokens)
+{
+  Layer_Dense *dense = (Layer_Dense *)layer->data;
+
+  PetscFunctionBegin;
+  if (layer->setupcalled && tokens != dense->tokens) PetscCall(LayerReset(layer));
+  dense->tokens = tokens;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerDenseGetTokens_Dense(Layer layer, PetscBool *tokens, PetscInt *nin, PetscInt *rows)
+{
+  Layer_Dense *dense = (Layer_Dense *)layer->data;
+
+  PetscFunctionBegin;
+  PetscCheck(layer->setupcalled || (!nin && !rows), PetscObjectComm((PetscObject)layer), PETSC_ERR_ORDER, "dense layer %" PetscInt_FMT ": its rows and their inputs are known after LayerSetUp() (NetSetUp())", layer->index);
+  if (tokens) *tokens = dense->tokens;
+  if (nin) *nin = dense->nin;
+  if (rows) *rows = dense->rows;
   PetscFunctionReturn(0);
 }
 
@@ -364,6 +417,70 @@ PetscErrorCode LayerDenseSetBias(Layer layer, PetscBool bias)
   PetscFunctionReturn(0);
 }
 
+/*@
+  LayerDenseSetTokens - sets whether a dense layer acts on the last dimension at each position of a sample (a token of
+  a sequence), (..., E) -> (..., N), as PyTorch's nn.Linear on a tensor (n, T, E); or flattens the sample, (f) -> (N)
+  (`PETSC_FALSE`, the default)
+
+  Logically collective
+
+  Input Parameters:
++ layer  - a dense layer (layers of other kinds ignore the call)
+- tokens - `PETSC_TRUE` for y[t] = W x[t] + b at each of the T positions (T the product of the sample's other
+           dimensions), `PETSC_FALSE` for y = W x + b on the flattened sample
+
+  Options Database Key:
+. -<prefix>dense_tokens <bool> - the same from the options (LayerSetFromOptions())
+
+  Notes:
+  The compact form is dense:N:tokens (with dense:N:bias=0:tokens for no bias). W is [N][E], E the last dimension of
+  the input, shared by the positions, in PyTorch's nn.Linear layout; the output has the input's shape with its last
+  dimension N. The kernels run one GEMM over the n T rows of the local batch. On a sample of one dimension (E) the
+  layer is the plain dense layer. Changing it on a layer that is set up resets the layer.
+
+  Level: intermediate
+
+.seealso: `LayerDenseGetTokens()`, `LayerDenseSetOutputSize()`, `LayerDenseSetBias()`, `LayerSetArguments()`
+@*/
+PetscErrorCode LayerDenseSetTokens(Layer layer, PetscBool tokens)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(layer, LAYER_CLASSID, 1);
+  PetscValidLogicalCollectiveBool(layer, tokens, 2);
+  PetscTryMethod(layer, "LayerDenseSetTokens_C", (Layer, PetscBool), (layer, tokens));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  LayerDenseGetTokens - how a dense layer's GEMM sees a sample: whether it acts at each position (tokens), the inputs
+  of one GEMM row and the rows per sample
+
+  Not collective
+
+  Input Parameter:
+. layer - a dense layer
+
+  Output Parameters:
++ tokens - whether it acts on the last dimension at each position (`LayerDenseSetTokens()`), or NULL
+. nin    - the inputs of a row: the last dimension E with tokens, the sample's size without (after set-up), or NULL
+- rows   - the rows per sample: the number of positions T with tokens, 1 without (after set-up), or NULL
+
+  Notes:
+  The weight W is [N][nin] and a batch of n samples is n rows x nin inputs: what a caller that forms statistics
+  over the rows (K-FAC's factors) needs. Layers of other kinds leave the outputs unset.
+
+  Level: developer
+
+.seealso: `LayerDenseSetTokens()`, `LayerDenseSetOutputSize()`
+@*/
+PetscErrorCode LayerDenseGetTokens(Layer layer, PetscBool *tokens, PetscInt *nin, PetscInt *rows)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(layer, LAYER_CLASSID, 1);
+  PetscTryMethod(layer, "LayerDenseGetTokens_C", (Layer, PetscBool *, PetscInt *, PetscInt *), (layer, tokens, nin, rows));
+  PetscFunctionReturn(0);
+}
+
 PETSC_INTERN PetscErrorCode LayerCreate_Dense(Layer layer)
 {
   Layer_Dense *dense;
@@ -399,5 +516,7 @@ PETSC_INTERN PetscErrorCode LayerCreate_Dense(Layer layer)
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerDenseSetOutputSize_C", LayerDenseSetOutputSize_Dense));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerDenseSetInitialization_C", LayerDenseSetInitialization_Dense));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerDenseSetBias_C", LayerDenseSetBias_Dense));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerDenseSetTokens_C", LayerDenseSetTokens_Dense));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerDenseGetTokens_C", LayerDenseGetTokens_Dense));
   PetscFunctionReturn(0);
 }

@@ -6,6 +6,9 @@
 typedef struct {
   PetscInt      nout;
   PetscBool     bias;
+  PetscBool     tokens; /* dense:N:tokens: applied to the last dimension at each position of a sample */
+  PetscInt      nin;    /* the inputs of one GEMM row: the sample's size, or its last dimension E with tokens */
+  PetscInt      rows;   /* GEMM rows per sample: 1, or the positions (the product of the other dims) with tokens */
   LayerInitType init;
   PetscReal     initstd;
   /* single precision: the parameters rounded to float by the last forward ([W, b], nparams entries),

@@ -12,7 +12,7 @@
 static PetscErrorCode DENSE_NAME(DenseForwardAct)(Layer layer, Layer act, PetscInt n, const PetscScalar *theta, const DENSE_T *x, DENSE_T *y)
 {
   Layer_Dense   *dense = (Layer_Dense *)layer->data;
-  const PetscInt in = layer->insize, out = layer->outsize;
+  const PetscInt in = dense->nin, out = dense->nout, m = n * dense->rows;
   const DENSE_T *W = NULL;
 
   PetscFunctionBegin;
@@ -22,9 +22,9 @@ static PetscErrorCode DENSE_NAME(DenseForwardAct)(Layer layer, Layer act, PetscI
     /* the bias (and the activation) in the GEMM's output pass, part by part while the part is in cache */
     DENSE_NAME(LayerGemmEpilogue) ep = {act, dense->bias ? W + in * out : NULL, NULL, NULL};
 
-    PetscCall(DENSE_NAME(LayerGemm)(PETSC_TRUE, 'T', 'N', out, n, in, W, in, x, in, 0, y, out, &ep));
+    PetscCall(DENSE_NAME(LayerGemm)(PETSC_TRUE, 'T', 'N', out, m, in, W, in, x, in, 0, y, out, &ep));
   }
-  PetscCall(PetscLogFlops(2.0 * n * in * out + n * out));
+  PetscCall(PetscLogFlops(2.0 * m * in * out + m * out));
   PetscFunctionReturn(0);
 }
 
@@ -32,7 +32,7 @@ static PetscErrorCode DENSE_NAME(DenseForwardAct)(Layer layer, Layer act, PetscI
 static PetscErrorCode DENSE_NAME(DenseBackwardMask)(Layer layer, Layer act, PetscInt n, const PetscScalar *theta, const DENSE_T *x, const DENSE_T *y, const DENSE_T *dy, DENSE_T *dx, PetscScalar *dtheta)
 {
   Layer_Dense   *dense = (Layer_Dense *)layer->data;
-  const PetscInt in = layer->insize, out = layer->outsize;
+  const PetscInt in = dense->nin, out = dense->nout, m = n * dense->rows;
   const DENSE_T *W = NULL;
 
   PetscFunctionBegin;
@@ -41,18 +41,18 @@ static PetscErrorCode DENSE_NAME(DenseBackwardMask)(Layer layer, Layer act, Pets
     DENSE_NAME(LayerGemmEpilogue) ep = {act, NULL, x, NULL}; /* the activation before it: dx = f'(x) W^T dy */
 
     PetscCall(DENSE_NAME(DenseParameters)(layer, theta, "backward", &W));
-    PetscCall(DENSE_NAME(LayerGemm)(PETSC_TRUE, 'N', 'N', in, n, out, W, in, dy, out, 0, dx, in, &ep));
-    PetscCall(PetscLogFlops(2.0 * n * in * out));
+    PetscCall(DENSE_NAME(LayerGemm)(PETSC_TRUE, 'N', 'N', in, m, out, W, in, dy, out, 0, dx, in, &ep));
+    PetscCall(PetscLogFlops(2.0 * m * in * out));
   }
   if (dtheta) {
     PetscScalar *db                  = dtheta + in * out;
     DENSE_NAME(LayerGemmEpilogue) ep = {NULL, NULL, NULL, dtheta}; /* dW += each part's block, in double */
 
-    PetscCall(DENSE_NAME(LayerGemm)(PETSC_TRUE, 'N', 'T', in, out, n, x, in, dy, out, 0, DENSE_NAME(DenseWork)(layer), in, &ep));
+    PetscCall(DENSE_NAME(LayerGemm)(PETSC_TRUE, 'N', 'T', in, out, m, x, in, dy, out, 0, DENSE_NAME(DenseWork)(layer), in, &ep));
     if (dense->bias)
-      for (PetscInt s = 0; s < n; s++)
+      for (PetscInt s = 0; s < m; s++)
         for (PetscInt o = 0; o < out; o++) db[o] += dy[s * out + o];
-    PetscCall(PetscLogFlops(2.0 * n * in * out + n * out));
+    PetscCall(PetscLogFlops(2.0 * m * in * out + m * out));
   }
   PetscFunctionReturn(0);
 }
@@ -74,7 +74,7 @@ static PetscErrorCode DENSE_NAME(DenseBackward)(Layer layer, PetscInt n, const P
 static PetscErrorCode DENSE_NAME(DenseJVP)(Layer layer, PetscInt n, const PetscScalar *theta, const DENSE_T *x, const DENSE_T *y, const DENSE_T *dx, const PetscScalar *dtheta, DENSE_T *dy)
 {
   Layer_Dense   *dense = (Layer_Dense *)layer->data;
-  const PetscInt in = layer->insize, out = layer->outsize;
+  const PetscInt in = dense->nin, out = dense->nout, m = n * dense->rows;
   const DENSE_T *W = NULL, *dW = NULL;
   DENSE_T        beta = 0;
 
@@ -82,8 +82,8 @@ static PetscErrorCode DENSE_NAME(DenseJVP)(Layer layer, PetscInt n, const PetscS
   if (!n) PetscFunctionReturn(0);
   if (dx) {
     PetscCall(DENSE_NAME(DenseParameters)(layer, theta, "jvp", &W));
-    PetscCall(DENSE_NAME(LayerGemm)(PETSC_TRUE, 'T', 'N', out, n, in, W, in, dx, in, 0, dy, out, NULL));
-    PetscCall(PetscLogFlops(2.0 * n * in * out));
+    PetscCall(DENSE_NAME(LayerGemm)(PETSC_TRUE, 'T', 'N', out, m, in, W, in, dx, in, 0, dy, out, NULL));
+    PetscCall(PetscLogFlops(2.0 * m * in * out));
     beta = 1;
   }
   if (dtheta) {
@@ -91,9 +91,9 @@ static PetscErrorCode DENSE_NAME(DenseJVP)(Layer layer, PetscInt n, const PetscS
     {
       DENSE_NAME(LayerGemmEpilogue) ep = {NULL, dense->bias ? dW + in * out : NULL, NULL, NULL}; /* + db 1^T in the output pass */
 
-      PetscCall(DENSE_NAME(LayerGemm)(PETSC_TRUE, 'T', 'N', out, n, in, dW, in, x, in, beta, dy, out, &ep));
+      PetscCall(DENSE_NAME(LayerGemm)(PETSC_TRUE, 'T', 'N', out, m, in, dW, in, x, in, beta, dy, out, &ep));
     }
-    PetscCall(PetscLogFlops(2.0 * n * in * out + 2.0 * n * out));
+    PetscCall(PetscLogFlops(2.0 * m * in * out + 2.0 * m * out));
   }
   PetscFunctionReturn(0);
 }

@@ -203,6 +203,7 @@ PETSC_INTERN PetscErrorCode LayerCreate_Embedding(Layer layer)
   layer->ops->jvpsingle      = LayerJVP_EmbeddingSingle;
   layer->sozero              = PETSC_TRUE; /* linear in W, constant in the ids: no curvature term */
   layer->gradfree            = PETSC_TRUE; /* dW is a scatter of dy: W is not read */
+  layer->discrete            = PETSC_TRUE; /* the ids are not differentiable */
   layer->actonly             = PETSC_TRUE; /* backward and jvp read x alone */
   layer->ops->tensors        = LayerTensors_Embedding;
   layer->ops->setarguments   = LayerSetArguments_Embedding;

@@ -1,0 +1,626 @@
+/*
+  attention:H[:causal]: multi-head scaled dot-product self-attention with its projections (PyTorch's
+  nn.MultiheadAttention(E, H, batch_first=True) called as mha(x, x, x), with attn_mask for the causal form).
+
+    x, y    [n][T][E]    a sample is a sequence (T, E); H heads of d = E / H features each
+    theta   [Win (3E x E), bin (3E), Wo (E x E), bo (E)]   PyTorch's in_proj_weight (the Q rows, then K, then V),
+            in_proj_bias, out_proj.weight, out_proj.bias, in that order and layout
+    QKV     [n][T][3E]   QKV = x Win^T + bin (kept by forward)
+    O       [n][T][E]    the heads' outputs side by side (kept)
+    lse     [n][H][T]    the log-sum-exp of each query row's scaled scores (kept)
+
+  Per sample and head, with q_i, k_j, v_j the head's d columns of QKV's row, s_ij = q_i . k_j / sqrt(d) (-inf for
+  j > i with the causal mask), P = softmax over j, M the attention dropout's map (1 without):
+    O_i = sum_j P_ij M_ij v_j,   y = O Wo^T + bo
+  The kernel is tiled (the flash-attention recurrence, attentionkernels.h): forward walks K and V in tiles of B keys
+  (-attention_tile) keeping per query row the running max and sum, and stores only O and lse besides QKV; backward and
+  jvp recompute each tile's probabilities from lse. No T x T matrix is ever formed: the stored state of a sample is
+  (4 E + H) T values, the work of backward and jvp another 4 E T, plus B values per thread.
+    backward  dO = dy Wo,  dWo += O^T dy,  dbo += sum dy;  per head D_i = dO_i . O_i, dP_ij = M_ij dO_i . v_j,
+              dS_ij = P_ij (dP_ij - D_i), dq_i = sum_j dS_ij k_j / sqrt(d), dk_j = sum_i dS_ij q_i / sqrt(d),
+              dv_j = sum_i P_ij M_ij dO_i;  dx = dQKV Win,  dWin += x^T dQKV,  dbin += sum dQKV
+    jvp       QKV' = dx Win^T + x dWin^T + dbin;  per head s'_ij = (q'_i . k_j + q_i . k'_j) / sqrt(d),
+              c_i = sum_j P_ij s'_ij, O'_i = sum_j P_ij M_ij (s'_ij v_j + v'_j) - c_i O_i;  dy = O' Wo^T + O dWo^T + dbo
+    sobackward  derived beside LayerSOBackward_Attention (two passes over the tiles, double)
+  Attention dropout (-attention_dropout p, training mode only): M_ij = 0 with probability p, else 1/(1 - p), a
+  counter-based hash of (seed, layer index, pass, GLOBAL sample, head, i, j) as dropout.c draws its masks: the same map
+  on any number of ranks and threads, recomputed (never stored) by backward and jvp, held under LayerSetFrozen().
+  Single precision (a Net at -net_precision single or bfloat16): the same kernels on float values, with the softmax
+  statistics accumulated in float; the GEMMs in sgemm on the parameters rounded once per forward; the parameter
+  gradient accumulated in double.
+  Threads: the (sample, head) pairs in parts fixed by the sizes (each pair's rows of QKV, O, dQKV its own), the GEMMs
+  cut by LayerGemm(): the same bits for any number of threads.
+*/
+#include <petnet/private/layerimpl.h>
+#include "../../interface/layergemm.h"
+
+typedef struct {
+  PetscInt   H, E, T, d; /* heads, features, positions, features per head */
+  PetscInt   tile, B;    /* the tile asked for (-attention_tile) and the one in use (at most T) */
+  PetscBool  causal;
+  PetscReal  p;     /* attention dropout */
+  PetscReal  scale; /* 1 / sqrt(d) */
+  PetscInt   pairsperpart;
+  PetscInt64 seed, counter; /* the dropout map's seed and training-mode forward passes so far */
+  PetscBool  masked;        /* the last forward applied the dropout map: backward and jvp follow it */
+  uint64_t   key;           /* the map of the last forward */
+  PetscInt64 offset;        /* the global index of the local batch's first sample at the last forward */
+  PetscInt   tilesize;      /* work entries per part: the scores of a row in a tile and the block's row statistics */
+  /* forward's state in double and in float, for nstate samples (-1: none) */
+  PetscInt     nstate, nstatef, cap, capf;
+  PetscScalar *qkv, *o, *lse, *tiles;
+  float       *qkvf, *of, *lsef, *tilesf;
+  /* work of backward and jvp: dO [nT][E] and dQKV [nT][3E] */
+  PetscInt     capw, capwf;
+  PetscScalar *work;
+  float       *workf;
+  float       *thetaf, *dthetaf, *wgradf; /* the parameters and a direction rounded to float; a float weight gradient */
+  PetscInt     nf;
+} Layer_Attention;
+
+/* offsets of Win, bin, Wo, bo in theta */
+#define ATT_WIN(E) ((size_t)0)
+#define ATT_BIN(E) ((size_t)3 * (E) * (E))
+#define ATT_WO(E)  ((size_t)3 * (E) * (E) + 3 * (E))
+#define ATT_BO(E)  ((size_t)4 * (E) * (E) + 3 * (E))
+
+/* the layer in messages: its node's name, or its kind and place in its owner's list */
+static PetscErrorCode AttentionDescription(Layer layer, size_t len, char desc[])
+{
+  PetscFunctionBegin;
+  if (((PetscObject)layer)->name)
+    PetscCall(LayerGetNodeDescription_Private(layer, len, desc));
+  else if (layer->index >= 0)
+    PetscCall(PetscSNPrintf(desc, len, "attention layer %" PetscInt_FMT, layer->index));
+  else
+    PetscCall(PetscSNPrintf(desc, len, "attention layer"));
+  PetscFunctionReturn(0);
+}
+
+static inline uint64_t AttentionSplitMix64(uint64_t z)
+{
+  z += 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+/* M_ij of local sample s, head h: 0 with probability p, else 1/(1 - p); a function of the global indices alone */
+static inline PetscReal AttentionMask(const Layer_Attention *att, PetscInt s, PetscInt h, PetscInt i, PetscInt j)
+{
+  const uint64_t  idx = (((uint64_t)(att->offset + s) * (uint64_t)att->H + (uint64_t)h) * (uint64_t)att->T + (uint64_t)i) * (uint64_t)att->T + (uint64_t)j;
+  const PetscReal u   = (PetscReal)(AttentionSplitMix64(att->key ^ AttentionSplitMix64(idx)) >> 11) * 0x1.0p-53; /* uniform [0, 1) */
+
+  return u < att->p ? 0.0 : 1.0 / (1.0 - att->p);
+}
+
+/* a forward pass's dropout map (training mode with p > 0; otherwise none), collective when there is one */
+static PetscErrorCode AttentionDraw(Layer layer, PetscInt n)
+{
+  Layer_Attention *att    = (Layer_Attention *)layer->data;
+  PetscInt64       nlocal = n, offset = 0;
+  PetscMPIInt      rank;
+
+  PetscFunctionBegin;
+  att->masked = (PetscBool)(layer->training && att->p > 0);
+  if (!att->masked) PetscFunctionReturn(0);
+  PetscCallMPI(MPI_Exscan(&nlocal, &offset, 1, MPIU_INT64, MPI_SUM, PetscObjectComm((PetscObject)layer)));
+  PetscCallMPI(MPI_Comm_rank(PetscObjectComm((PetscObject)layer), &rank));
+  att->offset = rank ? offset : 0; /* MPI_Exscan leaves rank 0's result undefined */
+  if (!layer->frozen) att->counter++;
+  att->key = AttentionSplitMix64(AttentionSplitMix64(AttentionSplitMix64((uint64_t)att->seed) ^ (uint64_t)layer->index) ^ (uint64_t)att->counter);
+  PetscFunctionReturn(0);
+}
+
+/* the (query, key) pairs the heads of n samples visit, times the flops of one */
+static PetscReal AttentionPairFlops(const Layer_Attention *att, PetscInt n, PetscReal perpair)
+{
+  const PetscReal T = (PetscReal)att->T, pairs = att->causal ? T * (T + 1) / 2 : T * T;
+
+  return perpair * att->d * pairs * n * att->H;
+}
+
+/* the state of a forward on n samples in double (grows only) */
+static PetscErrorCode AttentionState(Layer layer, PetscInt n, PetscScalar **qkv, PetscScalar **o, PetscScalar **lse, PetscScalar **tiles)
+{
+  Layer_Attention *att = (Layer_Attention *)layer->data;
+
+  PetscFunctionBegin;
+  if (n > att->cap) {
+    PetscCall(PetscFree3(att->qkv, att->o, att->lse));
+    PetscCall(PetscMalloc3((size_t)n * att->T * 3 * att->E, &att->qkv, (size_t)n * att->T * att->E, &att->o, (size_t)n * att->H * att->T, &att->lse));
+    att->cap = n;
+  }
+  att->nstate = n;
+  *qkv        = att->qkv;
+  *o          = att->o;
+  *lse        = att->lse;
+  *tiles      = att->tiles;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode AttentionStateSingle(Layer layer, PetscInt n, float **qkv, float **o, float **lse, float **tiles)
+{
+  Layer_Attention *att = (Layer_Attention *)layer->data;
+
+  PetscFunctionBegin;
+  if (n > att->capf) {
+    PetscCall(PetscFree3(att->qkvf, att->of, att->lsef));
+    PetscCall(PetscMalloc3((size_t)n * att->T * 3 * att->E, &att->qkvf, (size_t)n * att->T * att->E, &att->of, (size_t)n * att->H * att->T, &att->lsef));
+    att->capf = n;
+  }
+  att->nstatef = n;
+  *qkv         = att->qkvf;
+  *o           = att->of;
+  *lse         = att->lsef;
+  *tiles       = att->tilesf;
+  PetscFunctionReturn(0);
+}
+
+/* forward's state, after a forward on the same n samples in the same precision (op names the pass) */
+static PetscErrorCode AttentionCheckState(Layer layer, PetscInt n, const char *op, PetscScalar **qkv, PetscScalar **o, PetscScalar **lse, PetscScalar **tiles)
+{
+  Layer_Attention *att = (Layer_Attention *)layer->data;
+
+  PetscFunctionBegin;
+  PetscCheck(att->nstate == n, PETSC_COMM_SELF, PETSC_ERR_ORDER, "attention layer %" PetscInt_FMT ": %s on %" PetscInt_FMT " samples follows a forward pass at the same point (the last double forward had %" PetscInt_FMT ")", layer->index, op, n,
+             att->nstate);
+  *qkv   = att->qkv;
+  *o     = att->o;
+  *lse   = att->lse;
+  *tiles = att->tiles;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode AttentionCheckStateSingle(Layer layer, PetscInt n, const char *op, float **qkv, float **o, float **lse, float **tiles)
+{
+  Layer_Attention *att = (Layer_Attention *)layer->data;
+
+  PetscFunctionBegin;
+  PetscCheck(att->nstatef == n, PETSC_COMM_SELF, PETSC_ERR_ORDER, "attention layer %" PetscInt_FMT ": the single-precision %s on %" PetscInt_FMT " samples follows a single-precision forward at the same point (the last had %" PetscInt_FMT ")",
+             layer->index, op, n, att->nstatef);
+  *qkv   = att->qkvf;
+  *o     = att->of;
+  *lse   = att->lsef;
+  *tiles = att->tilesf;
+  PetscFunctionReturn(0);
+}
+
+/* backward's and jvp's work: dO [nT][E], dQKV [nT][3E]; double accumulates the weight gradient in dtheta itself */
+static PetscErrorCode AttentionWork(Layer layer, PetscInt n, PetscScalar **dO, PetscScalar **dqkv, PetscScalar **wgrad)
+{
+  Layer_Attention *att = (Layer_Attention *)layer->data;
+
+  PetscFunctionBegin;
+  if (n > att->capw) {
+    PetscCall(PetscFree(att->work));
+    PetscCall(PetscMalloc1((size_t)n * att->T * 4 * att->E, &att->work));
+    att->capw = n;
+  }
+  *dO    = att->work;
+  *dqkv  = att->work + (size_t)n * att->T * att->E;
+  *wgrad = NULL;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode AttentionWorkSingle(Layer layer, PetscInt n, float **dO, float **dqkv, float **wgrad)
+{
+  Layer_Attention *att = (Layer_Attention *)layer->data;
+
+  PetscFunctionBegin;
+  if (n > att->capwf) {
+    PetscCall(PetscFree(att->workf));
+    PetscCall(PetscMalloc1((size_t)n * att->T * 4 * att->E, &att->workf));
+    att->capwf = n;
+  }
+  *dO    = att->workf;
+  *dqkv  = att->workf + (size_t)n * att->T * att->E;
+  *wgrad = att->wgradf;
+  PetscFunctionReturn(0);
+}
+
+/* the parameters a double pass uses: theta itself */
+static PetscErrorCode AttentionParameters(Layer layer, const PetscScalar *theta, const char *op, const PetscScalar **W)
+{
+  PetscFunctionBegin;
+  *W = theta;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode AttentionDirection(Layer layer, const PetscScalar *dtheta, const PetscScalar **dW)
+{
+  PetscFunctionBegin;
+  *dW = dtheta;
+  PetscFunctionReturn(0);
+}
+
+/* single precision: forward rounds the parameters to float once (kept for the backward and jvp at the same point) */
+static PetscErrorCode AttentionParametersSingle(Layer layer, const PetscScalar *theta, const char *op, const float **W)
+{
+  Layer_Attention *att     = (Layer_Attention *)layer->data;
+  const PetscBool  forward = (PetscBool)(op[0] == 'f');
+
+  PetscFunctionBegin;
+  if (forward && att->nf != layer->nparams) {
+    PetscCall(PetscFree3(att->thetaf, att->dthetaf, att->wgradf));
+    PetscCall(PetscMalloc3(layer->nparams, &att->thetaf, layer->nparams, &att->dthetaf, 3 * att->E * att->E, &att->wgradf));
+    att->nf = layer->nparams;
+  }
+  if (forward) {
+    float *thetaf = att->thetaf;
+
+    PETNET_THREAD_BLOCKS(layer->nparams, 16384, for (PetscInt i = i0; i < i1; i++) thetaf[i] = (float)theta[i]);
+  }
+  PetscCheck(att->nf == layer->nparams, PETSC_COMM_SELF, PETSC_ERR_ORDER, "attention layer %" PetscInt_FMT ": the single-precision %s follows a single-precision forward at the same point (LayerForwardSingle())", layer->index, op);
+  *W = att->thetaf;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode AttentionDirectionSingle(Layer layer, const PetscScalar *dtheta, const float **dW)
+{
+  Layer_Attention *att = (Layer_Attention *)layer->data;
+
+  PetscFunctionBegin;
+  for (PetscInt i = 0; i < layer->nparams; i++) att->dthetaf[i] = (float)dtheta[i];
+  *dW = att->dthetaf;
+  PetscFunctionReturn(0);
+}
+
+/* forward, backward and jvp, in double and in float (attentionkernels.h) */
+#define ATT_T       PetscScalar
+#define ATT_NAME(f) f
+#define ATT_EXP(v)  PetscExpReal(v)
+#define ATT_LOG(v)  PetscLogReal(v)
+#include "attentionkernels.h"
+#undef ATT_T
+#undef ATT_NAME
+#undef ATT_EXP
+#undef ATT_LOG
+#undef ATT_PAIRS
+#define ATT_T       float
+#define ATT_NAME(f) f##Single
+#define ATT_EXP(v)  expf(v)
+#define ATT_LOG(v)  logf(v)
+#include "attentionkernels.h"
+#undef ATT_T
+#undef ATT_NAME
+#undef ATT_EXP
+#undef ATT_LOG
+
+/*
+  sobackward: the derivative of backward along (xdot, thetadot), dy fixed. backward is the chain
+    g = dy Wo,   dQKV = A(QKV, g) (the heads' backward),   dx = dQKV Win,   dWin += x^T dQKV,   dWo += O^T dy
+  so, with QKV' = xdot Win^T + x Win'^T + bin' and g' = dy Wo' (Wo', Win', bin' the parts of thetadot), O' the heads'
+  jvp along QKV':
+    dxdot   += dQKV' Win + dQKV Win'       dWin' += x^T dQKV' + xdot^T dQKV,   dbin' += sum dQKV'
+    dWo'    += O'^T dy                     dbo'  += 0
+  and dQKV' the derivative of the heads' backward along (QKV', g'). Per row i and key j, with the pieces of backward
+  (P_ij, dP_ij = M_ij g_i . v_j, D_i = g_i . O_i, dS_ij = P_ij (dP_ij - D_i)) and of jvp (s'_ij, c_i = sum_j P_ij s'_ij):
+    P'_ij  = P_ij (s'_ij - c_i)
+    dP'_ij = M_ij (g'_i . v_j + g_i . v'_j)
+    D'_i   = g'_i . O_i + g_i . O'_i                     (D_i = g_i . O_i, O' the heads' jvp)
+    dS'_ij = P'_ij (dP_ij - D_i) + P_ij (dP'_ij - D'_i)
+    dq'_i  = sum_j (dS'_ij k_j + dS_ij k'_j) / sqrt(d),  dk'_j = sum_i (dS'_ij q_i + dS_ij q'_i) / sqrt(d)
+    dv'_j  = sum_i M_ij (P'_ij g_i + P_ij g'_i)
+  c_i and O'_i need a whole row before dS' can be formed: a first pass over the tiles is the jvp (O', c), the second
+  forms dQKV and dQKV' together. Double only (the second-order walk's precision); the work (12 E + H) T values per
+  sample is allocated for the call.
+*/
+static void AttentionSOPair(const Layer_Attention *att, PetscInt s, PetscInt h, const PetscScalar *qkv, const PetscScalar *o, const PetscScalar *lse, const PetscScalar *g, const PetscScalar *gd, const PetscScalar *qkvd, const PetscScalar *od,
+                            const PetscScalar *c, PetscScalar *dqkv, PetscScalar *dqkvd, PetscScalar *work)
+{
+  const PetscInt     T = att->T, E = att->E, d = att->d, B = att->B, ld = 3 * E;
+  const PetscScalar  scale = att->scale;
+  const size_t       off = (size_t)s * T * ld + h * d, offo = (size_t)s * T * E + h * d, offl = ((size_t)s * att->H + h) * T;
+  const PetscScalar *Q = qkv + off, *K = Q + E, *V = Q + 2 * E, *O = o + offo, *L = lse + offl, *C = c + offl;
+  const PetscScalar *Qd = qkvd + off, *Kd = Qd + E, *Vd = Qd + 2 * E, *G = g + offo, *Gd = gd + offo, *Od = od + offo;
+  PetscScalar       *dQ = dqkv + off, *dK = dQ + E, *dV = dQ + 2 * E, *dQd = dqkvd + off, *dKd = dQd + E, *dVd = dQd + 2 * E;
+  PetscScalar       *D = work, *Dd = work + B;
+  const PetscBool    drop = att->masked;
+
+  for (PetscInt t = 0; t < T; t++)
+    for (PetscInt k = 0; k < d; k++) {
+      const size_t r = (size_t)t * ld + k;
+
+      dQ[r] = dK[r] = dV[r] = dQd[r] = dKd[r] = dVd[r] = 0;
+    }
+  for (PetscInt i0 = 0; i0 < T; i0 += B) {
+    const PetscInt i1 = PetscMin(i0 + B, T), jend = att->causal ? i1 : T;
+
+    for (PetscInt i = i0; i < i1; i++) {
+      D[i - i0]  = AttentionDot(d, G + (size_t)i * E, O + (size_t)i * E);
+      Dd[i - i0] = AttentionDot(d, Gd + (size_t)i * E, O + (size_t)i * E) + AttentionDot(d, G + (size_t)i * E, Od + (size_t)i * E);
+    }
+    for (PetscInt j0 = 0; j0 < jend; j0 += B) {
+      const PetscInt j1 = PetscMin(j0 + B, jend);
+
+      for (PetscInt i = i0; i < i1; i++) {
+        const PetscInt     jmax = att->causal ? PetscMin(j1, i + 1) : j1;
+        const PetscScalar *q = Q + (size_t)i * ld, *qd = Qd + (size_t)i * ld, *gi = G + (size_t)i * E, *gdi = Gd + (size_t)i * E;
+        const PetscScalar  Di = D[i - i0], Ddi = Dd[i - i0], li = L[i], ci = C[i];
+        PetscScalar       *dq = dQ + (size_t)i * ld, *dqd = dQd + (size_t)i * ld;
+
+        for (PetscInt j = j0; j < jmax; j++) {
+          const PetscScalar *k = K + (size_t)j * ld, *v = V + (size_t)j * ld, *kd = Kd + (size_t)j * ld, *vd = Vd + (size_t)j * ld;
+          PetscScalar       *dk = dK + (size_t)j * ld, *dv = dV + (size_t)j * ld, *dkd = dKd + (size_t)j * ld, *dvd = dVd + (size_t)j * ld;
+          const PetscScalar  p   = PetscExpReal(scale * AttentionDot(d, q, k) - li);
+          const PetscScalar  mij = drop ? AttentionMask(att, s, h, i, j) : 1.0;
+          const PetscScalar  sd  = scale * (AttentionDot(d, qd, k) + AttentionDot(d, q, kd));
+          const PetscScalar  pd  = p * (sd - ci);
+          const PetscScalar  dp  = mij * AttentionDot(d, gi, v);
+          const PetscScalar  dpd = mij * (AttentionDot(d, gdi, v) + AttentionDot(d, gi, vd));
+          const PetscScalar  ds  = scale * p * (dp - Di);
+          const PetscScalar  dsd = scale * (pd * (dp - Di) + p * (dpd - Ddi));
+
+          for (PetscInt a = 0; a < d; a++) {
+            dq[a] += ds * k[a];
+            dk[a] += ds * q[a];
+            dv[a] += p * mij * gi[a];
+            dqd[a] += dsd * k[a] + ds * kd[a];
+            dkd[a] += dsd * q[a] + ds * qd[a];
+            dvd[a] += mij * (pd * gi[a] + p * gdi[a]);
+          }
+        }
+      }
+    }
+  }
+}
+
+static PetscErrorCode LayerSOBackward_Attention(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *thetadot, const PetscScalar *ydot, const PetscScalar *dy,
+                                                PetscScalar *dxdot, PetscScalar *dthetadot)
+{
+  Layer_Attention *att = (Layer_Attention *)layer->data;
+  const PetscInt   E = att->E, T = att->T, nT = n * T;
+  PetscScalar     *qkv, *o, *lse, *tiles, *qkvd, *g, *gd, *od, *dqkv, *dqkvd, *c;
+
+  PetscFunctionBegin;
+  if (!n || (!dxdot && !dthetadot) || (!xdot && !thetadot)) PetscFunctionReturn(0);
+  PetscCall(AttentionCheckState(layer, n, "sobackward", &qkv, &o, &lse, &tiles));
+  PetscCall(PetscMalloc7((size_t)nT * 3 * E, &qkvd, (size_t)nT * E, &g, (size_t)nT * E, &gd, (size_t)nT * E, &od, (size_t)nT * 3 * E, &dqkv, (size_t)nT * 3 * E, &dqkvd, (size_t)n * att->H * T, &c));
+  /* QKV' = xdot Win^T + x Win'^T + bin';  g = dy Wo;  g' = dy Wo' */
+  if (xdot) PetscCall(LayerGemm(PETSC_TRUE, 'T', 'N', 3 * E, nT, E, theta + ATT_WIN(E), E, xdot, E, 0, qkvd, 3 * E, NULL));
+  if (thetadot) {
+    LayerGemmEpilogue ep = {NULL, thetadot + ATT_BIN(E), NULL, NULL};
+
+    PetscCall(LayerGemm(PETSC_TRUE, 'T', 'N', 3 * E, nT, E, thetadot + ATT_WIN(E), E, x, E, xdot ? 1 : 0, qkvd, 3 * E, &ep));
+    PetscCall(LayerGemm(PETSC_TRUE, 'N', 'N', E, nT, E, thetadot + ATT_WO(E), E, dy, E, 0, gd, E, NULL));
+  } else
+    PetscCall(PetscArrayzero(gd, (size_t)nT * E));
+  PetscCall(LayerGemm(PETSC_TRUE, 'N', 'N', E, nT, E, theta + ATT_WO(E), E, dy, E, 0, g, E, NULL));
+  /* the first pass: O' and c; the second: dQKV and dQKV' */
+  ATT_PAIRS(att, n, tiles, att->tilesize * sizeof(PetscScalar), AttentionJVPPair(att, s, h, qkv, o, lse, qkvd, od, c, (PetscScalar *)pw_));
+  ATT_PAIRS(att, n, tiles, att->tilesize * sizeof(PetscScalar), AttentionSOPair(att, s, h, qkv, o, lse, g, gd, qkvd, od, c, dqkv, dqkvd, (PetscScalar *)pw_));
+  if (dxdot) {
+    PetscCall(LayerGemm(PETSC_TRUE, 'N', 'N', E, nT, 3 * E, theta + ATT_WIN(E), E, dqkvd, 3 * E, 1, dxdot, E, NULL));
+    if (thetadot) PetscCall(LayerGemm(PETSC_TRUE, 'N', 'N', E, nT, 3 * E, thetadot + ATT_WIN(E), E, dqkv, 3 * E, 1, dxdot, E, NULL));
+  }
+  if (dthetadot) {
+    LayerGemmEpilogue epin = {NULL, NULL, NULL, dthetadot + ATT_WIN(E)}, epo = {NULL, NULL, NULL, dthetadot + ATT_WO(E)};
+
+    PetscCall(LayerGemm(PETSC_TRUE, 'N', 'T', E, 3 * E, nT, x, E, dqkvd, 3 * E, 0, NULL, E, &epin));
+    if (xdot) PetscCall(LayerGemm(PETSC_TRUE, 'N', 'T', E, 3 * E, nT, xdot, E, dqkv, 3 * E, 0, NULL, E, &epin));
+    for (PetscInt r = 0; r < nT; r++)
+      for (PetscInt e = 0; e < 3 * E; e++) dthetadot[ATT_BIN(E) + e] += dqkvd[(size_t)r * 3 * E + e];
+    PetscCall(LayerGemm(PETSC_TRUE, 'N', 'T', E, E, nT, od, E, dy, E, 0, NULL, E, &epo));
+  }
+  PetscCall(PetscFree7(qkvd, g, gd, od, dqkv, dqkvd, c));
+  PetscCall(PetscLogFlops(2.0 * nT * E * E * 16 + AttentionPairFlops(att, n, 30.0)));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerReset_Attention(Layer);
+
+/* sizes from the input (T, E), refused before anything is allocated */
+static PetscErrorCode LayerSetUp_Attention(Layer layer)
+{
+  Layer_Attention *att = (Layer_Attention *)layer->data;
+  const char      *prefix;
+  char             node[256], shape[64];
+  PetscInt64       E, T;
+
+  PetscFunctionBegin;
+  PetscCall(LayerReset_Attention(layer));
+  PetscCall(AttentionDescription(layer, sizeof(node), node));
+  PetscCall(PetscObjectGetOptionsPrefix((PetscObject)layer, &prefix));
+  if (!prefix) prefix = "";
+  PetscCall(PetNetShapeToString(&layer->in, sizeof(shape), shape));
+  PetscCheck(layer->in.ndim == 2, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_SIZ,
+             "The %s takes a sequence (T, E) per sample (T positions of E features), not an input of shape %s: give it a 2-D input (-net_input_shape TxE, or an embedding before it), or reshape what comes before", node, shape);
+  T = layer->in.dim[0];
+  E = layer->in.dim[1];
+  PetscCheck(T > 0 && E > 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_SIZ, "The %s takes a sequence (T, E) with T and E positive, not %s", node, shape);
+  PetscCheck(att->H > 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE,
+             "The %s has %" PetscInt_FMT " heads: write attention:H with H a positive divisor of E = %" PetscInt64_FMT " (e.g. attention:%" PetscInt64_FMT "), or give -%sattention_heads H", node, att->H, E, E % 4 ? (PetscInt64)1 : (PetscInt64)4,
+             prefix);
+  PetscCheck(E % att->H == 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG,
+             "The %s splits E = %" PetscInt64_FMT " features into H = %" PetscInt_FMT " heads, but H does not divide E: write attention:H with H a divisor of %" PetscInt64_FMT " (-%sattention_heads H), or change E (the last dimension of its input)",
+             node, E, att->H, E, prefix);
+  PetscCheck(att->tile > 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "The %s has tile %" PetscInt_FMT ": give -%sattention_tile B with B >= 1 (keys per tile, default 64)", node, att->tile, prefix);
+  PetscCheck(att->p >= 0 && att->p < 1, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "The %s has attention dropout %g: give -%sattention_dropout p with 0 <= p < 1", node, (double)att->p, prefix);
+  /* 64-bit: the parameters 4 E^2 + 4 E and a sample's QKV, 3 E T, must fit a PetscInt */
+  PetscCheck(4 * E * E + 4 * E <= PETSC_MAX_INT && 3 * E * T <= PETSC_MAX_INT, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE,
+             "The %s on (T, E) = (%" PetscInt64_FMT ", %" PetscInt64_FMT ") would have %" PetscInt64_FMT " parameters and %" PetscInt64_FMT " values of Q, K, V per sample, more than a PetscInt holds (%d): use a smaller E or T", node, T, E,
+             4 * E * E + 4 * E, 3 * E * T, PETSC_MAX_INT);
+  att->T            = (PetscInt)T;
+  att->E            = (PetscInt)E;
+  att->d            = att->E / att->H;
+  att->B            = PetscMin(att->tile, att->T);
+  att->scale        = 1.0 / PetscSqrtReal((PetscReal)att->d);
+  att->pairsperpart = (PetscInt)PetscMax(1, 65536 / PetscMax(1, T * T * att->d)); /* a part: at least ~ 64k multiply-adds */
+  att->tilesize     = 2 * att->B + 8;
+  att->nstate = att->nstatef = -1;
+  layer->out                 = layer->in;
+  layer->nparams             = (PetscInt)(4 * E * E + 4 * E);
+  PetscCall(PetscMalloc2((size_t)PETNET_THREAD_PARTS * att->tilesize, &att->tiles, (size_t)PETNET_THREAD_PARTS * att->tilesize, &att->tilesf));
+  PetscFunctionReturn(0);
+}
+
+/*
+  PyTorch's nn.MultiheadAttention: in_proj_weight xavier_uniform_ (fan_in E, fan_out 3E: U(-a, a), a = sqrt(6 / 4E)),
+  in_proj_bias and out_proj.bias zero; out_proj.weight keeps nn.Linear's default, U(-1/sqrt(E), 1/sqrt(E)) (drawn as
+  Glorot uniform with fan_in = fan_out = 3E, whose bound is the same).
+*/
+static PetscErrorCode LayerInitialize_Attention(Layer layer, PetscRandom rnd, PetscScalar *theta)
+{
+  Layer_Attention *att = (Layer_Attention *)layer->data;
+  const PetscInt   E   = att->E;
+
+  PetscFunctionBegin;
+  PetscCall(LayerInitializeWeights(rnd, LAYER_INIT_XAVIER, 0.0, E, 3 * E, 3 * E * E, theta + ATT_WIN(E)));
+  PetscCall(PetscArrayzero(theta + ATT_BIN(E), 3 * E));
+  PetscCall(LayerInitializeWeights(rnd, LAYER_INIT_XAVIER, 0.0, 3 * E, 3 * E, E * E, theta + ATT_WO(E)));
+  PetscCall(PetscArrayzero(theta + ATT_BO(E), E));
+  PetscFunctionReturn(0);
+}
+
+/* PyTorch nn.MultiheadAttention's state_dict: in_proj_weight [3E][E], in_proj_bias [3E], out_proj.weight [E][E], out_proj.bias [E] */
+static PetscErrorCode LayerTensors_Attention(Layer layer, PetscInt *n, LayerTensorInfo info[])
+{
+  Layer_Attention *att = (Layer_Attention *)layer->data;
+  const PetscInt   E = att->E, win[2] = {3 * E, E}, bin = 3 * E, wo[2] = {E, E};
+
+  PetscFunctionBegin;
+  PetscCall(LayerTensorSet_Private(&info[0], "in_proj_weight", (PetscInt)ATT_WIN(E), LAYER_TENSOR_SAME, 2, win));
+  PetscCall(LayerTensorSet_Private(&info[1], "in_proj_bias", (PetscInt)ATT_BIN(E), LAYER_TENSOR_SAME, 1, &bin));
+  PetscCall(LayerTensorSet_Private(&info[2], "out_proj.weight", (PetscInt)ATT_WO(E), LAYER_TENSOR_SAME, 2, wo));
+  PetscCall(LayerTensorSet_Private(&info[3], "out_proj.bias", (PetscInt)ATT_BO(E), LAYER_TENSOR_SAME, 1, &E));
+  *n = 4;
+  PetscFunctionReturn(0);
+}
+
+/* H[:causal] */
+static PetscErrorCode LayerSetArguments_Attention(Layer layer, const char args[])
+{
+  Layer_Attention *att = (Layer_Attention *)layer->data;
+  char            *end;
+  long long        H = strtoll(args, &end, 10);
+
+  PetscFunctionBegin;
+  PetscCheck(end != args && (!*end || !strcmp(end, ":causal")), PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG,
+             "Malformed \"attention:%s\": attention takes H, the number of heads (a divisor of the input's last dimension E), and optionally :causal, e.g. attention:4 or attention:4:causal", args);
+  PetscCheck(H > 0 && H <= PETSC_MAX_INT, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "attention:%s: the number of heads H must be a positive divisor of E (the input's last dimension), e.g. attention:4", args);
+  att->H      = (PetscInt)H;
+  att->causal = (PetscBool)(*end != 0);
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerGetArguments_Attention(Layer layer, size_t len, char args[])
+{
+  Layer_Attention *att = (Layer_Attention *)layer->data;
+
+  PetscFunctionBegin;
+  PetscCall(PetscSNPrintf(args, len, "%" PetscInt_FMT "%s", att->H, att->causal ? ":causal" : ""));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerSetFromOptions_Attention(Layer layer, PetscOptionItems *PetscOptionsObject)
+{
+  Layer_Attention *att = (Layer_Attention *)layer->data;
+  const char      *prefix;
+  char             node[256];
+  PetscInt         H = att->H, tile = att->tile, seed = (PetscInt)att->seed;
+  PetscReal        p      = att->p;
+  PetscBool        causal = att->causal, set;
+
+  PetscFunctionBegin;
+  PetscCall(AttentionDescription(layer, sizeof(node), node));
+  PetscCall(PetscObjectGetOptionsPrefix((PetscObject)layer, &prefix));
+  if (!prefix) prefix = "";
+  PetscOptionsHeadBegin(PetscOptionsObject, "Attention layer options");
+  PetscCall(PetscOptionsInt("-attention_heads", "Heads H (a divisor of E, the input's last dimension)", "LayerSetArguments", H, &H, &set));
+  if (set) {
+    PetscCheck(H > 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "The %s: -%sattention_heads must be a positive divisor of E (the input's last dimension), not %" PetscInt_FMT, node, prefix, H);
+    att->H = H;
+  }
+  PetscCall(PetscOptionsBool("-attention_causal", "Position t attends to positions <= t only", "LayerSetArguments", causal, &causal, &set));
+  if (set) att->causal = causal;
+  PetscCall(PetscOptionsReal("-attention_dropout", "Probability of dropping an attention weight in training mode", "LayerSetArguments", p, &p, &set));
+  if (set) {
+    PetscCheck(p >= 0 && p < 1, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "The %s: -%sattention_dropout (the probability of dropping an attention weight) must be in [0, 1), not %g", node, prefix, (double)p);
+    att->p = p;
+  }
+  PetscCall(PetscOptionsInt("-attention_tile", "Keys per tile of the kernel (and query rows per block)", "LayerSetArguments", tile, &tile, &set));
+  if (set) {
+    PetscCheck(tile > 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "The %s: -%sattention_tile must be positive (keys per tile, default 64), not %" PetscInt_FMT, node, prefix, tile);
+    att->tile = tile;
+  }
+  PetscCall(PetNetOptionsBoundedInt("-attention_seed", "Seed of the attention dropout maps", "LayerDropoutSetSeed", seed, &seed, &set, 0));
+  if (set) att->seed = seed;
+  PetscOptionsHeadEnd();
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerView_Attention(Layer layer, PetscViewer viewer)
+{
+  Layer_Attention *att = (Layer_Attention *)layer->data;
+
+  PetscFunctionBegin;
+  PetscCall(PetscViewerASCIIPrintf(viewer, "%" PetscInt_FMT " heads of %" PetscInt_FMT " on (T, E) = (%" PetscInt_FMT ", %" PetscInt_FMT ")%s, tile %" PetscInt_FMT, att->H, att->d, att->T, att->E, att->causal ? ", causal" : "", att->tile));
+  if (att->p > 0) PetscCall(PetscViewerASCIIPrintf(viewer, ", dropout %g (seed %" PetscInt64_FMT ")", (double)att->p, att->seed));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "\n"));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerReset_Attention(Layer layer)
+{
+  Layer_Attention *att = (Layer_Attention *)layer->data;
+
+  PetscFunctionBegin;
+  PetscCall(PetscFree3(att->qkv, att->o, att->lse));
+  PetscCall(PetscFree3(att->qkvf, att->of, att->lsef));
+  PetscCall(PetscFree2(att->tiles, att->tilesf));
+  PetscCall(PetscFree(att->work));
+  PetscCall(PetscFree(att->workf));
+  PetscCall(PetscFree3(att->thetaf, att->dthetaf, att->wgradf));
+  att->cap = att->capf = att->capw = att->capwf = att->nf = 0;
+  att->nstate = att->nstatef = -1;
+  att->counter               = 0;
+  att->masked                = PETSC_FALSE;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerDestroy_Attention(Layer layer)
+{
+  PetscFunctionBegin;
+  PetscCall(LayerReset_Attention(layer));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerDropoutSetSeed_C", NULL));
+  PetscCall(PetscFree(layer->data));
+  PetscFunctionReturn(0);
+}
+
+/* LayerDropoutSetSeed() on an attention layer: the seed of its dropout maps */
+static PetscErrorCode LayerDropoutSetSeed_Attention(Layer layer, PetscInt64 seed)
+{
+  PetscFunctionBegin;
+  ((Layer_Attention *)layer->data)->seed = seed;
+  PetscFunctionReturn(0);
+}
+
+PETSC_INTERN PetscErrorCode LayerCreate_Attention(Layer layer)
+{
+  Layer_Attention *att;
+
+  PetscFunctionBegin;
+  PetscCall(PetscNew(&att));
+  att->tile   = 64;
+  att->nstate = att->nstatef = -1;
+  layer->data                = att;
+  layer->ops->setup          = LayerSetUp_Attention;
+  layer->ops->initialize     = LayerInitialize_Attention;
+  layer->ops->forward        = LayerForward_Attention;
+  layer->ops->backward       = LayerBackward_Attention;
+  layer->ops->jvp            = LayerJVP_Attention;
+  layer->ops->forwardsingle  = LayerForward_AttentionSingle;
+  layer->ops->backwardsingle = LayerBackward_AttentionSingle;
+  layer->ops->jvpsingle      = LayerJVP_AttentionSingle;
+  layer->ops->sobackward     = LayerSOBackward_Attention;
+  layer->ops->tensors        = LayerTensors_Attention;
+  layer->ops->setarguments   = LayerSetArguments_Attention;
+  layer->ops->getarguments   = LayerGetArguments_Attention;
+  layer->ops->setfromoptions = LayerSetFromOptions_Attention;
+  layer->ops->view           = LayerView_Attention;
+  layer->ops->reset          = LayerReset_Attention;
+  layer->ops->destroy        = LayerDestroy_Attention;
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerDropoutSetSeed_C", LayerDropoutSetSeed_Attention));
+  PetscFunctionReturn(0);
+}

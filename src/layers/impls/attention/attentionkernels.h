@@ -1,0 +1,333 @@
+/*
+  attention's forward, backward and jvp on one element type, included once per type by attention.c (the formulas,
+  layouts and BLAS mapping are there):
+    ATT_T        PetscScalar or float: the values (x, y, QKV, O, their (co)tangents) AND the softmax statistics (the
+                 running max and sum of each query row, its log-sum-exp): single precision accumulates in float
+    ATT_NAME(f)  f or fSingle
+  and, from attention.c, the type's ATT_NAME(AttentionParameters)() (theta itself, or rounded to float by forward and
+  kept for the backward and jvp that follow at the same point), ATT_NAME(AttentionDirection)() (dtheta, or rounded to
+  float), ATT_NAME(AttentionState)() (forward's QKV, O and log-sum-exp in this type) and ATT_NAME(AttentionWork)().
+  The parameter gradient stays double: dW += ... through LayerGemm()'s accumulation into double, the biases summed in
+  double.
+
+  The per-(sample, head) kernels below are plain loops run inside a parallel region (no PETSc call). Layouts (one
+  sample s of the local batch, one head h, d = E / H, rows t = 0..T-1):
+    Q row t   qkv + (s T + t) 3E + h d          K row t  ... + E          V row t  ... + 2E
+    O row t   o   + (s T + t) E  + h d          (O the heads' outputs side by side, before the output projection)
+    lse       lse + (s H + h) T + t             the log-sum-exp of row t's scaled scores
+  Query rows are taken in blocks of B (the tile), the keys of each block in tiles of B: the tile of K and V is read
+  by each row of the block while it is in cache. With the causal mask row t sees keys j <= t, and the key tiles that
+  lie entirely above the diagonal of a block (j0 > the block's last row) are never visited.
+*/
+
+/* y = x . z over d entries */
+static inline ATT_T ATT_NAME(AttentionDot)(PetscInt d, const ATT_T *restrict x, const ATT_T *restrict z)
+{
+  ATT_T sum = 0;
+
+  for (PetscInt k = 0; k < d; k++) sum += x[k] * z[k];
+  return sum;
+}
+
+/*
+  forward of one (sample, head): the flash-attention recurrence. Per query row i, over the key tiles in order, with
+  s_ij = scale q_i . k_j (scale = 1/sqrt(d)), m the running max, l the running sum of exp(s - m), o the running
+  (unnormalised) output:
+    m' = max(m, max_j s_ij),  a = exp(m - m'),  l = a l + sum_j exp(s_ij - m'),  o = a o + sum_j exp(s_ij - m') M_ij v_j
+  and at the end O_i = o / l, lse_i = m + log l. M_ij is the dropout map (1 without dropout): the statistics are the
+  softmax's, the map multiplies the probabilities only. work: B scores of the row in the current tile.
+*/
+static void ATT_NAME(AttentionForwardPair)(const Layer_Attention *att, PetscInt s, PetscInt h, const ATT_T *qkv, ATT_T *o, ATT_T *lse, ATT_T *work)
+{
+  const PetscInt  T = att->T, E = att->E, d = att->d, B = att->B, ld = 3 * E;
+  const ATT_T     scale = (ATT_T)att->scale;
+  const ATT_T    *Q = qkv + (size_t)s * T * ld + h * d, *K = Q + E, *V = Q + 2 * E;
+  ATT_T          *O = o + (size_t)s * T * E + h * d, *L = lse + ((size_t)s * att->H + h) * T;
+  const PetscBool drop = att->masked;
+
+  for (PetscInt i0 = 0; i0 < T; i0 += B) {
+    const PetscInt i1 = PetscMin(i0 + B, T), jend = att->causal ? i1 : T;
+
+    for (PetscInt i = i0; i < i1; i++) {
+      for (PetscInt k = 0; k < d; k++) O[(size_t)i * E + k] = 0;
+      L[i] = 0;
+    }
+    for (PetscInt j0 = 0; j0 < jend; j0 += B) {
+      const PetscInt j1 = PetscMin(j0 + B, jend);
+
+      for (PetscInt i = i0; i < i1; i++) {
+        const PetscInt jmax = att->causal ? PetscMin(j1, i + 1) : j1;
+        const ATT_T   *q    = Q + (size_t)i * ld;
+        ATT_T         *out  = O + (size_t)i * E, mx, m, l, a;
+
+        if (jmax <= j0) continue; /* this row sees no key of the tile */
+        /* between tiles the row's running max is in work[B + i - i0], its running sum in L[i], o in its row of O */
+        for (PetscInt j = j0; j < jmax; j++) work[j - j0] = scale * ATT_NAME(AttentionDot)(d, q, K + (size_t)j * ld);
+        mx = work[0];
+        for (PetscInt j = j0 + 1; j < jmax; j++) mx = PetscMax(mx, work[j - j0]);
+        if (j0 == 0) { /* the first tile this row sees */
+          m = mx;
+          l = 0;
+          a = 0;
+        } else {
+          m = work[B + i - i0]; /* the running max of the row */
+          l = L[i];
+          if (mx > m) {
+            a = ATT_EXP((m - mx));
+            m = mx;
+          } else
+            a = 1;
+        }
+        l *= a;
+        for (PetscInt k = 0; k < d; k++) out[k] *= a;
+        for (PetscInt j = j0; j < jmax; j++) {
+          const ATT_T  p  = ATT_EXP((work[j - j0] - m));
+          const ATT_T  pm = drop ? p * (ATT_T)AttentionMask(att, s, h, i, j) : p;
+          const ATT_T *v  = V + (size_t)j * ld;
+
+          l += p;
+          if (pm != 0)
+            for (PetscInt k = 0; k < d; k++) out[k] += pm * v[k];
+        }
+        L[i]             = l;
+        work[B + i - i0] = m;
+      }
+    }
+    for (PetscInt i = i0; i < i1; i++) {
+      const ATT_T m = work[B + i - i0], l = L[i];
+
+      for (PetscInt k = 0; k < d; k++) O[(size_t)i * E + k] /= l;
+      L[i] = m + ATT_LOG(l);
+    }
+  }
+}
+
+/*
+  backward of one (sample, head), recomputing the tiles: with g = dO (the cotangent of O), P_ij = exp(s_ij - lse_i),
+  D_i = g_i . O_i (= sum_j P_ij dP_ij),
+    dP_ij = M_ij g_i . v_j,   dS_ij = P_ij (dP_ij - D_i)
+    dq_i = scale sum_j dS_ij k_j,   dk_j = scale sum_i dS_ij q_i,   dv_j = sum_i P_ij M_ij g_i
+  dq, dk, dv are written (not accumulated) into dqkv, laid out as qkv. work: the block's D [B].
+*/
+static void ATT_NAME(AttentionBackwardPair)(const Layer_Attention *att, PetscInt s, PetscInt h, const ATT_T *qkv, const ATT_T *o, const ATT_T *lse, const ATT_T *g, ATT_T *dqkv, ATT_T *work)
+{
+  const PetscInt  T = att->T, E = att->E, d = att->d, B = att->B, ld = 3 * E;
+  const ATT_T     scale = (ATT_T)att->scale;
+  const size_t    off = (size_t)s * T * ld + h * d, offo = (size_t)s * T * E + h * d;
+  const ATT_T    *Q = qkv + off, *K = Q + E, *V = Q + 2 * E, *O = o + offo, *G = g + offo, *L = lse + ((size_t)s * att->H + h) * T;
+  ATT_T          *dQ = dqkv + off, *dK = dQ + E, *dV = dQ + 2 * E;
+  const PetscBool drop = att->masked;
+
+  for (PetscInt t = 0; t < T; t++)
+    for (PetscInt k = 0; k < d; k++) dQ[(size_t)t * ld + k] = dK[(size_t)t * ld + k] = dV[(size_t)t * ld + k] = 0;
+  for (PetscInt i0 = 0; i0 < T; i0 += B) {
+    const PetscInt i1 = PetscMin(i0 + B, T), jend = att->causal ? i1 : T;
+
+    for (PetscInt i = i0; i < i1; i++) work[i - i0] = ATT_NAME(AttentionDot)(d, G + (size_t)i * E, O + (size_t)i * E);
+    for (PetscInt j0 = 0; j0 < jend; j0 += B) {
+      const PetscInt j1 = PetscMin(j0 + B, jend);
+
+      for (PetscInt i = i0; i < i1; i++) {
+        const PetscInt jmax = att->causal ? PetscMin(j1, i + 1) : j1;
+        const ATT_T   *q = Q + (size_t)i * ld, *gi = G + (size_t)i * E, Di = work[i - i0], li = L[i];
+        ATT_T         *dq = dQ + (size_t)i * ld;
+
+        for (PetscInt j = j0; j < jmax; j++) {
+          const ATT_T *k = K + (size_t)j * ld, *v = V + (size_t)j * ld;
+          ATT_T       *dk = dK + (size_t)j * ld, *dv = dV + (size_t)j * ld;
+          const ATT_T  p   = ATT_EXP((scale * ATT_NAME(AttentionDot)(d, q, k) - li));
+          const ATT_T  mij = drop ? (ATT_T)AttentionMask(att, s, h, i, j) : 1;
+          const ATT_T  dp = mij * ATT_NAME(AttentionDot)(d, gi, v), ds = scale * p * (dp - Di), pm = p * mij;
+
+          for (PetscInt c = 0; c < d; c++) {
+            dq[c] += ds * k[c];
+            dk[c] += ds * q[c];
+            dv[c] += pm * gi[c];
+          }
+        }
+      }
+    }
+  }
+}
+
+/*
+  jvp of one (sample, head): with the tangents q', k', v' (dqkv, laid out as qkv), s'_ij = scale (q'_i . k_j + q_i . k'_j),
+  P'_ij = P_ij (s'_ij - c_i), c_i = sum_j P_ij s'_ij:
+    O'_i = sum_j M_ij (P'_ij v_j + P_ij v'_j) = u_i - c_i O_i,   u_i = sum_j P_ij M_ij (s'_ij v_j + v'_j)
+  one pass over the tiles (lse from forward gives P directly). O' written into dout (laid out as O); c_i into c
+  ([H T] per sample, as lse) when c is not NULL (the second-order term needs it).
+*/
+static void ATT_NAME(AttentionJVPPair)(const Layer_Attention *att, PetscInt s, PetscInt h, const ATT_T *qkv, const ATT_T *o, const ATT_T *lse, const ATT_T *dqkv, ATT_T *dout, ATT_T *c, ATT_T *work)
+{
+  const PetscInt  T = att->T, E = att->E, d = att->d, B = att->B, ld = 3 * E;
+  const ATT_T     scale = (ATT_T)att->scale;
+  const size_t    off = (size_t)s * T * ld + h * d, offo = (size_t)s * T * E + h * d, offl = ((size_t)s * att->H + h) * T;
+  const ATT_T    *Q = qkv + off, *K = Q + E, *V = Q + 2 * E, *O = o + offo, *L = lse + offl;
+  const ATT_T    *dQ = dqkv + off, *dK = dQ + E, *dV = dQ + 2 * E;
+  ATT_T          *dO   = dout + offo;
+  const PetscBool drop = att->masked;
+
+  for (PetscInt i0 = 0; i0 < T; i0 += B) {
+    const PetscInt i1 = PetscMin(i0 + B, T), jend = att->causal ? i1 : T;
+
+    for (PetscInt i = i0; i < i1; i++) {
+      for (PetscInt k = 0; k < d; k++) dO[(size_t)i * E + k] = 0;
+      work[i - i0] = 0;
+    }
+    for (PetscInt j0 = 0; j0 < jend; j0 += B) {
+      const PetscInt j1 = PetscMin(j0 + B, jend);
+
+      for (PetscInt i = i0; i < i1; i++) {
+        const PetscInt jmax = att->causal ? PetscMin(j1, i + 1) : j1;
+        const ATT_T   *q = Q + (size_t)i * ld, *dq = dQ + (size_t)i * ld, li = L[i];
+        ATT_T         *u = dO + (size_t)i * E, ci = work[i - i0];
+
+        for (PetscInt j = j0; j < jmax; j++) {
+          const ATT_T *k = K + (size_t)j * ld, *v = V + (size_t)j * ld, *dk = dK + (size_t)j * ld, *dv = dV + (size_t)j * ld;
+          const ATT_T  p  = ATT_EXP((scale * ATT_NAME(AttentionDot)(d, q, k) - li));
+          const ATT_T  sd = scale * (ATT_NAME(AttentionDot)(d, dq, k) + ATT_NAME(AttentionDot)(d, q, dk));
+          const ATT_T  pm = drop ? p * (ATT_T)AttentionMask(att, s, h, i, j) : p;
+
+          ci += p * sd;
+          if (pm != 0)
+            for (PetscInt c2 = 0; c2 < d; c2++) u[c2] += pm * (sd * v[c2] + dv[c2]);
+        }
+        work[i - i0] = ci;
+      }
+    }
+    for (PetscInt i = i0; i < i1; i++) {
+      const ATT_T ci = work[i - i0];
+
+      for (PetscInt k = 0; k < d; k++) dO[(size_t)i * E + k] -= ci * O[(size_t)i * E + k];
+      if (c) c[offl + i] = ci;
+    }
+  }
+}
+
+/* the (sample, head) pairs of n samples in parts (a part's pairs run in order, in one thread, with the part's work) */
+#define ATT_PAIRS(att, n, work, wsize, CALL)                                                                                                          \
+  do {                                                                                                                                                \
+    const PetscInt npairs_ = (n) * (att)->H, nparts_ = PetNetThreadParts(npairs_, (att)->pairsperpart);                                               \
+    _Pragma("omp parallel for num_threads(PetNetThreads()) schedule(dynamic, 1) if (nparts_ > 1)") for (PetscInt part_ = 0; part_ < nparts_; part_++) \
+    {                                                                                                                                                 \
+      PetscInt p0_, p1_;                                                                                                                              \
+      PetNetThreadPart(npairs_, nparts_, part_, &p0_, &p1_);                                                                                          \
+      for (PetscInt pair_ = p0_; pair_ < p1_; pair_++) {                                                                                              \
+        const PetscInt s = pair_ / (att)->H, h = pair_ % (att)->H;                                                                                    \
+        void          *pw_ = (char *)(work) + (size_t)part_ * (wsize);                                                                                \
+        CALL;                                                                                                                                         \
+      }                                                                                                                                               \
+    }                                                                                                                                                 \
+  } while (0)
+
+/*
+  forward: QKV = x Win^T + bin (one GEMM over the n T rows: 'T','N', 3E x nT x E, the bias in its output pass), the
+  heads' attention into O, y = O Wo^T + bo (one GEMM, 'T','N', E x nT x E). Keeps QKV, O and lse.
+*/
+static PetscErrorCode ATT_NAME(LayerForward_Attention)(Layer layer, PetscInt n, const PetscScalar *theta, const ATT_T *x, ATT_T *y)
+{
+  Layer_Attention *att = (Layer_Attention *)layer->data;
+  const PetscInt   E = att->E, T = att->T, nT = n * T;
+  const ATT_T     *W;
+  ATT_T           *qkv, *o, *lse, *tiles;
+
+  PetscFunctionBegin;
+  PetscCall(ATT_NAME(AttentionParameters)(layer, theta, "forward", &W));
+  PetscCall(AttentionDraw(layer, n));
+  PetscCall(ATT_NAME(AttentionState)(layer, n, &qkv, &o, &lse, &tiles));
+  if (!n) PetscFunctionReturn(0);
+  {
+    ATT_NAME(LayerGemmEpilogue) ep = {NULL, W + ATT_BIN(E), NULL, NULL};
+
+    PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'T', 'N', 3 * E, nT, E, W + ATT_WIN(E), E, x, E, 0, qkv, 3 * E, &ep));
+  }
+  ATT_PAIRS(att, n, tiles, att->tilesize * sizeof(ATT_T), ATT_NAME(AttentionForwardPair)(att, s, h, qkv, o, lse, (ATT_T *)pw_));
+  {
+    ATT_NAME(LayerGemmEpilogue) ep = {NULL, W + ATT_BO(E), NULL, NULL};
+
+    PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'T', 'N', E, nT, E, W + ATT_WO(E), E, o, E, 0, y, E, &ep));
+  }
+  PetscCall(PetscLogFlops(2.0 * nT * E * 4 * E + AttentionPairFlops(att, n, 4.0)));
+  PetscFunctionReturn(0);
+}
+
+/*
+  backward:
+    dO   = dy Wo                  'N','N', E x nT x E
+    dWo += O^T dy,  dbo += sum dy  'N','T', E x E x nT (into double)
+    dQKV = the heads' backward    (recomputing the tiles)
+    dx   = dQKV Win               'N','N', E x nT x 3E
+    dWin += x^T dQKV, dbin += sum dQKV
+*/
+static PetscErrorCode ATT_NAME(LayerBackward_Attention)(Layer layer, PetscInt n, const PetscScalar *theta, const ATT_T *x, const ATT_T *y, const ATT_T *dy, ATT_T *dx, PetscScalar *dtheta)
+{
+  Layer_Attention *att = (Layer_Attention *)layer->data;
+  const PetscInt   E = att->E, T = att->T, nT = n * T;
+  const ATT_T     *W;
+  ATT_T           *qkv, *o, *lse, *tiles, *dO, *dqkv, *wgrad;
+
+  PetscFunctionBegin;
+  if (!n || (!dx && !dtheta)) PetscFunctionReturn(0);
+  PetscCall(ATT_NAME(AttentionParameters)(layer, theta, "backward", &W));
+  PetscCall(ATT_NAME(AttentionCheckState)(layer, n, "backward", &qkv, &o, &lse, &tiles));
+  PetscCall(ATT_NAME(AttentionWork)(layer, n, &dO, &dqkv, &wgrad));
+  PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'N', 'N', E, nT, E, W + ATT_WO(E), E, dy, E, 0, dO, E, NULL));
+  if (dtheta) {
+    ATT_NAME(LayerGemmEpilogue) ep = {NULL, NULL, NULL, dtheta + ATT_WO(E)};
+
+    PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'N', 'T', E, E, nT, o, E, dy, E, 0, wgrad, E, &ep));
+    for (PetscInt r = 0; r < nT; r++)
+      for (PetscInt e = 0; e < E; e++) dtheta[ATT_BO(E) + e] += (PetscScalar)dy[(size_t)r * E + e];
+  }
+  ATT_PAIRS(att, n, tiles, att->tilesize * sizeof(ATT_T), ATT_NAME(AttentionBackwardPair)(att, s, h, qkv, o, lse, dO, dqkv, (ATT_T *)pw_));
+  if (dx) PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'N', 'N', E, nT, 3 * E, W + ATT_WIN(E), E, dqkv, 3 * E, 0, dx, E, NULL));
+  if (dtheta) {
+    ATT_NAME(LayerGemmEpilogue) ep = {NULL, NULL, NULL, dtheta + ATT_WIN(E)};
+
+    PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'N', 'T', E, 3 * E, nT, x, E, dqkv, 3 * E, 0, wgrad, E, &ep));
+    for (PetscInt r = 0; r < nT; r++)
+      for (PetscInt e = 0; e < 3 * E; e++) dtheta[ATT_BIN(E) + e] += (PetscScalar)dqkv[(size_t)r * 3 * E + e];
+  }
+  PetscCall(PetscLogFlops(2.0 * nT * E * E * (dtheta ? 8 : 4) + AttentionPairFlops(att, n, 10.0)));
+  PetscFunctionReturn(0);
+}
+
+/*
+  jvp:
+    QKV' = dx Win^T + x dWin^T + dbin     ('T','N' twice, the bias in the second's output pass)
+    O'   = the heads' jvp
+    dy   = O' Wo^T + O dWo^T + dbo
+*/
+static PetscErrorCode ATT_NAME(LayerJVP_Attention)(Layer layer, PetscInt n, const PetscScalar *theta, const ATT_T *x, const ATT_T *y, const ATT_T *dx, const PetscScalar *dtheta, ATT_T *dy)
+{
+  Layer_Attention *att = (Layer_Attention *)layer->data;
+  const PetscInt   E = att->E, T = att->T, nT = n * T;
+  const ATT_T     *W, *dW = NULL;
+  ATT_T           *qkv, *o, *lse, *tiles, *dO, *dqkv, *wgrad;
+
+  PetscFunctionBegin;
+  if (!n) PetscFunctionReturn(0);
+  if (!dx && !dtheta) {
+    PetscCall(PetscArrayzero(dy, (size_t)nT * E));
+    PetscFunctionReturn(0);
+  }
+  PetscCall(ATT_NAME(AttentionParameters)(layer, theta, "jvp", &W));
+  PetscCall(ATT_NAME(AttentionCheckState)(layer, n, "jvp", &qkv, &o, &lse, &tiles));
+  PetscCall(ATT_NAME(AttentionWork)(layer, n, &dO, &dqkv, &wgrad));
+  if (dtheta) PetscCall(ATT_NAME(AttentionDirection)(layer, dtheta, &dW));
+  if (dx) PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'T', 'N', 3 * E, nT, E, W + ATT_WIN(E), E, dx, E, 0, dqkv, 3 * E, NULL));
+  if (dW) {
+    ATT_NAME(LayerGemmEpilogue) ep = {NULL, dW + ATT_BIN(E), NULL, NULL};
+
+    PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'T', 'N', 3 * E, nT, E, dW + ATT_WIN(E), E, x, E, dx ? 1 : 0, dqkv, 3 * E, &ep));
+  }
+  ATT_PAIRS(att, n, tiles, att->tilesize * sizeof(ATT_T), ATT_NAME(AttentionJVPPair)(att, s, h, qkv, o, lse, dqkv, dO, NULL, (ATT_T *)pw_));
+  PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'T', 'N', E, nT, E, W + ATT_WO(E), E, dO, E, 0, dy, E, NULL));
+  if (dW) {
+    ATT_NAME(LayerGemmEpilogue) ep = {NULL, dW + ATT_BO(E), NULL, NULL};
+
+    PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'T', 'N', E, nT, E, dW + ATT_WO(E), E, o, E, 1, dy, E, &ep));
+  }
+  PetscCall(PetscLogFlops(2.0 * nT * E * E * (dtheta ? 8 : 4) + AttentionPairFlops(att, n, 10.0)));
+  PetscFunctionReturn(0);
+}

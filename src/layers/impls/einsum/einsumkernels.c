@@ -1,0 +1,17 @@
+/* The einsum kind's contractions (einsum.h), in double and in float from one text (einsumkernels.h). */
+#include "einsum.h"
+
+#define EIN_T       PetscScalar
+#define EIN_NAME(f) f
+#define EIN_GEMM    LayerGemm
+#include "einsumkernels.h"
+#undef EIN_T
+#undef EIN_NAME
+#undef EIN_GEMM
+#define EIN_T       float
+#define EIN_NAME(f) f##Single
+#define EIN_GEMM    LayerGemmSingle
+#include "einsumkernels.h"
+#undef EIN_T
+#undef EIN_NAME
+#undef EIN_GEMM
