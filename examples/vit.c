@@ -36,7 +36,8 @@ typedef struct {
 static PetscErrorCode ViTLayers(MPI_Comm comm, const ViTSizes *s, const PetNetShape *image, size_t len, char layers[])
 {
   PetscInt64 h, w, T;
-  char       item[128];
+  char       item[256];
+  size_t     used;
 
   PetscFunctionBegin;
   PetscCheck(image->ndim == 3, comm, PETSC_ERR_ARG_SIZ, "bin/vit needs images of shape (h, w, c), but the training Dataset gives %" PetscInt_FMT " dimensions: give -train_dataset_sample_shape 28x28x1", image->ndim);
@@ -50,13 +51,15 @@ static PetscErrorCode ViTLayers(MPI_Comm comm, const ViTSizes *s, const PetNetSh
   w /= s->patch;
   T = h * w;
   PetscCheck(T * s->embed <= PETSC_MAX_INT, comm, PETSC_ERR_ARG_OUTOFRANGE, "%" PetscInt64_FMT " tokens of -vit_embed %" PetscInt_FMT " features do not fit a PetscInt: take a larger -vit_patch or a smaller -vit_embed", T, s->embed);
-  /* until attention, position, reshape and transformer land: each block is only its MLP half, on 1x1 convolutions */
-  PetscCall(PetscSNPrintf(layers, len, "conv2d:%" PetscInt_FMT ":%" PetscInt_FMT ":%" PetscInt_FMT ":0", s->embed, s->patch, s->patch));
-  for (PetscInt l = 0; l < s->depth; l++) {
-    PetscCall(PetscSNPrintf(item, sizeof(item), ",residual(layernorm,conv2d:%" PetscInt_FMT ":1:1:0,gelu,conv2d:%" PetscInt_FMT ":1:1:0)", s->mlp, s->embed));
+  PetscCall(PetscSNPrintf(layers, len, "conv2d:%" PetscInt_FMT ":%" PetscInt_FMT ":%" PetscInt_FMT ":0,reshape:%" PetscInt64_FMT "x%" PetscInt_FMT ",position:%" PetscInt64_FMT, s->embed, s->patch, s->patch, T, s->embed, T));
+  for (PetscInt l = 0; l < s->depth; l++) { /* the pre-norm block transformer:H:F, written out */
+    PetscCall(PetscSNPrintf(item, sizeof(item), ",residual(layernorm,attention:%" PetscInt_FMT "),residual(layernorm,dense:%" PetscInt_FMT ":tokens,gelu,dense:%" PetscInt_FMT ":tokens)", s->heads, s->mlp, s->embed));
     PetscCall(PetscStrlcat(layers, item, len));
   }
-  PetscCall(PetscStrlcat(layers, ",layernorm,globalavgpool,dense:10", len));
+  PetscCall(PetscSNPrintf(item, sizeof(item), ",layernorm,reshape:%" PetscInt64_FMT "x%" PetscInt64_FMT "x%" PetscInt_FMT ",globalavgpool,dense:10", h, w, s->embed));
+  PetscCall(PetscStrlcat(layers, item, len));
+  PetscCall(PetscStrlen(layers, &used));
+  PetscCheck(used + 1 < len, comm, PETSC_ERR_ARG_OUTOFRANGE, "The layer list of -vit_depth %" PetscInt_FMT " blocks does not fit the %zu characters bin/vit keeps for it: take a smaller -vit_depth", s->depth, len);
   PetscFunctionReturn(0);
 }
 
@@ -71,7 +74,7 @@ int main(int argc, char **argv)
   TaoType         taotype;
   ViTSizes        sizes = {4, 64, 4, 4, 128};
   PetNetShape     image;
-  char            dir[PETSC_MAX_PATH_LEN] = "/usr/share/datasets/fashion-mnist", layers[4096];
+  char            dir[PETSC_MAX_PATH_LEN] = "/usr/share/datasets/fashion-mnist", layers[16384];
   PetscInt        epochs, nparams, Ntrain, Ntest, nthreads;
   PetscReal       trainloss, testloss, testacc, seconds;
   PetscMPIInt     size;
