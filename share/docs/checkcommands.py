@@ -33,12 +33,13 @@ import tempfile
 import time
 
 CHAPTERS = ["getting-started", "networks", "training", "saving-loading", "python", "parallelism", "simulations",
-            "second-order", "precision-speed", "reliability"]
+            "second-order", "precision-speed", "reliability", "transformers"]
 
 # Options that make each program's run small (appended after the manual's options: they override its sizes).
 SMALL = {
     "bin/fashion": "-trainer_epochs 1 -train_dataset_limit 128 -test_dataset_limit 64 -tao_max_it 1",
     "bin/predict": "-predict_dataset_limit 128",
+    "bin/vit": "-trainer_epochs 1 -train_dataset_limit 128 -test_dataset_limit 64 -tao_max_it 1",
     "bin/graphring": "",
     "bin/spiral": "-spiral_iterations 10",
     "bin/rober": "-rober_iterations 2",
