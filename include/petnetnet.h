@@ -24,10 +24,13 @@ PETSC_EXTERN PetscErrorCode NetCreate(MPI_Comm, Net *);
 typedef enum {
   NET_PARALLEL_REPLICATED, /* data parallel; every rank computes with a full copy of the parameters */
   NET_PARALLEL_SHARDED,    /* data parallel; each node's parameters gathered just before it runs, gradients reduce-scattered (ZeRO-3) */
-  NET_PARALLEL_MODEL       /* dense and conv2d nodes split over all ranks (model / channel-filter parallel), the rest sharded */
+  NET_PARALLEL_MODEL,      /* dense and conv2d nodes split over all ranks (model / channel-filter parallel), the rest sharded */
+  NET_PARALLEL_TENSOR      /* Megatron: dense:N:tokens and attention nodes split over a tensor group (heads, MLP pairs), the rest sharded */
 } NetParallelType;
 PETSC_EXTERN const char *const NetParallelTypes[];
 PETSC_EXTERN PetscErrorCode    NetSetParallel(Net, NetParallelType);
+PETSC_EXTERN PetscErrorCode    NetSetTensorRanks(Net, PetscInt);
+PETSC_EXTERN PetscErrorCode    NetGetTensorRanks(Net, PetscInt *);
 /* Grid mode (netspatial.c): a Net on the fields of a 2-D or 3-D DMDA, spatially parallel, and samples x space groups */
 PETSC_EXTERN PetscErrorCode NetSetGrid(Net, DM);
 PETSC_EXTERN PetscErrorCode NetGetGrid(Net, DM *);

@@ -8,7 +8,11 @@ static const char help[] = "Model-parallel dense and conv2d nodes (NetSetNodePar
                            "  the Net must have), -test_jacobian (NetTestJacobian on the Net: dot-product tests of NetGetJacobian(),\n"
                            "  NetGetJacobianP() and every node's shells <= 1e-12, finite differences <= 1e-6), -view (NetView), -verbose,\n"
                            "  -test_memory B (needs -malloc_debug, which tests/run gives: one more forward and backward at the same point may\n"
-                           "  allocate, on top of what the first left, at most B node blocks of parameters, B x 8 x the largest nplocal).\n";
+                           "  allocate, on top of what the first left, at most B node blocks of parameters, B x 8 x the largest nplocal),\n"
+                           "  -token_ids V (the inputs are token ids (7 i + 3) mod V of the global entry i, for an embedding first; no input\n"
+                           "  cotangent or tangent is compared), -crossentropy (the loss is crossentropy on the output's last dimension, the\n"
+                           "  labels (5 i + 1) mod C, instead of 0.5 |Y - T|^2), -test_param_ratio R (the parameters a rank computes with,\n"
+                           "  its blocks of the split nodes and the whole of the others, at most R of the Net's: prints the bytes).\n";
 
 #include <petnet.h>
 #include <petnet/private/netimpl.h>
@@ -26,6 +30,8 @@ static PetscScalar Table(PetscInt i, PetscInt which)
   return PetscSinReal(0.37 * i + 0.11 * which + 0.1) + 0.25 * PetscCosReal(1.3 * i * (which + 1));
 }
 
+static PetscInt TokenIds = 0; /* -token_ids V: the input rows are ids in [0, V) */
+
 static PetscErrorCode FillRows(Vec v, PetscInt first, PetscInt which)
 {
   PetscScalar *a;
@@ -34,7 +40,7 @@ static PetscErrorCode FillRows(Vec v, PetscInt first, PetscInt which)
   PetscFunctionBegin;
   PetscCall(VecGetLocalSize(v, &m));
   PetscCall(VecGetArrayWrite(v, &a));
-  for (PetscInt i = 0; i < m; i++) a[i] = Table(first + i, which);
+  for (PetscInt i = 0; i < m; i++) a[i] = which == 0 && TokenIds > 0 ? (PetscScalar)((7 * (first + i) + 3) % TokenIds) : Table(first + i, which);
   PetscCall(VecRestoreArrayWrite(v, &a));
   PetscFunctionReturn(0);
 }
@@ -169,8 +175,9 @@ int main(int argc, char **argv)
   MPI_Comm    comm;
   PetscMPIInt size, rank;
   PetscInt    N0 = 7, expect = -1, nmodel = 0, insize, outsize, nparams;
-  PetscBool   testjac = PETSC_FALSE, view = PETSC_FALSE, verbose = PETSC_FALSE, testso = PETSC_FALSE;
-  PetscReal   worst = 0, memblocks = -1;
+  PetscBool   testjac = PETSC_FALSE, view = PETSC_FALSE, verbose = PETSC_FALSE, testso = PETSC_FALSE, xent = PETSC_FALSE;
+  PetscReal   worst = 0, memblocks = -1, pratio = -1;
+  Loss        loss = NULL, lossref = NULL;
   char        spec[NET_MAX_NAME];
   PetNetShape in, out;
   Vec         theta, thall, reftheta;
@@ -187,6 +194,9 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-view", &view, NULL));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-verbose", &verbose, NULL));
   PetscCall(PetscOptionsGetReal(NULL, NULL, "-test_memory", &memblocks, NULL));
+  PetscCall(PetscOptionsGetInt(NULL, NULL, "-token_ids", &TokenIds, NULL));
+  PetscCall(PetscOptionsGetBool(NULL, NULL, "-crossentropy", &xent, NULL));
+  PetscCall(PetscOptionsGetReal(NULL, NULL, "-test_param_ratio", &pratio, NULL));
 
   /* the Net under test, from the options; the reference: its layer list without partitions, on this rank alone */
   PetscCall(NetCreate(comm, &net));
@@ -232,11 +242,28 @@ int main(int argc, char **argv)
   PetscCall(NetCreateParameterVec(ref, &reftheta));
   PetscCall(VecCopy(thall, reftheta));
   PetscCall(NetSetParameters(ref, reftheta));
+  if (pratio >= 0) { /* the parameters a rank computes with: its block of each split node, the whole of the others */
+    PetscInt64 held = 0, most;
+    PetscReal  ratio;
+
+    for (PetscInt k = 0; k < net->nlayers; k++) held += net->nodes[k].mp ? net->nodes[k].nplocal : net->layers[k]->nparams;
+    PetscCall(MPIU_Allreduce(&held, &most, 1, MPIU_INT64, MPI_MAX, comm));
+    ratio = (PetscReal)most / (PetscReal)nparams;
+    PetscCall(PetscPrintf(comm, "parameters a rank computes with: %" PetscInt64_FMT " bytes at most, of %" PetscInt64_FMT " bytes on one rank (ratio %.4f, at most %g); its slice of theta: %" PetscInt64_FMT " bytes\n", (PetscInt64)8 * most,
+                          (PetscInt64)8 * nparams, (double)ratio, (double)pratio, (PetscInt64)8 * ((nparams + size - 1) / size)));
+    PetscCheck(ratio <= pratio, comm, PETSC_ERR_PLIB, "A rank computes with %.4f of the Net's parameters (> %g): the split nodes do not dominate, or a node is not split", (double)ratio, (double)pratio);
+  }
+  if (xent) {
+    PetscCall(LossCreate(comm, &loss));
+    PetscCall(LossSetType(loss, LOSSCROSSENTROPY));
+    PetscCall(LossCreate(PETSC_COMM_SELF, &lossref));
+    PetscCall(LossSetType(lossref, LOSSCROSSENTROPY));
+  }
 
   for (PetscInt batch = 0; batch < 2; batch++) {
     PetscInt    N = batch ? PetscMax(N0 - 2, 1) : N0, start, n;
     Vec         X, Y, T, dY, dX, G, Gall, dXin, dth, dYj, Xr, Yr, Tr, dYr, dXr, Gr, dXinr, dthr, dYjr;
-    PetscScalar loss, lossr;
+    PetscScalar lossv, lossrv;
     PetscReal   d[6];
 
     SampleRange(N, size, rank, &start, &n);
@@ -254,11 +281,34 @@ int main(int argc, char **argv)
     PetscCall(RelDiffRows(comm, Y, Yr, start * outsize, &d[0]));
     PetscCall(VecDuplicate(Y, &dY));
     PetscCall(VecDuplicate(Yr, &dYr));
-    PetscCall(VecWAXPY(dY, -1.0, T, Y));
-    PetscCall(VecWAXPY(dYr, -1.0, Tr, Yr));
-    PetscCall(VecDot(dY, dY, &loss));
-    PetscCall(VecDot(dYr, dYr, &lossr));
-    d[1] = PetscAbsScalar(loss - lossr) / PetscMax(PetscAbsScalar(lossr), 1e-300);
+    if (xent) { /* crossentropy over the last dimension (C classes), a label per position: (5 i + 1) mod C */
+      const PetscInt C = out.dim[out.ndim - 1], pos = outsize / C;
+      Vec            L, Lr;
+      PetscReal      f, fr;
+      PetscScalar   *a;
+
+      PetscCall(VecCreateMPI(comm, n * pos, PETSC_DETERMINE, &L));
+      PetscCall(VecCreateSeq(PETSC_COMM_SELF, N * pos, &Lr));
+      PetscCall(VecGetArrayWrite(L, &a));
+      for (PetscInt i = 0; i < n * pos; i++) a[i] = (PetscScalar)((5 * (start * pos + i) + 1) % C);
+      PetscCall(VecRestoreArrayWrite(L, &a));
+      PetscCall(VecGetArrayWrite(Lr, &a));
+      for (PetscInt i = 0; i < N * pos; i++) a[i] = (PetscScalar)((5 * i + 1) % C);
+      PetscCall(VecRestoreArrayWrite(Lr, &a));
+      PetscCall(LossEvaluate(loss, Y, L, &f, dY));
+      PetscCall(LossEvaluate(lossref, Yr, Lr, &fr, dYr));
+      lossv  = f;
+      lossrv = fr;
+      PetscCall(VecDestroy(&L));
+      PetscCall(VecDestroy(&Lr));
+    } else {
+      PetscCall(VecWAXPY(dY, -1.0, T, Y));
+      PetscCall(VecWAXPY(dYr, -1.0, Tr, Yr));
+      PetscCall(VecDot(dY, dY, &lossv));
+      PetscCall(VecDot(dYr, dYr, &lossrv));
+    }
+    if (verbose) PetscCall(PetscPrintf(comm, "batch of %" PetscInt_FMT ": loss %.15g (one rank %.15g)\n", N, (double)PetscRealPart(lossv), (double)PetscRealPart(lossrv)));
+    d[1] = PetscAbsScalar(lossv - lossrv) / PetscMax(PetscAbsScalar(lossrv), 1e-300);
     /* the gradient and the input cotangent */
     PetscCall(VecDuplicate(X, &dX));
     PetscCall(VecDuplicate(Xr, &dXr));
@@ -342,6 +392,8 @@ int main(int argc, char **argv)
   if (verbose) PetscCall(PetscPrintf(comm, "worst relative difference %.2e\n", (double)worst));
   PetscCheck(worst <= 1e-12, comm, PETSC_ERR_PLIB, "The model-parallel Net differs from the one-rank Net by %g relative (> 1e-12): run with -verbose", (double)worst);
   PetscCall(PetscPrintf(comm, "outputs, loss, gradient, input cotangent and JVP%s agree with one rank to <= 1e-12\n", testso ? ", Hessian-vector product" : ""));
+  PetscCall(LossDestroy(&loss));
+  PetscCall(LossDestroy(&lossref));
   PetscCall(VecDestroy(&thall));
   PetscCall(VecDestroy(&reftheta));
   PetscCall(NetDestroy(&ref));

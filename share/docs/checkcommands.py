@@ -42,6 +42,7 @@ SMALL = {
     "bin/vit": "-trainer_epochs 1 -train_dataset_limit 128 -test_dataset_limit 64 -tao_max_it 1",
     "bin/graphring": "",
     "bin/spiral": "-spiral_iterations 10",
+    "bin/charlm": "-charlm_iterations 2 -charlm_val_windows 4",
     "bin/rober": "-rober_iterations 2",
     "bin/hybrid_rd": "-tao_max_it 2",
     "bin/surrogate": "-surrogate_train 4 -surrogate_test 2 -surrogate_epochs 1 -surrogate_grid 32 -trainer_epochs 1",

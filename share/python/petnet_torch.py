@@ -56,6 +56,7 @@ onnx_evaluate() evaluates the ONNX graph node by node from its own attributes an
     load_into(model, path)            the file's tensors into a model of yours (an nn.Sequential or nn.Module)
     save(model, input_shape, path)    writes a file NetLoad() reads (the spec is derived from the modules)
     build_sequential(spec, input_shape), spec_from_sequential(model), forward(model, x, input_shape)
+    charlm_state_dict(path)           a bin/charlm model file under nanoGPT's names (share/bench/charlm_torch.py's GPT)
 
 Command line:
     petnet_torch.py check MODEL.h5 DATA.h5 [--after AFTER.h5] [--rtol 1e-12]
@@ -1241,6 +1242,72 @@ def state_arrays(model, input_shape):
     _, tensors = _plan(model, input_shape)
     with torch.no_grad():
         return {t.name: t.tensor.detach().to(torch.float64).numpy().copy() for t in tensors}
+
+
+# ---------------------------------------------------------------------------------------------- nanoGPT names
+def _charlm_names(spec):
+    """{PetNet key prefix: (nanoGPT prefix, reshape to 2-D)} for bin/charlm's models (examples/charlm.c): the GPT
+    embedding:V:E, position:P, L x [residual(layernorm,attention:H:causal), residual(layernorm,dense:F:tokens,gelu,
+    dense:E:tokens)] (or transformer:H:F:causal, the same block), layernorm, dense:V:tokens; or the per-position
+    stand-in embedding, layernorm, conv2d:F:1, gelu, conv2d:E:1, layernorm, conv2d:V:1 (1x1 kernels: Linear weights)."""
+    entries = [_split_entry(e) for e in _split_top(spec, ",")]
+    kinds = [k for k, _ in entries]
+    if kinds == ["embedding", "layernorm", "conv2d", "gelu", "conv2d", "layernorm", "conv2d"]:
+        return {"0.": ("wte.", False), "1.": ("ln_1.", False), "2.": ("c_fc.", True), "4.": ("c_proj.", True), "5.": ("ln_f.", False),
+                "6.": ("lm_head.", True)}, "mlp"
+    if kinds[:1] != ["embedding"] or kinds[-2:] != ["layernorm", "dense"]:
+        raise ValueError(f"'{spec}' is not a bin/charlm model (embedding, position, transformer blocks, layernorm, dense)")
+    names, block, i = {"0.": ("transformer.wte.", False)}, 0, 1
+    if kinds[1] == "position":  # (bin/charlm without the position layer: none, arch=gpt_nope)
+        names["1."], i = ("transformer.wpe.", False), 2
+    while i < len(entries) - 2:
+        kind, args = entries[i]
+        inner = [k for k, _ in (_split_entry(e) for e in _split_top(args, ","))] if kind == "residual" else []
+        h = f"transformer.h.{block}."
+        if kind == "transformer":
+            names.update({f"{i}.ln_1.": (h + "ln_1.", False), f"{i}.attn.": (h + "attn.", False), f"{i}.ln_2.": (h + "ln_2.", False),
+                          f"{i}.mlp.c_fc.": (h + "mlp.c_fc.", False), f"{i}.mlp.c_proj.": (h + "mlp.c_proj.", False)})
+            i += 1
+        elif inner == ["layernorm", "attention"] and i + 1 < len(entries) - 2:
+            after = [k for k, _ in (_split_entry(e) for e in _split_top(entries[i + 1][1], ","))]
+            if entries[i + 1][0] != "residual" or after != ["layernorm", "dense", "gelu", "dense"]:
+                raise ValueError(f"'{spec}': the attention block {i} is not followed by residual(layernorm,dense,gelu,dense)")
+            names.update({f"{i}.res.0.": (h + "ln_1.", False), f"{i}.res.1.": (h + "attn.", False), f"{i + 1}.res.0.": (h + "ln_2.", False),
+                          f"{i + 1}.res.1.": (h + "mlp.c_fc.", False), f"{i + 1}.res.3.": (h + "mlp.c_proj.", False)})
+            i += 2
+        else:
+            raise ValueError(f"'{spec}': entry {i} ({kind}) is not a transformer block")
+        block += 1
+    names[f"{i}."] = ("transformer.ln_f.", False)
+    names[f"{i + 1}."] = ("lm_head.", False)
+    return names, "gpt"
+
+
+def charlm_state_dict(path):
+    """A bin/charlm model file (-net_save) as a state_dict under nanoGPT's names (transformer.wte, transformer.wpe,
+    transformer.h.N.ln_1 / attn (nn.MultiheadAttention: in_proj_weight, in_proj_bias, out_proj) / ln_2 / mlp.c_fc /
+    mlp.c_proj, transformer.ln_f, lm_head; the stand-in: wte, ln_1, c_fc, c_proj, ln_f, lm_head), float64 tensors whose
+    checksums were verified: load_state_dict(strict=True) of share/bench/charlm_torch.py's GPT (or StandIn) takes it.
+    Returns (state_dict, arch "gpt" or "mlp", the file's spec, its input shape (T,) or (T, 1))."""
+    with h5py.File(path, "r") as f:
+        version, spec, input_shape = _read_header(f, path)
+        if version < 3:
+            raise ValueError(f"{path} has format version {version}: bin/charlm files are version 3 or later")
+        names, arch = _charlm_names(spec)
+        state = {}
+        for key in f:
+            if key == GROUP:
+                continue
+            values = np.asarray(f[key][()], dtype=np.float64)
+            if _text(f[key].attrs.get("crc32", b"")) != checksum(values):
+                raise ValueError(f"{path}: tensor {key} does not match its checksum (crc32): the file is corrupt")
+            prefix = max((p for p in names if key.startswith(p)), key=len, default=None)
+            if prefix is None:
+                raise ValueError(f"{path}: tensor {key} has no nanoGPT name in '{spec}'")
+            to, flat = names[prefix]
+            t = torch.from_numpy(values.copy())
+            state[to + key[len(prefix):]] = t.reshape(t.shape[0], -1) if flat and t.dim() > 2 else t
+    return state, arch, spec, input_shape
 
 
 # ---------------------------------------------------------------------------------------------- checks

@@ -42,6 +42,7 @@ PetscErrorCode NetCreate(MPI_Comm comm, Net *net)
   n->spoverlap   = PETSC_TRUE;
   n->gcomm       = MPI_COMM_NULL;
   n->xcomm       = MPI_COMM_NULL;
+  n->tcomm       = MPI_COMM_NULL;
   n->nglobal     = -1;
   *net           = n;
   PetscFunctionReturn(0);
@@ -180,7 +181,7 @@ PetscErrorCode NetGetTraining(Net net, PetscBool *training)
   PetscFunctionReturn(0);
 }
 
-const char *const NetParallelTypes[] = {"replicated", "sharded", "model", "NetParallelType", "NET_PARALLEL_", NULL};
+const char *const NetParallelTypes[] = {"replicated", "sharded", "model", "tensor", "NetParallelType", "NET_PARALLEL_", NULL};
 
 /*@
   NetSetParallel - chooses how the parameters and the work of the Net are spread over its ranks
@@ -193,13 +194,16 @@ const char *const NetParallelTypes[] = {"replicated", "sharded", "model", "NetPa
              parameters (fastest for small models); `NET_PARALLEL_SHARDED`: data parallel, but each node's parameters
              are gathered just before it runs and its gradient reduce-scattered into the owned slice, so that no rank
              holds all parameters at once (ZeRO stage 3); `NET_PARALLEL_MODEL`: dense, conv2d and conv3d nodes are split over
-             all ranks (their weights over a P_out x P_in grid, see NetSetNodePartition()), the other nodes sharded
+             all ranks (their weights over a P_out x P_in grid, see NetSetNodePartition()), the other nodes sharded;
+             `NET_PARALLEL_TENSOR`: tensor parallelism as in Megatron-LM, the attention and dense:N:tokens nodes split
+             over the ranks of a tensor group (NetSetTensorRanks()): attention by heads, an MLP pair dense:F:tokens,
+             activation, dense:E:tokens as a column-parallel then a row-parallel dense; the other nodes sharded
 
   Options Database Key:
-. -net_parallel <replicated,sharded,model> - the same from the options
+. -net_parallel <replicated,sharded,model,tensor> - the same from the options
 
   Notes:
-  The results of the three modes agree to round-off. The parameter Vec (NetGetParameters()) is the same distributed
+  The results of the four modes agree to round-off. The parameter Vec (NetGetParameters()) is the same distributed
   Vec in every mode, so optimizers, checkpoints and model files do not change. The mode of a Net that is set up can
   be changed: its parameters and layer buffers (batchnorm's running statistics) stay, and the next NetForward() reads
   them the new way.
@@ -213,7 +217,7 @@ PetscErrorCode NetSetParallel(Net net, NetParallelType parallel)
   PetscFunctionBegin;
   PetscValidHeaderSpecific(net, NET_CLASSID, 1);
   PetscValidLogicalCollectiveEnum(net, parallel, 2);
-  PetscCheck(parallel >= NET_PARALLEL_REPLICATED && parallel <= NET_PARALLEL_MODEL, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_OUTOFRANGE, "Unknown parallel mode %d: use replicated, sharded or model", (int)parallel);
+  PetscCheck(parallel >= NET_PARALLEL_REPLICATED && parallel <= NET_PARALLEL_TENSOR, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_OUTOFRANGE, "Unknown parallel mode %d: use replicated, sharded, model or tensor", (int)parallel);
   if (parallel == net->parallel) PetscFunctionReturn(0);
   net->parallel = parallel;
   if (net->setupcalled) { /* the parameters and layer buffers stay; where each node reads them from is laid out anew */
@@ -544,6 +548,13 @@ PetscErrorCode NetSetFromOptions(Net net)
 
     PetscCall(PetscOptionsEnum("-net_parallel", "How parameters and work are spread over the ranks", "NetSetParallel", NetParallelTypes, (PetscEnum)parallel, (PetscEnum *)&parallel, NULL));
     PetscCall(NetSetParallel(net, parallel));
+  }
+  {
+    PetscInt  tranks = net->tensorranks;
+    PetscBool flg;
+
+    PetscCall(PetNetOptionsBoundedInt("-net_tensor_ranks", "Tensor parallelism: the ranks of a tensor group (0: all); the groups are data-parallel replicas", "NetSetTensorRanks", tranks, &tranks, &flg, 0));
+    if (flg) PetscCall(NetSetTensorRanks(net, tranks));
   }
   {
     PetscInt  groups = net->ngroups;
@@ -1121,6 +1132,7 @@ PetscErrorCode NetDestroy(Net *net)
   PetscCall(NetReset(*net));
   PetscCall(NetForwardCacheDestroy_Private(*net));
   PetscCall(NetSpatialDestroy_Private(*net));
+  if ((*net)->tcomm != MPI_COMM_NULL) PetscCallMPI(MPI_Comm_free(&(*net)->tcomm));
   PetscCall(NetDestroyLayers_Private(*net));
   PetscCall(PetscHeaderDestroy(net));
   PetscFunctionReturn(0);

@@ -34,6 +34,20 @@
   the local layer the convolution without padding on the box. The ranks of one group hold the same block of W (the
   same (co, ci)) and each adds the gradient of its spatial block; the parameter map's reduce sums them (netpmap.c).
 
+  Tensor parallelism (-net_parallel tensor, Megatron-LM): the same executor, its grid the ranks of a tensor group
+  (net->tcomm: NetSetTensorRanks() consecutive ranks, the groups data-parallel replicas whose gradients the parameter
+  map's reduce sums, as above). NetModelTensorPartition_Private() chooses the split: a dense:N:tokens node
+  column-parallel (P x 1), or row-parallel (1 x P) when its input comes through elementwise nodes from a column-parallel
+  one (an MLP pair); an attention node by heads (NET_TENSOR_HEADS): the grid P x 1, x' the whole input on every rank,
+  the local layer the block of heads hstart.. of the whole layer (attention's LayerAttentionSetHeadBlock_C), and y'
+  whole, each rank's heads' part of the output, summed over the P ranks by S:
+
+    x'  [N][T][E]   all samples of the group, replicated P times              (layout xmp, no split)
+    y'  [N][T][E]   the heads' partial outputs, summed by S over the grid      (layout ypart, no split)
+
+  its parameters the runs of its heads: in_proj_weight's rows in each of Q, K, V, in_proj_bias's, out_proj.weight's
+  columns in every row, and out_proj.bias on the group's first rank.
+
   The node's parameters on a rank are its W block then (ci == 0) its bias block: runs of theta in exactly the order
   the local layer reads them (NetNode.runstart/runlen). The layouts and operators depend on every rank's number of
   samples; they are rebuilt when those change (the last, smaller batch of an epoch).
@@ -42,18 +56,21 @@
 #include <petnetlayout.h>
 
 typedef struct {
-  MPI_Comm comm;                 /* the ranks the weights are split over: the Net's, or for a convolution of the grid
-                                    the ranks holding the same spatial block in every group (net->xcomm, not owned) */
-  PetscBool  grid;               /* a convolution of the grid: samples are the boxes of the fields (netspatial.c) */
-  Layer      local;              /* the rank's block: same kind, block sizes, bias only where ci == 0 */
-  PetscInt   pout, pin, co, ci;  /* the grid and this rank's coordinates */
-  PetscInt   ostart, oblock;     /* output (channel) block */
-  PetscInt   istart, iblock;     /* input (channel) block */
-  PetscInt   nout, nin, taps;    /* outputs, inputs (channels), kernel taps KH KW (dense: 1) */
-  PetscInt   xndim, yndim;       /* tensor dims of x and y, samples included */
-  PetscInt64 xdims[5], ydims[5]; /* ... per sample in dims[1..] */
-  PetscInt  *osizes, *isizes;    /* every rank's output and input block along its grid axis */
-  PetscBool  bias;               /* the layer has a bias */
+  MPI_Comm comm;                     /* the ranks the weights are split over: the Net's, or for a convolution of the grid
+                                        the ranks holding the same spatial block in every group (net->xcomm, not owned) */
+  PetscBool  grid;                   /* a convolution of the grid: samples are the boxes of the fields (netspatial.c) */
+  Layer      local;                  /* the rank's block: same kind, block sizes, bias only where ci == 0 */
+  PetscInt   pout, pin, co, ci;      /* the grid and this rank's coordinates */
+  PetscInt   ostart, oblock;         /* output (channel) block */
+  PetscInt   istart, iblock;         /* input (channel) block */
+  PetscInt   nout, nin, taps;        /* outputs, inputs (channels), kernel taps KH KW (dense: 1) */
+  PetscInt   xndim, yndim;           /* tensor dims of x and y, samples included */
+  PetscInt64 xdims[5], ydims[5];     /* ... per sample in dims[1..] */
+  PetscInt  *osizes, *isizes;        /* every rank's output and input block along its grid axis */
+  PetscBool  bias;                   /* the layer has a bias */
+  PetscBool  heads;                  /* an attention node split by heads: x' whole, y' whole and partial over P_out */
+  PetscInt   nheads, hstart, hblock; /* ... its heads H and this rank's block of heads */
+  PetscInt   tensor;                 /* chosen by -net_parallel tensor: NET_TENSOR_COLUMN, _ROW, _HEADS; 0 otherwise */
 
   /* for the current batch: every rank's number of samples, the layouts and operators, and the work Vecs */
   PetscMPIInt  size;
@@ -84,10 +101,92 @@ static void NetModelBlock_Private(PetscInt m, PetscInt p, PetscInt c, PetscInt *
   *start = c * (m / p) + PetscMin(c, m % p);
 }
 
+/* How -net_parallel tensor splits a node (NetModel.tensor) */
+enum {
+  NET_TENSOR_COLUMN = 1, /* dense:N:tokens, outputs split (P_out = P, P_in = 1): the first dense of an MLP pair */
+  NET_TENSOR_ROW    = 2, /* dense:N:tokens, inputs split (P_out = 1, P_in = P): the dense after a column-parallel one */
+  NET_TENSOR_HEADS  = 3  /* attention: heads split P ways, x whole on every rank, the output a partial sum */
+};
+
+static const char *const NetTensorSplits[] = {"", "column-parallel (outputs split)", "row-parallel (inputs split, partial outputs summed)", "heads split (Q/K/V rows column-parallel, out_proj columns row-parallel, partial outputs summed)"};
+
+/* a layer applied value by value, which keeps a split of the last dimension meaningful (an MLP pair's activation) */
+static PetscErrorCode NetModelIsElementwise_Private(Layer layer, PetscBool *elementwise)
+{
+  PetscFunctionBegin;
+  PetscCall(PetscObjectTypeCompareAny((PetscObject)layer, elementwise, LAYERIDENTITY, LAYERRELU, LAYERLEAKYRELU, LAYERTANH, LAYERSIGMOID, LAYERGELU, LAYERSOFTPLUS, LAYERDROPOUT, ""));
+  PetscFunctionReturn(0);
+}
+
+/*
+  -net_parallel tensor: how node k splits over the size ranks of its tensor group (Megatron-LM). An attention node by
+  heads; a dense:N:tokens node column-parallel, unless its input comes, through elementwise nodes only, from a
+  column-parallel dense:N:tokens node: then row-parallel, the second dense of an MLP pair. A dense with fewer outputs
+  (inputs) than ranks cannot be split that way and stays data parallel.
+*/
+static PetscErrorCode NetModelTensorPartition_Private(Net net, PetscInt k, PetscMPIInt size, PetscInt nout, PetscInt nin, PetscInt p[2], PetscInt *split)
+{
+  Layer     layer = net->layers[k];
+  PetscBool isdense, isattn, tokens = PETSC_FALSE, row = PETSC_FALSE;
+  PetscInt  j = k;
+
+  PetscFunctionBegin;
+  *split = 0;
+  PetscCall(PetscObjectTypeCompare((PetscObject)layer, LAYERDENSE, &isdense));
+  PetscCall(PetscObjectTypeCompare((PetscObject)layer, LAYERATTENTION, &isattn));
+  if (isattn) {
+    p[0]   = size;
+    p[1]   = 1;
+    *split = NET_TENSOR_HEADS;
+    PetscFunctionReturn(0);
+  }
+  if (isdense) PetscCall(LayerDenseGetTokens(layer, &tokens, NULL, NULL));
+  if (!tokens) PetscFunctionReturn(0);
+  while (net->nodes[j].nin == 1 && net->nodes[j].in[0] >= 0) { /* back through elementwise nodes to a dense */
+    PetscBool elementwise;
+
+    j = net->nodes[j].in[0];
+    PetscCall(NetModelIsElementwise_Private(net->layers[j], &elementwise));
+    if (!elementwise) break;
+  }
+  if (j != k && net->nodes[j].mp) row = (PetscBool)(((NetModel *)net->nodes[j].mp)->tensor == NET_TENSOR_COLUMN);
+  if (row && nin >= size) {
+    p[0]   = 1;
+    p[1]   = size;
+    *split = NET_TENSOR_ROW;
+  } else if (nout >= size) {
+    p[0]   = size;
+    p[1]   = 1;
+    *split = NET_TENSOR_COLUMN;
+  }
+  PetscFunctionReturn(0);
+}
+
+/* The ranks of this rank's tensor group: groups of NetSetTensorRanks() consecutive ranks (all ranks by default) */
+static PetscErrorCode NetModelTensorComm_Private(Net net, MPI_Comm *tcomm)
+{
+  MPI_Comm    comm = PetscObjectComm((PetscObject)net);
+  PetscMPIInt size, rank;
+  PetscInt    P;
+
+  PetscFunctionBegin;
+  PetscCallMPI(MPI_Comm_size(comm, &size));
+  PetscCallMPI(MPI_Comm_rank(comm, &rank));
+  P = net->tensorranks > 0 ? net->tensorranks : size;
+  PetscCheck(size % P == 0, comm, PETSC_ERR_ARG_INCOMP, "-net_tensor_ranks %" PetscInt_FMT " does not divide the %d ranks into equal tensor groups: give a divisor of %d (0: one group of all ranks)", P, size, size);
+  if (net->tcomm != MPI_COMM_NULL && net->tcommranks != P) PetscCallMPI(MPI_Comm_free(&net->tcomm));
+  if (net->tcomm == MPI_COMM_NULL) {
+    PetscCallMPI(MPI_Comm_split(comm, (PetscMPIInt)(rank / P), rank, &net->tcomm));
+    net->tcommranks = P;
+  }
+  *tcomm = net->tcomm;
+  PetscFunctionReturn(0);
+}
+
 /* The grid of node k: the partition given to the node (NetSetNodePartition()), or in model mode the default for dense,
    conv2d and conv3d (0x0: none) over the size ranks it can be split over (a convolution of the grid: the groups; with
-   one group it stays a spatial node) */
-static PetscErrorCode NetModelChoosePartition_Private(Net net, PetscInt k, PetscMPIInt size, PetscBool grid, PetscInt nout, PetscInt nin, PetscInt p[2])
+   one group it stays a spatial node), or in tensor mode Megatron's split of attention and dense:N:tokens */
+static PetscErrorCode NetModelChoosePartition_Private(Net net, PetscInt k, PetscMPIInt size, PetscBool grid, PetscInt nout, PetscInt nin, PetscInt p[2], PetscInt *split)
 {
   Layer     layer = net->layers[k];
   PetscBool isdense, isconv;
@@ -95,8 +194,10 @@ static PetscErrorCode NetModelChoosePartition_Private(Net net, PetscInt k, Petsc
   PetscFunctionBegin;
   PetscCall(PetscObjectTypeCompare((PetscObject)layer, LAYERDENSE, &isdense));
   PetscCall(PetscObjectTypeCompareAny((PetscObject)layer, &isconv, LAYERCONV2D, LAYERCONV3D, ""));
-  p[0] = net->nodes[k].partition[0];
-  p[1] = net->nodes[k].partition[1];
+  p[0]   = net->nodes[k].partition[0];
+  p[1]   = net->nodes[k].partition[1];
+  *split = 0;
+  if (p[0] <= 0 && net->parallel == NET_PARALLEL_TENSOR && !grid) PetscCall(NetModelTensorPartition_Private(net, k, size, nout, nin, p, split));
   if (p[0] > 0 || net->parallel != NET_PARALLEL_MODEL || !(isdense || isconv) || (grid && size == 1)) PetscFunctionReturn(0);
   /* the default: P_out = all ranks, P_in = 1 (the input is only broadcast, the output only gathered: no sum); a layer
      with fewer outputs than ranks takes the largest P_out that fits, the rest along the inputs; none fits: data parallel */
@@ -115,8 +216,8 @@ PetscErrorCode NetModelSetUpNode_Private(Net net, PetscInt k)
   Layer       layer = net->layers[k];
   MPI_Comm    comm = PetscObjectComm((PetscObject)net), mcomm = comm;
   PetscMPIInt size, rank, nranks;
-  PetscBool   isdense, isconv, isconv3d, grid, tokens = PETSC_FALSE;
-  PetscInt    p[2] = {0, 0}, nout = 0, nin = 0, taps = 1, sd = 0;
+  PetscBool   isdense, isconv, isconv3d, isattn, grid, tokens = PETSC_FALSE;
+  PetscInt    p[2] = {0, 0}, nout = 0, nin = 0, taps = 1, sd = 0, split = 0;
   PetscInt64  box[3] = {0, 0, 0}, blk[3] = {0, 0, 0};
   NetModel   *mp;
   char        spec[256];
@@ -127,11 +228,15 @@ PetscErrorCode NetModelSetUpNode_Private(Net net, PetscInt k)
   PetscCall(PetscObjectTypeCompare((PetscObject)layer, LAYERDENSE, &isdense));
   PetscCall(PetscObjectTypeCompare((PetscObject)layer, LAYERCONV3D, &isconv3d));
   PetscCall(PetscObjectTypeCompareAny((PetscObject)layer, &isconv, LAYERCONV2D, LAYERCONV3D, ""));
+  PetscCall(PetscObjectTypeCompare((PetscObject)layer, LAYERATTENTION, &isattn));
   sd = isconv3d ? 3 : 2; /* a convolution's spatial dims */
   /* a convolution of the grid (its input on the DMDA: a window node of netspatial.c) splits its channels over the ranks
      that hold the same spatial block in every group: the spatial executor already splits its points over the group */
   grid = (PetscBool)(isconv && net->nodes[k].sp);
-  if (grid) mcomm = net->xcomm;
+  if (grid)
+    mcomm = net->xcomm;
+  else if (net->parallel == NET_PARALLEL_TENSOR)
+    PetscCall(NetModelTensorComm_Private(net, &mcomm)); /* the tensor group */
   PetscCallMPI(MPI_Comm_size(mcomm, &size));
   PetscCallMPI(MPI_Comm_rank(mcomm, &rank));
   PetscCall(NetNodeSpec_Private(net, k, sizeof(spec), spec));
@@ -139,18 +244,39 @@ PetscErrorCode NetModelSetUpNode_Private(Net net, PetscInt k)
   if (isdense && !tokens) {
     nout = layer->outsize;
     nin  = layer->insize;
+  } else if (isattn) { /* (T, E) -> (T, E): the heads' columns of E are what splits */
+    nout = nin = layer->in.dim[layer->in.ndim - 1];
   } else if (isconv || tokens) { /* dense:N:tokens splits as a 1x1 convolution of its positions: W [N][E] */
     nout = layer->out.dim[layer->out.ndim - 1];
     nin  = layer->in.dim[layer->in.ndim - 1];
   }
-  PetscCall(NetModelChoosePartition_Private(net, k, size, grid, nout, nin, p));
+  PetscCall(NetModelChoosePartition_Private(net, k, size, grid, nout, nin, p, &split));
   if (p[0] <= 0) PetscFunctionReturn(0); /* data parallel */
 
   /* what can be split, and how: each error names the node and says what to write instead */
-  PetscCheck(isdense || isconv, comm, PETSC_ERR_SUP,
+  PetscCheck(isdense || isconv || split == NET_TENSOR_HEADS, comm, PETSC_ERR_SUP,
              "Node %s (%s) has partition %" PetscInt_FMT "x%" PetscInt_FMT
-             ", but only dense, conv2d and conv3d layers can split their weights over ranks: remove partition= from its entry (or -%spartition); the Net runs the other kinds data parallel",
+             ", but only dense, conv2d and conv3d layers can split their weights over ranks (and attention by heads with -net_parallel tensor): remove partition= from its entry (or -%spartition); the Net runs the other kinds data parallel",
              nd->name, spec, p[0], p[1], nd->prefix);
+  if (split == NET_TENSOR_HEADS) {
+    PetscInt  H       = 0;
+    PetscReal dropout = 0;
+
+    PetscUseMethod(layer, "LayerAttentionGetHeads_C", (Layer, PetscInt *, PetscReal *), (layer, &H, &dropout));
+    /* the dropout map is drawn per layer from the global sample, head and counters of its passes (attention.c): the
+       block of heads on a rank would need the group's sample offset and the whole layer's frozen state */
+    PetscCheck(dropout == 0, comm, PETSC_ERR_SUP,
+               "Node %s (%s) has attention dropout %g, which -net_parallel tensor does not split by heads yet (the map of a block of heads would differ from the whole layer's): give it -%sattention_dropout 0, or run it with -net_parallel sharded",
+               nd->name, spec, (double)dropout, nd->prefix);
+    PetscCheck(H % size == 0, comm, PETSC_ERR_ARG_INCOMP,
+               "Node %s (%s) has %" PetscInt_FMT
+               " heads, which -net_parallel tensor cannot split evenly over a tensor group of %d ranks: give the node a number of heads that %d divides (e.g. attention:%d), or make the group a divisor of %" PetscInt_FMT
+               " with -net_tensor_ranks (which must also divide the number of ranks)",
+               nd->name, spec, H, size, size, size, H);
+    PetscCheck(layer->nparams == 4 * nout * nout + 4 * nout, comm, PETSC_ERR_PLIB, "Node %s (%s) has %" PetscInt_FMT " parameters, not the 4 E^2 + 4 E of attention (E = %" PetscInt_FMT ") whose layout the split by heads reads", nd->name, spec,
+               layer->nparams, nout);
+    taps = 1;
+  }
   PetscCheck(!grid || (PetscInt64)p[0] * p[1] == size, comm, PETSC_ERR_ARG_INCOMP,
              "Node %s (%s) convolves the fields of a DMDA split into %d spatial group(s) of %d rank(s): partition %" PetscInt_FMT "x%" PetscInt_FMT " splits its channels over %" PetscInt64_FMT
              " ranks, but a convolution of the grid splits them over the groups (each group splits the points): write partition=PxQ with P*Q = %d (e.g. partition=%dx1), or give -net_spatial_groups %" PetscInt64_FMT,
@@ -194,25 +320,35 @@ PetscErrorCode NetModelSetUpNode_Private(Net net, PetscInt k)
   }
 
   PetscCall(PetscNew(&mp));
-  mp->comm = mcomm;
-  mp->grid = grid;
-  mp->pout = p[0];
-  mp->pin  = p[1];
-  mp->co   = rank / p[1];
-  mp->ci   = rank % p[1];
-  mp->nout = nout;
-  mp->nin  = nin;
-  mp->taps = taps;
-  mp->size = size;
-  mp->bias = (PetscBool)(layer->nparams > nout * taps * nin);
+  mp->comm   = mcomm;
+  mp->grid   = grid;
+  mp->pout   = p[0];
+  mp->pin    = p[1];
+  mp->co     = rank / p[1];
+  mp->ci     = rank % p[1];
+  mp->nout   = nout;
+  mp->nin    = nin;
+  mp->taps   = taps;
+  mp->size   = size;
+  mp->bias   = (PetscBool)(layer->nparams > nout * taps * nin);
+  mp->tensor = split;
+  mp->heads  = (PetscBool)(split == NET_TENSOR_HEADS);
+  if (mp->heads) {
+    PetscUseMethod(layer, "LayerAttentionGetHeads_C", (Layer, PetscInt *, PetscReal *), (layer, &mp->nheads, NULL));
+    mp->hblock = mp->nheads / p[0];
+    mp->hstart = mp->co * mp->hblock;
+  }
   NetModelBlock_Private(nout, p[0], mp->co, &mp->ostart, &mp->oblock);
   NetModelBlock_Private(nin, p[1], mp->ci, &mp->istart, &mp->iblock);
   PetscCall(PetscMalloc2(p[0], &mp->osizes, p[1], &mp->isizes));
   for (PetscInt c = 0, s; c < p[0]; c++) NetModelBlock_Private(nout, p[0], c, &s, &mp->osizes[c]);
   for (PetscInt c = 0, s; c < p[1]; c++) NetModelBlock_Private(nin, p[1], c, &s, &mp->isizes[c]);
   /* tensor shapes, samples first: dense is (N, F) whatever its input's shape; conv2d (N, H, W, C); conv3d (N, D, H, W, C);
-     dense:N:tokens (N, ..., E), its input's shape */
-  if (tokens) {
+     dense:N:tokens (N, ..., E), its input's shape; attention (N, T, E) */
+  if (mp->heads) {
+    mp->xndim = mp->yndim = layer->in.ndim + 1;
+    for (PetscInt d = 0; d < layer->in.ndim; d++) mp->xdims[d + 1] = mp->ydims[d + 1] = layer->in.dim[d];
+  } else if (tokens) {
     mp->xndim = layer->in.ndim + 1;
     mp->yndim = layer->out.ndim + 1;
     for (PetscInt d = 0; d < layer->in.ndim; d++) {
@@ -248,8 +384,15 @@ PetscErrorCode NetModelSetUpNode_Private(Net net, PetscInt k)
     PetscCall(LayerCreate(PETSC_COMM_SELF, &mp->local));
     PetscCall(LayerSetType(mp->local, NetModelKind_Private(layer)));
     PetscCall(LayerSetIndex(mp->local, layer->index));
-    if (isdense) {
-      if (tokens) in.dim[in.ndim - 1] = mp->iblock; /* the positions stay, the last dimension is the block */
+    if (mp->heads) { /* the same attention on the whole x, with the rank's heads, writing a partial output */
+      char args[256] = "";
+
+      PetscTryTypeMethod(layer, getarguments, sizeof(args), args); /* heads, causal */
+      PetscCall(LayerSetArguments(mp->local, args));
+      PetscUseMethod(mp->local, "LayerAttentionSetHeadBlock_C", (Layer, Layer, PetscInt, PetscInt, PetscBool), (mp->local, layer, mp->hstart, mp->hblock, (PetscBool)(mp->co == 0)));
+    } else if (isdense) {
+      if (tokens)
+        in.dim[in.ndim - 1] = mp->iblock; /* the positions stay, the last dimension is the block */
       else {
         in.ndim   = 1;
         in.dim[0] = mp->iblock;
@@ -289,6 +432,36 @@ PetscErrorCode NetModelSetUpNode_Private(Net net, PetscInt k)
     }
   }
 
+  /* attention's runs, in the local layer's order (PyTorch's nn.MultiheadAttention, E inputs, this rank's columns c0.. of
+     the inner dim, cb = its heads times the head dim): in_proj_weight [3E][E], the rows of its block in each of Q, K, V;
+     in_proj_bias [3E], the same; out_proj.weight [E][E], in each row the columns of its block; out_proj.bias [E] on the
+     first rank of the group only */
+  if (mp->heads) {
+    const PetscInt E = nout, c0 = mp->ostart, cb = mp->oblock, wo = 3 * E * E + 3 * E;
+    PetscInt       maxruns = 7 + E, nruns = 0, nplocal = 0;
+
+    PetscCall(PetscMalloc2(maxruns, &nd->runstart, maxruns, &nd->runlen));
+#define NetModelAddRun(start, len)                                      \
+  do {                                                                  \
+    PetscInt s_ = net->poff[k] + (start), l_ = (len);                   \
+    if (nruns && nd->runstart[nruns - 1] + nd->runlen[nruns - 1] == s_) \
+      nd->runlen[nruns - 1] += l_;                                      \
+    else {                                                              \
+      nd->runstart[nruns] = s_;                                         \
+      nd->runlen[nruns++] = l_;                                         \
+    }                                                                   \
+    nplocal += l_;                                                      \
+  } while (0)
+    for (PetscInt q = 0; q < 3; q++) NetModelAddRun((q * E + c0) * E, cb * E);
+    for (PetscInt q = 0; q < 3; q++) NetModelAddRun(3 * E * E + q * E + c0, cb);
+    for (PetscInt o = 0; o < E; o++) NetModelAddRun(wo + o * E + c0, cb);
+    if (mp->co == 0) NetModelAddRun(wo + E * E, E);
+#undef NetModelAddRun
+    PetscCheck(!mp->local || nplocal == mp->local->nparams, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Node %s: the rank's heads have %" PetscInt_FMT " parameters but its local layer %" PetscInt_FMT, nd->name, nplocal, mp->local->nparams);
+    nd->nruns   = nruns;
+    nd->nplocal = nplocal;
+    PetscFunctionReturn(0);
+  }
   /* the runs of theta this rank's kernel reads, in its order: W[o][tap][in block] row by row, then b[out block] */
   {
     const PetscInt rowlen = taps * nin, nw = nout * rowlen;
@@ -365,7 +538,8 @@ PetscErrorCode NetModelDestroyNode_Private(Net net, PetscInt k)
   PetscFunctionReturn(0);
 }
 
-/* A layout of the node's x or y over the grid: dim `dim` (the last) split along grid axis `axis` with `sizes`, samples whole */
+/* A layout of the node's x or y over the grid: the last dim split along grid axis `axis` with `sizes` (NULL: not split,
+   replicated over the whole grid), samples whole */
 static PetscErrorCode NetModelGridLayout_Private(MPI_Comm comm, NetModel *mp, PetscInt ndim, const PetscInt64 dims[], PetscInt axis, const PetscInt sizes[], PetNetLayout *L)
 {
   PetscMPIInt gdims[2] = {(PetscMPIInt)mp->pout, (PetscMPIInt)mp->pin};
@@ -374,11 +548,11 @@ static PetscErrorCode NetModelGridLayout_Private(MPI_Comm comm, NetModel *mp, Pe
 
   PetscFunctionBegin;
   if (parts > 64) PetscCall(PetscMalloc1(parts, &s));
-  for (PetscInt c = 0; c < parts; c++) s[c] = sizes[c];
+  for (PetscInt c = 0; c < parts && sizes; c++) s[c] = sizes[c];
   PetscCall(PetNetLayoutCreate(comm, L));
   PetscCall(PetNetLayoutSetShape(*L, ndim, dims));
   PetscCall(PetNetLayoutSetGrid(*L, 2, gdims));
-  PetscCall(PetNetLayoutSetSplit(*L, ndim - 1, axis, s));
+  if (sizes) PetscCall(PetNetLayoutSetSplit(*L, ndim - 1, axis, s)); /* none: whole, replicated over the grid */
   PetscCall(PetNetLayoutSetUp(*L));
   if (s != s64) PetscCall(PetscFree(s));
   PetscFunctionReturn(0);
@@ -403,7 +577,8 @@ static PetscErrorCode NetModelSetUpBatch_Private(Net net, PetscInt k, PetscInt n
 
   PetscFunctionBegin;
   PetscCheck(mp, PetscObjectComm((PetscObject)net), PETSC_ERR_PLIB, "Node %s is not set up as a model-parallel node", net->nodes[k].name);
-  comm = mp->comm; /* the Net's ranks, or the groups' (a convolution of the grid: its samples are the fields' boxes) */
+  mine[0] = n;
+  comm    = mp->comm; /* the Net's ranks, or the groups' (a convolution of the grid: its samples are the fields' boxes) */
   /* the batch layout the counts were gathered for, with samples on every rank: then every rank's arrays are non-empty
      and what it passed is what all passed, with no exchange (the common case: every call of a training step) */
   if (mp->counts && mp->batchgen == net->batchgen && mp->nmin > 0) {
@@ -439,8 +614,8 @@ static PetscErrorCode NetModelSetUpBatch_Private(Net net, PetscInt k, PetscInt n
   mp->xdims[0] = mp->ydims[0] = N;
   PetscCall(PetNetLayoutCreateSampleSplit(comm, mp->xndim, mp->xdims, n, &mp->xss));
   PetscCall(PetNetLayoutCreateSampleSplit(comm, mp->yndim, mp->ydims, n, &mp->yss));
-  PetscCall(NetModelGridLayout_Private(comm, mp, mp->xndim, mp->xdims, 1, mp->isizes, &mp->xmp));   /* inputs split over P_in, replicated over P_out */
-  PetscCall(NetModelGridLayout_Private(comm, mp, mp->yndim, mp->ydims, 0, mp->osizes, &mp->ypart)); /* outputs split over P_out, partial over P_in */
+  PetscCall(NetModelGridLayout_Private(comm, mp, mp->xndim, mp->xdims, 1, mp->isizes, &mp->xmp));                      /* inputs split over P_in, replicated over P_out */
+  PetscCall(NetModelGridLayout_Private(comm, mp, mp->yndim, mp->ydims, 0, mp->heads ? NULL : mp->osizes, &mp->ypart)); /* outputs split over P_out, partial over P_in (heads: whole, partial over all) */
   PetscCall(PetNetRedistributeCreate(mp->xss, mp->xmp, &mp->R));
   PetscCall(PetNetSumReduceCreate(mp->ypart, mp->yss, &mp->S));
   PetscCall(PetNetLayoutGetLocalSize(mp->xss, &xlocal));
@@ -664,7 +839,25 @@ PetscErrorCode NetModelViewNode_Private(Net net, PetscInt k, PetscViewer viewer)
   if (!mp) PetscFunctionReturn(0);
   PetscCallMPI(MPI_Comm_rank(PetscObjectComm((PetscObject)net), &rank));
   PetscCall(PetscViewerASCIIPushTab(viewer));
-  PetscCall(PetscViewerASCIIPrintf(viewer, "model parallel: weights on a %" PetscInt_FMT "x%" PetscInt_FMT " grid (P_out x P_in)%s\n", mp->pout, mp->pin, net->nodes[k].partition[0] ? "" : ", the -net_parallel model default"));
+  if (mp->tensor) {
+    PetscMPIInt nranks;
+
+    PetscCallMPI(MPI_Comm_size(PetscObjectComm((PetscObject)net), &nranks));
+    PetscCall(
+        PetscViewerASCIIPrintf(viewer, "tensor parallel: %s over a group of %d rank%s (%d group%s)\n", NetTensorSplits[mp->tensor], mp->size, mp->size > 1 ? "s" : "", nranks / mp->size, nranks / mp->size > 1 ? "s, data parallel across them" : ""));
+  }
+  if (mp->heads) {
+    PetscCall(PetscViewerASCIIPrintf(viewer, "in:  sample-split -> all samples of the group, whole, on every rank (redistribute)\n"));
+    PetscCall(PetscViewerASCIIPrintf(viewer, "out: sum-reduce of the heads' partial outputs over %" PetscInt_FMT " -> sample-split\n", mp->pout));
+    PetscCall(PetscViewerASCIIPushSynchronized(viewer));
+    PetscCall(PetscViewerASCIISynchronizedPrintf(viewer, "    [%d] heads %" PetscInt_FMT "..%" PetscInt_FMT " of %" PetscInt_FMT " (columns %" PetscInt_FMT "..%" PetscInt_FMT " of Q, K, V and out_proj)%s, %" PetscInt_FMT " parameters\n", rank,
+                                                 mp->hstart, mp->hstart + mp->hblock - 1, mp->nheads, mp->ostart, mp->ostart + mp->oblock - 1, mp->co == 0 ? " + out_proj.bias" : "", net->nodes[k].nplocal));
+    PetscCall(PetscViewerFlush(viewer));
+    PetscCall(PetscViewerASCIIPopSynchronized(viewer));
+    PetscCall(PetscViewerASCIIPopTab(viewer));
+    PetscFunctionReturn(0);
+  }
+  PetscCall(PetscViewerASCIIPrintf(viewer, "model parallel: weights on a %" PetscInt_FMT "x%" PetscInt_FMT " grid (P_out x P_in)%s\n", mp->pout, mp->pin, net->nodes[k].partition[0] ? "" : (mp->tensor ? "" : ", the -net_parallel model default")));
   if (mp->grid) PetscCall(PetscViewerASCIIPrintf(viewer, "across the %d spatial groups (the ranks holding the same block in each): a sample is the halo'ed box of one field, convolved without padding\n", mp->size));
   PetscCall(PetscViewerASCIIPrintf(viewer, "in:  sample-split -> all samples, %s split %" PetscInt_FMT " way%s, replicated %" PetscInt_FMT "x (redistribute)\n", mp->xndim > 2 ? "channels" : "features", mp->pin, mp->pin > 1 ? "s" : "", mp->pout));
   if (mp->pin > 1)
@@ -702,7 +895,9 @@ PetscErrorCode NetParsePartition_Private(Net net, const char text[], const char 
     if (end == second) pin = 0;
   }
   PetscCheck(pout > 0 && pin > 0 && !*end && pout <= PETSC_MAX_INT && pin <= PETSC_MAX_INT, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_WRONG,
-             "Malformed partition \"%s\" in %s: write P_OUTxP_IN, two positive integers whose product is the number of ranks (for a convolution in grid mode: the number of spatial groups), e.g. partition=2x1 (weights split 2 ways along the outputs) or -<prefix>partition 1x2", text, what);
+             "Malformed partition \"%s\" in %s: write P_OUTxP_IN, two positive integers whose product is the number of ranks (for a convolution in grid mode: the number of spatial groups), e.g. partition=2x1 (weights split 2 ways along the outputs) "
+             "or -<prefix>partition 1x2",
+             text, what);
   p[0] = (PetscInt)pout;
   p[1] = (PetscInt)pin;
   PetscFunctionReturn(0);
@@ -864,5 +1059,75 @@ PetscErrorCode NetGetNodePartition(Net net, PetscInt k, PetscInt *pout, PetscInt
   PetscCheck(k >= 0 && k < net->nlayers, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_OUTOFRANGE, "Node %" PetscInt_FMT " does not exist: the Net has %" PetscInt_FMT " nodes", k, net->nlayers);
   if (pout) *pout = net->nodes[k].partition[0];
   if (pin) *pin = net->nodes[k].partition[1];
+  PetscFunctionReturn(0);
+}
+
+/*@
+  NetSetTensorRanks - the number of ranks of a tensor group in tensor-parallel mode (-net_parallel tensor): the Net's
+  ranks are cut into groups of P consecutive ranks, each group splits the attention and dense:N:tokens nodes over its
+  ranks, and the groups are data-parallel replicas of each other
+
+  Logically collective
+
+  Input Parameters:
++ net - the Net
+- P   - the ranks of a group, a divisor of the Net's number of ranks; 0 (the default): one group of all ranks
+
+  Options Database Key:
+. -net_tensor_ranks <P> - the same from the options
+
+  Notes:
+  Each group holds its own samples of the batch (the batch stays split by samples over all ranks); the ranks at the
+  same place in every group hold the same block of each split node's weights and their gradients are summed across
+  the groups, so the loss and the gradient are those of one rank. With P = 1 every node runs data parallel, with its
+  parameters gathered just before it runs as in sharded mode. The value matters only in tensor mode
+  (NetSetParallel()); a change on a Net that is set up lays it out anew at the next change of mode or partition.
+
+  Level: intermediate
+
+.seealso: `NetGetTensorRanks()`, `NetSetParallel()`, `NetSetNodePartition()`
+@*/
+PetscErrorCode NetSetTensorRanks(Net net, PetscInt P)
+{
+  PetscMPIInt size;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(net, NET_CLASSID, 1);
+  PetscValidLogicalCollectiveInt(net, P, 2);
+  PetscCallMPI(MPI_Comm_size(PetscObjectComm((PetscObject)net), &size));
+  PetscCheck(P >= 0 && P <= size && (P == 0 || size % P == 0), PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_OUTOFRANGE,
+             "-net_tensor_ranks %" PetscInt_FMT " does not divide the %d ranks into equal tensor groups: give a divisor of %d (0: one group of all ranks)", P, size, size);
+  if (P == net->tensorranks) PetscFunctionReturn(0);
+  net->tensorranks = P;
+  if (net->setupcalled && net->parallel == NET_PARALLEL_TENSOR) { /* as NetSetParallel(): each node's layout is made anew */
+    PetscCall(NetResetWorkspace_Private(net));
+    PetscCall(NetSetUpParameterMaps_Private(net));
+    PetscCall(NetSetUpFusion_Private(net));
+    PetscCall(NetSetUpExecutors_Private(net));
+  }
+  PetscFunctionReturn(0);
+}
+
+/*@
+  NetGetTensorRanks - the number of ranks of a tensor group in tensor-parallel mode
+
+  Not collective
+
+  Input Parameter:
+. net - the Net
+
+  Output Parameter:
+. P - the ranks of a group as set (0: one group of all ranks)
+
+  Level: intermediate
+
+.seealso: `NetSetTensorRanks()`, `NetSetParallel()`
+@*/
+PetscErrorCode NetGetTensorRanks(Net net, PetscInt *P)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(net, NET_CLASSID, 1);
+  PetscValidIntPointer(P, 2);
+  *P = net->tensorranks;
   PetscFunctionReturn(0);
 }

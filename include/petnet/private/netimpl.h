@@ -226,6 +226,12 @@ struct _p_Net {
   MPI_Comm  xcomm;     /* the ranks holding the same spatial block in every group (G ranks, in group order; made with
                           gcomm): a convolution with a partition splits its channels over them (netmodel.c) */
   void    **vgrid;     /* per value (nlayers + 1): the grid it lies on, or NULL: off the grid */
+
+  /* Tensor parallelism (netmodel.c, -net_parallel tensor): the split nodes run on groups of tensorranks consecutive
+     ranks (0: all ranks), each group a data-parallel replica of the others; tcomm is this rank's group (made at the
+     first split node's set-up for tcommranks ranks, MPI_COMM_NULL before) */
+  PetscInt tensorranks, tcommranks;
+  MPI_Comm tcomm;
 };
 
 PETSC_INTERN PetscErrorCode NetSetUpWorkspace_Private(Net, Vec);

@@ -35,8 +35,14 @@
 #include "../../interface/layergemm.h"
 
 typedef struct {
-  PetscInt   H, E, T, d; /* heads, features, positions, features per head */
-  PetscInt   tile, B;    /* the tile asked for (-attention_tile) and the one in use (at most T) */
+  PetscInt H, E, T, d; /* heads, features, positions, features per head */
+  PetscInt Ew;         /* the heads' width H d: E, or a block's part of it */
+  /* a block of heads of a whole layer (LayerAttentionSetHeadBlock_C, for a Net splitting the heads over its ranks): the
+     heads hstart.. of Hall (Hall = H: the whole layer), in_proj of its rows of Q, K and V, out_proj of its columns, and
+     out_proj.bias only where outbias; the output is then that block's part of the whole layer's output */
+  PetscInt   Hall, hstart, hblock;
+  PetscBool  outbias;
+  PetscInt   tile, B; /* the tile asked for (-attention_tile) and the one in use (at most T) */
   PetscBool  causal;
   PetscReal  p;     /* attention dropout */
   PetscReal  scale; /* 1 / sqrt(d) */
@@ -58,11 +64,11 @@ typedef struct {
   PetscInt     nf;
 } Layer_Attention;
 
-/* offsets of Win, bin, Wo, bo in theta */
-#define ATT_WIN(E) ((size_t)0)
-#define ATT_BIN(E) ((size_t)3 * (E) * (E))
-#define ATT_WO(E)  ((size_t)3 * (E) * (E) + 3 * (E))
-#define ATT_BO(E)  ((size_t)4 * (E) * (E) + 3 * (E))
+/* offsets of Win [3Ew][E], bin [3Ew], Wo [E][Ew], bo [E] in theta (Ew = E but for a block of heads) */
+#define ATT_WIN(E, Ew) ((size_t)0)
+#define ATT_BIN(E, Ew) ((size_t)3 * (Ew) * (E))
+#define ATT_WO(E, Ew)  ((size_t)3 * (Ew) * (E) + 3 * (Ew))
+#define ATT_BO(E, Ew)  ((size_t)4 * (Ew) * (E) + 3 * (Ew))
 
 /* the layer in messages: its node's name, or its kind and place in its owner's list */
 static PetscErrorCode AttentionDescription(Layer layer, size_t len, char desc[])
@@ -88,7 +94,7 @@ static inline uint64_t AttentionSplitMix64(uint64_t z)
 /* M_ij of local sample s, head h: 0 with probability p, else 1/(1 - p); a function of the global indices alone */
 static inline PetscReal AttentionMask(const Layer_Attention *att, PetscInt s, PetscInt h, PetscInt i, PetscInt j)
 {
-  const uint64_t  idx = (((uint64_t)(att->offset + s) * (uint64_t)att->H + (uint64_t)h) * (uint64_t)att->T + (uint64_t)i) * (uint64_t)att->T + (uint64_t)j;
+  const uint64_t  idx = (((uint64_t)(att->offset + s) * (uint64_t)att->Hall + (uint64_t)(att->hstart + h)) * (uint64_t)att->T + (uint64_t)i) * (uint64_t)att->T + (uint64_t)j;
   const PetscReal u   = (PetscReal)(AttentionSplitMix64(att->key ^ AttentionSplitMix64(idx)) >> 11) * 0x1.0p-53; /* uniform [0, 1) */
 
   return u < att->p ? 0.0 : 1.0 / (1.0 - att->p);
@@ -128,7 +134,7 @@ static PetscErrorCode AttentionState(Layer layer, PetscInt n, PetscScalar **qkv,
   PetscFunctionBegin;
   if (n > att->cap) {
     PetscCall(PetscFree3(att->qkv, att->o, att->lse));
-    PetscCall(PetscMalloc3((size_t)n * att->T * 3 * att->E, &att->qkv, (size_t)n * att->T * att->E, &att->o, (size_t)n * att->H * att->T, &att->lse));
+    PetscCall(PetscMalloc3((size_t)n * att->T * 3 * att->Ew, &att->qkv, (size_t)n * att->T * att->Ew, &att->o, (size_t)n * att->H * att->T, &att->lse));
     att->cap = n;
   }
   att->nstate = n;
@@ -146,7 +152,7 @@ static PetscErrorCode AttentionStateSingle(Layer layer, PetscInt n, float **qkv,
   PetscFunctionBegin;
   if (n > att->capf) {
     PetscCall(PetscFree3(att->qkvf, att->of, att->lsef));
-    PetscCall(PetscMalloc3((size_t)n * att->T * 3 * att->E, &att->qkvf, (size_t)n * att->T * att->E, &att->of, (size_t)n * att->H * att->T, &att->lsef));
+    PetscCall(PetscMalloc3((size_t)n * att->T * 3 * att->Ew, &att->qkvf, (size_t)n * att->T * att->Ew, &att->of, (size_t)n * att->H * att->T, &att->lsef));
     att->capf = n;
   }
   att->nstatef = n;
@@ -186,7 +192,7 @@ static PetscErrorCode AttentionCheckStateSingle(Layer layer, PetscInt n, const c
   PetscFunctionReturn(0);
 }
 
-/* backward's and jvp's work: dO [nT][E], dQKV [nT][3E]; double accumulates the weight gradient in dtheta itself */
+/* backward's and jvp's work: dO [nT][Ew], dQKV [nT][3Ew]; double accumulates the weight gradient in dtheta itself */
 static PetscErrorCode AttentionWork(Layer layer, PetscInt n, PetscScalar **dO, PetscScalar **dqkv, PetscScalar **wgrad)
 {
   Layer_Attention *att = (Layer_Attention *)layer->data;
@@ -194,11 +200,11 @@ static PetscErrorCode AttentionWork(Layer layer, PetscInt n, PetscScalar **dO, P
   PetscFunctionBegin;
   if (n > att->capw) {
     PetscCall(PetscFree(att->work));
-    PetscCall(PetscMalloc1((size_t)n * att->T * 4 * att->E, &att->work));
+    PetscCall(PetscMalloc1((size_t)n * att->T * 4 * att->Ew, &att->work));
     att->capw = n;
   }
   *dO    = att->work;
-  *dqkv  = att->work + (size_t)n * att->T * att->E;
+  *dqkv  = att->work + (size_t)n * att->T * att->Ew;
   *wgrad = NULL;
   PetscFunctionReturn(0);
 }
@@ -210,11 +216,11 @@ static PetscErrorCode AttentionWorkSingle(Layer layer, PetscInt n, float **dO, f
   PetscFunctionBegin;
   if (n > att->capwf) {
     PetscCall(PetscFree(att->workf));
-    PetscCall(PetscMalloc1((size_t)n * att->T * 4 * att->E, &att->workf));
+    PetscCall(PetscMalloc1((size_t)n * att->T * 4 * att->Ew, &att->workf));
     att->capwf = n;
   }
   *dO    = att->workf;
-  *dqkv  = att->workf + (size_t)n * att->T * att->E;
+  *dqkv  = att->workf + (size_t)n * att->T * att->Ew;
   *wgrad = att->wgradf;
   PetscFunctionReturn(0);
 }
@@ -243,7 +249,7 @@ static PetscErrorCode AttentionParametersSingle(Layer layer, const PetscScalar *
   PetscFunctionBegin;
   if (forward && att->nf != layer->nparams) {
     PetscCall(PetscFree3(att->thetaf, att->dthetaf, att->wgradf));
-    PetscCall(PetscMalloc3(layer->nparams, &att->thetaf, layer->nparams, &att->dthetaf, 3 * att->E * att->E, &att->wgradf));
+    PetscCall(PetscMalloc3(layer->nparams, &att->thetaf, layer->nparams, &att->dthetaf, 3 * att->Ew * att->E, &att->wgradf));
     att->nf = layer->nparams;
   }
   if (forward) {
@@ -309,7 +315,7 @@ static PetscErrorCode AttentionDirectionSingle(Layer layer, const PetscScalar *d
 static void AttentionSOPair(const Layer_Attention *att, PetscInt s, PetscInt h, const PetscScalar *qkv, const PetscScalar *o, const PetscScalar *lse, const PetscScalar *g, const PetscScalar *gd, const PetscScalar *qkvd, const PetscScalar *od,
                             const PetscScalar *c, PetscScalar *dqkv, PetscScalar *dqkvd, PetscScalar *work)
 {
-  const PetscInt     T = att->T, E = att->E, d = att->d, B = att->B, ld = 3 * E;
+  const PetscInt     T = att->T, E = att->Ew, d = att->d, B = att->B, ld = 3 * E; /* E: the heads' width H d */
   const PetscScalar  scale = att->scale;
   const size_t       off = (size_t)s * T * ld + h * d, offo = (size_t)s * T * E + h * d, offl = ((size_t)s * att->H + h) * T;
   const PetscScalar *Q = qkv + off, *K = Q + E, *V = Q + 2 * E, *O = o + offo, *L = lse + offl, *C = c + offl;
@@ -370,41 +376,41 @@ static PetscErrorCode LayerSOBackward_Attention(Layer layer, PetscInt n, const P
                                                 PetscScalar *dxdot, PetscScalar *dthetadot)
 {
   Layer_Attention *att = (Layer_Attention *)layer->data;
-  const PetscInt   E = att->E, T = att->T, nT = n * T;
+  const PetscInt   E = att->E, Ew = att->Ew, T = att->T, nT = n * T;
   PetscScalar     *qkv, *o, *lse, *tiles, *qkvd, *g, *gd, *od, *dqkv, *dqkvd, *c;
 
   PetscFunctionBegin;
   if (!n || (!dxdot && !dthetadot) || (!xdot && !thetadot)) PetscFunctionReturn(0);
   PetscCall(AttentionCheckState(layer, n, "sobackward", &qkv, &o, &lse, &tiles));
-  PetscCall(PetscMalloc7((size_t)nT * 3 * E, &qkvd, (size_t)nT * E, &g, (size_t)nT * E, &gd, (size_t)nT * E, &od, (size_t)nT * 3 * E, &dqkv, (size_t)nT * 3 * E, &dqkvd, (size_t)n * att->H * T, &c));
+  PetscCall(PetscMalloc7((size_t)nT * 3 * Ew, &qkvd, (size_t)nT * Ew, &g, (size_t)nT * Ew, &gd, (size_t)nT * Ew, &od, (size_t)nT * 3 * Ew, &dqkv, (size_t)nT * 3 * Ew, &dqkvd, (size_t)n * att->H * T, &c));
   /* QKV' = xdot Win^T + x Win'^T + bin';  g = dy Wo;  g' = dy Wo' */
-  if (xdot) PetscCall(LayerGemm(PETSC_TRUE, 'T', 'N', 3 * E, nT, E, theta + ATT_WIN(E), E, xdot, E, 0, qkvd, 3 * E, NULL));
+  if (xdot) PetscCall(LayerGemm(PETSC_TRUE, 'T', 'N', 3 * Ew, nT, E, theta + ATT_WIN(E, Ew), E, xdot, E, 0, qkvd, 3 * Ew, NULL));
   if (thetadot) {
-    LayerGemmEpilogue ep = {NULL, thetadot + ATT_BIN(E), NULL, NULL};
+    LayerGemmEpilogue ep = {NULL, thetadot + ATT_BIN(E, Ew), NULL, NULL};
 
-    PetscCall(LayerGemm(PETSC_TRUE, 'T', 'N', 3 * E, nT, E, thetadot + ATT_WIN(E), E, x, E, xdot ? 1 : 0, qkvd, 3 * E, &ep));
-    PetscCall(LayerGemm(PETSC_TRUE, 'N', 'N', E, nT, E, thetadot + ATT_WO(E), E, dy, E, 0, gd, E, NULL));
+    PetscCall(LayerGemm(PETSC_TRUE, 'T', 'N', 3 * Ew, nT, E, thetadot + ATT_WIN(E, Ew), E, x, E, xdot ? 1 : 0, qkvd, 3 * Ew, &ep));
+    PetscCall(LayerGemm(PETSC_TRUE, 'N', 'N', Ew, nT, E, thetadot + ATT_WO(E, Ew), Ew, dy, E, 0, gd, Ew, NULL));
   } else
-    PetscCall(PetscArrayzero(gd, (size_t)nT * E));
-  PetscCall(LayerGemm(PETSC_TRUE, 'N', 'N', E, nT, E, theta + ATT_WO(E), E, dy, E, 0, g, E, NULL));
+    PetscCall(PetscArrayzero(gd, (size_t)nT * Ew));
+  PetscCall(LayerGemm(PETSC_TRUE, 'N', 'N', Ew, nT, E, theta + ATT_WO(E, Ew), Ew, dy, E, 0, g, Ew, NULL));
   /* the first pass: O' and c; the second: dQKV and dQKV' */
   ATT_PAIRS(att, n, tiles, att->tilesize * sizeof(PetscScalar), AttentionJVPPair(att, s, h, qkv, o, lse, qkvd, od, c, (PetscScalar *)pw_));
   ATT_PAIRS(att, n, tiles, att->tilesize * sizeof(PetscScalar), AttentionSOPair(att, s, h, qkv, o, lse, g, gd, qkvd, od, c, dqkv, dqkvd, (PetscScalar *)pw_));
   if (dxdot) {
-    PetscCall(LayerGemm(PETSC_TRUE, 'N', 'N', E, nT, 3 * E, theta + ATT_WIN(E), E, dqkvd, 3 * E, 1, dxdot, E, NULL));
-    if (thetadot) PetscCall(LayerGemm(PETSC_TRUE, 'N', 'N', E, nT, 3 * E, thetadot + ATT_WIN(E), E, dqkv, 3 * E, 1, dxdot, E, NULL));
+    PetscCall(LayerGemm(PETSC_TRUE, 'N', 'N', E, nT, 3 * Ew, theta + ATT_WIN(E, Ew), E, dqkvd, 3 * Ew, 1, dxdot, E, NULL));
+    if (thetadot) PetscCall(LayerGemm(PETSC_TRUE, 'N', 'N', E, nT, 3 * Ew, thetadot + ATT_WIN(E, Ew), E, dqkv, 3 * Ew, 1, dxdot, E, NULL));
   }
   if (dthetadot) {
-    LayerGemmEpilogue epin = {NULL, NULL, NULL, dthetadot + ATT_WIN(E)}, epo = {NULL, NULL, NULL, dthetadot + ATT_WO(E)};
+    LayerGemmEpilogue epin = {NULL, NULL, NULL, dthetadot + ATT_WIN(E, Ew)}, epo = {NULL, NULL, NULL, dthetadot + ATT_WO(E, Ew)};
 
-    PetscCall(LayerGemm(PETSC_TRUE, 'N', 'T', E, 3 * E, nT, x, E, dqkvd, 3 * E, 0, NULL, E, &epin));
-    if (xdot) PetscCall(LayerGemm(PETSC_TRUE, 'N', 'T', E, 3 * E, nT, xdot, E, dqkv, 3 * E, 0, NULL, E, &epin));
+    PetscCall(LayerGemm(PETSC_TRUE, 'N', 'T', E, 3 * Ew, nT, x, E, dqkvd, 3 * Ew, 0, NULL, E, &epin));
+    if (xdot) PetscCall(LayerGemm(PETSC_TRUE, 'N', 'T', E, 3 * Ew, nT, xdot, E, dqkv, 3 * Ew, 0, NULL, E, &epin));
     for (PetscInt r = 0; r < nT; r++)
-      for (PetscInt e = 0; e < 3 * E; e++) dthetadot[ATT_BIN(E) + e] += dqkvd[(size_t)r * 3 * E + e];
-    PetscCall(LayerGemm(PETSC_TRUE, 'N', 'T', E, E, nT, od, E, dy, E, 0, NULL, E, &epo));
+      for (PetscInt e = 0; e < 3 * Ew; e++) dthetadot[ATT_BIN(E, Ew) + e] += dqkvd[(size_t)r * 3 * Ew + e];
+    PetscCall(LayerGemm(PETSC_TRUE, 'N', 'T', Ew, E, nT, od, Ew, dy, E, 0, NULL, Ew, &epo));
   }
   PetscCall(PetscFree7(qkvd, g, gd, od, dqkv, dqkvd, c));
-  PetscCall(PetscLogFlops(2.0 * nT * E * E * 16 + AttentionPairFlops(att, n, 30.0)));
+  PetscCall(PetscLogFlops(2.0 * nT * E * Ew * 16 + AttentionPairFlops(att, n, 30.0)));
   PetscFunctionReturn(0);
 }
 
@@ -420,6 +426,7 @@ static PetscErrorCode LayerSetUp_Attention(Layer layer)
 
   PetscFunctionBegin;
   PetscCall(LayerReset_Attention(layer));
+  if (att->hblock) att->H = att->Hall; /* a block of heads: the whole layer's checks first */
   PetscCall(AttentionDescription(layer, sizeof(node), node));
   PetscCall(PetscObjectGetOptionsPrefix((PetscObject)layer, &prefix));
   if (!prefix) prefix = "";
@@ -441,16 +448,26 @@ static PetscErrorCode LayerSetUp_Attention(Layer layer)
   PetscCheck(4 * E * E + 4 * E <= PETSC_MAX_INT && 3 * E * T <= PETSC_MAX_INT, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE,
              "The %s on (T, E) = (%" PetscInt64_FMT ", %" PetscInt64_FMT ") would have %" PetscInt64_FMT " parameters and %" PetscInt64_FMT " values of Q, K, V per sample, more than a PetscInt holds (%d): use a smaller E or T", node, T, E,
              4 * E * E + 4 * E, 3 * E * T, PETSC_MAX_INT);
-  att->T            = (PetscInt)T;
-  att->E            = (PetscInt)E;
-  att->d            = att->E / att->H;
+  att->T    = (PetscInt)T;
+  att->E    = (PetscInt)E;
+  att->d    = att->E / att->H;
+  att->Hall = att->H;
+  att->Ew   = att->E;
+  if (att->hblock) { /* the rank's heads: in_proj's rows of them in Q, K, V, out_proj's columns */
+    PetscCheck(att->hstart >= 0 && att->hstart + att->hblock <= att->Hall, PETSC_COMM_SELF, PETSC_ERR_PLIB, "The %s: heads %" PetscInt_FMT "..%" PetscInt_FMT " of %" PetscInt_FMT, node, att->hstart, att->hstart + att->hblock - 1, att->Hall);
+    att->H  = att->hblock;
+    att->Ew = att->hblock * att->d;
+  } else {
+    att->hstart  = 0;
+    att->outbias = PETSC_TRUE;
+  }
   att->B            = PetscMin(att->tile, att->T);
   att->scale        = 1.0 / PetscSqrtReal((PetscReal)att->d);
   att->pairsperpart = (PetscInt)PetscMax(1, 65536 / PetscMax(1, T * T * att->d)); /* a part: at least ~ 64k multiply-adds */
   att->tilesize     = 2 * att->B + 8;
   att->nstate = att->nstatef = -1;
   layer->out                 = layer->in;
-  layer->nparams             = (PetscInt)(4 * E * E + 4 * E);
+  layer->nparams             = (PetscInt)(4 * E * att->Ew + 3 * att->Ew + (att->outbias ? E : 0));
   PetscCall(PetscMalloc2((size_t)PETNET_THREAD_PARTS * att->tilesize, &att->tiles, (size_t)PETNET_THREAD_PARTS * att->tilesize, &att->tilesf));
   PetscFunctionReturn(0);
 }
@@ -463,13 +480,13 @@ static PetscErrorCode LayerSetUp_Attention(Layer layer)
 static PetscErrorCode LayerInitialize_Attention(Layer layer, PetscRandom rnd, PetscScalar *theta)
 {
   Layer_Attention *att = (Layer_Attention *)layer->data;
-  const PetscInt   E   = att->E;
+  const PetscInt   E = att->E, Ew = att->Ew; /* a block of heads draws its part with the whole layer's fans */
 
   PetscFunctionBegin;
-  PetscCall(LayerInitializeWeights(rnd, LAYER_INIT_XAVIER, 0.0, E, 3 * E, 3 * E * E, theta + ATT_WIN(E)));
-  PetscCall(PetscArrayzero(theta + ATT_BIN(E), 3 * E));
-  PetscCall(LayerInitializeWeights(rnd, LAYER_INIT_XAVIER, 0.0, 3 * E, 3 * E, E * E, theta + ATT_WO(E)));
-  PetscCall(PetscArrayzero(theta + ATT_BO(E), E));
+  PetscCall(LayerInitializeWeights(rnd, LAYER_INIT_XAVIER, 0.0, E, 3 * E, 3 * Ew * E, theta + ATT_WIN(E, Ew)));
+  PetscCall(PetscArrayzero(theta + ATT_BIN(E, Ew), 3 * Ew));
+  PetscCall(LayerInitializeWeights(rnd, LAYER_INIT_XAVIER, 0.0, 3 * E, 3 * E, E * Ew, theta + ATT_WO(E, Ew)));
+  if (att->outbias) PetscCall(PetscArrayzero(theta + ATT_BO(E, Ew), E));
   PetscFunctionReturn(0);
 }
 
@@ -477,14 +494,14 @@ static PetscErrorCode LayerInitialize_Attention(Layer layer, PetscRandom rnd, Pe
 static PetscErrorCode LayerTensors_Attention(Layer layer, PetscInt *n, LayerTensorInfo info[])
 {
   Layer_Attention *att = (Layer_Attention *)layer->data;
-  const PetscInt   E = att->E, win[2] = {3 * E, E}, bin = 3 * E, wo[2] = {E, E};
+  const PetscInt   E = att->E, Ew = att->Ew, win[2] = {3 * Ew, E}, bin = 3 * Ew, wo[2] = {E, Ew};
 
   PetscFunctionBegin;
-  PetscCall(LayerTensorSet_Private(&info[0], "in_proj_weight", (PetscInt)ATT_WIN(E), LAYER_TENSOR_SAME, 2, win));
-  PetscCall(LayerTensorSet_Private(&info[1], "in_proj_bias", (PetscInt)ATT_BIN(E), LAYER_TENSOR_SAME, 1, &bin));
-  PetscCall(LayerTensorSet_Private(&info[2], "out_proj.weight", (PetscInt)ATT_WO(E), LAYER_TENSOR_SAME, 2, wo));
-  PetscCall(LayerTensorSet_Private(&info[3], "out_proj.bias", (PetscInt)ATT_BO(E), LAYER_TENSOR_SAME, 1, &E));
-  *n = 4;
+  PetscCall(LayerTensorSet_Private(&info[0], "in_proj_weight", (PetscInt)ATT_WIN(E, Ew), LAYER_TENSOR_SAME, 2, win));
+  PetscCall(LayerTensorSet_Private(&info[1], "in_proj_bias", (PetscInt)ATT_BIN(E, Ew), LAYER_TENSOR_SAME, 1, &bin));
+  PetscCall(LayerTensorSet_Private(&info[2], "out_proj.weight", (PetscInt)ATT_WO(E, Ew), LAYER_TENSOR_SAME, 2, wo));
+  if (att->outbias) PetscCall(LayerTensorSet_Private(&info[3], "out_proj.bias", (PetscInt)ATT_BO(E, Ew), LAYER_TENSOR_SAME, 1, &E));
+  *n = att->outbias ? 4 : 3;
   PetscFunctionReturn(0);
 }
 
@@ -584,7 +601,48 @@ static PetscErrorCode LayerDestroy_Attention(Layer layer)
   PetscFunctionBegin;
   PetscCall(LayerReset_Attention(layer));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerDropoutSetSeed_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerAttentionSetHeadBlock_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerAttentionGetHeads_C", NULL));
   PetscCall(PetscFree(layer->data));
+  PetscFunctionReturn(0);
+}
+
+/*
+  For a Net that splits the heads of an attention node over its ranks (the tensor-parallel executor of src/net): this
+  layer becomes the block of heads hstart..hstart+hblock-1 of `whole` (whose heads, causal mask, tile, dropout and seed
+  it takes), reading the whole x (T, E) and writing its heads' part of the output, a sum over the blocks of which gives
+  the whole layer's output. Its parameters, in the whole layer's order: in_proj_weight's rows of its heads in Q, then K,
+  then V [3Ew][E]; in_proj_bias's [3Ew]; out_proj.weight's columns of its heads [E][Ew]; out_proj.bias [E] if outbias
+  (on one block only). Ew = hblock E / H. Call before LayerSetUp().
+*/
+static PetscErrorCode LayerAttentionSetHeadBlock_Attention(Layer layer, Layer whole, PetscInt hstart, PetscInt hblock, PetscBool outbias)
+{
+  Layer_Attention *att = (Layer_Attention *)layer->data, *w = (Layer_Attention *)whole->data;
+
+  PetscFunctionBegin;
+  PetscCheck(hblock > 0 && hstart >= 0 && hstart + hblock <= w->H, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "A block of heads %" PetscInt_FMT "..%" PetscInt_FMT " of an attention layer with %" PetscInt_FMT " heads", hstart, hstart + hblock - 1,
+             w->H);
+  if (layer->setupcalled) PetscCall(LayerReset(layer));
+  att->H       = w->H;
+  att->Hall    = w->H;
+  att->causal  = w->causal;
+  att->tile    = w->tile;
+  att->p       = w->p;
+  att->seed    = w->seed;
+  att->hstart  = hstart;
+  att->hblock  = hblock;
+  att->outbias = outbias;
+  PetscFunctionReturn(0);
+}
+
+/* the heads of the whole layer and its attention dropout, for the Net's executors */
+static PetscErrorCode LayerAttentionGetHeads_Attention(Layer layer, PetscInt *H, PetscReal *p)
+{
+  Layer_Attention *att = (Layer_Attention *)layer->data;
+
+  PetscFunctionBegin;
+  if (H) *H = att->hblock ? att->Hall : att->H;
+  if (p) *p = att->p;
   PetscFunctionReturn(0);
 }
 
@@ -602,7 +660,8 @@ PETSC_INTERN PetscErrorCode LayerCreate_Attention(Layer layer)
 
   PetscFunctionBegin;
   PetscCall(PetscNew(&att));
-  att->tile   = 64;
+  att->tile    = 64;
+  att->outbias = PETSC_TRUE;
   att->nstate = att->nstatef = -1;
   layer->data                = att;
   layer->ops->setup          = LayerSetUp_Attention;
@@ -622,5 +681,7 @@ PETSC_INTERN PetscErrorCode LayerCreate_Attention(Layer layer)
   layer->ops->reset          = LayerReset_Attention;
   layer->ops->destroy        = LayerDestroy_Attention;
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerDropoutSetSeed_C", LayerDropoutSetSeed_Attention));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerAttentionSetHeadBlock_C", LayerAttentionSetHeadBlock_Attention));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerAttentionGetHeads_C", LayerAttentionGetHeads_Attention));
   PetscFunctionReturn(0);
 }

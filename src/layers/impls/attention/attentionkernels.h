@@ -39,7 +39,7 @@ static inline ATT_T ATT_NAME(AttentionDot)(PetscInt d, const ATT_T *restrict x, 
 */
 static void ATT_NAME(AttentionForwardPair)(const Layer_Attention *att, PetscInt s, PetscInt h, const ATT_T *qkv, ATT_T *o, ATT_T *lse, ATT_T *work)
 {
-  const PetscInt  T = att->T, E = att->E, d = att->d, B = att->B, ld = 3 * E;
+  const PetscInt  T = att->T, E = att->Ew, d = att->d, B = att->B, ld = 3 * E; /* E: the heads' width H d */
   const ATT_T     scale = (ATT_T)att->scale;
   const ATT_T    *Q = qkv + (size_t)s * T * ld + h * d, *K = Q + E, *V = Q + 2 * E;
   ATT_T          *O = o + (size_t)s * T * E + h * d, *L = lse + ((size_t)s * att->H + h) * T;
@@ -111,7 +111,7 @@ static void ATT_NAME(AttentionForwardPair)(const Layer_Attention *att, PetscInt 
 */
 static void ATT_NAME(AttentionBackwardPair)(const Layer_Attention *att, PetscInt s, PetscInt h, const ATT_T *qkv, const ATT_T *o, const ATT_T *lse, const ATT_T *g, ATT_T *dqkv, ATT_T *work)
 {
-  const PetscInt  T = att->T, E = att->E, d = att->d, B = att->B, ld = 3 * E;
+  const PetscInt  T = att->T, E = att->Ew, d = att->d, B = att->B, ld = 3 * E; /* E: the heads' width H d */
   const ATT_T     scale = (ATT_T)att->scale;
   const size_t    off = (size_t)s * T * ld + h * d, offo = (size_t)s * T * E + h * d;
   const ATT_T    *Q = qkv + off, *K = Q + E, *V = Q + 2 * E, *O = o + offo, *G = g + offo, *L = lse + ((size_t)s * att->H + h) * T;
@@ -159,7 +159,7 @@ static void ATT_NAME(AttentionBackwardPair)(const Layer_Attention *att, PetscInt
 */
 static void ATT_NAME(AttentionJVPPair)(const Layer_Attention *att, PetscInt s, PetscInt h, const ATT_T *qkv, const ATT_T *o, const ATT_T *lse, const ATT_T *dqkv, ATT_T *dout, ATT_T *c, ATT_T *work)
 {
-  const PetscInt  T = att->T, E = att->E, d = att->d, B = att->B, ld = 3 * E;
+  const PetscInt  T = att->T, E = att->Ew, d = att->d, B = att->B, ld = 3 * E; /* E: the heads' width H d */
   const ATT_T     scale = (ATT_T)att->scale;
   const size_t    off = (size_t)s * T * ld + h * d, offo = (size_t)s * T * E + h * d, offl = ((size_t)s * att->H + h) * T;
   const ATT_T    *Q = qkv + off, *K = Q + E, *V = Q + 2 * E, *O = o + offo, *L = lse + offl;
@@ -221,13 +221,15 @@ static void ATT_NAME(AttentionJVPPair)(const Layer_Attention *att, PetscInt s, P
   } while (0)
 
 /*
-  forward: QKV = x Win^T + bin (one GEMM over the n T rows: 'T','N', 3E x nT x E, the bias in its output pass), the
-  heads' attention into O, y = O Wo^T + bo (one GEMM, 'T','N', E x nT x E). Keeps QKV, O and lse.
+  forward: QKV = x Win^T + bin (one GEMM over the n T rows: 'T','N', 3Ew x nT x E, the bias in its output pass), the
+  heads' attention into O, y = O Wo^T + bo (one GEMM, 'T','N', E x nT x Ew). Keeps QKV, O and lse. Ew = H d is the heads'
+  width: E, or for a block of heads (LayerAttentionSetHeadBlock_C) its part of E, QKV [nT][3Ew], O [nT][Ew], and Win
+  [3Ew][E], Wo [E][Ew]; bo only where outbias.
 */
 static PetscErrorCode ATT_NAME(LayerForward_Attention)(Layer layer, PetscInt n, const PetscScalar *theta, const ATT_T *x, ATT_T *y)
 {
   Layer_Attention *att = (Layer_Attention *)layer->data;
-  const PetscInt   E = att->E, T = att->T, nT = n * T;
+  const PetscInt   E = att->E, Ew = att->Ew, T = att->T, nT = n * T;
   const ATT_T     *W;
   ATT_T           *qkv, *o, *lse, *tiles;
 
@@ -237,32 +239,32 @@ static PetscErrorCode ATT_NAME(LayerForward_Attention)(Layer layer, PetscInt n, 
   PetscCall(ATT_NAME(AttentionState)(layer, n, &qkv, &o, &lse, &tiles));
   if (!n) PetscFunctionReturn(0);
   {
-    ATT_NAME(LayerGemmEpilogue) ep = {NULL, W + ATT_BIN(E), NULL, NULL};
+    ATT_NAME(LayerGemmEpilogue) ep = {NULL, W + ATT_BIN(E, Ew), NULL, NULL};
 
-    PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'T', 'N', 3 * E, nT, E, W + ATT_WIN(E), E, x, E, 0, qkv, 3 * E, &ep));
+    PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'T', 'N', 3 * Ew, nT, E, W + ATT_WIN(E, Ew), E, x, E, 0, qkv, 3 * Ew, &ep));
   }
   ATT_PAIRS(att, n, tiles, att->tilesize * sizeof(ATT_T), ATT_NAME(AttentionForwardPair)(att, s, h, qkv, o, lse, (ATT_T *)pw_));
   {
-    ATT_NAME(LayerGemmEpilogue) ep = {NULL, W + ATT_BO(E), NULL, NULL};
+    ATT_NAME(LayerGemmEpilogue) ep = {NULL, att->outbias ? W + ATT_BO(E, Ew) : NULL, NULL, NULL};
 
-    PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'T', 'N', E, nT, E, W + ATT_WO(E), E, o, E, 0, y, E, &ep));
+    PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'T', 'N', E, nT, Ew, W + ATT_WO(E, Ew), Ew, o, Ew, 0, y, E, &ep));
   }
-  PetscCall(PetscLogFlops(2.0 * nT * E * 4 * E + AttentionPairFlops(att, n, 4.0)));
+  PetscCall(PetscLogFlops(2.0 * nT * E * 4 * Ew + AttentionPairFlops(att, n, 4.0)));
   PetscFunctionReturn(0);
 }
 
 /*
   backward:
-    dO   = dy Wo                  'N','N', E x nT x E
-    dWo += O^T dy,  dbo += sum dy  'N','T', E x E x nT (into double)
+    dO   = dy Wo                  'N','N', Ew x nT x E
+    dWo += O^T dy,  dbo += sum dy  'N','T', Ew x E x nT (into double)
     dQKV = the heads' backward    (recomputing the tiles)
-    dx   = dQKV Win               'N','N', E x nT x 3E
+    dx   = dQKV Win               'N','N', E x nT x 3Ew
     dWin += x^T dQKV, dbin += sum dQKV
 */
 static PetscErrorCode ATT_NAME(LayerBackward_Attention)(Layer layer, PetscInt n, const PetscScalar *theta, const ATT_T *x, const ATT_T *y, const ATT_T *dy, ATT_T *dx, PetscScalar *dtheta)
 {
   Layer_Attention *att = (Layer_Attention *)layer->data;
-  const PetscInt   E = att->E, T = att->T, nT = n * T;
+  const PetscInt   E = att->E, Ew = att->Ew, T = att->T, nT = n * T;
   const ATT_T     *W;
   ATT_T           *qkv, *o, *lse, *tiles, *dO, *dqkv, *wgrad;
 
@@ -271,24 +273,25 @@ static PetscErrorCode ATT_NAME(LayerBackward_Attention)(Layer layer, PetscInt n,
   PetscCall(ATT_NAME(AttentionParameters)(layer, theta, "backward", &W));
   PetscCall(ATT_NAME(AttentionCheckState)(layer, n, "backward", &qkv, &o, &lse, &tiles));
   PetscCall(ATT_NAME(AttentionWork)(layer, n, &dO, &dqkv, &wgrad));
-  PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'N', 'N', E, nT, E, W + ATT_WO(E), E, dy, E, 0, dO, E, NULL));
+  PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'N', 'N', Ew, nT, E, W + ATT_WO(E, Ew), Ew, dy, E, 0, dO, Ew, NULL));
   if (dtheta) {
-    ATT_NAME(LayerGemmEpilogue) ep = {NULL, NULL, NULL, dtheta + ATT_WO(E)};
+    ATT_NAME(LayerGemmEpilogue) ep = {NULL, NULL, NULL, dtheta + ATT_WO(E, Ew)};
 
-    PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'N', 'T', E, E, nT, o, E, dy, E, 0, wgrad, E, &ep));
-    for (PetscInt r = 0; r < nT; r++)
-      for (PetscInt e = 0; e < E; e++) dtheta[ATT_BO(E) + e] += (PetscScalar)dy[(size_t)r * E + e];
+    PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'N', 'T', Ew, E, nT, o, Ew, dy, E, 0, wgrad, Ew, &ep));
+    if (att->outbias)
+      for (PetscInt r = 0; r < nT; r++)
+        for (PetscInt e = 0; e < E; e++) dtheta[ATT_BO(E, Ew) + e] += (PetscScalar)dy[(size_t)r * E + e];
   }
   ATT_PAIRS(att, n, tiles, att->tilesize * sizeof(ATT_T), ATT_NAME(AttentionBackwardPair)(att, s, h, qkv, o, lse, dO, dqkv, (ATT_T *)pw_));
-  if (dx) PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'N', 'N', E, nT, 3 * E, W + ATT_WIN(E), E, dqkv, 3 * E, 0, dx, E, NULL));
+  if (dx) PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'N', 'N', E, nT, 3 * Ew, W + ATT_WIN(E, Ew), E, dqkv, 3 * Ew, 0, dx, E, NULL));
   if (dtheta) {
-    ATT_NAME(LayerGemmEpilogue) ep = {NULL, NULL, NULL, dtheta + ATT_WIN(E)};
+    ATT_NAME(LayerGemmEpilogue) ep = {NULL, NULL, NULL, dtheta + ATT_WIN(E, Ew)};
 
-    PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'N', 'T', E, 3 * E, nT, x, E, dqkv, 3 * E, 0, wgrad, E, &ep));
+    PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'N', 'T', E, 3 * Ew, nT, x, E, dqkv, 3 * Ew, 0, wgrad, E, &ep));
     for (PetscInt r = 0; r < nT; r++)
-      for (PetscInt e = 0; e < 3 * E; e++) dtheta[ATT_BIN(E) + e] += (PetscScalar)dqkv[(size_t)r * 3 * E + e];
+      for (PetscInt e = 0; e < 3 * Ew; e++) dtheta[ATT_BIN(E, Ew) + e] += (PetscScalar)dqkv[(size_t)r * 3 * Ew + e];
   }
-  PetscCall(PetscLogFlops(2.0 * nT * E * E * (dtheta ? 8 : 4) + AttentionPairFlops(att, n, 10.0)));
+  PetscCall(PetscLogFlops(2.0 * nT * E * Ew * (dtheta ? 8 : 4) + AttentionPairFlops(att, n, 10.0)));
   PetscFunctionReturn(0);
 }
 
@@ -301,7 +304,7 @@ static PetscErrorCode ATT_NAME(LayerBackward_Attention)(Layer layer, PetscInt n,
 static PetscErrorCode ATT_NAME(LayerJVP_Attention)(Layer layer, PetscInt n, const PetscScalar *theta, const ATT_T *x, const ATT_T *y, const ATT_T *dx, const PetscScalar *dtheta, ATT_T *dy)
 {
   Layer_Attention *att = (Layer_Attention *)layer->data;
-  const PetscInt   E = att->E, T = att->T, nT = n * T;
+  const PetscInt   E = att->E, Ew = att->Ew, T = att->T, nT = n * T;
   const ATT_T     *W, *dW = NULL;
   ATT_T           *qkv, *o, *lse, *tiles, *dO, *dqkv, *wgrad;
 
@@ -315,19 +318,19 @@ static PetscErrorCode ATT_NAME(LayerJVP_Attention)(Layer layer, PetscInt n, cons
   PetscCall(ATT_NAME(AttentionCheckState)(layer, n, "jvp", &qkv, &o, &lse, &tiles));
   PetscCall(ATT_NAME(AttentionWork)(layer, n, &dO, &dqkv, &wgrad));
   if (dtheta) PetscCall(ATT_NAME(AttentionDirection)(layer, dtheta, &dW));
-  if (dx) PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'T', 'N', 3 * E, nT, E, W + ATT_WIN(E), E, dx, E, 0, dqkv, 3 * E, NULL));
+  if (dx) PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'T', 'N', 3 * Ew, nT, E, W + ATT_WIN(E, Ew), E, dx, E, 0, dqkv, 3 * Ew, NULL));
   if (dW) {
-    ATT_NAME(LayerGemmEpilogue) ep = {NULL, dW + ATT_BIN(E), NULL, NULL};
+    ATT_NAME(LayerGemmEpilogue) ep = {NULL, dW + ATT_BIN(E, Ew), NULL, NULL};
 
-    PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'T', 'N', 3 * E, nT, E, dW + ATT_WIN(E), E, x, E, dx ? 1 : 0, dqkv, 3 * E, &ep));
+    PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'T', 'N', 3 * Ew, nT, E, dW + ATT_WIN(E, Ew), E, x, E, dx ? 1 : 0, dqkv, 3 * Ew, &ep));
   }
   ATT_PAIRS(att, n, tiles, att->tilesize * sizeof(ATT_T), ATT_NAME(AttentionJVPPair)(att, s, h, qkv, o, lse, dqkv, dO, NULL, (ATT_T *)pw_));
-  PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'T', 'N', E, nT, E, W + ATT_WO(E), E, dO, E, 0, dy, E, NULL));
+  PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'T', 'N', E, nT, Ew, W + ATT_WO(E, Ew), Ew, dO, Ew, 0, dy, E, NULL));
   if (dW) {
-    ATT_NAME(LayerGemmEpilogue) ep = {NULL, dW + ATT_BO(E), NULL, NULL};
+    ATT_NAME(LayerGemmEpilogue) ep = {NULL, att->outbias ? dW + ATT_BO(E, Ew) : NULL, NULL, NULL};
 
-    PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'T', 'N', E, nT, E, dW + ATT_WO(E), E, o, E, 1, dy, E, &ep));
+    PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'T', 'N', E, nT, Ew, dW + ATT_WO(E, Ew), Ew, o, Ew, 1, dy, E, &ep));
   }
-  PetscCall(PetscLogFlops(2.0 * nT * E * E * (dtheta ? 8 : 4) + AttentionPairFlops(att, n, 10.0)));
+  PetscCall(PetscLogFlops(2.0 * nT * E * Ew * (dtheta ? 8 : 4) + AttentionPairFlops(att, n, 10.0)));
   PetscFunctionReturn(0);
 }
