@@ -40,6 +40,7 @@ SMALL = {
     "bin/fashion": "-trainer_epochs 1 -train_dataset_limit 128 -test_dataset_limit 64 -tao_max_it 1",
     "bin/predict": "-predict_dataset_limit 128",
     "bin/tests/test_sequence": "-input_shape 64 -memory_ratio 0",
+    "bin/vit": "-trainer_epochs 1 -train_dataset_limit 128 -test_dataset_limit 64 -tao_max_it 1",
     "bin/graphring": "",
     "bin/spiral": "-spiral_iterations 10",
     "bin/charlm": "-charlm_iterations 2 -charlm_val_windows 4",
