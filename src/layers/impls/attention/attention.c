@@ -381,7 +381,7 @@ static PetscErrorCode LayerSOBackward_Attention(Layer layer, PetscInt n, const P
 
   PetscFunctionBegin;
   if (!n || (!dxdot && !dthetadot) || (!xdot && !thetadot)) PetscFunctionReturn(0);
-  PetscCall(AttentionCheckState(layer, n, "sobackward", &qkv, &o, &lse, &tiles));
+  PetscCall(AttentionEnsureState(layer, n, "sobackward", theta, x, &qkv, &o, &lse, &tiles));
   PetscCall(PetscMalloc7((size_t)nT * 3 * Ew, &qkvd, (size_t)nT * Ew, &g, (size_t)nT * Ew, &gd, (size_t)nT * Ew, &od, (size_t)nT * 3 * Ew, &dqkv, (size_t)nT * 3 * Ew, &dqkvd, (size_t)n * att->H * T, &c));
   /* QKV' = xdot Win^T + x Win'^T + bin';  g = dy Wo;  g' = dy Wo' */
   if (xdot) PetscCall(LayerGemm(PETSC_TRUE, 'T', 'N', 3 * Ew, nT, E, theta + ATT_WIN(E, Ew), E, xdot, E, 0, qkvd, 3 * Ew, NULL));

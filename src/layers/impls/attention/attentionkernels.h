@@ -226,24 +226,57 @@ static void ATT_NAME(AttentionJVPPair)(const Layer_Attention *att, PetscInt s, P
   width: E, or for a block of heads (LayerAttentionSetHeadBlock_C) its part of E, QKV [nT][3Ew], O [nT][Ew], and Win
   [3Ew][E], Wo [E][Ew]; bo only where outbias.
 */
+/* forward's state of n samples at (x, W): QKV, the heads' outputs O and lse (the dropout map drawn by the last forward) */
+static PetscErrorCode ATT_NAME(AttentionForwardState)(Layer layer, PetscInt n, const ATT_T *W, const ATT_T *x, ATT_T **qkv, ATT_T **o, ATT_T **lse, ATT_T **tiles)
+{
+  Layer_Attention *att = (Layer_Attention *)layer->data;
+  const PetscInt   E = att->E, Ew = att->Ew, nT = n * att->T;
+
+  PetscFunctionBegin;
+  PetscCall(ATT_NAME(AttentionState)(layer, n, qkv, o, lse, tiles));
+  if (!n) PetscFunctionReturn(0);
+  {
+    ATT_NAME(LayerGemmEpilogue) ep = {NULL, W + ATT_BIN(E, Ew), NULL, NULL};
+
+    PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'T', 'N', 3 * Ew, nT, E, W + ATT_WIN(E, Ew), E, x, E, 0, *qkv, 3 * Ew, &ep));
+  }
+  {
+    ATT_T *q = *qkv, *oo = *o, *l = *lse;
+
+    ATT_PAIRS(att, n, *tiles, att->tilesize * sizeof(ATT_T), ATT_NAME(AttentionForwardPair)(att, s, h, q, oo, l, (ATT_T *)pw_));
+  }
+  PetscFunctionReturn(0);
+}
+
+/*
+  forward's state for a backward, jvp or sobackward (op) at (x, W): the one kept by the last forward in this precision,
+  or, when that forward ran in the other precision (a Net at single or bfloat16 precision runs the second-order adjoint
+  in double, after float forwards), recomputed from x and W here (the same dropout map), so the derivatives follow at
+  the same point
+*/
+static PetscErrorCode ATT_NAME(AttentionEnsureState)(Layer layer, PetscInt n, const char *op, const ATT_T *W, const ATT_T *x, ATT_T **qkv, ATT_T **o, ATT_T **lse, ATT_T **tiles)
+{
+  Layer_Attention *att  = (Layer_Attention *)layer->data;
+  const PetscInt   kept = sizeof(ATT_T) == sizeof(float) ? att->nstatef : att->nstate;
+
+  PetscFunctionBegin;
+  if (kept != n) PetscCall(ATT_NAME(AttentionForwardState)(layer, n, W, x, qkv, o, lse, tiles));
+  PetscCall(ATT_NAME(AttentionCheckState)(layer, n, op, qkv, o, lse, tiles));
+  PetscFunctionReturn(0);
+}
+
 static PetscErrorCode ATT_NAME(LayerForward_Attention)(Layer layer, PetscInt n, const PetscScalar *theta, const ATT_T *x, ATT_T *y)
 {
   Layer_Attention *att = (Layer_Attention *)layer->data;
   const PetscInt   E = att->E, Ew = att->Ew, T = att->T, nT = n * T;
   const ATT_T     *W;
-  ATT_T           *qkv, *o, *lse, *tiles;
+  ATT_T           *qkv = NULL, *o = NULL, *lse = NULL, *tiles = NULL;
 
   PetscFunctionBegin;
   PetscCall(ATT_NAME(AttentionParameters)(layer, theta, "forward", &W));
   PetscCall(AttentionDraw(layer, n));
-  PetscCall(ATT_NAME(AttentionState)(layer, n, &qkv, &o, &lse, &tiles));
+  PetscCall(ATT_NAME(AttentionForwardState)(layer, n, W, x, &qkv, &o, &lse, &tiles));
   if (!n) PetscFunctionReturn(0);
-  {
-    ATT_NAME(LayerGemmEpilogue) ep = {NULL, W + ATT_BIN(E, Ew), NULL, NULL};
-
-    PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'T', 'N', 3 * Ew, nT, E, W + ATT_WIN(E, Ew), E, x, E, 0, qkv, 3 * Ew, &ep));
-  }
-  ATT_PAIRS(att, n, tiles, att->tilesize * sizeof(ATT_T), ATT_NAME(AttentionForwardPair)(att, s, h, qkv, o, lse, (ATT_T *)pw_));
   {
     ATT_NAME(LayerGemmEpilogue) ep = {NULL, att->outbias ? W + ATT_BO(E, Ew) : NULL, NULL, NULL};
 
@@ -266,12 +299,12 @@ static PetscErrorCode ATT_NAME(LayerBackward_Attention)(Layer layer, PetscInt n,
   Layer_Attention *att = (Layer_Attention *)layer->data;
   const PetscInt   E = att->E, Ew = att->Ew, T = att->T, nT = n * T;
   const ATT_T     *W;
-  ATT_T           *qkv, *o, *lse, *tiles, *dO, *dqkv, *wgrad;
+  ATT_T           *qkv = NULL, *o = NULL, *lse = NULL, *tiles = NULL, *dO, *dqkv, *wgrad;
 
   PetscFunctionBegin;
   if (!n || (!dx && !dtheta)) PetscFunctionReturn(0);
   PetscCall(ATT_NAME(AttentionParameters)(layer, theta, "backward", &W));
-  PetscCall(ATT_NAME(AttentionCheckState)(layer, n, "backward", &qkv, &o, &lse, &tiles));
+  PetscCall(ATT_NAME(AttentionEnsureState)(layer, n, "backward", W, x, &qkv, &o, &lse, &tiles));
   PetscCall(ATT_NAME(AttentionWork)(layer, n, &dO, &dqkv, &wgrad));
   PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'N', 'N', Ew, nT, E, W + ATT_WO(E, Ew), Ew, dy, E, 0, dO, Ew, NULL));
   if (dtheta) {
@@ -306,7 +339,7 @@ static PetscErrorCode ATT_NAME(LayerJVP_Attention)(Layer layer, PetscInt n, cons
   Layer_Attention *att = (Layer_Attention *)layer->data;
   const PetscInt   E = att->E, Ew = att->Ew, T = att->T, nT = n * T;
   const ATT_T     *W, *dW = NULL;
-  ATT_T           *qkv, *o, *lse, *tiles, *dO, *dqkv, *wgrad;
+  ATT_T           *qkv = NULL, *o = NULL, *lse = NULL, *tiles = NULL, *dO, *dqkv, *wgrad;
 
   PetscFunctionBegin;
   if (!n) PetscFunctionReturn(0);
@@ -315,7 +348,7 @@ static PetscErrorCode ATT_NAME(LayerJVP_Attention)(Layer layer, PetscInt n, cons
     PetscFunctionReturn(0);
   }
   PetscCall(ATT_NAME(AttentionParameters)(layer, theta, "jvp", &W));
-  PetscCall(ATT_NAME(AttentionCheckState)(layer, n, "jvp", &qkv, &o, &lse, &tiles));
+  PetscCall(ATT_NAME(AttentionEnsureState)(layer, n, "jvp", W, x, &qkv, &o, &lse, &tiles));
   PetscCall(ATT_NAME(AttentionWork)(layer, n, &dO, &dqkv, &wgrad));
   if (dtheta) PetscCall(ATT_NAME(AttentionDirection)(layer, dtheta, &dW));
   if (dx) PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'T', 'N', 3 * Ew, nT, E, W + ATT_WIN(E, Ew), E, dx, E, 0, dqkv, 3 * Ew, NULL));
