@@ -31,11 +31,11 @@ F_0 -> F_1 -> ... -> F_L (relu between them moves nothing), P = sum_k (F_{k-1} F
   sharded with --split J:PxQ (sharded x model parallel: bin/bench_parallel -bench_mode sharded -bench_partition PxQ,
               which splits node layer2, the second dense node, J = 1): dense node J moves as a model-parallel node
               (its activations, 3 x 8 G_J, or 2 x 8 G_J if it is the first), the others as in sharded mode
-  every mode  the scalar all-reductions of a step (--control bytes, default 24: the loss's layout check, 2 4-byte
-              ints; the loss sum, 8; TAO's gradient norm, 8):          2 (p-1) control
+  every mode  the scalar all-reductions of a step (--control bytes, default 32: the loss's layout check, 2 4-byte
+              ints; the loss sum and its count of labels, 16; TAO's gradient norm, 8):          2 (p-1) control
 
 Usage: parallel_volume.py [--layers 784,8192,8192,10] [--batch 256] [--ranks 1,2,4,1024] [--modes replicated,sharded,model]
-                          [--grid PoutxPin (default px1)] [--regather] [--no-regather] [--control 24]
+                          [--grid PoutxPin (default px1)] [--regather] [--no-regather] [--control 32]
                           [--aligned] [--split J:PoutxPin] [--value] (print only the bytes of the single mode and
                           rank count given)
 """
@@ -183,7 +183,7 @@ def main():
     ap.add_argument('--grid', default=None, help='PoutxPin for the model mode (default: p x 1)')
     ap.add_argument('--regather', dest='regather', action='store_true', default=True)
     ap.add_argument('--no-regather', dest='regather', action='store_false')
-    ap.add_argument('--control', type=int, default=24)
+    ap.add_argument('--control', type=int, default=32)
     ap.add_argument('--aligned', action='store_true', help='model mode: theta owned by the ranks along their blocks')
     ap.add_argument('--split', default=None, help='J:PoutxPin: sharded mode with dense node J model parallel')
     ap.add_argument('--value', action='store_true')

@@ -203,7 +203,8 @@ PetscErrorCode LayerGetSpec(Layer layer, size_t len, char spec[])
   PetscFunctionBegin;
   PetscCall(LayerGetType(layer, &type));
   PetscTryTypeMethod(layer, getarguments, sizeof(args), args);
-  if (args[0] && strchr(args, ',')) /* kind(args): arguments that hold commas (permute(1,0)) stay one entry of a layer list */
+  if (args[0] && args[0] != '(' && strchr(args, ',')) /* kind(args): arguments that hold commas (permute(1,0)) stay one entry of a
+                                                          layer list; a kind that writes its own parentheses (ode:(T|f)) keeps them */
     PetscCall(PetscSNPrintf(spec, len, "%s(%s)", type, args));
   else if (args[0])
     PetscCall(PetscSNPrintf(spec, len, "%s:%s", type, args));

@@ -419,20 +419,22 @@ PetscErrorCode LossEvaluate(Loss loss, Vec Y, Vec T, PetscReal *f, Vec dY)
   PetscCall(VecGetArrayRead(T, &t));
   if (dY) PetscCall(VecGetArrayWrite(dY, &dy));
   PetscUseTypeMethod(loss, evaluate, ny, y, nt, t, &sum, dy);
-  if (loss->ops->counted) { /* only some targets count (an ignore index): the mean divides by their global number */
-    PetscInt   n;
-    PetscInt64 n64;
+  if (loss->ops->counted) { /* only some targets count (an ignore index): the mean divides by their global number,
+                              summed with the loss in one reduction (a count below 2^53 is exact in a PetscReal) */
+    PetscInt  n;
+    PetscReal sn[2];
 
     PetscUseTypeMethod(loss, counted, nt, t, &n);
-    n64 = n;
-    PetscCallMPI(MPIU_Allreduce(MPI_IN_PLACE, &n64, 1, MPIU_INT64, MPI_SUM, PetscObjectComm((PetscObject)loss)));
-    N = (PetscInt)n64; /* at most the size of T */
-  }
+    sn[0] = sum;
+    sn[1] = (PetscReal)n;
+    PetscCall(MPIU_Allreduce(MPI_IN_PLACE, sn, 2, MPIU_REAL, MPIU_SUM, PetscObjectComm((PetscObject)loss)));
+    sum = sn[0];
+    N   = (PetscInt)sn[1]; /* at most the size of T */
+  } else PetscCall(MPIU_Allreduce(MPI_IN_PLACE, &sum, 1, MPIU_REAL, MPIU_SUM, PetscObjectComm((PetscObject)loss)));
   if (dY) PetscCall(VecRestoreArrayWrite(dY, &dy));
   PetscCall(VecRestoreArrayRead(T, &t));
   PetscCall(VecRestoreArrayRead(Y, &y));
   PetscCall(PetscLogEventEnd(loss->event, loss, 0, 0, 0));
-  PetscCall(MPIU_Allreduce(MPI_IN_PLACE, &sum, 1, MPIU_REAL, MPIU_SUM, PetscObjectComm((PetscObject)loss)));
   *f = N ? sum / N : 0.0;
   if (dY && N) PetscCall(VecScale(dY, 1.0 / N));
   PetscCall(PetscObjectReference((PetscObject)Y));
