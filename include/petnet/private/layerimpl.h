@@ -185,6 +185,7 @@ PETSC_EXTERN PetscErrorCode LayerGetTensors(Layer, PetscInt *, LayerTensorInfo[]
 PETSC_INTERN PetscErrorCode LayerTensorSet_Private(LayerTensorInfo *, const char[], PetscInt, LayerTensorLayout, PetscInt, const PetscInt[]);
 PETSC_INTERN PetscErrorCode LayerRegisterEvents_Private(LayerType);
 PETSC_INTERN PetscErrorCode LayerGetNodeDescription_Private(Layer, size_t, char[]);
+PETSC_INTERN PetscErrorCode LayerCopyArgumentsWithoutBlanks_Private(Layer, const char[], size_t, char[], const char[]);
 PETSC_INTERN PetscErrorCode LayerGetEvents_Private(LayerType, PetscLogEvent[]);
 PETSC_INTERN PetscErrorCode LayerForwardAct(Layer, Layer, PetscDataType, PetscInt, const PetscScalar *, const void *, void *);
 PETSC_INTERN PetscErrorCode LayerBackwardMask(Layer, Layer, PetscDataType, PetscInt, const PetscScalar *, const void *, const void *, const void *, void *, PetscScalar *);

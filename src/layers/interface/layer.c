@@ -175,6 +175,25 @@ PetscErrorCode LayerSetArguments(Layer layer, const char args[])
   PetscFunctionReturn(0);
 }
 
+/*
+  The argument text of a kind that keeps it to parse at set-up (permute:2,0,1, reshape:4x8, einsum:bij,bjk->bik),
+  copied into text[len] without its blanks, which carry nothing there; text longer than the buffer is refused naming
+  the kind and what it holds (limit, e.g. "a sample has at most 5 dims").
+*/
+PetscErrorCode LayerCopyArgumentsWithoutBlanks_Private(Layer layer, const char args[], size_t len, char text[], const char limit[])
+{
+  size_t k = 0;
+
+  PetscFunctionBegin;
+  for (const char *s = args; *s; s++) {
+    if (*s == ' ' || *s == '\t') continue;
+    PetscCheck(k + 1 < len, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "\"%s:%s\" is too long: %s", ((PetscObject)layer)->type_name, args, limit);
+    text[k++] = *s;
+  }
+  text[k] = 0;
+  PetscFunctionReturn(0);
+}
+
 /*@C
   LayerGetSpec - writes "kind" or "kind:args", the text that rebuilds this layer with LayerSetType() and
   LayerSetArguments()

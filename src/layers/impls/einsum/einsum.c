@@ -109,16 +109,10 @@ static PetscErrorCode EinsumParse(Layer layer, const char node[])
 static PetscErrorCode LayerSetArguments_Einsum(Layer layer, const char args[])
 {
   Layer_Einsum *es = (Layer_Einsum *)layer->data;
-  size_t        k  = 0;
 
   PetscFunctionBegin;
-  for (const char *s = args; *s; s++) /* blanks carry nothing */
-    if (*s != ' ' && *s != '\t') {
-      PetscCheck(k + 1 < sizeof(es->spec), PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "\"einsum:%s\" is too long: a spec names at most %d dims per term", args, PETNET_MAX_DIM);
-      es->spec[k++] = *s;
-    }
-  es->spec[k] = 0;
-  es->nops    = 0;
+  PetscCall(LayerCopyArgumentsWithoutBlanks_Private(layer, args, sizeof(es->spec), es->spec, "a spec names at most " PetscStringize(PETNET_MAX_DIM) " dims per term"));
+  es->nops = 0;
   PetscFunctionReturn(0);
 }
 

@@ -64,16 +64,10 @@ static PetscErrorCode PermuteParse(Layer layer, const char node[])
 static PetscErrorCode LayerSetArguments_Permute(Layer layer, const char args[])
 {
   Layer_Permute *pm = (Layer_Permute *)layer->data;
-  size_t         k  = 0;
 
   PetscFunctionBegin;
-  for (const char *s = args; *s; s++)
-    if (*s != ' ' && *s != '\t') {
-      PetscCheck(k + 1 < sizeof(pm->text), PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "\"permute:%s\" is too long: a sample has at most %d dims", args, PETNET_MAX_DIM);
-      pm->text[k++] = *s;
-    }
-  pm->text[k] = 0;
-  pm->r       = 0;
+  PetscCall(LayerCopyArgumentsWithoutBlanks_Private(layer, args, sizeof(pm->text), pm->text, "a sample has at most " PetscStringize(PETNET_MAX_DIM) " dims"));
+  pm->r = 0;
   PetscFunctionReturn(0);
 }
 

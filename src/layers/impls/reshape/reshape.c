@@ -49,16 +49,10 @@ static PetscErrorCode ReshapeParse(Layer layer, const char node[])
 static PetscErrorCode LayerSetArguments_Reshape(Layer layer, const char args[])
 {
   Layer_Reshape *rs = (Layer_Reshape *)layer->data;
-  size_t         k  = 0;
 
   PetscFunctionBegin;
-  for (const char *s = args; *s; s++)
-    if (*s != ' ' && *s != '\t') {
-      PetscCheck(k + 1 < sizeof(rs->text), PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "\"reshape:%s\" is too long: write at most %d sizes", args, PETNET_MAX_DIM);
-      rs->text[k++] = *s;
-    }
-  rs->text[k] = 0;
-  rs->ndim    = 0;
+  PetscCall(LayerCopyArgumentsWithoutBlanks_Private(layer, args, sizeof(rs->text), rs->text, "write at most " PetscStringize(PETNET_MAX_DIM) " sizes"));
+  rs->ndim = 0;
   PetscFunctionReturn(0);
 }
 
