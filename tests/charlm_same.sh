@@ -6,8 +6,13 @@
 #   sequence the same on 1 rank and on 2 ranks with -net_parallel sequence (the tokens split)
 #   reload   val_bpc of a model trained and saved on 2 ranks (-net_save) and of that file loaded on 1 rank (-net_load,
 #            no training)
-# Each pair agrees to a relative 1e-9 (the summary prints 10 decimals; round-off is about 1e-15), checked by
-# tests/summarycheck against bounds made from the first run; both runs under PETSc's leak check.
+#   torch    PyTorch -> PetNet: share/bench/charlm_torch.py's GPT (nanoGPT's names, position table, 2 blocks) with random
+#            weights in float64, written by petnet_torch.charlm_save() (--save-petnet), and its val_bpc in PyTorch; the
+#            file loaded by bin/charlm (-net_load, no training) on 1 and on 2 ranks gives the same val_bpc to 1e-10
+#   torch_mlp the same for charlm_torch.py's per-position stand-in (--model mlp: Linear weights as 1x1 conv2d kernels)
+# Each pair agrees to a relative 1e-9 (torch: 1e-10; the summary prints 10 decimals of a val_bpc near 7, so 1e-11;
+# round-off is about 1e-15), checked by tests/summarycheck against bounds made from the first run; the bin/charlm runs
+# under PETSc's leak check.
 cd "$(dirname "$0")/.." || exit 2
 case=$1
 tiny=(-charlm_context 32 -charlm_embed 32 -charlm_heads 4 -charlm_depth 1 -charlm_iterations 30 -charlm_lr 1e-2 -charlm_val_windows 64)
@@ -19,8 +24,17 @@ run() { # NRANKS OUTPUT options...
   mpiexec -n "$n" bin/charlm "$@" -malloc_debug -malloc_dump > "$o" 2>&1 || { echo "bin/charlm on $n rank(s) failed:"; tail -20 "$o"; exit 1; }
   if grep -q -E "^\[ *[0-9]+\] [0-9]+ bytes|PETSC ERROR" "$o"; then echo "leak or PETSc error in $o:"; tail -20 "$o"; exit 1; fi
 }
-bounds() { # KEY OUTPUT: the key's value in the output's summary, as two bounds at a relative 1e-9
-  grep '^summary:' "$2" | tail -1 | tr ' ' '\n' | awk -F= -v k="$1" '$1 == k { printf "%s >= %.12g\n%s <= %.12g\n", k, $2 - 1e-9 * ($2 < 0 ? -$2 : $2), k, $2 + 1e-9 * ($2 < 0 ? -$2 : $2) }'
+rtol=1e-9
+bounds() { # KEY OUTPUT: the key's value in the output's summary, as two bounds at a relative rtol
+  grep '^summary:' "$2" | tail -1 | tr ' ' '\n' | awk -F= -v k="$1" -v r="$rtol" '$1 == k { printf "%s >= %.12g\n%s <= %.12g\n", k, $2 - r * ($2 < 0 ? -$2 : $2), k, $2 + r * ($2 < 0 ? -$2 : $2) }'
+}
+torch() { # MODEL: a model of charlm_torch.py with random weights -> $out.h5 and PyTorch's val_bpc ($out.a); bin/charlm on 1 and 2 ranks
+  local small=(-charlm_context 32 -charlm_iterations 0 -charlm_val_windows 64 -net_load "$out.h5")
+  /usr/bin/python3 share/bench/charlm_torch.py --save-petnet "$out.h5" --model "$1" --context 32 --embed 16 --heads 4 --depth 2 --val-windows 64 > "$out.a" 2>&1 ||
+    { echo "charlm_torch.py --save-petnet failed:"; tail -20 "$out.a"; exit 1; }
+  head -1 "$out.a"
+  run 1 "$out.b" "${small[@]}"
+  run 2 "$out.c" "${small[@]}"
 }
 case $case in
   ranks)   run 1 "$out.a" "${tiny[@]}"; run 2 "$out.b" "${tiny[@]}"; keys=(train_loss val_bpc) ;;
@@ -28,11 +42,15 @@ case $case in
   tensor)  run 1 "$out.a" "${tiny[@]}"; run 2 "$out.b" "${tiny[@]}" -net_parallel tensor; keys=(train_loss val_bpc) ;;
   sequence) run 1 "$out.a" "${tiny[@]}"; run 2 "$out.b" "${tiny[@]}" -net_parallel sequence; keys=(train_loss val_bpc) ;;
   reload)  run 2 "$out.a" "${tiny[@]}" -net_save "$out.h5"; run 1 "$out.b" "${tiny[@]}" -charlm_iterations 0 -net_load "$out.h5"; keys=(val_bpc) ;;
-  *) echo "usage: $0 ranks|sharded|tensor|sequence|reload"; exit 2 ;;
+  torch)   torch gpt; keys=(val_bpc); rtol=1e-10 ;;
+  torch_mlp) torch mlp; keys=(val_bpc); rtol=1e-10 ;;
+  *) echo "usage: $0 ranks|sharded|tensor|sequence|reload|torch|torch_mlp"; exit 2 ;;
 esac
 for k in "${keys[@]}"; do bounds "$k" "$out.a"; done > "$out.check"
 [[ $(wc -l < "$out.check") -eq $((2 * ${#keys[@]})) ]] || { echo "the first run's summary lacks ${keys[*]}:"; tail -3 "$out.a"; exit 1; }
 grep '^summary:' "$out.a" | tail -1
-grep '^summary:' "$out.b" | tail -1
-python3 tests/summarycheck "$out.check" "$out.b" || exit 1
-echo "same ${keys[*]} ($case)"
+for o in "$out.b" $([[ $case == torch* ]] && echo "$out.c"); do
+  grep '^summary:' "$o" | tail -1
+  python3 tests/summarycheck "$out.check" "$o" || exit 1
+done
+echo "same ${keys[*]} ($case, relative $rtol)"

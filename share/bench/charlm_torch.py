@@ -24,6 +24,13 @@ under nanoGPT's names (share/python/petnet_torch.py, charlm_state_dict()) into t
 load_state_dict(strict=True), in float64, on --val-windows windows; --expect OUTPUT compares the result with the val_bpc
 of bin/charlm's summary line in OUTPUT (relative 1e-9) and exits 1 when they differ.
 
+--save-petnet FILE goes the other way: the GPT (or --model mlp, the stand-in) with random weights (every parameter
+uniform, biases and layer norms too, seeded by --seed) in float64, its state_dict under nanoGPT's names written as a
+PetNet model file by petnet_torch.charlm_save() (embedding, position, transformer:H:F:causal blocks, layernorm,
+dense:V:tokens); prints a summary line with PyTorch's val_bpc on --val-windows windows, which
+`bin/charlm -net_load FILE -charlm_iterations 0` must reproduce (tests/charlm_same.sh torch), and checks that
+charlm_state_dict() reads the file back to the same tensors bit for bit.
+
 Usage: charlm_torch.py [--corpus DIR|FILE] [--context T] [--embed E] [--heads H] [--depth L] [--iterations N]
                        [--batch B] [--lr R] [--val-windows K] [--seed S] [--threads N] [--dtype float32|float64]
 Prints: torch_charlm: model= params= context= iterations= train_loss= val_bpc= step_ms= tokens_per_s= threads= dtype="""
@@ -169,6 +176,35 @@ def evaluate_petnet(a):
     return 0
 
 
+def save_petnet(a):
+    """--save-petnet: a model with random weights -> a PetNet model file (petnet_torch.charlm_save); PyTorch's val_bpc"""
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'python'))
+    import petnet_torch
+    torch.manual_seed(a.seed)
+    train, val = read_corpus(a.corpus)
+    present = sorted(set(train))
+    ids = np.zeros(256, dtype=np.int64)
+    ids[present] = np.arange(1, len(present) + 1)
+    V, T = len(present) + 1, a.context
+    model = (StandIn(V, a.embed) if a.model == 'mlp' else GPT(V, T if a.model == 'gpt' else 0, a.embed, a.heads, a.depth)).to(torch.float64)
+    gen = torch.Generator().manual_seed(a.seed)
+    with torch.no_grad():  # every tensor drawn, so that a tensor loaded into the wrong place changes the result
+        for name, p in model.named_parameters():
+            scale = 1.0 / math.sqrt(p.shape[-1]) if p.dim() > 1 else 0.3
+            p.copy_((torch.rand(p.shape, generator=gen, dtype=torch.float64) * 2 - 1) * scale + (1.0 if name.endswith('weight') and p.dim() == 1 else 0.0))
+    model.eval()
+    spec, shape = petnet_torch.charlm_save(model.state_dict(), a.save_petnet, a.heads, context=T)
+    state, _, _, _ = petnet_torch.charlm_state_dict(a.save_petnet)
+    ref = model.state_dict()
+    same = state.keys() == ref.keys() and all(torch.equal(state[k], ref[k]) for k in ref)
+    print(f'{a.save_petnet}: {spec} on {"x".join(map(str, shape))} ids; read back by charlm_state_dict(): {"the same tensors bit for bit" if same else "DIFFERENT tensors"}')
+    va = torch.from_numpy(ids[np.frombuffer(val, dtype=np.uint8)])
+    bpc = validation_bpc(model, va, T, a.val_windows, a.batch, V)
+    print(f'summary: model=torch_charlm arch={a.model} params={sum(p.numel() for p in model.parameters())} context={T} val_bpc={bpc:.10f} vocab={V}')
+    return 0 if same else 1
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--corpus', default='/usr/share/games/fortunes')
@@ -186,9 +222,12 @@ def main():
     ap.add_argument('--dtype', choices=['float32', 'float64'], default='float32')
     ap.add_argument('--load-petnet', metavar='FILE', help='evaluate a model file of bin/charlm (-net_save), no training')
     ap.add_argument('--expect', metavar='OUTPUT', help="with --load-petnet: bin/charlm's output whose val_bpc must be matched")
+    ap.add_argument('--save-petnet', metavar='FILE', help='write the model with random weights as a PetNet model file, print its val_bpc, no training')
     a = ap.parse_args()
     if a.load_petnet:
         return evaluate_petnet(a)
+    if a.save_petnet:
+        return save_petnet(a)
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
     dtype = getattr(torch, a.dtype)

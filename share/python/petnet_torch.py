@@ -182,6 +182,71 @@ class SelfAttention(nn.MultiheadAttention):
         return super().forward(x, x, x, attn_mask=mask, need_weights=False)[0]
 
 
+# The tensors of PetNet's pre-norm block transformer:H:F[:causal] in a model file, relative to its entry I (NetSetLayers()
+# names the block's nodes I.attn.res.<j> and I.mlp.res.<j>, src/net/netspec.c), beside the same tensors in
+# nn.TransformerEncoderLayer(norm_first=True) and in a nanoGPT block (share/bench/charlm_torch.py's Block):
+#     file (I.)                    nn.TransformerEncoderLayer       nanoGPT (transformer.h.N.)   shape
+_BLOCK_TENSORS = (
+    ("attn.res.0.weight", "norm1.weight", "ln_1.weight", "E"),
+    ("attn.res.0.bias", "norm1.bias", "ln_1.bias", "E"),
+    ("attn.res.1.in_proj_weight", "self_attn.in_proj_weight", "attn.in_proj_weight", "3E,E"),  # rows q, k, v
+    ("attn.res.1.in_proj_bias", "self_attn.in_proj_bias", "attn.in_proj_bias", "3E"),
+    ("attn.res.1.out_proj.weight", "self_attn.out_proj.weight", "attn.out_proj.weight", "E,E"),
+    ("attn.res.1.out_proj.bias", "self_attn.out_proj.bias", "attn.out_proj.bias", "E"),
+    ("mlp.res.0.weight", "norm2.weight", "ln_2.weight", "E"),
+    ("mlp.res.0.bias", "norm2.bias", "ln_2.bias", "E"),
+    ("mlp.res.1.weight", "linear1.weight", "mlp.c_fc.weight", "F,E"),
+    ("mlp.res.1.bias", "linear1.bias", "mlp.c_fc.bias", "F"),
+    ("mlp.res.3.weight", "linear2.weight", "mlp.c_proj.weight", "E,F"),
+    ("mlp.res.3.bias", "linear2.bias", "mlp.c_proj.bias", "E"),
+)
+
+
+def _block_shape(text, E, F):
+    """'3E,E' -> (3 E, E) for a block of width E and MLP width F"""
+    return tuple(int(d[:-1] or 1) * {"E": E, "F": F}[d[-1]] for d in text.split(","))
+
+
+class CausalEncoderLayer(nn.TransformerEncoderLayer):
+    """PetNet's transformer:H:F:causal: nn.TransformerEncoderLayer(E, H, F, dropout=0, activation="gelu",
+    batch_first=True, norm_first=True) called with the causal mask (True above the diagonal) on its one input."""
+
+    def forward(self, src, src_mask=None, src_key_padding_mask=None):
+        if src_mask is not None or src_key_padding_mask is not None:
+            raise ValueError("CausalEncoderLayer makes its own causal mask: call it (or its nn.TransformerEncoder) without src_mask and src_key_padding_mask")
+        T = src.shape[1]
+        return super().forward(src, src_mask=torch.triu(torch.ones(T, T, dtype=torch.bool, device=src.device), 1))
+
+
+def encoder_layer(E, H, F, causal=False, dtype=torch.float64):
+    """The PyTorch module of PetNet's transformer:H:F[:causal] on (T, E) samples: nn.TransformerEncoderLayer(E, H, F,
+    dropout=0, activation="gelu", batch_first=True, norm_first=True), or CausalEncoderLayer when causal."""
+    return (CausalEncoderLayer if causal else nn.TransformerEncoderLayer)(E, H, F, dropout=0.0, activation="gelu", batch_first=True, norm_first=True, dtype=dtype)
+
+
+def _encoder_entry(m):
+    """transformer:H:F[:causal] of an nn.TransformerEncoderLayer, refused (ValueError saying what to write) unless it is
+    PetNet's block: pre-norm, batch_first, exact GELU, no dropout, LayerNorm eps 1e-5 with affine parameters, biases."""
+    a = m.self_attn
+    gelu = m.activation is torch.nn.functional.gelu or (isinstance(m.activation, nn.GELU) and m.activation.approximate == "none")
+    fix = []
+    if not m.norm_first:
+        fix.append("norm_first=True (PetNet's block is pre-norm)")
+    if not a.batch_first:
+        fix.append("batch_first=True")
+    if not gelu:
+        fix.append('activation="gelu" (the exact, erf form)')
+    if any(d.p != 0 for d in (m.dropout, m.dropout1, m.dropout2)) or a.dropout != 0:
+        fix.append("dropout=0.0 (PetNet's block has no dropout; a trained model's evaluation-mode outputs do not depend on it)")
+    if any(n.eps != 1e-5 or not n.elementwise_affine for n in (m.norm1, m.norm2)):
+        fix.append("layer_norm_eps=1e-5 with the LayerNorms' affine parameters")
+    if a.in_proj_weight is None or a.in_proj_bias is None or a.bias_k is not None or a.add_zero_attn or m.linear1.bias is None or m.linear2.bias is None:
+        fix.append("the projections with biases (no kdim/vdim, add_bias_kv or add_zero_attn)")
+    if fix:
+        raise ValueError(f"this nn.TransformerEncoderLayer is not PetNet's transformer:H:F block: construct it with {', '.join(fix)}")
+    return f"transformer:{a.num_heads}:{m.linear1.out_features}" + (":causal" if isinstance(m, CausalEncoderLayer) else "")
+
+
 def _attention_args(args):
     """attention's H[:causal] -> (H, causal)"""
     head, _, rest = (args or "").partition(":")
@@ -430,6 +495,13 @@ def _make_module(kind, args, shape):
             raise ValueError(f"layernorm on a {shape_to_string(shape)} input: PyTorch's NCHW layout puts the channels elsewhere; give (f) or (T, E)")
         affine, eps = _norm_args(kind, args)
         return nn.LayerNorm(shape[-1], eps=eps, elementwise_affine=affine, dtype=torch.float64)
+    if kind == "transformer":
+        fields = (args or "").split(":")
+        if len(fields) not in (2, 3) or not all(f.isdigit() and int(f) > 0 for f in fields[:2]) or fields[2:] not in ([], ["causal"]):
+            raise ValueError(f"transformer takes H:F[:causal], the heads and the MLP's hidden units, not '{args}'")
+        if len(shape) != 2 or shape[1] % int(fields[0]):
+            raise ValueError(f"transformer:{args} needs a (T, E) input with H dividing E, not {shape_to_string(shape)}")
+        return encoder_layer(shape[1], int(fields[0]), int(fields[1]), causal=fields[2:] == ["causal"])
     if kind == "attention":
         heads, causal = _attention_args(args)
         if len(shape) != 2 or shape[1] % heads:
@@ -495,7 +567,7 @@ class _Tracer(torch.fx.Tracer if hasattr(torch, "fx") else object):
     """torch.fx's tracer, with the modules this script adds as leaves (it would trace into Residual's addition)."""
 
     def is_leaf_module(self, m, qualname):
-        return isinstance(m, (Residual, GlobalAvgPool, FlattenLinear, TokenLinear)) or super().is_leaf_module(m, qualname)
+        return isinstance(m, (Residual, GlobalAvgPool, FlattenLinear, TokenLinear, CausalEncoderLayer)) or super().is_leaf_module(m, qualname)
 
 
 def _chain(model):
@@ -553,7 +625,10 @@ def _group(modules):
             layers.append(("globalavgpool", [m, modules[i + 1]]))
             i += 2
             continue
-        layers.append(_group_one(m))
+        if isinstance(m, nn.TransformerEncoder):  # its layers, then its norm: transformer:H:F entries and a layernorm
+            layers += [_group_one(layer) for layer in m.layers] + ([_group_one(m.norm)] if m.norm is not None else [])
+        else:
+            layers.append(_group_one(m))
         i += 1
     return layers
 
@@ -618,6 +693,8 @@ def _group_one(m):
             raise ValueError("PetNet's layernorm normalises the last dimension only: use LayerNorm(E)")
         fields = ([] if m.elementwise_affine else ["noaffine"]) + ([] if m.eps == 1e-5 else [f"eps={_real_text(m.eps)}"])
         return ":".join(["layernorm"] + fields), [m]
+    if isinstance(m, nn.TransformerEncoderLayer):
+        return _encoder_entry(m), [m]
     if isinstance(m, SelfAttention):
         if m.in_proj_weight is None or m.in_proj_bias is None or m.bias_k is not None or m.add_zero_attn or not m.batch_first:
             raise ValueError("PetNet's attention has in_proj_weight, in_proj_bias and the output projection: use SelfAttention(E, H) (bias=True, no add_bias_kv, no add_zero_attn, kdim = vdim = E)")
@@ -819,6 +896,12 @@ def _bind(group, state):
         order = state.order if ndim == 1 else None
         tensors = [_features_tensor("weight", m.weight, order), _features_tensor("bias", m.bias, order)] if m.elementwise_affine else []
         return state, tensors
+    if isinstance(m, nn.TransformerEncoderLayer):
+        E, F = m.linear1.in_features, m.linear1.out_features
+        if ndim != 2 or shape[1] != E:
+            raise ValueError(f"{entry}: nn.TransformerEncoderLayer(d_model={E}) on a {shape_to_string(shape)} input: PetNet's transformer block takes (T, E) with E = {E}")
+        params = dict(m.named_parameters())
+        return state, [_Tensor(ours, params[theirs]) for ours, theirs, _, _ in _BLOCK_TENSORS]
     if isinstance(m, SelfAttention):
         if ndim != 2 or shape[1] != m.embed_dim:
             raise ValueError(f"{entry}: SelfAttention({m.embed_dim}, {m.num_heads}) on a {shape_to_string(shape)} input: PetNet's attention takes (T, E) with E = {m.embed_dim}")
@@ -1245,15 +1328,10 @@ def load_into(model, path):
     return input_shape
 
 
-def save(model, input_shape, path, version=FORMAT_VERSION):
-    """Writes a model (nn.Sequential, or an nn.Module whose forward is a chain of the supported modules) as a PetNet
-    HDF5 model file, which NetLoad() reads on any number of ranks. version=2 writes the old layout (for tests)."""
-    if version not in (2, 3, 4):
-        raise ValueError(f"save() writes format versions 2, 3 and 4, not {version}")
-    spec = spec_of(model)
-    _, tensors = _plan(model, input_shape)
-    nparams = sum(t.tensor.numel() for t in tensors if not t.buffer)
-    nbuffers = sum(t.tensor.numel() for t in tensors if t.buffer and not t.counter)
+def _write(path, spec, input_shape, datasets, nparams, nbuffers, version=FORMAT_VERSION):
+    """A model file: the group /petnet (version, spec, input_shape, nparams, nbuffers; from version 4 grid 0 and
+    header_crc32) and datasets [(name, values, shape)], each with its crc32 and, unless shape is None (a counter such as
+    num_batches_tracked), its attribute "shape" (PyTorch's)."""
     with h5py.File(path, "w") as f:
         group = f.create_group(GROUP)
         # fixed-length strings and 32-bit ints, as PETSc's HDF5 viewer reads them
@@ -1265,18 +1343,32 @@ def save(model, input_shape, path, version=FORMAT_VERSION):
         if version >= 4:
             group.attrs["grid"] = np.int32(0)
             group.attrs["header_crc32"] = np.bytes_(header_checksum(spec, input_shape, nparams, nbuffers))
-        with torch.no_grad():
-            for t in tensors:
-                if t.counter:
-                    if version >= 3:
-                        data = np.int64(t.tensor.item())
-                        f.create_dataset(t.name, data=data).attrs["crc32"] = np.bytes_(checksum(data))
-                    continue
-                value = t.tensor.detach().to(torch.float64)
-                data = (value if version >= 3 else t.pack(value)).numpy()
-                dataset = f.create_dataset(t.name, data=data)
-                dataset.attrs["shape"] = np.bytes_(",".join(str(d) for d in t.tensor.shape))
-                dataset.attrs["crc32"] = np.bytes_(checksum(data))
+        for name, data, shape in datasets:
+            dataset = f.create_dataset(name, data=data)
+            if shape is not None:
+                dataset.attrs["shape"] = np.bytes_(",".join(str(d) for d in shape))
+            dataset.attrs["crc32"] = np.bytes_(checksum(data))
+
+
+def save(model, input_shape, path, version=FORMAT_VERSION):
+    """Writes a model (nn.Sequential, or an nn.Module whose forward is a chain of the supported modules) as a PetNet
+    HDF5 model file, which NetLoad() reads on any number of ranks. version=2 writes the old layout (for tests)."""
+    if version not in (2, 3, 4):
+        raise ValueError(f"save() writes format versions 2, 3 and 4, not {version}")
+    spec = spec_of(model)
+    _, tensors = _plan(model, input_shape)
+    nparams = sum(t.tensor.numel() for t in tensors if not t.buffer)
+    nbuffers = sum(t.tensor.numel() for t in tensors if t.buffer and not t.counter)
+    datasets = []
+    with torch.no_grad():
+        for t in tensors:
+            if t.counter:
+                if version >= 3:
+                    datasets.append((t.name, np.int64(t.tensor.item()), None))
+                continue
+            value = t.tensor.detach().to(torch.float64)
+            datasets.append((t.name, (value if version >= 3 else t.pack(value)).numpy(), tuple(t.tensor.shape)))
+    _write(path, spec, input_shape, datasets, nparams, nbuffers, version)
 
 
 def state_arrays(model, input_shape):
@@ -1306,9 +1398,9 @@ def _charlm_names(spec):
         kind, args = entries[i]
         inner = [k for k, _ in (_split_entry(e) for e in _split_top(args, ","))] if kind == "residual" else []
         h = f"transformer.h.{block}."
-        if kind == "transformer":
-            names.update({f"{i}.ln_1.": (h + "ln_1.", False), f"{i}.attn.": (h + "attn.", False), f"{i}.ln_2.": (h + "ln_2.", False),
-                          f"{i}.mlp.c_fc.": (h + "mlp.c_fc.", False), f"{i}.mlp.c_proj.": (h + "mlp.c_proj.", False)})
+        if kind == "transformer":  # its nodes I.attn.res.<j>, I.mlp.res.<j> (_BLOCK_TENSORS)
+            for ours, _, theirs, _ in _BLOCK_TENSORS:
+                names[f"{i}.{ours.rsplit('.', 1)[0]}."] = (h + theirs.rsplit(".", 1)[0] + ".", False)
             i += 1
         elif inner == ["layernorm", "attention"] and i + 1 < len(entries) - 2:
             after = [k for k, _ in (_split_entry(e) for e in _split_top(entries[i + 1][1], ","))]
@@ -1350,6 +1442,129 @@ def charlm_state_dict(path):
             t = torch.from_numpy(values.copy())
             state[to + key[len(prefix):]] = t.reshape(t.shape[0], -1) if flat and t.dim() > 2 else t
     return state, arch, spec, input_shape
+
+
+def encoder_state_dict(path):
+    """A model file whose layer list is transformer:H:F blocks, optionally followed by one layernorm (written by
+    NetSave(), -net_save, or save()), as a state_dict under nn.TransformerEncoder's names: layers.N.self_attn.
+    in_proj_weight, layers.N.norm1.weight, layers.N.linear1.weight, ... (_BLOCK_TENSORS) and norm.weight, norm.bias.
+    load_state_dict(strict=True) of nn.TransformerEncoder(encoder_layer(E, H, F), num_layers=L, norm=nn.LayerNorm(E)
+    or None) takes it. Returns (state_dict, [(H, F, causal) per block], the input shape (T, E)); checksums verified."""
+    with h5py.File(path, "r") as f:
+        version, spec, input_shape = _read_header(f, path)
+        entries = [_split_entry(e) for e in _split_top(spec, ",")]
+        norm = len(entries) > 1 and entries[-1][0] == "layernorm"
+        blocks = entries[:-1] if norm else entries
+        if version < 3 or not blocks or any(kind != "transformer" for kind, _ in blocks) or len(input_shape) != 2:
+            raise ValueError(f"{path} holds '{spec}' on {shape_to_string(input_shape)} (format version {version}): nn.TransformerEncoder's names fit transformer:H:F "
+                             "blocks on (T, E) samples, optionally followed by one layernorm, in files of format version 3 or later")
+        names = {f"{i}.{ours}": f"layers.{i}.{theirs}" for i in range(len(blocks)) for ours, theirs, _, _ in _BLOCK_TENSORS}
+        if norm:
+            names.update({f"{len(blocks)}.weight": "norm.weight", f"{len(blocks)}.bias": "norm.bias"})
+        state = {}
+        for key, to in names.items():
+            if key not in f:
+                raise KeyError(f"{path} has no dataset '{key}' (nn.TransformerEncoder's {to}) needed by '{spec}'")
+            values = np.asarray(f[key][()], dtype=np.float64)
+            if _text(f[key].attrs.get("crc32", b"")) != checksum(values):
+                raise ValueError(f"{path}: tensor {key} does not match its checksum (crc32): the file is corrupt")
+            state[to] = torch.from_numpy(values.copy())
+        extra = sorted(k for k in f if k != GROUP and k not in names)
+        if extra:
+            raise ValueError(f"{path} has datasets {extra[:4]} that '{spec}' does not: the file is not PetNet's")
+    sizes = []
+    for kind, args in blocks:
+        fields = args.split(":")
+        sizes.append((int(fields[0]), int(fields[1]), fields[2:] == ["causal"]))
+    return state, sizes, input_shape
+
+
+def _charlm_tensors(state):
+    """The spec's sizes and {nanoGPT key: PyTorch shape} of the model whose state_dict is state: share/bench/
+    charlm_torch.py's GPT (transformer.wte, optional transformer.wpe, transformer.h.0 .. L-1, ln_f, lm_head) or its
+    StandIn (wte, ln_1, c_fc, c_proj, ln_f, lm_head). The sizes come from wte ([V][E]), wpe ([P][E]), the block
+    numbers (L) and the first c_fc ([F][E]); every other tensor must then have the shape listed."""
+    def need(key, what):
+        if key not in state:
+            raise KeyError(f"the state_dict lacks '{key}' ({what}): give the state_dict of share/bench/charlm_torch.py's GPT (nanoGPT's names) or StandIn")
+        return tuple(state[key].shape)
+
+    gpt = any(k.startswith("transformer.") for k in state)
+    wte = need("transformer.wte.weight" if gpt else "wte.weight", "the token embedding [V][E]")
+    if len(wte) != 2:
+        raise ValueError(f"'{'transformer.' if gpt else ''}wte.weight' has shape {wte}: the token embedding is [V][E]")
+    (V, E), shapes = wte, {}
+    if not gpt:
+        F = need("c_fc.weight", "the MLP's first Linear [F][E]")[0]
+        for name, shape in (("wte.weight", (V, E)), ("ln_1.weight", (E,)), ("ln_1.bias", (E,)), ("c_fc.weight", (F, E)), ("c_fc.bias", (F,)), ("c_proj.weight", (E, F)),
+                            ("c_proj.bias", (E,)), ("ln_f.weight", (E,)), ("ln_f.bias", (E,)), ("lm_head.weight", (V, E)), ("lm_head.bias", (V,))):
+            shapes[name] = shape
+        return dict(arch="mlp", V=V, E=E, F=F, P=0, L=0), shapes
+    P = need("transformer.wpe.weight", "the position table [P][E]")[0] if "transformer.wpe.weight" in state else 0
+    blocks = {k.split(".")[2] for k in state if k.startswith("transformer.h.")}
+    if not all(b.isdigit() for b in blocks) or sorted(int(b) for b in blocks) != list(range(len(blocks))):
+        raise ValueError(f"the blocks of the state_dict are transformer.h.{{{','.join(sorted(blocks))}}}: nanoGPT numbers them 0 .. L-1")
+    L = len(blocks)
+    F = need("transformer.h.0.mlp.c_fc.weight", "block 0's MLP, [F][E]")[0] if L else 4 * E
+    shapes["transformer.wte.weight"] = (V, E)
+    if P:
+        shapes["transformer.wpe.weight"] = (P, E)
+    for b in range(L):
+        for _, _, theirs, shape in _BLOCK_TENSORS:
+            shapes[f"transformer.h.{b}.{theirs}"] = _block_shape(shape, E, F)
+    for name, shape in (("transformer.ln_f.weight", (E,)), ("transformer.ln_f.bias", (E,)), ("lm_head.weight", (V, E)), ("lm_head.bias", (V,))):
+        shapes[name] = shape
+    return dict(arch="gpt", V=V, E=E, F=F, P=P, L=L), shapes
+
+
+def charlm_save(state, path, heads, context=None):
+    """The reverse of charlm_state_dict(): a state_dict under nanoGPT's names (share/bench/charlm_torch.py's GPT: wte,
+    optional wpe, blocks transformer.h.N with nn.MultiheadAttention's in_proj, ln_f, lm_head; or its StandIn) written as
+    a PetNet model file that bin/charlm reads (-net_load FILE; -charlm_iterations 0 evaluates it). The GPT becomes
+    embedding:V:E[,position:P],transformer:H:F:causal x L,layernorm,dense:V:tokens on T ids, the stand-in
+    embedding:V:E,layernorm,conv2d:F:1:1:0,gelu,conv2d:E:1:1:0,layernorm,conv2d:V:1:1:0 on (T, 1) ids (its Linear
+    weights as 1x1 kernels). heads: the attention heads H (a state_dict does not record them; they must divide E);
+    context: the window T (-charlm_context; default the position table's P rows; the stand-in and a GPT without wpe
+    need it). V must be the corpus's vocabulary (bin/charlm refuses another). Refused, naming the key: a key missing,
+    a key the model does not have, a tensor of another shape. Returns (spec, input_shape)."""
+    state = {k: (v.detach() if torch.is_tensor(v) else torch.as_tensor(np.asarray(v))) for k, v in state.items()}
+    sizes, shapes = _charlm_tensors(state)
+    V, E, F, P, L = (sizes[k] for k in "VEFPL")
+    missing = [k for k in shapes if k not in state]
+    if missing:
+        raise KeyError(f"the state_dict lacks {', '.join(repr(k) for k in missing[:4])}{' ...' if len(missing) > 4 else ''} (shape {shapes[missing[0]]}): "
+                       f"a {sizes['arch']} of V={V}, E={E}, F={F}, L={L} has them")
+    unknown = sorted(k for k in state if k not in shapes)
+    if unknown:
+        raise KeyError(f"the state_dict has {', '.join(repr(k) for k in unknown[:4])}{' ...' if len(unknown) > 4 else ''}, which bin/charlm's model lacks: "
+                       "give the state_dict of share/bench/charlm_torch.py's GPT or StandIn (load_state_dict(strict=True) would refuse it too)")
+    for k, shape in shapes.items():
+        if tuple(state[k].shape) != shape:
+            raise ValueError(f"'{k}' has shape {tuple(state[k].shape)}, but the model (V={V}, E={E}, F={F}) needs {shape}")
+    T = context if context is not None else P
+    if not T or T <= 0:
+        raise ValueError(f"give the context (charlm_save(..., context=T), -charlm_context): {'the stand-in' if sizes['arch'] == 'mlp' else 'a GPT without transformer.wpe'} does not record it")
+    if P and T > P:
+        raise ValueError(f"context {T} is longer than the position table's {P} rows (transformer.wpe.weight): give a context of {P} or less")
+    if sizes["arch"] == "gpt" and (not isinstance(heads, int) or heads <= 0 or E % heads):
+        raise ValueError(f"heads={heads!r} must be a positive integer dividing the embedding width E = {E} (nn.MultiheadAttention's num_heads)")
+    if sizes["arch"] == "gpt":
+        spec = f"embedding:{V}:{E}" + (f",position:{P}" if P else "") + f",transformer:{heads}:{F}:causal" * L + f",layernorm,dense:{V}:tokens"
+        input_shape = (T,)
+    else:
+        spec, input_shape = f"embedding:{V}:{E},layernorm,conv2d:{F}:1:1:0,gelu,conv2d:{E}:1:1:0,layernorm,conv2d:{V}:1:1:0", (T, 1)
+    names, _ = _charlm_names(spec)
+    back = {to: (ours, flat) for ours, (to, flat) in names.items()}
+    datasets = []
+    for k in shapes:  # in the model's order
+        prefix = max((p for p in back if k.startswith(p)), key=len)
+        ours, flat = back[prefix]
+        data = state[k].to(torch.float64).numpy()
+        if flat and data.ndim == 2:  # a Linear of the stand-in: conv2d's [out][in][1][1]
+            data = data.reshape(data.shape + (1, 1))
+        datasets.append((ours + k[len(prefix):], np.ascontiguousarray(data), data.shape))
+    _write(path, spec, input_shape, datasets, sum(d.size for _, d, _ in datasets), 0)
+    return spec, input_shape
 
 
 # ---------------------------------------------------------------------------------------------- checks

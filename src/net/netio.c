@@ -367,7 +367,7 @@ PetscErrorCode NetIOSetArchitecture_Private(Net net, const char file[], const ch
   PetscCall(PetscStrallocpy(spec, &copy));
   for (next = copy; next;) {
     PetscErrorCode (*create)(Layer);
-    PetscBool isres;
+    PetscBool isres, isblock;
 
     if (graph) { /* name = kind... <- inputs; */
       char *eq;
@@ -384,7 +384,8 @@ PetscErrorCode NetIOSetArchitecture_Private(Net net, const char file[], const ch
     entry[strcspn(entry, ":( <")] = 0;
     PetscCall(PetscStrtolower(entry));
     PetscCall(PetscStrcmp(entry, "residual", &isres));
-    if (isres) continue;
+    PetscCall(PetscStrcmp(entry, "transformer", &isblock)); /* spellings of NetSetLayers() made of layers, not kinds (netspec.c) */
+    if (isres || isblock) continue;
     PetscCall(PetscFunctionListFind(LayerList, entry, &create));
     if (!create) {
       char kind[64];
