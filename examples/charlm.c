@@ -41,209 +41,7 @@ static const char help[] = "A character-level GPT on the text of the Debian pack
 #include <petnet.h>
 #include <petnetloss.h>
 #include <petnetoptim.h>
-#include <dirent.h>
-#include <errno.h>
-#include <sys/stat.h>
-
-#define CHARLM_MSG 1024
-
-typedef struct {
-  unsigned char *train, *val; /* the texts, on every rank */
-  PetscInt       ntrain, nval;
-  PetscInt       V;         /* ids: 0 unknown, 1..V-1 the train text's bytes */
-  PetscInt       id[256];   /* byte -> id */
-  unsigned char  byte[256]; /* id -> byte (byte[0] = '?') */
-  PetscInt       nfiles, nvalfiles;
-} Corpus;
-
-/* ---------------------------------------------------------------------------------------------------------------- */
-/* The corpus: read on rank 0, refused there with a message every rank then raises */
-
-/* A file is text when it has no NUL byte and at most 1% of its bytes are control characters other than tab, newline,
-   carriage return, form feed, vertical tab, backspace, bell and escape (fortune files use backspace overstrikes) */
-static PetscBool IsText(const unsigned char *b, PetscInt64 n)
-{
-  PetscInt64 ctrl = 0;
-
-  for (PetscInt64 i = 0; i < n; i++) {
-    if (!b[i]) return PETSC_FALSE;
-    if ((b[i] < 32 && !strchr("\t\n\r\f\v\b\a\x1b", b[i])) || b[i] == 127) ctrl++;
-  }
-  return (PetscBool)(100 * ctrl <= n);
-}
-
-/* Appends the file `path` (size checked) to *buf of *len bytes; msg receives the reason when it is refused */
-static PetscErrorCode AppendFile(const char *path, const char *option, unsigned char **buf, PetscInt64 *len, char msg[])
-{
-  struct stat    st;
-  FILE          *fp;
-  PetscInt64     size;
-  unsigned char *grown;
-
-  PetscFunctionBegin;
-  if (stat(path, &st)) {
-    PetscCall(
-        PetscSNPrintf(msg, CHARLM_MSG, "The corpus file %s (%s) cannot be read (%s): give an existing text file or folder, e.g. -charlm_corpus /usr/share/games/fortunes (share/setup.sh installs the package fortunes)", path, option, strerror(errno)));
-    PetscFunctionReturn(0);
-  }
-  size = (PetscInt64)st.st_size;
-  if (size == 0) {
-    PetscCall(PetscSNPrintf(msg, CHARLM_MSG, "The corpus file %s (%s) is empty: give a file with text in it", path, option));
-    PetscFunctionReturn(0);
-  }
-  if (*len + size >= PETSC_MAX_INT) {
-    PetscCall(PetscSNPrintf(msg, CHARLM_MSG, "The corpus grows to %" PetscInt64_FMT " bytes with %s (%s), more than %d, the largest PetscInt: give a smaller corpus", *len + size, path, option, PETSC_MAX_INT));
-    PetscFunctionReturn(0);
-  }
-  PetscCall(PetscMalloc1(*len + size, &grown));
-  if (*len) PetscCall(PetscArraycpy(grown, *buf, *len));
-  PetscCall(PetscFree(*buf));
-  *buf = grown;
-  fp   = fopen(path, "rb");
-  if (!fp || (PetscInt64)fread(*buf + *len, 1, (size_t)size, fp) != size) {
-    PetscCall(PetscSNPrintf(msg, CHARLM_MSG, "The corpus file %s (%s) could not be read whole (%" PetscInt64_FMT " bytes): check the file", path, option, size));
-    if (fp) fclose(fp);
-    PetscFunctionReturn(0);
-  }
-  fclose(fp);
-  if (!IsText(*buf + *len, size)) {
-    PetscCall(PetscSNPrintf(msg, CHARLM_MSG, "The corpus file %s (%s) is not text (a NUL byte, or more than 1%% control characters): give a text file, or a folder of text files", path, option));
-    PetscFunctionReturn(0);
-  }
-  *len += size;
-  PetscFunctionReturn(0);
-}
-
-static int CompareNames(const void *a, const void *b)
-{
-  return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Rank 0: the train and validation texts of `path` (a folder or a file) */
-static PetscErrorCode CorpusReadLocal(const char *path, Corpus *c, char msg[])
-{
-  struct stat st;
-  PetscInt64  ntrain = 0, nval = 0;
-
-  PetscFunctionBegin;
-  if (stat(path, &st)) {
-    PetscCall(PetscSNPrintf(msg, CHARLM_MSG, "The corpus %s (-charlm_corpus) does not exist (%s): give a folder of text files or a text file (share/setup.sh installs the package fortunes, /usr/share/games/fortunes)", path, strerror(errno)));
-    PetscFunctionReturn(0);
-  }
-  if (S_ISDIR(st.st_mode)) {
-    DIR           *dir = opendir(path);
-    struct dirent *e;
-    char         **names = NULL;
-    PetscInt       n = 0, cap = 0;
-
-    PetscCheck(dir, PETSC_COMM_SELF, PETSC_ERR_FILE_OPEN, "Cannot open the corpus folder %s (-charlm_corpus)", path);
-    while ((e = readdir(dir))) {
-      char        file[PETSC_MAX_PATH_LEN];
-      size_t      l = strlen(e->d_name);
-      struct stat lst;
-
-      if (e->d_name[0] == '.') continue;
-      if ((l > 4 && !strcmp(e->d_name + l - 4, ".dat")) || (l > 3 && !strcmp(e->d_name + l - 3, ".u8"))) continue; /* strfile's index and UTF-8 links */
-      PetscCall(PetscSNPrintf(file, sizeof(file), "%s/%s", path, e->d_name));
-      if (lstat(file, &lst) || !S_ISREG(lst.st_mode)) continue; /* symlinks (the .u8 names), folders */
-      if (n == cap) {
-        char **grown;
-
-        cap = cap ? 2 * cap : 64;
-        PetscCall(PetscCalloc1(cap, &grown));
-        if (n) PetscCall(PetscArraycpy(grown, names, n));
-        PetscCall(PetscFree(names));
-        names = grown;
-      }
-      PetscCall(PetscStrallocpy(e->d_name, &names[n++]));
-    }
-    closedir(dir);
-    if (n < 2) {
-      PetscCall(PetscSNPrintf(msg, CHARLM_MSG, "The corpus folder %s (-charlm_corpus) holds %" PetscInt_FMT " text file(s) (not counting .dat, .u8 and symlinks): it needs 2 or more, one of them held out for validation; or give one FILE", path, n));
-    } else {
-      qsort(names, (size_t)n, sizeof(char *), CompareNames);
-      for (PetscInt i = 0; i < n && !msg[0]; i++) {
-        char      file[PETSC_MAX_PATH_LEN];
-        PetscBool isval = (PetscBool)(n >= 10 ? i % 10 == 9 : i == n - 1);
-
-        PetscCall(PetscSNPrintf(file, sizeof(file), "%s/%s", path, names[i]));
-        PetscCall(AppendFile(file, "-charlm_corpus", isval ? &c->val : &c->train, isval ? &nval : &ntrain, msg));
-        c->nvalfiles += isval;
-      }
-      c->nfiles = n;
-    }
-    for (PetscInt i = 0; i < n; i++) PetscCall(PetscFree(names[i]));
-    PetscCall(PetscFree(names));
-  } else {
-    PetscCall(AppendFile(path, "-charlm_corpus", &c->train, &ntrain, msg));
-    if (!msg[0]) { /* one file: its last tenth is the validation text */
-      nval = ntrain / 10;
-      ntrain -= nval;
-      PetscCall(PetscMalloc1(nval, &c->val));
-      PetscCall(PetscArraycpy(c->val, c->train + ntrain, nval));
-      c->nfiles    = 1;
-      c->nvalfiles = 0;
-    }
-  }
-  c->ntrain = (PetscInt)ntrain;
-  c->nval   = (PetscInt)nval;
-  PetscFunctionReturn(0);
-}
-
-/* Every rank: the texts (read on rank 0, broadcast) and the vocabulary; windows of T + 1 characters must fit */
-static PetscErrorCode CorpusRead(MPI_Comm comm, const char *path, PetscInt T, Corpus *c)
-{
-  PetscMPIInt rank;
-  char        msg[CHARLM_MSG] = "";
-  PetscInt    sizes[4];
-
-  PetscFunctionBegin;
-  PetscCallMPI(MPI_Comm_rank(comm, &rank));
-  if (!rank) PetscCall(CorpusReadLocal(path, c, msg));
-  PetscCallMPI(MPI_Bcast(msg, CHARLM_MSG, MPI_CHAR, 0, comm));
-  PetscCheck(!msg[0], comm, PETSC_ERR_FILE_UNEXPECTED, "%s", msg);
-  sizes[0] = c->ntrain;
-  sizes[1] = c->nval;
-  sizes[2] = c->nfiles;
-  sizes[3] = c->nvalfiles;
-  PetscCallMPI(MPI_Bcast(sizes, 4, MPIU_INT, 0, comm));
-  c->ntrain    = sizes[0];
-  c->nval      = sizes[1];
-  c->nfiles    = sizes[2];
-  c->nvalfiles = sizes[3];
-  PetscCheck(c->ntrain > T + 1 && c->nval > T + 1, comm, PETSC_ERR_ARG_SIZ,
-             "The corpus %s (-charlm_corpus) has %" PetscInt_FMT " train and %" PetscInt_FMT " validation characters, but a window needs %" PetscInt_FMT " + 1: give a longer text or a shorter -charlm_context", path, c->ntrain, c->nval, T);
-  if (rank) PetscCall(PetscMalloc2(c->ntrain, &c->train, c->nval, &c->val));
-  PetscCallMPI(MPI_Bcast(c->train, (PetscMPIInt)c->ntrain, MPI_UNSIGNED_CHAR, 0, comm));
-  PetscCallMPI(MPI_Bcast(c->val, (PetscMPIInt)c->nval, MPI_UNSIGNED_CHAR, 0, comm));
-  {
-    PetscBool seen[256] = {PETSC_FALSE};
-
-    for (PetscInt i = 0; i < c->ntrain; i++) seen[c->train[i]] = PETSC_TRUE;
-    c->V       = 1;
-    c->byte[0] = '?';
-    for (PetscInt b = 0; b < 256; b++) {
-      c->id[b] = seen[b] ? c->V : 0;
-      if (seen[b]) c->byte[c->V++] = (unsigned char)b;
-    }
-  }
-  PetscFunctionReturn(0);
-}
-
-static PetscErrorCode CorpusDestroy(Corpus *c)
-{
-  PetscMPIInt rank;
-
-  PetscFunctionBegin;
-  PetscCallMPI(MPI_Comm_rank(PETSC_COMM_WORLD, &rank));
-  if (rank)
-    PetscCall(PetscFree2(c->train, c->val));
-  else {
-    PetscCall(PetscFree(c->train));
-    PetscCall(PetscFree(c->val));
-  }
-  PetscFunctionReturn(0);
-}
+#include "charlm/corpus.h"
 
 /* ---------------------------------------------------------------------------------------------------------------- */
 /* Windows and training */
@@ -528,7 +326,7 @@ int main(int argc, char **argv)
              "-charlm_context %" PetscInt_FMT " is longer than the position table's %" PetscInt_FMT " rows (-charlm_positions): give -charlm_context %" PetscInt_FMT " or less, or -charlm_positions %" PetscInt_FMT, T, P, P, T);
   PetscCheck(E % H == 0, comm, PETSC_ERR_ARG_INCOMP, "-charlm_heads %" PetscInt_FMT " does not divide -charlm_embed %" PetscInt_FMT ": give heads that divide the embedding width", H, E);
   PetscCheck(temperature >= 0, comm, PETSC_ERR_ARG_OUTOFRANGE, "-charlm_temperature must be >= 0 (0: the most likely character), not %g", (double)temperature);
-  PetscCall(CorpusRead(comm, path, T, &corpus));
+  PetscCall(CharLMCorpusRead(comm, path, T, &corpus));
   PetscCheck(((PetscInt64)K) * T + 1 <= corpus.nval, comm, PETSC_ERR_ARG_OUTOFRANGE,
              "-charlm_val_windows %" PetscInt_FMT " windows of %" PetscInt_FMT " characters need %" PetscInt64_FMT " + 1 held-out characters, but %s has %" PetscInt_FMT ": give -charlm_val_windows %" PetscInt_FMT " or less", K, T, (PetscInt64)K * T,
              path, corpus.nval, (corpus.nval - 1) / T);
@@ -625,7 +423,7 @@ int main(int argc, char **argv)
   PetscCall(VecDestroy(&s.X));
   PetscCall(PetscFree(s.starts));
   PetscCall(NetDestroy(&net));
-  PetscCall(CorpusDestroy(&corpus));
+  PetscCall(CharLMCorpusDestroy(&corpus));
   PetscCall(PetscFinalize());
   return 0;
 }
