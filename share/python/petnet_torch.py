@@ -57,6 +57,9 @@ onnx_evaluate() evaluates the ONNX graph node by node from its own attributes an
     save(model, input_shape, path)    writes a file NetLoad() reads (the spec is derived from the modules)
     build_sequential(spec, input_shape), spec_from_sequential(model), forward(model, x, input_shape)
     charlm_state_dict(path)           a bin/charlm model file under nanoGPT's names (share/bench/charlm_torch.py's GPT)
+    charlm_save(state, path, heads, context=None)  and back: a nanoGPT-named state_dict -> a file bin/charlm loads
+    encoder_state_dict(path)          a file of transformer:H:F blocks [+ layernorm] under nn.TransformerEncoder's names
+    encoder_layer(E, H, F, causal)    the nn.TransformerEncoderLayer (or CausalEncoderLayer) of transformer:H:F[:causal]
 
 Command line:
     petnet_torch.py check MODEL.h5 DATA.h5 [--after AFTER.h5] [--rtol 1e-12]
@@ -92,6 +95,9 @@ Layer kinds (PetNet -> PyTorch):
     layernorm[:noaffine][:eps=EPS] -> LayerNorm(E, eps, elementwise_affine) on (f) or (T, E) (the last dimension),
     embedding:V:E -> TokenEmbedding(V, E) (nn.Embedding on ids stored as floats, as PetNet's inputs are); rmsnorm has
     no PyTorch module in torch 1.13 and stays PetNet's,
+    transformer:H:F[:causal] on (T, E) -> nn.TransformerEncoderLayer(E, H, F, dropout=0, activation="gelu",
+    batch_first=True, norm_first=True), CausalEncoderLayer when causal (its tensors: _BLOCK_TENSORS; saving also takes
+    an nn.TransformerEncoder of such layers, as its layers and then its norm),
     attention:H[:causal] on (T, E) -> SelfAttention(E, H, causal), an nn.MultiheadAttention(E, H, batch_first=True)
     called as mha(x, x, x) (with the upper-triangular attn_mask when causal): its state_dict is nn.MultiheadAttention's
     own (in_proj_weight [3E][E], in_proj_bias, out_proj.weight, out_proj.bias), so a file loads into a plain
