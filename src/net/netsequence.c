@@ -959,7 +959,9 @@ static PetscErrorCode NetExecSOBackward_Sequence(Net net, PetscInt k, const Pets
 /*
   The identities of the data movement at the current batch layout, for NetTestJacobian(): the dot-product test
   |<R x, w> - <x, R^T w>| / (|R x| |w|) with random x (sample split) and w (token split), and R^T R x = x (R is a
-  permutation: the error is the largest |R^T R x - x| / |x|). Tokens of 3 entries, in double. Collective.
+  permutation: the error is the largest |R^T R x - x| / |x|); and those of attention's all-gather G: |<G u, v> -
+  <u, G^T v>| / (|G u| |v|) with u in the token split and v whole sequences [ng][T], and G^T G u = P u (every token
+  gathered by the P ranks of its group). Tokens of 3 entries, in double. Collective.
 */
 PetscErrorCode NetSequenceTestMoves_Private(Net net, PetscRandom rnd, PetscReal *err)
 {
@@ -998,6 +1000,36 @@ PetscErrorCode NetSequenceTestMoves_Private(Net net, PetscRandom rnd, PetscReal 
   *err = PetscMax(*err, sum[4]);
   PetscCall(PetscFree3(x, w, Rtw));
   PetscCall(PetscFree2(back, Rx));
+  { /* G and G^T: u = w (the token split), v whole sequences */
+    const PetscInt nv = sq->ng * sq->T * c;
+    PetscScalar   *v, *Gu, *Gtv, *GtGu;
+    PetscReal      gl[5] = {0, 0, 0, 0, 0}, gs[5];
+
+    PetscCall(PetscMalloc3(nw + 1, &w, nv + 1, &v, nw + 1, &Gtv));
+    PetscCall(PetscCalloc1(nw + 1, &GtGu));
+    for (PetscInt i = 0; i < nw; i++) PetscCall(PetscRandomGetValue(rnd, &w[i]));
+    for (PetscInt i = 0; i < nv; i++) PetscCall(PetscRandomGetValue(rnd, &v[i]));
+    PetscCall(PetscArrayzero(Gtv, nw));
+    PetscCall(NetSequenceReduceScatter_Private(net, c, NET_ELEM_DOUBLE, v, Gtv));
+    PetscCall(NetSequenceGather_Private(net, NET_SEQ_ABUF_XF, c, NET_ELEM_DOUBLE, PETSC_TRUE, w, (void **)&Gu));
+    PetscCall(NetSequenceReduceScatter_Private(net, c, NET_ELEM_DOUBLE, Gu, GtGu));
+    for (PetscInt i = 0; i < nv; i++) {
+      gl[0] += PetscRealPart(Gu[i] * v[i]);
+      gl[2] += PetscRealPart(Gu[i] * Gu[i]);
+      gl[3] += PetscRealPart(v[i] * v[i]);
+    }
+    for (PetscInt i = 0; i < nw; i++) {
+      gl[1] += PetscRealPart(w[i] * Gtv[i]);
+      gl[4] = PetscMax(gl[4], PetscAbsScalar(GtGu[i] - (PetscReal)sq->P * w[i]));
+    }
+    PetscCall(MPIU_Allreduce(gl, gs, 4, MPIU_REAL, MPIU_SUM, PetscObjectComm((PetscObject)net)));
+    PetscCall(MPIU_Allreduce(&gl[4], &gs[4], 1, MPIU_REAL, MPIU_MAX, PetscObjectComm((PetscObject)net)));
+    *err = PetscMax(*err, PetscAbsReal(gs[0] - gs[1]) / PetscMax(PetscSqrtReal(gs[2] * gs[3]), PETSC_SMALL));
+    *err = PetscMax(*err, gs[4]);
+    PetscCall(NetSequenceReleaseWhole_Private(net));
+    PetscCall(PetscFree3(w, v, Gtv));
+    PetscCall(PetscFree(GtGu));
+  }
   PetscFunctionReturn(0);
 }
 

@@ -710,7 +710,8 @@ static PetscErrorCode LayerAttentionSetQueryBlock_Attention(Layer layer, PetscIn
 
   The state a forward keeps per sample is Q, O and the log-sum-exp of the nq rows and K and V of the T positions,
   8 (2 E T + (2 E + H) nq) bytes in double instead of 8 (4 E + H) T; backward's and jvp's work 8 (2 E T + 2 E nq).
-  `-net_parallel sequence` gives each rank's copy of an attention node the block of its tokens (src/net/netsequence.c).
+  A Net that splits the tokens of its sequences over its ranks gives each rank's copy of an attention node the block of
+  the rank's tokens (`NET_PARALLEL_SEQUENCE`).
 
   Level: developer
 
@@ -773,11 +774,12 @@ static PetscErrorCode LayerDropoutSetSeed_Attention(Layer layer, PetscInt64 seed
   per sample (4 (4 E) T in float) and a tile workspace of 8 (2 B + 8) bytes per thread part, B = min(tile, T): linear
   in T (tests/transformer.suite, attention_memory: 557,056 and 1,114,112 bytes of state at T = 2048 and 4096, E = 8,
   H = 2). The exact Hessian-vector products' curvature term (sobackward, double) allocates (12 E + H) T values per
-  sample for the call.
+  sample for the call. A query block of nq rows (LayerAttentionSetQueryBlock()) keeps 8 (2 E T + (2 E + H) nq) bytes
+  per sample and works on 8 (2 E T + 2 E nq).
 
   Level: beginner
 
-.seealso: `LayerSetType()`, `LayerSetArguments()`, `LayerDropoutSetSeed()`, `NetSetLayers()`, `LAYERLAYERNORM`
+.seealso: `LayerSetType()`, `LayerSetArguments()`, `LayerDropoutSetSeed()`, `LayerAttentionSetQueryBlock()`, `NetSetLayers()`, `LAYERLAYERNORM`
 M*/
 PETSC_INTERN PetscErrorCode LayerCreate_Attention(Layer layer)
 {
