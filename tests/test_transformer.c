@@ -448,7 +448,7 @@ static PetscErrorCode TestAttentionQueryBlock(PetscRandom rnd)
 {
   const PetscInt n = 2, T = 7, E = 8, np = 4 * E * E + 4 * E, N = n * T * E, nb = 3, q0s[4] = {0, 3, 5, 7}, tiles[2] = {2, 64};
   PetNetShape    in = {2, {T, E}};
-  PetscScalar   *x, *theta, *dy, *xd, *thd, *y, *gx, *gt, *yd, *sx, *st;          /* the whole layer's */
+  PetscScalar   *x, *theta, *dy, *xd, *thd, *y, *gx, *gt, *yd, *sx, *st;              /* the whole layer's */
   PetscScalar   *by, *bdy, *bgx, *bgt, *byd, *bsx, *bst, *rows, *accx, *acct, *bydot; /* the blocks' */
   PetscReal      worst = 0.0, worstf = 0.0;
 
@@ -484,8 +484,8 @@ static PetscErrorCode TestAttentionQueryBlock(PetscRandom rnd)
         const PetscInt q0 = q0s[k], nq = q0s[k + 1] - q0s[k], M = n * nq * E;
         Layer          blk;
 
-        PetNetShape    out;
-        PetscInt       nparams;
+        PetNetShape out;
+        PetscInt    nparams;
 
         PetscCall(AttentionBlockLayer(args, tiles[b], 0.3, q0, nq, in, &blk));
         PetscCall(LayerGetOutputShape(blk, &out));
@@ -504,8 +504,8 @@ static PetscErrorCode TestAttentionQueryBlock(PetscRandom rnd)
         err[3] = PetscMax(err[3], MaxAbsDiff(M, byd, rows) / MaxAbs(N, yd));
         PetscCall(PetscArraycpy(bydot, byd, M));
         PetscCall(LayerSOBackwardArray(blk, n, theta, x, by, xd, thd, bydot, bdy, bsx, bst)); /* accumulates over the blocks */
-        { /* single precision: the block's forward and backward against the whole layer's double */
-          float *xf, *yf, *dyf, *dxf;
+        {                                                                                     /* single precision: the block's forward and backward against the whole layer's double */
+          float       *xf, *yf, *dyf, *dxf;
           const float *xfc;
 
           PetscCall(PetscMalloc4(N, &xf, M, &yf, M, &dyf, N, &dxf));
@@ -529,14 +529,16 @@ static PetscErrorCode TestAttentionQueryBlock(PetscRandom rnd)
       for (PetscInt k = 0; k < 6; k++) {
         const char *what[6] = {"forward rows", "sum of backward's dx", "sum of backward's dtheta", "jvp rows", "sum of the second-order dxdot", "sum of the second-order dthetadot"};
 
-        PetscCheck(err[k] <= 1e-13, PETSC_COMM_SELF, PETSC_ERR_PLIB, "attention:%s tile %" PetscInt_FMT " with dropout, query blocks [0, 3), [3, 5), [5, 7): %s against the whole layer: relative error %g > 1e-13", args, tiles[b], what[k], (double)err[k]);
+        PetscCheck(err[k] <= 1e-13, PETSC_COMM_SELF, PETSC_ERR_PLIB, "attention:%s tile %" PetscInt_FMT " with dropout, query blocks [0, 3), [3, 5), [5, 7): %s against the whole layer: relative error %g > 1e-13", args, tiles[b], what[k],
+                   (double)err[k]);
         worst = PetscMax(worst, err[k]);
       }
       PetscCall(LayerDestroy(&whole));
     }
   PetscCheck(worstf <= 1e-5, PETSC_COMM_SELF, PETSC_ERR_PLIB, "attention's query block in single precision: relative error %g > 1e-5 against the whole layer in double", (double)worstf);
   PetscCall(PetscPrintf(PETSC_COMM_SELF,
-                        "attention query blocks [0, 3), [3, 5), [5, 7) of T = %" PetscInt_FMT " (E = %" PetscInt_FMT ", H = 2, causal and not, dropout 0.3, tiles 2 and 64): forward and jvp rows, the blocks' sums of dx, dtheta and of the second-order "
+                        "attention query blocks [0, 3), [3, 5), [5, 7) of T = %" PetscInt_FMT " (E = %" PetscInt_FMT
+                        ", H = 2, causal and not, dropout 0.3, tiles 2 and 64): forward and jvp rows, the blocks' sums of dx, dtheta and of the second-order "
                         "term against the whole layer, largest relative error %.1e (<= 1e-13); single precision %.1e (<= 1e-5)\n",
                         T, E, (double)worst, (double)worstf));
   PetscCall(PetscFree6(x, theta, dy, xd, thd, y));

@@ -39,7 +39,7 @@
   the Net's usual sum over all ranks gives that of one rank. Activation memory per rank: the values between nodes hold
   Ng tl rows instead of n T, i.e. they fall with P for a fixed batch (a single long sequence on P ranks: T/P tokens);
   an attention node keeps Q, O and lse of its tl rows and K, V of the T keys (2 C T + (2 C + H) tl values a sample
-  instead of (4 C + H) T). At T = 2048 on 2 ranks all the bytes a pass keeps are 0.55 of one rank's
+  instead of (4 C + H) T). At T = 2048 on 2 ranks all the bytes a pass keeps are 0.584 of one rank's
   (tests/sequence.suite, sequence_transformer_memory_2; docs/benchmarks.md).
 
   The movements' MPI types of a token are committed once per size (NetSequence.units), and the arrays of the inputs that
@@ -74,13 +74,13 @@ typedef struct {
 
 /* the arrays of a node's movements: per input i the moved value (NET_SEQ_BUF_X(i)) and its (co)tangent (NET_SEQ_BUF_D),
    then the output's moved value, its cotangent, and the second-order adjoint's tangents of the input and the output */
-#define NET_SEQ_BUF_X(i)       (i)
-#define NET_SEQ_BUF_D(nin, i)  ((nin) + (i))
-#define NET_SEQ_BUF_Y(nin)     (2 * (nin))
-#define NET_SEQ_BUF_DY(nin)    (2 * (nin) + 1)
-#define NET_SEQ_BUF_XDOT(nin)  (2 * (nin) + 2)
-#define NET_SEQ_BUF_YDOT(nin)  (2 * (nin) + 3)
-#define NET_SEQ_NBUF(nin)      (2 * (nin) + 4)
+#define NET_SEQ_BUF_X(i)      (i)
+#define NET_SEQ_BUF_D(nin, i) ((nin) + (i))
+#define NET_SEQ_BUF_Y(nin)    (2 * (nin))
+#define NET_SEQ_BUF_DY(nin)   (2 * (nin) + 1)
+#define NET_SEQ_BUF_XDOT(nin) (2 * (nin) + 2)
+#define NET_SEQ_BUF_YDOT(nin) (2 * (nin) + 3)
+#define NET_SEQ_NBUF(nin)     (2 * (nin) + 4)
 
 /* a node run by the sequence executor: it reads the Net's input, writes its output, or mixes tokens */
 typedef struct {
@@ -97,14 +97,7 @@ typedef struct {
 
 /* the arrays the attention nodes share (they run one at a time): the gathered input, a gathered tangent or the whole
    cotangent, the second-order term's, and float's reduce-scatter in double (the whole and the rank's tokens) */
-enum {
-  NET_SEQ_ABUF_XF,
-  NET_SEQ_ABUF_DF,
-  NET_SEQ_ABUF_SOF,
-  NET_SEQ_ABUF_WIDE,
-  NET_SEQ_ABUF_ACC,
-  NET_SEQ_NABUF
-};
+enum { NET_SEQ_ABUF_XF, NET_SEQ_ABUF_DF, NET_SEQ_ABUF_SOF, NET_SEQ_ABUF_WIDE, NET_SEQ_ABUF_ACC, NET_SEQ_NABUF };
 
 /* an MPI type of a token, c entries of one element type (committed once, freed by NetReset()) */
 typedef struct {
@@ -114,17 +107,17 @@ typedef struct {
 } NetSeqUnit;
 
 typedef struct {
-  PetscMPIInt size, rank;     /* the Net's communicator */
-  PetscInt    P, group, slot; /* ranks per group, this rank's group and place in it */
-  MPI_Comm    gcomm;          /* the group */
-  PetscInt    T;              /* tokens per sequence: the input shape's first dim */
-  PetNetShape tok;            /* a token's shape: the input shape with T replaced by 1 */
-  PetscInt    t0, tl;         /* this rank's tokens [t0, t0 + tl) */
-  PetscInt    ng;             /* samples of the group in the batch of the PetscSF */
-  PetscInt    sfgen;          /* the batch layout the PetscSF was made for (Net batchgen), -1: none */
-  PetscSF     sf;             /* roots: [n][T] tokens of this rank, leaves: [ng][tl] */
-  PetscInt    gsfgen;         /* ... and the all-gather's */
-  PetscSF     gsf;            /* roots: [ng][tl] tokens of this rank, leaves: [ng][T] (every token of the group's samples) */
+  PetscMPIInt  size, rank;          /* the Net's communicator */
+  PetscInt     P, group, slot;      /* ranks per group, this rank's group and place in it */
+  MPI_Comm     gcomm;               /* the group */
+  PetscInt     T;                   /* tokens per sequence: the input shape's first dim */
+  PetNetShape  tok;                 /* a token's shape: the input shape with T replaced by 1 */
+  PetscInt     t0, tl;              /* this rank's tokens [t0, t0 + tl) */
+  PetscInt     ng;                  /* samples of the group in the batch of the PetscSF */
+  PetscInt     sfgen;               /* the batch layout the PetscSF was made for (Net batchgen), -1: none */
+  PetscSF      sf;                  /* roots: [n][T] tokens of this rank, leaves: [ng][tl] */
+  PetscInt     gsfgen;              /* ... and the all-gather's */
+  PetscSF      gsf;                 /* roots: [ng][tl] tokens of this rank, leaves: [ng][T] (every token of the group's samples) */
   NetSeqBuffer abuf[NET_SEQ_NABUF]; /* the attention nodes' arrays */
   NetSeqUnit  *units;               /* the token types in use */
   PetscInt     nunits, maxunits;
@@ -1044,7 +1037,8 @@ static PetscErrorCode NetExecView_Sequence(Net net, PetscInt k, PetscViewer view
   for (PetscInt i = 0; i < net->nodes[k].nin; i++) input = (PetscBool)(input || net->nodes[k].in[i] == NET_INPUT);
   PetscCall(PetscViewerASCIIPrintf(viewer, "      sequence node, %s: tokens split over groups of %" PetscInt_FMT " ranks%s%s\n", NetSeqKinds[sn->kind], sq->P, input ? "; its input moved from the sample split (R)" : "",
                                    k == net->nlayers - 1 ? "; its output moved to the sample split (R^T)" : ""));
-  if (sn->kind == NET_SEQ_ATTENTION) PetscCall(PetscViewerASCIIPrintf(viewer, "      its copy on the whole sequences computes the queries of the rank's tokens (rank 0: [%" PetscInt_FMT ", %" PetscInt_FMT ")) against every key\n", sq->t0, sq->t0 + sq->tl));
+  if (sn->kind == NET_SEQ_ATTENTION)
+    PetscCall(PetscViewerASCIIPrintf(viewer, "      its copy on the whole sequences computes the queries of the rank's tokens (rank 0: [%" PetscInt_FMT ", %" PetscInt_FMT ")) against every key\n", sq->t0, sq->t0 + sq->tl));
   PetscFunctionReturn(0);
 }
 

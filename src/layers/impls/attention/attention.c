@@ -46,8 +46,8 @@ typedef struct {
   /* a block of heads of a whole layer (LayerAttentionSetHeadBlock_C, for a Net splitting the heads over its ranks): the
      heads hstart.. of Hall (Hall = H: the whole layer), in_proj of its rows of Q, K and V, out_proj of its columns, and
      out_proj.bias only where outbias; the output is then that block's part of the whole layer's output */
-  PetscInt   Hall, hstart, hblock;
-  PetscBool  outbias;
+  PetscInt  Hall, hstart, hblock;
+  PetscBool outbias;
   /* the query block: the rows [q0, q0 + nq) of the T positions (LayerAttentionSetQueryBlock(); qblock = 0: all rows,
      q0 = 0, nq = T); row i of Q, O, lse and y is at the global position q0 + i */
   PetscInt   qstart, qblock, q0, nq;
@@ -490,8 +490,8 @@ static PetscErrorCode LayerSetUp_Attention(Layer layer)
   }
   if (att->qblock) { /* the queries [q0, q0 + nq) of the T positions */
     PetscCheck(att->qstart >= 0 && att->qblock > 0 && (PetscInt64)att->qstart + att->qblock <= T, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE,
-               "The %s on %" PetscInt64_FMT " positions was given the query block [%" PetscInt_FMT ", %" PetscInt64_FMT "): LayerAttentionSetQueryBlock() takes 0 <= q0 and 0 < nq with q0 + nq <= T (or nq = 0: every query)", node, T,
-               att->qstart, (PetscInt64)att->qstart + att->qblock);
+               "The %s on %" PetscInt64_FMT " positions was given the query block [%" PetscInt_FMT ", %" PetscInt64_FMT "): LayerAttentionSetQueryBlock() takes 0 <= q0 and 0 < nq with q0 + nq <= T (or nq = 0: every query)", node, T, att->qstart,
+               (PetscInt64)att->qstart + att->qblock);
     att->q0 = att->qstart;
     att->nq = att->qblock;
   } else {

@@ -262,8 +262,7 @@ static PetscErrorCode ATT_NAME(AttentionProjectTranspose)(const Layer_Attention 
 
   PetscFunctionBegin;
   PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'N', 'N', E, n * T, 2 * Ew, Win + (size_t)Ew * E, E, dkv, 2 * Ew, beta, dx, E, NULL));
-  for (PetscInt s = 0; s < (whole ? 1 : n); s++)
-    PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'N', 'N', E, whole ? n * nq : nq, Ew, Win, E, dqb + (size_t)s * nq * Ew, Ew, 1, dx + ((size_t)s * T + att->q0) * E, E, NULL));
+  for (PetscInt s = 0; s < (whole ? 1 : n); s++) PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'N', 'N', E, whole ? n * nq : nq, Ew, Win, E, dqb + (size_t)s * nq * Ew, Ew, 1, dx + ((size_t)s * T + att->q0) * E, E, NULL));
   PetscFunctionReturn(0);
 }
 

@@ -79,7 +79,8 @@ static PetscErrorCode LayerSetUp_Position(Layer layer)
   Tp = layer->in.dim[0];
   E  = layer->in.dim[1];
   PetscCheck(Tp <= pos->T, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "The %s has a table of T = %" PetscInt_FMT " positions, but its input %s has T' = %" PetscInt_FMT ": write position:%" PetscInt_FMT " (or more), or give shorter sequences", node, pos->T, shape, Tp, Tp);
-  PetscCheck(pos->t0 >= 0 && (PetscInt64)pos->t0 + Tp <= pos->T, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "The %s reads the rows [%" PetscInt_FMT ", %" PetscInt64_FMT ") of its table of T = %" PetscInt_FMT " positions: write position:%" PetscInt64_FMT " (or more)", node, pos->t0, (PetscInt64)pos->t0 + Tp, pos->T, (PetscInt64)pos->t0 + Tp);
+  PetscCheck(pos->t0 >= 0 && (PetscInt64)pos->t0 + Tp <= pos->T, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE,
+             "The %s reads the rows [%" PetscInt_FMT ", %" PetscInt64_FMT ") of its table of T = %" PetscInt_FMT " positions: write position:%" PetscInt64_FMT " (or more)", node, pos->t0, (PetscInt64)pos->t0 + Tp, pos->T, (PetscInt64)pos->t0 + Tp);
   PetscCheck((PetscInt64)pos->T * E <= PETSC_MAX_INT, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "The %s's table of %" PetscInt_FMT " x %" PetscInt_FMT " has more entries than %d, the largest PetscInt: use a smaller T", node, pos->T, E, PETSC_MAX_INT);
   layer->out     = layer->in;
   layer->nparams = pos->sinusoidal ? 0 : pos->T * E;
