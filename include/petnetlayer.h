@@ -133,6 +133,7 @@ PETSC_EXTERN PetscErrorCode LayerPoolSetStride3d(Layer, PetscInt, PetscInt, Pets
 PETSC_EXTERN PetscErrorCode LayerPoolSetPadding3d(Layer, PetscInt, PetscInt, PetscInt);
 PETSC_EXTERN PetscErrorCode LayerDropoutSetProbability(Layer, PetscReal);
 PETSC_EXTERN PetscErrorCode LayerDropoutSetSeed(Layer, PetscInt64);
+PETSC_EXTERN PetscErrorCode LayerAttentionSetQueryBlock(Layer, PetscInt, PetscInt); /* the queries [q0, q0 + nq) against all T keys */
 PETSC_EXTERN PetscErrorCode LayerBatchNormSetMomentum(Layer, PetscReal);
 PETSC_EXTERN PetscErrorCode LayerBatchNormSetEpsilon(Layer, PetscReal);
 PETSC_EXTERN PetscErrorCode LayerBatchNormGetNumBatchesTracked(Layer, PetscInt64 *);

@@ -407,6 +407,165 @@ static PetscErrorCode TestAttentionReference(PetscRandom rnd)
 }
 
 /*
+  attention's query block (LayerAttentionSetQueryBlock()): the blocks [0, 3), [3, 5), [5, 7) of a sequence of T = 7
+  positions against the whole layer (n = 2 samples, E = 8, H = 2; causal and not; attention dropout 0.3 in training
+  mode, the same map in every copy; tiles 2 (block edges inside a tile) and 64). Each block's forward and jvp are the
+  whole layer's rows; the sums over the blocks of backward's dx and dtheta and of the second-order term's dxdot and
+  dthetadot are the whole layer's, to 1e-13 relative; a block's single-precision forward and backward against the whole
+  layer's to 1e-5.
+*/
+static PetscErrorCode AttentionBlockLayer(const char args[], PetscInt tile, PetscReal p, PetscInt q0, PetscInt nq, PetNetShape in, Layer *layer)
+{
+  char opt[32];
+
+  PetscFunctionBegin;
+  PetscCall(PetscSNPrintf(opt, sizeof(opt), "%" PetscInt_FMT, tile));
+  PetscCall(PetscOptionsSetValue(NULL, "-attention_tile", opt));
+  PetscCall(PetscSNPrintf(opt, sizeof(opt), "%g", (double)p));
+  PetscCall(PetscOptionsSetValue(NULL, "-attention_dropout", opt));
+  PetscCall(LayerCreate(PETSC_COMM_SELF, layer));
+  PetscCall(LayerSetType(*layer, "attention"));
+  PetscCall(LayerSetArguments(*layer, args));
+  PetscCall(LayerSetFromOptions(*layer));
+  PetscCall(PetscOptionsClearValue(NULL, "-attention_tile"));
+  PetscCall(PetscOptionsClearValue(NULL, "-attention_dropout"));
+  PetscCall(LayerSetIndex(*layer, 0));
+  PetscCall(LayerSetTraining(*layer, PETSC_TRUE));
+  PetscCall(LayerSetInputShape(*layer, &in));
+  if (nq) PetscCall(LayerAttentionSetQueryBlock(*layer, q0, nq));
+  PetscCall(LayerSetUp(*layer));
+  PetscFunctionReturn(0);
+}
+
+/* rows [q0, q0 + nq) of each of n samples of [n][T][E] into [n][nq][E] */
+static void BlockRows(PetscInt n, PetscInt T, PetscInt E, PetscInt q0, PetscInt nq, const PetscScalar *a, PetscScalar *b)
+{
+  for (PetscInt s = 0; s < n; s++)
+    for (PetscInt i = 0; i < nq * E; i++) b[(s * nq) * E + i] = a[(s * T + q0) * E + i];
+}
+
+static PetscErrorCode TestAttentionQueryBlock(PetscRandom rnd)
+{
+  const PetscInt n = 2, T = 7, E = 8, np = 4 * E * E + 4 * E, N = n * T * E, nb = 3, q0s[4] = {0, 3, 5, 7}, tiles[2] = {2, 64};
+  PetNetShape    in = {2, {T, E}};
+  PetscScalar   *x, *theta, *dy, *xd, *thd, *y, *gx, *gt, *yd, *sx, *st;              /* the whole layer's */
+  PetscScalar   *by, *bdy, *bgx, *bgt, *byd, *bsx, *bst, *rows, *accx, *acct, *bydot; /* the blocks' */
+  PetscReal      worst = 0.0, worstf = 0.0;
+
+  PetscFunctionBegin;
+  PetscCall(PetscMalloc6(N, &x, np, &theta, N, &dy, N, &xd, np, &thd, N, &y));
+  PetscCall(PetscMalloc5(N, &gx, np, &gt, N, &yd, N, &sx, np, &st));
+  PetscCall(PetscMalloc6(N, &by, N, &bdy, N, &bgx, np, &bgt, N, &byd, N, &bsx));
+  PetscCall(PetscMalloc5(np, &bst, N, &rows, N, &accx, np, &acct, N, &bydot));
+  PetscCall(FillRandom(rnd, N, x));
+  PetscCall(FillRandom(rnd, np, theta));
+  PetscCall(FillRandom(rnd, N, dy));
+  PetscCall(FillRandom(rnd, N, xd));
+  PetscCall(FillRandom(rnd, np, thd));
+  for (PetscInt c = 0; c < 2; c++)
+    for (PetscInt b = 0; b < 2; b++) {
+      const char *args = c ? "2:causal" : "2";
+      Layer       whole;
+      PetscReal   err[6] = {0, 0, 0, 0, 0, 0};
+
+      PetscCall(AttentionBlockLayer(args, tiles[b], 0.3, 0, 0, in, &whole));
+      PetscCall(PetscArrayzero(gt, np));
+      PetscCall(PetscArrayzero(sx, N));
+      PetscCall(PetscArrayzero(st, np));
+      PetscCall(LayerForwardArray(whole, n, theta, x, y));
+      PetscCall(LayerBackwardArray(whole, n, theta, x, y, dy, gx, gt));
+      PetscCall(LayerJVPArray(whole, n, theta, x, y, xd, thd, yd));
+      PetscCall(LayerSOBackwardArray(whole, n, theta, x, y, xd, thd, yd, dy, sx, st));
+      PetscCall(PetscArrayzero(accx, N));
+      PetscCall(PetscArrayzero(acct, np));
+      PetscCall(PetscArrayzero(bsx, N));
+      PetscCall(PetscArrayzero(bst, np));
+      for (PetscInt k = 0; k < nb; k++) {
+        const PetscInt q0 = q0s[k], nq = q0s[k + 1] - q0s[k], M = n * nq * E;
+        Layer          blk;
+
+        PetNetShape out;
+        PetscInt    nparams;
+
+        PetscCall(AttentionBlockLayer(args, tiles[b], 0.3, q0, nq, in, &blk));
+        PetscCall(LayerGetOutputShape(blk, &out));
+        PetscCall(LayerGetNumParameters(blk, &nparams));
+        PetscCheck(out.dim[0] == nq && nparams == np, PETSC_COMM_SELF, PETSC_ERR_PLIB, "the block [%" PetscInt_FMT ", %" PetscInt_FMT ") gives %" PetscInt_FMT " rows and %" PetscInt_FMT " parameters", q0, q0 + nq, out.dim[0], nparams);
+        PetscCall(LayerForwardArray(blk, n, theta, x, by));
+        BlockRows(n, T, E, q0, nq, y, rows);
+        err[0] = PetscMax(err[0], MaxAbsDiff(M, by, rows) / MaxAbs(N, y));
+        BlockRows(n, T, E, q0, nq, dy, bdy);
+        PetscCall(PetscArrayzero(bgt, np));
+        PetscCall(LayerBackwardArray(blk, n, theta, x, by, bdy, bgx, bgt));
+        for (PetscInt i = 0; i < N; i++) accx[i] += bgx[i];
+        for (PetscInt i = 0; i < np; i++) acct[i] += bgt[i];
+        PetscCall(LayerJVPArray(blk, n, theta, x, by, xd, thd, byd));
+        BlockRows(n, T, E, q0, nq, yd, rows);
+        err[3] = PetscMax(err[3], MaxAbsDiff(M, byd, rows) / MaxAbs(N, yd));
+        PetscCall(PetscArraycpy(bydot, byd, M));
+        PetscCall(LayerSOBackwardArray(blk, n, theta, x, by, xd, thd, bydot, bdy, bsx, bst)); /* accumulates over the blocks */
+        {                                                                                     /* single precision: the block's forward and backward against the whole layer's double */
+          float       *xf, *yf, *dyf, *dxf;
+          const float *xfc;
+
+          PetscCall(PetscMalloc4(N, &xf, M, &yf, M, &dyf, N, &dxf));
+          for (PetscInt i = 0; i < N; i++) xf[i] = (float)x[i];
+          for (PetscInt i = 0; i < M; i++) dyf[i] = (float)bdy[i];
+          xfc = xf;
+          PetscCall(LayerSetFrozen(blk, PETSC_TRUE)); /* the same dropout map as the double forward's */
+          PetscCall(LayerForwardSingle(blk, n, theta, &xfc, yf));
+          PetscCall(LayerBackwardSingle(blk, n, theta, &xfc, yf, dyf, &dxf, NULL));
+          BlockRows(n, T, E, q0, nq, y, rows);
+          for (PetscInt i = 0; i < M; i++) worstf = PetscMax(worstf, PetscAbsReal((PetscReal)yf[i] - PetscRealPart(rows[i])) / MaxAbs(N, y));
+          for (PetscInt i = 0; i < N; i++) worstf = PetscMax(worstf, PetscAbsReal((PetscReal)dxf[i] - PetscRealPart(bgx[i])) / MaxAbs(N, gx));
+          PetscCall(PetscFree4(xf, yf, dyf, dxf));
+        }
+        PetscCall(LayerDestroy(&blk));
+      }
+      err[1] = MaxAbsDiff(N, accx, gx) / MaxAbs(N, gx);
+      err[2] = MaxAbsDiff(np, acct, gt) / MaxAbs(np, gt);
+      err[4] = MaxAbsDiff(N, bsx, sx) / MaxAbs(N, sx);
+      err[5] = MaxAbsDiff(np, bst, st) / MaxAbs(np, st);
+      for (PetscInt k = 0; k < 6; k++) {
+        const char *what[6] = {"forward rows", "sum of backward's dx", "sum of backward's dtheta", "jvp rows", "sum of the second-order dxdot", "sum of the second-order dthetadot"};
+
+        PetscCheck(err[k] <= 1e-13, PETSC_COMM_SELF, PETSC_ERR_PLIB, "attention:%s tile %" PetscInt_FMT " with dropout, query blocks [0, 3), [3, 5), [5, 7): %s against the whole layer: relative error %g > 1e-13", args, tiles[b], what[k],
+                   (double)err[k]);
+        worst = PetscMax(worst, err[k]);
+      }
+      PetscCall(LayerDestroy(&whole));
+    }
+  PetscCheck(worstf <= 1e-5, PETSC_COMM_SELF, PETSC_ERR_PLIB, "attention's query block in single precision: relative error %g > 1e-5 against the whole layer in double", (double)worstf);
+  PetscCall(PetscPrintf(PETSC_COMM_SELF,
+                        "attention query blocks [0, 3), [3, 5), [5, 7) of T = %" PetscInt_FMT " (E = %" PetscInt_FMT
+                        ", H = 2, causal and not, dropout 0.3, tiles 2 and 64): forward and jvp rows, the blocks' sums of dx, dtheta and of the second-order "
+                        "term against the whole layer, largest relative error %.1e (<= 1e-13); single precision %.1e (<= 1e-5)\n",
+                        T, E, (double)worst, (double)worstf));
+  PetscCall(PetscFree6(x, theta, dy, xd, thd, y));
+  PetscCall(PetscFree5(gx, gt, yd, sx, st));
+  PetscCall(PetscFree6(by, bdy, bgx, bgt, byd, bsx));
+  PetscCall(PetscFree5(bst, rows, accx, acct, bydot));
+  PetscFunctionReturn(0);
+}
+
+/* a query block beyond the sequence, refused at set-up with the node and what to give */
+static PetscErrorCode TestAttentionQueryBlockError(void)
+{
+  PetNetShape in = {2, {7, 8}};
+  Layer       layer;
+
+  PetscFunctionBegin;
+  PetscCall(LayerCreate(PETSC_COMM_WORLD, &layer));
+  PetscCall(LayerSetType(layer, "attention"));
+  PetscCall(LayerSetArguments(layer, "2"));
+  PetscCall(LayerSetInputShape(layer, &in));
+  PetscCall(LayerAttentionSetQueryBlock(layer, 5, 5));
+  PetscCall(LayerSetUp(layer));
+  PetscCall(LayerDestroy(&layer));
+  PetscFunctionReturn(0);
+}
+
+/*
   attention's memory: what forward keeps (QKV, O, lse: (4 E + H) T values per sample) and what backward adds (dO and
   dQKV, 4 E T), counted by PetscMallocGetCurrentUsage() around the calls, at T = 2048 and 4096 (one sample, causal,
   E = 8, H = 2): linear in T, the ratio of the two at most 2.2 (a T x T matrix per head would make it 4).
@@ -625,7 +784,7 @@ int main(int argc, char **argv)
 {
   PetscRandom rnd;
   char        error[64] = "", torch[PETSC_MAX_PATH_LEN] = "", spec[256] = "attention:2,tanh,attention:4:causal,dense:3";
-  PetscBool   net = PETSC_FALSE, attention = PETSC_FALSE, memory = PETSC_FALSE, attnet = PETSC_FALSE;
+  PetscBool   net = PETSC_FALSE, attention = PETSC_FALSE, memory = PETSC_FALSE, attnet = PETSC_FALSE, qblock = PETSC_FALSE, qblockerror = PETSC_FALSE;
 
   PetscCall(PetNetInitialize(&argc, &argv, NULL, help));
   PetscCall(PetscOptionsGetString(NULL, NULL, "-error", error, sizeof(error), NULL));
@@ -633,6 +792,8 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-attention", &attention, NULL));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-attention_memory", &memory, NULL));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-attention_net", &attnet, NULL));
+  PetscCall(PetscOptionsGetBool(NULL, NULL, "-attention_qblock", &qblock, NULL));
+  PetscCall(PetscOptionsGetBool(NULL, NULL, "-attention_qblock_error", &qblockerror, NULL));
   PetscCall(PetscOptionsGetString(NULL, NULL, "-attention_torch", torch, sizeof(torch), NULL));
   PetscCall(PetscOptionsGetString(NULL, NULL, "-attention_torch_spec", spec, sizeof(spec), NULL));
   PetscCall(PetscRandomCreate(PETSC_COMM_SELF, &rnd));
@@ -674,6 +835,10 @@ int main(int argc, char **argv)
     PetscCall(TestAttentionMemory(rnd));
   } else if (attnet) {
     PetscCall(TestAttentionNet());
+  } else if (qblock) {
+    PetscCall(TestAttentionQueryBlock(rnd));
+  } else if (qblockerror) {
+    PetscCall(TestAttentionQueryBlockError());
   } else if (torch[0]) {
     PetscCall(TestAttentionTorch(torch, spec));
   } else {

@@ -26,15 +26,30 @@
 
   The nodes that mix tokens are sequence nodes, each a local copy of the layer composed with a data movement:
 
-    position:T   y[s][t] = x[s][t] + W[t0 + t]: the copy on (tl, C) reads the table's rows from t0 (its parameter
-                 block offset by t0 C; dW += likewise): no communication, the global token offset only
-    attention    (refused for now: the kernel of the attention engineer needs a query block [t0, t0 + tl) against the
-                 keys [0, T), with the all-gather of its input as the K/V exchange and the reduce-scatter as its
-                 adjoint; see docs/manual/parallelism.md)
+    position:T   y[s][t] = x[s][t] + P[t0 + t]: the copy on (tl, C) reads the table from row t0
+                 (LayerPositionSetOffset_C: the learned rows W[t0 + t], dW[t0 + t] += likewise; the sinusoidal table
+                 computed at the global positions t0 + t): no communication, the global token offset only
+    attention    y = A_blk(G x): G the all-gather of the input within the group (the K/V exchange), A_blk the copy on
+                 (T, C) computing the query block [t0, t0 + tl) against the T keys (LayerAttentionSetQueryBlock(): the
+                 causal mask and the dropout map at the global positions); backward dx = G^T A_blk^T dy, G^T the
+                 reduce-scatter (PetscSFReduce with a sum). The input (C a token) moves rather than K and V (2 C a
+                 token): half the bytes, the same memory (see NetSequenceAttentionForward_Private())
 
   The parameters are replicated (as in -net_parallel replicated) and each rank's gradient holds the terms of its tokens:
   the Net's usual sum over all ranks gives that of one rank. Activation memory per rank: the values between nodes hold
-  Ng tl rows instead of n T, i.e. they fall with P for a fixed batch (a single long sequence on P ranks: T/P tokens).
+  Ng tl rows instead of n T, i.e. they fall with P for a fixed batch (a single long sequence on P ranks: T/P tokens);
+  an attention node keeps Q, O and lse of its tl rows and K, V of the T keys (2 C T + (2 C + H) tl values a sample
+  instead of (4 C + H) T). At T = 2048 on 2 ranks all the bytes a pass keeps are 0.584 of one rank's
+  (tests/sequence.suite, sequence_transformer_memory_2; docs/benchmarks.md).
+
+  The movements' MPI types of a token are committed once per size (NetSequence.units), and the arrays of the inputs that
+  R moves (the Net's input, often token ids, and its tangents) are kept per node (NetSeqNode.buf), grown with the batch
+  layout; all freed by NetReset(). The arrays of an activation's size are not kept but released after each call: the
+  last node's output in the token split (S's source, tl C_out values a sample) and the attention nodes' whole sequences
+  (G's leaves, T C a sample each, NetSequence.abuf). Kept, they would stay allocated between passes: at T = 2048 on 2
+  ranks the bytes of a pass would go from 0.58 to 0.64 of one rank's (sequence_transformer_memory_2) and the per-token
+  Net of sequence_memory_2 from 0.57 to 0.63, above the issue's 0.6; their allocation is one malloc per call against
+  the node's GEMMs.
 
   Element types: boundary and sequence nodes compute in the store's type (double, or float for single and bfloat16:
   the movements then carry floats), the others are plain nodes and keep every path of the plain executor (fusion,
@@ -51,30 +66,61 @@ typedef enum {
 
 static const char *const NetSeqKinds[] = {"per token", "position (global token offset)", "attention (all-gather G of its input, adjoint the reduce-scatter G^T)"};
 
+/* an array kept between calls (grows with the batch layout, freed by NetReset()) */
+typedef struct {
+  void  *a;
+  size_t bytes;
+} NetSeqBuffer;
+
+/* the arrays of a node's movements: per input i the moved value (NET_SEQ_BUF_X(i)) and its (co)tangent (NET_SEQ_BUF_D),
+   then the output's moved value, its cotangent, and the second-order adjoint's tangents of the input and the output */
+#define NET_SEQ_BUF_X(i)      (i)
+#define NET_SEQ_BUF_D(nin, i) ((nin) + (i))
+#define NET_SEQ_BUF_Y(nin)    (2 * (nin))
+#define NET_SEQ_BUF_DY(nin)   (2 * (nin) + 1)
+#define NET_SEQ_BUF_XDOT(nin) (2 * (nin) + 2)
+#define NET_SEQ_BUF_YDOT(nin) (2 * (nin) + 3)
+#define NET_SEQ_NBUF(nin)     (2 * (nin) + 4)
+
 /* a node run by the sequence executor: it reads the Net's input, writes its output, or mixes tokens */
 typedef struct {
   NetSeqKind kind;
-  Layer      local; /* position: the copy on (tl, C); attention: the copy on (T, C) computing the queries [t0, t0 + tl);
-                       NULL for the others (the Net's own layer on tokens) */
-  PetscBool full;   /* attention without a query block: the copy computes every query (the rank's rows are kept) */
+  Layer      local; /* position: the copy on (tl, C) reading the table from row t0; attention: the copy on (T, C)
+                       computing the query block [t0, t0 + tl) (LayerAttentionSetQueryBlock()); NULL for the others (the
+                       Net's own layer on tokens) */
   /* per input (nin entries), for the calls: the inputs and their (co)tangents in the token split, and flags */
-  const void **xs, **dxin, **p;
-  void       **dxs;
-  PetscBool   *moved, *dmoved, *flag, *want;
+  const void  **xs, **dxin, **p;
+  void        **dxs;
+  PetscBool    *moved, *dmoved, *flag, *want;
+  NetSeqBuffer *buf; /* NET_SEQ_NBUF(nin) arrays of the moved values */
 } NetSeqNode;
 
+/* the arrays the attention nodes share (they run one at a time): the gathered input, a gathered tangent or the whole
+   cotangent, the second-order term's, and float's reduce-scatter in double (the whole and the rank's tokens) */
+enum { NET_SEQ_ABUF_XF, NET_SEQ_ABUF_DF, NET_SEQ_ABUF_SOF, NET_SEQ_ABUF_WIDE, NET_SEQ_ABUF_ACC, NET_SEQ_NABUF };
+
+/* an MPI type of a token, c entries of one element type (committed once, freed by NetReset()) */
 typedef struct {
-  PetscMPIInt size, rank;     /* the Net's communicator */
-  PetscInt    P, group, slot; /* ranks per group, this rank's group and place in it */
-  MPI_Comm    gcomm;          /* the group */
-  PetscInt    T;              /* tokens per sequence: the input shape's first dim */
-  PetNetShape tok;            /* a token's shape: the input shape with T replaced by 1 */
-  PetscInt    t0, tl;         /* this rank's tokens [t0, t0 + tl) */
-  PetscInt    ng;             /* samples of the group in the batch of the PetscSF */
-  PetscInt    sfgen;          /* the batch layout the PetscSF was made for (Net batchgen), -1: none */
-  PetscSF     sf;             /* roots: [n][T] tokens of this rank, leaves: [ng][tl] */
-  PetscInt    gsfgen;         /* ... and the all-gather's */
-  PetscSF     gsf;            /* roots: [ng][tl] tokens of this rank, leaves: [ng][T] (every token of the group's samples) */
+  PetscInt     c;
+  NetElem      t;
+  MPI_Datatype unit;
+} NetSeqUnit;
+
+typedef struct {
+  PetscMPIInt  size, rank;          /* the Net's communicator */
+  PetscInt     P, group, slot;      /* ranks per group, this rank's group and place in it */
+  MPI_Comm     gcomm;               /* the group */
+  PetscInt     T;                   /* tokens per sequence: the input shape's first dim */
+  PetNetShape  tok;                 /* a token's shape: the input shape with T replaced by 1 */
+  PetscInt     t0, tl;              /* this rank's tokens [t0, t0 + tl) */
+  PetscInt     ng;                  /* samples of the group in the batch of the PetscSF */
+  PetscInt     sfgen;               /* the batch layout the PetscSF was made for (Net batchgen), -1: none */
+  PetscSF      sf;                  /* roots: [n][T] tokens of this rank, leaves: [ng][tl] */
+  PetscInt     gsfgen;              /* ... and the all-gather's */
+  PetscSF      gsf;                 /* roots: [ng][tl] tokens of this rank, leaves: [ng][T] (every token of the group's samples) */
+  NetSeqBuffer abuf[NET_SEQ_NABUF]; /* the attention nodes' arrays */
+  NetSeqUnit  *units;               /* the token types in use */
+  PetscInt     nunits, maxunits;
 } NetSequence;
 
 /*@
@@ -169,8 +215,9 @@ PetscInt NetSequenceTokens_Private(Net net)
   return net->seq ? ((NetSequence *)net->seq)->T : 1;
 }
 
-/* a copy of node k's layer on input shapes in[] (the kind's arguments and options, the Net's training mode); q0 >= 0: an
-   attention computing the queries [q0, q0 + nq) only, when its kernel can (LayerAttentionSetQueryBlock_C), else all */
+/* a copy of node k's layer on input shapes in[] (the kind's arguments and options, the Net's training mode); q0 >= 0: the
+   rows [q0, q0 + nq) of a sequence, an attention computing those queries only (LayerAttentionSetQueryBlock()), a
+   position table read from row q0 (LayerPositionSetOffset_C) */
 static PetscErrorCode NetSequenceCopyLayer_Private(Net net, PetscInt k, PetscInt nin, const PetNetShape in[], PetscInt q0, PetscInt nq, Layer *copy)
 {
   Layer layer     = net->layers[k];
@@ -189,7 +236,10 @@ static PetscErrorCode NetSequenceCopyLayer_Private(Net net, PetscInt k, PetscInt
     PetscOptionsEnd();
   }
   PetscCall(LayerSetInputShapes(*copy, nin, in));
-  if (q0 >= 0) PetscTryMethod(*copy, "LayerAttentionSetQueryBlock_C", (Layer, PetscInt, PetscInt), (*copy, q0, nq));
+  if (q0 >= 0) {
+    PetscCall(LayerAttentionSetQueryBlock(*copy, q0, nq));
+    PetscTryMethod(*copy, "LayerPositionSetOffset_C", (Layer, PetscInt), (*copy, q0));
+  }
   PetscCall(LayerSetTraining(*copy, layer->training));
   PetscCall(LayerSetUp(*copy));
   PetscFunctionReturn(0);
@@ -236,11 +286,10 @@ PetscErrorCode NetSequenceSetUpNode_Private(Net net, PetscInt k)
   }
   /* one refusal for the kinds without a sequence-parallel form: those that mix the tokens of a sequence by a rule this
      file does not know (a kind outside the lists), and those that act on a whole sequence differently than on each of
-     its tokens (plain dense:N and flatten fold the tokens into one vector: no split of the tokens computes them); and
-     position:T:sinusoidal, whose table a copy on the rank's tokens would build from position 0 instead of t0 */
-  PetscCheck((istoken && same) || (isposition && layer->nparams > 0) || isattention, comm, PETSC_ERR_SUP,
+     its tokens (plain dense:N and flatten fold the tokens into one vector: no split of the tokens computes them) */
+  PetscCheck((istoken && same) || isposition || isattention, comm, PETSC_ERR_SUP,
              "Node %s (%s) has no sequence-parallel form: -net_parallel sequence splits the tokens of each sequence, and runs the kinds that act on each token alone (dense:N:tokens, layernorm, rmsnorm, embedding, the activations, add, "
-             "concat), position:T (learned; the sinusoidal table has no token offset yet) and attention; a dense layer must be dense:N:tokens (-%sdense_tokens), and nothing may flatten the tokens; or run this Net with -net_parallel replicated (data "
+             "concat), position:T (learned or sinusoidal) and attention; a dense layer must be dense:N:tokens (-%sdense_tokens), and nothing may flatten the tokens; or run this Net with -net_parallel replicated (data "
              "parallel)",
              nd->name, type, ((PetscObject)layer)->prefix ? ((PetscObject)layer)->prefix : "");
   if (isposition) kind = NET_SEQ_POSITION;
@@ -259,12 +308,13 @@ PetscErrorCode NetSequenceSetUpNode_Private(Net net, PetscInt k)
     nd->sq   = sn;
     PetscCall(PetscCalloc4(nd->nin, &sn->xs, nd->nin, &sn->dxin, nd->nin, &sn->p, nd->nin, &sn->dxs));
     PetscCall(PetscCalloc4(nd->nin, &sn->moved, nd->nin, &sn->dmoved, nd->nin, &sn->flag, nd->nin, &sn->want));
+    PetscCall(PetscCalloc1(NET_SEQ_NBUF(nd->nin), &sn->buf));
     if (kind == NET_SEQ_POSITION) {
       PetNetShape in = layer->ins[0];
 
       PetscCheck(nd->nin == 1, comm, PETSC_ERR_PLIB, "Node %s (position) takes one input", nd->name);
       in.dim[0] = sq->tl;
-      PetscCall(NetSequenceCopyLayer_Private(net, k, 1, &in, -1, 0, &sn->local));
+      PetscCall(NetSequenceCopyLayer_Private(net, k, 1, &in, sq->t0, sq->tl, &sn->local)); /* its rows [t0, t0 + tl) */
       PetscCheck(sn->local->nparams == layer->nparams, comm, PETSC_ERR_PLIB, "Node %s: its copy on this rank's tokens has %" PetscInt_FMT " parameters, not %" PetscInt_FMT, nd->name, sn->local->nparams, layer->nparams);
     }
     if (kind == NET_SEQ_ATTENTION) { /* the copy on whole sequences, computing the queries of the rank's tokens */
@@ -273,8 +323,7 @@ PetscErrorCode NetSequenceSetUpNode_Private(Net net, PetscInt k)
       PetscCheck(nd->nin == 1, comm, PETSC_ERR_PLIB, "Node %s (attention) takes one input", nd->name);
       in.dim[0] = sq->T;
       PetscCall(NetSequenceCopyLayer_Private(net, k, 1, &in, sq->t0, sq->tl, &sn->local));
-      sn->full = (PetscBool)(sn->local->out.dim[0] == sq->T && sq->tl < sq->T); /* the kernel has no query block */
-      PetscCheck(sn->local->nparams == layer->nparams && sn->local->outsize == (sn->full ? sq->T : sq->tl) * layer->outsize, comm, PETSC_ERR_PLIB,
+      PetscCheck(sn->local->nparams == layer->nparams && sn->local->outsize == sq->tl * layer->outsize, comm, PETSC_ERR_PLIB,
                  "Node %s: its copy on the rank's queries [%" PetscInt_FMT ", %" PetscInt_FMT ") has another shape than %" PetscInt_FMT " tokens", nd->name, sq->t0, sq->t0 + sq->tl, sq->tl);
     }
   }
@@ -292,6 +341,8 @@ PetscErrorCode NetSequenceReset_Private(Net net)
     PetscCall(LayerDestroy(&sn->local));
     PetscCall(PetscFree4(sn->xs, sn->dxin, sn->p, sn->dxs));
     PetscCall(PetscFree4(sn->moved, sn->dmoved, sn->flag, sn->want));
+    for (PetscInt b = 0; b < NET_SEQ_NBUF(net->nodes[k].nin); b++) PetscCall(PetscFree(sn->buf[b].a));
+    PetscCall(PetscFree(sn->buf));
     PetscCall(PetscFree(net->nodes[k].sq));
   }
   if (net->seq) {
@@ -299,6 +350,9 @@ PetscErrorCode NetSequenceReset_Private(Net net)
 
     PetscCall(PetscSFDestroy(&sq->sf));
     PetscCall(PetscSFDestroy(&sq->gsf));
+    for (PetscInt b = 0; b < NET_SEQ_NABUF; b++) PetscCall(PetscFree(sq->abuf[b].a));
+    for (PetscInt u = 0; u < sq->nunits; u++) PetscCallMPI(MPI_Type_free(&sq->units[u].unit));
+    PetscCall(PetscFree(sq->units));
     if (sq->gcomm != MPI_COMM_NULL) PetscCallMPI(MPI_Comm_free(&sq->gcomm));
     PetscCall(PetscFree(net->seq));
   }
@@ -329,7 +383,7 @@ static PetscErrorCode NetSequenceGetSF_Private(Net net, PetscSF *sf)
 
   PetscFunctionBegin;
   if (sq->sfgen == net->batchgen && sq->sf) {
-    *sf = sq->sf;
+    if (sf) *sf = sq->sf;
     PetscFunctionReturn(0);
   }
   PetscCall(PetscSFDestroy(&sq->sf));
@@ -354,16 +408,36 @@ static PetscErrorCode NetSequenceGetSF_Private(Net net, PetscSF *sf)
   PetscCall(PetscSFSetUp(sq->sf));
   PetscCall(PetscFree(soff));
   sq->sfgen = net->batchgen;
-  *sf       = sq->sf;
+  if (sf) *sf = sq->sf;
   PetscFunctionReturn(0);
 }
 
-/* the MPI type of a token of c entries of element type t */
-static PetscErrorCode NetSequenceUnit_Private(PetscInt c, NetElem t, MPI_Datatype *unit)
+/* the MPI type of a token of c entries of element type t: made and committed once per (c, t), kept until NetReset() */
+static PetscErrorCode NetSequenceUnit_Private(Net net, PetscInt c, NetElem t, MPI_Datatype *unit)
 {
+  NetSequence *sq = (NetSequence *)net->seq;
+
   PetscFunctionBegin;
+  for (PetscInt u = 0; u < sq->nunits; u++)
+    if (sq->units[u].c == c && sq->units[u].t == t) {
+      *unit = sq->units[u].unit;
+      PetscFunctionReturn(0);
+    }
+  if (sq->nunits == sq->maxunits) { /* a few sizes per Net: the nodes' token sizes */
+    NetSeqUnit *units;
+
+    PetscCall(PetscMalloc1(2 * sq->maxunits + 4, &units));
+    if (sq->nunits) PetscCall(PetscArraycpy(units, sq->units, sq->nunits));
+    PetscCall(PetscFree(sq->units));
+    sq->units    = units;
+    sq->maxunits = 2 * sq->maxunits + 4;
+  }
   PetscCallMPI(MPI_Type_contiguous((PetscMPIInt)c, t == NET_ELEM_DOUBLE ? MPIU_SCALAR : MPI_FLOAT, unit));
   PetscCallMPI(MPI_Type_commit(unit));
+  sq->units[sq->nunits].c    = c;
+  sq->units[sq->nunits].t    = t;
+  sq->units[sq->nunits].unit = *unit;
+  sq->nunits++;
   PetscFunctionReturn(0);
 }
 
@@ -392,32 +466,62 @@ static PetscErrorCode NetSequencePresent_Private(Net net, PetscInt m, const void
   PetscFunctionReturn(0);
 }
 
-/* an array for the rank's tokens [ng][tl][c] of element type t */
-static PetscErrorCode NetSequenceTokenArray_Private(Net net, PetscInt c, NetElem t, void **a)
+/* a kept array of at least `bytes` bytes (grows only: a batch layout with more samples reallocates it) */
+static PetscErrorCode NetSequenceBuffer_Private(NetSeqBuffer *b, size_t bytes, void **a)
 {
-  NetSequence *sq = (NetSequence *)net->seq;
-
   PetscFunctionBegin;
-  PetscCall(PetscMalloc((size_t)sq->ng * sq->tl * c * NetSequenceEntryBytes(t) + 1, a));
+  if (bytes + 1 > b->bytes) {
+    PetscCall(PetscFree(b->a));
+    PetscCall(PetscMalloc(bytes + 1, &b->a));
+    b->bytes = bytes + 1;
+  }
+  *a = b->a;
   PetscFunctionReturn(0);
 }
 
-/* xs = R x: tokens of c entries from the sample split to the token split, into a new array (NULL when absent) */
-static PetscErrorCode NetSequenceToTokens_Private(Net net, PetscInt c, NetElem t, PetscBool present, const void *x, void **xs)
+/* an array that is not kept: released at the end of the call (see the header: the output's and attention's arrays) */
+static PetscErrorCode NetSequenceRelease_Private(NetSeqBuffer *b)
+{
+  PetscFunctionBegin;
+  PetscCall(PetscFree(b->a));
+  b->bytes = 0;
+  PetscFunctionReturn(0);
+}
+
+/* node k's array `slot` for the rank's tokens [ng][tl][c] of element type t */
+static PetscErrorCode NetSequenceTokenArray_Private(Net net, PetscInt k, PetscInt slot, PetscInt c, NetElem t, void **a)
 {
   NetSequence *sq = (NetSequence *)net->seq;
+  NetSeqNode  *sn = (NetSeqNode *)net->nodes[k].sq;
+
+  PetscFunctionBegin;
+  PetscCall(NetSequenceBuffer_Private(&sn->buf[slot], (size_t)sq->ng * sq->tl * c * NetSequenceEntryBytes(t), a));
+  PetscFunctionReturn(0);
+}
+
+/* xs = R x: tokens of c entries from the sample split to the token split, into xs [ng][tl][c] */
+static PetscErrorCode NetSequenceToTokens_Private(Net net, PetscInt c, NetElem t, const void *x, void *xs)
+{
   PetscSF      sf;
   MPI_Datatype unit;
 
   PetscFunctionBegin;
+  PetscCall(NetSequenceGetSF_Private(net, &sf));
+  PetscCall(NetSequenceUnit_Private(net, c, t, &unit));
+  PetscCall(PetscSFBcastBegin(sf, unit, x, xs, MPI_REPLACE));
+  PetscCall(PetscSFBcastEnd(sf, unit, x, xs, MPI_REPLACE));
+  PetscFunctionReturn(0);
+}
+
+/* node k's kept array `slot` holding R x (NULL when absent) */
+static PetscErrorCode NetSequenceMoveIn_Private(Net net, PetscInt k, PetscInt slot, PetscInt c, NetElem t, PetscBool present, const void *x, void **xs)
+{
+  PetscFunctionBegin;
   *xs = NULL;
   if (!present) PetscFunctionReturn(0);
-  PetscCall(NetSequenceGetSF_Private(net, &sf));
-  PetscCall(PetscMalloc((size_t)sq->ng * sq->tl * c * NetSequenceEntryBytes(t) + 1, xs));
-  PetscCall(NetSequenceUnit_Private(c, t, &unit));
-  PetscCall(PetscSFBcastBegin(sf, unit, x, *xs, MPI_REPLACE));
-  PetscCall(PetscSFBcastEnd(sf, unit, x, *xs, MPI_REPLACE));
-  PetscCallMPI(MPI_Type_free(&unit));
+  PetscCall(NetSequenceGetSF_Private(net, NULL)); /* ng of this batch (collective when the layout changed) */
+  PetscCall(NetSequenceTokenArray_Private(net, k, slot, c, t, xs));
+  PetscCall(NetSequenceToTokens_Private(net, c, t, x, *xs));
   PetscFunctionReturn(0);
 }
 
@@ -429,15 +533,15 @@ static PetscErrorCode NetSequenceToSamples_Private(Net net, PetscInt c, NetElem 
 
   PetscFunctionBegin;
   PetscCall(NetSequenceGetSF_Private(net, &sf));
-  PetscCall(NetSequenceUnit_Private(c, t, &unit));
+  PetscCall(NetSequenceUnit_Private(net, c, t, &unit));
   PetscCall(PetscSFReduceBegin(sf, unit, xs, x, MPI_REPLACE));
   PetscCall(PetscSFReduceEnd(sf, unit, xs, x, MPI_REPLACE));
-  PetscCallMPI(MPI_Type_free(&unit));
   PetscFunctionReturn(0);
 }
 
-/* node k's inputs (or their tangents) in the token split: those from the Net's input moved (R), the others as they are */
-static PetscErrorCode NetSequenceGetInputs_Private(Net net, PetscInt k, NetElem t, const PetscBool present[], const void *const x[], const void *xs[], PetscBool moved[])
+/* node k's inputs (or their tangents: tangent = PETSC_TRUE) in the token split: those from the Net's input moved (R)
+   into the node's kept arrays, the others as they are */
+static PetscErrorCode NetSequenceGetInputs_Private(Net net, PetscInt k, NetElem t, PetscBool tangent, const PetscBool present[], const void *const x[], const void *xs[], PetscBool moved[])
 {
   const NetNode *nd = &net->nodes[k];
 
@@ -445,18 +549,10 @@ static PetscErrorCode NetSequenceGetInputs_Private(Net net, PetscInt k, NetElem 
   for (PetscInt i = 0; i < nd->nin; i++) {
     moved[i] = (PetscBool)(nd->in[i] == NET_INPUT && present[i]);
     if (moved[i])
-      PetscCall(NetSequenceToTokens_Private(net, net->layers[k]->insizes[i], t, PETSC_TRUE, x[i], (void **)&xs[i]));
+      PetscCall(NetSequenceMoveIn_Private(net, k, tangent ? NET_SEQ_BUF_D(nd->nin, i) : NET_SEQ_BUF_X(i), net->layers[k]->insizes[i], t, PETSC_TRUE, x[i], (void **)&xs[i]));
     else
       xs[i] = present[i] ? x[i] : NULL;
   }
-  PetscFunctionReturn(0);
-}
-
-static PetscErrorCode NetSequenceFreeInputs_Private(Net net, PetscInt k, const void *xs[], const PetscBool moved[])
-{
-  PetscFunctionBegin;
-  for (PetscInt i = 0; i < net->nodes[k].nin; i++)
-    if (moved[i]) PetscCall(PetscFree(xs[i]));
   PetscFunctionReturn(0);
 }
 
@@ -475,9 +571,9 @@ static PetscErrorCode NetSequenceLocal_Private(Net net, PetscInt k, Layer *layer
     *n     = sq->ng;
     *poff  = 0;
   } else if (sn->kind == NET_SEQ_POSITION) {
-    *layer = sn->local;
+    *layer = sn->local; /* reads the table's rows [t0, t0 + tl) itself: W[t0 + t][c], or the fixed rows at t0 + t */
     *n     = sq->ng;
-    *poff  = sq->t0 * net->layers[k]->outsize; /* the table's rows [t0, t0 + tl): W[t0 + t][c] */
+    *poff  = 0;
   } else {
     *layer = net->layers[k];
     *n     = sq->ng * sq->tl;
@@ -526,10 +622,29 @@ static PetscErrorCode NetSequenceGetGatherSF_Private(Net net, PetscSF *gsf)
   PetscFunctionReturn(0);
 }
 
-/* xf = G x: the whole sequences [ng][T][c] from the rank's tokens (xf allocated; NULL when absent) */
-static PetscErrorCode NetSequenceGather_Private(Net net, PetscInt c, NetElem t, PetscBool present, const void *x, void **xf)
+/* a shared kept array (NET_SEQ_ABUF_*) of [ng][T][c] entries of element type t */
+static PetscErrorCode NetSequenceWholeArray_Private(Net net, PetscInt slot, PetscInt c, NetElem t, void **a)
 {
   NetSequence *sq = (NetSequence *)net->seq;
+
+  PetscFunctionBegin;
+  PetscCall(NetSequenceBuffer_Private(&sq->abuf[slot], (size_t)sq->ng * sq->T * c * NetSequenceEntryBytes(t), a));
+  PetscFunctionReturn(0);
+}
+
+/* the attention arrays released after the call */
+static PetscErrorCode NetSequenceReleaseWhole_Private(Net net)
+{
+  NetSequence *sq = (NetSequence *)net->seq;
+
+  PetscFunctionBegin;
+  for (PetscInt b = 0; b < NET_SEQ_NABUF; b++) PetscCall(NetSequenceRelease_Private(&sq->abuf[b]));
+  PetscFunctionReturn(0);
+}
+
+/* xf = G x: the whole sequences [ng][T][c] from the rank's tokens, into the shared array `slot` (NULL when absent) */
+static PetscErrorCode NetSequenceGather_Private(Net net, PetscInt slot, PetscInt c, NetElem t, PetscBool present, const void *x, void **xf)
+{
   PetscSF      gsf;
   MPI_Datatype unit;
 
@@ -537,11 +652,10 @@ static PetscErrorCode NetSequenceGather_Private(Net net, PetscInt c, NetElem t, 
   *xf = NULL;
   if (!present) PetscFunctionReturn(0);
   PetscCall(NetSequenceGetGatherSF_Private(net, &gsf));
-  PetscCall(PetscMalloc((size_t)sq->ng * sq->T * c * NetSequenceEntryBytes(t) + 1, xf));
-  PetscCall(NetSequenceUnit_Private(c, t, &unit));
+  PetscCall(NetSequenceWholeArray_Private(net, slot, c, t, xf));
+  PetscCall(NetSequenceUnit_Private(net, c, t, &unit));
   PetscCall(PetscSFBcastBegin(gsf, unit, x, *xf, MPI_REPLACE));
   PetscCall(PetscSFBcastEnd(gsf, unit, x, *xf, MPI_REPLACE));
-  PetscCallMPI(MPI_Type_free(&unit));
   PetscFunctionReturn(0);
 }
 
@@ -558,96 +672,47 @@ static PetscErrorCode NetSequenceReduceScatter_Private(Net net, PetscInt c, NetE
 
   PetscFunctionBegin;
   PetscCall(NetSequenceGetGatherSF_Private(net, &gsf));
-  PetscCall(NetSequenceUnit_Private(c, NET_ELEM_DOUBLE, &unit));
+  PetscCall(NetSequenceUnit_Private(net, c, NET_ELEM_DOUBLE, &unit));
   if (t != NET_ELEM_DOUBLE) {
-    PetscCall(PetscMalloc2(nf + 1, &wide, nt + 1, &acc));
+    PetscCall(NetSequenceBuffer_Private(&sq->abuf[NET_SEQ_ABUF_WIDE], nf * sizeof(PetscScalar), (void **)&wide));
+    PetscCall(NetSequenceBuffer_Private(&sq->abuf[NET_SEQ_ABUF_ACC], nt * sizeof(PetscScalar), (void **)&acc));
     for (size_t i = 0; i < nf; i++) wide[i] = ((const float *)dxf)[i];
     for (size_t i = 0; i < nt; i++) acc[i] = ((const float *)dx)[i];
   }
   PetscCall(PetscSFReduceBegin(gsf, unit, wide ? wide : dxf, acc ? acc : dx, MPI_SUM));
   PetscCall(PetscSFReduceEnd(gsf, unit, wide ? wide : dxf, acc ? acc : dx, MPI_SUM));
-  PetscCallMPI(MPI_Type_free(&unit));
-  if (t != NET_ELEM_DOUBLE) {
+  if (t != NET_ELEM_DOUBLE)
     for (size_t i = 0; i < nt; i++) ((float *)dx)[i] = (float)acc[i];
-    PetscCall(PetscFree2(wide, acc));
-  }
   PetscFunctionReturn(0);
 }
 
 /*
-  An attention node (NET_SEQ_ATTENTION) on the rank's tokens [ng][tl][E] of a value in the token split:
+  An attention node (NET_SEQ_ATTENTION) on the rank's tokens [ng][tl][E] of a value in the token split, its copy A_local
+  the query block [t0, t0 + tl) of the whole layer (LayerAttentionSetQueryBlock()):
     forward     xf = G x,             y = A_local(xf)                         (the queries [t0, t0 + tl) of each sample)
     backward    xf = G x,             dxf = A_local^T dy, dtheta += ...,      dx = G^T dxf   (overwritten)
     jvp         xf = G x, dxf = G dx, dy = A_local (dxf, dtheta)
     sobackward  xf = G x, xdotf = G xdot, its curvature term into dxdotf,    dxdot += G^T dxdotf
-  G moves the input (E a token) rather than K and V (2 E a token): half the bytes; each rank computes K and V of the
-  whole sequences from it. A kernel without a query block (sn->full) computes every query, y = P A(xf) with P the
-  selection of the rank's rows (P^T pads with zeros): backward reads dyf = P^T dy, and, since the layer's state is that
-  of its last forward, backward, jvp and sobackward run the forward again on xf first (y of the other rows is not kept).
+  The K/V exchange is the all-gather G of the input (E entries a token), not of K and V after a local projection (2 E a
+  token): half the bytes on the wire, and the layer stays a local operator (its backward gives the cotangent of the
+  whole input, which G^T sums on the owners; with K and V gathered the layer would need a second input and output).
+  Memory is the same either way: the block's state keeps K and V of the T keys (2 E T values a sample, which the queries
+  of the rank need) and Q, O, lse of its tl rows; the gathered input, E T values, lives in an array the attention nodes
+  share. Each rank computes K and V of the whole sequences from xf (P - 1 of P ranks' projection work repeated).
 */
-typedef struct {
-  PetscInt c, rows; /* entries of a token; rows of the copy's output per sample (tl with a query block, T without) */
-} NetSeqAttSizes;
-
-static void NetSequenceAttentionSizes(Net net, PetscInt k, NetSeqAttSizes *z)
+static PetscErrorCode NetSequenceAttentionForward_Private(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *x, void *y)
 {
   NetSequence *sq = (NetSequence *)net->seq;
   NetSeqNode  *sn = (NetSeqNode *)net->nodes[k].sq;
-
-  z->c    = sn->local->insize / sq->T;
-  z->rows = sn->full ? sq->T : sq->tl;
-}
-
-/* yf = P^T y (pad = PETSC_TRUE: zeros elsewhere) or y = P yf: the rank's rows [t0, t0 + tl) of each sample */
-static void NetSequenceSelectRows(NetSequence *sq, PetscInt c, size_t es, PetscBool pad, void *yf, void *y)
-{
-  for (PetscInt s = 0; s < sq->ng; s++) {
-    char *full = (char *)yf + ((size_t)s * sq->T + sq->t0) * c * es, *mine = (char *)y + (size_t)s * sq->tl * c * es;
-
-    if (pad)
-      memcpy(full, mine, (size_t)sq->tl * c * es);
-    else
-      memcpy(mine, full, (size_t)sq->tl * c * es);
-  }
-}
-
-/* y (this rank's rows) of the copy at xf; with a query block directly into y, else into a whole yf (returned, or NULL) */
-static PetscErrorCode NetSequenceAttentionRun_Private(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *xf, void *y, void **yfout)
-{
-  NetSequence   *sq = (NetSequence *)net->seq;
-  NetSeqNode    *sn = (NetSeqNode *)net->nodes[k].sq;
-  const size_t   es = NetSequenceEntryBytes(t);
-  void          *yf = y;
-  NetSeqAttSizes z;
+  void        *xf;
 
   PetscFunctionBegin;
-  NetSequenceAttentionSizes(net, k, &z);
-  if (yfout) *yfout = NULL;
-  if (sn->full) PetscCall(PetscMalloc((size_t)sq->ng * sq->T * z.c * es + 1, &yf));
+  PetscCall(NetSequenceGather_Private(net, NET_SEQ_ABUF_XF, sn->local->insize / sq->T, t, PETSC_TRUE, x, &xf));
   if (t == NET_ELEM_DOUBLE)
-    PetscCall(LayerForwardArrays(sn->local, sq->ng, th, (const PetscScalar *const *)&xf, (PetscScalar *)yf));
+    PetscCall(LayerForwardArrays(sn->local, sq->ng, th, (const PetscScalar *const *)&xf, (PetscScalar *)y));
   else
-    PetscCall(LayerForwardSingle(sn->local, sq->ng, th, (const float *const *)&xf, (float *)yf));
-  if (sn->full) {
-    if (y) NetSequenceSelectRows(sq, z.c, es, PETSC_FALSE, yf, y);
-    if (yfout)
-      *yfout = yf;
-    else
-      PetscCall(PetscFree(yf));
-  }
-  PetscFunctionReturn(0);
-}
-
-static PetscErrorCode NetSequenceAttentionForward_Private(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *x, void *y)
-{
-  NetSeqAttSizes z;
-  void          *xf;
-
-  PetscFunctionBegin;
-  NetSequenceAttentionSizes(net, k, &z);
-  PetscCall(NetSequenceGather_Private(net, z.c, t, PETSC_TRUE, x, &xf));
-  PetscCall(NetSequenceAttentionRun_Private(net, k, t, th, xf, y, NULL));
-  PetscCall(PetscFree(xf));
+    PetscCall(LayerForwardSingle(sn->local, sq->ng, th, (const float *const *)&xf, (float *)y));
+  PetscCall(NetSequenceReleaseWhole_Private(net));
   PetscFunctionReturn(0);
 }
 
@@ -655,33 +720,25 @@ static PetscErrorCode NetSequenceAttentionBackward_Private(Net net, PetscInt k, 
 {
   NetSequence   *sq = (NetSequence *)net->seq;
   NetSeqNode    *sn = (NetSeqNode *)net->nodes[k].sq;
+  const PetscInt c  = sn->local->insize / sq->T;
   const size_t   es = NetSequenceEntryBytes(t);
-  NetSeqAttSizes z;
-  void          *xf, *dxf = NULL, *yf = (void *)y, *dyf = (void *)dy;
+  void          *xf, *dxf = NULL;
 
   PetscFunctionBegin;
-  NetSequenceAttentionSizes(net, k, &z);
-  PetscCall(NetSequenceGather_Private(net, z.c, t, PETSC_TRUE, x, &xf));
-  if (sn->full) { /* the whole output again, and dy padded with zeros */
-    PetscCall(NetSequenceAttentionRun_Private(net, k, t, th, xf, NULL, &yf));
-    PetscCall(PetscCalloc((size_t)sq->ng * sq->T * z.c * es + 1, &dyf));
-    NetSequenceSelectRows(sq, z.c, es, PETSC_TRUE, dyf, (void *)dy);
-  }
-  if (want) PetscCall(PetscCalloc((size_t)sq->ng * sn->local->insize * es + 1, &dxf));
-  if (t == NET_ELEM_DOUBLE)
-    PetscCall(LayerBackwardArrays(sn->local, sq->ng, th, (const PetscScalar *const *)&xf, (const PetscScalar *)yf, (const PetscScalar *)dyf, (PetscScalar *const *)&dxf, dth));
-  else
-    PetscCall(LayerBackwardSingle(sn->local, sq->ng, th, (const float *const *)&xf, (const float *)yf, (const float *)dyf, (float *const *)&dxf, dth));
+  PetscCall(NetSequenceGather_Private(net, NET_SEQ_ABUF_XF, c, t, PETSC_TRUE, x, &xf));
   if (want) {
-    PetscCall(PetscMemzero(dx, (size_t)sq->ng * sq->tl * z.c * es));
-    PetscCall(NetSequenceReduceScatter_Private(net, z.c, t, dxf, dx));
+    PetscCall(NetSequenceWholeArray_Private(net, NET_SEQ_ABUF_DF, c, t, &dxf));
+    PetscCall(PetscMemzero(dxf, (size_t)sq->ng * sn->local->insize * es));
   }
-  if (sn->full) {
-    PetscCall(PetscFree(yf));
-    PetscCall(PetscFree(dyf));
+  if (t == NET_ELEM_DOUBLE)
+    PetscCall(LayerBackwardArrays(sn->local, sq->ng, th, (const PetscScalar *const *)&xf, (const PetscScalar *)y, (const PetscScalar *)dy, (PetscScalar *const *)&dxf, dth));
+  else
+    PetscCall(LayerBackwardSingle(sn->local, sq->ng, th, (const float *const *)&xf, (const float *)y, (const float *)dy, (float *const *)&dxf, dth));
+  if (want) {
+    PetscCall(PetscMemzero(dx, (size_t)sq->ng * sq->tl * c * es));
+    PetscCall(NetSequenceReduceScatter_Private(net, c, t, dxf, dx));
   }
-  PetscCall(PetscFree(dxf));
-  PetscCall(PetscFree(xf));
+  PetscCall(NetSequenceReleaseWhole_Private(net));
   PetscFunctionReturn(0);
 }
 
@@ -689,29 +746,17 @@ static PetscErrorCode NetSequenceAttentionJVP_Private(Net net, PetscInt k, NetEl
 {
   NetSequence   *sq = (NetSequence *)net->seq;
   NetSeqNode    *sn = (NetSeqNode *)net->nodes[k].sq;
-  const size_t   es = NetSequenceEntryBytes(t);
-  NetSeqAttSizes z;
-  void          *xf, *dxf, *yf = (void *)y, *dyf = dy;
+  const PetscInt c  = sn->local->insize / sq->T;
+  void          *xf, *dxf;
 
   PetscFunctionBegin;
-  NetSequenceAttentionSizes(net, k, &z);
-  PetscCall(NetSequenceGather_Private(net, z.c, t, PETSC_TRUE, x, &xf));
-  PetscCall(NetSequenceGather_Private(net, z.c, t, given, dx, &dxf));
-  if (sn->full) {
-    PetscCall(NetSequenceAttentionRun_Private(net, k, t, th, xf, NULL, &yf));
-    PetscCall(PetscMalloc((size_t)sq->ng * sq->T * z.c * es + 1, &dyf));
-  }
+  PetscCall(NetSequenceGather_Private(net, NET_SEQ_ABUF_XF, c, t, PETSC_TRUE, x, &xf));
+  PetscCall(NetSequenceGather_Private(net, NET_SEQ_ABUF_DF, c, t, given, dx, &dxf));
   if (t == NET_ELEM_DOUBLE)
-    PetscCall(LayerJVPArrays(sn->local, sq->ng, th, (const PetscScalar *const *)&xf, (const PetscScalar *)yf, (const PetscScalar *const *)&dxf, dth, (PetscScalar *)dyf));
+    PetscCall(LayerJVPArrays(sn->local, sq->ng, th, (const PetscScalar *const *)&xf, (const PetscScalar *)y, (const PetscScalar *const *)&dxf, dth, (PetscScalar *)dy));
   else
-    PetscCall(LayerJVPSingle(sn->local, sq->ng, th, (const float *const *)&xf, (const float *)yf, (const float *const *)&dxf, dth, (float *)dyf));
-  if (sn->full) {
-    NetSequenceSelectRows(sq, z.c, es, PETSC_FALSE, dyf, dy);
-    PetscCall(PetscFree(yf));
-    PetscCall(PetscFree(dyf));
-  }
-  PetscCall(PetscFree(dxf));
-  PetscCall(PetscFree(xf));
+    PetscCall(LayerJVPSingle(sn->local, sq->ng, th, (const float *const *)&xf, (const float *)y, (const float *const *)&dxf, dth, (float *)dy));
+  PetscCall(NetSequenceReleaseWhole_Private(net));
   PetscFunctionReturn(0);
 }
 
@@ -720,32 +765,32 @@ static PetscErrorCode NetSequenceAttentionSOBackward_Private(Net net, PetscInt k
 {
   NetSequence   *sq = (NetSequence *)net->seq;
   NetSeqNode    *sn = (NetSeqNode *)net->nodes[k].sq;
-  const size_t   es = sizeof(PetscScalar);
-  NetSeqAttSizes z;
-  void          *xf, *xdf, *dxdf = NULL, *yf = (void *)y, *ydf = (void *)ydot, *dyf = (void *)dy;
+  const PetscInt c  = sn->local->insize / sq->T;
+  void          *xf, *xdf, *dxdf = NULL;
 
   PetscFunctionBegin;
-  NetSequenceAttentionSizes(net, k, &z);
-  PetscCall(NetSequenceGather_Private(net, z.c, NET_ELEM_DOUBLE, PETSC_TRUE, x, &xf));
-  PetscCall(NetSequenceGather_Private(net, z.c, NET_ELEM_DOUBLE, has[0], xdot, &xdf));
-  if (sn->full) { /* the whole output, its tangent (a jvp) and the padded cotangent */
-    PetscCall(NetSequenceAttentionRun_Private(net, k, NET_ELEM_DOUBLE, th, xf, NULL, &yf));
-    PetscCall(PetscMalloc((size_t)sq->ng * sq->T * z.c * es + 1, &ydf));
-    PetscCall(LayerJVPArrays(sn->local, sq->ng, th, (const PetscScalar *const *)&xf, (const PetscScalar *)yf, (const PetscScalar *const *)&xdf, thd, (PetscScalar *)ydf));
-    PetscCall(PetscCalloc((size_t)sq->ng * sq->T * z.c * es + 1, &dyf));
-    NetSequenceSelectRows(sq, z.c, es, PETSC_TRUE, dyf, (void *)dy);
+  PetscCall(NetSequenceGather_Private(net, NET_SEQ_ABUF_XF, c, NET_ELEM_DOUBLE, PETSC_TRUE, x, &xf));
+  PetscCall(NetSequenceGather_Private(net, NET_SEQ_ABUF_DF, c, NET_ELEM_DOUBLE, has[0], xdot, &xdf));
+  if (has[2]) { /* the curvature term accumulates */
+    PetscCall(NetSequenceWholeArray_Private(net, NET_SEQ_ABUF_SOF, c, NET_ELEM_DOUBLE, &dxdf));
+    PetscCall(PetscMemzero(dxdf, (size_t)sq->ng * sn->local->insize * sizeof(PetscScalar)));
   }
-  if (has[2]) PetscCall(PetscCalloc((size_t)sq->ng * sn->local->insize * es + 1, &dxdf));
-  PetscCall(LayerSOBackwardArray(sn->local, sq->ng, th, (const PetscScalar *)xf, (const PetscScalar *)yf, (const PetscScalar *)xdf, thd, (sn->full || has[1]) ? (const PetscScalar *)ydf : NULL, (const PetscScalar *)dyf, (PetscScalar *)dxdf, hvk));
-  if (has[2]) PetscCall(NetSequenceReduceScatter_Private(net, z.c, NET_ELEM_DOUBLE, dxdf, dxd)); /* accumulates, as dxdot must */
-  if (sn->full) {
-    PetscCall(PetscFree(yf));
-    PetscCall(PetscFree(ydf));
-    PetscCall(PetscFree(dyf));
-  }
-  PetscCall(PetscFree(dxdf));
-  PetscCall(PetscFree(xdf));
-  PetscCall(PetscFree(xf));
+  PetscCall(LayerSOBackwardArray(sn->local, sq->ng, th, (const PetscScalar *)xf, y, (const PetscScalar *)xdf, thd, has[1] ? ydot : NULL, dy, (PetscScalar *)dxdf, hvk));
+  if (has[2]) PetscCall(NetSequenceReduceScatter_Private(net, c, NET_ELEM_DOUBLE, dxdf, dxd)); /* accumulates, as dxdot must */
+  PetscCall(NetSequenceReleaseWhole_Private(net));
+  PetscFunctionReturn(0);
+}
+
+/* the last node's arrays of its output (values of an activation's size, released after each call: see the header) */
+static PetscErrorCode NetSequenceReleaseOutput_Private(Net net, PetscInt k)
+{
+  NetSeqNode    *sn  = (NetSeqNode *)net->nodes[k].sq;
+  const PetscInt nin = net->nodes[k].nin;
+
+  PetscFunctionBegin;
+  PetscCall(NetSequenceRelease_Private(&sn->buf[NET_SEQ_BUF_Y(nin)]));
+  PetscCall(NetSequenceRelease_Private(&sn->buf[NET_SEQ_BUF_DY(nin)]));
+  PetscCall(NetSequenceRelease_Private(&sn->buf[NET_SEQ_BUF_YDOT(nin)]));
   PetscFunctionReturn(0);
 }
 
@@ -755,6 +800,7 @@ static PetscErrorCode NetSequenceAttentionSOBackward_Private(Net net, PetscInt k
 static PetscErrorCode NetExecForward_Sequence(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], void *y)
 {
   NetSeqNode *sn   = (NetSeqNode *)net->nodes[k].sq;
+  PetscInt    nin  = net->nodes[k].nin;
   PetscBool   last = (PetscBool)(k == net->nlayers - 1);
   Layer       layer;
   PetscInt    n, poff;
@@ -762,9 +808,9 @@ static PetscErrorCode NetExecForward_Sequence(Net net, PetscInt k, NetElem t, co
 
   PetscFunctionBegin;
   PetscCall(NetSequenceLocal_Private(net, k, &layer, &n, &poff));
-  for (PetscInt i = 0; i < net->nodes[k].nin; i++) sn->flag[i] = PETSC_TRUE; /* values are always there */
-  PetscCall(NetSequenceGetInputs_Private(net, k, t, sn->flag, x, sn->xs, sn->moved));
-  if (last) PetscCall(NetSequenceTokenArray_Private(net, net->layers[k]->outsize, t, &ys));
+  for (PetscInt i = 0; i < nin; i++) sn->flag[i] = PETSC_TRUE; /* values are always there */
+  PetscCall(NetSequenceGetInputs_Private(net, k, t, PETSC_FALSE, sn->flag, x, sn->xs, sn->moved));
+  if (last) PetscCall(NetSequenceTokenArray_Private(net, k, NET_SEQ_BUF_Y(nin), net->layers[k]->outsize, t, &ys));
   if (sn->kind == NET_SEQ_ATTENTION)
     PetscCall(NetSequenceAttentionForward_Private(net, k, t, th, sn->xs[0], ys));
   else if (layer == net->layers[k])
@@ -773,10 +819,9 @@ static PetscErrorCode NetExecForward_Sequence(Net net, PetscInt k, NetElem t, co
     PetscCall(LayerForwardArrays(layer, n, th ? th + poff : NULL, (const PetscScalar *const *)sn->xs, (PetscScalar *)ys));
   else
     PetscCall(LayerForwardSingle(layer, n, th ? th + poff : NULL, (const float *const *)sn->xs, (float *)ys));
-  PetscCall(NetSequenceFreeInputs_Private(net, k, sn->xs, sn->moved));
   if (last) {
     PetscCall(NetSequenceToSamples_Private(net, net->layers[k]->outsize, t, ys, y));
-    PetscCall(PetscFree(ys));
+    PetscCall(NetSequenceRelease_Private(&sn->buf[NET_SEQ_BUF_Y(nin)]));
   }
   PetscFunctionReturn(0);
 }
@@ -801,14 +846,14 @@ static PetscErrorCode NetExecBackward_Sequence(Net net, PetscInt k, NetElem t, c
     sn->p[i]    = dx ? dx[i] : NULL;
   }
   PetscCall(NetSequencePresent_Private(net, nd->nin, sn->p, sn->want)); /* the input cotangents asked for */
-  PetscCall(NetSequenceGetInputs_Private(net, k, t, sn->flag, x, sn->xs, sn->moved));
+  PetscCall(NetSequenceGetInputs_Private(net, k, t, PETSC_FALSE, sn->flag, x, sn->xs, sn->moved));
   if (last) {
-    PetscCall(NetSequenceToTokens_Private(net, net->layers[k]->outsize, t, PETSC_TRUE, y, (void **)&ys));
-    PetscCall(NetSequenceToTokens_Private(net, net->layers[k]->outsize, t, PETSC_TRUE, dy, (void **)&dys));
+    PetscCall(NetSequenceMoveIn_Private(net, k, NET_SEQ_BUF_Y(nd->nin), net->layers[k]->outsize, t, PETSC_TRUE, y, (void **)&ys));
+    PetscCall(NetSequenceMoveIn_Private(net, k, NET_SEQ_BUF_DY(nd->nin), net->layers[k]->outsize, t, PETSC_TRUE, dy, (void **)&dys));
   }
   for (PetscInt i = 0; i < nd->nin; i++) {
     sn->dxs[i] = sn->want[i] ? dx[i] : NULL;
-    if (sn->moved[i] && sn->want[i]) PetscCall(NetSequenceTokenArray_Private(net, net->layers[k]->insizes[i], t, &sn->dxs[i]));
+    if (sn->moved[i] && sn->want[i]) PetscCall(NetSequenceTokenArray_Private(net, k, NET_SEQ_BUF_D(nd->nin, i), net->layers[k]->insizes[i], t, &sn->dxs[i]));
   }
   if (sn->kind == NET_SEQ_ATTENTION)
     PetscCall(NetSequenceAttentionBackward_Private(net, k, t, th, sn->xs[0], ys, dys, sn->dxs[0], sn->want[0], dth));
@@ -818,16 +863,9 @@ static PetscErrorCode NetExecBackward_Sequence(Net net, PetscInt k, NetElem t, c
     PetscCall(LayerBackwardArrays(layer, n, th ? th + poff : NULL, (const PetscScalar *const *)sn->xs, (const PetscScalar *)ys, (const PetscScalar *)dys, (PetscScalar *const *)sn->dxs, dth ? dth + poff : NULL));
   else
     PetscCall(LayerBackwardSingle(layer, n, th ? th + poff : NULL, (const float *const *)sn->xs, (const float *)ys, (const float *)dys, (float *const *)sn->dxs, dth ? dth + poff : NULL));
-  for (PetscInt i = 0; i < nd->nin; i++) {
-    if (!sn->moved[i] || !sn->want[i]) continue;
-    PetscCall(NetSequenceToSamples_Private(net, net->layers[k]->insizes[i], t, sn->dxs[i], dx[i]));
-    PetscCall(PetscFree(sn->dxs[i]));
-  }
-  PetscCall(NetSequenceFreeInputs_Private(net, k, sn->xs, sn->moved));
-  if (last) {
-    PetscCall(PetscFree(ys));
-    PetscCall(PetscFree(dys));
-  }
+  for (PetscInt i = 0; i < nd->nin; i++)
+    if (sn->moved[i] && sn->want[i]) PetscCall(NetSequenceToSamples_Private(net, net->layers[k]->insizes[i], t, sn->dxs[i], dx[i]));
+  PetscCall(NetSequenceReleaseOutput_Private(net, k));
   PetscFunctionReturn(0);
 }
 
@@ -851,11 +889,11 @@ static PetscErrorCode NetExecJVP_Sequence(Net net, PetscInt k, NetElem t, const 
     sn->p[i]    = dx ? dx[i] : NULL;
   }
   PetscCall(NetSequencePresent_Private(net, nd->nin, sn->p, sn->want)); /* the input tangents that are not zero */
-  PetscCall(NetSequenceGetInputs_Private(net, k, t, sn->flag, x, sn->xs, sn->moved));
-  PetscCall(NetSequenceGetInputs_Private(net, k, t, sn->want, sn->p, sn->dxin, sn->dmoved));
+  PetscCall(NetSequenceGetInputs_Private(net, k, t, PETSC_FALSE, sn->flag, x, sn->xs, sn->moved));
+  PetscCall(NetSequenceGetInputs_Private(net, k, t, PETSC_TRUE, sn->want, sn->p, sn->dxin, sn->dmoved));
   if (last) {
-    PetscCall(NetSequenceToTokens_Private(net, net->layers[k]->outsize, t, PETSC_TRUE, y, (void **)&ys));
-    PetscCall(NetSequenceTokenArray_Private(net, net->layers[k]->outsize, t, &dys));
+    PetscCall(NetSequenceMoveIn_Private(net, k, NET_SEQ_BUF_Y(nd->nin), net->layers[k]->outsize, t, PETSC_TRUE, y, (void **)&ys));
+    PetscCall(NetSequenceTokenArray_Private(net, k, NET_SEQ_BUF_DY(nd->nin), net->layers[k]->outsize, t, &dys));
   }
   if (sn->kind == NET_SEQ_ATTENTION)
     PetscCall(NetSequenceAttentionJVP_Private(net, k, t, th, sn->xs[0], ys, sn->want[0], sn->dxin[0], dth, dys));
@@ -865,13 +903,8 @@ static PetscErrorCode NetExecJVP_Sequence(Net net, PetscInt k, NetElem t, const 
     PetscCall(LayerJVPArrays(layer, n, th ? th + poff : NULL, (const PetscScalar *const *)sn->xs, (const PetscScalar *)ys, (const PetscScalar *const *)sn->dxin, dth ? dth + poff : NULL, (PetscScalar *)dys));
   else
     PetscCall(LayerJVPSingle(layer, n, th ? th + poff : NULL, (const float *const *)sn->xs, (const float *)ys, (const float *const *)sn->dxin, dth ? dth + poff : NULL, (float *)dys));
-  PetscCall(NetSequenceFreeInputs_Private(net, k, sn->xs, sn->moved));
-  PetscCall(NetSequenceFreeInputs_Private(net, k, sn->dxin, sn->dmoved));
-  if (last) {
-    PetscCall(NetSequenceToSamples_Private(net, net->layers[k]->outsize, t, dys, dy));
-    PetscCall(PetscFree(dys));
-    PetscCall(PetscFree(ys));
-  }
+  if (last) PetscCall(NetSequenceToSamples_Private(net, net->layers[k]->outsize, t, dys, dy));
+  PetscCall(NetSequenceReleaseOutput_Private(net, k));
   PetscFunctionReturn(0);
 }
 
@@ -889,6 +922,7 @@ static PetscErrorCode NetExecSOBackward_Sequence(Net net, PetscInt k, const Pets
   void          *dxds = dxd;
   Layer          layer;
   PetscInt       n, poff;
+  const PetscInt cin = net->layers[k]->insize, cout = net->layers[k]->outsize;
 
   PetscFunctionBegin;
   if (net->layers[k]->sozero) PetscFunctionReturn(0); /* linear or piecewise linear: no curvature */
@@ -896,38 +930,31 @@ static PetscErrorCode NetExecSOBackward_Sequence(Net net, PetscInt k, const Pets
   PetscCall(NetSequenceLocal_Private(net, k, &layer, &n, &poff));
   PetscCall(NetSequencePresent_Private(net, 3, p, has));
   if (input) {
-    PetscCall(NetSequenceToTokens_Private(net, net->layers[k]->insize, NET_ELEM_DOUBLE, PETSC_TRUE, x, (void **)&xs));
-    PetscCall(NetSequenceToTokens_Private(net, net->layers[k]->insize, NET_ELEM_DOUBLE, has[0], xdot, (void **)&xds));
-    PetscCall(NetSequenceToTokens_Private(net, net->layers[k]->insize, NET_ELEM_DOUBLE, has[2], dxd, &dxds));
+    PetscCall(NetSequenceMoveIn_Private(net, k, NET_SEQ_BUF_X(0), cin, NET_ELEM_DOUBLE, PETSC_TRUE, x, (void **)&xs));
+    PetscCall(NetSequenceMoveIn_Private(net, k, NET_SEQ_BUF_XDOT(1), cin, NET_ELEM_DOUBLE, has[0], xdot, (void **)&xds));
+    PetscCall(NetSequenceMoveIn_Private(net, k, NET_SEQ_BUF_D(1, 0), cin, NET_ELEM_DOUBLE, has[2], dxd, &dxds));
   }
   if (last) {
-    PetscCall(NetSequenceToTokens_Private(net, net->layers[k]->outsize, NET_ELEM_DOUBLE, PETSC_TRUE, y, (void **)&ys));
-    PetscCall(NetSequenceToTokens_Private(net, net->layers[k]->outsize, NET_ELEM_DOUBLE, has[1], ydot, (void **)&yds));
-    PetscCall(NetSequenceToTokens_Private(net, net->layers[k]->outsize, NET_ELEM_DOUBLE, PETSC_TRUE, dy, (void **)&dys));
+    PetscCall(NetSequenceMoveIn_Private(net, k, NET_SEQ_BUF_Y(1), cout, NET_ELEM_DOUBLE, PETSC_TRUE, y, (void **)&ys));
+    PetscCall(NetSequenceMoveIn_Private(net, k, NET_SEQ_BUF_YDOT(1), cout, NET_ELEM_DOUBLE, has[1], ydot, (void **)&yds));
+    PetscCall(NetSequenceMoveIn_Private(net, k, NET_SEQ_BUF_DY(1), cout, NET_ELEM_DOUBLE, PETSC_TRUE, dy, (void **)&dys));
   }
   if (sn->kind == NET_SEQ_ATTENTION)
     PetscCall(NetSequenceAttentionSOBackward_Private(net, k, th, (const PetscScalar *)xs, (const PetscScalar *)ys, (const PetscScalar *)xds, thd, (const PetscScalar *)yds, (const PetscScalar *)dys, (PetscScalar *)dxds, hvk, has));
   else
     PetscCall(LayerSOBackwardArray(layer, n, th ? th + poff : NULL, (const PetscScalar *)xs, (const PetscScalar *)ys, (const PetscScalar *)xds, thd ? thd + poff : NULL, (const PetscScalar *)yds, (const PetscScalar *)dys, (PetscScalar *)dxds,
                                    hvk ? hvk + poff : NULL));
-  if (input) {
-    if (has[2]) PetscCall(NetSequenceToSamples_Private(net, net->layers[k]->insize, NET_ELEM_DOUBLE, dxds, dxd));
-    PetscCall(PetscFree(xs));
-    PetscCall(PetscFree(xds));
-    PetscCall(PetscFree(dxds));
-  }
-  if (last) {
-    PetscCall(PetscFree(ys));
-    PetscCall(PetscFree(yds));
-    PetscCall(PetscFree(dys));
-  }
+  if (input && has[2]) PetscCall(NetSequenceToSamples_Private(net, cin, NET_ELEM_DOUBLE, dxds, dxd));
+  PetscCall(NetSequenceReleaseOutput_Private(net, k));
   PetscFunctionReturn(0);
 }
 
 /*
   The identities of the data movement at the current batch layout, for NetTestJacobian(): the dot-product test
   |<R x, w> - <x, R^T w>| / (|R x| |w|) with random x (sample split) and w (token split), and R^T R x = x (R is a
-  permutation: the error is the largest |R^T R x - x| / |x|). Tokens of 3 entries, in double. Collective.
+  permutation: the error is the largest |R^T R x - x| / |x|); and those of attention's all-gather G: |<G u, v> -
+  <u, G^T v>| / (|G u| |v|) with u in the token split and v whole sequences [ng][T], and G^T G u = P u (every token
+  gathered by the P ranks of its group). Tokens of 3 entries, in double. Collective.
 */
 PetscErrorCode NetSequenceTestMoves_Private(Net net, PetscRandom rnd, PetscReal *err)
 {
@@ -945,10 +972,10 @@ PetscErrorCode NetSequenceTestMoves_Private(Net net, PetscRandom rnd, PetscReal 
   nx = net->vlocal[0] * c;
   nw = sq->ng * sq->tl * c;
   PetscCall(PetscMalloc3(nx + 1, &x, nw + 1, &w, nx + 1, &Rtw));
-  PetscCall(PetscMalloc1(nx + 1, &back));
+  PetscCall(PetscMalloc2(nx + 1, &back, nw + 1, &Rx));
   for (PetscInt i = 0; i < nx; i++) PetscCall(PetscRandomGetValue(rnd, &x[i]));
   for (PetscInt i = 0; i < nw; i++) PetscCall(PetscRandomGetValue(rnd, &w[i]));
-  PetscCall(NetSequenceToTokens_Private(net, c, NET_ELEM_DOUBLE, PETSC_TRUE, x, (void **)&Rx));
+  PetscCall(NetSequenceToTokens_Private(net, c, NET_ELEM_DOUBLE, x, Rx));
   PetscCall(NetSequenceToSamples_Private(net, c, NET_ELEM_DOUBLE, w, Rtw));
   PetscCall(NetSequenceToSamples_Private(net, c, NET_ELEM_DOUBLE, Rx, back));
   for (PetscInt i = 0; i < nw; i++) {
@@ -964,9 +991,38 @@ PetscErrorCode NetSequenceTestMoves_Private(Net net, PetscRandom rnd, PetscReal 
   PetscCall(MPIU_Allreduce(&loc[4], &sum[4], 1, MPIU_REAL, MPIU_MAX, PetscObjectComm((PetscObject)net)));
   *err = PetscAbsReal(sum[0] - sum[1]) / PetscMax(PetscSqrtReal(sum[2] * sum[3]), PETSC_SMALL);
   *err = PetscMax(*err, sum[4]);
-  PetscCall(PetscFree(Rx));
   PetscCall(PetscFree3(x, w, Rtw));
-  PetscCall(PetscFree(back));
+  PetscCall(PetscFree2(back, Rx));
+  { /* G and G^T: u = w (the token split), v whole sequences */
+    const PetscInt nv = sq->ng * sq->T * c;
+    PetscScalar   *v, *Gu, *Gtv, *GtGu;
+    PetscReal      gl[5] = {0, 0, 0, 0, 0}, gs[5];
+
+    PetscCall(PetscMalloc3(nw + 1, &w, nv + 1, &v, nw + 1, &Gtv));
+    PetscCall(PetscCalloc1(nw + 1, &GtGu));
+    for (PetscInt i = 0; i < nw; i++) PetscCall(PetscRandomGetValue(rnd, &w[i]));
+    for (PetscInt i = 0; i < nv; i++) PetscCall(PetscRandomGetValue(rnd, &v[i]));
+    PetscCall(PetscArrayzero(Gtv, nw));
+    PetscCall(NetSequenceReduceScatter_Private(net, c, NET_ELEM_DOUBLE, v, Gtv));
+    PetscCall(NetSequenceGather_Private(net, NET_SEQ_ABUF_XF, c, NET_ELEM_DOUBLE, PETSC_TRUE, w, (void **)&Gu));
+    PetscCall(NetSequenceReduceScatter_Private(net, c, NET_ELEM_DOUBLE, Gu, GtGu));
+    for (PetscInt i = 0; i < nv; i++) {
+      gl[0] += PetscRealPart(Gu[i] * v[i]);
+      gl[2] += PetscRealPart(Gu[i] * Gu[i]);
+      gl[3] += PetscRealPart(v[i] * v[i]);
+    }
+    for (PetscInt i = 0; i < nw; i++) {
+      gl[1] += PetscRealPart(w[i] * Gtv[i]);
+      gl[4] = PetscMax(gl[4], PetscAbsScalar(GtGu[i] - (PetscReal)sq->P * w[i]));
+    }
+    PetscCall(MPIU_Allreduce(gl, gs, 4, MPIU_REAL, MPIU_SUM, PetscObjectComm((PetscObject)net)));
+    PetscCall(MPIU_Allreduce(&gl[4], &gs[4], 1, MPIU_REAL, MPIU_MAX, PetscObjectComm((PetscObject)net)));
+    *err = PetscMax(*err, PetscAbsReal(gs[0] - gs[1]) / PetscMax(PetscSqrtReal(gs[2] * gs[3]), PETSC_SMALL));
+    *err = PetscMax(*err, gs[4]);
+    PetscCall(NetSequenceReleaseWhole_Private(net));
+    PetscCall(PetscFree3(w, v, Gtv));
+    PetscCall(PetscFree(GtGu));
+  }
   PetscFunctionReturn(0);
 }
 
@@ -981,7 +1037,8 @@ static PetscErrorCode NetExecView_Sequence(Net net, PetscInt k, PetscViewer view
   for (PetscInt i = 0; i < net->nodes[k].nin; i++) input = (PetscBool)(input || net->nodes[k].in[i] == NET_INPUT);
   PetscCall(PetscViewerASCIIPrintf(viewer, "      sequence node, %s: tokens split over groups of %" PetscInt_FMT " ranks%s%s\n", NetSeqKinds[sn->kind], sq->P, input ? "; its input moved from the sample split (R)" : "",
                                    k == net->nlayers - 1 ? "; its output moved to the sample split (R^T)" : ""));
-  if (sn->full) PetscCall(PetscViewerASCIIPrintf(viewer, "      its attention kernel has no query block: every rank computes every query and keeps its own\n"));
+  if (sn->kind == NET_SEQ_ATTENTION)
+    PetscCall(PetscViewerASCIIPrintf(viewer, "      its copy on the whole sequences computes the queries of the rank's tokens (rank 0: [%" PetscInt_FMT ", %" PetscInt_FMT ")) against every key\n", sq->t0, sq->t0 + sq->tl));
   PetscFunctionReturn(0);
 }
 

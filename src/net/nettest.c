@@ -362,12 +362,12 @@ PetscErrorCode NetTestJacobian(Net net, Vec X, PetscViewer viewer, PetscReal *do
   worst = PetscMax(eJ, eJP);
   PetscCall(PetscViewerASCIIPrintf(viewer, "Net Jacobian test (%" PetscInt_FMT " samples)\n", net->nglobal));
   PetscCall(PetscViewerASCIIPrintf(viewer, "  dot-product |<Jv,w>-<v,J^T w>|/(|Jv||w|): input %.2e, parameters %.2e\n", (double)eJ, (double)eJP));
-  if (net->seq) { /* sequence parallelism: the move R between the sample split and the token split, and R^T */
+  if (net->seq) { /* sequence parallelism: the move R between the sample split and the token split, R^T, attention's G and G^T */
     PetscReal eR;
 
     PetscCall(NetSequenceTestMoves_Private(net, rnd, &eR));
     worst = PetscMax(worst, eR);
-    PetscCall(PetscViewerASCIIPrintf(viewer, "  token split R: |<Rv,w>-<v,R^T w>|/(|Rv||w|) and |R^T R v - v|/|v|: %.2e\n", (double)eR));
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  token split R and attention's all-gather G: |<Av,w>-<v,A^T w>|/(|Av||w|), |R^T R v - v|/|v|, |G^T G v - P v|/|v|: %.2e\n", (double)eR));
   }
   if (NetHasSpatialModel_Private(net)) { /* the data movement of the convolutions split across groups: the halo exchange H, then R and S */
     PetscReal eH, eM;

@@ -5,17 +5,23 @@
     x, y    [n][T][E]    a sample is a sequence (T, E); H heads of d = E / H features each
     theta   [Win (3E x E), bin (3E), Wo (E x E), bo (E)]   PyTorch's in_proj_weight (the Q rows, then K, then V),
             in_proj_bias, out_proj.weight, out_proj.bias, in that order and layout
-    QKV     [n][T][3E]   QKV = x Win^T + bin (kept by forward)
-    O       [n][T][E]    the heads' outputs side by side (kept)
-    lse     [n][H][T]    the log-sum-exp of each query row's scaled scores (kept)
+    Q       [n][nq][E]   Q = x Win_q^T + bin_q on the query rows (kept by forward)
+    KV      [n][T][2E]   K and V = x Win_kv^T + bin_kv on every row (kept)
+    O       [n][nq][E]   the heads' outputs side by side (kept)
+    lse     [n][H][nq]   the log-sum-exp of each query row's scaled scores (kept)
+  The query rows: all T (nq = T, q0 = 0), or a query block (LayerAttentionSetQueryBlock(): a Net splitting the tokens
+  of a sequence over its ranks gives each rank the queries of its tokens) of nq rows at the global positions
+  [q0, q0 + nq), against the keys of the whole sequence: y is then (nq, E), the block's rows of the whole layer's
+  output. The global position q0 + i of query row i is the one field the causal mask (key j <= q0 + i) and the dropout
+  hash read.
 
   Per sample and head, with q_i, k_j, v_j the head's d columns of QKV's row, s_ij = q_i . k_j / sqrt(d) (-inf for
   j > i with the causal mask), P = softmax over j, M the attention dropout's map (1 without):
     O_i = sum_j P_ij M_ij v_j,   y = O Wo^T + bo
   The kernel is tiled (the flash-attention recurrence, attentionkernels.h): forward walks K and V in tiles of B keys
-  (-attention_tile) keeping per query row the running max and sum, and stores only O and lse besides QKV; backward and
-  jvp recompute each tile's probabilities from lse. No T x T matrix is ever formed: the stored state of a sample is
-  (4 E + H) T values, the work of backward and jvp another 4 E T, plus B values per thread.
+  (-attention_tile) keeping per query row the running max and sum, and stores only O and lse besides Q, K, V; backward
+  and jvp recompute each tile's probabilities from lse. No T x T matrix is ever formed: the stored state of a sample is
+  2 E T + (2 E + H) nq values, the work of backward and jvp another 2 E T + 2 E nq, plus B values per thread.
     backward  dO = dy Wo,  dWo += O^T dy,  dbo += sum dy;  per head D_i = dO_i . O_i, dP_ij = M_ij dO_i . v_j,
               dS_ij = P_ij (dP_ij - D_i), dq_i = sum_j dS_ij k_j / sqrt(d), dk_j = sum_i dS_ij q_i / sqrt(d),
               dv_j = sum_i P_ij M_ij dO_i;  dx = dQKV Win,  dWin += x^T dQKV,  dbin += sum dQKV
@@ -40,8 +46,11 @@ typedef struct {
   /* a block of heads of a whole layer (LayerAttentionSetHeadBlock_C, for a Net splitting the heads over its ranks): the
      heads hstart.. of Hall (Hall = H: the whole layer), in_proj of its rows of Q, K and V, out_proj of its columns, and
      out_proj.bias only where outbias; the output is then that block's part of the whole layer's output */
-  PetscInt   Hall, hstart, hblock;
-  PetscBool  outbias;
+  PetscInt  Hall, hstart, hblock;
+  PetscBool outbias;
+  /* the query block: the rows [q0, q0 + nq) of the T positions (LayerAttentionSetQueryBlock(); qblock = 0: all rows,
+     q0 = 0, nq = T); row i of Q, O, lse and y is at the global position q0 + i */
+  PetscInt   qstart, qblock, q0, nq;
   PetscInt   tile, B; /* the tile asked for (-attention_tile) and the one in use (at most T) */
   PetscBool  causal;
   PetscReal  p;     /* attention dropout */
@@ -54,9 +63,9 @@ typedef struct {
   PetscInt   tilesize;      /* work entries per part: the scores of a row in a tile and the block's row statistics */
   /* forward's state in double and in float, for nstate samples (-1: none) */
   PetscInt     nstate, nstatef, cap, capf;
-  PetscScalar *qkv, *o, *lse, *tiles;
-  float       *qkvf, *of, *lsef, *tilesf;
-  /* work of backward and jvp: dO [nT][E] and dQKV [nT][3E] */
+  PetscScalar *q, *kv, *o, *lse, *tiles;
+  float       *qf, *kvf, *of, *lsef, *tilesf;
+  /* work of backward and jvp: dO [n nq][E], dQ [n nq][E] and dKV [nT][2E] */
   PetscInt     capw, capwf;
   PetscScalar *work;
   float       *workf;
@@ -118,45 +127,47 @@ static PetscErrorCode AttentionDraw(Layer layer, PetscInt n)
   PetscFunctionReturn(0);
 }
 
-/* the (query, key) pairs the heads of n samples visit, times the flops of one */
+/* the (query, key) pairs the heads of n samples visit, times the flops of one (causal: row i sees q0 + i + 1 keys) */
 static PetscReal AttentionPairFlops(const Layer_Attention *att, PetscInt n, PetscReal perpair)
 {
-  const PetscReal T = (PetscReal)att->T, pairs = att->causal ? T * (T + 1) / 2 : T * T;
+  const PetscReal T = (PetscReal)att->T, nq = (PetscReal)att->nq, q0 = (PetscReal)att->q0, pairs = att->causal ? nq * q0 + nq * (nq + 1) / 2 : nq * T;
 
   return perpair * att->d * pairs * n * att->H;
 }
 
 /* the state of a forward on n samples in double (grows only) */
-static PetscErrorCode AttentionState(Layer layer, PetscInt n, PetscScalar **qkv, PetscScalar **o, PetscScalar **lse, PetscScalar **tiles)
+static PetscErrorCode AttentionState(Layer layer, PetscInt n, PetscScalar **qb, PetscScalar **kv, PetscScalar **o, PetscScalar **lse, PetscScalar **tiles)
 {
   Layer_Attention *att = (Layer_Attention *)layer->data;
 
   PetscFunctionBegin;
   if (n > att->cap) {
-    PetscCall(PetscFree3(att->qkv, att->o, att->lse));
-    PetscCall(PetscMalloc3((size_t)n * att->T * 3 * att->Ew, &att->qkv, (size_t)n * att->T * att->Ew, &att->o, (size_t)n * att->H * att->T, &att->lse));
+    PetscCall(PetscFree4(att->q, att->kv, att->o, att->lse));
+    PetscCall(PetscMalloc4((size_t)n * att->nq * att->Ew, &att->q, (size_t)n * att->T * 2 * att->Ew, &att->kv, (size_t)n * att->nq * att->Ew, &att->o, (size_t)n * att->H * att->nq, &att->lse));
     att->cap = n;
   }
   att->nstate = n;
-  *qkv        = att->qkv;
+  *qb         = att->q;
+  *kv         = att->kv;
   *o          = att->o;
   *lse        = att->lse;
   *tiles      = att->tiles;
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode AttentionStateSingle(Layer layer, PetscInt n, float **qkv, float **o, float **lse, float **tiles)
+static PetscErrorCode AttentionStateSingle(Layer layer, PetscInt n, float **qb, float **kv, float **o, float **lse, float **tiles)
 {
   Layer_Attention *att = (Layer_Attention *)layer->data;
 
   PetscFunctionBegin;
   if (n > att->capf) {
-    PetscCall(PetscFree3(att->qkvf, att->of, att->lsef));
-    PetscCall(PetscMalloc3((size_t)n * att->T * 3 * att->Ew, &att->qkvf, (size_t)n * att->T * att->Ew, &att->of, (size_t)n * att->H * att->T, &att->lsef));
+    PetscCall(PetscFree4(att->qf, att->kvf, att->of, att->lsef));
+    PetscCall(PetscMalloc4((size_t)n * att->nq * att->Ew, &att->qf, (size_t)n * att->T * 2 * att->Ew, &att->kvf, (size_t)n * att->nq * att->Ew, &att->of, (size_t)n * att->H * att->nq, &att->lsef));
     att->capf = n;
   }
   att->nstatef = n;
-  *qkv         = att->qkvf;
+  *qb          = att->qf;
+  *kv          = att->kvf;
   *o           = att->of;
   *lse         = att->lsef;
   *tiles       = att->tilesf;
@@ -164,63 +175,68 @@ static PetscErrorCode AttentionStateSingle(Layer layer, PetscInt n, float **qkv,
 }
 
 /* forward's state, after a forward on the same n samples in the same precision (op names the pass) */
-static PetscErrorCode AttentionCheckState(Layer layer, PetscInt n, const char *op, PetscScalar **qkv, PetscScalar **o, PetscScalar **lse, PetscScalar **tiles)
+static PetscErrorCode AttentionCheckState(Layer layer, PetscInt n, const char *op, PetscScalar **qb, PetscScalar **kv, PetscScalar **o, PetscScalar **lse, PetscScalar **tiles)
 {
   Layer_Attention *att = (Layer_Attention *)layer->data;
 
   PetscFunctionBegin;
   PetscCheck(att->nstate == n, PETSC_COMM_SELF, PETSC_ERR_ORDER, "attention layer %" PetscInt_FMT ": %s on %" PetscInt_FMT " samples follows a forward pass at the same point (the last double forward had %" PetscInt_FMT ")", layer->index, op, n,
              att->nstate);
-  *qkv   = att->qkv;
+  *qb    = att->q;
+  *kv    = att->kv;
   *o     = att->o;
   *lse   = att->lse;
   *tiles = att->tiles;
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode AttentionCheckStateSingle(Layer layer, PetscInt n, const char *op, float **qkv, float **o, float **lse, float **tiles)
+static PetscErrorCode AttentionCheckStateSingle(Layer layer, PetscInt n, const char *op, float **qb, float **kv, float **o, float **lse, float **tiles)
 {
   Layer_Attention *att = (Layer_Attention *)layer->data;
 
   PetscFunctionBegin;
   PetscCheck(att->nstatef == n, PETSC_COMM_SELF, PETSC_ERR_ORDER, "attention layer %" PetscInt_FMT ": the single-precision %s on %" PetscInt_FMT " samples follows a single-precision forward at the same point (the last had %" PetscInt_FMT ")",
              layer->index, op, n, att->nstatef);
-  *qkv   = att->qkvf;
+  *qb    = att->qf;
+  *kv    = att->kvf;
   *o     = att->of;
   *lse   = att->lsef;
   *tiles = att->tilesf;
   PetscFunctionReturn(0);
 }
 
-/* backward's and jvp's work: dO [nT][Ew], dQKV [nT][3Ew]; double accumulates the weight gradient in dtheta itself */
-static PetscErrorCode AttentionWork(Layer layer, PetscInt n, PetscScalar **dO, PetscScalar **dqkv, PetscScalar **wgrad)
+/* backward's and jvp's work: dO [n nq][Ew], dQ [n nq][Ew], dKV [nT][2Ew] (or their tangents); double accumulates the
+   weight gradient in dtheta itself */
+static PetscErrorCode AttentionWork(Layer layer, PetscInt n, PetscScalar **dO, PetscScalar **dqb, PetscScalar **dkv, PetscScalar **wgrad)
 {
   Layer_Attention *att = (Layer_Attention *)layer->data;
 
   PetscFunctionBegin;
   if (n > att->capw) {
     PetscCall(PetscFree(att->work));
-    PetscCall(PetscMalloc1((size_t)n * att->T * 4 * att->Ew, &att->work));
+    PetscCall(PetscMalloc1((size_t)n * (2 * att->nq + 2 * att->T) * att->Ew, &att->work));
     att->capw = n;
   }
   *dO    = att->work;
-  *dqkv  = att->work + (size_t)n * att->T * att->Ew;
+  *dqb   = att->work + (size_t)n * att->nq * att->Ew;
+  *dkv   = att->work + (size_t)n * 2 * att->nq * att->Ew;
   *wgrad = NULL;
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode AttentionWorkSingle(Layer layer, PetscInt n, float **dO, float **dqkv, float **wgrad)
+static PetscErrorCode AttentionWorkSingle(Layer layer, PetscInt n, float **dO, float **dqb, float **dkv, float **wgrad)
 {
   Layer_Attention *att = (Layer_Attention *)layer->data;
 
   PetscFunctionBegin;
   if (n > att->capwf) {
     PetscCall(PetscFree(att->workf));
-    PetscCall(PetscMalloc1((size_t)n * att->T * 4 * att->Ew, &att->workf));
+    PetscCall(PetscMalloc1((size_t)n * (2 * att->nq + 2 * att->T) * att->Ew, &att->workf));
     att->capwf = n;
   }
   *dO    = att->workf;
-  *dqkv  = att->workf + (size_t)n * att->T * att->Ew;
+  *dqb   = att->workf + (size_t)n * att->nq * att->Ew;
+  *dkv   = att->workf + (size_t)n * 2 * att->nq * att->Ew;
   *wgrad = att->wgradf;
   PetscFunctionReturn(0);
 }
@@ -312,26 +328,28 @@ static PetscErrorCode AttentionDirectionSingle(Layer layer, const PetscScalar *d
   forms dQKV and dQKV' together. Double only (the second-order walk's precision); the work (12 E + H) T values per
   sample is allocated for the call.
 */
-static void AttentionSOPair(const Layer_Attention *att, PetscInt s, PetscInt h, const PetscScalar *qkv, const PetscScalar *o, const PetscScalar *lse, const PetscScalar *g, const PetscScalar *gd, const PetscScalar *qkvd, const PetscScalar *od,
-                            const PetscScalar *c, PetscScalar *dqkv, PetscScalar *dqkvd, PetscScalar *work)
+static void AttentionSOPair(const Layer_Attention *att, PetscInt s, PetscInt h, const PetscScalar *qb, const PetscScalar *kv, const PetscScalar *o, const PetscScalar *lse, const PetscScalar *g, const PetscScalar *gd, const PetscScalar *qbd,
+                            const PetscScalar *kvd, const PetscScalar *od, const PetscScalar *c, PetscScalar *dqb, PetscScalar *dkv, PetscScalar *dqbd, PetscScalar *dkvd, PetscScalar *work)
 {
-  const PetscInt     T = att->T, E = att->Ew, d = att->d, B = att->B, ld = 3 * E; /* E: the heads' width H d */
+  const PetscInt     T = att->T, nq = att->nq, q0 = att->q0, E = att->Ew, d = att->d, B = att->B, ld = E, ldkv = 2 * E; /* E: the heads' width H d; layouts of attentionkernels.h */
   const PetscScalar  scale = att->scale;
-  const size_t       off = (size_t)s * T * ld + h * d, offo = (size_t)s * T * E + h * d, offl = ((size_t)s * att->H + h) * T;
-  const PetscScalar *Q = qkv + off, *K = Q + E, *V = Q + 2 * E, *O = o + offo, *L = lse + offl, *C = c + offl;
-  const PetscScalar *Qd = qkvd + off, *Kd = Qd + E, *Vd = Qd + 2 * E, *G = g + offo, *Gd = gd + offo, *Od = od + offo;
-  PetscScalar       *dQ = dqkv + off, *dK = dQ + E, *dV = dQ + 2 * E, *dQd = dqkvd + off, *dKd = dQd + E, *dVd = dQd + 2 * E;
+  const size_t       off = (size_t)s * nq * ld + h * d, offkv = (size_t)s * T * ldkv + h * d, offo = (size_t)s * nq * E + h * d, offl = ((size_t)s * att->H + h) * nq;
+  const PetscScalar *Q = qb + off, *K = kv + offkv, *V = K + E, *O = o + offo, *L = lse + offl, *C = c + offl;
+  const PetscScalar *Qd = qbd + off, *Kd = kvd + offkv, *Vd = Kd + E, *G = g + offo, *Gd = gd + offo, *Od = od + offo;
+  PetscScalar       *dQ = dqb + off, *dK = dkv + offkv, *dV = dK + E, *dQd = dqbd + off, *dKd = dkvd + offkv, *dVd = dKd + E;
   PetscScalar       *D = work, *Dd = work + B;
   const PetscBool    drop = att->masked;
 
+  for (PetscInt i = 0; i < nq; i++)
+    for (PetscInt k = 0; k < d; k++) dQ[(size_t)i * ld + k] = dQd[(size_t)i * ld + k] = 0;
   for (PetscInt t = 0; t < T; t++)
     for (PetscInt k = 0; k < d; k++) {
-      const size_t r = (size_t)t * ld + k;
+      const size_t r = (size_t)t * ldkv + k;
 
-      dQ[r] = dK[r] = dV[r] = dQd[r] = dKd[r] = dVd[r] = 0;
+      dK[r] = dV[r] = dKd[r] = dVd[r] = 0;
     }
-  for (PetscInt i0 = 0; i0 < T; i0 += B) {
-    const PetscInt i1 = PetscMin(i0 + B, T), jend = att->causal ? i1 : T;
+  for (PetscInt i0 = 0; i0 < nq; i0 += B) {
+    const PetscInt i1 = PetscMin(i0 + B, nq), jend = att->causal ? q0 + i1 : T;
 
     for (PetscInt i = i0; i < i1; i++) {
       D[i - i0]  = AttentionDot(d, G + (size_t)i * E, O + (size_t)i * E);
@@ -341,16 +359,16 @@ static void AttentionSOPair(const Layer_Attention *att, PetscInt s, PetscInt h, 
       const PetscInt j1 = PetscMin(j0 + B, jend);
 
       for (PetscInt i = i0; i < i1; i++) {
-        const PetscInt     jmax = att->causal ? PetscMin(j1, i + 1) : j1;
+        const PetscInt     jmax = att->causal ? PetscMin(j1, q0 + i + 1) : j1;
         const PetscScalar *q = Q + (size_t)i * ld, *qd = Qd + (size_t)i * ld, *gi = G + (size_t)i * E, *gdi = Gd + (size_t)i * E;
         const PetscScalar  Di = D[i - i0], Ddi = Dd[i - i0], li = L[i], ci = C[i];
         PetscScalar       *dq = dQ + (size_t)i * ld, *dqd = dQd + (size_t)i * ld;
 
         for (PetscInt j = j0; j < jmax; j++) {
-          const PetscScalar *k = K + (size_t)j * ld, *v = V + (size_t)j * ld, *kd = Kd + (size_t)j * ld, *vd = Vd + (size_t)j * ld;
-          PetscScalar       *dk = dK + (size_t)j * ld, *dv = dV + (size_t)j * ld, *dkd = dKd + (size_t)j * ld, *dvd = dVd + (size_t)j * ld;
+          const PetscScalar *k = K + (size_t)j * ldkv, *v = V + (size_t)j * ldkv, *kd = Kd + (size_t)j * ldkv, *vd = Vd + (size_t)j * ldkv;
+          PetscScalar       *dk = dK + (size_t)j * ldkv, *dv = dV + (size_t)j * ldkv, *dkd = dKd + (size_t)j * ldkv, *dvd = dVd + (size_t)j * ldkv;
           const PetscScalar  p   = PetscExpReal(scale * AttentionDot(d, q, k) - li);
-          const PetscScalar  mij = drop ? AttentionMask(att, s, h, i, j) : 1.0;
+          const PetscScalar  mij = drop ? AttentionMask(att, s, h, q0 + i, j) : 1.0;
           const PetscScalar  sd  = scale * (AttentionDot(d, qd, k) + AttentionDot(d, q, kd));
           const PetscScalar  pd  = p * (sd - ci);
           const PetscScalar  dp  = mij * AttentionDot(d, gi, v);
@@ -376,41 +394,50 @@ static PetscErrorCode LayerSOBackward_Attention(Layer layer, PetscInt n, const P
                                                 PetscScalar *dxdot, PetscScalar *dthetadot)
 {
   Layer_Attention *att = (Layer_Attention *)layer->data;
-  const PetscInt   E = att->E, Ew = att->Ew, T = att->T, nT = n * T;
-  PetscScalar     *qkv, *o, *lse, *tiles, *qkvd, *g, *gd, *od, *dqkv, *dqkvd, *c;
+  const PetscInt   E = att->E, Ew = att->Ew, nQ = n * att->nq, nT = n * att->T;
+  const size_t     nqe = (size_t)nQ * Ew, nkv = (size_t)nT * 2 * Ew;
+  PetscScalar     *qb, *kv, *o, *lse, *tiles, *work, *qbd, *kvd, *g, *gd, *od, *dqb, *dkv, *dqbd, *dkvd, *c;
 
   PetscFunctionBegin;
   if (!n || (!dxdot && !dthetadot) || (!xdot && !thetadot)) PetscFunctionReturn(0);
-  PetscCall(AttentionEnsureState(layer, n, "sobackward", theta, x, &qkv, &o, &lse, &tiles));
-  PetscCall(PetscMalloc7((size_t)nT * 3 * Ew, &qkvd, (size_t)nT * Ew, &g, (size_t)nT * Ew, &gd, (size_t)nT * Ew, &od, (size_t)nT * 3 * Ew, &dqkv, (size_t)nT * 3 * Ew, &dqkvd, (size_t)n * att->H * T, &c));
-  /* QKV' = xdot Win^T + x Win'^T + bin';  g = dy Wo;  g' = dy Wo' */
-  if (xdot) PetscCall(LayerGemm(PETSC_TRUE, 'T', 'N', 3 * Ew, nT, E, theta + ATT_WIN(E, Ew), E, xdot, E, 0, qkvd, 3 * Ew, NULL));
+  PetscCall(AttentionEnsureState(layer, n, "sobackward", theta, x, &qb, &kv, &o, &lse, &tiles));
+  /* Q', KV', g, g', O', dQ, dKV, dQ', dKV' and c: (12 Ew + H) T values per sample without a query block */
+  PetscCall(PetscMalloc1(6 * nqe + 3 * nkv + (size_t)n * att->H * att->nq, &work));
+  qbd  = work;
+  g    = qbd + nqe;
+  gd   = g + nqe;
+  od   = gd + nqe;
+  dqb  = od + nqe;
+  dqbd = dqb + nqe;
+  kvd  = dqbd + nqe;
+  dkv  = kvd + nkv;
+  dkvd = dkv + nkv;
+  c    = dkvd + nkv;
+  /* Q', KV' = xdot Win^T + x Win'^T + bin';  g = dy Wo;  g' = dy Wo' */
+  if (xdot) PetscCall(AttentionProject(att, n, theta + ATT_WIN(E, Ew), NULL, xdot, 0, qbd, kvd));
   if (thetadot) {
-    LayerGemmEpilogue ep = {NULL, thetadot + ATT_BIN(E, Ew), NULL, NULL};
-
-    PetscCall(LayerGemm(PETSC_TRUE, 'T', 'N', 3 * Ew, nT, E, thetadot + ATT_WIN(E, Ew), E, x, E, xdot ? 1 : 0, qkvd, 3 * Ew, &ep));
-    PetscCall(LayerGemm(PETSC_TRUE, 'N', 'N', Ew, nT, E, thetadot + ATT_WO(E, Ew), Ew, dy, E, 0, gd, Ew, NULL));
+    PetscCall(AttentionProject(att, n, thetadot + ATT_WIN(E, Ew), thetadot + ATT_BIN(E, Ew), x, xdot ? 1 : 0, qbd, kvd));
+    PetscCall(LayerGemm(PETSC_TRUE, 'N', 'N', Ew, nQ, E, thetadot + ATT_WO(E, Ew), Ew, dy, E, 0, gd, Ew, NULL));
   } else
-    PetscCall(PetscArrayzero(gd, (size_t)nT * Ew));
-  PetscCall(LayerGemm(PETSC_TRUE, 'N', 'N', Ew, nT, E, theta + ATT_WO(E, Ew), Ew, dy, E, 0, g, Ew, NULL));
+    PetscCall(PetscArrayzero(gd, nqe));
+  PetscCall(LayerGemm(PETSC_TRUE, 'N', 'N', Ew, nQ, E, theta + ATT_WO(E, Ew), Ew, dy, E, 0, g, Ew, NULL));
   /* the first pass: O' and c; the second: dQKV and dQKV' */
-  ATT_PAIRS(att, n, tiles, att->tilesize * sizeof(PetscScalar), AttentionJVPPair(att, s, h, qkv, o, lse, qkvd, od, c, (PetscScalar *)pw_));
-  ATT_PAIRS(att, n, tiles, att->tilesize * sizeof(PetscScalar), AttentionSOPair(att, s, h, qkv, o, lse, g, gd, qkvd, od, c, dqkv, dqkvd, (PetscScalar *)pw_));
+  ATT_PAIRS(att, n, tiles, att->tilesize * sizeof(PetscScalar), AttentionJVPPair(att, s, h, qb, kv, o, lse, qbd, kvd, od, c, (PetscScalar *)pw_));
+  ATT_PAIRS(att, n, tiles, att->tilesize * sizeof(PetscScalar), AttentionSOPair(att, s, h, qb, kv, o, lse, g, gd, qbd, kvd, od, c, dqb, dkv, dqbd, dkvd, (PetscScalar *)pw_));
+  /* dxdot += dQKV' Win + dQKV Win';  dWin' += x^T dQKV' + xdot^T dQKV, dbin' += sum dQKV';  dWo' += O'^T dy */
   if (dxdot) {
-    PetscCall(LayerGemm(PETSC_TRUE, 'N', 'N', E, nT, 3 * Ew, theta + ATT_WIN(E, Ew), E, dqkvd, 3 * Ew, 1, dxdot, E, NULL));
-    if (thetadot) PetscCall(LayerGemm(PETSC_TRUE, 'N', 'N', E, nT, 3 * Ew, thetadot + ATT_WIN(E, Ew), E, dqkv, 3 * Ew, 1, dxdot, E, NULL));
+    PetscCall(AttentionProjectTranspose(att, n, theta + ATT_WIN(E, Ew), dqbd, dkvd, 1, dxdot));
+    if (thetadot) PetscCall(AttentionProjectTranspose(att, n, thetadot + ATT_WIN(E, Ew), dqb, dkv, 1, dxdot));
   }
   if (dthetadot) {
-    LayerGemmEpilogue epin = {NULL, NULL, NULL, dthetadot + ATT_WIN(E, Ew)}, epo = {NULL, NULL, NULL, dthetadot + ATT_WO(E, Ew)};
+    LayerGemmEpilogue epo = {NULL, NULL, NULL, dthetadot + ATT_WO(E, Ew)};
 
-    PetscCall(LayerGemm(PETSC_TRUE, 'N', 'T', E, 3 * Ew, nT, x, E, dqkvd, 3 * Ew, 0, NULL, E, &epin));
-    if (xdot) PetscCall(LayerGemm(PETSC_TRUE, 'N', 'T', E, 3 * Ew, nT, xdot, E, dqkv, 3 * Ew, 0, NULL, E, &epin));
-    for (PetscInt r = 0; r < nT; r++)
-      for (PetscInt e = 0; e < 3 * Ew; e++) dthetadot[ATT_BIN(E, Ew) + e] += dqkvd[(size_t)r * 3 * Ew + e];
-    PetscCall(LayerGemm(PETSC_TRUE, 'N', 'T', Ew, E, nT, od, Ew, dy, E, 0, NULL, Ew, &epo));
+    PetscCall(AttentionProjectGradient(att, n, x, dqbd, dkvd, NULL, dthetadot + ATT_WIN(E, Ew), dthetadot + ATT_BIN(E, Ew)));
+    if (xdot) PetscCall(AttentionProjectGradient(att, n, xdot, dqb, dkv, NULL, dthetadot + ATT_WIN(E, Ew), NULL));
+    PetscCall(LayerGemm(PETSC_TRUE, 'N', 'T', Ew, E, nQ, od, Ew, dy, E, 0, NULL, Ew, &epo));
   }
-  PetscCall(PetscFree7(qkvd, g, gd, od, dqkv, dqkvd, c));
-  PetscCall(PetscLogFlops(2.0 * nT * E * Ew * 16 + AttentionPairFlops(att, n, 30.0)));
+  PetscCall(PetscFree(work));
+  PetscCall(PetscLogFlops(2.0 * (nQ + 2.0 * nT) * E * Ew * 8 + 2.0 * nQ * E * Ew * 8 + AttentionPairFlops(att, n, 30.0)));
   PetscFunctionReturn(0);
 }
 
@@ -461,12 +488,23 @@ static PetscErrorCode LayerSetUp_Attention(Layer layer)
     att->hstart  = 0;
     att->outbias = PETSC_TRUE;
   }
+  if (att->qblock) { /* the queries [q0, q0 + nq) of the T positions */
+    PetscCheck(att->qstart >= 0 && att->qblock > 0 && (PetscInt64)att->qstart + att->qblock <= T, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE,
+               "The %s on %" PetscInt64_FMT " positions was given the query block [%" PetscInt_FMT ", %" PetscInt64_FMT "): LayerAttentionSetQueryBlock() takes 0 <= q0 and 0 < nq with q0 + nq <= T (or nq = 0: every query)", node, T, att->qstart,
+               (PetscInt64)att->qstart + att->qblock);
+    att->q0 = att->qstart;
+    att->nq = att->qblock;
+  } else {
+    att->q0 = 0;
+    att->nq = att->T;
+  }
   att->B            = PetscMin(att->tile, att->T);
   att->scale        = 1.0 / PetscSqrtReal((PetscReal)att->d);
-  att->pairsperpart = (PetscInt)PetscMax(1, 65536 / PetscMax(1, T * T * att->d)); /* a part: at least ~ 64k multiply-adds */
+  att->pairsperpart = (PetscInt)PetscMax(1, 65536 / PetscMax(1, (PetscInt64)att->nq * T * att->d)); /* a part: at least ~ 64k multiply-adds */
   att->tilesize     = 2 * att->B + 8;
   att->nstate = att->nstatef = -1;
   layer->out                 = layer->in;
+  layer->out.dim[0]          = att->nq; /* the block's rows */
   layer->nparams             = (PetscInt)(4 * E * att->Ew + 3 * att->Ew + (att->outbias ? E : 0));
   PetscCall(PetscMalloc2((size_t)PETNET_THREAD_PARTS * att->tilesize, &att->tiles, (size_t)PETNET_THREAD_PARTS * att->tilesize, &att->tilesf));
   PetscFunctionReturn(0);
@@ -574,6 +612,7 @@ static PetscErrorCode LayerView_Attention(Layer layer, PetscViewer viewer)
   PetscFunctionBegin;
   PetscCall(PetscViewerASCIIPrintf(viewer, "%" PetscInt_FMT " heads of %" PetscInt_FMT " on (T, E) = (%" PetscInt_FMT ", %" PetscInt_FMT ")%s, tile %" PetscInt_FMT, att->H, att->d, att->T, att->E, att->causal ? ", causal" : "", att->tile));
   if (att->p > 0) PetscCall(PetscViewerASCIIPrintf(viewer, ", dropout %g (seed %" PetscInt64_FMT ")", (double)att->p, att->seed));
+  if (att->qblock) PetscCall(PetscViewerASCIIPrintf(viewer, ", the queries [%" PetscInt_FMT ", %" PetscInt_FMT ") against the %" PetscInt_FMT " keys", att->qstart, att->qstart + att->qblock, att->T));
   PetscCall(PetscViewerASCIIPrintf(viewer, "\n"));
   PetscFunctionReturn(0);
 }
@@ -583,8 +622,8 @@ static PetscErrorCode LayerReset_Attention(Layer layer)
   Layer_Attention *att = (Layer_Attention *)layer->data;
 
   PetscFunctionBegin;
-  PetscCall(PetscFree3(att->qkv, att->o, att->lse));
-  PetscCall(PetscFree3(att->qkvf, att->of, att->lsef));
+  PetscCall(PetscFree4(att->q, att->kv, att->o, att->lse));
+  PetscCall(PetscFree4(att->qf, att->kvf, att->of, att->lsef));
   PetscCall(PetscFree2(att->tiles, att->tilesf));
   PetscCall(PetscFree(att->work));
   PetscCall(PetscFree(att->workf));
@@ -603,6 +642,7 @@ static PetscErrorCode LayerDestroy_Attention(Layer layer)
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerDropoutSetSeed_C", NULL));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerAttentionSetHeadBlock_C", NULL));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerAttentionGetHeads_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerAttentionSetQueryBlock_C", NULL));
   PetscCall(PetscFree(layer->data));
   PetscFunctionReturn(0);
 }
@@ -632,6 +672,59 @@ static PetscErrorCode LayerAttentionSetHeadBlock_Attention(Layer layer, Layer wh
   att->hstart  = hstart;
   att->hblock  = hblock;
   att->outbias = outbias;
+  PetscFunctionReturn(0);
+}
+
+/* the query block [q0, q0 + nq) (nq = 0: every query); set up again at the next LayerSetUp() */
+static PetscErrorCode LayerAttentionSetQueryBlock_Attention(Layer layer, PetscInt q0, PetscInt nq)
+{
+  Layer_Attention *att = (Layer_Attention *)layer->data;
+
+  PetscFunctionBegin;
+  if (att->qstart == q0 && att->qblock == nq) PetscFunctionReturn(0);
+  if (layer->setupcalled) PetscCall(LayerReset(layer));
+  att->qstart = q0;
+  att->qblock = nq;
+  PetscFunctionReturn(0);
+}
+
+/*@
+  LayerAttentionSetQueryBlock - an attention layer computes only the queries of the positions [q0, q0 + nq) of its
+  input sequence (T, E), against the keys and values of all T positions: its output is (nq, E), the rows
+  [q0, q0 + nq) of the whole layer's output
+
+  Logically collective
+
+  Input Parameters:
++ layer - an attention layer (`LAYERATTENTION`; layers of other kinds ignore the call)
+. q0    - the global position of the block's first query row, 0 <= q0
+- nq    - the block's query rows, 0 < nq and q0 + nq <= T; nq = 0: every query (the default)
+
+  Notes:
+  Call before `LayerSetUp()` (a call after it resets the layer). Row i of the block is at the global position q0 + i:
+  the causal mask (row i sees the keys j <= q0 + i) and the attention dropout's map (a hash of the global sample, head,
+  position and key) read that position, so the blocks of a sequence computed on several ranks together give the whole
+  layer's output, and the gradients of the parameters summed over the blocks are the whole layer's. The parameters are
+  the whole layer's (4 E^2 + 4 E). Backward gives the cotangent of the whole input (T, E): the sum of those of every
+  block is the whole layer's.
+
+  The state a forward keeps per sample is Q, O and the log-sum-exp of the nq rows and K and V of the T positions,
+  8 (2 E T + (2 E + H) nq) bytes in double instead of 8 (4 E + H) T; backward's and jvp's work 8 (2 E T + 2 E nq).
+  A Net that splits the tokens of its sequences over its ranks gives each rank's copy of an attention node the block of
+  the rank's tokens (`NET_PARALLEL_SEQUENCE`).
+
+  Level: developer
+
+.seealso: `LAYERATTENTION`, `NetSetParallel()`, `NET_PARALLEL_SEQUENCE`, `LayerSetUp()`
+@*/
+PetscErrorCode LayerAttentionSetQueryBlock(Layer layer, PetscInt q0, PetscInt nq)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(layer, LAYER_CLASSID, 1);
+  PetscValidLogicalCollectiveInt(layer, q0, 2);
+  PetscValidLogicalCollectiveInt(layer, nq, 3);
+  PetscCheck(q0 >= 0 && nq >= 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "LayerAttentionSetQueryBlock(): q0 = %" PetscInt_FMT " and nq = %" PetscInt_FMT " must be non-negative (nq = 0: every query)", q0, nq);
+  PetscTryMethod(layer, "LayerAttentionSetQueryBlock_C", (Layer, PetscInt, PetscInt), (layer, q0, nq));
   PetscFunctionReturn(0);
 }
 
@@ -681,11 +774,12 @@ static PetscErrorCode LayerDropoutSetSeed_Attention(Layer layer, PetscInt64 seed
   per sample (4 (4 E) T in float) and a tile workspace of 8 (2 B + 8) bytes per thread part, B = min(tile, T): linear
   in T (tests/transformer.suite, attention_memory: 557,056 and 1,114,112 bytes of state at T = 2048 and 4096, E = 8,
   H = 2). The exact Hessian-vector products' curvature term (sobackward, double) allocates (12 E + H) T values per
-  sample for the call.
+  sample for the call. A query block of nq rows (LayerAttentionSetQueryBlock()) keeps 8 (2 E T + (2 E + H) nq) bytes
+  per sample and works on 8 (2 E T + 2 E nq).
 
   Level: beginner
 
-.seealso: `LayerSetType()`, `LayerSetArguments()`, `LayerDropoutSetSeed()`, `NetSetLayers()`, `LAYERLAYERNORM`
+.seealso: `LayerSetType()`, `LayerSetArguments()`, `LayerDropoutSetSeed()`, `LayerAttentionSetQueryBlock()`, `NetSetLayers()`, `LAYERLAYERNORM`
 M*/
 PETSC_INTERN PetscErrorCode LayerCreate_Attention(Layer layer)
 {
@@ -716,5 +810,6 @@ PETSC_INTERN PetscErrorCode LayerCreate_Attention(Layer layer)
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerDropoutSetSeed_C", LayerDropoutSetSeed_Attention));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerAttentionSetHeadBlock_C", LayerAttentionSetHeadBlock_Attention));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerAttentionGetHeads_C", LayerAttentionGetHeads_Attention));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerAttentionSetQueryBlock_C", LayerAttentionSetQueryBlock_Attention));
   PetscFunctionReturn(0);
 }

@@ -11,13 +11,16 @@
   double.
 
   The per-(sample, head) kernels below are plain loops run inside a parallel region (no PETSc call). Layouts (one
-  sample s of the local batch, one head h, d = E / H, rows t = 0..T-1):
-    Q row t   qkv + (s T + t) 3E + h d          K row t  ... + E          V row t  ... + 2E
-    O row t   o   + (s T + t) E  + h d          (O the heads' outputs side by side, before the output projection)
-    lse       lse + (s H + h) T + t             the log-sum-exp of row t's scaled scores
+  sample s of the local batch, one head h, d = E / H, E the heads' width; the query block: the nq query rows
+  i = 0..nq-1 at the global positions q0 + i, against the T keys j = 0..T-1; q0 = 0, nq = T without a block):
+    Q row i   q  + (s nq + i) E  + h d          (the block's queries, ld E)
+    K row j   kv + (s T + j) 2E + h d           V row j  ... + E      (every key, ld 2E)
+    O row i   o  + (s nq + i) E  + h d          (O the heads' outputs side by side, before the output projection)
+    lse       lse + (s H + h) nq + i            the log-sum-exp of row i's scaled scores
   Query rows are taken in blocks of B (the tile), the keys of each block in tiles of B: the tile of K and V is read
-  by each row of the block while it is in cache. With the causal mask row t sees keys j <= t, and the key tiles that
-  lie entirely above the diagonal of a block (j0 > the block's last row) are never visited.
+  by each row of the block while it is in cache. With the causal mask row i sees keys j <= q0 + i (its global
+  position, as the dropout map's hash), and the key tiles that lie entirely above the diagonal of a block (j0 > the
+  block's last global row) are never visited.
 */
 
 /* y = x . z over d entries */
@@ -37,16 +40,16 @@ static inline ATT_T ATT_NAME(AttentionDot)(PetscInt d, const ATT_T *restrict x, 
   and at the end O_i = o / l, lse_i = m + log l. M_ij is the dropout map (1 without dropout): the statistics are the
   softmax's, the map multiplies the probabilities only. work: B scores of the row in the current tile.
 */
-static void ATT_NAME(AttentionForwardPair)(const Layer_Attention *att, PetscInt s, PetscInt h, const ATT_T *qkv, ATT_T *o, ATT_T *lse, ATT_T *work)
+static void ATT_NAME(AttentionForwardPair)(const Layer_Attention *att, PetscInt s, PetscInt h, const ATT_T *qb, const ATT_T *kv, ATT_T *o, ATT_T *lse, ATT_T *work)
 {
-  const PetscInt  T = att->T, E = att->Ew, d = att->d, B = att->B, ld = 3 * E; /* E: the heads' width H d */
+  const PetscInt  T = att->T, nq = att->nq, q0 = att->q0, E = att->Ew, d = att->d, B = att->B, ld = E, ldkv = 2 * E; /* E: the heads' width H d */
   const ATT_T     scale = (ATT_T)att->scale;
-  const ATT_T    *Q = qkv + (size_t)s * T * ld + h * d, *K = Q + E, *V = Q + 2 * E;
-  ATT_T          *O = o + (size_t)s * T * E + h * d, *L = lse + ((size_t)s * att->H + h) * T;
+  const ATT_T    *Q = qb + (size_t)s * nq * ld + h * d, *K = kv + (size_t)s * T * ldkv + h * d, *V = K + E;
+  ATT_T          *O = o + (size_t)s * nq * E + h * d, *L = lse + ((size_t)s * att->H + h) * nq;
   const PetscBool drop = att->masked;
 
-  for (PetscInt i0 = 0; i0 < T; i0 += B) {
-    const PetscInt i1 = PetscMin(i0 + B, T), jend = att->causal ? i1 : T;
+  for (PetscInt i0 = 0; i0 < nq; i0 += B) {
+    const PetscInt i1 = PetscMin(i0 + B, nq), jend = att->causal ? q0 + i1 : T;
 
     for (PetscInt i = i0; i < i1; i++) {
       for (PetscInt k = 0; k < d; k++) O[(size_t)i * E + k] = 0;
@@ -56,13 +59,13 @@ static void ATT_NAME(AttentionForwardPair)(const Layer_Attention *att, PetscInt 
       const PetscInt j1 = PetscMin(j0 + B, jend);
 
       for (PetscInt i = i0; i < i1; i++) {
-        const PetscInt jmax = att->causal ? PetscMin(j1, i + 1) : j1;
+        const PetscInt jmax = att->causal ? PetscMin(j1, q0 + i + 1) : j1;
         const ATT_T   *q    = Q + (size_t)i * ld;
         ATT_T         *out  = O + (size_t)i * E, mx, m, l, a;
 
         if (jmax <= j0) continue; /* this row sees no key of the tile */
         /* between tiles the row's running max is in work[B + i - i0], its running sum in L[i], o in its row of O */
-        for (PetscInt j = j0; j < jmax; j++) work[j - j0] = scale * ATT_NAME(AttentionDot)(d, q, K + (size_t)j * ld);
+        for (PetscInt j = j0; j < jmax; j++) work[j - j0] = scale * ATT_NAME(AttentionDot)(d, q, K + (size_t)j * ldkv);
         mx = work[0];
         for (PetscInt j = j0 + 1; j < jmax; j++) mx = PetscMax(mx, work[j - j0]);
         if (j0 == 0) { /* the first tile this row sees */
@@ -82,8 +85,8 @@ static void ATT_NAME(AttentionForwardPair)(const Layer_Attention *att, PetscInt 
         for (PetscInt k = 0; k < d; k++) out[k] *= a;
         for (PetscInt j = j0; j < jmax; j++) {
           const ATT_T  p  = ATT_EXP((work[j - j0] - m));
-          const ATT_T  pm = drop ? p * (ATT_T)AttentionMask(att, s, h, i, j) : p;
-          const ATT_T *v  = V + (size_t)j * ld;
+          const ATT_T  pm = drop ? p * (ATT_T)AttentionMask(att, s, h, q0 + i, j) : p;
+          const ATT_T *v  = V + (size_t)j * ldkv;
 
           l += p;
           if (pm != 0)
@@ -107,36 +110,38 @@ static void ATT_NAME(AttentionForwardPair)(const Layer_Attention *att, PetscInt 
   D_i = g_i . O_i (= sum_j P_ij dP_ij),
     dP_ij = M_ij g_i . v_j,   dS_ij = P_ij (dP_ij - D_i)
     dq_i = scale sum_j dS_ij k_j,   dk_j = scale sum_i dS_ij q_i,   dv_j = sum_i P_ij M_ij g_i
-  dq, dk, dv are written (not accumulated) into dqkv, laid out as qkv. work: the block's D [B].
+  dq, dk, dv are written (not accumulated) into dq (laid out as Q) and dkv (laid out as K and V). work: the block's D [B].
 */
-static void ATT_NAME(AttentionBackwardPair)(const Layer_Attention *att, PetscInt s, PetscInt h, const ATT_T *qkv, const ATT_T *o, const ATT_T *lse, const ATT_T *g, ATT_T *dqkv, ATT_T *work)
+static void ATT_NAME(AttentionBackwardPair)(const Layer_Attention *att, PetscInt s, PetscInt h, const ATT_T *qb, const ATT_T *kv, const ATT_T *o, const ATT_T *lse, const ATT_T *g, ATT_T *dqb, ATT_T *dkv, ATT_T *work)
 {
-  const PetscInt  T = att->T, E = att->Ew, d = att->d, B = att->B, ld = 3 * E; /* E: the heads' width H d */
+  const PetscInt  T = att->T, nq = att->nq, q0 = att->q0, E = att->Ew, d = att->d, B = att->B, ld = E, ldkv = 2 * E; /* E: the heads' width H d */
   const ATT_T     scale = (ATT_T)att->scale;
-  const size_t    off = (size_t)s * T * ld + h * d, offo = (size_t)s * T * E + h * d;
-  const ATT_T    *Q = qkv + off, *K = Q + E, *V = Q + 2 * E, *O = o + offo, *G = g + offo, *L = lse + ((size_t)s * att->H + h) * T;
-  ATT_T          *dQ = dqkv + off, *dK = dQ + E, *dV = dQ + 2 * E;
+  const size_t    off = (size_t)s * nq * ld + h * d, offkv = (size_t)s * T * ldkv + h * d, offo = (size_t)s * nq * E + h * d;
+  const ATT_T    *Q = qb + off, *K = kv + offkv, *V = K + E, *O = o + offo, *G = g + offo, *L = lse + ((size_t)s * att->H + h) * nq;
+  ATT_T          *dQ = dqb + off, *dK = dkv + offkv, *dV = dK + E;
   const PetscBool drop = att->masked;
 
+  for (PetscInt i = 0; i < nq; i++)
+    for (PetscInt k = 0; k < d; k++) dQ[(size_t)i * ld + k] = 0;
   for (PetscInt t = 0; t < T; t++)
-    for (PetscInt k = 0; k < d; k++) dQ[(size_t)t * ld + k] = dK[(size_t)t * ld + k] = dV[(size_t)t * ld + k] = 0;
-  for (PetscInt i0 = 0; i0 < T; i0 += B) {
-    const PetscInt i1 = PetscMin(i0 + B, T), jend = att->causal ? i1 : T;
+    for (PetscInt k = 0; k < d; k++) dK[(size_t)t * ldkv + k] = dV[(size_t)t * ldkv + k] = 0;
+  for (PetscInt i0 = 0; i0 < nq; i0 += B) {
+    const PetscInt i1 = PetscMin(i0 + B, nq), jend = att->causal ? q0 + i1 : T;
 
     for (PetscInt i = i0; i < i1; i++) work[i - i0] = ATT_NAME(AttentionDot)(d, G + (size_t)i * E, O + (size_t)i * E);
     for (PetscInt j0 = 0; j0 < jend; j0 += B) {
       const PetscInt j1 = PetscMin(j0 + B, jend);
 
       for (PetscInt i = i0; i < i1; i++) {
-        const PetscInt jmax = att->causal ? PetscMin(j1, i + 1) : j1;
+        const PetscInt jmax = att->causal ? PetscMin(j1, q0 + i + 1) : j1;
         const ATT_T   *q = Q + (size_t)i * ld, *gi = G + (size_t)i * E, Di = work[i - i0], li = L[i];
         ATT_T         *dq = dQ + (size_t)i * ld;
 
         for (PetscInt j = j0; j < jmax; j++) {
-          const ATT_T *k = K + (size_t)j * ld, *v = V + (size_t)j * ld;
-          ATT_T       *dk = dK + (size_t)j * ld, *dv = dV + (size_t)j * ld;
+          const ATT_T *k = K + (size_t)j * ldkv, *v = V + (size_t)j * ldkv;
+          ATT_T       *dk = dK + (size_t)j * ldkv, *dv = dV + (size_t)j * ldkv;
           const ATT_T  p   = ATT_EXP((scale * ATT_NAME(AttentionDot)(d, q, k) - li));
-          const ATT_T  mij = drop ? (ATT_T)AttentionMask(att, s, h, i, j) : 1;
+          const ATT_T  mij = drop ? (ATT_T)AttentionMask(att, s, h, q0 + i, j) : 1;
           const ATT_T  dp = mij * ATT_NAME(AttentionDot)(d, gi, v), ds = scale * p * (dp - Di), pm = p * mij;
 
           for (PetscInt c = 0; c < d; c++) {
@@ -151,24 +156,25 @@ static void ATT_NAME(AttentionBackwardPair)(const Layer_Attention *att, PetscInt
 }
 
 /*
-  jvp of one (sample, head): with the tangents q', k', v' (dqkv, laid out as qkv), s'_ij = scale (q'_i . k_j + q_i . k'_j),
+  jvp of one (sample, head): with the tangents q' (dqb, laid out as Q), k', v' (dkv, laid out as K and V),
+  s'_ij = scale (q'_i . k_j + q_i . k'_j),
   P'_ij = P_ij (s'_ij - c_i), c_i = sum_j P_ij s'_ij:
     O'_i = sum_j M_ij (P'_ij v_j + P_ij v'_j) = u_i - c_i O_i,   u_i = sum_j P_ij M_ij (s'_ij v_j + v'_j)
   one pass over the tiles (lse from forward gives P directly). O' written into dout (laid out as O); c_i into c
-  ([H T] per sample, as lse) when c is not NULL (the second-order term needs it).
+  ([H nq] per sample, as lse) when c is not NULL (the second-order term needs it).
 */
-static void ATT_NAME(AttentionJVPPair)(const Layer_Attention *att, PetscInt s, PetscInt h, const ATT_T *qkv, const ATT_T *o, const ATT_T *lse, const ATT_T *dqkv, ATT_T *dout, ATT_T *c, ATT_T *work)
+static void ATT_NAME(AttentionJVPPair)(const Layer_Attention *att, PetscInt s, PetscInt h, const ATT_T *qb, const ATT_T *kv, const ATT_T *o, const ATT_T *lse, const ATT_T *dqb, const ATT_T *dkv, ATT_T *dout, ATT_T *c, ATT_T *work)
 {
-  const PetscInt  T = att->T, E = att->Ew, d = att->d, B = att->B, ld = 3 * E; /* E: the heads' width H d */
+  const PetscInt  T = att->T, nq = att->nq, q0 = att->q0, E = att->Ew, d = att->d, B = att->B, ld = E, ldkv = 2 * E; /* E: the heads' width H d */
   const ATT_T     scale = (ATT_T)att->scale;
-  const size_t    off = (size_t)s * T * ld + h * d, offo = (size_t)s * T * E + h * d, offl = ((size_t)s * att->H + h) * T;
-  const ATT_T    *Q = qkv + off, *K = Q + E, *V = Q + 2 * E, *O = o + offo, *L = lse + offl;
-  const ATT_T    *dQ = dqkv + off, *dK = dQ + E, *dV = dQ + 2 * E;
+  const size_t    off = (size_t)s * nq * ld + h * d, offkv = (size_t)s * T * ldkv + h * d, offo = (size_t)s * nq * E + h * d, offl = ((size_t)s * att->H + h) * nq;
+  const ATT_T    *Q = qb + off, *K = kv + offkv, *V = K + E, *O = o + offo, *L = lse + offl;
+  const ATT_T    *dQ = dqb + off, *dK = dkv + offkv, *dV = dK + E;
   ATT_T          *dO   = dout + offo;
   const PetscBool drop = att->masked;
 
-  for (PetscInt i0 = 0; i0 < T; i0 += B) {
-    const PetscInt i1 = PetscMin(i0 + B, T), jend = att->causal ? i1 : T;
+  for (PetscInt i0 = 0; i0 < nq; i0 += B) {
+    const PetscInt i1 = PetscMin(i0 + B, nq), jend = att->causal ? q0 + i1 : T;
 
     for (PetscInt i = i0; i < i1; i++) {
       for (PetscInt k = 0; k < d; k++) dO[(size_t)i * E + k] = 0;
@@ -178,15 +184,15 @@ static void ATT_NAME(AttentionJVPPair)(const Layer_Attention *att, PetscInt s, P
       const PetscInt j1 = PetscMin(j0 + B, jend);
 
       for (PetscInt i = i0; i < i1; i++) {
-        const PetscInt jmax = att->causal ? PetscMin(j1, i + 1) : j1;
+        const PetscInt jmax = att->causal ? PetscMin(j1, q0 + i + 1) : j1;
         const ATT_T   *q = Q + (size_t)i * ld, *dq = dQ + (size_t)i * ld, li = L[i];
         ATT_T         *u = dO + (size_t)i * E, ci = work[i - i0];
 
         for (PetscInt j = j0; j < jmax; j++) {
-          const ATT_T *k = K + (size_t)j * ld, *v = V + (size_t)j * ld, *dk = dK + (size_t)j * ld, *dv = dV + (size_t)j * ld;
+          const ATT_T *k = K + (size_t)j * ldkv, *v = V + (size_t)j * ldkv, *dk = dK + (size_t)j * ldkv, *dv = dV + (size_t)j * ldkv;
           const ATT_T  p  = ATT_EXP((scale * ATT_NAME(AttentionDot)(d, q, k) - li));
           const ATT_T  sd = scale * (ATT_NAME(AttentionDot)(d, dq, k) + ATT_NAME(AttentionDot)(d, q, dk));
-          const ATT_T  pm = drop ? p * (ATT_T)AttentionMask(att, s, h, i, j) : p;
+          const ATT_T  pm = drop ? p * (ATT_T)AttentionMask(att, s, h, q0 + i, j) : p;
 
           ci += p * sd;
           if (pm != 0)
@@ -221,29 +227,94 @@ static void ATT_NAME(AttentionJVPPair)(const Layer_Attention *att, PetscInt s, P
   } while (0)
 
 /*
-  forward: QKV = x Win^T + bin (one GEMM over the n T rows: 'T','N', 3Ew x nT x E, the bias in its output pass), the
-  heads' attention into O, y = O Wo^T + bo (one GEMM, 'T','N', E x nT x Ew). Keeps QKV, O and lse. Ew = H d is the heads'
-  width: E, or for a block of heads (LayerAttentionSetHeadBlock_C) its part of E, QKV [nT][3Ew], O [nT][Ew], and Win
-  [3Ew][E], Wo [E][Ew]; bo only where outbias.
+  The projections of the query block (LayerAttentionSetQueryBlock()): Q of the block's rows, K and V of every row. A
+  sample's block is the rows [q0, q0 + nq) of its x [T][E]: one GEMM over the n nq rows when the block is the whole
+  sequence, one per sample otherwise. Win [3Ew][E] row-major is the column-major E x 3Ew matrix of ld E; its Q rows
+  start at Win, its K and V rows at Win + Ew E.
+    QKV = x Win^T + bin   Q  [n nq][Ew]: 'T','N', Ew x nq x E per sample (x's block rows)
+                          KV [n T][2Ew]: 'T','N', 2Ew x nT x E           (beta: 0 or 1, to add a second term)
 */
-/* forward's state of n samples at (x, W): QKV, the heads' outputs O and lse (the dropout map drawn by the last forward) */
-static PetscErrorCode ATT_NAME(AttentionForwardState)(Layer layer, PetscInt n, const ATT_T *W, const ATT_T *x, ATT_T **qkv, ATT_T **o, ATT_T **lse, ATT_T **tiles)
+static PetscErrorCode ATT_NAME(AttentionProject)(const Layer_Attention *att, PetscInt n, const ATT_T *Win, const ATT_T *bin, const ATT_T *x, ATT_T beta, ATT_T *qb, ATT_T *kv)
 {
-  Layer_Attention *att = (Layer_Attention *)layer->data;
-  const PetscInt   E = att->E, Ew = att->Ew, nT = n * att->T;
+  const PetscInt E = att->E, Ew = att->Ew, T = att->T, nq = att->nq, whole = (PetscInt)(nq == T);
 
   PetscFunctionBegin;
-  PetscCall(ATT_NAME(AttentionState)(layer, n, qkv, o, lse, tiles));
-  if (!n) PetscFunctionReturn(0);
   {
-    ATT_NAME(LayerGemmEpilogue) ep = {NULL, W + ATT_BIN(E, Ew), NULL, NULL};
+    ATT_NAME(LayerGemmEpilogue) ep = {NULL, bin ? bin + Ew : NULL, NULL, NULL};
 
-    PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'T', 'N', 3 * Ew, nT, E, W + ATT_WIN(E, Ew), E, x, E, 0, *qkv, 3 * Ew, &ep));
+    PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'T', 'N', 2 * Ew, n * T, E, Win + (size_t)Ew * E, E, x, E, beta, kv, 2 * Ew, &ep));
   }
-  {
-    ATT_T *q = *qkv, *oo = *o, *l = *lse;
+  for (PetscInt s = 0; s < (whole ? 1 : n); s++) {
+    ATT_NAME(LayerGemmEpilogue) ep = {NULL, bin, NULL, NULL};
 
-    ATT_PAIRS(att, n, *tiles, att->tilesize * sizeof(ATT_T), ATT_NAME(AttentionForwardPair)(att, s, h, q, oo, l, (ATT_T *)pw_));
+    PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'T', 'N', Ew, whole ? n * nq : nq, E, Win, E, x + ((size_t)s * T + att->q0) * E, E, beta, qb + (size_t)s * nq * Ew, Ew, &ep));
+  }
+  PetscFunctionReturn(0);
+}
+
+/*
+  The adjoint of the projections' input part: dx = beta dx + dKV Win_kv + dQ Win_q (the block's rows of dx):
+    'N','N', E x nT x 2Ew, then E x nq x Ew per sample (beta 1)
+*/
+static PetscErrorCode ATT_NAME(AttentionProjectTranspose)(const Layer_Attention *att, PetscInt n, const ATT_T *Win, const ATT_T *dqb, const ATT_T *dkv, ATT_T beta, ATT_T *dx)
+{
+  const PetscInt E = att->E, Ew = att->Ew, T = att->T, nq = att->nq, whole = (PetscInt)(nq == T);
+
+  PetscFunctionBegin;
+  PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'N', 'N', E, n * T, 2 * Ew, Win + (size_t)Ew * E, E, dkv, 2 * Ew, beta, dx, E, NULL));
+  for (PetscInt s = 0; s < (whole ? 1 : n); s++) PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'N', 'N', E, whole ? n * nq : nq, Ew, Win, E, dqb + (size_t)s * nq * Ew, Ew, 1, dx + ((size_t)s * T + att->q0) * E, E, NULL));
+  PetscFunctionReturn(0);
+}
+
+/*
+  The projections' parameter part, ACCUMULATED in double: dWin_q += x_blk^T dQ, dWin_kv += x^T dKV ('N','T', E x Ew x nq
+  per sample and E x 2Ew x nT, into dWin through the acc epilogue; wgrad is float's product scratch, NULL in double),
+  dbin += the column sums of dQ and dKV (dbin NULL: no bias term)
+*/
+static PetscErrorCode ATT_NAME(AttentionProjectGradient)(const Layer_Attention *att, PetscInt n, const ATT_T *x, const ATT_T *dqb, const ATT_T *dkv, ATT_T *wgrad, PetscScalar *dWin, PetscScalar *dbin)
+{
+  const PetscInt E = att->E, Ew = att->Ew, T = att->T, nq = att->nq, whole = (PetscInt)(nq == T);
+
+  PetscFunctionBegin;
+  {
+    ATT_NAME(LayerGemmEpilogue) ep = {NULL, NULL, NULL, dWin + (size_t)Ew * E};
+
+    PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'N', 'T', E, 2 * Ew, n * T, x, E, dkv, 2 * Ew, 0, wgrad, E, &ep));
+  }
+  for (PetscInt s = 0; s < (whole ? 1 : n); s++) {
+    ATT_NAME(LayerGemmEpilogue) ep = {NULL, NULL, NULL, dWin};
+
+    PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'N', 'T', E, Ew, whole ? n * nq : nq, x + ((size_t)s * T + att->q0) * E, E, dqb + (size_t)s * nq * Ew, Ew, 0, wgrad, E, &ep));
+  }
+  if (dbin) {
+    for (PetscInt r = 0; r < n * nq; r++)
+      for (PetscInt e = 0; e < Ew; e++) dbin[e] += (PetscScalar)dqb[(size_t)r * Ew + e];
+    for (PetscInt r = 0; r < n * T; r++)
+      for (PetscInt e = 0; e < 2 * Ew; e++) dbin[Ew + e] += (PetscScalar)dkv[(size_t)r * 2 * Ew + e];
+  }
+  PetscFunctionReturn(0);
+}
+
+/*
+  forward: Q (the block's rows), K and V (every row) = x Win^T + bin (AttentionProject()), the heads' attention into O,
+  y = O Wo^T + bo (one GEMM, 'T','N', E x n nq x Ew). Keeps Q, KV, O and lse. Ew = H d is the heads' width: E, or for
+  a block of heads (LayerAttentionSetHeadBlock_C) its part of E, Q [n nq][Ew], KV [n T][2Ew], O [n nq][Ew], and Win
+  [3Ew][E], Wo [E][Ew]; bo only where outbias. y has the block's nq rows per sample.
+*/
+/* forward's state of n samples at (x, W): Q, KV, the heads' outputs O and lse (the dropout map drawn by the last forward) */
+static PetscErrorCode ATT_NAME(AttentionForwardState)(Layer layer, PetscInt n, const ATT_T *W, const ATT_T *x, ATT_T **qb, ATT_T **kv, ATT_T **o, ATT_T **lse, ATT_T **tiles)
+{
+  Layer_Attention *att = (Layer_Attention *)layer->data;
+  const PetscInt   E = att->E, Ew = att->Ew;
+
+  PetscFunctionBegin;
+  PetscCall(ATT_NAME(AttentionState)(layer, n, qb, kv, o, lse, tiles));
+  if (!n) PetscFunctionReturn(0);
+  PetscCall(ATT_NAME(AttentionProject)(att, n, W + ATT_WIN(E, Ew), W + ATT_BIN(E, Ew), x, 0, *qb, *kv));
+  {
+    ATT_T *q = *qb, *k = *kv, *oo = *o, *l = *lse;
+
+    ATT_PAIRS(att, n, *tiles, att->tilesize * sizeof(ATT_T), ATT_NAME(AttentionForwardPair)(att, s, h, q, k, oo, l, (ATT_T *)pw_));
   }
   PetscFunctionReturn(0);
 }
@@ -254,116 +325,106 @@ static PetscErrorCode ATT_NAME(AttentionForwardState)(Layer layer, PetscInt n, c
   in double, after float forwards), recomputed from x and W here (the same dropout map), so the derivatives follow at
   the same point
 */
-static PetscErrorCode ATT_NAME(AttentionEnsureState)(Layer layer, PetscInt n, const char *op, const ATT_T *W, const ATT_T *x, ATT_T **qkv, ATT_T **o, ATT_T **lse, ATT_T **tiles)
+static PetscErrorCode ATT_NAME(AttentionEnsureState)(Layer layer, PetscInt n, const char *op, const ATT_T *W, const ATT_T *x, ATT_T **qb, ATT_T **kv, ATT_T **o, ATT_T **lse, ATT_T **tiles)
 {
   Layer_Attention *att  = (Layer_Attention *)layer->data;
   const PetscInt   kept = sizeof(ATT_T) == sizeof(float) ? att->nstatef : att->nstate;
 
   PetscFunctionBegin;
-  if (kept != n) PetscCall(ATT_NAME(AttentionForwardState)(layer, n, W, x, qkv, o, lse, tiles));
-  PetscCall(ATT_NAME(AttentionCheckState)(layer, n, op, qkv, o, lse, tiles));
+  if (kept != n) PetscCall(ATT_NAME(AttentionForwardState)(layer, n, W, x, qb, kv, o, lse, tiles));
+  PetscCall(ATT_NAME(AttentionCheckState)(layer, n, op, qb, kv, o, lse, tiles));
   PetscFunctionReturn(0);
 }
 
 static PetscErrorCode ATT_NAME(LayerForward_Attention)(Layer layer, PetscInt n, const PetscScalar *theta, const ATT_T *x, ATT_T *y)
 {
   Layer_Attention *att = (Layer_Attention *)layer->data;
-  const PetscInt   E = att->E, Ew = att->Ew, T = att->T, nT = n * T;
+  const PetscInt   E = att->E, Ew = att->Ew, nQ = n * att->nq;
   const ATT_T     *W;
-  ATT_T           *qkv = NULL, *o = NULL, *lse = NULL, *tiles = NULL;
+  ATT_T           *qb = NULL, *kv = NULL, *o = NULL, *lse = NULL, *tiles = NULL;
 
   PetscFunctionBegin;
   PetscCall(ATT_NAME(AttentionParameters)(layer, theta, "forward", &W));
   PetscCall(AttentionDraw(layer, n));
-  PetscCall(ATT_NAME(AttentionForwardState)(layer, n, W, x, &qkv, &o, &lse, &tiles));
+  PetscCall(ATT_NAME(AttentionForwardState)(layer, n, W, x, &qb, &kv, &o, &lse, &tiles));
   if (!n) PetscFunctionReturn(0);
   {
     ATT_NAME(LayerGemmEpilogue) ep = {NULL, att->outbias ? W + ATT_BO(E, Ew) : NULL, NULL, NULL};
 
-    PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'T', 'N', E, nT, Ew, W + ATT_WO(E, Ew), Ew, o, Ew, 0, y, E, &ep));
+    PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'T', 'N', E, nQ, Ew, W + ATT_WO(E, Ew), Ew, o, Ew, 0, y, E, &ep));
   }
-  PetscCall(PetscLogFlops(2.0 * nT * E * 4 * Ew + AttentionPairFlops(att, n, 4.0)));
+  PetscCall(PetscLogFlops(2.0 * (nQ + 2.0 * n * att->T) * E * Ew + 2.0 * nQ * E * Ew + AttentionPairFlops(att, n, 4.0)));
   PetscFunctionReturn(0);
 }
 
 /*
   backward:
-    dO   = dy Wo                  'N','N', Ew x nT x E
-    dWo += O^T dy,  dbo += sum dy  'N','T', Ew x E x nT (into double)
-    dQKV = the heads' backward    (recomputing the tiles)
-    dx   = dQKV Win               'N','N', E x nT x 3Ew
-    dWin += x^T dQKV, dbin += sum dQKV
+    dO   = dy Wo                  'N','N', Ew x n nq x E
+    dWo += O^T dy,  dbo += sum dy  'N','T', Ew x E x n nq (into double)
+    dQ, dKV = the heads' backward (recomputing the tiles)
+    dx   = dKV Win_kv + dQ Win_q  (AttentionProjectTranspose())
+    dWin += x^T (dQ, dKV), dbin += their sums (AttentionProjectGradient())
 */
 static PetscErrorCode ATT_NAME(LayerBackward_Attention)(Layer layer, PetscInt n, const PetscScalar *theta, const ATT_T *x, const ATT_T *y, const ATT_T *dy, ATT_T *dx, PetscScalar *dtheta)
 {
   Layer_Attention *att = (Layer_Attention *)layer->data;
-  const PetscInt   E = att->E, Ew = att->Ew, T = att->T, nT = n * T;
+  const PetscInt   E = att->E, Ew = att->Ew, nQ = n * att->nq;
   const ATT_T     *W;
-  ATT_T           *qkv = NULL, *o = NULL, *lse = NULL, *tiles = NULL, *dO, *dqkv, *wgrad;
+  ATT_T           *qb = NULL, *kv = NULL, *o = NULL, *lse = NULL, *tiles = NULL, *dO, *dqb, *dkv, *wgrad;
 
   PetscFunctionBegin;
   if (!n || (!dx && !dtheta)) PetscFunctionReturn(0);
   PetscCall(ATT_NAME(AttentionParameters)(layer, theta, "backward", &W));
-  PetscCall(ATT_NAME(AttentionEnsureState)(layer, n, "backward", W, x, &qkv, &o, &lse, &tiles));
-  PetscCall(ATT_NAME(AttentionWork)(layer, n, &dO, &dqkv, &wgrad));
-  PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'N', 'N', Ew, nT, E, W + ATT_WO(E, Ew), Ew, dy, E, 0, dO, Ew, NULL));
+  PetscCall(ATT_NAME(AttentionEnsureState)(layer, n, "backward", W, x, &qb, &kv, &o, &lse, &tiles));
+  PetscCall(ATT_NAME(AttentionWork)(layer, n, &dO, &dqb, &dkv, &wgrad));
+  PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'N', 'N', Ew, nQ, E, W + ATT_WO(E, Ew), Ew, dy, E, 0, dO, Ew, NULL));
   if (dtheta) {
     ATT_NAME(LayerGemmEpilogue) ep = {NULL, NULL, NULL, dtheta + ATT_WO(E, Ew)};
 
-    PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'N', 'T', Ew, E, nT, o, Ew, dy, E, 0, wgrad, Ew, &ep));
+    PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'N', 'T', Ew, E, nQ, o, Ew, dy, E, 0, wgrad, Ew, &ep));
     if (att->outbias)
-      for (PetscInt r = 0; r < nT; r++)
+      for (PetscInt r = 0; r < nQ; r++)
         for (PetscInt e = 0; e < E; e++) dtheta[ATT_BO(E, Ew) + e] += (PetscScalar)dy[(size_t)r * E + e];
   }
-  ATT_PAIRS(att, n, tiles, att->tilesize * sizeof(ATT_T), ATT_NAME(AttentionBackwardPair)(att, s, h, qkv, o, lse, dO, dqkv, (ATT_T *)pw_));
-  if (dx) PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'N', 'N', E, nT, 3 * Ew, W + ATT_WIN(E, Ew), E, dqkv, 3 * Ew, 0, dx, E, NULL));
-  if (dtheta) {
-    ATT_NAME(LayerGemmEpilogue) ep = {NULL, NULL, NULL, dtheta + ATT_WIN(E, Ew)};
-
-    PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'N', 'T', E, 3 * Ew, nT, x, E, dqkv, 3 * Ew, 0, wgrad, E, &ep));
-    for (PetscInt r = 0; r < nT; r++)
-      for (PetscInt e = 0; e < 3 * Ew; e++) dtheta[ATT_BIN(E, Ew) + e] += (PetscScalar)dqkv[(size_t)r * 3 * Ew + e];
-  }
-  PetscCall(PetscLogFlops(2.0 * nT * E * Ew * (dtheta ? 8 : 4) + AttentionPairFlops(att, n, 10.0)));
+  ATT_PAIRS(att, n, tiles, att->tilesize * sizeof(ATT_T), ATT_NAME(AttentionBackwardPair)(att, s, h, qb, kv, o, lse, dO, dqb, dkv, (ATT_T *)pw_));
+  if (dx) PetscCall(ATT_NAME(AttentionProjectTranspose)(att, n, W + ATT_WIN(E, Ew), dqb, dkv, 0, dx));
+  if (dtheta) PetscCall(ATT_NAME(AttentionProjectGradient)(att, n, x, dqb, dkv, wgrad, dtheta + ATT_WIN(E, Ew), dtheta + ATT_BIN(E, Ew)));
+  PetscCall(PetscLogFlops((nQ + 2.0 * n * att->T) * E * Ew * (dtheta ? 4 : 2) + 2.0 * nQ * E * Ew * (dtheta ? 2 : 1) + AttentionPairFlops(att, n, 10.0)));
   PetscFunctionReturn(0);
 }
 
 /*
   jvp:
-    QKV' = dx Win^T + x dWin^T + dbin     ('T','N' twice, the bias in the second's output pass)
-    O'   = the heads' jvp
-    dy   = O' Wo^T + O dWo^T + dbo
+    Q', KV' = dx Win^T + x dWin^T + dbin     (AttentionProject() twice, the bias in the second's output pass)
+    O'      = the heads' jvp
+    dy      = O' Wo^T + O dWo^T + dbo         ('T','N', E x n nq x Ew twice)
 */
 static PetscErrorCode ATT_NAME(LayerJVP_Attention)(Layer layer, PetscInt n, const PetscScalar *theta, const ATT_T *x, const ATT_T *y, const ATT_T *dx, const PetscScalar *dtheta, ATT_T *dy)
 {
   Layer_Attention *att = (Layer_Attention *)layer->data;
-  const PetscInt   E = att->E, Ew = att->Ew, T = att->T, nT = n * T;
+  const PetscInt   E = att->E, Ew = att->Ew, nQ = n * att->nq;
   const ATT_T     *W, *dW = NULL;
-  ATT_T           *qkv = NULL, *o = NULL, *lse = NULL, *tiles = NULL, *dO, *dqkv, *wgrad;
+  ATT_T           *qb = NULL, *kv = NULL, *o = NULL, *lse = NULL, *tiles = NULL, *dO, *dqb, *dkv, *wgrad;
 
   PetscFunctionBegin;
   if (!n) PetscFunctionReturn(0);
   if (!dx && !dtheta) {
-    PetscCall(PetscArrayzero(dy, (size_t)nT * E));
+    PetscCall(PetscArrayzero(dy, (size_t)nQ * E));
     PetscFunctionReturn(0);
   }
   PetscCall(ATT_NAME(AttentionParameters)(layer, theta, "jvp", &W));
-  PetscCall(ATT_NAME(AttentionEnsureState)(layer, n, "jvp", W, x, &qkv, &o, &lse, &tiles));
-  PetscCall(ATT_NAME(AttentionWork)(layer, n, &dO, &dqkv, &wgrad));
+  PetscCall(ATT_NAME(AttentionEnsureState)(layer, n, "jvp", W, x, &qb, &kv, &o, &lse, &tiles));
+  PetscCall(ATT_NAME(AttentionWork)(layer, n, &dO, &dqb, &dkv, &wgrad));
   if (dtheta) PetscCall(ATT_NAME(AttentionDirection)(layer, dtheta, &dW));
-  if (dx) PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'T', 'N', 3 * Ew, nT, E, W + ATT_WIN(E, Ew), E, dx, E, 0, dqkv, 3 * Ew, NULL));
-  if (dW) {
-    ATT_NAME(LayerGemmEpilogue) ep = {NULL, dW + ATT_BIN(E, Ew), NULL, NULL};
-
-    PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'T', 'N', 3 * Ew, nT, E, dW + ATT_WIN(E, Ew), E, x, E, dx ? 1 : 0, dqkv, 3 * Ew, &ep));
-  }
-  ATT_PAIRS(att, n, tiles, att->tilesize * sizeof(ATT_T), ATT_NAME(AttentionJVPPair)(att, s, h, qkv, o, lse, dqkv, dO, NULL, (ATT_T *)pw_));
-  PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'T', 'N', E, nT, Ew, W + ATT_WO(E, Ew), Ew, dO, Ew, 0, dy, E, NULL));
+  if (dx) PetscCall(ATT_NAME(AttentionProject)(att, n, W + ATT_WIN(E, Ew), NULL, dx, 0, dqb, dkv));
+  if (dW) PetscCall(ATT_NAME(AttentionProject)(att, n, dW + ATT_WIN(E, Ew), dW + ATT_BIN(E, Ew), x, dx ? 1 : 0, dqb, dkv));
+  ATT_PAIRS(att, n, tiles, att->tilesize * sizeof(ATT_T), ATT_NAME(AttentionJVPPair)(att, s, h, qb, kv, o, lse, dqb, dkv, dO, NULL, (ATT_T *)pw_));
+  PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'T', 'N', E, nQ, Ew, W + ATT_WO(E, Ew), Ew, dO, Ew, 0, dy, E, NULL));
   if (dW) {
     ATT_NAME(LayerGemmEpilogue) ep = {NULL, att->outbias ? dW + ATT_BO(E, Ew) : NULL, NULL, NULL};
 
-    PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'T', 'N', E, nT, Ew, dW + ATT_WO(E, Ew), Ew, o, Ew, 1, dy, E, &ep));
+    PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'T', 'N', E, nQ, Ew, dW + ATT_WO(E, Ew), Ew, o, Ew, 1, dy, E, &ep));
   }
-  PetscCall(PetscLogFlops(2.0 * nT * E * Ew * (dtheta ? 8 : 4) + AttentionPairFlops(att, n, 10.0)));
+  PetscCall(PetscLogFlops((nQ + 2.0 * n * att->T) * E * Ew * (dtheta ? 4 : 2) + 2.0 * nQ * E * Ew * (dtheta ? 2 : 1) + AttentionPairFlops(att, n, 10.0)));
   PetscFunctionReturn(0);
 }

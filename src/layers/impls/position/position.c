@@ -8,6 +8,9 @@
             position:T:sinusoidal  none: P[t][2i] = sin(t / 10000^(2i/E)), P[t][2i+1] = cos(t / 10000^(2i/E))
                                    ("Attention is all you need", section 3.5), computed once at set-up in double
 
+  An offset t0 (LayerPositionSetOffset_C, for a Net that splits the tokens of a sequence over its ranks: the copy on a
+  rank's tokens [t0, t0 + T')) reads the rows [t0, t0 + T') instead: P[t0 + t], the learned rows of theta from t0 E
+  (their gradient likewise), the fixed ones computed at the global positions t0 + t.
   The map is the identity in x plus a constant (sinusoidal) or plus a linear function of W:
     jvp       dy = dx + dW[t]
     backward  dx = dy,  dW[t] += sum_s dy[s][t]
@@ -22,14 +25,21 @@ typedef struct {
   PetscBool    sinusoidal; /* the fixed table instead of parameters */
   PetscReal    initstd;    /* the learned table's N(0, std^2) */
   PetscScalar *table;      /* sinusoidal: P [T'][E], the rows the input uses */
+  PetscInt     t0;         /* the global position of the input's first row (0 but for a Net's copy on a rank's tokens) */
 } Layer_Position;
 
-/* the rows the input uses: theta's first T' rows, or the fixed table */
+/* the rows the input uses: theta's rows [t0, t0 + T'), or the fixed table (computed from t0) */
 static inline const PetscScalar *PositionTable(Layer layer, const PetscScalar *theta)
 {
   Layer_Position *pos = (Layer_Position *)layer->data;
 
-  return pos->sinusoidal ? pos->table : theta;
+  return pos->sinusoidal ? pos->table : theta + (size_t)pos->t0 * layer->in.dim[1];
+}
+
+/* the gradient of the rows the input uses (the learned table) */
+static inline PetscScalar *PositionGradient(Layer layer, PetscScalar *dtheta)
+{
+  return dtheta + (size_t)((Layer_Position *)layer->data)->t0 * layer->in.dim[1];
 }
 
 #define POS_T       PetscScalar
@@ -69,17 +79,19 @@ static PetscErrorCode LayerSetUp_Position(Layer layer)
   Tp = layer->in.dim[0];
   E  = layer->in.dim[1];
   PetscCheck(Tp <= pos->T, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "The %s has a table of T = %" PetscInt_FMT " positions, but its input %s has T' = %" PetscInt_FMT ": write position:%" PetscInt_FMT " (or more), or give shorter sequences", node, pos->T, shape, Tp, Tp);
+  PetscCheck(pos->t0 >= 0 && (PetscInt64)pos->t0 + Tp <= pos->T, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE,
+             "The %s reads the rows [%" PetscInt_FMT ", %" PetscInt64_FMT ") of its table of T = %" PetscInt_FMT " positions: write position:%" PetscInt64_FMT " (or more)", node, pos->t0, (PetscInt64)pos->t0 + Tp, pos->T, (PetscInt64)pos->t0 + Tp);
   PetscCheck((PetscInt64)pos->T * E <= PETSC_MAX_INT, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "The %s's table of %" PetscInt_FMT " x %" PetscInt_FMT " has more entries than %d, the largest PetscInt: use a smaller T", node, pos->T, E, PETSC_MAX_INT);
   layer->out     = layer->in;
   layer->nparams = pos->sinusoidal ? 0 : pos->T * E;
   PetscCall(PetscFree(pos->table));
-  if (pos->sinusoidal) { /* P[t][2i] = sin(t w_i), P[t][2i+1] = cos(t w_i), w_i = 10000^(-2i/E) */
+  if (pos->sinusoidal) { /* P[t][2i] = sin(t w_i), P[t][2i+1] = cos(t w_i), w_i = 10000^(-2i/E), at the global t0 + t */
     PetscCall(PetscMalloc1((size_t)Tp * E, &pos->table));
     for (PetscInt t = 0; t < Tp; t++)
       for (PetscInt e = 0; e < E; e++) {
-        const PetscReal w = PetscPowReal(10000.0, -(PetscReal)(e - e % 2) / E);
+        const PetscReal w = PetscPowReal(10000.0, -(PetscReal)(e - e % 2) / E), a = (PetscReal)(pos->t0 + t) * w;
 
-        pos->table[(size_t)t * E + e] = e % 2 ? PetscCosReal(t * w) : PetscSinReal(t * w);
+        pos->table[(size_t)t * E + e] = e % 2 ? PetscCosReal(a) : PetscSinReal(a);
       }
   }
   PetscFunctionReturn(0);
@@ -173,9 +185,22 @@ static PetscErrorCode LayerReset_Position(Layer layer)
   PetscFunctionReturn(0);
 }
 
+/* for a Net splitting the tokens of a sequence: the input's first row is at the global position t0 (before LayerSetUp()) */
+static PetscErrorCode LayerPositionSetOffset_Position(Layer layer, PetscInt t0)
+{
+  Layer_Position *pos = (Layer_Position *)layer->data;
+
+  PetscFunctionBegin;
+  if (pos->t0 == t0) PetscFunctionReturn(0);
+  if (layer->setupcalled) PetscCall(LayerReset(layer));
+  pos->t0 = t0;
+  PetscFunctionReturn(0);
+}
+
 static PetscErrorCode LayerDestroy_Position(Layer layer)
 {
   PetscFunctionBegin;
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerPositionSetOffset_C", NULL));
   PetscCall(PetscFree(((Layer_Position *)layer->data)->table));
   PetscCall(PetscFree(layer->data));
   PetscFunctionReturn(0);
@@ -207,5 +232,6 @@ PETSC_INTERN PetscErrorCode LayerCreate_Position(Layer layer)
   layer->ops->view           = LayerView_Position;
   layer->ops->reset          = LayerReset_Position;
   layer->ops->destroy        = LayerDestroy_Position;
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerPositionSetOffset_C", LayerPositionSetOffset_Position));
   PetscFunctionReturn(0);
 }

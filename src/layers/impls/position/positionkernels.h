@@ -19,7 +19,7 @@ static PetscErrorCode POS_NAME(LayerForward_Position)(Layer layer, PetscInt n, c
   PetscFunctionReturn(0);
 }
 
-/* dx = dy; dW[t][e] += sum_s dy[s][t][e] (learned table: ACCUMULATES, over the samples in order) */
+/* dx = dy; dW[t0 + t][e] += sum_s dy[s][t][e] (learned table: ACCUMULATES, over the samples in order) */
 static PetscErrorCode POS_NAME(LayerBackward_Position)(Layer layer, PetscInt n, const PetscScalar *theta, const POS_T *x, const POS_T *y, const POS_T *dy, POS_T *dx, PetscScalar *dtheta)
 {
   const PetscInt m = layer->insize;
@@ -27,8 +27,10 @@ static PetscErrorCode POS_NAME(LayerBackward_Position)(Layer layer, PetscInt n, 
   PetscFunctionBegin;
   if (dx) PetscCall(PetscArraycpy(dx, dy, (size_t)n * m));
   if (dtheta && layer->nparams) {
+    PetscScalar *dW = PositionGradient(layer, dtheta); /* the rows [t0, t0 + T') */
+
     for (PetscInt s = 0; s < n; s++)
-      for (PetscInt i = 0; i < m; i++) dtheta[i] += (PetscScalar)dy[(size_t)s * m + i];
+      for (PetscInt i = 0; i < m; i++) dW[i] += (PetscScalar)dy[(size_t)s * m + i];
     PetscCall(PetscLogFlops((PetscLogDouble)n * m));
   }
   PetscFunctionReturn(0);
@@ -43,8 +45,10 @@ static PetscErrorCode POS_NAME(LayerJVP_Position)(Layer layer, PetscInt n, const
   if (dx) PetscCall(PetscArraycpy(dy, dx, (size_t)n * m));
   else PetscCall(PetscArrayzero(dy, (size_t)n * m));
   if (dtheta && layer->nparams) {
+    const PetscScalar *dW = PositionTable(layer, dtheta); /* the rows [t0, t0 + T') of the direction */
+
     for (PetscInt s = 0; s < n; s++)
-      for (PetscInt i = 0; i < m; i++) dy[(size_t)s * m + i] += (POS_T)dtheta[i];
+      for (PetscInt i = 0; i < m; i++) dy[(size_t)s * m + i] += (POS_T)dW[i];
     PetscCall(PetscLogFlops((PetscLogDouble)n * m));
   }
   PetscFunctionReturn(0);
