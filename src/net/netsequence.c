@@ -293,7 +293,17 @@ PetscErrorCode NetSequenceSetUpNode_Private(Net net, PetscInt k)
              "parallel)",
              nd->name, type, ((PetscObject)layer)->prefix ? ((PetscObject)layer)->prefix : "");
   if (isposition) kind = NET_SEQ_POSITION;
-  if (isattention) kind = NET_SEQ_ATTENTION;
+  if (isattention) {
+    PetscReal dropout;
+
+    kind = NET_SEQ_ATTENTION;
+    PetscUseMethod(layer, "LayerAttentionGetHeads_C", (Layer, PetscInt *, PetscReal *), (layer, NULL, &dropout));
+    /* the rank's copy draws the dropout map from its own counters and its group's samples, not the whole layer's: a map
+       unlike one rank's, and not frozen by NetTestJacobian() (refused until the copy shares the layer's draw) */
+    PetscCheck(dropout == 0, comm, PETSC_ERR_SUP,
+               "Node %s (%s) has attention dropout %g, which -net_parallel sequence does not split by tokens yet (the query block of a rank would draw another map than the whole layer): give it -%sattention_dropout 0, or run it with -net_parallel replicated or sharded",
+               nd->name, type, (double)dropout, ((PetscObject)layer)->prefix ? ((PetscObject)layer)->prefix : "");
+  }
   if (kind == NET_SEQ_TOKEN && k < net->nlayers - 1) {
     PetscBool input = PETSC_FALSE;
 
