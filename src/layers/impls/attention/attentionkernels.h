@@ -240,6 +240,7 @@ static PetscErrorCode ATT_NAME(AttentionForwardState)(Layer layer, PetscInt n, c
 
     PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'T', 'N', 3 * Ew, nT, E, W + ATT_WIN(E, Ew), E, x, E, 0, *qkv, 3 * Ew, &ep));
   }
+  ATT_NAME(AttentionRotateQK)(att, n, PETSC_FALSE, *qkv); /* rotary positions (attentionrotary.h): the state keeps R Q, R K */
   {
     ATT_T *q = *qkv, *oo = *o, *l = *lse;
 
@@ -316,6 +317,7 @@ static PetscErrorCode ATT_NAME(LayerBackward_Attention)(Layer layer, PetscInt n,
         for (PetscInt e = 0; e < E; e++) dtheta[ATT_BO(E, Ew) + e] += (PetscScalar)dy[(size_t)r * E + e];
   }
   ATT_PAIRS(att, n, tiles, att->tilesize * sizeof(ATT_T), ATT_NAME(AttentionBackwardPair)(att, s, h, qkv, o, lse, dO, dqkv, (ATT_T *)pw_));
+  ATT_NAME(AttentionRotateQK)(att, n, PETSC_TRUE, dqkv); /* rotary positions: dQ, dK of the projection = R^T (those of R Q, R K) */
   if (dx) PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'N', 'N', E, nT, 3 * Ew, W + ATT_WIN(E, Ew), E, dqkv, 3 * Ew, 0, dx, E, NULL));
   if (dtheta) {
     ATT_NAME(LayerGemmEpilogue) ep = {NULL, NULL, NULL, dtheta + ATT_WIN(E, Ew)};
@@ -357,6 +359,7 @@ static PetscErrorCode ATT_NAME(LayerJVP_Attention)(Layer layer, PetscInt n, cons
 
     PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'T', 'N', 3 * Ew, nT, E, dW + ATT_WIN(E, Ew), E, x, E, dx ? 1 : 0, dqkv, 3 * Ew, &ep));
   }
+  ATT_NAME(AttentionRotateQK)(att, n, PETSC_FALSE, dqkv); /* rotary positions: the tangents of R Q, R K */
   ATT_PAIRS(att, n, tiles, att->tilesize * sizeof(ATT_T), ATT_NAME(AttentionJVPPair)(att, s, h, qkv, o, lse, dqkv, dO, NULL, (ATT_T *)pw_));
   PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'T', 'N', E, nT, Ew, W + ATT_WO(E, Ew), Ew, dO, Ew, 0, dy, E, NULL));
   if (dW) {
