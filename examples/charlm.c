@@ -514,7 +514,8 @@ int main(int argc, char **argv)
   PetscCall(PetNetOptionsBoundedInt("-charlm_embed", "Embedding width E", NULL, E, &E, NULL, 1));
   PetscCall(PetNetOptionsBoundedInt("-charlm_heads", "Attention heads H (dividing E)", NULL, H, &H, NULL, 1));
   PetscCall(PetNetOptionsBoundedInt("-charlm_depth", "Transformer blocks L", NULL, L, &L, NULL, 0));
-  PetscCall(PetscOptionsEList("-charlm_model", "The model: gpt, gpt_nope (no position table), gpt_rope (rotary positions, no table), mlp (per-position stand-in), auto (the first the library has)", NULL, CharLMModels, 5, CharLMModels[model], &model, NULL));
+  PetscCall(
+      PetscOptionsEList("-charlm_model", "The model: gpt, gpt_nope (no position table), gpt_rope (rotary positions, no table), mlp (per-position stand-in), auto (the first the library has)", NULL, CharLMModels, 5, CharLMModels[model], &model, NULL));
   PetscCall(PetNetOptionsBoundedInt("-charlm_iterations", "Optimizer steps", NULL, iterations, &iterations, NULL, 0));
   PetscCall(PetNetOptionsBoundedInt("-charlm_batch", "Windows per step (global)", NULL, s.B, &s.B, NULL, 1));
   PetscCall(PetNetOptionsBoundedInt("-charlm_seed", "Seed of the windows' draws", NULL, seed, &seed, NULL, 0));

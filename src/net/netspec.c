@@ -272,7 +272,7 @@ static PetscErrorCode NetAppendTransformer_Private(Net net, const char args[], c
   char     *end, *after, attn[256], mlp[256], n1[NET_MAX_NAME], p1[NET_MAX_NAME], n2[NET_MAX_NAME], p2[NET_MAX_NAME];
   long long H, F;
   PetscBool causal = PETSC_FALSE, rotary = PETSC_FALSE;
-  PetscInt  start  = net->nlayers, mid;
+  PetscInt  start = net->nlayers, mid;
 
   PetscFunctionBegin;
   PetscCheck(args && args[0], comm, PETSC_ERR_ARG_WRONG, "transformer entry %" PetscInt_FMT " (options prefix -%s) has no sizes: write transformer:H:F[:causal][:rotary], H heads and F hidden units of its MLP, e.g. transformer:4:256", index, prefix);
@@ -286,11 +286,14 @@ static PetscErrorCode NetAppendTransformer_Private(Net net, const char args[], c
       } else if (!strncmp(after, ":rotary", 7) && !rotary && (!after[7] || after[7] == ':')) {
         rotary = PETSC_TRUE;
         after += 7;
-      } else F = 0;
+      } else
+        F = 0;
     }
-  } else F = 0;
+  } else
+    F = 0;
   PetscCheck(H > 0 && F > 0 && H <= PETSC_MAX_INT && F <= PETSC_MAX_INT, comm, PETSC_ERR_ARG_WRONG,
-             "Malformed \"transformer:%s\": transformer takes H:F or H:F:causal, and optionally :rotary (rotary positions in its attention; the flags each once, in either order), H > 0 attention heads and F > 0 hidden units of its MLP (at most %d), e.g. transformer:4:256, transformer:4:256:causal or transformer:4:256:causal:rotary",
+             "Malformed \"transformer:%s\": transformer takes H:F or H:F:causal, and optionally :rotary (rotary positions in its attention; the flags each once, in either order), H > 0 attention heads and F > 0 hidden units of its MLP (at most %d), "
+             "e.g. transformer:4:256, transformer:4:256:causal or transformer:4:256:causal:rotary",
              args, PETSC_MAX_INT);
   PetscCall(PetscSNPrintf(attn, sizeof(attn), "layernorm,attention:%lld%s%s", H, causal ? ":causal" : "", rotary ? ":rotary" : ""));
   PetscCall(PetscSNPrintf(mlp, sizeof(mlp), "layernorm,dense:%lld:tokens,gelu,dense:E:tokens", F));

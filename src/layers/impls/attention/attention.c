@@ -50,7 +50,7 @@ typedef struct {
   PetscBool  rotary; /* rotary positions on Q and K (attentionrotary.h) */
   PetscReal  base;   /* their base (-attention_rotary_base, 10000) */
   PetscReal  p;      /* attention dropout */
-  PetscReal  scale; /* 1 / sqrt(d) */
+  PetscReal  scale;  /* 1 / sqrt(d) */
   PetscInt   pairsperpart;
   PetscInt64 seed, counter; /* the dropout map's seed and training-mode forward passes so far */
   PetscBool  masked;        /* the last forward applied the dropout map: backward and jvp follow it */
@@ -470,16 +470,19 @@ static PetscErrorCode LayerSetUp_Attention(Layer layer)
   PetscCheck(att->tile > 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "The %s has tile %" PetscInt_FMT ": give -%sattention_tile B with B >= 1 (keys per tile, default 64)", node, att->tile, prefix);
   PetscCheck(att->p >= 0 && att->p < 1, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "The %s has attention dropout %g: give -%sattention_dropout p with 0 <= p < 1", node, (double)att->p, prefix);
   if (att->rotary) { /* rotary positions turn each head's features in pairs (i, i + d/2) */
-    const PetscInt64 d = E / att->H;
+    const PetscInt64 d     = E / att->H;
     PetscInt64       Heven = 0;
     char             fix[160];
 
     for (PetscInt64 h = att->H; h <= E && !Heven; h++)
       if (E % h == 0 && (E / h) % 2 == 0) Heven = h;
-    if (Heven) PetscCall(PetscSNPrintf(fix, sizeof(fix), "write attention:%" PetscInt64_FMT "%s:rotary (d = %" PetscInt64_FMT ")", Heven, att->causal ? ":causal" : "", E / Heven));
-    else PetscCall(PetscSNPrintf(fix, sizeof(fix), "make E (the last dimension of its input) have an even divisor d"));
+    if (Heven)
+      PetscCall(PetscSNPrintf(fix, sizeof(fix), "write attention:%" PetscInt64_FMT "%s:rotary (d = %" PetscInt64_FMT ")", Heven, att->causal ? ":causal" : "", E / Heven));
+    else
+      PetscCall(PetscSNPrintf(fix, sizeof(fix), "make E (the last dimension of its input) have an even divisor d"));
     PetscCheck(d % 2 == 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG,
-               "The %s has rotary positions on heads of d = E / H = %" PetscInt64_FMT " / %" PetscInt_FMT " = %" PetscInt64_FMT " features, an odd number: rotary positions turn each head's features in pairs, so d must be even: %s, or drop :rotary (-%sattention_rotary false)",
+               "The %s has rotary positions on heads of d = E / H = %" PetscInt64_FMT " / %" PetscInt_FMT " = %" PetscInt64_FMT
+               " features, an odd number: rotary positions turn each head's features in pairs, so d must be even: %s, or drop :rotary (-%sattention_rotary false)",
                node, E, att->H, d, fix, prefix);
     PetscCheck(att->base > 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "The %s has rotary base %g: give -%sattention_rotary_base b with b > 0 (default 10000)", node, (double)att->base, prefix);
   }
@@ -578,10 +581,12 @@ static PetscErrorCode LayerSetArguments_Attention(Layer layer, const char args[]
     } else if (!strncmp(end, ":rotary", 7) && !rotary && (!end[7] || end[7] == ':')) {
       rotary = PETSC_TRUE;
       end += 7;
-    } else good = PETSC_FALSE;
+    } else
+      good = PETSC_FALSE;
   }
   PetscCheck(good, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG,
-             "Malformed \"attention:%s\": attention takes H, the number of heads (a divisor of the input's last dimension E), and optionally :causal and :rotary (rotary positions; each once, in either order), e.g. attention:4 or attention:4:causal or attention:4:causal:rotary",
+             "Malformed \"attention:%s\": attention takes H, the number of heads (a divisor of the input's last dimension E), and optionally :causal and :rotary (rotary positions; each once, in either order), e.g. attention:4 or attention:4:causal "
+             "or attention:4:causal:rotary",
              args);
   PetscCheck(H > 0 && H <= PETSC_MAX_INT, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "attention:%s: the number of heads H must be a positive divisor of E (the input's last dimension), e.g. attention:4", args);
   att->H      = (PetscInt)H;
@@ -605,7 +610,7 @@ static PetscErrorCode LayerSetFromOptions_Attention(Layer layer, PetscOptionItem
   const char      *prefix;
   char             node[256];
   PetscInt         H = att->H, tile = att->tile, seed = (PetscInt)att->seed;
-  PetscReal        p      = att->p, base = att->base;
+  PetscReal        p = att->p, base = att->base;
   PetscBool        causal = att->causal, rotary = att->rotary, set;
 
   PetscFunctionBegin;
