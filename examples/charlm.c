@@ -4,7 +4,8 @@ static const char help[] = "A character-level GPT on the text of the Debian pack
                            "             file when DIR has fewer than 10); a single FILE: its last tenth is the validation text\n"
                            "  vocabulary the bytes of the train text in increasing order as ids 1..V-1; id 0 stands for a byte the train text lacks\n"
                            "  model      embedding:V:E, position:P, L x transformer:H:4E:causal, layernorm, dense:V:tokens (-net_layers replaces it)\n"
-                           "  -charlm_model auto|gpt|gpt_nope|mlp  gpt_nope: no position table; mlp: a per-position stand-in (no attention); auto:\n"
+                           "  -charlm_model auto|gpt|gpt_nope|gpt_rope|mlp  gpt_nope: no position table; gpt_rope: no position table, rotary positions\n"
+                           "                        in attention (transformer:H:4E:causal:rotary); mlp: a per-position stand-in (no attention); auto:\n"
                            "                        the first of gpt, gpt_nope, mlp whose layer kinds this PetNet has (default)\n"
                            "  -charlm_context T     tokens per window (default 128); -charlm_positions P  rows of the position table (default T)\n"
                            "  -charlm_embed E (default 64)  -charlm_heads H (default 4)  -charlm_depth L (default 2)\n"
@@ -229,10 +230,11 @@ static PetscErrorCode Sample(CharLM *s, const char *prompt, PetscInt N, PetscRea
 }
 
 /* The models of -charlm_model (see help) */
-static const char *const CharLMModels[] = {"auto", "gpt", "gpt_nope", "mlp", "CharLMModel", "CHARLM_MODEL_", NULL};
+static const char *const CharLMModels[] = {"auto", "gpt", "gpt_nope", "mlp", "gpt_rope", "CharLMModel", "CHARLM_MODEL_", NULL};
 
 /* The model (see help): L blocks transformer:H:4E:causal, or the same block spelled out as residual blocks when the
-   library has attention but not the shorthand; gpt_nope without the position table; mlp, a per-position stand-in.
+   library has attention but not the shorthand; gpt_nope without the position table; gpt_rope without it but with rotary
+   positions in attention (model 4); mlp, a per-position stand-in.
    auto (model 0): the first of gpt, gpt_nope, mlp whose layer kinds the library has */
 static PetscErrorCode DefaultLayers(MPI_Comm comm, PetscInt model, const Corpus *c, PetscInt T, PetscInt P, PetscInt E, PetscInt H, PetscInt L, size_t len, char spec[], PetNetShape *in, const char **arch)
 {
@@ -245,8 +247,8 @@ static PetscErrorCode DefaultLayers(MPI_Comm comm, PetscInt model, const Corpus 
   PetscCall(PetscFunctionListFind(LayerList, "position", &position));
   PetscCheck(model != 1 || (attention && position), comm, PETSC_ERR_SUP, "-charlm_model gpt needs the layer kinds attention and position, and this PetNet lacks %s: give -charlm_model %s", attention ? "position" : "attention",
              attention ? "gpt_nope (no position table) or mlp" : "mlp");
-  PetscCheck(model != 2 || attention, comm, PETSC_ERR_SUP, "-charlm_model gpt_nope needs the layer kind attention, which this PetNet lacks: give -charlm_model mlp");
-  if (model == 2) position = NULL;
+  PetscCheck((model != 2 && model != 4) || attention, comm, PETSC_ERR_SUP, "-charlm_model %s needs the layer kind attention, which this PetNet lacks: give -charlm_model mlp", CharLMModels[model]);
+  if (model == 2 || model == 4) position = NULL;
   if (model == 3) attention = NULL;
   if (attention) { /* without the position layer (not yet in the library): no position table, arch=gpt_nope */
     if (position)
@@ -256,15 +258,15 @@ static PetscErrorCode DefaultLayers(MPI_Comm comm, PetscInt model, const Corpus 
     for (PetscInt l = 0; l < L; l++) {
       PetscCall(PetscStrlen(spec, &n));
       if (transformer)
-        PetscCall(PetscSNPrintf(spec + n, len - n, ",transformer:%" PetscInt_FMT ":%" PetscInt_FMT ":causal", H, 4 * E));
+        PetscCall(PetscSNPrintf(spec + n, len - n, ",transformer:%" PetscInt_FMT ":%" PetscInt_FMT ":causal%s", H, 4 * E, model == 4 ? ":rotary" : ""));
       else
-        PetscCall(PetscSNPrintf(spec + n, len - n, ",residual(layernorm,attention:%" PetscInt_FMT ":causal),residual(layernorm,dense:%" PetscInt_FMT ":tokens,gelu,dense:%" PetscInt_FMT ":tokens)", H, 4 * E, E));
+        PetscCall(PetscSNPrintf(spec + n, len - n, ",residual(layernorm,attention:%" PetscInt_FMT ":causal%s),residual(layernorm,dense:%" PetscInt_FMT ":tokens,gelu,dense:%" PetscInt_FMT ":tokens)", H, model == 4 ? ":rotary" : "", 4 * E, E));
     }
     PetscCall(PetscStrlen(spec, &n));
     PetscCall(PetscSNPrintf(spec + n, len - n, ",layernorm,dense:%" PetscInt_FMT ":tokens", c->V));
     in->ndim   = 1;
     in->dim[0] = T;
-    *arch      = position ? "gpt" : "gpt_nope";
+    *arch      = position ? "gpt" : model == 4 ? "gpt_rope" : "gpt_nope";
   } else { /* (T, 1, E) through 1x1 convolutions: each position on its own */
     PetscCall(PetscSNPrintf(spec, len, "embedding:%" PetscInt_FMT ":%" PetscInt_FMT ",layernorm,conv2d:%" PetscInt_FMT ":1:1:0,gelu,conv2d:%" PetscInt_FMT ":1:1:0,layernorm,conv2d:%" PetscInt_FMT ":1:1:0", c->V, E, 4 * E, E, c->V));
     in->ndim   = 2;
@@ -310,7 +312,8 @@ int main(int argc, char **argv)
   PetscCall(PetNetOptionsBoundedInt("-charlm_embed", "Embedding width E", NULL, E, &E, NULL, 1));
   PetscCall(PetNetOptionsBoundedInt("-charlm_heads", "Attention heads H (dividing E)", NULL, H, &H, NULL, 1));
   PetscCall(PetNetOptionsBoundedInt("-charlm_depth", "Transformer blocks L", NULL, L, &L, NULL, 0));
-  PetscCall(PetscOptionsEList("-charlm_model", "The model: gpt, gpt_nope (no position table), mlp (per-position stand-in), auto (the first the library has)", NULL, CharLMModels, 4, CharLMModels[model], &model, NULL));
+  PetscCall(
+      PetscOptionsEList("-charlm_model", "The model: gpt, gpt_nope (no position table), gpt_rope (rotary positions, no table), mlp (per-position stand-in), auto (the first the library has)", NULL, CharLMModels, 5, CharLMModels[model], &model, NULL));
   PetscCall(PetNetOptionsBoundedInt("-charlm_iterations", "Optimizer steps", NULL, iterations, &iterations, NULL, 0));
   PetscCall(PetNetOptionsBoundedInt("-charlm_batch", "Windows per step (global)", NULL, s.B, &s.B, NULL, 1));
   PetscCall(PetNetOptionsBoundedInt("-charlm_seed", "Seed of the windows' draws", NULL, seed, &seed, NULL, 0));

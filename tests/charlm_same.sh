@@ -4,6 +4,7 @@
 #   sharded  the same on 1 rank and on 2 ranks with -net_parallel sharded
 #   tensor   the same on 1 rank and on 2 ranks with -net_parallel tensor (heads and MLP pairs split, Megatron)
 #   sequence the same on 1 rank and on 2 ranks with -net_parallel sequence (the tokens split)
+#   rope_tensor, rope_sequence  the same two pairs with -charlm_model gpt_rope (rotary positions, no position table)
 #   reload   val_bpc of a model trained and saved on 2 ranks (-net_save) and of that file loaded on 1 rank (-net_load,
 #            no training)
 #   torch    PyTorch -> PetNet: share/bench/charlm_torch.py's GPT (nanoGPT's names, position table, 2 blocks) with random
@@ -41,10 +42,12 @@ case $case in
   sharded) run 1 "$out.a" "${tiny[@]}"; run 2 "$out.b" "${tiny[@]}" -net_parallel sharded; keys=(train_loss val_bpc) ;;
   tensor)  run 1 "$out.a" "${tiny[@]}"; run 2 "$out.b" "${tiny[@]}" -net_parallel tensor; keys=(train_loss val_bpc) ;;
   sequence) run 1 "$out.a" "${tiny[@]}"; run 2 "$out.b" "${tiny[@]}" -net_parallel sequence; keys=(train_loss val_bpc) ;;
+  rope_tensor)   run 1 "$out.a" "${tiny[@]}" -charlm_model gpt_rope; run 2 "$out.b" "${tiny[@]}" -charlm_model gpt_rope -net_parallel tensor; keys=(train_loss val_bpc) ;;
+  rope_sequence) run 1 "$out.a" "${tiny[@]}" -charlm_model gpt_rope; run 2 "$out.b" "${tiny[@]}" -charlm_model gpt_rope -net_parallel sequence; keys=(train_loss val_bpc) ;;
   reload)  run 2 "$out.a" "${tiny[@]}" -net_save "$out.h5"; run 1 "$out.b" "${tiny[@]}" -charlm_iterations 0 -net_load "$out.h5"; keys=(val_bpc) ;;
   torch)   torch gpt; keys=(val_bpc); rtol=1e-10 ;;
   torch_mlp) torch mlp; keys=(val_bpc); rtol=1e-10 ;;
-  *) echo "usage: $0 ranks|sharded|tensor|sequence|reload|torch|torch_mlp"; exit 2 ;;
+  *) echo "usage: $0 ranks|sharded|tensor|sequence|rope_tensor|rope_sequence|reload|torch|torch_mlp"; exit 2 ;;
 esac
 for k in "${keys[@]}"; do bounds "$k" "$out.a"; done > "$out.check"
 [[ $(wc -l < "$out.check") -eq $((2 * ${#keys[@]})) ]] || { echo "the first run's summary lacks ${keys[*]}:"; tail -3 "$out.a"; exit 1; }

@@ -86,6 +86,8 @@ static const SOCase socases[] = {
     {"attention", "4:causal", "6x8", PETSC_TRUE, "-attention_tile 4", SO_BATCH, "transformer attention:4:causal, tile 4"},
     {"attention", "1:causal", "5x3", PETSC_TRUE, "-attention_tile 1", SO_BATCH, "transformer attention:1:causal, tile 1"},
     {"attention", "2:causal", "7x4", PETSC_TRUE, "-attention_dropout 0.3 -attention_tile 3", SO_BATCH, "transformer attention:2:causal, dropout 0.3 (training)"},
+    {"attention", "2:rotary", "5x8", PETSC_TRUE, "-attention_tile 2", SO_BATCH, "transformer attention:2:rotary (d = 4), tile 2"},
+    {"attention", "2:rotary:causal", "7x4", PETSC_TRUE, "-attention_tile 3 -attention_rotary_base 7", SO_BATCH, "transformer attention:2:causal:rotary (d = 2, base 7), tile 3"},
     {"reshape", "2x-1x3", "4x6", PETSC_TRUE, NULL, SO_BATCH, "tensorops reshape 2x-1x3"},
     {"permute", "2,0,1", "3x4x5", PETSC_TRUE, NULL, SO_BATCH, "tensorops permute 2,0,1", "dims in the order (2,0,1)"},
     {"einsum", "tij->jti", "3x4x5", PETSC_TRUE, NULL, SO_BATCH, "tensorops einsum tij->jti (one input)", "permutation"},

@@ -17,7 +17,10 @@ per-position stand-in bin/charlm uses while the attention layers are not in the 
 Linear(E, 4E), GELU, Linear(4E, E), layernorm, Linear(E, V), each position on its own). Parameters start from
 PyTorch's default initialisation of each module (seeded by --seed), which PetNet's layers follow (wpe N(0, 0.02^2) as
 PetNet's position:P): the two programs start from different draws of the same distributions. --model gpt_nope is
-the GPT without wpe (bin/charlm's arch=gpt_nope, when the library has attention but no position layer). Optimizer: torch.optim.Adam (PetNet's adam, PyTorch's defaults), lr --lr.
+the GPT without wpe (bin/charlm's arch=gpt_nope, when the library has attention but no position layer). --model
+gpt_rope is the GPT without wpe whose attention rotates each head's queries and keys by their position (rotary
+positions, bin/charlm's -charlm_model gpt_rope, PetNet's transformer:H:4E:causal:rotary): the halves (i, i + d/2) of a
+head turned by t 10000^(-2i/d), on nn.MultiheadAttention's own parameters (rotary_attention below). Optimizer: torch.optim.Adam (PetNet's adam, PyTorch's defaults), lr --lr.
 
 --load-petnet FILE evaluates a model saved by bin/charlm (-net_save FILE.h5) instead of training one: its tensors
 under nanoGPT's names (share/python/petnet_torch.py, charlm_state_dict()) into the GPT below (or the stand-in) with
@@ -78,26 +81,46 @@ class Rander48:
         return self.x / 2.0 ** 48
 
 
+def rotary_attention(attn, x, mask, base=10000.0):
+    """Self-attention of nn.MultiheadAttention attn on x (N, T, E) with rotary positions: q and k of each head (d = E/H
+    features) rotated after the projection, feature i paired with i + d/2 and turned by the angle t base^(-2i/d) at
+    position t; mask is added to the scores (-inf above the diagonal)"""
+    N, T, E = x.shape
+    H = attn.num_heads
+    d = E // H
+    q, k, v = (t.reshape(N, T, H, d).transpose(1, 2) for t in F.linear(x, attn.in_proj_weight, attn.in_proj_bias).chunk(3, dim=-1))
+    angle = torch.arange(T, dtype=torch.float64)[:, None] * base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)[None, :]
+    cos, sin = torch.cos(angle).to(x.dtype), torch.sin(angle).to(x.dtype)
+
+    def rotate(z):
+        a, b = z[..., :d // 2], z[..., d // 2:]
+        return torch.cat((a * cos - b * sin, a * sin + b * cos), dim=-1)
+
+    s = rotate(q) @ rotate(k).transpose(-1, -2) / math.sqrt(d) + mask
+    return attn.out_proj((torch.softmax(s, dim=-1) @ v).transpose(1, 2).reshape(N, T, E))
+
+
 class Block(nn.Module):
-    def __init__(self, E, H):
+    def __init__(self, E, H, rotary=False):
         super().__init__()
         self.ln_1 = nn.LayerNorm(E)
         self.attn = nn.MultiheadAttention(E, H, batch_first=True)
         self.ln_2 = nn.LayerNorm(E)
         self.mlp = nn.ModuleDict(dict(c_fc=nn.Linear(E, 4 * E), c_proj=nn.Linear(4 * E, E)))
+        self.rotary = rotary
 
     def forward(self, x, mask):
         h = self.ln_1(x)
-        x = x + self.attn(h, h, h, attn_mask=mask, need_weights=False)[0]
+        x = x + (rotary_attention(self.attn, h, mask) if self.rotary else self.attn(h, h, h, attn_mask=mask, need_weights=False)[0])
         return x + self.mlp.c_proj(F.gelu(self.mlp.c_fc(self.ln_2(x))))
 
 
 class GPT(nn.Module):
-    """P > 0: a learned position table of P rows (wpe); P = 0: none (bin/charlm's arch=gpt_nope)"""
+    """P > 0: a learned position table of P rows (wpe); P = 0: none (bin/charlm's arch=gpt_nope, or gpt_rope with rotary)"""
 
-    def __init__(self, V, P, E, H, L):
+    def __init__(self, V, P, E, H, L, rotary=False):
         super().__init__()
-        modules = dict(wte=nn.Embedding(V, E), h=nn.ModuleList([Block(E, H) for _ in range(L)]), ln_f=nn.LayerNorm(E))
+        modules = dict(wte=nn.Embedding(V, E), h=nn.ModuleList([Block(E, H, rotary) for _ in range(L)]), ln_f=nn.LayerNorm(E))
         if P:
             modules['wpe'] = nn.Embedding(P, E)
             nn.init.normal_(modules['wpe'].weight, std=0.02)  # PetNet's position:P (and nanoGPT's wpe) start N(0, 0.02^2)
@@ -151,7 +174,7 @@ def evaluate_petnet(a):
         P = state['transformer.wpe.weight'].shape[0] if 'transformer.wpe.weight' in state else 0
         L = len({k.split('.')[2] for k in state if k.startswith('transformer.h.')})
         H = int(re.search(r'(?:attention|transformer):(\d+)', spec).group(1))
-        model = GPT(V, P, E, H, L)
+        model = GPT(V, P, E, H, L, rotary=':rotary' in spec)
     else:
         model = StandIn(V, E)
     model = model.to(torch.float64)
@@ -208,7 +231,7 @@ def save_petnet(a):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--corpus', default='/usr/share/games/fortunes')
-    ap.add_argument('--model', choices=['gpt', 'gpt_nope', 'mlp'], default='gpt')
+    ap.add_argument('--model', choices=['gpt', 'gpt_nope', 'gpt_rope', 'mlp'], default='gpt')
     ap.add_argument('--context', type=int, default=128)
     ap.add_argument('--embed', type=int, default=64)
     ap.add_argument('--heads', type=int, default=4)
@@ -238,7 +261,7 @@ def main():
     V, T = len(present) + 1, a.context
     tr = torch.from_numpy(ids[np.frombuffer(train, dtype=np.uint8)])
     va = torch.from_numpy(ids[np.frombuffer(val, dtype=np.uint8)])
-    model = (StandIn(V, a.embed) if a.model == 'mlp' else GPT(V, T if a.model == 'gpt' else 0, a.embed, a.heads, a.depth)).to(dtype)
+    model = (StandIn(V, a.embed) if a.model == 'mlp' else GPT(V, T if a.model == 'gpt' else 0, a.embed, a.heads, a.depth, rotary=a.model == 'gpt_rope')).to(dtype)
     opt = torch.optim.Adam(model.parameters(), lr=a.lr)
     rnd, nstarts = Rander48(a.seed), len(tr) - T
     offs = torch.arange(T)

@@ -98,11 +98,12 @@ Layer kinds (PetNet -> PyTorch):
     transformer:H:F[:causal] on (T, E) -> nn.TransformerEncoderLayer(E, H, F, dropout=0, activation="gelu",
     batch_first=True, norm_first=True), CausalEncoderLayer when causal (its tensors: _BLOCK_TENSORS; saving also takes
     an nn.TransformerEncoder of such layers, as its layers and then its norm),
-    attention:H[:causal] on (T, E) -> SelfAttention(E, H, causal), an nn.MultiheadAttention(E, H, batch_first=True)
-    called as mha(x, x, x) (with the upper-triangular attn_mask when causal): its state_dict is nn.MultiheadAttention's
-    own (in_proj_weight [3E][E], in_proj_bias, out_proj.weight, out_proj.bias), so a file loads into a plain
-    nn.MultiheadAttention too; saving needs the SelfAttention wrapper (a bare nn.MultiheadAttention takes three
-    inputs and is refused),
+    attention:H[:causal][:rotary] on (T, E) -> SelfAttention(E, H, causal, rotary), an nn.MultiheadAttention(E, H,
+    batch_first=True) called as mha(x, x, x) (with the upper-triangular attn_mask when causal): its state_dict is
+    nn.MultiheadAttention's own (in_proj_weight [3E][E], in_proj_bias, out_proj.weight, out_proj.bias), so a file loads
+    into a plain nn.MultiheadAttention too (which computes the layer without :rotary); saving needs the SelfAttention
+    wrapper (a bare nn.MultiheadAttention takes three inputs and is refused). With rotary, SelfAttention rotates each
+    head's q and k by their position (rotate_half pairs (i, i + d/2), angle t base^(-2i/d)) as PetNet's attention does,
     convtranspose2d:OUT[:K[:STRIDE[:PAD]]][:output_padding=P][:dilation=D][:groups=G][:bias=0] -> ConvTranspose2d
     (weight [Cin][OUT/G][KH][KW], PetNet's own order [Cin][KH][KW][OUT/G] in files of version 2),
     upsample:S[:MODE] -> Upsample(scale_factor=S, mode='nearest', or 'bilinear' on (h, w, c) and 'trilinear' on
@@ -174,18 +175,50 @@ class TokenEmbedding(nn.Embedding):
         return super().forward(torch.round(x).long())
 
 
-class SelfAttention(nn.MultiheadAttention):
-    """PetNet's attention:H[:causal]: nn.MultiheadAttention(E, H, batch_first=True) as self-attention on (N, T, E),
-    mha(x, x, x, attn_mask) with the mask True above the diagonal when causal; returns the attended output only."""
+def rotary_tables(T, d, base=10000.0, dtype=torch.float64, device=None):
+    """cos and sin (T, d/2) of the rotary angles t base^(-2i/d), t < T, i < d/2 (computed in float64)"""
+    freq = base ** (-torch.arange(0, d, 2, dtype=torch.float64, device=device) / d)
+    angle = torch.arange(T, dtype=torch.float64, device=device)[:, None] * freq[None, :]
+    return torch.cos(angle).to(dtype), torch.sin(angle).to(dtype)
 
-    def __init__(self, embed_dim, num_heads, causal=False, dropout=0.0, dtype=None):
+
+def rotate_half(x, cos, sin):
+    """Rotary positions on (..., T, d): the pairs (i, i + d/2) of the last dimension turned by the angles of cos, sin
+    (T, d/2), as PetNet's attention:H:rotary (src/layers/impls/attention/attentionrotary.h)"""
+    h = x.shape[-1] // 2
+    a, b = x[..., :h], x[..., h:]
+    return torch.cat((a * cos - b * sin, a * sin + b * cos), dim=-1)
+
+
+class SelfAttention(nn.MultiheadAttention):
+    """PetNet's attention:H[:causal][:rotary]: nn.MultiheadAttention(E, H, batch_first=True) as self-attention on
+    (N, T, E), mha(x, x, x, attn_mask) with the mask True above the diagonal when causal; returns the attended output
+    only. rotary=True: the same parameters, with each head's q and k rotated by their position after the projection
+    (rotate_half, base rotary_base) -- computed here from in_proj and out_proj, as nn.MultiheadAttention has no hook."""
+
+    def __init__(self, embed_dim, num_heads, causal=False, dropout=0.0, dtype=None, rotary=False, rotary_base=10000.0):
         super().__init__(embed_dim, num_heads, dropout=dropout, batch_first=True, dtype=dtype)
         self.causal = causal
+        self.rotary = rotary
+        self.rotary_base = rotary_base
+        if rotary and (embed_dim // num_heads) % 2:
+            raise ValueError(f"SelfAttention({embed_dim}, {num_heads}, rotary=True): rotary positions need an even head width E / H, not {embed_dim // num_heads}")
 
     def forward(self, x):
-        T = x.shape[1]
+        N, T, E = x.shape
         mask = torch.triu(torch.ones(T, T, dtype=torch.bool, device=x.device), 1) if self.causal else None
-        return super().forward(x, x, x, attn_mask=mask, need_weights=False)[0]
+        if not self.rotary:
+            return super().forward(x, x, x, attn_mask=mask, need_weights=False)[0]
+        H = self.num_heads
+        d = E // H
+        q, k, v = (t.reshape(N, T, H, d).transpose(1, 2) for t in nn.functional.linear(x, self.in_proj_weight, self.in_proj_bias).chunk(3, dim=-1))
+        cos, sin = rotary_tables(T, d, self.rotary_base, x.dtype, x.device)
+        q, k = rotate_half(q, cos, sin), rotate_half(k, cos, sin)
+        s = q @ k.transpose(-1, -2) / math.sqrt(d)
+        if mask is not None:
+            s = s.masked_fill(mask, float("-inf"))
+        p = nn.functional.dropout(torch.softmax(s, dim=-1), self.dropout, self.training)
+        return self.out_proj((p @ v).transpose(1, 2).reshape(N, T, E))
 
 
 # The tensors of PetNet's pre-norm block transformer:H:F[:causal] in a model file, relative to its entry I (NetSetLayers()
@@ -254,11 +287,12 @@ def _encoder_entry(m):
 
 
 def _attention_args(args):
-    """attention's H[:causal] -> (H, causal)"""
+    """attention's H[:causal][:rotary] (the flags in either order) -> (H, causal, rotary)"""
     head, _, rest = (args or "").partition(":")
-    if not head.isdigit() or int(head) <= 0 or rest not in ("", "causal"):
-        raise ValueError(f"attention takes H[:causal], the number of heads and optionally causal, not '{args}'")
-    return int(head), rest == "causal"
+    flags = rest.split(":") if rest else []
+    if not head.isdigit() or int(head) <= 0 or any(f not in ("causal", "rotary") for f in flags) or len(set(flags)) != len(flags):
+        raise ValueError(f"attention takes H[:causal][:rotary], the number of heads and optionally causal and rotary, not '{args}'")
+    return int(head), "causal" in flags, "rotary" in flags
 
 
 def _norm_args(kind, args):
@@ -509,10 +543,10 @@ def _make_module(kind, args, shape):
             raise ValueError(f"transformer:{args} needs a (T, E) input with H dividing E, not {shape_to_string(shape)}")
         return encoder_layer(shape[1], int(fields[0]), int(fields[1]), causal=fields[2:] == ["causal"])
     if kind == "attention":
-        heads, causal = _attention_args(args)
+        heads, causal, rotary = _attention_args(args)
         if len(shape) != 2 or shape[1] % heads:
             raise ValueError(f"attention:{args} needs a (T, E) input with H dividing E, not {shape_to_string(shape)}")
-        return SelfAttention(shape[1], heads, causal, dtype=torch.float64)
+        return SelfAttention(shape[1], heads, causal, dtype=torch.float64, rotary=rotary)
     if kind == "embedding":
         fields = args.split(":") if args else []
         if len(fields) != 2 or not all(f.isdigit() and int(f) > 0 for f in fields):
@@ -704,7 +738,7 @@ def _group_one(m):
     if isinstance(m, SelfAttention):
         if m.in_proj_weight is None or m.in_proj_bias is None or m.bias_k is not None or m.add_zero_attn or not m.batch_first:
             raise ValueError("PetNet's attention has in_proj_weight, in_proj_bias and the output projection: use SelfAttention(E, H) (bias=True, no add_bias_kv, no add_zero_attn, kdim = vdim = E)")
-        return f"attention:{m.num_heads}{':causal' if m.causal else ''}", [m]
+        return f"attention:{m.num_heads}{':causal' if m.causal else ''}{':rotary' if getattr(m, 'rotary', False) else ''}", [m]
     if isinstance(m, nn.MultiheadAttention):
         raise ValueError("nn.MultiheadAttention takes query, key and value: wrap it as petnet_torch.SelfAttention(E, H[, causal]) (self-attention, batch_first) to save it for PetNet's attention:H[:causal]")
     if isinstance(m, nn.Embedding):

@@ -15,14 +15,14 @@
   name an identifier, each input the name of an earlier node or "input" (the Net's input); without "<-" the node
   takes the previous node (the Net's input for the first). The options prefix of a node is "<name>_".
 
-  The entry transformer:H:F[:causal], in a list or a graph, is the pre-norm transformer block: two residual entries,
-    residual(layernorm,attention:H[:causal]) then residual(layernorm,dense:F:tokens,gelu,dense:E:tokens)
+  The entry transformer:H:F[:causal][:rotary], in a list or a graph, is the pre-norm transformer block: two residual entries,
+    residual(layernorm,attention:H[:causal][:rotary]) then residual(layernorm,dense:F:tokens,gelu,dense:E:tokens)
   with E the block's input's last dimension (set at set-up, NetNode.width). Entry e (or graph node NAME) makes the first
   residual entry "<e>.attn" with prefix -layer<e>_attn_ (its members -layer<e>_attn_res_layer<i>_) and the second
   with members "<e>.mlp.res.<i>" (-layer<e>_mlp_res_layer<i>_) and its join named "<e>" with prefix -layer<e>_ (graph:
   NAME.attn, NAME.mlp.res.<i>, NAME; -NAME_attn_res_layer<i>_, ...). Every node records the block (NetNode.block).
 
-  NetGetSpec() writes a list back in normal form (kind:args, residual:(F|P), transformer:H:F[:causal]) and a graph as
+  NetGetSpec() writes a list back in normal form (kind:args, residual:(F|P), transformer:H:F[:causal][:rotary]) and a graph as
   "name = spec <- inputs;".
 */
 #include <petnet/private/netimpl.h>
@@ -147,7 +147,7 @@ static PetscErrorCode NetLayerKinds_Private(size_t len, char kinds[])
     PetscCall(PetscStrlcat(kinds, names[i], len));
   }
   PetscCall(PetscFree(names));
-  PetscCall(PetscStrlcat(kinds, "; residual(F|P) in a layer list; and transformer:H:F[:causal] (the pre-norm transformer block)", len));
+  PetscCall(PetscStrlcat(kinds, "; residual(F|P) in a layer list; and transformer:H:F[:causal][:rotary] (the pre-norm transformer block)", len));
   PetscFunctionReturn(0);
 }
 
@@ -262,7 +262,7 @@ static PetscErrorCode NetAppendResidual_Private(Net net, const char args[], cons
 }
 
 /*
-  transformer:H:F[:causal] as nodes (see the top of this file): the residual entry <name>.attn, then the residual entry
+  transformer:H:F[:causal][:rotary] as nodes (see the top of this file): the residual entry <name>.attn, then the residual entry
   whose members are <name>.mlp.res.<i> and whose join is <name> itself, so that the block is one entry of its list or
   graph. Every node of the block records its last node (NetNode.block), from which NetGetSpec() writes it back.
 */
@@ -271,20 +271,31 @@ static PetscErrorCode NetAppendTransformer_Private(Net net, const char args[], c
   MPI_Comm  comm = PetscObjectComm((PetscObject)net);
   char     *end, *after, attn[256], mlp[256], n1[NET_MAX_NAME], p1[NET_MAX_NAME], n2[NET_MAX_NAME], p2[NET_MAX_NAME];
   long long H, F;
-  PetscBool causal = PETSC_FALSE;
-  PetscInt  start  = net->nlayers, mid;
+  PetscBool causal = PETSC_FALSE, rotary = PETSC_FALSE;
+  PetscInt  start = net->nlayers, mid;
 
   PetscFunctionBegin;
-  PetscCheck(args && args[0], comm, PETSC_ERR_ARG_WRONG, "transformer entry %" PetscInt_FMT " (options prefix -%s) has no sizes: write transformer:H:F[:causal], H heads and F hidden units of its MLP, e.g. transformer:4:256", index, prefix);
+  PetscCheck(args && args[0], comm, PETSC_ERR_ARG_WRONG, "transformer entry %" PetscInt_FMT " (options prefix -%s) has no sizes: write transformer:H:F[:causal][:rotary], H heads and F hidden units of its MLP, e.g. transformer:4:256", index, prefix);
   H = strtoll(args, &end, 10);
   F = end[0] == ':' ? strtoll(end + 1, &after, 10) : 0;
-  if (end[0] == ':' && after != end + 1) {
-    if (!strcmp(after, ":causal")) causal = PETSC_TRUE;
-    else if (after[0]) F = 0;
-  } else F = 0;
+  if (end[0] == ':' && after != end + 1) { /* then :causal and :rotary, in either order, each at most once */
+    while (F && after[0]) {
+      if (!strncmp(after, ":causal", 7) && !causal && (!after[7] || after[7] == ':')) {
+        causal = PETSC_TRUE;
+        after += 7;
+      } else if (!strncmp(after, ":rotary", 7) && !rotary && (!after[7] || after[7] == ':')) {
+        rotary = PETSC_TRUE;
+        after += 7;
+      } else
+        F = 0;
+    }
+  } else
+    F = 0;
   PetscCheck(H > 0 && F > 0 && H <= PETSC_MAX_INT && F <= PETSC_MAX_INT, comm, PETSC_ERR_ARG_WRONG,
-             "Malformed \"transformer:%s\": transformer takes H:F or H:F:causal, H > 0 attention heads and F > 0 hidden units of its MLP (at most %d), e.g. transformer:4:256 or transformer:4:256:causal", args, PETSC_MAX_INT);
-  PetscCall(PetscSNPrintf(attn, sizeof(attn), "layernorm,attention:%lld%s", H, causal ? ":causal" : ""));
+             "Malformed \"transformer:%s\": transformer takes H:F or H:F:causal, and optionally :rotary (rotary positions in its attention; the flags each once, in either order), H > 0 attention heads and F > 0 hidden units of its MLP (at most %d), "
+             "e.g. transformer:4:256, transformer:4:256:causal or transformer:4:256:causal:rotary",
+             args, PETSC_MAX_INT);
+  PetscCall(PetscSNPrintf(attn, sizeof(attn), "layernorm,attention:%lld%s%s", H, causal ? ":causal" : "", rotary ? ":rotary" : ""));
   PetscCall(PetscSNPrintf(mlp, sizeof(mlp), "layernorm,dense:%lld:tokens,gelu,dense:E:tokens", F));
   PetscCall(PetscSNPrintf(n1, sizeof(n1), "%s.attn", name));
   PetscCall(PetscSNPrintf(p1, sizeof(p1), "%sattn_", prefix));
@@ -464,7 +475,7 @@ static PetscErrorCode NetCheckParentheses_Private(Net net, const char what[], co
   residual(F) is y = x + F(x) and residual(F|P) is y = P(x) + F(x), with F and P layer lists; they become the nodes of
   F and P and an add node. Kinds are case-insensitive and blanks around entries are ignored. Entry e reads its options
   with the prefix -layer<e>_ (inside residual block e: -layer<e>_res_layer<i>_ and -layer<e>_shortcut_layer<i>_).
-  transformer:H:F[:causal] is the pre-norm transformer block on (T, E) samples, residual(layernorm,attention:H[:causal])
+  transformer:H:F[:causal][:rotary] is the pre-norm transformer block on (T, E) samples, residual(layernorm,attention:H[:causal][:rotary])
   then residual(layernorm,dense:F:tokens,gelu,dense:E:tokens) with E the block's input's last dimension; its nodes read
   -layer<e>_attn_res_layer<i>_ and -layer<e>_mlp_res_layer<i>_ (docs/manual/networks.md).
 
@@ -696,7 +707,7 @@ static PetscErrorCode NetSpecAppend_Private(size_t len, char spec[], size_t *n, 
   PetscFunctionReturn(0);
 }
 
-/* transformer:H:F[:causal] of the block whose last node is k, from its attention node (H[:causal]) and its first dense (F) */
+/* transformer:H:F[:causal][:rotary] of the block whose last node is k, from its attention node (H[:causal]) and its first dense (F) */
 static PetscErrorCode NetTransformerSpec_Private(Net net, PetscInt k, size_t len, char spec[])
 {
   char attn[NET_MAX_NAME] = "", fc1[NET_MAX_NAME] = "", *rest;

@@ -1,6 +1,9 @@
 /*
-  attention:H[:causal]: multi-head scaled dot-product self-attention with its projections (PyTorch's
-  nn.MultiheadAttention(E, H, batch_first=True) called as mha(x, x, x), with attn_mask for the causal form).
+  attention:H[:causal][:rotary]: multi-head scaled dot-product self-attention with its projections (PyTorch's
+  nn.MultiheadAttention(E, H, batch_first=True) called as mha(x, x, x), with attn_mask for the causal form). With
+  :rotary the Q and K columns of QKV are rotated by their position right after the projection (R QKV below, R the
+  rotation of attentionrotary.h, orthogonal and constant): every formula below then reads R Q, R K for Q, K, their
+  tangents R Q', R K', and dQ, dK of the projection are R^T of the kernels' (backward, sobackward).
 
     x, y    [n][T][E]    a sample is a sequence (T, E); H heads of d = E / H features each
     theta   [Win (3E x E), bin (3E), Wo (E x E), bo (E)]   PyTorch's in_proj_weight (the Q rows, then K, then V),
@@ -53,8 +56,10 @@ typedef struct {
   PetscInt   qstart, qblock, q0, nq;
   PetscInt   tile, B; /* the tile asked for (-attention_tile) and the one in use (at most T) */
   PetscBool  causal;
-  PetscReal  p;     /* attention dropout */
-  PetscReal  scale; /* 1 / sqrt(d) */
+  PetscBool  rotary; /* rotary positions on Q and K (attentionrotary.h) */
+  PetscReal  base;   /* their base (-attention_rotary_base, 10000) */
+  PetscReal  p;      /* attention dropout */
+  PetscReal  scale;  /* 1 / sqrt(d) */
   PetscInt   pairsperpart;
   PetscInt64 seed, counter; /* the dropout map's seed and training-mode forward passes so far */
   PetscBool  masked;        /* the last forward applied the dropout map: backward and jvp follow it */
@@ -71,6 +76,9 @@ typedef struct {
   float       *workf;
   float       *thetaf, *dthetaf, *wgradf; /* the parameters and a direction rounded to float; a float weight gradient */
   PetscInt     nf;
+  /* rotary positions: (cos, sin) of each position t = 0..T-1 and pair i = 0..d/2-1, [T][d/2][2], in double and float */
+  PetscScalar *rot;
+  float       *rotf;
 } Layer_Attention;
 
 /* offsets of Win [3Ew][E], bin [3Ew], Wo [E][Ew], bo [E] in theta (Ew = E but for a block of heads) */
@@ -288,11 +296,23 @@ static PetscErrorCode AttentionDirectionSingle(Layer layer, const PetscScalar *d
   PetscFunctionReturn(0);
 }
 
-/* forward, backward and jvp, in double and in float (attentionkernels.h) */
+/* the rotary table in each precision (attentionrotary.h) */
+static inline const PetscScalar *AttentionRotaryTable(const Layer_Attention *att)
+{
+  return att->rot;
+}
+
+static inline const float *AttentionRotaryTableSingle(const Layer_Attention *att)
+{
+  return att->rotf;
+}
+
+/* rotary positions, forward, backward and jvp, in double and in float (attentionrotary.h, attentionkernels.h) */
 #define ATT_T       PetscScalar
 #define ATT_NAME(f) f
 #define ATT_EXP(v)  PetscExpReal(v)
 #define ATT_LOG(v)  PetscLogReal(v)
+#include "attentionrotary.h"
 #include "attentionkernels.h"
 #undef ATT_T
 #undef ATT_NAME
@@ -303,6 +323,7 @@ static PetscErrorCode AttentionDirectionSingle(Layer layer, const PetscScalar *d
 #define ATT_NAME(f) f##Single
 #define ATT_EXP(v)  expf(v)
 #define ATT_LOG(v)  logf(v)
+#include "attentionrotary.h"
 #include "attentionkernels.h"
 #undef ATT_T
 #undef ATT_NAME
@@ -421,9 +442,13 @@ static PetscErrorCode LayerSOBackward_Attention(Layer layer, PetscInt n, const P
   } else
     PetscCall(PetscArrayzero(gd, nqe));
   PetscCall(LayerGemm(PETSC_TRUE, 'N', 'N', Ew, nQ, E, theta + ATT_WO(E, Ew), Ew, dy, E, 0, g, Ew, NULL));
+  /* rotary positions: the kernels see R Q', R K' and give the cotangents of the rotated Q, K (R constant: dQ' = R^T ...) */
+  AttentionRotateQK(att, n, PETSC_FALSE, qbd, kvd);
   /* the first pass: O' and c; the second: dQKV and dQKV' */
   ATT_PAIRS(att, n, tiles, att->tilesize * sizeof(PetscScalar), AttentionJVPPair(att, s, h, qb, kv, o, lse, qbd, kvd, od, c, (PetscScalar *)pw_));
   ATT_PAIRS(att, n, tiles, att->tilesize * sizeof(PetscScalar), AttentionSOPair(att, s, h, qb, kv, o, lse, g, gd, qbd, kvd, od, c, dqb, dkv, dqbd, dkvd, (PetscScalar *)pw_));
+  AttentionRotateQK(att, n, PETSC_TRUE, dqb, dkv);
+  AttentionRotateQK(att, n, PETSC_TRUE, dqbd, dkvd);
   /* dxdot += dQKV' Win + dQKV Win';  dWin' += x^T dQKV' + xdot^T dQKV, dbin' += sum dQKV';  dWo' += O'^T dy */
   if (dxdot) {
     PetscCall(AttentionProjectTranspose(att, n, theta + ATT_WIN(E, Ew), dqbd, dkvd, 1, dxdot));
@@ -471,6 +496,23 @@ static PetscErrorCode LayerSetUp_Attention(Layer layer)
              node, E, att->H, E, prefix);
   PetscCheck(att->tile > 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "The %s has tile %" PetscInt_FMT ": give -%sattention_tile B with B >= 1 (keys per tile, default 64)", node, att->tile, prefix);
   PetscCheck(att->p >= 0 && att->p < 1, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "The %s has attention dropout %g: give -%sattention_dropout p with 0 <= p < 1", node, (double)att->p, prefix);
+  if (att->rotary) { /* rotary positions turn each head's features in pairs (i, i + d/2) */
+    const PetscInt64 d     = E / att->H;
+    PetscInt64       Heven = 0;
+    char             fix[160];
+
+    for (PetscInt64 h = att->H; h <= E && !Heven; h++)
+      if (E % h == 0 && (E / h) % 2 == 0) Heven = h;
+    if (Heven)
+      PetscCall(PetscSNPrintf(fix, sizeof(fix), "write attention:%" PetscInt64_FMT "%s:rotary (d = %" PetscInt64_FMT ")", Heven, att->causal ? ":causal" : "", E / Heven));
+    else
+      PetscCall(PetscSNPrintf(fix, sizeof(fix), "make E (the last dimension of its input) have an even divisor d"));
+    PetscCheck(d % 2 == 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG,
+               "The %s has rotary positions on heads of d = E / H = %" PetscInt64_FMT " / %" PetscInt_FMT " = %" PetscInt64_FMT
+               " features, an odd number: rotary positions turn each head's features in pairs, so d must be even: %s, or drop :rotary (-%sattention_rotary false)",
+               node, E, att->H, d, fix, prefix);
+    PetscCheck(att->base > 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "The %s has rotary base %g: give -%sattention_rotary_base b with b > 0 (default 10000)", node, (double)att->base, prefix);
+  }
   /* 64-bit: the parameters 4 E^2 + 4 E and a sample's QKV, 3 E T, must fit a PetscInt */
   PetscCheck(4 * E * E + 4 * E <= PETSC_MAX_INT && 3 * E * T <= PETSC_MAX_INT, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE,
              "The %s on (T, E) = (%" PetscInt64_FMT ", %" PetscInt64_FMT ") would have %" PetscInt64_FMT " parameters and %" PetscInt64_FMT " values of Q, K, V per sample, more than a PetscInt holds (%d): use a smaller E or T", node, T, E,
@@ -507,6 +549,24 @@ static PetscErrorCode LayerSetUp_Attention(Layer layer)
   layer->out.dim[0]          = att->nq; /* the block's rows */
   layer->nparams             = (PetscInt)(4 * E * att->Ew + 3 * att->Ew + (att->outbias ? E : 0));
   PetscCall(PetscMalloc2((size_t)PETNET_THREAD_PARTS * att->tilesize, &att->tiles, (size_t)PETNET_THREAD_PARTS * att->tilesize, &att->tilesf));
+  if (att->rotary) { /* (cos, sin) of t base^(-2i/d), t = 0..T-1, i = 0..d/2-1: [T][d/2][2] */
+    const PetscInt half = att->d / 2;
+
+    PetscCall(PetscMalloc2((size_t)att->T * att->d, &att->rot, (size_t)att->T * att->d, &att->rotf));
+    for (PetscInt i = 0; i < half; i++) {
+      const PetscReal freq = PetscPowReal(att->base, -2.0 * i / att->d);
+
+      for (PetscInt t = 0; t < att->T; t++) {
+        const size_t    k = ((size_t)t * half + i) * 2;
+        const PetscReal a = t * freq;
+
+        att->rot[k]      = PetscCosReal(a);
+        att->rot[k + 1]  = PetscSinReal(a);
+        att->rotf[k]     = (float)att->rot[k];
+        att->rotf[k + 1] = (float)att->rot[k + 1];
+      }
+    }
+  }
   PetscFunctionReturn(0);
 }
 
@@ -543,19 +603,33 @@ static PetscErrorCode LayerTensors_Attention(Layer layer, PetscInt *n, LayerTens
   PetscFunctionReturn(0);
 }
 
-/* H[:causal] */
+/* H[:causal][:rotary], the flags in either order, each at most once */
 static PetscErrorCode LayerSetArguments_Attention(Layer layer, const char args[])
 {
   Layer_Attention *att = (Layer_Attention *)layer->data;
   char            *end;
-  long long        H = strtoll(args, &end, 10);
+  long long        H      = strtoll(args, &end, 10);
+  PetscBool        causal = PETSC_FALSE, rotary = PETSC_FALSE, good = (PetscBool)(end != args);
 
   PetscFunctionBegin;
-  PetscCheck(end != args && (!*end || !strcmp(end, ":causal")), PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG,
-             "Malformed \"attention:%s\": attention takes H, the number of heads (a divisor of the input's last dimension E), and optionally :causal, e.g. attention:4 or attention:4:causal", args);
+  while (good && *end) {
+    if (!strncmp(end, ":causal", 7) && !causal && (!end[7] || end[7] == ':')) {
+      causal = PETSC_TRUE;
+      end += 7;
+    } else if (!strncmp(end, ":rotary", 7) && !rotary && (!end[7] || end[7] == ':')) {
+      rotary = PETSC_TRUE;
+      end += 7;
+    } else
+      good = PETSC_FALSE;
+  }
+  PetscCheck(good, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG,
+             "Malformed \"attention:%s\": attention takes H, the number of heads (a divisor of the input's last dimension E), and optionally :causal and :rotary (rotary positions; each once, in either order), e.g. attention:4 or attention:4:causal "
+             "or attention:4:causal:rotary",
+             args);
   PetscCheck(H > 0 && H <= PETSC_MAX_INT, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "attention:%s: the number of heads H must be a positive divisor of E (the input's last dimension), e.g. attention:4", args);
   att->H      = (PetscInt)H;
-  att->causal = (PetscBool)(*end != 0);
+  att->causal = causal;
+  att->rotary = rotary;
   PetscFunctionReturn(0);
 }
 
@@ -564,7 +638,7 @@ static PetscErrorCode LayerGetArguments_Attention(Layer layer, size_t len, char 
   Layer_Attention *att = (Layer_Attention *)layer->data;
 
   PetscFunctionBegin;
-  PetscCall(PetscSNPrintf(args, len, "%" PetscInt_FMT "%s", att->H, att->causal ? ":causal" : ""));
+  PetscCall(PetscSNPrintf(args, len, "%" PetscInt_FMT "%s%s", att->H, att->causal ? ":causal" : "", att->rotary ? ":rotary" : ""));
   PetscFunctionReturn(0);
 }
 
@@ -574,8 +648,8 @@ static PetscErrorCode LayerSetFromOptions_Attention(Layer layer, PetscOptionItem
   const char      *prefix;
   char             node[256];
   PetscInt         H = att->H, tile = att->tile, seed = (PetscInt)att->seed;
-  PetscReal        p      = att->p;
-  PetscBool        causal = att->causal, set;
+  PetscReal        p = att->p, base = att->base;
+  PetscBool        causal = att->causal, rotary = att->rotary, set;
 
   PetscFunctionBegin;
   PetscCall(AttentionDescription(layer, sizeof(node), node));
@@ -589,6 +663,13 @@ static PetscErrorCode LayerSetFromOptions_Attention(Layer layer, PetscOptionItem
   }
   PetscCall(PetscOptionsBool("-attention_causal", "Position t attends to positions <= t only", "LayerSetArguments", causal, &causal, &set));
   if (set) att->causal = causal;
+  PetscCall(PetscOptionsBool("-attention_rotary", "Rotary positions on the queries and keys of each head (RoPE, pairs (i, i + d/2))", "LayerSetArguments", rotary, &rotary, &set));
+  if (set) att->rotary = rotary;
+  PetscCall(PetscOptionsReal("-attention_rotary_base", "Base of the rotary angles t base^(-2i/d)", "LayerSetArguments", base, &base, &set));
+  if (set) {
+    PetscCheck(base > 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "The %s: -%sattention_rotary_base (the base of the rotary angles t base^(-2i/d)) must be positive (default 10000), not %g", node, prefix, (double)base);
+    att->base = base;
+  }
   PetscCall(PetscOptionsReal("-attention_dropout", "Probability of dropping an attention weight in training mode", "LayerSetArguments", p, &p, &set));
   if (set) {
     PetscCheck(p >= 0 && p < 1, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "The %s: -%sattention_dropout (the probability of dropping an attention weight) must be in [0, 1), not %g", node, prefix, (double)p);
@@ -611,6 +692,7 @@ static PetscErrorCode LayerView_Attention(Layer layer, PetscViewer viewer)
 
   PetscFunctionBegin;
   PetscCall(PetscViewerASCIIPrintf(viewer, "%" PetscInt_FMT " heads of %" PetscInt_FMT " on (T, E) = (%" PetscInt_FMT ", %" PetscInt_FMT ")%s, tile %" PetscInt_FMT, att->H, att->d, att->T, att->E, att->causal ? ", causal" : "", att->tile));
+  if (att->rotary) PetscCall(PetscViewerASCIIPrintf(viewer, ", rotary (base %g)", (double)att->base));
   if (att->p > 0) PetscCall(PetscViewerASCIIPrintf(viewer, ", dropout %g (seed %" PetscInt64_FMT ")", (double)att->p, att->seed));
   if (att->qblock) PetscCall(PetscViewerASCIIPrintf(viewer, ", the queries [%" PetscInt_FMT ", %" PetscInt_FMT ") against the %" PetscInt_FMT " keys", att->qstart, att->qstart + att->qblock, att->T));
   PetscCall(PetscViewerASCIIPrintf(viewer, "\n"));
@@ -625,6 +707,7 @@ static PetscErrorCode LayerReset_Attention(Layer layer)
   PetscCall(PetscFree4(att->q, att->kv, att->o, att->lse));
   PetscCall(PetscFree4(att->qf, att->kvf, att->of, att->lsef));
   PetscCall(PetscFree2(att->tiles, att->tilesf));
+  PetscCall(PetscFree2(att->rot, att->rotf));
   PetscCall(PetscFree(att->work));
   PetscCall(PetscFree(att->workf));
   PetscCall(PetscFree3(att->thetaf, att->dthetaf, att->wgradf));
@@ -666,6 +749,8 @@ static PetscErrorCode LayerAttentionSetHeadBlock_Attention(Layer layer, Layer wh
   att->H       = w->H;
   att->Hall    = w->H;
   att->causal  = w->causal;
+  att->rotary  = w->rotary;
+  att->base    = w->base;
   att->tile    = w->tile;
   att->p       = w->p;
   att->seed    = w->seed;
@@ -752,11 +837,22 @@ static PetscErrorCode LayerDropoutSetSeed_Attention(Layer layer, PetscInt64 seed
   (T, E) -> (T, E), as PyTorch's nn.MultiheadAttention(E, H, batch_first=True) called as mha(x, x, x) (with the
   upper-triangular attn_mask for attention:H:causal).
 
-  Layer list: attention:H[:causal]; H must divide E, the input's last dimension (d = E / H features per head).
+  Layer list: attention:H[:causal][:rotary] (the flags in either order); H must divide E, the input's last dimension
+  (d = E / H features per head).
+
+  Rotary positions (attention:H:rotary, RoPE): after the projection, each head's query and key of the token at
+  position t are rotated in the pairs of features (i, i + d/2), i = 0..d/2-1 (the halves of the head, as GPT-NeoX and
+  Hugging Face Llama's rotate_half; not RoFormer's interleaved (2i, 2i+1)), by the angle t base^(-2i/d): the scores
+  q_i . k_j then depend on the positions through i - j only, and the Net needs no position table. d must be even.
+  Values are not rotated; the parameters are those of the layer without :rotary. The position t is the token's place
+  in the whole sequence on any number of ranks (tensor parallel: each head turns its own features; sequence parallel:
+  global positions). share/python/petnet_torch.py's SelfAttention(E, H, causal, rotary=True) is the PyTorch form.
 
   Options:
 + -<prefix>attention_heads <H>     - the number of heads
 . -<prefix>attention_causal        - position t attends to positions <= t only
+. -<prefix>attention_rotary        - rotary positions on the queries and keys (the :rotary flag)
+. -<prefix>attention_rotary_base <10000> - the base of the rotary angles t base^(-2i/d)
 . -<prefix>attention_dropout <0>   - probability of dropping an attention weight in training mode, in [0, 1) (kept
                                      weights scaled by 1/(1 - p)); the same map on any number of ranks and threads,
                                      held by LayerSetFrozen() (derivative tests); the seed: LayerDropoutSetSeed()
@@ -776,6 +872,7 @@ static PetscErrorCode LayerDropoutSetSeed_Attention(Layer layer, PetscInt64 seed
   H = 2). The exact Hessian-vector products' curvature term (sobackward, double) allocates (12 E + H) T values per
   sample for the call. A query block of nq rows (LayerAttentionSetQueryBlock()) keeps 8 (2 E T + (2 E + H) nq) bytes
   per sample and works on 8 (2 E T + 2 E nq).
+  Rotary positions add a table of 12 d T bytes (cos and sin in double and float) per layer.
 
   Level: beginner
 
@@ -788,6 +885,7 @@ PETSC_INTERN PetscErrorCode LayerCreate_Attention(Layer layer)
   PetscFunctionBegin;
   PetscCall(PetscNew(&att));
   att->tile    = 64;
+  att->base    = 10000;
   att->outbias = PETSC_TRUE;
   att->nstate = att->nstatef = -1;
   layer->data                = att;

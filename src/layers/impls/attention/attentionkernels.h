@@ -311,6 +311,7 @@ static PetscErrorCode ATT_NAME(AttentionForwardState)(Layer layer, PetscInt n, c
   PetscCall(ATT_NAME(AttentionState)(layer, n, qb, kv, o, lse, tiles));
   if (!n) PetscFunctionReturn(0);
   PetscCall(ATT_NAME(AttentionProject)(att, n, W + ATT_WIN(E, Ew), W + ATT_BIN(E, Ew), x, 0, *qb, *kv));
+  ATT_NAME(AttentionRotateQK)(att, n, PETSC_FALSE, *qb, *kv); /* rotary positions (attentionrotary.h): the state keeps R Q, R K */
   {
     ATT_T *q = *qb, *k = *kv, *oo = *o, *l = *lse;
 
@@ -387,6 +388,7 @@ static PetscErrorCode ATT_NAME(LayerBackward_Attention)(Layer layer, PetscInt n,
         for (PetscInt e = 0; e < E; e++) dtheta[ATT_BO(E, Ew) + e] += (PetscScalar)dy[(size_t)r * E + e];
   }
   ATT_PAIRS(att, n, tiles, att->tilesize * sizeof(ATT_T), ATT_NAME(AttentionBackwardPair)(att, s, h, qb, kv, o, lse, dO, dqb, dkv, (ATT_T *)pw_));
+  ATT_NAME(AttentionRotateQK)(att, n, PETSC_TRUE, dqb, dkv); /* rotary positions: dQ, dK of the projection = R^T (those of R Q, R K) */
   if (dx) PetscCall(ATT_NAME(AttentionProjectTranspose)(att, n, W + ATT_WIN(E, Ew), dqb, dkv, 0, dx));
   if (dtheta) PetscCall(ATT_NAME(AttentionProjectGradient)(att, n, x, dqb, dkv, wgrad, dtheta + ATT_WIN(E, Ew), dtheta + ATT_BIN(E, Ew)));
   PetscCall(PetscLogFlops((nQ + 2.0 * n * att->T) * E * Ew * (dtheta ? 4 : 2) + 2.0 * nQ * E * Ew * (dtheta ? 2 : 1) + AttentionPairFlops(att, n, 10.0)));
@@ -418,6 +420,7 @@ static PetscErrorCode ATT_NAME(LayerJVP_Attention)(Layer layer, PetscInt n, cons
   if (dtheta) PetscCall(ATT_NAME(AttentionDirection)(layer, dtheta, &dW));
   if (dx) PetscCall(ATT_NAME(AttentionProject)(att, n, W + ATT_WIN(E, Ew), NULL, dx, 0, dqb, dkv));
   if (dW) PetscCall(ATT_NAME(AttentionProject)(att, n, dW + ATT_WIN(E, Ew), dW + ATT_BIN(E, Ew), x, dx ? 1 : 0, dqb, dkv));
+  ATT_NAME(AttentionRotateQK)(att, n, PETSC_FALSE, dqb, dkv); /* rotary positions: the tangents of R Q, R K */
   ATT_PAIRS(att, n, tiles, att->tilesize * sizeof(ATT_T), ATT_NAME(AttentionJVPPair)(att, s, h, qb, kv, o, lse, dqb, dkv, dO, NULL, (ATT_T *)pw_));
   PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'T', 'N', E, nQ, Ew, W + ATT_WO(E, Ew), Ew, dO, Ew, 0, dy, E, NULL));
   if (dW) {
