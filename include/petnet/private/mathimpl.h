@@ -2,7 +2,7 @@
   PetNet's own erf and exp, in double and in float, for the elementwise kernels (gelu: src/layers/impls/pointwise).
 
   libm's erf and exp are calls, one per entry, which GCC does not vectorize (glibc's vector exp needs -ffast-math);
-  these are branch-free arithmetic on the entry (polynomials, one division, selects by ternaries), which the compiler
+  these are branch-free arithmetic on the entry (polynomials, one division, selects by bit masks), which the compiler
   inlines into a loop and vectorizes: 2 doubles a vector in the x86-64-v2 baseline, 4 doubles or 8 floats in the AVX2
   clones (POINTWISE_TARGET_CLONES). They use no fma() and are compiled with fp-contract=off in the clones, so every
   operation rounds as the baseline code rounds it: the same bits on any CPU.
@@ -15,8 +15,9 @@
   k = round(y/ln2), r = y - k ln2 in two parts (|r| <= ln2/2), P(r) ~ (e^r - 1 - r)/r^2 (10 terms; 5 in float).
 
   The coefficients are Chebyshev interpolants rounded to double or float, derived by share/math/erfcoefficients.py
-  (mpmath; `--check` compares them with the lines below). Measured by tests/test_erf.c over [-10, 10] (pointwise.suite,
-  the numbers in docs/benchmarks.md): erf within 1 ulp of libm's erf in double, within 2 ulp of erff in float.
+  (mpmath; `--check` compares them with the lines below). Measured by tests/test_erf.c on 2,000,001 points of [-10, 10]
+  (test pointwise_erf_ulp, limits 2 ulp): erf within 1 ulp of glibc's erf in double (1.21 ulp of erfl, 1.34e-16
+  absolute), within 1 ulp of erff in float (1.15 ulp of the exact value); exp within 1 ulp of exp and expf.
 
   exp's domain: e^y for y in [-708, 709] in double ([-87, 88] in float); below it 0 (libm gives the subnormals down to
   e^-745), above it +inf (libm is finite up to 709.78), a NaN stays a NaN.
