@@ -1,5 +1,6 @@
 /* The elementwise activations: f, f' and (for the smooth kinds) f'' for each kind. */
 #include "pointwise.h"
+#include <petnet/private/mathimpl.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -128,19 +129,44 @@ static inline PetscScalar D2Sigmoid(PetscScalar x, PetscScalar y, PetscReal a)
   return y * (1.0 - y) * (1.0 - 2.0 * y);
 }
 
-/* gelu (exact, erf form, PyTorch's approximate='none'): x Phi(x), f' = Phi(x) + x phi(x), f'' = (2 - x^2) phi(x)
-   (phi' = -x phi) */
-static inline PetscScalar GELU(PetscScalar x, PetscReal a)
+/*
+  gelu (exact, erf form, PyTorch's approximate='none'): f = x Phi(x), f' = Phi(x) + x phi(x), f'' = (2 - x^2) phi(x)
+  (phi' = -x phi), with Phi(x) = (1 + erf(x/sqrt 2))/2 and phi(x) = e^(-x^2/2)/sqrt(2 pi).
+
+  erf and exp are PetNet's own (petnet/private/mathimpl.h), in double for double values and in float for float ones:
+  libm's erf is a call per entry, which made gelu's pass 12 ns a value (docs/benchmarks.md); these vectorize. The
+  passes are written once for both types in gelukernels.h. In float, f is computed in float arithmetic (erf within 2
+  ulp of erff), not widened to double as the other kinds' float kernels are: the float loop runs 8 entries a vector.
+*/
+#define GELU_T       PetscScalar
+#define GELU_NAME(f) f
+#define GELU_ERF(x)  PetNetErfDouble(x)
+#define GELU_EXP(x)  PetNetExpDouble(x)
+#define GELU_SECOND_ORDER
+#include "gelukernels.h"
+#undef GELU_T
+#undef GELU_NAME
+#undef GELU_ERF
+#undef GELU_EXP
+#undef GELU_SECOND_ORDER
+#define GELU_T       float
+#define GELU_NAME(f) f##Single
+#define GELU_ERF(x)  PetNetErfFloat(x)
+#define GELU_EXP(x)  PetNetExpFloat(x)
+#include "gelukernels.h"
+#undef GELU_T
+#undef GELU_NAME
+#undef GELU_ERF
+#undef GELU_EXP
+
+/* f and f' for the kind's record (LayerCreatePointwise_Private()) */
+static PetscScalar GELU(PetscScalar x, PetscReal a)
 {
-  return 0.5 * x * (1.0 + erf(x / PETSC_SQRT2));
+  return GELUValue(x);
 }
-static inline PetscScalar DGELU(PetscScalar x, PetscScalar y, PetscReal a)
+static PetscScalar DGELU(PetscScalar x, PetscScalar y, PetscReal a)
 {
-  return 0.5 * (1.0 + erf(x / PETSC_SQRT2)) + x * PetscExpScalar(-0.5 * x * x) / PetscSqrtReal(2.0 * PETSC_PI);
-}
-static inline PetscScalar D2GELU(PetscScalar x, PetscScalar y, PetscReal a)
-{
-  return (2.0 - x * x) * PetscExpScalar(-0.5 * x * x) / PetscSqrtReal(2.0 * PETSC_PI);
+  return GELUSlope(x);
 }
 
 /* softplus: log(1 + e^x) computed stably (no beta, no threshold), f' = sigmoid(x), f'' = sigmoid(x) sigmoid(-x): the
@@ -163,17 +189,14 @@ POINTWISE_KERNELS(ReLU, ReLU, DReLU)
 POINTWISE_KERNELS(LeakyReLU, LeakyReLU, DLeakyReLU)
 POINTWISE_KERNELS_CLONED(Tanh, Tanh, DTanh)
 POINTWISE_KERNELS(Sigmoid, Sigmoid, DSigmoid)
-POINTWISE_KERNELS(GELU, GELU, DGELU)
 POINTWISE_KERNELS(Softplus, Softplus, DSoftplus)
 POINTWISE_SINGLE_KERNELS(Identity, Identity, DIdentity)
 POINTWISE_SINGLE_KERNELS(LeakyReLU, LeakyReLU, DLeakyReLU)
 POINTWISE_SINGLE_KERNELS(Tanh, Tanh, DTanh)
 POINTWISE_SINGLE_KERNELS(Sigmoid, Sigmoid, DSigmoid)
-POINTWISE_SINGLE_KERNELS(GELU, GELU, DGELU)
 POINTWISE_SINGLE_KERNELS(Softplus, Softplus, DSoftplus)
 POINTWISE_SOKERNEL(Tanh, D2Tanh)
 POINTWISE_SOKERNEL(Sigmoid, D2Sigmoid)
-POINTWISE_SOKERNEL(GELU, D2GELU)
 POINTWISE_SOKERNEL(Softplus, D2Softplus)
 
 PETSC_INTERN PetscErrorCode LayerCreate_Identity(Layer layer)
@@ -330,11 +353,19 @@ PETSC_INTERN PetscErrorCode LayerCreate_Sigmoid(Layer layer)
 
 PETSC_INTERN PetscErrorCode LayerCreate_GELU(Layer layer)
 {
+  Layer_Pointwise *pw;
+
   PetscFunctionBegin;
   PetscCall(LayerCreatePointwise_Private(layer, GELU, DGELU, 25, 30));
-  POINTWISE_SET_KERNELS(layer, GELU);
-  POINTWISE_SET_SINGLE_KERNELS(layer, GELU);
-  POINTWISE_SET_SOKERNEL(layer, GELU, 25);
+  layer->ops->forward        = LayerForward_GELU; /* gelukernels.h */
+  layer->ops->backward       = LayerBackward_GELU;
+  layer->ops->jvp            = LayerJVP_GELU;
+  layer->ops->forwardsingle  = LayerForward_GELUSingle;
+  layer->ops->backwardsingle = LayerBackward_GELUSingle;
+  layer->ops->jvpsingle      = LayerJVP_GELUSingle;
+  layer->ops->sobackward     = LayerSOBackward_GELU;
+  pw                         = (Layer_Pointwise *)layer->data;
+  pw->flops_d2f              = 25;
   PetscFunctionReturn(0);
 }
 
