@@ -711,6 +711,10 @@ PetscErrorCode NetGetNodeArraysRead(Net net, PetscInt k, PetscInt *n, const Pets
   PetscValidHeaderSpecific(net, NET_CLASSID, 1);
   PetscCheck(net->forwarded, PetscObjectComm((PetscObject)net), PETSC_ERR_ORDER, "NetGetNodeArraysRead() reads the last forward pass, and there is none: call NetForward() first");
   PetscCheck(k >= 0 && k < net->nlayers, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Node %" PetscInt_FMT " does not exist: the Net has nodes 0 to %" PetscInt_FMT, k, net->nlayers - 1);
+  /* a value kept as the column block of a tensor-parallel MLP pair (netmodel.c) is not [n][size] on this rank */
+  PetscCheck(!net->ventries || ((!x || !net->ventries[net->nodes[k].in[0] + 1]) && (!dy || !net->ventries[k + 1])), PETSC_COMM_SELF, PETSC_ERR_SUP,
+             "NetGetNodeArraysRead() hands out a node's values split by samples, but node %s %s the column block of a tensor-parallel MLP pair (each rank holds its columns of all samples of its group; no rank holds its samples whole): run what reads node values (K-FAC: -tao_type kfac, -trainer_hessian_pc kfac) with -net_parallel model or sharded, which keep every value split by samples",
+             net->nodes[k].name, x && net->ventries[net->nodes[k].in[0] + 1] ? "reads" : "writes");
   if (n) *n = NetNodeCount(net, k);
   PetscCall(NetStore(net)->nextnode(net));
   if (x) PetscCall(NetStore(net)->get(net, NET_SLOT_VALUE, net->nodes[k].in[0] + 1, NET_READ, NET_ELEM_DOUBLE, (void **)x));
