@@ -241,24 +241,24 @@ static PetscErrorCode NetModelSetUpColumnBlock_Private(Net net, PetscInt a, cons
   PetscFunctionBegin;
   PetscCall(NetModelDestroyNode_Private(net, a));
   PetscCall(PetscNew(&mp));
-  mp->comm   = col->comm;
-  mp->pout   = col->pout;
-  mp->pin    = 1;
-  mp->co     = col->co;
-  mp->nout   = mp->nin = col->nout;
-  mp->taps   = 1;
-  mp->size   = col->size;
-  mp->tensor = NET_TENSOR_BLOCK;
+  mp->comm = col->comm;
+  mp->pout = col->pout;
+  mp->pin  = 1;
+  mp->co   = col->co;
+  mp->nout = mp->nin = col->nout;
+  mp->taps           = 1;
+  mp->size           = col->size;
+  mp->tensor         = NET_TENSOR_BLOCK;
   mp->ostart = mp->istart = col->ostart;
   mp->oblock = mp->iblock = col->oblock;
-  mp->rows   = col->rows;
+  mp->rows                = col->rows;
   mp->xndim = mp->yndim = col->yndim;
   for (PetscInt d = 1; d < col->yndim; d++) mp->xdims[d] = mp->ydims[d] = col->ydims[d];
   PetscCall(PetscMalloc2(mp->pout, &mp->osizes, 1, &mp->isizes));
   PetscCall(PetscArraycpy(mp->osizes, col->osizes, mp->pout));
   mp->isizes[0]        = col->nout;
   net->nodes[a].tblock = mp; /* from here on, NetModelDestroyNode_Private() frees what follows */
-  in.dim[in.ndim - 1] = mp->oblock;
+  in.dim[in.ndim - 1]  = mp->oblock;
   PetscCall(LayerCreate(PETSC_COMM_SELF, &mp->local));
   PetscCall(LayerSetType(mp->local, NetModelKind_Private(layer)));
   PetscCall(LayerSetIndex(mp->local, layer->index));
@@ -294,7 +294,8 @@ static PetscErrorCode NetModelKeepColumnBlock_Private(Net net, PetscInt k)
   }
   if (j < 0 || net->nodes[j].nuses != 1) PetscFunctionReturn(0);
   col = (NetModel *)net->nodes[j].mp;
-  if (col->tensor != NET_TENSOR_COLUMN || !col->local || !row->local || col->comm != row->comm || col->pout != row->pin || col->nout != row->nin || col->ostart != row->istart || col->oblock != row->iblock || col->rows != row->rows) PetscFunctionReturn(0);
+  if (col->tensor != NET_TENSOR_COLUMN || !col->local || !row->local || col->comm != row->comm || col->pout != row->pin || col->nout != row->nin || col->ostart != row->istart || col->oblock != row->iblock || col->rows != row->rows)
+    PetscFunctionReturn(0);
   for (PetscInt a = net->nodes[k].in[0]; a != j; a = net->nodes[a].in[0]) PetscCall(NetModelSetUpColumnBlock_Private(net, a, col));
   col->keepout = PETSC_TRUE;
   row->blockin = PETSC_TRUE;
@@ -308,9 +309,9 @@ static PetscErrorCode NetModelKeepColumnBlock_Private(Net net, PetscInt k)
 */
 PetscErrorCode NetModelValueEntries_Private(Net net)
 {
-  MPI_Comm   comm = PetscObjectComm((PetscObject)net);
-  PetscBool  any  = PETSC_FALSE, tensor = PETSC_FALSE;
-  PetscInt64 n, Ng = 0, off = 0, ingroup = 0;
+  MPI_Comm    comm = PetscObjectComm((PetscObject)net);
+  PetscBool   any = PETSC_FALSE, tensor = PETSC_FALSE;
+  PetscInt64  n, Ng = 0, off = 0, ingroup = 0;
   PetscMPIInt rank, grank;
 
   PetscFunctionBegin;
@@ -344,7 +345,8 @@ PetscErrorCode NetModelValueEntries_Private(Net net)
     if (!mp || !(mp->keepout || mp->tensor == NET_TENSOR_BLOCK)) continue;
     e = Ng * mp->rows * mp->oblock; /* in 64 bits: checked before it becomes an array size */
     PetscCheck(e <= PETSC_MAX_INT, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE,
-               "Node %s keeps the column block of its MLP pair: %" PetscInt64_FMT " samples of its tensor group times %" PetscInt_FMT " x %" PetscInt_FMT " entries are more than a PetscInt holds: use fewer samples per group (smaller batches, more tensor groups with -net_tensor_ranks)",
+               "Node %s keeps the column block of its MLP pair: %" PetscInt64_FMT " samples of its tensor group times %" PetscInt_FMT " x %" PetscInt_FMT
+               " entries are more than a PetscInt holds: use fewer samples per group (smaller batches, more tensor groups with -net_tensor_ranks)",
                net->nodes[k].name, Ng, mp->rows, mp->oblock);
     net->ventries[k + 1] = (PetscInt)e;
     mp->goff             = off - ingroup;
@@ -763,8 +765,8 @@ static PetscErrorCode NetModelSetUpBatch_Private(Net net, PetscInt k, PetscInt n
   if (mp->keepout) { /* the kept column block has the size the store gave it */
     const PetscInt v = k + 1;
 
-    PetscCheck(!net->ventries || !net->ventries[v] || net->ventries[v] == N * mp->rows * mp->oblock, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Node %s: a column block of %" PetscInt_FMT " samples in a store of %" PetscInt_FMT " entries", net->nodes[k].name, N,
-               net->ventries[v]);
+    PetscCheck(!net->ventries || !net->ventries[v] || net->ventries[v] == N * mp->rows * mp->oblock, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Node %s: a column block of %" PetscInt_FMT " samples in a store of %" PetscInt_FMT " entries", net->nodes[k].name,
+               N, net->ventries[v]);
   }
   if (!mp->blockin) { /* x' = R x; a row node reading a kept block takes it as it is */
     PetscCall(PetNetLayoutCreateSampleSplit(comm, mp->xndim, mp->xdims, n, &mp->xss));
@@ -772,9 +774,10 @@ static PetscErrorCode NetModelSetUpBatch_Private(Net net, PetscInt k, PetscInt n
     PetscCall(PetNetRedistributeCreate(mp->xss, mp->xmp, &mp->R));
     PetscCall(PetNetLayoutGetLocalSize(mp->xss, &xlocal));
     PetscCall(VecCreateMPIWithArray(comm, 1, xlocal, PETSC_DECIDE, NULL, &mp->xv));
-  } else PetscCall(NetModelGridLayout_Private(comm, mp, mp->xndim, mp->xdims, 1, mp->isizes, &mp->xmp));
+  } else
+    PetscCall(NetModelGridLayout_Private(comm, mp, mp->xndim, mp->xdims, 1, mp->isizes, &mp->xmp));
   PetscCall(NetModelGridLayout_Private(comm, mp, mp->yndim, mp->ydims, 0, mp->heads ? NULL : mp->osizes, &mp->ypart)); /* outputs split over P_out, partial over P_in (heads: whole, partial over all) */
-  if (!mp->keepout) { /* y = S y'; a column node keeping its block hands y' on as it is */
+  if (!mp->keepout) {                                                                                                  /* y = S y'; a column node keeping its block hands y' on as it is */
     PetscCall(PetNetLayoutCreateSampleSplit(comm, mp->yndim, mp->ydims, n, &mp->yss));
     PetscCall(PetNetSumReduceCreate(mp->ypart, mp->yss, &mp->S));
     PetscCall(PetNetLayoutGetLocalSize(mp->yss, &ylocal));
@@ -920,7 +923,8 @@ PetscErrorCode NetModelBlockJVP_Private(Net net, PetscInt k, const PetscScalar *
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode NetModelBlockSOBackward_Private(Net net, PetscInt k, const PetscScalar *th, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *thdot, const PetscScalar *ydot, const PetscScalar *dy, PetscScalar *dxdot, PetscScalar *dthdot)
+PetscErrorCode NetModelBlockSOBackward_Private(Net net, PetscInt k, const PetscScalar *th, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *thdot, const PetscScalar *ydot, const PetscScalar *dy,
+                                               PetscScalar *dxdot, PetscScalar *dthdot)
 {
   NetModel *tb;
   PetscInt  N;
@@ -942,7 +946,8 @@ PetscErrorCode NetModelBlockView_Private(Net net, PetscInt k, PetscViewer viewer
   PetscCallMPI(MPI_Comm_rank(PetscObjectComm((PetscObject)net), &rank));
   PetscCallMPI(MPI_Comm_size(PetscObjectComm((PetscObject)net), &nranks));
   PetscCall(PetscViewerASCIIPushTab(viewer));
-  PetscCall(PetscViewerASCIIPrintf(viewer, "tensor parallel: %s over a group of %d rank%s (%d group%s)\n", NetTensorSplits[NET_TENSOR_BLOCK], tb->size, tb->size > 1 ? "s" : "", nranks / tb->size, nranks / tb->size > 1 ? "s, data parallel across them" : ""));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "tensor parallel: %s over a group of %d rank%s (%d group%s)\n", NetTensorSplits[NET_TENSOR_BLOCK], tb->size, tb->size > 1 ? "s" : "", nranks / tb->size,
+                                   nranks / tb->size > 1 ? "s, data parallel across them" : ""));
   PetscCall(PetscViewerASCIIPushSynchronized(viewer));
   PetscCall(PetscViewerASCIISynchronizedPrintf(viewer, "    [%d] columns %" PetscInt_FMT "..%" PetscInt_FMT " of %" PetscInt_FMT "\n", rank, tb->ostart, tb->ostart + tb->oblock - 1, tb->nout));
   PetscCall(PetscViewerFlush(viewer));

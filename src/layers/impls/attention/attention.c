@@ -40,12 +40,12 @@ typedef struct {
   /* a block of heads of a whole layer (LayerAttentionSetHeadBlock_C, for a Net splitting the heads over its ranks): the
      heads hstart.. of Hall (Hall = H: the whole layer), in_proj of its rows of Q, K and V, out_proj of its columns, and
      out_proj.bias only where outbias; the output is then that block's part of the whole layer's output */
-  PetscInt   Hall, hstart, hblock;
-  PetscBool  outbias;
-  Layer      whole;       /* ... that whole layer (not referenced: it outlives the block), whose pass counter and frozen
+  PetscInt  Hall, hstart, hblock;
+  PetscBool outbias;
+  Layer     whole;        /* ... that whole layer (not referenced: it outlives the block), whose pass counter and frozen
                              state the block's dropout map follows, or NULL */
   PetscInt64 blockoffset; /* ... the global index of the first sample the block runs on (LayerAttentionSetBlockOffset_C) */
-  PetscInt   tile, B; /* the tile asked for (-attention_tile) and the one in use (at most T) */
+  PetscInt   tile, B;     /* the tile asked for (-attention_tile) and the one in use (at most T) */
   PetscBool  causal;
   PetscReal  p;     /* attention dropout */
   PetscReal  scale; /* 1 / sqrt(d) */
@@ -115,7 +115,8 @@ static PetscErrorCode AttentionDraw(Layer layer, PetscInt n)
   PetscFunctionBegin;
   att->masked = (PetscBool)(layer->training && att->p > 0);
   if (!att->masked) PetscFunctionReturn(0);
-  if (att->whole) att->offset = att->blockoffset; /* its samples' place is given: no exchange */
+  if (att->whole)
+    att->offset = att->blockoffset; /* its samples' place is given: no exchange */
   else {
     PetscCallMPI(MPI_Exscan(&nlocal, &offset, 1, MPIU_INT64, MPI_SUM, PetscObjectComm((PetscObject)layer)));
     PetscCallMPI(MPI_Comm_rank(PetscObjectComm((PetscObject)layer), &rank));

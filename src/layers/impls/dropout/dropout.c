@@ -27,9 +27,9 @@ typedef struct {
   PetscBool    masked;  /* the last forward applied the mask (training mode): backward and jvp follow it */
   PetscInt     nwork;
   PetscScalar *mask;
-  Layer        whole;              /* a column block of this whole layer (not referenced: it outlives the block), or NULL */
-  PetscInt     width, cstart, cb;  /* ... its rows of width entries, this block's columns cstart..cstart + cb - 1 */
-  PetscInt64   row0;               /* ... and the whole batch's row of this block's first row */
+  Layer        whole;             /* a column block of this whole layer (not referenced: it outlives the block), or NULL */
+  PetscInt     width, cstart, cb; /* ... its rows of width entries, this block's columns cstart..cstart + cb - 1 */
+  PetscInt64   row0;              /* ... and the whole batch's row of this block's first row */
 } Layer_Dropout;
 
 static inline uint64_t SplitMix64(uint64_t z)
