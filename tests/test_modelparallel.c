@@ -235,6 +235,7 @@ int main(int argc, char **argv)
   else
     PetscCall(NetSetLayers(ref, spec));
   PetscCall(NetSetInputShape(ref, &in));
+  PetscCall(NetSetFromOptions(ref)); /* -ref_<node prefix>... for what the spec does not carry (attention dropout) */
   PetscCall(NetSetUp(ref));
   PetscCall(NetGetNumParameters(net, &nparams));
   PetscCall(NetGetParameters(net, &theta));

@@ -31,10 +31,25 @@ F_0 -> F_1 -> ... -> F_L (relu between them moves nothing), P = sum_k (F_{k-1} F
   sharded with --split J:PxQ (sharded x model parallel: bin/bench_parallel -bench_mode sharded -bench_partition PxQ,
               which splits node layer2, the second dense node, J = 1): dense node J moves as a model-parallel node
               (its activations, 3 x 8 G_J, or 2 x 8 G_J if it is the first), the others as in sharded mode
+  tensor      -net_parallel tensor on MLP pairs of dense:F:tokens, an activation, dense:E:tokens (--layers E,F,E[,F,E...],
+              --tokens T positions a sample; rank r holds n_r samples, n_r T rows): the first dense of a pair
+              column-parallel (grid p x 1), the second row-parallel (1 x p). Per pair, with the column block kept
+              between the two (the default; --no-keep: gathered back to the sample split and redistributed, as before
+              2026-11-29):
+                input broadcast of the column node, all rows of the group to every rank:  sum_r (B - n_r) T E
+                                 (forward; backward its adjoint for every pair but the first, whose input is the Net's)
+                output sum-reduce of the row node's partial products:  sum_r (B - n_r) T E, forward and backward
+                --no-keep adds 2 x 2 sum_r (B - n_r) T F_block(r) (the column node's output gathered and the row
+                node's input redistributed, forward and backward)
+                parameters: each split node's block as in model mode (G_k with its own grid, over the ownership of
+                all parameters, the tail's included): 2 x 8 G for the first node, 3 x 8 G for the others
+              --tail F_in,F_out: a plain dense after the pairs (bin/bench_parallel's flatten,dense:10), sharded:
+                allgather forward and backward and the gradient's reduce-scatter, 3 (p-1) 8 (F_in F_out + F_out)
   every mode  the scalar all-reductions of a step (--control bytes, default 32: the loss's layout check, 2 4-byte
               ints; the loss sum and its count of labels, 16; TAO's gradient norm, 8):          2 (p-1) control
 
-Usage: parallel_volume.py [--layers 784,8192,8192,10] [--batch 256] [--ranks 1,2,4,1024] [--modes replicated,sharded,model]
+Usage: parallel_volume.py [--layers 784,8192,8192,10] [--batch 256] [--ranks 1,2,4,1024] [--modes replicated,sharded,model,tensor]
+                          [--tokens T] [--no-keep] [--tail F_in,F_out] (tensor mode)
                           [--grid PoutxPin (default px1)] [--regather] [--no-regather] [--control 32]
                           [--aligned] [--split J:PoutxPin] [--value] (print only the bytes of the single mode and
                           rank count given)
@@ -87,16 +102,17 @@ def rows_overlap(base, stride, a, length, o0, o1, lo, hi):
     return total
 
 
-def model_parameter_traffic(layers, p, grid):
-    """per dense node, the sum over ranks of the block entries the rank does not own in theta"""
-    pout, pin = grid
+def model_parameter_traffic(layers, p, grid, extra=0):
+    """per dense node, the sum over ranks of the block entries the rank does not own in theta (grid: one (P_out,
+    P_in) for all nodes, or a list of one per node; extra: parameters after these nodes, owned by the ranks too)"""
     sizes = [layers[k] * layers[k + 1] + layers[k + 1] for k in range(len(layers) - 1)]
-    P = sum(sizes)
+    P = sum(sizes) + extra
     own = split(P, p)
     ownstart = starts(own)
     moved = []
     poff = 0
     for k in range(len(layers) - 1):
+        pout, pin = grid[k] if isinstance(grid, list) else grid
         moved.append(0)
         fin, fout = layers[k], layers[k + 1]
         outs, ins = split(fout, pout), split(fin, pin)
@@ -125,10 +141,36 @@ def model_activations(layers, k, B, p, pout, pin):
     return SCALAR * (xin * (2 if k > 0 else 1) + 2 * yout)
 
 
-def volume(mode, layers, B, p, grid, regather, control, aligned=False, split_node=None):
+def tensor_volume(layers, B, p, T, keep, tail, parts):
+    """-net_parallel tensor on MLP pairs E,F,E,... of T positions a sample, and a sharded dense tail (F_in, F_out)"""
+    if len(layers) < 3 or len(layers) % 2 == 0:
+        sys.exit('--mode tensor needs --layers E,F,E[,F,E...]: MLP pairs')
+    n = split(B, p)
+    ptail = tail[0] * tail[1] + tail[1] if tail else 0
+    grids = [(p, 1) if k % 2 == 0 else (1, p) for k in range(len(layers) - 1)]
+    acts = 0
+    for k in range(0, len(layers) - 1, 2):
+        E, F = layers[k], layers[k + 1]
+        rows = sum((B - n[r]) * T for r in range(p))
+        acts += rows * E * (1 if k == 0 else 2)  # the column node's input broadcast (and its adjoint)
+        acts += 2 * rows * layers[k + 2]  # the row node's sum-reduce and its adjoint
+        if not keep:  # the column block gathered to the sample split and redistributed, forward and backward
+            fb = split(F, p)
+            acts += 2 * 2 * sum((B - n[r]) * T * fb[r] for r in range(p))
+    parts['activations'] = SCALAR * acts
+    G = model_parameter_traffic(layers, p, grids, ptail)
+    parts['parameter blocks'] = SCALAR * (3 * sum(G) - G[0])
+    if tail:
+        parts['tail allgather forward, backward, reduce-scatter'] = 3 * (p - 1) * SCALAR * ptail
+    return sum(parts.values()), parts
+
+
+def volume(mode, layers, B, p, grid, regather, control, aligned=False, split_node=None, tokens=1, keep=True, tail=None):
     """bytes per step and their parts"""
     P = sum(layers[k] * layers[k + 1] + layers[k + 1] for k in range(len(layers) - 1))
     parts = {'control': 2 * (p - 1) * control}
+    if mode == 'tensor':
+        return tensor_volume(layers, B, p, tokens, keep, tail, parts)
     if mode == 'sharded' and split_node:
         j, (pout, pin) = split_node
         sizes = [layers[k] * layers[k + 1] + layers[k + 1] for k in range(len(layers) - 1)]
@@ -163,7 +205,7 @@ def volume(mode, layers, B, p, grid, regather, control, aligned=False, split_nod
         G = [0] * (len(layers) - 1) if aligned else model_parameter_traffic(layers, p, (pout, pin))
         parts['parameter blocks'] = SCALAR * ((3 * sum(G) - G[0]) if regather else 2 * sum(G))
     else:
-        sys.exit(f'unknown mode {mode}: replicated, sharded or model')
+        sys.exit(f'unknown mode {mode}: replicated, sharded, model or tensor')
     return sum(parts.values()), parts
 
 
@@ -186,6 +228,9 @@ def main():
     ap.add_argument('--control', type=int, default=32)
     ap.add_argument('--aligned', action='store_true', help='model mode: theta owned by the ranks along their blocks')
     ap.add_argument('--split', default=None, help='J:PoutxPin: sharded mode with dense node J model parallel')
+    ap.add_argument('--tokens', type=int, default=1, help='tensor mode: positions T of a sample')
+    ap.add_argument('--no-keep', dest='keep', action='store_false', default=True, help='tensor mode: gather the column block')
+    ap.add_argument('--tail', default=None, help='tensor mode: F_in,F_out of a sharded dense after the pairs')
     ap.add_argument('--value', action='store_true')
     a = ap.parse_args()
     layers = [int(x) for x in a.layers.split(',')]
@@ -196,17 +241,18 @@ def main():
     if a.split:
         j, g = a.split.split(':')
         split_node = (int(j), tuple(int(x) for x in g.split('x')))
+    tail = tuple(int(x) for x in a.tail.split(',')) if a.tail else None
     P = sum(layers[k] * layers[k + 1] + layers[k + 1] for k in range(len(layers) - 1))
     if a.value:
         if len(ranks) != 1 or len(modes) != 1:
             sys.exit('--value needs one mode and one rank count')
-        print(volume(modes[0], layers, a.batch, ranks[0], grid, a.regather, a.control, a.aligned, split_node)[0])
+        print(volume(modes[0], layers, a.batch, ranks[0], grid, a.regather, a.control, a.aligned, split_node, a.tokens, a.keep, tail)[0])
         return
     print(f'MLP {"-".join(map(str, layers))}, P = {P} parameters ({human(SCALAR * P)}), batch B = {a.batch}, '
           f'regather = {a.regather}, control = {a.control} bytes')
     for p in ranks:
         for mode in modes:
-            total, parts = volume(mode, layers, a.batch, p, grid, a.regather, a.control, a.aligned, split_node)
+            total, parts = volume(mode, layers, a.batch, p, grid, a.regather, a.control, a.aligned, split_node, a.tokens, a.keep, tail)
             detail = ', '.join(f'{k} {v}' for k, v in parts.items() if v)
             g = f' grid {grid[0]}x{grid[1]}' if mode == 'model' and grid else (f' grid {p}x1' if mode == 'model' else '')
             print(f'p={p:<5d} {mode:<10s} bytes_per_step={total:<16d} ({human(total)}; per rank {human(total / p)}){g}'

@@ -1009,7 +1009,7 @@ PetscErrorCode NetView(Net net, PetscViewer viewer)
   if (net->setupcalled) PetscCall(PetscViewerASCIIPrintf(viewer, "total parameters %" PetscInt_FMT "\n", net->nparams));
   if (net->setupcalled) PetscCall(NetSequenceView_Private(net, viewer)); /* sequence mode: the token split */
   if (net->setupcalled) { /* the engine (netexec.c, netprecision.c): how each node runs, where the values live */
-    const NetExecOps *kinds[] = {&NetExecPlain, &NetExecModel, &NetExecSpatial, &NetExecSpatialModel, &NetExecSequence};
+    const NetExecOps *kinds[] = {&NetExecPlain, &NetExecModel, &NetExecSpatial, &NetExecSpatialModel, &NetExecSequence, &NetExecTensorBlock};
     char              text[256] = "";
 
     for (size_t e = 0; e < PETSC_STATIC_ARRAY_LENGTH(kinds); e++) {
@@ -1109,6 +1109,7 @@ PetscErrorCode NetReset(Net net)
   PetscValidHeaderSpecific(net, NET_CLASSID, 1);
   PetscCall(NetResetWorkspace_Private(net));
   PetscCall(PetscFree(net->vlocal));
+  PetscCall(PetscFree(net->ventries));
   PetscCall(NetSpatialReset_Private(net));
   PetscCall(NetSequenceReset_Private(net));
   if (net->poff) PetscCall(NetResetParameterMaps_Private(net));

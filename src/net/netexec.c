@@ -20,6 +20,9 @@
   the stored bfloat16 values themselves, NetNodeStreamsBF16()); model-parallel nodes compute in double and the value store widens
   their inputs and rounds their outputs (netprecision.c), so every executor works at every precision. A new mode (a
   pipeline stage, a sub-graph group) is one more table here.
+
+    tensor block  an elementwise node between the two dense nodes of a tensor-parallel MLP pair that keeps the column
+             block (netmodel.c): a copy of its layer on the rank's columns of all samples of the group, no movement
 */
 #include <petnet/private/netimpl.h>
 
@@ -305,6 +308,39 @@ static PetscErrorCode NetExecView_SpatialModel(Net net, PetscInt k, PetscViewer 
 
 const NetExecOps NetExecSpatialModel = {"spatial+model", PETSC_FALSE, PETSC_FALSE, NetExecForward_SpatialModel, NetExecBackward_SpatialModel, NetExecJVP_SpatialModel, NetExecSOBackward_SpatialModel, NetExecView_SpatialModel};
 
+/* an elementwise node on the kept column block of a tensor-parallel MLP pair (netmodel.c): its layer's kernels on the
+   block, no data movement; double values, as the model-parallel nodes around it */
+static PetscErrorCode NetExecForward_TensorBlock(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], void *y)
+{
+  PetscFunctionBegin;
+  PetscCall(NetModelBlockForward_Private(net, k, th, (const PetscScalar *)x[0], (PetscScalar *)y));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetExecBackward_TensorBlock(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], const void *y, const void *dy, void *const dx[], PetscScalar *dth, PetscInt mask)
+{
+  PetscFunctionBegin;
+  PetscCall(NetModelBlockBackward_Private(net, k, th, (const PetscScalar *)x[0], (const PetscScalar *)y, (const PetscScalar *)dy, (PetscScalar *)dx[0], dth));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetExecJVP_TensorBlock(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], const void *y, const void *const dx[], const PetscScalar *dth, void *dy)
+{
+  PetscFunctionBegin;
+  PetscCall(NetModelBlockJVP_Private(net, k, th, (const PetscScalar *)x[0], (const PetscScalar *)y, dx ? (const PetscScalar *)dx[0] : NULL, dth, (PetscScalar *)dy));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetExecSOBackward_TensorBlock(Net net, PetscInt k, const PetscScalar *th, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *thd, const PetscScalar *ydot, const PetscScalar *dy, PetscScalar *dxd, PetscScalar *hvk)
+{
+  PetscFunctionBegin;
+  if (net->layers[k]->sozero) PetscFunctionReturn(0); /* linear or piecewise linear: no curvature */
+  PetscCall(NetModelBlockSOBackward_Private(net, k, th, x, y, xdot, thd, ydot, dy, dxd, hvk));
+  PetscFunctionReturn(0);
+}
+
+const NetExecOps NetExecTensorBlock = {"tensor block", PETSC_FALSE, PETSC_TRUE, NetExecForward_TensorBlock, NetExecBackward_TensorBlock, NetExecJVP_TensorBlock, NetExecSOBackward_TensorBlock, NetModelBlockView_Private};
+
 /* each node's executor, once the model-parallel (netmodel.c), spatial (netspatial.c) and sequence (netsequence.c)
    set-ups have said which nodes are theirs */
 PetscErrorCode NetSetUpExecutors_Private(Net net)
@@ -313,7 +349,7 @@ PetscErrorCode NetSetUpExecutors_Private(Net net)
   for (PetscInt k = 0; k < net->nlayers; k++) {
     NetNode *nd = &net->nodes[k];
 
-    nd->exec = nd->sq ? &NetExecSequence : nd->mp && nd->sp ? &NetExecSpatialModel : nd->mp ? &NetExecModel : nd->sp ? &NetExecSpatial : &NetExecPlain;
+    nd->exec = nd->sq ? &NetExecSequence : nd->mp && nd->sp ? &NetExecSpatialModel : nd->mp ? &NetExecModel : nd->tblock ? &NetExecTensorBlock : nd->sp ? &NetExecSpatial : &NetExecPlain;
   }
   PetscFunctionReturn(0);
 }

@@ -88,6 +88,7 @@ PetscErrorCode NetSetUpWorkspace_Private(Net net, Vec X)
   PetscCall(PetscFree(net->vlocal));
   PetscCall(PetscMalloc1(net->nlayers + 1, &net->vlocal));
   PetscCall(NetValueCounts_Private(net, n * NetSequenceTokens_Private(net), net->vlocal)); /* n, except in grid mode (netspatial.c) and sequence mode (tokens) */
+  PetscCall(NetModelValueEntries_Private(net)); /* the column blocks of tensor-parallel MLP pairs (netmodel.c) */
   {                                                                                        /* act, dact (and dsum where a value feeds several nodes) for n samples: each must fit a PetscInt, all in memory */
     PetscInt       largest = 0;
     PetscLogDouble bytes   = 0;
@@ -98,10 +99,10 @@ PetscErrorCode NetSetUpWorkspace_Private(Net net, Vec X)
     PetscCall(NetPrecisionBytes_Private(net, &es)); /* the bytes of a stored value entry (NetSetPrecision()) */
 
     for (PetscInt k = 0; k < net->nlayers; k++) {
-      if ((PetscInt64)net->vlocal[k + 1] * net->layers[k]->outsize > (PetscInt64)net->vlocal[largest + 1] * net->layers[largest]->outsize) largest = k;
-      bytes += (PetscLogDouble)NetNodeStoredArrays(net, k) * es * (PetscLogDouble)net->vlocal[k + 1] * net->layers[k]->outsize;
+      if ((PetscInt64)NetValueEntries(net, k + 1, net->layers[k]->outsize) > (PetscInt64)NetValueEntries(net, largest + 1, net->layers[largest]->outsize)) largest = k;
+      bytes += (PetscLogDouble)NetNodeStoredArrays(net, k) * es * (PetscLogDouble)NetValueEntries(net, k + 1, net->layers[k]->outsize);
     }
-    entries = (PetscInt64)net->vlocal[largest + 1] * net->layers[largest]->outsize;
+    entries = (PetscInt64)NetValueEntries(net, largest + 1, net->layers[largest]->outsize);
     PetscCall(MPIU_Allreduce(&entries, &most, 1, MPIU_INT64, MPI_MAX, comm));
     PetscCheck(most <= PETSC_MAX_INT, comm, PETSC_ERR_ARG_OUTOFRANGE,
                "A batch needs %" PetscInt64_FMT " entries on a rank for the output of node %s (%" PetscInt_FMT " per sample), more than a PetscInt holds: use fewer samples per rank (smaller batches, more ranks)", most, net->nodes[largest].name,
@@ -419,7 +420,7 @@ PetscErrorCode NetNodeBackward_Private(Net net, PetscInt k, Vec dY, Vec dX, Vec 
   PetscCall(NetCheckParametersUnchanged_Private(net, "NetGetLayerJacobian"));
   if (nin > NET_MAX_STACK_INPUTS) PetscCall(PetscMalloc1(nin, &dx));
   if (dX) PetscCall(VecGetArrayWrite(dX, &base));
-  for (PetscInt i = 0, off = 0; i < nin; off += net->vlocal[net->nodes[k].in[i] + 1] * net->layers[k]->insizes[i], i++) dx[i] = base ? base + off : NULL;
+  for (PetscInt i = 0, off = 0; i < nin; off += NetValueEntries(net, net->nodes[k].in[i] + 1, net->layers[k]->insizes[i]), i++) dx[i] = base ? base + off : NULL;
   if (dtheta) PetscCall(VecGetArray(dtheta, &dth));
   PetscCall(NetNodeBlockToKernel_Private(net, k, dth, PETSC_TRUE, &kdth));
   PetscCall(NetGetReplicatedArray_Private(net->theta_rep, &theta));
@@ -449,7 +450,7 @@ PetscErrorCode NetNodeJVP_Private(Net net, PetscInt k, Vec dX, Vec dtheta, Vec d
   PetscCall(NetCheckParametersUnchanged_Private(net, "NetGetLayerJacobian"));
   if (nin > NET_MAX_STACK_INPUTS) PetscCall(PetscMalloc1(nin, &dx));
   if (dX) PetscCall(VecGetArrayRead(dX, &base));
-  for (PetscInt i = 0, off = 0; i < nin; off += net->vlocal[net->nodes[k].in[i] + 1] * net->layers[k]->insizes[i], i++) dx[i] = base ? base + off : NULL;
+  for (PetscInt i = 0, off = 0; i < nin; off += NetValueEntries(net, net->nodes[k].in[i] + 1, net->layers[k]->insizes[i]), i++) dx[i] = base ? base + off : NULL;
   if (dtheta) PetscCall(VecGetArrayRead(dtheta, &dth));
   PetscCall(NetNodeBlockToKernel_Private(net, k, dth, PETSC_FALSE, &kdth));
   PetscCall(NetGetReplicatedArray_Private(net->theta_rep, &theta));
@@ -710,6 +711,10 @@ PetscErrorCode NetGetNodeArraysRead(Net net, PetscInt k, PetscInt *n, const Pets
   PetscValidHeaderSpecific(net, NET_CLASSID, 1);
   PetscCheck(net->forwarded, PetscObjectComm((PetscObject)net), PETSC_ERR_ORDER, "NetGetNodeArraysRead() reads the last forward pass, and there is none: call NetForward() first");
   PetscCheck(k >= 0 && k < net->nlayers, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Node %" PetscInt_FMT " does not exist: the Net has nodes 0 to %" PetscInt_FMT, k, net->nlayers - 1);
+  /* a value kept as the column block of a tensor-parallel MLP pair (netmodel.c) is not [n][size] on this rank */
+  PetscCheck(!net->ventries || ((!x || !net->ventries[net->nodes[k].in[0] + 1]) && (!dy || !net->ventries[k + 1])), PETSC_COMM_SELF, PETSC_ERR_SUP,
+             "NetGetNodeArraysRead() hands out a node's values split by samples, but node %s %s the column block of a tensor-parallel MLP pair (each rank holds its columns of all samples of its group; no rank holds its samples whole): run what reads node values (K-FAC: -tao_type kfac, -trainer_hessian_pc kfac) with -net_parallel model or sharded, which keep every value split by samples",
+             net->nodes[k].name, x && net->ventries[net->nodes[k].in[0] + 1] ? "reads" : "writes");
   if (n) *n = NetNodeCount(net, k);
   PetscCall(NetStore(net)->nextnode(net));
   if (x) PetscCall(NetStore(net)->get(net, NET_SLOT_VALUE, net->nodes[k].in[0] + 1, NET_READ, NET_ELEM_DOUBLE, (void **)x));

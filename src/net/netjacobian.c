@@ -360,7 +360,7 @@ static PetscErrorCode MatDestroy_NetNodeShell(Mat J)
 static PetscErrorCode NetNodeShellCreate_Private(Net net, PetscInt l, PetscInt n, PetscInt N, PetscBool params, Mat *J)
 {
   NetNodeShell  *ctx;
-  const PetscInt m = net->vlocal[l + 1] * net->layers[l]->outsize, M = PETSC_DETERMINE; /* the node's output on this rank */
+  const PetscInt m = NetValueEntries(net, l + 1, net->layers[l]->outsize), M = PETSC_DETERMINE; /* the node's output on this rank */
 
   PetscFunctionBegin;
   PetscCall(PetscNew(&ctx));
@@ -412,7 +412,7 @@ PetscErrorCode NetGetLayerJacobian(Net net, PetscInt l, Mat *J)
   PetscCall(NetCheckLayer_Private(net, l, "NetGetLayerJacobian"));
   if (!net->LJ[l]) {
     n = 0; /* the node's inputs end to end on this rank */
-    for (PetscInt i = 0; i < net->nodes[l].nin; i++) n += net->vlocal[net->nodes[l].in[i] + 1] * net->layers[l]->insizes[i];
+    for (PetscInt i = 0; i < net->nodes[l].nin; i++) n += NetValueEntries(net, net->nodes[l].in[i] + 1, net->layers[l]->insizes[i]);
     N = PETSC_DETERMINE;
     PetscCall(NetNodeShellCreate_Private(net, l, n, N, PETSC_FALSE, &net->LJ[l]));
   }

@@ -48,6 +48,17 @@
   its parameters the runs of its heads: in_proj_weight's rows in each of Q, K, V, in_proj_bias's, out_proj.weight's
   columns in every row, and out_proj.bias on the group's first rank.
 
+  An MLP pair keeps its column block (Megatron): when the column-parallel dense's output reaches the row-parallel one
+  through elementwise nodes only, each value used once, the value between them stays in the column layout
+
+    h   [N][T][F block]   all samples of the group, the rank's block of the F columns    (NetNode ventries, no split of N)
+
+  the column node writes its y' as it is (no S: the identity, its adjoint the identity), each elementwise node runs a
+  copy of its layer of input shape (T, F block) on the N samples (NET_TENSOR_BLOCK; dropout draws the whole layer's
+  mask at the block's global places, LayerDropoutSetColumnBlock_C), and the row node reads the block as its x' (no R).
+  The pair then moves its input once (R of the column node: all samples of the group on every rank) and its output
+  once (S of the row node: the sum of the partial products, handed back split by samples), and the adjoints the same.
+
   The node's parameters on a rank are its W block then (ci == 0) its bias block: runs of theta in exactly the order
   the local layer reads them (NetNode.runstart/runlen). The layouts and operators depend on every rank's number of
   samples; they are rebuilt when those change (the last, smaller batch of an epoch).
@@ -70,7 +81,11 @@ typedef struct {
   PetscBool  bias;                   /* the layer has a bias */
   PetscBool  heads;                  /* an attention node split by heads: x' whole, y' whole and partial over P_out */
   PetscInt   nheads, hstart, hblock; /* ... its heads H and this rank's block of heads */
-  PetscInt   tensor;                 /* chosen by -net_parallel tensor: NET_TENSOR_COLUMN, _ROW, _HEADS; 0 otherwise */
+  PetscInt   tensor;                 /* chosen by -net_parallel tensor: NET_TENSOR_COLUMN, _ROW, _HEADS, _BLOCK; 0 otherwise */
+  PetscBool  keepout;                /* a column node of an MLP pair that keeps its block: y is y' (no S) */
+  PetscBool  blockin;                /* a row node of such a pair: x is x' (no R) */
+  PetscInt   rows;                   /* rows of the last dim in a sample (T of (T, F)): the block's entries are N rows oblock */
+  PetscInt64 goff;                   /* NET_TENSOR_BLOCK: the global index of the group's first sample (dropout's places) */
 
   /* for the current batch: every rank's number of samples, the layouts and operators, and the work Vecs */
   PetscMPIInt  size;
@@ -105,10 +120,12 @@ static void NetModelBlock_Private(PetscInt m, PetscInt p, PetscInt c, PetscInt *
 enum {
   NET_TENSOR_COLUMN = 1, /* dense:N:tokens, outputs split (P_out = P, P_in = 1): the first dense of an MLP pair */
   NET_TENSOR_ROW    = 2, /* dense:N:tokens, inputs split (P_out = 1, P_in = P): the dense after a column-parallel one */
-  NET_TENSOR_HEADS  = 3  /* attention: heads split P ways, x whole on every rank, the output a partial sum */
+  NET_TENSOR_HEADS  = 3, /* attention: heads split P ways, x whole on every rank, the output a partial sum */
+  NET_TENSOR_BLOCK  = 4  /* an elementwise node between the two dense nodes of an MLP pair, on the column block */
 };
 
-static const char *const NetTensorSplits[] = {"", "column-parallel (outputs split)", "row-parallel (inputs split, partial outputs summed)", "heads split (Q/K/V rows column-parallel, out_proj columns row-parallel, partial outputs summed)"};
+static const char *const NetTensorSplits[] = {"", "column-parallel (outputs split)", "row-parallel (inputs split, partial outputs summed)", "heads split (Q/K/V rows column-parallel, out_proj columns row-parallel, partial outputs summed)",
+                                              "on the column block of its MLP pair (all samples of the group, the rank's columns: no data movement)"};
 
 /* a layer applied value by value, which keeps a split of the last dimension meaningful (an MLP pair's activation) */
 static PetscErrorCode NetModelIsElementwise_Private(Layer layer, PetscBool *elementwise)
@@ -210,6 +227,133 @@ static PetscErrorCode NetModelChoosePartition_Private(Net net, PetscInt k, Petsc
   PetscFunctionReturn(0);
 }
 
+/*
+  Node a, elementwise, between the two dense nodes of an MLP pair whose column block is kept (col: the column node):
+  a copy of its layer with input shape (T, F block) runs on all N samples of the group, the rank's columns of F
+*/
+static PetscErrorCode NetModelSetUpColumnBlock_Private(Net net, PetscInt a, const NetModel *col)
+{
+  Layer       layer = net->layers[a];
+  PetNetShape in    = layer->in;
+  NetModel   *mp;
+  char        args[256] = "";
+
+  PetscFunctionBegin;
+  PetscCall(NetModelDestroyNode_Private(net, a));
+  PetscCall(PetscNew(&mp));
+  mp->comm = col->comm;
+  mp->pout = col->pout;
+  mp->pin  = 1;
+  mp->co   = col->co;
+  mp->nout = mp->nin = col->nout;
+  mp->taps           = 1;
+  mp->size           = col->size;
+  mp->tensor         = NET_TENSOR_BLOCK;
+  mp->ostart = mp->istart = col->ostart;
+  mp->oblock = mp->iblock = col->oblock;
+  mp->rows                = col->rows;
+  mp->xndim = mp->yndim = col->yndim;
+  for (PetscInt d = 1; d < col->yndim; d++) mp->xdims[d] = mp->ydims[d] = col->ydims[d];
+  PetscCall(PetscMalloc2(mp->pout, &mp->osizes, 1, &mp->isizes));
+  PetscCall(PetscArraycpy(mp->osizes, col->osizes, mp->pout));
+  mp->isizes[0]        = col->nout;
+  net->nodes[a].tblock = mp; /* from here on, NetModelDestroyNode_Private() frees what follows */
+  in.dim[in.ndim - 1]  = mp->oblock;
+  PetscCall(LayerCreate(PETSC_COMM_SELF, &mp->local));
+  PetscCall(LayerSetType(mp->local, NetModelKind_Private(layer)));
+  PetscCall(LayerSetIndex(mp->local, layer->index));
+  PetscTryTypeMethod(layer, getarguments, sizeof(args), args); /* dropout's p, leakyrelu's slope, ... */
+  if (args[0]) PetscCall(LayerSetArguments(mp->local, args));
+  PetscCall(LayerSetInputShape(mp->local, &in));
+  PetscCall(LayerSetTraining(mp->local, layer->training));
+  PetscCall(LayerSetUp(mp->local));
+  PetscCheck(mp->local->nparams == 0 && mp->local->outsize == mp->local->insize, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Node %s: the copy of its elementwise layer on the column block is not elementwise", net->nodes[a].name);
+  net->nodes[a].nplocal = 0;
+  net->nodes[a].nruns   = 0;
+  PetscFunctionReturn(0);
+}
+
+/*
+  The row-parallel node k of an MLP pair: when its input comes from the column-parallel node through elementwise nodes
+  only, every value on the way used by the next node alone, the pair keeps the column block (the values between them
+  hold the rank's columns of all samples of the group, NetModelValueEntries_Private()) instead of gathering it back to
+  the sample split and redistributing it. Otherwise nothing changes.
+*/
+static PetscErrorCode NetModelKeepColumnBlock_Private(Net net, PetscInt k)
+{
+  NetModel *row = (NetModel *)net->nodes[k].mp, *col;
+  PetscInt  j   = net->nodes[k].in[0];
+
+  PetscFunctionBegin;
+  while (j >= 0 && !net->nodes[j].mp) { /* back through elementwise nodes, each with one input and one use */
+    PetscBool elementwise;
+
+    PetscCall(NetModelIsElementwise_Private(net->layers[j], &elementwise));
+    if (!elementwise || net->nodes[j].nin != 1 || net->nodes[j].nuses != 1 || net->nodes[j].sp || net->nodes[j].sq) PetscFunctionReturn(0);
+    j = net->nodes[j].in[0];
+  }
+  if (j < 0 || net->nodes[j].nuses != 1) PetscFunctionReturn(0);
+  col = (NetModel *)net->nodes[j].mp;
+  if (col->tensor != NET_TENSOR_COLUMN || !col->local || !row->local || col->comm != row->comm || col->pout != row->pin || col->nout != row->nin || col->ostart != row->istart || col->oblock != row->iblock || col->rows != row->rows)
+    PetscFunctionReturn(0);
+  for (PetscInt a = net->nodes[k].in[0]; a != j; a = net->nodes[a].in[0]) PetscCall(NetModelSetUpColumnBlock_Private(net, a, col));
+  col->keepout = PETSC_TRUE;
+  row->blockin = PETSC_TRUE;
+  PetscFunctionReturn(0);
+}
+
+/*
+  The entries of the kept column blocks (NetValueEntries()) for the batch of net->vlocal, at each workspace rebuild
+  (collective): N rows oblock, N the group's samples, and each block node's and attention node's global index of the
+  group's first sample (their dropout draws the whole layer's mask at the group's places)
+*/
+PetscErrorCode NetModelValueEntries_Private(Net net)
+{
+  MPI_Comm    comm = PetscObjectComm((PetscObject)net);
+  PetscBool   any = PETSC_FALSE, tensor = PETSC_FALSE;
+  PetscInt64  n, Ng = 0, off = 0, ingroup = 0;
+  PetscMPIInt rank, grank;
+
+  PetscFunctionBegin;
+  PetscCall(PetscFree(net->ventries));
+  for (PetscInt k = 0; k < net->nlayers; k++) {
+    NetModel *mp = (NetModel *)net->nodes[k].mp;
+
+    if (mp && mp->heads) tensor = PETSC_TRUE;
+    any = (PetscBool)(any || (mp && mp->keepout) || net->nodes[k].tblock);
+  }
+  if (!any && !tensor) PetscFunctionReturn(0); /* the same on every rank: the set-up is */
+  n = net->vlocal[0];
+  PetscCallMPI(MPI_Comm_rank(comm, &rank));
+  PetscCallMPI(MPI_Comm_rank(net->tcomm, &grank));
+  PetscCall(MPIU_Allreduce(&n, &Ng, 1, MPIU_INT64, MPI_SUM, net->tcomm));
+  PetscCallMPI(MPI_Exscan(&n, &off, 1, MPIU_INT64, MPI_SUM, comm));
+  PetscCallMPI(MPI_Exscan(&n, &ingroup, 1, MPIU_INT64, MPI_SUM, net->tcomm));
+  if (!rank) off = 0; /* MPI_Exscan leaves the first rank's result undefined */
+  if (!grank) ingroup = 0;
+  for (PetscInt k = 0; k < net->nlayers; k++) { /* attention split by heads: its group's samples' place, for its dropout */
+    NetModel *mp = (NetModel *)net->nodes[k].mp;
+
+    if (mp && mp->heads) mp->goff = off - ingroup;
+  }
+  if (!any) PetscFunctionReturn(0);
+  PetscCall(PetscCalloc1(net->nlayers + 1, &net->ventries));
+  for (PetscInt k = 0; k < net->nlayers; k++) {
+    NetModel  *mp = (NetModel *)(net->nodes[k].tblock ? net->nodes[k].tblock : net->nodes[k].mp);
+    PetscInt64 e;
+
+    if (!mp || !(mp->keepout || mp->tensor == NET_TENSOR_BLOCK)) continue;
+    e = Ng * mp->rows * mp->oblock; /* in 64 bits: checked before it becomes an array size */
+    PetscCheck(e <= PETSC_MAX_INT, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE,
+               "Node %s keeps the column block of its MLP pair: %" PetscInt64_FMT " samples of its tensor group times %" PetscInt_FMT " x %" PetscInt_FMT
+               " entries are more than a PetscInt holds: use fewer samples per group (smaller batches, more tensor groups with -net_tensor_ranks)",
+               net->nodes[k].name, Ng, mp->rows, mp->oblock);
+    net->ventries[k + 1] = (PetscInt)e;
+    mp->goff             = off - ingroup;
+  }
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode NetModelSetUpNode_Private(Net net, PetscInt k)
 {
   NetNode    *nd    = &net->nodes[k];
@@ -259,15 +403,12 @@ PetscErrorCode NetModelSetUpNode_Private(Net net, PetscInt k)
              ", but only dense, conv2d and conv3d layers can split their weights over ranks (and attention by heads with -net_parallel tensor): remove partition= from its entry (or -%spartition); the Net runs the other kinds data parallel",
              nd->name, spec, p[0], p[1], nd->prefix);
   if (split == NET_TENSOR_HEADS) {
-    PetscInt  H       = 0;
-    PetscReal dropout = 0;
+    PetscInt H = 0;
 
-    PetscUseMethod(layer, "LayerAttentionGetHeads_C", (Layer, PetscInt *, PetscReal *), (layer, &H, &dropout));
-    /* the dropout map is drawn per layer from the global sample, head and counters of its passes (attention.c): the
-       block of heads on a rank would need the group's sample offset and the whole layer's frozen state */
-    PetscCheck(dropout == 0, comm, PETSC_ERR_SUP,
-               "Node %s (%s) has attention dropout %g, which -net_parallel tensor does not split by heads yet (the map of a block of heads would differ from the whole layer's): give it -%sattention_dropout 0, or run it with -net_parallel sharded",
-               nd->name, spec, (double)dropout, nd->prefix);
+    /* attention dropout splits too: the map is a hash of (global sample, head, i, j) and the whole layer's pass counter
+       (attention.c), and the block of heads draws it at its global heads and, before each forward, its group's samples
+       (LayerAttentionSetBlockOffset_C), with the whole layer's counter and frozen state */
+    PetscUseMethod(layer, "LayerAttentionGetHeads_C", (Layer, PetscInt *, PetscReal *), (layer, &H, NULL));
     PetscCheck(H % size == 0, comm, PETSC_ERR_ARG_INCOMP,
                "Node %s (%s) has %" PetscInt_FMT
                " heads, which -net_parallel tensor cannot split evenly over a tensor group of %d ranks: give the node a number of heads that %d divides (e.g. attention:%d), or make the group a divisor of %" PetscInt_FMT
@@ -495,6 +636,8 @@ PetscErrorCode NetModelSetUpNode_Private(Net net, PetscInt k)
     nd->nruns   = nruns;
     nd->nplocal = nplocal;
   }
+  if (tokens) mp->rows = layer->outsize / nout; /* the positions of a sample (T of (T, F)) */
+  if (split == NET_TENSOR_ROW) PetscCall(NetModelKeepColumnBlock_Private(net, k));
   PetscFunctionReturn(0);
 }
 
@@ -527,6 +670,13 @@ PetscErrorCode NetModelDestroyNode_Private(Net net, PetscInt k)
   NetModel *mp = (NetModel *)nd->mp;
 
   PetscFunctionBegin;
+  if (nd->tblock) { /* an elementwise node on a kept column block: its copy of the layer and its sizes */
+    NetModel *tb = (NetModel *)nd->tblock;
+
+    PetscCall(LayerDestroy(&tb->local));
+    PetscCall(PetscFree2(tb->osizes, tb->isizes));
+    PetscCall(PetscFree(nd->tblock));
+  }
   if (!mp) PetscFunctionReturn(0);
   PetscCall(NetModelResetBatch_Private(mp));
   PetscCall(LayerDestroy(&mp->local));
@@ -612,16 +762,27 @@ static PetscErrorCode NetModelSetUpBatch_Private(Net net, PetscInt k, PetscInt n
   for (PetscMPIInt r = 0; r < mp->size; r++) N += counts[r];
   mp->N        = N;
   mp->xdims[0] = mp->ydims[0] = N;
-  PetscCall(PetNetLayoutCreateSampleSplit(comm, mp->xndim, mp->xdims, n, &mp->xss));
-  PetscCall(PetNetLayoutCreateSampleSplit(comm, mp->yndim, mp->ydims, n, &mp->yss));
-  PetscCall(NetModelGridLayout_Private(comm, mp, mp->xndim, mp->xdims, 1, mp->isizes, &mp->xmp));                      /* inputs split over P_in, replicated over P_out */
+  if (mp->keepout) { /* the kept column block has the size the store gave it */
+    const PetscInt v = k + 1;
+
+    PetscCheck(!net->ventries || !net->ventries[v] || net->ventries[v] == N * mp->rows * mp->oblock, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Node %s: a column block of %" PetscInt_FMT " samples in a store of %" PetscInt_FMT " entries", net->nodes[k].name,
+               N, net->ventries[v]);
+  }
+  if (!mp->blockin) { /* x' = R x; a row node reading a kept block takes it as it is */
+    PetscCall(PetNetLayoutCreateSampleSplit(comm, mp->xndim, mp->xdims, n, &mp->xss));
+    PetscCall(NetModelGridLayout_Private(comm, mp, mp->xndim, mp->xdims, 1, mp->isizes, &mp->xmp)); /* inputs split over P_in, replicated over P_out */
+    PetscCall(PetNetRedistributeCreate(mp->xss, mp->xmp, &mp->R));
+    PetscCall(PetNetLayoutGetLocalSize(mp->xss, &xlocal));
+    PetscCall(VecCreateMPIWithArray(comm, 1, xlocal, PETSC_DECIDE, NULL, &mp->xv));
+  } else
+    PetscCall(NetModelGridLayout_Private(comm, mp, mp->xndim, mp->xdims, 1, mp->isizes, &mp->xmp));
   PetscCall(NetModelGridLayout_Private(comm, mp, mp->yndim, mp->ydims, 0, mp->heads ? NULL : mp->osizes, &mp->ypart)); /* outputs split over P_out, partial over P_in (heads: whole, partial over all) */
-  PetscCall(PetNetRedistributeCreate(mp->xss, mp->xmp, &mp->R));
-  PetscCall(PetNetSumReduceCreate(mp->ypart, mp->yss, &mp->S));
-  PetscCall(PetNetLayoutGetLocalSize(mp->xss, &xlocal));
-  PetscCall(PetNetLayoutGetLocalSize(mp->yss, &ylocal));
-  PetscCall(VecCreateMPIWithArray(comm, 1, xlocal, PETSC_DECIDE, NULL, &mp->xv));
-  PetscCall(VecCreateMPIWithArray(comm, 1, ylocal, PETSC_DECIDE, NULL, &mp->yv));
+  if (!mp->keepout) {                                                                                                  /* y = S y'; a column node keeping its block hands y' on as it is */
+    PetscCall(PetNetLayoutCreateSampleSplit(comm, mp->yndim, mp->ydims, n, &mp->yss));
+    PetscCall(PetNetSumReduceCreate(mp->ypart, mp->yss, &mp->S));
+    PetscCall(PetNetLayoutGetLocalSize(mp->yss, &ylocal));
+    PetscCall(VecCreateMPIWithArray(comm, 1, ylocal, PETSC_DECIDE, NULL, &mp->yv));
+  }
   PetscCall(PetNetLayoutCreateVec(mp->xmp, &mp->xmpv));
   PetscCall(PetNetLayoutCreateVec(mp->ypart, &mp->ympv));
   PetscCall(VecDuplicate(mp->xmpv, &mp->dxmpv));
@@ -649,6 +810,50 @@ static PetscErrorCode NetModelApply_Private(Mat A, PetscBool transpose, Vec w, c
   PetscFunctionReturn(0);
 }
 
+/*
+  The input move (isx: x' = R x, R^T on the way back) or the output move (y = S y', S^T back) of a node, with the caller's
+  array: as NetModelApply_Private(), or, for the kept column block of an MLP pair (a row node's x, a column node's y),
+  the identity, whose adjoint is the identity: the array is copied to or from the block Vec as it is.
+*/
+static PetscErrorCode NetModelMove_Private(NetModel *mp, PetscBool isx, PetscBool transpose, const PetscScalar *array, Vec other, PetscBool wisinput)
+{
+  PetscInt m;
+
+  PetscFunctionBegin;
+  if (!(isx ? mp->blockin : mp->keepout)) {
+    PetscCall(NetModelApply_Private(isx ? mp->R : mp->S, transpose, isx ? mp->xv : mp->yv, array, other, wisinput));
+    PetscFunctionReturn(0);
+  }
+  PetscCall(VecGetLocalSize(other, &m));
+  if (wisinput) {
+    PetscScalar *o;
+
+    PetscCall(VecGetArrayWrite(other, &o));
+    PetscCall(PetscArraycpy(o, array, m));
+    PetscCall(VecRestoreArrayWrite(other, &o));
+  } else {
+    const PetscScalar *o;
+
+    PetscCall(VecGetArrayRead(other, &o));
+    PetscCall(PetscArraycpy((PetscScalar *)array, o, m));
+    PetscCall(VecRestoreArrayRead(other, &o));
+  }
+  PetscFunctionReturn(0);
+}
+
+/* an elementwise node on the column block: its copy of the layer in the whole layer's mode (training, frozen) and, for
+   dropout, at the block's places in the whole layer's mask (rows: the group's first sample's global index times T) */
+static PetscErrorCode NetModelSyncBlock_Private(Net net, PetscInt k, NetModel *mp)
+{
+  Layer whole = net->layers[k];
+
+  PetscFunctionBegin;
+  PetscCall(LayerSetTraining(mp->local, whole->training));
+  mp->local->frozen = whole->frozen;
+  PetscTryMethod(mp->local, "LayerDropoutSetColumnBlock_C", (Layer, Layer, PetscInt, PetscInt, PetscInt64), (mp->local, whole, mp->nout, mp->ostart, mp->goff * mp->rows));
+  PetscFunctionReturn(0);
+}
+
 /* x' = R x and y' = f_local(x'), the local linearization point, unless the last forward of this batch layout left them */
 static PetscErrorCode NetModelLocalForward_Private(NetModel *mp, const PetscScalar *th, const PetscScalar *x)
 {
@@ -656,13 +861,98 @@ static PetscErrorCode NetModelLocalForward_Private(NetModel *mp, const PetscScal
   PetscScalar       *yl;
 
   PetscFunctionBegin;
-  PetscCall(NetModelApply_Private(mp->R, PETSC_FALSE, mp->xv, x, mp->xmpv, PETSC_TRUE));
+  PetscCall(NetModelMove_Private(mp, PETSC_TRUE, PETSC_FALSE, x, mp->xmpv, PETSC_TRUE));
   PetscCall(VecGetArrayRead(mp->xmpv, &xl));
   PetscCall(VecGetArrayWrite(mp->ympv, &yl));
   PetscCall(LayerForwardArray(mp->local, mp->N, th, xl, yl));
   PetscCall(VecRestoreArrayWrite(mp->ympv, &yl));
   PetscCall(VecRestoreArrayRead(mp->xmpv, &xl));
   mp->xmpvalid = PETSC_TRUE;
+  PetscFunctionReturn(0);
+}
+
+/*
+  An elementwise node on the kept column block of an MLP pair (NetNode.tblock): x, y, dx, dy [N][T][F block], the N
+  samples of the group (the store's entries, NetValueEntries()), its copy of the layer on them; no data movement
+    forward y = f(x),  backward dx = f'(x) dy,  jvp dy = f'(x) dx,  sobackward dxdot += the curvature term
+*/
+static PetscErrorCode NetModelBlockGet_Private(Net net, PetscInt k, NetModel **tb, PetscInt *N)
+{
+  PetscInt e;
+
+  PetscFunctionBegin;
+  *tb = (NetModel *)net->nodes[k].tblock;
+  PetscCheck(*tb, PetscObjectComm((PetscObject)net), PETSC_ERR_PLIB, "Node %s is not on the column block of an MLP pair", net->nodes[k].name);
+  e  = net->ventries ? net->ventries[k + 1] : 0;
+  *N = e / ((*tb)->rows * (*tb)->oblock);
+  PetscCheck(*N * (*tb)->rows * (*tb)->oblock == e, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Node %s: a store of %" PetscInt_FMT " entries is no whole number of samples of its column block", net->nodes[k].name, e);
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode NetModelBlockForward_Private(Net net, PetscInt k, const PetscScalar *th, const PetscScalar *x, PetscScalar *y)
+{
+  NetModel *tb;
+  PetscInt  N;
+
+  PetscFunctionBegin;
+  PetscCall(NetModelBlockGet_Private(net, k, &tb, &N));
+  PetscCall(NetModelSyncBlock_Private(net, k, tb));
+  PetscCall(LayerForwardArray(tb->local, N, th, x, y));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode NetModelBlockBackward_Private(Net net, PetscInt k, const PetscScalar *th, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dth)
+{
+  NetModel *tb;
+  PetscInt  N;
+
+  PetscFunctionBegin;
+  PetscCall(NetModelBlockGet_Private(net, k, &tb, &N));
+  PetscCall(LayerBackwardArray(tb->local, N, th, x, y, dy, dx, dth));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode NetModelBlockJVP_Private(Net net, PetscInt k, const PetscScalar *th, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dx, const PetscScalar *dth, PetscScalar *dy)
+{
+  NetModel *tb;
+  PetscInt  N;
+
+  PetscFunctionBegin;
+  PetscCall(NetModelBlockGet_Private(net, k, &tb, &N));
+  PetscCall(LayerJVPArray(tb->local, N, th, x, y, dx, dth, dy));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode NetModelBlockSOBackward_Private(Net net, PetscInt k, const PetscScalar *th, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *thdot, const PetscScalar *ydot, const PetscScalar *dy,
+                                               PetscScalar *dxdot, PetscScalar *dthdot)
+{
+  NetModel *tb;
+  PetscInt  N;
+
+  PetscFunctionBegin;
+  PetscCall(NetModelBlockGet_Private(net, k, &tb, &N));
+  PetscCall(LayerSOBackwardArray(tb->local, N, th, x, y, xdot, thdot, ydot, dy, dxdot, dthdot));
+  PetscFunctionReturn(0);
+}
+
+/* NetView(): the block of an elementwise node on a kept column block (collective) */
+PetscErrorCode NetModelBlockView_Private(Net net, PetscInt k, PetscViewer viewer)
+{
+  NetModel   *tb = (NetModel *)net->nodes[k].tblock;
+  PetscMPIInt rank, nranks;
+
+  PetscFunctionBegin;
+  if (!tb) PetscFunctionReturn(0);
+  PetscCallMPI(MPI_Comm_rank(PetscObjectComm((PetscObject)net), &rank));
+  PetscCallMPI(MPI_Comm_size(PetscObjectComm((PetscObject)net), &nranks));
+  PetscCall(PetscViewerASCIIPushTab(viewer));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "tensor parallel: %s over a group of %d rank%s (%d group%s)\n", NetTensorSplits[NET_TENSOR_BLOCK], tb->size, tb->size > 1 ? "s" : "", nranks / tb->size,
+                                   nranks / tb->size > 1 ? "s, data parallel across them" : ""));
+  PetscCall(PetscViewerASCIIPushSynchronized(viewer));
+  PetscCall(PetscViewerASCIISynchronizedPrintf(viewer, "    [%d] columns %" PetscInt_FMT "..%" PetscInt_FMT " of %" PetscInt_FMT "\n", rank, tb->ostart, tb->ostart + tb->oblock - 1, tb->nout));
+  PetscCall(PetscViewerFlush(viewer));
+  PetscCall(PetscViewerASCIIPopSynchronized(viewer));
+  PetscCall(PetscViewerASCIIPopTab(viewer));
   PetscFunctionReturn(0);
 }
 
@@ -675,8 +965,12 @@ PetscErrorCode NetModelForward_Private(Net net, PetscInt k, PetscInt n, const Pe
   PetscCall(NetModelSetUpBatch_Private(net, k, n, 0, NULL));
   mp         = (NetModel *)net->nodes[k].mp;
   mp->dyheld = PETSC_FALSE;
+  if (mp->heads) { /* the whole layer's mode, and its dropout map at the group's samples */
+    PetscCall(LayerSetTraining(mp->local, net->layers[k]->training));
+    PetscUseMethod(mp->local, "LayerAttentionSetBlockOffset_C", (Layer, PetscInt64), (mp->local, mp->goff));
+  }
   PetscCall(NetModelLocalForward_Private(mp, th, x));
-  PetscCall(NetModelApply_Private(mp->S, PETSC_FALSE, mp->yv, y, mp->ympv, PETSC_FALSE));
+  PetscCall(NetModelMove_Private(mp, PETSC_FALSE, PETSC_FALSE, y, mp->ympv, PETSC_FALSE));
   PetscFunctionReturn(0);
 }
 
@@ -697,7 +991,7 @@ PetscErrorCode NetModelBackward_Private(Net net, PetscInt k, PetscInt n, const P
   }
   /* the parameter part of the walk's split backward (netforward.c) reuses the dy' its input part moved: the split
      costs no data movement, and the node never holds its gathered parameters and its gradient block at once */
-  if (!(net->nodes[k].bwdpart == 2 && mp->dyheld)) PetscCall(NetModelApply_Private(mp->S, PETSC_TRUE, mp->yv, dy, mp->dympv, PETSC_TRUE));
+  if (!(net->nodes[k].bwdpart == 2 && mp->dyheld)) PetscCall(NetModelMove_Private(mp, PETSC_FALSE, PETSC_TRUE, dy, mp->dympv, PETSC_TRUE));
   mp->dyheld = (PetscBool)(net->nodes[k].bwdpart == 1);
   PetscCall(VecGetArrayRead(mp->xmpv, &xl));
   PetscCall(VecGetArrayRead(mp->ympv, &yl));
@@ -708,7 +1002,7 @@ PetscErrorCode NetModelBackward_Private(Net net, PetscInt k, PetscInt n, const P
   PetscCall(VecRestoreArrayRead(mp->dympv, &dyl));
   PetscCall(VecRestoreArrayRead(mp->ympv, &yl));
   PetscCall(VecRestoreArrayRead(mp->xmpv, &xl));
-  if (have & NET_MODEL_DX) PetscCall(NetModelApply_Private(mp->R, PETSC_TRUE, mp->xv, dx, mp->dxmpv, PETSC_FALSE));
+  if (have & NET_MODEL_DX) PetscCall(NetModelMove_Private(mp, PETSC_TRUE, PETSC_TRUE, dx, mp->dxmpv, PETSC_FALSE));
   PetscFunctionReturn(0);
 }
 
@@ -726,7 +1020,7 @@ PetscErrorCode NetModelJVP_Private(Net net, PetscInt k, PetscInt n, const PetscS
   mp->dyheld = PETSC_FALSE; /* dy' is overwritten below */
   if (!mp->xmpvalid) PetscCall(NetModelLocalForward_Private(mp, th, x));
   if (have & NET_MODEL_DX) {
-    PetscCall(NetModelApply_Private(mp->R, PETSC_FALSE, mp->xv, dx, mp->dxmpv, PETSC_TRUE));
+    PetscCall(NetModelMove_Private(mp, PETSC_TRUE, PETSC_FALSE, dx, mp->dxmpv, PETSC_TRUE));
     PetscCall(VecGetArrayRead(mp->dxmpv, &dxl));
   }
   PetscCall(VecGetArrayRead(mp->xmpv, &xl));
@@ -737,7 +1031,7 @@ PetscErrorCode NetModelJVP_Private(Net net, PetscInt k, PetscInt n, const PetscS
   PetscCall(VecRestoreArrayRead(mp->ympv, &yl));
   PetscCall(VecRestoreArrayRead(mp->xmpv, &xl));
   if (have & NET_MODEL_DX) PetscCall(VecRestoreArrayRead(mp->dxmpv, &dxl));
-  PetscCall(NetModelApply_Private(mp->S, PETSC_FALSE, mp->yv, dy, mp->dympv, PETSC_FALSE));
+  PetscCall(NetModelMove_Private(mp, PETSC_FALSE, PETSC_FALSE, dy, mp->dympv, PETSC_FALSE));
   PetscFunctionReturn(0);
 }
 
@@ -760,10 +1054,10 @@ PetscErrorCode NetModelSOBackward_Private(Net net, PetscInt k, PetscInt n, const
   mp->dyheld = PETSC_FALSE; /* dy' is overwritten below */
   if (!mp->xmpvalid) PetscCall(NetModelLocalForward_Private(mp, th, x));
   if (!mp->dxdotmpv) PetscCall(VecDuplicate(mp->xmpv, &mp->dxdotmpv));
-  if (!mp->xtmp) PetscCall(VecDuplicate(mp->xv, &mp->xtmp)); /* with storage of its own */
-  PetscCall(NetModelApply_Private(mp->S, PETSC_TRUE, mp->yv, dy, mp->dympv, PETSC_TRUE));
+  if (!mp->xtmp && !mp->blockin) PetscCall(VecDuplicate(mp->xv, &mp->xtmp)); /* with storage of its own */
+  PetscCall(NetModelMove_Private(mp, PETSC_FALSE, PETSC_TRUE, dy, mp->dympv, PETSC_TRUE));
   if (have & NET_MODEL_DX) {
-    PetscCall(NetModelApply_Private(mp->R, PETSC_FALSE, mp->xv, xdot, mp->dxmpv, PETSC_TRUE));
+    PetscCall(NetModelMove_Private(mp, PETSC_TRUE, PETSC_FALSE, xdot, mp->dxmpv, PETSC_TRUE));
     PetscCall(VecGetArrayRead(mp->dxmpv, &xdl));
   }
   if (have & NET_MODEL_DXD) {
@@ -780,10 +1074,20 @@ PetscErrorCode NetModelSOBackward_Private(Net net, PetscInt k, PetscInt n, const
   if (have & NET_MODEL_DX) PetscCall(VecRestoreArrayRead(mp->dxmpv, &xdl));
   if (have & NET_MODEL_DXD) {
     PetscCall(VecRestoreArray(mp->dxdotmpv, &dxdl));
-    PetscCall(MatMultTranspose(mp->R, mp->dxdotmpv, mp->xtmp));
-    PetscCall(VecPlaceArray(mp->xv, dxdot));
-    PetscCall(VecAXPY(mp->xv, 1.0, mp->xtmp));
-    PetscCall(VecResetArray(mp->xv));
+    if (mp->blockin) { /* dxdot += dxdot' on the kept block (the identity's adjoint) */
+      const PetscScalar *a;
+      PetscInt           m;
+
+      PetscCall(VecGetLocalSize(mp->dxdotmpv, &m));
+      PetscCall(VecGetArrayRead(mp->dxdotmpv, &a));
+      for (PetscInt i = 0; i < m; i++) dxdot[i] += a[i];
+      PetscCall(VecRestoreArrayRead(mp->dxdotmpv, &a));
+    } else {
+      PetscCall(MatMultTranspose(mp->R, mp->dxdotmpv, mp->xtmp));
+      PetscCall(VecPlaceArray(mp->xv, dxdot));
+      PetscCall(VecAXPY(mp->xv, 1.0, mp->xtmp));
+      PetscCall(VecResetArray(mp->xv));
+    }
   }
   PetscFunctionReturn(0);
 }
@@ -800,13 +1104,14 @@ PetscErrorCode NetModelTestOperators_Private(Net net, PetscRandom rnd, PetscReal
   for (PetscInt k = 0; k < net->nlayers; k++) {
     NetModel *mp = (NetModel *)net->nodes[k].mp;
 
-    if (!mp || !mp->R) continue; /* not split, or (a convolution of the grid) an empty box on this rank's xcomm */
+    if (!mp || !mp->xmpv) continue; /* not split, on the column block, or (a convolution of the grid) an empty box on this rank's xcomm */
     for (PetscInt op = 0; op < 2; op++) {
       Mat         A = op ? mp->S : mp->R;
       Vec         v, w, Av, Atw;
       PetscScalar a, b;
       PetscReal   na, nw;
 
+      if (!A) continue; /* the identity of a kept column block (a row node's R, a column node's S) */
       PetscCall(MatCreateVecs(A, &v, &w));
       PetscCall(VecDuplicate(w, &Av));
       PetscCall(VecDuplicate(v, &Atw));
@@ -859,8 +1164,13 @@ PetscErrorCode NetModelViewNode_Private(Net net, PetscInt k, PetscViewer viewer)
   }
   PetscCall(PetscViewerASCIIPrintf(viewer, "model parallel: weights on a %" PetscInt_FMT "x%" PetscInt_FMT " grid (P_out x P_in)%s\n", mp->pout, mp->pin, net->nodes[k].partition[0] ? "" : (mp->tensor ? "" : ", the -net_parallel model default")));
   if (mp->grid) PetscCall(PetscViewerASCIIPrintf(viewer, "across the %d spatial groups (the ranks holding the same block in each): a sample is the halo'ed box of one field, convolved without padding\n", mp->size));
-  PetscCall(PetscViewerASCIIPrintf(viewer, "in:  sample-split -> all samples, %s split %" PetscInt_FMT " way%s, replicated %" PetscInt_FMT "x (redistribute)\n", mp->xndim > 2 ? "channels" : "features", mp->pin, mp->pin > 1 ? "s" : "", mp->pout));
-  if (mp->pin > 1)
+  if (mp->blockin)
+    PetscCall(PetscViewerASCIIPrintf(viewer, "in:  the column block of its MLP pair as it is (all samples of the group, the rank's columns: no redistribution)\n"));
+  else
+    PetscCall(PetscViewerASCIIPrintf(viewer, "in:  sample-split -> all samples, %s split %" PetscInt_FMT " way%s, replicated %" PetscInt_FMT "x (redistribute)\n", mp->xndim > 2 ? "channels" : "features", mp->pin, mp->pin > 1 ? "s" : "", mp->pout));
+  if (mp->keepout)
+    PetscCall(PetscViewerASCIIPrintf(viewer, "out: kept as the column block for the row-parallel node of its MLP pair (no gather)\n"));
+  else if (mp->pin > 1)
     PetscCall(PetscViewerASCIIPrintf(viewer, "out: sum-reduce over %" PetscInt_FMT " -> sample-split\n", mp->pin));
   else
     PetscCall(PetscViewerASCIIPrintf(viewer, "out: redistribute -> sample-split (no sum: P_in = 1)\n"));

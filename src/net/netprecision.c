@@ -68,7 +68,7 @@ static PetscErrorCode NetStoreCreateVecs_Private(Net net, PetscBool all)
     PetscInt nuses = v ? net->nodes[v - 1].nuses : net->ninputuses;
 
     if (!all && v && v < net->nlayers) continue;
-    PetscCall(VecCreateMPI(comm, net->vlocal[v] * size, PETSC_DETERMINE, &net->act[v]));
+    PetscCall(VecCreateMPI(comm, NetValueEntries(net, v, size), PETSC_DETERMINE, &net->act[v]));
     if (!all) continue;
     PetscCall(VecDuplicate(net->act[v], &net->dact[v]));
     if (nuses > 1) PetscCall(VecDuplicate(net->act[v], &net->dsum[v]));
@@ -222,7 +222,7 @@ static PetscInt NetLowCount(Net net, PetscInt v)
     size = net->layers[v - 1]->outsize;
   else
     PetscCallAbort(PETSC_COMM_SELF, NetSequenceInputRowSize_Private(net, &size));
-  return net->vlocal[v] * size;
+  return NetValueEntries(net, v, size);
 }
 
 static PetscErrorCode NetStoreSetUp_Low(Net net)

@@ -120,6 +120,9 @@ typedef struct {
      split the node runs with (NULL: data parallel; its grid, layouts, data-movement operators, the local layer) */
   PetscInt partition[2];
   void    *mp;
+  void    *tblock; /* tensor parallelism: an elementwise node between the two dense nodes of an MLP pair that keeps the
+                      column block (the rank's columns of all samples of its group): its copy of the layer on the block
+                      (netmodel.c, executor NetExecTensorBlock); NULL otherwise */
 
   /* Grid mode (netspatial.c): a node whose input lies on the grid and that reads a neighbourhood (a window, an
      upsampling) or leaves the grid (globalavgpool); NULL for the nodes that act point by point */
@@ -177,6 +180,10 @@ struct _p_Net {
                                 grid mode, where a pooling or upsampling node changes the number of grid points and a
                                 globalavgpool leaves the grid (netspatial.c) */
   PetscInt         batchgen; /* counts the workspace rebuilds: a node that caches something per batch layout compares it */
+  PetscInt        *ventries; /* entries of value v on this rank where they are not vlocal[v] times its size, else 0
+                                (NetValueEntries()): the column block of a tensor-parallel MLP pair, kept split between
+                                its two dense nodes, holds all samples of the group and the rank's block of the last dim
+                                (netmodel.c); NULL when no value is */
   Vec             *act, *dact, *dsum;
   PetscBool        forwarded;
   PetscObjectState input_state; /* act[0] is the caller's input Vec (referenced, not copied): its state at NetForward */
@@ -285,6 +292,11 @@ static inline PetscInt NetNodeStoredArrays(Net net, PetscInt k)
 {
   return (net->nodes[k].fusedinto >= 0 ? 1 : 2) + (net->nodes[k].nuses > 1 ? 1 : 0);
 }
+/* the entries on this rank of value v (v = 0: the Net's input, v = k + 1: node k's output) of size entries a sample */
+static inline PetscInt NetValueEntries(Net net, PetscInt v, PetscInt size)
+{
+  return net->ventries && net->ventries[v] ? net->ventries[v] : net->vlocal[v] * size;
+}
 /* the samples on this rank of node k's (first) input in the current batch */
 static inline PetscInt NetNodeCount(Net net, PetscInt k)
 {
@@ -314,7 +326,7 @@ PETSC_INTERN PetscErrorCode NetSpatialModelJVP_Private(Net, PetscInt, const Pets
 PETSC_INTERN PetscErrorCode NetSpatialModelSOBackward_Private(Net, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
 PETSC_INTERN const NetStoreOps NetStoreDouble, NetStoreLow;
 PETSC_INTERN PetscErrorCode    NetPrecisionBytes_Private(Net, PetscInt *);
-PETSC_INTERN const NetExecOps  NetExecPlain, NetExecModel, NetExecSpatial, NetExecSpatialModel, NetExecSequence;
+PETSC_INTERN const NetExecOps  NetExecPlain, NetExecModel, NetExecSpatial, NetExecSpatialModel, NetExecSequence, NetExecTensorBlock;
 /* the plain executor on n rows of node k (the sequence executor runs it on the rank's tokens) */
 PETSC_INTERN PetscErrorCode NetExecPlainForward_Private(Net, PetscInt, PetscInt, NetElem, const PetscScalar *, const void *const[], void *);
 PETSC_INTERN PetscErrorCode NetExecPlainBackward_Private(Net, PetscInt, PetscInt, NetElem, const PetscScalar *, const void *const[], const void *, const void *, void *const[], PetscScalar *, PetscInt);
@@ -419,3 +431,9 @@ PETSC_INTERN PetscErrorCode NetModelSOBackward_Private(Net, PetscInt, PetscInt, 
                                                        PetscScalar *);
 PETSC_INTERN PetscErrorCode NetModelViewNode_Private(Net, PetscInt, PetscViewer);
 PETSC_INTERN PetscErrorCode NetModelTestOperators_Private(Net, PetscRandom, PetscReal *);
+PETSC_INTERN PetscErrorCode NetModelValueEntries_Private(Net);
+PETSC_INTERN PetscErrorCode NetModelBlockForward_Private(Net, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode NetModelBlockBackward_Private(Net, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode NetModelBlockJVP_Private(Net, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode NetModelBlockSOBackward_Private(Net, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode NetModelBlockView_Private(Net, PetscInt, PetscViewer);

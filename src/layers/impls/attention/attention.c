@@ -51,10 +51,13 @@ typedef struct {
      out_proj.bias only where outbias; the output is then that block's part of the whole layer's output */
   PetscInt  Hall, hstart, hblock;
   PetscBool outbias;
+  Layer     whole;        /* ... that whole layer (not referenced: it outlives the block), whose pass counter and frozen
+                             state the block's dropout map follows, or NULL */
+  PetscInt64 blockoffset; /* ... the global index of the first sample the block runs on (LayerAttentionSetBlockOffset_C) */
   /* the query block: the rows [q0, q0 + nq) of the T positions (LayerAttentionSetQueryBlock(); qblock = 0: all rows,
      q0 = 0, nq = T); row i of Q, O, lse and y is at the global position q0 + i */
   PetscInt   qstart, qblock, q0, nq;
-  PetscInt   tile, B; /* the tile asked for (-attention_tile) and the one in use (at most T) */
+  PetscInt   tile, B;     /* the tile asked for (-attention_tile) and the one in use (at most T) */
   PetscBool  causal;
   PetscBool  rotary; /* rotary positions on Q and K (attentionrotary.h) */
   PetscReal  base;   /* their base (-attention_rotary_base, 10000) */
@@ -121,17 +124,23 @@ static inline PetscReal AttentionMask(const Layer_Attention *att, PetscInt s, Pe
 static PetscErrorCode AttentionDraw(Layer layer, PetscInt n)
 {
   Layer_Attention *att    = (Layer_Attention *)layer->data;
+  const Layer      owner  = att->whole ? att->whole : layer; /* a block of heads draws the whole layer's map */
+  Layer_Attention *oa     = (Layer_Attention *)owner->data;
   PetscInt64       nlocal = n, offset = 0;
   PetscMPIInt      rank;
 
   PetscFunctionBegin;
   att->masked = (PetscBool)(layer->training && att->p > 0);
   if (!att->masked) PetscFunctionReturn(0);
-  PetscCallMPI(MPI_Exscan(&nlocal, &offset, 1, MPIU_INT64, MPI_SUM, PetscObjectComm((PetscObject)layer)));
-  PetscCallMPI(MPI_Comm_rank(PetscObjectComm((PetscObject)layer), &rank));
-  att->offset = rank ? offset : 0; /* MPI_Exscan leaves rank 0's result undefined */
-  if (!layer->frozen) att->counter++;
-  att->key = AttentionSplitMix64(AttentionSplitMix64(AttentionSplitMix64((uint64_t)att->seed) ^ (uint64_t)layer->index) ^ (uint64_t)att->counter);
+  if (att->whole)
+    att->offset = att->blockoffset; /* its samples' place is given: no exchange */
+  else {
+    PetscCallMPI(MPI_Exscan(&nlocal, &offset, 1, MPIU_INT64, MPI_SUM, PetscObjectComm((PetscObject)layer)));
+    PetscCallMPI(MPI_Comm_rank(PetscObjectComm((PetscObject)layer), &rank));
+    att->offset = rank ? offset : 0; /* MPI_Exscan leaves rank 0's result undefined */
+  }
+  if (!owner->frozen) oa->counter++;
+  att->key = AttentionSplitMix64(AttentionSplitMix64(AttentionSplitMix64((uint64_t)oa->seed) ^ (uint64_t)owner->index) ^ (uint64_t)oa->counter);
   PetscFunctionReturn(0);
 }
 
@@ -724,6 +733,7 @@ static PetscErrorCode LayerDestroy_Attention(Layer layer)
   PetscCall(LayerReset_Attention(layer));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerDropoutSetSeed_C", NULL));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerAttentionSetHeadBlock_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerAttentionSetBlockOffset_C", NULL));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerAttentionGetHeads_C", NULL));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerAttentionSetQueryBlock_C", NULL));
   PetscCall(PetscFree(layer->data));
@@ -757,6 +767,22 @@ static PetscErrorCode LayerAttentionSetHeadBlock_Attention(Layer layer, Layer wh
   att->hstart  = hstart;
   att->hblock  = hblock;
   att->outbias = outbias;
+  att->whole   = whole;
+  PetscFunctionReturn(0);
+}
+
+/*
+  A block of heads (LayerAttentionSetHeadBlock_C) runs on the samples of a group of ranks, given whole on every rank of
+  it: offset is the global index of their first sample, so that its dropout map is the whole layer's at those samples
+  (M of global sample, head, i, j, with the whole layer's pass counter). Call before each forward pass.
+*/
+static PetscErrorCode LayerAttentionSetBlockOffset_Attention(Layer layer, PetscInt64 offset)
+{
+  Layer_Attention *att = (Layer_Attention *)layer->data;
+
+  PetscFunctionBegin;
+  PetscCheck(att->whole && offset >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONGSTATE, "The sample offset %" PetscInt64_FMT " of a block of heads: make the layer a block of heads first (LayerAttentionSetHeadBlock_C), with a nonnegative offset", offset);
+  att->blockoffset = offset;
   PetscFunctionReturn(0);
 }
 
@@ -907,6 +933,7 @@ PETSC_INTERN PetscErrorCode LayerCreate_Attention(Layer layer)
   layer->ops->destroy        = LayerDestroy_Attention;
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerDropoutSetSeed_C", LayerDropoutSetSeed_Attention));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerAttentionSetHeadBlock_C", LayerAttentionSetHeadBlock_Attention));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerAttentionSetBlockOffset_C", LayerAttentionSetBlockOffset_Attention));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerAttentionGetHeads_C", LayerAttentionGetHeads_Attention));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerAttentionSetQueryBlock_C", LayerAttentionSetQueryBlock_Attention));
   PetscFunctionReturn(0);

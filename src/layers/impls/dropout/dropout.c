@@ -11,6 +11,12 @@
       forward passes of the finite-difference test all see the mask of the pass being tested.
   Forward in training mode is collective on the layer's communicator (an MPI_Exscan gives the global offset).
   Changing the seed (-dropout_seed) changes every mask; the counter restarts at LayerReset().
+
+  A column block of a whole layer (LayerDropoutSetColumnBlock_C, for a Net that keeps the last dimension split over its
+  ranks, the activation of a tensor-parallel MLP pair): the layer's rows are cb entries, columns cstart.. of the whole
+  layer's rows of F entries, its first row the whole batch's row row0; entry (r, c) takes the whole layer's mask of
+  global index (row0 + r) F + cstart + c, drawn with the whole layer's p, seed, index and counter, so the blocks of all
+  ranks together are the whole layer's mask. No exchange: the caller gives row0.
 */
 #include <petnet/private/layerimpl.h>
 
@@ -21,6 +27,9 @@ typedef struct {
   PetscBool    masked;  /* the last forward applied the mask (training mode): backward and jvp follow it */
   PetscInt     nwork;
   PetscScalar *mask;
+  Layer        whole;             /* a column block of this whole layer (not referenced: it outlives the block), or NULL */
+  PetscInt     width, cstart, cb; /* ... its rows of width entries, this block's columns cstart..cstart + cb - 1 */
+  PetscInt64   row0;              /* ... and the whole batch's row of this block's first row */
 } Layer_Dropout;
 
 static inline uint64_t SplitMix64(uint64_t z)
@@ -34,14 +43,17 @@ static inline uint64_t SplitMix64(uint64_t z)
 /* entries above which the loops run on PetNet's threads (each entry's mask is a function of its index alone) */
 #define DROPOUT_THREAD_MIN 32768
 
-/* mask[i] for the local entries i of a batch whose first local entry has global index offset */
-static void DropoutDrawMask(PetscReal p, uint64_t key, uint64_t offset, PetscInt N, PetscScalar *mask)
+/* mask[i] for the local entries i of a batch: rows of cb entries, row r and column c having the global index
+   (row0 + r) width + cstart + c (the whole layer's own rows: cb = width, cstart = 0, the index row0 width + i) */
+static void DropoutDrawMask(PetscReal p, uint64_t key, uint64_t row0, PetscInt cb, PetscInt width, PetscInt cstart, PetscInt N, PetscScalar *mask)
 {
   const PetscScalar scale = p < 1 ? 1.0 / (1.0 - p) : 0.0;
+  const uint64_t    first = row0 * (uint64_t)width + (uint64_t)cstart;
 
 #pragma omp parallel for simd num_threads(PetNetThreads()) schedule(guided) if (N > DROPOUT_THREAD_MIN)
   for (PetscInt i = 0; i < N; i++) {
-    PetscReal u = (PetscReal)(SplitMix64(key ^ SplitMix64(offset + (uint64_t)i)) >> 11) * 0x1.0p-53; /* uniform [0, 1) */
+    const uint64_t idx = cb == width ? first + (uint64_t)i : first + (uint64_t)(i / cb) * (uint64_t)width + (uint64_t)(i % cb);
+    PetscReal      u   = (PetscReal)(SplitMix64(key ^ SplitMix64(idx)) >> 11) * 0x1.0p-53; /* uniform [0, 1) */
 
     mask[i] = u < p ? 0.0 : scale;
   }
@@ -51,26 +63,31 @@ static void DropoutDrawMask(PetscReal p, uint64_t key, uint64_t offset, PetscInt
 static PetscErrorCode DropoutDraw(Layer layer, PetscInt n)
 {
   Layer_Dropout *drop   = (Layer_Dropout *)layer->data;
+  const Layer    owner  = drop->whole ? drop->whole : layer; /* whose p, seed, index, counter and frozen state */
+  Layer_Dropout *od     = (Layer_Dropout *)owner->data;
   const PetscInt N      = n * layer->insize;
   PetscInt64     nlocal = N, offset = 0;
-  PetscBool      intest = layer->frozen;
   PetscMPIInt    rank;
   uint64_t       key;
 
   PetscFunctionBegin;
-  drop->masked = (PetscBool)(layer->training && drop->p > 0);
+  drop->masked = (PetscBool)(layer->training && od->p > 0);
   if (!drop->masked) PetscFunctionReturn(0);
   if (n != drop->nwork) {
     PetscCall(PetscFree(drop->mask));
     PetscCall(PetscMalloc1(N, &drop->mask));
     drop->nwork = n;
   }
+  if (!owner->frozen) od->counter++;
+  key = SplitMix64(SplitMix64(SplitMix64((uint64_t)od->seed) ^ (uint64_t)owner->index) ^ (uint64_t)od->counter);
+  if (drop->whole) { /* a column block: its rows' place is given, no exchange */
+    DropoutDrawMask(od->p, key, (uint64_t)drop->row0, drop->cb, drop->width, drop->cstart, N, drop->mask);
+    PetscFunctionReturn(0);
+  }
   PetscCallMPI(MPI_Exscan(&nlocal, &offset, 1, MPIU_INT64, MPI_SUM, PetscObjectComm((PetscObject)layer)));
   PetscCallMPI(MPI_Comm_rank(PetscObjectComm((PetscObject)layer), &rank));
   if (!rank) offset = 0; /* MPI_Exscan leaves rank 0's result undefined */
-  if (!intest) drop->counter++;
-  key = SplitMix64(SplitMix64(SplitMix64((uint64_t)drop->seed) ^ (uint64_t)layer->index) ^ (uint64_t)drop->counter);
-  DropoutDrawMask(drop->p, key, (uint64_t)offset, N, drop->mask);
+  DropoutDrawMask(drop->p, key, (uint64_t)offset, 1, 1, 0, N, drop->mask);
   PetscFunctionReturn(0);
 }
 
@@ -223,6 +240,7 @@ static PetscErrorCode LayerDestroy_Dropout(Layer layer)
   PetscCall(LayerReset_Dropout(layer));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerDropoutSetProbability_C", NULL));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerDropoutSetSeed_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerDropoutSetColumnBlock_C", NULL));
   PetscCall(PetscFree(layer->data));
   PetscFunctionReturn(0);
 }
@@ -239,6 +257,30 @@ static PetscErrorCode LayerDropoutSetSeed_Dropout(Layer layer, PetscInt64 seed)
 {
   PetscFunctionBegin;
   ((Layer_Dropout *)layer->data)->seed = seed;
+  PetscFunctionReturn(0);
+}
+
+/*
+  For a Net that keeps the last dimension of a value split over its ranks (the column block of a tensor-parallel MLP
+  pair, src/net/netmodel.c): this layer, of input shape (..., cb), becomes columns cstart..cstart + cb - 1 of `whole`'s
+  rows of width entries, its first row being row row0 of the whole batch (rows: samples times the positions before the
+  last dim). Its masks are then the whole layer's entries of those places, drawn with the whole layer's probability,
+  seed, index, pass counter (which the block advances) and frozen state. Call it before every forward (row0 may change
+  with the batch); `whole` must outlive the block.
+*/
+static PetscErrorCode LayerDropoutSetColumnBlock_Dropout(Layer layer, Layer whole, PetscInt width, PetscInt cstart, PetscInt64 row0)
+{
+  Layer_Dropout *drop = (Layer_Dropout *)layer->data;
+  const PetscInt cb   = layer->in.ndim ? layer->in.dim[layer->in.ndim - 1] : 0;
+
+  PetscFunctionBegin;
+  PetscCheck(layer->setupcalled && cstart >= 0 && cb > 0 && cstart + cb <= width && row0 >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE,
+             "A column block %" PetscInt_FMT "..%" PetscInt_FMT " of rows of %" PetscInt_FMT " entries (first row %" PetscInt64_FMT "): set the block's input shape (..., %" PetscInt_FMT ") up first", cstart, cstart + cb - 1, width, row0, cb);
+  drop->whole  = whole;
+  drop->width  = width;
+  drop->cstart = cstart;
+  drop->cb     = cb;
+  drop->row0   = row0;
   PetscFunctionReturn(0);
 }
 
@@ -321,5 +363,6 @@ PETSC_INTERN PetscErrorCode LayerCreate_Dropout(Layer layer)
   layer->ops->destroy        = LayerDestroy_Dropout;
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerDropoutSetProbability_C", LayerDropoutSetProbability_Dropout));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerDropoutSetSeed_C", LayerDropoutSetSeed_Dropout));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerDropoutSetColumnBlock_C", LayerDropoutSetColumnBlock_Dropout));
   PetscFunctionReturn(0);
 }
