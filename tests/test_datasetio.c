@@ -575,6 +575,7 @@ static PetscErrorCode TestAugment(void)
   PetscCall(DatasetCreate(PETSC_COMM_WORLD, &ds));
   PetscCall(DatasetMemorySetData(ds, &shape, X, 1, T));
   PetscCall(DatasetSetBatchSize(ds, N));
+  PetscCall(DatasetSetShuffle(ds, PETSC_TRUE)); /* a sample's place in the batch is not its number */
   PetscCall(DatasetSetAugmentation(ds, 1, PETSC_TRUE));
   PetscCall(DatasetSetFromOptions(ds));
   PetscCall(DatasetGetNormalization(ds, &scale, &mean, &std));
