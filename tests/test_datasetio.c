@@ -535,17 +535,17 @@ static PetscErrorCode TestAugment(void)
     PetscBool flip;
     PetscReal out[16];
   } table[] = {
-    {0,  0,  PETSC_FALSE, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}  }, /* identity */
-    {1,  0,  PETSC_FALSE, {0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}      }, /* down 1 */
-    {-1, 0,  PETSC_FALSE, {5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 0, 0, 0, 0}  }, /* up 1 */
-    {0,  -1, PETSC_FALSE, {2, 3, 4, 0, 6, 7, 8, 0, 10, 11, 12, 0, 14, 15, 16, 0}   }, /* left 1 */
-    {1,  1,  PETSC_FALSE, {0, 0, 0, 0, 0, 1, 2, 3, 0, 5, 6, 7, 0, 9, 10, 11}       }, /* down 1, right 1 */
-    {0,  0,  PETSC_TRUE,  {4, 3, 2, 1, 8, 7, 6, 5, 12, 11, 10, 9, 16, 15, 14, 13}  }, /* flip */
-    {0,  1,  PETSC_TRUE,  {0, 4, 3, 2, 0, 8, 7, 6, 0, 12, 11, 10, 0, 16, 15, 14}   }, /* flip, right 1 */
-    {-1, -1, PETSC_TRUE,  {7, 6, 5, 0, 11, 10, 9, 0, 15, 14, 13, 0, 0, 0, 0, 0}    }, /* flip, up 1, left 1 */
+      {0, 0, PETSC_FALSE, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}},  /* identity */
+      {1, 0, PETSC_FALSE, {0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}},      /* down 1 */
+      {-1, 0, PETSC_FALSE, {5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 0, 0, 0, 0}}, /* up 1 */
+      {0, -1, PETSC_FALSE, {2, 3, 4, 0, 6, 7, 8, 0, 10, 11, 12, 0, 14, 15, 16, 0}},  /* left 1 */
+      {1, 1, PETSC_FALSE, {0, 0, 0, 0, 0, 1, 2, 3, 0, 5, 6, 7, 0, 9, 10, 11}},       /* down 1, right 1 */
+      {0, 0, PETSC_TRUE, {4, 3, 2, 1, 8, 7, 6, 5, 12, 11, 10, 9, 16, 15, 14, 13}},   /* flip */
+      {0, 1, PETSC_TRUE, {0, 4, 3, 2, 0, 8, 7, 6, 0, 12, 11, 10, 0, 16, 15, 14}},    /* flip, right 1 */
+      {-1, -1, PETSC_TRUE, {7, 6, 5, 0, 11, 10, 9, 0, 15, 14, 13, 0, 0, 0, 0, 0}},   /* flip, up 1, left 1 */
   };
   const PetscInt     ntable = (PetscInt)(sizeof(table) / sizeof(table[0])), N = 4, F = 16;
-  PetNetShape        shape  = {3, {4, 4, 1}};
+  PetNetShape        shape = {3, {4, 4, 1}};
   Dataset            ds;
   Vec                X, T, BX;
   PetscScalar       *x, *t;
@@ -595,8 +595,8 @@ static PetscErrorCode TestAugment(void)
         for (PetscInt j = 0; j < F; j++) {
           const PetscReal want = (scale * table[k].out[j] - mean) / std;
 
-          PetscCheck(PetscRealPart(bx[i * F + j]) == want, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Sample %" PetscInt_FMT " of epoch %" PetscInt_FMT " (dy %" PetscInt_FMT ", dx %" PetscInt_FMT ", flip %d): pixel %" PetscInt_FMT " is %g, expected %g", samples[i], e, dy, dx, (int)flip, j,
-                     (double)PetscRealPart(bx[i * F + j]), (double)want);
+          PetscCheck(PetscRealPart(bx[i * F + j]) == want, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Sample %" PetscInt_FMT " of epoch %" PetscInt_FMT " (dy %" PetscInt_FMT ", dx %" PetscInt_FMT ", flip %d): pixel %" PetscInt_FMT " is %g, expected %g",
+                     samples[i], e, dy, dx, (int)flip, j, (double)PetscRealPart(bx[i * F + j]), (double)want);
         }
         hits[k]++;
       }

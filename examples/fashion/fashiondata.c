@@ -10,7 +10,7 @@
 PetscErrorCode FashionCreateDatasets(MPI_Comm comm, const char dir[], Dataset *train, Dataset *test)
 {
   const char *split[2] = {"train", "t10k"}, *prefix[2] = {"train_", "test_"};
-  Dataset    *ds[2]    = {train, test};
+  Dataset    *ds[2] = {train, test};
 
   PetscFunctionBegin;
   for (int k = 0; k < 2; k++) {

@@ -548,8 +548,10 @@ PetscErrorCode TrainerSetUp(Trainer tr)
     PetscBool flip;
 
     PetscCall(DatasetGetAugmentation(tr->test, &shift, &flip));
-    PetscCheck(!shift && !flip, comm, PETSC_ERR_ARG_INCOMP, "The test Dataset asks for augmentation (shifts up to %" PetscInt_FMT " pixels, %s), but the Trainer evaluates the test set as stored: give -%sdataset_augment_shift and -%sdataset_augment_flip to the training set only (-train_dataset_augment_shift 2 -train_dataset_augment_flip)", shift,
-               flip ? "flips" : "no flips", ((PetscObject)tr->test)->prefix ? ((PetscObject)tr->test)->prefix : "", ((PetscObject)tr->test)->prefix ? ((PetscObject)tr->test)->prefix : "");
+    PetscCheck(!shift && !flip, comm, PETSC_ERR_ARG_INCOMP,
+               "The test Dataset asks for augmentation (shifts up to %" PetscInt_FMT
+               " pixels, %s), but the Trainer evaluates the test set as stored: give -%sdataset_augment_shift and -%sdataset_augment_flip to the training set only (-train_dataset_augment_shift 2 -train_dataset_augment_flip)",
+               shift, flip ? "flips" : "no flips", ((PetscObject)tr->test)->prefix ? ((PetscObject)tr->test)->prefix : "", ((PetscObject)tr->test)->prefix ? ((PetscObject)tr->test)->prefix : "");
   }
   PetscCall(TrainerCheckSampleShape_Private(tr, tr->train, "training", "fix -net_input_shape or the data"));
   if (tr->test) PetscCall(TrainerCheckSampleShape_Private(tr, tr->test, "test", "give the test data the training data's shape"));

@@ -40,7 +40,7 @@ static void DatasetDrawTransform(Dataset ds, PetscInt epoch, PetscInt sample, Pe
 static void DatasetTransformImage(PetscInt h, PetscInt w, PetscInt c, PetscInt dy, PetscInt dx, PetscBool flip, PetscScalar fill, const PetscScalar *in, PetscScalar *out)
 {
   for (PetscInt y = 0; y < h; y++) {
-    const PetscInt sy = y - dy;
+    const PetscInt sy  = y - dy;
     PetscScalar   *row = out + y * w * c;
 
     if (sy < 0 || sy >= h) {
@@ -68,8 +68,10 @@ void DatasetAugmentSample_Private(Dataset ds, PetscInt sample, const PetscScalar
   PetscBool flip;
 
   DatasetDrawTransform(ds, ds->epoch, sample, &dy, &dx, &flip);
-  if (!dy && !dx && !flip) memcpy(out, in, (size_t)ds->F * sizeof(PetscScalar));
-  else DatasetTransformImage(ds->shape.dim[0], ds->shape.dim[1], ds->shape.dim[2], dy, dx, flip, (PetscScalar)(-ds->mean / ds->std), in, out);
+  if (!dy && !dx && !flip)
+    memcpy(out, in, (size_t)ds->F * sizeof(PetscScalar));
+  else
+    DatasetTransformImage(ds->shape.dim[0], ds->shape.dim[1], ds->shape.dim[2], dy, dx, flip, (PetscScalar)(-ds->mean / ds->std), in, out);
 }
 
 /* Refuses augmentation of samples that are not images (h, w, c), or a shift that leaves nothing of the image; collective */
@@ -82,7 +84,8 @@ PetscErrorCode DatasetCheckAugmentation_Private(Dataset ds)
   if (!DatasetIsAugmented_Private(ds)) PetscFunctionReturn(0);
   PetscCall(PetNetShapeToString(&ds->shape, sizeof(shape), shape));
   PetscCheck(ds->shape.ndim == 3, PetscObjectComm((PetscObject)ds), PETSC_ERR_ARG_INCOMP,
-             "-%sdataset_augment_shift and -%sdataset_augment_flip transform images of shape h x w x c (channels last), but the samples of %s have shape %s: give the image shape with -%sdataset_sample_shape (e.g. 28x28x1 for 784 pixels), or drop the augmentation",
+             "-%sdataset_augment_shift and -%sdataset_augment_flip transform images of shape h x w x c (channels last), but the samples of %s have shape %s: give the image shape with -%sdataset_sample_shape (e.g. 28x28x1 for 784 pixels), or drop "
+             "the augmentation",
              prefix, prefix, ds->xsource ? ds->xsource : "this Dataset", shape, prefix);
   PetscCheck(ds->augshift < PetscMin(ds->shape.dim[0], ds->shape.dim[1]), PetscObjectComm((PetscObject)ds), PETSC_ERR_ARG_OUTOFRANGE,
              "-%sdataset_augment_shift %" PetscInt_FMT " can move the %s images out of the frame: give a shift below the image side (a few pixels, e.g. 2 for 28x28)", prefix, ds->augshift, shape);
@@ -126,7 +129,8 @@ PetscErrorCode DatasetSetAugmentation(Dataset ds, PetscInt shift, PetscBool flip
   PetscValidHeaderSpecific(ds, DATASET_CLASSID, 1);
   PetscValidLogicalCollectiveInt(ds, shift, 2);
   PetscValidLogicalCollectiveBool(ds, flip, 3);
-  PetscCheck(shift >= 0, PetscObjectComm((PetscObject)ds), PETSC_ERR_ARG_OUTOFRANGE, "The augmentation shift (-%sdataset_augment_shift) is a number of pixels >= 0, not %" PetscInt_FMT, ((PetscObject)ds)->prefix ? ((PetscObject)ds)->prefix : "", shift);
+  PetscCheck(shift >= 0, PetscObjectComm((PetscObject)ds), PETSC_ERR_ARG_OUTOFRANGE, "The augmentation shift (-%sdataset_augment_shift) is a number of pixels >= 0, not %" PetscInt_FMT, ((PetscObject)ds)->prefix ? ((PetscObject)ds)->prefix : "",
+             shift);
   ds->augshift   = shift;
   ds->augflip    = flip;
   ds->epochready = PETSC_FALSE; /* the next batch checks the shape again */

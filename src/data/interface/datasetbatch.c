@@ -217,8 +217,10 @@ static void DatasetGatherRows(Dataset ds, PetscInt offset, const PetscInt *sampl
     const PetscInt     s  = ds->source[offset + i];
     const PetscScalar *xi = s >= 0 ? xs + s * F : ds->recvx + (-1 - s) * F;
 
-    if (augment) DatasetAugmentSample_Private(ds, samples[i], xi, x + i * F);
-    else memcpy(x + i * F, xi, (size_t)F * sizeof(PetscScalar));
+    if (augment)
+      DatasetAugmentSample_Private(ds, samples[i], xi, x + i * F);
+    else
+      memcpy(x + i * F, xi, (size_t)F * sizeof(PetscScalar));
     memcpy(t + i * tsize, s >= 0 ? ts + s * tsize : ds->recvt + (-1 - s) * tsize, (size_t)tsize * sizeof(PetscScalar));
   }
 }
