@@ -128,6 +128,8 @@ bin/cosmo3d bin/tests/test_cosmo3dfields: LDLIBS += $(FFTW_LIB)
 # bin/hybrid_rd share their training machinery (examples/hybrid/fit.c)
 bin/mesh_hybrid: $(call example_modules,mesh_surrogate) $(call example_modules,hybrid)
 bin/hybrid_rd: $(call example_modules,hybrid)
+# bin/vit reads Fashion-MNIST as bin/fashion does (examples/fashion/fashiondata.c)
+bin/vit: $(call example_modules,fashion)
 bin/tests/test_meshpartition: $(call example_modules,mesh_surrogate)
 
 # A fuzz harness linked with fuzz/replay.c: runs the corpus and the regression inputs of its reader (tests/fuzz.suite).

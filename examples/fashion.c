@@ -6,6 +6,7 @@ static const char help[] = "Train a network on Fashion-MNIST (the packaged IDX f
 
 #include <petnet.h>
 #include <petnettrainer.h>
+#include "fashion/fashiondata.h"
 
 int main(int argc, char **argv)
 {
@@ -29,26 +30,7 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsString("-fashion_model_name", "Name printed in the summary", NULL, model, model, sizeof(model), NULL));
   PetscOptionsEnd();
 
-  PetscCall(DatasetCreate(comm, &train));
-  PetscCall(PetscObjectSetOptionsPrefix((PetscObject)train, "train_"));
-  PetscCall(DatasetSetType(train, DATASETIDX));
-  {
-    char images[PETSC_MAX_PATH_LEN], labels[PETSC_MAX_PATH_LEN];
-
-    PetscCall(PetscSNPrintf(images, sizeof(images), "%s/train-images-idx3-ubyte.gz", dir));
-    PetscCall(PetscSNPrintf(labels, sizeof(labels), "%s/train-labels-idx1-ubyte.gz", dir));
-    PetscCall(DatasetIDXSetFiles(train, images, labels));
-    PetscCall(DatasetSetShuffle(train, PETSC_TRUE));
-    PetscCall(DatasetSetFromOptions(train));
-
-    PetscCall(DatasetCreate(comm, &test));
-    PetscCall(PetscObjectSetOptionsPrefix((PetscObject)test, "test_"));
-    PetscCall(DatasetSetType(test, DATASETIDX));
-    PetscCall(PetscSNPrintf(images, sizeof(images), "%s/t10k-images-idx3-ubyte.gz", dir));
-    PetscCall(PetscSNPrintf(labels, sizeof(labels), "%s/t10k-labels-idx1-ubyte.gz", dir));
-    PetscCall(DatasetIDXSetFiles(test, images, labels));
-    PetscCall(DatasetSetFromOptions(test));
-  }
+  PetscCall(FashionCreateDatasets(comm, dir, &train, &test));
 
   PetscCall(NetCreate(comm, &net));
   PetscCall(NetSetLayers(net, "dense:256,relu,dense:128,relu,dense:10"));

@@ -8,6 +8,7 @@ static const char help[] = "Train a vision transformer on Fashion-MNIST (the pac
 
 #include <petnet.h>
 #include <petnettrainer.h>
+#include "fashion/fashiondata.h"
 
 /* The sizes of the model, from -vit_* */
 typedef struct {
@@ -99,25 +100,7 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsHasName(NULL, NULL, "-net_graph", &given));
   PetscCheck(!given, comm, PETSC_ERR_ARG_INCOMP, "bin/vit builds its Net from -vit_patch, -vit_embed, -vit_depth, -vit_heads and -vit_mlp: drop -net_graph (bin/fashion trains any graph)");
 
-  PetscCall(DatasetCreate(comm, &train));
-  PetscCall(PetscObjectSetOptionsPrefix((PetscObject)train, "train_"));
-  PetscCall(DatasetSetType(train, DATASETIDX));
-  PetscCall(DatasetCreate(comm, &test));
-  PetscCall(PetscObjectSetOptionsPrefix((PetscObject)test, "test_"));
-  PetscCall(DatasetSetType(test, DATASETIDX));
-  {
-    char images[PETSC_MAX_PATH_LEN], labels[PETSC_MAX_PATH_LEN];
-
-    PetscCall(PetscSNPrintf(images, sizeof(images), "%s/train-images-idx3-ubyte.gz", dir));
-    PetscCall(PetscSNPrintf(labels, sizeof(labels), "%s/train-labels-idx1-ubyte.gz", dir));
-    PetscCall(DatasetIDXSetFiles(train, images, labels));
-    PetscCall(DatasetSetShuffle(train, PETSC_TRUE));
-    PetscCall(DatasetSetFromOptions(train));
-    PetscCall(PetscSNPrintf(images, sizeof(images), "%s/t10k-images-idx3-ubyte.gz", dir));
-    PetscCall(PetscSNPrintf(labels, sizeof(labels), "%s/t10k-labels-idx1-ubyte.gz", dir));
-    PetscCall(DatasetIDXSetFiles(test, images, labels));
-    PetscCall(DatasetSetFromOptions(test));
-  }
+  PetscCall(FashionCreateDatasets(comm, dir, &train, &test));
   /* the image's shape sets the number of tokens: read the training set now (the Trainer's set-up does not read it again) */
   PetscCall(DatasetSetUp(train));
   PetscCall(DatasetGetSampleShape(train, &image));

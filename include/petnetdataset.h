@@ -67,6 +67,10 @@ PETSC_EXTERN PetscErrorCode DatasetGetNormalization(Dataset, PetscReal *, PetscR
 PETSC_EXTERN PetscErrorCode DatasetIsNormalizationSet(Dataset, PetscBool *);     /* set by the user (else the kind's default, or the Net's at evaluation) */
 PETSC_EXTERN PetscErrorCode DatasetSetSampleShape(Dataset, const PetNetShape *); /* -dataset_sample_shape 28x28x1: reshape, or give the shape a flat source lacks */
 PETSC_EXTERN PetscErrorCode DatasetSetNumClasses(Dataset, PetscInt);             /* -dataset_num_classes C: labels must be integers in [0, C); 0: regression targets */
+/* Augmentation of image samples (h x w x c) in DatasetGetBatch(), drawn per (seed, epoch, sample): -dataset_augment_shift S, -dataset_augment_flip */
+PETSC_EXTERN PetscErrorCode DatasetSetAugmentation(Dataset, PetscInt, PetscBool);
+PETSC_EXTERN PetscErrorCode DatasetGetAugmentation(Dataset, PetscInt *, PetscBool *);
+PETSC_EXTERN PetscErrorCode DatasetGetSampleTransform(Dataset, PetscInt, PetscInt, PetscInt *, PetscInt *, PetscBool *); /* epoch, sample -> dy, dx, flip */
 
 /* Queries (after DatasetSetUp) */
 PETSC_EXTERN PetscErrorCode DatasetGetSize(Dataset, PetscInt *);           /* global number of samples (after the limit) */

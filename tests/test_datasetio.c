@@ -6,6 +6,8 @@ static const char help[] = "Dataset kinds on small synthetic files written here 
                            "  -case memory [-layout decide|rank0]       user Vecs, referenced or copied\n"
                            "Each checks N, the shape, the classes, every stored sample, and every batch of two shuffled epochs and one\n"
                            "in file order against the function, and that each epoch visits every sample once.\n"
+                           "  -case augment                   4x4 images 1..16 shifted (-dataset_augment_shift 1) and flipped: every transform\n"
+                           "                                  of a hand-written table found among 40 epochs of draws gives exactly its values\n"
                            "  -case error -error missing|magic|truncated|truncatedgz|count|label|type|notargets|hdf5name|shape|vecshape|\n"
                            "                     gzcrc|gzheader|gzbomb|binrows|bincols|hdf5rank3|hdf5trunc|label255|labelfrac|targetnan|inputinf|limit\n"
                            "                                  writes a bad input and must stop with a clear error.\n";
@@ -514,6 +516,104 @@ static PetscErrorCode TestMemory(void)
   PetscFunctionReturn(0);
 }
 
+/*
+  Augmentation on 4x4x1 images whose pixel (y, x) is 4y + x + 1:
+
+     1  2  3  4
+     5  6  7  8
+     9 10 11 12
+    13 14 15 16
+
+  Each sample's draw (DatasetGetSampleTransform()) is looked up in a table of transforms whose results are written out
+  below by hand (0 is the fill, a raw 0); the batch row must hold exactly those values, normalised like the data.
+  Every transform of the table must occur among the draws of 40 epochs of 4 samples (18 transforms are possible).
+*/
+static PetscErrorCode TestAugment(void)
+{
+  static const struct {
+    PetscInt  dy, dx;
+    PetscBool flip;
+    PetscReal out[16];
+  } table[] = {
+      {0, 0, PETSC_FALSE, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}},  /* identity */
+      {1, 0, PETSC_FALSE, {0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}},      /* down 1 */
+      {-1, 0, PETSC_FALSE, {5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 0, 0, 0, 0}}, /* up 1 */
+      {0, -1, PETSC_FALSE, {2, 3, 4, 0, 6, 7, 8, 0, 10, 11, 12, 0, 14, 15, 16, 0}},  /* left 1 */
+      {1, 1, PETSC_FALSE, {0, 0, 0, 0, 0, 1, 2, 3, 0, 5, 6, 7, 0, 9, 10, 11}},       /* down 1, right 1 */
+      {0, 0, PETSC_TRUE, {4, 3, 2, 1, 8, 7, 6, 5, 12, 11, 10, 9, 16, 15, 14, 13}},   /* flip */
+      {0, 1, PETSC_TRUE, {0, 4, 3, 2, 0, 8, 7, 6, 0, 12, 11, 10, 0, 16, 15, 14}},    /* flip, right 1 */
+      {-1, -1, PETSC_TRUE, {7, 6, 5, 0, 11, 10, 9, 0, 15, 14, 13, 0, 0, 0, 0, 0}},   /* flip, up 1, left 1 */
+  };
+  const PetscInt     ntable = (PetscInt)(sizeof(table) / sizeof(table[0])), N = 4, F = 16;
+  PetNetShape        shape = {3, {4, 4, 1}};
+  Dataset            ds;
+  Vec                X, T, BX;
+  PetscScalar       *x, *t;
+  const PetscScalar *bx;
+  const PetscInt    *samples;
+  PetscInt           hits[8] = {0}, start, nlocal, n;
+  PetscReal          scale, mean, std;
+
+  PetscFunctionBegin;
+  PetscCall(VecCreate(PETSC_COMM_WORLD, &X));
+  PetscCall(VecSetSizes(X, PETSC_DECIDE, N * F));
+  PetscCall(VecSetBlockSize(X, F));
+  PetscCall(VecSetFromOptions(X));
+  PetscCall(VecCreate(PETSC_COMM_WORLD, &T));
+  PetscCall(VecSetSizes(T, PETSC_DECIDE, N));
+  PetscCall(VecSetFromOptions(T));
+  PetscCall(VecGetOwnershipRange(T, &start, NULL));
+  PetscCall(VecGetLocalSize(T, &nlocal));
+  PetscCall(VecGetArrayWrite(X, &x));
+  PetscCall(VecGetArrayWrite(T, &t));
+  for (PetscInt i = 0; i < nlocal; i++) {
+    for (PetscInt j = 0; j < F; j++) x[i * F + j] = j + 1;
+    t[i] = start + i;
+  }
+  PetscCall(VecRestoreArrayWrite(X, &x));
+  PetscCall(VecRestoreArrayWrite(T, &t));
+  PetscCall(DatasetCreate(PETSC_COMM_WORLD, &ds));
+  PetscCall(DatasetMemorySetData(ds, &shape, X, 1, T));
+  PetscCall(DatasetSetBatchSize(ds, N));
+  PetscCall(DatasetSetShuffle(ds, PETSC_TRUE)); /* a sample's place in the batch is not its number */
+  PetscCall(DatasetSetAugmentation(ds, 1, PETSC_TRUE));
+  PetscCall(DatasetSetFromOptions(ds));
+  PetscCall(DatasetGetNormalization(ds, &scale, &mean, &std));
+  for (PetscInt e = 0; e < 40; e++) {
+    PetscCall(DatasetBeginEpoch(ds, e));
+    PetscCall(DatasetGetBatch(ds, 0, &BX, NULL));
+    PetscCall(DatasetGetBatchIndices(ds, 0, &n, &samples));
+    PetscCall(VecGetArrayRead(BX, &bx));
+    for (PetscInt i = 0; i < n; i++) {
+      PetscInt  dy, dx;
+      PetscBool flip;
+
+      PetscCall(DatasetGetSampleTransform(ds, e, samples[i], &dy, &dx, &flip));
+      PetscCheck(PetscAbsInt(dy) <= 1 && PetscAbsInt(dx) <= 1, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Sample %" PetscInt_FMT " of epoch %" PetscInt_FMT " drew a shift (%" PetscInt_FMT ", %" PetscInt_FMT ") beyond 1", samples[i], e, dy, dx);
+      for (PetscInt k = 0; k < ntable; k++) {
+        if (table[k].dy != dy || table[k].dx != dx || table[k].flip != flip) continue;
+        for (PetscInt j = 0; j < F; j++) {
+          const PetscReal want = (scale * table[k].out[j] - mean) / std;
+
+          PetscCheck(PetscRealPart(bx[i * F + j]) == want, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Sample %" PetscInt_FMT " of epoch %" PetscInt_FMT " (dy %" PetscInt_FMT ", dx %" PetscInt_FMT ", flip %d): pixel %" PetscInt_FMT " is %g, expected %g",
+                     samples[i], e, dy, dx, (int)flip, j, (double)PetscRealPart(bx[i * F + j]), (double)want);
+        }
+        hits[k]++;
+      }
+    }
+    PetscCall(VecRestoreArrayRead(BX, &bx));
+  }
+  PetscCall(MPIU_Allreduce(MPI_IN_PLACE, hits, 8, MPIU_INT, MPI_SUM, PETSC_COMM_WORLD));
+  for (PetscInt k = 0; k < ntable; k++) {
+    PetscCheck(hits[k] > 0, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "Transform %" PetscInt_FMT " of the table (dy %" PetscInt_FMT ", dx %" PetscInt_FMT ", flip %d) was never drawn in 40 epochs", k, table[k].dy, table[k].dx, (int)table[k].flip);
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "transform dy %2" PetscInt_FMT " dx %2" PetscInt_FMT " flip %d: drawn %" PetscInt_FMT " times, every value as written\n", table[k].dy, table[k].dx, (int)table[k].flip, hits[k]));
+  }
+  PetscCall(DatasetDestroy(&ds));
+  PetscCall(VecDestroy(&X));
+  PetscCall(VecDestroy(&T));
+  PetscFunctionReturn(0);
+}
+
 /* Each error case writes a bad input (or gives a bad option) and sets the Dataset up: it must fail with a clear error */
 static PetscErrorCode TestError(void)
 {
@@ -697,6 +797,8 @@ int main(int argc, char **argv)
     PetscCall(TestHDF5());
   else if (!strcmp(testcase, "memory"))
     PetscCall(TestMemory());
+  else if (!strcmp(testcase, "augment"))
+    PetscCall(TestAugment());
   else if (!strcmp(testcase, "error"))
     PetscCall(TestError());
   else

@@ -543,6 +543,16 @@ PetscErrorCode TrainerSetUp(Trainer tr)
     PetscCheck(targets, comm, PETSC_ERR_ARG_WRONG, "The %s Dataset has no targets (-%sdataset_hdf5_targets none): a Dataset of inputs only can be predicted (bin/predict, TrainerPredict()), not trained on or evaluated", k ? "test" : "training",
                ((PetscObject)ds)->prefix ? ((PetscObject)ds)->prefix : "");
   }
+  if (tr->test && tr->test != tr->train) { /* the test set is evaluated as stored (DatasetGetAll()): augmenting it would do nothing */
+    PetscInt  shift;
+    PetscBool flip;
+
+    PetscCall(DatasetGetAugmentation(tr->test, &shift, &flip));
+    PetscCheck(!shift && !flip, comm, PETSC_ERR_ARG_INCOMP,
+               "The test Dataset asks for augmentation (shifts up to %" PetscInt_FMT
+               " pixels, %s), but the Trainer evaluates the test set as stored: give -%sdataset_augment_shift and -%sdataset_augment_flip to the training set only (-train_dataset_augment_shift 2 -train_dataset_augment_flip)",
+               shift, flip ? "flips" : "no flips", ((PetscObject)tr->test)->prefix ? ((PetscObject)tr->test)->prefix : "", ((PetscObject)tr->test)->prefix ? ((PetscObject)tr->test)->prefix : "");
+  }
   PetscCall(TrainerCheckSampleShape_Private(tr, tr->train, "training", "fix -net_input_shape or the data"));
   if (tr->test) PetscCall(TrainerCheckSampleShape_Private(tr, tr->test, "test", "give the test data the training data's shape"));
   PetscCall(NetSetUp(tr->net));

@@ -48,6 +48,8 @@ struct _p_Dataset {
   PetscBool     normfromnet; /* that normalisation was taken from a Net (TrainerPredict(), a test set): checked against the data */
   PetscInt      nclassesset; /* PETSC_DETERMINE: inferred; 0: regression; C > 0: labels checked to lie in [0, C) */
   PetNetShape   shapeset;    /* ndim 0: the source's shape */
+  PetscInt      augshift;    /* -dataset_augment_shift S: batches translate images by up to S pixels (datasetaugment.c) */
+  PetscBool     augflip;     /* -dataset_augment_flip: batches flip images left-right at random */
 
   /* what SetUp found */
   PetscBool   setupcalled;
@@ -93,3 +95,7 @@ PETSC_INTERN PetscErrorCode DatasetResetBatches_Private(Dataset);
 PETSC_INTERN PetscErrorCode DatasetCheckFile_Private(Dataset, const char[], const char[]);
 PETSC_INTERN PetscErrorCode DatasetCheckStorage_Private(Dataset, const char[], const char[], PetscInt64);
 PETSC_INTERN PetscErrorCode DatasetCheckFinite_Private(Dataset);
+/* Augmentation of the batches (src/data/interface/datasetaugment.c) */
+PETSC_INTERN PetscBool      DatasetIsAugmented_Private(Dataset);
+PETSC_INTERN PetscErrorCode DatasetCheckAugmentation_Private(Dataset);
+PETSC_INTERN void           DatasetAugmentSample_Private(Dataset, PetscInt, const PetscScalar *, PetscScalar *);

@@ -257,6 +257,14 @@ PetscErrorCode DatasetSetFromOptions(Dataset ds)
     PetscCall(PetNetShapeFromString(shape, &s));
     PetscCall(DatasetSetSampleShape(ds, &s));
   }
+  {
+    PetscInt  shift = ds->augshift;
+    PetscBool flip  = ds->augflip, sflg, fflg;
+
+    PetscCall(PetNetOptionsInt("-dataset_augment_shift", "Batches translate image samples by up to this many pixels, zero fill (0: no shift)", "DatasetSetAugmentation", shift, &shift, &sflg));
+    PetscCall(PetscOptionsBool("-dataset_augment_flip", "Batches flip image samples left-right at random", "DatasetSetAugmentation", flip, &flip, &fflg));
+    if (sflg || fflg) PetscCall(DatasetSetAugmentation(ds, shift, flip));
+  }
   PetscCall(PetNetOptionsInt("-dataset_num_classes", "Number of classes C (labels checked to lie in [0,C)); 0: regression targets", "DatasetSetNumClasses", nclasses, &nclasses, &flg));
   if (flg) PetscCall(DatasetSetNumClasses(ds, nclasses));
   PetscTryTypeMethod(ds, setfromoptions, PetscOptionsObject);
@@ -364,6 +372,7 @@ PetscErrorCode DatasetView(Dataset ds, PetscViewer viewer)
   else
     PetscCall(PetscViewerASCIIPrintf(viewer, "shuffle: no (file order)\n"));
   PetscCall(PetscViewerASCIIPrintf(viewer, "normalization: x -> (%.6g x - %.6g) / %.6g\n", (double)scale, (double)ds->mean, (double)ds->std));
+  if (ds->augshift > 0 || ds->augflip) PetscCall(PetscViewerASCIIPrintf(viewer, "augmentation of the batches: shifts up to %" PetscInt_FMT " pixels, %s (seed %lu)\n", ds->augshift, ds->augflip ? "random left-right flips" : "no flips", ds->seed));
   PetscCall(PetscViewerASCIIPopTab(viewer));
   PetscFunctionReturn(0);
 }

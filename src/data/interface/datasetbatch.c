@@ -156,6 +156,7 @@ static PetscErrorCode DatasetSetUpEpoch_Private(Dataset ds)
   PetscSF     sf;
 
   PetscFunctionBegin;
+  PetscCall(DatasetCheckAugmentation_Private(ds));
   PetscCall(PetscLogEventBegin(DATASET_Epoch, ds, 0, 0, 0));
   PetscCallMPI(MPI_Comm_size(comm, &size));
   PetscCall(DatasetGetNumBatches(ds, &nbatches));
@@ -204,16 +205,22 @@ static PetscErrorCode DatasetSetUpEpoch_Private(Dataset ds)
 /* samples per part of a batch's gather */
 #define DATASET_GATHER_BLOCK 16
 
-/* rows i0 .. i1 of the batch (positions offset + i0 .. of the epoch's order) into x and t: from this rank's storage
-   (source s >= 0) or the samples fetched from other ranks (-1 - s) */
-static void DatasetGatherRows(Dataset ds, PetscInt offset, PetscInt i0, PetscInt i1, const PetscScalar *xs, const PetscScalar *ts, PetscScalar *x, PetscScalar *t)
+/* rows i0 .. i1 of the batch (positions offset + i0 .. of this rank's samples of the epoch, global sample numbers
+   samples[i]) into x and t: from this rank's storage (source s >= 0) or the samples fetched from other ranks (-1 - s);
+   the inputs augmented when asked (a function of the global sample number: the same rows on any number of ranks) */
+static void DatasetGatherRows(Dataset ds, PetscInt offset, const PetscInt *samples, PetscInt i0, PetscInt i1, const PetscScalar *xs, const PetscScalar *ts, PetscScalar *x, PetscScalar *t)
 {
-  const PetscInt F = ds->F, tsize = ds->tsize;
+  const PetscInt  F = ds->F, tsize = ds->tsize;
+  const PetscBool augment = DatasetIsAugmented_Private(ds);
 
   for (PetscInt i = i0; i < i1; i++) {
-    const PetscInt s = ds->source[offset + i];
+    const PetscInt     s  = ds->source[offset + i];
+    const PetscScalar *xi = s >= 0 ? xs + s * F : ds->recvx + (-1 - s) * F;
 
-    memcpy(x + i * F, s >= 0 ? xs + s * F : ds->recvx + (-1 - s) * F, (size_t)F * sizeof(PetscScalar));
+    if (augment)
+      DatasetAugmentSample_Private(ds, samples[i], xi, x + i * F);
+    else
+      memcpy(x + i * F, xi, (size_t)F * sizeof(PetscScalar));
     memcpy(t + i * tsize, s >= 0 ? ts + s * tsize : ds->recvt + (-1 - s) * tsize, (size_t)tsize * sizeof(PetscScalar));
   }
 }
@@ -323,7 +330,7 @@ PetscErrorCode DatasetGetBatch(Dataset ds, PetscInt b, Vec *X, Vec *T)
   PetscCall(VecGetArrayWrite(bt, &t));
   /* the gather, on PetNet's threads (rows scattered over the stored samples: bound by memory latency, two threads
      fetch twice as many rows at once); plain copies, so the same bits at any thread count */
-  PETNET_THREAD_BLOCKS(n, DATASET_GATHER_BLOCK, DatasetGatherRows(ds, offset, i0, i1, xs, ts, x, t));
+  PETNET_THREAD_BLOCKS(n, DATASET_GATHER_BLOCK, DatasetGatherRows(ds, offset, ds->order + start, i0, i1, xs, ts, x, t));
   PetscCall(VecRestoreArrayWrite(bt, &t));
   PetscCall(VecRestoreArrayWrite(bx, &x));
   PetscCall(VecRestoreArrayRead(ds->targets, &ts));
