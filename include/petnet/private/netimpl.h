@@ -292,10 +292,11 @@ static inline PetscInt NetNodeStoredArrays(Net net, PetscInt k)
 {
   return (net->nodes[k].fusedinto >= 0 ? 1 : 2) + (net->nodes[k].nuses > 1 ? 1 : 0);
 }
-/* the entries on this rank of value v (v = 0: the Net's input, v = k + 1: node k's output) of size entries a sample */
-static inline PetscInt NetValueEntries(Net net, PetscInt v, PetscInt size)
+/* the entries on this rank of value v (v = 0: the Net's input, v = k + 1: node k's output) of size entries a sample, in
+   64 bits (NetSetUpWorkspace_Private() checks the largest against PETSC_MAX_INT before any store is made) */
+static inline PetscInt64 NetValueEntries(Net net, PetscInt v, PetscInt size)
 {
-  return net->ventries && net->ventries[v] ? net->ventries[v] : net->vlocal[v] * size;
+  return net->ventries && net->ventries[v] ? (PetscInt64)net->ventries[v] : (PetscInt64)net->vlocal[v] * size;
 }
 /* the samples on this rank of node k's (first) input in the current batch */
 static inline PetscInt NetNodeCount(Net net, PetscInt k)
