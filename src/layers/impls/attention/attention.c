@@ -15,7 +15,9 @@
   The kernel is tiled (the flash-attention recurrence, attentionkernels.h): forward walks K and V in tiles of B keys
   (-attention_tile) keeping per query row the running max and sum, and stores only O and lse besides QKV; backward and
   jvp recompute each tile's probabilities from lse. No T x T matrix is ever formed: the stored state of a sample is
-  (4 E + H) T values, the work of backward and jvp another 4 E T, plus B values per thread.
+  (4 E + H) T values, the work of backward and jvp another 4 E T, plus two B x B tiles of scores per thread part.
+  Each (block, tile) step is a few matrix products of the tile (S = Q_blk K_tile^T, O_blk += P V_tile, ...: BLAS through
+  LayerGemm(), not threaded) and passes over the rows of S (the statistics, a vectorised exp).
     backward  dO = dy Wo,  dWo += O^T dy,  dbo += sum dy;  per head D_i = dO_i . O_i, dP_ij = M_ij dO_i . v_j,
               dS_ij = P_ij (dP_ij - D_i), dq_i = sum_j dS_ij k_j / sqrt(d), dk_j = sum_i dS_ij q_i / sqrt(d),
               dv_j = sum_i P_ij M_ij dO_i;  dx = dQKV Win,  dWin += x^T dQKV,  dbin += sum dQKV
@@ -272,7 +274,87 @@ static PetscErrorCode AttentionDirectionSingle(Layer layer, const PetscScalar *d
   PetscFunctionReturn(0);
 }
 
-/* forward, backward and jvp, in double and in float (attentionkernels.h) */
+/* the rows' exponentials are compiled also for AVX2, picked at load time (as layergemm.c's small loops) */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define ATT_TARGET_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define ATT_TARGET_CLONES
+#endif
+
+/*
+  x[c] = exp(a x[c] - b) over a row of scores, in a form gcc vectorises (2 doubles a vector, 4 in the AVX2 clone picked
+  at load time, as layergemm.c's small loops): v = k ln2 + r with k = round(v / ln2) (the 1.5 2^52 shift, which also
+  leaves k in the low bits of t) and |r| <= ln2/2 (ln2 in two parts), exp(r) by its Taylor polynomial of degree 13
+  (truncation below 2e-17), 2^k by the exponent bits; k below -1022 (exp(v) < 2.3e-308, against a row's sum >= 1) gives 0,
+  as does v = -inf. No comparison of doubles (which, under gcc's default -ftrapping-math, keeps the loop scalar): the
+  range test is on k as an integer. Measured against glibc's exp on [-750, 1]: 1 ulp (2.2e-16 relative) at most.
+  The float version: degree 7 (truncation below 3e-9), k below -126 gives 0; 1 ulp of float at most against expf.
+*/
+static ATT_TARGET_CLONES void AttentionExpRow(PetscInt n, PetscScalar a, PetscScalar b, PetscScalar *restrict x)
+{
+  const double log2e = 0x1.71547652b82fep0, ln2hi = 0x1.62e42fefa3800p-1, ln2lo = 0x1.ef35793c76730p-45, shifter = 0x1.8p52;
+
+  for (PetscInt c = 0; c < n; c++) {
+    const double v = a * x[c] - b, t = v * log2e + shifter, k = t - shifter, r = (v - k * ln2hi) - k * ln2lo;
+    double       p = 1.0 / 6227020800.0;
+    union {
+      double   f;
+      uint64_t u;
+      int64_t  i;
+    } kt = {t}, two, e;
+
+    p = p * r + 1.0 / 479001600.0;
+    p = p * r + 1.0 / 39916800.0;
+    p = p * r + 1.0 / 3628800.0;
+    p = p * r + 1.0 / 362880.0;
+    p = p * r + 1.0 / 40320.0;
+    p = p * r + 1.0 / 5040.0;
+    p = p * r + 1.0 / 720.0;
+    p = p * r + 1.0 / 120.0;
+    p = p * r + 1.0 / 24.0;
+    p = p * r + 1.0 / 6.0;
+    p = p * r + 0.5;
+    p = p * r + 1.0;
+    p = p * r + 1.0;
+    kt.i -= 0x4338000000000000LL; /* k */
+    two.u = (kt.u + 1023) << 52;  /* 2^k */
+    e.f   = p * two.f;
+    e.u &= (kt.i >= -1022 && kt.i <= 1023) ? ~(uint64_t)0 : 0;
+    x[c] = e.f;
+  }
+}
+
+static ATT_TARGET_CLONES void AttentionExpRowSingle(PetscInt n, float a, float b, float *restrict x)
+{
+  const float log2e = 0x1.715476p0f, ln2hi = 0x1.62e4p-1f, ln2lo = 0x1.7f7d1cp-20f, shifter = 0x1.8p23f;
+
+  for (PetscInt c = 0; c < n; c++) {
+    const float v = a * x[c] - b, t = v * log2e + shifter, k = t - shifter, r = (v - k * ln2hi) - k * ln2lo;
+    float       p = 1.0f / 5040.0f;
+    union {
+      float    f;
+      uint32_t u;
+      int32_t  i;
+    } kt = {t}, two, e;
+
+    p = p * r + 1.0f / 720.0f;
+    p = p * r + 1.0f / 120.0f;
+    p = p * r + 1.0f / 24.0f;
+    p = p * r + 1.0f / 6.0f;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    kt.i -= 0x4B400000;
+    two.u = (kt.u + 127) << 23;
+    e.f   = p * two.f;
+    e.u &= (kt.i >= -126 && kt.i <= 127) ? ~(uint32_t)0 : 0;
+    x[c] = e.f;
+  }
+}
+
+/* forward, backward and jvp, in double and in float (attentionkernels.h); a tile product of fewer multiply-adds than
+   this runs as a loop nest, not BLAS (the tests' tiles of 1 to 7 keys) */
+#define ATT_TILE_GEMM_MIN 512
 #define ATT_T       PetscScalar
 #define ATT_NAME(f) f
 #define ATT_EXP(v)  PetscExpReal(v)
@@ -312,7 +394,7 @@ static PetscErrorCode AttentionDirectionSingle(Layer layer, const PetscScalar *d
   forms dQKV and dQKV' together. Double only (the second-order walk's precision); the work (12 E + H) T values per
   sample is allocated for the call.
 */
-static void AttentionSOPair(const Layer_Attention *att, PetscInt s, PetscInt h, const PetscScalar *qkv, const PetscScalar *o, const PetscScalar *lse, const PetscScalar *g, const PetscScalar *gd, const PetscScalar *qkvd, const PetscScalar *od,
+static PetscErrorCode AttentionSOPair(const Layer_Attention *att, PetscInt s, PetscInt h, const PetscScalar *qkv, const PetscScalar *o, const PetscScalar *lse, const PetscScalar *g, const PetscScalar *gd, const PetscScalar *qkvd, const PetscScalar *od,
                             const PetscScalar *c, PetscScalar *dqkv, PetscScalar *dqkvd, PetscScalar *work)
 {
   const PetscInt     T = att->T, E = att->Ew, d = att->d, B = att->B, ld = 3 * E; /* E: the heads' width H d */
@@ -370,6 +452,7 @@ static void AttentionSOPair(const Layer_Attention *att, PetscInt s, PetscInt h, 
       }
     }
   }
+  return 0;
 }
 
 static PetscErrorCode LayerSOBackward_Attention(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *thetadot, const PetscScalar *ydot, const PetscScalar *dy,
@@ -464,7 +547,10 @@ static PetscErrorCode LayerSetUp_Attention(Layer layer)
   att->B            = PetscMin(att->tile, att->T);
   att->scale        = 1.0 / PetscSqrtReal((PetscReal)att->d);
   att->pairsperpart = (PetscInt)PetscMax(1, 65536 / PetscMax(1, T * T * att->d)); /* a part: at least ~ 64k multiply-adds */
-  att->tilesize     = 2 * att->B + 8;
+  /* 64-bit: the work of a thread part, two B x B score tiles and three rows of B (attentionkernels.h) */
+  PetscCheck(2 * (PetscInt64)att->B * att->B + 3 * att->B + 8 <= PETSC_MAX_INT / PETNET_THREAD_PARTS, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE,
+             "The %s: -%sattention_tile %" PetscInt_FMT " makes tiles of %" PetscInt64_FMT " scores, more than a PetscInt holds for the threads' work: use a tile of at most 4096 (default 64)", node, prefix, att->tile, (PetscInt64)att->B * att->B);
+  att->tilesize     = 2 * att->B * att->B + 3 * att->B + 8;
   att->nstate = att->nstatef = -1;
   layer->out                 = layer->in;
   layer->nparams             = (PetscInt)(4 * E * att->Ew + 3 * att->Ew + (att->outbias ? E : 0));
@@ -678,7 +764,8 @@ static PetscErrorCode LayerDropoutSetSeed_Attention(Layer layer, PetscInt64 seed
   Memory: the kernel is tiled (the flash-attention recurrence: running max and sum per query row), so no T x T
   matrix is stored. Forward keeps 8 (4 E + H) T bytes per sample in double (Q, K, V, the heads' outputs and one
   log-sum-exp per row and head), 4 (4 E + H) T in single and bfloat16; backward and jvp add a work of 8 (4 E) T bytes
-  per sample (4 (4 E) T in float) and a tile workspace of 8 (2 B + 8) bytes per thread part, B = min(tile, T): linear
+  per sample (4 (4 E) T in float) and a tile workspace of 8 (2 B^2 + 3 B + 8) bytes per thread part (up to 8 parts),
+  B = min(tile, T), in each precision: linear
   in T (tests/transformer.suite, attention_memory: 557,056 and 1,114,112 bytes of state at T = 2048 and 4096, E = 8,
   H = 2). The exact Hessian-vector products' curvature term (sobackward, double) allocates (12 E + H) T values per
   sample for the call.
