@@ -547,9 +547,10 @@ static PetscErrorCode LayerSetUp_Attention(Layer layer)
   att->B            = PetscMin(att->tile, att->T);
   att->scale        = 1.0 / PetscSqrtReal((PetscReal)att->d);
   att->pairsperpart = (PetscInt)PetscMax(1, 65536 / PetscMax(1, T * T * att->d)); /* a part: at least ~ 64k multiply-adds */
-  /* 64-bit: the work of a thread part, two B x B score tiles and three rows of B (attentionkernels.h) */
-  PetscCheck(2 * (PetscInt64)att->B * att->B + 3 * att->B + 8 <= PETSC_MAX_INT / PETNET_THREAD_PARTS, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE,
-             "The %s: -%sattention_tile %" PetscInt_FMT " makes tiles of %" PetscInt64_FMT " scores, more than a PetscInt holds for the threads' work: use a tile of at most 4096 (default 64)", node, prefix, att->tile, (PetscInt64)att->B * att->B);
+  /* the work of a thread part, two B x B score tiles and three rows of B (attentionkernels.h), for PETNET_THREAD_PARTS
+     parts in a PetscInt: B at most 8192 (1 GB of double tiles) */
+  PetscCheck(att->B <= 8192, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE,
+             "The %s has tile %" PetscInt_FMT " on T = %" PetscInt64_FMT ": its tiles of scores would be %" PetscInt_FMT " x %" PetscInt_FMT " per thread part; give -%sattention_tile B with B <= 8192 (default 64)", node, att->tile, T, att->B, att->B, prefix);
   att->tilesize     = 2 * att->B * att->B + 3 * att->B + 8;
   att->nstate = att->nstatef = -1;
   layer->out                 = layer->in;
