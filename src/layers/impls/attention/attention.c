@@ -391,20 +391,23 @@ static ATT_TARGET_CLONES void AttentionExpRowSingle(PetscInt n, float a, float b
     dq'_i  = sum_j (dS'_ij k_j + dS_ij k'_j) / sqrt(d),  dk'_j = sum_i (dS'_ij q_i + dS_ij q'_i) / sqrt(d)
     dv'_j  = sum_i M_ij (P'_ij g_i + P_ij g'_i)
   c_i and O'_i need a whole row before dS' can be formed: a first pass over the tiles is the jvp (O', c), the second
-  forms dQKV and dQKV' together. Double only (the second-order walk's precision); the work (12 E + H) T values per
-  sample is allocated for the call.
+  forms dQKV and dQKV' together, per block and tile as products of the tile (S, S' = Q' K^T + Q K'^T, dP and
+  dP' = G' V^T + G V'^T by GEMMs, the rows' P, P', dS, dS', then dV, dV', dQ, dQ', dK, dK' by GEMMs, as
+  attentionkernels.h). Double only (the second-order walk's precision); the work (12 E + H) T values per sample and
+  four B x B tiles per thread part is allocated for the call.
 */
 static PetscErrorCode AttentionSOPair(const Layer_Attention *att, PetscInt s, PetscInt h, const PetscScalar *qkv, const PetscScalar *o, const PetscScalar *lse, const PetscScalar *g, const PetscScalar *gd, const PetscScalar *qkvd, const PetscScalar *od,
-                            const PetscScalar *c, PetscScalar *dqkv, PetscScalar *dqkvd, PetscScalar *work)
+                                      const PetscScalar *c, PetscScalar *dqkv, PetscScalar *dqkvd, PetscScalar *work)
 {
   const PetscInt     T = att->T, E = att->Ew, d = att->d, B = att->B, ld = 3 * E; /* E: the heads' width H d */
   const PetscScalar  scale = att->scale;
-  const size_t       off = (size_t)s * T * ld + h * d, offo = (size_t)s * T * E + h * d, offl = ((size_t)s * att->H + h) * T;
+  const size_t       off = (size_t)s * T * ld + h * d, offo = (size_t)s * T * E + h * d, offl = ((size_t)s * att->H + h) * T, BB = (size_t)B * B;
   const PetscScalar *Q = qkv + off, *K = Q + E, *V = Q + 2 * E, *O = o + offo, *L = lse + offl, *C = c + offl;
   const PetscScalar *Qd = qkvd + off, *Kd = Qd + E, *Vd = Qd + 2 * E, *G = g + offo, *Gd = gd + offo, *Od = od + offo;
   PetscScalar       *dQ = dqkv + off, *dK = dQ + E, *dV = dQ + 2 * E, *dQd = dqkvd + off, *dKd = dQd + E, *dVd = dQd + 2 * E;
-  PetscScalar       *D = work, *Dd = work + B;
+  PetscScalar       *S = work, *Sd = work + BB, *dP = work + 2 * BB, *dPd = work + 3 * BB, *D = work + 4 * BB, *Dd = D + B;
   const PetscBool    drop = att->masked;
+  PetscErrorCode     ierr;
 
   for (PetscInt t = 0; t < T; t++)
     for (PetscInt k = 0; k < d; k++) {
@@ -413,43 +416,52 @@ static PetscErrorCode AttentionSOPair(const Layer_Attention *att, PetscInt s, Pe
       dQ[r] = dK[r] = dV[r] = dQd[r] = dKd[r] = dVd[r] = 0;
     }
   for (PetscInt i0 = 0; i0 < T; i0 += B) {
-    const PetscInt i1 = PetscMin(i0 + B, T), jend = att->causal ? i1 : T;
+    const PetscInt i1 = PetscMin(i0 + B, T), nb = i1 - i0, jend = att->causal ? i1 : T;
 
     for (PetscInt i = i0; i < i1; i++) {
       D[i - i0]  = AttentionDot(d, G + (size_t)i * E, O + (size_t)i * E);
       Dd[i - i0] = AttentionDot(d, Gd + (size_t)i * E, O + (size_t)i * E) + AttentionDot(d, G + (size_t)i * E, Od + (size_t)i * E);
     }
     for (PetscInt j0 = 0; j0 < jend; j0 += B) {
-      const PetscInt j1 = PetscMin(j0 + B, jend);
+      const PetscInt j1 = PetscMin(j0 + B, jend), nk = j1 - j0;
 
+      /* S = Q K^T, S' = Q' K^T + Q K'^T, dP = G V^T, dP' = G' V^T + G V'^T on the tile (transposed, as attentionkernels.h) */
+      ierr = AttentionTileGemm('T', 'N', nk, nb, d, K + (size_t)j0 * ld, ld, Q + (size_t)i0 * ld, ld, 0, S, B);
+      if (!ierr) ierr = AttentionTileGemm('T', 'N', nk, nb, d, K + (size_t)j0 * ld, ld, Qd + (size_t)i0 * ld, ld, 0, Sd, B);
+      if (!ierr) ierr = AttentionTileGemm('T', 'N', nk, nb, d, Kd + (size_t)j0 * ld, ld, Q + (size_t)i0 * ld, ld, 1, Sd, B);
+      if (!ierr) ierr = AttentionTileGemm('T', 'N', nk, nb, d, V + (size_t)j0 * ld, ld, G + (size_t)i0 * E, E, 0, dP, B);
+      if (!ierr) ierr = AttentionTileGemm('T', 'N', nk, nb, d, V + (size_t)j0 * ld, ld, Gd + (size_t)i0 * E, E, 0, dPd, B);
+      if (!ierr) ierr = AttentionTileGemm('T', 'N', nk, nb, d, Vd + (size_t)j0 * ld, ld, G + (size_t)i0 * E, E, 1, dPd, B);
+      if (ierr) return ierr;
+      /* per row: P, P' = P (s' - c), dS = P (dP - D), dS' = P' (dP - D) + P (dP' - D') (scale in both), then P M and P' M */
       for (PetscInt i = i0; i < i1; i++) {
-        const PetscInt     jmax = att->causal ? PetscMin(j1, i + 1) : j1;
-        const PetscScalar *q = Q + (size_t)i * ld, *qd = Qd + (size_t)i * ld, *gi = G + (size_t)i * E, *gdi = Gd + (size_t)i * E;
-        const PetscScalar  Di = D[i - i0], Ddi = Dd[i - i0], li = L[i], ci = C[i];
-        PetscScalar       *dq = dQ + (size_t)i * ld, *dqd = dQd + (size_t)i * ld;
+        const PetscInt    jmax = att->causal ? PetscMin(j1, i + 1) : j1, cnt = PetscMax(jmax - j0, 0);
+        const PetscScalar Di = D[i - i0], Ddi = Dd[i - i0], ci = C[i];
+        PetscScalar *restrict p = S + (size_t)(i - i0) * B, *restrict pd = Sd + (size_t)(i - i0) * B, *restrict ds = dP + (size_t)(i - i0) * B, *restrict dsd = dPd + (size_t)(i - i0) * B;
 
-        for (PetscInt j = j0; j < jmax; j++) {
-          const PetscScalar *k = K + (size_t)j * ld, *v = V + (size_t)j * ld, *kd = Kd + (size_t)j * ld, *vd = Vd + (size_t)j * ld;
-          PetscScalar       *dk = dK + (size_t)j * ld, *dv = dV + (size_t)j * ld, *dkd = dKd + (size_t)j * ld, *dvd = dVd + (size_t)j * ld;
-          const PetscScalar  p   = PetscExpReal(scale * AttentionDot(d, q, k) - li);
-          const PetscScalar  mij = drop ? AttentionMask(att, s, h, i, j) : 1.0;
-          const PetscScalar  sd  = scale * (AttentionDot(d, qd, k) + AttentionDot(d, q, kd));
-          const PetscScalar  pd  = p * (sd - ci);
-          const PetscScalar  dp  = mij * AttentionDot(d, gi, v);
-          const PetscScalar  dpd = mij * (AttentionDot(d, gdi, v) + AttentionDot(d, gi, vd));
-          const PetscScalar  ds  = scale * p * (dp - Di);
-          const PetscScalar  dsd = scale * (pd * (dp - Di) + p * (dpd - Ddi));
+        AttentionExpRow(cnt, scale, L[i], p);
+        for (PetscInt k = 0; k < cnt; k++) {
+          const PetscScalar mij = drop ? AttentionMask(att, s, h, i, j0 + k) : 1.0, dp = mij * ds[k], dpd = mij * dsd[k];
 
-          for (PetscInt a = 0; a < d; a++) {
-            dq[a] += ds * k[a];
-            dk[a] += ds * q[a];
-            dv[a] += p * mij * gi[a];
-            dqd[a] += dsd * k[a] + ds * kd[a];
-            dkd[a] += dsd * q[a] + ds * qd[a];
-            dvd[a] += mij * (pd * gi[a] + p * gdi[a]);
-          }
+          pd[k]  = p[k] * (scale * pd[k] - ci);
+          ds[k]  = scale * p[k] * (dp - Di);
+          dsd[k] = scale * (pd[k] * (dp - Di) + p[k] * (dpd - Ddi));
+          p[k] *= mij;
+          pd[k] *= mij;
         }
+        for (PetscInt k = cnt; k < nk; k++) p[k] = pd[k] = ds[k] = dsd[k] = 0; /* the causal mask on the diagonal tile */
       }
+      /* dV += (P M)^T G, dV' += (P' M)^T G + (P M)^T G', dQ += dS K, dQ' += dS' K + dS K', dK += dS^T Q, dK' += dS'^T Q + dS^T Q' */
+      ierr = AttentionTileGemm('N', 'T', d, nk, nb, G + (size_t)i0 * E, E, S, B, 1, dV + (size_t)j0 * ld, ld);
+      if (!ierr) ierr = AttentionTileGemm('N', 'T', d, nk, nb, G + (size_t)i0 * E, E, Sd, B, 1, dVd + (size_t)j0 * ld, ld);
+      if (!ierr) ierr = AttentionTileGemm('N', 'T', d, nk, nb, Gd + (size_t)i0 * E, E, S, B, 1, dVd + (size_t)j0 * ld, ld);
+      if (!ierr) ierr = AttentionTileGemm('N', 'N', d, nb, nk, K + (size_t)j0 * ld, ld, dP, B, 1, dQ + (size_t)i0 * ld, ld);
+      if (!ierr) ierr = AttentionTileGemm('N', 'N', d, nb, nk, K + (size_t)j0 * ld, ld, dPd, B, 1, dQd + (size_t)i0 * ld, ld);
+      if (!ierr) ierr = AttentionTileGemm('N', 'N', d, nb, nk, Kd + (size_t)j0 * ld, ld, dP, B, 1, dQd + (size_t)i0 * ld, ld);
+      if (!ierr) ierr = AttentionTileGemm('N', 'T', d, nk, nb, Q + (size_t)i0 * ld, ld, dP, B, 1, dK + (size_t)j0 * ld, ld);
+      if (!ierr) ierr = AttentionTileGemm('N', 'T', d, nk, nb, Q + (size_t)i0 * ld, ld, dPd, B, 1, dKd + (size_t)j0 * ld, ld);
+      if (!ierr) ierr = AttentionTileGemm('N', 'T', d, nk, nb, Qd + (size_t)i0 * ld, ld, dP, B, 1, dKd + (size_t)j0 * ld, ld);
+      if (ierr) return ierr;
     }
   }
   return 0;
@@ -460,12 +472,14 @@ static PetscErrorCode LayerSOBackward_Attention(Layer layer, PetscInt n, const P
 {
   Layer_Attention *att = (Layer_Attention *)layer->data;
   const PetscInt   E = att->E, Ew = att->Ew, T = att->T, nT = n * T;
-  PetscScalar     *qkv, *o, *lse, *tiles, *qkvd, *g, *gd, *od, *dqkv, *dqkvd, *c;
+  const size_t     sosize = 4 * (size_t)att->B * att->B + 2 * att->B; /* a part's tiles: S, S', dP, dP' and D, D' */
+  PetscScalar     *qkv, *o, *lse, *tiles, *qkvd, *g, *gd, *od, *dqkv, *dqkvd, *c, *sotiles;
 
   PetscFunctionBegin;
   if (!n || (!dxdot && !dthetadot) || (!xdot && !thetadot)) PetscFunctionReturn(0);
   PetscCall(AttentionEnsureState(layer, n, "sobackward", theta, x, &qkv, &o, &lse, &tiles));
   PetscCall(PetscMalloc7((size_t)nT * 3 * Ew, &qkvd, (size_t)nT * Ew, &g, (size_t)nT * Ew, &gd, (size_t)nT * Ew, &od, (size_t)nT * 3 * Ew, &dqkv, (size_t)nT * 3 * Ew, &dqkvd, (size_t)n * att->H * T, &c));
+  PetscCall(PetscMalloc1(PETNET_THREAD_PARTS * sosize, &sotiles));
   /* QKV' = xdot Win^T + x Win'^T + bin';  g = dy Wo;  g' = dy Wo' */
   if (xdot) PetscCall(LayerGemm(PETSC_TRUE, 'T', 'N', 3 * Ew, nT, E, theta + ATT_WIN(E, Ew), E, xdot, E, 0, qkvd, 3 * Ew, NULL));
   if (thetadot) {
@@ -478,7 +492,7 @@ static PetscErrorCode LayerSOBackward_Attention(Layer layer, PetscInt n, const P
   PetscCall(LayerGemm(PETSC_TRUE, 'N', 'N', Ew, nT, E, theta + ATT_WO(E, Ew), Ew, dy, E, 0, g, Ew, NULL));
   /* the first pass: O' and c; the second: dQKV and dQKV' */
   ATT_PAIRS(att, n, tiles, att->tilesize * sizeof(PetscScalar), AttentionJVPPair(att, s, h, qkv, o, lse, qkvd, od, c, (PetscScalar *)pw_));
-  ATT_PAIRS(att, n, tiles, att->tilesize * sizeof(PetscScalar), AttentionSOPair(att, s, h, qkv, o, lse, g, gd, qkvd, od, c, dqkv, dqkvd, (PetscScalar *)pw_));
+  ATT_PAIRS(att, n, sotiles, sosize * sizeof(PetscScalar), AttentionSOPair(att, s, h, qkv, o, lse, g, gd, qkvd, od, c, dqkv, dqkvd, (PetscScalar *)pw_));
   if (dxdot) {
     PetscCall(LayerGemm(PETSC_TRUE, 'N', 'N', E, nT, 3 * Ew, theta + ATT_WIN(E, Ew), E, dqkvd, 3 * Ew, 1, dxdot, E, NULL));
     if (thetadot) PetscCall(LayerGemm(PETSC_TRUE, 'N', 'N', E, nT, 3 * Ew, thetadot + ATT_WIN(E, Ew), E, dqkv, 3 * Ew, 1, dxdot, E, NULL));
@@ -493,6 +507,7 @@ static PetscErrorCode LayerSOBackward_Attention(Layer layer, PetscInt n, const P
     PetscCall(LayerGemm(PETSC_TRUE, 'N', 'T', Ew, E, nT, od, Ew, dy, E, 0, NULL, Ew, &epo));
   }
   PetscCall(PetscFree7(qkvd, g, gd, od, dqkv, dqkvd, c));
+  PetscCall(PetscFree(sotiles));
   PetscCall(PetscLogFlops(2.0 * nT * E * Ew * 16 + AttentionPairFlops(att, n, 30.0)));
   PetscFunctionReturn(0);
 }
@@ -769,7 +784,7 @@ static PetscErrorCode LayerDropoutSetSeed_Attention(Layer layer, PetscInt64 seed
   B = min(tile, T), in each precision: linear
   in T (tests/transformer.suite, attention_memory: 557,056 and 1,114,112 bytes of state at T = 2048 and 4096, E = 8,
   H = 2). The exact Hessian-vector products' curvature term (sobackward, double) allocates (12 E + H) T values per
-  sample for the call.
+  sample and 8 (4 B^2 + 2 B) bytes per thread part for the call.
 
   Level: beginner
 
