@@ -7,6 +7,8 @@ static const char help[] = "The transformer layers' own checks (layernorm, rmsno
                            "  -net: a Net embedding:V:E,layernorm,rmsnorm,dense:3 on ids that depend on the global sample only; prints\n"
                            "    |Y| and the gradient of 0.5 |Y|^2 (the same on any number of ranks: expected outputs);\n"
                            "  -attention: the tiled attention kernel against a direct (T x T) reference: forward, backward, jvp to 1e-13;\n"
+                           "  -attention_tiles: the tile kernels at tiles 1, 3, 7, 64 on T = 151, causal and not, with and without dropout,\n"
+                           "    in double and single, against the direct reference (1e-13 in double, 2e-5 in single);\n"
                            "  -attention_memory: attention's stored state at T = 2048 and 4096, linear in T (ratio <= 2.2; counted with -malloc_debug);\n"
                            "  -attention_net: a Net with attention dropout in training mode; prints |Y| and |G| (the same on any number of\n"
                            "    ranks: expected outputs) and checks that evaluation mode differs;\n"
@@ -208,16 +210,17 @@ static PetscErrorCode TestThreads(PetscRandom rnd, const char kind[], const char
 
 /*
   attention against a direct reference: every T x T matrix formed (S = Q K^T / sqrt(d), P = softmax(S) by rows, with
-  -inf above the diagonal when causal), in plain loops independent of the tiled kernel:
-    forward   O = P V per head, y = O Wo^T + bo
-    backward  dO = dy Wo, dP = dO V^T, dS = P .* (dP - rowsum(dP .* P)), dQ = dS K / sqrt(d), dK = dS^T Q / sqrt(d),
-              dV = P^T dO, dx = dQKV Win, dWin = dQKV^T x, dbin = sum dQKV, dWo = dy^T O, dbo = sum dy
-    jvp       S' = (Q' K^T + Q K'^T) / sqrt(d), P' = P .* (S' - rowsum(P .* S')), O' = P' V + P V',
+  -inf above the diagonal when causal), in plain loops independent of the tiled kernel, M the dropout map (1 when
+  mask is NULL):
+    forward   O = (P .* M) V per head, y = O Wo^T + bo
+    backward  dO = dy Wo, dP = M .* (dO V^T), dS = P .* (dP - rowsum(dP .* P)), dQ = dS K / sqrt(d), dK = dS^T Q / sqrt(d),
+              dV = (P .* M)^T dO, dx = dQKV Win, dWin = dQKV^T x, dbin = sum dQKV, dWo = dy^T O, dbo = sum dy
+    jvp       S' = (Q' K^T + Q K'^T) / sqrt(d), P' = P .* (S' - rowsum(P .* S')), O' = (P' .* M) V + (P .* M) V',
               dy = O' Wo^T + O dWo^T + dbo
-  x [n][T][E], theta = [Win 3E x E, bin 3E, Wo E x E, bo E].
+  x [n][T][E], theta = [Win 3E x E, bin 3E, Wo E x E, bo E], mask [n][H][T][T].
 */
-static void AttentionReference(PetscInt n, PetscInt T, PetscInt E, PetscInt H, PetscBool causal, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *dy, const PetscScalar *dx, const PetscScalar *dtheta, PetscScalar *y, PetscScalar *gx,
-                               PetscScalar *gtheta, PetscScalar *ydot)
+static void AttentionReference(PetscInt n, PetscInt T, PetscInt E, PetscInt H, PetscBool causal, const PetscReal *mask, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *dy, const PetscScalar *dx, const PetscScalar *dtheta,
+                               PetscScalar *y, PetscScalar *gx, PetscScalar *gtheta, PetscScalar *ydot)
 {
   const PetscInt     d = E / H, np = 4 * E * E + 4 * E;
   const PetscScalar *Win = theta, *bin = theta + 3 * E * E, *Wo = theta + 3 * E * E + 3 * E, *bo = theta + 4 * E * E + 3 * E;
@@ -254,6 +257,7 @@ static void AttentionReference(PetscInt n, PetscInt T, PetscInt E, PetscInt H, P
 #define RQD(t, c) qkvd[(s * T + (t)) * 3 * E + h * d + (c)]
 #define RKD(t, c) qkvd[(s * T + (t)) * 3 * E + E + h * d + (c)]
 #define RVD(t, c) qkvd[(s * T + (t)) * 3 * E + 2 * E + h * d + (c)]
+#define RM(i, j)  (mask ? mask[((s * H + h) * T + (i)) * T + (j)] : 1.0)
       for (PetscInt i = 0; i < T; i++) {
         PetscScalar mx = -PETSC_MAX_REAL, sum = 0.0, c = 0.0, D = 0.0;
 
@@ -280,8 +284,8 @@ static void AttentionReference(PetscInt n, PetscInt T, PetscInt E, PetscInt H, P
           PetscScalar v = 0.0, vd = 0.0;
 
           for (PetscInt j = 0; j < T; j++) {
-            v += P[i * T + j] * RV(j, a);
-            vd += P[i * T + j] * (Sd[i * T + j] - c) * RV(j, a) + P[i * T + j] * RVD(j, a);
+            v += P[i * T + j] * RM(i, j) * RV(j, a);
+            vd += RM(i, j) * (P[i * T + j] * (Sd[i * T + j] - c) * RV(j, a) + P[i * T + j] * RVD(j, a));
           }
           o[(s * T + i) * E + h * d + a]  = v;
           od[(s * T + i) * E + h * d + a] = vd;
@@ -290,8 +294,8 @@ static void AttentionReference(PetscInt n, PetscInt T, PetscInt E, PetscInt H, P
           PetscScalar v = 0.0;
 
           for (PetscInt a = 0; a < d; a++) v += dO[(s * T + i) * E + h * d + a] * RV(j, a);
-          dP[i * T + j] = v;
-          D += v * P[i * T + j];
+          dP[i * T + j] = RM(i, j) * v;
+          D += dP[i * T + j] * P[i * T + j];
         }
         for (PetscInt j = 0; j < T; j++) dP[i * T + j] = P[i * T + j] * (dP[i * T + j] - D); /* dS */
       }
@@ -302,7 +306,7 @@ static void AttentionReference(PetscInt n, PetscInt T, PetscInt E, PetscInt H, P
           for (PetscInt j = 0; j < T; j++) {
             gq += dP[t * T + j] * RK(j, a);
             gk += dP[j * T + t] * RQ(j, a);
-            gv += P[j * T + t] * dO[(s * T + j) * E + h * d + a];
+            gv += P[j * T + t] * RM(j, t) * dO[(s * T + j) * E + h * d + a];
           }
           dqkv[(s * T + t) * 3 * E + h * d + a]         = scale * gq;
           dqkv[(s * T + t) * 3 * E + E + h * d + a]     = scale * gk;
@@ -314,6 +318,7 @@ static void AttentionReference(PetscInt n, PetscInt T, PetscInt E, PetscInt H, P
 #undef RQD
 #undef RKD
 #undef RVD
+#undef RM
     }
   for (PetscInt r = 0; r < n * T; r++)
     for (PetscInt e = 0; e < E; e++) {
@@ -363,7 +368,7 @@ static PetscErrorCode TestAttentionReference(PetscRandom rnd)
     for (PetscInt hh = 0; hh < 3; hh++) {
       char args[32];
 
-      AttentionReference(n, T, E, heads[hh], (PetscBool)c, theta, x, dy, dx, dtheta, ry, rgx, rgt, ryd);
+      AttentionReference(n, T, E, heads[hh], (PetscBool)c, NULL, theta, x, dy, dx, dtheta, ry, rgx, rgt, ryd);
       PetscCall(PetscSNPrintf(args, sizeof(args), "%" PetscInt_FMT "%s", heads[hh], c ? ":causal" : ""));
       for (PetscInt b = 0; b < 4; b++) {
         Layer     layer;
@@ -403,6 +408,146 @@ static PetscErrorCode TestAttentionReference(PetscRandom rnd)
                         T, E, (double)worst));
   PetscCall(PetscFree6(x, theta, dy, dx, dtheta, y));
   PetscCall(PetscFree7(gx, gt, yd, ry, rgx, rgt, ryd));
+  PetscFunctionReturn(0);
+}
+
+static inline uint64_t TestSplitMix64(uint64_t z)
+{
+  z += 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+/*
+  the dropout map of an attention layer's first training-mode forward (attention.c's documented hash, written out
+  independently): the layer's key from (seed, layer index, pass 1), then per (sample s, head h, query i, key j) of
+  one rank's batch M_ij = 0 when u < p, else 1/(1 - p), u uniform in [0, 1) from the key and the global index
+*/
+static void AttentionTestMask(PetscInt64 seed, PetscInt index, PetscReal p, PetscInt n, PetscInt H, PetscInt T, PetscReal *mask)
+{
+  const uint64_t key = TestSplitMix64(TestSplitMix64(TestSplitMix64((uint64_t)seed) ^ (uint64_t)index) ^ (uint64_t)1);
+
+  for (PetscInt s = 0; s < n; s++)
+    for (PetscInt h = 0; h < H; h++)
+      for (PetscInt i = 0; i < T; i++)
+        for (PetscInt j = 0; j < T; j++) {
+          const uint64_t  idx = (((uint64_t)s * (uint64_t)H + (uint64_t)h) * (uint64_t)T + (uint64_t)i) * (uint64_t)T + (uint64_t)j;
+          const PetscReal u   = (PetscReal)(TestSplitMix64(key ^ TestSplitMix64(idx)) >> 11) * 0x1.0p-53;
+
+          mask[((s * H + h) * T + i) * T + j] = u < p ? 0.0 : 1.0 / (1.0 - p);
+        }
+}
+
+/*
+  the tile kernels (tile GEMMs, attentionkernels.h) at tiles B = 1, 3, 7, 64 on T = 151 (a multiple of none: partial
+  last blocks and tiles; at 64 the tile products go to BLAS, below to the loop nest), causal and not, H = 1 and 2,
+  without and with attention dropout (p = 0.3, training mode, the map written out independently), in double and in
+  single precision, against the direct reference: forward, dx, dtheta and jvp, relative to the reference's largest
+  entry, at most 1e-13 in double and 2e-5 in single (float's unit round-off 6e-8 times the sums over T keys). The inputs
+  are rounded to float first, so both precisions are compared with the reference at the same point.
+*/
+static PetscErrorCode TestAttentionTiles(PetscRandom rnd)
+{
+  const PetscInt  n = 2, T = 151, E = 8, np = 4 * E * E + 4 * E, N = n * T * E;
+  const PetscInt  heads[2] = {1, 2}, tiles[4] = {1, 3, 7, 64};
+  const PetscReal tol[2] = {1e-13, 2e-5}, p = 0.3;
+  PetNetShape     in = {2, {T, E}};
+  PetscScalar    *x, *theta, *dy, *dx, *dtheta, *y, *gx, *gt, *yd, *ry, *rgx, *rgt, *ryd;
+  float          *xf, *dyf, *dxf, *yf, *gxf, *ydf;
+  PetscReal      *mask, worst[2] = {0, 0};
+
+  PetscFunctionBegin;
+  PetscCall(PetscMalloc6(N, &x, np, &theta, N, &dy, N, &dx, np, &dtheta, N, &y));
+  PetscCall(PetscMalloc7(N, &gx, np, &gt, N, &yd, N, &ry, N, &rgx, np, &rgt, N, &ryd));
+  PetscCall(PetscMalloc6(N, &xf, N, &dyf, N, &dxf, N, &yf, N, &gxf, N, &ydf));
+  PetscCall(PetscMalloc1(n * 2 * T * T, &mask));
+  PetscCall(FillRandom(rnd, N, x));
+  PetscCall(FillRandom(rnd, np, theta));
+  PetscCall(FillRandom(rnd, N, dy));
+  PetscCall(FillRandom(rnd, N, dx));
+  PetscCall(FillRandom(rnd, np, dtheta));
+  for (PetscInt i = 0; i < N; i++) {
+    xf[i]  = (float)x[i];
+    dyf[i] = (float)dy[i];
+    dxf[i] = (float)dx[i];
+    x[i]   = xf[i];
+    dy[i]  = dyf[i];
+    dx[i]  = dxf[i];
+  }
+  for (PetscInt i = 0; i < np; i++) {
+    theta[i]  = (float)theta[i];
+    dtheta[i] = (float)dtheta[i];
+  }
+  for (PetscInt drop = 0; drop < 2; drop++)
+    for (PetscInt c = 0; c < 2; c++)
+      for (PetscInt hh = 0; hh < 2; hh++) {
+        char args[32];
+
+        if (drop) AttentionTestMask(0, 0, p, n, heads[hh], T, mask);
+        AttentionReference(n, T, E, heads[hh], (PetscBool)c, drop ? mask : NULL, theta, x, dy, dx, dtheta, ry, rgx, rgt, ryd);
+        PetscCall(PetscSNPrintf(args, sizeof(args), "%" PetscInt_FMT "%s", heads[hh], c ? ":causal" : ""));
+        for (PetscInt b = 0; b < 4; b++)
+          for (PetscInt single = 0; single < 2; single++) {
+            const float *xs[1] = {xf}, *dxs[1] = {dxf};
+            float       *gxs[1] = {gxf};
+            Layer        layer;
+            char         opt[32];
+            PetscReal    err[4];
+
+            PetscCall(PetscSNPrintf(opt, sizeof(opt), "%" PetscInt_FMT, tiles[b]));
+            PetscCall(PetscOptionsSetValue(NULL, "-attention_tile", opt));
+            if (drop) PetscCall(PetscOptionsSetValue(NULL, "-attention_dropout", "0.3"));
+            PetscCall(LayerCreate(PETSC_COMM_SELF, &layer));
+            PetscCall(LayerSetType(layer, "attention"));
+            PetscCall(LayerSetArguments(layer, args));
+            PetscCall(LayerSetIndex(layer, 0));
+            PetscCall(LayerSetFromOptions(layer));
+            PetscCall(LayerSetInputShape(layer, &in));
+            PetscCall(LayerSetUp(layer));
+            PetscCall(LayerSetTraining(layer, (PetscBool)drop));
+            PetscCall(PetscOptionsClearValue(NULL, "-attention_tile"));
+            PetscCall(PetscOptionsClearValue(NULL, "-attention_dropout"));
+            for (PetscInt i = 0; i < np; i++) gt[i] = 0.0;
+            if (single) {
+              PetscCall(LayerForwardSingle(layer, n, theta, xs, yf));
+              PetscCall(LayerBackwardSingle(layer, n, theta, xs, yf, dyf, gxs, gt));
+              PetscCall(LayerJVPSingle(layer, n, theta, xs, yf, dxs, dtheta, ydf));
+              for (PetscInt i = 0; i < N; i++) {
+                y[i]  = yf[i];
+                gx[i] = gxf[i];
+                yd[i] = ydf[i];
+              }
+            } else {
+              PetscCall(LayerForwardArray(layer, n, theta, x, y));
+              PetscCall(LayerBackwardArray(layer, n, theta, x, y, dy, gx, gt));
+              PetscCall(LayerJVPArray(layer, n, theta, x, y, dx, dtheta, yd));
+            }
+            err[0] = MaxAbsDiff(N, y, ry) / MaxAbs(N, ry);
+            err[1] = MaxAbsDiff(N, gx, rgx) / MaxAbs(N, rgx);
+            err[2] = MaxAbsDiff(np, gt, rgt) / MaxAbs(np, rgt);
+            err[3] = MaxAbsDiff(N, yd, ryd) / MaxAbs(N, ryd);
+            for (PetscInt k = 0; k < 4; k++) {
+              PetscCheck(err[k] <= tol[single], PETSC_COMM_SELF, PETSC_ERR_PLIB, "attention:%s tile %" PetscInt_FMT " on T = %" PetscInt_FMT "%s in %s: %s against the direct reference: relative error %g > %g", args, tiles[b], T,
+                         drop ? " with dropout 0.3" : "", single ? "single" : "double",
+                         k == 0   ? "forward"
+                         : k == 1 ? "dx"
+                         : k == 2 ? "dtheta"
+                                  : "jvp",
+                         (double)err[k], (double)tol[single]);
+              worst[single] = PetscMax(worst[single], err[k]);
+            }
+            PetscCall(LayerDestroy(&layer));
+          }
+      }
+  PetscCall(PetscPrintf(PETSC_COMM_SELF,
+                        "attention tiles 1, 3, 7, 64 on (T, E) = (%" PetscInt_FMT ", %" PetscInt_FMT
+                        "), H = 1, 2, causal and not, dropout 0 and 0.3: forward, dx, dtheta and jvp against the direct reference, largest relative error %.1e in double (<= %g), %.1e in single (<= %g)\n",
+                        T, E, (double)worst[0], (double)tol[0], (double)worst[1], (double)tol[1]));
+  PetscCall(PetscFree6(x, theta, dy, dx, dtheta, y));
+  PetscCall(PetscFree7(gx, gt, yd, ry, rgx, rgt, ryd));
+  PetscCall(PetscFree6(xf, dyf, dxf, yf, gxf, ydf));
+  PetscCall(PetscFree(mask));
   PetscFunctionReturn(0);
 }
 
@@ -784,12 +929,13 @@ int main(int argc, char **argv)
 {
   PetscRandom rnd;
   char        error[64] = "", torch[PETSC_MAX_PATH_LEN] = "", spec[256] = "attention:2,tanh,attention:4:causal,dense:3";
-  PetscBool   net = PETSC_FALSE, attention = PETSC_FALSE, memory = PETSC_FALSE, attnet = PETSC_FALSE, qblock = PETSC_FALSE, qblockerror = PETSC_FALSE;
+  PetscBool   net = PETSC_FALSE, attention = PETSC_FALSE, tiles = PETSC_FALSE, memory = PETSC_FALSE, attnet = PETSC_FALSE, qblock = PETSC_FALSE, qblockerror = PETSC_FALSE;
 
   PetscCall(PetNetInitialize(&argc, &argv, NULL, help));
   PetscCall(PetscOptionsGetString(NULL, NULL, "-error", error, sizeof(error), NULL));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-net", &net, NULL));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-attention", &attention, NULL));
+  PetscCall(PetscOptionsGetBool(NULL, NULL, "-attention_tiles", &tiles, NULL));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-attention_memory", &memory, NULL));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-attention_net", &attnet, NULL));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-attention_qblock", &qblock, NULL));
@@ -831,6 +977,8 @@ int main(int argc, char **argv)
     PetscCall(TestNet());
   } else if (attention) {
     PetscCall(TestAttentionReference(rnd));
+  } else if (tiles) {
+    PetscCall(TestAttentionTiles(rnd));
   } else if (memory) {
     PetscCall(TestAttentionMemory(rnd));
   } else if (attnet) {

@@ -36,7 +36,12 @@ charlm_state_dict() reads the file back to the same tensors bit for bit.
 
 Usage: charlm_torch.py [--corpus DIR|FILE] [--context T] [--embed E] [--heads H] [--depth L] [--iterations N]
                        [--batch B] [--lr R] [--val-windows K] [--seed S] [--threads N] [--dtype float32|float64]
-Prints: torch_charlm: model= params= context= iterations= train_loss= val_bpc= step_ms= tokens_per_s= threads= dtype="""
+                       [--autocast none|bf16]
+--autocast bf16 runs each training step's forward and loss under torch.autocast('cpu', dtype=torch.bfloat16) (the
+parameters, their gradients and Adam stay in --dtype): PyTorch's mixed precision, against bin/charlm -net_precision
+bfloat16 (bfloat16 values, float compute, double parameters). Validation runs without autocast.
+Prints: torch_charlm: model= params= context= iterations= train_loss= val_bpc= step_ms= tokens_per_s= threads= dtype=
+autocast="""
 import argparse, math, os, time
 import numpy as np
 import torch
@@ -243,6 +248,9 @@ def main():
     ap.add_argument('--seed', type=int, default=1, help='the windows (as -charlm_seed) and torch.manual_seed')
     ap.add_argument('--threads', type=int, default=1)
     ap.add_argument('--dtype', choices=['float32', 'float64'], default='float32')
+    ap.add_argument('--autocast', choices=['none', 'bf16'], default='none',
+                    help="bf16: the training step's forward and loss under torch.autocast('cpu', torch.bfloat16) (parameters, "
+                         "gradients and Adam stay --dtype float32), the counterpart of bin/charlm -net_precision bfloat16")
     ap.add_argument('--load-petnet', metavar='FILE', help='evaluate a model file of bin/charlm (-net_save), no training')
     ap.add_argument('--expect', metavar='OUTPUT', help="with --load-petnet: bin/charlm's output whose val_bpc must be matched")
     ap.add_argument('--save-petnet', metavar='FILE', help='write the model with random weights as a PetNet model file, print its val_bpc, no training')
@@ -271,7 +279,8 @@ def main():
         x, y = tr[starts[:, None] + offs], tr[starts[:, None] + offs + 1]
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        loss = F.cross_entropy(model(x).reshape(-1, V), y.reshape(-1))
+        with torch.autocast('cpu', dtype=torch.bfloat16, enabled=a.autocast == 'bf16'):
+            loss = F.cross_entropy(model(x).reshape(-1, V), y.reshape(-1))
         loss.backward()
         opt.step()
         times.append(time.perf_counter() - t0)
@@ -280,7 +289,7 @@ def main():
     step = sorted(times)[len(times) // 2] if times else 0.0  # the median step: the machine may be shared
     nparams = sum(p.numel() for p in model.parameters())
     print(f'torch_charlm: model={a.model} params={nparams} context={T} iterations={a.iterations} train_loss={sum(recent) / max(len(recent), 1):.6f} '
-          f'val_bpc={bpc:.6f} step_ms={1e3 * step:.2f} tokens_per_s={a.batch * T / step if step else 0:.0f} threads={a.threads} dtype={a.dtype} vocab={V}')
+          f'val_bpc={bpc:.6f} step_ms={1e3 * step:.2f} tokens_per_s={a.batch * T / step if step else 0:.0f} threads={a.threads} dtype={a.dtype} autocast={a.autocast} vocab={V}')
 
 
 if __name__ == '__main__':

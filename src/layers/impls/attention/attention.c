@@ -24,7 +24,9 @@
   The kernel is tiled (the flash-attention recurrence, attentionkernels.h): forward walks K and V in tiles of B keys
   (-attention_tile) keeping per query row the running max and sum, and stores only O and lse besides Q, K, V; backward
   and jvp recompute each tile's probabilities from lse. No T x T matrix is ever formed: the stored state of a sample is
-  2 E T + (2 E + H) nq values, the work of backward and jvp another 2 E T + 2 E nq, plus B values per thread.
+  2 E T + (2 E + H) nq values, the work of backward and jvp another 2 E T + 2 E nq, plus two B x B tiles of scores per
+  thread part. Each (block, tile) step is a few matrix products of the tile (S = Q_blk K_tile^T, O_blk += P V_tile, ...:
+  BLAS through LayerGemm(), not threaded) and passes over the rows of S (the statistics, a vectorised exp).
     backward  dO = dy Wo,  dWo += O^T dy,  dbo += sum dy;  per head D_i = dO_i . O_i, dP_ij = M_ij dO_i . v_j,
               dS_ij = P_ij (dP_ij - D_i), dq_i = sum_j dS_ij k_j / sqrt(d), dk_j = sum_i dS_ij q_i / sqrt(d),
               dv_j = sum_i P_ij M_ij dO_i;  dx = dQKV Win,  dWin += x^T dQKV,  dbin += sum dQKV
@@ -57,7 +59,7 @@ typedef struct {
   /* the query block: the rows [q0, q0 + nq) of the T positions (LayerAttentionSetQueryBlock(); qblock = 0: all rows,
      q0 = 0, nq = T); row i of Q, O, lse and y is at the global position q0 + i */
   PetscInt   qstart, qblock, q0, nq;
-  PetscInt   tile, B;     /* the tile asked for (-attention_tile) and the one in use (at most T) */
+  PetscInt   tile, B; /* the tile asked for (-attention_tile) and the one in use (at most T) */
   PetscBool  causal;
   PetscBool  rotary; /* rotary positions on Q and K (attentionrotary.h) */
   PetscReal  base;   /* their base (-attention_rotary_base, 10000) */
@@ -316,6 +318,87 @@ static inline const float *AttentionRotaryTableSingle(const Layer_Attention *att
   return att->rotf;
 }
 
+/* the rows' exponentials are compiled also for AVX2, picked at load time (as layergemm.c's small loops) */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define ATT_TARGET_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define ATT_TARGET_CLONES
+#endif
+
+/*
+  x[c] = exp(a x[c] - b) over a row of scores, in a form gcc vectorises (2 doubles a vector, 4 in the AVX2 clone picked
+  at load time, as layergemm.c's small loops): v = k ln2 + r with k = round(v / ln2) (the 1.5 2^52 shift, which also
+  leaves k in the low bits of t) and |r| <= ln2/2 (ln2 in two parts), exp(r) by its Taylor polynomial of degree 13
+  (truncation below 2e-17), 2^k by the exponent bits; k below -1022 (exp(v) < 2.3e-308, against a row's sum >= 1) gives 0,
+  as does v = -inf. No comparison of doubles (which, under gcc's default -ftrapping-math, keeps the loop scalar): the
+  range test is on k as an integer. Measured against glibc's exp on [-750, 1]: 1 ulp (2.2e-16 relative) at most.
+  The float version: degree 7 (truncation below 3e-9), k below -126 gives 0; 1 ulp of float at most against expf.
+*/
+static ATT_TARGET_CLONES void AttentionExpRow(PetscInt n, PetscScalar a, PetscScalar b, PetscScalar *restrict x)
+{
+  const double log2e = 0x1.71547652b82fep0, ln2hi = 0x1.62e42fefa3800p-1, ln2lo = 0x1.ef35793c76730p-45, shifter = 0x1.8p52;
+
+  for (PetscInt c = 0; c < n; c++) {
+    const double v = a * x[c] - b, t = v * log2e + shifter, k = t - shifter, r = (v - k * ln2hi) - k * ln2lo;
+    double       p = 1.0 / 6227020800.0;
+    union {
+      double   f;
+      uint64_t u;
+      int64_t  i;
+    } kt = {t}, two, e;
+
+    p = p * r + 1.0 / 479001600.0;
+    p = p * r + 1.0 / 39916800.0;
+    p = p * r + 1.0 / 3628800.0;
+    p = p * r + 1.0 / 362880.0;
+    p = p * r + 1.0 / 40320.0;
+    p = p * r + 1.0 / 5040.0;
+    p = p * r + 1.0 / 720.0;
+    p = p * r + 1.0 / 120.0;
+    p = p * r + 1.0 / 24.0;
+    p = p * r + 1.0 / 6.0;
+    p = p * r + 0.5;
+    p = p * r + 1.0;
+    p = p * r + 1.0;
+    kt.i -= 0x4338000000000000LL; /* k */
+    two.u = (kt.u + 1023) << 52;  /* 2^k */
+    e.f   = p * two.f;
+    e.u &= (kt.i >= -1022 && kt.i <= 1023) ? ~(uint64_t)0 : 0;
+    x[c] = e.f;
+  }
+}
+
+static ATT_TARGET_CLONES void AttentionExpRowSingle(PetscInt n, float a, float b, float *restrict x)
+{
+  const float log2e = 0x1.715476p0f, ln2hi = 0x1.62e4p-1f, ln2lo = 0x1.7f7d1cp-20f, shifter = 0x1.8p23f;
+
+  for (PetscInt c = 0; c < n; c++) {
+    const float v = a * x[c] - b, t = v * log2e + shifter, k = t - shifter, r = (v - k * ln2hi) - k * ln2lo;
+    float       p = 1.0f / 5040.0f;
+    union {
+      float    f;
+      uint32_t u;
+      int32_t  i;
+    } kt = {t}, two, e;
+
+    p = p * r + 1.0f / 720.0f;
+    p = p * r + 1.0f / 120.0f;
+    p = p * r + 1.0f / 24.0f;
+    p = p * r + 1.0f / 6.0f;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    kt.i -= 0x4B400000;
+    two.u = (kt.u + 127) << 23;
+    e.f   = p * two.f;
+    e.u &= (kt.i >= -126 && kt.i <= 127) ? ~(uint32_t)0 : 0;
+    x[c] = e.f;
+  }
+}
+
+/* a tile product of fewer multiply-adds than this runs as a loop nest, not BLAS (the tests' tiles of 1 to 7 keys) */
+#define ATT_TILE_GEMM_MIN 512
+
 /* rotary positions, forward, backward and jvp, in double and in float (attentionrotary.h, attentionkernels.h) */
 #define ATT_T       PetscScalar
 #define ATT_NAME(f) f
@@ -355,20 +438,23 @@ static inline const float *AttentionRotaryTableSingle(const Layer_Attention *att
     dq'_i  = sum_j (dS'_ij k_j + dS_ij k'_j) / sqrt(d),  dk'_j = sum_i (dS'_ij q_i + dS_ij q'_i) / sqrt(d)
     dv'_j  = sum_i M_ij (P'_ij g_i + P_ij g'_i)
   c_i and O'_i need a whole row before dS' can be formed: a first pass over the tiles is the jvp (O', c), the second
-  forms dQKV and dQKV' together. Double only (the second-order walk's precision); the work (12 E + H) T values per
-  sample is allocated for the call.
+  forms dQKV and dQKV' together, per block and tile as products of the tile (S, S' = Q' K^T + Q K'^T, dP and
+  dP' = G' V^T + G V'^T by GEMMs, the rows' P, P', dS, dS', then dV, dV', dQ, dQ', dK, dK' by GEMMs, as
+  attentionkernels.h). Double only (the second-order walk's precision); the work (12 E + H) T values per sample and
+  four B x B tiles per thread part is allocated for the call.
 */
-static void AttentionSOPair(const Layer_Attention *att, PetscInt s, PetscInt h, const PetscScalar *qb, const PetscScalar *kv, const PetscScalar *o, const PetscScalar *lse, const PetscScalar *g, const PetscScalar *gd, const PetscScalar *qbd,
-                            const PetscScalar *kvd, const PetscScalar *od, const PetscScalar *c, PetscScalar *dqb, PetscScalar *dkv, PetscScalar *dqbd, PetscScalar *dkvd, PetscScalar *work)
+static PetscErrorCode AttentionSOPair(const Layer_Attention *att, PetscInt s, PetscInt h, const PetscScalar *qb, const PetscScalar *kv, const PetscScalar *o, const PetscScalar *lse, const PetscScalar *g, const PetscScalar *gd, const PetscScalar *qbd,
+                                      const PetscScalar *kvd, const PetscScalar *od, const PetscScalar *c, PetscScalar *dqb, PetscScalar *dkv, PetscScalar *dqbd, PetscScalar *dkvd, PetscScalar *work)
 {
   const PetscInt     T = att->T, nq = att->nq, q0 = att->q0, E = att->Ew, d = att->d, B = att->B, ld = E, ldkv = 2 * E; /* E: the heads' width H d; layouts of attentionkernels.h */
   const PetscScalar  scale = att->scale;
-  const size_t       off = (size_t)s * nq * ld + h * d, offkv = (size_t)s * T * ldkv + h * d, offo = (size_t)s * nq * E + h * d, offl = ((size_t)s * att->H + h) * nq;
+  const size_t       off = (size_t)s * nq * ld + h * d, offkv = (size_t)s * T * ldkv + h * d, offo = (size_t)s * nq * E + h * d, offl = ((size_t)s * att->H + h) * nq, BB = (size_t)B * B;
   const PetscScalar *Q = qb + off, *K = kv + offkv, *V = K + E, *O = o + offo, *L = lse + offl, *C = c + offl;
   const PetscScalar *Qd = qbd + off, *Kd = kvd + offkv, *Vd = Kd + E, *G = g + offo, *Gd = gd + offo, *Od = od + offo;
   PetscScalar       *dQ = dqb + off, *dK = dkv + offkv, *dV = dK + E, *dQd = dqbd + off, *dKd = dkvd + offkv, *dVd = dKd + E;
-  PetscScalar       *D = work, *Dd = work + B;
+  PetscScalar       *S = work, *Sd = work + BB, *dP = work + 2 * BB, *dPd = work + 3 * BB, *D = work + 4 * BB, *Dd = D + B;
   const PetscBool    drop = att->masked;
+  PetscErrorCode     ierr;
 
   for (PetscInt i = 0; i < nq; i++)
     for (PetscInt k = 0; k < d; k++) dQ[(size_t)i * ld + k] = dQd[(size_t)i * ld + k] = 0;
@@ -379,45 +465,55 @@ static void AttentionSOPair(const Layer_Attention *att, PetscInt s, PetscInt h, 
       dK[r] = dV[r] = dKd[r] = dVd[r] = 0;
     }
   for (PetscInt i0 = 0; i0 < nq; i0 += B) {
-    const PetscInt i1 = PetscMin(i0 + B, nq), jend = att->causal ? q0 + i1 : T;
+    const PetscInt i1 = PetscMin(i0 + B, nq), nb = i1 - i0, jend = att->causal ? PetscMin(T, q0 + i1) : T;
 
     for (PetscInt i = i0; i < i1; i++) {
       D[i - i0]  = AttentionDot(d, G + (size_t)i * E, O + (size_t)i * E);
       Dd[i - i0] = AttentionDot(d, Gd + (size_t)i * E, O + (size_t)i * E) + AttentionDot(d, G + (size_t)i * E, Od + (size_t)i * E);
     }
     for (PetscInt j0 = 0; j0 < jend; j0 += B) {
-      const PetscInt j1 = PetscMin(j0 + B, jend);
+      const PetscInt j1 = PetscMin(j0 + B, jend), nk = j1 - j0;
 
+      /* S = Q K^T, S' = Q' K^T + Q K'^T, dP = G V^T, dP' = G' V^T + G V'^T on the tile (transposed, as attentionkernels.h) */
+      ierr = AttentionTileGemm('T', 'N', nk, nb, d, K + (size_t)j0 * ldkv, ldkv, Q + (size_t)i0 * ld, ld, 0, S, B);
+      if (!ierr) ierr = AttentionTileGemm('T', 'N', nk, nb, d, K + (size_t)j0 * ldkv, ldkv, Qd + (size_t)i0 * ld, ld, 0, Sd, B);
+      if (!ierr) ierr = AttentionTileGemm('T', 'N', nk, nb, d, Kd + (size_t)j0 * ldkv, ldkv, Q + (size_t)i0 * ld, ld, 1, Sd, B);
+      if (!ierr) ierr = AttentionTileGemm('T', 'N', nk, nb, d, V + (size_t)j0 * ldkv, ldkv, G + (size_t)i0 * E, E, 0, dP, B);
+      if (!ierr) ierr = AttentionTileGemm('T', 'N', nk, nb, d, V + (size_t)j0 * ldkv, ldkv, Gd + (size_t)i0 * E, E, 0, dPd, B);
+      if (!ierr) ierr = AttentionTileGemm('T', 'N', nk, nb, d, Vd + (size_t)j0 * ldkv, ldkv, G + (size_t)i0 * E, E, 1, dPd, B);
+      if (ierr) return ierr;
+      /* per row: P, P' = P (s' - c), dS = P (dP - D), dS' = P' (dP - D) + P (dP' - D') (scale in both), then P M and P' M */
       for (PetscInt i = i0; i < i1; i++) {
-        const PetscInt     jmax = att->causal ? PetscMin(j1, q0 + i + 1) : j1;
-        const PetscScalar *q = Q + (size_t)i * ld, *qd = Qd + (size_t)i * ld, *gi = G + (size_t)i * E, *gdi = Gd + (size_t)i * E;
-        const PetscScalar  Di = D[i - i0], Ddi = Dd[i - i0], li = L[i], ci = C[i];
-        PetscScalar       *dq = dQ + (size_t)i * ld, *dqd = dQd + (size_t)i * ld;
+        const PetscInt    jmax = att->causal ? PetscMin(j1, q0 + i + 1) : j1, cnt = PetscMax(jmax - j0, 0);
+        const PetscScalar Di = D[i - i0], Ddi = Dd[i - i0], ci = C[i];
+        PetscScalar *restrict p = S + (size_t)(i - i0) * B, *restrict pd = Sd + (size_t)(i - i0) * B, *restrict ds = dP + (size_t)(i - i0) * B, *restrict dsd = dPd + (size_t)(i - i0) * B;
 
-        for (PetscInt j = j0; j < jmax; j++) {
-          const PetscScalar *k = K + (size_t)j * ldkv, *v = V + (size_t)j * ldkv, *kd = Kd + (size_t)j * ldkv, *vd = Vd + (size_t)j * ldkv;
-          PetscScalar       *dk = dK + (size_t)j * ldkv, *dv = dV + (size_t)j * ldkv, *dkd = dKd + (size_t)j * ldkv, *dvd = dVd + (size_t)j * ldkv;
-          const PetscScalar  p   = PetscExpReal(scale * AttentionDot(d, q, k) - li);
-          const PetscScalar  mij = drop ? AttentionMask(att, s, h, q0 + i, j) : 1.0;
-          const PetscScalar  sd  = scale * (AttentionDot(d, qd, k) + AttentionDot(d, q, kd));
-          const PetscScalar  pd  = p * (sd - ci);
-          const PetscScalar  dp  = mij * AttentionDot(d, gi, v);
-          const PetscScalar  dpd = mij * (AttentionDot(d, gdi, v) + AttentionDot(d, gi, vd));
-          const PetscScalar  ds  = scale * p * (dp - Di);
-          const PetscScalar  dsd = scale * (pd * (dp - Di) + p * (dpd - Ddi));
+        AttentionExpRow(cnt, scale, L[i], p);
+        for (PetscInt k = 0; k < cnt; k++) {
+          const PetscScalar mij = drop ? AttentionMask(att, s, h, q0 + i, j0 + k) : 1.0, dp = mij * ds[k], dpd = mij * dsd[k];
 
-          for (PetscInt a = 0; a < d; a++) {
-            dq[a] += ds * k[a];
-            dk[a] += ds * q[a];
-            dv[a] += p * mij * gi[a];
-            dqd[a] += dsd * k[a] + ds * kd[a];
-            dkd[a] += dsd * q[a] + ds * qd[a];
-            dvd[a] += mij * (pd * gi[a] + p * gdi[a]);
-          }
+          pd[k]  = p[k] * (scale * pd[k] - ci);
+          ds[k]  = scale * p[k] * (dp - Di);
+          dsd[k] = scale * (pd[k] * (dp - Di) + p[k] * (dpd - Ddi));
+          p[k] *= mij;
+          pd[k] *= mij;
         }
+        for (PetscInt k = cnt; k < nk; k++) p[k] = pd[k] = ds[k] = dsd[k] = 0; /* the causal mask on the diagonal tile */
       }
+      /* dV += (P M)^T G, dV' += (P' M)^T G + (P M)^T G', dQ += dS K, dQ' += dS' K + dS K', dK += dS^T Q, dK' += dS'^T Q + dS^T Q' */
+      ierr = AttentionTileGemm('N', 'T', d, nk, nb, G + (size_t)i0 * E, E, S, B, 1, dV + (size_t)j0 * ldkv, ldkv);
+      if (!ierr) ierr = AttentionTileGemm('N', 'T', d, nk, nb, G + (size_t)i0 * E, E, Sd, B, 1, dVd + (size_t)j0 * ldkv, ldkv);
+      if (!ierr) ierr = AttentionTileGemm('N', 'T', d, nk, nb, Gd + (size_t)i0 * E, E, S, B, 1, dVd + (size_t)j0 * ldkv, ldkv);
+      if (!ierr) ierr = AttentionTileGemm('N', 'N', d, nb, nk, K + (size_t)j0 * ldkv, ldkv, dP, B, 1, dQ + (size_t)i0 * ld, ld);
+      if (!ierr) ierr = AttentionTileGemm('N', 'N', d, nb, nk, K + (size_t)j0 * ldkv, ldkv, dPd, B, 1, dQd + (size_t)i0 * ld, ld);
+      if (!ierr) ierr = AttentionTileGemm('N', 'N', d, nb, nk, Kd + (size_t)j0 * ldkv, ldkv, dP, B, 1, dQd + (size_t)i0 * ld, ld);
+      if (!ierr) ierr = AttentionTileGemm('N', 'T', d, nk, nb, Q + (size_t)i0 * ld, ld, dP, B, 1, dK + (size_t)j0 * ldkv, ldkv);
+      if (!ierr) ierr = AttentionTileGemm('N', 'T', d, nk, nb, Q + (size_t)i0 * ld, ld, dPd, B, 1, dKd + (size_t)j0 * ldkv, ldkv);
+      if (!ierr) ierr = AttentionTileGemm('N', 'T', d, nk, nb, Qd + (size_t)i0 * ld, ld, dP, B, 1, dKd + (size_t)j0 * ldkv, ldkv);
+      if (ierr) return ierr;
     }
   }
+  return 0;
 }
 
 static PetscErrorCode LayerSOBackward_Attention(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *thetadot, const PetscScalar *ydot, const PetscScalar *dy,
@@ -426,13 +522,15 @@ static PetscErrorCode LayerSOBackward_Attention(Layer layer, PetscInt n, const P
   Layer_Attention *att = (Layer_Attention *)layer->data;
   const PetscInt   E = att->E, Ew = att->Ew, nQ = n * att->nq, nT = n * att->T;
   const size_t     nqe = (size_t)nQ * Ew, nkv = (size_t)nT * 2 * Ew;
-  PetscScalar     *qb, *kv, *o, *lse, *tiles, *work, *qbd, *kvd, *g, *gd, *od, *dqb, *dkv, *dqbd, *dkvd, *c;
+  const size_t     sosize = 4 * (size_t)att->B * att->B + 2 * att->B; /* a part's tiles: S, S', dP, dP' and D, D' */
+  PetscScalar     *qb, *kv, *o, *lse, *tiles, *work, *qbd, *kvd, *g, *gd, *od, *dqb, *dkv, *dqbd, *dkvd, *c, *sotiles;
 
   PetscFunctionBegin;
   if (!n || (!dxdot && !dthetadot) || (!xdot && !thetadot)) PetscFunctionReturn(0);
   PetscCall(AttentionEnsureState(layer, n, "sobackward", theta, x, &qb, &kv, &o, &lse, &tiles));
   /* Q', KV', g, g', O', dQ, dKV, dQ', dKV' and c: (12 Ew + H) T values per sample without a query block */
   PetscCall(PetscMalloc1(6 * nqe + 3 * nkv + (size_t)n * att->H * att->nq, &work));
+  PetscCall(PetscMalloc1(PETNET_THREAD_PARTS * sosize, &sotiles));
   qbd  = work;
   g    = qbd + nqe;
   gd   = g + nqe;
@@ -455,7 +553,7 @@ static PetscErrorCode LayerSOBackward_Attention(Layer layer, PetscInt n, const P
   AttentionRotateQK(att, n, PETSC_FALSE, qbd, kvd);
   /* the first pass: O' and c; the second: dQKV and dQKV' */
   ATT_PAIRS(att, n, tiles, att->tilesize * sizeof(PetscScalar), AttentionJVPPair(att, s, h, qb, kv, o, lse, qbd, kvd, od, c, (PetscScalar *)pw_));
-  ATT_PAIRS(att, n, tiles, att->tilesize * sizeof(PetscScalar), AttentionSOPair(att, s, h, qb, kv, o, lse, g, gd, qbd, kvd, od, c, dqb, dkv, dqbd, dkvd, (PetscScalar *)pw_));
+  ATT_PAIRS(att, n, sotiles, sosize * sizeof(PetscScalar), AttentionSOPair(att, s, h, qb, kv, o, lse, g, gd, qbd, kvd, od, c, dqb, dkv, dqbd, dkvd, (PetscScalar *)pw_));
   AttentionRotateQK(att, n, PETSC_TRUE, dqb, dkv);
   AttentionRotateQK(att, n, PETSC_TRUE, dqbd, dkvd);
   /* dxdot += dQKV' Win + dQKV Win';  dWin' += x^T dQKV' + xdot^T dQKV, dbin' += sum dQKV';  dWo' += O'^T dy */
@@ -471,6 +569,7 @@ static PetscErrorCode LayerSOBackward_Attention(Layer layer, PetscInt n, const P
     PetscCall(LayerGemm(PETSC_TRUE, 'N', 'T', Ew, E, nQ, od, Ew, dy, E, 0, NULL, Ew, &epo));
   }
   PetscCall(PetscFree(work));
+  PetscCall(PetscFree(sotiles));
   PetscCall(PetscLogFlops(2.0 * (nQ + 2.0 * nT) * E * Ew * 8 + 2.0 * nQ * E * Ew * 8 + AttentionPairFlops(att, n, 30.0)));
   PetscFunctionReturn(0);
 }
@@ -552,7 +651,12 @@ static PetscErrorCode LayerSetUp_Attention(Layer layer)
   att->B            = PetscMin(att->tile, att->T);
   att->scale        = 1.0 / PetscSqrtReal((PetscReal)att->d);
   att->pairsperpart = (PetscInt)PetscMax(1, 65536 / PetscMax(1, (PetscInt64)att->nq * T * att->d)); /* a part: at least ~ 64k multiply-adds */
-  att->tilesize     = 2 * att->B + 8;
+  /* the work of a thread part, two B x B score tiles and three rows of B (attentionkernels.h), for PETNET_THREAD_PARTS
+     parts in a PetscInt: B at most 8192 (1 GB of double tiles) */
+  PetscCheck(att->B <= 8192, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE,
+             "The %s has tile %" PetscInt_FMT " on T = %" PetscInt64_FMT ": its tiles of scores would be %" PetscInt_FMT " x %" PetscInt_FMT " per thread part; give -%sattention_tile B with B <= 8192 (default 64)", node, att->tile, T, att->B, att->B,
+             prefix);
+  att->tilesize = 2 * att->B * att->B + 3 * att->B + 8;
   att->nstate = att->nstatef = -1;
   layer->out                 = layer->in;
   layer->out.dim[0]          = att->nq; /* the block's rows */
@@ -893,11 +997,12 @@ static PetscErrorCode LayerDropoutSetSeed_Attention(Layer layer, PetscInt64 seed
   Memory: the kernel is tiled (the flash-attention recurrence: running max and sum per query row), so no T x T
   matrix is stored. Forward keeps 8 (4 E + H) T bytes per sample in double (Q, K, V, the heads' outputs and one
   log-sum-exp per row and head), 4 (4 E + H) T in single and bfloat16; backward and jvp add a work of 8 (4 E) T bytes
-  per sample (4 (4 E) T in float) and a tile workspace of 8 (2 B + 8) bytes per thread part, B = min(tile, T): linear
+  per sample (4 (4 E) T in float) and a tile workspace of 8 (2 B^2 + 3 B + 8) bytes per thread part (up to 8 parts),
+  B = min(tile, T), in each precision: linear
   in T (tests/transformer.suite, attention_memory: 557,056 and 1,114,112 bytes of state at T = 2048 and 4096, E = 8,
   H = 2). The exact Hessian-vector products' curvature term (sobackward, double) allocates (12 E + H) T values per
-  sample for the call. A query block of nq rows (LayerAttentionSetQueryBlock()) keeps 8 (2 E T + (2 E + H) nq) bytes
-  per sample and works on 8 (2 E T + 2 E nq).
+  sample and 8 (4 B^2 + 2 B) bytes per thread part for the call. A query block of nq rows (LayerAttentionSetQueryBlock())
+  keeps 8 (2 E T + (2 E + H) nq) bytes per sample and works on 8 (2 E T + 2 E nq).
   Rotary positions add a table of 12 d T bytes (cos and sin in double and float) per layer.
 
   Level: beginner

@@ -10,17 +10,20 @@
   The parameter gradient stays double: dW += ... through LayerGemm()'s accumulation into double, the biases summed in
   double.
 
-  The per-(sample, head) kernels below are plain loops run inside a parallel region (no PETSc call). Layouts (one
-  sample s of the local batch, one head h, d = E / H, E the heads' width; the query block: the nq query rows
-  i = 0..nq-1 at the global positions q0 + i, against the T keys j = 0..T-1; q0 = 0, nq = T without a block):
+  The per-(sample, head) kernels below run inside a parallel region (no PETSc call; they return an error code): per
+  block of query rows and tile of keys, matrix products of the tile (BLAS, not threaded, through LayerGemm(), or a loop
+  nest for small tiles), the softmax statistics and exponentials over the contiguous rows of the tile's scores
+  (AttentionExpRow(), vectorised, attention.c). Layouts (one sample s of the local batch, one head h, d = E / H, E the
+  heads' width; the query block: the nq query rows i = 0..nq-1 at the global positions q0 + i, against the T keys
+  j = 0..T-1; q0 = 0, nq = T without a block):
     Q row i   q  + (s nq + i) E  + h d          (the block's queries, ld E)
     K row j   kv + (s T + j) 2E + h d           V row j  ... + E      (every key, ld 2E)
     O row i   o  + (s nq + i) E  + h d          (O the heads' outputs side by side, before the output projection)
     lse       lse + (s H + h) nq + i            the log-sum-exp of row i's scaled scores
-  Query rows are taken in blocks of B (the tile), the keys of each block in tiles of B: the tile of K and V is read
-  by each row of the block while it is in cache. With the causal mask row i sees keys j <= q0 + i (its global
-  position, as the dropout map's hash), and the key tiles that lie entirely above the diagonal of a block (j0 > the
-  block's last global row) are never visited.
+  Query rows are taken in blocks of B (the tile), the keys of each block in tiles of B: S = Q_blk K_tile^T is B x B,
+  and the tiles of K and V are read by the block's products while they are in cache. With the causal mask row i sees
+  keys j <= q0 + i (its global position, as the dropout map's hash), the key tiles that lie entirely above the diagonal
+  of a block (j0 > the block's last global row) are never visited, and the block's key tiles run over 0..min(T, q0 + i1).
 */
 
 /* y = x . z over d entries */
@@ -32,48 +35,106 @@ static inline ATT_T ATT_NAME(AttentionDot)(PetscInt d, const ATT_T *restrict x, 
   return sum;
 }
 
+/* x . z over a row of a tile, in four partial sums (independent additions the vector units overlap; a fixed order) */
+static inline ATT_T ATT_NAME(AttentionRowDot)(PetscInt n, const ATT_T *restrict x, const ATT_T *restrict z)
+{
+  ATT_T    acc[4] = {0, 0, 0, 0};
+  PetscInt c      = 0;
+
+  for (; c + 4 <= n; c += 4)
+    for (PetscInt q = 0; q < 4; q++) acc[q] += x[c + q] * (z ? z[c + q] : 1);
+  for (; c < n; c++) acc[0] += x[c] * (z ? z[c] : 1);
+  return (acc[0] + acc[1]) + (acc[2] + acc[3]);
+}
+
+/*
+  C = op(A) op(B) + beta C on one tile (column-major, alpha 1, as LayerGemm()), in the calling thread: BLAS
+  (LayerGemm() not threaded: one call, no PETSc function, an error code) when the product has at least
+  ATT_TILE_GEMM_MIN multiply-adds, a plain loop nest below (the small tiles of -attention_tile 1 to 7, where a BLAS
+  call and its packing cost more than the arithmetic).
+*/
+static inline PetscErrorCode ATT_NAME(AttentionTileGemm)(char ta, char tb, PetscInt m, PetscInt n, PetscInt k, const ATT_T *A, PetscInt lda, const ATT_T *Bm, PetscInt ldb, ATT_T beta, ATT_T *C, PetscInt ldc)
+{
+  if ((PetscInt64)m * n * k >= ATT_TILE_GEMM_MIN) return ATT_NAME(LayerGemm)(PETSC_FALSE, ta, tb, m, n, k, A, lda, Bm, ldb, beta, C, ldc, NULL);
+  for (PetscInt j = 0; j < n; j++)
+    for (PetscInt i = 0; i < m; i++) {
+      ATT_T sum = 0;
+
+      for (PetscInt l = 0; l < k; l++) sum += (ta == 'N' ? A[i + (size_t)l * lda] : A[l + (size_t)i * lda]) * (tb == 'N' ? Bm[l + (size_t)j * ldb] : Bm[j + (size_t)l * ldb]);
+      C[i + (size_t)j * ldc] = beta == 0 ? sum : beta * C[i + (size_t)j * ldc] + sum;
+    }
+  return 0;
+}
+
+/*
+  The tile products of one (sample, head). A block of nb query rows i0.. and a tile of nk keys j0.. are, read in
+  place with their strides (Q rows E apart in q, K and V rows 2E apart in kv, O and dO rows E apart), column-major d x nb and d x nk
+  matrices Qc, Kc, Vc, ... (column t the row t). The tile's scores are formed transposed, S^T = Kc^T Qc, nk x nb
+  column-major with leading dimension B: S's row i (query i0 + i) is B contiguous entries, over which the softmax
+  statistics and the exponentials run. Then, with P's rows in the same place:
+    O_blk  += P V_tile        Oc += Vc P^T         'N','N'  d x nb x nk
+    dP      = G_blk V_tile^T  dP^T = Vc^T Gc       'T','N'  nk x nb x d
+    dV_tile += (P M)^T G_blk  dVc += Gc (P M)      'N','T'  d x nk x nb
+    dQ_blk += dS K_tile       dQc += Kc dS^T       'N','N'  d x nb x nk
+    dK_tile += dS^T Q_blk     dKc += Qc dS         'N','T'  d x nk x nb
+  On the diagonal tile of the causal form the entries j > q0 + i of a row are set to 0 in P (and dS), so the products
+  over the whole tile add nothing from them. The tile work: two B x B score tiles (S and dP, or S and S') and three
+  row vectors of B (attention.c: tilesize).
+*/
+#define ATT_TILE_S(w, B)      (w)
+#define ATT_TILE_S2(w, B)     ((w) + (size_t)(B) * (B))
+#define ATT_TILE_ROW(w, B, r) ((w) + 2 * (size_t)(B) * (B) + (size_t)(r) * (B))
+
 /*
   forward of one (sample, head): the flash-attention recurrence. Per query row i, over the key tiles in order, with
   s_ij = scale q_i . k_j (scale = 1/sqrt(d)), m the running max, l the running sum of exp(s - m), o the running
   (unnormalised) output:
     m' = max(m, max_j s_ij),  a = exp(m - m'),  l = a l + sum_j exp(s_ij - m'),  o = a o + sum_j exp(s_ij - m') M_ij v_j
   and at the end O_i = o / l, lse_i = m + log l. M_ij is the dropout map (1 without dropout): the statistics are the
-  softmax's, the map multiplies the probabilities only. work: B scores of the row in the current tile.
+  softmax's, the map multiplies the probabilities only. Per tile: S = scale Q_blk K_tile^T, the statistics over S's
+  rows, P = exp(S - m) M in place, O_blk = diag(a) O_blk + P V_tile. work: S and the rows' running max.
 */
-static void ATT_NAME(AttentionForwardPair)(const Layer_Attention *att, PetscInt s, PetscInt h, const ATT_T *qb, const ATT_T *kv, ATT_T *o, ATT_T *lse, ATT_T *work)
+static PetscErrorCode ATT_NAME(AttentionForwardPair)(const Layer_Attention *att, PetscInt s, PetscInt h, const ATT_T *qb, const ATT_T *kv, ATT_T *o, ATT_T *lse, ATT_T *work)
 {
   const PetscInt  T = att->T, nq = att->nq, q0 = att->q0, E = att->Ew, d = att->d, B = att->B, ld = E, ldkv = 2 * E; /* E: the heads' width H d */
   const ATT_T     scale = (ATT_T)att->scale;
   const ATT_T    *Q = qb + (size_t)s * nq * ld + h * d, *K = kv + (size_t)s * T * ldkv + h * d, *V = K + E;
   ATT_T          *O = o + (size_t)s * nq * E + h * d, *L = lse + ((size_t)s * att->H + h) * nq;
+  ATT_T          *S = ATT_TILE_S(work, B), *M = ATT_TILE_ROW(work, B, 0);
   const PetscBool drop = att->masked;
+  PetscErrorCode  ierr;
 
   for (PetscInt i0 = 0; i0 < nq; i0 += B) {
-    const PetscInt i1 = PetscMin(i0 + B, nq), jend = att->causal ? q0 + i1 : T;
+    const PetscInt i1 = PetscMin(i0 + B, nq), nb = i1 - i0, jend = att->causal ? PetscMin(T, q0 + i1) : T;
 
     for (PetscInt i = i0; i < i1; i++) {
       for (PetscInt k = 0; k < d; k++) O[(size_t)i * E + k] = 0;
       L[i] = 0;
     }
     for (PetscInt j0 = 0; j0 < jend; j0 += B) {
-      const PetscInt j1 = PetscMin(j0 + B, jend);
+      const PetscInt j1 = PetscMin(j0 + B, jend), nk = j1 - j0;
 
+      ierr = ATT_NAME(AttentionTileGemm)('T', 'N', nk, nb, d, K + (size_t)j0 * ldkv, ldkv, Q + (size_t)i0 * ld, ld, 0, S, B);
+      if (ierr) return ierr;
       for (PetscInt i = i0; i < i1; i++) {
-        const PetscInt jmax = att->causal ? PetscMin(j1, q0 + i + 1) : j1;
-        const ATT_T   *q    = Q + (size_t)i * ld;
-        ATT_T         *out  = O + (size_t)i * E, mx, m, l, a;
+        const PetscInt jmax = att->causal ? PetscMin(j1, q0 + i + 1) : j1, cnt = jmax - j0;
+        ATT_T *restrict row = S + (size_t)(i - i0) * B;
+        ATT_T *out          = O + (size_t)i * E, mx, m, l, a;
 
-        if (jmax <= j0) continue; /* this row sees no key of the tile */
-        /* between tiles the row's running max is in work[B + i - i0], its running sum in L[i], o in its row of O */
-        for (PetscInt j = j0; j < jmax; j++) work[j - j0] = scale * ATT_NAME(AttentionDot)(d, q, K + (size_t)j * ldkv);
-        mx = work[0];
-        for (PetscInt j = j0 + 1; j < jmax; j++) mx = PetscMax(mx, work[j - j0]);
+        if (cnt <= 0) { /* this row sees no key of the tile */
+          for (PetscInt c = 0; c < nk; c++) row[c] = 0;
+          continue;
+        }
+        /* between tiles the row's running max is in M[i - i0], its running sum in L[i], o in its row of O */
+        for (PetscInt c = 0; c < cnt; c++) row[c] *= scale;
+        mx = row[0];
+        for (PetscInt c = 1; c < cnt; c++) mx = PetscMax(mx, row[c]);
         if (j0 == 0) { /* the first tile this row sees */
           m = mx;
           l = 0;
           a = 0;
         } else {
-          m = work[B + i - i0]; /* the running max of the row */
+          m = M[i - i0];
           l = L[i];
           if (mx > m) {
             a = ATT_EXP((m - mx));
@@ -82,27 +143,27 @@ static void ATT_NAME(AttentionForwardPair)(const Layer_Attention *att, PetscInt 
             a = 1;
         }
         l *= a;
-        for (PetscInt k = 0; k < d; k++) out[k] *= a;
-        for (PetscInt j = j0; j < jmax; j++) {
-          const ATT_T  p  = ATT_EXP((work[j - j0] - m));
-          const ATT_T  pm = drop ? p * (ATT_T)AttentionMask(att, s, h, q0 + i, j) : p;
-          const ATT_T *v  = V + (size_t)j * ldkv;
-
-          l += p;
-          if (pm != 0)
-            for (PetscInt k = 0; k < d; k++) out[k] += pm * v[k];
-        }
-        L[i]             = l;
-        work[B + i - i0] = m;
+        if (a != 1)
+          for (PetscInt k = 0; k < d; k++) out[k] *= a;
+        ATT_NAME(AttentionExpRow)(cnt, 1, m, row);
+        l += ATT_NAME(AttentionRowDot)(cnt, row, NULL);
+        if (drop)
+          for (PetscInt c = 0; c < cnt; c++) row[c] *= (ATT_T)AttentionMask(att, s, h, q0 + i, j0 + c);
+        for (PetscInt c = cnt; c < nk; c++) row[c] = 0; /* the causal mask on the diagonal tile */
+        L[i]      = l;
+        M[i - i0] = m;
       }
+      ierr = ATT_NAME(AttentionTileGemm)('N', 'N', d, nb, nk, V + (size_t)j0 * ldkv, ldkv, S, B, 1, O + (size_t)i0 * E, E);
+      if (ierr) return ierr;
     }
     for (PetscInt i = i0; i < i1; i++) {
-      const ATT_T m = work[B + i - i0], l = L[i];
+      const ATT_T m = M[i - i0], l = L[i];
 
       for (PetscInt k = 0; k < d; k++) O[(size_t)i * E + k] /= l;
       L[i] = m + ATT_LOG(l);
     }
   }
+  return 0;
 }
 
 /*
@@ -110,49 +171,59 @@ static void ATT_NAME(AttentionForwardPair)(const Layer_Attention *att, PetscInt 
   D_i = g_i . O_i (= sum_j P_ij dP_ij),
     dP_ij = M_ij g_i . v_j,   dS_ij = P_ij (dP_ij - D_i)
     dq_i = scale sum_j dS_ij k_j,   dk_j = scale sum_i dS_ij q_i,   dv_j = sum_i P_ij M_ij g_i
-  dq, dk, dv are written (not accumulated) into dq (laid out as Q) and dkv (laid out as K and V). work: the block's D [B].
+  Per tile: S = Q_blk K_tile^T and dP = G_blk V_tile^T (GEMMs), P, dS (scale included) and P M over the rows in place,
+  then dV_tile += (P M)^T G_blk, dQ_blk += dS K_tile, dK_tile += dS^T Q_blk. dq, dk, dv are written (not accumulated)
+  into dq (laid out as Q) and dkv (laid out as K and V). work: S (then P M), dP (then dS) and the block's D.
 */
-static void ATT_NAME(AttentionBackwardPair)(const Layer_Attention *att, PetscInt s, PetscInt h, const ATT_T *qb, const ATT_T *kv, const ATT_T *o, const ATT_T *lse, const ATT_T *g, ATT_T *dqb, ATT_T *dkv, ATT_T *work)
+static PetscErrorCode ATT_NAME(AttentionBackwardPair)(const Layer_Attention *att, PetscInt s, PetscInt h, const ATT_T *qb, const ATT_T *kv, const ATT_T *o, const ATT_T *lse, const ATT_T *g, ATT_T *dqb, ATT_T *dkv, ATT_T *work)
 {
   const PetscInt  T = att->T, nq = att->nq, q0 = att->q0, E = att->Ew, d = att->d, B = att->B, ld = E, ldkv = 2 * E; /* E: the heads' width H d */
   const ATT_T     scale = (ATT_T)att->scale;
   const size_t    off = (size_t)s * nq * ld + h * d, offkv = (size_t)s * T * ldkv + h * d, offo = (size_t)s * nq * E + h * d;
   const ATT_T    *Q = qb + off, *K = kv + offkv, *V = K + E, *O = o + offo, *G = g + offo, *L = lse + ((size_t)s * att->H + h) * nq;
   ATT_T          *dQ = dqb + off, *dK = dkv + offkv, *dV = dK + E;
+  ATT_T          *S = ATT_TILE_S(work, B), *dP = ATT_TILE_S2(work, B), *D = ATT_TILE_ROW(work, B, 0);
   const PetscBool drop = att->masked;
+  PetscErrorCode  ierr;
 
   for (PetscInt i = 0; i < nq; i++)
     for (PetscInt k = 0; k < d; k++) dQ[(size_t)i * ld + k] = 0;
   for (PetscInt t = 0; t < T; t++)
     for (PetscInt k = 0; k < d; k++) dK[(size_t)t * ldkv + k] = dV[(size_t)t * ldkv + k] = 0;
   for (PetscInt i0 = 0; i0 < nq; i0 += B) {
-    const PetscInt i1 = PetscMin(i0 + B, nq), jend = att->causal ? q0 + i1 : T;
+    const PetscInt i1 = PetscMin(i0 + B, nq), nb = i1 - i0, jend = att->causal ? PetscMin(T, q0 + i1) : T;
 
-    for (PetscInt i = i0; i < i1; i++) work[i - i0] = ATT_NAME(AttentionDot)(d, G + (size_t)i * E, O + (size_t)i * E);
+    for (PetscInt i = i0; i < i1; i++) D[i - i0] = ATT_NAME(AttentionDot)(d, G + (size_t)i * E, O + (size_t)i * E);
     for (PetscInt j0 = 0; j0 < jend; j0 += B) {
-      const PetscInt j1 = PetscMin(j0 + B, jend);
+      const PetscInt j1 = PetscMin(j0 + B, jend), nk = j1 - j0;
 
+      ierr = ATT_NAME(AttentionTileGemm)('T', 'N', nk, nb, d, K + (size_t)j0 * ldkv, ldkv, Q + (size_t)i0 * ld, ld, 0, S, B);
+      if (!ierr) ierr = ATT_NAME(AttentionTileGemm)('T', 'N', nk, nb, d, V + (size_t)j0 * ldkv, ldkv, G + (size_t)i0 * E, E, 0, dP, B);
+      if (ierr) return ierr;
       for (PetscInt i = i0; i < i1; i++) {
-        const PetscInt jmax = att->causal ? PetscMin(j1, q0 + i + 1) : j1;
-        const ATT_T   *q = Q + (size_t)i * ld, *gi = G + (size_t)i * E, Di = work[i - i0], li = L[i];
-        ATT_T         *dq = dQ + (size_t)i * ld;
+        const PetscInt jmax = att->causal ? PetscMin(j1, q0 + i + 1) : j1, cnt = PetscMax(jmax - j0, 0);
+        const ATT_T    Di = D[i - i0], li = L[i];
+        ATT_T *restrict p = S + (size_t)(i - i0) * B, *restrict ds = dP + (size_t)(i - i0) * B;
 
-        for (PetscInt j = j0; j < jmax; j++) {
-          const ATT_T *k = K + (size_t)j * ldkv, *v = V + (size_t)j * ldkv;
-          ATT_T       *dk = dK + (size_t)j * ldkv, *dv = dV + (size_t)j * ldkv;
-          const ATT_T  p   = ATT_EXP((scale * ATT_NAME(AttentionDot)(d, q, k) - li));
-          const ATT_T  mij = drop ? (ATT_T)AttentionMask(att, s, h, q0 + i, j) : 1;
-          const ATT_T  dp = mij * ATT_NAME(AttentionDot)(d, gi, v), ds = scale * p * (dp - Di), pm = p * mij;
+        ATT_NAME(AttentionExpRow)(cnt, scale, li, p);
+        if (drop)
+          for (PetscInt c = 0; c < cnt; c++) {
+            const ATT_T mij = (ATT_T)AttentionMask(att, s, h, q0 + i, j0 + c);
 
-          for (PetscInt c = 0; c < d; c++) {
-            dq[c] += ds * k[c];
-            dk[c] += ds * q[c];
-            dv[c] += pm * gi[c];
+            ds[c] = scale * p[c] * (mij * ds[c] - Di);
+            p[c] *= mij;
           }
-        }
+        else
+          for (PetscInt c = 0; c < cnt; c++) ds[c] = scale * p[c] * (ds[c] - Di);
+        for (PetscInt c = cnt; c < nk; c++) p[c] = ds[c] = 0; /* the causal mask on the diagonal tile */
       }
+      ierr = ATT_NAME(AttentionTileGemm)('N', 'T', d, nk, nb, G + (size_t)i0 * E, E, S, B, 1, dV + (size_t)j0 * ldkv, ldkv);
+      if (!ierr) ierr = ATT_NAME(AttentionTileGemm)('N', 'N', d, nb, nk, K + (size_t)j0 * ldkv, ldkv, dP, B, 1, dQ + (size_t)i0 * ld, ld);
+      if (!ierr) ierr = ATT_NAME(AttentionTileGemm)('N', 'T', d, nk, nb, Q + (size_t)i0 * ld, ld, dP, B, 1, dK + (size_t)j0 * ldkv, ldkv);
+      if (ierr) return ierr;
     }
   }
+  return 0;
 }
 
 /*
@@ -160,60 +231,70 @@ static void ATT_NAME(AttentionBackwardPair)(const Layer_Attention *att, PetscInt
   s'_ij = scale (q'_i . k_j + q_i . k'_j),
   P'_ij = P_ij (s'_ij - c_i), c_i = sum_j P_ij s'_ij:
     O'_i = sum_j M_ij (P'_ij v_j + P_ij v'_j) = u_i - c_i O_i,   u_i = sum_j P_ij M_ij (s'_ij v_j + v'_j)
-  one pass over the tiles (lse from forward gives P directly). O' written into dout (laid out as O); c_i into c
-  ([H nq] per sample, as lse) when c is not NULL (the second-order term needs it).
+  one pass over the tiles (lse from forward gives P directly). Per tile: S = Q_blk K_tile^T, S' = Q'_blk K_tile^T +
+  Q_blk K'_tile^T (GEMMs), over the rows P, c and, in place, P M and P M S', then u_blk += (P M S') V_tile + (P M) V'_tile.
+  O' written into dout (laid out as O); c_i into c ([H nq] per sample, as lse) when c is not NULL (the second-order term
+  needs it). work: S, S' and the block's c.
 */
-static void ATT_NAME(AttentionJVPPair)(const Layer_Attention *att, PetscInt s, PetscInt h, const ATT_T *qb, const ATT_T *kv, const ATT_T *o, const ATT_T *lse, const ATT_T *dqb, const ATT_T *dkv, ATT_T *dout, ATT_T *c, ATT_T *work)
+static PetscErrorCode ATT_NAME(AttentionJVPPair)(const Layer_Attention *att, PetscInt s, PetscInt h, const ATT_T *qb, const ATT_T *kv, const ATT_T *o, const ATT_T *lse, const ATT_T *dqb, const ATT_T *dkv, ATT_T *dout, ATT_T *c, ATT_T *work)
 {
   const PetscInt  T = att->T, nq = att->nq, q0 = att->q0, E = att->Ew, d = att->d, B = att->B, ld = E, ldkv = 2 * E; /* E: the heads' width H d */
   const ATT_T     scale = (ATT_T)att->scale;
   const size_t    off = (size_t)s * nq * ld + h * d, offkv = (size_t)s * T * ldkv + h * d, offo = (size_t)s * nq * E + h * d, offl = ((size_t)s * att->H + h) * nq;
   const ATT_T    *Q = qb + off, *K = kv + offkv, *V = K + E, *O = o + offo, *L = lse + offl;
   const ATT_T    *dQ = dqb + off, *dK = dkv + offkv, *dV = dK + E;
-  ATT_T          *dO   = dout + offo;
+  ATT_T          *dO = dout + offo, *S = ATT_TILE_S(work, B), *Sd = ATT_TILE_S2(work, B), *Cb = ATT_TILE_ROW(work, B, 0);
   const PetscBool drop = att->masked;
+  PetscErrorCode  ierr;
 
   for (PetscInt i0 = 0; i0 < nq; i0 += B) {
-    const PetscInt i1 = PetscMin(i0 + B, nq), jend = att->causal ? q0 + i1 : T;
+    const PetscInt i1 = PetscMin(i0 + B, nq), nb = i1 - i0, jend = att->causal ? PetscMin(T, q0 + i1) : T;
 
     for (PetscInt i = i0; i < i1; i++) {
       for (PetscInt k = 0; k < d; k++) dO[(size_t)i * E + k] = 0;
-      work[i - i0] = 0;
+      Cb[i - i0] = 0;
     }
     for (PetscInt j0 = 0; j0 < jend; j0 += B) {
-      const PetscInt j1 = PetscMin(j0 + B, jend);
+      const PetscInt j1 = PetscMin(j0 + B, jend), nk = j1 - j0;
 
+      ierr = ATT_NAME(AttentionTileGemm)('T', 'N', nk, nb, d, K + (size_t)j0 * ldkv, ldkv, Q + (size_t)i0 * ld, ld, 0, S, B);
+      if (!ierr) ierr = ATT_NAME(AttentionTileGemm)('T', 'N', nk, nb, d, K + (size_t)j0 * ldkv, ldkv, dQ + (size_t)i0 * ld, ld, 0, Sd, B);
+      if (!ierr) ierr = ATT_NAME(AttentionTileGemm)('T', 'N', nk, nb, d, dK + (size_t)j0 * ldkv, ldkv, Q + (size_t)i0 * ld, ld, 1, Sd, B);
+      if (ierr) return ierr;
       for (PetscInt i = i0; i < i1; i++) {
-        const PetscInt jmax = att->causal ? PetscMin(j1, q0 + i + 1) : j1;
-        const ATT_T   *q = Q + (size_t)i * ld, *dq = dQ + (size_t)i * ld, li = L[i];
-        ATT_T         *u = dO + (size_t)i * E, ci = work[i - i0];
+        const PetscInt jmax = att->causal ? PetscMin(j1, q0 + i + 1) : j1, cnt = PetscMax(jmax - j0, 0);
+        const ATT_T    li = L[i];
+        ATT_T *restrict p = S + (size_t)(i - i0) * B, *restrict sd = Sd + (size_t)(i - i0) * B, ci = Cb[i - i0];
 
-        for (PetscInt j = j0; j < jmax; j++) {
-          const ATT_T *k = K + (size_t)j * ldkv, *v = V + (size_t)j * ldkv, *dk = dK + (size_t)j * ldkv, *dv = dV + (size_t)j * ldkv;
-          const ATT_T  p  = ATT_EXP((scale * ATT_NAME(AttentionDot)(d, q, k) - li));
-          const ATT_T  sd = scale * (ATT_NAME(AttentionDot)(d, dq, k) + ATT_NAME(AttentionDot)(d, q, dk));
-          const ATT_T  pm = drop ? p * (ATT_T)AttentionMask(att, s, h, q0 + i, j) : p;
-
-          ci += p * sd;
-          if (pm != 0)
-            for (PetscInt c2 = 0; c2 < d; c2++) u[c2] += pm * (sd * v[c2] + dv[c2]);
-        }
-        work[i - i0] = ci;
+        ATT_NAME(AttentionExpRow)(cnt, scale, li, p);
+        for (PetscInt c2 = 0; c2 < cnt; c2++) sd[c2] *= scale;
+        ci += ATT_NAME(AttentionRowDot)(cnt, p, sd);
+        if (drop)
+          for (PetscInt c2 = 0; c2 < cnt; c2++) p[c2] *= (ATT_T)AttentionMask(att, s, h, q0 + i, j0 + c2);
+        for (PetscInt c2 = 0; c2 < cnt; c2++) sd[c2] *= p[c2];
+        for (PetscInt c2 = cnt; c2 < nk; c2++) p[c2] = sd[c2] = 0; /* the causal mask on the diagonal tile */
+        Cb[i - i0] = ci;
       }
+      ierr = ATT_NAME(AttentionTileGemm)('N', 'N', d, nb, nk, V + (size_t)j0 * ldkv, ldkv, Sd, B, 1, dO + (size_t)i0 * E, E);
+      if (!ierr) ierr = ATT_NAME(AttentionTileGemm)('N', 'N', d, nb, nk, dV + (size_t)j0 * ldkv, ldkv, S, B, 1, dO + (size_t)i0 * E, E);
+      if (ierr) return ierr;
     }
     for (PetscInt i = i0; i < i1; i++) {
-      const ATT_T ci = work[i - i0];
+      const ATT_T ci = Cb[i - i0];
 
       for (PetscInt k = 0; k < d; k++) dO[(size_t)i * E + k] -= ci * O[(size_t)i * E + k];
       if (c) c[offl + i] = ci;
     }
   }
+  return 0;
 }
 
-/* the (sample, head) pairs of n samples in parts (a part's pairs run in order, in one thread, with the part's work) */
+/* the (sample, head) pairs of n samples in parts (a part's pairs run in order, in one thread, with the part's work);
+   CALL returns an error code (a tile GEMM's), raised after the region */
 #define ATT_PAIRS(att, n, work, wsize, CALL)                                                                                                          \
   do {                                                                                                                                                \
     const PetscInt npairs_ = (n) * (att)->H, nparts_ = PetNetThreadParts(npairs_, (att)->pairsperpart);                                               \
+    PetscErrorCode err_ = 0;                                                                                                                          \
     _Pragma("omp parallel for num_threads(PetNetThreads()) schedule(dynamic, 1) if (nparts_ > 1)") for (PetscInt part_ = 0; part_ < nparts_; part_++) \
     {                                                                                                                                                 \
       PetscInt p0_, p1_;                                                                                                                              \
@@ -221,9 +302,10 @@ static void ATT_NAME(AttentionJVPPair)(const Layer_Attention *att, PetscInt s, P
       for (PetscInt pair_ = p0_; pair_ < p1_; pair_++) {                                                                                              \
         const PetscInt s = pair_ / (att)->H, h = pair_ % (att)->H;                                                                                    \
         void          *pw_ = (char *)(work) + (size_t)part_ * (wsize);                                                                                \
-        CALL;                                                                                                                                         \
+        PetNetThreadsSetError(&err_, CALL);                                                                                                           \
       }                                                                                                                                               \
     }                                                                                                                                                 \
+    PetNetThreadsCheck(err_, "attention's tile kernel");                                                                                              \
   } while (0)
 
 /*
