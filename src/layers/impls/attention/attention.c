@@ -43,6 +43,7 @@
   cut by LayerGemm(): the same bits for any number of threads.
 */
 #include <petnet/private/layerimpl.h>
+#include <petnet/private/mathimpl.h>
 #include "../../interface/layergemm.h"
 
 typedef struct {
@@ -326,74 +327,18 @@ static inline const float *AttentionRotaryTableSingle(const Layer_Attention *att
 #endif
 
 /*
-  x[c] = exp(a x[c] - b) over a row of scores, in a form gcc vectorises (2 doubles a vector, 4 in the AVX2 clone picked
-  at load time, as layergemm.c's small loops): v = k ln2 + r with k = round(v / ln2) (the 1.5 2^52 shift, which also
-  leaves k in the low bits of t) and |r| <= ln2/2 (ln2 in two parts), exp(r) by its Taylor polynomial of degree 13
-  (truncation below 2e-17), 2^k by the exponent bits; k below -1022 (exp(v) < 2.3e-308, against a row's sum >= 1) gives 0,
-  as does v = -inf. No comparison of doubles (which, under gcc's default -ftrapping-math, keeps the loop scalar): the
-  range test is on k as an integer. Measured against glibc's exp on [-750, 1]: 1 ulp (2.2e-16 relative) at most.
-  The float version: degree 7 (truncation below 3e-9), k below -126 gives 0; 1 ulp of float at most against expf.
+  x[c] = exp(a x[c] - b) over a row of scores: PetNet's own exp (petnet/private/mathimpl.h, as GELU's; 1 ulp against
+  libm, 0 below its range and for -inf, branch-free so that gcc vectorises the loop: 2 doubles a vector, 4 in the AVX2
+  clone picked at load time, as layergemm.c's small loops)
 */
 static ATT_TARGET_CLONES void AttentionExpRow(PetscInt n, PetscScalar a, PetscScalar b, PetscScalar *restrict x)
 {
-  const double log2e = 0x1.71547652b82fep0, ln2hi = 0x1.62e42fefa3800p-1, ln2lo = 0x1.ef35793c76730p-45, shifter = 0x1.8p52;
-
-  for (PetscInt c = 0; c < n; c++) {
-    const double v = a * x[c] - b, t = v * log2e + shifter, k = t - shifter, r = (v - k * ln2hi) - k * ln2lo;
-    double       p = 1.0 / 6227020800.0;
-    union {
-      double   f;
-      uint64_t u;
-      int64_t  i;
-    } kt = {t}, two, e;
-
-    p = p * r + 1.0 / 479001600.0;
-    p = p * r + 1.0 / 39916800.0;
-    p = p * r + 1.0 / 3628800.0;
-    p = p * r + 1.0 / 362880.0;
-    p = p * r + 1.0 / 40320.0;
-    p = p * r + 1.0 / 5040.0;
-    p = p * r + 1.0 / 720.0;
-    p = p * r + 1.0 / 120.0;
-    p = p * r + 1.0 / 24.0;
-    p = p * r + 1.0 / 6.0;
-    p = p * r + 0.5;
-    p = p * r + 1.0;
-    p = p * r + 1.0;
-    kt.i -= 0x4338000000000000LL; /* k */
-    two.u = (kt.u + 1023) << 52;  /* 2^k */
-    e.f   = p * two.f;
-    e.u &= (kt.i >= -1022 && kt.i <= 1023) ? ~(uint64_t)0 : 0;
-    x[c] = e.f;
-  }
+  for (PetscInt c = 0; c < n; c++) x[c] = PetNetExpDouble(a * x[c] - b);
 }
 
 static ATT_TARGET_CLONES void AttentionExpRowSingle(PetscInt n, float a, float b, float *restrict x)
 {
-  const float log2e = 0x1.715476p0f, ln2hi = 0x1.62e4p-1f, ln2lo = 0x1.7f7d1cp-20f, shifter = 0x1.8p23f;
-
-  for (PetscInt c = 0; c < n; c++) {
-    const float v = a * x[c] - b, t = v * log2e + shifter, k = t - shifter, r = (v - k * ln2hi) - k * ln2lo;
-    float       p = 1.0f / 5040.0f;
-    union {
-      float    f;
-      uint32_t u;
-      int32_t  i;
-    } kt = {t}, two, e;
-
-    p = p * r + 1.0f / 720.0f;
-    p = p * r + 1.0f / 120.0f;
-    p = p * r + 1.0f / 24.0f;
-    p = p * r + 1.0f / 6.0f;
-    p = p * r + 0.5f;
-    p = p * r + 1.0f;
-    p = p * r + 1.0f;
-    kt.i -= 0x4B400000;
-    two.u = (kt.u + 127) << 23;
-    e.f   = p * two.f;
-    e.u &= (kt.i >= -126 && kt.i <= 127) ? ~(uint32_t)0 : 0;
-    x[c] = e.f;
-  }
+  for (PetscInt c = 0; c < n; c++) x[c] = PetNetExpFloat(a * x[c] - b);
 }
 
 /* a tile product of fewer multiply-adds than this runs as a loop nest, not BLAS (the tests' tiles of 1 to 7 keys) */

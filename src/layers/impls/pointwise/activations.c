@@ -48,18 +48,6 @@ static inline PetscScalar DLeakyReLU(PetscScalar x, PetscScalar y, PetscReal a)
   rounds to 1 for t >= 20.
 */
 #if defined(PETSC_USE_REAL_DOUBLE) && !defined(PETSC_USE_COMPLEX)
-/* mask ? a : b, for a mask of all ones or all zeros: a bitwise select keeps the loop free of branches */
-static inline double SelectDouble(uint64_t mask, double a, double b)
-{
-  uint64_t ia, ib;
-
-  memcpy(&ia, &a, sizeof(ia));
-  memcpy(&ib, &b, sizeof(ib));
-  ia = (ia & mask) | (ib & ~mask);
-  memcpy(&a, &ia, sizeof(a));
-  return a;
-}
-
 static inline double TanhDouble(double x)
 {
   const double   ln2hi = 0x1.62e42fee00000p-1, ln2lo = 0x1.a39ef35793c76p-33; /* ln2 = ln2hi + ln2lo, k ln2hi exact */
@@ -69,7 +57,7 @@ static inline double TanhDouble(double x)
   double         y, kd, r, z, R, s, D, w;
   uint64_t       bits, onebits, far;
 
-  y  = -2.0 * SelectDouble(inrange, t, 20.0);
+  y  = -2.0 * PetNetSelectDouble(inrange, t, 20.0);
   kd = y * invln2 + shifter; /* k = round(y / ln2) in the low bits of kd */
   memcpy(&bits, &kd, sizeof(bits));
   kd -= shifter;
@@ -87,9 +75,9 @@ static inline double TanhDouble(double x)
   R = R * z + 1.0 / 6.0;
   R = 2.0 + R * z;
   D = (1.0 + s) * R - (1.0 - s) * r;
-  w = SelectDouble(far, 2.0 * s * (R + r), (1.0 - s) * R - (1.0 + s) * r) / D;
-  w = SelectDouble(far, 1.0 - w, w);
-  return copysign(SelectDouble(inrange, w, 1.0), x);
+  w = PetNetSelectDouble(far, 2.0 * s * (R + r), (1.0 - s) * R - (1.0 + s) * r) / D;
+  w = PetNetSelectDouble(far, 1.0 - w, w);
+  return copysign(PetNetSelectDouble(inrange, w, 1.0), x);
 }
 #endif
 
