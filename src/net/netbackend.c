@@ -33,14 +33,18 @@ PetscErrorCode NetSetUpBackend_Private(Net net)
 /* NetView()'s line at single and bfloat16 */
 PetscErrorCode NetBackendView_Private(Net net, PetscViewer viewer)
 {
-  char version[32];
+  char version[32], impl[64];
 
   PetscFunctionBegin;
   PetscCall(PetNetOneDNNVersion(version, sizeof(version)));
-  if (net->backend == NET_BACKEND_ONEDNN)
-    PetscCall(PetscViewerASCIIPrintf(viewer, "backend onednn (oneDNN %s): dense layers' float GEMMs through oneDNN's matmul%s; a shape without a fast oneDNN kernel on this CPU runs sgemm (-info names each)\n", version,
-                                     net->precision == NET_PRECISION_BFLOAT16 ? " on bfloat16 operands" : ""));
-  else PetscCall(PetscViewerASCIIPrintf(viewer, "backend native: the layers' float GEMMs on BLAS (sgemm)\n"));
+  if (net->backend == NET_BACKEND_ONEDNN) {
+    const PetNetGemmBackend gemm = net->precision == NET_PRECISION_BFLOAT16 ? PETNET_GEMM_ONEDNN_BF16 : PETNET_GEMM_ONEDNN_F32;
+
+    /* what oneDNN picks on this CPU for a GEMM of the MLP's first layer (128 x 256 x 784) */
+    PetscCall(PetNetOneDNNProbe(gemm, 256, 128, 784, impl, sizeof(impl)));
+    PetscCall(PetscViewerASCIIPrintf(viewer, "backend onednn (oneDNN %s): dense layers' float GEMMs through oneDNN's matmul in %s (on this CPU %s%s); a shape without a fast oneDNN kernel runs sgemm (-info names each)\n", version,
+                                     gemm == PETNET_GEMM_ONEDNN_BF16 ? "bf16" : "f32", impl, !strcmp(impl, "none") || !strncmp(impl, "ref", 3) ? ": sgemm instead" : ""));
+  } else PetscCall(PetscViewerASCIIPrintf(viewer, "backend native: the layers' float GEMMs on BLAS (sgemm)\n"));
   PetscFunctionReturn(0);
 }
 

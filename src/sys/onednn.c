@@ -241,6 +241,34 @@ static PetscErrorCode PetNetOneDNNRoundBF16(PetscInt rows, PetscInt cols, const 
 }
 #endif
 
+/*
+  the implementation oneDNN picks on this CPU for a matmul of the backend's type on an m x n x k GEMM ('N', 'N', no
+  bias): e.g. "gemm:jit", "brg:avx512_core_amx"; "none" when it implements none, "ref" ones fall back (the view)
+*/
+PetscErrorCode PetNetOneDNNProbe(PetNetGemmBackend backend, PetscInt m, PetscInt n, PetscInt k, char *impl, size_t len)
+{
+  PetscFunctionBegin;
+  PetscCall(PetscStrncpy(impl, "none", len));
+#if defined(PETNET_HAVE_ONEDNN)
+  if (backend != PETNET_GEMM_NATIVE) {
+    dnnl_primitive_desc_t pd;
+    const char           *name;
+    int                   saved;
+
+    PetscCall(PetNetOneDNNInitialize());
+    saved = PetNetOneDNNThreadsPush();
+    PetscCall(PetNetOneDNNCreateDesc(backend, 'N', 'N', m, n, k, m, k, m, 0, PETSC_FALSE, &pd));
+    PetNetOneDNNThreadsPop(saved);
+    if (pd) {
+      PetNetCallDNNL(dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, (void *)&name));
+      PetscCall(PetscStrncpy(impl, name, len));
+      PetNetCallDNNL(dnnl_primitive_desc_destroy(pd));
+    }
+  }
+#endif
+  PetscFunctionReturn(0);
+}
+
 /* PETSC_TRUE when PetNet was built with oneDNN (PETNET_HAVE_ONEDNN: the makefile found dnnl.h) */
 PetscBool PetNetOneDNNAvailable(void)
 {

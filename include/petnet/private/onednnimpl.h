@@ -26,3 +26,4 @@ typedef enum {
 PETSC_INTERN PetscBool      PetNetOneDNNAvailable(void);
 PETSC_INTERN PetscErrorCode PetNetOneDNNMatmul(PetNetGemmBackend, char, char, PetscInt, PetscInt, PetscInt, const float *, PetscInt, const float *, PetscInt, float, float *, PetscInt, const float *, PetscBool *);
 PETSC_INTERN PetscErrorCode PetNetOneDNNVersion(char *, size_t);
+PETSC_INTERN PetscErrorCode PetNetOneDNNProbe(PetNetGemmBackend, PetscInt, PetscInt, PetscInt, char *, size_t);
