@@ -52,8 +52,8 @@ static struct {
   PetscBool          initialized;
   dnnl_engine_t      engine;
   dnnl_stream_t      stream;
-  PetNetOneDNNEntry *entries;
-  PetscInt           nentries;
+  PetNetOneDNNEntry *entries; /* maxentries of them, grown by doubling up to PETNET_ONEDNN_CACHE */
+  PetscInt           nentries, maxentries;
   char              *pad; /* the scratchpad: padsize bytes from a 64-byte boundary of pad */
   size_t             padsize;
   uint16_t          *a16, *b16; /* bfloat16 copies of A and B */
@@ -101,7 +101,6 @@ static PetscErrorCode PetNetOneDNNInitialize(void)
   if (PetNetOneDNN.initialized) PetscFunctionReturn(0);
   PetNetCallDNNL(dnnl_engine_create(&PetNetOneDNN.engine, dnnl_cpu, 0));
   PetNetCallDNNL(dnnl_stream_create(&PetNetOneDNN.stream, PetNetOneDNN.engine, dnnl_stream_default_flags));
-  PetscCall(PetscMalloc1(PETNET_ONEDNN_CACHE, &PetNetOneDNN.entries));
   PetscCall(PetscRegisterFinalize(PetNetOneDNNFinalize));
   PetNetOneDNN.initialized = PETSC_TRUE;
   PetscFunctionReturn(0);
@@ -179,6 +178,16 @@ static PetscErrorCode PetNetOneDNNGetEntry(PetNetGemmBackend backend, char ta, c
   if (PetNetOneDNN.nentries == PETNET_ONEDNN_CACHE) {
     for (PetscInt i = 0; i < PetNetOneDNN.nentries; i++) PetscCall(PetNetOneDNNEntryDestroy(&PetNetOneDNN.entries[i]));
     PetNetOneDNN.nentries = 0;
+  }
+  if (PetNetOneDNN.nentries == PetNetOneDNN.maxentries) { /* a Net of L dense layers makes about 3 L keys */
+    PetNetOneDNNEntry *grown;
+    const PetscInt     max = PetscMin(PETNET_ONEDNN_CACHE, PetscMax(8, 2 * PetNetOneDNN.maxentries));
+
+    PetscCall(PetscMalloc1(max, &grown));
+    if (PetNetOneDNN.nentries) PetscCall(PetscArraycpy(grown, PetNetOneDNN.entries, PetNetOneDNN.nentries));
+    PetscCall(PetscFree(PetNetOneDNN.entries));
+    PetNetOneDNN.entries    = grown;
+    PetNetOneDNN.maxentries = max;
   }
   e = &PetNetOneDNN.entries[PetNetOneDNN.nentries++];
   PetscCall(PetscMemzero(e, sizeof(*e)));
