@@ -166,12 +166,12 @@ int main(int argc, char **argv)
     PetscCall(VecDestroy(&Y1));
     PetscCall(VecDestroy(&G1));
   } else if (!strcmp(which, "backend")) { /* the Net's backend against native, and against itself run again */
-    const char *names[4] = {"output", "input cotangent", "gradient", "jvp"};
-    const PetscReal btol = precision == NET_PRECISION_SINGLE ? 1e-5 : tol;
-    Vec         Xt, tht, A[4], B[4], C[4];
-    NetBackend  backend;
-    PetscReal   d[4], worst = 0;
-    PetscBool   same = PETSC_TRUE, eq;
+    const char     *names[4] = {"output", "input cotangent", "gradient", "jvp"};
+    const PetscReal btol     = precision == NET_PRECISION_SINGLE ? 1e-5 : tol;
+    Vec             Xt, tht, A[4], B[4], C[4];
+    NetBackend      backend;
+    PetscReal       d[4], worst = 0;
+    PetscBool       same = PETSC_TRUE, eq;
 
     PetscCall(NetGetBackend(net, &backend));
     PetscCall(VecDuplicate(X, &Xt));
@@ -198,8 +198,8 @@ int main(int argc, char **argv)
     }
     PetscCall(PetscPrintf(PETSC_COMM_WORLD, "backend %s against native in %s (bound %.1e): %s %s, %s %s, %s %s, %s %s; run twice: %s\n", NetBackends[backend], NetPrecisions[precision], (double)btol, names[0], d[0] <= btol ? "ok" : "FAILED", names[1],
                           d[1] <= btol ? "ok" : "FAILED", names[2], d[2] <= btol ? "ok" : "FAILED", names[3], d[3] <= btol ? "ok" : "FAILED", same ? "the same bits" : "DIFFERENT"));
-    PetscCheck(worst <= btol && same, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "backend %s in %s: differs from native by output %.2e, input cotangent %.2e, gradient %.2e, jvp %.2e (bound %.2e); two runs %s", NetBackends[backend], NetPrecisions[precision], (double)d[0],
-               (double)d[1], (double)d[2], (double)d[3], (double)btol, same ? "the same bits" : "differ");
+    PetscCheck(worst <= btol && same, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "backend %s in %s: differs from native by output %.2e, input cotangent %.2e, gradient %.2e, jvp %.2e (bound %.2e); two runs %s", NetBackends[backend], NetPrecisions[precision],
+               (double)d[0], (double)d[1], (double)d[2], (double)d[3], (double)btol, same ? "the same bits" : "differ");
     for (PetscInt i = 0; i < 4; i++) {
       PetscCall(VecDestroy(&A[i]));
       PetscCall(VecDestroy(&B[i]));

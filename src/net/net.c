@@ -607,7 +607,8 @@ PetscErrorCode NetSetFromOptions(Net net)
   {
     NetBackend backend = net->backend;
 
-    PetscCall(PetscOptionsEnum("-net_backend", "Who runs the float GEMMs of the layers at single and bfloat16 precision (onednn: oneDNN's matmul where it has a fast kernel, else native)", "NetSetBackend", NetBackends, (PetscEnum)backend, (PetscEnum *)&backend, NULL));
+    PetscCall(PetscOptionsEnum("-net_backend", "Who runs the float GEMMs of the layers at single and bfloat16 precision (onednn: oneDNN's matmul where it has a fast kernel, else native)", "NetSetBackend", NetBackends, (PetscEnum)backend,
+                               (PetscEnum *)&backend, NULL));
     PetscCall(NetSetBackend(net, backend));
   }
   {

@@ -44,7 +44,8 @@ PetscErrorCode NetBackendView_Private(Net net, PetscViewer viewer)
     PetscCall(PetNetOneDNNProbe(gemm, 256, 128, 784, impl, sizeof(impl)));
     PetscCall(PetscViewerASCIIPrintf(viewer, "backend onednn (oneDNN %s): dense layers' float GEMMs through oneDNN's matmul in %s (on this CPU %s%s); a shape without a fast oneDNN kernel runs sgemm (-info names each)\n", version,
                                      gemm == PETNET_GEMM_ONEDNN_BF16 ? "bf16" : "f32", impl, !strcmp(impl, "none") || !strncmp(impl, "ref", 3) ? ": sgemm instead" : ""));
-  } else PetscCall(PetscViewerASCIIPrintf(viewer, "backend native: the layers' float GEMMs on BLAS (sgemm)\n"));
+  } else
+    PetscCall(PetscViewerASCIIPrintf(viewer, "backend native: the layers' float GEMMs on BLAS (sgemm)\n"));
   PetscFunctionReturn(0);
 }
 

@@ -60,9 +60,9 @@ static struct {
   size_t             na16, nb16;
 } PetNetOneDNN;
 
-#define PetNetCallDNNL(call) \
-  do { \
-    dnnl_status_t st_ = (call); \
+#define PetNetCallDNNL(call)                                                                                               \
+  do {                                                                                                                     \
+    dnnl_status_t st_ = (call);                                                                                            \
     PetscCheck(st_ == dnnl_success, PETSC_COMM_SELF, PETSC_ERR_LIB, "oneDNN: %s failed: %s", #call, dnnl_status2str(st_)); \
   } while (0)
 
@@ -129,7 +129,7 @@ static inline void PetNetOneDNNThreadsPop(int saved)
 /* the matmul's descriptor for a key (the table at the top); *pd NULL when oneDNN does not implement it */
 static PetscErrorCode PetNetOneDNNCreateDesc(PetNetGemmBackend backend, char ta, char tb, PetscInt m, PetscInt n, PetscInt k, PetscInt lda, PetscInt ldb, PetscInt ldc, float beta, PetscBool bias, dnnl_primitive_desc_t *pd)
 {
-  const dnnl_data_type_t in = backend == PETNET_GEMM_ONEDNN_BF16 ? dnnl_bf16 : dnnl_f32;
+  const dnnl_data_type_t in    = backend == PETNET_GEMM_ONEDNN_BF16 ? dnnl_bf16 : dnnl_f32;
   const dnnl_dims_t      sdims = {n, k}, wdims = {k, m}, ddims = {n, m}, bdims = {1, m};
   const dnnl_dims_t      sstr = {tb == 'N' ? ldb : 1, tb == 'N' ? 1 : ldb}, wstr = {ta == 'N' ? lda : 1, ta == 'N' ? 1 : lda}, dstr = {ldc, 1}, bstr = {m, 1};
   dnnl_memory_desc_t     smd, wmd, dmd, bmd;
@@ -154,8 +154,10 @@ static PetscErrorCode PetNetOneDNNCreateDesc(PetNetGemmBackend backend, char ta,
   st = dnnl_primitive_desc_create(pd, &desc, attr, PetNetOneDNN.engine, NULL);
   if (ops) PetNetCallDNNL(dnnl_post_ops_destroy(ops));
   PetNetCallDNNL(dnnl_primitive_attr_destroy(attr));
-  if (st == dnnl_unimplemented) *pd = NULL;
-  else PetNetCallDNNL(st);
+  if (st == dnnl_unimplemented)
+    *pd = NULL;
+  else
+    PetNetCallDNNL(st);
   PetscFunctionReturn(0);
 }
 
@@ -197,8 +199,8 @@ static PetscErrorCode PetNetOneDNNGetEntry(PetNetGemmBackend backend, char ta, c
   /* unimplemented (bfloat16 on a CPU without AVX-512: oneDNN 2.6 on AVX2), or only oneDNN's reference loops, far
      slower than sgemm */
   e->native = (PetscBool)(!pd || !strncmp(impl, "ref", 3));
-  PetscCall(PetscInfo(NULL, "oneDNN matmul %s %c%c m %" PetscInt_FMT " n %" PetscInt_FMT " k %" PetscInt_FMT " beta %g%s on %d threads: %s%s\n", backend == PETNET_GEMM_ONEDNN_BF16 ? "bf16" : "f32", ta, tb, m, n, k, (double)beta, bias ? " bias" : "", threads, impl,
-                      e->native ? " (falls back to native)" : ""));
+  PetscCall(PetscInfo(NULL, "oneDNN matmul %s %c%c m %" PetscInt_FMT " n %" PetscInt_FMT " k %" PetscInt_FMT " beta %g%s on %d threads: %s%s\n", backend == PETNET_GEMM_ONEDNN_BF16 ? "bf16" : "f32", ta, tb, m, n, k, (double)beta, bias ? " bias" : "",
+                      threads, impl, e->native ? " (falls back to native)" : ""));
   if (!e->native) {
     const dnnl_memory_desc_t *pmd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
 
@@ -234,17 +236,18 @@ static PetscErrorCode PetNetOneDNNRoundBF16(PetscInt rows, PetscInt cols, const 
   {
     uint16_t *dst = *buf;
 
-    PETNET_THREAD_BLOCKS(cols, PetscMax(1, 16384 / PetscMax(rows, 1)), for (PetscInt j = i0; j < i1; j++) {
-      for (PetscInt i = 0; i < rows; i++) {
-        union {
-          uint32_t u;
-          float    f;
-        } c;
+    PETNET_THREAD_BLOCKS(
+        cols, PetscMax(1, 16384 / PetscMax(rows, 1)), for (PetscInt j = i0; j < i1; j++) {
+          for (PetscInt i = 0; i < rows; i++) {
+            union {
+              uint32_t u;
+              float    f;
+            } c;
 
-        c.f                      = X[i + (size_t)j * ld];
-        dst[i + (size_t)j * ld] = (c.u & 0x7fffffffu) > 0x7f800000u ? (uint16_t)((c.u >> 16) | 0x40u) : (uint16_t)((c.u + 0x7fffu + ((c.u >> 16) & 1u)) >> 16);
-      }
-    });
+            c.f                     = X[i + (size_t)j * ld];
+            dst[i + (size_t)j * ld] = (c.u & 0x7fffffffu) > 0x7f800000u ? (uint16_t)((c.u >> 16) | 0x40u) : (uint16_t)((c.u + 0x7fffu + ((c.u >> 16) & 1u)) >> 16);
+          }
+        });
   }
   PetscFunctionReturn(0);
 }
@@ -324,7 +327,7 @@ PetscErrorCode PetNetOneDNNMatmul(PetNetGemmBackend backend, char ta, char tb, P
 
     PetscCall(PetNetOneDNNInitialize());
     saved = PetNetOneDNNThreadsPush();
-    PetscCall(PetNetOneDNNGetEntry(backend, ta, tb, m, n, k, lda, ldb, ldc, beta, (PetscBool)!!bias, &e));
+    PetscCall(PetNetOneDNNGetEntry(backend, ta, tb, m, n, k, lda, ldb, ldc, beta, (PetscBool) !!bias, &e));
     if (e->native) {
       PetNetOneDNNThreadsPop(saved);
       PetscFunctionReturn(0);

@@ -17,11 +17,7 @@
 
 #include <petscsys.h>
 
-typedef enum {
-  PETNET_GEMM_NATIVE,
-  PETNET_GEMM_ONEDNN_F32,
-  PETNET_GEMM_ONEDNN_BF16
-} PetNetGemmBackend;
+typedef enum { PETNET_GEMM_NATIVE, PETNET_GEMM_ONEDNN_F32, PETNET_GEMM_ONEDNN_BF16 } PetNetGemmBackend;
 
 PETSC_INTERN PetscBool      PetNetOneDNNAvailable(void);
 PETSC_INTERN PetscErrorCode PetNetOneDNNMatmul(PetNetGemmBackend, char, char, PetscInt, PetscInt, PetscInt, const float *, PetscInt, const float *, PetscInt, float, float *, PetscInt, const float *, PetscBool *);

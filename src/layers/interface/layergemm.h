@@ -38,13 +38,13 @@
 /* flops of a GEMM below which it is not cut: a part's GEMM should outweigh packing its operands */
 #define LAYER_GEMM_PART_FLOPS 4.0e6
 
-#define LAYER_GEMM_EPILOGUE(T)                                                                    \
-  struct {                                                                                        \
-    Layer        act;  /* an activation: C = f(C) without mask; C *= f'(mask) with it; or NULL */ \
-    const T     *bias; /* [m], or NULL */                                                         \
-    const T     *mask; /* where f' is taken (ldc apart, like C), or NULL */                       \
-    PetscScalar *acc;  /* add C into this double array (ldc apart, like C), or NULL */            \
-    PetNetGemmBackend backend; /* float: who computes op(A) op(B) (above); native when left out */  \
+#define LAYER_GEMM_EPILOGUE(T)                                                                            \
+  struct {                                                                                                \
+    Layer             act;     /* an activation: C = f(C) without mask; C *= f'(mask) with it; or NULL */ \
+    const T          *bias;    /* [m], or NULL */                                                         \
+    const T          *mask;    /* where f' is taken (ldc apart, like C), or NULL */                       \
+    PetscScalar      *acc;     /* add C into this double array (ldc apart, like C), or NULL */            \
+    PetNetGemmBackend backend; /* float: who computes op(A) op(B) (above); native when left out */        \
   }
 typedef LAYER_GEMM_EPILOGUE(PetscScalar) LayerGemmEpilogue;
 typedef LAYER_GEMM_EPILOGUE(float) LayerGemmEpilogueSingle;

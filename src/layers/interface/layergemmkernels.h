@@ -181,8 +181,8 @@ PetscErrorCode LAYER_GEMM_NAME(LayerGemm)(PetscBool threaded, char ta, char tb, 
   const PetscBool         splitm = (PetscBool)(m > n);
   const PetscInt          dim = splitm ? m : n, other = splitm ? n : m;
   const PetNetGemmBackend backend = ep ? ep->backend : PETNET_GEMM_NATIVE;
-  PetscInt                nparts = 1;
-  PetscErrorCode          err    = 0;
+  PetscInt                nparts  = 1;
+  PetscErrorCode          err     = 0;
 
   (void)backend; /* read by the float entry only */
   if (!m || !n) return 0;
