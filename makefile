@@ -50,6 +50,13 @@ OPENMP  ?= -fopenmp
 # the scalar call); the vector versions of exp, tanh, ... (libmvec) stay off: they need -ffast-math.
 CFLAGS  += $(OPT) -fno-math-errno -g -fPIC -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wno-unknown-pragmas $(OPENMP)
 CPPFLAGS = -Iinclude $(SLEPC_INCLUDE) $(PETSC_CC_INCLUDES)
+# oneDNN (Debian's libdnnl-dev, share/setup.sh): the backend of the float GEMMs (src/sys/onednn.c, -net_backend onednn),
+# built in when its header is found; ONEDNN=0 builds without it (PetNet's own GEMMs only, -net_backend onednn refused)
+ONEDNN  ?= $(if $(wildcard /usr/include/dnnl.h),1,0)
+ifeq ($(ONEDNN),1)
+CPPFLAGS += -DPETNET_HAVE_ONEDNN
+ONEDNN_LIB = -ldnnl
+endif
 # Each compile writes the headers it read (-MMD; -MP: a removed header is no error); the .d files are included below
 DEPFLAGS = -MMD -MP
 # The version is defined once, in include/petnetsys.h; the library is lib/libpetnet.so.X.Y.Z with soname libpetnet.so.X
@@ -60,7 +67,7 @@ PETNET_SHLIB   := libpetnet.so.$(PETNET_VERSION)
 PETNET_LIBDIR = $(CURDIR)/lib
 # What libpetnet links: SLEPc's and PETSc's own link lines (with PETSc's external packages: BLAS/LAPACK, HDF5, MPI).
 # SLEPC_LIB ends with PETSC_SNES_LIB, all of PETSc in a single-library PETSc (the default); else PETSC_LIB adds TS and TAO.
-PETNET_EXTERNAL_LIB = $(SLEPC_LIB) $(if $(filter-out $(PETSC_SNES_LIB),$(PETSC_LIB)),$(PETSC_LIB)) $(HDF5_LIB) -lz -lm
+PETNET_EXTERNAL_LIB = $(SLEPC_LIB) $(if $(filter-out $(PETSC_SNES_LIB),$(PETSC_LIB)),$(PETSC_LIB)) $(HDF5_LIB) $(ONEDNN_LIB) -lz -lm
 LDLIBS   = -Wl,-rpath,$(PETNET_LIBDIR) -L$(PETNET_LIBDIR) -lpetnet $(PETNET_EXTERNAL_LIB)
 
 # src/sys/hdf5check/ is not the library's: it is petnet-hdf5check, the program PetNetCheckHDF5File() runs (below)

@@ -73,6 +73,12 @@ int main(int argc, char **argv)
     PetscCall(NetGetPrecision(net, &precision));
     PetscCall(PetscPrintf(comm, " precision=%s", NetPrecisions[precision]));
   }
+  { /* who runs the float GEMMs (-net_backend; double is always native) */
+    NetBackend backend;
+
+    PetscCall(NetGetBackend(net, &backend));
+    PetscCall(PetscPrintf(comm, " backend=%s", NetBackends[backend]));
+  }
   PetscCall(PetscPrintf(comm, "\n"));
 
   PetscCall(TrainerDestroy(&trainer));

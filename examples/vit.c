@@ -80,6 +80,7 @@ int main(int argc, char **argv)
   PetscReal       trainloss, testloss, testacc, seconds;
   PetscMPIInt     size;
   NetPrecision    precision;
+  NetBackend      backend;
   NetParallelType parallel;
   PetscBool       given;
 
@@ -127,13 +128,15 @@ int main(int argc, char **argv)
   PetscCall(DatasetGetSize(train, &Ntrain));
   PetscCall(DatasetGetSize(test, &Ntest));
   PetscCall(NetGetPrecision(net, &precision));
+  PetscCall(NetGetBackend(net, &backend));
   PetscCall(NetGetParallel(net, &parallel));
   PetscCall(PetNetGetNumThreads(&nthreads));
   /* the keys of issue 32 first, in its order; then the rest of the run */
   PetscCall(PetscPrintf(comm, "summary: model=vit params=%" PetscInt_FMT " patch=%" PetscInt_FMT " depth=%" PetscInt_FMT " heads=%" PetscInt_FMT " test_accuracy=%.4f train_time_s=%.2f ranks=%d precision=%s parallel=%s", nparams, sizes.patch,
                         sizes.depth, sizes.heads, (double)testacc, (double)seconds, size, NetPrecisions[precision], NetParallelTypes[parallel]));
-  PetscCall(PetscPrintf(comm, " embed=%" PetscInt_FMT " mlp=%" PetscInt_FMT " optimizer=%s epochs=%" PetscInt_FMT " train_samples=%" PetscInt_FMT " test_samples=%" PetscInt_FMT " train_loss=%.6f test_loss=%.6f threads=%" PetscInt_FMT "\n",
-                        sizes.embed, sizes.mlp, taotype, epochs, Ntrain, Ntest, (double)trainloss, (double)testloss, nthreads));
+  PetscCall(PetscPrintf(comm, " embed=%" PetscInt_FMT " mlp=%" PetscInt_FMT " optimizer=%s epochs=%" PetscInt_FMT " train_samples=%" PetscInt_FMT " test_samples=%" PetscInt_FMT " train_loss=%.6f test_loss=%.6f threads=%" PetscInt_FMT, sizes.embed,
+                        sizes.mlp, taotype, epochs, Ntrain, Ntest, (double)trainloss, (double)testloss, nthreads));
+  PetscCall(PetscPrintf(comm, " backend=%s\n", NetBackends[backend])); /* who runs the float GEMMs (-net_backend) */
 
   PetscCall(TrainerDestroy(&trainer));
   PetscCall(LossDestroy(&loss));

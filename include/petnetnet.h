@@ -75,6 +75,15 @@ typedef enum {
 PETSC_EXTERN const char *const NetPrecisions[];
 PETSC_EXTERN PetscErrorCode    NetSetPrecision(Net, NetPrecision);
 PETSC_EXTERN PetscErrorCode    NetGetPrecision(Net, NetPrecision *);
+/* Who runs the GEMMs of the float kernels (single and bfloat16) of a Net's layers (NetSetBackend(), -net_backend);
+   double always runs on BLAS and PetNet's own loops */
+typedef enum {
+  NET_BACKEND_NATIVE, /* BLAS (sgemm) and PetNet's own loops */
+  NET_BACKEND_ONEDNN  /* oneDNN's matmul (the default when PetNet is built with oneDNN), native where oneDNN has no fast kernel */
+} NetBackend;
+PETSC_EXTERN const char *const NetBackends[];
+PETSC_EXTERN PetscErrorCode    NetSetBackend(Net, NetBackend);
+PETSC_EXTERN PetscErrorCode    NetGetBackend(Net, NetBackend *);
 PETSC_EXTERN PetscErrorCode    NetSetFusion(Net, PetscBool);
 PETSC_EXTERN PetscErrorCode    NetGetFusion(Net, PetscBool *);
 PETSC_EXTERN PetscErrorCode    NetView(Net, PetscViewer);

@@ -2,7 +2,7 @@
 # Installs what PetNet needs on Debian bookworm (run as root; does nothing when everything is there).
 set -euo pipefail
 pkgs=(make gcc pkg-config petsc-dev slepc-dev libopenmpi-dev openmpi-bin libopenblas-dev zlib1g-dev dataset-fashion-mnist
-      python3 python3-numpy python3-h5py python3-torch python3-petsc4py python3-mpi4py gnuplot-nox python3-onnx man-db fortunes fortunes-min)
+      python3 python3-numpy python3-h5py python3-torch python3-petsc4py python3-mpi4py gnuplot-nox python3-onnx libdnnl-dev man-db fortunes fortunes-min)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

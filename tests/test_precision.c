@@ -10,7 +10,9 @@ static const char help[] = "A Net at -net_precision single or bfloat16 against t
                            "                   dot-product test <= 1e-12 (both directions read the same rounded point) and the products\n"
                            "                   within 10 L u of double\n"
                            "  -case cache      with -net_forward_cache N: a pass at X, one at 2X, X again (handed back from the cache, whose\n"
-                           "                   slots hold the stored values): the output and gradient the same bits as the first pass\n";
+                           "                   slots hold the stored values): the output and gradient the same bits as the first pass\n"
+                           "  -case backend    the Net's backend (-net_backend onednn, NetSetBackend()) against native: Y, dX, G and the\n"
+                           "                   JVP within 1e-5 relative in single, 10 L u in bfloat16; and the same bits when run twice\n";
 
 #include <petnet.h>
 
@@ -50,6 +52,15 @@ static PetscErrorCode Evaluate(Net net, Vec X, Vec dY, Vec Y, Vec dX, Vec G)
   PetscCall(NetForward(net, X, Y));
   PetscCall(VecZeroEntries(G));
   PetscCall(NetBackward(net, dY, dX, G));
+  PetscFunctionReturn(0);
+}
+
+/* Y, dX, G as Evaluate() and the JVP Jt along (Xt, tht) at X */
+static PetscErrorCode EvaluateWithJVP(Net net, Vec X, Vec dY, Vec Xt, Vec tht, Vec V[4])
+{
+  PetscFunctionBegin;
+  PetscCall(Evaluate(net, X, dY, V[0], V[1], V[2]));
+  PetscCall(NetJVP(net, Xt, tht, V[3]));
   PetscFunctionReturn(0);
 }
 
@@ -154,6 +165,48 @@ int main(int argc, char **argv)
     PetscCall(VecDestroy(&X2));
     PetscCall(VecDestroy(&Y1));
     PetscCall(VecDestroy(&G1));
+  } else if (!strcmp(which, "backend")) { /* the Net's backend against native, and against itself run again */
+    const char     *names[4] = {"output", "input cotangent", "gradient", "jvp"};
+    const PetscReal btol     = precision == NET_PRECISION_SINGLE ? 1e-5 : tol;
+    Vec             Xt, tht, A[4], B[4], C[4];
+    NetBackend      backend;
+    PetscReal       d[4], worst = 0;
+    PetscBool       same = PETSC_TRUE, eq;
+
+    PetscCall(NetGetBackend(net, &backend));
+    PetscCall(VecDuplicate(X, &Xt));
+    PetscCall(VecDuplicate(G, &tht));
+    PetscCall(FillGlobal(Xt, 0.9, 0.4));
+    PetscCall(FillGlobal(tht, 0.3, 0.5));
+    for (PetscInt i = 0; i < 4; i++) {
+      Vec like = i == 0 || i == 3 ? Y : i == 1 ? X : G;
+
+      PetscCall(VecDuplicate(like, &A[i]));
+      PetscCall(VecDuplicate(like, &B[i]));
+      PetscCall(VecDuplicate(like, &C[i]));
+    }
+    PetscCall(EvaluateWithJVP(net, X, dY, Xt, tht, A));
+    PetscCall(EvaluateWithJVP(net, X, dY, Xt, tht, B)); /* again: the same primitives, the same threads */
+    PetscCall(NetSetBackend(net, NET_BACKEND_NATIVE));
+    PetscCall(EvaluateWithJVP(net, X, dY, Xt, tht, C));
+    PetscCall(NetSetBackend(net, backend));
+    for (PetscInt i = 0; i < 4; i++) {
+      PetscCall(VecEqual(A[i], B[i], &eq));
+      same = (PetscBool)(same && eq);
+      PetscCall(RelDiff(A[i], C[i], &d[i]));
+      worst = PetscMax(worst, d[i]);
+    }
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "backend %s against native in %s (bound %.1e): %s %s, %s %s, %s %s, %s %s; run twice: %s\n", NetBackends[backend], NetPrecisions[precision], (double)btol, names[0], d[0] <= btol ? "ok" : "FAILED", names[1],
+                          d[1] <= btol ? "ok" : "FAILED", names[2], d[2] <= btol ? "ok" : "FAILED", names[3], d[3] <= btol ? "ok" : "FAILED", same ? "the same bits" : "DIFFERENT"));
+    PetscCheck(worst <= btol && same, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "backend %s in %s: differs from native by output %.2e, input cotangent %.2e, gradient %.2e, jvp %.2e (bound %.2e); two runs %s", NetBackends[backend], NetPrecisions[precision],
+               (double)d[0], (double)d[1], (double)d[2], (double)d[3], (double)btol, same ? "the same bits" : "differ");
+    for (PetscInt i = 0; i < 4; i++) {
+      PetscCall(VecDestroy(&A[i]));
+      PetscCall(VecDestroy(&B[i]));
+      PetscCall(VecDestroy(&C[i]));
+    }
+    PetscCall(VecDestroy(&Xt));
+    PetscCall(VecDestroy(&tht));
   } else if (!strcmp(which, "layerjacobian")) { /* every node's shells: adjoint to round-off, and against double */
     PetscReal worstdot = 0, worst = 0;
 

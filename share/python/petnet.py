@@ -147,6 +147,8 @@ _C = {
         "NetGetParallel": (_P, ctypes.POINTER(ctypes.c_int)),
         "NetSetPrecision": (_P, ctypes.c_int),
         "NetGetPrecision": (_P, ctypes.POINTER(ctypes.c_int)),
+        "NetSetBackend": (_P, ctypes.c_int),
+        "NetGetBackend": (_P, ctypes.POINTER(ctypes.c_int)),
         "NetSetOptionsPrefix": (_P, _S),
         "NetAppendOptionsPrefix": (_P, _S),
         "NetSetSeed": (_P, ctypes.c_ulong),
@@ -482,6 +484,7 @@ class _TypedObject(_PetNetObject):
 
 _PARALLEL = ["replicated", "sharded", "model"]
 _PRECISION = ["double", "single", "bfloat16"]
+_BACKEND = ["native", "onednn"]
 _SPEC = "'dense:8,tanh,dense:1' (a layer list) or 'h = dense:8 <- input; o = dense:1 <- h;' (a graph)"
 
 
@@ -567,6 +570,13 @@ class Net(_PetNetObject):
 
     def getPrecision(self):
         return _PRECISION[_out(ctypes.c_int, _C["NetGetPrecision"], self._handle())]
+
+    def setBackend(self, backend):
+        """'native' or 'onednn' (-net_backend): who runs the float GEMMs at single and bfloat16 precision."""
+        return self._call("NetSetBackend", _choice(backend, _BACKEND, "Net.setBackend(): backend"))
+
+    def getBackend(self):
+        return _BACKEND[_out(ctypes.c_int, _C["NetGetBackend"], self._handle())]
 
     def appendOptionsPrefix(self, prefix):
         return self._call("NetAppendOptionsPrefix", _s(prefix, "Net.appendOptionsPrefix(): prefix", "'net_'"))

@@ -35,6 +35,7 @@ PetscErrorCode NetCreate(MPI_Comm comm, Net *net)
   n->seed        = 0;
   n->training    = PETSC_TRUE;
   n->fuse        = PETSC_TRUE;
+  n->backend     = PetNetOneDNNAvailable() ? NET_BACKEND_ONEDNN : NET_BACKEND_NATIVE;
   n->loadnparams = -1;
   n->maxnparams  = -1;
   n->nlocal      = -1;
@@ -604,6 +605,13 @@ PetscErrorCode NetSetFromOptions(Net net)
     PetscCall(NetSetPrecision(net, precision));
   }
   {
+    NetBackend backend = net->backend;
+
+    PetscCall(PetscOptionsEnum("-net_backend", "Who runs the float GEMMs of the layers at single and bfloat16 precision (onednn: oneDNN's matmul where it has a fast kernel, else native)", "NetSetBackend", NetBackends, (PetscEnum)backend,
+                               (PetscEnum *)&backend, NULL));
+    PetscCall(NetSetBackend(net, backend));
+  }
+  {
     PetscBool fuse = net->fuse;
 
     PetscCall(PetscOptionsBool("-net_fuse", "Fuse activations into the passes of their neighbours (the same results; false: every pass on its own)", "NetSetFusion", fuse, &fuse, NULL));
@@ -904,6 +912,7 @@ PetscErrorCode NetSetUp(Net net)
   PetscCall(NetSetUpParameterMaps_Private(net));
   PetscCall(NetSetUpFusion_Private(net));
   PetscCall(NetSetUpExecutors_Private(net)); /* plain, model-parallel or spatial (netexec.c) */
+  PetscCall(NetSetUpBackend_Private(net));   /* the layers' float GEMMs: native or oneDNN (netbackend.c) */
   net->setupcalled = PETSC_TRUE;
   PetscCall(NetInitializeParameters(net));
   PetscCall(NetViewFromOptions(net, NULL, "-net_view"));
@@ -1031,6 +1040,7 @@ PetscErrorCode NetView(Net net, PetscViewer viewer)
     for (PetscInt l = 0; l < net->nlayers && net->setupcalled; l++) entries += NetNodeStoredArrays(net, l) * net->layers[l]->outsize;
     PetscCall(PetscViewerASCIIPrintf(viewer, "precision %s: values and their derivatives %" PetscInt_FMT " bytes per sample (%" PetscInt_FMT " in double; parameters and gradients double)\n", NetPrecisions[net->precision], es * entries,
                                      (PetscInt)sizeof(PetscScalar) * entries));
+    PetscCall(NetBackendView_Private(net, viewer)); /* the float GEMMs' backend (netbackend.c) */
   }
   PetscCall(PetscViewerASCIIPopTab(viewer));
   PetscFunctionReturn(0);

@@ -540,6 +540,7 @@ PetscErrorCode NetSetPrecision(Net net, NetPrecision precision)
   if (net->setupcalled) PetscCall(NetResetWorkspace_Private(net));
   net->precision = precision;
   if (net->setupcalled) PetscCall(NetSetUpFusion_Private(net)); /* the fusion plan depends on the precision (netfuse.c) */
+  if (net->setupcalled) PetscCall(NetSetUpBackend_Private(net)); /* and so does the layers' GEMM backend (netbackend.c) */
   PetscFunctionReturn(0);
 }
 

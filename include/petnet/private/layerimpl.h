@@ -4,6 +4,7 @@
 #include <petnetlayer.h>
 #include <petsc/private/petscimpl.h>
 #include <petnet/private/threadsimpl.h>
+#include <petnet/private/onednnimpl.h>
 
 PETSC_EXTERN PetscBool LayerRegisterAllCalled;
 
@@ -177,6 +178,8 @@ struct _p_Layer {
                             kernels in this form (a copy of it in the other form runs on a box of the field). Pointwise
                             kinds ignore it. Set before LayerSetUp(). */
   PetscLogEvent event[LAYER_NUM_PHASES];
+  PetNetGemmBackend gemm; /* who runs the float kernels' GEMMs (LayerGemmSingle()'s epilogue): native (sgemm) unless its
+                             Net sets oneDNN (NetSetBackend() at single or bfloat16, include/petnet/private/onednnimpl.h) */
 
   void *data;
 };

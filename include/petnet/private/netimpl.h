@@ -223,6 +223,7 @@ struct _p_Net {
      vlocal[v] * size entries, v = 0..nlayers), their tangents or cotangents in ldval[v], fan-out sums in lsum[v]; the
      Vecs act[0] (the caller's input) and act[nlayers] (the output, widened to double) remain, the others are NULL */
   NetPrecision       precision;
+  NetBackend         backend;             /* the float GEMMs' backend, set on each layer (netbackend.c) */
   const NetStoreOps *store;               /* the value store of this precision (netprecision.c) */
   void             **lstore[NET_NUM_SLOTS]; /* a low-precision store: the buffers of each slot, per value */
   char              *lwide;               /* its scratch for the widened arrays of the node at hand */
@@ -400,6 +401,8 @@ PETSC_INTERN PetscErrorCode NetStoreGetInputs_Private(Net, PetscInt, NetSlot, Ne
 PETSC_INTERN PetscErrorCode NetStoreRestoreInputs_Private(Net, PetscInt, NetSlot, NetElem, const void *[]);
 PETSC_INTERN PetscErrorCode NetSpatialCheckKeepsGrid_Private(Net, const char[]);
 PETSC_INTERN PetscErrorCode NetSetUpFusion_Private(Net);
+PETSC_INTERN PetscErrorCode NetSetUpBackend_Private(Net);
+PETSC_INTERN PetscErrorCode NetBackendView_Private(Net, PetscViewer);
 PETSC_INTERN PetscErrorCode NetFuseWorkspace_Private(Net);
 PETSC_INTERN PetscErrorCode NetFuseViewNode_Private(Net, PetscInt, PetscViewer);
 /* the value that receives the cotangent of node k's input i in NetBackward(): the input itself, or, when node k applies

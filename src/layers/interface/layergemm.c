@@ -1,6 +1,7 @@
 /*
   The layers' GEMM entries, LayerGemm() on PetscScalar and LayerGemmSingle() on float (contract in layergemm.h): one
-  template (layergemmkernels.h) included once per element type, with the type's BLAS call.
+  template (layergemmkernels.h) included once per element type, with the type's BLAS call; the float one may hand a
+  threaded GEMM to oneDNN (src/sys/onednn.c) when its caller's epilogue asks for it.
 */
 #include "layergemm.h"
 #include <petscblaslapack.h>
@@ -30,14 +31,18 @@ static inline void LayerGemmBLASSingle(char ta, char tb, PetscInt m, PetscInt n,
 #define LAYER_GEMM_T       PetscScalar
 #define LAYER_GEMM_NAME(f) f
 #define LAYER_GEMM_SMALL   1
+#define LAYER_GEMM_ONEDNN  0
 #include "layergemmkernels.h"
 #undef LAYER_GEMM_T
 #undef LAYER_GEMM_NAME
 #undef LAYER_GEMM_SMALL
+#undef LAYER_GEMM_ONEDNN
 #define LAYER_GEMM_T       float
 #define LAYER_GEMM_NAME(f) f##Single
 #define LAYER_GEMM_SMALL   0
+#define LAYER_GEMM_ONEDNN  1
 #include "layergemmkernels.h"
 #undef LAYER_GEMM_T
 #undef LAYER_GEMM_NAME
 #undef LAYER_GEMM_SMALL
+#undef LAYER_GEMM_ONEDNN

@@ -22,20 +22,29 @@
   Not threaded: one BLAS call and the epilogue, in the calling thread: a kernel that runs its own chunks on the
   threads (batch convolution, Winograd) calls it so from inside its parallel region. There the entry calls no PETSc
   function and returns an error code, as threadsimpl.h asks.
+
+  backend (float only; the epilogue's last field, zero = native when a caller leaves it out): a threaded float GEMM
+  with backend PETNET_GEMM_ONEDNN_F32 or _BF16 runs as one oneDNN matmul on PetNet's threads (bias fused in it, the
+  other epilogue steps after it, part by part on the threads), unless oneDNN has no fast kernel for its shape and
+  type: that key falls back, once and for all, to sgemm as above (include/petnet/private/onednnimpl.h). oneDNN picks
+  the instruction set from the CPU (AMX, AVX-512 BF16, AVX-512, AVX2) and its own blocking: its results are the same
+  bits for the same threads, not across thread counts. The double entry ignores backend.
 */
 #pragma once
 
 #include <petnet/private/layerimpl.h>
+#include <petnet/private/onednnimpl.h>
 
 /* flops of a GEMM below which it is not cut: a part's GEMM should outweigh packing its operands */
 #define LAYER_GEMM_PART_FLOPS 4.0e6
 
-#define LAYER_GEMM_EPILOGUE(T)                                                                    \
-  struct {                                                                                        \
-    Layer        act;  /* an activation: C = f(C) without mask; C *= f'(mask) with it; or NULL */ \
-    const T     *bias; /* [m], or NULL */                                                         \
-    const T     *mask; /* where f' is taken (ldc apart, like C), or NULL */                       \
-    PetscScalar *acc;  /* add C into this double array (ldc apart, like C), or NULL */            \
+#define LAYER_GEMM_EPILOGUE(T)                                                                            \
+  struct {                                                                                                \
+    Layer             act;     /* an activation: C = f(C) without mask; C *= f'(mask) with it; or NULL */ \
+    const T          *bias;    /* [m], or NULL */                                                         \
+    const T          *mask;    /* where f' is taken (ldc apart, like C), or NULL */                       \
+    PetscScalar      *acc;     /* add C into this double array (ldc apart, like C), or NULL */            \
+    PetNetGemmBackend backend; /* float: who computes op(A) op(B) (above); native when left out */        \
   }
 typedef LAYER_GEMM_EPILOGUE(PetscScalar) LayerGemmEpilogue;
 typedef LAYER_GEMM_EPILOGUE(float) LayerGemmEpilogueSingle;

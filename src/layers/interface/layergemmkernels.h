@@ -3,6 +3,7 @@
     LAYER_GEMM_T        PetscScalar or float
     LAYER_GEMM_NAME(f)  f itself, or fSingle
     LAYER_GEMM_SMALL    1: small GEMMs as plain loops (double); 0: always BLAS (float: sgemm's bits are kept)
+    LAYER_GEMM_ONEDNN   1: the epilogue's backend may send a threaded GEMM to oneDNN (float); 0: ignored (double)
   and LAYER_GEMM_NAME(LayerGemmBLAS)(), the type's BLAS call (layergemm.c).
 */
 #if LAYER_GEMM_SMALL
@@ -177,11 +178,13 @@ static PetscErrorCode LAYER_GEMM_NAME(GemmEpilogue)(const LAYER_GEMM_NAME(LayerG
 PetscErrorCode LAYER_GEMM_NAME(LayerGemm)(PetscBool threaded, char ta, char tb, PetscInt m, PetscInt n, PetscInt k, const LAYER_GEMM_T *A, PetscInt lda, const LAYER_GEMM_T *B, PetscInt ldb, LAYER_GEMM_T beta, LAYER_GEMM_T *C, PetscInt ldc,
                                           const LAYER_GEMM_NAME(LayerGemmEpilogue) * ep)
 {
-  const PetscBool splitm = (PetscBool)(m > n);
-  const PetscInt  dim = splitm ? m : n, other = splitm ? n : m;
-  PetscInt        nparts = 1;
-  PetscErrorCode  err    = 0;
+  const PetscBool         splitm = (PetscBool)(m > n);
+  const PetscInt          dim = splitm ? m : n, other = splitm ? n : m;
+  const PetNetGemmBackend backend = ep ? ep->backend : PETNET_GEMM_NATIVE;
+  PetscInt                nparts  = 1;
+  PetscErrorCode          err     = 0;
 
+  (void)backend; /* read by the float entry only */
   if (!m || !n) return 0;
   if (ep && !ep->bias && !ep->act && !ep->acc) ep = NULL;
   if (ep && ep->acc && sizeof(LAYER_GEMM_T) == sizeof(PetscScalar)) { /* double: accumulate in the GEMM itself */
@@ -201,6 +204,23 @@ PetscErrorCode LAYER_GEMM_NAME(LayerGemm)(PetscBool threaded, char ta, char tb, 
     PetNetThreadsCheck(err, "a layer's GEMM output pass");
     return 0;
   }
+#if LAYER_GEMM_ONEDNN
+  if (threaded && backend != PETNET_GEMM_NATIVE) { /* one oneDNN matmul with the bias, unless its key fell back */
+    PetscBool done;
+
+    PetscCall(PetNetOneDNNMatmul(backend, ta, tb, m, n, k, A, lda, B, ldb, beta, C, ldc, ep ? ep->bias : NULL, &done));
+    if (done) {
+      if (ep && (ep->act || ep->acc)) { /* the rest of the epilogue, elementwise: by blocks of columns on the threads */
+        LAYER_GEMM_NAME(LayerGemmEpilogue) rest = *ep;
+
+        rest.bias = NULL;
+        PETNET_THREAD_BLOCKS(n, PetscMax(1, 16384 / m), PetNetThreadsSetError(&err, LAYER_GEMM_NAME(GemmEpilogue)(&rest, 0, m, i0, i1, C, ldc)));
+        PetNetThreadsCheck(err, "a layer's GEMM output pass");
+      }
+      return 0;
+    }
+  }
+#endif
 #if LAYER_GEMM_SMALL
   if (threaded && (PetscLogDouble)m * n * k <= 32768) {
     LAYER_GEMM_NAME(GemmSmall)((PetscBool)(ta != 'N'), (PetscBool)(tb != 'N'), m, n, k, A, lda, B, ldb, beta, C, ldc);

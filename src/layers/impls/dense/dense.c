@@ -29,6 +29,9 @@
   + b 1^T)); backward multiplies each part's block of dX by the derivative of an activation fused before it
   (backwardmask: dX = f'(X) Wc dY). The same operations in the same order as the separate passes, so the same bits.
 
+  Backend: every GEMM's epilogue carries layer->gemm, which its Net sets (NetSetBackend(): oneDNN's matmul at single
+  and bfloat16, the bias fused; sgemm where oneDNN has no fast kernel; include/petnet/private/onednnimpl.h).
+
   Threads: each GEMM is cut into parts along the larger of its two outer dimensions (LayerGemm()), the parts from the
   sizes alone and never along the inner dimension, so the results are the same bits for any number of threads; a
   small double GEMM runs as plain loops without a parallel region.

@@ -20,7 +20,7 @@ static PetscErrorCode DENSE_NAME(DenseForwardAct)(Layer layer, Layer act, PetscI
   if (!n) PetscFunctionReturn(0);
   {
     /* the bias (and the activation) in the GEMM's output pass, part by part while the part is in cache */
-    DENSE_NAME(LayerGemmEpilogue) ep = {act, dense->bias ? W + in * out : NULL, NULL, NULL};
+    DENSE_NAME(LayerGemmEpilogue) ep = {act, dense->bias ? W + in * out : NULL, NULL, NULL, layer->gemm};
 
     PetscCall(DENSE_NAME(LayerGemm)(PETSC_TRUE, 'T', 'N', out, m, in, W, in, x, in, 0, y, out, &ep));
   }
@@ -38,7 +38,7 @@ static PetscErrorCode DENSE_NAME(DenseBackwardMask)(Layer layer, Layer act, Pets
   PetscFunctionBegin;
   if (!n) PetscFunctionReturn(0);
   if (dx) {
-    DENSE_NAME(LayerGemmEpilogue) ep = {act, NULL, x, NULL}; /* the activation before it: dx = f'(x) W^T dy */
+    DENSE_NAME(LayerGemmEpilogue) ep = {act, NULL, x, NULL, layer->gemm}; /* the activation before it: dx = f'(x) W^T dy */
 
     PetscCall(DENSE_NAME(DenseParameters)(layer, theta, "backward", &W));
     PetscCall(DENSE_NAME(LayerGemm)(PETSC_TRUE, 'N', 'N', in, m, out, W, in, dy, out, 0, dx, in, &ep));
@@ -46,7 +46,7 @@ static PetscErrorCode DENSE_NAME(DenseBackwardMask)(Layer layer, Layer act, Pets
   }
   if (dtheta) {
     PetscScalar *db                  = dtheta + in * out;
-    DENSE_NAME(LayerGemmEpilogue) ep = {NULL, NULL, NULL, dtheta}; /* dW += each part's block, in double */
+    DENSE_NAME(LayerGemmEpilogue) ep = {NULL, NULL, NULL, dtheta, layer->gemm}; /* dW += each part's block, in double */
 
     PetscCall(DENSE_NAME(LayerGemm)(PETSC_TRUE, 'N', 'T', in, out, m, x, in, dy, out, 0, DENSE_NAME(DenseWork)(layer), in, &ep));
     if (dense->bias)
@@ -81,15 +81,17 @@ static PetscErrorCode DENSE_NAME(DenseJVP)(Layer layer, PetscInt n, const PetscS
   PetscFunctionBegin;
   if (!n) PetscFunctionReturn(0);
   if (dx) {
+    DENSE_NAME(LayerGemmEpilogue) ep = {NULL, NULL, NULL, NULL, layer->gemm};
+
     PetscCall(DENSE_NAME(DenseParameters)(layer, theta, "jvp", &W));
-    PetscCall(DENSE_NAME(LayerGemm)(PETSC_TRUE, 'T', 'N', out, m, in, W, in, dx, in, 0, dy, out, NULL));
+    PetscCall(DENSE_NAME(LayerGemm)(PETSC_TRUE, 'T', 'N', out, m, in, W, in, dx, in, 0, dy, out, &ep));
     PetscCall(PetscLogFlops(2.0 * m * in * out));
     beta = 1;
   }
   if (dtheta) {
     PetscCall(DENSE_NAME(DenseDirection)(layer, dtheta, &dW));
     {
-      DENSE_NAME(LayerGemmEpilogue) ep = {NULL, dense->bias ? dW + in * out : NULL, NULL, NULL}; /* + db 1^T in the output pass */
+      DENSE_NAME(LayerGemmEpilogue) ep = {NULL, dense->bias ? dW + in * out : NULL, NULL, NULL, layer->gemm}; /* + db 1^T in the output pass */
 
       PetscCall(DENSE_NAME(LayerGemm)(PETSC_TRUE, 'T', 'N', out, m, in, dW, in, x, in, beta, dy, out, &ep));
     }

@@ -1,0 +1,117 @@
+/*
+  The backend of a Net's float GEMMs (NetSetBackend(), -net_backend native|onednn): a tag on each of its layers
+  (layer->gemm, include/petnet/private/layerimpl.h) that the layers' float kernels hand to LayerGemmSingle() in its
+  epilogue; LayerGemmSingle() sends a threaded GEMM so tagged to oneDNN (src/sys/onednn.c).
+
+    precision    backend onednn              backend native
+    double       BLAS (dgemm), own loops     the same
+    single       oneDNN matmul, f32          sgemm
+    bfloat16     oneDNN matmul, bf16 x bf16  sgemm on the widened values
+                 -> f32 (weights rounded
+                 to bfloat16)
+
+  A shape and type oneDNN does not implement, or implements only with its reference loops on this CPU (bfloat16
+  without AVX-512), falls back to sgemm for good (decided once per primitive, -info says which). Today dense's
+  forward (y = x W^T + b, the bias fused), backward (dx = dy W, dW += x^T dy) and jvp carry the tag.
+*/
+#include <petnet/private/netimpl.h>
+
+const char *const NetBackends[] = {"native", "onednn", "NetBackend", "NET_BACKEND_", NULL};
+
+/* each layer's tag from the Net's backend and precision (the table above); at NetSetUp() and when either changes */
+PetscErrorCode NetSetUpBackend_Private(Net net)
+{
+  PetNetGemmBackend gemm = PETNET_GEMM_NATIVE;
+
+  PetscFunctionBegin;
+  if (net->backend == NET_BACKEND_ONEDNN && net->precision == NET_PRECISION_SINGLE) gemm = PETNET_GEMM_ONEDNN_F32;
+  if (net->backend == NET_BACKEND_ONEDNN && net->precision == NET_PRECISION_BFLOAT16) gemm = PETNET_GEMM_ONEDNN_BF16;
+  for (PetscInt l = 0; l < net->nlayers; l++) net->layers[l]->gemm = gemm;
+  PetscFunctionReturn(0);
+}
+
+/* NetView()'s line at single and bfloat16 */
+PetscErrorCode NetBackendView_Private(Net net, PetscViewer viewer)
+{
+  char version[32], impl[64];
+
+  PetscFunctionBegin;
+  PetscCall(PetNetOneDNNVersion(version, sizeof(version)));
+  if (net->backend == NET_BACKEND_ONEDNN) {
+    const PetNetGemmBackend gemm = net->precision == NET_PRECISION_BFLOAT16 ? PETNET_GEMM_ONEDNN_BF16 : PETNET_GEMM_ONEDNN_F32;
+
+    /* what oneDNN picks on this CPU for a GEMM of the MLP's first layer (128 x 256 x 784) */
+    PetscCall(PetNetOneDNNProbe(gemm, 256, 128, 784, impl, sizeof(impl)));
+    PetscCall(PetscViewerASCIIPrintf(viewer, "backend onednn (oneDNN %s): dense layers' float GEMMs through oneDNN's matmul in %s (on this CPU %s%s); a shape without a fast oneDNN kernel runs sgemm (-info names each)\n", version,
+                                     gemm == PETNET_GEMM_ONEDNN_BF16 ? "bf16" : "f32", impl, !strcmp(impl, "none") || !strncmp(impl, "ref", 3) ? ": sgemm instead" : ""));
+  } else
+    PetscCall(PetscViewerASCIIPrintf(viewer, "backend native: the layers' float GEMMs on BLAS (sgemm)\n"));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  NetSetBackend - sets who runs the GEMMs of a Net's float kernels (at single and bfloat16 precision)
+
+  Logically collective
+
+  Input Parameters:
++ net     - the Net
+- backend - `NET_BACKEND_ONEDNN` (the default when PetNet is built with oneDNN) or `NET_BACKEND_NATIVE`
+
+  Options Database Key:
+. -net_backend <native,onednn> - the same from the options (NetSetFromOptions())
+
+  Notes:
+  With `NET_BACKEND_ONEDNN` the dense layers' forward (Y = X W^T + b, the bias fused), backward (dX = dY W,
+  dW += dY^T X) and JVP run as oneDNN matmul primitives, cached by shape, type, transposes and threads and made once:
+  in single on float operands, in bfloat16 on bfloat16 operands (the values stored in bfloat16 exactly, the weights
+  rounded to bfloat16 from the double master weights) with float accumulation and a float output, which the value
+  store rounds to bfloat16 as before. oneDNN picks its kernels from the CPU (AMX, AVX-512 BF16, AVX-512, AVX2). Where
+  it implements a shape only with its reference loops, or not at all (oneDNN 2.6 has no bfloat16 matmul on a CPU
+  with AVX2 alone), that shape falls back to PetNet's own GEMM (sgemm on float values and weights), decided once per
+  primitive and named by -info: the results of such a run are those of `NET_BACKEND_NATIVE`. oneDNN's results are
+  the same bits for the same threads and ranks, not across thread counts (its blocking depends on the threads).
+  Double precision, and the GEMMs other kinds run on their own threads (convolutions), stay on BLAS.
+
+  A PetNet built without oneDNN (no dnnl.h when it was compiled) refuses `NET_BACKEND_ONEDNN`.
+
+  Level: intermediate
+
+.seealso: `NetGetBackend()`, `NetSetPrecision()`, `PetNetSetNumThreads()`
+@*/
+PetscErrorCode NetSetBackend(Net net, NetBackend backend)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(net, NET_CLASSID, 1);
+  PetscValidLogicalCollectiveEnum(net, backend, 2);
+  PetscCheck(backend == NET_BACKEND_NATIVE || backend == NET_BACKEND_ONEDNN, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_OUTOFRANGE, "Unknown backend %d: use NET_BACKEND_NATIVE or NET_BACKEND_ONEDNN", (int)backend);
+  PetscCheck(backend != NET_BACKEND_ONEDNN || PetNetOneDNNAvailable(), PetscObjectComm((PetscObject)net), PETSC_ERR_SUP,
+             "-net_backend onednn: this PetNet was built without oneDNN (no dnnl.h when it was compiled): install libdnnl-dev (share/setup.sh) and rebuild PetNet, or use -net_backend native");
+  net->backend = backend;
+  if (net->setupcalled) PetscCall(NetSetUpBackend_Private(net));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  NetGetBackend - who runs the GEMMs of a Net's float kernels
+
+  Not collective
+
+  Input Parameter:
+. net - the Net
+
+  Output Parameter:
+. backend - `NET_BACKEND_NATIVE` or `NET_BACKEND_ONEDNN`
+
+  Level: intermediate
+
+.seealso: `NetSetBackend()`
+@*/
+PetscErrorCode NetGetBackend(Net net, NetBackend *backend)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(net, NET_CLASSID, 1);
+  PetscValidPointer(backend, 2);
+  *backend = net->backend;
+  PetscFunctionReturn(0);
+}
