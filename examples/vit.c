@@ -132,8 +132,14 @@ int main(int argc, char **argv)
   /* the keys of issue 32 first, in its order; then the rest of the run */
   PetscCall(PetscPrintf(comm, "summary: model=vit params=%" PetscInt_FMT " patch=%" PetscInt_FMT " depth=%" PetscInt_FMT " heads=%" PetscInt_FMT " test_accuracy=%.4f train_time_s=%.2f ranks=%d precision=%s parallel=%s", nparams, sizes.patch,
                         sizes.depth, sizes.heads, (double)testacc, (double)seconds, size, NetPrecisions[precision], NetParallelTypes[parallel]));
-  PetscCall(PetscPrintf(comm, " embed=%" PetscInt_FMT " mlp=%" PetscInt_FMT " optimizer=%s epochs=%" PetscInt_FMT " train_samples=%" PetscInt_FMT " test_samples=%" PetscInt_FMT " train_loss=%.6f test_loss=%.6f threads=%" PetscInt_FMT "\n",
+  PetscCall(PetscPrintf(comm, " embed=%" PetscInt_FMT " mlp=%" PetscInt_FMT " optimizer=%s epochs=%" PetscInt_FMT " train_samples=%" PetscInt_FMT " test_samples=%" PetscInt_FMT " train_loss=%.6f test_loss=%.6f threads=%" PetscInt_FMT "",
                         sizes.embed, sizes.mlp, taotype, epochs, Ntrain, Ntest, (double)trainloss, (double)testloss, nthreads));
+  { /* the BLAS's kernels (issue 31): a rate is read with what it ran on */
+    const char *blascore;
+
+    PetscCall(PetNetGetBLASInfo(NULL, &blascore));
+    PetscCall(PetscPrintf(comm, " blas_core=%s\n", blascore));
+  }
 
   PetscCall(TrainerDestroy(&trainer));
   PetscCall(LossDestroy(&loss));
