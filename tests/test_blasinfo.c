@@ -60,11 +60,7 @@ int main(int argc, char **argv)
       const char *word;
       int         has;
     } want[] = {
-      {"avx",      __builtin_cpu_supports("avx")     },
-      {"avx2",     __builtin_cpu_supports("avx2")    },
-      {"fma",      __builtin_cpu_supports("fma")     },
-      {"avx512f",  __builtin_cpu_supports("avx512f") },
-      {"avx512bw", __builtin_cpu_supports("avx512bw")},
+        {"avx", __builtin_cpu_supports("avx")}, {"avx2", __builtin_cpu_supports("avx2")}, {"fma", __builtin_cpu_supports("fma")}, {"avx512f", __builtin_cpu_supports("avx512f")}, {"avx512bw", __builtin_cpu_supports("avx512bw")},
     };
 
     for (size_t i = 0; i < PETSC_STATIC_ARRAY_LENGTH(want); i++) {
@@ -81,7 +77,8 @@ int main(int argc, char **argv)
   }
   if (expect[0]) {
     PetscCall(PetscStrcmp(expect, "none", &set));
-    if (set) PetscCheck(!advice, PETSC_COMM_SELF, PETSC_ERR_PLIB, "core %s on a CPU with %s: advice OPENBLAS_CORETYPE=%s, expected none", core, features, advice);
+    if (set)
+      PetscCheck(!advice, PETSC_COMM_SELF, PETSC_ERR_PLIB, "core %s on a CPU with %s: advice OPENBLAS_CORETYPE=%s, expected none", core, features, advice);
     else {
       PetscCheck(advice, PETSC_COMM_SELF, PETSC_ERR_PLIB, "core %s on a CPU with %s: no advice, expected OPENBLAS_CORETYPE=%s", core, features, expect);
       PetscCall(PetscStrcmp(expect, advice, &same));

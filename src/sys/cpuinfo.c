@@ -20,13 +20,13 @@
   itself (it would change the user's kernels, and their last bits, without a word): it says so, once.
 */
 #if !defined(_GNU_SOURCE)
-  #define _GNU_SOURCE /* dladdr() */
+#define _GNU_SOURCE /* dladdr() */
 #endif
 #include <petnetsys.h>
 #include <petsc/private/petscimpl.h>
 #include <dlfcn.h>
 #if defined(__x86_64__) || defined(__i386__)
-  #include <cpuid.h>
+#include <cpuid.h>
 #endif
 
 static PetscBool PetNetBLASRead = PETSC_FALSE;
@@ -75,14 +75,14 @@ static PetscErrorCode PetNetCPURead(void)
       const char *name;
       int         has;
     } feature[] = {
-      {"avx",      __builtin_cpu_supports("avx")     },
-      {"avx2",     __builtin_cpu_supports("avx2")    },
-      {"fma",      __builtin_cpu_supports("fma")     },
-      {"avx512f",  __builtin_cpu_supports("avx512f") },
+      {"avx", __builtin_cpu_supports("avx")},
+      {"avx2", __builtin_cpu_supports("avx2")},
+      {"fma", __builtin_cpu_supports("fma")},
+      {"avx512f", __builtin_cpu_supports("avx512f")},
       {"avx512bw", __builtin_cpu_supports("avx512bw")},
-  #if defined(__GNUC__) && __GNUC__ >= 12 && !defined(__clang__)
+#if defined(__GNUC__) && __GNUC__ >= 12 && !defined(__clang__)
       {"avx512_bf16", __builtin_cpu_supports("avx512bf16")},
-  #endif
+#endif
     };
 
     for (size_t i = 0; i < PETSC_STATIC_ARRAY_LENGTH(feature); i++) {
@@ -90,12 +90,14 @@ static PetscErrorCode PetNetCPURead(void)
       if (PetNetCPUFeatures[0]) PetscCall(PetscStrlcat(PetNetCPUFeatures, " ", sizeof(PetNetCPUFeatures)));
       PetscCall(PetscStrlcat(PetNetCPUFeatures, feature[i].name, sizeof(PetNetCPUFeatures)));
     }
-  #if defined(__GNUC__) && __GNUC__ >= 12 && !defined(__clang__)
+#if defined(__GNUC__) && __GNUC__ >= 12 && !defined(__clang__)
     PetNetCPUAVX512BF16 = __builtin_cpu_supports("avx512bf16") ? PETSC_TRUE : PETSC_FALSE;
-  #endif
+#endif
     PetscCall(PetNetCPUAddAMX());
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")) PetNetCPULevel = 2;
-    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) PetNetCPULevel = 1;
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw"))
+      PetNetCPULevel = 2;
+    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+      PetNetCPULevel = 1;
     if (!PetNetCPUFeatures[0]) PetscCall(PetscStrncpy(PetNetCPUFeatures, "none (x86 without AVX)", sizeof(PetNetCPUFeatures)));
   }
 #else
@@ -134,7 +136,7 @@ static PetscErrorCode PetNetBLASReadInfo(void)
   PetscCall(PetNetCPURead());
   if (config && corename) {
     const char *text = config(), *core = corename();
-    size_t      n = 0;
+    size_t      n     = 0;
     int         words = 0;
 
     /* "OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH ...": the first two words */
@@ -248,8 +250,10 @@ PetscErrorCode PetNetGetBLASCoreAdvice(const char **coretype)
   PetscCall(PetNetBLASReadInfo());
   *coretype = NULL;
   if (PetNetBLASLevel < 0 || PetNetBLASLevel >= PetNetCPULevel) PetscFunctionReturn(0);
-  if (PetNetCPULevel == 2) *coretype = PetNetCPUAMXBF16 ? "SapphireRapids" : (PetNetCPUAVX512BF16 ? "Cooperlake" : "SkylakeX");
-  else *coretype = "Haswell";
+  if (PetNetCPULevel == 2)
+    *coretype = PetNetCPUAMXBF16 ? "SapphireRapids" : (PetNetCPUAVX512BF16 ? "Cooperlake" : "SkylakeX");
+  else
+    *coretype = "Haswell";
   PetscFunctionReturn(0);
 }
 
@@ -274,9 +278,9 @@ PetscErrorCode PetNetGetBLASCoreAdvice(const char **coretype)
 @*/
 PetscErrorCode PetNetBLASView(PetscViewer viewer)
 {
-  int (*threads)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "openblas_get_num_threads");
-  char nthreads[16]    = "?";
-  PetscBool   isascii;
+  int (*threads)(void)         = (int (*)(void))dlsym(RTLD_DEFAULT, "openblas_get_num_threads");
+  char            nthreads[16] = "?";
+  PetscBool       isascii;
   PetscViewerType type;
 
   PetscFunctionBegin;
@@ -342,7 +346,8 @@ PetscErrorCode PetNetBLASCheck(MPI_Comm comm)
     const char *env = getenv("OPENBLAS_CORETYPE");
 
     PetscCall(PetscFPrintf(comm, PETSC_STDERR,
-                           "PetNet warning: %s runs its %s kernels on a CPU with %s%s%s%s: its GEMMs (dense layers, convolutions) run several times slower than they could; set OPENBLAS_CORETYPE=%s in the environment (mpiexec -x OPENBLAS_CORETYPE=%s), or -petnet_blas_warning 0 to silence this\n",
+                           "PetNet warning: %s runs its %s kernels on a CPU with %s%s%s%s: its GEMMs (dense layers, convolutions) run several times slower than they could; set OPENBLAS_CORETYPE=%s in the environment (mpiexec -x "
+                           "OPENBLAS_CORETYPE=%s), or -petnet_blas_warning 0 to silence this\n",
                            PetNetBLASName, PetNetBLASCore, PetNetCPUFeatures, env ? " (OPENBLAS_CORETYPE=" : "", env ? env : "", env ? " is set)" : "", advice, advice));
     warned = PETSC_TRUE;
   }
