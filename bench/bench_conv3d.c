@@ -76,8 +76,14 @@ int main(int argc, char **argv)
   PetscCall(LayerView(layer, PETSC_VIEWER_STDOUT_SELF));
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "forward   %8.4f s  %6.2f GFLOP/s\n", (double)tf, (double)(flops / tf / 1e9)));
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "backward  %8.4f s  %6.2f GFLOP/s (dW and dx)\n", (double)tb, (double)(2 * flops / tb / 1e9)));
-  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "summary: layer=conv3d:%s input=%" PetscInt_FMT "x%" PetscInt_FMT "x%" PetscInt_FMT "x%" PetscInt_FMT " output=%s batch=%" PetscInt_FMT " forward_s=%.4f backward_s=%.4f fwdbwd_s=%.4f fwdbwd_gflops=%.2f\n",
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "summary: layer=conv3d:%s input=%" PetscInt_FMT "x%" PetscInt_FMT "x%" PetscInt_FMT "x%" PetscInt_FMT " output=%s batch=%" PetscInt_FMT " forward_s=%.4f backward_s=%.4f fwdbwd_s=%.4f fwdbwd_gflops=%.2f",
                         args, S, S, S, cin, shape, n, (double)tf, (double)tb, (double)(tf + tb), (double)(3 * flops / (tf + tb) / 1e9)));
+  { /* the BLAS's kernels (issue 31): a rate is read with what it ran on */
+    const char *blascore;
+
+    PetscCall(PetNetGetBLASInfo(NULL, &blascore));
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD, " blas_core=%s\n", blascore));
+  }
   PetscCall(PetscFree6(theta, dtheta, x, y, dy, dx));
   PetscCall(LayerDestroy(&layer));
   PetscCall(PetscFinalize());

@@ -1,7 +1,10 @@
-static const char help[] = "Measures this machine's dgemm and sgemm rates (GFLOP/s) through its BLAS, for the shapes of a training step.\n";
+static const char help[] = "Measures this machine's dgemm and sgemm rates (GFLOP/s) through its BLAS, for the shapes of a training step.\n"
+                           "The first line names the BLAS, its kernels (core) and the CPU's features (PetNetBLASView()); the last is\n"
+                           "dgemm_gflops=... sgemm_mlp_gflops=... blas_core=..., which share/bench/run reads.\n";
 
 #include <petscsys.h>
 #include <petscblaslapack.h>
+#include <petnetsys.h>
 
 /* GFLOP/s of C (m x n) = A^T (k x m)^T B (k x n), repeated until at least 0.5 s have passed */
 static PetscErrorCode Rate(PetscInt m, PetscInt n, PetscInt k, PetscReal *gflops)
@@ -65,12 +68,19 @@ int main(int argc, char **argv)
   PetscReal big, mlp, sbig, smlp;
 
   PetscCall(PetscInitialize(&argc, &argv, NULL, help));
+  PetscCall(PetNetBLASView(PETSC_VIEWER_STDOUT_WORLD)); /* what the rates below ran on */
   PetscCall(Rate(1024, 1024, 1024, &big));
   PetscCall(Rate(256, 128, 784, &mlp));
   PetscCall(RateSingle(1024, 1024, 1024, &sbig));
   PetscCall(RateSingle(256, 128, 784, &smlp));
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "dgemm: %.1f GFLOP/s at 1024^3, %.1f GFLOP/s at the MLP's first layer (256 x 128 x 784); sgemm: %.1f and %.1f\n", (double)big, (double)mlp, (double)sbig, (double)smlp));
-  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "dgemm_gflops=%.2f dgemm_mlp_gflops=%.2f sgemm_gflops=%.2f sgemm_mlp_gflops=%.2f\n", (double)big, (double)mlp, (double)sbig, (double)smlp));
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "dgemm_gflops=%.2f dgemm_mlp_gflops=%.2f sgemm_gflops=%.2f sgemm_mlp_gflops=%.2f", (double)big, (double)mlp, (double)sbig, (double)smlp));
+  { /* the BLAS's kernels (issue 31) */
+    const char *blascore;
+
+    PetscCall(PetNetGetBLASInfo(NULL, &blascore));
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD, " blas_core=%s\n", blascore));
+  }
   PetscCall(PetscFinalize());
   return 0;
 }

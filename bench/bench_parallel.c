@@ -825,7 +825,13 @@ int main(int argc, char **argv)
   if (reference > 0) PetscCall(PetscPrintf(comm, " of_reference=%.3f", peak / 1048576.0 / (double)reference));
   PetscCall(PetscPrintf(comm, "\n"));
   PetscCall(
-      PetscPrintf(comm, "summary: mode=%s ranks=%d params=%" PetscInt_FMT " peak_mem_per_rank_mb=%.1f step_time_s=%.4g comm_bytes_per_step=%.0f\n", NetParallelTypes[mode], size, nparams, peak / 1048576.0, seconds / steps, CommTotal(&sum) / steps));
+      PetscPrintf(comm, "summary: mode=%s ranks=%d params=%" PetscInt_FMT " peak_mem_per_rank_mb=%.1f step_time_s=%.4g comm_bytes_per_step=%.0f", NetParallelTypes[mode], size, nparams, peak / 1048576.0, seconds / steps, CommTotal(&sum) / steps));
+  { /* the BLAS's kernels (issue 31): a rate is read with what it ran on */
+    const char *blascore;
+
+    PetscCall(PetNetGetBLASInfo(NULL, &blascore));
+    PetscCall(PetscPrintf(comm, " blas_core=%s\n", blascore));
+  }
 
   PetscCall(TaoDestroy(&tao));
   PetscCall(VecDestroy(&G));

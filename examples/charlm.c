@@ -413,9 +413,15 @@ int main(int argc, char **argv)
   PetscCall(NetGetParallel(net, &parallel));
   PetscCall(PetscPrintf(comm,
                         "summary: model=charlm params=%" PetscInt_FMT " context=%" PetscInt_FMT " iterations=%" PetscInt_FMT " train_loss=%.10f val_bpc=%.10f tokens_per_s=%.0f train_time_s=%.2f ranks=%d precision=%s parallel=%s vocab=%" PetscInt_FMT
-                        " batch=%" PetscInt_FMT " train_chars=%" PetscInt_FMT " val_chars=%" PetscInt_FMT " arch=%s step_ms=%.2f\n",
+                        " batch=%" PetscInt_FMT " train_chars=%" PetscInt_FMT " val_chars=%" PetscInt_FMT " arch=%s step_ms=%.2f",
                         nparams, T, niter, (double)trainloss, (double)(valnats / PetscLogReal(2.0)), t1 > t0 ? (double)((PetscReal)niter * s.B * T / (t1 - t0)) : 0.0, (double)(t1 - t0), size, NetPrecisions[precision], NetParallelTypes[parallel],
                         corpus.V, s.B, corpus.ntrain, corpus.nval, arch, (double)stepms));
+  { /* the BLAS's kernels (issue 31): a rate is read with what it ran on */
+    const char *blascore;
+
+    PetscCall(PetNetGetBLASInfo(NULL, &blascore));
+    PetscCall(PetscPrintf(comm, " blas_core=%s\n", blascore));
+  }
 
   PetscCall(TaoDestroy(&tao));
   PetscCall(LossDestroy(&s.loss));

@@ -88,9 +88,15 @@ int main(int argc, char **argv)
     PetscCall(Cosmo3dTrain(&opt, &res));
     PetscCall(PetscPrintf(PETSC_COMM_WORLD,
                           "summary: grid=%" PetscInt_FMT " channels=%" PetscInt_FMT " ranks=%d groups=%d params=%" PetscInt_FMT " iterations=%" PetscInt_FMT " batch=%" PetscInt_FMT " test=%" PetscInt_FMT
-                          " rel_error=%.4f rel_error_A=%.4f rel_error_n=%.4f first_loss=%.4e train_loss=%.4e train_time_s=%.1f step_time_s=%.4f peak_mem_per_rank_mb=%.1f\n",
+                          " rel_error=%.4f rel_error_A=%.4f rel_error_n=%.4f first_loss=%.4e train_loss=%.4e train_time_s=%.1f step_time_s=%.4f peak_mem_per_rank_mb=%.1f",
                           N, channels, size, res.ngroups, res.nparams, res.iterations, batch * res.ngroups, test, (double)PetscMax(res.errA, res.errn), (double)res.errA, (double)res.errn, (double)res.first_loss, (double)res.train_loss,
                           (double)res.train_time, (double)res.step_time, (double)res.peak_mem_mb));
+    { /* the BLAS's kernels (issue 31): a time is read with what it ran on */
+      const char *blascore;
+
+      PetscCall(PetNetGetBLASInfo(NULL, &blascore));
+      PetscCall(PetscPrintf(PETSC_COMM_WORLD, " blas_core=%s\n", blascore));
+    }
     PetscCall(PetscFinalize());
     return 0;
   }

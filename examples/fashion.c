@@ -79,6 +79,12 @@ int main(int argc, char **argv)
     PetscCall(NetGetBackend(net, &backend));
     PetscCall(PetscPrintf(comm, " backend=%s", NetBackends[backend]));
   }
+  { /* the BLAS's kernels (issue 31): a rate is read with what it ran on */
+    const char *blascore;
+
+    PetscCall(PetNetGetBLASInfo(NULL, &blascore));
+    PetscCall(PetscPrintf(comm, " blas_core=%s", blascore));
+  }
   PetscCall(PetscPrintf(comm, "\n"));
 
   PetscCall(TrainerDestroy(&trainer));

@@ -133,7 +133,13 @@ int main(int argc, char **argv)
   }
   PetscCall(TaoSolve(tao));
   PetscCall(TaoGetSolutionStatus(tao, &its, &f, NULL, NULL, NULL, NULL));
-  PetscCall(PetscPrintf(comm, "summary: nodes=%" PetscInt_FMT " parameters=%" PetscInt_FMT " iterations=%" PetscInt_FMT " loss0=%.4e loss=%.3e\n", ctx.N, P, its, (double)f0, (double)f));
+  PetscCall(PetscPrintf(comm, "summary: nodes=%" PetscInt_FMT " parameters=%" PetscInt_FMT " iterations=%" PetscInt_FMT " loss0=%.4e loss=%.3e", ctx.N, P, its, (double)f0, (double)f));
+  { /* the BLAS's kernels (issue 31): a time is read with what it ran on */
+    const char *blascore;
+
+    PetscCall(PetNetGetBLASInfo(NULL, &blascore));
+    PetscCall(PetscPrintf(comm, " blas_core=%s\n", blascore));
+  }
 
   PetscCall(TaoDestroy(&tao));
   PetscCall(VecDestroy(&theta));

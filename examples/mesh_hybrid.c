@@ -450,8 +450,14 @@ int main(int argc, char **argv)
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "relative L2 error of the trajectories: held-out (%" PetscInt_FMT " initial conditions) %.6e (untrained model %.6e), training trajectory 0 %.6e\n", app.ntest, (double)err, (double)err0, (double)errtrain));
   PetscCall(PetscPrintf(PETSC_COMM_WORLD,
                         "summary: model=mesh_hybrid_fhn ranks=%d nodes=%" PetscInt_FMT " params=%" PetscInt_FMT " trajectories=%" PetscInt_FMT " test=%" PetscInt_FMT " snapshots=%" PetscInt_FMT " optimizer=%s iterations=%" PetscInt_FMT
-                        " loss=%.6e rel_error=%.6e rel_error_untrained=%.6e train_time_s=%.2f solve_time_s=%.4f\n",
+                        " loss=%.6e rel_error=%.6e rel_error_untrained=%.6e train_time_s=%.2f solve_time_s=%.4f",
                         size, app.mp.N, nparams, hp->ntrain, app.ntest, hp->nobs, taotype, its, (double)loss, (double)err, (double)err0, (double)ttrain, (double)tsolve));
+  { /* the BLAS's kernels (issue 31): a time is read with what it ran on */
+    const char *blascore;
+
+    PetscCall(PetNetGetBLASInfo(NULL, &blascore));
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD, " blas_core=%s\n", blascore));
+  }
 
   PetscCall(TaoDestroy(&tao));
   PetscCall(TSDestroy(&ts));

@@ -346,8 +346,14 @@ int main(int argc, char **argv)
   PetscCall(PetscPrintf(comm, "time: solve %.3f ms/sample (assembly + KSP), surrogate %.3f ms/sample (features + forward, %" PetscInt_FMT " samples at once), training %.2f s\n", 1e3 * tsolve / (ntrain + ntest), 1e3 * tinfer / ntest, ntest, ttrain));
   PetscCall(PetscPrintf(comm,
                         "summary: example=mesh_surrogate ranks=%d nodes=%" PetscInt_FMT " train=%" PetscInt_FMT " test=%" PetscInt_FMT " params=%" PetscInt_FMT " iterations=%" PetscInt_FMT
-                        " loss=%.4e rel_error=%.4e rel_error_train=%.4e train_time_s=%.2f solve_time_ms=%.3f infer_time_ms=%.3f\n",
+                        " loss=%.4e rel_error=%.4e rel_error_train=%.4e train_time_s=%.2f solve_time_ms=%.3f infer_time_ms=%.3f",
                         size, mp.N, ntrain, ntest, P, its, (double)f, (double)errtest, (double)errtrain, ttrain, 1e3 * tsolve / (ntrain + ntest), 1e3 * tinfer / ntest));
+  { /* the BLAS's kernels (issue 31): a time is read with what it ran on */
+    const char *blascore;
+
+    PetscCall(PetNetGetBLASInfo(NULL, &blascore));
+    PetscCall(PetscPrintf(comm, " blas_core=%s\n", blascore));
+  }
 
   PetscCall(TaoDestroy(&tao));
   PetscCall(VecDestroy(&theta));

@@ -61,7 +61,13 @@ int main(int argc, char **argv)
     PetscCall(PetscPrintf(comm, " test_loss=%.6f test_accuracy=%.4f", (double)testloss, (double)testacc));
   else if (testloss >= 0) /* no loss: a Dataset of inputs only (-predict_dataset_hdf5_targets none) */
     PetscCall(PetscPrintf(comm, " test_loss=%.6f", (double)testloss));
-  PetscCall(PetscPrintf(comm, " time_s=%.3f\n", (double)(t1 - t0)));
+  PetscCall(PetscPrintf(comm, " time_s=%.3f", (double)(t1 - t0)));
+  { /* the BLAS's kernels (issue 31): a time is read with what it ran on */
+    const char *blascore;
+
+    PetscCall(PetNetGetBLASInfo(NULL, &blascore));
+    PetscCall(PetscPrintf(comm, " blas_core=%s\n", blascore));
+  }
 
   PetscCall(VecDestroy(&Y));
   PetscCall(TrainerDestroy(&trainer));

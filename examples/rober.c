@@ -603,8 +603,14 @@ int main(int argc, char **argv)
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "rates: k1 %.6e (true %.2e)  k2 %.6e (true %.2e)  k3 %.6e (true %.2e)\n", (double)k[0], (double)TrueRates[0], (double)k[1], (double)TrueRates[1], (double)k[2], (double)TrueRates[2]));
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "rk 4 on the same steps: loss %s at the starting rates (state off the simplex from t = %.3e), %s at the true rates (from t = %.3e)\n", sfe0, (double)blow0, sfe1, (double)blow1));
   PetscCall(PetscPrintf(PETSC_COMM_WORLD,
-                        "summary: integrator=%s steps=%" PetscInt_FMT " iterations=%" PetscInt_FMT " initial_loss=%s final_loss=%s loss_ratio=%s k1=%.6e k2=%.6e k3=%.6e max_rel_err=%.3e explicit_loss=%s explicit_diverged=%d train_time_s=%.3f\n",
+                        "summary: integrator=%s steps=%" PetscInt_FMT " iterations=%" PetscInt_FMT " initial_loss=%s final_loss=%s loss_ratio=%s k1=%.6e k2=%.6e k3=%.6e max_rel_err=%.3e explicit_loss=%s explicit_diverged=%d train_time_s=%.3f",
                         tstype, pb.ngrid, niter, sf0, sf, sratio, (double)k[0], (double)k[1], (double)k[2], (double)maxerr, sfe0, (div0 && div1) ? 1 : 0, (double)(t1 - t0)));
+  { /* the BLAS's kernels (issue 31): a time is read with what it ran on */
+    const char *blascore;
+
+    PetscCall(PetNetGetBLASInfo(NULL, &blascore));
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD, " blas_core=%s\n", blascore));
+  }
 
   PetscCall(TaoDestroy(&tao));
   PetscCall(VecDestroy(&x));

@@ -329,8 +329,14 @@ static PetscErrorCode CheckDense(MPI_Comm comm)
   /* the finite-difference check applies to the exact Hessian only: its key is left out of a Gauss-Newton summary */
   PetscCall(PetscPrintf(comm, "summary: check=dense net=%s hessian=%s params=%" PetscInt_FMT " ranks=%d k=%" PetscInt_FMT " lambda_max=%.10e", kind, htype == LOSS_HESSIAN_EXACT ? "exact" : "gn", P, size, k, (double)lam[P - 1]));
   if (htype == LOSS_HESSIAN_EXACT) PetscCall(PetscPrintf(comm, " max_fd_err=%.2e", (double)fderr));
-  PetscCall(PetscPrintf(comm, " max_sym_err=%.2e max_rel_err=%.2e sv_rel_err=%.2e trace=%.8e trace_hutchinson_err=%.3f trace_slq_err=%.3f slq_lambda_max_err=%.2e time_s=%.2f\n", (double)symerr, (double)relerr, (double)sverr, (double)trace,
+  PetscCall(PetscPrintf(comm, " max_sym_err=%.2e max_rel_err=%.2e sv_rel_err=%.2e trace=%.8e trace_hutchinson_err=%.3f trace_slq_err=%.3f slq_lambda_max_err=%.2e time_s=%.2f", (double)symerr, (double)relerr, (double)sverr, (double)trace,
                         (double)(PetscAbsReal(hutch - trace) / PetscAbsReal(trace)), (double)(PetscAbsReal(slqtrace - trace) / PetscAbsReal(trace)), (double)(PetscAbsReal(slqmax - lam[P - 1]) / PetscAbsReal(lam[P - 1])), (double)(t1 - t0)));
+  { /* the BLAS's kernels (issue 31): a time is read with what it ran on */
+    const char *blascore;
+
+    PetscCall(PetNetGetBLASInfo(NULL, &blascore));
+    PetscCall(PetscPrintf(comm, " blas_core=%s\n", blascore));
+  }
   PetscCall(PetscFree2(nodes, weights));
   PetscCall(PetscFree(eig));
   PetscCall(PetscFree5(Hd, Hfd, gp, gm, lam));
@@ -466,9 +472,15 @@ int main(int argc, char **argv)
   PetscCall(PetscTime(&t1));
   PetscCall(PetscPrintf(comm,
                         "summary: hessian=%s samples=%" PetscInt_FMT " params=%" PetscInt_FMT " ranks=%d k=%" PetscInt_FMT " converged=%" PetscInt_FMT " lambda_max=%.8e lambda_k=%.8e trace=%.6e products=%" PetscInt_FMT
-                        " lipschitz=%.6e weights=%" PetscInt_FMT " ode_layers=%" PetscInt_FMT " stiffness_ratio=%.4e stiffness_warning=%d time_s=%.2f\n",
+                        " lipschitz=%.6e weights=%" PetscInt_FMT " ode_layers=%" PetscInt_FMT " stiffness_ratio=%.4e stiffness_warning=%d time_s=%.2f",
                         htype == LOSS_HESSIAN_EXACT ? "exact" : "gn", nsamples, nparams, size, k, nconv, (double)eig[0], (double)eig[nconv ? nconv - 1 : 0], (double)trace, napply, (double)lip, nweights, nodes, (double)ratio, (int)warned,
                         (double)(t1 - t0)));
+  { /* the BLAS's kernels (issue 31): a time is read with what it ran on */
+    const char *blascore;
+
+    PetscCall(PetNetGetBLASInfo(NULL, &blascore));
+    PetscCall(PetscPrintf(comm, " blas_core=%s\n", blascore));
+  }
   PetscCall(SpectrumDestroy(&sp));
   PetscCall(LossDestroy(&loss));
   PetscCall(NetDestroy(&net));

@@ -724,8 +724,14 @@ int main(int argc, char **argv)
   PetscCall(NetSaveFromOptions(net)); /* -net_save FILE: the trained Net (TAO trained the Net's own parameter Vec) */
   PetscCall(TaoGetIterationNumber(tao, &niter));
   PetscCall(TrajectoryMAE(net, s.nobs, s.dt, s.data, &mae));
-  PetscCall(PetscPrintf(comm, "summary: iterations=%" PetscInt_FMT " batch=%" PetscInt_FMT " window=%" PetscInt_FMT " ranks=%d last_batch_loss=%.6f mae=%.6f train_time_s=%.3f train_cpu_s=%.3f\n", niter, s.batch, s.window, size, (double)s.lastloss,
+  PetscCall(PetscPrintf(comm, "summary: iterations=%" PetscInt_FMT " batch=%" PetscInt_FMT " window=%" PetscInt_FMT " ranks=%d last_batch_loss=%.6f mae=%.6f train_time_s=%.3f train_cpu_s=%.3f", niter, s.batch, s.window, size, (double)s.lastloss,
                         (double)mae, (double)(t1 - t0 - mon.evaltime), (double)(c1 - c0 - mon.evalcpu)));
+  { /* the BLAS's kernels (issue 31): a time is read with what it ran on */
+    const char *blascore;
+
+    PetscCall(PetNetGetBLASInfo(NULL, &blascore));
+    PetscCall(PetscPrintf(comm, " blas_core=%s\n", blascore));
+  }
 
   PetscCall(TaoDestroy(&tao));
   PetscCall(TSDestroy(&s.ts));

@@ -249,8 +249,14 @@ int main(int argc, char **argv)
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "time per sample: KSP solve %.4f ms (one rank, summed over ranks / samples), surrogate %.4f ms (%d rank(s), test batch of %" PetscInt_FMT ")\n", 1e3 * tksp / Ntest, 1e3 * tnet / Ntest, size, Ntest));
   PetscCall(PetscPrintf(PETSC_COMM_WORLD,
                         "summary: model=surrogate_%s grid=%" PetscInt_FMT "x%" PetscInt_FMT " ranks=%d params=%" PetscInt_FMT " train_samples=%" PetscInt_FMT " test_samples=%" PetscInt_FMT " optimizer=%s epochs=%" PetscInt_FMT
-                        " train_loss=%.6e test_loss=%.6e rel_error=%.6e rel_error_train=%.6e train_time_s=%.2f data_time_s=%.2f ksp_ms_per_sample=%.4f surrogate_ms_per_sample=%.4f\n",
+                        " train_loss=%.6e test_loss=%.6e rel_error=%.6e rel_error_train=%.6e train_time_s=%.2f data_time_s=%.2f ksp_ms_per_sample=%.4f surrogate_ms_per_sample=%.4f",
                         SurrogateProblemTypes[problem], n, n, size, nparams, Ntrain, Ntest, taotype, epochs, (double)trainloss, (double)testloss, (double)err, (double)errtrain, (double)seconds, (double)tdata, 1e3 * tksp / Ntest, 1e3 * tnet / Ntest));
+  { /* the BLAS's kernels (issue 31): a time is read with what it ran on */
+    const char *blascore;
+
+    PetscCall(PetNetGetBLASInfo(NULL, &blascore));
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD, " blas_core=%s\n", blascore));
+  }
 
   PetscCall(TrainerDestroy(&trainer));
   PetscCall(LossDestroy(&loss));

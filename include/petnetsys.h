@@ -67,5 +67,13 @@ PETSC_EXTERN PetscErrorCode PetNetGetDataFile(const char[], size_t, char[]);
 PETSC_EXTERN PetscErrorCode PetNetSetNumThreads(PetscInt);
 PETSC_EXTERN PetscErrorCode PetNetGetNumThreads(PetscInt *);
 
+/* The BLAS and the CPU in view (src/sys/cpuinfo.c): the BLAS's name and kernels, the CPU's vector and matrix units, the
+   OPENBLAS_CORETYPE that would run faster kernels, one line for views, and the once-per-job warning */
+PETSC_EXTERN PetscErrorCode PetNetGetBLASInfo(const char **, const char **);
+PETSC_EXTERN PetscErrorCode PetNetGetCPUFeatures(const char **);
+PETSC_EXTERN PetscErrorCode PetNetGetBLASCoreAdvice(const char **);
+PETSC_EXTERN PetscErrorCode PetNetBLASView(PetscViewer);
+PETSC_EXTERN PetscErrorCode PetNetBLASCheck(MPI_Comm);
+
 /* Distributed tensors: layouts over a grid of ranks, and the data movements between them as operators */
 #include <petnetlayout.h>

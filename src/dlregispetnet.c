@@ -58,9 +58,17 @@ PetscErrorCode PetNetInitializePackage(void)
   own package. Kinds that an upper package registers in a lower one's registry (the ode layer kind, from the TS
   package) are known only once that package is initialized: PetNetInitialize() makes every kind available at once.
 
+  It then reads the BLAS's kernels and the CPU's features (PetNetBLASCheck()): when OpenBLAS runs kernels slower than
+  the CPU can (its generic Prescott kernels on a CPU with AVX2), the first rank prints one warning on standard error
+  with the OPENBLAS_CORETYPE that fixes it (-petnet_blas_warning 0 silences it); with -log_view the BLAS line
+  (PetNetBLASView()) is printed above the log.
+
+  Options Database Key:
+. -petnet_blas_warning <bool> - warn when the BLAS runs slower kernels than the CPU can (default true)
+
   Level: beginner
 
-.seealso: `PetNetInitializePackage()`, `PetscInitialize()`, `PetscFinalize()`, `PetNetGetDataFile()`
+.seealso: `PetNetInitializePackage()`, `PetscInitialize()`, `PetscFinalize()`, `PetNetGetDataFile()`, `PetNetBLASCheck()`
 @*/
 PetscErrorCode PetNetInitialize(int *argc, char ***args, const char file[], const char help[])
 {
@@ -83,5 +91,6 @@ PetscErrorCode PetNetInitialize(int *argc, char ***args, const char file[], cons
   }
   PetscCall(PetscInitialize(argc, args, file, help));
   PetscCall(PetNetInitializePackage());
+  PetscCall(PetNetBLASCheck(PETSC_COMM_WORLD)); /* the BLAS's kernels against the CPU: a warning once, -log_view's line */
   PetscFunctionReturn(0);
 }

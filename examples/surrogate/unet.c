@@ -443,9 +443,15 @@ PetscErrorCode SurrogateUNetRun(const SurrogateUNetOptions *opt)
   PetscCall(PetscPrintf(u.comm, "time per field on %d rank(s): KSP solve %.4f ms, surrogate %.4f ms (batches of %" PetscInt_FMT ")\n", size, 1e3 * tksp / opt->Ntest, 1e3 * tnet / opt->Ntest, opt->nf));
   PetscCall(PetscPrintf(u.comm,
                         "summary: model=unet problem=%s grid=%" PetscInt_FMT "x%" PetscInt_FMT " ranks=%d params=%" PetscInt_FMT " train_samples=%" PetscInt_FMT " test_samples=%" PetscInt_FMT " batch=%" PetscInt_FMT
-                        " optimizer=%s epochs=%" PetscInt_FMT " iterations=%" PetscInt_FMT " train_loss=%.6e test_loss=%.6e rel_error=%.6e rel_error_train=%.6e train_time_s=%.2f data_time_s=%.2f ksp_ms_per_sample=%.4f surrogate_ms_per_sample=%.4f\n",
+                        " optimizer=%s epochs=%" PetscInt_FMT " iterations=%" PetscInt_FMT " train_loss=%.6e test_loss=%.6e rel_error=%.6e rel_error_train=%.6e train_time_s=%.2f data_time_s=%.2f ksp_ms_per_sample=%.4f surrogate_ms_per_sample=%.4f",
                         SurrogateProblemTypes[opt->problem], opt->n, opt->n, size, nparams, opt->Ntrain, opt->Ntest, opt->nf, taotype, (its + u.nbatches - 1) / u.nbatches, its, (double)trainloss, (double)testloss, (double)err, (double)errtrain,
                         (double)ttrain, (double)tdata, 1e3 * tksp / opt->Ntest, 1e3 * tnet / opt->Ntest));
+  { /* the BLAS's kernels (issue 31): a time is read with what it ran on */
+    const char *blascore;
+
+    PetscCall(PetNetGetBLASInfo(NULL, &blascore));
+    PetscCall(PetscPrintf(u.comm, " blas_core=%s\n", blascore));
+  }
 
   PetscCall(TaoDestroy(&tao));
   PetscCall(VecDestroy(&theta));

@@ -108,8 +108,9 @@ def split_params(plist):
 
 
 def is_output(func, ptype, pname):
-    """A non-const pointer or array argument, other than a void * context or the handle a Destroy frees."""
-    if "(" in ptype or ptype.startswith("const ") or re.match(r"^void\s*\*$", ptype):
+    """A non-const pointer or array argument, other than a void * context or the handle a Destroy frees; a pointer to a
+    pointer to const (const char **name) is an output: the function writes the pointer."""
+    if "(" in ptype or (ptype.startswith("const ") and ptype.count("*") < 2) or re.match(r"^void\s*\*$", ptype):
         return False
     if not ("*" in ptype or "[" in ptype):
         return False

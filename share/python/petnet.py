@@ -135,6 +135,8 @@ _C = {
         "PetNetInitializePackage": (),
         "PetNetSetNumThreads": (_I,),
         "PetNetGetNumThreads": (_PI,),
+        "PetNetGetBLASInfo": (ctypes.POINTER(_S), ctypes.POINTER(_S)),
+        "PetNetGetCPUFeatures": (ctypes.POINTER(_S),),
         "PetscObjectReference": (_P,),
         "NetCreate": (_Comm, _P),
         "NetSetLayers": (_P, _S),
@@ -941,6 +943,19 @@ def getNumThreads():
     """PetNetGetNumThreads: the threads of this process (the default, OMP_NUM_THREADS or the cores over the ranks on
     the node, until set)."""
     return _out(_Int, _C["PetNetGetNumThreads"])
+
+
+def getBLASInfo():
+    """PetNetGetBLASInfo: (name, core) of the BLAS the layers' GEMMs call, e.g. ("OpenBLAS 0.3.21", "Zen"); another
+    BLAS is named by its library, with core "unknown"."""
+    name, core = ctypes.c_char_p(), ctypes.c_char_p()
+    _check(_C["PetNetGetBLASInfo"](ctypes.byref(name), ctypes.byref(core)))
+    return name.value.decode(), core.value.decode()
+
+
+def getCPUFeatures():
+    """PetNetGetCPUFeatures: the CPU's vector and matrix units that matter to GEMMs, e.g. "avx avx2 fma"."""
+    return _out(_S, _C["PetNetGetCPUFeatures"]).decode()
 
 
 # ---------------------------------------------------------------------------------------------------------------------

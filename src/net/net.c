@@ -930,7 +930,8 @@ static PetscBool NetIsChain_Private(Net net)
 /*@
   NetView - a table of the layers (nodes): index, spec, kind, output shape, parameters, and the total; for a graph also
   each node's name and inputs; for a model-parallel node its grid of ranks, the data movement around it and each
-  rank's block of the weights. A binary or HDF5 viewer gets the model itself (NetWrite()).
+  rank's block of the weights. A binary or HDF5 viewer gets the model itself (NetWrite()). The first ASCII view of a
+  program starts with the line of PetNetBLASView() (the BLAS, its core, the CPU's features).
 
   Collective
 
@@ -972,6 +973,13 @@ PetscErrorCode NetView(Net net, PetscViewer viewer)
                "NetView() cannot write a Net to a %s viewer: use ascii (the table of layers), binary or hdf5 (the model, as NetSave()), e.g. -net_view binary:net.petnet or -net_view hdf5:net.h5", ((PetscObject)viewer)->type_name);
     PetscCall(NetWrite(net, viewer));
     PetscFunctionReturn(0);
+  }
+  { /* the BLAS and the CPU, once per program, above the first table: what the Net's GEMMs run on (tests/numdiff
+       skips the line, which depends on the machine) */
+    static PetscBool blasviewed = PETSC_FALSE;
+
+    if (!blasviewed) PetscCall(PetNetBLASView(viewer));
+    blasviewed = PETSC_TRUE;
   }
   { /* as PetscObjectPrintClassNamePrefixType(), without its "type not yet set": a Net has no type */
     const char *prefix, *name = ((PetscObject)net)->name;

@@ -30,10 +30,11 @@ def main():
     trainer.setFromOptions()
     r = trainer.train()
     PETSc.Sys.Print("summary: model=%s optimizer=%s epochs=%d params=%d train_samples=%d test_samples=%d ranks=%d "
-                    "train_loss=%.6f test_loss=%.6f test_accuracy=%.4f train_time_s=%.2f threads=%d precision=%s backend=%s" %
+                    "train_loss=%.6f test_loss=%.6f test_accuracy=%.4f train_time_s=%.2f threads=%d precision=%s backend=%s "
+                    "blas_core=%s" %
                     (model, trainer.getTao().getType(), r.epochs, net.getNumParameters(), train.getSize(),
                      test.getSize(), comm.size, r.train_loss, r.test_loss, r.test_accuracy, r.seconds,
-                     petnet.getNumThreads(), net.getPrecision(), net.getBackend()))
+                     petnet.getNumThreads(), net.getPrecision(), net.getBackend(), petnet.getBLASInfo()[1]))
 
 
 main()
