@@ -45,6 +45,7 @@ typedef struct {
   PetscErrorCode (*createstate)(Tao);       /* get the state Vecs the settings need (TaoOptimGetStateVec_Private) */
   PetscErrorCode (*update)(Tao, PetscReal); /* x <- x - lr * (...) from tao->gradient; one pass over the local arrays */
   PetscErrorCode (*destroy)(Tao);           /* free data and the kind's composed functions */
+  PetscErrorCode (*settings)(Tao, PetNetTaoSettings *); /* the kind's hyperparameters (nhyper, names, values) */
 } TaoOptimOps;
 
 typedef struct {
