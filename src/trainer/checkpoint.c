@@ -43,7 +43,6 @@
 */
 #include <petnet/private/trainerimpl.h>
 #include <petnet/private/datasetimpl.h>
-#include <petnet/private/layerimpl.h>
 #include <petnetoptim.h>
 #include <errno.h>
 #include <stdio.h>
@@ -595,7 +594,7 @@ static PetscErrorCode TrainerWriteCheckpointFile_Private(Trainer tr, const char 
 }
 
 /*@C
-  TrainerSaveCheckpoint - writes a training checkpoint: parameters, optimizer state, epoch and early-stopping state
+  TrainerSaveCheckpoint - writes a training checkpoint: everything that defines the rest of the run
 
   Collective on tr
 
@@ -608,8 +607,10 @@ static PetscErrorCode TrainerWriteCheckpointFile_Private(Trainer tr, const char 
 - -trainer_checkpoint_every <N>    - every N epochs (0: only at the end)
 
   Notes:
-  The file also holds the Net's layer list, checked by TrainerLoadCheckpoint(), and ends with a crc32 of its contents,
-  verified on load. The data order needs no state: epoch e draws it from (seed, e).
+  The checkpoint holds the parameters, the optimizer's state Vecs, update count and settings, the learning-rate
+  schedule and its horizon, the data's and the masks' seeds and counters, the epoch, early stopping's state and every
+  epoch's metrics (format 5; what a restart does with each: TrainerLoadCheckpoint()). The file also holds the Net's
+  layer list, checked by TrainerLoadCheckpoint(), and ends with a crc32 of its contents, verified on load. The data order needs no state: epoch e draws it from (seed, e).
 
   Rank 0 writes the file alone, after the parameters and the optimizer state are gathered to it, and every rank learns
   the outcome (PetNetWriteAgree()): a write that fails (full disk, quota) is the same error on every rank, naming the
@@ -699,7 +700,8 @@ static PetscErrorCode TrainerReadCheckpoint_Private(Trainer tr, PetscViewer view
 
   Notes:
   Restores the parameters, the optimizer's state Vecs and update count, the epoch and the early-stopping state;
-  TrainerTrain() then runs the remaining epochs and ends with the same weights as an uninterrupted run. A different
+  TrainerTrain() then runs the remaining epochs and ends with the same weights as an uninterrupted run (the same bits
+  on the same rank count, round-off on another). A different
   network (layer list or parameter count) or optimizer state is refused with an error saying what differs; so are
   (format version 3) another batch size or number of training samples (-trainer_batch_size, -train_dataset_limit),
   which would draw another data order and count other optimizer steps. The last epoch's training loss is restored
@@ -709,11 +711,21 @@ static PetscErrorCode TrainerReadCheckpoint_Private(Trainer tr, PetscViewer view
   progress line ends in "(restored)"), so that a CSV monitor's file and the -trainer_monitor_plot image cover the whole
   run, not only the epochs after the restart.
 
+  Format version 5 holds what defines the rest of the run besides: the optimizer's type, rates and settings
+  (PetNetTaoGetSettings()), the learning-rate schedule with its horizon as the writing run resolved it, the training
+  data's seed, each dropout and attention layer's seed and pass counter, the mode and the run's -trainer_epochs. What
+  the command line cannot change without leaving that run (another -tao_type, rate, beta, schedule, warm-up, seed,
+  mode) is refused naming the option and both values; another -trainer_epochs extends the run, stated in one line:
+  the schedule keeps the checkpoint's horizon (a cosine that has ended stays at lr_min) unless
+  -tao_lr_cosine_iterations is given. The pass counters are restored, so dropout draws the masks the uninterrupted run
+  would have drawn. A full-batch TAO type that is not PetNet's restarts afresh (its memory is not saved), stated too.
+
   The file is checked before anything is read: a truncated file, a checksum that does not match (a damaged file), an
   impossible header, or an epoch outside 0..-trainer_epochs are errors naming the file. Version 1 checkpoints (before
   checksums) are still read, with the size check only; version 2 checkpoints (without the run's batch size, sample
   count and last training loss) without those checks; version 3 checkpoints without the history (the monitors and the
-  plot then see only the epochs after the restart).
+  plot then see only the epochs after the restart); version 4 checkpoints without the run section (the schedule's
+  horizon is then the restarted run's, the masks' counters start at 0, nothing else is compared).
 
   Level: intermediate
 

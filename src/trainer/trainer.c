@@ -355,6 +355,10 @@ PetscErrorCode TrainerSetEpochs(Trainer tr, PetscInt epochs)
 . -trainer_checkpoint <file>           - checkpoint file, written atomically
 . -trainer_checkpoint_every <N>        - every N epochs (0: only at the end)
 . -trainer_restart <file>              - resume from this checkpoint
+. -trainer_fail_after_epoch <N>       - testing aid: once epoch N (and its checkpoint) has ended on every rank, a rank
+                                         kills itself with SIGKILL, as a failure would (-1: never; share/petnet-run
+                                         restarts such a job)
+. -trainer_fail_rank <R>               - ... that rank (default 0)
 . -trainer_monitor [ascii,csv,draw][:file] - monitors at the end of every epoch (default: ascii, the progress line on
                                          standard output): ascii:file, csv[:file] or ascii:file:ascii_csv (one row of
                                          metrics per epoch), draw (PetscDrawLG curves), a comma-separated list of them
