@@ -11,6 +11,9 @@
   2026-11-29 the same way). The reader of format 5 checks the run section's lengths with the header (sizes) and its
   contents before use (announced layers and settings, types, seeds).
 
+  Fuzzed again after format 5 (2026-11-29, clang 14 -fsanitize=fuzzer,address, 181 s, 46,170 inputs, 2,661 edges, the
+  same flags): no crash, no hang, no sanitizer error.
+
   Fuzzed with clang 14 -fsanitize=fuzzer,address for 241 s (88,137 inputs, 1,659 edges, -detect_leaks=0 -timeout=10):
   no crash, no hang, no sanitizer error (at exit, LeakSanitizer lists only Open MPI's never-finalized allocations).
 */
