@@ -797,7 +797,6 @@ PetscErrorCode TrainerLoadCheckpoint(Trainer tr, const char file[])
   if (h[1] >= 3) PetscCall(TrainerCheckCheckpointRun_Private(tr, file, run));
   if (h[1] >= 5) {
     PetscCall(TrainerApplyCheckpointRunSection_Private(tr, file, &rs));
-    tr->runepochs = rs.runi[0];
     PetscCall(PetscFree3(rs.runi, rs.runr, rs.runc));
   }
 

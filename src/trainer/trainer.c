@@ -48,7 +48,6 @@ PetscErrorCode TrainerCreate(MPI_Comm comm, Trainer *trainer)
   tr->besttestloss     = PETSC_MAX_REAL;
   tr->lastcheckpoint   = -1;
   tr->failafter        = -1;
-  tr->runepochs        = -1;
   tr->testloss         = PETSC_MAX_REAL;
   tr->testacc          = -1;
   tr->divergencefactor = 1e3;

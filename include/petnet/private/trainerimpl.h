@@ -68,7 +68,6 @@ struct _p_Trainer {
   PetscInt  lastcheckpoint;
   PetscBool trainlossrestored; /* trainloss is the last epoch's, from the checkpoint (format 3): not evaluated again */
   PetscInt  failafter, failrank;  /* testing aid (-trainer_fail_after_epoch N, -trainer_fail_rank R): SIGKILL rank R after epoch N */
-  PetscInt  runepochs;            /* the -trainer_epochs of the run that wrote the checkpoint restored (-1: none) */
 
   /* monitors (trainermonitor.c): called in order at the end of every epoch */
 #define TRAINER_MAX_MONITORS 10
