@@ -77,10 +77,10 @@ typedef struct {
   PetscInt             stepsize, cosineits, warmup; /* as set: cosineits 0 means the horizon below */
   PetscInt             horizon;                     /* the schedule's default length in updates as resolved (the driver's
                                                        PetNetTaoSetLRHorizon(), else the Tao's max_it) */
-  PetscReal            lr, gamma, lrmin, weightdecay;
-  PetscInt             nhyper; /* the kind's own settings, option -tao_<type>_<hypername[k]> = hyper[k] (flags 0 or 1) */
-  char                 hypername[PETNET_TAO_MAX_HYPER][16];
-  PetscReal            hyper[PETNET_TAO_MAX_HYPER];
+  PetscReal lr, gamma, lrmin, weightdecay;
+  PetscInt  nhyper; /* the kind's own settings, option -tao_<type>_<hypername[k]> = hyper[k] (flags 0 or 1) */
+  char      hypername[PETNET_TAO_MAX_HYPER][16];
+  PetscReal hyper[PETNET_TAO_MAX_HYPER];
 } PetNetTaoSettings;
 PETSC_EXTERN PetscErrorCode PetNetTaoGetSettings(Tao, PetscBool *, PetNetTaoSettings *);
 

@@ -179,7 +179,7 @@ static PetscErrorCode TaoOptimSettings_Adam(Tao tao, PetNetTaoSettings *s)
   s->hyper[2] = adam->eps;
   PetscCall(PetscStrncpy(s->hypername[3], "amsgrad", sizeof(s->hypername[3])));
   s->hyper[3] = adam->amsgrad ? 1.0 : 0.0;
-  s->nhyper = 4;
+  s->nhyper   = 4;
   PetscFunctionReturn(0);
 }
 

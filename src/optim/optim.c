@@ -750,7 +750,9 @@ PetscErrorCode PetNetTaoGetSettings(Tao tao, PetscBool *isoptim, PetNetTaoSettin
   PetscValidPointer(settings, 3);
   PetscCall(PetscObjectQueryFunction((PetscObject)tao, "PetNetTaoGetSettings_C", &f));
   *isoptim = f ? PETSC_TRUE : PETSC_FALSE;
-  if (f) PetscCall((*f)(tao, settings));
-  else PetscCall(PetscMemzero(settings, sizeof(*settings)));
+  if (f)
+    PetscCall((*f)(tao, settings));
+  else
+    PetscCall(PetscMemzero(settings, sizeof(*settings)));
   PetscFunctionReturn(0);
 }

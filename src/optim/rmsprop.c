@@ -141,7 +141,7 @@ static PetscErrorCode TaoOptimSettings_RMSprop(Tao tao, PetNetTaoSettings *s)
   s->hyper[2] = rms->momentum;
   PetscCall(PetscStrncpy(s->hypername[3], "centered", sizeof(s->hypername[3])));
   s->hyper[3] = rms->centered ? 1.0 : 0.0;
-  s->nhyper = 4;
+  s->nhyper   = 4;
   PetscFunctionReturn(0);
 }
 

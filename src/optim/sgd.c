@@ -134,7 +134,7 @@ static PetscErrorCode TaoOptimSettings_SGD(Tao tao, PetNetTaoSettings *s)
   s->hyper[1] = sgd->dampening;
   PetscCall(PetscStrncpy(s->hypername[2], "nesterov", sizeof(s->hypername[2])));
   s->hyper[2] = sgd->nesterov ? 1.0 : 0.0;
-  s->nhyper = 3;
+  s->nhyper   = 3;
   PetscFunctionReturn(0);
 }
 

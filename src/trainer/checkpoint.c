@@ -54,13 +54,13 @@
 #define TRAINER_CHECKPOINT_SPECMAX 4096
 #define TRAINER_CHECKPOINT_NSTATE  64 /* more optimizer state Vecs than any optimizer has: a corrupt header */
 
-#define TRAINER_CHECKPOINT_NHIST_INT  2 /* per history record: epoch, samples */
-#define TRAINER_CHECKPOINT_NHIST_REAL 7 /* train loss, test loss, test accuracy, learning rate, epoch time, elapsed, samples/s */
-#define TRAINER_CHECKPOINT_NRUN_INT   13 /* runi[] before the per-layer records (version 5) */
-#define TRAINER_CHECKPOINT_NLAYER_INT 5  /* per layer: draws masks, seed (2), counter (2) */
-#define TRAINER_CHECKPOINT_NRUN_REAL  5  /* runr[] before the optimizer's own settings */
+#define TRAINER_CHECKPOINT_NHIST_INT  2         /* per history record: epoch, samples */
+#define TRAINER_CHECKPOINT_NHIST_REAL 7         /* train loss, test loss, test accuracy, learning rate, epoch time, elapsed, samples/s */
+#define TRAINER_CHECKPOINT_NRUN_INT   13        /* runi[] before the per-layer records (version 5) */
+#define TRAINER_CHECKPOINT_NLAYER_INT 5         /* per layer: draws masks, seed (2), counter (2) */
+#define TRAINER_CHECKPOINT_NRUN_REAL  5         /* runr[] before the optimizer's own settings */
 #define TRAINER_CHECKPOINT_NRUNMAX    (1 << 20) /* more run entries than any Net has layers: a corrupt header */
-#define TRAINER_CHECKPOINT_NHEAD      12 /* header[8], nhistory, nrun[3] */
+#define TRAINER_CHECKPOINT_NHEAD      12        /* header[8], nhistory, nrun[3] */
 
 /* The size in bytes of a checkpoint whose header is h[12] (h[8]: the history records, version 4; h[9..11] the run
    section's lengths, version 5) (-1 when the header is impossible) */
@@ -172,8 +172,9 @@ static void TrainerCheckCheckpointFile_Private(const char file[], PetscInt h[TRA
   }
   expect = TrainerCheckpointSize_Private(h);
   if (expect < 0) {
-    snprintf(msg, len, "Checkpoint %s is corrupt: its header is impossible (%lld optimizer state vectors, %lld parameters, a network description of %lld characters, %lld epochs of history after %lld epochs, a run section of %lld, %lld, %lld entries)", file, (long long)h[4], (long long)h[5],
-             (long long)h[7], (long long)h[8], (long long)h[2], (long long)h[9], (long long)h[10], (long long)h[11]);
+    snprintf(msg, len,
+             "Checkpoint %s is corrupt: its header is impossible (%lld optimizer state vectors, %lld parameters, a network description of %lld characters, %lld epochs of history after %lld epochs, a run section of %lld, %lld, %lld entries)", file,
+             (long long)h[4], (long long)h[5], (long long)h[7], (long long)h[8], (long long)h[2], (long long)h[9], (long long)h[10], (long long)h[11]);
     goto done;
   }
   if (size != expect) {
@@ -361,15 +362,15 @@ static PetscErrorCode TrainerCheckpointRunSection_Private(Trainer tr, TrainerRun
   rs->nr = TRAINER_CHECKPOINT_NRUN_REAL + set.nhyper;
   rs->nc = (PetscInt)len;
   PetscCall(PetscCalloc3(rs->ni, &rs->runi, rs->nr, &rs->runr, rs->nc + 1, &rs->runc));
-  rs->runi[0]  = tr->epochs;
-  rs->runi[1]  = tr->minibatch ? 1 : 0;
-  rs->runi[2]  = isoptim ? 1 : 0;
-  rs->runi[3]  = (PetscInt)set.schedule;
-  rs->runi[4]  = set.stepsize;
-  rs->runi[5]  = set.cosineits;
-  rs->runi[6]  = set.warmup;
-  rs->runi[7]  = set.horizon;
-  rs->runi[8]  = 0; /* checkpoints are written at the end of an epoch */
+  rs->runi[0] = tr->epochs;
+  rs->runi[1] = tr->minibatch ? 1 : 0;
+  rs->runi[2] = isoptim ? 1 : 0;
+  rs->runi[3] = (PetscInt)set.schedule;
+  rs->runi[4] = set.stepsize;
+  rs->runi[5] = set.cosineits;
+  rs->runi[6] = set.warmup;
+  rs->runi[7] = set.horizon;
+  rs->runi[8] = 0; /* checkpoints are written at the end of an epoch */
   TrainerSplit64_Private((PetscInt64)tr->train->seed, &rs->runi[9]);
   rs->runi[11] = set.nhyper;
   rs->runi[12] = nlayers;
@@ -448,49 +449,58 @@ static PetscErrorCode TrainerApplyCheckpointRunSection_Private(Trainer tr, const
   PetscCall(PetNetTaoGetSettings(tr->tao, &isoptim, &set));
   PetscCall(TaoGetOptionsPrefix(tr->tao, &tprefix));
   if (!tprefix) tprefix = "";
-  PetscCheck(saved->ni >= TRAINER_CHECKPOINT_NRUN_INT && saved->nr >= TRAINER_CHECKPOINT_NRUN_REAL && saved->runi[11] >= 0 && saved->runi[11] <= PETNET_TAO_MAX_HYPER && saved->runi[12] >= 0 && saved->ni >= TRAINER_CHECKPOINT_NRUN_INT + TRAINER_CHECKPOINT_NLAYER_INT * saved->runi[12] && saved->nr >= TRAINER_CHECKPOINT_NRUN_REAL + saved->runi[11] && saved->runi[0] >= 0, comm, PETSC_ERR_FILE_UNEXPECTED,
-             "Checkpoint %s is corrupt: its run section (%" PetscInt_FMT " integers, %" PetscInt_FMT " reals) does not hold what it announces", file, saved->ni, saved->nr);
+  PetscCheck(saved->ni >= TRAINER_CHECKPOINT_NRUN_INT && saved->nr >= TRAINER_CHECKPOINT_NRUN_REAL && saved->runi[11] >= 0 && saved->runi[11] <= PETNET_TAO_MAX_HYPER && saved->runi[12] >= 0 &&
+                 saved->ni >= TRAINER_CHECKPOINT_NRUN_INT + TRAINER_CHECKPOINT_NLAYER_INT * saved->runi[12] && saved->nr >= TRAINER_CHECKPOINT_NRUN_REAL + saved->runi[11] && saved->runi[0] >= 0,
+             comm, PETSC_ERR_FILE_UNEXPECTED, "Checkpoint %s is corrupt: its run section (%" PetscInt_FMT " integers, %" PetscInt_FMT " reals) does not hold what it announces", file, saved->ni, saved->nr);
   PetscCall(PetscStrcmp(saved->runc, now.runc, &same));
-  PetscCheck(same, comm, PETSC_ERR_ARG_INCOMP, "Checkpoint %s was written by a run with -%stao_type %s, but this run has -%stao_type %s: restart with -%stao_type %s, or start afresh without -trainer_restart", file, tprefix, saved->runc, tprefix, now.runc, tprefix, saved->runc);
-  PetscCheck(saved->runi[1] == now.runi[1], comm, PETSC_ERR_ARG_INCOMP, "Checkpoint %s was written in %s mode, but this run trains in %s mode: restart with -trainer_mode %s", file, saved->runi[1] ? "minibatch" : "fullbatch", now.runi[1] ? "minibatch" : "fullbatch", saved->runi[1] ? "minibatch" : "fullbatch");
+  PetscCheck(same, comm, PETSC_ERR_ARG_INCOMP, "Checkpoint %s was written by a run with -%stao_type %s, but this run has -%stao_type %s: restart with -%stao_type %s, or start afresh without -trainer_restart", file, tprefix, saved->runc, tprefix,
+             now.runc, tprefix, saved->runc);
+  PetscCheck(saved->runi[1] == now.runi[1], comm, PETSC_ERR_ARG_INCOMP, "Checkpoint %s was written in %s mode, but this run trains in %s mode: restart with -trainer_mode %s", file, saved->runi[1] ? "minibatch" : "fullbatch",
+             now.runi[1] ? "minibatch" : "fullbatch", saved->runi[1] ? "minibatch" : "fullbatch");
   if (TrainerJoin64_Private(&saved->runi[9]) != TrainerJoin64_Private(&now.runi[9])) {
     PetscCall(DatasetGetOptionsPrefix(tr->train, &prefix));
-    SETERRQ(comm, PETSC_ERR_ARG_INCOMP, "Checkpoint %s was written by a run whose training data was shuffled with seed %" PetscInt64_FMT ", but this run has %" PetscInt64_FMT ": the remaining epochs would see another data order. Restart with -%sdataset_seed %" PetscInt64_FMT, file,
-            TrainerJoin64_Private(&saved->runi[9]), TrainerJoin64_Private(&now.runi[9]), prefix ? prefix : "", TrainerJoin64_Private(&saved->runi[9]));
+    SETERRQ(comm, PETSC_ERR_ARG_INCOMP,
+            "Checkpoint %s was written by a run whose training data was shuffled with seed %" PetscInt64_FMT ", but this run has %" PetscInt64_FMT ": the remaining epochs would see another data order. Restart with -%sdataset_seed %" PetscInt64_FMT,
+            file, TrainerJoin64_Private(&saved->runi[9]), TrainerJoin64_Private(&now.runi[9]), prefix ? prefix : "", TrainerJoin64_Private(&saved->runi[9]));
   }
   if (saved->runi[2] && isoptim) {
     const char *type = saved->runc;
     struct {
       const char *suffix;
       PetscReal   was, is;
-    } real[] = {
-      {"lr",           saved->runr[0], now.runr[0]},
-      {"weight_decay", saved->runr[3], now.runr[3]}
-    };
+    } real[] = {{"lr", saved->runr[0], now.runr[0]}, {"weight_decay", saved->runr[3], now.runr[3]}};
 
     for (size_t k = 0; k < sizeof(real) / sizeof(real[0]); k++) {
       PetscCall(PetscSNPrintf(opt, sizeof(opt), "-%stao_%s_%s", tprefix, type, real[k].suffix));
-      PetscCheck(real[k].was == real[k].is, comm, PETSC_ERR_ARG_INCOMP, "Checkpoint %s was written by a run with %s %g, but this run gives %g: restart with %s %g (the run the checkpoint continues), or start afresh without -trainer_restart", file, opt, (double)real[k].was,
-                 (double)real[k].is, opt, (double)real[k].was);
+      PetscCheck(real[k].was == real[k].is, comm, PETSC_ERR_ARG_INCOMP, "Checkpoint %s was written by a run with %s %g, but this run gives %g: restart with %s %g (the run the checkpoint continues), or start afresh without -trainer_restart", file,
+                 opt, (double)real[k].was, (double)real[k].is, opt, (double)real[k].was);
     }
     PetscCheck(saved->runi[11] == set.nhyper, comm, PETSC_ERR_FILE_UNEXPECTED, "Checkpoint %s is corrupt: %" PetscInt_FMT " settings of the %s optimizer, which has %" PetscInt_FMT, file, saved->runi[11], type, set.nhyper);
     for (PetscInt k = 0; k < set.nhyper; k++) {
       const PetscReal was = saved->runr[TRAINER_CHECKPOINT_NRUN_REAL + k], is = set.hyper[k];
 
       PetscCall(PetscSNPrintf(opt, sizeof(opt), "-%stao_%s_%s", tprefix, type, set.hypername[k]));
-      PetscCheck(was == is, comm, PETSC_ERR_ARG_INCOMP, "Checkpoint %s was written by a run with %s %g, but this run gives %g: restart with %s %g (the run the checkpoint continues), or start afresh without -trainer_restart", file, opt, (double)was, (double)is, opt, (double)was);
+      PetscCheck(was == is, comm, PETSC_ERR_ARG_INCOMP, "Checkpoint %s was written by a run with %s %g, but this run gives %g: restart with %s %g (the run the checkpoint continues), or start afresh without -trainer_restart", file, opt, (double)was,
+                 (double)is, opt, (double)was);
     }
-    PetscCheck(saved->runi[3] == now.runi[3] && saved->runi[3] >= 0 && saved->runi[3] <= PETNET_LR_COSINE, comm, PETSC_ERR_ARG_INCOMP, "Checkpoint %s was written by a run with -%stao_lr_schedule %s, but this run has %s: restart with -%stao_lr_schedule %s", file, tprefix,
-               saved->runi[3] >= 0 && saved->runi[3] <= PETNET_LR_COSINE ? PetNetLRScheduleTypes[saved->runi[3]] : "(corrupt)", PetNetLRScheduleTypes[now.runi[3]], tprefix, saved->runi[3] >= 0 && saved->runi[3] <= PETNET_LR_COSINE ? PetNetLRScheduleTypes[saved->runi[3]] : "(corrupt)");
-    PetscCheck(saved->runi[6] == now.runi[6], comm, PETSC_ERR_ARG_INCOMP, "Checkpoint %s was written by a run with -%stao_lr_warmup %" PetscInt_FMT ", but this run has %" PetscInt_FMT ": restart with -%stao_lr_warmup %" PetscInt_FMT, file, tprefix, saved->runi[6], now.runi[6], tprefix, saved->runi[6]);
+    PetscCheck(saved->runi[3] == now.runi[3] && saved->runi[3] >= 0 && saved->runi[3] <= PETNET_LR_COSINE, comm, PETSC_ERR_ARG_INCOMP,
+               "Checkpoint %s was written by a run with -%stao_lr_schedule %s, but this run has %s: restart with -%stao_lr_schedule %s", file, tprefix,
+               saved->runi[3] >= 0 && saved->runi[3] <= PETNET_LR_COSINE ? PetNetLRScheduleTypes[saved->runi[3]] : "(corrupt)", PetNetLRScheduleTypes[now.runi[3]], tprefix,
+               saved->runi[3] >= 0 && saved->runi[3] <= PETNET_LR_COSINE ? PetNetLRScheduleTypes[saved->runi[3]] : "(corrupt)");
+    PetscCheck(saved->runi[6] == now.runi[6], comm, PETSC_ERR_ARG_INCOMP, "Checkpoint %s was written by a run with -%stao_lr_warmup %" PetscInt_FMT ", but this run has %" PetscInt_FMT ": restart with -%stao_lr_warmup %" PetscInt_FMT, file, tprefix,
+               saved->runi[6], now.runi[6], tprefix, saved->runi[6]);
     if (now.runi[3] == PETNET_LR_STEP) {
-      PetscCheck(saved->runi[4] == now.runi[4], comm, PETSC_ERR_ARG_INCOMP, "Checkpoint %s was written by a run with -%stao_lr_step_size %" PetscInt_FMT ", but this run has %" PetscInt_FMT ": restart with -%stao_lr_step_size %" PetscInt_FMT, file, tprefix, saved->runi[4], now.runi[4], tprefix, saved->runi[4]);
-      PetscCheck(saved->runr[1] == now.runr[1], comm, PETSC_ERR_ARG_INCOMP, "Checkpoint %s was written by a run with -%stao_lr_gamma %g, but this run has %g: restart with -%stao_lr_gamma %g", file, tprefix, (double)saved->runr[1], (double)now.runr[1], tprefix, (double)saved->runr[1]);
+      PetscCheck(saved->runi[4] == now.runi[4], comm, PETSC_ERR_ARG_INCOMP, "Checkpoint %s was written by a run with -%stao_lr_step_size %" PetscInt_FMT ", but this run has %" PetscInt_FMT ": restart with -%stao_lr_step_size %" PetscInt_FMT, file,
+                 tprefix, saved->runi[4], now.runi[4], tprefix, saved->runi[4]);
+      PetscCheck(saved->runr[1] == now.runr[1], comm, PETSC_ERR_ARG_INCOMP, "Checkpoint %s was written by a run with -%stao_lr_gamma %g, but this run has %g: restart with -%stao_lr_gamma %g", file, tprefix, (double)saved->runr[1],
+                 (double)now.runr[1], tprefix, (double)saved->runr[1]);
     }
     if (now.runi[3] == PETNET_LR_COSINE) {
-      PetscCheck(saved->runr[2] == now.runr[2], comm, PETSC_ERR_ARG_INCOMP, "Checkpoint %s was written by a run with -%stao_lr_min %g, but this run has %g: restart with -%stao_lr_min %g", file, tprefix, (double)saved->runr[2], (double)now.runr[2], tprefix, (double)saved->runr[2]);
+      PetscCheck(saved->runr[2] == now.runr[2], comm, PETSC_ERR_ARG_INCOMP, "Checkpoint %s was written by a run with -%stao_lr_min %g, but this run has %g: restart with -%stao_lr_min %g", file, tprefix, (double)saved->runr[2], (double)now.runr[2],
+                 tprefix, (double)saved->runr[2]);
       if (now.runi[5] > 0 && now.runi[5] != (saved->runi[5] > 0 ? saved->runi[5] : saved->runi[7]))
-        PetscCall(PetscPrintf(comm, "restart from %s: the cosine schedule now ends at update %" PetscInt_FMT " (-%stao_lr_cosine_iterations), not at update %" PetscInt_FMT " as in the run that wrote it\n", file, now.runi[5], tprefix, saved->runi[5] > 0 ? saved->runi[5] : saved->runi[7]));
+        PetscCall(PetscPrintf(comm, "restart from %s: the cosine schedule now ends at update %" PetscInt_FMT " (-%stao_lr_cosine_iterations), not at update %" PetscInt_FMT " as in the run that wrote it\n", file, now.runi[5], tprefix,
+                              saved->runi[5] > 0 ? saved->runi[5] : saved->runi[7]));
     }
     /* the horizon as the writing run resolved it: a restart with another -trainer_epochs keeps the schedule's shape */
     if (saved->runi[7] > 0) PetscCall(PetNetTaoSetLRHorizon(tr->tao, saved->runi[7]));
@@ -498,7 +508,8 @@ static PetscErrorCode TrainerApplyCheckpointRunSection_Private(Trainer tr, const
   if (saved->runi[0] != tr->epochs)
     PetscCall(PetscPrintf(comm, "restart from %s: this run trains to epoch %" PetscInt_FMT ", the run that wrote it to epoch %" PetscInt_FMT "; %s\n", file, tr->epochs, saved->runi[0],
                           saved->runi[2] && now.runi[3] == PETNET_LR_COSINE && now.runi[5] == 0 ? "the cosine schedule keeps that run's length (give -tao_lr_cosine_iterations to change it)" : "the schedule is unchanged"));
-  if (!saved->runi[2] && !tr->minibatch) PetscCall(PetscPrintf(comm, "restart from %s: TAO type %s starts afresh (its memory, e.g. a quasi-Newton history, is not in checkpoints): the run continues from the checkpoint's parameters, not as the uninterrupted run\n", file, saved->runc));
+  if (!saved->runi[2] && !tr->minibatch)
+    PetscCall(PetscPrintf(comm, "restart from %s: TAO type %s starts afresh (its memory, e.g. a quasi-Newton history, is not in checkpoints): the run continues from the checkpoint's parameters, not as the uninterrupted run\n", file, saved->runc));
   /* the masks' streams: the same seeds, counters restored */
   PetscCall(NetGetNumLayers(tr->net, &nlayers));
   PetscCheck(saved->runi[12] == nlayers, comm, PETSC_ERR_FILE_UNEXPECTED, "Checkpoint %s is corrupt: %" PetscInt_FMT " layers in its run section, %" PetscInt_FMT " in its network", file, saved->runi[12], nlayers);
@@ -510,7 +521,8 @@ static PetscErrorCode TrainerApplyCheckpointRunSection_Private(Trainer tr, const
     if (!is[0]) continue;
     PetscCheck(was[0], comm, PETSC_ERR_FILE_UNEXPECTED, "Checkpoint %s is corrupt: layer %" PetscInt_FMT " draws random masks but its record says not", file, l);
     PetscCheck(TrainerJoin64_Private(&was[1]) == TrainerJoin64_Private(&is[1]), comm, PETSC_ERR_ARG_INCOMP,
-               "Checkpoint %s was written by a run whose layer %" PetscInt_FMT " drew its masks with seed %" PetscInt64_FMT ", but this run's has seed %" PetscInt64_FMT ": restart with that -dropout_seed", file, l, TrainerJoin64_Private(&was[1]), TrainerJoin64_Private(&is[1]));
+               "Checkpoint %s was written by a run whose layer %" PetscInt_FMT " drew its masks with seed %" PetscInt64_FMT ", but this run's has seed %" PetscInt64_FMT ": restart with that -dropout_seed", file, l, TrainerJoin64_Private(&was[1]),
+               TrainerJoin64_Private(&is[1]));
     PetscCheck(TrainerJoin64_Private(&was[3]) >= 0, comm, PETSC_ERR_FILE_UNEXPECTED, "Checkpoint %s is corrupt: layer %" PetscInt_FMT " has a negative pass counter", file, l);
     PetscCall(NetGetLayer(tr->net, l, &layer));
     PetscCall(PetscObjectQueryFunction((PetscObject)layer, "LayerSetPassCounter_C", &set));
@@ -553,16 +565,16 @@ static PetscErrorCode TrainerWriteCheckpoint_Private(Trainer tr, PetscViewer vie
   PetscFunctionBegin;
   PetscCall(NetGetSpec(tr->net, sizeof(spec), spec));
   PetscCall(VecGetSize(seq[0], &nparams));
-  header[0] = TRAINER_CHECKPOINT_ID;
-  header[1] = TRAINER_CHECKPOINT_VERSION;
-  header[2] = tr->epoch;
-  header[3] = step;
-  header[4] = nvec - 1;
-  header[5] = nparams;
-  header[6] = tr->badepochs;
-  header[7] = (PetscInt)strlen(spec);
-  header[8] = TrainerCheckpointHistory_Private(tr, NULL);
-  header[9] = rs->ni;
+  header[0]  = TRAINER_CHECKPOINT_ID;
+  header[1]  = TRAINER_CHECKPOINT_VERSION;
+  header[2]  = tr->epoch;
+  header[3]  = step;
+  header[4]  = nvec - 1;
+  header[5]  = nparams;
+  header[6]  = tr->badepochs;
+  header[7]  = (PetscInt)strlen(spec);
+  header[8]  = TrainerCheckpointHistory_Private(tr, NULL);
+  header[9]  = rs->ni;
   header[10] = rs->nr;
   header[11] = rs->nc;
   PetscCall(PetscViewerBinaryWrite(viewer, header, TRAINER_CHECKPOINT_NHEAD, PETSC_INT));
@@ -624,10 +636,10 @@ static PetscErrorCode TrainerWriteCheckpointFile_Private(Trainer tr, const char 
 @*/
 PetscErrorCode TrainerSaveCheckpoint(Trainer tr, const char file[])
 {
-  MPI_Comm       comm = PetscObjectComm((PetscObject)tr);
-  char           tmp[PETSC_MAX_PATH_LEN], what[PETSC_MAX_PATH_LEN + 32];
-  PetscMPIInt    rank;
-  PetscInt       nvec = 0, step = 0;
+  MPI_Comm          comm = PetscObjectComm((PetscObject)tr);
+  char              tmp[PETSC_MAX_PATH_LEN], what[PETSC_MAX_PATH_LEN + 32];
+  PetscMPIInt       rank;
+  PetscInt          nvec = 0, step = 0;
   Vec              *seq  = NULL;
   PetscErrorCode    ierr = 0;
   int               err  = 0;
@@ -733,17 +745,17 @@ static PetscErrorCode TrainerReadCheckpoint_Private(Trainer tr, PetscViewer view
 @*/
 PetscErrorCode TrainerLoadCheckpoint(Trainer tr, const char file[])
 {
-  MPI_Comm       comm   = PetscObjectComm((PetscObject)tr);
-  PetscViewer    viewer = NULL;
-  PetscInt       nstate = 0, step = 0, nparams, h[TRAINER_CHECKPOINT_NHEAD] = {0};
-  Vec           *state = NULL;
-  char           spec[TRAINER_CHECKPOINT_SPECMAX], saved[TRAINER_CHECKPOINT_SPECMAX], msg[1024];
-  PetscReal      best[3], head[3];
-  PetscInt       run[2] = {0, 0};
-  PetscMPIInt    rank;
-  PetscErrorCode ierr, ierr2;
-  char          *why = NULL;
-  TrainerRunSection rs = {0, 0, 0, NULL, NULL, NULL};
+  MPI_Comm          comm   = PetscObjectComm((PetscObject)tr);
+  PetscViewer       viewer = NULL;
+  PetscInt          nstate = 0, step = 0, nparams, h[TRAINER_CHECKPOINT_NHEAD] = {0};
+  Vec              *state = NULL;
+  char              spec[TRAINER_CHECKPOINT_SPECMAX], saved[TRAINER_CHECKPOINT_SPECMAX], msg[1024];
+  PetscReal         best[3], head[3];
+  PetscInt          run[2] = {0, 0};
+  PetscMPIInt       rank;
+  PetscErrorCode    ierr, ierr2;
+  char             *why = NULL;
+  TrainerRunSection rs  = {0, 0, 0, NULL, NULL, NULL};
 
   PetscFunctionBegin;
   PetscValidHeaderSpecific(tr, TRAINER_CLASSID, 1);
