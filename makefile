@@ -21,7 +21,8 @@
 #                   damaged header claims and reports the failure.
 #   make install PREFIX=/usr/local   headers, libpetnet.so.X.Y.Z, lib/petnet/petnet-hdf5check (the HDF5 file check),
 #                   petnet.pc, lib/petnet/conf/petnet_variables and petnet_rules (for makefiles that include PETSc's
-#                   conf), the programs as PREFIX/bin/petnet-fashion, petnet-predict, ...; examples, models, meshes and
+#                   conf), the programs as PREFIX/bin/petnet-fashion, petnet-predict, ..., petnet-run (restarts a job
+#                   from its last checkpoint, share/petnet-run); examples, models, meshes and
 #                   the Python modules (PYTHONPATH=PREFIX/share/petnet/python) in share/petnet; make uninstall
 #   PETSC_DIR, PETSC_ARCH, SLEPC_DIR pick the PETSc and SLEPc (default Debian's /usr/lib/petsc, /usr/lib/slepc)
 #   make memcheck   valgrind (share/valgrind/openmpi.supp) on a short MLP and CNN training with save, checkpoint,
@@ -244,6 +245,7 @@ install: lib/libpetnet.so $(EXAMPLES)
 	  $(INSTALL_ROOT)/share/petnet/examples $(INSTALL_ROOT)/share/petnet/models $(INSTALL_ROOT)/share/petnet/python \
 	  $(INSTALL_ROOT)/share/petnet/meshes $(INSTALL_ROOT)/bin
 	for p in $(notdir $(EXAMPLES)); do install -m 755 bin/$$p $(INSTALL_ROOT)/bin/petnet-$$p || exit 1; done
+	install -m 755 share/petnet-run $(INSTALL_ROOT)/bin/petnet-run
 	install -m 644 share/meshes/* $(INSTALL_ROOT)/share/petnet/meshes
 	install -m 644 include/*.h $(INSTALL_ROOT)/include
 	install -m 644 include/petnet/private/*.h $(INSTALL_ROOT)/include/petnet/private
@@ -277,6 +279,7 @@ uninstall:
 	rm -f $(addprefix $(INSTALL_ROOT)/include/,$(notdir $(wildcard include/*.h)))
 	rm -rf $(INSTALL_ROOT)/include/petnet $(INSTALL_ROOT)/lib/petnet $(INSTALL_ROOT)/share/petnet
 	rm -f $(addprefix $(INSTALL_ROOT)/bin/petnet-,$(notdir $(EXAMPLES)))
+	rm -f $(INSTALL_ROOT)/bin/petnet-run
 	rm -f $(INSTALL_ROOT)/lib/$(PETNET_SHLIB) $(INSTALL_ROOT)/lib/$(PETNET_SONAME) $(INSTALL_ROOT)/lib/libpetnet.so \
 	  $(INSTALL_ROOT)/lib/pkgconfig/petnet.pc
 

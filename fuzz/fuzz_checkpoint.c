@@ -7,7 +7,12 @@
   The seed corpus (fuzz/corpus/checkpoint/) holds checkpoints this Trainer wrote after 0 to 3 epochs, one written by
   SGD (no optimizer state), a version-1 file, and truncated, bit-flipped and out-of-range copies; adam_v4_epoch1..3 are
   format 4 (with the per-epoch history; written 2026-11-29 by this Trainer with TrainerSaveCheckpoint() after 1, 2, 3
-  epochs). Not fuzzed since format 4: make fuzz FUZZ_TARGETS=checkpoint does it.
+  epochs), adam_v5_epoch1..3 format 5 (with the run section: schedule, optimizer settings, seeds and counters; written
+  2026-11-29 the same way). The reader of format 5 checks the run section's lengths with the header (sizes) and its
+  contents before use (announced layers and settings, types, seeds).
+
+  Fuzzed again after format 5 (2026-11-29, clang 14 -fsanitize=fuzzer,address, 181 s, 46,170 inputs, 2,661 edges, the
+  same flags): no crash, no hang, no sanitizer error.
 
   Fuzzed with clang 14 -fsanitize=fuzzer,address for 241 s (88,137 inputs, 1,659 edges, -detect_leaks=0 -timeout=10):
   no crash, no hang, no sanitizer error (at exit, LeakSanitizer lists only Open MPI's never-finalized allocations).

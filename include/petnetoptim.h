@@ -69,6 +69,21 @@ PETSC_EXTERN PetscErrorCode PetNetTaoGetState(Tao, PetscInt *, Vec **, PetscInt 
 PETSC_EXTERN PetscErrorCode PetNetTaoSetStep(Tao, PetscInt);
 PETSC_EXTERN PetscErrorCode PetNetTaoResetState(Tao);
 
+/* What defines the rest of a run of a PetNet optimizer besides its state Vecs (PetNetTaoGetSettings()): a checkpoint
+   keeps it, a restart compares it (TrainerLoadCheckpoint()) */
+#define PETNET_TAO_MAX_HYPER 8
+typedef struct {
+  PetNetLRScheduleType schedule;
+  PetscInt             stepsize, cosineits, warmup; /* as set: cosineits 0 means the horizon below */
+  PetscInt             horizon;                     /* the schedule's default length in updates as resolved (the driver's
+                                                       PetNetTaoSetLRHorizon(), else the Tao's max_it) */
+  PetscReal lr, gamma, lrmin, weightdecay;
+  PetscInt  nhyper; /* the kind's own settings, option -tao_<type>_<hypername[k]> = hyper[k] (flags 0 or 1) */
+  char      hypername[PETNET_TAO_MAX_HYPER][16];
+  PetscReal hyper[PETNET_TAO_MAX_HYPER];
+} PetNetTaoSettings;
+PETSC_EXTERN PetscErrorCode PetNetTaoGetSettings(Tao, PetscBool *, PetNetTaoSettings *);
+
 /* sgd */
 PETSC_EXTERN PetscErrorCode PetNetTaoSGDSetMomentum(Tao, PetscReal);
 PETSC_EXTERN PetscErrorCode PetNetTaoSGDSetDampening(Tao, PetscReal);

@@ -88,6 +88,7 @@ check "plain PETSc makefile" "$work/netforward_petsc"
 for p in $(ls bin | grep -v -e '^bench_' -e '^fuzz$' -e '^tests$'); do
   test -x "$prefix/bin/petnet-$p" || { echo "install: no $prefix/bin/petnet-$p"; exit 1; }
 done
+test -x "$prefix/bin/petnet-run" && "$prefix/bin/petnet-run" --help | grep -q -- "--min-ranks" || { echo "install: no working $prefix/bin/petnet-run"; exit 1; }
 lib=$(cd "$work" && realpath "$(ldd "$prefix/bin/petnet-fashion" | awk '$1 ~ /^libpetnet/ { print $3 }')")
 [ "$lib" = "$(realpath "$prefix/lib/$soname")" ] || { echo "install: petnet-fashion loads '$lib', not $prefix/lib/$soname"; exit 1; }
 mkdir "$work/run"

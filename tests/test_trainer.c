@@ -12,8 +12,8 @@ static const char help[] = "Trainer tests on synthetic data held in memory Datas
                            "  -case evalonly : -trainer_epochs 0 on a Net with batchnorm changes neither the saved model nor the test loss\n"
                            "  -case fullbatch: lmvm without a TAO budget runs -trainer_epochs iterations (one epoch each); a full-batch\n"
                            "                   restart runs only the remaining ones; a user -tao_max_it counts the epochs\n"
-                           "  -case corrupt  : -corrupt flip|truncate|epochneg|epochbig|history|v1|v2|v3 damages a checkpoint (fixing its checksum for\n"
-                           "                   the epoch cases); loading must fail naming the file, except v1, v2, v3 (old formats) which load\n"
+                           "  -case corrupt  : -corrupt flip|truncate|epochneg|epochbig|history|runsection|v1|v2|v3|v4 damages a checkpoint (fixing its checksum for\n"
+                           "                   the epoch cases); loading must fail naming the file, except v1, v2, v3, v4 (old formats) which load\n"
                            "  -case prefix   : TrainerSetOptionsPrefix(a_) reaches the Tao and the training Dataset the Trainer named\n"
                            "                   (a_train_), not a Dataset with its own prefix (mine_); run with -a_tao_type lmvm\n"
                            "                   -a_trainer_epochs 0 -a_train_dataset_limit 40 -mine_dataset_limit 30\n"
@@ -476,7 +476,7 @@ static PetscErrorCode CaseCorrupt(void)
   Trainer     tr;
   char        mode[32] = "flip", file[PETSC_MAX_PATH_LEN] = "tests/out/trainer_corrupt.ckpt";
   PetscMPIInt rank;
-  PetscBool   v1, v2, v3;
+  PetscBool   v1, v2, v3, v4;
   Vec         saved, loaded;
   PetscReal   d;
 
@@ -486,6 +486,7 @@ static PetscErrorCode CaseCorrupt(void)
   PetscCall(PetscStrcmp(mode, "v1", &v1));
   PetscCall(PetscStrcmp(mode, "v2", &v2));
   PetscCall(PetscStrcmp(mode, "v3", &v3));
+  PetscCall(PetscStrcmp(mode, "v4", &v4));
   PetscCall(MakeTrainer(PETSC_COMM_WORLD, TAOADAM, 2, PETSC_FALSE, &tr));
   PetscCall(TrainerTrain(tr));
   PetscCall(TrainerSaveCheckpoint(tr, file));
@@ -519,9 +520,36 @@ static PetscErrorCode CaseCorrupt(void)
       long isz = (long)sizeof(PetscInt), len = 0;
 
       for (size_t b = 0; b < sizeof(PetscInt); b++) len = (len << 8) | buf[7 * sizeof(PetscInt) + b];
-      SetHeaderInt(buf + 9 * isz + len + 3 * sizeof(PetscReal) + 2 * isz, 0, 0);
+      SetHeaderInt(buf + 12 * isz + len + 3 * sizeof(PetscReal) + 2 * isz, 0, 0);
       FixChecksum(buf, n);
-    } else if (v1 || v2 || v3) { /* version 4 has after the 8-integer header the count of history records, n, and
+    } else if (PetscStrcmp(mode, "runsection", &match), match) { /* version 5's run section announces more layers than the Net has */
+      long isz = (long)sizeof(PetscInt), len = 0, nhist = 0;
+
+      for (size_t b = 0; b < sizeof(PetscInt); b++) len = (len << 8) | buf[7 * sizeof(PetscInt) + b];
+      for (size_t b = 0; b < sizeof(PetscInt); b++) nhist = (nhist << 8) | buf[8 * sizeof(PetscInt) + b];
+      SetHeaderInt(buf + 12 * isz + len + 3 * sizeof(PetscReal) + 2 * isz + nhist * (2 * isz + 7 * (long)sizeof(PetscReal)), 12, 7);
+      FixChecksum(buf, n);
+    } else if (v1 || v2 || v3 || v4) {
+      /* version 5 to version 4: without the run section's lengths (3 integers after the history count) and the run
+         section (after the history) */
+      long isz = (long)sizeof(PetscInt), len = 0, nh = 0, ni = 0, nr = 0, nc = 0, before, runsz;
+
+      for (size_t b = 0; b < sizeof(PetscInt); b++) len = (len << 8) | buf[7 * sizeof(PetscInt) + b];
+      for (size_t b = 0; b < sizeof(PetscInt); b++) nh = (nh << 8) | buf[8 * sizeof(PetscInt) + b];
+      for (size_t b = 0; b < sizeof(PetscInt); b++) ni = (ni << 8) | buf[9 * sizeof(PetscInt) + b];
+      for (size_t b = 0; b < sizeof(PetscInt); b++) nr = (nr << 8) | buf[10 * sizeof(PetscInt) + b];
+      for (size_t b = 0; b < sizeof(PetscInt); b++) nc = (nc << 8) | buf[11 * sizeof(PetscInt) + b];
+      before = 12 * isz + len + 3 * (long)sizeof(PetscReal) + 2 * isz + nh * (2 * isz + 7 * (long)sizeof(PetscReal)); /* the run section's offset */
+      runsz  = ni * isz + nr * (long)sizeof(PetscReal) + nc;
+      memmove(buf + before, buf + before + runsz, n - (before + runsz));
+      n -= runsz;
+      memmove(buf + 9 * isz, buf + 12 * isz, n - 12 * isz);
+      n -= 3 * isz;
+      SetHeaderInt(buf, 1, 4);
+      FixChecksum(buf, n);
+    } else
+      SETERRQ(PETSC_COMM_SELF, PETSC_ERR_ARG_WRONG, "unknown -corrupt %s", mode);
+    if (v1 || v2 || v3) { /* version 4 has after the 8-integer header the count of history records, n, and
                                     after the spec 3 reals (best test and training losses, the last training loss), 2
                                     integers (batch size, samples) and the history (2n integers, 7n reals); version 3
                                     lacks the count and the history; version 2 has the first 2 reals only, version 1 the
@@ -547,8 +575,7 @@ static PetscErrorCode CaseCorrupt(void)
         n -= 4;
       else
         FixChecksum(buf, n);
-    } else
-      SETERRQ(PETSC_COMM_SELF, PETSC_ERR_ARG_WRONG, "unknown -corrupt %s", mode);
+    }
     f = fopen(file, "wb");
     PetscCheck(f && fwrite(buf, 1, n, f) == (size_t)n, PETSC_COMM_SELF, PETSC_ERR_FILE_WRITE, "cannot write %s", file);
     fclose(f);

@@ -165,6 +165,24 @@ static PetscErrorCode TaoOptimView_Adam(Tao tao, PetscViewer viewer)
   PetscFunctionReturn(0);
 }
 
+/* For a checkpoint: this kind's settings that shape the updates (PetNetTaoGetSettings()) */
+static PetscErrorCode TaoOptimSettings_Adam(Tao tao, PetNetTaoSettings *s)
+{
+  Tao_Adam *adam = (Tao_Adam *)((Tao_Optim *)tao->data)->data;
+
+  PetscFunctionBegin;
+  PetscCall(PetscStrncpy(s->hypername[0], "beta1", sizeof(s->hypername[0])));
+  s->hyper[0] = adam->beta1;
+  PetscCall(PetscStrncpy(s->hypername[1], "beta2", sizeof(s->hypername[1])));
+  s->hyper[1] = adam->beta2;
+  PetscCall(PetscStrncpy(s->hypername[2], "eps", sizeof(s->hypername[2])));
+  s->hyper[2] = adam->eps;
+  PetscCall(PetscStrncpy(s->hypername[3], "amsgrad", sizeof(s->hypername[3])));
+  s->hyper[3] = adam->amsgrad ? 1.0 : 0.0;
+  s->nhyper   = 4;
+  PetscFunctionReturn(0);
+}
+
 static PetscErrorCode TaoOptimDestroy_Adam(Tao tao)
 {
   Tao_Optim *opt = (Tao_Optim *)tao->data;
@@ -195,6 +213,7 @@ static PetscErrorCode TaoCreate_AdamKind(Tao tao, PetscBool decoupled)
   opt->ops.createstate    = TaoOptimCreateState_Adam;
   opt->ops.update         = TaoOptimUpdate_Adam;
   opt->ops.destroy        = TaoOptimDestroy_Adam;
+  opt->ops.settings       = TaoOptimSettings_Adam;
   tao->data               = opt;
   PetscCall(TaoCreate_Optim_Private(tao, 1e-3, decoupled ? 1e-2 : 0.0));
   PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoAdamSetBetas_C", PetNetTaoAdamSetBetas_Adam));

@@ -192,6 +192,7 @@ static PetscErrorCode TaoDestroy_Optim(Tao tao)
   PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoSetStep_C", NULL));
   PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoResetState_C", NULL));
   PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoSetLRHorizon_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoGetSettings_C", NULL));
   PetscCall(PetscFree(tao->data));
   PetscFunctionReturn(0);
 }
@@ -315,6 +316,25 @@ static PetscErrorCode PetNetTaoSetLRHorizon_Optim(Tao tao, PetscInt horizon)
   PetscFunctionReturn(0);
 }
 
+static PetscErrorCode PetNetTaoGetSettings_Optim(Tao tao, PetNetTaoSettings *s)
+{
+  Tao_Optim *opt = (Tao_Optim *)tao->data;
+
+  PetscFunctionBegin;
+  PetscCall(PetscMemzero(s, sizeof(*s)));
+  s->schedule    = opt->schedule.type;
+  s->stepsize    = opt->schedule.stepsize;
+  s->cosineits   = opt->schedule.cosineits;
+  s->warmup      = opt->schedule.warmup;
+  s->horizon     = TaoOptimHorizon(tao, opt);
+  s->lr          = opt->lr;
+  s->gamma       = opt->schedule.gamma;
+  s->lrmin       = opt->schedule.lrmin;
+  s->weightdecay = opt->weightdecay;
+  if (opt->ops.settings) PetscCall(opt->ops.settings(tao, s));
+  PetscFunctionReturn(0);
+}
+
 /* Called by TaoCreate_<Kind> after it has filled opt->ops and opt->data; lr and wd are PyTorch's defaults for the kind. */
 PetscErrorCode TaoCreate_Optim_Private(Tao tao, PetscReal lr, PetscReal wd)
 {
@@ -350,6 +370,7 @@ PetscErrorCode TaoCreate_Optim_Private(Tao tao, PetscReal lr, PetscReal wd)
   PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoSetStep_C", PetNetTaoSetStep_Optim));
   PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoResetState_C", PetNetTaoResetState_Optim));
   PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoSetLRHorizon_C", PetNetTaoSetLRHorizon_Optim));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoGetSettings_C", PetNetTaoGetSettings_Optim));
   PetscFunctionReturn(0);
 }
 
@@ -693,5 +714,45 @@ PetscErrorCode PetNetTaoSetLRHorizon(Tao tao, PetscInt horizon)
   PetscFunctionBegin;
   PetscValidHeaderSpecific(tao, TAO_CLASSID, 1);
   PetscTryMethod(tao, "PetNetTaoSetLRHorizon_C", (Tao, PetscInt), (tao, horizon));
+  PetscFunctionReturn(0);
+}
+
+/*@C
+  PetNetTaoGetSettings - gets what defines the rest of a run of a PetNet optimizer besides its state Vecs: the base
+  learning rate, weight decay, schedule (with its length as resolved) and the kind's own hyperparameters
+
+  Not collective
+
+  Input Parameter:
+. tao - the Tao
+
+  Output Parameters:
++ isoptim  - PETSC_TRUE for sgd, adam, adamw, rmsprop and kfac (PetNet's optimizers); PETSC_FALSE for other TAO types,
+             whose settings are then left zero
+- settings - the settings (PetNetTaoSettings in include/petnetoptim.h); hypername[k] is the option suffix of hyper[k]
+             (-tao_adam_beta1 for "beta1" of adam)
+
+  Notes:
+  TrainerSaveCheckpoint() writes them (format 5) and TrainerLoadCheckpoint() compares them with the restarted run's,
+  so that a restart continues the run that wrote the checkpoint or says what differs.
+
+  Level: developer
+
+.seealso: `PetNetTaoGetState()`, `PetNetTaoSetLRHorizon()`, `TrainerSaveCheckpoint()`, `TrainerLoadCheckpoint()`
+@*/
+PetscErrorCode PetNetTaoGetSettings(Tao tao, PetscBool *isoptim, PetNetTaoSettings *settings)
+{
+  PetscErrorCode (*f)(Tao, PetNetTaoSettings *);
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(tao, TAO_CLASSID, 1);
+  PetscValidBoolPointer(isoptim, 2);
+  PetscValidPointer(settings, 3);
+  PetscCall(PetscObjectQueryFunction((PetscObject)tao, "PetNetTaoGetSettings_C", &f));
+  *isoptim = f ? PETSC_TRUE : PETSC_FALSE;
+  if (f)
+    PetscCall((*f)(tao, settings));
+  else
+    PetscCall(PetscMemzero(settings, sizeof(*settings)));
   PetscFunctionReturn(0);
 }

@@ -41,10 +41,11 @@ PETSC_INTERN PetscErrorCode PetNetLRScheduleView(const PetNetLRSchedule *, Petsc
 typedef struct {
   PetscErrorCode (*setfromoptions)(Tao, PetscOptionItems *);
   PetscErrorCode (*view)(Tao, PetscViewer);
-  PetscErrorCode (*check)(Tao);             /* are the settings consistent? called before every solve */
-  PetscErrorCode (*createstate)(Tao);       /* get the state Vecs the settings need (TaoOptimGetStateVec_Private) */
-  PetscErrorCode (*update)(Tao, PetscReal); /* x <- x - lr * (...) from tao->gradient; one pass over the local arrays */
-  PetscErrorCode (*destroy)(Tao);           /* free data and the kind's composed functions */
+  PetscErrorCode (*check)(Tao);                         /* are the settings consistent? called before every solve */
+  PetscErrorCode (*createstate)(Tao);                   /* get the state Vecs the settings need (TaoOptimGetStateVec_Private) */
+  PetscErrorCode (*update)(Tao, PetscReal);             /* x <- x - lr * (...) from tao->gradient; one pass over the local arrays */
+  PetscErrorCode (*destroy)(Tao);                       /* free data and the kind's composed functions */
+  PetscErrorCode (*settings)(Tao, PetNetTaoSettings *); /* the kind's hyperparameters (nhyper, names, values) */
 } TaoOptimOps;
 
 typedef struct {

@@ -127,6 +127,24 @@ static PetscErrorCode TaoOptimView_RMSprop(Tao tao, PetscViewer viewer)
   PetscFunctionReturn(0);
 }
 
+/* For a checkpoint: this kind's settings that shape the updates (PetNetTaoGetSettings()) */
+static PetscErrorCode TaoOptimSettings_RMSprop(Tao tao, PetNetTaoSettings *s)
+{
+  Tao_RMSprop *rms = (Tao_RMSprop *)((Tao_Optim *)tao->data)->data;
+
+  PetscFunctionBegin;
+  PetscCall(PetscStrncpy(s->hypername[0], "alpha", sizeof(s->hypername[0])));
+  s->hyper[0] = rms->alpha;
+  PetscCall(PetscStrncpy(s->hypername[1], "eps", sizeof(s->hypername[1])));
+  s->hyper[1] = rms->eps;
+  PetscCall(PetscStrncpy(s->hypername[2], "momentum", sizeof(s->hypername[2])));
+  s->hyper[2] = rms->momentum;
+  PetscCall(PetscStrncpy(s->hypername[3], "centered", sizeof(s->hypername[3])));
+  s->hyper[3] = rms->centered ? 1.0 : 0.0;
+  s->nhyper   = 4;
+  PetscFunctionReturn(0);
+}
+
 static PetscErrorCode TaoOptimDestroy_RMSprop(Tao tao)
 {
   Tao_Optim *opt = (Tao_Optim *)tao->data;
@@ -169,6 +187,7 @@ PETSC_INTERN PetscErrorCode TaoCreate_RMSprop(Tao tao)
   opt->ops.createstate    = TaoOptimCreateState_RMSprop;
   opt->ops.update         = TaoOptimUpdate_RMSprop;
   opt->ops.destroy        = TaoOptimDestroy_RMSprop;
+  opt->ops.settings       = TaoOptimSettings_RMSprop;
   tao->data               = opt;
   PetscCall(TaoCreate_Optim_Private(tao, 1e-2, 0.0));
   PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoRMSpropSetAlpha_C", PetNetTaoRMSpropSetAlpha_RMSprop));

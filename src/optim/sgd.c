@@ -122,6 +122,22 @@ static PetscErrorCode TaoOptimView_SGD(Tao tao, PetscViewer viewer)
   PetscFunctionReturn(0);
 }
 
+/* For a checkpoint: this kind's settings that shape the updates (PetNetTaoGetSettings()) */
+static PetscErrorCode TaoOptimSettings_SGD(Tao tao, PetNetTaoSettings *s)
+{
+  Tao_SGD *sgd = (Tao_SGD *)((Tao_Optim *)tao->data)->data;
+
+  PetscFunctionBegin;
+  PetscCall(PetscStrncpy(s->hypername[0], "momentum", sizeof(s->hypername[0])));
+  s->hyper[0] = sgd->momentum;
+  PetscCall(PetscStrncpy(s->hypername[1], "dampening", sizeof(s->hypername[1])));
+  s->hyper[1] = sgd->dampening;
+  PetscCall(PetscStrncpy(s->hypername[2], "nesterov", sizeof(s->hypername[2])));
+  s->hyper[2] = sgd->nesterov ? 1.0 : 0.0;
+  s->nhyper   = 3;
+  PetscFunctionReturn(0);
+}
+
 static PetscErrorCode TaoOptimDestroy_SGD(Tao tao)
 {
   Tao_Optim *opt = (Tao_Optim *)tao->data;
@@ -161,6 +177,7 @@ PETSC_INTERN PetscErrorCode TaoCreate_SGD(Tao tao)
   opt->ops.createstate    = TaoOptimCreateState_SGD;
   opt->ops.update         = TaoOptimUpdate_SGD;
   opt->ops.destroy        = TaoOptimDestroy_SGD;
+  opt->ops.settings       = TaoOptimSettings_SGD;
   tao->data               = opt;
   PetscCall(TaoCreate_Optim_Private(tao, 1e-3, 0.0));
   PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoSGDSetMomentum_C", PetNetTaoSGDSetMomentum_SGD));

@@ -4,6 +4,7 @@
     PetscInt header[8] = {TRAINER_CHECKPOINT_ID, version, epoch, optimizer step, number of state Vecs, parameters,
                           epochs without improvement, length of the Net spec}
     PetscInt nhistory            (version 4) the number of epochs of the run's history below (at most the epoch)
+    PetscInt nrun[3]             (version 5) the lengths ni, nr, nc of the run section below (integers, reals, characters)
     char    spec[len]            the Net's layer list (checked on restart)
     real    best test loss
     real    best training loss   (version 2: the divergence test's reference)
@@ -13,18 +14,35 @@
     PetscInt hist[2][nhistory]   (version 4) per epoch so far: epoch, training samples          } what the monitors
     real     histr[7][nhistory]  (version 4) per epoch: train loss, test loss, test accuracy,   } received (TrainerMetrics),
                                  learning rate, epoch time, elapsed time, samples/s             } record-major
+    PetscInt runi[ni]            (version 5) what defines the rest of the run, beside the Vecs:
+                                   0 the run's -trainer_epochs, 1 mini-batch mode (1) or full batch (0),
+                                   2 a PetNet optimizer (1) or another TAO type (0), 3 the schedule (PetNetLRScheduleType),
+                                   4 its step size, 5 -tao_lr_cosine_iterations as given (0: the horizon), 6 the warm-up,
+                                   7 the horizon as resolved (updates), 8 batches of the next epoch already applied (0:
+                                   checkpoints end epochs), 9-10 the training data's seed (high, low 32 bits),
+                                   11 nhyper (the optimizer's own settings in runr), 12 nlayers, then per layer of the Net
+                                   5 integers: 1 if it draws random masks (dropout, attention) else 0, its seed (high,
+                                   low), its pass counter (high, low)
+    real     runr[nr]            (version 5) base learning rate, gamma, lr_min, weight decay, the rate of the next update,
+                                 then the optimizer's nhyper settings (PetNetTaoGetSettings(): adam's beta1, beta2, eps,
+                                 amsgrad; sgd's momentum, dampening, nesterov; rmsprop's alpha, eps, momentum, centered)
+    char     runc[nc]            (version 5) the TAO type
     Vec     parameters           (PetscInt classid, PetscInt size, then the values, as VecView() writes them)
     Vec     optimizer state (moments, ...) one after the other
     uint32  crc32 (zlib) of every byte before it, big-endian (version 2)
 
-  Versions 1 (no training-loss reference, no checksum), 2 (no training loss, batch size, sample count) and 3 (no history:
-  a restart then monitors and plots only the epochs it runs) are still read. Before anything is read with the viewer, rank 0
+  Versions 1 (no training-loss reference, no checksum), 2 (no training loss, batch size, sample count), 3 (no history:
+  a restart then monitors and plots only the epochs it runs) and 4 (no run section: the schedule's horizon is then the
+  restarted run's, the masks' counters start afresh) are still read. The run section is sized by nrun[]: a later
+  version appends its fields (the population's) at the ends of runi, runr and runc or as a section after it, and reads
+  a version-5 file by the lengths it holds. Before anything is read with the viewer, rank 0
   checks the file as bytes: the header's identifier and version, the size the header implies against the real size
   (a truncated file is named as such) and the checksum; a message is broadcast so that every rank fails together.
 
   The data order of epoch e is drawn from (seed, e), so the epoch number restores the random state of the data.
 */
 #include <petnet/private/trainerimpl.h>
+#include <petnet/private/datasetimpl.h>
 #include <petnetoptim.h>
 #include <errno.h>
 #include <stdio.h>
@@ -32,26 +50,35 @@
 #include <zlib.h>
 
 #define TRAINER_CHECKPOINT_ID      0x504e4350 /* "PNCP" */
-#define TRAINER_CHECKPOINT_VERSION 4
+#define TRAINER_CHECKPOINT_VERSION 5
 #define TRAINER_CHECKPOINT_SPECMAX 4096
 #define TRAINER_CHECKPOINT_NSTATE  64 /* more optimizer state Vecs than any optimizer has: a corrupt header */
 
-#define TRAINER_CHECKPOINT_NHIST_INT  2 /* per history record: epoch, samples */
-#define TRAINER_CHECKPOINT_NHIST_REAL 7 /* train loss, test loss, test accuracy, learning rate, epoch time, elapsed, samples/s */
+#define TRAINER_CHECKPOINT_NHIST_INT  2         /* per history record: epoch, samples */
+#define TRAINER_CHECKPOINT_NHIST_REAL 7         /* train loss, test loss, test accuracy, learning rate, epoch time, elapsed, samples/s */
+#define TRAINER_CHECKPOINT_NRUN_INT   13        /* runi[] before the per-layer records (version 5) */
+#define TRAINER_CHECKPOINT_NLAYER_INT 5         /* per layer: draws masks, seed (2), counter (2) */
+#define TRAINER_CHECKPOINT_NRUN_REAL  5         /* runr[] before the optimizer's own settings */
+#define TRAINER_CHECKPOINT_NRUNMAX    (1 << 20) /* more run entries than any Net has layers: a corrupt header */
+#define TRAINER_CHECKPOINT_NHEAD      12        /* header[8], nhistory, nrun[3] */
 
-/* The size in bytes of a checkpoint whose header is h[9] (h[8]: the history records, version 4) (-1 when the header is
-   impossible) */
-static long long TrainerCheckpointSize_Private(const PetscInt h[9])
+/* The size in bytes of a checkpoint whose header is h[12] (h[8]: the history records, version 4; h[9..11] the run
+   section's lengths, version 5) (-1 when the header is impossible) */
+static long long TrainerCheckpointSize_Private(const PetscInt h[TRAINER_CHECKPOINT_NHEAD])
 {
-  long long isz = (long long)sizeof(PetscInt), rsz = (long long)sizeof(PetscReal), vec, hist = 0;
+  long long isz = (long long)sizeof(PetscInt), rsz = (long long)sizeof(PetscReal), vec, hist = 0, run = 0;
 
   if (h[4] < 0 || h[4] > TRAINER_CHECKPOINT_NSTATE || h[5] < 0 || h[7] < 0 || h[7] >= TRAINER_CHECKPOINT_SPECMAX) return -1;
   if (h[1] >= 4) {
     if (h[8] < 0 || (h[2] >= 0 && h[8] > h[2])) return -1; /* at most one record per epoch run (a negative epoch is refused later, by name) */
     hist = isz + (long long)h[8] * (TRAINER_CHECKPOINT_NHIST_INT * isz + TRAINER_CHECKPOINT_NHIST_REAL * rsz);
   }
+  if (h[1] >= 5) {
+    if (h[9] < TRAINER_CHECKPOINT_NRUN_INT || h[9] > TRAINER_CHECKPOINT_NRUNMAX || h[10] < TRAINER_CHECKPOINT_NRUN_REAL || h[10] > TRAINER_CHECKPOINT_NRUNMAX || h[11] < 0 || h[11] >= 256) return -1;
+    run = 3 * isz + (long long)h[9] * isz + (long long)h[10] * rsz + h[11];
+  }
   vec = 2 * isz + (long long)h[5] * (long long)sizeof(PetscScalar);
-  return 8 * isz + hist + h[7] + (h[1] >= 3 ? 3 : h[1] >= 2 ? 2 : 1) * rsz + (h[1] >= 3 ? 2 * isz : 0) + (1 + h[4]) * vec + (h[1] >= 2 ? 4 : 0);
+  return 8 * isz + hist + run + h[7] + (h[1] >= 3 ? 3 : h[1] >= 2 ? 2 : 1) * rsz + (h[1] >= 3 ? 2 * isz : 0) + (1 + h[4]) * vec + (h[1] >= 2 ? 4 : 0);
 }
 
 /* crc32 of the first n bytes of f, from its start */
@@ -94,10 +121,10 @@ static int TrainerAppendChecksum_Private(const char tmp[])
   Rank 0: checks the file as bytes and fills h[] from its header; msg[] receives what is wrong ("" when nothing is).
   Everything the viewer will read afterwards lies inside the file, so a damaged file is refused here with its name.
 */
-static void TrainerCheckCheckpointFile_Private(const char file[], PetscInt h[9], size_t len, char msg[])
+static void TrainerCheckCheckpointFile_Private(const char file[], PetscInt h[TRAINER_CHECKPOINT_NHEAD], size_t len, char msg[])
 {
   FILE         *f = fopen(file, "rb");
-  unsigned char raw[9 * sizeof(PetscInt)], be[4];
+  unsigned char raw[TRAINER_CHECKPOINT_NHEAD * sizeof(PetscInt)], be[4];
   long long     size, expect;
   uLong         crc, stored = 0;
 
@@ -114,7 +141,7 @@ static void TrainerCheckCheckpointFile_Private(const char file[], PetscInt h[9],
     snprintf(msg, len, "Checkpoint %s is truncated: %lld bytes, fewer than its %d-byte header", file, size, (int)(8 * sizeof(PetscInt)));
     goto done;
   }
-  h[8] = 0;
+  h[8] = h[9] = h[10] = h[11] = 0;
   for (int i = 0; i < 8; i++) {
     unsigned long long v = 0;
 
@@ -129,20 +156,25 @@ static void TrainerCheckCheckpointFile_Private(const char file[], PetscInt h[9],
     snprintf(msg, len, "Checkpoint %s has format version %lld; this PetNet reads versions 1 to %d", file, (long long)h[1], TRAINER_CHECKPOINT_VERSION);
     goto done;
   }
-  if (h[1] >= 4) { /* the count of history records follows the header */
-    unsigned long long v = 0;
+  if (h[1] >= 4) { /* the count of history records follows the header, then (version 5) the run section's lengths */
+    const int nextra = h[1] >= 5 ? 4 : 1, nhead = 8 + nextra;
 
-    if (size < (long long)sizeof(raw) || fread(raw + 8 * sizeof(PetscInt), 1, sizeof(PetscInt), f) != sizeof(PetscInt)) {
-      snprintf(msg, len, "Checkpoint %s is truncated: %lld bytes, fewer than its %d-byte header", file, size, (int)sizeof(raw));
+    if (size < nhead * (long long)sizeof(PetscInt) || fread(raw + 8 * sizeof(PetscInt), 1, nextra * sizeof(PetscInt), f) != nextra * sizeof(PetscInt)) {
+      snprintf(msg, len, "Checkpoint %s is truncated: %lld bytes, fewer than its %d-byte header", file, size, nhead * (int)sizeof(PetscInt));
       goto done;
     }
-    for (size_t b = 0; b < sizeof(PetscInt); b++) v = (v << 8) | raw[8 * sizeof(PetscInt) + b];
-    h[8] = sizeof(PetscInt) == 4 ? (PetscInt)(int32_t)(uint32_t)v : (PetscInt)(int64_t)v;
+    for (int i = 8; i < nhead; i++) {
+      unsigned long long v = 0;
+
+      for (size_t b = 0; b < sizeof(PetscInt); b++) v = (v << 8) | raw[i * sizeof(PetscInt) + b];
+      h[i] = sizeof(PetscInt) == 4 ? (PetscInt)(int32_t)(uint32_t)v : (PetscInt)(int64_t)v;
+    }
   }
   expect = TrainerCheckpointSize_Private(h);
   if (expect < 0) {
-    snprintf(msg, len, "Checkpoint %s is corrupt: its header is impossible (%lld optimizer state vectors, %lld parameters, a network description of %lld characters, %lld epochs of history after %lld epochs)", file, (long long)h[4], (long long)h[5],
-             (long long)h[7], (long long)h[8], (long long)h[2]);
+    snprintf(msg, len,
+             "Checkpoint %s is corrupt: its header is impossible (%lld optimizer state vectors, %lld parameters, a network description of %lld characters, %lld epochs of history after %lld epochs, a run section of %lld, %lld, %lld entries)", file,
+             (long long)h[4], (long long)h[5], (long long)h[7], (long long)h[8], (long long)h[2], (long long)h[9], (long long)h[10], (long long)h[11]);
     goto done;
   }
   if (size != expect) {
@@ -291,6 +323,215 @@ static PetscErrorCode TrainerCheckCheckpointRun_Private(Trainer tr, const char f
           file, saved[0], saved[1], run[0], run[1], saved[0], prefix ? prefix : "", saved[1]);
 }
 
+/* A 64-bit value as two PetscInt (PetscInt has 32 bits here): high and low halves, the low one as unsigned bits */
+static void TrainerSplit64_Private(PetscInt64 v, PetscInt out[2])
+{
+  out[0] = (PetscInt)(int32_t)(uint32_t)((uint64_t)v >> 32);
+  out[1] = (PetscInt)(int32_t)(uint32_t)((uint64_t)v & 0xffffffffu);
+}
+
+static PetscInt64 TrainerJoin64_Private(const PetscInt in[2])
+{
+  return (PetscInt64)(((uint64_t)(uint32_t)in[0] << 32) | (uint64_t)(uint32_t)in[1]);
+}
+
+/* The run section (version 5), filled by TrainerCheckpointRunSection_Private(); freed with PetscFree3(runi, runr, runc) */
+typedef struct {
+  PetscInt   ni, nr, nc;
+  PetscInt  *runi;
+  PetscReal *runr;
+  char      *runc;
+} TrainerRunSection;
+
+/* What defines the rest of this run (the layout at the top of the file), the same on every rank */
+static PetscErrorCode TrainerCheckpointRunSection_Private(Trainer tr, TrainerRunSection *rs)
+{
+  PetNetTaoSettings set;
+  PetscBool         isoptim;
+  PetscInt          nlayers, step;
+  PetscReal         next = 0;
+  const char       *type;
+  size_t            len;
+
+  PetscFunctionBegin;
+  PetscCall(PetNetTaoGetSettings(tr->tao, &isoptim, &set));
+  PetscCall(NetGetNumLayers(tr->net, &nlayers));
+  PetscCall(TaoGetType(tr->tao, &type));
+  PetscCall(PetscStrlen(type, &len));
+  rs->ni = TRAINER_CHECKPOINT_NRUN_INT + TRAINER_CHECKPOINT_NLAYER_INT * nlayers;
+  rs->nr = TRAINER_CHECKPOINT_NRUN_REAL + set.nhyper;
+  rs->nc = (PetscInt)len;
+  PetscCall(PetscCalloc3(rs->ni, &rs->runi, rs->nr, &rs->runr, rs->nc + 1, &rs->runc));
+  rs->runi[0] = tr->epochs;
+  rs->runi[1] = tr->minibatch ? 1 : 0;
+  rs->runi[2] = isoptim ? 1 : 0;
+  rs->runi[3] = (PetscInt)set.schedule;
+  rs->runi[4] = set.stepsize;
+  rs->runi[5] = set.cosineits;
+  rs->runi[6] = set.warmup;
+  rs->runi[7] = set.horizon;
+  rs->runi[8] = 0; /* checkpoints are written at the end of an epoch */
+  TrainerSplit64_Private((PetscInt64)tr->train->seed, &rs->runi[9]);
+  rs->runi[11] = set.nhyper;
+  rs->runi[12] = nlayers;
+  for (PetscInt l = 0; l < nlayers; l++) {
+    PetscInt *li = rs->runi + TRAINER_CHECKPOINT_NRUN_INT + TRAINER_CHECKPOINT_NLAYER_INT * l;
+    PetscErrorCode (*get)(Layer, PetscInt64 *, PetscInt64 *);
+    Layer      layer;
+    PetscInt64 seed = 0, counter = 0;
+
+    PetscCall(NetGetLayer(tr->net, l, &layer));
+    PetscCall(PetscObjectQueryFunction((PetscObject)layer, "LayerGetPassCounter_C", &get));
+    if (get) PetscCall((*get)(layer, &seed, &counter));
+    li[0] = get ? 1 : 0;
+    TrainerSplit64_Private(seed, &li[1]);
+    TrainerSplit64_Private(counter, &li[3]);
+  }
+  if (isoptim) {
+    PetscCall(PetNetTaoGetState(tr->tao, NULL, NULL, &step));
+    PetscCall(PetNetTaoComputeLearningRate(tr->tao, step, &next));
+  }
+  rs->runr[0] = set.lr;
+  rs->runr[1] = set.gamma;
+  rs->runr[2] = set.lrmin;
+  rs->runr[3] = set.weightdecay;
+  rs->runr[4] = next;
+  for (PetscInt k = 0; k < set.nhyper; k++) rs->runr[TRAINER_CHECKPOINT_NRUN_REAL + k] = set.hyper[k];
+  PetscCall(PetscMemcpy(rs->runc, type, len));
+  PetscFunctionReturn(0);
+}
+
+/* Version 5: the run section */
+static PetscErrorCode TrainerWriteCheckpointRunSection_Private(Trainer tr, PetscViewer viewer, const TrainerRunSection *rs)
+{
+  PetscFunctionBegin;
+  PetscCall(PetscViewerBinaryWrite(viewer, rs->runi, rs->ni, PETSC_INT));
+  PetscCall(PetscViewerBinaryWrite(viewer, rs->runr, rs->nr, PETSC_REAL));
+  PetscCall(PetscViewerBinaryWrite(viewer, rs->runc, rs->nc, PETSC_CHAR));
+  PetscFunctionReturn(0);
+}
+
+/* Version 5: reads the run section of lengths h[9..11]; what this version does not know (a later one's appended fields)
+   is read and left alone */
+static PetscErrorCode TrainerReadCheckpointRunSection_Private(PetscViewer viewer, const PetscInt h[TRAINER_CHECKPOINT_NHEAD], TrainerRunSection *rs)
+{
+  PetscFunctionBegin;
+  rs->ni = h[9];
+  rs->nr = h[10];
+  rs->nc = h[11];
+  PetscCall(PetscCalloc3(rs->ni, &rs->runi, rs->nr, &rs->runr, rs->nc + 1, &rs->runc));
+  PetscCall(PetscViewerBinaryRead(viewer, rs->runi, rs->ni, NULL, PETSC_INT));
+  PetscCall(PetscViewerBinaryRead(viewer, rs->runr, rs->nr, NULL, PETSC_REAL));
+  PetscCall(PetscViewerBinaryRead(viewer, rs->runc, rs->nc, NULL, PETSC_CHAR));
+  PetscFunctionReturn(0);
+}
+
+/*
+  Version 5: the restarted run against the run that wrote the checkpoint. What the checkpoint defines and the command
+  line cannot ask for otherwise (the optimizer, its rates and hyperparameters, the schedule, the data's seed, the masks'
+  seeds, the mode) must agree: an error names the option and both values. Deliberate changes are stated in one line:
+  another -trainer_epochs (the schedule keeps the checkpoint's horizon unless -tao_lr_cosine_iterations is given), a
+  full-batch TAO type that is not PetNet's (its memory starts afresh). Then the horizon and the masks' counters are
+  restored (the optimizer's step and state Vecs by the caller).
+*/
+static PetscErrorCode TrainerApplyCheckpointRunSection_Private(Trainer tr, const char file[], const TrainerRunSection *saved)
+{
+  MPI_Comm          comm = PetscObjectComm((PetscObject)tr);
+  TrainerRunSection now;
+  PetNetTaoSettings set;
+  PetscBool         isoptim, same;
+  const char       *prefix, *tprefix;
+  char              opt[64];
+  PetscInt          nlayers;
+
+  PetscFunctionBegin;
+  PetscCall(TrainerCheckpointRunSection_Private(tr, &now));
+  PetscCall(PetNetTaoGetSettings(tr->tao, &isoptim, &set));
+  PetscCall(TaoGetOptionsPrefix(tr->tao, &tprefix));
+  if (!tprefix) tprefix = "";
+  PetscCheck(saved->ni >= TRAINER_CHECKPOINT_NRUN_INT && saved->nr >= TRAINER_CHECKPOINT_NRUN_REAL && saved->runi[11] >= 0 && saved->runi[11] <= PETNET_TAO_MAX_HYPER && saved->runi[12] >= 0 &&
+                 saved->ni >= TRAINER_CHECKPOINT_NRUN_INT + TRAINER_CHECKPOINT_NLAYER_INT * saved->runi[12] && saved->nr >= TRAINER_CHECKPOINT_NRUN_REAL + saved->runi[11] && saved->runi[0] >= 0,
+             comm, PETSC_ERR_FILE_UNEXPECTED, "Checkpoint %s is corrupt: its run section (%" PetscInt_FMT " integers, %" PetscInt_FMT " reals) does not hold what it announces", file, saved->ni, saved->nr);
+  PetscCall(PetscStrcmp(saved->runc, now.runc, &same));
+  PetscCheck(same, comm, PETSC_ERR_ARG_INCOMP, "Checkpoint %s was written by a run with -%stao_type %s, but this run has -%stao_type %s: restart with -%stao_type %s, or start afresh without -trainer_restart", file, tprefix, saved->runc, tprefix,
+             now.runc, tprefix, saved->runc);
+  PetscCheck(saved->runi[1] == now.runi[1], comm, PETSC_ERR_ARG_INCOMP, "Checkpoint %s was written in %s mode, but this run trains in %s mode: restart with -trainer_mode %s", file, saved->runi[1] ? "minibatch" : "fullbatch",
+             now.runi[1] ? "minibatch" : "fullbatch", saved->runi[1] ? "minibatch" : "fullbatch");
+  if (TrainerJoin64_Private(&saved->runi[9]) != TrainerJoin64_Private(&now.runi[9])) {
+    PetscCall(DatasetGetOptionsPrefix(tr->train, &prefix));
+    SETERRQ(comm, PETSC_ERR_ARG_INCOMP,
+            "Checkpoint %s was written by a run whose training data was shuffled with seed %" PetscInt64_FMT ", but this run has %" PetscInt64_FMT ": the remaining epochs would see another data order. Restart with -%sdataset_seed %" PetscInt64_FMT,
+            file, TrainerJoin64_Private(&saved->runi[9]), TrainerJoin64_Private(&now.runi[9]), prefix ? prefix : "", TrainerJoin64_Private(&saved->runi[9]));
+  }
+  if (saved->runi[2] && isoptim) {
+    const char *type = saved->runc;
+    struct {
+      const char *suffix;
+      PetscReal   was, is;
+    } real[] = {{"lr", saved->runr[0], now.runr[0]}, {"weight_decay", saved->runr[3], now.runr[3]}};
+
+    for (size_t k = 0; k < sizeof(real) / sizeof(real[0]); k++) {
+      PetscCall(PetscSNPrintf(opt, sizeof(opt), "-%stao_%s_%s", tprefix, type, real[k].suffix));
+      PetscCheck(real[k].was == real[k].is, comm, PETSC_ERR_ARG_INCOMP, "Checkpoint %s was written by a run with %s %g, but this run gives %g: restart with %s %g (the run the checkpoint continues), or start afresh without -trainer_restart", file,
+                 opt, (double)real[k].was, (double)real[k].is, opt, (double)real[k].was);
+    }
+    PetscCheck(saved->runi[11] == set.nhyper, comm, PETSC_ERR_FILE_UNEXPECTED, "Checkpoint %s is corrupt: %" PetscInt_FMT " settings of the %s optimizer, which has %" PetscInt_FMT, file, saved->runi[11], type, set.nhyper);
+    for (PetscInt k = 0; k < set.nhyper; k++) {
+      const PetscReal was = saved->runr[TRAINER_CHECKPOINT_NRUN_REAL + k], is = set.hyper[k];
+
+      PetscCall(PetscSNPrintf(opt, sizeof(opt), "-%stao_%s_%s", tprefix, type, set.hypername[k]));
+      PetscCheck(was == is, comm, PETSC_ERR_ARG_INCOMP, "Checkpoint %s was written by a run with %s %g, but this run gives %g: restart with %s %g (the run the checkpoint continues), or start afresh without -trainer_restart", file, opt, (double)was,
+                 (double)is, opt, (double)was);
+    }
+    PetscCheck(saved->runi[3] == now.runi[3] && saved->runi[3] >= 0 && saved->runi[3] <= PETNET_LR_COSINE, comm, PETSC_ERR_ARG_INCOMP,
+               "Checkpoint %s was written by a run with -%stao_lr_schedule %s, but this run has %s: restart with -%stao_lr_schedule %s", file, tprefix,
+               saved->runi[3] >= 0 && saved->runi[3] <= PETNET_LR_COSINE ? PetNetLRScheduleTypes[saved->runi[3]] : "(corrupt)", PetNetLRScheduleTypes[now.runi[3]], tprefix,
+               saved->runi[3] >= 0 && saved->runi[3] <= PETNET_LR_COSINE ? PetNetLRScheduleTypes[saved->runi[3]] : "(corrupt)");
+    PetscCheck(saved->runi[6] == now.runi[6], comm, PETSC_ERR_ARG_INCOMP, "Checkpoint %s was written by a run with -%stao_lr_warmup %" PetscInt_FMT ", but this run has %" PetscInt_FMT ": restart with -%stao_lr_warmup %" PetscInt_FMT, file, tprefix,
+               saved->runi[6], now.runi[6], tprefix, saved->runi[6]);
+    if (now.runi[3] == PETNET_LR_STEP) {
+      PetscCheck(saved->runi[4] == now.runi[4], comm, PETSC_ERR_ARG_INCOMP, "Checkpoint %s was written by a run with -%stao_lr_step_size %" PetscInt_FMT ", but this run has %" PetscInt_FMT ": restart with -%stao_lr_step_size %" PetscInt_FMT, file,
+                 tprefix, saved->runi[4], now.runi[4], tprefix, saved->runi[4]);
+      PetscCheck(saved->runr[1] == now.runr[1], comm, PETSC_ERR_ARG_INCOMP, "Checkpoint %s was written by a run with -%stao_lr_gamma %g, but this run has %g: restart with -%stao_lr_gamma %g", file, tprefix, (double)saved->runr[1],
+                 (double)now.runr[1], tprefix, (double)saved->runr[1]);
+    }
+    if (now.runi[3] == PETNET_LR_COSINE) {
+      PetscCheck(saved->runr[2] == now.runr[2], comm, PETSC_ERR_ARG_INCOMP, "Checkpoint %s was written by a run with -%stao_lr_min %g, but this run has %g: restart with -%stao_lr_min %g", file, tprefix, (double)saved->runr[2], (double)now.runr[2],
+                 tprefix, (double)saved->runr[2]);
+      if (now.runi[5] > 0 && now.runi[5] != (saved->runi[5] > 0 ? saved->runi[5] : saved->runi[7]))
+        PetscCall(PetscPrintf(comm, "restart from %s: the cosine schedule now ends at update %" PetscInt_FMT " (-%stao_lr_cosine_iterations), not at update %" PetscInt_FMT " as in the run that wrote it\n", file, now.runi[5], tprefix,
+                              saved->runi[5] > 0 ? saved->runi[5] : saved->runi[7]));
+    }
+    /* the horizon as the writing run resolved it: a restart with another -trainer_epochs keeps the schedule's shape */
+    if (saved->runi[7] > 0) PetscCall(PetNetTaoSetLRHorizon(tr->tao, saved->runi[7]));
+  }
+  if (saved->runi[0] != tr->epochs)
+    PetscCall(PetscPrintf(comm, "restart from %s: this run trains to epoch %" PetscInt_FMT ", the run that wrote it to epoch %" PetscInt_FMT "; %s\n", file, tr->epochs, saved->runi[0],
+                          saved->runi[2] && now.runi[3] == PETNET_LR_COSINE && now.runi[5] == 0 ? "the cosine schedule keeps that run's length (give -tao_lr_cosine_iterations to change it)" : "the schedule is unchanged"));
+  if (!saved->runi[2] && !tr->minibatch)
+    PetscCall(PetscPrintf(comm, "restart from %s: TAO type %s starts afresh (its memory, e.g. a quasi-Newton history, is not in checkpoints): the run continues from the checkpoint's parameters, not as the uninterrupted run\n", file, saved->runc));
+  /* the masks' streams: the same seeds, counters restored */
+  PetscCall(NetGetNumLayers(tr->net, &nlayers));
+  PetscCheck(saved->runi[12] == nlayers, comm, PETSC_ERR_FILE_UNEXPECTED, "Checkpoint %s is corrupt: %" PetscInt_FMT " layers in its run section, %" PetscInt_FMT " in its network", file, saved->runi[12], nlayers);
+  for (PetscInt l = 0; l < nlayers; l++) {
+    const PetscInt *was = saved->runi + TRAINER_CHECKPOINT_NRUN_INT + TRAINER_CHECKPOINT_NLAYER_INT * l, *is = now.runi + TRAINER_CHECKPOINT_NRUN_INT + TRAINER_CHECKPOINT_NLAYER_INT * l;
+    PetscErrorCode (*set)(Layer, PetscInt64);
+    Layer layer;
+
+    if (!is[0]) continue;
+    PetscCheck(was[0], comm, PETSC_ERR_FILE_UNEXPECTED, "Checkpoint %s is corrupt: layer %" PetscInt_FMT " draws random masks but its record says not", file, l);
+    PetscCheck(TrainerJoin64_Private(&was[1]) == TrainerJoin64_Private(&is[1]), comm, PETSC_ERR_ARG_INCOMP,
+               "Checkpoint %s was written by a run whose layer %" PetscInt_FMT " drew its masks with seed %" PetscInt64_FMT ", but this run's has seed %" PetscInt64_FMT ": restart with that -dropout_seed", file, l, TrainerJoin64_Private(&was[1]),
+               TrainerJoin64_Private(&is[1]));
+    PetscCheck(TrainerJoin64_Private(&was[3]) >= 0, comm, PETSC_ERR_FILE_UNEXPECTED, "Checkpoint %s is corrupt: layer %" PetscInt_FMT " has a negative pass counter", file, l);
+    PetscCall(NetGetLayer(tr->net, l, &layer));
+    PetscCall(PetscObjectQueryFunction((PetscObject)layer, "LayerSetPassCounter_C", &set));
+    if (set) PetscCall((*set)(layer, TrainerJoin64_Private(&was[3])));
+  }
+  PetscCall(PetscFree3(now.runi, now.runr, now.runc));
+  PetscFunctionReturn(0);
+}
+
 /* The Vecs of a checkpoint in the order of the file (the parameters, then the optimizer's state), gathered on rank 0
    (sequential, empty elsewhere): collective, so that rank 0 then writes the whole file alone */
 static PetscErrorCode TrainerCheckpointGather_Private(Trainer tr, PetscInt *nvec, Vec **seq, PetscInt *step)
@@ -315,35 +556,39 @@ static PetscErrorCode TrainerCheckpointGather_Private(Trainer tr, PetscInt *nvec
 }
 
 /* Rank 0: everything but the checksum through a sequential viewer; seq[] from TrainerCheckpointGather_Private() */
-static PetscErrorCode TrainerWriteCheckpoint_Private(Trainer tr, PetscViewer viewer, PetscInt nvec, Vec seq[], PetscInt step)
+static PetscErrorCode TrainerWriteCheckpoint_Private(Trainer tr, PetscViewer viewer, PetscInt nvec, Vec seq[], PetscInt step, const TrainerRunSection *rs)
 {
-  PetscInt  nparams, header[9];
+  PetscInt  nparams, header[TRAINER_CHECKPOINT_NHEAD];
   char      spec[TRAINER_CHECKPOINT_SPECMAX];
   PetscReal best[2] = {tr->besttestloss, tr->besttrainloss};
 
   PetscFunctionBegin;
   PetscCall(NetGetSpec(tr->net, sizeof(spec), spec));
   PetscCall(VecGetSize(seq[0], &nparams));
-  header[0] = TRAINER_CHECKPOINT_ID;
-  header[1] = TRAINER_CHECKPOINT_VERSION;
-  header[2] = tr->epoch;
-  header[3] = step;
-  header[4] = nvec - 1;
-  header[5] = nparams;
-  header[6] = tr->badepochs;
-  header[7] = (PetscInt)strlen(spec);
-  header[8] = TrainerCheckpointHistory_Private(tr, NULL);
-  PetscCall(PetscViewerBinaryWrite(viewer, header, 9, PETSC_INT));
+  header[0]  = TRAINER_CHECKPOINT_ID;
+  header[1]  = TRAINER_CHECKPOINT_VERSION;
+  header[2]  = tr->epoch;
+  header[3]  = step;
+  header[4]  = nvec - 1;
+  header[5]  = nparams;
+  header[6]  = tr->badepochs;
+  header[7]  = (PetscInt)strlen(spec);
+  header[8]  = TrainerCheckpointHistory_Private(tr, NULL);
+  header[9]  = rs->ni;
+  header[10] = rs->nr;
+  header[11] = rs->nc;
+  PetscCall(PetscViewerBinaryWrite(viewer, header, TRAINER_CHECKPOINT_NHEAD, PETSC_INT));
   PetscCall(PetscViewerBinaryWrite(viewer, spec, header[7], PETSC_CHAR));
   PetscCall(PetscViewerBinaryWrite(viewer, best, 2, PETSC_REAL));
   PetscCall(TrainerWriteCheckpointRun_Private(tr, viewer));
   PetscCall(TrainerWriteCheckpointHistory_Private(tr, viewer));
+  PetscCall(TrainerWriteCheckpointRunSection_Private(tr, viewer, rs));
   for (PetscInt k = 0; k < nvec; k++) PetscCall(VecView(seq[k], viewer));
   PetscFunctionReturn(0);
 }
 
 /* Rank 0 alone writes tmp (the file, then its checksum); returns PETSc's error and the system's errno, not raised */
-static PetscErrorCode TrainerWriteCheckpointFile_Private(Trainer tr, const char tmp[], PetscInt nvec, Vec seq[], PetscInt step, int *err)
+static PetscErrorCode TrainerWriteCheckpointFile_Private(Trainer tr, const char tmp[], PetscInt nvec, Vec seq[], PetscInt step, const TrainerRunSection *rs, int *err)
 {
   PetscViewer    viewer = NULL;
   PetscErrorCode ierr, ierr2;
@@ -351,7 +596,7 @@ static PetscErrorCode TrainerWriteCheckpointFile_Private(Trainer tr, const char 
   errno = 0;
   ierr  = PetscViewerBinaryOpen(PETSC_COMM_SELF, tmp, FILE_MODE_WRITE, &viewer);
   if (!ierr) ierr = PetscViewerBinarySetSkipInfo(viewer, PETSC_TRUE);
-  if (!ierr) ierr = TrainerWriteCheckpoint_Private(tr, viewer, nvec, seq, step);
+  if (!ierr) ierr = TrainerWriteCheckpoint_Private(tr, viewer, nvec, seq, step, rs);
   *err  = ierr ? errno : 0;
   ierr2 = PetscViewerDestroy(&viewer);
   if (!ierr && ierr2) *err = errno;
@@ -361,7 +606,7 @@ static PetscErrorCode TrainerWriteCheckpointFile_Private(Trainer tr, const char 
 }
 
 /*@C
-  TrainerSaveCheckpoint - writes a training checkpoint: parameters, optimizer state, epoch and early-stopping state
+  TrainerSaveCheckpoint - writes a training checkpoint: everything that defines the rest of the run
 
   Collective on tr
 
@@ -374,8 +619,10 @@ static PetscErrorCode TrainerWriteCheckpointFile_Private(Trainer tr, const char 
 - -trainer_checkpoint_every <N>    - every N epochs (0: only at the end)
 
   Notes:
-  The file also holds the Net's layer list, checked by TrainerLoadCheckpoint(), and ends with a crc32 of its contents,
-  verified on load. The data order needs no state: epoch e draws it from (seed, e).
+  The checkpoint holds the parameters, the optimizer's state Vecs, update count and settings, the learning-rate
+  schedule and its horizon, the data's and the masks' seeds and counters, the epoch, early stopping's state and every
+  epoch's metrics (format 5; what a restart does with each: TrainerLoadCheckpoint()). The file also holds the Net's
+  layer list, checked by TrainerLoadCheckpoint(), and ends with a crc32 of its contents, verified on load. The data order needs no state: epoch e draws it from (seed, e).
 
   Rank 0 writes the file alone, after the parameters and the optimizer state are gathered to it, and every rank learns
   the outcome (PetNetWriteAgree()): a write that fails (full disk, quota) is the same error on every rank, naming the
@@ -389,13 +636,14 @@ static PetscErrorCode TrainerWriteCheckpointFile_Private(Trainer tr, const char 
 @*/
 PetscErrorCode TrainerSaveCheckpoint(Trainer tr, const char file[])
 {
-  MPI_Comm       comm = PetscObjectComm((PetscObject)tr);
-  char           tmp[PETSC_MAX_PATH_LEN], what[PETSC_MAX_PATH_LEN + 32];
-  PetscMPIInt    rank;
-  PetscInt       nvec = 0, step = 0;
-  Vec           *seq  = NULL;
-  PetscErrorCode ierr = 0;
-  int            err  = 0;
+  MPI_Comm          comm = PetscObjectComm((PetscObject)tr);
+  char              tmp[PETSC_MAX_PATH_LEN], what[PETSC_MAX_PATH_LEN + 32];
+  PetscMPIInt       rank;
+  PetscInt          nvec = 0, step = 0;
+  Vec              *seq  = NULL;
+  PetscErrorCode    ierr = 0;
+  int               err  = 0;
+  TrainerRunSection rs;
 
   PetscFunctionBegin;
   PetscValidHeaderSpecific(tr, TRAINER_CLASSID, 1);
@@ -404,15 +652,17 @@ PetscErrorCode TrainerSaveCheckpoint(Trainer tr, const char file[])
   PetscCallMPI(MPI_Comm_rank(comm, &rank));
   PetscCall(PetNetTemporaryFileName(comm, file, sizeof(tmp), tmp));
   PetscCall(TrainerCheckpointGather_Private(tr, &nvec, &seq, &step));
+  PetscCall(TrainerCheckpointRunSection_Private(tr, &rs));
   /* rank 0 writes alone; every rank then learns its verdict (PetNetWriteAgree()), so that a full disk ends every rank
      with the same error, the temporary file removed and the previous checkpoint unchanged */
   if (rank == 0) {
     PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, NULL));
-    ierr = TrainerWriteCheckpointFile_Private(tr, tmp, nvec, seq, step, &err);
+    ierr = TrainerWriteCheckpointFile_Private(tr, tmp, nvec, seq, step, &rs, &err);
     PetscCall(PetscPopErrorHandler());
   }
   for (PetscInt k = 0; k < nvec; k++) PetscCall(VecDestroy(&seq[k]));
   PetscCall(PetscFree(seq));
+  PetscCall(PetscFree3(rs.runi, rs.runr, rs.runc));
   PetscCall(PetscSNPrintf(what, sizeof(what), "the checkpoint %s", file));
   PetscCall(PetNetWriteAgree(comm, ierr, err, what, tmp));
   PetscCall(PetNetCommitFile(comm, tmp, file));
@@ -421,15 +671,15 @@ PetscErrorCode TrainerSaveCheckpoint(Trainer tr, const char file[])
 }
 
 /* Reads what TrainerCheckCheckpointFile_Private() checked, after the header h[] was accepted */
-static PetscErrorCode TrainerReadCheckpoint_Private(Trainer tr, PetscViewer viewer, const char file[], const PetscInt h[9], PetscInt nstate, Vec state[], PetscReal best[3])
+static PetscErrorCode TrainerReadCheckpoint_Private(Trainer tr, PetscViewer viewer, const char file[], const PetscInt h[TRAINER_CHECKPOINT_NHEAD], PetscInt nstate, Vec state[], PetscReal best[3])
 {
-  PetscInt header[9], run[2];
+  PetscInt header[TRAINER_CHECKPOINT_NHEAD], run[2];
   char     spec[TRAINER_CHECKPOINT_SPECMAX];
 
   PetscFunctionBegin;
   best[1] = PETSC_MAX_REAL; /* version 1 */
   best[2] = -1;             /* versions 1 and 2: no training loss */
-  PetscCall(PetscViewerBinaryRead(viewer, header, h[1] >= 4 ? 9 : 8, NULL, PETSC_INT));
+  PetscCall(PetscViewerBinaryRead(viewer, header, h[1] >= 5 ? TRAINER_CHECKPOINT_NHEAD : h[1] >= 4 ? 9 : 8, NULL, PETSC_INT));
   PetscCall(PetscViewerBinaryRead(viewer, spec, h[7], NULL, PETSC_CHAR));
   PetscCall(PetscViewerBinaryRead(viewer, best, h[1] >= 2 ? 2 : 1, NULL, PETSC_REAL));
   if (h[1] >= 3) {
@@ -437,6 +687,12 @@ static PetscErrorCode TrainerReadCheckpoint_Private(Trainer tr, PetscViewer view
     PetscCall(PetscViewerBinaryRead(viewer, run, 2, NULL, PETSC_INT)); /* checked by TrainerLoadCheckpoint() before */
   }
   if (h[1] >= 4) PetscCall(TrainerReadCheckpointHistory_Private(tr, viewer, file, h[8], h[2]));
+  if (h[1] >= 5) { /* read and checked before, by TrainerLoadCheckpoint() */
+    TrainerRunSection rs;
+
+    PetscCall(TrainerReadCheckpointRunSection_Private(viewer, h, &rs));
+    PetscCall(PetscFree3(rs.runi, rs.runr, rs.runc));
+  }
   PetscCall(VecLoad(tr->theta, viewer));
   for (PetscInt k = 0; k < nstate; k++) PetscCall(VecLoad(state[k], viewer));
   PetscFunctionReturn(0);
@@ -456,7 +712,8 @@ static PetscErrorCode TrainerReadCheckpoint_Private(Trainer tr, PetscViewer view
 
   Notes:
   Restores the parameters, the optimizer's state Vecs and update count, the epoch and the early-stopping state;
-  TrainerTrain() then runs the remaining epochs and ends with the same weights as an uninterrupted run. A different
+  TrainerTrain() then runs the remaining epochs and ends with the same weights as an uninterrupted run (the same bits
+  on the same rank count, round-off on another). A different
   network (layer list or parameter count) or optimizer state is refused with an error saying what differs; so are
   (format version 3) another batch size or number of training samples (-trainer_batch_size, -train_dataset_limit),
   which would draw another data order and count other optimizer steps. The last epoch's training loss is restored
@@ -466,11 +723,21 @@ static PetscErrorCode TrainerReadCheckpoint_Private(Trainer tr, PetscViewer view
   progress line ends in "(restored)"), so that a CSV monitor's file and the -trainer_monitor_plot image cover the whole
   run, not only the epochs after the restart.
 
+  Format version 5 holds what defines the rest of the run besides: the optimizer's type, rates and settings
+  (PetNetTaoGetSettings()), the learning-rate schedule with its horizon as the writing run resolved it, the training
+  data's seed, each dropout and attention layer's seed and pass counter, the mode and the run's -trainer_epochs. What
+  the command line cannot change without leaving that run (another -tao_type, rate, beta, schedule, warm-up, seed,
+  mode) is refused naming the option and both values; another -trainer_epochs extends the run, stated in one line:
+  the schedule keeps the checkpoint's horizon (a cosine that has ended stays at lr_min) unless
+  -tao_lr_cosine_iterations is given. The pass counters are restored, so dropout draws the masks the uninterrupted run
+  would have drawn. A full-batch TAO type that is not PetNet's restarts afresh (its memory is not saved), stated too.
+
   The file is checked before anything is read: a truncated file, a checksum that does not match (a damaged file), an
   impossible header, or an epoch outside 0..-trainer_epochs are errors naming the file. Version 1 checkpoints (before
   checksums) are still read, with the size check only; version 2 checkpoints (without the run's batch size, sample
   count and last training loss) without those checks; version 3 checkpoints without the history (the monitors and the
-  plot then see only the epochs after the restart).
+  plot then see only the epochs after the restart); version 4 checkpoints without the run section (the schedule's
+  horizon is then the restarted run's, the masks' counters start at 0, nothing else is compared).
 
   Level: intermediate
 
@@ -478,16 +745,17 @@ static PetscErrorCode TrainerReadCheckpoint_Private(Trainer tr, PetscViewer view
 @*/
 PetscErrorCode TrainerLoadCheckpoint(Trainer tr, const char file[])
 {
-  MPI_Comm       comm   = PetscObjectComm((PetscObject)tr);
-  PetscViewer    viewer = NULL;
-  PetscInt       nstate = 0, step = 0, nparams, h[9] = {0};
-  Vec           *state = NULL;
-  char           spec[TRAINER_CHECKPOINT_SPECMAX], saved[TRAINER_CHECKPOINT_SPECMAX], msg[1024];
-  PetscReal      best[3], head[3];
-  PetscInt       run[2] = {0, 0};
-  PetscMPIInt    rank;
-  PetscErrorCode ierr, ierr2;
-  char          *why = NULL;
+  MPI_Comm          comm   = PetscObjectComm((PetscObject)tr);
+  PetscViewer       viewer = NULL;
+  PetscInt          nstate = 0, step = 0, nparams, h[TRAINER_CHECKPOINT_NHEAD] = {0};
+  Vec              *state = NULL;
+  char              spec[TRAINER_CHECKPOINT_SPECMAX], saved[TRAINER_CHECKPOINT_SPECMAX], msg[1024];
+  PetscReal         best[3], head[3];
+  PetscInt          run[2] = {0, 0};
+  PetscMPIInt       rank;
+  PetscErrorCode    ierr, ierr2;
+  char             *why = NULL;
+  TrainerRunSection rs  = {0, 0, 0, NULL, NULL, NULL};
 
   PetscFunctionBegin;
   PetscValidHeaderSpecific(tr, TRAINER_CLASSID, 1);
@@ -496,7 +764,7 @@ PetscErrorCode TrainerLoadCheckpoint(Trainer tr, const char file[])
   if (rank == 0) TrainerCheckCheckpointFile_Private(file, h, sizeof(msg), msg);
   PetscCallMPI(MPI_Bcast(msg, sizeof(msg), MPI_CHAR, 0, comm));
   PetscCheck(!msg[0], comm, PETSC_ERR_FILE_UNEXPECTED, "%s", msg);
-  PetscCallMPI(MPI_Bcast(h, 9, MPIU_INT, 0, comm));
+  PetscCallMPI(MPI_Bcast(h, TRAINER_CHECKPOINT_NHEAD, MPIU_INT, 0, comm));
 
   PetscCall(TaoSetUp(tr->tao));
   PetscCall(NetGetSpec(tr->net, sizeof(spec), spec));
@@ -513,13 +781,23 @@ PetscErrorCode TrainerLoadCheckpoint(Trainer tr, const char file[])
   ierr = PetscViewerBinaryOpen(comm, file, FILE_MODE_READ, &viewer);
   if (!ierr) ierr = PetscViewerBinarySetSkipInfo(viewer, PETSC_TRUE);
   if (!ierr) { /* the layer list first: a different network is reported as such, not as a Vec of the wrong size */
-    PetscInt header[9];
+    PetscInt header[TRAINER_CHECKPOINT_NHEAD];
 
-    ierr = PetscViewerBinaryRead(viewer, header, h[1] >= 4 ? 9 : 8, NULL, PETSC_INT);
+    ierr = PetscViewerBinaryRead(viewer, header, h[1] >= 5 ? TRAINER_CHECKPOINT_NHEAD : h[1] >= 4 ? 9 : 8, NULL, PETSC_INT);
     if (!ierr) ierr = PetscViewerBinaryRead(viewer, saved, h[7], NULL, PETSC_CHAR);
     saved[h[7]] = 0;
     if (!ierr && h[1] >= 3) ierr = PetscViewerBinaryRead(viewer, head, 3, NULL, PETSC_REAL); /* best losses, training loss */
     if (!ierr && h[1] >= 3) ierr = PetscViewerBinaryRead(viewer, run, 2, NULL, PETSC_INT);
+    if (!ierr && h[1] >= 5) { /* past the history to the run section */
+      PetscInt  *hi;
+      PetscReal *hr;
+
+      ierr = PetscMalloc2(TRAINER_CHECKPOINT_NHIST_INT * h[8], &hi, TRAINER_CHECKPOINT_NHIST_REAL * h[8], &hr);
+      if (!ierr) ierr = PetscViewerBinaryRead(viewer, hi, TRAINER_CHECKPOINT_NHIST_INT * h[8], NULL, PETSC_INT);
+      if (!ierr) ierr = PetscViewerBinaryRead(viewer, hr, TRAINER_CHECKPOINT_NHIST_REAL * h[8], NULL, PETSC_REAL);
+      if (!ierr) ierr = PetscFree2(hi, hr);
+      if (!ierr) ierr = TrainerReadCheckpointRunSection_Private(viewer, h, &rs);
+    }
   }
   ierr2 = PetscViewerDestroy(&viewer);
   if (!ierr) ierr = ierr2;
@@ -529,6 +807,10 @@ PetscErrorCode TrainerLoadCheckpoint(Trainer tr, const char file[])
   PetscCheck(h[5] == nparams && !strcmp(saved, spec), comm, PETSC_ERR_ARG_INCOMP, "Checkpoint %s holds the network \"%s\" (%" PetscInt_FMT " parameters) but this run builds \"%s\" (%" PetscInt_FMT " parameters): restart with the same model options",
              file, saved, h[5], spec, nparams);
   if (h[1] >= 3) PetscCall(TrainerCheckCheckpointRun_Private(tr, file, run));
+  if (h[1] >= 5) {
+    PetscCall(TrainerApplyCheckpointRunSection_Private(tr, file, &rs));
+    PetscCall(PetscFree3(rs.runi, rs.runr, rs.runc));
+  }
 
   PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, NULL));
   ierr = PetscViewerBinaryOpen(comm, file, FILE_MODE_READ, &viewer);

@@ -47,6 +47,7 @@ PetscErrorCode TrainerCreate(MPI_Comm comm, Trainer *trainer)
   tr->patience         = 0;
   tr->besttestloss     = PETSC_MAX_REAL;
   tr->lastcheckpoint   = -1;
+  tr->failafter        = -1;
   tr->testloss         = PETSC_MAX_REAL;
   tr->testacc          = -1;
   tr->divergencefactor = 1e3;
@@ -353,6 +354,10 @@ PetscErrorCode TrainerSetEpochs(Trainer tr, PetscInt epochs)
 . -trainer_checkpoint <file>           - checkpoint file, written atomically
 . -trainer_checkpoint_every <N>        - every N epochs (0: only at the end)
 . -trainer_restart <file>              - resume from this checkpoint
+. -trainer_fail_after_epoch <N>       - testing aid: once epoch N (and its checkpoint) has ended on every rank, a rank
+                                         kills itself with SIGKILL, as a failure would (-1: never; share/petnet-run
+                                         restarts such a job)
+. -trainer_fail_rank <R>               - ... that rank (default 0)
 . -trainer_monitor [ascii,csv,draw][:file] - monitors at the end of every epoch (default: ascii, the progress line on
                                          standard output): ascii:file, csv[:file] or ascii:file:ascii_csv (one row of
                                          metrics per epoch), draw (PetscDrawLG curves), a comma-separated list of them
@@ -398,6 +403,8 @@ PetscErrorCode TrainerSetFromOptions(Trainer tr)
   PetscCall(PetscOptionsString("-trainer_checkpoint", "Checkpoint file, written atomically", "TrainerSaveCheckpoint", tr->checkpoint, tr->checkpoint, sizeof(tr->checkpoint), NULL));
   PetscCall(PetNetOptionsBoundedInt("-trainer_checkpoint_every", "Write the checkpoint every N epochs (0: only at the end)", "TrainerSaveCheckpoint", tr->checkpointevery, &tr->checkpointevery, NULL, 0));
   PetscCall(PetscOptionsString("-trainer_restart", "Resume from this checkpoint", "TrainerLoadCheckpoint", tr->restart, tr->restart, sizeof(tr->restart), NULL));
+  PetscCall(PetNetOptionsBoundedInt("-trainer_fail_after_epoch", "Testing aid: kill a rank with SIGKILL after epoch N (and its checkpoint) ends, as a failure would (-1: never)", "TrainerTrain", tr->failafter, &tr->failafter, NULL, -1));
+  PetscCall(PetNetOptionsBoundedInt("-trainer_fail_rank", "Testing aid: the rank -trainer_fail_after_epoch kills", "TrainerTrain", tr->failrank, &tr->failrank, NULL, 0));
   {
     char      value[PETSC_MAX_PATH_LEN + 64] = "ascii", option[256];
     PetscBool set;
@@ -631,6 +638,8 @@ PetscErrorCode TrainerSetUp(Trainer tr)
       PetscCall(PetscInfo(tr, "Full batch: -tao_max_it %" PetscInt_FMT " replaces -trainer_epochs %" PetscInt_FMT " (one epoch is one TAO iteration)\n", tr->tao->max_it, tr->epochs));
       tr->epochs = tr->tao->max_it;
     }
+    /* the schedules span the whole training, not the TaoSolve of a restart's remaining epochs (its max_it) */
+    PetscCall(PetNetTaoSetLRHorizon(tr->tao, tr->epochs));
     PetscCall(TaoSetMonitor(tr->tao, TrainerFullBatchMonitor_Private, tr, NULL));
   }
   PetscCheck(tr->needhessian || !tr->hessiankfac, comm, PETSC_ERR_ARG_INCOMP, "-trainer_hessian_pc kfac preconditions the Newton-type TAO types (nls, ntr, ntl, bnls, bntr, bntl); for K-FAC as the optimizer give -tao_type kfac");

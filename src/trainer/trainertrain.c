@@ -1,5 +1,7 @@
 /* The training loop: epochs of TaoSolve, evaluation, progress lines, early stopping, checkpoints, divergence. */
 #include <petnet/private/trainerimpl.h>
+#include <signal.h>
+#include <unistd.h>
 
 /*@
   TrainerEvaluate - computes the mean loss and the accuracy of the Net on a Dataset, in evaluation mode
@@ -96,6 +98,30 @@ static PetscErrorCode TrainerEvaluateTest_Private(Trainer tr)
   PetscFunctionReturn(0);
 }
 
+/*
+  Testing aid (-trainer_fail_after_epoch N, -trainer_fail_rank R): once every rank has ended epoch N (its checkpoint,
+  when one is due, complete and renamed), rank R kills itself with SIGKILL, as a lost node or the kernel's OOM killer
+  would: no error handler, no MPI_Finalize, no flush. mpiexec then ends the other ranks. What survives is what a real
+  failure leaves: the last complete checkpoint (share/petnet-run restarts from it).
+*/
+static PetscErrorCode TrainerInjectFailure_Private(Trainer tr)
+{
+  MPI_Comm    comm = PetscObjectComm((PetscObject)tr);
+  PetscMPIInt rank, size;
+
+  PetscFunctionBegin;
+  PetscCallMPI(MPI_Comm_rank(comm, &rank));
+  PetscCallMPI(MPI_Comm_size(comm, &size));
+  PetscCheck(tr->failrank < size, comm, PETSC_ERR_ARG_OUTOFRANGE, "-trainer_fail_rank %" PetscInt_FMT " does not exist: this run has ranks 0 to %d", tr->failrank, size - 1);
+  PetscCallMPI(MPI_Barrier(comm));
+  if (rank == tr->failrank) {
+    PetscCall(PetscInfo(tr, "-trainer_fail_after_epoch %" PetscInt_FMT ": killing rank %d\n", tr->failafter, rank));
+    (void)fflush(stdout);
+    (void)kill(getpid(), SIGKILL);
+  }
+  PetscFunctionReturn(0);
+}
+
 /* The end of epoch 'epoch' (1-based), in both modes: divergence check, test evaluation, progress line, checkpoint,
    early stopping (*stop). The Net holds the epoch's parameters and tr->trainloss its training loss. */
 static PetscErrorCode TrainerEndEpoch_Private(Trainer tr, PetscInt epoch, PetscReal seconds, PetscInt samples, PetscBool *stop)
@@ -111,6 +137,7 @@ static PetscErrorCode TrainerEndEpoch_Private(Trainer tr, PetscInt epoch, PetscR
   PetscCall(TrainerMonitor_Private(tr, tr->epoch, seconds, samples, now - tr->tstart));
   PetscCall(TrainerMonitorSharpness_Private(tr, tr->epoch));
   if (tr->checkpoint[0] && tr->checkpointevery > 0 && tr->epoch % tr->checkpointevery == 0) PetscCall(TrainerSaveCheckpoint(tr, tr->checkpoint));
+  if (tr->epoch == tr->failafter) PetscCall(TrainerInjectFailure_Private(tr));
   if (tr->test && tr->patience > 0) {
     if (tr->testloss < tr->besttestloss) {
       tr->besttestloss = tr->testloss;

@@ -66,7 +66,8 @@ struct _p_Trainer {
   char      checkpoint[PETSC_MAX_PATH_LEN], restart[PETSC_MAX_PATH_LEN];
   PetscInt  checkpointevery;
   PetscInt  lastcheckpoint;
-  PetscBool trainlossrestored; /* trainloss is the last epoch's, from the checkpoint (format 3): not evaluated again */
+  PetscBool trainlossrestored;   /* trainloss is the last epoch's, from the checkpoint (format 3): not evaluated again */
+  PetscInt  failafter, failrank; /* testing aid (-trainer_fail_after_epoch N, -trainer_fail_rank R): SIGKILL rank R after epoch N */
 
   /* monitors (trainermonitor.c): called in order at the end of every epoch */
 #define TRAINER_MAX_MONITORS 10

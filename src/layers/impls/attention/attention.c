@@ -776,11 +776,30 @@ static PetscErrorCode LayerReset_Attention(Layer layer)
   PetscFunctionReturn(0);
 }
 
+/* The seed and pass counter a checkpoint keeps (LayerGetPassCounter_C, LayerSetPassCounter_C): a restart draws the masks the
+   uninterrupted run would have drawn */
+static PetscErrorCode LayerGetPassCounter_Attention(Layer layer, PetscInt64 *seed, PetscInt64 *counter)
+{
+  PetscFunctionBegin;
+  *seed    = ((Layer_Attention *)layer->data)->seed;
+  *counter = ((Layer_Attention *)layer->data)->counter;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerSetPassCounter_Attention(Layer layer, PetscInt64 counter)
+{
+  PetscFunctionBegin;
+  ((Layer_Attention *)layer->data)->counter = counter;
+  PetscFunctionReturn(0);
+}
+
 static PetscErrorCode LayerDestroy_Attention(Layer layer)
 {
   PetscFunctionBegin;
   PetscCall(LayerReset_Attention(layer));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerDropoutSetSeed_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerGetPassCounter_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerSetPassCounter_C", NULL));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerAttentionSetHeadBlock_C", NULL));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerAttentionSetBlockOffset_C", NULL));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerAttentionGetHeads_C", NULL));
@@ -982,6 +1001,8 @@ PETSC_INTERN PetscErrorCode LayerCreate_Attention(Layer layer)
   layer->ops->reset          = LayerReset_Attention;
   layer->ops->destroy        = LayerDestroy_Attention;
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerDropoutSetSeed_C", LayerDropoutSetSeed_Attention));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerGetPassCounter_C", LayerGetPassCounter_Attention));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerSetPassCounter_C", LayerSetPassCounter_Attention));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerAttentionSetHeadBlock_C", LayerAttentionSetHeadBlock_Attention));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerAttentionSetBlockOffset_C", LayerAttentionSetBlockOffset_Attention));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerAttentionGetHeads_C", LayerAttentionGetHeads_Attention));

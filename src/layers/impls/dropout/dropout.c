@@ -234,12 +234,31 @@ static PetscErrorCode LayerReset_Dropout(Layer layer)
   PetscFunctionReturn(0);
 }
 
+/* The seed and pass counter a checkpoint keeps (LayerGetPassCounter_C, LayerSetPassCounter_C): a restart draws the masks the
+   uninterrupted run would have drawn */
+static PetscErrorCode LayerGetPassCounter_Dropout(Layer layer, PetscInt64 *seed, PetscInt64 *counter)
+{
+  PetscFunctionBegin;
+  *seed    = ((Layer_Dropout *)layer->data)->seed;
+  *counter = ((Layer_Dropout *)layer->data)->counter;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerSetPassCounter_Dropout(Layer layer, PetscInt64 counter)
+{
+  PetscFunctionBegin;
+  ((Layer_Dropout *)layer->data)->counter = counter;
+  PetscFunctionReturn(0);
+}
+
 static PetscErrorCode LayerDestroy_Dropout(Layer layer)
 {
   PetscFunctionBegin;
   PetscCall(LayerReset_Dropout(layer));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerDropoutSetProbability_C", NULL));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerDropoutSetSeed_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerGetPassCounter_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerSetPassCounter_C", NULL));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerDropoutSetColumnBlock_C", NULL));
   PetscCall(PetscFree(layer->data));
   PetscFunctionReturn(0);
@@ -363,6 +382,8 @@ PETSC_INTERN PetscErrorCode LayerCreate_Dropout(Layer layer)
   layer->ops->destroy        = LayerDestroy_Dropout;
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerDropoutSetProbability_C", LayerDropoutSetProbability_Dropout));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerDropoutSetSeed_C", LayerDropoutSetSeed_Dropout));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerGetPassCounter_C", LayerGetPassCounter_Dropout));
+  PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerSetPassCounter_C", LayerSetPassCounter_Dropout));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerDropoutSetColumnBlock_C", LayerDropoutSetColumnBlock_Dropout));
   PetscFunctionReturn(0);
 }
