@@ -791,8 +791,9 @@ PetscErrorCode TrainerPopulationFinish_Private(Trainer tr, PetscBool *iswinner)
   pop->finished  = PETSC_TRUE;
   *iswinner      = w == pop->k ? PETSC_TRUE : PETSC_FALSE;
   if (pop->rank == 0) {
-    size_t   len;
-    PetscInt cur = w;
+    size_t    len;
+    PetscInt  cur   = w;
+    PetscBool moved = PETSC_FALSE;
 
     PetscCall(PetscSNPrintf(line, sizeof(line), pop->metric == POP_METRIC_LOSS ? "population: %" PetscInt_FMT " trainers, %" PetscInt_FMT " tournaments, %" PetscInt_FMT " exchanges; winner trainer %" PetscInt_FMT " (loss %.6f on its tournament set); test accuracy by trainer:" : "population: %" PetscInt_FMT " trainers, %" PetscInt_FMT " tournaments, %" PetscInt_FMT " exchanges; winner trainer %" PetscInt_FMT " (accuracy %.4f on its tournament set); test accuracy by trainer:", K, pop->ntournaments,
                            pop->totalexchanges, w, (double)all[(size_t)w * pop->P * 5 + 1]));
@@ -808,9 +809,10 @@ PetscErrorCode TrainerPopulationFinish_Private(Trainer tr, PetscBool *iswinner)
       if (par == cur) continue;
       PetscCall(PetscStrlen(line, &len));
       PetscCall(PetscSNPrintf(line + len, sizeof(line) - len, " <- %" PetscInt_FMT " (tournament %" PetscInt_FMT ", epoch %" PetscInt_FMT ")", par, t + 1, pop->tepoch[t]));
-      cur = par;
+      cur   = par;
+      moved = PETSC_TRUE;
     }
-    if (cur == w) {
+    if (!moved) {
       PetscCall(PetscStrlen(line, &len));
       PetscCall(PetscSNPrintf(line + len, sizeof(line) - len, " (its own model throughout)"));
     }
