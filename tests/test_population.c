@@ -88,11 +88,11 @@ int main(int argc, char **argv)
   PetscOptionsEnd();
 
   if (!strcmp(tcase, "subset")) { /* a subset of a Dataset == the same file with an offset and a limit */
-    Dataset     a, b, s;
-    Vec         X, T, Xs, Ts;
-    PetscInt    first = 123, n = 77, nx, nt;
-    PetscReal   dx, dt;
-    PetscBool   bx, bt;
+    Dataset            a, b, s;
+    Vec                X, T, Xs, Ts;
+    PetscInt           first = 123, n = 77, nx, nt;
+    PetscReal          dx, dt;
+    PetscBool          bx, bt;
     const PetscScalar *x, *xs, *t, *ts;
 
     PetscCall(DatasetCreate(world, &a));
@@ -197,7 +197,8 @@ int main(int argc, char **argv)
     PetscCheck(d <= 1e-12 && lossalone <= 1e-12, world, PETSC_ERR_PLIB, "a trainer differs from its twin: parameters by %g, training loss by %g (relative)", (double)d, (double)lossalone);
     PetscCall(TrainerDestroy(&tr));
     PetscCall(TrainerDestroy(&alone));
-  } else SETERRQ(world, PETSC_ERR_ARG_WRONG, "unknown -case %s", tcase);
+  } else
+    SETERRQ(world, PETSC_ERR_ARG_WRONG, "unknown -case %s", tcase);
   PetscCallMPI(MPI_Comm_free(&sub));
   PetscCall(PetscFinalize());
   return 0;

@@ -142,7 +142,8 @@ PetscErrorCode TrainerPopulationSplit(MPI_Comm comm, const char prefix[], MPI_Co
   PetscCallMPI(MPI_Comm_rank(comm, &rank));
   PetscCall(PetNetOptionsGetInt(NULL, prefix, "-trainer_population", &n, &set));
   PetscCheck(n >= 1, comm, PETSC_ERR_ARG_OUTOFRANGE, "-%strainer_population %" PetscInt_FMT ": give a number of trainers >= 1 that divides the %d ranks of the job", prefix ? prefix : "", n, size);
-  PetscCheck(size % n == 0, comm, PETSC_ERR_ARG_INCOMP, "-%strainer_population %" PetscInt_FMT " does not divide the %d ranks of the job: the trainers are equal sub-communicators, so give a number of trainers that divides %d (or run on a multiple of %" PetscInt_FMT " ranks)",
+  PetscCheck(size % n == 0, comm, PETSC_ERR_ARG_INCOMP,
+             "-%strainer_population %" PetscInt_FMT " does not divide the %d ranks of the job: the trainers are equal sub-communicators, so give a number of trainers that divides %d (or run on a multiple of %" PetscInt_FMT " ranks)",
              prefix ? prefix : "", n, size, size, n);
   PetscCallMPI(MPI_Comm_split(comm, rank / (size / (PetscMPIInt)n), rank, sub));
   if (k) *k = rank / (size / n);
@@ -204,25 +205,26 @@ PetscErrorCode TrainerSetPopulation(Trainer tr, MPI_Comm comm)
   PetscCall(MPIU_Allreduce(&k, &kmax, 1, MPIU_INT, MPI_MAX, tcomm));
   bad = bad || kmin != kmax;
   PetscCall(MPIU_Allreduce(MPI_IN_PLACE, &bad, 1, MPIU_INT, MPI_MAX, comm));
-  PetscCheck(!bad, comm, PETSC_ERR_ARG_INCOMP, "The Trainer's communicator (%d ranks) is not one of the equal consecutive pieces of the %d ranks given to TrainerSetPopulation(): create the Trainer on the communicator TrainerPopulationSplit() returns", tsize, size);
+  PetscCheck(!bad, comm, PETSC_ERR_ARG_INCOMP,
+             "The Trainer's communicator (%d ranks) is not one of the equal consecutive pieces of the %d ranks given to TrainerSetPopulation(): create the Trainer on the communicator TrainerPopulationSplit() returns", tsize, size);
   PetscCall(TrainerPopulationDestroy_Private(tr));
   PetscCall(PetscNew(&pop));
   PetscCall(PetscCommDuplicate(comm, &pop->comm, NULL));
-  pop->rank     = rank;
-  pop->size     = size;
-  pop->P        = tsize;
-  pop->K        = size / tsize;
-  pop->k        = k;
-  pop->data     = POP_DATA_DISJOINT;
-  pop->tsamples = PETSC_DECIDE;
-  pop->interval = 1;
-  pop->unit     = POP_UNIT_EPOCHS;
-  pop->metric   = POP_METRIC_LOSS;
-  pop->exchange = POP_EXCHANGE_PARAMETERS;
-  pop->partner  = -1;
-  pop->winner   = -1;
-  pop->hyper[0] = (PopHyper){.name = "lr", .what = "learning rate", .set = PetNetTaoSetLearningRate};
-  pop->hyper[1] = (PopHyper){.name = "wd", .what = "weight decay", .set = PetNetTaoSetWeightDecay};
+  pop->rank      = rank;
+  pop->size      = size;
+  pop->P         = tsize;
+  pop->K         = size / tsize;
+  pop->k         = k;
+  pop->data      = POP_DATA_DISJOINT;
+  pop->tsamples  = PETSC_DECIDE;
+  pop->interval  = 1;
+  pop->unit      = POP_UNIT_EPOCHS;
+  pop->metric    = POP_METRIC_LOSS;
+  pop->exchange  = POP_EXCHANGE_PARAMETERS;
+  pop->partner   = -1;
+  pop->winner    = -1;
+  pop->hyper[0]  = (PopHyper){.name = "lr", .what = "learning rate", .set = PetNetTaoSetLearningRate};
+  pop->hyper[1]  = (PopHyper){.name = "wd", .what = "weight decay", .set = PetNetTaoSetWeightDecay};
   tr->population = pop;
   PetscFunctionReturn(0);
 }
@@ -368,10 +370,14 @@ PetscErrorCode TrainerPopulationSetFromOptions_Private(Trainer tr, PetscOptionIt
   PetscFunctionBegin;
   PetscCall(PetNetOptionsBoundedInt("-trainer_population", "Trainers of the population (read by TrainerPopulationSplit(); they divide the ranks)", "TrainerPopulationSplit", K, &K, &set, 1));
   if (!pop) {
-    PetscCheck(!set || K == 1, comm, PETSC_ERR_ARG_INCOMP, "-%strainer_population %" PetscInt_FMT ": this program made one Trainer on all its ranks; a population needs a program that creates its trainers on sub-communicators (TrainerPopulationSplit(), TrainerSetPopulation()), such as bin/fashion", prefix, K);
+    PetscCheck(!set || K == 1, comm, PETSC_ERR_ARG_INCOMP,
+               "-%strainer_population %" PetscInt_FMT
+               ": this program made one Trainer on all its ranks; a population needs a program that creates its trainers on sub-communicators (TrainerPopulationSplit(), TrainerSetPopulation()), such as bin/fashion",
+               prefix, K);
     PetscFunctionReturn(0);
   }
-  PetscCheck(!set || K == pop->K, comm, PETSC_ERR_ARG_INCOMP, "-%strainer_population %" PetscInt_FMT " differs from the %" PetscInt_FMT " trainers TrainerSetPopulation() found: split the communicator with the same option (TrainerPopulationSplit())", prefix, K, pop->K);
+  PetscCheck(!set || K == pop->K, comm, PETSC_ERR_ARG_INCOMP, "-%strainer_population %" PetscInt_FMT " differs from the %" PetscInt_FMT " trainers TrainerSetPopulation() found: split the communicator with the same option (TrainerPopulationSplit())",
+             prefix, K, pop->K);
   PetscCall(PetscOptionsEnum("-trainer_population_data", "Training data of each trainer: disjoint (its shard) or shared (all)", "TrainerSetPopulation", PopDatas, (PetscEnum)pop->data, (PetscEnum *)&pop->data, NULL));
   PetscCall(PetNetOptionsBoundedInt("-trainer_tournament_samples", "Samples at the end of each trainer's shard held out as its tournament set (-1: a tenth of the shard)", "TrainerSetPopulation", pop->tsamples, &pop->tsamples, NULL, PETSC_DECIDE));
   PetscCheck(pop->tsamples != 0, comm, PETSC_ERR_ARG_OUTOFRANGE, "-%strainer_tournament_samples 0: a trainer scores the models on its tournament set, so give it at least 1 sample (-1: a tenth of the shard)", prefix);
@@ -379,7 +385,8 @@ PetscErrorCode TrainerPopulationSetFromOptions_Private(Trainer tr, PetscOptionIt
   PetscCheck(pop->interval >= 1, comm, PETSC_ERR_ARG_OUTOFRANGE, "-%strainer_tournament_interval %" PetscInt_FMT ": give a number of epochs >= 1 between tournaments", prefix, pop->interval);
   PetscCall(PetscOptionsEnum("-trainer_tournament_unit", "What the interval counts: epochs (steps: not yet)", "TrainerSetPopulation", PopUnits, (PetscEnum)pop->unit, (PetscEnum *)&pop->unit, NULL));
   PetscCheck(pop->unit == POP_UNIT_EPOCHS, comm, PETSC_ERR_SUP,
-             "-%strainer_tournament_unit steps: tournaments between optimizer steps are not supported yet (an epoch is one TaoSolve() whose iterations draw the batches); give the interval in epochs (-trainer_tournament_unit epochs), or smaller epochs with -train_dataset_limit",
+             "-%strainer_tournament_unit steps: tournaments between optimizer steps are not supported yet (an epoch is one TaoSolve() whose iterations draw the batches); give the interval in epochs (-trainer_tournament_unit epochs), or smaller "
+             "epochs with -train_dataset_limit",
              prefix);
   PetscCall(PetscOptionsEnum("-trainer_tournament_metric", "Score of a model on the tournament set: loss (lower wins) or accuracy (higher wins)", "TrainerSetPopulation", PopMetrics, (PetscEnum)pop->metric, (PetscEnum *)&pop->metric, NULL));
   PetscCall(PetscOptionsEnum("-trainer_tournament_exchange", "What the trainers exchange: parameters, or the optimizer's state too", "TrainerSetPopulation", PopExchanges, (PetscEnum)pop->exchange, (PetscEnum *)&pop->exchange, NULL));
@@ -409,12 +416,14 @@ PetscErrorCode TrainerPopulationSetUpData_Private(Trainer tr)
   PetscCall(DatasetGetSize(tr->train, &N));
   PetscCall(DatasetGetOffset(tr->train, &base));
   S = pop->data == POP_DATA_DISJOINT ? N / pop->K : N;
-  PetscCheck(S >= 2, comm, PETSC_ERR_ARG_INCOMP, "The training set's %" PetscInt_FMT " samples make shards of %" PetscInt_FMT " for %" PetscInt_FMT " trainers (-%strainer_population_data %s): each needs at least 2 (one to train on, one for its tournament set)", N, S, pop->K, prefix,
+  PetscCheck(S >= 2, comm, PETSC_ERR_ARG_INCOMP,
+             "The training set's %" PetscInt_FMT " samples make shards of %" PetscInt_FMT " for %" PetscInt_FMT " trainers (-%strainer_population_data %s): each needs at least 2 (one to train on, one for its tournament set)", N, S, pop->K, prefix,
              PopDatas[pop->data]);
   Nt = pop->tsamples == PETSC_DECIDE ? PetscMax(1, S / 10) : pop->tsamples;
   PetscCheck(Nt < S, comm, PETSC_ERR_ARG_OUTOFRANGE,
-             "-%strainer_tournament_samples %" PetscInt_FMT " leaves no training samples in trainer %" PetscInt_FMT "'s shard of %" PetscInt_FMT " samples (%" PetscInt_FMT " training samples%s%" PetscInt_FMT " trainers): give fewer than %" PetscInt_FMT, prefix, Nt, pop->k, S, N,
-             pop->data == POP_DATA_DISJOINT ? " / " : ", shared by ", pop->K, S);
+             "-%strainer_tournament_samples %" PetscInt_FMT " leaves no training samples in trainer %" PetscInt_FMT "'s shard of %" PetscInt_FMT " samples (%" PetscInt_FMT " training samples%s%" PetscInt_FMT
+             " trainers): give fewer than %" PetscInt_FMT,
+             prefix, Nt, pop->k, S, N, pop->data == POP_DATA_DISJOINT ? " / " : ", shared by ", pop->K, S);
   start           = pop->data == POP_DATA_DISJOINT ? pop->k * S : 0;
   pop->shardstart = base + start;
   pop->shardsize  = S;
@@ -430,15 +439,17 @@ PetscErrorCode TrainerPopulationSetUpData_Private(Trainer tr)
 /* Checks and initial hyperparameters; called by TrainerSetUp() once the mode and the Tao are known */
 PetscErrorCode TrainerPopulationSetUp_Private(Trainer tr)
 {
-  TrainerPopulation pop  = tr->population;
-  MPI_Comm          comm = PetscObjectComm((PetscObject)tr);
+  TrainerPopulation pop    = tr->population;
+  MPI_Comm          comm   = PetscObjectComm((PetscObject)tr);
   const char       *prefix = ((PetscObject)tr)->prefix ? ((PetscObject)tr)->prefix : "";
   PetscBool         optim;
   PetscInt          classes;
 
   PetscFunctionBegin;
-  PetscCheck(tr->minibatch, comm, PETSC_ERR_SUP, "A population trains in mini-batch mode (sgd, adam, adamw, rmsprop, kfac): a full-batch TaoSolve() spans every epoch with its memory of the iterates, which a tournament would replace under it. Give -tao_type adam (or sgd, ...)");
-  PetscCheck(!tr->checkpoint[0] && !tr->restart[0], comm, PETSC_ERR_SUP, "-%strainer_checkpoint and -%strainer_restart are not supported in a population yet (every trainer would write the same file; a population checkpoint comes with issue 33 item 5): drop them", prefix, prefix);
+  PetscCheck(tr->minibatch, comm, PETSC_ERR_SUP,
+             "A population trains in mini-batch mode (sgd, adam, adamw, rmsprop, kfac): a full-batch TaoSolve() spans every epoch with its memory of the iterates, which a tournament would replace under it. Give -tao_type adam (or sgd, ...)");
+  PetscCheck(!tr->checkpoint[0] && !tr->restart[0], comm, PETSC_ERR_SUP,
+             "-%strainer_checkpoint and -%strainer_restart are not supported in a population yet (every trainer would write the same file; a population checkpoint comes with issue 33 item 5): drop them", prefix, prefix);
   PetscCheck(tr->patience == 0, comm, PETSC_ERR_SUP, "-%strainer_patience %" PetscInt_FMT ": early stopping would stop the trainers of a population at different epochs, and the tournaments need them all: drop it", prefix, tr->patience);
   PetscCall(DatasetGetNumClasses(pop->tournament, &classes));
   PetscCheck(pop->metric == POP_METRIC_LOSS || classes > 0, comm, PETSC_ERR_ARG_INCOMP, "-%strainer_tournament_metric accuracy needs class labels, but the training data are regression targets: use -%strainer_tournament_metric loss", prefix, prefix);
@@ -446,7 +457,8 @@ PetscErrorCode TrainerPopulationSetUp_Private(Trainer tr)
   for (PetscInt h = 0; h < POP_NHYPER; h++) {
     PopHyper *hp = &pop->hyper[h];
 
-    PetscCheck(optim || (!hp->init && !hp->nfactors), comm, PETSC_ERR_ARG_INCOMP, "-%strainer_population_init and -%strainer_population_explore set %s, which only PetNet's optimizers have (sgd, adam, adamw, rmsprop, kfac): give -tao_type adam, or drop %s", prefix, prefix, hp->name, hp->name);
+    PetscCheck(optim || (!hp->init && !hp->nfactors), comm, PETSC_ERR_ARG_INCOMP,
+               "-%strainer_population_init and -%strainer_population_explore set %s, which only PetNet's optimizers have (sgd, adam, adamw, rmsprop, kfac): give -tao_type adam, or drop %s", prefix, prefix, hp->name, hp->name);
     if (hp->init) {
       PetscReal s = pop->K > 1 ? (PetscReal)pop->k / (pop->K - 1) : 0;
 
@@ -457,7 +469,8 @@ PetscErrorCode TrainerPopulationSetUp_Private(Trainer tr)
       PetscCall(PetNetTaoGetLearningRate(tr->tao, &hp->value));
       hp->known = PETSC_TRUE;
     }
-    PetscCheck(hp->known || !hp->nfactors, comm, PETSC_ERR_ARG_INCOMP, "-%strainer_population_explore %s: the trainers' %s is not known to the population; give it a range too (-%strainer_population_init %s:LO:HI:lin)", prefix, hp->name, hp->what, prefix, hp->name);
+    PetscCheck(hp->known || !hp->nfactors, comm, PETSC_ERR_ARG_INCOMP, "-%strainer_population_explore %s: the trainers' %s is not known to the population; give it a range too (-%strainer_population_init %s:LO:HI:lin)", prefix, hp->name, hp->what,
+               prefix, hp->name);
   }
   if (pop->k > 0) tr->monitordefault = PETSC_FALSE; /* one progress line per epoch: trainer 0's; the others are in the tournament lines and the CSV */
   PetscCall(VecDestroy(&pop->keep));
@@ -472,8 +485,10 @@ PetscErrorCode TrainerPopulationSetUp_Private(Trainer tr)
     for (PetscInt i = 0; i < nfiles; i++) {
       char name[PETSC_MAX_PATH_LEN + 32];
 
-      if (perfile) PetscCall(PetscSNPrintf(name, sizeof(name), pop->monitor, (int)i));
-      else PetscCall(PetscStrncpy(name, pop->monitor, sizeof(name)));
+      if (perfile)
+        PetscCall(PetscSNPrintf(name, sizeof(name), pop->monitor, (int)i));
+      else
+        PetscCall(PetscStrncpy(name, pop->monitor, sizeof(name)));
       PetscCall(PetscFOpen(PETSC_COMM_SELF, name, "w", &pop->files[i]));
       PetscCall(PetscFPrintf(PETSC_COMM_SELF, pop->files[i], "trainer,epoch,train_loss,test_loss,test_accuracy,lr,tournament,partner,own_metric,partner_metric,took_partner,diverged\n"));
     }
@@ -591,7 +606,7 @@ PetscErrorCode TrainerPopulationTournament_Private(Trainer tr, PetscInt epoch)
   PetscCall(VecGetLocalSize(tr->theta, &n));
   { /* the header first: the layouts must agree on every rank of both trainers, or nobody exchanges */
     PetscScalar hdr[POP_HEADER] = {(PetscScalar)n, (PetscScalar)nstate, (PetscScalar)step, (PetscScalar)(wasdiverged ? 1 : 0), pop->hyper[0].value, pop->hyper[1].value}, phdr[POP_HEADER];
-    PetscMPIInt other = (PetscMPIInt)(p * pop->P + pop->rank % pop->P);
+    PetscMPIInt other           = (PetscMPIInt)(p * pop->P + pop->rank % pop->P);
 
     bad = 0;
     if (p >= 0) {
@@ -600,7 +615,9 @@ PetscErrorCode TrainerPopulationTournament_Private(Trainer tr, PetscInt epoch)
     }
     PetscCall(MPIU_Allreduce(MPI_IN_PLACE, &bad, 1, MPIU_INT, MPI_MAX, comm));
     PetscCheck(!bad, comm, PETSC_ERR_ARG_INCOMP,
-               "Tournament %" PetscInt_FMT ": two trainers hold their parameters (or optimizer state) in different layouts, so their models cannot be exchanged rank by rank: the trainers of a population must be alike (the same Net, rank count, parallel mode and optimizer)", t + 1);
+               "Tournament %" PetscInt_FMT
+               ": two trainers hold their parameters (or optimizer state) in different layouts, so their models cannot be exchanged rank by rank: the trainers of a population must be alike (the same Net, rank count, parallel mode and optimizer)",
+               t + 1);
     if (p >= 0) {
       PetscInt64   len = (PetscInt64)n * (1 + nstate);
       PetscScalar *send, *recv, *a;
@@ -634,7 +651,8 @@ PetscErrorCode TrainerPopulationTournament_Private(Trainer tr, PetscInt epoch)
           PetscCall(PetscArraycpy(b, recv + (s + 1) * (PetscInt64)n, n));
           PetscCall(VecRestoreArray(state[s], &b));
         }
-        if (nstate) PetscCall(PetNetTaoSetStep(tr->tao, (PetscInt)PetscRealPart(phdr[2])));
+        if (nstate)
+          PetscCall(PetNetTaoSetStep(tr->tao, (PetscInt)PetscRealPart(phdr[2])));
         else if (wasdiverged) { /* the own moments hold NaN: start them afresh, keep the step count (the schedule) */
           PetscCall(PetNetTaoResetState(tr->tao));
           PetscCall(PetNetTaoSetStep(tr->tao, step));
@@ -740,13 +758,16 @@ PetscErrorCode TrainerPopulationMonitor_Private(Trainer tr, PetscInt epoch)
   PetscCallMPI(MPI_Gather(mine, 11, MPIU_REAL, rows, 11, MPIU_REAL, 0, pop->comm));
   if (pop->rank == 0) {
     for (PetscInt i = 0; i < pop->K; i++) {
-      const PetscReal *r = rows + (size_t)i * pop->P * 11;
+      const PetscReal *r  = rows + (size_t)i * pop->P * 11;
       FILE            *fp = pop->files[pop->files[i] ? i : 0];
 
       PetscCall(PetscFPrintf(PETSC_COMM_SELF, fp, "%" PetscInt_FMT ",%" PetscInt_FMT ",%.9g,%.9g,%.6f,%.9g,", i, epoch, (double)r[0], (double)r[1], (double)r[2], (double)r[3]));
-      if (r[4] > 0 && r[5] >= 0) PetscCall(PetscFPrintf(PETSC_COMM_SELF, fp, "%d,%d,%.9g,%.9g,%d,%d\n", (int)r[4], (int)r[5], (double)r[6], (double)r[7], (int)r[8], (int)r[9]));
-      else if (r[4] > 0) PetscCall(PetscFPrintf(PETSC_COMM_SELF, fp, "%d,,%.9g,,0,%d\n", (int)r[4], (double)r[6], (int)r[9]));
-      else PetscCall(PetscFPrintf(PETSC_COMM_SELF, fp, ",,,,,%d\n", (int)r[9]));
+      if (r[4] > 0 && r[5] >= 0)
+        PetscCall(PetscFPrintf(PETSC_COMM_SELF, fp, "%d,%d,%.9g,%.9g,%d,%d\n", (int)r[4], (int)r[5], (double)r[6], (double)r[7], (int)r[8], (int)r[9]));
+      else if (r[4] > 0)
+        PetscCall(PetscFPrintf(PETSC_COMM_SELF, fp, "%d,,%.9g,,0,%d\n", (int)r[4], (double)r[6], (int)r[9]));
+      else
+        PetscCall(PetscFPrintf(PETSC_COMM_SELF, fp, ",,,,,%d\n", (int)r[9]));
       fflush(fp);
     }
     PetscCall(PetscFree(rows));
@@ -795,8 +816,11 @@ PetscErrorCode TrainerPopulationFinish_Private(Trainer tr, PetscBool *iswinner)
     PetscInt  cur   = w;
     PetscBool moved = PETSC_FALSE;
 
-    PetscCall(PetscSNPrintf(line, sizeof(line), pop->metric == POP_METRIC_LOSS ? "population: %" PetscInt_FMT " trainers, %" PetscInt_FMT " tournaments, %" PetscInt_FMT " exchanges; winner trainer %" PetscInt_FMT " (loss %.6f on its tournament set); test accuracy by trainer:" : "population: %" PetscInt_FMT " trainers, %" PetscInt_FMT " tournaments, %" PetscInt_FMT " exchanges; winner trainer %" PetscInt_FMT " (accuracy %.4f on its tournament set); test accuracy by trainer:", K, pop->ntournaments,
-                           pop->totalexchanges, w, (double)all[(size_t)w * pop->P * 5 + 1]));
+    PetscCall(PetscSNPrintf(line, sizeof(line),
+                            pop->metric == POP_METRIC_LOSS
+                                ? "population: %" PetscInt_FMT " trainers, %" PetscInt_FMT " tournaments, %" PetscInt_FMT " exchanges; winner trainer %" PetscInt_FMT " (loss %.6f on its tournament set); test accuracy by trainer:"
+                                : "population: %" PetscInt_FMT " trainers, %" PetscInt_FMT " tournaments, %" PetscInt_FMT " exchanges; winner trainer %" PetscInt_FMT " (accuracy %.4f on its tournament set); test accuracy by trainer:",
+                            K, pop->ntournaments, pop->totalexchanges, w, (double)all[(size_t)w * pop->P * 5 + 1]));
     for (PetscInt i = 0; i < K; i++) {
       PetscCall(PetscStrlen(line, &len));
       PetscCall(PetscSNPrintf(line + len, sizeof(line) - len, " %" PetscInt_FMT ":%.4f", i, (double)all[(size_t)i * pop->P * 5 + 2]));
@@ -828,8 +852,8 @@ PetscErrorCode TrainerPopulationView_Private(Trainer tr, PetscViewer viewer)
 
   PetscFunctionBegin;
   if (!pop) PetscFunctionReturn(0);
-  PetscCall(PetscViewerASCIIPrintf(viewer, "population: trainer %" PetscInt_FMT " of %" PetscInt_FMT " (%d ranks each), data %s, shard of %" PetscInt_FMT " samples from %" PetscInt_FMT ", tournament set %" PetscInt_FMT "\n", pop->k, pop->K, pop->P, PopDatas[pop->data],
-                                   pop->shardsize, pop->shardstart, pop->tsamples));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "population: trainer %" PetscInt_FMT " of %" PetscInt_FMT " (%d ranks each), data %s, shard of %" PetscInt_FMT " samples from %" PetscInt_FMT ", tournament set %" PetscInt_FMT "\n", pop->k, pop->K, pop->P,
+                                   PopDatas[pop->data], pop->shardsize, pop->shardstart, pop->tsamples));
   PetscCall(PetscViewerASCIIPrintf(viewer, "tournaments: every %" PetscInt_FMT " epochs, metric %s, exchange %s, seed %" PetscInt_FMT "\n", pop->interval, PopMetrics[pop->metric], PopExchanges[pop->exchange], pop->seed));
   PetscFunctionReturn(0);
 }

@@ -47,8 +47,9 @@ PetscErrorCode DatasetCreateSubset(Dataset ds, PetscInt first, PetscInt n, Datas
   PetscValidPointer(sub, 4);
   comm = PetscObjectComm((PetscObject)ds);
   PetscCall(DatasetSetUp(ds));
-  PetscCheck(first >= 0 && n > 0 && (PetscInt64)first + n <= ds->N, comm, PETSC_ERR_ARG_OUTOFRANGE, "A subset of samples %" PetscInt_FMT " to %" PetscInt64_FMT " does not fit in the Dataset%s%s, which holds %" PetscInt_FMT " samples: give 0 <= first and 0 < n <= %" PetscInt_FMT " - first", first,
-             (PetscInt64)first + n - 1, ((PetscObject)ds)->prefix ? " with prefix " : "", ((PetscObject)ds)->prefix ? ((PetscObject)ds)->prefix : "", ds->N, ds->N);
+  PetscCheck(first >= 0 && n > 0 && (PetscInt64)first + n <= ds->N, comm, PETSC_ERR_ARG_OUTOFRANGE,
+             "A subset of samples %" PetscInt_FMT " to %" PetscInt64_FMT " does not fit in the Dataset%s%s, which holds %" PetscInt_FMT " samples: give 0 <= first and 0 < n <= %" PetscInt_FMT " - first", first, (PetscInt64)first + n - 1,
+             ((PetscObject)ds)->prefix ? " with prefix " : "", ((PetscObject)ds)->prefix ? ((PetscObject)ds)->prefix : "", ds->N, ds->N);
   PetscCall(DatasetGetAll(ds, &X, &T));
   PetscCall(PetscSplitOwnership(comm, &nlocal, &n));
   PetscCallMPI(MPI_Scan(&nlocal, &rstart, 1, MPIU_INT, MPI_SUM, comm));
