@@ -1,6 +1,7 @@
 static const char help[] = "Population training (src/trainer/population.c) on the Fashion-MNIST IDX files.\n"
                            "  -case exchange : K = 2 trainers, trainer 0 with learning rate 0 (-trainer_population_init lr:0:...:lin):\n"
-                           "                   after the tournament of epoch 1 both hold trainer 1's model, bit for bit\n"
+                           "                   after the tournament of epoch 1 both hold trainer 1's model, bit for bit (parameters, and\n"
+                           "                   the buffers: the test losses in evaluation mode are equal); -layers LIST sets the Net\n"
                            "  -case twin     : K = 2 trainers without a tournament before the end (-trainer_tournament_interval larger\n"
                            "                   than -trainer_epochs); each equals, to round-off, the same trainer run alone on its\n"
                            "                   ranks on its shard (DatasetSetOffset(), DatasetSetLimit())\n"
@@ -11,7 +12,7 @@ static const char help[] = "Population training (src/trainer/population.c) on th
 #include <petnet.h>
 #include <petnettrainer.h>
 
-static char dir[PETSC_MAX_PATH_LEN] = "/usr/share/datasets/fashion-mnist";
+static char dir[PETSC_MAX_PATH_LEN] = "/usr/share/datasets/fashion-mnist", layers[256] = "dense:16,relu,dense:10";
 
 /* A small MLP trained with adam, batch 20, 2 epochs (the options may change them); prefix: the Trainer's options prefix */
 static PetscErrorCode CreateTrainer(MPI_Comm comm, const char prefix[], PetscInt limit, PetscInt offset, Trainer *tr)
@@ -33,7 +34,7 @@ static PetscErrorCode CreateTrainer(MPI_Comm comm, const char prefix[], PetscInt
   PetscCall(DatasetIDXSetDirectory(test, dir, "t10k"));
   PetscCall(DatasetSetLimit(test, 200));
   PetscCall(NetCreate(comm, &net));
-  PetscCall(NetSetLayers(net, "dense:16,relu,dense:10"));
+  PetscCall(NetSetLayers(net, layers));
   PetscCall(NetSetSeed(net, 3));
   PetscCall(LossCreate(comm, &loss));
   PetscCall(LossSetType(loss, LOSSCROSSENTROPY));
@@ -83,6 +84,7 @@ int main(int argc, char **argv)
   PetscOptionsBegin(world, NULL, "test_population", NULL);
   PetscCall(PetscOptionsString("-case", "exchange, twin or subset", NULL, tcase, tcase, sizeof(tcase), NULL));
   PetscCall(PetscOptionsString("-dir", "IDX folder", NULL, dir, dir, sizeof(dir), NULL));
+  PetscCall(PetscOptionsString("-layers", "the Net's layer list", NULL, layers, layers, sizeof(layers), NULL));
   PetscCall(PetscOptionsInt("-limit", "training samples", NULL, limit, &limit, NULL));
   PetscCall(PetscOptionsInt("-tsamples", "tournament samples", NULL, tsamples, &tsamples, NULL));
   PetscOptionsEnd();
@@ -140,6 +142,7 @@ int main(int argc, char **argv)
     PetscReal          d;
     PetscBool          bitwise;
     PetscMPIInt        partner = (PetscMPIInt)((1 - k) * (size / 2) + rank % (size / 2)), m;
+    PetscInt           same;
 
     PetscCall(CreateTrainer(sub, NULL, limit, 0, &tr));
     PetscCall(TrainerSetPopulation(tr, world));
@@ -159,8 +162,16 @@ int main(int argc, char **argv)
     PetscCallMPI(MPI_Sendrecv(a, m, MPIU_SCALAR, partner, 0, other, m, MPIU_SCALAR, partner, 0, world, MPI_STATUS_IGNORE));
     PetscCall(MaxRelDiff(world, n, a, other, &d, &bitwise));
     PetscCall(VecRestoreArrayRead(theta, &a));
-    PetscCall(PetscPrintf(world, "exchanges %" PetscInt_FMT ", winner %" PetscInt_FMT ", the two trainers' parameters identical bit for bit: %s\n", exchanges, winner, bitwise ? "yes" : "no"));
-    PetscCheck(bitwise && exchanges == 1, world, PETSC_ERR_PLIB, "after the tournament the trainers differ (max relative difference %g) or %" PetscInt_FMT " exchanges, not 1", (double)d, exchanges);
+    { /* the test loss in evaluation mode: the same bits only if the buffers (batchnorm's running statistics) moved too */
+      PetscReal testloss, ptestloss;
+
+      PetscCall(TrainerGetResults(tr, NULL, NULL, &testloss, NULL, NULL));
+      PetscCallMPI(MPI_Sendrecv(&testloss, 1, MPIU_REAL, partner, 1, &ptestloss, 1, MPIU_REAL, partner, 1, world, MPI_STATUS_IGNORE));
+      same = testloss == ptestloss ? 1 : 0;
+      PetscCall(MPIU_Allreduce(MPI_IN_PLACE, &same, 1, MPIU_INT, MPI_MIN, world));
+    }
+    PetscCall(PetscPrintf(world, "exchanges %" PetscInt_FMT ", winner %" PetscInt_FMT ", the two trainers' parameters identical bit for bit: %s, test losses identical: %s\n", exchanges, winner, bitwise ? "yes" : "no", same ? "yes" : "no"));
+    PetscCheck(bitwise && same && exchanges == 1, world, PETSC_ERR_PLIB, "after the tournament the trainers differ (max relative difference %g, test losses the same: %d) or %" PetscInt_FMT " exchanges, not 1", (double)d, (int)same, exchanges);
     PetscCall(PetscFree(other));
     PetscCall(TrainerDestroy(&tr));
   } else if (!strcmp(tcase, "twin")) { /* a trainer of the population == the same trainer alone on its shard */

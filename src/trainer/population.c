@@ -24,8 +24,9 @@
     1. pairs: a permutation of 0..K-1 drawn from PETSCRAND48 seeded with (seed, tournament number), identical on every
        rank and for every rank count; (perm[0], perm[1]), (perm[2], perm[3]), ...; with K odd, perm[K-1] sits out.
     2. rank r of trainer a exchanges its local parts with rank r of trainer b (MPI_Sendrecv on the job's communicator):
-       header [local length, state Vecs, step, diverged, lr, wd], then theta [n] and, with -trainer_tournament_exchange
-       state, the optimizer's state Vecs [nstate][n]. The trainers are alike, so the local layouts agree; a mismatch
+       header [local length, state Vecs, step, diverged, lr, wd, buffers], then theta [n], with
+       -trainer_tournament_exchange state the optimizer's state Vecs [nstate][n], and the Net's buffers [nb]
+       (batchnorm's running statistics: a model is its parameters and its buffers). The trainers are alike, so the local layouts agree; a mismatch
        (trainers that differ) is refused on every rank, before anything is copied.
     3. each trainer scores its own model and the partner's on its own tournament set (-trainer_tournament_metric loss:
        lower is better; accuracy: higher), and keeps the partner's model only if it is strictly better (a tie keeps
@@ -46,10 +47,11 @@
   whose iterations draw the batches, and exchanging models inside it would need the Trainer to cut the solve.
 */
 #include <petnet/private/trainerimpl.h>
+#include <petnet/private/layerimpl.h> /* the layers' buffers (batchnorm's running statistics) move with the model */
 
 #define POP_NHYPER   2  /* lr, wd */
 #define POP_NFACTORS 16 /* explore factors per hyperparameter */
-#define POP_HEADER   6  /* the exchange's header: n, nstate, step, diverged, lr, wd */
+#define POP_HEADER   7  /* the exchange's header: n, nstate, step, diverged, lr, wd, nbuffers */
 #define POP_REPORT   9  /* a trainer's line of the tournament report */
 
 typedef struct {
@@ -557,6 +559,29 @@ static PetscErrorCode PopDraw(TrainerPopulation pop, PetscInt t, PetscInt *perm,
   PetscFunctionReturn(0);
 }
 
+/* The Net's buffers (non-trainable state of its nodes, e.g. batchnorm's running statistics; replicated on the ranks
+   of a trainer) packed into buf [nb] (buf NULL: only count them), or unpacked from it (unpack) */
+static PetscErrorCode PopBuffers(Trainer tr, PetscScalar *buf, PetscBool unpack, PetscInt *nb)
+{
+  PetscInt nl;
+
+  PetscFunctionBegin;
+  *nb = 0;
+  PetscCall(NetGetNumLayers(tr->net, &nl));
+  for (PetscInt l = 0; l < nl; l++) {
+    Layer layer;
+
+    PetscCall(NetGetLayer(tr->net, l, &layer));
+    if (!layer->nbuffers || !layer->buffers) continue;
+    if (buf && unpack)
+      PetscCall(PetscArraycpy(layer->buffers, buf + *nb, layer->nbuffers));
+    else if (buf)
+      PetscCall(PetscArraycpy(buf + *nb, layer->buffers, layer->nbuffers));
+    *nb += layer->nbuffers;
+  }
+  PetscFunctionReturn(0);
+}
+
 /* MPI_Sendrecv of n scalars with the same rank of the partner trainer, in messages of at most 2^30 entries */
 static PetscErrorCode PopSendrecv(TrainerPopulation pop, PetscMPIInt other, const PetscScalar *send, PetscScalar *recv, PetscInt64 n)
 {
@@ -577,7 +602,7 @@ PetscErrorCode TrainerPopulationTournament_Private(Trainer tr, PetscInt epoch)
 {
   TrainerPopulation pop = tr->population;
   MPI_Comm          comm;
-  PetscInt          K, t, p = -1, *perm, nstate = 0, step = 0, n, bad;
+  PetscInt          K, t, p = -1, *perm, nstate = 0, step = 0, n, nb, bad;
   PetscReal        *draws, ownscore, partscore = PETSC_MIN_REAL, *report = NULL, mine[POP_REPORT];
   Vec              *state = NULL;
   PetscBool         wasdiverged, adopt = PETSC_FALSE;
@@ -604,14 +629,15 @@ PetscErrorCode TrainerPopulationTournament_Private(Trainer tr, PetscInt epoch)
   PetscCall(PetNetTaoGetState(tr->tao, &nstate, &state, &step));
   if (pop->exchange == POP_EXCHANGE_PARAMETERS) nstate = 0;
   PetscCall(VecGetLocalSize(tr->theta, &n));
+  PetscCall(PopBuffers(tr, NULL, PETSC_FALSE, &nb));
   { /* the header first: the layouts must agree on every rank of both trainers, or nobody exchanges */
-    PetscScalar hdr[POP_HEADER] = {(PetscScalar)n, (PetscScalar)nstate, (PetscScalar)step, (PetscScalar)(wasdiverged ? 1 : 0), pop->hyper[0].value, pop->hyper[1].value}, phdr[POP_HEADER];
+    PetscScalar hdr[POP_HEADER] = {(PetscScalar)n, (PetscScalar)nstate, (PetscScalar)step, (PetscScalar)(wasdiverged ? 1 : 0), pop->hyper[0].value, pop->hyper[1].value, (PetscScalar)nb}, phdr[POP_HEADER];
     PetscMPIInt other           = (PetscMPIInt)(p * pop->P + pop->rank % pop->P);
 
     bad = 0;
     if (p >= 0) {
       PetscCall(PopSendrecv(pop, other, hdr, phdr, POP_HEADER));
-      bad = PetscRealPart(phdr[0]) != n || PetscRealPart(phdr[1]) != nstate ? 1 : 0;
+      bad = PetscRealPart(phdr[0]) != n || PetscRealPart(phdr[1]) != nstate || PetscRealPart(phdr[6]) != nb ? 1 : 0;
     }
     PetscCall(MPIU_Allreduce(MPI_IN_PLACE, &bad, 1, MPIU_INT, MPI_MAX, comm));
     PetscCheck(!bad, comm, PETSC_ERR_ARG_INCOMP,
@@ -619,10 +645,12 @@ PetscErrorCode TrainerPopulationTournament_Private(Trainer tr, PetscInt epoch)
                ": two trainers hold their parameters (or optimizer state) in different layouts, so their models cannot be exchanged rank by rank: the trainers of a population must be alike (the same Net, rank count, parallel mode and optimizer)",
                t + 1);
     if (p >= 0) {
-      PetscInt64   len = (PetscInt64)n * (1 + nstate);
-      PetscScalar *send, *recv, *a;
+      PetscInt64   len = (PetscInt64)n * (1 + nstate) + nb, off = len - nb;
+      PetscScalar *send, *recv, *a, *ownbuf;
 
-      PetscCall(PetscMalloc2(len, &send, len, &recv));
+      PetscCall(PetscMalloc3(len, &send, len, &recv, nb, &ownbuf));
+      PetscCall(PopBuffers(tr, send + off, PETSC_FALSE, &nb));
+      PetscCall(PetscArraycpy(ownbuf, send + off, nb));
       PetscCall(VecGetArray(tr->theta, &a));
       PetscCall(PetscArraycpy(send, a, n));
       PetscCall(VecRestoreArray(tr->theta, &a));
@@ -639,6 +667,7 @@ PetscErrorCode TrainerPopulationTournament_Private(Trainer tr, PetscInt epoch)
       PetscCall(VecGetArray(tr->theta, &a));
       PetscCall(PetscArraycpy(a, recv, n));
       PetscCall(VecRestoreArray(tr->theta, &a));
+      PetscCall(PopBuffers(tr, recv + off, PETSC_TRUE, &nb));
       PetscCall(NetSetParameters(tr->net, tr->theta));
       PetscCall(PopScore(tr, &pop->partmetric, &partscore));
       if (PetscRealPart(phdr[3]) != 0) partscore = PETSC_MIN_REAL;
@@ -671,9 +700,10 @@ PetscErrorCode TrainerPopulationTournament_Private(Trainer tr, PetscInt epoch)
         if (wasdiverged) pop->replaced++;
       } else {
         PetscCall(VecCopy(pop->keep, tr->theta));
+        PetscCall(PopBuffers(tr, ownbuf, PETSC_TRUE, &nb));
         PetscCall(NetSetParameters(tr->net, tr->theta));
       }
-      PetscCall(PetscFree2(send, recv));
+      PetscCall(PetscFree3(send, recv, ownbuf));
     }
   }
   /* the report: rank 0 of each trainer's line, gathered on rank 0 of the job */

@@ -164,7 +164,10 @@ static PetscErrorCode TrainerEndTrain_Private(Trainer tr)
 
   PetscFunctionBegin;
   PetscCall(TrainerPopulationFinish_Private(tr, &winner)); /* in a population: the winner, who alone saves and views */
-  if (!winner) PetscFunctionReturn(0);
+  if (!winner) {                                           /* the other trainers' Nets must not write -net_save either, not even at NetDestroy() */
+    PetscCall(NetSetSaveFile(tr->net, NULL));
+    PetscFunctionReturn(0);
+  }
   PetscCall(NetSaveFromOptions(tr->net)); /* -net_save */
   if (tr->plot[0]) PetscCall(TrainerPlotCurves(tr, tr->plot));
   PetscCall(PetscObjectViewFromOptions((PetscObject)tr, NULL, "-trainer_view"));
