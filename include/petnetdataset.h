@@ -57,7 +57,9 @@ PETSC_EXTERN PetscErrorCode DatasetHDF5SetNames(Dataset, const char[], const cha
 PETSC_EXTERN PetscErrorCode DatasetMemorySetData(Dataset, const PetNetShape *, Vec, PetscInt, Vec); /* inputs [N][sample] and targets [N][tsize] */
 
 /* Settings (all also options with the dataset's prefix, e.g. -train_dataset_limit with prefix "train_") */
-PETSC_EXTERN PetscErrorCode DatasetSetLimit(Dataset, PetscInt);     /* -dataset_limit N: use only the first N samples */
+PETSC_EXTERN PetscErrorCode DatasetSetLimit(Dataset, PetscInt);  /* -dataset_limit N: use only the first N samples */
+PETSC_EXTERN PetscErrorCode DatasetSetOffset(Dataset, PetscInt); /* -dataset_offset S: start at sample S of the source (then the limit) */
+PETSC_EXTERN PetscErrorCode DatasetGetOffset(Dataset, PetscInt *);
 PETSC_EXTERN PetscErrorCode DatasetSetBatchSize(Dataset, PetscInt); /* -dataset_batch_size B (global); the last batch may be smaller; PETSC_DETERMINE: one batch of all samples */
 PETSC_EXTERN PetscErrorCode DatasetGetBatchSize(Dataset, PetscInt *);
 PETSC_EXTERN PetscErrorCode DatasetSetShuffle(Dataset, PetscBool);                             /* -dataset_shuffle */
@@ -92,3 +94,5 @@ PETSC_EXTERN PetscErrorCode DatasetGetBatch(Dataset, PetscInt, Vec *, Vec *);
 PETSC_EXTERN PetscErrorCode DatasetGetBatchIndices(Dataset, PetscInt, PetscInt *, const PetscInt *[]); /* this rank's sample numbers (file order) in batch b */
 /* All samples in file order as one batch (for full-batch training and evaluation); owned by the Dataset, do not modify. */
 PETSC_EXTERN PetscErrorCode DatasetGetAll(Dataset, Vec *, Vec *);
+/* Samples first .. first + n - 1 (file order, as normalised) of a set-up Dataset as a new memory Dataset (e.g. a held-out set) */
+PETSC_EXTERN PetscErrorCode DatasetCreateSubset(Dataset, PetscInt, PetscInt, Dataset *);

@@ -138,7 +138,8 @@ PETSC_EXTERN PetscErrorCode NetSave(Net, const char[]);
 PETSC_EXTERN PetscErrorCode NetLoad(Net, const char[]);
 PETSC_EXTERN PetscErrorCode NetWrite(Net, PetscViewer);
 PETSC_EXTERN PetscErrorCode NetRead(Net, PetscViewer);
-PETSC_EXTERN PetscErrorCode NetSaveFromOptions(Net); /* -net_save FILE; TrainerTrain() calls it, NetDestroy() at the latest */
+PETSC_EXTERN PetscErrorCode NetSetSaveFile(Net, const char[]); /* what -net_save sets; NULL: no save */
+PETSC_EXTERN PetscErrorCode NetSaveFromOptions(Net);           /* -net_save FILE; TrainerTrain() calls it, NetDestroy() at the latest */
 
 /* The input normalisation x -> (scale x - mean) / std the Net was trained with; recorded in model files. */
 PETSC_EXTERN PetscErrorCode NetSetInputNormalization(Net, PetscReal, PetscReal, PetscReal);

@@ -75,3 +75,10 @@ PETSC_EXTERN PetscErrorCode TrainerPlotCurves(Trainer, const char[]);
 /* Checkpoints: parameters, optimizer state, epoch, data order; written atomically. */
 PETSC_EXTERN PetscErrorCode TrainerSaveCheckpoint(Trainer, const char[]);
 PETSC_EXTERN PetscErrorCode TrainerLoadCheckpoint(Trainer, const char[]);
+
+/* Population training (LTFB, population-based search): K trainers on K equal sub-communicators of the job's
+   communicator, tournaments between random pairs at epoch ends (src/trainer/population.c) */
+PETSC_EXTERN PetscErrorCode TrainerPopulationSplit(MPI_Comm, const char[], MPI_Comm *, PetscInt *, PetscInt *);
+PETSC_EXTERN PetscErrorCode TrainerSetPopulation(Trainer, MPI_Comm);
+PETSC_EXTERN PetscErrorCode TrainerGetPopulation(Trainer, PetscInt *, PetscInt *);
+PETSC_EXTERN PetscErrorCode TrainerPopulationGetResults(Trainer, PetscInt *, PetscInt *, PetscReal *, PetscReal *);

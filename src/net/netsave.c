@@ -123,6 +123,34 @@ PetscErrorCode NetSaveFromOptions(Net net)
   PetscFunctionReturn(0);
 }
 
+/*@C
+  NetSetSaveFile - sets or clears the file the Net is saved to at the end of training or at NetDestroy() (what
+  -net_save sets)
+
+  Logically collective
+
+  Input Parameters:
++ net  - the Net
+- file - the file (checked when NetSaveFromOptions() writes it), or NULL or "" for none: the Net is then not saved,
+         whatever -net_save said
+
+  Notes:
+  A population's trainers share the program's options: the Trainer clears the file of every trainer but the winner,
+  so that only the winner's model is written (TrainerSetPopulation()).
+
+  Level: intermediate
+
+.seealso: `NetSaveFromOptions()`, `NetSave()`, `TrainerSetPopulation()`
+@*/
+PetscErrorCode NetSetSaveFile(Net net, const char file[])
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(net, NET_CLASSID, 1);
+  PetscCall(PetscStrncpy(net->savefile, file ? file : "", sizeof(net->savefile)));
+  net->saved = PETSC_FALSE;
+  PetscFunctionReturn(0);
+}
+
 /* -net_save read by NetSetFromOptions(): remembered for NetDestroy(), and checked now */
 PetscErrorCode NetSetSaveFileFromOptions_Private(Net net, const char file[])
 {

@@ -434,6 +434,7 @@ PetscErrorCode TrainerSetFromOptions(Trainer tr)
     PetscCall(PetscOptionsEList("-trainer_hessian_pc", "Preconditioner of the Newton-CG solves: the KSP's own (default) or K-FAC from the Hessian's samples", "PetNetPCSetKFAC", pcs, 2, pcs[pc], &pc, NULL));
     tr->hessiankfac = pc == 1 ? PETSC_TRUE : PETSC_FALSE;
   }
+  PetscCall(TrainerPopulationSetFromOptions_Private(tr, PetscOptionsObject)); /* -trainer_population_*, -trainer_tournament_* */
   PetscCall(PetscObjectProcessOptionsHandlers((PetscObject)tr, PetscOptionsObject));
   PetscOptionsEnd();
   /* the Datasets the Trainer named (TrainerSetDatasets()) read their prefixed options here; the others were
@@ -539,6 +540,7 @@ PetscErrorCode TrainerSetUp(Trainer tr)
   }
   if (tr->test) PetscCall(TrainerMatchNormalization_Private(tr, tr->test));
   PetscCall(DatasetSetUp(tr->train));
+  if (tr->population) PetscCall(TrainerPopulationSetUpData_Private(tr)); /* the trainer's shard and tournament set */
   if (tr->test) PetscCall(DatasetSetUp(tr->test));
   PetscCall(TrainerCheckNormalization_Private(tr, tr->train, NULL, "training", PETSC_FALSE)); /* a loaded Net's, if it set none */
   if (tr->test) PetscCall(TrainerCheckNormalization_Private(tr, tr->test, tr->train, "test", PETSC_FALSE));
@@ -656,6 +658,7 @@ PetscErrorCode TrainerSetUp(Trainer tr)
   }
   PetscCall(TrainerPlotCheck_Private(tr));    /* a plot that cannot be written is reported now, not after training */
   PetscCall(TrainerViewNetCheck_Private(tr)); /* and so is -trainer_view_net's file */
+  if (tr->population) PetscCall(TrainerPopulationSetUp_Private(tr));
   PetscCall(TrainerMonitorSetUp_Private(tr));
   tr->setupcalled = PETSC_TRUE;
   if (tr->restart[0]) PetscCall(TrainerLoadCheckpoint(tr, tr->restart));
@@ -710,6 +713,7 @@ PetscErrorCode TrainerView(Trainer tr, PetscViewer viewer)
     PetscCall(PetscViewerASCIIPrintf(viewer, "divergence: a NaN or Inf loss\n"));
   if (tr->patience) PetscCall(PetscViewerASCIIPrintf(viewer, "early stopping after %" PetscInt_FMT " epochs without improvement of the test loss\n", tr->patience));
   if (tr->checkpoint[0]) PetscCall(PetscViewerASCIIPrintf(viewer, "checkpoint %s every %" PetscInt_FMT " epochs\n", tr->checkpoint, tr->checkpointevery));
+  PetscCall(TrainerPopulationView_Private(tr, viewer));
   if (tr->nhistory) { /* after TrainerTrain(): the final state, each line printed at once (the viewer indents every call) */
     const TrainerMetrics *m = &tr->metrics;
     char                  line[256], part[128];
@@ -775,6 +779,7 @@ PetscErrorCode TrainerDestroy(Trainer *tr)
   PetscCall(VecDestroy(&(*tr)->Y));
   PetscCall(VecDestroy(&(*tr)->dY));
   PetscCall(SpectrumDestroy(&(*tr)->sharpness));
+  PetscCall(TrainerPopulationDestroy_Private(*tr));
   PetscCall(TrainerMonitorDestroy_Private(*tr));
   PetscCall(PetscFree((*tr)->history));
   PetscCall(PetscHeaderDestroy(tr));

@@ -82,6 +82,12 @@ static PetscErrorCode TrainerCheckDivergence_Private(Trainer tr, PetscInt epoch)
     PetscFunctionReturn(0);
   }
   tr->divergedstate = PETSC_TRUE;
+  { /* in a population the trainer is replaced by its partner's model at the next tournament instead */
+    PetscBool handled;
+
+    PetscCall(TrainerPopulationDiverged_Private(tr, what, &handled));
+    if (handled) PetscFunctionReturn(0);
+  }
   if (tr->lastcheckpoint >= 0 && tr->checkpoint[0])
     PetscCall(PetscSNPrintf(advice, sizeof(advice), "The last good checkpoint, %s (end of epoch %" PetscInt_FMT "), was kept: resume from it with -trainer_restart %s and a smaller learning rate", tr->checkpoint, tr->lastcheckpoint, tr->checkpoint));
   else
@@ -132,9 +138,11 @@ static PetscErrorCode TrainerEndEpoch_Private(Trainer tr, PetscInt epoch, PetscR
   *stop = PETSC_FALSE;
   PetscCall(TrainerCheckDivergence_Private(tr, epoch));
   tr->epoch = epoch;
+  PetscCall(TrainerPopulationTournament_Private(tr, epoch)); /* a population's tournament, when its interval says so */
   PetscCall(TrainerEvaluateTest_Private(tr));
   PetscCall(PetscTime(&now));
   PetscCall(TrainerMonitor_Private(tr, tr->epoch, seconds, samples, now - tr->tstart));
+  PetscCall(TrainerPopulationMonitor_Private(tr, tr->epoch));
   PetscCall(TrainerMonitorSharpness_Private(tr, tr->epoch));
   if (tr->checkpoint[0] && tr->checkpointevery > 0 && tr->epoch % tr->checkpointevery == 0) PetscCall(TrainerSaveCheckpoint(tr, tr->checkpoint));
   if (tr->epoch == tr->failafter) PetscCall(TrainerInjectFailure_Private(tr));
@@ -179,7 +187,14 @@ PetscErrorCode TrainerFullBatchMonitor_Private(Tao tao, void *ctx)
 /* The end of TrainerTrain(), as the end of a PETSc solve: the plot, then the views of the final state */
 static PetscErrorCode TrainerEndTrain_Private(Trainer tr)
 {
+  PetscBool winner;
+
   PetscFunctionBegin;
+  PetscCall(TrainerPopulationFinish_Private(tr, &winner)); /* in a population: the winner, who alone saves and views */
+  if (!winner) {                                           /* the other trainers' Nets must not write -net_save either, not even at NetDestroy() */
+    PetscCall(NetSetSaveFile(tr->net, NULL));
+    PetscFunctionReturn(0);
+  }
   PetscCall(NetSaveFromOptions(tr->net)); /* -net_save */
   if (tr->plot[0]) PetscCall(TrainerPlotCurves(tr, tr->plot));
   PetscCall(PetscObjectViewFromOptions((PetscObject)tr, NULL, "-trainer_view"));

@@ -14,7 +14,7 @@ PETSC_EXTERN PetscLogEvent DATASET_Read, DATASET_Epoch, DATASET_Batch;
             2. DatasetSetSizes_Private(ds, nsource, &shape, tsize): applies the limit and the user's sample shape,
                and lays the N samples out over the ranks (ds->map, PETSC_DECIDE);
             3. fill ds->inputs [nlocal][F] and ds->targets [nlocal][tsize] with the RAW values of this rank's
-               samples ds->map->rstart .. rend-1: either DatasetCreateStorage_Private() and write the arrays (reading
+               samples ds->map->rstart .. rend-1, which are samples ds->offset + rstart .. of the source: either DatasetCreateStorage_Private() and write the arrays (reading
                only this rank's block), or DatasetCopySamples_Private() from Vecs holding the whole source.
             The interface then normalizes the inputs and infers the number of classes. A kind that references user
             Vecs (memory) copies them instead when the normalization is not the identity.
@@ -37,7 +37,8 @@ struct _p_Dataset {
 
   /* settings */
   char         *file;      /* binary, hdf5: -dataset_file */
-  PetscInt      limit;     /* PETSC_DETERMINE: every sample of the source */
+  PetscInt      limit;     /* PETSC_DETERMINE: every sample of the source (from the offset on) */
+  PetscInt      offset;    /* the first sample of the source used: samples offset .. offset + limit - 1 (DatasetSetOffset()) */
   PetscInt      batchsize; /* global; PETSC_DETERMINE: one batch of all samples */
   PetscBool     shuffle;
   unsigned long seed;
@@ -54,7 +55,7 @@ struct _p_Dataset {
   /* what SetUp found */
   PetscBool   setupcalled;
   PetscInt    nsource;    /* samples in the source */
-  PetscInt    N;          /* samples used (after the limit) */
+  PetscInt    N;          /* samples used (after the offset and the limit) */
   PetNetShape shape;      /* per-sample input shape */
   PetscInt    F, tsize;   /* entries per sample and per target */
   PetscInt    nclasses;   /* 0: regression targets */

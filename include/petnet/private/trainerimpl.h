@@ -8,6 +8,9 @@
 
 PETSC_EXTERN PetscLogEvent TRAINER_Epoch, TRAINER_Evaluate;
 
+/* A population (population.c): this Trainer is trainer k of K on its sub-communicator of the job's communicator */
+typedef struct _n_TrainerPopulation *TrainerPopulation;
+
 struct _p_Trainer {
   PETSCHEADER(int); /* no operations: one kind of Trainer */
   Net       net;
@@ -91,6 +94,9 @@ struct _p_Trainer {
   /* sharpness monitor (trainersharpness.c): every sharpnessevery epochs, on the first sharpnesssamples samples */
   PetscInt sharpnessevery, sharpnesssamples;
   Spectrum sharpness;
+
+  /* population training (population.c): NULL unless TrainerSetPopulation() */
+  TrainerPopulation population;
 };
 
 PETSC_INTERN PetscErrorCode TrainerObjectiveMiniBatch_Private(Tao, Vec, PetscReal *, Vec, void *);
@@ -111,3 +117,13 @@ PETSC_INTERN PetscErrorCode TrainerMonitorSetUp_Private(Trainer);
 PETSC_INTERN PetscErrorCode TrainerMonitorSetFromOptions_Private(Trainer, const char[], const char[]);
 PETSC_INTERN PetscErrorCode TrainerMonitorDestroy_Private(Trainer);
 PETSC_INTERN PetscErrorCode TrainerPlotCheck_Private(Trainer);
+/* Population training (population.c) */
+PETSC_INTERN PetscErrorCode TrainerPopulationSetFromOptions_Private(Trainer, PetscOptionItems *);
+PETSC_INTERN PetscErrorCode TrainerPopulationSetUpData_Private(Trainer);
+PETSC_INTERN PetscErrorCode TrainerPopulationSetUp_Private(Trainer);
+PETSC_INTERN PetscErrorCode TrainerPopulationDiverged_Private(Trainer, const char[], PetscBool *);
+PETSC_INTERN PetscErrorCode TrainerPopulationTournament_Private(Trainer, PetscInt);
+PETSC_INTERN PetscErrorCode TrainerPopulationMonitor_Private(Trainer, PetscInt);
+PETSC_INTERN PetscErrorCode TrainerPopulationFinish_Private(Trainer, PetscBool *);
+PETSC_INTERN PetscErrorCode TrainerPopulationView_Private(Trainer, PetscViewer);
+PETSC_INTERN PetscErrorCode TrainerPopulationDestroy_Private(Trainer);

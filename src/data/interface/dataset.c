@@ -200,6 +200,7 @@ static PetscErrorCode DatasetDefaultType_Private(Dataset ds, DatasetType *type)
 + -dataset_type <idx,binary,hdf5,memory> - the kind (default: from -dataset_file's name, else idx)
 . -dataset_file <file>               - PETSc binary or HDF5 file (binary and hdf5 kinds)
 . -dataset_limit <n>                 - use only the first n samples (-1: all)
+. -dataset_offset <0>                - start at this sample of the source (samples offset .. offset + limit - 1)
 . -dataset_batch_size <128>          - global mini-batch size (-1: all samples in one batch)
 . -dataset_shuffle                   - draw a new sample order every epoch
 . -dataset_seed <0>                  - seed of the shuffle (epoch e uses seed + e)
@@ -220,7 +221,7 @@ PetscErrorCode DatasetSetFromOptions(Dataset ds)
 {
   char        type[256], file[PETSC_MAX_PATH_LEN], shape[64] = "";
   DatasetType deftype;
-  PetscInt    limit = ds->limit, bs = ds->batchsize, seed = (PetscInt)ds->seed, nclasses = ds->nclassesset;
+  PetscInt    limit = ds->limit, offset = ds->offset, bs = ds->batchsize, seed = (PetscInt)ds->seed, nclasses = ds->nclassesset;
   PetscReal   scale, mean = ds->mean, std = ds->std;
   PetscBool   flg, shuffle = ds->shuffle, set, sset = PETSC_FALSE, mset = PETSC_FALSE, dset = PETSC_FALSE;
 
@@ -238,6 +239,8 @@ PetscErrorCode DatasetSetFromOptions(Dataset ds)
   scale = ds->scaleset ? ds->scale : ds->defaultscale;
   PetscCall(PetNetOptionsInt("-dataset_limit", "Use only the first N samples of the source (-1: all)", "DatasetSetLimit", limit, &limit, &flg));
   if (flg) PetscCall(DatasetSetLimit(ds, limit));
+  PetscCall(PetNetOptionsInt("-dataset_offset", "Start at this sample of the source (then the limit)", "DatasetSetOffset", offset, &offset, &flg));
+  if (flg) PetscCall(DatasetSetOffset(ds, offset));
   PetscCall(PetNetOptionsInt("-dataset_batch_size", "Global mini-batch size (-1: all samples in one batch)", "DatasetSetBatchSize", bs, &bs, &flg));
   if (flg) PetscCall(DatasetSetBatchSize(ds, bs));
   PetscCall(PetscOptionsBool("-dataset_shuffle", "Draw a new sample order every epoch", "DatasetSetShuffle", shuffle, &shuffle, &flg));
@@ -354,7 +357,9 @@ PetscErrorCode DatasetView(Dataset ds, PetscViewer viewer)
 
     PetscCall(PetNetShapeToString(&ds->shape, sizeof(shape), shape));
     PetscCall(DatasetGetNumBatches(ds, &nbatches));
-    if (ds->N < ds->nsource)
+    if (ds->offset > 0)
+      PetscCall(PetscViewerASCIIPrintf(viewer, "samples: %" PetscInt_FMT " (%" PetscInt_FMT " to %" PetscInt_FMT " of %" PetscInt_FMT ")\n", ds->N, ds->offset, ds->offset + ds->N - 1, ds->nsource));
+    else if (ds->N < ds->nsource)
       PetscCall(PetscViewerASCIIPrintf(viewer, "samples: %" PetscInt_FMT " (the first of %" PetscInt_FMT ")\n", ds->N, ds->nsource));
     else
       PetscCall(PetscViewerASCIIPrintf(viewer, "samples: %" PetscInt_FMT "\n", ds->N));
@@ -362,6 +367,7 @@ PetscErrorCode DatasetView(Dataset ds, PetscViewer viewer)
     PetscCall(PetscViewerASCIIPrintf(viewer, "batch size: %" PetscInt_FMT " (%" PetscInt_FMT " batches)\n", ds->batchsize > 0 ? PetscMin(ds->batchsize, ds->N) : ds->N, nbatches));
   } else {
     if (ds->limit > 0) PetscCall(PetscViewerASCIIPrintf(viewer, "limit: %" PetscInt_FMT " samples\n", ds->limit));
+    if (ds->offset > 0) PetscCall(PetscViewerASCIIPrintf(viewer, "offset: sample %" PetscInt_FMT "\n", ds->offset));
     if (ds->batchsize > 0)
       PetscCall(PetscViewerASCIIPrintf(viewer, "batch size: %" PetscInt_FMT "\n", ds->batchsize));
     else
@@ -528,6 +534,64 @@ PetscErrorCode DatasetSetLimit(Dataset ds, PetscInt n)
   if (n == ds->limit) PetscFunctionReturn(0);
   PetscCall(DatasetReset(ds));
   ds->limit = n;
+  PetscFunctionReturn(0);
+}
+
+/*@
+  DatasetSetOffset - starts at sample `offset` of the source: the Dataset holds samples offset, offset + 1, ... (up to
+  the limit, DatasetSetLimit())
+
+  Logically collective on ds
+
+  Input Parameters:
++ ds     - the Dataset
+- offset - the first sample used, >= 0 (default 0); it must lie inside the source, which DatasetSetUp() checks
+
+  Options Database Key:
+. -dataset_offset <s> - the offset
+
+  Notes:
+  With the limit, a Dataset is the contiguous range of samples [offset, offset + limit) of its source: a shard of a
+  training set (a population's trainer, TrainerSetPopulation()), or a validation range. Only those samples are read. A
+  new offset undoes DatasetSetUp(). Sample numbers (DatasetGetBatchIndices()) count from the offset.
+
+  Level: intermediate
+
+.seealso: `DatasetSetLimit()`, `DatasetGetOffset()`, `DatasetCreateSubset()`, `DatasetGetSize()`
+@*/
+PetscErrorCode DatasetSetOffset(Dataset ds, PetscInt offset)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(ds, DATASET_CLASSID, 1);
+  PetscValidLogicalCollectiveInt(ds, offset, 2);
+  PetscCheck(offset >= 0, PetscObjectComm((PetscObject)ds), PETSC_ERR_ARG_OUTOFRANGE, "The dataset offset (-%sdataset_offset) must be a sample number >= 0, not %" PetscInt_FMT, ((PetscObject)ds)->prefix ? ((PetscObject)ds)->prefix : "", offset);
+  if (offset == ds->offset) PetscFunctionReturn(0);
+  PetscCall(DatasetReset(ds));
+  ds->offset = offset;
+  PetscFunctionReturn(0);
+}
+
+/*@
+  DatasetGetOffset - gets the first sample of the source the Dataset uses
+
+  Not collective
+
+  Input Parameter:
+. ds - the Dataset
+
+  Output Parameter:
+. offset - the offset (0 unless DatasetSetOffset() or -dataset_offset set one)
+
+  Level: intermediate
+
+.seealso: `DatasetSetOffset()`, `DatasetSetLimit()`
+@*/
+PetscErrorCode DatasetGetOffset(Dataset ds, PetscInt *offset)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(ds, DATASET_CLASSID, 1);
+  PetscValidIntPointer(offset, 2);
+  *offset = ds->offset;
   PetscFunctionReturn(0);
 }
 

@@ -67,7 +67,9 @@ PetscErrorCode DatasetSetSizes_Private(Dataset ds, PetscInt nsource, const PetNe
   ds->F       = F;
   ds->tsize   = tsize;
   ds->nsource = nsource;
-  ds->N       = ds->limit > 0 ? PetscMin(ds->limit, nsource) : nsource;
+  PetscCheck(ds->offset < nsource, comm, PETSC_ERR_ARG_OUTOFRANGE, "The dataset offset (-%sdataset_offset) %" PetscInt_FMT " is past the last sample of the source, which holds %" PetscInt_FMT ": give an offset below %" PetscInt_FMT,
+             ((PetscObject)ds)->prefix ? ((PetscObject)ds)->prefix : "", ds->offset, nsource, nsource);
+  ds->N = ds->limit > 0 ? PetscMin(ds->limit, nsource - ds->offset) : nsource - ds->offset;
   PetscCheck((PetscInt64)ds->N * F <= PETSC_MAX_INT && (PetscInt64)ds->N * tsize <= PETSC_MAX_INT, comm, PETSC_ERR_SUP,
              "%" PetscInt_FMT " samples of %" PetscInt_FMT " entries (targets of %" PetscInt_FMT ") need more than PETSc's 32-bit indices address (%d): use -dataset_limit", ds->N, F, tsize, PETSC_MAX_INT);
   PetscCall(PetscLayoutDestroy(&ds->map));
@@ -103,7 +105,7 @@ PetscErrorCode DatasetCreateStorage_Private(Dataset ds)
 }
 
 /*
-  DatasetCopySamples_Private - dst = the first N samples (bs entries each) of src, laid out by ds->map.
+  DatasetCopySamples_Private - dst = the N samples from the offset on (bs entries each) of src, laid out by ds->map.
   src holds the source's samples in global order, in any parallel layout.
 */
 PetscErrorCode DatasetCopySamples_Private(Dataset ds, Vec src, PetscInt bs, Vec *dst)
@@ -114,9 +116,9 @@ PetscErrorCode DatasetCopySamples_Private(Dataset ds, Vec src, PetscInt bs, Vec 
 
   PetscFunctionBegin;
   PetscCall(VecGetSize(src, &size));
-  PetscCheck(size >= ds->N * bs, PetscObjectComm((PetscObject)ds), PETSC_ERR_PLIB, "Source Vec has %" PetscInt_FMT " entries, fewer than %" PetscInt_FMT " samples of %" PetscInt_FMT, size, ds->N, bs);
+  PetscCheck(size >= (ds->offset + ds->N) * bs, PetscObjectComm((PetscObject)ds), PETSC_ERR_PLIB, "Source Vec has %" PetscInt_FMT " entries, fewer than %" PetscInt_FMT " samples of %" PetscInt_FMT, size, ds->offset + ds->N, bs);
   PetscCall(DatasetCreateSampleVec_Private(ds, bs, dst));
-  PetscCall(ISCreateStride(PETSC_COMM_SELF, ds->map->n * bs, ds->map->rstart * bs, 1, &is));
+  PetscCall(ISCreateStride(PETSC_COMM_SELF, ds->map->n * bs, (ds->offset + ds->map->rstart) * bs, 1, &is));
   PetscCall(VecScatterCreate(src, is, *dst, NULL, &scatter));
   PetscCall(VecScatterBegin(scatter, src, *dst, INSERT_VALUES, SCATTER_FORWARD));
   PetscCall(VecScatterEnd(scatter, src, *dst, INSERT_VALUES, SCATTER_FORWARD));

@@ -123,10 +123,10 @@ static PetscErrorCode DatasetIDXRead(Dataset ds, IDXFile *images, IDXFile *label
   PetscCallMPI(MPI_Comm_rank(comm, &rank));
   PetscCallMPI(MPI_Comm_size(comm, &size));
   PetscCall(VecGetArrayWrite(ds->inputs, &x));
-  PetscCall(IDXFileReadSamples(images, ds->map->rstart, ds->map->n, (PetscBool)(rank == size - 1), x, &xok));
+  PetscCall(IDXFileReadSamples(images, ds->offset + ds->map->rstart, ds->map->n, (PetscBool)(rank == size - 1), x, &xok));
   PetscCall(VecRestoreArrayWrite(ds->inputs, &x));
   PetscCall(VecGetArrayWrite(ds->targets, &t));
-  PetscCall(IDXFileReadSamples(labels, ds->map->rstart, ds->map->n, (PetscBool)(rank == size - 1), t, &tok));
+  PetscCall(IDXFileReadSamples(labels, ds->offset + ds->map->rstart, ds->map->n, (PetscBool)(rank == size - 1), t, &tok));
   PetscCall(VecRestoreArrayWrite(ds->targets, &t));
   failed = (xok ? 0 : 1) | (tok ? 0 : 2);
   PetscCall(MPIU_Allreduce(MPI_IN_PLACE, &failed, 1, MPIU_INT, MPI_BOR, comm));

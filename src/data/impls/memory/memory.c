@@ -37,7 +37,7 @@ static PetscErrorCode DatasetMemoryUse(Dataset ds, Vec src, PetscInt bs, PetscBo
 
   PetscFunctionBegin;
   PetscCall(VecGetLocalSize(src, &n));
-  fits = !mustcopy && ds->N == ds->nsource && n == ds->map->n * bs;
+  fits = !mustcopy && ds->offset == 0 && ds->N == ds->nsource && n == ds->map->n * bs;
   PetscCall(MPIU_Allreduce(MPI_IN_PLACE, &fits, 1, MPIU_INT, MPI_MIN, PetscObjectComm((PetscObject)ds)));
   if (fits) {
     PetscCall(PetscObjectReference((PetscObject)src));

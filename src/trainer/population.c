@@ -1,0 +1,908 @@
+/*
+  Population training: LTFB tournaments and population-based search (issue 33, items 1-4).
+
+  A population is K trainers on K equal sub-communicators of the job's communicator,
+
+    rank r of the job -> trainer k = r / P, rank r % P of it,   P = size / K   (MPI_Comm_split, TrainerPopulationSplit())
+
+  Each trainer is a whole PetNet Trainer on its sub-communicator: its Net, Datasets and optimizer, in any mode the
+  Trainer has (data parallel, sharded, model-parallel, spatial: they all live on the sub-communicator). The program
+  creates its objects on the sub-communicator and hands the job's communicator to TrainerSetPopulation(). The
+  population adds, at TrainerSetUp():
+
+    data    disjoint: trainer k trains on the k-th of K contiguous shards [k S, (k + 1) S) of the training set,
+                      S = N / K (the N % K samples at the end are not used); shared: every trainer on all N samples.
+            The last Nt samples of the shard are the trainer's tournament set (-trainer_tournament_samples Nt), a
+            memory Dataset (DatasetCreateSubset()); the training Dataset keeps [start, start + S - Nt)
+            (DatasetSetOffset(), DatasetSetLimit()).
+    hyper   -trainer_population_init lr:LO:HI:log|lin spreads trainer k's initial value over the range:
+            LO (HI/LO)^(k/(K-1)) (log) or LO + (HI - LO) k/(K-1) (lin); K = 1: LO. Names: lr, wd (weight decay).
+
+  and at the end of every -trainer_tournament_interval-th epoch (after the divergence test, before the test evaluation)
+  a tournament:
+
+    1. pairs: a permutation of 0..K-1 drawn from PETSCRAND48 seeded with (seed, tournament number), identical on every
+       rank and for every rank count; (perm[0], perm[1]), (perm[2], perm[3]), ...; with K odd, perm[K-1] sits out.
+    2. rank r of trainer a exchanges its local parts with rank r of trainer b (MPI_Sendrecv on the job's communicator):
+       header [local length, state Vecs, step, diverged, lr, wd, buffers], then theta [n], with
+       -trainer_tournament_exchange state the optimizer's state Vecs [nstate][n], and the Net's buffers [nb]
+       (batchnorm's running statistics: a model is its parameters and its buffers). The trainers are alike, so the local layouts agree; a mismatch
+       (trainers that differ) is refused on every rank, before anything is copied.
+    3. each trainer scores its own model and the partner's on its own tournament set (-trainer_tournament_metric loss:
+       lower is better; accuracy: higher), and keeps the partner's model only if it is strictly better (a tie keeps
+       its own): each trainer decides on its own set, as LTFB does. A diverged model (NaN or Inf) scores worst.
+    4. a trainer that took the partner's model takes its hyperparameters, each times a factor drawn from
+       -trainer_population_explore (the same draws on every rank), and, with exchange state, its optimizer state and
+       step; with exchange parameters a diverged trainer's own optimizer state is reset (its moments hold NaN).
+    5. rank 0 of the job prints one line: the pairs, both scores of each side, who took whose model, the
+       hyperparameters after explore, the trainers replaced after a divergence; it keeps the parent of every trainer's
+       model for the lineage.
+
+  A trainer whose loss becomes NaN or Inf (or passes -trainer_divergence_factor) does not stop the job: it is flagged
+  and its partner's model replaces it at the next tournament. At the end the winner is the trainer with the best
+  score on its own tournament set (the test set is not used to choose: it stays a test); -net_save writes the
+  winner's model, and rank 0 prints the winner, every trainer's test accuracy and the winner's lineage.
+
+  Tournaments between optimizer steps (-trainer_tournament_unit steps) are refused for now: an epoch is one TaoSolve()
+  whose iterations draw the batches, and exchanging models inside it would need the Trainer to cut the solve.
+*/
+#include <petnet/private/trainerimpl.h>
+#include <petnet/private/layerimpl.h> /* the layers' buffers (batchnorm's running statistics) move with the model */
+
+#define POP_NHYPER   2  /* lr, wd */
+#define POP_NFACTORS 16 /* explore factors per hyperparameter */
+#define POP_HEADER   7  /* the exchange's header: n, nstate, step, diverged, lr, wd, nbuffers */
+#define POP_REPORT   9  /* a trainer's line of the tournament report */
+
+typedef struct {
+  const char *name; /* as in the options: lr, wd */
+  const char *what; /* for messages */
+  PetscErrorCode (*set)(Tao, PetscReal);
+  PetscBool init;   /* -trainer_population_init gave a range */
+  PetscReal lo, hi; /* the range */
+  PetscBool logscale;
+  PetscInt  nfactors; /* -trainer_population_explore factors (0: copied as is) */
+  PetscReal factors[POP_NFACTORS];
+  PetscBool known; /* the value is this trainer's (lr: from the optimizer; wd: from init) */
+  PetscReal value;
+} PopHyper;
+
+typedef enum { POP_METRIC_LOSS, POP_METRIC_ACCURACY } PopMetric;
+static const char *const PopMetrics[] = {"loss", "accuracy", "PopMetric", "POP_METRIC_", NULL};
+typedef enum { POP_EXCHANGE_PARAMETERS, POP_EXCHANGE_STATE } PopExchange;
+static const char *const PopExchanges[] = {"parameters", "state", "PopExchange", "POP_EXCHANGE_", NULL};
+typedef enum { POP_DATA_DISJOINT, POP_DATA_SHARED } PopData;
+static const char *const PopDatas[] = {"disjoint", "shared", "PopData", "POP_DATA_", NULL};
+typedef enum { POP_UNIT_EPOCHS, POP_UNIT_STEPS } PopUnit;
+static const char *const PopUnits[] = {"epochs", "steps", "PopUnit", "POP_UNIT_", NULL};
+
+struct _n_TrainerPopulation {
+  MPI_Comm    comm;                  /* the job's communicator (a PETSc duplicate) */
+  PetscMPIInt rank, size, P;         /* in the job; P ranks per trainer */
+  PetscInt    K, k;                  /* trainers; this one */
+  PopData     data;                  /* -trainer_population_data */
+  PetscInt    tsamples;              /* -trainer_tournament_samples (PETSC_DECIDE: a tenth of the shard) */
+  PetscInt    shardstart, shardsize; /* the shard, in samples of the training source */
+  Dataset     tournament;            /* the last tsamples of the shard */
+  PetscInt    interval;              /* -trainer_tournament_interval */
+  PopUnit     unit;                  /* -trainer_tournament_unit */
+  PetscInt    seed;                  /* -trainer_population_seed */
+  PopExchange exchange;              /* -trainer_tournament_exchange */
+  PopMetric   metric;                /* -trainer_tournament_metric */
+  PopHyper    hyper[POP_NHYPER];
+  char        monitor[PETSC_MAX_PATH_LEN]; /* -trainer_population_monitor: CSV file(s), %d for the trainer */
+  FILE      **files;                       /* job rank 0: one per trainer, or one ([0]) */
+  Vec         keep;                        /* the own parameters while the partner's are scored */
+
+  PetscBool diverged; /* this trainer's loss became NaN or Inf (or exploded) since its last replacement */
+  PetscInt  ntournaments, exchanges, replaced;
+  PetscInt  partner;               /* of the last tournament (-1: none, or sat out) */
+  PetscReal ownmetric, partmetric; /* the last tournament's metrics on the own set */
+  PetscBool adopted;
+  PetscInt *parent, nparent, *tepoch; /* job rank 0: parent[t K + i] = the trainer whose model i took at tournament t */
+
+  PetscBool finished; /* TrainerPopulationFinish_Private() ran */
+  PetscInt  winner, totalexchanges;
+  PetscReal winnerlr, winneracc;
+};
+
+/*@C
+  TrainerPopulationSplit - splits a communicator into the sub-communicators of a population's trainers
+
+  Collective
+
+  Input Parameters:
++ comm   - the job's communicator
+- prefix - the options prefix of the Trainers (NULL for none): -[prefix]trainer_population K is read
+
+  Output Parameters:
++ sub - the communicator of this rank's trainer: ranks k P .. (k + 1) P - 1 of comm, P = size / K (free it with
+        MPI_Comm_free() after destroying the objects made on it)
+. k   - this rank's trainer, 0 <= k < K (may be NULL)
+- K   - the number of trainers (may be NULL); 1 without the option (sub is then a copy of comm)
+
+  Options Database Key:
+. -trainer_population <K> - the number of trainers; it must divide the number of ranks
+
+  Notes:
+  A program that supports populations creates its Net, Loss, Datasets and Trainer on sub, then gives the Trainer the
+  job's communicator with TrainerSetPopulation(). bin/fashion does this.
+
+  Level: intermediate
+
+.seealso: `TrainerSetPopulation()`, `TrainerGetPopulation()`, `TrainerPopulationGetResults()`
+@*/
+PetscErrorCode TrainerPopulationSplit(MPI_Comm comm, const char prefix[], MPI_Comm *sub, PetscInt *k, PetscInt *K)
+{
+  PetscMPIInt size, rank;
+  PetscInt    n = 1;
+  PetscBool   set;
+
+  PetscFunctionBegin;
+  PetscValidPointer(sub, 3);
+  PetscCallMPI(MPI_Comm_size(comm, &size));
+  PetscCallMPI(MPI_Comm_rank(comm, &rank));
+  PetscCall(PetNetOptionsGetInt(NULL, prefix, "-trainer_population", &n, &set));
+  PetscCheck(n >= 1, comm, PETSC_ERR_ARG_OUTOFRANGE, "-%strainer_population %" PetscInt_FMT ": give a number of trainers >= 1 that divides the %d ranks of the job", prefix ? prefix : "", n, size);
+  PetscCheck(size % n == 0, comm, PETSC_ERR_ARG_INCOMP,
+             "-%strainer_population %" PetscInt_FMT " does not divide the %d ranks of the job: the trainers are equal sub-communicators, so give a number of trainers that divides %d (or run on a multiple of %" PetscInt_FMT " ranks)",
+             prefix ? prefix : "", n, size, size, n);
+  PetscCallMPI(MPI_Comm_split(comm, rank / (size / (PetscMPIInt)n), rank, sub));
+  if (k) *k = rank / (size / n);
+  if (K) *K = n;
+  PetscFunctionReturn(0);
+}
+
+/*@
+  TrainerSetPopulation - makes the Trainer one trainer of a population on the job's communicator
+
+  Collective on comm
+
+  Input Parameters:
++ tr   - the Trainer, created on the communicator TrainerPopulationSplit() gave this rank
+- comm - the job's communicator (the one that was split)
+
+  Options Database Keys (read by TrainerSetFromOptions()):
++ -trainer_population_data <disjoint,shared>         - each trainer on its contiguous shard of the training set, or all on all of it
+. -trainer_tournament_samples <n>                    - samples at the end of the shard held out as the trainer's tournament set (default a tenth)
+. -trainer_tournament_interval <n>                   - a tournament every n epochs (default 1)
+. -trainer_tournament_unit <epochs,steps>            - what the interval counts (steps: refused for now)
+. -trainer_tournament_metric <loss,accuracy>         - how a trainer scores the two models on its tournament set (default loss)
+. -trainer_tournament_exchange <parameters,state>    - exchange the parameters only, or the optimizer's state too
+. -trainer_population_seed <s>                       - seed of the pairings and of the explore draws
+. -trainer_population_init <name:lo:hi:log|lin,...>  - spread the trainers' initial hyperparameters (lr, wd) over a range
+. -trainer_population_explore <name:f1,f2,...>       - a trainer that takes a model takes its hyperparameters times a factor drawn from the list
+- -trainer_population_monitor <file>                 - CSV of every trainer's epochs, written by rank 0 of the job (%d in the name: one file per trainer)
+
+  Notes:
+  The trainers are alike (the same program and options): the same Net and rank count, so rank r of one trainer holds
+  the same slice of the parameters as rank r of another, and models move with one MPI_Sendrecv between them. The
+  population needs mini-batch training (a full-batch TaoSolve() spans every epoch with its memory of the iterates);
+  checkpoints and early stopping are refused in a population for now. See the manual's chapter on training,
+  "Population training", and the opening comment of src/trainer/population.c.
+
+  Level: intermediate
+
+.seealso: `TrainerPopulationSplit()`, `TrainerGetPopulation()`, `TrainerPopulationGetResults()`, `TrainerSetFromOptions()`
+@*/
+PetscErrorCode TrainerSetPopulation(Trainer tr, MPI_Comm comm)
+{
+  MPI_Comm          tcomm;
+  PetscMPIInt       size, rank, tsize, trank;
+  PetscInt          k, kmin, kmax, bad;
+  TrainerPopulation pop;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(tr, TRAINER_CLASSID, 1);
+  tcomm = PetscObjectComm((PetscObject)tr);
+  PetscCheck(!tr->setupcalled, tcomm, PETSC_ERR_ORDER, "Call TrainerSetPopulation() before TrainerSetUp()");
+  PetscCallMPI(MPI_Comm_size(comm, &size));
+  PetscCallMPI(MPI_Comm_rank(comm, &rank));
+  PetscCallMPI(MPI_Comm_size(tcomm, &tsize));
+  PetscCallMPI(MPI_Comm_rank(tcomm, &trank));
+  bad = size % tsize || trank != rank % tsize ? 1 : 0;
+  PetscCall(MPIU_Allreduce(MPI_IN_PLACE, &bad, 1, MPIU_INT, MPI_MAX, comm));
+  k = rank / tsize;
+  PetscCall(MPIU_Allreduce(&k, &kmin, 1, MPIU_INT, MPI_MIN, tcomm));
+  PetscCall(MPIU_Allreduce(&k, &kmax, 1, MPIU_INT, MPI_MAX, tcomm));
+  bad = bad || kmin != kmax;
+  PetscCall(MPIU_Allreduce(MPI_IN_PLACE, &bad, 1, MPIU_INT, MPI_MAX, comm));
+  PetscCheck(!bad, comm, PETSC_ERR_ARG_INCOMP,
+             "The Trainer's communicator (%d ranks) is not one of the equal consecutive pieces of the %d ranks given to TrainerSetPopulation(): create the Trainer on the communicator TrainerPopulationSplit() returns", tsize, size);
+  PetscCall(TrainerPopulationDestroy_Private(tr));
+  PetscCall(PetscNew(&pop));
+  PetscCall(PetscCommDuplicate(comm, &pop->comm, NULL));
+  pop->rank      = rank;
+  pop->size      = size;
+  pop->P         = tsize;
+  pop->K         = size / tsize;
+  pop->k         = k;
+  pop->data      = POP_DATA_DISJOINT;
+  pop->tsamples  = PETSC_DECIDE;
+  pop->interval  = 1;
+  pop->unit      = POP_UNIT_EPOCHS;
+  pop->metric    = POP_METRIC_LOSS;
+  pop->exchange  = POP_EXCHANGE_PARAMETERS;
+  pop->partner   = -1;
+  pop->winner    = -1;
+  pop->hyper[0]  = (PopHyper){.name = "lr", .what = "learning rate", .set = PetNetTaoSetLearningRate};
+  pop->hyper[1]  = (PopHyper){.name = "wd", .what = "weight decay", .set = PetNetTaoSetWeightDecay};
+  tr->population = pop;
+  PetscFunctionReturn(0);
+}
+
+/*@
+  TrainerGetPopulation - tells which trainer of its population a Trainer is
+
+  Not collective
+
+  Input Parameter:
+. tr - the Trainer
+
+  Output Parameters:
++ k - this trainer, 0 <= k < K (0 without a population) (may be NULL)
+- K - the number of trainers (1 without a population) (may be NULL)
+
+  Level: intermediate
+
+.seealso: `TrainerSetPopulation()`, `TrainerPopulationSplit()`
+@*/
+PetscErrorCode TrainerGetPopulation(Trainer tr, PetscInt *k, PetscInt *K)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(tr, TRAINER_CLASSID, 1);
+  if (k) *k = tr->population ? tr->population->k : 0;
+  if (K) *K = tr->population ? tr->population->K : 1;
+  PetscFunctionReturn(0);
+}
+
+/*@
+  TrainerPopulationGetResults - the outcome of a population's training, the same on every rank of the job
+
+  Not collective
+
+  Input Parameter:
+. tr - the Trainer, after TrainerTrain()
+
+  Output Parameters:
++ winner    - the trainer with the best score on its own tournament set at the end (may be NULL)
+. exchanges - the models taken by a trainer from its partner, over all tournaments and trainers (may be NULL)
+. lr        - the winner's learning rate (base rate, before the schedule) (may be NULL)
+- testacc   - the winner's test accuracy (-1 without a test set) (may be NULL)
+
+  Level: intermediate
+
+.seealso: `TrainerSetPopulation()`, `TrainerTrain()`, `TrainerGetResults()`
+@*/
+PetscErrorCode TrainerPopulationGetResults(Trainer tr, PetscInt *winner, PetscInt *exchanges, PetscReal *lr, PetscReal *testacc)
+{
+  TrainerPopulation pop;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(tr, TRAINER_CLASSID, 1);
+  pop = tr->population;
+  PetscCheck(pop && pop->finished, PetscObjectComm((PetscObject)tr), PETSC_ERR_ORDER, "TrainerPopulationGetResults() needs a Trainer of a population (TrainerSetPopulation()) after TrainerTrain()");
+  if (winner) *winner = pop->winner;
+  if (exchanges) *exchanges = pop->totalexchanges;
+  if (lr) *lr = pop->winnerlr;
+  if (testacc) *testacc = pop->winneracc;
+  PetscFunctionReturn(0);
+}
+
+/* -trainer_population_init "lr:1e-4:1e-2:log,wd:0:1e-3:lin" */
+static PetscErrorCode PopParseInit(TrainerPopulation pop, MPI_Comm comm, const char opt[], char *spec)
+{
+  char *item = spec;
+
+  PetscFunctionBegin;
+  while (item && *item) {
+    char     *next = strchr(item, ','), *field[5] = {NULL}, *c = item, *end;
+    PetscInt  nf = 0, h;
+    PopHyper *hp = NULL;
+
+    if (next) *next++ = 0;
+    while (c && nf < 5) {
+      field[nf++] = c;
+      c           = strchr(c, ':');
+      if (c) *c++ = 0;
+    }
+    PetscCheck(nf == 4 && !c, comm, PETSC_ERR_ARG_WRONG, "%s: \"%s...\" is not NAME:LO:HI:log|lin; write e.g. lr:1e-4:1e-2:log (names: lr, wd), several separated by commas", opt, field[0]);
+    for (h = 0; h < POP_NHYPER; h++)
+      if (!strcmp(field[0], pop->hyper[h].name)) hp = &pop->hyper[h];
+    PetscCheck(hp, comm, PETSC_ERR_ARG_WRONG, "%s: unknown hyperparameter \"%s\": give lr (learning rate) or wd (weight decay), e.g. lr:1e-4:1e-2:log", opt, field[0]);
+    hp->lo = strtod(field[1], &end);
+    PetscCheck(*field[1] && !*end, comm, PETSC_ERR_ARG_WRONG, "%s: the low end \"%s\" of %s is not a number: write e.g. %s:1e-4:1e-2:log", opt, field[1], hp->name, hp->name);
+    hp->hi = strtod(field[2], &end);
+    PetscCheck(*field[2] && !*end, comm, PETSC_ERR_ARG_WRONG, "%s: the high end \"%s\" of %s is not a number: write e.g. %s:1e-4:1e-2:log", opt, field[2], hp->name, hp->name);
+    PetscCheck(!strcmp(field[3], "log") || !strcmp(field[3], "lin"), comm, PETSC_ERR_ARG_WRONG, "%s: the scale \"%s\" of %s is neither log nor lin", opt, field[3], hp->name);
+    hp->logscale = !strcmp(field[3], "log") ? PETSC_TRUE : PETSC_FALSE;
+    PetscCheck(hp->lo <= hp->hi, comm, PETSC_ERR_ARG_OUTOFRANGE, "%s: the range of %s has min %g > max %g: give LO <= HI", opt, hp->name, (double)hp->lo, (double)hp->hi);
+    PetscCheck(hp->lo >= 0, comm, PETSC_ERR_ARG_OUTOFRANGE, "%s: the range of %s starts below 0 (%g): a %s is >= 0", opt, hp->name, (double)hp->lo, hp->what);
+    PetscCheck(!hp->logscale || hp->lo > 0, comm, PETSC_ERR_ARG_OUTOFRANGE, "%s: a log range of %s needs LO > 0, not %g: use lin, or a positive LO", opt, hp->name, (double)hp->lo);
+    hp->init = PETSC_TRUE;
+    item     = next;
+  }
+  PetscFunctionReturn(0);
+}
+
+/* -trainer_population_explore "lr:0.8,1.25,wd:0.5,2": a name starts a new list */
+static PetscErrorCode PopParseExplore(TrainerPopulation pop, MPI_Comm comm, const char opt[], char *spec)
+{
+  char     *item = spec;
+  PopHyper *hp   = NULL;
+
+  PetscFunctionBegin;
+  while (item && *item) {
+    char     *next = strchr(item, ','), *colon, *end;
+    PetscReal f;
+
+    if (next) *next++ = 0;
+    colon = strchr(item, ':');
+    if (colon) {
+      *colon++ = 0;
+      hp       = NULL;
+      for (PetscInt h = 0; h < POP_NHYPER; h++)
+        if (!strcmp(item, pop->hyper[h].name)) hp = &pop->hyper[h];
+      PetscCheck(hp, comm, PETSC_ERR_ARG_WRONG, "%s: unknown hyperparameter \"%s\": give lr (learning rate) or wd (weight decay), e.g. lr:0.8,1.25", opt, item);
+      hp->nfactors = 0;
+      item         = colon;
+    }
+    PetscCheck(hp, comm, PETSC_ERR_ARG_WRONG, "%s: \"%s\" comes before any NAME: write e.g. lr:0.8,1.25", opt, item);
+    f = strtod(item, &end);
+    PetscCheck(*item && !*end, comm, PETSC_ERR_ARG_WRONG, "%s: the factor \"%s\" of %s is not a number: write e.g. %s:0.8,1.25", opt, item, hp->name, hp->name);
+    PetscCheck(f > 0 && !PetscIsInfOrNanReal(f), comm, PETSC_ERR_ARG_OUTOFRANGE, "%s: the factor %g of %s must be > 0", opt, (double)f, hp->name);
+    PetscCheck(hp->nfactors < POP_NFACTORS, comm, PETSC_ERR_ARG_OUTOFRANGE, "%s: more than %d factors for %s", opt, POP_NFACTORS, hp->name);
+    hp->factors[hp->nfactors++] = f;
+    item                        = next;
+  }
+  PetscFunctionReturn(0);
+}
+
+/* Called inside TrainerSetFromOptions()'s options block. Without a population, -trainer_population K > 1 is refused:
+   this program made no sub-communicators. */
+PetscErrorCode TrainerPopulationSetFromOptions_Private(Trainer tr, PetscOptionItems *PetscOptionsObject)
+{
+  TrainerPopulation pop  = tr->population;
+  MPI_Comm          comm = PetscObjectComm((PetscObject)tr);
+  PetscInt          K    = pop ? pop->K : 1;
+  char              spec[1024], opt[256];
+  const char       *prefix = ((PetscObject)tr)->prefix ? ((PetscObject)tr)->prefix : "";
+  PetscBool         set;
+
+  PetscFunctionBegin;
+  PetscCall(PetNetOptionsBoundedInt("-trainer_population", "Trainers of the population (read by TrainerPopulationSplit(); they divide the ranks)", "TrainerPopulationSplit", K, &K, &set, 1));
+  if (!pop) {
+    PetscCheck(!set || K == 1, comm, PETSC_ERR_ARG_INCOMP,
+               "-%strainer_population %" PetscInt_FMT
+               ": this program made one Trainer on all its ranks; a population needs a program that creates its trainers on sub-communicators (TrainerPopulationSplit(), TrainerSetPopulation()), such as bin/fashion",
+               prefix, K);
+    PetscFunctionReturn(0);
+  }
+  PetscCheck(!set || K == pop->K, comm, PETSC_ERR_ARG_INCOMP, "-%strainer_population %" PetscInt_FMT " differs from the %" PetscInt_FMT " trainers TrainerSetPopulation() found: split the communicator with the same option (TrainerPopulationSplit())",
+             prefix, K, pop->K);
+  PetscCall(PetscOptionsEnum("-trainer_population_data", "Training data of each trainer: disjoint (its shard) or shared (all)", "TrainerSetPopulation", PopDatas, (PetscEnum)pop->data, (PetscEnum *)&pop->data, NULL));
+  PetscCall(PetNetOptionsBoundedInt("-trainer_tournament_samples", "Samples at the end of each trainer's shard held out as its tournament set (-1: a tenth of the shard)", "TrainerSetPopulation", pop->tsamples, &pop->tsamples, NULL, PETSC_DECIDE));
+  PetscCheck(pop->tsamples != 0, comm, PETSC_ERR_ARG_OUTOFRANGE, "-%strainer_tournament_samples 0: a trainer scores the models on its tournament set, so give it at least 1 sample (-1: a tenth of the shard)", prefix);
+  PetscCall(PetNetOptionsBoundedInt("-trainer_tournament_interval", "A tournament every N epochs", "TrainerSetPopulation", pop->interval, &pop->interval, &set, PETSC_MIN_INT));
+  PetscCheck(pop->interval >= 1, comm, PETSC_ERR_ARG_OUTOFRANGE, "-%strainer_tournament_interval %" PetscInt_FMT ": give a number of epochs >= 1 between tournaments", prefix, pop->interval);
+  PetscCall(PetscOptionsEnum("-trainer_tournament_unit", "What the interval counts: epochs (steps: not yet)", "TrainerSetPopulation", PopUnits, (PetscEnum)pop->unit, (PetscEnum *)&pop->unit, NULL));
+  PetscCheck(pop->unit == POP_UNIT_EPOCHS, comm, PETSC_ERR_SUP,
+             "-%strainer_tournament_unit steps: tournaments between optimizer steps are not supported yet (an epoch is one TaoSolve() whose iterations draw the batches); give the interval in epochs (-trainer_tournament_unit epochs), or smaller "
+             "epochs with -train_dataset_limit",
+             prefix);
+  PetscCall(PetscOptionsEnum("-trainer_tournament_metric", "Score of a model on the tournament set: loss (lower wins) or accuracy (higher wins)", "TrainerSetPopulation", PopMetrics, (PetscEnum)pop->metric, (PetscEnum *)&pop->metric, NULL));
+  PetscCall(PetscOptionsEnum("-trainer_tournament_exchange", "What the trainers exchange: parameters, or the optimizer's state too", "TrainerSetPopulation", PopExchanges, (PetscEnum)pop->exchange, (PetscEnum *)&pop->exchange, NULL));
+  PetscCall(PetNetOptionsBoundedInt("-trainer_population_seed", "Seed of the pairings and of the explore draws", "TrainerSetPopulation", pop->seed, &pop->seed, NULL, 0));
+  PetscCall(PetscSNPrintf(opt, sizeof(opt), "-%strainer_population_init", prefix));
+  spec[0] = 0;
+  PetscCall(PetscOptionsString("-trainer_population_init", "Initial hyperparameters spread over ranges: NAME:LO:HI:log|lin,... (NAME lr or wd)", "TrainerSetPopulation", spec, spec, sizeof(spec), &set));
+  if (set) PetscCall(PopParseInit(pop, comm, opt, spec));
+  PetscCall(PetscSNPrintf(opt, sizeof(opt), "-%strainer_population_explore", prefix));
+  spec[0] = 0;
+  PetscCall(PetscOptionsString("-trainer_population_explore", "Factors on the hyperparameters a trainer takes with a model: NAME:F1,F2,...", "TrainerSetPopulation", spec, spec, sizeof(spec), &set));
+  if (set) PetscCall(PopParseExplore(pop, comm, opt, spec));
+  PetscCall(PetscOptionsString("-trainer_population_monitor", "CSV of every trainer's epochs (rank 0 of the job writes it; %d in the name: one file per trainer)", "TrainerSetPopulation", pop->monitor, pop->monitor, sizeof(pop->monitor), NULL));
+  PetscFunctionReturn(0);
+}
+
+/* The shard and the tournament set (see the opening comment); called by TrainerSetUp() after the training Dataset's
+   first set-up, which told the size N of the training set */
+PetscErrorCode TrainerPopulationSetUpData_Private(Trainer tr)
+{
+  TrainerPopulation pop  = tr->population;
+  MPI_Comm          comm = PetscObjectComm((PetscObject)tr);
+  PetscInt          N, base, S, Nt, start;
+  const char       *prefix = ((PetscObject)tr)->prefix ? ((PetscObject)tr)->prefix : "";
+
+  PetscFunctionBegin;
+  PetscCall(DatasetGetSize(tr->train, &N));
+  PetscCall(DatasetGetOffset(tr->train, &base));
+  S = pop->data == POP_DATA_DISJOINT ? N / pop->K : N;
+  PetscCheck(S >= 2, comm, PETSC_ERR_ARG_INCOMP,
+             "The training set's %" PetscInt_FMT " samples make shards of %" PetscInt_FMT " for %" PetscInt_FMT " trainers (-%strainer_population_data %s): each needs at least 2 (one to train on, one for its tournament set)", N, S, pop->K, prefix,
+             PopDatas[pop->data]);
+  Nt = pop->tsamples == PETSC_DECIDE ? PetscMax(1, S / 10) : pop->tsamples;
+  PetscCheck(Nt < S, comm, PETSC_ERR_ARG_OUTOFRANGE,
+             "-%strainer_tournament_samples %" PetscInt_FMT " leaves no training samples in trainer %" PetscInt_FMT "'s shard of %" PetscInt_FMT " samples (%" PetscInt_FMT " training samples%s%" PetscInt_FMT
+             " trainers): give fewer than %" PetscInt_FMT,
+             prefix, Nt, pop->k, S, N, pop->data == POP_DATA_DISJOINT ? " / " : ", shared by ", pop->K, S);
+  start           = pop->data == POP_DATA_DISJOINT ? pop->k * S : 0;
+  pop->shardstart = base + start;
+  pop->shardsize  = S;
+  pop->tsamples   = Nt;
+  PetscCall(DatasetDestroy(&pop->tournament));
+  PetscCall(DatasetCreateSubset(tr->train, start + S - Nt, Nt, &pop->tournament));
+  PetscCall(DatasetSetOffset(tr->train, base + start));
+  PetscCall(DatasetSetLimit(tr->train, S - Nt));
+  PetscCall(DatasetSetUp(tr->train));
+  PetscFunctionReturn(0);
+}
+
+/* Checks and initial hyperparameters; called by TrainerSetUp() once the mode and the Tao are known */
+PetscErrorCode TrainerPopulationSetUp_Private(Trainer tr)
+{
+  TrainerPopulation pop    = tr->population;
+  MPI_Comm          comm   = PetscObjectComm((PetscObject)tr);
+  const char       *prefix = ((PetscObject)tr)->prefix ? ((PetscObject)tr)->prefix : "";
+  PetscBool         optim;
+  PetscInt          classes;
+
+  PetscFunctionBegin;
+  PetscCheck(tr->minibatch, comm, PETSC_ERR_SUP,
+             "A population trains in mini-batch mode (sgd, adam, adamw, rmsprop, kfac): a full-batch TaoSolve() spans every epoch with its memory of the iterates, which a tournament would replace under it. Give -tao_type adam (or sgd, ...)");
+  PetscCheck(!tr->checkpoint[0] && !tr->restart[0], comm, PETSC_ERR_SUP,
+             "-%strainer_checkpoint and -%strainer_restart are not supported in a population yet (every trainer would write the same file; a population checkpoint comes with issue 33 item 5): drop them", prefix, prefix);
+  PetscCheck(tr->patience == 0, comm, PETSC_ERR_SUP, "-%strainer_patience %" PetscInt_FMT ": early stopping would stop the trainers of a population at different epochs, and the tournaments need them all: drop it", prefix, tr->patience);
+  PetscCall(DatasetGetNumClasses(pop->tournament, &classes));
+  PetscCheck(pop->metric == POP_METRIC_LOSS || classes > 0, comm, PETSC_ERR_ARG_INCOMP, "-%strainer_tournament_metric accuracy needs class labels, but the training data are regression targets: use -%strainer_tournament_metric loss", prefix, prefix);
+  PetscCall(PetscObjectTypeCompareAny((PetscObject)tr->tao, &optim, TAOSGD, TAOADAM, TAOADAMW, TAORMSPROP, TAOKFAC, ""));
+  for (PetscInt h = 0; h < POP_NHYPER; h++) {
+    PopHyper *hp = &pop->hyper[h];
+
+    PetscCheck(optim || (!hp->init && !hp->nfactors), comm, PETSC_ERR_ARG_INCOMP,
+               "-%strainer_population_init and -%strainer_population_explore set %s, which only PetNet's optimizers have (sgd, adam, adamw, rmsprop, kfac): give -tao_type adam, or drop %s", prefix, prefix, hp->name, hp->name);
+    if (hp->init) {
+      PetscReal s = pop->K > 1 ? (PetscReal)pop->k / (pop->K - 1) : 0;
+
+      hp->value = hp->logscale ? hp->lo * PetscPowReal(hp->hi / hp->lo, s) : hp->lo + (hp->hi - hp->lo) * s;
+      hp->known = PETSC_TRUE;
+      PetscCall(hp->set(tr->tao, hp->value));
+    } else if (h == 0 && optim) {
+      PetscCall(PetNetTaoGetLearningRate(tr->tao, &hp->value));
+      hp->known = PETSC_TRUE;
+    }
+    PetscCheck(hp->known || !hp->nfactors, comm, PETSC_ERR_ARG_INCOMP, "-%strainer_population_explore %s: the trainers' %s is not known to the population; give it a range too (-%strainer_population_init %s:LO:HI:lin)", prefix, hp->name, hp->what,
+               prefix, hp->name);
+  }
+  if (pop->k > 0) tr->monitordefault = PETSC_FALSE; /* one progress line per epoch: trainer 0's; the others are in the tournament lines and the CSV */
+  PetscCall(VecDestroy(&pop->keep));
+  PetscCall(VecDuplicate(tr->theta, &pop->keep));
+  if (pop->monitor[0] && pop->rank == 0) {
+    PetscBool perfile;
+    PetscInt  nfiles;
+
+    perfile = strstr(pop->monitor, "%d") ? PETSC_TRUE : PETSC_FALSE;
+    nfiles  = perfile ? pop->K : 1;
+    PetscCall(PetscCalloc1(pop->K, &pop->files));
+    for (PetscInt i = 0; i < nfiles; i++) {
+      char name[PETSC_MAX_PATH_LEN + 32];
+
+      if (perfile)
+        PetscCall(PetscSNPrintf(name, sizeof(name), pop->monitor, (int)i));
+      else
+        PetscCall(PetscStrncpy(name, pop->monitor, sizeof(name)));
+      PetscCall(PetscFOpen(PETSC_COMM_SELF, name, "w", &pop->files[i]));
+      PetscCall(PetscFPrintf(PETSC_COMM_SELF, pop->files[i], "trainer,epoch,train_loss,test_loss,test_accuracy,lr,tournament,partner,own_metric,partner_metric,took_partner,diverged\n"));
+    }
+  }
+  PetscFunctionReturn(0);
+}
+
+/* The divergence test found NaN, Inf or an explosion: inside a population of more than one trainer the trainer is
+   flagged (its partner's model replaces it at the next tournament) instead of stopping the job */
+PetscErrorCode TrainerPopulationDiverged_Private(Trainer tr, const char what[], PetscBool *handled)
+{
+  TrainerPopulation pop = tr->population;
+
+  PetscFunctionBegin;
+  *handled = pop && pop->K > 1 ? PETSC_TRUE : PETSC_FALSE;
+  if (!*handled) PetscFunctionReturn(0);
+  if (!pop->diverged) PetscCall(PetscInfo(tr, "Trainer %" PetscInt_FMT " diverged (%s): its partner's model replaces it at the next tournament\n", pop->k, what));
+  pop->diverged = PETSC_TRUE;
+  PetscFunctionReturn(0);
+}
+
+/* The metric of the Net's current parameters on the own tournament set (evaluation mode) and its score (higher is
+   better; a NaN or Inf loss scores worst) */
+static PetscErrorCode PopScore(Trainer tr, PetscReal *metric, PetscReal *score)
+{
+  TrainerPopulation pop = tr->population;
+  PetscBool         training;
+  PetscInt          correct = 0, N;
+  PetscReal         f;
+
+  PetscFunctionBegin;
+  PetscCall(NetGetTraining(tr->net, &training));
+  PetscCall(NetSetTraining(tr->net, PETSC_FALSE));
+  PetscCall(TrainerAccumulate_Private(tr, pop->tournament, &f, NULL, pop->metric == POP_METRIC_ACCURACY ? &correct : NULL, NULL));
+  PetscCall(NetSetTraining(tr->net, training));
+  PetscCall(DatasetGetSize(pop->tournament, &N));
+  *metric = pop->metric == POP_METRIC_LOSS ? f : (PetscReal)correct / N;
+  *score  = PetscIsInfOrNanReal(f) ? PETSC_MIN_REAL : (pop->metric == POP_METRIC_LOSS ? -f : *metric);
+  PetscFunctionReturn(0);
+}
+
+/* The pairing of tournament t: perm, a permutation of 0..K-1, and draws[K * POP_NHYPER] uniform numbers for the
+   explore factors, from PETSCRAND48 seeded with (seed, t): the same on every rank and for every rank count */
+static PetscErrorCode PopDraw(TrainerPopulation pop, PetscInt t, PetscInt *perm, PetscReal *draws)
+{
+  PetscRandom rnd;
+
+  PetscFunctionBegin;
+  PetscCall(PetscRandomCreate(PETSC_COMM_SELF, &rnd));
+  PetscCall(PetscRandomSetType(rnd, PETSCRAND48));
+  PetscCall(PetscRandomSetSeed(rnd, (unsigned long)(1000003 * pop->seed + t + 1)));
+  PetscCall(PetscRandomSeed(rnd));
+  for (PetscInt i = 0; i < pop->K; i++) perm[i] = i;
+  for (PetscInt i = pop->K - 1; i > 0; i--) { /* Fisher-Yates */
+    PetscReal u;
+    PetscInt  j, swap;
+
+    PetscCall(PetscRandomGetValueReal(rnd, &u));
+    j       = PetscMin((PetscInt)(u * (i + 1)), i);
+    swap    = perm[i];
+    perm[i] = perm[j];
+    perm[j] = swap;
+  }
+  for (PetscInt i = 0; i < pop->K * POP_NHYPER; i++) PetscCall(PetscRandomGetValueReal(rnd, &draws[i]));
+  PetscCall(PetscRandomDestroy(&rnd));
+  PetscFunctionReturn(0);
+}
+
+/* The Net's buffers (non-trainable state of its nodes, e.g. batchnorm's running statistics; replicated on the ranks
+   of a trainer) packed into buf [nb] (buf NULL: only count them), or unpacked from it (unpack) */
+static PetscErrorCode PopBuffers(Trainer tr, PetscScalar *buf, PetscBool unpack, PetscInt *nb)
+{
+  PetscInt nl;
+
+  PetscFunctionBegin;
+  *nb = 0;
+  PetscCall(NetGetNumLayers(tr->net, &nl));
+  for (PetscInt l = 0; l < nl; l++) {
+    Layer layer;
+
+    PetscCall(NetGetLayer(tr->net, l, &layer));
+    if (!layer->nbuffers || !layer->buffers) continue;
+    if (buf && unpack)
+      PetscCall(PetscArraycpy(layer->buffers, buf + *nb, layer->nbuffers));
+    else if (buf)
+      PetscCall(PetscArraycpy(buf + *nb, layer->buffers, layer->nbuffers));
+    *nb += layer->nbuffers;
+  }
+  PetscFunctionReturn(0);
+}
+
+/* MPI_Sendrecv of n scalars with the same rank of the partner trainer, in messages of at most 2^30 entries */
+static PetscErrorCode PopSendrecv(TrainerPopulation pop, PetscMPIInt other, const PetscScalar *send, PetscScalar *recv, PetscInt64 n)
+{
+  const PetscInt64 chunk = (PetscInt64)1 << 30;
+
+  PetscFunctionBegin;
+  for (PetscInt64 i = 0; i < n; i += chunk) {
+    PetscMPIInt m;
+
+    PetscCall(PetscMPIIntCast(PetscMin(chunk, n - i), &m));
+    PetscCallMPI(MPI_Sendrecv(send + i, m, MPIU_SCALAR, other, 33, recv + i, m, MPIU_SCALAR, other, 33, pop->comm, MPI_STATUS_IGNORE));
+  }
+  PetscFunctionReturn(0);
+}
+
+/* The tournament at the end of epoch 'epoch' (see the opening comment), if the interval says so */
+PetscErrorCode TrainerPopulationTournament_Private(Trainer tr, PetscInt epoch)
+{
+  TrainerPopulation pop = tr->population;
+  MPI_Comm          comm;
+  PetscInt          K, t, p = -1, *perm, nstate = 0, step = 0, n, nb, bad;
+  PetscReal        *draws, ownscore, partscore = PETSC_MIN_REAL, *report = NULL, mine[POP_REPORT];
+  Vec              *state = NULL;
+  PetscBool         wasdiverged, adopt = PETSC_FALSE;
+  char              line[8192] = "";
+
+  PetscFunctionBegin;
+  if (!pop || pop->K == 1 || epoch % pop->interval) PetscFunctionReturn(0);
+  comm = pop->comm;
+  K    = pop->K;
+  t    = pop->ntournaments++;
+  PetscCall(PetscMalloc2(K, &perm, K * POP_NHYPER, &draws));
+  PetscCall(PopDraw(pop, t, perm, draws));
+  for (PetscInt i = 0; i + 1 < K; i += 2) {
+    if (perm[i] == pop->k) p = perm[i + 1];
+    if (perm[i + 1] == pop->k) p = perm[i];
+  }
+  wasdiverged = pop->diverged;
+  PetscCall(NetSetParameters(tr->net, tr->theta));
+  PetscCall(PopScore(tr, &pop->ownmetric, &ownscore));
+  if (wasdiverged) ownscore = PETSC_MIN_REAL;
+  pop->partner    = p;
+  pop->partmetric = PETSC_MAX_REAL;
+  pop->adopted    = PETSC_FALSE;
+  PetscCall(PetNetTaoGetState(tr->tao, &nstate, &state, &step));
+  if (pop->exchange == POP_EXCHANGE_PARAMETERS) nstate = 0;
+  PetscCall(VecGetLocalSize(tr->theta, &n));
+  PetscCall(PopBuffers(tr, NULL, PETSC_FALSE, &nb));
+  { /* the header first: the layouts must agree on every rank of both trainers, or nobody exchanges */
+    PetscScalar hdr[POP_HEADER] = {(PetscScalar)n, (PetscScalar)nstate, (PetscScalar)step, (PetscScalar)(wasdiverged ? 1 : 0), pop->hyper[0].value, pop->hyper[1].value, (PetscScalar)nb}, phdr[POP_HEADER];
+    PetscMPIInt other           = (PetscMPIInt)(p * pop->P + pop->rank % pop->P);
+
+    bad = 0;
+    if (p >= 0) {
+      PetscCall(PopSendrecv(pop, other, hdr, phdr, POP_HEADER));
+      bad = PetscRealPart(phdr[0]) != n || PetscRealPart(phdr[1]) != nstate || PetscRealPart(phdr[6]) != nb ? 1 : 0;
+    }
+    PetscCall(MPIU_Allreduce(MPI_IN_PLACE, &bad, 1, MPIU_INT, MPI_MAX, comm));
+    PetscCheck(!bad, comm, PETSC_ERR_ARG_INCOMP,
+               "Tournament %" PetscInt_FMT
+               ": two trainers hold their parameters (or optimizer state) in different layouts, so their models cannot be exchanged rank by rank: the trainers of a population must be alike (the same Net, rank count, parallel mode and optimizer)",
+               t + 1);
+    if (p >= 0) {
+      PetscInt64   len = (PetscInt64)n * (1 + nstate) + nb, off = len - nb;
+      PetscScalar *send, *recv, *a, *ownbuf;
+
+      PetscCall(PetscMalloc3(len, &send, len, &recv, nb, &ownbuf));
+      PetscCall(PopBuffers(tr, send + off, PETSC_FALSE, &nb));
+      PetscCall(PetscArraycpy(ownbuf, send + off, nb));
+      PetscCall(VecGetArray(tr->theta, &a));
+      PetscCall(PetscArraycpy(send, a, n));
+      PetscCall(VecRestoreArray(tr->theta, &a));
+      for (PetscInt s = 0; s < nstate; s++) {
+        const PetscScalar *b;
+
+        PetscCall(VecGetArrayRead(state[s], &b));
+        PetscCall(PetscArraycpy(send + (s + 1) * (PetscInt64)n, b, n));
+        PetscCall(VecRestoreArrayRead(state[s], &b));
+      }
+      PetscCall(PopSendrecv(pop, other, send, recv, len));
+      /* score the partner's model on the own tournament set */
+      PetscCall(VecCopy(tr->theta, pop->keep));
+      PetscCall(VecGetArray(tr->theta, &a));
+      PetscCall(PetscArraycpy(a, recv, n));
+      PetscCall(VecRestoreArray(tr->theta, &a));
+      PetscCall(PopBuffers(tr, recv + off, PETSC_TRUE, &nb));
+      PetscCall(NetSetParameters(tr->net, tr->theta));
+      PetscCall(PopScore(tr, &pop->partmetric, &partscore));
+      if (PetscRealPart(phdr[3]) != 0) partscore = PETSC_MIN_REAL;
+      adopt = partscore > ownscore ? PETSC_TRUE : PETSC_FALSE; /* a tie keeps the own model */
+      if (adopt) {
+        for (PetscInt s = 0; s < nstate; s++) {
+          PetscScalar *b;
+
+          PetscCall(VecGetArray(state[s], &b));
+          PetscCall(PetscArraycpy(b, recv + (s + 1) * (PetscInt64)n, n));
+          PetscCall(VecRestoreArray(state[s], &b));
+        }
+        if (nstate)
+          PetscCall(PetNetTaoSetStep(tr->tao, (PetscInt)PetscRealPart(phdr[2])));
+        else if (wasdiverged) { /* the own moments hold NaN: start them afresh, keep the step count (the schedule) */
+          PetscCall(PetNetTaoResetState(tr->tao));
+          PetscCall(PetNetTaoSetStep(tr->tao, step));
+        }
+        for (PetscInt h = 0; h < POP_NHYPER; h++) {
+          PopHyper *hp = &pop->hyper[h];
+
+          if (!hp->known) continue;
+          hp->value = PetscRealPart(phdr[4 + h]);
+          if (hp->nfactors) hp->value *= hp->factors[PetscMin((PetscInt)(draws[pop->k * POP_NHYPER + h] * hp->nfactors), hp->nfactors - 1)];
+          PetscCall(hp->set(tr->tao, hp->value));
+        }
+        pop->adopted  = PETSC_TRUE;
+        pop->diverged = PETSC_FALSE;
+        pop->exchanges++;
+        if (wasdiverged) pop->replaced++;
+      } else {
+        PetscCall(VecCopy(pop->keep, tr->theta));
+        PetscCall(PopBuffers(tr, ownbuf, PETSC_TRUE, &nb));
+        PetscCall(NetSetParameters(tr->net, tr->theta));
+      }
+      PetscCall(PetscFree3(send, recv, ownbuf));
+    }
+  }
+  /* the report: rank 0 of each trainer's line, gathered on rank 0 of the job */
+  mine[0] = pop->k;
+  mine[1] = p;
+  mine[2] = pop->ownmetric;
+  mine[3] = pop->partmetric;
+  mine[4] = adopt;
+  mine[5] = pop->hyper[0].known ? pop->hyper[0].value : -1;
+  mine[6] = pop->hyper[1].known ? pop->hyper[1].value : -1;
+  mine[7] = wasdiverged;
+  mine[8] = pop->diverged;
+  if (pop->rank == 0) PetscCall(PetscMalloc1((size_t)pop->size * POP_REPORT, &report));
+  PetscCallMPI(MPI_Gather(mine, POP_REPORT, MPIU_REAL, report, POP_REPORT, MPIU_REAL, 0, comm));
+  if (pop->rank == 0) {
+    size_t len;
+
+    if (pop->nparent < (t + 1) * K) {
+      PetscInt *parent, *tepoch, nnew = PetscMax(2 * pop->nparent, (t + 1) * K);
+
+      PetscCall(PetscMalloc2(nnew, &parent, nnew / K + 1, &tepoch));
+      if (pop->nparent) {
+        PetscCall(PetscArraycpy(parent, pop->parent, t * K));
+        PetscCall(PetscArraycpy(tepoch, pop->tepoch, t));
+      }
+      PetscCall(PetscFree2(pop->parent, pop->tepoch));
+      pop->parent  = parent;
+      pop->tepoch  = tepoch;
+      pop->nparent = nnew;
+    }
+    pop->tepoch[t] = epoch;
+    PetscCall(PetscSNPrintf(line, sizeof(line), "tournament %" PetscInt_FMT " epoch %" PetscInt_FMT " (%s on each trainer's own tournament set, own vs partner's):", t + 1, epoch, PopMetrics[pop->metric]));
+    for (PetscInt i = 0; i + 1 < K; i += 2) {
+      PetscCall(PetscStrlen(line, &len));
+      PetscCall(PetscSNPrintf(line + len, sizeof(line) - len, "%s %" PetscInt_FMT "-%" PetscInt_FMT, i ? "," : "", perm[i], perm[i + 1]));
+    }
+    for (PetscInt i = 0; i < K; i++) {
+      const PetscReal *r = report + (size_t)i * pop->P * POP_REPORT;
+      PetscInt         q = (PetscInt)r[1];
+
+      pop->parent[t * K + i] = r[4] != 0 ? q : i;
+      PetscCall(PetscStrlen(line, &len));
+      if (q < 0) {
+        PetscCall(PetscSNPrintf(line + len, sizeof(line) - len, " | %" PetscInt_FMT " sits out%s", i, r[8] != 0 ? " (diverged, waits for a partner)" : ""));
+        continue;
+      }
+      PetscCall(PetscSNPrintf(line + len, sizeof(line) - len, pop->metric == POP_METRIC_LOSS ? " | %" PetscInt_FMT ": %.6f vs %.6f %s %" PetscInt_FMT : " | %" PetscInt_FMT ": %.4f vs %.4f %s %" PetscInt_FMT, i, (double)r[2], (double)r[3],
+                              r[4] != 0 ? (r[7] != 0 ? "diverged, replaced by" : "takes") : "keeps, against", q));
+      PetscCall(PetscStrlen(line, &len));
+      if (r[5] >= 0) PetscCall(PetscSNPrintf(line + len, sizeof(line) - len, " lr %.6g", (double)r[5]));
+      PetscCall(PetscStrlen(line, &len));
+      if (r[6] >= 0) PetscCall(PetscSNPrintf(line + len, sizeof(line) - len, " wd %.6g", (double)r[6]));
+    }
+    PetscCall(PetscFree(report));
+  }
+  PetscCall(PetscPrintf(comm, "%s\n", line));
+  PetscCall(PetscFree2(perm, draws));
+  PetscFunctionReturn(0);
+}
+
+/* -trainer_population_monitor: one row per trainer and epoch, gathered on rank 0 of the job */
+PetscErrorCode TrainerPopulationMonitor_Private(Trainer tr, PetscInt epoch)
+{
+  TrainerPopulation pop = tr->population;
+  PetscReal         mine[11], *rows = NULL;
+  PetscBool         now;
+
+  PetscFunctionBegin;
+  if (!pop || !pop->monitor[0]) PetscFunctionReturn(0);
+  now     = pop->K > 1 && epoch % pop->interval == 0 ? PETSC_TRUE : PETSC_FALSE;
+  mine[0] = tr->trainloss;
+  mine[1] = tr->test ? tr->testloss : PETSC_MAX_REAL;
+  mine[2] = tr->test ? tr->testacc : -1;
+  mine[3] = pop->hyper[0].known ? pop->hyper[0].value : -1;
+  mine[4] = now ? pop->ntournaments : 0;
+  mine[5] = now ? pop->partner : -1;
+  mine[6] = now ? pop->ownmetric : 0;
+  mine[7] = now && pop->partner >= 0 ? pop->partmetric : 0;
+  mine[8] = now ? pop->adopted : 0;
+  mine[9] = pop->diverged;
+  if (pop->rank == 0) PetscCall(PetscMalloc1((size_t)pop->size * 11, &rows));
+  PetscCallMPI(MPI_Gather(mine, 11, MPIU_REAL, rows, 11, MPIU_REAL, 0, pop->comm));
+  if (pop->rank == 0) {
+    for (PetscInt i = 0; i < pop->K; i++) {
+      const PetscReal *r  = rows + (size_t)i * pop->P * 11;
+      FILE            *fp = pop->files[pop->files[i] ? i : 0];
+
+      PetscCall(PetscFPrintf(PETSC_COMM_SELF, fp, "%" PetscInt_FMT ",%" PetscInt_FMT ",%.9g,%.9g,%.6f,%.9g,", i, epoch, (double)r[0], (double)r[1], (double)r[2], (double)r[3]));
+      if (r[4] > 0 && r[5] >= 0)
+        PetscCall(PetscFPrintf(PETSC_COMM_SELF, fp, "%d,%d,%.9g,%.9g,%d,%d\n", (int)r[4], (int)r[5], (double)r[6], (double)r[7], (int)r[8], (int)r[9]));
+      else if (r[4] > 0)
+        PetscCall(PetscFPrintf(PETSC_COMM_SELF, fp, "%d,,%.9g,,0,%d\n", (int)r[4], (double)r[6], (int)r[9]));
+      else
+        PetscCall(PetscFPrintf(PETSC_COMM_SELF, fp, ",,,,,%d\n", (int)r[9]));
+      fflush(fp);
+    }
+    PetscCall(PetscFree(rows));
+  }
+  PetscFunctionReturn(0);
+}
+
+/* The end of training: every trainer scores its model on its own tournament set; the best is the winner (a tie: the
+   lowest number); rank 0 of the job prints the winner, every trainer's test accuracy and the winner's lineage.
+   *iswinner tells this trainer whether it writes -net_save. */
+PetscErrorCode TrainerPopulationFinish_Private(Trainer tr, PetscBool *iswinner)
+{
+  TrainerPopulation pop = tr->population;
+  PetscReal         metric, score, *all, *mine;
+  PetscInt          K, w = 0;
+  char              line[8192] = "";
+
+  PetscFunctionBegin;
+  *iswinner = PETSC_TRUE;
+  if (!pop) PetscFunctionReturn(0);
+  K = pop->K;
+  PetscCall(NetSetParameters(tr->net, tr->theta));
+  PetscCall(PopScore(tr, &metric, &score));
+  if (pop->diverged) score = PETSC_MIN_REAL;
+  PetscCall(PetscCalloc2(5, &mine, (size_t)5 * pop->size, &all));
+  mine[0] = score;
+  mine[1] = metric;
+  mine[2] = tr->test ? tr->testacc : -1;
+  mine[3] = pop->hyper[0].known ? pop->hyper[0].value : -1;
+  mine[4] = pop->rank % pop->P == 0 ? pop->exchanges : 0;
+  PetscCallMPI(MPI_Allgather(mine, 5, MPIU_REAL, all, 5, MPIU_REAL, pop->comm));
+  pop->totalexchanges = 0;
+  for (PetscInt i = 0; i < K; i++) {
+    const PetscReal *r = all + (size_t)i * pop->P * 5;
+
+    if (r[0] > all[(size_t)w * pop->P * 5]) w = i;
+    pop->totalexchanges += (PetscInt)r[4];
+  }
+  pop->winner    = w;
+  pop->winnerlr  = all[(size_t)w * pop->P * 5 + 3];
+  pop->winneracc = all[(size_t)w * pop->P * 5 + 2];
+  pop->finished  = PETSC_TRUE;
+  *iswinner      = w == pop->k ? PETSC_TRUE : PETSC_FALSE;
+  if (pop->rank == 0) {
+    size_t    len;
+    PetscInt  cur   = w;
+    PetscBool moved = PETSC_FALSE;
+
+    PetscCall(PetscSNPrintf(line, sizeof(line),
+                            pop->metric == POP_METRIC_LOSS
+                                ? "population: %" PetscInt_FMT " trainers, %" PetscInt_FMT " tournaments, %" PetscInt_FMT " exchanges; winner trainer %" PetscInt_FMT " (loss %.6f on its tournament set); test accuracy by trainer:"
+                                : "population: %" PetscInt_FMT " trainers, %" PetscInt_FMT " tournaments, %" PetscInt_FMT " exchanges; winner trainer %" PetscInt_FMT " (accuracy %.4f on its tournament set); test accuracy by trainer:",
+                            K, pop->ntournaments, pop->totalexchanges, w, (double)all[(size_t)w * pop->P * 5 + 1]));
+    for (PetscInt i = 0; i < K; i++) {
+      PetscCall(PetscStrlen(line, &len));
+      PetscCall(PetscSNPrintf(line + len, sizeof(line) - len, " %" PetscInt_FMT ":%.4f", i, (double)all[(size_t)i * pop->P * 5 + 2]));
+    }
+    PetscCall(PetscStrlen(line, &len));
+    PetscCall(PetscSNPrintf(line + len, sizeof(line) - len, "\nlineage of the winner: trainer %" PetscInt_FMT, w));
+    for (PetscInt t = pop->ntournaments - 1; t >= 0; t--) {
+      PetscInt par = pop->parent[t * K + cur];
+
+      if (par == cur) continue;
+      PetscCall(PetscStrlen(line, &len));
+      PetscCall(PetscSNPrintf(line + len, sizeof(line) - len, " <- %" PetscInt_FMT " (tournament %" PetscInt_FMT ", epoch %" PetscInt_FMT ")", par, t + 1, pop->tepoch[t]));
+      cur   = par;
+      moved = PETSC_TRUE;
+    }
+    if (!moved) {
+      PetscCall(PetscStrlen(line, &len));
+      PetscCall(PetscSNPrintf(line + len, sizeof(line) - len, " (its own model throughout)"));
+    }
+  }
+  PetscCall(PetscPrintf(pop->comm, "%s\n", line));
+  PetscCall(PetscFree2(mine, all));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode TrainerPopulationView_Private(Trainer tr, PetscViewer viewer)
+{
+  TrainerPopulation pop = tr->population;
+
+  PetscFunctionBegin;
+  if (!pop) PetscFunctionReturn(0);
+  PetscCall(PetscViewerASCIIPrintf(viewer, "population: trainer %" PetscInt_FMT " of %" PetscInt_FMT " (%d ranks each), data %s, shard of %" PetscInt_FMT " samples from %" PetscInt_FMT ", tournament set %" PetscInt_FMT "\n", pop->k, pop->K, pop->P,
+                                   PopDatas[pop->data], pop->shardsize, pop->shardstart, pop->tsamples));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "tournaments: every %" PetscInt_FMT " epochs, metric %s, exchange %s, seed %" PetscInt_FMT "\n", pop->interval, PopMetrics[pop->metric], PopExchanges[pop->exchange], pop->seed));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode TrainerPopulationDestroy_Private(Trainer tr)
+{
+  TrainerPopulation pop = tr->population;
+
+  PetscFunctionBegin;
+  if (!pop) PetscFunctionReturn(0);
+  if (pop->files) {
+    for (PetscInt i = 0; i < pop->K; i++)
+      if (pop->files[i]) PetscCall(PetscFClose(PETSC_COMM_SELF, pop->files[i]));
+    PetscCall(PetscFree(pop->files));
+  }
+  PetscCall(DatasetDestroy(&pop->tournament));
+  PetscCall(VecDestroy(&pop->keep));
+  PetscCall(PetscFree2(pop->parent, pop->tepoch));
+  PetscCall(PetscCommDestroy(&pop->comm));
+  PetscCall(PetscFree(tr->population));
+  PetscFunctionReturn(0);
+}
