@@ -274,6 +274,21 @@ PetscErrorCode TrainerTrain(Trainer tr)
     PetscCall(TaoSolve(tr->tao));
     PetscCall(PetscLogEventEnd(TRAINER_Epoch, tr, 0, 0, 0));
     PetscCall(TaoGetIterationNumber(tr->tao, &tr->taoits));
+    if (!tr->diverged && tr->epoch < tr->epochstart + tr->taoits) {
+      /* PetNet's own optimizers (sgd, adam, ...) monitor before each update, so TAO never called the monitor after the
+         last one: end that epoch here, with the objective at the final iterate (a run of -trainer_epochs 5 reported
+         epochs=4) */
+      PetscReal f;
+      PetscInt  N;
+      PetscBool stop;
+
+      PetscCall(TaoComputeObjective(tr->tao, tr->theta, &f));
+      PetscCall(NetSetParameters(tr->net, tr->theta));
+      PetscCall(DatasetGetSize(tr->train, &N));
+      PetscCall(PetscTime(&t1));
+      tr->trainloss = f;
+      PetscCall(TrainerEndEpoch_Private(tr, tr->epochstart + tr->taoits, t1 - tr->tepoch, N, &stop));
+    }
     PetscCall(PetscTime(&t1));
     ttrain = t1 - tr->tstart;
     PetscCall(TrainerCheckDivergence_Private(tr, tr->epoch + 1));
