@@ -79,8 +79,8 @@ int main(int argc, char **argv)
   PetscCall(PetscStrcmp(expect, "auto", &set));
   if (set) { /* the advice this test expects, from the compiler's view of the CPU and the core's kernels: the advice is
                 the core of the CPU's best units when the core's kernels are below them */
-    PetscBool amx, lowcore = PETSC_TRUE;
-    int       cpu = 0, lvl = 0;
+    PetscBool   amx, lowcore = PETSC_TRUE;
+    int         cpu = 0, lvl = 0;
     const char *best = "none", *avx2[] = {"haswell", "zen"}, *avx512[] = {"skylakex", "cooperlake", "sapphirerapids"};
 
     PetscCall(HasWord(features, "amx_bf16", &amx));
