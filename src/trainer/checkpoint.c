@@ -470,7 +470,8 @@ static PetscErrorCode TrainerApplyCheckpointRunSection_Private(Trainer tr, const
       PetscReal   was, is;
     } real[] = {{"lr", saved->runr[0], now.runr[0]}, {"weight_decay", saved->runr[3], now.runr[3]}};
 
-    for (size_t k = 0; k < sizeof(real) / sizeof(real[0]); k++) {
+    if (tr->population) PetscCall(TrainerPopulationRestoreHyper_Private(tr, saved->runr[0], saved->runr[3])); /* the population's, not the options' */
+    for (size_t k = 0; k < sizeof(real) / sizeof(real[0]) && !tr->population; k++) {
       PetscCall(PetscSNPrintf(opt, sizeof(opt), "-%stao_%s_%s", tprefix, type, real[k].suffix));
       PetscCheck(real[k].was == real[k].is, comm, PETSC_ERR_ARG_INCOMP, "Checkpoint %s was written by a run with %s %g, but this run gives %g: restart with %s %g (the run the checkpoint continues), or start afresh without -trainer_restart", file,
                  opt, (double)real[k].was, (double)real[k].is, opt, (double)real[k].was);

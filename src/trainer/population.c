@@ -103,6 +103,8 @@ struct _n_TrainerPopulation {
 
   PetscBool finished; /* TrainerPopulationFinish_Private() ran */
   PetscInt  winner, totalexchanges;
+  PetscInt  tfirst; /* the first tournament of this run (> 0 after a restart: the lineage before it is not kept) */
+  PetscBool named;  /* -trainer_checkpoint/-trainer_restart made the trainer's own (PopTrainerFileName()) */
   PetscReal winnerlr, winneracc;
 };
 
@@ -178,7 +180,8 @@ PetscErrorCode TrainerPopulationSplit(MPI_Comm comm, const char prefix[], MPI_Co
   The trainers are alike (the same program and options): the same Net and rank count, so rank r of one trainer holds
   the same slice of the parameters as rank r of another, and models move with one MPI_Sendrecv between them. The
   population needs mini-batch training (a full-batch TaoSolve() spans every epoch with its memory of the iterates);
-  checkpoints and early stopping are refused in a population for now. See the manual's chapter on training,
+  early stopping is refused in a population for now. -trainer_checkpoint NAME and -trainer_restart NAME are trainer k's
+  own file NAME.k (or NAME with its %d replaced by k). See the manual's chapter on training,
   "Population training", and the opening comment of src/trainer/population.c.
 
   Level: intermediate
@@ -405,6 +408,30 @@ PetscErrorCode TrainerPopulationSetFromOptions_Private(Trainer tr, PetscOptionIt
   PetscFunctionReturn(0);
 }
 
+/* A population's checkpoints: trainer k writes and restarts from its own file, NAME with its first %d replaced by k, or
+   NAME.k; each file is a whole checkpoint of that trainer (its model, optimizer state, hyperparameters, run section) */
+static PetscErrorCode PopTrainerFileName(char name[], size_t size, PetscInt k)
+{
+  char        buf[PETSC_MAX_PATH_LEN + 32];
+  const char *d;
+
+  PetscFunctionBegin;
+  if (!name[0]) PetscFunctionReturn(0);
+  d = strstr(name, "%d");
+  if (d)
+    PetscCall(PetscSNPrintf(buf, sizeof(buf), "%.*s%" PetscInt_FMT "%s", (int)(d - name), name, k, d + 2));
+  else
+    PetscCall(PetscSNPrintf(buf, sizeof(buf), "%s.%" PetscInt_FMT, name, k));
+  {
+    size_t len;
+
+    PetscCall(PetscStrlen(buf, &len));
+    PetscCheck(len < size, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "Trainer %" PetscInt_FMT "'s checkpoint file %s is longer than %zu characters: give -trainer_checkpoint a shorter name", k, buf, size - 1);
+  }
+  PetscCall(PetscStrncpy(name, buf, size));
+  PetscFunctionReturn(0);
+}
+
 /* The shard and the tournament set (see the opening comment); called by TrainerSetUp() after the training Dataset's
    first set-up, which told the size N of the training set */
 PetscErrorCode TrainerPopulationSetUpData_Private(Trainer tr)
@@ -415,6 +442,11 @@ PetscErrorCode TrainerPopulationSetUpData_Private(Trainer tr)
   const char       *prefix = ((PetscObject)tr)->prefix ? ((PetscObject)tr)->prefix : "";
 
   PetscFunctionBegin;
+  if (!pop->named) { /* once: TrainerSetUp() may run again */
+    PetscCall(PopTrainerFileName(tr->checkpoint, sizeof(tr->checkpoint), pop->k));
+    PetscCall(PopTrainerFileName(tr->restart, sizeof(tr->restart), pop->k));
+    pop->named = PETSC_TRUE;
+  }
   PetscCall(DatasetGetSize(tr->train, &N));
   PetscCall(DatasetGetOffset(tr->train, &base));
   S = pop->data == POP_DATA_DISJOINT ? N / pop->K : N;
@@ -450,8 +482,6 @@ PetscErrorCode TrainerPopulationSetUp_Private(Trainer tr)
   PetscFunctionBegin;
   PetscCheck(tr->minibatch, comm, PETSC_ERR_SUP,
              "A population trains in mini-batch mode (sgd, adam, adamw, rmsprop, kfac): a full-batch TaoSolve() spans every epoch with its memory of the iterates, which a tournament would replace under it. Give -tao_type adam (or sgd, ...)");
-  PetscCheck(!tr->checkpoint[0] && !tr->restart[0], comm, PETSC_ERR_SUP,
-             "-%strainer_checkpoint and -%strainer_restart are not supported in a population yet (every trainer would write the same file; a population checkpoint comes with issue 33 item 5): drop them", prefix, prefix);
   PetscCheck(tr->patience == 0, comm, PETSC_ERR_SUP, "-%strainer_patience %" PetscInt_FMT ": early stopping would stop the trainers of a population at different epochs, and the tournaments need them all: drop it", prefix, tr->patience);
   PetscCall(DatasetGetNumClasses(pop->tournament, &classes));
   PetscCheck(pop->metric == POP_METRIC_LOSS || classes > 0, comm, PETSC_ERR_ARG_INCOMP, "-%strainer_tournament_metric accuracy needs class labels, but the training data are regression targets: use -%strainer_tournament_metric loss", prefix, prefix);
@@ -857,7 +887,7 @@ PetscErrorCode TrainerPopulationFinish_Private(Trainer tr, PetscBool *iswinner)
     }
     PetscCall(PetscStrlen(line, &len));
     PetscCall(PetscSNPrintf(line + len, sizeof(line) - len, "\nlineage of the winner: trainer %" PetscInt_FMT, w));
-    for (PetscInt t = pop->ntournaments - 1; t >= 0; t--) {
+    for (PetscInt t = pop->ntournaments - 1; t >= pop->tfirst; t--) {
       PetscInt par = pop->parent[t * K + cur];
 
       if (par == cur) continue;
@@ -869,6 +899,10 @@ PetscErrorCode TrainerPopulationFinish_Private(Trainer tr, PetscBool *iswinner)
     if (!moved) {
       PetscCall(PetscStrlen(line, &len));
       PetscCall(PetscSNPrintf(line + len, sizeof(line) - len, " (its own model throughout)"));
+    }
+    if (pop->tfirst > 0) {
+      PetscCall(PetscStrlen(line, &len));
+      PetscCall(PetscSNPrintf(line + len, sizeof(line) - len, "; before tournament %" PetscInt_FMT " (the restart) not recorded", pop->tfirst + 1));
     }
   }
   PetscCall(PetscPrintf(pop->comm, "%s\n", line));
@@ -904,5 +938,54 @@ PetscErrorCode TrainerPopulationDestroy_Private(Trainer tr)
   PetscCall(PetscFree2(pop->parent, pop->tepoch));
   PetscCall(PetscCommDestroy(&pop->comm));
   PetscCall(PetscFree(tr->population));
+  PetscFunctionReturn(0);
+}
+
+/* After a restart (TrainerLoadCheckpoint() of trainer k's own file): the hyperparameters are the checkpoint's, not the
+   -trainer_population_init spread (the tournaments and explore steps since moved them) */
+PetscErrorCode TrainerPopulationRestoreHyper_Private(Trainer tr, PetscReal lr, PetscReal wd)
+{
+  TrainerPopulation pop = tr->population;
+  PetscReal         v[POP_NHYPER];
+
+  PetscFunctionBegin;
+  v[0] = lr;
+  v[1] = wd;
+  for (PetscInt h = 0; h < POP_NHYPER; h++) {
+    PopHyper *hp = &pop->hyper[h];
+
+    if (!hp->known) continue;
+    hp->value = v[h];
+    PetscCall(hp->set(tr->tao, hp->value));
+  }
+  PetscFunctionReturn(0);
+}
+
+/* After a restart: every trainer resumes at the same epoch (a trainer whose checkpoint is older, e.g. one that diverged
+   before it was replaced, cannot rejoin the others' tournaments), and the tournaments so far are counted, so that the
+   pairs and explore draws of the next, drawn from (seed, tournament number), are the uninterrupted run's */
+PetscErrorCode TrainerPopulationRestart_Private(Trainer tr)
+{
+  TrainerPopulation pop = tr->population;
+  PetscInt          e[2], r[2];
+
+  PetscFunctionBegin;
+  e[0] = tr->epoch;
+  e[1] = -tr->epoch;
+  PetscCall(MPIU_Allreduce(e, r, 2, MPIU_INT, MPI_MIN, pop->comm));
+  PetscCheck(r[0] == -r[1], pop->comm, PETSC_ERR_ARG_INCOMP,
+             "The trainers' checkpoints end different epochs (%" PetscInt_FMT " to %" PetscInt_FMT "; -trainer_restart %s is trainer %" PetscInt_FMT
+             "'s): a population restarts from checkpoints of one epoch; restart from an earlier set of files or start afresh",
+             r[0], -r[1], tr->restart, pop->k);
+  pop->ntournaments = tr->epoch / pop->interval;
+  pop->tfirst       = pop->ntournaments;
+  PetscFunctionReturn(0);
+}
+
+/* The job's communicator (-trainer_fail_after_epoch waits for every trainer there) */
+PetscErrorCode TrainerPopulationGetJobComm_Private(Trainer tr, MPI_Comm *comm)
+{
+  PetscFunctionBegin;
+  *comm = tr->population ? tr->population->comm : PetscObjectComm((PetscObject)tr);
   PetscFunctionReturn(0);
 }

@@ -661,7 +661,10 @@ PetscErrorCode TrainerSetUp(Trainer tr)
   if (tr->population) PetscCall(TrainerPopulationSetUp_Private(tr));
   PetscCall(TrainerMonitorSetUp_Private(tr));
   tr->setupcalled = PETSC_TRUE;
-  if (tr->restart[0]) PetscCall(TrainerLoadCheckpoint(tr, tr->restart));
+  if (tr->restart[0]) {
+    PetscCall(TrainerLoadCheckpoint(tr, tr->restart));
+    if (tr->population) PetscCall(TrainerPopulationRestart_Private(tr)); /* every trainer at the same epoch, the tournaments counted */
+  }
   PetscCall(PetscObjectViewFromOptions((PetscObject)tr, NULL, "-trainer_view_pre"));
   PetscFunctionReturn(0);
 }

@@ -112,10 +112,11 @@ static PetscErrorCode TrainerEvaluateTest_Private(Trainer tr)
 */
 static PetscErrorCode TrainerInjectFailure_Private(Trainer tr)
 {
-  MPI_Comm    comm = PetscObjectComm((PetscObject)tr);
+  MPI_Comm    comm;
   PetscMPIInt rank, size;
 
   PetscFunctionBegin;
+  PetscCall(TrainerPopulationGetJobComm_Private(tr, &comm)); /* in a population: every trainer's checkpoint complete, R a rank of the job */
   PetscCallMPI(MPI_Comm_rank(comm, &rank));
   PetscCallMPI(MPI_Comm_size(comm, &size));
   PetscCheck(tr->failrank < size, comm, PETSC_ERR_ARG_OUTOFRANGE, "-trainer_fail_rank %" PetscInt_FMT " does not exist: this run has ranks 0 to %d", tr->failrank, size - 1);
