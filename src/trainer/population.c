@@ -410,24 +410,31 @@ PetscErrorCode TrainerPopulationSetFromOptions_Private(Trainer tr, PetscOptionIt
 
 /* A population's checkpoints: trainer k writes and restarts from its own file, NAME with its first %d replaced by k, or
    NAME.k; each file is a whole checkpoint of that trainer (its model, optimizer state, hyperparameters, run section) */
-static PetscErrorCode PopTrainerFileName(char name[], size_t size, PetscInt k)
+static PetscErrorCode PopTrainerFileFormat(const char name[], PetscInt k, char buf[], size_t size)
 {
-  char        buf[PETSC_MAX_PATH_LEN + 32];
-  const char *d;
+  const char *d = strstr(name, "%d");
+
+  PetscFunctionBegin;
+  if (d)
+    PetscCall(PetscSNPrintf(buf, size, "%.*s%" PetscInt_FMT "%s", (int)(d - name), name, k, d + 2));
+  else
+    PetscCall(PetscSNPrintf(buf, size, "%s.%" PetscInt_FMT, name, k));
+  PetscFunctionReturn(0);
+}
+
+/* the length is checked on the last trainer's name (the most digits), the same on every rank of the job: a name too
+   long fails everywhere at once, never on one trainer's ranks while the others wait */
+static PetscErrorCode PopTrainerFileName(MPI_Comm comm, char name[], size_t size, PetscInt k, PetscInt K)
+{
+  char   buf[PETSC_MAX_PATH_LEN + 32];
+  size_t len;
 
   PetscFunctionBegin;
   if (!name[0]) PetscFunctionReturn(0);
-  d = strstr(name, "%d");
-  if (d)
-    PetscCall(PetscSNPrintf(buf, sizeof(buf), "%.*s%" PetscInt_FMT "%s", (int)(d - name), name, k, d + 2));
-  else
-    PetscCall(PetscSNPrintf(buf, sizeof(buf), "%s.%" PetscInt_FMT, name, k));
-  {
-    size_t len;
-
-    PetscCall(PetscStrlen(buf, &len));
-    PetscCheck(len < size, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "Trainer %" PetscInt_FMT "'s checkpoint file %s is longer than %zu characters: give -trainer_checkpoint a shorter name", k, buf, size - 1);
-  }
+  PetscCall(PopTrainerFileFormat(name, K - 1, buf, sizeof(buf)));
+  PetscCall(PetscStrlen(buf, &len));
+  PetscCheck(len < size, comm, PETSC_ERR_ARG_SIZ, "Trainer %" PetscInt_FMT "'s checkpoint file %s is longer than %zu characters: give -trainer_checkpoint a shorter name", K - 1, buf, size - 1);
+  PetscCall(PopTrainerFileFormat(name, k, buf, sizeof(buf)));
   PetscCall(PetscStrncpy(name, buf, size));
   PetscFunctionReturn(0);
 }
@@ -443,8 +450,8 @@ PetscErrorCode TrainerPopulationSetUpData_Private(Trainer tr)
 
   PetscFunctionBegin;
   if (!pop->named) { /* once: TrainerSetUp() may run again */
-    PetscCall(PopTrainerFileName(tr->checkpoint, sizeof(tr->checkpoint), pop->k));
-    PetscCall(PopTrainerFileName(tr->restart, sizeof(tr->restart), pop->k));
+    PetscCall(PopTrainerFileName(pop->comm, tr->checkpoint, sizeof(tr->checkpoint), pop->k, pop->K));
+    PetscCall(PopTrainerFileName(pop->comm, tr->restart, sizeof(tr->restart), pop->k, pop->K));
     pop->named = PETSC_TRUE;
   }
   PetscCall(DatasetGetSize(tr->train, &N));
