@@ -33,6 +33,21 @@ PETSC_EXTERN PetscErrorCode    NetSetParallel(Net, NetParallelType);
 PETSC_EXTERN PetscErrorCode    NetSetTensorRanks(Net, PetscInt);
 PETSC_EXTERN PetscErrorCode    NetGetTensorRanks(Net, PetscInt *);
 PETSC_EXTERN PetscErrorCode    NetSetSequenceRanks(Net, PetscInt);
+/* Placement (netplace.c): pipeline stages on groups of ranks, micro-batches, the schedule */
+typedef enum {
+  NET_PIPELINE_GPIPE, /* every micro-batch's forward, then every backward */
+  NET_PIPELINE_1F1B   /* PipeDream-flush: one forward, one backward (not built yet) */
+} NetPipelineSchedule;
+PETSC_EXTERN const char *const NetPipelineSchedules[];
+PETSC_EXTERN PetscErrorCode    NetSetStages(Net, PetscInt);
+PETSC_EXTERN PetscErrorCode    NetGetStages(Net, PetscInt *);
+PETSC_EXTERN PetscErrorCode    NetSetMicroBatches(Net, PetscInt);
+PETSC_EXTERN PetscErrorCode    NetGetMicroBatches(Net, PetscInt *);
+PETSC_EXTERN PetscErrorCode    NetSetPipelineSchedule(Net, NetPipelineSchedule);
+PETSC_EXTERN PetscErrorCode    NetSetNodePlacement(Net, PetscInt, PetscInt);
+PETSC_EXTERN PetscErrorCode    NetGetNodePlacement(Net, PetscInt, PetscInt *);
+PETSC_EXTERN PetscErrorCode    NetGetPipelineTimes(Net, PetscLogDouble *, PetscLogDouble *);
+PETSC_EXTERN PetscErrorCode    NetTestMoves(Net, PetscReal *);
 /* Grid mode (netspatial.c): a Net on the fields of a 2-D or 3-D DMDA, spatially parallel, and samples x space groups */
 PETSC_EXTERN PetscErrorCode NetSetGrid(Net, DM);
 PETSC_EXTERN PetscErrorCode NetGetGrid(Net, DM *);

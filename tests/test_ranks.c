@@ -6,7 +6,10 @@ static const char help[] = "Ranks agree: in one program, the same Net (same seed
                            "The second-order adjoint (Hessian-vector product along the JVP's direction) must agree as well.\n"
                            "Options: -parallel <replicated,sharded,model>: the mode of the WORLD Net (the SELF one is replicated);\n"
                            "-toggle: the WORLD Net, once set up, switches between replicated and that mode from batch to batch;\n"
-                           "-layers <list> -input_shape <shape> [-loss <type>]: one case of your own instead of the built-in ones.\n";
+                           "-layers <list> -input_shape <shape> [-loss <type>]: one case of your own instead of the built-in ones;\n"
+                           "-stages S -microbatches M: the WORLD Net in S pipeline stages with M micro-batches (netplace.c; batches\n"
+                           "of multiples of M; the JVP and second-order adjoint, not built with stages, are left out); -test_moves:\n"
+                           "also the dot-product test of every move between stages (<R x, y> = <x, R^T y> to 1e-14).\n";
 
 #include <petnet.h>
 #include "testutil.h"
@@ -20,6 +23,8 @@ typedef struct {
 
 static NetParallelType parallel = NET_PARALLEL_REPLICATED; /* the WORLD Net's mode */
 static PetscBool       toggle   = PETSC_FALSE;             /* -toggle: the WORLD Net, once set up, alternates between replicated and that mode */
+static PetscInt        stages = 1, micro = 1;              /* -stages, -microbatches: the WORLD Net's pipeline */
+static PetscBool       testmoves = PETSC_FALSE;
 
 static const Case cases[] = {
     {"dense:16,relu,dense:10", 12, LOSSCROSSENTROPY},
@@ -93,6 +98,8 @@ static PetscErrorCode SideCompute(MPI_Comm comm, const Case *c, PetscInt nlocal,
     PetscCall(NetSetInputShape(s->net, &in));
     PetscCall(NetSetSeed(s->net, 13));
     if (comm != PETSC_COMM_SELF) PetscCall(NetSetParallel(s->net, parallel));
+    if (comm != PETSC_COMM_SELF) PetscCall(NetSetStages(s->net, stages));
+    if (comm != PETSC_COMM_SELF) PetscCall(NetSetMicroBatches(s->net, micro));
     PetscCall(NetSetUp(s->net));
     PetscCall(LossCreate(comm, &s->loss));
     PetscCall(LossSetType(s->loss, c->loss));
@@ -121,6 +128,17 @@ static PetscErrorCode SideCompute(MPI_Comm comm, const Case *c, PetscInt nlocal,
   PetscCall(LossEvaluate(s->loss, s->Y, s->T, &s->f, s->dY));
   PetscCall(VecZeroEntries(s->G));
   PetscCall(NetBackward(s->net, s->dY, s->dX, s->G));
+  if (stages > 1 || micro > 1) { /* placed: no JVP yet; the moves' adjoints instead */
+    PetscCall(VecZeroEntries(s->JY));
+    s->so = PETSC_FALSE;
+    if (testmoves && comm != PETSC_COMM_SELF) {
+      PetscReal err;
+
+      PetscCall(NetTestMoves(s->net, &err));
+      PetscCheck(err <= 1e-14, comm, PETSC_ERR_PLIB, "The moves between stages fail the dot-product test: %g", (double)err);
+    }
+    PetscFunctionReturn(0);
+  }
   PetscCall(NetJVP(s->net, s->dXdir, s->dtheta, s->JY));
   PetscCall(NetHasSecondOrder(s->net, &s->so, NULL));
   if (s->so) { /* along the JVP's direction, with the loss's cotangent held fixed and a zero dYdot */
@@ -232,7 +250,7 @@ static PetscErrorCode CheckCase(const Case *c, PetscInt N, Layout layout, Side *
 
 int main(int argc, char **argv)
 {
-  const PetscInt sizes[] = {8, 7, 3, 1};
+  PetscInt sizes[] = {8, 7, 3, 1};
 
   char      layers[4096], shape[256], loss[64] = LOSSCROSSENTROPY;
   PetscBool own, flg;
@@ -245,7 +263,12 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsString("-layers", "A case of your own: its layer list", NULL, layers, layers, sizeof(layers), &own));
   PetscCall(PetscOptionsString("-input_shape", "... its input shape", NULL, "", shape, sizeof(shape), &flg));
   PetscCall(PetscOptionsString("-loss", "... its loss", NULL, loss, loss, sizeof(loss), NULL));
+  PetscCall(PetscOptionsInt("-stages", "Pipeline stages of the WORLD Net", "NetSetStages", stages, &stages, NULL));
+  PetscCall(PetscOptionsInt("-microbatches", "Micro-batches of the WORLD Net", "NetSetMicroBatches", micro, &micro, NULL));
+  PetscCall(PetscOptionsBool("-test_moves", "Dot-product test of the moves between stages", "NetTestMoves", testmoves, &testmoves, NULL));
   PetscOptionsEnd();
+  if (micro > 1) /* the backward pass takes batches of whole micro-batches */
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) sizes[i] = micro * (4 - (PetscInt)i) + (i == 3 ? 0 : 0);
   if (own) {
     PetscCheck(flg, PETSC_COMM_WORLD, PETSC_ERR_ARG_WRONG, "-layers needs -input_shape");
     PetscCall(PetNetShapeFromString(shape, &mine.shape));

@@ -572,6 +572,18 @@ PetscErrorCode NetSetFromOptions(Net net)
     if (flg) PetscCall(NetSetSequenceRanks(net, P));
   }
   {
+    PetscInt            S = PetscMax(1, net->nstages), M = PetscMax(1, net->nmicro);
+    NetPipelineSchedule schedule = net->schedule;
+    PetscBool           flg;
+
+    PetscCall(PetNetOptionsBoundedInt("-net_stages", "Pipeline: stages of consecutive nodes, each on its own group of ranks (1: none)", "NetSetStages", S, &S, &flg, 1));
+    if (flg) PetscCall(NetSetStages(net, S));
+    PetscCall(PetNetOptionsBoundedInt("-net_microbatches", "Pipeline: micro-batches a batch is cut into (1: the whole batch at once)", "NetSetMicroBatches", M, &M, &flg, 1));
+    if (flg) PetscCall(NetSetMicroBatches(net, M));
+    PetscCall(PetscOptionsEnum("-net_pipeline_schedule", "Pipeline: the order of the micro-batches' passes", "NetSetPipelineSchedule", NetPipelineSchedules, (PetscEnum)schedule, (PetscEnum *)&schedule, &flg));
+    if (flg) PetscCall(NetSetPipelineSchedule(net, schedule));
+  }
+  {
     PetscInt  groups = net->ngroups;
     PetscBool flg;
 
@@ -626,6 +638,7 @@ PetscErrorCode NetSetFromOptions(Net net)
   if (loadflg) PetscCall(NetLoad(net, load));
   for (PetscInt l = 0; l < net->nlayers; l++) PetscCall(LayerSetFromOptions(net->layers[l]));
   PetscCall(NetModelSetFromOptions_Private(net)); /* -<node prefix>partition */
+  PetscCall(NetPlaceSetFromOptions_Private(net)); /* -<node prefix>stage */
   /* an option that changed a layer's shape (e.g. -layer0_dense_outputs) reset that layer: lay the Net out anew */
   for (PetscInt l = 0; l < net->nlayers && net->setupcalled; l++)
     if (!net->layers[l]->setupcalled) PetscCall(NetReset(net));
@@ -894,20 +907,29 @@ PetscErrorCode NetSetUp(Net net)
             "Model file %s holds %" PetscInt_FMT " parameters, but its architecture \"%.1000s\" on input shape %s has %" PetscInt_FMT ": the file is corrupt or was written by an incompatible PetNet; save the model again", net->loadfile,
             net->loadnparams, net->loadspec, shape, net->nparams);
   }
-  /* replicated: theta (distributed), and on every rank theta_rep, grad_rep and dtheta_rep; otherwise theta and a node's
-     parameters with their gradient at a time. Refuse before allocating what the machine cannot hold. */
+  PetscCall(NetPlaceSetUp_Private(net)); /* pipeline stages (netplace.c): which ranks run each node */
+  /* replicated: theta (distributed), and on every rank theta_rep, grad_rep and dtheta_rep (placed: its stage's block);
+     otherwise theta and a node's parameters with their gradient at a time. Refuse before allocating what the machine
+     cannot hold. */
   {
     PetscMPIInt    size;
     PetscLogDouble bytes;
 
     PetscCallMPI(MPI_Comm_size(comm, &size));
-    if (net->parallel == NET_PARALLEL_REPLICATED || net->parallel == NET_PARALLEL_SEQUENCE)
+    if (net->pl) { /* about a stage's block, and the owned share */
+      bytes = sizeof(PetscScalar) * (3.0 * (PetscLogDouble)net->nparams / net->nstages + (PetscLogDouble)net->nparams / size);
+    } else if (net->parallel == NET_PARALLEL_REPLICATED || net->parallel == NET_PARALLEL_SEQUENCE)
       bytes = 3.0 * sizeof(PetscScalar) * (PetscLogDouble)net->nparams;
     else
       bytes = sizeof(PetscScalar) * ((PetscLogDouble)net->nparams / size + 2.0 * net->layers[largest]->nparams);
     PetscCall(NetCheckMemory_Private(net, bytes, largest, "parameters"));
   }
-  PetscCall(VecCreateMPI(comm, PETSC_DECIDE, net->nparams, &net->theta));
+  {
+    PetscInt nlocal = PETSC_DECIDE;
+
+    if (net->pl) PetscCall(NetPlaceOwnedParameters_Private(net, &nlocal)); /* each stage's ranks own its nodes' parameters */
+    PetscCall(VecCreateMPI(comm, nlocal, net->nparams, &net->theta));
+  }
   PetscCall(PetscObjectSetName((PetscObject)net->theta, "parameters"));
   PetscCall(NetSetUpParameterMaps_Private(net));
   PetscCall(NetSetUpFusion_Private(net));
@@ -1025,8 +1047,9 @@ PetscErrorCode NetView(Net net, PetscViewer viewer)
   }
   if (net->setupcalled) PetscCall(PetscViewerASCIIPrintf(viewer, "total parameters %" PetscInt_FMT "\n", net->nparams));
   if (net->setupcalled) PetscCall(NetSequenceView_Private(net, viewer)); /* sequence mode: the token split */
+  if (net->setupcalled) PetscCall(NetPlaceView_Private(net, viewer));    /* pipeline: the stages, their cost */
   if (net->setupcalled) { /* the engine (netexec.c, netprecision.c): how each node runs, where the values live */
-    const NetExecOps *kinds[] = {&NetExecPlain, &NetExecModel, &NetExecSpatial, &NetExecSpatialModel, &NetExecSequence, &NetExecTensorBlock};
+    const NetExecOps *kinds[] = {&NetExecPlain, &NetExecModel, &NetExecSpatial, &NetExecSpatialModel, &NetExecSequence, &NetExecTensorBlock, &NetExecPlaced};
     char              text[256] = "";
 
     for (size_t e = 0; e < PETSC_STATIC_ARRAY_LENGTH(kinds); e++) {
@@ -1131,6 +1154,7 @@ PetscErrorCode NetReset(Net net)
   PetscCall(NetSpatialReset_Private(net));
   PetscCall(NetSequenceReset_Private(net));
   if (net->poff) PetscCall(NetResetParameterMaps_Private(net));
+  PetscCall(NetPlaceReset_Private(net));
   PetscCall(VecDestroy(&net->theta));
   PetscCall(VecDestroy(&net->theta_rep));
   PetscCall(VecDestroy(&net->grad_rep));

@@ -349,7 +349,7 @@ PetscErrorCode NetSetUpExecutors_Private(Net net)
   for (PetscInt k = 0; k < net->nlayers; k++) {
     NetNode *nd = &net->nodes[k];
 
-    nd->exec = nd->sq ? &NetExecSequence : nd->mp && nd->sp ? &NetExecSpatialModel : nd->mp ? &NetExecModel : nd->tblock ? &NetExecTensorBlock : nd->sp ? &NetExecSpatial : &NetExecPlain;
+    nd->exec = net->pl ? &NetExecPlaced : nd->sq ? &NetExecSequence : nd->mp && nd->sp ? &NetExecSpatialModel : nd->mp ? &NetExecModel : nd->tblock ? &NetExecTensorBlock : nd->sp ? &NetExecSpatial : &NetExecPlain;
   }
   PetscFunctionReturn(0);
 }

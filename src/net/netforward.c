@@ -25,6 +25,10 @@ PetscErrorCode NetValueCounts_Private(Net net, PetscInt n, PetscInt counts[])
   PetscInt nf;
 
   PetscFunctionBegin;
+  if (net->pl) { /* pipeline stages: the public split at both ends, each stage's split of the micro-batches between */
+    PetscCall(NetPlaceCounts_Private(net, n, counts, (PetscBool)(counts == net->vlocal)));
+    PetscFunctionReturn(0);
+  }
   if (net->seq) { /* sequence mode: n T rows of the sample split at both ends, Ng tl tokens between (netsequence.c) */
     PetscCall(NetSequenceCounts_Private(net, n, counts));
     PetscFunctionReturn(0);
@@ -250,7 +254,8 @@ PetscErrorCode NetForward(Net net, Vec X, Vec Y)
 {
   const void        *stack[NET_MAX_STACK_INPUTS], **x;
   const PetscScalar *theta, *th;
-  PetscInt           maxin = 0;
+  PetscInt           maxin = 0, nsteps;
+  const PetscInt    *sched = NULL;
   PetscBool          hit   = PETSC_FALSE;
 
   PetscFunctionBegin;
@@ -275,13 +280,20 @@ PetscErrorCode NetForward(Net net, Vec X, Vec Y)
     x = stack;
     if (maxin > NET_MAX_STACK_INPUTS) PetscCall(PetscMalloc1(maxin, &x));
     PetscCall(NetGetReplicatedArray_Private(net->theta_rep, &theta));
-    for (PetscInt k = 0; k < net->nlayers; k++) {
+    nsteps = net->nlayers;
+    /* the steps: every node once, in order; placed (netplace.c), the schedule's (node, micro-batch) pairs */
+    if (net->pl) PetscCall(NetPlaceGetSchedule_Private(net, &nsteps, &sched));
+    if (net->pl) PetscCall(NetPlaceForwardBegin_Private(net));
+    for (PetscInt step = 0; step < nsteps; step++) {
+      const PetscInt k = sched ? sched[2 * step] : step;
       const PetscInt p = net->nodes[k].fusedinto;
       const NetElem  t = NetNodeElem(net, k);
       void          *y;
 
       PetscCall(NetStore(net)->nextnode(net));
       if (p >= 0 && net->nodes[p].fuseact == k) continue; /* an activation its producer applied (netfuse.c): the same value */
+      if (net->pl) PetscCall(NetPlaceSetStep_Private(net, sched[2 * step + 1]));
+      if (net->pl) PetscCall(NetPlaceForwardBefore_Private(net, k)); /* its inputs from earlier stages arrived */
       PetscCall(NetNodeGetParameters_Private(net, k, net->theta, theta, &th));
       PetscCall(NetStoreGetInputs_Private(net, k, NET_SLOT_VALUE, t, x));
       PetscCall(NetStore(net)->get(net, NET_SLOT_VALUE, k + 1, NET_WRITE, t, &y));
@@ -289,7 +301,9 @@ PetscErrorCode NetForward(Net net, Vec X, Vec Y)
       PetscCall(NetStore(net)->restore(net, NET_SLOT_VALUE, k + 1, NET_WRITE, t, &y));
       PetscCall(NetStoreRestoreInputs_Private(net, k, NET_SLOT_VALUE, t, x));
       PetscCall(NetNodeRestoreParameters_Private(net, k, &th));
+      if (net->pl) PetscCall(NetPlaceForwardAfter_Private(net, k)); /* its output sent on */
     }
+    if (net->pl) PetscCall(NetPlaceForwardEnd_Private(net));
     PetscCall(NetStore(net)->nextnode(net));
     PetscCall(NetRestoreReplicatedArray_Private(net->theta_rep, &theta));
     if (x != stack) PetscCall(PetscFree(x));
@@ -416,6 +430,7 @@ PetscErrorCode NetNodeBackward_Private(Net net, PetscInt k, Vec dY, Vec dX, Vec 
   const PetscInt     nin = net->nodes[k].nin;
 
   PetscFunctionBegin;
+  PetscCheck(!net->pl, PetscObjectComm((PetscObject)net), PETSC_ERR_SUP, "The per-node Jacobians (NetGetLayerJacobian(), -net_test_jacobian) with -net_stages / -net_microbatches are not built yet (node %s): take them without stages", net->nodes[k].name);
   PetscCall(NetCheckInputUnchanged_Private(net));
   PetscCall(NetCheckParametersUnchanged_Private(net, "NetGetLayerJacobian"));
   if (nin > NET_MAX_STACK_INPUTS) PetscCall(PetscMalloc1(nin, &dx));
@@ -446,6 +461,7 @@ PetscErrorCode NetNodeJVP_Private(Net net, PetscInt k, Vec dX, Vec dtheta, Vec d
   const PetscInt     nin = net->nodes[k].nin;
 
   PetscFunctionBegin;
+  PetscCheck(!net->pl, PetscObjectComm((PetscObject)net), PETSC_ERR_SUP, "The per-node Jacobians (NetGetLayerJacobian(), -net_test_jacobian) with -net_stages / -net_microbatches are not built yet (node %s): take them without stages", net->nodes[k].name);
   PetscCall(NetCheckInputUnchanged_Private(net));
   PetscCall(NetCheckParametersUnchanged_Private(net, "NetGetLayerJacobian"));
   if (nin > NET_MAX_STACK_INPUTS) PetscCall(PetscMalloc1(nin, &dx));
@@ -496,7 +512,8 @@ PetscErrorCode NetBackward(Net net, Vec dY, Vec dX, Vec G)
   PetscScalar       *grad = NULL;
   void              *dstack[NET_MAX_STACK_INPUTS], **dx = dstack;
   PetscBool         *seeded, *summed;
-  PetscInt           maxin = 0;
+  PetscInt           maxin = 0, nsteps;
+  const PetscInt    *sched = NULL;
 
   PetscFunctionBegin;
   PetscValidHeaderSpecific(net, NET_CLASSID, 1);
@@ -517,7 +534,13 @@ PetscErrorCode NetBackward(Net net, Vec dY, Vec dX, Vec G)
   seeded[net->nlayers] = PETSC_TRUE;
   PetscCall(NetGetGradientArray_Private(net, G, &grad)); /* G's own on one rank, else grad_rep (netpmap.c) */
   PetscCall(NetGetReplicatedArray_Private(net->theta_rep, &theta));
-  for (PetscInt k = net->nlayers - 1; k >= 0; k--) {
+  nsteps = net->nlayers;
+  /* the steps in reverse: every node once; placed (netplace.c), the schedule's (node, micro-batch) pairs, whose fan-out
+     sums are per micro-batch */
+  if (net->pl) PetscCall(NetPlaceGetSchedule_Private(net, &nsteps, &sched));
+  if (net->pl) PetscCall(NetPlaceBackwardBegin_Private(net, (PetscBool)(dX != NULL)));
+  for (PetscInt step = nsteps - 1; step >= 0; step--) {
+    const PetscInt     k  = sched ? sched[2 * step] : step;
     const NetNode     *nd = &net->nodes[k];
     const NetElem      t  = NetNodeElem(net, k);
     const PetscScalar *th;
@@ -526,15 +549,19 @@ PetscErrorCode NetBackward(Net net, Vec dY, Vec dX, Vec G)
 
     PetscCall(store->nextnode(net));
     if (nd->fusedback >= 0) continue; /* an activation whose consumer did its backward (netfuse.c) */
+    if (net->pl) PetscCall(NetPlaceSetStep_Private(net, sched[2 * step + 1]));
+    if (net->pl) PetscCall(NetPlaceBackwardBefore_Private(net, k)); /* the later stages' cotangents of its output arrived */
     for (PetscInt i = 0; i < nd->nin; i++) {
-      PetscInt v = NetBackwardTarget(net, k, i); /* the input, or the input of a fused activation before node k */
+      PetscInt   v  = NetBackwardTarget(net, k, i); /* the input, or the input of a fused activation before node k */
+      PetscBool *sd = net->pl ? NetPlaceSeeded_Private(net, v) : &seeded[v];
 
       dx[i]     = NULL;
       summed[i] = PETSC_FALSE;
-      if (v == 0 && !dX) continue; /* the input's cotangent is not asked for */
-      summed[i] = seeded[v];
+      if (v == 0 && !dX) continue;                         /* the input's cotangent is not asked for */
+      if (net->pl && NetPlaceCrossing_Private(net, k, i)) continue; /* written to its move, sent back after (netplace.c) */
+      summed[i] = *sd;
       PetscCall(store->get(net, summed[i] ? NET_SLOT_SUM : NET_SLOT_TANGENT, v, NET_WRITE, t, &dx[i]));
-      seeded[v] = PETSC_TRUE;
+      *sd = PETSC_TRUE;
     }
     PetscCall(store->get(net, NET_SLOT_TANGENT, k + 1, NET_READ, t, &dy));
     if (nd->pmap && G && net->layers[k]->gradfree && t == NET_ELEM_DOUBLE) {
@@ -570,10 +597,13 @@ PetscErrorCode NetBackward(Net net, Vec dY, Vec dX, Vec G)
       PetscInt v = NetBackwardTarget(net, k, i);
 
       if (v == 0 && !dX) continue;
+      if (net->pl && NetPlaceCrossing_Private(net, k, i)) continue;
       PetscCall(store->restore(net, summed[i] ? NET_SLOT_SUM : NET_SLOT_TANGENT, v, NET_WRITE, t, &dx[i]));
       if (summed[i]) PetscCall(store->addsum(net, NET_SLOT_TANGENT, v));
     }
+    if (net->pl) PetscCall(NetPlaceBackwardAfter_Private(net, k)); /* the cotangents of its inputs from earlier stages sent back */
   }
+  if (net->pl) PetscCall(NetPlaceBackwardEnd_Private(net));
   PetscCall(store->nextnode(net));
   PetscCall(NetRestoreReplicatedArray_Private(net->theta_rep, &theta));
   PetscCall(PetscFree2(seeded, summed));
@@ -625,6 +655,8 @@ PetscErrorCode NetJVP(Net net, Vec dX, Vec dtheta, Vec dY)
   PetscFunctionBegin;
   PetscValidHeaderSpecific(net, NET_CLASSID, 1);
   PetscValidHeaderSpecific(dY, VEC_CLASSID, 4);
+  PetscCheck(!net->pl, PetscObjectComm((PetscObject)net), PETSC_ERR_SUP,
+             "NetJVP() with -net_stages / -net_microbatches is not built yet (the tangents would need moves of their own): run the JVP (Gauss-Newton, Newton, -net_test_jacobian) without stages");
   net->tanvalid = PETSC_FALSE;
   PetscCheck(net->forwarded, PetscObjectComm((PetscObject)net), PETSC_ERR_ORDER, "NetJVP() differentiates at the last forward pass, and there is none: call NetForward() on the batch first (NetSetTraining() also clears it)");
   PetscCall(NetCheckInputUnchanged_Private(net));

@@ -41,7 +41,7 @@ PetscErrorCode NetSetUpFusion_Private(Net net)
 {
   PetscFunctionBegin;
   for (PetscInt k = 0; k < net->nlayers; k++) net->nodes[k].fuseact = net->nodes[k].fusemask = net->nodes[k].fusedinto = net->nodes[k].fusedback = -1;
-  if (!net->fuse || net->grid) PetscFunctionReturn(0);
+  if (!net->fuse || net->grid || net->pl) PetscFunctionReturn(0); /* a placed node runs its own passes (netplace.c) */
   for (PetscInt r = 0; r < net->nlayers; r++) {
     NetNode *nr = &net->nodes[r];
     Layer    lr = net->layers[r];

@@ -286,6 +286,13 @@ PetscErrorCode NetSetUpParameterMaps_Private(Net net)
   PetscCall(NetResetParameterMaps_Private(net));                                                                     /* a change of mode lays them out anew */
   net->replicated = (PetscBool)(net->parallel == NET_PARALLEL_REPLICATED || net->parallel == NET_PARALLEL_SEQUENCE); /* the copy exists in this mode, even for a Net without parameters */
   net->gathers    = PETSC_FALSE;
+  if (net->pl) { /* pipeline stages: each rank its stage's block (netplace.c) */
+    for (PetscInt k = 0; k < net->nlayers; k++) net->nodes[k].nplocal = net->layers[k]->nparams;
+    net->replicated = PETSC_TRUE;
+    PetscCall(NetPlaceSetUpParameters_Private(net));
+    net->theta_rep_valid = PETSC_FALSE;
+    PetscFunctionReturn(0);
+  }
   for (PetscInt k = 0; k < net->nlayers; k++) {
     NetNode    *nd = &net->nodes[k];
     NetParamMap map;
@@ -313,6 +320,7 @@ PetscErrorCode NetResetParameterMaps_Private(Net net)
   PetscCall(VecDestroy(&net->grad_rep));
   PetscCall(VecDestroy(&net->dtheta_rep));
   PetscCall(MatDestroy(&net->bcast));
+  PetscCall(PetscFree(net->repoff));
   for (PetscInt k = 0; k < net->nlayers; k++) {
     NetNode    *nd  = &net->nodes[k];
     NetParamMap map = (NetParamMap)nd->pmap;
@@ -357,7 +365,7 @@ PetscErrorCode NetNodeGetParameters_Private(Net net, PetscInt k, Vec src, const 
 
   PetscFunctionBegin;
   if (!map) {
-    *th = rep ? rep + net->poff[k] : NULL;
+    *th = rep && (!net->repoff || net->repoff[k] >= 0) ? rep + (net->repoff ? net->repoff[k] : net->poff[k]) : NULL; /* placed: this rank's stage only */
     PetscFunctionReturn(0);
   }
   *th = NULL;
@@ -383,7 +391,7 @@ PetscErrorCode NetNodeGetGradient_Private(Net net, PetscInt k, PetscScalar *rep,
   PetscFunctionBegin;
   *g = NULL;
   if (!net->nodes[k].pmap) {
-    if (rep) *g = rep + net->poff[k];
+    if (rep && (!net->repoff || net->repoff[k] >= 0)) *g = rep + (net->repoff ? net->repoff[k] : net->poff[k]);
   } else if (want)
     PetscCall(PetscCalloc1(net->nodes[k].nplocal, g));
   PetscFunctionReturn(0);
@@ -415,7 +423,7 @@ static PetscErrorCode NetGradientDirect(Net net, PetscBool *direct)
 
   PetscFunctionBegin;
   PetscCallMPI(MPI_Comm_size(PetscObjectComm((PetscObject)net), &size));
-  *direct = (PetscBool)(size == 1);
+  *direct = (PetscBool)(size == 1 && !net->repoff); /* placed: theta_rep holds a stage's block, laid out its own way */
   for (PetscInt k = 0; k < net->nlayers && *direct; k++) *direct = (PetscBool)!net->nodes[k].pmap;
   PetscFunctionReturn(0);
 }
@@ -442,7 +450,7 @@ PetscErrorCode NetRestoreGradientArray_Private(Net net, Vec G, PetscScalar **gra
   PetscBool direct;
 
   PetscFunctionBegin;
-  if (!*grad) PetscFunctionReturn(0);
+  if (!G || !net->grad_rep) PetscFunctionReturn(0); /* as the get decided (not *grad: an empty array may be NULL, and the sum below is collective) */
   PetscCall(NetGradientDirect(net, &direct));
   if (direct) {
     PetscCall(VecRestoreArray(G, grad));
@@ -473,7 +481,7 @@ PetscErrorCode NetGetNodeBlock_Private(Net net, PetscInt k, const PetscScalar *r
   PetscScalar *buf;
 
   PetscFunctionBegin;
-  if (rep) {
+  if (rep && !net->repoff) {
     *blk = rep + net->poff[k];
     PetscFunctionReturn(0);
   }
@@ -488,7 +496,7 @@ PetscErrorCode NetGetNodeBlock_Private(Net net, PetscInt k, const PetscScalar *r
 PetscErrorCode NetRestoreNodeBlock_Private(Net net, PetscInt k, const PetscScalar **blk)
 {
   PetscFunctionBegin;
-  if (!net->theta_rep) PetscCall(PetscFree(*blk));
+  if (!net->theta_rep || net->repoff) PetscCall(PetscFree(*blk));
   *blk = NULL;
   PetscFunctionReturn(0);
 }

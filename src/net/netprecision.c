@@ -155,6 +155,19 @@ static PetscErrorCode NetStoreAddSum_Double(Net net, NetSlot s, PetscInt v)
 
   PetscFunctionBegin;
   PetscCall(NetStoreDoubleSlot(net, s, &vecs));
+  if (net->pl) { /* pipeline stages: the rows of the micro-batch at hand (netplace.c) */
+    PetscScalar       *d;
+    const PetscScalar *a;
+    PetscInt           e0, ne;
+
+    PetscCall(NetPlaceValueEntries_Private(net, v, v ? net->layers[v - 1]->outsize : 0, &e0, &ne));
+    PetscCall(VecGetArray(vecs[v], &d));
+    PetscCall(VecGetArrayRead(net->dsum[v], &a));
+    for (PetscInt i = e0; i < e0 + ne; i++) d[i] += a[i];
+    PetscCall(VecRestoreArrayRead(net->dsum[v], &a));
+    PetscCall(VecRestoreArray(vecs[v], &d));
+    PetscFunctionReturn(0);
+  }
   PetscCall(VecAXPY(vecs[v], 1.0, net->dsum[v]));
   PetscFunctionReturn(0);
 }
@@ -431,17 +444,18 @@ static PetscErrorCode NetStoreToVec_Low(Net net, NetSlot s, PetscInt v, Vec x)
 /* slot s of v += its fan-out sum (a value's cotangent and the contribution of one more of its consumers) */
 static PetscErrorCode NetStoreAddSum_Low(Net net, NetSlot s, PetscInt v)
 {
-  const PetscInt N = NetLowCount(net, v);
+  PetscInt N = NetLowCount(net, v), e0 = 0;
 
   PetscFunctionBegin;
+  if (net->pl) PetscCall(NetPlaceValueEntries_Private(net, v, v ? net->layers[v - 1]->outsize : 0, &e0, &N)); /* the micro-batch's rows (netplace.c) */
   if (net->precision == NET_PRECISION_SINGLE) {
-    float       *d = (float *)net->lstore[s][v];
-    const float *a = (const float *)net->lstore[NET_SLOT_SUM][v];
+    float       *d = (float *)net->lstore[s][v] + e0;
+    const float *a = (const float *)net->lstore[NET_SLOT_SUM][v] + e0;
 
     NET_LOW_BLOCKS(N, for (PetscInt i = i0; i < i1; i++) d[i] += a[i]);
   } else {
-    uint16_t       *d = (uint16_t *)net->lstore[s][v];
-    const uint16_t *a = (const uint16_t *)net->lstore[NET_SLOT_SUM][v];
+    uint16_t       *d = (uint16_t *)net->lstore[s][v] + e0;
+    const uint16_t *a = (const uint16_t *)net->lstore[NET_SLOT_SUM][v] + e0;
 
     NET_LOW_BLOCKS(N, for (PetscInt i = i0; i < i1; i++) d[i] = NetFloatToBF16(NetBF16ToFloat(d[i]) + NetBF16ToFloat(a[i])));
   }

@@ -138,6 +138,11 @@ typedef struct {
      activation's input cotangent). fusedinto and fusedback: the other end, on the activation node. */
   PetscInt fuseact, fusemask, fusedinto, fusedback;
 
+  /* Placement (netplace.c): the pipeline stage the node runs on (its group of ranks); stageset: the user's own
+     (NetSetNodePlacement(), -<prefix>stage, entry@stage), else the cost model's at set-up */
+  PetscInt  stage;
+  PetscBool stageset;
+
   const NetExecOps *exec; /* how the node runs over the ranks (netexec.c), chosen at set-up */
 
   /* The walk's split backward of a node that gathers its parameters (netforward.c): 1 while it runs the input part
@@ -258,6 +263,14 @@ struct _p_Net {
      tokens of their samples, and the state of the split (NULL unless set up in that mode) */
   PetscInt seqranks;
   void    *seq;
+
+  /* Placement (netplace.c, -net_stages, -net_microbatches): the stages asked for, the micro-batches, the schedule, and
+     the state of the pipeline (NULL: every node on every rank, one pass over the batch); repoff[k]: where node k's
+     parameters sit in theta_rep when it holds only this rank's stage (-1: another stage's), NULL: at poff[k] */
+  PetscInt            nstages, nmicro;
+  NetPipelineSchedule schedule;
+  void               *pl;
+  PetscInt           *repoff;
 };
 
 PETSC_INTERN PetscErrorCode NetSetUpWorkspace_Private(Net, Vec);
@@ -328,7 +341,30 @@ PETSC_INTERN PetscErrorCode NetSpatialModelJVP_Private(Net, PetscInt, const Pets
 PETSC_INTERN PetscErrorCode NetSpatialModelSOBackward_Private(Net, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
 PETSC_INTERN const NetStoreOps NetStoreDouble, NetStoreLow;
 PETSC_INTERN PetscErrorCode    NetPrecisionBytes_Private(Net, PetscInt *);
-PETSC_INTERN const NetExecOps  NetExecPlain, NetExecModel, NetExecSpatial, NetExecSpatialModel, NetExecSequence, NetExecTensorBlock;
+PETSC_INTERN const NetExecOps  NetExecPlain, NetExecModel, NetExecSpatial, NetExecSpatialModel, NetExecSequence, NetExecTensorBlock, NetExecPlaced;
+/* placement (netplace.c): pipeline stages and micro-batches */
+PETSC_INTERN PetscErrorCode NetPlaceSetUp_Private(Net);
+PETSC_INTERN PetscErrorCode NetPlaceSetFromOptions_Private(Net);
+PETSC_INTERN PetscErrorCode NetPlaceReset_Private(Net);
+PETSC_INTERN PetscBool      NetPlaced_Private(Net);
+PETSC_INTERN PetscErrorCode NetPlaceCounts_Private(Net, PetscInt, PetscInt[], PetscBool);
+PETSC_INTERN PetscErrorCode NetPlaceOwnedParameters_Private(Net, PetscInt *);
+PETSC_INTERN PetscErrorCode NetPlaceSetUpParameters_Private(Net);
+PETSC_INTERN PetscErrorCode NetPlaceView_Private(Net, PetscViewer);
+PETSC_INTERN PetscErrorCode NetPlaceTestMoves_Private(Net, PetscRandom, PetscReal *);
+PETSC_INTERN PetscErrorCode NetPlaceGetSchedule_Private(Net, PetscInt *, const PetscInt **);
+PETSC_INTERN PetscErrorCode NetPlaceSetStep_Private(Net, PetscInt);
+PETSC_INTERN PetscBool     *NetPlaceSeeded_Private(Net, PetscInt);
+PETSC_INTERN PetscBool      NetPlaceCrossing_Private(Net, PetscInt, PetscInt);
+PETSC_INTERN PetscErrorCode NetPlaceValueEntries_Private(Net, PetscInt, PetscInt, PetscInt *, PetscInt *);
+PETSC_INTERN PetscErrorCode NetPlaceForwardBegin_Private(Net);
+PETSC_INTERN PetscErrorCode NetPlaceForwardBefore_Private(Net, PetscInt);
+PETSC_INTERN PetscErrorCode NetPlaceForwardAfter_Private(Net, PetscInt);
+PETSC_INTERN PetscErrorCode NetPlaceForwardEnd_Private(Net);
+PETSC_INTERN PetscErrorCode NetPlaceBackwardBegin_Private(Net, PetscBool);
+PETSC_INTERN PetscErrorCode NetPlaceBackwardBefore_Private(Net, PetscInt);
+PETSC_INTERN PetscErrorCode NetPlaceBackwardAfter_Private(Net, PetscInt);
+PETSC_INTERN PetscErrorCode NetPlaceBackwardEnd_Private(Net);
 /* the plain executor on n rows of node k (the sequence executor runs it on the rank's tokens) */
 PETSC_INTERN PetscErrorCode NetExecPlainForward_Private(Net, PetscInt, PetscInt, NetElem, const PetscScalar *, const void *const[], void *);
 PETSC_INTERN PetscErrorCode NetExecPlainBackward_Private(Net, PetscInt, PetscInt, NetElem, const PetscScalar *, const void *const[], const void *, const void *, void *const[], PetscScalar *, PetscInt);

@@ -1,0 +1,1268 @@
+/*
+  Placement (-net_stages S, -net_microbatches M, NetSetNodePlacement()): the nodes of a Net cut into S stages of
+  consecutive nodes, stage s running on the ranks [s G, (s + 1) G) (G = P / S, each stage data parallel over its group),
+  and the batch cut into M micro-batches that flow through the stages as a pipeline (GPipe: every forward, then every
+  backward). One more executor (NetExecPlaced) and a schedule for the one walk of netforward.c; nothing else changes:
+  the loss, the optimizers and the checkpoints see the same public batch and parameter Vecs as without placement.
+
+  Layouts. A batch of N samples is cut into M micro-batches of b = N / M consecutive samples. A value lives in one of:
+
+    public    the caller's split of the batch (the Net's input X, value 0, and output Y, value L): rank p holds the
+              samples [o_p, o_p + n_p); micro-batch m on p is [m b, (m + 1) b) within that range
+    stage s   for every micro-batch, its b samples split evenly over the G ranks of stage s (rank j of the group takes
+              b / G, one more if j < b % G), micro-batch after micro-batch: rank j's rows of micro-batch m start at
+              m share_j. Ranks outside the stage hold nothing.
+
+  Node k of stage s computes in stage s's layout. Its output (v = k + 1) stays there, except the last node's, which
+  goes to the public layout. An edge from a value in another layout (the input, or the output of an earlier stage) is
+  a move: a redistribution of whole samples between two layouts of the same global order, so each rank exchanges one
+  contiguous run of rows with each peer. Forward it copies the value into a receive buffer of the consumer's layout;
+  its adjoint sends the consumer's cotangent back, and the producer adds it into its value's cotangent (or copies it,
+  when it is the first contribution to that micro-batch). R R^T = I on the moved rows: the adjoint is exact, and
+  NetPlaceTestMoves_Private() checks <R x, y> = <x, R^T y> for every move.
+
+    node (stage s) <-- move(e) <-- value v (stage s' < s, or public)            forward:  buf_e  = R_e act[v]
+                   --> dcot_e  --> rcot_e -> dact[v] (+=)                       backward: dact[v] += R_e^T dcot_e
+
+  Schedule (GPipe). The walk runs, for s = 0..S-1, for m = 0..M-1, the nodes of stage s on micro-batch m. A move is
+  begun (MPI_Isend/MPI_Irecv) as soon as its rows exist and ended (MPI_Waitall) just before they are read: a rank of
+  stage 1 passes through stage 0's part at once (no rows there) and waits for each micro-batch of stage 0 as it is
+  sent, while stage 0 computes the next. Backward mirrors it, stages and micro-batches in reverse. All ranks make the
+  same calls in the same order, so the moves match; no collective runs inside the walk.
+
+  Parameters: the parameter Vec is laid out so that each stage's ranks own its nodes' parameters, and each rank keeps
+  a copy of its own stage's block only (theta_rep holds this rank's runs, repoff[k] is node k's place in it): the
+  parameters and their optimizer state per rank fall as 1/P, the copy as 1/S. The broadcast of the replicated mode is
+  the gather of those runs (NetParamMap, netpmap.c), a MATSHELL with its exact adjoint, the reduce of the gradients.
+
+  Memory: each move keeps a receive buffer of the moved value and one of its cotangent in the consumer's layout, and one
+  of the cotangent in the producer's (the last node's output: its value and cotangent in its stage's layout). A stage
+  keeps every micro-batch's values until its backward (GPipe).
+*/
+#include <petnet/private/netimpl.h>
+#include "netpmap.h"
+
+const char *const NetPipelineSchedules[] = {"gpipe", "1f1b", "NetPipelineSchedule", "NET_PIPELINE_", NULL};
+
+#define NET_PLACE_PUBLIC (-1)
+
+typedef struct {
+  PetscInt     src, dst; /* layouts: NET_PLACE_PUBLIC or a stage */
+  PetscInt     v;        /* the value moved: 0 the Net's input, k + 1 node k's output */
+  PetscInt     k, i;     /* its consumer and the input it feeds; k = -1: the output move (last node -> value L) */
+  PetscInt     size;     /* entries a sample */
+  char        *dval;     /* the consumer's layout (dst): the value received (the output move: the last node's output, src) */
+  char        *dcot;     /* ... its cotangent, written by the consumer's backward (the output move: dY received, src) */
+  char        *rcot;     /* the producer's layout (src): the cotangent received back */
+  MPI_Request *req;      /* per micro-batch, up to 2 P requests */
+  PetscMPIInt *nreq;
+} NetMove;
+
+typedef struct {
+  MPI_Comm    comm; /* a duplicate of the Net's: the moves' tags are their own */
+  PetscMPIInt size, rank;
+  PetscInt    S, M, G; /* stages, micro-batches, ranks a stage */
+  PetscInt    mystage;
+  PetscInt   *first, *last; /* stage s holds the nodes first[s] .. last[s] */
+  PetscReal  *cost;         /* per stage: the cost model's estimate (flops + bytes a sample) */
+  PetscInt    nmoves;
+  NetMove    *moves;  /* the crossing edges, then the output move */
+  PetscInt   *movein; /* (nlayers x max inputs): the move of input i of node k, or -1 */
+  PetscInt    maxin;
+  PetscInt    es; /* bytes of a stored entry */
+  /* the batch (NetPlaceCounts_Private()): N samples in M micro-batches */
+  PetscInt  N;
+  PetscInt *pub;   /* size + 1: the public split, rank p holding samples [pub[p], pub[p + 1]) (N = pub[size]) */
+  PetscBool ready; /* buffers made for this batch */
+  /* the walk */
+  PetscInt       m;      /* the micro-batch at hand */
+  PetscBool      wantdx; /* backward: the input's cotangent is asked for */
+  PetscBool     *seeded; /* (nlayers + 1) x M: the cotangent of value v on micro-batch m holds a first contribution */
+  PetscInt      *sched;  /* the schedule: nsched pairs (node, micro-batch), forward order */
+  PetscInt       nsched;
+  PetscLogDouble busy, wall, t0; /* NetGetPipelineTimes() */
+} NetPlace;
+
+static PetscInt NetPlaceLayoutOfValue(Net net, PetscInt v)
+{
+  return (v == 0 || v == net->nlayers) ? NET_PLACE_PUBLIC : net->nodes[v - 1].stage;
+}
+
+/* the first global sample of micro-batch m: the batch cut as evenly as it goes, B(m) = floor(m N / M) */
+static PetscInt NetPlaceMicroStart(const NetPlace *pl, PetscInt m)
+{
+  return (PetscInt)(((PetscInt64)m * pl->N) / pl->M);
+}
+
+/* rank j's share of b samples split evenly over G ranks, and its first sample */
+static void NetPlaceShare(PetscInt b, PetscInt G, PetscInt j, PetscInt *start, PetscInt *share)
+{
+  const PetscInt q = b / G, rem = b % G;
+
+  *share = q + (j < rem ? 1 : 0);
+  *start = j * q + PetscMin(j, rem);
+}
+
+/* rank r's samples of micro-batch m in layout l: global [*g0, *g0 + *n), its first local row *row */
+static void NetPlaceRange(const NetPlace *pl, PetscInt l, PetscMPIInt r, PetscInt m, PetscInt *g0, PetscInt *n, PetscInt *row)
+{
+  const PetscInt mb = NetPlaceMicroStart(pl, m), me = NetPlaceMicroStart(pl, m + 1);
+
+  if (l == NET_PLACE_PUBLIC) {
+    const PetscInt lo = PetscMax(mb, pl->pub[r]), hi = PetscMin(me, pl->pub[r + 1]);
+
+    *g0  = lo;
+    *n   = PetscMax(0, hi - lo);
+    *row = lo - pl->pub[r];
+  } else if (r / pl->G != l) {
+    *g0  = mb;
+    *n   = 0;
+    *row = 0;
+  } else {
+    PetscInt start, rows = 0;
+
+    for (PetscInt i = 0; i < m; i++) { /* the rows of the micro-batches before */
+      PetscInt st, sh;
+
+      NetPlaceShare(NetPlaceMicroStart(pl, i + 1) - NetPlaceMicroStart(pl, i), pl->G, r % pl->G, &st, &sh);
+      rows += sh;
+    }
+    NetPlaceShare(me - mb, pl->G, r % pl->G, &start, n);
+    *g0  = mb + start;
+    *row = rows;
+  }
+}
+
+/* the rows of this rank in layout l: all micro-batches */
+static PetscInt NetPlaceLocalRows(const NetPlace *pl, PetscInt l, PetscInt nlocal)
+{
+  PetscInt g0, n, row;
+
+  if (l == NET_PLACE_PUBLIC) return nlocal;
+  NetPlaceRange(pl, l, pl->rank, pl->M - 1, &g0, &n, &row);
+  return row + n;
+}
+
+PetscBool NetPlaced_Private(Net net)
+{
+  return (PetscBool)(net->pl != NULL);
+}
+
+/* Node k's rows of the micro-batch at hand on this rank */
+PetscErrorCode NetPlaceNodeRows_Private(Net net, PetscInt k, PetscInt *row, PetscInt *n)
+{
+  NetPlace *pl = (NetPlace *)net->pl;
+  PetscInt  g0;
+
+  PetscFunctionBegin;
+  NetPlaceRange(pl, net->nodes[k].stage, pl->rank, pl->m, &g0, n, row);
+  PetscFunctionReturn(0);
+}
+
+/* The rows of value v on this rank in the micro-batch at hand, as entries [e0, e0 + ne) of its array (the fan-out sums of
+   the walk add only these) */
+PetscErrorCode NetPlaceValueEntries_Private(Net net, PetscInt v, PetscInt size, PetscInt *e0, PetscInt *ne)
+{
+  NetPlace *pl = (NetPlace *)net->pl;
+  PetscInt  g0, n, row;
+
+  PetscFunctionBegin;
+  NetPlaceRange(pl, NetPlaceLayoutOfValue(net, v), pl->rank, pl->m, &g0, &n, &row);
+  *e0 = row * size;
+  *ne = n * size;
+  PetscFunctionReturn(0);
+}
+
+/* ------------------------------------------------------------------------------------------------------------------
+   Set-up: the stages (the cost model, or the nodes' own placement), the checks, the moves */
+
+/* the cost model of node k per sample: its multiply-adds (about its parameters, for dense and convolutions: each
+   weight meets every output position once, so a convolution counts its weights times its output positions / its
+   channels) plus the entries it reads and writes */
+static PetscReal NetPlaceNodeCost(Net net, PetscInt k)
+{
+  const Layer l     = net->layers[k];
+  PetscReal   flops = 2.0 * (PetscReal)l->nparams;
+  PetscReal   bytes = (PetscReal)l->outsize;
+
+  for (PetscInt i = 0; i < l->nin; i++) bytes += (PetscReal)l->insizes[i];
+  if (l->nparams && l->out.ndim > 1) flops *= (PetscReal)l->outsize / (PetscReal)l->out.dim[l->out.ndim - 1]; /* positions */
+  return flops + bytes;
+}
+
+/* cut the chain of nodes into S consecutive stages minimising the largest stage cost (dynamic programming over the
+   cut points, O(S L^2)) */
+static PetscErrorCode NetPlaceBalance(Net net, PetscInt S)
+{
+  const PetscInt L = net->nlayers;
+  PetscReal     *pre, *best;
+  PetscInt      *cut;
+
+  PetscFunctionBegin;
+  PetscCall(PetscMalloc3(L + 1, &pre, (S + 1) * (L + 1), &best, (S + 1) * (L + 1), &cut));
+  pre[0] = 0;
+  for (PetscInt k = 0; k < L; k++) pre[k + 1] = pre[k] + NetPlaceNodeCost(net, k);
+  /* best[s][j]: the least largest cost of the first j nodes in s stages; cut[s][j] the first node of the last stage */
+  for (PetscInt s = 0; s <= S; s++)
+    for (PetscInt j = 0; j <= L; j++) best[s * (L + 1) + j] = PETSC_MAX_REAL;
+  best[0] = 0;
+  for (PetscInt s = 1; s <= S; s++)
+    for (PetscInt j = s; j <= L; j++)
+      for (PetscInt i = s - 1; i < j; i++) {
+        const PetscReal prev = best[(s - 1) * (L + 1) + i], c = PetscMax(prev, pre[j] - pre[i]);
+
+        if (prev < PETSC_MAX_REAL && c < best[s * (L + 1) + j]) {
+          best[s * (L + 1) + j] = c;
+          cut[s * (L + 1) + j]  = i;
+        }
+      }
+  for (PetscInt s = S, j = L; s >= 1; s--) {
+    const PetscInt i = cut[s * (L + 1) + j];
+
+    for (PetscInt k = i; k < j; k++) net->nodes[k].stage = s - 1;
+    j = i;
+  }
+  PetscCall(PetscFree3(pre, best, cut));
+  PetscFunctionReturn(0);
+}
+
+/* what placement does not run with yet, said before anything is built */
+static PetscErrorCode NetPlaceCheckModes(Net net)
+{
+  MPI_Comm comm = PetscObjectComm((PetscObject)net);
+
+  PetscFunctionBegin;
+  PetscCheck(net->parallel == NET_PARALLEL_REPLICATED, comm, PETSC_ERR_SUP,
+             "-net_stages %" PetscInt_FMT " / -net_microbatches %" PetscInt_FMT " run each stage data parallel over its ranks (-net_parallel replicated); a stage that is itself -net_parallel %s is not built yet: drop -net_parallel, or the stages",
+             net->nstages, net->nmicro, NetParallelTypes[net->parallel]);
+  PetscCheck(!net->grid, comm, PETSC_ERR_SUP, "-net_stages / -net_microbatches on a grid (NetSetGrid(), spatial parallelism) is not built yet: drop the stages, or run the Net on a batch");
+  PetscCheck(net->precision != NET_PRECISION_BFLOAT16, comm, PETSC_ERR_SUP,
+             "-net_stages / -net_microbatches at -net_precision bfloat16 are not built yet (the store widens a value's whole array for a node, not a micro-batch's rows): use -net_precision single or double");
+  PetscCheck(!net->fcachesize, comm, PETSC_ERR_SUP, "-net_forward_cache with -net_stages / -net_microbatches is not built: drop one of them");
+  for (PetscInt k = 0; k < net->nlayers; k++) {
+    const Layer l = net->layers[k];
+
+    PetscCheck(!l->collective, comm, PETSC_ERR_SUP,
+               "Node %s (%s) communicates over the Net's ranks in its kernels (its statistics or its operator span the whole batch), which a pipeline stage does not hold: with -net_stages / -net_microbatches each micro-batch would get its own "
+               "statistics. Use layernorm instead of batchnorm, or drop the stages",
+               net->nodes[k].name, ((PetscObject)l)->type_name);
+  }
+  PetscFunctionReturn(0);
+}
+
+/*
+  NetPlaceSetUp_Private - the stages of the nodes, from their own placement (NetSetNodePlacement(), -<node>stage) or
+  the cost model, and the checks; called by NetSetUp() once the layers are set up and before the parameter Vec exists
+*/
+PetscErrorCode NetPlaceSetUp_Private(Net net)
+{
+  MPI_Comm    comm = PetscObjectComm((PetscObject)net);
+  PetscMPIInt size;
+  NetPlace   *pl;
+  PetscInt    S = PetscMax(1, net->nstages), L = net->nlayers, explicit = 0;
+
+  PetscFunctionBegin;
+  PetscCall(NetPlaceReset_Private(net));
+  for (PetscInt k = 0; k < L; k++) explicit += net->nodes[k].stageset ? 1 : 0;
+  if (S == 1 && net->nmicro <= 1 && !explicit) PetscFunctionReturn(0);
+  PetscCallMPI(MPI_Comm_size(comm, &size));
+  PetscCheck(net->schedule == NET_PIPELINE_GPIPE, comm, PETSC_ERR_SUP,
+             "-net_pipeline_schedule 1f1b needs the loss's gradient of each micro-batch inside the walk (a forward-backward call that takes the loss), which is not built yet: use -net_pipeline_schedule gpipe (the same gradient, every micro-batch's "
+             "activations kept)");
+  if (explicit && S == 1)
+    for (PetscInt k = 0; k < L; k++) S = PetscMax(S, net->nodes[k].stageset ? net->nodes[k].stage + 1 : 1);
+  PetscCheck(S <= size, comm, PETSC_ERR_ARG_OUTOFRANGE, "-net_stages %" PetscInt_FMT " asks for more stages than the %d ranks: give at most %d (a stage runs on at least one rank)", S, size, size);
+  PetscCheck(size % S == 0, comm, PETSC_ERR_ARG_INCOMP, "-net_stages %" PetscInt_FMT " does not divide the %d ranks: give a number of stages that divides the ranks (every stage gets the same number of ranks)", S, size);
+  PetscCheck(S <= L, comm, PETSC_ERR_ARG_OUTOFRANGE, "-net_stages %" PetscInt_FMT " asks for more stages than the Net's %" PetscInt_FMT " nodes: give at most %" PetscInt_FMT, S, L, L);
+  PetscCheck(explicit == 0 || explicit == L, comm, PETSC_ERR_ARG_WRONG,
+             "%" PetscInt_FMT " of the %" PetscInt_FMT " nodes have a stage (NetSetNodePlacement(), -<node>stage, entry@stage) and the others not (node %s first): place every node, or none and let -net_stages cut the Net", explicit, L,
+             net->nodes[0].stageset ? net->nodes[0].name : net->nodes[0].name);
+  net->nstages = S;
+  PetscCall(NetPlaceCheckModes(net));
+  if (!explicit) PetscCall(NetPlaceBalance(net, S));
+  /* every stage must hold nodes, and no node may read a later stage */
+  for (PetscInt k = 0; k < L; k++) {
+    const NetNode *nd = &net->nodes[k];
+
+    PetscCheck(nd->stage >= 0 && nd->stage < S, comm, PETSC_ERR_ARG_OUTOFRANGE, "Node %s is placed on stage %" PetscInt_FMT ", but there are %" PetscInt_FMT " stages (-net_stages): give a stage from 0 to %" PetscInt_FMT, nd->name, nd->stage, S,
+               S - 1);
+    for (PetscInt i = 0; i < nd->nin; i++)
+      if (nd->in[i] != NET_INPUT)
+        PetscCheck(net->nodes[nd->in[i]].stage <= nd->stage, comm, PETSC_ERR_ARG_WRONG,
+                   "Node %s is placed on stage %" PetscInt_FMT " but reads node %s of the later stage %" PetscInt_FMT ": values flow from a stage to the same or a later one; place %s on stage %" PetscInt_FMT " or later", nd->name, nd->stage,
+                   net->nodes[nd->in[i]].name, net->nodes[nd->in[i]].stage, nd->name, net->nodes[nd->in[i]].stage);
+  }
+  PetscCall(PetscNew(&pl));
+  net->pl  = pl;
+  pl->S    = S;
+  pl->M    = PetscMax(1, net->nmicro);
+  pl->G    = size / S;
+  pl->size = size;
+  PetscCallMPI(MPI_Comm_rank(comm, &pl->rank));
+  pl->mystage = pl->rank / pl->G;
+  PetscCall(PetscMalloc3(S, &pl->first, S, &pl->last, S, &pl->cost));
+  for (PetscInt s = 0; s < S; s++) {
+    pl->first[s] = -1;
+    pl->last[s]  = -1;
+    pl->cost[s]  = 0;
+  }
+  for (PetscInt k = 0; k < L; k++) {
+    const PetscInt s = net->nodes[k].stage;
+
+    if (pl->first[s] < 0) pl->first[s] = k;
+    PetscCheck(pl->last[s] < 0 || pl->last[s] == k - 1, comm, PETSC_ERR_ARG_WRONG,
+               "Stage %" PetscInt_FMT " holds node %s and node %s but not the nodes between them: a stage is a run of consecutive nodes; place the nodes in between on stage %" PetscInt_FMT " too", s, net->nodes[pl->last[s]].name, net->nodes[k].name,
+               s);
+    pl->last[s] = k;
+    pl->cost[s] += NetPlaceNodeCost(net, k);
+  }
+  for (PetscInt s = 0; s < S; s++)
+    PetscCheck(pl->first[s] >= 0, comm, PETSC_ERR_ARG_WRONG, "Stage %" PetscInt_FMT " has no node, so ranks %" PetscInt_FMT " to %" PetscInt_FMT " would have nothing to do: place at least one node on every stage, or use fewer stages (-net_stages)",
+               s, s * pl->G, (s + 1) * pl->G - 1);
+  /* the moves: every edge from another layout, then the output's */
+  pl->maxin = 1;
+  for (PetscInt k = 0; k < L; k++) pl->maxin = PetscMax(pl->maxin, net->nodes[k].nin);
+  PetscCall(PetscMalloc1(L * pl->maxin, &pl->movein));
+  PetscCall(PetscCalloc1(L * pl->maxin + 1, &pl->moves));
+  for (PetscInt k = 0; k < L; k++)
+    for (PetscInt i = 0; i < pl->maxin; i++) {
+      const PetscInt v = i < net->nodes[k].nin ? net->nodes[k].in[i] + 1 : -1;
+
+      pl->movein[k * pl->maxin + i] = -1;
+      if (v < 0 || NetPlaceLayoutOfValue(net, v) == net->nodes[k].stage) continue;
+      pl->movein[k * pl->maxin + i] = pl->nmoves;
+      pl->moves[pl->nmoves].src     = NetPlaceLayoutOfValue(net, v);
+      pl->moves[pl->nmoves].dst     = net->nodes[k].stage;
+      pl->moves[pl->nmoves].v       = v;
+      pl->moves[pl->nmoves].k       = k;
+      pl->moves[pl->nmoves].i       = i;
+      pl->moves[pl->nmoves].size    = net->layers[k]->insizes[i];
+      pl->nmoves++;
+    }
+  pl->moves[pl->nmoves].src  = net->nodes[L - 1].stage;
+  pl->moves[pl->nmoves].dst  = NET_PLACE_PUBLIC;
+  pl->moves[pl->nmoves].v    = L;
+  pl->moves[pl->nmoves].k    = -1;
+  pl->moves[pl->nmoves].size = net->layers[L - 1]->outsize;
+  pl->nmoves++;
+  {
+    int *ub, flag;
+
+    PetscCallMPI(MPI_Comm_get_attr(comm, MPI_TAG_UB, &ub, &flag));
+    PetscCheck(!flag || (PetscInt64)pl->nmoves * pl->M * 2 < (PetscInt64)*ub, comm, PETSC_ERR_ARG_OUTOFRANGE,
+               "%" PetscInt_FMT " moves between stages times %" PetscInt_FMT " micro-batches need more message tags than this MPI has (%d): use fewer micro-batches (-net_microbatches)", pl->nmoves, pl->M, *ub);
+  }
+  PetscCallMPI(MPI_Comm_dup(comm, &pl->comm));
+  for (PetscInt e = 0; e < pl->nmoves; e++) PetscCall(PetscMalloc2(pl->M * 2 * size, &pl->moves[e].req, pl->M, &pl->moves[e].nreq));
+  PetscCall(PetscCalloc1((L + 1) * pl->M, &pl->seeded));
+  /* the schedule: stage by stage, micro-batch by micro-batch */
+  pl->nsched = 0;
+  PetscCall(PetscMalloc1(2 * L * pl->M, &pl->sched));
+  for (PetscInt s = 0; s < S; s++)
+    for (PetscInt m = 0; m < pl->M; m++)
+      for (PetscInt k = pl->first[s]; k <= pl->last[s]; k++) {
+        pl->sched[2 * pl->nsched]     = k;
+        pl->sched[2 * pl->nsched + 1] = m;
+        pl->nsched++;
+      }
+  pl->N = -1;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetPlaceFreeBuffers(NetPlace *pl)
+{
+  PetscFunctionBegin;
+  for (PetscInt e = 0; e < pl->nmoves; e++) PetscCall(PetscFree3(pl->moves[e].dval, pl->moves[e].dcot, pl->moves[e].rcot));
+  pl->ready = PETSC_FALSE;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode NetPlaceReset_Private(Net net)
+{
+  NetPlace *pl = (NetPlace *)net->pl;
+
+  PetscFunctionBegin;
+  if (!pl) PetscFunctionReturn(0);
+  PetscCall(NetPlaceFreeBuffers(pl));
+  for (PetscInt e = 0; e < pl->nmoves; e++) PetscCall(PetscFree2(pl->moves[e].req, pl->moves[e].nreq));
+  PetscCall(PetscFree(pl->moves));
+  PetscCall(PetscFree(pl->movein));
+  PetscCall(PetscFree3(pl->first, pl->last, pl->cost));
+  PetscCall(PetscFree(pl->seeded));
+  PetscCall(PetscFree(pl->sched));
+  PetscCall(PetscFree(pl->pub));
+  if (pl->comm != MPI_COMM_NULL && pl->comm) PetscCallMPI(MPI_Comm_free(&pl->comm));
+  PetscCall(PetscFree(net->pl));
+  PetscFunctionReturn(0);
+}
+
+/*
+  NetPlaceCounts_Private - the samples of every value on this rank for a batch of n here (collective): n for the input
+  and the output, the stage's rows for the others. commit: this is the workspace's batch (NetSetUpWorkspace_Private()),
+  which the moves then follow; else (NetCreateVecs()) nothing is kept.
+*/
+PetscErrorCode NetPlaceCounts_Private(Net net, PetscInt n, PetscInt counts[], PetscBool commit)
+{
+  NetPlace *pl   = (NetPlace *)net->pl;
+  MPI_Comm  comm = PetscObjectComm((PetscObject)net);
+  NetPlace  tmp  = *pl;
+  PetscInt *all;
+
+  PetscFunctionBegin;
+  PetscCall(PetscMalloc2(pl->size, &all, pl->size + 1, &tmp.pub));
+  PetscCallMPI(MPI_Allgather(&n, 1, MPIU_INT, all, 1, MPIU_INT, comm));
+  tmp.pub[0] = 0;
+  for (PetscMPIInt p = 0; p < pl->size; p++) tmp.pub[p + 1] = tmp.pub[p] + all[p];
+  tmp.N     = tmp.pub[pl->size];
+  counts[0] = n;
+  for (PetscInt k = 0; k < net->nlayers; k++) counts[k + 1] = NetPlaceLocalRows(&tmp, net->nodes[k].stage, n);
+  counts[net->nlayers] = n;
+  if (commit) {
+    PetscCall(NetPlaceFreeBuffers(pl));
+    PetscCall(PetscFree(pl->pub));
+    PetscCall(PetscMalloc1(pl->size + 1, &pl->pub));
+    PetscCall(PetscArraycpy(pl->pub, tmp.pub, pl->size + 1));
+    pl->N = tmp.N;
+  }
+  PetscCall(PetscFree2(all, tmp.pub));
+  PetscFunctionReturn(0);
+}
+
+/* the buffers of the moves for this batch */
+static PetscErrorCode NetPlaceBuffers(Net net)
+{
+  NetPlace *pl = (NetPlace *)net->pl;
+
+  PetscFunctionBegin;
+  if (pl->ready) PetscFunctionReturn(0);
+  PetscCall(NetPrecisionBytes_Private(net, &pl->es));
+  for (PetscInt e = 0; e < pl->nmoves; e++) {
+    NetMove       *mv = &pl->moves[e];
+    const PetscInt nd = mv->k < 0 ? NetPlaceLocalRows(pl, mv->src, 0) : NetPlaceLocalRows(pl, mv->dst, 0);
+    const PetscInt ns = mv->k < 0 ? 0 : NetPlaceLocalRows(pl, mv->src, net->vlocal[mv->v]);
+    const size_t   bd = (size_t)pl->es * (size_t)nd * (size_t)mv->size, bs = (size_t)pl->es * (size_t)ns * (size_t)mv->size;
+
+    PetscCall(PetscMalloc3(bd, &mv->dval, bd, &mv->dcot, bs, &mv->rcot));
+  }
+  pl->ready = PETSC_TRUE;
+  PetscFunctionReturn(0);
+}
+
+/*
+  Move e on micro-batch m: the rows of layout `from` in src (an array of that layout, all micro-batches) to the rows of
+  layout `to` in dst, begun (receives posted, sends started, this rank's own rows copied) and ended (waited for)
+*/
+static PetscErrorCode NetMoveBegin(NetPlace *pl, PetscInt e, PetscInt m, PetscBool reverse, const char *src, char *dst)
+{
+  NetMove       *mv   = &pl->moves[e];
+  const PetscInt from = reverse ? mv->dst : mv->src, to = reverse ? mv->src : mv->dst;
+  const size_t   row = (size_t)pl->es * (size_t)mv->size;
+  const int      tag = (int)((e * pl->M + m) * 2 + (reverse ? 1 : 0));
+  PetscInt       fg, fn, fr, tg, tn, tr;
+  PetscMPIInt    nr  = 0;
+  MPI_Request   *req = mv->req + (size_t)m * 2 * pl->size;
+
+  PetscFunctionBegin;
+  NetPlaceRange(pl, from, pl->rank, m, &fg, &fn, &fr);
+  NetPlaceRange(pl, to, pl->rank, m, &tg, &tn, &tr);
+  for (PetscMPIInt q = 0; q < pl->size; q++) {
+    PetscInt qg, qn, qr;
+
+    if (tn) { /* receive: my rows of `to` from q's rows of `from` */
+      NetPlaceRange(pl, from, q, m, &qg, &qn, &qr);
+      {
+        const PetscInt lo = PetscMax(tg, qg), hi = PetscMin(tg + tn, qg + qn);
+
+        if (lo < hi && q != pl->rank) {
+          PetscCheck((PetscInt64)(hi - lo) * (PetscInt64)row <= PETSC_MPI_INT_MAX, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "A move between stages would send %" PetscInt64_FMT " bytes in one message: use more micro-batches (-net_microbatches)",
+                     (PetscInt64)(hi - lo) * (PetscInt64)row);
+          PetscCallMPI(MPI_Irecv(dst + (size_t)(tr + lo - tg) * row, (PetscMPIInt)((hi - lo) * row), MPI_BYTE, q, tag, pl->comm, &req[nr++]));
+        }
+      }
+    }
+    if (fn) { /* send: my rows of `from` that q holds in `to` */
+      NetPlaceRange(pl, to, q, m, &qg, &qn, &qr);
+      {
+        const PetscInt lo = PetscMax(fg, qg), hi = PetscMin(fg + fn, qg + qn);
+
+        if (lo < hi) {
+          if (q == pl->rank)
+            PetscCall(PetscMemcpy(dst + (size_t)(tr + lo - tg) * row, src + (size_t)(fr + lo - fg) * row, (size_t)(hi - lo) * row));
+          else
+            PetscCallMPI(MPI_Isend(src + (size_t)(fr + lo - fg) * row, (PetscMPIInt)((hi - lo) * row), MPI_BYTE, q, tag, pl->comm, &req[nr++]));
+        }
+      }
+    }
+  }
+  mv->nreq[m] = nr;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetMoveEnd(NetPlace *pl, PetscInt e, PetscInt m)
+{
+  NetMove *mv = &pl->moves[e];
+
+  PetscFunctionBegin;
+  if (mv->nreq[m]) PetscCallMPI(MPI_Waitall(mv->nreq[m], mv->req + (size_t)m * 2 * pl->size, MPI_STATUSES_IGNORE));
+  mv->nreq[m] = 0;
+  PetscFunctionReturn(0);
+}
+
+/* the store's array of slot s of value v (stable until the workspace is rebuilt: a Vec's array, or a low store's own) */
+static PetscErrorCode NetPlaceStoreArray(Net net, NetSlot s, PetscInt v, char **a)
+{
+  const NetElem t = NetStore(net)->compute;
+  void         *p;
+
+  PetscFunctionBegin;
+  PetscCall(NetStore(net)->get(net, s, v, NET_READWRITE, t, &p));
+  *a = (char *)p;
+  PetscCall(NetStore(net)->restore(net, s, v, NET_READ, t, &p));
+  PetscFunctionReturn(0);
+}
+
+/* cotangent rows of micro-batch m of value v from a move's receive buffer: copied as the first contribution, else added */
+static PetscErrorCode NetPlaceAddCotangent(Net net, PetscInt e)
+{
+  NetPlace      *pl = (NetPlace *)net->pl;
+  NetMove       *mv = &pl->moves[e];
+  const PetscInt m  = pl->m;
+  PetscInt       g0, n, row;
+  char          *d;
+  PetscBool     *seeded = &pl->seeded[mv->v * pl->M + m];
+
+  PetscFunctionBegin;
+  NetPlaceRange(pl, mv->src, pl->rank, m, &g0, &n, &row);
+  PetscCall(NetPlaceStoreArray(net, NET_SLOT_TANGENT, mv->v, &d));
+  if (n) {
+    const size_t off = (size_t)row * (size_t)mv->size, cnt = (size_t)n * (size_t)mv->size;
+
+    if (!*seeded)
+      PetscCall(PetscMemcpy(d + off * pl->es, mv->rcot + off * pl->es, cnt * pl->es));
+    else if (pl->es == sizeof(PetscScalar)) {
+      PetscScalar       *y = (PetscScalar *)d + off;
+      const PetscScalar *x = (const PetscScalar *)mv->rcot + off;
+
+      for (size_t i = 0; i < cnt; i++) y[i] += x[i];
+    } else {
+      float       *y = (float *)d + off;
+      const float *x = (const float *)mv->rcot + off;
+
+      for (size_t i = 0; i < cnt; i++) y[i] += x[i];
+    }
+  }
+  *seeded = PETSC_TRUE;
+  PetscFunctionReturn(0);
+}
+
+/* ------------------------------------------------------------------------------------------------------------------
+   The walk's hooks (netforward.c). A step is (node k, micro-batch m). */
+
+PetscErrorCode NetPlaceGetSchedule_Private(Net net, PetscInt *nsteps, const PetscInt **sched)
+{
+  NetPlace *pl = (NetPlace *)net->pl;
+
+  PetscFunctionBegin;
+  *nsteps = pl->nsched;
+  *sched  = pl->sched;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode NetPlaceSetStep_Private(Net net, PetscInt m)
+{
+  PetscFunctionBegin;
+  ((NetPlace *)net->pl)->m = m;
+  PetscFunctionReturn(0);
+}
+
+/* the seeded flag of the walk's fan-out sums for value v on the micro-batch at hand */
+PetscBool *NetPlaceSeeded_Private(Net net, PetscInt v)
+{
+  NetPlace *pl = (NetPlace *)net->pl;
+
+  return &pl->seeded[v * pl->M + pl->m];
+}
+
+PetscBool NetPlaceCrossing_Private(Net net, PetscInt k, PetscInt i)
+{
+  NetPlace *pl = (NetPlace *)net->pl;
+
+  return (PetscBool)(pl->movein[k * pl->maxin + i] >= 0);
+}
+
+/* forward: the input's moves begun for every micro-batch */
+PetscErrorCode NetPlaceForwardBegin_Private(Net net)
+{
+  NetPlace *pl = (NetPlace *)net->pl;
+  char     *x;
+
+  PetscFunctionBegin;
+  pl->t0 = MPI_Wtime();
+  PetscCall(NetPlaceBuffers(net));
+  PetscCall(NetPlaceStoreArray(net, NET_SLOT_VALUE, 0, &x));
+  for (PetscInt e = 0; e < pl->nmoves; e++)
+    if (pl->moves[e].v == 0)
+      for (PetscInt m = 0; m < pl->M; m++) PetscCall(NetMoveBegin(pl, e, m, PETSC_FALSE, x, pl->moves[e].dval));
+  PetscFunctionReturn(0);
+}
+
+/* forward, before node k on the micro-batch at hand: its inputs from other layouts arrived */
+PetscErrorCode NetPlaceForwardBefore_Private(Net net, PetscInt k)
+{
+  NetPlace *pl = (NetPlace *)net->pl;
+
+  PetscFunctionBegin;
+  for (PetscInt i = 0; i < net->nodes[k].nin; i++) {
+    const PetscInt e = pl->movein[k * pl->maxin + i];
+
+    if (e >= 0) PetscCall(NetMoveEnd(pl, e, pl->m));
+  }
+  PetscFunctionReturn(0);
+}
+
+/* forward, after node k: its output's rows of this micro-batch sent on to the later stages (and the last node's to the
+   public output) */
+PetscErrorCode NetPlaceForwardAfter_Private(Net net, PetscInt k)
+{
+  NetPlace *pl = (NetPlace *)net->pl;
+  char     *y  = NULL;
+
+  PetscFunctionBegin;
+  for (PetscInt e = 0; e < pl->nmoves; e++) {
+    NetMove *mv = &pl->moves[e];
+
+    if (mv->k < 0 && k == net->nlayers - 1) {
+      PetscCall(NetPlaceStoreArray(net, NET_SLOT_VALUE, net->nlayers, &y));
+      PetscCall(NetMoveBegin(pl, e, pl->m, PETSC_FALSE, mv->dval, y));
+    } else if (mv->k >= 0 && mv->v == k + 1) {
+      if (!y) PetscCall(NetPlaceStoreArray(net, NET_SLOT_VALUE, k + 1, &y));
+      PetscCall(NetMoveBegin(pl, e, pl->m, PETSC_FALSE, y, mv->dval));
+    }
+  }
+  PetscFunctionReturn(0);
+}
+
+/* forward: the output's rows arrived */
+PetscErrorCode NetPlaceForwardEnd_Private(Net net)
+{
+  NetPlace *pl = (NetPlace *)net->pl;
+
+  PetscFunctionBegin;
+  for (PetscInt m = 0; m < pl->M; m++) PetscCall(NetMoveEnd(pl, pl->nmoves - 1, m));
+  pl->wall += MPI_Wtime() - pl->t0;
+  PetscFunctionReturn(0);
+}
+
+/* backward: dY's rows sent to the last stage for every micro-batch */
+PetscErrorCode NetPlaceBackwardBegin_Private(Net net, PetscBool wantdx)
+{
+  NetPlace *pl = (NetPlace *)net->pl;
+  char     *dy;
+
+  PetscFunctionBegin;
+  PetscCheck(pl->N % pl->M == 0, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_INCOMP,
+             "-net_microbatches %" PetscInt_FMT " does not divide the batch of %" PetscInt_FMT " samples: the gradient is taken over equal micro-batches; give a batch that is a multiple of %" PetscInt_FMT " (or another -net_microbatches)", pl->M,
+             pl->N, pl->M);
+  pl->t0     = MPI_Wtime();
+  pl->wantdx = wantdx;
+  PetscCall(PetscArrayzero(pl->seeded, (net->nlayers + 1) * pl->M));
+  PetscCall(NetPlaceStoreArray(net, NET_SLOT_TANGENT, net->nlayers, &dy));
+  for (PetscInt m = 0; m < pl->M; m++) PetscCall(NetMoveBegin(pl, pl->nmoves - 1, m, PETSC_TRUE, dy, pl->moves[pl->nmoves - 1].dcot));
+  PetscFunctionReturn(0);
+}
+
+/* backward, before node k: the cotangent of its output complete (dY arrived for the last node; the later stages'
+   contributions added) */
+PetscErrorCode NetPlaceBackwardBefore_Private(Net net, PetscInt k)
+{
+  NetPlace *pl = (NetPlace *)net->pl;
+
+  PetscFunctionBegin;
+  if (k == net->nlayers - 1) PetscCall(NetMoveEnd(pl, pl->nmoves - 1, pl->m));
+  for (PetscInt e = 0; e < pl->nmoves - 1; e++)
+    if (pl->moves[e].v == k + 1) {
+      PetscCall(NetMoveEnd(pl, e, pl->m));
+      PetscCall(NetPlaceAddCotangent(net, e));
+    }
+  PetscFunctionReturn(0);
+}
+
+/* backward, after node k: the cotangents of its inputs from other layouts sent back */
+PetscErrorCode NetPlaceBackwardAfter_Private(Net net, PetscInt k)
+{
+  NetPlace *pl = (NetPlace *)net->pl;
+
+  PetscFunctionBegin;
+  for (PetscInt i = 0; i < net->nodes[k].nin; i++) {
+    const PetscInt e = pl->movein[k * pl->maxin + i];
+
+    if (e < 0 || (pl->moves[e].v == 0 && !pl->wantdx)) continue;
+    PetscCall(NetMoveBegin(pl, e, pl->m, PETSC_TRUE, pl->moves[e].dcot, pl->moves[e].rcot));
+  }
+  PetscFunctionReturn(0);
+}
+
+/* backward: the input's cotangent complete (when asked for) */
+PetscErrorCode NetPlaceBackwardEnd_Private(Net net)
+{
+  NetPlace *pl = (NetPlace *)net->pl;
+
+  PetscFunctionBegin;
+  if (pl->wantdx)
+    for (PetscInt m = 0; m < pl->M; m++) {
+      pl->m = m;
+      for (PetscInt e = 0; e < pl->nmoves - 1; e++)
+        if (pl->moves[e].v == 0) {
+          PetscCall(NetMoveEnd(pl, e, m));
+          PetscCall(NetPlaceAddCotangent(net, e));
+        }
+    }
+  pl->wall += MPI_Wtime() - pl->t0;
+  PetscFunctionReturn(0);
+}
+
+/* ------------------------------------------------------------------------------------------------------------------
+   The executor: the plain kernels on the node's rows of the micro-batch at hand, its inputs from other layouts read
+   from their moves' buffers (and the last node's output written to the output move's) */
+
+static PetscErrorCode NetExecPlacedArrays(Net net, PetscInt k, NetElem t, const void *const x[], const void *y, const void **xs, const void **ys, PetscInt *n)
+{
+  NetPlace    *pl = (NetPlace *)net->pl;
+  const size_t es = t == NET_ELEM_DOUBLE ? sizeof(PetscScalar) : sizeof(float);
+  const Layer  l  = net->layers[k];
+  PetscInt     row;
+
+  PetscFunctionBegin;
+  PetscCheck((size_t)pl->es == es, PETSC_COMM_SELF, PETSC_ERR_PLIB, "A placed node computes in the store's element type");
+  PetscCall(NetPlaceNodeRows_Private(net, k, &row, n));
+  for (PetscInt i = 0; i < net->nodes[k].nin; i++) {
+    const PetscInt e = pl->movein[k * pl->maxin + i];
+
+    xs[i] = (e >= 0 ? pl->moves[e].dval : (const char *)x[i]) + (size_t)row * l->insizes[i] * es;
+  }
+  if (ys) *ys = (k == net->nlayers - 1 ? pl->moves[pl->nmoves - 1].dval : (const char *)y) + (size_t)row * l->outsize * es;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetExecForward_Placed(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], void *y)
+{
+  NetPlace      *pl = (NetPlace *)net->pl;
+  const void    *stack[NET_MAX_STACK_INPUTS], **xs = stack, *ys;
+  PetscInt       n;
+  PetscLogDouble t0;
+
+  PetscFunctionBegin;
+  if (net->nodes[k].nin > NET_MAX_STACK_INPUTS) PetscCall(PetscMalloc1(net->nodes[k].nin, &xs));
+  PetscCall(NetExecPlacedArrays(net, k, t, x, y, xs, &ys, &n));
+  t0 = MPI_Wtime();
+  if (n) PetscCall(NetExecPlainForward_Private(net, k, n, t, th, xs, (void *)ys));
+  pl->busy += MPI_Wtime() - t0;
+  if (xs != stack) PetscCall(PetscFree(xs));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetExecBackward_Placed(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], const void *y, const void *dy, void *const dx[], PetscScalar *dth, PetscInt mask)
+{
+  NetPlace      *pl = (NetPlace *)net->pl;
+  const Layer    l  = net->layers[k];
+  const size_t   es = t == NET_ELEM_DOUBLE ? sizeof(PetscScalar) : sizeof(float);
+  const void    *stack[NET_MAX_STACK_INPUTS], **xs   = stack, *ys, *dys;
+  void          *dstack[NET_MAX_STACK_INPUTS], **dxs = dstack;
+  PetscInt       n, row;
+  PetscLogDouble t0;
+
+  PetscFunctionBegin;
+  if (net->nodes[k].nin > NET_MAX_STACK_INPUTS) PetscCall(PetscMalloc2(net->nodes[k].nin, &xs, net->nodes[k].nin, &dxs));
+  PetscCall(NetExecPlacedArrays(net, k, t, x, y, xs, &ys, &n));
+  PetscCall(NetPlaceNodeRows_Private(net, k, &row, &n));
+  dys = (k == net->nlayers - 1 ? pl->moves[pl->nmoves - 1].dcot : (const char *)dy) + (size_t)row * l->outsize * es;
+  for (PetscInt i = 0; i < net->nodes[k].nin; i++) {
+    const PetscInt e = pl->movein[k * pl->maxin + i];
+
+    if (e >= 0)
+      dxs[i] = (pl->moves[e].v == 0 && !pl->wantdx) ? NULL : pl->moves[e].dcot + (size_t)row * l->insizes[i] * es;
+    else
+      dxs[i] = dx[i] ? (char *)dx[i] + (size_t)row * l->insizes[i] * es : NULL;
+  }
+  t0 = MPI_Wtime();
+  if (n) PetscCall(NetExecPlainBackward_Private(net, k, n, t, th, xs, ys, dys, dxs, dth, mask));
+  pl->busy += MPI_Wtime() - t0;
+  if (xs != stack) PetscCall(PetscFree2(xs, dxs));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetExecJVP_Placed(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], const void *y, const void *const dx[], const PetscScalar *dth, void *dy)
+{
+  PetscFunctionBegin;
+  SETERRQ(PetscObjectComm((PetscObject)net), PETSC_ERR_SUP, "NetJVP() with -net_stages / -net_microbatches is not built yet (node %s): the tangents would need moves of their own; run the JVP (Gauss-Newton, Newton, -net_test_jacobian) without stages",
+          net->nodes[k].name);
+}
+
+static PetscErrorCode NetExecSOBackward_Placed(Net net, PetscInt k, const PetscScalar *th, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *thd, const PetscScalar *ydot, const PetscScalar *dy, PetscScalar *dxd,
+                                               PetscScalar *hvk)
+{
+  PetscFunctionBegin;
+  SETERRQ(PetscObjectComm((PetscObject)net), PETSC_ERR_SUP, "The second-order adjoint with -net_stages / -net_microbatches is not built yet (node %s): run Hessian products without stages", net->nodes[k].name);
+}
+
+static PetscErrorCode NetExecView_Placed(Net net, PetscInt k, PetscViewer viewer)
+{
+  PetscFunctionBegin;
+  PetscFunctionReturn(0);
+}
+
+const NetExecOps NetExecPlaced = {"stage", PETSC_TRUE, PETSC_TRUE, NetExecForward_Placed, NetExecBackward_Placed, NetExecJVP_Placed, NetExecSOBackward_Placed, NetExecView_Placed};
+
+/* ------------------------------------------------------------------------------------------------------------------
+   Parameters: this rank's stage's nodes, their place in theta_rep, theta's ownership */
+
+/* the local size of theta on this rank: an even share of its stage's parameters among the stage's ranks */
+PetscErrorCode NetPlaceOwnedParameters_Private(Net net, PetscInt *nlocal)
+{
+  NetPlace      *pl = (NetPlace *)net->pl;
+  const PetscInt s = pl->mystage, lo = net->poff[pl->first[s]], hi = net->poff[pl->last[s] + 1], j = pl->rank % pl->G;
+  const PetscInt q = (hi - lo) / pl->G, rem = (hi - lo) % pl->G;
+
+  PetscFunctionBegin;
+  *nlocal = q + (j < rem ? 1 : 0);
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetPlaceBcastMult(Mat B, Vec theta, Vec rep)
+{
+  NetParamMap  map;
+  PetscScalar *r;
+
+  PetscFunctionBegin;
+  PetscCall(MatShellGetContext(B, &map));
+  PetscCall(VecGetArrayWrite(rep, &r));
+  PetscCall(NetParamMapGather_Private(map, theta, r));
+  PetscCall(VecRestoreArrayWrite(rep, &r));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetPlaceBcastMultTransposeAdd(Mat B, Vec rep, Vec g, Vec z)
+{
+  NetParamMap  map;
+  PetscScalar *r, *buf;
+  PetscInt     n;
+
+  PetscFunctionBegin;
+  PetscCall(MatShellGetContext(B, &map));
+  if (g != z) PetscCall(VecCopy(g, z));
+  PetscCall(VecGetLocalSize(rep, &n));
+  PetscCall(VecGetArray(rep, &r));
+  PetscCall(PetscMalloc1(n, &buf)); /* the reduce overwrites its buffer */
+  PetscCall(PetscArraycpy(buf, r, n));
+  PetscCall(VecRestoreArray(rep, &r));
+  PetscCall(NetParamMapReduceAdd_Private(map, buf, z));
+  PetscCall(PetscFree(buf));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetPlaceBcastMultTranspose(Mat B, Vec rep, Vec z)
+{
+  PetscFunctionBegin;
+  PetscCall(VecZeroEntries(z));
+  PetscCall(NetPlaceBcastMultTransposeAdd(B, rep, z, z));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetPlaceBcastDestroy(Mat B)
+{
+  NetParamMap map;
+
+  PetscFunctionBegin;
+  PetscCall(MatShellGetContext(B, &map));
+  PetscCall(NetParamMapDestroy_Private(&map));
+  PetscFunctionReturn(0);
+}
+
+/*
+  NetPlaceSetUpParameters_Private - theta_rep holds this rank's stage's parameters (node k at repoff[k], -1 for the nodes
+  of other stages), refreshed by the broadcast B (the gather of those runs) and summed back by B^T
+*/
+PetscErrorCode NetPlaceSetUpParameters_Private(Net net)
+{
+  NetPlace   *pl = (NetPlace *)net->pl;
+  NetParamMap map;
+  PetscInt    n = 0, nl, s = pl->mystage, lo = net->poff[pl->first[s]], hi = net->poff[pl->last[s] + 1];
+
+  PetscFunctionBegin;
+  PetscCall(PetscMalloc1(net->nlayers, &net->repoff));
+  for (PetscInt k = 0; k < net->nlayers; k++) {
+    net->repoff[k] = net->nodes[k].stage == s ? net->poff[k] - lo : -1;
+    if (net->nodes[k].stage == s) n += net->layers[k]->nparams;
+  }
+  PetscCall(NetParamMapCreate_Private(net->theta, 0, NULL, NULL, lo, hi - lo, &map));
+  PetscCall(VecGetLocalSize(net->theta, &nl));
+  PetscCall(MatCreateShell(PetscObjectComm((PetscObject)net), n, nl, PETSC_DETERMINE, net->nparams, map, &net->bcast));
+  PetscCall(MatShellSetOperation(net->bcast, MATOP_MULT, (void (*)(void))NetPlaceBcastMult));
+  PetscCall(MatShellSetOperation(net->bcast, MATOP_MULT_TRANSPOSE, (void (*)(void))NetPlaceBcastMultTranspose));
+  PetscCall(MatShellSetOperation(net->bcast, MATOP_MULT_TRANSPOSE_ADD, (void (*)(void))NetPlaceBcastMultTransposeAdd));
+  PetscCall(MatShellSetOperation(net->bcast, MATOP_DESTROY, (void (*)(void))NetPlaceBcastDestroy));
+  PetscCall(MatCreateVecs(net->bcast, NULL, &net->theta_rep));
+  PetscCall(VecDuplicate(net->theta_rep, &net->grad_rep));
+  PetscFunctionReturn(0);
+}
+
+/* ------------------------------------------------------------------------------------------------------------------
+   View, times, checks */
+
+PetscErrorCode NetPlaceView_Private(Net net, PetscViewer viewer)
+{
+  NetPlace *pl    = (NetPlace *)net->pl;
+  PetscReal total = 0;
+
+  PetscFunctionBegin;
+  if (!pl) PetscFunctionReturn(0);
+  for (PetscInt s = 0; s < pl->S; s++) total += pl->cost[s];
+  PetscCall(PetscViewerASCIIPrintf(viewer, "Pipeline: %" PetscInt_FMT " stages of %" PetscInt_FMT " ranks, %" PetscInt_FMT " micro-batches, schedule %s, ideal bubble (S-1)/(M+S-1) = %.3f\n", pl->S, pl->G, pl->M, NetPipelineSchedules[net->schedule],
+                                   (double)(pl->S - 1) / (double)(pl->M + pl->S - 1)));
+  for (PetscInt s = 0; s < pl->S; s++) {
+    PetscInt np = net->poff[pl->last[s] + 1] - net->poff[pl->first[s]];
+
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  stage %" PetscInt_FMT " (ranks %" PetscInt_FMT "-%" PetscInt_FMT "): nodes %s .. %s, %" PetscInt_FMT " parameters, cost %.1f%%\n", s, s * pl->G, (s + 1) * pl->G - 1, net->nodes[pl->first[s]].name,
+                                     net->nodes[pl->last[s]].name, np, total > 0 ? 100.0 * (double)(pl->cost[s] / total) : 0.0));
+  }
+  PetscFunctionReturn(0);
+}
+
+/*
+  NetPlaceTestMoves_Private - the dot-product test of every move on the current batch: max over moves and micro-batches
+  of |<R x, y> - <x, R^T y>| / (|R x| |y|), with x, y random rows of the layouts (collective)
+*/
+PetscErrorCode NetPlaceTestMoves_Private(Net net, PetscRandom rnd, PetscReal *err)
+{
+  NetPlace *pl   = (NetPlace *)net->pl;
+  MPI_Comm  comm = PetscObjectComm((PetscObject)net);
+
+  PetscFunctionBegin;
+  *err = 0;
+  if (!pl) PetscFunctionReturn(0);
+  PetscCheck(pl->N >= 0, comm, PETSC_ERR_ORDER, "Test the moves after a forward pass (the batch fixes them)");
+  for (PetscInt e = 0; e < pl->nmoves; e++) {
+    NetMove       *mv = &pl->moves[e];
+    const PetscInt ns = NetPlaceLocalRows(pl, mv->src, net->nlocal) * mv->size, nt = NetPlaceLocalRows(pl, mv->dst, net->nlocal) * mv->size;
+    const PetscInt es = pl->es;
+    PetscScalar   *x, *rx, *y, *rty;
+    PetscReal      loc[3] = {0, 0, 0}, glob[3];
+
+    pl->es = sizeof(PetscScalar); /* the test moves doubles */
+    PetscCall(PetscMalloc4(ns, &x, nt, &rx, nt, &y, ns, &rty));
+    for (PetscInt i = 0; i < ns; i++) PetscCall(PetscRandomGetValue(rnd, &x[i]));
+    for (PetscInt i = 0; i < nt; i++) PetscCall(PetscRandomGetValue(rnd, &y[i]));
+    for (PetscInt m = 0; m < pl->M; m++) PetscCall(NetMoveBegin(pl, e, m, PETSC_FALSE, (const char *)x, (char *)rx));
+    for (PetscInt m = 0; m < pl->M; m++) PetscCall(NetMoveEnd(pl, e, m));
+    for (PetscInt m = 0; m < pl->M; m++) PetscCall(NetMoveBegin(pl, e, m, PETSC_TRUE, (const char *)y, (char *)rty));
+    for (PetscInt m = 0; m < pl->M; m++) PetscCall(NetMoveEnd(pl, e, m));
+    for (PetscInt i = 0; i < nt; i++) {
+      loc[0] += rx[i] * y[i];
+      loc[2] = PetscMax(loc[2], PetscAbsScalar(rx[i]) * PetscAbsScalar(y[i]));
+    }
+    for (PetscInt i = 0; i < ns; i++) loc[1] += x[i] * rty[i];
+    PetscCall(MPIU_Allreduce(loc, glob, 2, MPIU_REAL, MPIU_SUM, comm));
+    PetscCall(MPIU_Allreduce(&loc[2], &glob[2], 1, MPIU_REAL, MPIU_MAX, comm));
+    *err = PetscMax(*err, PetscAbsReal(glob[0] - glob[1]) / PetscMax(PetscAbsReal(glob[0]), PETSC_SMALL));
+    PetscCall(PetscFree4(x, rx, y, rty));
+    pl->es = es;
+  }
+  PetscFunctionReturn(0);
+}
+
+/*@
+  NetGetPipelineTimes - the seconds this rank spent computing inside its stage's nodes (busy) and in the walks of
+  NetForward() and NetBackward() (wall) since the last call; 1 - busy/wall is its bubble fraction
+
+  Not collective
+
+  Input Parameter:
+. net - the Net
+
+  Output Parameters:
++ busy - seconds in the kernels of this rank's nodes, or NULL
+- wall - seconds of the forward and backward walks, or NULL
+
+  Notes:
+  Without stages or micro-batches (-net_stages, -net_microbatches) both are 0. The counters restart at each call.
+  With S stages and M micro-batches of equal cost, GPipe idles each rank (S - 1)/(M + S - 1) of the time.
+
+  Level: intermediate
+
+.seealso: `NetSetStages()`, `NetSetMicroBatches()`, `NetView()`
+@*/
+PetscErrorCode NetGetPipelineTimes(Net net, PetscLogDouble *busy, PetscLogDouble *wall)
+{
+  NetPlace *pl;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(net, NET_CLASSID, 1);
+  pl = (NetPlace *)net->pl;
+  if (busy) *busy = pl ? pl->busy : 0;
+  if (wall) *wall = pl ? pl->wall : 0;
+  if (pl) pl->busy = pl->wall = 0;
+  PetscFunctionReturn(0);
+}
+
+/* the placement lays out the parameter Vec and every value: it is chosen before set-up */
+static PetscErrorCode NetPlaceChanged(Net net)
+{
+  PetscFunctionBegin;
+  PetscCheck(!net->setupcalled, PetscObjectComm((PetscObject)net), PETSC_ERR_ORDER,
+             "The Net is set up: the stages, micro-batches and node placement lay out its parameters and values, so choose them before NetSetUp() (give -net_stages, -net_microbatches, -<node>stage with the other options)");
+  PetscFunctionReturn(0);
+}
+
+/*@
+  NetSetStages - cuts the nodes into S pipeline stages of consecutive nodes, stage s running on the ranks
+  [s P/S, (s+1) P/S), balanced by a cost model of each node's multiply-adds and the entries it reads and writes
+
+  Logically collective
+
+  Input Parameters:
++ net - the Net
+- S   - the stages (1: none); S must divide the ranks and be at most the number of nodes
+
+  Options Database Key:
+. -net_stages <S> - the same
+
+  Notes:
+  Each stage is data parallel over its ranks and holds only its nodes' parameters (and their optimizer state, through
+  the parameter Vec's ownership). Activations and cotangents move between stages by redistributions of whole samples,
+  each with its exact adjoint. With micro-batches (NetSetMicroBatches()) the stages work as a pipeline; the gradient is
+  the same as without stages up to round-off. -net_view prints the stages and their share of the cost. Not built yet:
+  a stage that is itself sharded, model, tensor or sequence parallel; grid mode; bfloat16; NetJVP() and the
+  second-order adjoint; layers whose kernels communicate (batchnorm): each is refused at set-up with the reason.
+
+  Level: intermediate
+
+.seealso: `NetSetMicroBatches()`, `NetSetNodePlacement()`, `NetGetPipelineTimes()`, `NetSetParallel()`
+@*/
+PetscErrorCode NetSetStages(Net net, PetscInt S)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(net, NET_CLASSID, 1);
+  PetscCheck(S >= 1, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_OUTOFRANGE, "-net_stages %" PetscInt_FMT ": give a number of stages >= 1", S);
+  if (S == net->nstages) PetscFunctionReturn(0);
+  PetscCall(NetPlaceChanged(net));
+  net->nstages = S;
+  PetscFunctionReturn(0);
+}
+
+/*@
+  NetGetStages - the number of pipeline stages (NetSetStages(); after set-up, the stages the nodes' placement gives)
+
+  Not collective
+
+  Input Parameter:
+. net - the Net
+
+  Output Parameter:
+. S - the stages
+
+  Level: intermediate
+
+.seealso: `NetSetStages()`
+@*/
+PetscErrorCode NetGetStages(Net net, PetscInt *S)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(net, NET_CLASSID, 1);
+  *S = PetscMax(1, net->nstages);
+  PetscFunctionReturn(0);
+}
+
+/*@
+  NetSetMicroBatches - cuts each batch into M micro-batches that flow through the pipeline stages
+
+  Logically collective
+
+  Input Parameters:
++ net - the Net
+- M   - the micro-batches (1: the whole batch at once)
+
+  Options Database Keys:
++ -net_microbatches <M>                   - the same
+- -net_pipeline_schedule <gpipe,1f1b>     - the schedule (NetSetPipelineSchedule())
+
+  Notes:
+  Micro-batch m holds the samples [m N/M, (m+1) N/M) of the batch of N; NetBackward() needs M to divide N (the
+  gradient is the sum over the micro-batches, the same as the whole batch's); a forward pass alone (evaluation) takes
+  any N. Without stages, micro-batches run one after the other on all ranks.
+
+  Level: intermediate
+
+.seealso: `NetSetStages()`, `NetGetPipelineTimes()`
+@*/
+PetscErrorCode NetSetMicroBatches(Net net, PetscInt M)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(net, NET_CLASSID, 1);
+  PetscCheck(M >= 1, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_OUTOFRANGE, "-net_microbatches %" PetscInt_FMT ": give a number of micro-batches >= 1", M);
+  if (M == net->nmicro) PetscFunctionReturn(0);
+  PetscCall(NetPlaceChanged(net));
+  net->nmicro = M;
+  PetscFunctionReturn(0);
+}
+
+/*@
+  NetGetMicroBatches - the number of micro-batches (NetSetMicroBatches())
+
+  Not collective
+
+  Input Parameter:
+. net - the Net
+
+  Output Parameter:
+. M - the micro-batches
+
+  Level: intermediate
+
+.seealso: `NetSetMicroBatches()`
+@*/
+PetscErrorCode NetGetMicroBatches(Net net, PetscInt *M)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(net, NET_CLASSID, 1);
+  *M = PetscMax(1, net->nmicro);
+  PetscFunctionReturn(0);
+}
+
+/*@
+  NetSetPipelineSchedule - the order in which the stages run the micro-batches
+
+  Logically collective
+
+  Input Parameters:
++ net      - the Net
+- schedule - `NET_PIPELINE_GPIPE` (every forward, then every backward); `NET_PIPELINE_1F1B` (PipeDream-flush) is not
+             built yet and refused at set-up
+
+  Options Database Key:
+. -net_pipeline_schedule <gpipe,1f1b> - the same
+
+  Level: advanced
+
+.seealso: `NetSetMicroBatches()`, `NetSetStages()`
+@*/
+PetscErrorCode NetSetPipelineSchedule(Net net, NetPipelineSchedule schedule)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(net, NET_CLASSID, 1);
+  if (schedule == net->schedule) PetscFunctionReturn(0);
+  PetscCall(NetPlaceChanged(net));
+  net->schedule = schedule;
+  PetscFunctionReturn(0);
+}
+
+/*@
+  NetSetNodePlacement - places node k on pipeline stage s (the ranks [s P/S, (s+1) P/S))
+
+  Logically collective
+
+  Input Parameters:
++ net - the Net
+. k   - the node
+- s   - the stage, from 0
+
+  Options Database Key:
+. -<node prefix>stage <s> - the same, e.g. -layer3_stage 1; in a layer list or graph also the entry's suffix @s
+                            (dense:256@1)
+
+  Notes:
+  Place every node or none (then -net_stages cuts the Net by the cost model). A stage is a run of consecutive nodes,
+  every stage holds at least one, and a node may only read nodes of its own or earlier stages; the number of stages is
+  the largest placed stage + 1 unless -net_stages says more. Errors name the node.
+
+  Level: intermediate
+
+.seealso: `NetSetStages()`, `NetGetNodePlacement()`
+@*/
+PetscErrorCode NetSetNodePlacement(Net net, PetscInt k, PetscInt s)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(net, NET_CLASSID, 1);
+  PetscCheck(k >= 0 && k < net->nlayers, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_OUTOFRANGE, "Node %" PetscInt_FMT " does not exist: the Net has %" PetscInt_FMT " nodes", k, net->nlayers);
+  PetscCheck(s >= 0, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_OUTOFRANGE, "Node %s: stage %" PetscInt_FMT " is negative; give a stage from 0", net->nodes[k].name, s);
+  if (net->nodes[k].stageset && net->nodes[k].stage == s) PetscFunctionReturn(0);
+  PetscCall(NetPlaceChanged(net));
+  net->nodes[k].stage    = s;
+  net->nodes[k].stageset = PETSC_TRUE;
+  PetscFunctionReturn(0);
+}
+
+/*@
+  NetGetNodePlacement - the pipeline stage of node k (0 without stages)
+
+  Collective (it sets the Net up if needed)
+
+  Input Parameters:
++ net - the Net
+- k   - the node
+
+  Output Parameter:
+. s - its stage
+
+  Level: intermediate
+
+.seealso: `NetSetNodePlacement()`, `NetSetStages()`
+@*/
+PetscErrorCode NetGetNodePlacement(Net net, PetscInt k, PetscInt *s)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(net, NET_CLASSID, 1);
+  PetscCall(NetSetUp(net));
+  PetscCheck(k >= 0 && k < net->nlayers, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_OUTOFRANGE, "Node %" PetscInt_FMT " does not exist: the Net has %" PetscInt_FMT " nodes", k, net->nlayers);
+  *s = net->pl ? net->nodes[k].stage : 0;
+  PetscFunctionReturn(0);
+}
+
+/* NetSetFromOptions(): -<node prefix>stage s for each node */
+PetscErrorCode NetPlaceSetFromOptions_Private(Net net)
+{
+  PetscFunctionBegin;
+  for (PetscInt k = 0; k < net->nlayers; k++) {
+    const char *prefix;
+    PetscInt    s = net->nodes[k].stage;
+    PetscBool   set;
+
+    PetscCall(PetscObjectGetOptionsPrefix((PetscObject)net->nodes[k].layer, &prefix));
+    PetscOptionsBegin(PetscObjectComm((PetscObject)net), prefix, "Net node placement", "Net");
+    PetscCall(PetscOptionsInt("-stage", "The pipeline stage of this node (its group of ranks)", "NetSetNodePlacement", s, &s, &set));
+    PetscOptionsEnd();
+    if (set) PetscCall(NetSetNodePlacement(net, k, s));
+  }
+  PetscFunctionReturn(0);
+}
+
+/*@
+  NetTestMoves - the dot-product test of every move between pipeline stages on the last forward pass's batch:
+  max over moves of |<R x, y> - <x, R^T y>| / |<R x, y>| for random x, y (R moves whole samples between two layouts,
+  its adjoint sends them back)
+
+  Collective
+
+  Input Parameter:
+. net - the Net, after a NetForward()
+
+  Output Parameter:
+. err - the largest relative difference (0 without stages or micro-batches)
+
+  Level: developer
+
+.seealso: `NetSetStages()`, `NetTestJacobian()`
+@*/
+PetscErrorCode NetTestMoves(Net net, PetscReal *err)
+{
+  PetscRandom rnd;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(net, NET_CLASSID, 1);
+  PetscValidRealPointer(err, 2);
+  PetscCall(PetscRandomCreate(PETSC_COMM_SELF, &rnd));
+  PetscCall(PetscRandomSetSeed(rnd, 7));
+  PetscCall(PetscRandomSeed(rnd));
+  PetscCall(NetPlaceTestMoves_Private(net, rnd, err));
+  PetscCall(PetscRandomDestroy(&rnd));
+  PetscFunctionReturn(0);
+}
