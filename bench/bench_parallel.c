@@ -2,6 +2,10 @@ static const char help[] = "Memory, time and communication of a few Adam steps o
                            "  An MLP (default 784-8192-8192-10, 74 M parameters) trained on Fashion-MNIST batches with PetNet's adam TAO type,\n"
                            "  the Net in the mode -bench_mode gives (its -net_parallel): 1 warm-up step, then -bench_steps timed steps.\n"
                            "  -bench_mode replicated|sharded|model   the Net's parallel mode (NetSetParallel())\n"
+                           "  -bench_mode pipeline                   replicated stages: -net_stages S (each on P/S ranks) and -net_microbatches M\n"
+                           "                                         (NetSetStages(), NetSetMicroBatches()); the summary adds the measured bubble\n"
+                           "                                         fraction (1 - time in the rank's kernels / time of its forward and backward\n"
+                           "                                         walks, the mean over ranks and steps) beside the ideal (S-1)/(M+S-1)\n"
                            "  -bench_partition PxQ                   split the 8192x8192 layer (node layer2) over a P x Q grid of ranks in any mode\n"
                            "                                         (-layer2_partition PxQ): -bench_mode sharded -bench_partition 2x1 on 2 ranks is\n"
                            "                                         sharded x model parallel\n"
@@ -13,7 +17,8 @@ static const char help[] = "Memory, time and communication of a few Adam steps o
                            "                                         MPI_Allreduce of known sizes); an error if it does not\n"
                            "  -net_layers ...                        another network (e.g. dense:64,relu,dense:10 for a quick run)\n"
                            "Ends with one line:\n"
-                           "  summary: mode=... ranks=... params=... peak_mem_per_rank_mb=... step_time_s=... comm_bytes_per_step=...\n"
+                           "  summary: mode=... ranks=... params=... peak_mem_per_rank_mb=... step_time_s=... comm_bytes_per_step=... stages=...\n"
+                           "           microbatches=... bubble_fraction=... loss=... (the last step's loss) blas_core=...\n"
                            "  e.g. mpiexec -n 2 bin/bench_parallel -bench_mode replicated\n";
 
 /*
@@ -712,7 +717,10 @@ int main(int argc, char **argv)
   PetscMPIInt     size;
   char            dir[PETSC_MAX_PATH_LEN] = "/usr/share/datasets/fashion-mnist", images[PETSC_MAX_PATH_LEN], labels[PETSC_MAX_PATH_LEN];
   NetParallelType mode                    = NET_PARALLEL_REPLICATED;
-  PetscInt        steps = 5, batch = 256, nparams, nbatches;
+  char            modename[64]            = "replicated";
+  PetscBool       pipeline                = PETSC_FALSE;
+  PetscInt        steps = 5, batch = 256, nparams, nbatches, nstages, nmicro;
+  PetscLogDouble  busy = 0, wall = 0, bubble = 0;
   PetscBool       selftest      = PETSC_FALSE, tracing, split;
   char            partition[64] = "";
   PetscReal       reference     = 0;
@@ -730,7 +738,14 @@ int main(int argc, char **argv)
   comm = PETSC_COMM_WORLD;
   PetscCallMPI(MPI_Comm_size(comm, &size));
   PetscOptionsBegin(comm, NULL, "Parallel-mode benchmark", NULL);
-  PetscCall(PetscOptionsEnum("-bench_mode", "The Net's parallel mode", "NetSetParallel", NetParallelTypes, (PetscEnum)mode, (PetscEnum *)&mode, NULL));
+  PetscCall(PetscOptionsString("-bench_mode", "The Net's parallel mode (replicated, sharded, model, tensor, sequence), or pipeline", "NetSetParallel", modename, modename, sizeof(modename), NULL));
+  PetscCall(PetscStrcmp(modename, "pipeline", &pipeline));
+  if (!pipeline) {
+    PetscBool found;
+
+    PetscCall(PetscEnumFind(NetParallelTypes, modename, (PetscEnum *)&mode, &found));
+    PetscCheck(found, comm, PETSC_ERR_ARG_UNKNOWN_TYPE, "-bench_mode %s is not a mode: give replicated, sharded, model, tensor, sequence or pipeline", modename);
+  }
   PetscCall(PetNetOptionsInt("-bench_steps", "Timed Adam steps (after one warm-up step)", NULL, steps, &steps, NULL));
   PetscCall(PetNetOptionsInt("-bench_batch", "Global batch size", NULL, batch, &batch, NULL));
   PetscCall(PetscOptionsString("-bench_dir", "Folder with the Fashion-MNIST IDX files", NULL, dir, dir, sizeof(dir), NULL));
@@ -775,6 +790,9 @@ int main(int argc, char **argv)
   PetscCall(NetSetFromOptions(ctx.net));
   PetscCall(NetSetUp(ctx.net));
   PetscCall(NetGetParallel(ctx.net, &mode));
+  PetscCall(NetGetStages(ctx.net, &nstages));
+  PetscCall(NetGetMicroBatches(ctx.net, &nmicro));
+  PetscCheck(!pipeline || nstages > 1 || nmicro > 1, comm, PETSC_ERR_ARG_WRONG, "-bench_mode pipeline needs -net_stages S (> 1) and/or -net_microbatches M (> 1)");
   PetscCall(NetGetNumParameters(ctx.net, &nparams));
   PetscCall(NetGetSpec(ctx.net, sizeof(spec), spec));
   PetscCall(LossCreate(comm, &ctx.loss));
@@ -801,6 +819,7 @@ int main(int argc, char **argv)
     PetscCall(PetscTime(&t1));
     if (s == 0) {
       f0 = ctx.f;
+      PetscCall(NetGetPipelineTimes(ctx.net, NULL, NULL)); /* the counters restart after the warm-up */
       continue;
     }
     seconds += t1 - t0;
@@ -809,6 +828,10 @@ int main(int argc, char **argv)
   PetscCheck(!comm_persistent_overflow, comm, PETSC_ERR_PLIB, "More than %d persistent MPI requests alive at once: raise COMM_MAX_PERSISTENT", COMM_MAX_PERSISTENT);
 
   /* The results, reduced outside the measured windows */
+  PetscCall(NetGetPipelineTimes(ctx.net, &busy, &wall));
+  bubble = wall > 0 ? 1.0 - busy / wall : 0; /* this rank's idle share of its walks, then the mean over the ranks */
+  PetscCall(MPIU_Allreduce(MPI_IN_PLACE, &bubble, 1, MPIU_PETSCLOGDOUBLE, MPI_SUM, comm));
+  bubble /= size;
   PetscCall(CommSumOverRanks(comm, &window, &sum));
   PetscCall(MPIU_Allreduce(MPI_IN_PLACE, &seconds, 1, MPIU_PETSCLOGDOUBLE, MPI_MAX, comm));
   PetscCall(PeakResidentBytes(&peak));
@@ -825,7 +848,8 @@ int main(int argc, char **argv)
   if (reference > 0) PetscCall(PetscPrintf(comm, " of_reference=%.3f", peak / 1048576.0 / (double)reference));
   PetscCall(PetscPrintf(comm, "\n"));
   PetscCall(
-      PetscPrintf(comm, "summary: mode=%s ranks=%d params=%" PetscInt_FMT " peak_mem_per_rank_mb=%.1f step_time_s=%.4g comm_bytes_per_step=%.0f", NetParallelTypes[mode], size, nparams, peak / 1048576.0, seconds / steps, CommTotal(&sum) / steps));
+      PetscPrintf(comm, "summary: mode=%s ranks=%d params=%" PetscInt_FMT " peak_mem_per_rank_mb=%.1f step_time_s=%.4g comm_bytes_per_step=%.0f", pipeline ? "pipeline" : NetParallelTypes[mode], size, nparams, peak / 1048576.0, seconds / steps, CommTotal(&sum) / steps));
+  PetscCall(PetscPrintf(comm, " stages=%" PetscInt_FMT " microbatches=%" PetscInt_FMT " bubble_fraction=%.3f ideal_bubble=%.3f loss=%.12g", nstages, nmicro, (double)bubble, (double)(nstages - 1) / (double)(nmicro + nstages - 1), (double)ctx.f));
   { /* the BLAS's kernels (issue 31): a rate is read with what it ran on */
     const char *blascore;
 

@@ -241,8 +241,10 @@ static PetscErrorCode NetPlaceCheckModes(Net net)
   PetscCheck(!net->fcachesize, comm, PETSC_ERR_SUP, "-net_forward_cache with -net_stages / -net_microbatches is not built: drop one of them");
   for (PetscInt k = 0; k < net->nlayers; k++) {
     const Layer l = net->layers[k];
+    PetscBool   bn;
 
-    PetscCheck(!l->collective, comm, PETSC_ERR_SUP,
+    PetscCall(PetscObjectTypeCompare((PetscObject)l, LAYERBATCHNORM, &bn));
+    PetscCheck(!l->collective && !bn, comm, PETSC_ERR_SUP,
                "Node %s (%s) communicates over the Net's ranks in its kernels (its statistics or its operator span the whole batch), which a pipeline stage does not hold: with -net_stages / -net_microbatches each micro-batch would get its own "
                "statistics. Use layernorm instead of batchnorm, or drop the stages",
                net->nodes[k].name, ((PetscObject)l)->type_name);

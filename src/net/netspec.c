@@ -169,6 +169,36 @@ static PetscErrorCode NetCheckKind_Private(Net net, const char kind[], const cha
   PetscFunctionReturn(0);
 }
 
+/* An entry's placement suffix "@s" (a pipeline stage, netplace.c), taken off the entry: *stage = s, or -1 without */
+static PetscErrorCode NetTakeStage_Private(Net net, char entry[], const char what[], PetscInt *stage)
+{
+  char *at = strrchr(entry, '@');
+
+  PetscFunctionBegin;
+  *stage = -1;
+  if (!at || strchr(at, ')')) PetscFunctionReturn(0); /* none, or one inside a nested list */
+  {
+    char    *end;
+    long long s = strtoll(at + 1, &end, 10);
+
+    PetscCheck(at[1] && !*end && s >= 0 && s < PETSC_MAX_INT, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_WRONG, "Malformed %s: the placement \"%s\" of entry \"%.*s\" is not a stage number: write kind:args@s with s >= 0 (e.g. dense:256@1)", what, at,
+               (int)(at - entry), entry);
+    *stage = (PetscInt)s;
+    *at    = 0;
+  }
+  PetscFunctionReturn(0);
+}
+
+/* the nodes [first, nlayers) made from one entry go on its stage (none: -1) */
+static void NetPlaceEntry_Private(Net net, PetscInt first, PetscInt stage)
+{
+  if (stage < 0) return;
+  for (PetscInt k = first; k < net->nlayers; k++) {
+    net->nodes[k].stage    = stage;
+    net->nodes[k].stageset = PETSC_TRUE;
+  }
+}
+
 /*
   Appends one node: a new layer of the given kind and settings, fed by in[0..nin), named name, with options prefix
   <net prefix><prefix> and position index (LayerSetIndex()). Returns the node's number in *node.
@@ -381,10 +411,13 @@ static PetscErrorCode NetAppendEntries_Private(Net net, char copy[], const char 
     char       *kind, *args, name[NET_MAX_NAME], pre[NET_MAX_NAME];
     const char *why;
     PetscBool   isres, istr;
+    PetscInt    stage, first;
 
     PetscCall(NetLayerListNext_Private(&next, &entry));
     kind = NetTrim_Private(entry);
     PetscCheck(kind[0], comm, PETSC_ERR_ARG_WRONG, "Malformed -net_layers \"%s\": entry %" PetscInt_FMT " is empty; remove the extra comma (entries are kind or kind:args separated by single commas, e.g. dense:128,relu,dense:10)", whole, e + 1);
+    PetscCall(NetTakeStage_Private(net, kind, "-net_layers", &stage));
+    first = net->nlayers;
     PetscCall(NetLayerEntrySplit_Private(kind, &kind, &args, &why));
     PetscCheck(!why, comm, PETSC_ERR_ARG_WRONG, "Malformed -net_layers \"%s\": in entry %" PetscInt_FMT ", %s; write kind(args), then a comma before the next entry", whole, e + 1, why);
     PetscCall(PetscSNPrintf(name, sizeof(name), "%s%" PetscInt_FMT, path, e));
@@ -399,6 +432,7 @@ static PetscErrorCode NetAppendEntries_Private(Net net, char copy[], const char 
       PetscCall(NetCheckKind_Private(net, kind, "-net_layers", e + 1, whole));
       PetscCall(NetAppendNode_Private(net, kind, args, name, pre, e, 1, &from, &from));
     }
+    NetPlaceEntry_Private(net, first, stage);
   }
   *last = from;
   PetscFunctionReturn(0);
@@ -527,7 +561,7 @@ static PetscErrorCode NetSetGraphEntries_Private(Net net, const char graph[], ch
   for (next = copy; next;) {
     char       *name, *spec, *inputs, *arrow, *eq, *kind, *args;
     const char *why;
-    PetscInt    nin = 0, node;
+    PetscInt    nin = 0, node, stage, first;
     PetscBool   isres, istr;
     char        pre[NET_MAX_NAME];
 
@@ -571,6 +605,8 @@ static PetscErrorCode NetSetGraphEntries_Private(Net net, const char graph[], ch
       PetscCall(PetscMalloc1(1, in));
       (*in)[nin++] = prev;
     }
+    PetscCall(NetTakeStage_Private(net, spec, "-net_graph", &stage));
+    first = net->nlayers;
     PetscCall(NetLayerEntrySplit_Private(spec, &kind, &args, &why));
     PetscCheck(!why, comm, PETSC_ERR_ARG_WRONG, "Malformed -net_graph \"%s\": in node %.255s, %s", graph, name, why);
     PetscCall(PetscSNPrintf(pre, sizeof(pre), "%s_", name));
@@ -588,6 +624,7 @@ static PetscErrorCode NetSetGraphEntries_Private(Net net, const char graph[], ch
                  net->layers[node]->mininputs == net->layers[node]->maxinputs ? "exactly" : "at least", net->layers[node]->mininputs, net->layers[node]->mininputs > 1 ? "s" : "", nin,
                  net->layers[node]->maxinputs == 1 ? ": give it one input (a join such as add or concat takes several)" : ": name them after '<-' (e.g. s = add <- a, b)");
     }
+    NetPlaceEntry_Private(net, first, stage);
     PetscCall(PetscFree(*in));
     prev = node;
     {

@@ -292,6 +292,60 @@ PetscErrorCode NetSetFrozen_Private(Net net, PetscBool frozen)
   PetscFunctionReturn(0);
 }
 
+/*
+  With pipeline stages (netplace.c) the JVP is not built: the moves' dot-product test, and finite differences of the
+  backward pass, <J^T w, v> against (<Y(z + h v), w> - <Y(z - h v), w>) / 2h along random directions v of the input and
+  of the parameters (w random, fixed), in the precision of the Net
+*/
+static PetscErrorCode NetTestJacobianPlaced_Private(Net net, Vec X, PetscViewer viewer, PetscRandom rnd, PetscReal *doterr, PetscReal *fderr)
+{
+  Vec       Y, W, G, dX, v, z0;
+  PetscReal eM, fd[2] = {0, 0}, h = net->precision == NET_PRECISION_DOUBLE ? 1e-5 : 1e-2, tol = net->precision == NET_PRECISION_DOUBLE ? 1e-6 : 1e-2;
+
+  PetscFunctionBegin;
+  PetscCall(NetForward(net, X, NULL));
+  PetscCall(NetPlaceTestMoves_Private(net, rnd, &eM));
+  PetscCall(VecDuplicate(net->act[net->nlayers], &Y));
+  PetscCall(VecDuplicate(Y, &W));
+  PetscCall(RandomVec_Private(rnd, W));
+  PetscCall(NetCreateParameterVec(net, &G));
+  PetscCall(VecDuplicate(X, &dX));
+  PetscCall(VecZeroEntries(G));
+  PetscCall(NetBackward(net, W, dX, G));
+  for (PetscInt wrt = 0; wrt < 2; wrt++) {
+    Vec         z = wrt ? net->theta : X;
+    PetscScalar fp, fm, g;
+
+    PetscCall(VecDuplicate(z, &v));
+    PetscCall(VecDuplicate(z, &z0));
+    PetscCall(VecCopy(z, z0));
+    PetscCall(RandomVec_Private(rnd, v));
+    PetscCall(VecDot(wrt ? G : dX, v, &g));
+    PetscCall(VecWAXPY(z, h, v, z0));
+    PetscCall(NetForward(net, X, Y));
+    PetscCall(VecDot(Y, W, &fp));
+    PetscCall(VecWAXPY(z, -h, v, z0));
+    PetscCall(NetForward(net, X, Y));
+    PetscCall(VecDot(Y, W, &fm));
+    PetscCall(VecCopy(z0, z));
+    fd[wrt] = PetscAbsScalar((fp - fm) / (2 * h) - g) / PetscMax(PetscAbsScalar(g), PETSC_SMALL);
+    PetscCall(VecDestroy(&v));
+    PetscCall(VecDestroy(&z0));
+  }
+  PetscCall(NetForward(net, X, NULL));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "Net Jacobian test with pipeline stages (%" PetscInt_FMT " samples; the JVP is not built with stages)\n", net->nglobal));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "  moves between stages |<Rx,y>-<x,R^T y>|/|<Rx,y>|: %.2e\n", (double)eM));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "  finite differences of the backward pass |FD - <J^T w,v>|/|<J^T w,v>|: input %.2e, parameters %.2e\n", (double)fd[0], (double)fd[1]));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "  %s (dot-product <= 1e-14, finite differences <= %g)\n", eM <= 1e-14 && PetscMax(fd[0], fd[1]) <= tol ? "PASSED" : "FAILED", (double)tol));
+  if (doterr) *doterr = eM;
+  if (fderr) *fderr = PetscMax(fd[0], fd[1]);
+  PetscCall(VecDestroy(&Y));
+  PetscCall(VecDestroy(&W));
+  PetscCall(VecDestroy(&G));
+  PetscCall(VecDestroy(&dX));
+  PetscFunctionReturn(0);
+}
+
 /*@
   NetTestJacobian - checks every Jacobian of the Net at the batch X and prints the errors to viewer: dot-product
   (adjoint) tests of the input and parameter Jacobians of the Net and of each layer, and central finite differences
@@ -347,6 +401,13 @@ PetscErrorCode NetTestJacobian(Net net, Vec X, PetscViewer viewer, PetscReal *do
   PetscCall(PetscRandomCreate(PetscObjectComm((PetscObject)net), &rnd));
   PetscCall(PetscRandomSetSeed(rnd, 42));
   PetscCall(PetscRandomSeed(rnd));
+  PetscCall(NetSetUp(net));
+  if (NetPlaced_Private(net)) {
+    PetscCall(NetTestJacobianPlaced_Private(net, X, viewer, rnd, doterr, fderr));
+    PetscCall(PetscRandomDestroy(&rnd));
+    PetscCall(NetSetFrozen_Private(net, saved));
+    PetscFunctionReturn(0);
+  }
   if (net->precision != NET_PRECISION_DOUBLE) {
     PetscCall(NetTestJacobianLow_Private(net, X, viewer, rnd, doterr, fderr));
     PetscCall(PetscRandomDestroy(&rnd));
