@@ -586,10 +586,26 @@ PetscErrorCode NetBackward(Net net, Vec dY, Vec dX, Vec G)
       net->nodes[k].bwdpart = 0;
       PetscCall(NetNodeRestoreGradient_Private(net, k, G, &gk));
     } else {
+      /* placed (netplace.c): each micro-batch's pass computes the input cotangents the earlier stage waits for, and the
+         parameter gradient is one pass over all the micro-batches after the node's last (a GEMM over the whole batch
+         instead of M thin ones, run while the earlier stages still work) */
+      const PetscBool defer = (PetscBool)(net->pl && G && net->layers[k]->nparams);
+
       PetscCall(NetNodeGetParameters_Private(net, k, net->theta, theta, &th));
-      PetscCall(NetNodeGetGradient_Private(net, k, grad, (PetscBool)(G != NULL), &gk));
+      gk = NULL;
+      if (!defer) PetscCall(NetNodeGetGradient_Private(net, k, grad, (PetscBool)(G != NULL), &gk));
       PetscCall(NetNodeBackwardArrays_Private(net, k, t, th, dy, dx, gk, nd->fusemask)); /* dx = f'(x) J^T dy in its pass (netfuse.c) */
-      PetscCall(NetNodeRestoreGradient_Private(net, k, G, &gk));
+      if (!defer) PetscCall(NetNodeRestoreGradient_Private(net, k, G, &gk));
+      if (defer && sched[2 * step + 1] == 0) { /* the node's last micro-batch: its parameter part over them all */
+        void *nodx[NET_MAX_STACK_INPUTS] = {NULL};
+
+        PetscCheck(nd->nin <= NET_MAX_STACK_INPUTS, PETSC_COMM_SELF, PETSC_ERR_SUP, "A kind with parameters and more than %d inputs", NET_MAX_STACK_INPUTS);
+        PetscCall(NetPlaceSetStep_Private(net, -1));
+        PetscCall(NetNodeGetGradient_Private(net, k, grad, PETSC_TRUE, &gk));
+        PetscCall(NetNodeBackwardArrays_Private(net, k, t, th, dy, nodx, gk, nd->fusemask));
+        PetscCall(NetNodeRestoreGradient_Private(net, k, G, &gk));
+        PetscCall(NetPlaceSetStep_Private(net, 0));
+      }
       PetscCall(NetNodeRestoreParameters_Private(net, k, &th));
     }
     PetscCall(store->restore(net, NET_SLOT_TANGENT, k + 1, NET_READ, t, &dy));

@@ -75,7 +75,7 @@ typedef struct {
   PetscInt *pub;   /* size + 1: the public split, rank p holding samples [pub[p], pub[p + 1]) (N = pub[size]) */
   PetscBool ready; /* buffers made for this batch */
   /* the walk */
-  PetscInt       m;      /* the micro-batch at hand */
+  PetscInt       m;      /* the micro-batch at hand (-1: all, for a node's parameter part) */
   PetscBool      wantdx; /* backward: the input's cotangent is asked for */
   PetscBool     *seeded; /* (nlayers + 1) x M: the cotangent of value v on micro-batch m holds a first contribution */
   PetscInt      *sched;  /* the schedule: nsched pairs (node, micro-batch), forward order */
@@ -148,13 +148,19 @@ PetscBool NetPlaced_Private(Net net)
   return (PetscBool)(net->pl != NULL);
 }
 
-/* Node k's rows of the micro-batch at hand on this rank */
+/* Node k's rows of the micro-batch at hand on this rank (m < 0: of all of them) */
 PetscErrorCode NetPlaceNodeRows_Private(Net net, PetscInt k, PetscInt *row, PetscInt *n)
 {
   NetPlace *pl = (NetPlace *)net->pl;
   PetscInt  g0;
 
   PetscFunctionBegin;
+  if (pl->m < 0) { /* every micro-batch (a node's parameter part, NetBackward()) */
+    NetPlaceRange(pl, net->nodes[k].stage, pl->rank, pl->M - 1, &g0, n, row);
+    *n += *row;
+    *row = 0;
+    PetscFunctionReturn(0);
+  }
   NetPlaceRange(pl, net->nodes[k].stage, pl->rank, pl->m, &g0, n, row);
   PetscFunctionReturn(0);
 }
@@ -781,7 +787,8 @@ static PetscErrorCode NetExecBackward_Placed(Net net, PetscInt k, NetElem t, con
   for (PetscInt i = 0; i < net->nodes[k].nin; i++) {
     const PetscInt e = pl->movein[k * pl->maxin + i];
 
-    if (e >= 0)
+    if (pl->m < 0) dxs[i] = NULL; /* the parameter part alone */
+    else if (e >= 0)
       dxs[i] = (pl->moves[e].v == 0 && !pl->wantdx) ? NULL : pl->moves[e].dcot + (size_t)row * l->insizes[i] * es;
     else
       dxs[i] = dx[i] ? (char *)dx[i] + (size_t)row * l->insizes[i] * es : NULL;
