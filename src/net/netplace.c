@@ -787,7 +787,8 @@ static PetscErrorCode NetExecBackward_Placed(Net net, PetscInt k, NetElem t, con
   for (PetscInt i = 0; i < net->nodes[k].nin; i++) {
     const PetscInt e = pl->movein[k * pl->maxin + i];
 
-    if (pl->m < 0) dxs[i] = NULL; /* the parameter part alone */
+    if (pl->m < 0)
+      dxs[i] = NULL; /* the parameter part alone */
     else if (e >= 0)
       dxs[i] = (pl->moves[e].v == 0 && !pl->wantdx) ? NULL : pl->moves[e].dcot + (size_t)row * l->insizes[i] * es;
     else
