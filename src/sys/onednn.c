@@ -550,6 +550,39 @@ PetscErrorCode PetNetOneDNNProbe(PetNetGemmBackend backend, PetscInt m, PetscInt
   PetscFunctionReturn(0);
 }
 
+/*
+  the implementation oneDNN picks on this CPU for a forward convolution of the backend's type on the shape of the CNN's
+  second layer (128 samples, 14x14x32 -> 12x12x64, 3x3, the bias): e.g. "jit:avx2", "brgconv:avx512_core_amx"; "none"
+  when it implements none; "ref" ones fall back (the view)
+*/
+PetscErrorCode PetNetOneDNNConvProbe(PetNetGemmBackend backend, char *impl, size_t len)
+{
+  PetscFunctionBegin;
+  PetscCall(PetscStrncpy(impl, "none", len));
+#if defined(PETNET_HAVE_ONEDNN)
+  if (backend != PETNET_GEMM_NATIVE) {
+    PetNetOneDNNConvShape sh;
+    dnnl_primitive_desc_t pd;
+    const char           *name;
+    int                   saved;
+
+    PetscCall(PetscMemzero(&sh, sizeof(sh)));
+    sh.nsd = 2, sh.n = 128, sh.cin = 32, sh.cout = 64, sh.groups = 1, sh.bias = PETSC_TRUE;
+    for (PetscInt d = 0; d < 2; d++) sh.in[d] = 14, sh.out[d] = 12, sh.k[d] = 3, sh.stride[d] = 1, sh.dilation[d] = 1;
+    PetscCall(PetNetOneDNNInitialize());
+    saved = PetNetOneDNNThreadsPush();
+    PetscCall(PetNetOneDNNConvCreateDesc(backend, PETNET_ONEDNN_CONV_FORWARD, &sh, 0, &pd));
+    PetNetOneDNNThreadsPop(saved);
+    if (pd) {
+      PetNetCallDNNL(dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, (void *)&name));
+      PetscCall(PetscStrncpy(impl, name, len));
+      PetNetCallDNNL(dnnl_primitive_desc_destroy(pd));
+    }
+  }
+#endif
+  PetscFunctionReturn(0);
+}
+
 /* PETSC_TRUE when PetNet was built with oneDNN (PETNET_HAVE_ONEDNN: the makefile found dnnl.h) */
 PetscBool PetNetOneDNNAvailable(void)
 {

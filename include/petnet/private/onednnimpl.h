@@ -46,6 +46,7 @@ typedef struct {
   PetscBool bias;
 } PetNetOneDNNConvShape;
 
+PETSC_INTERN PetscErrorCode PetNetOneDNNConvProbe(PetNetGemmBackend, char *, size_t);
 PETSC_INTERN PetscErrorCode PetNetOneDNNConvAvailable(PetNetGemmBackend, const PetNetOneDNNConvShape *, PetscBool *);
 PETSC_INTERN PetscErrorCode PetNetOneDNNConvForward(PetNetGemmBackend, const PetNetOneDNNConvShape *, const float *, const float *, const float *, float, float *);
 PETSC_INTERN PetscErrorCode PetNetOneDNNConvBackwardData(PetNetGemmBackend, const PetNetOneDNNConvShape *, const float *, const float *, float *);
