@@ -82,7 +82,8 @@ PetscErrorCode NetBackendView_Private(Net net, PetscViewer viewer)
   weights reordered once per call into the layout oneDNN's kernel picks; a shape (batch size included) for which
   oneDNN has no kernel, or only its reference loops (bfloat16 on a CPU without AVX-512), runs the layer's own float
   kernels (Winograd, im2col + sgemm, direct) for all its operations, decided once and named by -info. The weight
-  gradient of a batch is summed in float by oneDNN, then added to the double gradient.
+  gradient of a batch is summed in float by oneDNN, then added to the double gradient. avgpool layers (2-D) run
+  their float passes as oneDNN average pooling primitives (padding counted, as PyTorch's count_include_pad).
   Double precision, conv3d and the GEMMs other kinds run on their own threads stay on BLAS and PetNet's loops.
 
   A PetNet built without oneDNN (no dnnl.h when it was compiled) refuses `NET_BACKEND_ONEDNN`.

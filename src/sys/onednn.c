@@ -50,8 +50,9 @@
 /* at most this many primitives are kept; a new one past it empties the cache (shapes change rarely: a last batch) */
 #define PETNET_ONEDNN_CACHE 128
 
-typedef enum { PETNET_ONEDNN_MATMUL, PETNET_ONEDNN_CONV_FORWARD, PETNET_ONEDNN_CONV_BACKWARD_DATA, PETNET_ONEDNN_CONV_BACKWARD_WEIGHTS } PetNetOneDNNOp;
-static const char *const PetNetOneDNNOps[] = {"matmul", "convolution forward", "convolution backward data", "convolution backward weights"};
+typedef enum { PETNET_ONEDNN_MATMUL, PETNET_ONEDNN_CONV_FORWARD, PETNET_ONEDNN_CONV_BACKWARD_DATA, PETNET_ONEDNN_CONV_BACKWARD_WEIGHTS, PETNET_ONEDNN_AVGPOOL_FORWARD, PETNET_ONEDNN_AVGPOOL_BACKWARD } PetNetOneDNNOp;
+static const char *const PetNetOneDNNOps[] = {"matmul", "convolution forward", "convolution backward data", "convolution backward weights", "average pooling forward", "average pooling backward"};
+#define PetNetOneDNNIsPool(op) ((op) == PETNET_ONEDNN_AVGPOOL_FORWARD || (op) == PETNET_ONEDNN_AVGPOOL_BACKWARD)
 
 typedef struct {
   PetNetOneDNNOp        op; /* matmul (the keys below) or a convolution (conv) */
@@ -396,6 +397,53 @@ static PetscErrorCode PetNetOneDNNConvCreateDesc(PetNetGemmBackend backend, PetN
   PetscFunctionReturn(0);
 }
 
+/*
+  The primitive descriptor of an average pooling (PyTorch's count_include_pad: oneDNN's avg_include_padding) for a
+  key whose cin is the channels, k the window, stride and pad its own (dilation 1); f32 data in nhwc whatever the
+  precision (PetNet's float kernels average float values in bfloat16 too); *pd NULL when oneDNN refuses it
+*/
+static PetscErrorCode PetNetOneDNNPoolCreateDesc(PetNetOneDNNOp op, const PetNetOneDNNConvShape *sh, dnnl_primitive_desc_t *pd)
+{
+  const int               nd  = (int)sh->nsd + 2;
+  const dnnl_format_tag_t tag = sh->nsd == 2 ? dnnl_nhwc : dnnl_ndhwc;
+  dnnl_dims_t             sdims, ddims, strides, kernel, padl, padr;
+  dnnl_memory_desc_t      xmd, ymd;
+  dnnl_pooling_desc_t     fdesc, bdesc;
+  dnnl_primitive_attr_t   attr;
+  dnnl_primitive_desc_t   hint = NULL;
+  dnnl_status_t           st;
+
+  PetscFunctionBegin;
+  *pd      = NULL;
+  sdims[0] = ddims[0] = sh->n;
+  sdims[1] = ddims[1] = sh->cin;
+  for (PetscInt d = 0; d < sh->nsd; d++) {
+    sdims[2 + d] = sh->in[d];
+    ddims[2 + d] = sh->out[d];
+    strides[d]   = sh->stride[d];
+    kernel[d]    = sh->k[d];
+    padl[d]      = sh->pad[d];
+    padr[d]      = (sh->out[d] - 1) * sh->stride[d] + sh->k[d] - sh->in[d] - sh->pad[d];
+  }
+  PetNetCallDNNL(dnnl_memory_desc_init_by_tag(&xmd, nd, sdims, dnnl_f32, tag));
+  PetNetCallDNNL(dnnl_memory_desc_init_by_tag(&ymd, nd, ddims, dnnl_f32, tag));
+  st = dnnl_pooling_forward_desc_init(&fdesc, dnnl_forward_training, dnnl_pooling_avg_include_padding, &xmd, &ymd, strides, kernel, padl, padr);
+  if (st != dnnl_success) PetscFunctionReturn(0);
+  PetNetCallDNNL(dnnl_primitive_attr_create(&attr));
+  PetNetCallDNNL(dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user));
+  if (op == PETNET_ONEDNN_AVGPOOL_FORWARD)
+    st = dnnl_primitive_desc_create(pd, &fdesc, attr, PetNetOneDNN.engine, NULL);
+  else {
+    st = dnnl_primitive_desc_create(&hint, &fdesc, NULL, PetNetOneDNN.engine, NULL);
+    if (st == dnnl_success) st = dnnl_pooling_backward_desc_init(&bdesc, dnnl_pooling_avg_include_padding, &xmd, &ymd, strides, kernel, padl, padr);
+    if (st == dnnl_success) st = dnnl_primitive_desc_create(pd, &bdesc, attr, PetNetOneDNN.engine, hint);
+    if (hint) PetNetCallDNNL(dnnl_primitive_desc_destroy(hint));
+  }
+  PetNetCallDNNL(dnnl_primitive_attr_destroy(attr));
+  if (st != dnnl_success) *pd = NULL;
+  PetscFunctionReturn(0);
+}
+
 /* the cached entry of a convolution key, created (its decision and its weights' reorder recorded) at the first call */
 static PetscErrorCode PetNetOneDNNGetConvEntry(PetNetGemmBackend backend, PetNetOneDNNOp op, const PetNetOneDNNConvShape *sh, float beta, PetNetOneDNNEntry **entry)
 {
@@ -415,7 +463,10 @@ static PetscErrorCode PetNetOneDNNGetConvEntry(PetNetGemmBackend backend, PetNet
   }
   PetscCall(PetNetOneDNNNewEntry(&e));
   e->op = op, e->conv = *sh, e->backend = backend, e->beta = beta, e->threads = threads;
-  PetscCall(PetNetOneDNNConvCreateDesc(backend, op, sh, beta, &pd));
+  if (PetNetOneDNNIsPool(op))
+    PetscCall(PetNetOneDNNPoolCreateDesc(op, sh, &pd));
+  else
+    PetscCall(PetNetOneDNNConvCreateDesc(backend, op, sh, beta, &pd));
   if (pd) PetNetCallDNNL(dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, (void *)&impl));
   e->native = (PetscBool)(!pd || !strncmp(impl, "ref", 3));
   PetscCall(PetscSNPrintf(geom, sizeof(geom),
@@ -424,7 +475,12 @@ static PetscErrorCode PetNetOneDNNGetConvEntry(PetNetGemmBackend backend, PetNet
                           sh->n, sh->in[0], sh->in[1], sh->cin, sh->out[0], sh->out[1], sh->cout, sh->k[0], sh->stride[0], sh->pad[0], sh->dilation[0], sh->groups));
   PetscCall(PetscInfo(NULL, "oneDNN %s %s %s%s%s on %d threads: %s%s\n", PetNetOneDNNOps[op], backend == PETNET_GEMM_ONEDNN_BF16 ? "bf16" : "f32", geom, sh->bias ? " bias" : "", beta != 0 ? " sum" : "", threads, impl,
                       e->native ? " (falls back to native)" : ""));
-  if (!e->native) {
+  if (!e->native && PetNetOneDNNIsPool(op)) { /* src (x or dx) and dst (y or dy), no weights */
+    PetNetCallDNNL(dnnl_primitive_create(&e->prim, pd));
+    PetNetCallDNNL(dnnl_memory_create(&e->src, dnnl_primitive_desc_query_md(pd, op == PETNET_ONEDNN_AVGPOOL_FORWARD ? dnnl_query_src_md : dnnl_query_diff_src_md, 0), PetNetOneDNN.engine, DNNL_MEMORY_NONE));
+    PetNetCallDNNL(dnnl_memory_create(&e->dst, dnnl_primitive_desc_query_md(pd, op == PETNET_ONEDNN_AVGPOOL_FORWARD ? dnnl_query_dst_md : dnnl_query_diff_dst_md, 0), PetNetOneDNN.engine, DNNL_MEMORY_NONE));
+    PetscCall(PetNetOneDNNEntryScratchpad(e, pd));
+  } else if (!e->native) {
     const dnnl_query_t        wq   = op == PETNET_ONEDNN_CONV_BACKWARD_WEIGHTS ? dnnl_query_diff_weights_md : dnnl_query_weights_md;
     const dnnl_memory_desc_t *pwmd = dnnl_primitive_desc_query_md(pd, wq, 0);
     dnnl_memory_desc_t        uwmd;
@@ -765,6 +821,64 @@ PetscErrorCode PetNetOneDNNConvBackwardWeights(PetNetGemmBackend backend, const 
   }
 #else
   SETERRQ(PETSC_COMM_SELF, PETSC_ERR_SUP, "oneDNN convolution: this PetNet was built without oneDNN; use -net_backend native");
+#endif
+  PetscFunctionReturn(0);
+}
+
+/*
+  Average pooling (avgpool's float kernels, count_include_pad): the key is a PetNetOneDNNConvShape with cin = cout the
+  channels, k the window, stride and pad the pooling's (dilation 1, groups 1, no bias); f32 in every precision.
+  *ok: oneDNN has a kernel worth running for both its forward and backward (a layer runs both on it or neither).
+*/
+PetscErrorCode PetNetOneDNNAvgPoolAvailable(PetNetGemmBackend backend, const PetNetOneDNNConvShape *sh, PetscBool *ok)
+{
+  PetscFunctionBegin;
+  *ok = PETSC_FALSE;
+  if (backend == PETNET_GEMM_NATIVE || !sh->n) PetscFunctionReturn(0);
+#if defined(PETNET_HAVE_ONEDNN)
+  {
+    PetNetOneDNNEntry *e;
+    int                saved;
+
+    PetscCall(PetNetOneDNNInitialize());
+    saved = PetNetOneDNNThreadsPush();
+    PetscCall(PetNetOneDNNGetConvEntry(PETNET_GEMM_ONEDNN_F32, PETNET_ONEDNN_AVGPOOL_FORWARD, sh, 0, &e));
+    *ok = (PetscBool)!e->native;
+    if (*ok) {
+      PetscCall(PetNetOneDNNGetConvEntry(PETNET_GEMM_ONEDNN_F32, PETNET_ONEDNN_AVGPOOL_BACKWARD, sh, 0, &e));
+      *ok = (PetscBool)!e->native;
+    }
+    PetNetOneDNNThreadsPop(saved);
+  }
+#endif
+  PetscFunctionReturn(0);
+}
+
+/* y = A x (adjoint false) or x = A^T y (adjoint, x overwritten): the average pooling of a key PetNetOneDNNAvgPoolAvailable() accepted */
+PetscErrorCode PetNetOneDNNAvgPool(const PetNetOneDNNConvShape *sh, PetscBool adjoint, float *x, float *y)
+{
+  PetscFunctionBegin;
+#if defined(PETNET_HAVE_ONEDNN)
+  {
+    PetNetOneDNNEntry *e;
+    dnnl_exec_arg_t    args[3];
+    int                nargs = 0, saved = PetNetOneDNNThreadsPush();
+
+    PetscCall(PetNetOneDNNConvEntry(PETNET_GEMM_ONEDNN_F32, adjoint ? PETNET_ONEDNN_AVGPOOL_BACKWARD : PETNET_ONEDNN_AVGPOOL_FORWARD, sh, 0, &e));
+    PetNetCallDNNL(dnnl_memory_set_data_handle(e->src, x));
+    PetNetCallDNNL(dnnl_memory_set_data_handle(e->dst, y));
+    args[nargs++] = (dnnl_exec_arg_t){adjoint ? DNNL_ARG_DIFF_SRC : DNNL_ARG_SRC, e->src};
+    args[nargs++] = (dnnl_exec_arg_t){adjoint ? DNNL_ARG_DIFF_DST : DNNL_ARG_DST, e->dst};
+    if (e->pad) {
+      PetNetCallDNNL(dnnl_memory_set_data_handle(e->pad, PetNetOneDNNAligned(PetNetOneDNN.pad)));
+      args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, e->pad};
+    }
+    PetNetCallDNNL(dnnl_primitive_execute(e->prim, PetNetOneDNN.stream, nargs, args));
+    PetNetCallDNNL(dnnl_stream_wait(PetNetOneDNN.stream));
+    PetNetOneDNNThreadsPop(saved);
+  }
+#else
+  SETERRQ(PETSC_COMM_SELF, PETSC_ERR_SUP, "oneDNN pooling: this PetNet was built without oneDNN; use -net_backend native");
 #endif
   PetscFunctionReturn(0);
 }

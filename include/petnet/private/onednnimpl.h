@@ -26,6 +26,9 @@
   shape (format any: its jit kernels block them, e.g. OIhw8i8o), through a reorder primitive cached with the
   convolution's (made once, run once per call: once per forward pass, not per sample); in bfloat16 the same reorder
   rounds W to bfloat16 and x, dy are rounded into this module's buffers.
+
+  Average pooling (avgpool's float kernels) uses the same cache with the same key type (cin the channels, k the
+  window): forward and backward primitives on f32 nhwc data (PetNetOneDNNAvgPoolAvailable(), PetNetOneDNNAvgPool()).
 */
 #pragma once
 
@@ -51,4 +54,6 @@ PETSC_INTERN PetscErrorCode PetNetOneDNNConvAvailable(PetNetGemmBackend, const P
 PETSC_INTERN PetscErrorCode PetNetOneDNNConvForward(PetNetGemmBackend, const PetNetOneDNNConvShape *, const float *, const float *, const float *, float, float *);
 PETSC_INTERN PetscErrorCode PetNetOneDNNConvBackwardData(PetNetGemmBackend, const PetNetOneDNNConvShape *, const float *, const float *, float *);
 PETSC_INTERN PetscErrorCode PetNetOneDNNConvBackwardWeights(PetNetGemmBackend, const PetNetOneDNNConvShape *, const float *, const float *, float *, float *);
+PETSC_INTERN PetscErrorCode PetNetOneDNNAvgPoolAvailable(PetNetGemmBackend, const PetNetOneDNNConvShape *, PetscBool *);
+PETSC_INTERN PetscErrorCode PetNetOneDNNAvgPool(const PetNetOneDNNConvShape *, PetscBool, float *, float *);
 PETSC_INTERN PetscErrorCode PetNetOneDNNProbe(PetNetGemmBackend, PetscInt, PetscInt, PetscInt, char *, size_t);
