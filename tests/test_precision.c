@@ -12,7 +12,8 @@ static const char help[] = "A Net at -net_precision single or bfloat16 against t
                            "  -case cache      with -net_forward_cache N: a pass at X, one at 2X, X again (handed back from the cache, whose\n"
                            "                   slots hold the stored values): the output and gradient the same bits as the first pass\n"
                            "  -case backend    the Net's backend (-net_backend onednn, NetSetBackend()) against native: Y, dX, G and the\n"
-                           "                   JVP within 1e-5 relative in single, 10 L u in bfloat16; and the same bits when run twice\n";
+                           "                   JVP within 1e-5 relative in single, 10 L u in bfloat16 (-backend_bound B: within B; 0 for a\n"
+                           "                   fallback to native, native's bits); and the same bits when run twice\n";
 
 #include <petnet.h>
 
@@ -166,13 +167,14 @@ int main(int argc, char **argv)
     PetscCall(VecDestroy(&Y1));
     PetscCall(VecDestroy(&G1));
   } else if (!strcmp(which, "backend")) { /* the Net's backend against native, and against itself run again */
-    const char     *names[4] = {"output", "input cotangent", "gradient", "jvp"};
-    const PetscReal btol     = precision == NET_PRECISION_SINGLE ? 1e-5 : tol;
-    Vec             Xt, tht, A[4], B[4], C[4];
-    NetBackend      backend;
-    PetscReal       d[4], worst = 0;
-    PetscBool       same = PETSC_TRUE, eq;
+    const char *names[4] = {"output", "input cotangent", "gradient", "jvp"};
+    PetscReal   btol     = precision == NET_PRECISION_SINGLE ? 1e-5 : tol;
+    Vec         Xt, tht, A[4], B[4], C[4];
+    NetBackend  backend;
+    PetscReal   d[4], worst = 0;
+    PetscBool   same = PETSC_TRUE, eq;
 
+    PetscCall(PetscOptionsGetReal(NULL, NULL, "-backend_bound", &btol, NULL)); /* 0: a fallback, native's numbers exactly */
     PetscCall(NetGetBackend(net, &backend));
     PetscCall(VecDuplicate(X, &Xt));
     PetscCall(VecDuplicate(G, &tht));

@@ -12,7 +12,9 @@
 
   A shape and type oneDNN does not implement, or implements only with its reference loops on this CPU (bfloat16
   without AVX-512), falls back to sgemm for good (decided once per primitive, -info says which). Today dense's
-  forward (y = x W^T + b, the bias fused), backward (dx = dy W, dW += x^T dy) and jvp carry the tag.
+  forward (y = x W^T + b, the bias fused), backward (dx = dy W, dW += x^T dy) and jvp carry the tag, and conv2d's
+  float forward, backward and jvp run oneDNN's convolution primitives when it is set (src/layers/impls/conv/
+  convonednn.c; a shape without them runs the layer's own float kernels for all its ops).
 */
 #include <petnet/private/netimpl.h>
 
@@ -33,7 +35,7 @@ PetscErrorCode NetSetUpBackend_Private(Net net)
 /* NetView()'s line at single and bfloat16 */
 PetscErrorCode NetBackendView_Private(Net net, PetscViewer viewer)
 {
-  char version[32], impl[64];
+  char version[32], impl[64], cimpl[64];
 
   PetscFunctionBegin;
   PetscCall(PetNetOneDNNVersion(version, sizeof(version)));
@@ -42,8 +44,11 @@ PetscErrorCode NetBackendView_Private(Net net, PetscViewer viewer)
 
     /* what oneDNN picks on this CPU for a GEMM of the MLP's first layer (128 x 256 x 784) */
     PetscCall(PetNetOneDNNProbe(gemm, 256, 128, 784, impl, sizeof(impl)));
-    PetscCall(PetscViewerASCIIPrintf(viewer, "backend onednn (oneDNN %s): dense layers' float GEMMs through oneDNN's matmul in %s (on this CPU %s%s); a shape without a fast oneDNN kernel runs sgemm (-info names each)\n", version,
-                                     gemm == PETNET_GEMM_ONEDNN_BF16 ? "bf16" : "f32", impl, !strcmp(impl, "none") || !strncmp(impl, "ref", 3) ? ": sgemm instead" : ""));
+    /* and for a convolution of the CNN's second layer (128 x 14x14x32 -> 12x12x64, 3x3) */
+    PetscCall(PetNetOneDNNConvProbe(gemm, cimpl, sizeof(cimpl)));
+    PetscCall(PetscViewerASCIIPrintf(
+        viewer, "backend onednn (oneDNN %s): dense layers' float GEMMs through oneDNN's matmul in %s (on this CPU %s%s), conv2d through its convolutions (on this CPU %s%s); a shape without a fast oneDNN kernel runs PetNet's own (-info names each)\n",
+        version, gemm == PETNET_GEMM_ONEDNN_BF16 ? "bf16" : "f32", impl, !strcmp(impl, "none") || !strncmp(impl, "ref", 3) ? ": sgemm instead" : "", cimpl, !strcmp(cimpl, "none") || !strncmp(cimpl, "ref", 3) ? ": native instead" : ""));
   } else
     PetscCall(PetscViewerASCIIPrintf(viewer, "backend native: the layers' float GEMMs on BLAS (sgemm)\n"));
   PetscFunctionReturn(0);
@@ -71,7 +76,15 @@ PetscErrorCode NetBackendView_Private(Net net, PetscViewer viewer)
   with AVX2 alone), that shape falls back to PetNet's own GEMM (sgemm on float values and weights), decided once per
   primitive and named by -info: the results of such a run are those of `NET_BACKEND_NATIVE`. oneDNN's results are
   the same bits for the same threads and ranks, not across thread counts (its blocking depends on the threads).
-  Double precision, and the GEMMs other kinds run on their own threads (convolutions), stay on BLAS.
+
+  conv2d layers (in batch form) run their float forward (the bias fused), backward (input gradient, weight and bias
+  gradients) and JVP as oneDNN convolution primitives on the channels-last data as PetNet holds them (nhwc), the
+  weights reordered once per call into the layout oneDNN's kernel picks; a shape (batch size included) for which
+  oneDNN has no kernel, or only its reference loops (bfloat16 on a CPU without AVX-512), runs the layer's own float
+  kernels (Winograd, im2col + sgemm, direct) for all its operations, decided once and named by -info. The weight
+  gradient of a batch is summed in float by oneDNN, then added to the double gradient. avgpool layers (2-D) run
+  their float passes as oneDNN average pooling primitives (padding counted, as PyTorch's count_include_pad).
+  Double precision, conv3d and the GEMMs other kinds run on their own threads stay on BLAS and PetNet's loops.
 
   A PetNet built without oneDNN (no dnnl.h when it was compiled) refuses `NET_BACKEND_ONEDNN`.
 

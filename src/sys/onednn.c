@@ -22,6 +22,21 @@
 
   Scratchpads: user mode, one buffer this module owns, grown to the largest primitive's (64-byte aligned). The
   stream is in order and every call waits for it, so the buffer is never shared by two running primitives.
+
+  Convolutions (PetNetOneDNNConvForward(), ...BackwardData(), ...BackwardWeights()) share the cache, keyed by (op,
+  backend, shape, beta, threads):
+
+    op                 oneDNN primitive                  src         weights        bias   dst
+    forward            convolution forward (training)    x           W              b      y (+= beta y: sum post-op)
+    backward data      convolution backward data         dx (out)    W              -      dy
+    backward weights   convolution backward weights      x           dW (out)       db     dy
+
+  The data are nhwc (ndhwc) as PetNet holds them; the weights are created in format any, and when the layout oneDNN
+  picks is not PetNet's ohwi (gohwi, odhwi, godhwi), the entry keeps a reorder primitive between the two and the
+  call runs it once on the whole W (into this module's weight buffer; after the primitive for dW). Backward
+  primitives are created with their forward's descriptor as the hint, as oneDNN asks. A shape oneDNN refuses
+  (unimplemented, or a geometry it does not take) or runs only with its reference loops is recorded as native: the
+  caller asks PetNetOneDNNConvAvailable() first and runs its own kernels for all the ops of that shape.
 */
 #include <petnet/private/onednnimpl.h>
 #include <petnet/private/threadsimpl.h>
@@ -33,19 +48,28 @@
 #include <dnnl_debug.h>
 
 /* at most this many primitives are kept; a new one past it empties the cache (shapes change rarely: a last batch) */
-#define PETNET_ONEDNN_CACHE 64
+#define PETNET_ONEDNN_CACHE 128
+
+typedef enum { PETNET_ONEDNN_MATMUL, PETNET_ONEDNN_CONV_FORWARD, PETNET_ONEDNN_CONV_BACKWARD_DATA, PETNET_ONEDNN_CONV_BACKWARD_WEIGHTS, PETNET_ONEDNN_AVGPOOL_FORWARD, PETNET_ONEDNN_AVGPOOL_BACKWARD } PetNetOneDNNOp;
+static const char *const PetNetOneDNNOps[] = {"matmul", "convolution forward", "convolution backward data", "convolution backward weights", "average pooling forward", "average pooling backward"};
+#define PetNetOneDNNIsPool(op) ((op) == PETNET_ONEDNN_AVGPOOL_FORWARD || (op) == PETNET_ONEDNN_AVGPOOL_BACKWARD)
 
 typedef struct {
-  PetNetGemmBackend backend;
-  char              ta, tb;
-  PetscInt          m, n, k, lda, ldb, ldc;
-  float             beta;
-  PetscBool         bias;
-  int               threads;
-  PetscBool         native; /* oneDNN has no kernel worth running for this key: the caller's GEMM runs */
-  dnnl_primitive_t  prim;
-  dnnl_memory_t     src, wei, bia, dst, pad; /* descriptors with no data: the handles are set at each call */
-  size_t            padsize;
+  PetNetOneDNNOp        op; /* matmul (the keys below) or a convolution (conv) */
+  PetNetOneDNNConvShape conv;
+  PetNetGemmBackend     backend;
+  char                  ta, tb;
+  PetscInt              m, n, k, lda, ldb, ldc;
+  float                 beta;
+  PetscBool             bias;
+  int                   threads;
+  PetscBool             native; /* oneDNN has no kernel worth running for this key: the caller's GEMM runs */
+  dnnl_primitive_t      prim;
+  dnnl_memory_t         src, wei, bia, dst, pad; /* descriptors with no data: the handles are set at each call */
+  size_t                padsize;
+  dnnl_primitive_t      reorder; /* convolutions: PetNet's weights <-> the primitive's (NULL: the same layout) */
+  dnnl_memory_t         uwei;    /* PetNet's weights, f32 o(d)hwi, the reorder's other end */
+  size_t                weisize; /* bytes of the primitive's weights, in the module's weight buffer */
 } PetNetOneDNNEntry;
 
 static struct {
@@ -56,9 +80,14 @@ static struct {
   PetscInt           nentries, maxentries;
   char              *pad; /* the scratchpad: padsize bytes from a 64-byte boundary of pad */
   size_t             padsize;
-  uint16_t          *a16, *b16; /* bfloat16 copies of A and B */
+  uint16_t          *a16, *b16; /* bfloat16 copies of A and B (convolutions: of their two data operands) */
   size_t             na16, nb16;
+  char              *wbuf; /* convolutions: the weights in the primitive's layout, weisize bytes from a 64-byte boundary */
+  size_t             wbufsize;
 } PetNetOneDNN;
+
+/* a buffer of this module from its first 64-byte boundary (allocated 64 bytes longer) */
+#define PetNetOneDNNAligned(p) ((void *)((p) + (64 - (size_t)(p) % 64) % 64))
 
 #define PetNetCallDNNL(call)                                                                                               \
   do {                                                                                                                     \
@@ -75,6 +104,8 @@ static PetscErrorCode PetNetOneDNNEntryDestroy(PetNetOneDNNEntry *e)
   if (e->bia) PetNetCallDNNL(dnnl_memory_destroy(e->bia));
   if (e->dst) PetNetCallDNNL(dnnl_memory_destroy(e->dst));
   if (e->pad) PetNetCallDNNL(dnnl_memory_destroy(e->pad));
+  if (e->reorder) PetNetCallDNNL(dnnl_primitive_destroy(e->reorder));
+  if (e->uwei) PetNetCallDNNL(dnnl_memory_destroy(e->uwei));
   PetscCall(PetscMemzero(e, sizeof(*e)));
   PetscFunctionReturn(0);
 }
@@ -88,6 +119,7 @@ static PetscErrorCode PetNetOneDNNFinalize(void)
   PetscCall(PetscFree(PetNetOneDNN.pad));
   PetscCall(PetscFree(PetNetOneDNN.a16));
   PetscCall(PetscFree(PetNetOneDNN.b16));
+  PetscCall(PetscFree(PetNetOneDNN.wbuf));
   if (PetNetOneDNN.stream) PetNetCallDNNL(dnnl_stream_destroy(PetNetOneDNN.stream));
   if (PetNetOneDNN.engine) PetNetCallDNNL(dnnl_engine_destroy(PetNetOneDNN.engine));
   PetscCall(PetscMemzero(&PetNetOneDNN, sizeof(PetNetOneDNN)));
@@ -161,6 +193,45 @@ static PetscErrorCode PetNetOneDNNCreateDesc(PetNetGemmBackend backend, char ta,
   PetscFunctionReturn(0);
 }
 
+/* a zeroed slot at the end of the cache (emptied first when full; grown by doubling) */
+static PetscErrorCode PetNetOneDNNNewEntry(PetNetOneDNNEntry **entry)
+{
+  PetscFunctionBegin;
+  if (PetNetOneDNN.nentries == PETNET_ONEDNN_CACHE) {
+    for (PetscInt i = 0; i < PetNetOneDNN.nentries; i++) PetscCall(PetNetOneDNNEntryDestroy(&PetNetOneDNN.entries[i]));
+    PetNetOneDNN.nentries = 0;
+  }
+  if (PetNetOneDNN.nentries == PetNetOneDNN.maxentries) { /* a Net of L dense layers makes about 3 L keys, a conv2d 4 per batch size */
+    PetNetOneDNNEntry *grown;
+    const PetscInt     max = PetscMin(PETNET_ONEDNN_CACHE, PetscMax(8, 2 * PetNetOneDNN.maxentries));
+
+    PetscCall(PetscMalloc1(max, &grown));
+    if (PetNetOneDNN.nentries) PetscCall(PetscArraycpy(grown, PetNetOneDNN.entries, PetNetOneDNN.nentries));
+    PetscCall(PetscFree(PetNetOneDNN.entries));
+    PetNetOneDNN.entries    = grown;
+    PetNetOneDNN.maxentries = max;
+  }
+  *entry = &PetNetOneDNN.entries[PetNetOneDNN.nentries++];
+  PetscCall(PetscMemzero(*entry, sizeof(**entry)));
+  PetscFunctionReturn(0);
+}
+
+/* the entry's scratchpad memory (user mode), the module's buffer grown to hold it */
+static PetscErrorCode PetNetOneDNNEntryScratchpad(PetNetOneDNNEntry *e, const_dnnl_primitive_desc_t pd)
+{
+  const dnnl_memory_desc_t *pmd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+
+  PetscFunctionBegin;
+  e->padsize = pmd ? dnnl_memory_desc_get_size(pmd) : 0;
+  if (e->padsize) PetNetCallDNNL(dnnl_memory_create(&e->pad, pmd, PetNetOneDNN.engine, DNNL_MEMORY_NONE));
+  if (e->padsize > PetNetOneDNN.padsize) {
+    PetscCall(PetscFree(PetNetOneDNN.pad));
+    PetscCall(PetscMalloc1(e->padsize + 64, &PetNetOneDNN.pad));
+    PetNetOneDNN.padsize = e->padsize;
+  }
+  PetscFunctionReturn(0);
+}
+
 /* the cached entry of a key, created (and its decision recorded) at the first call */
 static PetscErrorCode PetNetOneDNNGetEntry(PetNetGemmBackend backend, char ta, char tb, PetscInt m, PetscInt n, PetscInt k, PetscInt lda, PetscInt ldb, PetscInt ldc, float beta, PetscBool bias, PetNetOneDNNEntry **entry)
 {
@@ -172,27 +243,12 @@ static PetscErrorCode PetNetOneDNNGetEntry(PetNetGemmBackend backend, char ta, c
   PetscFunctionBegin;
   for (PetscInt i = 0; i < PetNetOneDNN.nentries; i++) {
     e = &PetNetOneDNN.entries[i];
-    if (e->backend == backend && e->ta == ta && e->tb == tb && e->m == m && e->n == n && e->k == k && e->lda == lda && e->ldb == ldb && e->ldc == ldc && e->beta == beta && e->bias == bias && e->threads == threads) {
+    if (e->op == PETNET_ONEDNN_MATMUL && e->backend == backend && e->ta == ta && e->tb == tb && e->m == m && e->n == n && e->k == k && e->lda == lda && e->ldb == ldb && e->ldc == ldc && e->beta == beta && e->bias == bias && e->threads == threads) {
       *entry = e;
       PetscFunctionReturn(0);
     }
   }
-  if (PetNetOneDNN.nentries == PETNET_ONEDNN_CACHE) {
-    for (PetscInt i = 0; i < PetNetOneDNN.nentries; i++) PetscCall(PetNetOneDNNEntryDestroy(&PetNetOneDNN.entries[i]));
-    PetNetOneDNN.nentries = 0;
-  }
-  if (PetNetOneDNN.nentries == PetNetOneDNN.maxentries) { /* a Net of L dense layers makes about 3 L keys */
-    PetNetOneDNNEntry *grown;
-    const PetscInt     max = PetscMin(PETNET_ONEDNN_CACHE, PetscMax(8, 2 * PetNetOneDNN.maxentries));
-
-    PetscCall(PetscMalloc1(max, &grown));
-    if (PetNetOneDNN.nentries) PetscCall(PetscArraycpy(grown, PetNetOneDNN.entries, PetNetOneDNN.nentries));
-    PetscCall(PetscFree(PetNetOneDNN.entries));
-    PetNetOneDNN.entries    = grown;
-    PetNetOneDNN.maxentries = max;
-  }
-  e = &PetNetOneDNN.entries[PetNetOneDNN.nentries++];
-  PetscCall(PetscMemzero(e, sizeof(*e)));
+  PetscCall(PetNetOneDNNNewEntry(&e));
   e->backend = backend, e->ta = ta, e->tb = tb, e->m = m, e->n = n, e->k = k, e->lda = lda, e->ldb = ldb, e->ldc = ldc, e->beta = beta, e->bias = bias, e->threads = threads;
   PetscCall(PetNetOneDNNCreateDesc(backend, ta, tb, m, n, k, lda, ldb, ldc, beta, bias, &pd));
   if (pd) PetNetCallDNNL(dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, (void *)&impl));
@@ -202,20 +258,12 @@ static PetscErrorCode PetNetOneDNNGetEntry(PetNetGemmBackend backend, char ta, c
   PetscCall(PetscInfo(NULL, "oneDNN matmul %s %c%c m %" PetscInt_FMT " n %" PetscInt_FMT " k %" PetscInt_FMT " beta %g%s on %d threads: %s%s\n", backend == PETNET_GEMM_ONEDNN_BF16 ? "bf16" : "f32", ta, tb, m, n, k, (double)beta, bias ? " bias" : "",
                       threads, impl, e->native ? " (falls back to native)" : ""));
   if (!e->native) {
-    const dnnl_memory_desc_t *pmd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
-
     PetNetCallDNNL(dnnl_primitive_create(&e->prim, pd));
     PetNetCallDNNL(dnnl_memory_create(&e->src, dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0), PetNetOneDNN.engine, DNNL_MEMORY_NONE));
     PetNetCallDNNL(dnnl_memory_create(&e->wei, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), PetNetOneDNN.engine, DNNL_MEMORY_NONE));
     PetNetCallDNNL(dnnl_memory_create(&e->dst, dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0), PetNetOneDNN.engine, DNNL_MEMORY_NONE));
     if (bias) PetNetCallDNNL(dnnl_memory_create(&e->bia, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 1), PetNetOneDNN.engine, DNNL_MEMORY_NONE));
-    e->padsize = pmd ? dnnl_memory_desc_get_size(pmd) : 0;
-    if (e->padsize) PetNetCallDNNL(dnnl_memory_create(&e->pad, pmd, PetNetOneDNN.engine, DNNL_MEMORY_NONE));
-    if (e->padsize > PetNetOneDNN.padsize) {
-      PetscCall(PetscFree(PetNetOneDNN.pad));
-      PetscCall(PetscMalloc1(e->padsize + 64, &PetNetOneDNN.pad));
-      PetNetOneDNN.padsize = e->padsize;
-    }
+    PetscCall(PetNetOneDNNEntryScratchpad(e, pd));
   }
   if (pd) PetNetCallDNNL(dnnl_primitive_desc_destroy(pd));
   *entry = e;
@@ -251,6 +299,283 @@ static PetscErrorCode PetNetOneDNNRoundBF16(PetscInt rows, PetscInt cols, const 
   }
   PetscFunctionReturn(0);
 }
+
+/* two convolution keys alike (field by field: the struct may have padding) */
+static PetscBool PetNetOneDNNConvSame(const PetNetOneDNNConvShape *a, const PetNetOneDNNConvShape *b)
+{
+  if (a->nsd != b->nsd || a->n != b->n || a->cin != b->cin || a->cout != b->cout || a->groups != b->groups || a->bias != b->bias) return PETSC_FALSE;
+  for (PetscInt d = 0; d < a->nsd; d++)
+    if (a->in[d] != b->in[d] || a->out[d] != b->out[d] || a->k[d] != b->k[d] || a->stride[d] != b->stride[d] || a->pad[d] != b->pad[d] || a->dilation[d] != b->dilation[d]) return PETSC_FALSE;
+  return PETSC_TRUE;
+}
+
+/*
+  PetNet's weights as oneDNN sees them: dims (O, I, spatial) or, grouped, (G, O/G, I/G, spatial), f32, in PetNet's
+  layout [Cout][KD][KH][KW][Cg] (the tags ohwi, odhwi, gohwi, godhwi), or with the tag any and the precision's type
+  for the primitive to pick its own
+*/
+static PetscErrorCode PetNetOneDNNConvWeightsDesc(const PetNetOneDNNConvShape *sh, dnnl_data_type_t type, PetscBool any, dnnl_memory_desc_t *md)
+{
+  const int         g = sh->groups > 1, nd = (int)sh->nsd + 2 + g;
+  dnnl_dims_t       dims;
+  dnnl_format_tag_t tag = sh->nsd == 2 ? (g ? dnnl_gohwi : dnnl_ohwi) : (g ? dnnl_godhwi : dnnl_odhwi);
+
+  PetscFunctionBegin;
+  if (g) dims[0] = sh->groups;
+  dims[g]     = sh->cout / sh->groups;
+  dims[g + 1] = sh->cin / sh->groups;
+  for (PetscInt d = 0; d < sh->nsd; d++) dims[g + 2 + d] = sh->k[d];
+  PetNetCallDNNL(dnnl_memory_desc_init_by_tag(md, nd, dims, type, any ? dnnl_format_tag_any : tag));
+  PetscFunctionReturn(0);
+}
+
+/*
+  The primitive descriptor of a convolution op for a key (the table at the top); *pd NULL when oneDNN refuses it. The
+  padding after each dim is what the output size implies: (out - 1) stride + (k - 1) dilation + 1 - in - pad (it is
+  the padding before when both ends are padded alike, less when the stride skips the last input points).
+*/
+static PetscErrorCode PetNetOneDNNConvCreateDesc(PetNetGemmBackend backend, PetNetOneDNNOp op, const PetNetOneDNNConvShape *sh, float beta, dnnl_primitive_desc_t *pd)
+{
+  const dnnl_data_type_t  in    = backend == PETNET_GEMM_ONEDNN_BF16 ? dnnl_bf16 : dnnl_f32;
+  const int               nd    = (int)sh->nsd + 2;
+  const dnnl_format_tag_t tag   = sh->nsd == 2 ? dnnl_nhwc : dnnl_ndhwc;
+  const dnnl_dims_t       bdims = {sh->cout};
+  dnnl_dims_t             sdims, ddims, strides, dilates, padl, padr;
+  dnnl_memory_desc_t      xin, xf, yin, yf, win, wf, bmd;
+  dnnl_convolution_desc_t fdesc, desc;
+  dnnl_primitive_attr_t   attr;
+  dnnl_post_ops_t         ops  = NULL;
+  dnnl_primitive_desc_t   hint = NULL;
+  dnnl_status_t           st;
+
+  PetscFunctionBegin;
+  *pd      = NULL;
+  sdims[0] = ddims[0] = sh->n;
+  sdims[1]            = sh->cin;
+  ddims[1]            = sh->cout;
+  for (PetscInt d = 0; d < sh->nsd; d++) {
+    sdims[2 + d] = sh->in[d];
+    ddims[2 + d] = sh->out[d];
+    strides[d]   = sh->stride[d];
+    dilates[d]   = sh->dilation[d] - 1;
+    padl[d]      = sh->pad[d];
+    padr[d]      = (sh->out[d] - 1) * sh->stride[d] + (sh->k[d] - 1) * sh->dilation[d] + 1 - sh->in[d] - sh->pad[d];
+  }
+  PetNetCallDNNL(dnnl_memory_desc_init_by_tag(&xin, nd, sdims, in, tag));
+  PetNetCallDNNL(dnnl_memory_desc_init_by_tag(&xf, nd, sdims, dnnl_f32, tag));
+  PetNetCallDNNL(dnnl_memory_desc_init_by_tag(&yin, nd, ddims, in, tag));
+  PetNetCallDNNL(dnnl_memory_desc_init_by_tag(&yf, nd, ddims, dnnl_f32, tag));
+  PetscCall(PetNetOneDNNConvWeightsDesc(sh, in, PETSC_TRUE, &win));
+  PetscCall(PetNetOneDNNConvWeightsDesc(sh, dnnl_f32, PETSC_TRUE, &wf));
+  PetNetCallDNNL(dnnl_memory_desc_init_by_tag(&bmd, 1, bdims, dnnl_f32, dnnl_a));
+  /* the forward's descriptor: the op itself, or the backward ops' hint; a geometry oneDNN does not take is a refusal */
+  st = dnnl_dilated_convolution_forward_desc_init(&fdesc, dnnl_forward_training, dnnl_convolution_direct, &xin, &win, sh->bias ? &bmd : NULL, &yf, strides, dilates, padl, padr);
+  if (st != dnnl_success) PetscFunctionReturn(0);
+  PetNetCallDNNL(dnnl_primitive_attr_create(&attr));
+  PetNetCallDNNL(dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user));
+  if (op == PETNET_ONEDNN_CONV_FORWARD) {
+    if (beta != 0) {
+      PetNetCallDNNL(dnnl_post_ops_create(&ops));
+      PetNetCallDNNL(dnnl_post_ops_append_sum(ops, beta));
+      PetNetCallDNNL(dnnl_primitive_attr_set_post_ops(attr, ops));
+    }
+    st = dnnl_primitive_desc_create(pd, &fdesc, attr, PetNetOneDNN.engine, NULL);
+  } else {
+    st = dnnl_primitive_desc_create(&hint, &fdesc, NULL, PetNetOneDNN.engine, NULL);
+    if (st == dnnl_success) {
+      if (op == PETNET_ONEDNN_CONV_BACKWARD_DATA)
+        st = dnnl_dilated_convolution_backward_data_desc_init(&desc, dnnl_convolution_direct, &xf, &win, &yin, strides, dilates, padl, padr);
+      else
+        st = dnnl_dilated_convolution_backward_weights_desc_init(&desc, dnnl_convolution_direct, &xin, &wf, sh->bias ? &bmd : NULL, &yin, strides, dilates, padl, padr);
+    }
+    if (st == dnnl_success) st = dnnl_primitive_desc_create(pd, &desc, attr, PetNetOneDNN.engine, hint);
+    if (hint) PetNetCallDNNL(dnnl_primitive_desc_destroy(hint));
+  }
+  if (ops) PetNetCallDNNL(dnnl_post_ops_destroy(ops));
+  PetNetCallDNNL(dnnl_primitive_attr_destroy(attr));
+  if (st != dnnl_success) *pd = NULL; /* unimplemented, or arguments oneDNN refuses for this shape: native */
+  PetscFunctionReturn(0);
+}
+
+/*
+  The primitive descriptor of an average pooling (PyTorch's count_include_pad: oneDNN's avg_include_padding) for a
+  key whose cin is the channels, k the window, stride and pad its own (dilation 1); f32 data in nhwc whatever the
+  precision (PetNet's float kernels average float values in bfloat16 too); *pd NULL when oneDNN refuses it
+*/
+static PetscErrorCode PetNetOneDNNPoolCreateDesc(PetNetOneDNNOp op, const PetNetOneDNNConvShape *sh, dnnl_primitive_desc_t *pd)
+{
+  const int               nd  = (int)sh->nsd + 2;
+  const dnnl_format_tag_t tag = sh->nsd == 2 ? dnnl_nhwc : dnnl_ndhwc;
+  dnnl_dims_t             sdims, ddims, strides, kernel, padl, padr;
+  dnnl_memory_desc_t      xmd, ymd;
+  dnnl_pooling_desc_t     fdesc, bdesc;
+  dnnl_primitive_attr_t   attr;
+  dnnl_primitive_desc_t   hint = NULL;
+  dnnl_status_t           st;
+
+  PetscFunctionBegin;
+  *pd      = NULL;
+  sdims[0] = ddims[0] = sh->n;
+  sdims[1] = ddims[1] = sh->cin;
+  for (PetscInt d = 0; d < sh->nsd; d++) {
+    sdims[2 + d] = sh->in[d];
+    ddims[2 + d] = sh->out[d];
+    strides[d]   = sh->stride[d];
+    kernel[d]    = sh->k[d];
+    padl[d]      = sh->pad[d];
+    padr[d]      = (sh->out[d] - 1) * sh->stride[d] + sh->k[d] - sh->in[d] - sh->pad[d];
+  }
+  PetNetCallDNNL(dnnl_memory_desc_init_by_tag(&xmd, nd, sdims, dnnl_f32, tag));
+  PetNetCallDNNL(dnnl_memory_desc_init_by_tag(&ymd, nd, ddims, dnnl_f32, tag));
+  st = dnnl_pooling_forward_desc_init(&fdesc, dnnl_forward_training, dnnl_pooling_avg_include_padding, &xmd, &ymd, strides, kernel, padl, padr);
+  if (st != dnnl_success) PetscFunctionReturn(0);
+  PetNetCallDNNL(dnnl_primitive_attr_create(&attr));
+  PetNetCallDNNL(dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user));
+  if (op == PETNET_ONEDNN_AVGPOOL_FORWARD)
+    st = dnnl_primitive_desc_create(pd, &fdesc, attr, PetNetOneDNN.engine, NULL);
+  else {
+    st = dnnl_primitive_desc_create(&hint, &fdesc, NULL, PetNetOneDNN.engine, NULL);
+    if (st == dnnl_success) st = dnnl_pooling_backward_desc_init(&bdesc, dnnl_pooling_avg_include_padding, &xmd, &ymd, strides, kernel, padl, padr);
+    if (st == dnnl_success) st = dnnl_primitive_desc_create(pd, &bdesc, attr, PetNetOneDNN.engine, hint);
+    if (hint) PetNetCallDNNL(dnnl_primitive_desc_destroy(hint));
+  }
+  PetNetCallDNNL(dnnl_primitive_attr_destroy(attr));
+  if (st != dnnl_success) *pd = NULL;
+  PetscFunctionReturn(0);
+}
+
+/* the cached entry of a convolution key, created (its decision and its weights' reorder recorded) at the first call */
+static PetscErrorCode PetNetOneDNNGetConvEntry(PetNetGemmBackend backend, PetNetOneDNNOp op, const PetNetOneDNNConvShape *sh, float beta, PetNetOneDNNEntry **entry)
+{
+  const int             threads = PetNetThreads();
+  PetNetOneDNNEntry    *e;
+  dnnl_primitive_desc_t pd   = NULL;
+  const char           *impl = "none";
+  char                  geom[256];
+
+  PetscFunctionBegin;
+  for (PetscInt i = 0; i < PetNetOneDNN.nentries; i++) {
+    e = &PetNetOneDNN.entries[i];
+    if (e->op == op && e->backend == backend && e->beta == beta && e->threads == threads && PetNetOneDNNConvSame(&e->conv, sh)) {
+      *entry = e;
+      PetscFunctionReturn(0);
+    }
+  }
+  PetscCall(PetNetOneDNNNewEntry(&e));
+  e->op = op, e->conv = *sh, e->backend = backend, e->beta = beta, e->threads = threads;
+  if (PetNetOneDNNIsPool(op))
+    PetscCall(PetNetOneDNNPoolCreateDesc(op, sh, &pd));
+  else
+    PetscCall(PetNetOneDNNConvCreateDesc(backend, op, sh, beta, &pd));
+  if (pd) PetNetCallDNNL(dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, (void *)&impl));
+  e->native = (PetscBool)(!pd || !strncmp(impl, "ref", 3));
+  PetscCall(PetscSNPrintf(geom, sizeof(geom),
+                          "n %" PetscInt_FMT " in %" PetscInt_FMT "x%" PetscInt_FMT "x%" PetscInt_FMT " out %" PetscInt_FMT "x%" PetscInt_FMT "x%" PetscInt_FMT " k %" PetscInt_FMT " stride %" PetscInt_FMT " pad %" PetscInt_FMT
+                          " dilation %" PetscInt_FMT " groups %" PetscInt_FMT,
+                          sh->n, sh->in[0], sh->in[1], sh->cin, sh->out[0], sh->out[1], sh->cout, sh->k[0], sh->stride[0], sh->pad[0], sh->dilation[0], sh->groups));
+  PetscCall(PetscInfo(NULL, "oneDNN %s %s %s%s%s on %d threads: %s%s\n", PetNetOneDNNOps[op], backend == PETNET_GEMM_ONEDNN_BF16 ? "bf16" : "f32", geom, sh->bias ? " bias" : "", beta != 0 ? " sum" : "", threads, impl,
+                      e->native ? " (falls back to native)" : ""));
+  if (!e->native && PetNetOneDNNIsPool(op)) { /* src (x or dx) and dst (y or dy), no weights */
+    PetNetCallDNNL(dnnl_primitive_create(&e->prim, pd));
+    PetNetCallDNNL(dnnl_memory_create(&e->src, dnnl_primitive_desc_query_md(pd, op == PETNET_ONEDNN_AVGPOOL_FORWARD ? dnnl_query_src_md : dnnl_query_diff_src_md, 0), PetNetOneDNN.engine, DNNL_MEMORY_NONE));
+    PetNetCallDNNL(dnnl_memory_create(&e->dst, dnnl_primitive_desc_query_md(pd, op == PETNET_ONEDNN_AVGPOOL_FORWARD ? dnnl_query_dst_md : dnnl_query_diff_dst_md, 0), PetNetOneDNN.engine, DNNL_MEMORY_NONE));
+    PetscCall(PetNetOneDNNEntryScratchpad(e, pd));
+  } else if (!e->native) {
+    const dnnl_query_t        wq   = op == PETNET_ONEDNN_CONV_BACKWARD_WEIGHTS ? dnnl_query_diff_weights_md : dnnl_query_weights_md;
+    const dnnl_memory_desc_t *pwmd = dnnl_primitive_desc_query_md(pd, wq, 0);
+    dnnl_memory_desc_t        uwmd;
+
+    PetNetCallDNNL(dnnl_primitive_create(&e->prim, pd));
+    PetNetCallDNNL(dnnl_memory_create(&e->src, dnnl_primitive_desc_query_md(pd, op == PETNET_ONEDNN_CONV_BACKWARD_DATA ? dnnl_query_diff_src_md : dnnl_query_src_md, 0), PetNetOneDNN.engine, DNNL_MEMORY_NONE));
+    PetNetCallDNNL(dnnl_memory_create(&e->wei, pwmd, PetNetOneDNN.engine, DNNL_MEMORY_NONE));
+    PetNetCallDNNL(dnnl_memory_create(&e->dst, dnnl_primitive_desc_query_md(pd, op == PETNET_ONEDNN_CONV_FORWARD ? dnnl_query_dst_md : dnnl_query_diff_dst_md, 0), PetNetOneDNN.engine, DNNL_MEMORY_NONE));
+    if (sh->bias && op != PETNET_ONEDNN_CONV_BACKWARD_DATA) PetNetCallDNNL(dnnl_memory_create(&e->bia, dnnl_primitive_desc_query_md(pd, wq, 1), PetNetOneDNN.engine, DNNL_MEMORY_NONE));
+    PetscCall(PetNetOneDNNEntryScratchpad(e, pd));
+    /* PetNet's weights, and the reorder to (from, for dW) the primitive's layout when it is another */
+    PetscCall(PetNetOneDNNConvWeightsDesc(sh, dnnl_f32, PETSC_FALSE, &uwmd));
+    if (!dnnl_memory_desc_equal(&uwmd, pwmd)) {
+      dnnl_primitive_desc_t rpd;
+
+      PetNetCallDNNL(dnnl_memory_create(&e->uwei, &uwmd, PetNetOneDNN.engine, DNNL_MEMORY_NONE));
+      if (op == PETNET_ONEDNN_CONV_BACKWARD_WEIGHTS)
+        PetNetCallDNNL(dnnl_reorder_primitive_desc_create(&rpd, pwmd, PetNetOneDNN.engine, &uwmd, PetNetOneDNN.engine, NULL));
+      else
+        PetNetCallDNNL(dnnl_reorder_primitive_desc_create(&rpd, &uwmd, PetNetOneDNN.engine, pwmd, PetNetOneDNN.engine, NULL));
+      PetNetCallDNNL(dnnl_primitive_create(&e->reorder, rpd));
+      PetNetCallDNNL(dnnl_primitive_desc_destroy(rpd));
+      e->weisize = dnnl_memory_desc_get_size(pwmd);
+      if (e->weisize > PetNetOneDNN.wbufsize) {
+        PetscCall(PetscFree(PetNetOneDNN.wbuf));
+        PetscCall(PetscMalloc1(e->weisize + 64, &PetNetOneDNN.wbuf));
+        PetNetOneDNN.wbufsize = e->weisize;
+      }
+    }
+  }
+  if (pd) PetNetCallDNNL(dnnl_primitive_desc_destroy(pd));
+  *entry = e;
+  PetscFunctionReturn(0);
+}
+
+/*
+  runs a convolution entry on the data of its roles (the table at the top): src (x, or dx written), wei (W, or dW
+  written, in PetNet's layout), bia (b, db written, or NULL), dst (y written, or dy); the weights go through the
+  entry's reorder, before the primitive (W) or after it (dW)
+*/
+static PetscErrorCode PetNetOneDNNConvExecute(PetNetOneDNNEntry *e, const void *src, const float *wei, const float *bia, const void *dst)
+{
+  const PetNetOneDNNOp op = e->op;
+  void                *w  = e->reorder ? PetNetOneDNNAligned(PetNetOneDNN.wbuf) : (void *)wei;
+  dnnl_exec_arg_t      args[5], rargs[2];
+  int                  nargs = 0;
+
+  PetscFunctionBegin;
+  PetNetCallDNNL(dnnl_memory_set_data_handle(e->src, (void *)src));
+  PetNetCallDNNL(dnnl_memory_set_data_handle(e->wei, w));
+  PetNetCallDNNL(dnnl_memory_set_data_handle(e->dst, (void *)dst));
+  args[nargs++] = (dnnl_exec_arg_t){op == PETNET_ONEDNN_CONV_BACKWARD_DATA ? DNNL_ARG_DIFF_SRC : DNNL_ARG_SRC, e->src};
+  args[nargs++] = (dnnl_exec_arg_t){op == PETNET_ONEDNN_CONV_BACKWARD_WEIGHTS ? DNNL_ARG_DIFF_WEIGHTS : DNNL_ARG_WEIGHTS, e->wei};
+  args[nargs++] = (dnnl_exec_arg_t){op == PETNET_ONEDNN_CONV_FORWARD ? DNNL_ARG_DST : DNNL_ARG_DIFF_DST, e->dst};
+  if (e->bia && bia) {
+    PetNetCallDNNL(dnnl_memory_set_data_handle(e->bia, (void *)bia));
+    args[nargs++] = (dnnl_exec_arg_t){op == PETNET_ONEDNN_CONV_BACKWARD_WEIGHTS ? DNNL_ARG_DIFF_BIAS : DNNL_ARG_BIAS, e->bia};
+  }
+  if (e->pad) {
+    PetNetCallDNNL(dnnl_memory_set_data_handle(e->pad, PetNetOneDNNAligned(PetNetOneDNN.pad)));
+    args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, e->pad};
+  }
+  if (e->reorder) {
+    PetNetCallDNNL(dnnl_memory_set_data_handle(e->uwei, (void *)wei));
+    rargs[0] = (dnnl_exec_arg_t){DNNL_ARG_FROM, op == PETNET_ONEDNN_CONV_BACKWARD_WEIGHTS ? e->wei : e->uwei};
+    rargs[1] = (dnnl_exec_arg_t){DNNL_ARG_TO, op == PETNET_ONEDNN_CONV_BACKWARD_WEIGHTS ? e->uwei : e->wei};
+  }
+  if (e->reorder && op != PETNET_ONEDNN_CONV_BACKWARD_WEIGHTS) PetNetCallDNNL(dnnl_primitive_execute(e->reorder, PetNetOneDNN.stream, 2, rargs));
+  PetNetCallDNNL(dnnl_primitive_execute(e->prim, PetNetOneDNN.stream, nargs, args));
+  if (e->reorder && op == PETNET_ONEDNN_CONV_BACKWARD_WEIGHTS) PetNetCallDNNL(dnnl_primitive_execute(e->reorder, PetNetOneDNN.stream, 2, rargs));
+  PetNetCallDNNL(dnnl_stream_wait(PetNetOneDNN.stream));
+  PetscFunctionReturn(0);
+}
+
+/* the entry of a key that PetNetOneDNNConvAvailable() accepted: a native one here is the caller's error */
+static PetscErrorCode PetNetOneDNNConvEntry(PetNetGemmBackend backend, PetNetOneDNNOp op, const PetNetOneDNNConvShape *sh, float beta, PetNetOneDNNEntry **e)
+{
+  PetscFunctionBegin;
+  PetscCall(PetNetOneDNNInitialize());
+  PetscCall(PetNetOneDNNGetConvEntry(backend, op, sh, beta, e));
+  PetscCheck(!(*e)->native, PETSC_COMM_SELF, PETSC_ERR_PLIB, "oneDNN %s: this shape falls back to native: ask PetNetOneDNNConvAvailable() before calling it", PetNetOneDNNOps[op]);
+  PetscFunctionReturn(0);
+}
+
+/* bfloat16: n samples of size values each rounded into the module's buffer buf (a16 or b16); f32: X itself */
+static PetscErrorCode PetNetOneDNNConvOperand(PetNetGemmBackend backend, PetscInt n, PetscInt size, const float *X, uint16_t **buf, size_t *len, const void **op)
+{
+  PetscFunctionBegin;
+  *op = X;
+  if (backend == PETNET_GEMM_ONEDNN_BF16) {
+    PetscCall(PetNetOneDNNRoundBF16(size, n, X, size, buf, len));
+    *op = *buf;
+  }
+  PetscFunctionReturn(0);
+}
 #endif
 
 /*
@@ -270,6 +595,39 @@ PetscErrorCode PetNetOneDNNProbe(PetNetGemmBackend backend, PetscInt m, PetscInt
     PetscCall(PetNetOneDNNInitialize());
     saved = PetNetOneDNNThreadsPush();
     PetscCall(PetNetOneDNNCreateDesc(backend, 'N', 'N', m, n, k, m, k, m, 0, PETSC_FALSE, &pd));
+    PetNetOneDNNThreadsPop(saved);
+    if (pd) {
+      PetNetCallDNNL(dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, (void *)&name));
+      PetscCall(PetscStrncpy(impl, name, len));
+      PetNetCallDNNL(dnnl_primitive_desc_destroy(pd));
+    }
+  }
+#endif
+  PetscFunctionReturn(0);
+}
+
+/*
+  the implementation oneDNN picks on this CPU for a forward convolution of the backend's type on the shape of the CNN's
+  second layer (128 samples, 14x14x32 -> 12x12x64, 3x3, the bias): e.g. "jit:avx2", "brgconv:avx512_core_amx"; "none"
+  when it implements none; "ref" ones fall back (the view)
+*/
+PetscErrorCode PetNetOneDNNConvProbe(PetNetGemmBackend backend, char *impl, size_t len)
+{
+  PetscFunctionBegin;
+  PetscCall(PetscStrncpy(impl, "none", len));
+#if defined(PETNET_HAVE_ONEDNN)
+  if (backend != PETNET_GEMM_NATIVE) {
+    PetNetOneDNNConvShape sh;
+    dnnl_primitive_desc_t pd;
+    const char           *name;
+    int                   saved;
+
+    PetscCall(PetscMemzero(&sh, sizeof(sh)));
+    sh.nsd = 2, sh.n = 128, sh.cin = 32, sh.cout = 64, sh.groups = 1, sh.bias = PETSC_TRUE;
+    for (PetscInt d = 0; d < 2; d++) sh.in[d] = 14, sh.out[d] = 12, sh.k[d] = 3, sh.stride[d] = 1, sh.dilation[d] = 1;
+    PetscCall(PetNetOneDNNInitialize());
+    saved = PetNetOneDNNThreadsPush();
+    PetscCall(PetNetOneDNNConvCreateDesc(backend, PETNET_ONEDNN_CONV_FORWARD, &sh, 0, &pd));
     PetNetOneDNNThreadsPop(saved);
     if (pd) {
       PetNetCallDNNL(dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, (void *)&name));
@@ -348,7 +706,7 @@ PetscErrorCode PetNetOneDNNMatmul(PetNetGemmBackend backend, char ta, char tb, P
       args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, e->bia};
     }
     if (e->pad) {
-      PetNetCallDNNL(dnnl_memory_set_data_handle(e->pad, PetNetOneDNN.pad + (64 - (size_t)PetNetOneDNN.pad % 64) % 64));
+      PetNetCallDNNL(dnnl_memory_set_data_handle(e->pad, PetNetOneDNNAligned(PetNetOneDNN.pad)));
       args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, e->pad};
     }
     PetNetCallDNNL(dnnl_primitive_execute(e->prim, PetNetOneDNN.stream, nargs, args));
@@ -356,6 +714,171 @@ PetscErrorCode PetNetOneDNNMatmul(PetNetGemmBackend backend, char ta, char tb, P
     PetNetOneDNNThreadsPop(saved);
     *done = PETSC_TRUE;
   }
+#endif
+  PetscFunctionReturn(0);
+}
+
+/*
+  *ok PETSC_TRUE when oneDNN has a kernel worth running (not its reference loops) for every op a convolution layer of
+  this shape runs in the backend's type: forward with the shape's bias, forward without bias with a sum post-op (jvp's
+  second term), backward data and backward weights. The entries are created (and recorded by -info) at the first
+  call; a layer runs all its ops on oneDNN or none, so that a backward never meets another kernel's forward state.
+*/
+PetscErrorCode PetNetOneDNNConvAvailable(PetNetGemmBackend backend, const PetNetOneDNNConvShape *sh, PetscBool *ok)
+{
+  PetscFunctionBegin;
+  *ok = PETSC_FALSE;
+  if (backend == PETNET_GEMM_NATIVE || !sh->n) PetscFunctionReturn(0);
+#if defined(PETNET_HAVE_ONEDNN)
+  {
+    const PetNetOneDNNOp  ops[4]   = {PETNET_ONEDNN_CONV_FORWARD, PETNET_ONEDNN_CONV_FORWARD, PETNET_ONEDNN_CONV_BACKWARD_DATA, PETNET_ONEDNN_CONV_BACKWARD_WEIGHTS};
+    const float           betas[4] = {0, 1, 0, 0};
+    PetNetOneDNNConvShape nobias   = *sh;
+    PetNetOneDNNEntry    *e;
+    int                   saved;
+
+    nobias.bias = PETSC_FALSE;
+    PetscCall(PetNetOneDNNInitialize());
+    saved = PetNetOneDNNThreadsPush();
+    *ok   = PETSC_TRUE;
+    for (PetscInt i = 0; i < 4 && *ok; i++) {
+      PetscCall(PetNetOneDNNGetConvEntry(backend, ops[i], i == 1 ? &nobias : sh, betas[i], &e));
+      *ok = (PetscBool)!e->native;
+    }
+    PetNetOneDNNThreadsPop(saved);
+  }
+#endif
+  PetscFunctionReturn(0);
+}
+
+/*
+  y = conv(x; W) + b + beta y (b NULL: none; beta 0 or 1, the latter jvp's sum), through oneDNN: x [n][in][cin], y
+  [n][out][cout] channels last, W [cout][k][cin/G] and b [cout] float (bfloat16: x and W rounded to it, y float).
+  The key must be one PetNetOneDNNConvAvailable() accepted (sh->bias says whether b is given).
+*/
+PetscErrorCode PetNetOneDNNConvForward(PetNetGemmBackend backend, const PetNetOneDNNConvShape *sh, const float *x, const float *W, const float *b, float beta, float *y)
+{
+  PetscFunctionBegin;
+#if defined(PETNET_HAVE_ONEDNN)
+  {
+    PetNetOneDNNEntry *e;
+    const void        *src;
+    PetscInt           insize = sh->cin;
+    int                saved  = PetNetOneDNNThreadsPush();
+
+    for (PetscInt d = 0; d < sh->nsd; d++) insize *= sh->in[d];
+    PetscCall(PetNetOneDNNConvEntry(backend, PETNET_ONEDNN_CONV_FORWARD, sh, beta, &e));
+    PetscCall(PetNetOneDNNConvOperand(backend, sh->n, insize, x, &PetNetOneDNN.a16, &PetNetOneDNN.na16, &src));
+    PetscCall(PetNetOneDNNConvExecute(e, src, W, b, y));
+    PetNetOneDNNThreadsPop(saved);
+  }
+#else
+  SETERRQ(PETSC_COMM_SELF, PETSC_ERR_SUP, "oneDNN convolution: this PetNet was built without oneDNN; use -net_backend native");
+#endif
+  PetscFunctionReturn(0);
+}
+
+/* dx = the convolution's transpose applied to dy (overwritten; the shapes of PetNetOneDNNConvForward()), through oneDNN */
+PetscErrorCode PetNetOneDNNConvBackwardData(PetNetGemmBackend backend, const PetNetOneDNNConvShape *sh, const float *W, const float *dy, float *dx)
+{
+  PetscFunctionBegin;
+#if defined(PETNET_HAVE_ONEDNN)
+  {
+    PetNetOneDNNEntry *e;
+    const void        *ddst;
+    PetscInt           outsize = sh->cout;
+    int                saved   = PetNetOneDNNThreadsPush();
+
+    for (PetscInt d = 0; d < sh->nsd; d++) outsize *= sh->out[d];
+    PetscCall(PetNetOneDNNConvEntry(backend, PETNET_ONEDNN_CONV_BACKWARD_DATA, sh, 0, &e));
+    PetscCall(PetNetOneDNNConvOperand(backend, sh->n, outsize, dy, &PetNetOneDNN.b16, &PetNetOneDNN.nb16, &ddst));
+    PetscCall(PetNetOneDNNConvExecute(e, dx, W, NULL, ddst));
+    PetNetOneDNNThreadsPop(saved);
+  }
+#else
+  SETERRQ(PETSC_COMM_SELF, PETSC_ERR_SUP, "oneDNN convolution: this PetNet was built without oneDNN; use -net_backend native");
+#endif
+  PetscFunctionReturn(0);
+}
+
+/* dW = sum over the batch of x against dy, db = sum of dy (both overwritten, float, W's layout; db NULL without a bias), through oneDNN */
+PetscErrorCode PetNetOneDNNConvBackwardWeights(PetNetGemmBackend backend, const PetNetOneDNNConvShape *sh, const float *x, const float *dy, float *dW, float *db)
+{
+  PetscFunctionBegin;
+#if defined(PETNET_HAVE_ONEDNN)
+  {
+    PetNetOneDNNEntry *e;
+    const void        *src, *ddst;
+    PetscInt           insize = sh->cin, outsize = sh->cout;
+    int                saved = PetNetOneDNNThreadsPush();
+
+    for (PetscInt d = 0; d < sh->nsd; d++) insize *= sh->in[d], outsize *= sh->out[d];
+    PetscCall(PetNetOneDNNConvEntry(backend, PETNET_ONEDNN_CONV_BACKWARD_WEIGHTS, sh, 0, &e));
+    PetscCall(PetNetOneDNNConvOperand(backend, sh->n, insize, x, &PetNetOneDNN.a16, &PetNetOneDNN.na16, &src));
+    PetscCall(PetNetOneDNNConvOperand(backend, sh->n, outsize, dy, &PetNetOneDNN.b16, &PetNetOneDNN.nb16, &ddst));
+    PetscCall(PetNetOneDNNConvExecute(e, src, dW, db, ddst));
+    PetNetOneDNNThreadsPop(saved);
+  }
+#else
+  SETERRQ(PETSC_COMM_SELF, PETSC_ERR_SUP, "oneDNN convolution: this PetNet was built without oneDNN; use -net_backend native");
+#endif
+  PetscFunctionReturn(0);
+}
+
+/*
+  Average pooling (avgpool's float kernels, count_include_pad): the key is a PetNetOneDNNConvShape with cin = cout the
+  channels, k the window, stride and pad the pooling's (dilation 1, groups 1, no bias); f32 in every precision.
+  *ok: oneDNN has a kernel worth running for both its forward and backward (a layer runs both on it or neither).
+*/
+PetscErrorCode PetNetOneDNNAvgPoolAvailable(PetNetGemmBackend backend, const PetNetOneDNNConvShape *sh, PetscBool *ok)
+{
+  PetscFunctionBegin;
+  *ok = PETSC_FALSE;
+  if (backend == PETNET_GEMM_NATIVE || !sh->n) PetscFunctionReturn(0);
+#if defined(PETNET_HAVE_ONEDNN)
+  {
+    PetNetOneDNNEntry *e;
+    int                saved;
+
+    PetscCall(PetNetOneDNNInitialize());
+    saved = PetNetOneDNNThreadsPush();
+    PetscCall(PetNetOneDNNGetConvEntry(PETNET_GEMM_ONEDNN_F32, PETNET_ONEDNN_AVGPOOL_FORWARD, sh, 0, &e));
+    *ok = (PetscBool)!e->native;
+    if (*ok) {
+      PetscCall(PetNetOneDNNGetConvEntry(PETNET_GEMM_ONEDNN_F32, PETNET_ONEDNN_AVGPOOL_BACKWARD, sh, 0, &e));
+      *ok = (PetscBool)!e->native;
+    }
+    PetNetOneDNNThreadsPop(saved);
+  }
+#endif
+  PetscFunctionReturn(0);
+}
+
+/* y = A x (adjoint false) or x = A^T y (adjoint, x overwritten): the average pooling of a key PetNetOneDNNAvgPoolAvailable() accepted */
+PetscErrorCode PetNetOneDNNAvgPool(const PetNetOneDNNConvShape *sh, PetscBool adjoint, float *x, float *y)
+{
+  PetscFunctionBegin;
+#if defined(PETNET_HAVE_ONEDNN)
+  {
+    PetNetOneDNNEntry *e;
+    dnnl_exec_arg_t    args[3];
+    int                nargs = 0, saved = PetNetOneDNNThreadsPush();
+
+    PetscCall(PetNetOneDNNConvEntry(PETNET_GEMM_ONEDNN_F32, adjoint ? PETNET_ONEDNN_AVGPOOL_BACKWARD : PETNET_ONEDNN_AVGPOOL_FORWARD, sh, 0, &e));
+    PetNetCallDNNL(dnnl_memory_set_data_handle(e->src, x));
+    PetNetCallDNNL(dnnl_memory_set_data_handle(e->dst, y));
+    args[nargs++] = (dnnl_exec_arg_t){adjoint ? DNNL_ARG_DIFF_SRC : DNNL_ARG_SRC, e->src};
+    args[nargs++] = (dnnl_exec_arg_t){adjoint ? DNNL_ARG_DIFF_DST : DNNL_ARG_DST, e->dst};
+    if (e->pad) {
+      PetNetCallDNNL(dnnl_memory_set_data_handle(e->pad, PetNetOneDNNAligned(PetNetOneDNN.pad)));
+      args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, e->pad};
+    }
+    PetNetCallDNNL(dnnl_primitive_execute(e->prim, PetNetOneDNN.stream, nargs, args));
+    PetNetCallDNNL(dnnl_stream_wait(PetNetOneDNN.stream));
+    PetNetOneDNNThreadsPop(saved);
+  }
+#else
+  SETERRQ(PETSC_COMM_SELF, PETSC_ERR_SUP, "oneDNN pooling: this PetNet was built without oneDNN; use -net_backend native");
 #endif
   PetscFunctionReturn(0);
 }

@@ -12,6 +12,23 @@
     PETNET_GEMM_ONEDNN_F32    oneDNN matmul on float operands, float accumulation
     PETNET_GEMM_ONEDNN_BF16   oneDNN matmul on bfloat16 operands (each rounded to nearest even from the float the
                               caller holds: exact for values stored in bfloat16), float accumulation and float output
+
+  Convolutions (conv2d's float kernels, src/layers/impls/conv/convonednn.c) go through the same engine, stream, cache
+  and scratchpad: forward (the bias fused, and beta dst added as a sum post-op), backward data and backward weights
+  (with the bias gradient), keyed by (op, backend, PetNetOneDNNConvShape, beta, threads). PetNet's layouts, channels
+  last, are oneDNN's tags:
+
+    x, y, dx, dy   [n][H][W][C]          nhwc   (ndhwc in 3-D)
+    W, dW          [Cout][KH][KW][Cg]    ohwi   (gohwi with G > 1: group g holds output channels g Cout/G ...)
+    b, db          [Cout]                a
+
+  The data are given to oneDNN as they lie. The weights are given to the primitive in the layout oneDNN picks for the
+  shape (format any: its jit kernels block them, e.g. OIhw8i8o), through a reorder primitive cached with the
+  convolution's (made once, run once per call: once per forward pass, not per sample); in bfloat16 the same reorder
+  rounds W to bfloat16 and x, dy are rounded into this module's buffers.
+
+  Average pooling (avgpool's float kernels) uses the same cache with the same key type (cin the channels, k the
+  window): forward and backward primitives on f32 nhwc data (PetNetOneDNNAvgPoolAvailable(), PetNetOneDNNAvgPool()).
 */
 #pragma once
 
@@ -22,4 +39,21 @@ typedef enum { PETNET_GEMM_NATIVE, PETNET_GEMM_ONEDNN_F32, PETNET_GEMM_ONEDNN_BF
 PETSC_INTERN PetscBool      PetNetOneDNNAvailable(void);
 PETSC_INTERN PetscErrorCode PetNetOneDNNMatmul(PetNetGemmBackend, char, char, PetscInt, PetscInt, PetscInt, const float *, PetscInt, const float *, PetscInt, float, float *, PetscInt, const float *, PetscBool *);
 PETSC_INTERN PetscErrorCode PetNetOneDNNVersion(char *, size_t);
+/* a convolution's geometry (the key of its primitives, with the op, backend, beta and threads); zero what is unused */
+typedef struct {
+  PetscInt  nsd;                     /* spatial dims: 2 or 3 */
+  PetscInt  n, cin, cout, groups;    /* samples, input and output channels, groups */
+  PetscInt  in[3], out[3];           /* spatial sizes, slowest first (h, w or d, h, w) */
+  PetscInt  k[3], stride[3], pad[3]; /* kernel, stride, padding before each dim (after: what out[] implies) */
+  PetscInt  dilation[3];             /* 1: none (PetNet's and PyTorch's convention, oneDNN's plus 1) */
+  PetscBool bias;
+} PetNetOneDNNConvShape;
+
+PETSC_INTERN PetscErrorCode PetNetOneDNNConvProbe(PetNetGemmBackend, char *, size_t);
+PETSC_INTERN PetscErrorCode PetNetOneDNNConvAvailable(PetNetGemmBackend, const PetNetOneDNNConvShape *, PetscBool *);
+PETSC_INTERN PetscErrorCode PetNetOneDNNConvForward(PetNetGemmBackend, const PetNetOneDNNConvShape *, const float *, const float *, const float *, float, float *);
+PETSC_INTERN PetscErrorCode PetNetOneDNNConvBackwardData(PetNetGemmBackend, const PetNetOneDNNConvShape *, const float *, const float *, float *);
+PETSC_INTERN PetscErrorCode PetNetOneDNNConvBackwardWeights(PetNetGemmBackend, const PetNetOneDNNConvShape *, const float *, const float *, float *, float *);
+PETSC_INTERN PetscErrorCode PetNetOneDNNAvgPoolAvailable(PetNetGemmBackend, const PetNetOneDNNConvShape *, PetscBool *);
+PETSC_INTERN PetscErrorCode PetNetOneDNNAvgPool(const PetNetOneDNNConvShape *, PetscBool, float *, float *);
 PETSC_INTERN PetscErrorCode PetNetOneDNNProbe(PetNetGemmBackend, PetscInt, PetscInt, PetscInt, char *, size_t);

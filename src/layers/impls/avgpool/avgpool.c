@@ -7,9 +7,12 @@
     y   [n][Do][Ho][Wo][C]     y[s][od][oh][ow][c] = sum over the window of x[s][id][ih][iw][c] / (kd kh kw)
 
   The kernel and the forward, backward and jvp around it are written once (avgpoolkernels.h) for double and float
-  values (float: forwardsingle, backwardsingle, jvpsingle, a Net at -net_precision single or bfloat16).
+  values (float: forwardsingle, backwardsingle, jvpsingle, a Net at -net_precision single or bfloat16; with
+  -net_backend onednn they run oneDNN's average pooling where it takes the shape, below).
 */
 #include "../pool/pool.h"
+#include <petnet/private/onednnimpl.h>
+#include <string.h>
 
 typedef struct {
   LayerWindow win; /* first: the shared pooling settings cast layer->data to LayerWindow */
@@ -26,6 +29,88 @@ typedef struct {
 #undef AVGPOOL_T
 #undef AVGPOOL_NAME
 
+/*
+  The float passes on oneDNN (a Net at single or bfloat16 with -net_backend onednn: layer->gemm): average pooling
+  primitives with padding counted (oneDNN's avg_include_padding, as here) on the whole batch, nhwc as PetNet holds
+  it, from the cache of src/sys/onednn.c; forward, backward (dx overwritten) and jvp (forward on dx). A 2-D batch-mode
+  layer whose shape oneDNN takes (both directions, decided per batch size once, -info) runs them there; else, and in
+  3-D, the kernels above. The sums are oneDNN's (another order than the window order above: round-off apart).
+*/
+static PetscErrorCode AvgPoolOneDNN(Layer layer, PetscInt n, PetNetOneDNNConvShape *sh, PetscBool *on)
+{
+  const LayerWindow *w = &((Layer_AvgPool *)layer->data)->win;
+
+  PetscFunctionBegin;
+  *on = PETSC_FALSE;
+  if (layer->gemm == PETNET_GEMM_NATIVE || w->nsd != 2 || layer->fielddim || !n) PetscFunctionReturn(0);
+  PetscCall(LayerPoolCheckRunnable_Private(layer));
+  PetscCheck((PetscInt64)n * layer->insize <= PETSC_MAX_INT, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "avgpool layer %" PetscInt_FMT ": %" PetscInt_FMT " samples of %" PetscInt_FMT " values overflow PetscInt: use smaller batches (-trainer_batch_size)",
+             layer->index, n, layer->insize);
+  memset(sh, 0, sizeof(*sh));
+  sh->nsd    = 2;
+  sh->n      = n;
+  sh->cin    = layer->in.dim[layer->in.ndim - 1];
+  sh->cout   = sh->cin;
+  sh->groups = 1;
+  for (PetscInt d = 0; d < 2; d++) {
+    if (w->dilation[d] != 1) PetscFunctionReturn(0);
+    sh->in[d]       = w->in[d];
+    sh->out[d]      = w->out[d];
+    sh->k[d]        = w->k[d];
+    sh->stride[d]   = w->step[d];
+    sh->pad[d]      = w->pad[d];
+    sh->dilation[d] = 1;
+  }
+  PetscCall(PetNetOneDNNAvgPoolAvailable(layer->gemm, sh, on));
+  PetscFunctionReturn(0);
+}
+
+/* y = A x */
+static PetscErrorCode LayerForwardSingle_AvgPoolOneDNN(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, float *y)
+{
+  PetNetOneDNNConvShape sh;
+  PetscBool             on;
+
+  PetscFunctionBegin;
+  PetscCall(AvgPoolOneDNN(layer, n, &sh, &on));
+  if (on)
+    PetscCall(PetNetOneDNNAvgPool(&sh, PETSC_FALSE, (float *)x, y));
+  else
+    PetscCall(LayerForward_AvgPoolSingle(layer, n, theta, x, y));
+  PetscFunctionReturn(0);
+}
+
+/* dx = A^T dy (overwritten; nothing when dx is not asked for) */
+static PetscErrorCode LayerBackwardSingle_AvgPoolOneDNN(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, const float *y, const float *dy, float *dx, PetscScalar *dtheta)
+{
+  PetNetOneDNNConvShape sh;
+  PetscBool             on;
+
+  PetscFunctionBegin;
+  if (!dx) PetscFunctionReturn(0);
+  PetscCall(AvgPoolOneDNN(layer, n, &sh, &on));
+  if (on)
+    PetscCall(PetNetOneDNNAvgPool(&sh, PETSC_TRUE, dx, (float *)dy));
+  else
+    PetscCall(LayerBackward_AvgPoolSingle(layer, n, theta, x, y, dy, dx, dtheta));
+  PetscFunctionReturn(0);
+}
+
+/* dy = A dx */
+static PetscErrorCode LayerJVPSingle_AvgPoolOneDNN(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, const float *y, const float *dx, const PetscScalar *dtheta, float *dy)
+{
+  PetNetOneDNNConvShape sh;
+  PetscBool             on;
+
+  PetscFunctionBegin;
+  PetscCall(AvgPoolOneDNN(layer, n, &sh, &on));
+  if (on)
+    PetscCall(PetNetOneDNNAvgPool(&sh, PETSC_FALSE, (float *)dx, dy));
+  else
+    PetscCall(LayerJVP_AvgPoolSingle(layer, n, theta, x, y, dx, dtheta, dy));
+  PetscFunctionReturn(0);
+}
+
 /* Grid mode, an overlapped halo exchange: forward keeps nothing of its input */
 static PetscErrorCode LayerForget_AvgPool(Layer layer)
 {
@@ -41,9 +126,9 @@ PETSC_INTERN PetscErrorCode LayerCreate_AvgPool(Layer layer)
   layer->ops->forward        = LayerForward_AvgPool;
   layer->ops->backward       = LayerBackward_AvgPool;
   layer->ops->jvp            = LayerJVP_AvgPool;
-  layer->ops->forwardsingle  = LayerForward_AvgPoolSingle;
-  layer->ops->backwardsingle = LayerBackward_AvgPoolSingle;
-  layer->ops->jvpsingle      = LayerJVP_AvgPoolSingle;
+  layer->ops->forwardsingle  = LayerForwardSingle_AvgPoolOneDNN; /* oneDNN where the Net asks for it, else LayerForward_AvgPoolSingle */
+  layer->ops->backwardsingle = LayerBackwardSingle_AvgPoolOneDNN;
+  layer->ops->jvpsingle      = LayerJVPSingle_AvgPoolOneDNN;
   layer->ops->forget         = LayerForget_AvgPool;
   layer->sozero              = PETSC_TRUE; /* linear (or piecewise linear) in x: no curvature term */
   layer->ops->reset          = LayerResetPool_Private;

@@ -306,6 +306,7 @@ PetscErrorCode LayerSetUpConv_Private(Layer layer)
   PetscCall(LayerConvCheckOutputs_Private(layer));
   PetscCall(ConvResetWorkspace_Batch(layer));
   PetscCall(ConvResetWorkspaceSingle_Batch(layer));
+  PetscCall(ConvResetOneDNN(layer));
   PetscCall(LayerConvSetSingle_Private(layer, PETSC_FALSE));
   PetscCall(PetNetShapeToString(&layer->in, sizeof(shape), shape));
   if (layer->fielddim) {
@@ -424,6 +425,7 @@ PetscErrorCode LayerResetConv_Private(Layer layer)
   PetscFunctionBegin;
   PetscCall(ConvResetWorkspace_Batch(layer));
   PetscCall(ConvResetWorkspaceSingle_Batch(layer));
+  PetscCall(ConvResetOneDNN(layer));
   PetscCall(LayerWindowReset(&((LayerConv *)layer->data)->win));
   PetscFunctionReturn(0);
 }

@@ -80,6 +80,17 @@
 typedef CONV_BATCH_WORK(PetscScalar) ConvWork;
 typedef CONV_BATCH_WORK(float) ConvWorkSingle;
 
+/*
+  The oneDNN path of the float kernels (convonednn.c; a Net at single or bfloat16 with -net_backend onednn, conv2d):
+  forward rounds W and b to float once in w, b (W's own layout [Cout][KH][KW][Cg], oneDNN's ohwi), kept for backward
+  and jvp at the same point; dw, db hold jvp's direction in float, and backward's weight gradient out of oneDNN before
+  its addition into the double dtheta
+*/
+typedef struct {
+  float    *w, *b, *dw, *db; /* [Cout Kg], [Cout], [Cout Kg], [Cout], one allocation */
+  PetscBool wset;            /* w holds the parameters of the last forward on oneDNN */
+} ConvOneDNN;
+
 typedef struct {
   LayerWindow   win;    /* kernel, stride, padding, dilation; valid tap ranges */
   PetscInt      nsd;    /* spatial dims: 2 (conv2d) or 3 (conv3d) */
@@ -100,6 +111,7 @@ typedef struct {
   ConvIm2col     im2col; /* the geometry of batch mode (conv2d's grid mode sets its block's) */
   ConvWork       dbl;    /* batch mode's workspace, double */
   ConvWorkSingle sgl;    /* and single precision */
+  ConvOneDNN     dnn;    /* and single precision on oneDNN */
 } LayerConv;
 
 /* conv.c: the settings, set-up and the layer's common operations */
@@ -134,3 +146,11 @@ PETSC_INTERN PetscErrorCode ConvForwardActSingle_Batch(Layer, Layer, PetscInt, c
 PETSC_INTERN PetscErrorCode ConvBackwardSingle_Batch(Layer, PetscInt, const PetscScalar *, const float *, const float *, const float *, float *, PetscScalar *);
 PETSC_INTERN PetscErrorCode ConvJVPSingle_Batch(Layer, PetscInt, const PetscScalar *, const float *, const float *, const float *, const PetscScalar *, float *);
 PETSC_INTERN PetscErrorCode ConvResetWorkspaceSingle_Batch(Layer);
+
+/* convonednn.c: the float kernels on oneDNN's convolution primitives (include/petnet/private/onednnimpl.h), for a layer
+   whose Net asks for oneDNN (layer->gemm) where oneDNN has kernels for all its ops at this batch size */
+PETSC_INTERN PetscErrorCode ConvOneDNNApplies(Layer, PetscInt, PetscBool *);
+PETSC_INTERN PetscErrorCode ConvForwardActSingle_OneDNN(Layer, Layer, PetscInt, const PetscScalar *, const float *, float *);
+PETSC_INTERN PetscErrorCode ConvBackwardSingle_OneDNN(Layer, PetscInt, const PetscScalar *, const float *, const float *, const float *, float *, PetscScalar *);
+PETSC_INTERN PetscErrorCode ConvJVPSingle_OneDNN(Layer, PetscInt, const PetscScalar *, const float *, const float *, const float *, const PetscScalar *, float *);
+PETSC_INTERN PetscErrorCode ConvResetOneDNN(Layer);

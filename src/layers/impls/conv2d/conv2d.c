@@ -9,9 +9,10 @@
     LayerJVP_Conv2d        dy = J_x dx + J_theta dtheta Conv2dJVP_Winograd | ConvJVP_Batch
     LayerSOBackward_Conv2d dxdot += J_x(Wdot)^T dy,     Conv2dSOBackward_Winograd | ConvSOBackward_Batch
                            dWdot += J_W(xdot)^T dy
-  Single precision: forwardsingle, backwardsingle, jvpsingle are Conv2d*Single_Winograd (conv2dwinograd.c, on float)
-  where the double path uses Winograd, else the base's float im2col kernels (ConvForwardSingle_Batch, ...;
-  ../conv/convbatch.c on float).
+  Single precision: forwardsingle, backwardsingle, jvpsingle run oneDNN's convolution primitives where the Net's
+  backend is onednn and oneDNN has kernels for the shape (../conv/convonednn.c), else Conv2d*Single_Winograd
+  (conv2dwinograd.c, on float) where the double path uses Winograd, else the base's float im2col kernels
+  (ConvForwardSingle_Batch, ...; ../conv/convbatch.c on float).
 */
 #include "conv2d.h"
 
@@ -66,6 +67,64 @@ static PetscErrorCode Conv2dResetKernels(Layer layer)
   PetscFunctionReturn(0);
 }
 
+/*
+  The float ops (a Net at single or bfloat16): on oneDNN's convolution primitives where the Net asks for it and oneDNN
+  has kernels for the shape (../conv/convonednn.c), else Winograd where the double path uses it, else the base's
+  im2col (or direct) float kernels. The choice is made per call from (backend, batch size), the same for forward,
+  backward and jvp at one point.
+*/
+static PetscErrorCode LayerForwardActSingle_Conv2d(Layer layer, Layer act, PetscInt n, const PetscScalar *theta, const float *x, float *y)
+{
+  PetscBool dnn;
+
+  PetscFunctionBegin;
+  PetscCall(ConvOneDNNApplies(layer, n, &dnn));
+  if (dnn)
+    PetscCall(ConvForwardActSingle_OneDNN(layer, act, n, theta, x, y));
+  else if (((Layer_Conv2d *)layer->data)->wg.on)
+    PetscCall(Conv2dForwardActSingle_Winograd(layer, act, n, theta, x, y));
+  else
+    PetscCall(ConvForwardActSingle_Batch(layer, act, n, theta, x, y));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerForwardSingle_Conv2d(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, float *y)
+{
+  PetscFunctionBegin;
+  PetscCall(LayerForwardActSingle_Conv2d(layer, NULL, n, theta, x, y));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerBackwardSingle_Conv2d(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, const float *y, const float *dy, float *dx, PetscScalar *dtheta)
+{
+  PetscBool dnn;
+
+  PetscFunctionBegin;
+  PetscCall(ConvOneDNNApplies(layer, n, &dnn));
+  if (dnn)
+    PetscCall(ConvBackwardSingle_OneDNN(layer, n, theta, x, y, dy, dx, dtheta));
+  else if (((Layer_Conv2d *)layer->data)->wg.on)
+    PetscCall(Conv2dBackwardSingle_Winograd(layer, n, theta, x, y, dy, dx, dtheta));
+  else
+    PetscCall(ConvBackwardSingle_Batch(layer, n, theta, x, y, dy, dx, dtheta));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerJVPSingle_Conv2d(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, const float *y, const float *dx, const PetscScalar *dtheta, float *dy)
+{
+  PetscBool dnn;
+
+  PetscFunctionBegin;
+  PetscCall(ConvOneDNNApplies(layer, n, &dnn));
+  if (dnn)
+    PetscCall(ConvJVPSingle_OneDNN(layer, n, theta, x, y, dx, dtheta, dy));
+  else if (((Layer_Conv2d *)layer->data)->wg.on)
+    PetscCall(Conv2dJVPSingle_Winograd(layer, n, theta, x, y, dx, dtheta, dy));
+  else
+    PetscCall(ConvJVPSingle_Batch(layer, n, theta, x, y, dx, dtheta, dy));
+  PetscFunctionReturn(0);
+}
+
 static PetscErrorCode LayerSetUp_Conv2d(Layer layer)
 {
   Layer_Conv2d *conv = (Layer_Conv2d *)layer->data;
@@ -80,12 +139,11 @@ static PetscErrorCode LayerSetUp_Conv2d(Layer layer)
   conv->wg.tiles[1] = (conv->base.win.out[1] + 1) / 2;
   Conv2dChooseAlgorithm(conv, &usetaps);
   if (usetaps) PetscCall(ConvTapsSetUp(layer, &conv->taps));
-  if (conv->wg.on) { /* single precision: Winograd where double uses it, else the base's im2col */
-    layer->ops->forwardsingle    = Conv2dForwardSingle_Winograd;
-    layer->ops->forwardactsingle = Conv2dForwardActSingle_Winograd;
-    layer->ops->backwardsingle   = Conv2dBackwardSingle_Winograd;
-    layer->ops->jvpsingle        = Conv2dJVPSingle_Winograd;
-  }
+  /* single precision: oneDNN where the Net asks for it, else Winograd where double uses it, else the base's im2col */
+  layer->ops->forwardsingle    = LayerForwardSingle_Conv2d;
+  layer->ops->forwardactsingle = LayerForwardActSingle_Conv2d;
+  layer->ops->backwardsingle   = LayerBackwardSingle_Conv2d;
+  layer->ops->jvpsingle        = LayerJVPSingle_Conv2d;
   PetscFunctionReturn(0);
 }
 

@@ -1,0 +1,184 @@
+/*
+  The float kernels of a convolution on oneDNN (a Net at -net_precision single or bfloat16 with -net_backend onednn:
+  layer->gemm, src/net/netbackend.c), one primitive per op from the cache of src/sys/onednn.c, on the whole batch:
+
+    forward    y = f(conv(x; W) + b)                 convolution forward, the bias fused; f (forwardact) after it
+    backward   dx = conv^T(dy; W)                    convolution backward data (dx overwritten)
+               dW += sum x (x) dy, db += sum dy      convolution backward weights and bias in float, added in double
+    jvp        dy = conv(x; dW) + db + conv(dx; W)   two forwards, the second adding into the first (a sum post-op)
+
+  The layouts are the base's (conv.h), which are oneDNN's: x, y [n][H][W][C] nhwc, W [Cout][KH][KW][Cg] ohwi (gohwi
+  with groups); no data are copied or reordered but the weights, once per call, into the layout oneDNN's kernel
+  picks (a reorder primitive cached with the convolution's). Forward rounds W and b to float once and keeps them
+  (ConvOneDNN w, b) for backward and jvp at the same point, as the native float kernels do.
+
+  A layer runs all its ops on oneDNN or none (ConvOneDNNApplies(), decided per batch size at the first call and
+  recorded by -info): a shape that oneDNN refuses or would run only with its reference loops (bfloat16 on a CPU
+  without AVX-512) runs the layer's native float kernels (Winograd, im2col + sgemm, or direct) for forward, backward
+  and jvp alike, so a backward never meets another kernel's forward state. Only 2-D (conv2d) takes this path today.
+  oneDNN's results are the same bits for the same threads and ranks; its weight gradient is summed over the whole
+  batch in float, then added in double (the native kernels add each chunk's in double).
+*/
+#include "conv.h"
+#include <petnet/private/onednnimpl.h>
+#include <string.h>
+
+/* the key of the layer's primitives at n samples (onednnimpl.h); bias as the layer's */
+static void ConvOneDNNShape(const LayerConv *conv, PetscInt n, PetNetOneDNNConvShape *sh)
+{
+  const LayerWindow *w = &conv->win;
+
+  memset(sh, 0, sizeof(*sh));
+  sh->nsd    = conv->nsd;
+  sh->n      = n;
+  sh->cin    = conv->cin;
+  sh->cout   = conv->nout;
+  sh->groups = conv->groups;
+  sh->bias   = conv->bias;
+  for (PetscInt d = 0; d < conv->nsd; d++) {
+    sh->in[d]       = w->in[d];
+    sh->out[d]      = w->out[d];
+    sh->k[d]        = w->k[d];
+    sh->stride[d]   = w->step[d];
+    sh->pad[d]      = w->pad[d];
+    sh->dilation[d] = w->dilation[d];
+  }
+}
+
+/*
+  *on: the layer's float ops at n samples run on oneDNN: its Net asks for it (layer->gemm), the layer is a 2-D batch-mode
+  one, and oneDNN has kernels for all its ops at this shape (PetNetOneDNNConvAvailable(), cached)
+*/
+PetscErrorCode ConvOneDNNApplies(Layer layer, PetscInt n, PetscBool *on)
+{
+  LayerConv            *conv = (LayerConv *)layer->data;
+  PetNetOneDNNConvShape sh;
+
+  PetscFunctionBegin;
+  *on = PETSC_FALSE;
+  if (layer->gemm == PETNET_GEMM_NATIVE || conv->nsd != 2 || layer->fielddim || !n) PetscFunctionReturn(0);
+  /* oneDNN's dims are 64-bit; the batch's values must fit PetNet's sizes as the native kernels' do */
+  PetscCheck((PetscInt64)n * layer->insize <= PETSC_MAX_INT && (PetscInt64)n * layer->outsize <= PETSC_MAX_INT, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ,
+             "%s layer %" PetscInt_FMT ": %" PetscInt_FMT " samples of %" PetscInt_FMT " -> %" PetscInt_FMT " values overflow PetscInt: use smaller batches (-trainer_batch_size)", ((PetscObject)layer)->type_name, layer->index, n, layer->insize,
+             layer->outsize);
+  ConvOneDNNShape(conv, n, &sh);
+  PetscCall(PetNetOneDNNConvAvailable(layer->gemm, &sh, on));
+  PetscFunctionReturn(0);
+}
+
+/* the float buffers of ConvOneDNN (conv.h), once per set-up */
+static PetscErrorCode ConvOneDNNGetWork(LayerConv *conv)
+{
+  ConvOneDNN    *s  = &conv->dnn;
+  const PetscInt nw = conv->nout * conv->kg;
+
+  PetscFunctionBegin;
+  if (!s->w) {
+    PetscCall(PetscMalloc1(2 * (size_t)nw + 2 * (size_t)conv->nout, &s->w));
+    s->b  = s->w + nw;
+    s->dw = s->b + conv->nout;
+    s->db = s->dw + nw;
+  }
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode ConvResetOneDNN(Layer layer)
+{
+  ConvOneDNN *s = &((LayerConv *)layer->data)->dnn;
+
+  PetscFunctionBegin;
+  PetscCall(PetscFree(s->w));
+  PetscCall(PetscMemzero(s, sizeof(*s)));
+  PetscFunctionReturn(0);
+}
+
+/* v (n values) = theta rounded to float */
+static void ConvOneDNNToFloat(PetscInt n, const PetscScalar *theta, float *v)
+{
+  for (PetscInt i = 0; i < n; i++) v[i] = (float)theta[i];
+}
+
+/* forward: y = f(conv(x; W) + b), W and b rounded to float and kept; f on each sample's output, samples in parallel */
+PetscErrorCode ConvForwardActSingle_OneDNN(Layer layer, Layer act, PetscInt n, const PetscScalar *theta, const float *x, float *y)
+{
+  LayerConv            *conv = (LayerConv *)layer->data;
+  ConvOneDNN           *s    = &conv->dnn;
+  const PetscInt        nw = conv->nout * conv->kg, outsize = layer->outsize;
+  PetNetOneDNNConvShape sh;
+  PetscErrorCode        err = 0;
+
+  PetscFunctionBegin;
+  PetscCall(ConvOneDNNGetWork(conv));
+  ConvOneDNNToFloat(nw, theta, s->w);
+  if (conv->bias) ConvOneDNNToFloat(conv->nout, theta + nw, s->b);
+  s->wset = PETSC_TRUE;
+  if (!n) PetscFunctionReturn(0);
+  ConvOneDNNShape(conv, n, &sh);
+  PetscCall(PetNetOneDNNConvForward(layer->gemm, &sh, x, s->w, conv->bias ? s->b : NULL, 0, y));
+  if (act) {
+#pragma omp parallel for num_threads(PetNetThreads()) schedule(static) if (n > 1)
+    for (PetscInt i = 0; i < n; i++) PetNetThreadsSetError(&err, LayerActivateSingle(act, outsize, y + (size_t)i * outsize));
+    PetNetThreadsCheck(err, "conv forward's activation");
+  }
+  PetscCall(PetscLogFlops(2.0 * n * conv->pixels * conv->kg * conv->nout + (conv->bias ? 1.0 * n * conv->pixels * conv->nout : 0.0)));
+  PetscFunctionReturn(0);
+}
+
+/* the float W of the last forward, for backward and jvp at the same point */
+static PetscErrorCode ConvOneDNNCheckForward(Layer layer, const char *op)
+{
+  PetscFunctionBegin;
+  PetscCheck(((LayerConv *)layer->data)->dnn.wset, PETSC_COMM_SELF, PETSC_ERR_ORDER, "%s layer %" PetscInt_FMT ": single-precision %s on oneDNN before any single-precision forward pass: call LayerForwardSingle() first, at the same point",
+             ((PetscObject)layer)->type_name, layer->index, op);
+  PetscFunctionReturn(0);
+}
+
+/* backward: dx = conv^T(dy; W) (overwritten), dtheta += (dW, db) of the batch (float out of oneDNN, added in double) */
+PetscErrorCode ConvBackwardSingle_OneDNN(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, const float *y, const float *dy, float *dx, PetscScalar *dtheta)
+{
+  LayerConv            *conv = (LayerConv *)layer->data;
+  ConvOneDNN           *s    = &conv->dnn;
+  const PetscInt        nw   = conv->nout * conv->kg;
+  PetNetOneDNNConvShape sh;
+
+  PetscFunctionBegin;
+  if (!n) PetscFunctionReturn(0);
+  PetscCall(ConvOneDNNCheckForward(layer, "backward"));
+  ConvOneDNNShape(conv, n, &sh);
+  if (dx) PetscCall(PetNetOneDNNConvBackwardData(layer->gemm, &sh, s->w, dy, dx));
+  if (dtheta) {
+    PetscCall(PetNetOneDNNConvBackwardWeights(layer->gemm, &sh, x, dy, s->dw, conv->bias ? s->db : NULL));
+    for (PetscInt i = 0; i < nw; i++) dtheta[i] += s->dw[i];
+    if (conv->bias)
+      for (PetscInt o = 0; o < conv->nout; o++) dtheta[nw + o] += s->db[o];
+    PetscCall(PetscLogFlops(2.0 * n * conv->pixels * conv->kg * conv->nout + (conv->bias ? 1.0 * n * conv->pixels * conv->nout : 0.0)));
+  }
+  if (dx) PetscCall(PetscLogFlops(2.0 * n * conv->pixels * conv->kg * conv->nout));
+  PetscFunctionReturn(0);
+}
+
+/* jvp: dy = conv(x; dW) + db (dtheta rounded to float), then dy += conv(dx; W) (a sum post-op); zero without either */
+PetscErrorCode ConvJVPSingle_OneDNN(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, const float *y, const float *dx, const PetscScalar *dtheta, float *dy)
+{
+  LayerConv            *conv = (LayerConv *)layer->data;
+  ConvOneDNN           *s    = &conv->dnn;
+  const PetscInt        nw   = conv->nout * conv->kg;
+  PetNetOneDNNConvShape sh;
+
+  PetscFunctionBegin;
+  if (!n) PetscFunctionReturn(0);
+  PetscCall(ConvOneDNNCheckForward(layer, "jvp"));
+  ConvOneDNNShape(conv, n, &sh);
+  if (dtheta) {
+    ConvOneDNNToFloat(nw, dtheta, s->dw);
+    if (conv->bias) ConvOneDNNToFloat(conv->nout, dtheta + nw, s->db);
+    PetscCall(PetNetOneDNNConvForward(layer->gemm, &sh, x, s->dw, conv->bias ? s->db : NULL, 0, dy));
+  } else
+    PetscCall(PetscArrayzero(dy, (size_t)n * layer->outsize)); /* the sum below adds into zero (its primitive is the only one without bias) */
+  if (dx) {
+    sh.bias = PETSC_FALSE;
+    PetscCall(PetNetOneDNNConvForward(layer->gemm, &sh, dx, s->w, NULL, 1, dy));
+  }
+  PetscCall(PetscLogFlops(2.0 * n * conv->pixels * conv->kg * conv->nout * ((dx ? 1 : 0) + (dtheta ? 1 : 0)) + (dx && dtheta ? 1.0 * n * conv->pixels * conv->nout : 0.0)));
+  PetscFunctionReturn(0);
+}
