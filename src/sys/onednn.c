@@ -578,6 +578,21 @@ static PetscErrorCode PetNetOneDNNConvOperand(PetNetGemmBackend backend, PetscIn
 }
 #endif
 
+#if defined(PETNET_HAVE_ONEDNN)
+/* the name of the implementation of a primitive descriptor (kept as it is when pd is NULL: none), pd destroyed */
+static PetscErrorCode PetNetOneDNNImplName(dnnl_primitive_desc_t pd, char *impl, size_t len)
+{
+  const char *name;
+
+  PetscFunctionBegin;
+  if (!pd) PetscFunctionReturn(0);
+  PetNetCallDNNL(dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, (void *)&name));
+  PetscCall(PetscStrncpy(impl, name, len));
+  PetNetCallDNNL(dnnl_primitive_desc_destroy(pd));
+  PetscFunctionReturn(0);
+}
+#endif
+
 /*
   the implementation oneDNN picks on this CPU for a matmul of the backend's type on an m x n x k GEMM ('N', 'N', no
   bias): e.g. "gemm:jit", "brg:avx512_core_amx"; "none" when it implements none, "ref" ones fall back (the view)
@@ -589,18 +604,13 @@ PetscErrorCode PetNetOneDNNProbe(PetNetGemmBackend backend, PetscInt m, PetscInt
 #if defined(PETNET_HAVE_ONEDNN)
   if (backend != PETNET_GEMM_NATIVE) {
     dnnl_primitive_desc_t pd;
-    const char           *name;
     int                   saved;
 
     PetscCall(PetNetOneDNNInitialize());
     saved = PetNetOneDNNThreadsPush();
     PetscCall(PetNetOneDNNCreateDesc(backend, 'N', 'N', m, n, k, m, k, m, 0, PETSC_FALSE, &pd));
     PetNetOneDNNThreadsPop(saved);
-    if (pd) {
-      PetNetCallDNNL(dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, (void *)&name));
-      PetscCall(PetscStrncpy(impl, name, len));
-      PetNetCallDNNL(dnnl_primitive_desc_destroy(pd));
-    }
+    PetscCall(PetNetOneDNNImplName(pd, impl, len));
   }
 #endif
   PetscFunctionReturn(0);
@@ -619,7 +629,6 @@ PetscErrorCode PetNetOneDNNConvProbe(PetNetGemmBackend backend, char *impl, size
   if (backend != PETNET_GEMM_NATIVE) {
     PetNetOneDNNConvShape sh;
     dnnl_primitive_desc_t pd;
-    const char           *name;
     int                   saved;
 
     PetscCall(PetscMemzero(&sh, sizeof(sh)));
@@ -629,11 +638,7 @@ PetscErrorCode PetNetOneDNNConvProbe(PetNetGemmBackend backend, char *impl, size
     saved = PetNetOneDNNThreadsPush();
     PetscCall(PetNetOneDNNConvCreateDesc(backend, PETNET_ONEDNN_CONV_FORWARD, &sh, 0, &pd));
     PetNetOneDNNThreadsPop(saved);
-    if (pd) {
-      PetNetCallDNNL(dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, (void *)&name));
-      PetscCall(PetscStrncpy(impl, name, len));
-      PetNetCallDNNL(dnnl_primitive_desc_destroy(pd));
-    }
+    PetscCall(PetNetOneDNNImplName(pd, impl, len));
   }
 #endif
   PetscFunctionReturn(0);
