@@ -232,6 +232,14 @@ static PetscErrorCode NetPlaceBalance(Net net, PetscInt S)
   PetscFunctionReturn(0);
 }
 
+/* the first node without a stage of its own (0 when all have one) */
+static PetscInt NetPlaceFirstUnplaced(Net net)
+{
+  for (PetscInt k = 0; k < net->nlayers; k++)
+    if (!net->nodes[k].stageset) return k;
+  return 0;
+}
+
 /* what placement does not run with yet, said before anything is built */
 static PetscErrorCode NetPlaceCheckModes(Net net)
 {
@@ -284,7 +292,7 @@ PetscErrorCode NetPlaceSetUp_Private(Net net)
   PetscCheck(S <= L, comm, PETSC_ERR_ARG_OUTOFRANGE, "-net_stages %" PetscInt_FMT " asks for more stages than the Net's %" PetscInt_FMT " nodes: give at most %" PetscInt_FMT, S, L, L);
   PetscCheck(explicit == 0 || explicit == L, comm, PETSC_ERR_ARG_WRONG,
              "%" PetscInt_FMT " of the %" PetscInt_FMT " nodes have a stage (NetSetNodePlacement(), -<node>stage, entry@stage) and the others not (node %s first): place every node, or none and let -net_stages cut the Net", explicit, L,
-             net->nodes[0].stageset ? net->nodes[0].name : net->nodes[0].name);
+             net->nodes[NetPlaceFirstUnplaced(net)].name);
   net->nstages = S;
   PetscCall(NetPlaceCheckModes(net));
   if (!explicit) PetscCall(NetPlaceBalance(net, S));
@@ -444,6 +452,21 @@ static PetscErrorCode NetPlaceBuffers(Net net)
   PetscFunctionBegin;
   if (pl->ready) PetscFunctionReturn(0);
   PetscCall(NetPrecisionBytes_Private(net, &pl->es));
+  { /* a move sends a micro-batch's rows in one message: checked here, on every rank at once, not inside a move */
+    PetscInt64 most = 0;
+
+    for (PetscInt e = 0; e < pl->nmoves; e++)
+      for (PetscInt m = 0; m < pl->M; m++)
+        for (PetscInt side = 0; side < 2; side++) {
+          PetscInt g0, n, row;
+
+          NetPlaceRange(pl, side ? pl->moves[e].dst : pl->moves[e].src, pl->rank, m, &g0, &n, &row);
+          most = PetscMax(most, (PetscInt64)n * pl->moves[e].size * pl->es);
+        }
+    PetscCall(MPIU_Allreduce(MPI_IN_PLACE, &most, 1, MPIU_INT64, MPI_MAX, PetscObjectComm((PetscObject)net)));
+    PetscCheck(most <= PETSC_MPI_INT_MAX, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_OUTOFRANGE,
+               "A move between stages would send %" PetscInt64_FMT " bytes of a micro-batch in one message, more than MPI takes: use more micro-batches (-net_microbatches) or smaller batches", most);
+  }
   for (PetscInt e = 0; e < pl->nmoves; e++) {
     NetMove       *mv = &pl->moves[e];
     const PetscInt nd = mv->k < 0 ? NetPlaceLocalRows(pl, mv->src, 0) : NetPlaceLocalRows(pl, mv->dst, 0);
@@ -481,11 +504,7 @@ static PetscErrorCode NetMoveBegin(NetPlace *pl, PetscInt e, PetscInt m, PetscBo
       {
         const PetscInt lo = PetscMax(tg, qg), hi = PetscMin(tg + tn, qg + qn);
 
-        if (lo < hi && q != pl->rank) {
-          PetscCheck((PetscInt64)(hi - lo) * (PetscInt64)row <= PETSC_MPI_INT_MAX, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "A move between stages would send %" PetscInt64_FMT " bytes in one message: use more micro-batches (-net_microbatches)",
-                     (PetscInt64)(hi - lo) * (PetscInt64)row);
-          PetscCallMPI(MPI_Irecv(dst + (size_t)(tr + lo - tg) * row, (PetscMPIInt)((hi - lo) * row), MPI_BYTE, q, tag, pl->comm, &req[nr++]));
-        }
+        if (lo < hi && q != pl->rank) { PetscCallMPI(MPI_Irecv(dst + (size_t)(tr + lo - tg) * row, (PetscMPIInt)((hi - lo) * row), MPI_BYTE, q, tag, pl->comm, &req[nr++])); }
       }
     }
     if (fn) { /* send: my rows of `from` that q holds in `to` */
@@ -838,35 +857,40 @@ PetscErrorCode NetPlaceOwnedParameters_Private(Net net, PetscInt *nlocal)
   PetscFunctionReturn(0);
 }
 
+/* the broadcast's context: the gather of the stage's runs, and the buffer its adjoint reduces from (the reduce
+   overwrites its buffer, and a Mat keeps its input: made once, not per gradient) */
+typedef struct {
+  NetParamMap  map;
+  PetscScalar *work;
+} NetPlaceBcast;
+
 static PetscErrorCode NetPlaceBcastMult(Mat B, Vec theta, Vec rep)
 {
-  NetParamMap  map;
-  PetscScalar *r;
+  NetPlaceBcast *ctx;
+  PetscScalar   *r;
 
   PetscFunctionBegin;
-  PetscCall(MatShellGetContext(B, &map));
+  PetscCall(MatShellGetContext(B, &ctx));
   PetscCall(VecGetArrayWrite(rep, &r));
-  PetscCall(NetParamMapGather_Private(map, theta, r));
+  PetscCall(NetParamMapGather_Private(ctx->map, theta, r));
   PetscCall(VecRestoreArrayWrite(rep, &r));
   PetscFunctionReturn(0);
 }
 
 static PetscErrorCode NetPlaceBcastMultTransposeAdd(Mat B, Vec rep, Vec g, Vec z)
 {
-  NetParamMap  map;
-  PetscScalar *r, *buf;
-  PetscInt     n;
+  NetPlaceBcast     *ctx;
+  const PetscScalar *r;
+  PetscInt           n;
 
   PetscFunctionBegin;
-  PetscCall(MatShellGetContext(B, &map));
+  PetscCall(MatShellGetContext(B, &ctx));
   if (g != z) PetscCall(VecCopy(g, z));
   PetscCall(VecGetLocalSize(rep, &n));
-  PetscCall(VecGetArray(rep, &r));
-  PetscCall(PetscMalloc1(n, &buf)); /* the reduce overwrites its buffer */
-  PetscCall(PetscArraycpy(buf, r, n));
-  PetscCall(VecRestoreArray(rep, &r));
-  PetscCall(NetParamMapReduceAdd_Private(map, buf, z));
-  PetscCall(PetscFree(buf));
+  PetscCall(VecGetArrayRead(rep, &r));
+  PetscCall(PetscArraycpy(ctx->work, r, n));
+  PetscCall(VecRestoreArrayRead(rep, &r));
+  PetscCall(NetParamMapReduceAdd_Private(ctx->map, ctx->work, z));
   PetscFunctionReturn(0);
 }
 
@@ -880,11 +904,13 @@ static PetscErrorCode NetPlaceBcastMultTranspose(Mat B, Vec rep, Vec z)
 
 static PetscErrorCode NetPlaceBcastDestroy(Mat B)
 {
-  NetParamMap map;
+  NetPlaceBcast *ctx;
 
   PetscFunctionBegin;
-  PetscCall(MatShellGetContext(B, &map));
-  PetscCall(NetParamMapDestroy_Private(&map));
+  PetscCall(MatShellGetContext(B, &ctx));
+  PetscCall(NetParamMapDestroy_Private(&ctx->map));
+  PetscCall(PetscFree(ctx->work));
+  PetscCall(PetscFree(ctx));
   PetscFunctionReturn(0);
 }
 
@@ -894,9 +920,9 @@ static PetscErrorCode NetPlaceBcastDestroy(Mat B)
 */
 PetscErrorCode NetPlaceSetUpParameters_Private(Net net)
 {
-  NetPlace   *pl = (NetPlace *)net->pl;
-  NetParamMap map;
-  PetscInt    n = 0, nl, s = pl->mystage, lo = net->poff[pl->first[s]], hi = net->poff[pl->last[s] + 1];
+  NetPlace      *pl = (NetPlace *)net->pl;
+  NetPlaceBcast *ctx;
+  PetscInt       n = 0, nl, s = pl->mystage, lo = net->poff[pl->first[s]], hi = net->poff[pl->last[s] + 1];
 
   PetscFunctionBegin;
   PetscCall(PetscMalloc1(net->nlayers, &net->repoff));
@@ -904,9 +930,11 @@ PetscErrorCode NetPlaceSetUpParameters_Private(Net net)
     net->repoff[k] = net->nodes[k].stage == s ? net->poff[k] - lo : -1;
     if (net->nodes[k].stage == s) n += net->layers[k]->nparams;
   }
-  PetscCall(NetParamMapCreate_Private(net->theta, 0, NULL, NULL, lo, hi - lo, &map));
+  PetscCall(PetscNew(&ctx));
+  PetscCall(NetParamMapCreate_Private(net->theta, 0, NULL, NULL, lo, hi - lo, &ctx->map));
+  PetscCall(PetscMalloc1(n, &ctx->work));
   PetscCall(VecGetLocalSize(net->theta, &nl));
-  PetscCall(MatCreateShell(PetscObjectComm((PetscObject)net), n, nl, PETSC_DETERMINE, net->nparams, map, &net->bcast));
+  PetscCall(MatCreateShell(PetscObjectComm((PetscObject)net), n, nl, PETSC_DETERMINE, net->nparams, ctx, &net->bcast));
   PetscCall(MatShellSetOperation(net->bcast, MATOP_MULT, (void (*)(void))NetPlaceBcastMult));
   PetscCall(MatShellSetOperation(net->bcast, MATOP_MULT_TRANSPOSE, (void (*)(void))NetPlaceBcastMultTranspose));
   PetscCall(MatShellSetOperation(net->bcast, MATOP_MULT_TRANSPOSE_ADD, (void (*)(void))NetPlaceBcastMultTransposeAdd));
@@ -1246,9 +1274,9 @@ PetscErrorCode NetPlaceSetFromOptions_Private(Net net)
 }
 
 /*@
-  NetTestMoves - the dot-product test of every move between pipeline stages on the last forward pass's batch:
-  max over moves of |<R x, y> - <x, R^T y>| / |<R x, y>| for random x, y (R moves whole samples between two layouts,
-  its adjoint sends them back)
+  NetTestMoves - the dot-product test of every move between pipeline stages on the last forward pass's batch, and of
+  the parameter broadcast B (each rank its stage's block, NetGetParameterBroadcast()): max of |<A x, y> - <x, A^T y>| /
+  |<A x, y>| for random x, y (a move carries whole samples between two layouts, its adjoint sends them back)
 
   Collective
 
@@ -1273,6 +1301,25 @@ PetscErrorCode NetTestMoves(Net net, PetscReal *err)
   PetscCall(PetscRandomSetSeed(rnd, 7));
   PetscCall(PetscRandomSeed(rnd));
   PetscCall(NetPlaceTestMoves_Private(net, rnd, err));
+  if (net->pl) { /* and the parameter broadcast B (each rank its stage's block) against its adjoint */
+    Vec         x, bx, y, bty;
+    PetscScalar a, b;
+
+    PetscCall(MatCreateVecs(net->bcast, &x, &y));
+    PetscCall(VecDuplicate(x, &bty));
+    PetscCall(VecDuplicate(y, &bx));
+    PetscCall(VecSetRandom(x, rnd));
+    PetscCall(VecSetRandom(y, rnd));
+    PetscCall(MatMult(net->bcast, x, bx));
+    PetscCall(MatMultTranspose(net->bcast, y, bty));
+    PetscCall(VecDot(bx, y, &a));
+    PetscCall(VecDot(x, bty, &b));
+    *err = PetscMax(*err, PetscAbsScalar(a - b) / PetscMax(PetscAbsScalar(a), PETSC_SMALL));
+    PetscCall(VecDestroy(&x));
+    PetscCall(VecDestroy(&bx));
+    PetscCall(VecDestroy(&y));
+    PetscCall(VecDestroy(&bty));
+  }
   PetscCall(PetscRandomDestroy(&rnd));
   PetscFunctionReturn(0);
 }
