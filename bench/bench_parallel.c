@@ -6,6 +6,8 @@ static const char help[] = "Memory, time and communication of a few Adam steps o
                            "                                         (NetSetStages(), NetSetMicroBatches()); the summary adds the measured bubble\n"
                            "                                         fraction (1 - time in the rank's kernels / time of its forward and backward\n"
                            "                                         walks, the mean over ranks and steps) beside the ideal (S-1)/(M+S-1)\n"
+                           "  -bench_mode subgraph                   -net_parallel subgraph: the independent branches of a graph on disjoint groups of\n"
+                           "                                         ranks (default Net: two branches 784-2048-2048-2048 joined by add, then dense:10)\n"
                            "  -bench_partition PxQ                   split the 8192x8192 layer (node layer2) over a P x Q grid of ranks in any mode\n"
                            "                                         (-layer2_partition PxQ): -bench_mode sharded -bench_partition 2x1 on 2 ranks is\n"
                            "                                         sharded x model parallel\n"
@@ -738,13 +740,13 @@ int main(int argc, char **argv)
   comm = PETSC_COMM_WORLD;
   PetscCallMPI(MPI_Comm_size(comm, &size));
   PetscOptionsBegin(comm, NULL, "Parallel-mode benchmark", NULL);
-  PetscCall(PetscOptionsString("-bench_mode", "The Net's parallel mode (replicated, sharded, model, tensor, sequence), or pipeline", "NetSetParallel", modename, modename, sizeof(modename), NULL));
+  PetscCall(PetscOptionsString("-bench_mode", "The Net's parallel mode (replicated, sharded, model, tensor, sequence, subgraph), or pipeline", "NetSetParallel", modename, modename, sizeof(modename), NULL));
   PetscCall(PetscStrcmp(modename, "pipeline", &pipeline));
   if (!pipeline) {
     PetscBool found;
 
     PetscCall(PetscEnumFind(NetParallelTypes, modename, (PetscEnum *)&mode, &found));
-    PetscCheck(found, comm, PETSC_ERR_ARG_UNKNOWN_TYPE, "-bench_mode %s is not a mode: give replicated, sharded, model, tensor, sequence or pipeline", modename);
+    PetscCheck(found, comm, PETSC_ERR_ARG_UNKNOWN_TYPE, "-bench_mode %s is not a mode: give replicated, sharded, model, tensor, sequence, subgraph or pipeline", modename);
   }
   PetscCall(PetNetOptionsInt("-bench_steps", "Timed Adam steps (after one warm-up step)", NULL, steps, &steps, NULL));
   PetscCall(PetNetOptionsInt("-bench_batch", "Global batch size", NULL, batch, &batch, NULL));
@@ -784,7 +786,10 @@ int main(int argc, char **argv)
   PetscCall(DatasetGetSampleShape(train, &sample));
 
   PetscCall(NetCreate(comm, &ctx.net));
-  PetscCall(NetSetLayers(ctx.net, "dense:8192,relu,dense:8192,relu,dense:10"));
+  if (mode == NET_PARALLEL_SUBGRAPH) /* two branches of the same cost joined by add, then a head (-net_graph replaces it) */
+    PetscCall(NetSetGraph(ctx.net, "a1=dense:2048<-input;a2=relu;a3=dense:2048;a4=relu;a5=dense:2048;b1=dense:2048<-input;b2=relu;b3=dense:2048;b4=relu;b5=dense:2048;j=add<-a5,b5;r=relu;out=dense:10"));
+  else
+    PetscCall(NetSetLayers(ctx.net, "dense:8192,relu,dense:8192,relu,dense:10"));
   PetscCall(NetSetInputShape(ctx.net, &sample));
   PetscCall(NetSetParallel(ctx.net, mode));
   PetscCall(NetSetFromOptions(ctx.net));
@@ -847,8 +852,8 @@ int main(int argc, char **argv)
   if (tracing) PetscCall(PetscPrintf(comm, " petsc_malloc_peak_mb=%.1f", mallocpeak / 1048576.0));
   if (reference > 0) PetscCall(PetscPrintf(comm, " of_reference=%.3f", peak / 1048576.0 / (double)reference));
   PetscCall(PetscPrintf(comm, "\n"));
-  PetscCall(
-      PetscPrintf(comm, "summary: mode=%s ranks=%d params=%" PetscInt_FMT " peak_mem_per_rank_mb=%.1f step_time_s=%.4g comm_bytes_per_step=%.0f", pipeline ? "pipeline" : NetParallelTypes[mode], size, nparams, peak / 1048576.0, seconds / steps, CommTotal(&sum) / steps));
+  PetscCall(PetscPrintf(comm, "summary: mode=%s ranks=%d params=%" PetscInt_FMT " peak_mem_per_rank_mb=%.1f step_time_s=%.4g comm_bytes_per_step=%.0f", pipeline ? "pipeline" : NetParallelTypes[mode], size, nparams, peak / 1048576.0, seconds / steps,
+                        CommTotal(&sum) / steps));
   PetscCall(PetscPrintf(comm, " stages=%" PetscInt_FMT " microbatches=%" PetscInt_FMT " bubble_fraction=%.3f ideal_bubble=%.3f loss=%.12g", nstages, nmicro, (double)bubble, (double)(nstages - 1) / (double)(nmicro + nstages - 1), (double)ctx.f));
   { /* the BLAS's kernels (issue 31): a rate is read with what it ran on */
     const char *blascore;

@@ -26,7 +26,8 @@ typedef enum {
   NET_PARALLEL_SHARDED,    /* data parallel; each node's parameters gathered just before it runs, gradients reduce-scattered (ZeRO-3) */
   NET_PARALLEL_MODEL,      /* dense and conv2d nodes split over all ranks (model / channel-filter parallel), the rest sharded */
   NET_PARALLEL_TENSOR,     /* Megatron: dense:N:tokens and attention nodes split over a tensor group (heads, MLP pairs), the rest sharded */
-  NET_PARALLEL_SEQUENCE    /* the tokens of a sequence batch (N, T, C) split over groups of ranks, parameters replicated */
+  NET_PARALLEL_SEQUENCE,   /* the tokens of a sequence batch (N, T, C) split over groups of ranks, parameters replicated */
+  NET_PARALLEL_SUBGRAPH    /* the independent branches of a graph on disjoint groups of ranks, the other nodes data parallel on all */
 } NetParallelType;
 PETSC_EXTERN const char *const NetParallelTypes[];
 PETSC_EXTERN PetscErrorCode    NetSetParallel(Net, NetParallelType);
@@ -46,6 +47,8 @@ PETSC_EXTERN PetscErrorCode    NetGetMicroBatches(Net, PetscInt *);
 PETSC_EXTERN PetscErrorCode    NetSetPipelineSchedule(Net, NetPipelineSchedule);
 PETSC_EXTERN PetscErrorCode    NetSetNodePlacement(Net, PetscInt, PetscInt);
 PETSC_EXTERN PetscErrorCode    NetGetNodePlacement(Net, PetscInt, PetscInt *);
+PETSC_EXTERN PetscErrorCode    NetSetNodeRanks(Net, PetscInt, PetscInt, PetscInt);
+PETSC_EXTERN PetscErrorCode    NetGetNodeRanks(Net, PetscInt, PetscInt *, PetscInt *);
 PETSC_EXTERN PetscErrorCode    NetGetPipelineTimes(Net, PetscLogDouble *, PetscLogDouble *);
 PETSC_EXTERN PetscErrorCode    NetTestMoves(Net, PetscReal *);
 /* Grid mode (netspatial.c): a Net on the fields of a 2-D or 3-D DMDA, spatially parallel, and samples x space groups */

@@ -4,12 +4,12 @@ static const char help[] = "Ranks agree: in one program, the same Net (same seed
                            "unevenly, with ranks owning no sample, and all on the last rank; the two Nets are reused from batch to\n"
                            "batch, so the workspace is rebuilt whenever the layout changes (also when only some ranks' shares change).\n"
                            "The second-order adjoint (Hessian-vector product along the JVP's direction) must agree as well.\n"
-                           "Options: -parallel <replicated,sharded,model>: the mode of the WORLD Net (the SELF one is replicated);\n"
+                           "Options: -parallel <replicated,sharded,model,...,subgraph>: the mode of the WORLD Net (the SELF one is replicated);\n"
                            "-toggle: the WORLD Net, once set up, switches between replicated and that mode from batch to batch;\n"
                            "-layers <list> -input_shape <shape> [-loss <type>]: one case of your own instead of the built-in ones;\n"
                            "-stages S -microbatches M: the WORLD Net in S pipeline stages with M micro-batches (netplace.c; batches\n"
                            "of multiples of M; the JVP and second-order adjoint, not built with stages, are left out; entries placed\n"
-                           "with @stage in -layers place the WORLD Net's nodes, the SELF Net ignores them); -test_moves:\n"
+                           "with @stage or @ranks=a:b in -layers place the WORLD Net's nodes, the SELF Net ignores them); -test_moves:\n"
                            "also the dot-product test of every move between stages (<R x, y> = <x, R^T y> to 1e-14).\n";
 
 #include <petnet.h>
@@ -94,12 +94,12 @@ static PetscErrorCode SideCompute(MPI_Comm comm, const Case *c, PetscInt nlocal,
 
     PetscCall(NetCreate(comm, &s->net));
     PetscCall(PetscStrncpy(spec, c->layers, sizeof(spec)));
-    if (comm == PETSC_COMM_SELF) { /* the one-rank reference runs unplaced: its entries lose their @stage */
+    if (comm == PETSC_COMM_SELF) { /* the one-rank reference runs unplaced: its entries lose their @stage or @ranks=a:b */
       char *r = spec;
 
       for (const char *q = spec; *q;) {
         if (*q == '@') {
-          for (q++; *q >= '0' && *q <= '9'; q++) { }
+          for (q++; (*q >= '0' && *q <= '9') || (*q >= 'a' && *q <= 'z') || *q == '=' || *q == ':'; q++) {} /* @s, @ranks=a:b */
           continue;
         }
         *r++ = *q++;
@@ -144,7 +144,7 @@ static PetscErrorCode SideCompute(MPI_Comm comm, const Case *c, PetscInt nlocal,
   PetscCall(LossEvaluate(s->loss, s->Y, s->T, &s->f, s->dY));
   PetscCall(VecZeroEntries(s->G));
   PetscCall(NetBackward(s->net, s->dY, s->dX, s->G));
-  if (stages > 1 || micro > 1 || strchr(c->layers, '@')) { /* placed: no JVP yet; the moves' adjoints instead */
+  if (stages > 1 || micro > 1 || parallel == NET_PARALLEL_SUBGRAPH || strchr(c->layers, '@')) { /* placed: no JVP yet; the moves' adjoints instead */
     PetscCall(VecZeroEntries(s->JY));
     s->so = PETSC_FALSE;
     if (testmoves && comm != PETSC_COMM_SELF) {
@@ -255,8 +255,8 @@ static PetscErrorCode CheckCase(const Case *c, PetscInt N, Layout layout, Side *
   PetscCheck(edX <= tol, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s, %" PetscInt_FMT " samples (%s): input gradients differ by %g relative", c->layers, N, LayoutNames[layout], (double)edX);
   PetscCheck(eJ <= tol, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s, %" PetscInt_FMT " samples (%s): JVPs differ by %g relative", c->layers, N, LayoutNames[layout], (double)eJ);
   PetscCheck(eH <= tol, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s, %" PetscInt_FMT " samples (%s): second-order adjoints differ by %g relative", c->layers, N, LayoutNames[layout], (double)eH);
-  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%-34s %-12s %2" PetscInt_FMT " samples, %-20s (%" PetscInt_FMT "..%" PetscInt_FMT " per rank): loss %.10f, outputs, gradients%s agree\n", c->layers, c->loss, N, LayoutNames[layout], nmin, nmax,
-                        (double)w->f, stages > 1 || micro > 1 || strchr(c->layers, '@') ? "" : " and JVP"));
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%-34s %-12s %2" PetscInt_FMT " samples, %-20s (%" PetscInt_FMT "..%" PetscInt_FMT " per rank): loss %.10f, outputs, gradients%s agree\n", c->layers, c->loss, N, LayoutNames[layout], nmin, nmax, (double)w->f,
+                        stages > 1 || micro > 1 || parallel == NET_PARALLEL_SUBGRAPH || strchr(c->layers, '@') ? "" : " and JVP"));
   PetscCall(PetscInfo(NULL, "%s %" PetscInt_FMT " %s: relative differences Y %g f %g G %g dX %g JVP %g Hv %g\n", c->layers, N, LayoutNames[layout], (double)eY, (double)ef, (double)eG, (double)edX, (double)eJ, (double)eH));
   PetscCall(SideDestroyBatch(w));
   PetscCall(SideDestroyBatch(s));

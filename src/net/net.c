@@ -183,7 +183,7 @@ PetscErrorCode NetGetTraining(Net net, PetscBool *training)
   PetscFunctionReturn(0);
 }
 
-const char *const NetParallelTypes[] = {"replicated", "sharded", "model", "tensor", "sequence", "NetParallelType", "NET_PARALLEL_", NULL};
+const char *const NetParallelTypes[] = {"replicated", "sharded", "model", "tensor", "sequence", "subgraph", "NetParallelType", "NET_PARALLEL_", NULL};
 
 /*@
   NetSetParallel - chooses how the parameters and the work of the Net are spread over its ranks
@@ -201,16 +201,19 @@ const char *const NetParallelTypes[] = {"replicated", "sharded", "model", "tenso
              over the ranks of a tensor group (NetSetTensorRanks()): attention by heads, an MLP pair dense:F:tokens,
              activation, dense:E:tokens as a column-parallel then a row-parallel dense; the other nodes sharded;
              `NET_PARALLEL_SEQUENCE`: the tokens of a sequence batch (input shape T or TxC) split over groups of
-             ranks (NetSetSequenceRanks()), the parameters replicated
+             ranks (NetSetSequenceRanks()), the parameters replicated; `NET_PARALLEL_SUBGRAPH`: the independent branches
+             of a graph (nodes with no path between them, joined by add or concat) run at the same time on disjoint
+             groups of ranks, the other nodes data parallel on all ranks (NetSetNodeRanks() places nodes by hand)
 
   Options Database Key:
-. -net_parallel <replicated,sharded,model,tensor,sequence> - the same from the options
+. -net_parallel <replicated,sharded,model,tensor,sequence,subgraph> - the same from the options
 
   Notes:
   The results of the modes agree to round-off. The parameter Vec (NetGetParameters()) is the same distributed
   Vec in every mode, so optimizers, checkpoints and model files do not change. The mode of a Net that is set up can
   be changed: its parameters and layer buffers (batchnorm's running statistics) stay, and the next NetForward() reads
-  them the new way. Sequence parallelism lays the nodes out on tokens instead of samples: choose it before NetSetUp().
+  them the new way. Sequence parallelism lays the nodes out on tokens instead of samples, and sub-graph parallelism
+  places the nodes on groups of ranks: choose them before NetSetUp().
   See docs/manual/parallelism.md for what each mode runs and what it refuses.
 
   Level: intermediate
@@ -222,10 +225,15 @@ PetscErrorCode NetSetParallel(Net net, NetParallelType parallel)
   PetscFunctionBegin;
   PetscValidHeaderSpecific(net, NET_CLASSID, 1);
   PetscValidLogicalCollectiveEnum(net, parallel, 2);
-  PetscCheck(parallel >= NET_PARALLEL_REPLICATED && parallel <= NET_PARALLEL_SEQUENCE, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_OUTOFRANGE, "Unknown parallel mode %d: use replicated, sharded, model, tensor or sequence", (int)parallel);
+  PetscCheck(parallel >= NET_PARALLEL_REPLICATED && parallel <= NET_PARALLEL_SUBGRAPH, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_OUTOFRANGE, "Unknown parallel mode %d: use replicated, sharded, model, tensor, sequence or subgraph",
+             (int)parallel);
   if (parallel == net->parallel) PetscFunctionReturn(0);
   PetscCheck(!net->setupcalled || (parallel != NET_PARALLEL_SEQUENCE && net->parallel != NET_PARALLEL_SEQUENCE), PetscObjectComm((PetscObject)net), PETSC_ERR_ORDER,
              "NetSetParallel(): the Net is set up with -net_parallel %s; sequence parallelism sets its nodes up on tokens instead of samples, so choose it (or leave it) before NetSetUp(): give -net_parallel %s with the other options",
+             NetParallelTypes[net->parallel], NetParallelTypes[parallel]);
+  PetscCheck(!net->setupcalled || (parallel != NET_PARALLEL_SUBGRAPH && net->parallel != NET_PARALLEL_SUBGRAPH), PetscObjectComm((PetscObject)net), PETSC_ERR_ORDER,
+             "NetSetParallel(): the Net is set up with -net_parallel %s; sub-graph parallelism places the nodes on groups of ranks, which lays out the parameters and values, so choose it (or leave it) before NetSetUp(): give -net_parallel %s with "
+             "the other options",
              NetParallelTypes[net->parallel], NetParallelTypes[parallel]);
   net->parallel = parallel;
   if (net->setupcalled) { /* the parameters and layer buffers stay; where each node reads them from is laid out anew */
@@ -916,9 +924,12 @@ PetscErrorCode NetSetUp(Net net)
     PetscLogDouble bytes;
 
     PetscCallMPI(MPI_Comm_size(comm, &size));
-    if (net->pl) { /* about a stage's block, and the owned share */
-      bytes = sizeof(PetscScalar) * (3.0 * (PetscLogDouble)net->nparams / net->nstages + (PetscLogDouble)net->nparams / size);
-    } else if (net->parallel == NET_PARALLEL_REPLICATED || net->parallel == NET_PARALLEL_SEQUENCE)
+    if (net->pl) { /* the rank's groups' block, and the owned share */
+      PetscInt nrep;
+
+      PetscCall(NetPlaceLocalParameters_Private(net, &nrep));
+      bytes = sizeof(PetscScalar) * (3.0 * (PetscLogDouble)nrep + (PetscLogDouble)net->nparams / size);
+    } else if (net->parallel == NET_PARALLEL_REPLICATED || net->parallel == NET_PARALLEL_SEQUENCE || net->parallel == NET_PARALLEL_SUBGRAPH)
       bytes = 3.0 * sizeof(PetscScalar) * (PetscLogDouble)net->nparams;
     else
       bytes = sizeof(PetscScalar) * ((PetscLogDouble)net->nparams / size + 2.0 * net->layers[largest]->nparams);
@@ -1048,8 +1059,8 @@ PetscErrorCode NetView(Net net, PetscViewer viewer)
   if (net->setupcalled) PetscCall(PetscViewerASCIIPrintf(viewer, "total parameters %" PetscInt_FMT "\n", net->nparams));
   if (net->setupcalled) PetscCall(NetSequenceView_Private(net, viewer)); /* sequence mode: the token split */
   if (net->setupcalled) PetscCall(NetPlaceView_Private(net, viewer));    /* pipeline: the stages, their cost */
-  if (net->setupcalled) { /* the engine (netexec.c, netprecision.c): how each node runs, where the values live */
-    const NetExecOps *kinds[] = {&NetExecPlain, &NetExecModel, &NetExecSpatial, &NetExecSpatialModel, &NetExecSequence, &NetExecTensorBlock, &NetExecPlaced};
+  if (net->setupcalled) {                                                /* the engine (netexec.c, netprecision.c): how each node runs, where the values live */
+    const NetExecOps *kinds[]   = {&NetExecPlain, &NetExecModel, &NetExecSpatial, &NetExecSpatialModel, &NetExecSequence, &NetExecTensorBlock, &NetExecPlaced};
     char              text[256] = "";
 
     for (size_t e = 0; e < PETSC_STATIC_ARRAY_LENGTH(kinds); e++) {

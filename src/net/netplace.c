@@ -41,6 +41,7 @@
 */
 #include <petnet/private/netimpl.h>
 #include "netpmap.h"
+#include <petscbt.h>
 
 const char *const NetPipelineSchedules[] = {"gpipe", "1f1b", "NetPipelineSchedule", "NET_PIPELINE_", NULL};
 
@@ -63,13 +64,20 @@ typedef struct {
   PetscMPIInt size, rank;
   PetscInt    S, M, G; /* stages, micro-batches, ranks a stage */
   PetscInt    mystage;
-  PetscInt   *first, *last; /* stage s holds the nodes first[s] .. last[s] */
-  PetscReal  *cost;         /* per stage: the cost model's estimate (flops + bytes a sample) */
-  PetscInt    nmoves;
-  NetMove    *moves;  /* the crossing edges, then the output move */
-  PetscInt   *movein; /* (nlayers x max inputs): the move of input i of node k, or -1 */
-  PetscInt    maxin;
-  PetscInt    es; /* bytes of a stored entry */
+  PetscInt   *first, *last; /* stage s holds the nodes first[s] .. last[s] (staged) */
+  PetscReal  *cost;         /* per group: the cost model's estimate (flops + bytes a sample) */
+  /* the groups of ranks the nodes run on: group g is the ranks [glo[g], glo[g] + gn[g]); with stages (staged) group s
+     is stage s, [s G, (s + 1) G); entry@ranks=a:b and -net_parallel subgraph add others, which may overlap */
+  PetscInt  ngroups, *glo, *gn;
+  PetscInt *group;          /* per node: its group */
+  PetscBool staged;         /* the groups are the S stages, each a run of consecutive nodes in rank order */
+  PetscInt  nrep;           /* the parameters of the nodes of this rank's groups (theta_rep's size) */
+  PetscInt  nseg, nregions; /* the schedule's segments; subgraph: the fork-joins split */
+  PetscInt  nmoves;
+  NetMove  *moves;  /* the crossing edges, then the output move */
+  PetscInt *movein; /* (nlayers x max inputs): the move of input i of node k, or -1 */
+  PetscInt  maxin;
+  PetscInt  es; /* bytes of a stored entry */
   /* the batch (NetPlaceCounts_Private()): N samples in M micro-batches */
   PetscInt  N;
   PetscInt *pub;   /* size + 1: the public split, rank p holding samples [pub[p], pub[p + 1]) (N = pub[size]) */
@@ -85,7 +93,12 @@ typedef struct {
 
 static PetscInt NetPlaceLayoutOfValue(Net net, PetscInt v)
 {
-  return (v == 0 || v == net->nlayers) ? NET_PLACE_PUBLIC : net->nodes[v - 1].stage;
+  return (v == 0 || v == net->nlayers) ? NET_PLACE_PUBLIC : ((NetPlace *)net->pl)->group[v - 1];
+}
+
+static PetscBool NetPlaceInGroup(const NetPlace *pl, PetscInt g, PetscMPIInt r)
+{
+  return (PetscBool)(r >= pl->glo[g] && r < pl->glo[g] + pl->gn[g]);
 }
 
 /* the first global sample of micro-batch m: the batch cut as evenly as it goes, B(m) = floor(m N / M) */
@@ -114,20 +127,21 @@ static void NetPlaceRange(const NetPlace *pl, PetscInt l, PetscMPIInt r, PetscIn
     *g0  = lo;
     *n   = PetscMax(0, hi - lo);
     *row = lo - pl->pub[r];
-  } else if (r / pl->G != l) {
+  } else if (!NetPlaceInGroup(pl, l, r)) {
     *g0  = mb;
     *n   = 0;
     *row = 0;
   } else {
-    PetscInt start, rows = 0;
+    const PetscInt G = pl->gn[l], j = r - pl->glo[l];
+    PetscInt       start, rows      = 0;
 
     for (PetscInt i = 0; i < m; i++) { /* the rows of the micro-batches before */
       PetscInt st, sh;
 
-      NetPlaceShare(NetPlaceMicroStart(pl, i + 1) - NetPlaceMicroStart(pl, i), pl->G, r % pl->G, &st, &sh);
+      NetPlaceShare(NetPlaceMicroStart(pl, i + 1) - NetPlaceMicroStart(pl, i), G, j, &st, &sh);
       rows += sh;
     }
-    NetPlaceShare(me - mb, pl->G, r % pl->G, &start, n);
+    NetPlaceShare(me - mb, G, j, &start, n);
     *g0  = mb + start;
     *row = rows;
   }
@@ -156,12 +170,12 @@ PetscErrorCode NetPlaceNodeRows_Private(Net net, PetscInt k, PetscInt *row, Pets
 
   PetscFunctionBegin;
   if (pl->m < 0) { /* every micro-batch (a node's parameter part, NetBackward()) */
-    NetPlaceRange(pl, net->nodes[k].stage, pl->rank, pl->M - 1, &g0, n, row);
+    NetPlaceRange(pl, pl->group[k], pl->rank, pl->M - 1, &g0, n, row);
     *n += *row;
     *row = 0;
     PetscFunctionReturn(0);
   }
-  NetPlaceRange(pl, net->nodes[k].stage, pl->rank, pl->m, &g0, n, row);
+  NetPlaceRange(pl, pl->group[k], pl->rank, pl->m, &g0, n, row);
   PetscFunctionReturn(0);
 }
 
@@ -232,7 +246,7 @@ static PetscErrorCode NetPlaceBalance(Net net, PetscInt S)
   PetscFunctionReturn(0);
 }
 
-/* the first node without a stage of its own (0 when all have one) */
+/* the first node without a placement of its own (0 when all have one) */
 static PetscInt NetPlaceFirstUnplaced(Net net)
 {
   for (PetscInt k = 0; k < net->nlayers; k++)
@@ -246,13 +260,13 @@ static PetscErrorCode NetPlaceCheckModes(Net net)
   MPI_Comm comm = PetscObjectComm((PetscObject)net);
 
   PetscFunctionBegin;
-  PetscCheck(net->parallel == NET_PARALLEL_REPLICATED, comm, PETSC_ERR_SUP,
+  PetscCheck(net->parallel == NET_PARALLEL_REPLICATED || net->parallel == NET_PARALLEL_SUBGRAPH, comm, PETSC_ERR_SUP,
              "-net_stages %" PetscInt_FMT " / -net_microbatches %" PetscInt_FMT " run each stage data parallel over its ranks (-net_parallel replicated); a stage that is itself -net_parallel %s is not built yet: drop -net_parallel, or the stages",
              net->nstages, net->nmicro, NetParallelTypes[net->parallel]);
-  PetscCheck(!net->grid, comm, PETSC_ERR_SUP, "-net_stages / -net_microbatches on a grid (NetSetGrid(), spatial parallelism) is not built yet: drop the stages, or run the Net on a batch");
+  PetscCheck(!net->grid, comm, PETSC_ERR_SUP, "-net_stages / -net_microbatches / -net_parallel subgraph on a grid (NetSetGrid(), spatial parallelism) is not built yet: drop the placement, or run the Net on a batch");
   PetscCheck(net->precision != NET_PRECISION_BFLOAT16, comm, PETSC_ERR_SUP,
-             "-net_stages / -net_microbatches at -net_precision bfloat16 are not built yet (the store widens a value's whole array for a node, not a micro-batch's rows): use -net_precision single or double");
-  PetscCheck(!net->fcachesize, comm, PETSC_ERR_SUP, "-net_forward_cache with -net_stages / -net_microbatches is not built: drop one of them");
+             "-net_stages / -net_microbatches / -net_parallel subgraph at -net_precision bfloat16 are not built yet (the store widens a value's whole array for a node, not a micro-batch's rows): use -net_precision single or double");
+  PetscCheck(!net->fcachesize, comm, PETSC_ERR_SUP, "-net_forward_cache with -net_stages / -net_microbatches / -net_parallel subgraph is not built: drop one of them");
   for (PetscInt k = 0; k < net->nlayers; k++) {
     const Layer l = net->layers[k];
     PetscBool   bn;
@@ -266,48 +280,167 @@ static PetscErrorCode NetPlaceCheckModes(Net net)
   PetscFunctionReturn(0);
 }
 
+/* the group of the ranks [lo, lo + n): an existing one, or a new one */
+static PetscInt NetPlaceAddGroup(NetPlace *pl, PetscInt lo, PetscInt n)
+{
+  for (PetscInt g = 0; g < pl->ngroups; g++)
+    if (pl->glo[g] == lo && pl->gn[g] == n) return g;
+  pl->glo[pl->ngroups] = lo;
+  pl->gn[pl->ngroups]  = n;
+  return pl->ngroups++;
+}
+
 /*
-  NetPlaceSetUp_Private - the stages of the nodes, from their own placement (NetSetNodePlacement(), -<node>stage) or
-  the cost model, and the checks; called by NetSetUp() once the layers are set up and before the parameter Vec exists
+  -net_parallel subgraph: the independent branches of the graph on disjoint groups of ranks, every other node on all
+  ranks (group 0). A join is a node of several inputs; branch j of a join J is what only its input j depends on,
+
+    B_j = anc(in_j) \ U_{l != j} anc(in_l)        (anc(v): v and every node v depends on)
+
+  so no path runs between two branches (a path from x in B_j to y in B_l would make x an ancestor of in_l). The joins
+  are taken latest first, so that an outer fork-join takes its branches whole before an inner one inside a branch;
+  a join whose branches hold a node already placed, or that has fewer than two branches, is left on all ranks. The
+  ranks are shared out in proportion to the branches' costs (each at least one; more branches than ranks: each on
+  one rank, the costliest first on the least loaded).
+*/
+static PetscErrorCode NetPlaceSubgraph(Net net)
+{
+  NetPlace      *pl = (NetPlace *)net->pl;
+  const PetscInt L = net->nlayers, P = pl->size;
+  PetscBT       *anc, br[NET_MAX_STACK_INPUTS];
+  PetscBool     *placed;
+  PetscInt      *branch, *nr, *first;
+  PetscReal     *cost, *load;
+
+  PetscFunctionBegin;
+  PetscCall(PetscMalloc7(L, &anc, L, &placed, L, &branch, L, &nr, L, &cost, P, &load, L, &first));
+  for (PetscInt k = 0; k < L; k++) {
+    PetscCall(PetscBTCreate(L, &anc[k]));
+    PetscCall(PetscBTSet(anc[k], k));
+    for (PetscInt i = 0; i < net->nodes[k].nin; i++) {
+      const PetscInt u = net->nodes[k].in[i];
+
+      if (u != NET_INPUT)
+        for (PetscInt x = 0; x <= u; x++)
+          if (PetscBTLookup(anc[u], x)) PetscCall(PetscBTSet(anc[k], x));
+    }
+    pl->group[k] = 0;
+    placed[k]    = PETSC_FALSE;
+  }
+  pl->nregions = 0;
+  for (PetscInt J = L - 1; J >= 0; J--) {
+    const NetNode *nd   = &net->nodes[J];
+    PetscInt       nb   = 0;
+    PetscBool      free = PETSC_TRUE;
+
+    if (nd->nin < 2 || nd->nin > NET_MAX_STACK_INPUTS) continue;
+    for (PetscInt j = 0; j < nd->nin; j++) { /* branch j: the nodes only input j depends on */
+      PetscInt size = 0;
+
+      PetscCall(PetscBTCreate(L, &br[j]));
+      if (nd->in[j] == NET_INPUT) continue;
+      for (PetscInt x = 0; x <= nd->in[j]; x++) {
+        PetscBool only = PetscBTLookup(anc[nd->in[j]], x) ? PETSC_TRUE : PETSC_FALSE;
+
+        for (PetscInt l = 0; l < nd->nin && only; l++)
+          if (l != j && nd->in[l] != NET_INPUT && PetscBTLookup(anc[nd->in[l]], x)) only = PETSC_FALSE;
+        if (only) {
+          PetscCall(PetscBTSet(br[j], x));
+          if (placed[x]) free = PETSC_FALSE;
+          size++;
+        }
+      }
+      if (size) {
+        branch[nb] = j;
+        cost[nb]   = 0;
+        for (PetscInt x = 0; x < L; x++)
+          if (PetscBTLookup(br[j], x)) cost[nb] += NetPlaceNodeCost(net, x);
+        nb++;
+      }
+    }
+    if (nb >= 2 && free) {
+      PetscInt lo = 0;
+
+      pl->nregions++;
+      for (PetscInt b = 0; b < nb; b++) nr[b] = 1;
+      if (nb <= P) /* ranks in proportion to cost: one each, then one at a time to the branch of most cost a rank */
+        for (PetscInt r = nb; r < P; r++) {
+          PetscInt best = 0;
+
+          for (PetscInt b = 1; b < nb; b++)
+            if (cost[b] / nr[b] > cost[best] / nr[best]) best = b;
+          nr[best]++;
+        }
+      else { /* one rank each: the costliest first, on the least loaded rank */
+        PetscInt *order = nr;
+
+        for (PetscInt b = 0; b < nb; b++) order[b] = b;
+        PetscCall(PetscSortRealWithPermutation(nb, cost, order));
+        for (PetscInt q = 0; q < P; q++) load[q] = 0;
+        for (PetscInt i = nb - 1; i >= 0; i--) {
+          PetscInt q = 0;
+
+          for (PetscInt t = 1; t < P; t++)
+            if (load[t] < load[q]) q = t;
+          load[q] += cost[order[i]];
+          first[order[i]] = q;
+        }
+      }
+      for (PetscInt b = 0; b < nb; b++) {
+        const PetscInt g = nb <= P ? NetPlaceAddGroup(pl, lo, nr[b]) : NetPlaceAddGroup(pl, first[b], 1);
+
+        if (nb <= P) lo += nr[b];
+        for (PetscInt x = 0; x < L; x++)
+          if (PetscBTLookup(br[branch[b]], x)) {
+            pl->group[x] = g;
+            placed[x]    = PETSC_TRUE;
+          }
+      }
+    }
+    for (PetscInt j = 0; j < nd->nin; j++) PetscCall(PetscBTDestroy(&br[j]));
+  }
+  for (PetscInt k = 0; k < L; k++) PetscCall(PetscBTDestroy(&anc[k]));
+  PetscCall(PetscFree7(anc, placed, branch, nr, cost, load, first));
+  PetscFunctionReturn(0);
+}
+
+/*
+  NetPlaceSetUp_Private - the group of ranks of every node, from the nodes' own placement (NetSetNodePlacement(),
+  NetSetNodeRanks(), -<node>stage, entry@...), the cost model's stages, or the branches of the graph (-net_parallel
+  subgraph), and the checks; called by NetSetUp() once the layers are set up and before the parameter Vec exists
 */
 PetscErrorCode NetPlaceSetUp_Private(Net net)
 {
   MPI_Comm    comm = PetscObjectComm((PetscObject)net);
   PetscMPIInt size;
   NetPlace   *pl;
-  PetscInt    S = PetscMax(1, net->nstages), L = net->nlayers, explicit = 0;
+  PetscInt    S = PetscMax(1, net->nstages), L = net->nlayers, explicit = 0, byranks = 0, nseg = 0;
+  PetscBool   subgraph = (PetscBool)(net->parallel == NET_PARALLEL_SUBGRAPH);
 
   PetscFunctionBegin;
   PetscCall(NetPlaceReset_Private(net));
-  for (PetscInt k = 0; k < L; k++) explicit += net->nodes[k].stageset ? 1 : 0;
-  if (S == 1 && net->nmicro <= 1 && !explicit) PetscFunctionReturn(0);
+  for (PetscInt k = 0; k < L; k++) {
+    explicit += net->nodes[k].stageset ? 1 : 0;
+    byranks += net->nodes[k].rankn > 0 ? 1 : 0;
+  }
+  if (S == 1 && net->nmicro <= 1 && !explicit && !subgraph) PetscFunctionReturn(0);
   PetscCallMPI(MPI_Comm_size(comm, &size));
   PetscCheck(net->schedule == NET_PIPELINE_GPIPE, comm, PETSC_ERR_SUP,
              "-net_pipeline_schedule 1f1b needs the loss's gradient of each micro-batch inside the walk (a forward-backward call that takes the loss), which is not built yet: use -net_pipeline_schedule gpipe (the same gradient, every micro-batch's "
              "activations kept)");
+  PetscCheck(
+      !subgraph || (!explicit && S == 1), comm, PETSC_ERR_ARG_INCOMP,
+      "-net_parallel subgraph places the nodes itself (the independent branches of the graph on disjoint groups of ranks): drop -net_stages and the nodes' own placements (entry@..., -<node>stage, NetSetNodePlacement()), or -net_parallel subgraph");
   if (explicit && S == 1)
-    for (PetscInt k = 0; k < L; k++) S = PetscMax(S, net->nodes[k].stageset ? net->nodes[k].stage + 1 : 1);
+    for (PetscInt k = 0; k < L; k++) S = PetscMax(S, net->nodes[k].stageset && !net->nodes[k].rankn ? net->nodes[k].stage + 1 : 1);
   PetscCheck(S <= size, comm, PETSC_ERR_ARG_OUTOFRANGE, "-net_stages %" PetscInt_FMT " asks for more stages than the %d ranks: give at most %d (a stage runs on at least one rank)", S, size, size);
   PetscCheck(size % S == 0, comm, PETSC_ERR_ARG_INCOMP, "-net_stages %" PetscInt_FMT " does not divide the %d ranks: give a number of stages that divides the ranks (every stage gets the same number of ranks)", S, size);
   PetscCheck(S <= L, comm, PETSC_ERR_ARG_OUTOFRANGE, "-net_stages %" PetscInt_FMT " asks for more stages than the Net's %" PetscInt_FMT " nodes: give at most %" PetscInt_FMT, S, L, L);
   PetscCheck(explicit == 0 || explicit == L, comm, PETSC_ERR_ARG_WRONG,
-             "%" PetscInt_FMT " of the %" PetscInt_FMT " nodes have a stage (NetSetNodePlacement(), -<node>stage, entry@stage) and the others not (node %s first): place every node, or none and let -net_stages cut the Net", explicit, L,
-             net->nodes[NetPlaceFirstUnplaced(net)].name);
+             "%" PetscInt_FMT " of the %" PetscInt_FMT " nodes have a placement (NetSetNodePlacement(), NetSetNodeRanks(), -<node>stage, entry@...) and the others not (node %s first): place every node, or none and let -net_stages cut the Net",
+             explicit, L, net->nodes[NetPlaceFirstUnplaced(net)].name);
   net->nstages = S;
   PetscCall(NetPlaceCheckModes(net));
-  if (!explicit) PetscCall(NetPlaceBalance(net, S));
-  /* every stage must hold nodes, and no node may read a later stage */
-  for (PetscInt k = 0; k < L; k++) {
-    const NetNode *nd = &net->nodes[k];
-
-    PetscCheck(nd->stage >= 0 && nd->stage < S, comm, PETSC_ERR_ARG_OUTOFRANGE, "Node %s is placed on stage %" PetscInt_FMT ", but there are %" PetscInt_FMT " stages (-net_stages): give a stage from 0 to %" PetscInt_FMT, nd->name, nd->stage, S,
-               S - 1);
-    for (PetscInt i = 0; i < nd->nin; i++)
-      if (nd->in[i] != NET_INPUT)
-        PetscCheck(net->nodes[nd->in[i]].stage <= nd->stage, comm, PETSC_ERR_ARG_WRONG,
-                   "Node %s is placed on stage %" PetscInt_FMT " but reads node %s of the later stage %" PetscInt_FMT ": values flow from a stage to the same or a later one; place %s on stage %" PetscInt_FMT " or later", nd->name, nd->stage,
-                   net->nodes[nd->in[i]].name, net->nodes[nd->in[i]].stage, nd->name, net->nodes[nd->in[i]].stage);
-  }
+  if (!explicit && !subgraph) PetscCall(NetPlaceBalance(net, S));
   PetscCall(PetscNew(&pl));
   net->pl  = pl;
   pl->S    = S;
@@ -316,25 +449,53 @@ PetscErrorCode NetPlaceSetUp_Private(Net net)
   pl->size = size;
   PetscCallMPI(MPI_Comm_rank(comm, &pl->rank));
   pl->mystage = pl->rank / pl->G;
-  PetscCall(PetscMalloc3(S, &pl->first, S, &pl->last, S, &pl->cost));
-  for (PetscInt s = 0; s < S; s++) {
-    pl->first[s] = -1;
-    pl->last[s]  = -1;
-    pl->cost[s]  = 0;
-  }
-  for (PetscInt k = 0; k < L; k++) {
-    const PetscInt s = net->nodes[k].stage;
+  /* the groups: the stages first, then the nodes' own ranks or the branches */
+  PetscCall(PetscMalloc1(L, &pl->group));
+  PetscCall(PetscMalloc3(S + L + 1, &pl->glo, S + L + 1, &pl->gn, S + L + 1, &pl->cost));
+  for (PetscInt s = 0; s < S; s++) (void)NetPlaceAddGroup(pl, s * pl->G, pl->G);
+  if (subgraph)
+    PetscCall(NetPlaceSubgraph(net));
+  else
+    for (PetscInt k = 0; k < L; k++) {
+      const NetNode *nd = &net->nodes[k];
 
-    if (pl->first[s] < 0) pl->first[s] = k;
-    PetscCheck(pl->last[s] < 0 || pl->last[s] == k - 1, comm, PETSC_ERR_ARG_WRONG,
-               "Stage %" PetscInt_FMT " holds node %s and node %s but not the nodes between them: a stage is a run of consecutive nodes; place the nodes in between on stage %" PetscInt_FMT " too", s, net->nodes[pl->last[s]].name, net->nodes[k].name,
-               s);
-    pl->last[s] = k;
-    pl->cost[s] += NetPlaceNodeCost(net, k);
+      if (nd->rankn > 0) {
+        PetscCheck(nd->ranklo + nd->rankn <= size, comm, PETSC_ERR_ARG_OUTOFRANGE, "Node %s is placed on the ranks %" PetscInt_FMT ":%" PetscInt_FMT ", but the Net has %d ranks: give ranks=a:b with 0 <= a < b <= %d", nd->name, nd->ranklo,
+                   nd->ranklo + nd->rankn, size, size);
+        pl->group[k] = NetPlaceAddGroup(pl, nd->ranklo, nd->rankn);
+      } else {
+        PetscCheck(nd->stage >= 0 && nd->stage < S, comm, PETSC_ERR_ARG_OUTOFRANGE, "Node %s is placed on stage %" PetscInt_FMT ", but there are %" PetscInt_FMT " stages (-net_stages): give a stage from 0 to %" PetscInt_FMT, nd->name, nd->stage, S,
+                   S - 1);
+        pl->group[k] = nd->stage;
+      }
+    }
+  for (PetscInt g = 0; g < pl->ngroups; g++) pl->cost[g] = 0;
+  for (PetscInt k = 0; k < L; k++) pl->cost[pl->group[k]] += NetPlaceNodeCost(net, k);
+  /* staged: the groups are the stages, in the nodes' order (then each rank owns its stage's parameters) */
+  pl->staged = (PetscBool)(!subgraph && !byranks);
+  for (PetscInt k = 1; k < L; k++)
+    if (pl->group[k] < pl->group[k - 1]) pl->staged = PETSC_FALSE;
+  /* every rank has a node to run */
+  for (PetscMPIInt r = 0; r < size; r++) {
+    PetscBool some = PETSC_FALSE;
+
+    for (PetscInt k = 0; k < L && !some; k++) some = NetPlaceInGroup(pl, pl->group[k], r);
+    if (!some && !byranks)
+      SETERRQ(comm, PETSC_ERR_ARG_WRONG, "Stage %" PetscInt_FMT " has no node, so ranks %" PetscInt_FMT " to %" PetscInt_FMT " would have nothing to do: place at least one node on every stage, or use fewer stages (-net_stages)", r / pl->G,
+              (r / pl->G) * pl->G, (r / pl->G + 1) * pl->G - 1);
+    PetscCheck(some, comm, PETSC_ERR_ARG_WRONG, "No node is placed on rank %d, which would have nothing to do: place a node on it (entry@ranks=a:b with a <= %d < b, or a stage), or run on fewer ranks", r, r);
   }
-  for (PetscInt s = 0; s < S; s++)
-    PetscCheck(pl->first[s] >= 0, comm, PETSC_ERR_ARG_WRONG, "Stage %" PetscInt_FMT " has no node, so ranks %" PetscInt_FMT " to %" PetscInt_FMT " would have nothing to do: place at least one node on every stage, or use fewer stages (-net_stages)",
-               s, s * pl->G, (s + 1) * pl->G - 1);
+  if (pl->staged) {
+    PetscCall(PetscMalloc2(S, &pl->first, S, &pl->last));
+    for (PetscInt s = 0; s < S; s++) pl->first[s] = pl->last[s] = -1;
+    for (PetscInt k = 0; k < L; k++) {
+      if (pl->first[pl->group[k]] < 0) pl->first[pl->group[k]] = k;
+      pl->last[pl->group[k]] = k;
+    }
+  }
+  pl->nrep = 0;
+  for (PetscInt k = 0; k < L; k++)
+    if (NetPlaceInGroup(pl, pl->group[k], pl->rank)) pl->nrep += net->layers[k]->nparams;
   /* the moves: every edge from another layout, then the output's */
   pl->maxin = 1;
   for (PetscInt k = 0; k < L; k++) pl->maxin = PetscMax(pl->maxin, net->nodes[k].nin);
@@ -345,17 +506,17 @@ PetscErrorCode NetPlaceSetUp_Private(Net net)
       const PetscInt v = i < net->nodes[k].nin ? net->nodes[k].in[i] + 1 : -1;
 
       pl->movein[k * pl->maxin + i] = -1;
-      if (v < 0 || NetPlaceLayoutOfValue(net, v) == net->nodes[k].stage) continue;
+      if (v < 0 || NetPlaceLayoutOfValue(net, v) == pl->group[k]) continue;
       pl->movein[k * pl->maxin + i] = pl->nmoves;
       pl->moves[pl->nmoves].src     = NetPlaceLayoutOfValue(net, v);
-      pl->moves[pl->nmoves].dst     = net->nodes[k].stage;
+      pl->moves[pl->nmoves].dst     = pl->group[k];
       pl->moves[pl->nmoves].v       = v;
       pl->moves[pl->nmoves].k       = k;
       pl->moves[pl->nmoves].i       = i;
       pl->moves[pl->nmoves].size    = net->layers[k]->insizes[i];
       pl->nmoves++;
     }
-  pl->moves[pl->nmoves].src  = net->nodes[L - 1].stage;
+  pl->moves[pl->nmoves].src  = pl->group[L - 1];
   pl->moves[pl->nmoves].dst  = NET_PLACE_PUBLIC;
   pl->moves[pl->nmoves].v    = L;
   pl->moves[pl->nmoves].k    = -1;
@@ -371,17 +532,23 @@ PetscErrorCode NetPlaceSetUp_Private(Net net)
   PetscCallMPI(MPI_Comm_dup(comm, &pl->comm));
   for (PetscInt e = 0; e < pl->nmoves; e++) PetscCall(PetscMalloc2(pl->M * 2 * size, &pl->moves[e].req, pl->M, &pl->moves[e].nreq));
   PetscCall(PetscCalloc1((L + 1) * pl->M, &pl->seeded));
-  /* the schedule: stage by stage, micro-batch by micro-batch */
+  /* the schedule: segment by segment (a run of consecutive nodes on one group: with stages, a stage), micro-batch by
+     micro-batch. It is an order of the steps in which every value is made before it is read, the same on every rank,
+     so every move is begun before it is ended, whatever the groups. */
   pl->nsched = 0;
   PetscCall(PetscMalloc1(2 * L * pl->M, &pl->sched));
-  for (PetscInt s = 0; s < S; s++)
+  for (PetscInt a = 0, b; a < L; a = b) {
+    for (b = a + 1; b < L && pl->group[b] == pl->group[a]; b++) {}
+    nseg++;
     for (PetscInt m = 0; m < pl->M; m++)
-      for (PetscInt k = pl->first[s]; k <= pl->last[s]; k++) {
+      for (PetscInt k = a; k < b; k++) {
         pl->sched[2 * pl->nsched]     = k;
         pl->sched[2 * pl->nsched + 1] = m;
         pl->nsched++;
       }
-  pl->N = -1;
+  }
+  pl->nseg = nseg;
+  pl->N    = -1;
   PetscFunctionReturn(0);
 }
 
@@ -403,7 +570,9 @@ PetscErrorCode NetPlaceReset_Private(Net net)
   for (PetscInt e = 0; e < pl->nmoves; e++) PetscCall(PetscFree2(pl->moves[e].req, pl->moves[e].nreq));
   PetscCall(PetscFree(pl->moves));
   PetscCall(PetscFree(pl->movein));
-  PetscCall(PetscFree3(pl->first, pl->last, pl->cost));
+  PetscCall(PetscFree2(pl->first, pl->last));
+  PetscCall(PetscFree3(pl->glo, pl->gn, pl->cost));
+  PetscCall(PetscFree(pl->group));
   PetscCall(PetscFree(pl->seeded));
   PetscCall(PetscFree(pl->sched));
   PetscCall(PetscFree(pl->pub));
@@ -431,7 +600,7 @@ PetscErrorCode NetPlaceCounts_Private(Net net, PetscInt n, PetscInt counts[], Pe
   for (PetscMPIInt p = 0; p < pl->size; p++) tmp.pub[p + 1] = tmp.pub[p] + all[p];
   tmp.N     = tmp.pub[pl->size];
   counts[0] = n;
-  for (PetscInt k = 0; k < net->nlayers; k++) counts[k + 1] = NetPlaceLocalRows(&tmp, net->nodes[k].stage, n);
+  for (PetscInt k = 0; k < net->nlayers; k++) counts[k + 1] = NetPlaceLocalRows(&tmp, pl->group[k], n);
   counts[net->nlayers] = n;
   if (commit) {
     PetscCall(NetPlaceFreeBuffers(pl));
@@ -845,15 +1014,27 @@ const NetExecOps NetExecPlaced = {"stage", PETSC_TRUE, PETSC_TRUE, NetExecForwar
 /* ------------------------------------------------------------------------------------------------------------------
    Parameters: this rank's stage's nodes, their place in theta_rep, theta's ownership */
 
-/* the local size of theta on this rank: an even share of its stage's parameters among the stage's ranks */
+/* the local size of theta on this rank: with stages, an even share of its stage's parameters among the stage's ranks;
+   otherwise (groups that overlap, or out of the nodes' order) PETSc's even share of all of them */
 PetscErrorCode NetPlaceOwnedParameters_Private(Net net, PetscInt *nlocal)
 {
-  NetPlace      *pl = (NetPlace *)net->pl;
-  const PetscInt s = pl->mystage, lo = net->poff[pl->first[s]], hi = net->poff[pl->last[s] + 1], j = pl->rank % pl->G;
-  const PetscInt q = (hi - lo) / pl->G, rem = (hi - lo) % pl->G;
+  NetPlace *pl = (NetPlace *)net->pl;
 
   PetscFunctionBegin;
-  *nlocal = q + (j < rem ? 1 : 0);
+  if (pl->staged) {
+    const PetscInt s = pl->mystage, lo = net->poff[pl->first[s]], hi = net->poff[pl->last[s] + 1], j = pl->rank % pl->G;
+    const PetscInt q = (hi - lo) / pl->G, rem = (hi - lo) % pl->G;
+
+    *nlocal = q + (j < rem ? 1 : 0);
+  }
+  PetscFunctionReturn(0);
+}
+
+/* the parameters this rank computes with: those of the nodes of its groups (theta_rep's size) */
+PetscErrorCode NetPlaceLocalParameters_Private(Net net, PetscInt *nrep)
+{
+  PetscFunctionBegin;
+  *nrep = ((NetPlace *)net->pl)->nrep;
   PetscFunctionReturn(0);
 }
 
@@ -915,23 +1096,40 @@ static PetscErrorCode NetPlaceBcastDestroy(Mat B)
 }
 
 /*
-  NetPlaceSetUpParameters_Private - theta_rep holds this rank's stage's parameters (node k at repoff[k], -1 for the nodes
-  of other stages), refreshed by the broadcast B (the gather of those runs) and summed back by B^T
+  NetPlaceSetUpParameters_Private - theta_rep holds the parameters of the nodes this rank runs (node k at repoff[k], -1
+  for the nodes of groups without this rank: with stages, its stage's block), refreshed by the broadcast B (the gather
+  of those runs of theta) and summed back by B^T
 */
 PetscErrorCode NetPlaceSetUpParameters_Private(Net net)
 {
   NetPlace      *pl = (NetPlace *)net->pl;
   NetPlaceBcast *ctx;
-  PetscInt       n = 0, nl, s = pl->mystage, lo = net->poff[pl->first[s]], hi = net->poff[pl->last[s] + 1];
+  PetscInt       n = 0, nl, nruns = 0, *runstart, *runlen;
 
   PetscFunctionBegin;
   PetscCall(PetscMalloc1(net->nlayers, &net->repoff));
+  PetscCall(PetscMalloc2(net->nlayers, &runstart, net->nlayers, &runlen));
   for (PetscInt k = 0; k < net->nlayers; k++) {
-    net->repoff[k] = net->nodes[k].stage == s ? net->poff[k] - lo : -1;
-    if (net->nodes[k].stage == s) n += net->layers[k]->nparams;
+    const PetscInt np = net->layers[k]->nparams;
+
+    net->repoff[k] = -1;
+    if (!NetPlaceInGroup(pl, pl->group[k], pl->rank)) continue;
+    net->repoff[k] = n;
+    if (!np) continue;
+    if (nruns && runstart[nruns - 1] + runlen[nruns - 1] == net->poff[k])
+      runlen[nruns - 1] += np; /* the run goes on */
+    else {
+      runstart[nruns] = net->poff[k];
+      runlen[nruns++] = np;
+    }
+    n += np;
   }
   PetscCall(PetscNew(&ctx));
-  PetscCall(NetParamMapCreate_Private(net->theta, 0, NULL, NULL, lo, hi - lo, &ctx->map));
+  if (nruns)
+    PetscCall(NetParamMapCreate_Private(net->theta, nruns, runstart, runlen, 0, 0, &ctx->map));
+  else
+    PetscCall(NetParamMapCreate_Private(net->theta, 0, NULL, NULL, 0, 0, &ctx->map));
+  PetscCall(PetscFree2(runstart, runlen));
   PetscCall(PetscMalloc1(n, &ctx->work));
   PetscCall(VecGetLocalSize(net->theta, &nl));
   PetscCall(MatCreateShell(PetscObjectComm((PetscObject)net), n, nl, PETSC_DETERMINE, net->nparams, ctx, &net->bcast));
@@ -954,14 +1152,39 @@ PetscErrorCode NetPlaceView_Private(Net net, PetscViewer viewer)
 
   PetscFunctionBegin;
   if (!pl) PetscFunctionReturn(0);
-  for (PetscInt s = 0; s < pl->S; s++) total += pl->cost[s];
-  PetscCall(PetscViewerASCIIPrintf(viewer, "Pipeline: %" PetscInt_FMT " stages of %" PetscInt_FMT " ranks, %" PetscInt_FMT " micro-batches, schedule %s, ideal bubble (S-1)/(M+S-1) = %.3f\n", pl->S, pl->G, pl->M, NetPipelineSchedules[net->schedule],
-                                   (double)(pl->S - 1) / (double)(pl->M + pl->S - 1)));
-  for (PetscInt s = 0; s < pl->S; s++) {
-    PetscInt np = net->poff[pl->last[s] + 1] - net->poff[pl->first[s]];
+  for (PetscInt g = 0; g < pl->ngroups; g++) total += pl->cost[g];
+  if (pl->staged) {
+    PetscCall(PetscViewerASCIIPrintf(viewer, "Pipeline: %" PetscInt_FMT " stages of %" PetscInt_FMT " ranks, %" PetscInt_FMT " micro-batches, schedule %s, ideal bubble (S-1)/(M+S-1) = %.3f\n", pl->S, pl->G, pl->M, NetPipelineSchedules[net->schedule],
+                                     (double)(pl->S - 1) / (double)(pl->M + pl->S - 1)));
+    for (PetscInt s = 0; s < pl->S; s++) {
+      PetscInt np = net->poff[pl->last[s] + 1] - net->poff[pl->first[s]];
 
-    PetscCall(PetscViewerASCIIPrintf(viewer, "  stage %" PetscInt_FMT " (ranks %" PetscInt_FMT "-%" PetscInt_FMT "): nodes %s .. %s, %" PetscInt_FMT " parameters, cost %.1f%%\n", s, s * pl->G, (s + 1) * pl->G - 1, net->nodes[pl->first[s]].name,
-                                     net->nodes[pl->last[s]].name, np, total > 0 ? 100.0 * (double)(pl->cost[s] / total) : 0.0));
+      PetscCall(PetscViewerASCIIPrintf(viewer, "  stage %" PetscInt_FMT " (ranks %" PetscInt_FMT "-%" PetscInt_FMT "): nodes %s .. %s, %" PetscInt_FMT " parameters, cost %.1f%%\n", s, s * pl->G, (s + 1) * pl->G - 1, net->nodes[pl->first[s]].name,
+                                       net->nodes[pl->last[s]].name, np, total > 0 ? 100.0 * (double)(pl->cost[s] / total) : 0.0));
+    }
+    PetscFunctionReturn(0);
+  }
+  if (net->parallel == NET_PARALLEL_SUBGRAPH)
+    PetscCall(
+        PetscViewerASCIIPrintf(viewer, "Sub-graph placement: %" PetscInt_FMT " fork-join%s split over groups of ranks, %" PetscInt_FMT " micro-batches, %" PetscInt_FMT " segments\n", pl->nregions, pl->nregions == 1 ? "" : "s", pl->M, pl->nseg));
+  else
+    PetscCall(PetscViewerASCIIPrintf(viewer, "Placement: %" PetscInt_FMT " groups of ranks, %" PetscInt_FMT " micro-batches, %" PetscInt_FMT " segments\n", pl->ngroups, pl->M, pl->nseg));
+  for (PetscInt g = 0; g < pl->ngroups; g++) {
+    PetscInt np = 0, nn = 0;
+
+    for (PetscInt k = 0; k < net->nlayers; k++)
+      if (pl->group[k] == g) {
+        np += net->layers[k]->nparams;
+        nn++;
+      }
+    if (!nn) continue;
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  ranks %" PetscInt_FMT "-%" PetscInt_FMT ": %" PetscInt_FMT " node%s, %" PetscInt_FMT " parameters, cost %.1f%%:", pl->glo[g], pl->glo[g] + pl->gn[g] - 1, nn, nn == 1 ? "" : "s", np,
+                                     total > 0 ? 100.0 * (double)(pl->cost[g] / total) : 0.0));
+    PetscCall(PetscViewerASCIIUseTabs(viewer, PETSC_FALSE));
+    for (PetscInt k = 0; k < net->nlayers; k++)
+      if (pl->group[k] == g) PetscCall(PetscViewerASCIIPrintf(viewer, " %s", net->nodes[k].name));
+    PetscCall(PetscViewerASCIIPrintf(viewer, "\n"));
+    PetscCall(PetscViewerASCIIUseTabs(viewer, PETSC_TRUE));
   }
   PetscFunctionReturn(0);
 }
@@ -1222,10 +1445,11 @@ PetscErrorCode NetSetNodePlacement(Net net, PetscInt k, PetscInt s)
   PetscValidHeaderSpecific(net, NET_CLASSID, 1);
   PetscCheck(k >= 0 && k < net->nlayers, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_OUTOFRANGE, "Node %" PetscInt_FMT " does not exist: the Net has %" PetscInt_FMT " nodes", k, net->nlayers);
   PetscCheck(s >= 0, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_OUTOFRANGE, "Node %s: stage %" PetscInt_FMT " is negative; give a stage from 0", net->nodes[k].name, s);
-  if (net->nodes[k].stageset && net->nodes[k].stage == s) PetscFunctionReturn(0);
+  if (net->nodes[k].stageset && !net->nodes[k].rankn && net->nodes[k].stage == s) PetscFunctionReturn(0);
   PetscCall(NetPlaceChanged(net));
   net->nodes[k].stage    = s;
   net->nodes[k].stageset = PETSC_TRUE;
+  net->nodes[k].rankn    = 0;
   PetscFunctionReturn(0);
 }
 
@@ -1251,7 +1475,103 @@ PetscErrorCode NetGetNodePlacement(Net net, PetscInt k, PetscInt *s)
   PetscValidHeaderSpecific(net, NET_CLASSID, 1);
   PetscCall(NetSetUp(net));
   PetscCheck(k >= 0 && k < net->nlayers, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_OUTOFRANGE, "Node %" PetscInt_FMT " does not exist: the Net has %" PetscInt_FMT " nodes", k, net->nlayers);
-  *s = net->pl ? net->nodes[k].stage : 0;
+  *s = net->pl ? (((NetPlace *)net->pl)->staged ? ((NetPlace *)net->pl)->group[k] : net->nodes[k].stage) : 0;
+  PetscFunctionReturn(0);
+}
+
+/*@
+  NetSetNodeRanks - places node k on the ranks [first, first + n) of the Net's communicator, a group of its own that may
+  overlap other nodes' groups (sub-graph parallelism by hand)
+
+  Logically collective
+
+  Input Parameters:
++ net   - the Net
+. k     - the node
+. first - the first rank of its group
+- n     - the ranks of the group, at least 1
+
+  Options Database Key:
+. -<node prefix>ranks <a:b> - the ranks a to b - 1 (e.g. -layer3_ranks 0:2); in a layer list or graph also the entry's
+                              suffix @ranks=a:b (dense:256@ranks=0:2)
+
+  Notes:
+  Place every node (by stage, NetSetNodePlacement(), or by ranks) or none. The node runs data parallel over its group,
+  on the samples of each micro-batch split evenly among the group's ranks; values and cotangents move between groups
+  by redistributions of whole samples with their exact adjoints, so any placement gives the same results as one rank
+  up to round-off. Nodes with no path between them placed on disjoint groups run at the same time. Every rank must run
+  some node. -net_parallel subgraph places the independent branches of a graph this way by itself.
+
+  Level: intermediate
+
+.seealso: `NetSetNodePlacement()`, `NetGetNodeRanks()`, `NetSetParallel()`, `NetSetStages()`
+@*/
+PetscErrorCode NetSetNodeRanks(Net net, PetscInt k, PetscInt first, PetscInt n)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(net, NET_CLASSID, 1);
+  PetscCheck(k >= 0 && k < net->nlayers, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_OUTOFRANGE, "Node %" PetscInt_FMT " does not exist: the Net has %" PetscInt_FMT " nodes", k, net->nlayers);
+  PetscCheck(first >= 0 && n >= 1, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_OUTOFRANGE, "Node %s: the ranks %" PetscInt_FMT ":%" PetscInt_FMT " are not a group: give ranks=a:b with 0 <= a < b", net->nodes[k].name, first, first + n);
+  if (net->nodes[k].stageset && net->nodes[k].rankn == n && net->nodes[k].ranklo == first) PetscFunctionReturn(0);
+  PetscCall(NetPlaceChanged(net));
+  net->nodes[k].stage    = -1;
+  net->nodes[k].stageset = PETSC_TRUE;
+  net->nodes[k].ranklo   = first;
+  net->nodes[k].rankn    = n;
+  PetscFunctionReturn(0);
+}
+
+/*@
+  NetGetNodeRanks - the group of ranks node k runs on: [first, first + n)
+
+  Collective (it sets the Net up if needed)
+
+  Input Parameters:
++ net - the Net
+- k   - the node
+
+  Output Parameters:
++ first - its first rank
+- n     - its ranks (without placement, every rank of the Net)
+
+  Level: intermediate
+
+.seealso: `NetSetNodeRanks()`, `NetSetNodePlacement()`
+@*/
+PetscErrorCode NetGetNodeRanks(Net net, PetscInt k, PetscInt *first, PetscInt *n)
+{
+  PetscMPIInt size;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(net, NET_CLASSID, 1);
+  PetscCall(NetSetUp(net));
+  PetscCheck(k >= 0 && k < net->nlayers, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_OUTOFRANGE, "Node %" PetscInt_FMT " does not exist: the Net has %" PetscInt_FMT " nodes", k, net->nlayers);
+  PetscCallMPI(MPI_Comm_size(PetscObjectComm((PetscObject)net), &size));
+  if (net->pl) {
+    const NetPlace *pl = (NetPlace *)net->pl;
+
+    *first = pl->glo[pl->group[k]];
+    *n     = pl->gn[pl->group[k]];
+  } else {
+    *first = 0;
+    *n     = size;
+  }
+  PetscFunctionReturn(0);
+}
+
+/* an entry's or option's group of ranks "a:b" (the ranks a to b - 1): what names it (for the error), the text */
+PetscErrorCode NetPlaceParseRanks_Private(Net net, const char what[], const char text[], PetscInt *first, PetscInt *n)
+{
+  char     *end1, *end2;
+  long long a, b;
+
+  PetscFunctionBegin;
+  a = strtoll(text, &end1, 10);
+  b = (end1 != text && *end1 == ':') ? strtoll(end1 + 1, &end2, 10) : -1;
+  PetscCheck(end1 != text && *end1 == ':' && end2 != end1 + 1 && !*end2 && a >= 0 && b > a && b < PETSC_MAX_INT, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_WRONG,
+             "%s: the ranks \"%s\" are not a group: write ranks=a:b for the ranks a to b - 1, with 0 <= a < b (e.g. ranks=0:2)", what, text);
+  *first = (PetscInt)a;
+  *n     = (PetscInt)(b - a);
   PetscFunctionReturn(0);
 }
 
@@ -1262,13 +1582,23 @@ PetscErrorCode NetPlaceSetFromOptions_Private(Net net)
   for (PetscInt k = 0; k < net->nlayers; k++) {
     const char *prefix;
     PetscInt    s = net->nodes[k].stage;
-    PetscBool   set;
+    PetscBool   set, rset;
+    char        ranks[64] = "";
 
     PetscCall(PetscObjectGetOptionsPrefix((PetscObject)net->nodes[k].layer, &prefix));
     PetscOptionsBegin(PetscObjectComm((PetscObject)net), prefix, "Net node placement", "Net");
     PetscCall(PetscOptionsInt("-stage", "The pipeline stage of this node (its group of ranks)", "NetSetNodePlacement", s, &s, &set));
+    PetscCall(PetscOptionsString("-ranks", "The ranks a to b - 1 this node runs on, a:b", "NetSetNodeRanks", ranks, ranks, sizeof(ranks), &rset));
     PetscOptionsEnd();
     if (set) PetscCall(NetSetNodePlacement(net, k, s));
+    if (rset) {
+      PetscInt first, n;
+      char     what[PETSC_MAX_PATH_LEN];
+
+      PetscCall(PetscSNPrintf(what, sizeof(what), "-%sranks", prefix ? prefix : ""));
+      PetscCall(NetPlaceParseRanks_Private(net, what, ranks, &first, &n));
+      PetscCall(NetSetNodeRanks(net, k, first, n));
+    }
   }
   PetscFunctionReturn(0);
 }

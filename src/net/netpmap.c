@@ -283,8 +283,8 @@ PetscErrorCode NetParamMapReduceAdd_Private(NetParamMap m, PetscScalar buf[], Ve
 PetscErrorCode NetSetUpParameterMaps_Private(Net net)
 {
   PetscFunctionBegin;
-  PetscCall(NetResetParameterMaps_Private(net));                                                                     /* a change of mode lays them out anew */
-  net->replicated = (PetscBool)(net->parallel == NET_PARALLEL_REPLICATED || net->parallel == NET_PARALLEL_SEQUENCE); /* the copy exists in this mode, even for a Net without parameters */
+  PetscCall(NetResetParameterMaps_Private(net));                                                                                                               /* a change of mode lays them out anew */
+  net->replicated = (PetscBool)(net->parallel == NET_PARALLEL_REPLICATED || net->parallel == NET_PARALLEL_SEQUENCE || net->parallel == NET_PARALLEL_SUBGRAPH); /* the copy exists in this mode, even for a Net without parameters */
   net->gathers    = PETSC_FALSE;
   if (net->pl) { /* pipeline stages: each rank its stage's block (netplace.c) */
     for (PetscInt k = 0; k < net->nlayers; k++) net->nodes[k].nplocal = net->layers[k]->nparams;
@@ -300,7 +300,7 @@ PetscErrorCode NetSetUpParameterMaps_Private(Net net)
     nd->nplocal = net->layers[k]->nparams;
     PetscCall(NetModelSetUpNode_Private(net, k)); /* a model-parallel node sets mp, nplocal and its runs */
     if (!net->layers[k]->nparams) continue;
-    if ((net->parallel == NET_PARALLEL_REPLICATED || net->parallel == NET_PARALLEL_SEQUENCE) && !nd->mp) continue;
+    if ((net->parallel == NET_PARALLEL_REPLICATED || net->parallel == NET_PARALLEL_SEQUENCE || net->parallel == NET_PARALLEL_SUBGRAPH) && !nd->mp) continue;
     PetscCall(NetParamMapCreate_Private(net->theta, nd->nruns, nd->runstart, nd->runlen, net->poff[k], net->layers[k]->nparams, &map));
     nd->pmap     = map;
     net->gathers = PETSC_TRUE;

@@ -169,33 +169,45 @@ static PetscErrorCode NetCheckKind_Private(Net net, const char kind[], const cha
   PetscFunctionReturn(0);
 }
 
-/* An entry's placement suffix "@s" (a pipeline stage, netplace.c), taken off the entry: *stage = s, or -1 without */
-static PetscErrorCode NetTakeStage_Private(Net net, char entry[], const char what[], PetscInt *stage)
+/* An entry's placement suffix, taken off the entry: "@s" (a pipeline stage: place[0] = s) or "@ranks=a:b" (the ranks a
+   to b - 1: place[1] = a, place[2] = b - a), netplace.c; without one place[0] = -1 and place[2] = 0 */
+static PetscErrorCode NetTakeStage_Private(Net net, char entry[], const char what[], PetscInt place[3])
 {
   char *at = strrchr(entry, '@');
 
   PetscFunctionBegin;
-  *stage = -1;
+  place[0] = -1;
+  place[1] = place[2] = 0;
   if (!at || strchr(at, ')')) PetscFunctionReturn(0); /* none, or one inside a nested list */
+  if (!strncmp(at + 1, "ranks=", 6)) {
+    char msg[512];
+
+    PetscCall(PetscSNPrintf(msg, sizeof(msg), "Malformed %s: the placement \"%s\" of entry \"%.*s\"", what, at, (int)(at - entry), entry));
+    PetscCall(NetPlaceParseRanks_Private(net, msg, at + 7, &place[1], &place[2]));
+    *at = 0;
+    PetscFunctionReturn(0);
+  }
   {
-    char    *end;
+    char     *end;
     long long s = strtoll(at + 1, &end, 10);
 
-    PetscCheck(at[1] && !*end && s >= 0 && s < PETSC_MAX_INT, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_WRONG, "Malformed %s: the placement \"%s\" of entry \"%.*s\" is not a stage number: write kind:args@s with s >= 0 (e.g. dense:256@1)", what, at,
-               (int)(at - entry), entry);
-    *stage = (PetscInt)s;
-    *at    = 0;
+    PetscCheck(at[1] && !*end && s >= 0 && s < PETSC_MAX_INT, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_WRONG,
+               "Malformed %s: the placement \"%s\" of entry \"%.*s\" is not a stage number or a group of ranks: write kind:args@s with s >= 0 (e.g. dense:256@1), or kind:args@ranks=a:b for the ranks a to b - 1", what, at, (int)(at - entry), entry);
+    place[0] = (PetscInt)s;
+    *at      = 0;
   }
   PetscFunctionReturn(0);
 }
 
-/* the nodes [first, nlayers) made from one entry go on its stage (none: -1) */
-static void NetPlaceEntry_Private(Net net, PetscInt first, PetscInt stage)
+/* the nodes [first, nlayers) made from one entry go on its stage or ranks (NetTakeStage_Private()) */
+static void NetPlaceEntry_Private(Net net, PetscInt first, const PetscInt place[3])
 {
-  if (stage < 0) return;
+  if (place[0] < 0 && !place[2]) return;
   for (PetscInt k = first; k < net->nlayers; k++) {
-    net->nodes[k].stage    = stage;
+    net->nodes[k].stage    = place[0];
     net->nodes[k].stageset = PETSC_TRUE;
+    net->nodes[k].ranklo   = place[1];
+    net->nodes[k].rankn    = place[2];
   }
 }
 
@@ -411,12 +423,12 @@ static PetscErrorCode NetAppendEntries_Private(Net net, char copy[], const char 
     char       *kind, *args, name[NET_MAX_NAME], pre[NET_MAX_NAME];
     const char *why;
     PetscBool   isres, istr;
-    PetscInt    stage, first;
+    PetscInt    place[3], first;
 
     PetscCall(NetLayerListNext_Private(&next, &entry));
     kind = NetTrim_Private(entry);
     PetscCheck(kind[0], comm, PETSC_ERR_ARG_WRONG, "Malformed -net_layers \"%s\": entry %" PetscInt_FMT " is empty; remove the extra comma (entries are kind or kind:args separated by single commas, e.g. dense:128,relu,dense:10)", whole, e + 1);
-    PetscCall(NetTakeStage_Private(net, kind, "-net_layers", &stage));
+    PetscCall(NetTakeStage_Private(net, kind, "-net_layers", place));
     first = net->nlayers;
     PetscCall(NetLayerEntrySplit_Private(kind, &kind, &args, &why));
     PetscCheck(!why, comm, PETSC_ERR_ARG_WRONG, "Malformed -net_layers \"%s\": in entry %" PetscInt_FMT ", %s; write kind(args), then a comma before the next entry", whole, e + 1, why);
@@ -432,7 +444,7 @@ static PetscErrorCode NetAppendEntries_Private(Net net, char copy[], const char 
       PetscCall(NetCheckKind_Private(net, kind, "-net_layers", e + 1, whole));
       PetscCall(NetAppendNode_Private(net, kind, args, name, pre, e, 1, &from, &from));
     }
-    NetPlaceEntry_Private(net, first, stage);
+    NetPlaceEntry_Private(net, first, place);
   }
   *last = from;
   PetscFunctionReturn(0);
@@ -561,7 +573,7 @@ static PetscErrorCode NetSetGraphEntries_Private(Net net, const char graph[], ch
   for (next = copy; next;) {
     char       *name, *spec, *inputs, *arrow, *eq, *kind, *args;
     const char *why;
-    PetscInt    nin = 0, node, stage, first;
+    PetscInt    nin = 0, node, place[3], first;
     PetscBool   isres, istr;
     char        pre[NET_MAX_NAME];
 
@@ -605,7 +617,7 @@ static PetscErrorCode NetSetGraphEntries_Private(Net net, const char graph[], ch
       PetscCall(PetscMalloc1(1, in));
       (*in)[nin++] = prev;
     }
-    PetscCall(NetTakeStage_Private(net, spec, "-net_graph", &stage));
+    PetscCall(NetTakeStage_Private(net, spec, "-net_graph", place));
     first = net->nlayers;
     PetscCall(NetLayerEntrySplit_Private(spec, &kind, &args, &why));
     PetscCheck(!why, comm, PETSC_ERR_ARG_WRONG, "Malformed -net_graph \"%s\": in node %.255s, %s", graph, name, why);
@@ -614,8 +626,10 @@ static PetscErrorCode NetSetGraphEntries_Private(Net net, const char graph[], ch
     PetscCall(PetscStrcmp(kind, "transformer", &istr));
     if (isres || istr) {
       PetscCheck(nin == 1, comm, PETSC_ERR_ARG_WRONG, "Malformed -net_graph \"%s\": the %s node %.255s takes one input, not %" PetscInt_FMT, graph, kind, name, nin);
-      if (isres) PetscCall(NetAppendResidual_Private(net, args, graph, (*in)[0], name, pre, net->nlayers, 1, &node));
-      else PetscCall(NetAppendTransformer_Private(net, args, graph, (*in)[0], name, pre, net->nlayers, 1, &node));
+      if (isres)
+        PetscCall(NetAppendResidual_Private(net, args, graph, (*in)[0], name, pre, net->nlayers, 1, &node));
+      else
+        PetscCall(NetAppendTransformer_Private(net, args, graph, (*in)[0], name, pre, net->nlayers, 1, &node));
     } else {
       PetscCall(NetCheckKind_Private(net, kind, "-net_graph", e, graph));
       PetscCall(NetAppendNode_Private(net, kind, args, name, pre, net->nlayers, nin, *in, &node));
@@ -624,7 +638,7 @@ static PetscErrorCode NetSetGraphEntries_Private(Net net, const char graph[], ch
                  net->layers[node]->mininputs == net->layers[node]->maxinputs ? "exactly" : "at least", net->layers[node]->mininputs, net->layers[node]->mininputs > 1 ? "s" : "", nin,
                  net->layers[node]->maxinputs == 1 ? ": give it one input (a join such as add or concat takes several)" : ": name them after '<-' (e.g. s = add <- a, b)");
     }
-    NetPlaceEntry_Private(net, first, stage);
+    NetPlaceEntry_Private(net, first, place);
     PetscCall(PetscFree(*in));
     prev = node;
     {

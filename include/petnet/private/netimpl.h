@@ -54,17 +54,13 @@ typedef enum {
   NET_ELEM_FLOAT,
   NET_ELEM_BF16 /* the stored bfloat16 values themselves, for a node that streams them (NetNodeStreamsBF16()) */
 } NetElem;
-typedef enum {
-  NET_READ      = 1,
-  NET_WRITE     = 2,
-  NET_READWRITE = 3
-} NetAccess;
+typedef enum { NET_READ = 1, NET_WRITE = 2, NET_READWRITE = 3 } NetAccess;
 
 typedef struct {
-  const char *name;    /* for NetView() */
-  NetElem     compute; /* the element type a node computes in when its executor can */
-  PetscErrorCode (*setup)(Net);                                             /* for the batch of net->vlocal */
-  PetscErrorCode (*reset)(Net);                                             /* frees what setup and get made */
+  const char *name;                                                           /* for NetView() */
+  NetElem     compute;                                                        /* the element type a node computes in when its executor can */
+  PetscErrorCode (*setup)(Net);                                               /* for the batch of net->vlocal */
+  PetscErrorCode (*reset)(Net);                                               /* frees what setup and get made */
   PetscErrorCode (*get)(Net, NetSlot, PetscInt, NetAccess, NetElem, void **); /* an array of slot s of value v */
   PetscErrorCode (*restore)(Net, NetSlot, PetscInt, NetAccess, NetElem, void **);
   PetscErrorCode (*fromvec)(Net, Vec, NetSlot, PetscInt); /* slot s of v = a public double Vec (rounded) */
@@ -139,9 +135,11 @@ typedef struct {
   PetscInt fuseact, fusemask, fusedinto, fusedback;
 
   /* Placement (netplace.c): the pipeline stage the node runs on (its group of ranks); stageset: the user's own
-     (NetSetNodePlacement(), -<prefix>stage, entry@stage), else the cost model's at set-up */
+     (NetSetNodePlacement(), -<prefix>stage, entry@stage, or the ranks below), else the cost model's at set-up.
+     rankn > 0: the node's own group of ranks [ranklo, ranklo + rankn) (NetSetNodeRanks(), entry@ranks=a:b), stage -1 */
   PetscInt  stage;
   PetscBool stageset;
+  PetscInt  ranklo, rankn;
 
   const NetExecOps *exec; /* how the node runs over the ranks (netexec.c), chosen at set-up */
 
@@ -181,14 +179,14 @@ struct _p_Net {
      k; dact[.] the tangent or cotangent at the same place; dsum[.] (NULL unless a value feeds several nodes) the
      scratch where backward adds up the cotangents of a value used more than once. */
   PetscInt  nlocal, nglobal;
-  PetscInt *vlocal;          /* samples of value v on this rank (nlayers + 1 entries): nlocal for every value, except in
-                                grid mode, where a pooling or upsampling node changes the number of grid points and a
-                                globalavgpool leaves the grid (netspatial.c) */
-  PetscInt         batchgen; /* counts the workspace rebuilds: a node that caches something per batch layout compares it */
-  PetscInt        *ventries; /* entries of value v on this rank where they are not vlocal[v] times its size, else 0
-                                (NetValueEntries()): the column block of a tensor-parallel MLP pair, kept split between
-                                its two dense nodes, holds all samples of the group and the rank's block of the last dim
-                                (netmodel.c); NULL when no value is */
+  PetscInt *vlocal;   /* samples of value v on this rank (nlayers + 1 entries): nlocal for every value, except in
+                         grid mode, where a pooling or upsampling node changes the number of grid points and a
+                         globalavgpool leaves the grid (netspatial.c) */
+  PetscInt  batchgen; /* counts the workspace rebuilds: a node that caches something per batch layout compares it */
+  PetscInt *ventries; /* entries of value v on this rank where they are not vlocal[v] times its size, else 0
+                         (NetValueEntries()): the column block of a tensor-parallel MLP pair, kept split between
+                         its two dense nodes, holds all samples of the group and the rank's block of the last dim
+                         (netmodel.c); NULL when no value is */
   Vec             *act, *dact, *dsum;
   PetscBool        forwarded;
   PetscObjectState input_state; /* act[0] is the caller's input Vec (referenced, not copied): its state at NetForward */
@@ -228,20 +226,20 @@ struct _p_Net {
      vlocal[v] * size entries, v = 0..nlayers), their tangents or cotangents in ldval[v], fan-out sums in lsum[v]; the
      Vecs act[0] (the caller's input) and act[nlayers] (the output, widened to double) remain, the others are NULL */
   NetPrecision       precision;
-  NetBackend         backend;             /* the float GEMMs' backend, set on each layer (netbackend.c) */
-  const NetStoreOps *store;               /* the value store of this precision (netprecision.c) */
+  NetBackend         backend;               /* the float GEMMs' backend, set on each layer (netbackend.c) */
+  const NetStoreOps *store;                 /* the value store of this precision (netprecision.c) */
   void             **lstore[NET_NUM_SLOTS]; /* a low-precision store: the buffers of each slot, per value */
-  char              *lwide;               /* its scratch for the widened arrays of the node at hand */
-  size_t             lwidesize, lwidetop; /* its bytes, and how many the node at hand has taken */
-  size_t             lwidepeak;           /* the most one node has asked for (the scratch grows to it) */
-  void             **lwidemore;           /* arrays beyond the scratch, freed at the next node */
+  char              *lwide;                 /* its scratch for the widened arrays of the node at hand */
+  size_t             lwidesize, lwidetop;   /* its bytes, and how many the node at hand has taken */
+  size_t             lwidepeak;             /* the most one node has asked for (the scratch grows to it) */
+  void             **lwidemore;             /* arrays beyond the scratch, freed at the next node */
   PetscInt           nwidemore, maxwidemore;
-  PetscBool    fuse;                /* fuse activations into neighbouring passes (NetSetFusion(), -net_fuse) */
-  PetscBool    training;            /* see NetSetTraining() */
-  PetscBool    testjacobian, intest;
-  PetscInt     loadnparams;         /* >= 0 while a model file is read: the parameter count it declares, checked by NetSetUp() before allocating */
-  const char  *loadfile, *loadspec; /* ... and that file's name and layer list, for the error */
-  PetscInt64   maxnparams;          /* -1, or the most parameters allowed (an inner Net's share of the file's count) */
+  PetscBool          fuse;     /* fuse activations into neighbouring passes (NetSetFusion(), -net_fuse) */
+  PetscBool          training; /* see NetSetTraining() */
+  PetscBool          testjacobian, intest;
+  PetscInt           loadnparams;         /* >= 0 while a model file is read: the parameter count it declares, checked by NetSetUp() before allocating */
+  const char        *loadfile, *loadspec; /* ... and that file's name and layer list, for the error */
+  PetscInt64         maxnparams;          /* -1, or the most parameters allowed (an inner Net's share of the file's count) */
 
   /* Grid mode (netspatial.c, NetSetGrid()): the Net acts on fields of a 2-D or 3-D DMDA, a sample being a grid point;
      with G spatial groups (-net_spatial_groups) the communicator is split into G groups of ranks, each holding its own
@@ -252,7 +250,7 @@ struct _p_Net {
   MPI_Comm  gcomm;     /* this rank's group communicator (MPI_COMM_NULL until NetGetSpatialComm()) */
   MPI_Comm  xcomm;     /* the ranks holding the same spatial block in every group (G ranks, in group order; made with
                           gcomm): a convolution with a partition splits its channels over them (netmodel.c) */
-  void    **vgrid;     /* per value (nlayers + 1): the grid it lies on, or NULL: off the grid */
+  void **vgrid;        /* per value (nlayers + 1): the grid it lies on, or NULL: off the grid */
 
   /* Tensor parallelism (netmodel.c, -net_parallel tensor): the split nodes run on groups of tensorranks consecutive
      ranks (0: all ranks), each group a data-parallel replica of the others; tcomm is this rank's group (made at the
@@ -334,11 +332,11 @@ PETSC_INTERN PetscErrorCode NetSpatialSOBackward_Private(Net, PetscInt, PetscInt
 PETSC_INTERN PetscErrorCode NetSpatialViewNode_Private(Net, PetscInt, PetscViewer);
 /* a convolution of the grid whose channels are split over the spatial groups (netspatial.c around netmodel.c): the
    spatial executor's box, the model executor's operators on it (double values) */
-PETSC_INTERN PetscErrorCode NetSpatialGetBox_Private(Net, PetscInt, PetscInt *, PetscInt64[], PetscInt64[]);
-PETSC_INTERN PetscErrorCode NetSpatialModelForward_Private(Net, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *);
-PETSC_INTERN PetscErrorCode NetSpatialModelBackward_Private(Net, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
-PETSC_INTERN PetscErrorCode NetSpatialModelJVP_Private(Net, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *);
-PETSC_INTERN PetscErrorCode NetSpatialModelSOBackward_Private(Net, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode    NetSpatialGetBox_Private(Net, PetscInt, PetscInt *, PetscInt64[], PetscInt64[]);
+PETSC_INTERN PetscErrorCode    NetSpatialModelForward_Private(Net, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode    NetSpatialModelBackward_Private(Net, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode    NetSpatialModelJVP_Private(Net, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode    NetSpatialModelSOBackward_Private(Net, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
 PETSC_INTERN const NetStoreOps NetStoreDouble, NetStoreLow;
 PETSC_INTERN PetscErrorCode    NetPrecisionBytes_Private(Net, PetscInt *);
 PETSC_INTERN const NetExecOps  NetExecPlain, NetExecModel, NetExecSpatial, NetExecSpatialModel, NetExecSequence, NetExecTensorBlock, NetExecPlaced;
@@ -349,6 +347,8 @@ PETSC_INTERN PetscErrorCode NetPlaceReset_Private(Net);
 PETSC_INTERN PetscBool      NetPlaced_Private(Net);
 PETSC_INTERN PetscErrorCode NetPlaceCounts_Private(Net, PetscInt, PetscInt[], PetscBool);
 PETSC_INTERN PetscErrorCode NetPlaceOwnedParameters_Private(Net, PetscInt *);
+PETSC_INTERN PetscErrorCode NetPlaceLocalParameters_Private(Net, PetscInt *);
+PETSC_INTERN PetscErrorCode NetPlaceParseRanks_Private(Net, const char[], const char[], PetscInt *, PetscInt *);
 PETSC_INTERN PetscErrorCode NetPlaceSetUpParameters_Private(Net);
 PETSC_INTERN PetscErrorCode NetPlaceView_Private(Net, PetscViewer);
 PETSC_INTERN PetscErrorCode NetPlaceTestMoves_Private(Net, PetscRandom, PetscReal *);
@@ -475,5 +475,6 @@ PETSC_INTERN PetscErrorCode NetModelValueEntries_Private(Net);
 PETSC_INTERN PetscErrorCode NetModelBlockForward_Private(Net, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *);
 PETSC_INTERN PetscErrorCode NetModelBlockBackward_Private(Net, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
 PETSC_INTERN PetscErrorCode NetModelBlockJVP_Private(Net, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *);
-PETSC_INTERN PetscErrorCode NetModelBlockSOBackward_Private(Net, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode NetModelBlockSOBackward_Private(Net, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *,
+                                                            PetscScalar *);
 PETSC_INTERN PetscErrorCode NetModelBlockView_Private(Net, PetscInt, PetscViewer);
