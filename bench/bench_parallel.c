@@ -5,7 +5,8 @@ static const char help[] = "Memory, time and communication of a few Adam steps o
                            "  -bench_mode pipeline                   replicated stages: -net_stages S (each on P/S ranks) and -net_microbatches M\n"
                            "                                         (NetSetStages(), NetSetMicroBatches()); the summary adds the measured bubble\n"
                            "                                         fraction (1 - time in the rank's kernels / time of its forward and backward\n"
-                           "                                         walks, the mean over ranks and steps) beside the ideal (S-1)/(M+S-1)\n"
+                           "                                         walks, the mean over ranks and steps) beside the ideal (S-1)/(M+S-1);\n"
+                           "                                         -net_pipeline_schedule 1f1b: each stage keeps at most S micro-batches\n"
                            "  -bench_mode subgraph                   -net_parallel subgraph: the independent branches of a graph on disjoint groups of\n"
                            "                                         ranks (default Net: two branches 784-2048-2048-2048 joined by add, then dense:10)\n"
                            "  -bench_partition PxQ                   split the 8192x8192 layer (node layer2) over a P x Q grid of ranks in any mode\n"
@@ -678,10 +679,18 @@ typedef struct {
 /* The mini-batch objective TAO sees, as the Trainer's: f = mean loss of the batch, G = its gradient */
 static PetscErrorCode BenchObjective(Tao tao, Vec theta, PetscReal *f, Vec G, void *ptr)
 {
-  BenchCtx *ctx = (BenchCtx *)ptr;
+  BenchCtx           *ctx = (BenchCtx *)ptr;
+  NetPipelineSchedule schedule;
 
   PetscFunctionBegin;
   PetscCall(NetSetParameters(ctx->net, theta));
+  PetscCall(NetGetPipelineSchedule(ctx->net, &schedule));
+  if (schedule == NET_PIPELINE_1F1B) { /* the loss of each micro-batch inside the walk */
+    PetscCall(VecZeroEntries(G));
+    PetscCall(LossNetForwardBackward(ctx->loss, ctx->net, ctx->X, ctx->T, ctx->Y, f, NULL, G));
+    ctx->f = *f;
+    PetscFunctionReturn(0);
+  }
   PetscCall(NetForward(ctx->net, ctx->X, ctx->Y));
   PetscCall(LossEvaluate(ctx->loss, ctx->Y, ctx->T, f, ctx->dY));
   PetscCall(VecZeroEntries(G));

@@ -30,6 +30,7 @@ PETSC_EXTERN PetscErrorCode LossRegisterAll(void);
 
 /* f = mean loss over the global batch; dY = df/dY (may be NULL). Y: outputs (sample-major), T: targets. */
 PETSC_EXTERN PetscErrorCode LossEvaluate(Loss, Vec, Vec, PetscReal *, Vec);
+PETSC_EXTERN PetscErrorCode LossNetForwardBackward(Loss, Net, Vec, Vec, Vec, PetscReal *, Vec, Vec);
 /* HV = (d^2 f / dY^2) V at the last evaluated Y (for Gauss-Newton products). */
 PETSC_EXTERN PetscErrorCode LossHessianMult(Loss, Vec, Vec);
 /* Number of samples of the global batch whose arg-max output equals the integer label in T. */

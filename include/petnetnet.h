@@ -45,6 +45,7 @@ PETSC_EXTERN PetscErrorCode    NetGetStages(Net, PetscInt *);
 PETSC_EXTERN PetscErrorCode    NetSetMicroBatches(Net, PetscInt);
 PETSC_EXTERN PetscErrorCode    NetGetMicroBatches(Net, PetscInt *);
 PETSC_EXTERN PetscErrorCode    NetSetPipelineSchedule(Net, NetPipelineSchedule);
+PETSC_EXTERN PetscErrorCode    NetGetPipelineSchedule(Net, NetPipelineSchedule *);
 PETSC_EXTERN PetscErrorCode    NetSetNodePlacement(Net, PetscInt, PetscInt);
 PETSC_EXTERN PetscErrorCode    NetGetNodePlacement(Net, PetscInt, PetscInt *);
 PETSC_EXTERN PetscErrorCode    NetSetNodeRanks(Net, PetscInt, PetscInt, PetscInt);
@@ -128,6 +129,7 @@ PETSC_EXTERN PetscErrorCode NetGetBatchSize(Net, PetscInt *, PetscInt *);
 
 /* Y = f(X; theta), keeping the linearization point. */
 PETSC_EXTERN PetscErrorCode NetForward(Net, Vec, Vec);
+PETSC_EXTERN PetscErrorCode NetForwardBackward(Net, Vec, PetscErrorCode (*)(Net, PetscInt, PetscInt, const PetscScalar[], PetscScalar[], void *), void *, Vec, Vec, Vec);
 /* dX = J_x^T dY (dX may be NULL); G += J_theta^T dY (G may be NULL). */
 PETSC_EXTERN PetscErrorCode NetBackward(Net, Vec, Vec, Vec);
 /* dY = J_x dX + J_theta dtheta (either may be NULL, meaning zero). */

@@ -10,9 +10,12 @@ static const char help[] = "Ranks agree: in one program, the same Net (same seed
                            "-stages S -microbatches M: the WORLD Net in S pipeline stages with M micro-batches (netplace.c; batches\n"
                            "of multiples of M; the JVP and second-order adjoint, not built with stages, are left out; entries placed\n"
                            "with @stage or @ranks=a:b in -layers place the WORLD Net's nodes, the SELF Net ignores them); -test_moves:\n"
-                           "also the dot-product test of every move between stages (<R x, y> = <x, R^T y> to 1e-14).\n";
+                           "also the dot-product test of every move between stages (<R x, y> = <x, R^T y> to 1e-14); -schedule 1f1b: the WORLD Net's\n"
+                           "pipeline schedule, its loss and gradients by LossNetForwardBackward() (also -forward_backward without it); -memory_ratio r:\n"
+                           "assert that no rank of the WORLD Net stores more than r times the values the SELF Net stores.\n";
 
 #include <petnet.h>
+#include <petnet/private/netimpl.h> /* the value store's Vecs, for the memory they hold (-memory_ratio) */
 #include "testutil.h"
 
 typedef struct {
@@ -22,10 +25,13 @@ typedef struct {
   PetNetShape shape; /* ndim 0: {insize} */
 } Case;
 
-static NetParallelType parallel = NET_PARALLEL_REPLICATED; /* the WORLD Net's mode */
-static PetscBool       toggle   = PETSC_FALSE;             /* -toggle: the WORLD Net, once set up, alternates between replicated and that mode */
-static PetscInt        stages = 1, micro = 1;              /* -stages, -microbatches: the WORLD Net's pipeline */
-static PetscBool       testmoves = PETSC_FALSE;
+static NetParallelType     parallel = NET_PARALLEL_REPLICATED; /* the WORLD Net's mode */
+static PetscBool           toggle   = PETSC_FALSE;             /* -toggle: the WORLD Net, once set up, alternates between replicated and that mode */
+static PetscInt            stages = 1, micro = 1;              /* -stages, -microbatches: the WORLD Net's pipeline */
+static PetscBool           testmoves = PETSC_FALSE;
+static PetscReal           memratio  = 0;                  /* -memory_ratio r: the WORLD Net's stored values <= r times the SELF Net's */
+static PetscBool           fb        = PETSC_FALSE;        /* -forward_backward: the WORLD Net's loss and gradients by LossNetForwardBackward() */
+static NetPipelineSchedule schedule  = NET_PIPELINE_GPIPE; /* -schedule: the WORLD Net's pipeline schedule (1f1b implies -forward_backward) */
 
 static const Case cases[] = {
     {"dense:16,relu,dense:10", 12, LOSSCROSSENTROPY},
@@ -116,6 +122,7 @@ static PetscErrorCode SideCompute(MPI_Comm comm, const Case *c, PetscInt nlocal,
     if (comm != PETSC_COMM_SELF) PetscCall(NetSetParallel(s->net, parallel));
     if (comm != PETSC_COMM_SELF) PetscCall(NetSetStages(s->net, stages));
     if (comm != PETSC_COMM_SELF) PetscCall(NetSetMicroBatches(s->net, micro));
+    if (comm != PETSC_COMM_SELF) PetscCall(NetSetPipelineSchedule(s->net, schedule));
     PetscCall(NetSetUp(s->net));
     PetscCall(LossCreate(comm, &s->loss));
     PetscCall(LossSetType(s->loss, c->loss));
@@ -140,10 +147,15 @@ static PetscErrorCode SideCompute(MPI_Comm comm, const Case *c, PetscInt nlocal,
   PetscCall(FillFromTable(s->dtheta, ptab));
   PetscCall(FillFromTable(s->dXdir, dxtab));
 
-  PetscCall(NetForward(s->net, s->X, s->Y));
-  PetscCall(LossEvaluate(s->loss, s->Y, s->T, &s->f, s->dY));
-  PetscCall(VecZeroEntries(s->G));
-  PetscCall(NetBackward(s->net, s->dY, s->dX, s->G));
+  if (fb && comm != PETSC_COMM_SELF) { /* -schedule 1f1b, -forward_backward: the loss and gradients in one call */
+    PetscCall(VecZeroEntries(s->G));
+    PetscCall(LossNetForwardBackward(s->loss, s->net, s->X, s->T, s->Y, &s->f, s->dX, s->G));
+  } else {
+    PetscCall(NetForward(s->net, s->X, s->Y));
+    PetscCall(LossEvaluate(s->loss, s->Y, s->T, &s->f, s->dY));
+    PetscCall(VecZeroEntries(s->G));
+    PetscCall(NetBackward(s->net, s->dY, s->dX, s->G));
+  }
   if (stages > 1 || micro > 1 || parallel == NET_PARALLEL_SUBGRAPH || strchr(c->layers, '@')) { /* placed: no JVP yet; the moves' adjoints instead */
     PetscCall(VecZeroEntries(s->JY));
     s->so = PETSC_FALSE;
@@ -188,6 +200,24 @@ static PetscErrorCode SideDestroy(Side *s)
   PetscCall(SideDestroyBatch(s));
   PetscCall(LossDestroy(&s->loss));
   PetscCall(NetDestroy(&s->net));
+  PetscFunctionReturn(0);
+}
+
+/* the bytes of the values a Net's double store keeps on this rank (Vecs act, dact, dsum) */
+static PetscErrorCode StoredBytes(Net net, PetscReal *bytes)
+{
+  PetscFunctionBegin;
+  *bytes = 0;
+  for (PetscInt v = 0; v <= net->nlayers; v++) {
+    Vec      vecs[3] = {net->act[v], net->dact[v], net->dsum[v]};
+    PetscInt m;
+
+    for (PetscInt i = 0; i < 3; i++)
+      if (vecs[i]) {
+        PetscCall(VecGetLocalSize(vecs[i], &m));
+        *bytes += (PetscReal)m * sizeof(PetscScalar);
+      }
+  }
   PetscFunctionReturn(0);
 }
 
@@ -238,6 +268,15 @@ static PetscErrorCode CheckCase(const Case *c, PetscInt N, Layout layout, Side *
   PetscCall(SideCompute(PETSC_COMM_WORLD, c, n, xtab, ttab, ptab, dxtab, w));
   PetscCall(NetGetNumParameters(w->net, &P));
   PetscCheck(P <= 4096, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "Enlarge the parameter direction table");
+  if (memratio > 0) { /* the most any rank of the WORLD Net stores, against the one-rank Net */
+    PetscReal bw, bs;
+
+    PetscCall(StoredBytes(w->net, &bw));
+    PetscCall(StoredBytes(s->net, &bs));
+    PetscCall(MPIU_Allreduce(MPI_IN_PLACE, &bw, 1, MPIU_REAL, MPIU_MAX, PETSC_COMM_WORLD));
+    PetscCheck(bw <= memratio * bs, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s: a rank stores %.0f bytes of values, %.3f of one rank's %.0f, more than -memory_ratio %g", c->layers, (double)bw, (double)(bw / bs), (double)bs, (double)memratio);
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%s, %" PetscInt_FMT " samples: stored values per rank %.3f of one rank's\n", c->layers, N, (double)(bw / bs)));
+  }
 
   PetscCall(NetGetParameters(w->net, &thw));
   PetscCall(NetGetParameters(s->net, &ths));
@@ -282,6 +321,10 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsInt("-stages", "Pipeline stages of the WORLD Net", "NetSetStages", stages, &stages, NULL));
   PetscCall(PetscOptionsInt("-microbatches", "Micro-batches of the WORLD Net", "NetSetMicroBatches", micro, &micro, NULL));
   PetscCall(PetscOptionsBool("-test_moves", "Dot-product test of the moves between stages", "NetTestMoves", testmoves, &testmoves, NULL));
+  PetscCall(PetscOptionsReal("-memory_ratio", "Assert the WORLD Net's stored values per rank <= this times the SELF Net's", NULL, memratio, &memratio, NULL));
+  PetscCall(PetscOptionsBool("-forward_backward", "The WORLD Net's loss and gradients by LossNetForwardBackward()", "LossNetForwardBackward", fb, &fb, NULL));
+  PetscCall(PetscOptionsEnum("-schedule", "The WORLD Net's pipeline schedule", "NetSetPipelineSchedule", NetPipelineSchedules, (PetscEnum)schedule, (PetscEnum *)&schedule, NULL));
+  if (schedule == NET_PIPELINE_1F1B) fb = PETSC_TRUE;
   PetscOptionsEnd();
   if (micro > 1) /* the backward pass takes batches of whole micro-batches */
     for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) sizes[i] = micro * (4 - (PetscInt)i) + (i == 3 ? 0 : 0);

@@ -92,7 +92,7 @@ PetscErrorCode NetSetUpWorkspace_Private(Net net, Vec X)
   PetscCall(PetscFree(net->vlocal));
   PetscCall(PetscMalloc1(net->nlayers + 1, &net->vlocal));
   PetscCall(NetValueCounts_Private(net, n * NetSequenceTokens_Private(net), net->vlocal)); /* n, except in grid mode (netspatial.c) and sequence mode (tokens) */
-  PetscCall(NetModelValueEntries_Private(net)); /* the column blocks of tensor-parallel MLP pairs (netmodel.c) */
+  PetscCall(NetModelValueEntries_Private(net));                                            /* the column blocks of tensor-parallel MLP pairs (netmodel.c) */
   {                                                                                        /* act, dact (and dsum where a value feeds several nodes) for n samples: each must fit a PetscInt, all in memory */
     PetscInt       largest = 0;
     PetscLogDouble bytes   = 0;
@@ -252,17 +252,39 @@ PetscErrorCode NetStoreRestoreInputs_Private(Net net, PetscInt k, NetSlot s, Net
 @*/
 PetscErrorCode NetForward(Net net, Vec X, Vec Y)
 {
-  const void        *stack[NET_MAX_STACK_INPUTS], **x;
-  const PetscScalar *theta, *th;
-  PetscInt           maxin = 0, nsteps;
-  const PetscInt    *sched = NULL;
-  PetscBool          hit   = PETSC_FALSE;
+  NetWalk         w;
+  PetscInt        nsteps;
+  const PetscInt *sched = NULL;
+  PetscBool       hit   = PETSC_FALSE;
 
   PetscFunctionBegin;
   PetscValidHeaderSpecific(net, NET_CLASSID, 1);
   PetscValidHeaderSpecific(X, VEC_CLASSID, 2);
   PetscCall(NetSetUpWorkspace_Private(net, X));
   if (Y) PetscCall(NetCheckCompatible_Private(net, Y, net->nlayers, "Output vector"));
+  PetscCall(NetWalkForwardBegin_Private(net, X, &w, &hit));
+  if (!hit) {
+    nsteps = net->nlayers;
+    /* the steps: every node once, in order; placed (netplace.c), the schedule's (node, micro-batch) pairs */
+    if (net->pl) PetscCall(NetPlaceGetSchedule_Private(net, &nsteps, &sched));
+    for (PetscInt step = 0; step < nsteps; step++) PetscCall(NetWalkForwardStep_Private(net, &w, sched ? sched[2 * step] : step, sched ? sched[2 * step + 1] : 0));
+  }
+  PetscCall(NetWalkForwardEnd_Private(net, &w, hit, Y));
+  PetscFunctionReturn(0);
+}
+
+/*
+  The forward walk in three parts (NetForward(), and NetForwardBackward()'s 1F1B schedule, which interleaves it with the
+  backward walk): the workspace and the input set up; one step, node k on micro-batch m (0 without placement); the
+  output kept. *hit: the forward cache holds this pass (no step runs).
+*/
+PetscErrorCode NetWalkForwardBegin_Private(Net net, Vec X, NetWalk *w, PetscBool *hit)
+{
+  PetscInt maxin = 0;
+
+  PetscFunctionBegin;
+  PetscCall(PetscMemzero(w, sizeof(*w)));
+  PetscCall(NetSetUpWorkspace_Private(net, X));
   PetscCall(NetUpdateReplicatedParameters_Private(net));
   PetscCall(PetscObjectStateGet((PetscObject)net->theta, &net->theta_fwd_state));
   /* The input is the first layer's linearization point: keep a reference rather than a copy (a copy of a large batch
@@ -274,40 +296,50 @@ PetscErrorCode NetForward(Net net, Vec X, Vec Y)
   }
   PetscCall(PetscObjectStateGet((PetscObject)X, &net->input_state));
   PetscCall(NetStore(net)->fromvec(net, X, NET_SLOT_VALUE, 0)); /* in double act[0] is X itself; else X rounded */
-  if (net->fcache) PetscCall(NetForwardCacheLookup_Private(net, X, &hit)); /* NetSetForwardCache(): this input and these parameters seen before? */
-  if (!hit) {
-    for (PetscInt k = 0; k < net->nlayers; k++) maxin = PetscMax(maxin, net->nodes[k].nin);
-    x = stack;
-    if (maxin > NET_MAX_STACK_INPUTS) PetscCall(PetscMalloc1(maxin, &x));
-    PetscCall(NetGetReplicatedArray_Private(net->theta_rep, &theta));
-    nsteps = net->nlayers;
-    /* the steps: every node once, in order; placed (netplace.c), the schedule's (node, micro-batch) pairs */
-    if (net->pl) PetscCall(NetPlaceGetSchedule_Private(net, &nsteps, &sched));
-    if (net->pl) PetscCall(NetPlaceForwardBegin_Private(net));
-    for (PetscInt step = 0; step < nsteps; step++) {
-      const PetscInt k = sched ? sched[2 * step] : step;
-      const PetscInt p = net->nodes[k].fusedinto;
-      const NetElem  t = NetNodeElem(net, k);
-      void          *y;
+  *hit = PETSC_FALSE;
+  if (net->fcache) PetscCall(NetForwardCacheLookup_Private(net, X, hit)); /* NetSetForwardCache(): this input and these parameters seen before? */
+  if (*hit) PetscFunctionReturn(0);
+  for (PetscInt k = 0; k < net->nlayers; k++) maxin = PetscMax(maxin, net->nodes[k].nin);
+  w->x = w->xstack;
+  if (maxin > NET_MAX_STACK_INPUTS) PetscCall(PetscMalloc1(maxin, &w->x));
+  PetscCall(NetGetReplicatedArray_Private(net->theta_rep, &w->theta));
+  if (net->pl) PetscCall(NetPlaceForwardBegin_Private(net));
+  w->forward = PETSC_TRUE;
+  PetscFunctionReturn(0);
+}
 
-      PetscCall(NetStore(net)->nextnode(net));
-      if (p >= 0 && net->nodes[p].fuseact == k) continue; /* an activation its producer applied (netfuse.c): the same value */
-      if (net->pl) PetscCall(NetPlaceSetStep_Private(net, sched[2 * step + 1]));
-      if (net->pl) PetscCall(NetPlaceForwardBefore_Private(net, k)); /* its inputs from earlier stages arrived */
-      PetscCall(NetNodeGetParameters_Private(net, k, net->theta, theta, &th));
-      PetscCall(NetStoreGetInputs_Private(net, k, NET_SLOT_VALUE, t, x));
-      PetscCall(NetStore(net)->get(net, NET_SLOT_VALUE, k + 1, NET_WRITE, t, &y));
-      PetscCall(net->nodes[k].exec->forward(net, k, t, th, x, y));
-      PetscCall(NetStore(net)->restore(net, NET_SLOT_VALUE, k + 1, NET_WRITE, t, &y));
-      PetscCall(NetStoreRestoreInputs_Private(net, k, NET_SLOT_VALUE, t, x));
-      PetscCall(NetNodeRestoreParameters_Private(net, k, &th));
-      if (net->pl) PetscCall(NetPlaceForwardAfter_Private(net, k)); /* its output sent on */
-    }
+PetscErrorCode NetWalkForwardStep_Private(Net net, NetWalk *w, PetscInt k, PetscInt m)
+{
+  const PetscInt     p = net->nodes[k].fusedinto;
+  const NetElem      t = NetNodeElem(net, k);
+  const PetscScalar *th;
+  void              *y;
+
+  PetscFunctionBegin;
+  PetscCall(NetStore(net)->nextnode(net));
+  if (p >= 0 && net->nodes[p].fuseact == k) PetscFunctionReturn(0); /* an activation its producer applied (netfuse.c): the same value */
+  if (net->pl) PetscCall(NetPlaceSetStep_Private(net, m));
+  if (net->pl) PetscCall(NetPlaceForwardBefore_Private(net, k)); /* its inputs from earlier stages arrived */
+  PetscCall(NetNodeGetParameters_Private(net, k, net->theta, w->theta, &th));
+  PetscCall(NetStoreGetInputs_Private(net, k, NET_SLOT_VALUE, t, w->x));
+  PetscCall(NetStore(net)->get(net, NET_SLOT_VALUE, k + 1, NET_WRITE, t, &y));
+  PetscCall(net->nodes[k].exec->forward(net, k, t, th, w->x, y));
+  PetscCall(NetStore(net)->restore(net, NET_SLOT_VALUE, k + 1, NET_WRITE, t, &y));
+  PetscCall(NetStoreRestoreInputs_Private(net, k, NET_SLOT_VALUE, t, w->x));
+  PetscCall(NetNodeRestoreParameters_Private(net, k, &th));
+  if (net->pl) PetscCall(NetPlaceForwardAfter_Private(net, k)); /* its output sent on */
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode NetWalkForwardEnd_Private(Net net, NetWalk *w, PetscBool hit, Vec Y)
+{
+  PetscFunctionBegin;
+  if (!hit) {
     if (net->pl) PetscCall(NetPlaceForwardEnd_Private(net));
     PetscCall(NetStore(net)->nextnode(net));
-    PetscCall(NetRestoreReplicatedArray_Private(net->theta_rep, &theta));
-    if (x != stack) PetscCall(PetscFree(x));
-    if (net->fcache) PetscCall(NetForwardCacheRecord_Private(net, X));
+    PetscCall(NetRestoreReplicatedArray_Private(net->theta_rep, &w->theta));
+    if (w->x != w->xstack) PetscCall(PetscFree(w->x));
+    if (net->fcache) PetscCall(NetForwardCacheRecord_Private(net, net->act[0]));
   }
   PetscCall(NetStore(net)->tovec(net, NET_SLOT_VALUE, net->nlayers, net->act[net->nlayers])); /* in double the value itself */
   net->forwarded = PETSC_TRUE;
@@ -316,7 +348,7 @@ PetscErrorCode NetForward(Net net, Vec X, Vec Y)
   if (Y) PetscCall(VecCopy(net->act[net->nlayers], Y));
   if (net->testjacobian && !net->intest) {
     net->testjacobian = PETSC_FALSE; /* once */
-    PetscCall(NetTestJacobian(net, X, NULL, NULL, NULL));
+    PetscCall(NetTestJacobian(net, net->act[0], NULL, NULL, NULL));
   }
   PetscFunctionReturn(0);
 }
@@ -430,7 +462,8 @@ PetscErrorCode NetNodeBackward_Private(Net net, PetscInt k, Vec dY, Vec dX, Vec 
   const PetscInt     nin = net->nodes[k].nin;
 
   PetscFunctionBegin;
-  PetscCheck(!net->pl, PetscObjectComm((PetscObject)net), PETSC_ERR_SUP, "The per-node Jacobians (NetGetLayerJacobian(), -net_test_jacobian) with -net_stages / -net_microbatches are not built yet (node %s): take them without stages", net->nodes[k].name);
+  PetscCheck(!net->pl, PetscObjectComm((PetscObject)net), PETSC_ERR_SUP, "The per-node Jacobians (NetGetLayerJacobian(), -net_test_jacobian) with -net_stages / -net_microbatches are not built yet (node %s): take them without stages",
+             net->nodes[k].name);
   PetscCall(NetCheckInputUnchanged_Private(net));
   PetscCall(NetCheckParametersUnchanged_Private(net, "NetGetLayerJacobian"));
   if (nin > NET_MAX_STACK_INPUTS) PetscCall(PetscMalloc1(nin, &dx));
@@ -461,7 +494,8 @@ PetscErrorCode NetNodeJVP_Private(Net net, PetscInt k, Vec dX, Vec dtheta, Vec d
   const PetscInt     nin = net->nodes[k].nin;
 
   PetscFunctionBegin;
-  PetscCheck(!net->pl, PetscObjectComm((PetscObject)net), PETSC_ERR_SUP, "The per-node Jacobians (NetGetLayerJacobian(), -net_test_jacobian) with -net_stages / -net_microbatches are not built yet (node %s): take them without stages", net->nodes[k].name);
+  PetscCheck(!net->pl, PetscObjectComm((PetscObject)net), PETSC_ERR_SUP, "The per-node Jacobians (NetGetLayerJacobian(), -net_test_jacobian) with -net_stages / -net_microbatches are not built yet (node %s): take them without stages",
+             net->nodes[k].name);
   PetscCall(NetCheckInputUnchanged_Private(net));
   PetscCall(NetCheckParametersUnchanged_Private(net, "NetGetLayerJacobian"));
   if (nin > NET_MAX_STACK_INPUTS) PetscCall(PetscMalloc1(nin, &dx));
@@ -507,125 +541,153 @@ PetscErrorCode NetNodeJVP_Private(Net net, PetscInt k, Vec dX, Vec dtheta, Vec d
 @*/
 PetscErrorCode NetBackward(Net net, Vec dY, Vec dX, Vec G)
 {
-  const NetStoreOps *store = NetStore(net);
-  const PetscScalar *theta;
-  PetscScalar       *grad = NULL;
-  void              *dstack[NET_MAX_STACK_INPUTS], **dx = dstack;
-  PetscBool         *seeded, *summed;
-  PetscInt           maxin = 0, nsteps;
-  const PetscInt    *sched = NULL;
+  NetWalk         w;
+  PetscInt        nsteps;
+  const PetscInt *sched = NULL;
 
   PetscFunctionBegin;
   PetscValidHeaderSpecific(net, NET_CLASSID, 1);
   PetscValidHeaderSpecific(dY, VEC_CLASSID, 2);
-  PetscCheck(net->forwarded, PetscObjectComm((PetscObject)net), PETSC_ERR_ORDER, "NetBackward() differentiates at the last forward pass, and there is none: call NetForward() on the batch first (NetSetTraining() also clears it)");
-  PetscCall(NetCheckInputUnchanged_Private(net));
-  PetscCall(NetCheckParametersUnchanged_Private(net, "NetBackward"));
-  PetscCall(NetCheckCompatible_Private(net, dY, net->nlayers, "Output cotangent dY"));
-  if (dX) PetscCall(NetCheckCompatible_Private(net, dX, 0, "Input cotangent dX"));
-  if (G) PetscCall(NetCheckParameterLayout_Private(net, G, "Gradient G"));
-  for (PetscInt k = 0; k < net->nlayers; k++) maxin = PetscMax(maxin, net->nodes[k].nin);
-  if (maxin > NET_MAX_STACK_INPUTS) PetscCall(PetscMalloc1(maxin, &dx));
-  /* seeded[v]: the cotangent of v holds a first contribution; summed[v]: input i of the node at hand writes the fan-out
-     sum of v, to be added */
-  PetscCall(PetscCalloc2(net->nlayers + 1, &seeded, maxin, &summed));
-  net->tanvalid = PETSC_FALSE; /* the tangent slot now holds cotangents, not the last JVP's tangents */
-  PetscCall(store->fromvec(net, dY, NET_SLOT_TANGENT, net->nlayers));
-  seeded[net->nlayers] = PETSC_TRUE;
-  PetscCall(NetGetGradientArray_Private(net, G, &grad)); /* G's own on one rank, else grad_rep (netpmap.c) */
-  PetscCall(NetGetReplicatedArray_Private(net->theta_rep, &theta));
+  PetscCall(NetWalkBackwardBegin_Private(net, dY, dX, G, &w));
   nsteps = net->nlayers;
   /* the steps in reverse: every node once; placed (netplace.c), the schedule's (node, micro-batch) pairs, whose fan-out
      sums are per micro-batch */
   if (net->pl) PetscCall(NetPlaceGetSchedule_Private(net, &nsteps, &sched));
-  if (net->pl) PetscCall(NetPlaceBackwardBegin_Private(net, (PetscBool)(dX != NULL)));
-  for (PetscInt step = nsteps - 1; step >= 0; step--) {
-    const PetscInt     k  = sched ? sched[2 * step] : step;
-    const NetNode     *nd = &net->nodes[k];
-    const NetElem      t  = NetNodeElem(net, k);
-    const PetscScalar *th;
-    void              *dy;
-    PetscScalar       *gk;
+  for (PetscInt step = nsteps - 1; step >= 0; step--) PetscCall(NetWalkBackwardStep_Private(net, &w, sched ? sched[2 * step] : step, sched ? sched[2 * step + 1] : 0));
+  PetscCall(NetWalkBackwardEnd_Private(net, &w));
+  PetscFunctionReturn(0);
+}
 
-    PetscCall(store->nextnode(net));
-    if (nd->fusedback >= 0) continue; /* an activation whose consumer did its backward (netfuse.c) */
-    if (net->pl) PetscCall(NetPlaceSetStep_Private(net, sched[2 * step + 1]));
-    if (net->pl) PetscCall(NetPlaceBackwardBefore_Private(net, k)); /* the later stages' cotangents of its output arrived */
-    for (PetscInt i = 0; i < nd->nin; i++) {
-      PetscInt   v  = NetBackwardTarget(net, k, i); /* the input, or the input of a fused activation before node k */
-      PetscBool *sd = net->pl ? NetPlaceSeeded_Private(net, v) : &seeded[v];
+/*
+  The backward walk in three parts (NetBackward(), and NetForwardBackward()'s 1F1B schedule): the checks and the output
+  cotangent dY taken (NULL: the schedule's loss steps write it, netplace.c); one step, node k on micro-batch m; the input
+  cotangent and the gradient handed back.
+*/
+PetscErrorCode NetWalkBackwardBegin_Private(Net net, Vec dY, Vec dX, Vec G, NetWalk *w)
+{
+  PetscInt maxin = 0;
 
-      dx[i]     = NULL;
-      summed[i] = PETSC_FALSE;
-      if (v == 0 && !dX) continue;                         /* the input's cotangent is not asked for */
-      if (net->pl && NetPlaceCrossing_Private(net, k, i)) continue; /* written to its move, sent back after (netplace.c) */
-      summed[i] = *sd;
-      PetscCall(store->get(net, summed[i] ? NET_SLOT_SUM : NET_SLOT_TANGENT, v, NET_WRITE, t, &dx[i]));
-      *sd = PETSC_TRUE;
-    }
-    PetscCall(store->get(net, NET_SLOT_TANGENT, k + 1, NET_READ, t, &dy));
-    if (nd->pmap && G && net->layers[k]->gradfree && t == NET_ELEM_DOUBLE) {
-      /* a node that gathers its parameters (sharded, or its block of a model-parallel split), of a kind whose parameter
-         gradient does not read them (its double kernels promise it): the input part with the parameters, released
-         before the gradient's buffer is taken (never both at once; none at all when the input's cotangent is not
-         asked for). nd->bwdpart tells the executor which part runs. */
-      PetscBool anydx                     = PETSC_FALSE;
-      void     *nodx[NET_MAX_STACK_INPUTS] = {NULL};
+  PetscFunctionBegin;
+  PetscCheck(net->forwarded || !dY, PetscObjectComm((PetscObject)net), PETSC_ERR_ORDER, "NetBackward() differentiates at the last forward pass, and there is none: call NetForward() on the batch first (NetSetTraining() also clears it)");
+  PetscCall(NetCheckInputUnchanged_Private(net));
+  PetscCall(NetCheckParametersUnchanged_Private(net, "NetBackward"));
+  if (dY) PetscCall(NetCheckCompatible_Private(net, dY, net->nlayers, "Output cotangent dY"));
+  if (dX) PetscCall(NetCheckCompatible_Private(net, dX, 0, "Input cotangent dX"));
+  if (G) PetscCall(NetCheckParameterLayout_Private(net, G, "Gradient G"));
+  w->dX = dX;
+  w->G  = G;
+  for (PetscInt k = 0; k < net->nlayers; k++) maxin = PetscMax(maxin, net->nodes[k].nin);
+  w->dx = w->dstack;
+  if (maxin > NET_MAX_STACK_INPUTS) PetscCall(PetscMalloc1(maxin, &w->dx));
+  /* seeded[v]: the cotangent of v holds a first contribution; summed[v]: input i of the node at hand writes the fan-out
+     sum of v, to be added */
+  PetscCall(PetscCalloc2(net->nlayers + 1, &w->seeded, maxin, &w->summed));
+  net->tanvalid = PETSC_FALSE; /* the tangent slot now holds cotangents, not the last JVP's tangents */
+  if (dY) PetscCall(NetStore(net)->fromvec(net, dY, NET_SLOT_TANGENT, net->nlayers));
+  w->seeded[net->nlayers] = PETSC_TRUE;
+  PetscCall(NetGetGradientArray_Private(net, G, &w->grad)); /* G's own on one rank, else grad_rep (netpmap.c) */
+  PetscCall(NetGetReplicatedArray_Private(net->theta_rep, &w->btheta));
+  if (net->pl) PetscCall(NetPlaceBackwardBegin_Private(net, (PetscBool)(dX != NULL), (PetscBool)(dY == NULL)));
+  PetscFunctionReturn(0);
+}
 
-      for (PetscInt i = 0; i < nd->nin; i++) anydx = (PetscBool)(anydx || NetBackwardTarget(net, k, i) || dX); /* not dx[i]: NULL on a rank without samples */
-      if (anydx) {
-        PetscCall(NetNodeGetParameters_Private(net, k, net->theta, theta, &th));
-        net->nodes[k].bwdpart = 1;
-        PetscCall(NetNodeBackwardArrays_Private(net, k, t, th, dy, dx, NULL, nd->fusemask));
-        PetscCall(NetNodeRestoreParameters_Private(net, k, &th));
-      }
-      PetscCheck(nd->nin <= NET_MAX_STACK_INPUTS, PETSC_COMM_SELF, PETSC_ERR_SUP, "A kind with parameters and more than %d inputs", NET_MAX_STACK_INPUTS);
-      PetscCall(NetNodeGetGradient_Private(net, k, grad, PETSC_TRUE, &gk));
-      net->nodes[k].bwdpart = anydx ? 2 : 0;
-      PetscCall(NetNodeBackwardArrays_Private(net, k, t, NULL, dy, nodx, gk, nd->fusemask));
-      net->nodes[k].bwdpart = 0;
-      PetscCall(NetNodeRestoreGradient_Private(net, k, G, &gk));
-    } else {
-      /* placed (netplace.c): each micro-batch's pass computes the input cotangents the earlier stage waits for, and the
-         parameter gradient is one pass over all the micro-batches after the node's last (a GEMM over the whole batch
-         instead of M thin ones, run while the earlier stages still work) */
-      const PetscBool defer = (PetscBool)(net->pl && G && net->layers[k]->nparams);
+PetscErrorCode NetWalkBackwardStep_Private(Net net, NetWalk *w, PetscInt k, PetscInt m)
+{
+  const NetStoreOps *store = NetStore(net);
+  const NetNode     *nd    = &net->nodes[k];
+  const NetElem      t     = NetNodeElem(net, k);
+  const PetscScalar *th;
+  void              *dy, **dx  = w->dx;
+  PetscScalar       *gk, *grad = w->grad;
+  PetscBool         *summed = w->summed;
+  Vec                G = w->G, dX = w->dX;
 
-      PetscCall(NetNodeGetParameters_Private(net, k, net->theta, theta, &th));
-      gk = NULL;
-      if (!defer) PetscCall(NetNodeGetGradient_Private(net, k, grad, (PetscBool)(G != NULL), &gk));
-      PetscCall(NetNodeBackwardArrays_Private(net, k, t, th, dy, dx, gk, nd->fusemask)); /* dx = f'(x) J^T dy in its pass (netfuse.c) */
-      if (!defer) PetscCall(NetNodeRestoreGradient_Private(net, k, G, &gk));
-      if (defer && sched[2 * step + 1] == 0) { /* the node's last micro-batch: its parameter part over them all */
-        void *nodx[NET_MAX_STACK_INPUTS] = {NULL};
+  PetscFunctionBegin;
+  PetscCall(store->nextnode(net));
+  if (nd->fusedback >= 0) PetscFunctionReturn(0); /* an activation whose consumer did its backward (netfuse.c) */
+  if (net->pl) PetscCall(NetPlaceSetStep_Private(net, m));
+  if (net->pl) PetscCall(NetPlaceBackwardBefore_Private(net, k)); /* the later stages' cotangents of its output arrived */
+  for (PetscInt i = 0; i < nd->nin; i++) {
+    PetscInt   v  = NetBackwardTarget(net, k, i); /* the input, or the input of a fused activation before node k */
+    PetscBool *sd = net->pl ? NetPlaceSeeded_Private(net, v) : &w->seeded[v];
 
-        PetscCheck(nd->nin <= NET_MAX_STACK_INPUTS, PETSC_COMM_SELF, PETSC_ERR_SUP, "A kind with parameters and more than %d inputs", NET_MAX_STACK_INPUTS);
-        PetscCall(NetPlaceSetStep_Private(net, -1));
-        PetscCall(NetNodeGetGradient_Private(net, k, grad, PETSC_TRUE, &gk));
-        PetscCall(NetNodeBackwardArrays_Private(net, k, t, th, dy, nodx, gk, nd->fusemask));
-        PetscCall(NetNodeRestoreGradient_Private(net, k, G, &gk));
-        PetscCall(NetPlaceSetStep_Private(net, 0));
-      }
+    dx[i]     = NULL;
+    summed[i] = PETSC_FALSE;
+    if (v == 0 && !dX) continue;                                  /* the input's cotangent is not asked for */
+    if (net->pl && NetPlaceCrossing_Private(net, k, i)) continue; /* written to its move, sent back after (netplace.c) */
+    summed[i] = *sd;
+    PetscCall(store->get(net, summed[i] ? NET_SLOT_SUM : NET_SLOT_TANGENT, v, NET_WRITE, t, &dx[i]));
+    *sd = PETSC_TRUE;
+  }
+  PetscCall(store->get(net, NET_SLOT_TANGENT, k + 1, NET_READ, t, &dy));
+  if (nd->pmap && G && net->layers[k]->gradfree && t == NET_ELEM_DOUBLE) {
+    /* a node that gathers its parameters (sharded, or its block of a model-parallel split), of a kind whose parameter
+       gradient does not read them (its double kernels promise it): the input part with the parameters, released
+       before the gradient's buffer is taken (never both at once; none at all when the input's cotangent is not
+       asked for). nd->bwdpart tells the executor which part runs. */
+    PetscBool anydx                      = PETSC_FALSE;
+    void     *nodx[NET_MAX_STACK_INPUTS] = {NULL};
+
+    for (PetscInt i = 0; i < nd->nin; i++) anydx = (PetscBool)(anydx || NetBackwardTarget(net, k, i) || dX); /* not dx[i]: NULL on a rank without samples */
+    if (anydx) {
+      PetscCall(NetNodeGetParameters_Private(net, k, net->theta, w->btheta, &th));
+      net->nodes[k].bwdpart = 1;
+      PetscCall(NetNodeBackwardArrays_Private(net, k, t, th, dy, dx, NULL, nd->fusemask));
       PetscCall(NetNodeRestoreParameters_Private(net, k, &th));
     }
-    PetscCall(store->restore(net, NET_SLOT_TANGENT, k + 1, NET_READ, t, &dy));
-    for (PetscInt i = 0; i < nd->nin; i++) {
-      PetscInt v = NetBackwardTarget(net, k, i);
+    PetscCheck(nd->nin <= NET_MAX_STACK_INPUTS, PETSC_COMM_SELF, PETSC_ERR_SUP, "A kind with parameters and more than %d inputs", NET_MAX_STACK_INPUTS);
+    PetscCall(NetNodeGetGradient_Private(net, k, grad, PETSC_TRUE, &gk));
+    net->nodes[k].bwdpart = anydx ? 2 : 0;
+    PetscCall(NetNodeBackwardArrays_Private(net, k, t, NULL, dy, nodx, gk, nd->fusemask));
+    net->nodes[k].bwdpart = 0;
+    PetscCall(NetNodeRestoreGradient_Private(net, k, G, &gk));
+  } else {
+    /* placed (netplace.c): each micro-batch's pass computes the input cotangents the earlier stage waits for, and the
+       parameter gradient is one pass over all the micro-batches after the node's last (a GEMM over the whole batch
+       instead of M thin ones, run while the earlier stages still work); with 1F1B, whose stages keep only a few
+       micro-batches' values (NetPlaceKeepsAll_Private()), each micro-batch's pass takes its own */
+    const PetscBool defer = (PetscBool)(net->pl && G && net->layers[k]->nparams && NetPlaceKeepsAll_Private(net));
 
-      if (v == 0 && !dX) continue;
-      if (net->pl && NetPlaceCrossing_Private(net, k, i)) continue;
-      PetscCall(store->restore(net, summed[i] ? NET_SLOT_SUM : NET_SLOT_TANGENT, v, NET_WRITE, t, &dx[i]));
-      if (summed[i]) PetscCall(store->addsum(net, NET_SLOT_TANGENT, v));
+    PetscCall(NetNodeGetParameters_Private(net, k, net->theta, w->btheta, &th));
+    gk = NULL;
+    if (!defer) PetscCall(NetNodeGetGradient_Private(net, k, grad, (PetscBool)(G != NULL), &gk));
+    PetscCall(NetNodeBackwardArrays_Private(net, k, t, th, dy, dx, gk, nd->fusemask)); /* dx = f'(x) J^T dy in its pass (netfuse.c) */
+    if (!defer) PetscCall(NetNodeRestoreGradient_Private(net, k, G, &gk));
+    if (defer && m == 0) { /* the node's last micro-batch: its parameter part over them all */
+      void *nodx[NET_MAX_STACK_INPUTS] = {NULL};
+
+      PetscCheck(nd->nin <= NET_MAX_STACK_INPUTS, PETSC_COMM_SELF, PETSC_ERR_SUP, "A kind with parameters and more than %d inputs", NET_MAX_STACK_INPUTS);
+      PetscCall(NetPlaceSetStep_Private(net, -1));
+      PetscCall(NetNodeGetGradient_Private(net, k, grad, PETSC_TRUE, &gk));
+      PetscCall(NetNodeBackwardArrays_Private(net, k, t, th, dy, nodx, gk, nd->fusemask));
+      PetscCall(NetNodeRestoreGradient_Private(net, k, G, &gk));
+      PetscCall(NetPlaceSetStep_Private(net, 0));
     }
-    if (net->pl) PetscCall(NetPlaceBackwardAfter_Private(net, k)); /* the cotangents of its inputs from earlier stages sent back */
+    PetscCall(NetNodeRestoreParameters_Private(net, k, &th));
   }
+  PetscCall(store->restore(net, NET_SLOT_TANGENT, k + 1, NET_READ, t, &dy));
+  for (PetscInt i = 0; i < nd->nin; i++) {
+    PetscInt v = NetBackwardTarget(net, k, i);
+
+    if (v == 0 && !dX) continue;
+    if (net->pl && NetPlaceCrossing_Private(net, k, i)) continue;
+    PetscCall(store->restore(net, summed[i] ? NET_SLOT_SUM : NET_SLOT_TANGENT, v, NET_WRITE, t, &dx[i]));
+    if (summed[i]) PetscCall(store->addsum(net, NET_SLOT_TANGENT, v));
+  }
+  if (net->pl) PetscCall(NetPlaceBackwardAfter_Private(net, k)); /* the cotangents of its inputs from earlier stages sent back */
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode NetWalkBackwardEnd_Private(Net net, NetWalk *w)
+{
+  PetscFunctionBegin;
   if (net->pl) PetscCall(NetPlaceBackwardEnd_Private(net));
-  PetscCall(store->nextnode(net));
-  PetscCall(NetRestoreReplicatedArray_Private(net->theta_rep, &theta));
-  PetscCall(PetscFree2(seeded, summed));
-  if (dx != dstack) PetscCall(PetscFree(dx));
-  if (dX) PetscCall(store->tovec(net, NET_SLOT_TANGENT, 0, dX));
-  PetscCall(NetRestoreGradientArray_Private(net, G, &grad));
+  PetscCall(NetStore(net)->nextnode(net));
+  PetscCall(NetRestoreReplicatedArray_Private(net->theta_rep, &w->btheta));
+  PetscCall(PetscFree2(w->seeded, w->summed));
+  if (w->dx != w->dstack) PetscCall(PetscFree(w->dx));
+  if (w->dX) PetscCall(NetStore(net)->tovec(net, NET_SLOT_TANGENT, 0, w->dX));
+  PetscCall(NetRestoreGradientArray_Private(net, w->G, &w->grad));
   PetscFunctionReturn(0);
 }
 
@@ -663,7 +725,7 @@ PetscErrorCode NetGetReplicatedDirection_Private(Net net, Vec dtheta, const Pets
 PetscErrorCode NetJVP(Net net, Vec dX, Vec dtheta, Vec dY)
 {
   const NetStoreOps *store = NetStore(net);
-  const PetscScalar *theta, *dth = NULL;
+  const PetscScalar *theta, *dth                        = NULL;
   const void        *xstack[NET_MAX_STACK_INPUTS], **dx = xstack;
   PetscBool         *zero;
   PetscInt           maxin = 0;
@@ -761,7 +823,8 @@ PetscErrorCode NetGetNodeArraysRead(Net net, PetscInt k, PetscInt *n, const Pets
   PetscCheck(k >= 0 && k < net->nlayers, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Node %" PetscInt_FMT " does not exist: the Net has nodes 0 to %" PetscInt_FMT, k, net->nlayers - 1);
   /* a value kept as the column block of a tensor-parallel MLP pair (netmodel.c) is not [n][size] on this rank */
   PetscCheck(!net->ventries || ((!x || !net->ventries[net->nodes[k].in[0] + 1]) && (!dy || !net->ventries[k + 1])), PETSC_COMM_SELF, PETSC_ERR_SUP,
-             "NetGetNodeArraysRead() hands out a node's values split by samples, but node %s %s the column block of a tensor-parallel MLP pair (each rank holds its columns of all samples of its group; no rank holds its samples whole): run what reads node values (K-FAC: -tao_type kfac, -trainer_hessian_pc kfac) with -net_parallel model or sharded, which keep every value split by samples",
+             "NetGetNodeArraysRead() hands out a node's values split by samples, but node %s %s the column block of a tensor-parallel MLP pair (each rank holds its columns of all samples of its group; no rank holds its samples whole): run what "
+             "reads node values (K-FAC: -tao_type kfac, -trainer_hessian_pc kfac) with -net_parallel model or sharded, which keep every value split by samples",
              net->nodes[k].name, x && net->ventries[net->nodes[k].in[0] + 1] ? "reads" : "writes");
   if (n) *n = NetNodeCount(net, k);
   PetscCall(NetStore(net)->nextnode(net));

@@ -73,6 +73,12 @@ typedef struct {
   PetscBool staged;         /* the groups are the S stages, each a run of consecutive nodes in rank order */
   PetscInt  nrep;           /* the parameters of the nodes of this rank's groups (theta_rep's size) */
   PetscInt  nseg, nregions; /* the schedule's segments; subgraph: the fork-joins split */
+  /* 1F1B (-net_pipeline_schedule 1f1b): a stage keeps K micro-batches' rows (K = S < M; 0: every micro-batch's, GPipe),
+     micro-batch m in slot m % K; sched1: the schedule of NetForwardBackward(), triples (kind, node, micro-batch), kind
+     0 a forward step, 1 the output's step (the caller's cotangent of micro-batch m), 2 a backward step; fb: inside it */
+  PetscInt  K;
+  PetscInt *sched1, nsched1;
+  PetscBool fb;
   PetscInt  nmoves;
   NetMove  *moves;  /* the crossing edges, then the output move */
   PetscInt *movein; /* (nlayers x max inputs): the move of input i of node k, or -1 */
@@ -135,6 +141,14 @@ static void NetPlaceRange(const NetPlace *pl, PetscInt l, PetscMPIInt r, PetscIn
     const PetscInt G = pl->gn[l], j = r - pl->glo[l];
     PetscInt       start, rows      = 0;
 
+    if (pl->K) { /* 1F1B: slot m % K of the rows of the largest micro-batch */
+      const PetscInt cap = ((pl->N + pl->M - 1) / pl->M + G - 1) / G;
+
+      NetPlaceShare(me - mb, G, j, &start, n);
+      *g0  = mb + start;
+      *row = (m % pl->K) * cap;
+      return;
+    }
     for (PetscInt i = 0; i < m; i++) { /* the rows of the micro-batches before */
       PetscInt st, sh;
 
@@ -153,6 +167,7 @@ static PetscInt NetPlaceLocalRows(const NetPlace *pl, PetscInt l, PetscInt nloca
   PetscInt g0, n, row;
 
   if (l == NET_PLACE_PUBLIC) return nlocal;
+  if (pl->K) return NetPlaceInGroup(pl, l, pl->rank) ? pl->K * (((pl->N + pl->M - 1) / pl->M + pl->gn[l] - 1) / pl->gn[l]) : 0; /* 1F1B: K slots */
   NetPlaceRange(pl, l, pl->rank, pl->M - 1, &g0, &n, &row);
   return row + n;
 }
@@ -404,6 +419,95 @@ static PetscErrorCode NetPlaceSubgraph(Net net)
 }
 
 /*
+  The 1F1B schedule (PipeDream-flush): stage s runs w = min(S - 1 - s, M) forwards, then alternates a forward and a
+  backward, then the remaining backwards, so that at most S - s micro-batches are in flight on it (their values in its
+  K = S slots); the last stage runs the output's step of micro-batch m (the caller's cotangent) between its forward and
+  backward of m. The stages' lists are merged into one order, taking from each stage in turn what is ready (F(m, s)
+  after F(m, s - 1), the output step of m after F(m, S - 1), B(m, s) after B(m, s + 1) or the output step): the same
+  order on every rank, every value made before it is read and every slot free before it is written again (a stage
+  writes slot m % K at F(m) after its own B(m - K), and the moves of m post after that).
+  Without backward (NetForward() alone) the walk runs the forward steps in that order.
+*/
+static PetscErrorCode NetPlaceSchedule1F1B(Net net)
+{
+  NetPlace      *pl = (NetPlace *)net->pl;
+  const PetscInt S = pl->S, M = pl->M, L = net->nlayers;
+  PetscInt      *len, *pos, *list, nf = 0;
+  PetscBool     *fdone, *bdone, *odone;
+
+  PetscFunctionBegin;
+  PetscCall(PetscMalloc3(S, &len, S, &pos, S * 3 * M * 2, &list));
+  PetscCall(PetscCalloc3(S * M, &fdone, S * M, &bdone, M, &odone));
+  for (PetscInt s = 0; s < S; s++) { /* stage s's own list of (kind, m) */
+    PetscInt *l = list + s * 3 * M * 2, n = 0, w = PetscMin(S - 1 - s, M);
+
+    for (PetscInt m = 0; m < w; m++) {
+      l[2 * n]     = 0;
+      l[2 * n + 1] = m;
+      n++;
+    }
+    for (PetscInt i = 0; i < M; i++) {
+      if (w + i < M) {
+        l[2 * n]     = 0;
+        l[2 * n + 1] = w + i;
+        n++;
+        if (s == S - 1) {
+          l[2 * n]     = 1;
+          l[2 * n + 1] = w + i;
+          n++;
+        }
+      }
+      l[2 * n]     = 2;
+      l[2 * n + 1] = i;
+      n++;
+    }
+    len[s] = n;
+    pos[s] = 0;
+  }
+  pl->nsched1 = 0;
+  PetscCall(PetscMalloc1(3 * (2 * L * M + M), &pl->sched1));
+  for (PetscBool progress = PETSC_TRUE; progress;) {
+    progress = PETSC_FALSE;
+    for (PetscInt s = 0; s < S; s++)
+      for (; pos[s] < len[s]; pos[s]++) {
+        const PetscInt *it = list + s * 3 * M * 2 + 2 * pos[s], kind = it[0], m = it[1];
+        const PetscBool ready = kind == 0 ? (PetscBool)(s == 0 || fdone[(s - 1) * M + m]) : kind == 1 ? fdone[s * M + m] : (s == S - 1 ? odone[m] : bdone[(s + 1) * M + m]);
+
+        if (!ready) break;
+        if (kind == 1) { /* the output's step: one triple */
+          pl->sched1[3 * pl->nsched1]     = 1;
+          pl->sched1[3 * pl->nsched1 + 1] = -1;
+          pl->sched1[3 * pl->nsched1 + 2] = m;
+          pl->nsched1++;
+          odone[m] = PETSC_TRUE;
+        } else
+          for (PetscInt i = 0; i <= pl->last[s] - pl->first[s]; i++) { /* the stage's nodes, in order or in reverse */
+            pl->sched1[3 * pl->nsched1]     = kind;
+            pl->sched1[3 * pl->nsched1 + 1] = kind == 0 ? pl->first[s] + i : pl->last[s] - i;
+            pl->sched1[3 * pl->nsched1 + 2] = m;
+            pl->nsched1++;
+          }
+        if (kind == 0) fdone[s * M + m] = PETSC_TRUE;
+        if (kind == 2) bdone[s * M + m] = PETSC_TRUE;
+        progress = PETSC_TRUE;
+      }
+  }
+  for (PetscInt s = 0; s < S; s++) PetscCheck(pos[s] == len[s], PETSC_COMM_SELF, PETSC_ERR_PLIB, "The 1F1B schedule of stage %" PetscInt_FMT " does not complete", s);
+  if (pl->K) { /* the forward walk alone: the forward steps in that order (GPipe's would overwrite the slots) */
+    for (PetscInt i = 0; i < pl->nsched1; i++)
+      if (pl->sched1[3 * i] == 0) {
+        pl->sched[2 * nf]     = pl->sched1[3 * i + 1];
+        pl->sched[2 * nf + 1] = pl->sched1[3 * i + 2];
+        nf++;
+      }
+    PetscCheck(nf == pl->nsched, PETSC_COMM_SELF, PETSC_ERR_PLIB, "The 1F1B schedule has %" PetscInt_FMT " forward steps, not %" PetscInt_FMT, nf, pl->nsched);
+  }
+  PetscCall(PetscFree3(len, pos, list));
+  PetscCall(PetscFree3(fdone, bdone, odone));
+  PetscFunctionReturn(0);
+}
+
+/*
   NetPlaceSetUp_Private - the group of ranks of every node, from the nodes' own placement (NetSetNodePlacement(),
   NetSetNodeRanks(), -<node>stage, entry@...), the cost model's stages, or the branches of the graph (-net_parallel
   subgraph), and the checks; called by NetSetUp() once the layers are set up and before the parameter Vec exists
@@ -424,9 +528,6 @@ PetscErrorCode NetPlaceSetUp_Private(Net net)
   }
   if (S == 1 && net->nmicro <= 1 && !explicit && !subgraph) PetscFunctionReturn(0);
   PetscCallMPI(MPI_Comm_size(comm, &size));
-  PetscCheck(net->schedule == NET_PIPELINE_GPIPE, comm, PETSC_ERR_SUP,
-             "-net_pipeline_schedule 1f1b needs the loss's gradient of each micro-batch inside the walk (a forward-backward call that takes the loss), which is not built yet: use -net_pipeline_schedule gpipe (the same gradient, every micro-batch's "
-             "activations kept)");
   PetscCheck(
       !subgraph || (!explicit && S == 1), comm, PETSC_ERR_ARG_INCOMP,
       "-net_parallel subgraph places the nodes itself (the independent branches of the graph on disjoint groups of ranks): drop -net_stages and the nodes' own placements (entry@..., -<node>stage, NetSetNodePlacement()), or -net_parallel subgraph");
@@ -493,6 +594,10 @@ PetscErrorCode NetPlaceSetUp_Private(Net net)
       pl->last[pl->group[k]] = k;
     }
   }
+  PetscCheck(net->schedule == NET_PIPELINE_GPIPE || pl->staged, comm, PETSC_ERR_SUP,
+             "-net_pipeline_schedule 1f1b runs pipeline stages of consecutive nodes in rank order (-net_stages, entry@s in the nodes' order); this placement (groups of their own, sub-graph branches, or stages against the nodes' order) runs with "
+             "-net_pipeline_schedule gpipe");
+  pl->K    = net->schedule == NET_PIPELINE_1F1B && pl->M > S ? S : 0; /* 1F1B keeps at most S micro-batches in flight on a stage */
   pl->nrep = 0;
   for (PetscInt k = 0; k < L; k++)
     if (NetPlaceInGroup(pl, pl->group[k], pl->rank)) pl->nrep += net->layers[k]->nparams;
@@ -548,7 +653,8 @@ PetscErrorCode NetPlaceSetUp_Private(Net net)
       }
   }
   pl->nseg = nseg;
-  pl->N    = -1;
+  if (net->schedule == NET_PIPELINE_1F1B) PetscCall(NetPlaceSchedule1F1B(net));
+  pl->N = -1;
   PetscFunctionReturn(0);
 }
 
@@ -575,6 +681,7 @@ PetscErrorCode NetPlaceReset_Private(Net net)
   PetscCall(PetscFree(pl->group));
   PetscCall(PetscFree(pl->seeded));
   PetscCall(PetscFree(pl->sched));
+  PetscCall(PetscFree(pl->sched1));
   PetscCall(PetscFree(pl->pub));
   if (pl->comm != MPI_COMM_NULL && pl->comm) PetscCallMPI(MPI_Comm_free(&pl->comm));
   PetscCall(PetscFree(net->pl));
@@ -796,9 +903,10 @@ PetscErrorCode NetPlaceForwardBegin_Private(Net net)
   pl->t0 = MPI_Wtime();
   PetscCall(NetPlaceBuffers(net));
   PetscCall(NetPlaceStoreArray(net, NET_SLOT_VALUE, 0, &x));
-  for (PetscInt e = 0; e < pl->nmoves; e++)
-    if (pl->moves[e].v == 0)
-      for (PetscInt m = 0; m < pl->M; m++) PetscCall(NetMoveBegin(pl, e, m, PETSC_FALSE, x, pl->moves[e].dval));
+  if (!pl->K) /* 1F1B: each micro-batch's when its first consumer runs (its slot is free then) */
+    for (PetscInt e = 0; e < pl->nmoves; e++)
+      if (pl->moves[e].v == 0)
+        for (PetscInt m = 0; m < pl->M; m++) PetscCall(NetMoveBegin(pl, e, m, PETSC_FALSE, x, pl->moves[e].dval));
   PetscFunctionReturn(0);
 }
 
@@ -811,6 +919,12 @@ PetscErrorCode NetPlaceForwardBefore_Private(Net net, PetscInt k)
   for (PetscInt i = 0; i < net->nodes[k].nin; i++) {
     const PetscInt e = pl->movein[k * pl->maxin + i];
 
+    if (e >= 0 && pl->K && pl->moves[e].v == 0) { /* 1F1B: the input's rows of this micro-batch, moved now */
+      char *x;
+
+      PetscCall(NetPlaceStoreArray(net, NET_SLOT_VALUE, 0, &x));
+      PetscCall(NetMoveBegin(pl, e, pl->m, PETSC_FALSE, x, pl->moves[e].dval));
+    }
     if (e >= 0) PetscCall(NetMoveEnd(pl, e, pl->m));
   }
   PetscFunctionReturn(0);
@@ -830,6 +944,7 @@ PetscErrorCode NetPlaceForwardAfter_Private(Net net, PetscInt k)
     if (mv->k < 0 && k == net->nlayers - 1) {
       PetscCall(NetPlaceStoreArray(net, NET_SLOT_VALUE, net->nlayers, &y));
       PetscCall(NetMoveBegin(pl, e, pl->m, PETSC_FALSE, mv->dval, y));
+      if (pl->K) PetscCall(NetMoveEnd(pl, e, pl->m)); /* 1F1B: before the slot is written again */
     } else if (mv->k >= 0 && mv->v == k + 1) {
       if (!y) PetscCall(NetPlaceStoreArray(net, NET_SLOT_VALUE, k + 1, &y));
       PetscCall(NetMoveBegin(pl, e, pl->m, PETSC_FALSE, y, mv->dval));
@@ -850,18 +965,24 @@ PetscErrorCode NetPlaceForwardEnd_Private(Net net)
 }
 
 /* backward: dY's rows sent to the last stage for every micro-batch */
-PetscErrorCode NetPlaceBackwardBegin_Private(Net net, PetscBool wantdx)
+PetscErrorCode NetPlaceBackwardBegin_Private(Net net, PetscBool wantdx, PetscBool fb)
 {
   NetPlace *pl = (NetPlace *)net->pl;
   char     *dy;
 
   PetscFunctionBegin;
+  PetscCheck(!pl->K || fb, PetscObjectComm((PetscObject)net), PETSC_ERR_ORDER,
+             "With -net_pipeline_schedule 1f1b a stage keeps only %" PetscInt_FMT
+             " micro-batches' values, so NetBackward() after NetForward() has nothing to differentiate: take the gradient with NetForwardBackward() or LossNetForwardBackward() (the Trainer's mini-batch steps do), or use -net_pipeline_schedule gpipe",
+             pl->K);
   PetscCheck(pl->N % pl->M == 0, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_INCOMP,
              "-net_microbatches %" PetscInt_FMT " does not divide the batch of %" PetscInt_FMT " samples: the gradient is taken over equal micro-batches; give a batch that is a multiple of %" PetscInt_FMT " (or another -net_microbatches)", pl->M,
              pl->N, pl->M);
-  pl->t0     = MPI_Wtime();
+  if (!fb) pl->t0 = MPI_Wtime(); /* NetForwardBackward(): one clock for both walks, read by the forward's end */
   pl->wantdx = wantdx;
   PetscCall(PetscArrayzero(pl->seeded, (net->nlayers + 1) * pl->M));
+  pl->fb = fb;
+  if (fb) PetscFunctionReturn(0); /* the output's steps send dY on, micro-batch by micro-batch */
   PetscCall(NetPlaceStoreArray(net, NET_SLOT_TANGENT, net->nlayers, &dy));
   for (PetscInt m = 0; m < pl->M; m++) PetscCall(NetMoveBegin(pl, pl->nmoves - 1, m, PETSC_TRUE, dy, pl->moves[pl->nmoves - 1].dcot));
   PetscFunctionReturn(0);
@@ -894,6 +1015,10 @@ PetscErrorCode NetPlaceBackwardAfter_Private(Net net, PetscInt k)
 
     if (e < 0 || (pl->moves[e].v == 0 && !pl->wantdx)) continue;
     PetscCall(NetMoveBegin(pl, e, pl->m, PETSC_TRUE, pl->moves[e].dcot, pl->moves[e].rcot));
+    if (pl->K && pl->moves[e].v == 0) { /* 1F1B: the input's cotangent of this micro-batch home now (its slot is reused) */
+      PetscCall(NetMoveEnd(pl, e, pl->m));
+      PetscCall(NetPlaceAddCotangent(net, e));
+    }
   }
   PetscFunctionReturn(0);
 }
@@ -904,7 +1029,7 @@ PetscErrorCode NetPlaceBackwardEnd_Private(Net net)
   NetPlace *pl = (NetPlace *)net->pl;
 
   PetscFunctionBegin;
-  if (pl->wantdx)
+  if (pl->wantdx && !pl->K)
     for (PetscInt m = 0; m < pl->M; m++) {
       pl->m = m;
       for (PetscInt e = 0; e < pl->nmoves - 1; e++)
@@ -913,7 +1038,54 @@ PetscErrorCode NetPlaceBackwardEnd_Private(Net net)
           PetscCall(NetPlaceAddCotangent(net, e));
         }
     }
-  pl->wall += MPI_Wtime() - pl->t0;
+  if (!pl->fb) pl->wall += MPI_Wtime() - pl->t0;
+  pl->fb = PETSC_FALSE;
+  PetscFunctionReturn(0);
+}
+
+/* whether a stage keeps every micro-batch's values (GPipe), so that a node's parameter gradient can wait for its last */
+PetscBool NetPlaceKeepsAll_Private(Net net)
+{
+  return (PetscBool)(!net->pl || !((NetPlace *)net->pl)->K);
+}
+
+/* NetForwardBackward(): the 1F1B schedule's triples (kind, node, micro-batch), or none (*n = 0: forward, then backward) */
+PetscErrorCode NetPlaceGetForwardBackward_Private(Net net, PetscInt *n, const PetscInt **sched)
+{
+  NetPlace *pl = (NetPlace *)net->pl;
+
+  PetscFunctionBegin;
+  *n     = pl && pl->K ? pl->nsched1 : 0;
+  *sched = pl && pl->K ? pl->sched1 : NULL;
+  PetscFunctionReturn(0);
+}
+
+/*
+  The output's step of micro-batch m (1F1B, every rank): its rows of the output (the caller's split, in double) handed
+  to fn, which writes their cotangent into the same rows of dY; dY then taken into the store and its rows of m sent to
+  the last stage
+*/
+PetscErrorCode NetPlaceOutputStep_Private(Net net, PetscInt m, PetscErrorCode (*fn)(Net, PetscInt, PetscInt, const PetscScalar[], PetscScalar[], void *), void *ctx, Vec dY)
+{
+  NetPlace          *pl = (NetPlace *)net->pl;
+  const PetscInt     L = net->nlayers, size = net->layers[L - 1]->outsize;
+  PetscInt           g0, n, row;
+  const PetscScalar *y;
+  PetscScalar       *dy;
+  char              *d;
+
+  PetscFunctionBegin;
+  pl->m = m;
+  PetscCall(NetStore(net)->tovec(net, NET_SLOT_VALUE, L, net->act[L])); /* the output's rows of m arrived (ForwardAfter) */
+  NetPlaceRange(pl, NET_PLACE_PUBLIC, pl->rank, m, &g0, &n, &row);
+  PetscCall(VecGetArrayRead(net->act[L], &y));
+  PetscCall(VecGetArray(dY, &dy));
+  PetscCall(fn(net, row, n, y + (size_t)row * size, dy + (size_t)row * size, ctx));
+  PetscCall(VecRestoreArray(dY, &dy));
+  PetscCall(VecRestoreArrayRead(net->act[L], &y));
+  PetscCall(NetStore(net)->fromvec(net, dY, NET_SLOT_TANGENT, L));
+  PetscCall(NetPlaceStoreArray(net, NET_SLOT_TANGENT, L, &d));
+  PetscCall(NetMoveBegin(pl, pl->nmoves - 1, m, PETSC_TRUE, d, pl->moves[pl->nmoves - 1].dcot));
   PetscFunctionReturn(0);
 }
 
@@ -1213,15 +1385,23 @@ PetscErrorCode NetPlaceTestMoves_Private(Net net, PetscRandom rnd, PetscReal *er
     PetscCall(PetscMalloc4(ns, &x, nt, &rx, nt, &y, ns, &rty));
     for (PetscInt i = 0; i < ns; i++) PetscCall(PetscRandomGetValue(rnd, &x[i]));
     for (PetscInt i = 0; i < nt; i++) PetscCall(PetscRandomGetValue(rnd, &y[i]));
-    for (PetscInt m = 0; m < pl->M; m++) PetscCall(NetMoveBegin(pl, e, m, PETSC_FALSE, (const char *)x, (char *)rx));
-    for (PetscInt m = 0; m < pl->M; m++) PetscCall(NetMoveEnd(pl, e, m));
-    for (PetscInt m = 0; m < pl->M; m++) PetscCall(NetMoveBegin(pl, e, m, PETSC_TRUE, (const char *)y, (char *)rty));
-    for (PetscInt m = 0; m < pl->M; m++) PetscCall(NetMoveEnd(pl, e, m));
-    for (PetscInt i = 0; i < nt; i++) {
-      loc[0] += rx[i] * y[i];
-      loc[2] = PetscMax(loc[2], PetscAbsScalar(rx[i]) * PetscAbsScalar(y[i]));
+    for (PetscInt m = 0; m < pl->M; m++) { /* one micro-batch at a time (with 1F1B they share slots): <R_m x, y> and <x, R_m^T y> on its rows */
+      PetscInt g0, n, tr, sr;
+
+      PetscCall(PetscArrayzero(rx, nt));
+      PetscCall(PetscArrayzero(rty, ns));
+      PetscCall(NetMoveBegin(pl, e, m, PETSC_FALSE, (const char *)x, (char *)rx));
+      PetscCall(NetMoveEnd(pl, e, m));
+      PetscCall(NetMoveBegin(pl, e, m, PETSC_TRUE, (const char *)y, (char *)rty));
+      PetscCall(NetMoveEnd(pl, e, m));
+      NetPlaceRange(pl, mv->dst, pl->rank, m, &g0, &n, &tr);
+      for (PetscInt i = tr * mv->size; i < (tr + n) * mv->size; i++) {
+        loc[0] += rx[i] * y[i];
+        loc[2] = PetscMax(loc[2], PetscAbsScalar(rx[i]) * PetscAbsScalar(y[i]));
+      }
+      NetPlaceRange(pl, mv->src, pl->rank, m, &g0, &n, &sr);
+      for (PetscInt i = sr * mv->size; i < (sr + n) * mv->size; i++) loc[1] += x[i] * rty[i];
     }
-    for (PetscInt i = 0; i < ns; i++) loc[1] += x[i] * rty[i];
     PetscCall(MPIU_Allreduce(loc, glob, 2, MPIU_REAL, MPIU_SUM, comm));
     PetscCall(MPIU_Allreduce(&loc[2], &glob[2], 1, MPIU_REAL, MPIU_MAX, comm));
     *err = PetscMax(*err, PetscAbsReal(glob[0] - glob[1]) / PetscMax(PetscAbsReal(glob[0]), PETSC_SMALL));
@@ -1396,15 +1576,23 @@ PetscErrorCode NetGetMicroBatches(Net net, PetscInt *M)
 
   Input Parameters:
 + net      - the Net
-- schedule - `NET_PIPELINE_GPIPE` (every forward, then every backward); `NET_PIPELINE_1F1B` (PipeDream-flush) is not
-             built yet and refused at set-up
+- schedule - `NET_PIPELINE_GPIPE` (every forward, then every backward: each stage keeps every micro-batch's values);
+             `NET_PIPELINE_1F1B` (PipeDream-flush: after S - s warm-up forwards stage s alternates a forward and a
+             backward, so that it keeps at most S micro-batches' values)
 
   Options Database Key:
 . -net_pipeline_schedule <gpipe,1f1b> - the same
 
+  Notes:
+  Both give the same gradient, the sum over the micro-batches. With 1F1B (and more micro-batches than stages) the
+  gradient is taken by NetForwardBackward() (LossNetForwardBackward(), which the Trainer's mini-batch steps call): the
+  loss of a micro-batch is needed as soon as its output exists, and NetBackward() after NetForward() is refused, the
+  values of the earlier micro-batches being gone. NetForward() alone (evaluation) runs in either. 1F1B runs stages of
+  consecutive nodes in rank order (-net_stages, entry@s in the nodes' order); other placements are refused with it.
+
   Level: advanced
 
-.seealso: `NetSetMicroBatches()`, `NetSetStages()`
+.seealso: `NetSetMicroBatches()`, `NetSetStages()`, `NetGetPipelineSchedule()`, `NetForwardBackward()`
 @*/
 PetscErrorCode NetSetPipelineSchedule(Net net, NetPipelineSchedule schedule)
 {
@@ -1413,6 +1601,29 @@ PetscErrorCode NetSetPipelineSchedule(Net net, NetPipelineSchedule schedule)
   if (schedule == net->schedule) PetscFunctionReturn(0);
   PetscCall(NetPlaceChanged(net));
   net->schedule = schedule;
+  PetscFunctionReturn(0);
+}
+
+/*@
+  NetGetPipelineSchedule - the order in which the stages run the micro-batches (NetSetPipelineSchedule())
+
+  Not collective
+
+  Input Parameter:
+. net - the Net
+
+  Output Parameter:
+. schedule - `NET_PIPELINE_GPIPE` or `NET_PIPELINE_1F1B`
+
+  Level: advanced
+
+.seealso: `NetSetPipelineSchedule()`, `NetForwardBackward()`
+@*/
+PetscErrorCode NetGetPipelineSchedule(Net net, NetPipelineSchedule *schedule)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(net, NET_CLASSID, 1);
+  *schedule = net->schedule;
   PetscFunctionReturn(0);
 }
 

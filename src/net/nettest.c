@@ -267,8 +267,10 @@ static PetscErrorCode NetTestJacobianLow_Private(Net net, Vec X, PetscViewer vie
   PetscCall(PetscViewerASCIIPrintf(viewer, "Net Jacobian test (%" PetscInt_FMT " samples, precision %s)\n", net->nglobal, NetPrecisions[net->precision]));
   PetscCall(PetscViewerASCIIPrintf(viewer, "  dot-product |<Jv,w>-<v,J^T w>|/(|Jv||w|): input %.2e, parameters %.2e\n", (double)eJ, (double)eJP));
   PetscCall(PetscViewerASCIIPrintf(viewer, "  against double |J_%s v - J v|/|J v|: input %.2e, parameters %.2e\n", NetPrecisions[net->precision], (double)pJ, (double)pJP));
-  if (fd && discrete) PetscCall(PetscViewerASCIIPrintf(viewer, "  finite differences |FD - Jv|/|Jv| (h = %.1e): input - (token ids, not differentiable), parameters %.2e\n", (double)PetscCbrtReal(u), (double)fJP));
-  else if (fd) PetscCall(PetscViewerASCIIPrintf(viewer, "  finite differences |FD - Jv|/|Jv| (h = %.1e): input %.2e, parameters %.2e\n", (double)PetscCbrtReal(u), (double)fJ, (double)fJP));
+  if (fd && discrete)
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  finite differences |FD - Jv|/|Jv| (h = %.1e): input - (token ids, not differentiable), parameters %.2e\n", (double)PetscCbrtReal(u), (double)fJP));
+  else if (fd)
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  finite differences |FD - Jv|/|Jv| (h = %.1e): input %.2e, parameters %.2e\n", (double)PetscCbrtReal(u), (double)fJ, (double)fJP));
   if (net->vgrid) PetscCall(PetscViewerASCIIPrintf(viewer, "  halo exchanges in float |<Hx,w>-<x,H^T w>|/(|Hx||w|): %.2e (<= %.1e = 10 u_float)\n", (double)eH, (double)htol));
   if (NetHasSpatialModel_Private(net)) PetscCall(PetscViewerASCIIPrintf(viewer, "  channel split across groups (R, S) |<Av,w>-<v,A^T w>|/(|Av||w|): %.2e (<= 1e-12)\n", (double)eM));
   PetscCall(ViewKinks_Private(viewer, nkink, nout));
@@ -292,6 +294,16 @@ PetscErrorCode NetSetFrozen_Private(Net net, PetscBool frozen)
   PetscFunctionReturn(0);
 }
 
+/* NetForwardBackward()'s cotangent: the rows of a fixed array w (the whole output's, this rank's part) */
+static PetscErrorCode NetTestCopyCotangent(Net net, PetscInt r0, PetscInt n, const PetscScalar y[], PetscScalar dy[], void *ctx)
+{
+  const PetscInt nout = net->layers[net->nlayers - 1]->outsize;
+
+  PetscFunctionBegin;
+  PetscCall(PetscArraycpy(dy, (const PetscScalar *)ctx + (size_t)r0 * nout, n * nout));
+  PetscFunctionReturn(0);
+}
+
 /*
   With pipeline stages (netplace.c) the JVP is not built: the moves' dot-product test, and finite differences of the
   backward pass, <J^T w, v> against (<Y(z + h v), w> - <Y(z - h v), w>) / 2h along random directions v of the input and
@@ -311,7 +323,13 @@ static PetscErrorCode NetTestJacobianPlaced_Private(Net net, Vec X, PetscViewer 
   PetscCall(NetCreateParameterVec(net, &G));
   PetscCall(VecDuplicate(X, &dX));
   PetscCall(VecZeroEntries(G));
-  PetscCall(NetBackward(net, W, dX, G));
+  { /* J^T w through NetForwardBackward(), which also runs the 1F1B schedule (where NetBackward() alone is refused) */
+    const PetscScalar *w;
+
+    PetscCall(VecGetArrayRead(W, &w));
+    PetscCall(NetForwardBackward(net, X, NetTestCopyCotangent, (void *)w, NULL, dX, G));
+    PetscCall(VecRestoreArrayRead(W, &w));
+  }
   for (PetscInt wrt = 0; wrt < 2; wrt++) {
     Vec         z = wrt ? net->theta : X;
     PetscScalar fp, fm, g;
@@ -455,11 +473,15 @@ PetscErrorCode NetTestJacobian(Net net, Vec X, PetscViewer viewer, PetscReal *do
     }
     PetscCall(PetscViewerASCIIPrintf(viewer, "\n"));
   }
-  if (discrete) fJ = 0;
-  else PetscCall(FiniteDifferenceTest_Private(net, X, 0, 1e-5, PETSC_MACHINE_EPSILON, rnd, &fJ, &nkink[0], &nout[0]));
+  if (discrete)
+    fJ = 0;
+  else
+    PetscCall(FiniteDifferenceTest_Private(net, X, 0, 1e-5, PETSC_MACHINE_EPSILON, rnd, &fJ, &nkink[0], &nout[0]));
   if (net->nparams) PetscCall(FiniteDifferenceTest_Private(net, X, 1, 1e-5, PETSC_MACHINE_EPSILON, rnd, &fJP, &nkink[1], &nout[1]));
-  if (discrete) PetscCall(PetscViewerASCIIPrintf(viewer, "  finite differences |FD - Jv|/|Jv|: input - (token ids, not differentiable), parameters %.2e\n", (double)fJP));
-  else PetscCall(PetscViewerASCIIPrintf(viewer, "  finite differences |FD - Jv|/|Jv|: input %.2e, parameters %.2e\n", (double)fJ, (double)fJP));
+  if (discrete)
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  finite differences |FD - Jv|/|Jv|: input - (token ids, not differentiable), parameters %.2e\n", (double)fJP));
+  else
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  finite differences |FD - Jv|/|Jv|: input %.2e, parameters %.2e\n", (double)fJ, (double)fJP));
   PetscCall(ViewKinks_Private(viewer, nkink, nout));
   PetscCall(PetscViewerASCIIPrintf(viewer, "  %s (dot-product <= 1e-12, finite differences <= 1e-6%s)\n", worst <= 1e-12 && PetscMax(fJ, fJP) <= 1e-6 ? "PASSED" : "FAILED",
                                    nkink[0] + nkink[1] == 0                  ? ""

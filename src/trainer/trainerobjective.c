@@ -84,10 +84,8 @@ PetscErrorCode TrainerObjectiveMiniBatch_Private(Tao tao, Vec theta, PetscReal *
   if (!tr->X) PetscCall(TrainerNextBatch_Private(tao, 0, tr));
   PetscCall(TrainerSetParameters_Private(tr, theta));
   PetscCall(TrainerEnsureWorkVecs_Private(tr, tr->X));
-  PetscCall(NetForward(tr->net, tr->X, tr->Y));
-  PetscCall(LossEvaluate(tr->loss, tr->Y, tr->T, f, tr->dY));
-  PetscCall(PetNetVecZero_Private(G)); /* VecZeroEntries() on PetNet's threads */
-  PetscCall(NetBackward(tr->net, tr->dY, NULL, G));
+  PetscCall(PetNetVecZero_Private(G));                                                   /* VecZeroEntries() on PetNet's threads */
+  PetscCall(LossNetForwardBackward(tr->loss, tr->net, tr->X, tr->T, tr->Y, f, NULL, G)); /* forward, loss, backward (1F1B: interleaved) */
   PetscCall(NetGetInputShape(tr->net, &in));
   PetscCall(PetNetShapeSize(&in, &nin));
   PetscCall(VecGetSize(tr->X, &N));

@@ -271,6 +271,22 @@ struct _p_Net {
   PetscInt           *repoff;
 };
 
+/* the walks of netforward.c in parts (NetForward(), NetBackward(), NetForwardBackward()'s 1F1B schedule) */
+typedef struct {
+  PetscBool          forward;
+  const PetscScalar *theta, *btheta; /* the replicated parameters' arrays, of the forward and the backward walk */
+  const void        *xstack[NET_MAX_STACK_INPUTS], **x;
+  void              *dstack[NET_MAX_STACK_INPUTS], **dx;
+  PetscScalar       *grad;
+  PetscBool         *seeded, *summed;
+  Vec                dX, G;
+} NetWalk;
+PETSC_INTERN PetscErrorCode NetWalkForwardBegin_Private(Net, Vec, NetWalk *, PetscBool *);
+PETSC_INTERN PetscErrorCode NetWalkForwardStep_Private(Net, NetWalk *, PetscInt, PetscInt);
+PETSC_INTERN PetscErrorCode NetWalkForwardEnd_Private(Net, NetWalk *, PetscBool, Vec);
+PETSC_INTERN PetscErrorCode NetWalkBackwardBegin_Private(Net, Vec, Vec, Vec, NetWalk *);
+PETSC_INTERN PetscErrorCode NetWalkBackwardStep_Private(Net, NetWalk *, PetscInt, PetscInt);
+PETSC_INTERN PetscErrorCode NetWalkBackwardEnd_Private(Net, NetWalk *);
 PETSC_INTERN PetscErrorCode NetSetUpWorkspace_Private(Net, Vec);
 PETSC_INTERN PetscErrorCode NetResetWorkspace_Private(Net);
 PETSC_INTERN PetscErrorCode NetForwardCacheLookup_Private(Net, Vec, PetscBool *);
@@ -358,10 +374,13 @@ PETSC_INTERN PetscBool     *NetPlaceSeeded_Private(Net, PetscInt);
 PETSC_INTERN PetscBool      NetPlaceCrossing_Private(Net, PetscInt, PetscInt);
 PETSC_INTERN PetscErrorCode NetPlaceValueEntries_Private(Net, PetscInt, PetscInt, PetscInt *, PetscInt *);
 PETSC_INTERN PetscErrorCode NetPlaceForwardBegin_Private(Net);
+PETSC_INTERN PetscBool      NetPlaceKeepsAll_Private(Net);
+PETSC_INTERN PetscErrorCode NetPlaceGetForwardBackward_Private(Net, PetscInt *, const PetscInt **);
+PETSC_INTERN PetscErrorCode NetPlaceOutputStep_Private(Net, PetscInt, PetscErrorCode (*)(Net, PetscInt, PetscInt, const PetscScalar[], PetscScalar[], void *), void *, Vec);
 PETSC_INTERN PetscErrorCode NetPlaceForwardBefore_Private(Net, PetscInt);
 PETSC_INTERN PetscErrorCode NetPlaceForwardAfter_Private(Net, PetscInt);
 PETSC_INTERN PetscErrorCode NetPlaceForwardEnd_Private(Net);
-PETSC_INTERN PetscErrorCode NetPlaceBackwardBegin_Private(Net, PetscBool);
+PETSC_INTERN PetscErrorCode NetPlaceBackwardBegin_Private(Net, PetscBool, PetscBool);
 PETSC_INTERN PetscErrorCode NetPlaceBackwardBefore_Private(Net, PetscInt);
 PETSC_INTERN PetscErrorCode NetPlaceBackwardAfter_Private(Net, PetscInt);
 PETSC_INTERN PetscErrorCode NetPlaceBackwardEnd_Private(Net);

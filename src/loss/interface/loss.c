@@ -430,13 +430,112 @@ PetscErrorCode LossEvaluate(Loss loss, Vec Y, Vec T, PetscReal *f, Vec dY)
     PetscCall(MPIU_Allreduce(MPI_IN_PLACE, sn, 2, MPIU_REAL, MPIU_SUM, PetscObjectComm((PetscObject)loss)));
     sum = sn[0];
     N   = (PetscInt)sn[1]; /* at most the size of T */
-  } else PetscCall(MPIU_Allreduce(MPI_IN_PLACE, &sum, 1, MPIU_REAL, MPIU_SUM, PetscObjectComm((PetscObject)loss)));
+  } else
+    PetscCall(MPIU_Allreduce(MPI_IN_PLACE, &sum, 1, MPIU_REAL, MPIU_SUM, PetscObjectComm((PetscObject)loss)));
   if (dY) PetscCall(VecRestoreArrayWrite(dY, &dy));
   PetscCall(VecRestoreArrayRead(T, &t));
   PetscCall(VecRestoreArrayRead(Y, &y));
   PetscCall(PetscLogEventEnd(loss->event, loss, 0, 0, 0));
   *f = N ? sum / N : 0.0;
   if (dY && N) PetscCall(VecScale(dY, 1.0 / N));
+  PetscCall(PetscObjectReference((PetscObject)Y));
+  PetscCall(PetscObjectReference((PetscObject)T));
+  PetscCall(VecDestroy(&loss->Y));
+  PetscCall(VecDestroy(&loss->T));
+  loss->Y = Y;
+  loss->T = T;
+  loss->N = N;
+  PetscFunctionReturn(0);
+}
+
+typedef struct {
+  Loss               loss;
+  const PetscScalar *t;          /* this rank's targets */
+  PetscInt           nout, tper; /* output entries and target entries of a sample */
+  PetscReal          sum, scale; /* this rank's sum of the losses so far; 1 / the global count */
+} LossNetFB;
+
+/* NetForwardBackward()'s output cotangent: the rows r0 .. r0 + n - 1 (a micro-batch's, or all): their losses summed,
+   dy = d(sum)/dy / N (local: the count N was taken before) */
+static PetscErrorCode LossNetFBCotangent(Net net, PetscInt r0, PetscInt n, const PetscScalar y[], PetscScalar dy[], void *ctx)
+{
+  LossNetFB *c = (LossNetFB *)ctx;
+  PetscReal  sum;
+
+  PetscFunctionBegin;
+  if (!n) PetscFunctionReturn(0);
+  PetscUseTypeMethod(c->loss, evaluate, n * c->nout, y, n * c->tper, c->t + (size_t)r0 * c->tper, &sum, dy);
+  c->sum += sum;
+  for (PetscInt i = 0; i < n * c->nout; i++) dy[i] *= c->scale;
+  PetscFunctionReturn(0);
+}
+
+/*@
+  LossNetForwardBackward - the Net's output Y at X, the loss f = L(Y, T) and its gradient: dX = J_x^T dL/dY and
+  G += J_theta^T dL/dY, in one call (NetForwardBackward())
+
+  Collective
+
+  Input Parameters:
++ loss - the Loss
+. net  - the Net
+. X    - the input batch
+- T    - the targets, split over the ranks like the samples of X
+
+  Output Parameters:
++ Y  - the output (laid out like the Net's output, NetCreateVecs())
+. f  - the loss, the same mean as LossEvaluate()'s
+. dX - the input cotangent (overwritten), or NULL
+- G  - the gradient, accumulated into (zero it first), or NULL
+
+  Notes:
+  The same numbers as NetForward(), LossEvaluate() and NetBackward() up to round-off; with -net_pipeline_schedule 1f1b
+  the loss of each micro-batch is taken as soon as its output exists, so that each pipeline stage keeps only a few
+  micro-batches' values (NetForwardBackward()). Afterwards the Loss holds Y and T, as after LossEvaluate(), for
+  LossHessianMult().
+
+  Level: intermediate
+
+.seealso: `LossEvaluate()`, `NetForwardBackward()`, `NetSetPipelineSchedule()`
+@*/
+PetscErrorCode LossNetForwardBackward(Loss loss, Net net, Vec X, Vec T, Vec Y, PetscReal *f, Vec dX, Vec G)
+{
+  LossNetFB   c;
+  PetscInt    ny, nt, Ny, Nt, N, nout;
+  PetNetShape out;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(loss, LOSS_CLASSID, 1);
+  PetscValidHeaderSpecific(net, NET_CLASSID, 2);
+  PetscValidHeaderSpecific(T, VEC_CLASSID, 4);
+  PetscValidHeaderSpecific(Y, VEC_CLASSID, 5);
+  PetscCall(LossSetUp(loss));
+  PetscCall(VecGetLocalSize(Y, &ny));
+  PetscCall(VecGetLocalSize(T, &nt));
+  PetscCall(VecGetSize(Y, &Ny));
+  PetscCall(VecGetSize(T, &Nt));
+  PetscUseTypeMethod(loss, count, Ny, Nt, &N);
+  PetscCall(LossCheckLayout_Private(loss, Y, T));
+  PetscCall(NetGetOutputShape(net, &out));
+  PetscCall(PetNetShapeSize(&out, &nout));
+  c.loss = loss;
+  c.nout = nout;
+  c.tper = ny ? (PetscInt)(((PetscInt64)nt * nout) / ny) : 0; /* nt / (ny / nout) */
+  c.sum  = 0;
+  PetscCall(VecGetArrayRead(T, &c.t));
+  if (loss->ops->counted) { /* the targets that count, over every rank, before any micro-batch is scaled */
+    PetscInt n;
+
+    PetscUseTypeMethod(loss, counted, nt, c.t, &n);
+    PetscCall(MPIU_Allreduce(&n, &N, 1, MPIU_INT, MPI_SUM, PetscObjectComm((PetscObject)loss)));
+  }
+  c.scale = N ? 1.0 / N : 0.0;
+  PetscCall(PetscLogEventBegin(loss->event, loss, 0, 0, 0));
+  PetscCall(NetForwardBackward(net, X, LossNetFBCotangent, &c, Y, dX, G));
+  PetscCall(PetscLogEventEnd(loss->event, loss, 0, 0, 0));
+  PetscCall(VecRestoreArrayRead(T, &c.t));
+  PetscCall(MPIU_Allreduce(MPI_IN_PLACE, &c.sum, 1, MPIU_REAL, MPIU_SUM, PetscObjectComm((PetscObject)loss)));
+  *f = N ? c.sum / N : 0.0;
   PetscCall(PetscObjectReference((PetscObject)Y));
   PetscCall(PetscObjectReference((PetscObject)T));
   PetscCall(VecDestroy(&loss->Y));
