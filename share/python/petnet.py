@@ -484,7 +484,7 @@ class _TypedObject(_PetNetObject):
 # ---------------------------------------------------------------------------------------------------------------------
 # Net
 
-_PARALLEL = ["replicated", "sharded", "model"]
+_PARALLEL = ["replicated", "sharded", "model", "tensor", "sequence", "subgraph"]  # NetParallelTypes, in order
 _PRECISION = ["double", "single", "bfloat16"]
 _BACKEND = ["native", "onednn"]
 _SPEC = "'dense:8,tanh,dense:1' (a layer list) or 'h = dense:8 <- input; o = dense:1 <- h;' (a graph)"
@@ -560,7 +560,7 @@ class Net(_PetNetObject):
         return _tuple(s)
 
     def setParallel(self, mode):
-        """'replicated', 'sharded' or 'model' (-net_parallel)."""
+        """'replicated', 'sharded', 'model', 'tensor', 'sequence' or 'subgraph' (-net_parallel)."""
         return self._call("NetSetParallel", _choice(mode, _PARALLEL, "Net.setParallel(): mode"))
 
     def getParallel(self):

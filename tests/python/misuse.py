@@ -41,7 +41,13 @@ def arguments():
     expect("load(None)", TypeError, lambda: net.load(None), "filename", "a string")
     expect("setPrecision('quad')", ValueError, lambda: net.setPrecision("quad"), "'quad'", "'double'", "'single'",
            "'bfloat16'")
-    expect("setParallel('x')", ValueError, lambda: net.setParallel("x"), "'replicated'", "'sharded'", "'model'")
+    expect("setParallel('x')", ValueError, lambda: net.setParallel("x"), "'replicated'", "'sharded'", "'model'",
+           "'tensor'", "'sequence'", "'subgraph'")
+    fresh = petnet.Net().create(comm, spec="dense:2", input_shape=(3,))  # every mode's name reads back (C's order)
+    for mode in ["tensor", "sequence", "subgraph", "replicated"]:
+        fresh.setParallel(mode)
+        check(fresh.getParallel() == mode, "setParallel(%r) reads back %r" % (mode, fresh.getParallel()))
+    fresh.destroy()
     expect("input_shape (0,0,0)", ValueError, lambda: petnet.Net().create(comm, spec="dense:4", input_shape=(0, 0, 0)),
            "input_shape", "at least 1")
     expect("input_shape 'axb'", ValueError, lambda: net.setInputShape("axb"), "'axb'", "28x28x1")
