@@ -202,6 +202,12 @@ PetscErrorCode NetPlaceValueEntries_Private(Net net, PetscInt v, PetscInt size, 
   PetscInt  g0, n, row;
 
   PetscFunctionBegin;
+  if (pl->m < 0) { /* a node's parameter part over every micro-batch: its rows are all of them */
+    NetPlaceRange(pl, NetPlaceLayoutOfValue(net, v), pl->rank, pl->M - 1, &g0, &n, &row);
+    *e0 = 0;
+    *ne = (row + n) * size;
+    PetscFunctionReturn(0);
+  }
   NetPlaceRange(pl, NetPlaceLayoutOfValue(net, v), pl->rank, pl->m, &g0, &n, &row);
   *e0 = row * size;
   *ne = n * size;
@@ -279,8 +285,6 @@ static PetscErrorCode NetPlaceCheckModes(Net net)
              "-net_stages %" PetscInt_FMT " / -net_microbatches %" PetscInt_FMT " run each stage data parallel over its ranks (-net_parallel replicated); a stage that is itself -net_parallel %s is not built yet: drop -net_parallel, or the stages",
              net->nstages, net->nmicro, NetParallelTypes[net->parallel]);
   PetscCheck(!net->grid, comm, PETSC_ERR_SUP, "-net_stages / -net_microbatches / -net_parallel subgraph on a grid (NetSetGrid(), spatial parallelism) is not built yet: drop the placement, or run the Net on a batch");
-  PetscCheck(net->precision != NET_PRECISION_BFLOAT16, comm, PETSC_ERR_SUP,
-             "-net_stages / -net_microbatches / -net_parallel subgraph at -net_precision bfloat16 are not built yet (the store widens a value's whole array for a node, not a micro-batch's rows): use -net_precision single or double");
   PetscCheck(!net->fcachesize, comm, PETSC_ERR_SUP, "-net_forward_cache with -net_stages / -net_microbatches / -net_parallel subgraph is not built: drop one of them");
   for (PetscInt k = 0; k < net->nlayers; k++) {
     const Layer l = net->layers[k];
@@ -814,7 +818,7 @@ static PetscErrorCode NetMoveEnd(NetPlace *pl, PetscInt e, PetscInt m)
 /* the store's array of slot s of value v (stable until the workspace is rebuilt: a Vec's array, or a low store's own) */
 static PetscErrorCode NetPlaceStoreArray(Net net, NetSlot s, PetscInt v, char **a)
 {
-  const NetElem t = NetStore(net)->compute;
+  const NetElem t = net->precision == NET_PRECISION_BFLOAT16 ? NET_ELEM_BF16 : NetStore(net)->compute; /* the stored entries themselves */
   void         *p;
 
   PetscFunctionBegin;
@@ -847,11 +851,16 @@ static PetscErrorCode NetPlaceAddCotangent(Net net, PetscInt e)
       const PetscScalar *x = (const PetscScalar *)mv->rcot + off;
 
       for (size_t i = 0; i < cnt; i++) y[i] += x[i];
-    } else {
+    } else if (pl->es == sizeof(float)) {
       float       *y = (float *)d + off;
       const float *x = (const float *)mv->rcot + off;
 
       for (size_t i = 0; i < cnt; i++) y[i] += x[i];
+    } else { /* bfloat16: added in float, rounded once, as the store's fan-out sums */
+      uint16_t       *y = (uint16_t *)d + off;
+      const uint16_t *x = (const uint16_t *)mv->rcot + off;
+
+      for (size_t i = 0; i < cnt; i++) y[i] = NetFloatToBF16(NetBF16ToFloat(y[i]) + NetBF16ToFloat(x[i]));
     }
   }
   *seeded = PETSC_TRUE;
@@ -1096,68 +1105,129 @@ PetscErrorCode NetPlaceOutputStep_Private(Net net, PetscInt m, PetscErrorCode (*
 static PetscErrorCode NetExecPlacedArrays(Net net, PetscInt k, NetElem t, const void *const x[], const void *y, const void **xs, const void **ys, PetscInt *n)
 {
   NetPlace    *pl = (NetPlace *)net->pl;
-  const size_t es = t == NET_ELEM_DOUBLE ? sizeof(PetscScalar) : sizeof(float);
+  const size_t es = t == NET_ELEM_DOUBLE ? sizeof(PetscScalar) : t == NET_ELEM_FLOAT ? sizeof(float) : sizeof(uint16_t);
   const Layer  l  = net->layers[k];
   PetscInt     row;
 
   PetscFunctionBegin;
-  PetscCheck((size_t)pl->es == es, PETSC_COMM_SELF, PETSC_ERR_PLIB, "A placed node computes in the store's element type");
+  PetscCheck((size_t)pl->es == es || (t == NET_ELEM_FLOAT && pl->es == sizeof(uint16_t)), PETSC_COMM_SELF, PETSC_ERR_PLIB, "A placed node computes in the store's element type, or in float on bfloat16 values");
   PetscCall(NetPlaceNodeRows_Private(net, k, &row, n));
   for (PetscInt i = 0; i < net->nodes[k].nin; i++) {
     const PetscInt e = pl->movein[k * pl->maxin + i];
 
-    xs[i] = (e >= 0 ? pl->moves[e].dval : (const char *)x[i]) + (size_t)row * l->insizes[i] * es;
+    xs[i] = e >= 0 ? pl->moves[e].dval + (size_t)row * l->insizes[i] * pl->es : (const char *)x[i] + (size_t)row * l->insizes[i] * es;
   }
-  if (ys) *ys = (k == net->nlayers - 1 ? pl->moves[pl->nmoves - 1].dval : (const char *)y) + (size_t)row * l->outsize * es;
+  if (ys) *ys = k == net->nlayers - 1 ? pl->moves[pl->nmoves - 1].dval + (size_t)row * l->outsize * pl->es : (const char *)y + (size_t)row * l->outsize * es;
   PetscFunctionReturn(0);
+}
+
+/* A float kernel on bfloat16 values (-net_precision bfloat16): the moves' buffers hold the stored bfloat16 entries, so
+   the rows a kernel reads from them are widened into a float copy, and the rows it writes there are rounded back */
+static PetscBool NetPlaceConverts(const NetPlace *pl, NetElem t)
+{
+  return (PetscBool)(t == NET_ELEM_FLOAT && pl->es == sizeof(uint16_t));
+}
+
+static PetscErrorCode NetPlaceWiden(const void *b, PetscInt cnt, float **f)
+{
+  PetscFunctionBegin;
+  PetscCall(PetscMalloc1(cnt, f));
+  for (PetscInt i = 0; i < cnt; i++) (*f)[i] = NetBF16ToFloat(((const uint16_t *)b)[i]);
+  PetscFunctionReturn(0);
+}
+
+static void NetPlaceRound(const float *f, PetscInt cnt, void *b)
+{
+  for (PetscInt i = 0; i < cnt; i++) ((uint16_t *)b)[i] = NetFloatToBF16(f[i]);
 }
 
 static PetscErrorCode NetExecForward_Placed(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], void *y)
 {
-  NetPlace      *pl = (NetPlace *)net->pl;
-  const void    *stack[NET_MAX_STACK_INPUTS], **xs = stack, *ys;
-  PetscInt       n;
-  PetscLogDouble t0;
+  NetPlace       *pl   = (NetPlace *)net->pl;
+  const Layer     l    = net->layers[k];
+  const PetscBool conv = NetPlaceConverts(pl, t);
+  const void     *stack[NET_MAX_STACK_INPUTS], **xs = stack, *ys;
+  float          *xfs[NET_MAX_STACK_INPUTS] = {NULL}, **xf = xfs, *yf = NULL;
+  PetscInt        n;
+  PetscLogDouble  t0;
 
   PetscFunctionBegin;
   if (net->nodes[k].nin > NET_MAX_STACK_INPUTS) PetscCall(PetscMalloc1(net->nodes[k].nin, &xs));
+  if (net->nodes[k].nin > NET_MAX_STACK_INPUTS) PetscCall(PetscCalloc1(net->nodes[k].nin, &xf));
   PetscCall(NetExecPlacedArrays(net, k, t, x, y, xs, &ys, &n));
+  for (PetscInt i = 0; i < net->nodes[k].nin && conv; i++)
+    if (pl->movein[k * pl->maxin + i] >= 0) {
+      PetscCall(NetPlaceWiden(xs[i], n * l->insizes[i], &xf[i]));
+      xs[i] = xf[i];
+    }
+  if (conv && k == net->nlayers - 1) PetscCall(PetscMalloc1(n * l->outsize, &yf));
   t0 = MPI_Wtime();
-  if (n) PetscCall(NetExecPlainForward_Private(net, k, n, t, th, xs, (void *)ys));
+  if (n) PetscCall(NetExecPlainForward_Private(net, k, n, t, th, xs, yf ? (void *)yf : (void *)ys));
   pl->busy += MPI_Wtime() - t0;
+  if (yf) NetPlaceRound(yf, n * l->outsize, (void *)ys);
+  PetscCall(PetscFree(yf));
+  for (PetscInt i = 0; i < net->nodes[k].nin && conv; i++) PetscCall(PetscFree(xf[i]));
   if (xs != stack) PetscCall(PetscFree(xs));
+  if (xf != xfs) PetscCall(PetscFree(xf));
   PetscFunctionReturn(0);
 }
 
 static PetscErrorCode NetExecBackward_Placed(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], const void *y, const void *dy, void *const dx[], PetscScalar *dth, PetscInt mask)
 {
-  NetPlace      *pl = (NetPlace *)net->pl;
-  const Layer    l  = net->layers[k];
-  const size_t   es = t == NET_ELEM_DOUBLE ? sizeof(PetscScalar) : sizeof(float);
-  const void    *stack[NET_MAX_STACK_INPUTS], **xs   = stack, *ys, *dys;
-  void          *dstack[NET_MAX_STACK_INPUTS], **dxs = dstack;
-  PetscInt       n, row;
-  PetscLogDouble t0;
+  NetPlace       *pl   = (NetPlace *)net->pl;
+  const Layer     l    = net->layers[k];
+  const PetscBool conv = NetPlaceConverts(pl, t);
+  const size_t    es   = t == NET_ELEM_DOUBLE ? sizeof(PetscScalar) : t == NET_ELEM_FLOAT ? sizeof(float) : sizeof(uint16_t);
+  const void     *stack[NET_MAX_STACK_INPUTS], **xs   = stack, *ys, *dys;
+  void           *dstack[NET_MAX_STACK_INPUTS], **dxs = dstack;
+  float          *xfs[NET_MAX_STACK_INPUTS] = {NULL}, *dxfs[NET_MAX_STACK_INPUTS] = {NULL}, **xf = xfs, **dxf = dxfs, *yf = NULL, *dyf = NULL;
+  PetscInt        n, row;
+  PetscLogDouble  t0;
 
   PetscFunctionBegin;
   if (net->nodes[k].nin > NET_MAX_STACK_INPUTS) PetscCall(PetscMalloc2(net->nodes[k].nin, &xs, net->nodes[k].nin, &dxs));
+  if (net->nodes[k].nin > NET_MAX_STACK_INPUTS) PetscCall(PetscCalloc2(net->nodes[k].nin, &xf, net->nodes[k].nin, &dxf));
   PetscCall(NetExecPlacedArrays(net, k, t, x, y, xs, &ys, &n));
   PetscCall(NetPlaceNodeRows_Private(net, k, &row, &n));
-  dys = (k == net->nlayers - 1 ? pl->moves[pl->nmoves - 1].dcot : (const char *)dy) + (size_t)row * l->outsize * es;
+  dys = k == net->nlayers - 1 ? pl->moves[pl->nmoves - 1].dcot + (size_t)row * l->outsize * pl->es : (const char *)dy + (size_t)row * l->outsize * es;
+  if (conv && k == net->nlayers - 1) { /* the last node's output and its cotangent sit in the output move's buffers */
+    PetscCall(NetPlaceWiden(ys, n * l->outsize, &yf));
+    PetscCall(NetPlaceWiden(dys, n * l->outsize, &dyf));
+    ys  = yf;
+    dys = dyf;
+  }
   for (PetscInt i = 0; i < net->nodes[k].nin; i++) {
     const PetscInt e = pl->movein[k * pl->maxin + i];
 
+    if (conv && e >= 0) {
+      PetscCall(NetPlaceWiden(xs[i], n * l->insizes[i], &xf[i]));
+      xs[i] = xf[i];
+    }
     if (pl->m < 0)
       dxs[i] = NULL; /* the parameter part alone */
-    else if (e >= 0)
-      dxs[i] = (pl->moves[e].v == 0 && !pl->wantdx) ? NULL : pl->moves[e].dcot + (size_t)row * l->insizes[i] * es;
-    else
+    else if (e >= 0) {
+      dxs[i] = (pl->moves[e].v == 0 && !pl->wantdx) ? NULL : pl->moves[e].dcot + (size_t)row * l->insizes[i] * pl->es;
+      if (conv && dxs[i]) {
+        PetscCall(PetscMalloc1(n * l->insizes[i], &dxf[i]));
+        dxs[i] = dxf[i];
+      }
+    } else
       dxs[i] = dx[i] ? (char *)dx[i] + (size_t)row * l->insizes[i] * es : NULL;
   }
   t0 = MPI_Wtime();
   if (n) PetscCall(NetExecPlainBackward_Private(net, k, n, t, th, xs, ys, dys, dxs, dth, mask));
   pl->busy += MPI_Wtime() - t0;
+  for (PetscInt i = 0; i < net->nodes[k].nin && conv; i++) {
+    const PetscInt e = pl->movein[k * pl->maxin + i];
+
+    if (dxf[i]) NetPlaceRound(dxf[i], n * l->insizes[i], pl->moves[e].dcot + (size_t)row * l->insizes[i] * pl->es);
+    PetscCall(PetscFree(dxf[i]));
+    PetscCall(PetscFree(xf[i]));
+  }
+  PetscCall(PetscFree(yf));
+  PetscCall(PetscFree(dyf));
   if (xs != stack) PetscCall(PetscFree2(xs, dxs));
+  if (xf != xfs) PetscCall(PetscFree2(xf, dxf));
   PetscFunctionReturn(0);
 }
 
@@ -1472,7 +1542,7 @@ static PetscErrorCode NetPlaceChanged(Net net)
   the parameter Vec's ownership). Activations and cotangents move between stages by redistributions of whole samples,
   each with its exact adjoint. With micro-batches (NetSetMicroBatches()) the stages work as a pipeline; the gradient is
   the same as without stages up to round-off. -net_view prints the stages and their share of the cost. Not built yet:
-  a stage that is itself sharded, model, tensor or sequence parallel; grid mode; bfloat16; NetJVP() and the
+  a stage that is itself sharded, model, tensor or sequence parallel; grid mode; NetJVP() and the
   second-order adjoint; layers whose kernels communicate (batchnorm): each is refused at set-up with the reason.
 
   Level: intermediate

@@ -111,9 +111,12 @@ static PetscErrorCode NetStoreGet_Double(Net net, NetSlot s, PetscInt v, NetAcce
   PetscFunctionBegin;
   PetscCheck(t == NET_ELEM_DOUBLE, PETSC_COMM_SELF, PETSC_ERR_PLIB, "The double store has no float arrays");
   PetscCall(NetStoreDoubleSlot(net, s, &vecs));
-  if (mode == NET_READ) PetscCall(VecGetArrayRead(vecs[v], (const PetscScalar **)a));
-  else if (mode == NET_WRITE) PetscCall(VecGetArrayWrite(vecs[v], (PetscScalar **)a));
-  else PetscCall(VecGetArray(vecs[v], (PetscScalar **)a));
+  if (mode == NET_READ)
+    PetscCall(VecGetArrayRead(vecs[v], (const PetscScalar **)a));
+  else if (mode == NET_WRITE)
+    PetscCall(VecGetArrayWrite(vecs[v], (PetscScalar **)a));
+  else
+    PetscCall(VecGetArray(vecs[v], (PetscScalar **)a));
   PetscFunctionReturn(0);
 }
 
@@ -123,9 +126,12 @@ static PetscErrorCode NetStoreRestore_Double(Net net, NetSlot s, PetscInt v, Net
 
   PetscFunctionBegin;
   PetscCall(NetStoreDoubleSlot(net, s, &vecs));
-  if (mode == NET_READ) PetscCall(VecRestoreArrayRead(vecs[v], (const PetscScalar **)a));
-  else if (mode == NET_WRITE) PetscCall(VecRestoreArrayWrite(vecs[v], (PetscScalar **)a));
-  else PetscCall(VecRestoreArray(vecs[v], (PetscScalar **)a));
+  if (mode == NET_READ)
+    PetscCall(VecRestoreArrayRead(vecs[v], (const PetscScalar **)a));
+  else if (mode == NET_WRITE)
+    PetscCall(VecRestoreArrayWrite(vecs[v], (PetscScalar **)a));
+  else
+    PetscCall(VecRestoreArray(vecs[v], (PetscScalar **)a));
   PetscFunctionReturn(0);
 }
 
@@ -190,7 +196,8 @@ static PetscErrorCode NetStoreNewValues_Double(Net net, void ***set)
     if (p >= 0) {
       PetscCall(PetscObjectReference((PetscObject)vecs[p + 1]));
       vecs[v] = vecs[p + 1];
-    } else PetscCall(VecDuplicate(net->act[v], &vecs[v]));
+    } else
+      PetscCall(VecDuplicate(net->act[v], &vecs[v]));
   }
   *set = (void **)vecs;
   PetscFunctionReturn(0);
@@ -221,7 +228,19 @@ static PetscErrorCode NetStoreFreeValues_Double(Net net, void ***set)
   PetscFunctionReturn(0);
 }
 
-const NetStoreOps NetStoreDouble = {"double", NET_ELEM_DOUBLE, NetStoreSetUp_Double, NetStoreReset_Double, NetStoreGet_Double, NetStoreRestore_Double, NetStoreFromVec_Double, NetStoreToVec_Double, NetStoreAddSum_Double, NetStoreNextNode_Double, NetStoreNewValues_Double, NetStoreSwapValues_Double, NetStoreFreeValues_Double};
+const NetStoreOps NetStoreDouble = {"double",
+                                    NET_ELEM_DOUBLE,
+                                    NetStoreSetUp_Double,
+                                    NetStoreReset_Double,
+                                    NetStoreGet_Double,
+                                    NetStoreRestore_Double,
+                                    NetStoreFromVec_Double,
+                                    NetStoreToVec_Double,
+                                    NetStoreAddSum_Double,
+                                    NetStoreNextNode_Double,
+                                    NetStoreNewValues_Double,
+                                    NetStoreSwapValues_Double,
+                                    NetStoreFreeValues_Double};
 
 /* ---------------------------------------------------------------------------------------------------------------
    The low-precision store: float or bfloat16 buffers */
@@ -368,10 +387,15 @@ static PetscErrorCode NetStoreGet_Low(Net net, NetSlot s, PetscInt v, NetAccess 
 
 static PetscErrorCode NetStoreRestore_Low(Net net, NetSlot s, PetscInt v, NetAccess mode, NetElem t, void **a)
 {
-  const PetscInt N = NetLowCount(net, v);
-  void          *b = net->lstore[s][v];
+  PetscInt N = NetLowCount(net, v), e0 = 0;
+  void    *b = net->lstore[s][v];
 
   PetscFunctionBegin;
+  if (net->pl && *a != b && (mode & NET_WRITE)) { /* placed (netplace.c): a step writes the rows of its micro-batch only, the copy's others are not the values' */
+    PetscCall(NetPlaceValueEntries_Private(net, v, v ? net->layers[v - 1]->outsize : 0, &e0, &N));
+    b  = (char *)b + (size_t)e0 * (net->precision == NET_PRECISION_SINGLE ? 4 : 2);
+    *a = (char *)*a + (size_t)e0 * (t == NET_ELEM_FLOAT ? sizeof(float) : sizeof(PetscScalar));
+  }
   if (*a != b && (mode & NET_WRITE)) { /* round the copy back: double through float, as a float kernel's output */
     if (t == NET_ELEM_FLOAT) {
       const float *src = (const float *)*a;
@@ -472,8 +496,10 @@ static PetscErrorCode NetStoreNewValues_Low(Net net, void ***set)
   for (PetscInt v = 1; v <= net->nlayers; v++) {
     const PetscInt p = net->nodes[v - 1].fusedinto;
 
-    if (p >= 0) (*set)[v] = (*set)[p + 1];
-    else PetscCall(PetscMalloc((size_t)es * (size_t)NetLowCount(net, v), &(*set)[v]));
+    if (p >= 0)
+      (*set)[v] = (*set)[p + 1];
+    else
+      PetscCall(PetscMalloc((size_t)es * (size_t)NetLowCount(net, v), &(*set)[v]));
   }
   PetscFunctionReturn(0);
 }
@@ -499,7 +525,19 @@ static PetscErrorCode NetStoreFreeValues_Low(Net net, void ***set)
   PetscFunctionReturn(0);
 }
 
-const NetStoreOps NetStoreLow = {"low", NET_ELEM_FLOAT, NetStoreSetUp_Low, NetStoreReset_Low, NetStoreGet_Low, NetStoreRestore_Low, NetStoreFromVec_Low, NetStoreToVec_Low, NetStoreAddSum_Low, NetStoreNextNode_Low, NetStoreNewValues_Low, NetStoreSwapValues_Low, NetStoreFreeValues_Low};
+const NetStoreOps NetStoreLow = {"low",
+                                 NET_ELEM_FLOAT,
+                                 NetStoreSetUp_Low,
+                                 NetStoreReset_Low,
+                                 NetStoreGet_Low,
+                                 NetStoreRestore_Low,
+                                 NetStoreFromVec_Low,
+                                 NetStoreToVec_Low,
+                                 NetStoreAddSum_Low,
+                                 NetStoreNextNode_Low,
+                                 NetStoreNewValues_Low,
+                                 NetStoreSwapValues_Low,
+                                 NetStoreFreeValues_Low};
 
 /* the bytes of one stored entry at the Net's precision */
 PetscErrorCode NetPrecisionBytes_Private(Net net, PetscInt *bytes)
@@ -553,7 +591,7 @@ PetscErrorCode NetSetPrecision(Net net, NetPrecision precision)
   if (precision == net->precision) PetscFunctionReturn(0);
   if (net->setupcalled) PetscCall(NetResetWorkspace_Private(net));
   net->precision = precision;
-  if (net->setupcalled) PetscCall(NetSetUpFusion_Private(net)); /* the fusion plan depends on the precision (netfuse.c) */
+  if (net->setupcalled) PetscCall(NetSetUpFusion_Private(net));  /* the fusion plan depends on the precision (netfuse.c) */
   if (net->setupcalled) PetscCall(NetSetUpBackend_Private(net)); /* and so does the layers' GEMM backend (netbackend.c) */
   PetscFunctionReturn(0);
 }
