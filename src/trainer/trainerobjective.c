@@ -109,14 +109,17 @@ PetscErrorCode TrainerObjectiveMiniBatch_Private(Tao tao, Vec theta, PetscReal *
 */
 PetscErrorCode TrainerAccumulate_Private(Trainer tr, Dataset ds, PetscReal *f, Vec G, PetscInt *correct, Vec Yall)
 {
-  MPI_Comm           comm = PetscObjectComm((PetscObject)tr);
-  Vec                Xall, Tall;
-  const PetscScalar *x, *t;
-  PetscInt           nin, tsize, nlocal, nmax, N, nchunks, B = tr->evalbatchsize;
-  PetNetShape        in;
-  PetscBool          targets;
+  MPI_Comm            comm = PetscObjectComm((PetscObject)tr);
+  Vec                 Xall, Tall;
+  const PetscScalar  *x, *t;
+  PetscInt            nin, tsize, nlocal, nmax, N, nchunks, B = tr->evalbatchsize;
+  PetNetShape         in;
+  PetscBool           targets;
+  NetPipelineSchedule schedule;
+  Vec                 Gc = NULL; /* 1F1B: a chunk's gradient */
 
   PetscFunctionBegin;
+  PetscCall(NetGetPipelineSchedule(tr->net, &schedule));
   PetscCall(DatasetHasTargets(ds, &targets));
   PetscCheck(targets || (!G && !correct), comm, PETSC_ERR_ARG_WRONG, "The Dataset has no targets (-dataset_hdf5_targets none): it can only be predicted (bin/predict, TrainerPredict()), not trained on or scored");
   PetscCall(DatasetGetAll(ds, &Xall, &Tall));
@@ -144,14 +147,22 @@ PetscErrorCode TrainerAccumulate_Private(Trainer tr, Dataset ds, PetscReal *f, V
     PetscCall(VecGetSize(X, &Nc));
     Nc /= nin;
     PetscCall(TrainerEnsureWorkVecs_Private(tr, X));
-    PetscCall(NetForward(tr->net, X, tr->Y));
-    if (targets) {
-      PetscCall(LossEvaluate(tr->loss, tr->Y, T, &fc, G ? tr->dY : NULL));
+    if (G && schedule == NET_PIPELINE_1F1B) { /* 1F1B: the chunk's loss inside the pipeline's walk, its gradient weighed after */
+      if (!Gc) PetscCall(VecDuplicate(G, &Gc));
+      PetscCall(VecZeroEntries(Gc));
+      PetscCall(LossNetForwardBackward(tr->loss, tr->net, X, T, tr->Y, &fc, NULL, Gc));
+      PetscCall(VecAXPY(G, (PetscReal)Nc / N, Gc));
       *f += fc * Nc / N;
-    }
-    if (G) {
-      PetscCall(VecScale(tr->dY, (PetscReal)Nc / N));
-      PetscCall(NetBackward(tr->net, tr->dY, NULL, G));
+    } else {
+      PetscCall(NetForward(tr->net, X, tr->Y));
+      if (targets) {
+        PetscCall(LossEvaluate(tr->loss, tr->Y, T, &fc, G ? tr->dY : NULL));
+        *f += fc * Nc / N;
+      }
+      if (G) {
+        PetscCall(VecScale(tr->dY, (PetscReal)Nc / N));
+        PetscCall(NetBackward(tr->net, tr->dY, NULL, G));
+      }
     }
     if (correct) {
       PetscCall(LossCountCorrect(tr->loss, tr->Y, T, &cc));
@@ -174,6 +185,7 @@ PetscErrorCode TrainerAccumulate_Private(Trainer tr, Dataset ds, PetscReal *f, V
   }
   PetscCall(VecRestoreArrayRead(Tall, &t));
   PetscCall(VecRestoreArrayRead(Xall, &x));
+  PetscCall(VecDestroy(&Gc));
   PetscFunctionReturn(0);
 }
 
