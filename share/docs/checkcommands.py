@@ -216,7 +216,7 @@ def group_by_files(found):
     return sorted(groups.values(), key=lambda g: g[0])
 
 
-def run(root, scratch, md, lineno, text, timeout):
+def run(root, scratch, md, lineno, text, timeout, session=None):
     rel = "%s:%d" % (os.path.relpath(md, root), lineno)
     try:
         env_extra, ranks, program, args, options = parse(text)
@@ -236,6 +236,8 @@ def run(root, scratch, md, lineno, text, timeout):
         cmd = ["mpiexec", "-n", str(ranks)] + cmd
     env = dict(os.environ)
     env.update(env_extra)
+    if session:  # the group's own Open MPI session folder: two mpiexec starting together race on one (orte_session_dir)
+        env["OMPI_MCA_orte_tmpdir_base"] = session
     # as tests/run sets them (when run outside it): Open MPI as root, oversubscribed, shared memory only, unbound
     for k, v in (("OMPI_ALLOW_RUN_AS_ROOT", "1"), ("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"), ("OMPI_MCA_plm", "isolated"),
                  ("OMPI_MCA_rmaps_base_oversubscribe", "yes"), ("OMPI_MCA_btl", "self,vader"),
@@ -290,12 +292,14 @@ def main():
 
     def run_group(group):
         scratch = tempfile.mkdtemp(prefix="petnet-commands-")
+        session = tempfile.mkdtemp(prefix="petnet-ompi-")
         scratches.append(scratch)
         for d in ("bin", "share", "tests", "lib", "include", "examples"):
             os.symlink(os.path.join(root, d), os.path.join(scratch, d))
         for k in group:
             md, n, t = found[k]
-            results[k] = run(root, scratch, md, n, t, args.timeout)
+            results[k] = run(root, scratch, md, n, t, args.timeout, session)
+        shutil.rmtree(session, ignore_errors=True)
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         for f in [pool.submit(run_group, g) for g in groups]:
