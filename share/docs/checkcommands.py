@@ -16,13 +16,20 @@ of the small sizes that a configuration does not read are not the manual's fault
 placeholder in capitals (share/models/NAME.opts, -n N, FILE), that read a test's output (tests/out/...), or that load a
 model no earlier command wrote (-net_load from_torch.h5, written by a Python block) are listed as skipped.
 
-Usage: share/docs/checkcommands.py [--root DIR] [--list] [--keep] [FILE.md ...]
+Commands that name a common file (mlp.h5 written by one, loaded by the next) form a group that runs in the manual's
+order in a scratch folder of its own; the groups run side by side, --jobs at a time (default 2: most of a command's
+time is Open MPI's and PETSc's start-up, which leaves the cores idle). A command that reads a file another writes
+without naming it would be reported skipped or failed here, never passed unchecked.
+
+Usage: share/docs/checkcommands.py [--root DIR] [--list] [--keep] [--jobs N] [FILE.md ...]
   --list   print the commands found (and what would run), run nothing
-  --keep   keep the scratch folder (its path is printed)
+  --keep   keep the scratch folders (their paths are printed)
+  --jobs   how many groups of commands run at once (1: one after the other)
 Prints one line per command (ok / FAIL / skipped) and "commands: N run, M failed, K skipped"; exits 1 when M > 0.
 Python 3 standard library only.
 """
 import argparse
+import concurrent.futures
 import os
 import re
 import shlex
@@ -170,7 +177,46 @@ def smaller(small, args):
     return out
 
 
-def run(root, scratch, md, lineno, text, timeout):
+def files_named(text):
+    """The names of the files a command reads or writes by name (mlp.h5, hdf5:v.h5, predictions.csv), not the
+    program, its options, numbers, or the packaged inputs under share/ and tests/data/."""
+    try:
+        words = shlex.split(text, comments=True)
+    except ValueError:
+        words = text.split()
+    names = set()
+    for w in words:
+        for part in w.split(":"):
+            if (part and not part.startswith("-") and not part.startswith(("bin/", "share/", "tests/data/", "/usr/"))
+                    and re.search(r"[A-Za-z_]\.[A-Za-z0-9]+$", part)):
+                names.add(os.path.normpath(part))
+    return names
+
+
+def group_by_files(found):
+    """The commands (indices into found) in groups, each in the manual's order: two commands that name a common
+    file are in the same group (mlp.h5: the command that writes it, those that load it)."""
+    parent = list(range(len(found)))
+
+    def root_of(k):
+        while parent[k] != k:
+            parent[k] = parent[parent[k]]
+            k = parent[k]
+        return k
+    owner = {}
+    for k, (md, n, t) in enumerate(found):
+        for name in files_named(t):
+            if name in owner:
+                parent[root_of(k)] = root_of(owner[name])
+            else:
+                owner[name] = k
+    groups = {}
+    for k in range(len(found)):
+        groups.setdefault(root_of(k), []).append(k)
+    return sorted(groups.values(), key=lambda g: g[0])
+
+
+def run(root, scratch, md, lineno, text, timeout, session=None):
     rel = "%s:%d" % (os.path.relpath(md, root), lineno)
     try:
         env_extra, ranks, program, args, options = parse(text)
@@ -190,10 +236,13 @@ def run(root, scratch, md, lineno, text, timeout):
         cmd = ["mpiexec", "-n", str(ranks)] + cmd
     env = dict(os.environ)
     env.update(env_extra)
+    if session:  # the group's own Open MPI session folder: two mpiexec starting together race on one (orte_session_dir)
+        env["OMPI_MCA_orte_tmpdir_base"] = session
     # as tests/run sets them (when run outside it): Open MPI as root, oversubscribed, shared memory only, unbound
     for k, v in (("OMPI_ALLOW_RUN_AS_ROOT", "1"), ("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"), ("OMPI_MCA_plm", "isolated"),
                  ("OMPI_MCA_rmaps_base_oversubscribe", "yes"), ("OMPI_MCA_btl", "self,vader"),
                  ("OMPI_MCA_btl_vader_single_copy_mechanism", "none"), ("OMPI_MCA_hwloc_base_binding_policy", "none"),
+                 ("OMPI_MCA_pml", "ob1"), ("HWLOC_COMPONENTS", "-pci,-opencl,-gl"),
                  ("OPENBLAS_NUM_THREADS", "1"), ("OMP_NUM_THREADS", "1")):
         env.setdefault(k, v)
     t0 = time.time()
@@ -221,6 +270,7 @@ def main():
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--timeout", type=int, default=120)
+    ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("files", nargs="*")
     args = ap.parse_args()
     root = os.path.abspath(args.root)
@@ -235,19 +285,34 @@ def main():
             print("%s:%d: %s" % (os.path.relpath(md, root), n, t))
         print("commands: %d found" % len(found))
         return 0
-    scratch = tempfile.mkdtemp(prefix="petnet-commands-")
-    for d in ("bin", "share", "tests", "lib", "include", "examples"):
-        os.symlink(os.path.join(root, d), os.path.join(scratch, d))
+    groups = group_by_files(found)
     counts = {"ok": 0, "FAIL": 0, "skipped": 0}
-    for md, n, t in found:
-        status, rel, text, why = run(root, scratch, md, n, t, args.timeout)
+    results = {}
+    scratches = []
+
+    def run_group(group):
+        scratch = tempfile.mkdtemp(prefix="petnet-commands-")
+        session = tempfile.mkdtemp(prefix="petnet-ompi-")
+        scratches.append(scratch)
+        for d in ("bin", "share", "tests", "lib", "include", "examples"):
+            os.symlink(os.path.join(root, d), os.path.join(scratch, d))
+        for k in group:
+            md, n, t = found[k]
+            results[k] = run(root, scratch, md, n, t, args.timeout, session)
+        shutil.rmtree(session, ignore_errors=True)
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        for f in [pool.submit(run_group, g) for g in groups]:
+            f.result()
+    for k in range(len(found)):
+        status, rel, text, why = results[k]
         counts[status] += 1
         print("%-7s %s: %s\n        %s" % (status, rel, text if len(text) < 150 else text[:147] + "...", why))
-        sys.stdout.flush()
-    if args.keep:
-        print("scratch folder: %s" % scratch)
-    else:
-        shutil.rmtree(scratch, ignore_errors=True)
+    for scratch in scratches:
+        if args.keep:
+            print("scratch folder: %s" % scratch)
+        else:
+            shutil.rmtree(scratch, ignore_errors=True)
     print("commands: %d run, %d failed, %d skipped" % (counts["ok"] + counts["FAIL"], counts["FAIL"], counts["skipped"]))
     return 1 if counts["FAIL"] else 0
 
