@@ -356,6 +356,37 @@ static PetscErrorCode LossCheckLike_Private(Loss loss, Vec Y, Vec V, const char 
   PetscFunctionReturn(0);
 }
 
+/* A loss's point (Y, T): the Loss set up, the local sizes, the global count N the mean divides by (before an ignore
+   index), and the layouts checked */
+static PetscErrorCode LossPointBegin_Private(Loss loss, Vec Y, Vec T, PetscInt *ny, PetscInt *nt, PetscInt *N)
+{
+  PetscInt Ny, Nt;
+
+  PetscFunctionBegin;
+  PetscCall(LossSetUp(loss));
+  PetscCall(VecGetLocalSize(Y, ny));
+  PetscCall(VecGetLocalSize(T, nt));
+  PetscCall(VecGetSize(Y, &Ny));
+  PetscCall(VecGetSize(T, &Nt));
+  PetscUseTypeMethod(loss, count, Ny, Nt, N);
+  PetscCall(LossCheckLayout_Private(loss, Y, T));
+  PetscFunctionReturn(0);
+}
+
+/* the point of the last evaluation kept (referenced) for LossHessianMult(), with its count */
+static PetscErrorCode LossKeepPoint_Private(Loss loss, Vec Y, Vec T, PetscInt N)
+{
+  PetscFunctionBegin;
+  PetscCall(PetscObjectReference((PetscObject)Y));
+  PetscCall(PetscObjectReference((PetscObject)T));
+  PetscCall(VecDestroy(&loss->Y));
+  PetscCall(VecDestroy(&loss->T));
+  loss->Y = Y;
+  loss->T = T;
+  loss->N = N;
+  PetscFunctionReturn(0);
+}
+
 /*@
   LossEvaluate - f = (1/N) sum of the per-sample (or per-entry) losses over the global batch, and dY = df/dY.
 
@@ -397,7 +428,7 @@ static PetscErrorCode LossCheckLike_Private(Loss loss, Vec Y, Vec V, const char 
 @*/
 PetscErrorCode LossEvaluate(Loss loss, Vec Y, Vec T, PetscReal *f, Vec dY)
 {
-  PetscInt           ny, nt, Ny, Nt, N;
+  PetscInt           ny, nt, N;
   const PetscScalar *y, *t;
   PetscScalar       *dy = NULL;
   PetscReal          sum;
@@ -406,13 +437,7 @@ PetscErrorCode LossEvaluate(Loss loss, Vec Y, Vec T, PetscReal *f, Vec dY)
   PetscValidHeaderSpecific(loss, LOSS_CLASSID, 1);
   PetscValidHeaderSpecific(Y, VEC_CLASSID, 2);
   PetscValidHeaderSpecific(T, VEC_CLASSID, 3);
-  PetscCall(LossSetUp(loss));
-  PetscCall(VecGetLocalSize(Y, &ny));
-  PetscCall(VecGetLocalSize(T, &nt));
-  PetscCall(VecGetSize(Y, &Ny));
-  PetscCall(VecGetSize(T, &Nt));
-  PetscUseTypeMethod(loss, count, Ny, Nt, &N);
-  PetscCall(LossCheckLayout_Private(loss, Y, T));
+  PetscCall(LossPointBegin_Private(loss, Y, T, &ny, &nt, &N));
   if (dY) PetscCall(LossCheckLike_Private(loss, Y, dY, "gradient dY"));
   PetscCall(PetscLogEventBegin(loss->event, loss, 0, 0, 0));
   PetscCall(VecGetArrayRead(Y, &y));
@@ -438,13 +463,7 @@ PetscErrorCode LossEvaluate(Loss loss, Vec Y, Vec T, PetscReal *f, Vec dY)
   PetscCall(PetscLogEventEnd(loss->event, loss, 0, 0, 0));
   *f = N ? sum / N : 0.0;
   if (dY && N) PetscCall(VecScale(dY, 1.0 / N));
-  PetscCall(PetscObjectReference((PetscObject)Y));
-  PetscCall(PetscObjectReference((PetscObject)T));
-  PetscCall(VecDestroy(&loss->Y));
-  PetscCall(VecDestroy(&loss->T));
-  loss->Y = Y;
-  loss->T = T;
-  loss->N = N;
+  PetscCall(LossKeepPoint_Private(loss, Y, T, N));
   PetscFunctionReturn(0);
 }
 
@@ -501,7 +520,7 @@ static PetscErrorCode LossNetFBCotangent(Net net, PetscInt r0, PetscInt n, const
 PetscErrorCode LossNetForwardBackward(Loss loss, Net net, Vec X, Vec T, Vec Y, PetscReal *f, Vec dX, Vec G)
 {
   LossNetFB   c;
-  PetscInt    ny, nt, Ny, Nt, N, nout;
+  PetscInt    ny, nt, N, nout;
   PetNetShape out;
 
   PetscFunctionBegin;
@@ -509,13 +528,7 @@ PetscErrorCode LossNetForwardBackward(Loss loss, Net net, Vec X, Vec T, Vec Y, P
   PetscValidHeaderSpecific(net, NET_CLASSID, 2);
   PetscValidHeaderSpecific(T, VEC_CLASSID, 4);
   PetscValidHeaderSpecific(Y, VEC_CLASSID, 5);
-  PetscCall(LossSetUp(loss));
-  PetscCall(VecGetLocalSize(Y, &ny));
-  PetscCall(VecGetLocalSize(T, &nt));
-  PetscCall(VecGetSize(Y, &Ny));
-  PetscCall(VecGetSize(T, &Nt));
-  PetscUseTypeMethod(loss, count, Ny, Nt, &N);
-  PetscCall(LossCheckLayout_Private(loss, Y, T));
+  PetscCall(LossPointBegin_Private(loss, Y, T, &ny, &nt, &N));
   PetscCall(NetGetOutputShape(net, &out));
   PetscCall(PetNetShapeSize(&out, &nout));
   c.loss = loss;
@@ -536,13 +549,7 @@ PetscErrorCode LossNetForwardBackward(Loss loss, Net net, Vec X, Vec T, Vec Y, P
   PetscCall(VecRestoreArrayRead(T, &c.t));
   PetscCall(MPIU_Allreduce(MPI_IN_PLACE, &c.sum, 1, MPIU_REAL, MPIU_SUM, PetscObjectComm((PetscObject)loss)));
   *f = N ? c.sum / N : 0.0;
-  PetscCall(PetscObjectReference((PetscObject)Y));
-  PetscCall(PetscObjectReference((PetscObject)T));
-  PetscCall(VecDestroy(&loss->Y));
-  PetscCall(VecDestroy(&loss->T));
-  loss->Y = Y;
-  loss->T = T;
-  loss->N = N;
+  PetscCall(LossKeepPoint_Private(loss, Y, T, N));
   PetscFunctionReturn(0);
 }
 
