@@ -139,6 +139,9 @@ static PetscErrorCode PetNetWriteAgree_Private(MPI_Comm comm, PetscBool failed, 
   PetscCallMPI(MPI_Bcast(msg, PETNET_WRITE_MESSAGE, MPI_CHAR, first, comm));
   msg[PETNET_WRITE_MESSAGE - 1] = 0;
   if (tmp && tmp[0] && rank == 0) PetscCall(PetNetRemoveTemporaryFile(tmp));
+  /* no rank raises the error (and may end the job) before rank 0 has removed the temporary file: an MPI_Abort from
+     another rank could kill rank 0 between the two and leave the file behind */
+  PetscCallMPI(MPI_Barrier(comm));
   /* every rank raises the same error at once: rank 0 on comm, the others on PETSC_COMM_SELF (so that each prints it and
      returns: PETSc's handler would keep a rank other than 0 asleep for 10 s, then exit, while the callers clean up
      collectively, closing their viewers) */
