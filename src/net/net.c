@@ -1121,6 +1121,7 @@ PetscErrorCode NetResetWorkspace_Private(Net net)
   PetscCall(NetStoreDouble.reset(net));
   PetscCall(PetscFree(net->tanzero));
   PetscCall(VecDestroy(&net->tandthetavec));
+  PetscCall(VecDestroy(&net->fbdY));
   net->tanvalid = PETSC_FALSE;
   net->barY     = NULL;
   PetscCall(NetDetachJacobian_Private(&net->J, PETSC_FALSE));

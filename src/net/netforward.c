@@ -260,9 +260,8 @@ PetscErrorCode NetForward(Net net, Vec X, Vec Y)
   PetscFunctionBegin;
   PetscValidHeaderSpecific(net, NET_CLASSID, 1);
   PetscValidHeaderSpecific(X, VEC_CLASSID, 2);
-  PetscCall(NetSetUpWorkspace_Private(net, X));
+  PetscCall(NetWalkForwardBegin_Private(net, X, &w, &hit)); /* the workspace set up for X */
   if (Y) PetscCall(NetCheckCompatible_Private(net, Y, net->nlayers, "Output vector"));
-  PetscCall(NetWalkForwardBegin_Private(net, X, &w, &hit));
   if (!hit) {
     nsteps = net->nlayers;
     /* the steps: every node once, in order; placed (netplace.c), the schedule's (node, micro-batch) pairs */
@@ -304,7 +303,6 @@ PetscErrorCode NetWalkForwardBegin_Private(Net net, Vec X, NetWalk *w, PetscBool
   if (maxin > NET_MAX_STACK_INPUTS) PetscCall(PetscMalloc1(maxin, &w->x));
   PetscCall(NetGetReplicatedArray_Private(net->theta_rep, &w->theta));
   if (net->pl) PetscCall(NetPlaceForwardBegin_Private(net));
-  w->forward = PETSC_TRUE;
   PetscFunctionReturn(0);
 }
 

@@ -7,6 +7,15 @@
 */
 #include <petnet/private/netimpl.h>
 
+/* the output cotangent's Vec, made once for the workspace (NetResetWorkspace_Private() drops it with the layout) */
+static PetscErrorCode NetGetOutputCotangentVec_Private(Net net, Vec *dY)
+{
+  PetscFunctionBegin;
+  if (!net->fbdY) PetscCall(VecDuplicate(net->act[net->nlayers], &net->fbdY));
+  *dY = net->fbdY;
+  PetscFunctionReturn(0);
+}
+
 /*@C
   NetForwardBackward - the forward pass at X, the output cotangent from the caller, and the backward pass: dX = J_x^T dY,
   G += J_theta^T dY
@@ -44,20 +53,20 @@ PetscErrorCode NetForwardBackward(Net net, Vec X, PetscErrorCode (*fn)(Net, Pets
   PetscInt        n, nout;
   const PetscInt *sched;
   PetscBool       hit;
-  Vec             dY;
+  Vec             dY = NULL;
 
   PetscFunctionBegin;
   PetscValidHeaderSpecific(net, NET_CLASSID, 1);
   PetscValidHeaderSpecific(X, VEC_CLASSID, 2);
-  PetscCall(NetSetUpWorkspace_Private(net, X));
+  PetscCall(NetSetUp(net));
   PetscCall(NetPlaceGetForwardBackward_Private(net, &n, &sched));
-  PetscCall(VecDuplicate(net->act[net->nlayers], &dY));
   if (!n) { /* one forward walk, every row's cotangent, one backward walk */
     const PetscScalar *y;
     PetscScalar       *dy;
     PetscInt           nl;
 
     PetscCall(NetForward(net, X, Y));
+    PetscCall(NetGetOutputCotangentVec_Private(net, &dY));
     nout = net->layers[net->nlayers - 1]->outsize;
     PetscCall(VecGetLocalSize(dY, &nl));
     PetscCall(VecGetArrayRead(net->act[net->nlayers], &y));
@@ -66,13 +75,13 @@ PetscErrorCode NetForwardBackward(Net net, Vec X, PetscErrorCode (*fn)(Net, Pets
     PetscCall(VecRestoreArrayWrite(dY, &dy));
     PetscCall(VecRestoreArrayRead(net->act[net->nlayers], &y));
     PetscCall(NetBackward(net, dY, dX, G));
-    PetscCall(VecDestroy(&dY));
     PetscFunctionReturn(0);
   }
   /* 1F1B: the two walks open at once, their steps in the schedule's order */
-  PetscCall(VecZeroEntries(dY));
   PetscCall(NetWalkForwardBegin_Private(net, X, &fw, &hit));
   PetscCall(NetWalkBackwardBegin_Private(net, NULL, dX, G, &bw));
+  PetscCall(NetGetOutputCotangentVec_Private(net, &dY));
+  PetscCall(VecZeroEntries(dY));
   for (PetscInt i = 0; i < n; i++) {
     const PetscInt kind = sched[3 * i], k = sched[3 * i + 1], m = sched[3 * i + 2];
 
@@ -86,6 +95,5 @@ PetscErrorCode NetForwardBackward(Net net, Vec X, PetscErrorCode (*fn)(Net, Pets
   PetscCall(NetWalkForwardEnd_Private(net, &fw, hit, NULL));
   if (Y) PetscCall(VecCopy(net->act[net->nlayers], Y));
   PetscCall(NetWalkBackwardEnd_Private(net, &bw));
-  PetscCall(VecDestroy(&dY));
   PetscFunctionReturn(0);
 }

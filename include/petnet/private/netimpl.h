@@ -201,6 +201,7 @@ struct _p_Net {
   PetscBool       *tanzero;
   PetscBool        tanvalid, tandtheta;
   Vec              tandthetavec; /* the last NetJVP()'s parameter direction (referenced), for nodes that gather it */
+  Vec              fbdY;         /* NetForwardBackward()'s output cotangent, laid out like the output (made once a workspace) */
   Vec             *bar, *bard;
   Vec              barY;
   PetscObjectState barYstate;
@@ -273,7 +274,6 @@ struct _p_Net {
 
 /* the walks of netforward.c in parts (NetForward(), NetBackward(), NetForwardBackward()'s 1F1B schedule) */
 typedef struct {
-  PetscBool          forward;
   const PetscScalar *theta, *btheta; /* the replicated parameters' arrays, of the forward and the backward walk */
   const void        *xstack[NET_MAX_STACK_INPUTS], **x;
   void              *dstack[NET_MAX_STACK_INPUTS], **dx;
