@@ -89,7 +89,9 @@ typedef struct {
   PetscInt *pub;   /* size + 1: the public split, rank p holding samples [pub[p], pub[p + 1]) (N = pub[size]) */
   PetscBool ready; /* buffers made for this batch */
   /* the walk */
-  PetscInt       m;      /* the micro-batch at hand (-1: all, for a node's parameter part) */
+  PetscInt       m;     /* the micro-batch at hand (-1: all, for a node's parameter part) */
+  float         *fwork; /* a float kernel on bfloat16 values: the widened rows of a step (NetPlaceScratch()) */
+  size_t         nfwork;
   PetscBool      wantdx; /* backward: the input's cotangent is asked for */
   PetscBool     *seeded; /* (nlayers + 1) x M: the cotangent of value v on micro-batch m holds a first contribution */
   PetscInt      *sched;  /* the schedule: nsched pairs (node, micro-batch), forward order */
@@ -687,6 +689,7 @@ PetscErrorCode NetPlaceReset_Private(Net net)
   PetscCall(PetscFree(pl->sched));
   PetscCall(PetscFree(pl->sched1));
   PetscCall(PetscFree(pl->pub));
+  PetscCall(PetscFree(pl->fwork));
   if (pl->comm != MPI_COMM_NULL && pl->comm) PetscCallMPI(MPI_Comm_free(&pl->comm));
   PetscCall(PetscFree(net->pl));
   PetscFunctionReturn(0);
@@ -1128,12 +1131,22 @@ static PetscBool NetPlaceConverts(const NetPlace *pl, NetElem t)
   return (PetscBool)(t == NET_ELEM_FLOAT && pl->es == sizeof(uint16_t));
 }
 
-static PetscErrorCode NetPlaceWiden(const void *b, PetscInt cnt, float **f)
+/* the step's float rows, cnt entries, kept with the placement and grown to the largest step (not one malloc a step) */
+static PetscErrorCode NetPlaceScratch(NetPlace *pl, size_t cnt, float **f)
 {
   PetscFunctionBegin;
-  PetscCall(PetscMalloc1(cnt, f));
-  for (PetscInt i = 0; i < cnt; i++) (*f)[i] = NetBF16ToFloat(((const uint16_t *)b)[i]);
+  if (cnt > pl->nfwork) {
+    PetscCall(PetscFree(pl->fwork));
+    PetscCall(PetscMalloc1(cnt, &pl->fwork));
+    pl->nfwork = cnt;
+  }
+  *f = pl->fwork;
   PetscFunctionReturn(0);
+}
+
+static void NetPlaceWiden(const void *b, PetscInt cnt, float *f)
+{
+  for (PetscInt i = 0; i < cnt; i++) f[i] = NetBF16ToFloat(((const uint16_t *)b)[i]);
 }
 
 static void NetPlaceRound(const float *f, PetscInt cnt, void *b)
@@ -1145,30 +1158,36 @@ static PetscErrorCode NetExecForward_Placed(Net net, PetscInt k, NetElem t, cons
 {
   NetPlace       *pl   = (NetPlace *)net->pl;
   const Layer     l    = net->layers[k];
+  const NetNode  *nd   = &net->nodes[k];
   const PetscBool conv = NetPlaceConverts(pl, t);
+  const PetscBool last = (PetscBool)(k == net->nlayers - 1);
   const void     *stack[NET_MAX_STACK_INPUTS], **xs = stack, *ys;
-  float          *xfs[NET_MAX_STACK_INPUTS] = {NULL}, **xf = xfs, *yf = NULL;
+  float          *f = NULL, *yf = NULL;
   PetscInt        n;
   PetscLogDouble  t0;
 
   PetscFunctionBegin;
-  if (net->nodes[k].nin > NET_MAX_STACK_INPUTS) PetscCall(PetscMalloc1(net->nodes[k].nin, &xs));
-  if (net->nodes[k].nin > NET_MAX_STACK_INPUTS) PetscCall(PetscCalloc1(net->nodes[k].nin, &xf));
+  if (nd->nin > NET_MAX_STACK_INPUTS) PetscCall(PetscMalloc1(nd->nin, &xs));
   PetscCall(NetExecPlacedArrays(net, k, t, x, y, xs, &ys, &n));
-  for (PetscInt i = 0; i < net->nodes[k].nin && conv; i++)
-    if (pl->movein[k * pl->maxin + i] >= 0) {
-      PetscCall(NetPlaceWiden(xs[i], n * l->insizes[i], &xf[i]));
-      xs[i] = xf[i];
-    }
-  if (conv && k == net->nlayers - 1) PetscCall(PetscMalloc1(n * l->outsize, &yf));
+  if (conv) { /* scratch: the widened rows of the inputs that came by a move, then the last node's output */
+    size_t cnt = last ? (size_t)n * l->outsize : 0;
+
+    for (PetscInt i = 0; i < nd->nin; i++)
+      if (pl->movein[k * pl->maxin + i] >= 0) cnt += (size_t)n * l->insizes[i];
+    PetscCall(NetPlaceScratch(pl, cnt, &f));
+    for (PetscInt i = 0; i < nd->nin; i++)
+      if (pl->movein[k * pl->maxin + i] >= 0) {
+        NetPlaceWiden(xs[i], n * l->insizes[i], f);
+        xs[i] = f;
+        f += (size_t)n * l->insizes[i];
+      }
+    if (last) yf = f;
+  }
   t0 = MPI_Wtime();
   if (n) PetscCall(NetExecPlainForward_Private(net, k, n, t, th, xs, yf ? (void *)yf : (void *)ys));
   pl->busy += MPI_Wtime() - t0;
   if (yf) NetPlaceRound(yf, n * l->outsize, (void *)ys);
-  PetscCall(PetscFree(yf));
-  for (PetscInt i = 0; i < net->nodes[k].nin && conv; i++) PetscCall(PetscFree(xf[i]));
   if (xs != stack) PetscCall(PetscFree(xs));
-  if (xf != xfs) PetscCall(PetscFree(xf));
   PetscFunctionReturn(0);
 }
 
@@ -1176,58 +1195,65 @@ static PetscErrorCode NetExecBackward_Placed(Net net, PetscInt k, NetElem t, con
 {
   NetPlace       *pl   = (NetPlace *)net->pl;
   const Layer     l    = net->layers[k];
+  const NetNode  *nd   = &net->nodes[k];
   const PetscBool conv = NetPlaceConverts(pl, t);
+  const PetscBool last = (PetscBool)(k == net->nlayers - 1);
   const size_t    es   = t == NET_ELEM_DOUBLE ? sizeof(PetscScalar) : t == NET_ELEM_FLOAT ? sizeof(float) : sizeof(uint16_t);
   const void     *stack[NET_MAX_STACK_INPUTS], **xs   = stack, *ys, *dys;
   void           *dstack[NET_MAX_STACK_INPUTS], **dxs = dstack;
-  float          *xfs[NET_MAX_STACK_INPUTS] = {NULL}, *dxfs[NET_MAX_STACK_INPUTS] = {NULL}, **xf = xfs, **dxf = dxfs, *yf = NULL, *dyf = NULL;
+  char           *rstack[NET_MAX_STACK_INPUTS], **dxr = rstack; /* converted: where input i's float cotangent rounds to */
+  float          *f = NULL;
   PetscInt        n, row;
   PetscLogDouble  t0;
 
   PetscFunctionBegin;
-  if (net->nodes[k].nin > NET_MAX_STACK_INPUTS) PetscCall(PetscMalloc2(net->nodes[k].nin, &xs, net->nodes[k].nin, &dxs));
-  if (net->nodes[k].nin > NET_MAX_STACK_INPUTS) PetscCall(PetscCalloc2(net->nodes[k].nin, &xf, net->nodes[k].nin, &dxf));
+  if (nd->nin > NET_MAX_STACK_INPUTS) PetscCall(PetscMalloc3(nd->nin, &xs, nd->nin, &dxs, nd->nin, &dxr));
   PetscCall(NetExecPlacedArrays(net, k, t, x, y, xs, &ys, &n));
   PetscCall(NetPlaceNodeRows_Private(net, k, &row, &n));
-  dys = k == net->nlayers - 1 ? pl->moves[pl->nmoves - 1].dcot + (size_t)row * l->outsize * pl->es : (const char *)dy + (size_t)row * l->outsize * es;
-  if (conv && k == net->nlayers - 1) { /* the last node's output and its cotangent sit in the output move's buffers */
-    PetscCall(NetPlaceWiden(ys, n * l->outsize, &yf));
-    PetscCall(NetPlaceWiden(dys, n * l->outsize, &dyf));
-    ys  = yf;
-    dys = dyf;
-  }
-  for (PetscInt i = 0; i < net->nodes[k].nin; i++) {
+  dys = last ? pl->moves[pl->nmoves - 1].dcot + (size_t)row * l->outsize * pl->es : (const char *)dy + (size_t)row * l->outsize * es;
+  for (PetscInt i = 0; i < nd->nin; i++) {
     const PetscInt e = pl->movein[k * pl->maxin + i];
 
-    if (conv && e >= 0) {
-      PetscCall(NetPlaceWiden(xs[i], n * l->insizes[i], &xf[i]));
-      xs[i] = xf[i];
-    }
+    dxr[i] = NULL;
     if (pl->m < 0)
       dxs[i] = NULL; /* the parameter part alone */
     else if (e >= 0) {
       dxs[i] = (pl->moves[e].v == 0 && !pl->wantdx) ? NULL : pl->moves[e].dcot + (size_t)row * l->insizes[i] * pl->es;
-      if (conv && dxs[i]) {
-        PetscCall(PetscMalloc1(n * l->insizes[i], &dxf[i]));
-        dxs[i] = dxf[i];
-      }
+      if (conv) dxr[i] = dxs[i];
     } else
       dxs[i] = dx[i] ? (char *)dx[i] + (size_t)row * l->insizes[i] * es : NULL;
+  }
+  if (conv) { /* scratch: the last node's output and its cotangent (both in the output move's buffers), then each moved
+                 input's value and cotangent */
+    size_t cnt = last ? 2 * (size_t)n * l->outsize : 0;
+
+    for (PetscInt i = 0; i < nd->nin; i++)
+      if (pl->movein[k * pl->maxin + i] >= 0) cnt += (size_t)n * l->insizes[i] * (dxr[i] ? 2 : 1);
+    PetscCall(NetPlaceScratch(pl, cnt, &f));
+    if (last) {
+      NetPlaceWiden(ys, n * l->outsize, f);
+      NetPlaceWiden(dys, n * l->outsize, f + (size_t)n * l->outsize);
+      ys  = f;
+      dys = f + (size_t)n * l->outsize;
+      f += 2 * (size_t)n * l->outsize;
+    }
+    for (PetscInt i = 0; i < nd->nin; i++) {
+      if (pl->movein[k * pl->maxin + i] < 0) continue;
+      NetPlaceWiden(xs[i], n * l->insizes[i], f);
+      xs[i] = f;
+      f += (size_t)n * l->insizes[i];
+      if (dxr[i]) { /* the kernel writes (it does not add) its input's cotangent: no widening of the old one */
+        dxs[i] = f;
+        f += (size_t)n * l->insizes[i];
+      }
+    }
   }
   t0 = MPI_Wtime();
   if (n) PetscCall(NetExecPlainBackward_Private(net, k, n, t, th, xs, ys, dys, dxs, dth, mask));
   pl->busy += MPI_Wtime() - t0;
-  for (PetscInt i = 0; i < net->nodes[k].nin && conv; i++) {
-    const PetscInt e = pl->movein[k * pl->maxin + i];
-
-    if (dxf[i]) NetPlaceRound(dxf[i], n * l->insizes[i], pl->moves[e].dcot + (size_t)row * l->insizes[i] * pl->es);
-    PetscCall(PetscFree(dxf[i]));
-    PetscCall(PetscFree(xf[i]));
-  }
-  PetscCall(PetscFree(yf));
-  PetscCall(PetscFree(dyf));
-  if (xs != stack) PetscCall(PetscFree2(xs, dxs));
-  if (xf != xfs) PetscCall(PetscFree2(xf, dxf));
+  for (PetscInt i = 0; i < nd->nin; i++)
+    if (dxr[i]) NetPlaceRound((const float *)dxs[i], n * l->insizes[i], dxr[i]);
+  if (xs != stack) PetscCall(PetscFree3(xs, dxs, dxr));
   PetscFunctionReturn(0);
 }
 
