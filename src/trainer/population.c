@@ -197,7 +197,7 @@ PetscErrorCode TrainerPopulationSplit(MPI_Comm comm, const char prefix[], MPI_Co
 . -trainer_population_seed <s>                       - seed of the pairings and of the explore draws
 . -trainer_population_init <name:lo:hi:log|lin,...>  - spread the trainers' initial hyperparameters (lr, wd) over a range
 . -trainer_population_explore <name:f1,f2,...>       - a trainer that takes a model takes its hyperparameters times a factor drawn from the list
-- -trainer_population_monitor <file>                 - CSV of every trainer's epochs, written by rank 0 of the job (%d in the name: one file per trainer)
+- -trainer_population_monitor <file>                 - CSV of every trainer's epochs (steps unit: and of the tournaments inside them), written by rank 0 of the job (%d in the name: one file per trainer)
 
   Notes:
   The trainers are alike (the same program and options): the same Net and rank count, so rank r of one trainer holds
