@@ -4,7 +4,11 @@ static const char help[] = "Population training (src/trainer/population.c) on th
                            "                   the buffers: the test losses in evaluation mode are equal); -layers LIST sets the Net\n"
                            "  -case twin     : K = 2 trainers without a tournament before the end (-trainer_tournament_interval larger\n"
                            "                   than -trainer_epochs); each equals, to round-off, the same trainer run alone on its\n"
-                           "                   ranks on its shard (DatasetSetOffset(), DatasetSetLimit())\n"
+                           "                   ranks on its shard (DatasetSetOffset(), DatasetSetLimit()); with -trainer_population_data\n"
+                           "                   shared, on the whole set: two identical trainers, whose tournaments all end in a\n"
+                           "                   tie, so that with -trainer_tournament_unit steps the tournaments inside the epochs\n"
+                           "                   must leave training as it is without them\n"
+                           "  -case batches  : trainer k with batch size 20 + 10 k and -trainer_tournament_unit steps: refused\n"
                            "  -case subset   : DatasetCreateSubset() of a set-up Dataset holds the same values as a Dataset of the\n"
                            "                   same file with an offset and a limit, bit for bit\n"
                            "Options: -dir (the IDX folder), -limit N (training samples), -tsamples Nt (the tournament set)\n";
@@ -12,7 +16,8 @@ static const char help[] = "Population training (src/trainer/population.c) on th
 #include <petnet.h>
 #include <petnettrainer.h>
 
-static char dir[PETSC_MAX_PATH_LEN] = "/usr/share/datasets/fashion-mnist", layers[256] = "dense:16,relu,dense:10";
+static char     dir[PETSC_MAX_PATH_LEN] = "/usr/share/datasets/fashion-mnist", layers[256] = "dense:16,relu,dense:10";
+static PetscInt batchsize = 20;
 
 /* A small MLP trained with adam, batch 20, 2 epochs (the options may change them); prefix: the Trainer's options prefix */
 static PetscErrorCode CreateTrainer(MPI_Comm comm, const char prefix[], PetscInt limit, PetscInt offset, Trainer *tr)
@@ -29,7 +34,7 @@ static PetscErrorCode CreateTrainer(MPI_Comm comm, const char prefix[], PetscInt
   if (offset) PetscCall(DatasetSetOffset(train, offset));
   PetscCall(DatasetSetShuffle(train, PETSC_TRUE));
   PetscCall(DatasetSetSeed(train, 1));
-  PetscCall(DatasetSetBatchSize(train, 20));
+  PetscCall(DatasetSetBatchSize(train, batchsize));
   PetscCall(DatasetCreate(comm, &test));
   PetscCall(DatasetIDXSetDirectory(test, dir, "t10k"));
   PetscCall(DatasetSetLimit(test, 200));
@@ -82,7 +87,7 @@ int main(int argc, char **argv)
   PetscCallMPI(MPI_Comm_size(world, &size));
   PetscCallMPI(MPI_Comm_rank(world, &rank));
   PetscOptionsBegin(world, NULL, "test_population", NULL);
-  PetscCall(PetscOptionsString("-case", "exchange, twin or subset", NULL, tcase, tcase, sizeof(tcase), NULL));
+  PetscCall(PetscOptionsString("-case", "exchange, twin, subset or batches", NULL, tcase, tcase, sizeof(tcase), NULL));
   PetscCall(PetscOptionsString("-dir", "IDX folder", NULL, dir, dir, sizeof(dir), NULL));
   PetscCall(PetscOptionsString("-layers", "the Net's layer list", NULL, layers, layers, sizeof(layers), NULL));
   PetscCall(PetscOptionsInt("-limit", "training samples", NULL, limit, &limit, NULL));
@@ -178,7 +183,8 @@ int main(int argc, char **argv)
     Trainer            tr, alone;
     Net                net, netalone;
     Vec                theta, thetaalone;
-    PetscInt           n, S = limit / 2, epochs;
+    PetscInt           n, S = limit / 2, offset, epochs;
+    char               data[32] = "disjoint";
     PetscReal          loss, lossalone, d;
     PetscBool          bitwise;
     const PetscScalar *a, *b;
@@ -187,7 +193,10 @@ int main(int argc, char **argv)
     PetscCall(TrainerSetPopulation(tr, world));
     PetscCall(TrainerSetFromOptions(tr));
     PetscCall(TrainerTrain(tr));
-    PetscCall(CreateTrainer(sub, "alone_", S - tsamples, k * S, &alone));
+    PetscCall(PetscOptionsGetString(NULL, NULL, "-trainer_population_data", data, sizeof(data), NULL));
+    if (!strcmp(data, "shared")) S = limit; /* every trainer on the whole set */
+    offset = !strcmp(data, "shared") ? 0 : k * S;
+    PetscCall(CreateTrainer(sub, "alone_", S - tsamples, offset, &alone));
     PetscCall(TrainerSetFromOptions(alone));
     PetscCall(TrainerTrain(alone));
     PetscCall(TrainerGetResults(tr, &epochs, &loss, NULL, NULL, NULL));
@@ -208,6 +217,15 @@ int main(int argc, char **argv)
     PetscCheck(d <= 1e-12 && lossalone <= 1e-12, world, PETSC_ERR_PLIB, "a trainer differs from its twin: parameters by %g, training loss by %g (relative)", (double)d, (double)lossalone);
     PetscCall(TrainerDestroy(&tr));
     PetscCall(TrainerDestroy(&alone));
+  } else if (!strcmp(tcase, "batches")) { /* trainers that take different numbers of steps per epoch */
+    Trainer tr;
+
+    batchsize = 20 + 10 * k;
+    PetscCall(CreateTrainer(sub, NULL, limit, 0, &tr));
+    PetscCall(TrainerSetPopulation(tr, world));
+    PetscCall(TrainerSetFromOptions(tr));
+    PetscCall(TrainerSetUp(tr));
+    PetscCall(TrainerDestroy(&tr));
   } else
     SETERRQ(world, PETSC_ERR_ARG_WRONG, "unknown -case %s", tcase);
   PetscCallMPI(MPI_Comm_free(&sub));

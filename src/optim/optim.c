@@ -61,6 +61,9 @@ static PetscErrorCode TaoOptimGradientNorm(Vec g, PetscReal *gnorm)
   One iteration per mini-batch, in this order (see include/petnetoptim.h):
   update hook (draws batch k) -> f, g at x_k -> Inf/NaN check -> monitor -> x_{k+1} -> niter = k+1 -> convergence test.
   The loop never evaluates at x_{k+1} before the next hook, so N iterations use exactly N batches.
+  Nothing computed in an iteration is used in the next but the state Vecs and the step: the hook may overwrite the
+  solution, the state Vecs, the step and lr, wd (a population's tournament between steps, src/trainer/population.c),
+  and the iteration then runs from what it finds, as a fresh TaoSolve() from there would.
 */
 static PetscErrorCode TaoSolve_Optim(Tao tao)
 {

@@ -18,8 +18,9 @@
     hyper   -trainer_population_init lr:LO:HI:log|lin spreads trainer k's initial value over the range:
             LO (HI/LO)^(k/(K-1)) (log) or LO + (HI - LO) k/(K-1) (lin); K = 1: LO. Names: lr, wd (weight decay).
 
-  and at the end of every -trainer_tournament_interval-th epoch (after the divergence test, before the test evaluation)
-  a tournament:
+  and a tournament at the end of every -trainer_tournament_interval-th epoch (after the divergence test, before the test
+  evaluation), or with -trainer_tournament_unit steps after every interval-th optimizer step, counted across epochs
+  (global step s = e B + b after batch b of epoch e, B batches per epoch; see "Tournaments between steps" below):
 
     1. pairs: a permutation of 0..K-1 drawn from PETSCRAND48 seeded with (seed, tournament number), identical on every
        rank and for every rank count; (perm[0], perm[1]), (perm[2], perm[3]), ...; with K odd, perm[K-1] sits out.
@@ -43,8 +44,27 @@
   score on its own tournament set (the test set is not used to choose: it stays a test); -net_save writes the
   winner's model, and rank 0 prints the winner, every trainer's test accuracy and the winner's lineage.
 
-  Tournaments between optimizer steps (-trainer_tournament_unit steps) are refused for now: an epoch is one TaoSolve()
-  whose iterations draw the batches, and exchanging models inside it would need the Trainer to cut the solve.
+  Tournaments between steps (-trainer_tournament_unit steps). An epoch is one TaoSolve() whose iterations draw the
+  batches in the update hook (TrainerNextBatch_Private()); the tournament after step s runs in the hook before batch
+  b = s - e B of epoch e is drawn (TrainerPopulationStep_Private()), or, when s ends an epoch, at the epoch's end in
+  the place of the epochs unit's (so that the test evaluation, the CSV row and a checkpoint see it). It is the same
+  tournament as above (pairs from (seed, tournament number), the exchange, the scores, explore). Why it may run inside
+  the solve:
+    - PetNet's optimizers (sgd, adam, adamw, rmsprop, kfac; src/optim/optim.c) run "hook -> f, g at x -> update": the
+      hook comes before anything of the iteration is computed, and they read the solution, the state Vecs, the step
+      (bias correction, schedule) and lr, wd after it, so a replaced model, state, step or hyperparameter is used by
+      the very next update. Nothing of an earlier iteration is kept: no gradient, no previous iterate, no line search;
+      K-FAC takes its statistics from the pass of the update's own batch, after the hook. K-FAC's running curvature
+      averages are not part of the exchanged state (nor of a checkpoint): a trainer that takes a model keeps its own,
+      which the next batches update, as at the epochs unit's tournaments.
+    - the scores are computed in evaluation mode (no dropout mask drawn, so its counter does not move; batchnorm's
+      running statistics not updated) on the tournament set, before the batch's forward pass, which sets up the Net's
+      workspace and the Trainer's output Vecs for its own batch size again; the Net's buffers of the kept model are
+      put back as they were. A tournament that nobody wins leaves training bit for bit as without it (tested).
+  The trainers must take the same number of steps per epoch (equal shards and batch size; checked at TrainerSetUp()).
+  A trainer whose solve stops before the epoch's last batch (a NaN or Inf loss) passes the remaining steps without
+  training but takes part in their tournaments, where its partner's model replaces it; it trains on from there
+  (TrainerPopulationSkipSteps_Private()). A restart at the end of epoch e counts e B / interval tournaments before it.
 */
 #include <petnet/private/trainerimpl.h>
 #include <petnet/private/layerimpl.h> /* the layers' buffers (batchnorm's running statistics) move with the model */
@@ -86,6 +106,8 @@ struct _n_TrainerPopulation {
   Dataset     tournament;            /* the last tsamples of the shard */
   PetscInt    interval;              /* -trainer_tournament_interval */
   PopUnit     unit;                  /* -trainer_tournament_unit */
+  PetscInt    nbatches;              /* batches (= optimizer steps) per epoch, the same on every trainer (steps unit) */
+  PetscInt    laststep;              /* steps unit: the global step after which the last tournament ran (-1: none yet) */
   PetscInt    seed;                  /* -trainer_population_seed */
   PopExchange exchange;              /* -trainer_tournament_exchange */
   PopMetric   metric;                /* -trainer_tournament_metric */
@@ -99,7 +121,8 @@ struct _n_TrainerPopulation {
   PetscInt  partner;               /* of the last tournament (-1: none, or sat out) */
   PetscReal ownmetric, partmetric; /* the last tournament's metrics on the own set */
   PetscBool adopted;
-  PetscInt *parent, nparent, *tepoch; /* job rank 0: parent[t K + i] = the trainer whose model i took at tournament t */
+  PetscInt *parent, nparent, *tepoch, *tstep; /* job rank 0: parent[t K + i] = the trainer whose model i took at tournament t,
+                                                  which ran in epoch tepoch[t] (1-based), after global step tstep[t] (steps unit) */
 
   PetscBool finished; /* TrainerPopulationFinish_Private() ran */
   PetscInt  winner, totalexchanges;
@@ -167,14 +190,14 @@ PetscErrorCode TrainerPopulationSplit(MPI_Comm comm, const char prefix[], MPI_Co
   Options Database Keys (read by TrainerSetFromOptions()):
 + -trainer_population_data <disjoint,shared>         - each trainer on its contiguous shard of the training set, or all on all of it
 . -trainer_tournament_samples <n>                    - samples at the end of the shard held out as the trainer's tournament set (default a tenth)
-. -trainer_tournament_interval <n>                   - a tournament every n epochs (default 1)
-. -trainer_tournament_unit <epochs,steps>            - what the interval counts (steps: refused for now)
+. -trainer_tournament_interval <n>                   - a tournament every n epochs, or every n optimizer steps (default 1)
+. -trainer_tournament_unit <epochs,steps>            - what the interval counts: epochs, or optimizer steps (mini-batches) counted across epochs
 . -trainer_tournament_metric <loss,accuracy>         - how a trainer scores the two models on its tournament set (default loss)
 . -trainer_tournament_exchange <parameters,state>    - exchange the parameters only, or the optimizer's state too
 . -trainer_population_seed <s>                       - seed of the pairings and of the explore draws
 . -trainer_population_init <name:lo:hi:log|lin,...>  - spread the trainers' initial hyperparameters (lr, wd) over a range
 . -trainer_population_explore <name:f1,f2,...>       - a trainer that takes a model takes its hyperparameters times a factor drawn from the list
-- -trainer_population_monitor <file>                 - CSV of every trainer's epochs, written by rank 0 of the job (%d in the name: one file per trainer)
+- -trainer_population_monitor <file>                 - CSV of every trainer's epochs (steps unit: and of the tournaments inside them), written by rank 0 of the job (%d in the name: one file per trainer)
 
   Notes:
   The trainers are alike (the same program and options): the same Net and rank count, so rank r of one trainer holds
@@ -227,6 +250,7 @@ PetscErrorCode TrainerSetPopulation(Trainer tr, MPI_Comm comm)
   pop->metric    = POP_METRIC_LOSS;
   pop->exchange  = POP_EXCHANGE_PARAMETERS;
   pop->partner   = -1;
+  pop->laststep  = -1;
   pop->winner    = -1;
   pop->hyper[0]  = (PopHyper){.name = "lr", .what = "learning rate", .set = PetNetTaoSetLearningRate};
   pop->hyper[1]  = (PopHyper){.name = "wd", .what = "weight decay", .set = PetNetTaoSetWeightDecay};
@@ -386,13 +410,10 @@ PetscErrorCode TrainerPopulationSetFromOptions_Private(Trainer tr, PetscOptionIt
   PetscCall(PetscOptionsEnum("-trainer_population_data", "Training data of each trainer: disjoint (its shard) or shared (all)", "TrainerSetPopulation", PopDatas, (PetscEnum)pop->data, (PetscEnum *)&pop->data, NULL));
   PetscCall(PetNetOptionsBoundedInt("-trainer_tournament_samples", "Samples at the end of each trainer's shard held out as its tournament set (-1: a tenth of the shard)", "TrainerSetPopulation", pop->tsamples, &pop->tsamples, NULL, PETSC_DECIDE));
   PetscCheck(pop->tsamples != 0, comm, PETSC_ERR_ARG_OUTOFRANGE, "-%strainer_tournament_samples 0: a trainer scores the models on its tournament set, so give it at least 1 sample (-1: a tenth of the shard)", prefix);
-  PetscCall(PetNetOptionsBoundedInt("-trainer_tournament_interval", "A tournament every N epochs", "TrainerSetPopulation", pop->interval, &pop->interval, &set, PETSC_MIN_INT));
-  PetscCheck(pop->interval >= 1, comm, PETSC_ERR_ARG_OUTOFRANGE, "-%strainer_tournament_interval %" PetscInt_FMT ": give a number of epochs >= 1 between tournaments", prefix, pop->interval);
-  PetscCall(PetscOptionsEnum("-trainer_tournament_unit", "What the interval counts: epochs (steps: not yet)", "TrainerSetPopulation", PopUnits, (PetscEnum)pop->unit, (PetscEnum *)&pop->unit, NULL));
-  PetscCheck(pop->unit == POP_UNIT_EPOCHS, comm, PETSC_ERR_SUP,
-             "-%strainer_tournament_unit steps: tournaments between optimizer steps are not supported yet (an epoch is one TaoSolve() whose iterations draw the batches); give the interval in epochs (-trainer_tournament_unit epochs), or smaller "
-             "epochs with -train_dataset_limit",
-             prefix);
+  PetscCall(PetNetOptionsBoundedInt("-trainer_tournament_interval", "A tournament every N epochs (or optimizer steps: -trainer_tournament_unit)", "TrainerSetPopulation", pop->interval, &pop->interval, &set, PETSC_MIN_INT));
+  PetscCall(PetscOptionsEnum("-trainer_tournament_unit", "What the interval counts: epochs, or optimizer steps (mini-batches, counted across epochs)", "TrainerSetPopulation", PopUnits, (PetscEnum)pop->unit, (PetscEnum *)&pop->unit, NULL));
+  PetscCheck(pop->interval >= 1, comm, PETSC_ERR_ARG_OUTOFRANGE, "-%strainer_tournament_interval %" PetscInt_FMT ": give a number of %s >= 1 between tournaments (-%strainer_tournament_unit %s)", prefix, pop->interval,
+             pop->unit == POP_UNIT_STEPS ? "optimizer steps" : "epochs", prefix, PopUnits[pop->unit]);
   PetscCall(PetscOptionsEnum("-trainer_tournament_metric", "Score of a model on the tournament set: loss (lower wins) or accuracy (higher wins)", "TrainerSetPopulation", PopMetrics, (PetscEnum)pop->metric, (PetscEnum *)&pop->metric, NULL));
   PetscCall(PetscOptionsEnum("-trainer_tournament_exchange", "What the trainers exchange: parameters, or the optimizer's state too", "TrainerSetPopulation", PopExchanges, (PetscEnum)pop->exchange, (PetscEnum *)&pop->exchange, NULL));
   PetscCall(PetNetOptionsBoundedInt("-trainer_population_seed", "Seed of the pairings and of the explore draws", "TrainerSetPopulation", pop->seed, &pop->seed, NULL, 0));
@@ -511,6 +532,17 @@ PetscErrorCode TrainerPopulationSetUp_Private(Trainer tr)
     PetscCheck(hp->known || !hp->nfactors, comm, PETSC_ERR_ARG_INCOMP, "-%strainer_population_explore %s: the trainers' %s is not known to the population; give it a range too (-%strainer_population_init %s:LO:HI:lin)", prefix, hp->name, hp->what,
                prefix, hp->name);
   }
+  pop->nbatches = tr->nbatches;
+  if (pop->unit == POP_UNIT_STEPS) { /* the tournaments fall after the same global step on every trainer only if they all step alike */
+    PetscInt b[2] = {tr->nbatches, -tr->nbatches}, r[2];
+
+    PetscCall(MPIU_Allreduce(b, r, 2, MPIU_INT, MPI_MIN, pop->comm));
+    PetscCheck(r[0] == -r[1], pop->comm, PETSC_ERR_ARG_INCOMP,
+               "-%strainer_tournament_unit steps: the trainers take different numbers of optimizer steps per epoch (%" PetscInt_FMT " to %" PetscInt_FMT " mini-batches; trainer %" PetscInt_FMT " takes %" PetscInt_FMT
+               "), so the tournaments (-%strainer_tournament_interval %" PetscInt_FMT
+               ") would pair trainers at different points of their epochs: give every trainer the same shard size and batch size (-%strainer_batch_size), or count the interval in epochs (-%strainer_tournament_unit epochs)",
+               prefix, r[0], -r[1], pop->k, tr->nbatches, prefix, pop->interval, prefix, prefix);
+  }
   if (pop->k > 0) tr->monitordefault = PETSC_FALSE; /* one progress line per epoch: trainer 0's; the others are in the tournament lines and the CSV */
   PetscCall(VecDestroy(&pop->keep));
   PetscCall(VecDuplicate(tr->theta, &pop->keep));
@@ -529,7 +561,7 @@ PetscErrorCode TrainerPopulationSetUp_Private(Trainer tr)
       else
         PetscCall(PetscStrncpy(name, pop->monitor, sizeof(name)));
       PetscCall(PetscFOpen(PETSC_COMM_SELF, name, "w", &pop->files[i]));
-      PetscCall(PetscFPrintf(PETSC_COMM_SELF, pop->files[i], "trainer,epoch,train_loss,test_loss,test_accuracy,lr,tournament,partner,own_metric,partner_metric,took_partner,diverged\n"));
+      PetscCall(PetscFPrintf(PETSC_COMM_SELF, pop->files[i], "trainer,epoch,%strain_loss,test_loss,test_accuracy,lr,tournament,partner,own_metric,partner_metric,took_partner,diverged\n", pop->unit == POP_UNIT_STEPS ? "step," : ""));
     }
   }
   PetscFunctionReturn(0);
@@ -634,8 +666,11 @@ static PetscErrorCode PopSendrecv(TrainerPopulation pop, PetscMPIInt other, cons
   PetscFunctionReturn(0);
 }
 
-/* The tournament at the end of epoch 'epoch' (see the opening comment), if the interval says so */
-PetscErrorCode TrainerPopulationTournament_Private(Trainer tr, PetscInt epoch)
+static PetscErrorCode PopMonitorRows(Trainer, PetscInt, PetscInt, PetscBool, PetscBool);
+
+/* A tournament (see the opening comment), in epoch 'epoch' (1-based): at its end in the epochs unit (gstep -1), after
+   global optimizer step gstep (= (epoch - 1) B + batch, B batches per epoch) in the steps unit. Collective on the job. */
+static PetscErrorCode PopTournament(Trainer tr, PetscInt epoch, PetscInt gstep, PetscInt batch)
 {
   TrainerPopulation pop = tr->population;
   MPI_Comm          comm;
@@ -646,10 +681,10 @@ PetscErrorCode TrainerPopulationTournament_Private(Trainer tr, PetscInt epoch)
   char              line[8192] = "";
 
   PetscFunctionBegin;
-  if (!pop || pop->K == 1 || epoch % pop->interval) PetscFunctionReturn(0);
-  comm = pop->comm;
-  K    = pop->K;
-  t    = pop->ntournaments++;
+  comm          = pop->comm;
+  K             = pop->K;
+  t             = pop->ntournaments++;
+  pop->laststep = gstep;
   PetscCall(PetscMalloc2(K, &perm, K * POP_NHYPER, &draws));
   PetscCall(PopDraw(pop, t, perm, draws));
   for (PetscInt i = 0; i + 1 < K; i += 2) {
@@ -759,20 +794,27 @@ PetscErrorCode TrainerPopulationTournament_Private(Trainer tr, PetscInt epoch)
     size_t len;
 
     if (pop->nparent < (t + 1) * K) {
-      PetscInt *parent, *tepoch, nnew = PetscMax(2 * pop->nparent, (t + 1) * K);
+      PetscInt *parent, *tepoch, *tstep, nnew = PetscMax(2 * pop->nparent, (t + 1) * K);
 
-      PetscCall(PetscMalloc2(nnew, &parent, nnew / K + 1, &tepoch));
+      PetscCall(PetscMalloc3(nnew, &parent, nnew / K + 1, &tepoch, nnew / K + 1, &tstep));
       if (pop->nparent) {
         PetscCall(PetscArraycpy(parent, pop->parent, t * K));
         PetscCall(PetscArraycpy(tepoch, pop->tepoch, t));
+        PetscCall(PetscArraycpy(tstep, pop->tstep, t));
       }
-      PetscCall(PetscFree2(pop->parent, pop->tepoch));
+      PetscCall(PetscFree3(pop->parent, pop->tepoch, pop->tstep));
       pop->parent  = parent;
       pop->tepoch  = tepoch;
+      pop->tstep   = tstep;
       pop->nparent = nnew;
     }
     pop->tepoch[t] = epoch;
-    PetscCall(PetscSNPrintf(line, sizeof(line), "tournament %" PetscInt_FMT " epoch %" PetscInt_FMT " (%s on each trainer's own tournament set, own vs partner's):", t + 1, epoch, PopMetrics[pop->metric]));
+    pop->tstep[t]  = gstep;
+    if (pop->unit == POP_UNIT_STEPS)
+      PetscCall(PetscSNPrintf(line, sizeof(line), "tournament %" PetscInt_FMT " step %" PetscInt_FMT " (epoch %" PetscInt_FMT ", after batch %" PetscInt_FMT "/%" PetscInt_FMT "; %s on each trainer's own tournament set, own vs partner's):", t + 1,
+                              gstep, epoch, batch, pop->nbatches, PopMetrics[pop->metric]));
+    else
+      PetscCall(PetscSNPrintf(line, sizeof(line), "tournament %" PetscInt_FMT " epoch %" PetscInt_FMT " (%s on each trainer's own tournament set, own vs partner's):", t + 1, epoch, PopMetrics[pop->metric]));
     for (PetscInt i = 0; i + 1 < K; i += 2) {
       PetscCall(PetscStrlen(line, &len));
       PetscCall(PetscSNPrintf(line + len, sizeof(line) - len, "%s %" PetscInt_FMT "-%" PetscInt_FMT, i ? "," : "", perm[i], perm[i + 1]));
@@ -798,19 +840,100 @@ PetscErrorCode TrainerPopulationTournament_Private(Trainer tr, PetscInt epoch)
   }
   PetscCall(PetscPrintf(comm, "%s\n", line));
   PetscCall(PetscFree2(perm, draws));
+  if (gstep >= 0 && batch < pop->nbatches) PetscCall(PopMonitorRows(tr, epoch, gstep, PETSC_TRUE, PETSC_TRUE)); /* at an epoch's end: its row */
   PetscFunctionReturn(0);
 }
 
-/* -trainer_population_monitor: one row per trainer and epoch, gathered on rank 0 of the job */
-PetscErrorCode TrainerPopulationMonitor_Private(Trainer tr, PetscInt epoch)
+/* Steps unit: the tournament after global step (epoch - 1) B + batch, if the interval says so and it has not run yet
+   (the update hook before batch b and the skipped steps of a stopped solve both ask for it; a restart counts the
+   tournaments before it) */
+static PetscErrorCode PopStepTournament(Trainer tr, PetscInt epoch, PetscInt batch)
+{
+  TrainerPopulation pop   = tr->population;
+  PetscInt          gstep = (epoch - 1) * pop->nbatches + batch;
+
+  PetscFunctionBegin;
+  if (gstep == 0 || gstep % pop->interval || pop->ntournaments >= gstep / pop->interval) PetscFunctionReturn(0);
+  PetscCall(PopTournament(tr, epoch, gstep, batch));
+  PetscFunctionReturn(0);
+}
+
+/* The end of epoch 'epoch' (after the divergence test, before the test evaluation): the epochs unit's tournament, or in
+   the steps unit the one after the epoch's last step, if the interval says so */
+PetscErrorCode TrainerPopulationTournament_Private(Trainer tr, PetscInt epoch)
+{
+  TrainerPopulation pop = tr->population;
+
+  PetscFunctionBegin;
+  if (!pop || pop->K == 1) PetscFunctionReturn(0);
+  if (pop->unit == POP_UNIT_STEPS)
+    PetscCall(PopStepTournament(tr, epoch, pop->nbatches));
+  else if (epoch % pop->interval == 0)
+    PetscCall(PopTournament(tr, epoch, -1, 0));
+  PetscFunctionReturn(0);
+}
+
+/* Steps unit, the update hook (TrainerNextBatch_Private()) before batch tr->ibatch of epoch tr->epoch + 1 is drawn: the
+   tournament after the step before it, when due. Inside the running TaoSolve(): it may replace the solution (the Net's
+   parameter Vec), the optimizer's state Vecs, step and hyperparameters, which PetNet's optimizers read only after
+   this hook (src/optim/optim.c), and the Net's buffers; its evaluation runs in evaluation mode before the batch's
+   forward pass, so the pass that the update (and K-FAC's statistics) uses is the batch's own. */
+PetscErrorCode TrainerPopulationStep_Private(Trainer tr)
+{
+  TrainerPopulation pop = tr->population;
+
+  PetscFunctionBegin;
+  if (!pop || pop->K == 1 || pop->unit != POP_UNIT_STEPS) PetscFunctionReturn(0);
+  PetscCall(PopStepTournament(tr, tr->epoch + 1, tr->ibatch));
+  PetscFunctionReturn(0);
+}
+
+/* Steps unit: this trainer's solve stopped before the epoch's last batch (a NaN or Inf loss, or a convergence test),
+   while the others step on and hold tournaments. It passes the remaining steps without training, taking part in their
+   tournaments (diverged, it scores worst and its partner's model replaces it). *resume: it took a partner's model at
+   the tournament before batch tr->ibatch and trains on from that batch; its epoch's training loss then counts the
+   batches after the replacement. */
+PetscErrorCode TrainerPopulationSkipSteps_Private(Trainer tr, PetscBool *resume)
+{
+  TrainerPopulation  pop = tr->population;
+  TaoConvergedReason reason;
+
+  PetscFunctionBegin;
+  *resume = PETSC_FALSE;
+  if (!pop || pop->K == 1 || pop->unit != POP_UNIT_STEPS) PetscFunctionReturn(0);
+  PetscCall(TaoGetConvergedReason(tr->tao, &reason));
+  if (tr->diverged || reason == TAO_DIVERGED_NAN) {
+    char      what[128];
+    PetscBool handled;
+
+    PetscCall(PetscSNPrintf(what, sizeof(what), "the loss became NaN or Inf at batch %" PetscInt_FMT " of epoch %" PetscInt_FMT, tr->ibatch, tr->epoch + 1));
+    PetscCall(TrainerPopulationDiverged_Private(tr, what, &handled));
+  }
+  for (; tr->ibatch < tr->nbatches; tr->ibatch++) {
+    PetscInt t = pop->ntournaments;
+
+    PetscCall(PopStepTournament(tr, tr->epoch + 1, tr->ibatch));
+    if (pop->ntournaments > t && pop->adopted) {
+      tr->diverged     = PETSC_FALSE;
+      tr->epochloss    = 0;
+      tr->epochsamples = 0;
+      *resume          = PETSC_TRUE;
+      break;
+    }
+  }
+  PetscFunctionReturn(0);
+}
+
+/* -trainer_population_monitor: rows gathered on rank 0 of the job, one per trainer, at the end of an epoch or (midepoch,
+   steps unit) after a tournament inside it, whose losses and accuracy columns are then empty. now: a tournament ran at
+   this point (its columns are filled). The steps unit adds the column step (the global optimizer step). */
+static PetscErrorCode PopMonitorRows(Trainer tr, PetscInt epoch, PetscInt gstep, PetscBool midepoch, PetscBool now)
 {
   TrainerPopulation pop = tr->population;
   PetscReal         mine[11], *rows = NULL;
-  PetscBool         now;
 
   PetscFunctionBegin;
-  if (!pop || !pop->monitor[0]) PetscFunctionReturn(0);
-  now     = pop->K > 1 && epoch % pop->interval == 0 ? PETSC_TRUE : PETSC_FALSE;
+  if (!pop->monitor[0]) PetscFunctionReturn(0);
   mine[0] = tr->trainloss;
   mine[1] = tr->test ? tr->testloss : PETSC_MAX_REAL;
   mine[2] = tr->test ? tr->testacc : -1;
@@ -828,7 +951,12 @@ PetscErrorCode TrainerPopulationMonitor_Private(Trainer tr, PetscInt epoch)
       const PetscReal *r  = rows + (size_t)i * pop->P * 11;
       FILE            *fp = pop->files[pop->files[i] ? i : 0];
 
-      PetscCall(PetscFPrintf(PETSC_COMM_SELF, fp, "%" PetscInt_FMT ",%" PetscInt_FMT ",%.9g,%.9g,%.6f,%.9g,", i, epoch, (double)r[0], (double)r[1], (double)r[2], (double)r[3]));
+      PetscCall(PetscFPrintf(PETSC_COMM_SELF, fp, "%" PetscInt_FMT ",%" PetscInt_FMT ",", i, epoch));
+      if (pop->unit == POP_UNIT_STEPS) PetscCall(PetscFPrintf(PETSC_COMM_SELF, fp, "%" PetscInt_FMT ",", gstep));
+      if (midepoch)
+        PetscCall(PetscFPrintf(PETSC_COMM_SELF, fp, ",,,%.9g,", (double)r[3]));
+      else
+        PetscCall(PetscFPrintf(PETSC_COMM_SELF, fp, "%.9g,%.9g,%.6f,%.9g,", (double)r[0], (double)r[1], (double)r[2], (double)r[3]));
       if (r[4] > 0 && r[5] >= 0)
         PetscCall(PetscFPrintf(PETSC_COMM_SELF, fp, "%d,%d,%.9g,%.9g,%d,%d\n", (int)r[4], (int)r[5], (double)r[6], (double)r[7], (int)r[8], (int)r[9]));
       else if (r[4] > 0)
@@ -839,6 +967,22 @@ PetscErrorCode TrainerPopulationMonitor_Private(Trainer tr, PetscInt epoch)
     }
     PetscCall(PetscFree(rows));
   }
+  PetscFunctionReturn(0);
+}
+
+/* -trainer_population_monitor: the rows of the end of epoch 'epoch', with the columns of the tournament that ran there */
+PetscErrorCode TrainerPopulationMonitor_Private(Trainer tr, PetscInt epoch)
+{
+  TrainerPopulation pop = tr->population;
+  PetscBool         now;
+
+  PetscFunctionBegin;
+  if (!pop || !pop->monitor[0]) PetscFunctionReturn(0);
+  if (pop->unit == POP_UNIT_STEPS)
+    now = pop->K > 1 && pop->laststep == epoch * pop->nbatches ? PETSC_TRUE : PETSC_FALSE;
+  else
+    now = pop->K > 1 && epoch % pop->interval == 0 ? PETSC_TRUE : PETSC_FALSE;
+  PetscCall(PopMonitorRows(tr, epoch, epoch * pop->nbatches, PETSC_FALSE, now));
   PetscFunctionReturn(0);
 }
 
@@ -899,7 +1043,10 @@ PetscErrorCode TrainerPopulationFinish_Private(Trainer tr, PetscBool *iswinner)
 
       if (par == cur) continue;
       PetscCall(PetscStrlen(line, &len));
-      PetscCall(PetscSNPrintf(line + len, sizeof(line) - len, " <- %" PetscInt_FMT " (tournament %" PetscInt_FMT ", epoch %" PetscInt_FMT ")", par, t + 1, pop->tepoch[t]));
+      if (pop->unit == POP_UNIT_STEPS)
+        PetscCall(PetscSNPrintf(line + len, sizeof(line) - len, " <- %" PetscInt_FMT " (tournament %" PetscInt_FMT ", step %" PetscInt_FMT ", epoch %" PetscInt_FMT ")", par, t + 1, pop->tstep[t], pop->tepoch[t]));
+      else
+        PetscCall(PetscSNPrintf(line + len, sizeof(line) - len, " <- %" PetscInt_FMT " (tournament %" PetscInt_FMT ", epoch %" PetscInt_FMT ")", par, t + 1, pop->tepoch[t]));
       cur   = par;
       moved = PETSC_TRUE;
     }
@@ -925,7 +1072,8 @@ PetscErrorCode TrainerPopulationView_Private(Trainer tr, PetscViewer viewer)
   if (!pop) PetscFunctionReturn(0);
   PetscCall(PetscViewerASCIIPrintf(viewer, "population: trainer %" PetscInt_FMT " of %" PetscInt_FMT " (%d ranks each), data %s, shard of %" PetscInt_FMT " samples from %" PetscInt_FMT ", tournament set %" PetscInt_FMT "\n", pop->k, pop->K, pop->P,
                                    PopDatas[pop->data], pop->shardsize, pop->shardstart, pop->tsamples));
-  PetscCall(PetscViewerASCIIPrintf(viewer, "tournaments: every %" PetscInt_FMT " epochs, metric %s, exchange %s, seed %" PetscInt_FMT "\n", pop->interval, PopMetrics[pop->metric], PopExchanges[pop->exchange], pop->seed));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "tournaments: every %" PetscInt_FMT " %s, metric %s, exchange %s, seed %" PetscInt_FMT "\n", pop->interval, pop->unit == POP_UNIT_STEPS ? "optimizer steps" : "epochs", PopMetrics[pop->metric],
+                                   PopExchanges[pop->exchange], pop->seed));
   PetscFunctionReturn(0);
 }
 
@@ -942,7 +1090,7 @@ PetscErrorCode TrainerPopulationDestroy_Private(Trainer tr)
   }
   PetscCall(DatasetDestroy(&pop->tournament));
   PetscCall(VecDestroy(&pop->keep));
-  PetscCall(PetscFree2(pop->parent, pop->tepoch));
+  PetscCall(PetscFree3(pop->parent, pop->tepoch, pop->tstep));
   PetscCall(PetscCommDestroy(&pop->comm));
   PetscCall(PetscFree(tr->population));
   PetscFunctionReturn(0);
@@ -984,7 +1132,7 @@ PetscErrorCode TrainerPopulationRestart_Private(Trainer tr)
              "The trainers' checkpoints end different epochs (%" PetscInt_FMT " to %" PetscInt_FMT "; -trainer_restart %s is trainer %" PetscInt_FMT
              "'s): a population restarts from checkpoints of one epoch; restart from an earlier set of files or start afresh",
              r[0], -r[1], tr->restart, pop->k);
-  pop->ntournaments = tr->epoch / pop->interval;
+  pop->ntournaments = pop->unit == POP_UNIT_STEPS ? tr->epoch * pop->nbatches / pop->interval : tr->epoch / pop->interval;
   pop->tfirst       = pop->ntournaments;
   PetscFunctionReturn(0);
 }

@@ -36,7 +36,9 @@ PetscErrorCode TrainerEnsureWorkVecs_Private(Trainer tr, Vec X)
   PetscFunctionReturn(0);
 }
 
-/* The TaoSetUpdate hook: draw batch k of this epoch; print a progress line every -trainer_progress_interval seconds. */
+/* The TaoSetUpdate hook: draw batch k of this epoch; print a progress line every -trainer_progress_interval seconds. In a
+   population with -trainer_tournament_unit steps, the tournament due after the previous step runs first (it may
+   replace the solution and the optimizer's state: TrainerPopulationStep_Private()). */
 PetscErrorCode TrainerNextBatch_Private(Tao tao, PetscInt it, void *ctx)
 {
   Trainer        tr = (Trainer)ctx;
@@ -44,6 +46,7 @@ PetscErrorCode TrainerNextBatch_Private(Tao tao, PetscInt it, void *ctx)
 
   PetscFunctionBegin;
   PetscCheck(tr->ibatch < tr->nbatches, PetscObjectComm((PetscObject)tr), PETSC_ERR_PLIB, "Asked for batch %" PetscInt_FMT " of an epoch of %" PetscInt_FMT, tr->ibatch, tr->nbatches);
+  PetscCall(TrainerPopulationStep_Private(tr));
   PetscCall(DatasetGetBatch(tr->train, tr->ibatch, &tr->X, &tr->T));
   tr->ibatch++;
   tr->batchcounted = PETSC_FALSE;

@@ -185,6 +185,28 @@ PetscErrorCode TrainerFullBatchMonitor_Private(Tao tao, void *ctx)
   PetscFunctionReturn(0);
 }
 
+/*
+  Mini-batch mode: trains on batches tr->ibatch .. nbatches - 1 of the epoch, one TaoSolve() whose update hook draws
+  them (TrainerNextBatch_Private()); for the Newton-type types one TaoSolve() of -trainer_newton_steps iterations per
+  batch, on that batch's loss, which stays fixed during the solve (the line search or trust region and the Hessian see
+  one function): sub-sampled Newton-CG. Stops early on a NaN or Inf loss (tr->diverged) or TAO's own stop.
+*/
+static PetscErrorCode TrainerRunBatches_Private(Trainer tr)
+{
+  PetscFunctionBegin;
+  if (!tr->needhessian) {
+    PetscCall(TaoSetMaximumIterations(tr->tao, tr->nbatches - tr->ibatch));
+    PetscCall(TaoSolve(tr->tao));
+  } else {
+    PetscCall(TaoSetMaximumIterations(tr->tao, tr->newtonsteps));
+    while (tr->ibatch < tr->nbatches && !tr->diverged) {
+      PetscCall(TrainerNextBatch_Private(tr->tao, tr->ibatch, tr));
+      PetscCall(TaoSolve(tr->tao));
+    }
+  }
+  PetscFunctionReturn(0);
+}
+
 /* The end of TrainerTrain(), as the end of a PETSc solve: the plot, then the views of the final state */
 static PetscErrorCode TrainerEndTrain_Private(Trainer tr)
 {
@@ -311,18 +333,12 @@ PetscErrorCode TrainerTrain(Trainer tr)
       tr->epochsamples = 0;
       tr->diverged     = PETSC_FALSE;
       PetscCall(PetscLogEventBegin(TRAINER_Epoch, tr, 0, 0, 0));
-      if (!tr->needhessian) {
-        PetscCall(TaoSetMaximumIterations(tr->tao, tr->nbatches));
-        PetscCall(TaoSolve(tr->tao));
-      } else {
-        /* Newton-type types: each mini-batch is one TaoSolve() of -trainer_newton_steps iterations on that batch's
-           loss, which stays fixed during the solve (the line search or trust region and the Hessian see one
-           function): sub-sampled Newton-CG */
-        PetscCall(TaoSetMaximumIterations(tr->tao, tr->newtonsteps));
-        for (PetscInt b = 0; b < tr->nbatches && !tr->diverged; b++) {
-          PetscCall(TrainerNextBatch_Private(tr->tao, b, tr));
-          PetscCall(TaoSolve(tr->tao));
-        }
+      PetscCall(TrainerRunBatches_Private(tr));
+      /* a population's trainer with tournaments between steps passes the steps its stopped solve left, taking part in
+         their tournaments, and trains on if one gave it a partner's model */
+      for (PetscBool resume = PETSC_TRUE; resume && tr->ibatch < tr->nbatches;) {
+        PetscCall(TrainerPopulationSkipSteps_Private(tr, &resume));
+        if (resume) PetscCall(TrainerRunBatches_Private(tr));
       }
       PetscCall(PetscLogEventEnd(TRAINER_Epoch, tr, 0, 0, 0));
       PetscCall(NetSetParameters(tr->net, tr->theta));

@@ -123,6 +123,8 @@ PETSC_INTERN PetscErrorCode TrainerPopulationSetUpData_Private(Trainer);
 PETSC_INTERN PetscErrorCode TrainerPopulationSetUp_Private(Trainer);
 PETSC_INTERN PetscErrorCode TrainerPopulationDiverged_Private(Trainer, const char[], PetscBool *);
 PETSC_INTERN PetscErrorCode TrainerPopulationTournament_Private(Trainer, PetscInt);
+PETSC_INTERN PetscErrorCode TrainerPopulationStep_Private(Trainer);
+PETSC_INTERN PetscErrorCode TrainerPopulationSkipSteps_Private(Trainer, PetscBool *);
 PETSC_INTERN PetscErrorCode TrainerPopulationMonitor_Private(Trainer, PetscInt);
 PETSC_INTERN PetscErrorCode TrainerPopulationFinish_Private(Trainer, PetscBool *);
 PETSC_INTERN PetscErrorCode TrainerPopulationView_Private(Trainer, PetscViewer);
