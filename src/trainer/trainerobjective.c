@@ -36,7 +36,8 @@ PetscErrorCode TrainerEnsureWorkVecs_Private(Trainer tr, Vec X)
   PetscFunctionReturn(0);
 }
 
-/* The TaoSetUpdate hook: draw batch k of this epoch; print a progress line every -trainer_progress_interval seconds. */
+/* The TaoSetUpdate hook: draw batch k of this epoch; print a progress line every -trainer_progress_interval seconds.
+   Before batch k, k updates of this epoch are applied: -trainer_fail_after_step N fails here, inside an epoch. */
 PetscErrorCode TrainerNextBatch_Private(Tao tao, PetscInt it, void *ctx)
 {
   Trainer        tr = (Trainer)ctx;
@@ -44,6 +45,7 @@ PetscErrorCode TrainerNextBatch_Private(Tao tao, PetscInt it, void *ctx)
 
   PetscFunctionBegin;
   PetscCheck(tr->ibatch < tr->nbatches, PetscObjectComm((PetscObject)tr), PETSC_ERR_PLIB, "Asked for batch %" PetscInt_FMT " of an epoch of %" PetscInt_FMT, tr->ibatch, tr->nbatches);
+  if (tr->failstep > 0 && tr->ibatch > 0 && (PetscInt64)tr->epoch * tr->nbatches + tr->ibatch == tr->failstep) PetscCall(TrainerInjectFailure_Private(tr, "-trainer_fail_after_step", tr->failstep));
   PetscCall(DatasetGetBatch(tr->train, tr->ibatch, &tr->X, &tr->T));
   tr->ibatch++;
   tr->batchcounted = PETSC_FALSE;
