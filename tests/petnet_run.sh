@@ -1,6 +1,6 @@
 #!/bin/bash
 # share/petnet-run restarts a failed job from its last complete checkpoint (issue 33; suite lines trainer_petnet_run_*).
-#   usage: tests/petnet_run.sh same|shrink|again|exhausted
+#   usage: tests/petnet_run.sh same|shrink|again|exhausted|midstep|midstep_shrink
 # On 600 + 300 Fashion-MNIST samples, 5 epochs of share/models/mlp.opts (Adam, cosine decay), checkpoints every epoch:
 #   same       mpiexec -n 2 with -trainer_fail_after_epoch 2 (rank 1 killed with SIGKILL) under petnet-run --retries 2:
 #              one failure logged with its signal, one restart from the epoch-2 checkpoint, exit 0, and the final
@@ -9,6 +9,10 @@
 #   again      2 ranks "cannot start" after the first failure (a launcher that refuses -n 2 once the job has failed):
 #              without --shrink, the restart on 2 fails without a newer checkpoint, so the next runs on 1 (--min-ranks 1)
 #              and completes; the weights agree to 1e-10;
+#   midstep    as same, but rank 1 is killed in the middle of epoch 3 (-trainer_fail_after_step 13: after batch 3 of
+#              its 5, two batches after the epoch-2 checkpoint): one failure, the restart from the epoch-2 checkpoint
+#              redoes epoch 3 from its first batch and ends with the uninterrupted run's bits;
+#   midstep_shrink  the same kill with --min-ranks 1 --shrink: the restart runs on 1 rank, the weights agree to 1e-10;
 #   exhausted  a job that fails every time (-trainer_divergence_factor 0.5 is refused): --retries 1 gives two attempts,
 #              a "giving up" line naming the last error and petnet-run's exit code is the job's (non-zero).
 cd "$(dirname "$0")/.." || exit 2
@@ -28,11 +32,13 @@ if [[ $case == exhausted ]]; then
   exit 0
 fi
 mpiexec -n 2 $prog -trainer_checkpoint $out.A.ckpt > $out.A.log 2>&1 || { cat $out.A.log; fail "the uninterrupted run failed"; }
-job="$prog -trainer_checkpoint $out.B.ckpt -trainer_checkpoint_every 1 -trainer_fail_after_epoch 2 -trainer_fail_rank 1"
+fail_at="-trainer_fail_after_epoch 2"
+[[ $case == midstep* ]] && fail_at="-trainer_fail_after_step 13"
+job="$prog -trainer_checkpoint $out.B.ckpt -trainer_checkpoint_every 1 $fail_at -trainer_fail_rank 1"
 case $case in
-same) share/petnet-run --retries 2 --log $out.log -- mpiexec -n 2 $job > $out.run 2>&1 || { cat $out.run; fail "petnet-run failed"; }
+same | midstep) share/petnet-run --retries 2 --log $out.log -- mpiexec -n 2 $job > $out.run 2>&1 || { cat $out.run; fail "petnet-run failed"; }
       rtol=0 ranks=2 ;;
-shrink) share/petnet-run --retries 2 --min-ranks 1 --shrink --log $out.log -- mpiexec -n 2 $job > $out.run 2>&1 || { cat $out.run; fail "petnet-run failed"; }
+shrink | midstep_shrink) share/petnet-run --retries 2 --min-ranks 1 --shrink --log $out.log -- mpiexec -n 2 $job > $out.run 2>&1 || { cat $out.run; fail "petnet-run failed"; }
       rtol=1e-10 ranks=1 ;;
 again) cat > $out.launcher <<SH
 #!/bin/bash
@@ -53,3 +59,7 @@ grep -q "restart 1 of .* from $out.B.ckpt (epoch 2) on $ranks ranks\|restart 2 o
 grep -q "the job completed after" $out.log || fail "no completion logged"
 grep -q "^summary:.* epochs=5 .*ranks=$ranks " $out.run || fail "the last attempt did not finish 5 epochs on $ranks ranks"
 python3 tests/ckpt_params.py $out.A.ckpt $out.B.ckpt $rtol || fail "the weights differ from the uninterrupted run's"
+if [[ $case == midstep* ]]; then
+  grep -q "^-trainer_fail_after_step 13: killing rank 1 after batch 3 of 5 of epoch 3 (the last checkpoint is of epoch 2)" $out.run || fail "rank 1 was not killed after batch 3 of epoch 3"
+  grep -q "is ignored (a restarted run does not fail again)" $out.run || fail "the restart did not say that it ignores -trainer_fail_after_step"
+fi

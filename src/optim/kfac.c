@@ -16,7 +16,9 @@
   gradient does in the usual K-FAC implementations. The statistics come from the pass that computed g: the objective
   must run NetForward() and NetBackward() of the mean loss over its mini-batch on the Net given to
   PetNetTaoKFACSetNet() (a Trainer's objective does). State: momentum_buffer (only with momentum); the factors are not
-  part of a checkpoint, and a restarted run gathers them anew.
+  part of a checkpoint: a restarted run's first update rebuilds them from its batch alone (nupdates == 0) and inverts
+  them (ninverted < 0), so the restart is the uninterrupted run to the bit only with stat_decay 0 and inverse_every 1
+  (tests trainer_resume_kfac_2, _history_2).
 */
 #include "optimimpl.h"
 #include "kfacimpl.h"

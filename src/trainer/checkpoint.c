@@ -834,6 +834,10 @@ PetscErrorCode TrainerLoadCheckpoint(Trainer tr, const char file[])
      evaluation of the final weights on the training set is another number) */
   tr->trainlossrestored = (PetscBool)(h[1] >= 3 && tr->epoch > 0);
   if (tr->trainlossrestored) tr->trainloss = best[2];
+  if (tr->failstep >= 0) { /* the testing aid stands for one failure, which the run this restart continues has had */
+    PetscCall(PetscPrintf(comm, "restart from %s: -trainer_fail_after_step %" PetscInt_FMT " is ignored (a restarted run does not fail again)\n", file, tr->failstep));
+    tr->failstep = -1;
+  }
   PetscCall(PetscInfo(tr, "Resumed from %s (format version %" PetscInt_FMT "%s) at epoch %" PetscInt_FMT ", optimizer step %" PetscInt_FMT "\n", file, h[1], h[1] >= 2 ? ", checksum verified" : ", no checksum", tr->epoch, h[3]));
   PetscFunctionReturn(0);
 }

@@ -48,6 +48,7 @@ PetscErrorCode TrainerCreate(MPI_Comm comm, Trainer *trainer)
   tr->besttestloss     = PETSC_MAX_REAL;
   tr->lastcheckpoint   = -1;
   tr->failafter        = -1;
+  tr->failstep         = -1;
   tr->testloss         = PETSC_MAX_REAL;
   tr->testacc          = -1;
   tr->divergencefactor = 1e3;
@@ -357,6 +358,9 @@ PetscErrorCode TrainerSetEpochs(Trainer tr, PetscInt epochs)
 . -trainer_fail_after_epoch <N>       - testing aid: once epoch N (and its checkpoint) has ended on every rank, a rank
                                          kills itself with SIGKILL, as a failure would (-1: never; share/petnet-run
                                          restarts such a job)
+. -trainer_fail_after_step <N>        - testing aid: once the run's N-th mini-batch update (counted from the first
+                                         epoch's first batch) is applied, inside an epoch, a rank kills itself with
+                                         SIGKILL (-1: never; N must not end an epoch; a restarted run does not fail)
 . -trainer_fail_rank <R>               - ... that rank (default 0)
 . -trainer_monitor [ascii,csv,draw][:file] - monitors at the end of every epoch (default: ascii, the progress line on
                                          standard output): ascii:file, csv[:file] or ascii:file:ascii_csv (one row of
@@ -404,7 +408,9 @@ PetscErrorCode TrainerSetFromOptions(Trainer tr)
   PetscCall(PetNetOptionsBoundedInt("-trainer_checkpoint_every", "Write the checkpoint every N epochs (0: only at the end)", "TrainerSaveCheckpoint", tr->checkpointevery, &tr->checkpointevery, NULL, 0));
   PetscCall(PetscOptionsString("-trainer_restart", "Resume from this checkpoint", "TrainerLoadCheckpoint", tr->restart, tr->restart, sizeof(tr->restart), NULL));
   PetscCall(PetNetOptionsBoundedInt("-trainer_fail_after_epoch", "Testing aid: kill a rank with SIGKILL after epoch N (and its checkpoint) ends, as a failure would (-1: never)", "TrainerTrain", tr->failafter, &tr->failafter, NULL, -1));
-  PetscCall(PetNetOptionsBoundedInt("-trainer_fail_rank", "Testing aid: the rank -trainer_fail_after_epoch kills", "TrainerTrain", tr->failrank, &tr->failrank, NULL, 0));
+  PetscCall(PetNetOptionsBoundedInt("-trainer_fail_after_step", "Testing aid: kill a rank with SIGKILL once the run's N-th mini-batch update is applied, inside an epoch (-1: never; not in a restarted run)", "TrainerTrain", tr->failstep,
+                                    &tr->failstep, NULL, -1));
+  PetscCall(PetNetOptionsBoundedInt("-trainer_fail_rank", "Testing aid: the rank -trainer_fail_after_epoch or -trainer_fail_after_step kills", "TrainerTrain", tr->failrank, &tr->failrank, NULL, 0));
   {
     char      value[PETSC_MAX_PATH_LEN + 64] = "ascii", option[256];
     PetscBool set;

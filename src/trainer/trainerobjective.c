@@ -36,9 +36,10 @@ PetscErrorCode TrainerEnsureWorkVecs_Private(Trainer tr, Vec X)
   PetscFunctionReturn(0);
 }
 
-/* The TaoSetUpdate hook: draw batch k of this epoch; print a progress line every -trainer_progress_interval seconds. In a
-   population with -trainer_tournament_unit steps, the tournament due after the previous step runs first (it may
-   replace the solution and the optimizer's state: TrainerPopulationStep_Private()). */
+/* The TaoSetUpdate hook: draw batch k of this epoch; print a progress line every -trainer_progress_interval seconds.
+   Before batch k, k updates of this epoch are applied: -trainer_fail_after_step N fails here, inside an epoch; then, in
+   a population with -trainer_tournament_unit steps, the tournament due after the previous step runs (it may replace
+   the solution and the optimizer's state: TrainerPopulationStep_Private()). */
 PetscErrorCode TrainerNextBatch_Private(Tao tao, PetscInt it, void *ctx)
 {
   Trainer        tr = (Trainer)ctx;
@@ -46,6 +47,7 @@ PetscErrorCode TrainerNextBatch_Private(Tao tao, PetscInt it, void *ctx)
 
   PetscFunctionBegin;
   PetscCheck(tr->ibatch < tr->nbatches, PetscObjectComm((PetscObject)tr), PETSC_ERR_PLIB, "Asked for batch %" PetscInt_FMT " of an epoch of %" PetscInt_FMT, tr->ibatch, tr->nbatches);
+  if (tr->failstep > 0 && tr->ibatch > 0 && (PetscInt64)tr->epoch * tr->nbatches + tr->ibatch == tr->failstep) PetscCall(TrainerInjectFailure_Private(tr, "-trainer_fail_after_step", tr->failstep));
   PetscCall(TrainerPopulationStep_Private(tr));
   PetscCall(DatasetGetBatch(tr->train, tr->ibatch, &tr->X, &tr->T));
   tr->ibatch++;

@@ -105,12 +105,14 @@ static PetscErrorCode TrainerEvaluateTest_Private(Trainer tr)
 }
 
 /*
-  Testing aid (-trainer_fail_after_epoch N, -trainer_fail_rank R): once every rank has ended epoch N (its checkpoint,
-  when one is due, complete and renamed), rank R kills itself with SIGKILL, as a lost node or the kernel's OOM killer
-  would: no error handler, no MPI_Finalize, no flush. mpiexec then ends the other ranks. What survives is what a real
-  failure leaves: the last complete checkpoint (share/petnet-run restarts from it).
+  Testing aids (-trainer_fail_after_epoch N, -trainer_fail_after_step N, -trainer_fail_rank R): once every rank has
+  reached the point (the end of epoch N, its checkpoint, when one is due, complete and renamed; or the run's N-th
+  mini-batch update applied, in the middle of an epoch, long after the last checkpoint), rank R kills itself with
+  SIGKILL, as a lost node or the kernel's OOM killer would: no error handler, no MPI_Finalize, no flush but the line
+  it prints. mpiexec then ends the other ranks. What survives is what a real failure leaves: the last complete
+  checkpoint (share/petnet-run restarts from it). option and value name the aid in that line.
 */
-static PetscErrorCode TrainerInjectFailure_Private(Trainer tr)
+PetscErrorCode TrainerInjectFailure_Private(Trainer tr, const char option[], PetscInt value)
 {
   MPI_Comm    comm;
   PetscMPIInt rank, size;
@@ -122,10 +124,31 @@ static PetscErrorCode TrainerInjectFailure_Private(Trainer tr)
   PetscCheck(tr->failrank < size, comm, PETSC_ERR_ARG_OUTOFRANGE, "-trainer_fail_rank %" PetscInt_FMT " does not exist: this run has ranks 0 to %d", tr->failrank, size - 1);
   PetscCallMPI(MPI_Barrier(comm));
   if (rank == tr->failrank) {
-    PetscCall(PetscInfo(tr, "-trainer_fail_after_epoch %" PetscInt_FMT ": killing rank %d\n", tr->failafter, rank));
+    PetscCall(PetscInfo(tr, "%s %" PetscInt_FMT ": killing rank %d\n", option, value, rank));
+    if (tr->failstep == value) /* mid-epoch: say where, so that a test can tell it from an end of epoch */
+      PetscCall(PetscFPrintf(PETSC_COMM_SELF, stdout, "%s %" PetscInt_FMT ": killing rank %d after batch %" PetscInt_FMT " of %" PetscInt_FMT " of epoch %" PetscInt_FMT " (the last checkpoint is of epoch %" PetscInt_FMT ")\n", option, value, rank,
+                             tr->ibatch, tr->nbatches, tr->epoch + 1, tr->lastcheckpoint));
     (void)fflush(stdout);
     (void)kill(getpid(), SIGKILL);
   }
+  PetscFunctionReturn(0);
+}
+
+/* -trainer_fail_after_step N, checked before the first epoch: a mini-batch run, N inside an epoch of this run */
+static PetscErrorCode TrainerCheckFailStep_Private(Trainer tr)
+{
+  MPI_Comm comm = PetscObjectComm((PetscObject)tr);
+
+  PetscFunctionBegin;
+  if (tr->failstep < 0) PetscFunctionReturn(0);
+  PetscCheck(tr->minibatch, comm, PETSC_ERR_ARG_INCOMP, "-trainer_fail_after_step %" PetscInt_FMT " needs mini-batch training: in full-batch mode an epoch is one update, so fail at an epoch's end with -trainer_fail_after_epoch", tr->failstep);
+  PetscCheck(tr->failstep % tr->nbatches != 0, comm, PETSC_ERR_ARG_OUTOFRANGE,
+             "-trainer_fail_after_step %" PetscInt_FMT " is the last update of epoch %" PetscInt_FMT " (%" PetscInt_FMT " batches per epoch): give a step inside an epoch (not a multiple of %" PetscInt_FMT
+             "), or fail at that epoch's end with -trainer_fail_after_epoch %" PetscInt_FMT,
+             tr->failstep, tr->failstep / tr->nbatches, tr->nbatches, tr->nbatches, tr->failstep / tr->nbatches);
+  PetscCheck(tr->failstep < (PetscInt64)tr->epochs * tr->nbatches, comm, PETSC_ERR_ARG_OUTOFRANGE,
+             "-trainer_fail_after_step %" PetscInt_FMT " is beyond this run's %" PetscInt_FMT " updates (%" PetscInt_FMT " epochs of %" PetscInt_FMT " batches): give a step from 1 to %" PetscInt64_FMT, tr->failstep, tr->epochs * tr->nbatches,
+             tr->epochs, tr->nbatches, (PetscInt64)tr->epochs * tr->nbatches - 1);
   PetscFunctionReturn(0);
 }
 
@@ -146,7 +169,7 @@ static PetscErrorCode TrainerEndEpoch_Private(Trainer tr, PetscInt epoch, PetscR
   PetscCall(TrainerPopulationMonitor_Private(tr, tr->epoch));
   PetscCall(TrainerMonitorSharpness_Private(tr, tr->epoch));
   if (tr->checkpoint[0] && tr->checkpointevery > 0 && tr->epoch % tr->checkpointevery == 0) PetscCall(TrainerSaveCheckpoint(tr, tr->checkpoint));
-  if (tr->epoch == tr->failafter) PetscCall(TrainerInjectFailure_Private(tr));
+  if (tr->epoch == tr->failafter) PetscCall(TrainerInjectFailure_Private(tr, "-trainer_fail_after_epoch", tr->failafter));
   if (tr->test && tr->patience > 0) {
     if (tr->testloss < tr->besttestloss) {
       tr->besttestloss = tr->testloss;
@@ -286,6 +309,7 @@ PetscErrorCode TrainerTrain(Trainer tr)
     PetscFunctionReturn(0);
   }
   tr->divergedstate = PETSC_FALSE;
+  PetscCall(TrainerCheckFailStep_Private(tr));
   if (!tr->minibatch) {
     /* full batch: one TaoSolve of at most the remaining epochs' iterations; TrainerFullBatchMonitor_Private() ends
        every epoch (= iteration) */

@@ -71,6 +71,8 @@ struct _p_Trainer {
   PetscInt  lastcheckpoint;
   PetscBool trainlossrestored;   /* trainloss is the last epoch's, from the checkpoint (format 3): not evaluated again */
   PetscInt  failafter, failrank; /* testing aid (-trainer_fail_after_epoch N, -trainer_fail_rank R): SIGKILL rank R after epoch N */
+  PetscInt  failstep;            /* testing aid (-trainer_fail_after_step N): SIGKILL rank R once the run's N-th mini-batch update is
+                                    applied, inside an epoch (N not a multiple of the batches per epoch); never in a restarted run */
 
   /* monitors (trainermonitor.c): called in order at the end of every epoch */
 #define TRAINER_MAX_MONITORS 10
@@ -102,6 +104,7 @@ struct _p_Trainer {
 PETSC_INTERN PetscErrorCode TrainerObjectiveMiniBatch_Private(Tao, Vec, PetscReal *, Vec, void *);
 PETSC_INTERN PetscErrorCode TrainerObjectiveFullBatch_Private(Tao, Vec, PetscReal *, Vec, void *);
 PETSC_INTERN PetscErrorCode TrainerNextBatch_Private(Tao, PetscInt, void *);
+PETSC_INTERN PetscErrorCode TrainerInjectFailure_Private(Trainer, const char[], PetscInt);
 PETSC_INTERN PetscErrorCode TrainerEnsureWorkVecs_Private(Trainer, Vec);
 PETSC_INTERN PetscErrorCode TrainerAccumulate_Private(Trainer, Dataset, PetscReal *, Vec, PetscInt *, Vec);
 PETSC_INTERN PetscErrorCode TrainerMatchNormalization_Private(Trainer, Dataset);
