@@ -297,6 +297,15 @@ static PetscErrorCode NetPlaceCheckModes(Net net)
                "Node %s (%s) communicates over the Net's ranks in its kernels (its statistics or its operator span the whole batch), which a pipeline stage does not hold: with -net_stages / -net_microbatches each micro-batch would get its own "
                "statistics. Use layernorm instead of batchnorm, or drop the stages",
                net->nodes[k].name, ((PetscObject)l)->type_name);
+    if (l->draws) {
+      PetscBool drop;
+
+      PetscCall(PetscObjectTypeCompare((PetscObject)l, LAYERDROPOUT, &drop));
+      SETERRQ(comm, PETSC_ERR_SUP,
+              "Node %s (%s) draws a dropout mask in training mode from the global sample index, and its backward pass replays the last forward's mask: with -net_stages / -net_microbatches / -net_parallel subgraph the micro-batches "
+              "run one after another on part of the ranks, which it does not support yet. Drop the placement, or the node's dropout (%s%s%s)",
+              net->nodes[k].name, ((PetscObject)l)->type_name, drop ? "dropout:0 in its spelling" : "-", drop ? "" : (((PetscObject)l)->prefix ? ((PetscObject)l)->prefix : ""), drop ? "" : "attention_dropout 0");
+    }
   }
   PetscFunctionReturn(0);
 }

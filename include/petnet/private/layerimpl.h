@@ -157,6 +157,10 @@ struct _p_Layer {
                             so every rank enters every call, even one asked for nothing (dx, dtheta NULL): the kind itself
                             agrees with the other ranks on what to compute (a rank without samples cannot tell from its
                             NULL arrays) */
+  PetscBool draws;       /* training mode draws random numbers indexed by the global sample (dropout's mask, attention
+                            dropout): its forward finds the rows' offset collectively (an MPI_Exscan) and backward replays
+                            the last forward's draw, which a placement's micro-batches (run one after another on part of
+                            the ranks) do not allow yet */
   PetscBool discrete;    /* its input holds integer ids (embedding): nothing is differentiable with respect to it (its
                             cotangent is zero), and a derivative test must not perturb it (NetTestJacobian()) */
   PetscBool actonly;     /* the kernels read nothing of a forward pass but its input and output arrays (no masks,
@@ -177,7 +181,7 @@ struct _p_Layer {
                             (d of them where its settings leave the number open: one kernel value, one factor); it has no
                             kernels in this form (a copy of it in the other form runs on a box of the field). Pointwise
                             kinds ignore it. Set before LayerSetUp(). */
-  PetscLogEvent event[LAYER_NUM_PHASES];
+  PetscLogEvent     event[LAYER_NUM_PHASES];
   PetNetGemmBackend gemm; /* who runs the float kernels' GEMMs (LayerGemmSingle()'s epilogue): native (sgemm) unless its
                              Net sets oneDNN (NetSetBackend() at single or bfloat16, include/petnet/private/onednnimpl.h) */
 

@@ -731,7 +731,8 @@ static PetscErrorCode LayerSetFromOptions_Attention(Layer layer, PetscOptionItem
   PetscCall(PetscOptionsReal("-attention_dropout", "Probability of dropping an attention weight in training mode", "LayerSetArguments", p, &p, &set));
   if (set) {
     PetscCheck(p >= 0 && p < 1, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "The %s: -%sattention_dropout (the probability of dropping an attention weight) must be in [0, 1), not %g", node, prefix, (double)p);
-    att->p = p;
+    att->p       = p;
+    layer->draws = (PetscBool)(p > 0);
   }
   PetscCall(PetscOptionsInt("-attention_tile", "Keys per tile of the kernel (and query rows per block)", "LayerSetArguments", tile, &tile, &set));
   if (set) {
@@ -831,6 +832,7 @@ static PetscErrorCode LayerAttentionSetHeadBlock_Attention(Layer layer, Layer wh
   att->base    = w->base;
   att->tile    = w->tile;
   att->p       = w->p;
+  layer->draws = (PetscBool)(w->p > 0);
   att->seed    = w->seed;
   att->hstart  = hstart;
   att->hblock  = hblock;

@@ -269,6 +269,7 @@ static PetscErrorCode LayerDropoutSetProbability_Dropout(Layer layer, PetscReal 
   PetscFunctionBegin;
   PetscCheck(p >= 0 && p <= 1, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "dropout probability must be in [0, 1], not %g", (double)p);
   ((Layer_Dropout *)layer->data)->p = p;
+  layer->draws                      = (PetscBool)(p > 0);
   PetscFunctionReturn(0);
 }
 
@@ -366,6 +367,7 @@ PETSC_INTERN PetscErrorCode LayerCreate_Dropout(Layer layer)
   PetscFunctionBegin;
   PetscCall(PetscNew(&drop));
   drop->p                    = 0.5;
+  layer->draws               = PETSC_TRUE;
   layer->data                = drop;
   layer->ops->forward        = LayerForward_Dropout;
   layer->ops->backward       = LayerBackward_Dropout;
