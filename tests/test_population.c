@@ -8,7 +8,8 @@ static const char help[] = "Population training (src/trainer/population.c) on th
                            "  -case hyper    : K trainers (-trainer_population K) with -trainer_population_init/explore: each trainer's\n"
                            "                   hyperparameters read back with the public getters (PetNetTaoSGDGetMomentum(), ...,\n"
                            "                   LossCrossEntropyGetLabelSmoothing()) after TrainerSetUp() (the init spread) and after\n"
-                           "                   training (the values the last tournament line printed, explore steps included)\n"
+                           "                   training (the values the last tournament line printed, explore steps included);\n"
+                           "                   with -trainer_population_monitor FILE, rank 0 prints the CSV's rows\n"
                            "  -case subset   : DatasetCreateSubset() of a set-up Dataset holds the same values as a Dataset of the\n"
                            "                   same file with an offset and a limit, bit for bit\n"
                            "Options: -dir (the IDX folder), -limit N (training samples), -tsamples Nt (the tournament set)\n";
@@ -280,6 +281,18 @@ int main(int argc, char **argv)
     PetscCall(PrintHyper(world, tr, loss, k, "after set-up"));
     PetscCall(TrainerTrain(tr));
     PetscCall(PrintHyper(world, tr, loss, k, "after training"));
+    { /* -trainer_population_monitor FILE (one file): its rows, a column for each hyperparameter searched after lr */
+      char      csv[PETSC_MAX_PATH_LEN], row[1024];
+      PetscBool set;
+      FILE     *fp;
+
+      PetscCall(PetscOptionsGetString(NULL, NULL, "-trainer_population_monitor", csv, sizeof(csv), &set));
+      if (set && rank == 0) {
+        PetscCall(PetscFOpen(PETSC_COMM_SELF, csv, "r", &fp));
+        while (fgets(row, sizeof(row), fp)) PetscCall(PetscPrintf(PETSC_COMM_SELF, "csv: %s", row));
+        PetscCall(PetscFClose(PETSC_COMM_SELF, fp));
+      }
+    }
     PetscCall(LossDestroy(&loss));
     PetscCall(TrainerDestroy(&tr));
   } else
