@@ -123,6 +123,10 @@ static PetscErrorCode PrintHyper(MPI_Comm world, Trainer tr, Loss loss, PetscInt
     PetscCall(PetNetTaoKFACGetKLClip(tao, &v[3]));
     PetscCall(PetscSNPrintf(line + len, sizeof(line) - len, " damping %.6g stat_decay %.6g momentum %.6g kl_clip %.6g", (double)v[0], (double)v[1], (double)v[2], (double)v[3]));
   }
+  PetscCall(PetNetTaoGetLRStep(tao, NULL, &v[0]));
+  PetscCall(PetNetTaoGetLRCosine(tao, NULL, &v[1]));
+  PetscCall(PetscStrlen(line, &len));
+  PetscCall(PetscSNPrintf(line + len, sizeof(line) - len, " gamma %.6g lr_min %.6g", (double)v[0], (double)v[1]));
   PetscCall(LossCrossEntropyGetLabelSmoothing(loss, &has, &v[0]));
   PetscCall(PetscStrlen(line, &len));
   if (has) PetscCall(PetscSNPrintf(line + len, sizeof(line) - len, " smoothing %.6g", (double)v[0]));

@@ -469,6 +469,7 @@ static PetscErrorCode TrainerApplyCheckpointRunSection_Private(Trainer tr, const
   }
   if (saved->runi[2] && isoptim) {
     const char *type = saved->runc;
+    PetscBool   gammataken, lrmintaken;
     struct {
       const char *suffix;
       PetscReal   was, is;
@@ -499,6 +500,8 @@ static PetscErrorCode TrainerApplyCheckpointRunSection_Private(Trainer tr, const
                    (double)is, opt, (double)was);
       }
     }
+    PetscCall(TrainerPopulationRestoreHyper_Private(tr, "gamma", saved->runr[1], &gammataken)); /* a population's own (else compared below) */
+    PetscCall(TrainerPopulationRestoreHyper_Private(tr, "lr_min", saved->runr[2], &lrmintaken));
     PetscCheck(saved->runi[3] == now.runi[3] && saved->runi[3] >= 0 && saved->runi[3] <= PETNET_LR_COSINE, comm, PETSC_ERR_ARG_INCOMP,
                "Checkpoint %s was written by a run with -%stao_lr_schedule %s, but this run has %s: restart with -%stao_lr_schedule %s", file, tprefix,
                saved->runi[3] >= 0 && saved->runi[3] <= PETNET_LR_COSINE ? PetNetLRScheduleTypes[saved->runi[3]] : "(corrupt)", PetNetLRScheduleTypes[now.runi[3]], tprefix,
@@ -508,12 +511,12 @@ static PetscErrorCode TrainerApplyCheckpointRunSection_Private(Trainer tr, const
     if (now.runi[3] == PETNET_LR_STEP) {
       PetscCheck(saved->runi[4] == now.runi[4], comm, PETSC_ERR_ARG_INCOMP, "Checkpoint %s was written by a run with -%stao_lr_step_size %" PetscInt_FMT ", but this run has %" PetscInt_FMT ": restart with -%stao_lr_step_size %" PetscInt_FMT, file,
                  tprefix, saved->runi[4], now.runi[4], tprefix, saved->runi[4]);
-      PetscCheck(saved->runr[1] == now.runr[1], comm, PETSC_ERR_ARG_INCOMP, "Checkpoint %s was written by a run with -%stao_lr_gamma %g, but this run has %g: restart with -%stao_lr_gamma %g", file, tprefix, (double)saved->runr[1],
+      PetscCheck(gammataken || saved->runr[1] == now.runr[1], comm, PETSC_ERR_ARG_INCOMP, "Checkpoint %s was written by a run with -%stao_lr_gamma %g, but this run has %g: restart with -%stao_lr_gamma %g", file, tprefix, (double)saved->runr[1],
                  (double)now.runr[1], tprefix, (double)saved->runr[1]);
     }
     if (now.runi[3] == PETNET_LR_COSINE) {
-      PetscCheck(saved->runr[2] == now.runr[2], comm, PETSC_ERR_ARG_INCOMP, "Checkpoint %s was written by a run with -%stao_lr_min %g, but this run has %g: restart with -%stao_lr_min %g", file, tprefix, (double)saved->runr[2], (double)now.runr[2],
-                 tprefix, (double)saved->runr[2]);
+      PetscCheck(lrmintaken || saved->runr[2] == now.runr[2], comm, PETSC_ERR_ARG_INCOMP, "Checkpoint %s was written by a run with -%stao_lr_min %g, but this run has %g: restart with -%stao_lr_min %g", file, tprefix, (double)saved->runr[2],
+                 (double)now.runr[2], tprefix, (double)saved->runr[2]);
       if (now.runi[5] > 0 && now.runi[5] != (saved->runi[5] > 0 ? saved->runi[5] : saved->runi[7]))
         PetscCall(PetscPrintf(comm, "restart from %s: the cosine schedule now ends at update %" PetscInt_FMT " (-%stao_lr_cosine_iterations), not at update %" PetscInt_FMT " as in the run that wrote it\n", file, now.runi[5], tprefix,
                               saved->runi[5] > 0 ? saved->runi[5] : saved->runi[7]));

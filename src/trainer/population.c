@@ -22,11 +22,12 @@
               adam, adamw             beta1, beta2, eps
               rmsprop                 alpha, eps, momentum
               kfac                    damping, stat_decay, momentum, kl_clip
+              every PetNet optimizer  gamma, lr_min (the schedule's: -tao_lr_gamma, -tao_lr_min)
               crossentropy loss       smoothing (-loss_label_smoothing)                      last
             -trainer_population_init NAME:LO:HI:log|lin spreads trainer k's initial value over the range:
             LO (HI/LO)^(k/(K-1)) (log) or LO + (HI - LO) k/(K-1) (lin); K = 1: LO. A name the TAO type (or the loss)
             does not have, or a range that leaves the setter's valid range (beta1 in [0, 1), damping > 0, ...), is
-            refused at TrainerSetUp(), before any training. The schedule's gamma and lr_min are not searched.
+            refused at TrainerSetUp(), before any training.
 
   and at the end of every -trainer_tournament_interval-th epoch (after the divergence test, before the test evaluation)
   a tournament:
@@ -68,7 +69,7 @@
 #include <petnet/private/trainerimpl.h>
 #include <petnet/private/layerimpl.h> /* the layers' buffers (batchnorm's running statistics) move with the model */
 
-#define POP_MAXHYPER  8                   /* hyperparameter slots of a trainer: lr, wd, the TAO type's own, smoothing */
+#define POP_MAXHYPER  12                  /* hyperparameter slots of a trainer: lr, wd, the TAO type's own, the schedule's, smoothing */
 #define POP_NFACTORS  16                  /* explore factors per hyperparameter */
 #define POP_NREQUEST  16                  /* names given to -trainer_population_init and -trainer_population_explore */
 #define POP_HEADER    (6 + POP_MAXHYPER)  /* the exchange's header: n, nstate, step, diverged, nbuffers, nhyper, values */
@@ -87,6 +88,7 @@ typedef struct {
   PetscErrorCode (*set)(Trainer, PetscReal);
   PetscReal lo, hi;
   PetscBool loopen, hiopen;
+  PetscInt  schedule; /* >= 0: only with this PetNetLRScheduleType (gamma: step, lr_min: cosine) */
 } PopHyperKind;
 
 /* What -trainer_population_init and -trainer_population_explore said about one name, before the TAO type is known */
@@ -217,9 +219,9 @@ PetscErrorCode TrainerPopulationSplit(MPI_Comm comm, const char prefix[], MPI_Co
 . -trainer_tournament_metric <loss,accuracy>         - how a trainer scores the two models on its tournament set (default loss)
 . -trainer_tournament_exchange <parameters,state>    - exchange the parameters only, or the optimizer's state too
 . -trainer_population_seed <s>                       - seed of the pairings and of the explore draws
-. -trainer_population_init <name:lo:hi:log|lin,...>  - spread the trainers' initial hyperparameters over ranges; names: lr, wd, smoothing (crossentropy's label smoothing) and the TAO type's own: momentum, dampening (sgd); beta1, beta2, eps (adam,
-adamw); alpha, eps, momentum (rmsprop); damping, stat_decay, momentum, kl_clip (kfac) . -trainer_population_explore <name:f1,f2,...>       - a trainer that takes a model takes its hyperparameters times a factor drawn from the list, clipped into the
-valid range (an open end, beta1 < 1, closed by the init range)
+. -trainer_population_init <name:lo:hi:log|lin,...>  - spread the trainers' initial hyperparameters over ranges; names: lr, wd, gamma, lr_min (the schedule's), smoothing (crossentropy's label smoothing) and the TAO type's own: momentum, dampening
+(sgd); beta1, beta2, eps (adam, adamw); alpha, eps, momentum (rmsprop); damping, stat_decay, momentum, kl_clip (kfac) . -trainer_population_explore <name:f1,f2,...>       - a trainer that takes a model takes its hyperparameters times a factor drawn
+from the list, clipped into the valid range (an open end, beta1 < 1, closed by the init range)
 - -trainer_population_monitor <file>                 - CSV of every trainer's epochs, written by rank 0 of the job (%d in the name: one file per trainer)
 
   Notes:
@@ -511,6 +513,36 @@ static PetscErrorCode PopSetKFACKLClip(Trainer tr, PetscReal v)
   PetscCall(PetNetTaoKFACSetKLClip(tr->tao, v));
   PetscFunctionReturn(0);
 }
+static PetscErrorCode PopGetGamma(Trainer tr, PetscReal *v)
+{
+  PetscFunctionBegin;
+  PetscCall(PetNetTaoGetLRStep(tr->tao, NULL, v));
+  PetscFunctionReturn(0);
+}
+static PetscErrorCode PopSetGamma(Trainer tr, PetscReal v)
+{
+  PetscInt stepsize;
+
+  PetscFunctionBegin;
+  PetscCall(PetNetTaoGetLRStep(tr->tao, &stepsize, NULL));
+  PetscCall(PetNetTaoSetLRStep(tr->tao, stepsize, v));
+  PetscFunctionReturn(0);
+}
+static PetscErrorCode PopGetLRMin(Trainer tr, PetscReal *v)
+{
+  PetscFunctionBegin;
+  PetscCall(PetNetTaoGetLRCosine(tr->tao, NULL, v));
+  PetscFunctionReturn(0);
+}
+static PetscErrorCode PopSetLRMin(Trainer tr, PetscReal v)
+{
+  PetscInt its;
+
+  PetscFunctionBegin;
+  PetscCall(PetNetTaoGetLRCosine(tr->tao, &its, NULL));
+  PetscCall(PetNetTaoSetLRCosine(tr->tao, its, v));
+  PetscFunctionReturn(0);
+}
 static PetscErrorCode PopGetSmoothing(Trainer tr, PetscReal *v)
 {
   PetscFunctionBegin;
@@ -525,23 +557,26 @@ static PetscErrorCode PopSetSmoothing(Trainer tr, PetscReal v)
 }
 
 /* Every searchable hyperparameter, in slot order: lr and wd first (slots 0 and 1, whose explore draws keep the place they
-   had before the other names existed), then the TAO types' own, then the loss's. A name appears once per TAO type. */
+   had before the other names existed), then the TAO types' own, then the schedule's (every PetNet optimizer: gamma
+   acts with -tao_lr_schedule step, lr_min with cosine), then the loss's. A name appears once per TAO type. */
 static const PopHyperKind PopHyperKinds[] = {
-    {"lr", "learning rate", "PetNetTaoGetLearningRate_C", PopGetLR, PopSetLR, 0, PETSC_MAX_REAL, PETSC_FALSE, PETSC_FALSE},
-    {"wd", "weight decay", "PetNetTaoGetWeightDecay_C", PopGetWD, PopSetWD, 0, PETSC_MAX_REAL, PETSC_FALSE, PETSC_FALSE},
-    {"momentum", "sgd's momentum", "PetNetTaoSGDGetMomentum_C", PopGetSGDMomentum, PopSetSGDMomentum, 0, PETSC_MAX_REAL, PETSC_FALSE, PETSC_FALSE},
-    {"dampening", "sgd's dampening", "PetNetTaoSGDGetDampening_C", PopGetSGDDampening, PopSetSGDDampening, 0, 1, PETSC_FALSE, PETSC_FALSE},
-    {"beta1", "Adam's decay of the first moment", "PetNetTaoAdamGetBetas_C", PopGetBeta1, PopSetBeta1, 0, 1, PETSC_FALSE, PETSC_TRUE},
-    {"beta2", "Adam's decay of the second moment", "PetNetTaoAdamGetBetas_C", PopGetBeta2, PopSetBeta2, 0, 1, PETSC_FALSE, PETSC_TRUE},
-    {"eps", "Adam's eps", "PetNetTaoAdamGetEpsilon_C", PopGetAdamEps, PopSetAdamEps, 0, PETSC_MAX_REAL, PETSC_FALSE, PETSC_FALSE},
-    {"alpha", "RMSprop's smoothing constant", "PetNetTaoRMSpropGetAlpha_C", PopGetRMSAlpha, PopSetRMSAlpha, 0, 1, PETSC_FALSE, PETSC_FALSE},
-    {"eps", "RMSprop's eps", "PetNetTaoRMSpropGetEpsilon_C", PopGetRMSEps, PopSetRMSEps, 0, PETSC_MAX_REAL, PETSC_FALSE, PETSC_FALSE},
-    {"momentum", "RMSprop's momentum", "PetNetTaoRMSpropGetMomentum_C", PopGetRMSMomentum, PopSetRMSMomentum, 0, PETSC_MAX_REAL, PETSC_FALSE, PETSC_FALSE},
-    {"damping", "K-FAC's damping", "PetNetTaoKFACGetDamping_C", PopGetKFACDamping, PopSetKFACDamping, 0, PETSC_MAX_REAL, PETSC_TRUE, PETSC_FALSE},
-    {"stat_decay", "K-FAC's decay of the factors", "PetNetTaoKFACGetStatDecay_C", PopGetKFACDecay, PopSetKFACDecay, 0, 1, PETSC_FALSE, PETSC_TRUE},
-    {"momentum", "K-FAC's momentum", "PetNetTaoKFACGetMomentum_C", PopGetKFACMomentum, PopSetKFACMomentum, 0, PETSC_MAX_REAL, PETSC_FALSE, PETSC_FALSE},
-    {"kl_clip", "K-FAC's KL clip", "PetNetTaoKFACGetKLClip_C", PopGetKFACKLClip, PopSetKFACKLClip, 0, PETSC_MAX_REAL, PETSC_FALSE, PETSC_FALSE},
-    {"smoothing", "the cross-entropy's label smoothing", "LossCrossEntropyGetLabelSmoothing_C", PopGetSmoothing, PopSetSmoothing, 0, 1, PETSC_FALSE, PETSC_TRUE},
+    {"lr", "learning rate", "PetNetTaoGetLearningRate_C", PopGetLR, PopSetLR, 0, PETSC_MAX_REAL, PETSC_FALSE, PETSC_FALSE, -1},
+    {"wd", "weight decay", "PetNetTaoGetWeightDecay_C", PopGetWD, PopSetWD, 0, PETSC_MAX_REAL, PETSC_FALSE, PETSC_FALSE, -1},
+    {"momentum", "sgd's momentum", "PetNetTaoSGDGetMomentum_C", PopGetSGDMomentum, PopSetSGDMomentum, 0, PETSC_MAX_REAL, PETSC_FALSE, PETSC_FALSE, -1},
+    {"dampening", "sgd's dampening", "PetNetTaoSGDGetDampening_C", PopGetSGDDampening, PopSetSGDDampening, 0, 1, PETSC_FALSE, PETSC_FALSE, -1},
+    {"beta1", "Adam's decay of the first moment", "PetNetTaoAdamGetBetas_C", PopGetBeta1, PopSetBeta1, 0, 1, PETSC_FALSE, PETSC_TRUE, -1},
+    {"beta2", "Adam's decay of the second moment", "PetNetTaoAdamGetBetas_C", PopGetBeta2, PopSetBeta2, 0, 1, PETSC_FALSE, PETSC_TRUE, -1},
+    {"eps", "Adam's eps", "PetNetTaoAdamGetEpsilon_C", PopGetAdamEps, PopSetAdamEps, 0, PETSC_MAX_REAL, PETSC_FALSE, PETSC_FALSE, -1},
+    {"alpha", "RMSprop's smoothing constant", "PetNetTaoRMSpropGetAlpha_C", PopGetRMSAlpha, PopSetRMSAlpha, 0, 1, PETSC_FALSE, PETSC_FALSE, -1},
+    {"eps", "RMSprop's eps", "PetNetTaoRMSpropGetEpsilon_C", PopGetRMSEps, PopSetRMSEps, 0, PETSC_MAX_REAL, PETSC_FALSE, PETSC_FALSE, -1},
+    {"momentum", "RMSprop's momentum", "PetNetTaoRMSpropGetMomentum_C", PopGetRMSMomentum, PopSetRMSMomentum, 0, PETSC_MAX_REAL, PETSC_FALSE, PETSC_FALSE, -1},
+    {"damping", "K-FAC's damping", "PetNetTaoKFACGetDamping_C", PopGetKFACDamping, PopSetKFACDamping, 0, PETSC_MAX_REAL, PETSC_TRUE, PETSC_FALSE, -1},
+    {"stat_decay", "K-FAC's decay of the factors", "PetNetTaoKFACGetStatDecay_C", PopGetKFACDecay, PopSetKFACDecay, 0, 1, PETSC_FALSE, PETSC_TRUE, -1},
+    {"momentum", "K-FAC's momentum", "PetNetTaoKFACGetMomentum_C", PopGetKFACMomentum, PopSetKFACMomentum, 0, PETSC_MAX_REAL, PETSC_FALSE, PETSC_FALSE, -1},
+    {"kl_clip", "K-FAC's KL clip", "PetNetTaoKFACGetKLClip_C", PopGetKFACKLClip, PopSetKFACKLClip, 0, PETSC_MAX_REAL, PETSC_FALSE, PETSC_FALSE, -1},
+    {"gamma", "the step schedule's factor", "PetNetTaoGetLRStep_C", PopGetGamma, PopSetGamma, 0, PETSC_MAX_REAL, PETSC_TRUE, PETSC_FALSE, PETNET_LR_STEP},
+    {"lr_min", "the cosine schedule's final rate", "PetNetTaoGetLRCosine_C", PopGetLRMin, PopSetLRMin, 0, PETSC_MAX_REAL, PETSC_FALSE, PETSC_FALSE, PETNET_LR_COSINE},
+    {"smoothing", "the cross-entropy's label smoothing", "LossCrossEntropyGetLabelSmoothing_C", PopGetSmoothing, PopSetSmoothing, 0, 1, PETSC_FALSE, PETSC_TRUE, -1},
 };
 
 /* The index of explore draw of trainer k's slot h in a tournament's draws [K * POP_MAXHYPER]: slots 0 and 1 (lr, wd)
@@ -675,10 +710,13 @@ static PetscErrorCode PopHyperSetUp(Trainer tr)
   const char       *prefix = ((PetscObject)tr)->prefix ? ((PetscObject)tr)->prefix : "";
   const char       *taotype, *losstype;
   char              names[256], range[64];
+  PetNetTaoSettings settings;
+  PetscBool         isoptim;
 
   PetscFunctionBegin;
   PetscCall(TaoGetType(tr->tao, &taotype));
   PetscCall(LossGetType(tr->loss, &losstype));
+  PetscCall(PetNetTaoGetSettings(tr->tao, &isoptim, &settings));
   pop->nhyper = 0;
   for (size_t i = 0; i < sizeof(PopHyperKinds) / sizeof(PopHyperKinds[0]); i++) {
     const PopHyperKind *kind = &PopHyperKinds[i];
@@ -686,7 +724,7 @@ static PetscErrorCode PopHyperSetUp(Trainer tr)
     void (*f)(void)          = NULL;
 
     PetscCall(PetscObjectQueryFunction(obj, kind->query, &f));
-    if (!f) continue;
+    if (!f || (kind->schedule >= 0 && (!isoptim || (PetscInt)settings.schedule != kind->schedule))) continue;
     PetscCheck(pop->nhyper < POP_MAXHYPER, comm, PETSC_ERR_PLIB, "More than %d hyperparameters: raise POP_MAXHYPER", POP_MAXHYPER);
     pop->hyper[pop->nhyper++] = (PopHyper){.kind = kind};
   }
@@ -697,7 +735,8 @@ static PetscErrorCode PopHyperSetUp(Trainer tr)
 
     for (PetscInt h = 0; h < pop->nhyper; h++)
       if (!strcmp(pop->hyper[h].kind->name, req->name)) hp = &pop->hyper[h];
-    PetscCheck(hp, comm, PETSC_ERR_ARG_WRONG, "-%strainer_population_%s %s: the TAO type %s (loss %s) has no hyperparameter \"%s\"; it has %s", prefix, req->explore ? "explore" : "init", req->name, taotype, losstype, req->name, names);
+    PetscCheck(hp, comm, PETSC_ERR_ARG_WRONG, "-%strainer_population_%s %s: the TAO type %s (loss %s) has no hyperparameter \"%s\"; it has %s (and gamma with -tao_lr_schedule step, lr_min with cosine)", prefix, req->explore ? "explore" : "init",
+               req->name, taotype, losstype, req->name, names);
     hp->req = req;
     hp->clo = hp->kind->lo;
     hp->chi = hp->kind->hi;
@@ -783,12 +822,13 @@ PetscErrorCode TrainerPopulationSetFromOptions_Private(Trainer tr, PetscOptionIt
   PetscCall(PetscSNPrintf(opt, sizeof(opt), "-%strainer_population_init", prefix));
   spec[0] = 0;
   PetscCall(PetscOptionsString("-trainer_population_init",
-                               "Initial hyperparameters spread over ranges: NAME:LO:HI:log|lin,... (NAME: lr, wd, smoothing, the TAO type's own: momentum, dampening, beta1, beta2, eps, alpha, damping, stat_decay, kl_clip)", "TrainerSetPopulation",
-                               spec, spec, sizeof(spec), &set));
+                               "Initial hyperparameters spread over ranges: NAME:LO:HI:log|lin,... (NAME: lr, wd, gamma, lr_min, smoothing, the TAO type's own: momentum, dampening, beta1, beta2, eps, alpha, damping, stat_decay, kl_clip)",
+                               "TrainerSetPopulation", spec, spec, sizeof(spec), &set));
   if (set) PetscCall(PopParseInit(pop, comm, opt, spec));
   PetscCall(PetscSNPrintf(opt, sizeof(opt), "-%strainer_population_explore", prefix));
   spec[0] = 0;
-  PetscCall(PetscOptionsString("-trainer_population_explore", "Factors on the hyperparameters a trainer takes with a model: NAME:F1,F2,...", "TrainerSetPopulation", spec, spec, sizeof(spec), &set));
+  PetscCall(PetscOptionsString("-trainer_population_explore", "Factors on the hyperparameters a trainer takes with a model: NAME:F1,F2,... (the names of -trainer_population_init; values clipped into the valid range)", "TrainerSetPopulation", spec,
+                               spec, sizeof(spec), &set));
   if (set) PetscCall(PopParseExplore(pop, comm, opt, spec));
   PetscCall(PetscOptionsString("-trainer_population_monitor", "CSV of every trainer's epochs (rank 0 of the job writes it; %d in the name: one file per trainer)", "TrainerSetPopulation", pop->monitor, pop->monitor, sizeof(pop->monitor), NULL));
   PetscFunctionReturn(0);
@@ -1078,7 +1118,7 @@ PetscErrorCode TrainerPopulationTournament_Private(Trainer tr, PetscInt epoch)
     PetscCall(MPIU_Allreduce(MPI_IN_PLACE, &bad, 1, MPIU_INT, MPI_MAX, comm));
     PetscCheck(!bad, comm, PETSC_ERR_ARG_INCOMP,
                "Tournament %" PetscInt_FMT ": two trainers hold their parameters (or optimizer state, or hyperparameters) in different layouts, so their models cannot be exchanged rank by rank: the trainers of a population must be alike (the same "
-                                           "Net, rank count, parallel mode and optimizer)",
+               "Net, rank count, parallel mode and optimizer)",
                t + 1);
     if (p >= 0) {
       PetscInt64   len = (PetscInt64)n * (1 + nstate) + nb, off = len - nb;
@@ -1330,6 +1370,16 @@ PetscErrorCode TrainerPopulationView_Private(Trainer tr, PetscViewer viewer)
   PetscCall(PetscViewerASCIIPrintf(viewer, "population: trainer %" PetscInt_FMT " of %" PetscInt_FMT " (%d ranks each), data %s, shard of %" PetscInt_FMT " samples from %" PetscInt_FMT ", tournament set %" PetscInt_FMT "\n", pop->k, pop->K, pop->P,
                                    PopDatas[pop->data], pop->shardsize, pop->shardstart, pop->tsamples));
   PetscCall(PetscViewerASCIIPrintf(viewer, "tournaments: every %" PetscInt_FMT " epochs, metric %s, exchange %s, seed %" PetscInt_FMT "\n", pop->interval, PopMetrics[pop->metric], PopExchanges[pop->exchange], pop->seed));
+  if (pop->nhyper) { /* set up: this trainer's values, those searched (init or explore) marked with * */
+    char   line[1024] = "";
+    size_t len;
+
+    for (PetscInt h = 0; h < pop->nhyper; h++) {
+      PetscCall(PetscStrlen(line, &len));
+      PetscCall(PetscSNPrintf(line + len, sizeof(line) - len, "%s %s%s %g", h ? "," : "", pop->hyper[h].kind->name, pop->hyper[h].req ? "*" : "", (double)pop->hyper[h].value));
+    }
+    PetscCall(PetscViewerASCIIPrintf(viewer, "hyperparameters (* searched):%s\n", line));
+  }
   PetscFunctionReturn(0);
 }
 
