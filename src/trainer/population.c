@@ -930,7 +930,9 @@ PetscErrorCode TrainerPopulationSetUp_Private(Trainer tr)
     } else
       PetscCall(hp->kind->get(tr, &hp->value));
   }
-  if (pop->exchange == POP_EXCHANGE_STATE) { /* a momentum spread from 0 keeps no buffer on trainer 0: the states differ */
+  if (pop->exchange == POP_EXCHANGE_STATE || tr->checkpoint[0]) {
+    /* a momentum spread from 0 keeps no buffer on trainer 0: the states differ, so they cannot be exchanged; and a
+       trainer that takes a momentum > 0 grows a buffer mid-run, which its restart (momentum 0 at set-up) lacks */
     PetscInt nstate, range[2];
 
     PetscCall(PetNetTaoGetState(tr->tao, &nstate, NULL, NULL));
@@ -938,9 +940,9 @@ PetscErrorCode TrainerPopulationSetUp_Private(Trainer tr)
     range[1] = -nstate;
     PetscCall(MPIU_Allreduce(MPI_IN_PLACE, range, 2, MPIU_INT, MPI_MIN, pop->comm));
     PetscCheck(range[0] == -range[1], pop->comm, PETSC_ERR_ARG_INCOMP,
-               "-%strainer_tournament_exchange state: the trainers' optimizers hold %" PetscInt_FMT " to %" PetscInt_FMT
-               " state Vecs after -%strainer_population_init (a momentum of 0 keeps no momentum buffer), so their states cannot be exchanged: start the momentum's range above 0, or exchange parameters",
-               prefix, range[0], -range[1], prefix);
+               "-%s%s: the trainers' optimizers hold %" PetscInt_FMT " to %" PetscInt_FMT " state Vecs after -%strainer_population_init (a momentum of 0 keeps no momentum buffer), so %s: start the momentum's range above 0 (e.g. 0.1)", prefix,
+               pop->exchange == POP_EXCHANGE_STATE ? "trainer_tournament_exchange state" : "trainer_checkpoint", range[0], -range[1], prefix,
+               pop->exchange == POP_EXCHANGE_STATE ? "their states cannot be exchanged" : "a trainer that takes a momentum > 0 would grow a buffer that its restart cannot match");
   }
   if (pop->k > 0) tr->monitordefault = PETSC_FALSE; /* one progress line per epoch: trainer 0's; the others are in the tournament lines and the CSV */
   PetscCall(VecDestroy(&pop->keep));
