@@ -41,8 +41,9 @@
        (batchnorm's running statistics: a model is its parameters and its buffers). The trainers are alike, so the local layouts agree; a mismatch
        (trainers that differ) is refused on every rank, before anything is copied.
     3. each trainer scores its own model and the partner's on its own tournament set (-trainer_tournament_metric loss:
-       lower is better, the cross-entropy without label smoothing; accuracy: higher), and keeps the partner's model only if it is strictly better (a tie keeps
-       its own): each trainer decides on its own set, as LTFB does. A diverged model (NaN or Inf) scores worst.
+       lower is better, the cross-entropy without label smoothing; accuracy: higher), and keeps the partner's model
+       only if it is strictly better (a tie keeps its own): each trainer decides on its own set, as LTFB does. A
+       diverged model (NaN or Inf) scores worst.
     4. a trainer that took the partner's model takes its hyperparameters (all slots), each times a factor drawn from
        -trainer_population_explore NAME:f1,f2,... (draw u_{k,h}, the same on every rank: PopDrawIndex()), clipped into
        [clo, chi] = the setter's valid range, an open end (beta1 < 1, stat_decay < 1, smoothing < 1, damping > 0)
@@ -69,7 +70,7 @@
 #include <petnet/private/trainerimpl.h>
 #include <petnet/private/layerimpl.h> /* the layers' buffers (batchnorm's running statistics) move with the model */
 
-#define POP_MAXHYPER  12                  /* hyperparameter slots of a trainer: lr, wd, the TAO type's own, the schedule's, smoothing */
+#define POP_MAXHYPER  12                  /* a trainer's hyperparameter slots: lr, wd, the type's, the schedule's, smoothing */
 #define POP_NFACTORS  16                  /* explore factors per hyperparameter */
 #define POP_NREQUEST  16                  /* names given to -trainer_population_init and -trainer_population_explore */
 #define POP_HEADER    (6 + POP_MAXHYPER)  /* the exchange's header: n, nstate, step, diverged, nbuffers, nhyper, values */
