@@ -39,6 +39,7 @@ PETSC_EXTERN PetscErrorCode LossCountCorrect(Loss, Vec, Vec, PetscInt *);
 PETSC_EXTERN PetscErrorCode LossCrossEntropySetIgnoreIndex(Loss, PetscInt);
 PETSC_EXTERN PetscErrorCode LossCrossEntropyGetIgnoreIndex(Loss, PetscBool *, PetscInt *);
 PETSC_EXTERN PetscErrorCode LossCrossEntropySetLabelSmoothing(Loss, PetscReal);
+PETSC_EXTERN PetscErrorCode LossCrossEntropyGetLabelSmoothing(Loss, PetscBool *, PetscReal *);
 
 /*
   Curvature of the mean loss f(theta) = Loss(Net(X; theta), T) over a batch, as a MATSHELL on the parameter layout

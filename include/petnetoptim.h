@@ -56,9 +56,12 @@ PETSC_EXTERN PetscErrorCode PetNetTaoRegisterAll(void);
 PETSC_EXTERN PetscErrorCode PetNetTaoSetLearningRate(Tao, PetscReal);
 PETSC_EXTERN PetscErrorCode PetNetTaoGetLearningRate(Tao, PetscReal *);
 PETSC_EXTERN PetscErrorCode PetNetTaoSetWeightDecay(Tao, PetscReal);
+PETSC_EXTERN PetscErrorCode PetNetTaoGetWeightDecay(Tao, PetscReal *);
 PETSC_EXTERN PetscErrorCode PetNetTaoSetLRSchedule(Tao, PetNetLRScheduleType);
 PETSC_EXTERN PetscErrorCode PetNetTaoSetLRStep(Tao, PetscInt, PetscReal);
+PETSC_EXTERN PetscErrorCode PetNetTaoGetLRStep(Tao, PetscInt *, PetscReal *);
 PETSC_EXTERN PetscErrorCode PetNetTaoSetLRCosine(Tao, PetscInt, PetscReal);
+PETSC_EXTERN PetscErrorCode PetNetTaoGetLRCosine(Tao, PetscInt *, PetscReal *);
 PETSC_EXTERN PetscErrorCode PetNetTaoSetLRWarmup(Tao, PetscInt);
 PETSC_EXTERN PetscErrorCode PetNetTaoSetLRHorizon(Tao, PetscInt);
 PETSC_EXTERN PetscErrorCode PetNetTaoComputeLearningRate(Tao, PetscInt, PetscReal *);
@@ -79,19 +82,23 @@ typedef struct {
                                                        PetNetTaoSetLRHorizon(), else the Tao's max_it) */
   PetscReal lr, gamma, lrmin, weightdecay;
   PetscInt  nhyper; /* the kind's own settings, option -tao_<type>_<hypername[k]> = hyper[k] (flags 0 or 1) */
-  char      hypername[PETNET_TAO_MAX_HYPER][16];
+  char      hypername[PETNET_TAO_MAX_HYPER][24];
   PetscReal hyper[PETNET_TAO_MAX_HYPER];
 } PetNetTaoSettings;
 PETSC_EXTERN PetscErrorCode PetNetTaoGetSettings(Tao, PetscBool *, PetNetTaoSettings *);
 
 /* sgd */
 PETSC_EXTERN PetscErrorCode PetNetTaoSGDSetMomentum(Tao, PetscReal);
+PETSC_EXTERN PetscErrorCode PetNetTaoSGDGetMomentum(Tao, PetscReal *);
 PETSC_EXTERN PetscErrorCode PetNetTaoSGDSetDampening(Tao, PetscReal);
+PETSC_EXTERN PetscErrorCode PetNetTaoSGDGetDampening(Tao, PetscReal *);
 PETSC_EXTERN PetscErrorCode PetNetTaoSGDSetNesterov(Tao, PetscBool);
 
 /* adam and adamw */
 PETSC_EXTERN PetscErrorCode PetNetTaoAdamSetBetas(Tao, PetscReal, PetscReal);
+PETSC_EXTERN PetscErrorCode PetNetTaoAdamGetBetas(Tao, PetscReal *, PetscReal *);
 PETSC_EXTERN PetscErrorCode PetNetTaoAdamSetEpsilon(Tao, PetscReal);
+PETSC_EXTERN PetscErrorCode PetNetTaoAdamGetEpsilon(Tao, PetscReal *);
 PETSC_EXTERN PetscErrorCode PetNetTaoAdamSetAMSGrad(Tao, PetscBool);
 
 /* rmsprop */
@@ -99,6 +106,9 @@ PETSC_EXTERN PetscErrorCode PetNetTaoRMSpropSetAlpha(Tao, PetscReal);
 PETSC_EXTERN PetscErrorCode PetNetTaoRMSpropSetEpsilon(Tao, PetscReal);
 PETSC_EXTERN PetscErrorCode PetNetTaoRMSpropSetMomentum(Tao, PetscReal);
 PETSC_EXTERN PetscErrorCode PetNetTaoRMSpropSetCentered(Tao, PetscBool);
+PETSC_EXTERN PetscErrorCode PetNetTaoRMSpropGetAlpha(Tao, PetscReal *);
+PETSC_EXTERN PetscErrorCode PetNetTaoRMSpropGetEpsilon(Tao, PetscReal *);
+PETSC_EXTERN PetscErrorCode PetNetTaoRMSpropGetMomentum(Tao, PetscReal *);
 
 /* kfac: natural-gradient descent with the Kronecker-factored Fisher (K-FAC) of the Net's dense and conv2d layers. It
    reads the factor statistics from the forward and backward pass of the objective, so it needs that Net (a Trainer
@@ -110,6 +120,10 @@ PETSC_EXTERN PetscErrorCode PetNetTaoKFACSetUpdateFrequency(Tao, PetscInt, Petsc
 PETSC_EXTERN PetscErrorCode PetNetTaoKFACSetMomentum(Tao, PetscReal);
 PETSC_EXTERN PetscErrorCode PetNetTaoKFACSetKLClip(Tao, PetscReal);
 PETSC_EXTERN PetscErrorCode PetNetTaoKFACSetUncoveredGradient(Tao, PetscBool);
+PETSC_EXTERN PetscErrorCode PetNetTaoKFACGetDamping(Tao, PetscReal *);
+PETSC_EXTERN PetscErrorCode PetNetTaoKFACGetStatDecay(Tao, PetscReal *);
+PETSC_EXTERN PetscErrorCode PetNetTaoKFACGetMomentum(Tao, PetscReal *);
+PETSC_EXTERN PetscErrorCode PetNetTaoKFACGetKLClip(Tao, PetscReal *);
 PETSC_EXTERN PetscErrorCode PetNetTaoKFACGetFactorEntries(Tao, PetscInt64 *, PetscInt64 *);
 PETSC_EXTERN PetscErrorCode PetNetPCSetKFAC(PC, Net);
 PETSC_EXTERN PetscErrorCode PetNetPCKFACUpdateStatistics(PC);

@@ -3,18 +3,18 @@
 # (issue 33 item 5: "a checkpoint holds ... the population (every trainer's model and hyperparameters)"): each trainer
 # writes its own file (NAME.k), a restart reads them back, the learning rates are the checkpoint's (not the init
 # spread), the tournaments are counted, so the pairs and explore draws after the restart are the uninterrupted run's.
-#   usage: tests/population_resume.sh NAME RANKS RESTART_RANKS RTOL [STEPS]   (suite lines population_resume_*)
-# STEPS: tournaments every STEPS optimizer steps (-trainer_tournament_unit steps; 4 steps per epoch) instead of every epoch.
+#   usage: tests/population_resume.sh NAME RANKS RESTART_RANKS RTOL [OPTIONS...]    (suite lines population_resume_*;
+#   OPTIONS are appended to the program's, e.g. another -tao_type and other hyperparameters to spread and explore)
 # 4 trainers, explore on, 5 epochs: every trainer's final checkpoint against the uninterrupted run's (tests/ckpt_params.py,
 # RTOL 0: the same bits), the tournament lines after the restart and the summary's winner and winner_lr.
 cd "$(dirname "$0")/.." || exit 2
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader
-name=$1 na=$2 nb=$3 rtol=$4 steps=$5
+name=$1 na=$2 nb=$3 rtol=$4
+shift 4
 out=tests/out/${name}_run
 mkdir -p tests/out && rm -f $out.*
 fail() { echo "FAIL: $*"; exit 1; }
-prog="bin/fashion -net_layers dense:16,relu,dense:10 -tao_type adam -tao_lr_schedule cosine -train_dataset_limit 400 -test_dataset_limit 200 -trainer_epochs 5 -trainer_batch_size 20 -trainer_monitor 0 -trainer_population 4 -trainer_tournament_samples 20 -trainer_population_init lr:1e-4:1e-2:log -trainer_population_explore lr:0.5,2 -trainer_population_seed 7 -malloc_debug -malloc_dump"
-[[ -n $steps ]] && prog="$prog -trainer_tournament_unit steps -trainer_tournament_interval $steps"
+prog="bin/fashion -net_layers dense:16,relu,dense:10 -tao_type adam -tao_lr_schedule cosine -train_dataset_limit 400 -test_dataset_limit 200 -trainer_epochs 5 -trainer_batch_size 20 -trainer_monitor 0 -trainer_population 4 -trainer_tournament_samples 20 -trainer_population_init lr:1e-4:1e-2:log -trainer_population_explore lr:0.5,2 -trainer_population_seed 7 -malloc_debug -malloc_dump $*"
 mpiexec --oversubscribe -n $na $prog -trainer_checkpoint $out.A.ckpt > $out.A.log 2>&1 || { cat $out.A.log; fail "the uninterrupted run failed"; }
 mpiexec --oversubscribe -n $na $prog -trainer_checkpoint $out.B.ckpt -trainer_checkpoint_every 1 -trainer_fail_after_epoch 2 -trainer_fail_rank $((na - 1)) > $out.B1.log 2>&1 && { cat $out.B1.log; fail "-trainer_fail_after_epoch 2 did not kill the run"; }
 for k in 0 1 2 3; do [[ -f $out.B.ckpt.$k ]] || fail "no checkpoint of trainer $k after the failure"; done

@@ -9,6 +9,11 @@ static const char help[] = "Population training (src/trainer/population.c) on th
                            "                   tie, so that with -trainer_tournament_unit steps the tournaments inside the epochs\n"
                            "                   must leave training as it is without them\n"
                            "  -case batches  : trainer k with batch size 20 + 10 k and -trainer_tournament_unit steps: refused\n"
+                           "  -case hyper    : K trainers (-trainer_population K) with -trainer_population_init/explore: each trainer's\n"
+                           "                   hyperparameters read back with the public getters (PetNetTaoSGDGetMomentum(), ...,\n"
+                           "                   LossCrossEntropyGetLabelSmoothing()) after TrainerSetUp() (the init spread) and after\n"
+                           "                   training (the values the last tournament line printed, explore steps included);\n"
+                           "                   with -trainer_population_monitor FILE, rank 0 prints the CSV's rows\n"
                            "  -case subset   : DatasetCreateSubset() of a set-up Dataset holds the same values as a Dataset of the\n"
                            "                   same file with an offset and a limit, bit for bit\n"
                            "Options: -dir (the IDX folder), -limit N (training samples), -tsamples Nt (the tournament set)\n";
@@ -19,8 +24,9 @@ static const char help[] = "Population training (src/trainer/population.c) on th
 static char     dir[PETSC_MAX_PATH_LEN] = "/usr/share/datasets/fashion-mnist", layers[256] = "dense:16,relu,dense:10";
 static PetscInt batchsize = 20;
 
-/* A small MLP trained with adam, batch 20, 2 epochs (the options may change them); prefix: the Trainer's options prefix */
-static PetscErrorCode CreateTrainer(MPI_Comm comm, const char prefix[], PetscInt limit, PetscInt offset, Trainer *tr)
+/* A small MLP trained with adam, batch 20, 2 epochs (the options may change them); prefix: the Trainer's options prefix;
+   lossout (may be NULL): a reference to the Loss */
+static PetscErrorCode CreateTrainer(MPI_Comm comm, const char prefix[], PetscInt limit, PetscInt offset, Trainer *tr, Loss *lossout)
 {
   Dataset train, test;
   Net     net;
@@ -52,6 +58,10 @@ static PetscErrorCode CreateTrainer(MPI_Comm comm, const char prefix[], PetscInt
   PetscCall(TrainerSetLoss(*tr, loss));
   PetscCall(TrainerSetDatasets(*tr, train, test));
   PetscCall(NetDestroy(&net));
+  if (lossout) {
+    PetscCall(PetscObjectReference((PetscObject)loss));
+    *lossout = loss;
+  }
   PetscCall(LossDestroy(&loss));
   PetscCall(DatasetDestroy(&train));
   PetscCall(DatasetDestroy(&test));
@@ -75,6 +85,62 @@ static PetscErrorCode MaxRelDiff(MPI_Comm comm, PetscInt n, const PetscScalar *a
   PetscFunctionReturn(0);
 }
 
+/* One line per trainer, in trainer order (rank 0 of each prints): every real hyperparameter of its optimizer and loss,
+   read with the public getters, printed as the tournament line prints them (%.6g) */
+static PetscErrorCode PrintHyper(MPI_Comm world, Trainer tr, Loss loss, PetscInt k, const char when[])
+{
+  Tao         tao;
+  const char *type;
+  PetscReal   v[4];
+  PetscBool   has, sgd, adam, rmsprop, kfac;
+  PetscMPIInt trank;
+  char        line[512];
+  size_t      len;
+
+  PetscFunctionBegin;
+  PetscCall(TrainerGetTao(tr, &tao));
+  PetscCall(TaoGetType(tao, &type));
+  PetscCall(PetNetTaoGetLearningRate(tao, &v[0]));
+  PetscCall(PetNetTaoGetWeightDecay(tao, &v[1]));
+  PetscCall(PetscSNPrintf(line, sizeof(line), "%s, trainer %" PetscInt_FMT " (%s): lr %.6g wd %.6g", when, k, type, (double)v[0], (double)v[1]));
+  PetscCall(PetscStrlen(line, &len));
+  PetscCall(PetscObjectTypeCompare((PetscObject)tao, TAOSGD, &sgd));
+  PetscCall(PetscObjectTypeCompareAny((PetscObject)tao, &adam, TAOADAM, TAOADAMW, ""));
+  PetscCall(PetscObjectTypeCompare((PetscObject)tao, TAORMSPROP, &rmsprop));
+  PetscCall(PetscObjectTypeCompare((PetscObject)tao, TAOKFAC, &kfac));
+  if (sgd) {
+    PetscCall(PetNetTaoSGDGetMomentum(tao, &v[0]));
+    PetscCall(PetNetTaoSGDGetDampening(tao, &v[1]));
+    PetscCall(PetscSNPrintf(line + len, sizeof(line) - len, " momentum %.6g dampening %.6g", (double)v[0], (double)v[1]));
+  } else if (adam) {
+    PetscCall(PetNetTaoAdamGetBetas(tao, &v[0], &v[1]));
+    PetscCall(PetNetTaoAdamGetEpsilon(tao, &v[2]));
+    PetscCall(PetscSNPrintf(line + len, sizeof(line) - len, " beta1 %.6g beta2 %.6g eps %.6g", (double)v[0], (double)v[1], (double)v[2]));
+  } else if (rmsprop) {
+    PetscCall(PetNetTaoRMSpropGetAlpha(tao, &v[0]));
+    PetscCall(PetNetTaoRMSpropGetEpsilon(tao, &v[1]));
+    PetscCall(PetNetTaoRMSpropGetMomentum(tao, &v[2]));
+    PetscCall(PetscSNPrintf(line + len, sizeof(line) - len, " alpha %.6g eps %.6g momentum %.6g", (double)v[0], (double)v[1], (double)v[2]));
+  } else if (kfac) {
+    PetscCall(PetNetTaoKFACGetDamping(tao, &v[0]));
+    PetscCall(PetNetTaoKFACGetStatDecay(tao, &v[1]));
+    PetscCall(PetNetTaoKFACGetMomentum(tao, &v[2]));
+    PetscCall(PetNetTaoKFACGetKLClip(tao, &v[3]));
+    PetscCall(PetscSNPrintf(line + len, sizeof(line) - len, " damping %.6g stat_decay %.6g momentum %.6g kl_clip %.6g", (double)v[0], (double)v[1], (double)v[2], (double)v[3]));
+  }
+  PetscCall(PetNetTaoGetLRStep(tao, NULL, &v[0]));
+  PetscCall(PetNetTaoGetLRCosine(tao, NULL, &v[1]));
+  PetscCall(PetscStrlen(line, &len));
+  PetscCall(PetscSNPrintf(line + len, sizeof(line) - len, " gamma %.6g lr_min %.6g", (double)v[0], (double)v[1]));
+  PetscCall(LossCrossEntropyGetLabelSmoothing(loss, &has, &v[0]));
+  PetscCall(PetscStrlen(line, &len));
+  if (has) PetscCall(PetscSNPrintf(line + len, sizeof(line) - len, " smoothing %.6g", (double)v[0]));
+  PetscCallMPI(MPI_Comm_rank(PetscObjectComm((PetscObject)tr), &trank));
+  if (trank == 0) PetscCall(PetscSynchronizedPrintf(world, "%s\n", line));
+  PetscCall(PetscSynchronizedFlush(world, PETSC_STDOUT));
+  PetscFunctionReturn(0);
+}
+
 int main(int argc, char **argv)
 {
   char        tcase[32] = "exchange";
@@ -87,7 +153,7 @@ int main(int argc, char **argv)
   PetscCallMPI(MPI_Comm_size(world, &size));
   PetscCallMPI(MPI_Comm_rank(world, &rank));
   PetscOptionsBegin(world, NULL, "test_population", NULL);
-  PetscCall(PetscOptionsString("-case", "exchange, twin, subset or batches", NULL, tcase, tcase, sizeof(tcase), NULL));
+  PetscCall(PetscOptionsString("-case", "exchange, twin, hyper, subset or batches", NULL, tcase, tcase, sizeof(tcase), NULL));
   PetscCall(PetscOptionsString("-dir", "IDX folder", NULL, dir, dir, sizeof(dir), NULL));
   PetscCall(PetscOptionsString("-layers", "the Net's layer list", NULL, layers, layers, sizeof(layers), NULL));
   PetscCall(PetscOptionsInt("-limit", "training samples", NULL, limit, &limit, NULL));
@@ -137,7 +203,7 @@ int main(int argc, char **argv)
   }
 
   PetscCall(TrainerPopulationSplit(world, NULL, &sub, &k, &K));
-  PetscCheck(K == 2, world, PETSC_ERR_ARG_WRONG, "run with -trainer_population 2");
+  PetscCheck(K == 2 || !strcmp(tcase, "hyper"), world, PETSC_ERR_ARG_WRONG, "run with -trainer_population 2");
   if (!strcmp(tcase, "exchange")) { /* both trainers hold trainer 1's model after the tournament */
     Trainer            tr;
     Vec                theta;
@@ -149,7 +215,7 @@ int main(int argc, char **argv)
     PetscMPIInt        partner = (PetscMPIInt)((1 - k) * (size / 2) + rank % (size / 2)), m;
     PetscInt           same;
 
-    PetscCall(CreateTrainer(sub, NULL, limit, 0, &tr));
+    PetscCall(CreateTrainer(sub, NULL, limit, 0, &tr, NULL));
     PetscCall(TrainerSetPopulation(tr, world));
     PetscCall(TrainerSetFromOptions(tr));
     PetscCall(TrainerTrain(tr));
@@ -189,14 +255,14 @@ int main(int argc, char **argv)
     PetscBool          bitwise;
     const PetscScalar *a, *b;
 
-    PetscCall(CreateTrainer(sub, NULL, limit, 0, &tr));
+    PetscCall(CreateTrainer(sub, NULL, limit, 0, &tr, NULL));
     PetscCall(TrainerSetPopulation(tr, world));
     PetscCall(TrainerSetFromOptions(tr));
     PetscCall(TrainerTrain(tr));
     PetscCall(PetscOptionsGetString(NULL, NULL, "-trainer_population_data", data, sizeof(data), NULL));
     if (!strcmp(data, "shared")) S = limit; /* every trainer on the whole set */
     offset = !strcmp(data, "shared") ? 0 : k * S;
-    PetscCall(CreateTrainer(sub, "alone_", S - tsamples, offset, &alone));
+    PetscCall(CreateTrainer(sub, "alone_", S - tsamples, offset, &alone, NULL));
     PetscCall(TrainerSetFromOptions(alone));
     PetscCall(TrainerTrain(alone));
     PetscCall(TrainerGetResults(tr, &epochs, &loss, NULL, NULL, NULL));
@@ -217,11 +283,36 @@ int main(int argc, char **argv)
     PetscCheck(d <= 1e-12 && lossalone <= 1e-12, world, PETSC_ERR_PLIB, "a trainer differs from its twin: parameters by %g, training loss by %g (relative)", (double)d, (double)lossalone);
     PetscCall(TrainerDestroy(&tr));
     PetscCall(TrainerDestroy(&alone));
+  } else if (!strcmp(tcase, "hyper")) { /* the population's values reach the optimizer and the loss */
+    Trainer tr;
+    Loss    loss;
+
+    PetscCall(CreateTrainer(sub, NULL, limit, 0, &tr, &loss));
+    PetscCall(TrainerSetPopulation(tr, world));
+    PetscCall(TrainerSetFromOptions(tr));
+    PetscCall(TrainerSetUp(tr));
+    PetscCall(PrintHyper(world, tr, loss, k, "after set-up"));
+    PetscCall(TrainerTrain(tr));
+    PetscCall(PrintHyper(world, tr, loss, k, "after training"));
+    { /* -trainer_population_monitor FILE (one file): its rows, a column for each hyperparameter searched after lr */
+      char      csv[PETSC_MAX_PATH_LEN], row[1024];
+      PetscBool set;
+      FILE     *fp;
+
+      PetscCall(PetscOptionsGetString(NULL, NULL, "-trainer_population_monitor", csv, sizeof(csv), &set));
+      if (set && rank == 0) {
+        PetscCall(PetscFOpen(PETSC_COMM_SELF, csv, "r", &fp));
+        while (fgets(row, sizeof(row), fp)) PetscCall(PetscPrintf(PETSC_COMM_SELF, "csv: %s", row));
+        PetscCall(PetscFClose(PETSC_COMM_SELF, fp));
+      }
+    }
+    PetscCall(LossDestroy(&loss));
+    PetscCall(TrainerDestroy(&tr));
   } else if (!strcmp(tcase, "batches")) { /* trainers that take different numbers of steps per epoch */
     Trainer tr;
 
     batchsize = 20 + 10 * k;
-    PetscCall(CreateTrainer(sub, NULL, limit, 0, &tr));
+    PetscCall(CreateTrainer(sub, NULL, limit, 0, &tr, NULL));
     PetscCall(TrainerSetPopulation(tr, world));
     PetscCall(TrainerSetFromOptions(tr));
     PetscCall(TrainerSetUp(tr));

@@ -129,6 +129,25 @@ static PetscErrorCode PetNetTaoAdamSetEpsilon_Adam(Tao tao, PetscReal eps)
   PetscFunctionReturn(0);
 }
 
+static PetscErrorCode PetNetTaoAdamGetBetas_Adam(Tao tao, PetscReal *beta1, PetscReal *beta2)
+{
+  Tao_Adam *ctx = (Tao_Adam *)((Tao_Optim *)tao->data)->data;
+
+  PetscFunctionBegin;
+  if (beta1) *beta1 = ctx->beta1;
+  if (beta2) *beta2 = ctx->beta2;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode PetNetTaoAdamGetEpsilon_Adam(Tao tao, PetscReal *eps)
+{
+  Tao_Adam *ctx = (Tao_Adam *)((Tao_Optim *)tao->data)->data;
+
+  PetscFunctionBegin;
+  if (eps) *eps = ctx->eps;
+  PetscFunctionReturn(0);
+}
+
 static PetscErrorCode PetNetTaoAdamSetAMSGrad_Adam(Tao tao, PetscBool amsgrad)
 {
   PetscFunctionBegin;
@@ -191,6 +210,8 @@ static PetscErrorCode TaoOptimDestroy_Adam(Tao tao)
   PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoAdamSetBetas_C", NULL));
   PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoAdamSetEpsilon_C", NULL));
   PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoAdamSetAMSGrad_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoAdamGetBetas_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoAdamGetEpsilon_C", NULL));
   PetscCall(PetscFree(opt->data));
   PetscFunctionReturn(0);
 }
@@ -219,6 +240,8 @@ static PetscErrorCode TaoCreate_AdamKind(Tao tao, PetscBool decoupled)
   PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoAdamSetBetas_C", PetNetTaoAdamSetBetas_Adam));
   PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoAdamSetEpsilon_C", PetNetTaoAdamSetEpsilon_Adam));
   PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoAdamSetAMSGrad_C", PetNetTaoAdamSetAMSGrad_Adam));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoAdamGetBetas_C", PetNetTaoAdamGetBetas_Adam));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoAdamGetEpsilon_C", PetNetTaoAdamGetEpsilon_Adam));
   PetscFunctionReturn(0);
 }
 
@@ -330,5 +353,55 @@ PetscErrorCode PetNetTaoAdamSetAMSGrad(Tao tao, PetscBool amsgrad)
   PetscValidHeaderSpecific(tao, TAO_CLASSID, 1);
   PetscValidLogicalCollectiveBool(tao, amsgrad, 2);
   PetscTryMethod(tao, "PetNetTaoAdamSetAMSGrad_C", (Tao, PetscBool), (tao, amsgrad));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  PetNetTaoAdamGetBetas - gets the decays of the first and second moment averages of adam and adamw
+
+  Not collective
+
+  Input Parameter:
+. tao - the Tao, of type adam or adamw (any other type is an error)
+
+  Output Parameters:
++ beta1 - decay of the first moment, in [0, 1) (may be NULL)
+- beta2 - decay of the second moment, in [0, 1) (may be NULL)
+
+  Level: intermediate
+
+.seealso: `TAOADAM`, `PetNetTaoAdamSetBetas()`, `PetNetTaoAdamGetEpsilon()`
+@*/
+PetscErrorCode PetNetTaoAdamGetBetas(Tao tao, PetscReal *beta1, PetscReal *beta2)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(tao, TAO_CLASSID, 1);
+  if (beta1) PetscValidRealPointer(beta1, 2);
+  if (beta2) PetscValidRealPointer(beta2, 3);
+  PetscUseMethod(tao, "PetNetTaoAdamGetBetas_C", (Tao, PetscReal *, PetscReal *), (tao, beta1, beta2));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  PetNetTaoAdamGetEpsilon - gets eps of adam and adamw
+
+  Not collective
+
+  Input Parameter:
+. tao - the Tao, of type adam or adamw (any other type is an error)
+
+  Output Parameter:
+. eps - eps, added to the bias-corrected sqrt(v)
+
+  Level: intermediate
+
+.seealso: `TAOADAM`, `PetNetTaoAdamSetEpsilon()`, `PetNetTaoAdamGetBetas()`
+@*/
+PetscErrorCode PetNetTaoAdamGetEpsilon(Tao tao, PetscReal *eps)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(tao, TAO_CLASSID, 1);
+  PetscValidRealPointer(eps, 2);
+  PetscUseMethod(tao, "PetNetTaoAdamGetEpsilon_C", (Tao, PetscReal *), (tao, eps));
   PetscFunctionReturn(0);
 }

@@ -121,17 +121,23 @@ static PetscErrorCode PetNetTaoKFACSetNet_KFAC(Tao tao, Net net)
 
 static PetscErrorCode PetNetTaoKFACSetDamping_KFAC(Tao tao, PetscReal damping)
 {
+  Tao_KFAC *kf = (Tao_KFAC *)((Tao_Optim *)tao->data)->data;
+
   PetscFunctionBegin;
   PetscCheck(damping > 0, PetscObjectComm((PetscObject)tao), PETSC_ERR_ARG_OUTOFRANGE, "The K-FAC damping (-tao_kfac_damping) must be > 0, not %g", (double)damping);
-  ((Tao_KFAC *)((Tao_Optim *)tao->data)->data)->damping = damping;
+  kf->damping = damping;
+  if (kf->kfac) PetscCall(PetNetKFACSetDamping(kf->kfac, damping)); /* at once: a population may change it between two updates */
   PetscFunctionReturn(0);
 }
 
 static PetscErrorCode PetNetTaoKFACSetStatDecay_KFAC(Tao tao, PetscReal decay)
 {
+  Tao_KFAC *kf = (Tao_KFAC *)((Tao_Optim *)tao->data)->data;
+
   PetscFunctionBegin;
   PetscCheck(decay >= 0 && decay < 1, PetscObjectComm((PetscObject)tao), PETSC_ERR_ARG_OUTOFRANGE, "The K-FAC statistics decay (-tao_kfac_stat_decay) must be in [0, 1), not %g", (double)decay);
-  ((Tao_KFAC *)((Tao_Optim *)tao->data)->data)->decay = decay;
+  kf->decay = decay;
+  if (kf->kfac) PetscCall(PetNetKFACSetDecay(kf->kfac, decay));
   PetscFunctionReturn(0);
 }
 
@@ -162,6 +168,42 @@ static PetscErrorCode PetNetTaoKFACSetKLClip_KFAC(Tao tao, PetscReal klclip)
   PetscFunctionBegin;
   PetscCheck(klclip >= 0, PetscObjectComm((PetscObject)tao), PETSC_ERR_ARG_OUTOFRANGE, "The K-FAC KL clip (-tao_kfac_kl_clip) must be >= 0 (0: no clipping), not %g", (double)klclip);
   ((Tao_KFAC *)((Tao_Optim *)tao->data)->data)->klclip = klclip;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode PetNetTaoKFACGetDamping_KFAC(Tao tao, PetscReal *damping)
+{
+  Tao_KFAC *ctx = (Tao_KFAC *)((Tao_Optim *)tao->data)->data;
+
+  PetscFunctionBegin;
+  if (damping) *damping = ctx->damping;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode PetNetTaoKFACGetStatDecay_KFAC(Tao tao, PetscReal *decay)
+{
+  Tao_KFAC *ctx = (Tao_KFAC *)((Tao_Optim *)tao->data)->data;
+
+  PetscFunctionBegin;
+  if (decay) *decay = ctx->decay;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode PetNetTaoKFACGetMomentum_KFAC(Tao tao, PetscReal *momentum)
+{
+  Tao_KFAC *ctx = (Tao_KFAC *)((Tao_Optim *)tao->data)->data;
+
+  PetscFunctionBegin;
+  if (momentum) *momentum = ctx->momentum;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode PetNetTaoKFACGetKLClip_KFAC(Tao tao, PetscReal *klclip)
+{
+  Tao_KFAC *ctx = (Tao_KFAC *)((Tao_Optim *)tao->data)->data;
+
+  PetscFunctionBegin;
+  if (klclip) *klclip = ctx->klclip;
   PetscFunctionReturn(0);
 }
 
@@ -221,6 +263,33 @@ static PetscErrorCode TaoOptimView_KFAC(Tao tao, PetscViewer viewer)
   PetscFunctionReturn(0);
 }
 
+/* For a checkpoint: this kind's settings that shape the updates (PetNetTaoGetSettings()); the names are the options'
+   suffixes (-tao_kfac_<name>) */
+static PetscErrorCode TaoOptimSettings_KFAC(Tao tao, PetNetTaoSettings *s)
+{
+  Tao_KFAC *kf = (Tao_KFAC *)((Tao_Optim *)tao->data)->data;
+  struct {
+    const char *name;
+    PetscReal   value;
+  } hyper[] = {
+      {"damping", kf->damping},
+      {"stat_decay", kf->decay},
+      {"stat_every", (PetscReal)kf->statevery},
+      {"inverse_every", (PetscReal)kf->inverseevery},
+      {"momentum", kf->momentum},
+      {"kl_clip", kf->klclip},
+      {"uncovered_gradient", kf->uncoveredgradient ? 1.0 : 0.0},
+  };
+
+  PetscFunctionBegin;
+  s->nhyper = (PetscInt)(sizeof(hyper) / sizeof(hyper[0]));
+  for (PetscInt k = 0; k < s->nhyper; k++) {
+    PetscCall(PetscStrncpy(s->hypername[k], hyper[k].name, sizeof(s->hypername[k])));
+    s->hyper[k] = hyper[k].value;
+  }
+  PetscFunctionReturn(0);
+}
+
 static PetscErrorCode TaoOptimDestroy_KFAC(Tao tao)
 {
   Tao_Optim *opt = (Tao_Optim *)tao->data;
@@ -237,6 +306,10 @@ static PetscErrorCode TaoOptimDestroy_KFAC(Tao tao)
   PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoKFACSetMomentum_C", NULL));
   PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoKFACSetKLClip_C", NULL));
   PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoKFACSetUncoveredGradient_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoKFACGetDamping_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoKFACGetStatDecay_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoKFACGetMomentum_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoKFACGetKLClip_C", NULL));
   PetscCall(PetscFree(opt->data));
   PetscFunctionReturn(0);
 }
@@ -288,6 +361,7 @@ PETSC_INTERN PetscErrorCode TaoCreate_KFAC(Tao tao)
   opt->ops.createstate    = TaoOptimCreateState_KFAC;
   opt->ops.update         = TaoOptimUpdate_KFAC;
   opt->ops.destroy        = TaoOptimDestroy_KFAC;
+  opt->ops.settings       = TaoOptimSettings_KFAC;
   tao->data               = opt;
   PetscCall(TaoCreate_Optim_Private(tao, 0.1, 0.0));
   PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoKFACSetNet_C", PetNetTaoKFACSetNet_KFAC));
@@ -297,6 +371,10 @@ PETSC_INTERN PetscErrorCode TaoCreate_KFAC(Tao tao)
   PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoKFACSetMomentum_C", PetNetTaoKFACSetMomentum_KFAC));
   PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoKFACSetKLClip_C", PetNetTaoKFACSetKLClip_KFAC));
   PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoKFACSetUncoveredGradient_C", PetNetTaoKFACSetUncoveredGradient_KFAC));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoKFACGetDamping_C", PetNetTaoKFACGetDamping_KFAC));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoKFACGetStatDecay_C", PetNetTaoKFACGetStatDecay_KFAC));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoKFACGetMomentum_C", PetNetTaoKFACGetMomentum_KFAC));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoKFACGetKLClip_C", PetNetTaoKFACGetKLClip_KFAC));
   PetscFunctionReturn(0);
 }
 
@@ -544,5 +622,101 @@ PetscErrorCode PetNetTaoKFACGetFactorEntries(Tao tao, PetscInt64 *held, PetscInt
 
     if (kf->kfac) PetscCall(PetNetKFACGetFactorEntries(kf->kfac, held, onecopy));
   }
+  PetscFunctionReturn(0);
+}
+
+/*@
+  PetNetTaoKFACGetDamping - gets the Tikhonov damping of kfac
+
+  Not collective
+
+  Input Parameter:
+. tao - the Tao, of type kfac (any other type is an error)
+
+  Output Parameter:
+. damping - the Tikhonov damping lambda, > 0
+
+  Level: intermediate
+
+.seealso: `TAOKFAC`, `PetNetTaoKFACSetDamping()`
+@*/
+PetscErrorCode PetNetTaoKFACGetDamping(Tao tao, PetscReal *damping)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(tao, TAO_CLASSID, 1);
+  PetscValidRealPointer(damping, 2);
+  PetscUseMethod(tao, "PetNetTaoKFACGetDamping_C", (Tao, PetscReal *), (tao, damping));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  PetNetTaoKFACGetStatDecay - gets the decay of the running averages of kfac's factors
+
+  Not collective
+
+  Input Parameter:
+. tao - the Tao, of type kfac (any other type is an error)
+
+  Output Parameter:
+. decay - the decay of the factors' running averages, in [0, 1)
+
+  Level: intermediate
+
+.seealso: `TAOKFAC`, `PetNetTaoKFACSetStatDecay()`
+@*/
+PetscErrorCode PetNetTaoKFACGetStatDecay(Tao tao, PetscReal *decay)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(tao, TAO_CLASSID, 1);
+  PetscValidRealPointer(decay, 2);
+  PetscUseMethod(tao, "PetNetTaoKFACGetStatDecay_C", (Tao, PetscReal *), (tao, decay));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  PetNetTaoKFACGetMomentum - gets the momentum factor of kfac
+
+  Not collective
+
+  Input Parameter:
+. tao - the Tao, of type kfac (any other type is an error)
+
+  Output Parameter:
+. momentum - the momentum factor on the preconditioned direction (0: none)
+
+  Level: intermediate
+
+.seealso: `TAOKFAC`, `PetNetTaoKFACSetMomentum()`
+@*/
+PetscErrorCode PetNetTaoKFACGetMomentum(Tao tao, PetscReal *momentum)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(tao, TAO_CLASSID, 1);
+  PetscValidRealPointer(momentum, 2);
+  PetscUseMethod(tao, "PetNetTaoKFACGetMomentum_C", (Tao, PetscReal *), (tao, momentum));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  PetNetTaoKFACGetKLClip - gets the KL clipping bound of kfac
+
+  Not collective
+
+  Input Parameter:
+. tao - the Tao, of type kfac (any other type is an error)
+
+  Output Parameter:
+. klclip - the KL clipping bound kappa (0: no clipping)
+
+  Level: intermediate
+
+.seealso: `TAOKFAC`, `PetNetTaoKFACSetKLClip()`
+@*/
+PetscErrorCode PetNetTaoKFACGetKLClip(Tao tao, PetscReal *klclip)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(tao, TAO_CLASSID, 1);
+  PetscValidRealPointer(klclip, 2);
+  PetscUseMethod(tao, "PetNetTaoKFACGetKLClip_C", (Tao, PetscReal *), (tao, klclip));
   PetscFunctionReturn(0);
 }

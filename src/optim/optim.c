@@ -196,6 +196,9 @@ static PetscErrorCode TaoDestroy_Optim(Tao tao)
   PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoResetState_C", NULL));
   PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoSetLRHorizon_C", NULL));
   PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoGetSettings_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoGetWeightDecay_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoGetLRStep_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoGetLRCosine_C", NULL));
   PetscCall(PetscFree(tao->data));
   PetscFunctionReturn(0);
 }
@@ -224,6 +227,35 @@ static PetscErrorCode PetNetTaoSetWeightDecay_Optim(Tao tao, PetscReal wd)
   PetscFunctionBegin;
   PetscCheck(wd >= 0, PetscObjectComm((PetscObject)tao), PETSC_ERR_ARG_OUTOFRANGE, "The weight decay (-tao_%s_weight_decay) must be >= 0, not %g", ((PetscObject)tao)->type_name, (double)wd);
   opt->weightdecay = wd;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode PetNetTaoGetWeightDecay_Optim(Tao tao, PetscReal *wd)
+{
+  Tao_Optim *ctx = (Tao_Optim *)tao->data;
+
+  PetscFunctionBegin;
+  if (wd) *wd = ctx->weightdecay;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode PetNetTaoGetLRStep_Optim(Tao tao, PetscInt *stepsize, PetscReal *gamma)
+{
+  Tao_Optim *opt = (Tao_Optim *)tao->data;
+
+  PetscFunctionBegin;
+  if (stepsize) *stepsize = opt->schedule.stepsize;
+  if (gamma) *gamma = opt->schedule.gamma;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode PetNetTaoGetLRCosine_Optim(Tao tao, PetscInt *its, PetscReal *lrmin)
+{
+  Tao_Optim *opt = (Tao_Optim *)tao->data;
+
+  PetscFunctionBegin;
+  if (its) *its = opt->schedule.cosineits;
+  if (lrmin) *lrmin = opt->schedule.lrmin;
   PetscFunctionReturn(0);
 }
 
@@ -374,6 +406,9 @@ PetscErrorCode TaoCreate_Optim_Private(Tao tao, PetscReal lr, PetscReal wd)
   PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoResetState_C", PetNetTaoResetState_Optim));
   PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoSetLRHorizon_C", PetNetTaoSetLRHorizon_Optim));
   PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoGetSettings_C", PetNetTaoGetSettings_Optim));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoGetWeightDecay_C", PetNetTaoGetWeightDecay_Optim));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoGetLRStep_C", PetNetTaoGetLRStep_Optim));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoGetLRCosine_C", PetNetTaoGetLRCosine_Optim));
   PetscFunctionReturn(0);
 }
 
@@ -757,5 +792,77 @@ PetscErrorCode PetNetTaoGetSettings(Tao tao, PetscBool *isoptim, PetNetTaoSettin
     PetscCall((*f)(tao, settings));
   else
     PetscCall(PetscMemzero(settings, sizeof(*settings)));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  PetNetTaoGetWeightDecay - gets the weight decay of a PetNet optimizer
+
+  Not collective
+
+  Input Parameter:
+. tao - the Tao, of type sgd, adam, adamw, rmsprop or kfac (any other type is an error)
+
+  Output Parameter:
+. wd - the weight decay
+
+  Level: intermediate
+
+.seealso: `PetNetTaoSetWeightDecay()`, `PetNetTaoGetLearningRate()`
+@*/
+PetscErrorCode PetNetTaoGetWeightDecay(Tao tao, PetscReal *wd)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(tao, TAO_CLASSID, 1);
+  PetscValidRealPointer(wd, 2);
+  PetscUseMethod(tao, "PetNetTaoGetWeightDecay_C", (Tao, PetscReal *), (tao, wd));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  PetNetTaoGetLRStep - gets the period and factor of the step learning-rate schedule of a PetNet optimizer
+
+  Not collective
+
+  Input Parameter:
+. tao - the Tao, of type sgd, adam, adamw, rmsprop or kfac (any other type is an error)
+
+  Output Parameters:
++ stepsize - the period S in updates (may be NULL)
+- gamma    - the factor gamma applied every S updates (may be NULL)
+
+  Level: intermediate
+
+.seealso: `PetNetTaoSetLRStep()`, `PetNetTaoSetLRSchedule()`
+@*/
+PetscErrorCode PetNetTaoGetLRStep(Tao tao, PetscInt *stepsize, PetscReal *gamma)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(tao, TAO_CLASSID, 1);
+  PetscUseMethod(tao, "PetNetTaoGetLRStep_C", (Tao, PetscInt *, PetscReal *), (tao, stepsize, gamma));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  PetNetTaoGetLRCosine - gets the length and final rate of the cosine learning-rate schedule of a PetNet optimizer
+
+  Not collective
+
+  Input Parameter:
+. tao - the Tao, of type sgd, adam, adamw, rmsprop or kfac (any other type is an error)
+
+  Output Parameters:
++ its   - the length in updates as set (0: the horizon, PetNetTaoSetLRHorizon(), else the Tao's max_it) (may be NULL)
+- lrmin - the final learning rate (may be NULL)
+
+  Level: intermediate
+
+.seealso: `PetNetTaoSetLRCosine()`, `PetNetTaoSetLRSchedule()`
+@*/
+PetscErrorCode PetNetTaoGetLRCosine(Tao tao, PetscInt *its, PetscReal *lrmin)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(tao, TAO_CLASSID, 1);
+  PetscUseMethod(tao, "PetNetTaoGetLRCosine_C", (Tao, PetscInt *, PetscReal *), (tao, its, lrmin));
   PetscFunctionReturn(0);
 }

@@ -95,6 +95,33 @@ static PetscErrorCode PetNetTaoRMSpropSetMomentum_RMSprop(Tao tao, PetscReal mom
   PetscFunctionReturn(0);
 }
 
+static PetscErrorCode PetNetTaoRMSpropGetAlpha_RMSprop(Tao tao, PetscReal *alpha)
+{
+  Tao_RMSprop *ctx = (Tao_RMSprop *)((Tao_Optim *)tao->data)->data;
+
+  PetscFunctionBegin;
+  if (alpha) *alpha = ctx->alpha;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode PetNetTaoRMSpropGetEpsilon_RMSprop(Tao tao, PetscReal *eps)
+{
+  Tao_RMSprop *ctx = (Tao_RMSprop *)((Tao_Optim *)tao->data)->data;
+
+  PetscFunctionBegin;
+  if (eps) *eps = ctx->eps;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode PetNetTaoRMSpropGetMomentum_RMSprop(Tao tao, PetscReal *momentum)
+{
+  Tao_RMSprop *ctx = (Tao_RMSprop *)((Tao_Optim *)tao->data)->data;
+
+  PetscFunctionBegin;
+  if (momentum) *momentum = ctx->momentum;
+  PetscFunctionReturn(0);
+}
+
 static PetscErrorCode PetNetTaoRMSpropSetCentered_RMSprop(Tao tao, PetscBool centered)
 {
   PetscFunctionBegin;
@@ -154,6 +181,9 @@ static PetscErrorCode TaoOptimDestroy_RMSprop(Tao tao)
   PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoRMSpropSetEpsilon_C", NULL));
   PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoRMSpropSetMomentum_C", NULL));
   PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoRMSpropSetCentered_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoRMSpropGetAlpha_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoRMSpropGetEpsilon_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoRMSpropGetMomentum_C", NULL));
   PetscCall(PetscFree(opt->data));
   PetscFunctionReturn(0);
 }
@@ -194,6 +224,9 @@ PETSC_INTERN PetscErrorCode TaoCreate_RMSprop(Tao tao)
   PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoRMSpropSetEpsilon_C", PetNetTaoRMSpropSetEpsilon_RMSprop));
   PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoRMSpropSetMomentum_C", PetNetTaoRMSpropSetMomentum_RMSprop));
   PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoRMSpropSetCentered_C", PetNetTaoRMSpropSetCentered_RMSprop));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoRMSpropGetAlpha_C", PetNetTaoRMSpropGetAlpha_RMSprop));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoRMSpropGetEpsilon_C", PetNetTaoRMSpropGetEpsilon_RMSprop));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoRMSpropGetMomentum_C", PetNetTaoRMSpropGetMomentum_RMSprop));
   PetscFunctionReturn(0);
 }
 
@@ -294,5 +327,77 @@ PetscErrorCode PetNetTaoRMSpropSetCentered(Tao tao, PetscBool centered)
   PetscValidHeaderSpecific(tao, TAO_CLASSID, 1);
   PetscValidLogicalCollectiveBool(tao, centered, 2);
   PetscTryMethod(tao, "PetNetTaoRMSpropSetCentered_C", (Tao, PetscBool), (tao, centered));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  PetNetTaoRMSpropGetAlpha - gets the smoothing constant alpha of rmsprop
+
+  Not collective
+
+  Input Parameter:
+. tao - the Tao, of type rmsprop (any other type is an error)
+
+  Output Parameter:
+. alpha - the smoothing constant of the squared-gradient average, in [0, 1]
+
+  Level: intermediate
+
+.seealso: `TAORMSPROP`, `PetNetTaoRMSpropSetAlpha()`
+@*/
+PetscErrorCode PetNetTaoRMSpropGetAlpha(Tao tao, PetscReal *alpha)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(tao, TAO_CLASSID, 1);
+  PetscValidRealPointer(alpha, 2);
+  PetscUseMethod(tao, "PetNetTaoRMSpropGetAlpha_C", (Tao, PetscReal *), (tao, alpha));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  PetNetTaoRMSpropGetEpsilon - gets eps of rmsprop
+
+  Not collective
+
+  Input Parameter:
+. tao - the Tao, of type rmsprop (any other type is an error)
+
+  Output Parameter:
+. eps - eps, added to the square root in the denominator
+
+  Level: intermediate
+
+.seealso: `TAORMSPROP`, `PetNetTaoRMSpropSetEpsilon()`
+@*/
+PetscErrorCode PetNetTaoRMSpropGetEpsilon(Tao tao, PetscReal *eps)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(tao, TAO_CLASSID, 1);
+  PetscValidRealPointer(eps, 2);
+  PetscUseMethod(tao, "PetNetTaoRMSpropGetEpsilon_C", (Tao, PetscReal *), (tao, eps));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  PetNetTaoRMSpropGetMomentum - gets the momentum factor of rmsprop
+
+  Not collective
+
+  Input Parameter:
+. tao - the Tao, of type rmsprop (any other type is an error)
+
+  Output Parameter:
+. momentum - the momentum factor (0: none)
+
+  Level: intermediate
+
+.seealso: `TAORMSPROP`, `PetNetTaoRMSpropSetMomentum()`
+@*/
+PetscErrorCode PetNetTaoRMSpropGetMomentum(Tao tao, PetscReal *momentum)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(tao, TAO_CLASSID, 1);
+  PetscValidRealPointer(momentum, 2);
+  PetscUseMethod(tao, "PetNetTaoRMSpropGetMomentum_C", (Tao, PetscReal *), (tao, momentum));
   PetscFunctionReturn(0);
 }

@@ -89,6 +89,20 @@ static PetscErrorCode PetNetTaoSGDSetDampening_SGD(Tao tao, PetscReal dampening)
   PetscFunctionReturn(0);
 }
 
+static PetscErrorCode PetNetTaoSGDGetMomentum_SGD(Tao tao, PetscReal *momentum)
+{
+  PetscFunctionBegin;
+  *momentum = ((Tao_SGD *)((Tao_Optim *)tao->data)->data)->momentum;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode PetNetTaoSGDGetDampening_SGD(Tao tao, PetscReal *dampening)
+{
+  PetscFunctionBegin;
+  *dampening = ((Tao_SGD *)((Tao_Optim *)tao->data)->data)->dampening;
+  PetscFunctionReturn(0);
+}
+
 static PetscErrorCode PetNetTaoSGDSetNesterov_SGD(Tao tao, PetscBool nesterov)
 {
   PetscFunctionBegin;
@@ -146,6 +160,8 @@ static PetscErrorCode TaoOptimDestroy_SGD(Tao tao)
   PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoSGDSetMomentum_C", NULL));
   PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoSGDSetDampening_C", NULL));
   PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoSGDSetNesterov_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoSGDGetMomentum_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoSGDGetDampening_C", NULL));
   PetscCall(PetscFree(opt->data));
   PetscFunctionReturn(0);
 }
@@ -183,6 +199,8 @@ PETSC_INTERN PetscErrorCode TaoCreate_SGD(Tao tao)
   PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoSGDSetMomentum_C", PetNetTaoSGDSetMomentum_SGD));
   PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoSGDSetDampening_C", PetNetTaoSGDSetDampening_SGD));
   PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoSGDSetNesterov_C", PetNetTaoSGDSetNesterov_SGD));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoSGDGetMomentum_C", PetNetTaoSGDGetMomentum_SGD));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoSGDGetDampening_C", PetNetTaoSGDGetDampening_SGD));
   PetscFunctionReturn(0);
 }
 
@@ -215,6 +233,30 @@ PetscErrorCode PetNetTaoSGDSetMomentum(Tao tao, PetscReal momentum)
 }
 
 /*@
+  PetNetTaoSGDGetMomentum - gets the momentum factor of sgd
+
+  Not collective
+
+  Input Parameter:
+. tao - the Tao, of type sgd (any other type is an error)
+
+  Output Parameter:
+. momentum - the momentum factor mu (0: no momentum)
+
+  Level: intermediate
+
+.seealso: `TAOSGD`, `PetNetTaoSGDSetMomentum()`, `PetNetTaoSGDGetDampening()`
+@*/
+PetscErrorCode PetNetTaoSGDGetMomentum(Tao tao, PetscReal *momentum)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(tao, TAO_CLASSID, 1);
+  PetscValidRealPointer(momentum, 2);
+  PetscUseMethod(tao, "PetNetTaoSGDGetMomentum_C", (Tao, PetscReal *), (tao, momentum));
+  PetscFunctionReturn(0);
+}
+
+/*@
   PetNetTaoSGDSetDampening - sets the dampening of sgd's momentum, b = mu b + (1 - dampening) d
 
   Logically collective on tao
@@ -236,6 +278,30 @@ PetscErrorCode PetNetTaoSGDSetDampening(Tao tao, PetscReal dampening)
   PetscValidHeaderSpecific(tao, TAO_CLASSID, 1);
   PetscValidLogicalCollectiveReal(tao, dampening, 2);
   PetscTryMethod(tao, "PetNetTaoSGDSetDampening_C", (Tao, PetscReal), (tao, dampening));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  PetNetTaoSGDGetDampening - gets the dampening of sgd's momentum
+
+  Not collective
+
+  Input Parameter:
+. tao - the Tao, of type sgd (any other type is an error)
+
+  Output Parameter:
+. dampening - the dampening, in [0, 1]
+
+  Level: intermediate
+
+.seealso: `TAOSGD`, `PetNetTaoSGDSetDampening()`, `PetNetTaoSGDGetMomentum()`
+@*/
+PetscErrorCode PetNetTaoSGDGetDampening(Tao tao, PetscReal *dampening)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(tao, TAO_CLASSID, 1);
+  PetscValidRealPointer(dampening, 2);
+  PetscUseMethod(tao, "PetNetTaoSGDGetDampening_C", (Tao, PetscReal *), (tao, dampening));
   PetscFunctionReturn(0);
 }
 

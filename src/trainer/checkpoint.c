@@ -25,7 +25,10 @@
                                    low), its pass counter (high, low)
     real     runr[nr]            (version 5) base learning rate, gamma, lr_min, weight decay, the rate of the next update,
                                  then the optimizer's nhyper settings (PetNetTaoGetSettings(): adam's beta1, beta2, eps,
-                                 amsgrad; sgd's momentum, dampening, nesterov; rmsprop's alpha, eps, momentum, centered)
+                                 amsgrad; sgd's momentum, dampening, nesterov; rmsprop's alpha, eps, momentum, centered;
+                                 kfac's damping, stat_decay, stat_every, inverse_every, momentum, kl_clip,
+                                 uncovered_gradient, since 2026-11-30: older kfac files have nhyper 0), then (since
+                                 2026-11-30; nr tells whether it is there) the loss's label smoothing (0 without one)
     char     runc[nc]            (version 5) the TAO type
     Vec     parameters           (PetscInt classid, PetscInt size, then the values, as VecView() writes them)
     Vec     optimizer state (moments, ...) one after the other
@@ -359,7 +362,7 @@ static PetscErrorCode TrainerCheckpointRunSection_Private(Trainer tr, TrainerRun
   PetscCall(TaoGetType(tr->tao, &type));
   PetscCall(PetscStrlen(type, &len));
   rs->ni = TRAINER_CHECKPOINT_NRUN_INT + TRAINER_CHECKPOINT_NLAYER_INT * nlayers;
-  rs->nr = TRAINER_CHECKPOINT_NRUN_REAL + set.nhyper;
+  rs->nr = TRAINER_CHECKPOINT_NRUN_REAL + set.nhyper + 1;
   rs->nc = (PetscInt)len;
   PetscCall(PetscCalloc3(rs->ni, &rs->runi, rs->nr, &rs->runr, rs->nc + 1, &rs->runc));
   rs->runi[0] = tr->epochs;
@@ -397,6 +400,7 @@ static PetscErrorCode TrainerCheckpointRunSection_Private(Trainer tr, TrainerRun
   rs->runr[3] = set.weightdecay;
   rs->runr[4] = next;
   for (PetscInt k = 0; k < set.nhyper; k++) rs->runr[TRAINER_CHECKPOINT_NRUN_REAL + k] = set.hyper[k];
+  PetscCall(LossCrossEntropyGetLabelSmoothing(tr->loss, NULL, &rs->runr[TRAINER_CHECKPOINT_NRUN_REAL + set.nhyper]));
   PetscCall(PetscMemcpy(rs->runc, type, len));
   PetscFunctionReturn(0);
 }
@@ -465,25 +469,39 @@ static PetscErrorCode TrainerApplyCheckpointRunSection_Private(Trainer tr, const
   }
   if (saved->runi[2] && isoptim) {
     const char *type = saved->runc;
+    PetscBool   gammataken, lrmintaken;
     struct {
       const char *suffix;
       PetscReal   was, is;
     } real[] = {{"lr", saved->runr[0], now.runr[0]}, {"weight_decay", saved->runr[3], now.runr[3]}};
 
-    if (tr->population) PetscCall(TrainerPopulationRestoreHyper_Private(tr, saved->runr[0], saved->runr[3])); /* the population's, not the options' */
-    for (size_t k = 0; k < sizeof(real) / sizeof(real[0]) && !tr->population; k++) {
+    /* in a population, the hyperparameters it carries are the checkpoint's (TrainerPopulationRestoreHyper_Private()) */
+    for (size_t k = 0; k < sizeof(real) / sizeof(real[0]); k++) {
+      PetscBool taken;
+
+      PetscCall(TrainerPopulationRestoreHyper_Private(tr, k ? "wd" : "lr", real[k].was, &taken));
+      if (taken) continue;
       PetscCall(PetscSNPrintf(opt, sizeof(opt), "-%stao_%s_%s", tprefix, type, real[k].suffix));
       PetscCheck(real[k].was == real[k].is, comm, PETSC_ERR_ARG_INCOMP, "Checkpoint %s was written by a run with %s %g, but this run gives %g: restart with %s %g (the run the checkpoint continues), or start afresh without -trainer_restart", file,
                  opt, (double)real[k].was, (double)real[k].is, opt, (double)real[k].was);
     }
-    PetscCheck(saved->runi[11] == set.nhyper, comm, PETSC_ERR_FILE_UNEXPECTED, "Checkpoint %s is corrupt: %" PetscInt_FMT " settings of the %s optimizer, which has %" PetscInt_FMT, file, saved->runi[11], type, set.nhyper);
-    for (PetscInt k = 0; k < set.nhyper; k++) {
-      const PetscReal was = saved->runr[TRAINER_CHECKPOINT_NRUN_REAL + k], is = set.hyper[k];
+    if (saved->runi[11] == 0 && set.nhyper > 0) /* a kfac checkpoint of before 2026-11-30 holds no settings */
+      PetscCall(PetscInfo(tr, "Checkpoint %s holds none of the %s optimizer's settings: they are not compared\n", file, type));
+    else {
+      PetscCheck(saved->runi[11] == set.nhyper, comm, PETSC_ERR_FILE_UNEXPECTED, "Checkpoint %s is corrupt: %" PetscInt_FMT " settings of the %s optimizer, which has %" PetscInt_FMT, file, saved->runi[11], type, set.nhyper);
+      for (PetscInt k = 0; k < set.nhyper; k++) {
+        const PetscReal was = saved->runr[TRAINER_CHECKPOINT_NRUN_REAL + k], is = set.hyper[k];
+        PetscBool       taken;
 
-      PetscCall(PetscSNPrintf(opt, sizeof(opt), "-%stao_%s_%s", tprefix, type, set.hypername[k]));
-      PetscCheck(was == is, comm, PETSC_ERR_ARG_INCOMP, "Checkpoint %s was written by a run with %s %g, but this run gives %g: restart with %s %g (the run the checkpoint continues), or start afresh without -trainer_restart", file, opt, (double)was,
-                 (double)is, opt, (double)was);
+        PetscCall(TrainerPopulationRestoreHyper_Private(tr, set.hypername[k], was, &taken));
+        if (taken) continue;
+        PetscCall(PetscSNPrintf(opt, sizeof(opt), "-%stao_%s_%s", tprefix, type, set.hypername[k]));
+        PetscCheck(was == is, comm, PETSC_ERR_ARG_INCOMP, "Checkpoint %s was written by a run with %s %g, but this run gives %g: restart with %s %g (the run the checkpoint continues), or start afresh without -trainer_restart", file, opt, (double)was,
+                   (double)is, opt, (double)was);
+      }
     }
+    PetscCall(TrainerPopulationRestoreHyper_Private(tr, "gamma", saved->runr[1], &gammataken)); /* a population's own (else compared below) */
+    PetscCall(TrainerPopulationRestoreHyper_Private(tr, "lr_min", saved->runr[2], &lrmintaken));
     PetscCheck(saved->runi[3] == now.runi[3] && saved->runi[3] >= 0 && saved->runi[3] <= PETNET_LR_COSINE, comm, PETSC_ERR_ARG_INCOMP,
                "Checkpoint %s was written by a run with -%stao_lr_schedule %s, but this run has %s: restart with -%stao_lr_schedule %s", file, tprefix,
                saved->runi[3] >= 0 && saved->runi[3] <= PETNET_LR_COSINE ? PetNetLRScheduleTypes[saved->runi[3]] : "(corrupt)", PetNetLRScheduleTypes[now.runi[3]], tprefix,
@@ -493,18 +511,32 @@ static PetscErrorCode TrainerApplyCheckpointRunSection_Private(Trainer tr, const
     if (now.runi[3] == PETNET_LR_STEP) {
       PetscCheck(saved->runi[4] == now.runi[4], comm, PETSC_ERR_ARG_INCOMP, "Checkpoint %s was written by a run with -%stao_lr_step_size %" PetscInt_FMT ", but this run has %" PetscInt_FMT ": restart with -%stao_lr_step_size %" PetscInt_FMT, file,
                  tprefix, saved->runi[4], now.runi[4], tprefix, saved->runi[4]);
-      PetscCheck(saved->runr[1] == now.runr[1], comm, PETSC_ERR_ARG_INCOMP, "Checkpoint %s was written by a run with -%stao_lr_gamma %g, but this run has %g: restart with -%stao_lr_gamma %g", file, tprefix, (double)saved->runr[1],
+      PetscCheck(gammataken || saved->runr[1] == now.runr[1], comm, PETSC_ERR_ARG_INCOMP, "Checkpoint %s was written by a run with -%stao_lr_gamma %g, but this run has %g: restart with -%stao_lr_gamma %g", file, tprefix, (double)saved->runr[1],
                  (double)now.runr[1], tprefix, (double)saved->runr[1]);
     }
     if (now.runi[3] == PETNET_LR_COSINE) {
-      PetscCheck(saved->runr[2] == now.runr[2], comm, PETSC_ERR_ARG_INCOMP, "Checkpoint %s was written by a run with -%stao_lr_min %g, but this run has %g: restart with -%stao_lr_min %g", file, tprefix, (double)saved->runr[2], (double)now.runr[2],
-                 tprefix, (double)saved->runr[2]);
+      PetscCheck(lrmintaken || saved->runr[2] == now.runr[2], comm, PETSC_ERR_ARG_INCOMP, "Checkpoint %s was written by a run with -%stao_lr_min %g, but this run has %g: restart with -%stao_lr_min %g", file, tprefix, (double)saved->runr[2],
+                 (double)now.runr[2], tprefix, (double)saved->runr[2]);
       if (now.runi[5] > 0 && now.runi[5] != (saved->runi[5] > 0 ? saved->runi[5] : saved->runi[7]))
         PetscCall(PetscPrintf(comm, "restart from %s: the cosine schedule now ends at update %" PetscInt_FMT " (-%stao_lr_cosine_iterations), not at update %" PetscInt_FMT " as in the run that wrote it\n", file, now.runi[5], tprefix,
                               saved->runi[5] > 0 ? saved->runi[5] : saved->runi[7]));
     }
     /* the horizon as the writing run resolved it: a restart with another -trainer_epochs keeps the schedule's shape */
     if (saved->runi[7] > 0) PetscCall(PetNetTaoSetLRHorizon(tr->tao, saved->runi[7]));
+  }
+  if (saved->nr > TRAINER_CHECKPOINT_NRUN_REAL + saved->runi[11]) { /* the label smoothing (files since 2026-11-30) */
+    const PetscReal was = saved->runr[TRAINER_CHECKPOINT_NRUN_REAL + saved->runi[11]];
+    PetscReal       is  = 0;
+    PetscBool       taken;
+
+    PetscCall(LossCrossEntropyGetLabelSmoothing(tr->loss, NULL, &is));
+    PetscCall(TrainerPopulationRestoreHyper_Private(tr, "smoothing", was, &taken));
+    if (!taken) {
+      PetscCall(LossGetOptionsPrefix(tr->loss, &prefix));
+      PetscCheck(was == is, comm, PETSC_ERR_ARG_INCOMP,
+                 "Checkpoint %s was written by a run with -%sloss_label_smoothing %g, but this run gives %g: restart with -%sloss_label_smoothing %g (the run the checkpoint continues), or start afresh without -trainer_restart", file,
+                 prefix ? prefix : "", (double)was, (double)is, prefix ? prefix : "", (double)was);
+    }
   }
   if (saved->runi[0] != tr->epochs)
     PetscCall(PetscPrintf(comm, "restart from %s: this run trains to epoch %" PetscInt_FMT ", the run that wrote it to epoch %" PetscInt_FMT "; %s\n", file, tr->epochs, saved->runi[0],

@@ -15,8 +15,19 @@
             The last Nt samples of the shard are the trainer's tournament set (-trainer_tournament_samples Nt), a
             memory Dataset (DatasetCreateSubset()); the training Dataset keeps [start, start + S - Nt)
             (DatasetSetOffset(), DatasetSetLimit()).
-    hyper   -trainer_population_init lr:LO:HI:log|lin spreads trainer k's initial value over the range:
-            LO (HI/LO)^(k/(K-1)) (log) or LO + (HI - LO) k/(K-1) (lin); K = 1: LO. Names: lr, wd (weight decay).
+    hyper   the trainer's hyperparameters, slots h = 0 .. nhyper-1 (PopHyperKinds): every real hyperparameter its Tao
+            and Loss have, found by the getter composed on them, named by the option's suffix:
+              every PetNet optimizer  lr, wd (-tao_<type>_lr, -tao_<type>_weight_decay)     slots 0, 1
+              sgd                     momentum, dampening
+              adam, adamw             beta1, beta2, eps
+              rmsprop                 alpha, eps, momentum
+              kfac                    damping, stat_decay, momentum, kl_clip
+              every PetNet optimizer  gamma, lr_min (the schedule's: -tao_lr_gamma, -tao_lr_min)
+              crossentropy loss       smoothing (-loss_label_smoothing)                      last
+            -trainer_population_init NAME:LO:HI:log|lin spreads trainer k's initial value over the range:
+            LO (HI/LO)^(k/(K-1)) (log) or LO + (HI - LO) k/(K-1) (lin); K = 1: LO. A name the TAO type (or the loss)
+            does not have, or a range that leaves the setter's valid range (beta1 in [0, 1), damping > 0, ...), is
+            refused at TrainerSetUp(), before any training.
 
   and a tournament at the end of every -trainer_tournament_interval-th epoch (after the divergence test, before the test
   evaluation), or with -trainer_tournament_unit steps after every interval-th optimizer step, counted across epochs
@@ -25,19 +36,29 @@
     1. pairs: a permutation of 0..K-1 drawn from PETSCRAND48 seeded with (seed, tournament number), identical on every
        rank and for every rank count; (perm[0], perm[1]), (perm[2], perm[3]), ...; with K odd, perm[K-1] sits out.
     2. rank r of trainer a exchanges its local parts with rank r of trainer b (MPI_Sendrecv on the job's communicator):
-       header [local length, state Vecs, step, diverged, lr, wd, buffers], then theta [n], with
+       header [POP_HEADER] = [local length n, state Vecs nstate, step, diverged, buffers nb, nhyper, the nhyper
+       hyperparameter values in slot order, zeros up to POP_MAXHYPER], then theta [n], with
        -trainer_tournament_exchange state the optimizer's state Vecs [nstate][n], and the Net's buffers [nb]
        (batchnorm's running statistics: a model is its parameters and its buffers). The trainers are alike, so the local layouts agree; a mismatch
        (trainers that differ) is refused on every rank, before anything is copied.
     3. each trainer scores its own model and the partner's on its own tournament set (-trainer_tournament_metric loss:
-       lower is better; accuracy: higher), and keeps the partner's model only if it is strictly better (a tie keeps
-       its own): each trainer decides on its own set, as LTFB does. A diverged model (NaN or Inf) scores worst.
-    4. a trainer that took the partner's model takes its hyperparameters, each times a factor drawn from
-       -trainer_population_explore (the same draws on every rank), and, with exchange state, its optimizer state and
-       step; with exchange parameters a diverged trainer's own optimizer state is reset (its moments hold NaN).
-    5. rank 0 of the job prints one line: the pairs, both scores of each side, who took whose model, the
-       hyperparameters after explore, the trainers replaced after a divergence; it keeps the parent of every trainer's
-       model for the lineage.
+       lower is better, the cross-entropy without label smoothing; accuracy: higher), and keeps the partner's model
+       only if it is strictly better (a tie keeps its own): each trainer decides on its own set, as LTFB does. A
+       diverged model (NaN or Inf) scores worst.
+    4. a trainer that took the partner's model takes its hyperparameters (all slots), each times a factor drawn from
+       -trainer_population_explore NAME:f1,f2,... (draw u_{k,h}, the same on every rank: PopDrawIndex()), clipped into
+       [clo, chi] = the setter's valid range, an open end (beta1 < 1, stat_decay < 1, smoothing < 1, damping > 0)
+       closed by the -trainer_population_init range's end; an explore factor > 1 of a name with an open upper end
+       and no init range is refused before training. A clipped value is marked "(clipped)" in the tournament line.
+       With exchange state it takes the optimizer state and step; with exchange parameters a diverged trainer's own
+       optimizer state is reset (its moments hold NaN).
+    5. rank 0 of the job prints one line: the pairs, both scores of each side, who took whose model, lr and every
+       hyperparameter named by init or explore after explore, the trainers replaced after a divergence; it keeps the
+       parent of every trainer's model for the lineage. The -trainer_population_monitor CSV has a column for each of
+       those hyperparameters after lr.
+
+  A checkpoint holds every slot's value (the optimizer's settings and the loss's smoothing, src/trainer/checkpoint.c);
+  a restart of the population takes them from the trainer's file (TrainerPopulationRestoreHyper_Private()).
 
   A trainer whose loss becomes NaN or Inf (or passes -trainer_divergence_factor) does not stop the job: it is flagged
   and its partner's model replaces it at the next tournament. At the end the winner is the trainer with the best
@@ -69,22 +90,46 @@
 #include <petnet/private/trainerimpl.h>
 #include <petnet/private/layerimpl.h> /* the layers' buffers (batchnorm's running statistics) move with the model */
 
-#define POP_NHYPER   2  /* lr, wd */
-#define POP_NFACTORS 16 /* explore factors per hyperparameter */
-#define POP_HEADER   7  /* the exchange's header: n, nstate, step, diverged, lr, wd, nbuffers */
-#define POP_REPORT   9  /* a trainer's line of the tournament report */
+#define POP_MAXHYPER  12                  /* a trainer's hyperparameter slots: lr, wd, the type's, the schedule's, smoothing */
+#define POP_NFACTORS  16                  /* explore factors per hyperparameter */
+#define POP_NREQUEST  16                  /* names given to -trainer_population_init and -trainer_population_explore */
+#define POP_HEADER    (6 + POP_MAXHYPER)  /* the exchange's header: n, nstate, step, diverged, nbuffers, nhyper, values */
+#define POP_REPORT    (8 + POP_MAXHYPER)  /* a trainer's line of the tournament report */
+#define POP_MONITOR   (10 + POP_MAXHYPER) /* a trainer's row of the CSV monitor */
+#define POP_HYPER_LEN 24
 
+/* A hyperparameter a population can search: every real hyperparameter of PetNet's TAO types, and the loss's label
+   smoothing. The running Tao (or, for smoothing, Loss) has it when the function 'query' is composed on it, so a name
+   belongs to a TAO type without a list of types here. [lo, hi] is the setter's valid range, an end excluded when open. */
 typedef struct {
-  const char *name; /* as in the options: lr, wd */
-  const char *what; /* for messages */
-  PetscErrorCode (*set)(Tao, PetscReal);
-  PetscBool init;   /* -trainer_population_init gave a range */
-  PetscReal lo, hi; /* the range */
+  const char *name;  /* as in the options: the option's suffix (-tao_adam_beta1: beta1), or lr, wd, smoothing */
+  const char *what;  /* for messages */
+  const char *query; /* composed on the Tao (or the Loss) of the types that have it */
+  PetscErrorCode (*get)(Trainer, PetscReal *);
+  PetscErrorCode (*set)(Trainer, PetscReal);
+  PetscReal lo, hi;
+  PetscBool loopen, hiopen;
+  PetscInt  schedule; /* >= 0: only with this PetNetLRScheduleType (gamma: step, lr_min: cosine) */
+} PopHyperKind;
+
+/* What -trainer_population_init and -trainer_population_explore said about one name, before the TAO type is known */
+typedef struct {
+  char      name[POP_HYPER_LEN];
+  PetscBool explore; /* first named by -trainer_population_explore (else by -trainer_population_init): for messages */
+  PetscBool init;    /* -trainer_population_init gave a range */
+  PetscReal lo, hi;
   PetscBool logscale;
   PetscInt  nfactors; /* -trainer_population_explore factors (0: copied as is) */
   PetscReal factors[POP_NFACTORS];
-  PetscBool known; /* the value is this trainer's (lr: from the optimizer; wd: from init) */
-  PetscReal value;
+} PopRequest;
+
+/* One hyperparameter of this trainer (slot h of the exchange header, the report and the CSV) */
+typedef struct {
+  const PopHyperKind *kind;
+  const PopRequest   *req;      /* NULL: neither searched nor spread, only copied with the model */
+  PetscReal           clo, chi; /* explore values are clipped into [clo, chi] (see PopHyperClipRange()) */
+  PetscReal           value;    /* this trainer's */
+  PetscBool           clipped;  /* the last explore step clipped it */
 } PopHyper;
 
 typedef enum { POP_METRIC_LOSS, POP_METRIC_ACCURACY } PopMetric;
@@ -111,7 +156,10 @@ struct _n_TrainerPopulation {
   PetscInt    seed;                  /* -trainer_population_seed */
   PopExchange exchange;              /* -trainer_tournament_exchange */
   PopMetric   metric;                /* -trainer_tournament_metric */
-  PopHyper    hyper[POP_NHYPER];
+  PopRequest  req[POP_NREQUEST];     /* -trainer_population_init and -trainer_population_explore, by name */
+  PetscInt    nreq;
+  PopHyper    hyper[POP_MAXHYPER]; /* TrainerPopulationSetUp_Private(): lr, wd, the TAO type's own, smoothing */
+  PetscInt    nhyper;
   char        monitor[PETSC_MAX_PATH_LEN]; /* -trainer_population_monitor: CSV file(s), %d for the trainer */
   FILE      **files;                       /* job rank 0: one per trainer, or one ([0]) */
   Vec         keep;                        /* the own parameters while the partner's are scored */
@@ -195,8 +243,14 @@ PetscErrorCode TrainerPopulationSplit(MPI_Comm comm, const char prefix[], MPI_Co
 . -trainer_tournament_metric <loss,accuracy>         - how a trainer scores the two models on its tournament set (default loss)
 . -trainer_tournament_exchange <parameters,state>    - exchange the parameters only, or the optimizer's state too
 . -trainer_population_seed <s>                       - seed of the pairings and of the explore draws
-. -trainer_population_init <name:lo:hi:log|lin,...>  - spread the trainers' initial hyperparameters (lr, wd) over a range
-. -trainer_population_explore <name:f1,f2,...>       - a trainer that takes a model takes its hyperparameters times a factor drawn from the list
+. -trainer_population_init <name:lo:hi:log|lin,...>  - spread the trainers' initial hyperparameters over ranges; names: lr, wd,
+                                                       gamma, lr_min (the schedule's), smoothing (crossentropy's label
+                                                       smoothing) and the TAO type's own: momentum, dampening (sgd); beta1,
+                                                       beta2, eps (adam, adamw); alpha, eps, momentum (rmsprop); damping,
+                                                       stat_decay, momentum, kl_clip (kfac)
+. -trainer_population_explore <name:f1,f2,...>       - a trainer that takes a model takes its hyperparameters times a factor
+                                                       drawn from the list, clipped into the valid range (an open end,
+                                                       beta1 < 1, closed by the init range)
 - -trainer_population_monitor <file>                 - CSV of every trainer's epochs (steps unit: and of the tournaments inside them), written by rank 0 of the job (%d in the name: one file per trainer)
 
   Notes:
@@ -252,8 +306,6 @@ PetscErrorCode TrainerSetPopulation(Trainer tr, MPI_Comm comm)
   pop->partner   = -1;
   pop->laststep  = -1;
   pop->winner    = -1;
-  pop->hyper[0]  = (PopHyper){.name = "lr", .what = "learning rate", .set = PetNetTaoSetLearningRate};
-  pop->hyper[1]  = (PopHyper){.name = "wd", .what = "weight decay", .set = PetNetTaoSetWeightDecay};
   tr->population = pop;
   PetscFunctionReturn(0);
 }
@@ -316,16 +368,285 @@ PetscErrorCode TrainerPopulationGetResults(Trainer tr, PetscInt *winner, PetscIn
   PetscFunctionReturn(0);
 }
 
-/* -trainer_population_init "lr:1e-4:1e-2:log,wd:0:1e-3:lin" */
+/* The getters and setters of the searchable hyperparameters, on the Trainer's Tao or Loss */
+static PetscErrorCode PopGetLR(Trainer tr, PetscReal *v)
+{
+  PetscFunctionBegin;
+  PetscCall(PetNetTaoGetLearningRate(tr->tao, v));
+  PetscFunctionReturn(0);
+}
+static PetscErrorCode PopSetLR(Trainer tr, PetscReal v)
+{
+  PetscFunctionBegin;
+  PetscCall(PetNetTaoSetLearningRate(tr->tao, v));
+  PetscFunctionReturn(0);
+}
+static PetscErrorCode PopGetWD(Trainer tr, PetscReal *v)
+{
+  PetscFunctionBegin;
+  PetscCall(PetNetTaoGetWeightDecay(tr->tao, v));
+  PetscFunctionReturn(0);
+}
+static PetscErrorCode PopSetWD(Trainer tr, PetscReal v)
+{
+  PetscFunctionBegin;
+  PetscCall(PetNetTaoSetWeightDecay(tr->tao, v));
+  PetscFunctionReturn(0);
+}
+static PetscErrorCode PopGetSGDMomentum(Trainer tr, PetscReal *v)
+{
+  PetscFunctionBegin;
+  PetscCall(PetNetTaoSGDGetMomentum(tr->tao, v));
+  PetscFunctionReturn(0);
+}
+static PetscErrorCode PopSetSGDMomentum(Trainer tr, PetscReal v)
+{
+  PetscFunctionBegin;
+  PetscCall(PetNetTaoSGDSetMomentum(tr->tao, v));
+  PetscFunctionReturn(0);
+}
+static PetscErrorCode PopGetSGDDampening(Trainer tr, PetscReal *v)
+{
+  PetscFunctionBegin;
+  PetscCall(PetNetTaoSGDGetDampening(tr->tao, v));
+  PetscFunctionReturn(0);
+}
+static PetscErrorCode PopSetSGDDampening(Trainer tr, PetscReal v)
+{
+  PetscFunctionBegin;
+  PetscCall(PetNetTaoSGDSetDampening(tr->tao, v));
+  PetscFunctionReturn(0);
+}
+static PetscErrorCode PopGetBeta1(Trainer tr, PetscReal *v)
+{
+  PetscFunctionBegin;
+  PetscCall(PetNetTaoAdamGetBetas(tr->tao, v, NULL));
+  PetscFunctionReturn(0);
+}
+static PetscErrorCode PopSetBeta1(Trainer tr, PetscReal v)
+{
+  PetscReal beta2;
+
+  PetscFunctionBegin;
+  PetscCall(PetNetTaoAdamGetBetas(tr->tao, NULL, &beta2));
+  PetscCall(PetNetTaoAdamSetBetas(tr->tao, v, beta2));
+  PetscFunctionReturn(0);
+}
+static PetscErrorCode PopGetBeta2(Trainer tr, PetscReal *v)
+{
+  PetscFunctionBegin;
+  PetscCall(PetNetTaoAdamGetBetas(tr->tao, NULL, v));
+  PetscFunctionReturn(0);
+}
+static PetscErrorCode PopSetBeta2(Trainer tr, PetscReal v)
+{
+  PetscReal beta1;
+
+  PetscFunctionBegin;
+  PetscCall(PetNetTaoAdamGetBetas(tr->tao, &beta1, NULL));
+  PetscCall(PetNetTaoAdamSetBetas(tr->tao, beta1, v));
+  PetscFunctionReturn(0);
+}
+static PetscErrorCode PopGetAdamEps(Trainer tr, PetscReal *v)
+{
+  PetscFunctionBegin;
+  PetscCall(PetNetTaoAdamGetEpsilon(tr->tao, v));
+  PetscFunctionReturn(0);
+}
+static PetscErrorCode PopSetAdamEps(Trainer tr, PetscReal v)
+{
+  PetscFunctionBegin;
+  PetscCall(PetNetTaoAdamSetEpsilon(tr->tao, v));
+  PetscFunctionReturn(0);
+}
+static PetscErrorCode PopGetRMSAlpha(Trainer tr, PetscReal *v)
+{
+  PetscFunctionBegin;
+  PetscCall(PetNetTaoRMSpropGetAlpha(tr->tao, v));
+  PetscFunctionReturn(0);
+}
+static PetscErrorCode PopSetRMSAlpha(Trainer tr, PetscReal v)
+{
+  PetscFunctionBegin;
+  PetscCall(PetNetTaoRMSpropSetAlpha(tr->tao, v));
+  PetscFunctionReturn(0);
+}
+static PetscErrorCode PopGetRMSEps(Trainer tr, PetscReal *v)
+{
+  PetscFunctionBegin;
+  PetscCall(PetNetTaoRMSpropGetEpsilon(tr->tao, v));
+  PetscFunctionReturn(0);
+}
+static PetscErrorCode PopSetRMSEps(Trainer tr, PetscReal v)
+{
+  PetscFunctionBegin;
+  PetscCall(PetNetTaoRMSpropSetEpsilon(tr->tao, v));
+  PetscFunctionReturn(0);
+}
+static PetscErrorCode PopGetRMSMomentum(Trainer tr, PetscReal *v)
+{
+  PetscFunctionBegin;
+  PetscCall(PetNetTaoRMSpropGetMomentum(tr->tao, v));
+  PetscFunctionReturn(0);
+}
+static PetscErrorCode PopSetRMSMomentum(Trainer tr, PetscReal v)
+{
+  PetscFunctionBegin;
+  PetscCall(PetNetTaoRMSpropSetMomentum(tr->tao, v));
+  PetscFunctionReturn(0);
+}
+static PetscErrorCode PopGetKFACDamping(Trainer tr, PetscReal *v)
+{
+  PetscFunctionBegin;
+  PetscCall(PetNetTaoKFACGetDamping(tr->tao, v));
+  PetscFunctionReturn(0);
+}
+static PetscErrorCode PopSetKFACDamping(Trainer tr, PetscReal v)
+{
+  PetscFunctionBegin;
+  PetscCall(PetNetTaoKFACSetDamping(tr->tao, v));
+  PetscFunctionReturn(0);
+}
+static PetscErrorCode PopGetKFACDecay(Trainer tr, PetscReal *v)
+{
+  PetscFunctionBegin;
+  PetscCall(PetNetTaoKFACGetStatDecay(tr->tao, v));
+  PetscFunctionReturn(0);
+}
+static PetscErrorCode PopSetKFACDecay(Trainer tr, PetscReal v)
+{
+  PetscFunctionBegin;
+  PetscCall(PetNetTaoKFACSetStatDecay(tr->tao, v));
+  PetscFunctionReturn(0);
+}
+static PetscErrorCode PopGetKFACMomentum(Trainer tr, PetscReal *v)
+{
+  PetscFunctionBegin;
+  PetscCall(PetNetTaoKFACGetMomentum(tr->tao, v));
+  PetscFunctionReturn(0);
+}
+static PetscErrorCode PopSetKFACMomentum(Trainer tr, PetscReal v)
+{
+  PetscFunctionBegin;
+  PetscCall(PetNetTaoKFACSetMomentum(tr->tao, v));
+  PetscFunctionReturn(0);
+}
+static PetscErrorCode PopGetKFACKLClip(Trainer tr, PetscReal *v)
+{
+  PetscFunctionBegin;
+  PetscCall(PetNetTaoKFACGetKLClip(tr->tao, v));
+  PetscFunctionReturn(0);
+}
+static PetscErrorCode PopSetKFACKLClip(Trainer tr, PetscReal v)
+{
+  PetscFunctionBegin;
+  PetscCall(PetNetTaoKFACSetKLClip(tr->tao, v));
+  PetscFunctionReturn(0);
+}
+static PetscErrorCode PopGetGamma(Trainer tr, PetscReal *v)
+{
+  PetscFunctionBegin;
+  PetscCall(PetNetTaoGetLRStep(tr->tao, NULL, v));
+  PetscFunctionReturn(0);
+}
+static PetscErrorCode PopSetGamma(Trainer tr, PetscReal v)
+{
+  PetscInt stepsize;
+
+  PetscFunctionBegin;
+  PetscCall(PetNetTaoGetLRStep(tr->tao, &stepsize, NULL));
+  PetscCall(PetNetTaoSetLRStep(tr->tao, stepsize, v));
+  PetscFunctionReturn(0);
+}
+static PetscErrorCode PopGetLRMin(Trainer tr, PetscReal *v)
+{
+  PetscFunctionBegin;
+  PetscCall(PetNetTaoGetLRCosine(tr->tao, NULL, v));
+  PetscFunctionReturn(0);
+}
+static PetscErrorCode PopSetLRMin(Trainer tr, PetscReal v)
+{
+  PetscInt its;
+
+  PetscFunctionBegin;
+  PetscCall(PetNetTaoGetLRCosine(tr->tao, &its, NULL));
+  PetscCall(PetNetTaoSetLRCosine(tr->tao, its, v));
+  PetscFunctionReturn(0);
+}
+static PetscErrorCode PopGetSmoothing(Trainer tr, PetscReal *v)
+{
+  PetscFunctionBegin;
+  PetscCall(LossCrossEntropyGetLabelSmoothing(tr->loss, NULL, v));
+  PetscFunctionReturn(0);
+}
+static PetscErrorCode PopSetSmoothing(Trainer tr, PetscReal v)
+{
+  PetscFunctionBegin;
+  PetscCall(LossCrossEntropySetLabelSmoothing(tr->loss, v));
+  PetscFunctionReturn(0);
+}
+
+/* Every searchable hyperparameter, in slot order: lr and wd first (slots 0 and 1, whose explore draws keep the place they
+   had before the other names existed), then the TAO types' own, then the schedule's (every PetNet optimizer: gamma
+   acts with -tao_lr_schedule step, lr_min with cosine), then the loss's. A name appears once per TAO type. */
+static const PopHyperKind PopHyperKinds[] = {
+    {"lr", "learning rate", "PetNetTaoGetLearningRate_C", PopGetLR, PopSetLR, 0, PETSC_MAX_REAL, PETSC_FALSE, PETSC_FALSE, -1},
+    {"wd", "weight decay", "PetNetTaoGetWeightDecay_C", PopGetWD, PopSetWD, 0, PETSC_MAX_REAL, PETSC_FALSE, PETSC_FALSE, -1},
+    {"momentum", "sgd's momentum", "PetNetTaoSGDGetMomentum_C", PopGetSGDMomentum, PopSetSGDMomentum, 0, PETSC_MAX_REAL, PETSC_FALSE, PETSC_FALSE, -1},
+    {"dampening", "sgd's dampening", "PetNetTaoSGDGetDampening_C", PopGetSGDDampening, PopSetSGDDampening, 0, 1, PETSC_FALSE, PETSC_FALSE, -1},
+    {"beta1", "Adam's decay of the first moment", "PetNetTaoAdamGetBetas_C", PopGetBeta1, PopSetBeta1, 0, 1, PETSC_FALSE, PETSC_TRUE, -1},
+    {"beta2", "Adam's decay of the second moment", "PetNetTaoAdamGetBetas_C", PopGetBeta2, PopSetBeta2, 0, 1, PETSC_FALSE, PETSC_TRUE, -1},
+    {"eps", "Adam's eps", "PetNetTaoAdamGetEpsilon_C", PopGetAdamEps, PopSetAdamEps, 0, PETSC_MAX_REAL, PETSC_FALSE, PETSC_FALSE, -1},
+    {"alpha", "RMSprop's smoothing constant", "PetNetTaoRMSpropGetAlpha_C", PopGetRMSAlpha, PopSetRMSAlpha, 0, 1, PETSC_FALSE, PETSC_FALSE, -1},
+    {"eps", "RMSprop's eps", "PetNetTaoRMSpropGetEpsilon_C", PopGetRMSEps, PopSetRMSEps, 0, PETSC_MAX_REAL, PETSC_FALSE, PETSC_FALSE, -1},
+    {"momentum", "RMSprop's momentum", "PetNetTaoRMSpropGetMomentum_C", PopGetRMSMomentum, PopSetRMSMomentum, 0, PETSC_MAX_REAL, PETSC_FALSE, PETSC_FALSE, -1},
+    {"damping", "K-FAC's damping", "PetNetTaoKFACGetDamping_C", PopGetKFACDamping, PopSetKFACDamping, 0, PETSC_MAX_REAL, PETSC_TRUE, PETSC_FALSE, -1},
+    {"stat_decay", "K-FAC's decay of the factors", "PetNetTaoKFACGetStatDecay_C", PopGetKFACDecay, PopSetKFACDecay, 0, 1, PETSC_FALSE, PETSC_TRUE, -1},
+    {"momentum", "K-FAC's momentum", "PetNetTaoKFACGetMomentum_C", PopGetKFACMomentum, PopSetKFACMomentum, 0, PETSC_MAX_REAL, PETSC_FALSE, PETSC_FALSE, -1},
+    {"kl_clip", "K-FAC's KL clip", "PetNetTaoKFACGetKLClip_C", PopGetKFACKLClip, PopSetKFACKLClip, 0, PETSC_MAX_REAL, PETSC_FALSE, PETSC_FALSE, -1},
+    {"gamma", "the step schedule's factor", "PetNetTaoGetLRStep_C", PopGetGamma, PopSetGamma, 0, PETSC_MAX_REAL, PETSC_TRUE, PETSC_FALSE, PETNET_LR_STEP},
+    {"lr_min", "the cosine schedule's final rate", "PetNetTaoGetLRCosine_C", PopGetLRMin, PopSetLRMin, 0, PETSC_MAX_REAL, PETSC_FALSE, PETSC_FALSE, PETNET_LR_COSINE},
+    {"smoothing", "the cross-entropy's label smoothing", "LossCrossEntropyGetLabelSmoothing_C", PopGetSmoothing, PopSetSmoothing, 0, 1, PETSC_FALSE, PETSC_TRUE, -1},
+};
+
+/* The index of explore draw of trainer k's slot h in a tournament's draws [K * POP_MAXHYPER]: slots 0 and 1 (lr, wd)
+   first as [K][2], then the others as [K][POP_MAXHYPER - 2], so that lr and wd draw what they drew before */
+static inline PetscInt PopDrawIndex(PetscInt K, PetscInt k, PetscInt h)
+{
+  return h < 2 ? 2 * k + h : 2 * K + (POP_MAXHYPER - 2) * k + h - 2;
+}
+
+/* The request for name, made on first mention */
+static PetscErrorCode PopGetRequest(TrainerPopulation pop, MPI_Comm comm, const char opt[], const char name[], PopRequest **req)
+{
+  size_t len;
+
+  PetscFunctionBegin;
+  *req = NULL;
+  for (PetscInt i = 0; i < pop->nreq; i++)
+    if (!strcmp(pop->req[i].name, name)) *req = &pop->req[i];
+  if (*req) PetscFunctionReturn(0);
+  PetscCall(PetscStrlen(name, &len));
+  PetscCheck(len > 0 && len < POP_HYPER_LEN, comm, PETSC_ERR_ARG_WRONG, "%s: \"%s\" is not a hyperparameter's name: write e.g. lr:1e-4:1e-2:log (the names are in the manual's Population training)", opt, name);
+  PetscCheck(pop->nreq < POP_NREQUEST, comm, PETSC_ERR_ARG_OUTOFRANGE, "%s: more than %d hyperparameters named", opt, POP_NREQUEST);
+  *req = &pop->req[pop->nreq++];
+  PetscCall(PetscMemzero(*req, sizeof(**req)));
+  PetscCall(PetscStrncpy((*req)->name, name, sizeof((*req)->name)));
+  (*req)->explore = strstr(opt, "_explore") ? PETSC_TRUE : PETSC_FALSE;
+  PetscFunctionReturn(0);
+}
+
+/* -trainer_population_init "lr:1e-4:1e-2:log,wd:0:1e-3:lin": the names and ranges are checked against the TAO type at
+   TrainerPopulationSetUp_Private() */
 static PetscErrorCode PopParseInit(TrainerPopulation pop, MPI_Comm comm, const char opt[], char *spec)
 {
   char *item = spec;
 
   PetscFunctionBegin;
   while (item && *item) {
-    char     *next = strchr(item, ','), *field[5] = {NULL}, *c = item, *end;
-    PetscInt  nf = 0, h;
-    PopHyper *hp = NULL;
+    char       *next = strchr(item, ','), *field[5] = {NULL}, *c = item, *end;
+    PetscInt    nf = 0;
+    PopRequest *req;
 
     if (next) *next++ = 0;
     while (c && nf < 5) {
@@ -333,21 +654,19 @@ static PetscErrorCode PopParseInit(TrainerPopulation pop, MPI_Comm comm, const c
       c           = strchr(c, ':');
       if (c) *c++ = 0;
     }
-    PetscCheck(nf == 4 && !c, comm, PETSC_ERR_ARG_WRONG, "%s: \"%s...\" is not NAME:LO:HI:log|lin; write e.g. lr:1e-4:1e-2:log (names: lr, wd), several separated by commas", opt, field[0]);
-    for (h = 0; h < POP_NHYPER; h++)
-      if (!strcmp(field[0], pop->hyper[h].name)) hp = &pop->hyper[h];
-    PetscCheck(hp, comm, PETSC_ERR_ARG_WRONG, "%s: unknown hyperparameter \"%s\": give lr (learning rate) or wd (weight decay), e.g. lr:1e-4:1e-2:log", opt, field[0]);
-    hp->lo = strtod(field[1], &end);
-    PetscCheck(*field[1] && !*end, comm, PETSC_ERR_ARG_WRONG, "%s: the low end \"%s\" of %s is not a number: write e.g. %s:1e-4:1e-2:log", opt, field[1], hp->name, hp->name);
-    hp->hi = strtod(field[2], &end);
-    PetscCheck(*field[2] && !*end, comm, PETSC_ERR_ARG_WRONG, "%s: the high end \"%s\" of %s is not a number: write e.g. %s:1e-4:1e-2:log", opt, field[2], hp->name, hp->name);
-    PetscCheck(!strcmp(field[3], "log") || !strcmp(field[3], "lin"), comm, PETSC_ERR_ARG_WRONG, "%s: the scale \"%s\" of %s is neither log nor lin", opt, field[3], hp->name);
-    hp->logscale = !strcmp(field[3], "log") ? PETSC_TRUE : PETSC_FALSE;
-    PetscCheck(hp->lo <= hp->hi, comm, PETSC_ERR_ARG_OUTOFRANGE, "%s: the range of %s has min %g > max %g: give LO <= HI", opt, hp->name, (double)hp->lo, (double)hp->hi);
-    PetscCheck(hp->lo >= 0, comm, PETSC_ERR_ARG_OUTOFRANGE, "%s: the range of %s starts below 0 (%g): a %s is >= 0", opt, hp->name, (double)hp->lo, hp->what);
-    PetscCheck(!hp->logscale || hp->lo > 0, comm, PETSC_ERR_ARG_OUTOFRANGE, "%s: a log range of %s needs LO > 0, not %g: use lin, or a positive LO", opt, hp->name, (double)hp->lo);
-    hp->init = PETSC_TRUE;
-    item     = next;
+    PetscCheck(nf == 4 && !c, comm, PETSC_ERR_ARG_WRONG, "%s: \"%s...\" is not NAME:LO:HI:log|lin; write e.g. lr:1e-4:1e-2:log or beta1:0.8:0.95:lin, several separated by commas", opt, field[0]);
+    PetscCall(PopGetRequest(pop, comm, opt, field[0], &req));
+    req->lo = strtod(field[1], &end);
+    PetscCheck(*field[1] && !*end, comm, PETSC_ERR_ARG_WRONG, "%s: the low end \"%s\" of %s is not a number: write e.g. %s:1e-4:1e-2:log", opt, field[1], req->name, req->name);
+    req->hi = strtod(field[2], &end);
+    PetscCheck(*field[2] && !*end, comm, PETSC_ERR_ARG_WRONG, "%s: the high end \"%s\" of %s is not a number: write e.g. %s:1e-4:1e-2:log", opt, field[2], req->name, req->name);
+    PetscCheck(!strcmp(field[3], "log") || !strcmp(field[3], "lin"), comm, PETSC_ERR_ARG_WRONG, "%s: the scale \"%s\" of %s is neither log nor lin", opt, field[3], req->name);
+    req->logscale = !strcmp(field[3], "log") ? PETSC_TRUE : PETSC_FALSE;
+    PetscCheck(!PetscIsInfOrNanReal(req->lo) && !PetscIsInfOrNanReal(req->hi), comm, PETSC_ERR_ARG_OUTOFRANGE, "%s: the range of %s is not finite", opt, req->name);
+    PetscCheck(req->lo <= req->hi, comm, PETSC_ERR_ARG_OUTOFRANGE, "%s: the range of %s has min %g > max %g: give LO <= HI", opt, req->name, (double)req->lo, (double)req->hi);
+    PetscCheck(!req->logscale || req->lo > 0, comm, PETSC_ERR_ARG_OUTOFRANGE, "%s: a log range of %s needs LO > 0, not %g: use lin, or a positive LO", opt, req->name, (double)req->lo);
+    req->init = PETSC_TRUE;
+    item      = next;
   }
   PetscFunctionReturn(0);
 }
@@ -355,8 +674,8 @@ static PetscErrorCode PopParseInit(TrainerPopulation pop, MPI_Comm comm, const c
 /* -trainer_population_explore "lr:0.8,1.25,wd:0.5,2": a name starts a new list */
 static PetscErrorCode PopParseExplore(TrainerPopulation pop, MPI_Comm comm, const char opt[], char *spec)
 {
-  char     *item = spec;
-  PopHyper *hp   = NULL;
+  char       *item = spec;
+  PopRequest *req  = NULL;
 
   PetscFunctionBegin;
   while (item && *item) {
@@ -367,22 +686,132 @@ static PetscErrorCode PopParseExplore(TrainerPopulation pop, MPI_Comm comm, cons
     colon = strchr(item, ':');
     if (colon) {
       *colon++ = 0;
-      hp       = NULL;
-      for (PetscInt h = 0; h < POP_NHYPER; h++)
-        if (!strcmp(item, pop->hyper[h].name)) hp = &pop->hyper[h];
-      PetscCheck(hp, comm, PETSC_ERR_ARG_WRONG, "%s: unknown hyperparameter \"%s\": give lr (learning rate) or wd (weight decay), e.g. lr:0.8,1.25", opt, item);
-      hp->nfactors = 0;
-      item         = colon;
+      PetscCall(PopGetRequest(pop, comm, opt, item, &req));
+      req->nfactors = 0;
+      item          = colon;
     }
-    PetscCheck(hp, comm, PETSC_ERR_ARG_WRONG, "%s: \"%s\" comes before any NAME: write e.g. lr:0.8,1.25", opt, item);
+    PetscCheck(req, comm, PETSC_ERR_ARG_WRONG, "%s: \"%s\" comes before any NAME: write e.g. lr:0.8,1.25", opt, item);
     f = strtod(item, &end);
-    PetscCheck(*item && !*end, comm, PETSC_ERR_ARG_WRONG, "%s: the factor \"%s\" of %s is not a number: write e.g. %s:0.8,1.25", opt, item, hp->name, hp->name);
-    PetscCheck(f > 0 && !PetscIsInfOrNanReal(f), comm, PETSC_ERR_ARG_OUTOFRANGE, "%s: the factor %g of %s must be > 0", opt, (double)f, hp->name);
-    PetscCheck(hp->nfactors < POP_NFACTORS, comm, PETSC_ERR_ARG_OUTOFRANGE, "%s: more than %d factors for %s", opt, POP_NFACTORS, hp->name);
-    hp->factors[hp->nfactors++] = f;
-    item                        = next;
+    PetscCheck(*item && !*end, comm, PETSC_ERR_ARG_WRONG, "%s: the factor \"%s\" of %s is not a number: write e.g. %s:0.8,1.25", opt, item, req->name, req->name);
+    PetscCheck(f > 0 && !PetscIsInfOrNanReal(f), comm, PETSC_ERR_ARG_OUTOFRANGE, "%s: the factor %g of %s must be > 0", opt, (double)f, req->name);
+    PetscCheck(req->nfactors < POP_NFACTORS, comm, PETSC_ERR_ARG_OUTOFRANGE, "%s: more than %d factors for %s", opt, POP_NFACTORS, req->name);
+    req->factors[req->nfactors++] = f;
+    item                          = next;
   }
   PetscFunctionReturn(0);
+}
+
+/* The names this trainer's Tao and Loss have, for messages: "lr, wd, beta1, ..." */
+static PetscErrorCode PopHyperNames(TrainerPopulation pop, char buf[], size_t size)
+{
+  size_t len;
+
+  PetscFunctionBegin;
+  buf[0] = 0;
+  for (PetscInt h = 0; h < pop->nhyper; h++) {
+    PetscCall(PetscStrlen(buf, &len));
+    PetscCall(PetscSNPrintf(buf + len, size - len, "%s%s", h ? ", " : "", pop->hyper[h].kind->name));
+  }
+  if (!pop->nhyper) PetscCall(PetscStrncpy(buf, "none", size));
+  PetscFunctionReturn(0);
+}
+
+/* The valid range of a hyperparameter as text, "[0, 1)" */
+static PetscErrorCode PopRangeText(const PopHyperKind *kind, char buf[], size_t size)
+{
+  PetscFunctionBegin;
+  if (kind->hi >= PETSC_MAX_REAL)
+    PetscCall(PetscSNPrintf(buf, size, "%s%g, inf)", kind->loopen ? "(" : "[", (double)kind->lo));
+  else
+    PetscCall(PetscSNPrintf(buf, size, "%s%g, %g%s", kind->loopen ? "(" : "[", (double)kind->lo, (double)kind->hi, kind->hiopen ? ")" : "]"));
+  PetscFunctionReturn(0);
+}
+
+/*
+  The slots of this trainer: every hyperparameter its Tao and Loss have (PopHyperKinds order), each with its request;
+  a request for a name they do not have is refused, naming the option, the TAO type and the names it has. An init range
+  must lie inside the valid range. Explore values are clipped into [clo, chi]: the valid range, whose open end (beta1 < 1)
+  is closed by the init range's end; an explore that could cross an open end with no init range to close it is refused.
+*/
+static PetscErrorCode PopHyperSetUp(Trainer tr)
+{
+  TrainerPopulation pop    = tr->population;
+  MPI_Comm          comm   = PetscObjectComm((PetscObject)tr);
+  const char       *prefix = ((PetscObject)tr)->prefix ? ((PetscObject)tr)->prefix : "";
+  const char       *taotype, *losstype;
+  char              names[256], range[64];
+  PetNetTaoSettings settings;
+  PetscBool         isoptim;
+
+  PetscFunctionBegin;
+  PetscCall(TaoGetType(tr->tao, &taotype));
+  PetscCall(LossGetType(tr->loss, &losstype));
+  PetscCall(PetNetTaoGetSettings(tr->tao, &isoptim, &settings));
+  pop->nhyper = 0;
+  for (size_t i = 0; i < sizeof(PopHyperKinds) / sizeof(PopHyperKinds[0]); i++) {
+    const PopHyperKind *kind = &PopHyperKinds[i];
+    PetscObject         obj  = strncmp(kind->query, "Loss", 4) ? (PetscObject)tr->tao : (PetscObject)tr->loss;
+    void (*f)(void)          = NULL;
+
+    PetscCall(PetscObjectQueryFunction(obj, kind->query, &f));
+    if (!f || (kind->schedule >= 0 && (!isoptim || (PetscInt)settings.schedule != kind->schedule))) continue;
+    PetscCheck(pop->nhyper < POP_MAXHYPER, comm, PETSC_ERR_PLIB, "More than %d hyperparameters: raise POP_MAXHYPER", POP_MAXHYPER);
+    pop->hyper[pop->nhyper++] = (PopHyper){.kind = kind};
+  }
+  PetscCall(PopHyperNames(pop, names, sizeof(names)));
+  for (PetscInt r = 0; r < pop->nreq; r++) {
+    const PopRequest *req = &pop->req[r];
+    PopHyper         *hp  = NULL;
+
+    for (PetscInt h = 0; h < pop->nhyper; h++)
+      if (!strcmp(pop->hyper[h].kind->name, req->name)) hp = &pop->hyper[h];
+    PetscCheck(hp, comm, PETSC_ERR_ARG_WRONG, "-%strainer_population_%s %s: the TAO type %s (loss %s) has no hyperparameter \"%s\"; it has %s (and gamma with -tao_lr_schedule step, lr_min with cosine)", prefix, req->explore ? "explore" : "init",
+               req->name, taotype, losstype, req->name, names);
+    hp->req = req;
+    hp->clo = hp->kind->lo;
+    hp->chi = hp->kind->hi;
+    PetscCall(PopRangeText(hp->kind, range, sizeof(range)));
+    if (req->init) {
+      const PopHyperKind *kind = hp->kind;
+
+      PetscCheck(req->lo > kind->lo || (!kind->loopen && req->lo == kind->lo), comm, PETSC_ERR_ARG_OUTOFRANGE, "-%strainer_population_init %s:%g:%g: the range leaves the valid range %s of %s (%s): give a range inside it", prefix, req->name,
+                 (double)req->lo, (double)req->hi, range, kind->what, req->name);
+      PetscCheck(req->hi < kind->hi || (!kind->hiopen && req->hi == kind->hi), comm, PETSC_ERR_ARG_OUTOFRANGE, "-%strainer_population_init %s:%g:%g: the range leaves the valid range %s of %s (%s): give a range inside it", prefix, req->name,
+                 (double)req->lo, (double)req->hi, range, kind->what, req->name);
+      if (kind->loopen) hp->clo = req->lo;
+      if (kind->hiopen) hp->chi = req->hi;
+    }
+    if (req->nfactors && !req->init) {
+      PetscReal fmax = 0;
+
+      for (PetscInt i = 0; i < req->nfactors; i++) fmax = PetscMax(fmax, req->factors[i]);
+      PetscCheck(!hp->kind->hiopen || fmax <= 1, comm, PETSC_ERR_ARG_INCOMP,
+                 "-%strainer_population_explore %s: the factor %g can take %s to %g or past it, outside its valid range %s, and no init range closes it: give -%strainer_population_init %s:LO:HI:lin too (HI < %g; explored values are clipped into "
+                 "[LO, HI] at that end), or factors <= 1",
+                 prefix, req->name, (double)fmax, req->name, (double)hp->kind->hi, range, prefix, req->name, (double)hp->kind->hi);
+    }
+  }
+  PetscFunctionReturn(0);
+}
+
+/* Trainer k's value of slot h after an explore step: v times the factor drawn (u uniform in [0, 1)), clipped into
+   [clo, chi]; *clipped says whether it was */
+static PetscReal PopExplore(const PopHyper *hp, PetscReal v, PetscReal u, PetscBool *clipped)
+{
+  const PopRequest *req = hp->req;
+
+  *clipped = PETSC_FALSE;
+  if (!req || !req->nfactors) return v;
+  v *= req->factors[PetscMin((PetscInt)(u * req->nfactors), req->nfactors - 1)];
+  if (v > hp->chi) {
+    v        = hp->chi;
+    *clipped = PETSC_TRUE;
+  }
+  if (v < hp->clo) {
+    v        = hp->clo;
+    *clipped = PETSC_TRUE;
+  }
+  return v;
 }
 
 /* Called inside TrainerSetFromOptions()'s options block. Without a population, -trainer_population K > 1 is refused:
@@ -419,11 +848,14 @@ PetscErrorCode TrainerPopulationSetFromOptions_Private(Trainer tr, PetscOptionIt
   PetscCall(PetNetOptionsBoundedInt("-trainer_population_seed", "Seed of the pairings and of the explore draws", "TrainerSetPopulation", pop->seed, &pop->seed, NULL, 0));
   PetscCall(PetscSNPrintf(opt, sizeof(opt), "-%strainer_population_init", prefix));
   spec[0] = 0;
-  PetscCall(PetscOptionsString("-trainer_population_init", "Initial hyperparameters spread over ranges: NAME:LO:HI:log|lin,... (NAME lr or wd)", "TrainerSetPopulation", spec, spec, sizeof(spec), &set));
+  PetscCall(PetscOptionsString("-trainer_population_init",
+                               "Initial hyperparameters spread over ranges: NAME:LO:HI:log|lin,... (NAME: lr, wd, gamma, lr_min, smoothing, the TAO type's own: momentum, dampening, beta1, beta2, eps, alpha, damping, stat_decay, kl_clip)",
+                               "TrainerSetPopulation", spec, spec, sizeof(spec), &set));
   if (set) PetscCall(PopParseInit(pop, comm, opt, spec));
   PetscCall(PetscSNPrintf(opt, sizeof(opt), "-%strainer_population_explore", prefix));
   spec[0] = 0;
-  PetscCall(PetscOptionsString("-trainer_population_explore", "Factors on the hyperparameters a trainer takes with a model: NAME:F1,F2,...", "TrainerSetPopulation", spec, spec, sizeof(spec), &set));
+  PetscCall(PetscOptionsString("-trainer_population_explore", "Factors on the hyperparameters a trainer takes with a model: NAME:F1,F2,... (the names of -trainer_population_init; values clipped into the valid range)", "TrainerSetPopulation", spec,
+                               spec, sizeof(spec), &set));
   if (set) PetscCall(PopParseExplore(pop, comm, opt, spec));
   PetscCall(PetscOptionsString("-trainer_population_monitor", "CSV of every trainer's epochs (rank 0 of the job writes it; %d in the name: one file per trainer)", "TrainerSetPopulation", pop->monitor, pop->monitor, sizeof(pop->monitor), NULL));
   PetscFunctionReturn(0);
@@ -504,7 +936,6 @@ PetscErrorCode TrainerPopulationSetUp_Private(Trainer tr)
   TrainerPopulation pop    = tr->population;
   MPI_Comm          comm   = PetscObjectComm((PetscObject)tr);
   const char       *prefix = ((PetscObject)tr)->prefix ? ((PetscObject)tr)->prefix : "";
-  PetscBool         optim;
   PetscInt          classes;
 
   PetscFunctionBegin;
@@ -513,24 +944,32 @@ PetscErrorCode TrainerPopulationSetUp_Private(Trainer tr)
   PetscCheck(tr->patience == 0, comm, PETSC_ERR_SUP, "-%strainer_patience %" PetscInt_FMT ": early stopping would stop the trainers of a population at different epochs, and the tournaments need them all: drop it", prefix, tr->patience);
   PetscCall(DatasetGetNumClasses(pop->tournament, &classes));
   PetscCheck(pop->metric == POP_METRIC_LOSS || classes > 0, comm, PETSC_ERR_ARG_INCOMP, "-%strainer_tournament_metric accuracy needs class labels, but the training data are regression targets: use -%strainer_tournament_metric loss", prefix, prefix);
-  PetscCall(PetscObjectTypeCompareAny((PetscObject)tr->tao, &optim, TAOSGD, TAOADAM, TAOADAMW, TAORMSPROP, TAOKFAC, ""));
-  for (PetscInt h = 0; h < POP_NHYPER; h++) {
-    PopHyper *hp = &pop->hyper[h];
+  PetscCall(PopHyperSetUp(tr));
+  for (PetscInt h = 0; h < pop->nhyper; h++) {
+    PopHyper         *hp  = &pop->hyper[h];
+    const PopRequest *req = hp->req;
 
-    PetscCheck(optim || (!hp->init && !hp->nfactors), comm, PETSC_ERR_ARG_INCOMP,
-               "-%strainer_population_init and -%strainer_population_explore set %s, which only PetNet's optimizers have (sgd, adam, adamw, rmsprop, kfac): give -tao_type adam, or drop %s", prefix, prefix, hp->name, hp->name);
-    if (hp->init) {
-      PetscReal s = pop->K > 1 ? (PetscReal)pop->k / (pop->K - 1) : 0;
+    if (req && req->init) {
+      PetscReal x = pop->K > 1 ? (PetscReal)pop->k / (pop->K - 1) : 0;
 
-      hp->value = hp->logscale ? hp->lo * PetscPowReal(hp->hi / hp->lo, s) : hp->lo + (hp->hi - hp->lo) * s;
-      hp->known = PETSC_TRUE;
-      PetscCall(hp->set(tr->tao, hp->value));
-    } else if (h == 0 && optim) {
-      PetscCall(PetNetTaoGetLearningRate(tr->tao, &hp->value));
-      hp->known = PETSC_TRUE;
-    }
-    PetscCheck(hp->known || !hp->nfactors, comm, PETSC_ERR_ARG_INCOMP, "-%strainer_population_explore %s: the trainers' %s is not known to the population; give it a range too (-%strainer_population_init %s:LO:HI:lin)", prefix, hp->name, hp->what,
-               prefix, hp->name);
+      hp->value = req->logscale ? req->lo * PetscPowReal(req->hi / req->lo, x) : req->lo + (req->hi - req->lo) * x;
+      PetscCall(hp->kind->set(tr, hp->value));
+    } else
+      PetscCall(hp->kind->get(tr, &hp->value));
+  }
+  if (pop->exchange == POP_EXCHANGE_STATE || tr->checkpoint[0]) {
+    /* a momentum spread from 0 keeps no buffer on trainer 0: the states differ, so they cannot be exchanged; and a
+       trainer that takes a momentum > 0 grows a buffer mid-run, which its restart (momentum 0 at set-up) lacks */
+    PetscInt nstate, range[2];
+
+    PetscCall(PetNetTaoGetState(tr->tao, &nstate, NULL, NULL));
+    range[0] = nstate;
+    range[1] = -nstate;
+    PetscCall(MPIU_Allreduce(MPI_IN_PLACE, range, 2, MPIU_INT, MPI_MIN, pop->comm));
+    PetscCheck(range[0] == -range[1], pop->comm, PETSC_ERR_ARG_INCOMP,
+               "-%s%s: the trainers' optimizers hold %" PetscInt_FMT " to %" PetscInt_FMT " state Vecs after -%strainer_population_init (a momentum of 0 keeps no momentum buffer), so %s: start the momentum's range above 0 (e.g. 0.1)", prefix,
+               pop->exchange == POP_EXCHANGE_STATE ? "trainer_tournament_exchange state" : "trainer_checkpoint", range[0], -range[1], prefix,
+               pop->exchange == POP_EXCHANGE_STATE ? "their states cannot be exchanged" : "a trainer that takes a momentum > 0 would grow a buffer that its restart cannot match");
   }
   pop->nbatches = tr->nbatches;
   if (pop->unit == POP_UNIT_STEPS) { /* the tournaments fall after the same global step on every trainer only if they all step alike */
@@ -561,7 +1000,10 @@ PetscErrorCode TrainerPopulationSetUp_Private(Trainer tr)
       else
         PetscCall(PetscStrncpy(name, pop->monitor, sizeof(name)));
       PetscCall(PetscFOpen(PETSC_COMM_SELF, name, "w", &pop->files[i]));
-      PetscCall(PetscFPrintf(PETSC_COMM_SELF, pop->files[i], "trainer,epoch,%strain_loss,test_loss,test_accuracy,lr,tournament,partner,own_metric,partner_metric,took_partner,diverged\n", pop->unit == POP_UNIT_STEPS ? "step," : ""));
+      PetscCall(PetscFPrintf(PETSC_COMM_SELF, pop->files[i], "trainer,epoch,%strain_loss,test_loss,test_accuracy,lr,", pop->unit == POP_UNIT_STEPS ? "step," : ""));
+      for (PetscInt h = 1; h < pop->nhyper; h++)
+        if (pop->hyper[h].req) PetscCall(PetscFPrintf(PETSC_COMM_SELF, pop->files[i], "%s,", pop->hyper[h].kind->name));
+      PetscCall(PetscFPrintf(PETSC_COMM_SELF, pop->files[i], "tournament,partner,own_metric,partner_metric,took_partner,diverged\n"));
     }
   }
   PetscFunctionReturn(0);
@@ -581,28 +1023,32 @@ PetscErrorCode TrainerPopulationDiverged_Private(Trainer tr, const char what[], 
   PetscFunctionReturn(0);
 }
 
-/* The metric of the Net's current parameters on the own tournament set (evaluation mode) and its score (higher is
-   better; a NaN or Inf loss scores worst) */
+/* The metric of the Net's current parameters on the own tournament set (evaluation mode, the cross-entropy without
+   label smoothing) and its score (higher is better; a NaN or Inf loss scores worst) */
 static PetscErrorCode PopScore(Trainer tr, PetscReal *metric, PetscReal *score)
 {
   TrainerPopulation pop = tr->population;
-  PetscBool         training;
+  PetscBool         training, smoothed;
   PetscInt          correct = 0, N;
-  PetscReal         f;
+  PetscReal         f, smoothing = 0;
 
   PetscFunctionBegin;
+  PetscCall(LossCrossEntropyGetLabelSmoothing(tr->loss, &smoothed, &smoothing));
+  if (smoothed && smoothing != 0) PetscCall(LossCrossEntropySetLabelSmoothing(tr->loss, 0)); /* the plain loss: trainers with other smoothings compare fairly */
   PetscCall(NetGetTraining(tr->net, &training));
   PetscCall(NetSetTraining(tr->net, PETSC_FALSE));
   PetscCall(TrainerAccumulate_Private(tr, pop->tournament, &f, NULL, pop->metric == POP_METRIC_ACCURACY ? &correct : NULL, NULL));
   PetscCall(NetSetTraining(tr->net, training));
+  if (smoothed && smoothing != 0) PetscCall(LossCrossEntropySetLabelSmoothing(tr->loss, smoothing));
   PetscCall(DatasetGetSize(pop->tournament, &N));
   *metric = pop->metric == POP_METRIC_LOSS ? f : (PetscReal)correct / N;
   *score  = PetscIsInfOrNanReal(f) ? PETSC_MIN_REAL : (pop->metric == POP_METRIC_LOSS ? -f : *metric);
   PetscFunctionReturn(0);
 }
 
-/* The pairing of tournament t: perm, a permutation of 0..K-1, and draws[K * POP_NHYPER] uniform numbers for the
-   explore factors, from PETSCRAND48 seeded with (seed, t): the same on every rank and for every rank count */
+/* The pairing of tournament t: perm, a permutation of 0..K-1, and draws[K * POP_MAXHYPER] uniform numbers for the
+   explore factors (PopDrawIndex()), from PETSCRAND48 seeded with (seed, t): the same on every rank and for every rank
+   count */
 static PetscErrorCode PopDraw(TrainerPopulation pop, PetscInt t, PetscInt *perm, PetscReal *draws)
 {
   PetscRandom rnd;
@@ -623,7 +1069,7 @@ static PetscErrorCode PopDraw(TrainerPopulation pop, PetscInt t, PetscInt *perm,
     perm[i] = perm[j];
     perm[j] = swap;
   }
-  for (PetscInt i = 0; i < pop->K * POP_NHYPER; i++) PetscCall(PetscRandomGetValueReal(rnd, &draws[i]));
+  for (PetscInt i = 0; i < pop->K * POP_MAXHYPER; i++) PetscCall(PetscRandomGetValueReal(rnd, &draws[i]));
   PetscCall(PetscRandomDestroy(&rnd));
   PetscFunctionReturn(0);
 }
@@ -675,7 +1121,7 @@ static PetscErrorCode PopTournament(Trainer tr, PetscInt epoch, PetscInt gstep, 
   TrainerPopulation pop = tr->population;
   MPI_Comm          comm;
   PetscInt          K, t, p = -1, *perm, nstate = 0, step = 0, n, nb, bad;
-  PetscReal        *draws, ownscore, partscore = PETSC_MIN_REAL, *report = NULL, mine[POP_REPORT];
+  PetscReal        *draws, ownscore, partscore = PETSC_MIN_REAL, *report = NULL, mine[POP_REPORT] = {0};
   Vec              *state = NULL;
   PetscBool         wasdiverged, adopt = PETSC_FALSE;
   char              line[8192] = "";
@@ -685,7 +1131,7 @@ static PetscErrorCode PopTournament(Trainer tr, PetscInt epoch, PetscInt gstep, 
   K             = pop->K;
   t             = pop->ntournaments++;
   pop->laststep = gstep;
-  PetscCall(PetscMalloc2(K, &perm, K * POP_NHYPER, &draws));
+  PetscCall(PetscMalloc2(K, &perm, K * POP_MAXHYPER, &draws));
   PetscCall(PopDraw(pop, t, perm, draws));
   for (PetscInt i = 0; i + 1 < K; i += 2) {
     if (perm[i] == pop->k) p = perm[i + 1];
@@ -703,18 +1149,19 @@ static PetscErrorCode PopTournament(Trainer tr, PetscInt epoch, PetscInt gstep, 
   PetscCall(VecGetLocalSize(tr->theta, &n));
   PetscCall(PopBuffers(tr, NULL, PETSC_FALSE, &nb));
   { /* the header first: the layouts must agree on every rank of both trainers, or nobody exchanges */
-    PetscScalar hdr[POP_HEADER] = {(PetscScalar)n, (PetscScalar)nstate, (PetscScalar)step, (PetscScalar)(wasdiverged ? 1 : 0), pop->hyper[0].value, pop->hyper[1].value, (PetscScalar)nb}, phdr[POP_HEADER];
+    PetscScalar hdr[POP_HEADER] = {(PetscScalar)n, (PetscScalar)nstate, (PetscScalar)step, (PetscScalar)(wasdiverged ? 1 : 0), (PetscScalar)nb, (PetscScalar)pop->nhyper}, phdr[POP_HEADER];
     PetscMPIInt other           = (PetscMPIInt)(p * pop->P + pop->rank % pop->P);
 
+    for (PetscInt h = 0; h < pop->nhyper; h++) hdr[6 + h] = pop->hyper[h].value;
     bad = 0;
     if (p >= 0) {
       PetscCall(PopSendrecv(pop, other, hdr, phdr, POP_HEADER));
-      bad = PetscRealPart(phdr[0]) != n || PetscRealPart(phdr[1]) != nstate || PetscRealPart(phdr[6]) != nb ? 1 : 0;
+      bad = PetscRealPart(phdr[0]) != n || PetscRealPart(phdr[1]) != nstate || PetscRealPart(phdr[4]) != nb || PetscRealPart(phdr[5]) != pop->nhyper ? 1 : 0;
     }
     PetscCall(MPIU_Allreduce(MPI_IN_PLACE, &bad, 1, MPIU_INT, MPI_MAX, comm));
     PetscCheck(!bad, comm, PETSC_ERR_ARG_INCOMP,
-               "Tournament %" PetscInt_FMT
-               ": two trainers hold their parameters (or optimizer state) in different layouts, so their models cannot be exchanged rank by rank: the trainers of a population must be alike (the same Net, rank count, parallel mode and optimizer)",
+               "Tournament %" PetscInt_FMT ": two trainers hold their parameters (or optimizer state, or hyperparameters) in different layouts, so their models cannot be exchanged rank by rank: the trainers of a population must be alike (the same "
+               "Net, rank count, parallel mode and optimizer)",
                t + 1);
     if (p >= 0) {
       PetscInt64   len = (PetscInt64)n * (1 + nstate) + nb, off = len - nb;
@@ -758,13 +1205,11 @@ static PetscErrorCode PopTournament(Trainer tr, PetscInt epoch, PetscInt gstep, 
           PetscCall(PetNetTaoResetState(tr->tao));
           PetscCall(PetNetTaoSetStep(tr->tao, step));
         }
-        for (PetscInt h = 0; h < POP_NHYPER; h++) {
+        for (PetscInt h = 0; h < pop->nhyper; h++) { /* the partner's values, times the explore factors, clipped */
           PopHyper *hp = &pop->hyper[h];
 
-          if (!hp->known) continue;
-          hp->value = PetscRealPart(phdr[4 + h]);
-          if (hp->nfactors) hp->value *= hp->factors[PetscMin((PetscInt)(draws[pop->k * POP_NHYPER + h] * hp->nfactors), hp->nfactors - 1)];
-          PetscCall(hp->set(tr->tao, hp->value));
+          hp->value = PopExplore(hp, PetscRealPart(phdr[6 + h]), draws[PopDrawIndex(K, pop->k, h)], &hp->clipped);
+          PetscCall(hp->kind->set(tr, hp->value));
         }
         pop->adopted  = PETSC_TRUE;
         pop->diverged = PETSC_FALSE;
@@ -784,10 +1229,13 @@ static PetscErrorCode PopTournament(Trainer tr, PetscInt epoch, PetscInt gstep, 
   mine[2] = pop->ownmetric;
   mine[3] = pop->partmetric;
   mine[4] = adopt;
-  mine[5] = pop->hyper[0].known ? pop->hyper[0].value : -1;
-  mine[6] = pop->hyper[1].known ? pop->hyper[1].value : -1;
-  mine[7] = wasdiverged;
-  mine[8] = pop->diverged;
+  mine[5] = wasdiverged;
+  mine[6] = pop->diverged;
+  mine[7] = 0; /* the slots the explore step clipped, a bit each */
+  for (PetscInt h = 0; h < pop->nhyper; h++) {
+    if (adopt && pop->hyper[h].clipped) mine[7] += (PetscReal)(1 << h);
+    mine[8 + h] = pop->hyper[h].value;
+  }
   if (pop->rank == 0) PetscCall(PetscMalloc1((size_t)pop->size * POP_REPORT, &report));
   PetscCallMPI(MPI_Gather(mine, POP_REPORT, MPIU_REAL, report, POP_REPORT, MPIU_REAL, 0, comm));
   if (pop->rank == 0) {
@@ -826,15 +1274,16 @@ static PetscErrorCode PopTournament(Trainer tr, PetscInt epoch, PetscInt gstep, 
       pop->parent[t * K + i] = r[4] != 0 ? q : i;
       PetscCall(PetscStrlen(line, &len));
       if (q < 0) {
-        PetscCall(PetscSNPrintf(line + len, sizeof(line) - len, " | %" PetscInt_FMT " sits out%s", i, r[8] != 0 ? " (diverged, waits for a partner)" : ""));
+        PetscCall(PetscSNPrintf(line + len, sizeof(line) - len, " | %" PetscInt_FMT " sits out%s", i, r[6] != 0 ? " (diverged, waits for a partner)" : ""));
         continue;
       }
       PetscCall(PetscSNPrintf(line + len, sizeof(line) - len, pop->metric == POP_METRIC_LOSS ? " | %" PetscInt_FMT ": %.6f vs %.6f %s %" PetscInt_FMT : " | %" PetscInt_FMT ": %.4f vs %.4f %s %" PetscInt_FMT, i, (double)r[2], (double)r[3],
-                              r[4] != 0 ? (r[7] != 0 ? "diverged, replaced by" : "takes") : "keeps, against", q));
-      PetscCall(PetscStrlen(line, &len));
-      if (r[5] >= 0) PetscCall(PetscSNPrintf(line + len, sizeof(line) - len, " lr %.6g", (double)r[5]));
-      PetscCall(PetscStrlen(line, &len));
-      if (r[6] >= 0) PetscCall(PetscSNPrintf(line + len, sizeof(line) - len, " wd %.6g", (double)r[6]));
+                              r[4] != 0 ? (r[5] != 0 ? "diverged, replaced by" : "takes") : "keeps, against", q));
+      for (PetscInt h = 0; h < pop->nhyper; h++) { /* lr, and every hyperparameter searched */
+        if (h > 0 && !pop->hyper[h].req) continue;
+        PetscCall(PetscStrlen(line, &len));
+        PetscCall(PetscSNPrintf(line + len, sizeof(line) - len, " %s %.6g%s", pop->hyper[h].kind->name, (double)r[8 + h], ((PetscInt)r[7] >> h) & 1 ? " (clipped)" : ""));
+      }
     }
     PetscCall(PetscFree(report));
   }
@@ -929,26 +1378,27 @@ PetscErrorCode TrainerPopulationSkipSteps_Private(Trainer tr, PetscBool *resume)
    this point (its columns are filled). The steps unit adds the column step (the global optimizer step). */
 static PetscErrorCode PopMonitorRows(Trainer tr, PetscInt epoch, PetscInt gstep, PetscBool midepoch, PetscBool now)
 {
-  TrainerPopulation pop = tr->population;
-  PetscReal         mine[11], *rows = NULL;
+  TrainerPopulation pop               = tr->population;
+  PetscReal         mine[POP_MONITOR] = {0}, *rows = NULL;
 
   PetscFunctionBegin;
   if (!pop->monitor[0]) PetscFunctionReturn(0);
   mine[0] = tr->trainloss;
   mine[1] = tr->test ? tr->testloss : PETSC_MAX_REAL;
   mine[2] = tr->test ? tr->testacc : -1;
-  mine[3] = pop->hyper[0].known ? pop->hyper[0].value : -1;
+  mine[3] = pop->nhyper ? pop->hyper[0].value : -1;
   mine[4] = now ? pop->ntournaments : 0;
   mine[5] = now ? pop->partner : -1;
   mine[6] = now ? pop->ownmetric : 0;
   mine[7] = now && pop->partner >= 0 ? pop->partmetric : 0;
   mine[8] = now ? pop->adopted : 0;
   mine[9] = pop->diverged;
-  if (pop->rank == 0) PetscCall(PetscMalloc1((size_t)pop->size * 11, &rows));
-  PetscCallMPI(MPI_Gather(mine, 11, MPIU_REAL, rows, 11, MPIU_REAL, 0, pop->comm));
+  for (PetscInt h = 0; h < pop->nhyper; h++) mine[10 + h] = pop->hyper[h].value;
+  if (pop->rank == 0) PetscCall(PetscMalloc1((size_t)pop->size * POP_MONITOR, &rows));
+  PetscCallMPI(MPI_Gather(mine, POP_MONITOR, MPIU_REAL, rows, POP_MONITOR, MPIU_REAL, 0, pop->comm));
   if (pop->rank == 0) {
     for (PetscInt i = 0; i < pop->K; i++) {
-      const PetscReal *r  = rows + (size_t)i * pop->P * 11;
+      const PetscReal *r  = rows + (size_t)i * pop->P * POP_MONITOR;
       FILE            *fp = pop->files[pop->files[i] ? i : 0];
 
       PetscCall(PetscFPrintf(PETSC_COMM_SELF, fp, "%" PetscInt_FMT ",%" PetscInt_FMT ",", i, epoch));
@@ -957,6 +1407,8 @@ static PetscErrorCode PopMonitorRows(Trainer tr, PetscInt epoch, PetscInt gstep,
         PetscCall(PetscFPrintf(PETSC_COMM_SELF, fp, ",,,%.9g,", (double)r[3]));
       else
         PetscCall(PetscFPrintf(PETSC_COMM_SELF, fp, "%.9g,%.9g,%.6f,%.9g,", (double)r[0], (double)r[1], (double)r[2], (double)r[3]));
+      for (PetscInt h = 1; h < pop->nhyper; h++) /* a column for every hyperparameter searched besides lr */
+        if (pop->hyper[h].req) PetscCall(PetscFPrintf(PETSC_COMM_SELF, fp, "%.9g,", (double)r[10 + h]));
       if (r[4] > 0 && r[5] >= 0)
         PetscCall(PetscFPrintf(PETSC_COMM_SELF, fp, "%d,%d,%.9g,%.9g,%d,%d\n", (int)r[4], (int)r[5], (double)r[6], (double)r[7], (int)r[8], (int)r[9]));
       else if (r[4] > 0)
@@ -1007,7 +1459,7 @@ PetscErrorCode TrainerPopulationFinish_Private(Trainer tr, PetscBool *iswinner)
   mine[0] = score;
   mine[1] = metric;
   mine[2] = tr->test ? tr->testacc : -1;
-  mine[3] = pop->hyper[0].known ? pop->hyper[0].value : -1;
+  mine[3] = pop->nhyper ? pop->hyper[0].value : -1;
   mine[4] = pop->rank % pop->P == 0 ? pop->exchanges : 0;
   PetscCallMPI(MPI_Allgather(mine, 5, MPIU_REAL, all, 5, MPIU_REAL, pop->comm));
   pop->totalexchanges = 0;
@@ -1074,6 +1526,16 @@ PetscErrorCode TrainerPopulationView_Private(Trainer tr, PetscViewer viewer)
                                    PopDatas[pop->data], pop->shardsize, pop->shardstart, pop->tsamples));
   PetscCall(PetscViewerASCIIPrintf(viewer, "tournaments: every %" PetscInt_FMT " %s, metric %s, exchange %s, seed %" PetscInt_FMT "\n", pop->interval, pop->unit == POP_UNIT_STEPS ? "optimizer steps" : "epochs", PopMetrics[pop->metric],
                                    PopExchanges[pop->exchange], pop->seed));
+  if (pop->nhyper) { /* set up: this trainer's values, those searched (init or explore) marked with * */
+    char   line[1024] = "";
+    size_t len;
+
+    for (PetscInt h = 0; h < pop->nhyper; h++) {
+      PetscCall(PetscStrlen(line, &len));
+      PetscCall(PetscSNPrintf(line + len, sizeof(line) - len, "%s %s%s %g", h ? "," : "", pop->hyper[h].kind->name, pop->hyper[h].req ? "*" : "", (double)pop->hyper[h].value));
+    }
+    PetscCall(PetscViewerASCIIPrintf(viewer, "hyperparameters (* searched):%s\n", line));
+  }
   PetscFunctionReturn(0);
 }
 
@@ -1096,22 +1558,23 @@ PetscErrorCode TrainerPopulationDestroy_Private(Trainer tr)
   PetscFunctionReturn(0);
 }
 
-/* After a restart (TrainerLoadCheckpoint() of trainer k's own file): the hyperparameters are the checkpoint's, not the
-   -trainer_population_init spread (the tournaments and explore steps since moved them) */
-PetscErrorCode TrainerPopulationRestoreHyper_Private(Trainer tr, PetscReal lr, PetscReal wd)
+/* After a restart (TrainerLoadCheckpoint() of trainer k's own file): a hyperparameter the population carries (name: lr,
+   wd, the TAO type's own, smoothing) is the checkpoint's, not the -trainer_population_init spread (the tournaments and
+   explore steps since moved it); *taken says whether it is one (else the caller compares it with the options) */
+PetscErrorCode TrainerPopulationRestoreHyper_Private(Trainer tr, const char name[], PetscReal value, PetscBool *taken)
 {
   TrainerPopulation pop = tr->population;
-  PetscReal         v[POP_NHYPER];
 
   PetscFunctionBegin;
-  v[0] = lr;
-  v[1] = wd;
-  for (PetscInt h = 0; h < POP_NHYPER; h++) {
+  *taken = PETSC_FALSE;
+  if (!pop) PetscFunctionReturn(0);
+  for (PetscInt h = 0; h < pop->nhyper; h++) {
     PopHyper *hp = &pop->hyper[h];
 
-    if (!hp->known) continue;
-    hp->value = v[h];
-    PetscCall(hp->set(tr->tao, hp->value));
+    if (strcmp(hp->kind->name, name)) continue;
+    hp->value = value;
+    PetscCall(hp->kind->set(tr, hp->value));
+    *taken = PETSC_TRUE;
   }
   PetscFunctionReturn(0);
 }

@@ -132,6 +132,6 @@ PETSC_INTERN PetscErrorCode TrainerPopulationMonitor_Private(Trainer, PetscInt);
 PETSC_INTERN PetscErrorCode TrainerPopulationFinish_Private(Trainer, PetscBool *);
 PETSC_INTERN PetscErrorCode TrainerPopulationView_Private(Trainer, PetscViewer);
 PETSC_INTERN PetscErrorCode TrainerPopulationDestroy_Private(Trainer);
-PETSC_INTERN PetscErrorCode TrainerPopulationRestoreHyper_Private(Trainer, PetscReal, PetscReal);
+PETSC_INTERN PetscErrorCode TrainerPopulationRestoreHyper_Private(Trainer, const char[], PetscReal, PetscBool *);
 PETSC_INTERN PetscErrorCode TrainerPopulationRestart_Private(Trainer);
 PETSC_INTERN PetscErrorCode TrainerPopulationGetJobComm_Private(Trainer, MPI_Comm *);

@@ -43,8 +43,8 @@ static PetscErrorCode CheckLabels_Private(Loss loss, PetscInt ny, PetscInt nt, c
 
     if (Ignored_Private(ce, t[s])) continue;
     PetscCheck(l >= 0 && l < *c && l == PetscFloorReal(l), PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE,
-               "crossentropy loss: the label of local sample %" PetscInt_FMT " is %g, but labels must be integer class indices in [0, %" PetscInt_FMT ") for an output of %" PetscInt_FMT
-               " classes, or the ignore index %" PetscInt_FMT " (-loss_ignore_index): fix the targets, or make the last layer's size the number of classes",
+               "crossentropy loss: the label of local sample %" PetscInt_FMT " is %g, but labels must be integer class indices in [0, %" PetscInt_FMT ") for an output of %" PetscInt_FMT " classes, or the ignore index %" PetscInt_FMT
+               " (-loss_ignore_index): fix the targets, or make the last layer's size the number of classes",
                s, (double)l, *c, *c, ce->ignore);
   }
   PetscFunctionReturn(0);
@@ -71,14 +71,16 @@ static PetscErrorCode LossEvaluate_CrossEntropy(Loss loss, PetscInt ny, const Pe
     lbl = (PetscInt)PetscRealPart(t[s]);
     for (PetscInt k = 1; k < c; k++) m = PetscMax(m, PetscRealPart(ys[k]));
     for (PetscInt k = 0; k < c; k++) z += PetscExpReal(PetscRealPart(ys[k]) - m);
-    if (a == 0) *sum += m + PetscLogReal(z) - PetscRealPart(ys[lbl]); /* without smoothing: the same operations as always */
+    if (a == 0)
+      *sum += m + PetscLogReal(z) - PetscRealPart(ys[lbl]); /* without smoothing: the same operations as always */
     else {
       for (PetscInt k = 0; k < c; k++) ysum += PetscRealPart(ys[k]);
       *sum += m + PetscLogReal(z) - (1 - a) * PetscRealPart(ys[lbl]) - (a / c) * ysum;
     }
     if (dy) {
       for (PetscInt k = 0; k < c; k++) dy[s * c + k] = PetscExpReal(PetscRealPart(ys[k]) - m) / z;
-      if (a == 0) dy[s * c + lbl] -= 1.0;
+      if (a == 0)
+        dy[s * c + lbl] -= 1.0;
       else {
         for (PetscInt k = 0; k < c; k++) dy[s * c + k] -= a / c;
         dy[s * c + lbl] -= 1 - a;
@@ -181,12 +183,20 @@ static PetscErrorCode LossCrossEntropySetLabelSmoothing_CrossEntropy(Loss loss, 
   PetscFunctionReturn(0);
 }
 
+static PetscErrorCode LossCrossEntropyGetLabelSmoothing_CrossEntropy(Loss loss, PetscReal *a)
+{
+  PetscFunctionBegin;
+  *a = ((Loss_CrossEntropy *)loss->data)->smoothing;
+  PetscFunctionReturn(0);
+}
+
 static PetscErrorCode LossDestroy_CrossEntropy(Loss loss)
 {
   PetscFunctionBegin;
   PetscCall(PetscObjectComposeFunction((PetscObject)loss, "LossCrossEntropySetIgnoreIndex_C", NULL));
   PetscCall(PetscObjectComposeFunction((PetscObject)loss, "LossCrossEntropyGetIgnoreIndex_C", NULL));
   PetscCall(PetscObjectComposeFunction((PetscObject)loss, "LossCrossEntropySetLabelSmoothing_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)loss, "LossCrossEntropyGetLabelSmoothing_C", NULL));
   PetscCall(PetscFree(loss->data));
   PetscFunctionReturn(0);
 }
@@ -281,6 +291,37 @@ PetscErrorCode LossCrossEntropySetLabelSmoothing(Loss loss, PetscReal a)
   PetscFunctionReturn(0);
 }
 
+/*@
+  LossCrossEntropyGetLabelSmoothing - the label smoothing of a crossentropy loss
+
+  Not collective
+
+  Input Parameter:
+. loss - a Loss
+
+  Output Parameters:
++ has - whether the loss has a label smoothing (`PETSC_TRUE` for crossentropy), or NULL
+- a   - the smoothing, 0 <= a < 1 (left unset when has is `PETSC_FALSE`)
+
+  Level: intermediate
+
+.seealso: `LossCrossEntropySetLabelSmoothing()`, `LossCrossEntropyGetIgnoreIndex()`
+@*/
+PetscErrorCode LossCrossEntropyGetLabelSmoothing(Loss loss, PetscBool *has, PetscReal *a)
+{
+  PetscErrorCode (*f)(Loss, PetscReal *) = NULL;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(loss, LOSS_CLASSID, 1);
+  PetscCall(PetscObjectQueryFunction((PetscObject)loss, "LossCrossEntropyGetLabelSmoothing_C", &f));
+  if (has) *has = f ? PETSC_TRUE : PETSC_FALSE;
+  if (f) {
+    PetscValidRealPointer(a, 3);
+    PetscCall((*f)(loss, a));
+  }
+  PetscFunctionReturn(0);
+}
+
 PETSC_INTERN PetscErrorCode LossCreate_CrossEntropy(Loss loss)
 {
   Loss_CrossEntropy *ce;
@@ -300,5 +341,6 @@ PETSC_INTERN PetscErrorCode LossCreate_CrossEntropy(Loss loss)
   PetscCall(PetscObjectComposeFunction((PetscObject)loss, "LossCrossEntropySetIgnoreIndex_C", LossCrossEntropySetIgnoreIndex_CrossEntropy));
   PetscCall(PetscObjectComposeFunction((PetscObject)loss, "LossCrossEntropyGetIgnoreIndex_C", LossCrossEntropyGetIgnoreIndex_CrossEntropy));
   PetscCall(PetscObjectComposeFunction((PetscObject)loss, "LossCrossEntropySetLabelSmoothing_C", LossCrossEntropySetLabelSmoothing_CrossEntropy));
+  PetscCall(PetscObjectComposeFunction((PetscObject)loss, "LossCrossEntropyGetLabelSmoothing_C", LossCrossEntropyGetLabelSmoothing_CrossEntropy));
   PetscFunctionReturn(0);
 }
