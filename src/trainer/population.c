@@ -102,10 +102,12 @@
    smoothing. The running Tao (or, for smoothing, Loss) has it when the function 'query' is composed on it, so a name
    belongs to a TAO type without a list of types here. [lo, hi] is the setter's valid range, an end excluded when open. */
 typedef struct {
-  const char *name;  /* as in the options: the option's suffix (-tao_adam_beta1: beta1), or lr, wd, smoothing */
-  const char *what;  /* for messages */
-  const char *query; /* composed on the Tao (or the Loss) of the types that have it */
-  PetscErrorCode (*get)(Trainer, PetscReal *);
+  const char *name;                           /* as in the options: the option's suffix (-tao_adam_beta1: beta1), or lr, wd, smoothing */
+  const char *what;                           /* for messages */
+  const char *query;                          /* composed on the Tao (or the Loss) of the types that have it */
+  PetscErrorCode (*taoget)(Tao, PetscReal *); /* a hyperparameter of the Tao alone: its public getter and setter */
+  PetscErrorCode (*taoset)(Tao, PetscReal);
+  PetscErrorCode (*get)(Trainer, PetscReal *); /* else (one of two values, or the Loss's): a wrapper below */
   PetscErrorCode (*set)(Trainer, PetscReal);
   PetscReal lo, hi;
   PetscBool loopen, hiopen;
@@ -368,55 +370,8 @@ PetscErrorCode TrainerPopulationGetResults(Trainer tr, PetscInt *winner, PetscIn
   PetscFunctionReturn(0);
 }
 
-/* The getters and setters of the searchable hyperparameters, on the Trainer's Tao or Loss */
-static PetscErrorCode PopGetLR(Trainer tr, PetscReal *v)
-{
-  PetscFunctionBegin;
-  PetscCall(PetNetTaoGetLearningRate(tr->tao, v));
-  PetscFunctionReturn(0);
-}
-static PetscErrorCode PopSetLR(Trainer tr, PetscReal v)
-{
-  PetscFunctionBegin;
-  PetscCall(PetNetTaoSetLearningRate(tr->tao, v));
-  PetscFunctionReturn(0);
-}
-static PetscErrorCode PopGetWD(Trainer tr, PetscReal *v)
-{
-  PetscFunctionBegin;
-  PetscCall(PetNetTaoGetWeightDecay(tr->tao, v));
-  PetscFunctionReturn(0);
-}
-static PetscErrorCode PopSetWD(Trainer tr, PetscReal v)
-{
-  PetscFunctionBegin;
-  PetscCall(PetNetTaoSetWeightDecay(tr->tao, v));
-  PetscFunctionReturn(0);
-}
-static PetscErrorCode PopGetSGDMomentum(Trainer tr, PetscReal *v)
-{
-  PetscFunctionBegin;
-  PetscCall(PetNetTaoSGDGetMomentum(tr->tao, v));
-  PetscFunctionReturn(0);
-}
-static PetscErrorCode PopSetSGDMomentum(Trainer tr, PetscReal v)
-{
-  PetscFunctionBegin;
-  PetscCall(PetNetTaoSGDSetMomentum(tr->tao, v));
-  PetscFunctionReturn(0);
-}
-static PetscErrorCode PopGetSGDDampening(Trainer tr, PetscReal *v)
-{
-  PetscFunctionBegin;
-  PetscCall(PetNetTaoSGDGetDampening(tr->tao, v));
-  PetscFunctionReturn(0);
-}
-static PetscErrorCode PopSetSGDDampening(Trainer tr, PetscReal v)
-{
-  PetscFunctionBegin;
-  PetscCall(PetNetTaoSGDSetDampening(tr->tao, v));
-  PetscFunctionReturn(0);
-}
+/* The getters and setters of the hyperparameters that are not one value of the Tao (Adam's betas, the schedules' second
+   values, the Loss's smoothing); the others' are the Tao's public functions, in the table below */
 static PetscErrorCode PopGetBeta1(Trainer tr, PetscReal *v)
 {
   PetscFunctionBegin;
@@ -445,102 +400,6 @@ static PetscErrorCode PopSetBeta2(Trainer tr, PetscReal v)
   PetscFunctionBegin;
   PetscCall(PetNetTaoAdamGetBetas(tr->tao, &beta1, NULL));
   PetscCall(PetNetTaoAdamSetBetas(tr->tao, beta1, v));
-  PetscFunctionReturn(0);
-}
-static PetscErrorCode PopGetAdamEps(Trainer tr, PetscReal *v)
-{
-  PetscFunctionBegin;
-  PetscCall(PetNetTaoAdamGetEpsilon(tr->tao, v));
-  PetscFunctionReturn(0);
-}
-static PetscErrorCode PopSetAdamEps(Trainer tr, PetscReal v)
-{
-  PetscFunctionBegin;
-  PetscCall(PetNetTaoAdamSetEpsilon(tr->tao, v));
-  PetscFunctionReturn(0);
-}
-static PetscErrorCode PopGetRMSAlpha(Trainer tr, PetscReal *v)
-{
-  PetscFunctionBegin;
-  PetscCall(PetNetTaoRMSpropGetAlpha(tr->tao, v));
-  PetscFunctionReturn(0);
-}
-static PetscErrorCode PopSetRMSAlpha(Trainer tr, PetscReal v)
-{
-  PetscFunctionBegin;
-  PetscCall(PetNetTaoRMSpropSetAlpha(tr->tao, v));
-  PetscFunctionReturn(0);
-}
-static PetscErrorCode PopGetRMSEps(Trainer tr, PetscReal *v)
-{
-  PetscFunctionBegin;
-  PetscCall(PetNetTaoRMSpropGetEpsilon(tr->tao, v));
-  PetscFunctionReturn(0);
-}
-static PetscErrorCode PopSetRMSEps(Trainer tr, PetscReal v)
-{
-  PetscFunctionBegin;
-  PetscCall(PetNetTaoRMSpropSetEpsilon(tr->tao, v));
-  PetscFunctionReturn(0);
-}
-static PetscErrorCode PopGetRMSMomentum(Trainer tr, PetscReal *v)
-{
-  PetscFunctionBegin;
-  PetscCall(PetNetTaoRMSpropGetMomentum(tr->tao, v));
-  PetscFunctionReturn(0);
-}
-static PetscErrorCode PopSetRMSMomentum(Trainer tr, PetscReal v)
-{
-  PetscFunctionBegin;
-  PetscCall(PetNetTaoRMSpropSetMomentum(tr->tao, v));
-  PetscFunctionReturn(0);
-}
-static PetscErrorCode PopGetKFACDamping(Trainer tr, PetscReal *v)
-{
-  PetscFunctionBegin;
-  PetscCall(PetNetTaoKFACGetDamping(tr->tao, v));
-  PetscFunctionReturn(0);
-}
-static PetscErrorCode PopSetKFACDamping(Trainer tr, PetscReal v)
-{
-  PetscFunctionBegin;
-  PetscCall(PetNetTaoKFACSetDamping(tr->tao, v));
-  PetscFunctionReturn(0);
-}
-static PetscErrorCode PopGetKFACDecay(Trainer tr, PetscReal *v)
-{
-  PetscFunctionBegin;
-  PetscCall(PetNetTaoKFACGetStatDecay(tr->tao, v));
-  PetscFunctionReturn(0);
-}
-static PetscErrorCode PopSetKFACDecay(Trainer tr, PetscReal v)
-{
-  PetscFunctionBegin;
-  PetscCall(PetNetTaoKFACSetStatDecay(tr->tao, v));
-  PetscFunctionReturn(0);
-}
-static PetscErrorCode PopGetKFACMomentum(Trainer tr, PetscReal *v)
-{
-  PetscFunctionBegin;
-  PetscCall(PetNetTaoKFACGetMomentum(tr->tao, v));
-  PetscFunctionReturn(0);
-}
-static PetscErrorCode PopSetKFACMomentum(Trainer tr, PetscReal v)
-{
-  PetscFunctionBegin;
-  PetscCall(PetNetTaoKFACSetMomentum(tr->tao, v));
-  PetscFunctionReturn(0);
-}
-static PetscErrorCode PopGetKFACKLClip(Trainer tr, PetscReal *v)
-{
-  PetscFunctionBegin;
-  PetscCall(PetNetTaoKFACGetKLClip(tr->tao, v));
-  PetscFunctionReturn(0);
-}
-static PetscErrorCode PopSetKFACKLClip(Trainer tr, PetscReal v)
-{
-  PetscFunctionBegin;
-  PetscCall(PetNetTaoKFACSetKLClip(tr->tao, v));
   PetscFunctionReturn(0);
 }
 static PetscErrorCode PopGetGamma(Trainer tr, PetscReal *v)
@@ -590,24 +449,45 @@ static PetscErrorCode PopSetSmoothing(Trainer tr, PetscReal v)
    had before the other names existed), then the TAO types' own, then the schedule's (every PetNet optimizer: gamma
    acts with -tao_lr_schedule step, lr_min with cosine), then the loss's. A name appears once per TAO type. */
 static const PopHyperKind PopHyperKinds[] = {
-    {"lr", "learning rate", "PetNetTaoGetLearningRate_C", PopGetLR, PopSetLR, 0, PETSC_MAX_REAL, PETSC_FALSE, PETSC_FALSE, -1},
-    {"wd", "weight decay", "PetNetTaoGetWeightDecay_C", PopGetWD, PopSetWD, 0, PETSC_MAX_REAL, PETSC_FALSE, PETSC_FALSE, -1},
-    {"momentum", "sgd's momentum", "PetNetTaoSGDGetMomentum_C", PopGetSGDMomentum, PopSetSGDMomentum, 0, PETSC_MAX_REAL, PETSC_FALSE, PETSC_FALSE, -1},
-    {"dampening", "sgd's dampening", "PetNetTaoSGDGetDampening_C", PopGetSGDDampening, PopSetSGDDampening, 0, 1, PETSC_FALSE, PETSC_FALSE, -1},
-    {"beta1", "Adam's decay of the first moment", "PetNetTaoAdamGetBetas_C", PopGetBeta1, PopSetBeta1, 0, 1, PETSC_FALSE, PETSC_TRUE, -1},
-    {"beta2", "Adam's decay of the second moment", "PetNetTaoAdamGetBetas_C", PopGetBeta2, PopSetBeta2, 0, 1, PETSC_FALSE, PETSC_TRUE, -1},
-    {"eps", "Adam's eps", "PetNetTaoAdamGetEpsilon_C", PopGetAdamEps, PopSetAdamEps, 0, PETSC_MAX_REAL, PETSC_FALSE, PETSC_FALSE, -1},
-    {"alpha", "RMSprop's smoothing constant", "PetNetTaoRMSpropGetAlpha_C", PopGetRMSAlpha, PopSetRMSAlpha, 0, 1, PETSC_FALSE, PETSC_FALSE, -1},
-    {"eps", "RMSprop's eps", "PetNetTaoRMSpropGetEpsilon_C", PopGetRMSEps, PopSetRMSEps, 0, PETSC_MAX_REAL, PETSC_FALSE, PETSC_FALSE, -1},
-    {"momentum", "RMSprop's momentum", "PetNetTaoRMSpropGetMomentum_C", PopGetRMSMomentum, PopSetRMSMomentum, 0, PETSC_MAX_REAL, PETSC_FALSE, PETSC_FALSE, -1},
-    {"damping", "K-FAC's damping", "PetNetTaoKFACGetDamping_C", PopGetKFACDamping, PopSetKFACDamping, 0, PETSC_MAX_REAL, PETSC_TRUE, PETSC_FALSE, -1},
-    {"stat_decay", "K-FAC's decay of the factors", "PetNetTaoKFACGetStatDecay_C", PopGetKFACDecay, PopSetKFACDecay, 0, 1, PETSC_FALSE, PETSC_TRUE, -1},
-    {"momentum", "K-FAC's momentum", "PetNetTaoKFACGetMomentum_C", PopGetKFACMomentum, PopSetKFACMomentum, 0, PETSC_MAX_REAL, PETSC_FALSE, PETSC_FALSE, -1},
-    {"kl_clip", "K-FAC's KL clip", "PetNetTaoKFACGetKLClip_C", PopGetKFACKLClip, PopSetKFACKLClip, 0, PETSC_MAX_REAL, PETSC_FALSE, PETSC_FALSE, -1},
-    {"gamma", "the step schedule's factor", "PetNetTaoGetLRStep_C", PopGetGamma, PopSetGamma, 0, PETSC_MAX_REAL, PETSC_TRUE, PETSC_FALSE, PETNET_LR_STEP},
-    {"lr_min", "the cosine schedule's final rate", "PetNetTaoGetLRCosine_C", PopGetLRMin, PopSetLRMin, 0, PETSC_MAX_REAL, PETSC_FALSE, PETSC_FALSE, PETNET_LR_COSINE},
-    {"smoothing", "the cross-entropy's label smoothing", "LossCrossEntropyGetLabelSmoothing_C", PopGetSmoothing, PopSetSmoothing, 0, 1, PETSC_FALSE, PETSC_TRUE, -1},
+    {"lr", "learning rate", "PetNetTaoGetLearningRate_C", PetNetTaoGetLearningRate, PetNetTaoSetLearningRate, NULL, NULL, 0, PETSC_MAX_REAL, PETSC_FALSE, PETSC_FALSE, -1},
+    {"wd", "weight decay", "PetNetTaoGetWeightDecay_C", PetNetTaoGetWeightDecay, PetNetTaoSetWeightDecay, NULL, NULL, 0, PETSC_MAX_REAL, PETSC_FALSE, PETSC_FALSE, -1},
+    {"momentum", "sgd's momentum", "PetNetTaoSGDGetMomentum_C", PetNetTaoSGDGetMomentum, PetNetTaoSGDSetMomentum, NULL, NULL, 0, PETSC_MAX_REAL, PETSC_FALSE, PETSC_FALSE, -1},
+    {"dampening", "sgd's dampening", "PetNetTaoSGDGetDampening_C", PetNetTaoSGDGetDampening, PetNetTaoSGDSetDampening, NULL, NULL, 0, 1, PETSC_FALSE, PETSC_FALSE, -1},
+    {"beta1", "Adam's decay of the first moment", "PetNetTaoAdamGetBetas_C", NULL, NULL, PopGetBeta1, PopSetBeta1, 0, 1, PETSC_FALSE, PETSC_TRUE, -1},
+    {"beta2", "Adam's decay of the second moment", "PetNetTaoAdamGetBetas_C", NULL, NULL, PopGetBeta2, PopSetBeta2, 0, 1, PETSC_FALSE, PETSC_TRUE, -1},
+    {"eps", "Adam's eps", "PetNetTaoAdamGetEpsilon_C", PetNetTaoAdamGetEpsilon, PetNetTaoAdamSetEpsilon, NULL, NULL, 0, PETSC_MAX_REAL, PETSC_FALSE, PETSC_FALSE, -1},
+    {"alpha", "RMSprop's smoothing constant", "PetNetTaoRMSpropGetAlpha_C", PetNetTaoRMSpropGetAlpha, PetNetTaoRMSpropSetAlpha, NULL, NULL, 0, 1, PETSC_FALSE, PETSC_FALSE, -1},
+    {"eps", "RMSprop's eps", "PetNetTaoRMSpropGetEpsilon_C", PetNetTaoRMSpropGetEpsilon, PetNetTaoRMSpropSetEpsilon, NULL, NULL, 0, PETSC_MAX_REAL, PETSC_FALSE, PETSC_FALSE, -1},
+    {"momentum", "RMSprop's momentum", "PetNetTaoRMSpropGetMomentum_C", PetNetTaoRMSpropGetMomentum, PetNetTaoRMSpropSetMomentum, NULL, NULL, 0, PETSC_MAX_REAL, PETSC_FALSE, PETSC_FALSE, -1},
+    {"damping", "K-FAC's damping", "PetNetTaoKFACGetDamping_C", PetNetTaoKFACGetDamping, PetNetTaoKFACSetDamping, NULL, NULL, 0, PETSC_MAX_REAL, PETSC_TRUE, PETSC_FALSE, -1},
+    {"stat_decay", "K-FAC's decay of the factors", "PetNetTaoKFACGetStatDecay_C", PetNetTaoKFACGetStatDecay, PetNetTaoKFACSetStatDecay, NULL, NULL, 0, 1, PETSC_FALSE, PETSC_TRUE, -1},
+    {"momentum", "K-FAC's momentum", "PetNetTaoKFACGetMomentum_C", PetNetTaoKFACGetMomentum, PetNetTaoKFACSetMomentum, NULL, NULL, 0, PETSC_MAX_REAL, PETSC_FALSE, PETSC_FALSE, -1},
+    {"kl_clip", "K-FAC's KL clip", "PetNetTaoKFACGetKLClip_C", PetNetTaoKFACGetKLClip, PetNetTaoKFACSetKLClip, NULL, NULL, 0, PETSC_MAX_REAL, PETSC_FALSE, PETSC_FALSE, -1},
+    {"gamma", "the step schedule's factor", "PetNetTaoGetLRStep_C", NULL, NULL, PopGetGamma, PopSetGamma, 0, PETSC_MAX_REAL, PETSC_TRUE, PETSC_FALSE, PETNET_LR_STEP},
+    {"lr_min", "the cosine schedule's final rate", "PetNetTaoGetLRCosine_C", NULL, NULL, PopGetLRMin, PopSetLRMin, 0, PETSC_MAX_REAL, PETSC_FALSE, PETSC_FALSE, PETNET_LR_COSINE},
+    {"smoothing", "the cross-entropy's label smoothing", "LossCrossEntropyGetLabelSmoothing_C", NULL, NULL, PopGetSmoothing, PopSetSmoothing, 0, 1, PETSC_FALSE, PETSC_TRUE, -1},
 };
+
+/* Hyperparameter slot h's value in trainer tr's Tao or Loss */
+static PetscErrorCode PopHyperGet(Trainer tr, const PopHyperKind *kind, PetscReal *v)
+{
+  PetscFunctionBegin;
+  if (kind->taoget)
+    PetscCall(kind->taoget(tr->tao, v));
+  else
+    PetscCall(kind->get(tr, v));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode PopHyperSet(Trainer tr, const PopHyperKind *kind, PetscReal v)
+{
+  PetscFunctionBegin;
+  if (kind->taoset)
+    PetscCall(kind->taoset(tr->tao, v));
+  else
+    PetscCall(kind->set(tr, v));
+  PetscFunctionReturn(0);
+}
 
 /* The index of explore draw of trainer k's slot h in a tournament's draws [K * POP_MAXHYPER]: slots 0 and 1 (lr, wd)
    first as [K][2], then the others as [K][POP_MAXHYPER - 2], so that lr and wd draw what they drew before */
@@ -953,9 +833,9 @@ PetscErrorCode TrainerPopulationSetUp_Private(Trainer tr)
       PetscReal x = pop->K > 1 ? (PetscReal)pop->k / (pop->K - 1) : 0;
 
       hp->value = req->logscale ? req->lo * PetscPowReal(req->hi / req->lo, x) : req->lo + (req->hi - req->lo) * x;
-      PetscCall(hp->kind->set(tr, hp->value));
+      PetscCall(PopHyperSet(tr, hp->kind, hp->value));
     } else
-      PetscCall(hp->kind->get(tr, &hp->value));
+      PetscCall(PopHyperGet(tr, hp->kind, &hp->value));
   }
   if (pop->exchange == POP_EXCHANGE_STATE || tr->checkpoint[0]) {
     /* a momentum spread from 0 keeps no buffer on trainer 0: the states differ, so they cannot be exchanged; and a
@@ -1209,7 +1089,7 @@ static PetscErrorCode PopTournament(Trainer tr, PetscInt epoch, PetscInt gstep, 
           PopHyper *hp = &pop->hyper[h];
 
           hp->value = PopExplore(hp, PetscRealPart(phdr[6 + h]), draws[PopDrawIndex(K, pop->k, h)], &hp->clipped);
-          PetscCall(hp->kind->set(tr, hp->value));
+          PetscCall(PopHyperSet(tr, hp->kind, hp->value));
         }
         pop->adopted  = PETSC_TRUE;
         pop->diverged = PETSC_FALSE;
@@ -1573,7 +1453,7 @@ PetscErrorCode TrainerPopulationRestoreHyper_Private(Trainer tr, const char name
 
     if (strcmp(hp->kind->name, name)) continue;
     hp->value = value;
-    PetscCall(hp->kind->set(tr, hp->value));
+    PetscCall(PopHyperSet(tr, hp->kind, hp->value));
     *taken = PETSC_TRUE;
   }
   PetscFunctionReturn(0);
