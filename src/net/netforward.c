@@ -580,6 +580,9 @@ PetscErrorCode NetWalkBackwardBegin_Private(Net net, Vec dY, Vec dX, Vec G, NetW
   /* seeded[v]: the cotangent of v holds a first contribution; summed[v]: input i of the node at hand writes the fan-out
      sum of v, to be added */
   PetscCall(PetscCalloc2(net->nlayers + 1, &w->seeded, maxin, &w->summed));
+  w->nw     = 0;
+  w->wnodes = NULL;
+  if (net->pl) PetscCall(PetscMalloc1(net->nlayers, &w->wnodes));
   net->tanvalid = PETSC_FALSE; /* the tangent slot now holds cotangents, not the last JVP's tangents */
   if (dY) PetscCall(NetStore(net)->fromvec(net, dY, NET_SLOT_TANGENT, net->nlayers));
   w->seeded[net->nlayers] = PETSC_TRUE;
@@ -651,16 +654,7 @@ PetscErrorCode NetWalkBackwardStep_Private(Net net, NetWalk *w, PetscInt k, Pets
     if (!defer) PetscCall(NetNodeGetGradient_Private(net, k, grad, (PetscBool)(G != NULL), &gk));
     PetscCall(NetNodeBackwardArrays_Private(net, k, t, th, dy, dx, gk, nd->fusemask)); /* dx = f'(x) J^T dy in its pass (netfuse.c) */
     if (!defer) PetscCall(NetNodeRestoreGradient_Private(net, k, G, &gk));
-    if (defer && m == 0) { /* the node's last micro-batch: its parameter part over them all */
-      void *nodx[NET_MAX_STACK_INPUTS] = {NULL};
-
-      PetscCheck(nd->nin <= NET_MAX_STACK_INPUTS, PETSC_COMM_SELF, PETSC_ERR_SUP, "A kind with parameters and more than %d inputs", NET_MAX_STACK_INPUTS);
-      PetscCall(NetPlaceSetStep_Private(net, -1));
-      PetscCall(NetNodeGetGradient_Private(net, k, grad, PETSC_TRUE, &gk));
-      PetscCall(NetNodeBackwardArrays_Private(net, k, t, th, dy, nodx, gk, nd->fusemask));
-      PetscCall(NetNodeRestoreGradient_Private(net, k, G, &gk));
-      PetscCall(NetPlaceSetStep_Private(net, 0));
-    }
+    if (defer && m == 0) w->wnodes[w->nw++] = k; /* the node's last micro-batch: its parameter part over them all, at the walk's end */
     PetscCall(NetNodeRestoreParameters_Private(net, k, &th));
   }
   PetscCall(store->restore(net, NET_SLOT_TANGENT, k + 1, NET_READ, t, &dy));
@@ -676,9 +670,39 @@ PetscErrorCode NetWalkBackwardStep_Private(Net net, NetWalk *w, PetscInt k, Pets
   PetscFunctionReturn(0);
 }
 
+/* A placed node's parameter pass over all its micro-batches (deferred by NetWalkBackwardStep_Private()) */
+static PetscErrorCode NetWalkBackwardParameters(Net net, NetWalk *w, PetscInt k)
+{
+  const NetStoreOps *store = NetStore(net);
+  const NetNode     *nd    = &net->nodes[k];
+  const NetElem      t     = NetNodeElem(net, k);
+  const PetscScalar *th;
+  void              *dy, *nodx[NET_MAX_STACK_INPUTS] = {NULL};
+  PetscScalar       *gk;
+
+  PetscFunctionBegin;
+  PetscCheck(nd->nin <= NET_MAX_STACK_INPUTS, PETSC_COMM_SELF, PETSC_ERR_SUP, "A kind with parameters and more than %d inputs", NET_MAX_STACK_INPUTS);
+  PetscCall(store->nextnode(net));
+  PetscCall(NetPlaceSetStep_Private(net, -1));
+  PetscCall(store->get(net, NET_SLOT_TANGENT, k + 1, NET_READ, t, &dy));
+  PetscCall(NetNodeGetParameters_Private(net, k, net->theta, w->btheta, &th));
+  PetscCall(NetNodeGetGradient_Private(net, k, w->grad, PETSC_TRUE, &gk));
+  PetscCall(NetNodeBackwardArrays_Private(net, k, t, th, dy, nodx, gk, nd->fusemask));
+  PetscCall(NetNodeRestoreGradient_Private(net, k, w->G, &gk));
+  PetscCall(NetNodeRestoreParameters_Private(net, k, &th));
+  PetscCall(store->restore(net, NET_SLOT_TANGENT, k + 1, NET_READ, t, &dy));
+  PetscCall(NetPlaceSetStep_Private(net, 0));
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode NetWalkBackwardEnd_Private(Net net, NetWalk *w)
 {
   PetscFunctionBegin;
+  /* the deferred parameter passes, once every cotangent has been sent: the earlier stages' last micro-batch does not
+     wait for this stage's weight gradients (it did when each ran at its node's last micro-batch: the stages' parameter
+     passes then ran one after the other instead of side by side) */
+  for (PetscInt i = 0; i < w->nw; i++) PetscCall(NetWalkBackwardParameters(net, w, w->wnodes[i]));
+  PetscCall(PetscFree(w->wnodes));
   if (net->pl) PetscCall(NetPlaceBackwardEnd_Private(net));
   PetscCall(NetStore(net)->nextnode(net));
   PetscCall(NetRestoreReplicatedArray_Private(net->theta_rep, &w->btheta));

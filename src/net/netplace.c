@@ -28,7 +28,10 @@
   begun (MPI_Isend/MPI_Irecv) as soon as its rows exist and ended (MPI_Waitall) just before they are read: a rank of
   stage 1 passes through stage 0's part at once (no rows there) and waits for each micro-batch of stage 0 as it is
   sent, while stage 0 computes the next. Backward mirrors it, stages and micro-batches in reverse. All ranks make the
-  same calls in the same order, so the moves match; no collective runs inside the walk.
+  same calls in the same order, so the moves match; no collective runs inside the walk. Each node's parameter pass over
+  all micro-batches (GPipe) runs at the walk's end, after the rank's last cotangent has been sent, so the stages take
+  their weight gradients side by side. The time spent waiting for moves is the log event NetPlaceWait (-log_view;
+  -log_trace gives each rank's timeline of it and of the nodes' events).
 
   Parameters: the parameter Vec is laid out so that each stage's ranks own its nodes' parameters, and each rank keeps
   a copy of its own stage's block only (theta_rep holds this rank's runs, repoff[k] is node k's place in it): the
@@ -46,6 +49,8 @@
 const char *const NetPipelineSchedules[] = {"gpipe", "1f1b", "NetPipelineSchedule", "NET_PIPELINE_", NULL};
 
 #define NET_PLACE_PUBLIC (-1)
+
+static PetscLogEvent NET_PLACE_WAIT = 0; /* a rank waiting for a move's rows (the pipeline's bubble, and the moves' latency) */
 
 typedef struct {
   PetscInt     src, dst; /* layouts: NET_PLACE_PUBLIC or a stage */
@@ -649,6 +654,7 @@ PetscErrorCode NetPlaceSetUp_Private(Net net)
     PetscCheck(!flag || (PetscInt64)pl->nmoves * pl->M * 2 < (PetscInt64)*ub, comm, PETSC_ERR_ARG_OUTOFRANGE,
                "%" PetscInt_FMT " moves between stages times %" PetscInt_FMT " micro-batches need more message tags than this MPI has (%d): use fewer micro-batches (-net_microbatches)", pl->nmoves, pl->M, *ub);
   }
+  if (!NET_PLACE_WAIT) PetscCall(PetscLogEventRegister("NetPlaceWait", NET_CLASSID, &NET_PLACE_WAIT));
   PetscCallMPI(MPI_Comm_dup(comm, &pl->comm));
   for (PetscInt e = 0; e < pl->nmoves; e++) PetscCall(PetscMalloc2(pl->M * 2 * size, &pl->moves[e].req, pl->M, &pl->moves[e].nreq));
   PetscCall(PetscCalloc1((L + 1) * pl->M, &pl->seeded));
@@ -822,7 +828,11 @@ static PetscErrorCode NetMoveEnd(NetPlace *pl, PetscInt e, PetscInt m)
   NetMove *mv = &pl->moves[e];
 
   PetscFunctionBegin;
-  if (mv->nreq[m]) PetscCallMPI(MPI_Waitall(mv->nreq[m], mv->req + (size_t)m * 2 * pl->size, MPI_STATUSES_IGNORE));
+  if (mv->nreq[m]) {
+    PetscCall(PetscLogEventBegin(NET_PLACE_WAIT, 0, 0, 0, 0));
+    PetscCallMPI(MPI_Waitall(mv->nreq[m], mv->req + (size_t)m * 2 * pl->size, MPI_STATUSES_IGNORE));
+    PetscCall(PetscLogEventEnd(NET_PLACE_WAIT, 0, 0, 0, 0));
+  }
   mv->nreq[m] = 0;
   PetscFunctionReturn(0);
 }

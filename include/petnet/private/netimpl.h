@@ -280,6 +280,7 @@ typedef struct {
   PetscScalar       *grad;
   PetscBool         *seeded, *summed;
   Vec                dX, G;
+  PetscInt          *wnodes, nw; /* placed: the nodes whose parameter pass over all micro-batches waits for the walk's end */
 } NetWalk;
 PETSC_INTERN PetscErrorCode NetWalkForwardBegin_Private(Net, Vec, NetWalk *, PetscBool *);
 PETSC_INTERN PetscErrorCode NetWalkForwardStep_Private(Net, NetWalk *, PetscInt, PetscInt);
