@@ -1212,8 +1212,6 @@ static PetscErrorCode NetPlaceScratch(NetPlace *pl, size_t cnt, float **f)
   PetscFunctionBegin;
   if (cnt > pl->nfwork) {
     PetscCall(PetscFree(pl->fwork));
-  PetscCall(PetscFree(pl->fwdm));
-  PetscCall(PetscFree(pl->rwork));
     PetscCall(PetscMalloc1(cnt, &pl->fwork));
     pl->nfwork = cnt;
   }
