@@ -105,19 +105,19 @@ typedef struct {
   PetscInt *pub;   /* size + 1: the public split, rank p holding samples [pub[p], pub[p + 1]) (N = pub[size]) */
   PetscBool ready; /* buffers made for this batch */
   /* the walk */
-  PetscInt       m;     /* the micro-batch at hand (-1: all, for a node's parameter part) */
-  float         *fwork; /* a float kernel on bfloat16 values: the widened rows of a step (NetPlaceScratch()) */
-  size_t         nfwork;
-  PetscBool      wantdx; /* backward: the input's cotangent is asked for */
-  PetscBool     *seeded; /* (nlayers + 1) x M: the cotangent of value v on micro-batch m holds a first contribution */
-  PetscInt      *sched;  /* the schedule: nsched pairs (node, micro-batch), forward order */
-  PetscInt       nsched;
+  PetscInt   m;     /* the micro-batch at hand (-1: all, for a node's parameter part) */
+  float     *fwork; /* a float kernel on bfloat16 values: the widened rows of a step (NetPlaceScratch()) */
+  size_t     nfwork;
+  PetscBool  wantdx; /* backward: the input's cotangent is asked for */
+  PetscBool *seeded; /* (nlayers + 1) x M: the cotangent of value v on micro-batch m holds a first contribution */
+  PetscInt  *sched;  /* the schedule: nsched pairs (node, micro-batch), forward order */
+  PetscInt   nsched;
   /* a node whose layer keeps state of its forward pass beyond its input and output arrays (not Layer.actonly: masks,
      statistics, attention's Q, K, V) holds that of its last forward step: fwdm[k], the micro-batch of that step (-1:
      none); its backward step on another micro-batch runs the forward again first, into rwork (NetPlaceRecompute()) */
-  PetscInt *fwdm;
-  char     *rwork;
-  size_t    nrwork;
+  PetscInt      *fwdm;
+  char          *rwork;
+  size_t         nrwork;
   PetscLogDouble busy, wall, t0; /* NetGetPipelineTimes() */
 } NetPlace;
 
@@ -1283,9 +1283,9 @@ static PetscErrorCode NetExecForward_Placed(Net net, PetscInt k, NetElem t, cons
 */
 static PetscErrorCode NetPlaceRecompute(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const xs[], PetscInt n)
 {
-  NetPlace    *pl = (NetPlace *)net->pl;
-  const Layer  l  = net->layers[k];
-  const size_t es = t == NET_ELEM_DOUBLE ? sizeof(PetscScalar) : t == NET_ELEM_FLOAT ? sizeof(float) : sizeof(uint16_t);
+  NetPlace    *pl  = (NetPlace *)net->pl;
+  const Layer  l   = net->layers[k];
+  const size_t es  = t == NET_ELEM_DOUBLE ? sizeof(PetscScalar) : t == NET_ELEM_FLOAT ? sizeof(float) : sizeof(uint16_t);
   const size_t cnt = es * (size_t)n * (size_t)l->outsize;
   PetscInt     g0, nn, row;
   PetscBool    frozen;
