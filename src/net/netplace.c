@@ -38,6 +38,22 @@
   parameters and their optimizer state per rank fall as 1/P, the copy as 1/S. The broadcast of the replicated mode is
   the gather of those runs (NetParamMap, netpmap.c), a MATSHELL with its exact adjoint, the reduce of the gradients.
 
+  Random draws (dropout, attention dropout: Layer.draws). A mask is a hash of (seed, layer index, pass counter, GLOBAL
+  element index), so the placed Net draws one rank's masks when every step draws at the global place of its rows and
+  every micro-batch of a pass with the same counter. The counter of every drawing layer advances once per training
+  forward pass, on every rank, at the walk's start (NetPlaceAdvanceCounters(): a rank that does not run a node still
+  counts its passes, so a checkpoint written by any rank holds the counters the unplaced Net would have); each step then
+  runs the layer frozen at that counter, its rows' first global sample g0 (NetPlaceRange()) handed to the kind's entry
+  for a given place (LayerDropoutSetColumnBlock_C, LayerAttentionSetBlockOffset_C) instead of its MPI_Exscan over the
+  Net's ranks, which a stage alone would not reach (NetPlaceDrawBegin()/End()).
+
+  State of a forward pass. A layer that keeps more of a forward than its input and output arrays (not Layer.actonly:
+  a dropout mask, normalisation statistics, attention's Q, K, V and log-sum-exps) holds that of its last forward step
+  only. Its backward step on another micro-batch runs its forward on that micro-batch again first (the same bits: the
+  same rows, parameters and frozen counter; the output into a scratch buffer, the stored one is untouched), so backward
+  reads the state of its own micro-batch (GPipe's re-materialisation, for these kinds only); and its parameter part is
+  taken micro-batch by micro-batch, never deferred to one pass over all of them.
+
   Memory: each move keeps a receive buffer of the moved value and one of its cotangent in the consumer's layout, and one
   of the cotangent in the producer's (the last node's output: its value and cotangent in its stage's layout). A stage
   keeps every micro-batch's values until its backward (GPipe).
@@ -94,13 +110,19 @@ typedef struct {
   PetscInt *pub;   /* size + 1: the public split, rank p holding samples [pub[p], pub[p + 1]) (N = pub[size]) */
   PetscBool ready; /* buffers made for this batch */
   /* the walk */
-  PetscInt       m;     /* the micro-batch at hand (-1: all, for a node's parameter part) */
-  float         *fwork; /* a float kernel on bfloat16 values: the widened rows of a step (NetPlaceScratch()) */
-  size_t         nfwork;
-  PetscBool      wantdx; /* backward: the input's cotangent is asked for */
-  PetscBool     *seeded; /* (nlayers + 1) x M: the cotangent of value v on micro-batch m holds a first contribution */
-  PetscInt      *sched;  /* the schedule: nsched pairs (node, micro-batch), forward order */
-  PetscInt       nsched;
+  PetscInt   m;     /* the micro-batch at hand (-1: all, for a node's parameter part) */
+  float     *fwork; /* a float kernel on bfloat16 values: the widened rows of a step (NetPlaceScratch()) */
+  size_t     nfwork;
+  PetscBool  wantdx; /* backward: the input's cotangent is asked for */
+  PetscBool *seeded; /* (nlayers + 1) x M: the cotangent of value v on micro-batch m holds a first contribution */
+  PetscInt  *sched;  /* the schedule: nsched pairs (node, micro-batch), forward order */
+  PetscInt   nsched;
+  /* a node whose layer keeps state of its forward pass beyond its input and output arrays (not Layer.actonly: masks,
+     statistics, attention's Q, K, V) holds that of its last forward step: fwdm[k], the micro-batch of that step (-1:
+     none); its backward step on another micro-batch runs the forward again first, into rwork (NetPlaceRecompute()) */
+  PetscInt      *fwdm;
+  char          *rwork;
+  size_t         nrwork;
   PetscLogDouble busy, wall, t0; /* NetGetPipelineTimes() */
 } NetPlace;
 
@@ -302,15 +324,6 @@ static PetscErrorCode NetPlaceCheckModes(Net net)
                "Node %s (%s) communicates over the Net's ranks in its kernels (its statistics or its operator span the whole batch), which a pipeline stage does not hold: with -net_stages / -net_microbatches each micro-batch would get its own "
                "statistics. Use layernorm instead of batchnorm, or drop the stages",
                net->nodes[k].name, ((PetscObject)l)->type_name);
-    if (l->draws) {
-      PetscBool drop;
-
-      PetscCall(PetscObjectTypeCompare((PetscObject)l, LAYERDROPOUT, &drop));
-      SETERRQ(comm, PETSC_ERR_SUP,
-              "Node %s (%s) draws a dropout mask in training mode from the global sample index, and its backward pass replays the last forward's mask: with -net_stages / -net_microbatches / -net_parallel subgraph the micro-batches "
-              "run one after another on part of the ranks, which it does not support yet. Drop the placement, or the node's dropout (%s%s%s)",
-              net->nodes[k].name, ((PetscObject)l)->type_name, drop ? "dropout:0 in its spelling" : "-", drop ? "" : (((PetscObject)l)->prefix ? ((PetscObject)l)->prefix : ""), drop ? "" : "attention_dropout 0");
-    }
   }
   PetscFunctionReturn(0);
 }
@@ -658,6 +671,8 @@ PetscErrorCode NetPlaceSetUp_Private(Net net)
   PetscCallMPI(MPI_Comm_dup(comm, &pl->comm));
   for (PetscInt e = 0; e < pl->nmoves; e++) PetscCall(PetscMalloc2(pl->M * 2 * size, &pl->moves[e].req, pl->M, &pl->moves[e].nreq));
   PetscCall(PetscCalloc1((L + 1) * pl->M, &pl->seeded));
+  PetscCall(PetscMalloc1(L, &pl->fwdm));
+  for (PetscInt k = 0; k < L; k++) pl->fwdm[k] = -1;
   /* the schedule: segment by segment (a run of consecutive nodes on one group: with stages, a stage), micro-batch by
      micro-batch. It is an order of the steps in which every value is made before it is read, the same on every rank,
      so every move is begun before it is ended, whatever the groups. */
@@ -705,6 +720,8 @@ PetscErrorCode NetPlaceReset_Private(Net net)
   PetscCall(PetscFree(pl->sched1));
   PetscCall(PetscFree(pl->pub));
   PetscCall(PetscFree(pl->fwork));
+  PetscCall(PetscFree(pl->fwdm));
+  PetscCall(PetscFree(pl->rwork));
   if (pl->comm != MPI_COMM_NULL && pl->comm) PetscCallMPI(MPI_Comm_free(&pl->comm));
   PetscCall(PetscFree(net->pl));
   PetscFunctionReturn(0);
@@ -924,7 +941,55 @@ PetscBool NetPlaceCrossing_Private(Net net, PetscInt k, PetscInt i)
   return (PetscBool)(pl->movein[k * pl->maxin + i] >= 0);
 }
 
-/* forward: the input's moves begun for every micro-batch */
+/* a training forward pass: the pass counter of every layer that draws masks advanced once, on every rank (the steps
+   run frozen at it, NetPlaceDrawBegin()); frozen layers (NetTestJacobian()) keep theirs, as they do unplaced */
+static PetscErrorCode NetPlaceAdvanceCounters(Net net)
+{
+  PetscFunctionBegin;
+  for (PetscInt k = 0; k < net->nlayers; k++) {
+    const Layer l    = net->layers[k];
+    PetscInt64  seed = 0, counter = 0;
+
+    if (!l->draws || !l->training || l->frozen) continue;
+    PetscUseMethod(l, "LayerGetPassCounter_C", (Layer, PetscInt64 *, PetscInt64 *), (l, &seed, &counter));
+    PetscUseMethod(l, "LayerSetPassCounter_C", (Layer, PetscInt64), (l, counter + 1));
+  }
+  PetscFunctionReturn(0);
+}
+
+/*
+  Before a kernel of node k that draws masks on rows whose first global sample is g0: the layer frozen at this pass's
+  counter and its rows' place given (a dropout's rows are its input's rows of F = the last dimension's entries, insize
+  / F of them a sample: row g0 insize / F is the first; attention's place is the sample itself). *frozen keeps the
+  layer's own state for NetPlaceDrawEnd(), which restores it and lets the layer find its place collectively again.
+*/
+static PetscErrorCode NetPlaceDrawBegin(Net net, PetscInt k, PetscInt g0, PetscBool *frozen)
+{
+  const Layer    l = net->layers[k];
+  const PetscInt F = l->in.ndim ? l->in.dim[l->in.ndim - 1] : 1;
+
+  PetscFunctionBegin;
+  *frozen = l->frozen;
+  if (!l->draws) PetscFunctionReturn(0);
+  PetscCall(LayerSetFrozen(l, PETSC_TRUE));
+  PetscTryMethod(l, "LayerDropoutSetColumnBlock_C", (Layer, Layer, PetscInt, PetscInt, PetscInt64), (l, l, F, 0, (PetscInt64)g0 * (l->insize / F)));
+  PetscTryMethod(l, "LayerAttentionSetBlockOffset_C", (Layer, PetscInt64), (l, (PetscInt64)g0));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetPlaceDrawEnd(Net net, PetscInt k, PetscBool frozen)
+{
+  const Layer l = net->layers[k];
+
+  PetscFunctionBegin;
+  if (!l->draws) PetscFunctionReturn(0);
+  PetscCall(LayerSetFrozen(l, frozen));
+  PetscTryMethod(l, "LayerDropoutSetColumnBlock_C", (Layer, Layer, PetscInt, PetscInt, PetscInt64), (l, NULL, 0, 0, 0));
+  PetscTryMethod(l, "LayerAttentionSetBlockOffset_C", (Layer, PetscInt64), (l, -1));
+  PetscFunctionReturn(0);
+}
+
+/* forward: the drawing layers' pass counters advanced, the input's moves begun for every micro-batch */
 PetscErrorCode NetPlaceForwardBegin_Private(Net net)
 {
   NetPlace *pl = (NetPlace *)net->pl;
@@ -932,6 +997,7 @@ PetscErrorCode NetPlaceForwardBegin_Private(Net net)
 
   PetscFunctionBegin;
   pl->t0 = MPI_Wtime();
+  PetscCall(NetPlaceAdvanceCounters(net));
   PetscCall(NetPlaceBuffers(net));
   PetscCall(NetPlaceStoreArray(net, NET_SLOT_VALUE, 0, &x));
   if (!pl->K) /* 1F1B: each micro-batch's when its first consumer runs (its slot is free then) */
@@ -1203,10 +1269,50 @@ static PetscErrorCode NetExecForward_Placed(Net net, PetscInt k, NetElem t, cons
     if (last) yf = f;
   }
   t0 = MPI_Wtime();
-  if (n) PetscCall(NetExecPlainForward_Private(net, k, n, t, th, xs, yf ? (void *)yf : (void *)ys));
+  if (n) {
+    PetscInt  g0, nn, row;
+    PetscBool frozen;
+
+    NetPlaceRange(pl, pl->group[k], pl->rank, pl->m, &g0, &nn, &row);
+    PetscCall(NetPlaceDrawBegin(net, k, g0, &frozen));
+    PetscCall(NetExecPlainForward_Private(net, k, n, t, th, xs, yf ? (void *)yf : (void *)ys));
+    PetscCall(NetPlaceDrawEnd(net, k, frozen));
+    pl->fwdm[k] = pl->m;
+  }
   pl->busy += MPI_Wtime() - t0;
   if (yf) NetPlaceRound(yf, n * l->outsize, (void *)ys);
   if (xs != stack) PetscCall(PetscFree(xs));
+  PetscFunctionReturn(0);
+}
+
+/*
+  Before node k's backward on the micro-batch at hand (n rows, its inputs xs in the kernel's type t): a layer that keeps
+  state of its forward pass (not Layer.actonly) whose last forward step was another micro-batch's runs that forward
+  again on these rows, at the same global place and frozen counter (its masks drawn again, not stored), the output
+  into rwork. Its parameter part is never deferred (netforward.c), so pl->m >= 0 here.
+*/
+static PetscErrorCode NetPlaceRecompute(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const xs[], PetscInt n)
+{
+  NetPlace    *pl  = (NetPlace *)net->pl;
+  const Layer  l   = net->layers[k];
+  const size_t es  = t == NET_ELEM_DOUBLE ? sizeof(PetscScalar) : t == NET_ELEM_FLOAT ? sizeof(float) : sizeof(uint16_t);
+  const size_t cnt = es * (size_t)n * (size_t)l->outsize;
+  PetscInt     g0, nn, row;
+  PetscBool    frozen;
+
+  PetscFunctionBegin;
+  if (l->actonly || pl->fwdm[k] == pl->m) PetscFunctionReturn(0);
+  PetscCheck(pl->m >= 0, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Node %s keeps state of its forward pass: its parameter part runs micro-batch by micro-batch", net->nodes[k].name);
+  if (cnt > pl->nrwork) {
+    PetscCall(PetscFree(pl->rwork));
+    PetscCall(PetscMalloc1(cnt, &pl->rwork));
+    pl->nrwork = cnt;
+  }
+  NetPlaceRange(pl, pl->group[k], pl->rank, pl->m, &g0, &nn, &row);
+  PetscCall(NetPlaceDrawBegin(net, k, g0, &frozen));
+  PetscCall(NetExecPlainForward_Private(net, k, n, t, th, xs, pl->rwork));
+  PetscCall(NetPlaceDrawEnd(net, k, frozen));
+  pl->fwdm[k] = pl->m;
   PetscFunctionReturn(0);
 }
 
@@ -1268,6 +1374,7 @@ static PetscErrorCode NetExecBackward_Placed(Net net, PetscInt k, NetElem t, con
     }
   }
   t0 = MPI_Wtime();
+  if (n) PetscCall(NetPlaceRecompute(net, k, t, th, xs, n));
   if (n) PetscCall(NetExecPlainBackward_Private(net, k, n, t, th, xs, ys, dys, dxs, dth, mask));
   pl->busy += MPI_Wtime() - t0;
   for (PetscInt i = 0; i < nd->nin; i++)

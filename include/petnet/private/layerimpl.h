@@ -158,9 +158,10 @@ struct _p_Layer {
                             agrees with the other ranks on what to compute (a rank without samples cannot tell from its
                             NULL arrays) */
   PetscBool draws;       /* training mode draws random numbers indexed by the global sample (dropout's mask, attention
-                            dropout): its forward finds the rows' offset collectively (an MPI_Exscan) and backward replays
-                            the last forward's draw, which a placement's micro-batches (run one after another on part of
-                            the ranks) do not allow yet */
+                            dropout) from a pass counter: its forward finds the rows' offset collectively (an MPI_Exscan)
+                            unless its caller gives it, and backward replays the last forward's draw (a Net's pipeline
+                            gives the place, holds the counter over a pass's micro-batches and runs the forward again
+                            before another micro-batch's backward, netplace.c) */
   PetscBool discrete;    /* its input holds integer ids (embedding): nothing is differentiable with respect to it (its
                             cotangent is zero), and a derivative test must not perturb it (NetTestJacobian()) */
   PetscBool actonly;     /* the kernels read nothing of a forward pass but its input and output arrays (no masks,

@@ -57,6 +57,8 @@ typedef struct {
   Layer     whole;        /* ... that whole layer (not referenced: it outlives the block), whose pass counter and frozen
                              state the block's dropout map follows, or NULL */
   PetscInt64 blockoffset; /* ... the global index of the first sample the block runs on (LayerAttentionSetBlockOffset_C) */
+  PetscBool  offsetgiven; /* the whole layer's samples' place given by its caller (LayerAttentionSetBlockOffset_C):
+                             blockoffset, no exchange */
   /* the query block: the rows [q0, q0 + nq) of the T positions (LayerAttentionSetQueryBlock(); qblock = 0: all rows,
      q0 = 0, nq = T); row i of Q, O, lse and y is at the global position q0 + i */
   PetscInt   qstart, qblock, q0, nq;
@@ -123,7 +125,8 @@ static inline PetscReal AttentionMask(const Layer_Attention *att, PetscInt s, Pe
   return u < att->p ? 0.0 : 1.0 / (1.0 - att->p);
 }
 
-/* a forward pass's dropout map (training mode with p > 0; otherwise none), collective when there is one */
+/* a forward pass's dropout map (training mode with p > 0; otherwise none), collective when there is one and its place
+   is not given (LayerAttentionSetBlockOffset_C) */
 static PetscErrorCode AttentionDraw(Layer layer, PetscInt n)
 {
   Layer_Attention *att    = (Layer_Attention *)layer->data;
@@ -135,7 +138,7 @@ static PetscErrorCode AttentionDraw(Layer layer, PetscInt n)
   PetscFunctionBegin;
   att->masked = (PetscBool)(layer->training && att->p > 0);
   if (!att->masked) PetscFunctionReturn(0);
-  if (att->whole)
+  if (att->whole || att->offsetgiven)
     att->offset = att->blockoffset; /* its samples' place is given: no exchange */
   else {
     PetscCallMPI(MPI_Exscan(&nlocal, &offset, 1, MPIU_INT64, MPI_SUM, PetscObjectComm((PetscObject)layer)));
@@ -844,14 +847,21 @@ static PetscErrorCode LayerAttentionSetHeadBlock_Attention(Layer layer, Layer wh
 /*
   A block of heads (LayerAttentionSetHeadBlock_C) runs on the samples of a group of ranks, given whole on every rank of
   it: offset is the global index of their first sample, so that its dropout map is the whole layer's at those samples
-  (M of global sample, head, i, j, with the whole layer's pass counter). Call before each forward pass.
+  (M of global sample, head, i, j, with the whole layer's pass counter). Call before each forward pass. On a whole layer
+  the same gives its own samples' place without the exchange (a Net's pipeline step, whose rows a stage holds alone),
+  and offset -1 lets it find its place collectively again.
 */
 static PetscErrorCode LayerAttentionSetBlockOffset_Attention(Layer layer, PetscInt64 offset)
 {
   Layer_Attention *att = (Layer_Attention *)layer->data;
 
   PetscFunctionBegin;
-  PetscCheck(att->whole && offset >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONGSTATE, "The sample offset %" PetscInt64_FMT " of a block of heads: make the layer a block of heads first (LayerAttentionSetHeadBlock_C), with a nonnegative offset", offset);
+  if (!att->whole) {
+    att->offsetgiven = (PetscBool)(offset >= 0);
+    att->blockoffset = PetscMax(offset, 0);
+    PetscFunctionReturn(0);
+  }
+  PetscCheck(offset >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "The sample offset %" PetscInt64_FMT " of a block of heads: give the global index of its first sample (nonnegative)", offset);
   att->blockoffset = offset;
   PetscFunctionReturn(0);
 }

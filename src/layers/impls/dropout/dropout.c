@@ -9,7 +9,8 @@
     - a pass can be replayed exactly: each training-mode forward pass advances the counter (a fresh mask, as
       PyTorch draws one per call), except inside NetTestJacobian(), where the counter is held so the repeated
       forward passes of the finite-difference test all see the mask of the pass being tested.
-  Forward in training mode is collective on the layer's communicator (an MPI_Exscan gives the global offset).
+  Forward in training mode is collective on the layer's communicator (an MPI_Exscan gives the global offset), unless
+  the caller gives the rows' place (LayerDropoutSetColumnBlock_C below).
   Changing the seed (-dropout_seed) changes every mask; the counter restarts at LayerReset().
 
   A column block of a whole layer (LayerDropoutSetColumnBlock_C, for a Net that keeps the last dimension split over its
@@ -286,7 +287,9 @@ static PetscErrorCode LayerDropoutSetSeed_Dropout(Layer layer, PetscInt64 seed)
   rows of width entries, its first row being row row0 of the whole batch (rows: samples times the positions before the
   last dim). Its masks are then the whole layer's entries of those places, drawn with the whole layer's probability,
   seed, index, pass counter (which the block advances) and frozen state. Call it before every forward (row0 may change
-  with the batch); `whole` must outlive the block.
+  with the batch); `whole` must outlive the block. whole may be the layer itself (cstart 0, width its own last
+  dimension): its own rows at a given place, without the exchange (a Net's pipeline step, whose rows a stage holds
+  alone). whole NULL: the layer finds its place collectively again.
 */
 static PetscErrorCode LayerDropoutSetColumnBlock_Dropout(Layer layer, Layer whole, PetscInt width, PetscInt cstart, PetscInt64 row0)
 {
@@ -294,6 +297,10 @@ static PetscErrorCode LayerDropoutSetColumnBlock_Dropout(Layer layer, Layer whol
   const PetscInt cb   = layer->in.ndim ? layer->in.dim[layer->in.ndim - 1] : 0;
 
   PetscFunctionBegin;
+  if (!whole) {
+    drop->whole = NULL;
+    PetscFunctionReturn(0);
+  }
   PetscCheck(layer->setupcalled && cstart >= 0 && cb > 0 && cstart + cb <= width && row0 >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE,
              "A column block %" PetscInt_FMT "..%" PetscInt_FMT " of rows of %" PetscInt_FMT " entries (first row %" PetscInt64_FMT "): set the block's input shape (..., %" PetscInt_FMT ") up first", cstart, cstart + cb - 1, width, row0, cb);
   drop->whole  = whole;
