@@ -644,8 +644,9 @@ PetscErrorCode NetWalkBackwardStep_Private(Net net, NetWalk *w, PetscInt k, Pets
     PetscCall(NetNodeRestoreGradient_Private(net, k, G, &gk));
   } else {
     /* placed (netplace.c): each micro-batch's pass computes the input cotangents the earlier stage waits for, and the
-       parameter gradient is one pass over all the micro-batches after the node's last (a GEMM over the whole batch
-       instead of M thin ones, run while the earlier stages still work); with 1F1B, whose stages keep only a few
+       parameter gradient is one pass over all the micro-batches at the walk's end, after the rank's last cotangent has
+       been sent (a GEMM over the whole batch instead of M thin ones, run while the earlier stages still work:
+       NetWalkBackwardEnd_Private()); with 1F1B, whose stages keep only a few
        micro-batches' values (NetPlaceKeepsAll_Private()), and for a layer that keeps state of its forward pass beyond its
        arrays (not Layer.actonly: it holds one micro-batch's, netplace.c), each micro-batch's pass takes its own */
     const PetscBool defer = (PetscBool)(net->pl && G && net->layers[k]->nparams && net->layers[k]->actonly && NetPlaceKeepsAll_Private(net));
