@@ -835,6 +835,11 @@ PetscErrorCode NetGetNodeArraysRead(Net net, PetscInt k, PetscInt *n, const Pets
              "NetGetNodeArraysRead() hands out a node's values split by samples, but node %s %s the column block of a tensor-parallel MLP pair (each rank holds its columns of all samples of its group; no rank holds its samples whole): run what "
              "reads node values (K-FAC: -tao_type kfac, -trainer_hessian_pc kfac) with -net_parallel model or sharded, which keep every value split by samples",
              net->nodes[k].name, x && net->ventries[net->nodes[k].in[0] + 1] ? "reads" : "writes");
+  PetscCheck(
+      !net->pl, PetscObjectComm((PetscObject)net), PETSC_ERR_SUP,
+      "NetGetNodeArraysRead() hands out a node's values split by samples like the batch, but with -net_stages / -net_microbatches / entry@... / -net_parallel subgraph node %s keeps them on its own group of ranks, in its split of the micro-batches: "
+      "run what reads node values (K-FAC: -tao_type kfac, -trainer_hessian_pc kfac) without the placement",
+      net->nodes[k].name);
   if (n) *n = NetNodeCount(net, k);
   PetscCall(NetStore(net)->nextnode(net));
   if (x) PetscCall(NetStore(net)->get(net, NET_SLOT_VALUE, net->nodes[k].in[0] + 1, NET_READ, NET_ELEM_DOUBLE, (void **)x));
