@@ -837,8 +837,9 @@ PetscErrorCode NetGetNodeArraysRead(Net net, PetscInt k, PetscInt *n, const Pets
              net->nodes[k].name, x && net->ventries[net->nodes[k].in[0] + 1] ? "reads" : "writes");
   PetscCheck(
       !net->pl, PetscObjectComm((PetscObject)net), PETSC_ERR_SUP,
-      "NetGetNodeArraysRead() hands out a node's values split by samples like the batch, but with -net_stages / -net_microbatches / entry@... / -net_parallel subgraph node %s keeps them on its own group of ranks, in its split of the micro-batches: "
-      "run what reads node values (K-FAC: -tao_type kfac, -trainer_hessian_pc kfac) without the placement",
+      "NetGetNodeArraysRead() hands out a node's values split by samples like the batch, but a placed Net (-net_stages, -net_microbatches, entry@s, entry@ranks=a:b, -net_parallel subgraph) keeps node %s's values on its own group of ranks, in its "
+      "split of the micro-batches, so no rank holds its input values and output cotangents side by side. K-FAC (-tao_type kfac, -trainer_hessian_pc kfac) reads them, and its factors per group are not built yet: train the placed Net "
+      "with a first-order type (-tao_type adam, ...) or a Newton type with the Gauss-Newton operator (-tao_type nls -trainer_hessian gn), or drop the placement",
       net->nodes[k].name);
   if (n) *n = NetNodeCount(net, k);
   PetscCall(NetStore(net)->nextnode(net));

@@ -67,20 +67,16 @@ static PetscErrorCode PetNetKFACUncoveredError(Net net, PetscInt k, const char o
 static PetscErrorCode KFACConvPatchLayout(Layer layer, PetscBool is3d, PetscInt *G, PetscInt *kg, PetscInt *pixels, PetscBool *bias)
 {
   PetscFunctionBegin;
-  if (is3d)
-    PetscCall(LayerConv3dGetPatchLayout(layer, G, kg, pixels, bias));
-  else
-    PetscCall(LayerConv2dGetPatchLayout(layer, G, kg, pixels, bias));
+  if (is3d) PetscCall(LayerConv3dGetPatchLayout(layer, G, kg, pixels, bias));
+  else PetscCall(LayerConv2dGetPatchLayout(layer, G, kg, pixels, bias));
   PetscFunctionReturn(0);
 }
 
 static PetscErrorCode KFACConvPatches(Layer layer, PetscBool is3d, PetscInt n, const PetscScalar *x, PetscScalar *col)
 {
   PetscFunctionBegin;
-  if (is3d)
-    PetscCall(LayerConv3dGetPatches(layer, n, x, col));
-  else
-    PetscCall(LayerConv2dGetPatches(layer, n, x, col));
+  if (is3d) PetscCall(LayerConv3dGetPatches(layer, n, x, col));
+  else PetscCall(LayerConv2dGetPatches(layer, n, x, col));
   PetscFunctionReturn(0);
 }
 
@@ -236,28 +232,6 @@ PetscErrorCode PetNetKFACCreate(Net net, PetscBool uncoveredgradient, const char
   PetscFunctionBegin;
   PetscCall(NetSetUp(net));
   PetscCall(NetGetNumLayers(net, &nlayers));
-  { /* a placed Net keeps a node's values on its group only, in the stage's split of the micro-batches: no rank holds
-       the input and output cotangent of every node's samples side by side, which the statistics read */
-    PetscInt        S, M, first, nr;
-    PetscMPIInt     size;
-    NetParallelType parallel;
-    PetscBool       placed;
-
-    PetscCall(NetGetStages(net, &S));
-    PetscCall(NetGetMicroBatches(net, &M));
-    PetscCall(NetGetParallel(net, &parallel));
-    PetscCallMPI(MPI_Comm_size(PetscObjectComm((PetscObject)net), &size));
-    placed = (PetscBool)(S > 1 || M > 1 || parallel == NET_PARALLEL_SUBGRAPH);
-    for (PetscInt n = 0; n < nlayers && !placed; n++) {
-      PetscCall(NetGetNodeRanks(net, n, &first, &nr));
-      placed = (PetscBool)(nr < size);
-    }
-    PetscCheck(!placed, PetscObjectComm((PetscObject)net), PETSC_ERR_SUP,
-               "K-FAC (-tao_type kfac, -trainer_hessian_pc kfac) reads every node's input values and output cotangents (NetGetNodeArraysRead()), which a placed Net (-net_stages %" PetscInt_FMT ", -net_microbatches %" PetscInt_FMT
-               ", entry@s, entry@ranks=a:b, -net_parallel subgraph) keeps on the node's own group in its split of the micro-batches: its factors per group are not built yet. Train the placed Net with a first-order type (-tao_type adam, ...) or a "
-               "Newton type with the Gauss-Newton operator (-tao_type nls -trainer_hessian gn), or drop the placement",
-               S, M);
-  }
   PetscCall(PetscNew(&k));
   PetscCall(PetscObjectReference((PetscObject)net));
   k->net       = net;
@@ -302,7 +276,7 @@ PetscErrorCode PetNetKFACCreate(Net net, PetscBool uncoveredgradient, const char
         PetscBool bias;
 
         PetscCall(KFACConvPatchLayout(layer, is3d, &G, &kg, &pixels, &bias));
-        if (dm) pixels = 1;             /* grid mode: the layer acts at each grid point; a field's output points are counted per pass */
+        if (dm) pixels = 1; /* grid mode: the layer acts at each grid point; a field's output points are counted per pass */
         cout = layer->outsize / pixels; /* y [pixels][Cout] per sample */
         for (PetscInt g = 0; g < G; g++, nb++) {
           KFACBlock *b;
@@ -478,7 +452,7 @@ static PetscErrorCode KFACSumNode(PetNetKFAC kfac, PetscInt b0, PetscInt b1, Pet
 {
   Net                net  = kfac->net;
   const PetscInt     node = kfac->blocks[b0].node;
-  PetscInt           n    = 0, nx, G, kg;
+  PetscInt           n = 0, nx, G, kg;
   Layer              layer;
   const PetscScalar *x, *dy, *col;
   PetscBool          isdense, is3d;
@@ -503,9 +477,9 @@ static PetscErrorCode KFACSumNode(PetNetKFAC kfac, PetscInt b0, PetscInt b1, Pet
     PetscCall(NetRestoreNodePatches(net, node, NULL, &col));
   }
   PetscCall(NetGetNodeArraysRead(net, node, &nx, &x, &dy)); /* in double at any precision */
-  if (!dm || isdense) n = nx;                               /* dense in grid mode: one row a point, its input's count (= its output's) */
-  if (isdense && !dm) n *= kfac->blocks[b0].pixels;         /* dense:N:tokens: a row a position */
-  if (dm) {                                                 /* a sample is a field: the node's output points per field, counted over the ranks */
+  if (!dm || isdense) n = nx; /* dense in grid mode: one row a point, its input's count (= its output's) */
+  if (isdense && !dm) n *= kfac->blocks[b0].pixels; /* dense:N:tokens: a row a position */
+  if (dm) { /* a sample is a field: the node's output points per field, counted over the ranks */
     PetscInt64 rows = n;
 
     PetscCallMPI(MPIU_Allreduce(MPI_IN_PLACE, &rows, 1, MPIU_INT64, MPI_SUM, PetscObjectComm((PetscObject)net)));
@@ -519,7 +493,7 @@ static PetscErrorCode KFACSumNode(PetNetKFAC kfac, PetscInt b0, PetscInt b1, Pet
     KFACPackUpper(b->na, kfac->full, 1.0, kfac->node + b->noff);
     PetscCall(KFACSumOutputs(b->nout, n, dy, b->nout, kfac->full));
     KFACPackUpper(b->nout, kfac->full, sscale, kfac->node + b->noff + (size_t)b->na * (b->na + 1) / 2);
-  } else if (dm) {                        /* the A's summed above, side by side in full; S over the same rows of the output's cotangent */
+  } else if (dm) { /* the A's summed above, side by side in full; S over the same rows of the output's cotangent */
     const PetscInt cout = layer->outsize; /* one grid point's channels */
 
     off = 0;
@@ -941,7 +915,8 @@ PetscErrorCode PetNetKFACView(PetNetKFAC kfac, PetscViewer viewer)
     PetscCall(LayerGetType(layer, &type));
     if (b->owner >= 0) PetscCall(PetscSNPrintf(where, sizeof(where), ", kept by rank %d", b->owner));
     if (b->group || (i + 1 < kfac->nblocks && kfac->blocks[i + 1].node == b->node))
-      PetscCall(PetscViewerASCIIPrintf(viewer, "layer \"%s\" (%s), group %" PetscInt_FMT ": A %" PetscInt_FMT " x %" PetscInt_FMT ", S %" PetscInt_FMT " x %" PetscInt_FMT "%s\n", name, type, b->group, b->na, b->na, b->nout, b->nout, where));
+      PetscCall(PetscViewerASCIIPrintf(viewer, "layer \"%s\" (%s), group %" PetscInt_FMT ": A %" PetscInt_FMT " x %" PetscInt_FMT ", S %" PetscInt_FMT " x %" PetscInt_FMT "%s\n", name, type, b->group, b->na, b->na, b->nout,
+                                       b->nout, where));
     else
       PetscCall(PetscViewerASCIIPrintf(viewer, "layer \"%s\" (%s): A %" PetscInt_FMT " x %" PetscInt_FMT ", S %" PetscInt_FMT " x %" PetscInt_FMT "%s\n", name, type, b->na, b->na, b->nout, b->nout, where));
   }
