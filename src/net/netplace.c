@@ -37,7 +37,8 @@
 
   Memory: each move keeps a receive buffer of the moved value and one of its cotangent in the consumer's layout, and one
   of the cotangent in the producer's (the last node's output: its value and cotangent in its stage's layout). A stage
-  keeps every micro-batch's values until its backward (GPipe).
+  keeps every micro-batch's values until its backward (GPipe). NetJVP() adds, at its first call on a batch, one buffer
+  a move for the moved value's tangent (the consumer's layout), kept for NetSecondOrderBackward() (the tangent walk, below).
 */
 #include <petnet/private/netimpl.h>
 #include "netpmap.h"
