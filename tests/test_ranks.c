@@ -8,7 +8,7 @@ static const char help[] = "Ranks agree: in one program, the same Net (same seed
                            "-toggle: the WORLD Net, once set up, switches between replicated and that mode from batch to batch;\n"
                            "-layers <list> -input_shape <shape> [-loss <type>]: one case of your own instead of the built-in ones;\n"
                            "-stages S -microbatches M: the WORLD Net in S pipeline stages with M micro-batches (netplace.c; batches\n"
-                           "of multiples of M; the JVP and second-order adjoint, not built with stages, are left out; entries placed\n"
+                           "of multiples of M; the JVP and second-order adjoint too, except with 1f1b; entries placed\n"
                            "with @stage or @ranks=a:b in -layers place the WORLD Net's nodes, the SELF Net ignores them); -test_moves:\n"
                            "also the dot-product test of every move between stages (<R x, y> = <x, R^T y> to 1e-14); -schedule 1f1b: the WORLD Net's\n"
                            "pipeline schedule, its loss and gradients by LossNetForwardBackward() (also -forward_backward without it); -memory_ratio r:\n"
@@ -148,26 +148,43 @@ static PetscErrorCode SideCompute(MPI_Comm comm, const Case *c, PetscInt nlocal,
   PetscCall(FillFromTable(s->dXdir, dxtab));
 
   if (fb && comm != PETSC_COMM_SELF) { /* -schedule 1f1b, -forward_backward: the loss and gradients in one call */
+    PetscReal f;
+
     PetscCall(VecZeroEntries(s->G));
     PetscCall(LossNetForwardBackward(s->loss, s->net, s->X, s->T, s->Y, &s->f, s->dX, s->G));
+    PetscCall(LossEvaluate(s->loss, s->Y, s->T, &f, s->dY)); /* the cotangent of the dot-product test below */
   } else {
     PetscCall(NetForward(s->net, s->X, s->Y));
     PetscCall(LossEvaluate(s->loss, s->Y, s->T, &s->f, s->dY));
     PetscCall(VecZeroEntries(s->G));
     PetscCall(NetBackward(s->net, s->dY, s->dX, s->G));
   }
-  if (stages > 1 || micro > 1 || parallel == NET_PARALLEL_SUBGRAPH || strchr(c->layers, '@')) { /* placed: no JVP yet; the moves' adjoints instead */
+  if (testmoves && comm != PETSC_COMM_SELF && (stages > 1 || micro > 1 || parallel == NET_PARALLEL_SUBGRAPH || strchr(c->layers, '@'))) {
+    PetscReal err;
+
+    PetscCall(NetTestMoves(s->net, &err));
+    PetscCheck(err <= 1e-14, comm, PETSC_ERR_PLIB, "The moves between stages fail the dot-product test: %g", (double)err);
+  }
+  if (schedule == NET_PIPELINE_1F1B) { /* 1F1B keeps a few micro-batches' values: no JVP there (nor on the other side) */
     PetscCall(VecZeroEntries(s->JY));
     s->so = PETSC_FALSE;
-    if (testmoves && comm != PETSC_COMM_SELF) {
-      PetscReal err;
-
-      PetscCall(NetTestMoves(s->net, &err));
-      PetscCheck(err <= 1e-14, comm, PETSC_ERR_PLIB, "The moves between stages fail the dot-product test: %g", (double)err);
-    }
     PetscFunctionReturn(0);
   }
-  PetscCall(NetJVP(s->net, s->dXdir, s->dtheta, s->JY));
+  { /* the dot-product test of the JVP against the backward pass at the same point: <J v, dY> = <v, J^T dY>, v = (dX, dtheta)
+       (dY copied: in double the Net may hold the very Vec as its output's tangent, which the JVP writes) */
+    PetscScalar a, b1, b2;
+    Vec         w;
+
+    PetscCall(VecDuplicate(s->dY, &w));
+    PetscCall(VecCopy(s->dY, w));
+    PetscCall(NetJVP(s->net, s->dXdir, s->dtheta, s->JY));
+    PetscCall(VecDot(s->JY, w, &a));
+    PetscCall(VecDestroy(&w));
+    PetscCall(VecDot(s->dXdir, s->dX, &b1));
+    PetscCall(VecDot(s->dtheta, s->G, &b2));
+    PetscCheck(PetscAbsScalar(a - b1 - b2) <= 1e-12 * PetscMax(PetscAbsScalar(a), PetscAbsScalar(b1) + PetscAbsScalar(b2)), comm, PETSC_ERR_PLIB, "%s: <J v, w> = %.17g but <v, J^T w> = %.17g: the JVP is not the backward pass's adjoint", c->layers,
+               (double)PetscRealPart(a), (double)PetscRealPart(b1 + b2));
+  }
   PetscCall(NetHasSecondOrder(s->net, &s->so, NULL));
   if (s->so) { /* along the JVP's direction, with the loss's cotangent held fixed and a zero dYdot */
     PetscCall(VecDuplicate(s->G, &s->Hv));
@@ -295,7 +312,9 @@ static PetscErrorCode CheckCase(const Case *c, PetscInt N, Layout layout, Side *
   PetscCheck(eJ <= tol, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s, %" PetscInt_FMT " samples (%s): JVPs differ by %g relative", c->layers, N, LayoutNames[layout], (double)eJ);
   PetscCheck(eH <= tol, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s, %" PetscInt_FMT " samples (%s): second-order adjoints differ by %g relative", c->layers, N, LayoutNames[layout], (double)eH);
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%-34s %-12s %2" PetscInt_FMT " samples, %-20s (%" PetscInt_FMT "..%" PetscInt_FMT " per rank): loss %.10f, outputs, gradients%s agree\n", c->layers, c->loss, N, LayoutNames[layout], nmin, nmax, (double)w->f,
-                        stages > 1 || micro > 1 || parallel == NET_PARALLEL_SUBGRAPH || strchr(c->layers, '@') ? "" : " and JVP"));
+                        schedule == NET_PIPELINE_1F1B ? ""
+                        : s->so                       ? ", JVP and second-order adjoint"
+                                                      : " and JVP"));
   PetscCall(PetscInfo(NULL, "%s %" PetscInt_FMT " %s: relative differences Y %g f %g G %g dX %g JVP %g Hv %g\n", c->layers, N, LayoutNames[layout], (double)eY, (double)ef, (double)eG, (double)edX, (double)eJ, (double)eH));
   PetscCall(SideDestroyBatch(w));
   PetscCall(SideDestroyBatch(s));

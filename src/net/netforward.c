@@ -752,13 +752,12 @@ PetscErrorCode NetJVP(Net net, Vec dX, Vec dtheta, Vec dY)
   const PetscScalar *theta, *dth                        = NULL;
   const void        *xstack[NET_MAX_STACK_INPUTS], **dx = xstack;
   PetscBool         *zero;
-  PetscInt           maxin = 0;
+  PetscInt           maxin = 0, nsteps = net->nlayers;
+  const PetscInt    *sched = NULL;
 
   PetscFunctionBegin;
   PetscValidHeaderSpecific(net, NET_CLASSID, 1);
   PetscValidHeaderSpecific(dY, VEC_CLASSID, 4);
-  PetscCheck(!net->pl, PetscObjectComm((PetscObject)net), PETSC_ERR_SUP,
-             "NetJVP() with -net_stages / -net_microbatches is not built yet (the tangents would need moves of their own): run the JVP (Gauss-Newton, Newton, -net_test_jacobian) without stages");
   net->tanvalid = PETSC_FALSE;
   PetscCheck(net->forwarded, PetscObjectComm((PetscObject)net), PETSC_ERR_ORDER, "NetJVP() differentiates at the last forward pass, and there is none: call NetForward() on the batch first (NetSetTraining() also clears it)");
   PetscCall(NetCheckInputUnchanged_Private(net));
@@ -774,25 +773,35 @@ PetscErrorCode NetJVP(Net net, Vec dX, Vec dtheta, Vec dY)
   net->tandthetavec = dtheta;
   for (PetscInt k = 0; k < net->nlayers; k++) maxin = PetscMax(maxin, net->nodes[k].nin);
   if (maxin > NET_MAX_STACK_INPUTS) PetscCall(PetscMalloc1(maxin, &dx));
-  /* zero[v]: the tangent of value v is zero (a NULL array for the kernels, no pass over memory) */
+  /* zero[v]: the tangent of value v is zero (a NULL array for the kernels, no pass over memory, no move); the same on
+     every rank, since it depends on the graph and on dX, dtheta being given */
   if (!net->tanzero) PetscCall(PetscMalloc1(net->nlayers + 1, &net->tanzero));
   zero    = net->tanzero; /* kept for NetSecondOrderBackward() */
   zero[0] = dX ? PETSC_FALSE : PETSC_TRUE;
-  PetscCall(NetGetReplicatedArray_Private(net->theta_rep, &theta));
   for (PetscInt k = 0; k < net->nlayers; k++) {
+    zero[k + 1] = (PetscBool)(!dtheta || !net->layers[k]->nparams);
+    for (PetscInt i = 0; i < net->nodes[k].nin; i++) zero[k + 1] = (PetscBool)(zero[k + 1] && zero[net->nodes[k].in[i] + 1]);
+  }
+  PetscCall(NetGetReplicatedArray_Private(net->theta_rep, &theta));
+  /* the steps: every node once, in order; placed (netplace.c), the forward walk's (node, micro-batch) pairs, the
+     tangents moved between the groups like the values */
+  if (net->pl) PetscCall(NetPlaceGetSchedule_Private(net, &nsteps, &sched));
+  if (net->pl) PetscCall(NetPlaceJVPBegin_Private(net, zero[0]));
+  for (PetscInt step = 0; step < nsteps; step++) {
+    const PetscInt     k  = sched ? sched[2 * step] : step;
     const NetNode     *nd = &net->nodes[k];
     const NetElem      t  = NetNodeElem(net, k);
     void              *dy;
     const PetscScalar *th, *dthk;
 
     PetscCall(store->nextnode(net));
-    zero[k + 1] = (PetscBool)(!dtheta || !net->layers[k]->nparams);
+    if (net->pl) PetscCall(NetPlaceSetStep_Private(net, sched[2 * step + 1]));
+    if (net->pl) PetscCall(NetPlaceJVPBefore_Private(net, k, zero)); /* its inputs' tangents from other groups arrived */
     for (PetscInt i = 0; i < nd->nin; i++) {
       PetscInt v = nd->in[i] + 1;
 
       dx[i] = NULL;
       if (!zero[v]) PetscCall(store->get(net, NET_SLOT_TANGENT, v, NET_READ, t, (void **)&dx[i]));
-      zero[k + 1] = (PetscBool)(zero[k + 1] && zero[v]);
     }
     PetscCall(store->get(net, NET_SLOT_TANGENT, k + 1, NET_WRITE, t, &dy));
     PetscCall(NetNodeGetParameters_Private(net, k, net->theta, theta, &th));
@@ -803,7 +812,9 @@ PetscErrorCode NetJVP(Net net, Vec dX, Vec dtheta, Vec dY)
     PetscCall(store->restore(net, NET_SLOT_TANGENT, k + 1, NET_WRITE, t, &dy));
     for (PetscInt i = 0; i < nd->nin; i++)
       if (!zero[nd->in[i] + 1]) PetscCall(store->restore(net, NET_SLOT_TANGENT, nd->in[i] + 1, NET_READ, t, (void **)&dx[i]));
+    if (net->pl) PetscCall(NetPlaceJVPAfter_Private(net, k, zero)); /* its output's tangent sent on */
   }
+  if (net->pl) PetscCall(NetPlaceJVPEnd_Private(net));
   PetscCall(store->nextnode(net));
   PetscCall(NetRestoreReplicatedArray_Private(net->theta_rep, &theta));
   if (dx != xstack) PetscCall(PetscFree(dx));
@@ -850,6 +861,12 @@ PetscErrorCode NetGetNodeArraysRead(Net net, PetscInt k, PetscInt *n, const Pets
              "NetGetNodeArraysRead() hands out a node's values split by samples, but node %s %s the column block of a tensor-parallel MLP pair (each rank holds its columns of all samples of its group; no rank holds its samples whole): run what "
              "reads node values (K-FAC: -tao_type kfac, -trainer_hessian_pc kfac) with -net_parallel model or sharded, which keep every value split by samples",
              net->nodes[k].name, x && net->ventries[net->nodes[k].in[0] + 1] ? "reads" : "writes");
+  PetscCheck(
+      !net->pl, PetscObjectComm((PetscObject)net), PETSC_ERR_SUP,
+      "NetGetNodeArraysRead() hands out a node's values split by samples like the batch, but a placed Net (-net_stages, -net_microbatches, entry@s, entry@ranks=a:b, -net_parallel subgraph) keeps node %s's values on its own group of ranks, in its "
+      "split of the micro-batches, so no rank holds its input values and output cotangents side by side. K-FAC (-tao_type kfac, -trainer_hessian_pc kfac) reads them, and its factors per group are not built yet: train the placed Net "
+      "with a first-order type (-tao_type adam, ...) or a Newton type with the Gauss-Newton operator (-tao_type nls -trainer_hessian gn), or drop the placement",
+      net->nodes[k].name);
   if (n) *n = NetNodeCount(net, k);
   PetscCall(NetStore(net)->nextnode(net));
   if (x) PetscCall(NetStore(net)->get(net, NET_SLOT_VALUE, net->nodes[k].in[0] + 1, NET_READ, NET_ELEM_DOUBLE, (void **)x));

@@ -56,7 +56,8 @@
 
   Memory: each move keeps a receive buffer of the moved value and one of its cotangent in the consumer's layout, and one
   of the cotangent in the producer's (the last node's output: its value and cotangent in its stage's layout). A stage
-  keeps every micro-batch's values until its backward (GPipe).
+  keeps every micro-batch's values until its backward (GPipe). NetJVP() adds, at its first call on a batch, one buffer
+  a move for the moved value's tangent (the consumer's layout), kept for NetSecondOrderBackward() (the tangent walk, below).
 */
 #include <petnet/private/netimpl.h>
 #include "netpmap.h"
@@ -124,6 +125,11 @@ typedef struct {
   char          *rwork;
   size_t         nrwork;
   PetscLogDouble busy, wall, t0; /* NetGetPipelineTimes() */
+  /* NetJVP() and NetSecondOrderBackward() (the tangent walk below): per move, the tangent of the moved value in the
+     consumer's layout (the output move: the last node's output tangent, in its stage's layout), made at the first JVP
+     of a batch; the tangents' moves run on their own duplicate of the communicator */
+  char   **tan;
+  MPI_Comm tcomm;
 } NetPlace;
 
 static PetscInt NetPlaceLayoutOfValue(Net net, PetscInt v)
@@ -694,10 +700,21 @@ PetscErrorCode NetPlaceSetUp_Private(Net net)
   PetscFunctionReturn(0);
 }
 
+/* the tangents' buffers (NetJVP()), freed with the moves' */
+static PetscErrorCode NetPlaceFreeTangents(NetPlace *pl)
+{
+  PetscFunctionBegin;
+  if (pl->tan)
+    for (PetscInt e = 0; e < pl->nmoves; e++) PetscCall(PetscFree(pl->tan[e]));
+  PetscCall(PetscFree(pl->tan));
+  PetscFunctionReturn(0);
+}
+
 static PetscErrorCode NetPlaceFreeBuffers(NetPlace *pl)
 {
   PetscFunctionBegin;
   for (PetscInt e = 0; e < pl->nmoves; e++) PetscCall(PetscFree3(pl->moves[e].dval, pl->moves[e].dcot, pl->moves[e].rcot));
+  PetscCall(NetPlaceFreeTangents(pl));
   pl->ready = PETSC_FALSE;
   PetscFunctionReturn(0);
 }
@@ -723,6 +740,7 @@ PetscErrorCode NetPlaceReset_Private(Net net)
   PetscCall(PetscFree(pl->fwdm));
   PetscCall(PetscFree(pl->rwork));
   if (pl->comm != MPI_COMM_NULL && pl->comm) PetscCallMPI(MPI_Comm_free(&pl->comm));
+  if (pl->tcomm != MPI_COMM_NULL && pl->tcomm) PetscCallMPI(MPI_Comm_free(&pl->tcomm));
   PetscCall(PetscFree(net->pl));
   PetscFunctionReturn(0);
 }
@@ -798,7 +816,7 @@ static PetscErrorCode NetPlaceBuffers(Net net)
   Move e on micro-batch m: the rows of layout `from` in src (an array of that layout, all micro-batches) to the rows of
   layout `to` in dst, begun (receives posted, sends started, this rank's own rows copied) and ended (waited for)
 */
-static PetscErrorCode NetMoveBegin(NetPlace *pl, PetscInt e, PetscInt m, PetscBool reverse, const char *src, char *dst)
+static PetscErrorCode NetMoveBeginOn(NetPlace *pl, MPI_Comm comm, PetscInt e, PetscInt m, PetscBool reverse, const char *src, char *dst)
 {
   NetMove       *mv   = &pl->moves[e];
   const PetscInt from = reverse ? mv->dst : mv->src, to = reverse ? mv->src : mv->dst;
@@ -819,7 +837,7 @@ static PetscErrorCode NetMoveBegin(NetPlace *pl, PetscInt e, PetscInt m, PetscBo
       {
         const PetscInt lo = PetscMax(tg, qg), hi = PetscMin(tg + tn, qg + qn);
 
-        if (lo < hi && q != pl->rank) { PetscCallMPI(MPI_Irecv(dst + (size_t)(tr + lo - tg) * row, (PetscMPIInt)((hi - lo) * row), MPI_BYTE, q, tag, pl->comm, &req[nr++])); }
+        if (lo < hi && q != pl->rank) { PetscCallMPI(MPI_Irecv(dst + (size_t)(tr + lo - tg) * row, (PetscMPIInt)((hi - lo) * row), MPI_BYTE, q, tag, comm, &req[nr++])); }
       }
     }
     if (fn) { /* send: my rows of `from` that q holds in `to` */
@@ -831,12 +849,19 @@ static PetscErrorCode NetMoveBegin(NetPlace *pl, PetscInt e, PetscInt m, PetscBo
           if (q == pl->rank)
             PetscCall(PetscMemcpy(dst + (size_t)(tr + lo - tg) * row, src + (size_t)(fr + lo - fg) * row, (size_t)(hi - lo) * row));
           else
-            PetscCallMPI(MPI_Isend(src + (size_t)(fr + lo - fg) * row, (PetscMPIInt)((hi - lo) * row), MPI_BYTE, q, tag, pl->comm, &req[nr++]));
+            PetscCallMPI(MPI_Isend(src + (size_t)(fr + lo - fg) * row, (PetscMPIInt)((hi - lo) * row), MPI_BYTE, q, tag, comm, &req[nr++]));
         }
       }
     }
   }
   mv->nreq[m] = nr;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetMoveBegin(NetPlace *pl, PetscInt e, PetscInt m, PetscBool reverse, const char *src, char *dst)
+{
+  PetscFunctionBegin;
+  PetscCall(NetMoveBeginOn(pl, pl->comm, e, m, reverse, src, dst));
   PetscFunctionReturn(0);
 }
 
@@ -1187,6 +1212,171 @@ PetscErrorCode NetPlaceOutputStep_Private(Net net, PetscInt m, PetscErrorCode (*
 }
 
 /* ------------------------------------------------------------------------------------------------------------------
+   The tangent walk (NetJVP()) and the second-order adjoint (NetSecondOrderBackward()).
+
+   NetJVP() runs the forward walk's schedule of steps (node k, micro-batch m), and a tangent moves exactly like its value:
+   the input's tangent to its consumers' layouts at the start (every micro-batch), a node's output tangent of micro-batch
+   m to the later groups after its step, the last node's (in its stage's layout) to the public layout. tan[e] is the
+   tangent's receive buffer of move e (its value's is dval), on a communicator of its own (tcomm, the same tags). A value
+   whose tangent is zero (NetJVP()'s zero[v], the same on every rank) is not moved: its consumers read NULL.
+
+   NetSecondOrderBackward() runs the backward walk's schedule, in reverse. A step computes the cotangent bar (of dY) and
+   its tangent bard of the node's inputs, both in double: an input from another layout is written to its move's dcot,
+   which is sent back at once and added into the producer's rows of that micro-batch (NetPlaceSOSendBack_Private(),
+   a blocking exchange, since the bar and bard of the step share the buffers); the last node reads its output's bar or
+   bard from the output move's dcot, where NetPlaceSOOutput_Private() moves the public rows first. The moved values
+   (dval) and tangents (tan) of the last NetForward() and NetJVP() are read where the node reads its inputs.
+*/
+
+/* NetJVP(), before the walk: the tangents' buffers for this batch, and the input's tangent moved for every micro-batch
+   (dX, when it is not zero) */
+PetscErrorCode NetPlaceJVPBegin_Private(Net net, PetscBool dxzero)
+{
+  NetPlace *pl = (NetPlace *)net->pl;
+  char     *dx;
+
+  PetscFunctionBegin;
+  PetscCheck(!pl->K, PetscObjectComm((PetscObject)net), PETSC_ERR_SUP,
+             "With -net_pipeline_schedule 1f1b a stage keeps only %" PetscInt_FMT
+             " micro-batches' values, so NetJVP() (Gauss-Newton and Newton products, -net_test_jacobian's JVP) has no linearization point for the others: use -net_pipeline_schedule gpipe",
+             pl->K);
+  PetscCall(NetPlaceBuffers(net));
+  if (pl->tcomm == MPI_COMM_NULL || !pl->tcomm) PetscCallMPI(MPI_Comm_dup(pl->comm, &pl->tcomm));
+  if (!pl->tan) {
+    PetscCall(PetscCalloc1(pl->nmoves, &pl->tan));
+    for (PetscInt e = 0; e < pl->nmoves; e++) { /* the consumer's layout (the output move: the last node's stage) */
+      const NetMove *mv = &pl->moves[e];
+
+      PetscCall(PetscMalloc1((size_t)pl->es * (size_t)NetPlaceLocalRows(pl, mv->k < 0 ? mv->src : mv->dst, 0) * (size_t)mv->size, &pl->tan[e]));
+    }
+  }
+  if (dxzero) PetscFunctionReturn(0);
+  PetscCall(NetPlaceStoreArray(net, NET_SLOT_TANGENT, 0, &dx));
+  for (PetscInt e = 0; e < pl->nmoves; e++)
+    if (pl->moves[e].v == 0)
+      for (PetscInt m = 0; m < pl->M; m++) PetscCall(NetMoveBeginOn(pl, pl->tcomm, e, m, PETSC_FALSE, dx, pl->tan[e]));
+  PetscFunctionReturn(0);
+}
+
+/* NetJVP(), before node k on the micro-batch at hand: the tangents of its inputs from other layouts arrived */
+PetscErrorCode NetPlaceJVPBefore_Private(Net net, PetscInt k, const PetscBool zero[])
+{
+  NetPlace *pl = (NetPlace *)net->pl;
+
+  PetscFunctionBegin;
+  for (PetscInt i = 0; i < net->nodes[k].nin; i++) {
+    const PetscInt e = pl->movein[k * pl->maxin + i];
+
+    if (e >= 0 && !zero[pl->moves[e].v]) PetscCall(NetMoveEnd(pl, e, pl->m));
+  }
+  PetscFunctionReturn(0);
+}
+
+/* NetJVP(), after node k: its output tangent's rows of this micro-batch sent on (the last node's to the public layout) */
+PetscErrorCode NetPlaceJVPAfter_Private(Net net, PetscInt k, const PetscBool zero[])
+{
+  NetPlace *pl = (NetPlace *)net->pl;
+  char     *dy = NULL;
+
+  PetscFunctionBegin;
+  for (PetscInt e = 0; e < pl->nmoves; e++) {
+    const NetMove *mv = &pl->moves[e];
+
+    if (mv->k < 0 && k == net->nlayers - 1) {
+      PetscCall(NetPlaceStoreArray(net, NET_SLOT_TANGENT, net->nlayers, &dy));
+      PetscCall(NetMoveBeginOn(pl, pl->tcomm, e, pl->m, PETSC_FALSE, pl->tan[e], dy));
+    } else if (mv->k >= 0 && mv->v == k + 1 && !zero[k + 1]) {
+      if (!dy) PetscCall(NetPlaceStoreArray(net, NET_SLOT_TANGENT, k + 1, &dy));
+      PetscCall(NetMoveBeginOn(pl, pl->tcomm, e, pl->m, PETSC_FALSE, dy, pl->tan[e]));
+    }
+  }
+  PetscFunctionReturn(0);
+}
+
+/* NetJVP(), after the walk: the output tangent's rows arrived */
+PetscErrorCode NetPlaceJVPEnd_Private(Net net)
+{
+  NetPlace *pl = (NetPlace *)net->pl;
+
+  PetscFunctionBegin;
+  for (PetscInt m = 0; m < pl->M; m++) PetscCall(NetMoveEnd(pl, pl->nmoves - 1, m));
+  PetscFunctionReturn(0);
+}
+
+/* NetSecondOrderBackward(), before the walk: the checks, and no cotangent seeded yet */
+PetscErrorCode NetPlaceSOBegin_Private(Net net)
+{
+  NetPlace *pl = (NetPlace *)net->pl;
+
+  PetscFunctionBegin;
+  PetscCheck(pl->tan, PetscObjectComm((PetscObject)net), PETSC_ERR_ORDER, "NetSecondOrderBackward() with placement needs the tangents of a NetJVP() at the last forward pass: call NetJVP() along the direction first");
+  PetscCheck(pl->es == sizeof(PetscScalar), PetscObjectComm((PetscObject)net), PETSC_ERR_SUP,
+             "NetSecondOrderBackward() (exact Hessian products: -trainer_hessian exact, -tao_type nls/ntr with the Hessian of the Net) with -net_stages / -net_microbatches / -net_parallel subgraph computes in double, and this Net stores its values "
+             "in -net_precision %s: use -net_precision double, or the Gauss-Newton operator (-trainer_hessian gn)",
+             NetPrecisions[net->precision]);
+  PetscCall(PetscArrayzero(pl->seeded, (net->nlayers + 1) * pl->M));
+  pl->wantdx = PETSC_FALSE;
+  PetscFunctionReturn(0);
+}
+
+/* NetSecondOrderBackward(), the last node's step: the public rows of slot s (NET_SLOT_BAR or NET_SLOT_BARD) of the
+   output on the micro-batch at hand moved to the output move's dcot (the last node's stage), where its backward reads them */
+PetscErrorCode NetPlaceSOOutput_Private(Net net, NetSlot s)
+{
+  NetPlace *pl = (NetPlace *)net->pl;
+  char     *d;
+
+  PetscFunctionBegin;
+  PetscCall(NetPlaceStoreArray(net, s, net->nlayers, &d));
+  PetscCall(NetMoveBeginOn(pl, pl->tcomm, pl->nmoves - 1, pl->m, PETSC_TRUE, d, pl->moves[pl->nmoves - 1].dcot));
+  PetscCall(NetMoveEnd(pl, pl->nmoves - 1, pl->m));
+  PetscFunctionReturn(0);
+}
+
+/* NetSecondOrderBackward(), after node k's pass of slot s: the cotangents of its inputs from other layouts (in their
+   moves' dcot) sent back and put into the producers' rows of slot s, copied as the first contribution of the micro-batch,
+   else added (wantinput: also the Net's input's); seed: the step's last pass, which marks the values seeded */
+PetscErrorCode NetPlaceSOSendBack_Private(Net net, PetscInt k, NetSlot s, PetscBool wantinput, PetscBool seed)
+{
+  NetPlace *pl = (NetPlace *)net->pl;
+
+  PetscFunctionBegin;
+  for (PetscInt i = 0; i < net->nodes[k].nin; i++) {
+    const PetscInt e  = pl->movein[k * pl->maxin + i];
+    NetMove       *mv = e >= 0 ? &pl->moves[e] : NULL;
+    PetscBool     *sd;
+    PetscInt       g0, n, row;
+    PetscScalar   *d;
+
+    if (!mv || (mv->v == 0 && !wantinput)) continue;
+    sd = &pl->seeded[mv->v * pl->M + pl->m];
+    PetscCall(NetMoveBeginOn(pl, pl->tcomm, e, pl->m, PETSC_TRUE, mv->dcot, mv->rcot));
+    PetscCall(NetMoveEnd(pl, e, pl->m));
+    NetPlaceRange(pl, mv->src, pl->rank, pl->m, &g0, &n, &row);
+    PetscCall(NetPlaceStoreArray(net, s, mv->v, (char **)&d));
+    if (n) {
+      const size_t       off = (size_t)row * (size_t)mv->size, cnt = (size_t)n * (size_t)mv->size;
+      const PetscScalar *x = (const PetscScalar *)mv->rcot + off;
+
+      if (!*sd)
+        PetscCall(PetscArraycpy(d + off, x, cnt));
+      else
+        for (size_t j = 0; j < cnt; j++) d[off + j] += x[j];
+    }
+    if (seed) *sd = PETSC_TRUE;
+  }
+  PetscFunctionReturn(0);
+}
+
+/* NetSecondOrderBackward(): whether the pass writes the Net's input's cotangent (a crossing input's goes to its move) */
+PetscErrorCode NetPlaceSOWantInput_Private(Net net, PetscBool wantinput)
+{
+  PetscFunctionBegin;
+  ((NetPlace *)net->pl)->wantdx = wantinput;
+  PetscFunctionReturn(0);
+}
+
+/* ------------------------------------------------------------------------------------------------------------------
    The executor: the plain kernels on the node's rows of the micro-batch at hand, its inputs from other layouts read
    from their moves' buffers (and the last node's output written to the output move's) */
 
@@ -1383,18 +1573,101 @@ static PetscErrorCode NetExecBackward_Placed(Net net, PetscInt k, NetElem t, con
   PetscFunctionReturn(0);
 }
 
+/*
+  JVP of node k on the micro-batch at hand: its inputs' tangents from other layouts read from their moves' tan, the last
+  node's output tangent written to the output move's tan (in its stage's layout); a NULL dx[i] is a zero tangent
+*/
 static PetscErrorCode NetExecJVP_Placed(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], const void *y, const void *const dx[], const PetscScalar *dth, void *dy)
 {
+  NetPlace       *pl   = (NetPlace *)net->pl;
+  const Layer     l    = net->layers[k];
+  const NetNode  *nd   = &net->nodes[k];
+  const PetscBool conv = NetPlaceConverts(pl, t);
+  const PetscBool last = (PetscBool)(k == net->nlayers - 1);
+  const size_t    es   = t == NET_ELEM_DOUBLE ? sizeof(PetscScalar) : t == NET_ELEM_FLOAT ? sizeof(float) : sizeof(uint16_t);
+  const void     *stack[NET_MAX_STACK_INPUTS], **xs = stack, *ys, *tstack[NET_MAX_STACK_INPUTS], **dxs = tstack;
+  void           *dys;
+  float          *f = NULL, *dyf = NULL;
+  PetscInt        n, row;
+  PetscLogDouble  t0;
+
   PetscFunctionBegin;
-  SETERRQ(PetscObjectComm((PetscObject)net), PETSC_ERR_SUP, "NetJVP() with -net_stages / -net_microbatches is not built yet (node %s): the tangents would need moves of their own; run the JVP (Gauss-Newton, Newton, -net_test_jacobian) without stages",
-          net->nodes[k].name);
+  if (nd->nin > NET_MAX_STACK_INPUTS) PetscCall(PetscMalloc2(nd->nin, &xs, nd->nin, &dxs));
+  PetscCall(NetExecPlacedArrays(net, k, t, x, y, xs, &ys, &n));
+  PetscCall(NetPlaceNodeRows_Private(net, k, &row, &n));
+  for (PetscInt i = 0; i < nd->nin; i++) {
+    const PetscInt e = pl->movein[k * pl->maxin + i];
+
+    /* a zero tangent is NULL (net->tanzero, the same on every rank; a rank without rows of the producer's layout may
+       be handed NULL for a tangent that is not zero) */
+    if (net->tanzero[nd->in[i] + 1])
+      dxs[i] = NULL;
+    else
+      dxs[i] = e >= 0 ? (const void *)(pl->tan[e] + (size_t)row * l->insizes[i] * pl->es) : (const void *)((const char *)dx[i] + (size_t)row * l->insizes[i] * es);
+  }
+  dys = last ? (void *)(pl->tan[pl->nmoves - 1] + (size_t)row * l->outsize * pl->es) : (void *)((char *)dy + (size_t)row * l->outsize * es);
+  if (conv) { /* scratch: the last node's output and its tangent, then each moved input's value and tangent, widened */
+    size_t cnt = last ? 2 * (size_t)n * l->outsize : 0;
+
+    for (PetscInt i = 0; i < nd->nin; i++)
+      if (pl->movein[k * pl->maxin + i] >= 0) cnt += (size_t)n * l->insizes[i] * (dxs[i] ? 2 : 1);
+    PetscCall(NetPlaceScratch(pl, cnt, &f));
+    if (last) {
+      NetPlaceWiden(ys, n * l->outsize, f);
+      ys  = f;
+      dyf = f + (size_t)n * l->outsize;
+      f += 2 * (size_t)n * l->outsize;
+    }
+    for (PetscInt i = 0; i < nd->nin; i++) {
+      if (pl->movein[k * pl->maxin + i] < 0) continue;
+      NetPlaceWiden(xs[i], n * l->insizes[i], f);
+      xs[i] = f;
+      f += (size_t)n * l->insizes[i];
+      if (dxs[i]) {
+        NetPlaceWiden(dxs[i], n * l->insizes[i], f);
+        dxs[i] = f;
+        f += (size_t)n * l->insizes[i];
+      }
+    }
+  }
+  t0 = MPI_Wtime();
+  if (n) PetscCall(NetExecPlainJVP_Private(net, k, n, t, th, xs, ys, dxs, dth, dyf ? (void *)dyf : dys));
+  pl->busy += MPI_Wtime() - t0;
+  if (dyf) NetPlaceRound(dyf, n * l->outsize, dys);
+  if (xs != stack) PetscCall(PetscFree2(xs, dxs));
+  PetscFunctionReturn(0);
 }
 
+/*
+  The curvature term of node k (one input; joins are linear here or refused by the walk) on the micro-batch at hand, in
+  double: a moved input's value and tangent read from its move's dval and tan, its bard term added into its move's dcot
+  (sent back after); the last node's output, its tangent and the bar of dY read from the output move's dval, tan and
+  dcot (NetPlaceSOOutput_Private() moved bar there)
+*/
 static PetscErrorCode NetExecSOBackward_Placed(Net net, PetscInt k, const PetscScalar *th, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *thd, const PetscScalar *ydot, const PetscScalar *dy, PetscScalar *dxd,
                                                PetscScalar *hvk)
 {
+  NetPlace       *pl = (NetPlace *)net->pl;
+  const Layer     l  = net->layers[k];
+  const PetscInt  e = pl->movein[k * pl->maxin], o = pl->nmoves - 1, is = l->insizes[0], os = l->outsize;
+  const PetscBool last = (PetscBool)(k == net->nlayers - 1);
+  PetscInt        n, row;
+
   PetscFunctionBegin;
-  SETERRQ(PetscObjectComm((PetscObject)net), PETSC_ERR_SUP, "The second-order adjoint with -net_stages / -net_microbatches is not built yet (node %s): run Hessian products without stages", net->nodes[k].name);
+  if (l->sozero) PetscFunctionReturn(0);
+  PetscCall(NetPlaceNodeRows_Private(net, k, &row, &n));
+  if (!n) PetscFunctionReturn(0);
+  x    = e >= 0 ? (const PetscScalar *)pl->moves[e].dval + row * is : x + row * is;
+  xdot = net->tanzero[net->nodes[k].in[0] + 1] ? NULL : e >= 0 ? (const PetscScalar *)pl->tan[e] + row * is : xdot + row * is; /* as in the JVP */
+  if (e >= 0)
+    dxd = pl->moves[e].v || pl->wantdx ? (PetscScalar *)pl->moves[e].dcot + row * is : NULL; /* the Net's input: only when asked for */
+  else if (dxd)
+    dxd += row * is;
+  y    = last ? (const PetscScalar *)pl->moves[o].dval + row * os : y + row * os;
+  ydot = net->tanzero[k + 1] ? NULL : last ? (const PetscScalar *)pl->tan[o] + row * os : ydot + row * os;
+  dy   = last ? (const PetscScalar *)pl->moves[o].dcot + row * os : dy + row * os;
+  PetscCall(LayerSOBackwardArray(l, n, th, x, y, xdot, thd, ydot, dy, dxd, hvk));
+  PetscFunctionReturn(0);
 }
 
 static PetscErrorCode NetExecView_Placed(Net net, PetscInt k, PetscViewer viewer)

@@ -169,6 +169,85 @@ static PetscErrorCode NetNodeSOBackward_Private(Net net, PetscInt k, const Petsc
   PetscFunctionReturn(0);
 }
 
+/*
+  The second-order adjoint of a placed Net (netplace.c): the backward walk's schedule of steps (node k, micro-batch m) in
+  reverse, each node's bar and bard passes on its rows of m. An input from another group is written to its move's
+  buffer and sent back after the pass (NetPlaceSOSendBack_Private()); an input of the node's own group opens the store's
+  slot as above, its fan-out seeded per micro-batch. The parameter parts accumulate micro-batch by micro-batch.
+  The bar pass is not kept between calls here (the output move's buffer holds bar and bard in turn).
+*/
+static PetscErrorCode NetSecondOrderBackwardPlaced_Private(Net net, PetscBool wantinput, Vec Hv, PetscScalar *hv, const PetscScalar *theta, const PetscScalar *thetadot, Vec tdir)
+{
+  const NetStoreOps *store = NetStore(net);
+  void              *stack[NET_MAX_STACK_INPUTS], **dx = stack;
+  PetscBool          summed[NET_MAX_STACK_INPUTS];
+  PetscInt           nsteps;
+  const PetscInt    *sched;
+
+  PetscFunctionBegin;
+  PetscCall(NetPlaceSOBegin_Private(net));
+  PetscCall(NetPlaceGetSchedule_Private(net, &nsteps, &sched));
+  for (PetscInt step = nsteps - 1; step >= 0; step--) {
+    const PetscInt     k = sched[2 * step], m = sched[2 * step + 1];
+    const NetNode     *nd   = &net->nodes[k];
+    const PetscBool    last = (PetscBool)(k == net->nlayers - 1);
+    const PetscScalar *th, *thd;
+    void              *dy;
+    PetscScalar       *hvk;
+
+    PetscCheck(nd->nin <= NET_MAX_STACK_INPUTS, PetscObjectComm((PetscObject)net), PETSC_ERR_SUP, "Node %s takes %" PetscInt_FMT " inputs: the placed second-order adjoint takes at most %d", nd->name, nd->nin, NET_MAX_STACK_INPUTS);
+    PetscCheck(nd->nin == 1 || net->layers[k]->sozero, PetscObjectComm((PetscObject)net), PETSC_ERR_SUP,
+               "Node %s (layer kind %s) joins %" PetscInt_FMT " inputs with a curvature term of its own, which the placed second-order adjoint does not run yet: use the Gauss-Newton operator (-trainer_hessian gn), or drop the placement", nd->name,
+               ((PetscObject)net->layers[k])->type_name, nd->nin);
+    PetscCall(store->nextnode(net));
+    PetscCall(NetPlaceSetStep_Private(net, m));
+    PetscCall(NetNodeGetParameters_Private(net, k, net->theta, theta, &th));
+    for (PetscInt pass = 0; pass < 2; pass++) { /* 0: bar, the cotangents of dY; 1: bard, their tangent, and Hv */
+      const NetSlot   s    = pass ? NET_SLOT_BARD : NET_SLOT_BAR;
+      const PetscBool want = (PetscBool)(pass && wantinput);
+
+      if (last) PetscCall(NetPlaceSOOutput_Private(net, s)); /* dY's bar or bard rows to the last node's stage */
+      PetscCall(NetPlaceSOWantInput_Private(net, want));
+      for (PetscInt i = 0; i < nd->nin; i++) { /* the inputs of the node's own group: the store's slot, seeded per micro-batch */
+        const PetscInt v = nd->in[i] + 1;
+
+        dx[i]     = NULL;
+        summed[i] = PETSC_FALSE;
+        if ((v == 0 && !want) || NetPlaceCrossing_Private(net, k, i)) continue;
+        summed[i] = *NetPlaceSeeded_Private(net, v);
+        PetscCall(store->get(net, summed[i] ? NET_SLOT_SUM : s, v, NET_READWRITE, NET_ELEM_DOUBLE, &dx[i]));
+      }
+      hvk = NULL;
+      if (pass) PetscCall(NetNodeGetParameters_Private(net, k, tdir, thetadot, &thd));
+      if (pass) PetscCall(NetNodeGetGradient_Private(net, k, hv, (PetscBool)(Hv != NULL), &hvk));
+      PetscCall(store->get(net, s, k + 1, NET_READ, NET_ELEM_DOUBLE, &dy));
+      PetscCall(NetNodeBackwardArrays_Private(net, k, NET_ELEM_DOUBLE, th, dy, dx, hvk, -1));
+      PetscCall(store->restore(net, s, k + 1, NET_READ, NET_ELEM_DOUBLE, &dy));
+      if (pass) { /* the curvature term along the forward tangents, bar held fixed */
+        if (last) PetscCall(NetPlaceSOOutput_Private(net, NET_SLOT_BAR));
+        PetscCall(store->get(net, NET_SLOT_BAR, k + 1, NET_READ, NET_ELEM_DOUBLE, &dy));
+        PetscCall(NetNodeSOBackward_Private(net, k, th, thd, (const PetscScalar *)dy, (PetscScalar **)dx, hvk));
+        PetscCall(store->restore(net, NET_SLOT_BAR, k + 1, NET_READ, NET_ELEM_DOUBLE, &dy));
+        PetscCall(NetNodeRestoreGradient_Private(net, k, Hv, &hvk));
+        PetscCall(NetNodeRestoreParameters_Private(net, k, &thd));
+      }
+      for (PetscInt i = 0; i < nd->nin; i++) {
+        const PetscInt v = nd->in[i] + 1;
+
+        if ((v == 0 && !want) || NetPlaceCrossing_Private(net, k, i)) continue;
+        PetscCall(store->restore(net, summed[i] ? NET_SLOT_SUM : s, v, NET_READWRITE, NET_ELEM_DOUBLE, &dx[i]));
+        if (summed[i]) PetscCall(store->addsum(net, s, v));
+      }
+      PetscCall(NetPlaceSOSendBack_Private(net, k, s, want, pass)); /* the other groups' inputs: sent back, put in */
+    }
+    for (PetscInt i = 0; i < nd->nin; i++)
+      if (!NetPlaceCrossing_Private(net, k, i)) *NetPlaceSeeded_Private(net, nd->in[i] + 1) = PETSC_TRUE;
+    PetscCall(NetNodeRestoreParameters_Private(net, k, &th));
+  }
+  PetscCall(store->nextnode(net));
+  PetscFunctionReturn(0);
+}
+
 /*@
   NetSecondOrderBackward - the second-order adjoint at the last forward pass, along the tangents of the last NetJVP():
   given the output cotangent dY and its tangent dYdot, accumulates the tangent of the parameter gradient into Hv
@@ -233,7 +312,7 @@ PetscErrorCode NetSecondOrderBackward(Net net, Vec dY, Vec dYdot, Vec dXdot, Vec
     }
   }
   PetscCall(PetscObjectStateGet((PetscObject)dY, &state));
-  barcached = (PetscBool)(net->barY == dY && net->barYstate == state && net->barforward == net->nforward);
+  barcached = (PetscBool)(!net->pl && net->barY == dY && net->barYstate == state && net->barforward == net->nforward);
   for (PetscInt k = 0; k < net->nlayers; k++) maxin = PetscMax(maxin, net->nodes[k].nin);
   if (maxin > NET_MAX_STACK_INPUTS) PetscCall(PetscMalloc1(maxin, &dx));
   PetscCall(PetscCalloc2(net->nlayers + 1, &seeded, maxin, &summed));
@@ -251,7 +330,8 @@ PetscErrorCode NetSecondOrderBackward(Net net, Vec dY, Vec dYdot, Vec dXdot, Vec
   PetscCall(NetGetGradientArray_Private(net, Hv, &hv)); /* G's own on one rank, else grad_rep (netpmap.c) */
   PetscCall(NetGetReplicatedArray_Private(net->theta_rep, &theta));
   if (tdir && net->dtheta_rep) PetscCall(VecGetArrayRead(net->dtheta_rep, &thetadot));
-  for (PetscInt k = net->nlayers - 1; k >= 0; k--) {
+  if (net->pl) PetscCall(NetSecondOrderBackwardPlaced_Private(net, (PetscBool)(dXdot != NULL), Hv, hv, theta, thetadot, tdir)); /* placed: the steps of its schedule */
+  for (PetscInt k = net->pl ? -1 : net->nlayers - 1; k >= 0; k--) {
     const NetNode     *nd = &net->nodes[k];
     const PetscScalar *th, *thd;
     void              *dy;

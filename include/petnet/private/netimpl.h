@@ -385,6 +385,14 @@ PETSC_INTERN PetscErrorCode NetPlaceBackwardBegin_Private(Net, PetscBool, PetscB
 PETSC_INTERN PetscErrorCode NetPlaceBackwardBefore_Private(Net, PetscInt);
 PETSC_INTERN PetscErrorCode NetPlaceBackwardAfter_Private(Net, PetscInt);
 PETSC_INTERN PetscErrorCode NetPlaceBackwardEnd_Private(Net);
+PETSC_INTERN PetscErrorCode NetPlaceJVPBegin_Private(Net, PetscBool);
+PETSC_INTERN PetscErrorCode NetPlaceJVPBefore_Private(Net, PetscInt, const PetscBool[]);
+PETSC_INTERN PetscErrorCode NetPlaceJVPAfter_Private(Net, PetscInt, const PetscBool[]);
+PETSC_INTERN PetscErrorCode NetPlaceJVPEnd_Private(Net);
+PETSC_INTERN PetscErrorCode NetPlaceSOBegin_Private(Net);
+PETSC_INTERN PetscErrorCode NetPlaceSOOutput_Private(Net, NetSlot);
+PETSC_INTERN PetscErrorCode NetPlaceSOSendBack_Private(Net, PetscInt, NetSlot, PetscBool, PetscBool);
+PETSC_INTERN PetscErrorCode NetPlaceSOWantInput_Private(Net, PetscBool);
 /* the plain executor on n rows of node k (the sequence executor runs it on the rank's tokens) */
 PETSC_INTERN PetscErrorCode NetExecPlainForward_Private(Net, PetscInt, PetscInt, NetElem, const PetscScalar *, const void *const[], void *);
 PETSC_INTERN PetscErrorCode NetExecPlainBackward_Private(Net, PetscInt, PetscInt, NetElem, const PetscScalar *, const void *const[], const void *, const void *, void *const[], PetscScalar *, PetscInt);
