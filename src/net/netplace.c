@@ -1631,6 +1631,7 @@ static PetscErrorCode NetExecJVP_Placed(Net net, PetscInt k, NetElem t, const Pe
     }
   }
   t0 = MPI_Wtime();
+  if (n) PetscCall(NetPlaceRecompute(net, k, t, th, xs, n)); /* its state (masks, statistics) of this micro-batch */
   if (n) PetscCall(NetExecPlainJVP_Private(net, k, n, t, th, xs, ys, dxs, dth, dyf ? (void *)dyf : dys));
   pl->busy += MPI_Wtime() - t0;
   if (dyf) NetPlaceRound(dyf, n * l->outsize, dys);
@@ -1666,6 +1667,11 @@ static PetscErrorCode NetExecSOBackward_Placed(Net net, PetscInt k, const PetscS
   y    = last ? (const PetscScalar *)pl->moves[o].dval + row * os : y + row * os;
   ydot = net->tanzero[k + 1] ? NULL : last ? (const PetscScalar *)pl->tan[o] + row * os : ydot + row * os;
   dy   = last ? (const PetscScalar *)pl->moves[o].dcot + row * os : dy + row * os;
+  {
+    const void *xs[1] = {x};
+
+    PetscCall(NetPlaceRecompute(net, k, NET_ELEM_DOUBLE, th, xs, n)); /* its state (masks, statistics) of this micro-batch */
+  }
   PetscCall(LayerSOBackwardArray(l, n, th, x, y, xdot, thd, ydot, dy, dxd, hvk));
   PetscFunctionReturn(0);
 }
