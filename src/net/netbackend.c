@@ -15,7 +15,8 @@
   forward (y = x W^T + b, the bias fused), backward (dx = dy W, dW += x^T dy) and jvp carry the tag, and conv2d's
   float forward, backward and jvp run oneDNN's convolution primitives when it is set (src/layers/impls/conv/
   convonednn.c; a shape without them runs the layer's own float kernels for all its ops), avgpool's and maxpool's
-  (2-D) its poolings (src/layers/impls/avgpool/avgpool.c, src/layers/impls/maxpool/maxpool.c).
+  (2-D) its poolings (src/layers/impls/avgpool/avgpool.c, src/layers/impls/maxpool/maxpool.c), layernorm's its
+  layer normalization (src/layers/impls/layernorm/layernorm.c).
 */
 #include <petnet/private/netimpl.h>
 
@@ -92,6 +93,9 @@ PetscErrorCode NetBackendView_Private(Net net, PetscViewer viewer)
   maxpool layers (2-D) their float forward and backward as oneDNN max pooling primitives, the forward keeping
   oneDNN's workspace (the maximum's tap in each window) for the backward; the JVP gathers the tangent natively at
   those taps (oneDNN has no JVP). Ties go to the first maximum in window order, as in PetNet's own kernels.
+  layernorm layers run their float forward (training: the float mean and variance of each position kept) and
+  backward (the float gamma and beta gradients of the batch added to the double gradient) as oneDNN layer
+  normalization primitives; their JVP runs natively on the statistics oneDNN computed; rmsnorm stays native.
   Double precision, conv3d and the GEMMs other kinds run on their own threads stay on BLAS and PetNet's loops.
 
   A PetNet built without oneDNN (no dnnl.h when it was compiled) refuses `NET_BACKEND_ONEDNN`.
