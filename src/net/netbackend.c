@@ -50,11 +50,12 @@ PetscErrorCode NetBackendView_Private(Net net, PetscViewer viewer)
     PetscCall(PetNetOneDNNConvProbe(gemm, cimpl, sizeof(cimpl)));
     /* and for the max pooling after it (128 x 28x28x32 -> 14x14x32, 2x2; f32 in every precision) */
     PetscCall(PetNetOneDNNPoolProbe(gemm, pimpl, sizeof(pimpl)));
-    PetscCall(PetscViewerASCIIPrintf(viewer,
-                                     "backend onednn (oneDNN %s): dense layers' float GEMMs through oneDNN's matmul in %s (on this CPU %s%s), conv2d through its convolutions (on this CPU %s%s), 2-D max and average pooling through its "
-                                     "poolings in f32 (on this CPU %s%s); a shape without a fast oneDNN kernel runs PetNet's own (-info names each)\n",
-                                     version, gemm == PETNET_GEMM_ONEDNN_BF16 ? "bf16" : "f32", impl, !strcmp(impl, "none") || !strncmp(impl, "ref", 3) ? ": sgemm instead" : "", cimpl,
-                                     !strcmp(cimpl, "none") || !strncmp(cimpl, "ref", 3) ? ": native instead" : "", pimpl, !strcmp(pimpl, "none") || !strncmp(pimpl, "ref", 3) ? ": native instead" : ""));
+    PetscCall(PetscViewerASCIIPrintf(
+        viewer,
+        "backend onednn (oneDNN %s): dense layers' float GEMMs through oneDNN's matmul in %s (on this CPU %s%s), conv2d through its convolutions (on this CPU %s%s), 2-D average pooling (max pooling with -maxpool_onednn) through its "
+        "poolings in f32 (on this CPU %s%s); a shape without a fast oneDNN kernel runs PetNet's own (-info names each)\n",
+        version, gemm == PETNET_GEMM_ONEDNN_BF16 ? "bf16" : "f32", impl, !strcmp(impl, "none") || !strncmp(impl, "ref", 3) ? ": sgemm instead" : "", cimpl, !strcmp(cimpl, "none") || !strncmp(cimpl, "ref", 3) ? ": native instead" : "", pimpl,
+        !strcmp(pimpl, "none") || !strncmp(pimpl, "ref", 3) ? ": native instead" : ""));
   } else
     PetscCall(PetscViewerASCIIPrintf(viewer, "backend native: the layers' float GEMMs on BLAS (sgemm)\n"));
   PetscFunctionReturn(0);
@@ -90,7 +91,8 @@ PetscErrorCode NetBackendView_Private(Net net, PetscViewer viewer)
   kernels (Winograd, im2col + sgemm, direct) for all its operations, decided once and named by -info. The weight
   gradient of a batch is summed in float by oneDNN, then added to the double gradient. avgpool layers (2-D) run
   their float passes as oneDNN average pooling primitives (padding counted, as PyTorch's count_include_pad);
-  maxpool layers (2-D) their float forward and backward as oneDNN max pooling primitives, the forward keeping
+  maxpool layers (2-D) with -maxpool_onednn (off by default: oneDNN 2.6's AVX2 max pooling is slower than PetNet's
+  kernels, with the same results) their float forward and backward as oneDNN max pooling primitives, the forward keeping
   oneDNN's workspace (the maximum's tap in each window) for the backward; the JVP gathers the tangent natively at
   those taps (oneDNN has no JVP). Ties go to the first maximum in window order, as in PetNet's own kernels.
   layernorm layers run their float forward (training: the float mean and variance of each position kept) and

@@ -25,7 +25,9 @@
   Threads: samples in parallel (a window lies in one sample: backward's scatter-add of a sample touches only its own
   dx, in the same order whatever the thread count).
 
-  oneDNN (a Net at single or bfloat16 with -net_backend onednn: layer->gemm): a 2-D batch-mode layer whose shape
+  oneDNN (a Net at single or bfloat16 with -net_backend onednn: layer->gemm, and -maxpool_onednn: off by default,
+  since oneDNN 2.6's jit:avx2 max pooling on nhwc data took 5-6x the time of the tiled kernels below on this AVX2
+  machine, docs/benchmarks.md; the results are the same bits either way, ties included): a 2-D batch-mode layer whose shape
   oneDNN takes (forward and backward, decided per batch size once, -info) runs its float forward as oneDNN's max
   pooling in training mode, which writes a workspace, and its float backward as oneDNN's max pooling backward, which
   reads it:
@@ -59,6 +61,7 @@ typedef struct {
   PetscInt    wsbytes;
   float      *gbatch;  /* oneDNN with a fused activation: the masked dy of the batch */
   size_t      ngbatch; /* its floats */
+  PetscBool   onednn;  /* -maxpool_onednn: the float passes on oneDNN when the Net's backend is onednn */
 } Layer_MaxPool;
 
 /*
@@ -204,7 +207,7 @@ static PetscErrorCode MaxPoolOneDNN(Layer layer, PetscInt n, PetNetOneDNNConvSha
 
   PetscFunctionBegin;
   *on = PETSC_FALSE;
-  if (layer->gemm == PETNET_GEMM_NATIVE || w->nsd != 2 || layer->fielddim || !n) PetscFunctionReturn(0);
+  if (!((Layer_MaxPool *)layer->data)->onednn || layer->gemm == PETNET_GEMM_NATIVE || w->nsd != 2 || layer->fielddim || !n) PetscFunctionReturn(0);
   PetscCall(LayerPoolCheckRunnable_Private(layer));
   PetscCheck((PetscInt64)n * layer->insize <= PETSC_MAX_INT, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "maxpool layer %" PetscInt_FMT ": %" PetscInt_FMT " samples of %" PetscInt_FMT " values overflow PetscInt: use smaller batches (-trainer_batch_size)",
              layer->index, n, layer->insize);
@@ -300,6 +303,22 @@ static PetscErrorCode MaxPoolBackwardSingle_OneDNN(Layer layer, PetscInt n, cons
   PetscFunctionReturn(0);
 }
 
+/* the pools' options, and -maxpool_onednn (unprefixed: every maxpool layer; prefixed: this one) */
+static PetscErrorCode LayerSetFromOptions_MaxPool(Layer layer, PetscOptionItems *PetscOptionsObject)
+{
+  Layer_MaxPool *pool = (Layer_MaxPool *)layer->data;
+
+  PetscFunctionBegin;
+  PetscCall(LayerSetFromOptionsPool_Private(layer, PetscOptionsObject));
+  /* -maxpool_onednn for every maxpool layer, the layer's own prefixed option (-layerN_maxpool_onednn) over it */
+  PetscCall(PetscOptionsGetBool(((PetscObject)layer)->options, NULL, "-maxpool_onednn", &pool->onednn, NULL));
+  PetscOptionsHeadBegin(PetscOptionsObject, "Max pooling options");
+  PetscCall(PetscOptionsBool("-maxpool_onednn", "With -net_backend onednn at single or bfloat16: run the 2-D float passes on oneDNN's max pooling (the same results; slower than PetNet's kernels with oneDNN 2.6 on AVX2)", "NetSetBackend",
+                             pool->onednn, &pool->onednn, NULL));
+  PetscOptionsHeadEnd();
+  PetscFunctionReturn(0);
+}
+
 static PetscErrorCode LayerReset_MaxPool(Layer layer)
 {
   Layer_MaxPool *pool = (Layer_MaxPool *)layer->data;
@@ -338,6 +357,7 @@ PETSC_INTERN PetscErrorCode LayerCreate_MaxPool(Layer layer)
   PetscFunctionBegin;
   PetscCall(LayerCreatePool_Private(layer, sizeof(Layer_MaxPool)));
   layer->ops->setup              = LayerSetUp_MaxPool;
+  layer->ops->setfromoptions     = LayerSetFromOptions_MaxPool;
   layer->ops->forward            = MaxPoolForward;
   layer->ops->backwardmask       = MaxPoolBackwardMask;              /* an activation's derivative on each sample of dx (layerimpl.h) */
   layer->ops->backwardmasksingle = MaxPoolBackwardMaskSingle_OneDNN; /* oneDNN after a forward there, else MaxPoolBackwardMaskSingle */
