@@ -13,7 +13,9 @@ static const char help[] = "A Net at -net_precision single or bfloat16 against t
                            "                   slots hold the stored values): the output and gradient the same bits as the first pass\n"
                            "  -case backend    the Net's backend (-net_backend onednn, NetSetBackend()) against native: Y, dX, G and the\n"
                            "                   JVP within 1e-5 relative in single, 10 L u in bfloat16 (-backend_bound B: within B; 0 for a\n"
-                           "                   fallback to native, native's bits); and the same bits when run twice\n";
+                           "                   fallback to native, native's bits); and the same bits when run twice\n"
+                           "  -input_levels L  the input X rounded to multiples of 1/L (values in [-1, 1] taking 2 L + 1 values: many exact\n"
+                           "                   ties in a max pooling's windows, with the backend's and native's tie rules compared)\n";
 
 #include <petnet.h>
 
@@ -112,6 +114,20 @@ int main(int argc, char **argv)
   PetscCall(NetCreateParameterVec(net, &G));
   PetscCall(FillGlobal(X, 1.3, 0.2));
   PetscCall(FillGlobal(dY, 0.7, 1.1));
+  {
+    PetscInt levels = 0;
+
+    PetscCall(PetscOptionsGetInt(NULL, NULL, "-input_levels", &levels, NULL));
+    if (levels > 0) {
+      PetscScalar *x;
+      PetscInt     n;
+
+      PetscCall(VecGetLocalSize(X, &n));
+      PetscCall(VecGetArray(X, &x));
+      for (PetscInt i = 0; i < n; i++) x[i] = PetscFloorReal(levels * PetscRealPart(x[i]) + 0.5) / levels;
+      PetscCall(VecRestoreArray(X, &x));
+    }
+  }
 
   u   = precision == NET_PRECISION_SINGLE ? PetscPowReal(2.0, -24) : PetscPowReal(2.0, -8);
   tol = 10 * nlayers * u;
@@ -227,8 +243,10 @@ int main(int argc, char **argv)
         for (PetscInt p = 0; p < 2; p++) {
           PetscCall(NetSetPrecision(net, p ? NET_PRECISION_DOUBLE : precision));
           PetscCall(NetForward(net, X, NULL));
-          if (par) PetscCall(NetGetLayerJacobianP(net, l, &J));
-          else PetscCall(NetGetLayerJacobian(net, l, &J));
+          if (par)
+            PetscCall(NetGetLayerJacobianP(net, l, &J));
+          else
+            PetscCall(NetGetLayerJacobian(net, l, &J));
           PetscCall(MatCreateVecs(J, &v, &w));
           PetscCall(FillGlobal(v, 0.77, 0.1 * l));
           PetscCall(FillGlobal(w, 0.41, 0.2 * l));

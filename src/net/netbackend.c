@@ -14,7 +14,9 @@
   without AVX-512), falls back to sgemm for good (decided once per primitive, -info says which). Today dense's
   forward (y = x W^T + b, the bias fused), backward (dx = dy W, dW += x^T dy) and jvp carry the tag, and conv2d's
   float forward, backward and jvp run oneDNN's convolution primitives when it is set (src/layers/impls/conv/
-  convonednn.c; a shape without them runs the layer's own float kernels for all its ops).
+  convonednn.c; a shape without them runs the layer's own float kernels for all its ops), avgpool's and maxpool's
+  (2-D) its poolings (src/layers/impls/avgpool/avgpool.c, src/layers/impls/maxpool/maxpool.c), layernorm's its
+  layer normalization (src/layers/impls/layernorm/layernorm.c).
 */
 #include <petnet/private/netimpl.h>
 
@@ -35,7 +37,7 @@ PetscErrorCode NetSetUpBackend_Private(Net net)
 /* NetView()'s line at single and bfloat16 */
 PetscErrorCode NetBackendView_Private(Net net, PetscViewer viewer)
 {
-  char version[32], impl[64], cimpl[64];
+  char version[32], impl[64], cimpl[64], pimpl[64];
 
   PetscFunctionBegin;
   PetscCall(PetNetOneDNNVersion(version, sizeof(version)));
@@ -46,9 +48,14 @@ PetscErrorCode NetBackendView_Private(Net net, PetscViewer viewer)
     PetscCall(PetNetOneDNNProbe(gemm, 256, 128, 784, impl, sizeof(impl)));
     /* and for a convolution of the CNN's second layer (128 x 14x14x32 -> 12x12x64, 3x3) */
     PetscCall(PetNetOneDNNConvProbe(gemm, cimpl, sizeof(cimpl)));
+    /* and for the max pooling after it (128 x 28x28x32 -> 14x14x32, 2x2; f32 in every precision) */
+    PetscCall(PetNetOneDNNPoolProbe(gemm, pimpl, sizeof(pimpl)));
     PetscCall(PetscViewerASCIIPrintf(
-        viewer, "backend onednn (oneDNN %s): dense layers' float GEMMs through oneDNN's matmul in %s (on this CPU %s%s), conv2d through its convolutions (on this CPU %s%s); a shape without a fast oneDNN kernel runs PetNet's own (-info names each)\n",
-        version, gemm == PETNET_GEMM_ONEDNN_BF16 ? "bf16" : "f32", impl, !strcmp(impl, "none") || !strncmp(impl, "ref", 3) ? ": sgemm instead" : "", cimpl, !strcmp(cimpl, "none") || !strncmp(cimpl, "ref", 3) ? ": native instead" : ""));
+        viewer,
+        "backend onednn (oneDNN %s): dense layers' float GEMMs through oneDNN's matmul in %s (on this CPU %s%s), conv2d through its convolutions (on this CPU %s%s), 2-D average pooling (max pooling with -maxpool_onednn) through its "
+        "poolings in f32 (on this CPU %s%s); a shape without a fast oneDNN kernel runs PetNet's own (-info names each)\n",
+        version, gemm == PETNET_GEMM_ONEDNN_BF16 ? "bf16" : "f32", impl, !strcmp(impl, "none") || !strncmp(impl, "ref", 3) ? ": sgemm instead" : "", cimpl, !strcmp(cimpl, "none") || !strncmp(cimpl, "ref", 3) ? ": native instead" : "", pimpl,
+        !strcmp(pimpl, "none") || !strncmp(pimpl, "ref", 3) ? ": native instead" : ""));
   } else
     PetscCall(PetscViewerASCIIPrintf(viewer, "backend native: the layers' float GEMMs on BLAS (sgemm)\n"));
   PetscFunctionReturn(0);
@@ -83,7 +90,14 @@ PetscErrorCode NetBackendView_Private(Net net, PetscViewer viewer)
   oneDNN has no kernel, or only its reference loops (bfloat16 on a CPU without AVX-512), runs the layer's own float
   kernels (Winograd, im2col + sgemm, direct) for all its operations, decided once and named by -info. The weight
   gradient of a batch is summed in float by oneDNN, then added to the double gradient. avgpool layers (2-D) run
-  their float passes as oneDNN average pooling primitives (padding counted, as PyTorch's count_include_pad).
+  their float passes as oneDNN average pooling primitives (padding counted, as PyTorch's count_include_pad);
+  maxpool layers (2-D) with -maxpool_onednn (off by default: oneDNN 2.6's AVX2 max pooling is slower than PetNet's
+  kernels, with the same results) their float forward and backward as oneDNN max pooling primitives, the forward keeping
+  oneDNN's workspace (the maximum's tap in each window) for the backward; the JVP gathers the tangent natively at
+  those taps (oneDNN has no JVP). Ties go to the first maximum in window order, as in PetNet's own kernels.
+  layernorm layers run their float forward (training: the float mean and variance of each position kept) and
+  backward (the float gamma and beta gradients of the batch added to the double gradient) as oneDNN layer
+  normalization primitives; their JVP runs natively on the statistics oneDNN computed; rmsnorm stays native.
   Double precision, conv3d and the GEMMs other kinds run on their own threads stay on BLAS and PetNet's loops.
 
   A PetNet built without oneDNN (no dnnl.h when it was compiled) refuses `NET_BACKEND_ONEDNN`.

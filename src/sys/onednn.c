@@ -50,9 +50,32 @@
 /* at most this many primitives are kept; a new one past it empties the cache (shapes change rarely: a last batch) */
 #define PETNET_ONEDNN_CACHE 128
 
-typedef enum { PETNET_ONEDNN_MATMUL, PETNET_ONEDNN_CONV_FORWARD, PETNET_ONEDNN_CONV_BACKWARD_DATA, PETNET_ONEDNN_CONV_BACKWARD_WEIGHTS, PETNET_ONEDNN_AVGPOOL_FORWARD, PETNET_ONEDNN_AVGPOOL_BACKWARD } PetNetOneDNNOp;
-static const char *const PetNetOneDNNOps[] = {"matmul", "convolution forward", "convolution backward data", "convolution backward weights", "average pooling forward", "average pooling backward"};
-#define PetNetOneDNNIsPool(op) ((op) == PETNET_ONEDNN_AVGPOOL_FORWARD || (op) == PETNET_ONEDNN_AVGPOOL_BACKWARD)
+typedef enum {
+  PETNET_ONEDNN_MATMUL,
+  PETNET_ONEDNN_CONV_FORWARD,
+  PETNET_ONEDNN_CONV_BACKWARD_DATA,
+  PETNET_ONEDNN_CONV_BACKWARD_WEIGHTS,
+  PETNET_ONEDNN_AVGPOOL_FORWARD,
+  PETNET_ONEDNN_AVGPOOL_BACKWARD,
+  PETNET_ONEDNN_MAXPOOL_FORWARD,
+  PETNET_ONEDNN_MAXPOOL_BACKWARD,
+  PETNET_ONEDNN_LNORM_FORWARD,
+  PETNET_ONEDNN_LNORM_BACKWARD
+} PetNetOneDNNOp;
+static const char *const PetNetOneDNNOps[] = {"matmul",
+                                              "convolution forward",
+                                              "convolution backward data",
+                                              "convolution backward weights",
+                                              "average pooling forward",
+                                              "average pooling backward",
+                                              "max pooling forward",
+                                              "max pooling backward",
+                                              "layer normalization forward",
+                                              "layer normalization backward"};
+#define PetNetOneDNNIsPool(op)    ((op) >= PETNET_ONEDNN_AVGPOOL_FORWARD && (op) <= PETNET_ONEDNN_MAXPOOL_BACKWARD)
+#define PetNetOneDNNIsLNorm(op)   ((op) == PETNET_ONEDNN_LNORM_FORWARD || (op) == PETNET_ONEDNN_LNORM_BACKWARD)
+#define PetNetOneDNNIsMaxPool(op) ((op) == PETNET_ONEDNN_MAXPOOL_FORWARD || (op) == PETNET_ONEDNN_MAXPOOL_BACKWARD)
+#define PetNetOneDNNIsForward(op) ((op) == PETNET_ONEDNN_AVGPOOL_FORWARD || (op) == PETNET_ONEDNN_MAXPOOL_FORWARD)
 
 typedef struct {
   PetNetOneDNNOp        op; /* matmul (the keys below) or a convolution (conv) */
@@ -70,6 +93,10 @@ typedef struct {
   dnnl_primitive_t      reorder; /* convolutions: PetNet's weights <-> the primitive's (NULL: the same layout) */
   dnnl_memory_t         uwei;    /* PetNet's weights, f32 o(d)hwi, the reorder's other end */
   size_t                weisize; /* bytes of the primitive's weights, in the module's weight buffer */
+  dnnl_memory_t         ws;      /* max pooling: the workspace (each output's tap in its window), the caller's buffer */
+  dnnl_memory_t         lnm[9];  /* layer normalization: a memory per argument, lnarg[] its role (PetNetOneDNNLayerNorm()) */
+  int                   lnarg[9], nln;
+  int                   wsbytes; /* its bytes per output: 1 (u8) or 4 (s32) */
 } PetNetOneDNNEntry;
 
 static struct {
@@ -106,6 +133,8 @@ static PetscErrorCode PetNetOneDNNEntryDestroy(PetNetOneDNNEntry *e)
   if (e->pad) PetNetCallDNNL(dnnl_memory_destroy(e->pad));
   if (e->reorder) PetNetCallDNNL(dnnl_primitive_destroy(e->reorder));
   if (e->uwei) PetNetCallDNNL(dnnl_memory_destroy(e->uwei));
+  if (e->ws) PetNetCallDNNL(dnnl_memory_destroy(e->ws));
+  for (int i = 0; i < e->nln; i++) PetNetCallDNNL(dnnl_memory_destroy(e->lnm[i]));
   PetscCall(PetscMemzero(e, sizeof(*e)));
   PetscFunctionReturn(0);
 }
@@ -398,9 +427,10 @@ static PetscErrorCode PetNetOneDNNConvCreateDesc(PetNetGemmBackend backend, PetN
 }
 
 /*
-  The primitive descriptor of an average pooling (PyTorch's count_include_pad: oneDNN's avg_include_padding) for a
-  key whose cin is the channels, k the window, stride and pad its own (dilation 1); f32 data in nhwc whatever the
-  precision (PetNet's float kernels average float values in bfloat16 too); *pd NULL when oneDNN refuses it
+  The primitive descriptor of a pooling for a key whose cin is the channels, k the window, stride and pad its own
+  (dilation 1): average (PyTorch's count_include_pad: oneDNN's avg_include_padding) or max (pooling_max, forward
+  training: it writes the workspace its backward reads); f32 data in nhwc whatever the precision (PetNet's float
+  kernels pool float values in bfloat16 too); *pd NULL when oneDNN refuses it
 */
 static PetscErrorCode PetNetOneDNNPoolCreateDesc(PetNetOneDNNOp op, const PetNetOneDNNConvShape *sh, dnnl_primitive_desc_t *pd)
 {
@@ -411,6 +441,7 @@ static PetscErrorCode PetNetOneDNNPoolCreateDesc(PetNetOneDNNOp op, const PetNet
   dnnl_pooling_desc_t     fdesc, bdesc;
   dnnl_primitive_attr_t   attr;
   dnnl_primitive_desc_t   hint = NULL;
+  const dnnl_alg_kind_t   alg  = PetNetOneDNNIsMaxPool(op) ? dnnl_pooling_max : dnnl_pooling_avg_include_padding;
   dnnl_status_t           st;
 
   PetscFunctionBegin;
@@ -427,15 +458,78 @@ static PetscErrorCode PetNetOneDNNPoolCreateDesc(PetNetOneDNNOp op, const PetNet
   }
   PetNetCallDNNL(dnnl_memory_desc_init_by_tag(&xmd, nd, sdims, dnnl_f32, tag));
   PetNetCallDNNL(dnnl_memory_desc_init_by_tag(&ymd, nd, ddims, dnnl_f32, tag));
-  st = dnnl_pooling_forward_desc_init(&fdesc, dnnl_forward_training, dnnl_pooling_avg_include_padding, &xmd, &ymd, strides, kernel, padl, padr);
+  st = dnnl_pooling_forward_desc_init(&fdesc, dnnl_forward_training, alg, &xmd, &ymd, strides, kernel, padl, padr);
   if (st != dnnl_success) PetscFunctionReturn(0);
   PetNetCallDNNL(dnnl_primitive_attr_create(&attr));
   PetNetCallDNNL(dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user));
-  if (op == PETNET_ONEDNN_AVGPOOL_FORWARD)
+  if (PetNetOneDNNIsForward(op))
     st = dnnl_primitive_desc_create(pd, &fdesc, attr, PetNetOneDNN.engine, NULL);
   else {
     st = dnnl_primitive_desc_create(&hint, &fdesc, NULL, PetNetOneDNN.engine, NULL);
-    if (st == dnnl_success) st = dnnl_pooling_backward_desc_init(&bdesc, dnnl_pooling_avg_include_padding, &xmd, &ymd, strides, kernel, padl, padr);
+    if (st == dnnl_success) st = dnnl_pooling_backward_desc_init(&bdesc, alg, &xmd, &ymd, strides, kernel, padl, padr);
+    if (st == dnnl_success) st = dnnl_primitive_desc_create(pd, &bdesc, attr, PetNetOneDNN.engine, hint);
+    if (hint) PetNetCallDNNL(dnnl_primitive_desc_destroy(hint));
+  }
+  PetNetCallDNNL(dnnl_primitive_attr_destroy(attr));
+  if (st != dnnl_success) *pd = NULL;
+  PetscFunctionReturn(0);
+}
+
+/*
+  A max pooling's workspace, as PetNet reads it (maxpool.c turns it into its argmax when a pass of its own needs the
+  indices: the jvp): one index per output, u8 or s32, laid out as the output (nhwc), the index the tap's position in
+  its window, kh KW + kw, counted over the whole window (padded taps included). oneDNN 2.6's jit kernels write it so
+  (checked against the maxima by the tests onednn_maxpool_*); another layout or type is recorded as native.
+*/
+static PetscErrorCode PetNetOneDNNMaxPoolWorkspace(PetNetOneDNNEntry *e, const_dnnl_primitive_desc_t pd)
+{
+  const dnnl_memory_desc_t    *wmd = dnnl_primitive_desc_query_md(pd, dnnl_query_workspace_md, 0);
+  const PetNetOneDNNConvShape *sh  = &e->conv;
+  dnnl_dims_t                  ddims;
+  dnnl_memory_desc_t           want;
+
+  PetscFunctionBegin;
+  e->native = PETSC_TRUE;
+  if (!wmd || (wmd->data_type != dnnl_u8 && wmd->data_type != dnnl_s32)) PetscFunctionReturn(0);
+  ddims[0] = sh->n;
+  ddims[1] = sh->cin;
+  for (PetscInt d = 0; d < sh->nsd; d++) ddims[2 + d] = sh->out[d];
+  PetNetCallDNNL(dnnl_memory_desc_init_by_tag(&want, (int)sh->nsd + 2, ddims, wmd->data_type, sh->nsd == 2 ? dnnl_nhwc : dnnl_ndhwc));
+  if (!dnnl_memory_desc_equal(&want, wmd)) PetscFunctionReturn(0);
+  e->wsbytes = wmd->data_type == dnnl_u8 ? 1 : 4;
+  e->native  = PETSC_FALSE;
+  PetscFunctionReturn(0);
+}
+
+/*
+  The primitive descriptor of a layer normalization for a key whose n is the positions P and cin the normalised size
+  E (data [P][E], f32, tag ab; statistics [P]), bias: gamma and beta (oneDNN's scale and shift, [E] each), eps the
+  epsilon; forward training (it writes the mean and variance) or backward (with the scale and shift gradients when
+  affine); *pd NULL when oneDNN refuses it
+*/
+static PetscErrorCode PetNetOneDNNLNormCreateDesc(PetNetOneDNNOp op, const PetNetOneDNNConvShape *sh, float eps, dnnl_primitive_desc_t *pd)
+{
+  const dnnl_dims_t               ddims = {sh->n, sh->cin}, sdims = {sh->n};
+  const unsigned                  flags = sh->bias ? (unsigned)(dnnl_use_scale | dnnl_use_shift) : 0U;
+  dnnl_memory_desc_t              dmd, smd;
+  dnnl_layer_normalization_desc_t fdesc, bdesc;
+  dnnl_primitive_attr_t           attr;
+  dnnl_primitive_desc_t           hint = NULL;
+  dnnl_status_t                   st;
+
+  PetscFunctionBegin;
+  *pd = NULL;
+  PetNetCallDNNL(dnnl_memory_desc_init_by_tag(&dmd, 2, ddims, dnnl_f32, dnnl_ab));
+  PetNetCallDNNL(dnnl_memory_desc_init_by_tag(&smd, 1, sdims, dnnl_f32, dnnl_a));
+  st = dnnl_layer_normalization_forward_desc_init(&fdesc, dnnl_forward_training, &dmd, &smd, eps, flags);
+  if (st != dnnl_success) PetscFunctionReturn(0);
+  PetNetCallDNNL(dnnl_primitive_attr_create(&attr));
+  PetNetCallDNNL(dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user));
+  if (op == PETNET_ONEDNN_LNORM_FORWARD)
+    st = dnnl_primitive_desc_create(pd, &fdesc, attr, PetNetOneDNN.engine, NULL);
+  else {
+    st = dnnl_primitive_desc_create(&hint, &fdesc, NULL, PetNetOneDNN.engine, NULL);
+    if (st == dnnl_success) st = dnnl_layer_normalization_backward_desc_init(&bdesc, dnnl_backward, &dmd, &dmd, &smd, eps, flags);
     if (st == dnnl_success) st = dnnl_primitive_desc_create(pd, &bdesc, attr, PetNetOneDNN.engine, hint);
     if (hint) PetNetCallDNNL(dnnl_primitive_desc_destroy(hint));
   }
@@ -465,20 +559,49 @@ static PetscErrorCode PetNetOneDNNGetConvEntry(PetNetGemmBackend backend, PetNet
   e->op = op, e->conv = *sh, e->backend = backend, e->beta = beta, e->threads = threads;
   if (PetNetOneDNNIsPool(op))
     PetscCall(PetNetOneDNNPoolCreateDesc(op, sh, &pd));
+  else if (PetNetOneDNNIsLNorm(op))
+    PetscCall(PetNetOneDNNLNormCreateDesc(op, sh, beta, &pd));
   else
     PetscCall(PetNetOneDNNConvCreateDesc(backend, op, sh, beta, &pd));
   if (pd) PetNetCallDNNL(dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, (void *)&impl));
   e->native = (PetscBool)(!pd || !strncmp(impl, "ref", 3));
-  PetscCall(PetscSNPrintf(geom, sizeof(geom),
-                          "n %" PetscInt_FMT " in %" PetscInt_FMT "x%" PetscInt_FMT "x%" PetscInt_FMT " out %" PetscInt_FMT "x%" PetscInt_FMT "x%" PetscInt_FMT " k %" PetscInt_FMT " stride %" PetscInt_FMT " pad %" PetscInt_FMT
-                          " dilation %" PetscInt_FMT " groups %" PetscInt_FMT,
-                          sh->n, sh->in[0], sh->in[1], sh->cin, sh->out[0], sh->out[1], sh->cout, sh->k[0], sh->stride[0], sh->pad[0], sh->dilation[0], sh->groups));
-  PetscCall(PetscInfo(NULL, "oneDNN %s %s %s%s%s on %d threads: %s%s\n", PetNetOneDNNOps[op], backend == PETNET_GEMM_ONEDNN_BF16 ? "bf16" : "f32", geom, sh->bias ? " bias" : "", beta != 0 ? " sum" : "", threads, impl,
-                      e->native ? " (falls back to native)" : ""));
-  if (!e->native && PetNetOneDNNIsPool(op)) { /* src (x or dx) and dst (y or dy), no weights */
+  if (!e->native && PetNetOneDNNIsMaxPool(op)) PetscCall(PetNetOneDNNMaxPoolWorkspace(e, pd));
+  if (PetNetOneDNNIsLNorm(op))
+    PetscCall(PetscSNPrintf(geom, sizeof(geom), "%" PetscInt_FMT " positions of %" PetscInt_FMT " eps %g", sh->n, sh->cin, (double)beta));
+  else
+    PetscCall(PetscSNPrintf(geom, sizeof(geom),
+                            "n %" PetscInt_FMT " in %" PetscInt_FMT "x%" PetscInt_FMT "x%" PetscInt_FMT " out %" PetscInt_FMT "x%" PetscInt_FMT "x%" PetscInt_FMT " k %" PetscInt_FMT " stride %" PetscInt_FMT " pad %" PetscInt_FMT
+                            " dilation %" PetscInt_FMT " groups %" PetscInt_FMT,
+                            sh->n, sh->in[0], sh->in[1], sh->cin, sh->out[0], sh->out[1], sh->cout, sh->k[0], sh->stride[0], sh->pad[0], sh->dilation[0], sh->groups));
+  PetscCall(PetscInfo(NULL, "oneDNN %s %s %s%s%s on %d threads: %s%s\n", PetNetOneDNNOps[op], backend == PETNET_GEMM_ONEDNN_BF16 ? "bf16" : "f32", geom, sh->bias ? (PetNetOneDNNIsLNorm(op) ? " affine" : " bias") : "",
+                      beta != 0 && !PetNetOneDNNIsLNorm(op) ? " sum" : "", threads, impl,
+                      e->native ? (pd && PetNetOneDNNIsMaxPool(op) && strncmp(impl, "ref", 3) ? " (its workspace is not one tap index per output in nhwc: falls back to native)" : " (falls back to native)") : ""));
+  if (!e->native && PetNetOneDNNIsLNorm(op)) { /* one memory per argument, in the order of PetNetOneDNNLayerNorm() */
+    const int          fwd      = op == PETNET_ONEDNN_LNORM_FORWARD;
+    const int          nargs    = fwd ? (sh->bias ? 6 : 4) : (sh->bias ? 9 : 5);
+    const int          fargs[6] = {DNNL_ARG_SRC, DNNL_ARG_DST, DNNL_ARG_MEAN, DNNL_ARG_VARIANCE, DNNL_ARG_SCALE, DNNL_ARG_SHIFT};
+    const int          bargs[9] = {DNNL_ARG_SRC, DNNL_ARG_DIFF_DST, DNNL_ARG_MEAN, DNNL_ARG_VARIANCE, DNNL_ARG_DIFF_SRC, DNNL_ARG_SCALE, DNNL_ARG_SHIFT, DNNL_ARG_DIFF_SCALE, DNNL_ARG_DIFF_SHIFT};
+    const dnnl_dims_t  ddims = {sh->n, sh->cin}, sdims = {sh->n}, pdims = {sh->cin};
+    dnnl_memory_desc_t dmd, smd, pmd;
+
+    PetNetCallDNNL(dnnl_memory_desc_init_by_tag(&dmd, 2, ddims, dnnl_f32, dnnl_ab));
+    PetNetCallDNNL(dnnl_memory_desc_init_by_tag(&smd, 1, sdims, dnnl_f32, dnnl_a));
+    PetNetCallDNNL(dnnl_memory_desc_init_by_tag(&pmd, 1, pdims, dnnl_f32, dnnl_a));
     PetNetCallDNNL(dnnl_primitive_create(&e->prim, pd));
-    PetNetCallDNNL(dnnl_memory_create(&e->src, dnnl_primitive_desc_query_md(pd, op == PETNET_ONEDNN_AVGPOOL_FORWARD ? dnnl_query_src_md : dnnl_query_diff_src_md, 0), PetNetOneDNN.engine, DNNL_MEMORY_NONE));
-    PetNetCallDNNL(dnnl_memory_create(&e->dst, dnnl_primitive_desc_query_md(pd, op == PETNET_ONEDNN_AVGPOOL_FORWARD ? dnnl_query_dst_md : dnnl_query_diff_dst_md, 0), PetNetOneDNN.engine, DNNL_MEMORY_NONE));
+    for (int i = 0; i < nargs; i++) {
+      const int                 arg = fwd ? fargs[i] : bargs[i];
+      const dnnl_memory_desc_t *md  = arg == DNNL_ARG_MEAN || arg == DNNL_ARG_VARIANCE ? &smd : arg == DNNL_ARG_SCALE || arg == DNNL_ARG_SHIFT || arg == DNNL_ARG_DIFF_SCALE || arg == DNNL_ARG_DIFF_SHIFT ? &pmd : &dmd;
+
+      e->lnarg[i] = arg;
+      PetNetCallDNNL(dnnl_memory_create(&e->lnm[i], md, PetNetOneDNN.engine, DNNL_MEMORY_NONE));
+      e->nln = i + 1;
+    }
+    PetscCall(PetNetOneDNNEntryScratchpad(e, pd));
+  } else if (!e->native && PetNetOneDNNIsPool(op)) { /* src (x or dx) and dst (y or dy), max: the workspace; no weights */
+    PetNetCallDNNL(dnnl_primitive_create(&e->prim, pd));
+    PetNetCallDNNL(dnnl_memory_create(&e->src, dnnl_primitive_desc_query_md(pd, PetNetOneDNNIsForward(op) ? dnnl_query_src_md : dnnl_query_diff_src_md, 0), PetNetOneDNN.engine, DNNL_MEMORY_NONE));
+    PetNetCallDNNL(dnnl_memory_create(&e->dst, dnnl_primitive_desc_query_md(pd, PetNetOneDNNIsForward(op) ? dnnl_query_dst_md : dnnl_query_diff_dst_md, 0), PetNetOneDNN.engine, DNNL_MEMORY_NONE));
+    if (e->wsbytes) PetNetCallDNNL(dnnl_memory_create(&e->ws, dnnl_primitive_desc_query_md(pd, dnnl_query_workspace_md, 0), PetNetOneDNN.engine, DNNL_MEMORY_NONE));
     PetscCall(PetNetOneDNNEntryScratchpad(e, pd));
   } else if (!e->native) {
     const dnnl_query_t        wq   = op == PETNET_ONEDNN_CONV_BACKWARD_WEIGHTS ? dnnl_query_diff_weights_md : dnnl_query_weights_md;
@@ -637,6 +760,33 @@ PetscErrorCode PetNetOneDNNConvProbe(PetNetGemmBackend backend, char *impl, size
     PetscCall(PetNetOneDNNInitialize());
     saved = PetNetOneDNNThreadsPush();
     PetscCall(PetNetOneDNNConvCreateDesc(backend, PETNET_ONEDNN_CONV_FORWARD, &sh, 0, &pd));
+    PetNetOneDNNThreadsPop(saved);
+    PetscCall(PetNetOneDNNImplName(pd, impl, len));
+  }
+#endif
+  PetscFunctionReturn(0);
+}
+
+/*
+  the implementation oneDNN picks on this CPU for a max pooling forward (training) on the CNN's first pooling (128
+  samples, 28x28x32 -> 14x14x32, 2x2): e.g. "jit:avx2"; "none" when it implements none; "ref" ones fall back (the view)
+*/
+PetscErrorCode PetNetOneDNNPoolProbe(PetNetGemmBackend backend, char *impl, size_t len)
+{
+  PetscFunctionBegin;
+  PetscCall(PetscStrncpy(impl, "none", len));
+#if defined(PETNET_HAVE_ONEDNN)
+  if (backend != PETNET_GEMM_NATIVE) {
+    PetNetOneDNNConvShape sh;
+    dnnl_primitive_desc_t pd;
+    int                   saved;
+
+    PetscCall(PetscMemzero(&sh, sizeof(sh)));
+    sh.nsd = 2, sh.n = 128, sh.cin = sh.cout = 32, sh.groups = 1;
+    for (PetscInt d = 0; d < 2; d++) sh.in[d] = 28, sh.out[d] = 14, sh.k[d] = 2, sh.stride[d] = 2, sh.dilation[d] = 1;
+    PetscCall(PetNetOneDNNInitialize());
+    saved = PetNetOneDNNThreadsPush();
+    PetscCall(PetNetOneDNNPoolCreateDesc(PETNET_ONEDNN_MAXPOOL_FORWARD, &sh, &pd));
     PetNetOneDNNThreadsPop(saved);
     PetscCall(PetNetOneDNNImplName(pd, impl, len));
   }
@@ -884,6 +1034,146 @@ PetscErrorCode PetNetOneDNNAvgPool(const PetNetOneDNNConvShape *sh, PetscBool ad
   }
 #else
   SETERRQ(PETSC_COMM_SELF, PETSC_ERR_SUP, "oneDNN pooling: this PetNet was built without oneDNN; use -net_backend native");
+#endif
+  PetscFunctionReturn(0);
+}
+
+/*
+  Max pooling (maxpool's float kernels; padding as -infinity, PyTorch's MaxPool2d): the key as average pooling's.
+  *ok: oneDNN has a kernel worth running for both its forward (training: it writes the workspace) and its backward
+  (which reads it), and writes its workspace as PetNetOneDNNMaxPoolWorkspace() reads it; *wsbytes: the workspace's
+  bytes per output (1: u8, 4: s32), the caller holding n Ho Wo C of them between a forward and its backward.
+*/
+PetscErrorCode PetNetOneDNNMaxPoolAvailable(PetNetGemmBackend backend, const PetNetOneDNNConvShape *sh, PetscBool *ok, PetscInt *wsbytes)
+{
+  PetscFunctionBegin;
+  *ok      = PETSC_FALSE;
+  *wsbytes = 0;
+  if (backend == PETNET_GEMM_NATIVE || !sh->n) PetscFunctionReturn(0);
+#if defined(PETNET_HAVE_ONEDNN)
+  {
+    PetNetOneDNNEntry *e;
+    int                saved;
+
+    PetscCall(PetNetOneDNNInitialize());
+    saved = PetNetOneDNNThreadsPush();
+    PetscCall(PetNetOneDNNGetConvEntry(PETNET_GEMM_ONEDNN_F32, PETNET_ONEDNN_MAXPOOL_FORWARD, sh, 0, &e));
+    *ok      = (PetscBool)!e->native;
+    *wsbytes = e->wsbytes;
+    if (*ok) {
+      PetscCall(PetNetOneDNNGetConvEntry(PETNET_GEMM_ONEDNN_F32, PETNET_ONEDNN_MAXPOOL_BACKWARD, sh, 0, &e));
+      *ok = (PetscBool)(!e->native && e->wsbytes == *wsbytes);
+    }
+    PetNetOneDNNThreadsPop(saved);
+  }
+#endif
+  PetscFunctionReturn(0);
+}
+
+/*
+  forward (adjoint false): y = the window maxima of x, ws written (the index of each maximum in its window); backward
+  (adjoint): x = dx overwritten, dy (y) added at the taps ws names, zero elsewhere; on a key PetNetOneDNNMaxPoolAvailable()
+  accepted, ws of n Ho Wo C entries of its wsbytes
+*/
+PetscErrorCode PetNetOneDNNMaxPool(const PetNetOneDNNConvShape *sh, PetscBool adjoint, float *x, float *y, void *ws)
+{
+  PetscFunctionBegin;
+#if defined(PETNET_HAVE_ONEDNN)
+  {
+    PetNetOneDNNEntry *e;
+    dnnl_exec_arg_t    args[4];
+    int                nargs = 0, saved = PetNetOneDNNThreadsPush();
+
+    PetscCall(PetNetOneDNNConvEntry(PETNET_GEMM_ONEDNN_F32, adjoint ? PETNET_ONEDNN_MAXPOOL_BACKWARD : PETNET_ONEDNN_MAXPOOL_FORWARD, sh, 0, &e));
+    PetNetCallDNNL(dnnl_memory_set_data_handle(e->src, x));
+    PetNetCallDNNL(dnnl_memory_set_data_handle(e->dst, y));
+    PetNetCallDNNL(dnnl_memory_set_data_handle(e->ws, ws));
+    args[nargs++] = (dnnl_exec_arg_t){adjoint ? DNNL_ARG_DIFF_SRC : DNNL_ARG_SRC, e->src};
+    args[nargs++] = (dnnl_exec_arg_t){adjoint ? DNNL_ARG_DIFF_DST : DNNL_ARG_DST, e->dst};
+    args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_WORKSPACE, e->ws};
+    if (e->pad) {
+      PetNetCallDNNL(dnnl_memory_set_data_handle(e->pad, PetNetOneDNNAligned(PetNetOneDNN.pad)));
+      args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, e->pad};
+    }
+    PetNetCallDNNL(dnnl_primitive_execute(e->prim, PetNetOneDNN.stream, nargs, args));
+    PetNetCallDNNL(dnnl_stream_wait(PetNetOneDNN.stream));
+    PetNetOneDNNThreadsPop(saved);
+  }
+#else
+  SETERRQ(PETSC_COMM_SELF, PETSC_ERR_SUP, "oneDNN pooling: this PetNet was built without oneDNN; use -net_backend native");
+#endif
+  PetscFunctionReturn(0);
+}
+
+/* a layer normalization's key (PetNetOneDNNLNormCreateDesc()): P positions of E values, affine or not */
+static void PetNetOneDNNLNormKey(PetscInt P, PetscInt E, PetscBool affine, PetNetOneDNNConvShape *sh)
+{
+  memset(sh, 0, sizeof(*sh));
+  sh->n = P, sh->cin = sh->cout = E, sh->groups = 1, sh->bias = affine;
+}
+
+/*
+  Layer normalization (layernorm's float passes): *ok when oneDNN has a kernel worth running for both the forward
+  (training) and the backward of P positions of E values (affine: gamma and beta), epsilon eps; f32 in every precision
+*/
+PetscErrorCode PetNetOneDNNLayerNormAvailable(PetNetGemmBackend backend, PetscInt P, PetscInt E, PetscBool affine, float eps, PetscBool *ok)
+{
+  PetscFunctionBegin;
+  *ok = PETSC_FALSE;
+  if (backend == PETNET_GEMM_NATIVE || !P) PetscFunctionReturn(0);
+#if defined(PETNET_HAVE_ONEDNN)
+  {
+    PetNetOneDNNConvShape sh;
+    PetNetOneDNNEntry    *e;
+    int                   saved;
+
+    PetNetOneDNNLNormKey(P, E, affine, &sh);
+    PetscCall(PetNetOneDNNInitialize());
+    saved = PetNetOneDNNThreadsPush();
+    PetscCall(PetNetOneDNNGetConvEntry(PETNET_GEMM_ONEDNN_F32, PETNET_ONEDNN_LNORM_FORWARD, &sh, eps, &e));
+    *ok = (PetscBool)!e->native;
+    if (*ok) {
+      PetscCall(PetNetOneDNNGetConvEntry(PETNET_GEMM_ONEDNN_F32, PETNET_ONEDNN_LNORM_BACKWARD, &sh, eps, &e));
+      *ok = (PetscBool)!e->native;
+    }
+    PetNetOneDNNThreadsPop(saved);
+  }
+#endif
+  PetscFunctionReturn(0);
+}
+
+/*
+  Runs a layer normalization of a key PetNetOneDNNLayerNormAvailable() accepted, its arguments in the entry's order:
+    forward   x, y (written), mean, var (written, [P]), gamma, beta ([E], affine only)
+    backward  x, dy, mean, var, dx (written), gamma, beta, dgamma, dbeta (written, overwritten; affine only: oneDNN
+              2.6 asks for beta in the backward too, though it reads none of it)
+*/
+PetscErrorCode PetNetOneDNNLayerNorm(PetscBool backward, PetscInt P, PetscInt E, PetscBool affine, float eps, void *const *data)
+{
+  PetscFunctionBegin;
+#if defined(PETNET_HAVE_ONEDNN)
+  {
+    PetNetOneDNNConvShape sh;
+    PetNetOneDNNEntry    *e;
+    dnnl_exec_arg_t       args[10];
+    int                   nargs = 0, saved = PetNetOneDNNThreadsPush();
+
+    PetNetOneDNNLNormKey(P, E, affine, &sh);
+    PetscCall(PetNetOneDNNConvEntry(PETNET_GEMM_ONEDNN_F32, backward ? PETNET_ONEDNN_LNORM_BACKWARD : PETNET_ONEDNN_LNORM_FORWARD, &sh, eps, &e));
+    for (int i = 0; i < e->nln; i++) {
+      PetNetCallDNNL(dnnl_memory_set_data_handle(e->lnm[i], data[i]));
+      args[nargs++] = (dnnl_exec_arg_t){e->lnarg[i], e->lnm[i]};
+    }
+    if (e->pad) {
+      PetNetCallDNNL(dnnl_memory_set_data_handle(e->pad, PetNetOneDNNAligned(PetNetOneDNN.pad)));
+      args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, e->pad};
+    }
+    PetNetCallDNNL(dnnl_primitive_execute(e->prim, PetNetOneDNN.stream, nargs, args));
+    PetNetCallDNNL(dnnl_stream_wait(PetNetOneDNN.stream));
+    PetNetOneDNNThreadsPop(saved);
+  }
+#else
+  SETERRQ(PETSC_COMM_SELF, PETSC_ERR_SUP, "oneDNN layer normalization: this PetNet was built without oneDNN; use -net_backend native");
 #endif
   PetscFunctionReturn(0);
 }

@@ -29,6 +29,14 @@
 
   Average pooling (avgpool's float kernels) uses the same cache with the same key type (cin the channels, k the
   window): forward and backward primitives on f32 nhwc data (PetNetOneDNNAvgPoolAvailable(), PetNetOneDNNAvgPool()).
+  Max pooling (maxpool's float kernels) likewise, its forward in training mode writing a workspace that its backward
+  reads, held by the caller between the two: one index per output, u8 (s32 for windows of 256 taps or more) in the
+  output's layout nhwc, the maximum's position in its window kh KW + kw, padded taps counted
+  (PetNetOneDNNMaxPoolAvailable(), PetNetOneDNNMaxPool()).
+  Layer normalization (layernorm's float passes; rmsnorm has none in oneDNN 2.6): data [P][E] f32 (tag ab), the
+  statistics mean and variance [P] f32 written by the forward (training) and read by the backward, gamma and beta
+  (oneDNN's scale and shift) [E] f32, their gradients overwritten (PetNetOneDNNLayerNormAvailable(),
+  PetNetOneDNNLayerNorm()).
 */
 #pragma once
 
@@ -50,10 +58,15 @@ typedef struct {
 } PetNetOneDNNConvShape;
 
 PETSC_INTERN PetscErrorCode PetNetOneDNNConvProbe(PetNetGemmBackend, char *, size_t);
+PETSC_INTERN PetscErrorCode PetNetOneDNNPoolProbe(PetNetGemmBackend, char *, size_t);
 PETSC_INTERN PetscErrorCode PetNetOneDNNConvAvailable(PetNetGemmBackend, const PetNetOneDNNConvShape *, PetscBool *);
 PETSC_INTERN PetscErrorCode PetNetOneDNNConvForward(PetNetGemmBackend, const PetNetOneDNNConvShape *, const float *, const float *, const float *, float, float *);
 PETSC_INTERN PetscErrorCode PetNetOneDNNConvBackwardData(PetNetGemmBackend, const PetNetOneDNNConvShape *, const float *, const float *, float *);
 PETSC_INTERN PetscErrorCode PetNetOneDNNConvBackwardWeights(PetNetGemmBackend, const PetNetOneDNNConvShape *, const float *, const float *, float *, float *);
 PETSC_INTERN PetscErrorCode PetNetOneDNNAvgPoolAvailable(PetNetGemmBackend, const PetNetOneDNNConvShape *, PetscBool *);
 PETSC_INTERN PetscErrorCode PetNetOneDNNAvgPool(const PetNetOneDNNConvShape *, PetscBool, float *, float *);
+PETSC_INTERN PetscErrorCode PetNetOneDNNMaxPoolAvailable(PetNetGemmBackend, const PetNetOneDNNConvShape *, PetscBool *, PetscInt *);
+PETSC_INTERN PetscErrorCode PetNetOneDNNMaxPool(const PetNetOneDNNConvShape *, PetscBool, float *, float *, void *);
+PETSC_INTERN PetscErrorCode PetNetOneDNNLayerNormAvailable(PetNetGemmBackend, PetscInt, PetscInt, PetscBool, float, PetscBool *);
+PETSC_INTERN PetscErrorCode PetNetOneDNNLayerNorm(PetscBool, PetscInt, PetscInt, PetscBool, float, void *const *);
 PETSC_INTERN PetscErrorCode PetNetOneDNNProbe(PetNetGemmBackend, PetscInt, PetscInt, PetscInt, char *, size_t);

@@ -16,8 +16,17 @@
     sobackward  (derived beside LayerSOBackward_Norm)
   Single precision (a Net at -net_precision single or bfloat16): forward, backward and jvp are written once for both
   element types (layernormkernels.h); sobackward runs in double (the second-order walk's precision).
+
+  oneDNN (a Net at single or bfloat16 with -net_backend onednn: layer->gemm): layernorm's float forward runs oneDNN's
+  layer normalization in training mode on the P x E batch (f32, gamma and beta rounded to float once per forward),
+  which writes each position's mean and variance in float (mf, vf); its backward runs oneDNN's backward from them,
+  dx overwritten and the float dgamma and dbeta of the batch added to the double dtheta. oneDNN has no jvp of a
+  layer normalization: the jvp (and sobackward, and a double pass) runs the native kernels on mean and invstd
+  computed from oneDNN's statistics, mu = mf, s = 1 / sqrt(vf + eps) in double. rmsnorm (no mean: oneDNN 2.6 has no
+  RMS normalisation) and a shape oneDNN refuses or runs only with its reference loops stay native (-info).
 */
 #include <petnet/private/layerimpl.h>
+#include <petnet/private/onednnimpl.h>
 
 typedef struct {
   PetscBool    center; /* layernorm: subtract the mean; rmsnorm: no */
@@ -27,6 +36,12 @@ typedef struct {
   PetscInt     cap;           /* positions mean and invstd have room for */
   PetscScalar *mean, *invstd; /* [n m] each: mu and s of each position at the last forward */
   PetscScalar *partsums;      /* [PETNET_THREAD_PARTS][2E]: each part's sums of the parameter gradient */
+  PetscBool    fromonednn;    /* the last forward ran on oneDNN: mf, vf and gf hold its statistics and parameters */
+  float       *mf, *vf;       /* oneDNN: [P] the float mean and variance of each position (fcap of them) */
+  PetscInt     fcap;
+  float       *gf;    /* oneDNN: [4E] gamma, beta (rounded at the forward), dgamma, dbeta (the backward's) */
+  float       *dxbuf; /* oneDNN: a dx for a backward that asks for none (oneDNN always writes it), ndxbuf floats */
+  size_t       ndxbuf;
 } Layer_Norm;
 
 /* positions per part of a pass (at least 4096 values), so that small batches run on one thread */
@@ -69,6 +84,91 @@ static PetscErrorCode NormDescription(Layer layer, size_t len, char desc[])
 #include "layernormkernels.h"
 #undef LN_T
 #undef LN_NAME
+
+/* *on when layernorm's float passes for n samples run on oneDNN (the header's comment) */
+static PetscErrorCode NormOneDNN(Layer layer, PetscInt n, PetscBool *on)
+{
+  Layer_Norm    *ln = (Layer_Norm *)layer->data;
+  const PetscInt P  = n * ln->m;
+
+  PetscFunctionBegin;
+  *on = PETSC_FALSE;
+  if (layer->gemm == PETNET_GEMM_NATIVE || !ln->center || !n) PetscFunctionReturn(0);
+  PetscCheck((PetscInt64)P * ln->E <= PETSC_MAX_INT, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "layernorm layer %" PetscInt_FMT ": %" PetscInt_FMT " samples of %" PetscInt_FMT " values overflow PetscInt: use smaller batches (-trainer_batch_size)",
+             layer->index, n, layer->insize);
+  PetscCall(PetNetOneDNNLayerNormAvailable(layer->gemm, P, ln->E, ln->affine, (float)ln->eps, on));
+  PetscFunctionReturn(0);
+}
+
+/* forward: oneDNN's layer normalization (training), its statistics kept for the backward and, as mean and invstd, for the native jvp */
+static PetscErrorCode LayerForwardSingle_NormOneDNN(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, float *y)
+{
+  Layer_Norm    *ln = (Layer_Norm *)layer->data;
+  const PetscInt E = ln->E, P = n * ln->m;
+  PetscBool      on;
+  void          *data[6];
+
+  PetscFunctionBegin;
+  PetscCall(NormOneDNN(layer, n, &on));
+  if (!on) {
+    PetscCall(LayerForward_NormSingle(layer, n, theta, x, y));
+    PetscFunctionReturn(0);
+  }
+  PetscCall(NormReserve(layer, P));
+  if (P > ln->fcap) {
+    PetscCall(PetscFree2(ln->mf, ln->vf));
+    PetscCall(PetscMalloc2(P, &ln->mf, P, &ln->vf));
+    ln->fcap = P;
+  }
+  if (ln->affine) {
+    if (!ln->gf) PetscCall(PetscMalloc1(4 * E, &ln->gf));
+    for (PetscInt e = 0; e < 2 * E; e++) ln->gf[e] = (float)theta[e];
+  }
+  data[0] = (void *)x, data[1] = y, data[2] = ln->mf, data[3] = ln->vf, data[4] = ln->gf, data[5] = ln->gf ? ln->gf + E : NULL;
+  PetscCall(PetNetOneDNNLayerNorm(PETSC_FALSE, P, E, ln->affine, (float)ln->eps, data));
+  for (PetscInt p = 0; p < P; p++) {
+    ln->mean[p]   = ln->mf[p];
+    ln->invstd[p] = 1.0 / PetscSqrtReal((PetscReal)ln->vf[p] + ln->eps);
+  }
+  ln->fromonednn = PETSC_TRUE;
+  PetscCall(PetscLogFlops(7.0 * P * E));
+  PetscFunctionReturn(0);
+}
+
+/* backward: oneDNN's from the forward's statistics (dx overwritten, dgamma and dbeta added), or native after a native forward */
+static PetscErrorCode LayerBackwardSingle_NormOneDNN(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, const float *y, const float *dy, float *dx, PetscScalar *dtheta)
+{
+  Layer_Norm     *ln = (Layer_Norm *)layer->data;
+  const PetscInt  E = ln->E, P = n * ln->m;
+  const PetscBool dparam = (PetscBool)(dtheta && ln->affine);
+  PetscBool       on;
+  void           *data[9];
+  float          *dxw = dx;
+
+  PetscFunctionBegin;
+  if (!ln->fromonednn) {
+    PetscCall(LayerBackward_NormSingle(layer, n, theta, x, y, dy, dx, dtheta));
+    PetscFunctionReturn(0);
+  }
+  if (!dx && !dparam) PetscFunctionReturn(0);
+  PetscCall(NormOneDNN(layer, n, &on));
+  PetscCheck(on && P <= ln->fcap, PETSC_COMM_SELF, PETSC_ERR_ORDER, "layernorm layer %" PetscInt_FMT ": backward on %" PetscInt_FMT " samples does not follow its forward on oneDNN: call forward first", layer->index, n);
+  if (!dxw) {
+    if ((size_t)P * E > ln->ndxbuf) {
+      PetscCall(PetscFree(ln->dxbuf));
+      PetscCall(PetscMalloc1((size_t)P * E, &ln->dxbuf));
+      ln->ndxbuf = (size_t)P * E;
+    }
+    dxw = ln->dxbuf;
+  }
+  data[0] = (void *)x, data[1] = (void *)dy, data[2] = ln->mf, data[3] = ln->vf, data[4] = dxw;
+  data[5] = ln->gf, data[6] = ln->gf ? ln->gf + E : NULL, data[7] = ln->gf ? ln->gf + 2 * E : NULL, data[8] = ln->gf ? ln->gf + 3 * E : NULL;
+  PetscCall(PetNetOneDNNLayerNorm(PETSC_TRUE, P, E, ln->affine, (float)ln->eps, data));
+  if (dparam)
+    for (PetscInt e = 0; e < 2 * E; e++) dtheta[e] += (PetscScalar)ln->gf[2 * E + e];
+  PetscCall(PetscLogFlops(9.0 * P * E + (dparam ? 4.0 : 0.0) * P * E));
+  PetscFunctionReturn(0);
+}
 
 /*
   sobackward: the derivative of backward along (xdot, gammadot, betadot), dy fixed. Per position, with
@@ -157,7 +257,13 @@ static PetscErrorCode LayerSetUp_Norm(Layer layer)
   PetscFunctionBegin;
   PetscCall(PetscFree2(ln->mean, ln->invstd));
   PetscCall(PetscFree(ln->partsums));
-  ln->cap = 0;
+  PetscCall(PetscFree2(ln->mf, ln->vf));
+  PetscCall(PetscFree(ln->gf));
+  PetscCall(PetscFree(ln->dxbuf));
+  ln->cap        = 0;
+  ln->fcap       = 0;
+  ln->ndxbuf     = 0;
+  ln->fromonednn = PETSC_FALSE;
   PetscCall(PetNetShapeSize(&layer->in, &size));
   ln->E = layer->in.dim[layer->in.ndim - 1];
   if (ln->E <= 0) {
@@ -280,7 +386,13 @@ static PetscErrorCode LayerReset_Norm(Layer layer)
   PetscFunctionBegin;
   PetscCall(PetscFree2(ln->mean, ln->invstd));
   PetscCall(PetscFree(ln->partsums));
-  ln->cap = 0;
+  PetscCall(PetscFree2(ln->mf, ln->vf));
+  PetscCall(PetscFree(ln->gf));
+  PetscCall(PetscFree(ln->dxbuf));
+  ln->cap        = 0;
+  ln->fcap       = 0;
+  ln->ndxbuf     = 0;
+  ln->fromonednn = PETSC_FALSE;
   PetscFunctionReturn(0);
 }
 
@@ -307,9 +419,10 @@ static PetscErrorCode LayerCreate_Norm(Layer layer, PetscBool center)
   layer->ops->forward        = LayerForward_Norm;
   layer->ops->backward       = LayerBackward_Norm;
   layer->ops->jvp            = LayerJVP_Norm;
-  layer->gradfree            = PETSC_TRUE; /* dgamma = sum dy xhat, dbeta = sum dy: gamma is not read */
-  layer->ops->forwardsingle  = LayerForward_NormSingle;
-  layer->ops->backwardsingle = LayerBackward_NormSingle;
+  layer->gradfree            = PETSC_TRUE;                    /* dgamma = sum dy xhat, dbeta = sum dy: gamma is not read */
+  layer->ops->forwardsingle  = LayerForwardSingle_NormOneDNN; /* oneDNN where the Net asks for it, else LayerForward_NormSingle */
+  layer->ops->backwardsingle = LayerBackwardSingle_NormOneDNN;
+  /* jvpsingle: native on the statistics of the forward, oneDNN's or its own (oneDNN has no jvp) */
   layer->ops->jvpsingle      = LayerJVP_NormSingle;
   layer->ops->sobackward     = LayerSOBackward_Norm;
   layer->ops->tensors        = LayerTensors_Norm;

@@ -25,6 +25,7 @@ static PetscErrorCode LN_NAME(LayerForward_Norm)(Layer layer, PetscInt n, const 
 
   PetscFunctionBegin;
   PetscCall(NormReserve(layer, P));
+  ln->fromonednn = PETSC_FALSE; /* this forward's statistics are mean and invstd */
   {
     PetscScalar *mean = ln->mean, *invstd = ln->invstd;
 

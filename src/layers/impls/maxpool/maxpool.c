@@ -24,8 +24,28 @@
 
   Threads: samples in parallel (a window lies in one sample: backward's scatter-add of a sample touches only its own
   dx, in the same order whatever the thread count).
+
+  oneDNN (a Net at single or bfloat16 with -net_backend onednn: layer->gemm, and -maxpool_onednn: off by default,
+  since oneDNN 2.6's jit:avx2 max pooling on nhwc data took 5-6x the time of the tiled kernels below on this AVX2
+  machine, docs/benchmarks.md; the results are the same bits either way, ties included): a 2-D batch-mode layer whose shape
+  oneDNN takes (forward and backward, decided per batch size once, -info) runs its float forward as oneDNN's max
+  pooling in training mode, which writes a workspace, and its float backward as oneDNN's max pooling backward, which
+  reads it:
+
+    ws      [n][Ho][Wo][C]       u8 (s32 for windows of 256 taps or more): the maximum's tap in its window,
+                                 kh KW + kw, padded taps counted (onednnimpl.h)
+
+  oneDNN has no jvp of a max pooling: the jvp (and any native pass after a oneDNN forward: the double passes) runs
+  the kernels below on argmax decoded from ws (MaxPoolArgmaxFromWorkspace(), once per forward), so the jvp selects
+  the tangent at the very taps the forward and backward chose. Ties: oneDNN 2.6's jit kernel (jit:avx2 here) keeps
+  the first maximum in window order (a later tap replaces it only when strictly greater), the native rule, so both
+  give the same argmax on the same values, ties included (onednn_maxpool_ties_*). Its running maximum starts at
+  -FLT_MAX, not at the first tap: a NaN never wins (native keeps a NaN first tap), and a window of only -infinity
+  names its first tap (padded or not) with y = -infinity. A fused activation (relu -> maxpool) masks dy at the outputs
+  (the whole batch, in pool->gbatch) before oneDNN's backward.
 */
 #include "../pool/pool.h"
+#include <petnet/private/onednnimpl.h>
 
 typedef struct {
   LayerWindow win; /* first: the shared pooling settings cast layer->data to LayerWindow */
@@ -35,6 +55,13 @@ typedef struct {
   int32_t    *tap;    /* tiled: each tap's offset in x from its window's first point, in window order */
   void       *gmask;  /* a fused activation: each thread's masked dy of one sample (double or float) */
   size_t      ngmask; /* its bytes */
+  PetscBool   fromws; /* the last forward ran on oneDNN: its indices are in ws, argmax is not yet decoded from them */
+  void       *ws;     /* oneDNN's workspace of the last forward (nwork samples, wsbytes per output) */
+  size_t      nws;    /* its bytes */
+  PetscInt    wsbytes;
+  float      *gbatch;  /* oneDNN with a fused activation: the masked dy of the batch */
+  size_t      ngbatch; /* its floats */
+  PetscBool   onednn;  /* -maxpool_onednn: the float passes on oneDNN when the Net's backend is onednn */
 } Layer_MaxPool;
 
 /*
@@ -101,7 +128,45 @@ static PetscErrorCode MaxPoolGetArgmax(Layer layer, PetscInt n, LayerWindowVolum
     PetscCall(PetscMalloc1((size_t)n * layer->outsize, &pool->argmax));
     pool->nwork = n;
   }
-  *C = layer->in.dim[layer->in.ndim - 1];
+  pool->fromws = PETSC_FALSE; /* a native forward writes argmax itself */
+  *C           = layer->in.dim[layer->in.ndim - 1];
+  PetscFunctionReturn(0);
+}
+
+/*
+  argmax from oneDNN's workspace after a forward on oneDNN (nothing otherwise): the tap t = kh KW + kw of output
+  (oh, ow, c) is the input point (oh step - pad + kh, ow step - pad + kw, c) of its sample (a 2-D window: the volume's
+  leading dim has one point); once per forward
+*/
+static PetscErrorCode MaxPoolArgmaxFromWorkspace(Layer layer)
+{
+  Layer_MaxPool    *pool = (Layer_MaxPool *)layer->data;
+  const PetscInt    out = layer->outsize, n = pool->nwork;
+  LayerWindowVolume v;
+
+  PetscFunctionBegin;
+  if (!pool->fromws) PetscFunctionReturn(0);
+  LayerWindowGetVolume(&pool->win, &v);
+  {
+    const PetscInt       W = v.in[2], Ho = v.out[1], Wo = v.out[2], KW = v.k[2], C = layer->in.dim[layer->in.ndim - 1];
+    const unsigned char *w8  = pool->wsbytes == 1 ? (const unsigned char *)pool->ws : NULL;
+    const int32_t       *w32 = pool->wsbytes == 4 ? (const int32_t *)pool->ws : NULL;
+
+#pragma omp parallel for num_threads(PetNetThreads()) schedule(static) if (n > 1 && n * out > 4096)
+    for (PetscInt s = 0; s < n; s++) {
+      int32_t *am = pool->argmax + (size_t)s * out;
+
+      for (PetscInt oh = 0, j = 0; oh < Ho; oh++)
+        for (PetscInt ow = 0; ow < Wo; ow++)
+          for (PetscInt c = 0; c < C; c++, j++) {
+            const PetscInt t  = w8 ? (PetscInt)w8[(size_t)s * out + j] : (PetscInt)w32[(size_t)s * out + j];
+            const PetscInt ih = oh * v.step[1] - v.pad[1] + t / KW, iw = ow * v.step[2] - v.pad[2] + t % KW;
+
+            am[j] = (int32_t)((ih * W + iw) * C + c);
+          }
+    }
+  }
+  pool->fromws = PETSC_FALSE;
   PetscFunctionReturn(0);
 }
 
@@ -132,6 +197,128 @@ static PetscErrorCode MaxPoolMaskScratch(Layer_MaxPool *pool, PetscInt n, const 
 #undef MAXPOOL_T
 #undef MAXPOOL_NAME
 
+/*
+  The float passes on oneDNN (the header's comment): *on when the layer (2-D, batch form, no dilation) takes oneDNN's
+  max pooling for n samples, sh its key and *wsbytes its workspace's bytes per output
+*/
+static PetscErrorCode MaxPoolOneDNN(Layer layer, PetscInt n, PetNetOneDNNConvShape *sh, PetscBool *on, PetscInt *wsbytes)
+{
+  const LayerWindow *w = &((Layer_MaxPool *)layer->data)->win;
+
+  PetscFunctionBegin;
+  *on = PETSC_FALSE;
+  if (!((Layer_MaxPool *)layer->data)->onednn || layer->gemm == PETNET_GEMM_NATIVE || w->nsd != 2 || layer->fielddim || !n) PetscFunctionReturn(0);
+  PetscCall(LayerPoolCheckRunnable_Private(layer));
+  PetscCheck((PetscInt64)n * layer->insize <= PETSC_MAX_INT, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "maxpool layer %" PetscInt_FMT ": %" PetscInt_FMT " samples of %" PetscInt_FMT " values overflow PetscInt: use smaller batches (-trainer_batch_size)",
+             layer->index, n, layer->insize);
+  PetscCall(PetscMemzero(sh, sizeof(*sh)));
+  sh->nsd    = 2;
+  sh->n      = n;
+  sh->cin    = layer->in.dim[layer->in.ndim - 1];
+  sh->cout   = sh->cin;
+  sh->groups = 1;
+  for (PetscInt d = 0; d < 2; d++) {
+    if (w->dilation[d] != 1) PetscFunctionReturn(0);
+    sh->in[d]       = w->in[d];
+    sh->out[d]      = w->out[d];
+    sh->k[d]        = w->k[d];
+    sh->stride[d]   = w->step[d];
+    sh->pad[d]      = w->pad[d];
+    sh->dilation[d] = 1;
+  }
+  PetscCall(PetNetOneDNNMaxPoolAvailable(layer->gemm, sh, on, wsbytes));
+  PetscFunctionReturn(0);
+}
+
+/* y = the window maxima, oneDNN's workspace kept for the backward (argmax decoded from it only when asked) */
+static PetscErrorCode MaxPoolForwardSingle_OneDNN(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, float *y)
+{
+  Layer_MaxPool        *pool = (Layer_MaxPool *)layer->data;
+  PetNetOneDNNConvShape sh;
+  PetscBool             on;
+  PetscInt              wsbytes, C;
+  LayerWindowVolume     v;
+
+  PetscFunctionBegin;
+  PetscCall(MaxPoolOneDNN(layer, n, &sh, &on, &wsbytes));
+  if (!on) {
+    PetscCall(MaxPoolForwardSingle(layer, n, theta, x, y));
+    PetscFunctionReturn(0);
+  }
+  PetscCall(MaxPoolGetArgmax(layer, n, &v, &C));
+  if ((size_t)n * layer->outsize * wsbytes > pool->nws) {
+    PetscCall(PetscFree(pool->ws));
+    pool->nws = (size_t)n * layer->outsize * wsbytes;
+    PetscCall(PetscMalloc(pool->nws, &pool->ws));
+  }
+  PetscCall(PetNetOneDNNMaxPool(&sh, PETSC_FALSE, (float *)x, y, pool->ws));
+  pool->fromws  = PETSC_TRUE;
+  pool->wsbytes = wsbytes;
+  PetscCall(PetscLogFlops(1.0 * n * layer->outsize * v.k[0] * v.k[1] * v.k[2]));
+  PetscFunctionReturn(0);
+}
+
+/* dx = J^T (act'(y) dy) (overwritten) on oneDNN's backward when the forward ran there, else the native kernels */
+static PetscErrorCode MaxPoolBackwardMaskSingle_OneDNN(Layer layer, Layer act, PetscInt n, const PetscScalar *theta, const float *x, const float *y, const float *dy, float *dx, PetscScalar *dtheta)
+{
+  Layer_MaxPool        *pool = (Layer_MaxPool *)layer->data;
+  const PetscInt        N    = n * layer->outsize;
+  PetNetOneDNNConvShape sh;
+  PetscBool             on;
+  PetscInt              wsbytes;
+  const float          *g = dy;
+
+  PetscFunctionBegin;
+  if (!dx) PetscFunctionReturn(0);
+  if (!pool->fromws) {
+    PetscCall(MaxPoolBackwardMaskSingle(layer, act, n, theta, x, y, dy, dx, dtheta));
+    PetscFunctionReturn(0);
+  }
+  PetscCheck(n == pool->nwork, PETSC_COMM_SELF, PETSC_ERR_ORDER, "maxpool backward on %" PetscInt_FMT " samples after a forward pass on %" PetscInt_FMT ": call forward first", n, pool->nwork);
+  PetscCall(MaxPoolOneDNN(layer, n, &sh, &on, &wsbytes));
+  PetscCheck(on && wsbytes == pool->wsbytes, PETSC_COMM_SELF, PETSC_ERR_PLIB, "maxpool layer %" PetscInt_FMT ": its forward ran on oneDNN, its backward's key falls back to native", layer->index);
+  if (act) {
+    PetscCheck(y || !n, PETSC_COMM_SELF, PETSC_ERR_ARG_NULL, "maxpool backward with an activation's mask needs the forward's output y");
+    if ((size_t)N > pool->ngbatch) {
+      PetscCall(PetscFree(pool->gbatch));
+      PetscCall(PetscMalloc1(N, &pool->gbatch));
+      pool->ngbatch = (size_t)N;
+    }
+    PetscCall(PetscArraycpy(pool->gbatch, dy, N));
+    PetscCall(LayerMaskSingle(act, N, y, pool->gbatch));
+    g = pool->gbatch;
+  }
+  PetscCall(PetNetOneDNNMaxPool(&sh, PETSC_TRUE, dx, (float *)g, pool->ws));
+  PetscCall(PetscLogFlops(1.0 * N));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode MaxPoolBackwardSingle_OneDNN(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, const float *y, const float *dy, float *dx, PetscScalar *dtheta)
+{
+  PetscFunctionBegin;
+  if (((Layer_MaxPool *)layer->data)->fromws)
+    PetscCall(MaxPoolBackwardMaskSingle_OneDNN(layer, NULL, n, theta, x, y, dy, dx, dtheta));
+  else
+    PetscCall(MaxPoolBackwardSingle(layer, n, theta, x, y, dy, dx, dtheta));
+  PetscFunctionReturn(0);
+}
+
+/* the pools' options, and -maxpool_onednn (unprefixed: every maxpool layer; prefixed: this one) */
+static PetscErrorCode LayerSetFromOptions_MaxPool(Layer layer, PetscOptionItems *PetscOptionsObject)
+{
+  Layer_MaxPool *pool = (Layer_MaxPool *)layer->data;
+
+  PetscFunctionBegin;
+  PetscCall(LayerSetFromOptionsPool_Private(layer, PetscOptionsObject));
+  /* -maxpool_onednn for every maxpool layer, the layer's own prefixed option (-layerN_maxpool_onednn) over it */
+  PetscCall(PetscOptionsGetBool(((PetscObject)layer)->options, NULL, "-maxpool_onednn", &pool->onednn, NULL));
+  PetscOptionsHeadBegin(PetscOptionsObject, "Max pooling options");
+  PetscCall(PetscOptionsBool("-maxpool_onednn", "With -net_backend onednn at single or bfloat16: run the 2-D float passes on oneDNN's max pooling (the same results; slower than PetNet's kernels with oneDNN 2.6 on AVX2)", "NetSetBackend",
+                             pool->onednn, &pool->onednn, NULL));
+  PetscOptionsHeadEnd();
+  PetscFunctionReturn(0);
+}
+
 static PetscErrorCode LayerReset_MaxPool(Layer layer)
 {
   Layer_MaxPool *pool = (Layer_MaxPool *)layer->data;
@@ -140,8 +327,13 @@ static PetscErrorCode LayerReset_MaxPool(Layer layer)
   PetscCall(PetscFree(pool->argmax));
   PetscCall(PetscFree(pool->gmask));
   PetscCall(PetscFree(pool->tap));
-  pool->nwork  = 0;
-  pool->ngmask = 0;
+  PetscCall(PetscFree(pool->ws));
+  PetscCall(PetscFree(pool->gbatch));
+  pool->nwork   = 0;
+  pool->ngmask  = 0;
+  pool->nws     = 0;
+  pool->ngbatch = 0;
+  pool->fromws  = PETSC_FALSE;
   PetscCall(LayerResetPool_Private(layer));
   PetscFunctionReturn(0);
 }
@@ -154,6 +346,8 @@ static PetscErrorCode LayerDestroy_MaxPool(Layer layer)
   PetscCall(PetscFree(pool->argmax));
   PetscCall(PetscFree(pool->gmask));
   PetscCall(PetscFree(pool->tap));
+  PetscCall(PetscFree(pool->ws));
+  PetscCall(PetscFree(pool->gbatch));
   PetscCall(LayerDestroyPool_Private(layer));
   PetscFunctionReturn(0);
 }
@@ -163,15 +357,16 @@ PETSC_INTERN PetscErrorCode LayerCreate_MaxPool(Layer layer)
   PetscFunctionBegin;
   PetscCall(LayerCreatePool_Private(layer, sizeof(Layer_MaxPool)));
   layer->ops->setup              = LayerSetUp_MaxPool;
+  layer->ops->setfromoptions     = LayerSetFromOptions_MaxPool;
   layer->ops->forward            = MaxPoolForward;
-  layer->ops->backwardmask       = MaxPoolBackwardMask; /* an activation's derivative on each sample of dx (layerimpl.h) */
-  layer->ops->backwardmasksingle = MaxPoolBackwardMaskSingle;
+  layer->ops->backwardmask       = MaxPoolBackwardMask;              /* an activation's derivative on each sample of dx (layerimpl.h) */
+  layer->ops->backwardmasksingle = MaxPoolBackwardMaskSingle_OneDNN; /* oneDNN after a forward there, else MaxPoolBackwardMaskSingle */
   layer->ops->backward           = MaxPoolBackward;
   layer->ops->jvp                = MaxPoolJVP;
-  layer->ops->forwardsingle      = MaxPoolForwardSingle;
-  layer->ops->backwardsingle     = MaxPoolBackwardSingle;
-  layer->ops->jvpsingle          = MaxPoolJVPSingle;
-  layer->sozero                  = PETSC_TRUE; /* linear (or piecewise linear) in x: no curvature term */
+  layer->ops->forwardsingle      = MaxPoolForwardSingle_OneDNN; /* oneDNN where the Net asks for it, else MaxPoolForwardSingle */
+  layer->ops->backwardsingle     = MaxPoolBackwardSingle_OneDNN;
+  layer->ops->jvpsingle          = MaxPoolJVPSingle; /* oneDNN has none: the native gather at the forward's argmax */
+  layer->sozero                  = PETSC_TRUE;       /* linear (or piecewise linear) in x: no curvature term */
   layer->ops->reset              = LayerReset_MaxPool;
   layer->ops->destroy            = LayerDestroy_MaxPool;
   PetscFunctionReturn(0);

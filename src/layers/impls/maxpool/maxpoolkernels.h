@@ -192,6 +192,7 @@ static PetscErrorCode MAXPOOL_NAME(MaxPoolBackwardMask)(Layer layer, Layer act, 
   PetscFunctionBegin;
   if (!dx) PetscFunctionReturn(0);
   PetscCheck(n == pool->nwork, PETSC_COMM_SELF, PETSC_ERR_ORDER, "maxpool backward on %" PetscInt_FMT " samples after a forward pass on %" PetscInt_FMT ": call forward first", n, pool->nwork);
+  PetscCall(MaxPoolArgmaxFromWorkspace(layer)); /* after a forward on oneDNN */
   LayerWindowGetVolume(&pool->win, &v);
   if (act) PetscCall(MaxPoolMaskScratch(pool, n, y, (size_t)out * sizeof(MAXPOOL_T)));
 #pragma omp parallel for num_threads(PetNetThreads()) schedule(guided) if (n > 1 && N > 4096)
@@ -237,6 +238,7 @@ static PetscErrorCode MAXPOOL_NAME(MaxPoolJVP)(Layer layer, PetscInt n, const Pe
 
   PetscFunctionBegin;
   PetscCheck(n == pool->nwork, PETSC_COMM_SELF, PETSC_ERR_ORDER, "maxpool jvp on %" PetscInt_FMT " samples after a forward pass on %" PetscInt_FMT ": call forward first", n, pool->nwork);
+  PetscCall(MaxPoolArgmaxFromWorkspace(layer)); /* after a forward on oneDNN */
   if (!dx) {
     for (PetscInt j = 0; j < N; j++) dy[j] = 0;
     PetscFunctionReturn(0);

@@ -79,7 +79,7 @@ static PetscErrorCode LayerGetArguments_Pool(Layer layer, size_t len, char args[
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode LayerSetFromOptions_Pool(Layer layer, PetscOptionItems *PetscOptionsObject)
+PetscErrorCode LayerSetFromOptionsPool_Private(Layer layer, PetscOptionItems *PetscOptionsObject)
 {
   LayerWindow             *win     = (LayerWindow *)layer->data;
   const char              *kind    = ((PetscObject)layer)->type_name;
@@ -219,7 +219,7 @@ PetscErrorCode LayerCreatePool_Private(Layer layer, size_t size)
   layer->data                = win;
   layer->ops->setarguments   = LayerSetArguments_Pool;
   layer->ops->getarguments   = LayerGetArguments_Pool;
-  layer->ops->setfromoptions = LayerSetFromOptions_Pool;
+  layer->ops->setfromoptions = LayerSetFromOptionsPool_Private;
   layer->ops->view           = LayerView_Pool;
   layer->ops->getwindow      = LayerGetWindow_Pool;
   layer->ops->setpadding     = LayerSetPadding_Pool;

@@ -16,6 +16,7 @@
 
 PETSC_INTERN PetscErrorCode LayerCreatePool_Private(Layer, size_t);
 PETSC_INTERN PetscErrorCode LayerSetUpPool_Private(Layer);
+PETSC_INTERN PetscErrorCode LayerSetFromOptionsPool_Private(Layer, PetscOptionItems *);
 PETSC_INTERN PetscErrorCode LayerPoolCheckRunnable_Private(Layer);
 PETSC_INTERN PetscErrorCode LayerResetPool_Private(Layer);
 PETSC_INTERN PetscErrorCode LayerDestroyPool_Private(Layer);
