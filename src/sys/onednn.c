@@ -981,14 +981,15 @@ PetscErrorCode PetNetOneDNNConvBackwardWeights(PetNetGemmBackend backend, const 
 }
 
 /*
-  Average pooling (avgpool's float kernels, count_include_pad): the key is a PetNetOneDNNConvShape with cin = cout the
-  channels, k the window, stride and pad the pooling's (dilation 1, groups 1, no bias); f32 in every precision.
-  *ok: oneDNN has a kernel worth running for both its forward and backward (a layer runs both on it or neither).
+  A pooling's forward and backward on oneDNN (max: max pooling, else average) for the key sh: *ok when oneDNN has a kernel worth running for both
+  (a layer runs both on it or neither) and, when wsbytes is given, both agree on the workspace's bytes per output
+  (*wsbytes; 0 without a workspace)
 */
-PetscErrorCode PetNetOneDNNAvgPoolAvailable(PetNetGemmBackend backend, const PetNetOneDNNConvShape *sh, PetscBool *ok)
+static PetscErrorCode PetNetOneDNNPoolPairAvailable(PetNetGemmBackend backend, PetscBool max, const PetNetOneDNNConvShape *sh, PetscBool *ok, PetscInt *wsbytes)
 {
   PetscFunctionBegin;
   *ok = PETSC_FALSE;
+  if (wsbytes) *wsbytes = 0;
   if (backend == PETNET_GEMM_NATIVE || !sh->n) PetscFunctionReturn(0);
 #if defined(PETNET_HAVE_ONEDNN)
   {
@@ -997,15 +998,28 @@ PetscErrorCode PetNetOneDNNAvgPoolAvailable(PetNetGemmBackend backend, const Pet
 
     PetscCall(PetNetOneDNNInitialize());
     saved = PetNetOneDNNThreadsPush();
-    PetscCall(PetNetOneDNNGetConvEntry(PETNET_GEMM_ONEDNN_F32, PETNET_ONEDNN_AVGPOOL_FORWARD, sh, 0, &e));
+    PetscCall(PetNetOneDNNGetConvEntry(PETNET_GEMM_ONEDNN_F32, max ? PETNET_ONEDNN_MAXPOOL_FORWARD : PETNET_ONEDNN_AVGPOOL_FORWARD, sh, 0, &e));
     *ok = (PetscBool)!e->native;
+    if (wsbytes) *wsbytes = e->wsbytes;
     if (*ok) {
-      PetscCall(PetNetOneDNNGetConvEntry(PETNET_GEMM_ONEDNN_F32, PETNET_ONEDNN_AVGPOOL_BACKWARD, sh, 0, &e));
-      *ok = (PetscBool)!e->native;
+      PetscCall(PetNetOneDNNGetConvEntry(PETNET_GEMM_ONEDNN_F32, max ? PETNET_ONEDNN_MAXPOOL_BACKWARD : PETNET_ONEDNN_AVGPOOL_BACKWARD, sh, 0, &e));
+      *ok = (PetscBool)(!e->native && (!wsbytes || e->wsbytes == *wsbytes));
     }
     PetNetOneDNNThreadsPop(saved);
   }
 #endif
+  PetscFunctionReturn(0);
+}
+
+/*
+  Average pooling (avgpool's float kernels, count_include_pad): the key is a PetNetOneDNNConvShape with cin = cout the
+  channels, k the window, stride and pad the pooling's (dilation 1, groups 1, no bias); f32 in every precision.
+  *ok: oneDNN has a kernel worth running for both its forward and backward (a layer runs both on it or neither).
+*/
+PetscErrorCode PetNetOneDNNAvgPoolAvailable(PetNetGemmBackend backend, const PetNetOneDNNConvShape *sh, PetscBool *ok)
+{
+  PetscFunctionBegin;
+  PetscCall(PetNetOneDNNPoolPairAvailable(backend, PETSC_FALSE, sh, ok, NULL));
   PetscFunctionReturn(0);
 }
 
@@ -1047,26 +1061,7 @@ PetscErrorCode PetNetOneDNNAvgPool(const PetNetOneDNNConvShape *sh, PetscBool ad
 PetscErrorCode PetNetOneDNNMaxPoolAvailable(PetNetGemmBackend backend, const PetNetOneDNNConvShape *sh, PetscBool *ok, PetscInt *wsbytes)
 {
   PetscFunctionBegin;
-  *ok      = PETSC_FALSE;
-  *wsbytes = 0;
-  if (backend == PETNET_GEMM_NATIVE || !sh->n) PetscFunctionReturn(0);
-#if defined(PETNET_HAVE_ONEDNN)
-  {
-    PetNetOneDNNEntry *e;
-    int                saved;
-
-    PetscCall(PetNetOneDNNInitialize());
-    saved = PetNetOneDNNThreadsPush();
-    PetscCall(PetNetOneDNNGetConvEntry(PETNET_GEMM_ONEDNN_F32, PETNET_ONEDNN_MAXPOOL_FORWARD, sh, 0, &e));
-    *ok      = (PetscBool)!e->native;
-    *wsbytes = e->wsbytes;
-    if (*ok) {
-      PetscCall(PetNetOneDNNGetConvEntry(PETNET_GEMM_ONEDNN_F32, PETNET_ONEDNN_MAXPOOL_BACKWARD, sh, 0, &e));
-      *ok = (PetscBool)(!e->native && e->wsbytes == *wsbytes);
-    }
-    PetNetOneDNNThreadsPop(saved);
-  }
-#endif
+  PetscCall(PetNetOneDNNPoolPairAvailable(backend, PETSC_TRUE, sh, ok, wsbytes));
   PetscFunctionReturn(0);
 }
 
