@@ -1023,21 +1023,28 @@ PetscErrorCode PetNetOneDNNAvgPoolAvailable(PetNetGemmBackend backend, const Pet
   PetscFunctionReturn(0);
 }
 
-/* y = A x (adjoint false) or x = A^T y (adjoint, x overwritten): the average pooling of a key PetNetOneDNNAvgPoolAvailable() accepted */
-PetscErrorCode PetNetOneDNNAvgPool(const PetNetOneDNNConvShape *sh, PetscBool adjoint, float *x, float *y)
+/*
+  A pooling's pass on a key its Available() accepted (max: max pooling, its workspace ws; else average, ws NULL):
+  forward (adjoint false) y from x, backward (adjoint) x = dx overwritten from dy (y)
+*/
+static PetscErrorCode PetNetOneDNNPoolExecute(const PetNetOneDNNConvShape *sh, PetscBool max, PetscBool adjoint, float *x, float *y, void *ws)
 {
   PetscFunctionBegin;
 #if defined(PETNET_HAVE_ONEDNN)
   {
     PetNetOneDNNEntry *e;
-    dnnl_exec_arg_t    args[3];
+    dnnl_exec_arg_t    args[4];
     int                nargs = 0, saved = PetNetOneDNNThreadsPush();
 
-    PetscCall(PetNetOneDNNConvEntry(PETNET_GEMM_ONEDNN_F32, adjoint ? PETNET_ONEDNN_AVGPOOL_BACKWARD : PETNET_ONEDNN_AVGPOOL_FORWARD, sh, 0, &e));
+    PetscCall(PetNetOneDNNConvEntry(PETNET_GEMM_ONEDNN_F32, max ? (adjoint ? PETNET_ONEDNN_MAXPOOL_BACKWARD : PETNET_ONEDNN_MAXPOOL_FORWARD) : (adjoint ? PETNET_ONEDNN_AVGPOOL_BACKWARD : PETNET_ONEDNN_AVGPOOL_FORWARD), sh, 0, &e));
     PetNetCallDNNL(dnnl_memory_set_data_handle(e->src, x));
     PetNetCallDNNL(dnnl_memory_set_data_handle(e->dst, y));
     args[nargs++] = (dnnl_exec_arg_t){adjoint ? DNNL_ARG_DIFF_SRC : DNNL_ARG_SRC, e->src};
     args[nargs++] = (dnnl_exec_arg_t){adjoint ? DNNL_ARG_DIFF_DST : DNNL_ARG_DST, e->dst};
+    if (max) {
+      PetNetCallDNNL(dnnl_memory_set_data_handle(e->ws, ws));
+      args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_WORKSPACE, e->ws};
+    }
     if (e->pad) {
       PetNetCallDNNL(dnnl_memory_set_data_handle(e->pad, PetNetOneDNNAligned(PetNetOneDNN.pad)));
       args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, e->pad};
@@ -1049,6 +1056,14 @@ PetscErrorCode PetNetOneDNNAvgPool(const PetNetOneDNNConvShape *sh, PetscBool ad
 #else
   SETERRQ(PETSC_COMM_SELF, PETSC_ERR_SUP, "oneDNN pooling: this PetNet was built without oneDNN; use -net_backend native");
 #endif
+  PetscFunctionReturn(0);
+}
+
+/* y = A x (adjoint false) or x = A^T y (adjoint, x overwritten): the average pooling of a key PetNetOneDNNAvgPoolAvailable() accepted */
+PetscErrorCode PetNetOneDNNAvgPool(const PetNetOneDNNConvShape *sh, PetscBool adjoint, float *x, float *y)
+{
+  PetscFunctionBegin;
+  PetscCall(PetNetOneDNNPoolExecute(sh, PETSC_FALSE, adjoint, x, y, NULL));
   PetscFunctionReturn(0);
 }
 
@@ -1073,30 +1088,7 @@ PetscErrorCode PetNetOneDNNMaxPoolAvailable(PetNetGemmBackend backend, const Pet
 PetscErrorCode PetNetOneDNNMaxPool(const PetNetOneDNNConvShape *sh, PetscBool adjoint, float *x, float *y, void *ws)
 {
   PetscFunctionBegin;
-#if defined(PETNET_HAVE_ONEDNN)
-  {
-    PetNetOneDNNEntry *e;
-    dnnl_exec_arg_t    args[4];
-    int                nargs = 0, saved = PetNetOneDNNThreadsPush();
-
-    PetscCall(PetNetOneDNNConvEntry(PETNET_GEMM_ONEDNN_F32, adjoint ? PETNET_ONEDNN_MAXPOOL_BACKWARD : PETNET_ONEDNN_MAXPOOL_FORWARD, sh, 0, &e));
-    PetNetCallDNNL(dnnl_memory_set_data_handle(e->src, x));
-    PetNetCallDNNL(dnnl_memory_set_data_handle(e->dst, y));
-    PetNetCallDNNL(dnnl_memory_set_data_handle(e->ws, ws));
-    args[nargs++] = (dnnl_exec_arg_t){adjoint ? DNNL_ARG_DIFF_SRC : DNNL_ARG_SRC, e->src};
-    args[nargs++] = (dnnl_exec_arg_t){adjoint ? DNNL_ARG_DIFF_DST : DNNL_ARG_DST, e->dst};
-    args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_WORKSPACE, e->ws};
-    if (e->pad) {
-      PetNetCallDNNL(dnnl_memory_set_data_handle(e->pad, PetNetOneDNNAligned(PetNetOneDNN.pad)));
-      args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, e->pad};
-    }
-    PetNetCallDNNL(dnnl_primitive_execute(e->prim, PetNetOneDNN.stream, nargs, args));
-    PetNetCallDNNL(dnnl_stream_wait(PetNetOneDNN.stream));
-    PetNetOneDNNThreadsPop(saved);
-  }
-#else
-  SETERRQ(PETSC_COMM_SELF, PETSC_ERR_SUP, "oneDNN pooling: this PetNet was built without oneDNN; use -net_backend native");
-#endif
+  PetscCall(PetNetOneDNNPoolExecute(sh, PETSC_TRUE, adjoint, x, y, ws));
   PetscFunctionReturn(0);
 }
 

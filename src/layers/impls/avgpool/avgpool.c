@@ -38,30 +38,9 @@ typedef struct {
 */
 static PetscErrorCode AvgPoolOneDNN(Layer layer, PetscInt n, PetNetOneDNNConvShape *sh, PetscBool *on)
 {
-  const LayerWindow *w = &((Layer_AvgPool *)layer->data)->win;
-
   PetscFunctionBegin;
-  *on = PETSC_FALSE;
-  if (layer->gemm == PETNET_GEMM_NATIVE || w->nsd != 2 || layer->fielddim || !n) PetscFunctionReturn(0);
-  PetscCall(LayerPoolCheckRunnable_Private(layer));
-  PetscCheck((PetscInt64)n * layer->insize <= PETSC_MAX_INT, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "avgpool layer %" PetscInt_FMT ": %" PetscInt_FMT " samples of %" PetscInt_FMT " values overflow PetscInt: use smaller batches (-trainer_batch_size)",
-             layer->index, n, layer->insize);
-  memset(sh, 0, sizeof(*sh));
-  sh->nsd    = 2;
-  sh->n      = n;
-  sh->cin    = layer->in.dim[layer->in.ndim - 1];
-  sh->cout   = sh->cin;
-  sh->groups = 1;
-  for (PetscInt d = 0; d < 2; d++) {
-    if (w->dilation[d] != 1) PetscFunctionReturn(0);
-    sh->in[d]       = w->in[d];
-    sh->out[d]      = w->out[d];
-    sh->k[d]        = w->k[d];
-    sh->stride[d]   = w->step[d];
-    sh->pad[d]      = w->pad[d];
-    sh->dilation[d] = 1;
-  }
-  PetscCall(PetNetOneDNNAvgPoolAvailable(layer->gemm, sh, on));
+  PetscCall(LayerPoolOneDNNKey_Private(layer, n, sh, on));
+  if (*on) PetscCall(PetNetOneDNNAvgPoolAvailable(layer->gemm, sh, on));
   PetscFunctionReturn(0);
 }
 

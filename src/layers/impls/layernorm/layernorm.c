@@ -248,6 +248,8 @@ static PetscErrorCode LayerSOBackward_Norm(Layer layer, PetscInt n, const PetscS
   PetscFunctionReturn(0);
 }
 
+static PetscErrorCode LayerReset_Norm(Layer);
+
 static PetscErrorCode LayerSetUp_Norm(Layer layer)
 {
   Layer_Norm *ln = (Layer_Norm *)layer->data;
@@ -255,15 +257,7 @@ static PetscErrorCode LayerSetUp_Norm(Layer layer)
   PetscInt    size;
 
   PetscFunctionBegin;
-  PetscCall(PetscFree2(ln->mean, ln->invstd));
-  PetscCall(PetscFree(ln->partsums));
-  PetscCall(PetscFree2(ln->mf, ln->vf));
-  PetscCall(PetscFree(ln->gf));
-  PetscCall(PetscFree(ln->dxbuf));
-  ln->cap        = 0;
-  ln->fcap       = 0;
-  ln->ndxbuf     = 0;
-  ln->fromonednn = PETSC_FALSE;
+  PetscCall(LayerReset_Norm(layer)); /* the buffers of an earlier shape */
   PetscCall(PetNetShapeSize(&layer->in, &size));
   ln->E = layer->in.dim[layer->in.ndim - 1];
   if (ln->E <= 0) {

@@ -203,30 +203,12 @@ static PetscErrorCode MaxPoolMaskScratch(Layer_MaxPool *pool, PetscInt n, const 
 */
 static PetscErrorCode MaxPoolOneDNN(Layer layer, PetscInt n, PetNetOneDNNConvShape *sh, PetscBool *on, PetscInt *wsbytes)
 {
-  const LayerWindow *w = &((Layer_MaxPool *)layer->data)->win;
-
   PetscFunctionBegin;
-  *on = PETSC_FALSE;
-  if (!((Layer_MaxPool *)layer->data)->onednn || layer->gemm == PETNET_GEMM_NATIVE || w->nsd != 2 || layer->fielddim || !n) PetscFunctionReturn(0);
-  PetscCall(LayerPoolCheckRunnable_Private(layer));
-  PetscCheck((PetscInt64)n * layer->insize <= PETSC_MAX_INT, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "maxpool layer %" PetscInt_FMT ": %" PetscInt_FMT " samples of %" PetscInt_FMT " values overflow PetscInt: use smaller batches (-trainer_batch_size)",
-             layer->index, n, layer->insize);
-  PetscCall(PetscMemzero(sh, sizeof(*sh)));
-  sh->nsd    = 2;
-  sh->n      = n;
-  sh->cin    = layer->in.dim[layer->in.ndim - 1];
-  sh->cout   = sh->cin;
-  sh->groups = 1;
-  for (PetscInt d = 0; d < 2; d++) {
-    if (w->dilation[d] != 1) PetscFunctionReturn(0);
-    sh->in[d]       = w->in[d];
-    sh->out[d]      = w->out[d];
-    sh->k[d]        = w->k[d];
-    sh->stride[d]   = w->step[d];
-    sh->pad[d]      = w->pad[d];
-    sh->dilation[d] = 1;
-  }
-  PetscCall(PetNetOneDNNMaxPoolAvailable(layer->gemm, sh, on, wsbytes));
+  *wsbytes = 0;
+  *on      = PETSC_FALSE;
+  if (!((Layer_MaxPool *)layer->data)->onednn) PetscFunctionReturn(0);
+  PetscCall(LayerPoolOneDNNKey_Private(layer, n, sh, on));
+  if (*on) PetscCall(PetNetOneDNNMaxPoolAvailable(layer->gemm, sh, on, wsbytes));
   PetscFunctionReturn(0);
 }
 

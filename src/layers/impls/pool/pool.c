@@ -5,6 +5,7 @@
   layer->data to it; the kinds add their forward/backward/jvp.
 */
 #include "pool.h"
+#include <petnet/private/onednnimpl.h>
 
 /* The stride in effect (0 means "equal to the kernel", PyTorch's default) and how many values it has */
 static void PoolResolveStride(const LayerWindow *win, PetscInt stride[3], PetscInt *n)
@@ -440,5 +441,38 @@ PetscErrorCode LayerPoolSetPadding3d(Layer layer, PetscInt pd, PetscInt ph, Pets
   PetscFunctionBegin;
   PetscValidHeaderSpecific(layer, LAYER_CLASSID, 1);
   PetscTryMethod(layer, "LayerPoolSetWindow_C", (Layer, LayerWindowSetting, PetscInt, const PetscInt[]), (layer, LAYER_WINDOW_PADDING, 3, v));
+  PetscFunctionReturn(0);
+}
+
+/*
+  oneDNN's key of a pooling layer for n samples (avgpool's and maxpool's float passes): *expressible when oneDNN can
+  take the layer at all (not the native backend, 2-D, batch form, no dilation, n > 0), sh then its key
+*/
+PetscErrorCode LayerPoolOneDNNKey_Private(Layer layer, PetscInt n, PetNetOneDNNConvShape *sh, PetscBool *expressible)
+{
+  const LayerWindow *w = (const LayerWindow *)layer->data;
+
+  PetscFunctionBegin;
+  *expressible = PETSC_FALSE;
+  if (layer->gemm == PETNET_GEMM_NATIVE || w->nsd != 2 || layer->fielddim || !n) PetscFunctionReturn(0);
+  PetscCall(LayerPoolCheckRunnable_Private(layer));
+  PetscCheck((PetscInt64)n * layer->insize <= PETSC_MAX_INT, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "%s layer %" PetscInt_FMT ": %" PetscInt_FMT " samples of %" PetscInt_FMT " values overflow PetscInt: use smaller batches (-trainer_batch_size)",
+             ((PetscObject)layer)->type_name, layer->index, n, layer->insize);
+  PetscCall(PetscMemzero(sh, sizeof(*sh)));
+  sh->nsd    = 2;
+  sh->n      = n;
+  sh->cin    = layer->in.dim[layer->in.ndim - 1];
+  sh->cout   = sh->cin;
+  sh->groups = 1;
+  for (PetscInt d = 0; d < 2; d++) {
+    if (w->dilation[d] != 1) PetscFunctionReturn(0);
+    sh->in[d]       = w->in[d];
+    sh->out[d]      = w->out[d];
+    sh->k[d]        = w->k[d];
+    sh->stride[d]   = w->step[d];
+    sh->pad[d]      = w->pad[d];
+    sh->dilation[d] = 1;
+  }
+  *expressible = PETSC_TRUE;
   PetscFunctionReturn(0);
 }

@@ -13,10 +13,12 @@
 #pragma once
 
 #include "window.h"
+#include <petnet/private/onednnimpl.h>
 
 PETSC_INTERN PetscErrorCode LayerCreatePool_Private(Layer, size_t);
 PETSC_INTERN PetscErrorCode LayerSetUpPool_Private(Layer);
 PETSC_INTERN PetscErrorCode LayerSetFromOptionsPool_Private(Layer, PetscOptionItems *);
 PETSC_INTERN PetscErrorCode LayerPoolCheckRunnable_Private(Layer);
+PETSC_INTERN PetscErrorCode LayerPoolOneDNNKey_Private(Layer, PetscInt, PetNetOneDNNConvShape *, PetscBool *);
 PETSC_INTERN PetscErrorCode LayerResetPool_Private(Layer);
 PETSC_INTERN PetscErrorCode LayerDestroyPool_Private(Layer);
