@@ -578,11 +578,10 @@ PetscErrorCode NetWalkBackwardBegin_Private(Net net, Vec dY, Vec dX, Vec G, NetW
   w->dx = w->dstack;
   if (maxin > NET_MAX_STACK_INPUTS) PetscCall(PetscMalloc1(maxin, &w->dx));
   /* seeded[v]: the cotangent of v holds a first contribution; summed[v]: input i of the node at hand writes the fan-out
-     sum of v, to be added */
-  PetscCall(PetscCalloc2(net->nlayers + 1, &w->seeded, maxin, &w->summed));
-  w->nw     = 0;
-  w->wnodes = NULL;
-  if (net->pl) PetscCall(PetscMalloc1(net->nlayers, &w->wnodes));
+     sum of v, to be added; wnodes: placed, the nodes whose parameter pass waits for the walk's end (in the same
+     allocation) */
+  PetscCall(PetscCalloc3(net->nlayers + 1, &w->seeded, maxin, &w->summed, net->pl ? net->nlayers : 0, &w->wnodes));
+  w->nw         = 0;
   net->tanvalid = PETSC_FALSE; /* the tangent slot now holds cotangents, not the last JVP's tangents */
   if (dY) PetscCall(NetStore(net)->fromvec(net, dY, NET_SLOT_TANGENT, net->nlayers));
   w->seeded[net->nlayers] = PETSC_TRUE;
@@ -704,11 +703,10 @@ PetscErrorCode NetWalkBackwardEnd_Private(Net net, NetWalk *w)
      wait for this stage's weight gradients (it did when each ran at its node's last micro-batch: the stages' parameter
      passes then ran one after the other instead of side by side) */
   for (PetscInt i = 0; i < w->nw; i++) PetscCall(NetWalkBackwardParameters(net, w, w->wnodes[i]));
-  PetscCall(PetscFree(w->wnodes));
   if (net->pl) PetscCall(NetPlaceBackwardEnd_Private(net));
   PetscCall(NetStore(net)->nextnode(net));
   PetscCall(NetRestoreReplicatedArray_Private(net->theta_rep, &w->btheta));
-  PetscCall(PetscFree2(w->seeded, w->summed));
+  PetscCall(PetscFree3(w->seeded, w->summed, w->wnodes));
   if (w->dx != w->dstack) PetscCall(PetscFree(w->dx));
   if (w->dX) PetscCall(NetStore(net)->tovec(net, NET_SLOT_TANGENT, 0, w->dX));
   PetscCall(NetRestoreGradientArray_Private(net, w->G, &w->grad));
