@@ -70,7 +70,11 @@ static PetscErrorCode LossEvaluate_CrossEntropy(Loss loss, PetscInt ny, const Pe
     }
     lbl = (PetscInt)PetscRealPart(t[s]);
     for (PetscInt k = 1; k < c; k++) m = PetscMax(m, PetscRealPart(ys[k]));
-    for (PetscInt k = 0; k < c; k++) z += PetscExpReal(PetscRealPart(ys[k]) - m);
+    if (dy) { /* the exponentials kept for the gradient, each taken once */
+      for (PetscInt k = 0; k < c; k++) z += dy[s * c + k] = PetscExpReal(PetscRealPart(ys[k]) - m);
+    } else {
+      for (PetscInt k = 0; k < c; k++) z += PetscExpReal(PetscRealPart(ys[k]) - m);
+    }
     if (a == 0)
       *sum += m + PetscLogReal(z) - PetscRealPart(ys[lbl]); /* without smoothing: the same operations as always */
     else {
@@ -78,7 +82,7 @@ static PetscErrorCode LossEvaluate_CrossEntropy(Loss loss, PetscInt ny, const Pe
       *sum += m + PetscLogReal(z) - (1 - a) * PetscRealPart(ys[lbl]) - (a / c) * ysum;
     }
     if (dy) {
-      for (PetscInt k = 0; k < c; k++) dy[s * c + k] = PetscExpReal(PetscRealPart(ys[k]) - m) / z;
+      for (PetscInt k = 0; k < c; k++) dy[s * c + k] /= z;
       if (a == 0)
         dy[s * c + lbl] -= 1.0;
       else {
@@ -109,9 +113,9 @@ static PetscErrorCode LossHessianMult_CrossEntropy(Loss loss, PetscInt ny, const
       continue;
     }
     for (PetscInt k = 1; k < c; k++) m = PetscMax(m, PetscRealPart(ys[k]));
-    for (PetscInt k = 0; k < c; k++) z += PetscExpReal(PetscRealPart(ys[k]) - m);
+    for (PetscInt k = 0; k < c; k++) z += hs[k] = PetscExpReal(PetscRealPart(ys[k]) - m);
     for (PetscInt k = 0; k < c; k++) {
-      hs[k] = PetscExpReal(PetscRealPart(ys[k]) - m) / z; /* p_k */
+      hs[k] /= z; /* p_k */
       pv += hs[k] * vs[k];
     }
     for (PetscInt k = 0; k < c; k++) hs[k] = hs[k] * (vs[k] - pv);

@@ -439,6 +439,7 @@ PetscErrorCode LossEvaluate(Loss loss, Vec Y, Vec T, PetscReal *f, Vec dY)
   PetscValidHeaderSpecific(T, VEC_CLASSID, 3);
   PetscCall(LossPointBegin_Private(loss, Y, T, &ny, &nt, &N));
   if (dY) PetscCall(LossCheckLike_Private(loss, Y, dY, "gradient dY"));
+  PetscCheck(Y != dY, PetscObjectComm((PetscObject)loss), PETSC_ERR_ARG_IDN, "LossEvaluate() needs two different Vecs for Y and dY: the kernels read Y while they write dY");
   PetscCall(PetscLogEventBegin(loss->event, loss, 0, 0, 0));
   PetscCall(VecGetArrayRead(Y, &y));
   PetscCall(VecGetArrayRead(T, &t));
