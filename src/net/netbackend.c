@@ -84,7 +84,7 @@ PetscErrorCode NetBackendView_Private(Net net, PetscViewer viewer)
   primitive and named by -info: the results of such a run are those of `NET_BACKEND_NATIVE`. oneDNN's results are
   the same bits for the same threads and ranks, not across thread counts (its blocking depends on the threads).
 
-  conv2d layers (in batch form) run their float forward (the bias fused), backward (input gradient, weight and bias
+  conv2d and conv3d layers (in batch form) run their float forward (the bias fused), backward (input gradient, weight and bias
   gradients) and JVP as oneDNN convolution primitives on the channels-last data as PetNet holds them (nhwc), the
   weights reordered once per call into the layout oneDNN's kernel picks; a shape (batch size included) for which
   oneDNN has no kernel, or only its reference loops (bfloat16 on a CPU without AVX-512), runs the layer's own float

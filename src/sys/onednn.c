@@ -538,6 +538,21 @@ static PetscErrorCode PetNetOneDNNLNormCreateDesc(PetNetOneDNNOp op, const PetNe
   PetscFunctionReturn(0);
 }
 
+/* "D x H x W x C" (or "H x W x C") of a convolution's or pooling's input or output, for -info */
+static PetscErrorCode PetNetOneDNNDimsString(PetscInt nsd, const PetscInt dims[], PetscInt c, char str[], size_t len)
+{
+  size_t o = 0;
+
+  PetscFunctionBegin;
+  str[0] = 0;
+  for (PetscInt d = 0; d < nsd; d++) {
+    PetscCall(PetscSNPrintf(str + o, len - o, "%" PetscInt_FMT "x", dims[d]));
+    PetscCall(PetscStrlen(str, &o));
+  }
+  PetscCall(PetscSNPrintf(str + o, len - o, "%" PetscInt_FMT, c));
+  PetscFunctionReturn(0);
+}
+
 /* the cached entry of a convolution key, created (its decision and its weights' reorder recorded) at the first call */
 static PetscErrorCode PetNetOneDNNGetConvEntry(PetNetGemmBackend backend, PetNetOneDNNOp op, const PetNetOneDNNConvShape *sh, float beta, PetNetOneDNNEntry **entry)
 {
@@ -568,11 +583,14 @@ static PetscErrorCode PetNetOneDNNGetConvEntry(PetNetGemmBackend backend, PetNet
   if (!e->native && PetNetOneDNNIsMaxPool(op)) PetscCall(PetNetOneDNNMaxPoolWorkspace(e, pd));
   if (PetNetOneDNNIsLNorm(op))
     PetscCall(PetscSNPrintf(geom, sizeof(geom), "%" PetscInt_FMT " positions of %" PetscInt_FMT " eps %g", sh->n, sh->cin, (double)beta));
-  else
-    PetscCall(PetscSNPrintf(geom, sizeof(geom),
-                            "n %" PetscInt_FMT " in %" PetscInt_FMT "x%" PetscInt_FMT "x%" PetscInt_FMT " out %" PetscInt_FMT "x%" PetscInt_FMT "x%" PetscInt_FMT " k %" PetscInt_FMT " stride %" PetscInt_FMT " pad %" PetscInt_FMT
-                            " dilation %" PetscInt_FMT " groups %" PetscInt_FMT,
-                            sh->n, sh->in[0], sh->in[1], sh->cin, sh->out[0], sh->out[1], sh->cout, sh->k[0], sh->stride[0], sh->pad[0], sh->dilation[0], sh->groups));
+  else {
+    char in[48], out[48];
+
+    PetscCall(PetNetOneDNNDimsString(sh->nsd, sh->in, sh->cin, in, sizeof(in)));
+    PetscCall(PetNetOneDNNDimsString(sh->nsd, sh->out, sh->cout, out, sizeof(out)));
+    PetscCall(PetscSNPrintf(geom, sizeof(geom), "n %" PetscInt_FMT " in %s out %s k %" PetscInt_FMT " stride %" PetscInt_FMT " pad %" PetscInt_FMT " dilation %" PetscInt_FMT " groups %" PetscInt_FMT, sh->n, in, out, sh->k[0], sh->stride[0],
+                            sh->pad[0], sh->dilation[0], sh->groups));
+  }
   PetscCall(PetscInfo(NULL, "oneDNN %s %s %s%s%s on %d threads: %s%s\n", PetNetOneDNNOps[op], backend == PETNET_GEMM_ONEDNN_BF16 ? "bf16" : "f32", geom, sh->bias ? (PetNetOneDNNIsLNorm(op) ? " affine" : " bias") : "",
                       beta != 0 && !PetNetOneDNNIsLNorm(op) ? " sum" : "", threads, impl,
                       e->native ? (pd && PetNetOneDNNIsMaxPool(op) && strncmp(impl, "ref", 3) ? " (its workspace is not one tap index per output in nhwc: falls back to native)" : " (falls back to native)") : ""));

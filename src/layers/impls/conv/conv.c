@@ -349,10 +349,10 @@ PetscErrorCode LayerSetUpConv_Private(Layer layer)
 PetscErrorCode LayerConvSetSingle_Private(Layer layer, PetscBool on)
 {
   PetscFunctionBegin;
-  layer->ops->forwardsingle    = on ? ConvForwardSingle_Batch : NULL;
-  layer->ops->forwardactsingle = on ? ConvForwardActSingle_Batch : NULL;
-  layer->ops->backwardsingle   = on ? ConvBackwardSingle_Batch : NULL;
-  layer->ops->jvpsingle        = on ? ConvJVPSingle_Batch : NULL;
+  layer->ops->forwardsingle    = on ? ConvForwardSingle_Default : NULL;
+  layer->ops->forwardactsingle = on ? ConvForwardActSingle_Default : NULL;
+  layer->ops->backwardsingle   = on ? ConvBackwardSingle_Default : NULL;
+  layer->ops->jvpsingle        = on ? ConvJVPSingle_Default : NULL;
   PetscFunctionReturn(0);
 }
 

@@ -15,7 +15,9 @@
   A layer runs all its ops on oneDNN or none (ConvOneDNNApplies(), decided per batch size at the first call and
   recorded by -info): a shape that oneDNN refuses or would run only with its reference loops (bfloat16 on a CPU
   without AVX-512) runs the layer's native float kernels (Winograd, im2col + sgemm, or direct) for forward, backward
-  and jvp alike, so a backward never meets another kernel's forward state. Only 2-D (conv2d) takes this path today.
+  and jvp alike, so a backward never meets another kernel's forward state. conv2d and conv3d take this path: conv3d's
+  float ops are the base's (ConvForwardActSingle_Default() below: oneDNN, else im2col + sgemm or direct), conv2d's its
+  own (oneDNN, else Winograd, else the base's).
   oneDNN's results are the same bits for the same threads and ranks; its weight gradient is summed over the whole
   batch in float, then added in double (the native kernels add each chunk's in double).
 */
@@ -46,8 +48,8 @@ static void ConvOneDNNShape(const LayerConv *conv, PetscInt n, PetNetOneDNNConvS
 }
 
 /*
-  *on: the layer's float ops at n samples run on oneDNN: its Net asks for it (layer->gemm), the layer is a 2-D batch-mode
-  one, and oneDNN has kernels for all its ops at this shape (PetNetOneDNNConvAvailable(), cached)
+  *on: the layer's float ops at n samples run on oneDNN: its Net asks for it (layer->gemm), the layer is a batch-mode
+  one (2-D or 3-D), and oneDNN has kernels for all its ops at this shape (PetNetOneDNNConvAvailable(), cached)
 */
 PetscErrorCode ConvOneDNNApplies(Layer layer, PetscInt n, PetscBool *on)
 {
@@ -56,7 +58,7 @@ PetscErrorCode ConvOneDNNApplies(Layer layer, PetscInt n, PetscBool *on)
 
   PetscFunctionBegin;
   *on = PETSC_FALSE;
-  if (layer->gemm == PETNET_GEMM_NATIVE || conv->nsd != 2 || layer->fielddim || !n) PetscFunctionReturn(0);
+  if (layer->gemm == PETNET_GEMM_NATIVE || layer->fielddim || !n) PetscFunctionReturn(0);
   /* oneDNN's dims are 64-bit; the batch's values must fit PetNet's sizes as the native kernels' do */
   PetscCheck((PetscInt64)n * layer->insize <= PETSC_MAX_INT && (PetscInt64)n * layer->outsize <= PETSC_MAX_INT, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ,
              "%s layer %" PetscInt_FMT ": %" PetscInt_FMT " samples of %" PetscInt_FMT " -> %" PetscInt_FMT " values overflow PetscInt: use smaller batches (-trainer_batch_size)", ((PetscObject)layer)->type_name, layer->index, n, layer->insize,
@@ -180,5 +182,56 @@ PetscErrorCode ConvJVPSingle_OneDNN(Layer layer, PetscInt n, const PetscScalar *
     PetscCall(PetNetOneDNNConvForward(layer->gemm, &sh, dx, s->w, NULL, 1, dy));
   }
   PetscCall(PetscLogFlops(2.0 * n * conv->pixels * conv->kg * conv->nout * ((dx ? 1 : 0) + (dtheta ? 1 : 0)) + (dx && dtheta ? 1.0 * n * conv->pixels * conv->nout : 0.0)));
+  PetscFunctionReturn(0);
+}
+
+/*
+  The base's float ops (LayerConvSetSingle_Private()): oneDNN's primitives where the layer's Net asks for them and oneDNN
+  has kernels for the shape at this batch size, else the batch kernels (im2col + sgemm, or direct); the choice is the
+  same for forward, backward and jvp at one point
+*/
+PetscErrorCode ConvForwardActSingle_Default(Layer layer, Layer act, PetscInt n, const PetscScalar *theta, const float *x, float *y)
+{
+  PetscBool dnn;
+
+  PetscFunctionBegin;
+  PetscCall(ConvOneDNNApplies(layer, n, &dnn));
+  if (dnn)
+    PetscCall(ConvForwardActSingle_OneDNN(layer, act, n, theta, x, y));
+  else
+    PetscCall(ConvForwardActSingle_Batch(layer, act, n, theta, x, y));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode ConvForwardSingle_Default(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, float *y)
+{
+  PetscFunctionBegin;
+  PetscCall(ConvForwardActSingle_Default(layer, NULL, n, theta, x, y));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode ConvBackwardSingle_Default(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, const float *y, const float *dy, float *dx, PetscScalar *dtheta)
+{
+  PetscBool dnn;
+
+  PetscFunctionBegin;
+  PetscCall(ConvOneDNNApplies(layer, n, &dnn));
+  if (dnn)
+    PetscCall(ConvBackwardSingle_OneDNN(layer, n, theta, x, y, dy, dx, dtheta));
+  else
+    PetscCall(ConvBackwardSingle_Batch(layer, n, theta, x, y, dy, dx, dtheta));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode ConvJVPSingle_Default(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, const float *y, const float *dx, const PetscScalar *dtheta, float *dy)
+{
+  PetscBool dnn;
+
+  PetscFunctionBegin;
+  PetscCall(ConvOneDNNApplies(layer, n, &dnn));
+  if (dnn)
+    PetscCall(ConvJVPSingle_OneDNN(layer, n, theta, x, y, dx, dtheta, dy));
+  else
+    PetscCall(ConvJVPSingle_Batch(layer, n, theta, x, y, dx, dtheta, dy));
   PetscFunctionReturn(0);
 }
