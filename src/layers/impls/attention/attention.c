@@ -986,9 +986,14 @@ static PetscErrorCode LayerDropoutSetSeed_Attention(Layer layer, PetscInt64 seed
   keeps 8 (2 E T + (2 E + H) nq) bytes per sample and works on 8 (2 E T + 2 E nq).
   Rotary positions add a table of 12 d T bytes (cos and sin in double and float) per layer.
 
+  Backend: at single precision with -net_backend onednn (NetSetBackend()) the projections run on oneDNN's matmul (Q,
+  K, V and the output projection with their biases fused; backward dX, dWin, dWo; the JVP's products), the heads' tile
+  products on sgemm; -info names each oneDNN primitive. bfloat16 runs them natively where oneDNN has no bfloat16
+  matmul (AVX2).
+
   Level: beginner
 
-.seealso: `LayerSetType()`, `LayerSetArguments()`, `LayerDropoutSetSeed()`, `LayerAttentionSetQueryBlock()`, `NetSetLayers()`, `LAYERLAYERNORM`
+.seealso: `LayerSetType()`, `LayerSetArguments()`, `LayerDropoutSetSeed()`, `LayerAttentionSetQueryBlock()`, `NetSetLayers()`, `NetSetBackend()`, `LAYERLAYERNORM`
 M*/
 PETSC_INTERN PetscErrorCode LayerCreate_Attention(Layer layer)
 {
