@@ -62,6 +62,7 @@ SMALL = {
     "bin/bench_parallel": "-net_layers dense:64,relu,dense:10 -bench_steps 1",
     "bin/bench_dmconv": "-bench_grid 64",
     "bin/bench_single": "-bench_batch 4 -bench_repeat 1",
+    "bin/bench_backend": "-bench_batch 2 -bench_repeat 1",
     "bin/bench_conv3d": "-bench_size 8 -bench_repeat 1",
     "bin/bench_dgemm": "",
     "bin/bench_trajectory": "-bench_steps 40 -bench_batch 20",

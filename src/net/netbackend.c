@@ -12,7 +12,9 @@
 
   A shape and type oneDNN does not implement, or implements only with its reference loops on this CPU (bfloat16
   without AVX-512), falls back to sgemm for good (decided once per primitive, -info says which). Today dense's
-  forward (y = x W^T + b, the bias fused), backward (dx = dy W, dW += x^T dy) and jvp carry the tag, and conv2d's
+  forward (y = x W^T + b, the bias fused), backward (dx = dy W, dW += x^T dy) and jvp carry the tag, attention's
+  projections (Q, K, V and the output projection: forward, backward, jvp; the heads' tile products stay native) too,
+  and conv2d's
   float forward, backward and jvp run oneDNN's convolution primitives when it is set (src/layers/impls/conv/
   convonednn.c; a shape without them runs the layer's own float kernels for all its ops), avgpool's and maxpool's
   (2-D) its poolings (src/layers/impls/avgpool/avgpool.c, src/layers/impls/maxpool/maxpool.c), layernorm's its
@@ -52,7 +54,8 @@ PetscErrorCode NetBackendView_Private(Net net, PetscViewer viewer)
     PetscCall(PetNetOneDNNPoolProbe(gemm, pimpl, sizeof(pimpl)));
     PetscCall(PetscViewerASCIIPrintf(
         viewer,
-        "backend onednn (oneDNN %s): dense layers' float GEMMs through oneDNN's matmul in %s (on this CPU %s%s), conv2d through its convolutions (on this CPU %s%s), 2-D average pooling (max pooling with -maxpool_onednn) through its "
+        "backend onednn (oneDNN %s): dense layers' and attention's projections' float GEMMs through oneDNN's matmul in %s (on this CPU %s%s), conv2d and conv3d through its convolutions (on this CPU %s%s), 2-D average pooling (max "
+        "pooling with -maxpool_onednn) through its "
         "poolings in f32 (on this CPU %s%s); a shape without a fast oneDNN kernel runs PetNet's own (-info names each)\n",
         version, gemm == PETNET_GEMM_ONEDNN_BF16 ? "bf16" : "f32", impl, !strcmp(impl, "none") || !strncmp(impl, "ref", 3) ? ": sgemm instead" : "", cimpl, !strcmp(cimpl, "none") || !strncmp(cimpl, "ref", 3) ? ": native instead" : "", pimpl,
         !strcmp(pimpl, "none") || !strncmp(pimpl, "ref", 3) ? ": native instead" : ""));
@@ -78,8 +81,10 @@ PetscErrorCode NetBackendView_Private(Net net, PetscViewer viewer)
   dW += dY^T X) and JVP run as oneDNN matmul primitives, cached by shape, type, transposes and threads and made once:
   in single on float operands, in bfloat16 on bfloat16 operands (the values stored in bfloat16 exactly, the weights
   rounded to bfloat16 from the double master weights) with float accumulation and a float output, which the value
-  store rounds to bfloat16 as before. oneDNN picks its kernels from the CPU (AMX, AVX-512 BF16, AVX-512, AVX2). Where
-  it implements a shape only with its reference loops, or not at all (oneDNN 2.6 has no bfloat16 matmul on a CPU
+  store rounds to bfloat16 as before. attention layers run their projections so (Q, K and V = X Win^T + bin and
+  Y = O Wo^T + bo with the biases fused, the backward's dX, dWin, dWo and the JVP's products); the products of the
+  heads' tiles (the flash-attention recurrence: small, on the threads' own parts) stay on sgemm. oneDNN picks its
+  kernels from the CPU (AMX, AVX-512 BF16, AVX-512, AVX2). Where it implements a shape only with its reference loops, or not at all (oneDNN 2.6 has no bfloat16 matmul on a CPU
   with AVX2 alone), that shape falls back to PetNet's own GEMM (sgemm on float values and weights), decided once per
   primitive and named by -info: the results of such a run are those of `NET_BACKEND_NATIVE`. oneDNN's results are
   the same bits for the same threads and ranks, not across thread counts (its blocking depends on the threads).
@@ -98,7 +103,9 @@ PetscErrorCode NetBackendView_Private(Net net, PetscViewer viewer)
   layernorm layers run their float forward (training: the float mean and variance of each position kept) and
   backward (the float gamma and beta gradients of the batch added to the double gradient) as oneDNN layer
   normalization primitives; their JVP runs natively on the statistics oneDNN computed; rmsnorm stays native.
-  Double precision, conv3d and the GEMMs other kinds run on their own threads stay on BLAS and PetNet's loops.
+  Double precision, conv3d, the second-order adjoint (double) and the GEMMs other kinds run on their own threads
+  stay on BLAS and PetNet's loops; so do einsum's GEMMs, which come from two-input joins, and a join at single
+  precision runs its double kernels on converted copies.
 
   A PetNet built without oneDNN (no dnnl.h when it was compiled) refuses `NET_BACKEND_ONEDNN`.
 

@@ -301,7 +301,8 @@ PetscErrorCode NetSequenceSetUpNode_Private(Net net, PetscInt k)
     /* the rank's copy draws the dropout map from its own counters and its group's samples, not the whole layer's: a map
        unlike one rank's, and not frozen by NetTestJacobian() (refused until the copy shares the layer's draw) */
     PetscCheck(dropout == 0, comm, PETSC_ERR_SUP,
-               "Node %s (%s) has attention dropout %g, which -net_parallel sequence does not split by tokens yet (the query block of a rank would draw another map than the whole layer): give it -%sattention_dropout 0, or run it with -net_parallel replicated or sharded",
+               "Node %s (%s) has attention dropout %g, which -net_parallel sequence does not split by tokens yet (the query block of a rank would draw another map than the whole layer): give it -%sattention_dropout 0, or run it with -net_parallel "
+               "replicated or sharded",
                nd->name, type, (double)dropout, ((PetscObject)layer)->prefix ? ((PetscObject)layer)->prefix : "");
   }
   if (kind == NET_SEQ_TOKEN && k < net->nlayers - 1) {
@@ -718,6 +719,7 @@ static PetscErrorCode NetSequenceAttentionForward_Private(Net net, PetscInt k, N
 
   PetscFunctionBegin;
   PetscCall(NetSequenceGather_Private(net, NET_SEQ_ABUF_XF, sn->local->insize / sq->T, t, PETSC_TRUE, x, &xf));
+  sn->local->gemm = net->layers[k]->gemm; /* the node's backend (NetSetBackend() may change it after set-up) */
   if (t == NET_ELEM_DOUBLE)
     PetscCall(LayerForwardArrays(sn->local, sq->ng, th, (const PetscScalar *const *)&xf, (PetscScalar *)y));
   else
@@ -736,6 +738,7 @@ static PetscErrorCode NetSequenceAttentionBackward_Private(Net net, PetscInt k, 
 
   PetscFunctionBegin;
   PetscCall(NetSequenceGather_Private(net, NET_SEQ_ABUF_XF, c, t, PETSC_TRUE, x, &xf));
+  sn->local->gemm = net->layers[k]->gemm;
   if (want) {
     PetscCall(NetSequenceWholeArray_Private(net, NET_SEQ_ABUF_DF, c, t, &dxf));
     PetscCall(PetscMemzero(dxf, (size_t)sq->ng * sn->local->insize * es));
@@ -762,6 +765,7 @@ static PetscErrorCode NetSequenceAttentionJVP_Private(Net net, PetscInt k, NetEl
   PetscFunctionBegin;
   PetscCall(NetSequenceGather_Private(net, NET_SEQ_ABUF_XF, c, t, PETSC_TRUE, x, &xf));
   PetscCall(NetSequenceGather_Private(net, NET_SEQ_ABUF_DF, c, t, given, dx, &dxf));
+  sn->local->gemm = net->layers[k]->gemm;
   if (t == NET_ELEM_DOUBLE)
     PetscCall(LayerJVPArrays(sn->local, sq->ng, th, (const PetscScalar *const *)&xf, (const PetscScalar *)y, (const PetscScalar *const *)&dxf, dth, (PetscScalar *)dy));
   else

@@ -37,8 +37,13 @@
   counter-based hash of (seed, layer index, pass, GLOBAL sample, head, i, j) as dropout.c draws its masks: the same map
   on any number of ranks and threads, recomputed (never stored) by backward and jvp, held under LayerSetFrozen().
   Single precision (a Net at -net_precision single or bfloat16): the same kernels on float values, with the softmax
-  statistics accumulated in float; the GEMMs in sgemm on the parameters rounded once per forward; the parameter
-  gradient accumulated in double.
+  statistics accumulated in float; the GEMMs on the parameters rounded once per forward; the parameter gradient
+  accumulated in double.
+  Backend: the projections' GEMMs (Q, K, V and the output projection; forward, backward dx and dW, jvp) carry the
+  layer's layer->gemm in their epilogues, which its Net sets (NetSetBackend(): oneDNN's matmul at single, the biases
+  fused; sgemm where oneDNN has no fast kernel, as bfloat16 on AVX2); the tile products of the heads are small, run
+  inside the pairs' parallel region and stay on sgemm (LayerGemm() not threaded; benchmarks.md has the measurement).
+  The second-order adjoint runs in double: no backend.
   Threads: the (sample, head) pairs in parts fixed by the sizes (each pair's rows of QKV, O, dQKV its own), the GEMMs
   cut by LayerGemm(): the same bits for any number of threads.
 */
@@ -490,9 +495,9 @@ static PetscErrorCode LayerSOBackward_Attention(Layer layer, PetscInt n, const P
   dkvd = dkv + nkv;
   c    = dkvd + nkv;
   /* Q', KV' = xdot Win^T + x Win'^T + bin';  g = dy Wo;  g' = dy Wo' */
-  if (xdot) PetscCall(AttentionProject(att, n, theta + ATT_WIN(E, Ew), NULL, xdot, 0, qbd, kvd));
+  if (xdot) PetscCall(AttentionProject(att, PETNET_GEMM_NATIVE, n, theta + ATT_WIN(E, Ew), NULL, xdot, 0, qbd, kvd));
   if (thetadot) {
-    PetscCall(AttentionProject(att, n, thetadot + ATT_WIN(E, Ew), thetadot + ATT_BIN(E, Ew), x, xdot ? 1 : 0, qbd, kvd));
+    PetscCall(AttentionProject(att, PETNET_GEMM_NATIVE, n, thetadot + ATT_WIN(E, Ew), thetadot + ATT_BIN(E, Ew), x, xdot ? 1 : 0, qbd, kvd));
     PetscCall(LayerGemm(PETSC_TRUE, 'N', 'N', Ew, nQ, E, thetadot + ATT_WO(E, Ew), Ew, dy, E, 0, gd, Ew, NULL));
   } else
     PetscCall(PetscArrayzero(gd, nqe));
@@ -506,14 +511,14 @@ static PetscErrorCode LayerSOBackward_Attention(Layer layer, PetscInt n, const P
   AttentionRotateQK(att, n, PETSC_TRUE, dqbd, dkvd);
   /* dxdot += dQKV' Win + dQKV Win';  dWin' += x^T dQKV' + xdot^T dQKV, dbin' += sum dQKV';  dWo' += O'^T dy */
   if (dxdot) {
-    PetscCall(AttentionProjectTranspose(att, n, theta + ATT_WIN(E, Ew), dqbd, dkvd, 1, dxdot));
-    if (thetadot) PetscCall(AttentionProjectTranspose(att, n, thetadot + ATT_WIN(E, Ew), dqb, dkv, 1, dxdot));
+    PetscCall(AttentionProjectTranspose(att, PETNET_GEMM_NATIVE, n, theta + ATT_WIN(E, Ew), dqbd, dkvd, 1, dxdot));
+    if (thetadot) PetscCall(AttentionProjectTranspose(att, PETNET_GEMM_NATIVE, n, thetadot + ATT_WIN(E, Ew), dqb, dkv, 1, dxdot));
   }
   if (dthetadot) {
     LayerGemmEpilogue epo = {NULL, NULL, NULL, dthetadot + ATT_WO(E, Ew)};
 
-    PetscCall(AttentionProjectGradient(att, n, x, dqbd, dkvd, NULL, dthetadot + ATT_WIN(E, Ew), dthetadot + ATT_BIN(E, Ew)));
-    if (xdot) PetscCall(AttentionProjectGradient(att, n, xdot, dqb, dkv, NULL, dthetadot + ATT_WIN(E, Ew), NULL));
+    PetscCall(AttentionProjectGradient(att, PETNET_GEMM_NATIVE, n, x, dqbd, dkvd, NULL, dthetadot + ATT_WIN(E, Ew), dthetadot + ATT_BIN(E, Ew)));
+    if (xdot) PetscCall(AttentionProjectGradient(att, PETNET_GEMM_NATIVE, n, xdot, dqb, dkv, NULL, dthetadot + ATT_WIN(E, Ew), NULL));
     PetscCall(LayerGemm(PETSC_TRUE, 'N', 'T', Ew, E, nQ, od, Ew, dy, E, 0, NULL, Ew, &epo));
   }
   PetscCall(PetscFree(work));
@@ -981,9 +986,14 @@ static PetscErrorCode LayerDropoutSetSeed_Attention(Layer layer, PetscInt64 seed
   keeps 8 (2 E T + (2 E + H) nq) bytes per sample and works on 8 (2 E T + 2 E nq).
   Rotary positions add a table of 12 d T bytes (cos and sin in double and float) per layer.
 
+  Backend: at single precision with -net_backend onednn (NetSetBackend()) the projections run on oneDNN's matmul (Q,
+  K, V and the output projection with their biases fused; backward dX, dWin, dWo; the JVP's products), the heads' tile
+  products on sgemm; -info names each oneDNN primitive. bfloat16 runs them natively where oneDNN has no bfloat16
+  matmul (AVX2).
+
   Level: beginner
 
-.seealso: `LayerSetType()`, `LayerSetArguments()`, `LayerDropoutSetSeed()`, `LayerAttentionSetQueryBlock()`, `NetSetLayers()`, `LAYERLAYERNORM`
+.seealso: `LayerSetType()`, `LayerSetArguments()`, `LayerDropoutSetSeed()`, `LayerAttentionSetQueryBlock()`, `NetSetLayers()`, `NetSetBackend()`, `LAYERLAYERNORM`
 M*/
 PETSC_INTERN PetscErrorCode LayerCreate_Attention(Layer layer)
 {

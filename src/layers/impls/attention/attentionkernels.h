@@ -315,19 +315,22 @@ static PetscErrorCode ATT_NAME(AttentionJVPPair)(const Layer_Attention *att, Pet
   start at Win, its K and V rows at Win + Ew E.
     QKV = x Win^T + bin   Q  [n nq][Ew]: 'T','N', Ew x nq x E per sample (x's block rows)
                           KV [n T][2Ew]: 'T','N', 2Ew x nT x E           (beta: 0 or 1, to add a second term)
+  The projections here and the output projection are threaded GEMMs on the whole batch: they run on the backend gemm
+  (the layer's layer->gemm: oneDNN's matmul at single precision with -net_backend onednn, the bias fused; ignored in
+  double). The tile products of the heads (AttentionTileGemm(), inside the pairs' parallel region) stay native.
 */
-static PetscErrorCode ATT_NAME(AttentionProject)(const Layer_Attention *att, PetscInt n, const ATT_T *Win, const ATT_T *bin, const ATT_T *x, ATT_T beta, ATT_T *qb, ATT_T *kv)
+static PetscErrorCode ATT_NAME(AttentionProject)(const Layer_Attention *att, PetNetGemmBackend gemm, PetscInt n, const ATT_T *Win, const ATT_T *bin, const ATT_T *x, ATT_T beta, ATT_T *qb, ATT_T *kv)
 {
   const PetscInt E = att->E, Ew = att->Ew, T = att->T, nq = att->nq, whole = (PetscInt)(nq == T);
 
   PetscFunctionBegin;
   {
-    ATT_NAME(LayerGemmEpilogue) ep = {NULL, bin ? bin + Ew : NULL, NULL, NULL};
+    ATT_NAME(LayerGemmEpilogue) ep = {NULL, bin ? bin + Ew : NULL, NULL, NULL, gemm};
 
     PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'T', 'N', 2 * Ew, n * T, E, Win + (size_t)Ew * E, E, x, E, beta, kv, 2 * Ew, &ep));
   }
   for (PetscInt s = 0; s < (whole ? 1 : n); s++) {
-    ATT_NAME(LayerGemmEpilogue) ep = {NULL, bin, NULL, NULL};
+    ATT_NAME(LayerGemmEpilogue) ep = {NULL, bin, NULL, NULL, gemm};
 
     PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'T', 'N', Ew, whole ? n * nq : nq, E, Win, E, x + ((size_t)s * T + att->q0) * E, E, beta, qb + (size_t)s * nq * Ew, Ew, &ep));
   }
@@ -338,13 +341,14 @@ static PetscErrorCode ATT_NAME(AttentionProject)(const Layer_Attention *att, Pet
   The adjoint of the projections' input part: dx = beta dx + dKV Win_kv + dQ Win_q (the block's rows of dx):
     'N','N', E x nT x 2Ew, then E x nq x Ew per sample (beta 1)
 */
-static PetscErrorCode ATT_NAME(AttentionProjectTranspose)(const Layer_Attention *att, PetscInt n, const ATT_T *Win, const ATT_T *dqb, const ATT_T *dkv, ATT_T beta, ATT_T *dx)
+static PetscErrorCode ATT_NAME(AttentionProjectTranspose)(const Layer_Attention *att, PetNetGemmBackend gemm, PetscInt n, const ATT_T *Win, const ATT_T *dqb, const ATT_T *dkv, ATT_T beta, ATT_T *dx)
 {
   const PetscInt E = att->E, Ew = att->Ew, T = att->T, nq = att->nq, whole = (PetscInt)(nq == T);
+  ATT_NAME(LayerGemmEpilogue) ep = {NULL, NULL, NULL, NULL, gemm}; /* the backend only */
 
   PetscFunctionBegin;
-  PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'N', 'N', E, n * T, 2 * Ew, Win + (size_t)Ew * E, E, dkv, 2 * Ew, beta, dx, E, NULL));
-  for (PetscInt s = 0; s < (whole ? 1 : n); s++) PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'N', 'N', E, whole ? n * nq : nq, Ew, Win, E, dqb + (size_t)s * nq * Ew, Ew, 1, dx + ((size_t)s * T + att->q0) * E, E, NULL));
+  PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'N', 'N', E, n * T, 2 * Ew, Win + (size_t)Ew * E, E, dkv, 2 * Ew, beta, dx, E, &ep));
+  for (PetscInt s = 0; s < (whole ? 1 : n); s++) PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'N', 'N', E, whole ? n * nq : nq, Ew, Win, E, dqb + (size_t)s * nq * Ew, Ew, 1, dx + ((size_t)s * T + att->q0) * E, E, &ep));
   PetscFunctionReturn(0);
 }
 
@@ -353,18 +357,18 @@ static PetscErrorCode ATT_NAME(AttentionProjectTranspose)(const Layer_Attention 
   per sample and E x 2Ew x nT, into dWin through the acc epilogue; wgrad is float's product scratch, NULL in double),
   dbin += the column sums of dQ and dKV (dbin NULL: no bias term)
 */
-static PetscErrorCode ATT_NAME(AttentionProjectGradient)(const Layer_Attention *att, PetscInt n, const ATT_T *x, const ATT_T *dqb, const ATT_T *dkv, ATT_T *wgrad, PetscScalar *dWin, PetscScalar *dbin)
+static PetscErrorCode ATT_NAME(AttentionProjectGradient)(const Layer_Attention *att, PetNetGemmBackend gemm, PetscInt n, const ATT_T *x, const ATT_T *dqb, const ATT_T *dkv, ATT_T *wgrad, PetscScalar *dWin, PetscScalar *dbin)
 {
   const PetscInt E = att->E, Ew = att->Ew, T = att->T, nq = att->nq, whole = (PetscInt)(nq == T);
 
   PetscFunctionBegin;
   {
-    ATT_NAME(LayerGemmEpilogue) ep = {NULL, NULL, NULL, dWin + (size_t)Ew * E};
+    ATT_NAME(LayerGemmEpilogue) ep = {NULL, NULL, NULL, dWin + (size_t)Ew * E, gemm};
 
     PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'N', 'T', E, 2 * Ew, n * T, x, E, dkv, 2 * Ew, 0, wgrad, E, &ep));
   }
   for (PetscInt s = 0; s < (whole ? 1 : n); s++) {
-    ATT_NAME(LayerGemmEpilogue) ep = {NULL, NULL, NULL, dWin};
+    ATT_NAME(LayerGemmEpilogue) ep = {NULL, NULL, NULL, dWin, gemm};
 
     PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'N', 'T', E, Ew, whole ? n * nq : nq, x + ((size_t)s * T + att->q0) * E, E, dqb + (size_t)s * nq * Ew, Ew, 0, wgrad, E, &ep));
   }
@@ -392,7 +396,7 @@ static PetscErrorCode ATT_NAME(AttentionForwardState)(Layer layer, PetscInt n, c
   PetscFunctionBegin;
   PetscCall(ATT_NAME(AttentionState)(layer, n, qb, kv, o, lse, tiles));
   if (!n) PetscFunctionReturn(0);
-  PetscCall(ATT_NAME(AttentionProject)(att, n, W + ATT_WIN(E, Ew), W + ATT_BIN(E, Ew), x, 0, *qb, *kv));
+  PetscCall(ATT_NAME(AttentionProject)(att, layer->gemm, n, W + ATT_WIN(E, Ew), W + ATT_BIN(E, Ew), x, 0, *qb, *kv));
   ATT_NAME(AttentionRotateQK)(att, n, PETSC_FALSE, *qb, *kv); /* rotary positions (attentionrotary.h): the state keeps R Q, R K */
   {
     ATT_T *q = *qb, *k = *kv, *oo = *o, *l = *lse;
@@ -432,7 +436,7 @@ static PetscErrorCode ATT_NAME(LayerForward_Attention)(Layer layer, PetscInt n, 
   PetscCall(ATT_NAME(AttentionForwardState)(layer, n, W, x, &qb, &kv, &o, &lse, &tiles));
   if (!n) PetscFunctionReturn(0);
   {
-    ATT_NAME(LayerGemmEpilogue) ep = {NULL, att->outbias ? W + ATT_BO(E, Ew) : NULL, NULL, NULL};
+    ATT_NAME(LayerGemmEpilogue) ep = {NULL, att->outbias ? W + ATT_BO(E, Ew) : NULL, NULL, NULL, layer->gemm};
 
     PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'T', 'N', E, nQ, Ew, W + ATT_WO(E, Ew), Ew, o, Ew, 0, y, E, &ep));
   }
@@ -454,15 +458,16 @@ static PetscErrorCode ATT_NAME(LayerBackward_Attention)(Layer layer, PetscInt n,
   const PetscInt   E = att->E, Ew = att->Ew, nQ = n * att->nq;
   const ATT_T     *W;
   ATT_T           *qb = NULL, *kv = NULL, *o = NULL, *lse = NULL, *tiles = NULL, *dO, *dqb, *dkv, *wgrad;
+  ATT_NAME(LayerGemmEpilogue) onbackend = {NULL, NULL, NULL, NULL, layer->gemm}; /* no output pass, the backend only */
 
   PetscFunctionBegin;
   if (!n || (!dx && !dtheta)) PetscFunctionReturn(0);
   PetscCall(ATT_NAME(AttentionParameters)(layer, theta, "backward", &W));
   PetscCall(ATT_NAME(AttentionEnsureState)(layer, n, "backward", W, x, &qb, &kv, &o, &lse, &tiles));
   PetscCall(ATT_NAME(AttentionWork)(layer, n, &dO, &dqb, &dkv, &wgrad));
-  PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'N', 'N', Ew, nQ, E, W + ATT_WO(E, Ew), Ew, dy, E, 0, dO, Ew, NULL));
+  PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'N', 'N', Ew, nQ, E, W + ATT_WO(E, Ew), Ew, dy, E, 0, dO, Ew, &onbackend));
   if (dtheta) {
-    ATT_NAME(LayerGemmEpilogue) ep = {NULL, NULL, NULL, dtheta + ATT_WO(E, Ew)};
+    ATT_NAME(LayerGemmEpilogue) ep = {NULL, NULL, NULL, dtheta + ATT_WO(E, Ew), layer->gemm};
 
     PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'N', 'T', Ew, E, nQ, o, Ew, dy, E, 0, wgrad, Ew, &ep));
     if (att->outbias)
@@ -471,8 +476,8 @@ static PetscErrorCode ATT_NAME(LayerBackward_Attention)(Layer layer, PetscInt n,
   }
   ATT_PAIRS(att, n, tiles, att->tilesize * sizeof(ATT_T), ATT_NAME(AttentionBackwardPair)(att, s, h, qb, kv, o, lse, dO, dqb, dkv, (ATT_T *)pw_));
   ATT_NAME(AttentionRotateQK)(att, n, PETSC_TRUE, dqb, dkv); /* rotary positions: dQ, dK of the projection = R^T (those of R Q, R K) */
-  if (dx) PetscCall(ATT_NAME(AttentionProjectTranspose)(att, n, W + ATT_WIN(E, Ew), dqb, dkv, 0, dx));
-  if (dtheta) PetscCall(ATT_NAME(AttentionProjectGradient)(att, n, x, dqb, dkv, wgrad, dtheta + ATT_WIN(E, Ew), dtheta + ATT_BIN(E, Ew)));
+  if (dx) PetscCall(ATT_NAME(AttentionProjectTranspose)(att, layer->gemm, n, W + ATT_WIN(E, Ew), dqb, dkv, 0, dx));
+  if (dtheta) PetscCall(ATT_NAME(AttentionProjectGradient)(att, layer->gemm, n, x, dqb, dkv, wgrad, dtheta + ATT_WIN(E, Ew), dtheta + ATT_BIN(E, Ew)));
   PetscCall(PetscLogFlops((nQ + 2.0 * n * att->T) * E * Ew * (dtheta ? 4 : 2) + 2.0 * nQ * E * Ew * (dtheta ? 2 : 1) + AttentionPairFlops(att, n, 10.0)));
   PetscFunctionReturn(0);
 }
@@ -489,6 +494,7 @@ static PetscErrorCode ATT_NAME(LayerJVP_Attention)(Layer layer, PetscInt n, cons
   const PetscInt   E = att->E, Ew = att->Ew, nQ = n * att->nq;
   const ATT_T     *W, *dW = NULL;
   ATT_T           *qb = NULL, *kv = NULL, *o = NULL, *lse = NULL, *tiles = NULL, *dO, *dqb, *dkv, *wgrad;
+  ATT_NAME(LayerGemmEpilogue) onbackend = {NULL, NULL, NULL, NULL, layer->gemm}; /* no output pass, the backend only */
 
   PetscFunctionBegin;
   if (!n) PetscFunctionReturn(0);
@@ -500,13 +506,13 @@ static PetscErrorCode ATT_NAME(LayerJVP_Attention)(Layer layer, PetscInt n, cons
   PetscCall(ATT_NAME(AttentionEnsureState)(layer, n, "jvp", W, x, &qb, &kv, &o, &lse, &tiles));
   PetscCall(ATT_NAME(AttentionWork)(layer, n, &dO, &dqb, &dkv, &wgrad));
   if (dtheta) PetscCall(ATT_NAME(AttentionDirection)(layer, dtheta, &dW));
-  if (dx) PetscCall(ATT_NAME(AttentionProject)(att, n, W + ATT_WIN(E, Ew), NULL, dx, 0, dqb, dkv));
-  if (dW) PetscCall(ATT_NAME(AttentionProject)(att, n, dW + ATT_WIN(E, Ew), dW + ATT_BIN(E, Ew), x, dx ? 1 : 0, dqb, dkv));
+  if (dx) PetscCall(ATT_NAME(AttentionProject)(att, layer->gemm, n, W + ATT_WIN(E, Ew), NULL, dx, 0, dqb, dkv));
+  if (dW) PetscCall(ATT_NAME(AttentionProject)(att, layer->gemm, n, dW + ATT_WIN(E, Ew), dW + ATT_BIN(E, Ew), x, dx ? 1 : 0, dqb, dkv));
   ATT_NAME(AttentionRotateQK)(att, n, PETSC_FALSE, dqb, dkv); /* rotary positions: the tangents of R Q, R K */
   ATT_PAIRS(att, n, tiles, att->tilesize * sizeof(ATT_T), ATT_NAME(AttentionJVPPair)(att, s, h, qb, kv, o, lse, dqb, dkv, dO, NULL, (ATT_T *)pw_));
-  PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'T', 'N', E, nQ, Ew, W + ATT_WO(E, Ew), Ew, dO, Ew, 0, dy, E, NULL));
+  PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'T', 'N', E, nQ, Ew, W + ATT_WO(E, Ew), Ew, dO, Ew, 0, dy, E, &onbackend));
   if (dW) {
-    ATT_NAME(LayerGemmEpilogue) ep = {NULL, att->outbias ? dW + ATT_BO(E, Ew) : NULL, NULL, NULL};
+    ATT_NAME(LayerGemmEpilogue) ep = {NULL, att->outbias ? dW + ATT_BO(E, Ew) : NULL, NULL, NULL, layer->gemm};
 
     PetscCall(ATT_NAME(LayerGemm)(PETSC_TRUE, 'T', 'N', E, nQ, Ew, dW + ATT_WO(E, Ew), Ew, o, Ew, 1, dy, E, &ep));
   }
