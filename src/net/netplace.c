@@ -1391,7 +1391,8 @@ PetscErrorCode NetPlaceSOWantInput_Private(Net net, PetscBool wantinput)
                tangent slot k + 1, which the backward walk completed (the later groups' contributions added)
 
    The sums of x^T x and dy^T dy over the ranks are then one rank's: each sample's rows are on exactly one rank of the
-   node's group. GPipe only: 1F1B keeps K micro-batches' rows in slots, reused before the walk ends. */
+   node's group. GPipe only, or 1F1B without slots (M <= S): with more micro-batches 1F1B keeps K = S micro-batches'
+   rows in slots, reused before the walk ends, and is refused. */
 
 /* the move buffer src of rows rows x size entries of the store's element type, as double: itself in double, else a
    widened copy in *wide (allocated here, freed by NetPlaceRestoreNodeArrays_Private()) */
