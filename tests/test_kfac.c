@@ -21,6 +21,12 @@ static const char help[] = "K-FAC (src/optim/kfac*.c): the blockwise inverse aga
                            "                    must fail naming both modes (an _error test)\n"
                            "  -case uncovered : kfac on a network with batchnorm must fail naming the layer (an _error test)\n"
                            "  -case nonet     : kfac without a Net must fail (an _error test)\n"
+                           "  -case placed    : 6 kfac steps as in -case ranks on a placed Net (the factors' statistics read in each node's\n"
+                           "                    group layout, from the moves' buffers where a value crosses groups) equal the unplaced\n"
+                           "                    run on PETSC_COMM_SELF to 1e-12, and the ranks hold disjoint factors adding up to one\n"
+                           "                    copy: -kfac_stages S -kfac_microbatches M [-kfac_schedule 1f1b] (the conv network of\n"
+                           "                    -case ranks in S stages), or -kfac_subgraph (a graph of a conv branch and a dense\n"
+                           "                    branch from the input, -net_parallel subgraph); -samples N: the batch (default 12)\n"
                            "  -case grid      : K-FAC's F^{-1} g of a conv2d Net (conv3d with -kfac_conv3d) on 3 fields of a DMDA in grid\n"
                            "                    mode equals that of the same Net in batch mode on one rank to 1e-11; with\n"
                            "                    -net_spatial_groups 2 -layer2_partition 2x1 it must fail (an _error test)\n";
@@ -37,10 +43,21 @@ static const char help[] = "K-FAC (src/optim/kfac*.c): the blockwise inverse aga
 static NetParallelType parallel = NET_PARALLEL_REPLICATED; /* -kfac_parallel: the mode of the Nets of ProblemCreate() */
 static PetscBool       conv3d   = PETSC_FALSE;             /* -kfac_conv3d: -case ranks on the conv3d network */
 
-/* the network of -case ranks: conv2d (default) or conv3d (-kfac_conv3d) */
+/* -case placed: the placement ProblemCreate() gives the Nets on PETSC_COMM_WORLD while place is set */
+static struct {
+  PetscBool           place, subgraph;
+  PetscInt            stages, micro;
+  NetPipelineSchedule schedule;
+} placement = {PETSC_FALSE, PETSC_FALSE, 1, 1, NET_PIPELINE_GPIPE};
+
+/* the network of -case ranks: conv2d (default) or conv3d (-kfac_conv3d); -case placed -kfac_subgraph: a graph whose two
+   branches from the input (a convolution and a dense layer) join before the head */
 static void RanksNet(const char **layers, PetNetShape *in)
 {
-  if (conv3d) {
+  if (placement.subgraph) {
+    *layers = "a=conv2d:4:3:1:1:groups=2<-input;b=tanh;c=flatten;d=dense:6;e=flatten<-input;f=dense:6;g=relu;j=add<-d,g;h=tanh;out=dense:3";
+    *in     = (PetNetShape){3, {6, 6, 2}};
+  } else if (conv3d) {
     *layers = "conv3d:4:3:1:1:groups=2,tanh,conv3d:3:2:2:0,flatten,dense:5,relu,dense:3";
     *in     = (PetNetShape){4, {4, 4, 4, 2}};
   } else {
@@ -67,10 +84,11 @@ static const Case cases[] = {
 /* Everything of one batch: the Net, the loss and the data, and the objective a Tao sees (NetForward, LossEvaluate,
    NetBackward of batch ibatch) */
 typedef struct {
-  Net      net;
-  Loss     loss;
-  PetscInt nbatches, ibatch;
-  Vec      X[3], T[3], Y, dY;
+  Net       net;
+  Loss      loss;
+  PetscInt  nbatches, ibatch;
+  Vec       X[3], T[3], Y, dY;
+  PetscBool fb; /* the pass by LossNetForwardBackward() (a placed Net, as the Trainer takes it: 1F1B needs it) */
 } Problem;
 
 static PetscErrorCode ProblemObjective(Tao tao, Vec x, PetscReal *f, Vec G, void *ctx)
@@ -79,6 +97,11 @@ static PetscErrorCode ProblemObjective(Tao tao, Vec x, PetscReal *f, Vec G, void
 
   PetscFunctionBegin;
   PetscCall(NetSetParameters(p->net, x));
+  if (p->fb) {
+    PetscCall(VecZeroEntries(G));
+    PetscCall(LossNetForwardBackward(p->loss, p->net, p->X[p->ibatch], p->T[p->ibatch], p->Y, f, NULL, G));
+    PetscFunctionReturn(0);
+  }
   PetscCall(NetForward(p->net, p->X[p->ibatch], p->Y));
   PetscCall(LossEvaluate(p->loss, p->Y, p->T[p->ibatch], f, p->dY));
   PetscCall(VecZeroEntries(G));
@@ -105,10 +128,20 @@ static PetscErrorCode ProblemCreate(MPI_Comm comm, const char layers[], const Pe
   PetscFunctionBegin;
   PetscCall(PetscMemzero(p, sizeof(*p)));
   PetscCall(NetCreate(comm, &p->net));
-  PetscCall(NetSetLayers(p->net, layers));
+  if (strstr(layers, "<-"))
+    PetscCall(NetSetGraph(p->net, layers)); /* a graph of named nodes */
+  else
+    PetscCall(NetSetLayers(p->net, layers));
   PetscCall(NetSetInputShape(p->net, in));
   PetscCall(NetSetSeed(p->net, 7));
   PetscCall(NetSetParallel(p->net, parallel));
+  if (placement.place && comm == PETSC_COMM_WORLD) { /* -case placed: the Net on PETSC_COMM_WORLD only */
+    PetscCall(NetSetStages(p->net, placement.stages));
+    PetscCall(NetSetMicroBatches(p->net, placement.micro));
+    PetscCall(NetSetPipelineSchedule(p->net, placement.schedule));
+    if (placement.subgraph) PetscCall(NetSetParallel(p->net, NET_PARALLEL_SUBGRAPH));
+    p->fb = PETSC_TRUE;
+  }
   PetscCall(NetSetUp(p->net));
   PetscCall(LossCreate(comm, &p->loss));
   PetscCall(LossSetType(p->loss, LOSSCROSSENTROPY));
@@ -515,7 +548,7 @@ static PetscErrorCode CheckInverse(void)
 
 /* nsteps kfac steps on comm with n local samples per batch; the final parameters gathered, and the mean loss over
    the batches before (loss[0]) and after (loss[1]) */
-static PetscErrorCode RunKFAC(MPI_Comm comm, PetscInt N, PetscInt n, PetscInt nsteps, PetscScalar **theta, PetscReal *norm, PetscReal loss[2])
+static PetscErrorCode RunKFAC(MPI_Comm comm, PetscInt N, PetscInt n, PetscInt nsteps, PetscScalar **theta, PetscReal *norm, PetscReal loss[2], PetscInt64 *held, PetscInt64 *onecopy)
 {
   const char *layers;
   PetNetShape in;
@@ -547,6 +580,7 @@ static PetscErrorCode RunKFAC(MPI_Comm comm, PetscInt N, PetscInt n, PetscInt ns
       PetscCall(PetNetTaoKFACSetKLClip(tao, 1e-2));
       PetscCall(TaoSetMaximumIterations(tao, nsteps));
       PetscCall(TaoSolve(tao));
+      if (held) PetscCall(PetNetTaoKFACGetFactorEntries(tao, held, onecopy));
     }
     loss[w] = 0;
     for (PetscInt b = 0; b < p.nbatches; b++) {
@@ -574,8 +608,8 @@ static PetscErrorCode CheckRanks(void)
 
   PetscFunctionBegin;
   PetscCall(PetscSplitOwnership(PETSC_COMM_WORLD, &n, &N));
-  PetscCall(RunKFAC(PETSC_COMM_WORLD, N, n, nsteps, &tw, &nw, lw));
-  PetscCall(RunKFAC(PETSC_COMM_SELF, N, N, nsteps, &ts, &ns, ls));
+  PetscCall(RunKFAC(PETSC_COMM_WORLD, N, n, nsteps, &tw, &nw, lw, NULL, NULL));
+  PetscCall(RunKFAC(PETSC_COMM_SELF, N, N, nsteps, &ts, &ns, ls, NULL, NULL));
   {
     Problem     p;
     PetNetShape in;
@@ -593,6 +627,66 @@ static PetscErrorCode CheckRanks(void)
     PetscCheck(lw[1] <= 0.9 * lw[0], PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%" PetscInt_FMT " kfac steps took the mean loss from %g to %g, not below 0.9 of it", nsteps, (double)lw[0], (double)lw[1]);
     PetscCall(PetscPrintf(PETSC_COMM_WORLD, "mean loss over the batches %.6f -> %.6f (<= 0.9 of it)\n", (double)lw[0], (double)lw[1]));
   }
+  PetscCall(PetscFree(tw));
+  PetscCall(PetscFree(ts));
+  PetscFunctionReturn(0);
+}
+
+/*
+  K-FAC on a placed Net (-case placed): the same 6 kfac steps on PETSC_COMM_WORLD in stages of micro-batches, or with
+  the branches of a graph on groups of their own, and unplaced on PETSC_COMM_SELF. The statistics sum each node's rows
+  in its group's layout (n = 0 outside the group) and the factors sit with the blocks' owners (no rank's copy holds
+  every parameter): equal to 1e-12, and the held factor entries add up to one copy.
+*/
+static PetscErrorCode CheckPlaced(void)
+{
+  MPI_Comm     comm = PETSC_COMM_WORLD;
+  PetscInt     N = 12, n = PETSC_DECIDE, nparams, nsteps = 6;
+  PetscScalar *tw, *ts;
+  PetscReal    nw, ns, err, lw[2], ls[2];
+  PetscInt64   held, onecopy, sum;
+  PetscBool    show = PETSC_FALSE;
+  PetscMPIInt  size;
+
+  PetscFunctionBegin;
+  PetscCallMPI(MPI_Comm_size(comm, &size));
+  PetscCall(PetscOptionsGetInt(NULL, NULL, "-samples", &N, NULL));
+  PetscCall(PetscOptionsGetInt(NULL, NULL, "-kfac_stages", &placement.stages, NULL));
+  PetscCall(PetscOptionsGetInt(NULL, NULL, "-kfac_microbatches", &placement.micro, NULL));
+  PetscCall(PetscOptionsGetEnum(NULL, NULL, "-kfac_schedule", NetPipelineSchedules, (PetscEnum *)&placement.schedule, NULL));
+  PetscCall(PetscOptionsGetBool(NULL, NULL, "-kfac_subgraph", &placement.subgraph, NULL));
+  PetscCall(PetscOptionsGetBool(NULL, NULL, "-show_errors", &show, NULL));
+  PetscCall(PetscSplitOwnership(comm, &n, &N));
+  placement.place = PETSC_TRUE;
+  PetscCall(RunKFAC(comm, N, n, nsteps, &tw, &nw, lw, &held, &onecopy));
+  placement.place = PETSC_FALSE;
+  PetscCall(RunKFAC(PETSC_COMM_SELF, N, N, nsteps, &ts, &ns, ls, NULL, NULL));
+  {
+    Problem     p;
+    PetNetShape in;
+    const char *layers;
+
+    RanksNet(&layers, &in);
+    PetscCall(ProblemCreate(PETSC_COMM_SELF, layers, &in, 1, 1, 1, &p));
+    PetscCall(NetGetNumParameters(p.net, &nparams));
+    PetscCall(ProblemDestroy(&p));
+  }
+  err = ArrayRelErr(nparams, tw, ts);
+  if (show) PetscCall(PetscPrintf(comm, "  measured: %g relative\n", (double)err));
+  PetscCheck(err <= 1e-12, comm, PETSC_ERR_PLIB, "After %" PetscInt_FMT " kfac steps the parameters of the placed Net differ from those of the unplaced one on PETSC_COMM_SELF by %g relative", nsteps, (double)err);
+  PetscCallMPI(MPI_Allreduce(&held, &sum, 1, MPIU_INT64, MPI_SUM, comm));
+  if (placement.stages > 1 || placement.subgraph) /* nodes on groups of ranks: each block's factors on its owner */
+    PetscCheck(sum == onecopy, comm, PETSC_ERR_PLIB, "With nodes on groups of ranks the ranks hold %" PetscInt64_FMT " factor entries in all, not one copy (%" PetscInt64_FMT ")", sum, onecopy);
+  else /* micro-batches alone: every node on every rank, whose copy holds every parameter (replicated placement) */
+    PetscCheck(held == onecopy, PETSC_COMM_SELF, PETSC_ERR_PLIB, "With every node on every rank a rank holds %" PetscInt64_FMT " factor entries, not one copy (%" PetscInt64_FMT ")", held, onecopy);
+  if (placement.subgraph)
+    PetscCall(PetscPrintf(comm, "-net_parallel subgraph, %d ranks", size));
+  else
+    PetscCall(PetscPrintf(comm, "stages %" PetscInt_FMT ", micro-batches %" PetscInt_FMT " (%s), %d ranks", placement.stages, placement.micro, NetPipelineSchedules[placement.schedule], size));
+  PetscCall(PetscPrintf(comm, ": %" PetscInt_FMT " kfac steps, %" PetscInt_FMT " parameters: |theta| = %.10f equals one unplaced rank's to 1e-12; factor entries: one copy %" PetscInt64_FMT ", held per rank:", nsteps, nparams, (double)nw, onecopy));
+  PetscCall(PetscSynchronizedPrintf(comm, " %" PetscInt64_FMT, held));
+  PetscCall(PetscSynchronizedFlush(comm, PETSC_STDOUT));
+  PetscCall(PetscPrintf(comm, "\n"));
   PetscCall(PetscFree(tw));
   PetscCall(PetscFree(ts));
   PetscFunctionReturn(0);
@@ -807,7 +901,7 @@ static PetscErrorCode CheckGrid(void)
   const PetscInt     nf = 3, C = 2, CO = 3, nsd = conv3d ? 3 : 2;
   const PetscInt     ext[3] = {conv3d ? 4 : 1, conv3d ? 4 : 6, 5}; /* z, y, x */
   const char        *layers = conv3d ? "conv3d:4:3:1:1:groups=2,tanh,conv3d:3:3:1:1" : "conv2d:4:3:1:1:groups=2,tanh,conv2d:3:3:1:1";
-  const PetscInt     npts = ext[0] * ext[1] * ext[2];
+  const PetscInt     npts   = ext[0] * ext[1] * ext[2];
   Net                bnet, gnet;
   DM                 da;
   PetNetShape        in;
@@ -865,8 +959,10 @@ static PetscErrorCode CheckGrid(void)
   PetscCall(NetSetSeed(gnet, 7));
   PetscCall(NetSetFromOptions(gnet)); /* kfac_grid_partition_error: -net_spatial_groups 2 -layer2_partition 2x1 */
   PetscCall(NetGetSpatialComm(gnet, &gcomm));
-  if (nsd == 3) PetscCall(DMDACreate3d(gcomm, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DMDA_STENCIL_BOX, ext[2], ext[1], ext[0], PETSC_DECIDE, PETSC_DECIDE, PETSC_DECIDE, C, 0, NULL, NULL, NULL, &da));
-  else PetscCall(DMDACreate2d(gcomm, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DMDA_STENCIL_BOX, ext[2], ext[1], PETSC_DECIDE, PETSC_DECIDE, C, 0, NULL, NULL, &da));
+  if (nsd == 3)
+    PetscCall(DMDACreate3d(gcomm, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DMDA_STENCIL_BOX, ext[2], ext[1], ext[0], PETSC_DECIDE, PETSC_DECIDE, PETSC_DECIDE, C, 0, NULL, NULL, NULL, &da));
+  else
+    PetscCall(DMDACreate2d(gcomm, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DMDA_STENCIL_BOX, ext[2], ext[1], PETSC_DECIDE, PETSC_DECIDE, C, 0, NULL, NULL, &da));
   PetscCall(DMSetUp(da));
   PetscCall(NetSetGrid(gnet, da));
   PetscCall(NetSetUp(gnet));
@@ -896,7 +992,7 @@ static PetscErrorCode CheckGrid(void)
           for (PetscInt c = 0; c < CO; c++) {
             const PetscInt g = (((f * ext[0] + z) * ext[1] + y) * ext[2] + x) * CO + c;
 
-            erry          = PetscMax(erry, PetscAbsScalar(yg[r * CO + c] - yb[g]));
+            erry            = PetscMax(erry, PetscAbsScalar(yg[r * CO + c] - yb[g]));
             dyg[r * CO + c] = (yg[r * CO + c] - tt[g]) / nf;
           }
   PetscCall(VecRestoreArrayWrite(dYg, &dyg));
@@ -926,7 +1022,8 @@ static PetscErrorCode CheckGrid(void)
   PetscCall(VecRestoreArrayRead(Pb, &pb));
   PetscCheck(erry <= 1e-12 && errg <= 1e-12 * gnrm, comm, PETSC_ERR_PLIB, "%s: grid mode's outputs or gradient differ from batch mode's (%g, %g relative): the set-up is wrong", layers, (double)erry, (double)(errg / gnrm));
   PetscCheck(errp <= 1e-11, comm, PETSC_ERR_PLIB, "%s: K-FAC's F^{-1} g in grid mode differs from batch mode's by %g relative (|F^{-1} g| %g in grid mode, %g in batch mode)", layers, (double)errp, (double)nrm, (double)nrmb);
-  PetscCall(PetscPrintf(comm, "%s on %" PetscInt_FMT " fields of a %s DMDA in grid mode: outputs and gradient equal batch mode's on one rank to 1e-12, K-FAC's F^{-1} g to 1e-11 relative (|F^{-1} g| = %.6e)\n", layers, nf, conv3d ? "5x4x4" : "5x6", (double)nrmb));
+  PetscCall(PetscPrintf(comm, "%s on %" PetscInt_FMT " fields of a %s DMDA in grid mode: outputs and gradient equal batch mode's on one rank to 1e-12, K-FAC's F^{-1} g to 1e-11 relative (|F^{-1} g| = %.6e)\n", layers, nf, conv3d ? "5x4x4" : "5x6",
+                        (double)nrmb));
   PetscCall(PetscFree3(xt, tt, th));
   PetscCall(VecDestroy(&Xb));
   PetscCall(VecDestroy(&Yb));
@@ -972,6 +1069,8 @@ int main(int argc, char **argv)
   if (flg) PetscCall(CheckBadInput(PETSC_FALSE));
   PetscCall(PetscStrcmp(which, "grid", &flg));
   if (flg) PetscCall(CheckGrid());
+  PetscCall(PetscStrcmp(which, "placed", &flg));
+  if (flg) PetscCall(CheckPlaced());
   PetscCall(PetscFinalize());
   return 0;
 }

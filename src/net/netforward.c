@@ -835,7 +835,7 @@ PetscErrorCode NetJVP(Net net, Vec dX, Vec dtheta, Vec dY)
 - k   - the node
 
   Output Parameters:
-+ n  - the samples of node k's input on this rank, or NULL
++ n  - the samples of node k's input on this rank (placed: its rows of the node's group, below), or NULL
 . x  - its input values, [n][input size], or NULL if not wanted
 - dy - the cotangent of its output from the last NetBackward(), [n][output size] (in grid mode the output's own count), or
        NULL if not wanted
@@ -844,9 +844,16 @@ PetscErrorCode NetJVP(Net net, Vec dX, Vec dtheta, Vec dY)
   The arrays are the Net's own in double precision and widened copies in single and bfloat16; they stay valid until
   NetRestoreNodeArraysRead(), which must come before any other call on the Net. Read them, do not write.
 
+  On a placed Net (-net_stages, -net_microbatches, entry@s, entry@ranks=a:b, -net_parallel subgraph) they are node k's
+  rows in the layout of its group of ranks, as it computed them: every micro-batch's rows this rank holds, micro-batch
+  after micro-batch (n their count), read from the buffers of the moves where its input comes from another group or its
+  output goes to the caller; a rank outside the group gets n = 0 and NULL arrays. Each sample is on exactly one rank, so
+  sums over the rows and then over the Net's ranks (K-FAC's factors) are those of the unplaced Net. With
+  -net_pipeline_schedule 1f1b a stage keeps only some micro-batches' values, and this is refused.
+
   Level: developer
 
-.seealso: `NetRestoreNodeArraysRead()`, `NetForward()`, `NetBackward()`, `NetSetPrecision()`
+.seealso: `NetRestoreNodeArraysRead()`, `NetForward()`, `NetBackward()`, `NetSetPrecision()`, `NetSetStages()`, `NetGetNodeRanks()`
 @*/
 PetscErrorCode NetGetNodeArraysRead(Net net, PetscInt k, PetscInt *n, const PetscScalar **x, const PetscScalar **dy)
 {
@@ -859,14 +866,12 @@ PetscErrorCode NetGetNodeArraysRead(Net net, PetscInt k, PetscInt *n, const Pets
              "NetGetNodeArraysRead() hands out a node's values split by samples, but node %s %s the column block of a tensor-parallel MLP pair (each rank holds its columns of all samples of its group; no rank holds its samples whole): run what "
              "reads node values (K-FAC: -tao_type kfac, -trainer_hessian_pc kfac) with -net_parallel model or sharded, which keep every value split by samples",
              net->nodes[k].name, x && net->ventries[net->nodes[k].in[0] + 1] ? "reads" : "writes");
-  PetscCheck(
-      !net->pl, PetscObjectComm((PetscObject)net), PETSC_ERR_SUP,
-      "NetGetNodeArraysRead() hands out a node's values split by samples like the batch, but a placed Net (-net_stages, -net_microbatches, entry@s, entry@ranks=a:b, -net_parallel subgraph) keeps node %s's values on its own group of ranks, in its "
-      "split of the micro-batches, so no rank holds its input values and output cotangents side by side. K-FAC (-tao_type kfac, -trainer_hessian_pc kfac) reads them, and its factors per group are not built yet: train the placed Net "
-      "with a first-order type (-tao_type adam, ...) or a Newton type with the Gauss-Newton operator (-tao_type nls -trainer_hessian gn), or drop the placement",
-      net->nodes[k].name);
-  if (n) *n = NetNodeCount(net, k);
   PetscCall(NetStore(net)->nextnode(net));
+  if (net->pl) { /* placed: the node's rows in its group's layout, some from the moves' buffers (netplace.c) */
+    PetscCall(NetPlaceGetNodeArrays_Private(net, k, n, x, dy));
+    PetscFunctionReturn(0);
+  }
+  if (n) *n = NetNodeCount(net, k);
   if (x) PetscCall(NetStore(net)->get(net, NET_SLOT_VALUE, net->nodes[k].in[0] + 1, NET_READ, NET_ELEM_DOUBLE, (void **)x));
   if (dy) PetscCall(NetStore(net)->get(net, NET_SLOT_TANGENT, k + 1, NET_READ, NET_ELEM_DOUBLE, (void **)dy));
   PetscFunctionReturn(0);
@@ -894,8 +899,12 @@ PetscErrorCode NetRestoreNodeArraysRead(Net net, PetscInt k, PetscInt *n, const 
 {
   PetscFunctionBegin;
   PetscValidHeaderSpecific(net, NET_CLASSID, 1);
-  if (dy) PetscCall(NetStore(net)->restore(net, NET_SLOT_TANGENT, k + 1, NET_READ, NET_ELEM_DOUBLE, (void **)dy));
-  if (x) PetscCall(NetStore(net)->restore(net, NET_SLOT_VALUE, net->nodes[k].in[0] + 1, NET_READ, NET_ELEM_DOUBLE, (void **)x));
+  if (net->pl)
+    PetscCall(NetPlaceRestoreNodeArrays_Private(net, k, x, dy));
+  else {
+    if (dy) PetscCall(NetStore(net)->restore(net, NET_SLOT_TANGENT, k + 1, NET_READ, NET_ELEM_DOUBLE, (void **)dy));
+    if (x) PetscCall(NetStore(net)->restore(net, NET_SLOT_VALUE, net->nodes[k].in[0] + 1, NET_READ, NET_ELEM_DOUBLE, (void **)x));
+  }
   PetscCall(NetStore(net)->nextnode(net));
   PetscFunctionReturn(0);
 }

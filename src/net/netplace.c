@@ -130,6 +130,9 @@ typedef struct {
      of a batch; the tangents' moves run on their own duplicate of the communicator */
   char   **tan;
   MPI_Comm tcomm;
+  /* NetGetNodeArraysRead() on a store of float or bfloat16 entries: the widened copies of a node's rows that came from
+     a move's buffer (its input's dval, the last node's output cotangent dcot), made by the get and freed by the restore */
+  PetscScalar *wide[2];
 } NetPlace;
 
 static PetscInt NetPlaceLayoutOfValue(Net net, PetscInt v)
@@ -739,6 +742,8 @@ PetscErrorCode NetPlaceReset_Private(Net net)
   PetscCall(PetscFree(pl->fwork));
   PetscCall(PetscFree(pl->fwdm));
   PetscCall(PetscFree(pl->rwork));
+  PetscCall(PetscFree(pl->wide[0]));
+  PetscCall(PetscFree(pl->wide[1]));
   if (pl->comm != MPI_COMM_NULL && pl->comm) PetscCallMPI(MPI_Comm_free(&pl->comm));
   if (pl->tcomm != MPI_COMM_NULL && pl->tcomm) PetscCallMPI(MPI_Comm_free(&pl->tcomm));
   PetscCall(PetscFree(net->pl));
@@ -1373,6 +1378,88 @@ PetscErrorCode NetPlaceSOWantInput_Private(Net net, PetscBool wantinput)
 {
   PetscFunctionBegin;
   ((NetPlace *)net->pl)->wantdx = wantinput;
+  PetscFunctionReturn(0);
+}
+
+/* ------------------------------------------------------------------------------------------------------------------
+   NetGetNodeArraysRead() on a placed Net (K-FAC's statistics): node k's input values and output cotangent of the last
+   NetForward() and NetBackward(), whole batch, in the layout of the node's group (this rank's rows of every micro-batch,
+   micro-batch after micro-batch, as the node computed them; none on a rank outside the group). Where they live:
+
+     input     from another layout (always the Net's input): the move's receive buffer dval;   else the store's value
+     cotangent of the last node (its output is the public value L): the output move's dcot;   else the store's
+               tangent slot k + 1, which the backward walk completed (the later groups' contributions added)
+
+   The sums of x^T x and dy^T dy over the ranks are then one rank's: each sample's rows are on exactly one rank of the
+   node's group. GPipe only, or 1F1B without slots (M <= S): with more micro-batches 1F1B keeps K = S micro-batches'
+   rows in slots, reused before the walk ends, and is refused. */
+
+/* the move buffer src of rows rows x size entries of the store's element type, as double: itself in double, else a
+   widened copy in *wide (allocated here, freed by NetPlaceRestoreNodeArrays_Private()) */
+static PetscErrorCode NetPlaceWidenRows(NetPlace *pl, const char *src, PetscInt rows, PetscInt size, PetscScalar **wide, const PetscScalar **a)
+{
+  const size_t cnt = (size_t)rows * (size_t)size;
+
+  PetscFunctionBegin;
+  if (pl->es == sizeof(PetscScalar)) {
+    *a = (const PetscScalar *)src;
+    PetscFunctionReturn(0);
+  }
+  PetscCall(PetscMalloc1(cnt, wide));
+  if (pl->es == sizeof(float))
+    for (size_t i = 0; i < cnt; i++) (*wide)[i] = ((const float *)src)[i];
+  else
+    for (size_t i = 0; i < cnt; i++) (*wide)[i] = NetBF16ToFloat(((const uint16_t *)src)[i]);
+  *a = *wide;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode NetPlaceGetNodeArrays_Private(Net net, PetscInt k, PetscInt *n, const PetscScalar **x, const PetscScalar **dy)
+{
+  NetPlace          *pl = (NetPlace *)net->pl;
+  const PetscInt     L = net->nlayers, e = pl->movein[k * pl->maxin], rows = NetPlaceLocalRows(pl, pl->group[k], 0);
+  const Layer        l     = net->layers[k];
+  const NetStoreOps *store = NetStore(net);
+
+  PetscFunctionBegin;
+  PetscCheck(!pl->K, PetscObjectComm((PetscObject)net), PETSC_ERR_SUP,
+             "With -net_pipeline_schedule 1f1b a stage keeps only %" PetscInt_FMT " of the %" PetscInt_FMT
+             " micro-batches' values at a time, so no rank holds node %s's input values and output cotangents of the whole batch after the pass, which NetGetNodeArraysRead() hands out (K-FAC: -tao_type kfac, -trainer_hessian_pc kfac reads "
+             "them): use -net_pipeline_schedule gpipe, or at most -net_stages micro-batches",
+             pl->K, pl->M, net->nodes[k].name);
+  if (n) *n = rows;
+  if (x) *x = NULL;
+  if (dy) *dy = NULL;
+  if (!NetPlaceInGroup(pl, pl->group[k], pl->rank)) PetscFunctionReturn(0); /* no rows here */
+  if (x) {
+    if (e >= 0)
+      PetscCall(NetPlaceWidenRows(pl, pl->moves[e].dval, rows, l->insizes[0], &pl->wide[0], x));
+    else
+      PetscCall(store->get(net, NET_SLOT_VALUE, net->nodes[k].in[0] + 1, NET_READ, NET_ELEM_DOUBLE, (void **)x));
+  }
+  if (dy) {
+    if (k == L - 1)
+      PetscCall(NetPlaceWidenRows(pl, pl->moves[pl->nmoves - 1].dcot, rows, l->outsize, &pl->wide[1], dy));
+    else
+      PetscCall(store->get(net, NET_SLOT_TANGENT, k + 1, NET_READ, NET_ELEM_DOUBLE, (void **)dy));
+  }
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode NetPlaceRestoreNodeArrays_Private(Net net, PetscInt k, const PetscScalar **x, const PetscScalar **dy)
+{
+  NetPlace          *pl    = (NetPlace *)net->pl;
+  const NetStoreOps *store = NetStore(net);
+
+  PetscFunctionBegin;
+  if (NetPlaceInGroup(pl, pl->group[k], pl->rank)) {
+    if (dy && k < net->nlayers - 1) PetscCall(store->restore(net, NET_SLOT_TANGENT, k + 1, NET_READ, NET_ELEM_DOUBLE, (void **)dy));
+    if (x && pl->movein[k * pl->maxin] < 0) PetscCall(store->restore(net, NET_SLOT_VALUE, net->nodes[k].in[0] + 1, NET_READ, NET_ELEM_DOUBLE, (void **)x));
+  }
+  PetscCall(PetscFree(pl->wide[0]));
+  PetscCall(PetscFree(pl->wide[1]));
+  if (x) *x = NULL;
+  if (dy) *dy = NULL;
   PetscFunctionReturn(0);
 }
 

@@ -45,11 +45,13 @@ static PetscErrorCode TaoOptimCheck_KFAC(Tao tao)
   PetscCall(VecGetSize(tao->solution, &N));
   PetscCheck(N == nparams, PetscObjectComm((PetscObject)tao), PETSC_ERR_ARG_INCOMP,
              "The kfac optimizer's solution has %" PetscInt_FMT " entries, but its Net has %" PetscInt_FMT " parameters: the solution must be the parameters of the Net given to PetNetTaoKFACSetNet()", N, nparams);
-  if (kf->kfac) { /* the factors are placed for the Net's parallel mode: a new mode places them anew */
+  if (kf->kfac) { /* the factors are placed for the Net's parallel mode and groups of ranks: new ones place them anew */
     NetParallelType parallel;
+    PetscBool       groups;
 
     PetscCall(NetGetParallel(kf->net, &parallel));
-    if (parallel != kf->kfac->parallel) PetscCall(PetNetKFACDestroy(&kf->kfac));
+    PetscCall(PetNetKFACNetOnGroups(kf->net, &groups));
+    if (parallel != kf->kfac->parallel || groups != kf->kfac->groups) PetscCall(PetNetKFACDestroy(&kf->kfac));
   }
   if (!kf->kfac) PetscCall(PetNetKFACCreate(kf->net, kf->uncoveredgradient, "-tao_kfac_uncovered_gradient", &kf->kfac));
   PetscCall(PetNetKFACSetDamping(kf->kfac, kf->damping));

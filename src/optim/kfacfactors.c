@@ -67,29 +67,64 @@ static PetscErrorCode PetNetKFACUncoveredError(Net net, PetscInt k, const char o
 static PetscErrorCode KFACConvPatchLayout(Layer layer, PetscBool is3d, PetscInt *G, PetscInt *kg, PetscInt *pixels, PetscBool *bias)
 {
   PetscFunctionBegin;
-  if (is3d) PetscCall(LayerConv3dGetPatchLayout(layer, G, kg, pixels, bias));
-  else PetscCall(LayerConv2dGetPatchLayout(layer, G, kg, pixels, bias));
+  if (is3d)
+    PetscCall(LayerConv3dGetPatchLayout(layer, G, kg, pixels, bias));
+  else
+    PetscCall(LayerConv2dGetPatchLayout(layer, G, kg, pixels, bias));
   PetscFunctionReturn(0);
 }
 
 static PetscErrorCode KFACConvPatches(Layer layer, PetscBool is3d, PetscInt n, const PetscScalar *x, PetscScalar *col)
 {
   PetscFunctionBegin;
-  if (is3d) PetscCall(LayerConv3dGetPatches(layer, n, x, col));
-  else PetscCall(LayerConv2dGetPatches(layer, n, x, col));
+  if (is3d)
+    PetscCall(LayerConv3dGetPatches(layer, n, x, col));
+  else
+    PetscCall(LayerConv2dGetPatches(layer, n, x, col));
   PetscFunctionReturn(0);
 }
 
-/* The factors are placed for the Net's parallel mode at creation (KFACSetUpPlacement()) */
+/*
+  Whether a parameterised node of the Net runs on a group of ranks smaller than the Net's (a placed Net: -net_stages,
+  entry@s, entry@ranks=a:b): then only its group's ranks hold its parameters in their copy (the broadcast gathers each
+  rank's own nodes' runs), and theta's ownership follows the groups. The same answer on every rank.
+*/
+PetscErrorCode PetNetKFACNetOnGroups(Net net, PetscBool *groups)
+{
+  PetscMPIInt size;
+  PetscInt    nlayers;
+
+  PetscFunctionBegin;
+  *groups = PETSC_FALSE;
+  PetscCallMPI(MPI_Comm_size(PetscObjectComm((PetscObject)net), &size));
+  PetscCall(NetGetNumLayers(net, &nlayers));
+  for (PetscInt l = 0; l < nlayers && !*groups; l++) {
+    Layer    layer;
+    PetscInt first, n;
+
+    PetscCall(NetGetLayer(net, l, &layer));
+    if (!layer->nparams) continue;
+    PetscCall(NetGetNodeRanks(net, l, &first, &n));
+    *groups = (PetscBool)(n < size);
+  }
+  PetscFunctionReturn(0);
+}
+
+/* The factors are placed for the Net's parallel mode and groups at creation (KFACSetUpPlacement()) */
 static PetscErrorCode KFACCheckMode(PetNetKFAC k)
 {
   NetParallelType parallel;
+  PetscBool       groups;
 
   PetscFunctionBegin;
   PetscCall(NetGetParallel(k->net, &parallel));
   PetscCheck(parallel == k->parallel, PetscObjectComm((PetscObject)k->net), PETSC_ERR_ARG_WRONGSTATE,
              "The Net went from -net_parallel %s to %s after K-FAC placed its factors for it: set the mode before the first TaoSolve() (a kfac Tao places them anew at its next solve) or before PetNetPCSetKFAC()", NetParallelTypes[k->parallel],
              NetParallelTypes[parallel]);
+  PetscCall(PetNetKFACNetOnGroups(k->net, &groups));
+  PetscCheck(groups == k->groups, PetscObjectComm((PetscObject)k->net), PETSC_ERR_ARG_WRONGSTATE,
+             "The Net's nodes went %s after K-FAC placed its factors for it: place the Net (-net_stages, entry@s, entry@ranks=a:b) before the first TaoSolve() (a kfac Tao places them anew at its next solve) or before PetNetPCSetKFAC()",
+             groups ? "from all ranks to groups of ranks" : "from groups of ranks back to all ranks");
   PetscFunctionReturn(0);
 }
 
@@ -126,9 +161,11 @@ static PetscErrorCode KFACCount(MPI_Comm comm, PetscInt64 n, const char what[], 
 }
 
 /*
-  The placement of the factors (kfacimpl.h): replicated mode keeps every factor on every rank; sharded and model modes
-  give each block to one owner, the rank that owns the most of its weights in the parameter Vec (ties: the lower
-  rank). A block's weights are one run of the Vec and the runs ascend with the blocks, so the owners ascend too.
+  The placement of the factors (kfacimpl.h): replicated mode keeps every factor on every rank; sharded and model modes,
+  and a Net whose nodes run on groups of ranks (-net_stages, entry@ranks=a:b, -net_parallel subgraph: no rank's copy
+  holds every parameter), give each block to one owner, the rank that owns the most of its weights in the parameter
+  Vec (ties: the lower rank; with stages a rank of the block's stage). A block's weights are one run of the Vec and
+  the runs ascend with the blocks, so the owners ascend too.
 */
 static PetscErrorCode KFACSetUpPlacement(PetNetKFAC k)
 {
@@ -144,8 +181,9 @@ static PetscErrorCode KFACSetUpPlacement(PetNetKFAC k)
   PetscCall(NetGetParallel(k->net, &parallel));
   PetscCall(NetGetParameters(k->net, &theta));
   PetscCall(VecGetOwnershipRanges(theta, &ranges));
+  PetscCall(PetNetKFACNetOnGroups(k->net, &k->groups));
   k->parallel = parallel;
-  k->owned    = (PetscBool)(parallel != NET_PARALLEL_REPLICATED);
+  k->owned    = (PetscBool)(parallel != NET_PARALLEL_REPLICATED || k->groups);
   for (PetscInt i = 0; i < k->nblocks; i++) {
     KFACBlock *b    = &k->blocks[i];
     PetscInt   most = -1;
@@ -276,7 +314,7 @@ PetscErrorCode PetNetKFACCreate(Net net, PetscBool uncoveredgradient, const char
         PetscBool bias;
 
         PetscCall(KFACConvPatchLayout(layer, is3d, &G, &kg, &pixels, &bias));
-        if (dm) pixels = 1; /* grid mode: the layer acts at each grid point; a field's output points are counted per pass */
+        if (dm) pixels = 1;             /* grid mode: the layer acts at each grid point; a field's output points are counted per pass */
         cout = layer->outsize / pixels; /* y [pixels][Cout] per sample */
         for (PetscInt g = 0; g < G; g++, nb++) {
           KFACBlock *b;
@@ -452,7 +490,7 @@ static PetscErrorCode KFACSumNode(PetNetKFAC kfac, PetscInt b0, PetscInt b1, Pet
 {
   Net                net  = kfac->net;
   const PetscInt     node = kfac->blocks[b0].node;
-  PetscInt           n = 0, nx, G, kg;
+  PetscInt           n    = 0, nx, G, kg;
   Layer              layer;
   const PetscScalar *x, *dy, *col;
   PetscBool          isdense, is3d;
@@ -477,9 +515,9 @@ static PetscErrorCode KFACSumNode(PetNetKFAC kfac, PetscInt b0, PetscInt b1, Pet
     PetscCall(NetRestoreNodePatches(net, node, NULL, &col));
   }
   PetscCall(NetGetNodeArraysRead(net, node, &nx, &x, &dy)); /* in double at any precision */
-  if (!dm || isdense) n = nx; /* dense in grid mode: one row a point, its input's count (= its output's) */
-  if (isdense && !dm) n *= kfac->blocks[b0].pixels; /* dense:N:tokens: a row a position */
-  if (dm) { /* a sample is a field: the node's output points per field, counted over the ranks */
+  if (!dm || isdense) n = nx;                               /* dense in grid mode: one row a point, its input's count (= its output's) */
+  if (isdense && !dm) n *= kfac->blocks[b0].pixels;         /* dense:N:tokens: a row a position */
+  if (dm) {                                                 /* a sample is a field: the node's output points per field, counted over the ranks */
     PetscInt64 rows = n;
 
     PetscCallMPI(MPIU_Allreduce(MPI_IN_PLACE, &rows, 1, MPIU_INT64, MPI_SUM, PetscObjectComm((PetscObject)net)));
@@ -493,7 +531,7 @@ static PetscErrorCode KFACSumNode(PetNetKFAC kfac, PetscInt b0, PetscInt b1, Pet
     KFACPackUpper(b->na, kfac->full, 1.0, kfac->node + b->noff);
     PetscCall(KFACSumOutputs(b->nout, n, dy, b->nout, kfac->full));
     KFACPackUpper(b->nout, kfac->full, sscale, kfac->node + b->noff + (size_t)b->na * (b->na + 1) / 2);
-  } else if (dm) { /* the A's summed above, side by side in full; S over the same rows of the output's cotangent */
+  } else if (dm) {                        /* the A's summed above, side by side in full; S over the same rows of the output's cotangent */
     const PetscInt cout = layer->outsize; /* one grid point's channels */
 
     off = 0;
@@ -915,8 +953,7 @@ PetscErrorCode PetNetKFACView(PetNetKFAC kfac, PetscViewer viewer)
     PetscCall(LayerGetType(layer, &type));
     if (b->owner >= 0) PetscCall(PetscSNPrintf(where, sizeof(where), ", kept by rank %d", b->owner));
     if (b->group || (i + 1 < kfac->nblocks && kfac->blocks[i + 1].node == b->node))
-      PetscCall(PetscViewerASCIIPrintf(viewer, "layer \"%s\" (%s), group %" PetscInt_FMT ": A %" PetscInt_FMT " x %" PetscInt_FMT ", S %" PetscInt_FMT " x %" PetscInt_FMT "%s\n", name, type, b->group, b->na, b->na, b->nout,
-                                       b->nout, where));
+      PetscCall(PetscViewerASCIIPrintf(viewer, "layer \"%s\" (%s), group %" PetscInt_FMT ": A %" PetscInt_FMT " x %" PetscInt_FMT ", S %" PetscInt_FMT " x %" PetscInt_FMT "%s\n", name, type, b->group, b->na, b->na, b->nout, b->nout, where));
     else
       PetscCall(PetscViewerASCIIPrintf(viewer, "layer \"%s\" (%s): A %" PetscInt_FMT " x %" PetscInt_FMT ", S %" PetscInt_FMT " x %" PetscInt_FMT "%s\n", name, type, b->na, b->na, b->nout, b->nout, where));
   }

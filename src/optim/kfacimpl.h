@@ -14,7 +14,9 @@
   Where the factors live (placement, chosen from the Net's parallel mode when K-FAC is created):
     replicated   every rank holds every block's factors (one copy per rank, like the parameters it computes with),
                  inverts them all, and computes the rows of each block that hold parameters it owns;
-    owner        sharded and model modes, where no rank holds a full copy of the parameters: a block's factors are
+    owner        sharded and model modes, and a placed Net whose nodes run on groups of ranks (pipeline stages,
+                 entry@ranks=a:b, -net_parallel subgraph: a rank's copy holds its groups' nodes' parameters only),
+                 where no rank holds a full copy of the parameters: a block's factors are
                  reduced to, kept, inverted and applied by one rank, its owner, the rank that owns the most of the
                  block's weights in the parameter Vec (ties: the lower rank). The owner gathers the block's gradient
                  from the ranks that own pieces of it and sends them their pieces of F^{-1} g.
@@ -57,6 +59,7 @@ struct _n_PetNetKFAC {
   PetscInt   ninverted; /* the value of nupdates at the last inversion (-1: never) */
 
   NetParallelType parallel; /* the Net's mode when the placement was chosen */
+  PetscBool       groups;   /* ... and whether a parameterised node ran on a group of ranks smaller than the Net's */
   PetscBool       owned;    /* owner placement (else replicated: every rank holds every factor) */
 
   PetscScalar *batch; /* this batch's sums of the factors this rank holds, their upper triangles packed (aoff, soff) */
@@ -88,3 +91,4 @@ PETSC_INTERN PetscErrorCode PetNetKFACApply(PetNetKFAC, Vec, Vec);
 PETSC_INTERN PetscErrorCode PetNetKFACView(PetNetKFAC, PetscViewer);
 PETSC_INTERN PetscErrorCode PetNetKFACGetFactorEntries(PetNetKFAC, PetscInt64 *, PetscInt64 *);
 PETSC_INTERN PetscErrorCode PetNetKFACDestroy(PetNetKFAC *);
+PETSC_INTERN PetscErrorCode PetNetKFACNetOnGroups(Net, PetscBool *);

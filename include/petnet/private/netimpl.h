@@ -393,6 +393,8 @@ PETSC_INTERN PetscErrorCode NetPlaceSOBegin_Private(Net);
 PETSC_INTERN PetscErrorCode NetPlaceSOOutput_Private(Net, NetSlot);
 PETSC_INTERN PetscErrorCode NetPlaceSOSendBack_Private(Net, PetscInt, NetSlot, PetscBool, PetscBool);
 PETSC_INTERN PetscErrorCode NetPlaceSOWantInput_Private(Net, PetscBool);
+PETSC_INTERN PetscErrorCode NetPlaceGetNodeArrays_Private(Net, PetscInt, PetscInt *, const PetscScalar **, const PetscScalar **);
+PETSC_INTERN PetscErrorCode NetPlaceRestoreNodeArrays_Private(Net, PetscInt, const PetscScalar **, const PetscScalar **);
 /* the plain executor on n rows of node k (the sequence executor runs it on the rank's tokens) */
 PETSC_INTERN PetscErrorCode NetExecPlainForward_Private(Net, PetscInt, PetscInt, NetElem, const PetscScalar *, const void *const[], void *);
 PETSC_INTERN PetscErrorCode NetExecPlainBackward_Private(Net, PetscInt, PetscInt, NetElem, const PetscScalar *, const void *const[], const void *, const void *, void *const[], PetscScalar *, PetscInt);
