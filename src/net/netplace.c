@@ -1904,8 +1904,48 @@ PetscErrorCode NetPlaceView_Private(Net net, PetscViewer viewer)
 }
 
 /*
+  NetPlaceTestParameterMaps_Private - the dot-product test of each sharded stage's parameter gather G_k (node k's block
+  of theta onto every rank of its stage, netpmap.c over the stage's communicator) against its reduce-scatter G_k^T:
+  <G_k x, y> summed over the stage's ranks against <x, G_k^T y> over theta's layout, x random in theta's layout, y a
+  random block on each rank of the stage (the ranks of the other stages hold none: no map, nothing gathered). *err
+  becomes the largest relative difference so far (collective)
+*/
+static PetscErrorCode NetPlaceTestParameterMaps_Private(Net net, PetscRandom rnd, PetscReal *err)
+{
+  Vec x, z;
+
+  PetscFunctionBegin;
+  if (net->parallel != NET_PARALLEL_SHARDED) PetscFunctionReturn(0);
+  PetscCall(VecDuplicate(net->theta, &x));
+  PetscCall(VecDuplicate(net->theta, &z));
+  for (PetscInt k = 0; k < net->nlayers; k++) {
+    NetParamMap  map = (NetParamMap)net->nodes[k].pmap;
+    PetscInt     np  = map ? net->nodes[k].nplocal : 0;
+    PetscScalar *gx, *y, *yr, loc = 0, a, b;
+
+    if (!net->layers[k]->nparams) continue; /* the same on every rank */
+    PetscCall(VecSetRandom(x, rnd));
+    PetscCall(VecZeroEntries(z));
+    PetscCall(PetscMalloc3(np, &gx, np, &y, np, &yr));
+    for (PetscInt i = 0; i < np; i++) PetscCall(PetscRandomGetValue(rnd, &y[i]));
+    PetscCall(PetscArraycpy(yr, y, np)); /* the reduce-scatter overwrites its buffer */
+    if (map) PetscCall(NetParamMapGather_Private(map, x, gx));
+    if (map) PetscCall(NetParamMapReduceAdd_Private(map, yr, z));
+    for (PetscInt i = 0; i < np; i++) loc += gx[i] * y[i];
+    PetscCall(MPIU_Allreduce(&loc, &a, 1, MPIU_SCALAR, MPIU_SUM, PetscObjectComm((PetscObject)net)));
+    PetscCall(VecDot(x, z, &b));
+    *err = PetscMax(*err, PetscAbsScalar(a - b) / PetscMax(PetscAbsScalar(a), PETSC_SMALL));
+    PetscCall(PetscFree3(gx, y, yr));
+  }
+  PetscCall(VecDestroy(&x));
+  PetscCall(VecDestroy(&z));
+  PetscFunctionReturn(0);
+}
+
+/*
   NetPlaceTestMoves_Private - the dot-product test of every move on the current batch: max over moves and micro-batches
-  of |<R x, y> - <x, R^T y>| / (|R x| |y|), with x, y random rows of the layouts (collective)
+  of |<R x, y> - <x, R^T y>| / (|R x| |y|), with x, y random rows of the layouts, and of each sharded stage's parameter
+  gathers (NetPlaceTestParameterMaps_Private()) (collective)
 */
 PetscErrorCode NetPlaceTestMoves_Private(Net net, PetscRandom rnd, PetscReal *err)
 {
@@ -1950,45 +1990,7 @@ PetscErrorCode NetPlaceTestMoves_Private(Net net, PetscRandom rnd, PetscReal *er
     PetscCall(PetscFree4(x, rx, y, rty));
     pl->es = es;
   }
-  PetscFunctionReturn(0);
-}
-
-/*
-  NetPlaceTestParameterMaps_Private - the dot-product test of each sharded stage's parameter gather G_k (node k's block
-  of theta onto every rank of its stage, netpmap.c over the stage's communicator) against its reduce-scatter G_k^T:
-  <G_k x, y> summed over the stage's ranks against <x, G_k^T y> over theta's layout, x random in theta's layout, y a
-  random block on each rank of the stage (the ranks of the other stages hold none: no map, nothing gathered). *err
-  becomes the largest relative difference so far (collective)
-*/
-static PetscErrorCode NetPlaceTestParameterMaps_Private(Net net, PetscRandom rnd, PetscReal *err)
-{
-  Vec x, z;
-
-  PetscFunctionBegin;
-  if (net->parallel != NET_PARALLEL_SHARDED) PetscFunctionReturn(0);
-  PetscCall(VecDuplicate(net->theta, &x));
-  PetscCall(VecDuplicate(net->theta, &z));
-  for (PetscInt k = 0; k < net->nlayers; k++) {
-    NetParamMap  map = (NetParamMap)net->nodes[k].pmap;
-    PetscInt     np  = map ? net->nodes[k].nplocal : 0;
-    PetscScalar *gx, *y, *yr, loc = 0, a, b;
-
-    if (!net->layers[k]->nparams) continue; /* the same on every rank */
-    PetscCall(VecSetRandom(x, rnd));
-    PetscCall(VecZeroEntries(z));
-    PetscCall(PetscMalloc3(np, &gx, np, &y, np, &yr));
-    for (PetscInt i = 0; i < np; i++) PetscCall(PetscRandomGetValue(rnd, &y[i]));
-    PetscCall(PetscArraycpy(yr, y, np)); /* the reduce-scatter overwrites its buffer */
-    if (map) PetscCall(NetParamMapGather_Private(map, x, gx));
-    if (map) PetscCall(NetParamMapReduceAdd_Private(map, yr, z));
-    for (PetscInt i = 0; i < np; i++) loc += gx[i] * y[i];
-    PetscCall(MPIU_Allreduce(&loc, &a, 1, MPIU_SCALAR, MPIU_SUM, PetscObjectComm((PetscObject)net)));
-    PetscCall(VecDot(x, z, &b));
-    *err = PetscMax(*err, PetscAbsScalar(a - b) / PetscMax(PetscAbsScalar(a), PETSC_SMALL));
-    PetscCall(PetscFree3(gx, y, yr));
-  }
-  PetscCall(VecDestroy(&x));
-  PetscCall(VecDestroy(&z));
+  PetscCall(NetPlaceTestParameterMaps_Private(net, rnd, err)); /* and a sharded stage's gathers */
   PetscFunctionReturn(0);
 }
 
@@ -2443,7 +2445,6 @@ PetscErrorCode NetTestMoves(Net net, PetscReal *err)
     PetscCall(VecDestroy(&bx));
     PetscCall(VecDestroy(&y));
     PetscCall(VecDestroy(&bty));
-    PetscCall(NetPlaceTestParameterMaps_Private(net, rnd, err));
   }
   PetscCall(PetscRandomDestroy(&rnd));
   PetscFunctionReturn(0);
