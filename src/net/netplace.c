@@ -2052,11 +2052,14 @@ static PetscErrorCode NetPlaceChanged(Net net)
 
   Notes:
   Each stage is data parallel over its ranks and holds only its nodes' parameters (and their optimizer state, through
-  the parameter Vec's ownership). Activations and cotangents move between stages by redistributions of whole samples,
-  each with its exact adjoint. With micro-batches (NetSetMicroBatches()) the stages work as a pipeline; the gradient is
-  the same as without stages up to round-off. -net_view prints the stages and their share of the cost. Not built yet:
-  a stage that is itself sharded, model, tensor or sequence parallel; grid mode; NetJVP() and the
-  second-order adjoint; layers whose kernels communicate (batchnorm): each is refused at set-up with the reason.
+  the parameter Vec's ownership). With -net_parallel sharded (NetSetParallel()) each stage is sharded over its ranks
+  (ZeRO-3 inside the stage): a rank keeps only its slice of its stage's parameters, each node's gathered over the
+  stage's ranks just before each of its steps and its gradient reduce-scattered back once a backward pass. Activations
+  and cotangents move between stages by redistributions of whole samples, each with its exact adjoint. With
+  micro-batches (NetSetMicroBatches()) the stages work as a pipeline; the gradient, NetJVP() and the second-order
+  adjoint (NetSecondOrderBackward()) are the same as without stages up to round-off. -net_view prints the stages and
+  their share of the cost. Not built yet: a stage that is itself model, tensor or sequence parallel; grid mode; layers
+  whose kernels communicate (batchnorm): each is refused at set-up with the reason.
 
   Level: intermediate
 
