@@ -651,13 +651,20 @@ PetscErrorCode NetWalkBackwardStep_Private(Net net, NetWalk *w, PetscInt k, Pets
     net->nodes[k].bwdpart = 0;
     PetscCall(NetNodeRestoreGradient_Private(net, k, G, &gk));
   } else {
-    PetscCall(NetNodeGetParameters_Private(net, k, net->theta, w->btheta, &th));
-    gk = NULL;
-    if (!defer) PetscCall(NetNodeGetGradient_Private(net, k, grad, (PetscBool)(G != NULL), &gk));
-    PetscCall(NetNodeBackwardArrays_Private(net, k, t, th, dy, dx, gk, nd->fusemask)); /* dx = f'(x) J^T dy in its pass (netfuse.c) */
-    if (!defer) PetscCall(NetNodeRestoreGradient_Private(net, k, G, &gk));
+    PetscBool anydx = (PetscBool)!defer;
+
+    /* deferred and no input cotangent asked for (the Net's first node without dX): nothing to do in this step, and a
+       node of a sharded stage gathers nothing (the same on every rank of the stage) */
+    for (PetscInt i = 0; i < nd->nin && !anydx; i++) anydx = (PetscBool)(NetBackwardTarget(net, k, i) || dX);
+    if (anydx) {
+      PetscCall(NetNodeGetParameters_Private(net, k, net->theta, w->btheta, &th));
+      gk = NULL;
+      if (!defer) PetscCall(NetNodeGetGradient_Private(net, k, grad, (PetscBool)(G != NULL), &gk));
+      PetscCall(NetNodeBackwardArrays_Private(net, k, t, th, dy, dx, gk, nd->fusemask)); /* dx = f'(x) J^T dy in its pass (netfuse.c) */
+      if (!defer) PetscCall(NetNodeRestoreGradient_Private(net, k, G, &gk));
+      PetscCall(NetNodeRestoreParameters_Private(net, k, &th));
+    }
     if (defer && m == 0) w->wnodes[w->nw++] = k; /* the node's last micro-batch: its parameter part over them all, at the walk's end */
-    PetscCall(NetNodeRestoreParameters_Private(net, k, &th));
   }
   PetscCall(store->restore(net, NET_SLOT_TANGENT, k + 1, NET_READ, t, &dy));
   for (PetscInt i = 0; i < nd->nin; i++) {
