@@ -28,15 +28,19 @@
   begun (MPI_Isend/MPI_Irecv) as soon as its rows exist and ended (MPI_Waitall) just before they are read: a rank of
   stage 1 passes through stage 0's part at once (no rows there) and waits for each micro-batch of stage 0 as it is
   sent, while stage 0 computes the next. Backward mirrors it, stages and micro-batches in reverse. All ranks make the
-  same calls in the same order, so the moves match; no collective runs inside the walk. Each node's parameter pass over
-  all micro-batches (GPipe) runs at the walk's end, after the rank's last cotangent has been sent, so the stages take
-  their weight gradients side by side. The time spent waiting for moves is the log event NetPlaceWait (-log_view;
-  -log_trace gives each rank's timeline of it and of the nodes' events).
+  same calls in the same order, so the moves match; no collective runs inside the walk but a sharded stage's gathers
+  and reduce-scatters on the stage's own communicator (why they cannot deadlock: NetPlaceSetUpParameters_Private()).
+  Each node's parameter pass over all micro-batches (GPipe) runs at the walk's end, after the rank's last cotangent
+  has been sent, so the stages take their weight gradients side by side. The time spent waiting for moves is the log
+  event NetPlaceWait (-log_view; -log_trace gives each rank's timeline of it and of the nodes' events).
 
   Parameters: the parameter Vec is laid out so that each stage's ranks own its nodes' parameters, and each rank keeps
   a copy of its own stage's block only (theta_rep holds this rank's runs, repoff[k] is node k's place in it): the
   parameters and their optimizer state per rank fall as 1/P, the copy as 1/S. The broadcast of the replicated mode is
   the gather of those runs (NetParamMap, netpmap.c), a MATSHELL with its exact adjoint, the reduce of the gradients.
+  With -net_parallel sharded there is no copy: each node of a stage gathers its block over the stage's ranks just
+  before each of its steps (ZeRO-3 inside the stage, NetPlaceSetUpParameters_Private()), so a rank keeps 1/G of its
+  stage's parameters.
 
   Random draws (dropout, attention dropout: Layer.draws). A mask is a hash of (seed, layer index, pass counter, GLOBAL
   element index), so the placed Net draws one rank's masks when every step draws at the global place of its rows and
@@ -1792,12 +1796,13 @@ static PetscErrorCode NetPlaceBcastDestroy(Mat B)
   Why the maps' collectives cannot deadlock with the moves between stages (point-to-point, begun early, waited for just
   before their rows are read): every rank walks the one global schedule of steps in the same order (GPipe's, 1F1B's,
   the JVP's and the second-order adjoint's), and a step waits only on what earlier steps of that schedule began: a
-  move's receive was matched by a send begun at an earlier step, a group's gather or reduce-scatter is entered by
-  every rank of the group at the same step. By induction over the schedule, if every rank has finished the steps before
-  step i, each rank of i's group gets past i's waits and reaches i's collective, so i finishes; the stages' collectives
-  run on their own communicators, never the moves', so no message of one is taken for the other. The deferred
-  parameter passes at the backward walk's end (NetWalkBackwardEnd_Private()) are steps after the last one, in the same
-  order on every rank of a stage.
+  move's receive was matched by a send begun at an earlier step (which MPI's progress rule completes while its rank
+  is inside any MPI call, a blocking collective of its own stage included), a group's gather or reduce-scatter is
+  entered by every rank of the group at the same step. By induction over the schedule, if every rank eventually
+  finishes the steps before step i, each rank of i's group gets past i's waits and reaches i's collective, so i
+  finishes; the stages' collectives run on their own communicators, never the moves', so no message of one is taken
+  for the other. The deferred parameter passes at the backward walk's end (NetWalkBackwardEnd_Private()) are steps
+  after the last one, in the same order on every rank of a stage.
 */
 PetscErrorCode NetPlaceSetUpParameters_Private(Net net)
 {

@@ -9,7 +9,9 @@
   Each rank asks for ascending, disjoint runs [start, start + len) of global indices. Two patterns:
 
     whole    every rank asks for the same single run (a data-parallel node in sharded mode, ZeRO-3): G is an
-             MPI_Allgatherv of the owners' pieces and G^T an MPI_Reduce_scatter into them;
+             MPI_Allgatherv of the owners' pieces and G^T an MPI_Reduce_scatter into them; a node of a sharded
+             pipeline stage does the same over its stage's communicator, whose ranks own the whole run
+             (NetParamMapCreateOn_Private());
     general  each rank its own runs (a model-parallel node: its block of the weights): G is one MPI_Alltoallv whose
              send side packs the asked-for pieces of the owned slice, G^T the reverse MPI_Alltoallv and an add.
 
