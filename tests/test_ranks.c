@@ -12,10 +12,12 @@ static const char help[] = "Ranks agree: in one program, the same Net (same seed
                            "with @stage or @ranks=a:b in -layers place the WORLD Net's nodes, the SELF Net ignores them); -test_moves:\n"
                            "also the dot-product test of every move between stages (<R x, y> = <x, R^T y> to 1e-14); -schedule 1f1b: the WORLD Net's\n"
                            "pipeline schedule, its loss and gradients by LossNetForwardBackward() (also -forward_backward without it); -memory_ratio r:\n"
-                           "assert that no rank of the WORLD Net stores more than r times the values the SELF Net stores.\n";
+                           "assert that no rank of the WORLD Net stores more than r times the values the SELF Net stores; -param_ratio r:\n"
+                           "assert that no rank of the WORLD Net holds more than r times the parameters of the nodes it runs (its slice of theta\n"
+                           "and the copies theta_rep, grad_rep, dtheta_rep: -parallel sharded with stages keeps the slice only).\n";
 
 #include <petnet.h>
-#include <petnet/private/netimpl.h> /* the value store's Vecs, for the memory they hold (-memory_ratio) */
+#include <petnet/private/netimpl.h> /* the value store's and the parameters' Vecs, for the memory they hold (-memory_ratio, -param_ratio) */
 #include "testutil.h"
 
 typedef struct {
@@ -30,6 +32,7 @@ static PetscBool           toggle   = PETSC_FALSE;             /* -toggle: the W
 static PetscInt            stages = 1, micro = 1;              /* -stages, -microbatches: the WORLD Net's pipeline */
 static PetscBool           testmoves = PETSC_FALSE;
 static PetscReal           memratio  = 0;                  /* -memory_ratio r: the WORLD Net's stored values <= r times the SELF Net's */
+static PetscReal           parratio  = 0;                  /* -param_ratio r: a rank of the WORLD Net holds <= r times its stage's parameters */
 static PetscBool           fb        = PETSC_FALSE;        /* -forward_backward: the WORLD Net's loss and gradients by LossNetForwardBackward() */
 static NetPipelineSchedule schedule  = NET_PIPELINE_GPIPE; /* -schedule: the WORLD Net's pipeline schedule (1f1b implies -forward_backward) */
 
@@ -295,6 +298,29 @@ static PetscErrorCode CheckCase(const Case *c, PetscInt N, Layout layout, Side *
     PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%s, %" PetscInt_FMT " samples: stored values per rank %.3f of one rank's\n", c->layers, N, (double)(bw / bs)));
   }
 
+  if (parratio > 0) { /* what a rank of the WORLD Net keeps of the parameters (its slice of theta, the copy theta_rep, its
+                         gradient grad_rep and the JVP's direction dtheta_rep), against the parameters of the nodes it runs */
+    Vec       held[4] = {w->net->theta, w->net->theta_rep, w->net->grad_rep, w->net->dtheta_rep};
+    PetscInt  first, nr, np, mine = 0, h = 0;
+    PetscReal r[2];
+
+    for (PetscInt k = 0; k < w->net->nlayers; k++) {
+      PetscCall(NetGetNodeRanks(w->net, k, &first, &nr));
+      PetscCall(LayerGetNumParameters(w->net->layers[k], &np));
+      if (rank >= first && rank < first + nr) mine += np;
+    }
+    for (PetscInt i = 0; i < 4; i++)
+      if (held[i]) {
+        PetscCall(VecGetLocalSize(held[i], &np));
+        h += np;
+      }
+    r[0] = mine ? (PetscReal)h / (PetscReal)mine : 0;
+    r[1] = -r[0];
+    PetscCall(MPIU_Allreduce(MPI_IN_PLACE, r, 2, MPIU_REAL, MPIU_MAX, PETSC_COMM_WORLD));
+    PetscCheck(r[0] <= parratio, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s: a rank holds %.3f of its stage's parameters, more than -param_ratio %g", c->layers, (double)r[0], (double)parratio);
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%s, %" PetscInt_FMT " samples: parameter entries held per rank %.3f to %.3f of its stage's\n", c->layers, N, (double)-r[1], (double)r[0]));
+  }
+
   PetscCall(NetGetParameters(w->net, &thw));
   PetscCall(NetGetParameters(s->net, &ths));
   PetscCall(RelativeDifference(thw, ths, &eth));
@@ -340,6 +366,7 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsInt("-stages", "Pipeline stages of the WORLD Net", "NetSetStages", stages, &stages, NULL));
   PetscCall(PetscOptionsInt("-microbatches", "Micro-batches of the WORLD Net", "NetSetMicroBatches", micro, &micro, NULL));
   PetscCall(PetscOptionsBool("-test_moves", "Dot-product test of the moves between stages", "NetTestMoves", testmoves, &testmoves, NULL));
+  PetscCall(PetscOptionsReal("-param_ratio", "Assert that a rank of the WORLD Net holds <= this times its stage's parameters (theta's slice, theta_rep, grad_rep, dtheta_rep)", NULL, parratio, &parratio, NULL));
   PetscCall(PetscOptionsReal("-memory_ratio", "Assert the WORLD Net's stored values per rank <= this times the SELF Net's", NULL, memratio, &memratio, NULL));
   PetscCall(PetscOptionsBool("-forward_backward", "The WORLD Net's loss and gradients by LossNetForwardBackward()", "LossNetForwardBackward", fb, &fb, NULL));
   PetscCall(PetscOptionsEnum("-schedule", "The WORLD Net's pipeline schedule", "NetSetPipelineSchedule", NetPipelineSchedules, (PetscEnum)schedule, (PetscEnum *)&schedule, NULL));

@@ -929,6 +929,7 @@ PetscErrorCode NetSetUp(Net net)
 
       PetscCall(NetPlaceLocalParameters_Private(net, &nrep));
       bytes = sizeof(PetscScalar) * (3.0 * (PetscLogDouble)nrep + (PetscLogDouble)net->nparams / size);
+      if (net->parallel == NET_PARALLEL_SHARDED) bytes += 2.0 * sizeof(PetscScalar) * (PetscLogDouble)net->layers[largest]->nparams; /* a node's gathered block and gradient */
     } else if (net->parallel == NET_PARALLEL_REPLICATED || net->parallel == NET_PARALLEL_SEQUENCE || net->parallel == NET_PARALLEL_SUBGRAPH)
       bytes = 3.0 * sizeof(PetscScalar) * (PetscLogDouble)net->nparams;
     else

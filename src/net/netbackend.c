@@ -89,9 +89,9 @@ PetscErrorCode NetBackendView_Private(Net net, PetscViewer viewer)
   primitive and named by -info: the results of such a run are those of `NET_BACKEND_NATIVE`. oneDNN's results are
   the same bits for the same threads and ranks, not across thread counts (its blocking depends on the threads).
 
-  conv2d and conv3d layers (in batch form) run their float forward (the bias fused), backward (input gradient, weight and bias
-  gradients) and JVP as oneDNN convolution primitives on the channels-last data as PetNet holds them (nhwc), the
-  weights reordered once per call into the layout oneDNN's kernel picks; a shape (batch size included) for which
+  conv2d and conv3d layers (in batch form) run their float forward (the bias fused), backward (input gradient, weight
+  and bias gradients) and JVP as oneDNN convolution primitives on the channels-last data as PetNet holds them (nhwc,
+  ndhwc), the weights reordered once per call into the layout oneDNN's kernel picks; a shape (batch size included) for which
   oneDNN has no kernel, or only its reference loops (bfloat16 on a CPU without AVX-512), runs the layer's own float
   kernels (Winograd, im2col + sgemm, direct) for all its operations, decided once and named by -info. The weight
   gradient of a batch is summed in float by oneDNN, then added to the double gradient. avgpool layers (2-D) run

@@ -599,7 +599,7 @@ PetscErrorCode NetWalkBackwardStep_Private(Net net, NetWalk *w, PetscInt k, Pets
   const PetscScalar *th;
   void              *dy, **dx  = w->dx;
   PetscScalar       *gk, *grad = w->grad;
-  PetscBool         *summed = w->summed;
+  PetscBool         *summed = w->summed, defer;
   Vec                G = w->G, dX = w->dX;
 
   PetscFunctionBegin;
@@ -620,7 +620,16 @@ PetscErrorCode NetWalkBackwardStep_Private(Net net, NetWalk *w, PetscInt k, Pets
     *sd = PETSC_TRUE;
   }
   PetscCall(store->get(net, NET_SLOT_TANGENT, k + 1, NET_READ, t, &dy));
-  if (nd->pmap && G && net->layers[k]->gradfree && t == NET_ELEM_DOUBLE) {
+  /* placed (netplace.c): each micro-batch's pass computes the input cotangents the earlier stage waits for, and the
+     parameter gradient is one pass over all the micro-batches at the walk's end, after the rank's last cotangent has
+     been sent (a GEMM over the whole batch instead of M thin ones, run while the earlier stages still work:
+     NetWalkBackwardEnd_Private()); a sharded stage's node (a map over its stage's ranks) then reduce-scatters its
+     gradient once a backward pass, not once a micro-batch. With 1F1B, whose stages keep only a few micro-batches'
+     values (NetPlaceKeepsAll_Private()), and for a layer that keeps state of its forward pass beyond its arrays (not
+     Layer.actonly: it holds one micro-batch's, netplace.c), each micro-batch's pass takes its own. The same on every
+     rank: it does not depend on the rank's map. */
+  defer = (PetscBool)(net->pl && G && net->layers[k]->nparams && net->layers[k]->actonly && NetPlaceKeepsAll_Private(net));
+  if (nd->pmap && G && net->layers[k]->gradfree && t == NET_ELEM_DOUBLE && !defer) {
     /* a node that gathers its parameters (sharded, or its block of a model-parallel split), of a kind whose parameter
        gradient does not read them (its double kernels promise it): the input part with the parameters, released
        before the gradient's buffer is taken (never both at once; none at all when the input's cotangent is not
@@ -642,21 +651,20 @@ PetscErrorCode NetWalkBackwardStep_Private(Net net, NetWalk *w, PetscInt k, Pets
     net->nodes[k].bwdpart = 0;
     PetscCall(NetNodeRestoreGradient_Private(net, k, G, &gk));
   } else {
-    /* placed (netplace.c): each micro-batch's pass computes the input cotangents the earlier stage waits for, and the
-       parameter gradient is one pass over all the micro-batches at the walk's end, after the rank's last cotangent has
-       been sent (a GEMM over the whole batch instead of M thin ones, run while the earlier stages still work:
-       NetWalkBackwardEnd_Private()); with 1F1B, whose stages keep only a few
-       micro-batches' values (NetPlaceKeepsAll_Private()), and for a layer that keeps state of its forward pass beyond its
-       arrays (not Layer.actonly: it holds one micro-batch's, netplace.c), each micro-batch's pass takes its own */
-    const PetscBool defer = (PetscBool)(net->pl && G && net->layers[k]->nparams && net->layers[k]->actonly && NetPlaceKeepsAll_Private(net));
+    PetscBool anydx = (PetscBool)!defer;
 
-    PetscCall(NetNodeGetParameters_Private(net, k, net->theta, w->btheta, &th));
-    gk = NULL;
-    if (!defer) PetscCall(NetNodeGetGradient_Private(net, k, grad, (PetscBool)(G != NULL), &gk));
-    PetscCall(NetNodeBackwardArrays_Private(net, k, t, th, dy, dx, gk, nd->fusemask)); /* dx = f'(x) J^T dy in its pass (netfuse.c) */
-    if (!defer) PetscCall(NetNodeRestoreGradient_Private(net, k, G, &gk));
+    /* deferred and no input cotangent asked for (the Net's first node without dX): nothing to do in this step, and a
+       node of a sharded stage gathers nothing (the same on every rank of the stage) */
+    for (PetscInt i = 0; i < nd->nin && !anydx; i++) anydx = (PetscBool)(NetBackwardTarget(net, k, i) || dX);
+    if (anydx) {
+      PetscCall(NetNodeGetParameters_Private(net, k, net->theta, w->btheta, &th));
+      gk = NULL;
+      if (!defer) PetscCall(NetNodeGetGradient_Private(net, k, grad, (PetscBool)(G != NULL), &gk));
+      PetscCall(NetNodeBackwardArrays_Private(net, k, t, th, dy, dx, gk, nd->fusemask)); /* dx = f'(x) J^T dy in its pass (netfuse.c) */
+      if (!defer) PetscCall(NetNodeRestoreGradient_Private(net, k, G, &gk));
+      PetscCall(NetNodeRestoreParameters_Private(net, k, &th));
+    }
     if (defer && m == 0) w->wnodes[w->nw++] = k; /* the node's last micro-batch: its parameter part over them all, at the walk's end */
-    PetscCall(NetNodeRestoreParameters_Private(net, k, &th));
   }
   PetscCall(store->restore(net, NET_SLOT_TANGENT, k + 1, NET_READ, t, &dy));
   for (PetscInt i = 0; i < nd->nin; i++) {
@@ -671,7 +679,9 @@ PetscErrorCode NetWalkBackwardStep_Private(Net net, NetWalk *w, PetscInt k, Pets
   PetscFunctionReturn(0);
 }
 
-/* A placed node's parameter pass over all its micro-batches (deferred by NetWalkBackwardStep_Private()) */
+/* A placed node's parameter pass over all its micro-batches (deferred by NetWalkBackwardStep_Private()); a node of a
+   sharded stage reduce-scatters its gradient here, once, and gathers its parameters only for a kind whose parameter
+   part reads them (not Layer.gradfree, or not in double) */
 static PetscErrorCode NetWalkBackwardParameters(Net net, NetWalk *w, PetscInt k)
 {
   const NetStoreOps *store = NetStore(net);
@@ -686,11 +696,12 @@ static PetscErrorCode NetWalkBackwardParameters(Net net, NetWalk *w, PetscInt k)
   PetscCall(store->nextnode(net));
   PetscCall(NetPlaceSetStep_Private(net, -1));
   PetscCall(store->get(net, NET_SLOT_TANGENT, k + 1, NET_READ, t, &dy));
-  PetscCall(NetNodeGetParameters_Private(net, k, net->theta, w->btheta, &th));
+  th = NULL;
+  if (!(nd->pmap && net->layers[k]->gradfree && t == NET_ELEM_DOUBLE)) PetscCall(NetNodeGetParameters_Private(net, k, net->theta, w->btheta, &th));
   PetscCall(NetNodeGetGradient_Private(net, k, w->grad, PETSC_TRUE, &gk));
   PetscCall(NetNodeBackwardArrays_Private(net, k, t, th, dy, nodx, gk, nd->fusemask));
   PetscCall(NetNodeRestoreGradient_Private(net, k, w->G, &gk));
-  PetscCall(NetNodeRestoreParameters_Private(net, k, &th));
+  if (th) PetscCall(NetNodeRestoreParameters_Private(net, k, &th));
   PetscCall(store->restore(net, NET_SLOT_TANGENT, k + 1, NET_READ, t, &dy));
   PetscCall(NetPlaceSetStep_Private(net, 0));
   PetscFunctionReturn(0);

@@ -28,15 +28,19 @@
   begun (MPI_Isend/MPI_Irecv) as soon as its rows exist and ended (MPI_Waitall) just before they are read: a rank of
   stage 1 passes through stage 0's part at once (no rows there) and waits for each micro-batch of stage 0 as it is
   sent, while stage 0 computes the next. Backward mirrors it, stages and micro-batches in reverse. All ranks make the
-  same calls in the same order, so the moves match; no collective runs inside the walk. Each node's parameter pass over
-  all micro-batches (GPipe) runs at the walk's end, after the rank's last cotangent has been sent, so the stages take
-  their weight gradients side by side. The time spent waiting for moves is the log event NetPlaceWait (-log_view;
-  -log_trace gives each rank's timeline of it and of the nodes' events).
+  same calls in the same order, so the moves match; no collective runs inside the walk but a sharded stage's gathers
+  and reduce-scatters on the stage's own communicator (why they cannot deadlock: NetPlaceSetUpParameters_Private()).
+  Each node's parameter pass over all micro-batches (GPipe) runs at the walk's end, after the rank's last cotangent
+  has been sent, so the stages take their weight gradients side by side. The time spent waiting for moves is the log
+  event NetPlaceWait (-log_view; -log_trace gives each rank's timeline of it and of the nodes' events).
 
   Parameters: the parameter Vec is laid out so that each stage's ranks own its nodes' parameters, and each rank keeps
   a copy of its own stage's block only (theta_rep holds this rank's runs, repoff[k] is node k's place in it): the
   parameters and their optimizer state per rank fall as 1/P, the copy as 1/S. The broadcast of the replicated mode is
   the gather of those runs (NetParamMap, netpmap.c), a MATSHELL with its exact adjoint, the reduce of the gradients.
+  With -net_parallel sharded there is no copy: each node of a stage gathers its block over the stage's ranks just
+  before each of its steps (ZeRO-3 inside the stage, NetPlaceSetUpParameters_Private()), so a rank keeps 1/G of its
+  stage's parameters.
 
   Random draws (dropout, attention dropout: Layer.draws). A mask is a hash of (seed, layer index, pass counter, GLOBAL
   element index), so the placed Net draws one rank's masks when every step draws at the global place of its rows and
@@ -133,6 +137,9 @@ typedef struct {
   /* NetGetNodeArraysRead() on a store of float or bfloat16 entries: the widened copies of a node's rows that came from
      a move's buffer (its input's dval, the last node's output cotangent dcot), made by the get and freed by the restore */
   PetscScalar *wide[2];
+  /* -net_parallel sharded (ZeRO-3 inside each stage): the communicator of this rank's stage, the ranks [s G, (s + 1) G)
+     in rank order, over which its nodes' parameter maps gather and reduce-scatter (NetPlaceSetUpParameters_Private()) */
+  MPI_Comm gcomm;
 } NetPlace;
 
 static PetscInt NetPlaceLayoutOfValue(Net net, PetscInt v)
@@ -319,9 +326,11 @@ static PetscErrorCode NetPlaceCheckModes(Net net)
   MPI_Comm comm = PetscObjectComm((PetscObject)net);
 
   PetscFunctionBegin;
-  PetscCheck(net->parallel == NET_PARALLEL_REPLICATED || net->parallel == NET_PARALLEL_SUBGRAPH, comm, PETSC_ERR_SUP,
-             "-net_stages %" PetscInt_FMT " / -net_microbatches %" PetscInt_FMT " run each stage data parallel over its ranks (-net_parallel replicated); a stage that is itself -net_parallel %s is not built yet: drop -net_parallel, or the stages",
-             net->nstages, net->nmicro, NetParallelTypes[net->parallel]);
+  PetscCheck(
+      net->parallel == NET_PARALLEL_REPLICATED || net->parallel == NET_PARALLEL_SHARDED || net->parallel == NET_PARALLEL_SUBGRAPH, comm, PETSC_ERR_SUP,
+      "-net_stages %" PetscInt_FMT " / -net_microbatches %" PetscInt_FMT
+      " run each stage data parallel over its ranks (-net_parallel replicated) or sharded over them (-net_parallel sharded); a stage that is itself -net_parallel %s is not built yet: use -net_parallel replicated or sharded, or drop the stages",
+      net->nstages, net->nmicro, NetParallelTypes[net->parallel]);
   PetscCheck(!net->grid, comm, PETSC_ERR_SUP, "-net_stages / -net_microbatches / -net_parallel subgraph on a grid (NetSetGrid(), spatial parallelism) is not built yet: drop the placement, or run the Net on a batch");
   PetscCheck(!net->fcachesize, comm, PETSC_ERR_SUP, "-net_forward_cache with -net_stages / -net_microbatches / -net_parallel subgraph is not built: drop one of them");
   for (PetscInt k = 0; k < net->nlayers; k++) {
@@ -640,9 +649,9 @@ PetscErrorCode NetPlaceSetUp_Private(Net net)
              "-net_pipeline_schedule 1f1b runs pipeline stages of consecutive nodes in rank order (-net_stages, entry@s in the nodes' order); this placement (groups of their own, sub-graph branches, or stages against the nodes' order) runs with "
              "-net_pipeline_schedule gpipe");
   pl->K    = net->schedule == NET_PIPELINE_1F1B && pl->M > S ? S : 0; /* 1F1B keeps at most S micro-batches in flight on a stage */
-  pl->nrep = 0;
+  pl->nrep = 0;                                                       /* sharded: the nodes gather their parameters, theta_rep holds none */
   for (PetscInt k = 0; k < L; k++)
-    if (NetPlaceInGroup(pl, pl->group[k], pl->rank)) pl->nrep += net->layers[k]->nparams;
+    if (NetPlaceInGroup(pl, pl->group[k], pl->rank) && net->parallel != NET_PARALLEL_SHARDED) pl->nrep += net->layers[k]->nparams;
   /* the moves: every edge from another layout, then the output's */
   pl->maxin = 1;
   for (PetscInt k = 0; k < L; k++) pl->maxin = PetscMax(pl->maxin, net->nodes[k].nin);
@@ -746,6 +755,7 @@ PetscErrorCode NetPlaceReset_Private(Net net)
   PetscCall(PetscFree(pl->wide[1]));
   if (pl->comm != MPI_COMM_NULL && pl->comm) PetscCallMPI(MPI_Comm_free(&pl->comm));
   if (pl->tcomm != MPI_COMM_NULL && pl->tcomm) PetscCallMPI(MPI_Comm_free(&pl->tcomm));
+  if (pl->gcomm != MPI_COMM_NULL && pl->gcomm) PetscCallMPI(MPI_Comm_free(&pl->gcomm));
   PetscCall(PetscFree(net->pl));
   PetscFunctionReturn(0);
 }
@@ -1617,8 +1627,8 @@ static PetscErrorCode NetExecBackward_Placed(Net net, PetscInt k, NetElem t, con
     const PetscInt e = pl->movein[k * pl->maxin + i];
 
     dxr[i] = NULL;
-    if (pl->m < 0)
-      dxs[i] = NULL; /* the parameter part alone */
+    if (pl->m < 0 || nd->bwdpart == 2)
+      dxs[i] = NULL; /* the parameter part alone: deferred over every micro-batch, or a sharded node's second part (netforward.c) */
     else if (e >= 0) {
       dxs[i] = (pl->moves[e].v == 0 && !pl->wantdx) ? NULL : pl->moves[e].dcot + (size_t)row * l->insizes[i] * pl->es;
       if (conv) dxr[i] = dxs[i];
@@ -1858,15 +1868,43 @@ static PetscErrorCode NetPlaceBcastDestroy(Mat B)
 /*
   NetPlaceSetUpParameters_Private - theta_rep holds the parameters of the nodes this rank runs (node k at repoff[k], -1
   for the nodes of groups without this rank: with stages, its stage's block), refreshed by the broadcast B (the gather
-  of those runs of theta) and summed back by B^T
+  of those runs of theta) and summed back by B^T.
+
+  -net_parallel sharded (ZeRO-3 inside each stage): theta_rep holds none of them. Each node k with parameters of this
+  rank's stage s gets a map over the stage's communicator gcomm (the ranks [s G, (s + 1) G), rank j of the stage rank j
+  of gcomm): the "whole" pattern of netpmap.c, its block [poff[k], poff[k + 1]) gathered by an MPI_Allgatherv of the
+  pieces the stage's ranks own just before each of its steps, and its gradient reduce-scattered into them. Theta lays
+  out stage s's block over the stage's ranks only (NetPlaceOwnedParameters_Private()), so the map needs no other rank;
+  NetParamMapCreateOn_Private() checks it (PETSC_ERR_PLIB). A rank of another stage has no map for k (nd->pmap NULL,
+  repoff[k] -1: it never runs k's kernels, and never joins k's collectives). A rank then keeps 1/G of its stage's
+  parameters (its slice of theta) instead of the slice and a copy of the whole block, plus the block of one node at a
+  time while that node runs.
+
+  Why the maps' collectives cannot deadlock with the moves between stages (point-to-point, begun early, waited for just
+  before their rows are read): every rank walks the one global schedule of steps in the same order (GPipe's, 1F1B's,
+  the JVP's and the second-order adjoint's), and a step waits only on what earlier steps of that schedule began: a
+  move's receive was matched by a send begun at an earlier step (which MPI's progress rule completes while its rank
+  is inside any MPI call, a blocking collective of its own stage included), a group's gather or reduce-scatter is
+  entered by every rank of the group at the same step. By induction over the schedule, if every rank eventually
+  finishes the steps before step i, each rank of i's group gets past i's waits and reaches i's collective, so i
+  finishes; the stages' collectives run on their own communicators, never the moves', so no message of one is taken
+  for the other. The deferred parameter passes at the backward walk's end (NetWalkBackwardEnd_Private()) are steps
+  after the last one, in the same order on every rank of a stage.
 */
 PetscErrorCode NetPlaceSetUpParameters_Private(Net net)
 {
-  NetPlace      *pl = (NetPlace *)net->pl;
-  NetPlaceBcast *ctx;
-  PetscInt       n = 0, nl, nruns = 0, *runstart, *runlen;
+  NetPlace       *pl      = (NetPlace *)net->pl;
+  MPI_Comm        comm    = PetscObjectComm((PetscObject)net);
+  const PetscBool sharded = (PetscBool)(net->parallel == NET_PARALLEL_SHARDED);
+  NetPlaceBcast  *ctx;
+  PetscInt        n = 0, nl, nruns = 0, *runstart, *runlen;
 
   PetscFunctionBegin;
+  PetscCheck(net->parallel != NET_PARALLEL_SHARDED || pl->staged, comm, PETSC_ERR_SUP,
+             "-net_parallel sharded with a placement shards each pipeline stage's parameters over the stage's ranks, so it needs stages of consecutive nodes in rank order (-net_stages, or entry@s in the nodes' order); this placement (groups of "
+             "their own, entry@ranks=a:b, or stages against the nodes' order) runs with -net_parallel replicated");
+  if (sharded && !pl->gcomm) PetscCallMPI(MPI_Comm_split(comm, (PetscMPIInt)pl->mystage, pl->rank, &pl->gcomm)); /* once: every node of the stage maps over it */
+  net->gathers = sharded;
   PetscCall(PetscMalloc1(net->nlayers, &net->repoff));
   PetscCall(PetscMalloc2(net->nlayers, &runstart, net->nlayers, &runlen));
   for (PetscInt k = 0; k < net->nlayers; k++) {
@@ -1874,6 +1912,13 @@ PetscErrorCode NetPlaceSetUpParameters_Private(Net net)
 
     net->repoff[k] = -1;
     if (!NetPlaceInGroup(pl, pl->group[k], pl->rank)) continue;
+    if (sharded && np) { /* gathered over the stage's ranks, never held in theta_rep */
+      NetParamMap map;
+
+      PetscCall(NetParamMapCreateOn_Private(net->theta, pl->gcomm, (PetscMPIInt)(pl->mystage * pl->G), 0, NULL, NULL, net->poff[k], np, &map));
+      net->nodes[k].pmap = map;
+      continue;
+    }
     net->repoff[k] = n;
     if (!np) continue;
     if (nruns && runstart[nruns - 1] + runlen[nruns - 1] == net->poff[k])
@@ -1916,6 +1961,7 @@ PetscErrorCode NetPlaceView_Private(Net net, PetscViewer viewer)
   if (pl->staged) {
     PetscCall(PetscViewerASCIIPrintf(viewer, "Pipeline: %" PetscInt_FMT " stages of %" PetscInt_FMT " ranks, %" PetscInt_FMT " micro-batches, schedule %s, ideal bubble (S-1)/(M+S-1) = %.3f\n", pl->S, pl->G, pl->M, NetPipelineSchedules[net->schedule],
                                      (double)(pl->S - 1) / (double)(pl->M + pl->S - 1)));
+    if (net->parallel == NET_PARALLEL_SHARDED) PetscCall(PetscViewerASCIIPrintf(viewer, "  each stage sharded over its ranks (ZeRO-3): a rank keeps 1/%" PetscInt_FMT " of its stage's parameters, a node's gathered as it runs\n", pl->G));
     for (PetscInt s = 0; s < pl->S; s++) {
       PetscInt np = net->poff[pl->last[s] + 1] - net->poff[pl->first[s]];
 
@@ -1950,8 +1996,48 @@ PetscErrorCode NetPlaceView_Private(Net net, PetscViewer viewer)
 }
 
 /*
+  NetPlaceTestParameterMaps_Private - the dot-product test of each sharded stage's parameter gather G_k (node k's block
+  of theta onto every rank of its stage, netpmap.c over the stage's communicator) against its reduce-scatter G_k^T:
+  <G_k x, y> summed over the stage's ranks against <x, G_k^T y> over theta's layout, x random in theta's layout, y a
+  random block on each rank of the stage (the ranks of the other stages hold none: no map, nothing gathered). *err
+  becomes the largest relative difference so far (collective)
+*/
+static PetscErrorCode NetPlaceTestParameterMaps_Private(Net net, PetscRandom rnd, PetscReal *err)
+{
+  Vec x, z;
+
+  PetscFunctionBegin;
+  if (net->parallel != NET_PARALLEL_SHARDED) PetscFunctionReturn(0);
+  PetscCall(VecDuplicate(net->theta, &x));
+  PetscCall(VecDuplicate(net->theta, &z));
+  for (PetscInt k = 0; k < net->nlayers; k++) {
+    NetParamMap  map = (NetParamMap)net->nodes[k].pmap;
+    PetscInt     np  = map ? net->nodes[k].nplocal : 0;
+    PetscScalar *gx, *y, *yr, loc = 0, a, b;
+
+    if (!net->layers[k]->nparams) continue; /* the same on every rank */
+    PetscCall(VecSetRandom(x, rnd));
+    PetscCall(VecZeroEntries(z));
+    PetscCall(PetscMalloc3(np, &gx, np, &y, np, &yr));
+    for (PetscInt i = 0; i < np; i++) PetscCall(PetscRandomGetValue(rnd, &y[i]));
+    PetscCall(PetscArraycpy(yr, y, np)); /* the reduce-scatter overwrites its buffer */
+    if (map) PetscCall(NetParamMapGather_Private(map, x, gx));
+    if (map) PetscCall(NetParamMapReduceAdd_Private(map, yr, z));
+    for (PetscInt i = 0; i < np; i++) loc += gx[i] * y[i];
+    PetscCall(MPIU_Allreduce(&loc, &a, 1, MPIU_SCALAR, MPIU_SUM, PetscObjectComm((PetscObject)net)));
+    PetscCall(VecDot(x, z, &b));
+    *err = PetscMax(*err, PetscAbsScalar(a - b) / PetscMax(PetscAbsScalar(a), PETSC_SMALL));
+    PetscCall(PetscFree3(gx, y, yr));
+  }
+  PetscCall(VecDestroy(&x));
+  PetscCall(VecDestroy(&z));
+  PetscFunctionReturn(0);
+}
+
+/*
   NetPlaceTestMoves_Private - the dot-product test of every move on the current batch: max over moves and micro-batches
-  of |<R x, y> - <x, R^T y>| / (|R x| |y|), with x, y random rows of the layouts (collective)
+  of |<R x, y> - <x, R^T y>| / (|R x| |y|), with x, y random rows of the layouts, and of each sharded stage's parameter
+  gathers (NetPlaceTestParameterMaps_Private()) (collective)
 */
 PetscErrorCode NetPlaceTestMoves_Private(Net net, PetscRandom rnd, PetscReal *err)
 {
@@ -1996,6 +2082,7 @@ PetscErrorCode NetPlaceTestMoves_Private(Net net, PetscRandom rnd, PetscReal *er
     PetscCall(PetscFree4(x, rx, y, rty));
     pl->es = es;
   }
+  PetscCall(NetPlaceTestParameterMaps_Private(net, rnd, err)); /* and a sharded stage's gathers */
   PetscFunctionReturn(0);
 }
 
@@ -2057,11 +2144,14 @@ static PetscErrorCode NetPlaceChanged(Net net)
 
   Notes:
   Each stage is data parallel over its ranks and holds only its nodes' parameters (and their optimizer state, through
-  the parameter Vec's ownership). Activations and cotangents move between stages by redistributions of whole samples,
-  each with its exact adjoint. With micro-batches (NetSetMicroBatches()) the stages work as a pipeline; the gradient is
-  the same as without stages up to round-off. -net_view prints the stages and their share of the cost. Not built yet:
-  a stage that is itself sharded, model, tensor or sequence parallel; grid mode; NetJVP() and the
-  second-order adjoint; layers whose kernels communicate (batchnorm): each is refused at set-up with the reason.
+  the parameter Vec's ownership). With -net_parallel sharded (NetSetParallel()) each stage is sharded over its ranks
+  (ZeRO-3 inside the stage): a rank keeps only its slice of its stage's parameters, each node's gathered over the
+  stage's ranks just before each of its steps and its gradient reduce-scattered back once a backward pass. Activations
+  and cotangents move between stages by redistributions of whole samples, each with its exact adjoint. With
+  micro-batches (NetSetMicroBatches()) the stages work as a pipeline; the gradient, NetJVP() and the second-order
+  adjoint (NetSecondOrderBackward()) are the same as without stages up to round-off. -net_view prints the stages and
+  their share of the cost. Not built yet: a stage that is itself model, tensor or sequence parallel; grid mode; layers
+  whose kernels communicate (batchnorm): each is refused at set-up with the reason.
 
   Level: intermediate
 
@@ -2403,9 +2493,11 @@ PetscErrorCode NetPlaceSetFromOptions_Private(Net net)
 }
 
 /*@
-  NetTestMoves - the dot-product test of every move between pipeline stages on the last forward pass's batch, and of
-  the parameter broadcast B (each rank its stage's block, NetGetParameterBroadcast()): max of |<A x, y> - <x, A^T y>| /
-  |<A x, y>| for random x, y (a move carries whole samples between two layouts, its adjoint sends them back)
+  NetTestMoves - the dot-product test of every move between pipeline stages on the last forward pass's batch, of
+  the parameter broadcast B (each rank its stage's block, NetGetParameterBroadcast()) and, with -net_parallel sharded,
+  of each node's parameter gather over its stage's ranks (its adjoint the reduce-scatter of its gradient): max of
+  |<A x, y> - <x, A^T y>| / |<A x, y>| for random x, y (a move carries whole samples between two layouts, its adjoint
+  sends them back)
 
   Collective
 

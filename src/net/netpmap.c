@@ -9,7 +9,9 @@
   Each rank asks for ascending, disjoint runs [start, start + len) of global indices. Two patterns:
 
     whole    every rank asks for the same single run (a data-parallel node in sharded mode, ZeRO-3): G is an
-             MPI_Allgatherv of the owners' pieces and G^T an MPI_Reduce_scatter into them;
+             MPI_Allgatherv of the owners' pieces and G^T an MPI_Reduce_scatter into them; a node of a sharded
+             pipeline stage does the same over its stage's communicator, whose ranks own the whole run
+             (NetParamMapCreateOn_Private());
     general  each rank its own runs (a model-parallel node: its block of the weights): G is one MPI_Alltoallv whose
              send side packs the asked-for pieces of the owned slice, G^T the reverse MPI_Alltoallv and an add.
 
@@ -52,10 +54,13 @@ static PetscErrorCode NetParamMapCheckCount_Private(MPI_Comm comm, PetscInt64 n,
 }
 
 /*
-  NetParamMapCreate_Private - the map of the runs [runstart[i], runstart[i] + runlen[i]) (ascending, disjoint; nruns == 0
-  means the single run [start, start + len)) of global indices of Vecs laid out like v
+  NetParamMapCreateOn_Private - the map of the runs [runstart[i], runstart[i] + runlen[i]) (ascending, disjoint; nruns
+  == 0 means the single run [start, start + len)) of global indices of Vecs laid out like v, exchanged over comm: the
+  ranks [first, first + size of comm) of v's communicator, in the same order (a pipeline stage's group, netplace.c; v's
+  own communicator with first = 0 for every other map). Every entry of the runs must be owned by those ranks: a map
+  on a group moves only what its ranks hold, and the other ranks never call it (collective on comm only).
 */
-PetscErrorCode NetParamMapCreate_Private(Vec v, PetscInt nruns, const PetscInt runstart[], const PetscInt runlen[], PetscInt start, PetscInt len, NetParamMap *map)
+PetscErrorCode NetParamMapCreateOn_Private(Vec v, MPI_Comm comm, PetscMPIInt first, PetscInt nruns, const PetscInt runstart[], const PetscInt runlen[], PetscInt start, PetscInt len, NetParamMap *map)
 {
   NetParamMap     m;
   const PetscInt *ranges;
@@ -63,12 +68,13 @@ PetscErrorCode NetParamMapCreate_Private(Vec v, PetscInt nruns, const PetscInt r
 
   PetscFunctionBegin;
   PetscCall(PetscNew(&m));
-  *map = m;
-  PetscCall(PetscObjectGetComm((PetscObject)v, &m->comm));
+  *map    = m;
+  m->comm = comm;
   PetscCallMPI(MPI_Comm_size(m->comm, &m->size));
   PetscCallMPI(MPI_Comm_rank(m->comm, &m->rank));
   PetscCall(VecGetOwnershipRange(v, &rstart, &rend));
   PetscCall(VecGetOwnershipRanges(v, &ranges));
+  ranges += first; /* ranges[q]: where rank q of comm starts owning */
   m->rstart = rstart;
   if (!nruns) { /* the single run: keep it as a one-run list */
     m->nruns = 1;
@@ -84,6 +90,8 @@ PetscErrorCode NetParamMapCreate_Private(Vec v, PetscInt nruns, const PetscInt r
   m->n = 0;
   for (PetscInt i = 0; i < m->nruns; i++) {
     PetscCheck(m->runlen[i] >= 0 && (!i || m->runstart[i] >= m->runstart[i - 1] + m->runlen[i - 1]), PETSC_COMM_SELF, PETSC_ERR_PLIB, "Parameter runs must ascend without overlap");
+    PetscCheck(!m->runlen[i] || (m->runstart[i] >= ranges[0] && m->runstart[i] + m->runlen[i] <= ranges[m->size]), PETSC_COMM_SELF, PETSC_ERR_PLIB,
+               "Parameter run [%" PetscInt_FMT ", %" PetscInt_FMT ") is not owned by the ranks of its map (entries [%" PetscInt_FMT ", %" PetscInt_FMT "))", m->runstart[i], m->runstart[i] + m->runlen[i], ranges[0], ranges[m->size]);
     m->n += m->runlen[i];
   }
   /* whole: one run, the same on every rank */
@@ -183,6 +191,14 @@ PetscErrorCode NetParamMapCreate_Private(Vec v, PetscInt nruns, const PetscInt r
     PetscCall(PetscFree2(allstart, alllen));
     PetscCall(PetscFree2(nr, off));
   }
+  PetscFunctionReturn(0);
+}
+
+/* the map of those runs over v's own communicator (every rank) */
+PetscErrorCode NetParamMapCreate_Private(Vec v, PetscInt nruns, const PetscInt runstart[], const PetscInt runlen[], PetscInt start, PetscInt len, NetParamMap *map)
+{
+  PetscFunctionBegin;
+  PetscCall(NetParamMapCreateOn_Private(v, PetscObjectComm((PetscObject)v), 0, nruns, runstart, runlen, start, len, map));
   PetscFunctionReturn(0);
 }
 
