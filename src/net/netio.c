@@ -142,9 +142,17 @@ PetscErrorCode NetSave(Net net, const char filename[])
   if (!ierr) ierr = PetscObjectSetName((PetscObject)viewer, filename); /* messages name the file, not tmp */
   if (!ierr) ierr = NetWrite(net, viewer);
   PetscCall(NetIOCloseAgreed_Private(comm, &viewer, filename, tmp));
-  if (ierr) {
-    if (rank == 0) (void)remove(tmp);
-    PetscCall(ierr);
+  { /* a failure of any rank: rank 0 removes the partial file (closing it may have written it again), and no rank
+       raises the error (which may end the job) before that is done */
+    int bad = ierr ? 1 : 0;
+
+    PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, comm));
+    if (bad) {
+      if (rank == 0) PetscCall(PetNetRemoveTemporaryFile(tmp));
+      PetscCallMPI(MPI_Barrier(comm));
+      PetscCheck(ierr, PETSC_COMM_SELF, PETSC_ERR_FILE_WRITE, "Could not write the Net to %s: another rank failed (its error says why); the temporary file %s was removed", filename, tmp);
+      PetscCall(ierr);
+    }
   }
   PetscCall(PetNetCommitFile(comm, tmp, filename));
   PetscFunctionReturn(0);
