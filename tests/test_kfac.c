@@ -600,6 +600,21 @@ static PetscErrorCode RunKFAC(MPI_Comm comm, PetscInt N, PetscInt n, PetscInt ns
   PetscFunctionReturn(0);
 }
 
+/* the number of parameters of the network of RanksNet() */
+static PetscErrorCode RanksNetParameters(PetscInt *nparams)
+{
+  Problem     p;
+  PetNetShape in;
+  const char *layers;
+
+  PetscFunctionBegin;
+  RanksNet(&layers, &in);
+  PetscCall(ProblemCreate(PETSC_COMM_SELF, layers, &in, 1, 1, 1, &p));
+  PetscCall(NetGetNumParameters(p.net, nparams));
+  PetscCall(ProblemDestroy(&p));
+  PetscFunctionReturn(0);
+}
+
 static PetscErrorCode CheckRanks(void)
 {
   PetscInt     N = 9, n = PETSC_DECIDE, nparams, nsteps = 6;
@@ -610,16 +625,7 @@ static PetscErrorCode CheckRanks(void)
   PetscCall(PetscSplitOwnership(PETSC_COMM_WORLD, &n, &N));
   PetscCall(RunKFAC(PETSC_COMM_WORLD, N, n, nsteps, &tw, &nw, lw, NULL, NULL));
   PetscCall(RunKFAC(PETSC_COMM_SELF, N, N, nsteps, &ts, &ns, ls, NULL, NULL));
-  {
-    Problem     p;
-    PetNetShape in;
-    const char *layers;
-
-    RanksNet(&layers, &in);
-    PetscCall(ProblemCreate(PETSC_COMM_SELF, layers, &in, 1, 1, 1, &p));
-    PetscCall(NetGetNumParameters(p.net, &nparams));
-    PetscCall(ProblemDestroy(&p));
-  }
+  PetscCall(RanksNetParameters(&nparams));
   err = ArrayRelErr(nparams, tw, ts);
   PetscCheck(err <= 1e-11, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "After %" PetscInt_FMT " kfac steps the parameters on PETSC_COMM_WORLD differ from those on PETSC_COMM_SELF by %g relative", nsteps, (double)err);
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%" PetscInt_FMT " kfac steps, %" PetscInt_FMT " parameters: |theta| = %.10f; the ranks' result equals one rank's to 1e-11\n", nsteps, nparams, (double)nw));
@@ -661,16 +667,7 @@ static PetscErrorCode CheckPlaced(void)
   PetscCall(RunKFAC(comm, N, n, nsteps, &tw, &nw, lw, &held, &onecopy));
   placement.place = PETSC_FALSE;
   PetscCall(RunKFAC(PETSC_COMM_SELF, N, N, nsteps, &ts, &ns, ls, NULL, NULL));
-  {
-    Problem     p;
-    PetNetShape in;
-    const char *layers;
-
-    RanksNet(&layers, &in);
-    PetscCall(ProblemCreate(PETSC_COMM_SELF, layers, &in, 1, 1, 1, &p));
-    PetscCall(NetGetNumParameters(p.net, &nparams));
-    PetscCall(ProblemDestroy(&p));
-  }
+  PetscCall(RanksNetParameters(&nparams));
   err = ArrayRelErr(nparams, tw, ts);
   if (show) PetscCall(PetscPrintf(comm, "  measured: %g relative\n", (double)err));
   PetscCheck(err <= 1e-12, comm, PETSC_ERR_PLIB, "After %" PetscInt_FMT " kfac steps the parameters of the placed Net differ from those of the unplaced one on PETSC_COMM_SELF by %g relative", nsteps, (double)err);
