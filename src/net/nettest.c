@@ -305,15 +305,17 @@ static PetscErrorCode NetTestCopyCotangent(Net net, PetscInt r0, PetscInt n, con
 }
 
 /*
-  With pipeline stages (netplace.c) the JVP is not built: the moves' dot-product test, and finite differences of the
-  backward pass, <J^T w, v> against (<Y(z + h v), w> - <Y(z - h v), w>) / 2h along random directions v of the input and
-  of the parameters (w random, fixed), in the precision of the Net
+  A placed Net (netplace.c): the moves' dot-product test, the JVP against the backward pass (GPipe), and finite
+  differences of the backward pass, <J^T w, v> against (<Y(z + h v), w> - <Y(z - h v), w>) / 2h along random
+  directions v of the input and of the parameters (w random, fixed), in the precision of the Net; in bfloat16, whose
+  8 bits leave finite differences no digit to test, J^T w against the same in double instead (10 L u, as unplaced)
 */
 static PetscErrorCode NetTestJacobianPlaced_Private(Net net, Vec X, PetscViewer viewer, PetscRandom rnd, PetscReal *doterr, PetscReal *fderr)
 {
-  Vec       Y, W, G, dX, v, z0;
-  PetscReal eM, eJ = -1, fd[2] = {0, 0}, h = net->precision == NET_PRECISION_DOUBLE ? 1e-5 : 1e-2, tol = net->precision == NET_PRECISION_DOUBLE ? 1e-6 : 1e-2;
-  PetscReal dtol = net->precision == NET_PRECISION_DOUBLE ? 1e-12 : net->precision == NET_PRECISION_SINGLE ? 1e-4 : 5e-2; /* the moves alone: 1e-14; the JVP against the backward pass: the round-off of the precision */
+  Vec             Y, W, G, dX, v, z0;
+  const PetscBool bf16 = (PetscBool)(net->precision == NET_PRECISION_BFLOAT16);
+  PetscReal       eM, eJ = -1, fd[2] = {0, 0}, h = net->precision == NET_PRECISION_DOUBLE ? 1e-5 : 1e-2, tol = net->precision == NET_PRECISION_DOUBLE ? 1e-6 : bf16 ? 10 * net->nlayers * PetscPowReal(2.0, -8) : 1e-2;
+  PetscReal       dtol = net->precision == NET_PRECISION_DOUBLE ? 1e-12 : net->precision == NET_PRECISION_SINGLE ? 1e-4 : 5e-2; /* the moves alone: 1e-14; the JVP against the backward pass: the round-off of the precision */
 
   PetscFunctionBegin;
   PetscCall(NetForward(net, X, NULL));
@@ -331,7 +333,32 @@ static PetscErrorCode NetTestJacobianPlaced_Private(Net net, Vec X, PetscViewer 
     PetscCall(NetForwardBackward(net, X, NetTestCopyCotangent, (void *)w, NULL, dX, G));
     PetscCall(VecRestoreArrayRead(W, &w));
   }
-  for (PetscInt wrt = 0; wrt < 2; wrt++) {
+  if (bf16) { /* bfloat16's 8 bits leave finite differences no digit to test: J^T w against the same in double */
+    const NetPrecision precision = net->precision;
+    Vec                dXd, Gd;
+    const PetscScalar *w;
+    PetscReal          nd, ne;
+
+    PetscCall(VecDuplicate(dX, &dXd));
+    PetscCall(VecDuplicate(G, &Gd));
+    PetscCall(VecZeroEntries(Gd));
+    PetscCall(NetSetPrecision(net, NET_PRECISION_DOUBLE));
+    PetscCall(VecGetArrayRead(W, &w));
+    PetscCall(NetForwardBackward(net, X, NetTestCopyCotangent, (void *)w, NULL, dXd, Gd));
+    PetscCall(VecRestoreArrayRead(W, &w));
+    PetscCall(NetSetPrecision(net, precision));
+    for (PetscInt wrt = 0; wrt < 2; wrt++) {
+      Vec low = wrt ? G : dX, dbl = wrt ? Gd : dXd;
+
+      PetscCall(VecNorm(dbl, NORM_2, &nd));
+      PetscCall(VecAXPY(dbl, -1.0, low));
+      PetscCall(VecNorm(dbl, NORM_2, &ne));
+      fd[wrt] = ne / PetscMax(nd, PETSC_SMALL);
+    }
+    PetscCall(VecDestroy(&dXd));
+    PetscCall(VecDestroy(&Gd));
+  }
+  for (PetscInt wrt = 0; wrt < 2 && !bf16; wrt++) {
     Vec         z = wrt ? net->theta : X;
     PetscScalar fp, fm, g;
 
@@ -373,9 +400,12 @@ static PetscErrorCode NetTestJacobianPlaced_Private(Net net, Vec X, PetscViewer 
   PetscCall(PetscViewerASCIIPrintf(viewer, "Net Jacobian test with pipeline stages (%" PetscInt_FMT " samples%s)\n", net->nglobal, eJ < 0 ? "; no JVP with -net_pipeline_schedule 1f1b" : ""));
   PetscCall(PetscViewerASCIIPrintf(viewer, "  moves between stages |<Rx,y>-<x,R^T y>|/|<Rx,y>|: %.2e\n", (double)eM));
   if (eJ >= 0) PetscCall(PetscViewerASCIIPrintf(viewer, "  JVP against the backward pass |<Jv,w>-<v,J^T w>|/|<Jv,w>|: %.2e\n", (double)eJ));
-  PetscCall(PetscViewerASCIIPrintf(viewer, "  finite differences of the backward pass |FD - <J^T w,v>|/|<J^T w,v>|: input %.2e, parameters %.2e\n", (double)fd[0], (double)fd[1]));
+  if (bf16)
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  the backward pass against double |J^T_bfloat16 w - J^T w|/|J^T w|: input %.2e, parameters %.2e\n", (double)fd[0], (double)fd[1]));
+  else
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  finite differences of the backward pass |FD - <J^T w,v>|/|<J^T w,v>|: input %.2e, parameters %.2e\n", (double)fd[0], (double)fd[1]));
   eM = PetscMax(eM, eJ);
-  PetscCall(PetscViewerASCIIPrintf(viewer, "  %s (dot-product <= %g, finite differences <= %g)\n", eM <= dtol && PetscMax(fd[0], fd[1]) <= tol ? "PASSED" : "FAILED", (double)dtol, (double)tol));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "  %s (dot-product <= %g, %s <= %.2g)\n", eM <= dtol && PetscMax(fd[0], fd[1]) <= tol ? "PASSED" : "FAILED", (double)dtol, bf16 ? "against double (10 L u)" : "finite differences", (double)tol));
   if (doterr) *doterr = eM;
   if (fderr) *fderr = PetscMax(fd[0], fd[1]);
   PetscCall(VecDestroy(&Y));
@@ -418,7 +448,9 @@ static PetscErrorCode NetTestJacobianPlaced_Private(Net net, Vec X, PetscViewer 
   its steps, so the finite differences see the map that was differentiated. The directions v, w are random in [-1, 1)
   from a fixed seed. On return the Net is forwarded at X and its parameters are unchanged. A Net whose input is read by
   a node taking integer ids (embedding) is not differentiable in its input: the input's finite differences are
-  skipped (printed as "input -") and its Jacobian, zero, is checked by the dot products alone.
+  skipped (printed as "input -") and its Jacobian, zero, is checked by the dot products alone. A placed Net (stages,
+  micro-batches, node groups) is tested through its moves' dot products, the JVP against the backward pass (GPipe) and
+  finite differences of the backward pass; in bfloat16 the backward pass against the same pass in double (10 L u).
 
   Level: intermediate
 
