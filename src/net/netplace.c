@@ -135,8 +135,10 @@ typedef struct {
   char   **tan;
   MPI_Comm tcomm;
   /* NetGetNodeArraysRead() on a store of float or bfloat16 entries: the widened copies of a node's rows that came from
-     a move's buffer (its input's dval, the last node's output cotangent dcot), made by the get and freed by the restore */
+     a move's buffer (its input's dval, the last node's output cotangent dcot), kept with the placement and grown to the
+     largest node (not a malloc a get: K-FAC reads every node every step); freed with the placement */
   PetscScalar *wide[2];
+  size_t       nwide[2];
   /* -net_parallel sharded (ZeRO-3 inside each stage): the communicator of this rank's stage, the ranks [s G, (s + 1) G)
      in rank order, over which its nodes' parameter maps gather and reduce-scatter (NetPlaceSetUpParameters_Private()) */
   MPI_Comm gcomm;
@@ -1405,17 +1407,22 @@ PetscErrorCode NetPlaceSOWantInput_Private(Net net, PetscBool wantinput)
    rows in slots, reused before the walk ends, and is refused. */
 
 /* the move buffer src of rows rows x size entries of the store's element type, as double: itself in double, else a
-   widened copy in *wide (allocated here, freed by NetPlaceRestoreNodeArrays_Private()) */
-static PetscErrorCode NetPlaceWidenRows(NetPlace *pl, const char *src, PetscInt rows, PetscInt size, PetscScalar **wide, const PetscScalar **a)
+   widened copy in pl->wide[w] (nwide[w] entries, grown here, never shrunk) */
+static PetscErrorCode NetPlaceWidenRows(NetPlace *pl, const char *src, PetscInt rows, PetscInt size, PetscInt w, const PetscScalar **a)
 {
-  const size_t cnt = (size_t)rows * (size_t)size;
+  const size_t  cnt  = (size_t)rows * (size_t)size;
+  PetscScalar **wide = &pl->wide[w];
 
   PetscFunctionBegin;
   if (pl->es == sizeof(PetscScalar)) {
     *a = (const PetscScalar *)src;
     PetscFunctionReturn(0);
   }
-  PetscCall(PetscMalloc1(cnt, wide));
+  if (cnt > pl->nwide[w]) {
+    PetscCall(PetscFree(*wide));
+    PetscCall(PetscMalloc1(cnt, wide));
+    pl->nwide[w] = cnt;
+  }
   if (pl->es == sizeof(float))
     for (size_t i = 0; i < cnt; i++) (*wide)[i] = ((const float *)src)[i];
   else
@@ -1443,13 +1450,13 @@ PetscErrorCode NetPlaceGetNodeArrays_Private(Net net, PetscInt k, PetscInt *n, c
   if (!NetPlaceInGroup(pl, pl->group[k], pl->rank)) PetscFunctionReturn(0); /* no rows here */
   if (x) {
     if (e >= 0)
-      PetscCall(NetPlaceWidenRows(pl, pl->moves[e].dval, rows, l->insizes[0], &pl->wide[0], x));
+      PetscCall(NetPlaceWidenRows(pl, pl->moves[e].dval, rows, l->insizes[0], 0, x));
     else
       PetscCall(store->get(net, NET_SLOT_VALUE, net->nodes[k].in[0] + 1, NET_READ, NET_ELEM_DOUBLE, (void **)x));
   }
   if (dy) {
     if (k == L - 1)
-      PetscCall(NetPlaceWidenRows(pl, pl->moves[pl->nmoves - 1].dcot, rows, l->outsize, &pl->wide[1], dy));
+      PetscCall(NetPlaceWidenRows(pl, pl->moves[pl->nmoves - 1].dcot, rows, l->outsize, 1, dy));
     else
       PetscCall(store->get(net, NET_SLOT_TANGENT, k + 1, NET_READ, NET_ELEM_DOUBLE, (void **)dy));
   }
@@ -1466,8 +1473,6 @@ PetscErrorCode NetPlaceRestoreNodeArrays_Private(Net net, PetscInt k, const Pets
     if (dy && k < net->nlayers - 1) PetscCall(store->restore(net, NET_SLOT_TANGENT, k + 1, NET_READ, NET_ELEM_DOUBLE, (void **)dy));
     if (x && pl->movein[k * pl->maxin] < 0) PetscCall(store->restore(net, NET_SLOT_VALUE, net->nodes[k].in[0] + 1, NET_READ, NET_ELEM_DOUBLE, (void **)x));
   }
-  PetscCall(PetscFree(pl->wide[0]));
-  PetscCall(PetscFree(pl->wide[1]));
   if (x) *x = NULL;
   if (dy) *dy = NULL;
   PetscFunctionReturn(0);
