@@ -20,7 +20,7 @@ static const char help[] = "Memory, time and communication of a few Adam steps o
                            "                                         MPI_Allreduce of known sizes); an error if it does not\n"
                            "  -net_layers ...                        another network (e.g. dense:64,relu,dense:10 for a quick run)\n"
                            "Ends with one line:\n"
-                           "  summary: mode=... ranks=... params=... peak_mem_per_rank_mb=... step_time_s=... comm_bytes_per_step=... stages=...\n"
+                           "  summary: mode=... ranks=... params=... peak_mem_per_rank_mb=... step_time_s=... comm_bytes_per_step=... allgathers_per_step=... reduce_scatters_per_step=... stages=...\n"
                            "           microbatches=... bubble_fraction=... loss=... (the last step's loss) blas_core=...\n"
                            "  e.g. mpiexec -n 2 bin/bench_parallel -bench_mode replicated\n";
 
@@ -54,6 +54,12 @@ static const char help[] = "Memory, time and communication of a few Adam steps o
                         A nonblocking collective counts like its blocking form. Only data in the timed steps counts:
                         drawing a batch (which moves nothing after the epoch's first batch), the barrier and the final
                         reductions of the results are outside.
+  allgathers_per_step, reduce_scatters_per_step
+                        calls of MPI_(I)Allgather(v) and MPI_(I)Reduce_scatter(_block) on a communicator of more than
+                        one rank in the timed steps, summed over the ranks, divided by the steps (the wrappers above
+                        count them): a sharded node gathers its parameters before a step that reads them and
+                        reduce-scatters its gradient once a backward pass, so these count the gathers and the sums of
+                        -net_parallel sharded, with and without stages (tests/bench.suite).
 
   The bytes of the replicated mode are 2 (p-1) 8 P for the broadcast of theta and the sum-reduce of the gradient, plus
   a few scalar all-reductions (the loss, its layout check, the gradient norm TAO takes); share/bench/parallel_volume.py
@@ -64,8 +70,10 @@ static const char help[] = "Memory, time and communication of a few Adam steps o
 #include <mpi.h>
 
 typedef struct {
-  double p2p, collective, onesided; /* bytes sent to other ranks so far, by kind */
-  double starts;                    /* persistent sends started (the PetscSF path) */
+  double p2p, collective, onesided;  /* bytes sent to other ranks so far, by kind */
+  double starts;                     /* persistent sends started (the PetscSF path) */
+  double allgathers, reducescatters; /* calls of the Allgather and Reduce_scatter families on more than one rank (a
+                                        sharded node's gather and gradient sum, issue 34's sharded stages) */
 } CommCounter;
 
 static CommCounter comm_sent;
@@ -322,12 +330,14 @@ static void CommAllgather(const void *sbuf, int scount, MPI_Datatype stype, int 
 
 int MPI_Allgather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype, MPI_Comm comm)
 {
+  if (CommSize(comm, NULL) > 1) comm_sent.allgathers += 1;
   CommAllgather(sbuf, scount, stype, rcount, rtype, comm);
   return PMPI_Allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm);
 }
 
 int MPI_Iallgather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req)
 {
+  if (CommSize(comm, NULL) > 1) comm_sent.allgathers += 1;
   CommAllgather(sbuf, scount, stype, rcount, rtype, comm);
   return PMPI_Iallgather(sbuf, scount, stype, rbuf, rcount, rtype, comm, req);
 }
@@ -342,12 +352,14 @@ static int CommRank(MPI_Comm comm)
 
 int MPI_Allgatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, const int rcounts[], const int displs[], MPI_Datatype rtype, MPI_Comm comm)
 {
+  if (CommSize(comm, NULL) > 1) comm_sent.allgathers += 1;
   CommAllgather(sbuf, scount, stype, sbuf == MPI_IN_PLACE ? rcounts[CommRank(comm)] : 0, rtype, comm);
   return PMPI_Allgatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm);
 }
 
 int MPI_Iallgatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, const int rcounts[], const int displs[], MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req)
 {
+  if (CommSize(comm, NULL) > 1) comm_sent.allgathers += 1;
   CommAllgather(sbuf, scount, stype, sbuf == MPI_IN_PLACE ? rcounts[CommRank(comm)] : 0, rtype, comm);
   return PMPI_Iallgatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm, req);
 }
@@ -412,24 +424,28 @@ int MPI_Iscatterv(const void *sbuf, const int scounts[], const int displs[], MPI
 /* Reduce-scatter: this rank's contribution to every other rank's block */
 int MPI_Reduce_scatter(const void *sbuf, void *rbuf, const int rcounts[], MPI_Datatype type, MPI_Op op, MPI_Comm comm)
 {
+  if (CommSize(comm, NULL) > 1) comm_sent.reducescatters += 1;
   comm_sent.collective += CommBlocksToOthers(rcounts, type, comm);
   return PMPI_Reduce_scatter(sbuf, rbuf, rcounts, type, op, comm);
 }
 
 int MPI_Ireduce_scatter(const void *sbuf, void *rbuf, const int rcounts[], MPI_Datatype type, MPI_Op op, MPI_Comm comm, MPI_Request *req)
 {
+  if (CommSize(comm, NULL) > 1) comm_sent.reducescatters += 1;
   comm_sent.collective += CommBlocksToOthers(rcounts, type, comm);
   return PMPI_Ireduce_scatter(sbuf, rbuf, rcounts, type, op, comm, req);
 }
 
 int MPI_Reduce_scatter_block(const void *sbuf, void *rbuf, int rcount, MPI_Datatype type, MPI_Op op, MPI_Comm comm)
 {
+  if (CommSize(comm, NULL) > 1) comm_sent.reducescatters += 1;
   comm_sent.collective += (CommSize(comm, NULL) - 1) * CommTypeBytes(rcount, type);
   return PMPI_Reduce_scatter_block(sbuf, rbuf, rcount, type, op, comm);
 }
 
 int MPI_Ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount, MPI_Datatype type, MPI_Op op, MPI_Comm comm, MPI_Request *req)
 {
+  if (CommSize(comm, NULL) > 1) comm_sent.reducescatters += 1;
   comm_sent.collective += (CommSize(comm, NULL) - 1) * CommTypeBytes(rcount, type);
   return PMPI_Ireduce_scatter_block(sbuf, rbuf, rcount, type, op, comm, req);
 }
@@ -559,14 +575,16 @@ static double CommTotal(const CommCounter *c)
 /* The counts of local (this rank's) summed over the ranks (collective; its own reduction is not in any window) */
 static PetscErrorCode CommSumOverRanks(MPI_Comm comm, const CommCounter *local, CommCounter *sum)
 {
-  PetscLogDouble d[4] = {local->p2p, local->collective, local->onesided, local->starts};
+  PetscLogDouble d[6] = {local->p2p, local->collective, local->onesided, local->starts, local->allgathers, local->reducescatters};
 
   PetscFunctionBegin;
-  PetscCall(MPIU_Allreduce(MPI_IN_PLACE, d, 4, MPIU_PETSCLOGDOUBLE, MPIU_SUM, comm));
-  sum->p2p        = d[0];
-  sum->collective = d[1];
-  sum->onesided   = d[2];
-  sum->starts     = d[3];
+  PetscCall(MPIU_Allreduce(MPI_IN_PLACE, d, 6, MPIU_PETSCLOGDOUBLE, MPIU_SUM, comm));
+  sum->p2p            = d[0];
+  sum->collective     = d[1];
+  sum->onesided       = d[2];
+  sum->starts         = d[3];
+  sum->allgathers     = d[4];
+  sum->reducescatters = d[5];
   PetscFunctionReturn(0);
 }
 
@@ -577,6 +595,8 @@ static void CommAddSince(const CommCounter *start, CommCounter *window)
   window->collective += comm_sent.collective - start->collective;
   window->onesided += comm_sent.onesided - start->onesided;
   window->starts += comm_sent.starts - start->starts;
+  window->allgathers += comm_sent.allgathers - start->allgathers;
+  window->reducescatters += comm_sent.reducescatters - start->reducescatters;
 }
 
 /* Bytes sent between ranks since *start, summed over the ranks */
@@ -861,8 +881,8 @@ int main(int argc, char **argv)
   if (tracing) PetscCall(PetscPrintf(comm, " petsc_malloc_peak_mb=%.1f", mallocpeak / 1048576.0));
   if (reference > 0) PetscCall(PetscPrintf(comm, " of_reference=%.3f", peak / 1048576.0 / (double)reference));
   PetscCall(PetscPrintf(comm, "\n"));
-  PetscCall(PetscPrintf(comm, "summary: mode=%s ranks=%d params=%" PetscInt_FMT " peak_mem_per_rank_mb=%.1f step_time_s=%.4g comm_bytes_per_step=%.0f", pipeline ? "pipeline" : NetParallelTypes[mode], size, nparams, peak / 1048576.0, seconds / steps,
-                        CommTotal(&sum) / steps));
+  PetscCall(PetscPrintf(comm, "summary: mode=%s ranks=%d params=%" PetscInt_FMT " peak_mem_per_rank_mb=%.1f step_time_s=%.4g comm_bytes_per_step=%.0f allgathers_per_step=%.1f reduce_scatters_per_step=%.1f",
+                        pipeline ? "pipeline" : NetParallelTypes[mode], size, nparams, peak / 1048576.0, seconds / steps, CommTotal(&sum) / steps, sum.allgathers / steps, sum.reducescatters / steps));
   PetscCall(PetscPrintf(comm, " stages=%" PetscInt_FMT " microbatches=%" PetscInt_FMT " bubble_fraction=%.3f ideal_bubble=%.3f loss=%.12g", nstages, nmicro, (double)bubble, (double)(nstages - 1) / (double)(nmicro + nstages - 1), (double)ctx.f));
   { /* the BLAS's kernels (issue 31): a rate is read with what it ran on */
     const char *blascore;

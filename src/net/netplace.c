@@ -1818,6 +1818,8 @@ PetscErrorCode NetPlaceLocalParameters_Private(Net net, PetscInt *nrep)
 typedef struct {
   NetParamMap  map;
   PetscScalar *work;
+  PetscBool    none; /* no rank holds a run (every node of a -net_parallel sharded placement gathers its own): B and
+                        B^T move nothing, and skip the map's collectives on the Net's communicator */
 } NetPlaceBcast;
 
 static PetscErrorCode NetPlaceBcastMult(Mat B, Vec theta, Vec rep)
@@ -1827,6 +1829,7 @@ static PetscErrorCode NetPlaceBcastMult(Mat B, Vec theta, Vec rep)
 
   PetscFunctionBegin;
   PetscCall(MatShellGetContext(B, &ctx));
+  if (ctx->none) PetscFunctionReturn(0);
   PetscCall(VecGetArrayWrite(rep, &r));
   PetscCall(NetParamMapGather_Private(ctx->map, theta, r));
   PetscCall(VecRestoreArrayWrite(rep, &r));
@@ -1842,6 +1845,7 @@ static PetscErrorCode NetPlaceBcastMultTransposeAdd(Mat B, Vec rep, Vec g, Vec z
   PetscFunctionBegin;
   PetscCall(MatShellGetContext(B, &ctx));
   if (g != z) PetscCall(VecCopy(g, z));
+  if (ctx->none) PetscFunctionReturn(0);
   PetscCall(VecGetLocalSize(rep, &n));
   PetscCall(VecGetArrayRead(rep, &r));
   PetscCall(PetscArraycpy(ctx->work, r, n));
@@ -1940,6 +1944,12 @@ PetscErrorCode NetPlaceSetUpParameters_Private(Net net)
   else
     PetscCall(NetParamMapCreate_Private(net->theta, 0, NULL, NULL, 0, 0, &ctx->map));
   PetscCall(PetscFree2(runstart, runlen));
+  {
+    PetscInt most;
+
+    PetscCall(MPIU_Allreduce(&n, &most, 1, MPIU_INT, MPI_MAX, comm));
+    ctx->none = (PetscBool)(most == 0);
+  }
   PetscCall(PetscMalloc1(n, &ctx->work));
   PetscCall(VecGetLocalSize(net->theta, &nl));
   PetscCall(MatCreateShell(PetscObjectComm((PetscObject)net), n, nl, PETSC_DETERMINE, net->nparams, ctx, &net->bcast));
