@@ -14,7 +14,8 @@ static const char help[] = "Ranks agree: in one program, the same Net (same seed
                            "pipeline schedule, its loss and gradients by LossNetForwardBackward() (also -forward_backward without it); -memory_ratio r:\n"
                            "assert that no rank of the WORLD Net stores more than r times the values the SELF Net stores; -param_ratio r:\n"
                            "assert that no rank of the WORLD Net holds more than r times the parameters of the nodes it runs (its slice of theta\n"
-                           "and the copies theta_rep, grad_rep, dtheta_rep: -parallel sharded with stages keeps the slice only).\n";
+                           "and the copies theta_rep, grad_rep, dtheta_rep: -parallel sharded with stages keeps the slice only). The nodes' options\n"
+                           "(-layer1_attention_dropout 0.2, ...) apply to both Nets.\n";
 
 #include <petnet.h>
 #include <petnet/private/netimpl.h> /* the value store's and the parameters' Vecs, for the memory they hold (-memory_ratio, -param_ratio) */
@@ -119,6 +120,18 @@ static PetscErrorCode SideCompute(MPI_Comm comm, const Case *c, PetscInt nlocal,
       PetscCall(NetSetGraph(s->net, spec)); /* a graph of named nodes */
     else
       PetscCall(NetSetLayers(s->net, spec));
+    { /* the nodes' own options (-layer1_attention_dropout 0.2, ...), on both Nets: the layers' settings, not the Net's
+         (no -net_* option changes the mode this program gives each Net) */
+      PetscInt L;
+
+      PetscCall(NetGetNumLayers(s->net, &L));
+      for (PetscInt k = 0; k < L; k++) {
+        Layer l;
+
+        PetscCall(NetGetLayer(s->net, k, &l));
+        PetscCall(LayerSetFromOptions(l));
+      }
+    }
     if (c->shape.ndim) in = c->shape;
     PetscCall(NetSetInputShape(s->net, &in));
     PetscCall(NetSetSeed(s->net, 13));

@@ -1,7 +1,8 @@
 static const char help[] = "Sequence parallelism (-net_parallel sequence) against the one-rank double reference. In one program the\n"
                            "same Net (same seed) is built twice: on PETSC_COMM_SELF with the whole batch (replicated, double), and on\n"
                            "PETSC_COMM_WORLD with the tokens split over groups of ranks (NetSetFromOptions(): -net_precision,\n"
-                           "-net_sequence_ranks, -net_view, -net_test_jacobian apply to it). Per-token crossentropy (T labels per\n"
+                           "-net_sequence_ranks, -net_view, -net_test_jacobian apply to it; the nodes' options such as -layer1_attention_dropout\n"
+                           "to both). Per-token crossentropy (T labels per\n"
                            "sample, classes = the output's last dim). Asserted: the loss, the outputs, the parameter gradient and\n"
                            "the JVP along a parameter direction (and the input gradient and input JVP when the input is not token\n"
                            "ids) agree with the reference to -tol relative; with -memory_ratio r, the bytes of the values a rank stores\n"
@@ -82,6 +83,16 @@ static PetscErrorCode SideCompute(MPI_Comm comm, const Problem *p, PetscInt n, P
   if (world) {
     PetscCall(NetSetParallel(s->net, NET_PARALLEL_SEQUENCE));
     PetscCall(NetSetFromOptions(s->net));
+  } else { /* the reference takes the nodes' own options too (-layer1_attention_dropout 0.2, ...), not the Net's */
+    PetscInt L;
+
+    PetscCall(NetGetNumLayers(s->net, &L));
+    for (PetscInt k = 0; k < L; k++) {
+      Layer l;
+
+      PetscCall(NetGetLayer(s->net, k, &l));
+      PetscCall(LayerSetFromOptions(l));
+    }
   }
   PetscCall(NetSetUp(s->net));
   PetscCall(NetGetOutputShape(s->net, &out));

@@ -114,6 +114,7 @@ typedef struct {
   PetNetShape  tok;                 /* a token's shape: the input shape with T replaced by 1 */
   PetscInt     t0, tl;              /* this rank's tokens [t0, t0 + tl) */
   PetscInt     ng;                  /* samples of the group in the batch of the PetscSF */
+  PetscInt64   goff;                /* ... and the global index of the group's first sample (attention dropout's map) */
   PetscInt     sfgen;               /* the batch layout the PetscSF was made for (Net batchgen), -1: none */
   PetscSF      sf;                  /* roots: [n][T] tokens of this rank, leaves: [ng][tl] */
   PetscInt     gsfgen;              /* ... and the all-gather's */
@@ -237,8 +238,17 @@ static PetscErrorCode NetSequenceCopyLayer_Private(Net net, PetscInt k, PetscInt
   }
   PetscCall(LayerSetInputShapes(*copy, nin, in));
   if (q0 >= 0) {
+    PetscBool isattention;
+
     PetscCall(LayerAttentionSetQueryBlock(*copy, q0, nq));
     PetscTryMethod(*copy, "LayerPositionSetOffset_C", (Layer, PetscInt), (*copy, q0));
+    PetscCall(PetscObjectTypeCompare((PetscObject)layer, "attention", &isattention));
+    if (isattention) { /* all heads of the node's layer, whose dropout map (seed, pass counter, frozen state) it draws */
+      PetscInt H;
+
+      PetscUseMethod(layer, "LayerAttentionGetHeads_C", (Layer, PetscInt *, PetscReal *), (layer, &H, NULL));
+      PetscUseMethod(*copy, "LayerAttentionSetHeadBlock_C", (Layer, Layer, PetscInt, PetscInt, PetscBool), (*copy, layer, 0, H, PETSC_TRUE));
+    }
   }
   PetscCall(LayerSetTraining(*copy, layer->training));
   PetscCall(LayerSetUp(*copy));
@@ -293,18 +303,7 @@ PetscErrorCode NetSequenceSetUpNode_Private(Net net, PetscInt k)
              "parallel)",
              nd->name, type, ((PetscObject)layer)->prefix ? ((PetscObject)layer)->prefix : "");
   if (isposition) kind = NET_SEQ_POSITION;
-  if (isattention) {
-    PetscReal dropout;
-
-    kind = NET_SEQ_ATTENTION;
-    PetscUseMethod(layer, "LayerAttentionGetHeads_C", (Layer, PetscInt *, PetscReal *), (layer, NULL, &dropout));
-    /* the rank's copy draws the dropout map from its own counters and its group's samples, not the whole layer's: a map
-       unlike one rank's, and not frozen by NetTestJacobian() (refused until the copy shares the layer's draw) */
-    PetscCheck(dropout == 0, comm, PETSC_ERR_SUP,
-               "Node %s (%s) has attention dropout %g, which -net_parallel sequence does not split by tokens yet (the query block of a rank would draw another map than the whole layer): give it -%sattention_dropout 0, or run it with -net_parallel "
-               "replicated or sharded",
-               nd->name, type, (double)dropout, ((PetscObject)layer)->prefix ? ((PetscObject)layer)->prefix : "");
-  }
+  if (isattention) kind = NET_SEQ_ATTENTION;
   if (kind == NET_SEQ_TOKEN && k < net->nlayers - 1) {
     PetscBool input = PETSC_FALSE;
 
@@ -402,7 +401,16 @@ static PetscErrorCode NetSequenceGetSF_Private(Net net, PetscSF *sf)
   soff[0] = 0;
   PetscCallMPI(MPI_Allgather(&ns, 1, MPIU_INT, soff + 1, 1, MPIU_INT, sq->gcomm));
   for (PetscInt q = 0; q < sq->P; q++) soff[q + 1] += soff[q];
-  sq->ng  = soff[sq->P];
+  sq->ng = soff[sq->P];
+  { /* the global index of the group's first sample: this rank's (the ranks before it, in the sample split) less the
+       group's samples on the ranks before it */
+    PetscInt64  mine = ns, before = 0;
+    PetscMPIInt rank;
+
+    PetscCallMPI(MPI_Exscan(&mine, &before, 1, MPIU_INT64, MPI_SUM, PetscObjectComm((PetscObject)net)));
+    PetscCallMPI(MPI_Comm_rank(PetscObjectComm((PetscObject)net), &rank));
+    sq->goff = (rank ? before : 0) - soff[sq->slot]; /* MPI_Exscan leaves rank 0's result undefined */
+  }
   nleaves = sq->ng * sq->tl;
   PetscCheck(net->nlayers == 1 || nleaves == net->vlocal[1], PETSC_COMM_SELF, PETSC_ERR_PLIB, "-net_parallel sequence: the group's %" PetscInt_FMT " samples give %" PetscInt_FMT " rows, the batch layout %" PetscInt_FMT, sq->ng, nleaves,
              net->vlocal[1]);
@@ -720,6 +728,11 @@ static PetscErrorCode NetSequenceAttentionForward_Private(Net net, PetscInt k, N
   PetscFunctionBegin;
   PetscCall(NetSequenceGather_Private(net, NET_SEQ_ABUF_XF, sn->local->insize / sq->T, t, PETSC_TRUE, x, &xf));
   sn->local->gemm = net->layers[k]->gemm; /* the node's backend (NetSetBackend() may change it after set-up) */
+  /* attention dropout: the copy draws the node's map (the layer's seed and pass counter, frozen with it) at the global
+     samples of its group and the global positions of its queries, so every rank's block is one rank's map */
+  PetscCall(NetSequenceGetSF_Private(net, NULL));
+  PetscCall(LayerSetTraining(sn->local, net->layers[k]->training));
+  PetscUseMethod(sn->local, "LayerAttentionSetBlockOffset_C", (Layer, PetscInt64), (sn->local, sq->goff));
   if (t == NET_ELEM_DOUBLE)
     PetscCall(LayerForwardArrays(sn->local, sq->ng, th, (const PetscScalar *const *)&xf, (PetscScalar *)y));
   else
