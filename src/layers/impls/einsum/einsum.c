@@ -310,55 +310,28 @@ static PetscErrorCode EinsumGetWork(Layer layer, PetscInt n, size_t esize, void 
   PetscFunctionReturn(0);
 }
 
-/* ---- double: forward, backward, jvp, sobackward on nin = nops inputs ---- */
+/* ---- forward, backward, jvp on nin = nops inputs, in double and in float (single, bfloat16) from one text
+   (einsumpasses.h): the float passes run their GEMMs on the layer's backend (layer->gemm, set by its Net: oneDNN's
+   matmul, one batched primitive for a contraction's groups, or sgemm), the double ones on BLAS ---- */
 
-static PetscErrorCode LayerForwardN_Einsum(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *const x[], PetscScalar *y)
-{
-  Layer_Einsum *es = (Layer_Einsum *)layer->data;
-  void         *work;
-
-  PetscFunctionBegin;
-  PetscCall(EinsumGetWork(layer, n, sizeof(PetscScalar), &work));
-  PetscCall(EinsumContract(&es->fwd, PETNET_GEMM_NATIVE, n, x[0], es->nops == 2 ? x[1] : NULL, PETSC_FALSE, y, (PetscScalar *)work));
-  PetscCall(PetscFree(work));
-  PetscFunctionReturn(0);
-}
-
-/* dx0 = bwd[0](dy, x1), dx1 = bwd[1](dy, x0); one input: dx0 = bwd[0](dy) */
-static PetscErrorCode LayerBackwardN_Einsum(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *const x[], const PetscScalar *y, const PetscScalar *dy, PetscScalar *const dx[], PetscScalar *dtheta)
-{
-  Layer_Einsum *es = (Layer_Einsum *)layer->data;
-  void         *work;
-
-  PetscFunctionBegin;
-  PetscCall(EinsumGetWork(layer, n, sizeof(PetscScalar), &work));
-  for (PetscInt k = 0; k < es->nops; k++)
-    if (dx[k]) PetscCall(EinsumContract(&es->bwd[k], PETNET_GEMM_NATIVE, n, dy, es->nops == 2 ? x[1 - k] : NULL, PETSC_FALSE, dx[k], (PetscScalar *)work));
-  PetscCall(PetscFree(work));
-  PetscFunctionReturn(0);
-}
-
-/* dy = fwd(dx0, x1) + fwd(x0, dx1) (a NULL tangent contributes nothing) */
-static PetscErrorCode LayerJVPN_Einsum(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *const x[], const PetscScalar *y, const PetscScalar *const dx[], const PetscScalar *dtheta, PetscScalar *dy)
-{
-  Layer_Einsum *es    = (Layer_Einsum *)layer->data;
-  PetscBool     wrote = PETSC_FALSE;
-  void         *work;
-
-  PetscFunctionBegin;
-  PetscCall(EinsumGetWork(layer, n, sizeof(PetscScalar), &work));
-  if (es->nops == 1) {
-    if (dx[0]) PetscCall(EinsumContract(&es->fwd, PETNET_GEMM_NATIVE, n, dx[0], NULL, PETSC_FALSE, dy, (PetscScalar *)work));
-    wrote = (PetscBool)(dx[0] != NULL);
-  } else {
-    if (dx[0]) PetscCall(EinsumContract(&es->fwd, PETNET_GEMM_NATIVE, n, dx[0], x[1], PETSC_FALSE, dy, (PetscScalar *)work));
-    if (dx[1]) PetscCall(EinsumContract(&es->fwd, PETNET_GEMM_NATIVE, n, x[0], dx[1], (PetscBool)(dx[0] != NULL), dy, (PetscScalar *)work));
-    wrote = (PetscBool)(dx[0] || dx[1]);
-  }
-  if (!wrote) PetscCall(PetscArrayzero(dy, n * layer->outsize));
-  PetscCall(PetscFree(work));
-  PetscFunctionReturn(0);
-}
+#define EIN_T          PetscScalar
+#define EIN_PASS(p)    Layer##p##N_Einsum
+#define EIN_CONTRACT   EinsumContract
+#define EIN_BACKEND(l) PETNET_GEMM_NATIVE
+#include "einsumpasses.h"
+#undef EIN_T
+#undef EIN_PASS
+#undef EIN_CONTRACT
+#undef EIN_BACKEND
+#define EIN_T          float
+#define EIN_PASS(p)    Layer##p##NSingle_Einsum
+#define EIN_CONTRACT   EinsumContractSingle
+#define EIN_BACKEND(l) ((l)->gemm)
+#include "einsumpasses.h"
+#undef EIN_T
+#undef EIN_PASS
+#undef EIN_CONTRACT
+#undef EIN_BACKEND
 
 /* the curvature term of the bilinear join (derived above): dxdot0 += bwd[0](dy, xdot1), dxdot1 += bwd[1](dy, xdot0) */
 static PetscErrorCode LayerSOBackwardN_Einsum(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *const x[], const PetscScalar *y, const PetscScalar *const xdot[], const PetscScalar *thetadot, const PetscScalar *ydot,
@@ -402,57 +375,6 @@ static PetscErrorCode LayerJVP_Einsum(Layer layer, PetscInt n, const PetscScalar
 
   PetscFunctionBegin;
   PetscCall(LayerJVPN_Einsum(layer, n, theta, xs, y, dxs, dtheta, dy));
-  PetscFunctionReturn(0);
-}
-
-/* ---- float (single, bfloat16): the same passes in float on nin = nops inputs, their GEMMs on the layer's backend
-   (layer->gemm, set by its Net: oneDNN's matmul, one batched primitive for a contraction's groups, or sgemm) ---- */
-
-static PetscErrorCode LayerForwardNSingle_Einsum(Layer layer, PetscInt n, const PetscScalar *theta, const float *const x[], float *y)
-{
-  Layer_Einsum *es = (Layer_Einsum *)layer->data;
-  void         *work;
-
-  PetscFunctionBegin;
-  PetscCall(EinsumGetWork(layer, n, sizeof(float), &work));
-  PetscCall(EinsumContractSingle(&es->fwd, layer->gemm, n, x[0], es->nops == 2 ? x[1] : NULL, PETSC_FALSE, y, (float *)work));
-  PetscCall(PetscFree(work));
-  PetscFunctionReturn(0);
-}
-
-/* dx0 = bwd[0](dy, x1), dx1 = bwd[1](dy, x0); one input: dx0 = bwd[0](dy) */
-static PetscErrorCode LayerBackwardNSingle_Einsum(Layer layer, PetscInt n, const PetscScalar *theta, const float *const x[], const float *y, const float *dy, float *const dx[], PetscScalar *dtheta)
-{
-  Layer_Einsum *es = (Layer_Einsum *)layer->data;
-  void         *work;
-
-  PetscFunctionBegin;
-  PetscCall(EinsumGetWork(layer, n, sizeof(float), &work));
-  for (PetscInt k = 0; k < es->nops; k++)
-    if (dx[k]) PetscCall(EinsumContractSingle(&es->bwd[k], layer->gemm, n, dy, es->nops == 2 ? x[1 - k] : NULL, PETSC_FALSE, dx[k], (float *)work));
-  PetscCall(PetscFree(work));
-  PetscFunctionReturn(0);
-}
-
-/* dy = fwd(dx0, x1) + fwd(x0, dx1), the second added in float to the first (a NULL tangent contributes nothing) */
-static PetscErrorCode LayerJVPNSingle_Einsum(Layer layer, PetscInt n, const PetscScalar *theta, const float *const x[], const float *y, const float *const dx[], const PetscScalar *dtheta, float *dy)
-{
-  Layer_Einsum *es    = (Layer_Einsum *)layer->data;
-  PetscBool     wrote = PETSC_FALSE;
-  void         *work;
-
-  PetscFunctionBegin;
-  PetscCall(EinsumGetWork(layer, n, sizeof(float), &work));
-  if (es->nops == 1) {
-    if (dx[0]) PetscCall(EinsumContractSingle(&es->fwd, layer->gemm, n, dx[0], NULL, PETSC_FALSE, dy, (float *)work));
-    wrote = (PetscBool)(dx[0] != NULL);
-  } else {
-    if (dx[0]) PetscCall(EinsumContractSingle(&es->fwd, layer->gemm, n, dx[0], x[1], PETSC_FALSE, dy, (float *)work));
-    if (dx[1]) PetscCall(EinsumContractSingle(&es->fwd, layer->gemm, n, x[0], dx[1], (PetscBool)(dx[0] != NULL), dy, (float *)work));
-    wrote = (PetscBool)(dx[0] || dx[1]);
-  }
-  if (!wrote) PetscCall(PetscArrayzero(dy, n * layer->outsize));
-  PetscCall(PetscFree(work));
   PetscFunctionReturn(0);
 }
 
