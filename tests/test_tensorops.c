@@ -2,7 +2,8 @@ static const char help[] = "The tensor-shape kinds (reshape, permute, einsum) ag
                            "  einsum: for each spec of a table (one and two operands; permutations, sums, broadcasts, batched matrix\n"
                            "    products with and without permuted operands, outer and elementwise products), at -einsum_path gemm and\n"
                            "    loop: forward, both input cotangents and the jvp (both tangents, and each alone) against a naive loop over\n"
-                           "    every letter (relative 1e-13), and that the view names the path the case means to exercise;\n"
+                           "    every letter (relative 1e-13), and that the view names the path the case means to exercise; the float\n"
+                           "    passes (the kind's float kernels, one and two operands) against double within 1e-5 relative;\n"
                            "  permute: random permutations of random shapes of 1 to 5 dims, double and float: the same bits as a naive\n"
                            "    gather, and the permutation followed by its inverse is the identity bit for bit;\n"
                            "  reshape: the -1 inferred, the values the same bits;\n"
@@ -140,6 +141,77 @@ static PetscErrorCode CreateEinsum(const EinsumCase *c, const char path[], Petsc
   PetscFunctionReturn(0);
 }
 
+/* float copies of N doubles, and doubles of N floats */
+static void ToFloat(PetscInt N, const PetscScalar *d, float *f)
+{
+  for (PetscInt i = 0; i < N; i++) f[i] = (float)d[i];
+}
+
+static void ToDouble(PetscInt N, const float *f, PetscScalar *d)
+{
+  for (PetscInt i = 0; i < N; i++) d[i] = f[i];
+}
+
+/*
+  The float passes (LayerForwardSingle(), LayerBackwardSingle(), LayerJVPSingle(): the kind's float kernels for one and
+  two operands, their GEMMs on sgemm) against the double ones on the same float-rounded inputs: within 1e-5 relative
+  (each entry a sum of at most a few dozen float products)
+*/
+static PetscErrorCode TestEinsumSingle(Layer layer, const char spec[], const char path[], PetscInt n, PetscInt nin, const PetscInt insize[], PetscInt outsize, PetscScalar *const x[], PetscScalar *const xd[], const PetscScalar *dy)
+{
+  float       *xf[2] = {NULL, NULL}, *xdf[2] = {NULL, NULL}, *dxf[2] = {NULL, NULL}, *yf, *dyf;
+  PetscScalar *xr[2] = {NULL, NULL}, *xdr[2] = {NULL, NULL}, *dxd[2] = {NULL, NULL}, *dxs[2] = {NULL, NULL}, *yd, *ys, *dyr;
+  PetscReal    e = 0;
+  PetscBool    has;
+
+  PetscFunctionBegin;
+  PetscCall(LayerHasSingle(layer, &has));
+  PetscCheck(has, PETSC_COMM_SELF, PETSC_ERR_PLIB, "einsum:%s: LayerHasSingle() says the kind has no float kernels for %" PetscInt_FMT " input(s)", spec, nin);
+  for (PetscInt k = 0; k < nin; k++) { /* the inputs rounded to float, and their exact double values */
+    PetscCall(PetscMalloc4(n * insize[k], &xf[k], n * insize[k], &xdf[k], n * insize[k], &dxf[k], n * insize[k], &xr[k]));
+    PetscCall(PetscMalloc3(n * insize[k], &xdr[k], n * insize[k], &dxd[k], n * insize[k], &dxs[k]));
+    ToFloat(n * insize[k], x[k], xf[k]);
+    ToFloat(n * insize[k], xd[k], xdf[k]);
+    ToDouble(n * insize[k], xf[k], xr[k]);
+    ToDouble(n * insize[k], xdf[k], xdr[k]);
+  }
+  PetscCall(PetscMalloc5(n * outsize, &yf, n * outsize, &dyf, n * outsize, &yd, n * outsize, &ys, n * outsize, &dyr));
+  ToFloat(n * outsize, dy, dyf);
+  ToDouble(n * outsize, dyf, dyr);
+  /* forward */
+  PetscCall(LayerForwardArrays(layer, n, NULL, (const PetscScalar *const *)xr, yd));
+  PetscCall(LayerForwardSingle(layer, n, NULL, (const float *const *)xf, yf));
+  ToDouble(n * outsize, yf, ys);
+  e = PetscMax(e, MaxRelDiff(n * outsize, ys, yd));
+  PetscCheck(e <= 1e-5, PETSC_COMM_SELF, PETSC_ERR_PLIB, "einsum:%s (%s): the float forward differs from double by %g (relative)", spec, path, (double)e);
+  /* cotangents */
+  PetscCall(LayerBackwardArrays(layer, n, NULL, (const PetscScalar *const *)xr, yd, dyr, dxd, NULL));
+  PetscCall(LayerBackwardSingle(layer, n, NULL, (const float *const *)xf, yf, dyf, dxf, NULL));
+  for (PetscInt k = 0; k < nin; k++) {
+    ToDouble(n * insize[k], dxf[k], dxs[k]);
+    e = PetscMax(e, MaxRelDiff(n * insize[k], dxs[k], dxd[k]));
+    PetscCheck(e <= 1e-5, PETSC_COMM_SELF, PETSC_ERR_PLIB, "einsum:%s (%s): the float cotangent of input %" PetscInt_FMT " differs from double by %g (relative)", spec, path, k + 1, (double)e);
+  }
+  /* jvp, with both tangents and with each alone (the product rule's two terms) */
+  for (PetscInt which = 0; which < (nin == 2 ? 3 : 1); which++) {
+    const PetscScalar *tan[2]  = {which != 2 ? xdr[0] : NULL, nin == 2 && which != 1 ? xdr[1] : NULL};
+    const float       *tanf[2] = {which != 2 ? xdf[0] : NULL, nin == 2 && which != 1 ? xdf[1] : NULL};
+
+    PetscCall(LayerJVPArrays(layer, n, NULL, (const PetscScalar *const *)xr, yd, tan, NULL, dyr));
+    PetscCall(LayerJVPSingle(layer, n, NULL, (const float *const *)xf, yf, tanf, NULL, dyf));
+    ToDouble(n * outsize, dyf, ys);
+    e = PetscMax(e, MaxRelDiff(n * outsize, ys, dyr));
+    PetscCheck(e <= 1e-5, PETSC_COMM_SELF, PETSC_ERR_PLIB, "einsum:%s (%s): the float jvp (tangents %s) differs from double by %g (relative)", spec, path, which == 0 ? "of all inputs" : which == 1 ? "of input 1" : "of input 2", (double)e);
+  }
+  PetscCall(PetscPrintf(PETSC_COMM_SELF, "einsum %-14s %-4s float forward, cotangents, jvp against double: max relative difference %s\n", spec, path, e <= 1e-6 ? "<= 1e-6" : "<= 1e-5"));
+  for (PetscInt k = 0; k < nin; k++) {
+    PetscCall(PetscFree4(xf[k], xdf[k], dxf[k], xr[k]));
+    PetscCall(PetscFree3(xdr[k], dxd[k], dxs[k]));
+  }
+  PetscCall(PetscFree5(yf, dyf, yd, ys, dyr));
+  PetscFunctionReturn(0);
+}
+
 /* One case at one path: forward, cotangents and jvp against the reference loops */
 static PetscErrorCode TestEinsumCase(const EinsumCase *c, const char path[], PetscRandom rnd, PetscReal *worst)
 {
@@ -201,6 +273,7 @@ static PetscErrorCode TestEinsumCase(const EinsumCase *c, const char path[], Pet
   }
   PetscCall(PetscPrintf(PETSC_COMM_SELF, "einsum %-14s %-4s forward, cotangents, jvp against the reference loop: max relative difference %s\n", c->spec, path, e <= 1e-15 ? "<= 1e-15" : "<= 1e-13"));
   *worst = PetscMax(*worst, e);
+  PetscCall(TestEinsumSingle(layer, c->spec, path, n, nin, insize, outsize, x, xd, dy));
   for (PetscInt k = 0; k < nin; k++) PetscCall(PetscFree4(x[k], dx[k], dxr[k], xd[k]));
   PetscCall(PetscFree4(y, yr, dy, tmp));
   PetscCall(LayerDestroy(&layer));

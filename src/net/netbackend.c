@@ -14,7 +14,8 @@
   without AVX-512), falls back to sgemm for good (decided once per primitive, -info says which). Today dense's
   forward (y = x W^T + b, the bias fused), backward (dx = dy W, dW += x^T dy) and jvp carry the tag, attention's
   projections (Q, K, V and the output projection: forward, backward, jvp; the heads' tile products stay native) too,
-  and conv2d's
+  einsum's contractions (forward, both cotangents, jvp: each one batched matmul over its (sample, batch letter) groups,
+  LayerGemmBatchedSingle()), and conv2d's
   float forward, backward and jvp run oneDNN's convolution primitives when it is set (src/layers/impls/conv/
   convonednn.c; a shape without them runs the layer's own float kernels for all its ops), avgpool's and maxpool's
   (2-D) its poolings (src/layers/impls/avgpool/avgpool.c, src/layers/impls/maxpool/maxpool.c), layernorm's its
@@ -54,7 +55,7 @@ PetscErrorCode NetBackendView_Private(Net net, PetscViewer viewer)
     PetscCall(PetNetOneDNNPoolProbe(gemm, pimpl, sizeof(pimpl)));
     PetscCall(PetscViewerASCIIPrintf(
         viewer,
-        "backend onednn (oneDNN %s): dense layers' and attention's projections' float GEMMs through oneDNN's matmul in %s (on this CPU %s%s), conv2d and conv3d through its convolutions (on this CPU %s%s), 2-D average pooling (max "
+        "backend onednn (oneDNN %s): dense layers', attention's projections' and einsum's float GEMMs through oneDNN's matmul in %s (on this CPU %s%s), conv2d and conv3d through its convolutions (on this CPU %s%s), 2-D average pooling (max "
         "pooling with -maxpool_onednn) through its "
         "poolings in f32 (on this CPU %s%s); a shape without a fast oneDNN kernel runs PetNet's own (-info names each)\n",
         version, gemm == PETNET_GEMM_ONEDNN_BF16 ? "bf16" : "f32", impl, !strcmp(impl, "none") || !strncmp(impl, "ref", 3) ? ": sgemm instead" : "", cimpl, !strcmp(cimpl, "none") || !strncmp(cimpl, "ref", 3) ? ": native instead" : "", pimpl,
@@ -103,9 +104,13 @@ PetscErrorCode NetBackendView_Private(Net net, PetscViewer viewer)
   layernorm layers run their float forward (training: the float mean and variance of each position kept) and
   backward (the float gamma and beta gradients of the batch added to the double gradient) as oneDNN layer
   normalization primitives; their JVP runs natively on the statistics oneDNN computed; rmsnorm stays native.
-  Double precision, conv3d, the second-order adjoint (double) and the GEMMs other kinds run on their own threads
-  stay on BLAS and PetNet's loops; so do einsum's GEMMs, which come from two-input joins, and a join at single
-  precision runs its double kernels on converted copies.
+  einsum layers (one operand or two: a join of -net_graph) run each contraction that is a (batched) matrix product,
+  forward, the cotangent of each operand and the JVP's two terms, as one oneDNN matmul with a batch dim over all its
+  (sample, batch letter) groups (bhqd,bhkd->bhqk: n h products of T x d by d x T in one primitive), on the operands
+  permuted to (batch, free, contracted) as before; the contractions that are loops (sums, broadcasts, elementwise
+  products) stay PetNet's.
+  Double precision, the second-order adjoint (double) and the GEMMs other kinds run on their own threads
+  stay on BLAS and PetNet's loops.
 
   A PetNet built without oneDNN (no dnnl.h when it was compiled) refuses `NET_BACKEND_ONEDNN`.
 

@@ -16,6 +16,10 @@
   round: NetFloatToBF16() of netimpl.h, which the sys level cannot include) into buffers this module owns, with the
   same leading dimensions; dst and the accumulation stay float.
 
+  Batched (PetNetOneDNNMatmulBatched(), einsum's groups): G such GEMMs, operand g at A + g sa, B + g sb, C + g sc, as
+  one matmul on 3-D memories whose first dim is the group (strides sb, sa, sc before the table's), one primitive for
+  all groups; G = 1 is the 2-D matmul above. The bias, when given, is the same for every group.
+
   Threads: oneDNN on Debian runs on OpenMP (libgomp, as PetNet): a primitive is created and run with PetNet's thread
   count (omp_set_num_threads() around the call, the caller's setting restored after), which is part of the key, since
   oneDNN blocks its loops for the threads it has. The same key gives the same bits; a different thread count may not.
@@ -83,6 +87,7 @@ typedef struct {
   PetNetGemmBackend     backend;
   char                  ta, tb;
   PetscInt              m, n, k, lda, ldb, ldc;
+  PetscInt              batch, sa, sb, sc; /* batched matmul: G groups and the operands' group strides (1, 0, 0, 0: 2-D) */
   float                 beta;
   PetscBool             bias;
   int                   threads;
@@ -188,11 +193,12 @@ static inline void PetNetOneDNNThreadsPop(int saved)
 }
 
 /* the matmul's descriptor for a key (the table at the top); *pd NULL when oneDNN does not implement it */
-static PetscErrorCode PetNetOneDNNCreateDesc(PetNetGemmBackend backend, char ta, char tb, PetscInt m, PetscInt n, PetscInt k, PetscInt lda, PetscInt ldb, PetscInt ldc, float beta, PetscBool bias, dnnl_primitive_desc_t *pd)
+static PetscErrorCode PetNetOneDNNCreateDesc(PetNetGemmBackend backend, PetscInt batch, char ta, char tb, PetscInt m, PetscInt n, PetscInt k, PetscInt lda, PetscInt sa, PetscInt ldb, PetscInt sb, PetscInt ldc, PetscInt sc, float beta, PetscBool bias,
+                                             dnnl_primitive_desc_t *pd)
 {
-  const dnnl_data_type_t in    = backend == PETNET_GEMM_ONEDNN_BF16 ? dnnl_bf16 : dnnl_f32;
-  const dnnl_dims_t      sdims = {n, k}, wdims = {k, m}, ddims = {n, m}, bdims = {1, m};
-  const dnnl_dims_t      sstr = {tb == 'N' ? ldb : 1, tb == 'N' ? 1 : ldb}, wstr = {ta == 'N' ? lda : 1, ta == 'N' ? 1 : lda}, dstr = {ldc, 1}, bstr = {m, 1};
+  const dnnl_data_type_t in = backend == PETNET_GEMM_ONEDNN_BF16 ? dnnl_bf16 : dnnl_f32;
+  const int              nd = batch > 1 ? 3 : 2, o = nd - 2; /* batched: the group first */
+  dnnl_dims_t            sdims = {0}, wdims = {0}, ddims = {0}, bdims = {0}, sstr = {0}, wstr = {0}, dstr = {0}, bstr = {0};
   dnnl_memory_desc_t     smd, wmd, dmd, bmd;
   dnnl_matmul_desc_t     desc;
   dnnl_primitive_attr_t  attr;
@@ -200,10 +206,18 @@ static PetscErrorCode PetNetOneDNNCreateDesc(PetNetGemmBackend backend, char ta,
   dnnl_status_t          st;
 
   PetscFunctionBegin;
-  PetNetCallDNNL(dnnl_memory_desc_init_by_strides(&smd, 2, sdims, in, sstr));
-  PetNetCallDNNL(dnnl_memory_desc_init_by_strides(&wmd, 2, wdims, in, wstr));
-  PetNetCallDNNL(dnnl_memory_desc_init_by_strides(&dmd, 2, ddims, dnnl_f32, dstr));
-  PetNetCallDNNL(dnnl_memory_desc_init_by_strides(&bmd, 2, bdims, dnnl_f32, bstr));
+  if (batch > 1) {
+    sdims[0] = wdims[0] = ddims[0] = batch, bdims[0] = 1;
+    sstr[0] = sb, wstr[0] = sa, dstr[0] = sc, bstr[0] = m;
+  }
+  sdims[o] = n, sdims[o + 1] = k, sstr[o] = tb == 'N' ? ldb : 1, sstr[o + 1] = tb == 'N' ? 1 : ldb;
+  wdims[o] = k, wdims[o + 1] = m, wstr[o] = ta == 'N' ? lda : 1, wstr[o + 1] = ta == 'N' ? 1 : lda;
+  ddims[o] = n, ddims[o + 1] = m, dstr[o] = ldc, dstr[o + 1] = 1;
+  bdims[o] = 1, bdims[o + 1] = m, bstr[o] = m, bstr[o + 1] = 1;
+  PetNetCallDNNL(dnnl_memory_desc_init_by_strides(&smd, nd, sdims, in, sstr));
+  PetNetCallDNNL(dnnl_memory_desc_init_by_strides(&wmd, nd, wdims, in, wstr));
+  PetNetCallDNNL(dnnl_memory_desc_init_by_strides(&dmd, nd, ddims, dnnl_f32, dstr));
+  PetNetCallDNNL(dnnl_memory_desc_init_by_strides(&bmd, nd, bdims, dnnl_f32, bstr));
   PetNetCallDNNL(dnnl_matmul_desc_init(&desc, &smd, &wmd, bias ? &bmd : NULL, &dmd));
   PetNetCallDNNL(dnnl_primitive_attr_create(&attr));
   PetNetCallDNNL(dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user));
@@ -262,7 +276,8 @@ static PetscErrorCode PetNetOneDNNEntryScratchpad(PetNetOneDNNEntry *e, const_dn
 }
 
 /* the cached entry of a key, created (and its decision recorded) at the first call */
-static PetscErrorCode PetNetOneDNNGetEntry(PetNetGemmBackend backend, char ta, char tb, PetscInt m, PetscInt n, PetscInt k, PetscInt lda, PetscInt ldb, PetscInt ldc, float beta, PetscBool bias, PetNetOneDNNEntry **entry)
+static PetscErrorCode PetNetOneDNNGetEntry(PetNetGemmBackend backend, PetscInt batch, char ta, char tb, PetscInt m, PetscInt n, PetscInt k, PetscInt lda, PetscInt sa, PetscInt ldb, PetscInt sb, PetscInt ldc, PetscInt sc, float beta, PetscBool bias,
+                                           PetNetOneDNNEntry **entry)
 {
   const int             threads = PetNetThreads();
   PetNetOneDNNEntry    *e;
@@ -272,20 +287,26 @@ static PetscErrorCode PetNetOneDNNGetEntry(PetNetGemmBackend backend, char ta, c
   PetscFunctionBegin;
   for (PetscInt i = 0; i < PetNetOneDNN.nentries; i++) {
     e = &PetNetOneDNN.entries[i];
-    if (e->op == PETNET_ONEDNN_MATMUL && e->backend == backend && e->ta == ta && e->tb == tb && e->m == m && e->n == n && e->k == k && e->lda == lda && e->ldb == ldb && e->ldc == ldc && e->beta == beta && e->bias == bias && e->threads == threads) {
+    if (e->op == PETNET_ONEDNN_MATMUL && e->backend == backend && e->ta == ta && e->tb == tb && e->m == m && e->n == n && e->k == k && e->lda == lda && e->ldb == ldb && e->ldc == ldc && e->batch == batch && e->sa == sa && e->sb == sb &&
+        e->sc == sc && e->beta == beta && e->bias == bias && e->threads == threads) {
       *entry = e;
       PetscFunctionReturn(0);
     }
   }
   PetscCall(PetNetOneDNNNewEntry(&e));
   e->backend = backend, e->ta = ta, e->tb = tb, e->m = m, e->n = n, e->k = k, e->lda = lda, e->ldb = ldb, e->ldc = ldc, e->beta = beta, e->bias = bias, e->threads = threads;
-  PetscCall(PetNetOneDNNCreateDesc(backend, ta, tb, m, n, k, lda, ldb, ldc, beta, bias, &pd));
+  e->batch = batch, e->sa = sa, e->sb = sb, e->sc = sc;
+  PetscCall(PetNetOneDNNCreateDesc(backend, batch, ta, tb, m, n, k, lda, sa, ldb, sb, ldc, sc, beta, bias, &pd));
   if (pd) PetNetCallDNNL(dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, (void *)&impl));
   /* unimplemented (bfloat16 on a CPU without AVX-512: oneDNN 2.6 on AVX2), or only oneDNN's reference loops, far
      slower than sgemm */
   e->native = (PetscBool)(!pd || !strncmp(impl, "ref", 3));
-  PetscCall(PetscInfo(NULL, "oneDNN matmul %s %c%c m %" PetscInt_FMT " n %" PetscInt_FMT " k %" PetscInt_FMT " beta %g%s on %d threads: %s%s\n", backend == PETNET_GEMM_ONEDNN_BF16 ? "bf16" : "f32", ta, tb, m, n, k, (double)beta, bias ? " bias" : "",
-                      threads, impl, e->native ? " (falls back to native)" : ""));
+  if (batch > 1)
+    PetscCall(PetscInfo(NULL, "oneDNN matmul %s %c%c batch %" PetscInt_FMT " m %" PetscInt_FMT " n %" PetscInt_FMT " k %" PetscInt_FMT " beta %g%s on %d threads: %s%s\n", backend == PETNET_GEMM_ONEDNN_BF16 ? "bf16" : "f32", ta, tb, batch, m, n, k,
+                        (double)beta, bias ? " bias" : "", threads, impl, e->native ? " (falls back to native)" : ""));
+  else
+    PetscCall(PetscInfo(NULL, "oneDNN matmul %s %c%c m %" PetscInt_FMT " n %" PetscInt_FMT " k %" PetscInt_FMT " beta %g%s on %d threads: %s%s\n", backend == PETNET_GEMM_ONEDNN_BF16 ? "bf16" : "f32", ta, tb, m, n, k, (double)beta,
+                        bias ? " bias" : "", threads, impl, e->native ? " (falls back to native)" : ""));
   if (!e->native) {
     PetNetCallDNNL(dnnl_primitive_create(&e->prim, pd));
     PetNetCallDNNL(dnnl_memory_create(&e->src, dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0), PetNetOneDNN.engine, DNNL_MEMORY_NONE));
@@ -749,7 +770,7 @@ PetscErrorCode PetNetOneDNNProbe(PetNetGemmBackend backend, PetscInt m, PetscInt
 
     PetscCall(PetNetOneDNNInitialize());
     saved = PetNetOneDNNThreadsPush();
-    PetscCall(PetNetOneDNNCreateDesc(backend, 'N', 'N', m, n, k, m, k, m, 0, PETSC_FALSE, &pd));
+    PetscCall(PetNetOneDNNCreateDesc(backend, 1, 'N', 'N', m, n, k, m, 0, k, 0, m, 0, 0, PETSC_FALSE, &pd));
     PetNetOneDNNThreadsPop(saved);
     PetscCall(PetNetOneDNNImplName(pd, impl, len));
   }
@@ -846,8 +867,22 @@ PetscErrorCode PetNetOneDNNVersion(char *text, size_t len)
 PetscErrorCode PetNetOneDNNMatmul(PetNetGemmBackend backend, char ta, char tb, PetscInt m, PetscInt n, PetscInt k, const float *A, PetscInt lda, const float *B, PetscInt ldb, float beta, float *C, PetscInt ldc, const float *bias, PetscBool *done)
 {
   PetscFunctionBegin;
+  PetscCall(PetNetOneDNNMatmulBatched(backend, 1, ta, tb, m, n, k, A, lda, 0, B, ldb, 0, beta, C, ldc, 0, bias, done));
+  PetscFunctionReturn(0);
+}
+
+/*
+  G GEMMs C_g = op(A_g) op(B_g) + beta C_g (+ bias), A_g = A + g sa, B_g = B + g sb, C_g = C + g sc, each as
+  PetNetOneDNNMatmul() computes one, as one oneDNN matmul with a batch dim (the header's comment); G = 1 is
+  PetNetOneDNNMatmul() (sa, sb, sc unused). *done as there.
+*/
+PetscErrorCode PetNetOneDNNMatmulBatched(PetNetGemmBackend backend, PetscInt G, char ta, char tb, PetscInt m, PetscInt n, PetscInt k, const float *A, PetscInt lda, PetscInt sa, const float *B, PetscInt ldb, PetscInt sb, float beta, float *C,
+                                         PetscInt ldc, PetscInt sc, const float *bias, PetscBool *done)
+{
+  PetscFunctionBegin;
   *done = PETSC_FALSE;
-  if (backend == PETNET_GEMM_NATIVE || !m || !n || !k) PetscFunctionReturn(0);
+  if (backend == PETNET_GEMM_NATIVE || !m || !n || !k || !G) PetscFunctionReturn(0);
+  if (G == 1) sa = sb = sc = 0; /* one key for a 2-D matmul, whatever the strides say */
 #if defined(PETNET_HAVE_ONEDNN)
   {
     PetNetOneDNNEntry *e = NULL;
@@ -858,14 +893,23 @@ PetscErrorCode PetNetOneDNNMatmul(PetNetGemmBackend backend, char ta, char tb, P
 
     PetscCall(PetNetOneDNNInitialize());
     saved = PetNetOneDNNThreadsPush();
-    PetscCall(PetNetOneDNNGetEntry(backend, ta, tb, m, n, k, lda, ldb, ldc, beta, (PetscBool) !!bias, &e));
+    PetscCall(PetNetOneDNNGetEntry(backend, G, ta, tb, m, n, k, lda, sa, ldb, sb, ldc, sc, beta, (PetscBool) !!bias, &e));
     if (e->native) {
       PetNetOneDNNThreadsPop(saved);
       PetscFunctionReturn(0);
     }
     if (backend == PETNET_GEMM_ONEDNN_BF16) {
-      PetscCall(PetNetOneDNNRoundBF16(ta == 'N' ? m : k, ta == 'N' ? k : m, A, lda, &PetNetOneDNN.a16, &PetNetOneDNN.na16));
-      PetscCall(PetNetOneDNNRoundBF16(tb == 'N' ? k : n, tb == 'N' ? n : k, B, ldb, &PetNetOneDNN.b16, &PetNetOneDNN.nb16));
+      const PetscInt ra = ta == 'N' ? m : k, ca = ta == 'N' ? k : m, rb = tb == 'N' ? k : n, cb = tb == 'N' ? n : k;
+
+      if (G == 1) {
+        PetscCall(PetNetOneDNNRoundBF16(ra, ca, A, lda, &PetNetOneDNN.a16, &PetNetOneDNN.na16));
+        PetscCall(PetNetOneDNNRoundBF16(rb, cb, B, ldb, &PetNetOneDNN.b16, &PetNetOneDNN.nb16));
+      } else { /* the span from the first group's first entry to the last group's last, as one column (gaps rounded too) */
+        const PetscInt spana = (G - 1) * sa + lda * (ca - 1) + ra, spanb = (G - 1) * sb + ldb * (cb - 1) + rb;
+
+        PetscCall(PetNetOneDNNRoundBF16(spana, 1, A, spana, &PetNetOneDNN.a16, &PetNetOneDNN.na16));
+        PetscCall(PetNetOneDNNRoundBF16(spanb, 1, B, spanb, &PetNetOneDNN.b16, &PetNetOneDNN.nb16));
+      }
       a = PetNetOneDNN.a16, b = PetNetOneDNN.b16;
     }
     PetNetCallDNNL(dnnl_memory_set_data_handle(e->src, (void *)b));

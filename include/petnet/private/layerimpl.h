@@ -84,12 +84,19 @@ struct _LayerOps {
      backward and jvp with the values x, y, dx, dy in float. The parameters stay double (the master copy): theta and
      the jvp's dtheta are read in double (a kind converts them to float where its GEMMs want them, and may keep that
      copy from forward for backward and jvp, which follow at the same point), and backward ACCUMULATES its parameter
-     cotangent into the double dtheta. A kind without them (and every join) runs its double kernels on double copies
+     cotangent into the double dtheta. A kind without them (and a join without forwardnsingle...) runs its double kernels on double copies
      of its values (LayerForwardSingle() converts): every kind works at every precision, those that matter for speed
      have their own. */
   PetscErrorCode (*forwardsingle)(Layer, PetscInt, const PetscScalar *, const float *, float *);
   PetscErrorCode (*backwardsingle)(Layer, PetscInt, const PetscScalar *, const float *, const float *, const float *, float *, PetscScalar *);
   PetscErrorCode (*jvpsingle)(Layer, PetscInt, const PetscScalar *, const float *, const float *, const float *, const PetscScalar *, float *);
+  /* The same for a join (forwardn, backwardn, jvpn on float values): the inputs x[k] and their (co)tangents dx[k] in
+     float (a NULL dx[k] skipped in backward, zero in jvp), theta and dtheta double (backward accumulates). A kind that
+     sets all three has them called for any number of inputs, in place of forwardsingle... (einsum, whose one-operand
+     form they cover too); a join without them runs its double kernels on double copies (layersingle.c). */
+  PetscErrorCode (*forwardnsingle)(Layer, PetscInt, const PetscScalar *, const float *const[], float *);
+  PetscErrorCode (*backwardnsingle)(Layer, PetscInt, const PetscScalar *, const float *const[], const float *, const float *, float *const[], PetscScalar *);
+  PetscErrorCode (*jvpnsingle)(Layer, PetscInt, const PetscScalar *, const float *const[], const float *, const float *const[], const PetscScalar *, float *);
   PetscErrorCode (*tensors)(Layer, PetscInt *, LayerTensorInfo[]); /* default: one tensor "weight" holding all parameters */
   /* The window of a windowed kind (convolutions, pools), for an owner that runs copies of the layer on boxes of a
      field (a Net's spatial executor, src/net/netspatial.c): getwindow gives it along each of its nsd spatial dims,

@@ -46,6 +46,9 @@ typedef enum { PETNET_GEMM_NATIVE, PETNET_GEMM_ONEDNN_F32, PETNET_GEMM_ONEDNN_BF
 
 PETSC_INTERN PetscBool      PetNetOneDNNAvailable(void);
 PETSC_INTERN PetscErrorCode PetNetOneDNNMatmul(PetNetGemmBackend, char, char, PetscInt, PetscInt, PetscInt, const float *, PetscInt, const float *, PetscInt, float, float *, PetscInt, const float *, PetscBool *);
+/* G matmuls at once: A + g sa, B + g sb, C + g sc (einsum's groups; onednn.c) */
+PETSC_INTERN PetscErrorCode PetNetOneDNNMatmulBatched(PetNetGemmBackend, PetscInt, char, char, PetscInt, PetscInt, PetscInt, const float *, PetscInt, PetscInt, const float *, PetscInt, PetscInt, float, float *, PetscInt, PetscInt, const float *,
+                                                      PetscBool *);
 PETSC_INTERN PetscErrorCode PetNetOneDNNVersion(char *, size_t);
 /* a convolution's geometry (the key of its primitives, with the op, backend, beta and threads); zero what is unused */
 typedef struct {

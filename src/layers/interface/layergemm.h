@@ -23,6 +23,11 @@
   threads (batch convolution, Winograd) calls it so from inside its parallel region. There the entry calls no PETSc
   function and returns an error code, as threadsimpl.h asks.
 
+  LayerGemmBatched(), LayerGemmBatchedSingle(): G such GEMMs whose operands lie sa, sb, sc apart (einsum's groups of
+  (sample, batch letters)), with an epilogue of its backend only: on float with a oneDNN backend one batched oneDNN
+  matmul for all groups; otherwise many groups in parts on the threads (one unthreaded GEMM each), few groups each a
+  threaded GEMM.
+
   backend (float only; the epilogue's last field, zero = native when a caller leaves it out): a threaded float GEMM
   with backend PETNET_GEMM_ONEDNN_F32 or _BF16 runs as one oneDNN matmul on PetNet's threads (bias fused in it, the
   other epilogue steps after it, part by part on the threads), unless oneDNN has no fast kernel for its shape and
@@ -51,3 +56,7 @@ typedef LAYER_GEMM_EPILOGUE(float) LayerGemmEpilogueSingle;
 
 PETSC_INTERN PetscErrorCode LayerGemm(PetscBool, char, char, PetscInt, PetscInt, PetscInt, const PetscScalar *, PetscInt, const PetscScalar *, PetscInt, PetscScalar, PetscScalar *, PetscInt, const LayerGemmEpilogue *);
 PETSC_INTERN PetscErrorCode LayerGemmSingle(PetscBool, char, char, PetscInt, PetscInt, PetscInt, const float *, PetscInt, const float *, PetscInt, float, float *, PetscInt, const LayerGemmEpilogueSingle *);
+/* G GEMMs at once, C + g sc = op(A + g sa) op(B + g sb) + beta (C + g sc) (einsum's groups): the epilogue's backend only */
+PETSC_INTERN PetscErrorCode LayerGemmBatched(PetscInt, char, char, PetscInt, PetscInt, PetscInt, const PetscScalar *, PetscInt, PetscInt, const PetscScalar *, PetscInt, PetscInt, PetscScalar, PetscScalar *, PetscInt, PetscInt,
+                                             const LayerGemmEpilogue *);
+PETSC_INTERN PetscErrorCode LayerGemmBatchedSingle(PetscInt, char, char, PetscInt, PetscInt, PetscInt, const float *, PetscInt, PetscInt, const float *, PetscInt, PetscInt, float, float *, PetscInt, PetscInt, const LayerGemmEpilogueSingle *);

@@ -259,3 +259,45 @@ PetscErrorCode LAYER_GEMM_NAME(LayerGemm)(PetscBool threaded, char ta, char tb, 
   PetNetThreadsCheck(err, "a layer's GEMM output pass");
   return 0;
 }
+
+/*
+  G GEMMs C_g = op(A_g) op(B_g) + beta C_g, A_g = A + g sa, B_g = B + g sb, C_g = C + g sc (layergemm.h); the epilogue
+  gives the backend only. Float with a oneDNN backend and G > 1: one batched oneDNN matmul, unless its key fell back.
+  Otherwise, as einsum has always run them: many groups (G >= PETNET_THREAD_PARTS) in parts of groups on the threads,
+  one unthreaded BLAS call each; fewer, each group a threaded LAYER_GEMM_NAME(LayerGemm) (G = 1 with a oneDNN backend:
+  its 2-D matmul). Either way the parts depend on the sizes alone: the same bits at any thread count on native.
+*/
+PetscErrorCode LAYER_GEMM_NAME(LayerGemmBatched)(PetscInt G, char ta, char tb, PetscInt m, PetscInt n, PetscInt k, const LAYER_GEMM_T *A, PetscInt lda, PetscInt sa, const LAYER_GEMM_T *B, PetscInt ldb, PetscInt sb, LAYER_GEMM_T beta, LAYER_GEMM_T *C,
+                                                 PetscInt ldc, PetscInt sc, const LAYER_GEMM_NAME(LayerGemmEpilogue) * ep)
+{
+  const PetNetGemmBackend backend = ep ? ep->backend : PETNET_GEMM_NATIVE;
+  PetscErrorCode          err     = 0;
+
+  PetscFunctionBegin;
+  PetscCheck(!ep || (!ep->bias && !ep->act && !ep->mask && !ep->acc), PETSC_COMM_SELF, PETSC_ERR_SUP, "A batched layer GEMM takes no epilogue but its backend");
+  if (!G || !m || !n) PetscFunctionReturn(0);
+#if LAYER_GEMM_ONEDNN
+  if (G > 1 && k && backend != PETNET_GEMM_NATIVE) {
+    PetscBool done;
+
+    PetscCall(PetNetOneDNNMatmulBatched(backend, G, ta, tb, m, n, k, A, lda, sa, B, ldb, sb, beta, C, ldc, sc, NULL, &done));
+    if (done) PetscFunctionReturn(0);
+  }
+#else
+  (void)backend;
+#endif
+  if (G >= PETNET_THREAD_PARTS) { /* many small products: groups of them on the threads, one BLAS call each */
+    const PetscInt nparts = PetNetThreadParts(G, 1);
+
+#pragma omp parallel for num_threads(PetNetThreads()) schedule(dynamic, 1)
+    for (PetscInt part = 0; part < nparts; part++) {
+      PetscInt g0, g1;
+
+      PetNetThreadPart(G, nparts, part, &g0, &g1);
+      for (PetscInt g = g0; g < g1; g++) PetNetThreadsSetError(&err, LAYER_GEMM_NAME(LayerGemm)(PETSC_FALSE, ta, tb, m, n, k, A + (size_t)g * sa, lda, B + (size_t)g * sb, ldb, beta, C + (size_t)g * sc, ldc, NULL));
+    }
+    PetNetThreadsCheck(err, "a batched layer GEMM");
+  } else
+    for (PetscInt g = 0; g < G; g++) PetscCall(LAYER_GEMM_NAME(LayerGemm)(PETSC_TRUE, ta, tb, m, n, k, A + (size_t)g * sa, lda, B + (size_t)g * sb, ldb, beta, C + (size_t)g * sc, ldc, ep));
+  PetscFunctionReturn(0);
+}

@@ -1,6 +1,9 @@
 /*
-  The layer kernels on float values (a Net at -net_precision single or bfloat16): the kind's forwardsingle,
-  backwardsingle and jvpsingle where it has them, otherwise its double kernels on double copies of the values.
+  The layer kernels on float values (a Net at -net_precision single or bfloat16): the kind's float kernels where it has
+  them (forwardnsingle, backwardnsingle, jvpnsingle for any number of inputs: the joins einsum, add, concat; else
+  forwardsingle, backwardsingle, jvpsingle for one input), otherwise its double kernels on double copies of the values.
+  Every owner of a layer (the Net's plain, spatial and sequence executors, placed or not) calls these three entries, so
+  a kind's float kernels are used wherever its node runs in float.
 
     x[k] [n][in_k] float, y [n][out] float                      the values, as the Net stores them
     theta [p] double, dtheta [p] double (backward accumulates)   the master parameters and their gradient
@@ -9,6 +12,12 @@
   kernels computes in double and only its outputs carry the float rounding: correct at every precision, not faster.
 */
 #include <petnet/private/layerimpl.h>
+
+/* the kind's float kernels take the input arrays (forwardnsingle...): they run for any number of inputs */
+static inline PetscBool LayerHasSingleN_Private(Layer layer)
+{
+  return (PetscBool)(layer->ops->forwardnsingle && layer->ops->backwardnsingle && layer->ops->jvpnsingle);
+}
 
 /*@C
   LayerHasSingle - whether the layer's kind has its own single-precision kernels (otherwise LayerForwardSingle() and
@@ -20,7 +29,8 @@
 . layer - the layer
 
   Output Parameter:
-. has - PETSC_TRUE if the kind sets forwardsingle, backwardsingle and jvpsingle
+. has - PETSC_TRUE if the kind sets forwardnsingle, backwardnsingle and jvpnsingle (any number of inputs), or
+        forwardsingle, backwardsingle and jvpsingle and the layer has one input
 
   Level: developer
 
@@ -30,7 +40,7 @@ PetscErrorCode LayerHasSingle(Layer layer, PetscBool *has)
 {
   PetscFunctionBegin;
   PetscValidHeaderSpecific(layer, LAYER_CLASSID, 1);
-  *has = (PetscBool)(layer->ops->forwardsingle && layer->ops->backwardsingle && layer->ops->jvpsingle && layer->nin == 1);
+  *has = (PetscBool)(LayerHasSingleN_Private(layer) || (layer->ops->forwardsingle && layer->ops->backwardsingle && layer->ops->jvpsingle && layer->nin == 1));
   PetscFunctionReturn(0);
 }
 
@@ -76,7 +86,8 @@ static void LayerNarrow_Private(PetscInt N, const PetscScalar *d, float *f)
 . y - the output in float, n * (output size) entries
 
   Note:
-  A kind without its own float kernels (LayerHasSingle()) runs its double forward on a double copy of x and rounds y.
+  A kind without its own float kernels (LayerHasSingle()) runs its double forward on double copies of the x[k] and
+  rounds y; a join with them (einsum, add, concat) runs its float kernels on the nin arrays as they are.
 
   Level: developer
 
@@ -90,7 +101,10 @@ PetscErrorCode LayerForwardSingle(Layer layer, PetscInt n, const PetscScalar *th
   PetscCall(LayerHasSingle(layer, &has));
   if (has) {
     PetscCall(PetscLogEventBegin(layer->event[LAYER_PHASE_FORWARD], layer, 0, 0, 0));
-    PetscUseTypeMethod(layer, forwardsingle, n, theta, x[0], y);
+    if (LayerHasSingleN_Private(layer))
+      PetscUseTypeMethod(layer, forwardnsingle, n, theta, x, y);
+    else
+      PetscUseTypeMethod(layer, forwardsingle, n, theta, x[0], y);
     PetscCall(PetscLogEventEnd(layer->event[LAYER_PHASE_FORWARD], layer, 0, 0, 0));
   } else {
     PetscScalar **xd, *yd = NULL;
@@ -139,7 +153,10 @@ PetscErrorCode LayerBackwardSingle(Layer layer, PetscInt n, const PetscScalar *t
   PetscCall(LayerHasSingle(layer, &has));
   if (has) {
     PetscCall(PetscLogEventBegin(layer->event[LAYER_PHASE_BACKWARD], layer, 0, 0, 0));
-    PetscUseTypeMethod(layer, backwardsingle, n, theta, x[0], y, dy, dx[0], dtheta);
+    if (LayerHasSingleN_Private(layer))
+      PetscUseTypeMethod(layer, backwardnsingle, n, theta, x, y, dy, dx, dtheta);
+    else
+      PetscUseTypeMethod(layer, backwardsingle, n, theta, x[0], y, dy, dx[0], dtheta);
     PetscCall(PetscLogEventEnd(layer->event[LAYER_PHASE_BACKWARD], layer, 0, 0, 0));
   } else {
     PetscScalar **xd, **dxd, *yd[1], *dyd[1];
@@ -200,7 +217,10 @@ PetscErrorCode LayerJVPSingle(Layer layer, PetscInt n, const PetscScalar *theta,
   PetscCall(LayerHasSingle(layer, &has));
   if (has) {
     PetscCall(PetscLogEventBegin(layer->event[LAYER_PHASE_JVP], layer, 0, 0, 0));
-    PetscUseTypeMethod(layer, jvpsingle, n, theta, x[0], y, dx[0], dtheta, dy);
+    if (LayerHasSingleN_Private(layer))
+      PetscUseTypeMethod(layer, jvpnsingle, n, theta, x, y, dx, dtheta, dy);
+    else
+      PetscUseTypeMethod(layer, jvpsingle, n, theta, x[0], y, dx[0], dtheta, dy);
     PetscCall(PetscLogEventEnd(layer->event[LAYER_PHASE_JVP], layer, 0, 0, 0));
   } else {
     PetscScalar **xd, **dxd, *yd[1], *dyd = NULL;

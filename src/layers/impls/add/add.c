@@ -5,6 +5,9 @@
     forward  y  = sum_i x_i
     backward dx_i = dy          for every input whose cotangent is asked for
     jvp      dy = sum_i dx_i    (a NULL dx_i is zero)
+
+  In float (single, bfloat16): the same passes on float values, each sum of k >= 2 terms formed in double and rounded
+  once, as the double kernels on widened copies would (so the same bits as that path, without the copies).
 */
 #include <petnet/private/layerimpl.h>
 
@@ -63,15 +66,72 @@ static PetscErrorCode LayerJVP_Add(Layer layer, PetscInt n, const PetscScalar *t
   PetscFunctionReturn(0);
 }
 
+/* y[i] = (float) sum_k x[k][i] over the nk non-NULL arrays of x (zero when there is none), the sum in double */
+static void AddSumSingle(PetscInt nk, const float *const x[], PetscInt m, float *y)
+{
+  const float *a[2] = {NULL, NULL};
+  PetscInt     na   = 0;
+
+  for (PetscInt k = 0; k < nk && na < 2; k++)
+    if (x[k]) a[na++] = x[k];
+  if (na == 0) {
+    for (PetscInt i = 0; i < m; i++) y[i] = 0;
+    return;
+  }
+  if (na == 1) {
+    memcpy(y, a[0], (size_t)m * sizeof(float));
+    return;
+  }
+  for (PetscInt i = 0; i < m; i++) {
+    PetscScalar sum   = 0;
+    PetscBool   first = PETSC_TRUE;
+
+    for (PetscInt k = 0; k < nk; k++) {
+      if (!x[k]) continue;
+      sum   = first ? (PetscScalar)x[k][i] : sum + (PetscScalar)x[k][i];
+      first = PETSC_FALSE;
+    }
+    y[i] = (float)sum;
+  }
+}
+
+static PetscErrorCode LayerForwardSingle_Add(Layer layer, PetscInt n, const PetscScalar *theta, const float *const x[], float *y)
+{
+  const PetscInt m = n * layer->outsize;
+
+  PetscFunctionBegin;
+  AddSumSingle(layer->nin, x, m, y);
+  PetscCall(PetscLogFlops((layer->nin - 1.0) * m));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerBackwardSingle_Add(Layer layer, PetscInt n, const PetscScalar *theta, const float *const x[], const float *y, const float *dy, float *const dx[], PetscScalar *dtheta)
+{
+  PetscFunctionBegin;
+  for (PetscInt k = 0; k < layer->nin; k++)
+    if (dx[k]) PetscCall(PetscArraycpy(dx[k], dy, n * layer->outsize));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerJVPSingle_Add(Layer layer, PetscInt n, const PetscScalar *theta, const float *const x[], const float *y, const float *const dx[], const PetscScalar *dtheta, float *dy)
+{
+  PetscFunctionBegin;
+  AddSumSingle(layer->nin, dx, n * layer->outsize, dy);
+  PetscFunctionReturn(0);
+}
+
 PETSC_INTERN PetscErrorCode LayerCreate_Add(Layer layer)
 {
   PetscFunctionBegin;
-  layer->mininputs      = 2;
-  layer->maxinputs      = PETSC_MAX_INT;
-  layer->ops->setup     = LayerSetUp_Add;
-  layer->ops->forwardn  = LayerForward_Add;
-  layer->ops->backwardn = LayerBackward_Add;
-  layer->ops->jvpn      = LayerJVP_Add;
-  layer->sozero         = PETSC_TRUE; /* linear (or piecewise linear) in x: no curvature term */
+  layer->mininputs            = 2;
+  layer->maxinputs            = PETSC_MAX_INT;
+  layer->ops->setup           = LayerSetUp_Add;
+  layer->ops->forwardn        = LayerForward_Add;
+  layer->ops->backwardn       = LayerBackward_Add;
+  layer->ops->jvpn            = LayerJVP_Add;
+  layer->ops->forwardnsingle  = LayerForwardSingle_Add;
+  layer->ops->backwardnsingle = LayerBackwardSingle_Add;
+  layer->ops->jvpnsingle      = LayerJVPSingle_Add;
+  layer->sozero               = PETSC_TRUE; /* linear (or piecewise linear) in x: no curvature term */
   PetscFunctionReturn(0);
 }

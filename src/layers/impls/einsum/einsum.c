@@ -20,10 +20,12 @@
     sobackward along (Adot, Bdot), dC fixed: backward's dA = dC.B moves only through B, dB = dC.A only through A:
               dAdot += einsum(C, B -> A) of (dC, Bdot),   dBdot += einsum(C, A -> B) of (dC, Adot)
   Each of the three contractions (forward, the two cotangents) has a plan made at set-up (einsum.h): a (batched) GEMM
-  through LayerGemm() where it is one, the operands permuted to the canonical form first when they are not in it, or a
-  direct loop; -<prefix>einsum_path gemm|loop|auto chooses (auto: GEMM where the product has at least 64
-  multiply-adds per group). Float kernels (single, bfloat16) for one input; a join in float runs the double kernels on
-  converted copies (layersingle.c).
+  through LayerGemmBatched() where it is one, the operands permuted to the canonical form first when they are not in it,
+  or a direct loop; -<prefix>einsum_path gemm|loop|auto chooses (auto: GEMM where the product has at least 64
+  multiply-adds per group). Float kernels (single, bfloat16) for one input and for two (forwardnsingle, backwardnsingle,
+  jvpnsingle): the same plans in float, their GEMMs through LayerGemmBatchedSingle() on the layer's backend (with
+  -net_backend onednn one oneDNN matmul for all (sample, batch index) groups of a contraction; sgemm on native). The
+  second-order term (sobackwardn) is double only.
 */
 #include "einsum.h"
 
@@ -308,55 +310,28 @@ static PetscErrorCode EinsumGetWork(Layer layer, PetscInt n, size_t esize, void 
   PetscFunctionReturn(0);
 }
 
-/* ---- double: forward, backward, jvp, sobackward on nin = nops inputs ---- */
+/* ---- forward, backward, jvp on nin = nops inputs, in double and in float (single, bfloat16) from one text
+   (einsumpasses.h): the float passes run their GEMMs on the layer's backend (layer->gemm, set by its Net: oneDNN's
+   matmul, one batched primitive for a contraction's groups, or sgemm), the double ones on BLAS ---- */
 
-static PetscErrorCode LayerForwardN_Einsum(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *const x[], PetscScalar *y)
-{
-  Layer_Einsum *es = (Layer_Einsum *)layer->data;
-  void         *work;
-
-  PetscFunctionBegin;
-  PetscCall(EinsumGetWork(layer, n, sizeof(PetscScalar), &work));
-  PetscCall(EinsumContract(&es->fwd, n, x[0], es->nops == 2 ? x[1] : NULL, PETSC_FALSE, y, (PetscScalar *)work));
-  PetscCall(PetscFree(work));
-  PetscFunctionReturn(0);
-}
-
-/* dx0 = bwd[0](dy, x1), dx1 = bwd[1](dy, x0); one input: dx0 = bwd[0](dy) */
-static PetscErrorCode LayerBackwardN_Einsum(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *const x[], const PetscScalar *y, const PetscScalar *dy, PetscScalar *const dx[], PetscScalar *dtheta)
-{
-  Layer_Einsum *es = (Layer_Einsum *)layer->data;
-  void         *work;
-
-  PetscFunctionBegin;
-  PetscCall(EinsumGetWork(layer, n, sizeof(PetscScalar), &work));
-  for (PetscInt k = 0; k < es->nops; k++)
-    if (dx[k]) PetscCall(EinsumContract(&es->bwd[k], n, dy, es->nops == 2 ? x[1 - k] : NULL, PETSC_FALSE, dx[k], (PetscScalar *)work));
-  PetscCall(PetscFree(work));
-  PetscFunctionReturn(0);
-}
-
-/* dy = fwd(dx0, x1) + fwd(x0, dx1) (a NULL tangent contributes nothing) */
-static PetscErrorCode LayerJVPN_Einsum(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *const x[], const PetscScalar *y, const PetscScalar *const dx[], const PetscScalar *dtheta, PetscScalar *dy)
-{
-  Layer_Einsum *es    = (Layer_Einsum *)layer->data;
-  PetscBool     wrote = PETSC_FALSE;
-  void         *work;
-
-  PetscFunctionBegin;
-  PetscCall(EinsumGetWork(layer, n, sizeof(PetscScalar), &work));
-  if (es->nops == 1) {
-    if (dx[0]) PetscCall(EinsumContract(&es->fwd, n, dx[0], NULL, PETSC_FALSE, dy, (PetscScalar *)work));
-    wrote = (PetscBool)(dx[0] != NULL);
-  } else {
-    if (dx[0]) PetscCall(EinsumContract(&es->fwd, n, dx[0], x[1], PETSC_FALSE, dy, (PetscScalar *)work));
-    if (dx[1]) PetscCall(EinsumContract(&es->fwd, n, x[0], dx[1], (PetscBool)(dx[0] != NULL), dy, (PetscScalar *)work));
-    wrote = (PetscBool)(dx[0] || dx[1]);
-  }
-  if (!wrote) PetscCall(PetscArrayzero(dy, n * layer->outsize));
-  PetscCall(PetscFree(work));
-  PetscFunctionReturn(0);
-}
+#define EIN_T          PetscScalar
+#define EIN_PASS(p)    Layer##p##N_Einsum
+#define EIN_CONTRACT   EinsumContract
+#define EIN_BACKEND(l) PETNET_GEMM_NATIVE
+#include "einsumpasses.h"
+#undef EIN_T
+#undef EIN_PASS
+#undef EIN_CONTRACT
+#undef EIN_BACKEND
+#define EIN_T          float
+#define EIN_PASS(p)    Layer##p##NSingle_Einsum
+#define EIN_CONTRACT   EinsumContractSingle
+#define EIN_BACKEND(l) ((l)->gemm)
+#include "einsumpasses.h"
+#undef EIN_T
+#undef EIN_PASS
+#undef EIN_CONTRACT
+#undef EIN_BACKEND
 
 /* the curvature term of the bilinear join (derived above): dxdot0 += bwd[0](dy, xdot1), dxdot1 += bwd[1](dy, xdot0) */
 static PetscErrorCode LayerSOBackwardN_Einsum(Layer layer, PetscInt n, const PetscScalar *theta, const PetscScalar *const x[], const PetscScalar *y, const PetscScalar *const xdot[], const PetscScalar *thetadot, const PetscScalar *ydot,
@@ -368,8 +343,8 @@ static PetscErrorCode LayerSOBackwardN_Einsum(Layer layer, PetscInt n, const Pet
   PetscFunctionBegin;
   if (es->nops == 1) PetscFunctionReturn(0);
   PetscCall(EinsumGetWork(layer, n, sizeof(PetscScalar), &work));
-  if (dxdot[0] && xdot[1]) PetscCall(EinsumContract(&es->bwd[0], n, dy, xdot[1], PETSC_TRUE, dxdot[0], (PetscScalar *)work));
-  if (dxdot[1] && xdot[0]) PetscCall(EinsumContract(&es->bwd[1], n, dy, xdot[0], PETSC_TRUE, dxdot[1], (PetscScalar *)work));
+  if (dxdot[0] && xdot[1]) PetscCall(EinsumContract(&es->bwd[0], PETNET_GEMM_NATIVE, n, dy, xdot[1], PETSC_TRUE, dxdot[0], (PetscScalar *)work));
+  if (dxdot[1] && xdot[0]) PetscCall(EinsumContract(&es->bwd[1], PETNET_GEMM_NATIVE, n, dy, xdot[0], PETSC_TRUE, dxdot[1], (PetscScalar *)work));
   PetscCall(PetscFree(work));
   PetscFunctionReturn(0);
 }
@@ -400,49 +375,6 @@ static PetscErrorCode LayerJVP_Einsum(Layer layer, PetscInt n, const PetscScalar
 
   PetscFunctionBegin;
   PetscCall(LayerJVPN_Einsum(layer, n, theta, xs, y, dxs, dtheta, dy));
-  PetscFunctionReturn(0);
-}
-
-/* ---- float (one input; layersingle.c converts a join's values): the same contractions in float ---- */
-
-static PetscErrorCode LayerForwardSingle_Einsum(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, float *y)
-{
-  Layer_Einsum *es = (Layer_Einsum *)layer->data;
-  void         *work;
-
-  PetscFunctionBegin;
-  PetscCall(EinsumGetWork(layer, n, sizeof(float), &work));
-  PetscCall(EinsumContractSingle(&es->fwd, n, x, NULL, PETSC_FALSE, y, (float *)work));
-  PetscCall(PetscFree(work));
-  PetscFunctionReturn(0);
-}
-
-static PetscErrorCode LayerBackwardSingle_Einsum(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, const float *y, const float *dy, float *dx, PetscScalar *dtheta)
-{
-  Layer_Einsum *es = (Layer_Einsum *)layer->data;
-  void         *work;
-
-  PetscFunctionBegin;
-  if (!dx) PetscFunctionReturn(0);
-  PetscCall(EinsumGetWork(layer, n, sizeof(float), &work));
-  PetscCall(EinsumContractSingle(&es->bwd[0], n, dy, NULL, PETSC_FALSE, dx, (float *)work));
-  PetscCall(PetscFree(work));
-  PetscFunctionReturn(0);
-}
-
-static PetscErrorCode LayerJVPSingle_Einsum(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, const float *y, const float *dx, const PetscScalar *dtheta, float *dy)
-{
-  Layer_Einsum *es = (Layer_Einsum *)layer->data;
-  void         *work;
-
-  PetscFunctionBegin;
-  if (!dx) {
-    PetscCall(PetscArrayzero(dy, n * layer->outsize));
-    PetscFunctionReturn(0);
-  }
-  PetscCall(EinsumGetWork(layer, n, sizeof(float), &work));
-  PetscCall(EinsumContractSingle(&es->fwd, n, dx, NULL, PETSC_FALSE, dy, (float *)work));
-  PetscCall(PetscFree(work));
   PetscFunctionReturn(0);
 }
 
@@ -478,26 +410,26 @@ PETSC_INTERN PetscErrorCode LayerCreate_Einsum(Layer layer)
 
   PetscFunctionBegin;
   PetscCall(PetscNew(&es));
-  layer->data                = es;
-  layer->mininputs           = 1;
-  layer->maxinputs           = 2;
-  layer->ops->setarguments   = LayerSetArguments_Einsum;
-  layer->ops->getarguments   = LayerGetArguments_Einsum;
-  layer->ops->setfromoptions = LayerSetFromOptions_Einsum;
-  layer->ops->setup          = LayerSetUp_Einsum;
-  layer->ops->forward        = LayerForward_Einsum;
-  layer->ops->backward       = LayerBackward_Einsum;
-  layer->ops->jvp            = LayerJVP_Einsum;
-  layer->ops->forwardn       = LayerForwardN_Einsum;
-  layer->ops->backwardn      = LayerBackwardN_Einsum;
-  layer->ops->jvpn           = LayerJVPN_Einsum;
-  layer->ops->sobackwardn    = LayerSOBackwardN_Einsum;
-  layer->ops->forwardsingle  = LayerForwardSingle_Einsum;
-  layer->ops->backwardsingle = LayerBackwardSingle_Einsum;
-  layer->ops->jvpsingle      = LayerJVPSingle_Einsum;
-  layer->ops->view           = LayerView_Einsum;
-  layer->ops->destroy        = LayerDestroy_Einsum;
-  layer->gradfree            = PETSC_TRUE;
-  layer->actonly             = PETSC_TRUE; /* reads nothing of a forward pass but its arrays */
+  layer->data                 = es;
+  layer->mininputs            = 1;
+  layer->maxinputs            = 2;
+  layer->ops->setarguments    = LayerSetArguments_Einsum;
+  layer->ops->getarguments    = LayerGetArguments_Einsum;
+  layer->ops->setfromoptions  = LayerSetFromOptions_Einsum;
+  layer->ops->setup           = LayerSetUp_Einsum;
+  layer->ops->forward         = LayerForward_Einsum;
+  layer->ops->backward        = LayerBackward_Einsum;
+  layer->ops->jvp             = LayerJVP_Einsum;
+  layer->ops->forwardn        = LayerForwardN_Einsum;
+  layer->ops->backwardn       = LayerBackwardN_Einsum;
+  layer->ops->jvpn            = LayerJVPN_Einsum;
+  layer->ops->sobackwardn     = LayerSOBackwardN_Einsum;
+  layer->ops->forwardnsingle  = LayerForwardNSingle_Einsum; /* one or two inputs (layersingle.c) */
+  layer->ops->backwardnsingle = LayerBackwardNSingle_Einsum;
+  layer->ops->jvpnsingle      = LayerJVPNSingle_Einsum;
+  layer->ops->view            = LayerView_Einsum;
+  layer->ops->destroy         = LayerDestroy_Einsum;
+  layer->gradfree             = PETSC_TRUE;
+  layer->actonly              = PETSC_TRUE; /* reads nothing of a forward pass but its arrays */
   PetscFunctionReturn(0);
 }

@@ -12,14 +12,15 @@
                     each operand is permuted (when it is not already) to the canonical form
                       op1' [n][B][I][K]   op2' [n][B][J][K]   out' [n][B][I][J],   out'[i][j] = sum_k op1'[i][k] op2'[j][k]
                     (B, I, J, K the products of the sizes of the batch, free1, free2 and contracted letters), one GEMM
-                    per (sample, batch index) group through LayerGemm(): out'^T = op2' op1'^T in column-major terms,
+                    per (sample, batch index) group, all groups in one LayerGemmBatched() (float: LayerGemmBatchedSingle(),
+                    one oneDNN matmul for them all when the layer's backend says so): out'^T = op2' op1'^T in column-major terms,
                     GEMM('T', 'N', m = J, n = I, k = K, A = op2', lda = K, B = op1', ldb = K, C = out', ldc = J); out' is
                     then permuted to out's order (or is out itself)
     EINSUM_LOOP     anything else (a letter in one operand only, summed or broadcast; an elementwise product): a direct
                     loop over out's entries, each summing over the other letters in a fixed order
 
-  Every out entry is computed by one thread in an order fixed by the sizes, so the results are the same bits for any
-  number of threads. Double and float (einsumkernels.h); the caller hands a scratch of EinsumWorkSize() entries.
+  On the native backend every out entry is computed by one thread in an order fixed by the sizes, so the results are the
+  same bits for any number of threads (oneDNN's: the same bits for the same threads). Double and float (einsumkernels.h); the caller hands a scratch of EinsumWorkSize() entries.
 */
 #pragma once
 
@@ -52,5 +53,6 @@ static inline PetscInt64 EinsumWorkSize(const EinsumContraction *c, PetscInt n)
   return (PetscInt64)n * ((c->id1 ? 0 : c->size1) + (c->id2 ? 0 : c->size2) + (c->ido ? 0 : c->sizeo));
 }
 
-PETSC_INTERN PetscErrorCode EinsumContract(const EinsumContraction *, PetscInt, const PetscScalar *, const PetscScalar *, PetscBool, PetscScalar *, PetscScalar *);
-PETSC_INTERN PetscErrorCode EinsumContractSingle(const EinsumContraction *, PetscInt, const float *, const float *, PetscBool, float *, float *);
+/* EinsumContract(c, backend, n, op1, op2 (or NULL), acc, out, work): the backend of its GEMMs (layergemm.h; native in double) */
+PETSC_INTERN PetscErrorCode EinsumContract(const EinsumContraction *, PetNetGemmBackend, PetscInt, const PetscScalar *, const PetscScalar *, PetscBool, PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode EinsumContractSingle(const EinsumContraction *, PetNetGemmBackend, PetscInt, const float *, const float *, PetscBool, float *, float *);

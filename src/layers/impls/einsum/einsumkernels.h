@@ -2,7 +2,8 @@
   The contractions of einsum.h on one element type, included once per type by einsumkernels.c:
     EIN_T        PetscScalar or float: the values (sums are in EIN_T too, as a GEMM of that type sums)
     EIN_NAME(f)  f or fSingle
-    EIN_GEMM     LayerGemm or LayerGemmSingle
+    EIN_GEMM_BATCHED  LayerGemmBatched or LayerGemmBatchedSingle (with the epilogue type EIN_EPILOGUE, which carries
+                      the backend: the double entry ignores it, the float one hands the groups to oneDNN when it is set)
 */
 
 /* EINSUM_LOOP: each out entry of each sample (parts of them on the threads), summing over the other letters with an
@@ -54,7 +55,7 @@ static void EIN_NAME(EinsumLoop)(const EinsumContraction *c, PetscInt n, const E
   }
 }
 
-PetscErrorCode EIN_NAME(EinsumContract)(const EinsumContraction *c, PetscInt n, const EIN_T *a, const EIN_T *b, PetscBool acc, EIN_T *out, EIN_T *work)
+PetscErrorCode EIN_NAME(EinsumContract)(const EinsumContraction *c, PetNetGemmBackend backend, PetscInt n, const EIN_T *a, const EIN_T *b, PetscBool acc, EIN_T *out, EIN_T *work)
 {
   PetscFunctionBegin;
   if (!n) PetscFunctionReturn(0);
@@ -75,8 +76,10 @@ PetscErrorCode EIN_NAME(EinsumContract)(const EinsumContraction *c, PetscInt n, 
     EIN_T         *o1 = out, *w = work;
     const PetscInt G = n * c->nb, ni = c->ni, nj = c->nj, nk = c->nk;
     const EIN_T    beta = (acc && c->ido) ? 1 : 0;
-    PetscErrorCode err  = 0;
+    EIN_EPILOGUE   ep;
 
+    PetscCall(PetscMemzero(&ep, sizeof(ep)));
+    ep.backend = backend;
     if (!c->id1) {
       EIN_NAME(LayerPermuteApply)(n, c->r1, c->d1, c->p1, PETSC_FALSE, a, w);
       a1 = w;
@@ -88,19 +91,8 @@ PetscErrorCode EIN_NAME(EinsumContract)(const EinsumContraction *c, PetscInt n, 
       w += (size_t)n * c->size2;
     }
     if (!c->ido) o1 = w;
-    if (G >= PETNET_THREAD_PARTS) { /* many small products: groups of them on the threads, one BLAS call each */
-      const PetscInt nparts = PetNetThreadParts(G, 1);
-
-#pragma omp parallel for num_threads(PetNetThreads()) schedule(dynamic, 1)
-      for (PetscInt part = 0; part < nparts; part++) {
-        PetscInt g0, g1;
-
-        PetNetThreadPart(G, nparts, part, &g0, &g1);
-        for (PetscInt g = g0; g < g1; g++) PetNetThreadsSetError(&err, EIN_GEMM(PETSC_FALSE, 'T', 'N', nj, ni, nk, b1 + (size_t)g * nj * nk, nk, a1 + (size_t)g * ni * nk, nk, beta, o1 + (size_t)g * ni * nj, nj, NULL));
-      }
-      PetNetThreadsCheck(err, "an einsum's GEMM");
-    } else
-      for (PetscInt g = 0; g < G; g++) PetscCall(EIN_GEMM(PETSC_TRUE, 'T', 'N', nj, ni, nk, b1 + (size_t)g * nj * nk, nk, a1 + (size_t)g * ni * nk, nk, beta, o1 + (size_t)g * ni * nj, nj, NULL));
+    /* out'_g^T = op2'_g op1'_g^T for each (sample, batch index) group g: one batched GEMM (layergemm.h) */
+    PetscCall(EIN_GEMM_BATCHED(G, 'T', 'N', nj, ni, nk, b1, nk, nj * nk, a1, nk, ni * nk, beta, o1, nj, ni * nj, &ep));
     if (!c->ido) EIN_NAME(LayerPermuteApply)(n, c->ro, c->dco, c->po, acc, o1, out);
     PetscCall(PetscLogFlops(2.0 * G * (PetscLogDouble)ni * nj * nk));
   }
