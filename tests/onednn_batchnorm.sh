@@ -1,7 +1,7 @@
 #!/bin/bash
 # batchnorm on oneDNN (issue 31; suite line onednn_batchnorm_info): with -net_backend onednn in single precision,
 #   1. -info names the batch normalization primitives of each batchnorm layer, once each, channels last as the layer
-#      holds them: nhwc after conv2d (n 5 in 6x6x8), nc after dense (n 5 in 16); in training mode oneDNN's forward
+#      holds them: nhwc after conv2d (n 5 in 6x6x8), after dense as 1 x 1 x 16 nhwc; in training mode oneDNN's forward
 #      (which computes the batch statistics) and backward, in evaluation mode (-training false) the pair with the
 #      running statistics given; none falls back to native; with -net_backend native no oneDNN batch normalization;
 #   2. bin/fashion's CNN (share/models/cnn.opts, two batchnorm layers, plain SGD so that no optimiser magnifies the
@@ -21,7 +21,7 @@ run() { # file backend training
 }
 run $out.train onednn true
 run $out.eval onednn false
-for geom in "n 5 in 6x6x8" "n 5 in 16"; do
+for geom in "n 5 in 6x6x8" "n 5 in 1x1x16"; do
   for op in "forward" "backward"; do
     check "training: oneDNN batch normalization $op, $geom" "$(grep -c "oneDNN batch normalization $op f32 $geom eps 1e-05 affine on 1 threads: [a-z]" $out.train)" 1
     check "evaluation: oneDNN batch normalization $op (given statistics), $geom" "$(grep -c "oneDNN batch normalization $op (given statistics) f32 $geom eps 1e-05 affine on 1 threads: [a-z]" $out.eval)" 1

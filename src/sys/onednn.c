@@ -550,13 +550,13 @@ static PetscErrorCode PetNetOneDNNLNormCreateDesc(PetNetOneDNNOp op, const PetNe
 }
 
 /*
-  The data and statistics descriptors of a batch normalization key: sh->n samples of sh->in[0..nsd) positions (nsd 0
-  to 3) of sh->cin channels, channels last as batchnorm holds them (tags nc, nwc, nhwc, ndhwc: dims (n, C, spatial));
+  The data and statistics descriptors of a batch normalization key: sh->n samples of sh->in[0..nsd) positions (nsd 2
+  or 3) of sh->cin channels, channels last as batchnorm holds them (tags nhwc, ndhwc: dims (n, C, spatial));
   the statistics, gamma and beta [C] (tag a)
 */
 static PetscErrorCode PetNetOneDNNBNormDescs(const PetNetOneDNNConvShape *sh, dnnl_memory_desc_t *dmd, dnnl_memory_desc_t *cmd)
 {
-  const dnnl_format_tag_t tags[4] = {dnnl_nc, dnnl_nwc, dnnl_nhwc, dnnl_ndhwc};
+  const dnnl_format_tag_t tags[4] = {dnnl_nc, dnnl_nwc, dnnl_nhwc, dnnl_ndhwc}; /* by nsd (PetNetOneDNNBNormKey() gives 2 or 3) */
   dnnl_dims_t             ddims = {sh->n, sh->cin}, cdims = {sh->cin};
 
   PetscFunctionBegin;
@@ -648,8 +648,9 @@ static PetscErrorCode PetNetOneDNNGetConvEntry(PetNetGemmBackend backend, PetNet
   else
     PetscCall(PetNetOneDNNConvCreateDesc(backend, op, sh, beta, &pd));
   if (pd) PetNetCallDNNL(dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, (void *)&impl));
-  /* batch normalization's reference loops are named bnorm_ref:any */
-  e->native = (PetscBool)(!pd || !strncmp(impl, "ref", 3) || (PetNetOneDNNIsBNorm(op) && strstr(impl, "_ref:")));
+  /* batch normalization: only its jit kernels (bnorm_tbb_jit:avx2, ...); its plain loops (nspc_bnorm:any, for channels
+     that are not a multiple of the vector, 2-2.5x native's time here) and reference loops (bnorm_ref:any) fall back */
+  e->native = (PetscBool)(!pd || !strncmp(impl, "ref", 3) || (PetNetOneDNNIsBNorm(op) && !strstr(impl, "jit")));
   if (!e->native && PetNetOneDNNIsMaxPool(op)) PetscCall(PetNetOneDNNMaxPoolWorkspace(e, pd));
   if (PetNetOneDNNIsLNorm(op))
     PetscCall(PetscSNPrintf(geom, sizeof(geom), "%" PetscInt_FMT " positions of %" PetscInt_FMT " eps %g", sh->n, sh->cin, (double)beta));
@@ -1265,20 +1266,22 @@ PetscErrorCode PetNetOneDNNLayerNorm(PetscBool backward, PetscInt P, PetscInt E,
 
 /*
   A batch normalization's key (PetNetOneDNNBNormDescs()): n samples of batchnorm's input shape dim[0..ndim) (channels
-  last, C = dim[ndim - 1]); more than 3 dims before the channels are one (the same memory: the statistics run over
-  every position alike)
+  last, C = dim[ndim - 1]), given to oneDNN as nhwc or ndhwc, the same memory: flat (C) inputs as 1 x 1 x C, (T, C) as
+  1 x T x C, more than 3 dims before the channels as 1 x (their product) x C (the statistics run over every position
+  alike). oneDNN 2.6 has jit kernels for 4-D and 5-D channels-last data only: nc and nwc get its plain or reference
+  loops.
 */
 static void PetNetOneDNNBNormKey(PetscInt n, PetscInt ndim, const PetscInt dim[], PetNetOneDNNConvShape *sh)
 {
   memset(sh, 0, sizeof(*sh));
   sh->n = n, sh->cin = sh->cout = dim[ndim - 1], sh->groups = 1, sh->bias = PETSC_TRUE;
-  sh->nsd = ndim - 1;
-  if (sh->nsd > 3) {
-    sh->nsd   = 1;
-    sh->in[0] = 1;
-    for (PetscInt d = 0; d < ndim - 1; d++) sh->in[0] *= dim[d];
-  } else
+  sh->nsd   = 2;
+  sh->in[0] = sh->in[1] = 1;
+  if (ndim == 3 || ndim == 4) {
+    sh->nsd = ndim - 1;
     for (PetscInt d = 0; d < sh->nsd; d++) sh->in[d] = dim[d];
+  } else
+    for (PetscInt d = 0; d < ndim - 1; d++) sh->in[1] *= dim[d];
 }
 
 /*
