@@ -37,6 +37,11 @@
   primitives are created with their forward's descriptor as the hint, as oneDNN asks. A shape oneDNN refuses
   (unimplemented, or a geometry it does not take) or runs only with its reference loops is recorded as native: the
   caller asks PetNetOneDNNConvAvailable() first and runs its own kernels for all the ops of that shape.
+
+  Pooling, layer normalization and batch normalization share the cache with the same key type (onednnimpl.h). Batch
+  normalization has four ops: forward in training mode (the batch's mean and biased variance written) and its
+  backward, and the pair with the statistics given (use_global_stats); only its jit kernels run (its plain nspc/ncsp
+  loops and its reference loops are recorded as native).
 */
 #include <petnet/private/onednnimpl.h>
 #include <petnet/private/threadsimpl.h>

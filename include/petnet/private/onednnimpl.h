@@ -38,7 +38,7 @@
   (oneDNN's scale and shift) [E] f32, their gradients overwritten (PetNetOneDNNLayerNormAvailable(),
   PetNetOneDNNLayerNorm()).
   Batch normalization (batchnorm's float passes): data channels last as batchnorm holds them, [n][positions][C] (tags
-  nc, nwc, nhwc, ndhwc), the statistics mean and biased variance [C] f32, written by the forward in training mode or
+  nhwc, ndhwc; flat and (T, C) inputs as 1 x 1 x C and 1 x T x C), the statistics mean and biased variance [C] f32, written by the forward in training mode or
   given (oneDNN's use_global_stats: the running statistics, or statistics reduced over the ranks), gamma and beta [C]
   f32, their gradients overwritten (PetNetOneDNNBatchNormAvailable(), PetNetOneDNNBatchNorm()).
 */

@@ -32,7 +32,7 @@
 
   oneDNN (a Net at single or bfloat16 with -net_backend onednn: layer->gemm): the float passes run oneDNN's batch
   normalization (f32 in both precisions, gamma and beta rounded to float once per forward, data channels last as they
-  lie: nc, nwc, nhwc, ndhwc), in three cases:
+  lie, nhwc or ndhwc; flat (C) inputs as 1 x 1 x C and (T, C) as 1 x T x C, the same memory), in three cases:
     training, one rank     forward training: oneDNN computes the batch's mean and biased variance in float (mf, vf);
                            mean = mf, var = vf, s = 1 / sqrt(vf + eps) in double (what the native jvp and sobackward
                            read), the running statistics updated from them as natively (the unbiased vf M / (M - 1));
@@ -44,8 +44,9 @@
                            dy xhat are global too, runs natively (said once per layer by -info)
     evaluation             oneDNN with the running statistics given (use_global_stats), forward and backward (dx =
                            gamma s dy, dgamma, dbeta), at any number of ranks
-  oneDNN has no jvp: the jvp (and sobackward) run natively on mean and invstd. A key oneDNN refuses or runs only with its
-  reference loops stays native (-info). The double passes are native.
+  oneDNN has no jvp: the jvp (and sobackward) run natively on mean and invstd. A key oneDNN refuses, or runs only with
+  its plain or reference loops (not a jit kernel: here C = 6 in 2-D, C = 3 in 3-D), stays native (-info). The
+  double passes are native.
 
   Threads: the positions [0, n m) are cut into parts that depend on n m and C only (PetNetThreadParts()); each part
   sums its values into its own row of partsums, and the rows are added in part order (BatchNormPartSums), so that the
@@ -566,7 +567,10 @@ PetscErrorCode LayerBatchNormSetNumBatchesTracked(Layer layer, PetscInt64 n)
 
   Notes:
   The compact form is batchnorm:MOMENTUM[:EPS]. The running statistics are updated by training-mode forward passes
-  (not in frozen mode, NetTestJacobian()), with the unbiased variance, and used in evaluation mode.
+  (not in frozen mode, NetTestJacobian()), with the unbiased variance, and used in evaluation mode. At single or
+  bfloat16 precision with -net_backend onednn on one rank, the batch statistics are oneDNN's (summed in float; oneDNN
+  gives the biased variance, which the update makes unbiased as natively); on more ranks they are PetNet's, reduced
+  over the ranks.
 
   Level: intermediate
 
