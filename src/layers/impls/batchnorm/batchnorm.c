@@ -68,6 +68,7 @@ typedef struct {
   PetscScalar *tcoef;         /* [5C]: the per-channel coefficients of an elementwise pass (mu, s, A, B, D) in the values' type (batchnormkernels.h) */
   PetscBool    fromonednn;    /* the last forward ran on oneDNN: f holds the float statistics and parameters its backward reads */
   PetscBool    global;        /* ... with the statistics given (evaluation, or training at more than one rank) */
+  PetscInt     fwdn;          /* ... on this many samples */
   PetscBool    saidranks;     /* -info has said that training at more than one rank runs half natively */
   float       *f;             /* oneDNN: [6C] mean, var, gamma, beta (the forward's), dgamma, dbeta (the backward's) */
   float       *dxbuf;         /* oneDNN: a dx for a backward that asks for none (oneDNN always writes it), ndxbuf floats */
@@ -181,6 +182,7 @@ static PetscErrorCode LayerForwardSingle_BatchNormOneDNN(Layer layer, PetscInt n
   }
   bn->fromonednn = PETSC_TRUE;
   bn->global     = global;
+  bn->fwdn       = n;
   PetscCall(PetscLogFlops(7.0 * n * bn->m * C));
   PetscFunctionReturn(0);
 }
@@ -194,7 +196,6 @@ static PetscErrorCode LayerBackwardSingle_BatchNormOneDNN(Layer layer, PetscInt 
   Layer_BatchNorm *bn = (Layer_BatchNorm *)layer->data;
   const PetscInt   C = bn->C, P = n * bn->m;
   float           *f = bn->f, *dxw = dx;
-  PetscBool        on, global;
   void            *data[9];
 
   PetscFunctionBegin;
@@ -203,8 +204,9 @@ static PetscErrorCode LayerBackwardSingle_BatchNormOneDNN(Layer layer, PetscInt 
     PetscFunctionReturn(0);
   }
   if (!dx && !dtheta) PetscFunctionReturn(0);
-  PetscCall(BatchNormOneDNN(layer, n, &on, &global));
-  PetscCheck(on && global == bn->global, PETSC_COMM_SELF, PETSC_ERR_ORDER, "batchnorm layer %" PetscInt_FMT ": backward on %" PetscInt_FMT " samples does not follow its forward on oneDNN: call forward first", layer->index, n);
+  /* the forward's mode (its statistics), whatever the layer's mode is now; the forward made the entry */
+  PetscCheck(n == bn->fwdn, PETSC_COMM_SELF, PETSC_ERR_ORDER, "batchnorm layer %" PetscInt_FMT ": backward on %" PetscInt_FMT " samples does not follow its forward on oneDNN, which had %" PetscInt_FMT ": call forward first", layer->index, n,
+             bn->fwdn);
   if (!dxw) {
     if ((size_t)P * C > bn->ndxbuf) {
       PetscCall(PetscFree(bn->dxbuf));
