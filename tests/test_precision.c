@@ -13,11 +13,15 @@ static const char help[] = "A Net at -net_precision single or bfloat16 against t
                            "                   slots hold the stored values): the output and gradient the same bits as the first pass\n"
                            "  -case backend    the Net's backend (-net_backend onednn, NetSetBackend()) against native: Y, dX, G and the\n"
                            "                   JVP within 1e-5 relative in single, 10 L u in bfloat16 (-backend_bound B: within B; 0 for a\n"
-                           "                   fallback to native, native's bits); and the same bits when run twice\n"
+                           "                   fallback to native, native's bits); and the same bits when run twice; in training\n"
+                           "                   mode also the running statistics (the layers' buffers, batchnorm's) one forward pass\n"
+                           "                   leaves, from the same start, within the same bound\n"
+                           "  -training false  evaluation mode (NetSetTraining()), after one training pass in double (running statistics)\n"
                            "  -input_levels L  the input X rounded to multiples of 1/L (values in [-1, 1] taking 2 L + 1 values: many exact\n"
                            "                   ties in a max pooling's windows, with the backend's and native's tie rules compared)\n";
 
 #include <petnet.h>
+#include <petnet/private/layerimpl.h> /* the layers' buffers (running statistics), which no public call returns */
 
 static PetscErrorCode RelDiff(Vec a, Vec b, PetscReal *err)
 {
@@ -86,6 +90,56 @@ static PetscErrorCode EvaluateAgainst(Net net, Vec X, Vec dY, Vec Y, Vec dX, Vec
   PetscFunctionReturn(0);
 }
 
+/*
+  The running statistics (every layer's buffers, the same on every rank) that one training forward pass at X leaves,
+  with the Net's backend against -net_backend native from the same start: their largest difference relative to the
+  largest buffer in *err, their number in *total; the buffers are restored after
+*/
+static PetscErrorCode BuffersAgainstNative(Net net, Vec X, PetscInt *total, PetscReal *err)
+{
+  PetscInt     nlayers, o;
+  PetscScalar *start, *after;
+  NetBackend   backend;
+  PetscReal    num = 0, den = 0;
+
+  PetscFunctionBegin;
+  *err   = 0;
+  *total = 0;
+  PetscCall(NetGetBackend(net, &backend));
+  PetscCall(NetGetNumLayers(net, &nlayers));
+  for (PetscInt l = 0; l < nlayers; l++) {
+    Layer layer;
+
+    PetscCall(NetGetLayer(net, l, &layer));
+    *total += layer->nbuffers;
+  }
+  if (!*total) PetscFunctionReturn(0);
+  PetscCall(PetscMalloc2(*total, &start, *total, &after));
+  for (PetscInt pass = 0; pass < 3; pass++) { /* 0: keep the start; 1: the backend's pass; 2: native's, compared */
+    if (pass) PetscCall(NetSetBackend(net, pass == 1 ? backend : NET_BACKEND_NATIVE));
+    if (pass) PetscCall(NetForward(net, X, NULL));
+    o = 0;
+    for (PetscInt l = 0; l < nlayers; l++) {
+      Layer layer;
+
+      PetscCall(NetGetLayer(net, l, &layer));
+      for (PetscInt i = 0; i < layer->nbuffers; i++, o++) {
+        if (pass == 0) start[o] = layer->buffers[i];
+        if (pass == 1) after[o] = layer->buffers[i];
+        if (pass == 2) {
+          num = PetscMax(num, PetscAbsScalar(after[o] - layer->buffers[i]));
+          den = PetscMax(den, PetscAbsScalar(layer->buffers[i]));
+        }
+        if (pass) layer->buffers[i] = start[o]; /* the same start for the next pass, and after */
+      }
+    }
+  }
+  PetscCall(NetSetBackend(net, backend));
+  *err = num / PetscMax(den, PETSC_SMALL);
+  PetscCall(PetscFree2(start, after));
+  PetscFunctionReturn(0);
+}
+
 int main(int argc, char **argv)
 {
   Net          net;
@@ -114,6 +168,24 @@ int main(int argc, char **argv)
   PetscCall(NetCreateParameterVec(net, &G));
   PetscCall(FillGlobal(X, 1.3, 0.2));
   PetscCall(FillGlobal(dY, 0.7, 1.1));
+  {
+    PetscBool training = PETSC_TRUE;
+
+    PetscCall(PetscOptionsGetBool(NULL, NULL, "-training", &training, NULL));
+    if (!training) { /* running statistics other than (0, 1): one training pass in double at 2X - 0.3 first */
+      Vec X2;
+
+      PetscCall(VecDuplicate(X, &X2));
+      PetscCall(VecCopy(X, X2));
+      PetscCall(VecScale(X2, 2.0));
+      PetscCall(VecShift(X2, -0.3));
+      PetscCall(NetSetPrecision(net, NET_PRECISION_DOUBLE));
+      PetscCall(NetForward(net, X2, NULL));
+      PetscCall(NetSetPrecision(net, precision));
+      PetscCall(NetSetTraining(net, PETSC_FALSE));
+      PetscCall(VecDestroy(&X2));
+    }
+  }
   {
     PetscInt levels = 0;
 
@@ -213,6 +285,18 @@ int main(int argc, char **argv)
       same = (PetscBool)(same && eq);
       PetscCall(RelDiff(A[i], C[i], &d[i]));
       worst = PetscMax(worst, d[i]);
+    }
+    {
+      PetscBool training;
+      PetscReal db;
+      PetscInt  nbuf;
+
+      PetscCall(NetGetTraining(net, &training));
+      if (training) {
+        PetscCall(BuffersAgainstNative(net, X, &nbuf, &db));
+        if (nbuf) PetscCall(PetscPrintf(PETSC_COMM_WORLD, "running statistics after a training pass, backend %s against native: %s\n", NetBackends[backend], db <= btol ? "ok" : "FAILED"));
+        worst = PetscMax(worst, db);
+      }
     }
     PetscCall(PetscPrintf(PETSC_COMM_WORLD, "backend %s against native in %s (bound %.1e): %s %s, %s %s, %s %s, %s %s; run twice: %s\n", NetBackends[backend], NetPrecisions[precision], (double)btol, names[0], d[0] <= btol ? "ok" : "FAILED", names[1],
                           d[1] <= btol ? "ok" : "FAILED", names[2], d[2] <= btol ? "ok" : "FAILED", names[3], d[3] <= btol ? "ok" : "FAILED", same ? "the same bits" : "DIFFERENT"));

@@ -41,6 +41,11 @@
   primitives are created with their forward's descriptor as the hint, as oneDNN asks. A shape oneDNN refuses
   (unimplemented, or a geometry it does not take) or runs only with its reference loops is recorded as native: the
   caller asks PetNetOneDNNConvAvailable() first and runs its own kernels for all the ops of that shape.
+
+  Pooling, layer normalization and batch normalization share the cache with the same key type (onednnimpl.h). Batch
+  normalization has four ops: forward in training mode (the batch's mean and biased variance written) and its
+  backward, and the pair with the statistics given (use_global_stats); only its jit kernels run (its plain nspc/ncsp
+  loops and its reference loops are recorded as native).
 */
 #include <petnet/private/onednnimpl.h>
 #include <petnet/private/threadsimpl.h>
@@ -64,7 +69,11 @@ typedef enum {
   PETNET_ONEDNN_MAXPOOL_FORWARD,
   PETNET_ONEDNN_MAXPOOL_BACKWARD,
   PETNET_ONEDNN_LNORM_FORWARD,
-  PETNET_ONEDNN_LNORM_BACKWARD
+  PETNET_ONEDNN_LNORM_BACKWARD,
+  PETNET_ONEDNN_BNORM_FORWARD,
+  PETNET_ONEDNN_BNORM_BACKWARD,
+  PETNET_ONEDNN_BNORM_FORWARD_GLOBAL,
+  PETNET_ONEDNN_BNORM_BACKWARD_GLOBAL
 } PetNetOneDNNOp;
 static const char *const PetNetOneDNNOps[] = {"matmul",
                                               "convolution forward",
@@ -75,9 +84,16 @@ static const char *const PetNetOneDNNOps[] = {"matmul",
                                               "max pooling forward",
                                               "max pooling backward",
                                               "layer normalization forward",
-                                              "layer normalization backward"};
+                                              "layer normalization backward",
+                                              "batch normalization forward",
+                                              "batch normalization backward",
+                                              "batch normalization forward (given statistics)",
+                                              "batch normalization backward (given statistics)"};
 #define PetNetOneDNNIsPool(op)    ((op) >= PETNET_ONEDNN_AVGPOOL_FORWARD && (op) <= PETNET_ONEDNN_MAXPOOL_BACKWARD)
 #define PetNetOneDNNIsLNorm(op)   ((op) == PETNET_ONEDNN_LNORM_FORWARD || (op) == PETNET_ONEDNN_LNORM_BACKWARD)
+#define PetNetOneDNNIsBNorm(op)   ((op) >= PETNET_ONEDNN_BNORM_FORWARD && (op) <= PETNET_ONEDNN_BNORM_BACKWARD_GLOBAL)
+#define PetNetOneDNNIsNorm(op)    (PetNetOneDNNIsLNorm(op) || PetNetOneDNNIsBNorm(op))
+#define PetNetOneDNNIsNormFwd(op) ((op) == PETNET_ONEDNN_LNORM_FORWARD || (op) == PETNET_ONEDNN_BNORM_FORWARD || (op) == PETNET_ONEDNN_BNORM_FORWARD_GLOBAL)
 #define PetNetOneDNNIsMaxPool(op) ((op) == PETNET_ONEDNN_MAXPOOL_FORWARD || (op) == PETNET_ONEDNN_MAXPOOL_BACKWARD)
 #define PetNetOneDNNIsForward(op) ((op) == PETNET_ONEDNN_AVGPOOL_FORWARD || (op) == PETNET_ONEDNN_MAXPOOL_FORWARD)
 
@@ -99,7 +115,7 @@ typedef struct {
   dnnl_memory_t         uwei;    /* PetNet's weights, f32 o(d)hwi, the reorder's other end */
   size_t                weisize; /* bytes of the primitive's weights, in the module's weight buffer */
   dnnl_memory_t         ws;      /* max pooling: the workspace (each output's tap in its window), the caller's buffer */
-  dnnl_memory_t         lnm[9];  /* layer normalization: a memory per argument, lnarg[] its role (PetNetOneDNNLayerNorm()) */
+  dnnl_memory_t         lnm[9];  /* layer and batch normalization: a memory per argument, lnarg[] its role (PetNetOneDNNLayerNorm(), PetNetOneDNNBatchNorm()) */
   int                   lnarg[9], nln;
   int                   wsbytes; /* its bytes per output: 1 (u8) or 4 (s32) */
 } PetNetOneDNNEntry;
@@ -559,6 +575,62 @@ static PetscErrorCode PetNetOneDNNLNormCreateDesc(PetNetOneDNNOp op, const PetNe
   PetscFunctionReturn(0);
 }
 
+/*
+  The data and statistics descriptors of a batch normalization key: sh->n samples of sh->in[0..nsd) positions (nsd 2
+  or 3) of sh->cin channels, channels last as batchnorm holds them (tags nhwc, ndhwc: dims (n, C, spatial));
+  the statistics, gamma and beta [C] (tag a)
+*/
+static PetscErrorCode PetNetOneDNNBNormDescs(const PetNetOneDNNConvShape *sh, dnnl_memory_desc_t *dmd, dnnl_memory_desc_t *cmd)
+{
+  const dnnl_format_tag_t tags[4] = {dnnl_nc, dnnl_nwc, dnnl_nhwc, dnnl_ndhwc}; /* by nsd (PetNetOneDNNBNormKey() gives 2 or 3) */
+  dnnl_dims_t             ddims = {sh->n, sh->cin}, cdims = {sh->cin};
+
+  PetscFunctionBegin;
+  for (PetscInt d = 0; d < sh->nsd; d++) ddims[2 + d] = sh->in[d];
+  PetNetCallDNNL(dnnl_memory_desc_init_by_tag(dmd, (int)(2 + sh->nsd), ddims, dnnl_f32, tags[sh->nsd]));
+  PetNetCallDNNL(dnnl_memory_desc_init_by_tag(cmd, 1, cdims, dnnl_f32, dnnl_a));
+  PetscFunctionReturn(0);
+}
+
+/*
+  The primitive descriptor of a batch normalization (scale and shift: gamma and beta) for a key (PetNetOneDNNBNormDescs()),
+  eps the epsilon:
+    forward            training: the batch's mean and biased variance written
+    backward           from them: diff_src with the statistics' dependence on src, diff_scale and diff_shift
+    forward  (global)  given mean and variance (oneDNN's use_global_stats: inference)
+    backward (global)  the statistics constants: diff_src = gamma s diff_dst, diff_scale, diff_shift
+  Backward descriptors are created with their forward's as the hint. *pd NULL when oneDNN refuses the key.
+*/
+static PetscErrorCode PetNetOneDNNBNormCreateDesc(PetNetOneDNNOp op, const PetNetOneDNNConvShape *sh, float eps, dnnl_primitive_desc_t *pd)
+{
+  const PetscBool                 global = (PetscBool)(op == PETNET_ONEDNN_BNORM_FORWARD_GLOBAL || op == PETNET_ONEDNN_BNORM_BACKWARD_GLOBAL);
+  const unsigned                  flags  = (unsigned)(dnnl_use_scale | dnnl_use_shift) | (global ? (unsigned)dnnl_use_global_stats : 0U);
+  dnnl_memory_desc_t              dmd, cmd;
+  dnnl_batch_normalization_desc_t fdesc, bdesc;
+  dnnl_primitive_attr_t           attr;
+  dnnl_primitive_desc_t           hint = NULL;
+  dnnl_status_t                   st;
+
+  PetscFunctionBegin;
+  *pd = NULL;
+  PetscCall(PetNetOneDNNBNormDescs(sh, &dmd, &cmd));
+  st = dnnl_batch_normalization_forward_desc_init(&fdesc, op == PETNET_ONEDNN_BNORM_FORWARD_GLOBAL ? dnnl_forward_inference : dnnl_forward_training, &dmd, eps, flags);
+  if (st != dnnl_success) PetscFunctionReturn(0);
+  PetNetCallDNNL(dnnl_primitive_attr_create(&attr));
+  PetNetCallDNNL(dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user));
+  if (op == PETNET_ONEDNN_BNORM_FORWARD || op == PETNET_ONEDNN_BNORM_FORWARD_GLOBAL)
+    st = dnnl_primitive_desc_create(pd, &fdesc, attr, PetNetOneDNN.engine, NULL);
+  else {
+    st = dnnl_primitive_desc_create(&hint, &fdesc, NULL, PetNetOneDNN.engine, NULL);
+    if (st == dnnl_success) st = dnnl_batch_normalization_backward_desc_init(&bdesc, dnnl_backward, &dmd, &dmd, eps, flags);
+    if (st == dnnl_success) st = dnnl_primitive_desc_create(pd, &bdesc, attr, PetNetOneDNN.engine, hint);
+    if (hint) PetNetCallDNNL(dnnl_primitive_desc_destroy(hint));
+  }
+  PetNetCallDNNL(dnnl_primitive_attr_destroy(attr));
+  if (st != dnnl_success) *pd = NULL;
+  PetscFunctionReturn(0);
+}
+
 /* "D x H x W x C" (or "H x W x C") of a convolution's or pooling's input or output, for -info */
 static PetscErrorCode PetNetOneDNNDimsString(PetscInt nsd, const PetscInt dims[], PetscInt c, char str[], size_t len)
 {
@@ -597,14 +669,23 @@ static PetscErrorCode PetNetOneDNNGetConvEntry(PetNetGemmBackend backend, PetNet
     PetscCall(PetNetOneDNNPoolCreateDesc(op, sh, &pd));
   else if (PetNetOneDNNIsLNorm(op))
     PetscCall(PetNetOneDNNLNormCreateDesc(op, sh, beta, &pd));
+  else if (PetNetOneDNNIsBNorm(op))
+    PetscCall(PetNetOneDNNBNormCreateDesc(op, sh, beta, &pd));
   else
     PetscCall(PetNetOneDNNConvCreateDesc(backend, op, sh, beta, &pd));
   if (pd) PetNetCallDNNL(dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, (void *)&impl));
-  e->native = (PetscBool)(!pd || !strncmp(impl, "ref", 3));
+  /* batch normalization: only its jit kernels (bnorm_tbb_jit:avx2, ...); its plain loops (nspc_bnorm:any, for channels
+     that are not a multiple of the vector, 2-2.5x native's time here) and reference loops (bnorm_ref:any) fall back */
+  e->native = (PetscBool)(!pd || !strncmp(impl, "ref", 3) || (PetNetOneDNNIsBNorm(op) && !strstr(impl, "jit")));
   if (!e->native && PetNetOneDNNIsMaxPool(op)) PetscCall(PetNetOneDNNMaxPoolWorkspace(e, pd));
   if (PetNetOneDNNIsLNorm(op))
     PetscCall(PetscSNPrintf(geom, sizeof(geom), "%" PetscInt_FMT " positions of %" PetscInt_FMT " eps %g", sh->n, sh->cin, (double)beta));
-  else {
+  else if (PetNetOneDNNIsBNorm(op)) {
+    char in[48];
+
+    PetscCall(PetNetOneDNNDimsString(sh->nsd, sh->in, sh->cin, in, sizeof(in)));
+    PetscCall(PetscSNPrintf(geom, sizeof(geom), "n %" PetscInt_FMT " in %s eps %g", sh->n, in, (double)beta));
+  } else {
     char in[48], out[48];
 
     PetscCall(PetNetOneDNNDimsString(sh->nsd, sh->in, sh->cin, in, sizeof(in)));
@@ -612,20 +693,25 @@ static PetscErrorCode PetNetOneDNNGetConvEntry(PetNetGemmBackend backend, PetNet
     PetscCall(PetscSNPrintf(geom, sizeof(geom), "n %" PetscInt_FMT " in %s out %s k %" PetscInt_FMT " stride %" PetscInt_FMT " pad %" PetscInt_FMT " dilation %" PetscInt_FMT " groups %" PetscInt_FMT, sh->n, in, out, sh->k[0], sh->stride[0],
                             sh->pad[0], sh->dilation[0], sh->groups));
   }
-  PetscCall(PetscInfo(NULL, "oneDNN %s %s %s%s%s on %d threads: %s%s\n", PetNetOneDNNOps[op], backend == PETNET_GEMM_ONEDNN_BF16 ? "bf16" : "f32", geom, sh->bias ? (PetNetOneDNNIsLNorm(op) ? " affine" : " bias") : "",
-                      beta != 0 && !PetNetOneDNNIsLNorm(op) ? " sum" : "", threads, impl,
+  PetscCall(PetscInfo(NULL, "oneDNN %s %s %s%s%s on %d threads: %s%s\n", PetNetOneDNNOps[op], backend == PETNET_GEMM_ONEDNN_BF16 ? "bf16" : "f32", geom, sh->bias ? (PetNetOneDNNIsNorm(op) ? " affine" : " bias") : "",
+                      beta != 0 && !PetNetOneDNNIsNorm(op) ? " sum" : "", threads, impl,
                       e->native ? (pd && PetNetOneDNNIsMaxPool(op) && strncmp(impl, "ref", 3) ? " (its workspace is not one tap index per output in nhwc: falls back to native)" : " (falls back to native)") : ""));
-  if (!e->native && PetNetOneDNNIsLNorm(op)) { /* one memory per argument, in the order of PetNetOneDNNLayerNorm() */
-    const int          fwd      = op == PETNET_ONEDNN_LNORM_FORWARD;
+  if (!e->native && PetNetOneDNNIsNorm(op)) { /* one memory per argument, in the order of PetNetOneDNNLayerNorm() and PetNetOneDNNBatchNorm() */
+    const int          fwd      = PetNetOneDNNIsNormFwd(op);
     const int          nargs    = fwd ? (sh->bias ? 6 : 4) : (sh->bias ? 9 : 5);
     const int          fargs[6] = {DNNL_ARG_SRC, DNNL_ARG_DST, DNNL_ARG_MEAN, DNNL_ARG_VARIANCE, DNNL_ARG_SCALE, DNNL_ARG_SHIFT};
     const int          bargs[9] = {DNNL_ARG_SRC, DNNL_ARG_DIFF_DST, DNNL_ARG_MEAN, DNNL_ARG_VARIANCE, DNNL_ARG_DIFF_SRC, DNNL_ARG_SCALE, DNNL_ARG_SHIFT, DNNL_ARG_DIFF_SCALE, DNNL_ARG_DIFF_SHIFT};
     const dnnl_dims_t  ddims = {sh->n, sh->cin}, sdims = {sh->n}, pdims = {sh->cin};
     dnnl_memory_desc_t dmd, smd, pmd;
 
-    PetNetCallDNNL(dnnl_memory_desc_init_by_tag(&dmd, 2, ddims, dnnl_f32, dnnl_ab));
-    PetNetCallDNNL(dnnl_memory_desc_init_by_tag(&smd, 1, sdims, dnnl_f32, dnnl_a));
-    PetNetCallDNNL(dnnl_memory_desc_init_by_tag(&pmd, 1, pdims, dnnl_f32, dnnl_a));
+    if (PetNetOneDNNIsLNorm(op)) { /* data [P][E], statistics [P], gamma and beta [E] */
+      PetNetCallDNNL(dnnl_memory_desc_init_by_tag(&dmd, 2, ddims, dnnl_f32, dnnl_ab));
+      PetNetCallDNNL(dnnl_memory_desc_init_by_tag(&smd, 1, sdims, dnnl_f32, dnnl_a));
+      PetNetCallDNNL(dnnl_memory_desc_init_by_tag(&pmd, 1, pdims, dnnl_f32, dnnl_a));
+    } else { /* data channels last, statistics, gamma and beta [C] */
+      PetscCall(PetNetOneDNNBNormDescs(sh, &dmd, &smd));
+      pmd = smd;
+    }
     PetNetCallDNNL(dnnl_primitive_create(&e->prim, pd));
     for (int i = 0; i < nargs; i++) {
       const int                 arg = fwd ? fargs[i] : bargs[i];
@@ -1223,6 +1309,95 @@ PetscErrorCode PetNetOneDNNLayerNorm(PetscBool backward, PetscInt P, PetscInt E,
   }
 #else
   SETERRQ(PETSC_COMM_SELF, PETSC_ERR_SUP, "oneDNN layer normalization: this PetNet was built without oneDNN; use -net_backend native");
+#endif
+  PetscFunctionReturn(0);
+}
+
+/*
+  A batch normalization's key (PetNetOneDNNBNormDescs()): n samples of batchnorm's input shape dim[0..ndim) (channels
+  last, C = dim[ndim - 1]), given to oneDNN as nhwc or ndhwc, the same memory: flat (C) inputs as 1 x 1 x C, (T, C) as
+  1 x T x C, more than 3 dims before the channels as 1 x (their product) x C (the statistics run over every position
+  alike). oneDNN 2.6 has jit kernels for 4-D and 5-D channels-last data only: nc and nwc get its plain or reference
+  loops.
+*/
+static void PetNetOneDNNBNormKey(PetscInt n, PetscInt ndim, const PetscInt dim[], PetNetOneDNNConvShape *sh)
+{
+  memset(sh, 0, sizeof(*sh));
+  sh->n = n, sh->cin = sh->cout = dim[ndim - 1], sh->groups = 1, sh->bias = PETSC_TRUE;
+  sh->nsd   = 2;
+  sh->in[0] = sh->in[1] = 1;
+  if (ndim == 3 || ndim == 4) {
+    sh->nsd = ndim - 1;
+    for (PetscInt d = 0; d < sh->nsd; d++) sh->in[d] = dim[d];
+  } else
+    for (PetscInt d = 0; d < ndim - 1; d++) sh->in[1] *= dim[d];
+}
+
+/*
+  Batch normalization (batchnorm's float passes): *ok when oneDNN has a kernel worth running for both the forward and
+  the backward of n samples of the input shape dim[0..ndim) (channels last), gamma and beta, epsilon eps: with the
+  batch's statistics (global false: forward training, which computes them) or given ones (global: evaluation mode's
+  running statistics, or a batch's reduced over the ranks); f32 in every precision
+*/
+PetscErrorCode PetNetOneDNNBatchNormAvailable(PetNetGemmBackend backend, PetscInt n, PetscInt ndim, const PetscInt dim[], PetscBool global, float eps, PetscBool *ok)
+{
+  PetscFunctionBegin;
+  *ok = PETSC_FALSE;
+  if (backend == PETNET_GEMM_NATIVE || !n) PetscFunctionReturn(0);
+#if defined(PETNET_HAVE_ONEDNN)
+  {
+    PetNetOneDNNConvShape sh;
+    PetNetOneDNNEntry    *e;
+    int                   saved;
+
+    PetNetOneDNNBNormKey(n, ndim, dim, &sh);
+    PetscCall(PetNetOneDNNInitialize());
+    saved = PetNetOneDNNThreadsPush();
+    PetscCall(PetNetOneDNNGetConvEntry(PETNET_GEMM_ONEDNN_F32, global ? PETNET_ONEDNN_BNORM_FORWARD_GLOBAL : PETNET_ONEDNN_BNORM_FORWARD, &sh, eps, &e));
+    *ok = (PetscBool)!e->native;
+    if (*ok) {
+      PetscCall(PetNetOneDNNGetConvEntry(PETNET_GEMM_ONEDNN_F32, global ? PETNET_ONEDNN_BNORM_BACKWARD_GLOBAL : PETNET_ONEDNN_BNORM_BACKWARD, &sh, eps, &e));
+      *ok = (PetscBool)!e->native;
+    }
+    PetNetOneDNNThreadsPop(saved);
+  }
+#endif
+  PetscFunctionReturn(0);
+}
+
+/*
+  Runs a batch normalization of a key PetNetOneDNNBatchNormAvailable() accepted, its arguments in the entry's order:
+    forward   x, y (written), mean, var ([C]: written, or read when global), gamma, beta ([C])
+    backward  x, dy, mean, var, dx (written), gamma, beta, dgamma, dbeta (written, overwritten)
+  var is the biased variance of the values (oneDNN's); the data are channels last, [n][positions][C].
+*/
+PetscErrorCode PetNetOneDNNBatchNorm(PetscBool backward, PetscBool global, PetscInt n, PetscInt ndim, const PetscInt dim[], float eps, void *const *data)
+{
+  PetscFunctionBegin;
+#if defined(PETNET_HAVE_ONEDNN)
+  {
+    const PetNetOneDNNOp  op = backward ? (global ? PETNET_ONEDNN_BNORM_BACKWARD_GLOBAL : PETNET_ONEDNN_BNORM_BACKWARD) : (global ? PETNET_ONEDNN_BNORM_FORWARD_GLOBAL : PETNET_ONEDNN_BNORM_FORWARD);
+    PetNetOneDNNConvShape sh;
+    PetNetOneDNNEntry    *e;
+    dnnl_exec_arg_t       args[10];
+    int                   nargs = 0, saved = PetNetOneDNNThreadsPush();
+
+    PetNetOneDNNBNormKey(n, ndim, dim, &sh);
+    PetscCall(PetNetOneDNNConvEntry(PETNET_GEMM_ONEDNN_F32, op, &sh, eps, &e));
+    for (int i = 0; i < e->nln; i++) {
+      PetNetCallDNNL(dnnl_memory_set_data_handle(e->lnm[i], data[i]));
+      args[nargs++] = (dnnl_exec_arg_t){e->lnarg[i], e->lnm[i]};
+    }
+    if (e->pad) {
+      PetNetCallDNNL(dnnl_memory_set_data_handle(e->pad, PetNetOneDNNAligned(PetNetOneDNN.pad)));
+      args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, e->pad};
+    }
+    PetNetCallDNNL(dnnl_primitive_execute(e->prim, PetNetOneDNN.stream, nargs, args));
+    PetNetCallDNNL(dnnl_stream_wait(PetNetOneDNN.stream));
+    PetNetOneDNNThreadsPop(saved);
+  }
+#else
+  SETERRQ(PETSC_COMM_SELF, PETSC_ERR_SUP, "oneDNN batch normalization: this PetNet was built without oneDNN; use -net_backend native");
 #endif
   PetscFunctionReturn(0);
 }

@@ -37,6 +37,10 @@
   statistics mean and variance [P] f32 written by the forward (training) and read by the backward, gamma and beta
   (oneDNN's scale and shift) [E] f32, their gradients overwritten (PetNetOneDNNLayerNormAvailable(),
   PetNetOneDNNLayerNorm()).
+  Batch normalization (batchnorm's float passes): data channels last as batchnorm holds them, [n][positions][C] (tags
+  nhwc, ndhwc; flat and (T, C) inputs as 1 x 1 x C and 1 x T x C), the statistics mean and biased variance [C] f32, written by the forward in training mode or
+  given (oneDNN's use_global_stats: the running statistics, or statistics reduced over the ranks), gamma and beta [C]
+  f32, their gradients overwritten (PetNetOneDNNBatchNormAvailable(), PetNetOneDNNBatchNorm()).
 */
 #pragma once
 
@@ -72,4 +76,6 @@ PETSC_INTERN PetscErrorCode PetNetOneDNNMaxPoolAvailable(PetNetGemmBackend, cons
 PETSC_INTERN PetscErrorCode PetNetOneDNNMaxPool(const PetNetOneDNNConvShape *, PetscBool, float *, float *, void *);
 PETSC_INTERN PetscErrorCode PetNetOneDNNLayerNormAvailable(PetNetGemmBackend, PetscInt, PetscInt, PetscBool, float, PetscBool *);
 PETSC_INTERN PetscErrorCode PetNetOneDNNLayerNorm(PetscBool, PetscInt, PetscInt, PetscBool, float, void *const *);
+PETSC_INTERN PetscErrorCode PetNetOneDNNBatchNormAvailable(PetNetGemmBackend, PetscInt, PetscInt, const PetscInt[], PetscBool, float, PetscBool *);
+PETSC_INTERN PetscErrorCode PetNetOneDNNBatchNorm(PetscBool, PetscBool, PetscInt, PetscInt, const PetscInt[], float, void *const *);
 PETSC_INTERN PetscErrorCode PetNetOneDNNProbe(PetNetGemmBackend, PetscInt, PetscInt, PetscInt, char *, size_t);

@@ -30,11 +30,30 @@
   (batchnormkernels.h): the same statistics and sums, accumulated in double from the float values with the same
   reductions; the elementwise passes in float. sobackward runs in double (the second-order walk's precision).
 
+  oneDNN (a Net at single or bfloat16 with -net_backend onednn: layer->gemm): the float passes run oneDNN's batch
+  normalization (f32 in both precisions, gamma and beta rounded to float once per forward, data channels last as they
+  lie, nhwc or ndhwc; flat (C) inputs as 1 x 1 x C and (T, C) as 1 x T x C, the same memory), in three cases:
+    training, one rank     forward training: oneDNN computes the batch's mean and biased variance in float (mf, vf);
+                           mean = mf, var = vf, s = 1 / sqrt(vf + eps) in double (what the native jvp and sobackward
+                           read), the running statistics updated from them as natively (the unbiased vf M / (M - 1));
+                           backward: oneDNN's from mf, vf (dx with the statistics' dependence), dgamma and dbeta added
+                           to the double dtheta
+    training, more ranks   the statistics must be the global batch's, which oneDNN (one process) cannot reduce: they
+                           are computed natively (BatchNormStatisticsSingle: sums, MPI_Allreduce, the running update),
+                           and oneDNN normalises with them (use_global_stats); the backward, whose means of dy and
+                           dy xhat are global too, runs natively (said once per layer by -info)
+    evaluation             oneDNN with the running statistics given (use_global_stats), forward and backward (dx =
+                           gamma s dy, dgamma, dbeta), at any number of ranks
+  oneDNN has no jvp: the jvp (and sobackward) run natively on mean and invstd. A key oneDNN refuses, or runs only with
+  its plain or reference loops (not a jit kernel: here C = 6 in 2-D, C = 3 in 3-D), stays native (-info). The
+  double passes are native.
+
   Threads: the positions [0, n m) are cut into parts that depend on n m and C only (PetNetThreadParts()); each part
   sums its values into its own row of partsums, and the rows are added in part order (BatchNormPartSums), so that the
   statistics are the same bits for any number of threads. The elementwise passes run over positions in parallel.
 */
 #include <petnet/private/layerimpl.h>
+#include <petnet/private/onednnimpl.h>
 
 typedef struct {
   PetscReal    momentum, eps;
@@ -43,9 +62,17 @@ typedef struct {
   PetscReal    count;         /* M, the global number of values per channel in the last training forward */
   PetscInt64   nbatches;      /* num_batches_tracked */
   PetscScalar *mean, *invstd; /* [C] each: the statistics of the last forward, mu and s */
+  PetscScalar *var;           /* [C]: the (biased) variance of the last forward, s = 1 / sqrt(var + eps) */
   PetscScalar *sums, *coef;   /* [5C+1] reduction buffer; [9C] per-channel terms of the derivatives */
   PetscScalar *partsums;      /* [PETNET_THREAD_PARTS][5C]: each part's sums (threads) */
   PetscScalar *tcoef;         /* [5C]: the per-channel coefficients of an elementwise pass (mu, s, A, B, D) in the values' type (batchnormkernels.h) */
+  PetscBool    fromonednn;    /* the last forward ran on oneDNN: f holds the float statistics and parameters its backward reads */
+  PetscBool    global;        /* ... with the statistics given (evaluation, or training at more than one rank) */
+  PetscInt     fwdn;          /* ... on this many samples */
+  PetscBool    saidranks;     /* -info has said that training at more than one rank runs half natively */
+  float       *f;             /* oneDNN: [6C] mean, var, gamma, beta (the forward's), dgamma, dbeta (the backward's) */
+  float       *dxbuf;         /* oneDNN: a dx for a backward that asks for none (oneDNN always writes it), ndxbuf floats */
+  size_t       ndxbuf;
 } Layer_BatchNorm;
 
 /* values (positions x channels) per part of the sums, and below which the elementwise passes run on one thread */
@@ -73,22 +100,145 @@ typedef enum {
 #undef BN_T
 #undef BN_NAME
 
+static PetscErrorCode LayerReset_BatchNorm(Layer);
+
+/*
+  *on when batchnorm's float passes for n samples run on oneDNN (the header's comment), *global when with given
+  statistics: evaluation mode, or training on a communicator of more than one rank
+*/
+static PetscErrorCode BatchNormOneDNN(Layer layer, PetscInt n, PetscBool *on, PetscBool *global)
+{
+  Layer_BatchNorm *bn = (Layer_BatchNorm *)layer->data;
+  PetscMPIInt      size;
+
+  PetscFunctionBegin;
+  *on = *global = PETSC_FALSE;
+  if (layer->gemm == PETNET_GEMM_NATIVE || !n) PetscFunctionReturn(0);
+  PetscCheck((PetscInt64)n * bn->m * bn->C <= PETSC_MAX_INT, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "batchnorm layer %" PetscInt_FMT ": %" PetscInt_FMT " samples of %" PetscInt_FMT " values overflow PetscInt: use smaller batches (-trainer_batch_size)",
+             layer->index, n, layer->insize);
+  PetscCallMPI(MPI_Comm_size(PetscObjectComm((PetscObject)layer), &size));
+  *global = (PetscBool)(!layer->training || size > 1);
+  PetscCall(PetNetOneDNNBatchNormAvailable(layer->gemm, n, layer->in.ndim, layer->in.dim, *global, (float)bn->eps, on));
+  if (*on && layer->training && size > 1 && !bn->saidranks) {
+    PetscCall(PetscInfo(NULL, "batchnorm layer %" PetscInt_FMT ": training on %d ranks: the batch statistics reduced over the ranks natively, oneDNN normalises with them; the backward (its means over the global batch) runs natively\n", layer->index,
+                        size));
+    bn->saidranks = PETSC_TRUE;
+  }
+  PetscFunctionReturn(0);
+}
+
+/*
+  forward: with the batch's statistics on oneDNN (one rank, training), or with given ones (the header's comment); mean,
+  var and invstd in double for the native jvp and sobackward, the running statistics updated as the native forward does
+*/
+static PetscErrorCode LayerForwardSingle_BatchNormOneDNN(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, float *y)
+{
+  Layer_BatchNorm *bn = (Layer_BatchNorm *)layer->data;
+  const PetscInt   C  = bn->C;
+  float           *mf = bn->f, *vf = bn->f + C, *gf = bn->f + 2 * C;
+  PetscBool        on, global;
+  void            *data[6];
+
+  PetscFunctionBegin;
+  bn->fromonednn = PETSC_FALSE;
+  PetscCall(BatchNormOneDNN(layer, n, &on, &global));
+  if (!on) {
+    PetscCall(LayerForward_BatchNormSingle(layer, n, theta, x, y));
+    PetscFunctionReturn(0);
+  }
+  if (global) { /* the running statistics, or the global batch's (with the running update): native's */
+    PetscCall(BatchNormStatisticsSingle(layer, n, x));
+    for (PetscInt c = 0; c < C; c++) {
+      mf[c] = (float)bn->mean[c];
+      vf[c] = (float)bn->var[c];
+    }
+  } else {
+    const PetscReal M = (PetscReal)n * bn->m;
+
+    PetscCheck(M > 1, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_SIZ, "batchnorm in training mode needs more than one value per channel in the batch, but the batch has %g: use a larger batch or NetSetTraining(net, PETSC_FALSE)", (double)M);
+    bn->batchstats = PETSC_TRUE;
+    layer->coupled = PETSC_TRUE; /* the batch's mean and variance enter every sample's output */
+  }
+  for (PetscInt c = 0; c < 2 * C; c++) gf[c] = (float)theta[c];
+  data[0] = (void *)x, data[1] = y, data[2] = mf, data[3] = vf, data[4] = gf, data[5] = gf + C;
+  PetscCall(PetNetOneDNNBatchNorm(PETSC_FALSE, global, n, layer->in.ndim, layer->in.dim, (float)bn->eps, data));
+  if (!global) { /* oneDNN's statistics, and the running update of BatchNormStatistics with them (M = n m: one rank) */
+    const PetscReal M     = (PetscReal)n * bn->m;
+    PetscScalar    *rmean = layer->buffers, *rvar = layer->buffers + C;
+
+    for (PetscInt c = 0; c < C; c++) {
+      bn->mean[c]   = mf[c];
+      bn->var[c]    = vf[c];
+      bn->invstd[c] = 1.0 / PetscSqrtScalar(bn->var[c] + bn->eps);
+    }
+    bn->count = M;
+    if (!layer->frozen) {
+      bn->nbatches++;
+      for (PetscInt c = 0; c < C; c++) {
+        rmean[c] = (1.0 - bn->momentum) * rmean[c] + bn->momentum * bn->mean[c];
+        rvar[c]  = (1.0 - bn->momentum) * rvar[c] + bn->momentum * bn->var[c] * M / (M - 1.0);
+      }
+    }
+  }
+  bn->fromonednn = PETSC_TRUE;
+  bn->global     = global;
+  bn->fwdn       = n;
+  PetscCall(PetscLogFlops(7.0 * n * bn->m * C));
+  PetscFunctionReturn(0);
+}
+
+/*
+  backward: oneDNN's from the forward's statistics (dx overwritten, dgamma and dbeta added), or native after a native
+  forward or a forward in training mode at more than one rank (the header's comment)
+*/
+static PetscErrorCode LayerBackwardSingle_BatchNormOneDNN(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, const float *y, const float *dy, float *dx, PetscScalar *dtheta)
+{
+  Layer_BatchNorm *bn = (Layer_BatchNorm *)layer->data;
+  const PetscInt   C = bn->C, P = n * bn->m;
+  float           *f = bn->f, *dxw = dx;
+  void            *data[9];
+
+  PetscFunctionBegin;
+  if (!bn->fromonednn || (bn->global && bn->batchstats)) {
+    PetscCall(LayerBackward_BatchNormSingle(layer, n, theta, x, y, dy, dx, dtheta));
+    PetscFunctionReturn(0);
+  }
+  if (!dx && !dtheta) PetscFunctionReturn(0);
+  /* the forward's mode (its statistics), whatever the layer's mode is now; the forward made the entry */
+  PetscCheck(n == bn->fwdn, PETSC_COMM_SELF, PETSC_ERR_ORDER, "batchnorm layer %" PetscInt_FMT ": backward on %" PetscInt_FMT " samples does not follow its forward on oneDNN, which had %" PetscInt_FMT ": call forward first", layer->index, n,
+             bn->fwdn);
+  if (!dxw) {
+    if ((size_t)P * C > bn->ndxbuf) {
+      PetscCall(PetscFree(bn->dxbuf));
+      PetscCall(PetscMalloc1((size_t)P * C, &bn->dxbuf));
+      bn->ndxbuf = (size_t)P * C;
+    }
+    dxw = bn->dxbuf;
+  }
+  data[0] = (void *)x, data[1] = (void *)dy, data[2] = f, data[3] = f + C, data[4] = dxw;
+  data[5] = f + 2 * C, data[6] = f + 3 * C, data[7] = f + 4 * C, data[8] = f + 5 * C;
+  PetscCall(PetNetOneDNNBatchNorm(PETSC_TRUE, bn->global, n, layer->in.ndim, layer->in.dim, (float)bn->eps, data));
+  if (dtheta)
+    for (PetscInt c = 0; c < 2 * C; c++) dtheta[c] += (PetscScalar)f[4 * C + c];
+  PetscCall(PetscLogFlops(11.0 * P * C));
+  PetscFunctionReturn(0);
+}
+
 static PetscErrorCode LayerSetUp_BatchNorm(Layer layer)
 {
   Layer_BatchNorm *bn = (Layer_BatchNorm *)layer->data;
   PetscInt         size;
 
   PetscFunctionBegin;
-  PetscCall(PetscFree5(bn->mean, bn->invstd, bn->sums, bn->coef, bn->partsums));
-  PetscCall(PetscFree(bn->tcoef));
-  PetscCall(PetscFree(layer->buffers));
+  PetscCall(LayerReset_BatchNorm(layer)); /* the buffers of an earlier shape */
   PetscCall(PetNetShapeSize(&layer->in, &size));
   bn->C           = layer->in.dim[layer->in.ndim - 1];
   bn->m           = size / bn->C;
   layer->nparams  = 2 * bn->C;
   layer->nbuffers = 2 * bn->C;
   PetscCall(PetscMalloc5(bn->C, &bn->mean, bn->C, &bn->invstd, 5 * bn->C + 1, &bn->sums, 9 * bn->C, &bn->coef, PETNET_THREAD_PARTS * 5 * bn->C, &bn->partsums));
-  PetscCall(PetscMalloc1(5 * bn->C, &bn->tcoef));
+  PetscCall(PetscMalloc2(5 * bn->C, &bn->tcoef, bn->C, &bn->var));
+  PetscCall(PetscMalloc1(6 * bn->C, &bn->f));
   PetscCall(PetscMalloc1(layer->nbuffers, &layer->buffers));
   bn->nbatches = 0;
   for (PetscInt c = 0; c < bn->C; c++) {
@@ -296,9 +446,13 @@ static PetscErrorCode LayerReset_BatchNorm(Layer layer)
 
   PetscFunctionBegin;
   PetscCall(PetscFree5(bn->mean, bn->invstd, bn->sums, bn->coef, bn->partsums));
-  PetscCall(PetscFree(bn->tcoef));
+  PetscCall(PetscFree2(bn->tcoef, bn->var));
+  PetscCall(PetscFree(bn->f));
+  PetscCall(PetscFree(bn->dxbuf));
   PetscCall(PetscFree(layer->buffers));
   layer->nbuffers = 0;
+  bn->ndxbuf      = 0;
+  bn->fromonednn  = PETSC_FALSE;
   PetscFunctionReturn(0);
 }
 
@@ -415,7 +569,10 @@ PetscErrorCode LayerBatchNormSetNumBatchesTracked(Layer layer, PetscInt64 n)
 
   Notes:
   The compact form is batchnorm:MOMENTUM[:EPS]. The running statistics are updated by training-mode forward passes
-  (not in frozen mode, NetTestJacobian()), with the unbiased variance, and used in evaluation mode.
+  (not in frozen mode, NetTestJacobian()), with the unbiased variance, and used in evaluation mode. At single or
+  bfloat16 precision with -net_backend onednn on one rank, the batch statistics are oneDNN's (summed in float; oneDNN
+  gives the biased variance, which the update makes unbiased as natively); on more ranks they are PetNet's, reduced
+  over the ranks.
 
   Level: intermediate
 
@@ -468,9 +625,9 @@ PETSC_INTERN PetscErrorCode LayerCreate_BatchNorm(Layer layer)
   layer->ops->forwardact     = LayerForwardAct_BatchNorm; /* an activation in its output pass (layerimpl.h) */
   layer->ops->backward       = LayerBackward_BatchNorm;
   layer->ops->jvp            = LayerJVP_BatchNorm;
-  layer->ops->forwardsingle  = LayerForward_BatchNormSingle;
-  layer->ops->backwardsingle = LayerBackward_BatchNormSingle;
-  layer->ops->jvpsingle      = LayerJVP_BatchNormSingle;
+  layer->ops->forwardsingle  = LayerForwardSingle_BatchNormOneDNN; /* oneDNN where the Net asks for it, else LayerForward_BatchNormSingle */
+  layer->ops->backwardsingle = LayerBackwardSingle_BatchNormOneDNN;
+  layer->ops->jvpsingle      = LayerJVP_BatchNormSingle; /* native on the statistics of the forward, oneDNN's or its own (oneDNN has no jvp) */
   layer->ops->sobackward     = LayerSOBackward_BatchNorm;
   layer->ops->tensors        = LayerTensors_BatchNorm;
   layer->ops->setarguments   = LayerSetArguments_BatchNorm;

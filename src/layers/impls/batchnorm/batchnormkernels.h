@@ -50,7 +50,7 @@ static void BN_NAME(BatchNormPartSums)(Layer_BatchNorm *bn, BatchNormSumKind kin
     for (PetscInt c = 0; c < nterms * C; c++) sums[c] += bn->partsums[(size_t)part * 5 * C + c];
 }
 
-/* mean and invstd from the global batch (training) or the running statistics (evaluation) */
+/* mean, var (biased) and invstd from the global batch (training) or the running statistics (evaluation) */
 static PetscErrorCode BN_NAME(BatchNormStatistics)(Layer layer, PetscInt n, const BN_T *x)
 {
   Layer_BatchNorm *bn = (Layer_BatchNorm *)layer->data;
@@ -65,6 +65,7 @@ static PetscErrorCode BN_NAME(BatchNormStatistics)(Layer layer, PetscInt n, cons
   if (!bn->batchstats) {
     for (PetscInt c = 0; c < C; c++) {
       bn->mean[c]   = rmean[c];
+      bn->var[c]    = rvar[c];
       bn->invstd[c] = 1.0 / PetscSqrtScalar(rvar[c] + bn->eps);
     }
     PetscFunctionReturn(0);
@@ -78,7 +79,10 @@ static PetscErrorCode BN_NAME(BatchNormStatistics)(Layer layer, PetscInt n, cons
   for (PetscInt c = 0; c < C; c++) bn->mean[c] = sums[c] / M;
   BN_NAME(BatchNormPartSums)(bn, BATCHNORM_SUM_DEV2, P, x, NULL, sums);
   PetscCall(MPIU_Allreduce(MPI_IN_PLACE, sums, C, MPIU_SCALAR, MPIU_SUM, comm));
-  for (PetscInt c = 0; c < C; c++) bn->invstd[c] = 1.0 / PetscSqrtScalar(sums[c] / M + bn->eps);
+  for (PetscInt c = 0; c < C; c++) {
+    bn->var[c]    = sums[c] / M;
+    bn->invstd[c] = 1.0 / PetscSqrtScalar(bn->var[c] + bn->eps);
+  }
   bn->count = M;
   if (!layer->frozen) {
     bn->nbatches++;
@@ -185,8 +189,8 @@ static PetscErrorCode BN_NAME(LayerForward_BatchNorm)(Layer layer, PetscInt n, c
 /* dx = gamma s (dy - mean(dy) - xhat mean(xhat dy)) (the means only with batch statistics); dgamma += sum dy xhat, dbeta += sum dy */
 static PetscErrorCode BN_NAME(LayerBackward_BatchNorm)(Layer layer, PetscInt n, const PetscScalar *theta, const BN_T *x, const BN_T *y, const BN_T *dy, BN_T *dx, PetscScalar *dtheta)
 {
-  Layer_BatchNorm   *bn = (Layer_BatchNorm *)layer->data;
-  const PetscInt     C  = bn->C;
+  Layer_BatchNorm   *bn    = (Layer_BatchNorm *)layer->data;
+  const PetscInt     C     = bn->C;
   const PetscScalar *gamma = theta;
   PetscScalar       *means = bn->coef, *A = bn->coef + 2 * C, *B = bn->coef + 3 * C, *D = bn->coef + 4 * C;
 
@@ -213,8 +217,8 @@ static PetscErrorCode BN_NAME(LayerBackward_BatchNorm)(Layer layer, PetscInt n, 
 /* dy = gamma s (dx - mean(dx) - xhat mean(xhat dx)) + dgamma xhat + dbeta */
 static PetscErrorCode BN_NAME(LayerJVP_BatchNorm)(Layer layer, PetscInt n, const PetscScalar *theta, const BN_T *x, const BN_T *y, const BN_T *dx, const PetscScalar *dtheta, BN_T *dy)
 {
-  Layer_BatchNorm   *bn = (Layer_BatchNorm *)layer->data;
-  const PetscInt     C  = bn->C;
+  Layer_BatchNorm   *bn    = (Layer_BatchNorm *)layer->data;
+  const PetscInt     C     = bn->C;
   const PetscScalar *gamma = theta;
   PetscScalar       *means = bn->coef, *A = bn->coef + 2 * C, *B = bn->coef + 3 * C, *D = bn->coef + 4 * C;
 
