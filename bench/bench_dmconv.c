@@ -90,9 +90,8 @@ int main(int argc, char **argv)
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "  forward  %8.2f ms  %6.2f GFLOP/s\n", 1e3 * (double)tf, (double)(flops / tf / 1e9)));
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "  backward %8.2f ms  %6.2f GFLOP/s (dtheta and dx)\n", 1e3 * (double)tb, (double)(2 * flops / tb / 1e9)));
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "  halo exchange alone (DMGlobalToLocal) %.3f ms\n", 1e3 * (double)th));
-  PetscCall(PetscPrintf(PETSC_COMM_WORLD,
-                        "summary: grid=%" PetscInt_FMT " channels=%" PetscInt_FMT " kernel=%" PetscInt_FMT " ranks=%d threads=%" PetscInt_FMT " forward_ms=%.2f backward_ms=%.2f halo_ms=%.3f forward_gflops=%.2f backward_gflops=%.2f", M, C, K, size,
-                        threads, 1e3 * (double)tf, 1e3 * (double)tb, 1e3 * (double)th, (double)(flops / tf / 1e9), (double)(2 * flops / tb / 1e9)));
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "summary: grid=%" PetscInt_FMT " channels=%" PetscInt_FMT " kernel=%" PetscInt_FMT " ranks=%d threads=%" PetscInt_FMT " forward_ms=%.2f backward_ms=%.2f halo_ms=%.3f forward_gflops=%.2f backward_gflops=%.2f",
+                        M, C, K, size, threads, 1e3 * (double)tf, 1e3 * (double)tb, 1e3 * (double)th, (double)(flops / tf / 1e9), (double)(2 * flops / tb / 1e9)));
   { /* the BLAS's kernels (issue 31): a rate is read with what it ran on */
     const char *blascore;
 

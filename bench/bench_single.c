@@ -97,8 +97,8 @@ int main(int argc, char **argv)
   PetscCall(TimeStep(layer, n, repeat, PETSC_TRUE, theta, dtheta, x, y, dy, withdx ? dx : NULL, xf, yf, dyf, withdx ? dxf : NULL, &ts, &tsf));
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%s on %s, batch %" PetscInt_FMT ", %" PetscInt_FMT " thread(s): forward + backward%s double %.3f ms, single %.3f ms (%s), speed-up %.2fx; forward alone double %.3f ms, single %.3f ms\n", spec, shape, n,
                         nthreads, withdx ? "" : " without dx", (double)(1e3 * td), (double)(1e3 * ts), has ? "float kernels" : "converting fallback", (double)(td / ts), (double)(1e3 * tdf), (double)(1e3 * tsf)));
-  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "summary: layer=%s shape=%s batch=%" PetscInt_FMT " threads=%" PetscInt_FMT " dx=%d double_ms=%.3f single_ms=%.3f speedup=%.2f float_kernels=%d forward_double_ms=%.3f forward_single_ms=%.3f", spec, shape,
-                        n, nthreads, (int)withdx, (double)(1e3 * td), (double)(1e3 * ts), (double)(td / ts), (int)has, (double)(1e3 * tdf), (double)(1e3 * tsf)));
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "summary: layer=%s shape=%s batch=%" PetscInt_FMT " threads=%" PetscInt_FMT " dx=%d double_ms=%.3f single_ms=%.3f speedup=%.2f float_kernels=%d forward_double_ms=%.3f forward_single_ms=%.3f", spec, shape, n,
+                        nthreads, (int)withdx, (double)(1e3 * td), (double)(1e3 * ts), (double)(td / ts), (int)has, (double)(1e3 * tdf), (double)(1e3 * tsf)));
   { /* the BLAS's kernels (issue 31): a rate is read with what it ran on */
     const char *blascore;
 

@@ -137,7 +137,7 @@ int main(int argc, char **argv)
   PetscCall(PetscPrintf(comm, " embed=%" PetscInt_FMT " mlp=%" PetscInt_FMT " optimizer=%s epochs=%" PetscInt_FMT " train_samples=%" PetscInt_FMT " test_samples=%" PetscInt_FMT " train_loss=%.6f test_loss=%.6f threads=%" PetscInt_FMT, sizes.embed,
                         sizes.mlp, taotype, epochs, Ntrain, Ntest, (double)trainloss, (double)testloss, nthreads));
   PetscCall(PetscPrintf(comm, " backend=%s", NetBackends[backend])); /* who runs the float GEMMs (-net_backend) */
-  { /* the BLAS's kernels (issue 31): a rate is read with what it ran on */
+  {                                                                  /* the BLAS's kernels (issue 31): a rate is read with what it ran on */
     const char *blascore;
 
     PetscCall(PetNetGetBLASInfo(NULL, &blascore));

@@ -131,8 +131,10 @@ static PetscErrorCode CheckLayers(Net net)
   /* the spec rebuilds the same Net */
   PetscCall(NetGetSpec(net, sizeof(spec), spec));
   PetscCall(NetCreate(PETSC_COMM_WORLD, &net2));
-  if (spec[0] && spec[strlen(spec) - 1] == ';') PetscCall(NetSetGraph(net2, spec)); /* a graph's entries end with ';' */
-  else PetscCall(NetSetLayers(net2, spec));
+  if (spec[0] && spec[strlen(spec) - 1] == ';')
+    PetscCall(NetSetGraph(net2, spec)); /* a graph's entries end with ';' */
+  else
+    PetscCall(NetSetLayers(net2, spec));
   PetscCall(NetGetSpec(net2, sizeof(spec2), spec2));
   PetscCheck(!strcmp(spec, spec2), PETSC_COMM_WORLD, PETSC_ERR_PLIB, "NetGetSpec round trip: \"%s\" rebuilt as \"%s\"", spec, spec2);
   PetscCall(NetDestroy(&net2));

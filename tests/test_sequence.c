@@ -249,7 +249,8 @@ int main(int argc, char **argv)
 
     PetscCallMPI(MPI_Allreduce(mine, most, 2, MPI_UNSIGNED_LONG, MPI_MAX, PETSC_COMM_WORLD));
     PetscCall(PetscPrintf(PETSC_COMM_WORLD, "stored values (the value store): one rank %lu bytes, the largest of %d ranks %lu, ratio %.3f\n", (unsigned long)s.stored, size, most[0], (double)most[0] / (double)s.stored));
-    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "all bytes a forward and backward pass allocates (the layers' state included): one rank %lu, the largest of %d ranks %lu, ratio %.3f\n", (unsigned long)s.bytes, size, most[1], (double)most[1] / (double)s.bytes));
+    PetscCall(
+        PetscPrintf(PETSC_COMM_WORLD, "all bytes a forward and backward pass allocates (the layers' state included): one rank %lu, the largest of %d ranks %lu, ratio %.3f\n", (unsigned long)s.bytes, size, most[1], (double)most[1] / (double)s.bytes));
     PetscCheck(ratio <= 0 || (double)most[0] <= ratio * (double)s.stored, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "a rank stores %lu bytes of values, more than %.2f of one rank's %lu", most[0], (double)ratio, (unsigned long)s.stored);
     PetscCheck(totalratio <= 0 || (double)most[1] <= totalratio * (double)s.bytes, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "a rank allocates %lu bytes for a pass, more than %.2f of one rank's %lu", most[1], (double)totalratio, (unsigned long)s.bytes);
   }

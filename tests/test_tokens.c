@@ -81,16 +81,10 @@ static PetscErrorCode DenseCompare(const char what[], const DenseResults *a, con
     const void *a, *b;
     size_t      bytes;
   } arrays[] = {
-    {"forward",                      a->y,         b->y,         sizeof(PetscScalar) * ny},
-    {"input cotangent",              a->dx,        b->dx,        sizeof(PetscScalar) * nx},
-    {"parameter gradient",           a->dtheta,    b->dtheta,    sizeof(PetscScalar) * np},
-    {"jvp",                          a->jvp,       b->jvp,       sizeof(PetscScalar) * ny},
-    {"second-order dxdot",           a->dxdot,     b->dxdot,     sizeof(PetscScalar) * nx},
-    {"second-order dthetadot",       a->dthetadot, b->dthetadot, sizeof(PetscScalar) * np},
-    {"float forward",                a->yf,        b->yf,        sizeof(float) * ny      },
-    {"float input cotangent",        a->dxf,       b->dxf,       sizeof(float) * nx      },
-    {"float parameter gradient",     a->dthetaf,   b->dthetaf,   sizeof(PetscScalar) * np},
-    {"float jvp",                    a->jvpf,      b->jvpf,      sizeof(float) * ny      },
+      {"forward", a->y, b->y, sizeof(PetscScalar) * ny},   {"input cotangent", a->dx, b->dx, sizeof(PetscScalar) * nx},          {"parameter gradient", a->dtheta, b->dtheta, sizeof(PetscScalar) * np},
+      {"jvp", a->jvp, b->jvp, sizeof(PetscScalar) * ny},   {"second-order dxdot", a->dxdot, b->dxdot, sizeof(PetscScalar) * nx}, {"second-order dthetadot", a->dthetadot, b->dthetadot, sizeof(PetscScalar) * np},
+      {"float forward", a->yf, b->yf, sizeof(float) * ny}, {"float input cotangent", a->dxf, b->dxf, sizeof(float) * nx},        {"float parameter gradient", a->dthetaf, b->dthetaf, sizeof(PetscScalar) * np},
+      {"float jvp", a->jvpf, b->jvpf, sizeof(float) * ny},
   };
 
   PetscFunctionBegin;
@@ -230,15 +224,18 @@ int main(int argc, char **argv)
   PetscCall(PetscStrcmp(which, "dense", &isdense));
   PetscCall(PetscStrcmp(which, "position", &isposition));
   PetscCall(PetscStrcmp(which, "position_long", &islong));
-  if (isdense) PetscCall(TestDense(rnd));
-  else if (isposition) PetscCall(TestPosition(rnd));
+  if (isdense)
+    PetscCall(TestDense(rnd));
+  else if (isposition)
+    PetscCall(TestPosition(rnd));
   else if (islong) {
     PetNetShape in = {2, {4, 6}};
     Layer       layer;
 
     PetscCall(CreateLayer(PETSC_COMM_WORLD, "position", "3", in, &layer));
     PetscCall(LayerDestroy(&layer));
-  } else SETERRQ(PETSC_COMM_WORLD, PETSC_ERR_ARG_WRONG, "-case %s: no such case (dense, position, position_long)", which);
+  } else
+    SETERRQ(PETSC_COMM_WORLD, PETSC_ERR_ARG_WRONG, "-case %s: no such case (dense, position, position_long)", which);
   PetscCall(PetscRandomDestroy(&rnd));
   PetscCall(PetscFinalize());
   return 0;

@@ -137,8 +137,10 @@ PetscErrorCode NetExecPlainForward_Private(Net net, PetscInt k, PetscInt n, NetE
   }
   if (net->nodes[k].fuseact >= 0) /* y = f(P(x)) in its pass (netfuse.c): the activation goes with the call */
     PetscCall(LayerForwardAct(layer, net->layers[net->nodes[k].fuseact], t == NET_ELEM_FLOAT ? PETSC_FLOAT : PETSC_SCALAR, n, th, x[0], y));
-  else if (t == NET_ELEM_DOUBLE) PetscCall(LayerForwardArrays(layer, n, th, (const PetscScalar *const *)x, (PetscScalar *)y));
-  else PetscCall(LayerForwardSingle(layer, n, th, (const float *const *)x, (float *)y));
+  else if (t == NET_ELEM_DOUBLE)
+    PetscCall(LayerForwardArrays(layer, n, th, (const PetscScalar *const *)x, (PetscScalar *)y));
+  else
+    PetscCall(LayerForwardSingle(layer, n, th, (const float *const *)x, (float *)y));
   PetscFunctionReturn(0);
 }
 
@@ -147,11 +149,14 @@ PetscErrorCode NetExecPlainBackward_Private(Net net, PetscInt k, PetscInt n, Net
   Layer layer = net->layers[k];
 
   PetscFunctionBegin;
-  if (t == NET_ELEM_BF16) PetscCall(NetExecBackward_PlainBF16(layer, n, th, (const uint16_t *)x[0], (const uint16_t *)y, (const uint16_t *)dy, (uint16_t *)dx[0]));
+  if (t == NET_ELEM_BF16)
+    PetscCall(NetExecBackward_PlainBF16(layer, n, th, (const uint16_t *)x[0], (const uint16_t *)y, (const uint16_t *)dy, (uint16_t *)dx[0]));
   else if (mask >= 0) /* dx = f'(x) J^T dy in its pass (netfuse.c): the activation goes with the call */
     PetscCall(LayerBackwardMask(layer, net->layers[mask], t == NET_ELEM_FLOAT ? PETSC_FLOAT : PETSC_SCALAR, n, th, x[0], y, dy, dx[0], dth));
-  else if (t == NET_ELEM_DOUBLE) PetscCall(LayerBackwardArrays(layer, n, th, (const PetscScalar *const *)x, (const PetscScalar *)y, (const PetscScalar *)dy, (PetscScalar *const *)dx, dth));
-  else PetscCall(LayerBackwardSingle(layer, n, th, (const float *const *)x, (const float *)y, (const float *)dy, (float *const *)dx, dth));
+  else if (t == NET_ELEM_DOUBLE)
+    PetscCall(LayerBackwardArrays(layer, n, th, (const PetscScalar *const *)x, (const PetscScalar *)y, (const PetscScalar *)dy, (PetscScalar *const *)dx, dth));
+  else
+    PetscCall(LayerBackwardSingle(layer, n, th, (const float *const *)x, (const float *)y, (const float *)dy, (float *const *)dx, dth));
   PetscFunctionReturn(0);
 }
 
@@ -160,9 +165,12 @@ PetscErrorCode NetExecPlainJVP_Private(Net net, PetscInt k, PetscInt n, NetElem 
   Layer layer = net->layers[k];
 
   PetscFunctionBegin;
-  if (t == NET_ELEM_BF16) PetscCall(NetExecJVP_PlainBF16(layer, n, th, (const uint16_t *)x[0], (const uint16_t *)y, dx ? (const uint16_t *)dx[0] : NULL, (uint16_t *)dy));
-  else if (t == NET_ELEM_DOUBLE) PetscCall(LayerJVPArrays(layer, n, th, (const PetscScalar *const *)x, (const PetscScalar *)y, (const PetscScalar *const *)dx, dth, (PetscScalar *)dy));
-  else PetscCall(LayerJVPSingle(layer, n, th, (const float *const *)x, (const float *)y, (const float *const *)dx, dth, (float *)dy));
+  if (t == NET_ELEM_BF16)
+    PetscCall(NetExecJVP_PlainBF16(layer, n, th, (const uint16_t *)x[0], (const uint16_t *)y, dx ? (const uint16_t *)dx[0] : NULL, (uint16_t *)dy));
+  else if (t == NET_ELEM_DOUBLE)
+    PetscCall(LayerJVPArrays(layer, n, th, (const PetscScalar *const *)x, (const PetscScalar *)y, (const PetscScalar *const *)dx, dth, (PetscScalar *)dy));
+  else
+    PetscCall(LayerJVPSingle(layer, n, th, (const float *const *)x, (const float *)y, (const float *const *)dx, dth, (float *)dy));
   PetscFunctionReturn(0);
 }
 
@@ -187,7 +195,8 @@ static PetscErrorCode NetExecJVP_Plain(Net net, PetscInt k, NetElem t, const Pet
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode NetExecSOBackward_Plain(Net net, PetscInt k, const PetscScalar *th, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *thd, const PetscScalar *ydot, const PetscScalar *dy, PetscScalar *dxd, PetscScalar *hvk)
+static PetscErrorCode NetExecSOBackward_Plain(Net net, PetscInt k, const PetscScalar *th, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *thd, const PetscScalar *ydot, const PetscScalar *dy, PetscScalar *dxd,
+                                              PetscScalar *hvk)
 {
   PetscFunctionBegin;
   if (net->layers[k]->sozero) PetscFunctionReturn(0); /* linear or piecewise linear: no curvature */
@@ -225,7 +234,8 @@ static PetscErrorCode NetExecJVP_Model(Net net, PetscInt k, NetElem t, const Pet
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode NetExecSOBackward_Model(Net net, PetscInt k, const PetscScalar *th, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *thd, const PetscScalar *ydot, const PetscScalar *dy, PetscScalar *dxd, PetscScalar *hvk)
+static PetscErrorCode NetExecSOBackward_Model(Net net, PetscInt k, const PetscScalar *th, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *thd, const PetscScalar *ydot, const PetscScalar *dy, PetscScalar *dxd,
+                                              PetscScalar *hvk)
 {
   PetscFunctionBegin;
   PetscCall(NetModelSOBackward_Private(net, k, NetNodeCount(net, k), th, x, y, xdot, thd, ydot, dy, dxd, hvk));
@@ -255,7 +265,8 @@ static PetscErrorCode NetExecJVP_Spatial(Net net, PetscInt k, NetElem t, const P
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode NetExecSOBackward_Spatial(Net net, PetscInt k, const PetscScalar *th, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *thd, const PetscScalar *ydot, const PetscScalar *dy, PetscScalar *dxd, PetscScalar *hvk)
+static PetscErrorCode NetExecSOBackward_Spatial(Net net, PetscInt k, const PetscScalar *th, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *thd, const PetscScalar *ydot, const PetscScalar *dy, PetscScalar *dxd,
+                                                PetscScalar *hvk)
 {
   PetscFunctionBegin;
   if (net->layers[k]->sozero && net->nodes[k].nin > 1) PetscFunctionReturn(0); /* a spatial join (add, concat) is linear */
@@ -290,7 +301,8 @@ static PetscErrorCode NetExecJVP_SpatialModel(Net net, PetscInt k, NetElem t, co
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode NetExecSOBackward_SpatialModel(Net net, PetscInt k, const PetscScalar *th, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *thd, const PetscScalar *ydot, const PetscScalar *dy, PetscScalar *dxd, PetscScalar *hvk)
+static PetscErrorCode NetExecSOBackward_SpatialModel(Net net, PetscInt k, const PetscScalar *th, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *thd, const PetscScalar *ydot, const PetscScalar *dy,
+                                                     PetscScalar *dxd, PetscScalar *hvk)
 {
   PetscFunctionBegin;
   PetscCall(NetSpatialModelSOBackward_Private(net, k, th, x, xdot, thd, dy, dxd, hvk));
@@ -331,7 +343,8 @@ static PetscErrorCode NetExecJVP_TensorBlock(Net net, PetscInt k, NetElem t, con
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode NetExecSOBackward_TensorBlock(Net net, PetscInt k, const PetscScalar *th, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *thd, const PetscScalar *ydot, const PetscScalar *dy, PetscScalar *dxd, PetscScalar *hvk)
+static PetscErrorCode NetExecSOBackward_TensorBlock(Net net, PetscInt k, const PetscScalar *th, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *thd, const PetscScalar *ydot, const PetscScalar *dy,
+                                                    PetscScalar *dxd, PetscScalar *hvk)
 {
   PetscFunctionBegin;
   if (net->layers[k]->sozero) PetscFunctionReturn(0); /* linear or piecewise linear: no curvature */

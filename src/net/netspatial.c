@@ -2358,7 +2358,8 @@ PetscErrorCode NetGetNodePatches(Net net, PetscInt k, PetscInt *npoints, const P
   nsamples = n;
   if (net->nodes[k].sp) {
     PetscCheck(!net->nodes[k].mp, PetscObjectComm((PetscObject)net), PETSC_ERR_SUP,
-               "NetGetNodePatches(): node %s of the grid has its channels split over the spatial groups (a partition, or -net_parallel model), and its patches (and K-FAC's factors) would need the box of every group's channels, which the model executor's split does not gather: give the node no partition (NetSetNodePartition(), -net_parallel replicated or sharded), or train with -tao_type adam",
+               "NetGetNodePatches(): node %s of the grid has its channels split over the spatial groups (a partition, or -net_parallel model), and its patches (and K-FAC's factors) would need the box of every group's channels, which the model "
+               "executor's split does not gather: give the node no partition (NetSetNodePartition(), -net_parallel replicated or sharded), or train with -tao_type adam",
                net->nodes[k].name);
     PetscCall(NetSpatialSetUpBatch_Private(net, k, &sp));
     PetscCheck(sp->kind == NET_SPATIAL_WINDOW, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Node %s: a convolution of the grid is not a window node", net->nodes[k].name);
@@ -2372,16 +2373,20 @@ PetscErrorCode NetGetNodePatches(Net net, PetscInt k, PetscInt *npoints, const P
   }
   G = kg = P = 0;
   if (local) {
-    if (is3d) PetscCall(LayerConv3dGetPatchLayout(local, &G, &kg, &P, NULL));
-    else PetscCall(LayerConv2dGetPatchLayout(local, &G, &kg, &P, NULL));
+    if (is3d)
+      PetscCall(LayerConv3dGetPatchLayout(local, &G, &kg, &P, NULL));
+    else
+      PetscCall(LayerConv2dGetPatchLayout(local, &G, &kg, &P, NULL));
   }
   PetscCheck(!sp || !local || P == sp->out->npoints, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Node %s: the local copy has %" PetscInt_FMT " output points, the rank's block %" PetscInt_FMT, net->nodes[k].name, P, sp->out->npoints);
   PetscCheck((PetscInt64)nsamples * P * G * kg <= PETSC_MAX_INT, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE,
              "Node %s: the patches of %" PetscInt_FMT " samples (fields) of %" PetscInt_FMT " output points on this rank hold more entries than a PetscInt counts: use fewer samples per batch", net->nodes[k].name, nsamples, P);
   PetscCall(PetscMalloc1((size_t)nsamples * P * G * kg, &c));
   if (nsamples) {
-    if (is3d) PetscCall(LayerConv3dGetPatches(local, nsamples, src, c));
-    else PetscCall(LayerConv2dGetPatches(local, nsamples, src, c));
+    if (is3d)
+      PetscCall(LayerConv3dGetPatches(local, nsamples, src, c));
+    else
+      PetscCall(LayerConv2dGetPatches(local, nsamples, src, c));
   }
   PetscCall(PetscFree(box));
   PetscCall(NetRestoreNodeArraysRead(net, k, &n, &x, NULL));

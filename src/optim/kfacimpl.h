@@ -27,11 +27,11 @@
 #include <petnet/private/layerimpl.h> /* the layers' sizes; the Net only through its public calls */
 
 typedef struct {
-  PetscInt     node, group; /* the Net node, and its convolution group (0 for dense) */
-  PetscInt     nin, nout;   /* weights per row (dense: inputs; conv2d: KH KW Cin/G; conv3d: KD KH KW Cin/G) and rows (outputs of the group) */
-  PetscInt     na;          /* order of A: nin + 1 with a bias, nin without */
-  PetscInt     pixels;      /* output points per sample (conv2d: Ho Wo; conv3d: Do Ho Wo; dense: 1); in grid mode per field,
-                              counted over the ranks at each pass (KFACSumNode()) */
+  PetscInt node, group; /* the Net node, and its convolution group (0 for dense) */
+  PetscInt nin, nout;   /* weights per row (dense: inputs; conv2d: KH KW Cin/G; conv3d: KD KH KW Cin/G) and rows (outputs of the group) */
+  PetscInt na;          /* order of A: nin + 1 with a bias, nin without */
+  PetscInt pixels;      /* output points per sample (conv2d: Ho Wo; conv3d: Do Ho Wo; dense: 1); in grid mode per field,
+                          counted over the ranks at each pass (KFACSumNode()) */
   PetscBool    bias;
   PetscInt     woff, boff; /* parameter index of the block's first weight and of its first bias entry (-1: none) */
   size_t       aoff, soff; /* where the batch sums of A and S are packed (upper triangles) in PetNetKFAC.batch */

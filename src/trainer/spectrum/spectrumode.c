@@ -334,7 +334,7 @@ PetscErrorCode SpectrumComputeODEStiffness(Spectrum sp, PetscInt *nlayers, Petsc
     if (!isode) continue;
     if (!count) PetscCall(NetForward(sp->net, x1, NULL)); /* every ode layer's input and step times, for this sample */
     {
-      SpectrumODE *o  = &sp->ode[count++];
+      SpectrumODE       *o = &sp->ode[count++];
       Vec                u0;
       const PetscScalar *x;
       PetscInt           nx;

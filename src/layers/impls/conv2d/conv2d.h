@@ -80,7 +80,6 @@ typedef struct {
   ConvTaps        taps;      /* one GEMM per kernel tap and row (../conv/convtaps.c) */
 } Layer_Conv2d;
 
-
 PETSC_INTERN PetscErrorCode Conv2dForward_Winograd(Layer, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *);
 PETSC_INTERN PetscErrorCode Conv2dForwardAct_Winograd(Layer, Layer, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *);
 PETSC_INTERN PetscErrorCode Conv2dBackward_Winograd(Layer, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);

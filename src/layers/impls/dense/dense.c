@@ -57,11 +57,12 @@ static PetscErrorCode LayerSetUp_Dense(Layer layer)
   if (dense->tokens) { /* (..., E) -> (..., N): the rows are the positions, T = size / E */
     const PetscInt E = layer->in.dim[layer->in.ndim - 1];
 
-    layer->out                         = layer->in;
+    layer->out                          = layer->in;
     layer->out.dim[layer->out.ndim - 1] = dense->nout;
     /* T N in 64 bits: the output sample's size must fit a PetscInt */
     PetscCheck((PetscInt64)(in / E) * dense->nout <= PETSC_MAX_INT, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE,
-               "dense layer %" PetscInt_FMT " (dense:%" PetscInt_FMT ":tokens on %" PetscInt_FMT " positions) would have %" PetscInt64_FMT " outputs per sample, more than a PetscInt holds (%" PetscInt_FMT "): give it fewer outputs or shorter sequences",
+               "dense layer %" PetscInt_FMT " (dense:%" PetscInt_FMT ":tokens on %" PetscInt_FMT " positions) would have %" PetscInt64_FMT " outputs per sample, more than a PetscInt holds (%" PetscInt_FMT
+               "): give it fewer outputs or shorter sequences",
                layer->index, dense->nout, in / E, (PetscInt64)(in / E) * dense->nout, (PetscInt)PETSC_MAX_INT);
     dense->rows = in / E;
     in          = E;
@@ -204,8 +205,8 @@ static PetscErrorCode LayerTensors_Dense(Layer layer, PetscInt *n, LayerTensorIn
 static PetscErrorCode LayerSetArguments_Dense(Layer layer, const char args[])
 {
   char     *end;
-  long      nout   = strtol(args, &end, 10);
-  PetscBool bias   = PETSC_TRUE, tokens = PETSC_FALSE, same = PETSC_FALSE;
+  long      nout = strtol(args, &end, 10);
+  PetscBool bias = PETSC_TRUE, tokens = PETSC_FALSE, same = PETSC_FALSE;
 
   PetscFunctionBegin;
   if (args[0] == 'E' && (args[1] == ':' || !args[1])) { /* dense:E */
@@ -217,9 +218,12 @@ static PetscErrorCode LayerSetArguments_Dense(Layer layer, const char args[])
     const char *word = end + 1;
     size_t      len  = strcspn(word, ":");
 
-    if (len == 6 && (!strncmp(word, "bias=0", 6) || !strncmp(word, "bias=1", 6))) bias = (PetscBool)(word[5] == '1');
-    else if (len == 6 && !strncmp(word, "tokens", 6)) tokens = PETSC_TRUE;
-    else SETERRQ(PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "Malformed \"dense:%s\": after the number of outputs dense takes only bias=0, bias=1 and tokens, e.g. dense:128:bias=0 or dense:128:tokens", args);
+    if (len == 6 && (!strncmp(word, "bias=0", 6) || !strncmp(word, "bias=1", 6)))
+      bias = (PetscBool)(word[5] == '1');
+    else if (len == 6 && !strncmp(word, "tokens", 6))
+      tokens = PETSC_TRUE;
+    else
+      SETERRQ(PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "Malformed \"dense:%s\": after the number of outputs dense takes only bias=0, bias=1 and tokens, e.g. dense:128:bias=0 or dense:128:tokens", args);
     end = (char *)word + len;
   }
   PetscCheck(end != args && !*end && nout > 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "Malformed \"dense:%s\": dense takes one positive integer, its number of outputs, e.g. dense:128 (and optionally :bias=0, :tokens)", args);
@@ -235,8 +239,10 @@ static PetscErrorCode LayerGetArguments_Dense(Layer layer, size_t len, char args
   Layer_Dense *dense = (Layer_Dense *)layer->data;
 
   PetscFunctionBegin;
-  if (dense->same) PetscCall(PetscSNPrintf(args, len, "E%s%s", dense->bias ? "" : ":bias=0", dense->tokens ? ":tokens" : ""));
-  else PetscCall(PetscSNPrintf(args, len, "%" PetscInt_FMT "%s%s", dense->nout, dense->bias ? "" : ":bias=0", dense->tokens ? ":tokens" : ""));
+  if (dense->same)
+    PetscCall(PetscSNPrintf(args, len, "E%s%s", dense->bias ? "" : ":bias=0", dense->tokens ? ":tokens" : ""));
+  else
+    PetscCall(PetscSNPrintf(args, len, "%" PetscInt_FMT "%s%s", dense->nout, dense->bias ? "" : ":bias=0", dense->tokens ? ":tokens" : ""));
   PetscFunctionReturn(0);
 }
 

@@ -57,9 +57,12 @@ static inline PetscScalar *PositionGradient(Layer layer, PetscScalar *dtheta)
 static PetscErrorCode PositionDescription(Layer layer, size_t len, char desc[])
 {
   PetscFunctionBegin;
-  if (((PetscObject)layer)->name) PetscCall(LayerGetNodeDescription_Private(layer, len, desc));
-  else if (layer->index >= 0) PetscCall(PetscSNPrintf(desc, len, "position layer %" PetscInt_FMT, layer->index));
-  else PetscCall(PetscSNPrintf(desc, len, "position layer"));
+  if (((PetscObject)layer)->name)
+    PetscCall(LayerGetNodeDescription_Private(layer, len, desc));
+  else if (layer->index >= 0)
+    PetscCall(PetscSNPrintf(desc, len, "position layer %" PetscInt_FMT, layer->index));
+  else
+    PetscCall(PetscSNPrintf(desc, len, "position layer"));
   PetscFunctionReturn(0);
 }
 
@@ -74,14 +77,18 @@ static PetscErrorCode LayerSetUp_Position(Layer layer)
   PetscCall(PositionDescription(layer, sizeof(node), node));
   PetscCall(PetscObjectGetOptionsPrefix((PetscObject)layer, &prefix));
   PetscCall(PetNetShapeToString(&layer->in, sizeof(shape), shape));
-  PetscCheck(pos->T > 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "The %s has no number of positions: write position:T in -net_layers (e.g. position:128, or position:128:sinusoidal), or give -%sposition_length T", node, prefix ? prefix : "");
-  PetscCheck(layer->in.ndim == 2, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_SIZ, "The %s adds a table of positions to a sequence (T', E), but its input is %s: give it a sample of two dimensions, e.g. after embedding:V:E on (T') ids", node, shape);
+  PetscCheck(pos->T > 0, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "The %s has no number of positions: write position:T in -net_layers (e.g. position:128, or position:128:sinusoidal), or give -%sposition_length T", node,
+             prefix ? prefix : "");
+  PetscCheck(layer->in.ndim == 2, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_SIZ, "The %s adds a table of positions to a sequence (T', E), but its input is %s: give it a sample of two dimensions, e.g. after embedding:V:E on (T') ids", node,
+             shape);
   Tp = layer->in.dim[0];
   E  = layer->in.dim[1];
-  PetscCheck(Tp <= pos->T, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "The %s has a table of T = %" PetscInt_FMT " positions, but its input %s has T' = %" PetscInt_FMT ": write position:%" PetscInt_FMT " (or more), or give shorter sequences", node, pos->T, shape, Tp, Tp);
+  PetscCheck(Tp <= pos->T, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE,
+             "The %s has a table of T = %" PetscInt_FMT " positions, but its input %s has T' = %" PetscInt_FMT ": write position:%" PetscInt_FMT " (or more), or give shorter sequences", node, pos->T, shape, Tp, Tp);
   PetscCheck(pos->t0 >= 0 && (PetscInt64)pos->t0 + Tp <= pos->T, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE,
              "The %s reads the rows [%" PetscInt_FMT ", %" PetscInt64_FMT ") of its table of T = %" PetscInt_FMT " positions: write position:%" PetscInt64_FMT " (or more)", node, pos->t0, (PetscInt64)pos->t0 + Tp, pos->T, (PetscInt64)pos->t0 + Tp);
-  PetscCheck((PetscInt64)pos->T * E <= PETSC_MAX_INT, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "The %s's table of %" PetscInt_FMT " x %" PetscInt_FMT " has more entries than %d, the largest PetscInt: use a smaller T", node, pos->T, E, PETSC_MAX_INT);
+  PetscCheck((PetscInt64)pos->T * E <= PETSC_MAX_INT, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE, "The %s's table of %" PetscInt_FMT " x %" PetscInt_FMT " has more entries than %d, the largest PetscInt: use a smaller T", node,
+             pos->T, E, PETSC_MAX_INT);
   layer->out     = layer->in;
   layer->nparams = pos->sinusoidal ? 0 : pos->T * E;
   PetscCall(PetscFree(pos->table));
@@ -109,7 +116,7 @@ static PetscErrorCode LayerInitialize_Position(Layer layer, PetscRandom rnd, Pet
 /* PyTorch nn.Embedding(T, E) of the positions: weight [T][E], the same layout */
 static PetscErrorCode LayerTensors_Position(Layer layer, PetscInt *n, LayerTensorInfo info[])
 {
-  Layer_Position *pos = (Layer_Position *)layer->data;
+  Layer_Position *pos  = (Layer_Position *)layer->data;
   const PetscInt  w[2] = {pos->T, layer->in.dim[1]};
 
   PetscFunctionBegin;
@@ -173,8 +180,10 @@ static PetscErrorCode LayerView_Position(Layer layer, PetscViewer viewer)
   Layer_Position *pos = (Layer_Position *)layer->data;
 
   PetscFunctionBegin;
-  if (pos->sinusoidal) PetscCall(PetscViewerASCIIPrintf(viewer, "fixed sinusoidal table of %" PetscInt_FMT " positions\n", pos->T));
-  else PetscCall(PetscViewerASCIIPrintf(viewer, "learned table of %" PetscInt_FMT " positions, initialisation N(0, %g^2)\n", pos->T, (double)pos->initstd));
+  if (pos->sinusoidal)
+    PetscCall(PetscViewerASCIIPrintf(viewer, "fixed sinusoidal table of %" PetscInt_FMT " positions\n", pos->T));
+  else
+    PetscCall(PetscViewerASCIIPrintf(viewer, "learned table of %" PetscInt_FMT " positions, initialisation N(0, %g^2)\n", pos->T, (double)pos->initstd));
   PetscFunctionReturn(0);
 }
 

@@ -42,8 +42,10 @@ static PetscErrorCode POS_NAME(LayerJVP_Position)(Layer layer, PetscInt n, const
   const PetscInt m = layer->insize;
 
   PetscFunctionBegin;
-  if (dx) PetscCall(PetscArraycpy(dy, dx, (size_t)n * m));
-  else PetscCall(PetscArrayzero(dy, (size_t)n * m));
+  if (dx)
+    PetscCall(PetscArraycpy(dy, dx, (size_t)n * m));
+  else
+    PetscCall(PetscArrayzero(dy, (size_t)n * m));
   if (dtheta && layer->nparams) {
     const PetscScalar *dW = PositionTable(layer, dtheta); /* the rows [t0, t0 + T') of the direction */
 
