@@ -1277,6 +1277,30 @@ PetscErrorCode PetNetOneDNNLayerNormAvailable(PetNetGemmBackend backend, PetscIn
   PetscFunctionReturn(0);
 }
 
+#if defined(PETNET_HAVE_ONEDNN)
+/* a layer or batch normalization primitive of entry e on its arguments data[] in the entry's order (e->lnarg), with
+   the scratchpad when it asks for one; waits for the stream */
+static PetscErrorCode PetNetOneDNNExecuteNorm(PetNetOneDNNEntry *e, void *const *data)
+{
+  dnnl_exec_arg_t args[10];
+  int             nargs = 0;
+
+  PetscFunctionBegin;
+  PetscCheck(e->nln < 10, PETSC_COMM_SELF, PETSC_ERR_PLIB, "A normalization primitive with %d arguments", e->nln);
+  for (int i = 0; i < e->nln; i++) {
+    PetNetCallDNNL(dnnl_memory_set_data_handle(e->lnm[i], data[i]));
+    args[nargs++] = (dnnl_exec_arg_t){e->lnarg[i], e->lnm[i]};
+  }
+  if (e->pad) {
+    PetNetCallDNNL(dnnl_memory_set_data_handle(e->pad, PetNetOneDNNAligned(PetNetOneDNN.pad)));
+    args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, e->pad};
+  }
+  PetNetCallDNNL(dnnl_primitive_execute(e->prim, PetNetOneDNN.stream, nargs, args));
+  PetNetCallDNNL(dnnl_stream_wait(PetNetOneDNN.stream));
+  PetscFunctionReturn(0);
+}
+#endif
+
 /*
   Runs a layer normalization of a key PetNetOneDNNLayerNormAvailable() accepted, its arguments in the entry's order:
     forward   x, y (written), mean, var (written, [P]), gamma, beta ([E], affine only)
@@ -1290,21 +1314,11 @@ PetscErrorCode PetNetOneDNNLayerNorm(PetscBool backward, PetscInt P, PetscInt E,
   {
     PetNetOneDNNConvShape sh;
     PetNetOneDNNEntry    *e;
-    dnnl_exec_arg_t       args[10];
-    int                   nargs = 0, saved = PetNetOneDNNThreadsPush();
+    int                   saved = PetNetOneDNNThreadsPush();
 
     PetNetOneDNNLNormKey(P, E, affine, &sh);
     PetscCall(PetNetOneDNNConvEntry(PETNET_GEMM_ONEDNN_F32, backward ? PETNET_ONEDNN_LNORM_BACKWARD : PETNET_ONEDNN_LNORM_FORWARD, &sh, eps, &e));
-    for (int i = 0; i < e->nln; i++) {
-      PetNetCallDNNL(dnnl_memory_set_data_handle(e->lnm[i], data[i]));
-      args[nargs++] = (dnnl_exec_arg_t){e->lnarg[i], e->lnm[i]};
-    }
-    if (e->pad) {
-      PetNetCallDNNL(dnnl_memory_set_data_handle(e->pad, PetNetOneDNNAligned(PetNetOneDNN.pad)));
-      args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, e->pad};
-    }
-    PetNetCallDNNL(dnnl_primitive_execute(e->prim, PetNetOneDNN.stream, nargs, args));
-    PetNetCallDNNL(dnnl_stream_wait(PetNetOneDNN.stream));
+    PetscCall(PetNetOneDNNExecuteNorm(e, data));
     PetNetOneDNNThreadsPop(saved);
   }
 #else
@@ -1379,21 +1393,11 @@ PetscErrorCode PetNetOneDNNBatchNorm(PetscBool backward, PetscBool global, Petsc
     const PetNetOneDNNOp  op = backward ? (global ? PETNET_ONEDNN_BNORM_BACKWARD_GLOBAL : PETNET_ONEDNN_BNORM_BACKWARD) : (global ? PETNET_ONEDNN_BNORM_FORWARD_GLOBAL : PETNET_ONEDNN_BNORM_FORWARD);
     PetNetOneDNNConvShape sh;
     PetNetOneDNNEntry    *e;
-    dnnl_exec_arg_t       args[10];
-    int                   nargs = 0, saved = PetNetOneDNNThreadsPush();
+    int                   saved = PetNetOneDNNThreadsPush();
 
     PetNetOneDNNBNormKey(n, ndim, dim, &sh);
     PetscCall(PetNetOneDNNConvEntry(PETNET_GEMM_ONEDNN_F32, op, &sh, eps, &e));
-    for (int i = 0; i < e->nln; i++) {
-      PetNetCallDNNL(dnnl_memory_set_data_handle(e->lnm[i], data[i]));
-      args[nargs++] = (dnnl_exec_arg_t){e->lnarg[i], e->lnm[i]};
-    }
-    if (e->pad) {
-      PetNetCallDNNL(dnnl_memory_set_data_handle(e->pad, PetNetOneDNNAligned(PetNetOneDNN.pad)));
-      args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, e->pad};
-    }
-    PetNetCallDNNL(dnnl_primitive_execute(e->prim, PetNetOneDNN.stream, nargs, args));
-    PetNetCallDNNL(dnnl_stream_wait(PetNetOneDNN.stream));
+    PetscCall(PetNetOneDNNExecuteNorm(e, data));
     PetNetOneDNNThreadsPop(saved);
   }
 #else
