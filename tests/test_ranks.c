@@ -120,18 +120,7 @@ static PetscErrorCode SideCompute(MPI_Comm comm, const Case *c, PetscInt nlocal,
       PetscCall(NetSetGraph(s->net, spec)); /* a graph of named nodes */
     else
       PetscCall(NetSetLayers(s->net, spec));
-    { /* the nodes' own options (-layer1_attention_dropout 0.2, ...), on both Nets: the layers' settings, not the Net's
-         (no -net_* option changes the mode this program gives each Net) */
-      PetscInt L;
-
-      PetscCall(NetGetNumLayers(s->net, &L));
-      for (PetscInt k = 0; k < L; k++) {
-        Layer l;
-
-        PetscCall(NetGetLayer(s->net, k, &l));
-        PetscCall(LayerSetFromOptions(l));
-      }
-    }
+    PetscCall(TestLayersSetFromOptions(s->net)); /* the nodes' own options on both Nets, no -net_* one */
     if (c->shape.ndim) in = c->shape;
     PetscCall(NetSetInputShape(s->net, &in));
     PetscCall(NetSetSeed(s->net, 13));

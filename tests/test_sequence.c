@@ -83,17 +83,8 @@ static PetscErrorCode SideCompute(MPI_Comm comm, const Problem *p, PetscInt n, P
   if (world) {
     PetscCall(NetSetParallel(s->net, NET_PARALLEL_SEQUENCE));
     PetscCall(NetSetFromOptions(s->net));
-  } else { /* the reference takes the nodes' own options too (-layer1_attention_dropout 0.2, ...), not the Net's */
-    PetscInt L;
-
-    PetscCall(NetGetNumLayers(s->net, &L));
-    for (PetscInt k = 0; k < L; k++) {
-      Layer l;
-
-      PetscCall(NetGetLayer(s->net, k, &l));
-      PetscCall(LayerSetFromOptions(l));
-    }
-  }
+  } else
+    PetscCall(TestLayersSetFromOptions(s->net)); /* the reference takes the nodes' own options too, not the Net's */
   PetscCall(NetSetUp(s->net));
   PetscCall(NetGetOutputShape(s->net, &out));
   PetscCheck(out.ndim == 2 && out.dim[0] == p->T, comm, PETSC_ERR_ARG_WRONG, "The Net's output must be (T, classes) = (%" PetscInt_FMT ", V)", p->T);

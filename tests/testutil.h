@@ -235,3 +235,20 @@ static inline PetscErrorCode TestParameterDirection(Net net, PetscInt P, Vec *v)
   PetscCall(PetscFree(t));
   PetscFunctionReturn(0);
 }
+
+/* the options of every node of net's layers (-layer1_attention_dropout 0.2, ...), without the Net's own (-net_*): for
+   a reference Net that must match one set up by NetSetFromOptions(), or a program that sets the Net's mode itself */
+static inline PetscErrorCode TestLayersSetFromOptions(Net net)
+{
+  PetscInt L;
+
+  PetscFunctionBegin;
+  PetscCall(NetGetNumLayers(net, &L));
+  for (PetscInt k = 0; k < L; k++) {
+    Layer l;
+
+    PetscCall(NetGetLayer(net, k, &l));
+    PetscCall(LayerSetFromOptions(l));
+  }
+  PetscFunctionReturn(0);
+}
