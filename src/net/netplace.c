@@ -1581,7 +1581,9 @@ static PetscErrorCode NetExecForward_Placed(Net net, PetscInt k, NetElem t, cons
   Before node k's backward on the micro-batch at hand (n rows, its inputs xs in the kernel's type t): a layer that keeps
   state of its forward pass (not Layer.actonly) whose last forward step was another micro-batch's runs that forward
   again on these rows, at the same global place and frozen counter (its masks drawn again, not stored), the output
-  into rwork. Its parameter part is never deferred (netforward.c), so pl->m >= 0 here.
+  into rwork. A kind whose state is only a cache of its input that it can drop (ops->forget: convolutions, average
+  pooling) forgets it instead, and its backward recomputes what it needs from this micro-batch's input. Its parameter
+  part is never deferred (netforward.c), so pl->m >= 0 here.
 */
 static PetscErrorCode NetPlaceRecompute(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const xs[], PetscInt n)
 {
@@ -1595,6 +1597,12 @@ static PetscErrorCode NetPlaceRecompute(Net net, PetscInt k, NetElem t, const Pe
   PetscFunctionBegin;
   if (l->actonly || pl->fwdm[k] == pl->m) PetscFunctionReturn(0);
   PetscCheck(pl->m >= 0, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Node %s keeps state of its forward pass: its parameter part runs micro-batch by micro-batch", net->nodes[k].name);
+  if (l->ops->forget) { /* what it kept is a cache of its input (conv's columns, Winograd's transforms): dropped, and
+                           backward reads this micro-batch's input again; no forward */
+    PetscUseTypeMethod(l, forget);
+    pl->fwdm[k] = pl->m;
+    PetscFunctionReturn(0);
+  }
   if (cnt > pl->nrwork) {
     PetscCall(PetscFree(pl->rwork));
     PetscCall(PetscMalloc1(cnt, &pl->rwork));
