@@ -40,6 +40,9 @@ typedef struct {
   EinsumChoice      choice;                    /* -einsum_path */
   EinsumContraction fwd, bwd[2];               /* y = fwd(x0, x1); dx0 = bwd[0](dy, x1); dx1 = bwd[1](dy, x0) */
   PetscInt64        work;                      /* scratch entries per sample the largest plan needs */
+  void             *wbuf;                      /* the passes' scratch, nwbuf bytes, grown to the largest batch (not a
+                                                  malloc a call), freed with the layer */
+  size_t nwbuf;
 } Layer_Einsum;
 
 static PetscBool EinsumIsLetter(char c)
@@ -298,15 +301,21 @@ static PetscErrorCode LayerSetUp_Einsum(Layer layer)
   PetscFunctionReturn(0);
 }
 
-/* scratch for the contractions of n samples (type size esize) */
+/* scratch for the contractions of n samples (type size esize): the layer's buffer, grown when a batch needs more */
 static PetscErrorCode EinsumGetWork(Layer layer, PetscInt n, size_t esize, void **work)
 {
-  Layer_Einsum *es = (Layer_Einsum *)layer->data;
+  Layer_Einsum *es    = (Layer_Einsum *)layer->data;
+  const size_t  bytes = (size_t)es->work * (size_t)n * esize;
 
   PetscFunctionBegin;
   *work = NULL;
-  if (!es->work || !n) PetscFunctionReturn(0);
-  PetscCall(PetscMalloc((size_t)(es->work * n) * esize, work));
+  if (!bytes) PetscFunctionReturn(0);
+  if (bytes > es->nwbuf) {
+    PetscCall(PetscFree(es->wbuf));
+    PetscCall(PetscMalloc(bytes, &es->wbuf));
+    es->nwbuf = bytes;
+  }
+  *work = es->wbuf;
   PetscFunctionReturn(0);
 }
 
@@ -345,7 +354,6 @@ static PetscErrorCode LayerSOBackwardN_Einsum(Layer layer, PetscInt n, const Pet
   PetscCall(EinsumGetWork(layer, n, sizeof(PetscScalar), &work));
   if (dxdot[0] && xdot[1]) PetscCall(EinsumContract(&es->bwd[0], PETNET_GEMM_NATIVE, n, dy, xdot[1], PETSC_TRUE, dxdot[0], (PetscScalar *)work));
   if (dxdot[1] && xdot[0]) PetscCall(EinsumContract(&es->bwd[1], PETNET_GEMM_NATIVE, n, dy, xdot[0], PETSC_TRUE, dxdot[1], (PetscScalar *)work));
-  PetscCall(PetscFree(work));
   PetscFunctionReturn(0);
 }
 
@@ -400,6 +408,7 @@ static PetscErrorCode LayerView_Einsum(Layer layer, PetscViewer viewer)
 static PetscErrorCode LayerDestroy_Einsum(Layer layer)
 {
   PetscFunctionBegin;
+  PetscCall(PetscFree(((Layer_Einsum *)layer->data)->wbuf));
   PetscCall(PetscFree(layer->data));
   PetscFunctionReturn(0);
 }

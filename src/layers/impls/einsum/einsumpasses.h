@@ -18,7 +18,6 @@ static PetscErrorCode EIN_PASS(Forward)(Layer layer, PetscInt n, const PetscScal
   PetscFunctionBegin;
   PetscCall(EinsumGetWork(layer, n, sizeof(EIN_T), &work));
   PetscCall(EIN_CONTRACT(&es->fwd, EIN_BACKEND(layer), n, x[0], es->nops == 2 ? x[1] : NULL, PETSC_FALSE, y, (EIN_T *)work));
-  PetscCall(PetscFree(work));
   PetscFunctionReturn(0);
 }
 
@@ -32,7 +31,6 @@ static PetscErrorCode EIN_PASS(Backward)(Layer layer, PetscInt n, const PetscSca
   PetscCall(EinsumGetWork(layer, n, sizeof(EIN_T), &work));
   for (PetscInt k = 0; k < es->nops; k++)
     if (dx[k]) PetscCall(EIN_CONTRACT(&es->bwd[k], EIN_BACKEND(layer), n, dy, es->nops == 2 ? x[1 - k] : NULL, PETSC_FALSE, dx[k], (EIN_T *)work));
-  PetscCall(PetscFree(work));
   PetscFunctionReturn(0);
 }
 
@@ -54,6 +52,5 @@ static PetscErrorCode EIN_PASS(JVP)(Layer layer, PetscInt n, const PetscScalar *
     wrote = (PetscBool)(dx[0] || dx[1]);
   }
   if (!wrote) PetscCall(PetscArrayzero(dy, n * layer->outsize));
-  PetscCall(PetscFree(work));
   PetscFunctionReturn(0);
 }
