@@ -11,6 +11,8 @@
     dst        n x m     C^T                     (ldc, 1)
     bias       1 x m     bias[i] added to row i of C (dense's forward and jvp: b 1^T), float
     sum        beta      a post-op: dst = beta dst + src weights (+ bias)
+    relu       -         a post-op after the sum: dst = max(dst, 0) (a relu fused into dense's output pass, netfuse.c;
+                         oneDNN's relu with slope 0 keeps x > 0 and writes +0 otherwise, relu's own bits)
 
   bfloat16 (PETNET_GEMM_ONEDNN_BF16): A and B are rounded to bfloat16 (to nearest, ties to even, as the value stores
   round: NetFloatToBF16() of netimpl.h, which the sys level cannot include) into buffers this module owns, with the
@@ -106,6 +108,7 @@ typedef struct {
   PetscInt              batch, sa, sb, sc; /* batched matmul: G groups and the operands' group strides (1, 0, 0, 0: 2-D) */
   float                 beta;
   PetscBool             bias;
+  PetscBool             relu; /* matmul: relu as an eltwise post-op after the bias and the sum (y = max(y, 0), +0 for -0 and NaN) */
   int                   threads;
   PetscBool             native; /* oneDNN has no kernel worth running for this key: the caller's GEMM runs */
   dnnl_primitive_t      prim;
@@ -210,7 +213,7 @@ static inline void PetNetOneDNNThreadsPop(int saved)
 
 /* the matmul's descriptor for a key (the table at the top); *pd NULL when oneDNN does not implement it */
 static PetscErrorCode PetNetOneDNNCreateDesc(PetNetGemmBackend backend, PetscInt batch, char ta, char tb, PetscInt m, PetscInt n, PetscInt k, PetscInt lda, PetscInt sa, PetscInt ldb, PetscInt sb, PetscInt ldc, PetscInt sc, float beta, PetscBool bias,
-                                             dnnl_primitive_desc_t *pd)
+                                             PetscBool relu, dnnl_primitive_desc_t *pd)
 {
   const dnnl_data_type_t in = backend == PETNET_GEMM_ONEDNN_BF16 ? dnnl_bf16 : dnnl_f32;
   const int              nd = batch > 1 ? 3 : 2, o = nd - 2; /* batched: the group first */
@@ -237,9 +240,10 @@ static PetscErrorCode PetNetOneDNNCreateDesc(PetNetGemmBackend backend, PetscInt
   PetNetCallDNNL(dnnl_matmul_desc_init(&desc, &smd, &wmd, bias ? &bmd : NULL, &dmd));
   PetNetCallDNNL(dnnl_primitive_attr_create(&attr));
   PetNetCallDNNL(dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user));
-  if (beta != 0) {
+  if (beta != 0 || relu) { /* dst = relu(src weights + bias + beta dst): the sum first, then the activation */
     PetNetCallDNNL(dnnl_post_ops_create(&ops));
-    PetNetCallDNNL(dnnl_post_ops_append_sum(ops, beta));
+    if (beta != 0) PetNetCallDNNL(dnnl_post_ops_append_sum(ops, beta));
+    if (relu) PetNetCallDNNL(dnnl_post_ops_append_eltwise(ops, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f));
     PetNetCallDNNL(dnnl_primitive_attr_set_post_ops(attr, ops));
   }
   st = dnnl_primitive_desc_create(pd, &desc, attr, PetNetOneDNN.engine, NULL);
@@ -293,7 +297,7 @@ static PetscErrorCode PetNetOneDNNEntryScratchpad(PetNetOneDNNEntry *e, const_dn
 
 /* the cached entry of a key, created (and its decision recorded) at the first call */
 static PetscErrorCode PetNetOneDNNGetEntry(PetNetGemmBackend backend, PetscInt batch, char ta, char tb, PetscInt m, PetscInt n, PetscInt k, PetscInt lda, PetscInt sa, PetscInt ldb, PetscInt sb, PetscInt ldc, PetscInt sc, float beta, PetscBool bias,
-                                           PetNetOneDNNEntry **entry)
+                                           PetscBool relu, PetNetOneDNNEntry **entry)
 {
   const int             threads = PetNetThreads();
   PetNetOneDNNEntry    *e;
@@ -304,25 +308,25 @@ static PetscErrorCode PetNetOneDNNGetEntry(PetNetGemmBackend backend, PetscInt b
   for (PetscInt i = 0; i < PetNetOneDNN.nentries; i++) {
     e = &PetNetOneDNN.entries[i];
     if (e->op == PETNET_ONEDNN_MATMUL && e->backend == backend && e->ta == ta && e->tb == tb && e->m == m && e->n == n && e->k == k && e->lda == lda && e->ldb == ldb && e->ldc == ldc && e->batch == batch && e->sa == sa && e->sb == sb &&
-        e->sc == sc && e->beta == beta && e->bias == bias && e->threads == threads) {
+        e->sc == sc && e->beta == beta && e->bias == bias && e->relu == relu && e->threads == threads) {
       *entry = e;
       PetscFunctionReturn(0);
     }
   }
   PetscCall(PetNetOneDNNNewEntry(&e));
-  e->backend = backend, e->ta = ta, e->tb = tb, e->m = m, e->n = n, e->k = k, e->lda = lda, e->ldb = ldb, e->ldc = ldc, e->beta = beta, e->bias = bias, e->threads = threads;
+  e->backend = backend, e->ta = ta, e->tb = tb, e->m = m, e->n = n, e->k = k, e->lda = lda, e->ldb = ldb, e->ldc = ldc, e->beta = beta, e->bias = bias, e->relu = relu, e->threads = threads;
   e->batch = batch, e->sa = sa, e->sb = sb, e->sc = sc;
-  PetscCall(PetNetOneDNNCreateDesc(backend, batch, ta, tb, m, n, k, lda, sa, ldb, sb, ldc, sc, beta, bias, &pd));
+  PetscCall(PetNetOneDNNCreateDesc(backend, batch, ta, tb, m, n, k, lda, sa, ldb, sb, ldc, sc, beta, bias, relu, &pd));
   if (pd) PetNetCallDNNL(dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, (void *)&impl));
   /* unimplemented (bfloat16 on a CPU without AVX-512: oneDNN 2.6 on AVX2), or only oneDNN's reference loops, far
      slower than sgemm */
   e->native = (PetscBool)(!pd || !strncmp(impl, "ref", 3));
   if (batch > 1)
-    PetscCall(PetscInfo(NULL, "oneDNN matmul %s %c%c batch %" PetscInt_FMT " m %" PetscInt_FMT " n %" PetscInt_FMT " k %" PetscInt_FMT " beta %g%s on %d threads: %s%s\n", backend == PETNET_GEMM_ONEDNN_BF16 ? "bf16" : "f32", ta, tb, batch, m, n, k,
-                        (double)beta, bias ? " bias" : "", threads, impl, e->native ? " (falls back to native)" : ""));
+    PetscCall(PetscInfo(NULL, "oneDNN matmul %s %c%c batch %" PetscInt_FMT " m %" PetscInt_FMT " n %" PetscInt_FMT " k %" PetscInt_FMT " beta %g%s%s on %d threads: %s%s\n", backend == PETNET_GEMM_ONEDNN_BF16 ? "bf16" : "f32", ta, tb, batch, m, n, k,
+                        (double)beta, bias ? " bias" : "", relu ? " relu" : "", threads, impl, e->native ? " (falls back to native)" : ""));
   else
-    PetscCall(PetscInfo(NULL, "oneDNN matmul %s %c%c m %" PetscInt_FMT " n %" PetscInt_FMT " k %" PetscInt_FMT " beta %g%s on %d threads: %s%s\n", backend == PETNET_GEMM_ONEDNN_BF16 ? "bf16" : "f32", ta, tb, m, n, k, (double)beta,
-                        bias ? " bias" : "", threads, impl, e->native ? " (falls back to native)" : ""));
+    PetscCall(PetscInfo(NULL, "oneDNN matmul %s %c%c m %" PetscInt_FMT " n %" PetscInt_FMT " k %" PetscInt_FMT " beta %g%s%s on %d threads: %s%s\n", backend == PETNET_GEMM_ONEDNN_BF16 ? "bf16" : "f32", ta, tb, m, n, k, (double)beta,
+                        bias ? " bias" : "", relu ? " relu" : "", threads, impl, e->native ? " (falls back to native)" : ""));
   if (!e->native) {
     PetNetCallDNNL(dnnl_primitive_create(&e->prim, pd));
     PetNetCallDNNL(dnnl_memory_create(&e->src, dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0), PetNetOneDNN.engine, DNNL_MEMORY_NONE));
@@ -856,7 +860,7 @@ PetscErrorCode PetNetOneDNNProbe(PetNetGemmBackend backend, PetscInt m, PetscInt
 
     PetscCall(PetNetOneDNNInitialize());
     saved = PetNetOneDNNThreadsPush();
-    PetscCall(PetNetOneDNNCreateDesc(backend, 1, 'N', 'N', m, n, k, m, 0, k, 0, m, 0, 0, PETSC_FALSE, &pd));
+    PetscCall(PetNetOneDNNCreateDesc(backend, 1, 'N', 'N', m, n, k, m, 0, k, 0, m, 0, 0, PETSC_FALSE, PETSC_FALSE, &pd));
     PetNetOneDNNThreadsPop(saved);
     PetscCall(PetNetOneDNNImplName(pd, impl, len));
   }
@@ -946,24 +950,12 @@ PetscErrorCode PetNetOneDNNVersion(char *text, size_t len)
 }
 
 /*
-  C = op(A) op(B) + beta C (+ bias[i] on row i of C when bias), column-major as BLAS's sgemm with alpha 1 (the table
-  at the top), through oneDNN: *done PETSC_FALSE when the key fell back to native (nothing is written; the caller runs
-  its GEMM) or the backend is PETNET_GEMM_NATIVE. Called from the calling thread, outside any parallel region.
+  G GEMMs C_g = op(A_g) op(B_g) + beta C_g (+ bias) (then relu: PetNetOneDNNMatmul()), A_g = A + g sa, B_g = B + g sb,
+  C_g = C + g sc, each as PetNetOneDNNMatmul() computes one, as one oneDNN matmul with a batch dim (the header's
+  comment); G = 1 is PetNetOneDNNMatmul() (sa, sb, sc unused). *done as there.
 */
-PetscErrorCode PetNetOneDNNMatmul(PetNetGemmBackend backend, char ta, char tb, PetscInt m, PetscInt n, PetscInt k, const float *A, PetscInt lda, const float *B, PetscInt ldb, float beta, float *C, PetscInt ldc, const float *bias, PetscBool *done)
-{
-  PetscFunctionBegin;
-  PetscCall(PetNetOneDNNMatmulBatched(backend, 1, ta, tb, m, n, k, A, lda, 0, B, ldb, 0, beta, C, ldc, 0, bias, done));
-  PetscFunctionReturn(0);
-}
-
-/*
-  G GEMMs C_g = op(A_g) op(B_g) + beta C_g (+ bias), A_g = A + g sa, B_g = B + g sb, C_g = C + g sc, each as
-  PetNetOneDNNMatmul() computes one, as one oneDNN matmul with a batch dim (the header's comment); G = 1 is
-  PetNetOneDNNMatmul() (sa, sb, sc unused). *done as there.
-*/
-PetscErrorCode PetNetOneDNNMatmulBatched(PetNetGemmBackend backend, PetscInt G, char ta, char tb, PetscInt m, PetscInt n, PetscInt k, const float *A, PetscInt lda, PetscInt sa, const float *B, PetscInt ldb, PetscInt sb, float beta, float *C,
-                                         PetscInt ldc, PetscInt sc, const float *bias, PetscBool *done)
+static PetscErrorCode PetNetOneDNNMatmulRelu_Private(PetNetGemmBackend backend, PetscInt G, char ta, char tb, PetscInt m, PetscInt n, PetscInt k, const float *A, PetscInt lda, PetscInt sa, const float *B, PetscInt ldb, PetscInt sb, float beta,
+                                                     float *C, PetscInt ldc, PetscInt sc, const float *bias, PetscBool relu, PetscBool *done)
 {
   PetscFunctionBegin;
   *done = PETSC_FALSE;
@@ -979,7 +971,7 @@ PetscErrorCode PetNetOneDNNMatmulBatched(PetNetGemmBackend backend, PetscInt G, 
 
     PetscCall(PetNetOneDNNInitialize());
     saved = PetNetOneDNNThreadsPush();
-    PetscCall(PetNetOneDNNGetEntry(backend, G, ta, tb, m, n, k, lda, sa, ldb, sb, ldc, sc, beta, (PetscBool) !!bias, &e));
+    PetscCall(PetNetOneDNNGetEntry(backend, G, ta, tb, m, n, k, lda, sa, ldb, sb, ldc, sc, beta, (PetscBool) !!bias, relu, &e));
     if (e->native) {
       PetNetOneDNNThreadsPop(saved);
       PetscFunctionReturn(0);
@@ -1018,6 +1010,29 @@ PetscErrorCode PetNetOneDNNMatmulBatched(PetNetGemmBackend backend, PetscInt G, 
     *done = PETSC_TRUE;
   }
 #endif
+  PetscFunctionReturn(0);
+}
+
+/*
+  C = op(A) op(B) + beta C (+ bias[i] on row i of C when bias), then C = max(C, 0) when relu (an eltwise post-op:
+  the bits of relu's own pass, x > 0 ? x : +0, on the matmul's output while it is in registers), column-major as BLAS's sgemm with alpha 1 (the table
+  at the top), through oneDNN: *done PETSC_FALSE when the key fell back to native (nothing is written; the caller runs
+  its GEMM) or the backend is PETNET_GEMM_NATIVE. Called from the calling thread, outside any parallel region.
+*/
+PetscErrorCode PetNetOneDNNMatmul(PetNetGemmBackend backend, char ta, char tb, PetscInt m, PetscInt n, PetscInt k, const float *A, PetscInt lda, const float *B, PetscInt ldb, float beta, float *C, PetscInt ldc, const float *bias, PetscBool relu,
+                                  PetscBool *done)
+{
+  PetscFunctionBegin;
+  PetscCall(PetNetOneDNNMatmulRelu_Private(backend, 1, ta, tb, m, n, k, A, lda, 0, B, ldb, 0, beta, C, ldc, 0, bias, relu, done));
+  PetscFunctionReturn(0);
+}
+
+/* G GEMMs at once (PetNetOneDNNMatmulRelu_Private()), einsum's groups: no activation */
+PetscErrorCode PetNetOneDNNMatmulBatched(PetNetGemmBackend backend, PetscInt G, char ta, char tb, PetscInt m, PetscInt n, PetscInt k, const float *A, PetscInt lda, PetscInt sa, const float *B, PetscInt ldb, PetscInt sb, float beta, float *C,
+                                         PetscInt ldc, PetscInt sc, const float *bias, PetscBool *done)
+{
+  PetscFunctionBegin;
+  PetscCall(PetNetOneDNNMatmulRelu_Private(backend, G, ta, tb, m, n, k, A, lda, sa, B, ldb, sb, beta, C, ldc, sc, bias, PETSC_FALSE, done));
   PetscFunctionReturn(0);
 }
 

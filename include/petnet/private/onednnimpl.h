@@ -1,7 +1,7 @@
 /*
   The oneDNN backend of the float GEMMs (src/sys/onednn.c): one CPU engine and one in-order stream, created at the first
   call, and a cache of matmul primitives keyed by (element type, transposes, sizes, leading dimensions, beta, bias,
-  threads), destroyed at PetscFinalize(). A cached entry records once whether oneDNN has a kernel worth running for its
+  relu, threads), destroyed at PetscFinalize(). A cached entry records once whether oneDNN has a kernel worth running for its
   key: a matmul that oneDNN does not implement, or implements only by its reference loops ("ref:any", e.g. bfloat16 on
   a CPU without AVX-512), is recorded as native and the caller runs its own GEMM (LayerGemmSingle(): sgemm).
 
@@ -48,8 +48,9 @@
 
 typedef enum { PETNET_GEMM_NATIVE, PETNET_GEMM_ONEDNN_F32, PETNET_GEMM_ONEDNN_BF16 } PetNetGemmBackend;
 
-PETSC_INTERN PetscBool      PetNetOneDNNAvailable(void);
-PETSC_INTERN PetscErrorCode PetNetOneDNNMatmul(PetNetGemmBackend, char, char, PetscInt, PetscInt, PetscInt, const float *, PetscInt, const float *, PetscInt, float, float *, PetscInt, const float *, PetscBool *);
+PETSC_INTERN PetscBool PetNetOneDNNAvailable(void);
+/* ... + bias, then relu when asked (an eltwise post-op: dense's fused relu, netfuse.c) */
+PETSC_INTERN PetscErrorCode PetNetOneDNNMatmul(PetNetGemmBackend, char, char, PetscInt, PetscInt, PetscInt, const float *, PetscInt, const float *, PetscInt, float, float *, PetscInt, const float *, PetscBool, PetscBool *);
 /* G matmuls at once: A + g sa, B + g sb, C + g sc (einsum's groups; onednn.c) */
 PETSC_INTERN PetscErrorCode PetNetOneDNNMatmulBatched(PetNetGemmBackend, PetscInt, char, char, PetscInt, PetscInt, PetscInt, const float *, PetscInt, PetscInt, const float *, PetscInt, PetscInt, float, float *, PetscInt, PetscInt, const float *,
                                                       PetscBool *);

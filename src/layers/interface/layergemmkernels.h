@@ -205,15 +205,17 @@ PetscErrorCode LAYER_GEMM_NAME(LayerGemm)(PetscBool threaded, char ta, char tb, 
     return 0;
   }
 #if LAYER_GEMM_ONEDNN
-  if (threaded && backend != PETNET_GEMM_NATIVE) { /* one oneDNN matmul with the bias, unless its key fell back */
-    PetscBool done;
+  if (threaded && backend != PETNET_GEMM_NATIVE) { /* one oneDNN matmul with the bias (and relu), unless its key fell back */
+    PetscBool done, relu = PETSC_FALSE;
 
-    PetscCall(PetNetOneDNNMatmul(backend, ta, tb, m, n, k, A, lda, B, ldb, beta, C, ldc, ep ? ep->bias : NULL, &done));
+    if (ep && ep->act && !ep->mask) PetscCall(PetscObjectTypeCompare((PetscObject)ep->act, LAYERRELU, &relu)); /* a fused relu: a post-op */
+    PetscCall(PetNetOneDNNMatmul(backend, ta, tb, m, n, k, A, lda, B, ldb, beta, C, ldc, ep ? ep->bias : NULL, relu, &done));
     if (done) {
-      if (ep && (ep->act || ep->acc)) { /* the rest of the epilogue, elementwise: by blocks of columns on the threads */
+      if (ep && ((ep->act && !relu) || ep->acc)) { /* the rest of the epilogue, elementwise: by blocks of columns on the threads */
         LAYER_GEMM_NAME(LayerGemmEpilogue) rest = *ep;
 
         rest.bias = NULL;
+        if (relu) rest.act = NULL;
         PETNET_THREAD_BLOCKS(n, PetscMax(1, 16384 / m), PetNetThreadsSetError(&err, LAYER_GEMM_NAME(GemmEpilogue)(&rest, 0, m, i0, i1, C, ldc)));
         PetNetThreadsCheck(err, "a layer's GEMM output pass");
       }
