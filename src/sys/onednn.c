@@ -373,7 +373,7 @@ static PetscErrorCode PetNetOneDNNRoundBF16(PetscInt rows, PetscInt cols, const 
 /* two convolution keys alike (field by field: the struct may have padding) */
 static PetscBool PetNetOneDNNConvSame(const PetNetOneDNNConvShape *a, const PetNetOneDNNConvShape *b)
 {
-  if (a->nsd != b->nsd || a->n != b->n || a->cin != b->cin || a->cout != b->cout || a->groups != b->groups || a->bias != b->bias) return PETSC_FALSE;
+  if (a->nsd != b->nsd || a->n != b->n || a->cin != b->cin || a->cout != b->cout || a->groups != b->groups || a->bias != b->bias || a->relu != b->relu) return PETSC_FALSE;
   for (PetscInt d = 0; d < a->nsd; d++)
     if (a->in[d] != b->in[d] || a->out[d] != b->out[d] || a->k[d] != b->k[d] || a->stride[d] != b->stride[d] || a->pad[d] != b->pad[d] || a->dilation[d] != b->dilation[d]) return PETSC_FALSE;
   return PETSC_TRUE;
@@ -444,9 +444,10 @@ static PetscErrorCode PetNetOneDNNConvCreateDesc(PetNetGemmBackend backend, PetN
   PetNetCallDNNL(dnnl_primitive_attr_create(&attr));
   PetNetCallDNNL(dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user));
   if (op == PETNET_ONEDNN_CONV_FORWARD) {
-    if (beta != 0) {
+    if (beta != 0 || sh->relu) { /* y = relu(conv + b + beta y): the sum first, then the activation */
       PetNetCallDNNL(dnnl_post_ops_create(&ops));
-      PetNetCallDNNL(dnnl_post_ops_append_sum(ops, beta));
+      if (beta != 0) PetNetCallDNNL(dnnl_post_ops_append_sum(ops, beta));
+      if (sh->relu) PetNetCallDNNL(dnnl_post_ops_append_eltwise(ops, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f));
       PetNetCallDNNL(dnnl_primitive_attr_set_post_ops(attr, ops));
     }
     st = dnnl_primitive_desc_create(pd, &fdesc, attr, PetNetOneDNN.engine, NULL);
@@ -697,8 +698,8 @@ static PetscErrorCode PetNetOneDNNGetConvEntry(PetNetGemmBackend backend, PetNet
     PetscCall(PetscSNPrintf(geom, sizeof(geom), "n %" PetscInt_FMT " in %s out %s k %" PetscInt_FMT " stride %" PetscInt_FMT " pad %" PetscInt_FMT " dilation %" PetscInt_FMT " groups %" PetscInt_FMT, sh->n, in, out, sh->k[0], sh->stride[0],
                             sh->pad[0], sh->dilation[0], sh->groups));
   }
-  PetscCall(PetscInfo(NULL, "oneDNN %s %s %s%s%s on %d threads: %s%s\n", PetNetOneDNNOps[op], backend == PETNET_GEMM_ONEDNN_BF16 ? "bf16" : "f32", geom, sh->bias ? (PetNetOneDNNIsNorm(op) ? " affine" : " bias") : "",
-                      beta != 0 && !PetNetOneDNNIsNorm(op) ? " sum" : "", threads, impl,
+  PetscCall(PetscInfo(NULL, "oneDNN %s %s %s%s%s%s on %d threads: %s%s\n", PetNetOneDNNOps[op], backend == PETNET_GEMM_ONEDNN_BF16 ? "bf16" : "f32", geom, sh->bias ? (PetNetOneDNNIsNorm(op) ? " affine" : " bias") : "",
+                      beta != 0 && !PetNetOneDNNIsNorm(op) ? " sum" : "", sh->relu ? " relu" : "", threads, impl,
                       e->native ? (pd && PetNetOneDNNIsMaxPool(op) && strncmp(impl, "ref", 3) ? " (its workspace is not one tap index per output in nhwc: falls back to native)" : " (falls back to native)") : ""));
   if (!e->native && PetNetOneDNNIsNorm(op)) { /* one memory per argument, in the order of PetNetOneDNNLayerNorm() and PetNetOneDNNBatchNorm() */
     const int          fwd      = PetNetOneDNNIsNormFwd(op);
@@ -1051,16 +1052,22 @@ PetscErrorCode PetNetOneDNNConvAvailable(PetNetGemmBackend backend, const PetNet
   {
     const PetNetOneDNNOp  ops[4]   = {PETNET_ONEDNN_CONV_FORWARD, PETNET_ONEDNN_CONV_FORWARD, PETNET_ONEDNN_CONV_BACKWARD_DATA, PETNET_ONEDNN_CONV_BACKWARD_WEIGHTS};
     const float           betas[4] = {0, 1, 0, 0};
-    PetNetOneDNNConvShape nobias   = *sh;
+    PetNetOneDNNConvShape base     = *sh, nobias;
     PetNetOneDNNEntry    *e;
     int                   saved;
 
+    base.relu   = PETSC_FALSE; /* the four ops have no activation; the forward with relu (sh->relu) is a fifth */
+    nobias      = base;
     nobias.bias = PETSC_FALSE;
     PetscCall(PetNetOneDNNInitialize());
     saved = PetNetOneDNNThreadsPush();
     *ok   = PETSC_TRUE;
     for (PetscInt i = 0; i < 4 && *ok; i++) {
-      PetscCall(PetNetOneDNNGetConvEntry(backend, ops[i], i == 1 ? &nobias : sh, betas[i], &e));
+      PetscCall(PetNetOneDNNGetConvEntry(backend, ops[i], i == 1 ? &nobias : &base, betas[i], &e));
+      *ok = (PetscBool)!e->native;
+    }
+    if (*ok && sh->relu) {
+      PetscCall(PetNetOneDNNGetConvEntry(backend, PETNET_ONEDNN_CONV_FORWARD, sh, 0, &e));
       *ok = (PetscBool)!e->native;
     }
     PetNetOneDNNThreadsPop(saved);

@@ -63,6 +63,7 @@ typedef struct {
   PetscInt  k[3], stride[3], pad[3]; /* kernel, stride, padding before each dim (after: what out[] implies) */
   PetscInt  dilation[3];             /* 1: none (PetNet's and PyTorch's convention, oneDNN's plus 1) */
   PetscBool bias;
+  PetscBool relu; /* a convolution's forward: relu as a post-op after the bias and the sum (a relu fused after it); else 0 */
 } PetNetOneDNNConvShape;
 
 PETSC_INTERN PetscErrorCode PetNetOneDNNConvProbe(PetNetGemmBackend, char *, size_t);

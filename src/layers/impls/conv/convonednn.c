@@ -100,14 +100,16 @@ static void ConvOneDNNToFloat(PetscInt n, const PetscScalar *theta, float *v)
   for (PetscInt i = 0; i < n; i++) v[i] = (float)theta[i];
 }
 
-/* forward: y = f(conv(x; W) + b), W and b rounded to float and kept; f on each sample's output, samples in parallel */
+/* forward: y = f(conv(x; W) + b), W and b rounded to float and kept; f a relu: the primitive's post-op; another f on
+   each sample's output, samples in parallel */
 PetscErrorCode ConvForwardActSingle_OneDNN(Layer layer, Layer act, PetscInt n, const PetscScalar *theta, const float *x, float *y)
 {
   LayerConv            *conv = (LayerConv *)layer->data;
   ConvOneDNN           *s    = &conv->dnn;
   const PetscInt        nw = conv->nout * conv->kg, outsize = layer->outsize;
   PetNetOneDNNConvShape sh;
-  PetscErrorCode        err = 0;
+  PetscErrorCode        err  = 0;
+  PetscBool             relu = PETSC_FALSE;
 
   PetscFunctionBegin;
   PetscCall(ConvOneDNNGetWork(conv));
@@ -116,8 +118,14 @@ PetscErrorCode ConvForwardActSingle_OneDNN(Layer layer, Layer act, PetscInt n, c
   s->wset = PETSC_TRUE;
   if (!n) PetscFunctionReturn(0);
   ConvOneDNNShape(conv, n, &sh);
+  if (act) PetscCall(PetscObjectTypeCompare((PetscObject)act, LAYERRELU, &relu));
+  if (relu) { /* a fused relu as the primitive's post-op, where oneDNN has that primitive */
+    sh.relu = PETSC_TRUE;
+    PetscCall(PetNetOneDNNConvAvailable(layer->gemm, &sh, &relu));
+    sh.relu = relu;
+  }
   PetscCall(PetNetOneDNNConvForward(layer->gemm, &sh, x, s->w, conv->bias ? s->b : NULL, 0, y));
-  if (act) {
+  if (act && !relu) {
 #pragma omp parallel for num_threads(PetNetThreads()) schedule(static) if (n > 1)
     for (PetscInt i = 0; i < n; i++) PetNetThreadsSetError(&err, LayerActivateSingle(act, outsize, y + (size_t)i * outsize));
     PetNetThreadsCheck(err, "conv forward's activation");
