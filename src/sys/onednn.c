@@ -33,7 +33,8 @@
   backend, shape, beta, threads):
 
     op                 oneDNN primitive                  src         weights        bias   dst
-    forward            convolution forward (training)    x           W              b      y (+= beta y: sum post-op)
+    forward            convolution forward (training)    x           W              b      y (+= beta y: sum post-op;
+                                                                                                then relu: the shape's relu)
     backward data      convolution backward data         dx (out)    W              -      dy
     backward weights   convolution backward weights      x           dW (out)       db     dy
 
