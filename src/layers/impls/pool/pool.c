@@ -68,6 +68,7 @@ static PetscErrorCode LayerSetArguments_Pool(Layer layer, const char args[])
   PetscCheck(strlen(args) < sizeof(copy), comm, PETSC_ERR_ARG_SIZ, "%s:%.64s... is longer than %zu characters: give at most %s", kind, args, sizeof(copy) - 1, most);
   PetscCall(PetscStrncpy(copy, args, sizeof(copy)));
   for (field = strtok_r(copy, ":", &saveptr); field; field = strtok_r(NULL, ":", &saveptr), i++) {
+    PetscCheck(i != 3 || max == 4, comm, PETSC_ERR_ARG_WRONG, "%s has no dilation (PyTorch's AvgPool has none), so it takes at most K:STRIDE:PAD, not \"%s\": drop the fourth value, or use maxpool:K:STRIDE:PAD:DILATION", kind, args);
     PetscCheck(i < max, comm, PETSC_ERR_ARG_WRONG, "%s takes at most %s (e.g. %s), not \"%s\"", kind, most, max == 4 ? "maxpool:3:1:1:2" : "avgpool:3:2:1", args);
     PetscCall(LayerWindowParse(comm, what[i], field, 0, v, &n));
     PetscCall(LayerPoolSetWindow_Pool(layer, which[i], n, v));
