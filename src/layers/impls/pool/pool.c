@@ -31,10 +31,9 @@ static PetscInt PoolViewDims(const LayerWindow *win)
 /* A pool kind with a dilation: maxpool (PyTorch's MaxPool2d/3d have one, AvgPool2d/3d none) */
 static PetscBool PoolHasDilation(Layer layer)
 {
-  PetscBool max;
+  const char *kind = ((PetscObject)layer)->type_name;
 
-  PetscCallAbort(PETSC_COMM_SELF, PetscObjectTypeCompare((PetscObject)layer, LAYERMAXPOOL, &max));
-  return max;
+  return (PetscBool)(kind && !strcmp(kind, LAYERMAXPOOL));
 }
 
 /* which: LAYER_WINDOW_KERNEL, _STRIDE, _PADDING or _DILATION (maxpool only); n values in v (1: the same along every spatial dim) */
