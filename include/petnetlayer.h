@@ -85,7 +85,7 @@ PETSC_EXTERN PetscErrorCode LayerLeakyReLUSetSlope(Layer, PetscReal);
    a DMDA (NetSetGrid(), NetDMDASetUp()) applies them to the distributed fields, input (c) at each grid point */
 #define LAYERCONV2D        "conv2d"        /* conv2d:OUT[:K[:STRIDE[:PAD[:D[:G]]]]][:dilation=D][:groups=G][:bias=0|1], K as 3 or 3x5 */
 #define LAYERCONV3D        "conv3d"        /* conv3d:OUT[:K[:STRIDE[:PAD[:D[:G]]]]][:dilation=D][:groups=G][:bias=0|1], K as 3 or 3x3x5, on (d, h, w, c) */
-#define LAYERMAXPOOL       "maxpool"       /* maxpool:K[:STRIDE[:PAD]], stride defaults to K; K as 2, 2x3 or 2x3x3; 2-D or 3-D by the input */
+#define LAYERMAXPOOL       "maxpool"       /* maxpool:K[:STRIDE[:PAD[:DILATION]]], stride defaults to K; K as 2, 2x3 or 2x3x3; 2-D or 3-D by the input */
 #define LAYERAVGPOOL       "avgpool"       /* avgpool:K[:STRIDE[:PAD]], padding counted in the mean (PyTorch's default) */
 #define LAYERGLOBALAVGPOOL "globalavgpool" /* (h, w, c) or (d, h, w, c) -> (c) */
 #define LAYERFLATTEN       "flatten"       /* (h, w, c) -> (h*w*c), (d, h, w, c) -> (d*h*w*c), channels-last order (PyTorch's flatten of NCHW is (c, h, w)) */
@@ -131,6 +131,8 @@ PETSC_EXTERN PetscErrorCode LayerPoolSetPadding(Layer, PetscInt, PetscInt);
 PETSC_EXTERN PetscErrorCode LayerPoolSetKernel3d(Layer, PetscInt, PetscInt, PetscInt);
 PETSC_EXTERN PetscErrorCode LayerPoolSetStride3d(Layer, PetscInt, PetscInt, PetscInt);
 PETSC_EXTERN PetscErrorCode LayerPoolSetPadding3d(Layer, PetscInt, PetscInt, PetscInt);
+PETSC_EXTERN PetscErrorCode LayerPoolSetDilation(Layer, PetscInt, PetscInt);
+PETSC_EXTERN PetscErrorCode LayerPoolSetDilation3d(Layer, PetscInt, PetscInt, PetscInt);
 PETSC_EXTERN PetscErrorCode LayerDropoutSetProbability(Layer, PetscReal);
 PETSC_EXTERN PetscErrorCode LayerDropoutSetSeed(Layer, PetscInt64);
 PETSC_EXTERN PetscErrorCode LayerAttentionSetQueryBlock(Layer, PetscInt, PetscInt); /* the queries [q0, q0 + nq) against all T keys */

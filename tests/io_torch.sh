@@ -23,7 +23,7 @@ out = "tests/out/"
 ok = pt.selftest(out + "io_torch", out + "io_from_torch")
 
 # 1. PetNet -> PyTorch: the files of the io_torch_<case>_write suite lines
-for case in ("cnn", "convs", "norm", "train", "residual", "cnn3d", "cnn3d_gap"):
+for case in ("cnn", "convs", "norm", "train", "residual", "cnn3d", "cnn3d_gap", "maxpool_dilation"):
     ok = pt.check(f"{out}io_torch_{case}.h5", f"{out}io_torch_{case}_data.h5", 1e-12) and ok
 
 # Format version 3 holds every tensor in PyTorch's layout: the file's datasets, as they are, into the state_dict

@@ -86,7 +86,7 @@ Layer kinds (PetNet -> PyTorch):
     identity -> Identity,
     conv2d:OUT[:K[:STRIDE[:PAD[:D[:G]]]]][:dilation=D][:groups=G][:bias=0] -> Conv2d (K, STRIDE, PAD, D as 3 or 3x5),
     conv3d:OUT[:K[:STRIDE[:PAD[:D[:G]]]]][:dilation=D][:groups=G][:bias=0] -> Conv3d (K, STRIDE, PAD, D as 3 or 3x3x5),
-    maxpool:K[:STRIDE[:PAD]] -> MaxPool2d on (h, w, c), MaxPool3d on (d, h, w, c); avgpool:K[:STRIDE[:PAD]] ->
+    maxpool:K[:STRIDE[:PAD[:DILATION]]] -> MaxPool2d on (h, w, c), MaxPool3d on (d, h, w, c); avgpool:K[:STRIDE[:PAD]] ->
     AvgPool2d / AvgPool3d (count_include_pad=True: padded taps count as zeros, the divisor is always the window's
     size, as PetNet), globalavgpool -> GlobalAvgPool (saving also accepts AdaptiveAvgPool2d(1) or
     AdaptiveAvgPool3d(1) followed by Flatten), flatten -> Flatten, dropout:P -> Dropout(P),
@@ -439,16 +439,18 @@ def _convt_args(args):
     return c
 
 
-def _pool_args(args, nsd=2):
-    """pooling arguments K[:STRIDE[:PAD]] on nsd spatial dims -> (k, s, p); stride defaults to the kernel"""
+def _pool_args(args, nsd=2, dilation=False):
+    """pooling arguments K[:STRIDE[:PAD]] (maxpool: K[:STRIDE[:PAD[:DILATION]]]) on nsd spatial dims -> (k, s, p, d);
+    stride defaults to the kernel, dilation to 1"""
     fields = args.split(":") if args else ["2"]
-    if len(fields) > 3:
-        raise ValueError(f"pooling takes K[:STRIDE[:PAD]], not '{args}'")
+    if len(fields) > (4 if dilation else 3):
+        raise ValueError(f"pooling takes K[:STRIDE[:PAD{':DILATION' if dilation else ''}]], not '{args}'")
     k = _tuple(fields[0], nsd)
     s = _tuple(fields[1], nsd) if len(fields) > 1 else k
     s = tuple(si if si else ki for si, ki in zip(s, k))  # stride 0 means the kernel
     p = _tuple(fields[2], nsd) if len(fields) > 2 else (0,) * nsd
-    return k, s, p
+    d = _tuple(fields[3], nsd) if len(fields) > 3 else (1,) * nsd
+    return k, s, p, d
 
 
 def _upsample_args(args):
@@ -516,9 +518,9 @@ def _make_module(kind, args, shape):
         if not _spatial(shape):
             raise ValueError(f"{kind}:{args} needs an (h, w, c) or (d, h, w, c) input, not {shape_to_string(shape)}")
         nsd = len(shape) - 1
-        k, s, p = _pool_args(args, nsd)
+        k, s, p, d = _pool_args(args, nsd, kind == "maxpool")
         if kind == "maxpool":
-            return (nn.MaxPool2d if nsd == 2 else nn.MaxPool3d)(k, stride=s, padding=p)
+            return (nn.MaxPool2d if nsd == 2 else nn.MaxPool3d)(k, stride=s, padding=p, dilation=d)
         return (nn.AvgPool2d if nsd == 2 else nn.AvgPool3d)(k, stride=s, padding=p, count_include_pad=True)
     if kind == "batchnorm":
         fields = [float(v) for v in args.split(":")] if args else []
@@ -709,12 +711,15 @@ def _group_one(m):
         nsd = 2 if isinstance(m, (nn.MaxPool2d, nn.AvgPool2d)) else 3
         if m.ceil_mode:
             raise ValueError(f"PetNet's {kind} rounds the output size down: use ceil_mode=False")
-        if kind == "maxpool" and (_as_tuple(m.dilation, nsd) != (1,) * nsd or m.return_indices):
-            raise ValueError("PetNet's maxpool has no dilation and returns no indices")
+        if kind == "maxpool" and m.return_indices:
+            raise ValueError("PetNet's maxpool returns no indices")
         if kind == "avgpool" and (not m.count_include_pad or m.divisor_override is not None):
             raise ValueError("PetNet's avgpool counts padded taps (divisor the window's size): use count_include_pad=True, no divisor_override")
         k = _as_tuple(m.kernel_size, nsd)
         s, p = _as_tuple(m.stride if m.stride is not None else m.kernel_size, nsd), _as_tuple(m.padding, nsd)
+        d = _as_tuple(m.dilation, nsd) if kind == "maxpool" else (1,) * nsd
+        if d != (1,) * nsd:
+            return f"{kind}:{_pair_text(k)}:{_pair_text(s)}:{_pair_text(p)}:{_pair_text(d)}", [m]
         if p != (0,) * nsd:
             return f"{kind}:{_pair_text(k)}:{_pair_text(s)}:{_pair_text(p)}", [m]
         if s != k:
@@ -915,10 +920,10 @@ def _bind(group, state):
         nsd = 2 if isinstance(m, (nn.MaxPool2d, nn.AvgPool2d)) else 3
         if ndim != nsd + 1:
             raise ValueError(f"{entry}: {type(m).__name__} needs an {'(h, w, c)' if nsd == 2 else '(d, h, w, c)'} input, not {shape_to_string(shape)}")
-        k, s, p = _pool_args(entry.partition(":")[2], nsd)
+        k, s, p, d = _pool_args(entry.partition(":")[2], nsd, isinstance(m, (nn.MaxPool2d, nn.MaxPool3d)))
         if any(2 * pi > ki for pi, ki in zip(p, k)):
             raise ValueError(f"{entry}: padding more than half the kernel")
-        out = _window_out(shape, k, s, p, (1,) * nsd, entry)
+        out = _window_out(shape, k, s, p, d, entry)
         return _State(tuple(out) + (shape[-1],)), []
     if isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)):
         wants = {nn.BatchNorm1d: 1, nn.BatchNorm2d: 3, nn.BatchNorm3d: 4}[type(m)]

@@ -18,7 +18,7 @@
   LayerGemmBatchedSingle()), and conv2d's
   float forward, backward and jvp run oneDNN's convolution primitives when it is set (src/layers/impls/conv/
   convonednn.c; a shape without them runs the layer's own float kernels for all its ops), avgpool's and maxpool's
-  (2-D) its poolings (src/layers/impls/avgpool/avgpool.c, src/layers/impls/maxpool/maxpool.c), layernorm's its
+  (2-D and 3-D, maxpool also dilated) its poolings (src/layers/impls/avgpool/avgpool.c, src/layers/impls/maxpool/maxpool.c), layernorm's its
   layer normalization (src/layers/impls/layernorm/layernorm.c).
 */
 #include <petnet/private/netimpl.h>
@@ -55,8 +55,8 @@ PetscErrorCode NetBackendView_Private(Net net, PetscViewer viewer)
     PetscCall(PetNetOneDNNPoolProbe(gemm, pimpl, sizeof(pimpl)));
     PetscCall(PetscViewerASCIIPrintf(
         viewer,
-        "backend onednn (oneDNN %s): dense layers', attention's projections' and einsum's float GEMMs through oneDNN's matmul in %s (on this CPU %s%s), conv2d and conv3d through its convolutions (on this CPU %s%s), 2-D average pooling (max "
-        "pooling with -maxpool_onednn) through its "
+        "backend onednn (oneDNN %s): dense layers', attention's projections' and einsum's float GEMMs through oneDNN's matmul in %s (on this CPU %s%s), conv2d and conv3d through its convolutions (on this CPU %s%s), average pooling (max "
+        "pooling with -maxpool_onednn), 2-D and 3-D, through its "
         "poolings in f32 (on this CPU %s%s); a shape without a fast oneDNN kernel runs PetNet's own (-info names each)\n",
         version, gemm == PETNET_GEMM_ONEDNN_BF16 ? "bf16" : "f32", impl, !strcmp(impl, "none") || !strncmp(impl, "ref", 3) ? ": sgemm instead" : "", cimpl, !strcmp(cimpl, "none") || !strncmp(cimpl, "ref", 3) ? ": native instead" : "", pimpl,
         !strcmp(pimpl, "none") || !strncmp(pimpl, "ref", 3) ? ": native instead" : ""));
@@ -74,8 +74,10 @@ PetscErrorCode NetBackendView_Private(Net net, PetscViewer viewer)
 + net     - the Net
 - backend - `NET_BACKEND_ONEDNN` (the default when PetNet is built with oneDNN) or `NET_BACKEND_NATIVE`
 
-  Options Database Key:
-. -net_backend <native,onednn> - the same from the options (NetSetFromOptions())
+  Options Database Keys:
++ -net_backend <native,onednn> - the same from the options (NetSetFromOptions())
+. -maxpool_onednn <bool> - maxpool layers' float passes on oneDNN too (default false)
+- -petnet_onednn_reference <bool> - poolings run oneDNN's reference loops where it has no faster kernel, instead of PetNet's (tests; default false)
 
   Notes:
   With `NET_BACKEND_ONEDNN` the dense layers' forward (Y = X W^T + b, the bias fused), backward (dX = dY W,
@@ -95,12 +97,14 @@ PetscErrorCode NetBackendView_Private(Net net, PetscViewer viewer)
   ndhwc), the weights reordered once per call into the layout oneDNN's kernel picks; a shape (batch size included) for which
   oneDNN has no kernel, or only its reference loops (bfloat16 on a CPU without AVX-512), runs the layer's own float
   kernels (Winograd, im2col + sgemm, direct) for all its operations, decided once and named by -info. The weight
-  gradient of a batch is summed in float by oneDNN, then added to the double gradient. avgpool layers (2-D) run
-  their float passes as oneDNN average pooling primitives (padding counted, as PyTorch's count_include_pad);
-  maxpool layers (2-D) with -maxpool_onednn (off by default: oneDNN 2.6's AVX2 max pooling is slower than PetNet's
+  gradient of a batch is summed in float by oneDNN, then added to the double gradient. avgpool layers (2-D and
+  3-D: nhwc, ndhwc) run their float passes as oneDNN average pooling primitives (padding counted, as PyTorch's
+  count_include_pad); maxpool layers (2-D and 3-D, dilated or not) with -maxpool_onednn (off by default: oneDNN 2.6's AVX2 max pooling is slower than PetNet's
   kernels, with the same results) their float forward and backward as oneDNN max pooling primitives, the forward keeping
   oneDNN's workspace (the maximum's tap in each window) for the backward; the JVP gathers the tangent natively at
-  those taps (oneDNN has no JVP). Ties go to the first maximum in window order, as in PetNet's own kernels.
+  those taps (oneDNN has no JVP). Ties go to the first maximum in window order, as in PetNet's own kernels. oneDNN 2.6
+  has only its reference loops for a dilated pooling on AVX2 (about 50x PetNet's time): those layers run natively
+  (-info says so); -petnet_onednn_reference runs the reference loops anyway, for tests of the mapping.
   layernorm layers run their float forward (training: the float mean and variance of each position kept) and
   backward (the float gamma and beta gradients of the batch added to the double gradient) as oneDNN layer
   normalization primitives; their JVP runs natively on the statistics oneDNN computed; rmsnorm stays native.

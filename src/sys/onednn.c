@@ -130,7 +130,8 @@ static struct {
   dnnl_stream_t      stream;
   PetNetOneDNNEntry *entries; /* maxentries of them, grown by doubling up to PETNET_ONEDNN_CACHE */
   PetscInt           nentries, maxentries;
-  char              *pad; /* the scratchpad: padsize bytes from a 64-byte boundary of pad */
+  PetscBool          reference; /* -petnet_onednn_reference: poolings run oneDNN's reference loops too (tests), instead of falling back */
+  char              *pad;       /* the scratchpad: padsize bytes from a 64-byte boundary of pad */
   size_t             padsize;
   uint16_t          *a16, *b16; /* bfloat16 copies of A and B (convolutions: of their two data operands) */
   size_t             na16, nb16;
@@ -188,6 +189,9 @@ static PetscErrorCode PetNetOneDNNInitialize(void)
   PetNetCallDNNL(dnnl_engine_create(&PetNetOneDNN.engine, dnnl_cpu, 0));
   PetNetCallDNNL(dnnl_stream_create(&PetNetOneDNN.stream, PetNetOneDNN.engine, dnnl_stream_default_flags));
   PetscCall(PetscRegisterFinalize(PetNetOneDNNFinalize));
+  /* tests only: oneDNN's reference pooling loops are slow, but they check PetNet's mapping (keys, dilation, the
+     workspace's taps) where this CPU has no other kernel (dilated max pooling on AVX2) */
+  PetscCall(PetscOptionsGetBool(NULL, NULL, "-petnet_onednn_reference", &PetNetOneDNN.reference, NULL));
   PetNetOneDNN.initialized = PETSC_TRUE;
   PetscFunctionReturn(0);
 }
@@ -470,18 +474,20 @@ static PetscErrorCode PetNetOneDNNConvCreateDesc(PetNetGemmBackend backend, PetN
 }
 
 /*
-  The primitive descriptor of a pooling for a key whose cin is the channels, k the window, stride and pad its own
-  (dilation 1): average (PyTorch's count_include_pad: oneDNN's avg_include_padding) or max (pooling_max, forward
-  training: it writes the workspace its backward reads); f32 data in nhwc whatever the precision (PetNet's float
-  kernels pool float values in bfloat16 too); *pd NULL when oneDNN refuses it
+  The primitive descriptor of a pooling for a key whose cin is the channels, k the window, stride, pad and dilation
+  its own, 2-D or 3-D (nsd): average (PyTorch's count_include_pad: oneDNN's avg_include_padding; dilation 1) or max
+  (pooling_max, forward training: it writes the workspace its backward reads); f32 data in nhwc or ndhwc whatever the
+  precision (PetNet's float kernels pool float values in bfloat16 too); *pd NULL when oneDNN refuses it. Pooling v2
+  takes the dilation in oneDNN's convention, PetNet's minus one (0: taps side by side); the padding after each dim is
+  what the output size implies, (out - 1) stride + (k - 1) dilation + 1 - in - pad (PetNet's and PyTorch's floor).
 */
 static PetscErrorCode PetNetOneDNNPoolCreateDesc(PetNetOneDNNOp op, const PetNetOneDNNConvShape *sh, dnnl_primitive_desc_t *pd)
 {
   const int               nd  = (int)sh->nsd + 2;
   const dnnl_format_tag_t tag = sh->nsd == 2 ? dnnl_nhwc : dnnl_ndhwc;
-  dnnl_dims_t             sdims, ddims, strides, kernel, padl, padr;
+  dnnl_dims_t             sdims, ddims, strides, kernel, dilates, padl, padr;
   dnnl_memory_desc_t      xmd, ymd;
-  dnnl_pooling_desc_t     fdesc, bdesc;
+  dnnl_pooling_v2_desc_t  fdesc, bdesc;
   dnnl_primitive_attr_t   attr;
   dnnl_primitive_desc_t   hint = NULL;
   const dnnl_alg_kind_t   alg  = PetNetOneDNNIsMaxPool(op) ? dnnl_pooling_max : dnnl_pooling_avg_include_padding;
@@ -496,12 +502,13 @@ static PetscErrorCode PetNetOneDNNPoolCreateDesc(PetNetOneDNNOp op, const PetNet
     ddims[2 + d] = sh->out[d];
     strides[d]   = sh->stride[d];
     kernel[d]    = sh->k[d];
+    dilates[d]   = sh->dilation[d] - 1;
     padl[d]      = sh->pad[d];
-    padr[d]      = (sh->out[d] - 1) * sh->stride[d] + sh->k[d] - sh->in[d] - sh->pad[d];
+    padr[d]      = (sh->out[d] - 1) * sh->stride[d] + (sh->k[d] - 1) * sh->dilation[d] + 1 - sh->in[d] - sh->pad[d];
   }
   PetNetCallDNNL(dnnl_memory_desc_init_by_tag(&xmd, nd, sdims, dnnl_f32, tag));
   PetNetCallDNNL(dnnl_memory_desc_init_by_tag(&ymd, nd, ddims, dnnl_f32, tag));
-  st = dnnl_pooling_forward_desc_init(&fdesc, dnnl_forward_training, alg, &xmd, &ymd, strides, kernel, padl, padr);
+  st = dnnl_pooling_v2_forward_desc_init(&fdesc, dnnl_forward_training, alg, &xmd, &ymd, strides, kernel, dilates, padl, padr);
   if (st != dnnl_success) PetscFunctionReturn(0);
   PetNetCallDNNL(dnnl_primitive_attr_create(&attr));
   PetNetCallDNNL(dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user));
@@ -509,7 +516,7 @@ static PetscErrorCode PetNetOneDNNPoolCreateDesc(PetNetOneDNNOp op, const PetNet
     st = dnnl_primitive_desc_create(pd, &fdesc, attr, PetNetOneDNN.engine, NULL);
   else {
     st = dnnl_primitive_desc_create(&hint, &fdesc, NULL, PetNetOneDNN.engine, NULL);
-    if (st == dnnl_success) st = dnnl_pooling_backward_desc_init(&bdesc, alg, &xmd, &ymd, strides, kernel, padl, padr);
+    if (st == dnnl_success) st = dnnl_pooling_v2_backward_desc_init(&bdesc, alg, &xmd, &ymd, strides, kernel, dilates, padl, padr);
     if (st == dnnl_success) st = dnnl_primitive_desc_create(pd, &bdesc, attr, PetNetOneDNN.engine, hint);
     if (hint) PetNetCallDNNL(dnnl_primitive_desc_destroy(hint));
   }
@@ -652,6 +659,22 @@ static PetscErrorCode PetNetOneDNNDimsString(PetscInt nsd, const PetscInt dims[]
   PetscFunctionReturn(0);
 }
 
+/* a window setting for -info: "3" when alike along every spatial dim, else "2x3x3" (slowest first) */
+static PetscErrorCode PetNetOneDNNWindowString(PetscInt nsd, const PetscInt v[], char str[], size_t len)
+{
+  PetscBool same = PETSC_TRUE;
+  size_t    o    = 0;
+
+  PetscFunctionBegin;
+  for (PetscInt d = 1; d < nsd; d++) same = (PetscBool)(same && v[d] == v[0]);
+  str[0] = 0;
+  for (PetscInt d = 0; d < (same ? 1 : nsd); d++) {
+    PetscCall(PetscSNPrintf(str + o, len - o, d ? "x%" PetscInt_FMT : "%" PetscInt_FMT, v[d]));
+    PetscCall(PetscStrlen(str, &o));
+  }
+  PetscFunctionReturn(0);
+}
+
 /* the cached entry of a convolution key, created (its decision and its weights' reorder recorded) at the first call */
 static PetscErrorCode PetNetOneDNNGetConvEntry(PetNetGemmBackend backend, PetNetOneDNNOp op, const PetNetOneDNNConvShape *sh, float beta, PetNetOneDNNEntry **entry)
 {
@@ -682,7 +705,7 @@ static PetscErrorCode PetNetOneDNNGetConvEntry(PetNetGemmBackend backend, PetNet
   if (pd) PetNetCallDNNL(dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, (void *)&impl));
   /* batch normalization: only its jit kernels (bnorm_tbb_jit:avx2, ...); its plain loops (nspc_bnorm:any, for channels
      that are not a multiple of the vector, 2-2.5x native's time here) and reference loops (bnorm_ref:any) fall back */
-  e->native = (PetscBool)(!pd || !strncmp(impl, "ref", 3) || (PetNetOneDNNIsBNorm(op) && !strstr(impl, "jit")));
+  e->native = (PetscBool)(!pd || (!strncmp(impl, "ref", 3) && !(PetNetOneDNN.reference && PetNetOneDNNIsPool(op))) || (PetNetOneDNNIsBNorm(op) && !strstr(impl, "jit")));
   if (!e->native && PetNetOneDNNIsMaxPool(op)) PetscCall(PetNetOneDNNMaxPoolWorkspace(e, pd));
   if (PetNetOneDNNIsLNorm(op))
     PetscCall(PetscSNPrintf(geom, sizeof(geom), "%" PetscInt_FMT " positions of %" PetscInt_FMT " eps %g", sh->n, sh->cin, (double)beta));
@@ -692,12 +715,15 @@ static PetscErrorCode PetNetOneDNNGetConvEntry(PetNetGemmBackend backend, PetNet
     PetscCall(PetNetOneDNNDimsString(sh->nsd, sh->in, sh->cin, in, sizeof(in)));
     PetscCall(PetscSNPrintf(geom, sizeof(geom), "n %" PetscInt_FMT " in %s eps %g", sh->n, in, (double)beta));
   } else {
-    char in[48], out[48];
+    char in[48], out[48], k[48], st[48], pad[48], dil[48];
 
     PetscCall(PetNetOneDNNDimsString(sh->nsd, sh->in, sh->cin, in, sizeof(in)));
     PetscCall(PetNetOneDNNDimsString(sh->nsd, sh->out, sh->cout, out, sizeof(out)));
-    PetscCall(PetscSNPrintf(geom, sizeof(geom), "n %" PetscInt_FMT " in %s out %s k %" PetscInt_FMT " stride %" PetscInt_FMT " pad %" PetscInt_FMT " dilation %" PetscInt_FMT " groups %" PetscInt_FMT, sh->n, in, out, sh->k[0], sh->stride[0],
-                            sh->pad[0], sh->dilation[0], sh->groups));
+    PetscCall(PetNetOneDNNWindowString(sh->nsd, sh->k, k, sizeof(k)));
+    PetscCall(PetNetOneDNNWindowString(sh->nsd, sh->stride, st, sizeof(st)));
+    PetscCall(PetNetOneDNNWindowString(sh->nsd, sh->pad, pad, sizeof(pad)));
+    PetscCall(PetNetOneDNNWindowString(sh->nsd, sh->dilation, dil, sizeof(dil)));
+    PetscCall(PetscSNPrintf(geom, sizeof(geom), "n %" PetscInt_FMT " in %s out %s k %s stride %s pad %s dilation %s groups %" PetscInt_FMT, sh->n, in, out, k, st, pad, dil, sh->groups));
   }
   PetscCall(PetscInfo(NULL, "oneDNN %s %s %s%s%s%s on %d threads: %s%s\n", PetNetOneDNNOps[op], backend == PETNET_GEMM_ONEDNN_BF16 ? "bf16" : "f32", geom, sh->bias ? (PetNetOneDNNIsNorm(op) ? " affine" : " bias") : "",
                       beta != 0 && !PetNetOneDNNIsNorm(op) ? " sum" : "", sh->relu ? " relu" : "", threads, impl,

@@ -1,6 +1,7 @@
 /*
   avgpool: the mean over each window, per channel (PyTorch's AvgPool2d on (h, w, c) samples, AvgPool3d on (d, h, w, c)
-  ones, with count_include_pad = True: padded taps count as zeros, the divisor is always the window's size kd kh kw).
+  ones, with count_include_pad = True: padded taps count as zeros, the divisor is always the window's size kd kh kw;
+  no dilation, as PyTorch's).
   A linear map A, so jvp = A dx and backward = A^T dy. The window is seen as a volume (a 2-D one has depth 1, window.h).
 
     x   [n][D][H][W][C]
@@ -32,9 +33,10 @@ typedef struct {
 /*
   The float passes on oneDNN (a Net at single or bfloat16 with -net_backend onednn: layer->gemm): average pooling
   primitives with padding counted (oneDNN's avg_include_padding, as here) on the whole batch, nhwc as PetNet holds
-  it, from the cache of src/sys/onednn.c; forward, backward (dx overwritten) and jvp (forward on dx). A 2-D batch-mode
-  layer whose shape oneDNN takes (both directions, decided per batch size once, -info) runs them there; else, and in
-  3-D, the kernels above. The sums are oneDNN's (another order than the window order above: round-off apart).
+  it (ndhwc for volumes), from the cache of src/sys/onednn.c; forward, backward (dx overwritten) and jvp (forward on
+  dx). A batch-mode layer, 2-D or 3-D, whose shape oneDNN takes (both directions, decided per batch size once, -info)
+  runs them there; else the kernels above. The sums are oneDNN's (another order than the window order above:
+  round-off apart).
 */
 static PetscErrorCode AvgPoolOneDNN(Layer layer, PetscInt n, PetNetOneDNNConvShape *sh, PetscBool *on)
 {

@@ -1,6 +1,7 @@
 /*
   maxpool: the maximum over each window, per channel (PyTorch's MaxPool2d on (h, w, c) samples, MaxPool3d on
-  (d, h, w, c) ones; padding acts as -infinity). The window is seen as a volume (a 2-D one has depth 1, window.h).
+  (d, h, w, c) ones, with their dilation; padding acts as -infinity). The window is seen as a volume (a 2-D one has
+  depth 1, window.h); tap t along a dim reads o step - pad + t dilation.
 
     x       [n][D][H][W][C]
     y       [n][Do][Ho][Wo][C]
@@ -27,13 +28,13 @@
 
   oneDNN (a Net at single or bfloat16 with -net_backend onednn: layer->gemm, and -maxpool_onednn: off by default,
   since oneDNN 2.6's jit:avx2 max pooling on nhwc data took 5-6x the time of the tiled kernels below on this AVX2
-  machine, docs/benchmarks.md; the results are the same bits either way, ties included): a 2-D batch-mode layer whose shape
-  oneDNN takes (forward and backward, decided per batch size once, -info) runs its float forward as oneDNN's max
-  pooling in training mode, which writes a workspace, and its float backward as oneDNN's max pooling backward, which
-  reads it:
+  machine, docs/benchmarks.md; the results are the same bits either way, ties included): a batch-mode layer, 2-D or
+  3-D, dilated or not, whose shape oneDNN takes (forward and backward, decided per batch size once, -info) runs its
+  float forward as oneDNN's max pooling in training mode, which writes a workspace, and its float backward as
+  oneDNN's max pooling backward, which reads it:
 
-    ws      [n][Ho][Wo][C]       u8 (s32 for windows of 256 taps or more): the maximum's tap in its window,
-                                 kh KW + kw, padded taps counted (onednnimpl.h)
+    ws      [n][Do][Ho][Wo][C]   u8 (s32 for windows of 256 taps or more): the maximum's tap in its window,
+                                 (kd KH + kh) KW + kw (kd = 0 in 2-D), padded taps counted (onednnimpl.h)
 
   oneDNN has no jvp of a max pooling: the jvp (and any native pass after a oneDNN forward: the double passes) runs
   the kernels below on argmax decoded from ws (MaxPoolArgmaxFromWorkspace(), once per forward), so the jvp selects
@@ -134,9 +135,10 @@ static PetscErrorCode MaxPoolGetArgmax(Layer layer, PetscInt n, LayerWindowVolum
 }
 
 /*
-  argmax from oneDNN's workspace after a forward on oneDNN (nothing otherwise): the tap t = kh KW + kw of output
-  (oh, ow, c) is the input point (oh step - pad + kh, ow step - pad + kw, c) of its sample (a 2-D window: the volume's
-  leading dim has one point); once per forward
+  argmax from oneDNN's workspace after a forward on oneDNN (nothing otherwise): the tap t = (kd KH + kh) KW + kw of
+  output (od, oh, ow, c) is the input point (od step - pad + kd dilation, oh step - pad + kh dilation, ow step - pad +
+  kw dilation, c) of its sample (each dim's own step, pad and dilation; a 2-D window is a volume whose leading dim has
+  one point and one tap, kd = od = 0); once per forward
 */
 static PetscErrorCode MaxPoolArgmaxFromWorkspace(Layer layer)
 {
@@ -148,7 +150,7 @@ static PetscErrorCode MaxPoolArgmaxFromWorkspace(Layer layer)
   if (!pool->fromws) PetscFunctionReturn(0);
   LayerWindowGetVolume(&pool->win, &v);
   {
-    const PetscInt       W = v.in[2], Ho = v.out[1], Wo = v.out[2], KW = v.k[2], C = layer->in.dim[layer->in.ndim - 1];
+    const PetscInt       H = v.in[1], W = v.in[2], Do = v.out[0], Ho = v.out[1], Wo = v.out[2], KH = v.k[1], KW = v.k[2], C = layer->in.dim[layer->in.ndim - 1];
     const unsigned char *w8  = pool->wsbytes == 1 ? (const unsigned char *)pool->ws : NULL;
     const int32_t       *w32 = pool->wsbytes == 4 ? (const int32_t *)pool->ws : NULL;
 
@@ -156,14 +158,17 @@ static PetscErrorCode MaxPoolArgmaxFromWorkspace(Layer layer)
     for (PetscInt s = 0; s < n; s++) {
       int32_t *am = pool->argmax + (size_t)s * out;
 
-      for (PetscInt oh = 0, j = 0; oh < Ho; oh++)
-        for (PetscInt ow = 0; ow < Wo; ow++)
-          for (PetscInt c = 0; c < C; c++, j++) {
-            const PetscInt t  = w8 ? (PetscInt)w8[(size_t)s * out + j] : (PetscInt)w32[(size_t)s * out + j];
-            const PetscInt ih = oh * v.step[1] - v.pad[1] + t / KW, iw = ow * v.step[2] - v.pad[2] + t % KW;
+      for (PetscInt od = 0, j = 0; od < Do; od++)
+        for (PetscInt oh = 0; oh < Ho; oh++)
+          for (PetscInt ow = 0; ow < Wo; ow++)
+            for (PetscInt c = 0; c < C; c++, j++) {
+              const PetscInt t  = w8 ? (PetscInt)w8[(size_t)s * out + j] : (PetscInt)w32[(size_t)s * out + j];
+              const PetscInt id = od * v.step[0] - v.pad[0] + (t / (KH * KW)) * v.dilation[0];
+              const PetscInt ih = oh * v.step[1] - v.pad[1] + ((t / KW) % KH) * v.dilation[1];
+              const PetscInt iw = ow * v.step[2] - v.pad[2] + (t % KW) * v.dilation[2];
 
-            am[j] = (int32_t)((ih * W + iw) * C + c);
-          }
+              am[j] = (int32_t)(((id * H + ih) * W + iw) * C + c);
+            }
     }
   }
   pool->fromws = PETSC_FALSE;
@@ -198,8 +203,8 @@ static PetscErrorCode MaxPoolMaskScratch(Layer_MaxPool *pool, PetscInt n, const 
 #undef MAXPOOL_NAME
 
 /*
-  The float passes on oneDNN (the header's comment): *on when the layer (2-D, batch form, no dilation) takes oneDNN's
-  max pooling for n samples, sh its key and *wsbytes its workspace's bytes per output
+  The float passes on oneDNN (the header's comment): *on when the layer (2-D or 3-D, batch form, any dilation) takes
+  oneDNN's max pooling for n samples, sh its key and *wsbytes its workspace's bytes per output
 */
 static PetscErrorCode MaxPoolOneDNN(Layer layer, PetscInt n, PetNetOneDNNConvShape *sh, PetscBool *on, PetscInt *wsbytes)
 {
@@ -295,7 +300,7 @@ static PetscErrorCode LayerSetFromOptions_MaxPool(Layer layer, PetscOptionItems 
   /* -maxpool_onednn for every maxpool layer, the layer's own prefixed option (-layerN_maxpool_onednn) over it */
   PetscCall(PetscOptionsGetBool(((PetscObject)layer)->options, NULL, "-maxpool_onednn", &pool->onednn, NULL));
   PetscOptionsHeadBegin(PetscOptionsObject, "Max pooling options");
-  PetscCall(PetscOptionsBool("-maxpool_onednn", "With -net_backend onednn at single or bfloat16: run the 2-D float passes on oneDNN's max pooling (the same results; slower than PetNet's kernels with oneDNN 2.6 on AVX2)", "NetSetBackend",
+  PetscCall(PetscOptionsBool("-maxpool_onednn", "With -net_backend onednn at single or bfloat16: run the float passes (2-D and 3-D) on oneDNN's max pooling (the same results; slower than PetNet's kernels with oneDNN 2.6 on AVX2)", "NetSetBackend",
                              pool->onednn, &pool->onednn, NULL));
   PetscOptionsHeadEnd();
   PetscFunctionReturn(0);

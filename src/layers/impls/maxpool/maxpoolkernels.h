@@ -8,8 +8,8 @@
   the same argmax, ties included (the first maximum in window order), and the same output (a NaN first tap stays the
   maximum, a later NaN never wins).
 
-  General (any window: overlapping, padded): the taps in window order, each tap a pass over the channels updating the
-  output's maximum and argmax in memory.
+  General (any window: overlapping, padded, dilated): the taps in window order, each tap a pass over the channels
+  updating the output's maximum and argmax in memory; tap t along a dim reads the input at o step - pad + t dilation.
   Tiled (Layer_MaxPool.tiled, set at set-up: step = kernel and no padding, so windows do not overlap and lie inside
   the input):
   forward keeps a window's running maximum in registers, the taps inside the loop over the channels (vectorized over
@@ -20,7 +20,7 @@
 static void MAXPOOL_NAME(MaxPoolForwardGeneral)(const LayerWindowVolume *vol, PetscInt C, const MAXPOOL_T *x, MAXPOOL_T *y, int32_t *argmax)
 {
   const LayerWindowVolume v = *vol;
-  const PetscInt          H = v.in[1], W = v.in[2];
+  const PetscInt          H = v.in[1], W = v.in[2], DD = v.dilation[0], DH = v.dilation[1], DW = v.dilation[2];
   MAXPOOL_T              *ys = y;
   int32_t                *as = argmax;
 
@@ -32,7 +32,7 @@ static void MAXPOOL_NAME(MaxPoolForwardGeneral)(const LayerWindowVolume *vol, Pe
 
       for (PetscInt ow = 0; ow < v.out[2]; ow++, ys += C, as += C) {
         const PetscInt w0 = v.t0[2][ow], w1 = v.t1[2][ow], iw = ow * v.step[2] - v.pad[2];
-        const int32_t  first = (int32_t)((((id + d0) * H + ih + h0) * W + iw + w0) * C);
+        const int32_t  first = (int32_t)((((id + d0 * DD) * H + ih + h0 * DH) * W + iw + w0 * DW) * C);
 
         /* no window is all padding (padding <= kernel/2), so the first valid tap starts the maximum */
         for (PetscInt c = 0; c < C; c++) {
@@ -42,7 +42,7 @@ static void MAXPOOL_NAME(MaxPoolForwardGeneral)(const LayerWindowVolume *vol, Pe
         for (PetscInt kd = d0; kd < d1; kd++) {
           for (PetscInt kh = h0; kh < h1; kh++) {
             for (PetscInt kw = (kd == d0 && kh == h0 ? w0 + 1 : w0); kw < w1; kw++) {
-              const int32_t                   off = (int32_t)((((id + kd) * H + ih + kh) * W + iw + kw) * C);
+              const int32_t                   off = (int32_t)((((id + kd * DD) * H + ih + kh * DH) * W + iw + kw * DW) * C);
               const MAXPOOL_T *PETSC_RESTRICT xt  = x + off;
               MAXPOOL_T *PETSC_RESTRICT       yt  = ys;
               int32_t *PETSC_RESTRICT         at  = as;

@@ -1,6 +1,6 @@
 /*
-  The pooling base shared by maxpool and avgpool (layout of the kinds in pool.h): compact arguments K[:STRIDE[:PAD]], options
-  -<kind>_kernel, -<kind>_stride, -<kind>_padding, the viewer, set-up of the (Ho, Wo, C) or (Do, Ho, Wo, C) output
+  The pooling base shared by maxpool and avgpool (layout of the kinds in pool.h): compact arguments K[:STRIDE[:PAD]]
+  (maxpool also K:STRIDE:PAD:DILATION), options -<kind>_kernel, -<kind>_stride, -<kind>_padding (and -maxpool_dilation), the viewer, set-up of the (Ho, Wo, C) or (Do, Ho, Wo, C) output
   shape, the grid-mode ops getwindow and setpadding, and the public LayerPoolSet...() setters. Each kind's data struct starts with a LayerWindow (window.h), so the shared code casts
   layer->data to it; the kinds add their forward/backward/jvp.
 */
@@ -28,29 +28,49 @@ static PetscInt PoolViewDims(const LayerWindow *win)
   return win->nsd ? win->nsd : n;
 }
 
-/* which: LAYER_WINDOW_KERNEL, _STRIDE or _PADDING; n values in v (1: the same along every spatial dim) */
+/* A pool kind with a dilation: maxpool (PyTorch's MaxPool2d/3d have one, AvgPool2d/3d none) */
+static PetscBool PoolHasDilation(Layer layer)
+{
+  const char *kind = ((PetscObject)layer)->type_name;
+
+  return (PetscBool)(kind && !strcmp(kind, LAYERMAXPOOL));
+}
+
+/* which: LAYER_WINDOW_KERNEL, _STRIDE, _PADDING or _DILATION (maxpool only); n values in v (1: the same along every spatial dim) */
 static PetscErrorCode LayerPoolSetWindow_Pool(Layer layer, LayerWindowSetting which, PetscInt n, const PetscInt v[])
 {
   PetscFunctionBegin;
+  if (which == LAYER_WINDOW_DILATION && !PoolHasDilation(layer)) {
+    PetscBool ones = PETSC_TRUE;
+
+    for (PetscInt d = 0; d < n; d++) ones = (PetscBool)(ones && v[d] == 1);
+    PetscCheck(ones, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_WRONG, "%s layer %" PetscInt_FMT " has no dilation (PyTorch's AvgPool has none): use maxpool:K:STRIDE:PAD:DILATION, or a dilated conv2d/conv3d", ((PetscObject)layer)->type_name,
+               layer->index);
+  }
   PetscCall(LayerWindowSet(layer, (LayerWindow *)layer->data, which, n, v));
   PetscFunctionReturn(0);
 }
 
-/* K[:STRIDE[:PAD]], each an integer, a pair HxW or a triple DxHxW */
+/* K[:STRIDE[:PAD]] (maxpool: K[:STRIDE[:PAD[:DILATION]]]), each an integer, a pair HxW or a triple DxHxW */
 static PetscErrorCode LayerSetArguments_Pool(Layer layer, const char args[])
 {
-  MPI_Comm    comm = PetscObjectComm((PetscObject)layer);
-  const char *kind = ((PetscObject)layer)->type_name;
-  char        copy[256], *field, *saveptr = NULL;
-  PetscInt    v[3], n, i                  = 0;
+  MPI_Comm                 comm    = PetscObjectComm((PetscObject)layer);
+  const char              *kind    = ((PetscObject)layer)->type_name;
+  const char              *most    = PoolHasDilation(layer) ? "K:STRIDE:PAD:DILATION" : "K:STRIDE:PAD";
+  const PetscInt           max     = PoolHasDilation(layer) ? 4 : 3;
+  const char *const        what[]  = {"The pooling kernel", "The pooling stride", "The pooling padding", "The pooling dilation"};
+  const LayerWindowSetting which[] = {LAYER_WINDOW_KERNEL, LAYER_WINDOW_STRIDE, LAYER_WINDOW_PADDING, LAYER_WINDOW_DILATION};
+  char                     copy[256], *field, *saveptr = NULL;
+  PetscInt                 v[3], n, i                  = 0;
 
   PetscFunctionBegin;
-  PetscCheck(strlen(args) < sizeof(copy), comm, PETSC_ERR_ARG_SIZ, "%s:%.64s... is longer than %zu characters: give at most K:STRIDE:PAD", kind, args, sizeof(copy) - 1);
+  PetscCheck(strlen(args) < sizeof(copy), comm, PETSC_ERR_ARG_SIZ, "%s:%.64s... is longer than %zu characters: give at most %s", kind, args, sizeof(copy) - 1, most);
   PetscCall(PetscStrncpy(copy, args, sizeof(copy)));
   for (field = strtok_r(copy, ":", &saveptr); field; field = strtok_r(NULL, ":", &saveptr), i++) {
-    PetscCheck(i < 3, comm, PETSC_ERR_ARG_WRONG, "%s takes at most K:STRIDE:PAD (e.g. %s:3:2:1), not \"%s\"", kind, kind, args);
-    PetscCall(LayerWindowParse(comm, i == 0 ? "The pooling kernel" : i == 1 ? "The pooling stride" : "The pooling padding", field, 0, v, &n));
-    PetscCall(LayerPoolSetWindow_Pool(layer, i == 0 ? LAYER_WINDOW_KERNEL : i == 1 ? LAYER_WINDOW_STRIDE : LAYER_WINDOW_PADDING, n, v));
+    PetscCheck(i != 3 || max == 4, comm, PETSC_ERR_ARG_WRONG, "%s has no dilation (PyTorch's AvgPool has none), so it takes at most K:STRIDE:PAD, not \"%s\": drop the fourth value, or use maxpool:K:STRIDE:PAD:DILATION", kind, args);
+    PetscCheck(i < max, comm, PETSC_ERR_ARG_WRONG, "%s takes at most %s (e.g. %s), not \"%s\"", kind, most, max == 4 ? "maxpool:3:1:1:2" : "avgpool:3:2:1", args);
+    PetscCall(LayerWindowParse(comm, what[i], field, 0, v, &n));
+    PetscCall(LayerPoolSetWindow_Pool(layer, which[i], n, v));
   }
   PetscFunctionReturn(0);
 }
@@ -59,19 +79,23 @@ static PetscErrorCode LayerGetArguments_Pool(Layer layer, size_t len, char args[
 {
   LayerWindow *win = (LayerWindow *)layer->data;
   PetscInt     stride[3], ns;
-  PetscBool    padded = PETSC_FALSE, strided = PETSC_FALSE;
-  char         k[32], s[32], p[32];
+  PetscBool    padded = PETSC_FALSE, strided = PETSC_FALSE, dilated = PETSC_FALSE;
+  char         k[32], s[32], p[32], dl[32];
 
   PetscFunctionBegin;
   PoolResolveStride(win, stride, &ns);
   for (int d = 0; d < 3; d++) {
     padded  = (PetscBool)(padded || win->pad[d]);
     strided = (PetscBool)(strided || stride[d] != win->k[d]);
+    dilated = (PetscBool)(dilated || win->dilation[d] != 1);
   }
   PetscCall(LayerWindowToString(win->k, win->given[LAYER_WINDOW_KERNEL], sizeof(k), k));
   PetscCall(LayerWindowToString(stride, ns, sizeof(s), s));
   PetscCall(LayerWindowToString(win->pad, win->given[LAYER_WINDOW_PADDING], sizeof(p), p));
-  if (padded)
+  PetscCall(LayerWindowToString(win->dilation, win->given[LAYER_WINDOW_DILATION], sizeof(dl), dl));
+  if (dilated)
+    PetscCall(PetscSNPrintf(args, len, "%s:%s:%s:%s", k, s, p, dl));
+  else if (padded)
     PetscCall(PetscSNPrintf(args, len, "%s:%s:%s", k, s, p));
   else if (strided)
     PetscCall(PetscSNPrintf(args, len, "%s:%s", k, s));
@@ -85,10 +109,12 @@ PetscErrorCode LayerSetFromOptionsPool_Private(Layer layer, PetscOptionItems *Pe
   LayerWindow             *win     = (LayerWindow *)layer->data;
   const char              *kind    = ((PetscObject)layer)->type_name;
   MPI_Comm                 comm    = PetscObjectComm((PetscObject)layer);
-  const LayerWindowSetting which[] = {LAYER_WINDOW_KERNEL, LAYER_WINDOW_STRIDE, LAYER_WINDOW_PADDING};
-  const char *const        names[] = {"kernel", "stride", "padding"};
-  const char *const        texts[] = {"Window size, K, KHxKW or KDxKHxKW", "Stride, S, SHxSW or SDxSHxSW (default: the kernel size)", "Padding, P, PHxPW or PDxPHxPW (at most half the kernel)"};
-  const char *const        mans[]  = {"LayerPoolSetKernel", "LayerPoolSetStride", "LayerPoolSetPadding"};
+  const LayerWindowSetting which[] = {LAYER_WINDOW_KERNEL, LAYER_WINDOW_STRIDE, LAYER_WINDOW_PADDING, LAYER_WINDOW_DILATION};
+  const char *const        names[] = {"kernel", "stride", "padding", "dilation"};
+  const char *const        texts[] = {"Window size, K, KHxKW or KDxKHxKW", "Stride, S, SHxSW or SDxSHxSW (default: the kernel size)", "Padding, P, PHxPW or PDxPHxPW (at most half the kernel)",
+                                      "Dilation, D, DHxDW or DDxDHxDW: the taps' spacing (1: side by side)"};
+  const char *const        mans[]  = {"LayerPoolSetKernel", "LayerPoolSetStride", "LayerPoolSetPadding", "LayerPoolSetDilation"};
+  const PetscInt           nset    = PoolHasDilation(layer) ? 4 : 3;
   PetscInt                 stride[3], ns, v[3], n;
   char                     opt[64], value[64];
   PetscBool                flg;
@@ -96,8 +122,8 @@ PetscErrorCode LayerSetFromOptionsPool_Private(Layer layer, PetscOptionItems *Pe
   PetscFunctionBegin;
   PoolResolveStride(win, stride, &ns);
   PetscOptionsHeadBegin(PetscOptionsObject, "Pooling layer options");
-  for (PetscInt w = 0; w < 3; w++) {
-    const PetscInt *shown[] = {win->k, stride, win->pad}, nshown[] = {win->given[LAYER_WINDOW_KERNEL], ns, win->given[LAYER_WINDOW_PADDING]};
+  for (PetscInt w = 0; w < nset; w++) {
+    const PetscInt *shown[] = {win->k, stride, win->pad, win->dilation}, nshown[] = {win->given[LAYER_WINDOW_KERNEL], ns, win->given[LAYER_WINDOW_PADDING], win->given[LAYER_WINDOW_DILATION]};
 
     PetscCall(PetscSNPrintf(opt, sizeof(opt), "-%s_%s", kind, names[w]));
     PetscCall(LayerWindowToString(shown[w], nshown[w], sizeof(value), value));
@@ -115,14 +141,20 @@ static PetscErrorCode LayerView_Pool(Layer layer, PetscViewer viewer)
 {
   LayerWindow *win = (LayerWindow *)layer->data;
   PetscInt     stride[3], ns, nsd = PoolViewDims(win);
-  char         k[64], s[64], p[64];
+  PetscBool    dilated = PETSC_FALSE;
+  char         k[64], s[64], p[64], dl[80] = "";
 
   PetscFunctionBegin;
   PoolResolveStride(win, stride, &ns);
+  for (int d = 0; d < 3; d++) dilated = (PetscBool)(dilated || win->dilation[d] != 1);
   PetscCall(LayerWindowToFullString(win->k, nsd, sizeof(k), k));
   PetscCall(LayerWindowToFullString(stride, nsd, sizeof(s), s));
   PetscCall(LayerWindowToFullString(win->pad, nsd, sizeof(p), p));
-  PetscCall(PetscViewerASCIIPrintf(viewer, "kernel %s, stride %s, padding %s%s\n", k, s, p, layer->setupcalled && layer->fielddim ? " (point form: pools a field)" : ""));
+  if (dilated) { /* shown only when set: the views of undilated pools stay as they were */
+    PetscCall(PetscStrncpy(dl, ", dilation ", sizeof(dl)));
+    PetscCall(LayerWindowToFullString(win->dilation, nsd, sizeof(dl) - 11, dl + 11));
+  }
+  PetscCall(PetscViewerASCIIPrintf(viewer, "kernel %s, stride %s, padding %s%s%s\n", k, s, p, dl, layer->setupcalled && layer->fielddim ? " (point form: pools a field)" : ""));
   PetscFunctionReturn(0);
 }
 
@@ -444,9 +476,76 @@ PetscErrorCode LayerPoolSetPadding3d(Layer layer, PetscInt pd, PetscInt ph, Pets
   PetscFunctionReturn(0);
 }
 
+/*@
+  LayerPoolSetDilation - sets the dilation DH x DW of a maxpool layer on (h, w, c) samples: the spacing of its window's taps (default 1)
+
+  Logically collective
+
+  Input Parameters:
++ layer - a maxpool layer (an avgpool layer refuses a dilation other than 1; layers of other kinds ignore the call)
+. dh    - the spacing of the taps along the rows, > 0 (1: side by side)
+- dw    - the spacing of the taps along the columns, > 0
+
+  Options Database Key:
+. -<prefix>maxpool_dilation <D, DHxDW or DDxDHxDW> - the same from the options (LayerSetFromOptions())
+
+  Notes:
+  The compact form is maxpool:K:STRIDE:PAD:DILATION (e.g. maxpool:3:1:1:2), PyTorch's MaxPool2d(K, STRIDE, PAD,
+  DILATION): tap t of the window at output o reads the input at o STRIDE - PAD + t DILATION, and the output size is
+  floor((in + 2 PAD - DILATION (K - 1) - 1) / STRIDE) + 1. The stride still defaults to the kernel size. avgpool has
+  no dilation (PyTorch's AvgPool2d has none). LayerPoolSetDilation3d() sets the dilation of a 3-D pool.
+
+  Calling it on a layer that is set up resets the layer; in a Net that is set up, call NetReset() afterwards.
+
+  Level: intermediate
+
+.seealso: `LayerPoolSetDilation3d()`, `LayerPoolSetKernel()`, `LayerPoolSetStride()`, `LayerPoolSetPadding()`, `LayerSetArguments()`
+@*/
+PetscErrorCode LayerPoolSetDilation(Layer layer, PetscInt dh, PetscInt dw)
+{
+  const PetscInt v[2] = {dh, dw};
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(layer, LAYER_CLASSID, 1);
+  PetscTryMethod(layer, "LayerPoolSetWindow_C", (Layer, LayerWindowSetting, PetscInt, const PetscInt[]), (layer, LAYER_WINDOW_DILATION, 2, v));
+  PetscFunctionReturn(0);
+}
+
+/*@
+  LayerPoolSetDilation3d - sets the dilation DD x DH x DW of a maxpool layer on (d, h, w, c) samples
+
+  Logically collective
+
+  Input Parameters:
++ layer - a maxpool layer (an avgpool layer refuses a dilation other than 1; layers of other kinds ignore the call)
+. dd    - the spacing of the taps along the depth, > 0 (1: side by side)
+. dh    - the spacing along the rows, > 0
+- dw    - the spacing along the columns, > 0
+
+  Options Database Key:
+. -<prefix>maxpool_dilation <D or DDxDHxDW> - the same from the options (LayerSetFromOptions())
+
+  Notes:
+  The compact form is maxpool:K:STRIDE:PAD:DILATION (e.g. maxpool:2:1:0:2x2x1), PyTorch's MaxPool3d with dilation.
+
+  Level: intermediate
+
+.seealso: `LayerPoolSetDilation()`, `LayerPoolSetKernel3d()`, `LayerPoolSetStride3d()`, `LayerPoolSetPadding3d()`
+@*/
+PetscErrorCode LayerPoolSetDilation3d(Layer layer, PetscInt dd, PetscInt dh, PetscInt dw)
+{
+  const PetscInt v[3] = {dd, dh, dw};
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(layer, LAYER_CLASSID, 1);
+  PetscTryMethod(layer, "LayerPoolSetWindow_C", (Layer, LayerWindowSetting, PetscInt, const PetscInt[]), (layer, LAYER_WINDOW_DILATION, 3, v));
+  PetscFunctionReturn(0);
+}
+
 /*
   oneDNN's key of a pooling layer for n samples (avgpool's and maxpool's float passes): *expressible when oneDNN can
-  take the layer at all (not the native backend, 2-D, batch form, no dilation, n > 0), sh then its key
+  take the layer at all (not the native backend, batch form, n > 0), sh then its key: 2-D (nhwc) or 3-D (ndhwc), the
+  window's kernel, step, padding and dilation along each spatial dim, slowest first (PetNet's dilation: 1 = none)
 */
 PetscErrorCode LayerPoolOneDNNKey_Private(Layer layer, PetscInt n, PetNetOneDNNConvShape *sh, PetscBool *expressible)
 {
@@ -454,24 +553,23 @@ PetscErrorCode LayerPoolOneDNNKey_Private(Layer layer, PetscInt n, PetNetOneDNNC
 
   PetscFunctionBegin;
   *expressible = PETSC_FALSE;
-  if (layer->gemm == PETNET_GEMM_NATIVE || w->nsd != 2 || layer->fielddim || !n) PetscFunctionReturn(0);
+  if (layer->gemm == PETNET_GEMM_NATIVE || (w->nsd != 2 && w->nsd != 3) || layer->fielddim || !n) PetscFunctionReturn(0);
   PetscCall(LayerPoolCheckRunnable_Private(layer));
   PetscCheck((PetscInt64)n * layer->insize <= PETSC_MAX_INT, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "%s layer %" PetscInt_FMT ": %" PetscInt_FMT " samples of %" PetscInt_FMT " values overflow PetscInt: use smaller batches (-trainer_batch_size)",
              ((PetscObject)layer)->type_name, layer->index, n, layer->insize);
   PetscCall(PetscMemzero(sh, sizeof(*sh)));
-  sh->nsd    = 2;
+  sh->nsd    = w->nsd;
   sh->n      = n;
   sh->cin    = layer->in.dim[layer->in.ndim - 1];
   sh->cout   = sh->cin;
   sh->groups = 1;
-  for (PetscInt d = 0; d < 2; d++) {
-    if (w->dilation[d] != 1) PetscFunctionReturn(0);
+  for (PetscInt d = 0; d < w->nsd; d++) {
     sh->in[d]       = w->in[d];
     sh->out[d]      = w->out[d];
     sh->k[d]        = w->k[d];
     sh->stride[d]   = w->step[d];
     sh->pad[d]      = w->pad[d];
-    sh->dilation[d] = 1;
+    sh->dilation[d] = w->dilation[d];
   }
   *expressible = PETSC_TRUE;
   PetscFunctionReturn(0);
