@@ -15,11 +15,12 @@
   Weight decay and momentum act on the preconditioned direction, as torch.optim.SGD applied to the preconditioned
   gradient does in the usual K-FAC implementations. The statistics come from the pass that computed g: the objective
   must run NetForward() and NetBackward() of the mean loss over its mini-batch on the Net given to
-  PetNetTaoKFACSetNet() (a Trainer's objective does). State: momentum_buffer (only with momentum); the factors are not
-  part of a checkpoint since format 6 (PetNetTaoKFACGetState(), kfacstate.c): the averages, the inverses in use and the
-  counters nupdates and ninverted, so that a restart refreshes them at the updates the uninterrupted run would (tests
-  trainer_resume_kfac_2, _history_2, _21, _placed_2). Without them (a format 1-5 checkpoint) a restart's first update
-  rebuilds the factors from its batch alone (nupdates == 0) and inverts them (ninverted < 0).
+  PetNetTaoKFACSetNet() (a Trainer's objective does). State: momentum_buffer (only with momentum); the factors are
+  part of a checkpoint since format 6 (PetNetTaoKFACGetState(), kfacstate.c): the averages, the inverses in use and
+  the counters nupdates and ninverted, so that a restart refreshes them at the updates the uninterrupted run would
+  (tests trainer_resume_kfac_2, _history_2, _21, _sharded_2, _sharded_12, _stages_2). Without them (a format 1-5
+  checkpoint) a restart's first update rebuilds the factors from its batch alone (nupdates == 0) and inverts them
+  (ninverted < 0).
 */
 #include "optimimpl.h"
 #include "kfacimpl.h"
