@@ -16,6 +16,10 @@
   factor cut short; block 0's order of A one larger, checksum recomputed). An input whose bytes hold "kfac" (the run
   section's TAO type) is loaded by a kfac Trainer, so that its K-FAC section is read.
 
+  Fuzzed after format 6 (2026-11-30, clang 14 -fsanitize=fuzzer,address, 301 s, 83,747 inputs, 3,528 edges, the same
+  flags; 60 of the 158 inputs it kept hold "kfac" and went through the K-FAC section's reader): no crash, no hang, no
+  sanitizer error.
+
   Fuzzed again after format 5 (2026-11-29, clang 14 -fsanitize=fuzzer,address, 181 s, 46,170 inputs, 2,661 edges, the
   same flags): no crash, no hang, no sanitizer error.
 
