@@ -161,7 +161,7 @@ build-fuzz/src/sys/hdf5check.o: FUZZ_CPPFLAGS += -DPETNET_HDF5CHECK_BUILD='"$(CU
 FUZZ_MPI     := $(wordlist 2,1000,$(shell mpicc -show 2>/dev/null))
 FUZZ_CFLAGS   = -g -O1 -fno-omit-frame-pointer -Wall -Wno-unknown-pragmas -Wno-unused-parameter -Wno-missing-field-initializers
 FUZZ_CPPFLAGS = $(CPPFLAGS) $(filter -I%,$(FUZZ_MPI))
-FUZZ_LDLIBS   = $(SLEPC_LIB) $(PETSC_LIB) $(filter -L%/hdf5/openmpi,$(PETSC_EXTERNAL_LIB_BASIC)) -lhdf5 $(filter-out -I%,$(FUZZ_MPI)) -lz -lm
+FUZZ_LDLIBS   = $(SLEPC_LIB) $(PETSC_LIB) $(filter -L%/hdf5/openmpi,$(PETSC_EXTERNAL_LIB_BASIC)) -lhdf5 $(ONEDNN_LIB) $(filter-out -I%,$(FUZZ_MPI)) -lz -lm
 FUZZ_ENV      = ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_plm=isolated OMPI_MCA_btl=self OPENBLAS_NUM_THREADS=1
 
 build-fuzz/%.o: %.c | fuzz-runtime

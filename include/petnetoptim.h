@@ -125,6 +125,8 @@ PETSC_EXTERN PetscErrorCode PetNetTaoKFACGetStatDecay(Tao, PetscReal *);
 PETSC_EXTERN PetscErrorCode PetNetTaoKFACGetMomentum(Tao, PetscReal *);
 PETSC_EXTERN PetscErrorCode PetNetTaoKFACGetKLClip(Tao, PetscReal *);
 PETSC_EXTERN PetscErrorCode PetNetTaoKFACGetFactorEntries(Tao, PetscInt64 *, PetscInt64 *);
+PETSC_EXTERN PetscErrorCode PetNetTaoKFACGetState(Tao, PetscInt[2], PetscInt *, PetscInt *[], Vec *);
+PETSC_EXTERN PetscErrorCode PetNetTaoKFACSetState(Tao, const PetscInt[2], Vec);
 PETSC_EXTERN PetscErrorCode PetNetPCSetKFAC(PC, Net);
 PETSC_EXTERN PetscErrorCode PetNetPCKFACUpdateStatistics(PC);
 PETSC_EXTERN PetscErrorCode PetNetPCKFACAddStatistics(PC);

@@ -12,8 +12,10 @@ static const char help[] = "Trainer tests on synthetic data held in memory Datas
                            "  -case evalonly : -trainer_epochs 0 on a Net with batchnorm changes neither the saved model nor the test loss\n"
                            "  -case fullbatch: lmvm without a TAO budget runs -trainer_epochs iterations (one epoch each); a full-batch\n"
                            "                   restart runs only the remaining ones; a user -tao_max_it counts the epochs\n"
-                           "  -case corrupt  : -corrupt flip|truncate|epochneg|epochbig|history|runsection|v1|v2|v3|v4 damages a checkpoint (fixing its checksum for\n"
-                           "                   the epoch cases); loading must fail naming the file, except v1, v2, v3, v4 (old formats) which load\n"
+                           "  -case corrupt  : -corrupt flip|truncate|epochneg|epochbig|history|runsection|v1|v2|v3|v4|v5|kfacblock|kfactruncate|kfachuge|none damages\n"
+                           "                   checkpoint (fixing its checksum for the epoch cases); loading must fail naming the file, except\n"
+                           "                   v1..v5 (old formats) and none, which load; -corrupt_tao kfac writes it with K-FAC (format 6: its\n"
+                           "                   factors, compared after the load; a format-5 file restarts them, counters 0 and -1)\n"
                            "  -case prefix   : TrainerSetOptionsPrefix(a_) reaches the Tao and the training Dataset the Trainer named\n"
                            "                   (a_train_), not a Dataset with its own prefix (mine_); run with -a_tao_type lmvm\n"
                            "                   -a_trainer_epochs 0 -a_train_dataset_limit 40 -mine_dataset_limit 30\n"
@@ -466,6 +468,14 @@ static void FixChecksum(unsigned char *buf, long n)
   for (int i = 0; i < 4; i++) buf[n - 4 + i] = (unsigned char)(crc >> (24 - 8 * i));
 }
 
+static PetscInt HeaderInt(const unsigned char *buf, int i)
+{
+  unsigned long long v = 0;
+
+  for (size_t b = 0; b < sizeof(PetscInt); b++) v = (v << 8) | buf[i * sizeof(PetscInt) + b];
+  return sizeof(PetscInt) == 4 ? (PetscInt)(int32_t)(uint32_t)v : (PetscInt)(int64_t)v;
+}
+
 static void SetHeaderInt(unsigned char *buf, int i, PetscInt v)
 {
   for (size_t b = 0; b < sizeof(PetscInt); b++) buf[i * sizeof(PetscInt) + b] = (unsigned char)((unsigned long long)v >> (8 * (sizeof(PetscInt) - 1 - b)));
@@ -476,9 +486,11 @@ static PetscErrorCode CaseCorrupt(void)
   Trainer     tr;
   char        mode[32] = "flip", file[PETSC_MAX_PATH_LEN] = "tests/out/trainer_corrupt.ckpt";
   PetscMPIInt rank;
-  PetscBool   v1, v2, v3, v4;
-  Vec         saved, loaded;
+  PetscBool   v1, v2, v3, v4, v5, iskfac;
+  Vec         saved, loaded, fsaved = NULL;
   PetscReal   d;
+  char        taotype[16] = "adam";
+  PetscInt    counters[2], nblocks;
 
   PetscFunctionBegin;
   PetscCall(PetscOptionsGetString(NULL, NULL, "-corrupt", mode, sizeof(mode), NULL));
@@ -487,10 +499,20 @@ static PetscErrorCode CaseCorrupt(void)
   PetscCall(PetscStrcmp(mode, "v2", &v2));
   PetscCall(PetscStrcmp(mode, "v3", &v3));
   PetscCall(PetscStrcmp(mode, "v4", &v4));
-  PetscCall(MakeTrainer(PETSC_COMM_WORLD, TAOADAM, 2, PETSC_FALSE, &tr));
+  PetscCall(PetscStrcmp(mode, "v5", &v5));
+  PetscCall(PetscOptionsGetString(NULL, NULL, "-corrupt_tao", taotype, sizeof(taotype), NULL));
+  PetscCall(PetscStrcmp(taotype, TAOKFAC, &iskfac));
+  PetscCall(MakeTrainer(PETSC_COMM_WORLD, taotype, 2, PETSC_FALSE, &tr));
   PetscCall(TrainerTrain(tr));
   PetscCall(TrainerSaveCheckpoint(tr, file));
   PetscCall(GatherParameters(tr, &saved));
+  if (iskfac) { /* K-FAC's state as it was saved, all on rank 0 */
+    Tao tao;
+
+    PetscCall(TrainerGetTao(tr, &tao));
+    PetscCall(PetNetTaoKFACGetState(tao, counters, &nblocks, NULL, &fsaved));
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "saved K-FAC state: %" PetscInt_FMT " statistics updates, inverses of update %" PetscInt_FMT ", %" PetscInt_FMT " blocks\n", counters[0], counters[1], nblocks));
+  }
   PetscCall(TrainerDestroy(&tr));
   PetscCallMPI(MPI_Comm_rank(PETSC_COMM_WORLD, &rank));
   if (!rank) {
@@ -520,16 +542,42 @@ static PetscErrorCode CaseCorrupt(void)
       long isz = (long)sizeof(PetscInt), len = 0;
 
       for (size_t b = 0; b < sizeof(PetscInt); b++) len = (len << 8) | buf[7 * sizeof(PetscInt) + b];
-      SetHeaderInt(buf + 12 * isz + len + 3 * sizeof(PetscReal) + 2 * isz, 0, 0);
+      SetHeaderInt(buf + 15 * isz + len + 3 * sizeof(PetscReal) + 2 * isz, 0, 0);
       FixChecksum(buf, n);
     } else if (PetscStrcmp(mode, "runsection", &match), match) { /* version 5's run section announces more layers than the Net has */
       long isz = (long)sizeof(PetscInt), len = 0, nhist = 0;
 
       for (size_t b = 0; b < sizeof(PetscInt); b++) len = (len << 8) | buf[7 * sizeof(PetscInt) + b];
       for (size_t b = 0; b < sizeof(PetscInt); b++) nhist = (nhist << 8) | buf[8 * sizeof(PetscInt) + b];
-      SetHeaderInt(buf + 12 * isz + len + 3 * sizeof(PetscReal) + 2 * isz + nhist * (2 * isz + 7 * (long)sizeof(PetscReal)), 12, 7);
+      SetHeaderInt(buf + 15 * isz + len + 3 * sizeof(PetscReal) + 2 * isz + nhist * (2 * isz + 7 * (long)sizeof(PetscReal)), 12, 7);
       FixChecksum(buf, n);
-    } else if (v1 || v2 || v3 || v4) {
+    } else if (PetscStrcmp(mode, "kfacblock", &match), match) { /* version 6's K-FAC section: block 0's A one order larger */
+      long isz = (long)sizeof(PetscInt), nk = HeaderInt(buf, 12), ns = HeaderInt(buf, 14), ksz = (nk + 2) * isz + ns * (long)sizeof(PetscScalar);
+
+      PetscCheck(nk > 0, PETSC_COMM_SELF, PETSC_ERR_PLIB, "-corrupt kfacblock needs -corrupt_tao kfac");
+      SetHeaderInt(buf + n - 4 - ksz, 5, HeaderInt(buf + n - 4 - ksz, 5) + 1);
+      FixChecksum(buf, n);
+    } else if (PetscStrcmp(mode, "kfactruncate", &match), match) { /* the last 100 bytes of the factors gone, the checksum fixed */
+      memmove(buf + n - 104, buf + n - 4, 4);
+      n -= 100;
+      FixChecksum(buf, n);
+    } else if (PetscStrcmp(mode, "kfachuge", &match), match) { /* the header's count of K-FAC factor entries beyond 2^32 */
+      SetHeaderInt(buf, 13, 1);
+      FixChecksum(buf, n);
+    } else if (PetscStrcmp(mode, "none", &match), match) {
+    } else if (v1 || v2 || v3 || v4 || v5) {
+      long isz = (long)sizeof(PetscInt), nk = HeaderInt(buf, 12), ns = HeaderInt(buf, 14), ksz = nk ? (nk + 2) * isz + ns * (long)sizeof(PetscScalar) : 0;
+
+      /* version 6 to version 5: without the K-FAC section (before the checksum) and its 3 lengths in the header */
+      memmove(buf + n - 4 - ksz, buf + n - 4, 4);
+      n -= ksz;
+      memmove(buf + 12 * isz, buf + 15 * isz, n - 15 * isz);
+      n -= 3 * isz;
+      SetHeaderInt(buf, 1, 5);
+      FixChecksum(buf, n);
+    } else
+      SETERRQ(PETSC_COMM_SELF, PETSC_ERR_ARG_WRONG, "unknown -corrupt %s", mode);
+    if (v1 || v2 || v3 || v4) {
       /* version 5 to version 4: without the run section's lengths (3 integers after the history count) and the run
          section (after the history) */
       long isz = (long)sizeof(PetscInt), len = 0, nh = 0, ni = 0, nr = 0, nc = 0, before, runsz;
@@ -547,8 +595,7 @@ static PetscErrorCode CaseCorrupt(void)
       n -= 3 * isz;
       SetHeaderInt(buf, 1, 4);
       FixChecksum(buf, n);
-    } else
-      SETERRQ(PETSC_COMM_SELF, PETSC_ERR_ARG_WRONG, "unknown -corrupt %s", mode);
+    }
     if (v1 || v2 || v3) { /* version 4 has after the 8-integer header the count of history records, n, and
                                     after the spec 3 reals (best test and training losses, the last training loss), 2
                                     integers (batch size, samples) and the history (2n integers, 7n reals); version 3
@@ -582,12 +629,26 @@ static PetscErrorCode CaseCorrupt(void)
     PetscCall(PetscFree(buf));
   }
   PetscCallMPI(MPI_Barrier(PETSC_COMM_WORLD));
-  PetscCall(MakeTrainer(PETSC_COMM_WORLD, TAOADAM, 4, PETSC_FALSE, &tr));
+  PetscCall(MakeTrainer(PETSC_COMM_WORLD, taotype, 4, PETSC_FALSE, &tr));
   PetscCall(TrainerLoadCheckpoint(tr, file)); /* the error the _error tests expect, except v1 */
   PetscCall(GatherParameters(tr, &loaded));
   PetscCall(RelativeDifference(saved, loaded, &d));
   PetscCheck(d == 0, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "checkpoint %s (%s) loaded parameters differing by %g", file, mode, (double)d);
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "checkpoint %s: the parameters load unchanged\n", mode));
+  if (iskfac) { /* format 6: the state as saved, bit for bit; format 5: none (the first update starts the factors) */
+    Tao       tao;
+    Vec       f;
+    PetscBool same;
+
+    PetscCall(TrainerGetTao(tr, &tao));
+    PetscCall(PetNetTaoKFACGetState(tao, counters, &nblocks, NULL, &f));
+    PetscCall(VecEqual(fsaved, f, &same));
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "loaded K-FAC state: %" PetscInt_FMT " statistics updates, inverses of update %" PetscInt_FMT ", %" PetscInt_FMT " blocks, factors and inverses %s\n", counters[0], counters[1], nblocks,
+                          same ? "as saved" : "not as saved"));
+    PetscCall(VecDestroy(&f));
+    PetscCall(TrainerTrain(tr)); /* the remaining epochs run from what was loaded */
+  }
+  PetscCall(VecDestroy(&fsaved));
   PetscCall(VecDestroy(&saved));
   PetscCall(VecDestroy(&loaded));
   PetscCall(TrainerDestroy(&tr));

@@ -24,7 +24,7 @@ grep -q "signal 9" $out.B1.log || { cat $out.B1.log; fail "the run did not end b
 mpiexec --oversubscribe -n $nb $prog -trainer_checkpoint $out.B.ckpt -trainer_restart $out.B.ckpt -net_save $out.B.bin > $out.B2.log 2>&1 || { cat $out.B2.log; fail "the restart failed"; }
 ea=$(grep -o "^summary:.* epochs=[0-9]*" $out.A.log | grep -o "epochs=[0-9]*$"); eb=$(grep -o "^summary:.* epochs=[0-9]*" $out.B2.log | grep -o "epochs=[0-9]*$")
 [[ -n $ea && $ea == "$eb" ]] || { cat $out.B2.log; fail "the restart ended at $eb, the uninterrupted run at $ea"; }
-if [[ $rtol == differs ]]; then # a restart documented not to continue the run to the bit (K-FAC's factors: reliability.md)
+if [[ $rtol == differs ]]; then # a restart documented not to continue the run to the bit
   python3 tests/ckpt_params.py $out.A.ckpt $out.B.ckpt 0 && fail "the restarted run has the uninterrupted run's bits, which the docs say it has not: update the docs and this test"
 else
   python3 tests/ckpt_params.py $out.A.ckpt $out.B.ckpt $rtol || fail "the restarted run's weights differ from the uninterrupted run's"

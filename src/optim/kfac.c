@@ -15,10 +15,12 @@
   Weight decay and momentum act on the preconditioned direction, as torch.optim.SGD applied to the preconditioned
   gradient does in the usual K-FAC implementations. The statistics come from the pass that computed g: the objective
   must run NetForward() and NetBackward() of the mean loss over its mini-batch on the Net given to
-  PetNetTaoKFACSetNet() (a Trainer's objective does). State: momentum_buffer (only with momentum); the factors are not
-  part of a checkpoint: a restarted run's first update rebuilds them from its batch alone (nupdates == 0) and inverts
-  them (ninverted < 0), so the restart is the uninterrupted run to the bit only with stat_decay 0 and inverse_every 1
-  (tests trainer_resume_kfac_2, _history_2).
+  PetNetTaoKFACSetNet() (a Trainer's objective does). State: momentum_buffer (only with momentum); the factors are
+  part of a checkpoint since format 6 (PetNetTaoKFACGetState(), kfacstate.c): the averages, the inverses in use and
+  the counters nupdates and ninverted, so that a restart refreshes them at the updates the uninterrupted run would
+  (tests trainer_resume_kfac_2, _history_2, _21, _sharded_2, _sharded_12, _stages_2). Without them (a format 1-5
+  checkpoint) a restart's first update rebuilds the factors from its batch alone (nupdates == 0) and inverts them
+  (ninverted < 0).
 */
 #include "optimimpl.h"
 #include "kfacimpl.h"
@@ -105,6 +107,38 @@ static PetscErrorCode TaoOptimUpdate_KFAC(Tao tao, PetscReal lr)
   PetscCall(VecRestoreArrayRead(kf->p, &p));
   PetscCall(VecRestoreArray(tao->solution, &x));
   PetscCall(PetscLogFlops((5.0 + (usebuf ? 2.0 : 0.0)) * n));
+  PetscFunctionReturn(0);
+}
+
+/* The factors exist from the first TaoSolve() on; a checkpoint may read or restore them before it (after TaoSetUp()) */
+static PetscErrorCode TaoKFACGetFactors_Private(Tao tao, PetNetKFAC *kfac)
+{
+  Tao_KFAC *kf = (Tao_KFAC *)((Tao_Optim *)tao->data)->data;
+
+  PetscFunctionBegin;
+  PetscCheck(tao->solution, PetscObjectComm((PetscObject)tao), PETSC_ERR_ARG_WRONGSTATE, "The kfac optimizer's state needs its solution: call TaoSetSolution() (a Trainer does so in TrainerSetUp())");
+  PetscCall(TaoOptimCheck_KFAC(tao));
+  *kfac = kf->kfac;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode PetNetTaoKFACGetState_KFAC(Tao tao, PetscInt counters[2], PetscInt *nblocks, PetscInt *blocks[], Vec *factors)
+{
+  PetNetKFAC kfac = NULL;
+
+  PetscFunctionBegin;
+  PetscCall(TaoKFACGetFactors_Private(tao, &kfac));
+  PetscCall(PetNetKFACGetState(kfac, counters, nblocks, blocks, factors));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode PetNetTaoKFACSetState_KFAC(Tao tao, const PetscInt counters[2], Vec factors)
+{
+  PetNetKFAC kfac = NULL;
+
+  PetscFunctionBegin;
+  PetscCall(TaoKFACGetFactors_Private(tao, &kfac));
+  PetscCall(PetNetKFACSetState(kfac, counters, factors));
   PetscFunctionReturn(0);
 }
 
@@ -312,6 +346,8 @@ static PetscErrorCode TaoOptimDestroy_KFAC(Tao tao)
   PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoKFACGetStatDecay_C", NULL));
   PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoKFACGetMomentum_C", NULL));
   PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoKFACGetKLClip_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoKFACGetState_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoKFACSetState_C", NULL));
   PetscCall(PetscFree(opt->data));
   PetscFunctionReturn(0);
 }
@@ -377,6 +413,8 @@ PETSC_INTERN PetscErrorCode TaoCreate_KFAC(Tao tao)
   PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoKFACGetStatDecay_C", PetNetTaoKFACGetStatDecay_KFAC));
   PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoKFACGetMomentum_C", PetNetTaoKFACGetMomentum_KFAC));
   PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoKFACGetKLClip_C", PetNetTaoKFACGetKLClip_KFAC));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoKFACGetState_C", PetNetTaoKFACGetState_KFAC));
+  PetscCall(PetscObjectComposeFunction((PetscObject)tao, "PetNetTaoKFACSetState_C", PetNetTaoKFACSetState_KFAC));
   PetscFunctionReturn(0);
 }
 
@@ -720,5 +758,72 @@ PetscErrorCode PetNetTaoKFACGetKLClip(Tao tao, PetscReal *klclip)
   PetscValidHeaderSpecific(tao, TAO_CLASSID, 1);
   PetscValidRealPointer(klclip, 2);
   PetscUseMethod(tao, "PetNetTaoKFACGetKLClip_C", (Tao, PetscReal *), (tao, klclip));
+  PetscFunctionReturn(0);
+}
+
+/*@C
+  PetNetTaoKFACGetState - gets the kfac optimizer's factors, their inverses in use and the counters that decide when they
+  are refreshed, in a layout independent of the rank count and of the factors' placement (for a checkpoint)
+
+  Collective on tao
+
+  Input Parameter:
+. tao - the Tao, of type kfac (any other type is an error), set up (TaoSetUp()) with its Net (PetNetTaoKFACSetNet())
+
+  Output Parameters:
++ counters - the statistics updates so far (0: the next update replaces the averages) and the value it had at the last
+             inversion (-1: never; the next update inverts)
+. nblocks  - the number of blocks: one per dense layer, one per group of a conv2d or conv3d layer
+. blocks   - (optional) 4 integers per block, in the order of the Net's nodes: node, group, na (order of A), nout (order
+             of S); free with PetscFree()
+- factors  - (optional) a new Vec on the Tao's communicator, all its entries on rank 0: per block A, S, A^{-1}, S^{-1},
+             each na x na or nout x nout, full and column-major (destroy it)
+
+  Notes:
+  The factors are gathered from the ranks that hold them (every rank, or each block's owner with -net_parallel sharded
+  or model, or a placed Net). Called between two updates (a Trainer's checkpoint is written at the end of an epoch);
+  before the first update the counters are 0 and -1 and the factors zero. At most 2^31 - 1 entries (32-bit PetscInt).
+
+  Level: developer
+
+.seealso: `PetNetTaoKFACSetState()`, `TAOKFAC`, `TrainerSaveCheckpoint()`, `PetNetTaoGetState()`
+@*/
+PetscErrorCode PetNetTaoKFACGetState(Tao tao, PetscInt counters[2], PetscInt *nblocks, PetscInt *blocks[], Vec *factors)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(tao, TAO_CLASSID, 1);
+  PetscValidIntPointer(counters, 2);
+  PetscValidIntPointer(nblocks, 3);
+  PetscUseMethod(tao, "PetNetTaoKFACGetState_C", (Tao, PetscInt[2], PetscInt *, PetscInt *[], Vec *), (tao, counters, nblocks, blocks, factors));
+  PetscFunctionReturn(0);
+}
+
+/*@C
+  PetNetTaoKFACSetState - restores the kfac optimizer's factors, inverses and counters from PetNetTaoKFACGetState()'s
+  layout, possibly written by a run on another rank count or with another placement of the factors
+
+  Collective on tao
+
+  Input Parameters:
++ tao      - the Tao, of type kfac (any other type is an error), set up with its Net, whose blocks must be those the
+             state was taken from (compare PetNetTaoKFACGetState()'s blocks first)
+. counters - the statistics updates and the update of the last inversion (-1 <= counters[1] <= counters[0])
+- factors  - the factors in PetNetTaoKFACGetState()'s layout, distributed in any way over the Tao's communicator
+
+  Notes:
+  Each rank keeps the blocks it holds in this run's placement. With the optimizer's step (PetNetTaoSetStep()) the next
+  updates refresh the statistics and the inverses when the run the state came from would have.
+
+  Level: developer
+
+.seealso: `PetNetTaoKFACGetState()`, `TAOKFAC`, `TrainerLoadCheckpoint()`
+@*/
+PetscErrorCode PetNetTaoKFACSetState(Tao tao, const PetscInt counters[2], Vec factors)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(tao, TAO_CLASSID, 1);
+  PetscValidIntPointer(counters, 2);
+  PetscValidHeaderSpecific(factors, VEC_CLASSID, 3);
+  PetscUseMethod(tao, "PetNetTaoKFACSetState_C", (Tao, const PetscInt[2], Vec), (tao, counters, factors));
   PetscFunctionReturn(0);
 }

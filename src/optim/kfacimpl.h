@@ -90,5 +90,7 @@ PETSC_INTERN PetscErrorCode PetNetKFACInvert(PetNetKFAC);
 PETSC_INTERN PetscErrorCode PetNetKFACApply(PetNetKFAC, Vec, Vec);
 PETSC_INTERN PetscErrorCode PetNetKFACView(PetNetKFAC, PetscViewer);
 PETSC_INTERN PetscErrorCode PetNetKFACGetFactorEntries(PetNetKFAC, PetscInt64 *, PetscInt64 *);
+PETSC_INTERN PetscErrorCode PetNetKFACGetState(PetNetKFAC, PetscInt[2], PetscInt *, PetscInt *[], Vec *);
+PETSC_INTERN PetscErrorCode PetNetKFACSetState(PetNetKFAC, const PetscInt[2], Vec);
 PETSC_INTERN PetscErrorCode PetNetKFACDestroy(PetNetKFAC *);
 PETSC_INTERN PetscErrorCode PetNetKFACNetOnGroups(Net, PetscBool *);

@@ -5,6 +5,8 @@
                           epochs without improvement, length of the Net spec}
     PetscInt nhistory            (version 4) the number of epochs of the run's history below (at most the epoch)
     PetscInt nrun[3]             (version 5) the lengths ni, nr, nc of the run section below (integers, reals, characters)
+    PetscInt nkfac[3]            (version 6) the length nk of the K-FAC integers below (0: the TAO type is not kfac, no
+                                 K-FAC section) and the number of K-FAC factor entries (high, low 32 bits)
     char    spec[len]            the Net's layer list (checked on restart)
     real    best test loss
     real    best training loss   (version 2: the divergence test's reference)
@@ -32,11 +34,20 @@
     char     runc[nc]            (version 5) the TAO type
     Vec     parameters           (PetscInt classid, PetscInt size, then the values, as VecView() writes them)
     Vec     optimizer state (moments, ...) one after the other
+    PetscInt kfaci[nk]           (version 6, kfac) 0 statistics updates so far, 1 the update of the last inversion (-1:
+                                 none), 2 nblocks, then per block (in the Net's node order, a convolution's groups in
+                                 order) 4 integers: node, group, na, nout (the orders of A and S)
+    Vec     kfac factors         (version 6, kfac) per block A (na x na), S (nout x nout), A^{-1}, S^{-1} (the damped
+                                 inverses in use), full column-major: sum of 2 (na^2 + nout^2) entries, as nkfac[1..2]
+                                 says; gathered to rank 0 from the ranks that hold them and scattered to those of the
+                                 run that reads it, so neither the rank count nor the factors' placement is in the file
+                                 (PetNetTaoKFACGetState())
     uint32  crc32 (zlib) of every byte before it, big-endian (version 2)
 
   Versions 1 (no training-loss reference, no checksum), 2 (no training loss, batch size, sample count), 3 (no history:
   a restart then monitors and plots only the epochs it runs) and 4 (no run section: the schedule's horizon is then the
-  restarted run's, the masks' counters start afresh) are still read. The run section is sized by nrun[]: a later
+  restarted run's, the masks' counters start afresh) and 5 (no K-FAC section: a kfac restart rebuilds its factors from
+  its first batch, stated in one line) are still read. The run section is sized by nrun[]: a later
   version appends its fields (the population's) at the ends of runi, runr and runc or as a section after it, and reads
   a version-5 file by the lengths it holds. Before anything is read with the viewer, rank 0
   checks the file as bytes: the header's identifier and version, the size the header implies against the real size
@@ -53,7 +64,7 @@
 #include <zlib.h>
 
 #define TRAINER_CHECKPOINT_ID      0x504e4350 /* "PNCP" */
-#define TRAINER_CHECKPOINT_VERSION 5
+#define TRAINER_CHECKPOINT_VERSION 6
 #define TRAINER_CHECKPOINT_SPECMAX 4096
 #define TRAINER_CHECKPOINT_NSTATE  64 /* more optimizer state Vecs than any optimizer has: a corrupt header */
 
@@ -63,13 +74,34 @@
 #define TRAINER_CHECKPOINT_NLAYER_INT 5         /* per layer: draws masks, seed (2), counter (2) */
 #define TRAINER_CHECKPOINT_NRUN_REAL  5         /* runr[] before the optimizer's own settings */
 #define TRAINER_CHECKPOINT_NRUNMAX    (1 << 20) /* more run entries than any Net has layers: a corrupt header */
-#define TRAINER_CHECKPOINT_NHEAD      12        /* header[8], nhistory, nrun[3] */
+#define TRAINER_CHECKPOINT_NHEAD      15        /* header[8], nhistory, nrun[3], nkfac[3] */
+#define TRAINER_CHECKPOINT_NKFAC_INT  3         /* kfaci[] before the per-block records (version 6) */
+#define TRAINER_CHECKPOINT_NBLOCK_INT 4         /* per K-FAC block: node, group, na, nout */
 
-/* The size in bytes of a checkpoint whose header is h[12] (h[8]: the history records, version 4; h[9..11] the run
-   section's lengths, version 5) (-1 when the header is impossible) */
+/* The integers of the header of a checkpoint of the given version */
+static int TrainerCheckpointHeaderLength_Private(PetscInt version)
+{
+  return version >= 6 ? 15 : version >= 5 ? 12 : version >= 4 ? 9 : 8;
+}
+
+/* A 64-bit value as two PetscInt (PetscInt has 32 bits here): high and low halves, the low one as unsigned bits */
+static void TrainerSplit64_Private(PetscInt64 v, PetscInt out[2])
+{
+  out[0] = (PetscInt)(int32_t)(uint32_t)((uint64_t)v >> 32);
+  out[1] = (PetscInt)(int32_t)(uint32_t)((uint64_t)v & 0xffffffffu);
+}
+
+static PetscInt64 TrainerJoin64_Private(const PetscInt in[2])
+{
+  return (PetscInt64)(((uint64_t)(uint32_t)in[0] << 32) | (uint64_t)(uint32_t)in[1]);
+}
+
+/* The size in bytes of a checkpoint whose header is h[15] (h[8]: the history records, version 4; h[9..11] the run
+   section's lengths, version 5; h[12..14] the K-FAC section's, version 6) (-1 when the header is impossible); in 64
+   bits, so that no count of the file overflows it */
 static long long TrainerCheckpointSize_Private(const PetscInt h[TRAINER_CHECKPOINT_NHEAD])
 {
-  long long isz = (long long)sizeof(PetscInt), rsz = (long long)sizeof(PetscReal), vec, hist = 0, run = 0;
+  long long isz = (long long)sizeof(PetscInt), rsz = (long long)sizeof(PetscReal), vec, hist = 0, run = 0, kfac = 0;
 
   if (h[4] < 0 || h[4] > TRAINER_CHECKPOINT_NSTATE || h[5] < 0 || h[7] < 0 || h[7] >= TRAINER_CHECKPOINT_SPECMAX) return -1;
   if (h[1] >= 4) {
@@ -80,8 +112,14 @@ static long long TrainerCheckpointSize_Private(const PetscInt h[TRAINER_CHECKPOI
     if (h[9] < TRAINER_CHECKPOINT_NRUN_INT || h[9] > TRAINER_CHECKPOINT_NRUNMAX || h[10] < TRAINER_CHECKPOINT_NRUN_REAL || h[10] > TRAINER_CHECKPOINT_NRUNMAX || h[11] < 0 || h[11] >= 256) return -1;
     run = 3 * isz + (long long)h[9] * isz + (long long)h[10] * rsz + h[11];
   }
+  if (h[1] >= 6) {
+    const long long nk = h[12], ns = (long long)TrainerJoin64_Private(&h[13]);
+
+    if (nk == 0 ? ns != 0 : nk < TRAINER_CHECKPOINT_NKFAC_INT || nk > TRAINER_CHECKPOINT_NRUNMAX || ns < 0 || ns > PETSC_MAX_INT) return -1; /* the factors are one Vec of PetscInt size */
+    kfac = 3 * isz + (nk ? nk * isz + 2 * isz + ns * (long long)sizeof(PetscScalar) : 0);
+  }
   vec = 2 * isz + (long long)h[5] * (long long)sizeof(PetscScalar);
-  return 8 * isz + hist + run + h[7] + (h[1] >= 3 ? 3 : h[1] >= 2 ? 2 : 1) * rsz + (h[1] >= 3 ? 2 * isz : 0) + (1 + h[4]) * vec + (h[1] >= 2 ? 4 : 0);
+  return 8 * isz + hist + run + kfac + h[7] + (h[1] >= 3 ? 3 : h[1] >= 2 ? 2 : 1) * rsz + (h[1] >= 3 ? 2 * isz : 0) + (1 + h[4]) * vec + (h[1] >= 2 ? 4 : 0);
 }
 
 /* crc32 of the first n bytes of f, from its start */
@@ -144,7 +182,7 @@ static void TrainerCheckCheckpointFile_Private(const char file[], PetscInt h[TRA
     snprintf(msg, len, "Checkpoint %s is truncated: %lld bytes, fewer than its %d-byte header", file, size, (int)(8 * sizeof(PetscInt)));
     goto done;
   }
-  h[8] = h[9] = h[10] = h[11] = 0;
+  for (int i = 8; i < TRAINER_CHECKPOINT_NHEAD; i++) h[i] = 0;
   for (int i = 0; i < 8; i++) {
     unsigned long long v = 0;
 
@@ -159,8 +197,9 @@ static void TrainerCheckCheckpointFile_Private(const char file[], PetscInt h[TRA
     snprintf(msg, len, "Checkpoint %s has format version %lld; this PetNet reads versions 1 to %d", file, (long long)h[1], TRAINER_CHECKPOINT_VERSION);
     goto done;
   }
-  if (h[1] >= 4) { /* the count of history records follows the header, then (version 5) the run section's lengths */
-    const int nextra = h[1] >= 5 ? 4 : 1, nhead = 8 + nextra;
+  if (h[1] >= 4) { /* the count of history records follows the header, then (version 5) the run section's lengths,
+                      (version 6) the K-FAC section's */
+    const int nhead = TrainerCheckpointHeaderLength_Private(h[1]), nextra = nhead - 8;
 
     if (size < nhead * (long long)sizeof(PetscInt) || fread(raw + 8 * sizeof(PetscInt), 1, nextra * sizeof(PetscInt), f) != nextra * sizeof(PetscInt)) {
       snprintf(msg, len, "Checkpoint %s is truncated: %lld bytes, fewer than its %d-byte header", file, size, nhead * (int)sizeof(PetscInt));
@@ -176,8 +215,9 @@ static void TrainerCheckCheckpointFile_Private(const char file[], PetscInt h[TRA
   expect = TrainerCheckpointSize_Private(h);
   if (expect < 0) {
     snprintf(msg, len,
-             "Checkpoint %s is corrupt: its header is impossible (%lld optimizer state vectors, %lld parameters, a network description of %lld characters, %lld epochs of history after %lld epochs, a run section of %lld, %lld, %lld entries)", file,
-             (long long)h[4], (long long)h[5], (long long)h[7], (long long)h[8], (long long)h[2], (long long)h[9], (long long)h[10], (long long)h[11]);
+             "Checkpoint %s is corrupt: its header is impossible (%lld optimizer state vectors, %lld parameters, a network description of %lld characters, %lld epochs of history after %lld epochs, a run section of %lld, %lld, %lld entries, a K-FAC "
+             "section of %lld integers and %lld factor entries)",
+             file, (long long)h[4], (long long)h[5], (long long)h[7], (long long)h[8], (long long)h[2], (long long)h[9], (long long)h[10], (long long)h[11], (long long)h[12], (long long)TrainerJoin64_Private(&h[13]));
     goto done;
   }
   if (size != expect) {
@@ -324,18 +364,6 @@ static PetscErrorCode TrainerCheckCheckpointRun_Private(Trainer tr, const char f
           ": it would not continue that run (another data order, another count of optimizer steps per epoch). Restart with -trainer_batch_size %" PetscInt_FMT " and -%sdataset_limit %" PetscInt_FMT
           " (the same data), or start afresh without -trainer_restart",
           file, saved[0], saved[1], run[0], run[1], saved[0], prefix ? prefix : "", saved[1]);
-}
-
-/* A 64-bit value as two PetscInt (PetscInt has 32 bits here): high and low halves, the low one as unsigned bits */
-static void TrainerSplit64_Private(PetscInt64 v, PetscInt out[2])
-{
-  out[0] = (PetscInt)(int32_t)(uint32_t)((uint64_t)v >> 32);
-  out[1] = (PetscInt)(int32_t)(uint32_t)((uint64_t)v & 0xffffffffu);
-}
-
-static PetscInt64 TrainerJoin64_Private(const PetscInt in[2])
-{
-  return (PetscInt64)(((uint64_t)(uint32_t)in[0] << 32) | (uint64_t)(uint32_t)in[1]);
 }
 
 /* The run section (version 5), filled by TrainerCheckpointRunSection_Private(); freed with PetscFree3(runi, runr, runc) */
@@ -565,6 +593,112 @@ static PetscErrorCode TrainerApplyCheckpointRunSection_Private(Trainer tr, const
   PetscFunctionReturn(0);
 }
 
+/* The K-FAC section (version 6): kfaci[nk] and the factors, a Vec whose ns entries are all on rank 0 (nk = 0: none) */
+typedef struct {
+  PetscInt   nk;
+  PetscInt  *kfaci;
+  PetscInt64 ns;
+  Vec        factors;
+} TrainerKFACSection;
+
+/* The K-FAC section of this run (collective): nothing unless the TAO type is kfac */
+static PetscErrorCode TrainerCheckpointKFAC_Private(Trainer tr, TrainerKFACSection *ks)
+{
+  PetscBool iskfac;
+  PetscInt  counters[2], nblocks, *blocks, n;
+
+  PetscFunctionBegin;
+  PetscCall(PetscMemzero(ks, sizeof(*ks)));
+  PetscCall(PetscObjectTypeCompare((PetscObject)tr->tao, TAOKFAC, &iskfac));
+  if (!iskfac) PetscFunctionReturn(0);
+  PetscCall(PetNetTaoKFACGetState(tr->tao, counters, &nblocks, &blocks, &ks->factors));
+  ks->nk = TRAINER_CHECKPOINT_NKFAC_INT + TRAINER_CHECKPOINT_NBLOCK_INT * nblocks;
+  PetscCall(PetscMalloc1(ks->nk, &ks->kfaci));
+  ks->kfaci[0] = counters[0];
+  ks->kfaci[1] = counters[1];
+  ks->kfaci[2] = nblocks;
+  PetscCall(PetscArraycpy(ks->kfaci + TRAINER_CHECKPOINT_NKFAC_INT, blocks, TRAINER_CHECKPOINT_NBLOCK_INT * nblocks));
+  PetscCall(PetscFree(blocks));
+  PetscCall(VecGetSize(ks->factors, &n));
+  ks->ns = n;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode TrainerCheckpointKFACDestroy_Private(TrainerKFACSection *ks)
+{
+  PetscFunctionBegin;
+  PetscCall(PetscFree(ks->kfaci));
+  PetscCall(VecDestroy(&ks->factors));
+  PetscFunctionReturn(0);
+}
+
+/* Version 6, rank 0: the K-FAC section, its factors as VecView() writes a Vec (classid, size, values) */
+static PetscErrorCode TrainerWriteCheckpointKFAC_Private(PetscViewer viewer, const TrainerKFACSection *ks)
+{
+  const PetscScalar *f;
+  PetscInt           head[2] = {VEC_FILE_CLASSID, (PetscInt)ks->ns};
+
+  PetscFunctionBegin;
+  if (!ks->nk) PetscFunctionReturn(0);
+  PetscCall(PetscViewerBinaryWrite(viewer, ks->kfaci, ks->nk, PETSC_INT));
+  PetscCall(PetscViewerBinaryWrite(viewer, head, 2, PETSC_INT));
+  PetscCall(VecGetArrayRead(ks->factors, &f)); /* all ns entries are rank 0's */
+  PetscCall(PetscViewerBinaryWrite(viewer, f, (PetscInt)ks->ns, PETSC_SCALAR));
+  PetscCall(VecRestoreArrayRead(ks->factors, &f));
+  PetscFunctionReturn(0);
+}
+
+/*
+  Version 6: reads the K-FAC section the header h[] announces and restores it. Its integers are compared with the
+  blocks this run's K-FAC has (the Net's, checked before) and the factors' size computed from them in 64 bits with
+  the header's, before the factors are allocated; then the factors go to the ranks that hold them in this run.
+*/
+static PetscErrorCode TrainerReadCheckpointKFAC_Private(Trainer tr, PetscViewer viewer, const char file[], const PetscInt h[TRAINER_CHECKPOINT_NHEAD])
+{
+  MPI_Comm    comm = PetscObjectComm((PetscObject)tr);
+  PetscBool   iskfac;
+  PetscInt   *kfaci, counters[2], nblocks, *blocks;
+  PetscInt64  ns       = 0;
+  char        msg[512] = "";
+  PetscMPIInt rank;
+  Vec         factors;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectTypeCompare((PetscObject)tr->tao, TAOKFAC, &iskfac));
+  PetscCheck(iskfac, comm, PETSC_ERR_FILE_UNEXPECTED, "Checkpoint %s is corrupt: it holds a K-FAC section, but its optimizer is not kfac", file);
+  PetscCall(PetscMalloc1(h[12], &kfaci));
+  PetscCall(PetscViewerBinaryRead(viewer, kfaci, h[12], NULL, PETSC_INT));
+  PetscCall(PetNetTaoKFACGetState(tr->tao, counters, &nblocks, &blocks, NULL));
+  if (h[12] != TRAINER_CHECKPOINT_NKFAC_INT + TRAINER_CHECKPOINT_NBLOCK_INT * (PetscInt64)nblocks || kfaci[2] != nblocks)
+    PetscCall(PetscSNPrintf(msg, sizeof(msg), "Checkpoint %s is corrupt: its K-FAC section has %" PetscInt_FMT " integers for %" PetscInt_FMT " blocks, where this network has %" PetscInt_FMT " K-FAC blocks (%" PetscInt_FMT " integers)", file, h[12],
+                            kfaci[2], nblocks, TRAINER_CHECKPOINT_NKFAC_INT + TRAINER_CHECKPOINT_NBLOCK_INT * nblocks));
+  for (PetscInt i = 0; i < nblocks && !msg[0]; i++) {
+    const PetscInt *was = kfaci + TRAINER_CHECKPOINT_NKFAC_INT + TRAINER_CHECKPOINT_NBLOCK_INT * i, *is = blocks + TRAINER_CHECKPOINT_NBLOCK_INT * i;
+
+    if (was[0] != is[0] || was[1] != is[1] || was[2] != is[2] || was[3] != is[3])
+      PetscCall(PetscSNPrintf(msg, sizeof(msg),
+                              "Checkpoint %s is corrupt: its K-FAC block %" PetscInt_FMT " is of node %" PetscInt_FMT ", group %" PetscInt_FMT ", with factors of orders %" PetscInt_FMT " and %" PetscInt_FMT
+                              ", where this network's is of node %" PetscInt_FMT ", group %" PetscInt_FMT ", orders %" PetscInt_FMT " and %" PetscInt_FMT,
+                              file, i, was[0], was[1], was[2], was[3], is[0], is[1], is[2], is[3]));
+    ns += 2 * ((PetscInt64)was[2] * was[2] + (PetscInt64)was[3] * was[3]);
+  }
+  if (!msg[0] && ns != TrainerJoin64_Private(&h[13]))
+    PetscCall(PetscSNPrintf(msg, sizeof(msg), "Checkpoint %s is corrupt: its header announces %" PetscInt64_FMT " K-FAC factor entries, its blocks have %" PetscInt64_FMT, file, TrainerJoin64_Private(&h[13]), ns));
+  if (!msg[0] && !(kfaci[0] >= 0 && kfaci[1] >= -1 && kfaci[1] <= kfaci[0]))
+    PetscCall(PetscSNPrintf(msg, sizeof(msg), "Checkpoint %s is corrupt: its K-FAC state counts %" PetscInt_FMT " statistics updates and inverses of update %" PetscInt_FMT, file, kfaci[0], kfaci[1]));
+  counters[0] = kfaci[0];
+  counters[1] = kfaci[1];
+  PetscCall(PetscFree(kfaci));
+  PetscCall(PetscFree(blocks));
+  PetscCheck(!msg[0], comm, PETSC_ERR_FILE_UNEXPECTED, "%s", msg);
+  PetscCallMPI(MPI_Comm_rank(comm, &rank));
+  PetscCall(VecCreateMPI(comm, rank ? 0 : (PetscInt)ns, (PetscInt)ns, &factors)); /* ns <= PETSC_MAX_INT: the header's size check */
+  PetscCall(VecLoad(factors, viewer));
+  PetscCall(PetNetTaoKFACSetState(tr->tao, counters, factors));
+  PetscCall(VecDestroy(&factors));
+  PetscFunctionReturn(0);
+}
+
 /* The Vecs of a checkpoint in the order of the file (the parameters, then the optimizer's state), gathered on rank 0
    (sequential, empty elsewhere): collective, so that rank 0 then writes the whole file alone */
 static PetscErrorCode TrainerCheckpointGather_Private(Trainer tr, PetscInt *nvec, Vec **seq, PetscInt *step)
@@ -589,7 +723,7 @@ static PetscErrorCode TrainerCheckpointGather_Private(Trainer tr, PetscInt *nvec
 }
 
 /* Rank 0: everything but the checksum through a sequential viewer; seq[] from TrainerCheckpointGather_Private() */
-static PetscErrorCode TrainerWriteCheckpoint_Private(Trainer tr, PetscViewer viewer, PetscInt nvec, Vec seq[], PetscInt step, const TrainerRunSection *rs)
+static PetscErrorCode TrainerWriteCheckpoint_Private(Trainer tr, PetscViewer viewer, PetscInt nvec, Vec seq[], PetscInt step, const TrainerRunSection *rs, const TrainerKFACSection *ks)
 {
   PetscInt  nparams, header[TRAINER_CHECKPOINT_NHEAD];
   char      spec[TRAINER_CHECKPOINT_SPECMAX];
@@ -610,6 +744,8 @@ static PetscErrorCode TrainerWriteCheckpoint_Private(Trainer tr, PetscViewer vie
   header[9]  = rs->ni;
   header[10] = rs->nr;
   header[11] = rs->nc;
+  header[12] = ks->nk;
+  TrainerSplit64_Private(ks->ns, &header[13]);
   PetscCall(PetscViewerBinaryWrite(viewer, header, TRAINER_CHECKPOINT_NHEAD, PETSC_INT));
   PetscCall(PetscViewerBinaryWrite(viewer, spec, header[7], PETSC_CHAR));
   PetscCall(PetscViewerBinaryWrite(viewer, best, 2, PETSC_REAL));
@@ -617,11 +753,12 @@ static PetscErrorCode TrainerWriteCheckpoint_Private(Trainer tr, PetscViewer vie
   PetscCall(TrainerWriteCheckpointHistory_Private(tr, viewer));
   PetscCall(TrainerWriteCheckpointRunSection_Private(tr, viewer, rs));
   for (PetscInt k = 0; k < nvec; k++) PetscCall(VecView(seq[k], viewer));
+  PetscCall(TrainerWriteCheckpointKFAC_Private(viewer, ks));
   PetscFunctionReturn(0);
 }
 
 /* Rank 0 alone writes tmp (the file, then its checksum); returns PETSc's error and the system's errno, not raised */
-static PetscErrorCode TrainerWriteCheckpointFile_Private(Trainer tr, const char tmp[], PetscInt nvec, Vec seq[], PetscInt step, const TrainerRunSection *rs, int *err)
+static PetscErrorCode TrainerWriteCheckpointFile_Private(Trainer tr, const char tmp[], PetscInt nvec, Vec seq[], PetscInt step, const TrainerRunSection *rs, const TrainerKFACSection *ks, int *err)
 {
   PetscViewer    viewer = NULL;
   PetscErrorCode ierr, ierr2;
@@ -629,7 +766,7 @@ static PetscErrorCode TrainerWriteCheckpointFile_Private(Trainer tr, const char 
   errno = 0;
   ierr  = PetscViewerBinaryOpen(PETSC_COMM_SELF, tmp, FILE_MODE_WRITE, &viewer);
   if (!ierr) ierr = PetscViewerBinarySetSkipInfo(viewer, PETSC_TRUE);
-  if (!ierr) ierr = TrainerWriteCheckpoint_Private(tr, viewer, nvec, seq, step, rs);
+  if (!ierr) ierr = TrainerWriteCheckpoint_Private(tr, viewer, nvec, seq, step, rs, ks);
   *err  = ierr ? errno : 0;
   ierr2 = PetscViewerDestroy(&viewer);
   if (!ierr && ierr2) *err = errno;
@@ -654,7 +791,8 @@ static PetscErrorCode TrainerWriteCheckpointFile_Private(Trainer tr, const char 
   Notes:
   The checkpoint holds the parameters, the optimizer's state Vecs, update count and settings, the learning-rate
   schedule and its horizon, the data's and the masks' seeds and counters, the epoch, early stopping's state and every
-  epoch's metrics (format 5; what a restart does with each: TrainerLoadCheckpoint()). The file also holds the Net's
+  epoch's metrics, and with -tao_type kfac its factors, their inverses in use and the counters that decide when they
+  are refreshed (format 6; what a restart does with each: TrainerLoadCheckpoint()). The file also holds the Net's
   layer list, checked by TrainerLoadCheckpoint(), and ends with a crc32 of its contents, verified on load. The data order needs no state: epoch e draws it from (seed, e).
 
   Rank 0 writes the file alone, after the parameters and the optimizer state are gathered to it, and every rank learns
@@ -669,14 +807,15 @@ static PetscErrorCode TrainerWriteCheckpointFile_Private(Trainer tr, const char 
 @*/
 PetscErrorCode TrainerSaveCheckpoint(Trainer tr, const char file[])
 {
-  MPI_Comm          comm = PetscObjectComm((PetscObject)tr);
-  char              tmp[PETSC_MAX_PATH_LEN], what[PETSC_MAX_PATH_LEN + 32];
-  PetscMPIInt       rank;
-  PetscInt          nvec = 0, step = 0;
-  Vec              *seq  = NULL;
-  PetscErrorCode    ierr = 0;
-  int               err  = 0;
-  TrainerRunSection rs;
+  MPI_Comm           comm = PetscObjectComm((PetscObject)tr);
+  char               tmp[PETSC_MAX_PATH_LEN], what[PETSC_MAX_PATH_LEN + 32];
+  PetscMPIInt        rank;
+  PetscInt           nvec = 0, step = 0;
+  Vec               *seq  = NULL;
+  PetscErrorCode     ierr = 0;
+  int                err  = 0;
+  TrainerRunSection  rs;
+  TrainerKFACSection ks;
 
   PetscFunctionBegin;
   PetscValidHeaderSpecific(tr, TRAINER_CLASSID, 1);
@@ -686,16 +825,18 @@ PetscErrorCode TrainerSaveCheckpoint(Trainer tr, const char file[])
   PetscCall(PetNetTemporaryFileName(comm, file, sizeof(tmp), tmp));
   PetscCall(TrainerCheckpointGather_Private(tr, &nvec, &seq, &step));
   PetscCall(TrainerCheckpointRunSection_Private(tr, &rs));
+  PetscCall(TrainerCheckpointKFAC_Private(tr, &ks));
   /* rank 0 writes alone; every rank then learns its verdict (PetNetWriteAgree()), so that a full disk ends every rank
      with the same error, the temporary file removed and the previous checkpoint unchanged */
   if (rank == 0) {
     PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, NULL));
-    ierr = TrainerWriteCheckpointFile_Private(tr, tmp, nvec, seq, step, &rs, &err);
+    ierr = TrainerWriteCheckpointFile_Private(tr, tmp, nvec, seq, step, &rs, &ks, &err);
     PetscCall(PetscPopErrorHandler());
   }
   for (PetscInt k = 0; k < nvec; k++) PetscCall(VecDestroy(&seq[k]));
   PetscCall(PetscFree(seq));
   PetscCall(PetscFree3(rs.runi, rs.runr, rs.runc));
+  PetscCall(TrainerCheckpointKFACDestroy_Private(&ks));
   PetscCall(PetscSNPrintf(what, sizeof(what), "the checkpoint %s", file));
   PetscCall(PetNetWriteAgree(comm, ierr, err, what, tmp));
   PetscCall(PetNetCommitFile(comm, tmp, file));
@@ -712,7 +853,7 @@ static PetscErrorCode TrainerReadCheckpoint_Private(Trainer tr, PetscViewer view
   PetscFunctionBegin;
   best[1] = PETSC_MAX_REAL; /* version 1 */
   best[2] = -1;             /* versions 1 and 2: no training loss */
-  PetscCall(PetscViewerBinaryRead(viewer, header, h[1] >= 5 ? TRAINER_CHECKPOINT_NHEAD : h[1] >= 4 ? 9 : 8, NULL, PETSC_INT));
+  PetscCall(PetscViewerBinaryRead(viewer, header, TrainerCheckpointHeaderLength_Private(h[1]), NULL, PETSC_INT));
   PetscCall(PetscViewerBinaryRead(viewer, spec, h[7], NULL, PETSC_CHAR));
   PetscCall(PetscViewerBinaryRead(viewer, best, h[1] >= 2 ? 2 : 1, NULL, PETSC_REAL));
   if (h[1] >= 3) {
@@ -728,6 +869,7 @@ static PetscErrorCode TrainerReadCheckpoint_Private(Trainer tr, PetscViewer view
   }
   PetscCall(VecLoad(tr->theta, viewer));
   for (PetscInt k = 0; k < nstate; k++) PetscCall(VecLoad(state[k], viewer));
+  if (h[1] >= 6 && h[12] > 0) PetscCall(TrainerReadCheckpointKFAC_Private(tr, viewer, file, h));
   PetscFunctionReturn(0);
 }
 
@@ -765,12 +907,19 @@ static PetscErrorCode TrainerReadCheckpoint_Private(Trainer tr, PetscViewer view
   -tao_lr_cosine_iterations is given. The pass counters are restored, so dropout draws the masks the uninterrupted run
   would have drawn. A full-batch TAO type that is not PetNet's restarts afresh (its memory is not saved), stated too.
 
+  Format version 6 holds K-FAC's state (-tao_type kfac): every block's running averages A and S, the damped inverses in
+  use and the counters of statistics updates and inversions, in a layout that depends neither on the rank count nor on
+  the factors' placement (PetNetTaoKFACGetState()), so a K-FAC restart continues the run like the other optimizers'
+  (the same bits on the same ranks, round-off on others, with -net_parallel sharded or model or a placed Net too).
+  Its sizes are compared with the blocks the Net implies, in 64 bits, before anything is allocated.
+
   The file is checked before anything is read: a truncated file, a checksum that does not match (a damaged file), an
   impossible header, or an epoch outside 0..-trainer_epochs are errors naming the file. Version 1 checkpoints (before
   checksums) are still read, with the size check only; version 2 checkpoints (without the run's batch size, sample
   count and last training loss) without those checks; version 3 checkpoints without the history (the monitors and the
   plot then see only the epochs after the restart); version 4 checkpoints without the run section (the schedule's
-  horizon is then the restarted run's, the masks' counters start at 0, nothing else is compared).
+  horizon is then the restarted run's, the masks' counters start at 0, nothing else is compared); version 5
+  checkpoints without K-FAC's state (a kfac restart then rebuilds its factors from its first batch, stated in one line).
 
   Level: intermediate
 
@@ -816,7 +965,7 @@ PetscErrorCode TrainerLoadCheckpoint(Trainer tr, const char file[])
   if (!ierr) { /* the layer list first: a different network is reported as such, not as a Vec of the wrong size */
     PetscInt header[TRAINER_CHECKPOINT_NHEAD];
 
-    ierr = PetscViewerBinaryRead(viewer, header, h[1] >= 5 ? TRAINER_CHECKPOINT_NHEAD : h[1] >= 4 ? 9 : 8, NULL, PETSC_INT);
+    ierr = PetscViewerBinaryRead(viewer, header, TrainerCheckpointHeaderLength_Private(h[1]), NULL, PETSC_INT);
     if (!ierr) ierr = PetscViewerBinaryRead(viewer, saved, h[7], NULL, PETSC_CHAR);
     saved[h[7]] = 0;
     if (!ierr && h[1] >= 3) ierr = PetscViewerBinaryRead(viewer, head, 3, NULL, PETSC_REAL); /* best losses, training loss */
@@ -843,6 +992,15 @@ PetscErrorCode TrainerLoadCheckpoint(Trainer tr, const char file[])
   if (h[1] >= 5) {
     PetscCall(TrainerApplyCheckpointRunSection_Private(tr, file, &rs));
     PetscCall(PetscFree3(rs.runi, rs.runr, rs.runc));
+  }
+  { /* K-FAC's factors (version 6), or a statement that they start afresh */
+    PetscBool iskfac;
+
+    PetscCall(PetscObjectTypeCompare((PetscObject)tr->tao, TAOKFAC, &iskfac));
+    PetscCheck(!iskfac || h[1] < 6 || h[12] > 0, comm, PETSC_ERR_FILE_UNEXPECTED, "Checkpoint %s is corrupt: written by a kfac run (format version %" PetscInt_FMT "), it holds no K-FAC section", file, h[1]);
+    if (iskfac && h[1] < 6)
+      PetscCall(PetscPrintf(comm, "restart from %s: a format-%" PetscInt_FMT " checkpoint holds no K-FAC factors: the first update rebuilds them from its batch, so the run continues from the checkpoint's parameters, not as the uninterrupted run\n",
+                            file, h[1]));
   }
 
   PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, NULL));
