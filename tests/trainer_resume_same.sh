@@ -1,7 +1,8 @@
 #!/bin/bash
 # A run killed after epoch 3 and restarted from its checkpoint equals the uninterrupted run (issue 33): the same bits on
 # the same rank count, 1e-10 relative in the weights on another. Suite lines trainer_resume_same_*.
-#   usage: tests/trainer_resume_same.sh NAME RANKS RESTART_RANKS RTOL [bin/fashion options ...]
+#   usage: tests/trainer_resume_same.sh NAME RANKS RESTART_RANKS RTOL [bin/fashion options ...] [--restart options ...]
+#   (the options after --restart are the restart's alone: another placement of the same Net)
 # On 600 + 300 Fashion-MNIST samples, 5 epochs of share/models/mlp.opts (Adam, cosine decay) plus the options given:
 #   A  uninterrupted, its final checkpoint A.ckpt;
 #   B  the same run with -trainer_checkpoint_every 1 -trainer_fail_after_epoch 3: its last rank is killed with SIGKILL
@@ -13,6 +14,13 @@ cd "$(dirname "$0")/.." || exit 2
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader
 name=$1 na=$2 nb=$3 rtol=$4
 shift 4
+# options after a lone '--restart' are given to the restart only (another placement, say)
+opts=() ropts=()
+while (($#)); do
+  if [[ $1 == --restart ]]; then shift; ropts=("$@"); break; fi
+  opts+=("$1"); shift
+done
+set -- "${opts[@]}"
 out=tests/out/${name}_run
 mkdir -p tests/out && rm -f $out.*
 fail() { echo "FAIL: $*"; exit 1; }
@@ -21,7 +29,7 @@ mpiexec --oversubscribe -n $na $prog -trainer_checkpoint $out.A.ckpt -net_save $
 mpiexec --oversubscribe -n $na $prog -trainer_checkpoint $out.B.ckpt -trainer_checkpoint_every 1 -trainer_fail_after_epoch 3 -trainer_fail_rank $((na - 1)) > $out.B1.log 2>&1 && { cat $out.B1.log; fail "-trainer_fail_after_epoch 3 did not kill the run"; }
 grep -q "signal 9" $out.B1.log || { cat $out.B1.log; fail "the run did not end by SIGKILL"; }
 [[ -f $out.B.ckpt ]] || fail "no checkpoint after the failure"
-mpiexec --oversubscribe -n $nb $prog -trainer_checkpoint $out.B.ckpt -trainer_restart $out.B.ckpt -net_save $out.B.bin > $out.B2.log 2>&1 || { cat $out.B2.log; fail "the restart failed"; }
+mpiexec --oversubscribe -n $nb $prog "${ropts[@]}" -trainer_checkpoint $out.B.ckpt -trainer_restart $out.B.ckpt -net_save $out.B.bin > $out.B2.log 2>&1 || { cat $out.B2.log; fail "the restart failed"; }
 ea=$(grep -o "^summary:.* epochs=[0-9]*" $out.A.log | grep -o "epochs=[0-9]*$"); eb=$(grep -o "^summary:.* epochs=[0-9]*" $out.B2.log | grep -o "epochs=[0-9]*$")
 [[ -n $ea && $ea == "$eb" ]] || { cat $out.B2.log; fail "the restart ended at $eb, the uninterrupted run at $ea"; }
 if [[ $rtol == differs ]]; then # a restart documented not to continue the run to the bit
