@@ -53,6 +53,12 @@ static PetscErrorCode KFACStateLayout(PetNetKFAC kfac, PetscInt **blocks, PetscI
   PetscFunctionReturn(0);
 }
 
+/* whether this rank provides block b's entries to a gathered state: its owner, or rank 0 where every rank holds it */
+static inline PetscBool KFACStateProvides(const KFACBlock *b, PetscMPIInt rank)
+{
+  return (PetscBool)(b->owner == rank || (b->owner < 0 && rank == 0));
+}
+
 /* The IS of the entries, in the factors' layout, of the blocks this rank provides (gather: one provider per block,
    its owner or rank 0 in the replicated placement) or receives (scatter: every rank that holds the block) */
 static PetscErrorCode KFACStateIS(PetNetKFAC kfac, const PetscInt offsets[], PetscBool gather, PetscInt *nlocal, IS *is)
@@ -65,7 +71,7 @@ static PetscErrorCode KFACStateIS(PetNetKFAC kfac, const PetscInt offsets[], Pet
   for (int pass = 0; pass < 2; pass++) {
     for (PetscInt i = 0; i < kfac->nblocks; i++) {
       const KFACBlock *b    = &kfac->blocks[i];
-      const PetscBool  mine = gather ? (PetscBool)(b->owner == rank || (b->owner < 0 && rank == 0)) : b->held;
+      const PetscBool  mine = gather ? KFACStateProvides(b, rank) : b->held;
 
       if (!mine) continue;
       if (!pass)
@@ -113,7 +119,7 @@ PetscErrorCode PetNetKFACGetState(PetNetKFAC kfac, PetscInt counters[2], PetscIn
     const KFACBlock *b  = &kfac->blocks[i];
     const size_t     na = (size_t)b->na * b->na, ns = (size_t)b->nout * b->nout;
 
-    if (!(b->owner == rank || (b->owner < 0 && rank == 0))) continue;
+    if (!KFACStateProvides(b, rank)) continue;
     PetscCall(PetscArraycpy(h + c, b->A, na));
     PetscCall(PetscArraycpy(h + c + na, b->S, ns));
     PetscCall(PetscArraycpy(h + c + na + ns, b->Ainv, na));
