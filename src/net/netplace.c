@@ -116,7 +116,7 @@ typedef struct {
   PetscBool ready; /* buffers made for this batch */
   /* the walk */
   PetscInt   m;     /* the micro-batch at hand (-1: all, for a node's parameter part) */
-  float     *fwork; /* a float kernel on bfloat16 values: the widened rows of a step (NetPlaceScratch()) */
+  char      *fwork; /* a kernel on entries of another type: the converted rows of a step (NetPlaceScratch()), bytes */
   size_t     nfwork;
   PetscBool  wantdx; /* backward: the input's cotangent is asked for */
   PetscBool *seeded; /* (nlayers + 1) x M: the cotangent of value v on micro-batch m holds a first contribution */
@@ -909,6 +909,20 @@ static PetscErrorCode NetPlaceStoreArray(Net net, NetSlot s, PetscInt v, char **
   PetscFunctionReturn(0);
 }
 
+/* cnt stored entries x (es bytes each) copied into y (first: the first contribution), else added to it; bfloat16 is
+   added in float and rounded once, as the store's fan-out sums */
+static void NetPlaceAddRows(PetscInt es, const char *x, size_t cnt, PetscBool first, char *y)
+{
+  if (first)
+    memcpy(y, x, cnt * (size_t)es);
+  else if (es == sizeof(PetscScalar))
+    for (size_t i = 0; i < cnt; i++) ((PetscScalar *)y)[i] += ((const PetscScalar *)x)[i];
+  else if (es == sizeof(float))
+    for (size_t i = 0; i < cnt; i++) ((float *)y)[i] += ((const float *)x)[i];
+  else
+    for (size_t i = 0; i < cnt; i++) ((uint16_t *)y)[i] = NetFloatToBF16(NetBF16ToFloat(((const uint16_t *)y)[i]) + NetBF16ToFloat(((const uint16_t *)x)[i]));
+}
+
 /* cotangent rows of micro-batch m of value v from a move's receive buffer: copied as the first contribution, else added */
 static PetscErrorCode NetPlaceAddCotangent(Net net, PetscInt e)
 {
@@ -923,26 +937,9 @@ static PetscErrorCode NetPlaceAddCotangent(Net net, PetscInt e)
   NetPlaceRange(pl, mv->src, pl->rank, m, &g0, &n, &row);
   PetscCall(NetPlaceStoreArray(net, NET_SLOT_TANGENT, mv->v, &d));
   if (n) {
-    const size_t off = (size_t)row * (size_t)mv->size, cnt = (size_t)n * (size_t)mv->size;
+    const size_t off = (size_t)row * (size_t)mv->size * pl->es;
 
-    if (!*seeded)
-      PetscCall(PetscMemcpy(d + off * pl->es, mv->rcot + off * pl->es, cnt * pl->es));
-    else if (pl->es == sizeof(PetscScalar)) {
-      PetscScalar       *y = (PetscScalar *)d + off;
-      const PetscScalar *x = (const PetscScalar *)mv->rcot + off;
-
-      for (size_t i = 0; i < cnt; i++) y[i] += x[i];
-    } else if (pl->es == sizeof(float)) {
-      float       *y = (float *)d + off;
-      const float *x = (const float *)mv->rcot + off;
-
-      for (size_t i = 0; i < cnt; i++) y[i] += x[i];
-    } else { /* bfloat16: added in float, rounded once, as the store's fan-out sums */
-      uint16_t       *y = (uint16_t *)d + off;
-      const uint16_t *x = (const uint16_t *)mv->rcot + off;
-
-      for (size_t i = 0; i < cnt; i++) y[i] = NetFloatToBF16(NetBF16ToFloat(y[i]) + NetBF16ToFloat(x[i]));
-    }
+    NetPlaceAddRows(pl->es, mv->rcot + off, (size_t)n * (size_t)mv->size, (PetscBool) !*seeded, d + off);
   }
   *seeded = PETSC_TRUE;
   PetscFunctionReturn(0);
@@ -1327,10 +1324,6 @@ PetscErrorCode NetPlaceSOBegin_Private(Net net)
 
   PetscFunctionBegin;
   PetscCheck(pl->tan, PetscObjectComm((PetscObject)net), PETSC_ERR_ORDER, "NetSecondOrderBackward() with placement needs the tangents of a NetJVP() at the last forward pass: call NetJVP() along the direction first");
-  PetscCheck(pl->es == sizeof(PetscScalar), PetscObjectComm((PetscObject)net), PETSC_ERR_SUP,
-             "NetSecondOrderBackward() (exact Hessian products: -trainer_hessian exact, -tao_type nls/ntr with the Hessian of the Net) with -net_stages / -net_microbatches / -net_parallel subgraph computes in double, and this Net stores its values "
-             "in -net_precision %s: use -net_precision double, or the Gauss-Newton operator (-trainer_hessian gn)",
-             NetPrecisions[net->precision]);
   PetscCall(PetscArrayzero(pl->seeded, (net->nlayers + 1) * pl->M));
   pl->wantdx = PETSC_FALSE;
   PetscFunctionReturn(0);
@@ -1363,22 +1356,18 @@ PetscErrorCode NetPlaceSOSendBack_Private(Net net, PetscInt k, NetSlot s, PetscB
     NetMove       *mv = e >= 0 ? &pl->moves[e] : NULL;
     PetscBool     *sd;
     PetscInt       g0, n, row;
-    PetscScalar   *d;
+    char          *d;
 
     if (!mv || (mv->v == 0 && !wantinput)) continue;
     sd = &pl->seeded[mv->v * pl->M + pl->m];
     PetscCall(NetMoveBeginOn(pl, pl->tcomm, e, pl->m, PETSC_TRUE, mv->dcot, mv->rcot));
     PetscCall(NetMoveEnd(pl, e, pl->m));
     NetPlaceRange(pl, mv->src, pl->rank, pl->m, &g0, &n, &row);
-    PetscCall(NetPlaceStoreArray(net, s, mv->v, (char **)&d));
+    PetscCall(NetPlaceStoreArray(net, s, mv->v, &d));
     if (n) {
-      const size_t       off = (size_t)row * (size_t)mv->size, cnt = (size_t)n * (size_t)mv->size;
-      const PetscScalar *x = (const PetscScalar *)mv->rcot + off;
+      const size_t off = (size_t)row * (size_t)mv->size * pl->es;
 
-      if (!*sd)
-        PetscCall(PetscArraycpy(d + off, x, cnt));
-      else
-        for (size_t j = 0; j < cnt; j++) d[off + j] += x[j];
+      NetPlaceAddRows(pl->es, mv->rcot + off, (size_t)n * (size_t)mv->size, (PetscBool) !*sd, d + off);
     }
     if (seed) *sd = PETSC_TRUE;
   }
@@ -1391,6 +1380,56 @@ PetscErrorCode NetPlaceSOWantInput_Private(Net net, PetscBool wantinput)
   PetscFunctionBegin;
   ((NetPlace *)net->pl)->wantdx = wantinput;
   PetscFunctionReturn(0);
+}
+
+/*
+  A kernel whose element type t is not the stored one: the moves' buffers hold the stored entries (pl->es bytes), so the
+  rows a kernel reads from them are widened into a copy of type t, and the rows it writes there are rounded back, as the
+  value store widens and rounds its own arrays (netprecision.c):
+
+    t float,  store bfloat16    the float kernels of -net_precision bfloat16
+    t double, store float       the second-order adjoint (NetSecondOrderBackward()), which computes in double, in
+    t double, store bfloat16      -net_precision single and bfloat16
+*/
+static PetscBool NetPlaceConverts(const NetPlace *pl, NetElem t)
+{
+  return (PetscBool)(NetElemBytes(t) != (size_t)pl->es);
+}
+
+/* the step's converted rows, bytes bytes, kept with the placement and grown to the largest step (not one malloc a step) */
+static PetscErrorCode NetPlaceScratch(NetPlace *pl, size_t bytes, char **f)
+{
+  PetscFunctionBegin;
+  if (bytes > pl->nfwork) {
+    PetscCall(PetscFree(pl->fwork));
+    PetscCall(PetscMalloc(bytes, &pl->fwork));
+    pl->nfwork = bytes;
+  }
+  *f = pl->fwork;
+  PetscFunctionReturn(0);
+}
+
+/* cnt stored entries b (es bytes each) widened to type t (wider than the store's) in f: exact */
+static void NetPlaceWiden(PetscInt es, const void *b, size_t cnt, NetElem t, void *f)
+{
+  if (t == NET_ELEM_FLOAT)
+    for (size_t i = 0; i < cnt; i++) ((float *)f)[i] = NetBF16ToFloat(((const uint16_t *)b)[i]);
+  else if (es == sizeof(float))
+    for (size_t i = 0; i < cnt; i++) ((PetscScalar *)f)[i] = ((const float *)b)[i];
+  else
+    for (size_t i = 0; i < cnt; i++) ((PetscScalar *)f)[i] = NetBF16ToFloat(((const uint16_t *)b)[i]);
+}
+
+/* cnt entries f of type t rounded to the store's (es bytes each) in b, as the store rounds (double to bfloat16 through
+   float) */
+static void NetPlaceRound(NetElem t, const void *f, size_t cnt, PetscInt es, void *b)
+{
+  if (t == NET_ELEM_FLOAT)
+    for (size_t i = 0; i < cnt; i++) ((uint16_t *)b)[i] = NetFloatToBF16(((const float *)f)[i]);
+  else if (es == sizeof(float))
+    for (size_t i = 0; i < cnt; i++) ((float *)b)[i] = (float)((const PetscScalar *)f)[i];
+  else
+    for (size_t i = 0; i < cnt; i++) ((uint16_t *)b)[i] = NetFloatToBF16((float)((const PetscScalar *)f)[i]);
 }
 
 /* ------------------------------------------------------------------------------------------------------------------
@@ -1423,10 +1462,7 @@ static PetscErrorCode NetPlaceWidenRows(NetPlace *pl, const char *src, PetscInt 
     PetscCall(PetscMalloc1(cnt, wide));
     pl->nwide[w] = cnt;
   }
-  if (pl->es == sizeof(float))
-    for (size_t i = 0; i < cnt; i++) (*wide)[i] = ((const float *)src)[i];
-  else
-    for (size_t i = 0; i < cnt; i++) (*wide)[i] = NetBF16ToFloat(((const uint16_t *)src)[i]);
+  NetPlaceWiden(pl->es, src, cnt, NET_ELEM_DOUBLE, *wide);
   *a = *wide;
   PetscFunctionReturn(0);
 }
@@ -1485,12 +1521,12 @@ PetscErrorCode NetPlaceRestoreNodeArrays_Private(Net net, PetscInt k, const Pets
 static PetscErrorCode NetExecPlacedArrays(Net net, PetscInt k, NetElem t, const void *const x[], const void *y, const void **xs, const void **ys, PetscInt *n)
 {
   NetPlace    *pl = (NetPlace *)net->pl;
-  const size_t es = t == NET_ELEM_DOUBLE ? sizeof(PetscScalar) : t == NET_ELEM_FLOAT ? sizeof(float) : sizeof(uint16_t);
+  const size_t es = NetElemBytes(t);
   const Layer  l  = net->layers[k];
   PetscInt     row;
 
   PetscFunctionBegin;
-  PetscCheck((size_t)pl->es == es || (t == NET_ELEM_FLOAT && pl->es == sizeof(uint16_t)), PETSC_COMM_SELF, PETSC_ERR_PLIB, "A placed node computes in the store's element type, or in float on bfloat16 values");
+  PetscCheck((size_t)pl->es <= es, PETSC_COMM_SELF, PETSC_ERR_PLIB, "A placed node computes in the store's element type or a wider one (float on bfloat16, double on float or bfloat16)");
   PetscCall(NetPlaceNodeRows_Private(net, k, &row, n));
   for (PetscInt i = 0; i < net->nodes[k].nin; i++) {
     const PetscInt e = pl->movein[k * pl->maxin + i];
@@ -1501,36 +1537,6 @@ static PetscErrorCode NetExecPlacedArrays(Net net, PetscInt k, NetElem t, const 
   PetscFunctionReturn(0);
 }
 
-/* A float kernel on bfloat16 values (-net_precision bfloat16): the moves' buffers hold the stored bfloat16 entries, so
-   the rows a kernel reads from them are widened into a float copy, and the rows it writes there are rounded back */
-static PetscBool NetPlaceConverts(const NetPlace *pl, NetElem t)
-{
-  return (PetscBool)(t == NET_ELEM_FLOAT && pl->es == sizeof(uint16_t));
-}
-
-/* the step's float rows, cnt entries, kept with the placement and grown to the largest step (not one malloc a step) */
-static PetscErrorCode NetPlaceScratch(NetPlace *pl, size_t cnt, float **f)
-{
-  PetscFunctionBegin;
-  if (cnt > pl->nfwork) {
-    PetscCall(PetscFree(pl->fwork));
-    PetscCall(PetscMalloc1(cnt, &pl->fwork));
-    pl->nfwork = cnt;
-  }
-  *f = pl->fwork;
-  PetscFunctionReturn(0);
-}
-
-static void NetPlaceWiden(const void *b, PetscInt cnt, float *f)
-{
-  for (PetscInt i = 0; i < cnt; i++) f[i] = NetBF16ToFloat(((const uint16_t *)b)[i]);
-}
-
-static void NetPlaceRound(const float *f, PetscInt cnt, void *b)
-{
-  for (PetscInt i = 0; i < cnt; i++) ((uint16_t *)b)[i] = NetFloatToBF16(f[i]);
-}
-
 static PetscErrorCode NetExecForward_Placed(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], void *y)
 {
   NetPlace       *pl   = (NetPlace *)net->pl;
@@ -1538,8 +1544,9 @@ static PetscErrorCode NetExecForward_Placed(Net net, PetscInt k, NetElem t, cons
   const NetNode  *nd   = &net->nodes[k];
   const PetscBool conv = NetPlaceConverts(pl, t);
   const PetscBool last = (PetscBool)(k == net->nlayers - 1);
+  const size_t    ets  = NetElemBytes(t);
   const void     *stack[NET_MAX_STACK_INPUTS], **xs = stack, *ys;
-  float          *f = NULL, *yf = NULL;
+  char           *f = NULL, *yf = NULL;
   PetscInt        n;
   PetscLogDouble  t0;
 
@@ -1551,12 +1558,12 @@ static PetscErrorCode NetExecForward_Placed(Net net, PetscInt k, NetElem t, cons
 
     for (PetscInt i = 0; i < nd->nin; i++)
       if (pl->movein[k * pl->maxin + i] >= 0) cnt += (size_t)n * l->insizes[i];
-    PetscCall(NetPlaceScratch(pl, cnt, &f));
+    PetscCall(NetPlaceScratch(pl, cnt * ets, &f));
     for (PetscInt i = 0; i < nd->nin; i++)
       if (pl->movein[k * pl->maxin + i] >= 0) {
-        NetPlaceWiden(xs[i], n * l->insizes[i], f);
+        NetPlaceWiden(pl->es, xs[i], (size_t)n * l->insizes[i], t, f);
         xs[i] = f;
-        f += (size_t)n * l->insizes[i];
+        f += (size_t)n * l->insizes[i] * ets;
       }
     if (last) yf = f;
   }
@@ -1572,7 +1579,7 @@ static PetscErrorCode NetExecForward_Placed(Net net, PetscInt k, NetElem t, cons
     pl->fwdm[k] = pl->m;
   }
   pl->busy += MPI_Wtime() - t0;
-  if (yf) NetPlaceRound(yf, n * l->outsize, (void *)ys);
+  if (yf) NetPlaceRound(t, yf, (size_t)n * l->outsize, pl->es, (void *)ys);
   if (xs != stack) PetscCall(PetscFree(xs));
   PetscFunctionReturn(0);
 }
@@ -1589,7 +1596,7 @@ static PetscErrorCode NetPlaceRecompute(Net net, PetscInt k, NetElem t, const Pe
 {
   NetPlace    *pl  = (NetPlace *)net->pl;
   const Layer  l   = net->layers[k];
-  const size_t es  = t == NET_ELEM_DOUBLE ? sizeof(PetscScalar) : t == NET_ELEM_FLOAT ? sizeof(float) : sizeof(uint16_t);
+  const size_t es  = NetElemBytes(t);
   const size_t cnt = es * (size_t)n * (size_t)l->outsize;
   PetscInt     g0, nn, row;
   PetscBool    frozen;
@@ -1623,11 +1630,11 @@ static PetscErrorCode NetExecBackward_Placed(Net net, PetscInt k, NetElem t, con
   const NetNode  *nd   = &net->nodes[k];
   const PetscBool conv = NetPlaceConverts(pl, t);
   const PetscBool last = (PetscBool)(k == net->nlayers - 1);
-  const size_t    es   = t == NET_ELEM_DOUBLE ? sizeof(PetscScalar) : t == NET_ELEM_FLOAT ? sizeof(float) : sizeof(uint16_t);
+  const size_t    es   = NetElemBytes(t);
   const void     *stack[NET_MAX_STACK_INPUTS], **xs   = stack, *ys, *dys;
   void           *dstack[NET_MAX_STACK_INPUTS], **dxs = dstack;
-  char           *rstack[NET_MAX_STACK_INPUTS], **dxr = rstack; /* converted: where input i's float cotangent rounds to */
-  float          *f = NULL;
+  char           *rstack[NET_MAX_STACK_INPUTS], **dxr = rstack; /* converted: where input i's cotangent of type t rounds to */
+  char           *f = NULL;
   PetscInt        n, row;
   PetscLogDouble  t0;
 
@@ -1654,22 +1661,22 @@ static PetscErrorCode NetExecBackward_Placed(Net net, PetscInt k, NetElem t, con
 
     for (PetscInt i = 0; i < nd->nin; i++)
       if (pl->movein[k * pl->maxin + i] >= 0) cnt += (size_t)n * l->insizes[i] * (dxr[i] ? 2 : 1);
-    PetscCall(NetPlaceScratch(pl, cnt, &f));
+    PetscCall(NetPlaceScratch(pl, cnt * es, &f));
     if (last) {
-      NetPlaceWiden(ys, n * l->outsize, f);
-      NetPlaceWiden(dys, n * l->outsize, f + (size_t)n * l->outsize);
+      NetPlaceWiden(pl->es, ys, (size_t)n * l->outsize, t, f);
+      NetPlaceWiden(pl->es, dys, (size_t)n * l->outsize, t, f + (size_t)n * l->outsize * es);
       ys  = f;
-      dys = f + (size_t)n * l->outsize;
-      f += 2 * (size_t)n * l->outsize;
+      dys = f + (size_t)n * l->outsize * es;
+      f += 2 * (size_t)n * l->outsize * es;
     }
     for (PetscInt i = 0; i < nd->nin; i++) {
       if (pl->movein[k * pl->maxin + i] < 0) continue;
-      NetPlaceWiden(xs[i], n * l->insizes[i], f);
+      NetPlaceWiden(pl->es, xs[i], (size_t)n * l->insizes[i], t, f);
       xs[i] = f;
-      f += (size_t)n * l->insizes[i];
+      f += (size_t)n * l->insizes[i] * es;
       if (dxr[i]) { /* the kernel writes (it does not add) its input's cotangent: no widening of the old one */
         dxs[i] = f;
-        f += (size_t)n * l->insizes[i];
+        f += (size_t)n * l->insizes[i] * es;
       }
     }
   }
@@ -1678,7 +1685,7 @@ static PetscErrorCode NetExecBackward_Placed(Net net, PetscInt k, NetElem t, con
   if (n) PetscCall(NetExecPlainBackward_Private(net, k, n, t, th, xs, ys, dys, dxs, dth, mask));
   pl->busy += MPI_Wtime() - t0;
   for (PetscInt i = 0; i < nd->nin; i++)
-    if (dxr[i]) NetPlaceRound((const float *)dxs[i], n * l->insizes[i], dxr[i]);
+    if (dxr[i]) NetPlaceRound(t, dxs[i], (size_t)n * l->insizes[i], pl->es, dxr[i]);
   if (xs != stack) PetscCall(PetscFree3(xs, dxs, dxr));
   PetscFunctionReturn(0);
 }
@@ -1694,10 +1701,10 @@ static PetscErrorCode NetExecJVP_Placed(Net net, PetscInt k, NetElem t, const Pe
   const NetNode  *nd   = &net->nodes[k];
   const PetscBool conv = NetPlaceConverts(pl, t);
   const PetscBool last = (PetscBool)(k == net->nlayers - 1);
-  const size_t    es   = t == NET_ELEM_DOUBLE ? sizeof(PetscScalar) : t == NET_ELEM_FLOAT ? sizeof(float) : sizeof(uint16_t);
+  const size_t    es   = NetElemBytes(t);
   const void     *stack[NET_MAX_STACK_INPUTS], **xs = stack, *ys, *tstack[NET_MAX_STACK_INPUTS], **dxs = tstack;
   void           *dys;
-  float          *f = NULL, *dyf = NULL;
+  char           *f = NULL, *dyf = NULL;
   PetscInt        n, row;
   PetscLogDouble  t0;
 
@@ -1721,22 +1728,22 @@ static PetscErrorCode NetExecJVP_Placed(Net net, PetscInt k, NetElem t, const Pe
 
     for (PetscInt i = 0; i < nd->nin; i++)
       if (pl->movein[k * pl->maxin + i] >= 0) cnt += (size_t)n * l->insizes[i] * (dxs[i] ? 2 : 1);
-    PetscCall(NetPlaceScratch(pl, cnt, &f));
+    PetscCall(NetPlaceScratch(pl, cnt * es, &f));
     if (last) {
-      NetPlaceWiden(ys, n * l->outsize, f);
+      NetPlaceWiden(pl->es, ys, (size_t)n * l->outsize, t, f);
       ys  = f;
-      dyf = f + (size_t)n * l->outsize;
-      f += 2 * (size_t)n * l->outsize;
+      dyf = f + (size_t)n * l->outsize * es;
+      f += 2 * (size_t)n * l->outsize * es;
     }
     for (PetscInt i = 0; i < nd->nin; i++) {
       if (pl->movein[k * pl->maxin + i] < 0) continue;
-      NetPlaceWiden(xs[i], n * l->insizes[i], f);
+      NetPlaceWiden(pl->es, xs[i], (size_t)n * l->insizes[i], t, f);
       xs[i] = f;
-      f += (size_t)n * l->insizes[i];
+      f += (size_t)n * l->insizes[i] * es;
       if (dxs[i]) {
-        NetPlaceWiden(dxs[i], n * l->insizes[i], f);
+        NetPlaceWiden(pl->es, dxs[i], (size_t)n * l->insizes[i], t, f);
         dxs[i] = f;
-        f += (size_t)n * l->insizes[i];
+        f += (size_t)n * l->insizes[i] * es;
       }
     }
   }
@@ -1744,16 +1751,27 @@ static PetscErrorCode NetExecJVP_Placed(Net net, PetscInt k, NetElem t, const Pe
   if (n) PetscCall(NetPlaceRecompute(net, k, t, th, xs, n)); /* its state (masks, statistics) of this micro-batch */
   if (n) PetscCall(NetExecPlainJVP_Private(net, k, n, t, th, xs, ys, dxs, dth, dyf ? (void *)dyf : dys));
   pl->busy += MPI_Wtime() - t0;
-  if (dyf) NetPlaceRound(dyf, n * l->outsize, dys);
+  if (dyf) NetPlaceRound(t, dyf, (size_t)n * l->outsize, pl->es, dys);
   if (xs != stack) PetscCall(PetscFree2(xs, dxs));
   PetscFunctionReturn(0);
+}
+
+/* cnt stored entries src widened to double at *f, which moves past them */
+static PetscScalar *NetPlaceWidenNext(const NetPlace *pl, const char *src, size_t cnt, char **f)
+{
+  PetscScalar *d = (PetscScalar *)*f;
+
+  NetPlaceWiden(pl->es, src, cnt, NET_ELEM_DOUBLE, d);
+  *f += cnt * sizeof(PetscScalar);
+  return d;
 }
 
 /*
   The curvature term of node k (one input; joins are linear here or refused by the walk) on the micro-batch at hand, in
   double: a moved input's value and tangent read from its move's dval and tan, its bard term added into its move's dcot
   (sent back after); the last node's output, its tangent and the bar of dY read from the output move's dval, tan and
-  dcot (NetPlaceSOOutput_Private() moved bar there)
+  dcot (NetPlaceSOOutput_Private() moved bar there). The store's arrays come widened to double by the store; the moves'
+  buffers hold the stored entries, widened here (and the dcot term rounded back) where the store is float or bfloat16.
 */
 static PetscErrorCode NetExecSOBackward_Placed(Net net, PetscInt k, const PetscScalar *th, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *thd, const PetscScalar *ydot, const PetscScalar *dy, PetscScalar *dxd,
                                                PetscScalar *hvk)
@@ -1761,28 +1779,55 @@ static PetscErrorCode NetExecSOBackward_Placed(Net net, PetscInt k, const PetscS
   NetPlace       *pl = (NetPlace *)net->pl;
   const Layer     l  = net->layers[k];
   const PetscInt  e = pl->movein[k * pl->maxin], o = pl->nmoves - 1, is = l->insizes[0], os = l->outsize;
-  const PetscBool last = (PetscBool)(k == net->nlayers - 1);
+  const PetscBool last = (PetscBool)(k == net->nlayers - 1), conv = NetPlaceConverts(pl, NET_ELEM_DOUBLE);
+  const PetscBool xzero = net->tanzero[net->nodes[k].in[0] + 1], yzero = net->tanzero[k + 1];
+  const char     *mx = NULL, *mxdot = NULL, *my = NULL, *mydot = NULL, *mdy = NULL; /* the rows in the moves' buffers */
+  char           *mdxd = NULL, *f = NULL;
   PetscInt        n, row;
 
   PetscFunctionBegin;
   if (l->sozero) PetscFunctionReturn(0);
   PetscCall(NetPlaceNodeRows_Private(net, k, &row, &n));
   if (!n) PetscFunctionReturn(0);
-  x    = e >= 0 ? (const PetscScalar *)pl->moves[e].dval + row * is : x + row * is;
-  xdot = net->tanzero[net->nodes[k].in[0] + 1] ? NULL : e >= 0 ? (const PetscScalar *)pl->tan[e] + row * is : xdot + row * is; /* as in the JVP */
-  if (e >= 0)
-    dxd = pl->moves[e].v || pl->wantdx ? (PetscScalar *)pl->moves[e].dcot + row * is : NULL; /* the Net's input: only when asked for */
-  else if (dxd)
-    dxd += row * is;
-  y    = last ? (const PetscScalar *)pl->moves[o].dval + row * os : y + row * os;
-  ydot = net->tanzero[k + 1] ? NULL : last ? (const PetscScalar *)pl->tan[o] + row * os : ydot + row * os;
-  dy   = last ? (const PetscScalar *)pl->moves[o].dcot + row * os : dy + row * os;
+  if (e >= 0) {
+    mx    = pl->moves[e].dval + (size_t)row * is * pl->es;
+    mxdot = xzero ? NULL : pl->tan[e] + (size_t)row * is * pl->es;                               /* as in the JVP */
+    mdxd  = pl->moves[e].v || pl->wantdx ? pl->moves[e].dcot + (size_t)row * is * pl->es : NULL; /* the Net's input: only when asked for */
+  } else {
+    x    = x + row * is;
+    xdot = xzero ? NULL : xdot + row * is;
+    if (dxd) dxd += row * is;
+  }
+  if (last) {
+    my    = pl->moves[o].dval + (size_t)row * os * pl->es;
+    mydot = yzero ? NULL : pl->tan[o] + (size_t)row * os * pl->es;
+    mdy   = pl->moves[o].dcot + (size_t)row * os * pl->es;
+  } else {
+    y    = y + row * os;
+    ydot = yzero ? NULL : ydot + row * os;
+    dy   = dy + row * os;
+  }
+  if (conv) { /* scratch: each moved array's rows widened to double */
+    const size_t nx = (size_t)n * is, ny = (size_t)n * os;
+
+    PetscCall(NetPlaceScratch(pl, ((mx ? nx : 0) + (mxdot ? nx : 0) + (mdxd ? nx : 0) + (my ? ny : 0) + (mydot ? ny : 0) + (mdy ? ny : 0)) * sizeof(PetscScalar), &f));
+    if (mx) x = NetPlaceWidenNext(pl, mx, nx, &f);
+    if (mxdot) xdot = NetPlaceWidenNext(pl, mxdot, nx, &f);
+    if (mdxd) dxd = NetPlaceWidenNext(pl, mdxd, nx, &f); /* the term adds to the cotangent the backward pass wrote */
+    if (my) y = NetPlaceWidenNext(pl, my, ny, &f);
+    if (mydot) ydot = NetPlaceWidenNext(pl, mydot, ny, &f);
+    if (mdy) dy = NetPlaceWidenNext(pl, mdy, ny, &f);
+  } else {
+    if (e >= 0) x = (const PetscScalar *)mx, xdot = (const PetscScalar *)mxdot, dxd = (PetscScalar *)mdxd;
+    if (last) y = (const PetscScalar *)my, ydot = (const PetscScalar *)mydot, dy = (const PetscScalar *)mdy;
+  }
   {
     const void *xs[1] = {x};
 
     PetscCall(NetPlaceRecompute(net, k, NET_ELEM_DOUBLE, th, xs, n)); /* its state (masks, statistics) of this micro-batch */
   }
   PetscCall(LayerSOBackwardArray(l, n, th, x, y, xdot, thd, ydot, dy, dxd, hvk));
+  if (conv && mdxd) NetPlaceRound(NET_ELEM_DOUBLE, dxd, (size_t)n * is, pl->es, mdxd);
   PetscFunctionReturn(0);
 }
 

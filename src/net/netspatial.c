@@ -1097,15 +1097,10 @@ static PetscErrorCode NetSpatialSetUpHalo_Private(NetSpatial *sp, const PetscInt
   PetscFunctionReturn(0);
 }
 
-/* element type t: its MPI datatype (PetscSF moves float buffers as it moves double ones) and its bytes */
+/* element type t: its MPI datatype (PetscSF moves float buffers as it moves double ones; its bytes: NetElemBytes()) */
 static inline MPI_Datatype NetElemMPIType(NetElem t)
 {
   return t == NET_ELEM_FLOAT ? MPI_FLOAT : MPIU_SCALAR;
-}
-
-static inline size_t NetElemBytes(NetElem t)
-{
-  return t == NET_ELEM_FLOAT ? sizeof(float) : sizeof(PetscScalar);
 }
 
 /*

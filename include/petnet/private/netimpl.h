@@ -440,6 +440,11 @@ static inline NetElem NetNodeElem(Net net, PetscInt k)
   if (NetStore(net)->compute != NET_ELEM_FLOAT || !net->nodes[k].exec->floatok) return NET_ELEM_DOUBLE;
   return NetNodeStreamsBF16(net, k) ? NET_ELEM_BF16 : NET_ELEM_FLOAT;
 }
+/* the bytes of an entry of element type t */
+static inline size_t NetElemBytes(NetElem t)
+{
+  return t == NET_ELEM_DOUBLE ? sizeof(PetscScalar) : t == NET_ELEM_FLOAT ? sizeof(float) : sizeof(uint16_t);
+}
 /* bfloat16 is the upper half of a float: widening is exact, narrowing rounds to nearest even (a NaN stays a NaN) */
 static inline float NetBF16ToFloat(uint16_t b)
 {
