@@ -173,6 +173,8 @@ struct _p_Layer {
                             cotangent is zero), and a derivative test must not perturb it (NetTestJacobian()) */
   PetscBool actonly;     /* the kernels read nothing of a forward pass but its input and output arrays (no masks,
                             statistics or buffers of the kind's own): NetSetForwardCache() may hand an earlier pass back */
+  PetscBool isrelu;      /* the activation is max(x, 0), +0 for -0 and NaN (relu): a fused one may run as a oneDNN matmul's
+                            or convolution's eltwise post-op, whose relu gives these bits (layergemmkernels.h, convonednn.c) */
   PetscInt   nbuffers;   /* non-trainable state saved with the model (e.g. batchnorm running statistics) */
   PetscInt64 maxnparams; /* -1, or the most parameters the layer may have (set by its Net while a model file is read);
                             a layer with an inner Net (ode) hands it on, so that the inner Net refuses before allocating */

@@ -208,7 +208,7 @@ PetscErrorCode LAYER_GEMM_NAME(LayerGemm)(PetscBool threaded, char ta, char tb, 
   if (threaded && backend != PETNET_GEMM_NATIVE) { /* one oneDNN matmul with the bias (and relu), unless its key fell back */
     PetscBool done, relu = PETSC_FALSE;
 
-    if (ep && ep->act && !ep->mask) PetscCall(PetscObjectTypeCompare((PetscObject)ep->act, LAYERRELU, &relu)); /* a fused relu: a post-op */
+    if (ep && ep->act && !ep->mask) relu = ep->act->isrelu; /* a fused relu: a post-op */
     PetscCall(PetNetOneDNNMatmul(backend, ta, tb, m, n, k, A, lda, B, ldb, beta, C, ldc, ep ? ep->bias : NULL, relu, &done));
     if (done) {
       if (ep && ((ep->act && !relu) || ep->acc)) { /* the rest of the epilogue, elementwise: by blocks of columns on the threads */

@@ -102,7 +102,7 @@ static PetscErrorCode LayerForget_AvgPool(Layer layer)
 PETSC_INTERN PetscErrorCode LayerCreate_AvgPool(Layer layer)
 {
   PetscFunctionBegin;
-  PetscCall(LayerCreatePool_Private(layer, sizeof(Layer_AvgPool)));
+  PetscCall(LayerCreatePool_Private(layer, sizeof(Layer_AvgPool), PETSC_FALSE));
   layer->ops->setup          = LayerSetUpPool_Private;
   layer->ops->forward        = LayerForward_AvgPool;
   layer->ops->backward       = LayerBackward_AvgPool;

@@ -118,8 +118,7 @@ PetscErrorCode ConvForwardActSingle_OneDNN(Layer layer, Layer act, PetscInt n, c
   s->wset = PETSC_TRUE;
   if (!n) PetscFunctionReturn(0);
   ConvOneDNNShape(conv, n, &sh);
-  if (act) PetscCall(PetscObjectTypeCompare((PetscObject)act, LAYERRELU, &relu));
-  if (relu) { /* a fused relu as the primitive's post-op, where oneDNN has that primitive */
+  if (act && act->isrelu) { /* a fused relu as the primitive's post-op, where oneDNN has that primitive */
     sh.relu = PETSC_TRUE;
     PetscCall(PetNetOneDNNConvAvailable(layer->gemm, &sh, &relu));
     sh.relu = relu;

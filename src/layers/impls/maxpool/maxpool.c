@@ -342,7 +342,7 @@ static PetscErrorCode LayerDestroy_MaxPool(Layer layer)
 PETSC_INTERN PetscErrorCode LayerCreate_MaxPool(Layer layer)
 {
   PetscFunctionBegin;
-  PetscCall(LayerCreatePool_Private(layer, sizeof(Layer_MaxPool)));
+  PetscCall(LayerCreatePool_Private(layer, sizeof(Layer_MaxPool), PETSC_TRUE));
   layer->ops->setup              = LayerSetUp_MaxPool;
   layer->ops->setfromoptions     = LayerSetFromOptions_MaxPool;
   layer->ops->forward            = MaxPoolForward;

@@ -301,6 +301,7 @@ PETSC_INTERN PetscErrorCode LayerCreate_ReLU(Layer layer)
   layer->ops->backwardsingle     = LayerBackwardSingle_ReLUFloat;
   layer->ops->jvpsingle          = LayerJVPSingle_ReLUFloat;
   layer->sozero                  = PETSC_TRUE; /* piecewise linear: no curvature term */
+  layer->isrelu                  = PETSC_TRUE; /* a oneDNN post-op where it is fused */
   layer->ops->activate           = LayerActivate_ReLU;
   layer->ops->activatemask       = LayerActivateMask_ReLU;
   layer->ops->activatesingle     = LayerActivateSingle_ReLU;

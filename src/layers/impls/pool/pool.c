@@ -28,12 +28,10 @@ static PetscInt PoolViewDims(const LayerWindow *win)
   return win->nsd ? win->nsd : n;
 }
 
-/* A pool kind with a dilation: maxpool (PyTorch's MaxPool2d/3d have one, AvgPool2d/3d none) */
+/* A pool kind with a dilation: maxpool (PyTorch's MaxPool2d/3d have one, AvgPool2d/3d none), as its create said */
 static PetscBool PoolHasDilation(Layer layer)
 {
-  const char *kind = ((PetscObject)layer)->type_name;
-
-  return (PetscBool)(kind && !strcmp(kind, LAYERMAXPOOL));
+  return ((const LayerWindow *)layer->data)->dilates;
 }
 
 /* which: LAYER_WINDOW_KERNEL, _STRIDE, _PADDING or _DILATION (maxpool only); n values in v (1: the same along every spatial dim) */
@@ -237,8 +235,9 @@ PetscErrorCode LayerDestroyPool_Private(Layer layer)
   PetscFunctionReturn(0);
 }
 
-/* size: the kind's data struct, which starts with a LayerWindow. Default window 2 along every dim, stride = kernel, no padding. */
-PetscErrorCode LayerCreatePool_Private(Layer layer, size_t size)
+/* size: the kind's data struct, which starts with a LayerWindow; dilates: the kind has a dilation setting. Default window 2
+   along every dim, stride = kernel, no padding, no dilation. */
+PetscErrorCode LayerCreatePool_Private(Layer layer, size_t size, PetscBool dilates)
 {
   LayerWindow *win;
 
@@ -249,6 +248,7 @@ PetscErrorCode LayerCreatePool_Private(Layer layer, size_t size)
     win->dilation[d] = 1;
   }
   for (int w = 0; w < 4; w++) win->given[w] = 1;
+  win->dilates               = dilates;
   layer->data                = win;
   layer->ops->setarguments   = LayerSetArguments_Pool;
   layer->ops->getarguments   = LayerGetArguments_Pool;

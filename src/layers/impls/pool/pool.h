@@ -15,7 +15,7 @@
 #include "window.h"
 #include <petnet/private/onednnimpl.h>
 
-PETSC_INTERN PetscErrorCode LayerCreatePool_Private(Layer, size_t);
+PETSC_INTERN PetscErrorCode LayerCreatePool_Private(Layer, size_t, PetscBool);
 PETSC_INTERN PetscErrorCode LayerSetUpPool_Private(Layer);
 PETSC_INTERN PetscErrorCode LayerSetFromOptionsPool_Private(Layer, PetscOptionItems *);
 PETSC_INTERN PetscErrorCode LayerPoolCheckRunnable_Private(Layer);

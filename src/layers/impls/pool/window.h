@@ -33,6 +33,7 @@ typedef struct {
   PetscInt  step[3];                              /* the stride in effect, set by LayerWindowSetUp() */
   PetscInt  in[3], out[3];                        /* spatial sizes, slowest first, set by LayerWindowSetUp() */
   PetscInt *t0[3], *t1[3];                        /* valid taps [t0, t1) for each output index along each dim */
+  PetscBool dilates;                              /* a pooling kind with a dilation setting (maxpool, not avgpool) */
 } LayerWindow;
 
 /* A window as three dims (a 2-D window with a leading dim of one point and one tap): what the kernels loop over */
