@@ -82,7 +82,11 @@ BENCHES  = $(patsubst bench/%.c,bin/%,$(wildcard bench/*.c))
 HDF5CHECK = $(if $(strip $(HDF5_LIB)),lib/petnet/petnet-hdf5check)
 REPLAYS  = $(patsubst fuzz/fuzz_%.c,bin/fuzz/replay_%,$(wildcard fuzz/fuzz_*.c))
 
-all: lib/libpetnet.so $(HDF5CHECK) $(EXAMPLES) $(TESTS) $(BENCHES) $(REPLAYS)
+# With oneDNN, also a program built without it (bin/tests/netoptions_noonednn, below), for the tests of what such a build
+# refuses and where it falls back
+NOONEDNN = $(if $(filter 1,$(ONEDNN)),bin/tests/netoptions_noonednn)
+
+all: lib/libpetnet.so $(HDF5CHECK) $(EXAMPLES) $(TESTS) $(BENCHES) $(REPLAYS) $(NOONEDNN)
 
 build/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -139,6 +143,17 @@ bin/hybrid_rd: $(call example_modules,hybrid)
 # bin/vit reads Fashion-MNIST as bin/fashion does (examples/fashion/fashiondata.c)
 bin/vit: $(call example_modules,fashion)
 bin/tests/test_meshpartition: $(call example_modules,mesh_surrogate)
+
+# PetNet without oneDNN in a build with it: src/sys/onednn.c, the one file that reads dnnl.h (no header depends on
+# PETNET_HAVE_ONEDNN), compiled without it and linked with the library's other objects and tests/test_netoptions.c into
+# one program (tests/onednn.suite, onednn_absent_*: -net_backend onednn refused, the default native)
+NOONEDNN_OBJ = build/noonednn/src/sys/onednn.o $(filter-out build/src/sys/onednn.o,$(LIBOBJ))
+build/noonednn/src/sys/onednn.o: src/sys/onednn.c
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out -DPETNET_HAVE_ONEDNN,$(CPPFLAGS)) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
+bin/tests/netoptions_noonednn: tests/test_netoptions.c $(NOONEDNN_OBJ)
+	@mkdir -p bin/tests build/deps/bin/tests
+	$(CC) $(filter-out -DPETNET_HAVE_ONEDNN,$(CPPFLAGS)) $(CFLAGS) $(BINDEPS) $< $(NOONEDNN_OBJ) -o $@ $(filter-out -ldnnl,$(PETNET_EXTERNAL_LIB))
 
 # A fuzz harness linked with fuzz/replay.c: runs the corpus and the regression inputs of its reader (tests/fuzz.suite).
 # The .d file is the harness's (the last source); replay.c includes only fuzz.h, which the harness includes too.

@@ -988,8 +988,8 @@ static PetscErrorCode PetNetOneDNNMatmulRelu_Private(PetNetGemmBackend backend, 
   PetscFunctionBegin;
   *done = PETSC_FALSE;
   if (backend == PETNET_GEMM_NATIVE || !m || !n || !k || !G) PetscFunctionReturn(0);
-  if (G == 1) sa = sb = sc = 0; /* one key for a 2-D matmul, whatever the strides say */
 #if defined(PETNET_HAVE_ONEDNN)
+  if (G == 1) sa = sb = sc = 0; /* one key for a 2-D matmul, whatever the strides say */
   {
     PetNetOneDNNEntry *e = NULL;
     const void        *a = A, *b = B;
@@ -1289,12 +1289,14 @@ PetscErrorCode PetNetOneDNNMaxPool(const PetNetOneDNNConvShape *sh, PetscBool ad
   PetscFunctionReturn(0);
 }
 
+#if defined(PETNET_HAVE_ONEDNN)
 /* a layer normalization's key (PetNetOneDNNLNormCreateDesc()): P positions of E values, affine or not */
 static void PetNetOneDNNLNormKey(PetscInt P, PetscInt E, PetscBool affine, PetNetOneDNNConvShape *sh)
 {
   memset(sh, 0, sizeof(*sh));
   sh->n = P, sh->cin = sh->cout = E, sh->groups = 1, sh->bias = affine;
 }
+#endif
 
 /*
   Layer normalization (layernorm's float passes): *ok when oneDNN has a kernel worth running for both the forward
@@ -1376,6 +1378,7 @@ PetscErrorCode PetNetOneDNNLayerNorm(PetscBool backward, PetscInt P, PetscInt E,
   PetscFunctionReturn(0);
 }
 
+#if defined(PETNET_HAVE_ONEDNN)
 /*
   A batch normalization's key (PetNetOneDNNBNormDescs()): n samples of batchnorm's input shape dim[0..ndim) (channels
   last, C = dim[ndim - 1]), given to oneDNN as nhwc or ndhwc, the same memory: flat (C) inputs as 1 x 1 x C, (T, C) as
@@ -1395,6 +1398,7 @@ static void PetNetOneDNNBNormKey(PetscInt n, PetscInt ndim, const PetscInt dim[]
   } else
     for (PetscInt d = 0; d < ndim - 1; d++) sh->in[1] *= dim[d];
 }
+#endif
 
 /*
   Batch normalization (batchnorm's float passes): *ok when oneDNN has a kernel worth running for both the forward and
