@@ -40,7 +40,9 @@
   the gather of those runs (NetParamMap, netpmap.c), a MATSHELL with its exact adjoint, the reduce of the gradients.
   With -net_parallel sharded there is no copy: each node of a stage gathers its block over the stage's ranks just
   before each of its steps (ZeRO-3 inside the stage, NetPlaceSetUpParameters_Private()), so a rank keeps 1/G of its
-  stage's parameters.
+  stage's parameters. With -net_parallel model each dense and convolution node of a stage splits its weights over the
+  stage's ranks (netmodel.c's executor on the stage's communicator, NetPlaceModelStep()): theta_rep holds the runs of
+  the rank's block of such a node (NetNode.runstart/runlen) and whole blocks of the others.
 
   Random draws (dropout, attention dropout: Layer.draws). A mask is a hash of (seed, layer index, pass counter, GLOBAL
   element index), so the placed Net draws one rank's masks when every step draws at the global place of its rows and
@@ -328,11 +330,10 @@ static PetscErrorCode NetPlaceCheckModes(Net net)
   MPI_Comm comm = PetscObjectComm((PetscObject)net);
 
   PetscFunctionBegin;
-  PetscCheck(
-      net->parallel == NET_PARALLEL_REPLICATED || net->parallel == NET_PARALLEL_SHARDED || net->parallel == NET_PARALLEL_SUBGRAPH, comm, PETSC_ERR_SUP,
-      "-net_stages %" PetscInt_FMT " / -net_microbatches %" PetscInt_FMT
-      " run each stage data parallel over its ranks (-net_parallel replicated) or sharded over them (-net_parallel sharded); a stage that is itself -net_parallel %s is not built yet: use -net_parallel replicated or sharded, or drop the stages",
-      net->nstages, net->nmicro, NetParallelTypes[net->parallel]);
+  PetscCheck(net->parallel == NET_PARALLEL_REPLICATED || net->parallel == NET_PARALLEL_SHARDED || net->parallel == NET_PARALLEL_SUBGRAPH || net->parallel == NET_PARALLEL_MODEL, comm, PETSC_ERR_SUP,
+             "-net_stages %" PetscInt_FMT " / -net_microbatches %" PetscInt_FMT " run each stage data parallel over its ranks (-net_parallel replicated), sharded over them (-net_parallel sharded) or with its dense and convolution weights split over "
+                                                                                "them (-net_parallel model); a stage that is itself -net_parallel %s is not built yet: use -net_parallel replicated, sharded or model, or drop the stages",
+             net->nstages, net->nmicro, NetParallelTypes[net->parallel]);
   PetscCheck(!net->grid, comm, PETSC_ERR_SUP, "-net_stages / -net_microbatches / -net_parallel subgraph on a grid (NetSetGrid(), spatial parallelism) is not built yet: drop the placement, or run the Net on a batch");
   PetscCheck(!net->fcachesize, comm, PETSC_ERR_SUP, "-net_forward_cache with -net_stages / -net_microbatches / -net_parallel subgraph is not built: drop one of them");
   for (PetscInt k = 0; k < net->nlayers; k++) {
@@ -1038,6 +1039,9 @@ PetscErrorCode NetPlaceForwardBegin_Private(Net net)
   char     *x;
 
   PetscFunctionBegin;
+  PetscCheck(net->parallel != NET_PARALLEL_MODEL || net->precision == NET_PRECISION_DOUBLE, PetscObjectComm((PetscObject)net), PETSC_ERR_SUP,
+             "-net_parallel model with -net_stages (a stage whose dense and convolution weights split over its ranks) runs in double only: drop -net_precision %s, or use -net_parallel replicated or sharded with the stages",
+             NetPrecisions[net->precision]);
   pl->t0 = MPI_Wtime();
   PetscCall(NetPlaceAdvanceCounters(net));
   PetscCall(NetPlaceBuffers(net));
@@ -1531,6 +1535,40 @@ static void NetPlaceRound(const float *f, PetscInt cnt, void *b)
   for (PetscInt i = 0; i < cnt; i++) ((uint16_t *)b)[i] = NetFloatToBF16(f[i]);
 }
 
+/*
+  A node split over its stage's ranks (-net_parallel model with stages: NetNode.mp, made over the stage's communicator
+  by NetPlaceSetUpParameters_Private()) runs the model executor of netmodel.c on its rows of the micro-batch at hand,
+  laid out as that executor takes its input (split by samples over the stage's ranks, rank j of the stage rank j of its
+  communicator): x' = R x, the rank's block of the layer, y = S y'. R and S are collectives on the stage's
+  communicator, so every rank of the stage runs every step of the node, with its rows or none; a rank of another stage
+  never does (no mp). Its parameters are the runs of its block in theta_rep (repoff[k], nplocal entries). Its
+  linearization point x', y' is the last step's micro-batch: a step on another micro-batch moves its x again first
+  (fwdm[k], the same on every rank of the stage: the schedule decides, not the rows), and the counts are gathered
+  again at each step when the micro-batches differ in size (M does not divide the batch). Its parameter part is never
+  deferred (netforward.c): each micro-batch's backward step takes it, at its own linearization point.
+*/
+static PetscErrorCode NetPlaceModelStep(Net net, PetscInt k, PetscBool forward)
+{
+  NetPlace *pl = (NetPlace *)net->pl;
+
+  PetscFunctionBegin;
+  PetscCheck(pl->m >= 0, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Node %s is split over its stage's ranks: its steps run micro-batch by micro-batch", net->nodes[k].name);
+  if (forward || pl->fwdm[k] != pl->m) PetscCall(NetModelNewRows_Private(net, k, (PetscBool)(pl->N % pl->M != 0)));
+  pl->fwdm[k] = pl->m;
+  PetscFunctionReturn(0);
+}
+
+/* the communicator of node k's stage, which a model-parallel node splits its weights over (netmodel.c); this rank is on it */
+PetscErrorCode NetPlaceNodeComm_Private(Net net, PetscInt k, MPI_Comm *comm)
+{
+  NetPlace *pl = (NetPlace *)net->pl;
+
+  PetscFunctionBegin;
+  PetscCheck(pl && pl->staged && pl->gcomm != MPI_COMM_NULL && pl->group[k] == pl->mystage, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Node %s is not on this rank's pipeline stage", net->nodes[k].name);
+  *comm = pl->gcomm;
+  PetscFunctionReturn(0);
+}
+
 static PetscErrorCode NetExecForward_Placed(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], void *y)
 {
   NetPlace       *pl   = (NetPlace *)net->pl;
@@ -1561,7 +1599,10 @@ static PetscErrorCode NetExecForward_Placed(Net net, PetscInt k, NetElem t, cons
     if (last) yf = f;
   }
   t0 = MPI_Wtime();
-  if (n) {
+  if (nd->mp) { /* split over the stage's ranks: every rank of the stage, with its rows or none */
+    PetscCall(NetPlaceModelStep(net, k, PETSC_TRUE));
+    PetscCall(NetModelForward_Private(net, k, n, th, (const PetscScalar *)xs[0], (PetscScalar *)ys));
+  } else if (n) {
     PetscInt  g0, nn, row;
     PetscBool frozen;
 
@@ -1674,8 +1715,13 @@ static PetscErrorCode NetExecBackward_Placed(Net net, PetscInt k, NetElem t, con
     }
   }
   t0 = MPI_Wtime();
-  if (n) PetscCall(NetPlaceRecompute(net, k, t, th, xs, n));
-  if (n) PetscCall(NetExecPlainBackward_Private(net, k, n, t, th, xs, ys, dys, dxs, dth, mask));
+  if (nd->mp) {
+    PetscCall(NetPlaceModelStep(net, k, PETSC_FALSE));
+    PetscCall(NetModelBackward_Private(net, k, n, th, (const PetscScalar *)xs[0], (const PetscScalar *)ys, (const PetscScalar *)dys, (PetscScalar *)dxs[0], dth));
+  } else if (n) {
+    PetscCall(NetPlaceRecompute(net, k, t, th, xs, n));
+    PetscCall(NetExecPlainBackward_Private(net, k, n, t, th, xs, ys, dys, dxs, dth, mask));
+  }
   pl->busy += MPI_Wtime() - t0;
   for (PetscInt i = 0; i < nd->nin; i++)
     if (dxr[i]) NetPlaceRound((const float *)dxs[i], n * l->insizes[i], dxr[i]);
@@ -1741,8 +1787,13 @@ static PetscErrorCode NetExecJVP_Placed(Net net, PetscInt k, NetElem t, const Pe
     }
   }
   t0 = MPI_Wtime();
-  if (n) PetscCall(NetPlaceRecompute(net, k, t, th, xs, n)); /* its state (masks, statistics) of this micro-batch */
-  if (n) PetscCall(NetExecPlainJVP_Private(net, k, n, t, th, xs, ys, dxs, dth, dyf ? (void *)dyf : dys));
+  if (nd->mp) {
+    PetscCall(NetPlaceModelStep(net, k, PETSC_FALSE));
+    PetscCall(NetModelJVP_Private(net, k, n, th, (const PetscScalar *)xs[0], (const PetscScalar *)ys, (const PetscScalar *)dxs[0], dth, (PetscScalar *)dys));
+  } else if (n) {
+    PetscCall(NetPlaceRecompute(net, k, t, th, xs, n)); /* its state (masks, statistics) of this micro-batch */
+    PetscCall(NetExecPlainJVP_Private(net, k, n, t, th, xs, ys, dxs, dth, dyf ? (void *)dyf : dys));
+  }
   pl->busy += MPI_Wtime() - t0;
   if (dyf) NetPlaceRound(dyf, n * l->outsize, dys);
   if (xs != stack) PetscCall(PetscFree2(xs, dxs));
@@ -1767,7 +1818,7 @@ static PetscErrorCode NetExecSOBackward_Placed(Net net, PetscInt k, const PetscS
   PetscFunctionBegin;
   if (l->sozero) PetscFunctionReturn(0);
   PetscCall(NetPlaceNodeRows_Private(net, k, &row, &n));
-  if (!n) PetscFunctionReturn(0);
+  if (!n && !net->nodes[k].mp) PetscFunctionReturn(0); /* a split node runs on every rank of its stage */
   x    = e >= 0 ? (const PetscScalar *)pl->moves[e].dval + row * is : x + row * is;
   xdot = net->tanzero[net->nodes[k].in[0] + 1] ? NULL : e >= 0 ? (const PetscScalar *)pl->tan[e] + row * is : xdot + row * is; /* as in the JVP */
   if (e >= 0)
@@ -1777,6 +1828,11 @@ static PetscErrorCode NetExecSOBackward_Placed(Net net, PetscInt k, const PetscS
   y    = last ? (const PetscScalar *)pl->moves[o].dval + row * os : y + row * os;
   ydot = net->tanzero[k + 1] ? NULL : last ? (const PetscScalar *)pl->tan[o] + row * os : ydot + row * os;
   dy   = last ? (const PetscScalar *)pl->moves[o].dcot + row * os : dy + row * os;
+  if (net->nodes[k].mp) {
+    PetscCall(NetPlaceModelStep(net, k, PETSC_FALSE));
+    PetscCall(NetModelSOBackward_Private(net, k, n, th, x, y, xdot, thd, ydot, dy, dxd, hvk));
+    PetscFunctionReturn(0);
+  }
   {
     const void *xs[1] = {x};
 
@@ -1913,19 +1969,32 @@ PetscErrorCode NetPlaceSetUpParameters_Private(Net net)
   NetPlace       *pl      = (NetPlace *)net->pl;
   MPI_Comm        comm    = PetscObjectComm((PetscObject)net);
   const PetscBool sharded = (PetscBool)(net->parallel == NET_PARALLEL_SHARDED);
+  const PetscBool model   = (PetscBool)(net->parallel == NET_PARALLEL_MODEL);
   NetPlaceBcast  *ctx;
-  PetscInt        n = 0, nl, nruns = 0, *runstart, *runlen;
+  PetscInt        n = 0, nl, nruns = 0, maxruns = net->nlayers, *runstart, *runlen;
 
   PetscFunctionBegin;
   PetscCheck(net->parallel != NET_PARALLEL_SHARDED || pl->staged, comm, PETSC_ERR_SUP,
              "-net_parallel sharded with a placement shards each pipeline stage's parameters over the stage's ranks, so it needs stages of consecutive nodes in rank order (-net_stages, or entry@s in the nodes' order); this placement (groups of "
              "their own, entry@ranks=a:b, or stages against the nodes' order) runs with -net_parallel replicated");
-  if (sharded && !pl->gcomm) PetscCallMPI(MPI_Comm_split(comm, (PetscMPIInt)pl->mystage, pl->rank, &pl->gcomm)); /* once: every node of the stage maps over it */
+  PetscCheck(!model || pl->staged, comm, PETSC_ERR_SUP,
+             "-net_parallel model with a placement splits each dense and convolution node's weights over the ranks of its pipeline stage, so it needs stages of consecutive nodes in rank order (-net_stages, or entry@s in the nodes' order); this "
+             "placement (groups of their own, entry@ranks=a:b, or stages against the nodes' order) runs with -net_parallel replicated");
+  PetscCheck(net->parallel == NET_PARALLEL_REPLICATED || net->parallel == NET_PARALLEL_SHARDED || net->parallel == NET_PARALLEL_SUBGRAPH || model, comm, PETSC_ERR_SUP,
+             "-net_parallel %s with -net_stages / -net_microbatches / a placement is not built: use -net_parallel replicated, sharded or model, or drop the placement", NetParallelTypes[net->parallel]);
+  if ((sharded || model) && !pl->gcomm) PetscCallMPI(MPI_Comm_split(comm, (PetscMPIInt)pl->mystage, pl->rank, &pl->gcomm)); /* once: every node of the stage maps or splits over it */
   net->gathers = sharded;
   PetscCall(PetscMalloc1(net->nlayers, &net->repoff));
-  PetscCall(PetscMalloc2(net->nlayers, &runstart, net->nlayers, &runlen));
+  /* the runs of theta_rep: a node's whole block, or a model node's runs (its W block row by row, then its bias block) */
   for (PetscInt k = 0; k < net->nlayers; k++) {
-    const PetscInt np = net->layers[k]->nparams;
+    if (!model || !NetPlaceInGroup(pl, pl->group[k], pl->rank)) continue;
+    PetscCall(NetModelSetUpNode_Private(net, k)); /* over the stage's communicator (NetPlaceNodeComm_Private()): sets mp, nplocal and the runs */
+    maxruns += net->nodes[k].nruns;
+  }
+  PetscCall(PetscMalloc2(maxruns, &runstart, maxruns, &runlen));
+  for (PetscInt k = 0; k < net->nlayers; k++) {
+    const NetNode *nd = &net->nodes[k];
+    const PetscInt np = net->layers[k]->nparams, nr = nd->mp ? nd->nruns : 1;
 
     net->repoff[k] = -1;
     if (!NetPlaceInGroup(pl, pl->group[k], pl->rank)) continue;
@@ -1938,14 +2007,20 @@ PetscErrorCode NetPlaceSetUpParameters_Private(Net net)
     }
     net->repoff[k] = n;
     if (!np) continue;
-    if (nruns && runstart[nruns - 1] + runlen[nruns - 1] == net->poff[k])
-      runlen[nruns - 1] += np; /* the run goes on */
-    else {
-      runstart[nruns] = net->poff[k];
-      runlen[nruns++] = np;
+    for (PetscInt r = 0; r < nr; r++) {
+      const PetscInt start = nd->mp ? nd->runstart[r] : net->poff[k], len = nd->mp ? nd->runlen[r] : np;
+
+      if (!len) continue;
+      if (nruns && runstart[nruns - 1] + runlen[nruns - 1] == start)
+        runlen[nruns - 1] += len; /* the run goes on */
+      else {
+        runstart[nruns] = start;
+        runlen[nruns++] = len;
+      }
+      n += len;
     }
-    n += np;
   }
+  pl->nrep = n;
   PetscCall(PetscNew(&ctx));
   if (nruns)
     PetscCall(NetParamMapCreate_Private(net->theta, nruns, runstart, runlen, 0, 0, &ctx->map));
@@ -1985,6 +2060,8 @@ PetscErrorCode NetPlaceView_Private(Net net, PetscViewer viewer)
     PetscCall(PetscViewerASCIIPrintf(viewer, "Pipeline: %" PetscInt_FMT " stages of %" PetscInt_FMT " ranks, %" PetscInt_FMT " micro-batches, schedule %s, ideal bubble (S-1)/(M+S-1) = %.3f\n", pl->S, pl->G, pl->M, NetPipelineSchedules[net->schedule],
                                      (double)(pl->S - 1) / (double)(pl->M + pl->S - 1)));
     if (net->parallel == NET_PARALLEL_SHARDED) PetscCall(PetscViewerASCIIPrintf(viewer, "  each stage sharded over its ranks (ZeRO-3): a rank keeps 1/%" PetscInt_FMT " of its stage's parameters, a node's gathered as it runs\n", pl->G));
+    if (net->parallel == NET_PARALLEL_MODEL)
+      PetscCall(PetscViewerASCIIPrintf(viewer, "  each stage model parallel over its ranks: a dense or convolution node's weights split over the stage's %" PetscInt_FMT " rank%s (its partition, or the default)\n", pl->G, pl->G > 1 ? "s" : ""));
     for (PetscInt s = 0; s < pl->S; s++) {
       PetscInt np = net->poff[pl->last[s] + 1] - net->poff[pl->first[s]];
 
@@ -2545,6 +2622,12 @@ PetscErrorCode NetTestMoves(Net net, PetscReal *err)
   PetscCall(PetscRandomSetSeed(rnd, 7));
   PetscCall(PetscRandomSeed(rnd));
   PetscCall(NetPlaceTestMoves_Private(net, rnd, err));
+  if (net->pl && net->parallel == NET_PARALLEL_MODEL) { /* and each split node's R and S on its stage's communicator */
+    PetscReal eM;
+
+    PetscCall(NetModelTestOperators_Private(net, rnd, &eM));
+    *err = PetscMax(*err, eM);
+  }
   if (net->pl) { /* and the parameter broadcast B (each rank its stage's block) against its adjoint */
     Vec         x, bx, y, bty;
     PetscScalar a, b;

@@ -395,6 +395,7 @@ PETSC_INTERN PetscErrorCode NetPlaceSOSendBack_Private(Net, PetscInt, NetSlot, P
 PETSC_INTERN PetscErrorCode NetPlaceSOWantInput_Private(Net, PetscBool);
 PETSC_INTERN PetscErrorCode NetPlaceGetNodeArrays_Private(Net, PetscInt, PetscInt *, const PetscScalar **, const PetscScalar **);
 PETSC_INTERN PetscErrorCode NetPlaceRestoreNodeArrays_Private(Net, PetscInt, const PetscScalar **, const PetscScalar **);
+PETSC_INTERN PetscErrorCode NetPlaceNodeComm_Private(Net, PetscInt, MPI_Comm *);
 /* the plain executor on n rows of node k (the sequence executor runs it on the rank's tokens) */
 PETSC_INTERN PetscErrorCode NetExecPlainForward_Private(Net, PetscInt, PetscInt, NetElem, const PetscScalar *, const void *const[], void *);
 PETSC_INTERN PetscErrorCode NetExecPlainBackward_Private(Net, PetscInt, PetscInt, NetElem, const PetscScalar *, const void *const[], const void *, const void *, void *const[], PetscScalar *, PetscInt);
@@ -501,6 +502,7 @@ PETSC_INTERN PetscErrorCode NetModelSOBackward_Private(Net, PetscInt, PetscInt, 
                                                        PetscScalar *);
 PETSC_INTERN PetscErrorCode NetModelViewNode_Private(Net, PetscInt, PetscViewer);
 PETSC_INTERN PetscErrorCode NetModelTestOperators_Private(Net, PetscRandom, PetscReal *);
+PETSC_INTERN PetscErrorCode NetModelNewRows_Private(Net, PetscInt, PetscBool);
 PETSC_INTERN PetscErrorCode NetModelValueEntries_Private(Net);
 PETSC_INTERN PetscErrorCode NetModelBlockForward_Private(Net, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *);
 PETSC_INTERN PetscErrorCode NetModelBlockBackward_Private(Net, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
