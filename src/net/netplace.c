@@ -117,13 +117,15 @@ typedef struct {
   PetscInt *pub;   /* size + 1: the public split, rank p holding samples [pub[p], pub[p + 1]) (N = pub[size]) */
   PetscBool ready; /* buffers made for this batch */
   /* the walk */
-  PetscInt   m;     /* the micro-batch at hand (-1: all, for a node's parameter part) */
-  float     *fwork; /* a float kernel on bfloat16 values: the widened rows of a step (NetPlaceScratch()) */
-  size_t     nfwork;
-  PetscBool  wantdx; /* backward: the input's cotangent is asked for */
-  PetscBool *seeded; /* (nlayers + 1) x M: the cotangent of value v on micro-batch m holds a first contribution */
-  PetscInt  *sched;  /* the schedule: nsched pairs (node, micro-batch), forward order */
-  PetscInt   nsched;
+  PetscInt     m;     /* the micro-batch at hand (-1: all, for a node's parameter part) */
+  float       *fwork; /* a float kernel on bfloat16 values: the widened rows of a step (NetPlaceScratch()) */
+  size_t       nfwork;
+  PetscScalar *dwork; /* a node split over its stage (double) on a low store: its moved rows widened (NetPlaceDoubleScratch()) */
+  size_t       ndwork;
+  PetscBool    wantdx; /* backward: the input's cotangent is asked for */
+  PetscBool   *seeded; /* (nlayers + 1) x M: the cotangent of value v on micro-batch m holds a first contribution */
+  PetscInt    *sched;  /* the schedule: nsched pairs (node, micro-batch), forward order */
+  PetscInt     nsched;
   /* a node whose layer keeps state of its forward pass beyond its input and output arrays (not Layer.actonly: masks,
      statistics, attention's Q, K, V) holds that of its last forward step: fwdm[k], the micro-batch of that step (-1:
      none); its backward step on another micro-batch runs the forward again first, into rwork (NetPlaceRecompute()) */
@@ -332,7 +334,7 @@ static PetscErrorCode NetPlaceCheckModes(Net net)
   PetscFunctionBegin;
   PetscCheck(net->parallel == NET_PARALLEL_REPLICATED || net->parallel == NET_PARALLEL_SHARDED || net->parallel == NET_PARALLEL_SUBGRAPH || net->parallel == NET_PARALLEL_MODEL, comm, PETSC_ERR_SUP,
              "-net_stages %" PetscInt_FMT " / -net_microbatches %" PetscInt_FMT " run each stage data parallel over its ranks (-net_parallel replicated), sharded over them (-net_parallel sharded) or with its dense and convolution weights split over "
-                                                                                "them (-net_parallel model); a stage that is itself -net_parallel %s is not built yet: use -net_parallel replicated, sharded or model, or drop the stages",
+             "them (-net_parallel model); a stage that is itself -net_parallel %s is not built yet: use -net_parallel replicated, sharded or model, or drop the stages",
              net->nstages, net->nmicro, NetParallelTypes[net->parallel]);
   PetscCheck(!net->grid, comm, PETSC_ERR_SUP, "-net_stages / -net_microbatches / -net_parallel subgraph on a grid (NetSetGrid(), spatial parallelism) is not built yet: drop the placement, or run the Net on a batch");
   PetscCheck(!net->fcachesize, comm, PETSC_ERR_SUP, "-net_forward_cache with -net_stages / -net_microbatches / -net_parallel subgraph is not built: drop one of them");
@@ -752,6 +754,7 @@ PetscErrorCode NetPlaceReset_Private(Net net)
   PetscCall(PetscFree(pl->sched1));
   PetscCall(PetscFree(pl->pub));
   PetscCall(PetscFree(pl->fwork));
+  PetscCall(PetscFree(pl->dwork));
   PetscCall(PetscFree(pl->fwdm));
   PetscCall(PetscFree(pl->rwork));
   PetscCall(PetscFree(pl->wide[0]));
@@ -1039,9 +1042,6 @@ PetscErrorCode NetPlaceForwardBegin_Private(Net net)
   char     *x;
 
   PetscFunctionBegin;
-  PetscCheck(net->parallel != NET_PARALLEL_MODEL || net->precision == NET_PRECISION_DOUBLE, PetscObjectComm((PetscObject)net), PETSC_ERR_SUP,
-             "-net_parallel model with -net_stages (a stage whose dense and convolution weights split over its ranks) runs in double only: drop -net_precision %s, or use -net_parallel replicated or sharded with the stages",
-             NetPrecisions[net->precision]);
   pl->t0 = MPI_Wtime();
   PetscCall(NetPlaceAdvanceCounters(net));
   PetscCall(NetPlaceBuffers(net));
@@ -1494,7 +1494,8 @@ static PetscErrorCode NetExecPlacedArrays(Net net, PetscInt k, NetElem t, const 
   PetscInt     row;
 
   PetscFunctionBegin;
-  PetscCheck((size_t)pl->es == es || (t == NET_ELEM_FLOAT && pl->es == sizeof(uint16_t)), PETSC_COMM_SELF, PETSC_ERR_PLIB, "A placed node computes in the store's element type, or in float on bfloat16 values");
+  PetscCheck((size_t)pl->es == es || (t == NET_ELEM_FLOAT && pl->es == sizeof(uint16_t)) || (t == NET_ELEM_DOUBLE && net->nodes[k].mp), PETSC_COMM_SELF, PETSC_ERR_PLIB,
+             "A placed node computes in the store's element type, or in float on bfloat16 values, or (split over its stage) in double");
   PetscCall(NetPlaceNodeRows_Private(net, k, &row, n));
   for (PetscInt i = 0; i < net->nodes[k].nin; i++) {
     const PetscInt e = pl->movein[k * pl->maxin + i];
@@ -1599,10 +1600,7 @@ static PetscErrorCode NetExecForward_Placed(Net net, PetscInt k, NetElem t, cons
     if (last) yf = f;
   }
   t0 = MPI_Wtime();
-  if (nd->mp) { /* split over the stage's ranks: every rank of the stage, with its rows or none */
-    PetscCall(NetPlaceModelStep(net, k, PETSC_TRUE));
-    PetscCall(NetModelForward_Private(net, k, n, th, (const PetscScalar *)xs[0], (PetscScalar *)ys));
-  } else if (n) {
+  if (n) {
     PetscInt  g0, nn, row;
     PetscBool frozen;
 
@@ -1715,10 +1713,7 @@ static PetscErrorCode NetExecBackward_Placed(Net net, PetscInt k, NetElem t, con
     }
   }
   t0 = MPI_Wtime();
-  if (nd->mp) {
-    PetscCall(NetPlaceModelStep(net, k, PETSC_FALSE));
-    PetscCall(NetModelBackward_Private(net, k, n, th, (const PetscScalar *)xs[0], (const PetscScalar *)ys, (const PetscScalar *)dys, (PetscScalar *)dxs[0], dth));
-  } else if (n) {
+  if (n) {
     PetscCall(NetPlaceRecompute(net, k, t, th, xs, n));
     PetscCall(NetExecPlainBackward_Private(net, k, n, t, th, xs, ys, dys, dxs, dth, mask));
   }
@@ -1787,10 +1782,7 @@ static PetscErrorCode NetExecJVP_Placed(Net net, PetscInt k, NetElem t, const Pe
     }
   }
   t0 = MPI_Wtime();
-  if (nd->mp) {
-    PetscCall(NetPlaceModelStep(net, k, PETSC_FALSE));
-    PetscCall(NetModelJVP_Private(net, k, n, th, (const PetscScalar *)xs[0], (const PetscScalar *)ys, (const PetscScalar *)dxs[0], dth, (PetscScalar *)dys));
-  } else if (n) {
+  if (n) {
     PetscCall(NetPlaceRecompute(net, k, t, th, xs, n)); /* its state (masks, statistics) of this micro-batch */
     PetscCall(NetExecPlainJVP_Private(net, k, n, t, th, xs, ys, dxs, dth, dyf ? (void *)dyf : dys));
   }
@@ -1849,6 +1841,181 @@ static PetscErrorCode NetExecView_Placed(Net net, PetscInt k, PetscViewer viewer
 }
 
 const NetExecOps NetExecPlaced = {"stage", PETSC_TRUE, PETSC_TRUE, NetExecForward_Placed, NetExecBackward_Placed, NetExecJVP_Placed, NetExecSOBackward_Placed, NetExecView_Placed};
+
+/* ------------------------------------------------------------------------------------------------------------------
+   The executor of a node split over its stage's ranks (NetPlaceModelStep()): netmodel.c's model executor on the node's
+   rows of the micro-batch at hand, in double (floatok false: the store widens the values of its own layout and rounds
+   back the step's rows, netprecision.c). At -net_precision single or bfloat16 the rows it reads from a move's buffer
+   (its input's value, cotangent or tangent when the input came from another stage; the last node's output and its
+   cotangent or tangent in the output move's) hold stored entries: they are widened into double scratch, and the rows
+   it writes there rounded back (double through float, as the store rounds). */
+
+/* the step's double rows, cnt entries, kept with the placement and grown to the largest step */
+static PetscErrorCode NetPlaceDoubleScratch(NetPlace *pl, size_t cnt, PetscScalar **d)
+{
+  PetscFunctionBegin;
+  if (cnt > pl->ndwork) {
+    PetscCall(PetscFree(pl->dwork));
+    PetscCall(PetscMalloc1(cnt, &pl->dwork));
+    pl->ndwork = cnt;
+  }
+  *d = pl->dwork;
+  PetscFunctionReturn(0);
+}
+
+/* cnt stored entries (pl->es bytes each) at b widened into d, or d rounded into them */
+static void NetPlaceToDouble(const NetPlace *pl, const void *b, PetscInt cnt, PetscScalar *d)
+{
+  if (pl->es == sizeof(float))
+    for (PetscInt i = 0; i < cnt; i++) d[i] = ((const float *)b)[i];
+  else
+    for (PetscInt i = 0; i < cnt; i++) d[i] = NetBF16ToFloat(((const uint16_t *)b)[i]);
+}
+
+static void NetPlaceFromDouble(const NetPlace *pl, const PetscScalar *d, PetscInt cnt, void *b)
+{
+  if (pl->es == sizeof(float))
+    for (PetscInt i = 0; i < cnt; i++) ((float *)b)[i] = (float)d[i];
+  else
+    for (PetscInt i = 0; i < cnt; i++) ((uint16_t *)b)[i] = NetFloatToBF16((float)d[i]);
+}
+
+/*
+  The rows of a split node's step: x, y its input's and output's values; dx, dy the cotangents (backward) or tangents
+  (JVP) of its input and output; NULL when the step has none. *m: the array is a move's buffer of stored entries
+  (pl->es bytes a entry), else the store's double array. The double rows the model executor takes (xd, yd, dxd, dyd)
+  are those arrays in double; on a low store the moved ones are widened into scratch (the one the step writes, wr,
+  only gets its room) and NetPlaceSplitRoundBack() rounds that one back.
+*/
+typedef enum { NET_SPLIT_Y, NET_SPLIT_DX, NET_SPLIT_DY } NetPlaceSplitOut;
+
+typedef struct {
+  const void  *a[4]; /* x, y, dx, dy as the step found them */
+  PetscBool    m[4]; /* in a move's buffer */
+  PetscScalar *d[4]; /* in double */
+} NetPlaceSplitRows;
+
+static PetscErrorCode NetPlaceSplitWiden(NetPlace *pl, PetscInt n, PetscInt is, PetscInt os, NetPlaceSplitOut wr, NetPlaceSplitRows *r)
+{
+  const PetscInt len[4] = {n * is, n * os, n * is, n * os};
+  size_t         cnt    = 0;
+  PetscScalar   *d      = NULL;
+
+  PetscFunctionBegin;
+  for (PetscInt i = 0; i < 4; i++) r->d[i] = (PetscScalar *)r->a[i];
+  if (pl->es == sizeof(PetscScalar)) PetscFunctionReturn(0);
+  for (PetscInt i = 0; i < 4; i++)
+    if (r->m[i] && r->a[i]) cnt += (size_t)len[i];
+  PetscCall(NetPlaceDoubleScratch(pl, PetscMax(cnt, 1), &d));
+  for (PetscInt i = 0; i < 4; i++) {
+    if (!(r->m[i] && r->a[i])) continue;
+    if (i != (PetscInt)wr + 1) NetPlaceToDouble(pl, r->a[i], len[i], d); /* wr + 1: the index of the written array */
+    r->d[i] = d;
+    d += len[i];
+  }
+  PetscFunctionReturn(0);
+}
+
+static void NetPlaceSplitRoundBack(const NetPlace *pl, PetscInt n, PetscInt is, PetscInt os, NetPlaceSplitOut wr, const NetPlaceSplitRows *r)
+{
+  const PetscInt i = (PetscInt)wr + 1, len = (i == 2) ? n * is : n * os;
+
+  if (pl->es != sizeof(PetscScalar) && r->m[i] && r->a[i]) NetPlaceFromDouble(pl, r->d[i], len, (void *)r->a[i]);
+}
+
+static PetscErrorCode NetExecForward_PlacedSplit(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], void *y)
+{
+  NetPlace         *pl = (NetPlace *)net->pl;
+  const Layer       l  = net->layers[k];
+  const void       *xs[1], *ys;
+  NetPlaceSplitRows r = {{NULL}};
+  PetscInt          n;
+  PetscLogDouble    t0;
+
+  PetscFunctionBegin;
+  PetscCall(NetExecPlacedArrays(net, k, t, x, y, xs, &ys, &n));
+  r.a[0] = xs[0];
+  r.m[0] = (PetscBool)(pl->movein[k * pl->maxin] >= 0);
+  r.a[1] = ys;
+  r.m[1] = (PetscBool)(k == net->nlayers - 1);
+  PetscCall(NetPlaceSplitWiden(pl, n, l->insizes[0], l->outsize, NET_SPLIT_Y, &r));
+  t0 = MPI_Wtime();
+  PetscCall(NetPlaceModelStep(net, k, PETSC_TRUE)); /* every rank of the stage, with its rows or none */
+  PetscCall(NetModelForward_Private(net, k, n, th, r.d[0], r.d[1]));
+  pl->busy += MPI_Wtime() - t0;
+  NetPlaceSplitRoundBack(pl, n, l->insizes[0], l->outsize, NET_SPLIT_Y, &r);
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetExecBackward_PlacedSplit(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], const void *y, const void *dy, void *const dx[], PetscScalar *dth, PetscInt mask)
+{
+  NetPlace         *pl   = (NetPlace *)net->pl;
+  const Layer       l    = net->layers[k];
+  const PetscBool   last = (PetscBool)(k == net->nlayers - 1);
+  const PetscInt    e    = pl->movein[k * pl->maxin];
+  const void       *xs[1], *ys;
+  NetPlaceSplitRows r = {{NULL}};
+  PetscInt          n, row;
+  PetscLogDouble    t0;
+
+  PetscFunctionBegin;
+  PetscCheck(pl->m >= 0 && net->nodes[k].bwdpart != 2 && mask < 0, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Node %s is split over its stage's ranks: its backward is one whole step a micro-batch", net->nodes[k].name);
+  PetscCall(NetExecPlacedArrays(net, k, t, x, y, xs, &ys, &n));
+  PetscCall(NetPlaceNodeRows_Private(net, k, &row, &n));
+  r.a[0] = xs[0];
+  r.m[0] = (PetscBool)(e >= 0);
+  r.a[1] = ys;
+  r.m[1] = last;
+  if (e >= 0)
+    r.a[2] = (pl->moves[e].v == 0 && !pl->wantdx) ? NULL : pl->moves[e].dcot + (size_t)row * l->insizes[0] * pl->es; /* the Net's input: only when asked for */
+  else
+    r.a[2] = dx[0] ? (const void *)((PetscScalar *)dx[0] + row * l->insizes[0]) : NULL;
+  r.m[2] = (PetscBool)(e >= 0);
+  r.a[3] = last ? (const void *)(pl->moves[pl->nmoves - 1].dcot + (size_t)row * l->outsize * pl->es) : (const void *)((const PetscScalar *)dy + row * l->outsize);
+  r.m[3] = last;
+  PetscCall(NetPlaceSplitWiden(pl, n, l->insizes[0], l->outsize, NET_SPLIT_DX, &r));
+  t0 = MPI_Wtime();
+  PetscCall(NetPlaceModelStep(net, k, PETSC_FALSE));
+  PetscCall(NetModelBackward_Private(net, k, n, th, r.d[0], r.d[1], r.d[3], r.d[2], dth));
+  pl->busy += MPI_Wtime() - t0;
+  NetPlaceSplitRoundBack(pl, n, l->insizes[0], l->outsize, NET_SPLIT_DX, &r);
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetExecJVP_PlacedSplit(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], const void *y, const void *const dx[], const PetscScalar *dth, void *dy)
+{
+  NetPlace         *pl   = (NetPlace *)net->pl;
+  const Layer       l    = net->layers[k];
+  const PetscBool   last = (PetscBool)(k == net->nlayers - 1);
+  const PetscInt    e    = pl->movein[k * pl->maxin];
+  const void       *xs[1], *ys;
+  NetPlaceSplitRows r = {{NULL}};
+  PetscInt          n, row;
+  PetscLogDouble    t0;
+
+  PetscFunctionBegin;
+  PetscCall(NetExecPlacedArrays(net, k, t, x, y, xs, &ys, &n));
+  PetscCall(NetPlaceNodeRows_Private(net, k, &row, &n));
+  r.a[0] = xs[0];
+  r.m[0] = (PetscBool)(e >= 0);
+  r.a[1] = ys;
+  r.m[1] = last;
+  if (!net->tanzero[net->nodes[k].in[0] + 1]) /* a zero tangent is NULL (net->tanzero, the same on every rank) */
+    r.a[2] = e >= 0 ? (const void *)(pl->tan[e] + (size_t)row * l->insizes[0] * pl->es) : (const void *)((const PetscScalar *)dx[0] + row * l->insizes[0]);
+  r.m[2] = (PetscBool)(e >= 0);
+  r.a[3] = last ? (const void *)(pl->tan[pl->nmoves - 1] + (size_t)row * l->outsize * pl->es) : (const void *)((PetscScalar *)dy + row * l->outsize);
+  r.m[3] = last;
+  PetscCall(NetPlaceSplitWiden(pl, n, l->insizes[0], l->outsize, NET_SPLIT_DY, &r));
+  t0 = MPI_Wtime();
+  PetscCall(NetPlaceModelStep(net, k, PETSC_FALSE));
+  PetscCall(NetModelJVP_Private(net, k, n, th, r.d[0], r.d[1], r.d[2], dth, r.d[3]));
+  pl->busy += MPI_Wtime() - t0;
+  NetPlaceSplitRoundBack(pl, n, l->insizes[0], l->outsize, NET_SPLIT_DY, &r);
+  PetscFunctionReturn(0);
+}
+
+/* the curvature term: the placed one (double only, as the second-order adjoint of a placed Net), which runs a split node on every rank of its stage */
+const NetExecOps NetExecPlacedSplit = {"stage+model", PETSC_FALSE, PETSC_TRUE, NetExecForward_PlacedSplit, NetExecBackward_PlacedSplit, NetExecJVP_PlacedSplit, NetExecSOBackward_Placed, NetExecView_Placed};
 
 /* ------------------------------------------------------------------------------------------------------------------
    Parameters: this rank's stage's nodes, their place in theta_rep, theta's ownership */

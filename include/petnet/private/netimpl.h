@@ -356,7 +356,7 @@ PETSC_INTERN PetscErrorCode    NetSpatialModelJVP_Private(Net, PetscInt, const P
 PETSC_INTERN PetscErrorCode    NetSpatialModelSOBackward_Private(Net, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
 PETSC_INTERN const NetStoreOps NetStoreDouble, NetStoreLow;
 PETSC_INTERN PetscErrorCode    NetPrecisionBytes_Private(Net, PetscInt *);
-PETSC_INTERN const NetExecOps  NetExecPlain, NetExecModel, NetExecSpatial, NetExecSpatialModel, NetExecSequence, NetExecTensorBlock, NetExecPlaced;
+PETSC_INTERN const NetExecOps  NetExecPlain, NetExecModel, NetExecSpatial, NetExecSpatialModel, NetExecSequence, NetExecTensorBlock, NetExecPlaced, NetExecPlacedSplit;
 /* placement (netplace.c): pipeline stages and micro-batches */
 PETSC_INTERN PetscErrorCode NetPlaceSetUp_Private(Net);
 PETSC_INTERN PetscErrorCode NetPlaceSetFromOptions_Private(Net);
