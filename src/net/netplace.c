@@ -2141,14 +2141,11 @@ PetscErrorCode NetPlaceSetUpParameters_Private(Net net)
   PetscInt        n = 0, nl, nruns = 0, maxruns = net->nlayers, *runstart, *runlen;
 
   PetscFunctionBegin;
-  PetscCheck(net->parallel != NET_PARALLEL_SHARDED || pl->staged, comm, PETSC_ERR_SUP,
-             "-net_parallel sharded with a placement shards each pipeline stage's parameters over the stage's ranks, so it needs stages of consecutive nodes in rank order (-net_stages, or entry@s in the nodes' order); this placement (groups of "
-             "their own, entry@ranks=a:b, or stages against the nodes' order) runs with -net_parallel replicated");
-  PetscCheck(!model || pl->staged, comm, PETSC_ERR_SUP,
-             "-net_parallel model with a placement splits each dense and convolution node's weights over the ranks of its pipeline stage, so it needs stages of consecutive nodes in rank order (-net_stages, or entry@s in the nodes' order); this "
-             "placement (groups of their own, entry@ranks=a:b, or stages against the nodes' order) runs with -net_parallel replicated");
-  PetscCheck(net->parallel == NET_PARALLEL_REPLICATED || net->parallel == NET_PARALLEL_SHARDED || net->parallel == NET_PARALLEL_SUBGRAPH || model, comm, PETSC_ERR_SUP,
-             "-net_parallel %s with -net_stages / -net_microbatches / a placement is not built: use -net_parallel replicated, sharded or model, or drop the placement", NetParallelTypes[net->parallel]);
+  PetscCall(NetPlaceCheckModes(net)); /* again: NetSetParallel() after set-up lands here */
+  PetscCheck(!(sharded || model) || pl->staged, comm, PETSC_ERR_SUP,
+             "-net_parallel %s with a placement %s over the ranks of each pipeline stage, so it needs stages of consecutive nodes in rank order (-net_stages, or entry@s in the nodes' order); this placement (groups of their own, entry@ranks=a:b, "
+             "or stages against the nodes' order) runs with -net_parallel replicated",
+             NetParallelTypes[net->parallel], sharded ? "shards each stage's parameters" : "splits each dense and convolution node's weights");
   if ((sharded || model) && !pl->gcomm) PetscCallMPI(MPI_Comm_split(comm, (PetscMPIInt)pl->mystage, pl->rank, &pl->gcomm)); /* once: every node of the stage maps or splits over it */
   net->gathers = sharded;
   PetscCall(PetscMalloc1(net->nlayers, &net->repoff));
