@@ -59,6 +59,12 @@
   The pair then moves its input once (R of the column node: all samples of the group on every rank) and its output
   once (S of the row node: the sum of the partial products, handed back split by samples), and the adjoints the same.
 
+  Pipeline stages (-net_stages S -net_parallel model, netplace.c): the same executor, its grid the ranks of the node's
+  stage (NetPlaceNodeComm_Private()), its samples the rank's rows of one micro-batch in the stage's layout (split by
+  samples over the stage's ranks, as x above); the placed executor runs it on every rank of the stage for every
+  micro-batch, and NetModelNewRows_Private() makes the next step move its x again and, when the micro-batches differ
+  in size, gather the counts again (the cache below trusts them while the batch layout stays).
+
   The node's parameters on a rank are its W block then (ci == 0) its bias block: runs of theta in exactly the order
   the local layer reads them (NetNode.runstart/runlen). The layouts and operators depend on every rank's number of
   samples; they are rebuilt when those change (the last, smaller batch of an epoch).
