@@ -1161,6 +1161,22 @@ PetscErrorCode NetModelTestOperators_Private(Net net, PetscRandom rnd, PetscReal
   PetscFunctionReturn(0);
 }
 
+/* NetView() of a pipeline stage's split node (netplace.c): this rank's grid coordinates and block of W, a synchronized
+   line (the caller pushes and flushes; a rank of another stage, without mp, prints nothing) */
+PetscErrorCode NetModelViewStageBlock_Private(Net net, PetscInt k, PetscViewer viewer)
+{
+  NetModel   *mp = (NetModel *)net->nodes[k].mp;
+  PetscMPIInt rank;
+
+  PetscFunctionBegin;
+  if (!mp) PetscFunctionReturn(0);
+  PetscCallMPI(MPI_Comm_rank(PetscObjectComm((PetscObject)net), &rank));
+  PetscCall(PetscViewerASCIISynchronizedPrintf(
+      viewer, "    [%d] grid %" PetscInt_FMT "x%" PetscInt_FMT " (%" PetscInt_FMT ",%" PetscInt_FMT "): W rows %" PetscInt_FMT "..%" PetscInt_FMT ", columns %" PetscInt_FMT "..%" PetscInt_FMT "%s%s, %" PetscInt_FMT " parameters\n", rank, mp->pout,
+      mp->pin, mp->co, mp->ci, mp->ostart, mp->ostart + mp->oblock - 1, mp->istart, mp->istart + mp->iblock - 1, mp->taps > 1 ? " of each tap" : "", mp->bias && mp->ci == 0 ? " + bias" : "", net->nodes[k].nplocal));
+  PetscFunctionReturn(0);
+}
+
 /* NetView(): the grid of node k, the data movement around it, and each rank's block of W (collective) */
 PetscErrorCode NetModelViewNode_Private(Net net, PetscInt k, PetscViewer viewer)
 {

@@ -1834,9 +1834,23 @@ static PetscErrorCode NetExecSOBackward_Placed(Net net, PetscInt k, const PetscS
   PetscFunctionReturn(0);
 }
 
+/* NetView(), on every rank for every node (the ranks of other stages run the plain placed table, whose view this is
+   too): a node split over its stage's ranks shows each of those ranks' grid and block */
 static PetscErrorCode NetExecView_Placed(Net net, PetscInt k, PetscViewer viewer)
 {
+  PetscBool mine = (PetscBool)(net->nodes[k].mp != NULL), any;
+
   PetscFunctionBegin;
+  if (net->parallel != NET_PARALLEL_MODEL) PetscFunctionReturn(0);
+  PetscCall(MPIU_Allreduce(&mine, &any, 1, MPIU_BOOL, MPI_LOR, PetscObjectComm((PetscObject)net)));
+  if (!any) PetscFunctionReturn(0);
+  PetscCall(PetscViewerASCIIPushTab(viewer));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "model parallel over the ranks of its stage (x' = R x, the rank's block, y = S y' on the stage's communicator)\n"));
+  PetscCall(PetscViewerASCIIPushSynchronized(viewer));
+  PetscCall(NetModelViewStageBlock_Private(net, k, viewer));
+  PetscCall(PetscViewerFlush(viewer));
+  PetscCall(PetscViewerASCIIPopSynchronized(viewer));
+  PetscCall(PetscViewerASCIIPopTab(viewer));
   PetscFunctionReturn(0);
 }
 
