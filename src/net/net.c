@@ -1061,7 +1061,7 @@ PetscErrorCode NetView(Net net, PetscViewer viewer)
   if (net->setupcalled) PetscCall(NetSequenceView_Private(net, viewer)); /* sequence mode: the token split */
   if (net->setupcalled) PetscCall(NetPlaceView_Private(net, viewer));    /* pipeline: the stages, their cost */
   if (net->setupcalled) {                                                /* the engine (netexec.c, netprecision.c): how each node runs, where the values live */
-    const NetExecOps *kinds[]   = {&NetExecPlain, &NetExecModel, &NetExecSpatial, &NetExecSpatialModel, &NetExecSequence, &NetExecTensorBlock, &NetExecPlaced};
+    const NetExecOps *kinds[]   = {&NetExecPlain, &NetExecModel, &NetExecSpatial, &NetExecSpatialModel, &NetExecSequence, &NetExecTensorBlock, &NetExecPlaced, &NetExecPlacedSplit};
     char              text[256] = "";
 
     for (size_t e = 0; e < PETSC_STATIC_ARRAY_LENGTH(kinds); e++) {

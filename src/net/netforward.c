@@ -626,9 +626,10 @@ PetscErrorCode NetWalkBackwardStep_Private(Net net, NetWalk *w, PetscInt k, Pets
      NetWalkBackwardEnd_Private()); a sharded stage's node (a map over its stage's ranks) then reduce-scatters its
      gradient once a backward pass, not once a micro-batch. With 1F1B, whose stages keep only a few micro-batches'
      values (NetPlaceKeepsAll_Private()), and for a layer that keeps state of its forward pass beyond its arrays (not
-     Layer.actonly: it holds one micro-batch's, netplace.c), each micro-batch's pass takes its own. The same on every
-     rank: it does not depend on the rank's map. */
-  defer = (PetscBool)(net->pl && G && net->layers[k]->nparams && net->layers[k]->actonly && NetPlaceKeepsAll_Private(net));
+     Layer.actonly: it holds one micro-batch's, netplace.c), each micro-batch's pass takes its own; so does a node split
+     over its stage's ranks (-net_parallel model: nd->mp, whose linearization point is one micro-batch's x'). The same
+     on every rank of the node's stage: it does not depend on the rank's map or rows. */
+  defer = (PetscBool)(net->pl && G && net->layers[k]->nparams && net->layers[k]->actonly && NetPlaceKeepsAll_Private(net) && !nd->mp);
   if (nd->pmap && G && net->layers[k]->gradfree && t == NET_ELEM_DOUBLE && !defer) {
     /* a node that gathers its parameters (sharded, or its block of a model-parallel split), of a kind whose parameter
        gradient does not read them (its double kernels promise it): the input part with the parameters, released

@@ -59,6 +59,12 @@
   The pair then moves its input once (R of the column node: all samples of the group on every rank) and its output
   once (S of the row node: the sum of the partial products, handed back split by samples), and the adjoints the same.
 
+  Pipeline stages (-net_stages S -net_parallel model, netplace.c): the same executor, its grid the ranks of the node's
+  stage (NetPlaceNodeComm_Private()), its samples the rank's rows of one micro-batch in the stage's layout (split by
+  samples over the stage's ranks, as x above); the placed executor runs it on every rank of the stage for every
+  micro-batch, and NetModelNewRows_Private() makes the next step move its x again and, when the micro-batches differ
+  in size, gather the counts again (the cache below trusts them while the batch layout stays).
+
   The node's parameters on a rank are its W block then (ci == 0) its bias block: runs of theta in exactly the order
   the local layer reads them (NetNode.runstart/runlen). The layouts and operators depend on every rank's number of
   samples; they are rebuilt when those change (the last, smaller batch of an epoch).
@@ -379,6 +385,8 @@ PetscErrorCode NetModelSetUpNode_Private(Net net, PetscInt k)
   grid = (PetscBool)(isconv && net->nodes[k].sp);
   if (grid)
     mcomm = net->xcomm;
+  else if (net->pl)
+    PetscCall(NetPlaceNodeComm_Private(net, k, &mcomm)); /* a pipeline stage (netplace.c): the ranks of the node's stage */
   else if (net->parallel == NET_PARALLEL_TENSOR)
     PetscCall(NetModelTensorComm_Private(net, &mcomm)); /* the tensor group */
   PetscCallMPI(MPI_Comm_size(mcomm, &size));
@@ -423,8 +431,9 @@ PetscErrorCode NetModelSetUpNode_Private(Net net, PetscInt k)
              " ranks, but a convolution of the grid splits them over the groups (each group splits the points): write partition=PxQ with P*Q = %d (e.g. partition=%dx1), or give -net_spatial_groups %" PetscInt64_FMT,
              nd->name, spec, size, nranks / size, p[0], p[1], (PetscInt64)p[0] * p[1], size, size, (PetscInt64)p[0] * p[1]);
   PetscCheck((PetscInt64)p[0] * p[1] == size, comm, PETSC_ERR_ARG_INCOMP, /* in 64 bits: 2147483647x2147483647 must not wrap to 1 */
-             "Node %s (%s): partition %" PetscInt_FMT "x%" PetscInt_FMT " needs %" PetscInt64_FMT " ranks, but the Net runs on %d: write partition=PxQ with P*Q = %d (e.g. partition=%dx1), or run on %" PetscInt64_FMT " ranks", nd->name, spec, p[0],
-             p[1], (PetscInt64)p[0] * p[1], size, size, size, (PetscInt64)p[0] * p[1]);
+             "Node %s (%s): partition %" PetscInt_FMT "x%" PetscInt_FMT " needs %" PetscInt64_FMT " ranks, but %s %d: write partition=PxQ with P*Q = %d (e.g. partition=%dx1), or run on %" PetscInt64_FMT " ranks%s", nd->name, spec, p[0], p[1],
+             (PetscInt64)p[0] * p[1], net->pl ? "its pipeline stage runs on" : "the Net runs on", size, size, size, net->pl ? (PetscInt64)p[0] * p[1] * (nranks / size) : (PetscInt64)p[0] * p[1],
+             net->pl ? " (-net_stages times the partition's ranks)" : "");
   PetscCheck(p[0] <= nout, comm, PETSC_ERR_ARG_OUTOFRANGE,
              "Node %s (%s): partition %" PetscInt_FMT "x%" PetscInt_FMT " splits its %" PetscInt_FMT " output%s %" PetscInt_FMT " ways: give at most %" PetscInt_FMT " parts along the outputs (partition=PxQ with P <= %" PetscInt_FMT ", P*Q = %d)",
              nd->name, spec, p[0], p[1], nout, isconv ? " channels" : "s", p[0], nout, nout, size);
@@ -956,6 +965,24 @@ PetscErrorCode NetModelBlockView_Private(Net net, PetscInt k, PetscViewer viewer
   PetscFunctionReturn(0);
 }
 
+/*
+  A pipeline stage's model node (netplace.c) runs on the rows of one micro-batch after another, which this node's last
+  forward does not hold: its next step computes x' = R x and y' again (forget), and, when the micro-batches' rows differ
+  (recount), gathers every rank's count again instead of trusting the cached ones. Both are decided alike on every rank
+  of the stage (by the schedule and the batch, not by the rank's rows), since the gather and R are collective.
+*/
+PetscErrorCode NetModelNewRows_Private(Net net, PetscInt k, PetscBool recount)
+{
+  NetModel *mp = (NetModel *)net->nodes[k].mp;
+
+  PetscFunctionBegin;
+  PetscCheck(mp, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Node %s is not set up as a model-parallel node", net->nodes[k].name);
+  mp->xmpvalid = PETSC_FALSE;
+  mp->dyheld   = PETSC_FALSE;
+  if (recount) mp->nmin = 0; /* NetModelSetUpBatch_Private() gathers the counts, and rebuilds only when they changed */
+  PetscFunctionReturn(0);
+}
+
 /* forward: y = S f_local(R x) */
 PetscErrorCode NetModelForward_Private(Net net, PetscInt k, PetscInt n, const PetscScalar *th, const PetscScalar *x, PetscScalar *y)
 {
@@ -1131,6 +1158,22 @@ PetscErrorCode NetModelTestOperators_Private(Net net, PetscRandom rnd, PetscReal
     }
   }
   PetscCall(MPIU_Allreduce(MPI_IN_PLACE, err, 1, MPIU_REAL, MPIU_MAX, PetscObjectComm((PetscObject)net)));
+  PetscFunctionReturn(0);
+}
+
+/* NetView() of a pipeline stage's split node (netplace.c): this rank's grid coordinates and block of W, a synchronized
+   line (the caller pushes and flushes; a rank of another stage, without mp, prints nothing) */
+PetscErrorCode NetModelViewStageBlock_Private(Net net, PetscInt k, PetscViewer viewer)
+{
+  NetModel   *mp = (NetModel *)net->nodes[k].mp;
+  PetscMPIInt rank;
+
+  PetscFunctionBegin;
+  if (!mp) PetscFunctionReturn(0);
+  PetscCallMPI(MPI_Comm_rank(PetscObjectComm((PetscObject)net), &rank));
+  PetscCall(PetscViewerASCIISynchronizedPrintf(
+      viewer, "    [%d] grid %" PetscInt_FMT "x%" PetscInt_FMT " (%" PetscInt_FMT ",%" PetscInt_FMT "): W rows %" PetscInt_FMT "..%" PetscInt_FMT ", columns %" PetscInt_FMT "..%" PetscInt_FMT "%s%s, %" PetscInt_FMT " parameters\n", rank, mp->pout,
+      mp->pin, mp->co, mp->ci, mp->ostart, mp->ostart + mp->oblock - 1, mp->istart, mp->istart + mp->iblock - 1, mp->taps > 1 ? " of each tap" : "", mp->bias && mp->ci == 0 ? " + bias" : "", net->nodes[k].nplocal));
   PetscFunctionReturn(0);
 }
 

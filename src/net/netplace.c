@@ -40,7 +40,9 @@
   the gather of those runs (NetParamMap, netpmap.c), a MATSHELL with its exact adjoint, the reduce of the gradients.
   With -net_parallel sharded there is no copy: each node of a stage gathers its block over the stage's ranks just
   before each of its steps (ZeRO-3 inside the stage, NetPlaceSetUpParameters_Private()), so a rank keeps 1/G of its
-  stage's parameters.
+  stage's parameters. With -net_parallel model each dense and convolution node of a stage splits its weights over the
+  stage's ranks (netmodel.c's executor on the stage's communicator, NetPlaceModelStep()): theta_rep holds the runs of
+  the rank's block of such a node (NetNode.runstart/runlen) and whole blocks of the others.
 
   Random draws (dropout, attention dropout: Layer.draws). A mask is a hash of (seed, layer index, pass counter, GLOBAL
   element index), so the placed Net draws one rank's masks when every step draws at the global place of its rows and
@@ -328,11 +330,10 @@ static PetscErrorCode NetPlaceCheckModes(Net net)
   MPI_Comm comm = PetscObjectComm((PetscObject)net);
 
   PetscFunctionBegin;
-  PetscCheck(
-      net->parallel == NET_PARALLEL_REPLICATED || net->parallel == NET_PARALLEL_SHARDED || net->parallel == NET_PARALLEL_SUBGRAPH, comm, PETSC_ERR_SUP,
-      "-net_stages %" PetscInt_FMT " / -net_microbatches %" PetscInt_FMT
-      " run each stage data parallel over its ranks (-net_parallel replicated) or sharded over them (-net_parallel sharded); a stage that is itself -net_parallel %s is not built yet: use -net_parallel replicated or sharded, or drop the stages",
-      net->nstages, net->nmicro, NetParallelTypes[net->parallel]);
+  PetscCheck(net->parallel == NET_PARALLEL_REPLICATED || net->parallel == NET_PARALLEL_SHARDED || net->parallel == NET_PARALLEL_SUBGRAPH || net->parallel == NET_PARALLEL_MODEL, comm, PETSC_ERR_SUP,
+             "-net_stages %" PetscInt_FMT " / -net_microbatches %" PetscInt_FMT " run each stage data parallel over its ranks (-net_parallel replicated), sharded over them (-net_parallel sharded) or with its dense and convolution weights split over "
+             "them (-net_parallel model); a stage that is itself -net_parallel %s is not built yet: use -net_parallel replicated, sharded or model, or drop the stages",
+             net->nstages, net->nmicro, NetParallelTypes[net->parallel]);
   PetscCheck(!net->grid, comm, PETSC_ERR_SUP, "-net_stages / -net_microbatches / -net_parallel subgraph on a grid (NetSetGrid(), spatial parallelism) is not built yet: drop the placement, or run the Net on a batch");
   PetscCheck(!net->fcachesize, comm, PETSC_ERR_SUP, "-net_forward_cache with -net_stages / -net_microbatches / -net_parallel subgraph is not built: drop one of them");
   for (PetscInt k = 0; k < net->nlayers; k++) {
@@ -1537,6 +1538,40 @@ static PetscErrorCode NetExecPlacedArrays(Net net, PetscInt k, NetElem t, const 
   PetscFunctionReturn(0);
 }
 
+/*
+  A node split over its stage's ranks (-net_parallel model with stages: NetNode.mp, made over the stage's communicator
+  by NetPlaceSetUpParameters_Private()) runs the model executor of netmodel.c on its rows of the micro-batch at hand,
+  laid out as that executor takes its input (split by samples over the stage's ranks, rank j of the stage rank j of its
+  communicator): x' = R x, the rank's block of the layer, y = S y'. R and S are collectives on the stage's
+  communicator, so every rank of the stage runs every step of the node, with its rows or none; a rank of another stage
+  never does (no mp). Its parameters are the runs of its block in theta_rep (repoff[k], nplocal entries). Its
+  linearization point x', y' is the last step's micro-batch: a step on another micro-batch moves its x again first
+  (fwdm[k], the same on every rank of the stage: the schedule decides, not the rows), and the counts are gathered
+  again at each step when the micro-batches differ in size (M does not divide the batch). Its parameter part is never
+  deferred (netforward.c): each micro-batch's backward step takes it, at its own linearization point.
+*/
+static PetscErrorCode NetPlaceModelStep(Net net, PetscInt k, PetscBool forward)
+{
+  NetPlace *pl = (NetPlace *)net->pl;
+
+  PetscFunctionBegin;
+  PetscCheck(pl->m >= 0, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Node %s is split over its stage's ranks: its steps run micro-batch by micro-batch", net->nodes[k].name);
+  if (forward || pl->fwdm[k] != pl->m) PetscCall(NetModelNewRows_Private(net, k, (PetscBool)(pl->N % pl->M != 0)));
+  pl->fwdm[k] = pl->m;
+  PetscFunctionReturn(0);
+}
+
+/* the communicator of node k's stage, which a model-parallel node splits its weights over (netmodel.c); this rank is on it */
+PetscErrorCode NetPlaceNodeComm_Private(Net net, PetscInt k, MPI_Comm *comm)
+{
+  NetPlace *pl = (NetPlace *)net->pl;
+
+  PetscFunctionBegin;
+  PetscCheck(pl && pl->staged && pl->gcomm != MPI_COMM_NULL && pl->group[k] == pl->mystage, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Node %s is not on this rank's pipeline stage", net->nodes[k].name);
+  *comm = pl->gcomm;
+  PetscFunctionReturn(0);
+}
+
 static PetscErrorCode NetExecForward_Placed(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], void *y)
 {
   NetPlace       *pl   = (NetPlace *)net->pl;
@@ -1681,8 +1716,10 @@ static PetscErrorCode NetExecBackward_Placed(Net net, PetscInt k, NetElem t, con
     }
   }
   t0 = MPI_Wtime();
-  if (n) PetscCall(NetPlaceRecompute(net, k, t, th, xs, n));
-  if (n) PetscCall(NetExecPlainBackward_Private(net, k, n, t, th, xs, ys, dys, dxs, dth, mask));
+  if (n) {
+    PetscCall(NetPlaceRecompute(net, k, t, th, xs, n));
+    PetscCall(NetExecPlainBackward_Private(net, k, n, t, th, xs, ys, dys, dxs, dth, mask));
+  }
   pl->busy += MPI_Wtime() - t0;
   for (PetscInt i = 0; i < nd->nin; i++)
     if (dxr[i]) NetPlaceRound(t, dxs[i], (size_t)n * l->insizes[i], pl->es, dxr[i]);
@@ -1748,8 +1785,10 @@ static PetscErrorCode NetExecJVP_Placed(Net net, PetscInt k, NetElem t, const Pe
     }
   }
   t0 = MPI_Wtime();
-  if (n) PetscCall(NetPlaceRecompute(net, k, t, th, xs, n)); /* its state (masks, statistics) of this micro-batch */
-  if (n) PetscCall(NetExecPlainJVP_Private(net, k, n, t, th, xs, ys, dxs, dth, dyf ? (void *)dyf : dys));
+  if (n) {
+    PetscCall(NetPlaceRecompute(net, k, t, th, xs, n)); /* its state (masks, statistics) of this micro-batch */
+    PetscCall(NetExecPlainJVP_Private(net, k, n, t, th, xs, ys, dxs, dth, dyf ? (void *)dyf : dys));
+  }
   pl->busy += MPI_Wtime() - t0;
   if (dyf) NetPlaceRound(t, dyf, (size_t)n * l->outsize, pl->es, dys);
   if (xs != stack) PetscCall(PetscFree2(xs, dxs));
@@ -1788,7 +1827,7 @@ static PetscErrorCode NetExecSOBackward_Placed(Net net, PetscInt k, const PetscS
   PetscFunctionBegin;
   if (l->sozero) PetscFunctionReturn(0);
   PetscCall(NetPlaceNodeRows_Private(net, k, &row, &n));
-  if (!n) PetscFunctionReturn(0);
+  if (!n && !net->nodes[k].mp) PetscFunctionReturn(0); /* a split node runs on every rank of its stage */
   if (e >= 0) {
     mx    = pl->moves[e].dval + (size_t)row * is * pl->es;
     mxdot = xzero ? NULL : pl->tan[e] + (size_t)row * is * pl->es;                               /* as in the JVP */
@@ -1810,7 +1849,7 @@ static PetscErrorCode NetExecSOBackward_Placed(Net net, PetscInt k, const PetscS
   if (conv) { /* scratch: each moved array's rows widened to double */
     const size_t nx = (size_t)n * is, ny = (size_t)n * os;
 
-    PetscCall(NetPlaceScratch(pl, ((mx ? nx : 0) + (mxdot ? nx : 0) + (mdxd ? nx : 0) + (my ? ny : 0) + (mydot ? ny : 0) + (mdy ? ny : 0)) * sizeof(PetscScalar), &f));
+    PetscCall(NetPlaceScratch(pl, PetscMax((mx ? nx : 0) + (mxdot ? nx : 0) + (mdxd ? nx : 0) + (my ? ny : 0) + (mydot ? ny : 0) + (mdy ? ny : 0), 1) * sizeof(PetscScalar), &f)); /* not NULL: a split node's ranks without rows run too */
     if (mx) x = NetPlaceWidenNext(pl, mx, nx, &f);
     if (mxdot) xdot = NetPlaceWidenNext(pl, mxdot, nx, &f);
     if (mdxd) dxd = NetPlaceWidenNext(pl, mdxd, nx, &f); /* the term adds to the cotangent the backward pass wrote */
@@ -1821,23 +1860,185 @@ static PetscErrorCode NetExecSOBackward_Placed(Net net, PetscInt k, const PetscS
     if (e >= 0) x = (const PetscScalar *)mx, xdot = (const PetscScalar *)mxdot, dxd = (PetscScalar *)mdxd;
     if (last) y = (const PetscScalar *)my, ydot = (const PetscScalar *)mydot, dy = (const PetscScalar *)mdy;
   }
-  {
+  if (net->nodes[k].mp) { /* split over its stage: the model executor's curvature term */
+    PetscCall(NetPlaceModelStep(net, k, PETSC_FALSE));
+    PetscCall(NetModelSOBackward_Private(net, k, n, th, x, y, xdot, thd, ydot, dy, dxd, hvk));
+  } else {
     const void *xs[1] = {x};
 
     PetscCall(NetPlaceRecompute(net, k, NET_ELEM_DOUBLE, th, xs, n)); /* its state (masks, statistics) of this micro-batch */
+    PetscCall(LayerSOBackwardArray(l, n, th, x, y, xdot, thd, ydot, dy, dxd, hvk));
   }
-  PetscCall(LayerSOBackwardArray(l, n, th, x, y, xdot, thd, ydot, dy, dxd, hvk));
   if (conv && mdxd) NetPlaceRound(NET_ELEM_DOUBLE, dxd, (size_t)n * is, pl->es, mdxd);
   PetscFunctionReturn(0);
 }
 
+/* NetView(), on every rank for every node (the ranks of other stages run the plain placed table, whose view this is
+   too): a node split over its stage's ranks shows each of those ranks' grid and block */
 static PetscErrorCode NetExecView_Placed(Net net, PetscInt k, PetscViewer viewer)
 {
+  PetscBool mine = (PetscBool)(net->nodes[k].mp != NULL), any;
+
   PetscFunctionBegin;
+  if (net->parallel != NET_PARALLEL_MODEL) PetscFunctionReturn(0);
+  PetscCall(MPIU_Allreduce(&mine, &any, 1, MPIU_BOOL, MPI_LOR, PetscObjectComm((PetscObject)net)));
+  if (!any) PetscFunctionReturn(0);
+  PetscCall(PetscViewerASCIIPushTab(viewer));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "model parallel over the ranks of its stage (x' = R x, the rank's block, y = S y' on the stage's communicator)\n"));
+  PetscCall(PetscViewerASCIIPushSynchronized(viewer));
+  PetscCall(NetModelViewStageBlock_Private(net, k, viewer));
+  PetscCall(PetscViewerFlush(viewer));
+  PetscCall(PetscViewerASCIIPopSynchronized(viewer));
+  PetscCall(PetscViewerASCIIPopTab(viewer));
   PetscFunctionReturn(0);
 }
 
 const NetExecOps NetExecPlaced = {"stage", PETSC_TRUE, PETSC_TRUE, NetExecForward_Placed, NetExecBackward_Placed, NetExecJVP_Placed, NetExecSOBackward_Placed, NetExecView_Placed};
+
+/* ------------------------------------------------------------------------------------------------------------------
+   The executor of a node split over its stage's ranks (NetPlaceModelStep()): netmodel.c's model executor on the node's
+   rows of the micro-batch at hand, in double (floatok false: the store widens the values of its own layout and rounds
+   back the step's rows, netprecision.c). At -net_precision single or bfloat16 the rows it reads from a move's buffer
+   (its input's value, cotangent or tangent when the input came from another stage; the last node's output and its
+   cotangent or tangent in the output move's) hold stored entries: they are widened into the step's scratch, and the
+   rows it writes there rounded back (NetPlaceWiden(), NetPlaceRound(): as the store widens and rounds). */
+
+/*
+  The rows of a split node's step: x, y its input's and output's values; dx, dy the cotangents (backward) or tangents
+  (JVP) of its input and output; NULL when the step has none. *m: the array is a move's buffer of stored entries
+  (pl->es bytes a entry), else the store's double array. The double rows the model executor takes (xd, yd, dxd, dyd)
+  are those arrays in double; on a low store the moved ones are widened into scratch (the one the step writes, wr,
+  only gets its room) and NetPlaceSplitRoundBack() rounds that one back.
+*/
+typedef enum { NET_SPLIT_Y, NET_SPLIT_DX, NET_SPLIT_DY } NetPlaceSplitOut;
+
+typedef struct {
+  const void  *a[4]; /* x, y, dx, dy as the step found them */
+  PetscBool    m[4]; /* in a move's buffer */
+  PetscScalar *d[4]; /* in double */
+} NetPlaceSplitRows;
+
+static PetscErrorCode NetPlaceSplitWiden(NetPlace *pl, PetscInt n, PetscInt is, PetscInt os, NetPlaceSplitOut wr, NetPlaceSplitRows *r)
+{
+  const PetscInt len[4] = {n * is, n * os, n * is, n * os};
+  size_t         cnt    = 0;
+  char          *f      = NULL;
+
+  PetscFunctionBegin;
+  for (PetscInt i = 0; i < 4; i++) r->d[i] = (PetscScalar *)r->a[i];
+  if (!NetPlaceConverts(pl, NET_ELEM_DOUBLE)) PetscFunctionReturn(0);
+  for (PetscInt i = 0; i < 4; i++)
+    if (r->m[i] && r->a[i]) cnt += (size_t)len[i];
+  PetscCall(NetPlaceScratch(pl, PetscMax(cnt, 1) * sizeof(PetscScalar), &f));
+  for (PetscInt i = 0; i < 4; i++) {
+    if (!(r->m[i] && r->a[i])) continue;
+    if (i != (PetscInt)wr + 1) NetPlaceWiden(pl->es, r->a[i], (size_t)len[i], NET_ELEM_DOUBLE, f); /* wr + 1: the index of the written array */
+    r->d[i] = (PetscScalar *)f;
+    f += (size_t)len[i] * sizeof(PetscScalar);
+  }
+  PetscFunctionReturn(0);
+}
+
+static void NetPlaceSplitRoundBack(const NetPlace *pl, PetscInt n, PetscInt is, PetscInt os, NetPlaceSplitOut wr, const NetPlaceSplitRows *r)
+{
+  const PetscInt i = (PetscInt)wr + 1, len = (i == 2) ? n * is : n * os;
+
+  if (NetPlaceConverts(pl, NET_ELEM_DOUBLE) && r->m[i] && r->a[i]) NetPlaceRound(NET_ELEM_DOUBLE, r->d[i], (size_t)len, pl->es, (void *)r->a[i]);
+}
+
+static PetscErrorCode NetExecForward_PlacedSplit(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], void *y)
+{
+  NetPlace         *pl = (NetPlace *)net->pl;
+  const Layer       l  = net->layers[k];
+  const void       *xs[1], *ys;
+  NetPlaceSplitRows r = {{NULL}};
+  PetscInt          n;
+  PetscLogDouble    t0;
+
+  PetscFunctionBegin;
+  PetscCall(NetExecPlacedArrays(net, k, t, x, y, xs, &ys, &n));
+  r.a[0] = xs[0];
+  r.m[0] = (PetscBool)(pl->movein[k * pl->maxin] >= 0);
+  r.a[1] = ys;
+  r.m[1] = (PetscBool)(k == net->nlayers - 1);
+  PetscCall(NetPlaceSplitWiden(pl, n, l->insizes[0], l->outsize, NET_SPLIT_Y, &r));
+  t0 = MPI_Wtime();
+  PetscCall(NetPlaceModelStep(net, k, PETSC_TRUE)); /* every rank of the stage, with its rows or none */
+  PetscCall(NetModelForward_Private(net, k, n, th, r.d[0], r.d[1]));
+  pl->busy += MPI_Wtime() - t0;
+  NetPlaceSplitRoundBack(pl, n, l->insizes[0], l->outsize, NET_SPLIT_Y, &r);
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetExecBackward_PlacedSplit(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], const void *y, const void *dy, void *const dx[], PetscScalar *dth, PetscInt mask)
+{
+  NetPlace         *pl   = (NetPlace *)net->pl;
+  const Layer       l    = net->layers[k];
+  const PetscBool   last = (PetscBool)(k == net->nlayers - 1);
+  const PetscInt    e    = pl->movein[k * pl->maxin];
+  const void       *xs[1], *ys;
+  NetPlaceSplitRows r = {{NULL}};
+  PetscInt          n, row;
+  PetscLogDouble    t0;
+
+  PetscFunctionBegin;
+  PetscCheck(pl->m >= 0 && net->nodes[k].bwdpart != 2 && mask < 0, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Node %s is split over its stage's ranks: its backward is one whole step a micro-batch", net->nodes[k].name);
+  PetscCall(NetExecPlacedArrays(net, k, t, x, y, xs, &ys, &n));
+  PetscCall(NetPlaceNodeRows_Private(net, k, &row, &n));
+  r.a[0] = xs[0];
+  r.m[0] = (PetscBool)(e >= 0);
+  r.a[1] = ys;
+  r.m[1] = last;
+  if (e >= 0)
+    r.a[2] = (pl->moves[e].v == 0 && !pl->wantdx) ? NULL : pl->moves[e].dcot + (size_t)row * l->insizes[0] * pl->es; /* the Net's input: only when asked for */
+  else
+    r.a[2] = dx[0] ? (const void *)((PetscScalar *)dx[0] + row * l->insizes[0]) : NULL;
+  r.m[2] = (PetscBool)(e >= 0);
+  r.a[3] = last ? (const void *)(pl->moves[pl->nmoves - 1].dcot + (size_t)row * l->outsize * pl->es) : (const void *)((const PetscScalar *)dy + row * l->outsize);
+  r.m[3] = last;
+  PetscCall(NetPlaceSplitWiden(pl, n, l->insizes[0], l->outsize, NET_SPLIT_DX, &r));
+  t0 = MPI_Wtime();
+  PetscCall(NetPlaceModelStep(net, k, PETSC_FALSE));
+  PetscCall(NetModelBackward_Private(net, k, n, th, r.d[0], r.d[1], r.d[3], r.d[2], dth));
+  pl->busy += MPI_Wtime() - t0;
+  NetPlaceSplitRoundBack(pl, n, l->insizes[0], l->outsize, NET_SPLIT_DX, &r);
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetExecJVP_PlacedSplit(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], const void *y, const void *const dx[], const PetscScalar *dth, void *dy)
+{
+  NetPlace         *pl   = (NetPlace *)net->pl;
+  const Layer       l    = net->layers[k];
+  const PetscBool   last = (PetscBool)(k == net->nlayers - 1);
+  const PetscInt    e    = pl->movein[k * pl->maxin];
+  const void       *xs[1], *ys;
+  NetPlaceSplitRows r = {{NULL}};
+  PetscInt          n, row;
+  PetscLogDouble    t0;
+
+  PetscFunctionBegin;
+  PetscCall(NetExecPlacedArrays(net, k, t, x, y, xs, &ys, &n));
+  PetscCall(NetPlaceNodeRows_Private(net, k, &row, &n));
+  r.a[0] = xs[0];
+  r.m[0] = (PetscBool)(e >= 0);
+  r.a[1] = ys;
+  r.m[1] = last;
+  if (!net->tanzero[net->nodes[k].in[0] + 1]) /* a zero tangent is NULL (net->tanzero, the same on every rank) */
+    r.a[2] = e >= 0 ? (const void *)(pl->tan[e] + (size_t)row * l->insizes[0] * pl->es) : (const void *)((const PetscScalar *)dx[0] + row * l->insizes[0]);
+  r.m[2] = (PetscBool)(e >= 0);
+  r.a[3] = last ? (const void *)(pl->tan[pl->nmoves - 1] + (size_t)row * l->outsize * pl->es) : (const void *)((PetscScalar *)dy + row * l->outsize);
+  r.m[3] = last;
+  PetscCall(NetPlaceSplitWiden(pl, n, l->insizes[0], l->outsize, NET_SPLIT_DY, &r));
+  t0 = MPI_Wtime();
+  PetscCall(NetPlaceModelStep(net, k, PETSC_FALSE));
+  PetscCall(NetModelJVP_Private(net, k, n, th, r.d[0], r.d[1], r.d[2], dth, r.d[3]));
+  pl->busy += MPI_Wtime() - t0;
+  NetPlaceSplitRoundBack(pl, n, l->insizes[0], l->outsize, NET_SPLIT_DY, &r);
+  PetscFunctionReturn(0);
+}
+
+/* the curvature term: the placed one, which runs a split node on every rank of its stage (in double: at single and bfloat16 its moved rows widened there) */
+const NetExecOps NetExecPlacedSplit = {"stage+model", PETSC_FALSE, PETSC_TRUE, NetExecForward_PlacedSplit, NetExecBackward_PlacedSplit, NetExecJVP_PlacedSplit, NetExecSOBackward_Placed, NetExecView_Placed};
 
 /* ------------------------------------------------------------------------------------------------------------------
    Parameters: this rank's stage's nodes, their place in theta_rep, theta's ownership */
@@ -1958,19 +2159,29 @@ PetscErrorCode NetPlaceSetUpParameters_Private(Net net)
   NetPlace       *pl      = (NetPlace *)net->pl;
   MPI_Comm        comm    = PetscObjectComm((PetscObject)net);
   const PetscBool sharded = (PetscBool)(net->parallel == NET_PARALLEL_SHARDED);
+  const PetscBool model   = (PetscBool)(net->parallel == NET_PARALLEL_MODEL);
   NetPlaceBcast  *ctx;
-  PetscInt        n = 0, nl, nruns = 0, *runstart, *runlen;
+  PetscInt        n = 0, nl, nruns = 0, maxruns = net->nlayers, *runstart, *runlen;
 
   PetscFunctionBegin;
-  PetscCheck(net->parallel != NET_PARALLEL_SHARDED || pl->staged, comm, PETSC_ERR_SUP,
-             "-net_parallel sharded with a placement shards each pipeline stage's parameters over the stage's ranks, so it needs stages of consecutive nodes in rank order (-net_stages, or entry@s in the nodes' order); this placement (groups of "
-             "their own, entry@ranks=a:b, or stages against the nodes' order) runs with -net_parallel replicated");
-  if (sharded && !pl->gcomm) PetscCallMPI(MPI_Comm_split(comm, (PetscMPIInt)pl->mystage, pl->rank, &pl->gcomm)); /* once: every node of the stage maps over it */
+  PetscCall(NetPlaceCheckModes(net)); /* again: NetSetParallel() after set-up lands here */
+  PetscCheck(!(sharded || model) || pl->staged, comm, PETSC_ERR_SUP,
+             "-net_parallel %s with a placement %s over the ranks of each pipeline stage, so it needs stages of consecutive nodes in rank order (-net_stages, or entry@s in the nodes' order); this placement (groups of their own, entry@ranks=a:b, "
+             "or stages against the nodes' order) runs with -net_parallel replicated",
+             NetParallelTypes[net->parallel], sharded ? "shards each stage's parameters" : "splits each dense and convolution node's weights");
+  if ((sharded || model) && !pl->gcomm) PetscCallMPI(MPI_Comm_split(comm, (PetscMPIInt)pl->mystage, pl->rank, &pl->gcomm)); /* once: every node of the stage maps or splits over it */
   net->gathers = sharded;
   PetscCall(PetscMalloc1(net->nlayers, &net->repoff));
-  PetscCall(PetscMalloc2(net->nlayers, &runstart, net->nlayers, &runlen));
+  /* the runs of theta_rep: a node's whole block, or a model node's runs (its W block row by row, then its bias block) */
   for (PetscInt k = 0; k < net->nlayers; k++) {
-    const PetscInt np = net->layers[k]->nparams;
+    if (!model || !NetPlaceInGroup(pl, pl->group[k], pl->rank)) continue;
+    PetscCall(NetModelSetUpNode_Private(net, k)); /* over the stage's communicator (NetPlaceNodeComm_Private()): sets mp, nplocal and the runs */
+    maxruns += net->nodes[k].nruns;
+  }
+  PetscCall(PetscMalloc2(maxruns, &runstart, maxruns, &runlen));
+  for (PetscInt k = 0; k < net->nlayers; k++) {
+    const NetNode *nd = &net->nodes[k];
+    const PetscInt np = net->layers[k]->nparams, nr = nd->mp ? nd->nruns : 1;
 
     net->repoff[k] = -1;
     if (!NetPlaceInGroup(pl, pl->group[k], pl->rank)) continue;
@@ -1983,14 +2194,20 @@ PetscErrorCode NetPlaceSetUpParameters_Private(Net net)
     }
     net->repoff[k] = n;
     if (!np) continue;
-    if (nruns && runstart[nruns - 1] + runlen[nruns - 1] == net->poff[k])
-      runlen[nruns - 1] += np; /* the run goes on */
-    else {
-      runstart[nruns] = net->poff[k];
-      runlen[nruns++] = np;
+    for (PetscInt r = 0; r < nr; r++) {
+      const PetscInt start = nd->mp ? nd->runstart[r] : net->poff[k], len = nd->mp ? nd->runlen[r] : np;
+
+      if (!len) continue;
+      if (nruns && runstart[nruns - 1] + runlen[nruns - 1] == start)
+        runlen[nruns - 1] += len; /* the run goes on */
+      else {
+        runstart[nruns] = start;
+        runlen[nruns++] = len;
+      }
+      n += len;
     }
-    n += np;
   }
+  pl->nrep = n;
   PetscCall(PetscNew(&ctx));
   if (nruns)
     PetscCall(NetParamMapCreate_Private(net->theta, nruns, runstart, runlen, 0, 0, &ctx->map));
@@ -2030,6 +2247,8 @@ PetscErrorCode NetPlaceView_Private(Net net, PetscViewer viewer)
     PetscCall(PetscViewerASCIIPrintf(viewer, "Pipeline: %" PetscInt_FMT " stages of %" PetscInt_FMT " ranks, %" PetscInt_FMT " micro-batches, schedule %s, ideal bubble (S-1)/(M+S-1) = %.3f\n", pl->S, pl->G, pl->M, NetPipelineSchedules[net->schedule],
                                      (double)(pl->S - 1) / (double)(pl->M + pl->S - 1)));
     if (net->parallel == NET_PARALLEL_SHARDED) PetscCall(PetscViewerASCIIPrintf(viewer, "  each stage sharded over its ranks (ZeRO-3): a rank keeps 1/%" PetscInt_FMT " of its stage's parameters, a node's gathered as it runs\n", pl->G));
+    if (net->parallel == NET_PARALLEL_MODEL)
+      PetscCall(PetscViewerASCIIPrintf(viewer, "  each stage model parallel over its ranks: a dense or convolution node's weights split over the stage's %" PetscInt_FMT " rank%s (its partition, or the default)\n", pl->G, pl->G > 1 ? "s" : ""));
     for (PetscInt s = 0; s < pl->S; s++) {
       PetscInt np = net->poff[pl->last[s] + 1] - net->poff[pl->first[s]];
 
@@ -2590,6 +2809,12 @@ PetscErrorCode NetTestMoves(Net net, PetscReal *err)
   PetscCall(PetscRandomSetSeed(rnd, 7));
   PetscCall(PetscRandomSeed(rnd));
   PetscCall(NetPlaceTestMoves_Private(net, rnd, err));
+  if (net->pl && net->parallel == NET_PARALLEL_MODEL) { /* and each split node's R and S on its stage's communicator */
+    PetscReal eM;
+
+    PetscCall(NetModelTestOperators_Private(net, rnd, &eM));
+    *err = PetscMax(*err, eM);
+  }
   if (net->pl) { /* and the parameter broadcast B (each rank its stage's block) against its adjoint */
     Vec         x, bx, y, bty;
     PetscScalar a, b;

@@ -356,7 +356,7 @@ PETSC_INTERN PetscErrorCode    NetSpatialModelJVP_Private(Net, PetscInt, const P
 PETSC_INTERN PetscErrorCode    NetSpatialModelSOBackward_Private(Net, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
 PETSC_INTERN const NetStoreOps NetStoreDouble, NetStoreLow;
 PETSC_INTERN PetscErrorCode    NetPrecisionBytes_Private(Net, PetscInt *);
-PETSC_INTERN const NetExecOps  NetExecPlain, NetExecModel, NetExecSpatial, NetExecSpatialModel, NetExecSequence, NetExecTensorBlock, NetExecPlaced;
+PETSC_INTERN const NetExecOps  NetExecPlain, NetExecModel, NetExecSpatial, NetExecSpatialModel, NetExecSequence, NetExecTensorBlock, NetExecPlaced, NetExecPlacedSplit;
 /* placement (netplace.c): pipeline stages and micro-batches */
 PETSC_INTERN PetscErrorCode NetPlaceSetUp_Private(Net);
 PETSC_INTERN PetscErrorCode NetPlaceSetFromOptions_Private(Net);
@@ -395,6 +395,7 @@ PETSC_INTERN PetscErrorCode NetPlaceSOSendBack_Private(Net, PetscInt, NetSlot, P
 PETSC_INTERN PetscErrorCode NetPlaceSOWantInput_Private(Net, PetscBool);
 PETSC_INTERN PetscErrorCode NetPlaceGetNodeArrays_Private(Net, PetscInt, PetscInt *, const PetscScalar **, const PetscScalar **);
 PETSC_INTERN PetscErrorCode NetPlaceRestoreNodeArrays_Private(Net, PetscInt, const PetscScalar **, const PetscScalar **);
+PETSC_INTERN PetscErrorCode NetPlaceNodeComm_Private(Net, PetscInt, MPI_Comm *);
 /* the plain executor on n rows of node k (the sequence executor runs it on the rank's tokens) */
 PETSC_INTERN PetscErrorCode NetExecPlainForward_Private(Net, PetscInt, PetscInt, NetElem, const PetscScalar *, const void *const[], void *);
 PETSC_INTERN PetscErrorCode NetExecPlainBackward_Private(Net, PetscInt, PetscInt, NetElem, const PetscScalar *, const void *const[], const void *, const void *, void *const[], PetscScalar *, PetscInt);
@@ -506,6 +507,8 @@ PETSC_INTERN PetscErrorCode NetModelSOBackward_Private(Net, PetscInt, PetscInt, 
                                                        PetscScalar *);
 PETSC_INTERN PetscErrorCode NetModelViewNode_Private(Net, PetscInt, PetscViewer);
 PETSC_INTERN PetscErrorCode NetModelTestOperators_Private(Net, PetscRandom, PetscReal *);
+PETSC_INTERN PetscErrorCode NetModelNewRows_Private(Net, PetscInt, PetscBool);
+PETSC_INTERN PetscErrorCode NetModelViewStageBlock_Private(Net, PetscInt, PetscViewer);
 PETSC_INTERN PetscErrorCode NetModelValueEntries_Private(Net);
 PETSC_INTERN PetscErrorCode NetModelBlockForward_Private(Net, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *);
 PETSC_INTERN PetscErrorCode NetModelBlockBackward_Private(Net, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
