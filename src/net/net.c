@@ -1063,17 +1063,26 @@ PetscErrorCode NetView(Net net, PetscViewer viewer)
   if (net->setupcalled) {                                                /* the engine (netexec.c, netprecision.c): how each node runs, where the values live */
     const NetExecOps *kinds[]   = {&NetExecPlain, &NetExecModel, &NetExecSpatial, &NetExecSpatialModel, &NetExecSequence, &NetExecTensorBlock, &NetExecPlaced, &NetExecPlacedSplit};
     char              text[256] = "";
+    PetscInt         *kind;
 
+    /* each node's table; a placed node split over its stage has the split one on its stage's ranks only (the others
+       hold no block of it): the largest index over the ranks, so that every rank counts the nodes alike */
+    PetscCall(PetscMalloc1(net->nlayers, &kind));
+    for (PetscInt l = 0; l < net->nlayers; l++)
+      for (size_t e = 0; e < PETSC_STATIC_ARRAY_LENGTH(kinds); e++)
+        if (net->nodes[l].exec == kinds[e]) kind[l] = (PetscInt)e;
+    if (net->pl) PetscCall(MPIU_Allreduce(MPI_IN_PLACE, kind, net->nlayers, MPIU_INT, MPI_MAX, PetscObjectComm((PetscObject)net)));
     for (size_t e = 0; e < PETSC_STATIC_ARRAY_LENGTH(kinds); e++) {
-      PetscInt count = 0, last = 0;
+      PetscInt count = 0;
       char     part[64];
 
       for (PetscInt l = 0; l < net->nlayers; l++)
-        if (net->nodes[l].exec == kinds[e]) count++, last = l;
+        if (kind[l] == (PetscInt)e) count++;
       if (!count) continue;
-      PetscCall(PetscSNPrintf(part, sizeof(part), "%s%s %" PetscInt_FMT " (computing in %s)", text[0] ? ", " : "", kinds[e]->name, count, NetNodeElem(net, last) == NET_ELEM_DOUBLE ? "double" : "float"));
+      PetscCall(PetscSNPrintf(part, sizeof(part), "%s%s %" PetscInt_FMT " (computing in %s)", text[0] ? ", " : "", kinds[e]->name, count, NetStore(net)->compute == NET_ELEM_FLOAT && kinds[e]->floatok ? "float" : "double"));
       PetscCall(PetscStrlcat(text, part, sizeof(text)));
     }
+    PetscCall(PetscFree(kind));
     PetscCall(PetscViewerASCIIPrintf(viewer, "executors: %s; values stored in %s\n", text, NetPrecisions[net->precision]));
   }
   if (net->precision != NET_PRECISION_DOUBLE) {
