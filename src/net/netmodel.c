@@ -291,6 +291,10 @@ static PetscErrorCode NetModelKeepColumnBlock_Private(Net net, PetscInt k)
   PetscInt  j   = net->nodes[k].in[0];
 
   PetscFunctionBegin;
+  /* a pipeline stage (netplace.c) moves every node's values micro-batch by micro-batch in the stage's sample split, so
+     the pair does not keep its block there: each of its nodes moves its own input and output (R of the row node, S of
+     the column node), and the elementwise nodes between them run on the rank's rows as any other node of the stage */
+  if (net->pl) PetscFunctionReturn(0);
   while (j >= 0 && !net->nodes[j].mp) { /* back through elementwise nodes, each with one input and one use */
     PetscBool elementwise;
 
@@ -329,6 +333,9 @@ PetscErrorCode NetModelValueEntries_Private(Net net)
     any = (PetscBool)(any || (mp && mp->keepout) || net->nodes[k].tblock);
   }
   if (!any && !tensor) PetscFunctionReturn(0); /* the same on every rank: the set-up is */
+  /* a pipeline stage keeps no column block (NetModelKeepColumnBlock_Private()) and refuses attention dropout on a node
+     split by heads (NetModelSetUpNode_Private()): no entries, no sample offsets, and no tensor group (net->tcomm) */
+  if (net->pl) PetscFunctionReturn(0);
   n = net->vlocal[0];
   PetscCallMPI(MPI_Comm_rank(comm, &rank));
   PetscCallMPI(MPI_Comm_rank(net->tcomm, &grank));
@@ -391,6 +398,7 @@ PetscErrorCode NetModelSetUpNode_Private(Net net, PetscInt k)
     PetscCall(NetModelTensorComm_Private(net, &mcomm)); /* the tensor group */
   PetscCallMPI(MPI_Comm_size(mcomm, &size));
   PetscCallMPI(MPI_Comm_rank(mcomm, &rank));
+  if (net->pl) comm = mcomm; /* only the node's stage sets it up: its refusals below are said by the stage's first rank */
   PetscCall(NetNodeSpec_Private(net, k, sizeof(spec), spec));
   if (isdense) PetscCall(LayerDenseGetTokens(layer, &tokens, NULL, NULL));
   if (isdense && !tokens) {
@@ -416,7 +424,15 @@ PetscErrorCode NetModelSetUpNode_Private(Net net, PetscInt k)
     /* attention dropout splits too: the map is a hash of (global sample, head, i, j) and the whole layer's pass counter
        (attention.c), and the block of heads draws it at its global heads and, before each forward, its group's samples
        (LayerAttentionSetBlockOffset_C), with the whole layer's counter and frozen state */
-    PetscUseMethod(layer, "LayerAttentionGetHeads_C", (Layer, PetscInt *, PetscReal *), (layer, &H, NULL));
+    PetscReal pdrop = 0;
+
+    PetscUseMethod(layer, "LayerAttentionGetHeads_C", (Layer, PetscInt *, PetscReal *), (layer, &H, &pdrop));
+    /* in a pipeline stage the block of heads would draw at the places of the stage's rows of a micro-batch, which the
+       head split does not track: not built */
+    PetscCheck(
+        !net->pl || pdrop == 0, comm, PETSC_ERR_SUP,
+        "Node %s (%s) has attention dropout %g, which a tensor-parallel pipeline stage (-net_stages with -net_parallel tensor) does not split by heads yet: drop -%sattention_dropout, or use -net_parallel replicated, sharded or model with the stages",
+        nd->name, spec, (double)pdrop, nd->prefix);
     PetscCheck(H % size == 0, comm, PETSC_ERR_ARG_INCOMP,
                "Node %s (%s) has %" PetscInt_FMT
                " heads, which -net_parallel tensor cannot split evenly over a tensor group of %d ranks: give the node a number of heads that %d divides (e.g. attention:%d), or make the group a divisor of %" PetscInt_FMT
