@@ -42,7 +42,9 @@
   before each of its steps (ZeRO-3 inside the stage, NetPlaceSetUpParameters_Private()), so a rank keeps 1/G of its
   stage's parameters. With -net_parallel model each dense and convolution node of a stage splits its weights over the
   stage's ranks (netmodel.c's executor on the stage's communicator, NetPlaceModelStep()): theta_rep holds the runs of
-  the rank's block of such a node (NetNode.runstart/runlen) and whole blocks of the others.
+  the rank's block of such a node (NetNode.runstart/runlen) and whole blocks of the others. With -net_parallel tensor
+  the same, each stage one tensor group, the split Megatron's per node (attention by heads, dense:N:tokens column- or
+  row-parallel; netmodel.c).
 
   Random draws (dropout, attention dropout: Layer.draws). A mask is a hash of (seed, layer index, pass counter, GLOBAL
   element index), so the placed Net draws one rank's masks when every step draws at the global place of its rows and
