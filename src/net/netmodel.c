@@ -1190,6 +1190,11 @@ PetscErrorCode NetModelViewStageBlock_Private(Net net, PetscInt k, PetscViewer v
   PetscFunctionBegin;
   if (!mp) PetscFunctionReturn(0);
   PetscCallMPI(MPI_Comm_rank(PetscObjectComm((PetscObject)net), &rank));
+  if (mp->heads) { /* a tensor stage's attention split by heads: its block of heads, not of W's rows */
+    PetscCall(PetscViewerASCIISynchronizedPrintf(viewer, "    [%d] heads %" PetscInt_FMT "..%" PetscInt_FMT " of %" PetscInt_FMT " (%s), %" PetscInt_FMT " parameters\n", rank, mp->hstart, mp->hstart + mp->hblock - 1, mp->nheads,
+                                                 NetTensorSplits[NET_TENSOR_HEADS], net->nodes[k].nplocal));
+    PetscFunctionReturn(0);
+  }
   PetscCall(PetscViewerASCIISynchronizedPrintf(
       viewer, "    [%d] grid %" PetscInt_FMT "x%" PetscInt_FMT " (%" PetscInt_FMT ",%" PetscInt_FMT "): W rows %" PetscInt_FMT "..%" PetscInt_FMT ", columns %" PetscInt_FMT "..%" PetscInt_FMT "%s%s, %" PetscInt_FMT " parameters\n", rank, mp->pout,
       mp->pin, mp->co, mp->ci, mp->ostart, mp->ostart + mp->oblock - 1, mp->istart, mp->istart + mp->iblock - 1, mp->taps > 1 ? " of each tap" : "", mp->bias && mp->ci == 0 ? " + bias" : "", net->nodes[k].nplocal));
