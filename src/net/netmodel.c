@@ -64,6 +64,9 @@
   samples over the stage's ranks, as x above); the placed executor runs it on every rank of the stage for every
   micro-batch, and NetModelNewRows_Private() makes the next step move its x again and, when the micro-batches differ
   in size, gather the counts again (the cache below trusts them while the batch layout stays).
+  With -net_parallel tensor the stage is the tensor group (-net_tensor_ranks 0 or the stage's size) and the split is
+  Megatron's, chosen per node as above; an MLP pair does not keep its column block there (each of its nodes moves its
+  own input and output: the elementwise nodes between them run on the rank's rows as the stage's other nodes do).
 
   The node's parameters on a rank are its W block then (ci == 0) its bias block: runs of theta in exactly the order
   the local layer reads them (NetNode.runstart/runlen). The layouts and operators depend on every rank's number of
@@ -291,6 +294,10 @@ static PetscErrorCode NetModelKeepColumnBlock_Private(Net net, PetscInt k)
   PetscInt  j   = net->nodes[k].in[0];
 
   PetscFunctionBegin;
+  /* a pipeline stage (netplace.c) moves every node's values micro-batch by micro-batch in the stage's sample split, so
+     the pair does not keep its block there: each of its nodes moves its own input and output (R of the row node, S of
+     the column node), and the elementwise nodes between them run on the rank's rows as any other node of the stage */
+  if (net->pl) PetscFunctionReturn(0);
   while (j >= 0 && !net->nodes[j].mp) { /* back through elementwise nodes, each with one input and one use */
     PetscBool elementwise;
 
@@ -329,6 +336,9 @@ PetscErrorCode NetModelValueEntries_Private(Net net)
     any = (PetscBool)(any || (mp && mp->keepout) || net->nodes[k].tblock);
   }
   if (!any && !tensor) PetscFunctionReturn(0); /* the same on every rank: the set-up is */
+  /* a pipeline stage keeps no column block (NetModelKeepColumnBlock_Private()) and refuses attention dropout on a node
+     split by heads (NetModelSetUpNode_Private()): no entries, no sample offsets, and no tensor group (net->tcomm) */
+  if (net->pl) PetscFunctionReturn(0);
   n = net->vlocal[0];
   PetscCallMPI(MPI_Comm_rank(comm, &rank));
   PetscCallMPI(MPI_Comm_rank(net->tcomm, &grank));
@@ -391,6 +401,7 @@ PetscErrorCode NetModelSetUpNode_Private(Net net, PetscInt k)
     PetscCall(NetModelTensorComm_Private(net, &mcomm)); /* the tensor group */
   PetscCallMPI(MPI_Comm_size(mcomm, &size));
   PetscCallMPI(MPI_Comm_rank(mcomm, &rank));
+  if (net->pl) comm = mcomm; /* only the node's stage sets it up: its refusals below are said by the stage's first rank */
   PetscCall(NetNodeSpec_Private(net, k, sizeof(spec), spec));
   if (isdense) PetscCall(LayerDenseGetTokens(layer, &tokens, NULL, NULL));
   if (isdense && !tokens) {
@@ -416,7 +427,15 @@ PetscErrorCode NetModelSetUpNode_Private(Net net, PetscInt k)
     /* attention dropout splits too: the map is a hash of (global sample, head, i, j) and the whole layer's pass counter
        (attention.c), and the block of heads draws it at its global heads and, before each forward, its group's samples
        (LayerAttentionSetBlockOffset_C), with the whole layer's counter and frozen state */
-    PetscUseMethod(layer, "LayerAttentionGetHeads_C", (Layer, PetscInt *, PetscReal *), (layer, &H, NULL));
+    PetscReal pdrop = 0;
+
+    PetscUseMethod(layer, "LayerAttentionGetHeads_C", (Layer, PetscInt *, PetscReal *), (layer, &H, &pdrop));
+    /* in a pipeline stage the block of heads would draw at the places of the stage's rows of a micro-batch, which the
+       head split does not track: not built */
+    PetscCheck(
+        !net->pl || pdrop == 0, comm, PETSC_ERR_SUP,
+        "Node %s (%s) has attention dropout %g, which a tensor-parallel pipeline stage (-net_stages with -net_parallel tensor) does not split by heads yet: drop -%sattention_dropout, or use -net_parallel replicated, sharded or model with the stages",
+        nd->name, spec, (double)pdrop, nd->prefix);
     PetscCheck(H % size == 0, comm, PETSC_ERR_ARG_INCOMP,
                "Node %s (%s) has %" PetscInt_FMT
                " heads, which -net_parallel tensor cannot split evenly over a tensor group of %d ranks: give the node a number of heads that %d divides (e.g. attention:%d), or make the group a divisor of %" PetscInt_FMT
@@ -1171,6 +1190,11 @@ PetscErrorCode NetModelViewStageBlock_Private(Net net, PetscInt k, PetscViewer v
   PetscFunctionBegin;
   if (!mp) PetscFunctionReturn(0);
   PetscCallMPI(MPI_Comm_rank(PetscObjectComm((PetscObject)net), &rank));
+  if (mp->heads) { /* a tensor stage's attention split by heads: its block of heads, not of W's rows */
+    PetscCall(PetscViewerASCIISynchronizedPrintf(viewer, "    [%d] heads %" PetscInt_FMT "..%" PetscInt_FMT " of %" PetscInt_FMT " (%s), %" PetscInt_FMT " parameters\n", rank, mp->hstart, mp->hstart + mp->hblock - 1, mp->nheads,
+                                                 NetTensorSplits[NET_TENSOR_HEADS], net->nodes[k].nplocal));
+    PetscFunctionReturn(0);
+  }
   PetscCall(PetscViewerASCIISynchronizedPrintf(
       viewer, "    [%d] grid %" PetscInt_FMT "x%" PetscInt_FMT " (%" PetscInt_FMT ",%" PetscInt_FMT "): W rows %" PetscInt_FMT "..%" PetscInt_FMT ", columns %" PetscInt_FMT "..%" PetscInt_FMT "%s%s, %" PetscInt_FMT " parameters\n", rank, mp->pout,
       mp->pin, mp->co, mp->ci, mp->ostart, mp->ostart + mp->oblock - 1, mp->istart, mp->istart + mp->iblock - 1, mp->taps > 1 ? " of each tap" : "", mp->bias && mp->ci == 0 ? " + bias" : "", net->nodes[k].nplocal));
@@ -1435,6 +1459,7 @@ PetscErrorCode NetGetNodePartition(Net net, PetscInt k, PetscInt *pout, PetscInt
   the groups, so the loss and the gradient are those of one rank. With P = 1 every node runs data parallel, with its
   parameters gathered just before it runs as in sharded mode. The value matters only in tensor mode
   (NetSetParallel()); a change on a Net that is set up lays it out anew at the next change of mode or partition.
+  With pipeline stages (-net_stages) each stage is one tensor group: P must be 0 or the ranks of a stage.
 
   Level: intermediate
 

@@ -42,7 +42,9 @@
   before each of its steps (ZeRO-3 inside the stage, NetPlaceSetUpParameters_Private()), so a rank keeps 1/G of its
   stage's parameters. With -net_parallel model each dense and convolution node of a stage splits its weights over the
   stage's ranks (netmodel.c's executor on the stage's communicator, NetPlaceModelStep()): theta_rep holds the runs of
-  the rank's block of such a node (NetNode.runstart/runlen) and whole blocks of the others.
+  the rank's block of such a node (NetNode.runstart/runlen) and whole blocks of the others. With -net_parallel tensor
+  the same, each stage one tensor group, the split Megatron's per node (attention by heads, dense:N:tokens column- or
+  row-parallel; netmodel.c).
 
   Random draws (dropout, attention dropout: Layer.draws). A mask is a hash of (seed, layer index, pass counter, GLOBAL
   element index), so the placed Net draws one rank's masks when every step draws at the global place of its rows and
@@ -330,9 +332,10 @@ static PetscErrorCode NetPlaceCheckModes(Net net)
   MPI_Comm comm = PetscObjectComm((PetscObject)net);
 
   PetscFunctionBegin;
-  PetscCheck(net->parallel == NET_PARALLEL_REPLICATED || net->parallel == NET_PARALLEL_SHARDED || net->parallel == NET_PARALLEL_SUBGRAPH || net->parallel == NET_PARALLEL_MODEL, comm, PETSC_ERR_SUP,
-             "-net_stages %" PetscInt_FMT " / -net_microbatches %" PetscInt_FMT " run each stage data parallel over its ranks (-net_parallel replicated), sharded over them (-net_parallel sharded) or with its dense and convolution weights split over "
-             "them (-net_parallel model); a stage that is itself -net_parallel %s is not built yet: use -net_parallel replicated, sharded or model, or drop the stages",
+  PetscCheck(net->parallel == NET_PARALLEL_REPLICATED || net->parallel == NET_PARALLEL_SHARDED || net->parallel == NET_PARALLEL_SUBGRAPH || net->parallel == NET_PARALLEL_MODEL || net->parallel == NET_PARALLEL_TENSOR, comm, PETSC_ERR_SUP,
+             "-net_stages %" PetscInt_FMT " / -net_microbatches %" PetscInt_FMT " run each stage data parallel over its ranks (-net_parallel replicated), sharded over them (-net_parallel sharded), with its dense and convolution weights split over "
+             "them (-net_parallel model) or with its attention and dense:N:tokens nodes split over them (-net_parallel tensor); a stage that is itself -net_parallel %s is not built yet: use -net_parallel replicated, sharded, model or tensor, or "
+             "drop the stages",
              net->nstages, net->nmicro, NetParallelTypes[net->parallel]);
   PetscCheck(!net->grid, comm, PETSC_ERR_SUP, "-net_stages / -net_microbatches / -net_parallel subgraph on a grid (NetSetGrid(), spatial parallelism) is not built yet: drop the placement, or run the Net on a batch");
   PetscCheck(!net->fcachesize, comm, PETSC_ERR_SUP, "-net_forward_cache with -net_stages / -net_microbatches / -net_parallel subgraph is not built: drop one of them");
@@ -1880,11 +1883,11 @@ static PetscErrorCode NetExecView_Placed(Net net, PetscInt k, PetscViewer viewer
   PetscBool mine = (PetscBool)(net->nodes[k].mp != NULL), any;
 
   PetscFunctionBegin;
-  if (net->parallel != NET_PARALLEL_MODEL) PetscFunctionReturn(0);
+  if (net->parallel != NET_PARALLEL_MODEL && net->parallel != NET_PARALLEL_TENSOR) PetscFunctionReturn(0);
   PetscCall(MPIU_Allreduce(&mine, &any, 1, MPIU_BOOL, MPI_LOR, PetscObjectComm((PetscObject)net)));
   if (!any) PetscFunctionReturn(0);
   PetscCall(PetscViewerASCIIPushTab(viewer));
-  PetscCall(PetscViewerASCIIPrintf(viewer, "model parallel over the ranks of its stage (x' = R x, the rank's block, y = S y' on the stage's communicator)\n"));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "%s parallel over the ranks of its stage (x' = R x, the rank's block, y = S y' on the stage's communicator)\n", net->parallel == NET_PARALLEL_TENSOR ? "tensor" : "model"));
   PetscCall(PetscViewerASCIIPushSynchronized(viewer));
   PetscCall(NetModelViewStageBlock_Private(net, k, viewer));
   PetscCall(PetscViewerFlush(viewer));
@@ -2159,7 +2162,8 @@ PetscErrorCode NetPlaceSetUpParameters_Private(Net net)
   NetPlace       *pl      = (NetPlace *)net->pl;
   MPI_Comm        comm    = PetscObjectComm((PetscObject)net);
   const PetscBool sharded = (PetscBool)(net->parallel == NET_PARALLEL_SHARDED);
-  const PetscBool model   = (PetscBool)(net->parallel == NET_PARALLEL_MODEL);
+  const PetscBool tensor  = (PetscBool)(net->parallel == NET_PARALLEL_TENSOR);
+  const PetscBool model   = (PetscBool)(net->parallel == NET_PARALLEL_MODEL || tensor); /* tensor: the same executor, Megatron's split of each node */
   NetPlaceBcast  *ctx;
   PetscInt        n = 0, nl, nruns = 0, maxruns = net->nlayers, *runstart, *runlen;
 
@@ -2168,7 +2172,16 @@ PetscErrorCode NetPlaceSetUpParameters_Private(Net net)
   PetscCheck(!(sharded || model) || pl->staged, comm, PETSC_ERR_SUP,
              "-net_parallel %s with a placement %s over the ranks of each pipeline stage, so it needs stages of consecutive nodes in rank order (-net_stages, or entry@s in the nodes' order); this placement (groups of their own, entry@ranks=a:b, "
              "or stages against the nodes' order) runs with -net_parallel replicated",
-             NetParallelTypes[net->parallel], sharded ? "shards each stage's parameters" : "splits each dense and convolution node's weights");
+             NetParallelTypes[net->parallel],
+             sharded  ? "shards each stage's parameters"
+             : tensor ? "splits each attention and dense:N:tokens node"
+                      : "splits each dense and convolution node's weights");
+  /* a tensor-parallel stage is one tensor group: its ranks (-net_tensor_ranks cutting a stage into data-parallel
+     groups of its own is not built) */
+  PetscCheck(!tensor || net->tensorranks == 0 || net->tensorranks == pl->G, comm, PETSC_ERR_SUP,
+             "-net_parallel tensor with -net_stages %" PetscInt_FMT " splits each stage's attention and dense:N:tokens nodes over the stage's %" PetscInt_FMT " ranks (one tensor group a stage), but -net_tensor_ranks is %" PetscInt_FMT
+             ": give -net_tensor_ranks %" PetscInt_FMT " or 0, or drop the stages",
+             pl->S, pl->G, net->tensorranks, pl->G);
   if ((sharded || model) && !pl->gcomm) PetscCallMPI(MPI_Comm_split(comm, (PetscMPIInt)pl->mystage, pl->rank, &pl->gcomm)); /* once: every node of the stage maps or splits over it */
   net->gathers = sharded;
   PetscCall(PetscMalloc1(net->nlayers, &net->repoff));
@@ -2249,6 +2262,10 @@ PetscErrorCode NetPlaceView_Private(Net net, PetscViewer viewer)
     if (net->parallel == NET_PARALLEL_SHARDED) PetscCall(PetscViewerASCIIPrintf(viewer, "  each stage sharded over its ranks (ZeRO-3): a rank keeps 1/%" PetscInt_FMT " of its stage's parameters, a node's gathered as it runs\n", pl->G));
     if (net->parallel == NET_PARALLEL_MODEL)
       PetscCall(PetscViewerASCIIPrintf(viewer, "  each stage model parallel over its ranks: a dense or convolution node's weights split over the stage's %" PetscInt_FMT " rank%s (its partition, or the default)\n", pl->G, pl->G > 1 ? "s" : ""));
+    if (net->parallel == NET_PARALLEL_TENSOR)
+      PetscCall(PetscViewerASCIIPrintf(
+          viewer, "  each stage tensor parallel over its ranks (one tensor group): attention by heads, dense:N:tokens column- or row-parallel over the stage's %" PetscInt_FMT " rank%s; an MLP pair moves its value between its two nodes\n", pl->G,
+          pl->G > 1 ? "s" : ""));
     for (PetscInt s = 0; s < pl->S; s++) {
       PetscInt np = net->poff[pl->last[s] + 1] - net->poff[pl->first[s]];
 
@@ -2809,7 +2826,7 @@ PetscErrorCode NetTestMoves(Net net, PetscReal *err)
   PetscCall(PetscRandomSetSeed(rnd, 7));
   PetscCall(PetscRandomSeed(rnd));
   PetscCall(NetPlaceTestMoves_Private(net, rnd, err));
-  if (net->pl && net->parallel == NET_PARALLEL_MODEL) { /* and each split node's R and S on its stage's communicator */
+  if (net->pl && (net->parallel == NET_PARALLEL_MODEL || net->parallel == NET_PARALLEL_TENSOR)) { /* and each split node's R and S on its stage's communicator */
     PetscReal eM;
 
     PetscCall(NetModelTestOperators_Private(net, rnd, &eM));
