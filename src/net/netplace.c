@@ -1949,21 +1949,33 @@ static void NetPlaceSplitRoundBack(const NetPlace *pl, PetscInt n, PetscInt is, 
   if (NetPlaceConverts(pl, NET_ELEM_DOUBLE) && r->m[i] && r->a[i]) NetPlaceRound(NET_ELEM_DOUBLE, r->d[i], (size_t)len, pl->es, (void *)r->a[i]);
 }
 
+/* a split node's step: its values x and y as the step finds them (in a move's buffer or the store's double array), its
+   rows n and their first row in its layout */
+static PetscErrorCode NetPlaceSplitValues(Net net, PetscInt k, NetElem t, const void *const x[], const void *y, NetPlaceSplitRows *r, PetscInt *n, PetscInt *row)
+{
+  NetPlace   *pl = (NetPlace *)net->pl;
+  const void *xs[1], *ys;
+
+  PetscFunctionBegin;
+  PetscCall(NetExecPlacedArrays(net, k, t, x, y, xs, &ys, n));
+  PetscCall(NetPlaceNodeRows_Private(net, k, row, n));
+  r->a[0] = xs[0];
+  r->m[0] = (PetscBool)(pl->movein[k * pl->maxin] >= 0);
+  r->a[1] = ys;
+  r->m[1] = (PetscBool)(k == net->nlayers - 1);
+  PetscFunctionReturn(0);
+}
+
 static PetscErrorCode NetExecForward_PlacedSplit(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], void *y)
 {
   NetPlace         *pl = (NetPlace *)net->pl;
   const Layer       l  = net->layers[k];
-  const void       *xs[1], *ys;
-  NetPlaceSplitRows r = {{NULL}};
-  PetscInt          n;
+  NetPlaceSplitRows r  = {{NULL}};
+  PetscInt          n, row;
   PetscLogDouble    t0;
 
   PetscFunctionBegin;
-  PetscCall(NetExecPlacedArrays(net, k, t, x, y, xs, &ys, &n));
-  r.a[0] = xs[0];
-  r.m[0] = (PetscBool)(pl->movein[k * pl->maxin] >= 0);
-  r.a[1] = ys;
-  r.m[1] = (PetscBool)(k == net->nlayers - 1);
+  PetscCall(NetPlaceSplitValues(net, k, t, x, y, &r, &n, &row));
   PetscCall(NetPlaceSplitWiden(pl, n, l->insizes[0], l->outsize, NET_SPLIT_Y, &r));
   t0 = MPI_Wtime();
   PetscCall(NetPlaceModelStep(net, k, PETSC_TRUE)); /* every rank of the stage, with its rows or none */
@@ -1979,19 +1991,13 @@ static PetscErrorCode NetExecBackward_PlacedSplit(Net net, PetscInt k, NetElem t
   const Layer       l    = net->layers[k];
   const PetscBool   last = (PetscBool)(k == net->nlayers - 1);
   const PetscInt    e    = pl->movein[k * pl->maxin];
-  const void       *xs[1], *ys;
-  NetPlaceSplitRows r = {{NULL}};
+  NetPlaceSplitRows r    = {{NULL}};
   PetscInt          n, row;
   PetscLogDouble    t0;
 
   PetscFunctionBegin;
   PetscCheck(pl->m >= 0 && net->nodes[k].bwdpart != 2 && mask < 0, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Node %s is split over its stage's ranks: its backward is one whole step a micro-batch", net->nodes[k].name);
-  PetscCall(NetExecPlacedArrays(net, k, t, x, y, xs, &ys, &n));
-  PetscCall(NetPlaceNodeRows_Private(net, k, &row, &n));
-  r.a[0] = xs[0];
-  r.m[0] = (PetscBool)(e >= 0);
-  r.a[1] = ys;
-  r.m[1] = last;
+  PetscCall(NetPlaceSplitValues(net, k, t, x, y, &r, &n, &row));
   if (e >= 0)
     r.a[2] = (pl->moves[e].v == 0 && !pl->wantdx) ? NULL : pl->moves[e].dcot + (size_t)row * l->insizes[0] * pl->es; /* the Net's input: only when asked for */
   else
@@ -2014,18 +2020,12 @@ static PetscErrorCode NetExecJVP_PlacedSplit(Net net, PetscInt k, NetElem t, con
   const Layer       l    = net->layers[k];
   const PetscBool   last = (PetscBool)(k == net->nlayers - 1);
   const PetscInt    e    = pl->movein[k * pl->maxin];
-  const void       *xs[1], *ys;
-  NetPlaceSplitRows r = {{NULL}};
+  NetPlaceSplitRows r    = {{NULL}};
   PetscInt          n, row;
   PetscLogDouble    t0;
 
   PetscFunctionBegin;
-  PetscCall(NetExecPlacedArrays(net, k, t, x, y, xs, &ys, &n));
-  PetscCall(NetPlaceNodeRows_Private(net, k, &row, &n));
-  r.a[0] = xs[0];
-  r.m[0] = (PetscBool)(e >= 0);
-  r.a[1] = ys;
-  r.m[1] = last;
+  PetscCall(NetPlaceSplitValues(net, k, t, x, y, &r, &n, &row));
   if (!net->tanzero[net->nodes[k].in[0] + 1]) /* a zero tangent is NULL (net->tanzero, the same on every rank) */
     r.a[2] = e >= 0 ? (const void *)(pl->tan[e] + (size_t)row * l->insizes[0] * pl->es) : (const void *)((const PetscScalar *)dx[0] + row * l->insizes[0]);
   r.m[2] = (PetscBool)(e >= 0);
