@@ -336,8 +336,8 @@ PetscErrorCode NetModelValueEntries_Private(Net net)
     any = (PetscBool)(any || (mp && mp->keepout) || net->nodes[k].tblock);
   }
   if (!any && !tensor) PetscFunctionReturn(0); /* the same on every rank: the set-up is */
-  /* a pipeline stage keeps no column block (NetModelKeepColumnBlock_Private()) and refuses attention dropout on a node
-     split by heads (NetModelSetUpNode_Private()): no entries, no sample offsets, and no tensor group (net->tcomm) */
+  /* a pipeline stage keeps no column block (NetModelKeepColumnBlock_Private()) and has no tensor group (net->tcomm): no
+     entries, and each step gives an attention split by heads its micro-batch's place (NetModelSetSampleOffset_Private()) */
   if (net->pl) PetscFunctionReturn(0);
   n = net->vlocal[0];
   PetscCallMPI(MPI_Comm_rank(comm, &rank));
@@ -430,12 +430,6 @@ PetscErrorCode NetModelSetUpNode_Private(Net net, PetscInt k)
     PetscReal pdrop = 0;
 
     PetscUseMethod(layer, "LayerAttentionGetHeads_C", (Layer, PetscInt *, PetscReal *), (layer, &H, &pdrop));
-    /* in a pipeline stage the block of heads would draw at the places of the stage's rows of a micro-batch, which the
-       head split does not track: not built */
-    PetscCheck(
-        !net->pl || pdrop == 0, comm, PETSC_ERR_SUP,
-        "Node %s (%s) has attention dropout %g, which a tensor-parallel pipeline stage (-net_stages with -net_parallel tensor) does not split by heads yet: drop -%sattention_dropout, or use -net_parallel replicated, sharded or model with the stages",
-        nd->name, spec, (double)pdrop, nd->prefix);
     PetscCheck(H % size == 0, comm, PETSC_ERR_ARG_INCOMP,
                "Node %s (%s) has %" PetscInt_FMT
                " heads, which -net_parallel tensor cannot split evenly over a tensor group of %d ranks: give the node a number of heads that %d divides (e.g. attention:%d), or make the group a divisor of %" PetscInt_FMT
@@ -999,6 +993,20 @@ PetscErrorCode NetModelNewRows_Private(Net net, PetscInt k, PetscBool recount)
   mp->xmpvalid = PETSC_FALSE;
   mp->dyheld   = PETSC_FALSE;
   if (recount) mp->nmin = 0; /* NetModelSetUpBatch_Private() gathers the counts, and rebuilds only when they changed */
+  PetscFunctionReturn(0);
+}
+
+/* a pipeline stage's step (netplace.c): the global index of the first sample of the rows the stage gathers, where an
+   attention split by heads draws its dropout map (the local copy keeps it for a forward it runs again) */
+PetscErrorCode NetModelSetSampleOffset_Private(Net net, PetscInt k, PetscInt64 g0)
+{
+  NetModel *mp = (NetModel *)net->nodes[k].mp;
+
+  PetscFunctionBegin;
+  PetscCheck(mp, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Node %s is not set up as a model-parallel node", net->nodes[k].name);
+  if (!mp->heads) PetscFunctionReturn(0);
+  mp->goff = g0;
+  PetscUseMethod(mp->local, "LayerAttentionSetBlockOffset_C", (Layer, PetscInt64), (mp->local, g0));
   PetscFunctionReturn(0);
 }
 

@@ -41,7 +41,7 @@
   With -net_parallel sharded there is no copy: each node of a stage gathers its block over the stage's ranks just
   before each of its steps (ZeRO-3 inside the stage, NetPlaceSetUpParameters_Private()), so a rank keeps 1/G of its
   stage's parameters. With -net_parallel model each dense and convolution node of a stage splits its weights over the
-  stage's ranks (netmodel.c's executor on the stage's communicator, NetPlaceModelStep()): theta_rep holds the runs of
+  stage's ranks (netmodel.c's executor on the stage's communicator, NetPlaceModelStepBegin()): theta_rep holds the runs of
   the rank's block of such a node (NetNode.runstart/runlen) and whole blocks of the others. With -net_parallel tensor
   the same, each stage one tensor group, the split Megatron's per node (attention by heads, dense:N:tokens column- or
   row-parallel; netmodel.c).
@@ -1553,14 +1553,27 @@ static PetscErrorCode NetExecPlacedArrays(Net net, PetscInt k, NetElem t, const 
   again at each step when the micro-batches differ in size (M does not divide the batch). Its parameter part is never
   deferred (netforward.c): each micro-batch's backward step takes it, at its own linearization point.
 */
-static PetscErrorCode NetPlaceModelStep(Net net, PetscInt k, PetscBool forward)
+static PetscErrorCode NetPlaceModelStepBegin(Net net, PetscInt k, PetscBool forward, PetscBool *frozen)
 {
-  NetPlace *pl = (NetPlace *)net->pl;
+  NetPlace      *pl = (NetPlace *)net->pl;
+  const PetscInt g0 = NetPlaceMicroStart(pl, pl->m);
 
   PetscFunctionBegin;
   PetscCheck(pl->m >= 0, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Node %s is split over its stage's ranks: its steps run micro-batch by micro-batch", net->nodes[k].name);
   if (forward || pl->fwdm[k] != pl->m) PetscCall(NetModelNewRows_Private(net, k, (PetscBool)(pl->N % pl->M != 0)));
   pl->fwdm[k] = pl->m;
+  /* the stage's rows of micro-batch m, gathered in its ranks' order, are the samples [g0, g0 + its size): an attention
+     split by heads draws its dropout map there, at this pass's counter (a step that runs the local forward again, on
+     another micro-batch or for the backward, draws the same map) */
+  PetscCall(NetPlaceDrawBegin(net, k, g0, frozen));
+  PetscCall(NetModelSetSampleOffset_Private(net, k, g0));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetPlaceModelStepEnd(Net net, PetscInt k, PetscBool frozen)
+{
+  PetscFunctionBegin;
+  PetscCall(NetPlaceDrawEnd(net, k, frozen));
   PetscFunctionReturn(0);
 }
 
@@ -1864,8 +1877,11 @@ static PetscErrorCode NetExecSOBackward_Placed(Net net, PetscInt k, const PetscS
     if (last) y = (const PetscScalar *)my, ydot = (const PetscScalar *)mydot, dy = (const PetscScalar *)mdy;
   }
   if (net->nodes[k].mp) { /* split over its stage: the model executor's curvature term */
-    PetscCall(NetPlaceModelStep(net, k, PETSC_FALSE));
+    PetscBool frozen;
+
+    PetscCall(NetPlaceModelStepBegin(net, k, PETSC_FALSE, &frozen));
     PetscCall(NetModelSOBackward_Private(net, k, n, th, x, y, xdot, thd, ydot, dy, dxd, hvk));
+    PetscCall(NetPlaceModelStepEnd(net, k, frozen));
   } else {
     const void *xs[1] = {x};
 
@@ -1899,7 +1915,7 @@ static PetscErrorCode NetExecView_Placed(Net net, PetscInt k, PetscViewer viewer
 const NetExecOps NetExecPlaced = {"stage", PETSC_TRUE, PETSC_TRUE, NetExecForward_Placed, NetExecBackward_Placed, NetExecJVP_Placed, NetExecSOBackward_Placed, NetExecView_Placed};
 
 /* ------------------------------------------------------------------------------------------------------------------
-   The executor of a node split over its stage's ranks (NetPlaceModelStep()): netmodel.c's model executor on the node's
+   The executor of a node split over its stage's ranks (NetPlaceModelStepBegin()): netmodel.c's model executor on the node's
    rows of the micro-batch at hand, in double (floatok false: the store widens the values of its own layout and rounds
    back the step's rows, netprecision.c). At -net_precision single or bfloat16 the rows it reads from a move's buffer
    (its input's value, cotangent or tangent when the input came from another stage; the last node's output and its
@@ -1973,13 +1989,15 @@ static PetscErrorCode NetExecForward_PlacedSplit(Net net, PetscInt k, NetElem t,
   NetPlaceSplitRows r  = {{NULL}};
   PetscInt          n, row;
   PetscLogDouble    t0;
+  PetscBool         frozen;
 
   PetscFunctionBegin;
   PetscCall(NetPlaceSplitValues(net, k, t, x, y, &r, &n, &row));
   PetscCall(NetPlaceSplitWiden(pl, n, l->insizes[0], l->outsize, NET_SPLIT_Y, &r));
   t0 = MPI_Wtime();
-  PetscCall(NetPlaceModelStep(net, k, PETSC_TRUE)); /* every rank of the stage, with its rows or none */
+  PetscCall(NetPlaceModelStepBegin(net, k, PETSC_TRUE, &frozen)); /* every rank of the stage, with its rows or none */
   PetscCall(NetModelForward_Private(net, k, n, th, r.d[0], r.d[1]));
+  PetscCall(NetPlaceModelStepEnd(net, k, frozen));
   pl->busy += MPI_Wtime() - t0;
   NetPlaceSplitRoundBack(pl, n, l->insizes[0], l->outsize, NET_SPLIT_Y, &r);
   PetscFunctionReturn(0);
@@ -1994,6 +2012,7 @@ static PetscErrorCode NetExecBackward_PlacedSplit(Net net, PetscInt k, NetElem t
   NetPlaceSplitRows r    = {{NULL}};
   PetscInt          n, row;
   PetscLogDouble    t0;
+  PetscBool         frozen;
 
   PetscFunctionBegin;
   PetscCheck(pl->m >= 0 && net->nodes[k].bwdpart != 2 && mask < 0, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Node %s is split over its stage's ranks: its backward is one whole step a micro-batch", net->nodes[k].name);
@@ -2007,8 +2026,9 @@ static PetscErrorCode NetExecBackward_PlacedSplit(Net net, PetscInt k, NetElem t
   r.m[3] = last;
   PetscCall(NetPlaceSplitWiden(pl, n, l->insizes[0], l->outsize, NET_SPLIT_DX, &r));
   t0 = MPI_Wtime();
-  PetscCall(NetPlaceModelStep(net, k, PETSC_FALSE));
+  PetscCall(NetPlaceModelStepBegin(net, k, PETSC_FALSE, &frozen));
   PetscCall(NetModelBackward_Private(net, k, n, th, r.d[0], r.d[1], r.d[3], r.d[2], dth));
+  PetscCall(NetPlaceModelStepEnd(net, k, frozen));
   pl->busy += MPI_Wtime() - t0;
   NetPlaceSplitRoundBack(pl, n, l->insizes[0], l->outsize, NET_SPLIT_DX, &r);
   PetscFunctionReturn(0);
@@ -2023,6 +2043,7 @@ static PetscErrorCode NetExecJVP_PlacedSplit(Net net, PetscInt k, NetElem t, con
   NetPlaceSplitRows r    = {{NULL}};
   PetscInt          n, row;
   PetscLogDouble    t0;
+  PetscBool         frozen;
 
   PetscFunctionBegin;
   PetscCall(NetPlaceSplitValues(net, k, t, x, y, &r, &n, &row));
@@ -2033,8 +2054,9 @@ static PetscErrorCode NetExecJVP_PlacedSplit(Net net, PetscInt k, NetElem t, con
   r.m[3] = last;
   PetscCall(NetPlaceSplitWiden(pl, n, l->insizes[0], l->outsize, NET_SPLIT_DY, &r));
   t0 = MPI_Wtime();
-  PetscCall(NetPlaceModelStep(net, k, PETSC_FALSE));
+  PetscCall(NetPlaceModelStepBegin(net, k, PETSC_FALSE, &frozen));
   PetscCall(NetModelJVP_Private(net, k, n, th, r.d[0], r.d[1], r.d[2], dth, r.d[3]));
+  PetscCall(NetPlaceModelStepEnd(net, k, frozen));
   pl->busy += MPI_Wtime() - t0;
   NetPlaceSplitRoundBack(pl, n, l->insizes[0], l->outsize, NET_SPLIT_DY, &r);
   PetscFunctionReturn(0);

@@ -508,6 +508,7 @@ PETSC_INTERN PetscErrorCode NetModelSOBackward_Private(Net, PetscInt, PetscInt, 
 PETSC_INTERN PetscErrorCode NetModelViewNode_Private(Net, PetscInt, PetscViewer);
 PETSC_INTERN PetscErrorCode NetModelTestOperators_Private(Net, PetscRandom, PetscReal *);
 PETSC_INTERN PetscErrorCode NetModelNewRows_Private(Net, PetscInt, PetscBool);
+PETSC_INTERN PetscErrorCode NetModelSetSampleOffset_Private(Net, PetscInt, PetscInt64);
 PETSC_INTERN PetscErrorCode NetModelViewStageBlock_Private(Net, PetscInt, PetscViewer);
 PETSC_INTERN PetscErrorCode NetModelValueEntries_Private(Net);
 PETSC_INTERN PetscErrorCode NetModelBlockForward_Private(Net, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *);
