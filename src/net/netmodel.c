@@ -64,7 +64,7 @@
   samples over the stage's ranks, as x above); the placed executor runs it on every rank of the stage for every
   micro-batch, and NetModelNewRows_Private() makes the next step move its x again and, when the micro-batches differ
   in size, gather the counts again (the cache below trusts them while the batch layout stays).
-  With -net_parallel tensor the stage is the tensor group (-net_tensor_ranks 0 or the stage's size) and the split is
+  With -net_parallel tensor the stage is the tensor group (or -net_tensor_ranks P cuts it into groups of P) and the split is
   Megatron's, chosen per node as above; an MLP pair does not keep its column block there (each of its nodes moves its
   own input and output: the elementwise nodes between them run on the rank's rows as the stage's other nodes do).
 
@@ -1467,7 +1467,8 @@ PetscErrorCode NetGetNodePartition(Net net, PetscInt k, PetscInt *pout, PetscInt
   the groups, so the loss and the gradient are those of one rank. With P = 1 every node runs data parallel, with its
   parameters gathered just before it runs as in sharded mode. The value matters only in tensor mode
   (NetSetParallel()); a change on a Net that is set up lays it out anew at the next change of mode or partition.
-  With pipeline stages (-net_stages) each stage is one tensor group: P must be 0 or the ranks of a stage.
+  With pipeline stages (-net_stages) the groups are cut from each stage's ranks: P must divide the ranks of a stage
+  (0: one group a stage).
 
   Level: intermediate
 

@@ -43,7 +43,7 @@
   stage's parameters. With -net_parallel model each dense and convolution node of a stage splits its weights over the
   stage's ranks (netmodel.c's executor on the stage's communicator, NetPlaceModelStepBegin()): theta_rep holds the runs of
   the rank's block of such a node (NetNode.runstart/runlen) and whole blocks of the others. With -net_parallel tensor
-  the same, each stage one tensor group, the split Megatron's per node (attention by heads, dense:N:tokens column- or
+  the same, each stage one tensor group (or G / P groups of -net_tensor_ranks P, data parallel over them), the split Megatron's per node (attention by heads, dense:N:tokens column- or
   row-parallel; netmodel.c).
 
   Random draws (dropout, attention dropout: Layer.draws). A mask is a hash of (seed, layer index, pass counter, GLOBAL
@@ -146,6 +146,11 @@ typedef struct {
   /* -net_parallel sharded (ZeRO-3 inside each stage): the communicator of this rank's stage, the ranks [s G, (s + 1) G)
      in rank order, over which its nodes' parameter maps gather and reduce-scatter (NetPlaceSetUpParameters_Private()) */
   MPI_Comm gcomm;
+  /* -net_parallel tensor with -net_tensor_ranks P below the stage's G ranks: this rank's tensor group inside its stage,
+     the stage's ranks [j0, j0 + P) (j0 = j - j % P for stage rank j), over which its attention and dense:N:tokens nodes
+     split (MPI_COMM_NULL: the stage is one tensor group, gcomm) */
+  MPI_Comm tgcomm;
+  PetscInt tgP;
 } NetPlace;
 
 static PetscInt NetPlaceLayoutOfValue(Net net, PetscInt v)
@@ -762,6 +767,7 @@ PetscErrorCode NetPlaceReset_Private(Net net)
   if (pl->comm != MPI_COMM_NULL && pl->comm) PetscCallMPI(MPI_Comm_free(&pl->comm));
   if (pl->tcomm != MPI_COMM_NULL && pl->tcomm) PetscCallMPI(MPI_Comm_free(&pl->tcomm));
   if (pl->gcomm != MPI_COMM_NULL && pl->gcomm) PetscCallMPI(MPI_Comm_free(&pl->gcomm));
+  if (pl->tgcomm != MPI_COMM_NULL && pl->tgcomm) PetscCallMPI(MPI_Comm_free(&pl->tgcomm));
   PetscCall(PetscFree(net->pl));
   PetscFunctionReturn(0);
 }
@@ -1555,14 +1561,20 @@ static PetscErrorCode NetExecPlacedArrays(Net net, PetscInt k, NetElem t, const 
 */
 static PetscErrorCode NetPlaceModelStepBegin(Net net, PetscInt k, PetscBool forward, PetscBool *frozen)
 {
-  NetPlace      *pl = (NetPlace *)net->pl;
-  const PetscInt g0 = NetPlaceMicroStart(pl, pl->m);
+  NetPlace *pl = (NetPlace *)net->pl;
+  PetscInt  g0 = NetPlaceMicroStart(pl, pl->m);
 
   PetscFunctionBegin;
   PetscCheck(pl->m >= 0, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Node %s is split over its stage's ranks: its steps run micro-batch by micro-batch", net->nodes[k].name);
+  if (pl->tgP) { /* a tensor group inside the stage: its rows start at its first rank's */
+    const PetscMPIInt j0 = (PetscMPIInt)(pl->glo[pl->mystage] + (pl->rank - pl->glo[pl->mystage]) / pl->tgP * pl->tgP);
+    PetscInt          n, row;
+
+    NetPlaceRange(pl, pl->mystage, j0, pl->m, &g0, &n, &row);
+  }
   if (forward || pl->fwdm[k] != pl->m) PetscCall(NetModelNewRows_Private(net, k, (PetscBool)(pl->N % pl->M != 0)));
   pl->fwdm[k] = pl->m;
-  /* the stage's rows of micro-batch m, gathered in its ranks' order, are the samples [g0, g0 + its size): an attention
+  /* the rows of micro-batch m its stage (or tensor group) gathers in its ranks' order are the samples from g0: an attention
      split by heads draws its dropout map there, at this pass's counter (a step that runs the local forward again, on
      another micro-batch or for the backward, draws the same map) */
   PetscCall(NetPlaceDrawBegin(net, k, g0, frozen));
@@ -1584,7 +1596,7 @@ PetscErrorCode NetPlaceNodeComm_Private(Net net, PetscInt k, MPI_Comm *comm)
 
   PetscFunctionBegin;
   PetscCheck(pl && pl->staged && pl->gcomm != MPI_COMM_NULL && pl->group[k] == pl->mystage, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Node %s is not on this rank's pipeline stage", net->nodes[k].name);
-  *comm = pl->gcomm;
+  *comm = (pl->tgcomm != MPI_COMM_NULL && pl->tgcomm) ? pl->tgcomm : pl->gcomm;
   PetscFunctionReturn(0);
 }
 
@@ -1896,6 +1908,7 @@ static PetscErrorCode NetExecSOBackward_Placed(Net net, PetscInt k, const PetscS
    too): a node split over its stage's ranks shows each of those ranks' grid and block */
 static PetscErrorCode NetExecView_Placed(Net net, PetscInt k, PetscViewer viewer)
 {
+  NetPlace *pl   = (NetPlace *)net->pl;
   PetscBool mine = (PetscBool)(net->nodes[k].mp != NULL), any;
 
   PetscFunctionBegin;
@@ -1903,7 +1916,8 @@ static PetscErrorCode NetExecView_Placed(Net net, PetscInt k, PetscViewer viewer
   PetscCall(MPIU_Allreduce(&mine, &any, 1, MPIU_BOOL, MPI_LOR, PetscObjectComm((PetscObject)net)));
   if (!any) PetscFunctionReturn(0);
   PetscCall(PetscViewerASCIIPushTab(viewer));
-  PetscCall(PetscViewerASCIIPrintf(viewer, "%s parallel over the ranks of its stage (x' = R x, the rank's block, y = S y' on the stage's communicator)\n", net->parallel == NET_PARALLEL_TENSOR ? "tensor" : "model"));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "%s parallel over the ranks of its %s (x' = R x, the rank's block, y = S y' on the %s's communicator)\n", net->parallel == NET_PARALLEL_TENSOR ? "tensor" : "model", pl->tgP ? "tensor group" : "stage",
+                                   pl->tgP ? "group" : "stage"));
   PetscCall(PetscViewerASCIIPushSynchronized(viewer));
   PetscCall(NetModelViewStageBlock_Private(net, k, viewer));
   PetscCall(PetscViewerFlush(viewer));
@@ -2198,13 +2212,25 @@ PetscErrorCode NetPlaceSetUpParameters_Private(Net net)
              sharded  ? "shards each stage's parameters"
              : tensor ? "splits each attention and dense:N:tokens node"
                       : "splits each dense and convolution node's weights");
-  /* a tensor-parallel stage is one tensor group: its ranks (-net_tensor_ranks cutting a stage into data-parallel
-     groups of its own is not built) */
-  PetscCheck(!tensor || net->tensorranks == 0 || net->tensorranks == pl->G, comm, PETSC_ERR_SUP,
-             "-net_parallel tensor with -net_stages %" PetscInt_FMT " splits each stage's attention and dense:N:tokens nodes over the stage's %" PetscInt_FMT " ranks (one tensor group a stage), but -net_tensor_ranks is %" PetscInt_FMT
-             ": give -net_tensor_ranks %" PetscInt_FMT " or 0, or drop the stages",
-             pl->S, pl->G, net->tensorranks, pl->G);
+  /* a tensor-parallel stage is one tensor group of its ranks, or -net_tensor_ranks P cuts it into G / P groups of P
+     consecutive ranks, data parallel over the groups: each group splits its nodes over its ranks and runs its rows of a
+     micro-batch; ranks of different groups hold the same blocks, whose gradients theta_rep's map sums */
+  PetscCheck(!tensor || net->tensorranks == 0 || (net->tensorranks > 0 && pl->G % net->tensorranks == 0), comm, PETSC_ERR_ARG_INCOMP,
+             "-net_parallel tensor with -net_stages %" PetscInt_FMT " splits each stage's attention and dense:N:tokens nodes over tensor groups of a stage's %" PetscInt_FMT " ranks, but -net_tensor_ranks %" PetscInt_FMT
+             " does not divide them into equal groups: give a divisor of %" PetscInt_FMT " (0 or %" PetscInt_FMT ": one group a stage)",
+             pl->S, pl->G, net->tensorranks, pl->G, pl->G);
   if ((sharded || model) && !pl->gcomm) PetscCallMPI(MPI_Comm_split(comm, (PetscMPIInt)pl->mystage, pl->rank, &pl->gcomm)); /* once: every node of the stage maps or splits over it */
+  {
+    const PetscInt P = (tensor && net->tensorranks > 0 && net->tensorranks < pl->G) ? net->tensorranks : 0;
+
+    if (pl->tgcomm && pl->tgcomm != MPI_COMM_NULL && pl->tgP != P) PetscCallMPI(MPI_Comm_free(&pl->tgcomm));
+    if (P && (!pl->tgcomm || pl->tgcomm == MPI_COMM_NULL)) {
+      const PetscMPIInt j = (PetscMPIInt)(pl->rank - pl->glo[pl->mystage]); /* this rank's place in its stage */
+
+      PetscCallMPI(MPI_Comm_split(pl->gcomm, (PetscMPIInt)(j / P), j, &pl->tgcomm));
+    }
+    pl->tgP = P;
+  }
   net->gathers = sharded;
   PetscCall(PetscMalloc1(net->nlayers, &net->repoff));
   /* the runs of theta_rep: a node's whole block, or a model node's runs (its W block row by row, then its bias block) */
@@ -2284,10 +2310,15 @@ PetscErrorCode NetPlaceView_Private(Net net, PetscViewer viewer)
     if (net->parallel == NET_PARALLEL_SHARDED) PetscCall(PetscViewerASCIIPrintf(viewer, "  each stage sharded over its ranks (ZeRO-3): a rank keeps 1/%" PetscInt_FMT " of its stage's parameters, a node's gathered as it runs\n", pl->G));
     if (net->parallel == NET_PARALLEL_MODEL)
       PetscCall(PetscViewerASCIIPrintf(viewer, "  each stage model parallel over its ranks: a dense or convolution node's weights split over the stage's %" PetscInt_FMT " rank%s (its partition, or the default)\n", pl->G, pl->G > 1 ? "s" : ""));
-    if (net->parallel == NET_PARALLEL_TENSOR)
+    if (net->parallel == NET_PARALLEL_TENSOR && !pl->tgP)
       PetscCall(PetscViewerASCIIPrintf(
           viewer, "  each stage tensor parallel over its ranks (one tensor group): attention by heads, dense:N:tokens column- or row-parallel over the stage's %" PetscInt_FMT " rank%s; an MLP pair moves its value between its two nodes\n", pl->G,
           pl->G > 1 ? "s" : ""));
+    if (net->parallel == NET_PARALLEL_TENSOR && pl->tgP)
+      PetscCall(PetscViewerASCIIPrintf(viewer,
+                                       "  each stage tensor parallel over %" PetscInt_FMT " tensor groups of %" PetscInt_FMT
+                                       " rank%s (-net_tensor_ranks), data parallel over the groups: attention by heads, dense:N:tokens column- or row-parallel over a group's ranks; an MLP pair moves its value between its two nodes\n",
+                                       pl->G / pl->tgP, pl->tgP, pl->tgP > 1 ? "s" : ""));
     for (PetscInt s = 0; s < pl->S; s++) {
       PetscInt np = net->poff[pl->last[s] + 1] - net->poff[pl->first[s]];
 
