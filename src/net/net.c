@@ -127,7 +127,7 @@ PetscErrorCode NetGetOutputShape(Net net, PetNetShape *out)
     PetscCall(LayerGetOutputShape(net->layers[net->nlayers - 1], out));
   else
     *out = net->in;
-  if (net->seq && net->nlayers) out->dim[0] = NetSequenceTokens_Private(net); /* the last node's tokens, (1, C), make (T, C) */
+  if (NetSequenceTokens_Private(net) > 1 && net->nlayers) out->dim[0] = NetSequenceTokens_Private(net); /* the last node's tokens, (1, C), make (T, C) */
   PetscFunctionReturn(0);
 }
 
@@ -1061,7 +1061,7 @@ PetscErrorCode NetView(Net net, PetscViewer viewer)
   if (net->setupcalled) PetscCall(NetSequenceView_Private(net, viewer)); /* sequence mode: the token split */
   if (net->setupcalled) PetscCall(NetPlaceView_Private(net, viewer));    /* pipeline: the stages, their cost */
   if (net->setupcalled) {                                                /* the engine (netexec.c, netprecision.c): how each node runs, where the values live */
-    const NetExecOps *kinds[]   = {&NetExecPlain, &NetExecModel, &NetExecSpatial, &NetExecSpatialModel, &NetExecSequence, &NetExecTensorBlock, &NetExecPlaced, &NetExecPlacedSplit};
+    const NetExecOps *kinds[]   = {&NetExecPlain, &NetExecModel, &NetExecSpatial, &NetExecSpatialModel, &NetExecSequence, &NetExecTensorBlock, &NetExecPlaced, &NetExecPlacedSplit, &NetExecPlacedSequence};
     char              text[256] = "";
     PetscInt         *kind;
 

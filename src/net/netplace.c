@@ -332,10 +332,12 @@ static PetscErrorCode NetPlaceCheckModes(Net net)
   MPI_Comm comm = PetscObjectComm((PetscObject)net);
 
   PetscFunctionBegin;
-  PetscCheck(net->parallel == NET_PARALLEL_REPLICATED || net->parallel == NET_PARALLEL_SHARDED || net->parallel == NET_PARALLEL_SUBGRAPH || net->parallel == NET_PARALLEL_MODEL || net->parallel == NET_PARALLEL_TENSOR, comm, PETSC_ERR_SUP,
+  PetscCheck(net->parallel == NET_PARALLEL_REPLICATED || net->parallel == NET_PARALLEL_SHARDED || net->parallel == NET_PARALLEL_SUBGRAPH || net->parallel == NET_PARALLEL_MODEL || net->parallel == NET_PARALLEL_TENSOR ||
+                 net->parallel == NET_PARALLEL_SEQUENCE,
+             comm, PETSC_ERR_SUP,
              "-net_stages %" PetscInt_FMT " / -net_microbatches %" PetscInt_FMT " run each stage data parallel over its ranks (-net_parallel replicated), sharded over them (-net_parallel sharded), with its dense and convolution weights split over "
-             "them (-net_parallel model) or with its attention and dense:N:tokens nodes split over them (-net_parallel tensor); a stage that is itself -net_parallel %s is not built yet: use -net_parallel replicated, sharded, model or tensor, or "
-             "drop the stages",
+             "them (-net_parallel model), with its attention and dense:N:tokens nodes split over them (-net_parallel tensor) or with its attention nodes' tokens split over them (-net_parallel sequence); a stage that is itself -net_parallel %s "
+             "is not built yet: use -net_parallel replicated, sharded, model, tensor or sequence, or drop the stages",
              net->nstages, net->nmicro, NetParallelTypes[net->parallel]);
   PetscCheck(!net->grid, comm, PETSC_ERR_SUP, "-net_stages / -net_microbatches / -net_parallel subgraph on a grid (NetSetGrid(), spatial parallelism) is not built yet: drop the placement, or run the Net on a batch");
   PetscCheck(!net->fcachesize, comm, PETSC_ERR_SUP, "-net_forward_cache with -net_stages / -net_microbatches / -net_parallel subgraph is not built: drop one of them");
@@ -562,6 +564,16 @@ static PetscErrorCode NetPlaceSchedule1F1B(Net net)
   PetscCall(PetscFree3(len, pos, list));
   PetscCall(PetscFree3(fdone, bdone, odone));
   PetscFunctionReturn(0);
+}
+
+/* whether NetSetUp() will place the nodes (NetPlaceSetUp_Private() below): before the layers are set up, which a
+   sequence-parallel Net sets up on tokens, a sequence-parallel stage on whole sequences */
+PetscBool NetPlaceWanted_Private(Net net)
+{
+  PetscBool explicit = PETSC_FALSE;
+
+  for (PetscInt k = 0; k < net->nlayers; k++) explicit = (PetscBool)(explicit || net->nodes[k].stageset);
+  return (PetscBool)(net->nstages > 1 || net->nmicro > 1 || explicit || net->parallel == NET_PARALLEL_SUBGRAPH);
 }
 
 /*
@@ -1564,6 +1576,23 @@ static PetscErrorCode NetPlaceModelStep(Net net, PetscInt k, PetscBool forward)
   PetscFunctionReturn(0);
 }
 
+/*
+  An attention node of a sequence-parallel stage (NetNode.sq, NetExecPlacedSequence): its block of queries keeps the
+  state (Q, K, V, log-sum-exps) of its last forward step, fwdm[k] (the same on every rank of the stage: the schedule
+  decides, not the rows); a backward, JVP or curvature step on another micro-batch runs the block's forward again first
+  (*recompute). Its parameter part is never deferred (attention is not Layer.actonly).
+*/
+static PetscErrorCode NetPlaceSequenceStep(Net net, PetscInt k, PetscBool forward, PetscBool *recompute)
+{
+  NetPlace *pl = (NetPlace *)net->pl;
+
+  PetscFunctionBegin;
+  PetscCheck(pl->m >= 0, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Node %s splits its tokens over its stage's ranks: its steps run micro-batch by micro-batch", net->nodes[k].name);
+  *recompute  = (PetscBool)(!forward && pl->fwdm[k] != pl->m);
+  pl->fwdm[k] = pl->m;
+  PetscFunctionReturn(0);
+}
+
 /* the communicator of node k's stage, which a model-parallel node splits its weights over (netmodel.c); this rank is on it */
 PetscErrorCode NetPlaceNodeComm_Private(Net net, PetscInt k, MPI_Comm *comm)
 {
@@ -1830,7 +1859,7 @@ static PetscErrorCode NetExecSOBackward_Placed(Net net, PetscInt k, const PetscS
   PetscFunctionBegin;
   if (l->sozero) PetscFunctionReturn(0);
   PetscCall(NetPlaceNodeRows_Private(net, k, &row, &n));
-  if (!n && !net->nodes[k].mp) PetscFunctionReturn(0); /* a split node runs on every rank of its stage */
+  if (!n && !net->nodes[k].mp && !net->nodes[k].sq) PetscFunctionReturn(0); /* a split node runs on every rank of its stage */
   if (e >= 0) {
     mx    = pl->moves[e].dval + (size_t)row * is * pl->es;
     mxdot = xzero ? NULL : pl->tan[e] + (size_t)row * is * pl->es;                               /* as in the JVP */
@@ -1866,6 +1895,11 @@ static PetscErrorCode NetExecSOBackward_Placed(Net net, PetscInt k, const PetscS
   if (net->nodes[k].mp) { /* split over its stage: the model executor's curvature term */
     PetscCall(NetPlaceModelStep(net, k, PETSC_FALSE));
     PetscCall(NetModelSOBackward_Private(net, k, n, th, x, y, xdot, thd, ydot, dy, dxd, hvk));
+  } else if (net->nodes[k].sq) { /* its tokens split over its stage (netsequence.c) */
+    PetscBool recompute = PETSC_FALSE;
+
+    PetscCall(NetPlaceSequenceStep(net, k, PETSC_FALSE, &recompute));
+    PetscCall(NetSequenceStageSOBackward_Private(net, k, n, th, x, y, xdot, thd, ydot, dy, dxd, hvk, recompute));
   } else {
     const void *xs[1] = {x};
 
@@ -1878,11 +1912,17 @@ static PetscErrorCode NetExecSOBackward_Placed(Net net, PetscInt k, const PetscS
 
 /* NetView(), on every rank for every node (the ranks of other stages run the plain placed table, whose view this is
    too): a node split over its stage's ranks shows each of those ranks' grid and block */
+static PetscErrorCode NetExecView_PlacedSequence(Net, PetscInt, PetscViewer);
+
 static PetscErrorCode NetExecView_Placed(Net net, PetscInt k, PetscViewer viewer)
 {
   PetscBool mine = (PetscBool)(net->nodes[k].mp != NULL), any;
 
   PetscFunctionBegin;
+  if (net->parallel == NET_PARALLEL_SEQUENCE) { /* the ranks of the node's stage run the sequence table, whose view this is too */
+    PetscCall(NetExecView_PlacedSequence(net, k, viewer));
+    PetscFunctionReturn(0);
+  }
   if (net->parallel != NET_PARALLEL_MODEL && net->parallel != NET_PARALLEL_TENSOR) PetscFunctionReturn(0);
   PetscCall(MPIU_Allreduce(&mine, &any, 1, MPIU_BOOL, MPI_LOR, PetscObjectComm((PetscObject)net)));
   if (!any) PetscFunctionReturn(0);
@@ -2044,6 +2084,110 @@ static PetscErrorCode NetExecJVP_PlacedSplit(Net net, PetscInt k, NetElem t, con
 const NetExecOps NetExecPlacedSplit = {"stage+model", PETSC_FALSE, PETSC_TRUE, NetExecForward_PlacedSplit, NetExecBackward_PlacedSplit, NetExecJVP_PlacedSplit, NetExecSOBackward_Placed, NetExecView_Placed};
 
 /* ------------------------------------------------------------------------------------------------------------------
+   The executor of an attention node of a sequence-parallel stage (-net_stages with -net_parallel sequence, NetNode.sq):
+   netsequence.c's stage step on the node's rows of the micro-batch at hand, y = R^T A_blk(G R x) over the stage's
+   communicator, in double (the moved rows widened and rounded back as the split executor's above). Every rank of the
+   stage runs every step, with its samples or none. */
+
+static PetscErrorCode NetExecForward_PlacedSequence(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], void *y)
+{
+  NetPlace         *pl = (NetPlace *)net->pl;
+  const Layer       l  = net->layers[k];
+  NetPlaceSplitRows r  = {{NULL}};
+  PetscInt          n, row;
+  PetscBool         recompute = PETSC_FALSE;
+  PetscLogDouble    t0;
+
+  PetscFunctionBegin;
+  PetscCall(NetPlaceSplitValues(net, k, t, x, y, &r, &n, &row));
+  PetscCall(NetPlaceSplitWiden(pl, n, l->insizes[0], l->outsize, NET_SPLIT_Y, &r));
+  t0 = MPI_Wtime();
+  PetscCall(NetPlaceSequenceStep(net, k, PETSC_TRUE, &recompute));
+  PetscCall(NetSequenceStageForward_Private(net, k, n, th, r.d[0], r.d[1]));
+  pl->busy += MPI_Wtime() - t0;
+  NetPlaceSplitRoundBack(pl, n, l->insizes[0], l->outsize, NET_SPLIT_Y, &r);
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetExecBackward_PlacedSequence(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], const void *y, const void *dy, void *const dx[], PetscScalar *dth, PetscInt mask)
+{
+  NetPlace         *pl   = (NetPlace *)net->pl;
+  const Layer       l    = net->layers[k];
+  const PetscBool   last = (PetscBool)(k == net->nlayers - 1);
+  const PetscInt    e    = pl->movein[k * pl->maxin];
+  NetPlaceSplitRows r    = {{NULL}};
+  PetscInt          n, row;
+  PetscBool         recompute = PETSC_FALSE;
+  PetscLogDouble    t0;
+
+  PetscFunctionBegin;
+  PetscCheck(pl->m >= 0 && net->nodes[k].bwdpart != 2 && mask < 0, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Node %s splits its tokens over its stage's ranks: its backward is one whole step a micro-batch", net->nodes[k].name);
+  PetscCall(NetPlaceSplitValues(net, k, t, x, y, &r, &n, &row));
+  if (e >= 0)
+    r.a[2] = (pl->moves[e].v == 0 && !pl->wantdx) ? NULL : pl->moves[e].dcot + (size_t)row * l->insizes[0] * pl->es; /* the Net's input: only when asked for */
+  else
+    r.a[2] = dx[0] ? (const void *)((PetscScalar *)dx[0] + row * l->insizes[0]) : NULL;
+  r.m[2] = (PetscBool)(e >= 0);
+  r.a[3] = last ? (const void *)(pl->moves[pl->nmoves - 1].dcot + (size_t)row * l->outsize * pl->es) : (const void *)((const PetscScalar *)dy + row * l->outsize);
+  r.m[3] = last;
+  PetscCall(NetPlaceSplitWiden(pl, n, l->insizes[0], l->outsize, NET_SPLIT_DX, &r));
+  t0 = MPI_Wtime();
+  PetscCall(NetPlaceSequenceStep(net, k, PETSC_FALSE, &recompute));
+  PetscCall(NetSequenceStageBackward_Private(net, k, n, th, r.d[0], r.d[1], r.d[3], r.d[2], dth, recompute));
+  pl->busy += MPI_Wtime() - t0;
+  NetPlaceSplitRoundBack(pl, n, l->insizes[0], l->outsize, NET_SPLIT_DX, &r);
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetExecJVP_PlacedSequence(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], const void *y, const void *const dx[], const PetscScalar *dth, void *dy)
+{
+  NetPlace         *pl   = (NetPlace *)net->pl;
+  const Layer       l    = net->layers[k];
+  const PetscBool   last = (PetscBool)(k == net->nlayers - 1);
+  const PetscInt    e    = pl->movein[k * pl->maxin];
+  NetPlaceSplitRows r    = {{NULL}};
+  PetscInt          n, row;
+  PetscBool         recompute = PETSC_FALSE;
+  PetscLogDouble    t0;
+
+  PetscFunctionBegin;
+  PetscCall(NetPlaceSplitValues(net, k, t, x, y, &r, &n, &row));
+  if (!net->tanzero[net->nodes[k].in[0] + 1]) /* a zero tangent is NULL (net->tanzero, the same on every rank) */
+    r.a[2] = e >= 0 ? (const void *)(pl->tan[e] + (size_t)row * l->insizes[0] * pl->es) : (const void *)((const PetscScalar *)dx[0] + row * l->insizes[0]);
+  r.m[2] = (PetscBool)(e >= 0);
+  r.a[3] = last ? (const void *)(pl->tan[pl->nmoves - 1] + (size_t)row * l->outsize * pl->es) : (const void *)((PetscScalar *)dy + row * l->outsize);
+  r.m[3] = last;
+  PetscCall(NetPlaceSplitWiden(pl, n, l->insizes[0], l->outsize, NET_SPLIT_DY, &r));
+  t0 = MPI_Wtime();
+  PetscCall(NetPlaceSequenceStep(net, k, PETSC_FALSE, &recompute));
+  PetscCall(NetSequenceStageJVP_Private(net, k, n, th, r.d[0], r.d[1], r.d[2], dth, r.d[3], recompute));
+  pl->busy += MPI_Wtime() - t0;
+  NetPlaceSplitRoundBack(pl, n, l->insizes[0], l->outsize, NET_SPLIT_DY, &r);
+  PetscFunctionReturn(0);
+}
+
+/* NetView(), on every rank for every node: a node whose tokens split over its stage says so, and each of its stage's
+   ranks its queries */
+static PetscErrorCode NetExecView_PlacedSequence(Net net, PetscInt k, PetscViewer viewer)
+{
+  PetscBool mine = (PetscBool)(net->nodes[k].sq != NULL), any;
+
+  PetscFunctionBegin;
+  PetscCall(MPIU_Allreduce(&mine, &any, 1, MPIU_BOOL, MPI_LOR, PetscObjectComm((PetscObject)net)));
+  if (!any) PetscFunctionReturn(0);
+  PetscCall(PetscViewerASCIIPushTab(viewer));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "sequence parallel over the ranks of its stage (x' = R x the stage's token split, the rank's queries against every key gathered by G, y = R^T y')\n"));
+  PetscCall(PetscViewerASCIIPushSynchronized(viewer));
+  PetscCall(NetSequenceStageViewNode_Private(net, k, viewer));
+  PetscCall(PetscViewerFlush(viewer));
+  PetscCall(PetscViewerASCIIPopSynchronized(viewer));
+  PetscCall(PetscViewerASCIIPopTab(viewer));
+  PetscFunctionReturn(0);
+}
+
+const NetExecOps NetExecPlacedSequence = {"stage+sequence", PETSC_FALSE, PETSC_TRUE, NetExecForward_PlacedSequence, NetExecBackward_PlacedSequence, NetExecJVP_PlacedSequence, NetExecSOBackward_Placed, NetExecView_PlacedSequence};
+
+/* ------------------------------------------------------------------------------------------------------------------
    Parameters: this rank's stage's nodes, their place in theta_rep, theta's ownership */
 
 /* the local size of theta on this rank: with stages, an even share of its stage's parameters among the stage's ranks;
@@ -2164,17 +2308,19 @@ PetscErrorCode NetPlaceSetUpParameters_Private(Net net)
   const PetscBool sharded = (PetscBool)(net->parallel == NET_PARALLEL_SHARDED);
   const PetscBool tensor  = (PetscBool)(net->parallel == NET_PARALLEL_TENSOR);
   const PetscBool model   = (PetscBool)(net->parallel == NET_PARALLEL_MODEL || tensor); /* tensor: the same executor, Megatron's split of each node */
+  const PetscBool seq     = (PetscBool)(net->parallel == NET_PARALLEL_SEQUENCE);
   NetPlaceBcast  *ctx;
   PetscInt        n = 0, nl, nruns = 0, maxruns = net->nlayers, *runstart, *runlen;
 
   PetscFunctionBegin;
   PetscCall(NetPlaceCheckModes(net)); /* again: NetSetParallel() after set-up lands here */
-  PetscCheck(!(sharded || model) || pl->staged, comm, PETSC_ERR_SUP,
+  PetscCheck(!(sharded || model || seq) || pl->staged, comm, PETSC_ERR_SUP,
              "-net_parallel %s with a placement %s over the ranks of each pipeline stage, so it needs stages of consecutive nodes in rank order (-net_stages, or entry@s in the nodes' order); this placement (groups of their own, entry@ranks=a:b, "
              "or stages against the nodes' order) runs with -net_parallel replicated",
              NetParallelTypes[net->parallel],
              sharded  ? "shards each stage's parameters"
              : tensor ? "splits each attention and dense:N:tokens node"
+             : seq    ? "splits the tokens of each attention node"
                       : "splits each dense and convolution node's weights");
   /* a tensor-parallel stage is one tensor group: its ranks (-net_tensor_ranks cutting a stage into data-parallel
      groups of its own is not built) */
@@ -2182,7 +2328,14 @@ PetscErrorCode NetPlaceSetUpParameters_Private(Net net)
              "-net_parallel tensor with -net_stages %" PetscInt_FMT " splits each stage's attention and dense:N:tokens nodes over the stage's %" PetscInt_FMT " ranks (one tensor group a stage), but -net_tensor_ranks is %" PetscInt_FMT
              ": give -net_tensor_ranks %" PetscInt_FMT " or 0, or drop the stages",
              pl->S, pl->G, net->tensorranks, pl->G);
-  if ((sharded || model) && !pl->gcomm) PetscCallMPI(MPI_Comm_split(comm, (PetscMPIInt)pl->mystage, pl->rank, &pl->gcomm)); /* once: every node of the stage maps or splits over it */
+  /* a sequence-parallel stage is one sequence group: its ranks (-net_sequence_ranks cutting a stage into data-parallel
+     groups of its own is not built) */
+  PetscCheck(!seq || net->seqranks == 0 || net->seqranks == pl->G, comm, PETSC_ERR_SUP,
+             "-net_parallel sequence with -net_stages %" PetscInt_FMT " splits the tokens of each stage's attention nodes over the stage's %" PetscInt_FMT " ranks (one sequence group a stage), but -net_sequence_ranks is %" PetscInt_FMT
+             ": give -net_sequence_ranks %" PetscInt_FMT " or 0, or drop the stages",
+             pl->S, pl->G, net->seqranks, pl->G);
+  if ((sharded || model || seq) && !pl->gcomm) PetscCallMPI(MPI_Comm_split(comm, (PetscMPIInt)pl->mystage, pl->rank, &pl->gcomm)); /* once: every node of the stage maps or splits over it */
+  if (seq) PetscCall(NetSequenceSetUpStage_Private(net, pl->gcomm, pl->first[pl->mystage], pl->last[pl->mystage]));                /* its attention nodes: the token split over the stage (netsequence.c) */
   net->gathers = sharded;
   PetscCall(PetscMalloc1(net->nlayers, &net->repoff));
   /* the runs of theta_rep: a node's whole block, or a model node's runs (its W block row by row, then its bias block) */
@@ -2262,6 +2415,9 @@ PetscErrorCode NetPlaceView_Private(Net net, PetscViewer viewer)
     if (net->parallel == NET_PARALLEL_SHARDED) PetscCall(PetscViewerASCIIPrintf(viewer, "  each stage sharded over its ranks (ZeRO-3): a rank keeps 1/%" PetscInt_FMT " of its stage's parameters, a node's gathered as it runs\n", pl->G));
     if (net->parallel == NET_PARALLEL_MODEL)
       PetscCall(PetscViewerASCIIPrintf(viewer, "  each stage model parallel over its ranks: a dense or convolution node's weights split over the stage's %" PetscInt_FMT " rank%s (its partition, or the default)\n", pl->G, pl->G > 1 ? "s" : ""));
+    if (net->parallel == NET_PARALLEL_SEQUENCE)
+      PetscCall(PetscViewerASCIIPrintf(viewer, "  each stage sequence parallel over its ranks (one sequence group): an attention node's queries split by tokens over the stage's %" PetscInt_FMT " rank%s, its input moved to the token split and back\n",
+                                       pl->G, pl->G > 1 ? "s" : ""));
     if (net->parallel == NET_PARALLEL_TENSOR)
       PetscCall(PetscViewerASCIIPrintf(
           viewer, "  each stage tensor parallel over its ranks (one tensor group): attention by heads, dense:N:tokens column- or row-parallel over the stage's %" PetscInt_FMT " rank%s; an MLP pair moves its value between its two nodes\n", pl->G,
@@ -2826,6 +2982,12 @@ PetscErrorCode NetTestMoves(Net net, PetscReal *err)
   PetscCall(PetscRandomSetSeed(rnd, 7));
   PetscCall(PetscRandomSeed(rnd));
   PetscCall(NetPlaceTestMoves_Private(net, rnd, err));
+  if (net->pl && net->seq) { /* a sequence-parallel stage: its R and G on the stage's communicator */
+    PetscReal eR;
+
+    PetscCall(NetSequenceTestMoves_Private(net, rnd, &eR));
+    *err = PetscMax(*err, eR);
+  }
   if (net->pl && (net->parallel == NET_PARALLEL_MODEL || net->parallel == NET_PARALLEL_TENSOR)) { /* and each split node's R and S on its stage's communicator */
     PetscReal eM;
 
