@@ -201,7 +201,8 @@ const char *const NetParallelTypes[] = {"replicated", "sharded", "model", "tenso
              over the ranks of a tensor group (NetSetTensorRanks()): attention by heads, an MLP pair dense:F:tokens,
              activation, dense:E:tokens as a column-parallel then a row-parallel dense; the other nodes sharded;
              `NET_PARALLEL_SEQUENCE`: the tokens of a sequence batch (input shape T or TxC) split over groups of
-             ranks (NetSetSequenceRanks()), the parameters replicated; `NET_PARALLEL_SUBGRAPH`: the independent branches
+             ranks (NetSetSequenceRanks()), the parameters replicated (with -net_stages each stage is a group, its attention
+             nodes' queries split by tokens); `NET_PARALLEL_SUBGRAPH`: the independent branches
              of a graph (nodes with no path between them, joined by add or concat) run at the same time on disjoint
              groups of ranks, the other nodes data parallel on all ranks (NetSetNodeRanks() places nodes by hand)
 

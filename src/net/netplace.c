@@ -44,7 +44,10 @@
   stage's ranks (netmodel.c's executor on the stage's communicator, NetPlaceModelStep()): theta_rep holds the runs of
   the rank's block of such a node (NetNode.runstart/runlen) and whole blocks of the others. With -net_parallel tensor
   the same, each stage one tensor group, the split Megatron's per node (attention by heads, dense:N:tokens column- or
-  row-parallel; netmodel.c).
+  row-parallel; netmodel.c). With -net_parallel sequence each stage is one sequence group: the parameters as in the
+  replicated mode, and each attention node of a stage computes the queries of the rank's tokens (netsequence.c's
+  sequence node on the stage's communicator, NetExecPlacedSequence: its input moved to the stage's token split and
+  its output back); the other nodes run on the stage's sample split.
 
   Random draws (dropout, attention dropout: Layer.draws). A mask is a hash of (seed, layer index, pass counter, GLOBAL
   element index), so the placed Net draws one rank's masks when every step draws at the global place of its rows and
@@ -332,13 +335,8 @@ static PetscErrorCode NetPlaceCheckModes(Net net)
   MPI_Comm comm = PetscObjectComm((PetscObject)net);
 
   PetscFunctionBegin;
-  PetscCheck(net->parallel == NET_PARALLEL_REPLICATED || net->parallel == NET_PARALLEL_SHARDED || net->parallel == NET_PARALLEL_SUBGRAPH || net->parallel == NET_PARALLEL_MODEL || net->parallel == NET_PARALLEL_TENSOR ||
-                 net->parallel == NET_PARALLEL_SEQUENCE,
-             comm, PETSC_ERR_SUP,
-             "-net_stages %" PetscInt_FMT " / -net_microbatches %" PetscInt_FMT " run each stage data parallel over its ranks (-net_parallel replicated), sharded over them (-net_parallel sharded), with its dense and convolution weights split over "
-             "them (-net_parallel model), with its attention and dense:N:tokens nodes split over them (-net_parallel tensor) or with its attention nodes' tokens split over them (-net_parallel sequence); a stage that is itself -net_parallel %s "
-             "is not built yet: use -net_parallel replicated, sharded, model, tensor or sequence, or drop the stages",
-             net->nstages, net->nmicro, NetParallelTypes[net->parallel]);
+  /* every -net_parallel mode runs inside a stage (replicated, sharded, model, tensor, sequence) or places the nodes
+     itself (subgraph): what does not is said below */
   PetscCheck(!net->grid, comm, PETSC_ERR_SUP, "-net_stages / -net_microbatches / -net_parallel subgraph on a grid (NetSetGrid(), spatial parallelism) is not built yet: drop the placement, or run the Net on a batch");
   PetscCheck(!net->fcachesize, comm, PETSC_ERR_SUP, "-net_forward_cache with -net_stages / -net_microbatches / -net_parallel subgraph is not built: drop one of them");
   for (PetscInt k = 0; k < net->nlayers; k++) {

@@ -143,6 +143,9 @@ typedef struct {
   Options Database Key:
 . -net_sequence_ranks <P> - the same from the options
 
+  Notes:
+  With pipeline stages (-net_stages) each stage is one sequence group: P must be 0 or the ranks of a stage.
+
   Level: intermediate
 
 .seealso: `NetSetParallel()`, `NET_PARALLEL_SEQUENCE`
