@@ -1580,14 +1580,20 @@ static PetscErrorCode NetPlaceModelStep(Net net, PetscInt k, PetscBool forward)
   decides, not the rows); a backward, JVP or curvature step on another micro-batch runs the block's forward again first
   (*recompute). Its parameter part is never deferred (attention is not Layer.actonly).
 */
-static PetscErrorCode NetPlaceSequenceStep(Net net, PetscInt k, PetscBool forward, PetscBool *recompute)
+static PetscErrorCode NetPlaceSequenceStep(Net net, PetscInt k, PetscBool forward, PetscBool *recompute, PetscBool *frozen)
 {
-  NetPlace *pl = (NetPlace *)net->pl;
+  NetPlace      *pl = (NetPlace *)net->pl;
+  const PetscInt g0 = NetPlaceMicroStart(pl, pl->m);
 
   PetscFunctionBegin;
   PetscCheck(pl->m >= 0, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Node %s splits its tokens over its stage's ranks: its steps run micro-batch by micro-batch", net->nodes[k].name);
   *recompute  = (PetscBool)(!forward && pl->fwdm[k] != pl->m);
   pl->fwdm[k] = pl->m;
+  /* attention dropout: the layer frozen at the pass's counter (NetPlaceDrawBegin(); NetPlaceDrawEnd() after the step),
+     and the block of queries draws at the global samples of the micro-batch, in the token split every sample of it in
+     order from its first, g0 (stage rank j's share follows rank j - 1's) */
+  PetscCall(NetPlaceDrawBegin(net, k, g0, frozen));
+  PetscCall(NetSequenceStageSetSampleOffset_Private(net, g0));
   PetscFunctionReturn(0);
 }
 
@@ -1894,10 +1900,11 @@ static PetscErrorCode NetExecSOBackward_Placed(Net net, PetscInt k, const PetscS
     PetscCall(NetPlaceModelStep(net, k, PETSC_FALSE));
     PetscCall(NetModelSOBackward_Private(net, k, n, th, x, y, xdot, thd, ydot, dy, dxd, hvk));
   } else if (net->nodes[k].sq) { /* its tokens split over its stage (netsequence.c) */
-    PetscBool recompute = PETSC_FALSE;
+    PetscBool recompute = PETSC_FALSE, frozen = PETSC_FALSE;
 
-    PetscCall(NetPlaceSequenceStep(net, k, PETSC_FALSE, &recompute));
+    PetscCall(NetPlaceSequenceStep(net, k, PETSC_FALSE, &recompute, &frozen));
     PetscCall(NetSequenceStageSOBackward_Private(net, k, n, th, x, y, xdot, thd, ydot, dy, dxd, hvk, recompute));
+    PetscCall(NetPlaceDrawEnd(net, k, frozen));
   } else {
     const void *xs[1] = {x};
 
@@ -2093,15 +2100,16 @@ static PetscErrorCode NetExecForward_PlacedSequence(Net net, PetscInt k, NetElem
   const Layer       l  = net->layers[k];
   NetPlaceSplitRows r  = {{NULL}};
   PetscInt          n, row;
-  PetscBool         recompute = PETSC_FALSE;
+  PetscBool         recompute = PETSC_FALSE, frozen = PETSC_FALSE;
   PetscLogDouble    t0;
 
   PetscFunctionBegin;
   PetscCall(NetPlaceSplitValues(net, k, t, x, y, &r, &n, &row));
   PetscCall(NetPlaceSplitWiden(pl, n, l->insizes[0], l->outsize, NET_SPLIT_Y, &r));
   t0 = MPI_Wtime();
-  PetscCall(NetPlaceSequenceStep(net, k, PETSC_TRUE, &recompute));
+  PetscCall(NetPlaceSequenceStep(net, k, PETSC_TRUE, &recompute, &frozen));
   PetscCall(NetSequenceStageForward_Private(net, k, n, th, r.d[0], r.d[1]));
+  PetscCall(NetPlaceDrawEnd(net, k, frozen));
   pl->busy += MPI_Wtime() - t0;
   NetPlaceSplitRoundBack(pl, n, l->insizes[0], l->outsize, NET_SPLIT_Y, &r);
   PetscFunctionReturn(0);
@@ -2115,7 +2123,7 @@ static PetscErrorCode NetExecBackward_PlacedSequence(Net net, PetscInt k, NetEle
   const PetscInt    e    = pl->movein[k * pl->maxin];
   NetPlaceSplitRows r    = {{NULL}};
   PetscInt          n, row;
-  PetscBool         recompute = PETSC_FALSE;
+  PetscBool         recompute = PETSC_FALSE, frozen = PETSC_FALSE;
   PetscLogDouble    t0;
 
   PetscFunctionBegin;
@@ -2130,8 +2138,9 @@ static PetscErrorCode NetExecBackward_PlacedSequence(Net net, PetscInt k, NetEle
   r.m[3] = last;
   PetscCall(NetPlaceSplitWiden(pl, n, l->insizes[0], l->outsize, NET_SPLIT_DX, &r));
   t0 = MPI_Wtime();
-  PetscCall(NetPlaceSequenceStep(net, k, PETSC_FALSE, &recompute));
+  PetscCall(NetPlaceSequenceStep(net, k, PETSC_FALSE, &recompute, &frozen));
   PetscCall(NetSequenceStageBackward_Private(net, k, n, th, r.d[0], r.d[1], r.d[3], r.d[2], dth, recompute));
+  PetscCall(NetPlaceDrawEnd(net, k, frozen));
   pl->busy += MPI_Wtime() - t0;
   NetPlaceSplitRoundBack(pl, n, l->insizes[0], l->outsize, NET_SPLIT_DX, &r);
   PetscFunctionReturn(0);
@@ -2145,7 +2154,7 @@ static PetscErrorCode NetExecJVP_PlacedSequence(Net net, PetscInt k, NetElem t, 
   const PetscInt    e    = pl->movein[k * pl->maxin];
   NetPlaceSplitRows r    = {{NULL}};
   PetscInt          n, row;
-  PetscBool         recompute = PETSC_FALSE;
+  PetscBool         recompute = PETSC_FALSE, frozen = PETSC_FALSE;
   PetscLogDouble    t0;
 
   PetscFunctionBegin;
@@ -2157,8 +2166,9 @@ static PetscErrorCode NetExecJVP_PlacedSequence(Net net, PetscInt k, NetElem t, 
   r.m[3] = last;
   PetscCall(NetPlaceSplitWiden(pl, n, l->insizes[0], l->outsize, NET_SPLIT_DY, &r));
   t0 = MPI_Wtime();
-  PetscCall(NetPlaceSequenceStep(net, k, PETSC_FALSE, &recompute));
+  PetscCall(NetPlaceSequenceStep(net, k, PETSC_FALSE, &recompute, &frozen));
   PetscCall(NetSequenceStageJVP_Private(net, k, n, th, r.d[0], r.d[1], r.d[2], dth, r.d[3], recompute));
+  PetscCall(NetPlaceDrawEnd(net, k, frozen));
   pl->busy += MPI_Wtime() - t0;
   NetPlaceSplitRoundBack(pl, n, l->insizes[0], l->outsize, NET_SPLIT_DY, &r);
   PetscFunctionReturn(0);

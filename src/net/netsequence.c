@@ -1169,7 +1169,7 @@ PetscErrorCode NetSequenceSetUpStage_Private(Net net, MPI_Comm stagecomm, PetscI
   sq->tok    = net->in;
   sq->sfgen  = -1;
   sq->gsfgen = -1;
-  sq->goff   = 0; /* attention dropout is refused on a stage's node (below) */
+  sq->goff   = 0; /* each step sets it: the micro-batch's first global sample (NetSequenceStageSetSampleOffset_Private()) */
   PetscCheck(sq->T >= sq->P, stagecomm, PETSC_ERR_ARG_OUTOFRANGE,
              "-net_parallel sequence with -net_stages splits the %" PetscInt_FMT " tokens of a sequence (input shape %s) over the %" PetscInt_FMT " ranks of a stage: every rank needs a token; use more stages (-net_stages) or longer sequences", sq->T,
              shape, sq->P);
@@ -1182,18 +1182,9 @@ PetscErrorCode NetSequenceSetUpStage_Private(Net net, MPI_Comm stagecomm, PetscI
     Layer       layer = net->layers[k];
     NetSeqNode *sn;
     PetscBool   isattention;
-    PetscReal   pdrop = 0;
-    PetscInt    H;
 
     PetscCall(PetscObjectTypeCompare((PetscObject)layer, "attention", &isattention));
     if (!isattention) continue; /* on each token or each sequence alone: a plain node of the stage's sample split */
-    PetscUseMethod(layer, "LayerAttentionGetHeads_C", (Layer, PetscInt *, PetscReal *), (layer, &H, &pdrop));
-    /* the block of queries would draw its dropout map at the global samples of the micro-batch's token split, which
-       the stage does not hand it yet */
-    PetscCheck(pdrop == 0, stagecomm, PETSC_ERR_SUP,
-               "Node %s (attention) has attention dropout %g, which a sequence-parallel pipeline stage (-net_stages with -net_parallel sequence) does not draw at its tokens' places yet: drop -%sattention_dropout, or use -net_parallel "
-               "replicated, sharded, model or tensor with the stages",
-               nd->name, (double)pdrop, nd->prefix);
     PetscCheck(nd->nin == 1 && layer->ins[0].ndim >= 1 && layer->ins[0].dim[0] == sq->T, stagecomm, PETSC_ERR_ARG_WRONG,
                "Node %s (attention): its input is not the %" PetscInt_FMT " tokens of the Net's input sequence, which -net_parallel sequence with -net_stages splits over the stage's ranks (a node before it changed the tokens)", nd->name, sq->T);
     PetscCall(PetscNew(&sn));
@@ -1206,6 +1197,15 @@ PetscErrorCode NetSequenceSetUpStage_Private(Net net, MPI_Comm stagecomm, PetscI
     PetscCheck(sn->local->nparams == layer->nparams && sn->local->outsize * sq->T == sq->tl * layer->outsize, stagecomm, PETSC_ERR_PLIB,
                "Node %s: its copy on the rank's queries [%" PetscInt_FMT ", %" PetscInt_FMT ") has another shape than %" PetscInt_FMT " tokens", nd->name, sq->t0, sq->t0 + sq->tl, sq->tl);
   }
+  PetscFunctionReturn(0);
+}
+
+/* before a stage's step: the global index of the micro-batch's first sample, where the attention nodes' blocks of
+   queries draw their dropout maps (the copy reads the node's layer's seed, pass counter and frozen state) */
+PetscErrorCode NetSequenceStageSetSampleOffset_Private(Net net, PetscInt64 g0)
+{
+  PetscFunctionBegin;
+  ((NetSequence *)net->seq)->goff = g0;
   PetscFunctionReturn(0);
 }
 

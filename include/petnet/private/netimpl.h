@@ -418,6 +418,7 @@ PETSC_INTERN PetscErrorCode NetSequenceStageJVP_Private(Net, PetscInt, PetscInt,
 PETSC_INTERN PetscErrorCode NetSequenceStageSOBackward_Private(Net, PetscInt, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *,
                                                                PetscScalar *, PetscBool);
 PETSC_INTERN PetscErrorCode NetSequenceStageViewNode_Private(Net, PetscInt, PetscViewer);
+PETSC_INTERN PetscErrorCode NetSequenceStageSetSampleOffset_Private(Net, PetscInt64);
 PETSC_INTERN PetscErrorCode NetSetUpExecutors_Private(Net);
 PETSC_INTERN PetscBool      NetSpatialStreamsBF16_Private(Net, PetscInt); /* netspatial.c */
 /* the value store of the Net's precision */
