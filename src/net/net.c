@@ -127,7 +127,7 @@ PetscErrorCode NetGetOutputShape(Net net, PetNetShape *out)
     PetscCall(LayerGetOutputShape(net->layers[net->nlayers - 1], out));
   else
     *out = net->in;
-  if (net->seq && net->nlayers) out->dim[0] = NetSequenceTokens_Private(net); /* the last node's tokens, (1, C), make (T, C) */
+  if (NetSequenceTokens_Private(net) > 1 && net->nlayers) out->dim[0] = NetSequenceTokens_Private(net); /* the last node's tokens, (1, C), make (T, C) */
   PetscFunctionReturn(0);
 }
 
@@ -201,7 +201,8 @@ const char *const NetParallelTypes[] = {"replicated", "sharded", "model", "tenso
              over the ranks of a tensor group (NetSetTensorRanks()): attention by heads, an MLP pair dense:F:tokens,
              activation, dense:E:tokens as a column-parallel then a row-parallel dense; the other nodes sharded;
              `NET_PARALLEL_SEQUENCE`: the tokens of a sequence batch (input shape T or TxC) split over groups of
-             ranks (NetSetSequenceRanks()), the parameters replicated; `NET_PARALLEL_SUBGRAPH`: the independent branches
+             ranks (NetSetSequenceRanks()), the parameters replicated (with -net_stages each stage is a group, its attention
+             nodes' queries split by tokens); `NET_PARALLEL_SUBGRAPH`: the independent branches
              of a graph (nodes with no path between them, joined by add or concat) run at the same time on disjoint
              groups of ranks, the other nodes data parallel on all ranks (NetSetNodeRanks() places nodes by hand)
 
@@ -1061,7 +1062,7 @@ PetscErrorCode NetView(Net net, PetscViewer viewer)
   if (net->setupcalled) PetscCall(NetSequenceView_Private(net, viewer)); /* sequence mode: the token split */
   if (net->setupcalled) PetscCall(NetPlaceView_Private(net, viewer));    /* pipeline: the stages, their cost */
   if (net->setupcalled) {                                                /* the engine (netexec.c, netprecision.c): how each node runs, where the values live */
-    const NetExecOps *kinds[]   = {&NetExecPlain, &NetExecModel, &NetExecSpatial, &NetExecSpatialModel, &NetExecSequence, &NetExecTensorBlock, &NetExecPlaced, &NetExecPlacedSplit};
+    const NetExecOps *kinds[]   = {&NetExecPlain, &NetExecModel, &NetExecSpatial, &NetExecSpatialModel, &NetExecSequence, &NetExecTensorBlock, &NetExecPlaced, &NetExecPlacedSplit, &NetExecPlacedSequence};
     char              text[256] = "";
     PetscInt         *kind;
 

@@ -43,8 +43,12 @@
   stage's parameters. With -net_parallel model each dense and convolution node of a stage splits its weights over the
   stage's ranks (netmodel.c's executor on the stage's communicator, NetPlaceModelStepBegin()): theta_rep holds the runs of
   the rank's block of such a node (NetNode.runstart/runlen) and whole blocks of the others. With -net_parallel tensor
-  the same, each stage one tensor group (or G / P groups of -net_tensor_ranks P, data parallel over them), the split Megatron's per node (attention by heads, dense:N:tokens column- or
-  row-parallel; netmodel.c).
+  the same, each stage one tensor group (or G / P groups of -net_tensor_ranks P, data parallel over them), the split
+  Megatron's per node (attention by heads, dense:N:tokens column- or row-parallel; netmodel.c). With -net_parallel
+  sequence each stage is one sequence group: the parameters as in the
+  replicated mode, and each attention node of a stage computes the queries of the rank's tokens (netsequence.c's
+  sequence node on the stage's communicator, NetExecPlacedSequence: its input moved to the stage's token split and
+  its output back); the other nodes run on the stage's sample split.
 
   Random draws (dropout, attention dropout: Layer.draws). A mask is a hash of (seed, layer index, pass counter, GLOBAL
   element index), so the placed Net draws one rank's masks when every step draws at the global place of its rows and
@@ -337,11 +341,8 @@ static PetscErrorCode NetPlaceCheckModes(Net net)
   MPI_Comm comm = PetscObjectComm((PetscObject)net);
 
   PetscFunctionBegin;
-  PetscCheck(net->parallel == NET_PARALLEL_REPLICATED || net->parallel == NET_PARALLEL_SHARDED || net->parallel == NET_PARALLEL_SUBGRAPH || net->parallel == NET_PARALLEL_MODEL || net->parallel == NET_PARALLEL_TENSOR, comm, PETSC_ERR_SUP,
-             "-net_stages %" PetscInt_FMT " / -net_microbatches %" PetscInt_FMT " run each stage data parallel over its ranks (-net_parallel replicated), sharded over them (-net_parallel sharded), with its dense and convolution weights split over "
-             "them (-net_parallel model) or with its attention and dense:N:tokens nodes split over them (-net_parallel tensor); a stage that is itself -net_parallel %s is not built yet: use -net_parallel replicated, sharded, model or tensor, or "
-             "drop the stages",
-             net->nstages, net->nmicro, NetParallelTypes[net->parallel]);
+  /* every -net_parallel mode runs inside a stage (replicated, sharded, model, tensor, sequence) or places the nodes
+     itself (subgraph): what does not is said below */
   PetscCheck(!net->grid, comm, PETSC_ERR_SUP, "-net_stages / -net_microbatches / -net_parallel subgraph on a grid (NetSetGrid(), spatial parallelism) is not built yet: drop the placement, or run the Net on a batch");
   PetscCheck(!net->fcachesize, comm, PETSC_ERR_SUP, "-net_forward_cache with -net_stages / -net_microbatches / -net_parallel subgraph is not built: drop one of them");
   for (PetscInt k = 0; k < net->nlayers; k++) {
@@ -567,6 +568,16 @@ static PetscErrorCode NetPlaceSchedule1F1B(Net net)
   PetscCall(PetscFree3(len, pos, list));
   PetscCall(PetscFree3(fdone, bdone, odone));
   PetscFunctionReturn(0);
+}
+
+/* whether NetSetUp() will place the nodes (NetPlaceSetUp_Private() below): before the layers are set up, which a
+   sequence-parallel Net sets up on tokens, a sequence-parallel stage on whole sequences */
+PetscBool NetPlaceWanted_Private(Net net)
+{
+  PetscBool explicit = PETSC_FALSE;
+
+  for (PetscInt k = 0; k < net->nlayers; k++) explicit = (PetscBool)(explicit || net->nodes[k].stageset);
+  return (PetscBool)(net->nstages > 1 || net->nmicro > 1 || explicit || net->parallel == NET_PARALLEL_SUBGRAPH);
 }
 
 /*
@@ -1589,6 +1600,29 @@ static PetscErrorCode NetPlaceModelStepEnd(Net net, PetscInt k, PetscBool frozen
   PetscFunctionReturn(0);
 }
 
+/*
+  An attention node of a sequence-parallel stage (NetNode.sq, NetExecPlacedSequence): its block of queries keeps the
+  state (Q, K, V, log-sum-exps) of its last forward step, fwdm[k] (the same on every rank of the stage: the schedule
+  decides, not the rows); a backward, JVP or curvature step on another micro-batch runs the block's forward again first
+  (*recompute). Its parameter part is never deferred (attention is not Layer.actonly).
+*/
+static PetscErrorCode NetPlaceSequenceStep(Net net, PetscInt k, PetscBool forward, PetscBool *recompute, PetscBool *frozen)
+{
+  NetPlace      *pl = (NetPlace *)net->pl;
+  const PetscInt g0 = NetPlaceMicroStart(pl, pl->m);
+
+  PetscFunctionBegin;
+  PetscCheck(pl->m >= 0, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Node %s splits its tokens over its stage's ranks: its steps run micro-batch by micro-batch", net->nodes[k].name);
+  *recompute  = (PetscBool)(!forward && pl->fwdm[k] != pl->m);
+  pl->fwdm[k] = pl->m;
+  /* attention dropout: the layer frozen at the pass's counter (NetPlaceDrawBegin(); NetPlaceDrawEnd() after the step),
+     and the block of queries draws at the global samples of the micro-batch, in the token split every sample of it in
+     order from its first, g0 (stage rank j's share follows rank j - 1's) */
+  PetscCall(NetPlaceDrawBegin(net, k, g0, frozen));
+  PetscCall(NetSequenceStageSetSampleOffset_Private(net, g0));
+  PetscFunctionReturn(0);
+}
+
 /* the communicator of node k's stage, which a model-parallel node splits its weights over (netmodel.c); this rank is on it */
 PetscErrorCode NetPlaceNodeComm_Private(Net net, PetscInt k, MPI_Comm *comm)
 {
@@ -1855,7 +1889,7 @@ static PetscErrorCode NetExecSOBackward_Placed(Net net, PetscInt k, const PetscS
   PetscFunctionBegin;
   if (l->sozero) PetscFunctionReturn(0);
   PetscCall(NetPlaceNodeRows_Private(net, k, &row, &n));
-  if (!n && !net->nodes[k].mp) PetscFunctionReturn(0); /* a split node runs on every rank of its stage */
+  if (!n && !net->nodes[k].mp && !net->nodes[k].sq) PetscFunctionReturn(0); /* a split node runs on every rank of its stage */
   if (e >= 0) {
     mx    = pl->moves[e].dval + (size_t)row * is * pl->es;
     mxdot = xzero ? NULL : pl->tan[e] + (size_t)row * is * pl->es;                               /* as in the JVP */
@@ -1894,6 +1928,12 @@ static PetscErrorCode NetExecSOBackward_Placed(Net net, PetscInt k, const PetscS
     PetscCall(NetPlaceModelStepBegin(net, k, PETSC_FALSE, &frozen));
     PetscCall(NetModelSOBackward_Private(net, k, n, th, x, y, xdot, thd, ydot, dy, dxd, hvk));
     PetscCall(NetPlaceModelStepEnd(net, k, frozen));
+  } else if (net->nodes[k].sq) { /* its tokens split over its stage (netsequence.c) */
+    PetscBool recompute = PETSC_FALSE, frozen = PETSC_FALSE;
+
+    PetscCall(NetPlaceSequenceStep(net, k, PETSC_FALSE, &recompute, &frozen));
+    PetscCall(NetSequenceStageSOBackward_Private(net, k, n, th, x, y, xdot, thd, ydot, dy, dxd, hvk, recompute));
+    PetscCall(NetPlaceDrawEnd(net, k, frozen));
   } else {
     const void *xs[1] = {x};
 
@@ -1906,12 +1946,18 @@ static PetscErrorCode NetExecSOBackward_Placed(Net net, PetscInt k, const PetscS
 
 /* NetView(), on every rank for every node (the ranks of other stages run the plain placed table, whose view this is
    too): a node split over its stage's ranks shows each of those ranks' grid and block */
+static PetscErrorCode NetExecView_PlacedSequence(Net, PetscInt, PetscViewer);
+
 static PetscErrorCode NetExecView_Placed(Net net, PetscInt k, PetscViewer viewer)
 {
   NetPlace *pl   = (NetPlace *)net->pl;
   PetscBool mine = (PetscBool)(net->nodes[k].mp != NULL), any;
 
   PetscFunctionBegin;
+  if (net->parallel == NET_PARALLEL_SEQUENCE) { /* the ranks of the node's stage run the sequence table, whose view this is too */
+    PetscCall(NetExecView_PlacedSequence(net, k, viewer));
+    PetscFunctionReturn(0);
+  }
   if (net->parallel != NET_PARALLEL_MODEL && net->parallel != NET_PARALLEL_TENSOR) PetscFunctionReturn(0);
   PetscCall(MPIU_Allreduce(&mine, &any, 1, MPIU_BOOL, MPI_LOR, PetscObjectComm((PetscObject)net)));
   if (!any) PetscFunctionReturn(0);
@@ -2080,6 +2126,113 @@ static PetscErrorCode NetExecJVP_PlacedSplit(Net net, PetscInt k, NetElem t, con
 const NetExecOps NetExecPlacedSplit = {"stage+model", PETSC_FALSE, PETSC_TRUE, NetExecForward_PlacedSplit, NetExecBackward_PlacedSplit, NetExecJVP_PlacedSplit, NetExecSOBackward_Placed, NetExecView_Placed};
 
 /* ------------------------------------------------------------------------------------------------------------------
+   The executor of an attention node of a sequence-parallel stage (-net_stages with -net_parallel sequence, NetNode.sq):
+   netsequence.c's stage step on the node's rows of the micro-batch at hand, y = R^T A_blk(G R x) over the stage's
+   communicator, in double (the moved rows widened and rounded back as the split executor's above). Every rank of the
+   stage runs every step, with its samples or none. */
+
+static PetscErrorCode NetExecForward_PlacedSequence(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], void *y)
+{
+  NetPlace         *pl = (NetPlace *)net->pl;
+  const Layer       l  = net->layers[k];
+  NetPlaceSplitRows r  = {{NULL}};
+  PetscInt          n, row;
+  PetscBool         recompute = PETSC_FALSE, frozen = PETSC_FALSE;
+  PetscLogDouble    t0;
+
+  PetscFunctionBegin;
+  PetscCall(NetPlaceSplitValues(net, k, t, x, y, &r, &n, &row));
+  PetscCall(NetPlaceSplitWiden(pl, n, l->insizes[0], l->outsize, NET_SPLIT_Y, &r));
+  t0 = MPI_Wtime();
+  PetscCall(NetPlaceSequenceStep(net, k, PETSC_TRUE, &recompute, &frozen));
+  PetscCall(NetSequenceStageForward_Private(net, k, n, th, r.d[0], r.d[1]));
+  PetscCall(NetPlaceDrawEnd(net, k, frozen));
+  pl->busy += MPI_Wtime() - t0;
+  NetPlaceSplitRoundBack(pl, n, l->insizes[0], l->outsize, NET_SPLIT_Y, &r);
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetExecBackward_PlacedSequence(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], const void *y, const void *dy, void *const dx[], PetscScalar *dth, PetscInt mask)
+{
+  NetPlace         *pl   = (NetPlace *)net->pl;
+  const Layer       l    = net->layers[k];
+  const PetscBool   last = (PetscBool)(k == net->nlayers - 1);
+  const PetscInt    e    = pl->movein[k * pl->maxin];
+  NetPlaceSplitRows r    = {{NULL}};
+  PetscInt          n, row;
+  PetscBool         recompute = PETSC_FALSE, frozen = PETSC_FALSE;
+  PetscLogDouble    t0;
+
+  PetscFunctionBegin;
+  PetscCheck(pl->m >= 0 && net->nodes[k].bwdpart != 2 && mask < 0, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Node %s splits its tokens over its stage's ranks: its backward is one whole step a micro-batch", net->nodes[k].name);
+  PetscCall(NetPlaceSplitValues(net, k, t, x, y, &r, &n, &row));
+  if (e >= 0)
+    r.a[2] = (pl->moves[e].v == 0 && !pl->wantdx) ? NULL : pl->moves[e].dcot + (size_t)row * l->insizes[0] * pl->es; /* the Net's input: only when asked for */
+  else
+    r.a[2] = dx[0] ? (const void *)((PetscScalar *)dx[0] + row * l->insizes[0]) : NULL;
+  r.m[2] = (PetscBool)(e >= 0);
+  r.a[3] = last ? (const void *)(pl->moves[pl->nmoves - 1].dcot + (size_t)row * l->outsize * pl->es) : (const void *)((const PetscScalar *)dy + row * l->outsize);
+  r.m[3] = last;
+  PetscCall(NetPlaceSplitWiden(pl, n, l->insizes[0], l->outsize, NET_SPLIT_DX, &r));
+  t0 = MPI_Wtime();
+  PetscCall(NetPlaceSequenceStep(net, k, PETSC_FALSE, &recompute, &frozen));
+  PetscCall(NetSequenceStageBackward_Private(net, k, n, th, r.d[0], r.d[1], r.d[3], r.d[2], dth, recompute));
+  PetscCall(NetPlaceDrawEnd(net, k, frozen));
+  pl->busy += MPI_Wtime() - t0;
+  NetPlaceSplitRoundBack(pl, n, l->insizes[0], l->outsize, NET_SPLIT_DX, &r);
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetExecJVP_PlacedSequence(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], const void *y, const void *const dx[], const PetscScalar *dth, void *dy)
+{
+  NetPlace         *pl   = (NetPlace *)net->pl;
+  const Layer       l    = net->layers[k];
+  const PetscBool   last = (PetscBool)(k == net->nlayers - 1);
+  const PetscInt    e    = pl->movein[k * pl->maxin];
+  NetPlaceSplitRows r    = {{NULL}};
+  PetscInt          n, row;
+  PetscBool         recompute = PETSC_FALSE, frozen = PETSC_FALSE;
+  PetscLogDouble    t0;
+
+  PetscFunctionBegin;
+  PetscCall(NetPlaceSplitValues(net, k, t, x, y, &r, &n, &row));
+  if (!net->tanzero[net->nodes[k].in[0] + 1]) /* a zero tangent is NULL (net->tanzero, the same on every rank) */
+    r.a[2] = e >= 0 ? (const void *)(pl->tan[e] + (size_t)row * l->insizes[0] * pl->es) : (const void *)((const PetscScalar *)dx[0] + row * l->insizes[0]);
+  r.m[2] = (PetscBool)(e >= 0);
+  r.a[3] = last ? (const void *)(pl->tan[pl->nmoves - 1] + (size_t)row * l->outsize * pl->es) : (const void *)((PetscScalar *)dy + row * l->outsize);
+  r.m[3] = last;
+  PetscCall(NetPlaceSplitWiden(pl, n, l->insizes[0], l->outsize, NET_SPLIT_DY, &r));
+  t0 = MPI_Wtime();
+  PetscCall(NetPlaceSequenceStep(net, k, PETSC_FALSE, &recompute, &frozen));
+  PetscCall(NetSequenceStageJVP_Private(net, k, n, th, r.d[0], r.d[1], r.d[2], dth, r.d[3], recompute));
+  PetscCall(NetPlaceDrawEnd(net, k, frozen));
+  pl->busy += MPI_Wtime() - t0;
+  NetPlaceSplitRoundBack(pl, n, l->insizes[0], l->outsize, NET_SPLIT_DY, &r);
+  PetscFunctionReturn(0);
+}
+
+/* NetView(), on every rank for every node: a node whose tokens split over its stage says so, and each of its stage's
+   ranks its queries */
+static PetscErrorCode NetExecView_PlacedSequence(Net net, PetscInt k, PetscViewer viewer)
+{
+  PetscBool mine = (PetscBool)(net->nodes[k].sq != NULL), any;
+
+  PetscFunctionBegin;
+  PetscCall(MPIU_Allreduce(&mine, &any, 1, MPIU_BOOL, MPI_LOR, PetscObjectComm((PetscObject)net)));
+  if (!any) PetscFunctionReturn(0);
+  PetscCall(PetscViewerASCIIPushTab(viewer));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "sequence parallel over the ranks of its stage (x' = R x the stage's token split, the rank's queries against every key gathered by G, y = R^T y')\n"));
+  PetscCall(PetscViewerASCIIPushSynchronized(viewer));
+  PetscCall(NetSequenceStageViewNode_Private(net, k, viewer));
+  PetscCall(PetscViewerFlush(viewer));
+  PetscCall(PetscViewerASCIIPopSynchronized(viewer));
+  PetscCall(PetscViewerASCIIPopTab(viewer));
+  PetscFunctionReturn(0);
+}
+
+const NetExecOps NetExecPlacedSequence = {"stage+sequence", PETSC_FALSE, PETSC_TRUE, NetExecForward_PlacedSequence, NetExecBackward_PlacedSequence, NetExecJVP_PlacedSequence, NetExecSOBackward_Placed, NetExecView_PlacedSequence};
+
+/* ------------------------------------------------------------------------------------------------------------------
    Parameters: this rank's stage's nodes, their place in theta_rep, theta's ownership */
 
 /* the local size of theta on this rank: with stages, an even share of its stage's parameters among the stage's ranks;
@@ -2200,17 +2353,19 @@ PetscErrorCode NetPlaceSetUpParameters_Private(Net net)
   const PetscBool sharded = (PetscBool)(net->parallel == NET_PARALLEL_SHARDED);
   const PetscBool tensor  = (PetscBool)(net->parallel == NET_PARALLEL_TENSOR);
   const PetscBool model   = (PetscBool)(net->parallel == NET_PARALLEL_MODEL || tensor); /* tensor: the same executor, Megatron's split of each node */
+  const PetscBool seq     = (PetscBool)(net->parallel == NET_PARALLEL_SEQUENCE);
   NetPlaceBcast  *ctx;
   PetscInt        n = 0, nl, nruns = 0, maxruns = net->nlayers, *runstart, *runlen;
 
   PetscFunctionBegin;
   PetscCall(NetPlaceCheckModes(net)); /* again: NetSetParallel() after set-up lands here */
-  PetscCheck(!(sharded || model) || pl->staged, comm, PETSC_ERR_SUP,
+  PetscCheck(!(sharded || model || seq) || pl->staged, comm, PETSC_ERR_SUP,
              "-net_parallel %s with a placement %s over the ranks of each pipeline stage, so it needs stages of consecutive nodes in rank order (-net_stages, or entry@s in the nodes' order); this placement (groups of their own, entry@ranks=a:b, "
              "or stages against the nodes' order) runs with -net_parallel replicated",
              NetParallelTypes[net->parallel],
              sharded  ? "shards each stage's parameters"
              : tensor ? "splits each attention and dense:N:tokens node"
+             : seq    ? "splits the tokens of each attention node"
                       : "splits each dense and convolution node's weights");
   /* a tensor-parallel stage is one tensor group of its ranks, or -net_tensor_ranks P cuts it into G / P groups of P
      consecutive ranks, data parallel over the groups: each group splits its nodes over its ranks and runs its rows of a
@@ -2219,7 +2374,13 @@ PetscErrorCode NetPlaceSetUpParameters_Private(Net net)
              "-net_parallel tensor with -net_stages %" PetscInt_FMT " splits each stage's attention and dense:N:tokens nodes over tensor groups of a stage's %" PetscInt_FMT " ranks, but -net_tensor_ranks %" PetscInt_FMT
              " does not divide them into equal groups: give a divisor of %" PetscInt_FMT " (0 or %" PetscInt_FMT ": one group a stage)",
              pl->S, pl->G, net->tensorranks, pl->G, pl->G);
-  if ((sharded || model) && !pl->gcomm) PetscCallMPI(MPI_Comm_split(comm, (PetscMPIInt)pl->mystage, pl->rank, &pl->gcomm)); /* once: every node of the stage maps or splits over it */
+  /* a sequence-parallel stage is one sequence group: its ranks (-net_sequence_ranks cutting a stage into data-parallel
+     groups of its own is not built) */
+  PetscCheck(!seq || net->seqranks == 0 || net->seqranks == pl->G, comm, PETSC_ERR_SUP,
+             "-net_parallel sequence with -net_stages %" PetscInt_FMT " splits the tokens of each stage's attention nodes over the stage's %" PetscInt_FMT " ranks (one sequence group a stage), but -net_sequence_ranks is %" PetscInt_FMT
+             ": give -net_sequence_ranks %" PetscInt_FMT " or 0, or drop the stages",
+             pl->S, pl->G, net->seqranks, pl->G);
+  if ((sharded || model || seq) && !pl->gcomm) PetscCallMPI(MPI_Comm_split(comm, (PetscMPIInt)pl->mystage, pl->rank, &pl->gcomm)); /* once: every node of the stage maps or splits over it */
   {
     const PetscInt P = (tensor && net->tensorranks > 0 && net->tensorranks < pl->G) ? net->tensorranks : 0;
 
@@ -2231,6 +2392,7 @@ PetscErrorCode NetPlaceSetUpParameters_Private(Net net)
     }
     pl->tgP = P;
   }
+  if (seq) PetscCall(NetSequenceSetUpStage_Private(net, pl->gcomm, pl->first[pl->mystage], pl->last[pl->mystage])); /* its attention nodes: the token split over the stage (netsequence.c) */
   net->gathers = sharded;
   PetscCall(PetscMalloc1(net->nlayers, &net->repoff));
   /* the runs of theta_rep: a node's whole block, or a model node's runs (its W block row by row, then its bias block) */
@@ -2310,6 +2472,9 @@ PetscErrorCode NetPlaceView_Private(Net net, PetscViewer viewer)
     if (net->parallel == NET_PARALLEL_SHARDED) PetscCall(PetscViewerASCIIPrintf(viewer, "  each stage sharded over its ranks (ZeRO-3): a rank keeps 1/%" PetscInt_FMT " of its stage's parameters, a node's gathered as it runs\n", pl->G));
     if (net->parallel == NET_PARALLEL_MODEL)
       PetscCall(PetscViewerASCIIPrintf(viewer, "  each stage model parallel over its ranks: a dense or convolution node's weights split over the stage's %" PetscInt_FMT " rank%s (its partition, or the default)\n", pl->G, pl->G > 1 ? "s" : ""));
+    if (net->parallel == NET_PARALLEL_SEQUENCE)
+      PetscCall(PetscViewerASCIIPrintf(viewer, "  each stage sequence parallel over its ranks (one sequence group): an attention node's queries split by tokens over the stage's %" PetscInt_FMT " rank%s, its input moved to the token split and back\n",
+                                       pl->G, pl->G > 1 ? "s" : ""));
     if (net->parallel == NET_PARALLEL_TENSOR && !pl->tgP)
       PetscCall(PetscViewerASCIIPrintf(
           viewer, "  each stage tensor parallel over its ranks (one tensor group): attention by heads, dense:N:tokens column- or row-parallel over the stage's %" PetscInt_FMT " rank%s; an MLP pair moves its value between its two nodes\n", pl->G,
@@ -2879,6 +3044,12 @@ PetscErrorCode NetTestMoves(Net net, PetscReal *err)
   PetscCall(PetscRandomSetSeed(rnd, 7));
   PetscCall(PetscRandomSeed(rnd));
   PetscCall(NetPlaceTestMoves_Private(net, rnd, err));
+  if (net->pl && net->seq) { /* a sequence-parallel stage: its R and G on the stage's communicator */
+    PetscReal eR;
+
+    PetscCall(NetSequenceTestMoves_Private(net, rnd, &eR));
+    *err = PetscMax(*err, eR);
+  }
   if (net->pl && (net->parallel == NET_PARALLEL_MODEL || net->parallel == NET_PARALLEL_TENSOR)) { /* and each split node's R and S on its stage's communicator */
     PetscReal eM;
 

@@ -122,6 +122,12 @@ typedef struct {
   NetSeqBuffer abuf[NET_SEQ_NABUF]; /* the attention nodes' arrays */
   NetSeqUnit  *units;               /* the token types in use */
   PetscInt     nunits, maxunits;
+  /* a pipeline stage that is sequence parallel (netplace.c, -net_stages with -net_parallel sequence): the group is the
+     stage's ranks (gcomm a duplicate of its communicator, group 0), the layers stay on whole sequences, and the PetscSFs
+     are made for the micro-batch at hand (NetSequenceStageRows_Private()): roots the rank's ns samples of the stage's
+     sample split (soff: the stage ranks' first samples, P + 1), not the Net's batch layout */
+  PetscBool staged;
+  PetscInt  ns, *soff;
 } NetSequence;
 
 /*@
@@ -136,6 +142,9 @@ typedef struct {
 
   Options Database Key:
 . -net_sequence_ranks <P> - the same from the options
+
+  Notes:
+  With pipeline stages (-net_stages) each stage is one sequence group: P must be 0 or the ranks of a stage.
 
   Level: intermediate
 
@@ -166,6 +175,7 @@ PetscErrorCode NetSequenceSetUpInput_Private(Net net)
 
   PetscFunctionBegin;
   if (net->parallel != NET_PARALLEL_SEQUENCE) PetscFunctionReturn(0);
+  if (NetPlaceWanted_Private(net)) PetscFunctionReturn(0); /* pipeline stages: each stage one group, made with the stages (NetSequenceSetUpStage_Private()) */
   PetscCheck(!net->grid, comm, PETSC_ERR_SUP, "-net_parallel sequence splits the tokens of a sequence batch (N, T, C) and does not compose with grid mode (NetSetGrid()): use -net_parallel replicated on a grid");
   PetscCall(PetNetShapeToString(&net->in, sizeof(shape), shape));
   PetscCheck(net->in.ndim >= 1 && net->in.ndim < PETNET_MAX_DIM, comm, PETSC_ERR_ARG_WRONG, "-net_parallel sequence: the input shape %s is not a sequence; give -net_input_shape T (token ids) or TxC (T tokens of C channels)", shape);
@@ -195,7 +205,7 @@ PetscErrorCode NetSequenceSetUpInput_Private(Net net)
 PetscErrorCode NetSequenceInputShape_Private(Net net, PetNetShape *shape)
 {
   PetscFunctionBegin;
-  *shape = net->seq ? ((NetSequence *)net->seq)->tok : net->in;
+  *shape = net->seq && !((NetSequence *)net->seq)->staged ? ((NetSequence *)net->seq)->tok : net->in; /* a stage's layers: whole sequences */
   PetscFunctionReturn(0);
 }
 
@@ -213,7 +223,7 @@ PetscErrorCode NetSequenceInputRowSize_Private(Net net, PetscInt *size)
 /* tokens per sequence (1 unless in sequence mode): the rows of a public sample */
 PetscInt NetSequenceTokens_Private(Net net)
 {
-  return net->seq ? ((NetSequence *)net->seq)->T : 1;
+  return net->seq && !((NetSequence *)net->seq)->staged ? ((NetSequence *)net->seq)->T : 1; /* a stage's public rows are samples */
 }
 
 /* a copy of node k's layer on input shapes in[] (the kind's arguments and options, the Net's training mode); q0 >= 0: the
@@ -364,6 +374,7 @@ PetscErrorCode NetSequenceReset_Private(Net net)
     for (PetscInt u = 0; u < sq->nunits; u++) PetscCallMPI(MPI_Type_free(&sq->units[u].unit));
     PetscCall(PetscFree(sq->units));
     if (sq->gcomm != MPI_COMM_NULL) PetscCallMPI(MPI_Comm_free(&sq->gcomm));
+    PetscCall(PetscFree(sq->soff));
     PetscCall(PetscFree(net->seq));
   }
   PetscFunctionReturn(0);
@@ -384,15 +395,36 @@ PetscErrorCode NetSequenceCounts_Private(Net net, PetscInt n, PetscInt counts[])
   PetscFunctionReturn(0);
 }
 
+/* R's PetscSF on comm, the group's ranks [base, base + P) of it: roots this rank's ns samples of T tokens (the
+   sample split, the group's rank q holding its samples [soff[q], soff[q + 1])), leaves its ng tl tokens [ng][tl] */
+static PetscErrorCode NetSequenceMakeSF_Private(NetSequence *sq, MPI_Comm comm, PetscMPIInt base, PetscInt ns, const PetscInt soff[], PetscSF *sf)
+{
+  const PetscInt nleaves = sq->ng * sq->tl;
+  PetscSFNode   *remote;
+
+  PetscFunctionBegin;
+  PetscCall(PetscMalloc1(nleaves, &remote));
+  for (PetscInt s = 0, q = 0; s < sq->ng; s++) {
+    while (s >= soff[q + 1]) q++; /* the group's rank q holds sample s */
+    for (PetscInt t = 0; t < sq->tl; t++) {
+      remote[s * sq->tl + t].rank  = base + (PetscMPIInt)q;
+      remote[s * sq->tl + t].index = (s - soff[q]) * sq->T + sq->t0 + t;
+    }
+  }
+  PetscCall(PetscSFCreate(comm, sf));
+  PetscCall(PetscSFSetGraph(*sf, ns * sq->T, nleaves, NULL, PETSC_OWN_POINTER, remote, PETSC_OWN_POINTER));
+  PetscCall(PetscSFSetUp(*sf));
+  PetscFunctionReturn(0);
+}
+
 /* the PetscSF of the current batch layout: roots this rank's n T sample-split tokens, leaves its ng tl token-split ones */
 static PetscErrorCode NetSequenceGetSF_Private(Net net, PetscSF *sf)
 {
   NetSequence *sq = (NetSequence *)net->seq;
   PetscInt     ns = net->vlocal[0] / sq->T, *soff, nleaves;
-  PetscSFNode *remote;
 
   PetscFunctionBegin;
-  if (sq->sfgen == net->batchgen && sq->sf) {
+  if (sq->staged || (sq->sfgen == net->batchgen && sq->sf)) { /* a stage: made for the micro-batch at hand */
     if (sf) *sf = sq->sf;
     PetscFunctionReturn(0);
   }
@@ -414,17 +446,7 @@ static PetscErrorCode NetSequenceGetSF_Private(Net net, PetscSF *sf)
   nleaves = sq->ng * sq->tl;
   PetscCheck(net->nlayers == 1 || nleaves == net->vlocal[1], PETSC_COMM_SELF, PETSC_ERR_PLIB, "-net_parallel sequence: the group's %" PetscInt_FMT " samples give %" PetscInt_FMT " rows, the batch layout %" PetscInt_FMT, sq->ng, nleaves,
              net->vlocal[1]);
-  PetscCall(PetscMalloc1(nleaves, &remote));
-  for (PetscInt s = 0, q = 0; s < sq->ng; s++) {
-    while (s >= soff[q + 1]) q++; /* the group's rank q holds sample s */
-    for (PetscInt t = 0; t < sq->tl; t++) {
-      remote[s * sq->tl + t].rank  = (PetscMPIInt)(sq->group * sq->P + q);
-      remote[s * sq->tl + t].index = (s - soff[q]) * sq->T + sq->t0 + t;
-    }
-  }
-  PetscCall(PetscSFCreate(PetscObjectComm((PetscObject)net), &sq->sf));
-  PetscCall(PetscSFSetGraph(sq->sf, ns * sq->T, nleaves, NULL, PETSC_OWN_POINTER, remote, PETSC_OWN_POINTER));
-  PetscCall(PetscSFSetUp(sq->sf));
+  PetscCall(NetSequenceMakeSF_Private(sq, PetscObjectComm((PetscObject)net), (PetscMPIInt)(sq->group * sq->P), ns, soff, &sq->sf));
   PetscCall(PetscFree(soff));
   sq->sfgen = net->batchgen;
   if (sf) *sf = sq->sf;
@@ -607,20 +629,33 @@ static PetscErrorCode NetSequenceLocal_Private(Net net, PetscInt k, Layer *layer
   its adjoint G^T (PetscSFReduce with a sum) is the reduce-scatter: the cotangents every rank's queries give a token
   are added up on the token's owner.
 */
+static PetscErrorCode NetSequenceMakeGatherSF_Private(NetSequence *, MPI_Comm, PetscMPIInt, PetscSF *);
+
 static PetscErrorCode NetSequenceGetGatherSF_Private(Net net, PetscSF *gsf)
 {
   NetSequence *sq = (NetSequence *)net->seq;
-  PetscInt    *tstart, nleaves;
   PetscSF      sf;
-  PetscSFNode *remote;
 
   PetscFunctionBegin;
-  PetscCall(NetSequenceGetSF_Private(net, &sf)); /* ng of this batch */
-  if (sq->gsfgen == net->batchgen && sq->gsf) {
+  PetscCall(NetSequenceGetSF_Private(net, &sf));                /* ng of this batch */
+  if (sq->staged || (sq->gsfgen == net->batchgen && sq->gsf)) { /* a stage: made for the micro-batch at hand */
     *gsf = sq->gsf;
     PetscFunctionReturn(0);
   }
   PetscCall(PetscSFDestroy(&sq->gsf));
+  PetscCall(NetSequenceMakeGatherSF_Private(sq, PetscObjectComm((PetscObject)net), (PetscMPIInt)(sq->group * sq->P), &sq->gsf));
+  sq->gsfgen = net->batchgen;
+  *gsf       = sq->gsf;
+  PetscFunctionReturn(0);
+}
+
+/* G's PetscSF on comm, the group's ranks [base, base + P) of it: roots this rank's tokens [ng][tl], leaves [ng][T] */
+static PetscErrorCode NetSequenceMakeGatherSF_Private(NetSequence *sq, MPI_Comm comm, PetscMPIInt base, PetscSF *gsf)
+{
+  PetscInt    *tstart, nleaves;
+  PetscSFNode *remote;
+
+  PetscFunctionBegin;
   PetscCall(PetscMalloc1(sq->P + 1, &tstart));
   for (PetscInt q = 0; q <= sq->P; q++) tstart[q] = q * (sq->T / sq->P) + PetscMin(q, sq->T % sq->P); /* the split of NetSequenceSetUpInput_Private() */
   nleaves = sq->ng * sq->T;
@@ -628,16 +663,14 @@ static PetscErrorCode NetSequenceGetGatherSF_Private(Net net, PetscSF *gsf)
   for (PetscInt t = 0, q = 0; t < sq->T; t++) {
     while (t >= tstart[q + 1]) q++; /* the group's rank q holds token t */
     for (PetscInt s = 0; s < sq->ng; s++) {
-      remote[s * sq->T + t].rank  = (PetscMPIInt)(sq->group * sq->P + q);
+      remote[s * sq->T + t].rank  = base + (PetscMPIInt)q;
       remote[s * sq->T + t].index = s * (tstart[q + 1] - tstart[q]) + t - tstart[q];
     }
   }
-  PetscCall(PetscSFCreate(PetscObjectComm((PetscObject)net), &sq->gsf));
-  PetscCall(PetscSFSetGraph(sq->gsf, sq->ng * sq->tl, nleaves, NULL, PETSC_OWN_POINTER, remote, PETSC_OWN_POINTER));
-  PetscCall(PetscSFSetUp(sq->gsf));
+  PetscCall(PetscSFCreate(comm, gsf));
+  PetscCall(PetscSFSetGraph(*gsf, sq->ng * sq->tl, nleaves, NULL, PETSC_OWN_POINTER, remote, PETSC_OWN_POINTER));
+  PetscCall(PetscSFSetUp(*gsf));
   PetscCall(PetscFree(tstart));
-  sq->gsfgen = net->batchgen;
-  *gsf       = sq->gsf;
   PetscFunctionReturn(0);
 }
 
@@ -983,6 +1016,8 @@ static PetscErrorCode NetExecSOBackward_Sequence(Net net, PetscInt k, const Pets
   <u, G^T v>| / (|G u| |v|) with u in the token split and v whole sequences [ng][T], and G^T G u = P u (every token
   gathered by the P ranks of its group). Tokens of 3 entries, in double. Collective.
 */
+static PetscErrorCode NetSequenceStageRows_Private(Net, PetscInt);
+
 PetscErrorCode NetSequenceTestMoves_Private(Net net, PetscRandom rnd, PetscReal *err)
 {
   NetSequence   *sq = (NetSequence *)net->seq;
@@ -994,9 +1029,10 @@ PetscErrorCode NetSequenceTestMoves_Private(Net net, PetscRandom rnd, PetscReal 
 
   PetscFunctionBegin;
   *err = 0;
-  if (!sq || !net->vlocal) PetscFunctionReturn(0);
+  if (!sq || (!net->vlocal && !sq->staged)) PetscFunctionReturn(0);
+  if (sq->staged) PetscCall(NetSequenceStageRows_Private(net, 1 + sq->slot)); /* a stage: 1 + j samples on its rank j (uneven), rebuilt at the next step */
   PetscCall(NetSequenceGetSF_Private(net, &sf));
-  nx = net->vlocal[0] * c;
+  nx = (sq->staged ? sq->ns * sq->T : net->vlocal[0]) * c;
   nw = sq->ng * sq->tl * c;
   PetscCall(PetscMalloc3(nx + 1, &x, nw + 1, &w, nx + 1, &Rtw));
   PetscCall(PetscMalloc2(nx + 1, &back, nw + 1, &Rx));
@@ -1078,7 +1114,252 @@ PetscErrorCode NetSequenceView_Private(Net net, PetscViewer viewer)
 
   PetscFunctionBegin;
   if (!sq) PetscFunctionReturn(0);
+  if (sq->staged) {
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  sequence parallel stages: the %" PetscInt_FMT " tokens of a sequence split over each stage's ranks in its attention nodes (x' = R x, y = R^T A_blk(G x'))\n", sq->T));
+    PetscFunctionReturn(0);
+  }
   PetscCall(PetscViewerASCIIPrintf(viewer, "  sequence parallel: %" PetscInt_FMT " tokens per sequence split over %" PetscInt_FMT " group%s of %" PetscInt_FMT " ranks (rank 0: tokens [%" PetscInt_FMT ", %" PetscInt_FMT "))\n", sq->T,
                                    sq->size / sq->P, sq->size / sq->P > 1 ? "s" : "", sq->P, sq->t0, sq->t0 + sq->tl));
+  PetscFunctionReturn(0);
+}
+
+/* ------------------------------------------------------------------------------------------------------------------
+   A pipeline stage that is sequence parallel (-net_stages S -net_parallel sequence; netplace.c's executor
+   NetExecPlacedSequence). The layers stay on whole sequences (T, C) and the values between the nodes in the stage's
+   sample split, micro-batch by micro-batch (rank j of the stage holds share_j of the b samples, whole): a node that acts
+   on each token alone, or on each sequence alone (position:T), computes the same there. An attention node of the stage
+   is the sequence node of this file with the stage's ranks as its group, composed with the token split's move on the
+   stage's communicator:
+
+     x' = R x          the stage's sample split -> its token split: every sample of the micro-batch, tl tokens each
+     y' = A_blk(G x')  the queries of the rank's tokens [t0, t0 + tl) against the keys of the whole sequences
+     y  = R^T y'       back to the stage's sample split
+
+   backward dx = R^T G^T A_blk^T R dy, JVP and the curvature term likewise; R is a permutation (R^T = R^-1) and G's
+   adjoint the reduce-scatter, so every step is the operator with its exact adjoint, and every rank of the stage runs
+   every step (its tokens of every sample; a rank without samples of a micro-batch still holds tokens of it). The
+   PetscSFs are made for the micro-batch at hand (NetSequenceStageRows_Private(): the stage's counts gathered, the
+   graphs rebuilt only when they change). In double: the placement widens and rounds the rows around the step.
+*/
+
+/* NetSetUp() with stages: the stage's group over stagecomm (this rank's stage), its token split, and the attention
+   nodes first..last of the stage set up as sequence nodes */
+PetscErrorCode NetSequenceSetUpStage_Private(Net net, MPI_Comm stagecomm, PetscInt first, PetscInt last)
+{
+  NetSequence *sq;
+  PetscMPIInt  size, rank;
+  char         shape[64];
+
+  PetscFunctionBegin;
+  PetscCall(NetSequenceReset_Private(net)); /* NetSetParallel() after set-up lands here again */
+  PetscCall(PetNetShapeToString(&net->in, sizeof(shape), shape));
+  PetscCheck(net->in.ndim >= 1 && net->in.ndim < PETNET_MAX_DIM, stagecomm, PETSC_ERR_ARG_WRONG, "-net_parallel sequence with -net_stages: the input shape %s is not a sequence; give -net_input_shape T (token ids) or TxC (T tokens of C channels)",
+             shape);
+  PetscCallMPI(MPI_Comm_size(stagecomm, &size));
+  PetscCallMPI(MPI_Comm_rank(stagecomm, &rank));
+  PetscCall(PetscNew(&sq));
+  net->seq   = sq;
+  sq->staged = PETSC_TRUE;
+  sq->size   = size;
+  sq->rank   = rank;
+  sq->P      = size;
+  sq->group  = 0;
+  sq->slot   = rank;
+  sq->T      = net->in.dim[0];
+  sq->tok    = net->in;
+  sq->sfgen  = -1;
+  sq->gsfgen = -1;
+  sq->goff   = 0; /* each step sets it: the micro-batch's first global sample (NetSequenceStageSetSampleOffset_Private()) */
+  PetscCheck(sq->T >= sq->P, stagecomm, PETSC_ERR_ARG_OUTOFRANGE,
+             "-net_parallel sequence with -net_stages splits the %" PetscInt_FMT " tokens of a sequence (input shape %s) over the %" PetscInt_FMT " ranks of a stage: every rank needs a token; use more stages (-net_stages) or longer sequences", sq->T,
+             shape, sq->P);
+  sq->tl = sq->T / sq->P + (sq->slot < sq->T % sq->P ? 1 : 0);
+  sq->t0 = sq->slot * (sq->T / sq->P) + PetscMin(sq->slot, sq->T % sq->P);
+  PetscCallMPI(MPI_Comm_dup(stagecomm, &sq->gcomm));
+  PetscCall(PetscCalloc1(sq->P + 1, &sq->soff));
+  for (PetscInt k = first; k <= last; k++) {
+    NetNode    *nd    = &net->nodes[k];
+    Layer       layer = net->layers[k];
+    NetSeqNode *sn;
+    PetscBool   isattention;
+
+    PetscCall(PetscObjectTypeCompare((PetscObject)layer, "attention", &isattention));
+    if (!isattention) continue; /* on each token or each sequence alone: a plain node of the stage's sample split */
+    PetscCheck(nd->nin == 1 && layer->ins[0].ndim >= 1 && layer->ins[0].dim[0] == sq->T, stagecomm, PETSC_ERR_ARG_WRONG,
+               "Node %s (attention): its input is not the %" PetscInt_FMT " tokens of the Net's input sequence, which -net_parallel sequence with -net_stages splits over the stage's ranks (a node before it changed the tokens)", nd->name, sq->T);
+    PetscCall(PetscNew(&sn));
+    sn->kind = NET_SEQ_ATTENTION;
+    nd->sq   = sn;
+    PetscCall(PetscCalloc4(nd->nin, &sn->xs, nd->nin, &sn->dxin, nd->nin, &sn->p, nd->nin, &sn->dxs));
+    PetscCall(PetscCalloc4(nd->nin, &sn->moved, nd->nin, &sn->dmoved, nd->nin, &sn->flag, nd->nin, &sn->want));
+    PetscCall(PetscCalloc1(NET_SEQ_NBUF(nd->nin), &sn->buf));
+    PetscCall(NetSequenceCopyLayer_Private(net, k, 1, &layer->ins[0], sq->t0, sq->tl, &sn->local)); /* the queries [t0, t0 + tl) of whole sequences */
+    PetscCheck(sn->local->nparams == layer->nparams && sn->local->outsize * sq->T == sq->tl * layer->outsize, stagecomm, PETSC_ERR_PLIB,
+               "Node %s: its copy on the rank's queries [%" PetscInt_FMT ", %" PetscInt_FMT ") has another shape than %" PetscInt_FMT " tokens", nd->name, sq->t0, sq->t0 + sq->tl, sq->tl);
+  }
+  PetscFunctionReturn(0);
+}
+
+/* before a stage's step: the global index of the micro-batch's first sample, where the attention nodes' blocks of
+   queries draw their dropout maps (the copy reads the node's layer's seed, pass counter and frozen state) */
+PetscErrorCode NetSequenceStageSetSampleOffset_Private(Net net, PetscInt64 g0)
+{
+  PetscFunctionBegin;
+  ((NetSequence *)net->seq)->goff = g0;
+  PetscFunctionReturn(0);
+}
+
+/* a stage's step on a micro-batch of which this rank holds ns samples: the stage's counts, and R's and G's PetscSFs
+   for them (made again only when the counts changed: the same test on every rank of the stage). Collective on the stage. */
+static PetscErrorCode NetSequenceStageRows_Private(Net net, PetscInt ns)
+{
+  NetSequence *sq = (NetSequence *)net->seq;
+  PetscInt    *soff;
+  PetscBool    same = PETSC_TRUE;
+
+  PetscFunctionBegin;
+  PetscCall(PetscMalloc1(sq->P + 1, &soff));
+  soff[0] = 0;
+  PetscCallMPI(MPI_Allgather(&ns, 1, MPIU_INT, soff + 1, 1, MPIU_INT, sq->gcomm));
+  for (PetscInt q = 0; q < sq->P; q++) soff[q + 1] += soff[q];
+  for (PetscInt q = 0; q <= sq->P; q++) same = (PetscBool)(same && soff[q] == sq->soff[q]);
+  sq->ns = ns;
+  if (same && sq->sf) {
+    PetscCall(PetscFree(soff));
+    PetscFunctionReturn(0);
+  }
+  PetscCall(PetscArraycpy(sq->soff, soff, sq->P + 1));
+  PetscCall(PetscFree(soff));
+  sq->ng = sq->soff[sq->P];
+  PetscCall(PetscSFDestroy(&sq->sf));
+  PetscCall(PetscSFDestroy(&sq->gsf));
+  PetscCall(NetSequenceMakeSF_Private(sq, sq->gcomm, 0, ns, sq->soff, &sq->sf));
+  PetscCall(NetSequenceMakeGatherSF_Private(sq, sq->gcomm, 0, &sq->gsf));
+  PetscFunctionReturn(0);
+}
+
+/* the arrays of node k's step, released after it (of an activation's size: a stage keeps its values in its sample
+   split, not these) */
+static PetscErrorCode NetSequenceStageRelease_Private(Net net, PetscInt k)
+{
+  NetSeqNode *sn = (NetSeqNode *)net->nodes[k].sq;
+
+  PetscFunctionBegin;
+  for (PetscInt b = 0; b < NET_SEQ_NBUF(net->nodes[k].nin); b++) PetscCall(NetSequenceRelease_Private(&sn->buf[b]));
+  PetscFunctionReturn(0);
+}
+
+/* y' of the rank's queries: R y, or (recompute: the block's state is another micro-batch's) A_blk(G x') again, which
+   leaves the block the state of this micro-batch (the same bits as its forward step) */
+static PetscErrorCode NetSequenceStageOutput_Private(Net net, PetscInt k, const PetscScalar *th, const void *xs, const PetscScalar *y, PetscBool recompute, void **ys)
+{
+  NetSequence   *sq   = (NetSequence *)net->seq;
+  const PetscInt cout = net->layers[k]->outsize / sq->T;
+
+  PetscFunctionBegin;
+  if (!recompute) {
+    PetscCall(NetSequenceMoveIn_Private(net, k, NET_SEQ_BUF_Y(1), cout, NET_ELEM_DOUBLE, PETSC_TRUE, y, ys));
+    PetscFunctionReturn(0);
+  }
+  PetscCall(NetSequenceTokenArray_Private(net, k, NET_SEQ_BUF_Y(1), cout, NET_ELEM_DOUBLE, ys));
+  PetscCall(NetSequenceAttentionForward_Private(net, k, NET_ELEM_DOUBLE, th, xs, *ys));
+  PetscFunctionReturn(0);
+}
+
+/* forward of attention node k of a sequence-parallel stage on its ns samples x, y [ns][T][C] (double): y = R^T A_blk(G R x) */
+PetscErrorCode NetSequenceStageForward_Private(Net net, PetscInt k, PetscInt ns, const PetscScalar *th, const PetscScalar *x, PetscScalar *y)
+{
+  NetSequence   *sq  = (NetSequence *)net->seq;
+  const PetscInt cin = net->layers[k]->insizes[0] / sq->T, cout = net->layers[k]->outsize / sq->T;
+  void          *xs, *ys;
+
+  PetscFunctionBegin;
+  PetscCall(NetSequenceStageRows_Private(net, ns));
+  PetscCall(NetSequenceMoveIn_Private(net, k, NET_SEQ_BUF_X(0), cin, NET_ELEM_DOUBLE, PETSC_TRUE, x, &xs));
+  PetscCall(NetSequenceTokenArray_Private(net, k, NET_SEQ_BUF_Y(1), cout, NET_ELEM_DOUBLE, &ys));
+  PetscCall(NetSequenceAttentionForward_Private(net, k, NET_ELEM_DOUBLE, th, xs, ys));
+  PetscCall(NetSequenceToSamples_Private(net, cout, NET_ELEM_DOUBLE, ys, y));
+  PetscCall(NetSequenceStageRelease_Private(net, k));
+  PetscFunctionReturn(0);
+}
+
+/* backward: dx = R^T G^T A_blk^T R dy (overwritten; dx NULL on every rank: not asked for), dth += the rank's tokens' part */
+PetscErrorCode NetSequenceStageBackward_Private(Net net, PetscInt k, PetscInt ns, const PetscScalar *th, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dth, PetscBool recompute)
+{
+  NetSequence   *sq  = (NetSequence *)net->seq;
+  NetSeqNode    *sn  = (NetSeqNode *)net->nodes[k].sq;
+  const PetscInt cin = net->layers[k]->insizes[0] / sq->T, cout = net->layers[k]->outsize / sq->T;
+  void          *xs, *ys, *dys, *dxs = NULL;
+
+  PetscFunctionBegin;
+  PetscCall(NetSequenceStageRows_Private(net, ns));
+  sn->p[0] = dx;
+  PetscCall(NetSequencePresent_Private(net, 1, sn->p, sn->want)); /* a rank without samples holds no dx, asked for or not */
+  PetscCall(NetSequenceMoveIn_Private(net, k, NET_SEQ_BUF_X(0), cin, NET_ELEM_DOUBLE, PETSC_TRUE, x, &xs));
+  PetscCall(NetSequenceStageOutput_Private(net, k, th, xs, y, recompute, &ys));
+  PetscCall(NetSequenceMoveIn_Private(net, k, NET_SEQ_BUF_DY(1), cout, NET_ELEM_DOUBLE, PETSC_TRUE, dy, &dys));
+  if (sn->want[0]) PetscCall(NetSequenceTokenArray_Private(net, k, NET_SEQ_BUF_D(1, 0), cin, NET_ELEM_DOUBLE, &dxs));
+  PetscCall(NetSequenceAttentionBackward_Private(net, k, NET_ELEM_DOUBLE, th, xs, ys, dys, dxs, sn->want[0], dth));
+  if (sn->want[0]) PetscCall(NetSequenceToSamples_Private(net, cin, NET_ELEM_DOUBLE, dxs, dx));
+  PetscCall(NetSequenceStageRelease_Private(net, k));
+  PetscFunctionReturn(0);
+}
+
+/* JVP: dy = R^T J_blk (G R dx, dth) (dx NULL on every rank: a zero tangent) */
+PetscErrorCode NetSequenceStageJVP_Private(Net net, PetscInt k, PetscInt ns, const PetscScalar *th, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dx, const PetscScalar *dth, PetscScalar *dy, PetscBool recompute)
+{
+  NetSequence   *sq  = (NetSequence *)net->seq;
+  NetSeqNode    *sn  = (NetSeqNode *)net->nodes[k].sq;
+  const PetscInt cin = net->layers[k]->insizes[0] / sq->T, cout = net->layers[k]->outsize / sq->T;
+  void          *xs, *ys, *dxs, *dys;
+
+  PetscFunctionBegin;
+  PetscCall(NetSequenceStageRows_Private(net, ns));
+  sn->p[0] = dx;
+  PetscCall(NetSequencePresent_Private(net, 1, sn->p, sn->want));
+  PetscCall(NetSequenceMoveIn_Private(net, k, NET_SEQ_BUF_X(0), cin, NET_ELEM_DOUBLE, PETSC_TRUE, x, &xs));
+  PetscCall(NetSequenceStageOutput_Private(net, k, th, xs, y, recompute, &ys));
+  PetscCall(NetSequenceMoveIn_Private(net, k, NET_SEQ_BUF_D(1, 0), cin, NET_ELEM_DOUBLE, sn->want[0], dx, &dxs));
+  PetscCall(NetSequenceTokenArray_Private(net, k, NET_SEQ_BUF_DY(1), cout, NET_ELEM_DOUBLE, &dys));
+  PetscCall(NetSequenceAttentionJVP_Private(net, k, NET_ELEM_DOUBLE, th, xs, ys, sn->want[0], dxs, dth, dys));
+  PetscCall(NetSequenceToSamples_Private(net, cout, NET_ELEM_DOUBLE, dys, dy));
+  PetscCall(NetSequenceStageRelease_Private(net, k));
+  PetscFunctionReturn(0);
+}
+
+/* the curvature term: x, xdot, y, ydot, dy through R; dxdot ACCUMULATES: moved to the token split, added to, moved back */
+PetscErrorCode NetSequenceStageSOBackward_Private(Net net, PetscInt k, PetscInt ns, const PetscScalar *th, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *thd, const PetscScalar *ydot, const PetscScalar *dy,
+                                                  PetscScalar *dxd, PetscScalar *hvk, PetscBool recompute)
+{
+  NetSequence   *sq  = (NetSequence *)net->seq;
+  const PetscInt cin = net->layers[k]->insizes[0] / sq->T, cout = net->layers[k]->outsize / sq->T;
+  const void    *p[3] = {xdot, ydot, dxd};
+  PetscBool      has[3];
+  void          *xs, *ys, *xds, *yds, *dys, *dxds;
+
+  PetscFunctionBegin;
+  PetscCall(NetSequenceStageRows_Private(net, ns));
+  PetscCall(NetSequencePresent_Private(net, 3, p, has));
+  PetscCall(NetSequenceMoveIn_Private(net, k, NET_SEQ_BUF_X(0), cin, NET_ELEM_DOUBLE, PETSC_TRUE, x, &xs));
+  PetscCall(NetSequenceStageOutput_Private(net, k, th, xs, y, recompute, &ys));
+  PetscCall(NetSequenceMoveIn_Private(net, k, NET_SEQ_BUF_XDOT(1), cin, NET_ELEM_DOUBLE, has[0], xdot, &xds));
+  PetscCall(NetSequenceMoveIn_Private(net, k, NET_SEQ_BUF_YDOT(1), cout, NET_ELEM_DOUBLE, has[1], ydot, &yds));
+  PetscCall(NetSequenceMoveIn_Private(net, k, NET_SEQ_BUF_DY(1), cout, NET_ELEM_DOUBLE, PETSC_TRUE, dy, &dys));
+  PetscCall(NetSequenceMoveIn_Private(net, k, NET_SEQ_BUF_D(1, 0), cin, NET_ELEM_DOUBLE, has[2], dxd, &dxds));
+  PetscCall(NetSequenceAttentionSOBackward_Private(net, k, th, (const PetscScalar *)xs, (const PetscScalar *)ys, (const PetscScalar *)xds, thd, (const PetscScalar *)yds, (const PetscScalar *)dys, (PetscScalar *)dxds, hvk, has));
+  if (has[2]) PetscCall(NetSequenceToSamples_Private(net, cin, NET_ELEM_DOUBLE, dxds, dxd));
+  PetscCall(NetSequenceStageRelease_Private(net, k));
+  PetscFunctionReturn(0);
+}
+
+/* the stage's group for NetView(): a node's line (every rank calls it; the first rank of each stage says its split) */
+PetscErrorCode NetSequenceStageViewNode_Private(Net net, PetscInt k, PetscViewer viewer)
+{
+  NetSequence *sq = (NetSequence *)net->seq;
+
+  PetscFunctionBegin;
+  if (net->nodes[k].sq)
+    PetscCall(PetscViewerASCIISynchronizedPrintf(viewer, "  its stage's rank %" PetscInt_FMT " of %" PetscInt_FMT ": the queries of tokens [%" PetscInt_FMT ", %" PetscInt_FMT ") of every sample of a micro-batch\n", sq->slot, sq->P, sq->t0,
+                                                 sq->t0 + sq->tl));
   PetscFunctionReturn(0);
 }

@@ -314,12 +314,13 @@ static PetscErrorCode NetTestJacobianPlaced_Private(Net net, Vec X, PetscViewer 
 {
   Vec             Y, W, G, dX, v, z0;
   const PetscBool bf16 = (PetscBool)(net->precision == NET_PRECISION_BFLOAT16);
-  PetscReal       eM, eJ = -1, fd[2] = {0, 0}, h = net->precision == NET_PRECISION_DOUBLE ? 1e-5 : 1e-2, tol = net->precision == NET_PRECISION_DOUBLE ? 1e-6 : bf16 ? 10 * net->nlayers * PetscPowReal(2.0, -8) : 1e-2;
+  PetscReal       eM, eS = -1, eJ = -1, fd[2] = {0, 0}, h = net->precision == NET_PRECISION_DOUBLE ? 1e-5 : 1e-2, tol = net->precision == NET_PRECISION_DOUBLE ? 1e-6 : bf16 ? 10 * net->nlayers * PetscPowReal(2.0, -8) : 1e-2;
   PetscReal       dtol = net->precision == NET_PRECISION_DOUBLE ? 1e-12 : net->precision == NET_PRECISION_SINGLE ? 1e-4 : 5e-2; /* the moves alone: 1e-14; the JVP against the backward pass: the round-off of the precision */
 
   PetscFunctionBegin;
   PetscCall(NetForward(net, X, NULL));
   PetscCall(NetPlaceTestMoves_Private(net, rnd, &eM));
+  if (net->seq) PetscCall(NetSequenceTestMoves_Private(net, rnd, &eS)); /* a sequence-parallel stage: its R and G on the stage's communicator */
   PetscCall(VecDuplicate(net->act[net->nlayers], &Y));
   PetscCall(VecDuplicate(Y, &W));
   PetscCall(RandomVec_Private(rnd, W));
@@ -399,6 +400,8 @@ static PetscErrorCode NetTestJacobianPlaced_Private(Net net, Vec X, PetscViewer 
   }
   PetscCall(PetscViewerASCIIPrintf(viewer, "Net Jacobian test with pipeline stages (%" PetscInt_FMT " samples%s)\n", net->nglobal, eJ < 0 ? "; no JVP with -net_pipeline_schedule 1f1b" : ""));
   PetscCall(PetscViewerASCIIPrintf(viewer, "  moves between stages |<Rx,y>-<x,R^T y>|/|<Rx,y>|: %.2e\n", (double)eM));
+  if (eS >= 0) PetscCall(PetscViewerASCIIPrintf(viewer, "  a stage's token split R and attention's all-gather G: |<Av,w>-<v,A^T w>|/(|Av||w|), |R^T R v - v|/|v|, |G^T G v - P v|/|v|: %.2e\n", (double)eS));
+  eM = PetscMax(eM, eS);
   if (eJ >= 0) PetscCall(PetscViewerASCIIPrintf(viewer, "  JVP against the backward pass |<Jv,w>-<v,J^T w>|/|<Jv,w>|: %.2e\n", (double)eJ));
   if (bf16)
     PetscCall(PetscViewerASCIIPrintf(viewer, "  the backward pass against double |J^T_bfloat16 w - J^T w|/|J^T w|: input %.2e, parameters %.2e\n", (double)fd[0], (double)fd[1]));

@@ -356,7 +356,7 @@ PETSC_INTERN PetscErrorCode    NetSpatialModelJVP_Private(Net, PetscInt, const P
 PETSC_INTERN PetscErrorCode    NetSpatialModelSOBackward_Private(Net, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
 PETSC_INTERN const NetStoreOps NetStoreDouble, NetStoreLow;
 PETSC_INTERN PetscErrorCode    NetPrecisionBytes_Private(Net, PetscInt *);
-PETSC_INTERN const NetExecOps  NetExecPlain, NetExecModel, NetExecSpatial, NetExecSpatialModel, NetExecSequence, NetExecTensorBlock, NetExecPlaced, NetExecPlacedSplit;
+PETSC_INTERN const NetExecOps  NetExecPlain, NetExecModel, NetExecSpatial, NetExecSpatialModel, NetExecSequence, NetExecTensorBlock, NetExecPlaced, NetExecPlacedSplit, NetExecPlacedSequence;
 /* placement (netplace.c): pipeline stages and micro-batches */
 PETSC_INTERN PetscErrorCode NetPlaceSetUp_Private(Net);
 PETSC_INTERN PetscErrorCode NetPlaceSetFromOptions_Private(Net);
@@ -396,6 +396,7 @@ PETSC_INTERN PetscErrorCode NetPlaceSOWantInput_Private(Net, PetscBool);
 PETSC_INTERN PetscErrorCode NetPlaceGetNodeArrays_Private(Net, PetscInt, PetscInt *, const PetscScalar **, const PetscScalar **);
 PETSC_INTERN PetscErrorCode NetPlaceRestoreNodeArrays_Private(Net, PetscInt, const PetscScalar **, const PetscScalar **);
 PETSC_INTERN PetscErrorCode NetPlaceNodeComm_Private(Net, PetscInt, MPI_Comm *);
+PETSC_INTERN PetscBool      NetPlaceWanted_Private(Net);
 /* the plain executor on n rows of node k (the sequence executor runs it on the rank's tokens) */
 PETSC_INTERN PetscErrorCode NetExecPlainForward_Private(Net, PetscInt, PetscInt, NetElem, const PetscScalar *, const void *const[], void *);
 PETSC_INTERN PetscErrorCode NetExecPlainBackward_Private(Net, PetscInt, PetscInt, NetElem, const PetscScalar *, const void *const[], const void *, const void *, void *const[], PetscScalar *, PetscInt);
@@ -410,6 +411,14 @@ PETSC_INTERN PetscErrorCode NetSequenceInputRowSize_Private(Net, PetscInt *);
 PETSC_INTERN PetscInt       NetSequenceTokens_Private(Net);
 PETSC_INTERN PetscErrorCode NetSequenceView_Private(Net, PetscViewer);
 PETSC_INTERN PetscErrorCode NetSequenceTestMoves_Private(Net, PetscRandom, PetscReal *);
+PETSC_INTERN PetscErrorCode NetSequenceSetUpStage_Private(Net, MPI_Comm, PetscInt, PetscInt);
+PETSC_INTERN PetscErrorCode NetSequenceStageForward_Private(Net, PetscInt, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *);
+PETSC_INTERN PetscErrorCode NetSequenceStageBackward_Private(Net, PetscInt, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *, PetscBool);
+PETSC_INTERN PetscErrorCode NetSequenceStageJVP_Private(Net, PetscInt, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscBool);
+PETSC_INTERN PetscErrorCode NetSequenceStageSOBackward_Private(Net, PetscInt, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *,
+                                                               PetscScalar *, PetscBool);
+PETSC_INTERN PetscErrorCode NetSequenceStageViewNode_Private(Net, PetscInt, PetscViewer);
+PETSC_INTERN PetscErrorCode NetSequenceStageSetSampleOffset_Private(Net, PetscInt64);
 PETSC_INTERN PetscErrorCode NetSetUpExecutors_Private(Net);
 PETSC_INTERN PetscBool      NetSpatialStreamsBF16_Private(Net, PetscInt); /* netspatial.c */
 /* the value store of the Net's precision */
