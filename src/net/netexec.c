@@ -362,7 +362,15 @@ PetscErrorCode NetSetUpExecutors_Private(Net net)
   for (PetscInt k = 0; k < net->nlayers; k++) {
     NetNode *nd = &net->nodes[k];
 
-    nd->exec = net->pl ? (nd->mp ? &NetExecPlacedSplit : &NetExecPlaced) : nd->sq ? &NetExecSequence : nd->mp && nd->sp ? &NetExecSpatialModel : nd->mp ? &NetExecModel : nd->tblock ? &NetExecTensorBlock : nd->sp ? &NetExecSpatial : &NetExecPlain;
+    nd->exec = net->pl            ? (nd->mp   ? &NetExecPlacedSplit
+                                     : nd->sp ? &NetExecPlacedSpatial
+                                              : &NetExecPlaced)
+               : nd->sq           ? &NetExecSequence
+               : nd->mp && nd->sp ? &NetExecSpatialModel
+               : nd->mp           ? &NetExecModel
+               : nd->tblock       ? &NetExecTensorBlock
+               : nd->sp           ? &NetExecSpatial
+                                  : &NetExecPlain;
   }
   PetscFunctionReturn(0);
 }

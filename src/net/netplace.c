@@ -70,6 +70,8 @@
 #include <petnet/private/netimpl.h>
 #include "netpmap.h"
 #include <petscbt.h>
+#include <petscsf.h>
+#include <petscdmda.h>
 
 const char *const NetPipelineSchedules[] = {"gpipe", "1f1b", "NetPipelineSchedule", "NET_PIPELINE_", NULL};
 
@@ -87,6 +89,13 @@ typedef struct {
   char        *rcot;     /* the producer's layout (src): the cotangent received back */
   MPI_Request *req;      /* per micro-batch, up to 2 P requests */
   PetscMPIInt *nreq;
+  /* on a grid, the Net's input moved to a stage (NetPlaceGridRange()): a PetscSF from the public grid's blocks (roots)
+     to the stage grid's (leaves) for one micro-batch of fields, unit a point's size entries; per micro-batch the root
+     and leaf arrays of the move in flight (a broadcast, or reverse: the reduce of its adjoint) */
+  PetscSF      sf;
+  MPI_Datatype unit;
+  char       **sfroot, **sfleaf;
+  PetscBool   *sfrev;
 } NetMove;
 
 typedef struct {
@@ -146,6 +155,14 @@ typedef struct {
   /* -net_parallel sharded (ZeRO-3 inside each stage): the communicator of this rank's stage, the ranks [s G, (s + 1) G)
      in rank order, over which its nodes' parameter maps gather and reduce-scatter (NetPlaceSetUpParameters_Private()) */
   MPI_Comm gcomm;
+  /* grid mode (NetSetGrid(), netspatial.c): a sample is a grid point and the batch nf fields; micro-batch m is the fields
+     [F_m, F_{m+1}) (F_m = m nf / M, M divides nf) and a rank holds, of each field, u units of a value: the points of
+     its block of the value's grid, or off the grid (after a globalavgpool) 1 on the first rank of the group. Every
+     stage's grid is decomposed alike, so rank j of any stage holds the same block: units[v G + j] (value v, stage
+     rank j); punits[p] the public grid's points on rank p (the Net's input; its output is off the grid, on rank 0) */
+  PetscBool grid;
+  PetscInt  nf;
+  PetscInt *units, *punits;
 } NetPlace;
 
 static PetscInt NetPlaceLayoutOfValue(Net net, PetscInt v)
@@ -173,11 +190,46 @@ static void NetPlaceShare(PetscInt b, PetscInt G, PetscInt j, PetscInt *start, P
   *start = j * q + PetscMin(j, rem);
 }
 
-/* rank r's samples of micro-batch m in layout l: global [*g0, *g0 + *n), its first local row *row */
-static void NetPlaceRange(const NetPlace *pl, PetscInt l, PetscMPIInt r, PetscInt m, PetscInt *g0, PetscInt *n, PetscInt *row)
+/*
+  Grid mode: rank r's rows of value v of micro-batch m in layout l. The rows of a micro-batch are its fields' units
+  (field-major, [fields][units][entries]); their global order is micro-batch, then rank of the layout, then the rank's
+  rows, so rank j of two stages holds the same global rows (the same block): a move between stages goes rank to rank.
+  The public layout orders its ranks alike (only the output's rows, on rank 0, are matched; the input moves by its
+  PetscSF).
+*/
+static void NetPlaceGridRange(const NetPlace *pl, PetscInt v, PetscInt l, PetscMPIInt r, PetscInt m, PetscInt *g0, PetscInt *n, PetscInt *row)
+{
+  const PetscInt f0 = (PetscInt)(((PetscInt64)m * pl->nf) / pl->M), nfm = (PetscInt)(((PetscInt64)(m + 1) * pl->nf) / pl->M) - f0;
+  const PetscInt P = l == NET_PLACE_PUBLIC ? pl->size : pl->gn[l], j = l == NET_PLACE_PUBLIC ? r : r - pl->glo[l];
+  PetscInt       before = 0, total = 0, u;
+
+  if (l != NET_PLACE_PUBLIC && !NetPlaceInGroup(pl, l, r)) {
+    *g0  = 0;
+    *n   = 0;
+    *row = 0;
+    return;
+  }
+  for (PetscInt q = 0; q < P; q++) {
+    u = l == NET_PLACE_PUBLIC ? (v == 0 ? pl->punits[q] : (q == 0 ? 1 : 0)) : pl->units[v * pl->G + q];
+    if (q < j) before += u;
+    total += u;
+  }
+  u    = l == NET_PLACE_PUBLIC ? (v == 0 ? pl->punits[j] : (j == 0 ? 1 : 0)) : pl->units[v * pl->G + j];
+  *n   = nfm * u;
+  *row = f0 * u;
+  *g0  = f0 * total + nfm * before;
+}
+
+/* rank r's samples of value v of micro-batch m in layout l: global [*g0, *g0 + *n), its first local row *row (in batch
+   mode every value has the same rows: v matters on a grid only) */
+static void NetPlaceRange(const NetPlace *pl, PetscInt v, PetscInt l, PetscMPIInt r, PetscInt m, PetscInt *g0, PetscInt *n, PetscInt *row)
 {
   const PetscInt mb = NetPlaceMicroStart(pl, m), me = NetPlaceMicroStart(pl, m + 1);
 
+  if (pl->grid) {
+    NetPlaceGridRange(pl, v, l, r, m, g0, n, row);
+    return;
+  }
   if (l == NET_PLACE_PUBLIC) {
     const PetscInt lo = PetscMax(mb, pl->pub[r]), hi = PetscMin(me, pl->pub[r + 1]);
 
@@ -212,20 +264,28 @@ static void NetPlaceRange(const NetPlace *pl, PetscInt l, PetscMPIInt r, PetscIn
   }
 }
 
-/* the rows of this rank in layout l: all micro-batches */
-static PetscInt NetPlaceLocalRows(const NetPlace *pl, PetscInt l, PetscInt nlocal)
+/* the rows of value v on this rank in layout l: all micro-batches */
+static PetscInt NetPlaceLocalRows(const NetPlace *pl, PetscInt v, PetscInt l, PetscInt nlocal)
 {
   PetscInt g0, n, row;
 
-  if (l == NET_PLACE_PUBLIC) return nlocal;
+  if (l == NET_PLACE_PUBLIC && !pl->grid) return nlocal;
   if (pl->K) return NetPlaceInGroup(pl, l, pl->rank) ? pl->K * (((pl->N + pl->M - 1) / pl->M + pl->gn[l] - 1) / pl->gn[l]) : 0; /* 1F1B: K slots */
-  NetPlaceRange(pl, l, pl->rank, pl->M - 1, &g0, &n, &row);
+  NetPlaceRange(pl, v, l, pl->rank, pl->M - 1, &g0, &n, &row);
   return row + n;
 }
 
 PetscBool NetPlaced_Private(Net net)
 {
   return (PetscBool)(net->pl != NULL);
+}
+
+/* grid mode: the fields of a micro-batch, which the spatial nodes of a stage take as their batch (netspatial.c) */
+PetscInt NetPlaceGridFields_Private(Net net)
+{
+  const NetPlace *pl = (const NetPlace *)net->pl;
+
+  return pl->nf / pl->M;
 }
 
 /* Node k's rows of the micro-batch at hand on this rank (m < 0: of all of them) */
@@ -236,12 +296,12 @@ PetscErrorCode NetPlaceNodeRows_Private(Net net, PetscInt k, PetscInt *row, Pets
 
   PetscFunctionBegin;
   if (pl->m < 0) { /* every micro-batch (a node's parameter part, NetBackward()) */
-    NetPlaceRange(pl, pl->group[k], pl->rank, pl->M - 1, &g0, n, row);
+    NetPlaceRange(pl, k + 1, pl->group[k], pl->rank, pl->M - 1, &g0, n, row);
     *n += *row;
     *row = 0;
     PetscFunctionReturn(0);
   }
-  NetPlaceRange(pl, pl->group[k], pl->rank, pl->m, &g0, n, row);
+  NetPlaceRange(pl, k + 1, pl->group[k], pl->rank, pl->m, &g0, n, row);
   PetscFunctionReturn(0);
 }
 
@@ -254,12 +314,12 @@ PetscErrorCode NetPlaceValueEntries_Private(Net net, PetscInt v, PetscInt size, 
 
   PetscFunctionBegin;
   if (pl->m < 0) { /* a node's parameter part over every micro-batch: its rows are all of them */
-    NetPlaceRange(pl, NetPlaceLayoutOfValue(net, v), pl->rank, pl->M - 1, &g0, &n, &row);
+    NetPlaceRange(pl, v, NetPlaceLayoutOfValue(net, v), pl->rank, pl->M - 1, &g0, &n, &row);
     *e0 = 0;
     *ne = (row + n) * size;
     PetscFunctionReturn(0);
   }
-  NetPlaceRange(pl, NetPlaceLayoutOfValue(net, v), pl->rank, pl->m, &g0, &n, &row);
+  NetPlaceRange(pl, v, NetPlaceLayoutOfValue(net, v), pl->rank, pl->m, &g0, &n, &row);
   *e0 = row * size;
   *ne = n * size;
   PetscFunctionReturn(0);
@@ -337,7 +397,19 @@ static PetscErrorCode NetPlaceCheckModes(Net net)
              "them (-net_parallel model) or with its attention and dense:N:tokens nodes split over them (-net_parallel tensor); a stage that is itself -net_parallel %s is not built yet: use -net_parallel replicated, sharded, model or tensor, or "
              "drop the stages",
              net->nstages, net->nmicro, NetParallelTypes[net->parallel]);
-  PetscCheck(!net->grid, comm, PETSC_ERR_SUP, "-net_stages / -net_microbatches / -net_parallel subgraph on a grid (NetSetGrid(), spatial parallelism) is not built yet: drop the placement, or run the Net on a batch");
+  if (net->grid) { /* each stage spatially parallel over its ranks (NetPlaceSetUpGrid()); what that does not cover yet */
+    PetscCheck(net->ngroups == 1, comm, PETSC_ERR_SUP,
+               "-net_stages %" PetscInt_FMT " on a grid runs each stage spatially parallel over its own ranks; -net_spatial_groups %" PetscInt_FMT
+               " inside the stages (fields spread over groups of a stage's ranks) is not built: drop -net_spatial_groups, or the stages",
+               net->nstages, net->ngroups);
+    PetscCheck(net->parallel == NET_PARALLEL_REPLICATED, comm, PETSC_ERR_SUP,
+               "-net_stages %" PetscInt_FMT " on a grid runs each stage spatially parallel over its ranks with its parameters replicated; a spatial stage that is also -net_parallel %s (sharded parameters, partitioned spatial+model convolutions, "
+                                            "sub-graphs) is not built: use -net_parallel replicated, or drop the stages",
+               net->nstages, NetParallelTypes[net->parallel]);
+    PetscCheck(net->schedule == NET_PIPELINE_GPIPE, comm, PETSC_ERR_SUP, "-net_pipeline_schedule 1f1b on a grid (NetSetGrid() with -net_stages) is not built yet: use -net_pipeline_schedule gpipe");
+    PetscCheck(net->precision == NET_PRECISION_DOUBLE, comm, PETSC_ERR_SUP, "-net_stages on a grid (NetSetGrid()) runs in double only so far: use -net_precision double, or drop the stages");
+    PetscCheck(net->sgrid, comm, PETSC_ERR_SUP, "Pipeline stages on a grid (NetSetGrid()) are cut by -net_stages S (or -net_microbatches M alone): give -net_stages, not the nodes' own placements");
+  }
   PetscCheck(!net->fcachesize, comm, PETSC_ERR_SUP, "-net_forward_cache with -net_stages / -net_microbatches / -net_parallel subgraph is not built: drop one of them");
   for (PetscInt k = 0; k < net->nlayers; k++) {
     const Layer l = net->layers[k];
@@ -349,6 +421,49 @@ static PetscErrorCode NetPlaceCheckModes(Net net)
                "statistics. Use layernorm instead of batchnorm, or drop the stages",
                net->nodes[k].name, ((PetscObject)l)->type_name);
   }
+  PetscFunctionReturn(0);
+}
+
+/*
+  Grid mode: every stage's grid decomposed alike (the same blocks on rank j of every stage), the units of each value on
+  the stage ranks and of the Net's input on the public grid's ranks (NetPlaceGridRange()), and what is not built: a
+  placement that is not the stages in order, a join that repartitions its inputs, an output on the grid.
+*/
+static PetscErrorCode NetPlaceSetUpGrid(Net net, PetscBool byranks)
+{
+  NetPlace      *pl   = (NetPlace *)net->pl;
+  MPI_Comm       comm = PetscObjectComm((PetscObject)net);
+  const PetscInt L    = net->nlayers;
+  PetscInt      *mine, *all, xs[3];
+  PetscMPIInt    ssize;
+
+  PetscFunctionBegin;
+  PetscCallMPI(MPI_Comm_size(net->scomm, &ssize));
+  PetscCheck(pl->staged && !byranks && ssize == pl->G, comm, PETSC_ERR_SUP,
+             "Pipeline stages on a grid (NetSetGrid()) are the -net_stages stages of consecutive nodes in rank order; nodes placed on ranks of their own or against the nodes' order are not built: drop the nodes' placements");
+  PetscCheck(!net->vgrid[L], comm, PETSC_ERR_SUP,
+             "With -net_stages on a grid the Net's output must leave the grid (end it with a globalavgpool, then a head): an output on the grid, moved from the last stage's decomposition back to the grid's, is not built yet; node %s's output lies "
+             "on the grid",
+             net->nodes[L - 1].name);
+  for (PetscInt k = 0; k < L; k++)
+    PetscCheck(net->nodes[k].nin == 1 || !net->nodes[k].sp, comm, PETSC_ERR_SUP,
+               "Node %s joins values on grids of different ownership (a repartitioned join), which a stage on a grid does not run yet: give its inputs the same strides and pools, or drop -net_stages", net->nodes[k].name);
+  pl->grid = PETSC_TRUE;
+  PetscCall(PetscMalloc2(L + 1, &mine, (L + 1) * pl->size, &all));
+  for (PetscInt v = 0; v <= L; v++) PetscCall(NetSpatialStageUnits_Private(net, v, &mine[v]));
+  PetscCallMPI(MPI_Allgather(mine, (PetscMPIInt)(L + 1), MPIU_INT, all, (PetscMPIInt)(L + 1), MPIU_INT, comm));
+  PetscCall(PetscMalloc2((L + 1) * pl->G, &pl->units, pl->size, &pl->punits));
+  for (PetscMPIInt r = 0; r < pl->size; r++)
+    for (PetscInt v = 0; v <= L; v++) {
+      const PetscInt j = r % pl->G;
+
+      if (r < pl->G) pl->units[v * pl->G + j] = all[r * (L + 1) + v];
+      PetscCheck(all[r * (L + 1) + v] == pl->units[v * pl->G + j], comm, PETSC_ERR_PLIB, "The stages' grids are not decomposed alike (value %" PetscInt_FMT ", stage rank %" PetscInt_FMT ")", v, j);
+    }
+  PetscCall(DMDAGetCorners(net->grid, NULL, NULL, NULL, &xs[0], &xs[1], &xs[2]));
+  mine[0] = xs[0] * xs[1] * xs[2];
+  PetscCallMPI(MPI_Allgather(mine, 1, MPIU_INT, pl->punits, 1, MPIU_INT, comm));
+  PetscCall(PetscFree2(mine, all));
   PetscFunctionReturn(0);
 }
 
@@ -651,6 +766,7 @@ PetscErrorCode NetPlaceSetUp_Private(Net net)
       pl->last[pl->group[k]] = k;
     }
   }
+  if (net->grid) PetscCall(NetPlaceSetUpGrid(net, (PetscBool)(byranks > 0)));
   PetscCheck(net->schedule == NET_PIPELINE_GPIPE || pl->staged, comm, PETSC_ERR_SUP,
              "-net_pipeline_schedule 1f1b runs pipeline stages of consecutive nodes in rank order (-net_stages, entry@s in the nodes' order); this placement (groups of their own, sub-graph branches, or stages against the nodes' order) runs with "
              "-net_pipeline_schedule gpipe");
@@ -731,7 +847,14 @@ static PetscErrorCode NetPlaceFreeTangents(NetPlace *pl)
 static PetscErrorCode NetPlaceFreeBuffers(NetPlace *pl)
 {
   PetscFunctionBegin;
-  for (PetscInt e = 0; e < pl->nmoves; e++) PetscCall(PetscFree3(pl->moves[e].dval, pl->moves[e].dcot, pl->moves[e].rcot));
+  for (PetscInt e = 0; e < pl->nmoves; e++) {
+    NetMove *mv = &pl->moves[e];
+
+    PetscCall(PetscFree3(mv->dval, mv->dcot, mv->rcot));
+    PetscCall(PetscSFDestroy(&mv->sf));
+    if (mv->unit != MPI_DATATYPE_NULL && mv->unit) PetscCallMPI(MPI_Type_free(&mv->unit));
+    PetscCall(PetscFree3(mv->sfroot, mv->sfleaf, mv->sfrev));
+  }
   PetscCall(NetPlaceFreeTangents(pl));
   pl->ready = PETSC_FALSE;
   PetscFunctionReturn(0);
@@ -759,6 +882,7 @@ PetscErrorCode NetPlaceReset_Private(Net net)
   PetscCall(PetscFree(pl->rwork));
   PetscCall(PetscFree(pl->wide[0]));
   PetscCall(PetscFree(pl->wide[1]));
+  PetscCall(PetscFree2(pl->units, pl->punits));
   if (pl->comm != MPI_COMM_NULL && pl->comm) PetscCallMPI(MPI_Comm_free(&pl->comm));
   if (pl->tcomm != MPI_COMM_NULL && pl->tcomm) PetscCallMPI(MPI_Comm_free(&pl->tcomm));
   if (pl->gcomm != MPI_COMM_NULL && pl->gcomm) PetscCallMPI(MPI_Comm_free(&pl->gcomm));
@@ -783,16 +907,31 @@ PetscErrorCode NetPlaceCounts_Private(Net net, PetscInt n, PetscInt counts[], Pe
   PetscCallMPI(MPI_Allgather(&n, 1, MPIU_INT, all, 1, MPIU_INT, comm));
   tmp.pub[0] = 0;
   for (PetscMPIInt p = 0; p < pl->size; p++) tmp.pub[p + 1] = tmp.pub[p] + all[p];
-  tmp.N     = tmp.pub[pl->size];
+  tmp.N = tmp.pub[pl->size];
+  if (pl->grid) { /* the batch is nf fields, each rank holding its block of each */
+    PetscInt nf[2];
+
+    PetscCheck(pl->punits[pl->rank] > 0 && n % pl->punits[pl->rank] == 0, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ,
+               "In grid mode an input batch holds this rank's block of whole fields (%" PetscInt_FMT " points of the DMDA each), but it has %" PetscInt_FMT " points on this rank: give DMDA global Vecs, or nf blocks end to end", pl->punits[pl->rank],
+               n);
+    nf[0] = n / pl->punits[pl->rank];
+    nf[1] = -nf[0];
+    PetscCall(MPIU_Allreduce(MPI_IN_PLACE, nf, 2, MPIU_INT, MPI_MAX, comm));
+    PetscCheck(nf[0] == -nf[1], comm, PETSC_ERR_ARG_SIZ, "In grid mode every rank holds its block of the same fields, but the ranks hold from %" PetscInt_FMT " to %" PetscInt_FMT " fields", -nf[1], nf[0]);
+    PetscCheck(nf[0] % pl->M == 0, comm, PETSC_ERR_ARG_SIZ, "-net_microbatches %" PetscInt_FMT " on a grid cuts the batch's %" PetscInt_FMT " fields into micro-batches of whole fields: give a number of micro-batches that divides the fields", pl->M,
+               nf[0]);
+    tmp.nf = nf[0];
+  }
   counts[0] = n;
-  for (PetscInt k = 0; k < net->nlayers; k++) counts[k + 1] = NetPlaceLocalRows(&tmp, pl->group[k], n);
-  counts[net->nlayers] = n;
+  for (PetscInt k = 0; k < net->nlayers; k++) counts[k + 1] = NetPlaceLocalRows(&tmp, k + 1, pl->group[k], n);
+  counts[net->nlayers] = pl->grid ? NetPlaceLocalRows(&tmp, net->nlayers, NET_PLACE_PUBLIC, n) : n;
   if (commit) {
     PetscCall(NetPlaceFreeBuffers(pl));
     PetscCall(PetscFree(pl->pub));
     PetscCall(PetscMalloc1(pl->size + 1, &pl->pub));
     PetscCall(PetscArraycpy(pl->pub, tmp.pub, pl->size + 1));
-    pl->N = tmp.N;
+    pl->N  = tmp.N;
+    pl->nf = tmp.nf;
   }
   PetscCall(PetscFree2(all, tmp.pub));
   PetscFunctionReturn(0);
@@ -814,7 +953,7 @@ static PetscErrorCode NetPlaceBuffers(Net net)
         for (PetscInt side = 0; side < 2; side++) {
           PetscInt g0, n, row;
 
-          NetPlaceRange(pl, side ? pl->moves[e].dst : pl->moves[e].src, pl->rank, m, &g0, &n, &row);
+          NetPlaceRange(pl, pl->moves[e].v, side ? pl->moves[e].dst : pl->moves[e].src, pl->rank, m, &g0, &n, &row);
           most = PetscMax(most, (PetscInt64)n * pl->moves[e].size * pl->es);
         }
     PetscCall(MPIU_Allreduce(MPI_IN_PLACE, &most, 1, MPIU_INT64, MPI_MAX, PetscObjectComm((PetscObject)net)));
@@ -823,11 +962,17 @@ static PetscErrorCode NetPlaceBuffers(Net net)
   }
   for (PetscInt e = 0; e < pl->nmoves; e++) {
     NetMove       *mv = &pl->moves[e];
-    const PetscInt nd = mv->k < 0 ? NetPlaceLocalRows(pl, mv->src, 0) : NetPlaceLocalRows(pl, mv->dst, 0);
-    const PetscInt ns = mv->k < 0 ? 0 : NetPlaceLocalRows(pl, mv->src, net->vlocal[mv->v]);
+    const PetscInt nd = mv->k < 0 ? NetPlaceLocalRows(pl, mv->v, mv->src, 0) : NetPlaceLocalRows(pl, mv->v, mv->dst, 0);
+    const PetscInt ns = mv->k < 0 ? 0 : NetPlaceLocalRows(pl, mv->v, mv->src, net->vlocal[mv->v]);
     const size_t   bd = (size_t)pl->es * (size_t)nd * (size_t)mv->size, bs = (size_t)pl->es * (size_t)ns * (size_t)mv->size;
 
     PetscCall(PetscMalloc3(bd, &mv->dval, bd, &mv->dcot, bs, &mv->rcot));
+    if (pl->grid && mv->v == 0) { /* the Net's input, from the public grid's blocks to the stage's */
+      PetscCall(NetSpatialCreateStageSF_Private(net, NetPlaceInGroup(pl, mv->dst, pl->rank), pl->nf / pl->M, mv->size, &mv->sf));
+      PetscCallMPI(MPI_Type_contiguous((PetscMPIInt)mv->size, MPIU_SCALAR, &mv->unit));
+      PetscCallMPI(MPI_Type_commit(&mv->unit));
+      PetscCall(PetscCalloc3(pl->M, &mv->sfroot, pl->M, &mv->sfleaf, pl->M, &mv->sfrev));
+    }
   }
   pl->ready = PETSC_TRUE;
   PetscFunctionReturn(0);
@@ -848,13 +993,24 @@ static PetscErrorCode NetMoveBeginOn(NetPlace *pl, MPI_Comm comm, PetscInt e, Pe
   MPI_Request   *req = mv->req + (size_t)m * 2 * pl->size;
 
   PetscFunctionBegin;
-  NetPlaceRange(pl, from, pl->rank, m, &fg, &fn, &fr);
-  NetPlaceRange(pl, to, pl->rank, m, &tg, &tn, &tr);
+  NetPlaceRange(pl, mv->v, from, pl->rank, m, &fg, &fn, &fr);
+  NetPlaceRange(pl, mv->v, to, pl->rank, m, &tg, &tn, &tr);
+  if (mv->sf) { /* the Net's input on a grid: its PetscSF (roots: the public blocks, leaves: the stage's), R or R^T */
+    mv->sfroot[m] = (char *)(reverse ? dst + (size_t)tr * row : src + (size_t)fr * row);
+    mv->sfleaf[m] = (char *)(reverse ? src + (size_t)fr * row : dst + (size_t)tr * row);
+    mv->sfrev[m]  = reverse;
+    if (reverse)
+      PetscCall(PetscSFReduceBegin(mv->sf, mv->unit, mv->sfleaf[m], mv->sfroot[m], MPI_REPLACE));
+    else
+      PetscCall(PetscSFBcastBegin(mv->sf, mv->unit, mv->sfroot[m], mv->sfleaf[m], MPI_REPLACE));
+    mv->nreq[m] = -1;
+    PetscFunctionReturn(0);
+  }
   for (PetscMPIInt q = 0; q < pl->size; q++) {
     PetscInt qg, qn, qr;
 
     if (tn) { /* receive: my rows of `to` from q's rows of `from` */
-      NetPlaceRange(pl, from, q, m, &qg, &qn, &qr);
+      NetPlaceRange(pl, mv->v, from, q, m, &qg, &qn, &qr);
       {
         const PetscInt lo = PetscMax(tg, qg), hi = PetscMin(tg + tn, qg + qn);
 
@@ -862,7 +1018,7 @@ static PetscErrorCode NetMoveBeginOn(NetPlace *pl, MPI_Comm comm, PetscInt e, Pe
       }
     }
     if (fn) { /* send: my rows of `from` that q holds in `to` */
-      NetPlaceRange(pl, to, q, m, &qg, &qn, &qr);
+      NetPlaceRange(pl, mv->v, to, q, m, &qg, &qn, &qr);
       {
         const PetscInt lo = PetscMax(fg, qg), hi = PetscMin(fg + fn, qg + qn);
 
@@ -891,7 +1047,14 @@ static PetscErrorCode NetMoveEnd(NetPlace *pl, PetscInt e, PetscInt m)
   NetMove *mv = &pl->moves[e];
 
   PetscFunctionBegin;
-  if (mv->nreq[m]) {
+  if (mv->nreq[m] < 0) { /* a PetscSF's */
+    PetscCall(PetscLogEventBegin(NET_PLACE_WAIT, 0, 0, 0, 0));
+    if (mv->sfrev[m])
+      PetscCall(PetscSFReduceEnd(mv->sf, mv->unit, mv->sfleaf[m], mv->sfroot[m], MPI_REPLACE));
+    else
+      PetscCall(PetscSFBcastEnd(mv->sf, mv->unit, mv->sfroot[m], mv->sfleaf[m], MPI_REPLACE));
+    PetscCall(PetscLogEventEnd(NET_PLACE_WAIT, 0, 0, 0, 0));
+  } else if (mv->nreq[m]) {
     PetscCall(PetscLogEventBegin(NET_PLACE_WAIT, 0, 0, 0, 0));
     PetscCallMPI(MPI_Waitall(mv->nreq[m], mv->req + (size_t)m * 2 * pl->size, MPI_STATUSES_IGNORE));
     PetscCall(PetscLogEventEnd(NET_PLACE_WAIT, 0, 0, 0, 0));
@@ -938,7 +1101,7 @@ static PetscErrorCode NetPlaceAddCotangent(Net net, PetscInt e)
   PetscBool     *seeded = &pl->seeded[mv->v * pl->M + m];
 
   PetscFunctionBegin;
-  NetPlaceRange(pl, mv->src, pl->rank, m, &g0, &n, &row);
+  NetPlaceRange(pl, mv->v, mv->src, pl->rank, m, &g0, &n, &row);
   PetscCall(NetPlaceStoreArray(net, NET_SLOT_TANGENT, mv->v, &d));
   if (n) {
     const size_t off = (size_t)row * (size_t)mv->size * pl->es;
@@ -1217,7 +1380,7 @@ PetscErrorCode NetPlaceOutputStep_Private(Net net, PetscInt m, PetscErrorCode (*
   PetscFunctionBegin;
   pl->m = m;
   PetscCall(NetStore(net)->tovec(net, NET_SLOT_VALUE, L, net->act[L])); /* the output's rows of m arrived (ForwardAfter) */
-  NetPlaceRange(pl, NET_PLACE_PUBLIC, pl->rank, m, &g0, &n, &row);
+  NetPlaceRange(pl, net->nlayers, NET_PLACE_PUBLIC, pl->rank, m, &g0, &n, &row);
   PetscCall(VecGetArrayRead(net->act[L], &y));
   PetscCall(VecGetArray(dY, &dy));
   PetscCall(fn(net, row, n, y + (size_t)row * size, dy + (size_t)row * size, ctx));
@@ -1265,7 +1428,7 @@ PetscErrorCode NetPlaceJVPBegin_Private(Net net, PetscBool dxzero)
     for (PetscInt e = 0; e < pl->nmoves; e++) { /* the consumer's layout (the output move: the last node's stage) */
       const NetMove *mv = &pl->moves[e];
 
-      PetscCall(PetscMalloc1((size_t)pl->es * (size_t)NetPlaceLocalRows(pl, mv->k < 0 ? mv->src : mv->dst, 0) * (size_t)mv->size, &pl->tan[e]));
+      PetscCall(PetscMalloc1((size_t)pl->es * (size_t)NetPlaceLocalRows(pl, mv->v, mv->k < 0 ? mv->src : mv->dst, 0) * (size_t)mv->size, &pl->tan[e]));
     }
   }
   if (dxzero) PetscFunctionReturn(0);
@@ -1366,7 +1529,7 @@ PetscErrorCode NetPlaceSOSendBack_Private(Net net, PetscInt k, NetSlot s, PetscB
     sd = &pl->seeded[mv->v * pl->M + pl->m];
     PetscCall(NetMoveBeginOn(pl, pl->tcomm, e, pl->m, PETSC_TRUE, mv->dcot, mv->rcot));
     PetscCall(NetMoveEnd(pl, e, pl->m));
-    NetPlaceRange(pl, mv->src, pl->rank, pl->m, &g0, &n, &row);
+    NetPlaceRange(pl, mv->v, mv->src, pl->rank, pl->m, &g0, &n, &row);
     PetscCall(NetPlaceStoreArray(net, s, mv->v, &d));
     if (n) {
       const size_t off = (size_t)row * (size_t)mv->size * pl->es;
@@ -1474,7 +1637,7 @@ static PetscErrorCode NetPlaceWidenRows(NetPlace *pl, const char *src, PetscInt 
 PetscErrorCode NetPlaceGetNodeArrays_Private(Net net, PetscInt k, PetscInt *n, const PetscScalar **x, const PetscScalar **dy)
 {
   NetPlace          *pl = (NetPlace *)net->pl;
-  const PetscInt     L = net->nlayers, e = pl->movein[k * pl->maxin], rows = NetPlaceLocalRows(pl, pl->group[k], 0);
+  const PetscInt     L = net->nlayers, e = pl->movein[k * pl->maxin], rows = NetPlaceLocalRows(pl, k + 1, pl->group[k], 0);
   const Layer        l     = net->layers[k];
   const NetStoreOps *store = NetStore(net);
 
@@ -1484,6 +1647,8 @@ PetscErrorCode NetPlaceGetNodeArrays_Private(Net net, PetscInt k, PetscInt *n, c
              " micro-batches' values at a time, so no rank holds node %s's input values and output cotangents of the whole batch after the pass, which NetGetNodeArraysRead() hands out (K-FAC: -tao_type kfac, -trainer_hessian_pc kfac reads "
              "them): use -net_pipeline_schedule gpipe, or at most -net_stages micro-batches",
              pl->K, pl->M, net->nodes[k].name);
+  PetscCheck(!pl->grid, PetscObjectComm((PetscObject)net), PETSC_ERR_SUP,
+             "NetGetNodeArraysRead() (K-FAC: -tao_type kfac, -trainer_hessian_pc kfac) of a Net on a grid in pipeline stages is not built: node %s's input and output lie on grids of their own; drop -net_stages or K-FAC", net->nodes[k].name);
   if (n) *n = rows;
   if (x) *x = NULL;
   if (dy) *dy = NULL;
@@ -1522,6 +1687,17 @@ PetscErrorCode NetPlaceRestoreNodeArrays_Private(Net net, PetscInt k, const Pets
    The executor: the plain kernels on the node's rows of the micro-batch at hand, its inputs from other layouts read
    from their moves' buffers (and the last node's output written to the output move's) */
 
+/* the first row of value v in layout l on this rank, of the micro-batch at hand (0: all of them); in batch mode every value
+   of a node has the node's rows, on a grid a pool, an upsampling or a global pooling changes them */
+static PetscInt NetPlaceRowOf(const NetPlace *pl, PetscInt v, PetscInt l)
+{
+  PetscInt g0, n, row;
+
+  if (pl->m < 0) return 0;
+  NetPlaceRange(pl, v, l, pl->rank, pl->m, &g0, &n, &row);
+  return row;
+}
+
 static PetscErrorCode NetExecPlacedArrays(Net net, PetscInt k, NetElem t, const void *const x[], const void *y, const void **xs, const void **ys, PetscInt *n)
 {
   NetPlace    *pl = (NetPlace *)net->pl;
@@ -1533,9 +1709,9 @@ static PetscErrorCode NetExecPlacedArrays(Net net, PetscInt k, NetElem t, const 
   PetscCheck((size_t)pl->es <= es, PETSC_COMM_SELF, PETSC_ERR_PLIB, "A placed node computes in the store's element type or a wider one (float on bfloat16, double on float or bfloat16)");
   PetscCall(NetPlaceNodeRows_Private(net, k, &row, n));
   for (PetscInt i = 0; i < net->nodes[k].nin; i++) {
-    const PetscInt e = pl->movein[k * pl->maxin + i];
+    const PetscInt e = pl->movein[k * pl->maxin + i], rin = NetPlaceRowOf(pl, net->nodes[k].in[i] + 1, pl->group[k]);
 
-    xs[i] = e >= 0 ? pl->moves[e].dval + (size_t)row * l->insizes[i] * pl->es : (const char *)x[i] + (size_t)row * l->insizes[i] * es;
+    xs[i] = e >= 0 ? pl->moves[e].dval + (size_t)rin * l->insizes[i] * pl->es : (const char *)x[i] + (size_t)rin * l->insizes[i] * es;
   }
   if (ys) *ys = k == net->nlayers - 1 ? pl->moves[pl->nmoves - 1].dval + (size_t)row * l->outsize * pl->es : (const char *)y + (size_t)row * l->outsize * es;
   PetscFunctionReturn(0);
@@ -1610,7 +1786,7 @@ static PetscErrorCode NetExecForward_Placed(Net net, PetscInt k, NetElem t, cons
     PetscInt  g0, nn, row;
     PetscBool frozen;
 
-    NetPlaceRange(pl, pl->group[k], pl->rank, pl->m, &g0, &nn, &row);
+    NetPlaceRange(pl, k + 1, pl->group[k], pl->rank, pl->m, &g0, &nn, &row);
     PetscCall(NetPlaceDrawBegin(net, k, g0, &frozen));
     PetscCall(NetExecPlainForward_Private(net, k, n, t, th, xs, yf ? (void *)yf : (void *)ys));
     PetscCall(NetPlaceDrawEnd(net, k, frozen));
@@ -1653,7 +1829,7 @@ static PetscErrorCode NetPlaceRecompute(Net net, PetscInt k, NetElem t, const Pe
     PetscCall(PetscMalloc1(cnt, &pl->rwork));
     pl->nrwork = cnt;
   }
-  NetPlaceRange(pl, pl->group[k], pl->rank, pl->m, &g0, &nn, &row);
+  NetPlaceRange(pl, k + 1, pl->group[k], pl->rank, pl->m, &g0, &nn, &row);
   PetscCall(NetPlaceDrawBegin(net, k, g0, &frozen));
   PetscCall(NetExecPlainForward_Private(net, k, n, t, th, xs, pl->rwork));
   PetscCall(NetPlaceDrawEnd(net, k, frozen));
@@ -1688,10 +1864,10 @@ static PetscErrorCode NetExecBackward_Placed(Net net, PetscInt k, NetElem t, con
     if (pl->m < 0 || nd->bwdpart == 2)
       dxs[i] = NULL; /* the parameter part alone: deferred over every micro-batch, or a sharded node's second part (netforward.c) */
     else if (e >= 0) {
-      dxs[i] = (pl->moves[e].v == 0 && !pl->wantdx) ? NULL : pl->moves[e].dcot + (size_t)row * l->insizes[i] * pl->es;
+      dxs[i] = (pl->moves[e].v == 0 && !pl->wantdx) ? NULL : pl->moves[e].dcot + (size_t)NetPlaceRowOf(pl, nd->in[i] + 1, pl->group[k]) * l->insizes[i] * pl->es;
       if (conv) dxr[i] = dxs[i];
     } else
-      dxs[i] = dx[i] ? (char *)dx[i] + (size_t)row * l->insizes[i] * es : NULL;
+      dxs[i] = dx[i] ? (char *)dx[i] + (size_t)NetPlaceRowOf(pl, nd->in[i] + 1, pl->group[k]) * l->insizes[i] * es : NULL;
   }
   if (conv) { /* scratch: the last node's output and its cotangent (both in the output move's buffers), then each moved
                  input's value and cotangent */
@@ -1760,7 +1936,7 @@ static PetscErrorCode NetExecJVP_Placed(Net net, PetscInt k, NetElem t, const Pe
     if (net->tanzero[nd->in[i] + 1])
       dxs[i] = NULL;
     else
-      dxs[i] = e >= 0 ? (const void *)(pl->tan[e] + (size_t)row * l->insizes[i] * pl->es) : (const void *)((const char *)dx[i] + (size_t)row * l->insizes[i] * es);
+      dxs[i] = e >= 0 ? (const void *)(pl->tan[e] + (size_t)NetPlaceRowOf(pl, nd->in[i] + 1, pl->group[k]) * l->insizes[i] * pl->es) : (const void *)((const char *)dx[i] + (size_t)NetPlaceRowOf(pl, nd->in[i] + 1, pl->group[k]) * l->insizes[i] * es);
   }
   dys = last ? (void *)(pl->tan[pl->nmoves - 1] + (size_t)row * l->outsize * pl->es) : (void *)((char *)dy + (size_t)row * l->outsize * es);
   if (conv) { /* scratch: the last node's output and its tangent, then each moved input's value and tangent, widened */
@@ -2041,6 +2217,141 @@ static PetscErrorCode NetExecJVP_PlacedSplit(Net net, PetscInt k, NetElem t, con
 }
 
 /* the curvature term: the placed one, which runs a split node on every rank of its stage (in double: at single and bfloat16 its moved rows widened there) */
+/*
+  A spatial node on a stage of a grid (NetSetGrid() with -net_stages; NetNode.sp): netspatial.c's executor on the stage's
+  own grid and communicator (its halo exchanges, and a global pooling's reduction onto the stage's first rank, among
+  the stage's ranks only), its batch the fields of the micro-batch at hand. Its input and output rows are those of its
+  two values (a pool or an upsampling changes the points of a field, a globalavgpool leaves the grid): input row rin,
+  output row rout (NetPlaceRowOf()). Every rank of the stage runs every step, with rows or none (the exchanges are
+  collective on the stage); the other ranks never do. Its box and its local layer's state are those of its last step:
+  a backward, JVP or curvature step on another micro-batch gathers the box again and recomputes its local forward
+  (fwdm[k]; NetSpatialForgetBox_Private()). Its parameter part is never deferred (netforward.c). Double only.
+*/
+static PetscErrorCode NetPlaceSpatialStep(Net net, PetscInt k, PetscInt *rin, PetscInt *rout, PetscBool *mine)
+{
+  NetPlace *pl = (NetPlace *)net->pl;
+
+  PetscFunctionBegin;
+  *mine = NetPlaceInGroup(pl, pl->group[k], pl->rank);
+  *rin  = NetPlaceRowOf(pl, net->nodes[k].in[0] + 1, pl->group[k]);
+  *rout = NetPlaceRowOf(pl, k + 1, pl->group[k]);
+  PetscCheck(pl->m >= 0, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Node %s runs on its stage's grid: its steps run micro-batch by micro-batch", net->nodes[k].name);
+  PetscCheck(NetElemBytes(NET_ELEM_DOUBLE) == (size_t)pl->es, PETSC_COMM_SELF, PETSC_ERR_PLIB, "A spatial node of a stage computes in double");
+  if (*mine && pl->fwdm[k] != pl->m) PetscCall(NetSpatialForgetBox_Private(net, k));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetExecForward_PlacedSpatial(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], void *y)
+{
+  NetPlace      *pl = (NetPlace *)net->pl;
+  const void    *xs[1], *ys;
+  PetscInt       n, rin, rout;
+  PetscBool      mine;
+  PetscLogDouble t0;
+
+  PetscFunctionBegin;
+  PetscCall(NetPlaceSpatialStep(net, k, &rin, &rout, &mine));
+  if (!mine) PetscFunctionReturn(0);
+  PetscCall(NetExecPlacedArrays(net, k, t, x, y, xs, &ys, &n));
+  t0 = MPI_Wtime();
+  PetscCall(NetSpatialForward_Private(net, k, n, t, th, xs, (void *)ys));
+  pl->fwdm[k] = pl->m;
+  pl->busy += MPI_Wtime() - t0;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetExecBackward_PlacedSpatial(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], const void *y, const void *dy, void *const dx[], PetscScalar *dth, PetscInt mask)
+{
+  NetPlace      *pl = (NetPlace *)net->pl;
+  const Layer    l  = net->layers[k];
+  const PetscInt e = pl->movein[k * pl->maxin], es = pl->es;
+  const void    *xs[1], *ys, *dys;
+  void          *dxs[1];
+  PetscInt       n, rin, rout;
+  PetscBool      mine;
+  PetscLogDouble t0;
+
+  PetscFunctionBegin;
+  (void)mask; /* no activation is fused on a grid (netfuse.c) */
+  PetscCall(NetPlaceSpatialStep(net, k, &rin, &rout, &mine));
+  if (!mine) PetscFunctionReturn(0);
+  PetscCall(NetExecPlacedArrays(net, k, t, x, y, xs, &ys, &n));
+  dys = k == net->nlayers - 1 ? pl->moves[pl->nmoves - 1].dcot + (size_t)rout * l->outsize * es : (const char *)dy + (size_t)rout * l->outsize * es;
+  if (e >= 0)
+    dxs[0] = (pl->moves[e].v == 0 && !pl->wantdx) ? NULL : pl->moves[e].dcot + (size_t)rin * l->insizes[0] * es;
+  else
+    dxs[0] = dx[0] ? (char *)dx[0] + (size_t)rin * l->insizes[0] * es : NULL;
+  t0 = MPI_Wtime();
+  PetscCall(NetSpatialBackward_Private(net, k, n, t, th, xs, ys, dys, dxs, dth));
+  pl->fwdm[k] = pl->m;
+  pl->busy += MPI_Wtime() - t0;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetExecJVP_PlacedSpatial(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], const void *y, const void *const dx[], const PetscScalar *dth, void *dy)
+{
+  NetPlace      *pl = (NetPlace *)net->pl;
+  const Layer    l  = net->layers[k];
+  const PetscInt e = pl->movein[k * pl->maxin], es = pl->es;
+  const void    *xs[1], *ys, *dxs[1];
+  void          *dys;
+  PetscInt       n, rin, rout;
+  PetscBool      mine;
+
+  PetscFunctionBegin;
+  PetscCall(NetPlaceSpatialStep(net, k, &rin, &rout, &mine));
+  if (!mine) PetscFunctionReturn(0);
+  PetscCall(NetExecPlacedArrays(net, k, t, x, y, xs, &ys, &n));
+  if (net->tanzero[net->nodes[k].in[0] + 1])
+    dxs[0] = NULL;
+  else
+    dxs[0] = e >= 0 ? (const void *)(pl->tan[e] + (size_t)rin * l->insizes[0] * es) : (const void *)((const char *)dx[0] + (size_t)rin * l->insizes[0] * es);
+  dys = k == net->nlayers - 1 ? (void *)(pl->tan[pl->nmoves - 1] + (size_t)rout * l->outsize * es) : (void *)((char *)dy + (size_t)rout * l->outsize * es);
+  PetscCall(NetSpatialJVP_Private(net, k, n, t, th, xs, ys, dxs, dth, dys));
+  pl->fwdm[k] = pl->m;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetExecSOBackward_PlacedSpatial(Net net, PetscInt k, const PetscScalar *th, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *thd, const PetscScalar *ydot, const PetscScalar *dy,
+                                                      PetscScalar *dxd, PetscScalar *hvk)
+{
+  NetPlace       *pl = (NetPlace *)net->pl;
+  const Layer     l  = net->layers[k];
+  const PetscInt  e = pl->movein[k * pl->maxin], o = pl->nmoves - 1, is = l->insizes[0], os = l->outsize;
+  const PetscBool xzero = net->tanzero[net->nodes[k].in[0] + 1], yzero = net->tanzero[k + 1];
+  PetscInt        g0, n, rin, rout;
+  PetscBool       mine;
+
+  PetscFunctionBegin;
+  if (l->sozero) PetscFunctionReturn(0);
+  PetscCall(NetPlaceSpatialStep(net, k, &rin, &rout, &mine));
+  if (!mine) PetscFunctionReturn(0);
+  NetPlaceRange(pl, k + 1, pl->group[k], pl->rank, pl->m, &g0, &n, &rout);
+  if (e >= 0) {
+    x    = (const PetscScalar *)pl->moves[e].dval + rin * is;
+    xdot = xzero ? NULL : (const PetscScalar *)pl->tan[e] + rin * is;
+    dxd  = pl->moves[e].v || pl->wantdx ? (PetscScalar *)pl->moves[e].dcot + rin * is : NULL;
+  } else {
+    x    = x + rin * is;
+    xdot = xzero ? NULL : xdot + rin * is;
+    if (dxd) dxd += rin * is;
+  }
+  if (k == net->nlayers - 1) {
+    y    = (const PetscScalar *)pl->moves[o].dval + rout * os;
+    ydot = yzero ? NULL : (const PetscScalar *)pl->tan[o] + rout * os;
+    dy   = (const PetscScalar *)pl->moves[o].dcot + rout * os;
+  } else {
+    y    = y + rout * os;
+    ydot = yzero ? NULL : ydot + rout * os;
+    dy   = dy + rout * os;
+  }
+  PetscCall(NetSpatialSOBackward_Private(net, k, n, th, x, y, xdot, thd, ydot, dy, dxd, hvk));
+  pl->fwdm[k] = pl->m;
+  PetscFunctionReturn(0);
+}
+
+const NetExecOps NetExecPlacedSpatial = {"stage+spatial", PETSC_TRUE, PETSC_TRUE, NetExecForward_PlacedSpatial, NetExecBackward_PlacedSpatial, NetExecJVP_PlacedSpatial, NetExecSOBackward_PlacedSpatial, NetSpatialViewNode_Private};
+
 const NetExecOps NetExecPlacedSplit = {"stage+model", PETSC_FALSE, PETSC_TRUE, NetExecForward_PlacedSplit, NetExecBackward_PlacedSplit, NetExecJVP_PlacedSplit, NetExecSOBackward_Placed, NetExecView_Placed};
 
 /* ------------------------------------------------------------------------------------------------------------------
@@ -2354,7 +2665,7 @@ PetscErrorCode NetPlaceTestMoves_Private(Net net, PetscRandom rnd, PetscReal *er
   PetscCheck(pl->N >= 0, comm, PETSC_ERR_ORDER, "Test the moves after a forward pass (the batch fixes them)");
   for (PetscInt e = 0; e < pl->nmoves; e++) {
     NetMove       *mv = &pl->moves[e];
-    const PetscInt ns = NetPlaceLocalRows(pl, mv->src, net->nlocal) * mv->size, nt = NetPlaceLocalRows(pl, mv->dst, net->nlocal) * mv->size;
+    const PetscInt ns = NetPlaceLocalRows(pl, mv->v, mv->src, net->nlocal) * mv->size, nt = NetPlaceLocalRows(pl, mv->v, mv->dst, net->nlocal) * mv->size;
     const PetscInt es = pl->es;
     PetscScalar   *x, *rx, *y, *rty;
     PetscReal      loc[3] = {0, 0, 0}, glob[3];
@@ -2372,12 +2683,12 @@ PetscErrorCode NetPlaceTestMoves_Private(Net net, PetscRandom rnd, PetscReal *er
       PetscCall(NetMoveEnd(pl, e, m));
       PetscCall(NetMoveBegin(pl, e, m, PETSC_TRUE, (const char *)y, (char *)rty));
       PetscCall(NetMoveEnd(pl, e, m));
-      NetPlaceRange(pl, mv->dst, pl->rank, m, &g0, &n, &tr);
+      NetPlaceRange(pl, mv->v, mv->dst, pl->rank, m, &g0, &n, &tr);
       for (PetscInt i = tr * mv->size; i < (tr + n) * mv->size; i++) {
         loc[0] += rx[i] * y[i];
         loc[2] = PetscMax(loc[2], PetscAbsScalar(rx[i]) * PetscAbsScalar(y[i]));
       }
-      NetPlaceRange(pl, mv->src, pl->rank, m, &g0, &n, &sr);
+      NetPlaceRange(pl, mv->v, mv->src, pl->rank, m, &g0, &n, &sr);
       for (PetscInt i = sr * mv->size; i < (sr + n) * mv->size; i++) loc[1] += x[i] * rty[i];
     }
     PetscCall(MPIU_Allreduce(loc, glob, 2, MPIU_REAL, MPIU_SUM, comm));
