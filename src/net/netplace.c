@@ -90,10 +90,10 @@ typedef struct {
   MPI_Request *req;      /* per micro-batch, up to 2 P requests */
   PetscMPIInt *nreq;
   /* on a grid, the Net's input moved to a stage (NetPlaceGridRange()): a PetscSF from the public grid's blocks (roots)
-     to the stage grid's (leaves) for one micro-batch of fields, unit a point's size entries; per micro-batch the root
+     to the stage grid's (leaves) for one micro-batch of fields, unit a point's size stored entries (bytes); per micro-batch the root
      and leaf arrays of the move in flight (a broadcast, or reverse: the reduce of its adjoint) */
   PetscSF      sf;
-  MPI_Datatype unit;
+  MPI_Datatype unit[2]; /* a point's stored entries, and its doubles (NetPlaceTestMoves_Private() moves doubles) */
   char       **sfroot, **sfleaf;
   PetscBool   *sfrev;
 } NetMove;
@@ -216,7 +216,7 @@ static void NetPlaceGridRange(const NetPlace *pl, PetscInt v, PetscInt l, PetscM
   }
   u    = l == NET_PLACE_PUBLIC ? (v == 0 ? pl->punits[j] : (j == 0 ? 1 : 0)) : pl->units[v * pl->G + j];
   *n   = nfm * u;
-  *row = f0 * u;
+  *row = (l != NET_PLACE_PUBLIC && pl->K) ? (m % pl->K) * (pl->nf / pl->M) * u : f0 * u; /* 1F1B: slot m % K of a stage */
   *g0  = f0 * total + nfm * before;
 }
 
@@ -270,6 +270,10 @@ static PetscInt NetPlaceLocalRows(const NetPlace *pl, PetscInt v, PetscInt l, Pe
   PetscInt g0, n, row;
 
   if (l == NET_PLACE_PUBLIC && !pl->grid) return nlocal;
+  if (pl->grid) { /* the last micro-batch's rows, or the last slot's */
+    NetPlaceRange(pl, v, l, pl->rank, l != NET_PLACE_PUBLIC && pl->K ? pl->K - 1 : pl->M - 1, &g0, &n, &row);
+    return row + n;
+  }
   if (pl->K) return NetPlaceInGroup(pl, l, pl->rank) ? pl->K * (((pl->N + pl->M - 1) / pl->M + pl->gn[l] - 1) / pl->gn[l]) : 0; /* 1F1B: K slots */
   NetPlaceRange(pl, v, l, pl->rank, pl->M - 1, &g0, &n, &row);
   return row + n;
@@ -404,10 +408,8 @@ static PetscErrorCode NetPlaceCheckModes(Net net)
                net->nstages, net->ngroups);
     PetscCheck(net->parallel == NET_PARALLEL_REPLICATED, comm, PETSC_ERR_SUP,
                "-net_stages %" PetscInt_FMT " on a grid runs each stage spatially parallel over its ranks with its parameters replicated; a spatial stage that is also -net_parallel %s (sharded parameters, partitioned spatial+model convolutions, "
-                                            "sub-graphs) is not built: use -net_parallel replicated, or drop the stages",
+               "sub-graphs) is not built: use -net_parallel replicated, or drop the stages",
                net->nstages, NetParallelTypes[net->parallel]);
-    PetscCheck(net->schedule == NET_PIPELINE_GPIPE, comm, PETSC_ERR_SUP, "-net_pipeline_schedule 1f1b on a grid (NetSetGrid() with -net_stages) is not built yet: use -net_pipeline_schedule gpipe");
-    PetscCheck(net->precision == NET_PRECISION_DOUBLE, comm, PETSC_ERR_SUP, "-net_stages on a grid (NetSetGrid()) runs in double only so far: use -net_precision double, or drop the stages");
     PetscCheck(net->sgrid, comm, PETSC_ERR_SUP, "Pipeline stages on a grid (NetSetGrid()) are cut by -net_stages S (or -net_microbatches M alone): give -net_stages, not the nodes' own placements");
   }
   PetscCheck(!net->fcachesize, comm, PETSC_ERR_SUP, "-net_forward_cache with -net_stages / -net_microbatches / -net_parallel subgraph is not built: drop one of them");
@@ -852,7 +854,8 @@ static PetscErrorCode NetPlaceFreeBuffers(NetPlace *pl)
 
     PetscCall(PetscFree3(mv->dval, mv->dcot, mv->rcot));
     PetscCall(PetscSFDestroy(&mv->sf));
-    if (mv->unit != MPI_DATATYPE_NULL && mv->unit) PetscCallMPI(MPI_Type_free(&mv->unit));
+    for (PetscInt u = 0; u < 2; u++)
+      if (mv->unit[u] != MPI_DATATYPE_NULL && mv->unit[u]) PetscCallMPI(MPI_Type_free(&mv->unit[u]));
     PetscCall(PetscFree3(mv->sfroot, mv->sfleaf, mv->sfrev));
   }
   PetscCall(NetPlaceFreeTangents(pl));
@@ -969,8 +972,10 @@ static PetscErrorCode NetPlaceBuffers(Net net)
     PetscCall(PetscMalloc3(bd, &mv->dval, bd, &mv->dcot, bs, &mv->rcot));
     if (pl->grid && mv->v == 0) { /* the Net's input, from the public grid's blocks to the stage's */
       PetscCall(NetSpatialCreateStageSF_Private(net, NetPlaceInGroup(pl, mv->dst, pl->rank), pl->nf / pl->M, mv->size, &mv->sf));
-      PetscCallMPI(MPI_Type_contiguous((PetscMPIInt)mv->size, MPIU_SCALAR, &mv->unit));
-      PetscCallMPI(MPI_Type_commit(&mv->unit));
+      for (PetscInt u = 0; u < 2; u++) { /* the stored entries, of any type; doubles */
+        PetscCallMPI(MPI_Type_contiguous((PetscMPIInt)(mv->size * (u ? (PetscInt)sizeof(PetscScalar) : pl->es)), MPI_BYTE, &mv->unit[u]));
+        PetscCallMPI(MPI_Type_commit(&mv->unit[u]));
+      }
       PetscCall(PetscCalloc3(pl->M, &mv->sfroot, pl->M, &mv->sfleaf, pl->M, &mv->sfrev));
     }
   }
@@ -1000,9 +1005,9 @@ static PetscErrorCode NetMoveBeginOn(NetPlace *pl, MPI_Comm comm, PetscInt e, Pe
     mv->sfleaf[m] = (char *)(reverse ? src + (size_t)fr * row : dst + (size_t)tr * row);
     mv->sfrev[m]  = reverse;
     if (reverse)
-      PetscCall(PetscSFReduceBegin(mv->sf, mv->unit, mv->sfleaf[m], mv->sfroot[m], MPI_REPLACE));
+      PetscCall(PetscSFReduceBegin(mv->sf, mv->unit[pl->es == sizeof(PetscScalar)], mv->sfleaf[m], mv->sfroot[m], MPI_REPLACE));
     else
-      PetscCall(PetscSFBcastBegin(mv->sf, mv->unit, mv->sfroot[m], mv->sfleaf[m], MPI_REPLACE));
+      PetscCall(PetscSFBcastBegin(mv->sf, mv->unit[pl->es == sizeof(PetscScalar)], mv->sfroot[m], mv->sfleaf[m], MPI_REPLACE));
     mv->nreq[m] = -1;
     PetscFunctionReturn(0);
   }
@@ -1050,9 +1055,9 @@ static PetscErrorCode NetMoveEnd(NetPlace *pl, PetscInt e, PetscInt m)
   if (mv->nreq[m] < 0) { /* a PetscSF's */
     PetscCall(PetscLogEventBegin(NET_PLACE_WAIT, 0, 0, 0, 0));
     if (mv->sfrev[m])
-      PetscCall(PetscSFReduceEnd(mv->sf, mv->unit, mv->sfleaf[m], mv->sfroot[m], MPI_REPLACE));
+      PetscCall(PetscSFReduceEnd(mv->sf, mv->unit[pl->es == sizeof(PetscScalar)], mv->sfleaf[m], mv->sfroot[m], MPI_REPLACE));
     else
-      PetscCall(PetscSFBcastEnd(mv->sf, mv->unit, mv->sfroot[m], mv->sfleaf[m], MPI_REPLACE));
+      PetscCall(PetscSFBcastEnd(mv->sf, mv->unit[pl->es == sizeof(PetscScalar)], mv->sfroot[m], mv->sfleaf[m], MPI_REPLACE));
     PetscCall(PetscLogEventEnd(NET_PLACE_WAIT, 0, 0, 0, 0));
   } else if (mv->nreq[m]) {
     PetscCall(PetscLogEventBegin(NET_PLACE_WAIT, 0, 0, 0, 0));
@@ -2227,126 +2232,206 @@ static PetscErrorCode NetExecJVP_PlacedSplit(Net net, PetscInt k, NetElem t, con
   a backward, JVP or curvature step on another micro-batch gathers the box again and recomputes its local forward
   (fwdm[k]; NetSpatialForgetBox_Private()). Its parameter part is never deferred (netforward.c). Double only.
 */
-static PetscErrorCode NetPlaceSpatialStep(Net net, PetscInt k, PetscInt *rin, PetscInt *rout, PetscBool *mine)
+static PetscErrorCode NetPlaceSpatialStep(Net net, PetscInt k, PetscInt *rin, PetscInt *nin, PetscInt *rout, PetscInt *nout, PetscBool *mine)
 {
   NetPlace *pl = (NetPlace *)net->pl;
+  PetscInt  g0;
 
   PetscFunctionBegin;
-  *mine = NetPlaceInGroup(pl, pl->group[k], pl->rank);
-  *rin  = NetPlaceRowOf(pl, net->nodes[k].in[0] + 1, pl->group[k]);
-  *rout = NetPlaceRowOf(pl, k + 1, pl->group[k]);
   PetscCheck(pl->m >= 0, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Node %s runs on its stage's grid: its steps run micro-batch by micro-batch", net->nodes[k].name);
-  PetscCheck(NetElemBytes(NET_ELEM_DOUBLE) == (size_t)pl->es, PETSC_COMM_SELF, PETSC_ERR_PLIB, "A spatial node of a stage computes in double");
+  *mine = NetPlaceInGroup(pl, pl->group[k], pl->rank);
+  NetPlaceRange(pl, net->nodes[k].in[0] + 1, pl->group[k], pl->rank, pl->m, &g0, nin, rin);
+  NetPlaceRange(pl, k + 1, pl->group[k], pl->rank, pl->m, &g0, nout, rout);
   if (*mine && pl->fwdm[k] != pl->m) PetscCall(NetSpatialForgetBox_Private(net, k));
+  PetscFunctionReturn(0);
+}
+
+/*
+  Where the kernel's type t differs from the store's (a node computing in float on a bfloat16 store, the curvature
+  term in double on a float or bfloat16 one), the rows a step reads from the moves' buffers (its input when it came by
+  a move, the last node's output and its cotangent or tangent) are widened into the placement's scratch, and what it
+  writes there (the moved input's cotangent, the last node's output or tangent) is rounded back after the step, as the
+  plain placed executor does. cnt[]: the entries of each of up to 6 arrays; f[]: where each one's widened rows lie.
+*/
+static PetscErrorCode NetPlaceSpatialScratch(NetPlace *pl, NetElem t, const size_t cnt[], PetscInt na, char *f[])
+{
+  const size_t es    = NetElemBytes(t);
+  size_t       total = 1;
+  char        *w;
+
+  PetscFunctionBegin;
+  for (PetscInt i = 0; i < na; i++) total += cnt[i];
+  PetscCall(NetPlaceScratch(pl, total * es, &w));
+  for (PetscInt i = 0; i < na; i++) {
+    f[i] = cnt[i] ? w : NULL;
+    w += cnt[i] * es;
+  }
   PetscFunctionReturn(0);
 }
 
 static PetscErrorCode NetExecForward_PlacedSpatial(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], void *y)
 {
-  NetPlace      *pl = (NetPlace *)net->pl;
-  const void    *xs[1], *ys;
-  PetscInt       n, rin, rout;
-  PetscBool      mine;
-  PetscLogDouble t0;
+  NetPlace       *pl   = (NetPlace *)net->pl;
+  const Layer     l    = net->layers[k];
+  const PetscBool conv = NetPlaceConverts(pl, t), moved = (PetscBool)(pl->movein[k * pl->maxin] >= 0), last = (PetscBool)(k == net->nlayers - 1);
+  const void     *xs[1], *ys;
+  char           *f[2] = {NULL, NULL};
+  PetscInt        n, rin, nin, rout, nout;
+  PetscBool       mine;
+  PetscLogDouble  t0;
 
   PetscFunctionBegin;
-  PetscCall(NetPlaceSpatialStep(net, k, &rin, &rout, &mine));
+  PetscCall(NetPlaceSpatialStep(net, k, &rin, &nin, &rout, &nout, &mine));
   if (!mine) PetscFunctionReturn(0);
   PetscCall(NetExecPlacedArrays(net, k, t, x, y, xs, &ys, &n));
+  if (conv) {
+    const size_t cnt[2] = {moved ? (size_t)nin * l->insizes[0] : 0, last ? (size_t)nout * l->outsize : 0};
+
+    PetscCall(NetPlaceSpatialScratch(pl, t, cnt, 2, f));
+    if (f[0]) NetPlaceWiden(pl->es, xs[0], cnt[0], t, f[0]), xs[0] = f[0];
+  }
   t0 = MPI_Wtime();
-  PetscCall(NetSpatialForward_Private(net, k, n, t, th, xs, (void *)ys));
+  PetscCall(NetSpatialForward_Private(net, k, n, t, th, xs, conv && f[1] ? (void *)f[1] : (void *)ys));
   pl->fwdm[k] = pl->m;
   pl->busy += MPI_Wtime() - t0;
+  if (conv && f[1]) NetPlaceRound(t, f[1], (size_t)nout * l->outsize, pl->es, (void *)ys);
   PetscFunctionReturn(0);
 }
 
 static PetscErrorCode NetExecBackward_PlacedSpatial(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], const void *y, const void *dy, void *const dx[], PetscScalar *dth, PetscInt mask)
 {
-  NetPlace      *pl = (NetPlace *)net->pl;
-  const Layer    l  = net->layers[k];
-  const PetscInt e = pl->movein[k * pl->maxin], es = pl->es;
-  const void    *xs[1], *ys, *dys;
-  void          *dxs[1];
-  PetscInt       n, rin, rout;
-  PetscBool      mine;
-  PetscLogDouble t0;
+  NetPlace       *pl   = (NetPlace *)net->pl;
+  const Layer     l    = net->layers[k];
+  const PetscInt  e    = pl->movein[k * pl->maxin];
+  const size_t    ets  = NetElemBytes(t);
+  const PetscBool conv = NetPlaceConverts(pl, t), last = (PetscBool)(k == net->nlayers - 1);
+  const void     *xs[1], *ys, *dys;
+  void           *dxs[1], *dxr = NULL;
+  char           *f[4] = {NULL, NULL, NULL, NULL};
+  PetscInt        n, rin, nin, rout, nout;
+  PetscBool       mine;
+  PetscLogDouble  t0;
 
   PetscFunctionBegin;
   (void)mask; /* no activation is fused on a grid (netfuse.c) */
-  PetscCall(NetPlaceSpatialStep(net, k, &rin, &rout, &mine));
+  PetscCall(NetPlaceSpatialStep(net, k, &rin, &nin, &rout, &nout, &mine));
   if (!mine) PetscFunctionReturn(0);
   PetscCall(NetExecPlacedArrays(net, k, t, x, y, xs, &ys, &n));
-  dys = k == net->nlayers - 1 ? pl->moves[pl->nmoves - 1].dcot + (size_t)rout * l->outsize * es : (const char *)dy + (size_t)rout * l->outsize * es;
+  dys = last ? pl->moves[pl->nmoves - 1].dcot + (size_t)rout * l->outsize * pl->es : (const char *)dy + (size_t)rout * l->outsize * ets;
   if (e >= 0)
-    dxs[0] = (pl->moves[e].v == 0 && !pl->wantdx) ? NULL : pl->moves[e].dcot + (size_t)rin * l->insizes[0] * es;
+    dxs[0] = dxr = (pl->moves[e].v == 0 && !pl->wantdx) ? NULL : pl->moves[e].dcot + (size_t)rin * l->insizes[0] * pl->es;
   else
-    dxs[0] = dx[0] ? (char *)dx[0] + (size_t)rin * l->insizes[0] * es : NULL;
+    dxs[0] = dx[0] ? (char *)dx[0] + (size_t)rin * l->insizes[0] * ets : NULL;
+  if (conv) { /* the moved input and its cotangent, the last node's output and its cotangent */
+    const size_t ni = (size_t)nin * l->insizes[0], no = (size_t)nout * l->outsize;
+    const size_t cnt[4] = {e >= 0 ? ni : 0, dxr ? ni : 0, last ? no : 0, last ? no : 0};
+
+    PetscCall(NetPlaceSpatialScratch(pl, t, cnt, 4, f));
+    if (f[0]) NetPlaceWiden(pl->es, xs[0], ni, t, f[0]), xs[0] = f[0];
+    if (f[1]) dxs[0] = f[1]; /* the kernel writes (it does not add) the input's cotangent */
+    if (f[2]) NetPlaceWiden(pl->es, ys, no, t, f[2]), ys = f[2];
+    if (f[3]) NetPlaceWiden(pl->es, dys, no, t, f[3]), dys = f[3];
+  }
   t0 = MPI_Wtime();
   PetscCall(NetSpatialBackward_Private(net, k, n, t, th, xs, ys, dys, dxs, dth));
   pl->fwdm[k] = pl->m;
   pl->busy += MPI_Wtime() - t0;
+  if (conv && dxr) NetPlaceRound(t, dxs[0], (size_t)nin * l->insizes[0], pl->es, dxr);
   PetscFunctionReturn(0);
 }
 
 static PetscErrorCode NetExecJVP_PlacedSpatial(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], const void *y, const void *const dx[], const PetscScalar *dth, void *dy)
 {
-  NetPlace      *pl = (NetPlace *)net->pl;
-  const Layer    l  = net->layers[k];
-  const PetscInt e = pl->movein[k * pl->maxin], es = pl->es;
-  const void    *xs[1], *ys, *dxs[1];
-  void          *dys;
-  PetscInt       n, rin, rout;
-  PetscBool      mine;
+  NetPlace       *pl   = (NetPlace *)net->pl;
+  const Layer     l    = net->layers[k];
+  const PetscInt  e    = pl->movein[k * pl->maxin];
+  const size_t    ets  = NetElemBytes(t);
+  const PetscBool conv = NetPlaceConverts(pl, t), last = (PetscBool)(k == net->nlayers - 1);
+  const void     *xs[1], *ys, *dxs[1];
+  void           *dys;
+  char           *f[4] = {NULL, NULL, NULL, NULL};
+  PetscInt        n, rin, nin, rout, nout;
+  PetscBool       mine;
 
   PetscFunctionBegin;
-  PetscCall(NetPlaceSpatialStep(net, k, &rin, &rout, &mine));
+  PetscCall(NetPlaceSpatialStep(net, k, &rin, &nin, &rout, &nout, &mine));
   if (!mine) PetscFunctionReturn(0);
   PetscCall(NetExecPlacedArrays(net, k, t, x, y, xs, &ys, &n));
   if (net->tanzero[net->nodes[k].in[0] + 1])
     dxs[0] = NULL;
   else
-    dxs[0] = e >= 0 ? (const void *)(pl->tan[e] + (size_t)rin * l->insizes[0] * es) : (const void *)((const char *)dx[0] + (size_t)rin * l->insizes[0] * es);
-  dys = k == net->nlayers - 1 ? (void *)(pl->tan[pl->nmoves - 1] + (size_t)rout * l->outsize * es) : (void *)((char *)dy + (size_t)rout * l->outsize * es);
-  PetscCall(NetSpatialJVP_Private(net, k, n, t, th, xs, ys, dxs, dth, dys));
+    dxs[0] = e >= 0 ? (const void *)(pl->tan[e] + (size_t)rin * l->insizes[0] * pl->es) : (const void *)((const char *)dx[0] + (size_t)rin * l->insizes[0] * ets);
+  dys = last ? (void *)(pl->tan[pl->nmoves - 1] + (size_t)rout * l->outsize * pl->es) : (void *)((char *)dy + (size_t)rout * l->outsize * ets);
+  if (conv) { /* the moved input and its tangent, the last node's output and its tangent */
+    const size_t ni = (size_t)nin * l->insizes[0], no = (size_t)nout * l->outsize;
+    const size_t cnt[4] = {e >= 0 ? ni : 0, e >= 0 && dxs[0] ? ni : 0, last ? no : 0, last ? no : 0};
+
+    PetscCall(NetPlaceSpatialScratch(pl, t, cnt, 4, f));
+    if (f[0]) NetPlaceWiden(pl->es, xs[0], ni, t, f[0]), xs[0] = f[0];
+    if (f[1]) NetPlaceWiden(pl->es, dxs[0], ni, t, f[1]), dxs[0] = f[1];
+    if (f[2]) NetPlaceWiden(pl->es, ys, no, t, f[2]), ys = f[2];
+  }
+  PetscCall(NetSpatialJVP_Private(net, k, n, t, th, xs, ys, dxs, dth, conv && last ? (void *)f[3] : dys));
   pl->fwdm[k] = pl->m;
+  if (conv && last) NetPlaceRound(t, f[3], (size_t)nout * l->outsize, pl->es, dys);
   PetscFunctionReturn(0);
 }
 
+/* the curvature term, in double (netsecondorder.c): the moves' rows widened where the store is float or bfloat16, the
+   moved input's term rounded back into its cotangent's buffer */
 static PetscErrorCode NetExecSOBackward_PlacedSpatial(Net net, PetscInt k, const PetscScalar *th, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *thd, const PetscScalar *ydot, const PetscScalar *dy,
                                                       PetscScalar *dxd, PetscScalar *hvk)
 {
   NetPlace       *pl = (NetPlace *)net->pl;
   const Layer     l  = net->layers[k];
   const PetscInt  e = pl->movein[k * pl->maxin], o = pl->nmoves - 1, is = l->insizes[0], os = l->outsize;
-  const PetscBool xzero = net->tanzero[net->nodes[k].in[0] + 1], yzero = net->tanzero[k + 1];
-  PetscInt        g0, n, rin, rout;
+  const PetscBool xzero = net->tanzero[net->nodes[k].in[0] + 1], yzero = net->tanzero[k + 1], last = (PetscBool)(k == net->nlayers - 1);
+  const PetscBool conv = NetPlaceConverts(pl, NET_ELEM_DOUBLE);
+  const char     *mx = NULL, *mxdot = NULL, *my = NULL, *mydot = NULL, *mdy = NULL; /* the rows in the moves' buffers */
+  char           *mdxd = NULL, *f[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
+  PetscInt        rin, nin, rout, nout;
   PetscBool       mine;
 
   PetscFunctionBegin;
   if (l->sozero) PetscFunctionReturn(0);
-  PetscCall(NetPlaceSpatialStep(net, k, &rin, &rout, &mine));
+  PetscCall(NetPlaceSpatialStep(net, k, &rin, &nin, &rout, &nout, &mine));
   if (!mine) PetscFunctionReturn(0);
-  NetPlaceRange(pl, k + 1, pl->group[k], pl->rank, pl->m, &g0, &n, &rout);
   if (e >= 0) {
-    x    = (const PetscScalar *)pl->moves[e].dval + rin * is;
-    xdot = xzero ? NULL : (const PetscScalar *)pl->tan[e] + rin * is;
-    dxd  = pl->moves[e].v || pl->wantdx ? (PetscScalar *)pl->moves[e].dcot + rin * is : NULL;
+    mx    = pl->moves[e].dval + (size_t)rin * is * pl->es;
+    mxdot = xzero ? NULL : pl->tan[e] + (size_t)rin * is * pl->es;
+    mdxd  = pl->moves[e].v || pl->wantdx ? pl->moves[e].dcot + (size_t)rin * is * pl->es : NULL;
   } else {
     x    = x + rin * is;
     xdot = xzero ? NULL : xdot + rin * is;
     if (dxd) dxd += rin * is;
   }
-  if (k == net->nlayers - 1) {
-    y    = (const PetscScalar *)pl->moves[o].dval + rout * os;
-    ydot = yzero ? NULL : (const PetscScalar *)pl->tan[o] + rout * os;
-    dy   = (const PetscScalar *)pl->moves[o].dcot + rout * os;
+  if (last) {
+    my    = pl->moves[o].dval + (size_t)rout * os * pl->es;
+    mydot = yzero ? NULL : pl->tan[o] + (size_t)rout * os * pl->es;
+    mdy   = pl->moves[o].dcot + (size_t)rout * os * pl->es;
   } else {
     y    = y + rout * os;
     ydot = yzero ? NULL : ydot + rout * os;
     dy   = dy + rout * os;
   }
-  PetscCall(NetSpatialSOBackward_Private(net, k, n, th, x, y, xdot, thd, ydot, dy, dxd, hvk));
+  if (conv) {
+    const size_t ni = (size_t)nin * is, no = (size_t)nout * os;
+    const size_t cnt[6] = {mx ? ni : 0, mxdot ? ni : 0, mdxd ? ni : 0, my ? no : 0, mydot ? no : 0, mdy ? no : 0};
+
+    PetscCall(NetPlaceSpatialScratch(pl, NET_ELEM_DOUBLE, cnt, 6, f));
+    if (mx) NetPlaceWiden(pl->es, mx, ni, NET_ELEM_DOUBLE, f[0]), x = (const PetscScalar *)f[0];
+    if (mxdot) NetPlaceWiden(pl->es, mxdot, ni, NET_ELEM_DOUBLE, f[1]), xdot = (const PetscScalar *)f[1];
+    if (mdxd) NetPlaceWiden(pl->es, mdxd, ni, NET_ELEM_DOUBLE, f[2]), dxd = (PetscScalar *)f[2]; /* the term adds to the backward's cotangent */
+    if (my) NetPlaceWiden(pl->es, my, no, NET_ELEM_DOUBLE, f[3]), y = (const PetscScalar *)f[3];
+    if (mydot) NetPlaceWiden(pl->es, mydot, no, NET_ELEM_DOUBLE, f[4]), ydot = (const PetscScalar *)f[4];
+    if (mdy) NetPlaceWiden(pl->es, mdy, no, NET_ELEM_DOUBLE, f[5]), dy = (const PetscScalar *)f[5];
+  } else {
+    if (e >= 0) x = (const PetscScalar *)mx, xdot = (const PetscScalar *)mxdot, dxd = (PetscScalar *)mdxd;
+    if (last) y = (const PetscScalar *)my, ydot = (const PetscScalar *)mydot, dy = (const PetscScalar *)mdy;
+  }
+  PetscCall(NetSpatialSOBackward_Private(net, k, nout, th, x, y, xdot, thd, ydot, dy, dxd, hvk));
   pl->fwdm[k] = pl->m;
+  if (conv && mdxd) NetPlaceRound(NET_ELEM_DOUBLE, dxd, (size_t)nin * is, pl->es, mdxd);
   PetscFunctionReturn(0);
 }
 
@@ -2577,6 +2662,22 @@ PetscErrorCode NetPlaceView_Private(Net net, PetscViewer viewer)
       PetscCall(PetscViewerASCIIPrintf(
           viewer, "  each stage tensor parallel over its ranks (one tensor group): attention by heads, dense:N:tokens column- or row-parallel over the stage's %" PetscInt_FMT " rank%s; an MLP pair moves its value between its two nodes\n", pl->G,
           pl->G > 1 ? "s" : ""));
+    if (pl->grid) { /* each stage spatially parallel: its own DMDA, decomposed alike in every stage */
+      PetscInt dim, N[3], sr[3], pr[3];
+
+      PetscCall(DMDAGetInfo(net->sgrid, &dim, &N[0], &N[1], &N[2], &sr[0], &sr[1], &sr[2], NULL, NULL, NULL, NULL, NULL, NULL));
+      PetscCall(DMDAGetInfo(net->grid, NULL, NULL, NULL, NULL, &pr[0], &pr[1], &pr[2], NULL, NULL, NULL, NULL, NULL, NULL));
+      if (dim == 2)
+        PetscCall(PetscViewerASCIIPrintf(viewer,
+                                         "  each stage spatially parallel over its ranks: its own DMDA of the grid %" PetscInt_FMT "x%" PetscInt_FMT " on a %" PetscInt_FMT "x%" PetscInt_FMT
+                                         " grid of ranks (the Net's input and output: the grid's %" PetscInt_FMT "x%" PetscInt_FMT "), micro-batches of whole fields\n",
+                                         N[1], N[0], sr[1], sr[0], pr[1], pr[0]));
+      else
+        PetscCall(PetscViewerASCIIPrintf(viewer,
+                                         "  each stage spatially parallel over its ranks: its own DMDA of the grid %" PetscInt_FMT "x%" PetscInt_FMT "x%" PetscInt_FMT " on a %" PetscInt_FMT "x%" PetscInt_FMT "x%" PetscInt_FMT
+                                         " grid of ranks (the Net's input and output: the grid's %" PetscInt_FMT "x%" PetscInt_FMT "x%" PetscInt_FMT "), micro-batches of whole fields\n",
+                                         N[2], N[1], N[0], sr[2], sr[1], sr[0], pr[2], pr[1], pr[0]));
+    }
     for (PetscInt s = 0; s < pl->S; s++) {
       PetscInt np = net->poff[pl->last[s] + 1] - net->poff[pl->first[s]];
 

@@ -866,7 +866,7 @@ PetscErrorCode NetSpatialStageUnits_Private(Net net, PetscInt v, PetscInt *u)
 /*
   Pipeline stages (netplace.c): the move of nf fields of the Net's input from the public decomposition (the DMDA given to
   NetSetGrid(), over all ranks) to a stage's (the stage's DMDA, vgrid[0]), a PetscSF on the Net's communicator whose
-  unit is a grid point's c entries (an MPI type of c doubles). Roots: this rank's block of the public grid, [nf][block
+  unit is a grid point's c entries (an MPI type of their bytes, whatever the stored type). Roots: this rank's block of the public grid, [nf][block
   points][c]; leaves (leaves: this rank is on the stage): its block of the stage's grid, the same layout. Every root is
   read by exactly one leaf (a permutation of the points), so the broadcast is the move R and the reduce with
   MPI_REPLACE its adjoint R^T = R^{-1}.
