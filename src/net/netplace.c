@@ -410,7 +410,6 @@ static PetscErrorCode NetPlaceCheckModes(Net net)
                "-net_stages %" PetscInt_FMT " on a grid runs each stage spatially parallel over its ranks with its parameters replicated; a spatial stage that is also -net_parallel %s (sharded parameters, partitioned spatial+model convolutions, "
                "sub-graphs) is not built: use -net_parallel replicated, or drop the stages",
                net->nstages, NetParallelTypes[net->parallel]);
-    PetscCheck(net->sgrid, comm, PETSC_ERR_SUP, "Pipeline stages on a grid (NetSetGrid()) are cut by -net_stages S (or -net_microbatches M alone): give -net_stages, not the nodes' own placements");
   }
   PetscCheck(!net->fcachesize, comm, PETSC_ERR_SUP, "-net_forward_cache with -net_stages / -net_microbatches / -net_parallel subgraph is not built: drop one of them");
   for (PetscInt k = 0; k < net->nlayers; k++) {
@@ -437,12 +436,13 @@ static PetscErrorCode NetPlaceSetUpGrid(Net net, PetscBool byranks)
   MPI_Comm       comm = PetscObjectComm((PetscObject)net);
   const PetscInt L    = net->nlayers;
   PetscInt      *mine, *all, xs[3];
-  PetscMPIInt    ssize;
+  PetscMPIInt    ssize = 0;
 
   PetscFunctionBegin;
-  PetscCallMPI(MPI_Comm_size(net->scomm, &ssize));
-  PetscCheck(pl->staged && !byranks && ssize == pl->G, comm, PETSC_ERR_SUP,
-             "Pipeline stages on a grid (NetSetGrid()) are the -net_stages stages of consecutive nodes in rank order; nodes placed on ranks of their own or against the nodes' order are not built: drop the nodes' placements");
+  if (net->sgrid) PetscCallMPI(MPI_Comm_size(net->scomm, &ssize));
+  PetscCheck(
+      net->sgrid && pl->staged && !byranks && ssize == pl->G, comm, PETSC_ERR_SUP,
+      "Pipeline stages on a grid (NetSetGrid()) are the -net_stages stages of consecutive nodes in rank order (or -net_microbatches alone); nodes placed on stages or ranks of their own are not built: give -net_stages and drop the nodes' placements");
   PetscCheck(!net->vgrid[L], comm, PETSC_ERR_SUP,
              "With -net_stages on a grid the Net's output must leave the grid (end it with a globalavgpool, then a head): an output on the grid, moved from the last stage's decomposition back to the grid's, is not built yet; node %s's output lies "
              "on the grid",
