@@ -46,6 +46,14 @@
   the same, each stage one tensor group, the split Megatron's per node (attention by heads, dense:N:tokens column- or
   row-parallel; netmodel.c).
 
+  Grid mode (NetSetGrid(), netspatial.c; NetPlaceSetUpGrid()): each stage runs spatially parallel on its own DMDA of
+  the grid's sizes over its ranks (net->sgrid on net->scomm, decomposed alike in every stage). A sample is a grid
+  point; micro-batch m is the fields [m nf / M, (m + 1) nf / M) and a value's rows on a rank are, field after field, the
+  points of its block of the value's grid (off the grid, after a globalavgpool: one a field on the stage's first rank),
+  so NetPlaceRange() takes the value. Rank j of two stages holds the same rows: a stage-to-stage move goes rank to rank;
+  the Net's input moves from the caller's DMDA (over all ranks) to stage 0's by a PetscSF over grid points (NetMove.sf,
+  its adjoint the reduce). A spatial node runs NetExecPlacedSpatial (its own rows of its input and output values).
+
   Random draws (dropout, attention dropout: Layer.draws). A mask is a hash of (seed, layer index, pass counter, GLOBAL
   element index), so the placed Net draws one rank's masks when every step draws at the global place of its rows and
   every micro-batch of a pass with the same counter. The counter of every drawing layer advances once per training

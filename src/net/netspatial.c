@@ -36,6 +36,11 @@
   the result is that of one rank holding all G nf fields.
   A convolution with a partition PxQ (P Q = G) splits its channels across the groups instead of its fields: see
   NetSpatialModelForward_Private() below and netmodel.c.
+
+  Pipeline stages (-net_stages S, netplace.c): each stage's ranks get their own DMDA of the grid's sizes
+  (NetSpatialSetUpStage_Private(); net->sgrid, net->scomm), on which vgrid and the spatial nodes live; the nodes take a
+  micro-batch's fields as their batch (NetSpatialFields_Private()), and the Net's input reaches the first stage by
+  NetSpatialCreateStageSF_Private().
 */
 #include <petnet/private/netimpl.h>
 #include <petnet/private/layoutimpl.h>
