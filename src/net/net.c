@@ -43,6 +43,7 @@ PetscErrorCode NetCreate(MPI_Comm comm, Net *net)
   n->spoverlap   = PETSC_TRUE;
   n->gcomm       = MPI_COMM_NULL;
   n->xcomm       = MPI_COMM_NULL;
+  n->scomm       = MPI_COMM_NULL;
   n->tcomm       = MPI_COMM_NULL;
   n->nglobal     = -1;
   *net           = n;
@@ -1062,7 +1063,7 @@ PetscErrorCode NetView(Net net, PetscViewer viewer)
   if (net->setupcalled) PetscCall(NetSequenceView_Private(net, viewer)); /* sequence mode: the token split */
   if (net->setupcalled) PetscCall(NetPlaceView_Private(net, viewer));    /* pipeline: the stages, their cost */
   if (net->setupcalled) {                                                /* the engine (netexec.c, netprecision.c): how each node runs, where the values live */
-    const NetExecOps *kinds[]   = {&NetExecPlain, &NetExecModel, &NetExecSpatial, &NetExecSpatialModel, &NetExecSequence, &NetExecTensorBlock, &NetExecPlaced, &NetExecPlacedSplit, &NetExecPlacedSequence};
+    const NetExecOps *kinds[]   = {&NetExecPlain, &NetExecModel, &NetExecSpatial, &NetExecSpatialModel, &NetExecSequence, &NetExecTensorBlock, &NetExecPlaced, &NetExecPlacedSplit, &NetExecPlacedSequence, &NetExecPlacedSpatial};
     char              text[256] = "";
     PetscInt         *kind;
 

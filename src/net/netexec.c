@@ -364,6 +364,7 @@ PetscErrorCode NetSetUpExecutors_Private(Net net)
 
     nd->exec = net->pl            ? (nd->mp   ? &NetExecPlacedSplit
                                      : nd->sq ? &NetExecPlacedSequence
+                                     : nd->sp ? &NetExecPlacedSpatial
                                               : &NetExecPlaced)
                : nd->sq           ? &NetExecSequence
                : nd->mp && nd->sp ? &NetExecSpatialModel

@@ -629,7 +629,7 @@ PetscErrorCode NetWalkBackwardStep_Private(Net net, NetWalk *w, PetscInt k, Pets
      Layer.actonly: it holds one micro-batch's, netplace.c), each micro-batch's pass takes its own; so does a node split
      over its stage's ranks (-net_parallel model: nd->mp, whose linearization point is one micro-batch's x'). The same
      on every rank of the node's stage: it does not depend on the rank's map or rows. */
-  defer = (PetscBool)(net->pl && G && net->layers[k]->nparams && net->layers[k]->actonly && NetPlaceKeepsAll_Private(net) && !nd->mp);
+  defer = (PetscBool)(net->pl && G && net->layers[k]->nparams && net->layers[k]->actonly && NetPlaceKeepsAll_Private(net) && !nd->mp && !nd->sp); /* a spatial stage's node: its batch is a micro-batch's fields */
   if (nd->pmap && G && net->layers[k]->gradfree && t == NET_ELEM_DOUBLE && !defer) {
     /* a node that gathers its parameters (sharded, or its block of a model-parallel split), of a kind whose parameter
        gradient does not read them (its double kernels promise it): the input part with the parameters, released

@@ -50,6 +50,14 @@
   sequence node on the stage's communicator, NetExecPlacedSequence: its input moved to the stage's token split and
   its output back); the other nodes run on the stage's sample split.
 
+  Grid mode (NetSetGrid(), netspatial.c; NetPlaceSetUpGrid()): each stage runs spatially parallel on its own DMDA of
+  the grid's sizes over its ranks (net->sgrid on net->scomm, decomposed alike in every stage). A sample is a grid
+  point; micro-batch m is the fields [m nf / M, (m + 1) nf / M) and a value's rows on a rank are, field after field, the
+  points of its block of the value's grid (off the grid, after a globalavgpool: one a field on the stage's first rank),
+  so NetPlaceRange() takes the value. Rank j of two stages holds the same rows: a stage-to-stage move goes rank to rank;
+  the Net's input moves from the caller's DMDA (over all ranks) to stage 0's by a PetscSF over grid points (NetMove.sf,
+  its adjoint the reduce). A spatial node runs NetExecPlacedSpatial (its own rows of its input and output values).
+
   Random draws (dropout, attention dropout: Layer.draws). A mask is a hash of (seed, layer index, pass counter, GLOBAL
   element index), so the placed Net draws one rank's masks when every step draws at the global place of its rows and
   every micro-batch of a pass with the same counter. The counter of every drawing layer advances once per training
@@ -74,6 +82,8 @@
 #include <petnet/private/netimpl.h>
 #include "netpmap.h"
 #include <petscbt.h>
+#include <petscsf.h>
+#include <petscdmda.h>
 
 const char *const NetPipelineSchedules[] = {"gpipe", "1f1b", "NetPipelineSchedule", "NET_PIPELINE_", NULL};
 
@@ -91,6 +101,13 @@ typedef struct {
   char        *rcot;     /* the producer's layout (src): the cotangent received back */
   MPI_Request *req;      /* per micro-batch, up to 2 P requests */
   PetscMPIInt *nreq;
+  /* on a grid, the Net's input moved to a stage (NetPlaceGridRange()): a PetscSF from the public grid's blocks (roots)
+     to the stage grid's (leaves) for one micro-batch of fields, unit a point's size stored entries (bytes); per micro-batch the root
+     and leaf arrays of the move in flight (a broadcast, or reverse: the reduce of its adjoint) */
+  PetscSF      sf;
+  MPI_Datatype unit[2]; /* a point's stored entries, and its doubles (NetPlaceTestMoves_Private() moves doubles) */
+  char       **sfroot, **sfleaf;
+  PetscBool   *sfrev;
 } NetMove;
 
 typedef struct {
@@ -155,6 +172,14 @@ typedef struct {
      split (MPI_COMM_NULL: the stage is one tensor group, gcomm) */
   MPI_Comm tgcomm;
   PetscInt tgP;
+  /* grid mode (NetSetGrid(), netspatial.c): a sample is a grid point and the batch nf fields; micro-batch m is the fields
+     [F_m, F_{m+1}) (F_m = m nf / M, M divides nf) and a rank holds, of each field, u units of a value: the points of
+     its block of the value's grid, or off the grid (after a globalavgpool) 1 on the first rank of the group. Every
+     stage's grid is decomposed alike, so rank j of any stage holds the same block: units[v G + j] (value v, stage
+     rank j); punits[p] the public grid's points on rank p (the Net's input; its output is off the grid, on rank 0) */
+  PetscBool grid;
+  PetscInt  nf;
+  PetscInt *units, *punits;
 } NetPlace;
 
 static PetscInt NetPlaceLayoutOfValue(Net net, PetscInt v)
@@ -182,11 +207,46 @@ static void NetPlaceShare(PetscInt b, PetscInt G, PetscInt j, PetscInt *start, P
   *start = j * q + PetscMin(j, rem);
 }
 
-/* rank r's samples of micro-batch m in layout l: global [*g0, *g0 + *n), its first local row *row */
-static void NetPlaceRange(const NetPlace *pl, PetscInt l, PetscMPIInt r, PetscInt m, PetscInt *g0, PetscInt *n, PetscInt *row)
+/*
+  Grid mode: rank r's rows of value v of micro-batch m in layout l. The rows of a micro-batch are its fields' units
+  (field-major, [fields][units][entries]); their global order is micro-batch, then rank of the layout, then the rank's
+  rows, so rank j of two stages holds the same global rows (the same block): a move between stages goes rank to rank.
+  The public layout orders its ranks alike (only the output's rows, on rank 0, are matched; the input moves by its
+  PetscSF).
+*/
+static void NetPlaceGridRange(const NetPlace *pl, PetscInt v, PetscInt l, PetscMPIInt r, PetscInt m, PetscInt *g0, PetscInt *n, PetscInt *row)
+{
+  const PetscInt f0 = (PetscInt)(((PetscInt64)m * pl->nf) / pl->M), nfm = (PetscInt)(((PetscInt64)(m + 1) * pl->nf) / pl->M) - f0;
+  const PetscInt P = l == NET_PLACE_PUBLIC ? pl->size : pl->gn[l], j = l == NET_PLACE_PUBLIC ? r : r - pl->glo[l];
+  PetscInt       before = 0, total = 0, u;
+
+  if (l != NET_PLACE_PUBLIC && !NetPlaceInGroup(pl, l, r)) {
+    *g0  = 0;
+    *n   = 0;
+    *row = 0;
+    return;
+  }
+  for (PetscInt q = 0; q < P; q++) {
+    u = l == NET_PLACE_PUBLIC ? (v == 0 ? pl->punits[q] : (q == 0 ? 1 : 0)) : pl->units[v * pl->G + q];
+    if (q < j) before += u;
+    total += u;
+  }
+  u    = l == NET_PLACE_PUBLIC ? (v == 0 ? pl->punits[j] : (j == 0 ? 1 : 0)) : pl->units[v * pl->G + j];
+  *n   = nfm * u;
+  *row = (l != NET_PLACE_PUBLIC && pl->K) ? (m % pl->K) * (pl->nf / pl->M) * u : f0 * u; /* 1F1B: slot m % K of a stage */
+  *g0  = f0 * total + nfm * before;
+}
+
+/* rank r's samples of value v of micro-batch m in layout l: global [*g0, *g0 + *n), its first local row *row (in batch
+   mode every value has the same rows: v matters on a grid only) */
+static void NetPlaceRange(const NetPlace *pl, PetscInt v, PetscInt l, PetscMPIInt r, PetscInt m, PetscInt *g0, PetscInt *n, PetscInt *row)
 {
   const PetscInt mb = NetPlaceMicroStart(pl, m), me = NetPlaceMicroStart(pl, m + 1);
 
+  if (pl->grid) {
+    NetPlaceGridRange(pl, v, l, r, m, g0, n, row);
+    return;
+  }
   if (l == NET_PLACE_PUBLIC) {
     const PetscInt lo = PetscMax(mb, pl->pub[r]), hi = PetscMin(me, pl->pub[r + 1]);
 
@@ -221,20 +281,32 @@ static void NetPlaceRange(const NetPlace *pl, PetscInt l, PetscMPIInt r, PetscIn
   }
 }
 
-/* the rows of this rank in layout l: all micro-batches */
-static PetscInt NetPlaceLocalRows(const NetPlace *pl, PetscInt l, PetscInt nlocal)
+/* the rows of value v on this rank in layout l: all micro-batches */
+static PetscInt NetPlaceLocalRows(const NetPlace *pl, PetscInt v, PetscInt l, PetscInt nlocal)
 {
   PetscInt g0, n, row;
 
-  if (l == NET_PLACE_PUBLIC) return nlocal;
+  if (l == NET_PLACE_PUBLIC && !pl->grid) return nlocal;
+  if (pl->grid) { /* the last micro-batch's rows, or the last slot's */
+    NetPlaceRange(pl, v, l, pl->rank, l != NET_PLACE_PUBLIC && pl->K ? pl->K - 1 : pl->M - 1, &g0, &n, &row);
+    return row + n;
+  }
   if (pl->K) return NetPlaceInGroup(pl, l, pl->rank) ? pl->K * (((pl->N + pl->M - 1) / pl->M + pl->gn[l] - 1) / pl->gn[l]) : 0; /* 1F1B: K slots */
-  NetPlaceRange(pl, l, pl->rank, pl->M - 1, &g0, &n, &row);
+  NetPlaceRange(pl, v, l, pl->rank, pl->M - 1, &g0, &n, &row);
   return row + n;
 }
 
 PetscBool NetPlaced_Private(Net net)
 {
   return (PetscBool)(net->pl != NULL);
+}
+
+/* grid mode: the fields of a micro-batch, which the spatial nodes of a stage take as their batch (netspatial.c) */
+PetscInt NetPlaceGridFields_Private(Net net)
+{
+  const NetPlace *pl = (const NetPlace *)net->pl;
+
+  return pl->nf / pl->M;
 }
 
 /* Node k's rows of the micro-batch at hand on this rank (m < 0: of all of them) */
@@ -245,12 +317,12 @@ PetscErrorCode NetPlaceNodeRows_Private(Net net, PetscInt k, PetscInt *row, Pets
 
   PetscFunctionBegin;
   if (pl->m < 0) { /* every micro-batch (a node's parameter part, NetBackward()) */
-    NetPlaceRange(pl, pl->group[k], pl->rank, pl->M - 1, &g0, n, row);
+    NetPlaceRange(pl, k + 1, pl->group[k], pl->rank, pl->M - 1, &g0, n, row);
     *n += *row;
     *row = 0;
     PetscFunctionReturn(0);
   }
-  NetPlaceRange(pl, pl->group[k], pl->rank, pl->m, &g0, n, row);
+  NetPlaceRange(pl, k + 1, pl->group[k], pl->rank, pl->m, &g0, n, row);
   PetscFunctionReturn(0);
 }
 
@@ -263,12 +335,12 @@ PetscErrorCode NetPlaceValueEntries_Private(Net net, PetscInt v, PetscInt size, 
 
   PetscFunctionBegin;
   if (pl->m < 0) { /* a node's parameter part over every micro-batch: its rows are all of them */
-    NetPlaceRange(pl, NetPlaceLayoutOfValue(net, v), pl->rank, pl->M - 1, &g0, &n, &row);
+    NetPlaceRange(pl, v, NetPlaceLayoutOfValue(net, v), pl->rank, pl->M - 1, &g0, &n, &row);
     *e0 = 0;
     *ne = (row + n) * size;
     PetscFunctionReturn(0);
   }
-  NetPlaceRange(pl, NetPlaceLayoutOfValue(net, v), pl->rank, pl->m, &g0, &n, &row);
+  NetPlaceRange(pl, v, NetPlaceLayoutOfValue(net, v), pl->rank, pl->m, &g0, &n, &row);
   *e0 = row * size;
   *ne = n * size;
   PetscFunctionReturn(0);
@@ -343,7 +415,16 @@ static PetscErrorCode NetPlaceCheckModes(Net net)
   PetscFunctionBegin;
   /* every -net_parallel mode runs inside a stage (replicated, sharded, model, tensor, sequence) or places the nodes
      itself (subgraph): what does not is said below */
-  PetscCheck(!net->grid, comm, PETSC_ERR_SUP, "-net_stages / -net_microbatches / -net_parallel subgraph on a grid (NetSetGrid(), spatial parallelism) is not built yet: drop the placement, or run the Net on a batch");
+  if (net->grid) { /* each stage spatially parallel over its ranks (NetPlaceSetUpGrid()); what that does not cover yet */
+    PetscCheck(net->ngroups == 1, comm, PETSC_ERR_SUP,
+               "-net_stages %" PetscInt_FMT " on a grid runs each stage spatially parallel over its own ranks; -net_spatial_groups %" PetscInt_FMT
+               " inside the stages (fields spread over groups of a stage's ranks) is not built: drop -net_spatial_groups, or the stages",
+               net->nstages, net->ngroups);
+    PetscCheck(net->parallel == NET_PARALLEL_REPLICATED, comm, PETSC_ERR_SUP,
+               "-net_stages %" PetscInt_FMT " on a grid runs each stage spatially parallel over its ranks with its parameters replicated; a spatial stage that is also -net_parallel %s (sharded parameters, partitioned spatial+model convolutions, "
+               "sub-graphs) is not built: use -net_parallel replicated, or drop the stages",
+               net->nstages, NetParallelTypes[net->parallel]);
+  }
   PetscCheck(!net->fcachesize, comm, PETSC_ERR_SUP, "-net_forward_cache with -net_stages / -net_microbatches / -net_parallel subgraph is not built: drop one of them");
   for (PetscInt k = 0; k < net->nlayers; k++) {
     const Layer l = net->layers[k];
@@ -355,6 +436,50 @@ static PetscErrorCode NetPlaceCheckModes(Net net)
                "statistics. Use layernorm instead of batchnorm, or drop the stages",
                net->nodes[k].name, ((PetscObject)l)->type_name);
   }
+  PetscFunctionReturn(0);
+}
+
+/*
+  Grid mode: every stage's grid decomposed alike (the same blocks on rank j of every stage), the units of each value on
+  the stage ranks and of the Net's input on the public grid's ranks (NetPlaceGridRange()), and what is not built: a
+  placement that is not the stages in order, a join that repartitions its inputs, an output on the grid.
+*/
+static PetscErrorCode NetPlaceSetUpGrid(Net net, PetscBool byranks)
+{
+  NetPlace      *pl   = (NetPlace *)net->pl;
+  MPI_Comm       comm = PetscObjectComm((PetscObject)net);
+  const PetscInt L    = net->nlayers;
+  PetscInt      *mine, *all, xs[3];
+  PetscMPIInt    ssize = 0;
+
+  PetscFunctionBegin;
+  if (net->sgrid) PetscCallMPI(MPI_Comm_size(net->scomm, &ssize));
+  PetscCheck(
+      net->sgrid && pl->staged && !byranks && ssize == pl->G, comm, PETSC_ERR_SUP,
+      "Pipeline stages on a grid (NetSetGrid()) are the -net_stages stages of consecutive nodes in rank order (or -net_microbatches alone); nodes placed on stages or ranks of their own are not built: give -net_stages and drop the nodes' placements");
+  PetscCheck(!net->vgrid[L], comm, PETSC_ERR_SUP,
+             "With -net_stages on a grid the Net's output must leave the grid (end it with a globalavgpool, then a head): an output on the grid, moved from the last stage's decomposition back to the grid's, is not built yet; node %s's output lies "
+             "on the grid",
+             net->nodes[L - 1].name);
+  for (PetscInt k = 0; k < L; k++)
+    PetscCheck(net->nodes[k].nin == 1 || !net->nodes[k].sp, comm, PETSC_ERR_SUP,
+               "Node %s joins values on grids of different ownership (a repartitioned join), which a stage on a grid does not run yet: give its inputs the same strides and pools, or drop -net_stages", net->nodes[k].name);
+  pl->grid = PETSC_TRUE;
+  PetscCall(PetscMalloc2(L + 1, &mine, (L + 1) * pl->size, &all));
+  for (PetscInt v = 0; v <= L; v++) PetscCall(NetSpatialStageUnits_Private(net, v, &mine[v]));
+  PetscCallMPI(MPI_Allgather(mine, (PetscMPIInt)(L + 1), MPIU_INT, all, (PetscMPIInt)(L + 1), MPIU_INT, comm));
+  PetscCall(PetscMalloc2((L + 1) * pl->G, &pl->units, pl->size, &pl->punits));
+  for (PetscMPIInt r = 0; r < pl->size; r++)
+    for (PetscInt v = 0; v <= L; v++) {
+      const PetscInt j = r % pl->G;
+
+      if (r < pl->G) pl->units[v * pl->G + j] = all[r * (L + 1) + v];
+      PetscCheck(all[r * (L + 1) + v] == pl->units[v * pl->G + j], comm, PETSC_ERR_PLIB, "The stages' grids are not decomposed alike (value %" PetscInt_FMT ", stage rank %" PetscInt_FMT ")", v, j);
+    }
+  PetscCall(DMDAGetCorners(net->grid, NULL, NULL, NULL, &xs[0], &xs[1], &xs[2]));
+  mine[0] = xs[0] * xs[1] * xs[2];
+  PetscCallMPI(MPI_Allgather(mine, 1, MPIU_INT, pl->punits, 1, MPIU_INT, comm));
+  PetscCall(PetscFree2(mine, all));
   PetscFunctionReturn(0);
 }
 
@@ -667,6 +792,7 @@ PetscErrorCode NetPlaceSetUp_Private(Net net)
       pl->last[pl->group[k]] = k;
     }
   }
+  if (net->grid) PetscCall(NetPlaceSetUpGrid(net, (PetscBool)(byranks > 0)));
   PetscCheck(net->schedule == NET_PIPELINE_GPIPE || pl->staged, comm, PETSC_ERR_SUP,
              "-net_pipeline_schedule 1f1b runs pipeline stages of consecutive nodes in rank order (-net_stages, entry@s in the nodes' order); this placement (groups of their own, sub-graph branches, or stages against the nodes' order) runs with "
              "-net_pipeline_schedule gpipe");
@@ -747,7 +873,15 @@ static PetscErrorCode NetPlaceFreeTangents(NetPlace *pl)
 static PetscErrorCode NetPlaceFreeBuffers(NetPlace *pl)
 {
   PetscFunctionBegin;
-  for (PetscInt e = 0; e < pl->nmoves; e++) PetscCall(PetscFree3(pl->moves[e].dval, pl->moves[e].dcot, pl->moves[e].rcot));
+  for (PetscInt e = 0; e < pl->nmoves; e++) {
+    NetMove *mv = &pl->moves[e];
+
+    PetscCall(PetscFree3(mv->dval, mv->dcot, mv->rcot));
+    PetscCall(PetscSFDestroy(&mv->sf));
+    for (PetscInt u = 0; u < 2; u++)
+      if (mv->unit[u] != MPI_DATATYPE_NULL && mv->unit[u]) PetscCallMPI(MPI_Type_free(&mv->unit[u]));
+    PetscCall(PetscFree3(mv->sfroot, mv->sfleaf, mv->sfrev));
+  }
   PetscCall(NetPlaceFreeTangents(pl));
   pl->ready = PETSC_FALSE;
   PetscFunctionReturn(0);
@@ -775,6 +909,7 @@ PetscErrorCode NetPlaceReset_Private(Net net)
   PetscCall(PetscFree(pl->rwork));
   PetscCall(PetscFree(pl->wide[0]));
   PetscCall(PetscFree(pl->wide[1]));
+  PetscCall(PetscFree2(pl->units, pl->punits));
   if (pl->comm != MPI_COMM_NULL && pl->comm) PetscCallMPI(MPI_Comm_free(&pl->comm));
   if (pl->tcomm != MPI_COMM_NULL && pl->tcomm) PetscCallMPI(MPI_Comm_free(&pl->tcomm));
   if (pl->gcomm != MPI_COMM_NULL && pl->gcomm) PetscCallMPI(MPI_Comm_free(&pl->gcomm));
@@ -800,16 +935,31 @@ PetscErrorCode NetPlaceCounts_Private(Net net, PetscInt n, PetscInt counts[], Pe
   PetscCallMPI(MPI_Allgather(&n, 1, MPIU_INT, all, 1, MPIU_INT, comm));
   tmp.pub[0] = 0;
   for (PetscMPIInt p = 0; p < pl->size; p++) tmp.pub[p + 1] = tmp.pub[p] + all[p];
-  tmp.N     = tmp.pub[pl->size];
+  tmp.N = tmp.pub[pl->size];
+  if (pl->grid) { /* the batch is nf fields, each rank holding its block of each */
+    PetscInt nf[2];
+
+    PetscCheck(pl->punits[pl->rank] > 0 && n % pl->punits[pl->rank] == 0, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ,
+               "In grid mode an input batch holds this rank's block of whole fields (%" PetscInt_FMT " points of the DMDA each), but it has %" PetscInt_FMT " points on this rank: give DMDA global Vecs, or nf blocks end to end", pl->punits[pl->rank],
+               n);
+    nf[0] = n / pl->punits[pl->rank];
+    nf[1] = -nf[0];
+    PetscCall(MPIU_Allreduce(MPI_IN_PLACE, nf, 2, MPIU_INT, MPI_MAX, comm));
+    PetscCheck(nf[0] == -nf[1], comm, PETSC_ERR_ARG_SIZ, "In grid mode every rank holds its block of the same fields, but the ranks hold from %" PetscInt_FMT " to %" PetscInt_FMT " fields", -nf[1], nf[0]);
+    PetscCheck(nf[0] % pl->M == 0, comm, PETSC_ERR_ARG_SIZ, "-net_microbatches %" PetscInt_FMT " on a grid cuts the batch's %" PetscInt_FMT " fields into micro-batches of whole fields: give a number of micro-batches that divides the fields", pl->M,
+               nf[0]);
+    tmp.nf = nf[0];
+  }
   counts[0] = n;
-  for (PetscInt k = 0; k < net->nlayers; k++) counts[k + 1] = NetPlaceLocalRows(&tmp, pl->group[k], n);
-  counts[net->nlayers] = n;
+  for (PetscInt k = 0; k < net->nlayers; k++) counts[k + 1] = NetPlaceLocalRows(&tmp, k + 1, pl->group[k], n);
+  counts[net->nlayers] = pl->grid ? NetPlaceLocalRows(&tmp, net->nlayers, NET_PLACE_PUBLIC, n) : n;
   if (commit) {
     PetscCall(NetPlaceFreeBuffers(pl));
     PetscCall(PetscFree(pl->pub));
     PetscCall(PetscMalloc1(pl->size + 1, &pl->pub));
     PetscCall(PetscArraycpy(pl->pub, tmp.pub, pl->size + 1));
-    pl->N = tmp.N;
+    pl->N  = tmp.N;
+    pl->nf = tmp.nf;
   }
   PetscCall(PetscFree2(all, tmp.pub));
   PetscFunctionReturn(0);
@@ -831,7 +981,7 @@ static PetscErrorCode NetPlaceBuffers(Net net)
         for (PetscInt side = 0; side < 2; side++) {
           PetscInt g0, n, row;
 
-          NetPlaceRange(pl, side ? pl->moves[e].dst : pl->moves[e].src, pl->rank, m, &g0, &n, &row);
+          NetPlaceRange(pl, pl->moves[e].v, side ? pl->moves[e].dst : pl->moves[e].src, pl->rank, m, &g0, &n, &row);
           most = PetscMax(most, (PetscInt64)n * pl->moves[e].size * pl->es);
         }
     PetscCall(MPIU_Allreduce(MPI_IN_PLACE, &most, 1, MPIU_INT64, MPI_MAX, PetscObjectComm((PetscObject)net)));
@@ -840,11 +990,19 @@ static PetscErrorCode NetPlaceBuffers(Net net)
   }
   for (PetscInt e = 0; e < pl->nmoves; e++) {
     NetMove       *mv = &pl->moves[e];
-    const PetscInt nd = mv->k < 0 ? NetPlaceLocalRows(pl, mv->src, 0) : NetPlaceLocalRows(pl, mv->dst, 0);
-    const PetscInt ns = mv->k < 0 ? 0 : NetPlaceLocalRows(pl, mv->src, net->vlocal[mv->v]);
+    const PetscInt nd = mv->k < 0 ? NetPlaceLocalRows(pl, mv->v, mv->src, 0) : NetPlaceLocalRows(pl, mv->v, mv->dst, 0);
+    const PetscInt ns = mv->k < 0 ? 0 : NetPlaceLocalRows(pl, mv->v, mv->src, net->vlocal[mv->v]);
     const size_t   bd = (size_t)pl->es * (size_t)nd * (size_t)mv->size, bs = (size_t)pl->es * (size_t)ns * (size_t)mv->size;
 
     PetscCall(PetscMalloc3(bd, &mv->dval, bd, &mv->dcot, bs, &mv->rcot));
+    if (pl->grid && mv->v == 0) { /* the Net's input, from the public grid's blocks to the stage's */
+      PetscCall(NetSpatialCreateStageSF_Private(net, NetPlaceInGroup(pl, mv->dst, pl->rank), pl->nf / pl->M, mv->size, &mv->sf));
+      for (PetscInt u = 0; u < 2; u++) { /* the stored entries, of any type; doubles */
+        PetscCallMPI(MPI_Type_contiguous((PetscMPIInt)(mv->size * (u ? (PetscInt)sizeof(PetscScalar) : pl->es)), MPI_BYTE, &mv->unit[u]));
+        PetscCallMPI(MPI_Type_commit(&mv->unit[u]));
+      }
+      PetscCall(PetscCalloc3(pl->M, &mv->sfroot, pl->M, &mv->sfleaf, pl->M, &mv->sfrev));
+    }
   }
   pl->ready = PETSC_TRUE;
   PetscFunctionReturn(0);
@@ -865,13 +1023,24 @@ static PetscErrorCode NetMoveBeginOn(NetPlace *pl, MPI_Comm comm, PetscInt e, Pe
   MPI_Request   *req = mv->req + (size_t)m * 2 * pl->size;
 
   PetscFunctionBegin;
-  NetPlaceRange(pl, from, pl->rank, m, &fg, &fn, &fr);
-  NetPlaceRange(pl, to, pl->rank, m, &tg, &tn, &tr);
+  NetPlaceRange(pl, mv->v, from, pl->rank, m, &fg, &fn, &fr);
+  NetPlaceRange(pl, mv->v, to, pl->rank, m, &tg, &tn, &tr);
+  if (mv->sf) { /* the Net's input on a grid: its PetscSF (roots: the public blocks, leaves: the stage's), R or R^T */
+    mv->sfroot[m] = (char *)(reverse ? dst + (size_t)tr * row : src + (size_t)fr * row);
+    mv->sfleaf[m] = (char *)(reverse ? src + (size_t)fr * row : dst + (size_t)tr * row);
+    mv->sfrev[m]  = reverse;
+    if (reverse)
+      PetscCall(PetscSFReduceBegin(mv->sf, mv->unit[pl->es == sizeof(PetscScalar)], mv->sfleaf[m], mv->sfroot[m], MPI_REPLACE));
+    else
+      PetscCall(PetscSFBcastBegin(mv->sf, mv->unit[pl->es == sizeof(PetscScalar)], mv->sfroot[m], mv->sfleaf[m], MPI_REPLACE));
+    mv->nreq[m] = -1;
+    PetscFunctionReturn(0);
+  }
   for (PetscMPIInt q = 0; q < pl->size; q++) {
     PetscInt qg, qn, qr;
 
     if (tn) { /* receive: my rows of `to` from q's rows of `from` */
-      NetPlaceRange(pl, from, q, m, &qg, &qn, &qr);
+      NetPlaceRange(pl, mv->v, from, q, m, &qg, &qn, &qr);
       {
         const PetscInt lo = PetscMax(tg, qg), hi = PetscMin(tg + tn, qg + qn);
 
@@ -879,7 +1048,7 @@ static PetscErrorCode NetMoveBeginOn(NetPlace *pl, MPI_Comm comm, PetscInt e, Pe
       }
     }
     if (fn) { /* send: my rows of `from` that q holds in `to` */
-      NetPlaceRange(pl, to, q, m, &qg, &qn, &qr);
+      NetPlaceRange(pl, mv->v, to, q, m, &qg, &qn, &qr);
       {
         const PetscInt lo = PetscMax(fg, qg), hi = PetscMin(fg + fn, qg + qn);
 
@@ -908,7 +1077,14 @@ static PetscErrorCode NetMoveEnd(NetPlace *pl, PetscInt e, PetscInt m)
   NetMove *mv = &pl->moves[e];
 
   PetscFunctionBegin;
-  if (mv->nreq[m]) {
+  if (mv->nreq[m] < 0) { /* a PetscSF's */
+    PetscCall(PetscLogEventBegin(NET_PLACE_WAIT, 0, 0, 0, 0));
+    if (mv->sfrev[m])
+      PetscCall(PetscSFReduceEnd(mv->sf, mv->unit[pl->es == sizeof(PetscScalar)], mv->sfleaf[m], mv->sfroot[m], MPI_REPLACE));
+    else
+      PetscCall(PetscSFBcastEnd(mv->sf, mv->unit[pl->es == sizeof(PetscScalar)], mv->sfroot[m], mv->sfleaf[m], MPI_REPLACE));
+    PetscCall(PetscLogEventEnd(NET_PLACE_WAIT, 0, 0, 0, 0));
+  } else if (mv->nreq[m]) {
     PetscCall(PetscLogEventBegin(NET_PLACE_WAIT, 0, 0, 0, 0));
     PetscCallMPI(MPI_Waitall(mv->nreq[m], mv->req + (size_t)m * 2 * pl->size, MPI_STATUSES_IGNORE));
     PetscCall(PetscLogEventEnd(NET_PLACE_WAIT, 0, 0, 0, 0));
@@ -955,7 +1131,7 @@ static PetscErrorCode NetPlaceAddCotangent(Net net, PetscInt e)
   PetscBool     *seeded = &pl->seeded[mv->v * pl->M + m];
 
   PetscFunctionBegin;
-  NetPlaceRange(pl, mv->src, pl->rank, m, &g0, &n, &row);
+  NetPlaceRange(pl, mv->v, mv->src, pl->rank, m, &g0, &n, &row);
   PetscCall(NetPlaceStoreArray(net, NET_SLOT_TANGENT, mv->v, &d));
   if (n) {
     const size_t off = (size_t)row * (size_t)mv->size * pl->es;
@@ -1234,7 +1410,7 @@ PetscErrorCode NetPlaceOutputStep_Private(Net net, PetscInt m, PetscErrorCode (*
   PetscFunctionBegin;
   pl->m = m;
   PetscCall(NetStore(net)->tovec(net, NET_SLOT_VALUE, L, net->act[L])); /* the output's rows of m arrived (ForwardAfter) */
-  NetPlaceRange(pl, NET_PLACE_PUBLIC, pl->rank, m, &g0, &n, &row);
+  NetPlaceRange(pl, net->nlayers, NET_PLACE_PUBLIC, pl->rank, m, &g0, &n, &row);
   PetscCall(VecGetArrayRead(net->act[L], &y));
   PetscCall(VecGetArray(dY, &dy));
   PetscCall(fn(net, row, n, y + (size_t)row * size, dy + (size_t)row * size, ctx));
@@ -1282,7 +1458,7 @@ PetscErrorCode NetPlaceJVPBegin_Private(Net net, PetscBool dxzero)
     for (PetscInt e = 0; e < pl->nmoves; e++) { /* the consumer's layout (the output move: the last node's stage) */
       const NetMove *mv = &pl->moves[e];
 
-      PetscCall(PetscMalloc1((size_t)pl->es * (size_t)NetPlaceLocalRows(pl, mv->k < 0 ? mv->src : mv->dst, 0) * (size_t)mv->size, &pl->tan[e]));
+      PetscCall(PetscMalloc1((size_t)pl->es * (size_t)NetPlaceLocalRows(pl, mv->v, mv->k < 0 ? mv->src : mv->dst, 0) * (size_t)mv->size, &pl->tan[e]));
     }
   }
   if (dxzero) PetscFunctionReturn(0);
@@ -1383,7 +1559,7 @@ PetscErrorCode NetPlaceSOSendBack_Private(Net net, PetscInt k, NetSlot s, PetscB
     sd = &pl->seeded[mv->v * pl->M + pl->m];
     PetscCall(NetMoveBeginOn(pl, pl->tcomm, e, pl->m, PETSC_TRUE, mv->dcot, mv->rcot));
     PetscCall(NetMoveEnd(pl, e, pl->m));
-    NetPlaceRange(pl, mv->src, pl->rank, pl->m, &g0, &n, &row);
+    NetPlaceRange(pl, mv->v, mv->src, pl->rank, pl->m, &g0, &n, &row);
     PetscCall(NetPlaceStoreArray(net, s, mv->v, &d));
     if (n) {
       const size_t off = (size_t)row * (size_t)mv->size * pl->es;
@@ -1491,7 +1667,7 @@ static PetscErrorCode NetPlaceWidenRows(NetPlace *pl, const char *src, PetscInt 
 PetscErrorCode NetPlaceGetNodeArrays_Private(Net net, PetscInt k, PetscInt *n, const PetscScalar **x, const PetscScalar **dy)
 {
   NetPlace          *pl = (NetPlace *)net->pl;
-  const PetscInt     L = net->nlayers, e = pl->movein[k * pl->maxin], rows = NetPlaceLocalRows(pl, pl->group[k], 0);
+  const PetscInt     L = net->nlayers, e = pl->movein[k * pl->maxin], rows = NetPlaceLocalRows(pl, k + 1, pl->group[k], 0);
   const Layer        l     = net->layers[k];
   const NetStoreOps *store = NetStore(net);
 
@@ -1501,6 +1677,8 @@ PetscErrorCode NetPlaceGetNodeArrays_Private(Net net, PetscInt k, PetscInt *n, c
              " micro-batches' values at a time, so no rank holds node %s's input values and output cotangents of the whole batch after the pass, which NetGetNodeArraysRead() hands out (K-FAC: -tao_type kfac, -trainer_hessian_pc kfac reads "
              "them): use -net_pipeline_schedule gpipe, or at most -net_stages micro-batches",
              pl->K, pl->M, net->nodes[k].name);
+  PetscCheck(!pl->grid, PetscObjectComm((PetscObject)net), PETSC_ERR_SUP,
+             "NetGetNodeArraysRead() (K-FAC: -tao_type kfac, -trainer_hessian_pc kfac) of a Net on a grid in pipeline stages is not built: node %s's input and output lie on grids of their own; drop -net_stages or K-FAC", net->nodes[k].name);
   if (n) *n = rows;
   if (x) *x = NULL;
   if (dy) *dy = NULL;
@@ -1539,6 +1717,17 @@ PetscErrorCode NetPlaceRestoreNodeArrays_Private(Net net, PetscInt k, const Pets
    The executor: the plain kernels on the node's rows of the micro-batch at hand, its inputs from other layouts read
    from their moves' buffers (and the last node's output written to the output move's) */
 
+/* the first row of value v in layout l on this rank, of the micro-batch at hand (0: all of them); in batch mode every value
+   of a node has the node's rows, on a grid a pool, an upsampling or a global pooling changes them */
+static PetscInt NetPlaceRowOf(const NetPlace *pl, PetscInt v, PetscInt l)
+{
+  PetscInt g0, n, row;
+
+  if (pl->m < 0) return 0;
+  NetPlaceRange(pl, v, l, pl->rank, pl->m, &g0, &n, &row);
+  return row;
+}
+
 static PetscErrorCode NetExecPlacedArrays(Net net, PetscInt k, NetElem t, const void *const x[], const void *y, const void **xs, const void **ys, PetscInt *n)
 {
   NetPlace    *pl = (NetPlace *)net->pl;
@@ -1550,9 +1739,9 @@ static PetscErrorCode NetExecPlacedArrays(Net net, PetscInt k, NetElem t, const 
   PetscCheck((size_t)pl->es <= es, PETSC_COMM_SELF, PETSC_ERR_PLIB, "A placed node computes in the store's element type or a wider one (float on bfloat16, double on float or bfloat16)");
   PetscCall(NetPlaceNodeRows_Private(net, k, &row, n));
   for (PetscInt i = 0; i < net->nodes[k].nin; i++) {
-    const PetscInt e = pl->movein[k * pl->maxin + i];
+    const PetscInt e = pl->movein[k * pl->maxin + i], rin = NetPlaceRowOf(pl, net->nodes[k].in[i] + 1, pl->group[k]);
 
-    xs[i] = e >= 0 ? pl->moves[e].dval + (size_t)row * l->insizes[i] * pl->es : (const char *)x[i] + (size_t)row * l->insizes[i] * es;
+    xs[i] = e >= 0 ? pl->moves[e].dval + (size_t)rin * l->insizes[i] * pl->es : (const char *)x[i] + (size_t)rin * l->insizes[i] * es;
   }
   if (ys) *ys = k == net->nlayers - 1 ? pl->moves[pl->nmoves - 1].dval + (size_t)row * l->outsize * pl->es : (const char *)y + (size_t)row * l->outsize * es;
   PetscFunctionReturn(0);
@@ -1581,7 +1770,7 @@ static PetscErrorCode NetPlaceModelStepBegin(Net net, PetscInt k, PetscBool forw
     const PetscMPIInt j0 = (PetscMPIInt)(pl->glo[pl->mystage] + (pl->rank - pl->glo[pl->mystage]) / pl->tgP * pl->tgP);
     PetscInt          n, row;
 
-    NetPlaceRange(pl, pl->mystage, j0, pl->m, &g0, &n, &row);
+    NetPlaceRange(pl, k + 1, pl->mystage, j0, pl->m, &g0, &n, &row);
   }
   if (forward || pl->fwdm[k] != pl->m) PetscCall(NetModelNewRows_Private(net, k, (PetscBool)(pl->N % pl->M != 0)));
   pl->fwdm[k] = pl->m;
@@ -1669,7 +1858,7 @@ static PetscErrorCode NetExecForward_Placed(Net net, PetscInt k, NetElem t, cons
     PetscInt  g0, nn, row;
     PetscBool frozen;
 
-    NetPlaceRange(pl, pl->group[k], pl->rank, pl->m, &g0, &nn, &row);
+    NetPlaceRange(pl, k + 1, pl->group[k], pl->rank, pl->m, &g0, &nn, &row);
     PetscCall(NetPlaceDrawBegin(net, k, g0, &frozen));
     PetscCall(NetExecPlainForward_Private(net, k, n, t, th, xs, yf ? (void *)yf : (void *)ys));
     PetscCall(NetPlaceDrawEnd(net, k, frozen));
@@ -1712,7 +1901,7 @@ static PetscErrorCode NetPlaceRecompute(Net net, PetscInt k, NetElem t, const Pe
     PetscCall(PetscMalloc1(cnt, &pl->rwork));
     pl->nrwork = cnt;
   }
-  NetPlaceRange(pl, pl->group[k], pl->rank, pl->m, &g0, &nn, &row);
+  NetPlaceRange(pl, k + 1, pl->group[k], pl->rank, pl->m, &g0, &nn, &row);
   PetscCall(NetPlaceDrawBegin(net, k, g0, &frozen));
   PetscCall(NetExecPlainForward_Private(net, k, n, t, th, xs, pl->rwork));
   PetscCall(NetPlaceDrawEnd(net, k, frozen));
@@ -1747,10 +1936,10 @@ static PetscErrorCode NetExecBackward_Placed(Net net, PetscInt k, NetElem t, con
     if (pl->m < 0 || nd->bwdpart == 2)
       dxs[i] = NULL; /* the parameter part alone: deferred over every micro-batch, or a sharded node's second part (netforward.c) */
     else if (e >= 0) {
-      dxs[i] = (pl->moves[e].v == 0 && !pl->wantdx) ? NULL : pl->moves[e].dcot + (size_t)row * l->insizes[i] * pl->es;
+      dxs[i] = (pl->moves[e].v == 0 && !pl->wantdx) ? NULL : pl->moves[e].dcot + (size_t)NetPlaceRowOf(pl, nd->in[i] + 1, pl->group[k]) * l->insizes[i] * pl->es;
       if (conv) dxr[i] = dxs[i];
     } else
-      dxs[i] = dx[i] ? (char *)dx[i] + (size_t)row * l->insizes[i] * es : NULL;
+      dxs[i] = dx[i] ? (char *)dx[i] + (size_t)NetPlaceRowOf(pl, nd->in[i] + 1, pl->group[k]) * l->insizes[i] * es : NULL;
   }
   if (conv) { /* scratch: the last node's output and its cotangent (both in the output move's buffers), then each moved
                  input's value and cotangent */
@@ -1819,7 +2008,7 @@ static PetscErrorCode NetExecJVP_Placed(Net net, PetscInt k, NetElem t, const Pe
     if (net->tanzero[nd->in[i] + 1])
       dxs[i] = NULL;
     else
-      dxs[i] = e >= 0 ? (const void *)(pl->tan[e] + (size_t)row * l->insizes[i] * pl->es) : (const void *)((const char *)dx[i] + (size_t)row * l->insizes[i] * es);
+      dxs[i] = e >= 0 ? (const void *)(pl->tan[e] + (size_t)NetPlaceRowOf(pl, nd->in[i] + 1, pl->group[k]) * l->insizes[i] * pl->es) : (const void *)((const char *)dx[i] + (size_t)NetPlaceRowOf(pl, nd->in[i] + 1, pl->group[k]) * l->insizes[i] * es);
   }
   dys = last ? (void *)(pl->tan[pl->nmoves - 1] + (size_t)row * l->outsize * pl->es) : (void *)((char *)dy + (size_t)row * l->outsize * es);
   if (conv) { /* scratch: the last node's output and its tangent, then each moved input's value and tangent, widened */
@@ -2123,6 +2312,221 @@ static PetscErrorCode NetExecJVP_PlacedSplit(Net net, PetscInt k, NetElem t, con
 }
 
 /* the curvature term: the placed one, which runs a split node on every rank of its stage (in double: at single and bfloat16 its moved rows widened there) */
+/*
+  A spatial node on a stage of a grid (NetSetGrid() with -net_stages; NetNode.sp): netspatial.c's executor on the stage's
+  own grid and communicator (its halo exchanges, and a global pooling's reduction onto the stage's first rank, among
+  the stage's ranks only), its batch the fields of the micro-batch at hand. Its input and output rows are those of its
+  two values (a pool or an upsampling changes the points of a field, a globalavgpool leaves the grid): input row rin,
+  output row rout (NetPlaceRowOf()). Every rank of the stage runs every step, with rows or none (the exchanges are
+  collective on the stage); the other ranks never do. Its box and its local layer's state are those of its last step:
+  a backward, JVP or curvature step on another micro-batch gathers the box again and recomputes its local forward
+  (fwdm[k]; NetSpatialForgetBox_Private()). Its parameter part is never deferred (netforward.c). Double only.
+*/
+static PetscErrorCode NetPlaceSpatialStep(Net net, PetscInt k, PetscInt *rin, PetscInt *nin, PetscInt *rout, PetscInt *nout, PetscBool *mine)
+{
+  NetPlace *pl = (NetPlace *)net->pl;
+  PetscInt  g0;
+
+  PetscFunctionBegin;
+  PetscCheck(pl->m >= 0, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Node %s runs on its stage's grid: its steps run micro-batch by micro-batch", net->nodes[k].name);
+  *mine = NetPlaceInGroup(pl, pl->group[k], pl->rank);
+  NetPlaceRange(pl, net->nodes[k].in[0] + 1, pl->group[k], pl->rank, pl->m, &g0, nin, rin);
+  NetPlaceRange(pl, k + 1, pl->group[k], pl->rank, pl->m, &g0, nout, rout);
+  if (*mine && pl->fwdm[k] != pl->m) PetscCall(NetSpatialForgetBox_Private(net, k));
+  PetscFunctionReturn(0);
+}
+
+/*
+  Where the kernel's type t differs from the store's (a node computing in float on a bfloat16 store, the curvature
+  term in double on a float or bfloat16 one), the rows a step reads from the moves' buffers (its input when it came by
+  a move, the last node's output and its cotangent or tangent) are widened into the placement's scratch, and what it
+  writes there (the moved input's cotangent, the last node's output or tangent) is rounded back after the step, as the
+  plain placed executor does. cnt[]: the entries of each of up to 6 arrays; f[]: where each one's widened rows lie.
+*/
+static PetscErrorCode NetPlaceSpatialScratch(NetPlace *pl, NetElem t, const size_t cnt[], PetscInt na, char *f[])
+{
+  const size_t es    = NetElemBytes(t);
+  size_t       total = 1;
+  char        *w;
+
+  PetscFunctionBegin;
+  for (PetscInt i = 0; i < na; i++) total += cnt[i];
+  PetscCall(NetPlaceScratch(pl, total * es, &w));
+  for (PetscInt i = 0; i < na; i++) {
+    f[i] = cnt[i] ? w : NULL;
+    w += cnt[i] * es;
+  }
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetExecForward_PlacedSpatial(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], void *y)
+{
+  NetPlace       *pl   = (NetPlace *)net->pl;
+  const Layer     l    = net->layers[k];
+  const PetscBool conv = NetPlaceConverts(pl, t), moved = (PetscBool)(pl->movein[k * pl->maxin] >= 0), last = (PetscBool)(k == net->nlayers - 1);
+  const void     *xs[1], *ys;
+  char           *f[2] = {NULL, NULL};
+  PetscInt        n, rin, nin, rout, nout;
+  PetscBool       mine;
+  PetscLogDouble  t0;
+
+  PetscFunctionBegin;
+  PetscCall(NetPlaceSpatialStep(net, k, &rin, &nin, &rout, &nout, &mine));
+  if (!mine) PetscFunctionReturn(0);
+  PetscCall(NetExecPlacedArrays(net, k, t, x, y, xs, &ys, &n));
+  if (conv) {
+    const size_t cnt[2] = {moved ? (size_t)nin * l->insizes[0] : 0, last ? (size_t)nout * l->outsize : 0};
+
+    PetscCall(NetPlaceSpatialScratch(pl, t, cnt, 2, f));
+    if (f[0]) NetPlaceWiden(pl->es, xs[0], cnt[0], t, f[0]), xs[0] = f[0];
+  }
+  t0 = MPI_Wtime();
+  PetscCall(NetSpatialForward_Private(net, k, n, t, th, xs, conv && f[1] ? (void *)f[1] : (void *)ys));
+  pl->fwdm[k] = pl->m;
+  pl->busy += MPI_Wtime() - t0;
+  if (conv && f[1]) NetPlaceRound(t, f[1], (size_t)nout * l->outsize, pl->es, (void *)ys);
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetExecBackward_PlacedSpatial(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], const void *y, const void *dy, void *const dx[], PetscScalar *dth, PetscInt mask)
+{
+  NetPlace       *pl   = (NetPlace *)net->pl;
+  const Layer     l    = net->layers[k];
+  const PetscInt  e    = pl->movein[k * pl->maxin];
+  const size_t    ets  = NetElemBytes(t);
+  const PetscBool conv = NetPlaceConverts(pl, t), last = (PetscBool)(k == net->nlayers - 1);
+  const void     *xs[1], *ys, *dys;
+  void           *dxs[1], *dxr = NULL;
+  char           *f[4] = {NULL, NULL, NULL, NULL};
+  PetscInt        n, rin, nin, rout, nout;
+  PetscBool       mine;
+  PetscLogDouble  t0;
+
+  PetscFunctionBegin;
+  (void)mask; /* no activation is fused on a grid (netfuse.c) */
+  PetscCall(NetPlaceSpatialStep(net, k, &rin, &nin, &rout, &nout, &mine));
+  if (!mine) PetscFunctionReturn(0);
+  PetscCall(NetExecPlacedArrays(net, k, t, x, y, xs, &ys, &n));
+  dys = last ? pl->moves[pl->nmoves - 1].dcot + (size_t)rout * l->outsize * pl->es : (const char *)dy + (size_t)rout * l->outsize * ets;
+  if (e >= 0)
+    dxs[0] = dxr = (pl->moves[e].v == 0 && !pl->wantdx) ? NULL : pl->moves[e].dcot + (size_t)rin * l->insizes[0] * pl->es;
+  else
+    dxs[0] = dx[0] ? (char *)dx[0] + (size_t)rin * l->insizes[0] * ets : NULL;
+  if (conv) { /* the moved input and its cotangent, the last node's output and its cotangent */
+    const size_t ni = (size_t)nin * l->insizes[0], no = (size_t)nout * l->outsize;
+    const size_t cnt[4] = {e >= 0 ? ni : 0, dxr ? ni : 0, last ? no : 0, last ? no : 0};
+
+    PetscCall(NetPlaceSpatialScratch(pl, t, cnt, 4, f));
+    if (f[0]) NetPlaceWiden(pl->es, xs[0], ni, t, f[0]), xs[0] = f[0];
+    if (f[1]) dxs[0] = f[1]; /* the kernel writes (it does not add) the input's cotangent */
+    if (f[2]) NetPlaceWiden(pl->es, ys, no, t, f[2]), ys = f[2];
+    if (f[3]) NetPlaceWiden(pl->es, dys, no, t, f[3]), dys = f[3];
+  }
+  t0 = MPI_Wtime();
+  PetscCall(NetSpatialBackward_Private(net, k, n, t, th, xs, ys, dys, dxs, dth));
+  pl->fwdm[k] = pl->m;
+  pl->busy += MPI_Wtime() - t0;
+  if (conv && dxr) NetPlaceRound(t, dxs[0], (size_t)nin * l->insizes[0], pl->es, dxr);
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetExecJVP_PlacedSpatial(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], const void *y, const void *const dx[], const PetscScalar *dth, void *dy)
+{
+  NetPlace       *pl   = (NetPlace *)net->pl;
+  const Layer     l    = net->layers[k];
+  const PetscInt  e    = pl->movein[k * pl->maxin];
+  const size_t    ets  = NetElemBytes(t);
+  const PetscBool conv = NetPlaceConverts(pl, t), last = (PetscBool)(k == net->nlayers - 1);
+  const void     *xs[1], *ys, *dxs[1];
+  void           *dys;
+  char           *f[4] = {NULL, NULL, NULL, NULL};
+  PetscInt        n, rin, nin, rout, nout;
+  PetscBool       mine;
+
+  PetscFunctionBegin;
+  PetscCall(NetPlaceSpatialStep(net, k, &rin, &nin, &rout, &nout, &mine));
+  if (!mine) PetscFunctionReturn(0);
+  PetscCall(NetExecPlacedArrays(net, k, t, x, y, xs, &ys, &n));
+  if (net->tanzero[net->nodes[k].in[0] + 1])
+    dxs[0] = NULL;
+  else
+    dxs[0] = e >= 0 ? (const void *)(pl->tan[e] + (size_t)rin * l->insizes[0] * pl->es) : (const void *)((const char *)dx[0] + (size_t)rin * l->insizes[0] * ets);
+  dys = last ? (void *)(pl->tan[pl->nmoves - 1] + (size_t)rout * l->outsize * pl->es) : (void *)((char *)dy + (size_t)rout * l->outsize * ets);
+  if (conv) { /* the moved input and its tangent, the last node's output and its tangent */
+    const size_t ni = (size_t)nin * l->insizes[0], no = (size_t)nout * l->outsize;
+    const size_t cnt[4] = {e >= 0 ? ni : 0, e >= 0 && dxs[0] ? ni : 0, last ? no : 0, last ? no : 0};
+
+    PetscCall(NetPlaceSpatialScratch(pl, t, cnt, 4, f));
+    if (f[0]) NetPlaceWiden(pl->es, xs[0], ni, t, f[0]), xs[0] = f[0];
+    if (f[1]) NetPlaceWiden(pl->es, dxs[0], ni, t, f[1]), dxs[0] = f[1];
+    if (f[2]) NetPlaceWiden(pl->es, ys, no, t, f[2]), ys = f[2];
+  }
+  PetscCall(NetSpatialJVP_Private(net, k, n, t, th, xs, ys, dxs, dth, conv && last ? (void *)f[3] : dys));
+  pl->fwdm[k] = pl->m;
+  if (conv && last) NetPlaceRound(t, f[3], (size_t)nout * l->outsize, pl->es, dys);
+  PetscFunctionReturn(0);
+}
+
+/* the curvature term, in double (netsecondorder.c): the moves' rows widened where the store is float or bfloat16, the
+   moved input's term rounded back into its cotangent's buffer */
+static PetscErrorCode NetExecSOBackward_PlacedSpatial(Net net, PetscInt k, const PetscScalar *th, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *thd, const PetscScalar *ydot, const PetscScalar *dy,
+                                                      PetscScalar *dxd, PetscScalar *hvk)
+{
+  NetPlace       *pl = (NetPlace *)net->pl;
+  const Layer     l  = net->layers[k];
+  const PetscInt  e = pl->movein[k * pl->maxin], o = pl->nmoves - 1, is = l->insizes[0], os = l->outsize;
+  const PetscBool xzero = net->tanzero[net->nodes[k].in[0] + 1], yzero = net->tanzero[k + 1], last = (PetscBool)(k == net->nlayers - 1);
+  const PetscBool conv = NetPlaceConverts(pl, NET_ELEM_DOUBLE);
+  const char     *mx = NULL, *mxdot = NULL, *my = NULL, *mydot = NULL, *mdy = NULL; /* the rows in the moves' buffers */
+  char           *mdxd = NULL, *f[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
+  PetscInt        rin, nin, rout, nout;
+  PetscBool       mine;
+
+  PetscFunctionBegin;
+  if (l->sozero) PetscFunctionReturn(0);
+  PetscCall(NetPlaceSpatialStep(net, k, &rin, &nin, &rout, &nout, &mine));
+  if (!mine) PetscFunctionReturn(0);
+  if (e >= 0) {
+    mx    = pl->moves[e].dval + (size_t)rin * is * pl->es;
+    mxdot = xzero ? NULL : pl->tan[e] + (size_t)rin * is * pl->es;
+    mdxd  = pl->moves[e].v || pl->wantdx ? pl->moves[e].dcot + (size_t)rin * is * pl->es : NULL;
+  } else {
+    x    = x + rin * is;
+    xdot = xzero ? NULL : xdot + rin * is;
+    if (dxd) dxd += rin * is;
+  }
+  if (last) {
+    my    = pl->moves[o].dval + (size_t)rout * os * pl->es;
+    mydot = yzero ? NULL : pl->tan[o] + (size_t)rout * os * pl->es;
+    mdy   = pl->moves[o].dcot + (size_t)rout * os * pl->es;
+  } else {
+    y    = y + rout * os;
+    ydot = yzero ? NULL : ydot + rout * os;
+    dy   = dy + rout * os;
+  }
+  if (conv) {
+    const size_t ni = (size_t)nin * is, no = (size_t)nout * os;
+    const size_t cnt[6] = {mx ? ni : 0, mxdot ? ni : 0, mdxd ? ni : 0, my ? no : 0, mydot ? no : 0, mdy ? no : 0};
+
+    PetscCall(NetPlaceSpatialScratch(pl, NET_ELEM_DOUBLE, cnt, 6, f));
+    if (mx) NetPlaceWiden(pl->es, mx, ni, NET_ELEM_DOUBLE, f[0]), x = (const PetscScalar *)f[0];
+    if (mxdot) NetPlaceWiden(pl->es, mxdot, ni, NET_ELEM_DOUBLE, f[1]), xdot = (const PetscScalar *)f[1];
+    if (mdxd) NetPlaceWiden(pl->es, mdxd, ni, NET_ELEM_DOUBLE, f[2]), dxd = (PetscScalar *)f[2]; /* the term adds to the backward's cotangent */
+    if (my) NetPlaceWiden(pl->es, my, no, NET_ELEM_DOUBLE, f[3]), y = (const PetscScalar *)f[3];
+    if (mydot) NetPlaceWiden(pl->es, mydot, no, NET_ELEM_DOUBLE, f[4]), ydot = (const PetscScalar *)f[4];
+    if (mdy) NetPlaceWiden(pl->es, mdy, no, NET_ELEM_DOUBLE, f[5]), dy = (const PetscScalar *)f[5];
+  } else {
+    if (e >= 0) x = (const PetscScalar *)mx, xdot = (const PetscScalar *)mxdot, dxd = (PetscScalar *)mdxd;
+    if (last) y = (const PetscScalar *)my, ydot = (const PetscScalar *)mydot, dy = (const PetscScalar *)mdy;
+  }
+  PetscCall(NetSpatialSOBackward_Private(net, k, nout, th, x, y, xdot, thd, ydot, dy, dxd, hvk));
+  pl->fwdm[k] = pl->m;
+  if (conv && mdxd) NetPlaceRound(NET_ELEM_DOUBLE, dxd, (size_t)nin * is, pl->es, mdxd);
+  PetscFunctionReturn(0);
+}
+
+const NetExecOps NetExecPlacedSpatial = {"stage+spatial", PETSC_TRUE, PETSC_TRUE, NetExecForward_PlacedSpatial, NetExecBackward_PlacedSpatial, NetExecJVP_PlacedSpatial, NetExecSOBackward_PlacedSpatial, NetSpatialViewNode_Private};
+
 const NetExecOps NetExecPlacedSplit = {"stage+model", PETSC_FALSE, PETSC_TRUE, NetExecForward_PlacedSplit, NetExecBackward_PlacedSplit, NetExecJVP_PlacedSplit, NetExecSOBackward_Placed, NetExecView_Placed};
 
 /* ------------------------------------------------------------------------------------------------------------------
@@ -2484,6 +2888,22 @@ PetscErrorCode NetPlaceView_Private(Net net, PetscViewer viewer)
                                        "  each stage tensor parallel over %" PetscInt_FMT " tensor groups of %" PetscInt_FMT
                                        " rank%s (-net_tensor_ranks), data parallel over the groups: attention by heads, dense:N:tokens column- or row-parallel over a group's ranks; an MLP pair moves its value between its two nodes\n",
                                        pl->G / pl->tgP, pl->tgP, pl->tgP > 1 ? "s" : ""));
+    if (pl->grid) { /* each stage spatially parallel: its own DMDA, decomposed alike in every stage */
+      PetscInt dim, N[3], sr[3], pr[3];
+
+      PetscCall(DMDAGetInfo(net->sgrid, &dim, &N[0], &N[1], &N[2], &sr[0], &sr[1], &sr[2], NULL, NULL, NULL, NULL, NULL, NULL));
+      PetscCall(DMDAGetInfo(net->grid, NULL, NULL, NULL, NULL, &pr[0], &pr[1], &pr[2], NULL, NULL, NULL, NULL, NULL, NULL));
+      if (dim == 2)
+        PetscCall(PetscViewerASCIIPrintf(viewer,
+                                         "  each stage spatially parallel over its ranks: its own DMDA of the grid %" PetscInt_FMT "x%" PetscInt_FMT " on a %" PetscInt_FMT "x%" PetscInt_FMT
+                                         " grid of ranks (the Net's input and output: the grid's %" PetscInt_FMT "x%" PetscInt_FMT "), micro-batches of whole fields\n",
+                                         N[1], N[0], sr[1], sr[0], pr[1], pr[0]));
+      else
+        PetscCall(PetscViewerASCIIPrintf(viewer,
+                                         "  each stage spatially parallel over its ranks: its own DMDA of the grid %" PetscInt_FMT "x%" PetscInt_FMT "x%" PetscInt_FMT " on a %" PetscInt_FMT "x%" PetscInt_FMT "x%" PetscInt_FMT
+                                         " grid of ranks (the Net's input and output: the grid's %" PetscInt_FMT "x%" PetscInt_FMT "x%" PetscInt_FMT "), micro-batches of whole fields\n",
+                                         N[2], N[1], N[0], sr[2], sr[1], sr[0], pr[2], pr[1], pr[0]));
+    }
     for (PetscInt s = 0; s < pl->S; s++) {
       PetscInt np = net->poff[pl->last[s] + 1] - net->poff[pl->first[s]];
 
@@ -2572,7 +2992,7 @@ PetscErrorCode NetPlaceTestMoves_Private(Net net, PetscRandom rnd, PetscReal *er
   PetscCheck(pl->N >= 0, comm, PETSC_ERR_ORDER, "Test the moves after a forward pass (the batch fixes them)");
   for (PetscInt e = 0; e < pl->nmoves; e++) {
     NetMove       *mv = &pl->moves[e];
-    const PetscInt ns = NetPlaceLocalRows(pl, mv->src, net->nlocal) * mv->size, nt = NetPlaceLocalRows(pl, mv->dst, net->nlocal) * mv->size;
+    const PetscInt ns = NetPlaceLocalRows(pl, mv->v, mv->src, net->nlocal) * mv->size, nt = NetPlaceLocalRows(pl, mv->v, mv->dst, net->nlocal) * mv->size;
     const PetscInt es = pl->es;
     PetscScalar   *x, *rx, *y, *rty;
     PetscReal      loc[3] = {0, 0, 0}, glob[3];
@@ -2590,12 +3010,12 @@ PetscErrorCode NetPlaceTestMoves_Private(Net net, PetscRandom rnd, PetscReal *er
       PetscCall(NetMoveEnd(pl, e, m));
       PetscCall(NetMoveBegin(pl, e, m, PETSC_TRUE, (const char *)y, (char *)rty));
       PetscCall(NetMoveEnd(pl, e, m));
-      NetPlaceRange(pl, mv->dst, pl->rank, m, &g0, &n, &tr);
+      NetPlaceRange(pl, mv->v, mv->dst, pl->rank, m, &g0, &n, &tr);
       for (PetscInt i = tr * mv->size; i < (tr + n) * mv->size; i++) {
         loc[0] += rx[i] * y[i];
         loc[2] = PetscMax(loc[2], PetscAbsScalar(rx[i]) * PetscAbsScalar(y[i]));
       }
-      NetPlaceRange(pl, mv->src, pl->rank, m, &g0, &n, &sr);
+      NetPlaceRange(pl, mv->v, mv->src, pl->rank, m, &g0, &n, &sr);
       for (PetscInt i = sr * mv->size; i < (sr + n) * mv->size; i++) loc[1] += x[i] * rty[i];
     }
     PetscCall(MPIU_Allreduce(loc, glob, 2, MPIU_REAL, MPIU_SUM, comm));

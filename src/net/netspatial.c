@@ -36,12 +36,20 @@
   the result is that of one rank holding all G nf fields.
   A convolution with a partition PxQ (P Q = G) splits its channels across the groups instead of its fields: see
   NetSpatialModelForward_Private() below and netmodel.c.
+
+  Pipeline stages (-net_stages S, netplace.c): each stage's ranks get their own DMDA of the grid's sizes
+  (NetSpatialSetUpStage_Private(); net->sgrid, net->scomm), on which vgrid and the spatial nodes live; the nodes take a
+  micro-batch's fields as their batch (NetSpatialFields_Private()), and the Net's input reaches the first stage by
+  NetSpatialCreateStageSF_Private().
 */
 #include <petnet/private/netimpl.h>
 #include <petnet/private/layoutimpl.h>
 #include <petscdmda.h>
 
 #define NET_GRID_MAX 3
+
+/* the communicator the spatial nodes exchange on: the spatial group's, or with pipeline stages the stage's */
+#define NetSpatialNodeComm(net) ((net)->scomm != MPI_COMM_NULL ? (net)->scomm : (net)->gcomm)
 
 static PetscLogEvent NET_SPATIAL_HALO      = 0; /* the halo exchanges of the spatial nodes (registered at the first set-up) */
 static PetscLogEvent NET_SPATIAL_HALO_WAIT = 0; /* ... the part of them spent waiting for the neighbours' messages */
@@ -381,7 +389,37 @@ PetscErrorCode NetSetGrid(Net net, DM da)
   PetscFunctionReturn(0);
 }
 
-/* NetSetUp(): the grid of the Net's input, from the DMDA (vgrid[0]); nothing in batch mode */
+/*
+  Pipeline stages on the grid (-net_stages S, -net_microbatches M; netplace.c): the ranks [s G, (s + 1) G) of stage s
+  get their own DMDA of the grid's sizes, boundaries and stencil, decomposed by PETSc over the G ranks (so every stage's
+  is decomposed alike), on which the stage's spatial nodes run. What the placement does not run (spatial groups,
+  sub-graphs, a count of stages that does not divide the ranks) gets no stage grid and is refused there.
+*/
+static PetscErrorCode NetSpatialSetUpStage_Private(Net net)
+{
+  MPI_Comm        comm = PetscObjectComm((PetscObject)net);
+  const PetscInt  S    = PetscMax(1, net->nstages);
+  PetscMPIInt     size, rank;
+  PetscInt        dim, M, N, P, dof, sw;
+  DMBoundaryType  bt[3];
+  DMDAStencilType st;
+
+  PetscFunctionBegin;
+  if (S == 1 && net->nmicro <= 1) PetscFunctionReturn(0);
+  PetscCallMPI(MPI_Comm_size(comm, &size));
+  PetscCallMPI(MPI_Comm_rank(comm, &rank));
+  if (net->ngroups != 1 || net->parallel == NET_PARALLEL_SUBGRAPH || size % S) PetscFunctionReturn(0);
+  PetscCallMPI(MPI_Comm_split(comm, (PetscMPIInt)(rank / (size / S)), rank, &net->scomm));
+  PetscCall(DMDAGetInfo(net->grid, &dim, &M, &N, &P, NULL, NULL, NULL, &dof, &sw, &bt[0], &bt[1], &bt[2], &st));
+  if (dim == 2)
+    PetscCall(DMDACreate2d(net->scomm, bt[0], bt[1], st, M, N, PETSC_DECIDE, PETSC_DECIDE, dof, sw, NULL, NULL, &net->sgrid));
+  else
+    PetscCall(DMDACreate3d(net->scomm, bt[0], bt[1], bt[2], st, M, N, P, PETSC_DECIDE, PETSC_DECIDE, PETSC_DECIDE, dof, sw, NULL, NULL, NULL, &net->sgrid));
+  PetscCall(DMSetUp(net->sgrid));
+  PetscFunctionReturn(0);
+}
+
+/* NetSetUp(): the grid of the Net's input, from the DMDA (vgrid[0]; with stages the stage's DMDA); nothing in batch mode */
 PetscErrorCode NetSpatialSetUpInput_Private(Net net)
 {
   NetGrid        *g;
@@ -389,15 +427,18 @@ PetscErrorCode NetSpatialSetUpInput_Private(Net net)
   const PetscInt *range[3];
   PetscMPIInt     grank;
   DMBoundaryType  bt[3];
+  DM              da;
 
   PetscFunctionBegin;
   if (!net->grid) PetscFunctionReturn(0);
   if (!NET_SPATIAL_HALO) PetscCall(PetscLogEventRegister("NetSpatialHalo", NET_CLASSID, &NET_SPATIAL_HALO));
   if (!NET_SPATIAL_HALO_WAIT) PetscCall(PetscLogEventRegister("NetSpatialHaloWait", NET_CLASSID, &NET_SPATIAL_HALO_WAIT));
-  PetscCall(DMDAGetInfo(net->grid, &dim, &M[0], &M[1], &M[2], &m[0], &m[1], &m[2], &dof, NULL, &bt[0], &bt[1], &bt[2], NULL));
+  PetscCall(NetSpatialSetUpStage_Private(net));
+  da = net->sgrid ? net->sgrid : net->grid;
+  PetscCall(DMDAGetInfo(da, &dim, &M[0], &M[1], &M[2], &m[0], &m[1], &m[2], &dof, NULL, &bt[0], &bt[1], &bt[2], NULL));
   PetscCheck(net->in.ndim == 1 && net->in.dim[0] == dof, PetscObjectComm((PetscObject)net), PETSC_ERR_ARG_INCOMP, "In grid mode the Net's input shape must be (%" PetscInt_FMT "), the DMDA's dof", dof);
-  PetscCall(DMDAGetOwnershipRanges(net->grid, &range[0], &range[1], &range[2]));
-  PetscCallMPI(MPI_Comm_rank(PetscObjectComm((PetscObject)net->grid), &grank));
+  PetscCall(DMDAGetOwnershipRanges(da, &range[0], &range[1], &range[2]));
+  PetscCallMPI(MPI_Comm_rank(PetscObjectComm((PetscObject)da), &grank));
   PetscCall(PetscCalloc1(net->nlayers + 1, &net->vgrid));
   PetscCall(PetscNew(&g));
   g->nsd     = dim;
@@ -475,6 +516,8 @@ PetscErrorCode NetSpatialReset_Private(Net net)
       PetscCall(NetGridDestroy_Private(&g));
     }
   PetscCall(PetscFree(net->vgrid));
+  PetscCall(DMDestroy(&net->sgrid));
+  if (net->scomm != MPI_COMM_NULL) PetscCallMPI(MPI_Comm_free(&net->scomm));
   PetscFunctionReturn(0);
 }
 
@@ -779,7 +822,7 @@ PetscErrorCode NetSpatialOutputCount_Private(Net net, PetscInt k, PetscInt nf, P
   if (sp->kind == NET_SPATIAL_GLOBAL) {
     PetscMPIInt grank;
 
-    PetscCallMPI(MPI_Comm_rank(net->gcomm, &grank));
+    PetscCallMPI(MPI_Comm_rank(NetSpatialNodeComm(net), &grank));
     *count = grank ? 0 : nf;
   } else {
     PetscCheck((PetscInt64)nf * sp->out->npoints <= PETSC_MAX_INT, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Node %s: %" PetscInt_FMT " fields of %" PetscInt_FMT " points on this rank are more than a PetscInt holds: use fewer fields per batch",
@@ -797,10 +840,101 @@ PetscErrorCode NetSpatialFields_Private(Net net, PetscInt n, PetscInt *nf)
   PetscFunctionBegin;
   *nf = 0;
   if (!net->vgrid) PetscFunctionReturn(0);
+  if (net->sgrid && NetPlaced_Private(net)) { /* pipeline stages: a step's batch is a micro-batch of fields */
+    *nf = NetPlaceGridFields_Private(net);
+    PetscFunctionReturn(0);
+  }
   g = (NetGrid *)net->vgrid[0];
   PetscCheck(g->npoints > 0 && n % g->npoints == 0, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ,
              "In grid mode an input batch holds this rank's block of whole fields (%" PetscInt_FMT " points of the DMDA each), but it has %" PetscInt_FMT " points on this rank: give DMDA global Vecs, or nf blocks end to end", g->npoints, n);
   *nf = n / g->npoints;
+  PetscFunctionReturn(0);
+}
+
+/* Pipeline stages (netplace.c): the units of each field of value v on this rank in its stage's layout: the grid points
+   of its block, or off the grid (after a globalavgpool) 1 on the stage's first rank and 0 on the others */
+PetscErrorCode NetSpatialStageUnits_Private(Net net, PetscInt v, PetscInt *u)
+{
+  const NetGrid *g = (const NetGrid *)net->vgrid[v];
+  PetscMPIInt    grank;
+
+  PetscFunctionBegin;
+  if (g)
+    *u = g->npoints;
+  else {
+    PetscCallMPI(MPI_Comm_rank(NetSpatialNodeComm(net), &grank));
+    *u = grank ? 0 : 1;
+  }
+  PetscFunctionReturn(0);
+}
+
+/*
+  Pipeline stages (netplace.c): the move of nf fields of the Net's input from the public decomposition (the DMDA given to
+  NetSetGrid(), over all ranks) to a stage's (the stage's DMDA, vgrid[0]), a PetscSF on the Net's communicator whose
+  unit is a grid point's c entries (an MPI type of their bytes, whatever the stored type). Roots: this rank's block of the public grid, [nf][block
+  points][c]; leaves (leaves: this rank is on the stage): its block of the stage's grid, the same layout. Every root is
+  read by exactly one leaf (a permutation of the points), so the broadcast is the move R and the reduce with
+  MPI_REPLACE its adjoint R^T = R^{-1}.
+*/
+PetscErrorCode NetSpatialCreateStageSF_Private(Net net, PetscBool leaves, PetscInt nf, PetscInt c, PetscSF *sf)
+{
+  const NetGrid  *g = (const NetGrid *)net->vgrid[0];
+  PetscInt        dim, m[3], pts[3] = {1, 1, 1}, nroots, nleaves, *start[3];
+  const PetscInt *range[3];
+  PetscSFNode    *iremote;
+  PetscInt64      lo[3] = {0, 0, 0}, sz[3] = {1, 1, 1};
+
+  PetscFunctionBegin;
+  (void)c;
+  PetscCall(DMDAGetInfo(net->grid, &dim, NULL, NULL, NULL, &m[0], &m[1], &m[2], NULL, NULL, NULL, NULL, NULL, NULL));
+  PetscCall(DMDAGetOwnershipRanges(net->grid, &range[0], &range[1], &range[2]));
+  PetscCall(DMDAGetCorners(net->grid, NULL, NULL, NULL, &pts[0], &pts[1], &pts[2]));
+  nroots = nf * pts[0] * pts[1] * pts[2];
+  for (PetscInt a = 0; a < 3; a++) {
+    PetscCall(PetscMalloc1((a < dim ? m[a] : 1) + 1, &start[a]));
+    start[a][0] = 0;
+    if (a < dim)
+      for (PetscInt q = 0; q < m[a]; q++) start[a][q + 1] = start[a][q] + range[a][q];
+    else
+      start[a][1] = 1, m[a] = 1;
+  }
+  for (PetscInt a = 0; leaves && a < dim; a++) { /* DMDA axis a (0 = x) is the grid's spatial dim dim - 1 - a */
+    lo[a] = g->lo[dim - 1 - a];
+    sz[a] = g->sz[dim - 1 - a];
+  }
+  nleaves = leaves ? nf * (PetscInt)(sz[0] * sz[1] * sz[2]) : 0;
+  PetscCall(PetscMalloc1(nleaves, &iremote));
+  for (PetscInt64 z = lo[2], l = 0; leaves && z < lo[2] + sz[2]; z++)
+    for (PetscInt64 y = lo[1]; y < lo[1] + sz[1]; y++)
+      for (PetscInt64 x = lo[0]; x < lo[0] + sz[0]; x++, l++) {
+        const PetscInt64 p[3] = {x, y, z};
+        PetscInt         q[3], off = 0, n = 1;
+
+        for (PetscInt a = 2; a >= 0; a--) { /* the owner's coordinates along each axis, and the point's place in its block */
+          for (q[a] = 0; p[a] >= start[a][q[a] + 1]; q[a]++) {}
+          off = off * (start[a][q[a] + 1] - start[a][q[a]]) + (PetscInt)(p[a] - start[a][q[a]]);
+        }
+        for (PetscInt a = 0; a < 3; a++) n *= start[a][q[a] + 1] - start[a][q[a]];
+        for (PetscInt f = 0; f < nf; f++) {
+          iremote[f * (nleaves / nf) + l].rank  = q[0] + m[0] * (q[1] + m[1] * q[2]);
+          iremote[f * (nleaves / nf) + l].index = f * n + off;
+        }
+      }
+  for (PetscInt a = 0; a < 3; a++) PetscCall(PetscFree(start[a]));
+  PetscCall(PetscSFCreate(PetscObjectComm((PetscObject)net), sf));
+  PetscCall(PetscSFSetGraph(*sf, nroots, nleaves, NULL, PETSC_OWN_POINTER, iremote, PETSC_OWN_POINTER));
+  PetscCall(PetscSFSetUp(*sf));
+  PetscFunctionReturn(0);
+}
+
+/* Pipeline stages: node k's box and its local layer's state belong to another micro-batch (netplace.c): gathered and
+   computed again at its next use */
+PetscErrorCode NetSpatialForgetBox_Private(Net net, PetscInt k)
+{
+  NetSpatial *sp = (NetSpatial *)net->nodes[k].sp;
+
+  PetscFunctionBegin;
+  if (sp) sp->xboxvalid = PETSC_FALSE;
   PetscFunctionReturn(0);
 }
 
@@ -817,7 +951,7 @@ static PetscErrorCode NetGridCreateLayout_Private(Net net, const NetGrid *g, Pet
     gdims[d]    = g->nr[d];
   }
   dims[g->nsd + 1] = c;
-  PetscCall(PetNetLayoutCreate(net->gcomm, L));
+  PetscCall(PetNetLayoutCreate(NetSpatialNodeComm(net), L));
   PetscCall(PetNetLayoutSetShape(*L, g->nsd + 2, dims));
   PetscCall(PetNetLayoutSetGrid(*L, g->nsd, gdims));
   for (PetscInt d = 0; d < g->nsd; d++) PetscCall(PetNetLayoutSetSplit(*L, d + 1, d, g->own[d]));
@@ -873,7 +1007,7 @@ static PetscErrorCode NetSpatialSetUpBatch_Private(Net net, PetscInt k, NetSpati
   {
     PetscInt mine = nf, most;
 
-    PetscCall(MPIU_Allreduce(&mine, &most, 1, MPIU_INT, MPI_MAX, net->gcomm));
+    PetscCall(MPIU_Allreduce(&mine, &most, 1, MPIU_INT, MPI_MAX, NetSpatialNodeComm(net)));
     PetscCheck(most == nf, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "In grid mode every rank of a group holds its block of the same fields, but this rank holds %" PetscInt_FMT " and another %" PetscInt_FMT, nf, most);
   }
   PetscCall(PetNetLayoutDestroy(&sp->L));
@@ -915,7 +1049,7 @@ static PetscErrorCode NetSpatialSetUpBatch_Private(Net net, PetscInt k, NetSpati
   {
     PetscMPIInt mine = sp->nremote == 0 && !sp->padded && sp->nbox == nloc && sp->npart == 0, all;
 
-    PetscCall(MPIU_Allreduce(&mine, &all, 1, MPI_INT, MPI_LAND, net->gcomm));
+    PetscCall(MPIU_Allreduce(&mine, &all, 1, MPI_INT, MPI_LAND, NetSpatialNodeComm(net)));
     sp->identity = all ? PETSC_TRUE : PETSC_FALSE;
   }
   if (sp->npart) {
@@ -1307,8 +1441,8 @@ static PetscErrorCode NetSpatialPool_Private(Net net, NetSpatial *sp, NetElem t,
         for (PetscInt c = 0; c < C; c++) w[c] += a[c];
     }
   }
-  PetscCallMPI(MPI_Comm_rank(net->gcomm, &grank));
-  PetscCallMPI(MPI_Reduce(grank ? sp->work : MPI_IN_PLACE, sp->work, (PetscMPIInt)(sp->nf * C), MPIU_SCALAR, MPIU_SUM, 0, net->gcomm));
+  PetscCallMPI(MPI_Comm_rank(NetSpatialNodeComm(net), &grank));
+  PetscCallMPI(MPI_Reduce(grank ? sp->work : MPI_IN_PLACE, sp->work, (PetscMPIInt)(sp->nf * C), MPIU_SCALAR, MPIU_SUM, 0, NetSpatialNodeComm(net)));
   if (!grank) {
     for (PetscInt i = 0; i < sp->nf * C; i++) {
       if (t == NET_ELEM_FLOAT)
@@ -1328,10 +1462,10 @@ static PetscErrorCode NetSpatialPoolTranspose_Private(Net net, NetSpatial *sp, N
   PetscMPIInt       grank;
 
   PetscFunctionBegin;
-  PetscCallMPI(MPI_Comm_rank(net->gcomm, &grank));
+  PetscCallMPI(MPI_Comm_rank(NetSpatialNodeComm(net), &grank));
   if (!grank)
     for (PetscInt i = 0; i < sp->nf * C; i++) sp->work[i] = t == NET_ELEM_FLOAT ? (PetscScalar)((const float *)dy)[i] : ((const PetscScalar *)dy)[i];
-  PetscCallMPI(MPI_Bcast(sp->work, (PetscMPIInt)(sp->nf * C), MPIU_SCALAR, 0, net->gcomm));
+  PetscCallMPI(MPI_Bcast(sp->work, (PetscMPIInt)(sp->nf * C), MPIU_SCALAR, 0, NetSpatialNodeComm(net)));
   for (PetscInt f = 0; f < sp->nf; f++) {
     const PetscScalar *w = sp->work + f * C;
 
@@ -1357,7 +1491,7 @@ static PetscErrorCode NetSpatialAny_Private(Net net, const void *a, PetscBool *a
   PetscMPIInt mine = a ? 1 : 0, all;
 
   PetscFunctionBegin;
-  PetscCall(MPIU_Allreduce(&mine, &all, 1, MPI_INT, MPI_MAX, net->gcomm));
+  PetscCall(MPIU_Allreduce(&mine, &all, 1, MPI_INT, MPI_MAX, NetSpatialNodeComm(net)));
   *any = all ? PETSC_TRUE : PETSC_FALSE;
   PetscFunctionReturn(0);
 }
@@ -1922,7 +2056,7 @@ PetscErrorCode NetSpatialJVP_Private(Net net, PetscInt k, PetscInt n, NetElem t,
     else {
       PetscMPIInt grank;
 
-      PetscCallMPI(MPI_Comm_rank(net->gcomm, &grank));
+      PetscCallMPI(MPI_Comm_rank(NetSpatialNodeComm(net), &grank));
       if (!grank) PetscCall(PetscMemzero(dy, (size_t)(sp->nf * sp->cout) * NetElemBytes(t)));
     }
     PetscFunctionReturn(0);
@@ -2162,7 +2296,7 @@ PetscErrorCode NetSpatialTestHalo_Private(Net net, PetscRandom rnd, PetscReal *e
       s[3] += b * b;
     }
     for (PetscInt i = 0; i < nloc; i++) s[1] += t == NET_ELEM_FLOAT ? (PetscReal)((float *)x)[i] * ((float *)Htw)[i] : ((PetscScalar *)x)[i] * ((PetscScalar *)Htw)[i];
-    PetscCall(MPIU_Allreduce(MPI_IN_PLACE, s, 4, MPIU_REAL, MPIU_SUM, net->gcomm));
+    PetscCall(MPIU_Allreduce(MPI_IN_PLACE, s, 4, MPIU_REAL, MPIU_SUM, NetSpatialNodeComm(net)));
     e    = PetscAbsReal(s[0] - s[1]) / PetscMax(PetscSqrtReal(s[2] * s[3]), PETSC_SMALL);
     *err = PetscMax(*err, e);
     PetscCall(PetscFree(x));

@@ -252,6 +252,11 @@ struct _p_Net {
   MPI_Comm  xcomm;     /* the ranks holding the same spatial block in every group (G ranks, in group order; made with
                           gcomm): a convolution with a partition splits its channels over them (netmodel.c) */
   void **vgrid;        /* per value (nlayers + 1): the grid it lies on, or NULL: off the grid */
+  /* pipeline stages on a grid (-net_stages S with NetSetGrid(), netplace.c): this rank's stage has its own DMDA of the
+     grid's sizes over the stage's ranks, on which the spatial nodes of the stage run and exchange their halos; vgrid
+     then describes the stage's decomposition (the public input and output keep grid's) */
+  DM       sgrid; /* the stage's DMDA, or NULL */
+  MPI_Comm scomm; /* its communicator (the stage's ranks in rank order); MPI_COMM_NULL: the spatial nodes use gcomm */
 
   /* Tensor parallelism (netmodel.c, -net_parallel tensor): the split nodes run on groups of tensorranks consecutive
      ranks (0: all ranks), each group a data-parallel replica of the others; tcomm is this rank's group (made at the
@@ -339,6 +344,10 @@ PETSC_INTERN PetscErrorCode NetSpatialReset_Private(Net);
 PETSC_INTERN PetscErrorCode NetSpatialDestroy_Private(Net);
 PETSC_INTERN PetscErrorCode NetSpatialOutputCount_Private(Net, PetscInt, PetscInt, PetscInt *);
 PETSC_INTERN PetscErrorCode NetSpatialFields_Private(Net, PetscInt, PetscInt *);
+PETSC_INTERN PetscErrorCode NetSpatialStageUnits_Private(Net, PetscInt, PetscInt *);
+PETSC_INTERN PetscErrorCode NetSpatialCreateStageSF_Private(Net, PetscBool, PetscInt, PetscInt, PetscSF *);
+PETSC_INTERN PetscErrorCode NetSpatialForgetBox_Private(Net, PetscInt);
+PETSC_INTERN PetscInt       NetPlaceGridFields_Private(Net);
 /* spatial nodes: the values x[i], y, dx[i], dy of element type t (NetElem), the parameters double */
 PETSC_INTERN PetscErrorCode NetSpatialForward_Private(Net, PetscInt, PetscInt, NetElem, const PetscScalar *, const void *const[], void *);
 PETSC_INTERN PetscErrorCode NetSpatialBackward_Private(Net, PetscInt, PetscInt, NetElem, const PetscScalar *, const void *const[], const void *, const void *, void *const[], PetscScalar *);
@@ -356,7 +365,7 @@ PETSC_INTERN PetscErrorCode    NetSpatialModelJVP_Private(Net, PetscInt, const P
 PETSC_INTERN PetscErrorCode    NetSpatialModelSOBackward_Private(Net, PetscInt, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar *);
 PETSC_INTERN const NetStoreOps NetStoreDouble, NetStoreLow;
 PETSC_INTERN PetscErrorCode    NetPrecisionBytes_Private(Net, PetscInt *);
-PETSC_INTERN const NetExecOps  NetExecPlain, NetExecModel, NetExecSpatial, NetExecSpatialModel, NetExecSequence, NetExecTensorBlock, NetExecPlaced, NetExecPlacedSplit, NetExecPlacedSequence;
+PETSC_INTERN const NetExecOps  NetExecPlain, NetExecModel, NetExecSpatial, NetExecSpatialModel, NetExecSequence, NetExecTensorBlock, NetExecPlaced, NetExecPlacedSplit, NetExecPlacedSequence, NetExecPlacedSpatial;
 /* placement (netplace.c): pipeline stages and micro-batches */
 PETSC_INTERN PetscErrorCode NetPlaceSetUp_Private(Net);
 PETSC_INTERN PetscErrorCode NetPlaceSetFromOptions_Private(Net);
