@@ -41,7 +41,7 @@
   With -net_parallel sharded there is no copy: each node of a stage gathers its block over the stage's ranks just
   before each of its steps (ZeRO-3 inside the stage, NetPlaceSetUpParameters_Private()), so a rank keeps 1/G of its
   stage's parameters. With -net_parallel model each dense and convolution node of a stage splits its weights over the
-  stage's ranks (netmodel.c's executor on the stage's communicator, NetPlaceModelStepBegin()): theta_rep holds the runs of
+  stage's ranks (netmodel.c's executor on the stage's communicator, NetPlaceSplitStepBegin()): theta_rep holds the runs of
   the rank's block of such a node (NetNode.runstart/runlen) and whole blocks of the others. With -net_parallel tensor
   the same, each stage one tensor group (or G / P groups of -net_tensor_ranks P, data parallel over them), the split
   Megatron's per node (attention by heads, dense:N:tokens column- or row-parallel; netmodel.c). With -net_parallel
@@ -1759,13 +1759,29 @@ static PetscErrorCode NetExecPlacedArrays(Net net, PetscInt k, NetElem t, const 
   again at each step when the micro-batches differ in size (M does not divide the batch). Its parameter part is never
   deferred (netforward.c): each micro-batch's backward step takes it, at its own linearization point.
 */
-static PetscErrorCode NetPlaceModelStepBegin(Net net, PetscInt k, PetscBool forward, PetscBool *frozen)
+/* the state of a split node's step between its begin and end: the layer's frozen flag (restored at the end), and for
+   a sequence node whether its block of queries holds another micro-batch's forward (run again first) */
+typedef struct {
+  PetscBool frozen, recompute;
+} NetPlaceSplitStep;
+
+/* before a split node's step on micro-batch pl->m: its rows of that micro-batch, and the place where its dropout draws */
+static PetscErrorCode NetPlaceSplitStepBegin(Net net, PetscInt k, PetscBool forward, NetPlaceSplitStep *st)
 {
   NetPlace *pl = (NetPlace *)net->pl;
   PetscInt  g0 = NetPlaceMicroStart(pl, pl->m);
 
   PetscFunctionBegin;
   PetscCheck(pl->m >= 0, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Node %s is split over its stage's ranks: its steps run micro-batch by micro-batch", net->nodes[k].name);
+  st->recompute = (PetscBool)(!forward && pl->fwdm[k] != pl->m);
+  if (net->nodes[k].sq) {
+    /* a sequence node: the block of queries draws at the global samples of the micro-batch, in the token split every
+       sample of it in order from its first, g0 (stage rank j's share follows rank j - 1's) */
+    pl->fwdm[k] = pl->m;
+    PetscCall(NetPlaceDrawBegin(net, k, g0, &st->frozen));
+    PetscCall(NetSequenceStageSetSampleOffset_Private(net, g0));
+    PetscFunctionReturn(0);
+  }
   if (pl->tgP) { /* a tensor group inside the stage: its rows start at its first rank's */
     const PetscMPIInt j0 = (PetscMPIInt)(pl->glo[pl->mystage] + (pl->rank - pl->glo[pl->mystage]) / pl->tgP * pl->tgP);
     PetscInt          n, row;
@@ -1774,18 +1790,49 @@ static PetscErrorCode NetPlaceModelStepBegin(Net net, PetscInt k, PetscBool forw
   }
   if (forward || pl->fwdm[k] != pl->m) PetscCall(NetModelNewRows_Private(net, k, (PetscBool)(pl->N % pl->M != 0)));
   pl->fwdm[k] = pl->m;
-  /* the rows of micro-batch m its stage (or tensor group) gathers in its ranks' order are the samples from g0: an attention
-     split by heads draws its dropout map there, at this pass's counter (a step that runs the local forward again, on
-     another micro-batch or for the backward, draws the same map) */
-  PetscCall(NetPlaceDrawBegin(net, k, g0, frozen));
+  /* the rows of micro-batch m its stage (or tensor group) gathers in its ranks' order are the samples from g0: an
+     attention split by heads draws its dropout map there, at this pass's counter (a step that runs the local forward
+     again, on another micro-batch or for the backward, draws the same map) */
+  PetscCall(NetPlaceDrawBegin(net, k, g0, &st->frozen));
   PetscCall(NetModelSetSampleOffset_Private(net, k, g0));
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode NetPlaceModelStepEnd(Net net, PetscInt k, PetscBool frozen)
+static PetscErrorCode NetPlaceSplitStepEnd(Net net, PetscInt k, const NetPlaceSplitStep *st)
 {
   PetscFunctionBegin;
-  PetscCall(NetPlaceDrawEnd(net, k, frozen));
+  PetscCall(NetPlaceDrawEnd(net, k, st->frozen));
+  PetscFunctionReturn(0);
+}
+
+/* a split node's kernels: netmodel.c's (model, tensor) or netsequence.c's (sequence) on the stage's communicator */
+static PetscErrorCode NetPlaceSplitForward(Net net, PetscInt k, PetscInt n, const PetscScalar *th, const PetscScalar *x, PetscScalar *y)
+{
+  PetscFunctionBegin;
+  if (net->nodes[k].mp)
+    PetscCall(NetModelForward_Private(net, k, n, th, x, y));
+  else
+    PetscCall(NetSequenceStageForward_Private(net, k, n, th, x, y));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetPlaceSplitBackward(Net net, PetscInt k, const NetPlaceSplitStep *st, PetscInt n, const PetscScalar *th, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dy, PetscScalar *dx, PetscScalar *dth)
+{
+  PetscFunctionBegin;
+  if (net->nodes[k].mp)
+    PetscCall(NetModelBackward_Private(net, k, n, th, x, y, dy, dx, dth));
+  else
+    PetscCall(NetSequenceStageBackward_Private(net, k, n, th, x, y, dy, dx, dth, st->recompute));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NetPlaceSplitJVP(Net net, PetscInt k, const NetPlaceSplitStep *st, PetscInt n, const PetscScalar *th, const PetscScalar *x, const PetscScalar *y, const PetscScalar *dx, const PetscScalar *dth, PetscScalar *dy)
+{
+  PetscFunctionBegin;
+  if (net->nodes[k].mp)
+    PetscCall(NetModelJVP_Private(net, k, n, th, x, y, dx, dth, dy));
+  else
+    PetscCall(NetSequenceStageJVP_Private(net, k, n, th, x, y, dx, dth, dy, st->recompute));
   PetscFunctionReturn(0);
 }
 
@@ -1795,22 +1842,6 @@ static PetscErrorCode NetPlaceModelStepEnd(Net net, PetscInt k, PetscBool frozen
   decides, not the rows); a backward, JVP or curvature step on another micro-batch runs the block's forward again first
   (*recompute). Its parameter part is never deferred (attention is not Layer.actonly).
 */
-static PetscErrorCode NetPlaceSequenceStep(Net net, PetscInt k, PetscBool forward, PetscBool *recompute, PetscBool *frozen)
-{
-  NetPlace      *pl = (NetPlace *)net->pl;
-  const PetscInt g0 = NetPlaceMicroStart(pl, pl->m);
-
-  PetscFunctionBegin;
-  PetscCheck(pl->m >= 0, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Node %s splits its tokens over its stage's ranks: its steps run micro-batch by micro-batch", net->nodes[k].name);
-  *recompute  = (PetscBool)(!forward && pl->fwdm[k] != pl->m);
-  pl->fwdm[k] = pl->m;
-  /* attention dropout: the layer frozen at the pass's counter (NetPlaceDrawBegin(); NetPlaceDrawEnd() after the step),
-     and the block of queries draws at the global samples of the micro-batch, in the token split every sample of it in
-     order from its first, g0 (stage rank j's share follows rank j - 1's) */
-  PetscCall(NetPlaceDrawBegin(net, k, g0, frozen));
-  PetscCall(NetSequenceStageSetSampleOffset_Private(net, g0));
-  PetscFunctionReturn(0);
-}
 
 /* the communicator of node k's stage, which a model-parallel node splits its weights over (netmodel.c); this rank is on it */
 PetscErrorCode NetPlaceNodeComm_Private(Net net, PetscInt k, MPI_Comm *comm)
@@ -2111,18 +2142,15 @@ static PetscErrorCode NetExecSOBackward_Placed(Net net, PetscInt k, const PetscS
     if (e >= 0) x = (const PetscScalar *)mx, xdot = (const PetscScalar *)mxdot, dxd = (PetscScalar *)mdxd;
     if (last) y = (const PetscScalar *)my, ydot = (const PetscScalar *)mydot, dy = (const PetscScalar *)mdy;
   }
-  if (net->nodes[k].mp) { /* split over its stage: the model executor's curvature term */
-    PetscBool frozen;
+  if (net->nodes[k].mp || net->nodes[k].sq) { /* split over its stage: the model (or sequence) executor's curvature term */
+    NetPlaceSplitStep st;
 
-    PetscCall(NetPlaceModelStepBegin(net, k, PETSC_FALSE, &frozen));
-    PetscCall(NetModelSOBackward_Private(net, k, n, th, x, y, xdot, thd, ydot, dy, dxd, hvk));
-    PetscCall(NetPlaceModelStepEnd(net, k, frozen));
-  } else if (net->nodes[k].sq) { /* its tokens split over its stage (netsequence.c) */
-    PetscBool recompute = PETSC_FALSE, frozen = PETSC_FALSE;
-
-    PetscCall(NetPlaceSequenceStep(net, k, PETSC_FALSE, &recompute, &frozen));
-    PetscCall(NetSequenceStageSOBackward_Private(net, k, n, th, x, y, xdot, thd, ydot, dy, dxd, hvk, recompute));
-    PetscCall(NetPlaceDrawEnd(net, k, frozen));
+    PetscCall(NetPlaceSplitStepBegin(net, k, PETSC_FALSE, &st));
+    if (net->nodes[k].mp)
+      PetscCall(NetModelSOBackward_Private(net, k, n, th, x, y, xdot, thd, ydot, dy, dxd, hvk));
+    else
+      PetscCall(NetSequenceStageSOBackward_Private(net, k, n, th, x, y, xdot, thd, ydot, dy, dxd, hvk, st.recompute));
+    PetscCall(NetPlaceSplitStepEnd(net, k, &st));
   } else {
     const void *xs[1] = {x};
 
@@ -2164,8 +2192,8 @@ static PetscErrorCode NetExecView_Placed(Net net, PetscInt k, PetscViewer viewer
 const NetExecOps NetExecPlaced = {"stage", PETSC_TRUE, PETSC_TRUE, NetExecForward_Placed, NetExecBackward_Placed, NetExecJVP_Placed, NetExecSOBackward_Placed, NetExecView_Placed};
 
 /* ------------------------------------------------------------------------------------------------------------------
-   The executor of a node split over its stage's ranks (NetPlaceModelStepBegin()): netmodel.c's model executor on the node's
-   rows of the micro-batch at hand, in double (floatok false: the store widens the values of its own layout and rounds
+   The executor of a node split over its stage's ranks (NetPlaceSplitStepBegin()): netmodel.c's model executor (or for a
+   sequence node netsequence.c's stage step, below) on the node's rows of the micro-batch at hand, in double (floatok false: the store widens the values of its own layout and rounds
    back the step's rows, netprecision.c). At -net_precision single or bfloat16 the rows it reads from a move's buffer
    (its input's value, cotangent or tangent when the input came from another stage; the last node's output and its
    cotangent or tangent in the output move's) hold stored entries: they are widened into the step's scratch, and the
@@ -2238,15 +2266,15 @@ static PetscErrorCode NetExecForward_PlacedSplit(Net net, PetscInt k, NetElem t,
   NetPlaceSplitRows r  = {{NULL}};
   PetscInt          n, row;
   PetscLogDouble    t0;
-  PetscBool         frozen;
+  NetPlaceSplitStep st;
 
   PetscFunctionBegin;
   PetscCall(NetPlaceSplitValues(net, k, t, x, y, &r, &n, &row));
   PetscCall(NetPlaceSplitWiden(pl, n, l->insizes[0], l->outsize, NET_SPLIT_Y, &r));
   t0 = MPI_Wtime();
-  PetscCall(NetPlaceModelStepBegin(net, k, PETSC_TRUE, &frozen)); /* every rank of the stage, with its rows or none */
-  PetscCall(NetModelForward_Private(net, k, n, th, r.d[0], r.d[1]));
-  PetscCall(NetPlaceModelStepEnd(net, k, frozen));
+  PetscCall(NetPlaceSplitStepBegin(net, k, PETSC_TRUE, &st)); /* every rank of the stage, with its rows or none */
+  PetscCall(NetPlaceSplitForward(net, k, n, th, r.d[0], r.d[1]));
+  PetscCall(NetPlaceSplitStepEnd(net, k, &st));
   pl->busy += MPI_Wtime() - t0;
   NetPlaceSplitRoundBack(pl, n, l->insizes[0], l->outsize, NET_SPLIT_Y, &r);
   PetscFunctionReturn(0);
@@ -2261,7 +2289,7 @@ static PetscErrorCode NetExecBackward_PlacedSplit(Net net, PetscInt k, NetElem t
   NetPlaceSplitRows r    = {{NULL}};
   PetscInt          n, row;
   PetscLogDouble    t0;
-  PetscBool         frozen;
+  NetPlaceSplitStep st;
 
   PetscFunctionBegin;
   PetscCheck(pl->m >= 0 && net->nodes[k].bwdpart != 2 && mask < 0, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Node %s is split over its stage's ranks: its backward is one whole step a micro-batch", net->nodes[k].name);
@@ -2275,9 +2303,9 @@ static PetscErrorCode NetExecBackward_PlacedSplit(Net net, PetscInt k, NetElem t
   r.m[3] = last;
   PetscCall(NetPlaceSplitWiden(pl, n, l->insizes[0], l->outsize, NET_SPLIT_DX, &r));
   t0 = MPI_Wtime();
-  PetscCall(NetPlaceModelStepBegin(net, k, PETSC_FALSE, &frozen));
-  PetscCall(NetModelBackward_Private(net, k, n, th, r.d[0], r.d[1], r.d[3], r.d[2], dth));
-  PetscCall(NetPlaceModelStepEnd(net, k, frozen));
+  PetscCall(NetPlaceSplitStepBegin(net, k, PETSC_FALSE, &st));
+  PetscCall(NetPlaceSplitBackward(net, k, &st, n, th, r.d[0], r.d[1], r.d[3], r.d[2], dth));
+  PetscCall(NetPlaceSplitStepEnd(net, k, &st));
   pl->busy += MPI_Wtime() - t0;
   NetPlaceSplitRoundBack(pl, n, l->insizes[0], l->outsize, NET_SPLIT_DX, &r);
   PetscFunctionReturn(0);
@@ -2292,7 +2320,7 @@ static PetscErrorCode NetExecJVP_PlacedSplit(Net net, PetscInt k, NetElem t, con
   NetPlaceSplitRows r    = {{NULL}};
   PetscInt          n, row;
   PetscLogDouble    t0;
-  PetscBool         frozen;
+  NetPlaceSplitStep st;
 
   PetscFunctionBegin;
   PetscCall(NetPlaceSplitValues(net, k, t, x, y, &r, &n, &row));
@@ -2303,9 +2331,9 @@ static PetscErrorCode NetExecJVP_PlacedSplit(Net net, PetscInt k, NetElem t, con
   r.m[3] = last;
   PetscCall(NetPlaceSplitWiden(pl, n, l->insizes[0], l->outsize, NET_SPLIT_DY, &r));
   t0 = MPI_Wtime();
-  PetscCall(NetPlaceModelStepBegin(net, k, PETSC_FALSE, &frozen));
-  PetscCall(NetModelJVP_Private(net, k, n, th, r.d[0], r.d[1], r.d[2], dth, r.d[3]));
-  PetscCall(NetPlaceModelStepEnd(net, k, frozen));
+  PetscCall(NetPlaceSplitStepBegin(net, k, PETSC_FALSE, &st));
+  PetscCall(NetPlaceSplitJVP(net, k, &st, n, th, r.d[0], r.d[1], r.d[2], dth, r.d[3]));
+  PetscCall(NetPlaceSplitStepEnd(net, k, &st));
   pl->busy += MPI_Wtime() - t0;
   NetPlaceSplitRoundBack(pl, n, l->insizes[0], l->outsize, NET_SPLIT_DY, &r);
   PetscFunctionReturn(0);
@@ -2532,88 +2560,8 @@ const NetExecOps NetExecPlacedSplit = {"stage+model", PETSC_FALSE, PETSC_TRUE, N
 /* ------------------------------------------------------------------------------------------------------------------
    The executor of an attention node of a sequence-parallel stage (-net_stages with -net_parallel sequence, NetNode.sq):
    netsequence.c's stage step on the node's rows of the micro-batch at hand, y = R^T A_blk(G R x) over the stage's
-   communicator, in double (the moved rows widened and rounded back as the split executor's above). Every rank of the
-   stage runs every step, with its samples or none. */
-
-static PetscErrorCode NetExecForward_PlacedSequence(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], void *y)
-{
-  NetPlace         *pl = (NetPlace *)net->pl;
-  const Layer       l  = net->layers[k];
-  NetPlaceSplitRows r  = {{NULL}};
-  PetscInt          n, row;
-  PetscBool         recompute = PETSC_FALSE, frozen = PETSC_FALSE;
-  PetscLogDouble    t0;
-
-  PetscFunctionBegin;
-  PetscCall(NetPlaceSplitValues(net, k, t, x, y, &r, &n, &row));
-  PetscCall(NetPlaceSplitWiden(pl, n, l->insizes[0], l->outsize, NET_SPLIT_Y, &r));
-  t0 = MPI_Wtime();
-  PetscCall(NetPlaceSequenceStep(net, k, PETSC_TRUE, &recompute, &frozen));
-  PetscCall(NetSequenceStageForward_Private(net, k, n, th, r.d[0], r.d[1]));
-  PetscCall(NetPlaceDrawEnd(net, k, frozen));
-  pl->busy += MPI_Wtime() - t0;
-  NetPlaceSplitRoundBack(pl, n, l->insizes[0], l->outsize, NET_SPLIT_Y, &r);
-  PetscFunctionReturn(0);
-}
-
-static PetscErrorCode NetExecBackward_PlacedSequence(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], const void *y, const void *dy, void *const dx[], PetscScalar *dth, PetscInt mask)
-{
-  NetPlace         *pl   = (NetPlace *)net->pl;
-  const Layer       l    = net->layers[k];
-  const PetscBool   last = (PetscBool)(k == net->nlayers - 1);
-  const PetscInt    e    = pl->movein[k * pl->maxin];
-  NetPlaceSplitRows r    = {{NULL}};
-  PetscInt          n, row;
-  PetscBool         recompute = PETSC_FALSE, frozen = PETSC_FALSE;
-  PetscLogDouble    t0;
-
-  PetscFunctionBegin;
-  PetscCheck(pl->m >= 0 && net->nodes[k].bwdpart != 2 && mask < 0, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Node %s splits its tokens over its stage's ranks: its backward is one whole step a micro-batch", net->nodes[k].name);
-  PetscCall(NetPlaceSplitValues(net, k, t, x, y, &r, &n, &row));
-  if (e >= 0)
-    r.a[2] = (pl->moves[e].v == 0 && !pl->wantdx) ? NULL : pl->moves[e].dcot + (size_t)row * l->insizes[0] * pl->es; /* the Net's input: only when asked for */
-  else
-    r.a[2] = dx[0] ? (const void *)((PetscScalar *)dx[0] + row * l->insizes[0]) : NULL;
-  r.m[2] = (PetscBool)(e >= 0);
-  r.a[3] = last ? (const void *)(pl->moves[pl->nmoves - 1].dcot + (size_t)row * l->outsize * pl->es) : (const void *)((const PetscScalar *)dy + row * l->outsize);
-  r.m[3] = last;
-  PetscCall(NetPlaceSplitWiden(pl, n, l->insizes[0], l->outsize, NET_SPLIT_DX, &r));
-  t0 = MPI_Wtime();
-  PetscCall(NetPlaceSequenceStep(net, k, PETSC_FALSE, &recompute, &frozen));
-  PetscCall(NetSequenceStageBackward_Private(net, k, n, th, r.d[0], r.d[1], r.d[3], r.d[2], dth, recompute));
-  PetscCall(NetPlaceDrawEnd(net, k, frozen));
-  pl->busy += MPI_Wtime() - t0;
-  NetPlaceSplitRoundBack(pl, n, l->insizes[0], l->outsize, NET_SPLIT_DX, &r);
-  PetscFunctionReturn(0);
-}
-
-static PetscErrorCode NetExecJVP_PlacedSequence(Net net, PetscInt k, NetElem t, const PetscScalar *th, const void *const x[], const void *y, const void *const dx[], const PetscScalar *dth, void *dy)
-{
-  NetPlace         *pl   = (NetPlace *)net->pl;
-  const Layer       l    = net->layers[k];
-  const PetscBool   last = (PetscBool)(k == net->nlayers - 1);
-  const PetscInt    e    = pl->movein[k * pl->maxin];
-  NetPlaceSplitRows r    = {{NULL}};
-  PetscInt          n, row;
-  PetscBool         recompute = PETSC_FALSE, frozen = PETSC_FALSE;
-  PetscLogDouble    t0;
-
-  PetscFunctionBegin;
-  PetscCall(NetPlaceSplitValues(net, k, t, x, y, &r, &n, &row));
-  if (!net->tanzero[net->nodes[k].in[0] + 1]) /* a zero tangent is NULL (net->tanzero, the same on every rank) */
-    r.a[2] = e >= 0 ? (const void *)(pl->tan[e] + (size_t)row * l->insizes[0] * pl->es) : (const void *)((const PetscScalar *)dx[0] + row * l->insizes[0]);
-  r.m[2] = (PetscBool)(e >= 0);
-  r.a[3] = last ? (const void *)(pl->tan[pl->nmoves - 1] + (size_t)row * l->outsize * pl->es) : (const void *)((PetscScalar *)dy + row * l->outsize);
-  r.m[3] = last;
-  PetscCall(NetPlaceSplitWiden(pl, n, l->insizes[0], l->outsize, NET_SPLIT_DY, &r));
-  t0 = MPI_Wtime();
-  PetscCall(NetPlaceSequenceStep(net, k, PETSC_FALSE, &recompute, &frozen));
-  PetscCall(NetSequenceStageJVP_Private(net, k, n, th, r.d[0], r.d[1], r.d[2], dth, r.d[3], recompute));
-  PetscCall(NetPlaceDrawEnd(net, k, frozen));
-  pl->busy += MPI_Wtime() - t0;
-  NetPlaceSplitRoundBack(pl, n, l->insizes[0], l->outsize, NET_SPLIT_DY, &r);
-  PetscFunctionReturn(0);
-}
+   communicator: the split executor's forward, backward and JVP above (NetPlaceSplitForward() and the others dispatch
+   to netsequence.c's kernels), in double, every rank of the stage running every step; only its view is its own. */
 
 /* NetView(), on every rank for every node: a node whose tokens split over its stage says so, and each of its stage's
    ranks its queries */
@@ -2634,7 +2582,7 @@ static PetscErrorCode NetExecView_PlacedSequence(Net net, PetscInt k, PetscViewe
   PetscFunctionReturn(0);
 }
 
-const NetExecOps NetExecPlacedSequence = {"stage+sequence", PETSC_FALSE, PETSC_TRUE, NetExecForward_PlacedSequence, NetExecBackward_PlacedSequence, NetExecJVP_PlacedSequence, NetExecSOBackward_Placed, NetExecView_PlacedSequence};
+const NetExecOps NetExecPlacedSequence = {"stage+sequence", PETSC_FALSE, PETSC_TRUE, NetExecForward_PlacedSplit, NetExecBackward_PlacedSplit, NetExecJVP_PlacedSplit, NetExecSOBackward_Placed, NetExecView_PlacedSequence};
 
 /* ------------------------------------------------------------------------------------------------------------------
    Parameters: this rank's stage's nodes, their place in theta_rep, theta's ownership */
