@@ -2088,14 +2088,17 @@ static PetscScalar *NetPlaceWidenNext(const NetPlace *pl, const char *src, size_
 }
 
 /*
-  The curvature term of node k (one input; joins are linear here or refused by the walk) on the micro-batch at hand, in
-  double: a moved input's value and tangent read from its move's dval and tan, its bard term added into its move's dcot
-  (sent back after); the last node's output, its tangent and the bar of dY read from the output move's dval, tan and
-  dcot (NetPlaceSOOutput_Private() moved bar there). The store's arrays come widened to double by the store; the moves'
-  buffers hold the stored entries, widened here (and the dcot term rounded back) where the store is float or bfloat16.
+  The arrays of node k's curvature term on the micro-batch at hand, its input's rows [rin, rin + nin) and output's rows
+  [rout, rout + nout) in its layout (a plain or split node: the same rows; a spatial one: its box and its block): a moved
+  input's value and tangent read from its move's dval and tan, its bard term added into its move's dcot (sent back
+  after); the last node's output, its tangent and the bar of dY read from the output move's dval, tan and dcot
+  (NetPlaceSOOutput_Private() moved bar there); the others offset into the store's arrays, which the store widened. The
+  moves' buffers hold the stored entries, widened here into the placement's scratch where the store is float or
+  bfloat16; *mdxd is then the moved input's dcot rows the caller rounds the term back into (NetPlaceRound()), else
+  NULL.
 */
-static PetscErrorCode NetExecSOBackward_Placed(Net net, PetscInt k, const PetscScalar *th, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *thd, const PetscScalar *ydot, const PetscScalar *dy, PetscScalar *dxd,
-                                               PetscScalar *hvk)
+static PetscErrorCode NetPlaceSOArrays(Net net, PetscInt k, PetscInt rin, PetscInt nin, PetscInt rout, PetscInt nout, const PetscScalar **x, const PetscScalar **y, const PetscScalar **xdot, const PetscScalar **ydot, const PetscScalar **dy,
+                                       PetscScalar **dxd, char **mdxdp)
 {
   NetPlace       *pl = (NetPlace *)net->pl;
   const Layer     l  = net->layers[k];
@@ -2104,44 +2107,59 @@ static PetscErrorCode NetExecSOBackward_Placed(Net net, PetscInt k, const PetscS
   const PetscBool xzero = net->tanzero[net->nodes[k].in[0] + 1], yzero = net->tanzero[k + 1];
   const char     *mx = NULL, *mxdot = NULL, *my = NULL, *mydot = NULL, *mdy = NULL; /* the rows in the moves' buffers */
   char           *mdxd = NULL, *f = NULL;
-  PetscInt        n, row;
+
+  PetscFunctionBegin;
+  if (e >= 0) {
+    mx    = pl->moves[e].dval + (size_t)rin * is * pl->es;
+    mxdot = xzero ? NULL : pl->tan[e] + (size_t)rin * is * pl->es;                               /* as in the JVP */
+    mdxd  = pl->moves[e].v || pl->wantdx ? pl->moves[e].dcot + (size_t)rin * is * pl->es : NULL; /* the Net's input: only when asked for */
+  } else {
+    *x    = *x + rin * is;
+    *xdot = xzero ? NULL : *xdot + rin * is;
+    if (*dxd) *dxd += rin * is;
+  }
+  if (last) {
+    my    = pl->moves[o].dval + (size_t)rout * os * pl->es;
+    mydot = yzero ? NULL : pl->tan[o] + (size_t)rout * os * pl->es;
+    mdy   = pl->moves[o].dcot + (size_t)rout * os * pl->es;
+  } else {
+    *y    = *y + rout * os;
+    *ydot = yzero ? NULL : *ydot + rout * os;
+    *dy   = *dy + rout * os;
+  }
+  if (conv) { /* scratch: each moved array's rows widened to double */
+    const size_t nx = (size_t)nin * is, ny = (size_t)nout * os;
+
+    PetscCall(NetPlaceScratch(pl, PetscMax((mx ? nx : 0) + (mxdot ? nx : 0) + (mdxd ? nx : 0) + (my ? ny : 0) + (mydot ? ny : 0) + (mdy ? ny : 0), 1) * sizeof(PetscScalar), &f)); /* not NULL: a split node's ranks without rows run too */
+    if (mx) *x = NetPlaceWidenNext(pl, mx, nx, &f);
+    if (mxdot) *xdot = NetPlaceWidenNext(pl, mxdot, nx, &f);
+    if (mdxd) *dxd = NetPlaceWidenNext(pl, mdxd, nx, &f); /* the term adds to the cotangent the backward pass wrote */
+    if (my) *y = NetPlaceWidenNext(pl, my, ny, &f);
+    if (mydot) *ydot = NetPlaceWidenNext(pl, mydot, ny, &f);
+    if (mdy) *dy = NetPlaceWidenNext(pl, mdy, ny, &f);
+  } else {
+    if (e >= 0) *x = (const PetscScalar *)mx, *xdot = (const PetscScalar *)mxdot, *dxd = (PetscScalar *)mdxd;
+    if (last) *y = (const PetscScalar *)my, *ydot = (const PetscScalar *)mydot, *dy = (const PetscScalar *)mdy;
+  }
+  *mdxdp = conv ? mdxd : NULL;
+  PetscFunctionReturn(0);
+}
+
+/* the curvature term of node k (one input; joins are linear here or refused by the walk) on the micro-batch at hand, in
+   double, on the arrays NetPlaceSOArrays() finds */
+static PetscErrorCode NetExecSOBackward_Placed(Net net, PetscInt k, const PetscScalar *th, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *thd, const PetscScalar *ydot, const PetscScalar *dy, PetscScalar *dxd,
+                                               PetscScalar *hvk)
+{
+  NetPlace   *pl   = (NetPlace *)net->pl;
+  const Layer l    = net->layers[k];
+  char       *mdxd = NULL;
+  PetscInt    n, row;
 
   PetscFunctionBegin;
   if (l->sozero) PetscFunctionReturn(0);
   PetscCall(NetPlaceNodeRows_Private(net, k, &row, &n));
   if (!n && !net->nodes[k].mp && !net->nodes[k].sq) PetscFunctionReturn(0); /* a split node runs on every rank of its stage */
-  if (e >= 0) {
-    mx    = pl->moves[e].dval + (size_t)row * is * pl->es;
-    mxdot = xzero ? NULL : pl->tan[e] + (size_t)row * is * pl->es;                               /* as in the JVP */
-    mdxd  = pl->moves[e].v || pl->wantdx ? pl->moves[e].dcot + (size_t)row * is * pl->es : NULL; /* the Net's input: only when asked for */
-  } else {
-    x    = x + row * is;
-    xdot = xzero ? NULL : xdot + row * is;
-    if (dxd) dxd += row * is;
-  }
-  if (last) {
-    my    = pl->moves[o].dval + (size_t)row * os * pl->es;
-    mydot = yzero ? NULL : pl->tan[o] + (size_t)row * os * pl->es;
-    mdy   = pl->moves[o].dcot + (size_t)row * os * pl->es;
-  } else {
-    y    = y + row * os;
-    ydot = yzero ? NULL : ydot + row * os;
-    dy   = dy + row * os;
-  }
-  if (conv) { /* scratch: each moved array's rows widened to double */
-    const size_t nx = (size_t)n * is, ny = (size_t)n * os;
-
-    PetscCall(NetPlaceScratch(pl, PetscMax((mx ? nx : 0) + (mxdot ? nx : 0) + (mdxd ? nx : 0) + (my ? ny : 0) + (mydot ? ny : 0) + (mdy ? ny : 0), 1) * sizeof(PetscScalar), &f)); /* not NULL: a split node's ranks without rows run too */
-    if (mx) x = NetPlaceWidenNext(pl, mx, nx, &f);
-    if (mxdot) xdot = NetPlaceWidenNext(pl, mxdot, nx, &f);
-    if (mdxd) dxd = NetPlaceWidenNext(pl, mdxd, nx, &f); /* the term adds to the cotangent the backward pass wrote */
-    if (my) y = NetPlaceWidenNext(pl, my, ny, &f);
-    if (mydot) ydot = NetPlaceWidenNext(pl, mydot, ny, &f);
-    if (mdy) dy = NetPlaceWidenNext(pl, mdy, ny, &f);
-  } else {
-    if (e >= 0) x = (const PetscScalar *)mx, xdot = (const PetscScalar *)mxdot, dxd = (PetscScalar *)mdxd;
-    if (last) y = (const PetscScalar *)my, ydot = (const PetscScalar *)mydot, dy = (const PetscScalar *)mdy;
-  }
+  PetscCall(NetPlaceSOArrays(net, k, row, n, row, n, &x, &y, &xdot, &ydot, &dy, &dxd, &mdxd));
   if (net->nodes[k].mp || net->nodes[k].sq) { /* split over its stage: the model (or sequence) executor's curvature term */
     NetPlaceSplitStep st;
 
@@ -2157,7 +2175,7 @@ static PetscErrorCode NetExecSOBackward_Placed(Net net, PetscInt k, const PetscS
     PetscCall(NetPlaceRecompute(net, k, NET_ELEM_DOUBLE, th, xs, n)); /* its state (masks, statistics) of this micro-batch */
     PetscCall(LayerSOBackwardArray(l, n, th, x, y, xdot, thd, ydot, dy, dxd, hvk));
   }
-  if (conv && mdxd) NetPlaceRound(NET_ELEM_DOUBLE, dxd, (size_t)n * is, pl->es, mdxd);
+  if (mdxd) NetPlaceRound(NET_ELEM_DOUBLE, dxd, (size_t)n * l->insizes[0], pl->es, mdxd);
   PetscFunctionReturn(0);
 }
 
@@ -2500,56 +2518,20 @@ static PetscErrorCode NetExecJVP_PlacedSpatial(Net net, PetscInt k, NetElem t, c
 static PetscErrorCode NetExecSOBackward_PlacedSpatial(Net net, PetscInt k, const PetscScalar *th, const PetscScalar *x, const PetscScalar *y, const PetscScalar *xdot, const PetscScalar *thd, const PetscScalar *ydot, const PetscScalar *dy,
                                                       PetscScalar *dxd, PetscScalar *hvk)
 {
-  NetPlace       *pl = (NetPlace *)net->pl;
-  const Layer     l  = net->layers[k];
-  const PetscInt  e = pl->movein[k * pl->maxin], o = pl->nmoves - 1, is = l->insizes[0], os = l->outsize;
-  const PetscBool xzero = net->tanzero[net->nodes[k].in[0] + 1], yzero = net->tanzero[k + 1], last = (PetscBool)(k == net->nlayers - 1);
-  const PetscBool conv = NetPlaceConverts(pl, NET_ELEM_DOUBLE);
-  const char     *mx = NULL, *mxdot = NULL, *my = NULL, *mydot = NULL, *mdy = NULL; /* the rows in the moves' buffers */
-  char           *mdxd = NULL, *f[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
-  PetscInt        rin, nin, rout, nout;
-  PetscBool       mine;
+  NetPlace   *pl   = (NetPlace *)net->pl;
+  const Layer l    = net->layers[k];
+  char       *mdxd = NULL;
+  PetscInt    rin, nin, rout, nout;
+  PetscBool   mine;
 
   PetscFunctionBegin;
   if (l->sozero) PetscFunctionReturn(0);
   PetscCall(NetPlaceSpatialStep(net, k, &rin, &nin, &rout, &nout, &mine));
   if (!mine) PetscFunctionReturn(0);
-  if (e >= 0) {
-    mx    = pl->moves[e].dval + (size_t)rin * is * pl->es;
-    mxdot = xzero ? NULL : pl->tan[e] + (size_t)rin * is * pl->es;
-    mdxd  = pl->moves[e].v || pl->wantdx ? pl->moves[e].dcot + (size_t)rin * is * pl->es : NULL;
-  } else {
-    x    = x + rin * is;
-    xdot = xzero ? NULL : xdot + rin * is;
-    if (dxd) dxd += rin * is;
-  }
-  if (last) {
-    my    = pl->moves[o].dval + (size_t)rout * os * pl->es;
-    mydot = yzero ? NULL : pl->tan[o] + (size_t)rout * os * pl->es;
-    mdy   = pl->moves[o].dcot + (size_t)rout * os * pl->es;
-  } else {
-    y    = y + rout * os;
-    ydot = yzero ? NULL : ydot + rout * os;
-    dy   = dy + rout * os;
-  }
-  if (conv) {
-    const size_t ni = (size_t)nin * is, no = (size_t)nout * os;
-    const size_t cnt[6] = {mx ? ni : 0, mxdot ? ni : 0, mdxd ? ni : 0, my ? no : 0, mydot ? no : 0, mdy ? no : 0};
-
-    PetscCall(NetPlaceSpatialScratch(pl, NET_ELEM_DOUBLE, cnt, 6, f));
-    if (mx) NetPlaceWiden(pl->es, mx, ni, NET_ELEM_DOUBLE, f[0]), x = (const PetscScalar *)f[0];
-    if (mxdot) NetPlaceWiden(pl->es, mxdot, ni, NET_ELEM_DOUBLE, f[1]), xdot = (const PetscScalar *)f[1];
-    if (mdxd) NetPlaceWiden(pl->es, mdxd, ni, NET_ELEM_DOUBLE, f[2]), dxd = (PetscScalar *)f[2]; /* the term adds to the backward's cotangent */
-    if (my) NetPlaceWiden(pl->es, my, no, NET_ELEM_DOUBLE, f[3]), y = (const PetscScalar *)f[3];
-    if (mydot) NetPlaceWiden(pl->es, mydot, no, NET_ELEM_DOUBLE, f[4]), ydot = (const PetscScalar *)f[4];
-    if (mdy) NetPlaceWiden(pl->es, mdy, no, NET_ELEM_DOUBLE, f[5]), dy = (const PetscScalar *)f[5];
-  } else {
-    if (e >= 0) x = (const PetscScalar *)mx, xdot = (const PetscScalar *)mxdot, dxd = (PetscScalar *)mdxd;
-    if (last) y = (const PetscScalar *)my, ydot = (const PetscScalar *)mydot, dy = (const PetscScalar *)mdy;
-  }
+  PetscCall(NetPlaceSOArrays(net, k, rin, nin, rout, nout, &x, &y, &xdot, &ydot, &dy, &dxd, &mdxd)); /* its box's rows in, its block's out */
   PetscCall(NetSpatialSOBackward_Private(net, k, nout, th, x, y, xdot, thd, ydot, dy, dxd, hvk));
   pl->fwdm[k] = pl->m;
-  if (conv && mdxd) NetPlaceRound(NET_ELEM_DOUBLE, dxd, (size_t)nin * is, pl->es, mdxd);
+  if (mdxd) NetPlaceRound(NET_ELEM_DOUBLE, dxd, (size_t)nin * l->insizes[0], pl->es, mdxd);
   PetscFunctionReturn(0);
 }
 
