@@ -383,7 +383,7 @@ int main(int argc, char **argv)
   DM             da;
   PetscInt       nsd = 2, C = 2, nf = 1, ngroups = 1, gdim[3] = {8, 8, 8}, n = 3, gm[3], *own[3] = {NULL, NULL, NULL};
   PetscInt64     N[3], lo[3], sz[3];
-  PetscBool      uneven = PETSC_FALSE, testjac = PETSC_FALSE, view = PETSC_FALSE, periodic = PETSC_FALSE, testso = PETSC_FALSE, testhess = PETSC_FALSE, ongrid;
+  PetscBool      uneven = PETSC_FALSE, testjac = PETSC_FALSE, view = PETSC_FALSE, periodic = PETSC_FALSE, testso = PETSC_FALSE, testhess = PETSC_FALSE, ongrid, keepsfew;
   DMBoundaryType bt;
   PetscMPIInt    size, rank, gsize, grank;
   Vec            X, Y, dY, dX, G, Xr, Yr, dYr, dXr, Gr, theta, thall, dth = NULL, dthall = NULL, Yd = NULL, Ydr = NULL;
@@ -592,8 +592,7 @@ int main(int argc, char **argv)
     PetscCall(VecRestoreArrayWrite(dYr, &a));
   }
 
-  /* backward: the input cotangent and the parameter gradient (with 1F1B and more micro-batches than stages, whose stages
-     keep only some micro-batches' values, by NetForwardBackward(), handing it dY's rows) */
+  /* a pipeline whose stages keep only some micro-batches' values (1F1B, more micro-batches than stages) */
   {
     NetPipelineSchedule sched;
     PetscInt            S, M;
@@ -601,7 +600,12 @@ int main(int argc, char **argv)
     PetscCall(NetGetPipelineSchedule(net, &sched));
     PetscCall(NetGetStages(net, &S));
     PetscCall(NetGetMicroBatches(net, &M));
-    if (sched == NET_PIPELINE_1F1B && M > S) {
+    keepsfew = (PetscBool)(sched == NET_PIPELINE_1F1B && M > S);
+  }
+  /* backward: the input cotangent and the parameter gradient (with 1F1B and more micro-batches than stages, whose stages
+     keep only some micro-batches' values, by NetForwardBackward(), handing it dY's rows) */
+  {
+    if (keepsfew) {
       CotangentRows rows;
 
       rows.nout = Co;
@@ -636,13 +640,7 @@ int main(int argc, char **argv)
   /* jvp along (dX, a parameter direction); not with 1F1B and more micro-batches than stages, whose stages keep only
      some micro-batches' values (NetJVP() refuses it) */
   {
-    NetPipelineSchedule sched;
-    PetscInt            S, M;
-
-    PetscCall(NetGetPipelineSchedule(net, &sched));
-    PetscCall(NetGetStages(net, &S));
-    PetscCall(NetGetMicroBatches(net, &M));
-    if (sched == NET_PIPELINE_1F1B && M > S) {
+    if (keepsfew) {
       PetscCall(PetscPrintf(comm, "%-28s %s\n", "jvp", "not run (1F1B)"));
       testso   = PETSC_FALSE;
       testhess = PETSC_FALSE;
