@@ -10,6 +10,8 @@
 #   sequence_stages the same on 1 rank, on 4 ranks in 2 pipeline stages of 2 micro-batches, each stage sequence parallel
 #            over its 2 ranks (-net_stages 2 -net_parallel sequence), GPipe and 1F1B, and on 2 ranks unplaced (-net_parallel
 #            sequence)
+#   sequence_groups the same on 1 rank, on 8 ranks in 2 pipeline stages cut into sequence groups of 2 ranks
+#            (-net_stages 2 -net_parallel sequence -net_sequence_ranks 2), 1F1B, and on 4 ranks in 1 stage of 2 groups
 #   rope_tensor, rope_sequence  the same two pairs with -charlm_model gpt_rope (rotary positions, no position table)
 #   reload   val_bpc of a model trained and saved on 2 ranks (-net_save) and of that file loaded on 1 rank (-net_load,
 #            no training)
@@ -54,18 +56,20 @@ case $case in
     run 4 "$out.c" "${tiny[@]}" "${drop[@]}" -net_stages 2 -net_microbatches 2 -net_parallel tensor -net_pipeline_schedule 1f1b; keys=(train_loss val_bpc) ;;
   sequence_stages) run 1 "$out.a" "${tiny[@]}"; run 4 "$out.b" "${tiny[@]}" -net_stages 2 -net_microbatches 2 -net_parallel sequence
     run 4 "$out.c" "${tiny[@]}" -net_stages 2 -net_microbatches 2 -net_parallel sequence -net_pipeline_schedule 1f1b; run 2 "$out.d" "${tiny[@]}" -net_parallel sequence; keys=(train_loss val_bpc) ;;
+  sequence_groups) run 1 "$out.a" "${tiny[@]}"; run 8 "$out.b" "${tiny[@]}" -net_stages 2 -net_microbatches 2 -net_parallel sequence -net_sequence_ranks 2 -net_pipeline_schedule 1f1b
+    run 4 "$out.c" "${tiny[@]}" -net_stages 1 -net_microbatches 2 -net_parallel sequence -net_sequence_ranks 2; keys=(train_loss val_bpc) ;;
   sequence) run 1 "$out.a" "${tiny[@]}"; run 2 "$out.b" "${tiny[@]}" -net_parallel sequence; keys=(train_loss val_bpc) ;;
   rope_tensor)   run 1 "$out.a" "${tiny[@]}" -charlm_model gpt_rope; run 2 "$out.b" "${tiny[@]}" -charlm_model gpt_rope -net_parallel tensor; keys=(train_loss val_bpc) ;;
   rope_sequence) run 1 "$out.a" "${tiny[@]}" -charlm_model gpt_rope; run 2 "$out.b" "${tiny[@]}" -charlm_model gpt_rope -net_parallel sequence; keys=(train_loss val_bpc) ;;
   reload)  run 2 "$out.a" "${tiny[@]}" -net_save "$out.h5"; run 1 "$out.b" "${tiny[@]}" -charlm_iterations 0 -net_load "$out.h5"; keys=(val_bpc) ;;
   torch)   torch gpt; keys=(val_bpc); rtol=1e-10 ;;
   torch_mlp) torch mlp; keys=(val_bpc); rtol=1e-10 ;;
-  *) echo "usage: $0 ranks|sharded|tensor|tensor_stages|tensor_stages_dropout|sequence_stages|sequence|rope_tensor|rope_sequence|reload|torch|torch_mlp"; exit 2 ;;
+  *) echo "usage: $0 ranks|sharded|tensor|tensor_stages|tensor_stages_dropout|sequence_stages|sequence_groups|sequence|rope_tensor|rope_sequence|reload|torch|torch_mlp"; exit 2 ;;
 esac
 for k in "${keys[@]}"; do bounds "$k" "$out.a"; done > "$out.check"
 [[ $(wc -l < "$out.check") -eq $((2 * ${#keys[@]})) ]] || { echo "the first run's summary lacks ${keys[*]}:"; tail -3 "$out.a"; exit 1; }
 grep '^summary:' "$out.a" | tail -1
-for o in "$out.b" $([[ $case == torch* || $case == tensor_stages* || $case == sequence_stages ]] && echo "$out.c") $([[ $case == sequence_stages ]] && echo "$out.d"); do
+for o in "$out.b" $([[ $case == torch* || $case == tensor_stages* || $case == sequence_stages || $case == sequence_groups ]] && echo "$out.c") $([[ $case == sequence_stages ]] && echo "$out.d"); do
   grep '^summary:' "$o" | tail -1
   python3 tests/summarycheck "$out.check" "$o" || exit 1
 done

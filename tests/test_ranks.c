@@ -12,7 +12,8 @@ static const char help[] = "Ranks agree: in one program, the same Net (same seed
                            "with @stage or @ranks=a:b in -layers place the WORLD Net's nodes, the SELF Net ignores them); -test_moves:\n"
                            "also the dot-product test of every move between stages (<R x, y> = <x, R^T y> to 1e-14); -schedule 1f1b: the WORLD Net's\n"
                            "pipeline schedule, its loss and gradients by LossNetForwardBackward() (also -forward_backward without it); -tensor_ranks P:\n"
-                           "the WORLD Net's tensor groups (NetSetTensorRanks(), -parallel tensor); -memory_ratio r:\n"
+                           "the WORLD Net's tensor groups (NetSetTensorRanks(), -parallel tensor); -sequence_ranks P: its sequence groups\n"
+                           "(NetSetSequenceRanks(), -parallel sequence); -memory_ratio r:\n"
                            "assert that no rank of the WORLD Net stores more than r times the values the SELF Net stores; -param_ratio r:\n"
                            "assert that no rank of the WORLD Net holds more than r times the parameters of the nodes it runs (its slice of theta\n"
                            "and the copies theta_rep, grad_rep, dtheta_rep: -parallel sharded with stages keeps the slice only). The nodes' options\n"
@@ -33,6 +34,7 @@ static NetParallelType     parallel = NET_PARALLEL_REPLICATED; /* the WORLD Net'
 static PetscBool           toggle   = PETSC_FALSE;             /* -toggle: the WORLD Net, once set up, alternates between replicated and that mode */
 static PetscInt            stages = 1, micro = 1;              /* -stages, -microbatches: the WORLD Net's pipeline */
 static PetscInt            tensorranks = 0;                    /* -tensor_ranks: the WORLD Net's tensor groups */
+static PetscInt            seqranks    = 0;                    /* -sequence_ranks: the WORLD Net's sequence groups */
 static PetscBool           testmoves   = PETSC_FALSE;
 static PetscReal           memratio    = 0;                  /* -memory_ratio r: the WORLD Net's stored values <= r times the SELF Net's */
 static PetscReal           parratio    = 0;                  /* -param_ratio r: a rank of the WORLD Net holds <= r times its stage's parameters */
@@ -127,6 +129,7 @@ static PetscErrorCode SideCompute(MPI_Comm comm, const Case *c, PetscInt nlocal,
     PetscCall(NetSetInputShape(s->net, &in));
     PetscCall(NetSetSeed(s->net, 13));
     if (comm != PETSC_COMM_SELF) PetscCall(NetSetTensorRanks(s->net, tensorranks));
+    if (comm != PETSC_COMM_SELF) PetscCall(NetSetSequenceRanks(s->net, seqranks));
     if (comm != PETSC_COMM_SELF) PetscCall(NetSetParallel(s->net, parallel));
     if (comm != PETSC_COMM_SELF) PetscCall(NetSetStages(s->net, stages));
     if (comm != PETSC_COMM_SELF) PetscCall(NetSetMicroBatches(s->net, micro));
@@ -370,6 +373,7 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsString("-loss", "... its loss", NULL, loss, loss, sizeof(loss), NULL));
   PetscCall(PetscOptionsInt("-stages", "Pipeline stages of the WORLD Net", "NetSetStages", stages, &stages, NULL));
   PetscCall(PetscOptionsInt("-tensor_ranks", "Tensor groups of the WORLD Net", "NetSetTensorRanks", tensorranks, &tensorranks, NULL));
+  PetscCall(PetscOptionsInt("-sequence_ranks", "Sequence groups of the WORLD Net", "NetSetSequenceRanks", seqranks, &seqranks, NULL));
   PetscCall(PetscOptionsInt("-microbatches", "Micro-batches of the WORLD Net", "NetSetMicroBatches", micro, &micro, NULL));
   PetscCall(PetscOptionsBool("-test_moves", "Dot-product test of the moves between stages", "NetTestMoves", testmoves, &testmoves, NULL));
   PetscCall(PetscOptionsReal("-param_ratio", "Assert that a rank of the WORLD Net holds <= this times its stage's parameters (theta's slice, theta_rep, grad_rep, dtheta_rep)", NULL, parratio, &parratio, NULL));

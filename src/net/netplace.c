@@ -167,11 +167,12 @@ typedef struct {
   /* -net_parallel sharded (ZeRO-3 inside each stage): the communicator of this rank's stage, the ranks [s G, (s + 1) G)
      in rank order, over which its nodes' parameter maps gather and reduce-scatter (NetPlaceSetUpParameters_Private()) */
   MPI_Comm gcomm;
-  /* -net_parallel tensor with -net_tensor_ranks P below the stage's G ranks: this rank's tensor group inside its stage,
-     the stage's ranks [j0, j0 + P) (j0 = j - j % P for stage rank j), over which its attention and dense:N:tokens nodes
-     split (MPI_COMM_NULL: the stage is one tensor group, gcomm) */
-  MPI_Comm tgcomm;
-  PetscInt tgP;
+  /* -net_parallel tensor with -net_tensor_ranks P (sequence with -net_sequence_ranks P) below the stage's G ranks: this
+     rank's tensor (sequence) group inside its stage, the stage's ranks [j0, j0 + P) (j0 = j - j % P for stage rank j),
+     over which its attention and dense:N:tokens nodes split (its attention nodes' tokens), the groups data parallel
+     over the micro-batch's rows of the stage (MPI_COMM_NULL, 0: the stage is one group, gcomm) */
+  MPI_Comm grpcomm;
+  PetscInt grpP;
   /* grid mode (NetSetGrid(), netspatial.c): a sample is a grid point and the batch nf fields; micro-batch m is the fields
      [F_m, F_{m+1}) (F_m = m nf / M, M divides nf) and a rank holds, of each field, u units of a value: the points of
      its block of the value's grid, or off the grid (after a globalavgpool) 1 on the first rank of the group. Every
@@ -913,7 +914,7 @@ PetscErrorCode NetPlaceReset_Private(Net net)
   if (pl->comm != MPI_COMM_NULL && pl->comm) PetscCallMPI(MPI_Comm_free(&pl->comm));
   if (pl->tcomm != MPI_COMM_NULL && pl->tcomm) PetscCallMPI(MPI_Comm_free(&pl->tcomm));
   if (pl->gcomm != MPI_COMM_NULL && pl->gcomm) PetscCallMPI(MPI_Comm_free(&pl->gcomm));
-  if (pl->tgcomm != MPI_COMM_NULL && pl->tgcomm) PetscCallMPI(MPI_Comm_free(&pl->tgcomm));
+  if (pl->grpcomm != MPI_COMM_NULL && pl->grpcomm) PetscCallMPI(MPI_Comm_free(&pl->grpcomm));
   PetscCall(PetscFree(net->pl));
   PetscFunctionReturn(0);
 }
@@ -1774,19 +1775,19 @@ static PetscErrorCode NetPlaceSplitStepBegin(Net net, PetscInt k, PetscBool forw
   PetscFunctionBegin;
   PetscCheck(pl->m >= 0, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Node %s is split over its stage's ranks: its steps run micro-batch by micro-batch", net->nodes[k].name);
   st->recompute = (PetscBool)(!forward && pl->fwdm[k] != pl->m);
+  if (pl->grpP) { /* a tensor or sequence group inside the stage: its rows start at its first rank's */
+    const PetscMPIInt j0 = (PetscMPIInt)(pl->glo[pl->mystage] + (pl->rank - pl->glo[pl->mystage]) / pl->grpP * pl->grpP);
+    PetscInt          n, row;
+
+    NetPlaceRange(pl, k + 1, pl->mystage, j0, pl->m, &g0, &n, &row);
+  }
   if (net->nodes[k].sq) {
-    /* a sequence node: the block of queries draws at the global samples of the micro-batch, in the token split every
-       sample of it in order from its first, g0 (stage rank j's share follows rank j - 1's) */
+    /* a sequence node: the block of queries draws at the global samples of the micro-batch its group holds, in the
+       token split every sample of it in order from its first, g0 (group rank j's share follows rank j - 1's) */
     pl->fwdm[k] = pl->m;
     PetscCall(NetPlaceDrawBegin(net, k, g0, &st->frozen));
     PetscCall(NetSequenceStageSetSampleOffset_Private(net, g0));
     PetscFunctionReturn(0);
-  }
-  if (pl->tgP) { /* a tensor group inside the stage: its rows start at its first rank's */
-    const PetscMPIInt j0 = (PetscMPIInt)(pl->glo[pl->mystage] + (pl->rank - pl->glo[pl->mystage]) / pl->tgP * pl->tgP);
-    PetscInt          n, row;
-
-    NetPlaceRange(pl, k + 1, pl->mystage, j0, pl->m, &g0, &n, &row);
   }
   if (forward || pl->fwdm[k] != pl->m) PetscCall(NetModelNewRows_Private(net, k, (PetscBool)(pl->N % pl->M != 0)));
   pl->fwdm[k] = pl->m;
@@ -1850,7 +1851,7 @@ PetscErrorCode NetPlaceNodeComm_Private(Net net, PetscInt k, MPI_Comm *comm)
 
   PetscFunctionBegin;
   PetscCheck(pl && pl->staged && pl->gcomm != MPI_COMM_NULL && pl->group[k] == pl->mystage, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Node %s is not on this rank's pipeline stage", net->nodes[k].name);
-  *comm = (pl->tgcomm != MPI_COMM_NULL && pl->tgcomm) ? pl->tgcomm : pl->gcomm;
+  *comm = (pl->grpcomm != MPI_COMM_NULL && pl->grpcomm) ? pl->grpcomm : pl->gcomm;
   PetscFunctionReturn(0);
 }
 
@@ -2197,8 +2198,8 @@ static PetscErrorCode NetExecView_Placed(Net net, PetscInt k, PetscViewer viewer
   PetscCall(MPIU_Allreduce(&mine, &any, 1, MPIU_BOOL, MPI_LOR, PetscObjectComm((PetscObject)net)));
   if (!any) PetscFunctionReturn(0);
   PetscCall(PetscViewerASCIIPushTab(viewer));
-  PetscCall(PetscViewerASCIIPrintf(viewer, "%s parallel over the ranks of its %s (x' = R x, the rank's block, y = S y' on the %s's communicator)\n", net->parallel == NET_PARALLEL_TENSOR ? "tensor" : "model", pl->tgP ? "tensor group" : "stage",
-                                   pl->tgP ? "group" : "stage"));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "%s parallel over the ranks of its %s (x' = R x, the rank's block, y = S y' on the %s's communicator)\n", net->parallel == NET_PARALLEL_TENSOR ? "tensor" : "model", pl->grpP ? "tensor group" : "stage",
+                                   pl->grpP ? "group" : "stage"));
   PetscCall(PetscViewerASCIIPushSynchronized(viewer));
   PetscCall(NetModelViewStageBlock_Private(net, k, viewer));
   PetscCall(PetscViewerFlush(viewer));
@@ -2555,7 +2556,8 @@ static PetscErrorCode NetExecView_PlacedSequence(Net net, PetscInt k, PetscViewe
   PetscCall(MPIU_Allreduce(&mine, &any, 1, MPIU_BOOL, MPI_LOR, PetscObjectComm((PetscObject)net)));
   if (!any) PetscFunctionReturn(0);
   PetscCall(PetscViewerASCIIPushTab(viewer));
-  PetscCall(PetscViewerASCIIPrintf(viewer, "sequence parallel over the ranks of its stage (x' = R x the stage's token split, the rank's queries against every key gathered by G, y = R^T y')\n"));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "sequence parallel over the ranks of its %s (x' = R x the %s's token split, the rank's queries against every key gathered by G, y = R^T y')\n", ((NetPlace *)net->pl)->grpP ? "sequence group" : "stage",
+                                   ((NetPlace *)net->pl)->grpP ? "group" : "stage"));
   PetscCall(PetscViewerASCIIPushSynchronized(viewer));
   PetscCall(NetSequenceStageViewNode_Private(net, k, viewer));
   PetscCall(PetscViewerFlush(viewer));
@@ -2708,25 +2710,25 @@ PetscErrorCode NetPlaceSetUpParameters_Private(Net net)
              "-net_parallel tensor with -net_stages %" PetscInt_FMT " splits each stage's attention and dense:N:tokens nodes over tensor groups of a stage's %" PetscInt_FMT " ranks, but -net_tensor_ranks %" PetscInt_FMT
              " does not divide them into equal groups: give a divisor of %" PetscInt_FMT " (0 or %" PetscInt_FMT ": one group a stage)",
              pl->S, pl->G, net->tensorranks, pl->G, pl->G);
-  /* a sequence-parallel stage is one sequence group: its ranks (-net_sequence_ranks cutting a stage into data-parallel
-     groups of its own is not built) */
-  PetscCheck(!seq || net->seqranks == 0 || net->seqranks == pl->G, comm, PETSC_ERR_SUP,
-             "-net_parallel sequence with -net_stages %" PetscInt_FMT " splits the tokens of each stage's attention nodes over the stage's %" PetscInt_FMT " ranks (one sequence group a stage), but -net_sequence_ranks is %" PetscInt_FMT
-             ": give -net_sequence_ranks %" PetscInt_FMT " or 0, or drop the stages",
-             pl->S, pl->G, net->seqranks, pl->G);
+  /* a sequence-parallel stage is one sequence group of its ranks, or -net_sequence_ranks P cuts it into G / P groups of
+     P consecutive ranks, data parallel over the groups: each group splits the tokens of its rows of a micro-batch */
+  PetscCheck(!seq || net->seqranks == 0 || (net->seqranks > 0 && pl->G % net->seqranks == 0), comm, PETSC_ERR_ARG_INCOMP,
+             "-net_parallel sequence with -net_stages %" PetscInt_FMT " splits the tokens of each stage's attention nodes over sequence groups of a stage's %" PetscInt_FMT " ranks, but -net_sequence_ranks %" PetscInt_FMT
+             " does not divide them into equal groups: give a divisor of %" PetscInt_FMT " (0 or %" PetscInt_FMT ": one group a stage)",
+             pl->S, pl->G, net->seqranks, pl->G, pl->G);
   if ((sharded || model || seq) && !pl->gcomm) PetscCallMPI(MPI_Comm_split(comm, (PetscMPIInt)pl->mystage, pl->rank, &pl->gcomm)); /* once: every node of the stage maps or splits over it */
   {
-    const PetscInt P = (tensor && net->tensorranks > 0 && net->tensorranks < pl->G) ? net->tensorranks : 0;
+    const PetscInt P = (tensor && net->tensorranks > 0 && net->tensorranks < pl->G) ? net->tensorranks : (seq && net->seqranks > 0 && net->seqranks < pl->G) ? net->seqranks : 0;
 
-    if (pl->tgcomm && pl->tgcomm != MPI_COMM_NULL && pl->tgP != P) PetscCallMPI(MPI_Comm_free(&pl->tgcomm));
-    if (P && (!pl->tgcomm || pl->tgcomm == MPI_COMM_NULL)) {
+    if (pl->grpcomm && pl->grpcomm != MPI_COMM_NULL && pl->grpP != P) PetscCallMPI(MPI_Comm_free(&pl->grpcomm));
+    if (P && (!pl->grpcomm || pl->grpcomm == MPI_COMM_NULL)) {
       const PetscMPIInt j = (PetscMPIInt)(pl->rank - pl->glo[pl->mystage]); /* this rank's place in its stage */
 
-      PetscCallMPI(MPI_Comm_split(pl->gcomm, (PetscMPIInt)(j / P), j, &pl->tgcomm));
+      PetscCallMPI(MPI_Comm_split(pl->gcomm, (PetscMPIInt)(j / P), j, &pl->grpcomm));
     }
-    pl->tgP = P;
+    pl->grpP = P;
   }
-  if (seq) PetscCall(NetSequenceSetUpStage_Private(net, pl->gcomm, pl->first[pl->mystage], pl->last[pl->mystage])); /* its attention nodes: the token split over the stage (netsequence.c) */
+  if (seq) PetscCall(NetSequenceSetUpStage_Private(net, pl->grpP ? pl->grpcomm : pl->gcomm, pl->first[pl->mystage], pl->last[pl->mystage])); /* its attention nodes: the token split over the stage or its group (netsequence.c) */
   net->gathers = sharded;
   PetscCall(PetscMalloc1(net->nlayers, &net->repoff));
   /* the runs of theta_rep: a node's whole block, or a model node's runs (its W block row by row, then its bias block) */
@@ -2806,18 +2808,23 @@ PetscErrorCode NetPlaceView_Private(Net net, PetscViewer viewer)
     if (net->parallel == NET_PARALLEL_SHARDED) PetscCall(PetscViewerASCIIPrintf(viewer, "  each stage sharded over its ranks (ZeRO-3): a rank keeps 1/%" PetscInt_FMT " of its stage's parameters, a node's gathered as it runs\n", pl->G));
     if (net->parallel == NET_PARALLEL_MODEL)
       PetscCall(PetscViewerASCIIPrintf(viewer, "  each stage model parallel over its ranks: a dense or convolution node's weights split over the stage's %" PetscInt_FMT " rank%s (its partition, or the default)\n", pl->G, pl->G > 1 ? "s" : ""));
-    if (net->parallel == NET_PARALLEL_SEQUENCE)
+    if (net->parallel == NET_PARALLEL_SEQUENCE && !pl->grpP)
       PetscCall(PetscViewerASCIIPrintf(viewer, "  each stage sequence parallel over its ranks (one sequence group): an attention node's queries split by tokens over the stage's %" PetscInt_FMT " rank%s, its input moved to the token split and back\n",
                                        pl->G, pl->G > 1 ? "s" : ""));
-    if (net->parallel == NET_PARALLEL_TENSOR && !pl->tgP)
+    if (net->parallel == NET_PARALLEL_SEQUENCE && pl->grpP)
+      PetscCall(PetscViewerASCIIPrintf(viewer,
+                                       "  each stage sequence parallel over %" PetscInt_FMT " sequence groups of %" PetscInt_FMT
+                                       " rank%s (-net_sequence_ranks), data parallel over the groups: an attention node's queries split by tokens over a group's ranks, its input moved to the group's token split and back\n",
+                                       pl->G / pl->grpP, pl->grpP, pl->grpP > 1 ? "s" : ""));
+    if (net->parallel == NET_PARALLEL_TENSOR && !pl->grpP)
       PetscCall(PetscViewerASCIIPrintf(
           viewer, "  each stage tensor parallel over its ranks (one tensor group): attention by heads, dense:N:tokens column- or row-parallel over the stage's %" PetscInt_FMT " rank%s; an MLP pair moves its value between its two nodes\n", pl->G,
           pl->G > 1 ? "s" : ""));
-    if (net->parallel == NET_PARALLEL_TENSOR && pl->tgP)
+    if (net->parallel == NET_PARALLEL_TENSOR && pl->grpP)
       PetscCall(PetscViewerASCIIPrintf(viewer,
                                        "  each stage tensor parallel over %" PetscInt_FMT " tensor groups of %" PetscInt_FMT
                                        " rank%s (-net_tensor_ranks), data parallel over the groups: attention by heads, dense:N:tokens column- or row-parallel over a group's ranks; an MLP pair moves its value between its two nodes\n",
-                                       pl->G / pl->tgP, pl->tgP, pl->tgP > 1 ? "s" : ""));
+                                       pl->G / pl->grpP, pl->grpP, pl->grpP > 1 ? "s" : ""));
     if (pl->grid) { /* each stage spatially parallel: its own DMDA, decomposed alike in every stage */
       PetscInt dim, N[3], sr[3], pr[3];
 

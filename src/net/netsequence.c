@@ -144,7 +144,8 @@ typedef struct {
 . -net_sequence_ranks <P> - the same from the options
 
   Notes:
-  With pipeline stages (-net_stages) each stage is one sequence group: P must be 0 or the ranks of a stage.
+  With pipeline stages (-net_stages) P cuts each stage into groups of P consecutive ranks, data parallel over the
+  micro-batch's rows of the stage: P must divide the ranks of a stage (0 or the ranks of a stage: one group a stage).
 
   Level: intermediate
 
@@ -1115,7 +1116,8 @@ PetscErrorCode NetSequenceView_Private(Net net, PetscViewer viewer)
   PetscFunctionBegin;
   if (!sq) PetscFunctionReturn(0);
   if (sq->staged) {
-    PetscCall(PetscViewerASCIIPrintf(viewer, "  sequence parallel stages: the %" PetscInt_FMT " tokens of a sequence split over each stage's ranks in its attention nodes (x' = R x, y = R^T A_blk(G x'))\n", sq->T));
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  sequence parallel stages: the %" PetscInt_FMT " tokens of a sequence split over the %" PetscInt_FMT " ranks of each sequence group of a stage in its attention nodes (x' = R x, y = R^T A_blk(G x'))\n",
+                                     sq->T, sq->P));
     PetscFunctionReturn(0);
   }
   PetscCall(PetscViewerASCIIPrintf(viewer, "  sequence parallel: %" PetscInt_FMT " tokens per sequence split over %" PetscInt_FMT " group%s of %" PetscInt_FMT " ranks (rank 0: tokens [%" PetscInt_FMT ", %" PetscInt_FMT "))\n", sq->T,
@@ -1142,9 +1144,10 @@ PetscErrorCode NetSequenceView_Private(Net net, PetscViewer viewer)
    graphs rebuilt only when they change). In double: the placement widens and rounds the rows around the step.
 */
 
-/* NetSetUp() with stages: the stage's group over stagecomm (this rank's stage), its token split, and the attention
-   nodes first..last of the stage set up as sequence nodes */
-PetscErrorCode NetSequenceSetUpStage_Private(Net net, MPI_Comm stagecomm, PetscInt first, PetscInt last)
+/* NetSetUp() with stages: the sequence group over groupcomm (this rank's stage, or its group of -net_sequence_ranks
+   consecutive ranks of the stage), its token split, and the attention nodes first..last of the stage set up as
+   sequence nodes */
+PetscErrorCode NetSequenceSetUpStage_Private(Net net, MPI_Comm groupcomm, PetscInt first, PetscInt last)
 {
   NetSequence *sq;
   PetscMPIInt  size, rank;
@@ -1153,10 +1156,10 @@ PetscErrorCode NetSequenceSetUpStage_Private(Net net, MPI_Comm stagecomm, PetscI
   PetscFunctionBegin;
   PetscCall(NetSequenceReset_Private(net)); /* NetSetParallel() after set-up lands here again */
   PetscCall(PetNetShapeToString(&net->in, sizeof(shape), shape));
-  PetscCheck(net->in.ndim >= 1 && net->in.ndim < PETNET_MAX_DIM, stagecomm, PETSC_ERR_ARG_WRONG, "-net_parallel sequence with -net_stages: the input shape %s is not a sequence; give -net_input_shape T (token ids) or TxC (T tokens of C channels)",
+  PetscCheck(net->in.ndim >= 1 && net->in.ndim < PETNET_MAX_DIM, groupcomm, PETSC_ERR_ARG_WRONG, "-net_parallel sequence with -net_stages: the input shape %s is not a sequence; give -net_input_shape T (token ids) or TxC (T tokens of C channels)",
              shape);
-  PetscCallMPI(MPI_Comm_size(stagecomm, &size));
-  PetscCallMPI(MPI_Comm_rank(stagecomm, &rank));
+  PetscCallMPI(MPI_Comm_size(groupcomm, &size));
+  PetscCallMPI(MPI_Comm_rank(groupcomm, &rank));
   PetscCall(PetscNew(&sq));
   net->seq   = sq;
   sq->staged = PETSC_TRUE;
@@ -1170,12 +1173,13 @@ PetscErrorCode NetSequenceSetUpStage_Private(Net net, MPI_Comm stagecomm, PetscI
   sq->sfgen  = -1;
   sq->gsfgen = -1;
   sq->goff   = 0; /* each step sets it: the micro-batch's first global sample (NetSequenceStageSetSampleOffset_Private()) */
-  PetscCheck(sq->T >= sq->P, stagecomm, PETSC_ERR_ARG_OUTOFRANGE,
-             "-net_parallel sequence with -net_stages splits the %" PetscInt_FMT " tokens of a sequence (input shape %s) over the %" PetscInt_FMT " ranks of a stage: every rank needs a token; use more stages (-net_stages) or longer sequences", sq->T,
-             shape, sq->P);
+  PetscCheck(sq->T >= sq->P, groupcomm, PETSC_ERR_ARG_OUTOFRANGE,
+             "-net_parallel sequence with -net_stages splits the %" PetscInt_FMT " tokens of a sequence (input shape %s) over the %" PetscInt_FMT
+             " ranks of a stage's sequence group: every rank needs a token; use smaller groups (-net_sequence_ranks), more stages (-net_stages) or longer sequences",
+             sq->T, shape, sq->P);
   sq->tl = sq->T / sq->P + (sq->slot < sq->T % sq->P ? 1 : 0);
   sq->t0 = sq->slot * (sq->T / sq->P) + PetscMin(sq->slot, sq->T % sq->P);
-  PetscCallMPI(MPI_Comm_dup(stagecomm, &sq->gcomm));
+  PetscCallMPI(MPI_Comm_dup(groupcomm, &sq->gcomm));
   PetscCall(PetscCalloc1(sq->P + 1, &sq->soff));
   for (PetscInt k = first; k <= last; k++) {
     NetNode    *nd    = &net->nodes[k];
@@ -1185,7 +1189,7 @@ PetscErrorCode NetSequenceSetUpStage_Private(Net net, MPI_Comm stagecomm, PetscI
 
     PetscCall(PetscObjectTypeCompare((PetscObject)layer, "attention", &isattention));
     if (!isattention) continue; /* on each token or each sequence alone: a plain node of the stage's sample split */
-    PetscCheck(nd->nin == 1 && layer->ins[0].ndim >= 1 && layer->ins[0].dim[0] == sq->T, stagecomm, PETSC_ERR_ARG_WRONG,
+    PetscCheck(nd->nin == 1 && layer->ins[0].ndim >= 1 && layer->ins[0].dim[0] == sq->T, groupcomm, PETSC_ERR_ARG_WRONG,
                "Node %s (attention): its input is not the %" PetscInt_FMT " tokens of the Net's input sequence, which -net_parallel sequence with -net_stages splits over the stage's ranks (a node before it changed the tokens)", nd->name, sq->T);
     PetscCall(PetscNew(&sn));
     sn->kind = NET_SEQ_ATTENTION;
@@ -1194,7 +1198,7 @@ PetscErrorCode NetSequenceSetUpStage_Private(Net net, MPI_Comm stagecomm, PetscI
     PetscCall(PetscCalloc4(nd->nin, &sn->moved, nd->nin, &sn->dmoved, nd->nin, &sn->flag, nd->nin, &sn->want));
     PetscCall(PetscCalloc1(NET_SEQ_NBUF(nd->nin), &sn->buf));
     PetscCall(NetSequenceCopyLayer_Private(net, k, 1, &layer->ins[0], sq->t0, sq->tl, &sn->local)); /* the queries [t0, t0 + tl) of whole sequences */
-    PetscCheck(sn->local->nparams == layer->nparams && sn->local->outsize * sq->T == sq->tl * layer->outsize, stagecomm, PETSC_ERR_PLIB,
+    PetscCheck(sn->local->nparams == layer->nparams && sn->local->outsize * sq->T == sq->tl * layer->outsize, groupcomm, PETSC_ERR_PLIB,
                "Node %s: its copy on the rank's queries [%" PetscInt_FMT ", %" PetscInt_FMT ") has another shape than %" PetscInt_FMT " tokens", nd->name, sq->t0, sq->t0 + sq->tl, sq->tl);
   }
   PetscFunctionReturn(0);
@@ -1352,14 +1356,16 @@ PetscErrorCode NetSequenceStageSOBackward_Private(Net net, PetscInt k, PetscInt 
   PetscFunctionReturn(0);
 }
 
-/* the stage's group for NetView(): a node's line (every rank calls it; the first rank of each stage says its split) */
+/* the stage's sequence group for NetView(): a node's line (every rank calls it and says its split) */
 PetscErrorCode NetSequenceStageViewNode_Private(Net net, PetscInt k, PetscViewer viewer)
 {
   NetSequence *sq = (NetSequence *)net->seq;
+  PetscMPIInt  rank;
 
   PetscFunctionBegin;
+  PetscCallMPI(MPI_Comm_rank(PetscObjectComm((PetscObject)net), &rank));
   if (net->nodes[k].sq)
-    PetscCall(PetscViewerASCIISynchronizedPrintf(viewer, "  its stage's rank %" PetscInt_FMT " of %" PetscInt_FMT ": the queries of tokens [%" PetscInt_FMT ", %" PetscInt_FMT ") of every sample of a micro-batch\n", sq->slot, sq->P, sq->t0,
-                                                 sq->t0 + sq->tl));
+    PetscCall(PetscViewerASCIISynchronizedPrintf(viewer, "  rank %d, its sequence group's rank %" PetscInt_FMT " of %" PetscInt_FMT ": the queries of tokens [%" PetscInt_FMT ", %" PetscInt_FMT ") of every sample the group holds of a micro-batch\n",
+                                                 rank, sq->slot, sq->P, sq->t0, sq->t0 + sq->tl));
   PetscFunctionReturn(0);
 }
