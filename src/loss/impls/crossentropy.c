@@ -10,6 +10,40 @@
   the global number of the other labels (counted(), LossEvaluate()).
 */
 #include <petnet/private/lossimpl.h>
+#include <petnet/private/mathimpl.h>
+
+/*
+  e[k] = exp(y[k] - m) over a row of c logits: PetNet's own exp (petnet/private/mathimpl.h, 1 ulp against libm,
+  branch-free so that gcc vectorises the loop), compiled also for AVX-512 and AVX2 and picked at load time, with
+  fp-contract=off so that every clone rounds as the baseline does (the same bits on any CPU, as the pointwise layers).
+  A row of 2048 tokens x 114 characters took 1.7 ms with libm's exp one entry at a time (5% of bin/charlm's step).
+*/
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define CROSSENTROPY_TARGET_CLONES __attribute__((target_clones("avx512f", "avx2", "default"), optimize("fp-contract=off")))
+#else
+#define CROSSENTROPY_TARGET_CLONES
+#endif
+
+static CROSSENTROPY_TARGET_CLONES void CrossEntropyExpRow(PetscInt c, const PetscScalar *restrict y, PetscReal m, PetscScalar *restrict e)
+{
+  for (PetscInt k = 0; k < c; k++) e[k] = PetNetExpDouble(PetscRealPart(y[k]) - m);
+}
+
+/* z = sum_k exp(y[k] - m), the exponentials written to e (c entries) or, e NULL, to chunks of a buffer; the sum in k's order */
+static PetscReal CrossEntropyExpSum(PetscInt c, const PetscScalar *y, PetscReal m, PetscScalar *e)
+{
+  PetscScalar buf[256];
+  PetscReal   z = 0;
+
+  for (PetscInt k0 = 0; k0 < c; k0 += e ? c : 256) {
+    const PetscInt n = e ? c : PetscMin(256, c - k0);
+    PetscScalar   *r = e ? e : buf;
+
+    CrossEntropyExpRow(n, y + k0, m, r);
+    for (PetscInt k = 0; k < n; k++) z += PetscRealPart(r[k]);
+  }
+  return z;
+}
 
 typedef struct {
   PetscInt  ignore;    /* a label equal to it counts nowhere */
@@ -70,11 +104,7 @@ static PetscErrorCode LossEvaluate_CrossEntropy(Loss loss, PetscInt ny, const Pe
     }
     lbl = (PetscInt)PetscRealPart(t[s]);
     for (PetscInt k = 1; k < c; k++) m = PetscMax(m, PetscRealPart(ys[k]));
-    if (dy) { /* the exponentials kept for the gradient, each taken once */
-      for (PetscInt k = 0; k < c; k++) z += dy[s * c + k] = PetscExpReal(PetscRealPart(ys[k]) - m);
-    } else {
-      for (PetscInt k = 0; k < c; k++) z += PetscExpReal(PetscRealPart(ys[k]) - m);
-    }
+    z = CrossEntropyExpSum(c, ys, m, dy ? dy + s * c : NULL); /* the exponentials kept for the gradient, each taken once */
     if (a == 0)
       *sum += m + PetscLogReal(z) - PetscRealPart(ys[lbl]); /* without smoothing: the same operations as always */
     else {

@@ -352,11 +352,14 @@ static ATT_TARGET_CLONES void AttentionExpRowSingle(PetscInt n, float a, float b
 /* a tile product of fewer multiply-adds than this runs as a loop nest, not BLAS (the tests' tiles of 1 to 7 keys) */
 #define ATT_TILE_GEMM_MIN 512
 
-/* rotary positions, forward, backward and jvp, in double and in float (attentionrotary.h, attentionkernels.h) */
-#define ATT_T       PetscScalar
-#define ATT_NAME(f) f
-#define ATT_EXP(v)  PetscExpReal(v)
-#define ATT_LOG(v)  PetscLogReal(v)
+/* rotary positions, forward, backward and jvp, in double and in float (attentionrotary.h, attentionkernels.h); the
+   float tiles on attentiontile.h's kernels */
+#include "attentiontile.h"
+#define ATT_FLOAT_TILES 0
+#define ATT_T           PetscScalar
+#define ATT_NAME(f)     f
+#define ATT_EXP(v)      PetscExpReal(v)
+#define ATT_LOG(v)      PetscLogReal(v)
 #include "attentionrotary.h"
 #include "attentionkernels.h"
 #undef ATT_T
@@ -364,10 +367,12 @@ static ATT_TARGET_CLONES void AttentionExpRowSingle(PetscInt n, float a, float b
 #undef ATT_EXP
 #undef ATT_LOG
 #undef ATT_PAIRS
-#define ATT_T       float
-#define ATT_NAME(f) f##Single
-#define ATT_EXP(v)  expf(v)
-#define ATT_LOG(v)  logf(v)
+#undef ATT_FLOAT_TILES
+#define ATT_FLOAT_TILES 1
+#define ATT_T           float
+#define ATT_NAME(f)     f##Single
+#define ATT_EXP(v)      expf(v)
+#define ATT_LOG(v)      logf(v)
 #include "attentionrotary.h"
 #include "attentionkernels.h"
 #undef ATT_T
@@ -609,7 +614,7 @@ static PetscErrorCode LayerSetUp_Attention(Layer layer)
   PetscCheck(att->B <= 8192, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE,
              "The %s has tile %" PetscInt_FMT " on T = %" PetscInt64_FMT ": its tiles of scores would be %" PetscInt_FMT " x %" PetscInt_FMT " per thread part; give -%sattention_tile B with B <= 8192 (default 64)", node, att->tile, T, att->B, att->B,
              prefix);
-  att->tilesize = 2 * att->B * att->B + 3 * att->B + 8;
+  att->tilesize = 2 * att->B * att->B + 3 * att->B + 8 + att->d * ((att->B + 15) / 16 * 16); /* + the dot tiles' scratch (ATT_TILE_BT) */
   att->nstate = att->nstatef = -1;
   layer->out                 = layer->in;
   layer->out.dim[0]          = att->nq; /* the block's rows */

@@ -67,6 +67,47 @@ static inline PetscErrorCode ATT_NAME(AttentionTileGemm)(char ta, char tb, Petsc
 }
 
 /*
+  The three tile products below in their row views (attentiontile.h: row t of an operand is d contiguous entries, a
+  score row nk entries): in float on attentiontile.h's kernels when AttentionTileFast(d) (ATT_FLOAT_TILES), else as
+  one AttentionTileGemm() (column-major, as LayerGemm(); double always, so that its bits stay those of BLAS):
+    dot    C[i][j] (=|+=) sum_k A[i][k] Bm[j][k]   'T','N'  n x m x d   (bt: attentiontile.h's [d][n16] scratch)
+    axpy   C[i][:] += sum_j P[i][j] V[j][:]        'N','N'  d x m x n
+    axpyt  C[j][:] += sum_i P[i][j] G[i][:]        'N','T'  d x n x m
+*/
+static inline PetscErrorCode ATT_NAME(AttentionDotTile)(PetscInt m, PetscInt n, PetscInt d, const ATT_T *A, PetscInt lda, const ATT_T *Bm, PetscInt ldb, PetscBool add, ATT_T *C, PetscInt ldc, ATT_T *bt)
+{
+#if ATT_FLOAT_TILES
+  if (AttentionTileFast(d)) {
+    ATT_TILE_CALL(AttentionTileDot, m, n, d, A, lda, Bm, ldb, add, C, ldc, bt);
+    return 0;
+  }
+#endif
+  return ATT_NAME(AttentionTileGemm)('T', 'N', n, m, d, Bm, ldb, A, lda, add ? 1 : 0, C, ldc);
+}
+
+static inline PetscErrorCode ATT_NAME(AttentionAxpyTile)(PetscInt m, PetscInt n, PetscInt d, const ATT_T *P, PetscInt ldp, const ATT_T *V, PetscInt ldv, ATT_T *C, PetscInt ldc)
+{
+#if ATT_FLOAT_TILES
+  if (AttentionTileFast(d)) {
+    ATT_TILE_CALL(AttentionTileAxpy, m, n, d, P, ldp, V, ldv, C, ldc);
+    return 0;
+  }
+#endif
+  return ATT_NAME(AttentionTileGemm)('N', 'N', d, m, n, V, ldv, P, ldp, 1, C, ldc);
+}
+
+static inline PetscErrorCode ATT_NAME(AttentionAxpyTTile)(PetscInt m, PetscInt n, PetscInt d, const ATT_T *P, PetscInt ldp, const ATT_T *G, PetscInt ldg, ATT_T *C, PetscInt ldc)
+{
+#if ATT_FLOAT_TILES
+  if (AttentionTileFast(d)) {
+    ATT_TILE_CALL(AttentionTileAxpyT, m, n, d, P, ldp, G, ldg, C, ldc);
+    return 0;
+  }
+#endif
+  return ATT_NAME(AttentionTileGemm)('N', 'T', d, n, m, G, ldg, P, ldp, 1, C, ldc);
+}
+
+/*
   The tile products of one (sample, head). A block of nb query rows i0.. and a tile of nk keys j0.. are, read in
   place with their strides (Q rows E apart in q, K and V rows 2E apart in kv, O and dO rows E apart), column-major d x nb and d x nk
   matrices Qc, Kc, Vc, ... (column t the row t). The tile's scores are formed transposed, S^T = Kc^T Qc, nk x nb
@@ -84,6 +125,7 @@ static inline PetscErrorCode ATT_NAME(AttentionTileGemm)(char ta, char tb, Petsc
 #define ATT_TILE_S(w, B)      (w)
 #define ATT_TILE_S2(w, B)     ((w) + (size_t)(B) * (B))
 #define ATT_TILE_ROW(w, B, r) ((w) + 2 * (size_t)(B) * (B) + (size_t)(r) * (B))
+#define ATT_TILE_BT(w, B)     ((w) + 2 * (size_t)(B) * (B) + 3 * (size_t)(B) + 8) /* the dot tiles' scratch, [d][B rounded up to 16] */
 
 /*
   forward of one (sample, head): the flash-attention recurrence. Per query row i, over the key tiles in order, with
@@ -101,6 +143,7 @@ static PetscErrorCode ATT_NAME(AttentionForwardPair)(const Layer_Attention *att,
   const ATT_T    *Q = qb + (size_t)s * nq * ld + h * d, *K = kv + (size_t)s * T * ldkv + h * d, *V = K + E;
   ATT_T          *O = o + (size_t)s * nq * E + h * d, *L = lse + ((size_t)s * att->H + h) * nq;
   ATT_T          *S = ATT_TILE_S(work, B), *M = ATT_TILE_ROW(work, B, 0);
+  ATT_T          *BT   = ATT_TILE_BT(work, B);
   const PetscBool drop = att->masked;
   PetscErrorCode  ierr;
 
@@ -114,7 +157,7 @@ static PetscErrorCode ATT_NAME(AttentionForwardPair)(const Layer_Attention *att,
     for (PetscInt j0 = 0; j0 < jend; j0 += B) {
       const PetscInt j1 = PetscMin(j0 + B, jend), nk = j1 - j0;
 
-      ierr = ATT_NAME(AttentionTileGemm)('T', 'N', nk, nb, d, K + (size_t)j0 * ldkv, ldkv, Q + (size_t)i0 * ld, ld, 0, S, B);
+      ierr = ATT_NAME(AttentionDotTile)(nb, nk, d, Q + (size_t)i0 * ld, ld, K + (size_t)j0 * ldkv, ldkv, PETSC_FALSE, S, B, BT);
       if (ierr) return ierr;
       for (PetscInt i = i0; i < i1; i++) {
         const PetscInt jmax = att->causal ? PetscMin(j1, q0 + i + 1) : j1, cnt = jmax - j0;
@@ -153,7 +196,7 @@ static PetscErrorCode ATT_NAME(AttentionForwardPair)(const Layer_Attention *att,
         L[i]      = l;
         M[i - i0] = m;
       }
-      ierr = ATT_NAME(AttentionTileGemm)('N', 'N', d, nb, nk, V + (size_t)j0 * ldkv, ldkv, S, B, 1, O + (size_t)i0 * E, E);
+      ierr = ATT_NAME(AttentionAxpyTile)(nb, nk, d, S, B, V + (size_t)j0 * ldkv, ldkv, O + (size_t)i0 * E, E);
       if (ierr) return ierr;
     }
     for (PetscInt i = i0; i < i1; i++) {
@@ -183,6 +226,7 @@ static PetscErrorCode ATT_NAME(AttentionBackwardPair)(const Layer_Attention *att
   const ATT_T    *Q = qb + off, *K = kv + offkv, *V = K + E, *O = o + offo, *G = g + offo, *L = lse + ((size_t)s * att->H + h) * nq;
   ATT_T          *dQ = dqb + off, *dK = dkv + offkv, *dV = dK + E;
   ATT_T          *S = ATT_TILE_S(work, B), *dP = ATT_TILE_S2(work, B), *D = ATT_TILE_ROW(work, B, 0);
+  ATT_T          *BT   = ATT_TILE_BT(work, B);
   const PetscBool drop = att->masked;
   PetscErrorCode  ierr;
 
@@ -197,8 +241,8 @@ static PetscErrorCode ATT_NAME(AttentionBackwardPair)(const Layer_Attention *att
     for (PetscInt j0 = 0; j0 < jend; j0 += B) {
       const PetscInt j1 = PetscMin(j0 + B, jend), nk = j1 - j0;
 
-      ierr = ATT_NAME(AttentionTileGemm)('T', 'N', nk, nb, d, K + (size_t)j0 * ldkv, ldkv, Q + (size_t)i0 * ld, ld, 0, S, B);
-      if (!ierr) ierr = ATT_NAME(AttentionTileGemm)('T', 'N', nk, nb, d, V + (size_t)j0 * ldkv, ldkv, G + (size_t)i0 * E, E, 0, dP, B);
+      ierr = ATT_NAME(AttentionDotTile)(nb, nk, d, Q + (size_t)i0 * ld, ld, K + (size_t)j0 * ldkv, ldkv, PETSC_FALSE, S, B, BT);
+      if (!ierr) ierr = ATT_NAME(AttentionDotTile)(nb, nk, d, G + (size_t)i0 * E, E, V + (size_t)j0 * ldkv, ldkv, PETSC_FALSE, dP, B, BT);
       if (ierr) return ierr;
       for (PetscInt i = i0; i < i1; i++) {
         const PetscInt jmax = att->causal ? PetscMin(j1, q0 + i + 1) : j1, cnt = PetscMax(jmax - j0, 0);
@@ -217,9 +261,9 @@ static PetscErrorCode ATT_NAME(AttentionBackwardPair)(const Layer_Attention *att
           for (PetscInt c = 0; c < cnt; c++) ds[c] = scale * p[c] * (ds[c] - Di);
         for (PetscInt c = cnt; c < nk; c++) p[c] = ds[c] = 0; /* the causal mask on the diagonal tile */
       }
-      ierr = ATT_NAME(AttentionTileGemm)('N', 'T', d, nk, nb, G + (size_t)i0 * E, E, S, B, 1, dV + (size_t)j0 * ldkv, ldkv);
-      if (!ierr) ierr = ATT_NAME(AttentionTileGemm)('N', 'N', d, nb, nk, K + (size_t)j0 * ldkv, ldkv, dP, B, 1, dQ + (size_t)i0 * ld, ld);
-      if (!ierr) ierr = ATT_NAME(AttentionTileGemm)('N', 'T', d, nk, nb, Q + (size_t)i0 * ld, ld, dP, B, 1, dK + (size_t)j0 * ldkv, ldkv);
+      ierr = ATT_NAME(AttentionAxpyTTile)(nb, nk, d, S, B, G + (size_t)i0 * E, E, dV + (size_t)j0 * ldkv, ldkv);
+      if (!ierr) ierr = ATT_NAME(AttentionAxpyTile)(nb, nk, d, dP, B, K + (size_t)j0 * ldkv, ldkv, dQ + (size_t)i0 * ld, ld);
+      if (!ierr) ierr = ATT_NAME(AttentionAxpyTTile)(nb, nk, d, dP, B, Q + (size_t)i0 * ld, ld, dK + (size_t)j0 * ldkv, ldkv);
       if (ierr) return ierr;
     }
   }
@@ -244,6 +288,7 @@ static PetscErrorCode ATT_NAME(AttentionJVPPair)(const Layer_Attention *att, Pet
   const ATT_T    *Q = qb + off, *K = kv + offkv, *V = K + E, *O = o + offo, *L = lse + offl;
   const ATT_T    *dQ = dqb + off, *dK = dkv + offkv, *dV = dK + E;
   ATT_T          *dO = dout + offo, *S = ATT_TILE_S(work, B), *Sd = ATT_TILE_S2(work, B), *Cb = ATT_TILE_ROW(work, B, 0);
+  ATT_T          *BT   = ATT_TILE_BT(work, B);
   const PetscBool drop = att->masked;
   PetscErrorCode  ierr;
 
@@ -257,9 +302,9 @@ static PetscErrorCode ATT_NAME(AttentionJVPPair)(const Layer_Attention *att, Pet
     for (PetscInt j0 = 0; j0 < jend; j0 += B) {
       const PetscInt j1 = PetscMin(j0 + B, jend), nk = j1 - j0;
 
-      ierr = ATT_NAME(AttentionTileGemm)('T', 'N', nk, nb, d, K + (size_t)j0 * ldkv, ldkv, Q + (size_t)i0 * ld, ld, 0, S, B);
-      if (!ierr) ierr = ATT_NAME(AttentionTileGemm)('T', 'N', nk, nb, d, K + (size_t)j0 * ldkv, ldkv, dQ + (size_t)i0 * ld, ld, 0, Sd, B);
-      if (!ierr) ierr = ATT_NAME(AttentionTileGemm)('T', 'N', nk, nb, d, dK + (size_t)j0 * ldkv, ldkv, Q + (size_t)i0 * ld, ld, 1, Sd, B);
+      ierr = ATT_NAME(AttentionDotTile)(nb, nk, d, Q + (size_t)i0 * ld, ld, K + (size_t)j0 * ldkv, ldkv, PETSC_FALSE, S, B, BT);
+      if (!ierr) ierr = ATT_NAME(AttentionDotTile)(nb, nk, d, dQ + (size_t)i0 * ld, ld, K + (size_t)j0 * ldkv, ldkv, PETSC_FALSE, Sd, B, BT);
+      if (!ierr) ierr = ATT_NAME(AttentionDotTile)(nb, nk, d, Q + (size_t)i0 * ld, ld, dK + (size_t)j0 * ldkv, ldkv, PETSC_TRUE, Sd, B, BT);
       if (ierr) return ierr;
       for (PetscInt i = i0; i < i1; i++) {
         const PetscInt jmax = att->causal ? PetscMin(j1, q0 + i + 1) : j1, cnt = PetscMax(jmax - j0, 0);
@@ -275,8 +320,8 @@ static PetscErrorCode ATT_NAME(AttentionJVPPair)(const Layer_Attention *att, Pet
         for (PetscInt c2 = cnt; c2 < nk; c2++) p[c2] = sd[c2] = 0; /* the causal mask on the diagonal tile */
         Cb[i - i0] = ci;
       }
-      ierr = ATT_NAME(AttentionTileGemm)('N', 'N', d, nb, nk, V + (size_t)j0 * ldkv, ldkv, Sd, B, 1, dO + (size_t)i0 * E, E);
-      if (!ierr) ierr = ATT_NAME(AttentionTileGemm)('N', 'N', d, nb, nk, dV + (size_t)j0 * ldkv, ldkv, S, B, 1, dO + (size_t)i0 * E, E);
+      ierr = ATT_NAME(AttentionAxpyTile)(nb, nk, d, Sd, B, V + (size_t)j0 * ldkv, ldkv, dO + (size_t)i0 * E, E);
+      if (!ierr) ierr = ATT_NAME(AttentionAxpyTile)(nb, nk, d, S, B, dV + (size_t)j0 * ldkv, ldkv, dO + (size_t)i0 * E, E);
       if (ierr) return ierr;
     }
     for (PetscInt i = i0; i < i1; i++) {

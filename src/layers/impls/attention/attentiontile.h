@@ -1,0 +1,145 @@
+/*
+  attention's tile products in float without BLAS, included once by attention.c. A tile of attention (attentionkernels.h)
+  multiplies a block of nb <= B query rows by a tile of nk <= B keys over the d features of a head: d is small (16 or 32
+  in the GPTs of bin/charlm), so a BLAS call spends as long packing its operands and scaling C as in its kernel (a
+  profile of the GPT's attention in single: sgemm's kernel 29% of the time, its copies and beta 23%). These kernels
+  read the operands in place, in their row layouts (a row t of Q, K, V, O, dO, dQ, dK, dV is d contiguous floats, rows
+  ld apart; a row i of a score tile is its nk scores of query i, B apart), and keep a block of the result in vector
+  registers (8 floats a vector; GCC's vector extension, so the same code is SSE in the baseline build and AVX2 with
+  FMA in the clone picked at run time):
+
+    dot     C[i][j] (=|+=) sum_k A[i][k] Bm[j][k]    S = Q K^T, dP = dO V^T, S' = Q' K^T + Q K'^T     i < m, j < n
+            Bm's tile transposed once into bt [d][n16] (n16 = n rounded up to 16, zeros past n), then a block of 4 rows
+            by 16 columns of C in 8 vectors: per k, 4 broadcasts of A[i][k] and 2 rows of bt
+    axpy    C[i][:] += sum_j P[i][j] V[j][:]           O += P V, dQ += dS K                              i < m, j < n
+            a block of 4 rows of C by 16 features in 8 vectors: per j, 4 broadcasts of P[i][j] and 2 vectors of V[j]
+    axpyt   C[j][:] += sum_i P[i][j] G[i][:]           dV += (P M)^T dO, dK += dS^T Q                     i < m, j < n
+            a block of 4 rows j of C by 16 features: per i, 4 broadcasts of P[i][j] and 2 vectors of G[i]
+
+  axpy and axpyt need d a multiple of 8 (AttentionTileFast()); dot takes any d. The sums over k, j or i run in order,
+  one product added at a time (with FMA in the AVX2 clone), so a result does not depend on the block it fell in. Rows
+  past m (columns past n) of a block read a valid row (the last) and are not stored.
+*/
+typedef float AttV8 __attribute__((vector_size(32), aligned(4))); /* 8 floats, loaded and stored unaligned */
+
+#define ATT_TILE_R 4 /* rows of a register block: 4 x 2 vectors of accumulators */
+
+/* the 4 x 2 accumulators of a block, named (an array indexed at run time would live on the stack) */
+#define ATT_ACC_ZERO AttV8 c00 = {0}, c01 = {0}, c10 = {0}, c11 = {0}, c20 = {0}, c21 = {0}, c30 = {0}, c31 = {0}
+#define ATT_ACC_FMA(x0, x1, x2, x3, v0, v1) \
+  do {                                      \
+    c00 += (x0) * (v0);                     \
+    c01 += (x0) * (v1);                     \
+    c10 += (x1) * (v0);                     \
+    c11 += (x1) * (v1);                     \
+    c20 += (x2) * (v0);                     \
+    c21 += (x2) * (v1);                     \
+    c30 += (x3) * (v0);                     \
+    c31 += (x3) * (v1);                     \
+  } while (0)
+#define ATT_ACC_ROWS                    \
+  {                                     \
+    {c00, c01}, {c10, c11}, {c20, c21}, \
+    {                                   \
+      c30, c31                          \
+    }                                   \
+  }
+
+#define ATT_TILE_KERNELS(SUF, ATTR)                                                                                                                                                                                             \
+  static ATTR void AttentionTileDot##SUF(PetscInt m, PetscInt n, PetscInt d, const float *restrict A, PetscInt lda, const float *restrict Bm, PetscInt ldb, PetscBool add, float *restrict C, PetscInt ldc, float *restrict bt) \
+  {                                                                                                                                                                                                                             \
+    const PetscInt n16 = (n + 15) / 16 * 16;                                                                                                                                                                                    \
+    for (PetscInt j = 0; j < n; j++)                                                                                                                                                                                            \
+      for (PetscInt k = 0; k < d; k++) bt[(size_t)k * n16 + j] = Bm[(size_t)j * ldb + k];                                                                                                                                       \
+    for (PetscInt k = 0; k < d; k++)                                                                                                                                                                                            \
+      for (PetscInt j = n; j < n16; j++) bt[(size_t)k * n16 + j] = 0;                                                                                                                                                           \
+    for (PetscInt i0 = 0; i0 < m; i0 += ATT_TILE_R) {                                                                                                                                                                           \
+      const float *a0 = A + (size_t)i0 * lda, *a1 = A + (size_t)PetscMin(i0 + 1, m - 1) * lda, *a2 = A + (size_t)PetscMin(i0 + 2, m - 1) * lda, *a3 = A + (size_t)PetscMin(i0 + 3, m - 1) * lda;                                \
+      for (PetscInt j0 = 0; j0 < n16; j0 += 16) {                                                                                                                                                                               \
+        const float *b = bt + j0;                                                                                                                                                                                               \
+        ATT_ACC_ZERO;                                                                                                                                                                                                           \
+        for (PetscInt k = 0; k < d; k++, b += n16) {                                                                                                                                                                            \
+          const AttV8 b0 = *(const AttV8 *)b, b1 = *(const AttV8 *)(b + 8);                                                                                                                                                     \
+          ATT_ACC_FMA(a0[k], a1[k], a2[k], a3[k], b0, b1);                                                                                                                                                                      \
+        }                                                                                                                                                                                                                       \
+        {                                                                                                                                                                                                                       \
+          const AttV8 acc[ATT_TILE_R][2] = ATT_ACC_ROWS;                                                                                                                                                                        \
+          for (PetscInt r = 0; r < ATT_TILE_R && i0 + r < m; r++) {                                                                                                                                                             \
+            float *c = C + (size_t)(i0 + r) * ldc + j0;                                                                                                                                                                         \
+            if (j0 + 16 <= n) {                                                                                                                                                                                                 \
+              if (add) {                                                                                                                                                                                                        \
+                *(AttV8 *)c += acc[r][0];                                                                                                                                                                                       \
+                *(AttV8 *)(c + 8) += acc[r][1];                                                                                                                                                                                 \
+              } else {                                                                                                                                                                                                          \
+                *(AttV8 *)c       = acc[r][0];                                                                                                                                                                                  \
+                *(AttV8 *)(c + 8) = acc[r][1];                                                                                                                                                                                  \
+              }                                                                                                                                                                                                                 \
+            } else {                                                                                                                                                                                                            \
+              float t[16];                                                                                                                                                                                                      \
+              *(AttV8 *)t       = acc[r][0];                                                                                                                                                                                    \
+              *(AttV8 *)(t + 8) = acc[r][1];                                                                                                                                                                                    \
+              for (PetscInt jj = 0; j0 + jj < n; jj++) c[jj] = (add ? c[jj] : 0) + t[jj];                                                                                                                                       \
+            }                                                                                                                                                                                                                   \
+          }                                                                                                                                                                                                                     \
+        }                                                                                                                                                                                                                       \
+      }                                                                                                                                                                                                                         \
+    }                                                                                                                                                                                                                           \
+  }                                                                                                                                                                                                                             \
+  static ATTR void AttentionTileAxpy##SUF(PetscInt m, PetscInt n, PetscInt d, const float *restrict P, PetscInt ldp, const float *restrict V, PetscInt ldv, float *restrict C, PetscInt ldc)                                    \
+  {                                                                                                                                                                                                                             \
+    for (PetscInt i0 = 0; i0 < m; i0 += ATT_TILE_R) {                                                                                                                                                                           \
+      const float *p0 = P + (size_t)i0 * ldp, *p1 = P + (size_t)PetscMin(i0 + 1, m - 1) * ldp, *p2 = P + (size_t)PetscMin(i0 + 2, m - 1) * ldp, *p3 = P + (size_t)PetscMin(i0 + 3, m - 1) * ldp;                                \
+      for (PetscInt c0 = 0; c0 < d; c0 += 16) {                                                                                                                                                                                 \
+        const PetscInt nv = d - c0 >= 16 ? 2 : 1;                                                                                                                                                                               \
+        const float   *v  = V + c0;                                                                                                                                                                                             \
+        ATT_ACC_ZERO;                                                                                                                                                                                                           \
+        for (PetscInt j = 0; j < n; j++, v += ldv) {                                                                                                                                                                            \
+          const AttV8 v0 = *(const AttV8 *)v, v1 = nv == 2 ? *(const AttV8 *)(v + 8) : v0;                                                                                                                                      \
+          ATT_ACC_FMA(p0[j], p1[j], p2[j], p3[j], v0, v1);                                                                                                                                                                      \
+        }                                                                                                                                                                                                                       \
+        {                                                                                                                                                                                                                       \
+          const AttV8 acc[ATT_TILE_R][2] = ATT_ACC_ROWS;                                                                                                                                                                        \
+          for (PetscInt r = 0; r < ATT_TILE_R && i0 + r < m; r++)                                                                                                                                                               \
+            for (PetscInt w = 0; w < nv; w++) *(AttV8 *)(C + (size_t)(i0 + r) * ldc + c0 + 8 * w) += acc[r][w];                                                                                                                 \
+        }                                                                                                                                                                                                                       \
+      }                                                                                                                                                                                                                         \
+    }                                                                                                                                                                                                                           \
+  }                                                                                                                                                                                                                             \
+  static ATTR void AttentionTileAxpyT##SUF(PetscInt m, PetscInt n, PetscInt d, const float *restrict P, PetscInt ldp, const float *restrict G, PetscInt ldg, float *restrict C, PetscInt ldc)                                   \
+  {                                                                                                                                                                                                                             \
+    for (PetscInt j0 = 0; j0 < n; j0 += ATT_TILE_R) {                                                                                                                                                                           \
+      const PetscInt q0 = j0, q1 = PetscMin(j0 + 1, n - 1), q2 = PetscMin(j0 + 2, n - 1), q3 = PetscMin(j0 + 3, n - 1);                                                                                                         \
+      for (PetscInt c0 = 0; c0 < d; c0 += 16) {                                                                                                                                                                                 \
+        const PetscInt nv = d - c0 >= 16 ? 2 : 1;                                                                                                                                                                               \
+        const float   *g = G + c0, *pi = P;                                                                                                                                                                                     \
+        ATT_ACC_ZERO;                                                                                                                                                                                                           \
+        for (PetscInt i = 0; i < m; i++, g += ldg, pi += ldp) {                                                                                                                                                                 \
+          const AttV8 g0 = *(const AttV8 *)g, g1 = nv == 2 ? *(const AttV8 *)(g + 8) : g0;                                                                                                                                      \
+          ATT_ACC_FMA(pi[q0], pi[q1], pi[q2], pi[q3], g0, g1);                                                                                                                                                                  \
+        }                                                                                                                                                                                                                       \
+        {                                                                                                                                                                                                                       \
+          const AttV8 acc[ATT_TILE_R][2] = ATT_ACC_ROWS;                                                                                                                                                                        \
+          for (PetscInt r = 0; r < ATT_TILE_R && j0 + r < n; r++)                                                                                                                                                               \
+            for (PetscInt w = 0; w < nv; w++) *(AttV8 *)(C + (size_t)(j0 + r) * ldc + c0 + 8 * w) += acc[r][w];                                                                                                                 \
+        }                                                                                                                                                                                                                       \
+      }                                                                                                                                                                                                                         \
+    }                                                                                                                                                                                                                           \
+  }
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+ATT_TILE_KERNELS(AVX2, __attribute__((target("avx2,fma"))))
+#define ATT_TILE_HAVE_AVX2 1
+#endif
+ATT_TILE_KERNELS(Base, )
+
+/* whether the kernels above run attention's tile products in float: d a multiple of 8 (axpy's vectors of features) */
+static inline PetscBool AttentionTileFast(PetscInt d)
+{
+  return (PetscBool)(d % 8 == 0);
+}
+
+#if defined(ATT_TILE_HAVE_AVX2)
+#define ATT_TILE_CALL(f, ...) (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? f##AVX2(__VA_ARGS__) : f##Base(__VA_ARGS__))
+#else
+#define ATT_TILE_CALL(f, ...) f##Base(__VA_ARGS__)
+#endif
