@@ -57,6 +57,11 @@
   so NetPlaceRange() takes the value. Rank j of two stages holds the same rows: a stage-to-stage move goes rank to rank;
   the Net's input moves from the caller's DMDA (over all ranks) to stage 0's by a PetscSF over grid points (NetMove.sf,
   its adjoint the reduce). A spatial node runs NetExecPlacedSpatial (its own rows of its input and output values).
+  With -net_spatial_groups G each stage's ranks are cut into G groups of consecutive ranks, each its own DMDA (net->sgrid
+  on net->scomm is then the stage group's), stage group g holding the fields of the caller's group g: data parallel
+  over the groups, the gradient summed over the stage as any node's. With -net_parallel sharded a spatial node's
+  parameters are sharded over its stage's ranks as any node's (its map gathers the block before each step and
+  reduce-scatters the gradient after it: a spatial node's parameter part is per micro-batch, never deferred).
 
   Random draws (dropout, attention dropout: Layer.draws). A mask is a hash of (seed, layer index, pass counter, GLOBAL
   element index), so the placed Net draws one rank's masks when every step draws at the global place of its rows and
@@ -426,9 +431,10 @@ static PetscErrorCode NetPlaceCheckModes(Net net)
                "-net_spatial_groups %" PetscInt_FMT " with -net_stages %" PetscInt_FMT " on %d ranks: inside stages each stage's %d ranks are cut into the %" PetscInt_FMT
                " spatial groups (consecutive ranks, each its own DMDA), which %d ranks do not tile: give -net_spatial_groups a divisor of %d (1: each stage one group), or -net_stages S with S x %" PetscInt_FMT " dividing %d",
                net->ngroups, S, size, size / (PetscMPIInt)S, net->ngroups, size / (PetscMPIInt)S, size / (PetscMPIInt)S, net->ngroups, size);
-    PetscCheck(net->parallel == NET_PARALLEL_REPLICATED, comm, PETSC_ERR_SUP,
-               "-net_stages %" PetscInt_FMT " on a grid runs each stage spatially parallel over its ranks with its parameters replicated; a spatial stage that is also -net_parallel %s (sharded parameters, partitioned spatial+model convolutions, "
-               "sub-graphs) is not built: use -net_parallel replicated, or drop the stages",
+    PetscCheck(net->parallel == NET_PARALLEL_REPLICATED || net->parallel == NET_PARALLEL_SHARDED, comm, PETSC_ERR_SUP,
+               "-net_stages %" PetscInt_FMT
+               " on a grid runs each stage spatially parallel over its ranks with its parameters replicated or sharded over the stage's ranks; a spatial stage that is also -net_parallel %s (partitioned spatial+model convolutions, "
+               "sub-graphs) is not built: use -net_parallel replicated or sharded, or drop the stages",
                net->nstages, NetParallelTypes[net->parallel]);
   }
   PetscCheck(!net->fcachesize, comm, PETSC_ERR_SUP, "-net_forward_cache with -net_stages / -net_microbatches / -net_parallel subgraph is not built: drop one of them");
