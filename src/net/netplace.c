@@ -3055,12 +3055,14 @@ static PetscErrorCode NetPlaceChanged(Net net)
   and cotangents move between stages by redistributions of whole samples, each with its exact adjoint. With
   micro-batches (NetSetMicroBatches()) the stages work as a pipeline; the gradient, NetJVP() and the second-order
   adjoint (NetSecondOrderBackward()) are the same as without stages up to round-off. -net_view prints the stages and
-  their share of the cost. Not built yet: a stage that is itself model, tensor or sequence parallel; grid mode; layers
-  whose kernels communicate (batchnorm): each is refused at set-up with the reason.
+  their share of the cost. A stage can itself be model, tensor or sequence parallel (NetSetParallel()). On a grid
+  (NetSetGrid()) each stage is spatially parallel over its ranks on its own DMDA of the grid's sizes, cut into spatial
+  groups by NetSetSpatialGroups() and sharded by -net_parallel sharded as above. Not built yet: a spatial stage that is
+  model parallel; layers whose kernels communicate (batchnorm): each is refused at set-up with the reason.
 
   Level: intermediate
 
-.seealso: `NetSetMicroBatches()`, `NetSetNodePlacement()`, `NetGetPipelineTimes()`, `NetSetParallel()`
+.seealso: `NetSetMicroBatches()`, `NetSetNodePlacement()`, `NetGetPipelineTimes()`, `NetSetParallel()`, `NetSetGrid()`, `NetSetSpatialGroups()`
 @*/
 PetscErrorCode NetSetStages(Net net, PetscInt S)
 {

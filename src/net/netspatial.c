@@ -214,9 +214,13 @@ static PetscErrorCode NetGridToString_Private(const NetGrid *g, size_t len, char
   output and input channels over them, each convolving the box of its block for the fields of all groups. Every
   group's DMDA must then split the grid alike (the same ownership ranges).
 
+  With pipeline stages (`NetSetStages()`), each stage's ranks are cut alike into ngroups groups of consecutive ranks,
+  each with its own DMDA of the grid's sizes, and group g of every stage holds the fields of group g: ngroups must
+  divide a stage's ranks, and every group's DMDA must split the grid alike.
+
   Level: intermediate
 
-.seealso: `NetGetSpatialComm()`, `NetSetGrid()`
+.seealso: `NetGetSpatialComm()`, `NetSetGrid()`, `NetSetStages()`
 @*/
 PetscErrorCode NetSetSpatialGroups(Net net, PetscInt ngroups)
 {
