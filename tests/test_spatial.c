@@ -24,7 +24,9 @@ static const char help[] = "Grid mode (NetSetGrid(), netspatial.c) against batch
                            "-test_memory B (needs -malloc_debug, which tests/run gives): the first training step (NetForward(), NetBackward()\n"
                            "  with a gradient, no input cotangent) counted by PETSc's tracing allocator: its high-water mark above what was\n"
                            "  held before, less the stored values and their cotangents (the value store's arrays), is the step's workspace;\n"
-                           "  in units of the largest value of the batch on a rank widened to float, it must be at most B.\n";
+                           "  in units of the largest value of the batch on a rank widened to float, it must be at most B.\n"
+                           "-param_ratio r: no rank holds more than r times the parameters of the nodes it runs (its slice of theta and the\n"
+                           "  copies theta_rep, grad_rep, dtheta_rep; -net_parallel sharded with -net_stages keeps the slice only).\n";
 
 #include <petnet.h>
 #include <petnet/private/netimpl.h> /* -test_memory: the value store's sizes */
@@ -393,7 +395,7 @@ int main(int argc, char **argv)
   PetscInt       g, Co, onf;
   PetscReal      rel;
   char           text[64], saveload[PETSC_MAX_PATH_LEN] = "";
-  PetscReal      membound = -1;
+  PetscReal      membound = -1, parratio = 0;
 
   PetscCall(PetscInitialize(&argc, &argv, NULL, help));
   PetscCall(PetNetInitializePackage());
@@ -413,6 +415,7 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-test_hessian", &testhess, NULL));
   PetscCall(PetscOptionsGetString(NULL, NULL, "-save_load", saveload, sizeof(saveload), NULL));
   PetscCall(PetscOptionsGetReal(NULL, NULL, "-test_memory", &membound, NULL));
+  PetscCall(PetscOptionsGetReal(NULL, NULL, "-param_ratio", &parratio, NULL));
   bt = periodic ? DM_BOUNDARY_PERIODIC : DM_BOUNDARY_NONE;
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-net_spatial_groups", &ngroups, NULL));
   for (PetscInt d = 0; d < nsd; d++) N[d] = gdim[d];
@@ -729,6 +732,28 @@ nojvp:
     PetscCall(NetTestJacobian(net, X, NULL, &doterr, &fderr));
     PetscCall(PetscPrintf(comm, "dot-product tests           %s\nfinite differences          %s\n", doterr <= dottol ? "pass" : "FAIL", fderr <= fdtol ? "pass" : "FAIL"));
     PetscCheck(doterr <= dottol && fderr <= fdtol, comm, PETSC_ERR_PLIB, "NetTestJacobian: dot-product error %g (bound %g), finite-difference error %g (bound %g)", (double)doterr, (double)dottol, (double)fderr, (double)fdtol);
+  }
+  if (parratio > 0) { /* what a rank keeps of the parameters (its slice of theta, the copy theta_rep, its gradient grad_rep and
+                         the JVP's direction dtheta_rep), against the parameters of the nodes it runs */
+    Vec       held[4] = {net->theta, net->theta_rep, net->grad_rep, net->dtheta_rep};
+    PetscInt  first, nr, np, mine = 0, h = 0;
+    PetscReal r[2];
+
+    for (PetscInt k = 0; k < net->nlayers; k++) {
+      PetscCall(NetGetNodeRanks(net, k, &first, &nr));
+      PetscCall(LayerGetNumParameters(net->layers[k], &np));
+      if (rank >= first && rank < first + nr) mine += np;
+    }
+    for (PetscInt i = 0; i < 4; i++)
+      if (held[i]) {
+        PetscCall(VecGetLocalSize(held[i], &np));
+        h += np;
+      }
+    r[0] = mine ? (PetscReal)h / (PetscReal)mine : 0;
+    r[1] = -r[0];
+    PetscCall(MPIU_Allreduce(MPI_IN_PLACE, r, 2, MPIU_REAL, MPIU_MAX, comm));
+    PetscCall(PetscPrintf(comm, "parameter entries held per rank %.3f to %.3f of its stage's\n", (double)-r[1], (double)r[0]));
+    PetscCheck(r[0] <= parratio, comm, PETSC_ERR_PLIB, "a rank holds %.3f of its stage's parameters, more than -param_ratio %g", (double)r[0], (double)parratio);
   }
   PetscCall(PetNetShapeToString(&out, sizeof(text), text));
   PetscCall(PetscPrintf(comm, "grid mode on %" PetscInt_FMT " group(s) of %d rank(s): output %s per %s\n", ngroups, gsize, text, ongrid ? "grid point" : "field"));

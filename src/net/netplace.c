@@ -57,6 +57,11 @@
   so NetPlaceRange() takes the value. Rank j of two stages holds the same rows: a stage-to-stage move goes rank to rank;
   the Net's input moves from the caller's DMDA (over all ranks) to stage 0's by a PetscSF over grid points (NetMove.sf,
   its adjoint the reduce). A spatial node runs NetExecPlacedSpatial (its own rows of its input and output values).
+  With -net_spatial_groups G each stage's ranks are cut into G groups of consecutive ranks, each its own DMDA (net->sgrid
+  on net->scomm is then the stage group's), stage group g holding the fields of the caller's group g: data parallel
+  over the groups, the gradient summed over the stage as any node's. With -net_parallel sharded a spatial node's
+  parameters are sharded over its stage's ranks as any node's (its map gathers the block before each step and
+  reduce-scatters the gradient after it: a spatial node's parameter part is per micro-batch, never deferred).
 
   Random draws (dropout, attention dropout: Layer.draws). A mask is a hash of (seed, layer index, pass counter, GLOBAL
   element index), so the placed Net draws one rank's masks when every step draws at the global place of its rows and
@@ -173,13 +178,15 @@ typedef struct {
      over the micro-batch's rows of the stage (MPI_COMM_NULL, 0: the stage is one group, gcomm) */
   MPI_Comm grpcomm;
   PetscInt grpP;
-  /* grid mode (NetSetGrid(), netspatial.c): a sample is a grid point and the batch nf fields; micro-batch m is the fields
-     [F_m, F_{m+1}) (F_m = m nf / M, M divides nf) and a rank holds, of each field, u units of a value: the points of
-     its block of the value's grid, or off the grid (after a globalavgpool) 1 on the first rank of the group. Every
-     stage's grid is decomposed alike, so rank j of any stage holds the same block: units[v G + j] (value v, stage
-     rank j); punits[p] the public grid's points on rank p (the Net's input; its output is off the grid, on rank 0) */
+  /* grid mode (NetSetGrid(), netspatial.c): a sample is a grid point and the batch nf fields of each spatial group;
+     micro-batch m is the fields [F_m, F_{m+1}) of every group (F_m = m nf / M, M divides nf) and a rank holds, of each
+     field of its group, u units of a value: the points of its block of the value's grid, or off the grid (after a
+     globalavgpool) 1 on the first rank of its group. Every stage's grids are decomposed alike, so rank j of any stage
+     holds the same block of the same group's fields: units[v G + j] (value v, stage rank j); punits[p] the public
+     grid's points on rank p (the Net's input; its output is off the grid, on the first rank of each of the caller's
+     groups of pg ranks: -net_spatial_groups cuts the Net's ranks into size / pg groups, each stage's into as many) */
   PetscBool grid;
-  PetscInt  nf;
+  PetscInt  nf, pg;
   PetscInt *units, *punits;
 } NetPlace;
 
@@ -212,8 +219,8 @@ static void NetPlaceShare(PetscInt b, PetscInt G, PetscInt j, PetscInt *start, P
   Grid mode: rank r's rows of value v of micro-batch m in layout l. The rows of a micro-batch are its fields' units
   (field-major, [fields][units][entries]); their global order is micro-batch, then rank of the layout, then the rank's
   rows, so rank j of two stages holds the same global rows (the same block): a move between stages goes rank to rank.
-  The public layout orders its ranks alike (only the output's rows, on rank 0, are matched; the input moves by its
-  PetscSF).
+  The public layout orders its ranks alike (only the output's rows, on the first rank of each spatial group, are
+  matched: group g's before group g + 1's in a stage as in the caller's layout; the input moves by its PetscSF).
 */
 static void NetPlaceGridRange(const NetPlace *pl, PetscInt v, PetscInt l, PetscMPIInt r, PetscInt m, PetscInt *g0, PetscInt *n, PetscInt *row)
 {
@@ -228,11 +235,11 @@ static void NetPlaceGridRange(const NetPlace *pl, PetscInt v, PetscInt l, PetscM
     return;
   }
   for (PetscInt q = 0; q < P; q++) {
-    u = l == NET_PLACE_PUBLIC ? (v == 0 ? pl->punits[q] : (q == 0 ? 1 : 0)) : pl->units[v * pl->G + q];
+    u = l == NET_PLACE_PUBLIC ? (v == 0 ? pl->punits[q] : (q % pl->pg == 0 ? 1 : 0)) : pl->units[v * pl->G + q];
     if (q < j) before += u;
     total += u;
   }
-  u    = l == NET_PLACE_PUBLIC ? (v == 0 ? pl->punits[j] : (j == 0 ? 1 : 0)) : pl->units[v * pl->G + j];
+  u    = l == NET_PLACE_PUBLIC ? (v == 0 ? pl->punits[j] : (j % pl->pg == 0 ? 1 : 0)) : pl->units[v * pl->G + j];
   *n   = nfm * u;
   *row = (l != NET_PLACE_PUBLIC && pl->K) ? (m % pl->K) * (pl->nf / pl->M) * u : f0 * u; /* 1F1B: slot m % K of a stage */
   *g0  = f0 * total + nfm * before;
@@ -417,13 +424,18 @@ static PetscErrorCode NetPlaceCheckModes(Net net)
   /* every -net_parallel mode runs inside a stage (replicated, sharded, model, tensor, sequence) or places the nodes
      itself (subgraph): what does not is said below */
   if (net->grid) { /* each stage spatially parallel over its ranks (NetPlaceSetUpGrid()); what that does not cover yet */
-    PetscCheck(net->ngroups == 1, comm, PETSC_ERR_SUP,
-               "-net_stages %" PetscInt_FMT " on a grid runs each stage spatially parallel over its own ranks; -net_spatial_groups %" PetscInt_FMT
-               " inside the stages (fields spread over groups of a stage's ranks) is not built: drop -net_spatial_groups, or the stages",
-               net->nstages, net->ngroups);
-    PetscCheck(net->parallel == NET_PARALLEL_REPLICATED, comm, PETSC_ERR_SUP,
-               "-net_stages %" PetscInt_FMT " on a grid runs each stage spatially parallel over its ranks with its parameters replicated; a spatial stage that is also -net_parallel %s (sharded parameters, partitioned spatial+model convolutions, "
-               "sub-graphs) is not built: use -net_parallel replicated, or drop the stages",
+    const PetscInt S = PetscMax(1, net->nstages);
+    PetscMPIInt    size;
+
+    PetscCallMPI(MPI_Comm_size(comm, &size));
+    PetscCheck(size % S || (size / S) % net->ngroups == 0, comm, PETSC_ERR_ARG_INCOMP,
+               "-net_spatial_groups %" PetscInt_FMT " with -net_stages %" PetscInt_FMT " on %d ranks: inside stages each stage's %d ranks are cut into the %" PetscInt_FMT
+               " spatial groups (consecutive ranks, each its own DMDA), which %d ranks do not tile: give -net_spatial_groups a divisor of %d (1: each stage one group), or -net_stages S with S x %" PetscInt_FMT " dividing %d",
+               net->ngroups, S, size, size / (PetscMPIInt)S, net->ngroups, size / (PetscMPIInt)S, size / (PetscMPIInt)S, net->ngroups, size);
+    PetscCheck(net->parallel == NET_PARALLEL_REPLICATED || net->parallel == NET_PARALLEL_SHARDED, comm, PETSC_ERR_SUP,
+               "-net_stages %" PetscInt_FMT
+               " on a grid runs each stage spatially parallel over its ranks with its parameters replicated or sharded over the stage's ranks; a spatial stage that is also -net_parallel %s (partitioned spatial+model convolutions, "
+               "sub-graphs) is not built: use -net_parallel replicated or sharded, or drop the stages",
                net->nstages, NetParallelTypes[net->parallel]);
   }
   PetscCheck(!net->fcachesize, comm, PETSC_ERR_SUP, "-net_forward_cache with -net_stages / -net_microbatches / -net_parallel subgraph is not built: drop one of them");
@@ -456,7 +468,7 @@ static PetscErrorCode NetPlaceSetUpGrid(Net net, PetscBool byranks)
   PetscFunctionBegin;
   if (net->sgrid) PetscCallMPI(MPI_Comm_size(net->scomm, &ssize));
   PetscCheck(
-      net->sgrid && pl->staged && !byranks && ssize == pl->G, comm, PETSC_ERR_SUP,
+      net->sgrid && pl->staged && !byranks && ssize == pl->G / net->ngroups, comm, PETSC_ERR_SUP,
       "Pipeline stages on a grid (NetSetGrid()) are the -net_stages stages of consecutive nodes in rank order (or -net_microbatches alone); nodes placed on stages or ranks of their own are not built: give -net_stages and drop the nodes' placements");
   PetscCheck(!net->vgrid[L], comm, PETSC_ERR_SUP,
              "With -net_stages on a grid the Net's output must leave the grid (end it with a globalavgpool, then a head): an output on the grid, moved from the last stage's decomposition back to the grid's, is not built yet; node %s's output lies "
@@ -481,6 +493,21 @@ static PetscErrorCode NetPlaceSetUpGrid(Net net, PetscBool byranks)
   mine[0] = xs[0] * xs[1] * xs[2];
   PetscCallMPI(MPI_Allgather(mine, 1, MPIU_INT, pl->punits, 1, MPIU_INT, comm));
   PetscCall(PetscFree2(mine, all));
+  pl->pg = pl->size / net->ngroups;
+  if (net->ngroups > 1) { /* the caller's groups' DMDAs decomposed alike: a stage group reads its group's blocks where its own DMDA has them */
+    PetscInt corner[6], *corners;
+
+    PetscCall(DMDAGetCorners(net->grid, &corner[0], &corner[1], &corner[2], &corner[3], &corner[4], &corner[5]));
+    PetscCall(PetscMalloc1(6 * pl->size, &corners));
+    PetscCallMPI(MPI_Allgather(corner, 6, MPIU_INT, corners, 6, MPIU_INT, comm));
+    for (PetscMPIInt r = 0; r < pl->size; r++)
+      for (PetscInt a = 0; a < 6; a++)
+        PetscCheck(corners[6 * r + a] == corners[6 * (r % pl->pg) + a], comm, PETSC_ERR_ARG_INCOMP,
+                   "-net_spatial_groups %" PetscInt_FMT
+                   " with -net_stages: the groups' DMDAs given to NetSetGrid() must split the grid alike (rank %d owns another block than rank %d of group 0): give every group the same ownership ranges, or PETSC_DECIDE",
+                   net->ngroups, r, r % (PetscMPIInt)pl->pg);
+    PetscCall(PetscFree(corners));
+  }
   PetscFunctionReturn(0);
 }
 
@@ -2825,21 +2852,27 @@ PetscErrorCode NetPlaceView_Private(Net net, PetscViewer viewer)
                                        "  each stage tensor parallel over %" PetscInt_FMT " tensor groups of %" PetscInt_FMT
                                        " rank%s (-net_tensor_ranks), data parallel over the groups: attention by heads, dense:N:tokens column- or row-parallel over a group's ranks; an MLP pair moves its value between its two nodes\n",
                                        pl->G / pl->grpP, pl->grpP, pl->grpP > 1 ? "s" : ""));
-    if (pl->grid) { /* each stage spatially parallel: its own DMDA, decomposed alike in every stage */
+    if (pl->grid) { /* each stage spatially parallel: its own DMDA (one a spatial group), decomposed alike in every stage */
       PetscInt dim, N[3], sr[3], pr[3];
+      char     who[128];
 
       PetscCall(DMDAGetInfo(net->sgrid, &dim, &N[0], &N[1], &N[2], &sr[0], &sr[1], &sr[2], NULL, NULL, NULL, NULL, NULL, NULL));
       PetscCall(DMDAGetInfo(net->grid, NULL, NULL, NULL, NULL, &pr[0], &pr[1], &pr[2], NULL, NULL, NULL, NULL, NULL, NULL));
+      if (net->ngroups > 1)
+        PetscCall(PetscSNPrintf(who, sizeof(who), "over %" PetscInt_FMT " spatial groups of %" PetscInt_FMT " rank%s (-net_spatial_groups), data parallel over the groups: each group", net->ngroups, pl->G / net->ngroups,
+                                pl->G / net->ngroups > 1 ? "s" : ""));
+      else
+        PetscCall(PetscSNPrintf(who, sizeof(who), "over its ranks:"));
       if (dim == 2)
         PetscCall(PetscViewerASCIIPrintf(viewer,
-                                         "  each stage spatially parallel over its ranks: its own DMDA of the grid %" PetscInt_FMT "x%" PetscInt_FMT " on a %" PetscInt_FMT "x%" PetscInt_FMT
-                                         " grid of ranks (the Net's input and output: the grid's %" PetscInt_FMT "x%" PetscInt_FMT "), micro-batches of whole fields\n",
-                                         N[1], N[0], sr[1], sr[0], pr[1], pr[0]));
+                                         "  each stage spatially parallel %s its own DMDA of the grid %" PetscInt_FMT "x%" PetscInt_FMT " on a %" PetscInt_FMT "x%" PetscInt_FMT " grid of ranks (the Net's input and output: the grid's %" PetscInt_FMT
+                                         "x%" PetscInt_FMT "), micro-batches of whole fields\n",
+                                         who, N[1], N[0], sr[1], sr[0], pr[1], pr[0]));
       else
         PetscCall(PetscViewerASCIIPrintf(viewer,
-                                         "  each stage spatially parallel over its ranks: its own DMDA of the grid %" PetscInt_FMT "x%" PetscInt_FMT "x%" PetscInt_FMT " on a %" PetscInt_FMT "x%" PetscInt_FMT "x%" PetscInt_FMT
+                                         "  each stage spatially parallel %s its own DMDA of the grid %" PetscInt_FMT "x%" PetscInt_FMT "x%" PetscInt_FMT " on a %" PetscInt_FMT "x%" PetscInt_FMT "x%" PetscInt_FMT
                                          " grid of ranks (the Net's input and output: the grid's %" PetscInt_FMT "x%" PetscInt_FMT "x%" PetscInt_FMT "), micro-batches of whole fields\n",
-                                         N[2], N[1], N[0], sr[2], sr[1], sr[0], pr[2], pr[1], pr[0]));
+                                         who, N[2], N[1], N[0], sr[2], sr[1], sr[0], pr[2], pr[1], pr[0]));
     }
     for (PetscInt s = 0; s < pl->S; s++) {
       PetscInt np = net->poff[pl->last[s] + 1] - net->poff[pl->first[s]];
@@ -3029,12 +3062,14 @@ static PetscErrorCode NetPlaceChanged(Net net)
   and cotangents move between stages by redistributions of whole samples, each with its exact adjoint. With
   micro-batches (NetSetMicroBatches()) the stages work as a pipeline; the gradient, NetJVP() and the second-order
   adjoint (NetSecondOrderBackward()) are the same as without stages up to round-off. -net_view prints the stages and
-  their share of the cost. Not built yet: a stage that is itself model, tensor or sequence parallel; grid mode; layers
-  whose kernels communicate (batchnorm): each is refused at set-up with the reason.
+  their share of the cost. A stage can itself be model, tensor or sequence parallel (NetSetParallel()). On a grid
+  (NetSetGrid()) each stage is spatially parallel over its ranks on its own DMDA of the grid's sizes, cut into spatial
+  groups by NetSetSpatialGroups() and sharded by -net_parallel sharded as above. Not built yet: a spatial stage that is
+  model parallel; layers whose kernels communicate (batchnorm): each is refused at set-up with the reason.
 
   Level: intermediate
 
-.seealso: `NetSetMicroBatches()`, `NetSetNodePlacement()`, `NetGetPipelineTimes()`, `NetSetParallel()`
+.seealso: `NetSetMicroBatches()`, `NetSetNodePlacement()`, `NetGetPipelineTimes()`, `NetSetParallel()`, `NetSetGrid()`, `NetSetSpatialGroups()`
 @*/
 PetscErrorCode NetSetStages(Net net, PetscInt S)
 {

@@ -214,9 +214,13 @@ static PetscErrorCode NetGridToString_Private(const NetGrid *g, size_t len, char
   output and input channels over them, each convolving the box of its block for the fields of all groups. Every
   group's DMDA must then split the grid alike (the same ownership ranges).
 
+  With pipeline stages (`NetSetStages()`), each stage's ranks are cut alike into ngroups groups of consecutive ranks,
+  each with its own DMDA of the grid's sizes, and group g of every stage holds the fields of group g: ngroups must
+  divide a stage's ranks, and every group's DMDA must split the grid alike.
+
   Level: intermediate
 
-.seealso: `NetGetSpatialComm()`, `NetSetGrid()`
+.seealso: `NetGetSpatialComm()`, `NetSetGrid()`, `NetSetStages()`
 @*/
 PetscErrorCode NetSetSpatialGroups(Net net, PetscInt ngroups)
 {
@@ -390,10 +394,13 @@ PetscErrorCode NetSetGrid(Net net, DM da)
 }
 
 /*
-  Pipeline stages on the grid (-net_stages S, -net_microbatches M; netplace.c): the ranks [s G, (s + 1) G) of stage s
-  get their own DMDA of the grid's sizes, boundaries and stencil, decomposed by PETSc over the G ranks (so every stage's
-  is decomposed alike), on which the stage's spatial nodes run. What the placement does not run (spatial groups,
-  sub-graphs, a count of stages that does not divide the ranks) gets no stage grid and is refused there.
+  Pipeline stages on the grid (-net_stages S, -net_microbatches M; netplace.c): the R = size / S ranks of stage s,
+  [s R, (s + 1) R), are cut into the -net_spatial_groups G groups of R / G consecutive ranks (G = 1: one group, the
+  stage), and each such stage group gets its own DMDA of the grid's sizes, boundaries and stencil, decomposed by PETSc
+  over its R / G ranks (so every stage group's is decomposed alike), on which the stage's spatial nodes run for the
+  fields of its group: stage group g of every stage holds the fields of the caller's group g (the DMDA given to
+  NetSetGrid() on NetGetSpatialComm()'s size / G ranks). What the placement does not run (sub-graphs, a count of stages
+  that does not divide the ranks, G not dividing a stage's ranks) gets no stage grid and is refused there.
 */
 static PetscErrorCode NetSpatialSetUpStage_Private(Net net)
 {
@@ -408,8 +415,8 @@ static PetscErrorCode NetSpatialSetUpStage_Private(Net net)
   if (S == 1 && net->nmicro <= 1) PetscFunctionReturn(0);
   PetscCallMPI(MPI_Comm_size(comm, &size));
   PetscCallMPI(MPI_Comm_rank(comm, &rank));
-  if (net->ngroups != 1 || net->parallel == NET_PARALLEL_SUBGRAPH || size % S) PetscFunctionReturn(0);
-  PetscCallMPI(MPI_Comm_split(comm, (PetscMPIInt)(rank / (size / S)), rank, &net->scomm));
+  if (net->parallel == NET_PARALLEL_SUBGRAPH || size % S || (size / S) % net->ngroups) PetscFunctionReturn(0);
+  PetscCallMPI(MPI_Comm_split(comm, (PetscMPIInt)(rank / (size / (S * net->ngroups))), rank, &net->scomm));
   PetscCall(DMDAGetInfo(net->grid, &dim, &M, &N, &P, NULL, NULL, NULL, &dof, &sw, &bt[0], &bt[1], &bt[2], &st));
   if (dim == 2)
     PetscCall(DMDACreate2d(net->scomm, bt[0], bt[1], st, M, N, PETSC_DECIDE, PETSC_DECIDE, dof, sw, NULL, NULL, &net->sgrid));
@@ -874,18 +881,29 @@ PetscErrorCode NetSpatialStageUnits_Private(Net net, PetscInt v, PetscInt *u)
   unit is a grid point's c entries (an MPI type of their bytes, whatever the stored type). Roots: this rank's block of the public grid, [nf][block
   points][c]; leaves (leaves: this rank is on the stage): its block of the stage's grid, the same layout. Every root is
   read by exactly one leaf (a permutation of the points), so the broadcast is the move R and the reduce with
-  MPI_REPLACE its adjoint R^T = R^{-1}.
+  MPI_REPLACE its adjoint R^T = R^{-1}. With G spatial groups the public grid is each group's DMDA (size / G ranks,
+  decomposed alike in every group: NetPlaceSetUpGrid() checks it) and a leaf in group g of its stage (R / G ranks of
+  the stage's R) reads from the caller's group g, whose ranks are [g size / G, (g + 1) size / G) of the Net's
+  communicator: root rank g size / G + (the owner's rank in its group's DMDA).
 */
 PetscErrorCode NetSpatialCreateStageSF_Private(Net net, PetscBool leaves, PetscInt nf, PetscInt c, PetscSF *sf)
 {
   const NetGrid  *g = (const NetGrid *)net->vgrid[0];
-  PetscInt        dim, m[3], pts[3] = {1, 1, 1}, nroots, nleaves, *start[3];
+  PetscInt        dim, m[3], pts[3] = {1, 1, 1}, nroots, nleaves, *start[3], first;
   const PetscInt *range[3];
   PetscSFNode    *iremote;
   PetscInt64      lo[3] = {0, 0, 0}, sz[3] = {1, 1, 1};
+  PetscMPIInt     size, rank;
 
   PetscFunctionBegin;
   (void)c;
+  PetscCallMPI(MPI_Comm_size(PetscObjectComm((PetscObject)net), &size));
+  PetscCallMPI(MPI_Comm_rank(PetscObjectComm((PetscObject)net), &rank));
+  { /* the first rank of the caller's group that this rank's stage group reads from */
+    const PetscInt R = size / PetscMax(1, net->nstages), Rg = R / net->ngroups;
+
+    first = ((rank % R) / Rg) * (size / net->ngroups);
+  }
   PetscCall(DMDAGetInfo(net->grid, &dim, NULL, NULL, NULL, &m[0], &m[1], &m[2], NULL, NULL, NULL, NULL, NULL, NULL));
   PetscCall(DMDAGetOwnershipRanges(net->grid, &range[0], &range[1], &range[2]));
   PetscCall(DMDAGetCorners(net->grid, NULL, NULL, NULL, &pts[0], &pts[1], &pts[2]));
@@ -916,7 +934,7 @@ PetscErrorCode NetSpatialCreateStageSF_Private(Net net, PetscBool leaves, PetscI
         }
         for (PetscInt a = 0; a < 3; a++) n *= start[a][q[a] + 1] - start[a][q[a]];
         for (PetscInt f = 0; f < nf; f++) {
-          iremote[f * (nleaves / nf) + l].rank  = q[0] + m[0] * (q[1] + m[1] * q[2]);
+          iremote[f * (nleaves / nf) + l].rank  = first + q[0] + m[0] * (q[1] + m[1] * q[2]);
           iremote[f * (nleaves / nf) + l].index = f * n + off;
         }
       }
