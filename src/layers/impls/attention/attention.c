@@ -26,7 +26,8 @@
   and jvp recompute each tile's probabilities from lse. No T x T matrix is ever formed: the stored state of a sample is
   2 E T + (2 E + H) nq values, the work of backward and jvp another 2 E T + 2 E nq, plus two B x B tiles of scores per
   thread part. Each (block, tile) step is a few matrix products of the tile (S = Q_blk K_tile^T, O_blk += P V_tile, ...:
-  BLAS through LayerGemm(), not threaded) and passes over the rows of S (the statistics, a vectorised exp).
+  in float with d a multiple of 8 PetNet's own kernels on the operands in place (attentiontile.h), else BLAS through
+  LayerGemm(), not threaded) and passes over the rows of S (the statistics, a vectorised exp).
     backward  dO = dy Wo,  dWo += O^T dy,  dbo += sum dy;  per head D_i = dO_i . O_i, dP_ij = M_ij dO_i . v_j,
               dS_ij = P_ij (dP_ij - D_i), dq_i = sum_j dS_ij k_j / sqrt(d), dk_j = sum_i dS_ij q_i / sqrt(d),
               dv_j = sum_i P_ij M_ij dO_i;  dx = dQKV Win,  dWin += x^T dQKV,  dbin += sum dQKV
@@ -42,7 +43,8 @@
   Backend: the projections' GEMMs (Q, K, V and the output projection; forward, backward dx and dW, jvp) carry the
   layer's layer->gemm in their epilogues, which its Net sets (NetSetBackend(): oneDNN's matmul at single, the biases
   fused; sgemm where oneDNN has no fast kernel, as bfloat16 on AVX2); the tile products of the heads are small, run
-  inside the pairs' parallel region and stay on sgemm (LayerGemm() not threaded; benchmarks.md has the measurement).
+  inside the pairs' parallel region and stay native (attentiontile.h's kernels, or sgemm through LayerGemm() not
+  threaded; benchmarks.md has the measurements).
   The second-order adjoint runs in double: no backend.
   Threads: the (sample, head) pairs in parts fixed by the sizes (each pair's rows of QKV, O, dQKV its own), the GEMMs
   cut by LayerGemm(): the same bits for any number of threads.
