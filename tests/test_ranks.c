@@ -21,6 +21,7 @@ static const char help[] = "Ranks agree: in one program, the same Net (same seed
 
 #include <petnet.h>
 #include <petnet/private/netimpl.h> /* the value store's and the parameters' Vecs, for the memory they hold (-memory_ratio, -param_ratio) */
+#include "testheld.h"
 #include "testutil.h"
 
 typedef struct {
@@ -308,25 +309,11 @@ static PetscErrorCode CheckCase(const Case *c, PetscInt N, Layout layout, Side *
 
   if (parratio > 0) { /* what a rank of the WORLD Net keeps of the parameters (its slice of theta, the copy theta_rep, its
                          gradient grad_rep and the JVP's direction dtheta_rep), against the parameters of the nodes it runs */
-    Vec       held[4] = {w->net->theta, w->net->theta_rep, w->net->grad_rep, w->net->dtheta_rep};
-    PetscInt  first, nr, np, mine = 0, h = 0;
-    PetscReal r[2];
+    PetscReal lo = 0, hi = 0;
 
-    for (PetscInt k = 0; k < w->net->nlayers; k++) {
-      PetscCall(NetGetNodeRanks(w->net, k, &first, &nr));
-      PetscCall(LayerGetNumParameters(w->net->layers[k], &np));
-      if (rank >= first && rank < first + nr) mine += np;
-    }
-    for (PetscInt i = 0; i < 4; i++)
-      if (held[i]) {
-        PetscCall(VecGetLocalSize(held[i], &np));
-        h += np;
-      }
-    r[0] = mine ? (PetscReal)h / (PetscReal)mine : 0;
-    r[1] = -r[0];
-    PetscCall(MPIU_Allreduce(MPI_IN_PLACE, r, 2, MPIU_REAL, MPIU_MAX, PETSC_COMM_WORLD));
-    PetscCheck(r[0] <= parratio, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s: a rank holds %.3f of its stage's parameters, more than -param_ratio %g", c->layers, (double)r[0], (double)parratio);
-    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%s, %" PetscInt_FMT " samples: parameter entries held per rank %.3f to %.3f of its stage's\n", c->layers, N, (double)-r[1], (double)r[0]));
+    PetscCall(TestParametersHeld(w->net, &lo, &hi));
+    PetscCheck(hi <= parratio, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s: a rank holds %.3f of its stage's parameters, more than -param_ratio %g", c->layers, (double)hi, (double)parratio);
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%s, %" PetscInt_FMT " samples: parameter entries held per rank %.3f to %.3f of its stage's\n", c->layers, N, (double)lo, (double)hi));
   }
 
   PetscCall(NetGetParameters(w->net, &thw));

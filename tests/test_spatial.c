@@ -30,6 +30,7 @@ static const char help[] = "Grid mode (NetSetGrid(), netspatial.c) against batch
 
 #include <petnet.h>
 #include <petnet/private/netimpl.h> /* -test_memory: the value store's sizes */
+#include "testheld.h"
 #include <petscdmda.h>
 
 /* a deterministic value of field gf at global grid point p, channel c (the same on every rank count) */
@@ -735,25 +736,11 @@ nojvp:
   }
   if (parratio > 0) { /* what a rank keeps of the parameters (its slice of theta, the copy theta_rep, its gradient grad_rep and
                          the JVP's direction dtheta_rep), against the parameters of the nodes it runs */
-    Vec       held[4] = {net->theta, net->theta_rep, net->grad_rep, net->dtheta_rep};
-    PetscInt  first, nr, np, mine = 0, h = 0;
-    PetscReal r[2];
+    PetscReal lo = 0, hi = 0;
 
-    for (PetscInt k = 0; k < net->nlayers; k++) {
-      PetscCall(NetGetNodeRanks(net, k, &first, &nr));
-      PetscCall(LayerGetNumParameters(net->layers[k], &np));
-      if (rank >= first && rank < first + nr) mine += np;
-    }
-    for (PetscInt i = 0; i < 4; i++)
-      if (held[i]) {
-        PetscCall(VecGetLocalSize(held[i], &np));
-        h += np;
-      }
-    r[0] = mine ? (PetscReal)h / (PetscReal)mine : 0;
-    r[1] = -r[0];
-    PetscCall(MPIU_Allreduce(MPI_IN_PLACE, r, 2, MPIU_REAL, MPIU_MAX, comm));
-    PetscCall(PetscPrintf(comm, "parameter entries held per rank %.3f to %.3f of its stage's\n", (double)-r[1], (double)r[0]));
-    PetscCheck(r[0] <= parratio, comm, PETSC_ERR_PLIB, "a rank holds %.3f of its stage's parameters, more than -param_ratio %g", (double)r[0], (double)parratio);
+    PetscCall(TestParametersHeld(net, &lo, &hi));
+    PetscCall(PetscPrintf(comm, "parameter entries held per rank %.3f to %.3f of its stage's\n", (double)lo, (double)hi));
+    PetscCheck(hi <= parratio, comm, PETSC_ERR_PLIB, "a rank holds %.3f of its stage's parameters, more than -param_ratio %g", (double)hi, (double)parratio);
   }
   PetscCall(PetNetShapeToString(&out, sizeof(text), text));
   PetscCall(PetscPrintf(comm, "grid mode on %" PetscInt_FMT " group(s) of %d rank(s): output %s per %s\n", ngroups, gsize, text, ongrid ? "grid point" : "field"));
