@@ -103,6 +103,7 @@ typedef enum {
 PETSC_EXTERN const char *const NetBackends[];
 PETSC_EXTERN PetscErrorCode    NetSetBackend(Net, NetBackend);
 PETSC_EXTERN PetscErrorCode    NetGetBackend(Net, NetBackend *);
+PETSC_EXTERN PetscErrorCode    NetGetBackendKernels(Net, size_t, char[], char[], char[]);
 PETSC_EXTERN PetscErrorCode    NetSetFusion(Net, PetscBool);
 PETSC_EXTERN PetscErrorCode    NetGetFusion(Net, PetscBool *);
 PETSC_EXTERN PetscErrorCode    NetView(Net, PetscViewer);

@@ -4,6 +4,9 @@ static const char help[] = "The BLAS and the CPU in view (issue 31): PetNetGetBL
                            "  test derives from __builtin_cpu_supports() and the core, so that it holds on any machine).\n"
                            "  -check_core NAME: the core must be NAME (a test that assumes it with -petnet_blas_core_assume).\n"
                            "  -view N: views a small Net N times (-net_view's BLAS line must appear once) and PetNetBLASView() once.\n"
+                           "  -check_backend: NetGetBackendKernels() against the CPU's features: at single oneDNN runs the matmul on x86\n"
+                           "  with AVX2; at bfloat16 it runs the matmul and the convolution where the CPU has AVX-512 BF16 or AMX-BF16 and\n"
+                           "  neither without AVX-512 (oneDNN 2.6: the Net's bfloat16 results are then native's); native on the native backend.\n"
                            "  Ends with: summary: blas_core= advice= name_chars= features_chars= (the warning itself: tests/blas_warning.sh)\n";
 
 #include <petnet.h>
@@ -34,9 +37,10 @@ int main(int argc, char **argv)
   char        expect[64] = "", checkcore[64] = "";
   size_t      lname, lcore, lfeat;
   PetscInt    views = 0;
-  PetscBool   set, same;
+  PetscBool   set, same, backend = PETSC_FALSE;
 
   PetscCall(PetNetInitialize(&argc, &argv, NULL, help));
+  PetscCall(PetscOptionsGetBool(NULL, NULL, "-check_backend", &backend, NULL));
   PetscCall(PetscOptionsGetString(NULL, NULL, "-expect_advice", expect, sizeof(expect), NULL));
   PetscCall(PetscOptionsGetString(NULL, NULL, "-check_core", checkcore, sizeof(checkcore), NULL));
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-view", &views, NULL));
@@ -127,6 +131,36 @@ int main(int argc, char **argv)
     for (PetscInt v = 0; v < views; v++) PetscCall(NetView(net, PETSC_VIEWER_STDOUT_WORLD));
     PetscCall(NetDestroy(&net));
     PetscCall(PetNetBLASView(NULL));
+  }
+  if (backend) { /* the kernels oneDNN runs, as the CPU's features say they must be */
+    Net         net;
+    PetNetShape in = {1, {4}};
+    char        k[3][64];
+    PetscBool   bf16 = PETSC_FALSE, amx = PETSC_FALSE, avx512 = PETSC_FALSE, avx2 = PETSC_FALSE;
+
+    PetscCall(HasWord(features, "avx512_bf16", &bf16));
+    PetscCall(HasWord(features, "amx_bf16", &amx));
+    PetscCall(HasWord(features, "avx512f", &avx512));
+    PetscCall(HasWord(features, "avx2", &avx2));
+    PetscCall(NetCreate(PETSC_COMM_WORLD, &net));
+    PetscCall(NetSetLayers(net, "dense:3"));
+    PetscCall(NetSetInputShape(net, &in));
+    PetscCall(NetSetBackend(net, NET_BACKEND_ONEDNN));
+    PetscCall(NetSetUp(net));
+    PetscCall(NetSetPrecision(net, NET_PRECISION_SINGLE));
+    PetscCall(NetGetBackendKernels(net, sizeof(k[0]), k[0], k[1], k[2]));
+    PetscCheck(!avx2 || (strcmp(k[0], "native") && strcmp(k[1], "native")), PETSC_COMM_SELF, PETSC_ERR_PLIB, "single on a CPU with %s: matmul %s, convolution %s, expected oneDNN's kernels", features, k[0], k[1]);
+    PetscCall(NetSetPrecision(net, NET_PRECISION_BFLOAT16));
+    PetscCall(NetGetBackendKernels(net, sizeof(k[0]), k[0], k[1], k[2]));
+    PetscCheck(!(bf16 || amx) || ((strstr(k[0], "bf16") || strstr(k[0], "amx")) && (strstr(k[1], "bf16") || strstr(k[1], "amx"))), PETSC_COMM_SELF, PETSC_ERR_PLIB,
+               "bfloat16 on a CPU with %s: matmul %s, convolution %s, expected oneDNN's bfloat16 kernels", features, k[0], k[1]);
+    PetscCheck(avx512 || (!strcmp(k[0], "native") && !strcmp(k[1], "native")), PETSC_COMM_SELF, PETSC_ERR_PLIB, "bfloat16 on a CPU with %s (no AVX-512): matmul %s, convolution %s, expected native (oneDNN 2.6 has no bfloat16 kernel there)", features,
+               k[0], k[1]);
+    PetscCall(NetSetBackend(net, NET_BACKEND_NATIVE));
+    PetscCall(NetGetBackendKernels(net, sizeof(k[0]), k[0], k[1], k[2]));
+    PetscCheck(!strcmp(k[0], "native") && !strcmp(k[1], "native") && !strcmp(k[2], "native"), PETSC_COMM_SELF, PETSC_ERR_PLIB, "backend native: matmul %s, convolution %s, pooling %s, expected native", k[0], k[1], k[2]);
+    PetscCall(NetDestroy(&net));
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "oneDNN's kernels (NetGetBackendKernels()) as the CPU's features say\n"));
   }
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "BLAS name: %s; CPU features: %s\n", name, features));
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "summary: blas_core=%s advice=%s name_chars=%zu features_chars=%zu\n", core, advice ? advice : "none", lname, lfeat));

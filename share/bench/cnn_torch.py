@@ -2,8 +2,11 @@
 """PyTorch reference for `make bench`: the same CNN as share/bench/run,
   conv 32 3x3 pad 1 -> ReLU -> maxpool 2 -> conv 64 3x3 pad 1 -> ReLU -> maxpool 2 -> flatten -> dense 128 -> ReLU -> dense 10,
 Adam lr 1e-3, batch 128, one epoch of Fashion-MNIST, timed in float64 and float32 on this machine's cores (after a few
-untimed warm-up steps, so that one-off set-up is not counted). Prints one `torch_<dtype>: ...` line each.
-Usage: cnn_torch.py [--threads N] [--limit N] [--dtypes float64,float32]"""
+untimed warm-up steps, so that one-off set-up is not counted). Prints one `torch_<dtype>: ...` line each. The dtype
+bfloat16 is float32 parameters, gradients and Adam with the forward and loss under torch.autocast('cpu',
+torch.bfloat16) (PyTorch sends its convolutions and matmuls to oneDNN in bfloat16), what a PyTorch user of a CPU with
+bfloat16 units picks: the counterpart of -net_precision bfloat16.
+Usage: cnn_torch.py [--threads N] [--limit N] [--dtypes float64,float32,bfloat16]"""
 import argparse, gzip, time
 import numpy as np
 import torch
@@ -32,6 +35,8 @@ def flops_per_sample():
     return 2 * conv1 + 3 * (conv2 + dense1 + dense2)
 
 def epoch(dtype, X, y, batch, warmup=5, seed=1):
+    autocast = dtype == torch.bfloat16  # float32 parameters, bfloat16 compute
+    dtype = torch.float32 if autocast else dtype
     torch.manual_seed(seed)
     net = model().to(dtype)
     opt = torch.optim.Adam(net.parameters(), lr=1e-3)
@@ -42,7 +47,8 @@ def epoch(dtype, X, y, batch, warmup=5, seed=1):
 
     def step(idx):
         opt.zero_grad()
-        loss = lossf(net(Xt[idx]), yt[idx])
+        with torch.autocast('cpu', dtype=torch.bfloat16, enabled=autocast):
+            loss = lossf(net(Xt[idx]), yt[idx])
         loss.backward()
         opt.step()
         return loss.item()

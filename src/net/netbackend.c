@@ -37,29 +37,27 @@ PetscErrorCode NetSetUpBackend_Private(Net net)
   PetscFunctionReturn(0);
 }
 
-/* NetView()'s line at single and bfloat16 */
+/* a kernel name of PetNetOneDNNProbe() that means PetNet's own kernels run: none, or oneDNN's reference loops */
+static PetscBool PetNetOneDNNImplNative(const char *impl)
+{
+  return (PetscBool)(!strcmp(impl, "none") || !strncmp(impl, "ref", 3));
+}
+
+/* NetView()'s lines at single and bfloat16 */
 PetscErrorCode NetBackendView_Private(Net net, PetscViewer viewer)
 {
-  char version[32], impl[64], cimpl[64], pimpl[64];
+  char version[32], impl[3][64];
 
   PetscFunctionBegin;
   PetscCall(PetNetOneDNNVersion(version, sizeof(version)));
   if (net->backend == NET_BACKEND_ONEDNN) {
-    const PetNetGemmBackend gemm = net->precision == NET_PRECISION_BFLOAT16 ? PETNET_GEMM_ONEDNN_BF16 : PETNET_GEMM_ONEDNN_F32;
-
-    /* what oneDNN picks on this CPU for a GEMM of the MLP's first layer (128 x 256 x 784) */
-    PetscCall(PetNetOneDNNProbe(gemm, 256, 128, 784, impl, sizeof(impl)));
-    /* and for a convolution of the CNN's second layer (128 x 14x14x32 -> 12x12x64, 3x3) */
-    PetscCall(PetNetOneDNNConvProbe(gemm, cimpl, sizeof(cimpl)));
-    /* and for the max pooling after it (128 x 28x28x32 -> 14x14x32, 2x2; f32 in every precision) */
-    PetscCall(PetNetOneDNNPoolProbe(gemm, pimpl, sizeof(pimpl)));
-    PetscCall(PetscViewerASCIIPrintf(
-        viewer,
-        "backend onednn (oneDNN %s): dense layers', attention's projections' and einsum's float GEMMs through oneDNN's matmul in %s (on this CPU %s%s), conv2d and conv3d through its convolutions (on this CPU %s%s), average pooling (max "
-        "pooling with -maxpool_onednn), 2-D and 3-D, through its "
-        "poolings in f32 (on this CPU %s%s); a shape without a fast oneDNN kernel runs PetNet's own (-info names each)\n",
-        version, gemm == PETNET_GEMM_ONEDNN_BF16 ? "bf16" : "f32", impl, !strcmp(impl, "none") || !strncmp(impl, "ref", 3) ? ": sgemm instead" : "", cimpl, !strcmp(cimpl, "none") || !strncmp(cimpl, "ref", 3) ? ": native instead" : "", pimpl,
-        !strcmp(pimpl, "none") || !strncmp(pimpl, "ref", 3) ? ": native instead" : ""));
+    PetscCall(NetGetBackendKernels(net, sizeof(impl[0]), impl[0], impl[1], impl[2]));
+    PetscCall(PetscViewerASCIIPrintf(viewer,
+                                     "backend onednn (oneDNN %s): dense layers', attention's projections' and einsum's float GEMMs through oneDNN's matmul in %s, conv2d and conv3d through its convolutions, average pooling (max "
+                                     "pooling with -maxpool_onednn), 2-D and 3-D, through its poolings in f32; a shape without a fast oneDNN kernel runs PetNet's own (-info names each)\n",
+                                     version, net->precision == NET_PRECISION_BFLOAT16 ? "bf16" : "f32"));
+    /* what depends on the CPU on a line of its own, which tests/numdiff skips as it skips the BLAS's */
+    PetscCall(PetscViewerASCIIPrintf(viewer, "oneDNN on this CPU (NetGetBackendKernels(); native: PetNet's own): matmul %s, convolution %s, pooling %s\n", impl[0], impl[1], impl[2]));
   } else
     PetscCall(PetscViewerASCIIPrintf(viewer, "backend native: the layers' float GEMMs on BLAS (sgemm)\n"));
   PetscFunctionReturn(0);
@@ -156,5 +154,55 @@ PetscErrorCode NetGetBackend(Net net, NetBackend *backend)
   PetscValidHeaderSpecific(net, NET_CLASSID, 1);
   PetscValidPointer(backend, 2);
   *backend = net->backend;
+  PetscFunctionReturn(0);
+}
+
+/*@C
+  NetGetBackendKernels - the kernels that run a Net's float matrix products, convolutions and poolings on this CPU
+
+  Not collective
+
+  Input Parameters:
++ net - the Net
+- len - the size of each string given
+
+  Output Parameters:
++ matmul - the kernel of a dense layer's GEMM (the MLP's first layer, 128 x 784 by 784 x 256), or NULL
+. conv   - the kernel of a convolution (the CNN's second: 128 x 14x14x32 -> 12x12x64, 3x3), or NULL
+- pool   - the kernel of a pooling (a max pooling of 128 x 28x28x32 -> 14x14x32, 2x2, in f32 in every precision), or NULL
+
+  Notes:
+  Each is oneDNN's implementation name (`brg:avx512_core_bf16`, `gemm:jit`, `jit:avx2`, ...) when the Net's backend
+  is `NET_BACKEND_ONEDNN`, its precision single or bfloat16 and oneDNN has a fast kernel for that operation, type and
+  CPU; otherwise `native`: PetNet's own kernels run it (BLAS's sgemm or dgemm, PetNet's loops). So in bfloat16 on a CPU
+  without AVX-512 (oneDNN 2.6 has no bfloat16 matmul there) `matmul` is `native`, and the Net's results are those of
+  `-net_backend native`; on a CPU with AVX-512 BF16 or AMX they are oneDNN's products of bfloat16 operands. `-net_view`
+  prints the same names.
+
+  Level: advanced
+
+.seealso: `NetSetBackend()`, `NetGetBackend()`, `NetSetPrecision()`
+@*/
+PetscErrorCode NetGetBackendKernels(Net net, size_t len, char matmul[], char conv[], char pool[])
+{
+  char *out[3] = {matmul, conv, pool};
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(net, NET_CLASSID, 1);
+  for (PetscInt i = 0; i < 3; i++) {
+    if (!out[i]) continue;
+    if (net->backend == NET_BACKEND_ONEDNN && net->precision != NET_PRECISION_DOUBLE) {
+      const PetNetGemmBackend gemm = net->precision == NET_PRECISION_BFLOAT16 ? PETNET_GEMM_ONEDNN_BF16 : PETNET_GEMM_ONEDNN_F32;
+
+      if (i == 0)
+        PetscCall(PetNetOneDNNProbe(gemm, 256, 128, 784, out[i], len));
+      else if (i == 1)
+        PetscCall(PetNetOneDNNConvProbe(gemm, out[i], len));
+      else
+        PetscCall(PetNetOneDNNPoolProbe(gemm, out[i], len));
+      if (PetNetOneDNNImplNative(out[i])) PetscCall(PetscStrncpy(out[i], "native", len));
+    } else
+      PetscCall(PetscStrncpy(out[i], "native", len));
+  }
   PetscFunctionReturn(0);
 }
