@@ -26,6 +26,18 @@ static const char help[] = "A Net at -net_precision single or bfloat16 against t
 #include <petnet.h>
 #include <petnet/private/layerimpl.h> /* the layers' buffers (running statistics), which no public call returns */
 
+/* whether this Net's bfloat16 products run on oneDNN's bfloat16 kernels (AVX-512 BF16, AMX), whose results depend on
+   the CPU; false at other precisions, on the native backend and where oneDNN falls back to native (AVX2) */
+static PetscErrorCode OneDNNBF16(Net net, NetPrecision precision, PetscBool *on)
+{
+  char matmul[64];
+
+  PetscFunctionBegin;
+  PetscCall(NetGetBackendKernels(net, sizeof(matmul), matmul, NULL, NULL));
+  *on = (PetscBool)(precision == NET_PRECISION_BFLOAT16 && strcmp(matmul, "native"));
+  PetscFunctionReturn(0);
+}
+
 static PetscErrorCode RelDiff(Vec a, Vec b, PetscReal *err)
 {
   Vec       d;
@@ -268,13 +280,12 @@ int main(int argc, char **argv)
     PetscCall(NetGetBackend(net, &backend));
     PetscCall(PetscOptionsGetReal(NULL, NULL, "-backend_bound", &bset, &given)); /* 0: a fallback, native's numbers exactly */
     if (given) btol = bset;
-    if (precision == NET_PRECISION_BFLOAT16) { /* oneDNN's bfloat16 products where this CPU has them: two results each
-                                                   within 10 L u of double are within 20 L u of each other, whatever
-                                                   -backend_bound says */
-      char matmul[64];
+    { /* oneDNN's bfloat16 products where this CPU has them: two results each within 10 L u of double are within
+         20 L u of each other, whatever -backend_bound says */
+      PetscBool on;
 
-      PetscCall(NetGetBackendKernels(net, sizeof(matmul), matmul, NULL, NULL));
-      if (strcmp(matmul, "native") && backend != NET_BACKEND_NATIVE) btol = 2 * tol;
+      PetscCall(OneDNNBF16(net, precision, &on));
+      if (on) btol = 2 * tol;
     }
     PetscCall(VecDuplicate(X, &Xt));
     PetscCall(VecDuplicate(G, &tht));
@@ -396,15 +407,15 @@ int main(int argc, char **argv)
   PetscCheck(e[0] <= tol && e[1] <= tol && e[2] <= tol, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s differs from double by output %.2e, input cotangent %.2e, gradient %.2e: more than 10 L u = %.2e", NetPrecisions[precision], (double)e[0], (double)e[1],
              (double)e[2], (double)tol);
   {
-    char       matmul[64];
     NetBackend backend;
+    PetscBool  on;
 
     /* oneDNN's bfloat16 products exist on some CPUs only (AVX-512 BF16, AMX): there the norms would depend on the
        CPU, so they are those of the native backend, the same on every machine (the oneDNN run was held to 10 L u of
        double above); elsewhere the bfloat16 backend falls back to native anyway */
     PetscCall(NetGetBackend(net, &backend));
-    PetscCall(NetGetBackendKernels(net, sizeof(matmul), matmul, NULL, NULL));
-    if (precision == NET_PRECISION_BFLOAT16 && strcmp(matmul, "native")) {
+    PetscCall(OneDNNBF16(net, precision, &on));
+    if (on) {
       PetscCall(NetSetBackend(net, NET_BACKEND_NATIVE));
       PetscCall(Evaluate(net, X, dY, Y, dX, G));
       PetscCall(NetSetBackend(net, backend));
