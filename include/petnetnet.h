@@ -94,6 +94,8 @@ typedef enum {
 PETSC_EXTERN const char *const NetPrecisions[];
 PETSC_EXTERN PetscErrorCode    NetSetPrecision(Net, NetPrecision);
 PETSC_EXTERN PetscErrorCode    NetGetPrecision(Net, NetPrecision *);
+PETSC_EXTERN PetscErrorCode    NetSetBFloat16Kernels(Net, PetscBool);
+PETSC_EXTERN PetscErrorCode    NetGetBFloat16Kernels(Net, PetscBool *);
 /* Who runs the GEMMs of the float kernels (single and bfloat16) of a Net's layers (NetSetBackend(), -net_backend);
    double always runs on BLAS and PetNet's own loops */
 typedef enum {

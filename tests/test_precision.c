@@ -4,7 +4,9 @@ static const char help[] = "A Net at -net_precision single or bfloat16 against t
                            "                   norms of the low-precision Y and G printed (the same at any rank count to round-off; in bfloat16\n"
                            "                   those of -net_backend native where oneDNN has bfloat16 kernels on this CPU, whose products\n"
                            "                   depend on the CPU); and the\n"
-                           "                   fused backward passes (relu -> maxpool, netfuse.c) the same bits as separate ones (-net_fuse false)\n"
+                           "                   fused backward passes (relu -> maxpool, netfuse.c) the same bits as separate ones (-net_fuse false);\n"
+                           "                   in bfloat16 the kinds' bfloat16 kernels (maxpool) the same bits as their float kernels on\n"
+                           "                   widened copies (-net_bfloat16_kernels false)\n"
                            "  -case secondorder   also the JVP, the exact Hessian-vector product and the second-order input cotangent\n"
                            "                   (NetSecondOrderBackward()) within 20 L u of double (the second-order walk computes in double\n"
                            "                   on the stored, rounded values of the forward pass and the JVP)\n"
@@ -398,6 +400,33 @@ int main(int argc, char **argv)
   PetscCall(NetSetFusion(net, PETSC_TRUE));
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "fused against separate passes: %s\n", f[0] == 0 && f[1] == 0 && f[2] == 0 ? "the same bits" : "FAILED"));
   PetscCheck(f[0] == 0 && f[1] == 0 && f[2] == 0, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "The fused passes differ from separate ones: output %.2e, input cotangent %.2e, gradient %.2e", (double)f[0], (double)f[1], (double)f[2]);
+  if (precision == NET_PRECISION_BFLOAT16) { /* the kinds' bfloat16 kernels against their float kernels on widened copies */
+    Vec       Xt, tht, A[4], B[4];
+    PetscReal d = 0, dp;
+
+    PetscCall(VecDuplicate(X, &Xt));
+    PetscCall(VecDuplicate(G, &tht));
+    PetscCall(FillGlobal(Xt, 0.53, 0.3));
+    PetscCall(FillGlobal(tht, 0.29, 0.7));
+    for (PetscInt i = 0; i < 4; i++) {
+      PetscCall(VecDuplicate(i == 0 || i == 3 ? Y : i == 1 ? dX : G, &A[i]));
+      PetscCall(VecDuplicate(A[i], &B[i]));
+    }
+    PetscCall(EvaluateWithJVP(net, X, dY, Xt, tht, A));
+    PetscCall(NetSetBFloat16Kernels(net, PETSC_FALSE));
+    PetscCall(EvaluateWithJVP(net, X, dY, Xt, tht, B));
+    PetscCall(NetSetBFloat16Kernels(net, PETSC_TRUE));
+    for (PetscInt i = 0; i < 4; i++) {
+      PetscCall(RelDiff(A[i], B[i], &dp));
+      d = PetscMax(d, dp);
+      PetscCall(VecDestroy(&A[i]));
+      PetscCall(VecDestroy(&B[i]));
+    }
+    PetscCall(VecDestroy(&Xt));
+    PetscCall(VecDestroy(&tht));
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "bfloat16 kernels against float copies (output, input cotangent, gradient, JVP): %s\n", d == 0 ? "the same bits" : "FAILED"));
+    PetscCheck(d == 0, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "The bfloat16 kernels differ from the float ones on widened copies by %.2e (relative)", (double)d);
+  }
   /* against double */
   PetscCall(NetSetPrecision(net, NET_PRECISION_DOUBLE));
   PetscCall(EvaluateAgainst(net, X, dY, Y, dX, G, e));

@@ -20,7 +20,7 @@ LEVEL = {'sys': 0, 'layers': 1, 'net': 2, 'loss': 3, 'ts': 3, 'optim': 3, 'data'
 # which folder each header belongs to
 PUBLIC = {'petnetsys.h': 'sys', 'petnetlayout.h': 'sys', 'petnetlayer.h': 'layers', 'petnetnet.h': 'net', 'petnetloss.h': 'loss', 'petnetts.h': 'ts',
           'petnetdmda.h': 'ts', 'petnetoptim.h': 'optim', 'petnetdataset.h': 'data', 'petnettrainer.h': 'trainer', 'petnetspectrum.h': 'trainer', 'petnet.h': 'all'}
-PRIVATE = {'layoutimpl.h': 'sys', 'threadsimpl.h': 'sys', 'mathimpl.h': 'sys', 'onednnimpl.h': 'sys', 'layerimpl.h': 'layers', 'netimpl.h': 'net', 'lossimpl.h': 'loss', 'datasetimpl.h': 'data', 'trainerimpl.h': 'trainer', 'spectrumimpl.h': 'trainer'}
+PRIVATE = {'layoutimpl.h': 'sys', 'threadsimpl.h': 'sys', 'mathimpl.h': 'sys', 'onednnimpl.h': 'sys', 'bf16impl.h': 'sys', 'layerimpl.h': 'layers', 'netimpl.h': 'net', 'lossimpl.h': 'loss', 'datasetimpl.h': 'data', 'trainerimpl.h': 'trainer', 'spectrumimpl.h': 'trainer'}
 
 
 def may_use(user, used):

@@ -35,6 +35,7 @@ PetscErrorCode NetCreate(MPI_Comm comm, Net *net)
   n->seed        = 0;
   n->training    = PETSC_TRUE;
   n->fuse        = PETSC_TRUE;
+  n->bf16kernels = PETSC_TRUE;
   n->backend     = PetNetOneDNNAvailable() ? NET_BACKEND_ONEDNN : NET_BACKEND_NATIVE;
   n->loadnparams = -1;
   n->maxnparams  = -1;
@@ -638,6 +639,12 @@ PetscErrorCode NetSetFromOptions(Net net)
 
     PetscCall(PetscOptionsBool("-net_fuse", "Fuse activations into the passes of their neighbours (the same results; false: every pass on its own)", "NetSetFusion", fuse, &fuse, NULL));
     PetscCall(NetSetFusion(net, fuse));
+  }
+  {
+    PetscBool on = net->bf16kernels;
+
+    PetscCall(PetscOptionsBool("-net_bfloat16_kernels", "At bfloat16, the layers with bfloat16 kernels (maxpool) compute on the stored values themselves (the same results; false: on float copies)", "NetSetBFloat16Kernels", on, &on, NULL));
+    PetscCall(NetSetBFloat16Kernels(net, on));
   }
   PetscCall(PetscOptionsBool("-net_test_jacobian", "Run dot-product and finite-difference checks of the Jacobians at the first forward pass", "NetTestJacobian", net->testjacobian, &net->testjacobian, NULL));
   PetscCall(PetscOptionsString("-net_load", "Load architecture and parameters from a file written by NetSave() (replaces -net_layers)", "NetLoad", load, load, sizeof(load), &loadflg));

@@ -16,8 +16,8 @@
              kernels on the rank's tokens) or mixes tokens (position: the global token offset)
 
   Plain and spatial nodes compute in the store's element type (float for single and bfloat16: the spatial node's halo
-  exchange, box and local kernels are float too; at bfloat16 an activation and a spatial window node read and write
-  the stored bfloat16 values themselves, NetNodeStreamsBF16()); model-parallel nodes compute in double and the value store widens
+  exchange, box and local kernels are float too; at bfloat16 an activation, a kind with bfloat16 kernels and a spatial
+  window node read and write the stored bfloat16 values themselves, NetNodeStreamsBF16()); model-parallel nodes compute in double and the value store widens
   their inputs and rounds their outputs (netprecision.c), so every executor works at every precision. A new mode (a
   pipeline stage, a sub-graph group) is one more table here.
 
@@ -27,7 +27,8 @@
 #include <petnet/private/netimpl.h>
 
 /*
-  A plain node streaming bfloat16 (NetNodeStreamsBF16(): an activation at -net_precision bfloat16): its stored values
+  A plain node whose kind has bfloat16 kernels (LayerHasBF16(): maxpool) runs them on the stored values themselves
+  (layerbf16.c). Another plain node streaming bfloat16 (NetNodeStreamsBF16(): an activation at -net_precision bfloat16): its stored values
   widened to float, the layer's float kernels, its outputs rounded back, one chunk of samples at a time. Its kernels act
   on each sample alone, so the bits are those of whole widened copies; the float buffers hold NET_BF16_CHUNK entries of
   the larger of its input and output.
@@ -36,12 +37,12 @@
 
 static void NetWidenBF16(PetscInt N, const uint16_t *b, float *f)
 {
-  for (PetscInt i = 0; i < N; i++) f[i] = NetBF16ToFloat(b[i]);
+  for (PetscInt i = 0; i < N; i++) f[i] = PetNetBF16ToFloat(b[i]);
 }
 
 static void NetRoundBF16(PetscInt N, const float *f, uint16_t *b)
 {
-  for (PetscInt i = 0; i < N; i++) b[i] = NetFloatToBF16(f[i]);
+  for (PetscInt i = 0; i < N; i++) b[i] = PetNetFloatToBF16(f[i]);
 }
 
 /* the samples of a chunk, and the float buffers of node k's input and output for one */
@@ -131,8 +132,11 @@ PetscErrorCode NetExecPlainForward_Private(Net net, PetscInt k, PetscInt n, NetE
   Layer layer = net->layers[k];
 
   PetscFunctionBegin;
-  if (t == NET_ELEM_BF16) { /* not fused (NetNodeStreamsBF16()) */
-    PetscCall(NetExecForward_PlainBF16(layer, n, th, (const uint16_t *)x[0], (uint16_t *)y));
+  if (t == NET_ELEM_BF16) { /* the kind's bfloat16 kernels, else streamed (NetNodeStreamsBF16(): not fused) */
+    if (LayerHasBF16(layer))
+      PetscCall(LayerForwardBF16(layer, n, th, (const uint16_t *)x[0], (uint16_t *)y));
+    else
+      PetscCall(NetExecForward_PlainBF16(layer, n, th, (const uint16_t *)x[0], (uint16_t *)y));
     PetscFunctionReturn(0);
   }
   if (net->nodes[k].fuseact >= 0) /* y = f(P(x)) in its pass (netfuse.c): the activation goes with the call */
@@ -149,7 +153,9 @@ PetscErrorCode NetExecPlainBackward_Private(Net net, PetscInt k, PetscInt n, Net
   Layer layer = net->layers[k];
 
   PetscFunctionBegin;
-  if (t == NET_ELEM_BF16)
+  if (t == NET_ELEM_BF16 && LayerHasBF16(layer)) /* with the activation before it when fused (mask) */
+    PetscCall(LayerBackwardBF16(layer, mask >= 0 ? net->layers[mask] : NULL, n, th, (const uint16_t *)x[0], (const uint16_t *)y, (const uint16_t *)dy, (uint16_t *)dx[0], dth));
+  else if (t == NET_ELEM_BF16)
     PetscCall(NetExecBackward_PlainBF16(layer, n, th, (const uint16_t *)x[0], (const uint16_t *)y, (const uint16_t *)dy, (uint16_t *)dx[0]));
   else if (mask >= 0) /* dx = f'(x) J^T dy in its pass (netfuse.c): the activation goes with the call */
     PetscCall(LayerBackwardMask(layer, net->layers[mask], t == NET_ELEM_FLOAT ? PETSC_FLOAT : PETSC_SCALAR, n, th, x[0], y, dy, dx[0], dth));
@@ -165,7 +171,9 @@ PetscErrorCode NetExecPlainJVP_Private(Net net, PetscInt k, PetscInt n, NetElem 
   Layer layer = net->layers[k];
 
   PetscFunctionBegin;
-  if (t == NET_ELEM_BF16)
+  if (t == NET_ELEM_BF16 && LayerHasBF16(layer))
+    PetscCall(LayerJVPBF16(layer, n, th, (const uint16_t *)x[0], (const uint16_t *)y, dx ? (const uint16_t *)dx[0] : NULL, dth, (uint16_t *)dy));
+  else if (t == NET_ELEM_BF16)
     PetscCall(NetExecJVP_PlainBF16(layer, n, th, (const uint16_t *)x[0], (const uint16_t *)y, dx ? (const uint16_t *)dx[0] : NULL, (uint16_t *)dy));
   else if (t == NET_ELEM_DOUBLE)
     PetscCall(LayerJVPArrays(layer, n, th, (const PetscScalar *const *)x, (const PetscScalar *)y, (const PetscScalar *const *)dx, dth, (PetscScalar *)dy));

@@ -1145,7 +1145,7 @@ static void NetPlaceAddRows(PetscInt es, const char *x, size_t cnt, PetscBool fi
   else if (es == sizeof(float))
     for (size_t i = 0; i < cnt; i++) ((float *)y)[i] += ((const float *)x)[i];
   else
-    for (size_t i = 0; i < cnt; i++) ((uint16_t *)y)[i] = NetFloatToBF16(NetBF16ToFloat(((const uint16_t *)y)[i]) + NetBF16ToFloat(((const uint16_t *)x)[i]));
+    for (size_t i = 0; i < cnt; i++) ((uint16_t *)y)[i] = PetNetFloatToBF16(PetNetBF16ToFloat(((const uint16_t *)y)[i]) + PetNetBF16ToFloat(((const uint16_t *)x)[i]));
 }
 
 /* cotangent rows of micro-batch m of value v from a move's receive buffer: copied as the first contribution, else added */
@@ -1638,11 +1638,11 @@ static PetscErrorCode NetPlaceScratch(NetPlace *pl, size_t bytes, char **f)
 static void NetPlaceWiden(PetscInt es, const void *b, size_t cnt, NetElem t, void *f)
 {
   if (t == NET_ELEM_FLOAT)
-    for (size_t i = 0; i < cnt; i++) ((float *)f)[i] = NetBF16ToFloat(((const uint16_t *)b)[i]);
+    for (size_t i = 0; i < cnt; i++) ((float *)f)[i] = PetNetBF16ToFloat(((const uint16_t *)b)[i]);
   else if (es == sizeof(float))
     for (size_t i = 0; i < cnt; i++) ((PetscScalar *)f)[i] = ((const float *)b)[i];
   else
-    for (size_t i = 0; i < cnt; i++) ((PetscScalar *)f)[i] = NetBF16ToFloat(((const uint16_t *)b)[i]);
+    for (size_t i = 0; i < cnt; i++) ((PetscScalar *)f)[i] = PetNetBF16ToFloat(((const uint16_t *)b)[i]);
 }
 
 /* cnt entries f of type t rounded to the store's (es bytes each) in b, as the store rounds (double to bfloat16 through
@@ -1650,11 +1650,11 @@ static void NetPlaceWiden(PetscInt es, const void *b, size_t cnt, NetElem t, voi
 static void NetPlaceRound(NetElem t, const void *f, size_t cnt, PetscInt es, void *b)
 {
   if (t == NET_ELEM_FLOAT)
-    for (size_t i = 0; i < cnt; i++) ((uint16_t *)b)[i] = NetFloatToBF16(((const float *)f)[i]);
+    for (size_t i = 0; i < cnt; i++) ((uint16_t *)b)[i] = PetNetFloatToBF16(((const float *)f)[i]);
   else if (es == sizeof(float))
     for (size_t i = 0; i < cnt; i++) ((float *)b)[i] = (float)((const PetscScalar *)f)[i];
   else
-    for (size_t i = 0; i < cnt; i++) ((uint16_t *)b)[i] = NetFloatToBF16((float)((const PetscScalar *)f)[i]);
+    for (size_t i = 0; i < cnt; i++) ((uint16_t *)b)[i] = PetNetFloatToBF16((float)((const PetscScalar *)f)[i]);
 }
 
 /* ------------------------------------------------------------------------------------------------------------------

@@ -26,7 +26,7 @@
 
 const char *const NetPrecisions[] = {"double", "single", "bfloat16", "NetPrecision", "NET_PRECISION_", NULL};
 
-/* NetBF16ToFloat(), NetFloatToBF16(): netimpl.h */
+/* PetNetBF16ToFloat(), PetNetFloatToBF16(): bf16impl.h */
 
 /* BODY on the blocks [i0, i1) of N entries, on PetNet's threads when there are several (elementwise: the same bits at
    any thread count) */
@@ -370,7 +370,7 @@ static PetscErrorCode NetStoreGet_Low(Net net, NetSlot s, PetscInt v, NetAccess 
     const uint16_t *src = (const uint16_t *)b;
     float          *dst = (float *)*a;
 
-    NET_LOW_BLOCKS(N, for (PetscInt i = i0; i < i1; i++) dst[i] = NetBF16ToFloat(src[i]));
+    NET_LOW_BLOCKS(N, for (PetscInt i = i0; i < i1; i++) dst[i] = PetNetBF16ToFloat(src[i]));
   } else if (net->precision == NET_PRECISION_SINGLE) { /* float -> double */
     const float *src = (const float *)b;
     PetscScalar *dst = (PetscScalar *)*a;
@@ -380,7 +380,7 @@ static PetscErrorCode NetStoreGet_Low(Net net, NetSlot s, PetscInt v, NetAccess 
     const uint16_t *src = (const uint16_t *)b;
     PetscScalar    *dst = (PetscScalar *)*a;
 
-    NET_LOW_BLOCKS(N, for (PetscInt i = i0; i < i1; i++) dst[i] = NetBF16ToFloat(src[i]));
+    NET_LOW_BLOCKS(N, for (PetscInt i = i0; i < i1; i++) dst[i] = PetNetBF16ToFloat(src[i]));
   }
   PetscFunctionReturn(0);
 }
@@ -401,7 +401,7 @@ static PetscErrorCode NetStoreRestore_Low(Net net, NetSlot s, PetscInt v, NetAcc
       const float *src = (const float *)*a;
       uint16_t    *dst = (uint16_t *)b;
 
-      NET_LOW_BLOCKS(N, for (PetscInt i = i0; i < i1; i++) dst[i] = NetFloatToBF16(src[i]));
+      NET_LOW_BLOCKS(N, for (PetscInt i = i0; i < i1; i++) dst[i] = PetNetFloatToBF16(src[i]));
     } else if (net->precision == NET_PRECISION_SINGLE) {
       const PetscScalar *src = (const PetscScalar *)*a;
       float             *dst = (float *)b;
@@ -411,7 +411,7 @@ static PetscErrorCode NetStoreRestore_Low(Net net, NetSlot s, PetscInt v, NetAcc
       const PetscScalar *src = (const PetscScalar *)*a;
       uint16_t          *dst = (uint16_t *)b;
 
-      NET_LOW_BLOCKS(N, for (PetscInt i = i0; i < i1; i++) dst[i] = NetFloatToBF16((float)src[i]));
+      NET_LOW_BLOCKS(N, for (PetscInt i = i0; i < i1; i++) dst[i] = PetNetFloatToBF16((float)src[i]));
     }
   }
   *a = NULL;
@@ -436,7 +436,7 @@ static PetscErrorCode NetStoreFromVec_Low(Net net, Vec x, NetSlot s, PetscInt v)
   } else {
     uint16_t *b = (uint16_t *)buf;
 
-    NET_LOW_BLOCKS(N, for (PetscInt i = i0; i < i1; i++) b[i] = NetFloatToBF16((float)a[i]));
+    NET_LOW_BLOCKS(N, for (PetscInt i = i0; i < i1; i++) b[i] = PetNetFloatToBF16((float)a[i]));
   }
   PetscCall(VecRestoreArrayRead(x, &a));
   PetscFunctionReturn(0);
@@ -459,7 +459,7 @@ static PetscErrorCode NetStoreToVec_Low(Net net, NetSlot s, PetscInt v, Vec x)
   } else {
     const uint16_t *b = (const uint16_t *)buf;
 
-    NET_LOW_BLOCKS(N, for (PetscInt i = i0; i < i1; i++) a[i] = NetBF16ToFloat(b[i]));
+    NET_LOW_BLOCKS(N, for (PetscInt i = i0; i < i1; i++) a[i] = PetNetBF16ToFloat(b[i]));
   }
   PetscCall(VecRestoreArrayWrite(x, &a));
   PetscFunctionReturn(0);
@@ -481,7 +481,7 @@ static PetscErrorCode NetStoreAddSum_Low(Net net, NetSlot s, PetscInt v)
     uint16_t       *d = (uint16_t *)net->lstore[s][v] + e0;
     const uint16_t *a = (const uint16_t *)net->lstore[NET_SLOT_SUM][v] + e0;
 
-    NET_LOW_BLOCKS(N, for (PetscInt i = i0; i < i1; i++) d[i] = NetFloatToBF16(NetBF16ToFloat(d[i]) + NetBF16ToFloat(a[i])));
+    NET_LOW_BLOCKS(N, for (PetscInt i = i0; i < i1; i++) d[i] = PetNetFloatToBF16(PetNetBF16ToFloat(d[i]) + PetNetBF16ToFloat(a[i])));
   }
   PetscFunctionReturn(0);
 }
@@ -617,5 +617,63 @@ PetscErrorCode NetGetPrecision(Net net, NetPrecision *precision)
   PetscValidHeaderSpecific(net, NET_CLASSID, 1);
   PetscValidPointer(precision, 2);
   *precision = net->precision;
+  PetscFunctionReturn(0);
+}
+
+/*@
+  NetSetBFloat16Kernels - chooses whether, at bfloat16 precision, the layers whose kinds have bfloat16 kernels compute
+  on the stored bfloat16 values themselves (default `PETSC_TRUE`)
+
+  Logically collective
+
+  Input Parameters:
++ net - the Net
+- on  - `PETSC_TRUE` to use them, `PETSC_FALSE` to compute on float copies of the values, widened before each node and
+        rounded after, as every other plain node does
+
+  Options Database Key:
+. -net_bfloat16_kernels <bool> - the same from the options (NetSetFromOptions())
+
+  Notes:
+  maxpool has them (forward, backward with the derivative of a fused activation before it, jvp): it reads and writes
+  half the bytes and no float copy of its batch is made. Each entry is the float kernel's result on the widened values,
+  rounded once, so both settings give the same bits (`-net_bfloat16_kernels false` is the reference the tests compare
+  against). No effect at other precisions, in grid mode or on a node of a model-parallel split; it may be changed at
+  any time.
+
+  Level: advanced
+
+.seealso: `NetGetBFloat16Kernels()`, `NetSetPrecision()`, `NetSetFusion()`
+@*/
+PetscErrorCode NetSetBFloat16Kernels(Net net, PetscBool on)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(net, NET_CLASSID, 1);
+  PetscValidLogicalCollectiveBool(net, on, 2);
+  net->bf16kernels = on;
+  PetscFunctionReturn(0);
+}
+
+/*@
+  NetGetBFloat16Kernels - whether, at bfloat16 precision, the layers with bfloat16 kernels compute on the stored values
+
+  Not collective
+
+  Input Parameter:
+. net - the Net
+
+  Output Parameter:
+. on - `PETSC_TRUE` if they do (NetSetBFloat16Kernels())
+
+  Level: advanced
+
+.seealso: `NetSetBFloat16Kernels()`
+@*/
+PetscErrorCode NetGetBFloat16Kernels(Net net, PetscBool *on)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(net, NET_CLASSID, 1);
+  PetscValidBoolPointer(on, 2);
+  *on = net->bf16kernels;
   PetscFunctionReturn(0);
 }

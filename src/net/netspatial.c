@@ -1743,7 +1743,7 @@ static void NetSpatialSlabMove_Private(NetSlabMove op, PetscInt nf, PetscInt64 P
     if (op == NET_SLAB_WIDEN) {
       const uint16_t *u = (const uint16_t *)field + fo;
 
-      for (size_t i = 0; i < len; i++) b[i] = NetBF16ToFloat(u[i]);
+      for (size_t i = 0; i < len; i++) b[i] = PetNetBF16ToFloat(u[i]);
     } else if (op == NET_SLAB_COPY) {
       const float *u = (const float *)field + fo;
 
@@ -1751,7 +1751,7 @@ static void NetSpatialSlabMove_Private(NetSlabMove op, PetscInt nf, PetscInt64 P
     } else if (op == NET_SLAB_ROUND) {
       uint16_t *u = (uint16_t *)field + fo;
 
-      for (size_t i = 0; i < len; i++) u[i] = NetFloatToBF16(b[i]);
+      for (size_t i = 0; i < len; i++) u[i] = PetNetFloatToBF16(b[i]);
     } else {
       float *u = (float *)field + fo;
 
@@ -1773,12 +1773,12 @@ static PetscErrorCode NetSpatialGatherBF16_Private(NetSpatial *sp, const uint16_
     const uint16_t *u = x + sp->xoff[r];
     float          *b = box + sp->boff[r];
 
-    for (PetscInt i = 0; i < sp->runlen; i++) b[i] = NetBF16ToFloat(u[i]);
+    for (PetscInt i = 0; i < sp->runlen; i++) b[i] = PetNetBF16ToFloat(u[i]);
   }
   PetscCall(PetscLogEventBegin(NET_SPATIAL_HALO_WAIT, 0, 0, 0, 0));
   PetscCall(PetscSFBcastEnd(sp->sf, MPI_UNSIGNED_SHORT, x, sp->halo, MPI_REPLACE));
   PetscCall(PetscLogEventEnd(NET_SPATIAL_HALO_WAIT, 0, 0, 0, 0));
-  for (PetscInt i = 0; i < sp->nremote; i++) box[sp->rlocal[i]] = NetBF16ToFloat(h[i]);
+  for (PetscInt i = 0; i < sp->nremote; i++) box[sp->rlocal[i]] = PetNetBF16ToFloat(h[i]);
   PetscCall(PetscLogEventEnd(NET_SPATIAL_HALO, 0, 0, 0, 0));
   PetscFunctionReturn(0);
 }
@@ -1918,7 +1918,7 @@ static PetscErrorCode NetSpatialBackwardBF16_Private(Net net, PetscInt k, NetSpa
 
     PetscCall(PetscMalloc1(nloc, &dxf));
     PetscCall(NetSpatialAddBack_Private(sp, NET_ELEM_FLOAT, PETSC_FALSE, sp->dbox, dxf));
-    for (PetscInt i = 0; i < nloc; i++) dx[i] = NetFloatToBF16(dxf[i]);
+    for (PetscInt i = 0; i < nloc; i++) dx[i] = PetNetFloatToBF16(dxf[i]);
     PetscCall(PetscFree(dxf));
   }
   PetscFunctionReturn(0);
@@ -2286,8 +2286,8 @@ PetscErrorCode NetSpatialTestHalo_Private(Net net, PetscRandom rnd, PetscReal *e
       PetscCall(PetscRandomGetValueReal(rnd, &r));
       r = 2 * r - 1;
       if (bf && i < nloc) {
-        xb[i]           = NetFloatToBF16((float)r);
-        ((float *)x)[i] = NetBF16ToFloat(xb[i]);
+        xb[i]           = PetNetFloatToBF16((float)r);
+        ((float *)x)[i] = PetNetBF16ToFloat(xb[i]);
       } else if (t == NET_ELEM_FLOAT) {
         if (i < nloc)
           ((float *)x)[i] = (float)r;

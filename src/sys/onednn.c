@@ -15,7 +15,7 @@
                          oneDNN's relu with slope 0 keeps x > 0 and writes +0 otherwise, relu's own bits)
 
   bfloat16 (PETNET_GEMM_ONEDNN_BF16): A and B are rounded to bfloat16 (to nearest, ties to even, as the value stores
-  round: NetFloatToBF16() of netimpl.h, which the sys level cannot include) into buffers this module owns, with the
+  round: PetNetFloatToBF16() of bf16impl.h) into buffers this module owns, with the
   same leading dimensions; dst and the accumulation stay float.
 
   Batched (PetNetOneDNNMatmulBatched(), einsum's groups): G such GEMMs, operand g at A + g sa, B + g sb, C + g sc, as
@@ -52,6 +52,7 @@
 */
 #include <petnet/private/onednnimpl.h>
 #include <petnet/private/threadsimpl.h>
+#include <petnet/private/bf16impl.h>
 #if defined(_OPENMP)
 #include <omp.h>
 #endif
@@ -361,15 +362,7 @@ static PetscErrorCode PetNetOneDNNRoundBF16(PetscInt rows, PetscInt cols, const 
 
     PETNET_THREAD_BLOCKS(
         cols, PetscMax(1, 16384 / PetscMax(rows, 1)), for (PetscInt j = i0; j < i1; j++) {
-          for (PetscInt i = 0; i < rows; i++) {
-            union {
-              uint32_t u;
-              float    f;
-            } c;
-
-            c.f                     = X[i + (size_t)j * ld];
-            dst[i + (size_t)j * ld] = (c.u & 0x7fffffffu) > 0x7f800000u ? (uint16_t)((c.u >> 16) | 0x40u) : (uint16_t)((c.u + 0x7fffu + ((c.u >> 16) & 1u)) >> 16);
-          }
+          for (PetscInt i = 0; i < rows; i++) dst[i + (size_t)j * ld] = PetNetFloatToBF16(X[i + (size_t)j * ld]);
         });
   }
   PetscFunctionReturn(0);

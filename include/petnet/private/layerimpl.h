@@ -5,6 +5,7 @@
 #include <petsc/private/petscimpl.h>
 #include <petnet/private/threadsimpl.h>
 #include <petnet/private/onednnimpl.h>
+#include <petnet/private/bf16impl.h>
 
 PETSC_EXTERN PetscBool LayerRegisterAllCalled;
 
@@ -97,6 +98,13 @@ struct _LayerOps {
   PetscErrorCode (*forwardnsingle)(Layer, PetscInt, const PetscScalar *, const float *const[], float *);
   PetscErrorCode (*backwardnsingle)(Layer, PetscInt, const PetscScalar *, const float *const[], const float *, const float *, float *const[], PetscScalar *);
   PetscErrorCode (*jvpnsingle)(Layer, PetscInt, const PetscScalar *, const float *const[], const float *, const float *const[], const PetscScalar *, float *);
+  /* bfloat16 (a Net at -net_precision bfloat16): forwardsingle, backwardmasksingle (act NULL: backwardsingle) and
+     jvpsingle on the stored bfloat16 values themselves (uint16_t, bf16impl.h), for a kind whose passes need no float copy
+     of the batch: every entry written is the float kernel's entry on the widened values, rounded (PetNetFloatToBF16()),
+     so a Net gives the same bits with them as without (NetSetBFloat16Kernels(); LayerForwardBF16()). A kind sets all three or none. */
+  PetscErrorCode (*forwardbf16)(Layer, PetscInt, const PetscScalar *, const uint16_t *, uint16_t *);
+  PetscErrorCode (*backwardmaskbf16)(Layer, Layer, PetscInt, const PetscScalar *, const uint16_t *, const uint16_t *, const uint16_t *, uint16_t *, PetscScalar *);
+  PetscErrorCode (*jvpbf16)(Layer, PetscInt, const PetscScalar *, const uint16_t *, const uint16_t *, const uint16_t *, const PetscScalar *, uint16_t *);
   PetscErrorCode (*tensors)(Layer, PetscInt *, LayerTensorInfo[]); /* default: one tensor "weight" holding all parameters */
   /* The window of a windowed kind (convolutions, pools), for an owner that runs copies of the layer on boxes of a
      field (a Net's spatial executor, src/net/netspatial.c): getwindow gives it along each of its nsd spatial dims,
@@ -206,6 +214,14 @@ PETSC_INTERN PetscErrorCode LayerCopyArgumentsWithoutBlanks_Private(Layer, const
 PETSC_INTERN PetscErrorCode LayerGetEvents_Private(LayerType, PetscLogEvent[]);
 PETSC_INTERN PetscErrorCode LayerForwardAct(Layer, Layer, PetscDataType, PetscInt, const PetscScalar *, const void *, void *);
 PETSC_INTERN PetscErrorCode LayerBackwardMask(Layer, Layer, PetscDataType, PetscInt, const PetscScalar *, const void *, const void *, const void *, void *, PetscScalar *);
+/* the bfloat16 entries (layerbf16.c): whether the kind has them, and the three passes with the layer's log events */
+static inline PetscBool LayerHasBF16(Layer layer)
+{
+  return (PetscBool)(layer->ops->forwardbf16 && layer->ops->backwardmaskbf16 && layer->ops->jvpbf16);
+}
+PETSC_INTERN PetscErrorCode LayerForwardBF16(Layer, PetscInt, const PetscScalar *, const uint16_t *, uint16_t *);
+PETSC_INTERN PetscErrorCode LayerBackwardBF16(Layer, Layer, PetscInt, const PetscScalar *, const uint16_t *, const uint16_t *, const uint16_t *, uint16_t *, PetscScalar *);
+PETSC_INTERN PetscErrorCode LayerJVPBF16(Layer, PetscInt, const PetscScalar *, const uint16_t *, const uint16_t *, const uint16_t *, const PetscScalar *, uint16_t *);
 
 /* y[0..N) = f(y) in place with the activation act passed to forwardact (LayerMask: dx = f'(x) dx, with the one passed to
    backwardmask), or nothing when act is NULL; in the calling thread, for a block of the output the kernel has just written */

@@ -235,8 +235,9 @@ struct _p_Net {
   size_t             lwidepeak;             /* the most one node has asked for (the scratch grows to it) */
   void             **lwidemore;             /* arrays beyond the scratch, freed at the next node */
   PetscInt           nwidemore, maxwidemore;
-  PetscBool          fuse;     /* fuse activations into neighbouring passes (NetSetFusion(), -net_fuse) */
-  PetscBool          training; /* see NetSetTraining() */
+  PetscBool          fuse;        /* fuse activations into neighbouring passes (NetSetFusion(), -net_fuse) */
+  PetscBool          bf16kernels; /* at bfloat16, the kinds' bfloat16 kernels on the stored values (NetSetBFloat16Kernels()) */
+  PetscBool          training;    /* see NetSetTraining() */
   PetscBool          testjacobian, intest;
   PetscInt           loadnparams;         /* >= 0 while a model file is read: the parameter count it declares, checked by NetSetUp() before allocating */
   const char        *loadfile, *loadspec; /* ... and that file's name and layer list, for the error */
@@ -441,6 +442,9 @@ static inline const NetStoreOps *NetStore(Net net)
     activation: actonly, no parameters, one input, not fused): its executor widens and rounds them a chunk of samples
     at a time (netexec.c), the same bits as whole widened copies without them (4 float copies of a 16-channel
     activation of a 128^3 grid are 256 MB a rank);
+  - a plain node whose kind has bfloat16 kernels (LayerHasBF16(): maxpool), a fused activation before it included (its
+    backward applies the mask, fusemask), unless NetSetBFloat16Kernels(net, PETSC_FALSE): they read and write the
+    stored values themselves, the same bits as on float copies;
   - a spatial window node whose kind forgets (convolutions, average pooling; NetSpatialStreamsBF16_Private()): its
     halo exchange widens into its float box and it computes its output block a slab of planes at a time (netspatial.c)
 */
@@ -451,7 +455,9 @@ static inline PetscBool NetNodeStreamsBF16(Net net, PetscInt k)
 
   if (net->precision != NET_PRECISION_BFLOAT16) return PETSC_FALSE;
   if (nd->exec == &NetExecSpatial) return NetSpatialStreamsBF16_Private(net, k);
-  return (PetscBool)(nd->exec == &NetExecPlain && l->actonly && !l->nparams && l->nin == 1 && !l->collective && nd->fuseact < 0 && nd->fusemask < 0 && nd->fusedinto < 0 && nd->fusedback < 0);
+  if (nd->exec != &NetExecPlain || l->nin != 1 || l->collective || nd->fuseact >= 0 || nd->fusedinto >= 0 || nd->fusedback >= 0) return PETSC_FALSE;
+  if (LayerHasBF16(l)) return net->bf16kernels;
+  return (PetscBool)(l->actonly && !l->nparams && nd->fusemask < 0);
 }
 /* the element type node k computes in (NET_ELEM_BF16: float, streamed from the stored bfloat16 values) */
 static inline NetElem NetNodeElem(Net net, PetscInt k)
@@ -463,29 +469,6 @@ static inline NetElem NetNodeElem(Net net, PetscInt k)
 static inline size_t NetElemBytes(NetElem t)
 {
   return t == NET_ELEM_DOUBLE ? sizeof(PetscScalar) : t == NET_ELEM_FLOAT ? sizeof(float) : sizeof(uint16_t);
-}
-/* bfloat16 is the upper half of a float: widening is exact, narrowing rounds to nearest even (a NaN stays a NaN) */
-static inline float NetBF16ToFloat(uint16_t b)
-{
-  union {
-    uint32_t u;
-    float    f;
-  } c;
-
-  c.u = (uint32_t)b << 16;
-  return c.f;
-}
-
-static inline uint16_t NetFloatToBF16(float f)
-{
-  union {
-    uint32_t u;
-    float    f;
-  } c;
-
-  c.f = f;
-  if ((c.u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((c.u >> 16) | 0x40u); /* quiet NaN */
-  return (uint16_t)((c.u + 0x7fffu + ((c.u >> 16) & 1u)) >> 16);
 }
 PETSC_INTERN PetscErrorCode NetStoreGetInputs_Private(Net, PetscInt, NetSlot, NetElem, const void *[]);
 PETSC_INTERN PetscErrorCode NetStoreRestoreInputs_Private(Net, PetscInt, NetSlot, NetElem, const void *[]);

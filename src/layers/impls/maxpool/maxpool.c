@@ -21,7 +21,10 @@
   no window covers) instead of zeroing dx and scattering. The same argmax, y and dx bits as the general kernels.
 
   Single precision (a Net at -net_precision single): the same kernels on floats (maxpoolkernels.h, a typed template),
-  hence the same argmax on the same values; backward and jvp as above on floats.
+  hence the same argmax on the same values; backward and jvp as above on floats. bfloat16 (a Net at -net_precision
+  bfloat16): the same kernels on the stored bfloat16 values, compared widened, with no float copy of the batch; the
+  backward's sums and fused mask in float, one sample at a time (MaxPoolBackwardMaskBF16()): the bits of the float
+  kernels on widened copies, rounded (NetSetBFloat16Kernels()). oneDNN's max pooling does not run at bfloat16.
 
   Threads: samples in parallel (a window lies in one sample: backward's scatter-add of a sample touches only its own
   dx, in the same order whatever the thread count).
@@ -175,14 +178,12 @@ static PetscErrorCode MaxPoolArgmaxFromWorkspace(Layer layer)
   PetscFunctionReturn(0);
 }
 
-/* each thread's scratch of one sample's masked dy (bytes per thread), for the mask of an activation passed with the
-   call (backwardmask), taken at the outputs y (which the caller then passes) */
-static PetscErrorCode MaxPoolMaskScratch(Layer_MaxPool *pool, PetscInt n, const void *y, size_t bytes)
+/* each thread's scratch of the backward's bytes per sample (pool->gmask) */
+static PetscErrorCode MaxPoolScratch(Layer_MaxPool *pool, size_t bytes)
 {
   const size_t need = (size_t)PetNetThreads() * bytes;
 
   PetscFunctionBegin;
-  PetscCheck(y || !n, PETSC_COMM_SELF, PETSC_ERR_ARG_NULL, "maxpool backward with an activation's mask needs the forward's output y");
   if (need <= pool->ngmask) PetscFunctionReturn(0);
   PetscCall(PetscFree(pool->gmask));
   PetscCall(PetscMalloc(need, &pool->gmask));
@@ -190,9 +191,20 @@ static PetscErrorCode MaxPoolMaskScratch(Layer_MaxPool *pool, PetscInt n, const 
   PetscFunctionReturn(0);
 }
 
+/* each thread's scratch of one sample's masked dy (bytes per thread), for the mask of an activation passed with the
+   call (backwardmask), taken at the outputs y (which the caller then passes) */
+static PetscErrorCode MaxPoolMaskScratch(Layer_MaxPool *pool, PetscInt n, const void *y, size_t bytes)
+{
+  PetscFunctionBegin;
+  PetscCheck(y || !n, PETSC_COMM_SELF, PETSC_ERR_ARG_NULL, "maxpool backward with an activation's mask needs the forward's output y");
+  PetscCall(MaxPoolScratch(pool, bytes));
+  PetscFunctionReturn(0);
+}
+
 /* the kernels and the layer's passes, in double and in float (maxpoolkernels.h) */
-#define MAXPOOL_T       PetscScalar
-#define MAXPOOL_NAME(f) f
+#define MAXPOOL_GT(a, b) ((a) > (b))
+#define MAXPOOL_T        PetscScalar
+#define MAXPOOL_NAME(f)  f
 #include "maxpoolkernels.h"
 #undef MAXPOOL_T
 #undef MAXPOOL_NAME
@@ -201,6 +213,66 @@ static PetscErrorCode MaxPoolMaskScratch(Layer_MaxPool *pool, PetscInt n, const 
 #include "maxpoolkernels.h"
 #undef MAXPOOL_T
 #undef MAXPOOL_NAME
+#undef MAXPOOL_GT
+#define MAXPOOL_GT(a, b) (PetNetBF16ToFloat(a) > PetNetBF16ToFloat(b))
+#define MAXPOOL_BF16
+#define MAXPOOL_T       uint16_t
+#define MAXPOOL_NAME(f) f##BF16
+#include "maxpoolkernels.h"
+#undef MAXPOOL_T
+#undef MAXPOOL_NAME
+#undef MAXPOOL_BF16
+#undef MAXPOOL_GT
+
+/*
+  bfloat16 (Layer.ops forwardbf16..., layerbf16.c): forward and jvp are the kernels above on the stored values (they
+  select entries: y and argmax the float kernels' on the widened values, bit for bit). Backward takes each sample's g
+  in float (dy widened, times act'(y) in float when an activation is fused before it), then, for tiled windows, writes
+  dx = round(0 + g) at each argmax and 0 elsewhere, and for other windows sums g into a float dx of the sample and
+  rounds it: the float path's operations in its order, rounded where the store rounds them. Scratch per thread: g and
+  y of one sample in float, g rounded, and (other windows) dx of one sample in float.
+*/
+static PetscErrorCode MaxPoolBackwardMaskBF16(Layer layer, Layer act, PetscInt n, const PetscScalar *theta, const uint16_t *x, const uint16_t *y, const uint16_t *dy, uint16_t *dx, PetscScalar *dtheta)
+{
+  Layer_MaxPool    *pool = (Layer_MaxPool *)layer->data;
+  const PetscInt    in = layer->insize, out = layer->outsize, N = n * out;
+  const size_t      per = (3 * (size_t)out + (pool->tiled ? 0 : (size_t)in)) * sizeof(float); /* gf, yf, g16 (as many bytes as a float each: aligned), dxf */
+  PetscErrorCode    err = 0;
+  LayerWindowVolume v;
+
+  PetscFunctionBegin;
+  if (!dx) PetscFunctionReturn(0);
+  PetscCheck(n == pool->nwork, PETSC_COMM_SELF, PETSC_ERR_ORDER, "maxpool backward on %" PetscInt_FMT " samples after a forward pass on %" PetscInt_FMT ": call forward first", n, pool->nwork);
+  PetscCheck(!act || y || !n, PETSC_COMM_SELF, PETSC_ERR_ARG_NULL, "maxpool backward with an activation's mask needs the forward's output y");
+  PetscCall(MaxPoolArgmaxFromWorkspace(layer)); /* after a forward on oneDNN */
+  LayerWindowGetVolume(&pool->win, &v);
+  PetscCall(MaxPoolScratch(pool, per));
+#pragma omp parallel for num_threads(PetNetThreads()) schedule(guided) if (n > 1 && N > 4096)
+  for (PetscInt s = 0; s < n; s++) {
+    const int32_t  *am = pool->argmax + (size_t)s * out;
+    const uint16_t *g  = dy + (size_t)s * out;
+    float          *gf = (float *)((char *)pool->gmask + (size_t)PetNetThreadId() * per), *yf = gf + out, *dxf = gf + 3 * out;
+    uint16_t       *g16 = (uint16_t *)(yf + out);
+    uint16_t       *dxs = dx + (size_t)s * in;
+
+    for (PetscInt j = 0; j < out; j++) gf[j] = PetNetBF16ToFloat(g[j]);
+    if (act) {
+      for (PetscInt j = 0; j < out; j++) yf[j] = PetNetBF16ToFloat(y[(size_t)s * out + j]);
+      PetNetThreadsSetError(&err, LayerMaskSingle(act, out, yf, gf));
+    }
+    if (pool->tiled) {
+      for (PetscInt j = 0; j < out; j++) g16[j] = PetNetFloatToBF16(0.0f + gf[j]);
+      MaxPoolBackwardTiledBF16(&v, pool->tap, layer->in.dim[layer->in.ndim - 1], g16, am, dxs);
+    } else {
+      for (PetscInt i = 0; i < in; i++) dxf[i] = 0;
+      for (PetscInt j = 0; j < out; j++) dxf[am[j]] += gf[j];
+      for (PetscInt i = 0; i < in; i++) dxs[i] = PetNetFloatToBF16(dxf[i]);
+    }
+  }
+  PetNetThreadsCheck(err, "maxpool backward");
+  PetscCall(PetscLogFlops(1.0 * N));
+  PetscFunctionReturn(0);
+}
 
 /*
   The float passes on oneDNN (the header's comment): *on when the layer (2-D or 3-D, batch form, any dilation) takes
@@ -352,8 +424,11 @@ PETSC_INTERN PetscErrorCode LayerCreate_MaxPool(Layer layer)
   layer->ops->jvp                = MaxPoolJVP;
   layer->ops->forwardsingle      = MaxPoolForwardSingle_OneDNN; /* oneDNN where the Net asks for it, else MaxPoolForwardSingle */
   layer->ops->backwardsingle     = MaxPoolBackwardSingle_OneDNN;
-  layer->ops->jvpsingle          = MaxPoolJVPSingle; /* oneDNN has none: the native gather at the forward's argmax */
-  layer->sozero                  = PETSC_TRUE;       /* linear (or piecewise linear) in x: no curvature term */
+  layer->ops->jvpsingle          = MaxPoolJVPSingle;   /* oneDNN has none: the native gather at the forward's argmax */
+  layer->ops->forwardbf16        = MaxPoolForwardBF16; /* at bfloat16, on the stored values (layerbf16.c) */
+  layer->ops->backwardmaskbf16   = MaxPoolBackwardMaskBF16;
+  layer->ops->jvpbf16            = MaxPoolJVPBF16;
+  layer->sozero                  = PETSC_TRUE; /* linear (or piecewise linear) in x: no curvature term */
   layer->ops->reset              = LayerReset_MaxPool;
   layer->ops->destroy            = LayerDestroy_MaxPool;
   PetscFunctionReturn(0);

@@ -1,7 +1,10 @@
 /*
   maxpool's kernels and its passes (at the end) on one element type, included once per type by maxpool.c:
-    MAXPOOL_T        PetscScalar or float
-    MAXPOOL_NAME(f)  f or fSingle
+    MAXPOOL_T        PetscScalar, float or uint16_t (bfloat16)
+    MAXPOOL_NAME(f)  f, fSingle or fBF16
+    MAXPOOL_GT(a, b) a > b on the values (bfloat16: on the widened values, the same comparison as on floats)
+    MAXPOOL_BF16     defined for bfloat16: the backward pass is maxpool.c's (its sums and masks in float), the
+                     tiled backward kernel writes g as it is (its caller made it 0 + g, rounded)
   Each works on one sample (the caller's loop over samples runs them on the threads); argmax holds, per output, the
   offset of its maximum within the sample's x (int32_t, maxpool.c). The same comparisons for both types and both
   loop nests, in window order with a strict >, so on the same values (a float is exactly a double) every kernel picks
@@ -49,9 +52,9 @@ static void MAXPOOL_NAME(MaxPoolForwardGeneral)(const LayerWindowVolume *vol, Pe
 
               for (PetscInt c = 0; c < C; c++) { /* branch-free with a bit mask, so that it vectorizes */
                 const MAXPOOL_T val = xt[c], cur = yt[c];
-                const int32_t   more = -(int32_t)(val > cur);
+                const int32_t   more = -(int32_t)MAXPOOL_GT(val, cur);
 
-                yt[c] = val > cur ? val : cur;
+                yt[c] = MAXPOOL_GT(val, cur) ? val : cur;
                 at[c] = (at[c] & ~more) | ((off + (int32_t)c) & more);
               }
             }
@@ -76,8 +79,8 @@ static MAXPOOL_INLINE void MAXPOOL_NAME(MaxPoolWindowTiled)(PetscInt K, const in
     for (PetscInt t = 1; t < K; t++) {
       const MAXPOOL_T val = xw[tap[t] + c];
 
-      a = val > m ? base + tap[t] + (int32_t)c : a;
-      m = val > m ? val : m;
+      a = MAXPOOL_GT(val, m) ? base + tap[t] + (int32_t)c : a;
+      m = MAXPOOL_GT(val, m) ? val : m;
     }
     y[c]      = m;
     argmax[c] = a;
@@ -113,8 +116,12 @@ static MAXPOOL_TARGET_CLONES void MAXPOOL_NAME(MaxPoolForwardTiled)(const LayerW
 static MAXPOOL_INLINE void MAXPOOL_NAME(MaxPoolWindowTiledBackward)(PetscInt K, const int32_t *tap, PetscInt C, int32_t base, const MAXPOOL_T *PETSC_RESTRICT g, const int32_t *PETSC_RESTRICT argmax, MAXPOOL_T *PETSC_RESTRICT dxw)
 {
   for (PetscInt c = 0; c < C; c++) {
+#if defined(MAXPOOL_BF16)
+    const MAXPOOL_T gc = g[c]; /* the caller's round(0 + g) */
+#else
     const MAXPOOL_T gc = (MAXPOOL_T)0 + g[c]; /* as the general path's 0 + g: -0 becomes +0 */
-    const int32_t   t0 = argmax[c] - base - (int32_t)c;
+#endif
+    const int32_t t0 = argmax[c] - base - (int32_t)c;
 
     for (PetscInt t = 0; t < K; t++) dxw[tap[t] + c] = t0 == tap[t] ? gc : (MAXPOOL_T)0;
   }
@@ -181,6 +188,7 @@ static PetscErrorCode MAXPOOL_NAME(MaxPoolForward)(Layer layer, PetscInt n, cons
   PetscFunctionReturn(0);
 }
 
+#if !defined(MAXPOOL_BF16)
 /* dx = J^T (act'(y) dy), act the activation before it passed by the caller (or NULL) */
 static PetscErrorCode MAXPOOL_NAME(MaxPoolBackwardMask)(Layer layer, Layer act, PetscInt n, const PetscScalar *theta, const MAXPOOL_T *x, const MAXPOOL_T *y, const MAXPOOL_T *dy, MAXPOOL_T *dx, PetscScalar *dtheta)
 {
@@ -229,6 +237,8 @@ static PetscErrorCode MAXPOOL_NAME(MaxPoolBackward)(Layer layer, PetscInt n, con
   PetscCall(MAXPOOL_NAME(MaxPoolBackwardMask)(layer, NULL, n, theta, x, y, dy, dx, dtheta));
   PetscFunctionReturn(0);
 }
+
+#endif
 
 /* dy[j] = dx[argmax[j]]; zero when dx is NULL (zero) */
 static PetscErrorCode MAXPOOL_NAME(MaxPoolJVP)(Layer layer, PetscInt n, const PetscScalar *theta, const MAXPOOL_T *x, const MAXPOOL_T *y, const MAXPOOL_T *dx, const PetscScalar *dtheta, MAXPOOL_T *dy)

@@ -1,0 +1,33 @@
+/*
+  bfloat16, the upper half of an IEEE float (sign, 8-bit exponent, 7-bit significand), held in a uint16_t: widening is
+  exact (the half shifted into place), narrowing rounds to nearest, ties to even; a NaN stays a NaN (made quiet). The
+  one conversion of PetNet's: the value stores (src/net/netprecision.c), the executors that stream bfloat16
+  (netexec.c, netspatial.c), the kernels of the layers that read and write bfloat16 themselves (maxpool) and the
+  oneDNN operands (src/sys/onednn.c) round alike, so every path gives the same bits.
+*/
+#pragma once
+
+#include <stdint.h>
+
+static inline float PetNetBF16ToFloat(uint16_t b)
+{
+  union {
+    uint32_t u;
+    float    f;
+  } c;
+
+  c.u = (uint32_t)b << 16;
+  return c.f;
+}
+
+static inline uint16_t PetNetFloatToBF16(float f)
+{
+  union {
+    uint32_t u;
+    float    f;
+  } c;
+
+  c.f = f;
+  if ((c.u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((c.u >> 16) | 0x40u); /* quiet NaN */
+  return (uint16_t)((c.u + 0x7fffu + ((c.u >> 16) & 1u)) >> 16);
+}
