@@ -34,6 +34,19 @@ PetscErrorCode NetSetUpBackend_Private(Net net)
   if (net->backend == NET_BACKEND_ONEDNN && net->precision == NET_PRECISION_SINGLE) gemm = PETNET_GEMM_ONEDNN_F32;
   if (net->backend == NET_BACKEND_ONEDNN && net->precision == NET_PRECISION_BFLOAT16) gemm = PETNET_GEMM_ONEDNN_BF16;
   for (PetscInt l = 0; l < net->nlayers; l++) net->layers[l]->gemm = gemm;
+  /* which nodes run their kinds' bfloat16 kernels on the stored values (NetNodeStreamsBF16()): a kind that has them,
+     and for one whose kernels are oneDNN's, oneDNN's bfloat16 convolutions on this CPU (asked once, only then) */
+  for (PetscInt k = 0; k < net->nlayers; k++) {
+    const Layer l = net->layers[k];
+
+    net->nodes[k].bf16 = (PetscBool)(net->precision == NET_PRECISION_BFLOAT16 && LayerHasBF16(l));
+    if (net->nodes[k].bf16 && l->bf16onednn) {
+      PetscBool has = PETSC_FALSE;
+
+      if (gemm == PETNET_GEMM_ONEDNN_BF16) PetscCall(PetNetOneDNNConvHasBF16(&has));
+      net->nodes[k].bf16 = has;
+    }
+  }
   PetscFunctionReturn(0);
 }
 

@@ -27,7 +27,8 @@
 #include <petnet/private/netimpl.h>
 
 /*
-  A plain node whose kind has bfloat16 kernels (LayerHasBF16(): maxpool) runs them on the stored values themselves
+  A plain node whose kind has bfloat16 kernels (NetNode.bf16: maxpool; conv2d and conv3d on oneDNN's bfloat16
+  convolutions) runs them, a fused activation after it or before it included, on the stored values themselves
   (layerbf16.c). Another plain node streaming bfloat16 (NetNodeStreamsBF16(): an activation at -net_precision bfloat16): its stored values
   widened to float, the layer's float kernels, its outputs rounded back, one chunk of samples at a time. Its kernels act
   on each sample alone, so the bits are those of whole widened copies; the float buffers hold NET_BF16_CHUNK entries of
@@ -132,9 +133,9 @@ PetscErrorCode NetExecPlainForward_Private(Net net, PetscInt k, PetscInt n, NetE
   Layer layer = net->layers[k];
 
   PetscFunctionBegin;
-  if (t == NET_ELEM_BF16) { /* the kind's bfloat16 kernels, else streamed (NetNodeStreamsBF16(): not fused) */
-    if (LayerHasBF16(layer))
-      PetscCall(LayerForwardBF16(layer, n, th, (const uint16_t *)x[0], (uint16_t *)y));
+  if (t == NET_ELEM_BF16) { /* the kind's bfloat16 kernels with the activation fused after it, else streamed (NetNodeStreamsBF16(): not fused) */
+    if (net->nodes[k].bf16)
+      PetscCall(LayerForwardBF16(layer, net->nodes[k].fuseact >= 0 ? net->layers[net->nodes[k].fuseact] : NULL, n, th, (const uint16_t *)x[0], (uint16_t *)y));
     else
       PetscCall(NetExecForward_PlainBF16(layer, n, th, (const uint16_t *)x[0], (uint16_t *)y));
     PetscFunctionReturn(0);
@@ -153,7 +154,7 @@ PetscErrorCode NetExecPlainBackward_Private(Net net, PetscInt k, PetscInt n, Net
   Layer layer = net->layers[k];
 
   PetscFunctionBegin;
-  if (t == NET_ELEM_BF16 && LayerHasBF16(layer)) /* with the activation before it when fused (mask) */
+  if (t == NET_ELEM_BF16 && net->nodes[k].bf16) /* with the activation before it when fused (mask) */
     PetscCall(LayerBackwardBF16(layer, mask >= 0 ? net->layers[mask] : NULL, n, th, (const uint16_t *)x[0], (const uint16_t *)y, (const uint16_t *)dy, (uint16_t *)dx[0], dth));
   else if (t == NET_ELEM_BF16)
     PetscCall(NetExecBackward_PlainBF16(layer, n, th, (const uint16_t *)x[0], (const uint16_t *)y, (const uint16_t *)dy, (uint16_t *)dx[0]));
@@ -171,7 +172,7 @@ PetscErrorCode NetExecPlainJVP_Private(Net net, PetscInt k, PetscInt n, NetElem 
   Layer layer = net->layers[k];
 
   PetscFunctionBegin;
-  if (t == NET_ELEM_BF16 && LayerHasBF16(layer))
+  if (t == NET_ELEM_BF16 && net->nodes[k].bf16)
     PetscCall(LayerJVPBF16(layer, n, th, (const uint16_t *)x[0], (const uint16_t *)y, dx ? (const uint16_t *)dx[0] : NULL, dth, (uint16_t *)dy));
   else if (t == NET_ELEM_BF16)
     PetscCall(NetExecJVP_PlainBF16(layer, n, th, (const uint16_t *)x[0], (const uint16_t *)y, dx ? (const uint16_t *)dx[0] : NULL, (uint16_t *)dy));

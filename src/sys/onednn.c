@@ -136,6 +136,8 @@ static struct {
   size_t             padsize;
   uint16_t          *a16, *b16; /* bfloat16 copies of A and B (convolutions: of their two data operands) */
   size_t             na16, nb16;
+  float             *f32; /* the float outputs of a layer's bfloat16 kernels before it rounds them (PetNetOneDNNFloatScratch()) */
+  size_t             nf32;
   char              *wbuf; /* convolutions: the weights in the primitive's layout, weisize bytes from a 64-byte boundary */
   size_t             wbufsize;
 } PetNetOneDNN;
@@ -175,6 +177,7 @@ static PetscErrorCode PetNetOneDNNFinalize(void)
   PetscCall(PetscFree(PetNetOneDNN.pad));
   PetscCall(PetscFree(PetNetOneDNN.a16));
   PetscCall(PetscFree(PetNetOneDNN.b16));
+  PetscCall(PetscFree(PetNetOneDNN.f32));
   PetscCall(PetscFree(PetNetOneDNN.wbuf));
   if (PetNetOneDNN.stream) PetNetCallDNNL(dnnl_stream_destroy(PetNetOneDNN.stream));
   if (PetNetOneDNN.engine) PetNetCallDNNL(dnnl_engine_destroy(PetNetOneDNN.engine));
@@ -838,13 +841,14 @@ static PetscErrorCode PetNetOneDNNConvEntry(PetNetGemmBackend backend, PetNetOne
   PetscFunctionReturn(0);
 }
 
-/* bfloat16: n samples of size values each rounded into the module's buffer buf (a16 or b16); f32: X itself */
-static PetscErrorCode PetNetOneDNNConvOperand(PetNetGemmBackend backend, PetscInt n, PetscInt size, const float *X, uint16_t **buf, size_t *len, const void **op)
+/* bfloat16: n samples of size values each rounded into the module's buffer buf (a16 or b16), or X itself when it holds
+   bfloat16 values already (in16: a layer's bfloat16 kernels); f32: X itself */
+static PetscErrorCode PetNetOneDNNConvOperand(PetNetGemmBackend backend, PetscInt n, PetscInt size, const void *X, PetscBool in16, uint16_t **buf, size_t *len, const void **op)
 {
   PetscFunctionBegin;
   *op = X;
-  if (backend == PETNET_GEMM_ONEDNN_BF16) {
-    PetscCall(PetNetOneDNNRoundBF16(size, n, X, size, buf, len));
+  if (backend == PETNET_GEMM_ONEDNN_BF16 && !in16) {
+    PetscCall(PetNetOneDNNRoundBF16(size, n, (const float *)X, size, buf, len));
     *op = *buf;
   }
   PetscFunctionReturn(0);
@@ -1098,10 +1102,11 @@ PetscErrorCode PetNetOneDNNConvAvailable(PetNetGemmBackend backend, const PetNet
 
 /*
   y = conv(x; W) + b + beta y (b NULL: none; beta 0 or 1, the latter jvp's sum), through oneDNN: x [n][in][cin], y
-  [n][out][cout] channels last, W [cout][k][cin/G] and b [cout] float (bfloat16: x and W rounded to it, y float).
-  The key must be one PetNetOneDNNConvAvailable() accepted (sh->bias says whether b is given).
+  [n][out][cout] channels last, W [cout][k][cin/G] and b [cout] float (bfloat16: x and W rounded to it, y float; x16:
+  x holds bfloat16 values already). The key must be one PetNetOneDNNConvAvailable() accepted (sh->bias says whether b
+  is given).
 */
-PetscErrorCode PetNetOneDNNConvForward(PetNetGemmBackend backend, const PetNetOneDNNConvShape *sh, const float *x, const float *W, const float *b, float beta, float *y)
+static PetscErrorCode PetNetOneDNNConvForward_Private(PetNetGemmBackend backend, const PetNetOneDNNConvShape *sh, const void *x, PetscBool x16, const float *W, const float *b, float beta, float *y)
 {
   PetscFunctionBegin;
 #if defined(PETNET_HAVE_ONEDNN)
@@ -1113,7 +1118,7 @@ PetscErrorCode PetNetOneDNNConvForward(PetNetGemmBackend backend, const PetNetOn
 
     for (PetscInt d = 0; d < sh->nsd; d++) insize *= sh->in[d];
     PetscCall(PetNetOneDNNConvEntry(backend, PETNET_ONEDNN_CONV_FORWARD, sh, beta, &e));
-    PetscCall(PetNetOneDNNConvOperand(backend, sh->n, insize, x, &PetNetOneDNN.a16, &PetNetOneDNN.na16, &src));
+    PetscCall(PetNetOneDNNConvOperand(backend, sh->n, insize, x, x16, &PetNetOneDNN.a16, &PetNetOneDNN.na16, &src));
     PetscCall(PetNetOneDNNConvExecute(e, src, W, b, y));
     PetNetOneDNNThreadsPop(saved);
   }
@@ -1123,8 +1128,8 @@ PetscErrorCode PetNetOneDNNConvForward(PetNetGemmBackend backend, const PetNetOn
   PetscFunctionReturn(0);
 }
 
-/* dx = the convolution's transpose applied to dy (overwritten; the shapes of PetNetOneDNNConvForward()), through oneDNN */
-PetscErrorCode PetNetOneDNNConvBackwardData(PetNetGemmBackend backend, const PetNetOneDNNConvShape *sh, const float *W, const float *dy, float *dx)
+/* dx = the convolution's transpose applied to dy (overwritten; the shapes of PetNetOneDNNConvForward(); dy16: dy holds bfloat16 values) */
+static PetscErrorCode PetNetOneDNNConvBackwardData_Private(PetNetGemmBackend backend, const PetNetOneDNNConvShape *sh, const float *W, const void *dy, PetscBool dy16, float *dx)
 {
   PetscFunctionBegin;
 #if defined(PETNET_HAVE_ONEDNN)
@@ -1136,7 +1141,7 @@ PetscErrorCode PetNetOneDNNConvBackwardData(PetNetGemmBackend backend, const Pet
 
     for (PetscInt d = 0; d < sh->nsd; d++) outsize *= sh->out[d];
     PetscCall(PetNetOneDNNConvEntry(backend, PETNET_ONEDNN_CONV_BACKWARD_DATA, sh, 0, &e));
-    PetscCall(PetNetOneDNNConvOperand(backend, sh->n, outsize, dy, &PetNetOneDNN.b16, &PetNetOneDNN.nb16, &ddst));
+    PetscCall(PetNetOneDNNConvOperand(backend, sh->n, outsize, dy, dy16, &PetNetOneDNN.b16, &PetNetOneDNN.nb16, &ddst));
     PetscCall(PetNetOneDNNConvExecute(e, dx, W, NULL, ddst));
     PetNetOneDNNThreadsPop(saved);
   }
@@ -1146,8 +1151,9 @@ PetscErrorCode PetNetOneDNNConvBackwardData(PetNetGemmBackend backend, const Pet
   PetscFunctionReturn(0);
 }
 
-/* dW = sum over the batch of x against dy, db = sum of dy (both overwritten, float, W's layout; db NULL without a bias), through oneDNN */
-PetscErrorCode PetNetOneDNNConvBackwardWeights(PetNetGemmBackend backend, const PetNetOneDNNConvShape *sh, const float *x, const float *dy, float *dW, float *db)
+/* dW = sum over the batch of x against dy, db = sum of dy (both overwritten, float, W's layout; db NULL without a
+   bias; in16: x and dy hold bfloat16 values) */
+static PetscErrorCode PetNetOneDNNConvBackwardWeights_Private(PetNetGemmBackend backend, const PetNetOneDNNConvShape *sh, const void *x, const void *dy, PetscBool in16, float *dW, float *db)
 {
   PetscFunctionBegin;
 #if defined(PETNET_HAVE_ONEDNN)
@@ -1159,14 +1165,99 @@ PetscErrorCode PetNetOneDNNConvBackwardWeights(PetNetGemmBackend backend, const 
 
     for (PetscInt d = 0; d < sh->nsd; d++) insize *= sh->in[d], outsize *= sh->out[d];
     PetscCall(PetNetOneDNNConvEntry(backend, PETNET_ONEDNN_CONV_BACKWARD_WEIGHTS, sh, 0, &e));
-    PetscCall(PetNetOneDNNConvOperand(backend, sh->n, insize, x, &PetNetOneDNN.a16, &PetNetOneDNN.na16, &src));
-    PetscCall(PetNetOneDNNConvOperand(backend, sh->n, outsize, dy, &PetNetOneDNN.b16, &PetNetOneDNN.nb16, &ddst));
+    PetscCall(PetNetOneDNNConvOperand(backend, sh->n, insize, x, in16, &PetNetOneDNN.a16, &PetNetOneDNN.na16, &src));
+    PetscCall(PetNetOneDNNConvOperand(backend, sh->n, outsize, dy, in16, &PetNetOneDNN.b16, &PetNetOneDNN.nb16, &ddst));
     PetscCall(PetNetOneDNNConvExecute(e, src, dW, db, ddst));
     PetNetOneDNNThreadsPop(saved);
   }
 #else
   SETERRQ(PETSC_COMM_SELF, PETSC_ERR_SUP, "oneDNN convolution: this PetNet was built without oneDNN; use -net_backend native");
 #endif
+  PetscFunctionReturn(0);
+}
+
+/* the three on float data (x, dy float; bfloat16: rounded here into this module's buffers) */
+PetscErrorCode PetNetOneDNNConvForward(PetNetGemmBackend backend, const PetNetOneDNNConvShape *sh, const float *x, const float *W, const float *b, float beta, float *y)
+{
+  PetscFunctionBegin;
+  PetscCall(PetNetOneDNNConvForward_Private(backend, sh, x, PETSC_FALSE, W, b, beta, y));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode PetNetOneDNNConvBackwardData(PetNetGemmBackend backend, const PetNetOneDNNConvShape *sh, const float *W, const float *dy, float *dx)
+{
+  PetscFunctionBegin;
+  PetscCall(PetNetOneDNNConvBackwardData_Private(backend, sh, W, dy, PETSC_FALSE, dx));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode PetNetOneDNNConvBackwardWeights(PetNetGemmBackend backend, const PetNetOneDNNConvShape *sh, const float *x, const float *dy, float *dW, float *db)
+{
+  PetscFunctionBegin;
+  PetscCall(PetNetOneDNNConvBackwardWeights_Private(backend, sh, x, dy, PETSC_FALSE, dW, db));
+  PetscFunctionReturn(0);
+}
+
+/* the three at bfloat16 on bfloat16 data (x, dy as a Net stores them: no rounded copy), the outputs float */
+PetscErrorCode PetNetOneDNNConvForwardBF16(const PetNetOneDNNConvShape *sh, const uint16_t *x, const float *W, const float *b, float beta, float *y)
+{
+  PetscFunctionBegin;
+  PetscCall(PetNetOneDNNConvForward_Private(PETNET_GEMM_ONEDNN_BF16, sh, x, PETSC_TRUE, W, b, beta, y));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode PetNetOneDNNConvBackwardDataBF16(const PetNetOneDNNConvShape *sh, const float *W, const uint16_t *dy, float *dx)
+{
+  PetscFunctionBegin;
+  PetscCall(PetNetOneDNNConvBackwardData_Private(PETNET_GEMM_ONEDNN_BF16, sh, W, dy, PETSC_TRUE, dx));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode PetNetOneDNNConvBackwardWeightsBF16(const PetNetOneDNNConvShape *sh, const uint16_t *x, const uint16_t *dy, float *dW, float *db)
+{
+  PetscFunctionBegin;
+  PetscCall(PetNetOneDNNConvBackwardWeights_Private(PETNET_GEMM_ONEDNN_BF16, sh, x, dy, PETSC_TRUE, dW, db));
+  PetscFunctionReturn(0);
+}
+
+/*
+  *buf: this module's float scratch of at least n entries (64-byte aligned), grown as asked and kept until
+  PetscFinalize(): where a layer's bfloat16 kernels put the float outputs of oneDNN's primitives before rounding them
+  into the Net's store. One buffer for every layer, as the value store's scratch holds one node's arrays; valid until
+  the next call.
+*/
+PetscErrorCode PetNetOneDNNFloatScratch(size_t n, float **buf)
+{
+  PetscFunctionBegin;
+#if defined(PETNET_HAVE_ONEDNN)
+  if (n > PetNetOneDNN.nf32) {
+    PetscCall(PetscFree(PetNetOneDNN.f32));
+    PetscCall(PetscMalloc1(n, &PetNetOneDNN.f32));
+    PetNetOneDNN.nf32 = n;
+  }
+  *buf = PetNetOneDNN.f32;
+#else
+  SETERRQ(PETSC_COMM_SELF, PETSC_ERR_SUP, "oneDNN: this PetNet was built without oneDNN; use -net_backend native");
+#endif
+  PetscFunctionReturn(0);
+}
+
+/*
+  *on: oneDNN has bfloat16 convolution kernels on this CPU (AVX-512 BF16, AMX; PetNetOneDNNConvProbe() names one that
+  is not its reference loops), asked once
+*/
+PetscErrorCode PetNetOneDNNConvHasBF16(PetscBool *on)
+{
+  static PetscInt known = -1;
+
+  PetscFunctionBegin;
+  if (known < 0) {
+    char impl[64];
+
+    PetscCall(PetNetOneDNNConvProbe(PETNET_GEMM_ONEDNN_BF16, impl, sizeof(impl)));
+    known = strcmp(impl, "none") && strncmp(impl, "ref", 3) ? 1 : 0;
+  }
+  *on = (PetscBool)(known == 1);
   PetscFunctionReturn(0);
 }
 

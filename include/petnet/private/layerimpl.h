@@ -98,11 +98,13 @@ struct _LayerOps {
   PetscErrorCode (*forwardnsingle)(Layer, PetscInt, const PetscScalar *, const float *const[], float *);
   PetscErrorCode (*backwardnsingle)(Layer, PetscInt, const PetscScalar *, const float *const[], const float *, const float *, float *const[], PetscScalar *);
   PetscErrorCode (*jvpnsingle)(Layer, PetscInt, const PetscScalar *, const float *const[], const float *, const float *const[], const PetscScalar *, float *);
-  /* bfloat16 (a Net at -net_precision bfloat16): forwardsingle, backwardmasksingle (act NULL: backwardsingle) and
-     jvpsingle on the stored bfloat16 values themselves (uint16_t, bf16impl.h), for a kind whose passes need no float copy
-     of the batch: every entry written is the float kernel's entry on the widened values, rounded (PetNetFloatToBF16()),
-     so a Net gives the same bits with them as without (NetSetBFloat16Kernels(); LayerForwardBF16()). A kind sets all three or none. */
-  PetscErrorCode (*forwardbf16)(Layer, PetscInt, const PetscScalar *, const uint16_t *, uint16_t *);
+  /* bfloat16 (a Net at -net_precision bfloat16): forwardactsingle (act NULL: forwardsingle), backwardmasksingle (act
+     NULL: backwardsingle) and jvpsingle on the stored bfloat16 values themselves (uint16_t, bf16impl.h), for a kind
+     whose passes need no float copy of the batch: every entry written is the float kernel's entry on the widened
+     values, rounded (PetNetFloatToBF16()), so a Net gives the same bits with them as without (NetSetBFloat16Kernels();
+     LayerForwardBF16()). A kind sets all three or none; a kind that passes an act to neither forwardact nor
+     backwardmask refuses one. */
+  PetscErrorCode (*forwardbf16)(Layer, Layer, PetscInt, const PetscScalar *, const uint16_t *, uint16_t *);
   PetscErrorCode (*backwardmaskbf16)(Layer, Layer, PetscInt, const PetscScalar *, const uint16_t *, const uint16_t *, const uint16_t *, uint16_t *, PetscScalar *);
   PetscErrorCode (*jvpbf16)(Layer, PetscInt, const PetscScalar *, const uint16_t *, const uint16_t *, const uint16_t *, const PetscScalar *, uint16_t *);
   PetscErrorCode (*tensors)(Layer, PetscInt *, LayerTensorInfo[]); /* default: one tensor "weight" holding all parameters */
@@ -199,9 +201,11 @@ struct _p_Layer {
                             (d of them where its settings leave the number open: one kernel value, one factor); it has no
                             kernels in this form (a copy of it in the other form runs on a box of the field). Pointwise
                             kinds ignore it. Set before LayerSetUp(). */
-  PetscLogEvent     event[LAYER_NUM_PHASES];
-  PetNetGemmBackend gemm; /* who runs the float kernels' GEMMs (LayerGemmSingle()'s epilogue): native (sgemm) unless its
-                             Net sets oneDNN (NetSetBackend() at single or bfloat16, include/petnet/private/onednnimpl.h) */
+  PetscLogEvent event[LAYER_NUM_PHASES];
+  PetscBool     bf16onednn; /* its bfloat16 kernels (forwardbf16...) are oneDNN's bfloat16 primitives: they run only where gemm is
+                               PETNET_GEMM_ONEDNN_BF16 and the CPU has them (conv2d, conv3d: PetNetOneDNNConvHasBF16()) */
+  PetNetGemmBackend gemm;   /* who runs the float kernels' GEMMs (LayerGemmSingle()'s epilogue): native (sgemm) unless its
+                               Net sets oneDNN (NetSetBackend() at single or bfloat16, include/petnet/private/onednnimpl.h) */
 
   void *data;
 };
@@ -219,7 +223,7 @@ static inline PetscBool LayerHasBF16(Layer layer)
 {
   return (PetscBool)(layer->ops->forwardbf16 && layer->ops->backwardmaskbf16 && layer->ops->jvpbf16);
 }
-PETSC_INTERN PetscErrorCode LayerForwardBF16(Layer, PetscInt, const PetscScalar *, const uint16_t *, uint16_t *);
+PETSC_INTERN PetscErrorCode LayerForwardBF16(Layer, Layer, PetscInt, const PetscScalar *, const uint16_t *, uint16_t *);
 PETSC_INTERN PetscErrorCode LayerBackwardBF16(Layer, Layer, PetscInt, const PetscScalar *, const uint16_t *, const uint16_t *, const uint16_t *, uint16_t *, PetscScalar *);
 PETSC_INTERN PetscErrorCode LayerJVPBF16(Layer, PetscInt, const PetscScalar *, const uint16_t *, const uint16_t *, const uint16_t *, const PetscScalar *, uint16_t *);
 

@@ -142,6 +142,7 @@ typedef struct {
   PetscInt  ranklo, rankn;
 
   const NetExecOps *exec; /* how the node runs over the ranks (netexec.c), chosen at set-up */
+  PetscBool         bf16; /* its kind's bfloat16 kernels run here (NetSetUpBackend_Private(); NetNodeStreamsBF16()) */
 
   /* The walk's split backward of a node that gathers its parameters (netforward.c): 1 while it runs the input part
      (with the parameters), 2 the parameter part (without them, just after, same cotangent), 0 a whole backward. An
@@ -442,9 +443,10 @@ static inline const NetStoreOps *NetStore(Net net)
     activation: actonly, no parameters, one input, not fused): its executor widens and rounds them a chunk of samples
     at a time (netexec.c), the same bits as whole widened copies without them (4 float copies of a 16-channel
     activation of a 128^3 grid are 256 MB a rank);
-  - a plain node whose kind has bfloat16 kernels (LayerHasBF16(): maxpool), a fused activation before it included (its
-    backward applies the mask, fusemask), unless NetSetBFloat16Kernels(net, PETSC_FALSE): they read and write the
-    stored values themselves, the same bits as on float copies;
+  - a plain node whose kind has bfloat16 kernels that run here (NetNode.bf16, NetSetUpBackend_Private(): maxpool;
+    conv2d and conv3d where the backend is onednn and the CPU has oneDNN's bfloat16 convolutions), a fused activation
+    after it (fuseact) or before it (fusemask) included, unless NetSetBFloat16Kernels(net, PETSC_FALSE): they read and
+    write the stored values themselves, the same bits as on float copies;
   - a spatial window node whose kind forgets (convolutions, average pooling; NetSpatialStreamsBF16_Private()): its
     halo exchange widens into its float box and it computes its output block a slab of planes at a time (netspatial.c)
 */
@@ -455,9 +457,9 @@ static inline PetscBool NetNodeStreamsBF16(Net net, PetscInt k)
 
   if (net->precision != NET_PRECISION_BFLOAT16) return PETSC_FALSE;
   if (nd->exec == &NetExecSpatial) return NetSpatialStreamsBF16_Private(net, k);
-  if (nd->exec != &NetExecPlain || l->nin != 1 || l->collective || nd->fuseact >= 0 || nd->fusedinto >= 0 || nd->fusedback >= 0) return PETSC_FALSE;
-  if (LayerHasBF16(l)) return net->bf16kernels;
-  return (PetscBool)(l->actonly && !l->nparams && nd->fusemask < 0);
+  if (nd->exec != &NetExecPlain || l->nin != 1 || l->collective || nd->fusedinto >= 0 || nd->fusedback >= 0) return PETSC_FALSE;
+  if (nd->bf16) return net->bf16kernels;
+  return (PetscBool)(l->actonly && !l->nparams && nd->fuseact < 0 && nd->fusemask < 0);
 }
 /* the element type node k computes in (NET_ELEM_BF16: float, streamed from the stored bfloat16 values) */
 static inline NetElem NetNodeElem(Net net, PetscInt k)

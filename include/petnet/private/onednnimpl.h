@@ -45,6 +45,7 @@
 #pragma once
 
 #include <petscsys.h>
+#include <stdint.h>
 
 typedef enum { PETNET_GEMM_NATIVE, PETNET_GEMM_ONEDNN_F32, PETNET_GEMM_ONEDNN_BF16 } PetNetGemmBackend;
 
@@ -72,6 +73,11 @@ PETSC_INTERN PetscErrorCode PetNetOneDNNConvAvailable(PetNetGemmBackend, const P
 PETSC_INTERN PetscErrorCode PetNetOneDNNConvForward(PetNetGemmBackend, const PetNetOneDNNConvShape *, const float *, const float *, const float *, float, float *);
 PETSC_INTERN PetscErrorCode PetNetOneDNNConvBackwardData(PetNetGemmBackend, const PetNetOneDNNConvShape *, const float *, const float *, float *);
 PETSC_INTERN PetscErrorCode PetNetOneDNNConvBackwardWeights(PetNetGemmBackend, const PetNetOneDNNConvShape *, const float *, const float *, float *, float *);
+PETSC_INTERN PetscErrorCode PetNetOneDNNConvForwardBF16(const PetNetOneDNNConvShape *, const uint16_t *, const float *, const float *, float, float *);
+PETSC_INTERN PetscErrorCode PetNetOneDNNConvBackwardDataBF16(const PetNetOneDNNConvShape *, const float *, const uint16_t *, float *);
+PETSC_INTERN PetscErrorCode PetNetOneDNNConvBackwardWeightsBF16(const PetNetOneDNNConvShape *, const uint16_t *, const uint16_t *, float *, float *);
+PETSC_INTERN PetscErrorCode PetNetOneDNNConvHasBF16(PetscBool *);
+PETSC_INTERN PetscErrorCode PetNetOneDNNFloatScratch(size_t, float **);
 PETSC_INTERN PetscErrorCode PetNetOneDNNAvgPoolAvailable(PetNetGemmBackend, const PetNetOneDNNConvShape *, PetscBool *);
 PETSC_INTERN PetscErrorCode PetNetOneDNNAvgPool(const PetNetOneDNNConvShape *, PetscBool, float *, float *);
 PETSC_INTERN PetscErrorCode PetNetOneDNNMaxPoolAvailable(PetNetGemmBackend, const PetNetOneDNNConvShape *, PetscBool *, PetscInt *);

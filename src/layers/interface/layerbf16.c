@@ -1,6 +1,7 @@
 /*
   The layer kernels on the stored bfloat16 values themselves (a Net at -net_precision bfloat16), for a kind that has
-  them (Layer.ops forwardbf16, backwardmaskbf16, jvpbf16: maxpool): its passes read and write the bfloat16 arrays
+  them (Layer.ops forwardbf16, backwardmaskbf16, jvpbf16: maxpool, and conv2d and conv3d on oneDNN's bfloat16
+  convolutions, Layer.bf16onednn): its passes read and write the bfloat16 arrays
   of the value store with no float copy of the batch, each entry the bits its float kernel would give on the widened
   values, rounded once (bf16impl.h). The Net's plain executor calls these where the kind has them
   (NetSetBFloat16Kernels(), netexec.c); elsewhere the float entries of layersingle.c run on float copies.
@@ -10,13 +11,13 @@
 */
 #include <petnet/private/layerimpl.h>
 
-/* y = f(x) on bfloat16 values */
-PetscErrorCode LayerForwardBF16(Layer layer, PetscInt n, const PetscScalar *theta, const uint16_t *x, uint16_t *y)
+/* y = act(f(x)) (act NULL: f(x)) on bfloat16 values */
+PetscErrorCode LayerForwardBF16(Layer layer, Layer act, PetscInt n, const PetscScalar *theta, const uint16_t *x, uint16_t *y)
 {
   PetscFunctionBegin;
   PetscCheck(LayerHasBF16(layer), PetscObjectComm((PetscObject)layer), PETSC_ERR_PLIB, "Layer %" PetscInt_FMT " has no bfloat16 kernels: ask LayerHasBF16() first", layer->index);
   PetscCall(PetscLogEventBegin(layer->event[LAYER_PHASE_FORWARD], layer, 0, 0, 0));
-  PetscUseTypeMethod(layer, forwardbf16, n, theta, x, y);
+  PetscUseTypeMethod(layer, forwardbf16, act, n, theta, x, y);
   PetscCall(PetscLogEventEnd(layer->event[LAYER_PHASE_FORWARD], layer, 0, 0, 0));
   PetscFunctionReturn(0);
 }

@@ -353,6 +353,7 @@ PetscErrorCode LayerConvSetSingle_Private(Layer layer, PetscBool on)
   layer->ops->forwardactsingle = on ? ConvForwardActSingle_Default : NULL;
   layer->ops->backwardsingle   = on ? ConvBackwardSingle_Default : NULL;
   layer->ops->jvpsingle        = on ? ConvJVPSingle_Default : NULL;
+  PetscCall(ConvSetBF16_OneDNN(layer, on)); /* and its bfloat16 ops on oneDNN (convonednn.c) */
   PetscFunctionReturn(0);
 }
 

@@ -154,6 +154,7 @@ PETSC_INTERN PetscErrorCode ConvForwardActSingle_OneDNN(Layer, Layer, PetscInt, 
 PETSC_INTERN PetscErrorCode ConvBackwardSingle_OneDNN(Layer, PetscInt, const PetscScalar *, const float *, const float *, const float *, float *, PetscScalar *);
 PETSC_INTERN PetscErrorCode ConvJVPSingle_OneDNN(Layer, PetscInt, const PetscScalar *, const float *, const float *, const float *, const PetscScalar *, float *);
 PETSC_INTERN PetscErrorCode ConvResetOneDNN(Layer);
+PETSC_INTERN PetscErrorCode ConvSetBF16_OneDNN(Layer, PetscBool);
 /* the base's float ops: oneDNN where it applies, else the batch kernels above (installed by LayerConvSetSingle_Private()) */
 PETSC_INTERN PetscErrorCode ConvForwardSingle_Default(Layer, PetscInt, const PetscScalar *, const float *, float *);
 PETSC_INTERN PetscErrorCode ConvForwardActSingle_Default(Layer, Layer, PetscInt, const PetscScalar *, const float *, float *);

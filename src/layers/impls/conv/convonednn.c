@@ -20,6 +20,8 @@
   own (oneDNN, else Winograd, else the base's).
   oneDNN's results are the same bits for the same threads and ranks; its weight gradient is summed over the whole
   batch in float, then added in double (the native kernels add each chunk's in double).
+  At bfloat16 the same ops also run on the Net's stored bfloat16 values themselves (the bfloat16 kernels below:
+  forwardbf16, backwardmaskbf16, jvpbf16), with no float copy of their inputs.
 */
 #include "conv.h"
 #include <petnet/private/onednnimpl.h>
@@ -101,8 +103,8 @@ static void ConvOneDNNToFloat(PetscInt n, const PetscScalar *theta, float *v)
 }
 
 /* forward: y = f(conv(x; W) + b), W and b rounded to float and kept; f a relu: the primitive's post-op; another f on
-   each sample's output, samples in parallel */
-PetscErrorCode ConvForwardActSingle_OneDNN(Layer layer, Layer act, PetscInt n, const PetscScalar *theta, const float *x, float *y)
+   each sample's output, samples in parallel; x float, or bfloat16 (x16: the bfloat16 kernels below), y float */
+static PetscErrorCode ConvForwardAct_OneDNN(Layer layer, Layer act, PetscInt n, const PetscScalar *theta, const void *x, PetscBool x16, float *y)
 {
   LayerConv            *conv = (LayerConv *)layer->data;
   ConvOneDNN           *s    = &conv->dnn;
@@ -123,13 +125,23 @@ PetscErrorCode ConvForwardActSingle_OneDNN(Layer layer, Layer act, PetscInt n, c
     PetscCall(PetNetOneDNNConvAvailable(layer->gemm, &sh, &relu));
     sh.relu = relu;
   }
-  PetscCall(PetNetOneDNNConvForward(layer->gemm, &sh, x, s->w, conv->bias ? s->b : NULL, 0, y));
+  if (x16)
+    PetscCall(PetNetOneDNNConvForwardBF16(&sh, (const uint16_t *)x, s->w, conv->bias ? s->b : NULL, 0, y));
+  else
+    PetscCall(PetNetOneDNNConvForward(layer->gemm, &sh, (const float *)x, s->w, conv->bias ? s->b : NULL, 0, y));
   if (act && !relu) {
 #pragma omp parallel for num_threads(PetNetThreads()) schedule(static) if (n > 1)
     for (PetscInt i = 0; i < n; i++) PetNetThreadsSetError(&err, LayerActivateSingle(act, outsize, y + (size_t)i * outsize));
     PetNetThreadsCheck(err, "conv forward's activation");
   }
   PetscCall(PetscLogFlops(2.0 * n * conv->pixels * conv->kg * conv->nout + (conv->bias ? 1.0 * n * conv->pixels * conv->nout : 0.0)));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode ConvForwardActSingle_OneDNN(Layer layer, Layer act, PetscInt n, const PetscScalar *theta, const float *x, float *y)
+{
+  PetscFunctionBegin;
+  PetscCall(ConvForwardAct_OneDNN(layer, act, n, theta, x, PETSC_FALSE, y));
   PetscFunctionReturn(0);
 }
 
@@ -142,8 +154,9 @@ static PetscErrorCode ConvOneDNNCheckForward(Layer layer, const char *op)
   PetscFunctionReturn(0);
 }
 
-/* backward: dx = conv^T(dy; W) (overwritten), dtheta += (dW, db) of the batch (float out of oneDNN, added in double) */
-PetscErrorCode ConvBackwardSingle_OneDNN(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, const float *y, const float *dy, float *dx, PetscScalar *dtheta)
+/* backward: dx = conv^T(dy; W) (overwritten), dtheta += (dW, db) of the batch (float out of oneDNN, added in double);
+   x and dy float, or bfloat16 (in16), dx float */
+static PetscErrorCode ConvBackward_OneDNN(Layer layer, PetscInt n, const void *x, const void *dy, PetscBool in16, float *dx, PetscScalar *dtheta)
 {
   LayerConv            *conv = (LayerConv *)layer->data;
   ConvOneDNN           *s    = &conv->dnn;
@@ -154,9 +167,15 @@ PetscErrorCode ConvBackwardSingle_OneDNN(Layer layer, PetscInt n, const PetscSca
   if (!n) PetscFunctionReturn(0);
   PetscCall(ConvOneDNNCheckForward(layer, "backward"));
   ConvOneDNNShape(conv, n, &sh);
-  if (dx) PetscCall(PetNetOneDNNConvBackwardData(layer->gemm, &sh, s->w, dy, dx));
+  if (dx && in16)
+    PetscCall(PetNetOneDNNConvBackwardDataBF16(&sh, s->w, (const uint16_t *)dy, dx));
+  else if (dx)
+    PetscCall(PetNetOneDNNConvBackwardData(layer->gemm, &sh, s->w, (const float *)dy, dx));
   if (dtheta) {
-    PetscCall(PetNetOneDNNConvBackwardWeights(layer->gemm, &sh, x, dy, s->dw, conv->bias ? s->db : NULL));
+    if (in16)
+      PetscCall(PetNetOneDNNConvBackwardWeightsBF16(&sh, (const uint16_t *)x, (const uint16_t *)dy, s->dw, conv->bias ? s->db : NULL));
+    else
+      PetscCall(PetNetOneDNNConvBackwardWeights(layer->gemm, &sh, (const float *)x, (const float *)dy, s->dw, conv->bias ? s->db : NULL));
     for (PetscInt i = 0; i < nw; i++) dtheta[i] += s->dw[i];
     if (conv->bias)
       for (PetscInt o = 0; o < conv->nout; o++) dtheta[nw + o] += s->db[o];
@@ -166,8 +185,16 @@ PetscErrorCode ConvBackwardSingle_OneDNN(Layer layer, PetscInt n, const PetscSca
   PetscFunctionReturn(0);
 }
 
-/* jvp: dy = conv(x; dW) + db (dtheta rounded to float), then dy += conv(dx; W) (a sum post-op); zero without either */
-PetscErrorCode ConvJVPSingle_OneDNN(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, const float *y, const float *dx, const PetscScalar *dtheta, float *dy)
+PetscErrorCode ConvBackwardSingle_OneDNN(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, const float *y, const float *dy, float *dx, PetscScalar *dtheta)
+{
+  PetscFunctionBegin;
+  PetscCall(ConvBackward_OneDNN(layer, n, x, dy, PETSC_FALSE, dx, dtheta));
+  PetscFunctionReturn(0);
+}
+
+/* jvp: dy = conv(x; dW) + db (dtheta rounded to float), then dy += conv(dx; W) (a sum post-op); zero without either;
+   x and dx float, or bfloat16 (in16), dy float */
+static PetscErrorCode ConvJVP_OneDNN(Layer layer, PetscInt n, const void *x, const void *dx, PetscBool in16, const PetscScalar *dtheta, float *dy)
 {
   LayerConv            *conv = (LayerConv *)layer->data;
   ConvOneDNN           *s    = &conv->dnn;
@@ -181,14 +208,146 @@ PetscErrorCode ConvJVPSingle_OneDNN(Layer layer, PetscInt n, const PetscScalar *
   if (dtheta) {
     ConvOneDNNToFloat(nw, dtheta, s->dw);
     if (conv->bias) ConvOneDNNToFloat(conv->nout, dtheta + nw, s->db);
-    PetscCall(PetNetOneDNNConvForward(layer->gemm, &sh, x, s->dw, conv->bias ? s->db : NULL, 0, dy));
+    if (in16)
+      PetscCall(PetNetOneDNNConvForwardBF16(&sh, (const uint16_t *)x, s->dw, conv->bias ? s->db : NULL, 0, dy));
+    else
+      PetscCall(PetNetOneDNNConvForward(layer->gemm, &sh, (const float *)x, s->dw, conv->bias ? s->db : NULL, 0, dy));
   } else
     PetscCall(PetscArrayzero(dy, (size_t)n * layer->outsize)); /* the sum below adds into zero (its primitive is the only one without bias) */
   if (dx) {
     sh.bias = PETSC_FALSE;
-    PetscCall(PetNetOneDNNConvForward(layer->gemm, &sh, dx, s->w, NULL, 1, dy));
+    if (in16)
+      PetscCall(PetNetOneDNNConvForwardBF16(&sh, (const uint16_t *)dx, s->w, NULL, 1, dy));
+    else
+      PetscCall(PetNetOneDNNConvForward(layer->gemm, &sh, (const float *)dx, s->w, NULL, 1, dy));
   }
   PetscCall(PetscLogFlops(2.0 * n * conv->pixels * conv->kg * conv->nout * ((dx ? 1 : 0) + (dtheta ? 1 : 0)) + (dx && dtheta ? 1.0 * n * conv->pixels * conv->nout : 0.0)));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode ConvJVPSingle_OneDNN(Layer layer, PetscInt n, const PetscScalar *theta, const float *x, const float *y, const float *dx, const PetscScalar *dtheta, float *dy)
+{
+  PetscFunctionBegin;
+  PetscCall(ConvJVP_OneDNN(layer, n, x, dx, PETSC_FALSE, dtheta, dy));
+  PetscFunctionReturn(0);
+}
+
+/*
+  bfloat16 (Layer.ops forwardbf16, backwardmaskbf16, jvpbf16; src/layers/interface/layerbf16.c), where the layer's Net
+  runs oneDNN's bfloat16 convolutions (Layer.bf16onednn): the ops above on the Net's stored bfloat16 values with no
+  float copy of their inputs. x, dx and dy go to oneDNN's bfloat16 primitives as they are (the float ops round their
+  widened copies into the same values), and each float output comes out into the oneDNN module's float scratch
+  (PetNetOneDNNFloatScratch(), one for every layer) and is rounded into the Net's array as the value store rounds
+  (bf16impl.h): the same primitives on the same operands, so the same bits as the float ops on widened copies. A batch
+  size whose shape oneDNN refuses (ConvOneDNNApplies()) runs the layer's float ops on widened copies.
+*/
+static void ConvRoundBF16(PetscInt N, const float *f, uint16_t *b)
+{
+  PETNET_THREAD_BLOCKS(N, 16384, for (PetscInt i = i0; i < i1; i++) b[i] = PetNetFloatToBF16(f[i]));
+}
+
+/* a float copy of N bfloat16 values (NULL for NULL), for the fallback */
+static PetscErrorCode ConvWidenBF16(PetscInt N, const uint16_t *b, float **f)
+{
+  PetscFunctionBegin;
+  *f = NULL;
+  if (!b) PetscFunctionReturn(0);
+  PetscCall(PetscMalloc1(N, f));
+  PETNET_THREAD_BLOCKS(N, 16384, for (PetscInt i = i0; i < i1; i++)(*f)[i] = PetNetBF16ToFloat(b[i]));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode ConvForwardActBF16_OneDNN(Layer layer, Layer act, PetscInt n, const PetscScalar *theta, const uint16_t *x, uint16_t *y)
+{
+  const PetscInt N = n * layer->outsize;
+  PetscBool      dnn;
+  float         *yf, *xf;
+
+  PetscFunctionBegin;
+  PetscCall(ConvOneDNNApplies(layer, n, &dnn));
+  if (!dnn) { /* this batch size falls back: the float ops on widened copies */
+    PetscCall(ConvWidenBF16(n * layer->insize, x, &xf));
+    PetscCall(PetscMalloc1(N, &yf));
+    PetscUseTypeMethod(layer, forwardactsingle, act, n, theta, xf, yf);
+    ConvRoundBF16(N, yf, y);
+    PetscCall(PetscFree(yf));
+    PetscCall(PetscFree(xf));
+    PetscFunctionReturn(0);
+  }
+  PetscCall(PetNetOneDNNFloatScratch((size_t)N, &yf));
+  PetscCall(ConvForwardAct_OneDNN(layer, act, n, theta, x, PETSC_TRUE, yf));
+  ConvRoundBF16(N, yf, y);
+  PetscFunctionReturn(0);
+}
+
+/* dx = J^T dy (act: no activation is fused before a convolution: it has no backwardmask), dtheta += */
+static PetscErrorCode ConvBackwardMaskBF16_OneDNN(Layer layer, Layer act, PetscInt n, const PetscScalar *theta, const uint16_t *x, const uint16_t *y, const uint16_t *dy, uint16_t *dx, PetscScalar *dtheta)
+{
+  const PetscInt Nin = n * layer->insize, Nout = n * layer->outsize;
+  PetscBool      dnn;
+  float         *dxf = NULL;
+
+  PetscFunctionBegin;
+  PetscCheck(!act, PETSC_COMM_SELF, PETSC_ERR_SUP, "%s layer %" PetscInt_FMT ": no activation's derivative is applied in its backward pass", ((PetscObject)layer)->type_name, layer->index);
+  PetscCall(ConvOneDNNApplies(layer, n, &dnn));
+  if (!dnn) {
+    float *xf, *yf, *dyf;
+
+    PetscCall(ConvWidenBF16(Nin, x, &xf));
+    PetscCall(ConvWidenBF16(Nout, y, &yf));
+    PetscCall(ConvWidenBF16(Nout, dy, &dyf));
+    if (dx) PetscCall(PetscMalloc1(Nin, &dxf));
+    PetscUseTypeMethod(layer, backwardsingle, n, theta, xf, yf, dyf, dxf, dtheta);
+    if (dx) ConvRoundBF16(Nin, dxf, dx);
+    PetscCall(PetscFree(dxf));
+    PetscCall(PetscFree(dyf));
+    PetscCall(PetscFree(yf));
+    PetscCall(PetscFree(xf));
+    PetscFunctionReturn(0);
+  }
+  if (dx) PetscCall(PetNetOneDNNFloatScratch((size_t)Nin, &dxf));
+  PetscCall(ConvBackward_OneDNN(layer, n, x, dy, PETSC_TRUE, dxf, dtheta));
+  if (dx) ConvRoundBF16(Nin, dxf, dx);
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode ConvJVPBF16_OneDNN(Layer layer, PetscInt n, const PetscScalar *theta, const uint16_t *x, const uint16_t *y, const uint16_t *dx, const PetscScalar *dtheta, uint16_t *dy)
+{
+  const PetscInt N = n * layer->outsize;
+  PetscBool      dnn;
+  float         *dyf;
+
+  PetscFunctionBegin;
+  PetscCall(ConvOneDNNApplies(layer, n, &dnn));
+  if (!dnn) {
+    float *xf, *yf, *dxf;
+
+    PetscCall(ConvWidenBF16(n * layer->insize, x, &xf));
+    PetscCall(ConvWidenBF16(N, y, &yf));
+    PetscCall(ConvWidenBF16(n * layer->insize, dx, &dxf));
+    PetscCall(PetscMalloc1(N, &dyf));
+    PetscUseTypeMethod(layer, jvpsingle, n, theta, xf, yf, dxf, dtheta, dyf);
+    ConvRoundBF16(N, dyf, dy);
+    PetscCall(PetscFree(dyf));
+    PetscCall(PetscFree(dxf));
+    PetscCall(PetscFree(yf));
+    PetscCall(PetscFree(xf));
+    PetscFunctionReturn(0);
+  }
+  PetscCall(PetNetOneDNNFloatScratch((size_t)N, &dyf));
+  PetscCall(ConvJVP_OneDNN(layer, n, x, dx, PETSC_TRUE, dtheta, dyf));
+  ConvRoundBF16(N, dyf, dy);
+  PetscFunctionReturn(0);
+}
+
+/* the bfloat16 ops of a batch-mode convolution (or none: point form), which its Net runs where oneDNN has them */
+PetscErrorCode ConvSetBF16_OneDNN(Layer layer, PetscBool on)
+{
+  PetscFunctionBegin;
+  layer->ops->forwardbf16      = on ? ConvForwardActBF16_OneDNN : NULL;
+  layer->ops->backwardmaskbf16 = on ? ConvBackwardMaskBF16_OneDNN : NULL;
+  layer->ops->jvpbf16          = on ? ConvJVPBF16_OneDNN : NULL;
+  layer->bf16onednn            = on;
   PetscFunctionReturn(0);
 }
 

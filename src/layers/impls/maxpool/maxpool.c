@@ -224,6 +224,15 @@ static PetscErrorCode MaxPoolMaskScratch(Layer_MaxPool *pool, PetscInt n, const 
 #undef MAXPOOL_BF16
 #undef MAXPOOL_GT
 
+/* forward at bfloat16: no activation is fused after a maxpool (it has no forwardact) */
+static PetscErrorCode MaxPoolForwardActBF16(Layer layer, Layer act, PetscInt n, const PetscScalar *theta, const uint16_t *x, uint16_t *y)
+{
+  PetscFunctionBegin;
+  PetscCheck(!act, PETSC_COMM_SELF, PETSC_ERR_SUP, "maxpool layer %" PetscInt_FMT ": no activation is applied in its forward pass", layer->index);
+  PetscCall(MaxPoolForwardBF16(layer, n, theta, x, y));
+  PetscFunctionReturn(0);
+}
+
 /*
   bfloat16 (Layer.ops forwardbf16..., layerbf16.c): forward and jvp are the kernels above on the stored values (they
   select entries: y and argmax the float kernels' on the widened values, bit for bit). Backward takes each sample's g
@@ -424,8 +433,8 @@ PETSC_INTERN PetscErrorCode LayerCreate_MaxPool(Layer layer)
   layer->ops->jvp                = MaxPoolJVP;
   layer->ops->forwardsingle      = MaxPoolForwardSingle_OneDNN; /* oneDNN where the Net asks for it, else MaxPoolForwardSingle */
   layer->ops->backwardsingle     = MaxPoolBackwardSingle_OneDNN;
-  layer->ops->jvpsingle          = MaxPoolJVPSingle;   /* oneDNN has none: the native gather at the forward's argmax */
-  layer->ops->forwardbf16        = MaxPoolForwardBF16; /* at bfloat16, on the stored values (layerbf16.c) */
+  layer->ops->jvpsingle          = MaxPoolJVPSingle;      /* oneDNN has none: the native gather at the forward's argmax */
+  layer->ops->forwardbf16        = MaxPoolForwardActBF16; /* at bfloat16, on the stored values (layerbf16.c) */
   layer->ops->backwardmaskbf16   = MaxPoolBackwardMaskBF16;
   layer->ops->jvpbf16            = MaxPoolJVPBF16;
   layer->sozero                  = PETSC_TRUE; /* linear (or piecewise linear) in x: no curvature term */
