@@ -38,6 +38,10 @@
     backward data      convolution backward data         dx (out)    W              -      dy
     backward weights   convolution backward weights      x           dW (out)       db     dy
 
+  At bfloat16 a layer's bfloat16 kernels give x and dy as stored (no rounded copy), and the forward without a sum and
+  the backward data may write y and dx in bfloat16 themselves (a key with out16), where the first call of the key found
+  them the float output's bits rounded (PetNetOneDNNConvOut16()).
+
   The data are nhwc (ndhwc) as PetNet holds them; the weights are created in format any, and when the layout oneDNN
   picks is not PetNet's ohwi (gohwi, odhwi, godhwi), the entry keeps a reorder primitive between the two and the
   call runs it once on the whole W (into this module's weight buffer; after the primitive for dW). Backward
@@ -123,6 +127,8 @@ typedef struct {
   dnnl_memory_t         lnm[9];  /* layer and batch normalization: a memory per argument, lnarg[] its role (PetNetOneDNNLayerNorm(), PetNetOneDNNBatchNorm()) */
   int                   lnarg[9], nln;
   int                   wsbytes; /* its bytes per output: 1 (u8) or 4 (s32) */
+  int                   agrees;  /* a convolution key with a bfloat16 output (out16): 0 not known yet, 1 its output has been the
+                                    float output rounded, bit for bit, 2 it was not (PetNetOneDNNConvOut16()) */
 } PetNetOneDNNEntry;
 
 static struct {
@@ -136,6 +142,8 @@ static struct {
   size_t             padsize;
   uint16_t          *a16, *b16; /* bfloat16 copies of A and B (convolutions: of their two data operands) */
   size_t             na16, nb16;
+  uint16_t          *c16; /* a bfloat16 output compared with the float output rounded (PetNetOneDNNConvOut16()) */
+  size_t             nc16;
   float             *f32; /* the float outputs of a layer's bfloat16 kernels before it rounds them (PetNetOneDNNFloatScratch()) */
   size_t             nf32;
   char              *wbuf; /* convolutions: the weights in the primitive's layout, weisize bytes from a 64-byte boundary */
@@ -178,6 +186,7 @@ static PetscErrorCode PetNetOneDNNFinalize(void)
   PetscCall(PetscFree(PetNetOneDNN.a16));
   PetscCall(PetscFree(PetNetOneDNN.b16));
   PetscCall(PetscFree(PetNetOneDNN.f32));
+  PetscCall(PetscFree(PetNetOneDNN.c16));
   PetscCall(PetscFree(PetNetOneDNN.wbuf));
   if (PetNetOneDNN.stream) PetNetCallDNNL(dnnl_stream_destroy(PetNetOneDNN.stream));
   if (PetNetOneDNN.engine) PetNetCallDNNL(dnnl_engine_destroy(PetNetOneDNN.engine));
@@ -374,7 +383,7 @@ static PetscErrorCode PetNetOneDNNRoundBF16(PetscInt rows, PetscInt cols, const 
 /* two convolution keys alike (field by field: the struct may have padding) */
 static PetscBool PetNetOneDNNConvSame(const PetNetOneDNNConvShape *a, const PetNetOneDNNConvShape *b)
 {
-  if (a->nsd != b->nsd || a->n != b->n || a->cin != b->cin || a->cout != b->cout || a->groups != b->groups || a->bias != b->bias || a->relu != b->relu) return PETSC_FALSE;
+  if (a->nsd != b->nsd || a->n != b->n || a->cin != b->cin || a->cout != b->cout || a->groups != b->groups || a->bias != b->bias || a->relu != b->relu || a->out16 != b->out16) return PETSC_FALSE;
   for (PetscInt d = 0; d < a->nsd; d++)
     if (a->in[d] != b->in[d] || a->out[d] != b->out[d] || a->k[d] != b->k[d] || a->stride[d] != b->stride[d] || a->pad[d] != b->pad[d] || a->dilation[d] != b->dilation[d]) return PETSC_FALSE;
   return PETSC_TRUE;
@@ -440,7 +449,7 @@ static PetscErrorCode PetNetOneDNNConvCreateDesc(PetNetGemmBackend backend, PetN
   PetscCall(PetNetOneDNNConvWeightsDesc(sh, dnnl_f32, PETSC_TRUE, &wf));
   PetNetCallDNNL(dnnl_memory_desc_init_by_tag(&bmd, 1, bdims, dnnl_f32, dnnl_a));
   /* the forward's descriptor: the op itself, or the backward ops' hint; a geometry oneDNN does not take is a refusal */
-  st = dnnl_dilated_convolution_forward_desc_init(&fdesc, dnnl_forward_training, dnnl_convolution_direct, &xin, &win, sh->bias ? &bmd : NULL, &yf, strides, dilates, padl, padr);
+  st = dnnl_dilated_convolution_forward_desc_init(&fdesc, dnnl_forward_training, dnnl_convolution_direct, &xin, &win, sh->bias ? &bmd : NULL, op == PETNET_ONEDNN_CONV_FORWARD && sh->out16 ? &yin : &yf, strides, dilates, padl, padr);
   if (st != dnnl_success) PetscFunctionReturn(0);
   PetNetCallDNNL(dnnl_primitive_attr_create(&attr));
   PetNetCallDNNL(dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user));
@@ -456,7 +465,7 @@ static PetscErrorCode PetNetOneDNNConvCreateDesc(PetNetGemmBackend backend, PetN
     st = dnnl_primitive_desc_create(&hint, &fdesc, NULL, PetNetOneDNN.engine, NULL);
     if (st == dnnl_success) {
       if (op == PETNET_ONEDNN_CONV_BACKWARD_DATA)
-        st = dnnl_dilated_convolution_backward_data_desc_init(&desc, dnnl_convolution_direct, &xf, &win, &yin, strides, dilates, padl, padr);
+        st = dnnl_dilated_convolution_backward_data_desc_init(&desc, dnnl_convolution_direct, sh->out16 ? &xin : &xf, &win, &yin, strides, dilates, padl, padr);
       else
         st = dnnl_dilated_convolution_backward_weights_desc_init(&desc, dnnl_convolution_direct, &xin, &wf, sh->bias ? &bmd : NULL, &yin, strides, dilates, padl, padr);
     }
@@ -721,8 +730,8 @@ static PetscErrorCode PetNetOneDNNGetConvEntry(PetNetGemmBackend backend, PetNet
     PetscCall(PetNetOneDNNWindowString(sh->nsd, sh->dilation, dil, sizeof(dil)));
     PetscCall(PetscSNPrintf(geom, sizeof(geom), "n %" PetscInt_FMT " in %s out %s k %s stride %s pad %s dilation %s groups %" PetscInt_FMT, sh->n, in, out, k, st, pad, dil, sh->groups));
   }
-  PetscCall(PetscInfo(NULL, "oneDNN %s %s %s%s%s%s on %d threads: %s%s\n", PetNetOneDNNOps[op], backend == PETNET_GEMM_ONEDNN_BF16 ? "bf16" : "f32", geom, sh->bias ? (PetNetOneDNNIsNorm(op) ? " affine" : " bias") : "",
-                      beta != 0 && !PetNetOneDNNIsNorm(op) ? " sum" : "", sh->relu ? " relu" : "", threads, impl,
+  PetscCall(PetscInfo(NULL, "oneDNN %s %s %s%s%s%s%s on %d threads: %s%s\n", PetNetOneDNNOps[op], backend == PETNET_GEMM_ONEDNN_BF16 ? "bf16" : "f32", geom, sh->bias ? (PetNetOneDNNIsNorm(op) ? " affine" : " bias") : "",
+                      beta != 0 && !PetNetOneDNNIsNorm(op) ? " sum" : "", sh->relu ? " relu" : "", sh->out16 ? " out bf16" : "", threads, impl,
                       e->native ? (pd && PetNetOneDNNIsMaxPool(op) && strncmp(impl, "ref", 3) ? " (its workspace is not one tap index per output in nhwc: falls back to native)" : " (falls back to native)") : ""));
   if (!e->native && PetNetOneDNNIsNorm(op)) { /* one memory per argument, in the order of PetNetOneDNNLayerNorm() and PetNetOneDNNBatchNorm() */
     const int          fwd      = PetNetOneDNNIsNormFwd(op);
@@ -1217,6 +1226,97 @@ PetscErrorCode PetNetOneDNNConvBackwardWeightsBF16(const PetNetOneDNNConvShape *
 {
   PetscFunctionBegin;
   PetscCall(PetNetOneDNNConvBackwardWeights_Private(PETNET_GEMM_ONEDNN_BF16, sh, x, dy, PETSC_TRUE, dW, db));
+  PetscFunctionReturn(0);
+}
+
+/*
+  A convolution's forward (y = relu?(conv(x; W) + b)) or backward data (dx = conv^T(dy; W)) at bfloat16 with its output
+  in bfloat16 (out, N entries), as a layer's bfloat16 kernels want it, bit for bit the float output rounded as the
+  value store rounds (PetNetFloatToBF16()), which is the reference every bfloat16 path is checked against. oneDNN can
+  write bfloat16 itself (a key with out16: no float output and no rounding pass, 3x less memory traffic), but whether
+  its primitive for a bfloat16 destination accumulates in the same order as the one for a float destination is oneDNN's
+  choice: so the first call of each such key computes both, the float output rounded into out and oneDNN's bfloat16
+  output into a buffer, and compares them (entry->agrees, -info says which); the key writes bfloat16 itself from then
+  on only where they were the same bits, else this function keeps rounding the float output. The same primitives give
+  the same bits on the same data, so one batch decides (a NaN may differ in its payload bits, not in being a NaN).
+*/
+#if defined(PETNET_HAVE_ONEDNN)
+static PetscErrorCode PetNetOneDNNConvOut16(PetNetOneDNNOp op, const PetNetOneDNNConvShape *sh, const uint16_t *in, const float *W, const float *b, uint16_t *out)
+{
+  PetscFunctionBegin;
+  {
+    PetNetOneDNNConvShape sh16 = *sh;
+    PetNetOneDNNEntry    *e16;
+    PetscBool             same;
+    PetscInt              N = sh->n * (op == PETNET_ONEDNN_CONV_FORWARD ? sh->cout : sh->cin);
+    float                *f;
+    int                   saved;
+
+    for (PetscInt d = 0; d < sh->nsd; d++) N *= op == PETNET_ONEDNN_CONV_FORWARD ? sh->out[d] : sh->in[d];
+    sh16.out16 = PETSC_TRUE;
+    saved      = PetNetOneDNNThreadsPush();
+    PetscCall(PetNetOneDNNGetConvEntry(PETNET_GEMM_ONEDNN_BF16, op, &sh16, 0, &e16));
+    PetNetOneDNNThreadsPop(saved);
+    if (!e16->native && e16->agrees == 1) {
+      saved = PetNetOneDNNThreadsPush();
+      if (op == PETNET_ONEDNN_CONV_FORWARD)
+        PetscCall(PetNetOneDNNConvExecute(e16, in, W, b, out));
+      else
+        PetscCall(PetNetOneDNNConvExecute(e16, out, W, NULL, in));
+      PetNetOneDNNThreadsPop(saved);
+      PetscFunctionReturn(0);
+    }
+    /* the reference: the float output, rounded */
+    PetscCall(PetNetOneDNNFloatScratch((size_t)N, &f));
+    if (op == PETNET_ONEDNN_CONV_FORWARD)
+      PetscCall(PetNetOneDNNConvForward_Private(PETNET_GEMM_ONEDNN_BF16, sh, in, PETSC_TRUE, W, b, 0, f));
+    else
+      PetscCall(PetNetOneDNNConvBackwardData_Private(PETNET_GEMM_ONEDNN_BF16, sh, W, in, PETSC_TRUE, f));
+    PETNET_THREAD_BLOCKS(N, 16384, for (PetscInt i = i0; i < i1; i++) out[i] = PetNetFloatToBF16(f[i]));
+    saved = PetNetOneDNNThreadsPush();
+    PetscCall(PetNetOneDNNGetConvEntry(PETNET_GEMM_ONEDNN_BF16, op, &sh16, 0, &e16)); /* again: the reference's entry may have moved the table */
+    if (!e16->native && e16->agrees == 0) {
+      if ((size_t)N > PetNetOneDNN.nc16) {
+        PetscCall(PetscFree(PetNetOneDNN.c16));
+        PetscCall(PetscMalloc1(N, &PetNetOneDNN.c16));
+        PetNetOneDNN.nc16 = (size_t)N;
+      }
+      if (op == PETNET_ONEDNN_CONV_FORWARD)
+        PetscCall(PetNetOneDNNConvExecute(e16, in, W, b, PetNetOneDNN.c16));
+      else
+        PetscCall(PetNetOneDNNConvExecute(e16, PetNetOneDNN.c16, W, NULL, in));
+      PetscCall(PetscArraycmp(PetNetOneDNN.c16, out, N, &same));
+      e16->agrees = same ? 1 : 2;
+      PetscCall(PetscInfo(NULL, "oneDNN %s bf16 with a bfloat16 output: %s\n", PetNetOneDNNOps[op],
+                          e16->agrees == 1 ? "the float output's bits rounded, written by oneDNN from now on" : "not the float output's bits rounded: PetNet rounds the float output"));
+    }
+    PetNetOneDNNThreadsPop(saved);
+  }
+  PetscFunctionReturn(0);
+}
+#endif
+
+/* y = relu?(conv(x; W) + b) (sh->relu) in bfloat16 from bfloat16 x, and dx = conv^T(dy; W) in bfloat16 from bfloat16 dy
+   (PetNetOneDNNConvOut16()) */
+PetscErrorCode PetNetOneDNNConvForwardBF16Out(const PetNetOneDNNConvShape *sh, const uint16_t *x, const float *W, const float *b, uint16_t *y)
+{
+  PetscFunctionBegin;
+#if defined(PETNET_HAVE_ONEDNN)
+  PetscCall(PetNetOneDNNConvOut16(PETNET_ONEDNN_CONV_FORWARD, sh, x, W, b, y));
+#else
+  SETERRQ(PETSC_COMM_SELF, PETSC_ERR_SUP, "oneDNN convolution: this PetNet was built without oneDNN; use -net_backend native");
+#endif
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode PetNetOneDNNConvBackwardDataBF16Out(const PetNetOneDNNConvShape *sh, const float *W, const uint16_t *dy, uint16_t *dx)
+{
+  PetscFunctionBegin;
+#if defined(PETNET_HAVE_ONEDNN)
+  PetscCall(PetNetOneDNNConvOut16(PETNET_ONEDNN_CONV_BACKWARD_DATA, sh, dy, W, NULL, dx));
+#else
+  SETERRQ(PETSC_COMM_SELF, PETSC_ERR_SUP, "oneDNN convolution: this PetNet was built without oneDNN; use -net_backend native");
+#endif
   PetscFunctionReturn(0);
 }
 

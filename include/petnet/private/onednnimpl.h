@@ -64,7 +64,8 @@ typedef struct {
   PetscInt  k[3], stride[3], pad[3]; /* kernel, stride, padding before each dim (after: what out[] implies) */
   PetscInt  dilation[3];             /* 1: none (PetNet's and PyTorch's convention, oneDNN's plus 1) */
   PetscBool bias;
-  PetscBool relu; /* a convolution's forward: relu as a post-op after the bias and the sum (a relu fused after it); else 0 */
+  PetscBool relu;  /* a convolution's forward: relu as a post-op after the bias and the sum (a relu fused after it); else 0 */
+  PetscBool out16; /* a convolution's forward or backward data at bfloat16: its output (y, dx) in bfloat16, not float */
 } PetNetOneDNNConvShape;
 
 PETSC_INTERN PetscErrorCode PetNetOneDNNConvProbe(PetNetGemmBackend, char *, size_t);
@@ -76,6 +77,8 @@ PETSC_INTERN PetscErrorCode PetNetOneDNNConvBackwardWeights(PetNetGemmBackend, c
 PETSC_INTERN PetscErrorCode PetNetOneDNNConvForwardBF16(const PetNetOneDNNConvShape *, const uint16_t *, const float *, const float *, float, float *);
 PETSC_INTERN PetscErrorCode PetNetOneDNNConvBackwardDataBF16(const PetNetOneDNNConvShape *, const float *, const uint16_t *, float *);
 PETSC_INTERN PetscErrorCode PetNetOneDNNConvBackwardWeightsBF16(const PetNetOneDNNConvShape *, const uint16_t *, const uint16_t *, float *, float *);
+PETSC_INTERN PetscErrorCode PetNetOneDNNConvForwardBF16Out(const PetNetOneDNNConvShape *, const uint16_t *, const float *, const float *, uint16_t *);
+PETSC_INTERN PetscErrorCode PetNetOneDNNConvBackwardDataBF16Out(const PetNetOneDNNConvShape *, const float *, const uint16_t *, uint16_t *);
 PETSC_INTERN PetscErrorCode PetNetOneDNNConvHasBF16(PetscBool *);
 PETSC_INTERN PetscErrorCode PetNetOneDNNFloatScratch(size_t, float **);
 PETSC_INTERN PetscErrorCode PetNetOneDNNAvgPoolAvailable(PetNetGemmBackend, const PetNetOneDNNConvShape *, PetscBool *);

@@ -96,6 +96,12 @@ PetscErrorCode ConvResetOneDNN(Layer layer)
   PetscFunctionReturn(0);
 }
 
+/* b = f rounded to bfloat16 as the value store rounds (bf16impl.h), on PetNet's threads */
+static void ConvRoundBF16(PetscInt N, const float *f, uint16_t *b)
+{
+  PETNET_THREAD_BLOCKS(N, 16384, for (PetscInt i = i0; i < i1; i++) b[i] = PetNetFloatToBF16(f[i]));
+}
+
 /* v (n values) = theta rounded to float */
 static void ConvOneDNNToFloat(PetscInt n, const PetscScalar *theta, float *v)
 {
@@ -103,8 +109,9 @@ static void ConvOneDNNToFloat(PetscInt n, const PetscScalar *theta, float *v)
 }
 
 /* forward: y = f(conv(x; W) + b), W and b rounded to float and kept; f a relu: the primitive's post-op; another f on
-   each sample's output, samples in parallel; x float, or bfloat16 (x16: the bfloat16 kernels below), y float */
-static PetscErrorCode ConvForwardAct_OneDNN(Layer layer, Layer act, PetscInt n, const PetscScalar *theta, const void *x, PetscBool x16, float *y)
+   each sample's output, samples in parallel; x and y float, or bfloat16 (bf16: the bfloat16 kernels below; another f
+   than relu on a float y in the oneDNN module's scratch, rounded after) */
+static PetscErrorCode ConvForwardAct_OneDNN(Layer layer, Layer act, PetscInt n, const PetscScalar *theta, const void *x, PetscBool bf16, void *y)
 {
   LayerConv            *conv = (LayerConv *)layer->data;
   ConvOneDNN           *s    = &conv->dnn;
@@ -112,6 +119,7 @@ static PetscErrorCode ConvForwardAct_OneDNN(Layer layer, Layer act, PetscInt n, 
   PetNetOneDNNConvShape sh;
   PetscErrorCode        err  = 0;
   PetscBool             relu = PETSC_FALSE;
+  float                *yf   = (float *)y;
 
   PetscFunctionBegin;
   PetscCall(ConvOneDNNGetWork(conv));
@@ -125,14 +133,18 @@ static PetscErrorCode ConvForwardAct_OneDNN(Layer layer, Layer act, PetscInt n, 
     PetscCall(PetNetOneDNNConvAvailable(layer->gemm, &sh, &relu));
     sh.relu = relu;
   }
-  if (x16)
-    PetscCall(PetNetOneDNNConvForwardBF16(&sh, (const uint16_t *)x, s->w, conv->bias ? s->b : NULL, 0, y));
-  else
-    PetscCall(PetNetOneDNNConvForward(layer->gemm, &sh, (const float *)x, s->w, conv->bias ? s->b : NULL, 0, y));
+  if (bf16 && (!act || relu)) /* bfloat16 out of oneDNN: the float output's bits rounded (onednn.c) */
+    PetscCall(PetNetOneDNNConvForwardBF16Out(&sh, (const uint16_t *)x, s->w, conv->bias ? s->b : NULL, (uint16_t *)y));
+  else if (bf16) {
+    PetscCall(PetNetOneDNNFloatScratch((size_t)n * outsize, &yf));
+    PetscCall(PetNetOneDNNConvForwardBF16(&sh, (const uint16_t *)x, s->w, conv->bias ? s->b : NULL, 0, yf));
+  } else
+    PetscCall(PetNetOneDNNConvForward(layer->gemm, &sh, (const float *)x, s->w, conv->bias ? s->b : NULL, 0, yf));
   if (act && !relu) {
 #pragma omp parallel for num_threads(PetNetThreads()) schedule(static) if (n > 1)
-    for (PetscInt i = 0; i < n; i++) PetNetThreadsSetError(&err, LayerActivateSingle(act, outsize, y + (size_t)i * outsize));
+    for (PetscInt i = 0; i < n; i++) PetNetThreadsSetError(&err, LayerActivateSingle(act, outsize, yf + (size_t)i * outsize));
     PetNetThreadsCheck(err, "conv forward's activation");
+    if (bf16) ConvRoundBF16(n * outsize, yf, (uint16_t *)y);
   }
   PetscCall(PetscLogFlops(2.0 * n * conv->pixels * conv->kg * conv->nout + (conv->bias ? 1.0 * n * conv->pixels * conv->nout : 0.0)));
   PetscFunctionReturn(0);
@@ -155,8 +167,8 @@ static PetscErrorCode ConvOneDNNCheckForward(Layer layer, const char *op)
 }
 
 /* backward: dx = conv^T(dy; W) (overwritten), dtheta += (dW, db) of the batch (float out of oneDNN, added in double);
-   x and dy float, or bfloat16 (in16), dx float */
-static PetscErrorCode ConvBackward_OneDNN(Layer layer, PetscInt n, const void *x, const void *dy, PetscBool in16, float *dx, PetscScalar *dtheta)
+   x, dy and dx float, or bfloat16 (in16: dx out of oneDNN as the float output's bits rounded, onednn.c) */
+static PetscErrorCode ConvBackward_OneDNN(Layer layer, PetscInt n, const void *x, const void *dy, PetscBool in16, void *dx, PetscScalar *dtheta)
 {
   LayerConv            *conv = (LayerConv *)layer->data;
   ConvOneDNN           *s    = &conv->dnn;
@@ -168,9 +180,9 @@ static PetscErrorCode ConvBackward_OneDNN(Layer layer, PetscInt n, const void *x
   PetscCall(ConvOneDNNCheckForward(layer, "backward"));
   ConvOneDNNShape(conv, n, &sh);
   if (dx && in16)
-    PetscCall(PetNetOneDNNConvBackwardDataBF16(&sh, s->w, (const uint16_t *)dy, dx));
+    PetscCall(PetNetOneDNNConvBackwardDataBF16Out(&sh, s->w, (const uint16_t *)dy, (uint16_t *)dx));
   else if (dx)
-    PetscCall(PetNetOneDNNConvBackwardData(layer->gemm, &sh, s->w, (const float *)dy, dx));
+    PetscCall(PetNetOneDNNConvBackwardData(layer->gemm, &sh, s->w, (const float *)dy, (float *)dx));
   if (dtheta) {
     if (in16)
       PetscCall(PetNetOneDNNConvBackwardWeightsBF16(&sh, (const uint16_t *)x, (const uint16_t *)dy, s->dw, conv->bias ? s->db : NULL));
@@ -236,15 +248,14 @@ PetscErrorCode ConvJVPSingle_OneDNN(Layer layer, PetscInt n, const PetscScalar *
   bfloat16 (Layer.ops forwardbf16, backwardmaskbf16, jvpbf16; src/layers/interface/layerbf16.c), where the layer's Net
   runs oneDNN's bfloat16 convolutions (Layer.bf16onednn): the ops above on the Net's stored bfloat16 values with no
   float copy of their inputs. x, dx and dy go to oneDNN's bfloat16 primitives as they are (the float ops round their
-  widened copies into the same values), and each float output comes out into the oneDNN module's float scratch
-  (PetNetOneDNNFloatScratch(), one for every layer) and is rounded into the Net's array as the value store rounds
-  (bf16impl.h): the same primitives on the same operands, so the same bits as the float ops on widened copies. A batch
+  widened copies into the same values). y (with a relu or no activation after it) and dx come out in bfloat16, the
+  float output's bits rounded as the value store rounds (bf16impl.h): written by oneDNN itself where the first call of
+  the shape found its bfloat16 output to be exactly that, else rounded by PetNet (PetNetOneDNNConvForwardBF16Out(),
+  src/sys/onednn.c); the jvp's output, and y with another activation, come out in float into the oneDNN module's float
+  scratch (PetNetOneDNNFloatScratch(), one for every layer) and are rounded here. So the same bits as the float ops on
+  widened copies. A batch
   size whose shape oneDNN refuses (ConvOneDNNApplies()) runs the layer's float ops on widened copies.
 */
-static void ConvRoundBF16(PetscInt N, const float *f, uint16_t *b)
-{
-  PETNET_THREAD_BLOCKS(N, 16384, for (PetscInt i = i0; i < i1; i++) b[i] = PetNetFloatToBF16(f[i]));
-}
 
 /* a float copy of N bfloat16 values (NULL for NULL), for the fallback */
 static PetscErrorCode ConvWidenBF16(PetscInt N, const uint16_t *b, float **f)
@@ -274,9 +285,7 @@ static PetscErrorCode ConvForwardActBF16_OneDNN(Layer layer, Layer act, PetscInt
     PetscCall(PetscFree(xf));
     PetscFunctionReturn(0);
   }
-  PetscCall(PetNetOneDNNFloatScratch((size_t)N, &yf));
-  PetscCall(ConvForwardAct_OneDNN(layer, act, n, theta, x, PETSC_TRUE, yf));
-  ConvRoundBF16(N, yf, y);
+  PetscCall(ConvForwardAct_OneDNN(layer, act, n, theta, x, PETSC_TRUE, y));
   PetscFunctionReturn(0);
 }
 
@@ -305,9 +314,7 @@ static PetscErrorCode ConvBackwardMaskBF16_OneDNN(Layer layer, Layer act, PetscI
     PetscCall(PetscFree(xf));
     PetscFunctionReturn(0);
   }
-  if (dx) PetscCall(PetNetOneDNNFloatScratch((size_t)Nin, &dxf));
-  PetscCall(ConvBackward_OneDNN(layer, n, x, dy, PETSC_TRUE, dxf, dtheta));
-  if (dx) ConvRoundBF16(Nin, dxf, dx);
+  PetscCall(ConvBackward_OneDNN(layer, n, x, dy, PETSC_TRUE, dx, dtheta));
   PetscFunctionReturn(0);
 }
 
