@@ -355,7 +355,7 @@ static PetscErrorCode NetLowBuffer(Net net, NetSlot s, PetscInt v, void **b)
 static PetscErrorCode NetStoreGet_Low(Net net, NetSlot s, PetscInt v, NetAccess mode, NetElem t, void **a)
 {
   const PetscInt N = NetLowCount(net, v);
-  void          *b;
+  void          *b = NULL;
 
   PetscFunctionBegin;
   PetscCall(NetLowBuffer(net, s, v, &b));
@@ -370,7 +370,7 @@ static PetscErrorCode NetStoreGet_Low(Net net, NetSlot s, PetscInt v, NetAccess 
     const uint16_t *src = (const uint16_t *)b;
     float          *dst = (float *)*a;
 
-    NET_LOW_BLOCKS(N, for (PetscInt i = i0; i < i1; i++) dst[i] = PetNetBF16ToFloat(src[i]));
+    PetNetBF16Widen(N, src, dst);
   } else if (net->precision == NET_PRECISION_SINGLE) { /* float -> double */
     const float *src = (const float *)b;
     PetscScalar *dst = (PetscScalar *)*a;
@@ -401,7 +401,7 @@ static PetscErrorCode NetStoreRestore_Low(Net net, NetSlot s, PetscInt v, NetAcc
       const float *src = (const float *)*a;
       uint16_t    *dst = (uint16_t *)b;
 
-      NET_LOW_BLOCKS(N, for (PetscInt i = i0; i < i1; i++) dst[i] = PetNetFloatToBF16(src[i]));
+      PetNetBF16Round(N, src, dst);
     } else if (net->precision == NET_PRECISION_SINGLE) {
       const PetscScalar *src = (const PetscScalar *)*a;
       float             *dst = (float *)b;
@@ -423,7 +423,7 @@ static PetscErrorCode NetStoreFromVec_Low(Net net, Vec x, NetSlot s, PetscInt v)
 {
   const PetscScalar *a;
   PetscInt           N;
-  void              *buf;
+  void              *buf = NULL;
 
   PetscFunctionBegin;
   PetscCall(NetLowBuffer(net, s, v, &buf));

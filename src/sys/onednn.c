@@ -1272,7 +1272,7 @@ static PetscErrorCode PetNetOneDNNConvOut16(PetNetOneDNNOp op, const PetNetOneDN
       PetscCall(PetNetOneDNNConvForward_Private(PETNET_GEMM_ONEDNN_BF16, sh, in, PETSC_TRUE, W, b, 0, f));
     else
       PetscCall(PetNetOneDNNConvBackwardData_Private(PETNET_GEMM_ONEDNN_BF16, sh, W, in, PETSC_TRUE, f));
-    PETNET_THREAD_BLOCKS(N, 16384, for (PetscInt i = i0; i < i1; i++) out[i] = PetNetFloatToBF16(f[i]));
+    PetNetBF16Round(N, f, out);
     saved = PetNetOneDNNThreadsPush();
     PetscCall(PetNetOneDNNGetConvEntry(PETNET_GEMM_ONEDNN_BF16, op, &sh16, 0, &e16)); /* again: the reference's entry may have moved the table */
     if (!e16->native && e16->agrees == 0) {

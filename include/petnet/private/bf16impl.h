@@ -7,6 +7,7 @@
 */
 #pragma once
 
+#include <petscsys.h>
 #include <stdint.h>
 
 static inline float PetNetBF16ToFloat(uint16_t b)
@@ -31,3 +32,7 @@ static inline uint16_t PetNetFloatToBF16(float f)
   if ((c.u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((c.u >> 16) | 0x40u); /* quiet NaN */
   return (uint16_t)((c.u + 0x7fffu + ((c.u >> 16) & 1u)) >> 16);
 }
+
+/* the two on N entries, on PetNet's threads (src/sys/bf16.c): the same bits at any thread count */
+PETSC_INTERN void PetNetBF16Widen(PetscInt, const uint16_t *, float *);
+PETSC_INTERN void PetNetBF16Round(PetscInt, const float *, uint16_t *);

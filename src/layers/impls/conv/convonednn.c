@@ -96,12 +96,6 @@ PetscErrorCode ConvResetOneDNN(Layer layer)
   PetscFunctionReturn(0);
 }
 
-/* b = f rounded to bfloat16 as the value store rounds (bf16impl.h), on PetNet's threads */
-static void ConvRoundBF16(PetscInt N, const float *f, uint16_t *b)
-{
-  PETNET_THREAD_BLOCKS(N, 16384, for (PetscInt i = i0; i < i1; i++) b[i] = PetNetFloatToBF16(f[i]));
-}
-
 /* v (n values) = theta rounded to float */
 static void ConvOneDNNToFloat(PetscInt n, const PetscScalar *theta, float *v)
 {
@@ -144,7 +138,7 @@ static PetscErrorCode ConvForwardAct_OneDNN(Layer layer, Layer act, PetscInt n, 
 #pragma omp parallel for num_threads(PetNetThreads()) schedule(static) if (n > 1)
     for (PetscInt i = 0; i < n; i++) PetNetThreadsSetError(&err, LayerActivateSingle(act, outsize, yf + (size_t)i * outsize));
     PetNetThreadsCheck(err, "conv forward's activation");
-    if (bf16) ConvRoundBF16(n * outsize, yf, (uint16_t *)y);
+    if (bf16) PetNetBF16Round(n * outsize, yf, (uint16_t *)y);
   }
   PetscCall(PetscLogFlops(2.0 * n * conv->pixels * conv->kg * conv->nout + (conv->bias ? 1.0 * n * conv->pixels * conv->nout : 0.0)));
   PetscFunctionReturn(0);
@@ -264,7 +258,7 @@ static PetscErrorCode ConvWidenBF16(PetscInt N, const uint16_t *b, float **f)
   *f = NULL;
   if (!b) PetscFunctionReturn(0);
   PetscCall(PetscMalloc1(N, f));
-  PETNET_THREAD_BLOCKS(N, 16384, for (PetscInt i = i0; i < i1; i++)(*f)[i] = PetNetBF16ToFloat(b[i]));
+  PetNetBF16Widen(N, b, *f);
   PetscFunctionReturn(0);
 }
 
@@ -280,7 +274,7 @@ static PetscErrorCode ConvForwardActBF16_OneDNN(Layer layer, Layer act, PetscInt
     PetscCall(ConvWidenBF16(n * layer->insize, x, &xf));
     PetscCall(PetscMalloc1(N, &yf));
     PetscUseTypeMethod(layer, forwardactsingle, act, n, theta, xf, yf);
-    ConvRoundBF16(N, yf, y);
+    PetNetBF16Round(N, yf, y);
     PetscCall(PetscFree(yf));
     PetscCall(PetscFree(xf));
     PetscFunctionReturn(0);
@@ -307,7 +301,7 @@ static PetscErrorCode ConvBackwardMaskBF16_OneDNN(Layer layer, Layer act, PetscI
     PetscCall(ConvWidenBF16(Nout, dy, &dyf));
     if (dx) PetscCall(PetscMalloc1(Nin, &dxf));
     PetscUseTypeMethod(layer, backwardsingle, n, theta, xf, yf, dyf, dxf, dtheta);
-    if (dx) ConvRoundBF16(Nin, dxf, dx);
+    if (dx) PetNetBF16Round(Nin, dxf, dx);
     PetscCall(PetscFree(dxf));
     PetscCall(PetscFree(dyf));
     PetscCall(PetscFree(yf));
@@ -334,7 +328,7 @@ static PetscErrorCode ConvJVPBF16_OneDNN(Layer layer, PetscInt n, const PetscSca
     PetscCall(ConvWidenBF16(n * layer->insize, dx, &dxf));
     PetscCall(PetscMalloc1(N, &dyf));
     PetscUseTypeMethod(layer, jvpsingle, n, theta, xf, yf, dxf, dtheta, dyf);
-    ConvRoundBF16(N, dyf, dy);
+    PetNetBF16Round(N, dyf, dy);
     PetscCall(PetscFree(dyf));
     PetscCall(PetscFree(dxf));
     PetscCall(PetscFree(yf));
@@ -343,7 +337,7 @@ static PetscErrorCode ConvJVPBF16_OneDNN(Layer layer, PetscInt n, const PetscSca
   }
   PetscCall(PetNetOneDNNFloatScratch((size_t)N, &dyf));
   PetscCall(ConvJVP_OneDNN(layer, n, x, dx, PETSC_TRUE, dtheta, dyf));
-  ConvRoundBF16(N, dyf, dy);
+  PetNetBF16Round(N, dyf, dy);
   PetscFunctionReturn(0);
 }
 
