@@ -35,7 +35,7 @@ PetscErrorCode NetSetUpBackend_Private(Net net)
   if (net->backend == NET_BACKEND_ONEDNN && net->precision == NET_PRECISION_BFLOAT16) gemm = PETNET_GEMM_ONEDNN_BF16;
   for (PetscInt l = 0; l < net->nlayers; l++) net->layers[l]->gemm = gemm;
   /* which nodes run their kinds' bfloat16 kernels on the stored values (NetNodeStreamsBF16()): a kind that has them,
-     and for one whose kernels are oneDNN's, oneDNN's bfloat16 convolutions on this CPU (asked once, only then) */
+     and for one whose kernels are oneDNN's, oneDNN's bfloat16 convolutions and matmuls on this CPU (asked once, only then) */
   for (PetscInt k = 0; k < net->nlayers; k++) {
     const Layer l = net->layers[k];
 
@@ -43,7 +43,7 @@ PetscErrorCode NetSetUpBackend_Private(Net net)
     if (net->nodes[k].bf16 && l->bf16onednn) {
       PetscBool has = PETSC_FALSE;
 
-      if (gemm == PETNET_GEMM_ONEDNN_BF16) PetscCall(PetNetOneDNNConvHasBF16(&has));
+      if (gemm == PETNET_GEMM_ONEDNN_BF16) PetscCall(PetNetOneDNNHasBF16(&has));
       net->nodes[k].bf16 = has;
     }
   }

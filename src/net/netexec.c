@@ -27,8 +27,8 @@
 #include <petnet/private/netimpl.h>
 
 /*
-  A plain node whose kind has bfloat16 kernels (NetNode.bf16: maxpool; conv2d and conv3d on oneDNN's bfloat16
-  convolutions) runs them, a fused activation after it or before it included, on the stored values themselves
+  A plain node whose kind has bfloat16 kernels (NetNode.bf16: maxpool; dense, conv2d and conv3d on oneDNN's
+  bfloat16 matmuls and convolutions) runs them, a fused activation after it or before it included, on the stored values themselves
   (layerbf16.c). Another plain node streaming bfloat16 (NetNodeStreamsBF16(): an activation at -net_precision bfloat16): its stored values
   widened to float, the layer's float kernels, its outputs rounded back, one chunk of samples at a time. Its kernels act
   on each sample alone, so the bits are those of whole widened copies; the float buffers hold NET_BF16_CHUNK entries of

@@ -15,8 +15,10 @@
                          oneDNN's relu with slope 0 keeps x > 0 and writes +0 otherwise, relu's own bits)
 
   bfloat16 (PETNET_GEMM_ONEDNN_BF16): A and B are rounded to bfloat16 (to nearest, ties to even, as the value stores
-  round: PetNetFloatToBF16() of bf16impl.h) into buffers this module owns, with the
-  same leading dimensions; dst and the accumulation stay float.
+  round: PetNetFloatToBF16() of bf16impl.h) into buffers this module owns, with the same leading dimensions, or given
+  as bfloat16 already (PetNetOneDNNMatmulBF16(): a layer's bfloat16 kernels, no copy); the accumulation stays float,
+  and dst is float, or bfloat16 where the first call of the key found oneDNN's bfloat16 dst to be the float dst's bits
+  rounded (PetNetOneDNNMatmulBF16Out(), as PetNetOneDNNConvOut16() for convolutions).
 
   Batched (PetNetOneDNNMatmulBatched(), einsum's groups): G such GEMMs, operand g at A + g sa, B + g sb, C + g sc, as
   one matmul on 3-D memories whose first dim is the group (strides sb, sa, sc before the table's), one primitive for
@@ -114,7 +116,8 @@ typedef struct {
   PetscInt              batch, sa, sb, sc; /* batched matmul: G groups and the operands' group strides (1, 0, 0, 0: 2-D) */
   float                 beta;
   PetscBool             bias;
-  PetscBool             relu; /* matmul: relu as an eltwise post-op after the bias and the sum (y = max(y, 0), +0 for -0 and NaN) */
+  PetscBool             relu;  /* matmul: relu as an eltwise post-op after the bias and the sum (y = max(y, 0), +0 for -0 and NaN) */
+  PetscBool             out16; /* matmul: dst in bfloat16 (PetNetOneDNNMatmulBF16Out()), else f32 */
   int                   threads;
   PetscBool             native; /* oneDNN has no kernel worth running for this key: the caller's GEMM runs */
   dnnl_primitive_t      prim;
@@ -127,8 +130,9 @@ typedef struct {
   dnnl_memory_t         lnm[9];  /* layer and batch normalization: a memory per argument, lnarg[] its role (PetNetOneDNNLayerNorm(), PetNetOneDNNBatchNorm()) */
   int                   lnarg[9], nln;
   int                   wsbytes; /* its bytes per output: 1 (u8) or 4 (s32) */
-  int                   agrees;  /* a convolution key with a bfloat16 output (out16): 0 not known yet, 1 its output has been the
-                                    float output rounded, bit for bit, 2 it was not (PetNetOneDNNConvOut16()) */
+  int                   agrees;  /* a convolution or matmul key with a bfloat16 output (out16): 0 not known yet, 1 its output has
+                                    been the float output rounded, bit for bit, 2 it was not (PetNetOneDNNConvOut16(),
+                                    PetNetOneDNNMatmulOut16()) */
 } PetNetOneDNNEntry;
 
 static struct {
@@ -231,7 +235,7 @@ static inline void PetNetOneDNNThreadsPop(int saved)
 
 /* the matmul's descriptor for a key (the table at the top); *pd NULL when oneDNN does not implement it */
 static PetscErrorCode PetNetOneDNNCreateDesc(PetNetGemmBackend backend, PetscInt batch, char ta, char tb, PetscInt m, PetscInt n, PetscInt k, PetscInt lda, PetscInt sa, PetscInt ldb, PetscInt sb, PetscInt ldc, PetscInt sc, float beta, PetscBool bias,
-                                             PetscBool relu, dnnl_primitive_desc_t *pd)
+                                             PetscBool relu, PetscBool out16, dnnl_primitive_desc_t *pd)
 {
   const dnnl_data_type_t in = backend == PETNET_GEMM_ONEDNN_BF16 ? dnnl_bf16 : dnnl_f32;
   const int              nd = batch > 1 ? 3 : 2, o = nd - 2; /* batched: the group first */
@@ -253,7 +257,7 @@ static PetscErrorCode PetNetOneDNNCreateDesc(PetNetGemmBackend backend, PetscInt
   bdims[o] = 1, bdims[o + 1] = m, bstr[o] = m, bstr[o + 1] = 1;
   PetNetCallDNNL(dnnl_memory_desc_init_by_strides(&smd, nd, sdims, in, sstr));
   PetNetCallDNNL(dnnl_memory_desc_init_by_strides(&wmd, nd, wdims, in, wstr));
-  PetNetCallDNNL(dnnl_memory_desc_init_by_strides(&dmd, nd, ddims, dnnl_f32, dstr));
+  PetNetCallDNNL(dnnl_memory_desc_init_by_strides(&dmd, nd, ddims, out16 ? dnnl_bf16 : dnnl_f32, dstr));
   PetNetCallDNNL(dnnl_memory_desc_init_by_strides(&bmd, nd, bdims, dnnl_f32, bstr));
   PetNetCallDNNL(dnnl_matmul_desc_init(&desc, &smd, &wmd, bias ? &bmd : NULL, &dmd));
   PetNetCallDNNL(dnnl_primitive_attr_create(&attr));
@@ -315,7 +319,7 @@ static PetscErrorCode PetNetOneDNNEntryScratchpad(PetNetOneDNNEntry *e, const_dn
 
 /* the cached entry of a key, created (and its decision recorded) at the first call */
 static PetscErrorCode PetNetOneDNNGetEntry(PetNetGemmBackend backend, PetscInt batch, char ta, char tb, PetscInt m, PetscInt n, PetscInt k, PetscInt lda, PetscInt sa, PetscInt ldb, PetscInt sb, PetscInt ldc, PetscInt sc, float beta, PetscBool bias,
-                                           PetscBool relu, PetNetOneDNNEntry **entry)
+                                           PetscBool relu, PetscBool out16, PetNetOneDNNEntry **entry)
 {
   const int             threads = PetNetThreads();
   PetNetOneDNNEntry    *e;
@@ -326,25 +330,25 @@ static PetscErrorCode PetNetOneDNNGetEntry(PetNetGemmBackend backend, PetscInt b
   for (PetscInt i = 0; i < PetNetOneDNN.nentries; i++) {
     e = &PetNetOneDNN.entries[i];
     if (e->op == PETNET_ONEDNN_MATMUL && e->backend == backend && e->ta == ta && e->tb == tb && e->m == m && e->n == n && e->k == k && e->lda == lda && e->ldb == ldb && e->ldc == ldc && e->batch == batch && e->sa == sa && e->sb == sb &&
-        e->sc == sc && e->beta == beta && e->bias == bias && e->relu == relu && e->threads == threads) {
+        e->sc == sc && e->beta == beta && e->bias == bias && e->relu == relu && e->out16 == out16 && e->threads == threads) {
       *entry = e;
       PetscFunctionReturn(0);
     }
   }
   PetscCall(PetNetOneDNNNewEntry(&e));
-  e->backend = backend, e->ta = ta, e->tb = tb, e->m = m, e->n = n, e->k = k, e->lda = lda, e->ldb = ldb, e->ldc = ldc, e->beta = beta, e->bias = bias, e->relu = relu, e->threads = threads;
+  e->backend = backend, e->ta = ta, e->tb = tb, e->m = m, e->n = n, e->k = k, e->lda = lda, e->ldb = ldb, e->ldc = ldc, e->beta = beta, e->bias = bias, e->relu = relu, e->out16 = out16, e->threads = threads;
   e->batch = batch, e->sa = sa, e->sb = sb, e->sc = sc;
-  PetscCall(PetNetOneDNNCreateDesc(backend, batch, ta, tb, m, n, k, lda, sa, ldb, sb, ldc, sc, beta, bias, relu, &pd));
+  PetscCall(PetNetOneDNNCreateDesc(backend, batch, ta, tb, m, n, k, lda, sa, ldb, sb, ldc, sc, beta, bias, relu, out16, &pd));
   if (pd) PetNetCallDNNL(dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, (void *)&impl));
   /* unimplemented (bfloat16 on a CPU without AVX-512: oneDNN 2.6 on AVX2), or only oneDNN's reference loops, far
      slower than sgemm */
   e->native = (PetscBool)(!pd || !strncmp(impl, "ref", 3));
   if (batch > 1)
-    PetscCall(PetscInfo(NULL, "oneDNN matmul %s %c%c batch %" PetscInt_FMT " m %" PetscInt_FMT " n %" PetscInt_FMT " k %" PetscInt_FMT " beta %g%s%s on %d threads: %s%s\n", backend == PETNET_GEMM_ONEDNN_BF16 ? "bf16" : "f32", ta, tb, batch, m, n, k,
-                        (double)beta, bias ? " bias" : "", relu ? " relu" : "", threads, impl, e->native ? " (falls back to native)" : ""));
+    PetscCall(PetscInfo(NULL, "oneDNN matmul %s %c%c batch %" PetscInt_FMT " m %" PetscInt_FMT " n %" PetscInt_FMT " k %" PetscInt_FMT " beta %g%s%s%s on %d threads: %s%s\n", backend == PETNET_GEMM_ONEDNN_BF16 ? "bf16" : "f32", ta, tb, batch, m, n,
+                        k, (double)beta, bias ? " bias" : "", relu ? " relu" : "", out16 ? " out bf16" : "", threads, impl, e->native ? " (falls back to native)" : ""));
   else
-    PetscCall(PetscInfo(NULL, "oneDNN matmul %s %c%c m %" PetscInt_FMT " n %" PetscInt_FMT " k %" PetscInt_FMT " beta %g%s%s on %d threads: %s%s\n", backend == PETNET_GEMM_ONEDNN_BF16 ? "bf16" : "f32", ta, tb, m, n, k, (double)beta,
-                        bias ? " bias" : "", relu ? " relu" : "", threads, impl, e->native ? " (falls back to native)" : ""));
+    PetscCall(PetscInfo(NULL, "oneDNN matmul %s %c%c m %" PetscInt_FMT " n %" PetscInt_FMT " k %" PetscInt_FMT " beta %g%s%s%s on %d threads: %s%s\n", backend == PETNET_GEMM_ONEDNN_BF16 ? "bf16" : "f32", ta, tb, m, n, k, (double)beta,
+                        bias ? " bias" : "", relu ? " relu" : "", out16 ? " out bf16" : "", threads, impl, e->native ? " (falls back to native)" : ""));
   if (!e->native) {
     PetNetCallDNNL(dnnl_primitive_create(&e->prim, pd));
     PetNetCallDNNL(dnnl_memory_create(&e->src, dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0), PetNetOneDNN.engine, DNNL_MEMORY_NONE));
@@ -894,7 +898,7 @@ PetscErrorCode PetNetOneDNNProbe(PetNetGemmBackend backend, PetscInt m, PetscInt
 
     PetscCall(PetNetOneDNNInitialize());
     saved = PetNetOneDNNThreadsPush();
-    PetscCall(PetNetOneDNNCreateDesc(backend, 1, 'N', 'N', m, n, k, m, 0, k, 0, m, 0, 0, PETSC_FALSE, PETSC_FALSE, &pd));
+    PetscCall(PetNetOneDNNCreateDesc(backend, 1, 'N', 'N', m, n, k, m, 0, k, 0, m, 0, 0, PETSC_FALSE, PETSC_FALSE, PETSC_FALSE, &pd));
     PetNetOneDNNThreadsPop(saved);
     PetscCall(PetNetOneDNNImplName(pd, impl, len));
   }
@@ -983,13 +987,42 @@ PetscErrorCode PetNetOneDNNVersion(char *text, size_t len)
   PetscFunctionReturn(0);
 }
 
+#if defined(PETNET_HAVE_ONEDNN)
+/* runs a matmul entry: src op(B)^T, weights op(A)^T, dst C^T (the table at the top), the bias when the key has one */
+static PetscErrorCode PetNetOneDNNMatmulExecute(PetNetOneDNNEntry *e, const void *a, const void *b, void *c, const float *bias)
+{
+  dnnl_exec_arg_t args[5];
+  int             nargs = 0;
+
+  PetscFunctionBegin;
+  PetNetCallDNNL(dnnl_memory_set_data_handle(e->src, (void *)b));
+  PetNetCallDNNL(dnnl_memory_set_data_handle(e->wei, (void *)a));
+  PetNetCallDNNL(dnnl_memory_set_data_handle(e->dst, c));
+  args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SRC, e->src};
+  args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, e->wei};
+  args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_DST, e->dst};
+  if (e->bias) {
+    PetNetCallDNNL(dnnl_memory_set_data_handle(e->bia, (void *)bias));
+    args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, e->bia};
+  }
+  if (e->pad) {
+    PetNetCallDNNL(dnnl_memory_set_data_handle(e->pad, PetNetOneDNNAligned(PetNetOneDNN.pad)));
+    args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, e->pad};
+  }
+  PetNetCallDNNL(dnnl_primitive_execute(e->prim, PetNetOneDNN.stream, nargs, args));
+  PetNetCallDNNL(dnnl_stream_wait(PetNetOneDNN.stream));
+  PetscFunctionReturn(0);
+}
+#endif
+
 /*
   G GEMMs C_g = op(A_g) op(B_g) + beta C_g (+ bias) (then relu: PetNetOneDNNMatmul()), A_g = A + g sa, B_g = B + g sb,
   C_g = C + g sc, each as PetNetOneDNNMatmul() computes one, as one oneDNN matmul with a batch dim (the header's
-  comment); G = 1 is PetNetOneDNNMatmul() (sa, sb, sc unused). *done as there.
+  comment); G = 1 is PetNetOneDNNMatmul() (sa, sb, sc unused). A and B are float, or at bfloat16 already bfloat16
+  (in16: a layer's bfloat16 kernels give the stored values, no rounded copy). *done as there.
 */
-static PetscErrorCode PetNetOneDNNMatmulRelu_Private(PetNetGemmBackend backend, PetscInt G, char ta, char tb, PetscInt m, PetscInt n, PetscInt k, const float *A, PetscInt lda, PetscInt sa, const float *B, PetscInt ldb, PetscInt sb, float beta,
-                                                     float *C, PetscInt ldc, PetscInt sc, const float *bias, PetscBool relu, PetscBool *done)
+static PetscErrorCode PetNetOneDNNMatmulRelu_Private(PetNetGemmBackend backend, PetscInt G, char ta, char tb, PetscInt m, PetscInt n, PetscInt k, const void *A, PetscInt lda, PetscInt sa, const void *B, PetscInt ldb, PetscInt sb, PetscBool in16,
+                                                     float beta, float *C, PetscInt ldc, PetscInt sc, const float *bias, PetscBool relu, PetscBool *done)
 {
   PetscFunctionBegin;
   *done = PETSC_FALSE;
@@ -1000,46 +1033,29 @@ static PetscErrorCode PetNetOneDNNMatmulRelu_Private(PetNetGemmBackend backend, 
     PetNetOneDNNEntry *e = NULL;
     const void        *a = A, *b = B;
     int                saved;
-    dnnl_exec_arg_t    args[5];
-    int                nargs = 0;
 
     PetscCall(PetNetOneDNNInitialize());
     saved = PetNetOneDNNThreadsPush();
-    PetscCall(PetNetOneDNNGetEntry(backend, G, ta, tb, m, n, k, lda, sa, ldb, sb, ldc, sc, beta, (PetscBool) !!bias, relu, &e));
+    PetscCall(PetNetOneDNNGetEntry(backend, G, ta, tb, m, n, k, lda, sa, ldb, sb, ldc, sc, beta, (PetscBool) !!bias, relu, PETSC_FALSE, &e));
     if (e->native) {
       PetNetOneDNNThreadsPop(saved);
       PetscFunctionReturn(0);
     }
-    if (backend == PETNET_GEMM_ONEDNN_BF16) {
+    if (backend == PETNET_GEMM_ONEDNN_BF16 && !in16) {
       const PetscInt ra = ta == 'N' ? m : k, ca = ta == 'N' ? k : m, rb = tb == 'N' ? k : n, cb = tb == 'N' ? n : k;
 
       if (G == 1) {
-        PetscCall(PetNetOneDNNRoundBF16(ra, ca, A, lda, &PetNetOneDNN.a16, &PetNetOneDNN.na16));
-        PetscCall(PetNetOneDNNRoundBF16(rb, cb, B, ldb, &PetNetOneDNN.b16, &PetNetOneDNN.nb16));
+        PetscCall(PetNetOneDNNRoundBF16(ra, ca, (const float *)A, lda, &PetNetOneDNN.a16, &PetNetOneDNN.na16));
+        PetscCall(PetNetOneDNNRoundBF16(rb, cb, (const float *)B, ldb, &PetNetOneDNN.b16, &PetNetOneDNN.nb16));
       } else { /* the span from the first group's first entry to the last group's last, as one column (gaps rounded too) */
         const PetscInt spana = (G - 1) * sa + lda * (ca - 1) + ra, spanb = (G - 1) * sb + ldb * (cb - 1) + rb;
 
-        PetscCall(PetNetOneDNNRoundBF16(spana, 1, A, spana, &PetNetOneDNN.a16, &PetNetOneDNN.na16));
-        PetscCall(PetNetOneDNNRoundBF16(spanb, 1, B, spanb, &PetNetOneDNN.b16, &PetNetOneDNN.nb16));
+        PetscCall(PetNetOneDNNRoundBF16(spana, 1, (const float *)A, spana, &PetNetOneDNN.a16, &PetNetOneDNN.na16));
+        PetscCall(PetNetOneDNNRoundBF16(spanb, 1, (const float *)B, spanb, &PetNetOneDNN.b16, &PetNetOneDNN.nb16));
       }
       a = PetNetOneDNN.a16, b = PetNetOneDNN.b16;
     }
-    PetNetCallDNNL(dnnl_memory_set_data_handle(e->src, (void *)b));
-    PetNetCallDNNL(dnnl_memory_set_data_handle(e->wei, (void *)a));
-    PetNetCallDNNL(dnnl_memory_set_data_handle(e->dst, C));
-    args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SRC, e->src};
-    args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, e->wei};
-    args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_DST, e->dst};
-    if (bias) {
-      PetNetCallDNNL(dnnl_memory_set_data_handle(e->bia, (void *)bias));
-      args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, e->bia};
-    }
-    if (e->pad) {
-      PetNetCallDNNL(dnnl_memory_set_data_handle(e->pad, PetNetOneDNNAligned(PetNetOneDNN.pad)));
-      args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, e->pad};
-    }
-    PetNetCallDNNL(dnnl_primitive_execute(e->prim, PetNetOneDNN.stream, nargs, args));
-    PetNetCallDNNL(dnnl_stream_wait(PetNetOneDNN.stream));
+    PetscCall(PetNetOneDNNMatmulExecute(e, a, b, C, bias));
     PetNetOneDNNThreadsPop(saved);
     *done = PETSC_TRUE;
   }
@@ -1057,7 +1073,7 @@ PetscErrorCode PetNetOneDNNMatmul(PetNetGemmBackend backend, char ta, char tb, P
                                   PetscBool *done)
 {
   PetscFunctionBegin;
-  PetscCall(PetNetOneDNNMatmulRelu_Private(backend, 1, ta, tb, m, n, k, A, lda, 0, B, ldb, 0, beta, C, ldc, 0, bias, relu, done));
+  PetscCall(PetNetOneDNNMatmulRelu_Private(backend, 1, ta, tb, m, n, k, A, lda, 0, B, ldb, 0, PETSC_FALSE, beta, C, ldc, 0, bias, relu, done));
   PetscFunctionReturn(0);
 }
 
@@ -1066,7 +1082,75 @@ PetscErrorCode PetNetOneDNNMatmulBatched(PetNetGemmBackend backend, PetscInt G, 
                                          PetscInt ldc, PetscInt sc, const float *bias, PetscBool *done)
 {
   PetscFunctionBegin;
-  PetscCall(PetNetOneDNNMatmulRelu_Private(backend, G, ta, tb, m, n, k, A, lda, sa, B, ldb, sb, beta, C, ldc, sc, bias, PETSC_FALSE, done));
+  PetscCall(PetNetOneDNNMatmulRelu_Private(backend, G, ta, tb, m, n, k, A, lda, sa, B, ldb, sb, PETSC_FALSE, beta, C, ldc, sc, bias, PETSC_FALSE, done));
+  PetscFunctionReturn(0);
+}
+
+/*
+  PetNetOneDNNMatmul() at bfloat16 on operands that are bfloat16 already (a layer's bfloat16 kernels: the stored
+  values, and weights the layer rounded once), with no rounded copy: the same key, so the same bits, as the float
+  entry on their widened values. C float; *done as there.
+*/
+PetscErrorCode PetNetOneDNNMatmulBF16(char ta, char tb, PetscInt m, PetscInt n, PetscInt k, const uint16_t *A, PetscInt lda, const uint16_t *B, PetscInt ldb, float beta, float *C, PetscInt ldc, const float *bias, PetscBool relu, PetscBool *done)
+{
+  PetscFunctionBegin;
+  PetscCall(PetNetOneDNNMatmulRelu_Private(PETNET_GEMM_ONEDNN_BF16, 1, ta, tb, m, n, k, A, lda, 0, B, ldb, 0, PETSC_TRUE, beta, C, ldc, 0, bias, relu, done));
+  PetscFunctionReturn(0);
+}
+
+/*
+  C16 (m x n, ldc = m) = relu?(op(A) op(B) + bias) in bfloat16, from bfloat16 A and B: bit for bit the float output of
+  PetNetOneDNNMatmulBF16() rounded as the value store rounds. As for convolutions (PetNetOneDNNConvOut16()), the first
+  call of the key computes both, the float output rounded into C16 and oneDNN's bfloat16 output (a key with out16),
+  compares them (entry->agrees, -info says which), and from then on lets oneDNN write bfloat16 itself only where they
+  were the same bits; else the float output is rounded. *done PETSC_FALSE when the float key falls back to native
+  (nothing written).
+*/
+PetscErrorCode PetNetOneDNNMatmulBF16Out(char ta, char tb, PetscInt m, PetscInt n, PetscInt k, const uint16_t *A, PetscInt lda, const uint16_t *B, PetscInt ldb, uint16_t *C16, const float *bias, PetscBool relu, PetscBool *done)
+{
+  PetscFunctionBegin;
+  *done = PETSC_FALSE;
+  if (!m || !n || !k) PetscFunctionReturn(0);
+#if defined(PETNET_HAVE_ONEDNN)
+  {
+    const PetscInt     N = m * n;
+    PetNetOneDNNEntry *e16;
+    PetscBool          same;
+    float             *f;
+    int                saved;
+
+    PetscCall(PetNetOneDNNInitialize());
+    saved = PetNetOneDNNThreadsPush();
+    PetscCall(PetNetOneDNNGetEntry(PETNET_GEMM_ONEDNN_BF16, 1, ta, tb, m, n, k, lda, 0, ldb, 0, m, 0, 0, (PetscBool) !!bias, relu, PETSC_TRUE, &e16));
+    if (!e16->native && e16->agrees == 1) {
+      PetscCall(PetNetOneDNNMatmulExecute(e16, A, B, C16, bias));
+      PetNetOneDNNThreadsPop(saved);
+      *done = PETSC_TRUE;
+      PetscFunctionReturn(0);
+    }
+    PetNetOneDNNThreadsPop(saved);
+    /* the reference: the float output, rounded */
+    PetscCall(PetNetOneDNNFloatScratch((size_t)N, &f));
+    PetscCall(PetNetOneDNNMatmulBF16(ta, tb, m, n, k, A, lda, B, ldb, 0, f, m, bias, relu, done));
+    if (!*done) PetscFunctionReturn(0);
+    PetNetBF16Round(N, f, C16);
+    saved = PetNetOneDNNThreadsPush();
+    PetscCall(PetNetOneDNNGetEntry(PETNET_GEMM_ONEDNN_BF16, 1, ta, tb, m, n, k, lda, 0, ldb, 0, m, 0, 0, (PetscBool) !!bias, relu, PETSC_TRUE, &e16)); /* again: the reference's entry may have moved the table */
+    if (!e16->native && e16->agrees == 0) {
+      if ((size_t)N > PetNetOneDNN.nc16) {
+        PetscCall(PetscFree(PetNetOneDNN.c16));
+        PetscCall(PetscMalloc1(N, &PetNetOneDNN.c16));
+        PetNetOneDNN.nc16 = (size_t)N;
+      }
+      PetscCall(PetNetOneDNNMatmulExecute(e16, A, B, PetNetOneDNN.c16, bias));
+      PetscCall(PetscArraycmp(PetNetOneDNN.c16, C16, N, &same));
+      e16->agrees = same ? 1 : 2;
+      PetscCall(PetscInfo(NULL, "oneDNN matmul bf16 %c%c m %" PetscInt_FMT " n %" PetscInt_FMT " k %" PetscInt_FMT " with a bfloat16 output: %s\n", ta, tb, m, n, k,
+                          e16->agrees == 1 ? "the float output's bits rounded, written by oneDNN from now on" : "not the float output's bits rounded: PetNet rounds the float output"));
+    }
+    PetNetOneDNNThreadsPop(saved);
+  }
+#endif
   PetscFunctionReturn(0);
 }
 
@@ -1343,19 +1427,20 @@ PetscErrorCode PetNetOneDNNFloatScratch(size_t n, float **buf)
 }
 
 /*
-  *on: oneDNN has bfloat16 convolution kernels on this CPU (AVX-512 BF16, AMX; PetNetOneDNNConvProbe() names one that
-  is not its reference loops), asked once
+  *on: oneDNN has bfloat16 convolution and matmul kernels on this CPU (AVX-512 BF16, AMX: PetNetOneDNNConvProbe() and
+  PetNetOneDNNProbe() on dense's shape name ones that are not its reference loops), asked once
 */
-PetscErrorCode PetNetOneDNNConvHasBF16(PetscBool *on)
+PetscErrorCode PetNetOneDNNHasBF16(PetscBool *on)
 {
   static PetscInt known = -1;
 
   PetscFunctionBegin;
   if (known < 0) {
-    char impl[64];
+    char conv[64], matmul[64];
 
-    PetscCall(PetNetOneDNNConvProbe(PETNET_GEMM_ONEDNN_BF16, impl, sizeof(impl)));
-    known = strcmp(impl, "none") && strncmp(impl, "ref", 3) ? 1 : 0;
+    PetscCall(PetNetOneDNNConvProbe(PETNET_GEMM_ONEDNN_BF16, conv, sizeof(conv)));
+    PetscCall(PetNetOneDNNProbe(PETNET_GEMM_ONEDNN_BF16, 256, 128, 784, matmul, sizeof(matmul)));
+    known = strcmp(conv, "none") && strncmp(conv, "ref", 3) && strcmp(matmul, "none") && strncmp(matmul, "ref", 3) ? 1 : 0;
   }
   *on = (PetscBool)(known == 1);
   PetscFunctionReturn(0);

@@ -203,7 +203,7 @@ struct _p_Layer {
                             kinds ignore it. Set before LayerSetUp(). */
   PetscLogEvent event[LAYER_NUM_PHASES];
   PetscBool     bf16onednn; /* its bfloat16 kernels (forwardbf16...) are oneDNN's bfloat16 primitives: they run only where gemm is
-                               PETNET_GEMM_ONEDNN_BF16 and the CPU has them (conv2d, conv3d: PetNetOneDNNConvHasBF16()) */
+                               PETNET_GEMM_ONEDNN_BF16 and the CPU has them (dense, conv2d, conv3d: PetNetOneDNNHasBF16()) */
   PetNetGemmBackend gemm;   /* who runs the float kernels' GEMMs (LayerGemmSingle()'s epilogue): native (sgemm) unless its
                                Net sets oneDNN (NetSetBackend() at single or bfloat16, include/petnet/private/onednnimpl.h) */
 

@@ -55,6 +55,9 @@ PETSC_INTERN PetscErrorCode PetNetOneDNNMatmul(PetNetGemmBackend, char, char, Pe
 /* G matmuls at once: A + g sa, B + g sb, C + g sc (einsum's groups; onednn.c) */
 PETSC_INTERN PetscErrorCode PetNetOneDNNMatmulBatched(PetNetGemmBackend, PetscInt, char, char, PetscInt, PetscInt, PetscInt, const float *, PetscInt, PetscInt, const float *, PetscInt, PetscInt, float, float *, PetscInt, PetscInt, const float *,
                                                       PetscBool *);
+/* at bfloat16 on operands already bfloat16 (a layer's bfloat16 kernels): float C, or bfloat16 C (m x n, ldc m, beta 0) */
+PETSC_INTERN PetscErrorCode PetNetOneDNNMatmulBF16(char, char, PetscInt, PetscInt, PetscInt, const uint16_t *, PetscInt, const uint16_t *, PetscInt, float, float *, PetscInt, const float *, PetscBool, PetscBool *);
+PETSC_INTERN PetscErrorCode PetNetOneDNNMatmulBF16Out(char, char, PetscInt, PetscInt, PetscInt, const uint16_t *, PetscInt, const uint16_t *, PetscInt, uint16_t *, const float *, PetscBool, PetscBool *);
 PETSC_INTERN PetscErrorCode PetNetOneDNNVersion(char *, size_t);
 /* a convolution's geometry (the key of its primitives, with the op, backend, beta and threads); zero what is unused */
 typedef struct {
@@ -79,7 +82,8 @@ PETSC_INTERN PetscErrorCode PetNetOneDNNConvBackwardDataBF16(const PetNetOneDNNC
 PETSC_INTERN PetscErrorCode PetNetOneDNNConvBackwardWeightsBF16(const PetNetOneDNNConvShape *, const uint16_t *, const uint16_t *, float *, float *);
 PETSC_INTERN PetscErrorCode PetNetOneDNNConvForwardBF16Out(const PetNetOneDNNConvShape *, const uint16_t *, const float *, const float *, uint16_t *);
 PETSC_INTERN PetscErrorCode PetNetOneDNNConvBackwardDataBF16Out(const PetNetOneDNNConvShape *, const float *, const uint16_t *, uint16_t *);
-PETSC_INTERN PetscErrorCode PetNetOneDNNConvHasBF16(PetscBool *);
+/* oneDNN has bfloat16 convolutions and matmuls on this CPU (asked once) */
+PETSC_INTERN PetscErrorCode PetNetOneDNNHasBF16(PetscBool *);
 PETSC_INTERN PetscErrorCode PetNetOneDNNFloatScratch(size_t, float **);
 PETSC_INTERN PetscErrorCode PetNetOneDNNAvgPoolAvailable(PetNetGemmBackend, const PetNetOneDNNConvShape *, PetscBool *);
 PETSC_INTERN PetscErrorCode PetNetOneDNNAvgPool(const PetNetOneDNNConvShape *, PetscBool, float *, float *);

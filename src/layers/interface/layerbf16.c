@@ -1,7 +1,7 @@
 /*
   The layer kernels on the stored bfloat16 values themselves (a Net at -net_precision bfloat16), for a kind that has
-  them (Layer.ops forwardbf16, backwardmaskbf16, jvpbf16: maxpool, and conv2d and conv3d on oneDNN's bfloat16
-  convolutions, Layer.bf16onednn): its passes read and write the bfloat16 arrays
+  them (Layer.ops forwardbf16, backwardmaskbf16, jvpbf16: maxpool, and dense, conv2d and conv3d on oneDNN's
+  bfloat16 matmuls and convolutions, Layer.bf16onednn): its passes read and write the bfloat16 arrays
   of the value store with no float copy of the batch, each entry the bits its float kernel would give on the widened
   values, rounded once (bf16impl.h). The Net's plain executor calls these where the kind has them
   (NetSetBFloat16Kernels(), netexec.c); elsewhere the float entries of layersingle.c run on float copies.

@@ -23,6 +23,10 @@
   threads (batch convolution, Winograd) calls it so from inside its parallel region. There the entry calls no PETSc
   function and returns an error code, as threadsimpl.h asks.
 
+  LayerGemmBF16(): LayerGemmSingle() on the bfloat16 values of a layer's bfloat16 kernels (a Net at bfloat16 on
+  oneDNN's bfloat16 backend): A, B and the mask bfloat16 as stored, read by oneDNN's matmul as they are; C float, or
+  bfloat16 (whole, overwritten, not accumulated); the same bits as LayerGemmSingle() on the widened values, rounded.
+
   LayerGemmBatched(), LayerGemmBatchedSingle(): G such GEMMs whose operands lie sa, sb, sc apart (einsum's groups of
   (sample, batch letters)), with an epilogue of its backend only: on float with a oneDNN backend one batched oneDNN
   matmul for all groups; otherwise many groups in parts on the threads (one unthreaded GEMM each), few groups each a
@@ -57,6 +61,9 @@ typedef LAYER_GEMM_EPILOGUE(float) LayerGemmEpilogueSingle;
 PETSC_INTERN PetscErrorCode LayerGemm(PetscBool, char, char, PetscInt, PetscInt, PetscInt, const PetscScalar *, PetscInt, const PetscScalar *, PetscInt, PetscScalar, PetscScalar *, PetscInt, const LayerGemmEpilogue *);
 PETSC_INTERN PetscErrorCode LayerGemmSingle(PetscBool, char, char, PetscInt, PetscInt, PetscInt, const float *, PetscInt, const float *, PetscInt, float, float *, PetscInt, const LayerGemmEpilogueSingle *);
 /* G GEMMs at once, C + g sc = op(A + g sa) op(B + g sb) + beta (C + g sc) (einsum's groups): the epilogue's backend only */
+/* threaded, on bfloat16 A, B (float copies Af, Bf for the native fallback, or NULL) and mask; float C, or bfloat16 C16 */
+PETSC_INTERN PetscErrorCode LayerGemmBF16(char, char, PetscInt, PetscInt, PetscInt, const uint16_t *, const float *, PetscInt, const uint16_t *, const float *, PetscInt, const uint16_t *, float, float *, uint16_t *, PetscInt,
+                                          const LayerGemmEpilogueSingle *);
 PETSC_INTERN PetscErrorCode LayerGemmBatched(PetscInt, char, char, PetscInt, PetscInt, PetscInt, const PetscScalar *, PetscInt, PetscInt, const PetscScalar *, PetscInt, PetscInt, PetscScalar, PetscScalar *, PetscInt, PetscInt,
                                              const LayerGemmEpilogue *);
 PETSC_INTERN PetscErrorCode LayerGemmBatchedSingle(PetscInt, char, char, PetscInt, PetscInt, PetscInt, const float *, PetscInt, PetscInt, const float *, PetscInt, PetscInt, float, float *, PetscInt, PetscInt, const LayerGemmEpilogueSingle *);

@@ -117,7 +117,7 @@ static inline PetscScalar *DenseWork(Layer layer)
   single precision: forward (op "forward") rounds the parameters to float once, into thetaf = [Wf, bf], kept for the backward
   and jvp (op) that follow at the same point; on the threads (elementwise)
 */
-static PetscErrorCode DenseParametersSingle(Layer layer, const PetscScalar *theta, const char *op, const float **W)
+PetscErrorCode DenseParametersSingle(Layer layer, const PetscScalar *theta, const char *op, const float **W)
 {
   Layer_Dense    *dense   = (Layer_Dense *)layer->data;
   const PetscBool forward = (PetscBool)(op[0] == 'f');
@@ -131,6 +131,7 @@ static PetscErrorCode DenseParametersSingle(Layer layer, const PetscScalar *thet
   if (forward) {
     float *thetaf = dense->thetaf;
 
+    dense->w16 = PETSC_FALSE; /* theta16 is the bfloat16 forward's, rounded after this */
     PETNET_THREAD_BLOCKS(layer->nparams, 16384, for (PetscInt i = i0; i < i1; i++) thetaf[i] = (float)theta[i]);
   }
   PetscCheck(dense->nf == layer->nparams, PETSC_COMM_SELF, PETSC_ERR_ORDER, "dense layer %" PetscInt_FMT ": the single-precision %s follows a single-precision forward at the same point (LayerForwardSingle())", layer->index, op);
@@ -139,7 +140,7 @@ static PetscErrorCode DenseParametersSingle(Layer layer, const PetscScalar *thet
 }
 
 /* the direction dtheta rounded to float, in workf */
-static PetscErrorCode DenseDirectionSingle(Layer layer, const PetscScalar *dtheta, const float **dW)
+PetscErrorCode DenseDirectionSingle(Layer layer, const PetscScalar *dtheta, const float **dW)
 {
   Layer_Dense *dense = (Layer_Dense *)layer->data;
 
@@ -286,7 +287,12 @@ static PetscErrorCode LayerDestroy_Dense(Layer layer)
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerDenseSetBias_C", NULL));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerDenseSetTokens_C", NULL));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerDenseGetTokens_C", NULL));
-  PetscCall(PetscFree2(((Layer_Dense *)layer->data)->thetaf, ((Layer_Dense *)layer->data)->workf));
+  {
+    Layer_Dense *dense = (Layer_Dense *)layer->data;
+
+    PetscCall(PetscFree2(dense->thetaf, dense->workf));
+    PetscCall(PetscFree2(dense->theta16, dense->work16));
+  }
   PetscCall(PetscFree(layer->data));
   PetscFunctionReturn(0);
 }
@@ -524,13 +530,14 @@ PETSC_INTERN PetscErrorCode LayerCreate_Dense(Layer layer)
   layer->ops->forwardsingle      = DenseForwardSingle;
   layer->ops->backwardsingle     = DenseBackwardSingle;
   layer->ops->jvpsingle          = DenseJVPSingle;
-  layer->ops->sobackward         = LayerSOBackward_Dense;
-  layer->ops->tensors            = LayerTensors_Dense;
-  layer->ops->setarguments       = LayerSetArguments_Dense;
-  layer->ops->getarguments       = LayerGetArguments_Dense;
-  layer->ops->setfromoptions     = LayerSetFromOptions_Dense;
-  layer->ops->view               = LayerView_Dense;
-  layer->ops->destroy            = LayerDestroy_Dense;
+  PetscCall(DenseSetBF16(layer)); /* and on the stored bfloat16 values through oneDNN (densebf16.c) */
+  layer->ops->sobackward     = LayerSOBackward_Dense;
+  layer->ops->tensors        = LayerTensors_Dense;
+  layer->ops->setarguments   = LayerSetArguments_Dense;
+  layer->ops->getarguments   = LayerGetArguments_Dense;
+  layer->ops->setfromoptions = LayerSetFromOptions_Dense;
+  layer->ops->view           = LayerView_Dense;
+  layer->ops->destroy        = LayerDestroy_Dense;
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerDenseSetOutputSize_C", LayerDenseSetOutputSize_Dense));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerDenseSetInitialization_C", LayerDenseSetInitialization_Dense));
   PetscCall(PetscObjectComposeFunction((PetscObject)layer, "LayerDenseSetBias_C", LayerDenseSetBias_Dense));

@@ -1,4 +1,5 @@
-/* Private to the dense kind: its data (dense.c; the kernels of both element types in densekernels.h). */
+/* Private to the dense kind: its data (dense.c; the kernels of both element types in densekernels.h, bfloat16's in
+   densebf16.c). */
 #pragma once
 
 #include <petnet/private/layerimpl.h>
@@ -16,4 +17,14 @@ typedef struct {
      a float direction or gradient of the same size, and their capacity */
   float   *thetaf, *workf;
   PetscInt nf;
+  /* bfloat16 kernels (densebf16.c): thetaf rounded to bfloat16 by their forward (w16 set; a float forward clears
+     it), and a direction rounded by their jvp, n16 entries each (allocated by their first forward) */
+  uint16_t *theta16, *work16;
+  PetscInt  n16;
+  PetscBool w16;
 } Layer_Dense;
+
+/* dense.c: the float parameters and direction of the float kernels (densekernels.h), which the bfloat16 ones share */
+PETSC_INTERN PetscErrorCode DenseParametersSingle(Layer, const PetscScalar *, const char *, const float **);
+PETSC_INTERN PetscErrorCode DenseDirectionSingle(Layer, const PetscScalar *, const float **);
+PETSC_INTERN PetscErrorCode DenseSetBF16(Layer);
