@@ -114,26 +114,43 @@ static inline PetscScalar *DenseWork(Layer layer)
 }
 
 /*
-  single precision: forward (op "forward") rounds the parameters to float once, into thetaf = [Wf, bf], kept for the backward
-  and jvp (op) that follow at the same point; on the threads (elementwise)
+  a forward at single precision or bfloat16: theta rounded to float once, into thetaf = [Wf, bf] (allocated here), kept
+  for the backward and jvp that follow at the same point, and to bfloat16 into t16 in the same pass when given (the
+  bfloat16 kernels' W16, densebf16.c: w16 says whether theta16 is the last forward's); on the threads (elementwise)
 */
-PetscErrorCode DenseParametersSingle(Layer layer, const PetscScalar *theta, const char *op, const float **W)
+PetscErrorCode DenseRoundParameters(Layer layer, const PetscScalar *theta, uint16_t *t16)
 {
-  Layer_Dense    *dense   = (Layer_Dense *)layer->data;
-  const PetscBool forward = (PetscBool)(op[0] == 'f');
+  Layer_Dense *dense = (Layer_Dense *)layer->data;
 
   PetscFunctionBegin;
-  if (forward && dense->nf != layer->nparams) {
+  if (dense->nf != layer->nparams) {
     PetscCall(PetscFree2(dense->thetaf, dense->workf));
     PetscCall(PetscMalloc2(layer->nparams, &dense->thetaf, layer->nparams, &dense->workf));
     dense->nf = layer->nparams;
   }
-  if (forward) {
+  {
     float *thetaf = dense->thetaf;
 
-    dense->w16 = PETSC_FALSE; /* theta16 is the bfloat16 forward's, rounded after this */
-    PETNET_THREAD_BLOCKS(layer->nparams, 16384, for (PetscInt i = i0; i < i1; i++) thetaf[i] = (float)theta[i]);
+    if (t16)
+      PETNET_THREAD_BLOCKS(
+          layer->nparams, 16384, for (PetscInt i = i0; i < i1; i++) {
+            thetaf[i] = (float)theta[i];
+            t16[i]    = PetNetFloatToBF16(thetaf[i]);
+          });
+    else
+      PETNET_THREAD_BLOCKS(layer->nparams, 16384, for (PetscInt i = i0; i < i1; i++) thetaf[i] = (float)theta[i]);
   }
+  dense->w16 = (PetscBool)(t16 != NULL);
+  PetscFunctionReturn(0);
+}
+
+/* single precision: forward (op "forward") rounds the parameters (DenseRoundParameters()); the others use them */
+PetscErrorCode DenseParametersSingle(Layer layer, const PetscScalar *theta, const char *op, const float **W)
+{
+  Layer_Dense *dense = (Layer_Dense *)layer->data;
+
+  PetscFunctionBegin;
+  if (op[0] == 'f') PetscCall(DenseRoundParameters(layer, theta, NULL));
   PetscCheck(dense->nf == layer->nparams, PETSC_COMM_SELF, PETSC_ERR_ORDER, "dense layer %" PetscInt_FMT ": the single-precision %s follows a single-precision forward at the same point (LayerForwardSingle())", layer->index, op);
   *W = dense->thetaf;
   PetscFunctionReturn(0);

@@ -25,6 +25,7 @@ typedef struct {
 } Layer_Dense;
 
 /* dense.c: the float parameters and direction of the float kernels (densekernels.h), which the bfloat16 ones share */
+PETSC_INTERN PetscErrorCode DenseRoundParameters(Layer, const PetscScalar *, uint16_t *);
 PETSC_INTERN PetscErrorCode DenseParametersSingle(Layer, const PetscScalar *, const char *, const float **);
 PETSC_INTERN PetscErrorCode DenseDirectionSingle(Layer, const PetscScalar *, const float **);
 PETSC_INTERN PetscErrorCode DenseSetBF16(Layer);

@@ -17,22 +17,21 @@
 #include "dense.h"
 #include "../../interface/layergemm.h"
 
-/* W16 = thetaf rounded, kept for the backward and jvp that follow at the same point */
+/* W16 = theta rounded to bfloat16 by forward (with thetaf, one pass), kept for the backward and jvp at the same point */
 static PetscErrorCode DenseParametersBF16(Layer layer, const PetscScalar *theta, const char *op, const float **W, const uint16_t **W16)
 {
   Layer_Dense *dense = (Layer_Dense *)layer->data;
 
   PetscFunctionBegin;
-  PetscCall(DenseParametersSingle(layer, theta, op, W));
-  if (op[0] == 'f' && dense->n16 != layer->nparams) {
-    PetscCall(PetscFree2(dense->theta16, dense->work16));
-    PetscCall(PetscMalloc2(layer->nparams, &dense->theta16, layer->nparams, &dense->work16));
-    dense->n16 = layer->nparams;
-  }
   if (op[0] == 'f') {
-    PetNetBF16Round(layer->nparams, dense->thetaf, dense->theta16);
-    dense->w16 = PETSC_TRUE;
+    if (dense->n16 != layer->nparams) {
+      PetscCall(PetscFree2(dense->theta16, dense->work16));
+      PetscCall(PetscMalloc2(layer->nparams, &dense->theta16, layer->nparams, &dense->work16));
+      dense->n16 = layer->nparams;
+    }
+    PetscCall(DenseRoundParameters(layer, theta, dense->theta16));
   }
+  PetscCall(DenseParametersSingle(layer, theta, op[0] == 'f' ? "backward" : op, W)); /* thetaf, checked */
   PetscCheck(dense->w16 && dense->n16 == layer->nparams, PETSC_COMM_SELF, PETSC_ERR_ORDER, "dense layer %" PetscInt_FMT ": the bfloat16 %s follows a bfloat16 forward at the same point (LayerForwardBF16())", layer->index, op);
   *W16 = dense->theta16;
   PetscFunctionReturn(0);
