@@ -36,3 +36,5 @@ static inline uint16_t PetNetFloatToBF16(float f)
 /* the two on N entries, on PetNet's threads (src/sys/bf16.c): the same bits at any thread count */
 PETSC_INTERN void PetNetBF16Widen(PetscInt, const uint16_t *, float *);
 PETSC_INTERN void PetNetBF16Round(PetscInt, const float *, uint16_t *);
+/* double to float and to bfloat16 (the float's rounding) in one pass */
+PETSC_INTERN void PetNetBF16RoundDouble(PetscInt, const PetscScalar *, float *, uint16_t *);

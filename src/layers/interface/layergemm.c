@@ -48,6 +48,16 @@ static inline void LayerGemmBLASSingle(char ta, char tb, PetscInt m, PetscInt n,
 #undef LAYER_GEMM_SMALL
 #undef LAYER_GEMM_ONEDNN
 
+/* acc[0..m) += c (double += float: the same bits in any vector width), compiled also for AVX-512 and AVX2 */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+static void
+GemmAccumulateSingle(PetscInt m, const float *restrict c, PetscScalar *restrict acc)
+{
+  for (PetscInt i = 0; i < m; i++) acc[i] += c[i];
+}
+
 /*
   the rest of a bfloat16 GEMM's epilogue on the columns [j0, j1) of its float C, after oneDNN's matmul (which added the
   bias and applied a relu without a mask, relu): the activation, or its derivative at the bfloat16 mask widened in
@@ -72,11 +82,7 @@ static PetscErrorCode GemmEpilogueBF16(const LayerGemmEpilogueSingle *ep, PetscB
         ierr = LayerMaskSingle(ep->act, len, x, c + i);
       }
     }
-    if (ep->acc && !ierr) {
-      PetscScalar *a = ep->acc + (size_t)j * ldc;
-
-      for (PetscInt i = 0; i < m; i++) a[i] += c[i];
-    }
+    if (ep->acc && !ierr) GemmAccumulateSingle(m, c, ep->acc + (size_t)j * ldc);
   }
   return ierr;
 }

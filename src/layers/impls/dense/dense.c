@@ -132,11 +132,7 @@ PetscErrorCode DenseRoundParameters(Layer layer, const PetscScalar *theta, uint1
     float *thetaf = dense->thetaf;
 
     if (t16)
-      PETNET_THREAD_BLOCKS(
-          layer->nparams, 16384, for (PetscInt i = i0; i < i1; i++) {
-            thetaf[i] = (float)theta[i];
-            t16[i]    = PetNetFloatToBF16(thetaf[i]);
-          });
+      PetNetBF16RoundDouble(layer->nparams, theta, thetaf, t16);
     else
       PETNET_THREAD_BLOCKS(layer->nparams, 16384, for (PetscInt i = i0; i < i1; i++) thetaf[i] = (float)theta[i]);
   }

@@ -37,6 +37,20 @@ static PetscErrorCode DenseParametersBF16(Layer layer, const PetscScalar *theta,
   PetscFunctionReturn(0);
 }
 
+/*
+  db[o0..o1) += sum over the m rows of dy[s][o], in double, s in order (the float kernels' order, so their bits);
+  compiled also for AVX-512 and AVX2 (double adds: the same bits in any width), run on the threads by blocks of outputs
+*/
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+static void
+DenseBiasGradientBF16(PetscInt m, PetscInt out, PetscInt o0, PetscInt o1, const uint16_t *restrict dy, PetscScalar *restrict db)
+{
+  for (PetscInt s = 0; s < m; s++)
+    for (PetscInt o = o0; o < o1; o++) db[o] += PetNetBF16ToFloat(dy[(size_t)s * out + o]);
+}
+
 /* y = act(W^T x + b) */
 static PetscErrorCode DenseForwardActBF16(Layer layer, Layer act, PetscInt n, const PetscScalar *theta, const uint16_t *x, uint16_t *y)
 {
@@ -78,9 +92,7 @@ static PetscErrorCode DenseBackwardMaskBF16(Layer layer, Layer act, PetscInt n, 
 
     PetscCheck(dense->nf == layer->nparams, PETSC_COMM_SELF, PETSC_ERR_ORDER, "dense layer %" PetscInt_FMT ": the bfloat16 backward follows a bfloat16 forward at the same point (LayerForwardBF16())", layer->index);
     PetscCall(LayerGemmBF16('N', 'T', in, out, m, x, NULL, in, dy, NULL, out, NULL, 0, dense->workf, NULL, in, &ep));
-    if (dense->bias)
-      for (PetscInt s = 0; s < m; s++)
-        for (PetscInt o = 0; o < out; o++) db[o] += PetNetBF16ToFloat(dy[s * out + o]);
+    if (dense->bias) PETNET_THREAD_BLOCKS(out, PetscMax(16, 65536 / m), DenseBiasGradientBF16(m, out, i0, i1, dy, db));
     PetscCall(PetscLogFlops(2.0 * m * in * out + m * out));
   }
   PetscFunctionReturn(0);
