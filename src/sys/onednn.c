@@ -805,6 +805,20 @@ static PetscErrorCode PetNetOneDNNGetConvEntry(PetNetGemmBackend backend, PetNet
   PetscFunctionReturn(0);
 }
 
+/* runs an entry's primitive on its arguments args[0..nargs), with the module's scratchpad when it has one (args has room for
+   it), and waits for it */
+static PetscErrorCode PetNetOneDNNRun(PetNetOneDNNEntry *e, dnnl_exec_arg_t *args, int nargs)
+{
+  PetscFunctionBegin;
+  if (e->pad) {
+    PetNetCallDNNL(dnnl_memory_set_data_handle(e->pad, PetNetOneDNNAligned(PetNetOneDNN.pad)));
+    args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, e->pad};
+  }
+  PetNetCallDNNL(dnnl_primitive_execute(e->prim, PetNetOneDNN.stream, nargs, args));
+  PetNetCallDNNL(dnnl_stream_wait(PetNetOneDNN.stream));
+  PetscFunctionReturn(0);
+}
+
 /*
   runs a convolution entry on the data of its roles (the table at the top): src (x, or dx written), wei (W, or dW
   written, in PetNet's layout), bia (b, db written, or NULL), dst (y written, or dy); the weights go through the
@@ -1005,12 +1019,7 @@ static PetscErrorCode PetNetOneDNNMatmulExecute(PetNetOneDNNEntry *e, const void
     PetNetCallDNNL(dnnl_memory_set_data_handle(e->bia, (void *)bias));
     args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, e->bia};
   }
-  if (e->pad) {
-    PetNetCallDNNL(dnnl_memory_set_data_handle(e->pad, PetNetOneDNNAligned(PetNetOneDNN.pad)));
-    args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, e->pad};
-  }
-  PetNetCallDNNL(dnnl_primitive_execute(e->prim, PetNetOneDNN.stream, nargs, args));
-  PetNetCallDNNL(dnnl_stream_wait(PetNetOneDNN.stream));
+  PetscCall(PetNetOneDNNRun(e, args, nargs));
   PetscFunctionReturn(0);
 }
 #endif
@@ -1511,12 +1520,7 @@ static PetscErrorCode PetNetOneDNNPoolExecute(const PetNetOneDNNConvShape *sh, P
       PetNetCallDNNL(dnnl_memory_set_data_handle(e->ws, ws));
       args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_WORKSPACE, e->ws};
     }
-    if (e->pad) {
-      PetNetCallDNNL(dnnl_memory_set_data_handle(e->pad, PetNetOneDNNAligned(PetNetOneDNN.pad)));
-      args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, e->pad};
-    }
-    PetNetCallDNNL(dnnl_primitive_execute(e->prim, PetNetOneDNN.stream, nargs, args));
-    PetNetCallDNNL(dnnl_stream_wait(PetNetOneDNN.stream));
+    PetscCall(PetNetOneDNNRun(e, args, nargs));
     PetNetOneDNNThreadsPop(saved);
   }
 #else
@@ -1611,12 +1615,7 @@ static PetscErrorCode PetNetOneDNNExecuteNorm(PetNetOneDNNEntry *e, void *const 
     PetNetCallDNNL(dnnl_memory_set_data_handle(e->lnm[i], data[i]));
     args[nargs++] = (dnnl_exec_arg_t){e->lnarg[i], e->lnm[i]};
   }
-  if (e->pad) {
-    PetNetCallDNNL(dnnl_memory_set_data_handle(e->pad, PetNetOneDNNAligned(PetNetOneDNN.pad)));
-    args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, e->pad};
-  }
-  PetNetCallDNNL(dnnl_primitive_execute(e->prim, PetNetOneDNN.stream, nargs, args));
-  PetNetCallDNNL(dnnl_stream_wait(PetNetOneDNN.stream));
+  PetscCall(PetNetOneDNNRun(e, args, nargs));
   PetscFunctionReturn(0);
 }
 #endif
