@@ -5,6 +5,8 @@
   permutation; model files hold PyTorch's, src/net/netiotorch.c).
 
     forward y = x,  backward dx = dy,  jvp dy = dx
+
+  on double, float and the stored bfloat16 values alike (a copy).
 */
 #include <petnet/private/layerimpl.h>
 
@@ -59,16 +61,47 @@ static PetscErrorCode LayerJVPSingle_Flatten(Layer layer, PetscInt n, const Pets
   PetscFunctionReturn(0);
 }
 
+/* bfloat16 (layerbf16.c): the same copies of the stored bfloat16 values, no float copy of the batch; no activation is
+   fused into flatten (it has no forwardact or backwardmask of its own) */
+static PetscErrorCode LayerForwardBF16_Flatten(Layer layer, Layer act, PetscInt n, const PetscScalar *theta, const uint16_t *x, uint16_t *y)
+{
+  PetscFunctionBegin;
+  PetscCheck(!act, PETSC_COMM_SELF, PETSC_ERR_PLIB, "flatten layer %" PetscInt_FMT ": no activation is fused into it", layer->index);
+  PetscCall(PetscArraycpy(y, x, (size_t)n * layer->insize));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerBackwardBF16_Flatten(Layer layer, Layer act, PetscInt n, const PetscScalar *theta, const uint16_t *x, const uint16_t *y, const uint16_t *dy, uint16_t *dx, PetscScalar *dtheta)
+{
+  PetscFunctionBegin;
+  PetscCheck(!act, PETSC_COMM_SELF, PETSC_ERR_PLIB, "flatten layer %" PetscInt_FMT ": no activation's derivative is applied in its backward pass", layer->index);
+  if (dx) PetscCall(PetscArraycpy(dx, dy, (size_t)n * layer->insize));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode LayerJVPBF16_Flatten(Layer layer, PetscInt n, const PetscScalar *theta, const uint16_t *x, const uint16_t *y, const uint16_t *dx, const PetscScalar *dtheta, uint16_t *dy)
+{
+  PetscFunctionBegin;
+  if (dx)
+    PetscCall(PetscArraycpy(dy, dx, (size_t)n * layer->insize));
+  else
+    PetscCall(PetscArrayzero(dy, (size_t)n * layer->insize));
+  PetscFunctionReturn(0);
+}
+
 PETSC_INTERN PetscErrorCode LayerCreate_Flatten(Layer layer)
 {
   PetscFunctionBegin;
-  layer->ops->setup          = LayerSetUp_Flatten;
-  layer->ops->forward        = LayerForward_Flatten;
-  layer->ops->backward       = LayerBackward_Flatten;
-  layer->ops->jvp            = LayerJVP_Flatten;
-  layer->ops->forwardsingle  = LayerForwardSingle_Flatten;
-  layer->ops->backwardsingle = LayerBackwardSingle_Flatten;
-  layer->ops->jvpsingle      = LayerJVPSingle_Flatten;
-  layer->sozero              = PETSC_TRUE; /* linear (or piecewise linear) in x: no curvature term */
+  layer->ops->setup            = LayerSetUp_Flatten;
+  layer->ops->forward          = LayerForward_Flatten;
+  layer->ops->backward         = LayerBackward_Flatten;
+  layer->ops->jvp              = LayerJVP_Flatten;
+  layer->ops->forwardsingle    = LayerForwardSingle_Flatten;
+  layer->ops->backwardsingle   = LayerBackwardSingle_Flatten;
+  layer->ops->jvpsingle        = LayerJVPSingle_Flatten;
+  layer->ops->forwardbf16      = LayerForwardBF16_Flatten;
+  layer->ops->backwardmaskbf16 = LayerBackwardBF16_Flatten;
+  layer->ops->jvpbf16          = LayerJVPBF16_Flatten;
+  layer->sozero                = PETSC_TRUE; /* linear (or piecewise linear) in x: no curvature term */
   PetscFunctionReturn(0);
 }
