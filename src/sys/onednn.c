@@ -141,8 +141,9 @@ static struct {
   dnnl_stream_t      stream;
   PetNetOneDNNEntry *entries; /* maxentries of them, grown by doubling up to PETNET_ONEDNN_CACHE */
   PetscInt           nentries, maxentries;
-  PetscBool          reference; /* -petnet_onednn_reference: poolings run oneDNN's reference loops too (tests), instead of falling back */
-  char              *pad;       /* the scratchpad: padsize bytes from a 64-byte boundary of pad */
+  PetscBool          reference;    /* -petnet_onednn_reference: poolings run oneDNN's reference loops too (tests), instead of falling back */
+  PetscBool          matmulnative; /* -petnet_onednn_matmul_native: every matmul key falls back to native (tests: the fallback paths) */
+  char              *pad;          /* the scratchpad: padsize bytes from a 64-byte boundary of pad */
   size_t             padsize;
   uint16_t          *a16, *b16; /* bfloat16 copies of A and B (convolutions: of their two data operands) */
   size_t             na16, nb16;
@@ -209,6 +210,8 @@ static PetscErrorCode PetNetOneDNNInitialize(void)
   /* tests only: oneDNN's reference pooling loops are slow, but they check PetNet's mapping (keys, dilation, the
      workspace's taps) where this CPU has no other kernel (dilated max pooling on AVX2) */
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-petnet_onednn_reference", &PetNetOneDNN.reference, NULL));
+  /* tests only: every matmul key recorded as native, so that the callers' fallbacks run where oneDNN has kernels */
+  PetscCall(PetscOptionsGetBool(NULL, NULL, "-petnet_onednn_matmul_native", &PetNetOneDNN.matmulnative, NULL));
   PetNetOneDNN.initialized = PETSC_TRUE;
   PetscFunctionReturn(0);
 }
@@ -342,7 +345,7 @@ static PetscErrorCode PetNetOneDNNGetEntry(PetNetGemmBackend backend, PetscInt b
   if (pd) PetNetCallDNNL(dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, (void *)&impl));
   /* unimplemented (bfloat16 on a CPU without AVX-512: oneDNN 2.6 on AVX2), or only oneDNN's reference loops, far
      slower than sgemm */
-  e->native = (PetscBool)(!pd || !strncmp(impl, "ref", 3));
+  e->native = (PetscBool)(!pd || !strncmp(impl, "ref", 3) || PetNetOneDNN.matmulnative);
   if (batch > 1)
     PetscCall(PetscInfo(NULL, "oneDNN matmul %s %c%c batch %" PetscInt_FMT " m %" PetscInt_FMT " n %" PetscInt_FMT " k %" PetscInt_FMT " beta %g%s%s%s on %d threads: %s%s\n", backend == PETNET_GEMM_ONEDNN_BF16 ? "bf16" : "f32", ta, tb, batch, m, n,
                         k, (double)beta, bias ? " bias" : "", relu ? " relu" : "", out16 ? " out bf16" : "", threads, impl, e->native ? " (falls back to native)" : ""));
