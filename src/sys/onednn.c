@@ -132,7 +132,7 @@ typedef struct {
   int                   wsbytes; /* its bytes per output: 1 (u8) or 4 (s32) */
   int                   agrees;  /* a convolution or matmul key with a bfloat16 output (out16): 0 not known yet, 1 its output has
                                     been the float output rounded, bit for bit, 2 it was not (PetNetOneDNNConvOut16(),
-                                    PetNetOneDNNMatmulOut16()) */
+                                    PetNetOneDNNMatmulBF16Out()) */
 } PetNetOneDNNEntry;
 
 static struct {

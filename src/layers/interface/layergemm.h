@@ -60,10 +60,10 @@ typedef LAYER_GEMM_EPILOGUE(float) LayerGemmEpilogueSingle;
 
 PETSC_INTERN PetscErrorCode LayerGemm(PetscBool, char, char, PetscInt, PetscInt, PetscInt, const PetscScalar *, PetscInt, const PetscScalar *, PetscInt, PetscScalar, PetscScalar *, PetscInt, const LayerGemmEpilogue *);
 PETSC_INTERN PetscErrorCode LayerGemmSingle(PetscBool, char, char, PetscInt, PetscInt, PetscInt, const float *, PetscInt, const float *, PetscInt, float, float *, PetscInt, const LayerGemmEpilogueSingle *);
-/* G GEMMs at once, C + g sc = op(A + g sa) op(B + g sb) + beta (C + g sc) (einsum's groups): the epilogue's backend only */
 /* threaded, on bfloat16 A, B (float copies Af, Bf for the native fallback, or NULL) and mask; float C, or bfloat16 C16 */
 PETSC_INTERN PetscErrorCode LayerGemmBF16(char, char, PetscInt, PetscInt, PetscInt, const uint16_t *, const float *, PetscInt, const uint16_t *, const float *, PetscInt, const uint16_t *, float, float *, uint16_t *, PetscInt,
                                           const LayerGemmEpilogueSingle *);
+/* G GEMMs at once, C + g sc = op(A + g sa) op(B + g sb) + beta (C + g sc) (einsum's groups): the epilogue's backend only */
 PETSC_INTERN PetscErrorCode LayerGemmBatched(PetscInt, char, char, PetscInt, PetscInt, PetscInt, const PetscScalar *, PetscInt, PetscInt, const PetscScalar *, PetscInt, PetscInt, PetscScalar, PetscScalar *, PetscInt, PetscInt,
                                              const LayerGemmEpilogue *);
 PETSC_INTERN PetscErrorCode LayerGemmBatchedSingle(PetscInt, char, char, PetscInt, PetscInt, PetscInt, const float *, PetscInt, PetscInt, const float *, PetscInt, PetscInt, float, float *, PetscInt, PetscInt, const LayerGemmEpilogueSingle *);

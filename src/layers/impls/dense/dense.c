@@ -141,7 +141,7 @@ PetscErrorCode DenseRoundParameters(Layer layer, const PetscScalar *theta, uint1
 }
 
 /* single precision: forward (op "forward") rounds the parameters (DenseRoundParameters()); the others use them */
-PetscErrorCode DenseParametersSingle(Layer layer, const PetscScalar *theta, const char *op, const float **W)
+static PetscErrorCode DenseParametersSingle(Layer layer, const PetscScalar *theta, const char *op, const float **W)
 {
   Layer_Dense *dense = (Layer_Dense *)layer->data;
 

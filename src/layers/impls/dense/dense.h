@@ -24,8 +24,8 @@ typedef struct {
   PetscBool w16;
 } Layer_Dense;
 
-/* dense.c: the float parameters and direction of the float kernels (densekernels.h), which the bfloat16 ones share */
+/* dense.c: the float parameters' rounding and the float direction of the float kernels (densekernels.h), which the
+   bfloat16 ones share */
 PETSC_INTERN PetscErrorCode DenseRoundParameters(Layer, const PetscScalar *, uint16_t *);
-PETSC_INTERN PetscErrorCode DenseParametersSingle(Layer, const PetscScalar *, const char *, const float **);
 PETSC_INTERN PetscErrorCode DenseDirectionSingle(Layer, const PetscScalar *, const float **);
 PETSC_INTERN PetscErrorCode DenseSetBF16(Layer);

@@ -31,8 +31,9 @@ static PetscErrorCode DenseParametersBF16(Layer layer, const PetscScalar *theta,
     }
     PetscCall(DenseRoundParameters(layer, theta, dense->theta16));
   }
-  PetscCall(DenseParametersSingle(layer, theta, op[0] == 'f' ? "backward" : op, W)); /* thetaf, checked */
-  PetscCheck(dense->w16 && dense->n16 == layer->nparams, PETSC_COMM_SELF, PETSC_ERR_ORDER, "dense layer %" PetscInt_FMT ": the bfloat16 %s follows a bfloat16 forward at the same point (LayerForwardBF16())", layer->index, op);
+  PetscCheck(dense->w16 && dense->nf == layer->nparams && dense->n16 == layer->nparams, PETSC_COMM_SELF, PETSC_ERR_ORDER, "dense layer %" PetscInt_FMT ": the bfloat16 %s follows a bfloat16 forward at the same point (LayerForwardBF16())",
+             layer->index, op);
+  *W   = dense->thetaf;
   *W16 = dense->theta16;
   PetscFunctionReturn(0);
 }
