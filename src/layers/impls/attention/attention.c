@@ -329,9 +329,10 @@ static inline const float *AttentionRotaryTableSingle(const Layer_Attention *att
   return att->rotf;
 }
 
-/* the rows' exponentials are compiled also for AVX2, picked at load time (as layergemm.c's small loops) */
+/* the rows' exponentials are compiled also for AVX-512 and AVX2, picked at load time (as layergemm.c's small loops);
+   without contractions, so that the AVX-512 clone (whose ISA has FMA) gives the others' bits */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-#define ATT_TARGET_CLONES __attribute__((target_clones("avx2", "default")))
+#define ATT_TARGET_CLONES __attribute__((target_clones("avx512f", "avx2", "default"), optimize("fp-contract=off")))
 #else
 #define ATT_TARGET_CLONES
 #endif
@@ -339,7 +340,7 @@ static inline const float *AttentionRotaryTableSingle(const Layer_Attention *att
 /*
   x[c] = exp(a x[c] - b) over a row of scores: PetNet's own exp (petnet/private/mathimpl.h, as GELU's; 1 ulp against
   libm, 0 below its range and for -inf, branch-free so that gcc vectorises the loop: 2 doubles a vector, 4 in the AVX2
-  clone picked at load time, as layergemm.c's small loops)
+  clone and 8 in the AVX-512 one picked at load time, as layergemm.c's small loops)
 */
 static ATT_TARGET_CLONES void AttentionExpRow(PetscInt n, PetscScalar a, PetscScalar b, PetscScalar *restrict x)
 {

@@ -73,34 +73,36 @@ static inline PetscErrorCode ATT_NAME(AttentionTileGemm)(char ta, char tb, Petsc
     dot    C[i][j] (=|+=) sum_k A[i][k] Bm[j][k]   'T','N'  n x m x d   (bt: attentiontile.h's [d][n16] scratch)
     axpy   C[i][:] += sum_j P[i][j] V[j][:]        'N','N'  d x m x n
     axpyt  C[j][:] += sum_i P[i][j] G[i][:]        'N','T'  d x n x m
+  diag marks the causal diagonal (entries j > i + diag unneeded in dot's C and zero in P): the float kernels skip
+  them (attentiontile.h), the GEMM computes the whole tile.
 */
-static inline PetscErrorCode ATT_NAME(AttentionDotTile)(PetscInt m, PetscInt n, PetscInt d, const ATT_T *A, PetscInt lda, const ATT_T *Bm, PetscInt ldb, PetscBool add, ATT_T *C, PetscInt ldc, ATT_T *bt)
+static inline PetscErrorCode ATT_NAME(AttentionDotTile)(PetscInt m, PetscInt n, PetscInt diag, PetscInt d, const ATT_T *A, PetscInt lda, const ATT_T *Bm, PetscInt ldb, PetscBool add, ATT_T *C, PetscInt ldc, ATT_T *bt)
 {
 #if ATT_FLOAT_TILES
   if (AttentionTileFast(d)) {
-    ATT_TILE_CALL(AttentionTileDot, m, n, d, A, lda, Bm, ldb, add, C, ldc, bt);
+    ATT_TILE_CALL(AttentionTileDot, m, n, diag, d, A, lda, Bm, ldb, add, C, ldc, bt);
     return 0;
   }
 #endif
   return ATT_NAME(AttentionTileGemm)('T', 'N', n, m, d, Bm, ldb, A, lda, add ? 1 : 0, C, ldc);
 }
 
-static inline PetscErrorCode ATT_NAME(AttentionAxpyTile)(PetscInt m, PetscInt n, PetscInt d, const ATT_T *P, PetscInt ldp, const ATT_T *V, PetscInt ldv, ATT_T *C, PetscInt ldc)
+static inline PetscErrorCode ATT_NAME(AttentionAxpyTile)(PetscInt m, PetscInt n, PetscInt diag, PetscInt d, const ATT_T *P, PetscInt ldp, const ATT_T *V, PetscInt ldv, ATT_T *C, PetscInt ldc)
 {
 #if ATT_FLOAT_TILES
   if (AttentionTileFast(d)) {
-    ATT_TILE_CALL(AttentionTileAxpy, m, n, d, P, ldp, V, ldv, C, ldc);
+    ATT_TILE_CALL(AttentionTileAxpy, m, n, diag, d, P, ldp, V, ldv, C, ldc);
     return 0;
   }
 #endif
   return ATT_NAME(AttentionTileGemm)('N', 'N', d, m, n, V, ldv, P, ldp, 1, C, ldc);
 }
 
-static inline PetscErrorCode ATT_NAME(AttentionAxpyTTile)(PetscInt m, PetscInt n, PetscInt d, const ATT_T *P, PetscInt ldp, const ATT_T *G, PetscInt ldg, ATT_T *C, PetscInt ldc)
+static inline PetscErrorCode ATT_NAME(AttentionAxpyTTile)(PetscInt m, PetscInt n, PetscInt diag, PetscInt d, const ATT_T *P, PetscInt ldp, const ATT_T *G, PetscInt ldg, ATT_T *C, PetscInt ldc)
 {
 #if ATT_FLOAT_TILES
   if (AttentionTileFast(d)) {
-    ATT_TILE_CALL(AttentionTileAxpyT, m, n, d, P, ldp, G, ldg, C, ldc);
+    ATT_TILE_CALL(AttentionTileAxpyT, m, n, diag, d, P, ldp, G, ldg, C, ldc);
     return 0;
   }
 #endif
@@ -155,9 +157,9 @@ static PetscErrorCode ATT_NAME(AttentionForwardPair)(const Layer_Attention *att,
       L[i] = 0;
     }
     for (PetscInt j0 = 0; j0 < jend; j0 += B) {
-      const PetscInt j1 = PetscMin(j0 + B, jend), nk = j1 - j0;
+      const PetscInt j1 = PetscMin(j0 + B, jend), nk = j1 - j0, dg = att->causal ? q0 + i0 - j0 : nk; /* the causal diagonal (attentiontile.h) */
 
-      ierr = ATT_NAME(AttentionDotTile)(nb, nk, d, Q + (size_t)i0 * ld, ld, K + (size_t)j0 * ldkv, ldkv, PETSC_FALSE, S, B, BT);
+      ierr = ATT_NAME(AttentionDotTile)(nb, nk, dg, d, Q + (size_t)i0 * ld, ld, K + (size_t)j0 * ldkv, ldkv, PETSC_FALSE, S, B, BT);
       if (ierr) return ierr;
       for (PetscInt i = i0; i < i1; i++) {
         const PetscInt jmax = att->causal ? PetscMin(j1, q0 + i + 1) : j1, cnt = jmax - j0;
@@ -196,7 +198,7 @@ static PetscErrorCode ATT_NAME(AttentionForwardPair)(const Layer_Attention *att,
         L[i]      = l;
         M[i - i0] = m;
       }
-      ierr = ATT_NAME(AttentionAxpyTile)(nb, nk, d, S, B, V + (size_t)j0 * ldkv, ldkv, O + (size_t)i0 * E, E);
+      ierr = ATT_NAME(AttentionAxpyTile)(nb, nk, dg, d, S, B, V + (size_t)j0 * ldkv, ldkv, O + (size_t)i0 * E, E);
       if (ierr) return ierr;
     }
     for (PetscInt i = i0; i < i1; i++) {
@@ -239,10 +241,10 @@ static PetscErrorCode ATT_NAME(AttentionBackwardPair)(const Layer_Attention *att
 
     for (PetscInt i = i0; i < i1; i++) D[i - i0] = ATT_NAME(AttentionDot)(d, G + (size_t)i * E, O + (size_t)i * E);
     for (PetscInt j0 = 0; j0 < jend; j0 += B) {
-      const PetscInt j1 = PetscMin(j0 + B, jend), nk = j1 - j0;
+      const PetscInt j1 = PetscMin(j0 + B, jend), nk = j1 - j0, dg = att->causal ? q0 + i0 - j0 : nk; /* the causal diagonal (attentiontile.h) */
 
-      ierr = ATT_NAME(AttentionDotTile)(nb, nk, d, Q + (size_t)i0 * ld, ld, K + (size_t)j0 * ldkv, ldkv, PETSC_FALSE, S, B, BT);
-      if (!ierr) ierr = ATT_NAME(AttentionDotTile)(nb, nk, d, G + (size_t)i0 * E, E, V + (size_t)j0 * ldkv, ldkv, PETSC_FALSE, dP, B, BT);
+      ierr = ATT_NAME(AttentionDotTile)(nb, nk, dg, d, Q + (size_t)i0 * ld, ld, K + (size_t)j0 * ldkv, ldkv, PETSC_FALSE, S, B, BT);
+      if (!ierr) ierr = ATT_NAME(AttentionDotTile)(nb, nk, dg, d, G + (size_t)i0 * E, E, V + (size_t)j0 * ldkv, ldkv, PETSC_FALSE, dP, B, BT);
       if (ierr) return ierr;
       for (PetscInt i = i0; i < i1; i++) {
         const PetscInt jmax = att->causal ? PetscMin(j1, q0 + i + 1) : j1, cnt = PetscMax(jmax - j0, 0);
@@ -261,9 +263,9 @@ static PetscErrorCode ATT_NAME(AttentionBackwardPair)(const Layer_Attention *att
           for (PetscInt c = 0; c < cnt; c++) ds[c] = scale * p[c] * (ds[c] - Di);
         for (PetscInt c = cnt; c < nk; c++) p[c] = ds[c] = 0; /* the causal mask on the diagonal tile */
       }
-      ierr = ATT_NAME(AttentionAxpyTTile)(nb, nk, d, S, B, G + (size_t)i0 * E, E, dV + (size_t)j0 * ldkv, ldkv);
-      if (!ierr) ierr = ATT_NAME(AttentionAxpyTile)(nb, nk, d, dP, B, K + (size_t)j0 * ldkv, ldkv, dQ + (size_t)i0 * ld, ld);
-      if (!ierr) ierr = ATT_NAME(AttentionAxpyTTile)(nb, nk, d, dP, B, Q + (size_t)i0 * ld, ld, dK + (size_t)j0 * ldkv, ldkv);
+      ierr = ATT_NAME(AttentionAxpyTTile)(nb, nk, dg, d, S, B, G + (size_t)i0 * E, E, dV + (size_t)j0 * ldkv, ldkv);
+      if (!ierr) ierr = ATT_NAME(AttentionAxpyTile)(nb, nk, dg, d, dP, B, K + (size_t)j0 * ldkv, ldkv, dQ + (size_t)i0 * ld, ld);
+      if (!ierr) ierr = ATT_NAME(AttentionAxpyTTile)(nb, nk, dg, d, dP, B, Q + (size_t)i0 * ld, ld, dK + (size_t)j0 * ldkv, ldkv);
       if (ierr) return ierr;
     }
   }
@@ -300,11 +302,11 @@ static PetscErrorCode ATT_NAME(AttentionJVPPair)(const Layer_Attention *att, Pet
       Cb[i - i0] = 0;
     }
     for (PetscInt j0 = 0; j0 < jend; j0 += B) {
-      const PetscInt j1 = PetscMin(j0 + B, jend), nk = j1 - j0;
+      const PetscInt j1 = PetscMin(j0 + B, jend), nk = j1 - j0, dg = att->causal ? q0 + i0 - j0 : nk; /* the causal diagonal (attentiontile.h) */
 
-      ierr = ATT_NAME(AttentionDotTile)(nb, nk, d, Q + (size_t)i0 * ld, ld, K + (size_t)j0 * ldkv, ldkv, PETSC_FALSE, S, B, BT);
-      if (!ierr) ierr = ATT_NAME(AttentionDotTile)(nb, nk, d, dQ + (size_t)i0 * ld, ld, K + (size_t)j0 * ldkv, ldkv, PETSC_FALSE, Sd, B, BT);
-      if (!ierr) ierr = ATT_NAME(AttentionDotTile)(nb, nk, d, Q + (size_t)i0 * ld, ld, dK + (size_t)j0 * ldkv, ldkv, PETSC_TRUE, Sd, B, BT);
+      ierr = ATT_NAME(AttentionDotTile)(nb, nk, dg, d, Q + (size_t)i0 * ld, ld, K + (size_t)j0 * ldkv, ldkv, PETSC_FALSE, S, B, BT);
+      if (!ierr) ierr = ATT_NAME(AttentionDotTile)(nb, nk, dg, d, dQ + (size_t)i0 * ld, ld, K + (size_t)j0 * ldkv, ldkv, PETSC_FALSE, Sd, B, BT);
+      if (!ierr) ierr = ATT_NAME(AttentionDotTile)(nb, nk, dg, d, Q + (size_t)i0 * ld, ld, dK + (size_t)j0 * ldkv, ldkv, PETSC_TRUE, Sd, B, BT);
       if (ierr) return ierr;
       for (PetscInt i = i0; i < i1; i++) {
         const PetscInt jmax = att->causal ? PetscMin(j1, q0 + i + 1) : j1, cnt = PetscMax(jmax - j0, 0);
@@ -320,8 +322,8 @@ static PetscErrorCode ATT_NAME(AttentionJVPPair)(const Layer_Attention *att, Pet
         for (PetscInt c2 = cnt; c2 < nk; c2++) p[c2] = sd[c2] = 0; /* the causal mask on the diagonal tile */
         Cb[i - i0] = ci;
       }
-      ierr = ATT_NAME(AttentionAxpyTile)(nb, nk, d, Sd, B, V + (size_t)j0 * ldkv, ldkv, dO + (size_t)i0 * E, E);
-      if (!ierr) ierr = ATT_NAME(AttentionAxpyTile)(nb, nk, d, S, B, dV + (size_t)j0 * ldkv, ldkv, dO + (size_t)i0 * E, E);
+      ierr = ATT_NAME(AttentionAxpyTile)(nb, nk, dg, d, Sd, B, V + (size_t)j0 * ldkv, ldkv, dO + (size_t)i0 * E, E);
+      if (!ierr) ierr = ATT_NAME(AttentionAxpyTile)(nb, nk, dg, d, S, B, dV + (size_t)j0 * ldkv, ldkv, dO + (size_t)i0 * E, E);
       if (ierr) return ierr;
     }
     for (PetscInt i = i0; i < i1; i++) {

@@ -45,17 +45,28 @@ typedef float AttV8 __attribute__((vector_size(32), aligned(4))); /* 8 floats, l
     }                                   \
   }
 
+/*
+  The causal diagonal: a tile whose entry (i, j) is needed (or nonzero) only for j <= i + diag (diag = q0 + i0 - j0 on
+  the causal form's diagonal tiles, n or more elsewhere). dot leaves the columns past its block of rows' last needed
+  one unwritten (their callers set them), axpy stops its sums over j there and axpyt starts its sums over i at the first
+  row whose entries can be nonzero: the terms skipped are the products of the masked zeros, at the end or the start of
+  an ordered sum, so every result keeps its bits.
+*/
+#define ATT_TILE_COLS(n, diag, rows) PetscMax(PetscMin((n), (rows) + (diag)), 0) /* rows 0..rows-1 need columns < this */
+#define ATT_TILE_ROW0(diag, j)       PetscMax((j) - (diag), 0)                   /* column j's first row that may be nonzero */
+
 #define ATT_TILE_KERNELS(SUF, ATTR)                                                                                                                                                                                             \
-  static ATTR void AttentionTileDot##SUF(PetscInt m, PetscInt n, PetscInt d, const float *restrict A, PetscInt lda, const float *restrict Bm, PetscInt ldb, PetscBool add, float *restrict C, PetscInt ldc, float *restrict bt) \
+  static ATTR void AttentionTileDot##SUF(PetscInt m, PetscInt n, PetscInt diag, PetscInt d, const float *restrict A, PetscInt lda, const float *restrict Bm, PetscInt ldb, PetscBool add, float *restrict C, PetscInt ldc, float *restrict bt) \
   {                                                                                                                                                                                                                             \
-    const PetscInt n16 = (n + 15) / 16 * 16;                                                                                                                                                                                    \
-    for (PetscInt j = 0; j < n; j++)                                                                                                                                                                                            \
+    const PetscInt n16 = (n + 15) / 16 * 16, nt = ATT_TILE_COLS(n, diag, m); /* columns any row needs */                                                                                                                        \
+    for (PetscInt j = 0; j < nt; j++)                                                                                                                                                                                           \
       for (PetscInt k = 0; k < d; k++) bt[(size_t)k * n16 + j] = Bm[(size_t)j * ldb + k];                                                                                                                                       \
     for (PetscInt k = 0; k < d; k++)                                                                                                                                                                                            \
-      for (PetscInt j = n; j < n16; j++) bt[(size_t)k * n16 + j] = 0;                                                                                                                                                           \
+      for (PetscInt j = nt; j < (nt + 15) / 16 * 16; j++) bt[(size_t)k * n16 + j] = 0;                                                                                                                                          \
     for (PetscInt i0 = 0; i0 < m; i0 += ATT_TILE_R) {                                                                                                                                                                           \
       const float *a0 = A + (size_t)i0 * lda, *a1 = A + (size_t)PetscMin(i0 + 1, m - 1) * lda, *a2 = A + (size_t)PetscMin(i0 + 2, m - 1) * lda, *a3 = A + (size_t)PetscMin(i0 + 3, m - 1) * lda;                                \
-      for (PetscInt j0 = 0; j0 < n16; j0 += 16) {                                                                                                                                                                               \
+      const PetscInt jn = ATT_TILE_COLS(n, diag, PetscMin(i0 + ATT_TILE_R, m)); /* the block's rows need columns < jn */                                                                                                       \
+      for (PetscInt j0 = 0; j0 < jn; j0 += 16) {                                                                                                                                                                                \
         const float *b = bt + j0;                                                                                                                                                                                               \
         ATT_ACC_ZERO;                                                                                                                                                                                                           \
         for (PetscInt k = 0; k < d; k++, b += n16) {                                                                                                                                                                            \
@@ -85,15 +96,16 @@ typedef float AttV8 __attribute__((vector_size(32), aligned(4))); /* 8 floats, l
       }                                                                                                                                                                                                                         \
     }                                                                                                                                                                                                                           \
   }                                                                                                                                                                                                                             \
-  static ATTR void AttentionTileAxpy##SUF(PetscInt m, PetscInt n, PetscInt d, const float *restrict P, PetscInt ldp, const float *restrict V, PetscInt ldv, float *restrict C, PetscInt ldc)                                    \
+  static ATTR void AttentionTileAxpy##SUF(PetscInt m, PetscInt n, PetscInt diag, PetscInt d, const float *restrict P, PetscInt ldp, const float *restrict V, PetscInt ldv, float *restrict C, PetscInt ldc)                                    \
   {                                                                                                                                                                                                                             \
     for (PetscInt i0 = 0; i0 < m; i0 += ATT_TILE_R) {                                                                                                                                                                           \
       const float *p0 = P + (size_t)i0 * ldp, *p1 = P + (size_t)PetscMin(i0 + 1, m - 1) * ldp, *p2 = P + (size_t)PetscMin(i0 + 2, m - 1) * ldp, *p3 = P + (size_t)PetscMin(i0 + 3, m - 1) * ldp;                                \
+      const PetscInt jn = ATT_TILE_COLS(n, diag, PetscMin(i0 + ATT_TILE_R, m)); /* P's entries past jn are 0 in these rows */                                                                                                  \
       for (PetscInt c0 = 0; c0 < d; c0 += 16) {                                                                                                                                                                                 \
         const PetscInt nv = d - c0 >= 16 ? 2 : 1;                                                                                                                                                                               \
         const float   *v  = V + c0;                                                                                                                                                                                             \
         ATT_ACC_ZERO;                                                                                                                                                                                                           \
-        for (PetscInt j = 0; j < n; j++, v += ldv) {                                                                                                                                                                            \
+        for (PetscInt j = 0; j < jn; j++, v += ldv) {                                                                                                                                                                           \
           const AttV8 v0 = *(const AttV8 *)v, v1 = nv == 2 ? *(const AttV8 *)(v + 8) : v0;                                                                                                                                      \
           ATT_ACC_FMA(p0[j], p1[j], p2[j], p3[j], v0, v1);                                                                                                                                                                      \
         }                                                                                                                                                                                                                       \
@@ -105,15 +117,16 @@ typedef float AttV8 __attribute__((vector_size(32), aligned(4))); /* 8 floats, l
       }                                                                                                                                                                                                                         \
     }                                                                                                                                                                                                                           \
   }                                                                                                                                                                                                                             \
-  static ATTR void AttentionTileAxpyT##SUF(PetscInt m, PetscInt n, PetscInt d, const float *restrict P, PetscInt ldp, const float *restrict G, PetscInt ldg, float *restrict C, PetscInt ldc)                                   \
+  static ATTR void AttentionTileAxpyT##SUF(PetscInt m, PetscInt n, PetscInt diag, PetscInt d, const float *restrict P, PetscInt ldp, const float *restrict G, PetscInt ldg, float *restrict C, PetscInt ldc)                                   \
   {                                                                                                                                                                                                                             \
     for (PetscInt j0 = 0; j0 < n; j0 += ATT_TILE_R) {                                                                                                                                                                           \
       const PetscInt q0 = j0, q1 = PetscMin(j0 + 1, n - 1), q2 = PetscMin(j0 + 2, n - 1), q3 = PetscMin(j0 + 3, n - 1);                                                                                                         \
       for (PetscInt c0 = 0; c0 < d; c0 += 16) {                                                                                                                                                                                 \
         const PetscInt nv = d - c0 >= 16 ? 2 : 1;                                                                                                                                                                               \
-        const float   *g = G + c0, *pi = P;                                                                                                                                                                                     \
+        const PetscInt i1 = ATT_TILE_ROW0(diag, j0); /* P's entries of rows before i1 are 0 in these columns */                                                                                                                  \
+        const float   *g = G + c0 + (size_t)i1 * ldg, *pi = P + (size_t)i1 * ldp;                                                                                                                                                \
         ATT_ACC_ZERO;                                                                                                                                                                                                           \
-        for (PetscInt i = 0; i < m; i++, g += ldg, pi += ldp) {                                                                                                                                                                 \
+        for (PetscInt i = i1; i < m; i++, g += ldg, pi += ldp) {                                                                                                                                                                \
           const AttV8 g0 = *(const AttV8 *)g, g1 = nv == 2 ? *(const AttV8 *)(g + 8) : g0;                                                                                                                                      \
           ATT_ACC_FMA(pi[q0], pi[q1], pi[q2], pi[q3], g0, g1);                                                                                                                                                                  \
         }                                                                                                                                                                                                                       \
