@@ -643,7 +643,8 @@ PetscErrorCode NetSetFromOptions(Net net)
   {
     PetscBool on = net->bf16kernels;
 
-    PetscCall(PetscOptionsBool("-net_bfloat16_kernels", "At bfloat16, the layers with bfloat16 kernels (maxpool) compute on the stored values themselves (the same results; false: on float copies)", "NetSetBFloat16Kernels", on, &on, NULL));
+    PetscCall(PetscOptionsBool("-net_bfloat16_kernels", "At bfloat16, the layers with bfloat16 kernels (maxpool, flatten, gelu; dense and the convolutions on oneDNN) compute on the stored values themselves (the same results; false: on float copies)",
+                               "NetSetBFloat16Kernels", on, &on, NULL));
     PetscCall(NetSetBFloat16Kernels(net, on));
   }
   PetscCall(PetscOptionsBool("-net_test_jacobian", "Run dot-product and finite-difference checks of the Jacobians at the first forward pass", "NetTestJacobian", net->testjacobian, &net->testjacobian, NULL));

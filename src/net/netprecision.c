@@ -635,8 +635,9 @@ PetscErrorCode NetGetPrecision(Net net, NetPrecision *precision)
 . -net_bfloat16_kernels <bool> - the same from the options (NetSetFromOptions())
 
   Notes:
-  maxpool has them (forward, backward with the derivative of a fused activation before it, jvp), and conv2d and conv3d
-  where the backend is onednn and the CPU has oneDNN's bfloat16 convolutions (AVX-512 BF16, AMX): their inputs go to
+  maxpool has them (forward, backward with the derivative of a fused activation before it, jvp), flatten and gelu
+  (elementwise on the stored values, computing in float in registers), and dense, conv2d and conv3d where the backend
+  is onednn and the CPU has oneDNN's bfloat16 matmuls and convolutions (AVX-512 BF16, AMX): their inputs go to
   oneDNN as stored, with a fused relu after them. They read half the bytes and no float copy of their batch's inputs
   is made. Each entry is the float kernel's result on the widened values, rounded once, so both settings give the
   same bits (`-net_bfloat16_kernels false` is the reference the tests compare against). No effect at other

@@ -141,11 +141,13 @@ static inline PetscScalar D2Sigmoid(PetscScalar x, PetscScalar y, PetscReal a)
 #define GELU_NAME(f) f##Single
 #define GELU_ERF(x)  PetNetErfFloat(x)
 #define GELU_EXP(x)  PetNetExpFloat(x)
+#define GELU_BF16
 #include "gelukernels.h"
 #undef GELU_T
 #undef GELU_NAME
 #undef GELU_ERF
 #undef GELU_EXP
+#undef GELU_BF16
 
 /* f and f' for the kind's record (LayerCreatePointwise_Private()) */
 static PetscScalar GELU(PetscScalar x, PetscReal a)
@@ -346,15 +348,18 @@ PETSC_INTERN PetscErrorCode LayerCreate_GELU(Layer layer)
 
   PetscFunctionBegin;
   PetscCall(LayerCreatePointwise_Private(layer, GELU, DGELU, 25, 30));
-  layer->ops->forward        = LayerForward_GELU; /* gelukernels.h */
-  layer->ops->backward       = LayerBackward_GELU;
-  layer->ops->jvp            = LayerJVP_GELU;
-  layer->ops->forwardsingle  = LayerForward_GELUSingle;
-  layer->ops->backwardsingle = LayerBackward_GELUSingle;
-  layer->ops->jvpsingle      = LayerJVP_GELUSingle;
-  layer->ops->sobackward     = LayerSOBackward_GELU;
-  pw                         = (Layer_Pointwise *)layer->data;
-  pw->flops_d2f              = 25;
+  layer->ops->forward          = LayerForward_GELU; /* gelukernels.h */
+  layer->ops->backward         = LayerBackward_GELU;
+  layer->ops->jvp              = LayerJVP_GELU;
+  layer->ops->forwardsingle    = LayerForward_GELUSingle;
+  layer->ops->backwardsingle   = LayerBackward_GELUSingle;
+  layer->ops->jvpsingle        = LayerJVP_GELUSingle;
+  layer->ops->forwardbf16      = LayerForwardBF16_GELU; /* on the stored values (gelukernels.h, layerbf16.c) */
+  layer->ops->backwardmaskbf16 = LayerBackwardBF16_GELU;
+  layer->ops->jvpbf16          = LayerJVPBF16_GELU;
+  layer->ops->sobackward       = LayerSOBackward_GELU;
+  pw                           = (Layer_Pointwise *)layer->data;
+  pw->flops_d2f                = 25;
   PetscFunctionReturn(0);
 }
 

@@ -4,6 +4,7 @@
     GELU_NAME(f)  f itself, or fSingle
     GELU_ERF(x), GELU_EXP(x)   PetNet's own erf and exp in that type (petnet/private/mathimpl.h)
     GELU_SECOND_ORDER          defined for the double pass only: the second-order adjoint's curvature term
+    GELU_BF16                  defined for the float pass only: the kernels on stored bfloat16 values
   The loops, side by side (x, y, dx, dy, xdot, dxdot: [n][size]; no parameters), on the entries [i0, i1):
     forward     y[i]      = f(x[i])                  f(x)   = x Phi(x),   Phi(x) = (1 + erf(x/sqrt 2))/2
     backward    dx[i]     = f'(x[i]) dy[i]           f'(x)  = Phi(x) + x phi(x),   phi(x) = e^(-x^2/2)/sqrt(2 pi)
@@ -62,6 +63,56 @@ static PetscErrorCode GELU_NAME(LayerJVP_GELU)(Layer layer, PetscInt n, const Pe
   POINTWISE_BLOCKS(N, GELU_NAME(GELUSlopeRange)(i0, i1, x, dx, dy));
   return PetscLogFlops((pw->flops_df + 1) * N);
 }
+
+#if defined(GELU_BF16)
+/*
+  bfloat16 on the stored values (Layer.ops forwardbf16, backwardmaskbf16, jvpbf16; layerbf16.c), float instantiation
+  only: each entry is the float kernel's on the widened values, rounded once (bf16impl.h), so a Net gives the same bits
+  as when its executor streams widened copies through the float kernels, without the copies. No activation is fused
+  into gelu (the Net passes it none).
+    x, y, dx, dy   [n][size] bfloat16 (uint16_t)
+*/
+static POINTWISE_TARGET_CLONES void GELUForwardRangeBF16(PetscInt i0, PetscInt i1, const uint16_t *x, uint16_t *y)
+{
+  for (PetscInt i = i0; i < i1; i++) y[i] = PetNetFloatToBF16(GELUValueSingle(PetNetBF16ToFloat(x[i])));
+}
+
+static POINTWISE_TARGET_CLONES void GELUSlopeRangeBF16(PetscInt i0, PetscInt i1, const uint16_t *x, const uint16_t *in, uint16_t *out)
+{
+  for (PetscInt i = i0; i < i1; i++) out[i] = PetNetFloatToBF16(GELUSlopeSingle(PetNetBF16ToFloat(x[i])) * PetNetBF16ToFloat(in[i]));
+}
+
+static PetscErrorCode LayerForwardBF16_GELU(Layer layer, Layer act, PetscInt n, const PetscScalar *theta, const uint16_t *x, uint16_t *y)
+{
+  Layer_Pointwise *pw = (Layer_Pointwise *)layer->data;
+  const PetscInt   N  = n * layer->insize;
+
+  PetscCheck(!act, PETSC_COMM_SELF, PETSC_ERR_PLIB, "gelu layer %" PetscInt_FMT ": no activation is fused into it", layer->index);
+  POINTWISE_BLOCKS(N, GELUForwardRangeBF16(i0, i1, x, y));
+  return PetscLogFlops(pw->flops_f * N);
+}
+
+static PetscErrorCode LayerBackwardBF16_GELU(Layer layer, Layer act, PetscInt n, const PetscScalar *theta, const uint16_t *x, const uint16_t *y, const uint16_t *dy, uint16_t *dx, PetscScalar *dtheta)
+{
+  Layer_Pointwise *pw = (Layer_Pointwise *)layer->data;
+  const PetscInt   N  = n * layer->insize;
+
+  PetscCheck(!act, PETSC_COMM_SELF, PETSC_ERR_PLIB, "gelu layer %" PetscInt_FMT ": no activation's derivative is applied in its backward pass", layer->index);
+  if (!dx) return 0;
+  POINTWISE_BLOCKS(N, GELUSlopeRangeBF16(i0, i1, x, dy, dx));
+  return PetscLogFlops((pw->flops_df + 1) * N);
+}
+
+static PetscErrorCode LayerJVPBF16_GELU(Layer layer, PetscInt n, const PetscScalar *theta, const uint16_t *x, const uint16_t *y, const uint16_t *dx, const PetscScalar *dtheta, uint16_t *dy)
+{
+  Layer_Pointwise *pw = (Layer_Pointwise *)layer->data;
+  const PetscInt   N  = n * layer->insize;
+
+  if (!dx) return PetscArrayzero(dy, (size_t)N);
+  POINTWISE_BLOCKS(N, GELUSlopeRangeBF16(i0, i1, x, dx, dy));
+  return PetscLogFlops((pw->flops_df + 1) * N);
+}
+#endif
 
 #if defined(GELU_SECOND_ORDER)
 PETNET_MATH_INLINE GELU_T GELU_NAME(GELUCurvature)(GELU_T x)
