@@ -617,7 +617,7 @@ static PetscErrorCode LayerSetUp_Attention(Layer layer)
   PetscCheck(att->B <= 8192, PetscObjectComm((PetscObject)layer), PETSC_ERR_ARG_OUTOFRANGE,
              "The %s has tile %" PetscInt_FMT " on T = %" PetscInt64_FMT ": its tiles of scores would be %" PetscInt_FMT " x %" PetscInt_FMT " per thread part; give -%sattention_tile B with B <= 8192 (default 64)", node, att->tile, T, att->B, att->B,
              prefix);
-  att->tilesize = 2 * att->B * att->B + 3 * att->B + 8 + att->d * ((att->B + 15) / 16 * 16); /* + the dot tiles' scratch (ATT_TILE_BT) */
+  att->tilesize = 2 * att->B * att->B + 3 * att->B + 8 + att->d * ((att->B + 31) / 32 * 32); /* + the dot tiles' scratch (ATT_TILE_BT, rows of 32 for the AVX-512 kernel) */
   att->nstate = att->nstatef = -1;
   layer->out                 = layer->in;
   layer->out.dim[0]          = att->nq; /* the block's rows */

@@ -80,7 +80,7 @@ static inline PetscErrorCode ATT_NAME(AttentionDotTile)(PetscInt m, PetscInt n, 
 {
 #if ATT_FLOAT_TILES
   if (AttentionTileFast(d)) {
-    ATT_TILE_CALL(AttentionTileDot, m, n, diag, d, A, lda, Bm, ldb, add, C, ldc, bt);
+    ATT_TILE_CALL(AttentionTileDot, PETSC_TRUE, m, n, diag, d, A, lda, Bm, ldb, add, C, ldc, bt);
     return 0;
   }
 #endif
@@ -91,7 +91,7 @@ static inline PetscErrorCode ATT_NAME(AttentionAxpyTile)(PetscInt m, PetscInt n,
 {
 #if ATT_FLOAT_TILES
   if (AttentionTileFast(d)) {
-    ATT_TILE_CALL(AttentionTileAxpy, m, n, diag, d, P, ldp, V, ldv, C, ldc);
+    ATT_TILE_CALL(AttentionTileAxpy, d % 16 == 0, m, n, diag, d, P, ldp, V, ldv, C, ldc);
     return 0;
   }
 #endif
@@ -102,7 +102,7 @@ static inline PetscErrorCode ATT_NAME(AttentionAxpyTTile)(PetscInt m, PetscInt n
 {
 #if ATT_FLOAT_TILES
   if (AttentionTileFast(d)) {
-    ATT_TILE_CALL(AttentionTileAxpyT, m, n, diag, d, P, ldp, G, ldg, C, ldc);
+    ATT_TILE_CALL(AttentionTileAxpyT, d % 16 == 0, m, n, diag, d, P, ldp, G, ldg, C, ldc);
     return 0;
   }
 #endif

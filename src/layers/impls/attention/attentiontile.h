@@ -145,14 +145,136 @@ ATT_TILE_KERNELS(AVX2, __attribute__((target("avx2,fma"))))
 #endif
 ATT_TILE_KERNELS(Base, )
 
+#if defined(ATT_TILE_HAVE_AVX2)
+/*
+  The same three kernels on AVX-512's 16 floats a vector, for CPUs that have it: dot in blocks of 4 rows by 32
+  columns (bt's rows then 32 apart: n32), axpy and axpyt in blocks of 8 rows by 16 features (d a multiple of 16,
+  AttentionTileFast16(); else the AVX2 ones run). Every entry is the same ordered sum of FMAs as in the AVX2 kernels,
+  so the two give the same bits.
+*/
+typedef float AttV16 __attribute__((vector_size(64), aligned(4)));
+
+#define ATT_ACC8_ZERO AttV16 e0 = {0}, e1 = {0}, e2 = {0}, e3 = {0}, e4 = {0}, e5 = {0}, e6 = {0}, e7 = {0}
+#define ATT_ACC8_FMA(p, v) \
+  do {                     \
+    e0 += (p)[0] * (v);    \
+    e1 += (p)[1] * (v);    \
+    e2 += (p)[2] * (v);    \
+    e3 += (p)[3] * (v);    \
+    e4 += (p)[4] * (v);    \
+    e5 += (p)[5] * (v);    \
+    e6 += (p)[6] * (v);    \
+    e7 += (p)[7] * (v);    \
+  } while (0)
+#define ATT_ACC8_ROWS              \
+  {                                \
+    e0, e1, e2, e3, e4, e5, e6, e7 \
+  }
+
+static __attribute__((target("avx512f"))) void AttentionTileDotAVX512(PetscInt m, PetscInt n, PetscInt diag, PetscInt d, const float *restrict A, PetscInt lda, const float *restrict Bm, PetscInt ldb, PetscBool add, float *restrict C, PetscInt ldc,
+                                                                      float *restrict bt)
+{
+  const PetscInt n32 = (n + 31) / 32 * 32, nt = ATT_TILE_COLS(n, diag, m); /* columns any row needs */
+
+  for (PetscInt j = 0; j < nt; j++)
+    for (PetscInt k = 0; k < d; k++) bt[(size_t)k * n32 + j] = Bm[(size_t)j * ldb + k];
+  for (PetscInt k = 0; k < d; k++)
+    for (PetscInt j = nt; j < (nt + 31) / 32 * 32; j++) bt[(size_t)k * n32 + j] = 0;
+  for (PetscInt i0 = 0; i0 < m; i0 += ATT_TILE_R) {
+    const float   *a0 = A + (size_t)i0 * lda, *a1 = A + (size_t)PetscMin(i0 + 1, m - 1) * lda, *a2 = A + (size_t)PetscMin(i0 + 2, m - 1) * lda, *a3 = A + (size_t)PetscMin(i0 + 3, m - 1) * lda;
+    const PetscInt jn = ATT_TILE_COLS(n, diag, PetscMin(i0 + ATT_TILE_R, m)); /* the block's rows need columns < jn */
+    for (PetscInt j0 = 0; j0 < jn; j0 += 32) {
+      const float *b   = bt + j0;
+      AttV16       c00 = {0}, c01 = {0}, c10 = {0}, c11 = {0}, c20 = {0}, c21 = {0}, c30 = {0}, c31 = {0};
+
+      for (PetscInt k = 0; k < d; k++, b += n32) {
+        const AttV16 b0 = *(const AttV16 *)b, b1 = *(const AttV16 *)(b + 16);
+        ATT_ACC_FMA(a0[k], a1[k], a2[k], a3[k], b0, b1);
+      }
+      {
+        const AttV16 acc[ATT_TILE_R][2] = ATT_ACC_ROWS;
+        for (PetscInt r = 0; r < ATT_TILE_R && i0 + r < m; r++) {
+          float *c = C + (size_t)(i0 + r) * ldc + j0;
+          if (j0 + 32 <= n) {
+            if (add) {
+              *(AttV16 *)c += acc[r][0];
+              *(AttV16 *)(c + 16) += acc[r][1];
+            } else {
+              *(AttV16 *)c        = acc[r][0];
+              *(AttV16 *)(c + 16) = acc[r][1];
+            }
+          } else {
+            float t[32];
+            *(AttV16 *)t        = acc[r][0];
+            *(AttV16 *)(t + 16) = acc[r][1];
+            for (PetscInt jj = 0; j0 + jj < n; jj++) c[jj] = (add ? c[jj] : 0) + t[jj];
+          }
+        }
+      }
+    }
+  }
+}
+
+static __attribute__((target("avx512f"))) void AttentionTileAxpyAVX512(PetscInt m, PetscInt n, PetscInt diag, PetscInt d, const float *restrict P, PetscInt ldp, const float *restrict V, PetscInt ldv, float *restrict C, PetscInt ldc)
+{
+  for (PetscInt i0 = 0; i0 < m; i0 += 8) {
+    const float   *pr[8];
+    const PetscInt jn = ATT_TILE_COLS(n, diag, PetscMin(i0 + 8, m)); /* P's entries past jn are 0 in these rows */
+
+    for (PetscInt r = 0; r < 8; r++) pr[r] = P + (size_t)PetscMin(i0 + r, m - 1) * ldp;
+    for (PetscInt c0 = 0; c0 < d; c0 += 16) {
+      const float *v = V + c0;
+      ATT_ACC8_ZERO;
+
+      for (PetscInt j = 0; j < jn; j++, v += ldv) {
+        const AttV16 v0   = *(const AttV16 *)v;
+        const float  p[8] = {pr[0][j], pr[1][j], pr[2][j], pr[3][j], pr[4][j], pr[5][j], pr[6][j], pr[7][j]};
+        ATT_ACC8_FMA(p, v0);
+      }
+      {
+        const AttV16 acc[8] = ATT_ACC8_ROWS;
+        for (PetscInt r = 0; r < 8 && i0 + r < m; r++) *(AttV16 *)(C + (size_t)(i0 + r) * ldc + c0) += acc[r];
+      }
+    }
+  }
+}
+
+static __attribute__((target("avx512f"))) void AttentionTileAxpyTAVX512(PetscInt m, PetscInt n, PetscInt diag, PetscInt d, const float *restrict P, PetscInt ldp, const float *restrict G, PetscInt ldg, float *restrict C, PetscInt ldc)
+{
+  for (PetscInt j0 = 0; j0 < n; j0 += 8) {
+    PetscInt q[8];
+
+    for (PetscInt r = 0; r < 8; r++) q[r] = PetscMin(j0 + r, n - 1);
+    for (PetscInt c0 = 0; c0 < d; c0 += 16) {
+      const PetscInt i1 = ATT_TILE_ROW0(diag, j0); /* P's entries of rows before i1 are 0 in these columns */
+      const float   *g = G + c0 + (size_t)i1 * ldg, *pi = P + (size_t)i1 * ldp;
+      ATT_ACC8_ZERO;
+
+      for (PetscInt i = i1; i < m; i++, g += ldg, pi += ldp) {
+        const AttV16 g0   = *(const AttV16 *)g;
+        const float  p[8] = {pi[q[0]], pi[q[1]], pi[q[2]], pi[q[3]], pi[q[4]], pi[q[5]], pi[q[6]], pi[q[7]]};
+        ATT_ACC8_FMA(p, g0);
+      }
+      {
+        const AttV16 acc[8] = ATT_ACC8_ROWS;
+        for (PetscInt r = 0; r < 8 && j0 + r < n; r++) *(AttV16 *)(C + (size_t)(j0 + r) * ldc + c0) += acc[r];
+      }
+    }
+  }
+}
+#define ATT_TILE_HAVE_AVX512 1
+#endif
+
 /* whether the kernels above run attention's tile products in float: d a multiple of 8 (axpy's vectors of features) */
 static inline PetscBool AttentionTileFast(PetscInt d)
 {
   return (PetscBool)(d % 8 == 0);
 }
 
-#if defined(ATT_TILE_HAVE_AVX2)
-#define ATT_TILE_CALL(f, ...) (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? f##AVX2(__VA_ARGS__) : f##Base(__VA_ARGS__))
+#if defined(ATT_TILE_HAVE_AVX512)
+/* AVX-512 where the CPU has it (for axpy and axpyt when d is a multiple of 16: wide16), else AVX2 with FMA, else the
+   baseline build's */
+#define ATT_TILE_CALL(f, wide16, ...) (__builtin_cpu_supports("avx512f") && (wide16) ? f##AVX512(__VA_ARGS__) : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? f##AVX2(__VA_ARGS__) : f##Base(__VA_ARGS__))
 #else
-#define ATT_TILE_CALL(f, ...) f##Base(__VA_ARGS__)
+#define ATT_TILE_CALL(f, wide16, ...) f##Base(__VA_ARGS__)
 #endif
