@@ -36,6 +36,22 @@ static inline ATT_T ATT_NAME(AttentionDot)(PetscInt d, const ATT_T *restrict x, 
 }
 
 /* x . z over a row of a tile, in four partial sums (independent additions the vector units overlap; a fixed order) */
+/* the entries of a score row whose exponentials are taken: cnt rounded up to whole vectors of 16 where the row's B
+   entries hold them (B a multiple of 16), so that the vectorized loop runs no scalar tail; the entries past cnt are
+   zeroed by the caller afterwards or never read */
+#define ATT_EXP_COUNT(cnt, B) ((B) % 16 == 0 ? PetscMin(((cnt) + 15) / 16 * 16, (B)) : (cnt))
+
+/* the largest of x[0..n) (n >= 1): a max is exact, so the vector lanes of the simd reduction give the scalar loop's
+   value in any order */
+static inline ATT_T ATT_NAME(AttentionRowMax)(PetscInt n, const ATT_T *restrict x)
+{
+  ATT_T mx = x[0];
+
+#pragma omp simd reduction(max : mx)
+  for (PetscInt c = 1; c < n; c++) mx = x[c] > mx ? x[c] : mx;
+  return mx;
+}
+
 static inline ATT_T ATT_NAME(AttentionRowDot)(PetscInt n, const ATT_T *restrict x, const ATT_T *restrict z)
 {
   ATT_T    acc[4] = {0, 0, 0, 0};
@@ -172,8 +188,7 @@ static PetscErrorCode ATT_NAME(AttentionForwardPair)(const Layer_Attention *att,
         }
         /* between tiles the row's running max is in M[i - i0], its running sum in L[i], o in its row of O */
         for (PetscInt c = 0; c < cnt; c++) row[c] *= scale;
-        mx = row[0];
-        for (PetscInt c = 1; c < cnt; c++) mx = PetscMax(mx, row[c]);
+        mx = ATT_NAME(AttentionRowMax)(cnt, row);
         if (j0 == 0) { /* the first tile this row sees */
           m = mx;
           l = 0;
@@ -190,7 +205,7 @@ static PetscErrorCode ATT_NAME(AttentionForwardPair)(const Layer_Attention *att,
         l *= a;
         if (a != 1)
           for (PetscInt k = 0; k < d; k++) out[k] *= a;
-        ATT_NAME(AttentionExpRow)(cnt, 1, m, row);
+        ATT_NAME(AttentionExpRow)(ATT_EXP_COUNT(cnt, B), 1, m, row);
         l += ATT_NAME(AttentionRowDot)(cnt, row, NULL);
         if (drop)
           for (PetscInt c = 0; c < cnt; c++) row[c] *= (ATT_T)AttentionMask(att, s, h, q0 + i, j0 + c);
@@ -251,7 +266,7 @@ static PetscErrorCode ATT_NAME(AttentionBackwardPair)(const Layer_Attention *att
         const ATT_T    Di = D[i - i0], li = L[i];
         ATT_T *restrict p = S + (size_t)(i - i0) * B, *restrict ds = dP + (size_t)(i - i0) * B;
 
-        ATT_NAME(AttentionExpRow)(cnt, scale, li, p);
+        ATT_NAME(AttentionExpRow)(ATT_EXP_COUNT(cnt, B), scale, li, p);
         if (drop)
           for (PetscInt c = 0; c < cnt; c++) {
             const ATT_T mij = (ATT_T)AttentionMask(att, s, h, q0 + i, j0 + c);
@@ -313,7 +328,7 @@ static PetscErrorCode ATT_NAME(AttentionJVPPair)(const Layer_Attention *att, Pet
         const ATT_T    li = L[i];
         ATT_T *restrict p = S + (size_t)(i - i0) * B, *restrict sd = Sd + (size_t)(i - i0) * B, ci = Cb[i - i0];
 
-        ATT_NAME(AttentionExpRow)(cnt, scale, li, p);
+        ATT_NAME(AttentionExpRow)(ATT_EXP_COUNT(cnt, B), scale, li, p);
         for (PetscInt c2 = 0; c2 < cnt; c2++) sd[c2] *= scale;
         ci += ATT_NAME(AttentionRowDot)(cnt, p, sd);
         if (drop)
