@@ -35,7 +35,6 @@ static inline ATT_T ATT_NAME(AttentionDot)(PetscInt d, const ATT_T *restrict x, 
   return sum;
 }
 
-/* x . z over a row of a tile, in four partial sums (independent additions the vector units overlap; a fixed order) */
 /* the entries of a score row whose exponentials are taken: cnt rounded up to whole vectors of 16 where the row's B
    entries hold them (B a multiple of 16), so that the vectorized loop runs no scalar tail; the entries past cnt are
    zeroed by the caller afterwards or never read */
@@ -52,6 +51,7 @@ static inline ATT_T ATT_NAME(AttentionRowMax)(PetscInt n, const ATT_T *restrict 
   return mx;
 }
 
+/* x . z over a row of a tile, in four partial sums (independent additions the vector units overlap; a fixed order) */
 static inline ATT_T ATT_NAME(AttentionRowDot)(PetscInt n, const ATT_T *restrict x, const ATT_T *restrict z)
 {
   ATT_T    acc[4] = {0, 0, 0, 0};
@@ -107,7 +107,7 @@ static inline PetscErrorCode ATT_NAME(AttentionAxpyTile)(PetscInt m, PetscInt n,
 {
 #if ATT_FLOAT_TILES
   if (AttentionTileFast(d)) {
-    ATT_TILE_CALL(AttentionTileAxpy, d % 16 == 0, m, n, diag, d, P, ldp, V, ldv, C, ldc);
+    ATT_TILE_CALL(AttentionTileAxpy, AttentionTileFast16(d), m, n, diag, d, P, ldp, V, ldv, C, ldc);
     return 0;
   }
 #endif
@@ -118,7 +118,7 @@ static inline PetscErrorCode ATT_NAME(AttentionAxpyTTile)(PetscInt m, PetscInt n
 {
 #if ATT_FLOAT_TILES
   if (AttentionTileFast(d)) {
-    ATT_TILE_CALL(AttentionTileAxpyT, d % 16 == 0, m, n, diag, d, P, ldp, G, ldg, C, ldc);
+    ATT_TILE_CALL(AttentionTileAxpyT, AttentionTileFast16(d), m, n, diag, d, P, ldp, G, ldg, C, ldc);
     return 0;
   }
 #endif

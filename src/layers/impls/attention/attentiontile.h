@@ -271,8 +271,14 @@ static inline PetscBool AttentionTileFast(PetscInt d)
   return (PetscBool)(d % 8 == 0);
 }
 
+/* whether axpy and axpyt may take the AVX-512 kernels: d a multiple of 16 (their vectors of 16 features) */
+static inline PetscBool AttentionTileFast16(PetscInt d)
+{
+  return (PetscBool)(d % 16 == 0);
+}
+
 #if defined(ATT_TILE_HAVE_AVX512)
-/* AVX-512 where the CPU has it (for axpy and axpyt when d is a multiple of 16: wide16), else AVX2 with FMA, else the
+/* AVX-512 where the CPU has it (for axpy and axpyt when AttentionTileFast16(d): wide16), else AVX2 with FMA, else the
    baseline build's */
 #define ATT_TILE_CALL(f, wide16, ...) (__builtin_cpu_supports("avx512f") && (wide16) ? f##AVX512(__VA_ARGS__) : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? f##AVX2(__VA_ARGS__) : f##Base(__VA_ARGS__))
 #else

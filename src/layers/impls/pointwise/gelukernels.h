@@ -72,8 +72,8 @@ static PetscErrorCode GELU_NAME(LayerJVP_GELU)(Layer layer, PetscInt n, const Pe
   into gelu (the Net passes it none).
     x, y, dx, dy   [n][size] bfloat16 (uint16_t)
 */
-/* a chunk of entries widened into registers-sized scratch (on the stack), the float loop run on it and rounded back:
-   three loops that each vectorize (one loop doing all three does not: GCC leaves it scalar) */
+/* a chunk of 256 entries widened into float scratch on the stack (1 KiB, in L1), the float loop run on it and rounded
+   back: separate loops that each vectorize (one loop doing all three does not: GCC leaves it scalar) */
 #define GELU_BF16_CHUNK 256
 
 static POINTWISE_TARGET_CLONES void GELUForwardRangeBF16(PetscInt i0, PetscInt i1, const uint16_t *x, uint16_t *y)
