@@ -30,6 +30,8 @@ PETSC_EXTERN PetscFunctionList LayerList;
 
 PETSC_EXTERN PetscErrorCode LayerInitializePackage(void);
 PETSC_EXTERN PetscErrorCode LayerFinalizePackage(void);
+PETSC_EXTERN PetscErrorCode LayerSetGemmThinRows(PetscInt);
+PETSC_EXTERN PetscErrorCode LayerGetGemmThinRows(PetscInt *);
 PETSC_EXTERN PetscErrorCode LayerCreate(MPI_Comm, Layer *);
 PETSC_EXTERN PetscErrorCode LayerSetType(Layer, LayerType);
 PETSC_EXTERN PetscErrorCode LayerGetType(Layer, LayerType *);

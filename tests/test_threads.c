@@ -24,6 +24,13 @@
   <= 1e-12; the finite differences, which cross kinks of relu and maxpool on random inputs, no worse than unfused).
     -threads_fuse        run these comparisons (default: only the thread counts, the Nets fused as by default)
 
+  Thin GEMMs (-threads_thin): Nets of dense layers on batches of 1 to 65 samples, whose double GEMMs of at most 64
+  columns run on PetNet's thin AVX-512 kernels (LayerSetGemmThinRows(), src/layers/interface/layergemmthin.c): their
+  results at 2 and 3 threads must be the same bits as at 1, and within 1e-13 relative of BLAS's (rows 0) in every
+  result; where the CPU has AVX-512, at least one result must differ from BLAS's bits (else the kernels did not run:
+  the test would compare BLAS with itself). The layers' sizes reach every tail: inner chunks of 256 (forward) and 128
+  (input gradient) and a part of one, output rows not a multiple of 16, 6, 12 or 16, batches of 1, 8, 9, 16, 17, 33, 64.
+
   Training (-threads_train): train the Net of the options (-net_layers, -tao_type, -trainer_batch_size, ...) on the
   first -train_dataset_limit images of the Fashion-MNIST test split at 1 and at 2 threads; the final parameters, the
   training loss and the test accuracy must be the same bits. With -threads_fuse also with separate passes at 1
@@ -350,10 +357,73 @@ static PetscErrorCode TestTraining(PetscBool fusecmp)
   PetscFunctionReturn(0);
 }
 
+static PetscErrorCode TestThin(PetscInt tmax)
+{
+  const char *const nets[]    = {"dense:130,tanh,dense:23,relu,dense:300", "dense:17,sigmoid,dense:64,tanh,dense:16", "dense:2048,relu,dense:96"};
+  const char *const shapes[]  = {"513", "40", "700"};
+  const PetscInt    batches[] = {1, 5, 8, 9, 16, 17, 32, 33, 64, 65};
+  PetscInt          rows0;
+  PetscBool         avx512 = PETSC_FALSE, differs = PETSC_FALSE;
+  PetscReal         worst = 0, worstthreads = 0;
+  const char       *features;
+
+  PetscFunctionBegin;
+  PetscCall(PetNetGetCPUFeatures(&features));
+  PetscCall(PetscStrInList("avx512f", features, ' ', &avx512));
+  PetscCall(LayerGetGemmThinRows(&rows0));
+  PetscCheck(rows0 == 64, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "the thin GEMMs' default rows is 64, not %" PetscInt_FMT, rows0);
+  for (size_t k = 0; k < PETSC_STATIC_ARRAY_LENGTH(nets); k++) {
+    for (size_t b = 0; b < PETSC_STATIC_ARRAY_LENGTH(batches); b++) {
+      const PetscInt n = batches[b];
+      Vec            thin[NRESULTS], blas[NRESULTS];
+      PetscReal      rel[NRESULTS] = {0}, worstb = 0;
+
+      if (k == 2 && batches[b] != 32 && batches[b] != 9) continue; /* the wide Net: two batches */
+      PetscCall(LayerSetGemmThinRows(0));
+      PetscCall(LayerResults(nets[k], shapes[k], n, NULL, 1, PETSC_TRUE, blas, NULL, NULL));
+      PetscCall(LayerSetGemmThinRows(64));
+      PetscCall(LayerResults(nets[k], shapes[k], n, NULL, 1, PETSC_TRUE, thin, NULL, NULL));
+      for (PetscInt r = 0; r < NRESULTS; r++) {
+        PetscReal d;
+
+        PetscCall(RelativeDifference(blas[r], thin[r], &rel[r]));
+        PetscCall(MaxDifference(blas[r], thin[r], &d));
+        if (d > 0) differs = PETSC_TRUE;
+        worstb = PetscMax(worstb, rel[r]);
+      }
+      for (PetscInt t = 2; t <= tmax; t++) {
+        Vec other[NRESULTS];
+
+        PetscCall(LayerResults(nets[k], shapes[k], n, NULL, t, PETSC_TRUE, other, NULL, NULL));
+        for (PetscInt r = 0; r < NRESULTS; r++) {
+          PetscReal d;
+
+          PetscCall(MaxDifference(thin[r], other[r], &d));
+          worstthreads = PetscMax(worstthreads, d);
+          PetscCheck(d == 0, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s on %" PetscInt_FMT " samples: %s at %" PetscInt_FMT " threads differs from 1 thread's by %g on the thin GEMMs", nets[k], n, ResultNames[r], t, (double)d);
+          PetscCall(VecDestroy(&other[r]));
+        }
+      }
+      PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%-40s n %3" PetscInt_FMT "  thin against BLAS: Y %.1e dX %.1e G %.1e jvp %.1e dXdot %.1e Hv %.1e\n", nets[k], n, (double)rel[0], (double)rel[1], (double)rel[2], (double)rel[3], (double)rel[4],
+                            (double)rel[5]));
+      PetscCheck(worstb <= 1e-13, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s on %" PetscInt_FMT " samples: the thin GEMMs' results differ from BLAS's by %g relative (more than 1e-13)", nets[k], n, (double)worstb);
+      worst = PetscMax(worst, worstb);
+      for (PetscInt r = 0; r < NRESULTS; r++) {
+        PetscCall(VecDestroy(&thin[r]));
+        PetscCall(VecDestroy(&blas[r]));
+      }
+    }
+  }
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "thin GEMMs: at most %.1e relative from BLAS, threads %g; AVX-512 %s, some bits unlike BLAS's %s\n", (double)worst, (double)worstthreads, avx512 ? "yes" : "no", differs ? "yes" : "no"));
+  PetscCheck(!avx512 || differs, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "the CPU has AVX-512 but every result equals BLAS's bits: the thin GEMMs did not run");
+  PetscCheck(avx512 || !differs, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "the CPU has no AVX-512 but results differ from BLAS's: something other than BLAS ran");
+  PetscFunctionReturn(0);
+}
+
 int main(int argc, char **argv)
 {
   PetscInt  n = 20, tmax = 3, grid[2] = {32, 35}, ngrid = 2;
-  PetscBool train = PETSC_FALSE, fusecmp = PETSC_FALSE, gridmode = PETSC_FALSE, flg;
+  PetscBool train = PETSC_FALSE, fusecmp = PETSC_FALSE, gridmode = PETSC_FALSE, thin = PETSC_FALSE, flg;
 
   PetscFunctionBeginUser;
   PetscCall(PetscInitialize(&argc, &argv, NULL, NULL));
@@ -364,7 +434,10 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-threads_grid", &gridmode, NULL));
   PetscCall(PetscOptionsGetIntArray(NULL, NULL, "-threads_grid_size", grid, &ngrid, &flg));
   if (flg && ngrid == 1) grid[1] = grid[0];
-  if (gridmode)
+  PetscCall(PetscOptionsGetBool(NULL, NULL, "-threads_thin", &thin, NULL));
+  if (thin)
+    PetscCall(TestThin(tmax));
+  else if (gridmode)
     PetscCall(TestGrid(grid[0], grid[1], tmax));
   else if (train)
     PetscCall(TestTraining(fusecmp));

@@ -1,4 +1,5 @@
 /* Layer package: the class id, the registry of kinds (each kind with its log events), and the finalizer. */
+#include "layergemm.h"
 #include <petnet/private/layerimpl.h>
 
 PetscClassId LAYER_CLASSID;
@@ -36,7 +37,9 @@ PetscErrorCode LayerFinalizePackage(void)
   Not collective
 
   Notes:
-  In order: the class id "Layer", the built-in kinds (LayerRegisterAll()) and the finalizer LayerFinalizePackage().
+  In order: the class id "Layer", the built-in kinds (LayerRegisterAll()), the finalizer LayerFinalizePackage() and
+  -petnet_gemm_thin_rows (the largest number of columns, a batch's rows, of a double GEMM that PetNet's AVX-512 thin
+  kernels compute instead of BLAS: LayerSetGemmThinRows()).
   The Layer package is the first above sys in the dependency chain
   sys <- layers <- net <- (loss, ts, optim, data) <- trainer, so it initializes no other PetNet package;
   NetInitializePackage() initializes it first. The ode kind is registered later, by the TS package
@@ -55,5 +58,12 @@ PetscErrorCode LayerInitializePackage(void)
   PetscCall(PetscClassIdRegister("Layer", &LAYER_CLASSID));
   PetscCall(LayerRegisterAll());
   PetscCall(PetscRegisterFinalize(LayerFinalizePackage));
+  {
+    PetscInt  rows = LayerGemmThinRows;
+    PetscBool set;
+
+    PetscCall(PetscOptionsGetInt(NULL, NULL, "-petnet_gemm_thin_rows", &rows, &set));
+    if (set) PetscCall(LayerSetGemmThinRows(rows));
+  }
   PetscFunctionReturn(0);
 }

@@ -33,20 +33,24 @@ static inline void LayerGemmBLASSingle(char ta, char tb, PetscInt m, PetscInt n,
 #define LAYER_GEMM_NAME(f) f
 #define LAYER_GEMM_SMALL   1
 #define LAYER_GEMM_ONEDNN  0
+#define LAYER_GEMM_THIN    1
 #include "layergemmkernels.h"
 #undef LAYER_GEMM_T
 #undef LAYER_GEMM_NAME
 #undef LAYER_GEMM_SMALL
 #undef LAYER_GEMM_ONEDNN
+#undef LAYER_GEMM_THIN
 #define LAYER_GEMM_T       float
 #define LAYER_GEMM_NAME(f) f##Single
 #define LAYER_GEMM_SMALL   0
 #define LAYER_GEMM_ONEDNN  1
+#define LAYER_GEMM_THIN    0
 #include "layergemmkernels.h"
 #undef LAYER_GEMM_T
 #undef LAYER_GEMM_NAME
 #undef LAYER_GEMM_SMALL
 #undef LAYER_GEMM_ONEDNN
+#undef LAYER_GEMM_THIN
 
 /* acc[0..m) += c (double += float: the same bits in any vector width), compiled also for AVX-512 and AVX2 */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)

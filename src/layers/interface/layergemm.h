@@ -19,6 +19,11 @@
   parts depend on the sizes alone, so the results are the same bits for any number of threads. A small double GEMM
   (m n k <= 32768 multiply-adds) runs as plain loops without a parallel region instead (the spiral's 20 x 2 by 2 x 50
   products: BLAS's call, checks and packing and OpenMP's team cost more than the arithmetic); float keeps sgemm there.
+  Thin: a threaded double GEMM of few columns n (a batch's or a micro-batch's rows: 1 <= n <= LayerSetGemmThinRows()'s
+  64 by default, m > n, m and k >= 16) with op(B) = B runs on PetNet's AVX-512 kernels instead of BLAS where the CPU
+  has AVX-512 (layergemmthin.c): B packed once (LayerGemmThinPack(), a kept buffer), the parts reading A where it
+  lies; BLAS repacks the whole of A (a layer's weight) on every call, which a thin call cannot amortize. Each entry
+  one ordered chain of FMAs: the same bits at any thread count, BLAS's within the last bits.
   Not threaded: one BLAS call and the epilogue, in the calling thread: a kernel that runs its own chunks on the
   threads (batch convolution, Winograd) calls it so from inside its parallel region. There the entry calls no PETSc
   function and returns an error code, as threadsimpl.h asks.
@@ -66,4 +71,9 @@ PETSC_INTERN PetscErrorCode LayerGemmBF16(char, char, PetscInt, PetscInt, PetscI
 /* G GEMMs at once, C + g sc = op(A + g sa) op(B + g sb) + beta (C + g sc) (einsum's groups): the epilogue's backend only */
 PETSC_INTERN PetscErrorCode LayerGemmBatched(PetscInt, char, char, PetscInt, PetscInt, PetscInt, const PetscScalar *, PetscInt, PetscInt, const PetscScalar *, PetscInt, PetscInt, PetscScalar, PetscScalar *, PetscInt, PetscInt,
                                              const LayerGemmEpilogue *);
+/* the thin double GEMMs on AVX-512 (layergemmthin.c): whether a whole GEMM's sizes take them, and one part's run */
+PETSC_INTERN PetscInt       LayerGemmThinRows;
+PETSC_INTERN PetscBool      LayerGemmThinUse(char, char, PetscInt, PetscInt, PetscInt);
+PETSC_INTERN PetscErrorCode LayerGemmThinPack(char, PetscInt, PetscInt, const double *, PetscInt, const double **);
+PETSC_INTERN void           LayerGemmThin(char, PetscInt, PetscInt, PetscInt, const double *, PetscInt, const double *, double, double *, PetscInt);
 PETSC_INTERN PetscErrorCode LayerGemmBatchedSingle(PetscInt, char, char, PetscInt, PetscInt, PetscInt, const float *, PetscInt, PetscInt, const float *, PetscInt, PetscInt, float, float *, PetscInt, PetscInt, const LayerGemmEpilogueSingle *);

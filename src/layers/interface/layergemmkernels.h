@@ -4,6 +4,7 @@
     LAYER_GEMM_NAME(f)  f itself, or fSingle
     LAYER_GEMM_SMALL    1: small GEMMs as plain loops (double); 0: always BLAS (float: sgemm's bits are kept)
     LAYER_GEMM_ONEDNN   1: the epilogue's backend may send a threaded GEMM to oneDNN (float); 0: ignored (double)
+    LAYER_GEMM_THIN     1: thin GEMMs on PetNet's AVX-512 kernels (double, layergemmthin.c); 0: BLAS (float)
   and LAYER_GEMM_NAME(LayerGemmBLAS)(), the type's BLAS call (layergemm.c).
 */
 #if LAYER_GEMM_SMALL
@@ -153,6 +154,20 @@ static LAYER_GEMM_TARGET_CLONES void LAYER_GEMM_NAME(GemmSmall)(PetscBool transa
 }
 #endif
 
+/* one part's product: BLAS, or the thin kernels on bt, B packed once for the whole GEMM (LayerGemmThinPack()) */
+static inline void LAYER_GEMM_NAME(GemmPart)(const double *bt, char ta, char tb, PetscInt m, PetscInt n, PetscInt k, const LAYER_GEMM_T *A, PetscInt lda, const LAYER_GEMM_T *B, PetscInt ldb, LAYER_GEMM_T beta, LAYER_GEMM_T *C, PetscInt ldc)
+{
+#if LAYER_GEMM_THIN
+  if (bt) {
+    LayerGemmThin(ta, m, n, k, A, lda, bt, beta, C, ldc);
+    return;
+  }
+#else
+  (void)bt;
+#endif
+  LAYER_GEMM_NAME(LayerGemmBLAS)(ta, tb, m, n, k, A, lda, B, ldb, beta, C, ldc);
+}
+
 /* the epilogue on the block [i0, i1) x [j0, j1) of C (layergemm.h); in a thread: an error code, no PetscCall */
 static PetscErrorCode LAYER_GEMM_NAME(GemmEpilogue)(const LAYER_GEMM_NAME(LayerGemmEpilogue) * ep, PetscInt i0, PetscInt i1, PetscInt j0, PetscInt j1, LAYER_GEMM_T *C, PetscInt ldc)
 {
@@ -183,6 +198,7 @@ PetscErrorCode LAYER_GEMM_NAME(LayerGemm)(PetscBool threaded, char ta, char tb, 
   const PetNetGemmBackend backend = ep ? ep->backend : PETNET_GEMM_NATIVE;
   PetscInt                nparts  = 1;
   PetscErrorCode          err     = 0;
+  const double           *bt      = NULL; /* B packed for the thin kernels */
 
   (void)backend; /* read by the float entry only */
   if (!m || !n) return 0;
@@ -231,9 +247,15 @@ PetscErrorCode LAYER_GEMM_NAME(LayerGemm)(PetscBool threaded, char ta, char tb, 
     return 0;
   }
 #endif
+#if LAYER_GEMM_THIN
+  /* a thin GEMM (few columns n: a batch's rows) on PetNet's AVX-512 kernels, B packed once for every part (the parts
+     cut the rows of C, m > n); threaded calls only, which may call PETSc (the packing's buffer): the same call sites
+     take the same path at any thread count */
+  if (threaded && LayerGemmThinUse(ta, tb, m, n, k)) PetscCall(LayerGemmThinPack(ta, n, k, B, ldb, &bt));
+#endif
   if (threaded) nparts = PetNetThreadParts(dim, PetscMax(16, (PetscInt)PetscCeilReal(LAYER_GEMM_PART_FLOPS / (2.0 * PetscMax(other, 1) * PetscMax(k, 1)))));
   if (nparts == 1) { /* no parallel region: an if(0) region still sets up a team */
-    LAYER_GEMM_NAME(LayerGemmBLAS)(ta, tb, m, n, k, A, lda, B, ldb, beta, C, ldc);
+    LAYER_GEMM_NAME(GemmPart)(bt, ta, tb, m, n, k, A, lda, B, ldb, beta, C, ldc);
     err = ep ? LAYER_GEMM_NAME(GemmEpilogue)(ep, 0, m, 0, n, C, ldc) : 0;
     if (!threaded) return err;
     PetNetThreadsCheck(err, "a layer's GEMM output pass");
@@ -255,7 +277,7 @@ PetscErrorCode LAYER_GEMM_NAME(LayerGemm)(PetscBool threaded, char ta, char tb, 
       Bp = tb == 'N' ? B + (size_t)j0 * ldb : B + j0;
       Cp = C + (size_t)j0 * ldc;
     }
-    LAYER_GEMM_NAME(LayerGemmBLAS)(ta, tb, pm, pn, k, Ap, lda, Bp, ldb, beta, Cp, ldc);
+    LAYER_GEMM_NAME(GemmPart)(bt, ta, tb, pm, pn, k, Ap, lda, Bp, ldb, beta, Cp, ldc);
     if (ep) PetNetThreadsSetError(&err, splitm ? LAYER_GEMM_NAME(GemmEpilogue)(ep, j0, j1, 0, n, C, ldc) : LAYER_GEMM_NAME(GemmEpilogue)(ep, 0, m, j0, j1, C, ldc));
   }
   PetNetThreadsCheck(err, "a layer's GEMM output pass");

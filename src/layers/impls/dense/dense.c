@@ -34,7 +34,9 @@
 
   Threads: each GEMM is cut into parts along the larger of its two outer dimensions (LayerGemm()), the parts from the
   sizes alone and never along the inner dimension, so the results are the same bits for any number of threads; a
-  small double GEMM runs as plain loops without a parallel region.
+  small double GEMM runs as plain loops without a parallel region, and on a batch of at most 64 rows (a pipeline's
+  micro-batch) the forward and input-gradient GEMMs run on PetNet's thin AVX-512 kernels, which read W where it lies
+  instead of packing it on every call as BLAS does (LayerSetGemmThinRows()).
 */
 #include "dense.h"
 #include "../../interface/layergemm.h"
