@@ -44,7 +44,7 @@ PetscInt LayerGemmThinRows = 64;
 . -petnet_gemm_thin_rows <rows> - the same, read once when the Layer package initializes
 
   Notes:
-  A dense layer's forward (Y = W X) and input gradient (dX = W^T dY) on a batch of at most rows samples, and any other
+  A dense layer's forward (y = x W^T) and input gradient (dx = dy W) on a batch of at most rows samples, and any other
   layer's double GEMM of that thin shape (LayerGemm()), run on kernels that read the weight where it lies and pack
   only the thin operand; BLAS repacks the whole weight on every call, which a thin call cannot amortize (a pipeline's
   micro-batches: `-net_microbatches`). They need AVX-512 (`PetNetGetCPUFeatures()`); elsewhere BLAS runs. Each entry
