@@ -135,6 +135,8 @@ _C = {
         "PetNetInitializePackage": (),
         "PetNetSetNumThreads": (_I,),
         "PetNetGetNumThreads": (_PI,),
+        "LayerSetGemmThinRows": (_I,),
+        "LayerGetGemmThinRows": (_PI,),
         "PetNetGetBLASInfo": (ctypes.POINTER(_S), ctypes.POINTER(_S)),
         "PetNetGetCPUFeatures": (ctypes.POINTER(_S),),
         "PetscObjectReference": (_P,),
@@ -943,6 +945,17 @@ def getNumThreads():
     """PetNetGetNumThreads: the threads of this process (the default, OMP_NUM_THREADS or the cores over the ranks on
     the node, until set)."""
     return _out(_Int, _C["PetNetGetNumThreads"])
+
+
+def setGemmThinRows(rows):
+    """LayerSetGemmThinRows: the widest batch (0 to 64, default 64; 0: BLAS always) whose double GEMMs run on PetNet's
+    thin AVX-512 kernels (-petnet_gemm_thin_rows)."""
+    _check(_C["LayerSetGemmThinRows"](_int(rows, "setGemmThinRows(): rows", 0)))
+
+
+def getGemmThinRows():
+    """LayerGetGemmThinRows: the widest batch on the thin kernels (LayerSetGemmThinRows())."""
+    return _out(_Int, _C["LayerGetGemmThinRows"])
 
 
 def getBLASInfo():

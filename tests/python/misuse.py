@@ -1,8 +1,9 @@
 """Misuse of the Python module ends in a Python exception that says what to pass, never in SEGV, SIGFPE or a silently
 truncated argument: None or a numpy array where a Vec goes, calls after destroy(), a zero, negative or malformed input
 shape, a spec that is not a string, an unknown precision or parallel mode, integers beyond a PetscInt (createVecs(2**40)
-used to be truncated by ctypes into empty Vecs). The C check of NetSetInputShape() is reached directly too (a
-zero shape refused as such, not by SIGFPE in the first forward pass). Then Trainer.train() without a test set reports
+used to be truncated by ctypes into empty Vecs), a thin-GEMM width past 64 (setGemmThinRows(65): C's check names the
+option). The C check of NetSetInputShape() is reached directly too (a zero shape refused as such, not by SIGFPE in the
+first forward pass). Then Trainer.train() without a test set reports
 None for what it did not measure, and Trainer.predict() returns the outputs of every sample of a Dataset."""
 import ctypes
 
@@ -84,6 +85,12 @@ def arguments():
     expect("Trainer.setEpochs(2**33)", ValueError, lambda: tr.setEpochs(2**33), "epochs")
     expect("Trainer.evaluate(None)", TypeError, lambda: tr.evaluate(None), "dataset", "petnet.Dataset")
     expect("setNumThreads(2**40)", ValueError, lambda: petnet.setNumThreads(2**40), "nthreads")
+    expect("setGemmThinRows(65)", petnet.Error, lambda: petnet.setGemmThinRows(65), "-petnet_gemm_thin_rows", "not 65")
+    expect("setGemmThinRows(-1)", ValueError, lambda: petnet.setGemmThinRows(-1), "rows")
+    check(petnet.getGemmThinRows() == 64, "getGemmThinRows(): the default is 64, not %d" % petnet.getGemmThinRows())
+    petnet.setGemmThinRows(0)
+    check(petnet.getGemmThinRows() == 0, "setGemmThinRows(0) then getGemmThinRows(): %d" % petnet.getGemmThinRows())
+    petnet.setGemmThinRows(64)
     for obj in (tr, loss, ds, net):
         obj.destroy()
 
