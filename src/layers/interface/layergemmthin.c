@@ -251,8 +251,8 @@ PetscBool LayerGemmThinUse(char ta, char tb, PetscInt m, PetscInt n, PetscInt k)
 */
 PetscErrorCode LayerGemmThinPack(char ta, PetscInt n, PetscInt k, const double *B, PetscInt ldb, const double **bt)
 {
-  const PetscInt lanes = ta == 'N' ? (n + 11) / 12 * 12 : (n + LayerGemmThinTNLanes(n) - 1) / LayerGemmThinTNLanes(n) * LayerGemmThinTNLanes(n);
-  const size_t   size  = (size_t)lanes * k;
+  const PetscInt L = ta == 'N' ? 12 : LayerGemmThinTNLanes(n), lanes = (n + L - 1) / L * L; /* n rounded up to blocks */
+  const size_t   size = (size_t)lanes * k;
   double        *w;
 
   PetscFunctionBegin;
@@ -267,8 +267,6 @@ PetscErrorCode LayerGemmThinPack(char ta, PetscInt n, PetscInt k, const double *
     for (PetscInt q = 0; q < k; q++)
       for (PetscInt i = 0; i < lanes; i++) w[(size_t)q * lanes + i] = i < n ? B[q + (size_t)i * ldb] : 0;
   } else {
-    const PetscInt L = LayerGemmThinTNLanes(n);
-
     for (PetscInt i0 = 0; i0 < n; i0 += L, w += (size_t)k * L)
       for (PetscInt p = 0; p < k; p++)
         for (PetscInt i = 0; i < L; i++) w[(size_t)p * L + i] = i0 + i < n ? B[p + (size_t)(i0 + i) * ldb] : 0;
